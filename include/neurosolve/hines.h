@@ -1,0 +1,127 @@
+/* neurosolve: batches of Hines systems and their solvers.
+ *
+ * The host layout is Flat: the compartments of cell c occupy
+ * [cell_offset[c], cell_offset[c+1]) of every value array, in the cell's tree
+ * order. For compartment i of a cell with parent p (NEURON's convention):
+ *     d[i] x[i] + b[i] x[p] = rhs[i]     and row p holds a[i] x[i].
+ * The papers' names: u = a (upper), l = b (lower).
+ *
+ * A solve overwrites d (the factorised diagonal) and rhs (the solution x). */
+#ifndef NEUROSOLVE_HINES_H
+#define NEUROSOLVE_HINES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "neurosolve/status.h"
+#include "neurosolve/tree.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ns_backend {
+    NS_BACKEND_AUTO = 0, /* CUDA when a GPU is usable and the batch is large enough, else CPU */
+    NS_BACKEND_CPU = 1,
+    NS_BACKEND_CUDA = 2
+} ns_backend;
+
+/* Methods. Each belongs to one backend; docs/methods.md describes each. */
+typedef enum ns_hines_method {
+    NS_HINES_AUTO = 0,
+    NS_HINES_SEQUENTIAL = 1,        /* CPU, one cell after another (the reference) */
+    NS_HINES_OPENMP = 2,            /* CPU, cells spread over OpenMP threads (the paper's Multicore) */
+    NS_HINES_FLAT = 3,              /* CUDA, one thread per cell, Flat layout */
+    NS_HINES_INTERLEAVED = 4,       /* CUDA, one thread per cell, Full-Interleaved layout */
+    NS_HINES_BLOCK_INTERLEAVED = 5, /* CUDA, Block-Interleaved layout (block_size cells per group) */
+    NS_HINES_BLOCK_SHARED = 6,      /* CUDA, Block-Interleaved with rhs in shared memory */
+    NS_HINES_ONCHIP = 7,            /* CUDA, intermediates kept on chip (docs/methods.md) */
+    NS_HINES_BRANCH_LEVEL = 8,      /* CUDA, branches of a level as batched tridiagonal systems */
+    NS_HINES_FINE_GRAINED = 9       /* CUDA, one thread per branch */
+} ns_hines_method;
+
+const char *ns_backend_name(ns_backend backend);
+ns_status ns_backend_from_name(const char *name, ns_backend *backend);
+const char *ns_hines_method_name(ns_hines_method method);
+ns_status ns_hines_method_from_name(const char *name, ns_hines_method *method);
+/* The backend a method runs on (NS_BACKEND_AUTO for NS_HINES_AUTO). */
+ns_backend ns_hines_method_backend(ns_hines_method method);
+
+typedef struct ns_solve_options {
+    ns_backend backend;
+    ns_hines_method method;
+    int32_t block_size;          /* cells per group for the block methods; 0 = method's default */
+    int32_t threads;             /* CPU threads; 0 = OpenMP's default */
+    int32_t devices;             /* GPUs to use; 0 = all visible */
+    size_t device_memory_limit;  /* [bytes] per GPU; 0 = what the device has free */
+    int check_finite;            /* 1: reject NaN/Inf in the inputs before solving */
+} ns_solve_options;
+
+void ns_solve_options_init(ns_solve_options *options);
+
+/* ---------------------------------------------------------------- batch */
+
+typedef struct ns_batch ns_batch_t;
+
+/* A batch of n_cells cells drawn from n_shapes trees. cell_shape[c] is the
+ * shape of cell c; with cell_shape NULL, cell c has shape c % n_shapes.
+ * The trees are copied (the caller may destroy them afterwards). */
+ns_status ns_batch_create(int32_t n_shapes, const ns_tree_t *const *shapes, int64_t n_cells,
+                          const int32_t *cell_shape, ns_batch_t **out);
+void ns_batch_destroy(ns_batch_t *batch);
+int64_t ns_batch_cells(const ns_batch_t *batch);
+int64_t ns_batch_compartments(const ns_batch_t *batch);  /* length of each value array */
+int32_t ns_batch_shapes(const ns_batch_t *batch);
+const ns_tree_t *ns_batch_shape(const ns_batch_t *batch, int32_t shape);
+const int32_t *ns_batch_cell_shape(const ns_batch_t *batch);   /* n_cells entries */
+const int64_t *ns_batch_cell_offset(const ns_batch_t *batch);  /* n_cells + 1 entries */
+
+/* Random, strictly diagonally dominant values for every cell (a, b in
+ * [-1, -0.1], d = sum of |off-diagonals in the row| + [0.5, 1.5], rhs in
+ * [-1, 1]); deterministic for a seed whatever the thread count. */
+ns_status ns_batch_random_values(const ns_batch_t *batch, uint64_t seed,
+                                 double *a, double *b, double *d, double *rhs);
+
+/* ---------------------------------------------------------------- solve */
+
+/* Timings of the last solve of a solver [ms]; -1 where not applicable. */
+typedef struct ns_solve_timing {
+    double upload_ms;    /* host -> device copies */
+    double layout_ms;    /* Flat -> method layout and back, on the device */
+    double kernel_ms;    /* the solve itself */
+    double download_ms;  /* device -> host copies */
+    double total_ms;
+} ns_solve_timing;
+
+typedef struct ns_hines_solver ns_hines_solver_t;
+
+/* A solver prepared for one batch and method: plans the layout and, for GPU
+ * methods, allocates device memory once (in chunks if the batch does not fit
+ * into options->device_memory_limit). The batch must outlive the solver. */
+ns_status ns_hines_solver_create(const ns_batch_t *batch, const ns_solve_options *options,
+                                 ns_hines_solver_t **out);
+void ns_hines_solver_destroy(ns_hines_solver_t *solver);
+/* The method and backend that NS_HINES_AUTO resolved to. */
+ns_hines_method ns_hines_solver_method(const ns_hines_solver_t *solver);
+ns_backend ns_hines_solver_backend(const ns_hines_solver_t *solver);
+
+/* Solve every cell: a and b are read, d and rhs overwritten (rhs becomes x).
+ * Arrays are host memory in the Flat layout. A zero or non-finite pivot gives
+ * NS_ERR_SINGULAR naming the cell and compartment. */
+ns_status ns_hines_solver_solve(ns_hines_solver_t *solver, const double *a, const double *b,
+                                double *d, double *rhs);
+void ns_hines_solver_timing(const ns_hines_solver_t *solver, ns_solve_timing *timing);
+
+/* One-shot convenience: create, solve, destroy. options may be NULL (auto). */
+ns_status ns_hines_solve(const ns_batch_t *batch, const ns_solve_options *options,
+                         const double *a, const double *b, double *d, double *rhs);
+
+/* The reference solve of one system (NEURON's triang + bksub), no checks
+ * beyond the pivots: returns the index of the first zero or non-finite
+ * pivot, or -1 on success. Exposed for tests and tools. */
+int32_t ns_hines_solve_one(int32_t n, const int32_t *parent, const double *a, const double *b,
+                           double *d, double *rhs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,175 @@
+/* neurosolve: morphologies (SWC) and their discretisation into compartments.
+ *
+ * Reading: ns_swc_read() parses and checks an SWC file and keeps one tree
+ * (see docs/swc.md for the policy on several roots and on radii <= 0).
+ * Points come out in a topological order (every parent before its child).
+ *
+ * Discretising: ns_discretize() cuts the tree into NEURON sections (the
+ * unbranched runs between branch points), chooses nseg per section (fixed
+ * length or the d_lambda rule) and produces a compartment tree in Hines
+ * order with areas and axial conductances computed from the frusta, the way
+ * NEURON computes them (docs/discretisation.md).
+ *
+ * Units follow NEURON: um, ms, mV, uF/cm^2, ohm cm, S/cm^2. */
+#ifndef NEUROSOLVE_MORPH_H
+#define NEUROSOLVE_MORPH_H
+
+#include <stdint.h>
+#include "neurosolve/status.h"
+#include "neurosolve/tree.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ SWC */
+
+/* SWC type codes of the standard; other codes are kept as they are. */
+enum {
+    NS_SWC_UNDEFINED = 0,
+    NS_SWC_SOMA = 1,
+    NS_SWC_AXON = 2,
+    NS_SWC_BASAL = 3,
+    NS_SWC_APICAL = 4
+};
+
+/* How a file represents its soma (detected after the root policy). */
+typedef enum ns_soma_style {
+    NS_SOMA_NONE = 0,         /* no type-1 points */
+    NS_SOMA_SINGLE_POINT = 1, /* one type-1 point: a sphere of that radius */
+    NS_SOMA_THREE_POINT = 2,  /* NeuroMorpho three-point soma */
+    NS_SOMA_MULTI_POINT = 3,  /* chain of type-1 points: a stack of frusta */
+    NS_SOMA_CONTOUR = 4       /* outline of the cell body */
+} ns_soma_style;
+
+const char *ns_soma_style_name(ns_soma_style style);
+
+/* What to do when a file holds several trees (several parent -1 lines). */
+typedef enum ns_root_policy {
+    NS_ROOTS_KEEP_MAIN = 0, /* keep the tree holding the soma, else the largest; report what was dropped */
+    NS_ROOTS_REJECT = 1     /* several roots is an NS_ERR_TOPOLOGY error */
+} ns_root_policy;
+
+/* What to do with radii <= 0. */
+typedef enum ns_radius_policy {
+    NS_RADIUS_REPAIR = 0, /* take the radius of the nearest point with a positive one (see docs/swc.md);
+                             a tree with no positive radius at all is rejected */
+    NS_RADIUS_REJECT = 1, /* any radius <= 0 is an NS_ERR_PARSE error */
+    NS_RADIUS_DEFAULT = 2 /* replace every radius <= 0 by ns_swc_options.default_radius */
+} ns_radius_policy;
+
+typedef struct ns_swc_options {
+    ns_root_policy roots;
+    ns_radius_policy radii;
+    double default_radius;  /* [um] used by NS_RADIUS_DEFAULT */
+    double scale;           /* multiply coordinates and radii by this (1 = um; 1e-3 for nm files) */
+} ns_swc_options;
+
+void ns_swc_options_init(ns_swc_options *options);
+
+/* One kept point. parent is an index into the point array (-1 for the root),
+ * always smaller than the point's own index. */
+typedef struct ns_morph_point {
+    double x, y, z;  /* [um] */
+    double r;        /* [um] radius after the radius policy */
+    int32_t type;    /* SWC type code as in the file */
+    int32_t parent;  /* index of the parent point, -1 for the root */
+    int64_t id;      /* id in the file */
+    int64_t line;    /* 1-based line number in the file */
+} ns_morph_point;
+
+typedef struct ns_morph_info {
+    int64_t points_read;    /* data lines in the file */
+    int64_t points;         /* points kept */
+    int64_t roots;          /* trees in the file */
+    int64_t roots_kept;     /* 1 */
+    int64_t points_dropped; /* points in the trees that were not kept */
+    int64_t radii_repaired; /* points whose radius <= 0 was replaced */
+    int64_t soma_points;    /* type-1 points kept */
+    ns_soma_style soma;
+} ns_morph_info;
+
+typedef struct ns_morph ns_morph_t;
+
+/* Read and check an SWC file. On failure *out is NULL and ns_last_error()
+ * reads "FILE:LINE: reason" (or "FILE: reason"). options may be NULL. */
+ns_status ns_swc_read(const char *path, const ns_swc_options *options, ns_morph_t **out);
+
+/* The same from a string in memory; name is used in error messages. */
+ns_status ns_swc_parse(const char *text, size_t length, const char *name,
+                       const ns_swc_options *options, ns_morph_t **out);
+
+/* Build a morphology from points in memory (copied). Points must be in
+ * topological order: points[0] is the root (parent -1) and every other
+ * point's parent index is smaller than its own; radii must be > 0. */
+ns_status ns_morph_from_points(const char *name, const ns_morph_point *points, int64_t count,
+                               ns_morph_t **out);
+
+void ns_morph_destroy(ns_morph_t *morph);
+void ns_morph_get_info(const ns_morph_t *morph, ns_morph_info *info);
+const ns_morph_point *ns_morph_points(const ns_morph_t *morph, int64_t *count);
+const char *ns_morph_name(const ns_morph_t *morph);
+
+/* ------------------------------------------------------- discretisation */
+
+typedef enum ns_nseg_rule {
+    NS_NSEG_D_LAMBDA = 0,     /* NEURON's d_lambda rule (lambda at `frequency`) */
+    NS_NSEG_FIXED_LENGTH = 1, /* nseg = ceil(L / max_length), made odd */
+    NS_NSEG_ONE = 2           /* one compartment per section */
+} ns_nseg_rule;
+
+typedef struct ns_discretize_options {
+    ns_nseg_rule rule;
+    double d_lambda;    /* fraction of the AC length constant, default 0.1 */
+    double frequency;   /* [Hz] default 100 */
+    double max_length;  /* [um] for NS_NSEG_FIXED_LENGTH, default 20 */
+    double Ra;          /* [ohm cm] axial resistivity, default 35.4 (NEURON's) */
+    double cm;          /* [uF/cm^2] specific capacitance, default 1 */
+} ns_discretize_options;
+
+void ns_discretize_options_init(ns_discretize_options *options);
+
+typedef struct ns_cell ns_cell_t;
+
+typedef struct ns_cell_info {
+    int32_t compartments;   /* nodes of the Hines system */
+    int32_t sections;       /* NEURON sections (the soma counts as one) */
+    int32_t branch_depth;   /* most sections on a path from the root to a leaf */
+    double total_area;      /* [um^2] */
+    double total_length;    /* [um] summed over sections */
+} ns_cell_info;
+
+ns_status ns_discretize(const ns_morph_t *morph, const ns_discretize_options *options,
+                        ns_cell_t **out);
+void ns_cell_destroy(ns_cell_t *cell);
+void ns_cell_get_info(const ns_cell_t *cell, ns_cell_info *info);
+
+/* The compartment tree (Hines order). Owned by the cell. */
+const ns_tree_t *ns_cell_tree(const ns_cell_t *cell);
+/* Per compartment: membrane area [um^2] (0 for NEURON's zero-area junction
+ * nodes), axial conductance to the parent compartment [uS] (0 for the root),
+ * SWC type, section index and position x in (0, 1) along the section. */
+const double *ns_cell_area(const ns_cell_t *cell);
+const double *ns_cell_axial_conductance(const ns_cell_t *cell);
+const int32_t *ns_cell_type(const ns_cell_t *cell);
+const int32_t *ns_cell_section(const ns_cell_t *cell);
+const double *ns_cell_position(const ns_cell_t *cell);
+
+/* Matrix of one backward-Euler step of the passive cable equation with
+ * capacitance cm [uF/cm^2] and time step dt [ms]:
+ *   NS_FORM_NEURON: NEURON's rows, scaled per unit area [S/cm^2]:
+ *       d[i] x[i] + b[i] x[p] = rhs[i], the parent row holds a[i] x[i];
+ *       d[i] = 1e-3 cm/dt - b[i] - sum over children c of a[c].
+ *   NS_FORM_SYMMETRIC: the same rows multiplied by the area [nS... see docs],
+ *       so that u = l (the papers' symmetric form).
+ * a, b, d have ns_tree_size() entries; a[0] = b[0] = 0. Zero-area junction
+ * nodes get d from their axial terms alone. */
+typedef enum ns_matrix_form { NS_FORM_NEURON = 0, NS_FORM_SYMMETRIC = 1 } ns_matrix_form;
+
+ns_status ns_cell_matrix(const ns_cell_t *cell, double cm, double dt, ns_matrix_form form,
+                         double *a, double *b, double *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,12 @@
+/* neurosolve: umbrella header. */
+#ifndef NEUROSOLVE_H
+#define NEUROSOLVE_H
+
+#include "neurosolve/status.h"
+#include "neurosolve/version.h"
+#include "neurosolve/tree.h"
+#include "neurosolve/morph.h"
+#include "neurosolve/hines.h"
+#include "neurosolve/tridiag.h"
+
+#endif

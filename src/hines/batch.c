@@ -1,0 +1,106 @@
+/* Batches of Hines systems: shapes, cell-to-shape map, Flat offsets, and
+ * random diagonally dominant values. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "hines/batch_impl.h"
+#include "hines/tree_impl.h"
+
+void ns_batch_destroy(ns_batch_t *batch) {
+    if (!batch) return;
+    if (batch->shapes)
+        for (int32_t s = 0; s < batch->n_shapes; ++s) ns_tree_destroy(batch->shapes[s]);
+    free(batch->shapes);
+    free(batch->cell_shape);
+    free(batch->cell_offset);
+    free(batch);
+}
+
+ns_status ns_batch_create(int32_t n_shapes, const ns_tree_t *const *shapes, int64_t n_cells,
+                          const int32_t *cell_shape, ns_batch_t **out) {
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_batch_create: out is NULL");
+    *out = NULL;
+    if (n_cells <= 0) return ns_fail(NS_ERR_EMPTY, "a batch needs at least one cell (cells = %lld)", (long long)n_cells);
+    if (n_shapes <= 0 || !shapes)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "a batch needs at least one shape (shapes = %d)", (int)n_shapes);
+    for (int32_t s = 0; s < n_shapes; ++s)
+        if (!shapes[s]) return ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d is NULL", (int)s);
+
+    ns_batch_t *b = calloc(1, sizeof *b);
+    if (!b) return ns_fail(NS_ERR_OUT_OF_MEMORY, "batch");
+    b->n_shapes = n_shapes;
+    b->n_cells = n_cells;
+    b->shapes = calloc((size_t)n_shapes, sizeof *b->shapes);
+    b->cell_shape = malloc((size_t)n_cells * sizeof *b->cell_shape);
+    b->cell_offset = malloc((size_t)(n_cells + 1) * sizeof *b->cell_offset);
+    if (!b->shapes || !b->cell_shape || !b->cell_offset) {
+        ns_batch_destroy(b);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "batch of %lld cells", (long long)n_cells);
+    }
+    for (int32_t s = 0; s < n_shapes; ++s) {
+        ns_status st = ns_tree_create(ns_tree_size(shapes[s]), ns_tree_parent(shapes[s]), &b->shapes[s]);
+        if (st != NS_OK) {
+            ns_batch_destroy(b);
+            return st;
+        }
+        if (ns_tree_size(shapes[s]) > b->max_size) b->max_size = ns_tree_size(shapes[s]);
+    }
+    b->cell_offset[0] = 0;
+    for (int64_t c = 0; c < n_cells; ++c) {
+        int32_t s = cell_shape ? cell_shape[c] : (int32_t)(c % n_shapes);
+        if (s < 0 || s >= n_shapes) {
+            ns_batch_destroy(b);
+            return ns_fail(NS_ERR_SIZE, "cell %lld has shape %d, but the batch has %d shapes",
+                           (long long)c, (int)s, (int)n_shapes);
+        }
+        b->cell_shape[c] = s;
+        b->cell_offset[c + 1] = b->cell_offset[c] + ns_tree_size(b->shapes[s]);
+    }
+    *out = b;
+    return NS_OK;
+}
+
+int64_t ns_batch_cells(const ns_batch_t *batch) { return batch ? batch->n_cells : 0; }
+int64_t ns_batch_compartments(const ns_batch_t *batch) {
+    return batch ? batch->cell_offset[batch->n_cells] : 0;
+}
+int32_t ns_batch_shapes(const ns_batch_t *batch) { return batch ? batch->n_shapes : 0; }
+const ns_tree_t *ns_batch_shape(const ns_batch_t *batch, int32_t shape) {
+    if (!batch || shape < 0 || shape >= batch->n_shapes) return NULL;
+    return batch->shapes[shape];
+}
+const int32_t *ns_batch_cell_shape(const ns_batch_t *batch) { return batch ? batch->cell_shape : NULL; }
+const int64_t *ns_batch_cell_offset(const ns_batch_t *batch) { return batch ? batch->cell_offset : NULL; }
+
+ns_status ns_batch_random_values(const ns_batch_t *batch, uint64_t seed, double *a, double *b,
+                                 double *d, double *rhs) {
+    if (!batch || !a || !b || !d || !rhs)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_batch_random_values: NULL argument");
+    /* Each cell draws from its own stream (seed, cell), so the values do not
+     * depend on the thread count. */
+#ifdef NS_HAVE_OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int64_t c = 0; c < batch->n_cells; ++c) {
+        const ns_tree_t *t = batch->shapes[batch->cell_shape[c]];
+        const int32_t n = t->size;
+        const int32_t *p = t->parent;
+        const int64_t o = batch->cell_offset[c];
+        ns_rng rng;
+        ns_rng_seed(&rng, seed, (uint64_t)c);
+        a[o] = 0.0;
+        b[o] = 0.0;
+        for (int32_t i = 1; i < n; ++i) {
+            a[o + i] = -ns_rng_uniform(&rng, 0.1, 1.0);
+            b[o + i] = -ns_rng_uniform(&rng, 0.1, 1.0);
+        }
+        for (int32_t i = 0; i < n; ++i) {
+            d[o + i] = ns_rng_uniform(&rng, 0.5, 1.5) - (i ? b[o + i] : 0.0);
+            rhs[o + i] = ns_rng_uniform(&rng, -1.0, 1.0);
+        }
+        for (int32_t i = 1; i < n; ++i) d[o + p[i]] -= a[o + i]; /* row p holds a[i] */
+    }
+    return NS_OK;
+}

@@ -1,0 +1,52 @@
+/* Private: the batch and solver handles, and the backend table that the CPU
+ * and CUDA backends fill. Algorithms never test `if (cuda)`: the solver
+ * calls through `ops`. */
+#ifndef NS_HINES_BATCH_IMPL_H
+#define NS_HINES_BATCH_IMPL_H
+
+#include "neurosolve/hines.h"
+
+struct ns_batch {
+    int32_t n_shapes;
+    ns_tree_t **shapes;    /* owned copies */
+    int64_t n_cells;
+    int32_t *cell_shape;   /* n_cells */
+    int64_t *cell_offset;  /* n_cells + 1: start of each cell in the Flat arrays */
+    int32_t max_size;      /* largest shape */
+};
+
+typedef struct ns_hines_backend_ops ns_hines_backend_ops;
+
+struct ns_hines_solver {
+    const ns_batch_t *batch;
+    ns_solve_options options;
+    ns_hines_method method;  /* resolved, never AUTO */
+    ns_backend backend;      /* resolved, never AUTO */
+    ns_solve_timing timing;
+    const ns_hines_backend_ops *ops;
+    void *state;             /* backend-private */
+};
+
+struct ns_hines_backend_ops {
+    const char *name;
+    /* Allocate solver->state for solver->method. */
+    ns_status (*create)(ns_hines_solver_t *solver);
+    /* Solve in place on host Flat arrays; fill solver->timing. */
+    ns_status (*solve)(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
+                       double *rhs);
+    void (*destroy)(ns_hines_solver_t *solver);
+    /* Pick a method of this backend for a batch (used by NS_HINES_AUTO). */
+    ns_hines_method (*choose)(const ns_batch_t *batch, const ns_solve_options *options);
+};
+
+/* The backends. ns_hines_cuda_backend() returns NULL in a build without CUDA. */
+const ns_hines_backend_ops *ns_hines_cpu_backend(void);
+const ns_hines_backend_ops *ns_hines_cuda_backend(void);
+
+/* Usable GPUs (0 without CUDA or without a device); never fails. */
+int ns_cuda_usable_devices(void);
+
+/* Turn the pivot index returned by ns_hines_solve_one for `cell` into a status. */
+ns_status ns_hines_pivot_error(const ns_batch_t *batch, int64_t cell, int32_t index);
+
+#endif

@@ -1,0 +1,127 @@
+/* Shared helpers of the subcommands: messages, option parsing, data paths. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+int cli_error(const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    fputs("neurosolve: ", stderr);
+    vfprintf(stderr, format, args);
+    fputc('\n', stderr);
+    va_end(args);
+    return 1;
+}
+
+int cli_usage_error(const char *command, const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    fprintf(stderr, "neurosolve %s: ", command);
+    vfprintf(stderr, format, args);
+    fprintf(stderr, " (see: neurosolve %s --help)\n", command);
+    va_end(args);
+    return 2;
+}
+
+int cli_status_error(const char *what, ns_status status) {
+    const char *detail = ns_last_error();
+    if (detail && *detail)
+        fprintf(stderr, "neurosolve: %s: %s: %s\n", what, ns_status_string(status), detail);
+    else
+        fprintf(stderr, "neurosolve: %s: %s\n", what, ns_status_string(status));
+    return 1;
+}
+
+int cli_parse_long(const char *command, const char *option, const char *text, long long min,
+                   long long max, long long *value) {
+    if (!text) {
+        cli_usage_error(command, "%s needs a value", option);
+        return 0;
+    }
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end != '\0' || v < min || v > max) {
+        cli_usage_error(command, "%s: '%s' is not an integer in [%lld, %lld]", option, text, min, max);
+        return 0;
+    }
+    *value = v;
+    return 1;
+}
+
+int cli_parse_double(const char *command, const char *option, const char *text, double min,
+                     double max, double *value) {
+    if (!text) {
+        cli_usage_error(command, "%s needs a value", option);
+        return 0;
+    }
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end != '\0' || !(v >= min && v <= max)) {
+        cli_usage_error(command, "%s: '%s' is not a number in [%g, %g]", option, text, min, max);
+        return 0;
+    }
+    *value = v;
+    return 1;
+}
+
+int cli_parse_long_list(const char *command, const char *option, const char *text, long long min,
+                        long long max, long long *values, int cap, int *count) {
+    *count = 0;
+    if (!text || !*text) {
+        cli_usage_error(command, "%s needs a comma-separated list", option);
+        return 0;
+    }
+    const char *p = text;
+    while (*p) {
+        if (*count >= cap) {
+            cli_usage_error(command, "%s: at most %d values", option, cap);
+            return 0;
+        }
+        char *end = NULL;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (errno || end == p || (*end != ',' && *end != '\0') || v < min || v > max) {
+            cli_usage_error(command, "%s: '%s' is not a list of integers in [%lld, %lld]", option,
+                            text, min, max);
+            return 0;
+        }
+        values[(*count)++] = v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return 1;
+}
+
+const char *cli_morphology_dir(void) {
+    const char *env = getenv("NEUROSOLVE_DATA");
+    if (env && *env) return env;
+    return NS_SOURCE_DIR "/data/morphologies";
+}
+
+static int compare_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+double cli_median(double *values, int n) {
+    if (n <= 0) return 0.0;
+    qsort(values, (size_t)n, sizeof *values, compare_double);
+    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+int cli_plot(const char *script, const char *csv, const char *png, const char *extra) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", NS_SOURCE_DIR, script);
+    struct stat st;
+    if (stat(path, &st) != 0) return cli_error("plot script %s not found", path);
+    char cmd[12288];
+    snprintf(cmd, sizeof cmd, "python3 '%s' '%s' '%s' %s", path, csv, png, extra ? extra : "");
+    int rc = system(cmd);
+    if (rc != 0) return cli_error("plotting failed (%s): is matplotlib installed (pip install matplotlib)?", cmd);
+    return 0;
+}

@@ -1,0 +1,43 @@
+/* neurosolve: the command-line tool. Dispatches to one file per subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    int (*run)(int, char **);
+    const char *summary;
+} commands[] = {
+    {"info", cmd_info, "version, build options, OpenMP threads, CUDA devices"},
+    {"morph", cmd_morph, "read SWC files: points, roots, sections, compartments, depth"},
+    {"solve", cmd_solve, "solve a batch of Hines systems and check it"},
+    {"bench", cmd_bench, "benchmarks: hines, tridiag"},
+};
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: neurosolve COMMAND [OPTIONS]   (neurosolve COMMAND --help for details)\n\n"
+                 "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("neurosolve %s\n", ns_version());
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "neurosolve: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
