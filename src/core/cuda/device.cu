@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "core/cuda_check.h"
-#include "neurosolve/version.h"
+#include "neurosolve/device.h"
 
 extern "C" ns_status ns_cuda_device_count(int *count) {
     if (!count) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_cuda_device_count: count is NULL");

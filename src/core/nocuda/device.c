@@ -2,7 +2,7 @@
 #include <stddef.h>
 
 #include "core/error.h"
-#include "neurosolve/version.h"
+#include "neurosolve/device.h"
 
 ns_status ns_cuda_device_count(int *count) {
     if (count) *count = 0;
@@ -12,5 +12,13 @@ ns_status ns_cuda_device_count(int *count) {
 ns_status ns_cuda_device_info(int device, ns_device_info *info) {
     (void)device;
     (void)info;
+    return ns_fail(NS_ERR_UNSUPPORTED, "neurosolve was built without CUDA (NS_CUDA=OFF or no nvcc)");
+}
+
+ns_status ns_cuda_copy_bandwidth(int device, size_t bytes, int repeats, double *gb_per_s) {
+    (void)device;
+    (void)bytes;
+    (void)repeats;
+    if (gb_per_s) *gb_per_s = 0.0;
     return ns_fail(NS_ERR_UNSUPPORTED, "neurosolve was built without CUDA (NS_CUDA=OFF or no nvcc)");
 }

@@ -3,7 +3,7 @@
 #include <stddef.h>
 
 #include "hines/batch_impl.h"
-#include "neurosolve/version.h"
+#include "neurosolve/device.h"
 
 const ns_hines_backend_ops *ns_hines_cuda_backend(void) { return NULL; }
 
