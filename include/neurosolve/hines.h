@@ -111,6 +111,15 @@ ns_status ns_hines_solver_solve(ns_hines_solver_t *solver, const double *a, cons
                                 double *d, double *rhs);
 void ns_hines_solver_timing(const ns_hines_solver_t *solver, ns_solve_timing *timing);
 
+/* Benchmark entry point: solve the same inputs `repeats` times and record
+ * each run's kernel time [ms] in kernel_ms[0..repeats-1] (CUDA events on the
+ * GPU, a monotonic clock on the CPU). Inputs are staged once (on the device
+ * for GPU methods) and restored before every run outside the timed region;
+ * the last run's results are written to d and rhs as by
+ * ns_hines_solver_solve, so the caller can check them. */
+ns_status ns_hines_solver_benchmark(ns_hines_solver_t *solver, const double *a, const double *b,
+                                    double *d, double *rhs, int repeats, double *kernel_ms);
+
 /* One-shot convenience: create, solve, destroy. options may be NULL (auto). */
 ns_status ns_hines_solve(const ns_batch_t *batch, const ns_solve_options *options,
                          const double *a, const double *b, double *d, double *rhs);

@@ -37,6 +37,12 @@ struct ns_hines_backend_ops {
     void (*destroy)(ns_hines_solver_t *solver);
     /* Pick a method of this backend for a batch (used by NS_HINES_AUTO). */
     ns_hines_method (*choose)(const ns_batch_t *batch, const ns_solve_options *options);
+    /* Optional (NULL: the generic loop in solver.c restores the inputs on the
+     * host and calls solve). Stage the inputs once, run `repeats` timed
+     * solves restoring the inputs between them, leave the last result in d
+     * and rhs; kernel_ms[r] is the kernel time of run r. */
+    ns_status (*benchmark)(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
+                           double *rhs, int repeats, double *kernel_ms);
 };
 
 /* The backends. ns_hines_cuda_backend() returns NULL in a build without CUDA. */

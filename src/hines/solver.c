@@ -175,6 +175,36 @@ ns_status ns_hines_solver_solve(ns_hines_solver_t *solver, const double *a, cons
     return solver->ops->solve(solver, a, b, d, rhs);
 }
 
+ns_status ns_hines_solver_benchmark(ns_hines_solver_t *solver, const double *a, const double *b,
+                                    double *d, double *rhs, int repeats, double *kernel_ms) {
+    if (!solver || !a || !b || !d || !rhs || !kernel_ms)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_solver_benchmark: NULL argument");
+    if (repeats < 1) return ns_fail(NS_ERR_INVALID_ARGUMENT, "repeats = %d must be >= 1", repeats);
+    if (solver->ops->benchmark) return solver->ops->benchmark(solver, a, b, d, rhs, repeats, kernel_ms);
+    /* Generic path: keep pristine copies of d and rhs, restore before each run. */
+    const size_t bytes = (size_t)ns_batch_compartments(solver->batch) * sizeof(double);
+    double *d0 = malloc(bytes), *r0 = malloc(bytes);
+    if (!d0 || !r0) {
+        free(d0);
+        free(r0);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "benchmark copies of %zu bytes", bytes);
+    }
+    memcpy(d0, d, bytes);
+    memcpy(r0, rhs, bytes);
+    ns_status st = NS_OK;
+    for (int r = 0; r < repeats && st == NS_OK; ++r) {
+        if (r) {
+            memcpy(d, d0, bytes);
+            memcpy(rhs, r0, bytes);
+        }
+        st = ns_hines_solver_solve(solver, a, b, d, rhs);
+        kernel_ms[r] = solver->timing.kernel_ms;
+    }
+    free(d0);
+    free(r0);
+    return st;
+}
+
 ns_status ns_hines_solve(const ns_batch_t *batch, const ns_solve_options *options, const double *a,
                          const double *b, double *d, double *rhs) {
     ns_hines_solver_t *s = NULL;
