@@ -15,10 +15,12 @@ int cmd_info(int argc, char **argv);
 int cmd_morph(int argc, char **argv);
 int cmd_solve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_life(int argc, char **argv);
 
 /* bench subcommands (argv[0] is the bench kind, e.g. "hines"). */
 int bench_hines(int argc, char **argv);
 int bench_tridiag(int argc, char **argv);
+int bench_life(int argc, char **argv);
 
 /* Print "neurosolve: <message>" on stderr; returns 1 (runtime failure). */
 int cli_error(const char *format, ...);

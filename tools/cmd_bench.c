@@ -1,4 +1,18 @@
-/* placeholder: being written */
+/* neurosolve bench KIND: dispatches to the benchmark of each solver family. */
+#include <string.h>
+
 #include "cli.h"
-int cmd_bench(int argc, char **argv) { (void)argc; (void)argv; return cli_error("bench: not built yet"); }
-int bench_hines(int argc, char **argv) { (void)argc; (void)argv; return 1; }
+
+int cmd_bench(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
+        printf("usage: neurosolve bench hines|tridiag|life [options]   (bench KIND --help for details)\n"
+               "  hines    batches of Hines systems (the cuHinesBatch paper's Figs. 3-5)\n"
+               "  tridiag  batched tridiagonal solvers against cuSPARSE (the journal's Figs. 9-13)\n"
+               "  life     LiFE products and SBBNNLS (the LiFE paper's Tables 2-10)\n");
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "hines") == 0) return bench_hines(argc - 1, argv + 1);
+    if (strcmp(argv[1], "tridiag") == 0) return bench_tridiag(argc - 1, argv + 1);
+    if (strcmp(argv[1], "life") == 0) return bench_life(argc - 1, argv + 1);
+    return cli_usage_error("bench", "unknown benchmark '%s' (hines, tridiag, life)", argv[1]);
+}

@@ -1,0 +1,18 @@
+# The command-line tool: exit codes, one-line errors, JSON documents, and the
+# issue's acceptance check on every bundled morphology.
+find_package(Python3 COMPONENTS Interpreter REQUIRED)
+add_test(NAME cli_tool
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.py
+          $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_tool PROPERTIES TIMEOUT 600)
+
+# solve --check on all bundled morphologies: <= 1e-12 against the sequential
+# solve and <= 1e-10 against dense LU (cells up to 2,000 unknowns). Radii <= 0
+# get 0.5 um so that the diameter-less tracing loads too (docs/swc.md).
+add_test(NAME cli_solve_bundled_check
+  COMMAND $<TARGET_FILE:neurosolve_cli> solve bundled --cells 108 --check
+          --radii default:0.5 --values cable --tolerance 1e-10)
+add_test(NAME cli_solve_bundled_random
+  COMMAND $<TARGET_FILE:neurosolve_cli> solve bundled --cells 108 --check
+          --radii default:0.5 --method openmp --tolerance 1e-10)
+set_tests_properties(cli_solve_bundled_check cli_solve_bundled_random PROPERTIES TIMEOUT 900)

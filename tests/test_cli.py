@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The neurosolve command: exit codes, one-line errors on stderr, JSON output.
+
+usage: test_cli.py PATH/TO/neurosolve SOURCE_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BIN, SRC = sys.argv[1], sys.argv[2]
+MORPH = os.path.join(SRC, "data", "morphologies")
+failures = []
+count = 0
+
+
+def run(*args, code=0, stderr_has=None, one_line_error=True):
+    global count
+    count += 1
+    p = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=600)
+    where = "neurosolve " + " ".join(args)
+    if p.returncode != code:
+        failures.append(f"{where}: exit {p.returncode}, expected {code}\nstderr: {p.stderr}")
+    if code != 0 and one_line_error:
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        if len(lines) < 1 or not lines[0].startswith("neurosolve"):
+            failures.append(f"{where}: expected a 'neurosolve...' error line, got {p.stderr!r}")
+    if stderr_has and stderr_has not in p.stderr:
+        failures.append(f"{where}: stderr lacks {stderr_has!r}: {p.stderr!r}")
+    return p
+
+
+def check(cond, what):
+    global count
+    count += 1
+    if not cond:
+        failures.append(what)
+
+
+def as_json(p, where):
+    try:
+        return json.loads(p.stdout)
+    except json.JSONDecodeError as e:
+        failures.append(f"{where}: stdout is not one JSON document ({e}): {p.stdout[:300]!r}")
+        return {}
+
+
+# info
+run("info")
+j = as_json(run("info", "--json"), "info --json")
+for key in ("version", "cuda", "openmp", "openmp_threads", "devices"):
+    check(key in j, f"info --json lacks {key}")
+run("--version")
+run("--help")
+
+# usage errors exit 2, runtime errors exit 1
+run(code=2, one_line_error=False)
+run("frobnicate", code=2)
+run("solve", "--cells", "0", code=2, stderr_has="--cells")
+run("solve", "--cells", "abc", code=2)
+run("solve", "--method", "nonsense", code=2, stderr_has="unknown method")
+run("solve", "--no-such-option", code=2)
+run("morph", code=2)
+run("bench", "nonsense", code=2)
+
+# morph: real files; SOURCES.md says ca1_h10.swc has 204 points, one root, 3 soma points
+p = run("morph", os.path.join(MORPH, "ca1_h10.swc"), "--json")
+j = as_json(p, "morph --json")
+m = (j.get("morphologies") or [{}])[0]
+check(m.get("points_read") == 204, f"ca1_h10 points_read {m.get('points_read')} != 204")
+check(m.get("roots") == 1, "ca1_h10 roots != 1")
+for key in ("sections", "compartments", "branch_depth", "soma", "points_dropped", "area_um2"):
+    check(key in m, f"morph --json lacks {key}")
+check(j.get("failed") == 0, "morph --json failed != 0")
+# 3 roots: two dropped trees (SOURCES.md: celegans_I5_3roots.swc, 109 points)
+j = as_json(run("morph", os.path.join(MORPH, "celegans_I5_3roots.swc"), "--json"), "morph 3 roots")
+m = (j.get("morphologies") or [{}])[0]
+check(m.get("roots") == 3 and m.get("roots_kept") == 1, f"I5 roots {m.get('roots')} kept {m.get('roots_kept')}")
+check(m.get("points", 0) + m.get("points_dropped", 0) == 109, "I5 kept + dropped != 109")
+run("morph", os.path.join(MORPH, "celegans_I5_3roots.swc"), "--roots", "reject", code=1,
+    stderr_has="celegans_I5_3roots.swc")
+# missing, unreadable and malformed files name the file
+run("morph", "/nonexistent/cell.swc", code=1, stderr_has="/nonexistent/cell.swc")
+with tempfile.TemporaryDirectory() as tmp:
+    bad = os.path.join(tmp, "bad.swc")
+    with open(bad, "w") as f:
+        f.write("# header\n1 1 0 0 0 5 -1\n2 3 0 abc 0 1 1\n")
+    run("morph", bad, code=1, stderr_has="bad.swc:3")
+    run("solve", bad, code=1, stderr_has="bad.swc:3")
+    empty = os.path.join(tmp, "empty.swc")
+    open(empty, "w").close()
+    run("morph", empty, code=1, stderr_has="empty.swc")
+    run("morph", tmp + "/nothing_here", code=1)
+
+# solve: generated and real shapes, checked
+j = as_json(run("solve", "small-low", "big-high", "--cells", "100", "--check", "--json"), "solve --json")
+for key in ("cells", "compartments", "method", "backend", "milliseconds", "max_rel_error_sequential",
+            "max_rel_error_dense_lu"):
+    check(key in j, f"solve --json lacks {key}")
+check(j.get("cells") == 100, "solve cells != 100")
+check(j.get("compartments") == 50 * 76 + 50 * 691, f"compartments {j.get('compartments')} != 50*76+50*691")
+check((j.get("max_rel_error_sequential") or 1) <= 1e-12, "solve error vs sequential > 1e-12")
+check((j.get("max_rel_error_dense_lu") or 1) <= 1e-10, "solve error vs dense LU > 1e-10")
+j = as_json(run("solve", os.path.join(MORPH, "ca1_h10.swc"), "--values", "cable", "--check", "--json",
+                "--method", "openmp", "--cells", "7"), "solve cable")
+check(j.get("method") == "openmp" and j.get("values") == "cable", "solve cable: method or values")
+check((j.get("max_rel_error_dense_lu") or 1) <= 1e-10, "cable solve error vs dense LU > 1e-10")
+run("solve", "tree:50:60", code=1)  # more branches than compartments
+
+# a GPU method without a GPU is a clear runtime error, never a crash
+info = as_json(run("info", "--json"), "info")
+if not info.get("devices"):
+    run("solve", "--method", "interleaved", "--cells", "10", code=1, stderr_has="GPU")
+
+# bench hines on the CPU, small
+j = as_json(run("bench", "hines", "--shapes", "small-low", "--cells", "64", "--repeats", "5", "--json"),
+            "bench hines --json")
+rows = j.get("rows", [])
+check({r.get("method") for r in rows} >= {"sequential", "openmp"}, f"bench rows: {rows}")
+check(all(r.get("max_rel_error", 1) <= 1e-12 for r in rows), "bench rows with error > 1e-12")
+
+print(f"{count - len(failures)} passed, {len(failures)} failed")
+for f in failures:
+    print("FAILED:", f)
+sys.exit(1 if failures else 0)

@@ -1,0 +1,365 @@
+/* neurosolve bench hines: the cuHinesBatch paper's experiments (Figs. 3-5).
+ * For each shape x cell count: the sequential CPU solve (the baseline and the
+ * reference every other row is checked against), OpenMP, and with
+ * --backend cuda every GPU method (Block-Interleaved over a BS sweep).
+ * Columns: median ms, speedup over sequential, effective bandwidth at the
+ * 40-byte floor per compartment and, on the GPU, its ratio to the copy
+ * bandwidth measured at the start of the same run; max relative error. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "shapes.h"
+
+#define MAX_LIST 32
+#define FLOOR_BYTES 40.0 /* read a, b, d, rhs once, write x once [bytes/compartment] */
+
+static void help(void) {
+    printf("usage: neurosolve bench hines [options]\n"
+           "  --backend cpu|cuda|all   rows to run (default cpu; cuda adds the GPU methods)\n"
+           "  --shapes SPEC,...        shapes (default: the paper's six sizes; see `solve --help`)\n"
+           "  --cells N,...            cell counts (default 256,2560,25600)\n"
+           "  --large                  add 256000 cells\n"
+           "  --block-sizes BS,...     Block-Interleaved sweep (default 32,64,128,256,512)\n"
+           "  --methods M,...          GPU methods (default all: flat, interleaved,\n"
+           "                           block-interleaved, block-shared, onchip)\n"
+           "  --repeats N              timed runs per row, median reported (default 10; >= 5)\n"
+           "  --threads T              OpenMP threads (default: OpenMP's)\n"
+           "  --devices G              GPUs for the GPU methods (default 1)\n"
+           "  --seed S                 random seed (default 1)\n"
+           "  --csv FILE               write every row\n"
+           "  --plot FILE.png          draw the speedup figures (needs --csv and matplotlib)\n"
+           "  --json                   one JSON document on stdout instead of the table\n");
+}
+
+typedef struct row {
+    char shape[64];
+    int32_t size, branches;
+    long long cells;
+    char method[32];
+    int block_size;
+    double ms, speedup, gbs, ratio, error, layout_ms;
+} row;
+
+typedef struct rows {
+    row *v;
+    int n, cap;
+} rows;
+
+static row *add_row(rows *r) {
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 64;
+        row *g = realloc(r->v, (size_t)cap * sizeof *g);
+        if (!g) return NULL;
+        r->v = g;
+        r->cap = cap;
+    }
+    row *x = &r->v[r->n++];
+    memset(x, 0, sizeof *x);
+    x->ratio = x->layout_ms = -1.0;
+    return x;
+}
+
+/* ||x - ref||_inf / ||ref||_inf over the whole batch, cell by cell max. */
+static double batch_error(const ns_batch_t *batch, const double *x, const double *ref) {
+    const int64_t *off = ns_batch_cell_offset(batch);
+    double worst = 0.0;
+    for (int64_t c = 0; c < ns_batch_cells(batch); ++c) {
+        double num = 0.0, den = 0.0;
+        for (int64_t i = off[c]; i < off[c + 1]; ++i) {
+            double e = fabs(x[i] - ref[i]);
+            if (!(e <= num)) num = e;
+            if (fabs(ref[i]) > den) den = fabs(ref[i]);
+        }
+        double rel = num / (den > DBL_MIN ? den : DBL_MIN);
+        if (!(rel <= worst)) worst = rel;
+    }
+    return worst;
+}
+
+typedef struct bench_case {
+    const ns_batch_t *batch;
+    int64_t total;
+    const double *a0, *b0, *d0, *r0; /* pristine inputs */
+    const double *xref;              /* sequential solution */
+    int repeats;
+} bench_case;
+
+/* CPU rows: rotate between several copies of the inputs so that a run never
+ * finds its data in cache from the previous one (BENCHMARKING.md). */
+static ns_status time_cpu(const bench_case *bc, const ns_solve_options *opt, double *ms, double *err,
+                          double *xout) {
+    const size_t bytes = (size_t)bc->total * sizeof(double);
+    int copies = (int)((512.0 * 1024 * 1024) / (4.0 * (double)bytes)) + 1;
+    if (copies > 8) copies = 8;
+    if (copies > bc->repeats) copies = bc->repeats;
+    double *buf = malloc((size_t)copies * 4 * bytes);
+    double *times = malloc((size_t)bc->repeats * sizeof *times);
+    ns_hines_solver_t *s = NULL;
+    ns_status st = buf && times ? ns_hines_solver_create(bc->batch, opt, &s) : NS_ERR_OUT_OF_MEMORY;
+    for (int r = 0; st == NS_OK && r < bc->repeats; ++r) {
+        const int k = r % copies;
+        double *a = buf + (size_t)k * 4 * (size_t)bc->total, *b = a + bc->total, *d = b + bc->total,
+               *x = d + bc->total;
+        if (k == 0)
+            for (int j = 0; j < copies; ++j) {
+                double *aj = buf + (size_t)j * 4 * (size_t)bc->total;
+                memcpy(aj, bc->a0, bytes);
+                memcpy(aj + bc->total, bc->b0, bytes);
+                memcpy(aj + 2 * bc->total, bc->d0, bytes);
+                memcpy(aj + 3 * bc->total, bc->r0, bytes);
+            }
+        st = ns_hines_solver_solve(s, a, b, d, x);
+        ns_solve_timing t;
+        ns_hines_solver_timing(s, &t);
+        times[r] = t.kernel_ms;
+        if (r == bc->repeats - 1 && st == NS_OK) {
+            if (xout) memcpy(xout, x, bytes);
+            if (bc->xref) *err = batch_error(bc->batch, x, bc->xref);
+        }
+    }
+    if (st == NS_OK) *ms = cli_median(times, bc->repeats);
+    ns_hines_solver_destroy(s);
+    free(buf);
+    free(times);
+    return st;
+}
+
+static ns_status time_gpu(const bench_case *bc, const ns_solve_options *opt, double *ms, double *err,
+                          double *layout_ms, double *work) {
+    const size_t bytes = (size_t)bc->total * sizeof(double);
+    double *d = work, *x = work + bc->total;
+    double *times = malloc((size_t)bc->repeats * sizeof *times);
+    if (!times) return NS_ERR_OUT_OF_MEMORY;
+    memcpy(d, bc->d0, bytes);
+    memcpy(x, bc->r0, bytes);
+    ns_hines_solver_t *s = NULL;
+    ns_status st = ns_hines_solver_create(bc->batch, opt, &s);
+    if (st == NS_OK) st = ns_hines_solver_benchmark(s, bc->a0, bc->b0, d, x, bc->repeats, times);
+    if (st == NS_OK) {
+        ns_solve_timing t;
+        ns_hines_solver_timing(s, &t);
+        *layout_ms = t.layout_ms;
+        *ms = cli_median(times, bc->repeats);
+        *err = batch_error(bc->batch, x, bc->xref);
+    }
+    ns_hines_solver_destroy(s);
+    free(times);
+    return st;
+}
+
+static int split_list(char *text, const char **items, int cap) {
+    int n = 0;
+    for (char *tok = strtok(text, ","); tok && n < cap; tok = strtok(NULL, ",")) items[n++] = tok;
+    return n;
+}
+
+int bench_hines(int argc, char **argv) {
+    int cpu = 1, gpu = 0, as_json = 0;
+    long long cells[MAX_LIST] = {256, 2560, 25600}, bss[MAX_LIST] = {32, 64, 128, 256, 512};
+    int n_cells = 3, n_bs = 5, large = 0;
+    long long repeats = 10, threads = 0, devices = 1, seed = 1;
+    const char *csv = NULL, *plot = NULL;
+    char shapes_buf[4096] = "small-low,small-high,medium-low,medium-high,big-low,big-high";
+    char methods_buf[512] = "flat,interleaved,block-interleaved,block-shared,onchip";
+    for (int i = 1; i < argc; ++i) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = 1;
+        if (strcmp(o, "--help") == 0) { help(); return 0; }
+        else if (strcmp(o, "--backend") == 0 && v) {
+            if (strcmp(v, "cpu") == 0) cpu = 1, gpu = 0;
+            else if (strcmp(v, "cuda") == 0 || strcmp(v, "all") == 0) cpu = 1, gpu = 1;
+            else return cli_usage_error("bench hines", "--backend takes cpu, cuda or all");
+            ++i;
+        } else if (strcmp(o, "--shapes") == 0 && v) snprintf(shapes_buf, sizeof shapes_buf, "%s", v), ++i;
+        else if (strcmp(o, "--methods") == 0 && v) snprintf(methods_buf, sizeof methods_buf, "%s", v), ++i;
+        else if (strcmp(o, "--cells") == 0) ok = cli_parse_long_list("bench hines", o, v, 1, 1LL << 32, cells, MAX_LIST, &n_cells), ++i;
+        else if (strcmp(o, "--block-sizes") == 0) ok = cli_parse_long_list("bench hines", o, v, 1, 1024, bss, MAX_LIST, &n_bs), ++i;
+        else if (strcmp(o, "--large") == 0) large = 1;
+        else if (strcmp(o, "--repeats") == 0) ok = cli_parse_long("bench hines", o, v, 5, 100000, &repeats), ++i;
+        else if (strcmp(o, "--threads") == 0) ok = cli_parse_long("bench hines", o, v, 1, 4096, &threads), ++i;
+        else if (strcmp(o, "--devices") == 0) ok = cli_parse_long("bench hines", o, v, 1, 64, &devices), ++i;
+        else if (strcmp(o, "--seed") == 0) ok = cli_parse_long("bench hines", o, v, 0, 1LL << 62, &seed), ++i;
+        else if (strcmp(o, "--csv") == 0 && v) csv = v, ++i;
+        else if (strcmp(o, "--plot") == 0 && v) plot = v, ++i;
+        else if (strcmp(o, "--json") == 0) as_json = 1;
+        else return cli_usage_error("bench hines", "unknown option or missing value '%s'", o);
+        if (!ok) return 2;
+    }
+    if (large && n_cells < MAX_LIST) cells[n_cells++] = 256000;
+    if (plot && !csv) return cli_usage_error("bench hines", "--plot needs --csv FILE");
+
+    double copy_bw = -1.0;
+    char device_name[256] = "none";
+    if (gpu) {
+        int n_dev = 0;
+        ns_status st = ns_cuda_device_count(&n_dev);
+        if (st != NS_OK || n_dev == 0) {
+            fprintf(stderr, "neurosolve bench hines: no usable GPU (%s): CPU rows only\n",
+                    st != NS_OK ? ns_last_error() : "none visible");
+            gpu = 0;
+        } else {
+            ns_device_info di;
+            if (ns_cuda_device_info(0, &di) == NS_OK) snprintf(device_name, sizeof device_name, "%s", di.name);
+            st = ns_cuda_copy_bandwidth(0, (size_t)1 << 30, 10, &copy_bw);
+            if (st != NS_OK) return cli_status_error("measuring the copy bandwidth", st);
+            if (!as_json)
+                printf("device 0: %s; device-to-device copy bandwidth %.0f GB/s (read + write, 1 GiB, median of 10)\n",
+                       device_name, copy_bw);
+        }
+    }
+    ns_build_info bi;
+    ns_get_build_info(&bi);
+    if (!as_json) printf("CPU: %lld OpenMP threads; %lld timed runs per row (median)\n",
+                         threads ? threads : (long long)bi.openmp_threads, repeats);
+
+    const char *shape_specs[MAX_LIST], *methods[16];
+    int n_shapes = split_list(shapes_buf, shape_specs, MAX_LIST);
+    int n_methods = split_list(methods_buf, methods, 16);
+    cli_morph_options mo;
+    cli_morph_options_init(&mo);
+    cli_shape_set set = {0};
+    int rc = 0;
+    for (int k = 0; k < n_shapes && !rc; ++k) rc = cli_shapes_add(&set, shape_specs[k], &mo, (uint64_t)seed);
+    rows out = {0};
+
+    if (!as_json && !rc)
+        printf("%-12s %5s %5s %8s %-20s %8s %10s %9s %8s %7s %9s\n", "shape", "size", "brnch", "cells",
+               "method", "ms", "speedup", "GB/s", "bw/copy", "layout", "max_err");
+    for (int s = 0; s < set.count && !rc; ++s) {
+        ns_tree_stats ts;
+        ns_tree_get_stats(set.items[s].tree, &ts);
+        for (int ci = 0; ci < n_cells && !rc; ++ci) {
+            const ns_tree_t *shape = set.items[s].tree;
+            ns_batch_t *batch = NULL;
+            ns_status st = ns_batch_create(1, &shape, cells[ci], NULL, &batch);
+            if (st != NS_OK) { rc = cli_status_error("batch", st); break; }
+            const int64_t total = ns_batch_compartments(batch);
+            const size_t bytes = (size_t)total * sizeof(double);
+            double *mem = malloc(7 * bytes);
+            if (!mem) { ns_batch_destroy(batch); rc = cli_error("out of memory (%zu bytes)", 7 * bytes); break; }
+            double *a0 = mem, *b0 = a0 + total, *d0 = b0 + total, *r0 = d0 + total, *xref = r0 + total,
+                   *work = xref + total;
+            ns_batch_random_values(batch, (uint64_t)seed + (uint64_t)ci, a0, b0, d0, r0);
+            bench_case bc = {batch, total, a0, b0, d0, r0, NULL, (int)repeats};
+            const double gbytes = FLOOR_BYTES * (double)total * 1e-9;
+
+            ns_solve_options opt;
+            ns_solve_options_init(&opt);
+            opt.threads = (int32_t)threads;
+            opt.devices = (int32_t)devices;
+            double seq_ms = 0.0, err = 0.0;
+            /* The sequential row is the baseline and produces the reference. */
+            opt.method = NS_HINES_SEQUENTIAL;
+            st = time_cpu(&bc, &opt, &seq_ms, &err, xref);
+            bc.xref = xref;
+            int n_variants = 0;
+            struct { ns_hines_method m; int bs; } variants[64];
+            if (cpu) variants[n_variants++].m = NS_HINES_OPENMP, variants[n_variants - 1].bs = 0;
+            for (int mi = 0; gpu && mi < n_methods; ++mi) {
+                ns_hines_method m;
+                if (ns_hines_method_from_name(methods[mi], &m) != NS_OK) {
+                    rc = cli_usage_error("bench hines", "%s", ns_last_error());
+                    break;
+                }
+                if (m == NS_HINES_BLOCK_INTERLEAVED)
+                    for (int b = 0; b < n_bs && n_variants < 64; ++b)
+                        variants[n_variants].m = m, variants[n_variants++].bs = (int)bss[b];
+                else if (n_variants < 64) variants[n_variants].m = m, variants[n_variants++].bs = 0;
+            }
+            for (int vi = -1; vi < n_variants && st == NS_OK && !rc; ++vi) {
+                row *r = add_row(&out);
+                if (!r) { rc = cli_error("out of memory"); break; }
+                snprintf(r->shape, sizeof r->shape, "%s", set.items[s].name);
+                r->size = ts.size;
+                r->branches = ts.branches;
+                r->cells = cells[ci];
+                ns_hines_method m = vi < 0 ? NS_HINES_SEQUENTIAL : variants[vi].m;
+                snprintf(r->method, sizeof r->method, "%s", ns_hines_method_name(m));
+                r->block_size = vi < 0 ? 0 : variants[vi].bs;
+                if (vi < 0) {
+                    r->ms = seq_ms;
+                    r->error = 0.0;
+                } else {
+                    opt.method = m;
+                    opt.block_size = variants[vi].bs;
+                    ns_status vs = ns_hines_method_backend(m) == NS_BACKEND_CPU
+                                       ? time_cpu(&bc, &opt, &r->ms, &r->error, NULL)
+                                       : time_gpu(&bc, &opt, &r->ms, &r->error, &r->layout_ms, work);
+                    if (vs != NS_OK) {
+                        fprintf(stderr, "neurosolve bench hines: %s on %s x %lld: %s: %s\n", r->method,
+                                r->shape, r->cells, ns_status_string(vs), ns_last_error());
+                        out.n--;
+                        continue;
+                    }
+                }
+                r->speedup = seq_ms / r->ms;
+                r->gbs = gbytes / (r->ms * 1e-3);
+                if (ns_hines_method_backend(m) == NS_BACKEND_CUDA && copy_bw > 0) r->ratio = r->gbs / copy_bw;
+                if (!as_json) {
+                    char mname[40];
+                    if (r->block_size) snprintf(mname, sizeof mname, "%s/%d", r->method, r->block_size);
+                    else snprintf(mname, sizeof mname, "%s", r->method);
+                    printf("%-12.12s %5d %5d %8lld %-20s %8.3f %9.1fx %9.1f ", r->shape, r->size,
+                           r->branches, r->cells, mname, r->ms, r->speedup, r->gbs);
+                    if (r->ratio >= 0) printf("%8.3f ", r->ratio); else printf("%8s ", "-");
+                    if (r->layout_ms >= 0) printf("%7.3f ", r->layout_ms); else printf("%7s ", "-");
+                    printf("%9.1e\n", r->error);
+                    fflush(stdout);
+                }
+            }
+            if (st != NS_OK) rc = cli_status_error("sequential baseline", st);
+            free(mem);
+            ns_batch_destroy(batch);
+        }
+    }
+    cli_shapes_free(&set);
+
+    if (!rc && csv) {
+        FILE *f = fopen(csv, "w");
+        if (!f) rc = cli_error("%s: cannot write", csv);
+        else {
+            fprintf(f, "shape,size,branches,cells,method,block_size,ms,speedup,gbs,bw_ratio,layout_ms,max_rel_error,device,copy_gbs\n");
+            for (int k = 0; k < out.n; ++k) {
+                row *r = &out.v[k];
+                fprintf(f, "%s,%d,%d,%lld,%s,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.3e,%s,%.6g\n", r->shape, r->size,
+                        r->branches, r->cells, r->method, r->block_size, r->ms, r->speedup, r->gbs,
+                        r->ratio, r->layout_ms, r->error, device_name, copy_bw);
+            }
+            fclose(f);
+        }
+    }
+    if (!rc && as_json) {
+        cli_json j;
+        json_begin(&j, stdout);
+        json_string(&j, "device", device_name);
+        json_double(&j, "copy_gbs", copy_bw);
+        json_int(&j, "threads", threads ? threads : bi.openmp_threads);
+        json_int(&j, "repeats", repeats);
+        json_array_begin(&j, "rows");
+        for (int k = 0; k < out.n; ++k) {
+            row *r = &out.v[k];
+            json_object_begin(&j, NULL);
+            json_string(&j, "shape", r->shape);
+            json_int(&j, "size", r->size);
+            json_int(&j, "branches", r->branches);
+            json_int(&j, "cells", r->cells);
+            json_string(&j, "method", r->method);
+            json_int(&j, "block_size", r->block_size);
+            json_double(&j, "ms", r->ms);
+            json_double(&j, "speedup", r->speedup);
+            json_double(&j, "gbs", r->gbs);
+            if (r->ratio >= 0) json_double(&j, "bw_ratio", r->ratio);
+            if (r->layout_ms >= 0) json_double(&j, "layout_ms", r->layout_ms);
+            json_double(&j, "max_rel_error", r->error);
+            json_object_end(&j);
+        }
+        json_array_end(&j);
+        json_end(&j);
+    }
+    if (!rc && plot) rc = cli_plot("bench/plot_hines.py", csv, plot, NULL);
+    free(out.v);
+    return rc;
+}
