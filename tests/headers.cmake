@@ -7,4 +7,4 @@ add_test(NAME headers_standalone
     -DCXX_COMPILER=${NS_CXX_FOR_TESTS}
     -DINCLUDE_DIR=${PROJECT_SOURCE_DIR}/include
     -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/headers
-    -P ${CMAKE_CURRENT_SOURCE_DIR}/check_headers.cmake)
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_headers.cmake)

@@ -14,6 +14,7 @@
 #ifndef NEUROSOLVE_MORPH_H
 #define NEUROSOLVE_MORPH_H
 
+#include <stddef.h> /* size_t (ns_swc_parse) */
 #include <stdint.h>
 #include "neurosolve/status.h"
 #include "neurosolve/tree.h"
@@ -118,6 +119,15 @@ typedef enum ns_nseg_rule {
     NS_NSEG_ONE = 2           /* one compartment per section */
 } ns_nseg_rule;
 
+/* Which of NEURON's zero-area nodes to keep (docs/discretisation.md).
+ * NEURON gives every section a node at x = 1 and the root section a node
+ * at x = 0; they carry no membrane. A zero-area node with at most two
+ * neighbours is two resistors in series and can be folded away exactly. */
+typedef enum ns_junction_policy {
+    NS_JUNCTIONS_MINIMAL = 0, /* keep only zero-area nodes joining 3 or more compartments */
+    NS_JUNCTIONS_NEURON = 1   /* keep all of NEURON's nodes (1 + sum of (nseg + 1)) */
+} ns_junction_policy;
+
 typedef struct ns_discretize_options {
     ns_nseg_rule rule;
     double d_lambda;    /* fraction of the AC length constant, default 0.1 */
@@ -125,6 +135,7 @@ typedef struct ns_discretize_options {
     double max_length;  /* [um] for NS_NSEG_FIXED_LENGTH, default 20 */
     double Ra;          /* [ohm cm] axial resistivity, default 35.4 (NEURON's) */
     double cm;          /* [uF/cm^2] specific capacitance, default 1 */
+    ns_junction_policy junctions; /* default NS_JUNCTIONS_MINIMAL */
 } ns_discretize_options;
 
 void ns_discretize_options_init(ns_discretize_options *options);
@@ -143,6 +154,26 @@ ns_status ns_discretize(const ns_morph_t *morph, const ns_discretize_options *op
                         ns_cell_t **out);
 void ns_cell_destroy(ns_cell_t *cell);
 void ns_cell_get_info(const ns_cell_t *cell, ns_cell_info *info);
+
+/* One NEURON section as Import3d builds it (docs/discretisation.md). */
+typedef struct ns_section_info {
+    int32_t parent;          /* parent section, -1 for the root section */
+    double parent_x;         /* NEURON's parentx: where it attaches on the parent (0, 0.5 or 1) */
+    int32_t type;            /* SWC type of its first point */
+    int32_t nseg;            /* segments (compartments with membrane) */
+    int32_t first_node;      /* compartment of its first segment in ns_cell_tree() */
+    double length;           /* [um] NEURON's L (arc length of its 3D points) */
+    double area;             /* [um^2] membrane area summed over its segments */
+    double ri_sum;           /* [MOhm] axial resistance from x = 0 to x = 1 (sum of NEURON's
+                                seg.ri() over its segments plus ri at x = 1) */
+    int32_t n3d;             /* 3D points NEURON gets (after Import3d's soma and wire rules) */
+    int64_t first_point_id;  /* SWC id of its first own point (the key NEURON comparisons use) */
+    int64_t last_point_id;   /* SWC id of its last own point */
+} ns_section_info;
+
+/* Per-section data; section 0 is the root section (the soma where there is
+ * one). NS_ERR_INVALID_ARGUMENT for an index out of range. */
+ns_status ns_cell_get_section(const ns_cell_t *cell, int32_t section, ns_section_info *info);
 
 /* The compartment tree (Hines order). Owned by the cell. */
 const ns_tree_t *ns_cell_tree(const ns_cell_t *cell);
