@@ -3,6 +3,7 @@
  * line and the reason; the odd but well-formed files in tests/data/swc_ok
  * parse into the structure written out by hand below (point order, parent
  * ids, lines, coordinates, radii, soma style). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -340,7 +341,52 @@ static void test_memory(void) {
     }
 }
 
+/* Numbers: the reader's value must equal the C library's strtod on many
+ * shapes of decimal (digits before and after the point, exponents, signs,
+ * leading zeros, long mantissas). */
+static void test_numbers(void) {
+    static const char *fixed[] = {"0", "-0", "0.5", ".5", "5.", "+2.5E+1", "1e-7", "123456789012345",
+                                  "1234567890123456789", "0.000000000000000000000000123", "9.999999999999999e22",
+                                  "1e23", "4.9e-324", "2.2250738585072014e-308", "-17.000", "00012.50"};
+    char line[256], value[64];
+    uint64_t state = 12345;
+    int mismatches = 0;
+    for (int k = 0; k < 2000 + (int)(sizeof fixed / sizeof fixed[0]); ++k) {
+        if (k < (int)(sizeof fixed / sizeof fixed[0])) {
+            snprintf(value, sizeof value, "%s", fixed[k]);
+        } else {
+            /* xorshift: digits before/after the point and an exponent */
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            int before = (int)(state % 12), after = (int)((state >> 8) % 12), e = (int)((state >> 16) % 61) - 30;
+            uint64_t digits = state >> 20;
+            size_t n = 0;
+            if (state & 1u << 5) value[n++] = '-';
+            for (int i = 0; i < before; ++i, digits /= 7) value[n++] = (char)('0' + digits % 10);
+            if (after || !before) {
+                value[n++] = '.';
+                for (int i = 0; i < (after ? after : 1); ++i, digits /= 7) value[n++] = (char)('0' + digits % 10);
+            }
+            if (state & 1u << 6) n += (size_t)snprintf(value + n, sizeof value - n, "e%d", e);
+            value[n] = '\0';
+        }
+        snprintf(line, sizeof line, "1 1 %s 0 0 1 -1\n", value);
+        ns_morph_t *m = NULL;
+        ns_status s = ns_swc_parse(line, strlen(line), "num", NULL, &m);
+        double want = strtod(value, NULL);
+        if (s != NS_OK || ns_morph_points(m, NULL)[0].x != want) {
+            if (mismatches++ < 5)
+                fprintf(stderr, "'%s': %s, got %.17g want %.17g\n", value, ns_status_string(s),
+                        s == NS_OK ? ns_morph_points(m, NULL)[0].x : 0.0, want);
+        }
+        ns_morph_destroy(m);
+    }
+    CHECK(mismatches == 0);
+}
+
 int main(void) {
+    test_numbers();
     test_bad_files();
     test_io_errors();
     test_line_formats();

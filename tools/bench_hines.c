@@ -35,7 +35,7 @@ static void help(void) {
 }
 
 typedef struct row {
-    char shape[64];
+    char shape[512];
     int32_t size, branches;
     long long cells;
     char method[32];
