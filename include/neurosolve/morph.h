@@ -191,10 +191,15 @@ const double *ns_cell_position(const ns_cell_t *cell);
  *   NS_FORM_NEURON: NEURON's rows, scaled per unit area [S/cm^2]:
  *       d[i] x[i] + b[i] x[p] = rhs[i], the parent row holds a[i] x[i];
  *       d[i] = 1e-3 cm/dt - b[i] - sum over children c of a[c].
- *   NS_FORM_SYMMETRIC: the same rows multiplied by the area [nS... see docs],
- *       so that u = l (the papers' symmetric form).
+ *       a[i] = -1e2 g[i] / A[p], b[i] = -1e2 g[i] / A[i] (g in uS, A in um^2).
+ *   NS_FORM_SYMMETRIC: the same rows multiplied by A[i] * 1e-2, in uS, so
+ *       that u = l (the papers' symmetric form): a[i] = b[i] = -g[i],
+ *       d[i] = 1e-5 cm/dt area[i] + g[i] + sum over children c of g[c].
  * a, b, d have ns_tree_size() entries; a[0] = b[0] = 0. Zero-area junction
- * nodes get d from their axial terms alone. */
+ * nodes are treated as NEURON treats them: nominal A = 100 um^2 (so their
+ * row is in uS) and no capacitance, d from their axial terms alone.
+ * d - |b[i]| - sum |a[c]| = 1e-3 cm/dt > 0 on every row with membrane and 0
+ * on zero-area rows. */
 typedef enum ns_matrix_form { NS_FORM_NEURON = 0, NS_FORM_SYMMETRIC = 1 } ns_matrix_form;
 
 ns_status ns_cell_matrix(const ns_cell_t *cell, double cm, double dt, ns_matrix_form form,

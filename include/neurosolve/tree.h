@@ -35,8 +35,11 @@ void ns_tree_get_stats(const ns_tree_t *tree, ns_tree_stats *stats);
 
 /* (i) A random tree with exactly `size` compartments cut into exactly
  * `branches` unbranched runs (the cuHinesBatch paper's Table 1 sizes:
- * 76/7, 76/29, 305/30, 319/157, 695/66, 691/341). Needs 1 <= branches <= size;
- * the construction is in docs/generators.md. Deterministic for a seed. */
+ * 76/7, 76/29, 305/30, 319/157, 695/66, 691/341). Needs 1 <= branches <= size
+ * and branches != 2 (impossible: any branch point adds at least two runs).
+ * Odd counts use binary branch points only; even counts use one
+ * trifurcation. The construction is in docs/generators.md. Deterministic
+ * for a seed. */
 ns_status ns_generate_tree(int32_t size, int32_t branches, uint64_t seed, ns_tree_t **out);
 
 /* The six named sizes of the cuHinesBatch paper: "small-low", "small-high",
@@ -44,10 +47,14 @@ ns_status ns_generate_tree(int32_t size, int32_t branches, uint64_t seed, ns_tre
 ns_status ns_generate_paper_tree(const char *name, uint64_t seed, ns_tree_t **out);
 
 /* (ii) The journal paper's binary-tree neuron: `size` compartments and
- * `levels` branch levels; level k (0 = root) holds 2^k branches of
- * size/2^(k+1) compartments, the last level taking what remains so that the
- * total is `size` (size 512, 4 levels = 256 + 2x32 + 4x16 + 8x8 in the paper's
- * example: see docs/generators.md for the exact split). */
+ * `levels` branch levels (1 to 20). Level k >= 1 holds 2^k branches of
+ * floor((size/2) / ((levels-1) * 2^k)) compartments each (so every level
+ * below the root has about the same total and each branch is half its
+ * parent's length, as in the paper); the root branch (level 0) takes the
+ * rest, about size/2. size 512: 2 levels = 256 + 2x128, 3 levels =
+ * 256 + 2x64 + 4x32, 4 levels = 264 + 2x42 + 4x21 + 8x10. The paper's own
+ * 4-level example (256 + 2x32 + 4x16 + 8x8) adds up to 448, not 512; see
+ * docs/generators.md. Branches are numbered level by level. */
 ns_status ns_generate_binary_tree(int32_t size, int32_t levels, ns_tree_t **out);
 
 /* (iii) Random trees like the Arbor ring network's cells. */
@@ -61,7 +68,10 @@ typedef struct ns_random_tree_params {
     double length_end;           /* [um] ... at the deepest level */
 } ns_random_tree_params;
 
-/* Presets "low", "medium", "high" branching (docs/generators.md). */
+/* Presets "low", "medium", "high" branching (docs/generators.md): Arbor's
+ * ring cell (compartments 20 -> 2, lengths 200 -> 20 um) with 10 levels and
+ * branching probability 1 -> 0.2, 0.5 (Arbor's default) and 0.8. The soma is
+ * one compartment; branches are numbered depth-first. */
 ns_status ns_random_tree_preset(const char *name, ns_random_tree_params *params);
 ns_status ns_generate_random_tree(const ns_random_tree_params *params, uint64_t seed,
                                   ns_tree_t **out);

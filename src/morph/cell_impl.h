@@ -1,0 +1,20 @@
+/* Private: the discretised cell (compartment tree plus per-node and
+ * per-section geometry), shared by the discretisation files. */
+#ifndef NS_MORPH_CELL_IMPL_H
+#define NS_MORPH_CELL_IMPL_H
+
+#include "neurosolve/morph.h"
+
+struct ns_cell {
+    ns_tree_t *tree;        /* compartments in Hines order */
+    double *area;           /* [um^2] per node; 0 at zero-area junction nodes */
+    double *g_axial;        /* [uS] per node, to its parent; 0 at the root */
+    int32_t *type;          /* SWC type of the node's section */
+    int32_t *section;       /* section index per node */
+    double *x;              /* position along the section: (k+0.5)/nseg, 0 or 1 at junctions */
+    ns_section_info *sections;
+    int32_t n_sections;
+    ns_cell_info info;
+};
+
+#endif

@@ -1,0 +1,52 @@
+/* Private: the stages of ns_discretize().
+ *   1. discretize_sections.c: points -> NEURON sections with their 3D
+ *      points, following Import3d's SWC rules (sections, soma styles,
+ *      parentx, "wire" connections, removed zero-length sections);
+ *   2. discretize_geom.c: nseg per section and NEURON's per-segment area
+ *      and half-segment resistances from the 3D points;
+ *   3. discretize.c: NEURON's node set in Hines order, the junction
+ *      policy, the public accessors and the matrix. */
+#ifndef NS_MORPH_DISCRETIZE_IMPL_H
+#define NS_MORPH_DISCRETIZE_IMPL_H
+
+#include "neurosolve/morph.h"
+
+typedef struct disc_pt3d {
+    double x, y, z; /* [um] */
+    double d;       /* [um] diameter */
+    double arc;     /* [um] arc length from the section's first 3D point */
+} disc_pt3d;
+
+typedef struct disc_section {
+    int32_t parent;       /* section index, -1 for the root */
+    double parent_x;      /* NEURON's parentx */
+    int32_t type;
+    int64_t first, last;  /* own points (indices into the morphology) */
+    int64_t pt_begin;     /* first 3D point in disc_sections.pts */
+    int32_t n3d;
+    int32_t nseg;
+    double length;        /* [um] */
+} disc_section;
+
+typedef struct disc_sections {
+    disc_section *sec;
+    int32_t n;
+    disc_pt3d *pts;
+    int64_t n_pts;
+} disc_sections;
+
+/* Stage 1. On success the caller frees with disc_sections_free(). */
+ns_status disc_build_sections(const ns_morph_point *points, int64_t n, const char *name,
+                              disc_sections *out);
+void disc_sections_free(disc_sections *s);
+
+/* Stage 2: nseg of one section under the options (NEURON's rules). */
+int32_t disc_nseg(const disc_section *sec, const disc_pt3d *pts, const ns_discretize_options *o);
+
+/* Stage 2: NEURON's diam_from_list over the section's 3D points. Fills
+ * area[k] [um^2] for k < nseg and rhalf[h] [MOhm] for the 2*nseg half
+ * segments (left half of segment k is 2k, right half 2k+1). */
+void disc_segments(const disc_section *sec, const disc_pt3d *pts, double Ra, double *area,
+                   double *rhalf);
+
+#endif
