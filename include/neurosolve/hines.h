@@ -6,7 +6,10 @@
  *     d[i] x[i] + b[i] x[p] = rhs[i]     and row p holds a[i] x[i].
  * The papers' names: u = a (upper), l = b (lower).
  *
- * A solve overwrites d (the factorised diagonal) and rhs (the solution x). */
+ * A solve overwrites rhs with the solution x. d is overwritten with the
+ * factorised diagonal by the CPU methods; the GPU methods leave the host's d
+ * unspecified (they do not copy it back, which saves 8 of 48 bytes per
+ * compartment: docs/methods.md). */
 #ifndef NEUROSOLVE_HINES_H
 #define NEUROSOLVE_HINES_H
 
@@ -104,7 +107,8 @@ void ns_hines_solver_destroy(ns_hines_solver_t *solver);
 ns_hines_method ns_hines_solver_method(const ns_hines_solver_t *solver);
 ns_backend ns_hines_solver_backend(const ns_hines_solver_t *solver);
 
-/* Solve every cell: a and b are read, d and rhs overwritten (rhs becomes x).
+/* Solve every cell: a and b are read, rhs becomes x, d is overwritten with
+ * unspecified values by GPU methods (the factorised diagonal on the CPU).
  * Arrays are host memory in the Flat layout. A zero or non-finite pivot gives
  * NS_ERR_SINGULAR naming the cell and compartment. */
 ns_status ns_hines_solver_solve(ns_hines_solver_t *solver, const double *a, const double *b,

@@ -1,14 +1,289 @@
-/* CUDA backend registration (placeholder until the GPU methods land:
- * reports the devices but offers no method yet). */
-#include <stddef.h>
+/* CUDA backend: method configuration, device memory (chunks, GPUs) and the
+ * `auto` rule. The solve itself is in solve_cuda.c; docs/methods.md explains
+ * each method and layout. */
+#include <stdlib.h>
+#include <string.h>
 
-#include "hines/batch_impl.h"
+#include "core/cuda_check.h"
+#include "hines/cuda/cuda_backend.h"
+#include "hines/tree_impl.h"
 #include "neurosolve/device.h"
 
-const ns_hines_backend_ops *ns_hines_cuda_backend(void) { return NULL; }
+#define NS_DEFAULT_BLOCK_SIZE 128  /* Block-Interleaved BS until measured (bench/README.md) */
+#define NS_PAPER_SHARED_BYTES 49152 /* the paper's (and CUDA's default) shared memory per block */
+#define NS_STRIDED_THREADS 128      /* CUDA block of the one-thread-per-cell kernels (the paper's) */
+/* Free device memory left to the runtime and other users when no limit is
+ * given: 5 % plus 64 MiB [bytes]. */
+#define NS_MEMORY_RESERVE_BYTES ((size_t)64 << 20)
 
 int ns_cuda_usable_devices(void) {
     int n = 0;
     if (ns_cuda_device_count(&n) != NS_OK) return 0;
     return n;
+}
+
+static int is_grouped(ns_hines_method m) {
+    return m == NS_HINES_INTERLEAVED || m == NS_HINES_BLOCK_INTERLEAVED || m == NS_HINES_BLOCK_SHARED;
+}
+
+/* Largest power of two <= x (x >= 1). */
+static int32_t floor_pow2(int64_t x) {
+    int32_t p = 1;
+    while ((int64_t)p * 2 <= x && p < (1 << 30)) p *= 2;
+    return p;
+}
+
+static size_t optin_shared(int device) {
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+        v <= 0) {
+        (void)cudaGetLastError();
+        return NS_PAPER_SHARED_BYTES;
+    }
+    return (size_t)v;
+}
+
+/* The provisional `auto` rule (docs/methods.md): the on-chip kernel when a
+ * cell fits into one block's shared memory, else Full-Interleaved. */
+static ns_hines_method cuda_choose(const ns_batch_t *batch, const ns_solve_options *o) {
+    (void)o;
+    const size_t bytes = ns_onchip_cell_doubles(batch->max_size) * sizeof(double);
+    return bytes <= optin_shared(0) ? NS_HINES_ONCHIP : NS_HINES_INTERLEAVED;
+}
+
+/* Method parameters that do not depend on the device's memory. */
+static ns_status configure(ns_hines_solver_t *s, ns_cuda_state *st, size_t optin) {
+    const int32_t n = st->n;
+    const int32_t want = s->options.block_size;
+    const char *name = ns_hines_method_name(s->method);
+    st->threads = NS_STRIDED_THREADS;
+    st->grouped = is_grouped(s->method);
+    switch (s->method) {
+    case NS_HINES_FLAT:
+    case NS_HINES_INTERLEAVED:
+        return NS_OK;
+    case NS_HINES_BLOCK_INTERLEAVED:
+        st->block_size = want > 0 ? want : NS_DEFAULT_BLOCK_SIZE;
+        return NS_OK;
+    case NS_HINES_BLOCK_SHARED: {
+        const size_t per_cell = (size_t)n * sizeof(double);
+        if (want > 0) {
+            if (want > 1024)
+                return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                               "%s: block_size %d exceeds 1024 threads per CUDA block", name,
+                               (int)want);
+            if ((size_t)want * per_cell > optin)
+                return ns_fail(NS_ERR_UNSUPPORTED,
+                               "%s: block_size %d cells of %d compartments need %zu bytes of "
+                               "shared memory, the device allows %zu per block",
+                               name, (int)want, (int)n, (size_t)want * per_cell, optin);
+            st->block_size = want;
+        } else {
+            /* As many cells as the paper's 48 KiB hold (more than needs
+             * the opt-in), rounded down to a power of two, at most 512. */
+            int64_t fit = (int64_t)(NS_PAPER_SHARED_BYTES / per_cell);
+            if (fit < 1) fit = (int64_t)(optin / per_cell);
+            if (fit < 1)
+                return ns_fail(NS_ERR_UNSUPPORTED,
+                               "%s: one cell's rhs (%d compartments, %zu bytes) exceeds the "
+                               "%zu bytes of shared memory per block",
+                               name, (int)n, per_cell, optin);
+            st->block_size = floor_pow2(fit < 512 ? fit : 512);
+        }
+        return NS_OK;
+    }
+    case NS_HINES_ONCHIP: {
+        const size_t bytes = ns_onchip_cell_doubles(n) * sizeof(double);
+        if (bytes > optin)
+            return ns_fail(NS_ERR_UNSUPPORTED,
+                           "%s: a cell of %d compartments needs %zu bytes of shared memory, the "
+                           "device allows %zu per block (use 'interleaved')",
+                           name, (int)n, bytes, optin);
+        return NS_OK;
+    }
+    default:
+        return ns_fail(NS_ERR_UNSUPPORTED, "method '%s' is not implemented by the cuda backend yet",
+                       name);
+    }
+}
+
+/* Cells per chunk on one device so that everything allocated fits into
+ * `budget` bytes; 0 if not even one cell (or one group) fits. */
+static int64_t chunk_cells(const ns_cuda_state *st, ns_hines_method m, int64_t count,
+                           size_t budget, size_t fixed) {
+    const size_t arrays = st->grouped ? 8 : 4;
+    const size_t per_cell = arrays * (size_t)st->n * sizeof(double);
+    if (budget <= fixed) return 0;
+    int64_t fit = (int64_t)((budget - fixed) / per_cell);
+    if (m == NS_HINES_BLOCK_INTERLEAVED || m == NS_HINES_BLOCK_SHARED) {
+        /* Buffers hold whole groups of BS cells. */
+        const int64_t bs = st->block_size;
+        if (count < bs) return fit >= bs ? count : 0;
+        fit = fit / bs * bs;
+    }
+    return fit < count ? fit : count;
+}
+
+static void free_dev(ns_cuda_dev *d) {
+    if (cudaSetDevice(d->device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    for (int k = 0; k < 4; ++k) {
+        cudaFree(d->flat[k]);
+        cudaFree(d->grouped[k]);
+    }
+    cudaFree(d->parent);
+    cudaFree(d->plan);
+    cudaFree(d->bad);
+    for (int k = 0; k < NS_EV_COUNT; ++k)
+        if (d->ev[k]) cudaEventDestroy(d->ev[k]);
+    if (d->stream) cudaStreamDestroy(d->stream);
+    (void)cudaGetLastError();
+}
+
+static void cuda_destroy(ns_hines_solver_t *s) {
+    ns_cuda_state *st = s->state;
+    if (!st) return;
+    int old = 0;
+    const int have_old = cudaGetDevice(&old) == cudaSuccess;
+    for (int k = 0; k < st->n_dev; ++k) free_dev(&st->dev[k]);
+    if (have_old) cudaSetDevice(old);
+    (void)cudaGetLastError();
+    ns_onchip_plan_free(&st->plan);
+    free(st->dev);
+    free(st);
+    s->state = NULL;
+}
+
+/* Allocate one device's buffers; d->device, first, count are set. */
+static ns_status setup_dev(ns_hines_solver_t *s, ns_cuda_state *st, ns_cuda_dev *d) {
+    const ns_tree_t *t = s->batch->shapes[0];
+    const int32_t n = st->n;
+    NS_CUDA_TRY(cudaSetDevice(d->device));
+    const size_t optin = optin_shared(d->device);
+    size_t fixed = (size_t)n * sizeof(int32_t) + sizeof(unsigned long long) + 4096;
+    if (s->method == NS_HINES_ONCHIP) fixed += st->plan.count * sizeof(int32_t);
+    size_t budget = s->options.device_memory_limit;
+    if (budget == 0) {
+        size_t free_b = 0, total_b = 0;
+        NS_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+        const size_t reserve = free_b / 20 + NS_MEMORY_RESERVE_BYTES;
+        budget = free_b > reserve ? free_b - reserve : 0;
+    }
+    d->chunk = chunk_cells(st, s->method, d->count, budget, fixed);
+    if (d->chunk <= 0)
+        return ns_fail(NS_ERR_DEVICE_MEMORY,
+                       "device %d: %zu bytes of device memory allowed, too few for one %s of "
+                       "%d compartments with method '%s'",
+                       d->device, budget,
+                       st->block_size > 0 && st->grouped ? "group of cells" : "cell", (int)n,
+                       ns_hines_method_name(s->method));
+    /* Grouped buffers hold whole groups (Block-*) or exactly one chunk. */
+    int64_t cells = d->chunk;
+    if (st->block_size > 0) cells = (cells + st->block_size - 1) / st->block_size * st->block_size;
+    const size_t bytes = (size_t)cells * (size_t)n * sizeof(double);
+
+    NS_CUDA_TRY(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
+    for (int k = 0; k < NS_EV_COUNT; ++k) NS_CUDA_TRY(cudaEventCreate(&d->ev[k]));
+    NS_CUDA_TRY(cudaMalloc((void **)&d->bad, sizeof *d->bad));
+    NS_CUDA_TRY(cudaMalloc((void **)&d->parent, (size_t)n * sizeof(int32_t)));
+    NS_CUDA_TRY(cudaMemcpy(d->parent, t->parent, (size_t)n * sizeof(int32_t),
+                           cudaMemcpyHostToDevice));
+    for (int k = 0; k < 4; ++k) {
+        NS_CUDA_TRY(cudaMalloc((void **)&d->flat[k], (size_t)d->chunk * (size_t)n * sizeof(double)));
+        if (st->grouped) {
+            NS_CUDA_TRY(cudaMalloc((void **)&d->grouped[k], bytes));
+            /* Padding cells of the last group are never written by the
+             * conversion; zero them once so no kernel reads garbage. */
+            NS_CUDA_TRY(cudaMemset(d->grouped[k], 0, bytes));
+        }
+    }
+    if (s->method == NS_HINES_ONCHIP) {
+        NS_CUDA_TRY(cudaMalloc((void **)&d->plan, st->plan.count * sizeof(int32_t)));
+        NS_CUDA_TRY(cudaMemcpy(d->plan, st->plan.data, st->plan.count * sizeof(int32_t),
+                               cudaMemcpyHostToDevice));
+        ns_onchip_plan_bind(&st->plan, d->plan, &d->sched);
+        NS_CUDA_TRY(ns_hines_onchip_setup(optin));
+    }
+    if (s->method == NS_HINES_BLOCK_SHARED)
+        NS_CUDA_TRY(ns_hines_block_shared_setup((size_t)st->block_size * (size_t)n * sizeof(double)));
+    return NS_OK;
+}
+
+/* Warps (cells) per block of the on-chip kernel: the most resident warps
+ * per SM, the fewer per block on a tie (finer-grained residency). */
+static ns_status choose_warps(ns_cuda_state *st, size_t optin) {
+    const size_t cell = ns_onchip_cell_doubles(st->n) * sizeof(double);
+    int best = 1, best_resident = -1;
+    for (int w = 1; w <= 8; w *= 2) {
+        if ((size_t)w * cell > optin) break;
+        int blocks = 0;
+        NS_CUDA_TRY(ns_hines_onchip_occupancy(w, (size_t)w * cell, &blocks));
+        if (blocks * w > best_resident) {
+            best_resident = blocks * w;
+            best = w;
+        }
+    }
+    st->warps = best;
+    return NS_OK;
+}
+
+static ns_status cuda_create(ns_hines_solver_t *s) {
+    const ns_batch_t *batch = s->batch;
+    const char *name = ns_hines_method_name(s->method);
+    if (ns_hines_method_backend(s->method) != NS_BACKEND_CUDA)
+        return ns_fail(NS_ERR_UNSUPPORTED, "method '%s' is not a CUDA method", name);
+    if (batch->n_shapes != 1)
+        return ns_fail(NS_ERR_UNSUPPORTED,
+                       "method '%s' needs cells of one shape; this batch has %d shapes (mixed "
+                       "shapes on the GPU are not implemented yet: use a CPU method)",
+                       name, (int)batch->n_shapes);
+    int visible = 0;
+    ns_status status = ns_cuda_device_count(&visible);
+    if (status != NS_OK) return status;
+    if (visible == 0) return ns_fail(NS_ERR_NO_DEVICE, "method '%s' needs a GPU; none is usable", name);
+    int n_dev = s->options.devices > 0 ? s->options.devices : visible;
+    if (n_dev > visible)
+        return ns_fail(NS_ERR_NO_DEVICE, "%d GPUs asked for, %d visible", n_dev, visible);
+    if ((int64_t)n_dev > batch->n_cells) n_dev = (int)batch->n_cells;
+
+    ns_cuda_state *st = calloc(1, sizeof *st);
+    if (!st) return ns_fail(NS_ERR_OUT_OF_MEMORY, "cuda solver state");
+    s->state = st;
+    st->n = batch->shapes[0]->size;
+    int old = 0;
+    const int have_old = cudaGetDevice(&old) == cudaSuccess;
+    (void)cudaGetLastError();
+    const size_t optin = optin_shared(0);
+    status = configure(s, st, optin);
+    if (status == NS_OK && s->method == NS_HINES_ONCHIP) {
+        status = ns_onchip_plan_build(st->n, batch->shapes[0]->parent, &st->plan);
+        if (status == NS_OK) status = ns_cuda_status(cudaSetDevice(0), "cudaSetDevice(0)", __FILE__, __LINE__);
+        if (status == NS_OK) status = ns_cuda_status(ns_hines_onchip_setup(optin), "onchip setup", __FILE__, __LINE__);
+        if (status == NS_OK) status = choose_warps(st, optin);
+    }
+    if (status == NS_OK) {
+        st->dev = calloc((size_t)n_dev, sizeof *st->dev);
+        if (!st->dev) status = ns_fail(NS_ERR_OUT_OF_MEMORY, "cuda device table");
+    }
+    /* Contiguous ranges of cells, as even as possible. */
+    for (int k = 0; status == NS_OK && k < n_dev; ++k) {
+        ns_cuda_dev *d = &st->dev[k];
+        d->device = k;
+        d->first = batch->n_cells * k / n_dev;
+        d->count = batch->n_cells * (k + 1) / n_dev - d->first;
+        st->n_dev = k + 1;
+        status = setup_dev(s, st, d);
+    }
+    if (have_old) cudaSetDevice(old);
+    (void)cudaGetLastError();
+    if (status != NS_OK) cuda_destroy(s);
+    return status;
+}
+
+const ns_hines_backend_ops *ns_hines_cuda_backend(void) {
+    static const ns_hines_backend_ops ops = {"cuda",      cuda_create, ns_cuda_solve,
+                                             cuda_destroy, cuda_choose, ns_cuda_benchmark};
+    return &ops;
 }
