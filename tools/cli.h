@@ -14,6 +14,7 @@
 int cmd_info(int argc, char **argv);
 int cmd_morph(int argc, char **argv);
 int cmd_solve(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_life(int argc, char **argv);
 

@@ -1,4 +1,254 @@
-/* placeholder: owned by the LiFE module */
+/* neurosolve life: LiFE connectome pruning.
+ *   life synth DIR   write a synthetic model directory (docs/life.md)
+ *   life fit MODEL   SBBNNLS; writes the weights and the objective history
+ *   life info MODEL  sizes and checks of a model directory
+ * The benchmark (neurosolve bench life) is in life_bench.c. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "cli.h"
-int cmd_life(int argc, char **argv) { (void)argc; (void)argv; return cli_error("life: not built yet"); }
-int bench_life(int argc, char **argv) { (void)argc; (void)argv; return cli_error("bench life: not built yet"); }
+
+static void help(void) {
+    printf("usage: neurosolve life synth DIR [options]   write a synthetic model\n"
+           "       neurosolve life fit MODEL [options]   fit fiber weights (SBBNNLS)\n"
+           "       neurosolve life info MODEL            sizes of a model directory\n\n"
+           "synth options (defaults: the paper's structure, docs/life.md):\n"
+           "  --fibers N         streamlines (50000)\n"
+           "  --theta N          gradient directions (96)\n"
+           "  --L N              dictionary steps: (L-1)L+1 atoms (360 -> 129,241)\n"
+           "  --b B              b-value [s/mm^2] (2000)\n"
+           "  --grid X,Y,Z       voxel grid (72,88,72: about 150,000-250,000 voxels touched)\n"
+           "  --length L         mean streamline length [voxels] (90)\n"
+           "  --curvature C      random turn per 0.5-voxel step [rad] (0.05)\n"
+           "  --active F         fraction of fibers with a non-zero true weight (0.5)\n"
+           "  --noise S          Gaussian noise sd relative to the signal rms (0)\n"
+           "  --seed S           (1)\n\n"
+           "fit options:\n"
+           "  --iters N          ENCODE's maxit (500): at most N-1 updates\n"
+           "  --backend B        cpu, cuda or auto (auto)\n"
+           "  --out FILE         weights as a float64 NPY vector (weights.npy)\n"
+           "  --history FILE     objective after each update (default: OUT with _history)\n"
+           "  --lambda L         ReAl-LiFE L1 weight (0)\n"
+           "  --preconditioner   ENCODE's diagonal preconditioner\n"
+           "  --tolg T --tolo T  stopping tolerances (1e-5 each; 0 disables)\n"
+           "  --mw V --mty V     product variants (auto: timed; naive, naive-atom, naive-voxel,\n"
+           "                     coeff-atom, coeff-voxel, atom-atom, voxel-voxel)\n"
+           "  --threads T        CPU threads (OpenMP's default)\n"
+           "  --quiet            no progress bar\n"
+           "  --json             one JSON document on stdout\n");
+}
+
+static int synth(int argc, char **argv) {
+    if (argc < 2 || argv[1][0] == '-') return cli_usage_error("life synth", "missing output directory");
+    const char *dir = argv[1];
+    ns_life_synth_options o;
+    ns_life_synth_options_init(&o);
+    int as_json = 0;
+    for (int i = 2; i < argc; ++i) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long x = 0;
+        double d = 0;
+        int ok = 1;
+        if (strcmp(a, "--fibers") == 0) ok = cli_parse_long("life synth", a, v, 1, INT32_MAX, &x), o.n_fibers = (int32_t)x, ++i;
+        else if (strcmp(a, "--theta") == 0) ok = cli_parse_long("life synth", a, v, 1, 4096, &x), o.n_theta = (int32_t)x, ++i;
+        else if (strcmp(a, "--L") == 0) ok = cli_parse_long("life synth", a, v, 2, 4096, &x), o.dictionary_l = (int32_t)x, ++i;
+        else if (strcmp(a, "--b") == 0) ok = cli_parse_double("life synth", a, v, 0, 1e5, &d), o.b_value = d, ++i;
+        else if (strcmp(a, "--length") == 0) ok = cli_parse_double("life synth", a, v, 0.5, 1e6, &d), o.mean_length = d, ++i;
+        else if (strcmp(a, "--curvature") == 0) ok = cli_parse_double("life synth", a, v, 0, 10, &d), o.curvature = d, ++i;
+        else if (strcmp(a, "--active") == 0) ok = cli_parse_double("life synth", a, v, 0, 1, &d), o.active_fraction = d, ++i;
+        else if (strcmp(a, "--noise") == 0) ok = cli_parse_double("life synth", a, v, 0, 1e6, &d), o.noise = d, ++i;
+        else if (strcmp(a, "--seed") == 0) ok = cli_parse_long("life synth", a, v, 0, 1LL << 62, &x), o.seed = (uint64_t)x, ++i;
+        else if (strcmp(a, "--grid") == 0) {
+            long long g[3];
+            int n = 0;
+            ok = cli_parse_long_list("life synth", a, v, 3, 2048, g, 3, &n);
+            if (ok && n != 3) return cli_usage_error("life synth", "--grid takes X,Y,Z");
+            for (int j = 0; ok && j < 3; ++j) o.grid[j] = (int32_t)g[j];
+            ++i;
+        } else if (strcmp(a, "--json") == 0) as_json = 1;
+        else return cli_usage_error("life synth", "unknown option or missing value '%s'", a);
+        if (!ok) return 2;
+    }
+    ns_life_model_t *m = NULL;
+    ns_status s = ns_life_synth(&o, &m);
+    if (s != NS_OK) return cli_status_error("life synth", s);
+    s = ns_life_model_save(m, dir);
+    if (s != NS_OK) {
+        ns_life_model_destroy(m);
+        return cli_status_error("life synth", s);
+    }
+    if (as_json) {
+        cli_json j;
+        json_begin(&j, stdout);
+        json_string(&j, "model", dir);
+        json_int(&j, "n_theta", ns_life_model_n_theta(m));
+        json_int(&j, "n_atoms", ns_life_model_n_atoms(m));
+        json_int(&j, "n_voxels", ns_life_model_n_voxels(m));
+        json_int(&j, "n_fibers", ns_life_model_n_fibers(m));
+        json_int(&j, "n_coeffs", ns_life_model_n_coeffs(m));
+        json_end(&j);
+    } else {
+        printf("%s: %d directions, %d atoms, %d voxels, %d fibers, %lld coefficients (%.1f MB of Phi)\n",
+               dir, ns_life_model_n_theta(m), ns_life_model_n_atoms(m), ns_life_model_n_voxels(m),
+               ns_life_model_n_fibers(m), (long long)ns_life_model_n_coeffs(m),
+               ns_life_model_n_coeffs(m) * 20.0 / 1e6);
+    }
+    ns_life_model_destroy(m);
+    return 0;
+}
+
+static int info(int argc, char **argv) {
+    if (argc < 2) return cli_usage_error("life info", "missing model directory");
+    ns_life_model_t *m = NULL;
+    ns_status s = ns_life_model_load(argv[1], &m);
+    if (s != NS_OK) return cli_status_error("life info", s);
+    printf("%s: %d directions, %d atoms, %d voxels, %d fibers, %lld coefficients, true weights: %s\n",
+           argv[1], ns_life_model_n_theta(m), ns_life_model_n_atoms(m), ns_life_model_n_voxels(m),
+           ns_life_model_n_fibers(m), (long long)ns_life_model_n_coeffs(m),
+           ns_life_model_true_weights(m) ? "yes" : "no");
+    ns_life_model_destroy(m);
+    return 0;
+}
+
+typedef struct progress {
+    int32_t total;
+    int tty;
+} progress;
+
+/* A one-line bar on stderr, redrawn in place: iteration, objective, non-zero weights. */
+static int show(int32_t it, double f, int64_t nnz, void *ctx) {
+    const progress *p = ctx;
+    const int width = 30;
+    const int done = p->total > 0 ? (int)((double)it * width / p->total) : width;
+    char bar[64];
+    for (int i = 0; i < width; ++i) bar[i] = i < done ? '#' : '.';
+    bar[width] = '\0';
+    fprintf(stderr, "\r[%s] iteration %d/%d  objective %.6e  non-zero weights %lld", bar, (int)it,
+            (int)p->total, f, (long long)nnz);
+    fflush(stderr);
+    return 0;
+}
+
+static int fit(int argc, char **argv) {
+    if (argc < 2 || argv[1][0] == '-') return cli_usage_error("life fit", "missing model directory");
+    const char *dir = argv[1], *out = "weights.npy", *hist_path = NULL;
+    ns_life_options o;
+    ns_life_options_init(&o);
+    ns_life_fit_options fo;
+    ns_life_fit_options_init(&fo);
+    int quiet = 0, as_json = 0;
+    for (int i = 2; i < argc; ++i) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long x = 0;
+        int ok = 1;
+        if (strcmp(a, "--iters") == 0) ok = cli_parse_long("life fit", a, v, 1, 100000000, &x), fo.max_iterations = (int32_t)x, ++i;
+        else if (strcmp(a, "--backend") == 0 && v) {
+            if (ns_backend_from_name(v, &o.backend) != NS_OK) return cli_usage_error("life fit", "--backend takes cpu, cuda or auto");
+            ++i;
+        } else if (strcmp(a, "--out") == 0 && v) out = v, ++i;
+        else if (strcmp(a, "--history") == 0 && v) hist_path = v, ++i;
+        else if (strcmp(a, "--lambda") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.lambda), ++i;
+        else if (strcmp(a, "--tolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.tol_gradient), ++i;
+        else if (strcmp(a, "--tolo") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.tol_objective), ++i;
+        else if (strcmp(a, "--preconditioner") == 0) fo.preconditioner = 1;
+        else if ((strcmp(a, "--mw") == 0 || strcmp(a, "--mty") == 0) && v) {
+            if (ns_life_variant_from_name(v, strcmp(a, "--mw") == 0 ? &o.mw_variant : &o.mty_variant) != NS_OK)
+                return cli_usage_error("life fit", "%s", ns_last_error());
+            ++i;
+        } else if (strcmp(a, "--threads") == 0) ok = cli_parse_long("life fit", a, v, 1, 4096, &x), o.threads = (int32_t)x, ++i;
+        else if (strcmp(a, "--quiet") == 0) quiet = 1;
+        else if (strcmp(a, "--json") == 0) as_json = 1;
+        else return cli_usage_error("life fit", "unknown option or missing value '%s'", a);
+        if (!ok) return 2;
+    }
+    char hist_buf[4096];
+    if (!hist_path) {
+        const size_t n = strlen(out);
+        if (n > 4 && strcmp(out + n - 4, ".npy") == 0)
+            snprintf(hist_buf, sizeof hist_buf, "%.*s_history.npy", (int)(n - 4), out);
+        else
+            snprintf(hist_buf, sizeof hist_buf, "%s_history.npy", out);
+        hist_path = hist_buf;
+    }
+    ns_life_model_t *m = NULL;
+    ns_status s = ns_life_model_load(dir, &m);
+    if (s != NS_OK) return cli_status_error("life fit", s);
+    ns_life_engine_t *e = NULL;
+    s = ns_life_engine_create(m, &o, &e);
+    if (s != NS_OK) {
+        ns_life_model_destroy(m);
+        return cli_status_error("life fit: preparing the products", s);
+    }
+    progress p = {fo.max_iterations - 1, isatty(fileno(stderr))};
+    if (!quiet && !as_json && p.tty) {
+        fo.progress = show;
+        fo.progress_context = &p;
+    }
+    const int32_t F = ns_life_model_n_fibers(m);
+    double *w = malloc((size_t)F * sizeof *w);
+    double *hist = malloc((size_t)fo.max_iterations * sizeof *hist);
+    ns_life_fit_result r;
+    s = w && hist ? ns_life_fit(e, &fo, w, hist, &r) : NS_ERR_OUT_OF_MEMORY;
+    if (fo.progress) fputc('\n', stderr);
+    int rc = 0;
+    if (s != NS_OK) rc = cli_status_error("life fit", s);
+    if (rc == 0 && (s = ns_life_vector_save(out, w, F)) != NS_OK) rc = cli_status_error("life fit", s);
+    if (rc == 0 && (s = ns_life_vector_save(hist_path, hist, r.updates)) != NS_OK)
+        rc = cli_status_error("life fit", s);
+    if (rc == 0) {
+        const double *wt = ns_life_model_true_weights(m);
+        double err = -1.0;
+        if (wt) {
+            double num = 0.0, den = 0.0;
+            for (int32_t f = 0; f < F; ++f) num += (w[f] - wt[f]) * (w[f] - wt[f]), den += wt[f] * wt[f];
+            err = den > 0 ? sqrt(num / den) : sqrt(num);
+        }
+        if (as_json) {
+            cli_json j;
+            json_begin(&j, stdout);
+            json_string(&j, "model", dir);
+            json_string(&j, "backend", ns_backend_name(ns_life_engine_backend(e)));
+            json_string(&j, "mw_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)));
+            json_string(&j, "mty_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)));
+            json_int(&j, "updates", r.updates);
+            json_string(&j, "stop", ns_life_stop_name(r.stop));
+            json_double(&j, "objective", r.objective);
+            json_double(&j, "projected_gradient", r.projected_gradient);
+            json_int(&j, "nonzero", r.nonzero);
+            json_double(&j, "seconds", r.seconds);
+            if (wt) json_double(&j, "relative_error_vs_true_weights", err);
+            json_string(&j, "weights", out);
+            json_string(&j, "history", hist_path);
+            json_end(&j);
+        } else {
+            printf("%s: %d updates on %s (Mw %s, MTy %s) in %.3f s: %s\n", dir, (int)r.updates,
+                   ns_backend_name(ns_life_engine_backend(e)),
+                   ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)),
+                   ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)), r.seconds,
+                   ns_life_stop_name(r.stop));
+            printf("objective %.9e, projected gradient %.3e, %lld of %d weights non-zero\n", r.objective,
+                   r.projected_gradient, (long long)r.nonzero, (int)F);
+            if (wt) printf("relative error against the true weights: %.3e\n", err);
+            printf("weights: %s, objective history: %s\n", out, hist_path);
+        }
+    }
+    free(w);
+    free(hist);
+    ns_life_engine_destroy(e);
+    ns_life_model_destroy(m);
+    return rc;
+}
+
+int cmd_life(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        help();
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "synth") == 0) return synth(argc - 1, argv + 1);
+    if (strcmp(argv[1], "fit") == 0) return fit(argc - 1, argv + 1);
+    if (strcmp(argv[1], "info") == 0) return info(argc - 1, argv + 1);
+    return cli_usage_error("life", "unknown subcommand '%s' (synth, fit, info)", argv[1]);
+}

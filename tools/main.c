@@ -12,6 +12,7 @@ static const struct {
     {"info", cmd_info, "version, build options, OpenMP threads, CUDA devices"},
     {"morph", cmd_morph, "read SWC files: points, roots, sections, compartments, depth"},
     {"solve", cmd_solve, "solve a batch of Hines systems and check it"},
+    {"simulate", cmd_simulate, "simulate cells (NEURON's hh, pas, IClamp): traces, spikes"},
     {"life", cmd_life, "LiFE connectome pruning: synth, fit"},
     {"bench", cmd_bench, "benchmarks: hines, tridiag, life"},
 };

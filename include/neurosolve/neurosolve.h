@@ -9,5 +9,7 @@
 #include "neurosolve/morph.h"
 #include "neurosolve/hines.h"
 #include "neurosolve/tridiag.h"
+#include "neurosolve/cable.h"
+#include "neurosolve/life.h"
 
 #endif

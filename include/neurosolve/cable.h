@@ -1,0 +1,176 @@
+/* neurosolve: cable simulation of populations of cells (docs/simulation.md).
+ *
+ * Model: NEURON's passive mechanism (pas) and Hodgkin-Huxley mechanism (hh,
+ * hh.mod: the same rate functions, 1-mV rate table unless usetable_hh = 0,
+ * cnexp gating, q10 = 3^((celsius - 6.3)/10)), a specific capacitance and
+ * parameters per region (SWC type), current clamps with IClamp's semantics.
+ *
+ * Time stepping: NEURON's default fixed step (secondorder = 0), in NEURON's
+ * order of operations: t += dt/2; currents and their slopes (from v and
+ * v + 0.001 mV) assembled with the axial terms and cm * 1e-3/dt; the Hines
+ * solve; v += the solution; t += dt/2; then the gates from the new v.
+ * With the same discretisation the voltages agree with NEURON to rounding.
+ *
+ * Cells are numbered 0 .. n_cells-1 in the order given to ns_sim_create;
+ * every per-cell result (spikes, recordings, errors) names that global index,
+ * so that a distributed run can later keep the same numbering (issue 9).
+ *
+ * Units follow NEURON: ms, mV, um, uF/cm^2, S/cm^2, nA, degC. */
+#ifndef NEUROSOLVE_CABLE_H
+#define NEUROSOLVE_CABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "neurosolve/status.h"
+#include "neurosolve/morph.h"
+#include "neurosolve/hines.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Regions: where a compartment takes its membrane parameters from, by the
+ * SWC type of its section (1 soma, 2 axon, 3 basal, 4 apical, others). */
+typedef enum ns_region {
+    NS_REGION_SOMA = 0,
+    NS_REGION_AXON = 1,
+    NS_REGION_BASAL = 2,
+    NS_REGION_APICAL = 3,
+    NS_REGION_OTHER = 4,
+    NS_REGION_COUNT = 5
+} ns_region;
+
+ns_region ns_region_of_swc_type(int32_t swc_type);
+const char *ns_region_name(ns_region region);
+
+/* Membrane of one region. Defaults are NEURON's (hh.mod, passive.mod, the
+ * na and k ions): hh inserted, pas not. */
+typedef struct ns_membrane {
+    double cm;      /* [uF/cm^2] specific capacitance, 1 */
+    int hh;         /* 1: NEURON's hh mechanism is inserted */
+    double gnabar;  /* [S/cm^2] gnabar_hh, 0.12 */
+    double gkbar;   /* [S/cm^2] gkbar_hh, 0.036 */
+    double gl;      /* [S/cm^2] gl_hh, 0.0003 */
+    double el;      /* [mV] el_hh, -54.3 */
+    double ena;     /* [mV] 50 */
+    double ek;      /* [mV] -77 */
+    int pas;        /* 1: NEURON's pas mechanism is inserted */
+    double g_pas;   /* [S/cm^2] 0.001 */
+    double e_pas;   /* [mV] -70 */
+} ns_membrane;
+
+typedef struct ns_sim_params {
+    ns_membrane region[NS_REGION_COUNT];
+    double celsius;         /* [degC] 6.3 (NEURON's default) */
+    double v_init;          /* [mV] -65 */
+    double dt;              /* [ms] 0.025 */
+    int usetable;           /* usetable_hh: 1 (rates from the 1-mV table), 0 (exact) */
+    double spike_threshold; /* [mV] -20: soma spikes are upward crossings of it */
+    /* Read by callers, not by ns_sim_create (kept here so that one parameter
+     * file describes a run): */
+    double Ra;              /* [ohm cm] 35.4: pass to ns_discretize_options.Ra */
+    double tstop;           /* [ms] 100 */
+} ns_sim_params;
+
+void ns_sim_params_init(ns_sim_params *params);
+
+/* Set one parameter by name (the parameter file's keys, docs/simulation.md):
+ *   REGION.NAME with REGION one of soma, axon, basal, apical, other, dend
+ *   (basal and apical) or all, and NAME one of cm, hh, gnabar_hh, gkbar_hh,
+ *   gl_hh, el_hh, ena, ek, pas, g_pas, e_pas (hh and pas take 0 or 1);
+ *   celsius, v_init, dt, usetable_hh, spike_threshold, Ra, tstop.
+ * Unknown names and out-of-range values (negative cm or conductance, dt <= 0,
+ * Ra <= 0, non-finite values) give NS_ERR_INVALID_ARGUMENT naming the key. */
+ns_status ns_sim_params_set(ns_sim_params *params, const char *key, double value);
+
+/* Parse `key = value` lines ('#' starts a comment; blank lines are skipped)
+ * and apply them in order. Errors read "NAME:LINE: reason". */
+ns_status ns_sim_params_parse(ns_sim_params *params, const char *text, size_t length,
+                              const char *name);
+ns_status ns_sim_params_read(ns_sim_params *params, const char *path);
+
+/* Check a whole parameter set (ns_sim_create does it too). */
+ns_status ns_sim_params_check(const ns_sim_params *params);
+
+/* ------------------------------------------------------------ simulation */
+
+typedef struct ns_sim_options {
+    ns_backend backend;      /* NS_BACKEND_AUTO: CUDA when usable, else CPU */
+    ns_hines_method method;  /* CPU: sequential or openmp; CUDA: see docs/simulation.md */
+    int32_t threads;         /* CPU threads; 0 = OpenMP's default */
+    int32_t record_every;    /* steps between recorded samples (>= 1), 1 */
+    int32_t check_every;     /* steps between NaN/Inf checks of v (>= 1), 1 */
+} ns_sim_options;
+
+void ns_sim_options_init(ns_sim_options *options);
+
+typedef struct ns_sim ns_sim_t;
+
+/* A population of n_cells cells drawn from n_shapes discretised cells
+ * (cell c has shape cell_shape[c], or c % n_shapes when cell_shape is NULL),
+ * all with the same parameters. The shapes are read during the call only.
+ * The simulation starts initialised (as after ns_sim_init). */
+ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_t n_cells,
+                        const int32_t *cell_shape, const ns_sim_params *params,
+                        const ns_sim_options *options, ns_sim_t **out);
+void ns_sim_destroy(ns_sim_t *sim);
+
+/* The compartment at NEURON's location sec(x) of a discretised cell: the
+ * segment containing x (x in [0, 1]; 0 and 1 give the first and last
+ * segment, since the zero-area end nodes carry no membrane). */
+ns_status ns_sim_locate(const ns_cell_t *cell, int32_t section, double x, int32_t *compartment);
+
+/* NEURON's IClamp at a compartment of a cell: i = amplitude [nA] while
+ * delay <= t < delay + duration [ms], evaluated at the middle of each step.
+ * A compartment outside the cell gives NS_ERR_INVALID_ARGUMENT. Stimuli,
+ * recordings and ns_sim_init may be added at any time between runs. */
+ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartment, double delay,
+                            double duration, double amplitude);
+
+/* Record v of a compartment every record_every steps (and at t = 0); *site
+ * receives the recording's index (column of ns_sim_traces). */
+ns_status ns_sim_add_recording(ns_sim_t *sim, int64_t cell, int32_t compartment, int32_t *site);
+
+/* NEURON's finitialize(v_init): t = 0, v = v_init everywhere, gates at their
+ * steady state, recordings and spikes cleared, sample 0 recorded. */
+ns_status ns_sim_init(ns_sim_t *sim);
+
+/* Advance every cell by `steps` fixed steps. NaN or Inf in v stops the run
+ * with NS_ERR_NOT_FINITE naming the cell, compartment, section and time
+ * (the state is then undefined until ns_sim_init). */
+ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps);
+
+/* Steps of dt to reach tstop from t = 0 (NEURON's run: round(tstop / dt)). */
+int64_t ns_sim_steps_for(const ns_sim_t *sim, double tstop);
+
+double ns_sim_time(const ns_sim_t *sim);    /* [ms] NEURON's t after the steps so far */
+int64_t ns_sim_step_count(const ns_sim_t *sim);
+int64_t ns_sim_cells(const ns_sim_t *sim);
+int64_t ns_sim_compartments(const ns_sim_t *sim); /* summed over the cells */
+ns_backend ns_sim_backend(const ns_sim_t *sim);
+ns_hines_method ns_sim_method(const ns_sim_t *sim);
+
+/* The spike-detection compartment of a cell: the root section at x = 0.5. */
+int32_t ns_sim_spike_compartment(const ns_sim_t *sim, int64_t cell);
+
+/* Recorded voltages [mV], row-major: sample s, site k at
+ * traces[s * sites + k], at t = s * record_every * dt. Owned by the sim;
+ * valid until the next call that changes the sim. */
+const double *ns_sim_traces(const ns_sim_t *sim, int64_t *samples, int32_t *sites);
+
+/* Soma spike times of a cell [ms]: upward crossings of spike_threshold at the
+ * spike compartment, linearly interpolated between the two steps. */
+const double *ns_sim_spikes(const ns_sim_t *sim, int64_t cell, int64_t *count);
+
+/* The state of one cell (arrays of the cell's compartment count; any may be
+ * NULL). Gates of compartments without hh read 0. */
+ns_status ns_sim_get_state(const ns_sim_t *sim, int64_t cell, double *v, double *m, double *h,
+                           double *n);
+
+/* Wall time of the steps so far [ms] (ns_sim_advance calls only). */
+double ns_sim_elapsed_ms(const ns_sim_t *sim);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,240 @@
+/* neurosolve: LiFE connectome pruning (docs/life.md).
+ *
+ * The model is ENCODE's sparse Tucker decomposition of the LiFE matrix M
+ * (n_theta * n_voxels rows, n_fibers columns):
+ *   Phi   n_coeffs coefficients (atom[k], voxel[k], fiber[k], value[k]),
+ *         0-based 32-bit indices;
+ *   D     the dictionary, n_theta x n_atoms, column-major (column a at
+ *         D + a * n_theta);
+ *   Y     the demeaned signal, n_theta x n_voxels, column-major.
+ * The two products:
+ *   y = M w:    y(:, voxel[k]) += D(:, atom[k]) * (w[fiber[k]] * value[k])
+ *   w = M^T y:  w[fiber[k]]    += value[k] * <D(:, atom[k]), y(:, voxel[k])>
+ * Vectors in voxel space (y, Y) have n_theta * n_voxels entries, column-major;
+ * vectors in fiber space (w) have n_fibers entries.
+ *
+ * Scale-out (MPI, issue 9): a model may hold a subset of the voxels with
+ * local voxel numbers and every fiber; then y = M w needs no communication
+ * and w = M^T y needs a sum over processes, which ns_life_fit performs
+ * through ns_life_fit_options.reduce. */
+#ifndef NEUROSOLVE_LIFE_H
+#define NEUROSOLVE_LIFE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "neurosolve/status.h"
+#include "neurosolve/hines.h" /* ns_backend */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- model */
+
+typedef struct ns_life_model ns_life_model_t;
+
+/* A model with zeroed arrays of the given sizes (all >= 1, n_coeffs >= 1);
+ * fill it through the accessors below, then call ns_life_model_validate. */
+ns_status ns_life_model_create(int32_t n_theta, int32_t n_atoms, int32_t n_voxels,
+                               int32_t n_fibers, int64_t n_coeffs, ns_life_model_t **out);
+void ns_life_model_destroy(ns_life_model_t *model);
+
+int32_t ns_life_model_n_theta(const ns_life_model_t *model);
+int32_t ns_life_model_n_atoms(const ns_life_model_t *model);
+int32_t ns_life_model_n_voxels(const ns_life_model_t *model);
+int32_t ns_life_model_n_fibers(const ns_life_model_t *model);
+int64_t ns_life_model_n_coeffs(const ns_life_model_t *model);
+
+/* The arrays (writable). Writing them after an engine was created on the
+ * model is not allowed (engines keep restructured copies). */
+int32_t *ns_life_model_atom(ns_life_model_t *model);    /* n_coeffs */
+int32_t *ns_life_model_voxel(ns_life_model_t *model);   /* n_coeffs */
+int32_t *ns_life_model_fiber(ns_life_model_t *model);   /* n_coeffs */
+double *ns_life_model_value(ns_life_model_t *model);    /* n_coeffs */
+double *ns_life_model_dictionary(ns_life_model_t *model); /* n_theta * n_atoms */
+double *ns_life_model_signal(ns_life_model_t *model);   /* n_theta * n_voxels */
+/* The weights that generated a synthetic signal, or NULL (a real model). */
+const double *ns_life_model_true_weights(const ns_life_model_t *model);
+/* Attach a copy of known true weights (n_fibers entries). */
+ns_status ns_life_model_set_true_weights(ns_life_model_t *model, const double *w);
+
+/* Full check: indices in range, values, D and Y finite, every fiber with at
+ * least one coefficient. The detail names the array and the first offending
+ * entry, e.g. "phi_voxel[17] = 250000 is out of range [0, 200000)". */
+ns_status ns_life_model_validate(const ns_life_model_t *model);
+
+/* ------------------------------------------------------- on-disk format */
+/* A model directory holds NPY files (format version 1.0, little-endian;
+ * docs/life.md lists every array):
+ *   phi_shape.npy   int64   (3,)               n_atoms, n_voxels, n_fibers
+ *   phi_atom.npy    int32   (n_coeffs,)
+ *   phi_voxel.npy   int32   (n_coeffs,)
+ *   phi_fiber.npy   int32   (n_coeffs,)
+ *   phi_value.npy   float64 (n_coeffs,)
+ *   dictionary.npy  float64 (n_theta, n_atoms)  Fortran (column-major) order
+ *   signal.npy      float64 (n_theta, n_voxels) Fortran order
+ *   w_true.npy      float64 (n_fibers,)         optional
+ * Loading also accepts dictionary/signal in C order (transposed on load).
+ * Every failure names the file and, for bad content, the first bad entry. */
+ns_status ns_life_model_load(const char *directory, ns_life_model_t **out);
+/* Creates the directory if needed; overwrites the files. */
+ns_status ns_life_model_save(const ns_life_model_t *model, const char *directory);
+
+/* One-dimensional float64 NPY files (weights, objective histories). */
+ns_status ns_life_vector_save(const char *path, const double *values, int64_t n);
+/* Reads a float64 vector; *values is malloc'ed (free() it). */
+ns_status ns_life_vector_load(const char *path, double **values, int64_t *n);
+
+/* ------------------------------------------------------ synthetic models */
+
+typedef struct ns_life_synth_options {
+    int32_t n_theta;        /* gradient directions on the sphere (96) */
+    int32_t dictionary_l;   /* ENCODE's L: (L - 1) * L + 1 atoms (360 -> 129,241) */
+    double b_value;         /* [s/mm^2] (2000) */
+    double axial_diffusivity; /* [um^2/ms] of the stick (1.0, ENCODE's default) */
+    int32_t n_fibers;       /* streamlines (50,000) */
+    int32_t grid[3];        /* voxel grid; streamlines stay inside the inscribed
+                               ellipsoid ({72, 88, 72}: about 150,000-250,000
+                               voxels are touched) */
+    double mean_length;     /* mean streamline length [voxels] (90) */
+    double step;            /* tracking step [voxels] (0.5) */
+    double curvature;       /* random turning per step [rad] (0.05) */
+    double active_fraction; /* fraction of fibers with a non-zero true weight (0.5) */
+    double noise;           /* Gaussian noise sd relative to the signal's rms (0) */
+    uint64_t seed;          /* (1) */
+} ns_life_synth_options;
+
+void ns_life_synth_options_init(ns_life_synth_options *options);
+/* A model with the paper's structure: directions spread on the sphere, the
+ * stick-model dictionary demeaned per atom, streamlines as smooth random
+ * curves following a smooth orientation field (so coefficients cluster by
+ * voxel and by atom), voxels numbered in raster order, a known non-negative
+ * weight vector (kept as the true weights) and Y = M w_true (+ noise).
+ * Deterministic for a seed whatever the thread count. */
+ns_status ns_life_synth(const ns_life_synth_options *options, ns_life_model_t **out);
+
+/* ------------------------------------------------------------- products */
+
+typedef enum ns_life_product {
+    NS_LIFE_MW = 0, /* y = M w   (the paper's DSC) */
+    NS_LIFE_MTY = 1 /* w = M^T y (the paper's WC)  */
+} ns_life_product;
+
+/* Variants: restructuring x partitioning (docs/life.md). The optimised ones
+ * are named partition_restructuring as in the paper's tables. */
+typedef enum ns_life_variant {
+    NS_LIFE_AUTO = 0,        /* the fastest of the optimised variants, timed (3 runs each) */
+    NS_LIFE_NAIVE = 1,       /* original order. CPU: the paper's Fig. 3 loops, one thread;
+                                CUDA: the Fig. 6 reference kernels (atomics) */
+    NS_LIFE_NAIVE_ATOM = 2,  /* same loops/kernels on the atom-sorted copy
+                                (CUDA: the paper's Ref-opt, the GPU reference) */
+    NS_LIFE_NAIVE_VOXEL = 3, /* same loops/kernels on the voxel-sorted copy */
+    NS_LIFE_COEFF_ATOM = 4,  /* atom-sorted copy, coefficients split evenly */
+    NS_LIFE_COEFF_VOXEL = 5, /* voxel-sorted copy, coefficients split evenly; for y = M w
+                                the splits move to voxel boundaries (synchronisation-free) */
+    NS_LIFE_ATOM_ATOM = 6,   /* atom-sorted copy, whole atoms per thread (CUDA: warp per atom) */
+    NS_LIFE_VOXEL_VOXEL = 7  /* voxel-sorted copy, whole voxels per thread (CUDA: warp per voxel) */
+} ns_life_variant;
+#define NS_LIFE_VARIANT_COUNT 8
+
+const char *ns_life_variant_name(ns_life_variant variant);
+ns_status ns_life_variant_from_name(const char *name, ns_life_variant *variant);
+const char *ns_life_product_name(ns_life_product product);
+
+typedef struct ns_life_options {
+    ns_backend backend;          /* CPU or CUDA; AUTO: CUDA when a GPU is usable */
+    ns_life_variant mw_variant;  /* AUTO by default */
+    ns_life_variant mty_variant; /* AUTO by default */
+    int32_t threads;             /* CPU threads; 0 = OpenMP's default */
+    int32_t device;              /* CUDA device (0) */
+    size_t device_memory_limit;  /* [bytes]; 0 = what the device has free */
+} ns_life_options;
+
+void ns_life_options_init(ns_life_options *options);
+
+typedef struct ns_life_engine ns_life_engine_t;
+
+/* Prepares the products on a validated model (restructured copies, device
+ * memory). The model must outlive the engine. A model that does not fit
+ * into device memory fails with NS_ERR_DEVICE_MEMORY naming the bytes
+ * needed and available. The AUTO selection is cached in the model, so a
+ * second engine with the same backend and threads does not time again. */
+ns_status ns_life_engine_create(ns_life_model_t *model, const ns_life_options *options,
+                                ns_life_engine_t **out);
+void ns_life_engine_destroy(ns_life_engine_t *engine);
+ns_backend ns_life_engine_backend(const ns_life_engine_t *engine);
+/* The variant a product runs with (AUTO resolved). */
+ns_life_variant ns_life_engine_variant(const ns_life_engine_t *engine, ns_life_product product);
+/* Whether a variant exists on the engine's backend. */
+int ns_life_engine_supports(const ns_life_engine_t *engine, ns_life_variant variant);
+
+/* y = M w and w = M^T y on host arrays with the engine's variants. */
+ns_status ns_life_mw(ns_life_engine_t *engine, const double *w, double *y);
+ns_status ns_life_mty(ns_life_engine_t *engine, const double *y, double *w);
+
+/* Benchmark entry: run `variant` of `product` `repeats` times on `in`
+ * (staged once; on the device for CUDA) and record each run's time [ms]
+ * (CUDA events / monotonic clock); the last run's result goes to `out`. */
+ns_status ns_life_time_product(ns_life_engine_t *engine, ns_life_product product,
+                               ns_life_variant variant, const double *in, double *out,
+                               int repeats, double *ms);
+
+/* Bytes a product must move at least (BENCHMARKING.md's floor): each
+ * coefficient's indices and value once, each touched D and Y column once,
+ * the output once. */
+double ns_life_floor_bytes(const ns_life_model_t *model, ns_life_product product);
+
+/* ------------------------------------------------------------- SBBNNLS */
+
+/* Sums `n` doubles over all processes in place (MPI_Allreduce); NULL for a
+ * single process. */
+typedef ns_status (*ns_life_reduce_fn)(double *values, int64_t n, void *context);
+/* Called after every update; return non-zero to stop early. */
+typedef int (*ns_life_progress_fn)(int32_t iteration, double objective, int64_t nonzero,
+                                   void *context);
+
+typedef struct ns_life_fit_options {
+    int32_t max_iterations;  /* ENCODE's maxit (500): at most maxit - 1 updates */
+    double tol_gradient;     /* tolg (1e-5) on the projected gradient's max norm */
+    double tol_objective;    /* tolo (1e-5) on |f(it-1) - f(it-2)|; 0 disables */
+    double lambda;           /* ReAl-LiFE L1 weight (0): gradient + lambda */
+    int preconditioner;      /* ENCODE's diagonal preconditioner (0 = off) */
+    const double *w0;        /* start (NULL: zeros) */
+    ns_life_progress_fn progress;
+    void *progress_context;
+    ns_life_reduce_fn reduce; /* for a voxel-partitioned model (CPU only) */
+    void *reduce_context;
+} ns_life_fit_options;
+
+typedef enum ns_life_stop {
+    NS_LIFE_STOP_MAX_ITERATIONS = 0,
+    NS_LIFE_STOP_GRADIENT = 1,  /* projected gradient below tolg */
+    NS_LIFE_STOP_OBJECTIVE = 2, /* objective change below tolo */
+    NS_LIFE_STOP_ZERO_STEP = 3, /* the lagged gradient vanished (step undefined) */
+    NS_LIFE_STOP_USER = 4       /* progress callback asked to stop */
+} ns_life_stop;
+
+typedef struct ns_life_fit_result {
+    int32_t updates;      /* weight updates performed (= history entries) */
+    ns_life_stop stop;
+    double objective;     /* 0.5 ||M w - y||^2 at the result */
+    double projected_gradient;
+    int64_t nonzero;      /* non-zero weights */
+    double seconds;       /* wall time of the iterations */
+    int32_t mw_calls, mty_calls;
+} ns_life_fit_result;
+
+void ns_life_fit_options_init(ns_life_fit_options *options);
+const char *ns_life_stop_name(ns_life_stop stop);
+
+/* Solve min 0.5 ||M w - Y||^2 (+ lambda sum w), w >= 0, by SBBNNLS exactly as
+ * ENCODE's bbnnls runs it (docs/life.md). w: n_fibers entries (output).
+ * history: NULL or max_iterations entries, receives the objective after
+ * each update. With the CUDA backend every vector stays on the device. */
+ns_status ns_life_fit(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,
+                      double *history, ns_life_fit_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

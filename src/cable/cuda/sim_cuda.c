@@ -1,0 +1,363 @@
+/* The GPU simulation loop, host side: shape groups uploaded once, the state
+ * kept on the device, steps launched in parts of at most PART_STEPS with the
+ * recorded samples and spike times copied out after each part (no host
+ * round trip per step). Initialisation runs on the host (the CPU loop's) and
+ * is uploaded. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cable/cuda/sim_cuda.h"
+#include "core/cuda_check.h"
+
+#define PART_STEPS 2000  /* steps per launch */
+#define SPIKE_CAP 128    /* spikes per cell per launch (more is an error) */
+#define THREADS 128
+
+typedef struct gpu_group {
+    ns_sim_gpu_group g;
+    int64_t *cell_id; /* host: global cell of each local cell */
+    int32_t shape;
+    void *allocs[16];     /* shape constants, state, outputs */
+    int n_allocs;
+    void *site_allocs[8]; /* stimulus and recording indexes (replaced when they change) */
+    int n_site_allocs;
+} gpu_group;
+
+typedef struct gpu_state {
+    gpu_group *groups;
+    int32_t n_groups;
+    ns_hh_table *table;
+    sim_region *regions;
+    double *traces;            /* device, rows x n_sites */
+    int64_t trace_rows;
+    int32_t *spike_count_host; /* per local cell of the largest group */
+    double *spike_t_host;
+    unsigned long long *fault;
+    int host_current;          /* host arrays hold the device state */
+    int64_t sites_stims;       /* stimuli and recordings in the uploaded indexes */
+    int32_t sites_recs;
+} gpu_state;
+
+static ns_status dalloc(gpu_group *gr, void **p, size_t bytes) {
+    NS_CUDA_TRY(cudaMalloc(p, bytes ? bytes : 8));
+    gr->allocs[gr->n_allocs++] = *p;
+    return NS_OK;
+}
+
+static ns_status upload(gpu_group *gr, void **dst, const void *src, size_t bytes) {
+    ns_status st = dalloc(gr, dst, bytes);
+    if (st != NS_OK) return st;
+    if (bytes) NS_CUDA_TRY(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
+    return NS_OK;
+}
+
+static ns_status upload_site(gpu_group *gr, void **dst, const void *src, size_t bytes) {
+    NS_CUDA_TRY(cudaMalloc(dst, bytes ? bytes : 8));
+    gr->site_allocs[gr->n_site_allocs++] = *dst;
+    if (bytes) NS_CUDA_TRY(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
+    return NS_OK;
+}
+
+static void free_state(gpu_state *s) {
+    if (!s) return;
+    for (int32_t k = 0; k < s->n_groups; ++k) {
+        for (int a = 0; a < s->groups[k].n_allocs; ++a) cudaFree(s->groups[k].allocs[a]);
+        for (int a = 0; a < s->groups[k].n_site_allocs; ++a) cudaFree(s->groups[k].site_allocs[a]);
+        free(s->groups[k].cell_id);
+    }
+    free(s->groups);
+    cudaFree(s->table);
+    cudaFree(s->regions);
+    cudaFree(s->traces);
+    cudaFree(s->fault);
+    free(s->spike_count_host);
+    free(s->spike_t_host);
+    free(s);
+}
+
+static void gpu_destroy(ns_sim_t *sim) {
+    free_state((gpu_state *)sim->backend_state);
+    sim->backend_state = NULL;
+}
+
+static ns_status gpu_create(ns_sim_t *sim) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        (void)cudaGetLastError();
+        return ns_fail(NS_ERR_NO_DEVICE, "simulation: no usable GPU");
+    }
+    gpu_state *s = calloc(1, sizeof *s);
+    if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU state");
+    sim->backend_state = s;
+    s->groups = calloc((size_t)sim->n_shapes, sizeof *s->groups);
+    if (!s->groups) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU groups");
+    int64_t largest = 0;
+    for (int32_t k = 0; k < sim->n_shapes; ++k) {
+        gpu_group *gr = &s->groups[s->n_groups];
+        const sim_shape *sh = &sim->shapes[k];
+        int64_t cells = 0;
+        for (int64_t c = 0; c < sim->n_cells; ++c) cells += sim->cell_shape[c] == k;
+        if (cells == 0) continue;
+        if (cells >= ((int64_t)1 << 24))
+            return ns_fail(NS_ERR_SIZE, "simulation: %lld cells of one shape (the GPU loop takes < 2^24)",
+                           (long long)cells);
+        gr->shape = k;
+        gr->cell_id = malloc((size_t)cells * sizeof *gr->cell_id);
+        if (!gr->cell_id) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU group");
+        for (int64_t c = 0, j = 0; c < sim->n_cells; ++c)
+            if (sim->cell_shape[c] == k) gr->cell_id[j++] = c;
+        s->n_groups++;
+        if (cells > largest) largest = cells;
+        ns_sim_gpu_group *g = &gr->g;
+        g->n = sh->n;
+        g->cells = cells;
+        g->spike_node = sh->spike_node;
+        const size_t n = (size_t)sh->n, z = n * (size_t)cells * sizeof(double);
+        ns_status st;
+        if ((st = upload(gr, (void **)&g->parent, sh->parent, n * sizeof(int32_t))) != NS_OK ||
+            (st = upload(gr, (void **)&g->a, sh->a, n * sizeof(double))) != NS_OK ||
+            (st = upload(gr, (void **)&g->b, sh->b, n * sizeof(double))) != NS_OK ||
+            (st = upload(gr, (void **)&g->cap, sh->cap, n * sizeof(double))) != NS_OK ||
+            (st = upload(gr, (void **)&g->stim_scale, sh->stim_scale, n * sizeof(double))) != NS_OK ||
+            (st = upload(gr, (void **)&g->region, sh->region, n * sizeof(int8_t))) != NS_OK ||
+            (st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = dalloc(gr, (void **)&g->m, z)) != NS_OK ||
+            (st = dalloc(gr, (void **)&g->h, z)) != NS_OK || (st = dalloc(gr, (void **)&g->gn, z)) != NS_OK ||
+            (st = dalloc(gr, (void **)&g->d, z)) != NS_OK || (st = dalloc(gr, (void **)&g->rhs, z)) != NS_OK ||
+            (st = dalloc(gr, (void **)&g->spike_count, (size_t)cells * sizeof(int32_t))) != NS_OK ||
+            (st = dalloc(gr, (void **)&g->spike_t, (size_t)cells * SPIKE_CAP * sizeof(double))) != NS_OK)
+            return st;
+    }
+    NS_CUDA_TRY(cudaMalloc((void **)&s->table, sizeof *s->table));
+    NS_CUDA_TRY(cudaMemcpy(s->table, &sim->table, sizeof *s->table, cudaMemcpyHostToDevice));
+    NS_CUDA_TRY(cudaMalloc((void **)&s->regions, sizeof sim->region));
+    NS_CUDA_TRY(cudaMemcpy(s->regions, sim->region, sizeof sim->region, cudaMemcpyHostToDevice));
+    NS_CUDA_TRY(cudaMalloc((void **)&s->fault, (size_t)s->n_groups * sizeof *s->fault));
+    s->spike_count_host = malloc((size_t)largest * sizeof *s->spike_count_host);
+    s->spike_t_host = malloc((size_t)largest * SPIKE_CAP * sizeof *s->spike_t_host);
+    if (!s->spike_count_host || !s->spike_t_host) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: spike buffers");
+    return NS_OK;
+}
+
+/* Host Flat state <-> device interleaved state of one group. */
+static ns_status transfer_state(ns_sim_t *sim, gpu_group *gr, int to_device) {
+    ns_sim_gpu_group *g = &gr->g;
+    const size_t n = (size_t)g->n, N = (size_t)g->cells;
+    double *buf = malloc(n * N * sizeof *buf);
+    if (!buf) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: state transfer");
+    double *host[4] = {sim->v, sim->m, sim->h, sim->n};
+    double *dev[4] = {g->v, g->m, g->h, g->gn};
+    ns_status st = NS_OK;
+    for (int a = 0; a < 4 && st == NS_OK; ++a) {
+        if (to_device) {
+            for (size_t j = 0; j < N; ++j) {
+                const double *src = host[a] + sim->cell_offset[gr->cell_id[j]];
+                for (size_t i = 0; i < n; ++i) buf[i * N + j] = src[i];
+            }
+            NS_CUDA_GOTO(cudaMemcpy(dev[a], buf, n * N * sizeof *buf, cudaMemcpyHostToDevice), st, out);
+        } else {
+            NS_CUDA_GOTO(cudaMemcpy(buf, dev[a], n * N * sizeof *buf, cudaMemcpyDeviceToHost), st, out);
+            for (size_t j = 0; j < N; ++j) {
+                double *dst = host[a] + sim->cell_offset[gr->cell_id[j]];
+                for (size_t i = 0; i < n; ++i) dst[i] = buf[i * N + j];
+            }
+        }
+    }
+out:
+    free(buf);
+    return st;
+}
+
+/* Upload the per-cell stimulus and recording indexes (after ns_sim_index). */
+static ns_status upload_sites(ns_sim_t *sim, gpu_group *gr) {
+    ns_sim_gpu_group *g = &gr->g;
+    const int64_t N = g->cells;
+    int64_t ns = 0, nr = 0;
+    for (int64_t j = 0; j < N; ++j) {
+        const int64_t c = gr->cell_id[j];
+        ns += sim->stim_begin[c + 1] - sim->stim_begin[c];
+        nr += sim->rec_begin[c + 1] - sim->rec_begin[c];
+    }
+    int64_t *sb = malloc((size_t)(N + 1) * sizeof *sb), *rb = malloc((size_t)(N + 1) * sizeof *rb);
+    int32_t *snode = malloc((size_t)(ns + 1) * sizeof *snode), *rnode = malloc((size_t)(nr + 1) * sizeof *rnode);
+    int32_t *rsite = malloc((size_t)(nr + 1) * sizeof *rsite);
+    double *sdel = malloc((size_t)(ns + 1) * sizeof *sdel), *sdur = malloc((size_t)(ns + 1) * sizeof *sdur);
+    double *samp = malloc((size_t)(ns + 1) * sizeof *samp);
+    ns_status st = NS_OK;
+    if (!sb || !rb || !snode || !rnode || !rsite || !sdel || !sdur || !samp) {
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU stimulus index");
+        goto out;
+    }
+    sb[0] = rb[0] = 0;
+    for (int64_t j = 0, s = 0, r = 0; j < N; ++j) {
+        const int64_t c = gr->cell_id[j];
+        for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q, ++s) {
+            const sim_stim *x = &sim->stims[sim->stim_order[q]];
+            snode[s] = x->node, sdel[s] = x->del, sdur[s] = x->dur, samp[s] = x->amp;
+        }
+        for (int64_t q = sim->rec_begin[c]; q < sim->rec_begin[c + 1]; ++q, ++r) {
+            rsite[r] = sim->rec_order[q];
+            rnode[r] = sim->recs[rsite[r]].node;
+        }
+        sb[j + 1] = s;
+        rb[j + 1] = r;
+    }
+    for (int a = 0; a < gr->n_site_allocs; ++a) cudaFree(gr->site_allocs[a]);
+    gr->n_site_allocs = 0;
+    if ((st = upload_site(gr, (void **)&g->stim_begin, sb, (size_t)(N + 1) * sizeof *sb)) != NS_OK ||
+        (st = upload_site(gr, (void **)&g->stim_node, snode, (size_t)ns * sizeof *snode)) != NS_OK ||
+        (st = upload_site(gr, (void **)&g->stim_del, sdel, (size_t)ns * sizeof *sdel)) != NS_OK ||
+        (st = upload_site(gr, (void **)&g->stim_dur, sdur, (size_t)ns * sizeof *sdur)) != NS_OK ||
+        (st = upload_site(gr, (void **)&g->stim_amp, samp, (size_t)ns * sizeof *samp)) != NS_OK ||
+        (st = upload_site(gr, (void **)&g->rec_begin, rb, (size_t)(N + 1) * sizeof *rb)) != NS_OK ||
+        (st = upload_site(gr, (void **)&g->rec_node, rnode, (size_t)nr * sizeof *rnode)) != NS_OK ||
+        (st = upload_site(gr, (void **)&g->rec_site, rsite, (size_t)nr * sizeof *rsite)) != NS_OK)
+        goto out;
+out:
+    free(sb), free(rb), free(snode), free(rnode), free(rsite), free(sdel), free(sdur), free(samp);
+    return st;
+}
+
+static ns_status sync_sites(ns_sim_t *sim, gpu_state *s) {
+    if (s->sites_stims == sim->n_stims && s->sites_recs == sim->n_recs && s->groups[0].n_site_allocs) return NS_OK;
+    for (int32_t k = 0; k < s->n_groups; ++k) {
+        ns_status st = upload_sites(sim, &s->groups[k]);
+        if (st != NS_OK) return st;
+    }
+    s->sites_stims = sim->n_stims;
+    s->sites_recs = sim->n_recs;
+    return NS_OK;
+}
+
+static ns_status gpu_init(ns_sim_t *sim) {
+    gpu_state *s = (gpu_state *)sim->backend_state;
+    ns_status st = ns_sim_cpu_ops()->init(sim);
+    if (st != NS_OK) return st;
+    for (int32_t k = 0; k < s->n_groups; ++k) {
+        st = transfer_state(sim, &s->groups[k], 1);
+        if (st != NS_OK) return st;
+    }
+    s->host_current = 1;
+    return sync_sites(sim, s);
+}
+
+static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
+    gpu_state *s = (gpu_state *)sim->backend_state;
+    const int64_t every = sim->options.record_every;
+    ns_status sst = sync_sites(sim, s); /* stimuli or recordings added since */
+    if (sst != NS_OK) return sst;
+    s->host_current = 0;
+    int64_t step0 = sim->steps;
+    double t0 = sim->t;
+    while (steps > 0) {
+        const int64_t part = steps < PART_STEPS ? steps : PART_STEPS;
+        const int64_t first_sample = step0 / every + 1;
+        const int64_t rows = (step0 + part) / every - step0 / every;
+        if (sim->n_recs > 0 && rows > s->trace_rows) {
+            cudaFree(s->traces);
+            s->traces = NULL;
+            NS_CUDA_TRY(cudaMalloc((void **)&s->traces, (size_t)rows * (size_t)sim->n_recs * sizeof(double)));
+            s->trace_rows = rows;
+        }
+        NS_CUDA_TRY(cudaMemset(s->fault, 0xFF, (size_t)s->n_groups * sizeof *s->fault)); /* NS_SIM_FAULT_NONE */
+        ns_sim_gpu_run run;
+        memset(&run, 0, sizeof run);
+        run.t0 = t0;
+        run.dt = sim->params.dt;
+        run.threshold = sim->params.spike_threshold;
+        run.q10 = sim->q10;
+        run.usetable = sim->params.usetable;
+        run.step0 = step0;
+        run.steps = part;
+        run.every = every;
+        run.check = sim->options.check_every;
+        run.first_sample = first_sample;
+        run.n_sites = sim->n_recs;
+        run.spike_cap = SPIKE_CAP;
+        run.table = s->table;
+        run.regions = s->regions;
+        for (int32_t k = 0; k < s->n_groups; ++k) {
+            s->groups[k].g.traces = s->traces;
+            s->groups[k].g.fault = s->fault + k;
+            NS_CUDA_TRY(ns_sim_launch_steps(&s->groups[k].g, &run, THREADS, 0));
+        }
+        NS_CUDA_TRY(cudaDeviceSynchronize());
+        unsigned long long keys[64], key = NS_SIM_FAULT_NONE;
+        int32_t key_group = -1;
+        for (int32_t k0 = 0; k0 < s->n_groups; k0 += 64) {
+            const int32_t cnt = s->n_groups - k0 < 64 ? s->n_groups - k0 : 64;
+            NS_CUDA_TRY(cudaMemcpy(keys, s->fault + k0, (size_t)cnt * sizeof *keys, cudaMemcpyDeviceToHost));
+            for (int32_t q = 0; q < cnt; ++q) {
+                if (keys[q] == NS_SIM_FAULT_NONE) continue;
+                /* earliest step first, then the lowest global cell */
+                const int64_t c = s->groups[k0 + q].cell_id[keys[q] & 0xFFFFFF];
+                if (key == NS_SIM_FAULT_NONE || (keys[q] >> 24) < (key >> 24) ||
+                    ((keys[q] >> 24) == (key >> 24) && c < s->groups[key_group].cell_id[key & 0xFFFFFF])) {
+                    key = keys[q];
+                    key_group = k0 + q;
+                }
+            }
+        }
+        if (rows > 0 && sim->n_recs > 0)
+            NS_CUDA_TRY(cudaMemcpy(sim->traces + (size_t)first_sample * (size_t)sim->n_recs, s->traces,
+                                   (size_t)rows * (size_t)sim->n_recs * sizeof(double), cudaMemcpyDeviceToHost));
+        for (int32_t k = 0; k < s->n_groups; ++k) {
+            gpu_group *gr = &s->groups[k];
+            const int64_t N = gr->g.cells;
+            NS_CUDA_TRY(cudaMemcpy(s->spike_count_host, gr->g.spike_count, (size_t)N * sizeof(int32_t),
+                                   cudaMemcpyDeviceToHost));
+            NS_CUDA_TRY(cudaMemcpy(s->spike_t_host, gr->g.spike_t, (size_t)N * SPIKE_CAP * sizeof(double),
+                                   cudaMemcpyDeviceToHost));
+            for (int64_t j = 0; j < N; ++j) {
+                const int32_t cnt = s->spike_count_host[j];
+                if (cnt > SPIKE_CAP)
+                    return ns_fail(NS_ERR_SIZE, "simulation: cell %lld spiked %d times in %d steps (GPU limit %d)",
+                                   (long long)gr->cell_id[j], (int)cnt, (int)part, SPIKE_CAP);
+                for (int32_t q = 0; q < cnt; ++q)
+                    if (ns_sim_push_spike(sim, gr->cell_id[j], s->spike_t_host[j * SPIKE_CAP + q]) != 0)
+                        return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: spike storage");
+            }
+        }
+        if (key != NS_SIM_FAULT_NONE) {
+            /* the failed cell stopped at its step: read its state back */
+            const int64_t local_step = (int64_t)(key >> 24);
+            gpu_group *gr = &s->groups[key_group];
+            const int64_t c = gr->cell_id[key & 0xFFFFFF];
+            ns_status st = transfer_state(sim, gr, 0);
+            if (st != NS_OK) return st;
+            fault->step = step0 + local_step;
+            fault->cell = c;
+            fault->node = 0;
+            fault->value = NAN; /* a zero pivot with finite v */
+            const double *v = sim->v + sim->cell_offset[c];
+            for (int32_t i = 0; i < gr->g.n; ++i)
+                if (!isfinite(v[i])) {
+                    fault->node = i;
+                    fault->value = v[i];
+                    break;
+                }
+            return NS_OK;
+        }
+        for (int64_t k = 0; k < part; ++k) t0 = ns_sim_half_step(ns_sim_half_step(t0, sim->params.dt), sim->params.dt);
+        step0 += part;
+        steps -= part;
+    }
+    return NS_OK;
+}
+
+static ns_status gpu_sync(ns_sim_t *sim) {
+    gpu_state *s = (gpu_state *)sim->backend_state;
+    if (s->host_current) return NS_OK;
+    for (int32_t k = 0; k < s->n_groups; ++k) {
+        ns_status st = transfer_state(sim, &s->groups[k], 0);
+        if (st != NS_OK) return st;
+    }
+    s->host_current = 1;
+    return NS_OK;
+}
+
+const sim_ops *ns_sim_cuda_ops(void) {
+    static const sim_ops ops = {"cuda", gpu_create, gpu_destroy, gpu_init, gpu_advance, gpu_sync};
+    return &ops;
+}

@@ -1,0 +1,263 @@
+/* Simulation parameters: NEURON's defaults, setting by name, the parameter
+ * file (`key = value` lines, docs/simulation.md) and the range checks. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "neurosolve/cable.h"
+
+ns_region ns_region_of_swc_type(int32_t swc_type) {
+    switch (swc_type) {
+    case NS_SWC_SOMA: return NS_REGION_SOMA;
+    case NS_SWC_AXON: return NS_REGION_AXON;
+    case NS_SWC_BASAL: return NS_REGION_BASAL;
+    case NS_SWC_APICAL: return NS_REGION_APICAL;
+    default: return NS_REGION_OTHER;
+    }
+}
+
+const char *ns_region_name(ns_region region) {
+    static const char *names[NS_REGION_COUNT] = {"soma", "axon", "basal", "apical", "other"};
+    return region >= 0 && region < NS_REGION_COUNT ? names[region] : "unknown";
+}
+
+void ns_sim_params_init(ns_sim_params *p) {
+    if (!p) return;
+    memset(p, 0, sizeof *p);
+    for (int r = 0; r < NS_REGION_COUNT; ++r) {
+        ns_membrane *m = &p->region[r];
+        m->cm = 1.0;
+        m->hh = 1;
+        m->gnabar = 0.12;
+        m->gkbar = 0.036;
+        m->gl = 0.0003;
+        m->el = -54.3;
+        m->ena = 50.0;
+        m->ek = -77.0;
+        m->pas = 0;
+        m->g_pas = 0.001;
+        m->e_pas = -70.0;
+    }
+    p->celsius = 6.3;
+    p->v_init = -65.0;
+    p->dt = 0.025;
+    p->usetable = 1;
+    p->spike_threshold = -20.0;
+    p->Ra = 35.4;
+    p->tstop = 100.0;
+}
+
+/* Where a key of a membrane points and how its value is checked. */
+typedef enum { V_ANY, V_NONNEG, V_FLAG } value_kind;
+
+static double *membrane_field(ns_membrane *m, const char *name, value_kind *kind, int **flag) {
+    *flag = NULL;
+    *kind = V_NONNEG;
+    if (strcmp(name, "cm") == 0) return &m->cm;
+    if (strcmp(name, "gnabar_hh") == 0) return &m->gnabar;
+    if (strcmp(name, "gkbar_hh") == 0) return &m->gkbar;
+    if (strcmp(name, "gl_hh") == 0) return &m->gl;
+    if (strcmp(name, "g_pas") == 0) return &m->g_pas;
+    *kind = V_ANY;
+    if (strcmp(name, "el_hh") == 0) return &m->el;
+    if (strcmp(name, "ena") == 0) return &m->ena;
+    if (strcmp(name, "ek") == 0) return &m->ek;
+    if (strcmp(name, "e_pas") == 0) return &m->e_pas;
+    *kind = V_FLAG;
+    if (strcmp(name, "hh") == 0) { *flag = &m->hh; return NULL; }
+    if (strcmp(name, "pas") == 0) { *flag = &m->pas; return NULL; }
+    return NULL;
+}
+
+static ns_status check_value(const char *key, value_kind kind, double value) {
+    if (!isfinite(value)) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s = %g: must be finite", key, value);
+    if (kind == V_NONNEG && value < 0.0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s = %g: must be >= 0", key, value);
+    if (kind == V_FLAG && value != 0.0 && value != 1.0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s = %g: must be 0 or 1", key, value);
+    return NS_OK;
+}
+
+static ns_status set_global(ns_sim_params *p, const char *key, double value) {
+    ns_status st = check_value(key, V_ANY, value);
+    if (st != NS_OK) return st;
+    if (strcmp(key, "celsius") == 0) p->celsius = value;
+    else if (strcmp(key, "v_init") == 0) p->v_init = value;
+    else if (strcmp(key, "spike_threshold") == 0) p->spike_threshold = value;
+    else if (strcmp(key, "dt") == 0) {
+        if (!(value > 0.0)) return ns_fail(NS_ERR_INVALID_ARGUMENT, "dt = %g ms: must be > 0", value);
+        p->dt = value;
+    } else if (strcmp(key, "tstop") == 0) {
+        if (!(value >= 0.0)) return ns_fail(NS_ERR_INVALID_ARGUMENT, "tstop = %g ms: must be >= 0", value);
+        p->tstop = value;
+    } else if (strcmp(key, "Ra") == 0) {
+        if (!(value > 0.0)) return ns_fail(NS_ERR_INVALID_ARGUMENT, "Ra = %g ohm cm: must be > 0", value);
+        p->Ra = value;
+    } else if (strcmp(key, "usetable_hh") == 0) {
+        st = check_value(key, V_FLAG, value);
+        if (st != NS_OK) return st;
+        p->usetable = (int)value;
+    } else {
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "unknown parameter '%s' (globals: celsius, v_init, dt, usetable_hh, "
+                       "spike_threshold, Ra, tstop; per region: REGION.NAME)", key);
+    }
+    return NS_OK;
+}
+
+ns_status ns_sim_params_set(ns_sim_params *p, const char *key, double value) {
+    if (!p || !key) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_params_set: NULL argument");
+    const char *dot = strchr(key, '.');
+    if (!dot) return set_global(p, key, value);
+    /* REGION.NAME: the regions it covers as a bit set */
+    size_t len = (size_t)(dot - key);
+    unsigned mask = 0;
+    static const struct { const char *name; unsigned mask; } regions[] = {
+        {"soma", 1u << NS_REGION_SOMA},     {"axon", 1u << NS_REGION_AXON},
+        {"basal", 1u << NS_REGION_BASAL},   {"apical", 1u << NS_REGION_APICAL},
+        {"other", 1u << NS_REGION_OTHER},
+        {"dend", (1u << NS_REGION_BASAL) | (1u << NS_REGION_APICAL)},
+        {"all", (1u << NS_REGION_COUNT) - 1u},
+    };
+    for (size_t r = 0; r < sizeof regions / sizeof regions[0]; ++r)
+        if (strlen(regions[r].name) == len && strncmp(key, regions[r].name, len) == 0)
+            mask = regions[r].mask;
+    if (!mask)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "unknown region in '%s' (soma, axon, basal, apical, other, dend, all)", key);
+    const char *name = dot + 1;
+    value_kind kind;
+    int *flag;
+    if (!membrane_field(&p->region[0], name, &kind, &flag) && !flag)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "unknown parameter '%s' (cm, hh, gnabar_hh, gkbar_hh, gl_hh, el_hh, ena, ek, "
+                       "pas, g_pas, e_pas)", key);
+    ns_status st = check_value(key, kind, value);
+    if (st != NS_OK) return st;
+    for (int r = 0; r < NS_REGION_COUNT; ++r) {
+        if (!(mask & (1u << r))) continue;
+        double *field = membrane_field(&p->region[r], name, &kind, &flag);
+        if (flag) *flag = (int)value;
+        else *field = value;
+    }
+    return NS_OK;
+}
+
+ns_status ns_sim_params_check(const ns_sim_params *p) {
+    if (!p) return ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation parameters are NULL");
+    if (!(p->dt > 0.0) || !isfinite(p->dt))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "dt = %g ms: must be > 0", p->dt);
+    if (!isfinite(p->celsius) || !isfinite(p->v_init) || !isfinite(p->spike_threshold))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "celsius, v_init and spike_threshold must be finite");
+    if (!(p->Ra > 0.0) || !isfinite(p->Ra))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "Ra = %g ohm cm: must be > 0", p->Ra);
+    if (p->usetable != 0 && p->usetable != 1)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "usetable_hh = %d: must be 0 or 1", p->usetable);
+    for (int r = 0; r < NS_REGION_COUNT; ++r) {
+        const ns_membrane *m = &p->region[r];
+        const char *rn = ns_region_name((ns_region)r);
+        const double nonneg[] = {m->cm, m->gnabar, m->gkbar, m->gl, m->g_pas};
+        const char *names[] = {"cm", "gnabar_hh", "gkbar_hh", "gl_hh", "g_pas"};
+        for (int k = 0; k < 5; ++k)
+            if (!(nonneg[k] >= 0.0) || !isfinite(nonneg[k]))
+                return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s.%s = %g: must be finite and >= 0", rn,
+                               names[k], nonneg[k]);
+        if (!isfinite(m->el) || !isfinite(m->ena) || !isfinite(m->ek) || !isfinite(m->e_pas))
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: reversal potentials must be finite", rn);
+        if ((m->hh != 0 && m->hh != 1) || (m->pas != 0 && m->pas != 1))
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: hh and pas must be 0 or 1", rn);
+    }
+    return NS_OK;
+}
+
+/* One line: strip the comment and blanks; empty lines are skipped. */
+static ns_status parse_line(ns_sim_params *p, char *line, const char *name, long lineno) {
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char *s = line;
+    while (*s == ' ' || *s == '\t' || *s == '\r') ++s;
+    if (*s == '\0') return NS_OK;
+    char *eq = strchr(s, '=');
+    if (!eq) return ns_fail(NS_ERR_PARSE, "%s:%ld: expected 'key = value'", name, lineno);
+    char *kend = eq;
+    while (kend > s && (kend[-1] == ' ' || kend[-1] == '\t')) --kend;
+    *kend = '\0';
+    if (*s == '\0') return ns_fail(NS_ERR_PARSE, "%s:%ld: missing key before '='", name, lineno);
+    char *v = eq + 1;
+    while (*v == ' ' || *v == '\t') ++v;
+    char *end = NULL;
+    errno = 0;
+    double value = strtod(v, &end);
+    if (end == v) return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: expected a number", name, lineno, s);
+    while (*end == ' ' || *end == '\t' || *end == '\r') ++end;
+    if (*end != '\0')
+        return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: trailing text '%s' after the number", name, lineno,
+                       s, end);
+    ns_status st = ns_sim_params_set(p, s, value);
+    if (st != NS_OK) {
+        char prefix[600];
+        snprintf(prefix, sizeof prefix, "%s:%ld", name, lineno);
+        ns_error_prefix(prefix);
+    }
+    return st;
+}
+
+ns_status ns_sim_params_parse(ns_sim_params *p, const char *text, size_t length, const char *name) {
+    if (!p || (!text && length)) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_params_parse: NULL argument");
+    if (!name) name = "<parameters>";
+    char line[1024];
+    long lineno = 0;
+    size_t i = 0;
+    while (i < length) {
+        size_t j = i;
+        while (j < length && text[j] != '\n') ++j;
+        ++lineno;
+        if (j - i >= sizeof line)
+            return ns_fail(NS_ERR_PARSE, "%s:%ld: line longer than %zu characters", name, lineno,
+                           sizeof line - 1);
+        memcpy(line, text + i, j - i);
+        line[j - i] = '\0';
+        ns_status st = parse_line(p, line, name, lineno);
+        if (st != NS_OK) return st;
+        i = j + 1;
+    }
+    return NS_OK;
+}
+
+ns_status ns_sim_params_read(ns_sim_params *p, const char *path) {
+    if (!p || !path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_params_read: NULL argument");
+    FILE *f = fopen(path, "rb");
+    if (!f) return ns_fail(NS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (len < cap) break;
+        if (cap >= ((size_t)1 << 24)) {
+            fclose(f);
+            free(buf);
+            return ns_fail(NS_ERR_PARSE, "%s: parameter file larger than 16 MiB", path);
+        }
+        char *grown = realloc(buf, cap *= 2);
+        if (!grown) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf = grown;
+        }
+    }
+    int read_error = ferror(f);
+    fclose(f);
+    if (!buf) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: reading the parameter file", path);
+    if (read_error) {
+        free(buf);
+        return ns_fail(NS_ERR_IO, "%s: read error", path);
+    }
+    ns_status st = ns_sim_params_parse(p, buf, len, path);
+    free(buf);
+    return st;
+}

@@ -1,0 +1,505 @@
+/* The simulation handle: shapes' constants, stimuli, recordings, results and
+ * the run loop that hands the steps to a backend (step_cpu.c, cuda/). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cable/sim_impl.h"
+#include "core/error.h"
+#include "core/timer.h"
+#include "neurosolve/device.h"
+
+void ns_sim_options_init(ns_sim_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->backend = NS_BACKEND_AUTO;
+    o->method = NS_HINES_AUTO;
+    o->threads = 0;
+    o->record_every = 1;
+    o->check_every = 1;
+}
+
+ns_status ns_sim_locate(const ns_cell_t *cell, int32_t section, double x, int32_t *compartment) {
+    if (!cell || !compartment) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_locate: NULL argument");
+    ns_section_info si;
+    ns_cell_info ci;
+    ns_cell_get_info(cell, &ci);
+    if (section < 0 || section >= ci.sections)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "location: section %d is not in the cell (%d sections)",
+                       (int)section, (int)ci.sections);
+    if (!(x >= 0.0 && x <= 1.0))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "location: x = %g must be in [0, 1]", x);
+    ns_status st = ns_cell_get_section(cell, section, &si);
+    if (st != NS_OK) return st;
+    /* NEURON's node_index: the segment containing x */
+    int32_t j = (int32_t)(x * (double)si.nseg);
+    if (j > si.nseg - 1) j = si.nseg - 1;
+    if (j < 0) j = 0;
+    *compartment = si.first_node + j;
+    return NS_OK;
+}
+
+static void shape_free(sim_shape *s) {
+    free(s->parent);
+    free(s->a);
+    free(s->b);
+    free(s->cap);
+    free(s->stim_scale);
+    free(s->region);
+    free(s->section);
+    free(s->x);
+}
+
+static ns_status shape_build(sim_shape *s, const ns_cell_t *cell, const ns_sim_params *p, int32_t k) {
+    const ns_tree_t *tree = ns_cell_tree(cell);
+    const int32_t n = tree ? ns_tree_size(tree) : 0;
+    if (n <= 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: empty cell", (int)k);
+    s->n = n;
+    size_t z = (size_t)n;
+    s->parent = malloc(z * sizeof *s->parent);
+    s->a = malloc(z * sizeof *s->a);
+    s->b = malloc(z * sizeof *s->b);
+    s->cap = malloc(z * sizeof *s->cap);
+    s->stim_scale = malloc(z * sizeof *s->stim_scale);
+    s->region = malloc(z * sizeof *s->region);
+    s->section = malloc(z * sizeof *s->section);
+    s->x = malloc(z * sizeof *s->x);
+    if (!s->parent || !s->a || !s->b || !s->cap || !s->stim_scale || !s->region || !s->section || !s->x)
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "shape %d: %d compartments", (int)k, (int)n);
+    memcpy(s->parent, ns_tree_parent(tree), z * sizeof *s->parent);
+    /* a and b are NEURON's (treeset.cpp connection_coef); the d that the
+     * matrix call also returns is rebuilt every step, so it is scratch here. */
+    ns_status st = ns_cell_matrix(cell, 1.0, p->dt, NS_FORM_NEURON, s->a, s->b, s->cap);
+    if (st != NS_OK) {
+        ns_error_prefix("simulation shape");
+        return st;
+    }
+    const double *area = ns_cell_area(cell);
+    const int32_t *type = ns_cell_type(cell);
+    const int32_t *sec = ns_cell_section(cell);
+    const double *x = ns_cell_position(cell);
+    const double cfac = .001 / p->dt; /* NEURON's nrn_cap_jacob factor */
+    for (int32_t i = 0; i < n; ++i) {
+        if (!(area[i] >= 0.0) || !isfinite(area[i]))
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: compartment %d has area %g um^2", (int)k,
+                           (int)i, area[i]);
+        const int membrane = area[i] > 0.0;
+        const ns_region r = ns_region_of_swc_type(type[i]);
+        s->region[i] = membrane ? (int8_t)r : (int8_t)-1;
+        s->cap[i] = membrane ? cfac * p->region[r].cm : 0.0;
+        s->stim_scale[i] = 1.e2 / (membrane ? area[i] : 100.0);
+        s->section[i] = sec[i];
+        s->x[i] = x[i];
+    }
+    return ns_sim_locate(cell, 0, 0.5, &s->spike_node);
+}
+
+static void resolve_regions(ns_sim_t *sim) {
+    for (int r = 0; r < NS_REGION_COUNT; ++r) {
+        const ns_membrane *m = &sim->params.region[r];
+        sim_region *q = &sim->region[r];
+        q->hh = m->hh;
+        q->pas = m->pas;
+        q->gnabar = m->gnabar;
+        q->gkbar = m->gkbar;
+        q->gl = m->gl;
+        q->el = m->el;
+        q->ena = m->ena;
+        q->ek = m->ek;
+        q->g_pas = m->g_pas;
+        q->e_pas = m->e_pas;
+    }
+    /* hh.mod: q10 = 3^((celsius - 6.3)/10), and the TABLE built with
+     * _x += _dx from -100 (exact integers here) */
+    sim->q10 = pow(3.0, ((sim->params.celsius - 6.3) / 10.0));
+    double xv = NS_HH_TABLE_VMIN;
+    for (int i = 0; i < NS_HH_TABLE_N; xv += NS_HH_TABLE_DV, ++i) {
+        ns_hh_rates r;
+        ns_hh_rates_exact(xv, sim->q10, &r);
+        sim->table.minf[i] = r.minf;
+        sim->table.mtau[i] = r.mtau;
+        sim->table.hinf[i] = r.hinf;
+        sim->table.htau[i] = r.htau;
+        sim->table.ninf[i] = r.ninf;
+        sim->table.ntau[i] = r.ntau;
+    }
+    sim->cfac = .001 / sim->params.dt;
+}
+
+static ns_status choose_backend(ns_sim_t *sim) {
+    ns_backend be = sim->options.backend;
+    ns_hines_method me = sim->options.method;
+    if (me != NS_HINES_AUTO) {
+        ns_backend mb = ns_hines_method_backend(me);
+        if (be != NS_BACKEND_AUTO && be != mb)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation: method '%s' does not run on backend '%s'",
+                           ns_hines_method_name(me), ns_backend_name(be));
+        be = mb;
+    }
+    if (be == NS_BACKEND_AUTO) {
+        int count = 0;
+        be = (ns_sim_cuda_ops() && ns_cuda_device_count(&count) == NS_OK && count > 0) ? NS_BACKEND_CUDA
+                                                                                      : NS_BACKEND_CPU;
+    }
+    if (be == NS_BACKEND_CPU) {
+        if (me == NS_HINES_AUTO) me = NS_HINES_OPENMP;
+        if (me != NS_HINES_SEQUENTIAL && me != NS_HINES_OPENMP)
+            return ns_fail(NS_ERR_UNSUPPORTED, "simulation: method '%s' is not a CPU method",
+                           ns_hines_method_name(me));
+        sim->ops = ns_sim_cpu_ops();
+    } else if (be == NS_BACKEND_CUDA) {
+        sim->ops = ns_sim_cuda_ops();
+        if (!sim->ops)
+            return ns_fail(NS_ERR_UNSUPPORTED, "simulation: this build of neurosolve has no CUDA");
+        if (me == NS_HINES_AUTO) me = NS_HINES_INTERLEAVED;
+        if (me != NS_HINES_INTERLEAVED && me != NS_HINES_FLAT)
+            return ns_fail(NS_ERR_UNSUPPORTED,
+                           "simulation: method '%s' is not available in the GPU loop (flat, interleaved)",
+                           ns_hines_method_name(me));
+    } else {
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation: unknown backend %d", (int)be);
+    }
+    sim->backend = be;
+    sim->method = me;
+    return NS_OK;
+}
+
+ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_t n_cells,
+                        const int32_t *cell_shape, const ns_sim_params *params,
+                        const ns_sim_options *options, ns_sim_t **out) {
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: out is NULL");
+    *out = NULL;
+    if (n_shapes <= 0 || !shapes)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: %d shapes", (int)n_shapes);
+    if (n_cells <= 0) return ns_fail(NS_ERR_EMPTY, "ns_sim_create: %lld cells", (long long)n_cells);
+    ns_status st = ns_sim_params_check(params);
+    if (st != NS_OK) return st;
+    ns_sim_options o;
+    if (options) o = *options;
+    else ns_sim_options_init(&o);
+    if (o.record_every < 1 || o.check_every < 1 || o.threads < 0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "ns_sim_create: record_every = %d and check_every = %d must be >= 1, threads = %d >= 0",
+                       (int)o.record_every, (int)o.check_every, (int)o.threads);
+    for (int32_t k = 0; k < n_shapes; ++k)
+        if (!shapes[k]) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: shape %d is NULL", (int)k);
+    if (cell_shape)
+        for (int64_t c = 0; c < n_cells; ++c)
+            if (cell_shape[c] < 0 || cell_shape[c] >= n_shapes)
+                return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: cell %lld has shape %d of %d",
+                               (long long)c, (int)cell_shape[c], (int)n_shapes);
+
+    ns_sim_t *sim = calloc(1, sizeof *sim);
+    if (!sim) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_create");
+    sim->params = *params;
+    sim->options = o;
+    sim->n_shapes = n_shapes;
+    sim->n_cells = n_cells;
+    st = choose_backend(sim);
+    if (st != NS_OK) goto fail;
+    resolve_regions(sim);
+    sim->shapes = calloc((size_t)n_shapes, sizeof *sim->shapes);
+    sim->cell_shape = malloc((size_t)n_cells * sizeof *sim->cell_shape);
+    sim->cell_offset = malloc((size_t)(n_cells + 1) * sizeof *sim->cell_offset);
+    sim->spikes = calloc((size_t)n_cells, sizeof *sim->spikes);
+    sim->n_spikes = calloc((size_t)n_cells, sizeof *sim->n_spikes);
+    sim->cap_spikes = calloc((size_t)n_cells, sizeof *sim->cap_spikes);
+    if (!sim->shapes || !sim->cell_shape || !sim->cell_offset || !sim->spikes || !sim->n_spikes ||
+        !sim->cap_spikes) {
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_create: %lld cells", (long long)n_cells);
+        goto fail;
+    }
+    for (int32_t k = 0; k < n_shapes; ++k) {
+        st = shape_build(&sim->shapes[k], shapes[k], params, k);
+        if (st != NS_OK) goto fail;
+        if (sim->shapes[k].n > sim->max_n) sim->max_n = sim->shapes[k].n;
+    }
+    sim->cell_offset[0] = 0;
+    for (int64_t c = 0; c < n_cells; ++c) {
+        sim->cell_shape[c] = cell_shape ? cell_shape[c] : (int32_t)(c % n_shapes);
+        sim->cell_offset[c + 1] = sim->cell_offset[c] + sim->shapes[sim->cell_shape[c]].n;
+    }
+    sim->n_comp = sim->cell_offset[n_cells];
+    size_t z = (size_t)sim->n_comp;
+    sim->v = malloc(z * sizeof *sim->v);
+    sim->m = malloc(z * sizeof *sim->m);
+    sim->h = malloc(z * sizeof *sim->h);
+    sim->n = malloc(z * sizeof *sim->n);
+    if (!sim->v || !sim->m || !sim->h || !sim->n) {
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_create: state of %lld compartments",
+                     (long long)sim->n_comp);
+        goto fail;
+    }
+    sim->dirty = 1;
+    st = sim->ops->create(sim);
+    if (st != NS_OK) goto fail;
+    st = ns_sim_init(sim);
+    if (st != NS_OK) goto fail;
+    *out = sim;
+    return NS_OK;
+fail:
+    ns_sim_destroy(sim);
+    return st;
+}
+
+void ns_sim_destroy(ns_sim_t *sim) {
+    if (!sim) return;
+    if (sim->ops && sim->ops->destroy) sim->ops->destroy(sim);
+    if (sim->shapes)
+        for (int32_t k = 0; k < sim->n_shapes; ++k) shape_free(&sim->shapes[k]);
+    free(sim->shapes);
+    free(sim->cell_shape);
+    free(sim->cell_offset);
+    free(sim->v);
+    free(sim->m);
+    free(sim->h);
+    free(sim->n);
+    free(sim->stims);
+    free(sim->recs);
+    free(sim->stim_begin);
+    free(sim->stim_order);
+    free(sim->rec_begin);
+    free(sim->rec_order);
+    free(sim->traces);
+    if (sim->spikes)
+        for (int64_t c = 0; c < sim->n_cells; ++c) free(sim->spikes[c]);
+    free(sim->spikes);
+    free(sim->n_spikes);
+    free(sim->cap_spikes);
+    free(sim);
+}
+
+static ns_status grow_traces(ns_sim_t *sim, int64_t upto);
+
+static ns_status check_site(const ns_sim_t *sim, const char *what, int64_t cell, int32_t node) {
+    if (cell < 0 || cell >= sim->n_cells)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: cell %lld is not in the simulation (%lld cells)", what,
+                       (long long)cell, (long long)sim->n_cells);
+    const int32_t n = sim->shapes[sim->cell_shape[cell]].n;
+    if (node < 0 || node >= n)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: compartment %d is outside cell %lld (%d compartments)",
+                       what, (int)node, (long long)cell, (int)n);
+    return NS_OK;
+}
+
+ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartment, double delay,
+                            double duration, double amplitude) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_add_iclamp: sim is NULL");
+    ns_status st = check_site(sim, "IClamp", cell, compartment);
+    if (st != NS_OK) return st;
+    if (!isfinite(delay) || !isfinite(duration) || !isfinite(amplitude) || duration < 0.0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "IClamp: del = %g ms, dur = %g ms, amp = %g nA must be finite with dur >= 0", delay,
+                       duration, amplitude);
+    if (sim->n_stims == sim->cap_stims) {
+        int64_t cap = sim->cap_stims ? 2 * sim->cap_stims : 16;
+        sim_stim *grown = realloc(sim->stims, (size_t)cap * sizeof *grown);
+        if (!grown) return ns_fail(NS_ERR_OUT_OF_MEMORY, "IClamp: %lld stimuli", (long long)cap);
+        sim->stims = grown;
+        sim->cap_stims = cap;
+    }
+    sim_stim *s = &sim->stims[sim->n_stims++];
+    s->cell = cell;
+    s->node = compartment;
+    s->del = delay;
+    s->dur = duration;
+    s->amp = amplitude;
+    sim->dirty = 1;
+    return NS_OK;
+}
+
+ns_status ns_sim_add_recording(ns_sim_t *sim, int64_t cell, int32_t compartment, int32_t *site) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_add_recording: sim is NULL");
+    ns_status st = check_site(sim, "recording", cell, compartment);
+    if (st != NS_OK) return st;
+    if (sim->steps > 0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "recording: add sites before the first step (or after ns_sim_init)");
+    if (sim->n_recs == sim->cap_recs) {
+        if (sim->cap_recs > INT32_MAX / 4) return ns_fail(NS_ERR_SIZE, "recording: too many sites");
+        int32_t cap = sim->cap_recs ? 2 * sim->cap_recs : 16;
+        sim_rec *grown = realloc(sim->recs, (size_t)cap * sizeof *grown);
+        if (!grown) return ns_fail(NS_ERR_OUT_OF_MEMORY, "recording: %d sites", (int)cap);
+        sim->recs = grown;
+        sim->cap_recs = cap;
+    }
+    sim->recs[sim->n_recs].cell = cell;
+    sim->recs[sim->n_recs].node = compartment;
+    if (site) *site = sim->n_recs;
+    sim->n_recs++;
+    sim->dirty = 1;
+    /* the trace buffer's row length changed: start it again with sample 0
+     * (only sample 0 exists before the first step) */
+    free(sim->traces);
+    sim->traces = NULL;
+    sim->cap_samples = 0;
+    ns_status gs = grow_traces(sim, 1);
+    if (gs != NS_OK) return gs;
+    for (int32_t k = 0; k < sim->n_recs; ++k) sim->traces[k] = sim->params.v_init;
+    sim->samples = 1;
+    return NS_OK;
+}
+
+ns_status ns_sim_index(ns_sim_t *sim) {
+    if (!sim->dirty) return NS_OK;
+    const int64_t nc = sim->n_cells;
+    free(sim->stim_begin);
+    free(sim->stim_order);
+    free(sim->rec_begin);
+    free(sim->rec_order);
+    sim->stim_begin = calloc((size_t)nc + 1, sizeof *sim->stim_begin);
+    sim->stim_order = malloc((size_t)(sim->n_stims ? sim->n_stims : 1) * sizeof *sim->stim_order);
+    sim->rec_begin = calloc((size_t)nc + 1, sizeof *sim->rec_begin);
+    sim->rec_order = malloc((size_t)(sim->n_recs ? sim->n_recs : 1) * sizeof *sim->rec_order);
+    if (!sim->stim_begin || !sim->stim_order || !sim->rec_begin || !sim->rec_order)
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: indexes of %lld cells", (long long)nc);
+    /* counting sort by cell, keeping the order of addition within a cell
+     * (NEURON applies point processes of one node in creation order) */
+    for (int64_t k = 0; k < sim->n_stims; ++k) sim->stim_begin[sim->stims[k].cell + 1]++;
+    for (int64_t c = 0; c < nc; ++c) sim->stim_begin[c + 1] += sim->stim_begin[c];
+    for (int64_t k = 0; k < sim->n_recs; ++k) sim->rec_begin[sim->recs[k].cell + 1]++;
+    for (int64_t c = 0; c < nc; ++c) sim->rec_begin[c + 1] += sim->rec_begin[c];
+    int64_t *fill = malloc((size_t)nc * sizeof *fill);
+    if (!fill) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: indexes of %lld cells", (long long)nc);
+    memcpy(fill, sim->stim_begin, (size_t)nc * sizeof *fill);
+    for (int64_t k = 0; k < sim->n_stims; ++k) sim->stim_order[fill[sim->stims[k].cell]++] = k;
+    memcpy(fill, sim->rec_begin, (size_t)nc * sizeof *fill);
+    for (int32_t k = 0; k < sim->n_recs; ++k) sim->rec_order[fill[sim->recs[k].cell]++] = k;
+    free(fill);
+    sim->dirty = 0;
+    return NS_OK;
+}
+
+/* Room for samples [0, upto) in the trace buffer. */
+static ns_status grow_traces(ns_sim_t *sim, int64_t upto) {
+    if (sim->n_recs == 0 || upto <= sim->cap_samples) return NS_OK;
+    int64_t cap = sim->cap_samples ? sim->cap_samples : 256;
+    while (cap < upto) cap *= 2;
+    double *grown = realloc(sim->traces, (size_t)cap * (size_t)sim->n_recs * sizeof *grown);
+    if (!grown)
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "recording: %lld samples of %d sites", (long long)cap,
+                       (int)sim->n_recs);
+    sim->traces = grown;
+    sim->cap_samples = cap;
+    return NS_OK;
+}
+
+int ns_sim_push_spike(ns_sim_t *sim, int64_t cell, double t) {
+    if (sim->n_spikes[cell] == sim->cap_spikes[cell]) {
+        int64_t cap = sim->cap_spikes[cell] ? 2 * sim->cap_spikes[cell] : 8;
+        double *grown = realloc(sim->spikes[cell], (size_t)cap * sizeof *grown);
+        if (!grown) return -1;
+        sim->spikes[cell] = grown;
+        sim->cap_spikes[cell] = cap;
+    }
+    sim->spikes[cell][sim->n_spikes[cell]++] = t;
+    return 0;
+}
+
+ns_status ns_sim_init(ns_sim_t *sim) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_init: sim is NULL");
+    ns_status st = ns_sim_index(sim);
+    if (st != NS_OK) return st;
+    sim->t = 0.0;
+    sim->steps = 0;
+    sim->failed = 0;
+    sim->samples = 0;
+    for (int64_t c = 0; c < sim->n_cells; ++c) sim->n_spikes[c] = 0;
+    st = sim->ops->init(sim);
+    if (st != NS_OK) return st;
+    st = grow_traces(sim, 1);
+    if (st != NS_OK) return st;
+    /* sample 0: v_init everywhere */
+    for (int32_t k = 0; k < sim->n_recs; ++k) sim->traces[k] = sim->params.v_init;
+    sim->samples = 1;
+    return NS_OK;
+}
+
+ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_advance: sim is NULL");
+    if (steps < 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_advance: %lld steps", (long long)steps);
+    if (sim->failed)
+        return ns_fail(NS_ERR_NOT_FINITE, "simulation: a previous run stopped on NaN/Inf; call ns_sim_init");
+    if (steps == 0) return NS_OK;
+    ns_status st = ns_sim_index(sim);
+    if (st != NS_OK) return st;
+    const int64_t every = sim->options.record_every;
+    st = grow_traces(sim, (sim->steps + steps) / every + 1);
+    if (st != NS_OK) return st;
+    sim_fault fault = {INT64_MAX, -1, -1, 0.0};
+    const double t0 = ns_time_ms();
+    st = sim->ops->advance(sim, steps, &fault);
+    sim->elapsed_ms += ns_time_ms() - t0;
+    if (st != NS_OK) {
+        sim->failed = 1;
+        return st;
+    }
+    if (fault.step != INT64_MAX) {
+        sim->failed = 1;
+        const sim_shape *s = &sim->shapes[sim->cell_shape[fault.cell]];
+        /* the time of the step's end, as NEURON's t would read */
+        double t = 0.0;
+        for (int64_t k = 0; k < fault.step; ++k) t = ns_sim_half_step(ns_sim_half_step(t, sim->params.dt), sim->params.dt);
+        return ns_fail(NS_ERR_NOT_FINITE,
+                       "simulation: NaN/Inf (v = %g) in cell %lld, compartment %d (section %d, x = %g) at t = %g ms "
+                       "(step %lld)",
+                       fault.value, (long long)fault.cell, (int)fault.node, (int)s->section[fault.node],
+                       s->x[fault.node], t, (long long)fault.step);
+    }
+    sim->steps += steps;
+    for (int64_t k = 0; k < steps; ++k) sim->t = ns_sim_half_step(ns_sim_half_step(sim->t, sim->params.dt), sim->params.dt);
+    sim->samples = sim->steps / every + 1;
+    return NS_OK;
+}
+
+int64_t ns_sim_steps_for(const ns_sim_t *sim, double tstop) {
+    if (!sim || !(tstop > 0.0)) return 0;
+    return (int64_t)llround(tstop / sim->params.dt);
+}
+
+double ns_sim_time(const ns_sim_t *sim) { return sim ? sim->t : 0.0; }
+int64_t ns_sim_step_count(const ns_sim_t *sim) { return sim ? sim->steps : 0; }
+int64_t ns_sim_cells(const ns_sim_t *sim) { return sim ? sim->n_cells : 0; }
+int64_t ns_sim_compartments(const ns_sim_t *sim) { return sim ? sim->n_comp : 0; }
+ns_backend ns_sim_backend(const ns_sim_t *sim) { return sim ? sim->backend : NS_BACKEND_AUTO; }
+ns_hines_method ns_sim_method(const ns_sim_t *sim) { return sim ? sim->method : NS_HINES_AUTO; }
+double ns_sim_elapsed_ms(const ns_sim_t *sim) { return sim ? sim->elapsed_ms : 0.0; }
+
+int32_t ns_sim_spike_compartment(const ns_sim_t *sim, int64_t cell) {
+    if (!sim || cell < 0 || cell >= sim->n_cells) return -1;
+    return sim->shapes[sim->cell_shape[cell]].spike_node;
+}
+
+const double *ns_sim_traces(const ns_sim_t *sim, int64_t *samples, int32_t *sites) {
+    if (samples) *samples = sim ? sim->samples : 0;
+    if (sites) *sites = sim ? sim->n_recs : 0;
+    return sim ? sim->traces : NULL;
+}
+
+const double *ns_sim_spikes(const ns_sim_t *sim, int64_t cell, int64_t *count) {
+    if (!sim || cell < 0 || cell >= sim->n_cells) {
+        if (count) *count = 0;
+        return NULL;
+    }
+    if (count) *count = sim->n_spikes[cell];
+    return sim->spikes[cell];
+}
+
+ns_status ns_sim_get_state(const ns_sim_t *sim, int64_t cell, double *v, double *m, double *h,
+                           double *n) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_state: sim is NULL");
+    if (cell < 0 || cell >= sim->n_cells)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_state: cell %lld of %lld", (long long)cell,
+                       (long long)sim->n_cells);
+    if (sim->ops->sync_state) {
+        ns_status st = sim->ops->sync_state((ns_sim_t *)sim);
+        if (st != NS_OK) return st;
+    }
+    const int64_t o = sim->cell_offset[cell];
+    const size_t z = (size_t)(sim->cell_offset[cell + 1] - o) * sizeof(double);
+    if (v) memcpy(v, sim->v + o, z);
+    if (m) memcpy(m, sim->m + o, z);
+    if (h) memcpy(h, sim->h + o, z);
+    if (n) memcpy(n, sim->n + o, z);
+    return NS_OK;
+}

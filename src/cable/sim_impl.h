@@ -1,0 +1,123 @@
+/* Private: the simulation handle, its per-shape constants and the backend
+ * table that the CPU loop (step_cpu.c) and the CUDA loop (cuda/) fill. */
+#ifndef NS_CABLE_SIM_IMPL_H
+#define NS_CABLE_SIM_IMPL_H
+
+#include "cable/mech.h"
+#include "neurosolve/cable.h"
+
+/* Constants of one shape, shared by all its cells (NEURON's per-node data). */
+typedef struct sim_shape {
+    int32_t n;
+    int32_t *parent;
+    double *a, *b;        /* NEURON's connection coefficients [S/cm^2; uS at zero-area nodes] */
+    double *cap;          /* (1e-3/dt) * cm [S/cm^2]; 0 at zero-area nodes (no capacitance) */
+    double *stim_scale;   /* 1e2 / area [1/um^2 * 1e2]; area 100 at zero-area nodes, as NEURON */
+    int8_t *region;       /* ns_region of the node, -1 at zero-area nodes (no membrane) */
+    int32_t *section;     /* for error messages */
+    double *x;
+    int32_t spike_node;   /* root section at x = 0.5 */
+} sim_shape;
+
+/* Resolved membrane of one region (what the loops read). */
+typedef struct sim_region {
+    int hh, pas;
+    double gnabar, gkbar, gl, el, ena, ek;
+    double g_pas, e_pas;
+} sim_region;
+
+typedef struct sim_stim {
+    int64_t cell;
+    int32_t node;
+    double del, dur, amp; /* [ms], [ms], [nA] */
+} sim_stim;
+
+typedef struct sim_rec {
+    int64_t cell;
+    int32_t node;
+} sim_rec;
+
+/* A failure found during a run: the earliest step, then the lowest cell. */
+typedef struct sim_fault {
+    int64_t step; /* step count after which v was not finite; INT64_MAX: none */
+    int64_t cell;
+    int32_t node;
+    double value;
+} sim_fault;
+
+typedef struct sim_ops sim_ops;
+
+struct ns_sim {
+    ns_sim_params params;
+    ns_sim_options options;
+    ns_backend backend;
+    ns_hines_method method;
+    const sim_ops *ops;
+    void *backend_state;
+
+    int32_t n_shapes;
+    sim_shape *shapes;
+    int32_t max_n;
+    int64_t n_cells;
+    int32_t *cell_shape;   /* n_cells */
+    int64_t *cell_offset;  /* n_cells + 1: Flat layout of the state */
+    int64_t n_comp;
+
+    /* state, Flat layout (host copy; the CUDA loop keeps its own on the device) */
+    double *v, *m, *h, *n;
+
+    sim_region region[NS_REGION_COUNT];
+    double q10;
+    ns_hh_table table;
+    double cfac; /* 1e-3 / dt */
+
+    /* stimuli and recordings as added, and per-cell indexes of them (CSR over
+     * cells, rebuilt when `dirty`) */
+    sim_stim *stims;
+    int64_t n_stims, cap_stims;
+    sim_rec *recs;
+    int32_t n_recs, cap_recs;
+    int64_t *stim_begin; /* n_cells + 1 into stim_order */
+    int64_t *stim_order;
+    int64_t *rec_begin;  /* n_cells + 1 into rec_order (site indices) */
+    int32_t *rec_order;
+    int dirty;
+
+    /* results */
+    double *traces; /* samples x n_recs */
+    int64_t samples, cap_samples;
+    double **spikes; /* per cell */
+    int64_t *n_spikes, *cap_spikes;
+
+    double t;        /* [ms] */
+    int64_t steps;
+    double elapsed_ms;
+    int failed;      /* a NaN stopped the last run: ns_sim_init is needed */
+};
+
+struct sim_ops {
+    const char *name;
+    ns_status (*create)(ns_sim_t *sim);
+    void (*destroy)(ns_sim_t *sim);
+    /* v = v_init, gates at steady state (host arrays as well) */
+    ns_status (*init)(ns_sim_t *sim);
+    /* advance `steps` steps from sim->steps; record into sim->traces (grown by
+     * the caller for the new samples) and append spikes; fill *fault */
+    ns_status (*advance)(ns_sim_t *sim, int64_t steps, sim_fault *fault);
+    /* bring the state of the host arrays up to date (NULL: they always are) */
+    ns_status (*sync_state)(ns_sim_t *sim);
+};
+
+const sim_ops *ns_sim_cpu_ops(void);
+const sim_ops *ns_sim_cuda_ops(void); /* NULL without CUDA */
+
+/* Append a spike time to a cell's list (0 or -1 when out of memory). */
+int ns_sim_push_spike(ns_sim_t *sim, int64_t cell, double t);
+
+/* Rebuild the per-cell stimulus and recording indexes if needed. */
+ns_status ns_sim_index(ns_sim_t *sim);
+
+/* NEURON's time after k half steps from t (t += 0.5 * dt each). */
+static inline double ns_sim_half_step(double t, double dt) { return t + .5 * dt; }
+
+#endif

@@ -1,0 +1,432 @@
+/* The LiFE CUDA backend: device memory (with a budget: a model that does not
+ * fit fails with NS_ERR_DEVICE_MEMORY naming the bytes), the products on host
+ * or device vectors, CUDA-event timing, and SBBNNLS with every vector on the
+ * device (the solver itself is sbbnnls.c over the operations below). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cuda_check.h"
+#include "life/cuda/life_kernels.h"
+#include "life/life_impl.h"
+#include "neurosolve/device.h"
+
+/* Free device memory left to the runtime and other users when no limit is
+ * given: 5 % plus 64 MiB [bytes]. */
+#define RESERVE_BYTES ((size_t)64 << 20)
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+typedef struct dev_layout {
+    int32_t *atom, *voxel, *fiber;
+    double *value;
+    int64_t *start;
+    int loaded;
+} dev_layout;
+
+typedef struct cuda_state {
+    int device, tp, sms;
+    double *D;                            /* tp x n_atoms */
+    double *w_in, *w_out, *y_in, *y_out;  /* staging of the host-array products */
+    dev_layout lay[3];
+    cudaStream_t stream;
+    cudaEvent_t ev[2];
+    double *partial, *scalar;
+    size_t budget, used;
+} cuda_state;
+
+int ns_life_cuda_available(void) {
+    int n = 0;
+    return ns_cuda_device_count(&n) == NS_OK && n > 0;
+}
+
+int ns_life_cuda_supports(ns_life_variant v) { return v > NS_LIFE_AUTO && (int)v < NS_LIFE_VARIANT_COUNT; }
+
+static ns_status dev_alloc(cuda_state *st, void **p, size_t bytes, const char *what) {
+    *p = NULL;
+    if (st->used + bytes > st->budget)
+        return ns_fail(NS_ERR_DEVICE_MEMORY,
+                       "LiFE on device %d: %s needs %.3f GiB more, but %.3f of the %.3f GiB allowed "
+                       "are in use (a smaller model, device_memory_limit, or the CPU backend)",
+                       st->device, what, bytes / GIB, st->used / GIB, st->budget / GIB);
+    NS_CUDA_TRY(cudaMalloc(p, bytes ? bytes : 8));
+    st->used += bytes;
+    return NS_OK;
+}
+
+
+static size_t layout_bytes(const ns_life_model_t *m, int order) {
+    size_t b = (size_t)m->n_coeffs * (3 * sizeof(int32_t) + sizeof(double));
+    if (order == NS_LIFE_ORDER_ATOM) b += ((size_t)m->n_atoms + 1) * sizeof(int64_t);
+    if (order == NS_LIFE_ORDER_VOXEL) b += ((size_t)m->n_voxels + 1) * sizeof(int64_t);
+    return b;
+}
+
+static size_t voxel_vector_bytes(const ns_life_model_t *m, int tp) {
+    return (size_t)tp * (size_t)m->n_voxels * sizeof(double);
+}
+
+/* Phi in `order` on the device (copied on first use). */
+static ns_status load_layout(ns_life_engine_t *e, int order) {
+    cuda_state *st = e->cuda;
+    dev_layout *d = &st->lay[order];
+    if (d->loaded) return NS_OK;
+    const ns_life_layout *l = NULL;
+    ns_status s = ns_life_layout_get(e->model, order, &l);
+    if (s != NS_OK) return s;
+    const size_t n = (size_t)e->model->n_coeffs;
+    const char *what = order == NS_LIFE_ORDER_ATOM ? "the atom-sorted Phi"
+                       : order == NS_LIFE_ORDER_VOXEL ? "the voxel-sorted Phi" : "Phi";
+    if ((s = dev_alloc(st, (void **)&d->atom, n * 4, what)) != NS_OK) return s;
+    if ((s = dev_alloc(st, (void **)&d->voxel, n * 4, what)) != NS_OK) return s;
+    if ((s = dev_alloc(st, (void **)&d->fiber, n * 4, what)) != NS_OK) return s;
+    if ((s = dev_alloc(st, (void **)&d->value, n * 8, what)) != NS_OK) return s;
+    NS_CUDA_TRY(cudaMemcpy(d->atom, l->atom, n * 4, cudaMemcpyHostToDevice));
+    NS_CUDA_TRY(cudaMemcpy(d->voxel, l->voxel, n * 4, cudaMemcpyHostToDevice));
+    NS_CUDA_TRY(cudaMemcpy(d->fiber, l->fiber, n * 4, cudaMemcpyHostToDevice));
+    NS_CUDA_TRY(cudaMemcpy(d->value, l->value, n * 8, cudaMemcpyHostToDevice));
+    if (l->start) {
+        const size_t sb = ((size_t)l->n_keys + 1) * sizeof(int64_t);
+        if ((s = dev_alloc(st, (void **)&d->start, sb, what)) != NS_OK) return s;
+        NS_CUDA_TRY(cudaMemcpy(d->start, l->start, sb, cudaMemcpyHostToDevice));
+    }
+    d->loaded = 1;
+    return NS_OK;
+}
+
+static ns_status phi_for(ns_life_engine_t *e, ns_life_variant v, ns_life_dev_phi *p,
+                         ns_life_kernel *kernel, int *by_voxel) {
+    const int order = ns_life_variant_order(v);
+    ns_status s = load_layout(e, order);
+    if (s != NS_OK) return s;
+    const cuda_state *st = e->cuda;
+    const dev_layout *d = &st->lay[order];
+    p->atom = d->atom;
+    p->voxel = d->voxel;
+    p->fiber = d->fiber;
+    p->value = d->value;
+    p->start = d->start;
+    p->n_keys = order == NS_LIFE_ORDER_ATOM ? e->model->n_atoms
+                : order == NS_LIFE_ORDER_VOXEL ? e->model->n_voxels : 0;
+    p->n_coeffs = e->model->n_coeffs;
+    *by_voxel = order == NS_LIFE_ORDER_VOXEL;
+    switch (v) {
+    case NS_LIFE_NAIVE:
+    case NS_LIFE_NAIVE_ATOM:
+    case NS_LIFE_NAIVE_VOXEL: *kernel = NS_LIFE_K_REFERENCE; break;
+    case NS_LIFE_COEFF_ATOM:
+    case NS_LIFE_COEFF_VOXEL: *kernel = NS_LIFE_K_COEFF; break;
+    default: *kernel = NS_LIFE_K_KEY; break;
+    }
+    return NS_OK;
+}
+
+/* One product on device vectors (input and output already on the device). */
+static ns_status launch(ns_life_engine_t *e, ns_life_product p, ns_life_variant v, const double *in,
+                        double *out) {
+    cuda_state *st = e->cuda;
+    ns_life_dev_phi phi;
+    ns_life_kernel kernel;
+    int by_voxel = 0;
+    ns_status s = phi_for(e, v, &phi, &kernel, &by_voxel);
+    if (s != NS_OK) return s;
+    const ns_life_model_t *m = e->model;
+    const int hint = st->sms * 32;
+    cudaError_t err = p == NS_LIFE_MW
+        ? ns_life_launch_mw(kernel, &phi, by_voxel, m->n_theta, st->tp, m->n_voxels, st->D, in, out, hint, st->stream)
+        : ns_life_launch_mty(kernel, &phi, by_voxel, m->n_theta, st->tp, m->n_fibers, st->D, in, out, hint, st->stream);
+    return ns_cuda_status(err, p == NS_LIFE_MW ? "LiFE y = M w kernel" : "LiFE w = M^T y kernel",
+                          __FILE__, __LINE__);
+}
+
+static ns_status stage_in(ns_life_engine_t *e, ns_life_product p, const double *in, double **din,
+                          double **dout) {
+    cuda_state *st = e->cuda;
+    const ns_life_model_t *m = e->model;
+    if (p == NS_LIFE_MW) {
+        NS_CUDA_TRY(cudaMemcpyAsync(st->w_in, in, (size_t)m->n_fibers * 8, cudaMemcpyHostToDevice, st->stream));
+        *din = st->w_in;
+        *dout = st->y_out;
+    } else {
+        /* rows n_theta..tp-1 of y_in stay zero (set at allocation) */
+        NS_CUDA_TRY(cudaMemcpy2DAsync(st->y_in, (size_t)st->tp * 8, in, (size_t)m->n_theta * 8,
+                                      (size_t)m->n_theta * 8, (size_t)m->n_voxels,
+                                      cudaMemcpyHostToDevice, st->stream));
+        *din = st->y_in;
+        *dout = st->w_out;
+    }
+    return NS_OK;
+}
+
+static ns_status stage_out(ns_life_engine_t *e, ns_life_product p, const double *dout, double *out) {
+    cuda_state *st = e->cuda;
+    const ns_life_model_t *m = e->model;
+    if (p == NS_LIFE_MW)
+        NS_CUDA_TRY(cudaMemcpy2DAsync(out, (size_t)m->n_theta * 8, dout, (size_t)st->tp * 8,
+                                      (size_t)m->n_theta * 8, (size_t)m->n_voxels,
+                                      cudaMemcpyDeviceToHost, st->stream));
+    else
+        NS_CUDA_TRY(cudaMemcpyAsync(out, dout, (size_t)m->n_fibers * 8, cudaMemcpyDeviceToHost, st->stream));
+    NS_CUDA_TRY(cudaStreamSynchronize(st->stream));
+    return NS_OK;
+}
+
+ns_status ns_life_cuda_product(ns_life_engine_t *e, ns_life_product p, ns_life_variant v,
+                               const double *in, double *out) {
+    double *din = NULL, *dout = NULL;
+    ns_status s = stage_in(e, p, in, &din, &dout);
+    if (s == NS_OK) s = launch(e, p, v, din, dout);
+    if (s == NS_OK) s = stage_out(e, p, dout, out);
+    return s;
+}
+
+ns_status ns_life_cuda_time(ns_life_engine_t *e, ns_life_product p, ns_life_variant v,
+                            const double *in, double *out, int repeats, double *ms) {
+    cuda_state *st = e->cuda;
+    double *din = NULL, *dout = NULL;
+    ns_status s = stage_in(e, p, in, &din, &dout);
+    if (s == NS_OK) s = load_layout(e, ns_life_variant_order(v)); /* copies outside the timing */
+    for (int r = 0; s == NS_OK && r < repeats; ++r) {
+        NS_CUDA_TRY(cudaEventRecord(st->ev[0], st->stream));
+        s = launch(e, p, v, din, dout);
+        if (s != NS_OK) break;
+        NS_CUDA_TRY(cudaEventRecord(st->ev[1], st->stream));
+        NS_CUDA_TRY(cudaEventSynchronize(st->ev[1]));
+        float t = 0.0f;
+        NS_CUDA_TRY(cudaEventElapsedTime(&t, st->ev[0], st->ev[1]));
+        ms[r] = t;
+    }
+    if (s == NS_OK) s = stage_out(e, p, dout, out);
+    return s;
+}
+
+void ns_life_cuda_destroy(ns_life_engine_t *e) {
+    cuda_state *st = e->cuda;
+    if (!st) return;
+    if (cudaSetDevice(st->device) == cudaSuccess) {
+        for (int o = 0; o < 3; ++o) {
+            cudaFree(st->lay[o].atom);
+            cudaFree(st->lay[o].voxel);
+            cudaFree(st->lay[o].fiber);
+            cudaFree(st->lay[o].value);
+            cudaFree(st->lay[o].start);
+        }
+        cudaFree(st->D);
+        cudaFree(st->w_in);
+        cudaFree(st->w_out);
+        cudaFree(st->y_in);
+        cudaFree(st->y_out);
+        cudaFree(st->partial);
+        cudaFree(st->scalar);
+        for (int k = 0; k < 2; ++k)
+            if (st->ev[k]) cudaEventDestroy(st->ev[k]);
+        if (st->stream) cudaStreamDestroy(st->stream);
+    }
+    (void)cudaGetLastError();
+    free(st);
+    e->cuda = NULL;
+}
+
+static ns_status setup(ns_life_engine_t *e, cuda_state *st) {
+    const ns_life_model_t *m = e->model;
+    NS_CUDA_TRY(cudaSetDevice(st->device));
+    NS_CUDA_TRY(cudaDeviceGetAttribute(&st->sms, cudaDevAttrMultiProcessorCount, st->device));
+    size_t free_b = 0, total_b = 0;
+    NS_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    st->budget = e->options.device_memory_limit;
+    if (st->budget == 0) {
+        const size_t reserve = free_b / 20 + RESERVE_BYTES;
+        st->budget = free_b > reserve ? free_b - reserve : 0;
+    }
+    /* What the engine will hold: D, four staging vectors, the fit's vectors
+     * (3 voxel + 6 fiber) and Phi in every order the variants need. */
+    const size_t yv = voxel_vector_bytes(m, st->tp), fv = (size_t)m->n_fibers * 8;
+    const size_t dict = (size_t)st->tp * (size_t)m->n_atoms * 8;
+    size_t need = dict + 5 * yv + 8 * fv;
+    int orders[3] = {0, 0, 0};
+    const ns_life_variant want[2] = {e->options.mw_variant, e->options.mty_variant};
+    for (int p = 0; p < 2; ++p) {
+        if (want[p] == NS_LIFE_AUTO) orders[NS_LIFE_ORDER_ATOM] = orders[NS_LIFE_ORDER_VOXEL] = 1;
+        else orders[ns_life_variant_order(want[p])] = 1;
+    }
+    for (int o = 0; o < 3; ++o)
+        if (orders[o]) need += layout_bytes(m, o);
+    if (need > st->budget)
+        return ns_fail(NS_ERR_DEVICE_MEMORY,
+                       "LiFE model (%lld coefficients, %d voxels, %d atoms, n_theta %d padded to %d) "
+                       "needs %.3f GiB on device %d, %.3f GiB are allowed (free %.3f of %.3f GiB): use "
+                       "the CPU backend or a smaller model",
+                       (long long)m->n_coeffs, (int)m->n_voxels, (int)m->n_atoms, (int)m->n_theta,
+                       st->tp, need / GIB, st->device, st->budget / GIB, free_b / GIB, total_b / GIB);
+    NS_CUDA_TRY(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    NS_CUDA_TRY(cudaEventCreate(&st->ev[0]));
+    NS_CUDA_TRY(cudaEventCreate(&st->ev[1]));
+    ns_status s;
+    if ((s = dev_alloc(st, (void **)&st->D, dict, "the padded dictionary")) != NS_OK) return s;
+    NS_CUDA_TRY(cudaMemset(st->D, 0, dict));
+    NS_CUDA_TRY(cudaMemcpy2D(st->D, (size_t)st->tp * 8, m->D, (size_t)m->n_theta * 8,
+                             (size_t)m->n_theta * 8, (size_t)m->n_atoms, cudaMemcpyHostToDevice));
+    if ((s = dev_alloc(st, (void **)&st->y_in, yv, "voxel vectors")) != NS_OK) return s;
+    if ((s = dev_alloc(st, (void **)&st->y_out, yv, "voxel vectors")) != NS_OK) return s;
+    NS_CUDA_TRY(cudaMemset(st->y_in, 0, yv));
+    if ((s = dev_alloc(st, (void **)&st->w_in, fv, "fiber vectors")) != NS_OK) return s;
+    if ((s = dev_alloc(st, (void **)&st->w_out, fv, "fiber vectors")) != NS_OK) return s;
+    if ((s = dev_alloc(st, (void **)&st->partial, NS_LIFE_RED_BLOCKS * 8, "reductions")) != NS_OK) return s;
+    if ((s = dev_alloc(st, (void **)&st->scalar, 8, "reductions")) != NS_OK) return s;
+    return NS_OK;
+}
+
+ns_status ns_life_cuda_create(ns_life_engine_t *e) {
+    const ns_life_model_t *m = e->model;
+    if (m->n_theta > NS_LIFE_MAX_THETA)
+        return ns_fail(NS_ERR_UNSUPPORTED, "LiFE cuda backend: n_theta = %d exceeds %d (use the CPU backend)",
+                       (int)m->n_theta, NS_LIFE_MAX_THETA);
+    int n = 0;
+    ns_status s = ns_cuda_device_count(&n);
+    if (s != NS_OK) return s;
+    if (n == 0) return ns_fail(NS_ERR_NO_DEVICE, "LiFE cuda backend: no usable GPU");
+    if (e->options.device < 0 || e->options.device >= n)
+        return ns_fail(NS_ERR_NO_DEVICE, "LiFE cuda backend: device %d asked for, %d visible",
+                       (int)e->options.device, n);
+    cuda_state *st = calloc(1, sizeof *st);
+    if (!st) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LiFE cuda state");
+    e->cuda = st;
+    st->device = e->options.device;
+    st->tp = (m->n_theta + 31) / 32 * 32;
+    s = setup(e, st);
+    if (s != NS_OK) ns_life_cuda_destroy(e);
+    return s;
+}
+
+/* ------------------------------------------------------------- SBBNNLS */
+
+static cuda_state *ST(void *ctx) { return ((ns_life_engine_t *)ctx)->cuda; }
+
+static ns_status d_alloc(void *ctx, int64_t n, double **p) {
+    ns_status s = dev_alloc(ST(ctx), (void **)p, (size_t)n * 8, "SBBNNLS vectors");
+    if (s == NS_OK) NS_CUDA_TRY(cudaMemset(*p, 0, (size_t)n * 8));
+    return s;
+}
+static void d_release(void *ctx, double *p) {
+    /* sizes are not tracked per pointer: the budget is released at destroy */
+    (void)ctx;
+    cudaFree(p);
+}
+static ns_status d_upload(void *ctx, double *dst, const double *h, int64_t n) {
+    NS_CUDA_TRY(cudaMemcpyAsync(dst, h, (size_t)n * 8, cudaMemcpyHostToDevice, ST(ctx)->stream));
+    return NS_OK;
+}
+static ns_status d_download(void *ctx, double *h, const double *src, int64_t n) {
+    NS_CUDA_TRY(cudaMemcpyAsync(h, src, (size_t)n * 8, cudaMemcpyDeviceToHost, ST(ctx)->stream));
+    NS_CUDA_TRY(cudaStreamSynchronize(ST(ctx)->stream));
+    return NS_OK;
+}
+static ns_status d_upload_signal(void *ctx, double *dst) {
+    const ns_life_model_t *m = ((ns_life_engine_t *)ctx)->model;
+    cuda_state *st = ST(ctx);
+    NS_CUDA_TRY(cudaMemsetAsync(dst, 0, voxel_vector_bytes(m, st->tp), st->stream));
+    NS_CUDA_TRY(cudaMemcpy2DAsync(dst, (size_t)st->tp * 8, m->Y, (size_t)m->n_theta * 8,
+                                  (size_t)m->n_theta * 8, (size_t)m->n_voxels,
+                                  cudaMemcpyHostToDevice, st->stream));
+    return NS_OK;
+}
+static ns_status d_mw(void *ctx, const double *x, double *y) {
+    ns_life_engine_t *e = ctx;
+    return launch(e, NS_LIFE_MW, e->variant[NS_LIFE_MW], x, y);
+}
+static ns_status d_mty(void *ctx, const double *y, double *x) {
+    ns_life_engine_t *e = ctx;
+    return launch(e, NS_LIFE_MTY, e->variant[NS_LIFE_MTY], y, x);
+}
+#define VEC(call)                                                              \
+    do {                                                                       \
+        NS_CUDA_TRY(call);                                                     \
+        return NS_OK;                                                          \
+    } while (0)
+static ns_status d_fill(void *ctx, double *v, double x, int64_t n) { VEC(ns_life_vec_fill(v, x, n, ST(ctx)->stream)); }
+static ns_status d_copy(void *ctx, double *dst, const double *src, int64_t n) {
+    VEC(cudaMemcpyAsync(dst, src, (size_t)n * 8, cudaMemcpyDeviceToDevice, ST(ctx)->stream));
+}
+static ns_status d_sub(void *ctx, double *a, const double *b, int64_t n) { VEC(ns_life_vec_sub(a, b, n, ST(ctx)->stream)); }
+static ns_status d_mul(void *ctx, double *a, const double *b, int64_t n) { VEC(ns_life_vec_mul(a, b, n, ST(ctx)->stream)); }
+static ns_status d_add_scalar(void *ctx, double *a, double x, int64_t n) {
+    VEC(ns_life_vec_add_scalar(a, x, n, ST(ctx)->stream));
+}
+static ns_status d_mask(void *ctx, double *v, const double *x, const double *g, int64_t n) {
+    VEC(ns_life_vec_mask(v, x, g, n, ST(ctx)->stream));
+}
+static ns_status d_update(void *ctx, double *x, const double *g, double alpha, int64_t n) {
+    VEC(ns_life_vec_update(x, g, alpha, n, ST(ctx)->stream));
+}
+static ns_status scalar_out(cuda_state *st, double *r) {
+    NS_CUDA_TRY(cudaMemcpyAsync(r, st->scalar, 8, cudaMemcpyDeviceToHost, st->stream));
+    NS_CUDA_TRY(cudaStreamSynchronize(st->stream));
+    return NS_OK;
+}
+static ns_status d_dot(void *ctx, const double *a, const double *b, int64_t n, double *r) {
+    cuda_state *st = ST(ctx);
+    NS_CUDA_TRY(ns_life_vec_dot(a, b, n, st->partial, st->scalar, st->stream));
+    return scalar_out(st, r);
+}
+static ns_status d_pgnorm(void *ctx, const double *x, const double *g, int64_t n, double *r) {
+    cuda_state *st = ST(ctx);
+    NS_CUDA_TRY(ns_life_vec_pgnorm(x, g, n, st->partial, st->scalar, st->stream));
+    return scalar_out(st, r);
+}
+static ns_status d_nnz(void *ctx, const double *x, int64_t n, int64_t *r) {
+    cuda_state *st = ST(ctx);
+    NS_CUDA_TRY(ns_life_vec_nnz(x, n, st->partial, st->scalar, st->stream));
+    double c = 0.0;
+    ns_status s = scalar_out(st, &c);
+    *r = (int64_t)c;
+    return s;
+}
+/* ENCODE's compute_diag once on the host, then on the device for good. */
+static ns_status d_precond(void *ctx, double *hinv) {
+    const ns_life_model_t *m = ((ns_life_engine_t *)ctx)->model;
+    double *h = malloc((size_t)m->n_fibers * sizeof *h);
+    if (!h) return ns_fail(NS_ERR_OUT_OF_MEMORY, "preconditioner");
+    ns_life_diag(m, h);
+    for (int32_t f = 0; f < m->n_fibers; ++f) {
+        if (!(h[f] > 0.0)) {
+            free(h);
+            return ns_fail(NS_ERR_SINGULAR, "preconditioner: fiber %d has a zero column", (int)f);
+        }
+        h[f] = 1.0 / h[f];
+    }
+    ns_status s = d_upload(ctx, hinv, h, m->n_fibers);
+    if (s == NS_OK) s = d_download(ctx, h, hinv, 0); /* waits for the copy before freeing h */
+    free(h);
+    return s;
+}
+
+ns_status ns_life_cuda_fit(ns_life_engine_t *e, const ns_life_fit_options *opt, double *w,
+                           double *history, ns_life_fit_result *res) {
+    cuda_state *st = e->cuda;
+    NS_CUDA_TRY(cudaSetDevice(st->device));
+    ns_life_vec_ops o;
+    memset(&o, 0, sizeof o);
+    o.ctx = e;
+    o.n_fib = e->model->n_fibers;
+    o.n_vox = (int64_t)st->tp * e->model->n_voxels;
+    o.alloc = d_alloc;
+    o.release = d_release;
+    o.upload = d_upload;
+    o.download = d_download;
+    o.upload_signal = d_upload_signal;
+    o.mw = d_mw;
+    o.mty = d_mty;
+    o.fill = d_fill;
+    o.copy = d_copy;
+    o.sub = d_sub;
+    o.mul = d_mul;
+    o.add_scalar = d_add_scalar;
+    o.dot = d_dot;
+    o.mask = d_mask;
+    o.update = d_update;
+    o.pgnorm = d_pgnorm;
+    o.nnz = d_nnz;
+    o.precond = d_precond;
+    const size_t used = st->used;
+    ns_status s = ns_life_sbbnnls(&o, opt, w, history, res);
+    st->used = used; /* the solver released its vectors */
+    return s;
+}

@@ -1,0 +1,68 @@
+/* Private: the extern "C" launchers of the LiFE CUDA kernels. Plain C so
+ * that the host logic (engine_cuda.c) can call them. On the device the
+ * dictionary and every voxel-space vector are padded to Tp = n_theta rounded
+ * up to a multiple of 32 rows (the padding rows are zero), so that a warp's
+ * lane i handles rows i, i + 32, ... of a column (the paper's 4.2.2.3).
+ * Every launcher returns the launch status and never waits. */
+#ifndef NS_LIFE_CUDA_KERNELS_H
+#define NS_LIFE_CUDA_KERNELS_H
+
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Phi on the device in one ordering. start: sub-vector offsets of the
+ * sorted key (NULL for the original order); n_keys entries + 1. */
+typedef struct ns_life_dev_phi {
+    const int32_t *atom, *voxel, *fiber;
+    const double *value;
+    const int64_t *start;
+    int32_t n_keys;
+    int64_t n_coeffs;
+} ns_life_dev_phi;
+
+typedef enum ns_life_kernel {
+    NS_LIFE_K_REFERENCE = 0, /* the paper's Fig. 6: thread per coefficient, grid-stride, atomics */
+    NS_LIFE_K_COEFF = 1,     /* warp per 32 coefficients; y = M w flushes a voxel's sum at
+                                voxel changes only (few atomics on the voxel-sorted copy) */
+    NS_LIFE_K_KEY = 2        /* warp per sub-vector (atom or voxel) of a sorted copy */
+} ns_life_kernel;
+
+/* Largest n_theta the warp kernels take (8 chunks of 32 rows in registers). */
+#define NS_LIFE_MAX_THETA 256
+
+/* y = M w: y (Tp x n_voxels) is fully written (zeroed first unless the
+ * kernel writes every column). by_voxel: the key of `phi` is the voxel. */
+cudaError_t ns_life_launch_mw(ns_life_kernel kernel, const ns_life_dev_phi *phi, int by_voxel,
+                              int32_t n_theta, int32_t tp, int32_t n_voxels, const double *D,
+                              const double *w, double *y, int blocks_hint, cudaStream_t stream);
+/* w = M^T y: w (n_fibers) is zeroed first. */
+cudaError_t ns_life_launch_mty(ns_life_kernel kernel, const ns_life_dev_phi *phi, int by_voxel,
+                               int32_t n_theta, int32_t tp, int32_t n_fibers, const double *D,
+                               const double *y, double *w, int blocks_hint, cudaStream_t stream);
+
+/* ------------------------------------------------- SBBNNLS vector operations */
+/* Reductions: partial results per block into `partial` (NS_LIFE_RED_BLOCKS
+ * doubles), then one block sums them in a fixed order into *result
+ * (device): deterministic. */
+#define NS_LIFE_RED_BLOCKS 256
+cudaError_t ns_life_vec_fill(double *v, double value, int64_t n, cudaStream_t s);
+cudaError_t ns_life_vec_sub(double *a, const double *b, int64_t n, cudaStream_t s);
+cudaError_t ns_life_vec_mul(double *a, const double *b, int64_t n, cudaStream_t s);
+cudaError_t ns_life_vec_add_scalar(double *a, double value, int64_t n, cudaStream_t s);
+cudaError_t ns_life_vec_mask(double *v, const double *x, const double *g, int64_t n, cudaStream_t s);
+cudaError_t ns_life_vec_update(double *x, const double *g, double alpha, int64_t n, cudaStream_t s);
+cudaError_t ns_life_vec_dot(const double *a, const double *b, int64_t n, double *partial,
+                            double *result, cudaStream_t s);
+cudaError_t ns_life_vec_pgnorm(const double *x, const double *g, int64_t n, double *partial,
+                               double *result, cudaStream_t s);
+cudaError_t ns_life_vec_nnz(const double *x, int64_t n, double *partial, double *result,
+                            cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

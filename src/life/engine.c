@@ -1,0 +1,206 @@
+/* The LiFE engine: backend choice, runtime selection of the fastest variant
+ * of each product (the paper's hybrid: three timed runs of each candidate,
+ * cached in the model), the products on host arrays and benchmark timing. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/timer.h"
+#include "life/life_impl.h"
+
+static const ns_life_variant candidates[] = {NS_LIFE_COEFF_ATOM, NS_LIFE_COEFF_VOXEL,
+                                             NS_LIFE_ATOM_ATOM, NS_LIFE_VOXEL_VOXEL};
+#define N_CANDIDATES 4
+#define SELECT_RUNS 3
+
+int ns_life_engine_supports(const ns_life_engine_t *e, ns_life_variant v) {
+    if (!e || v <= NS_LIFE_AUTO || (int)v >= NS_LIFE_VARIANT_COUNT) return 0;
+    if (e->backend == NS_BACKEND_CUDA) return ns_life_cuda_supports(v);
+    return 1;
+}
+
+static ns_status run_product(ns_life_engine_t *e, ns_life_product p, ns_life_variant v,
+                             const double *in, double *out) {
+    if (e->backend == NS_BACKEND_CUDA) return ns_life_cuda_product(e, p, v, in, out);
+    return ns_life_cpu_product(e->model, p, v, e->options.threads, in, out, &e->work);
+}
+
+ns_status ns_life_time_product(ns_life_engine_t *e, ns_life_product p, ns_life_variant v,
+                               const double *in, double *out, int repeats, double *ms) {
+    if (!e || !in || !out || !ms || repeats < 1 || (p != NS_LIFE_MW && p != NS_LIFE_MTY))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_time_product: bad argument");
+    if (v == NS_LIFE_AUTO) v = e->variant[p];
+    if (!ns_life_engine_supports(e, v))
+        return ns_fail(NS_ERR_UNSUPPORTED, "LiFE variant '%s' is not available on the %s backend",
+                       ns_life_variant_name(v), ns_backend_name(e->backend));
+    if (e->backend == NS_BACKEND_CUDA) return ns_life_cuda_time(e, p, v, in, out, repeats, ms);
+    for (int r = 0; r < repeats; ++r) {
+        const double t0 = ns_time_ms();
+        ns_status s = run_product(e, p, v, in, out);
+        ms[r] = ns_time_ms() - t0;
+        if (s != NS_OK) return s;
+    }
+    return NS_OK;
+}
+
+/* Random positive inputs: no zero weights, the worst case for y = M w. */
+static void random_fill(double *v, int64_t n, uint64_t stream) {
+    ns_rng r;
+    ns_rng_seed(&r, 12345, stream);
+    for (int64_t i = 0; i < n; ++i) v[i] = ns_rng_uniform(&r, 0.1, 1.0);
+}
+
+static ns_status select_variant(ns_life_engine_t *e, ns_life_product p) {
+    ns_life_model_t *m = e->model;
+    const int b = e->backend == NS_BACKEND_CUDA;
+    const int32_t threads = b ? 0 : e->options.threads;
+    if (m->cached[b][p] != NS_LIFE_AUTO && (b || m->cached_threads == threads)) {
+        e->variant[p] = m->cached[b][p];
+        return NS_OK;
+    }
+    const int64_t ny = (int64_t)m->n_theta * m->n_voxels;
+    const int64_t n_in = p == NS_LIFE_MW ? m->n_fibers : ny;
+    const int64_t n_out = p == NS_LIFE_MW ? ny : m->n_fibers;
+    double *in = malloc((size_t)n_in * sizeof *in), *out = malloc((size_t)n_out * sizeof *out);
+    ns_status s = in && out ? NS_OK : ns_fail(NS_ERR_OUT_OF_MEMORY, "variant selection buffers");
+    if (s == NS_OK) random_fill(in, n_in, (uint64_t)p);
+    double best = INFINITY;
+    ns_life_variant chosen = NS_LIFE_AUTO;
+    for (int c = 0; c < N_CANDIDATES && s == NS_OK; ++c) {
+        const ns_life_variant v = candidates[c];
+        if (!ns_life_engine_supports(e, v)) continue;
+        /* one untimed run builds the restructured copy and warms caches */
+        s = run_product(e, p, v, in, out);
+        double ms[SELECT_RUNS], mean = 0.0;
+        if (s == NS_OK) s = ns_life_time_product(e, p, v, in, out, SELECT_RUNS, ms);
+        for (int r = 0; r < SELECT_RUNS; ++r) mean += ms[r] / SELECT_RUNS;
+        if (s == NS_OK && mean < best) best = mean, chosen = v;
+    }
+    free(in);
+    free(out);
+    if (s != NS_OK) return s;
+    if (chosen == NS_LIFE_AUTO) return ns_fail(NS_ERR_INTERNAL, "no LiFE variant could be timed");
+    e->variant[p] = chosen;
+    m->cached[b][p] = chosen;
+    if (!b) m->cached_threads = threads;
+    return NS_OK;
+}
+
+ns_status ns_life_engine_create(ns_life_model_t *model, const ns_life_options *options,
+                                ns_life_engine_t **out) {
+    if (!model || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_engine_create: NULL argument");
+    *out = NULL;
+    ns_life_engine_t *e = calloc(1, sizeof *e);
+    if (!e) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LiFE engine");
+    e->model = model;
+    if (options) e->options = *options;
+    else ns_life_options_init(&e->options);
+    if (e->options.threads < 0) {
+        const int threads = (int)e->options.threads;
+        free(e);
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "threads = %d must be >= 0", threads);
+    }
+    e->backend = e->options.backend;
+    if (e->backend == NS_BACKEND_AUTO) e->backend = ns_life_cuda_available() ? NS_BACKEND_CUDA : NS_BACKEND_CPU;
+    if (e->backend != NS_BACKEND_CPU && e->backend != NS_BACKEND_CUDA) {
+        const int backend = (int)e->backend;
+        free(e);
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown backend %d", backend);
+    }
+    const ns_life_variant want[2] = {e->options.mw_variant, e->options.mty_variant};
+    ns_status s = NS_OK;
+    for (int p = 0; p < 2 && s == NS_OK; ++p)
+        if ((int)want[p] < 0 || (int)want[p] >= NS_LIFE_VARIANT_COUNT)
+            s = ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown LiFE variant %d", (int)want[p]);
+    if (s == NS_OK && e->backend == NS_BACKEND_CUDA) s = ns_life_cuda_create(e);
+    for (int p = 0; p < 2 && s == NS_OK; ++p) {
+        if (want[p] == NS_LIFE_AUTO) {
+            s = select_variant(e, (ns_life_product)p);
+        } else if (!ns_life_engine_supports(e, want[p])) {
+            s = ns_fail(NS_ERR_UNSUPPORTED, "LiFE variant '%s' is not available on the %s backend",
+                        ns_life_variant_name(want[p]), ns_backend_name(e->backend));
+        } else {
+            e->variant[p] = want[p];
+            const ns_life_layout *l;
+            s = ns_life_layout_get(model, ns_life_variant_order(want[p]), &l);
+        }
+    }
+    if (s != NS_OK) {
+        ns_life_engine_destroy(e);
+        return s;
+    }
+    *out = e;
+    return NS_OK;
+}
+
+void ns_life_engine_destroy(ns_life_engine_t *e) {
+    if (!e) return;
+    if (e->cuda) ns_life_cuda_destroy(e);
+    free(e->work.buf);
+    free(e);
+}
+
+ns_backend ns_life_engine_backend(const ns_life_engine_t *e) { return e ? e->backend : NS_BACKEND_AUTO; }
+
+ns_life_variant ns_life_engine_variant(const ns_life_engine_t *e, ns_life_product p) {
+    return e && (p == NS_LIFE_MW || p == NS_LIFE_MTY) ? e->variant[p] : NS_LIFE_AUTO;
+}
+
+ns_status ns_life_mw(ns_life_engine_t *e, const double *w, double *y) {
+    if (!e || !w || !y) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_mw: NULL argument");
+    return run_product(e, NS_LIFE_MW, e->variant[NS_LIFE_MW], w, y);
+}
+
+ns_status ns_life_mty(ns_life_engine_t *e, const double *y, double *w) {
+    if (!e || !y || !w) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_mty: NULL argument");
+    return run_product(e, NS_LIFE_MTY, e->variant[NS_LIFE_MTY], y, w);
+}
+
+double ns_life_floor_bytes(const ns_life_model_t *m, ns_life_product p) {
+    if (!m) return 0.0;
+    unsigned char *seen = calloc((size_t)m->n_atoms, 1);
+    int64_t atoms = 0;
+    if (seen) {
+        for (int64_t k = 0; k < m->n_coeffs; ++k)
+            if (!seen[m->atom[k]]) seen[m->atom[k]] = 1, ++atoms;
+        free(seen);
+    } else {
+        atoms = m->n_atoms;
+    }
+    /* Every voxel of a model has coefficients in practice; counting all of
+     * them keeps the floor an upper bound on none of the terms. */
+    const double coeff = (double)m->n_coeffs * (3 * sizeof(int32_t) + sizeof(double));
+    const double dcols = (double)atoms * m->n_theta * sizeof(double);
+    const double ycols = (double)m->n_voxels * m->n_theta * sizeof(double);
+    const double wvec = (double)m->n_fibers * sizeof(double);
+    return coeff + dcols + ycols + wvec; /* same terms for both products: in/out swap roles */
+}
+
+ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, double *w,
+                      double *history, ns_life_fit_result *result) {
+    if (!e || !w) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: NULL argument");
+    ns_life_fit_options o;
+    if (options) o = *options;
+    else ns_life_fit_options_init(&o);
+    if (o.max_iterations < 1 || !(o.tol_gradient >= 0) || !(o.tol_objective >= 0) ||
+        !(o.lambda >= 0) || !isfinite(o.lambda))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "ns_life_fit: max_iterations = %d must be >= 1, tolerances and lambda >= 0",
+                       (int)o.max_iterations);
+    if (o.w0)
+        for (int32_t f = 0; f < e->model->n_fibers; ++f)
+            if (!(o.w0[f] >= 0) || !isfinite(o.w0[f]))
+                return ns_fail(NS_ERR_INVALID_ARGUMENT, "w0[%d] = %g must be finite and >= 0", (int)f,
+                               o.w0[f]);
+    ns_life_fit_result local;
+    if (!result) result = &local;
+    memset(result, 0, sizeof *result);
+    if (e->backend == NS_BACKEND_CUDA) {
+        if (o.reduce)
+            return ns_fail(NS_ERR_UNSUPPORTED, "ns_life_fit: a reduce callback needs the CPU backend");
+        return ns_life_cuda_fit(e, &o, w, history, result);
+    }
+    return ns_life_cpu_fit(e, &o, w, history, result);
+}

@@ -1,0 +1,130 @@
+/* Private: the LiFE model, its restructured copies, the engine and the
+ * vector operations that SBBNNLS runs on (host or device). */
+#ifndef NS_LIFE_IMPL_H
+#define NS_LIFE_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "neurosolve/life.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One ordering of the coefficients. For the sorted copies, start[g] ..
+ * start[g + 1] - 1 are the coefficients of key g (atom or voxel): the
+ * paper's sub-vectors; start has n_keys + 1 entries. */
+typedef struct ns_life_layout {
+    int32_t *atom, *voxel, *fiber;
+    double *value;
+    int64_t *start;   /* NULL for the original order */
+    int32_t n_keys;
+    int built;
+} ns_life_layout;
+
+enum { NS_LIFE_ORDER_ORIGINAL = 0, NS_LIFE_ORDER_ATOM = 1, NS_LIFE_ORDER_VOXEL = 2 };
+
+struct ns_life_model {
+    int32_t n_theta, n_atoms, n_voxels, n_fibers;
+    int64_t n_coeffs;
+    int32_t *atom, *voxel, *fiber;
+    double *value;
+    double *D;      /* n_theta x n_atoms, column-major */
+    double *Y;      /* n_theta x n_voxels, column-major */
+    double *w_true; /* NULL unless known */
+    ns_life_layout original; /* a view of the arrays above (never freed) */
+    ns_life_layout by_atom, by_voxel;
+    /* AUTO selection cache: [backend 0 cpu / 1 cuda][product]; 0 = none. */
+    ns_life_variant cached[2][2];
+    int32_t cached_threads;
+};
+
+/* The layout for an order (builds the sorted copies on first use). */
+ns_status ns_life_layout_get(ns_life_model_t *model, int order, const ns_life_layout **out);
+void ns_life_layout_free(ns_life_layout *layout);
+/* The ordering a variant runs on. */
+int ns_life_variant_order(ns_life_variant variant);
+
+/* ------------------------------------------------------------- CPU */
+/* Per-thread fiber accumulators of the optimised w = M^T y (grown on use). */
+typedef struct ns_life_cpu_work {
+    double *buf;
+    size_t n;
+} ns_life_cpu_work;
+
+/* One product with a CPU variant; threads 0 = OpenMP's default. */
+ns_status ns_life_cpu_product(ns_life_model_t *model, ns_life_product product,
+                              ns_life_variant variant, int32_t threads, const double *in,
+                              double *out, ns_life_cpu_work *work);
+int32_t ns_life_cpu_threads(int32_t requested);
+
+/* ------------------------------------------------------------- engine */
+struct ns_life_engine {
+    ns_life_model_t *model;
+    ns_life_options options;
+    ns_backend backend;
+    ns_life_variant variant[2];
+    ns_life_cpu_work work;
+    void *cuda; /* device state (src/life/cuda) */
+};
+
+/* ------------------------------------------------ SBBNNLS vector operations */
+/* The solver (sbbnnls.c) is written once over these operations; the CPU
+ * (fit_cpu.c) and CUDA (cuda/fit_cuda.c) backends implement them on host or
+ * device vectors. Fiber vectors have n_fib entries, voxel vectors n_vox
+ * (the CUDA backend pads n_theta, so n_vox may exceed n_theta * n_voxels;
+ * padding entries stay 0). Scalars come back to the host. */
+typedef struct ns_life_vec_ops {
+    void *ctx;
+    int64_t n_fib, n_vox;
+    ns_status (*alloc)(void *ctx, int64_t n, double **p);
+    void (*release)(void *ctx, double *p);
+    ns_status (*upload)(void *ctx, double *dst, const double *host, int64_t n);
+    ns_status (*download)(void *ctx, double *host, const double *src, int64_t n);
+    ns_status (*upload_signal)(void *ctx, double *dst);  /* dst = Y (the model's signal) */
+    ns_status (*mw)(void *ctx, const double *x, double *y);
+    ns_status (*mty)(void *ctx, const double *y, double *x);
+    ns_status (*fill)(void *ctx, double *v, double value, int64_t n);
+    ns_status (*copy)(void *ctx, double *dst, const double *src, int64_t n);
+    ns_status (*sub)(void *ctx, double *a, const double *b, int64_t n);       /* a -= b */
+    ns_status (*mul)(void *ctx, double *a, const double *b, int64_t n);       /* a *= b */
+    ns_status (*add_scalar)(void *ctx, double *a, double s, int64_t n);       /* a += s */
+    ns_status (*dot)(void *ctx, const double *a, const double *b, int64_t n, double *r);
+    /* v[i] = 0 where x[i] == 0 and g[i] > 0 (the set gp) */
+    ns_status (*mask)(void *ctx, double *v, const double *x, const double *g, int64_t n);
+    /* x = max(x - alpha g, 0) */
+    ns_status (*update)(void *ctx, double *x, const double *g, double alpha, int64_t n);
+    /* max |g_i| over i with x_i > 0 or g_i < 0; 0 if none */
+    ns_status (*pgnorm)(void *ctx, const double *x, const double *g, int64_t n, double *r);
+    ns_status (*nnz)(void *ctx, const double *x, int64_t n, int64_t *r);
+    /* h[f] = 1 / sum_k value_k^2 ||D(:, atom_k)||^2 over f's coefficients */
+    ns_status (*precond)(void *ctx, double *hinv);
+} ns_life_vec_ops;
+
+ns_status ns_life_sbbnnls(const ns_life_vec_ops *ops, const ns_life_fit_options *options,
+                          double *w, double *history, ns_life_fit_result *result);
+/* SBBNNLS on the CPU backend (fit_cpu.c). */
+ns_status ns_life_cpu_fit(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,
+                          double *history, ns_life_fit_result *result);
+/* ENCODE's compute_diag on the host: d[f] = sum value_k^2 ||D(:, atom_k)||^2. */
+void ns_life_diag(const ns_life_model_t *model, double *d);
+
+/* ------------------------------------------------------------- CUDA */
+/* Implemented in src/life/cuda (CUDA builds) or src/life/nocuda. */
+int ns_life_cuda_available(void);
+ns_status ns_life_cuda_create(ns_life_engine_t *engine);
+void ns_life_cuda_destroy(ns_life_engine_t *engine);
+int ns_life_cuda_supports(ns_life_variant variant);
+ns_status ns_life_cuda_product(ns_life_engine_t *engine, ns_life_product product,
+                               ns_life_variant variant, const double *in, double *out);
+ns_status ns_life_cuda_time(ns_life_engine_t *engine, ns_life_product product,
+                            ns_life_variant variant, const double *in, double *out, int repeats,
+                            double *ms);
+ns_status ns_life_cuda_fit(ns_life_engine_t *engine, const ns_life_fit_options *options,
+                           double *w, double *history, ns_life_fit_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

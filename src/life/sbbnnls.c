@@ -1,0 +1,203 @@
+/* SBBNNLS exactly as ENCODE's bbnnls runs it (papers/README.md):
+ *
+ *   x = w0; (f, g) = grad(x); oldg = g; it = 0
+ *   loop: it += 1
+ *     pg = max |g_i| over {x_i > 0 or g_i < 0};  stop if pg < tolg
+ *     stop if it > 2 and |f(it-1) - f(it-2)| < tolo;  stop if it >= maxit
+ *     gp = {x_i == 0 and g_i > 0};  oldg[gp] = 0
+ *     Ag = M oldg
+ *     it even: alpha = <oldg, oldg> / <Ag, Ag>
+ *     it odd:  q = M^T Ag; q[gp] = 0; alpha = <Ag, Ag> / <q, q>
+ *     x = max(x - alpha g, 0); oldg = g; (f, g) = grad(x)
+ *
+ * with f = 0.5 ||M x - y||^2 and g = M^T (M x - y) + lambda (ReAl-LiFE).
+ * ENCODE's preconditioner solves for x = h w with M' = M diag(1 / h),
+ * h_f = sum over f's coefficients of value^2 ||D(:, atom)||^2, and returns
+ * w = x / h. Written once over ns_life_vec_ops (host or device vectors). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/timer.h"
+#include "life/life_impl.h"
+
+typedef struct solver {
+    const ns_life_vec_ops *o;
+    const ns_life_fit_options *opt;
+    double *x, *g, *oldg, *q, *t, *hinv; /* fiber vectors */
+    double *b, *r, *Ag;                  /* voxel vectors */
+    ns_life_fit_result *res;
+} solver;
+
+#define TRY(call)                              \
+    do {                                       \
+        ns_status try_s_ = (call);             \
+        if (try_s_ != NS_OK) return try_s_;    \
+    } while (0)
+
+/* Sum a host scalar or fiber vector over processes (voxel-partitioned
+ * models); a no-op for one process. */
+static ns_status reduce(const solver *s, double *v, int64_t n) {
+    return s->opt->reduce ? s->opt->reduce(v, n, s->opt->reduce_context) : NS_OK;
+}
+
+/* y = M' v, with M' = M diag(hinv) under the preconditioner. */
+static ns_status apply_m(solver *s, const double *v, double *y) {
+    const ns_life_vec_ops *o = s->o;
+    ++s->res->mw_calls;
+    if (!s->hinv) return o->mw(o->ctx, v, y);
+    TRY(o->copy(o->ctx, s->t, v, o->n_fib));
+    TRY(o->mul(o->ctx, s->t, s->hinv, o->n_fib));
+    return o->mw(o->ctx, s->t, y);
+}
+
+/* v = M'^T y (summed over processes). */
+static ns_status apply_mt(solver *s, const double *y, double *v) {
+    const ns_life_vec_ops *o = s->o;
+    ++s->res->mty_calls;
+    TRY(o->mty(o->ctx, y, v));
+    TRY(reduce(s, v, o->n_fib));
+    if (s->hinv) TRY(o->mul(o->ctx, v, s->hinv, o->n_fib));
+    return NS_OK;
+}
+
+static ns_status grad(solver *s, double *f) {
+    const ns_life_vec_ops *o = s->o;
+    TRY(apply_m(s, s->x, s->r));
+    TRY(o->sub(o->ctx, s->r, s->b, o->n_vox));
+    double rr = 0.0;
+    TRY(o->dot(o->ctx, s->r, s->r, o->n_vox, &rr));
+    TRY(reduce(s, &rr, 1));
+    *f = 0.5 * rr;
+    TRY(apply_mt(s, s->r, s->g));
+    if (s->opt->lambda != 0.0) TRY(o->add_scalar(o->ctx, s->g, s->opt->lambda, o->n_fib));
+    return NS_OK;
+}
+
+/* The step length from the lagged gradient; *ok = 0 if undefined. */
+static ns_status bb_step(solver *s, int32_t it, double *alpha, int *ok) {
+    const ns_life_vec_ops *o = s->o;
+    TRY(o->mask(o->ctx, s->oldg, s->x, s->g, o->n_fib));
+    TRY(apply_m(s, s->oldg, s->Ag));
+    double num = 0.0, den = 0.0;
+    if (it % 2 == 0) {
+        TRY(o->dot(o->ctx, s->oldg, s->oldg, o->n_fib, &num));
+        TRY(o->dot(o->ctx, s->Ag, s->Ag, o->n_vox, &den));
+        TRY(reduce(s, &den, 1));
+    } else {
+        TRY(o->dot(o->ctx, s->Ag, s->Ag, o->n_vox, &num));
+        TRY(reduce(s, &num, 1));
+        TRY(apply_mt(s, s->Ag, s->q));
+        TRY(o->mask(o->ctx, s->q, s->x, s->g, o->n_fib));
+        TRY(o->dot(o->ctx, s->q, s->q, o->n_fib, &den));
+    }
+    *alpha = num / den;
+    *ok = den > 0.0 && isfinite(*alpha);
+    return NS_OK;
+}
+
+static ns_status run(solver *s, double *w, double *history) {
+    const ns_life_vec_ops *o = s->o;
+    const ns_life_fit_options *opt = s->opt;
+    ns_life_fit_result *res = s->res;
+    const int64_t nf = o->n_fib;
+    TRY(o->upload_signal(o->ctx, s->b));
+    double *h_host = NULL;
+    if (opt->preconditioner) {
+        TRY(o->precond(o->ctx, s->hinv));
+    }
+    if (opt->w0) {
+        /* x = h w0 under the preconditioner */
+        h_host = malloc((size_t)nf * sizeof *h_host);
+        if (!h_host) return ns_fail(NS_ERR_OUT_OF_MEMORY, "w0");
+        ns_status st = NS_OK;
+        if (s->hinv) st = o->download(o->ctx, h_host, s->hinv, nf);
+        for (int64_t i = 0; st == NS_OK && i < nf; ++i)
+            h_host[i] = s->hinv ? opt->w0[i] / h_host[i] : opt->w0[i];
+        if (st == NS_OK) st = o->upload(o->ctx, s->x, h_host, nf);
+        free(h_host);
+        if (st != NS_OK) return st;
+    } else {
+        TRY(o->fill(o->ctx, s->x, 0.0, nf));
+    }
+    const double t0 = ns_time_ms();
+    double f = 0.0;
+    TRY(grad(s, &f));
+    TRY(o->copy(o->ctx, s->oldg, s->g, nf));
+    res->objective = f;
+    int32_t it = 0;
+    for (;;) {
+        ++it;
+        double pg = 0.0;
+        TRY(o->pgnorm(o->ctx, s->x, s->g, nf, &pg));
+        res->projected_gradient = pg;
+        if (pg < opt->tol_gradient) {
+            res->stop = NS_LIFE_STOP_GRADIENT;
+            break;
+        }
+        if (it > 2 && history && fabs(history[it - 2] - history[it - 3]) < opt->tol_objective) {
+            res->stop = NS_LIFE_STOP_OBJECTIVE;
+            break;
+        }
+        if (it >= opt->max_iterations) {
+            res->stop = NS_LIFE_STOP_MAX_ITERATIONS;
+            break;
+        }
+        double alpha = 0.0;
+        int ok = 0;
+        TRY(bb_step(s, it, &alpha, &ok));
+        if (!ok) {
+            res->stop = NS_LIFE_STOP_ZERO_STEP;
+            break;
+        }
+        TRY(o->update(o->ctx, s->x, s->g, alpha, nf));
+        TRY(o->copy(o->ctx, s->oldg, s->g, nf));
+        TRY(grad(s, &f));
+        if (!isfinite(f)) return ns_fail(NS_ERR_NOT_FINITE, "SBBNNLS: objective is %g after update %d", f, (int)it);
+        if (history) history[res->updates] = f;
+        ++res->updates;
+        res->objective = f;
+        if (opt->progress) {
+            int64_t nnz = 0;
+            TRY(o->nnz(o->ctx, s->x, nf, &nnz));
+            if (opt->progress(res->updates, f, nnz, opt->progress_context)) {
+                res->stop = NS_LIFE_STOP_USER;
+                break;
+            }
+        }
+    }
+    res->seconds = (ns_time_ms() - t0) * 1e-3;
+    TRY(o->nnz(o->ctx, s->x, nf, &res->nonzero));
+    if (s->hinv) TRY(o->mul(o->ctx, s->x, s->hinv, nf)); /* w = x / h */
+    return o->download(o->ctx, w, s->x, nf);
+}
+
+ns_status ns_life_sbbnnls(const ns_life_vec_ops *o, const ns_life_fit_options *opt, double *w,
+                          double *history, ns_life_fit_result *res) {
+    solver s;
+    memset(&s, 0, sizeof s);
+    s.o = o;
+    s.opt = opt;
+    s.res = res;
+    /* The objective test reads the history: keep one when the caller has none. */
+    double *own_history = NULL;
+    if (!history && opt->tol_objective > 0) {
+        own_history = malloc((size_t)opt->max_iterations * sizeof *own_history);
+        if (!own_history) return ns_fail(NS_ERR_OUT_OF_MEMORY, "objective history");
+        history = own_history;
+    }
+    double **fib[] = {&s.x, &s.g, &s.oldg, &s.q, &s.t, &s.hinv};
+    double **vox[] = {&s.b, &s.r, &s.Ag};
+    ns_status st = NS_OK;
+    const int n_fib_vectors = opt->preconditioner ? 6 : 5;
+    for (int i = 0; i < n_fib_vectors && st == NS_OK; ++i) st = o->alloc(o->ctx, o->n_fib, fib[i]);
+    for (int i = 0; i < 3 && st == NS_OK; ++i) st = o->alloc(o->ctx, o->n_vox, vox[i]);
+    if (st == NS_OK) st = run(&s, w, history);
+    for (int i = 0; i < 6; ++i)
+        if (*fib[i]) o->release(o->ctx, *fib[i]);
+    for (int i = 0; i < 3; ++i)
+        if (*vox[i]) o->release(o->ctx, *vox[i]);
+    free(own_history);
+    return st;
+}

@@ -1,0 +1,18 @@
+# LiFE tests: on a 2-core machine shared with other jobs, OpenMP threads that
+# spin while waiting make the small tests slow; let them sleep instead.
+foreach(t test_life_products test_life_fit test_life_io test_life_cuda)
+  if(TEST ${t})
+    set_tests_properties(${t} PROPERTIES ENVIRONMENT "OMP_WAIT_POLICY=passive")
+  endif()
+endforeach()
+
+# The command line end to end, and the NPY files checked with numpy (and the
+# fit against scipy's nnls when scipy is installed).
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_FOUND)
+  add_test(NAME life_cli
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_life_cli.py
+            $<TARGET_FILE:neurosolve_cli>)
+  set_tests_properties(life_cli PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                       ENVIRONMENT "OMP_WAIT_POLICY=passive")
+endif()

@@ -1,0 +1,383 @@
+/* The simulation loop against independent references:
+ *   1. a passive single compartment under a current step against the
+ *      backward-Euler recursion written out by hand;
+ *   2. the steady state of a passive soma + branching dendrite against the
+ *      dense conductance system solved by LAPACK (units of areas, axial
+ *      conductances and the IClamp's 1e2/area);
+ *   3. a Hodgkin-Huxley single compartment at a small step against a
+ *      classical RK4 integration of the HH equations (spike times);
+ *   4. hh's rate table against the exact rates, and q10;
+ *   5. NEURON's full node set against the minimal one (same voltages),
+ *      OpenMP against sequential (bitwise), cells independent of neighbours;
+ *   6. bad input: parameters, stimuli outside a cell, NaN in the state. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cable/mech.h"
+#include "check.h"
+#include "lapack.h"
+#include "neurosolve/neurosolve.h"
+
+/* A soma (one point, radius 10 um) and a dendrite of `seg` points that forks
+ * into two branches; pass seg = 0 for the soma alone. */
+static ns_cell_t *make_cell(int seg, ns_junction_policy junctions, double Ra) {
+    ns_morph_point pts[64];
+    int n = 0;
+    pts[n++] = (ns_morph_point){0, 0, 0, 10.0, NS_SWC_SOMA, -1, 1, 1};
+    if (seg > 0) {
+        int prev = 0;
+        for (int k = 0; k < seg; ++k, ++n) {
+            pts[n] = (ns_morph_point){10.0 + 20.0 * (k + 1), 0, 0, 1.0 - 0.05 * k, NS_SWC_BASAL, prev, n + 1, n + 1};
+            prev = n;
+        }
+        const int fork = prev;
+        for (int br = 0; br < 2; ++br)
+            for (int k = 0; k < 3; ++k, ++n) {
+                double y = (br ? 1 : -1) * 15.0 * (k + 1);
+                pts[n] = (ns_morph_point){pts[fork].x + 15.0 * (k + 1), y, 0, 0.6, NS_SWC_BASAL,
+                                          k == 0 ? fork : n - 1, n + 1, n + 1};
+            }
+    }
+    ns_morph_t *m = NULL;
+    ns_cell_t *c = NULL;
+    if (ns_morph_from_points("test", pts, n, &m) != NS_OK) return NULL;
+    ns_discretize_options o;
+    ns_discretize_options_init(&o);
+    o.rule = seg > 0 ? NS_NSEG_FIXED_LENGTH : NS_NSEG_ONE; /* the soma alone: one compartment */
+    o.max_length = 10.0;
+    o.junctions = junctions;
+    o.Ra = Ra;
+    ns_discretize(m, &o, &c);
+    ns_morph_destroy(m);
+    return c;
+}
+
+static void passive_params(ns_sim_params *p, double g, double e) {
+    ns_sim_params_init(p);
+    CHECK_OK(ns_sim_params_set(p, "all.hh", 0));
+    CHECK_OK(ns_sim_params_set(p, "all.pas", 1));
+    CHECK_OK(ns_sim_params_set(p, "all.g_pas", g));
+    CHECK_OK(ns_sim_params_set(p, "all.e_pas", e));
+}
+
+static void test_passive_single(void) {
+    ns_cell_t *cell = make_cell(0, NS_JUNCTIONS_MINIMAL, 35.4);
+    CHECK(cell != NULL);
+    if (!cell) return;
+    CHECK(ns_tree_size(ns_cell_tree(cell)) == 1);
+    const double A = ns_cell_area(cell)[0];
+    CHECK(check_rel(A, 400.0 * 3.14159265358979323846) < 1e-12); /* sphere_rep: cylinder L = diam = 20 um */
+    ns_sim_params p;
+    passive_params(&p, 2e-4, -70.0);
+    p.v_init = -60.0;
+    p.dt = 0.1;
+    CHECK_OK(ns_sim_params_set(&p, "soma.cm", 1.5));
+    const ns_cell_t *shapes[1] = {cell};
+    ns_sim_t *sim = NULL;
+    CHECK_OK(ns_sim_create(1, shapes, 1, NULL, &p, NULL, &sim));
+    if (!sim) goto out;
+    const double I = 0.05, del = 1.0, dur = 3.0; /* nA, ms */
+    CHECK_OK(ns_sim_add_iclamp(sim, 0, 0, del, dur, I));
+    int32_t site;
+    CHECK_OK(ns_sim_add_recording(sim, 0, 0, &site));
+    CHECK_OK(ns_sim_advance(sim, 100));
+    const double *tr = ns_sim_traces(sim, NULL, NULL);
+    /* backward Euler: (1e-3 cm/dt + g) dv = -g (v - e) + i 1e2/A, i on while
+     * del <= t_mid < del + dur with t_mid = (k + 1/2) dt */
+    double v = -60.0, worst = 0.0;
+    for (int k = 0; k < 100; ++k) {
+        const double tm = (k + 0.5) * 0.1;
+        const double i = (tm >= del && tm < del + dur) ? I : 0.0;
+        v += (-2e-4 * (v + 70.0) + i * 1e2 / A) / (1e-3 * 1.5 / 0.1 + 2e-4);
+        worst = fmax(worst, fabs(tr[k + 1] - v));
+    }
+    CHECK_MSG(worst < 1e-10, "passive single compartment differs by %g mV", worst);
+    CHECK(fabs(ns_sim_time(sim) - 10.0) < 1e-9);
+out:
+    ns_sim_destroy(sim);
+    ns_cell_destroy(cell);
+}
+
+static void test_passive_steady(void) {
+    ns_cell_t *cell = make_cell(6, NS_JUNCTIONS_MINIMAL, 150.0);
+    CHECK(cell != NULL);
+    if (!cell) return;
+    const int n = ns_tree_size(ns_cell_tree(cell));
+    const int32_t *parent = ns_tree_parent(ns_cell_tree(cell));
+    const double *area = ns_cell_area(cell), *g = ns_cell_axial_conductance(cell);
+    ns_sim_params p;
+    const double gp = 5e-4, ep = -70.0, I = 0.2;
+    passive_params(&p, gp, ep);
+    p.v_init = ep;
+    p.dt = 0.1;
+    const ns_cell_t *shapes[1] = {cell};
+    ns_sim_t *sim = NULL;
+    CHECK_OK(ns_sim_create(1, shapes, 1, NULL, &p, NULL, &sim));
+    if (!sim) goto out;
+    int32_t soma;
+    CHECK_OK(ns_sim_locate(cell, 0, 0.5, &soma));
+    CHECK_OK(ns_sim_add_iclamp(sim, 0, soma, 0.0, 1e9, I));
+    CHECK_OK(ns_sim_advance(sim, 20000)); /* 2 s: tau = 2 ms */
+    double *v = malloc((size_t)n * sizeof *v);
+    double *M = calloc((size_t)n * n, sizeof *M), *rhs = calloc((size_t)n, sizeof *rhs);
+    int *ipiv = malloc((size_t)n * sizeof *ipiv);
+    CHECK_OK(ns_sim_get_state(sim, 0, v, NULL, NULL, NULL));
+    /* Kirchhoff at every node [uS, mV, nA]: membrane g_pas A 1e-2 (S/cm^2 x um^2
+     * -> uS), axial 1/ri between each node and its parent, I at the soma */
+    for (int i = 0; i < n; ++i) {
+        const double gm = gp * area[i] * 1e-2;
+        M[(size_t)i * n + i] += gm;
+        rhs[i] += gm * ep + (i == soma ? I : 0.0);
+        if (parent[i] >= 0) {
+            const int q = parent[i];
+            M[(size_t)i * n + i] += g[i];
+            M[(size_t)q * n + q] += g[i];
+            M[(size_t)q * n + i] -= g[i];
+            M[(size_t)i * n + q] -= g[i];
+        }
+    }
+    int one = 1, info = 0;
+    dgesv_(&n, &one, M, &n, ipiv, rhs, &n, &info);
+    CHECK(info == 0);
+    double worst = 0.0;
+    for (int i = 0; i < n; ++i) worst = fmax(worst, fabs(v[i] - rhs[i]));
+    CHECK_MSG(worst < 1e-8, "steady state differs from the dense solve by %g mV (n = %d)", worst, n);
+    CHECK(rhs[soma] - ep > 1.0); /* the test means something: the current depolarises */
+    free(v);
+    free(M);
+    free(rhs);
+    free(ipiv);
+out:
+    ns_sim_destroy(sim);
+    ns_cell_destroy(cell);
+}
+
+/* Classical HH (squid, NEURON's hh.mod rates) with RK4: dv/dt in mV/ms for
+ * currents in uA/cm^2 and cm in uF/cm^2. */
+static void hh_deriv(const double *y, double istim, double q10, double *dy) {
+    ns_hh_rates r;
+    ns_hh_rates_exact(y[0], q10, &r);
+    const double ina = 120.0 * y[1] * y[1] * y[1] * y[2] * (y[0] - 50.0);
+    const double ik = 36.0 * pow(y[3], 4) * (y[0] + 77.0);
+    const double il = 0.3 * (y[0] + 54.3);
+    dy[0] = (istim - ina - ik - il) / 1.0;
+    dy[1] = (r.minf - y[1]) / r.mtau;
+    dy[2] = (r.hinf - y[2]) / r.htau;
+    dy[3] = (r.ninf - y[3]) / r.ntau;
+}
+
+static void test_hh_rk4(void) {
+    ns_cell_t *cell = make_cell(0, NS_JUNCTIONS_MINIMAL, 35.4);
+    if (!cell) return;
+    const double A = ns_cell_area(cell)[0];
+    const double dens = 15.0;               /* uA/cm^2 */
+    const double amp = dens * A * 1e-5;     /* nA: uA/cm^2 x um^2 x 1e-8 cm^2/um^2 x 1e3 nA/uA */
+    const double celsius = 16.3, q10 = 3.0; /* 3^((16.3 - 6.3)/10) */
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    p.celsius = celsius;
+    p.usetable = 0;
+    p.dt = 0.001;
+    const ns_cell_t *shapes[1] = {cell};
+    ns_sim_t *sim = NULL;
+    CHECK_OK(ns_sim_create(1, shapes, 1, NULL, &p, NULL, &sim));
+    if (!sim) goto out;
+    CHECK_OK(ns_sim_add_iclamp(sim, 0, 0, 1.0, 100.0, amp));
+    CHECK_OK(ns_sim_advance(sim, ns_sim_steps_for(sim, 30.0)));
+    int64_t ns;
+    const double *sp = ns_sim_spikes(sim, 0, &ns);
+    /* RK4, h = 0.0005 ms, the same -20 mV crossing rule */
+    double y[4], k1[4], k2[4], k3[4], k4[4], tmp[4], ref[16];
+    int nref = 0;
+    ns_hh_rates r0;
+    ns_hh_rates_exact(-65.0, q10, &r0);
+    y[0] = -65.0, y[1] = r0.minf, y[2] = r0.hinf, y[3] = r0.ninf;
+    const double h = 0.0005;
+    for (int k = 0; k < 60000 && nref < 16; ++k) {
+        const double t = k * h;
+        const double i1 = (t >= 1.0) ? dens : 0.0, i2 = (t + h / 2 >= 1.0) ? dens : 0.0,
+                     i3 = (t + h >= 1.0) ? dens : 0.0;
+        hh_deriv(y, i1, q10, k1);
+        for (int j = 0; j < 4; ++j) tmp[j] = y[j] + h / 2 * k1[j];
+        hh_deriv(tmp, i2, q10, k2);
+        for (int j = 0; j < 4; ++j) tmp[j] = y[j] + h / 2 * k2[j];
+        hh_deriv(tmp, i2, q10, k3);
+        for (int j = 0; j < 4; ++j) tmp[j] = y[j] + h * k3[j];
+        hh_deriv(tmp, i3, q10, k4);
+        const double vold = y[0];
+        for (int j = 0; j < 4; ++j) y[j] += h / 6 * (k1[j] + 2 * k2[j] + 2 * k3[j] + k4[j]);
+        if (vold < -20.0 && y[0] >= -20.0) ref[nref++] = t + h * (-20.0 - vold) / (y[0] - vold);
+    }
+    CHECK_MSG(ns == nref && ns >= 3, "HH: %lld spikes, RK4 %d", (long long)ns, nref);
+    for (int q = 0; q < ns && q < nref; ++q)
+        CHECK_MSG(fabs(sp[q] - ref[q]) < 0.02, "HH spike %d: %.5f ms, RK4 %.5f ms", q, sp[q], ref[q]);
+out:
+    ns_sim_destroy(sim);
+    ns_cell_destroy(cell);
+}
+
+static void test_rates(void) {
+    ns_hh_table t;
+    for (int i = 0; i < NS_HH_TABLE_N; ++i) {
+        ns_hh_rates r;
+        ns_hh_rates_exact(-100.0 + i, 1.0, &r);
+        t.minf[i] = r.minf, t.mtau[i] = r.mtau, t.hinf[i] = r.hinf;
+        t.htau[i] = r.htau, t.ninf[i] = r.ninf, t.ntau[i] = r.ntau;
+    }
+    double worst = 0.0;
+    for (double v = -99.9; v < 99.9; v += 0.37) {
+        ns_hh_rates a, b;
+        ns_hh_rates_table(&t, v, &a);
+        ns_hh_rates_exact(v, 1.0, &b);
+        worst = fmax(worst, fabs(a.minf - b.minf) + fabs(a.hinf - b.hinf) + fabs(a.ninf - b.ninf));
+    }
+    CHECK_MSG(worst < 5e-3 && worst > 0.0, "table interpolation error %g", worst);
+    ns_hh_rates lo, hi, e;
+    ns_hh_rates_table(&t, -150.0, &lo);
+    ns_hh_rates_table(&t, 150.0, &hi);
+    CHECK(lo.minf == t.minf[0] && hi.ntau == t.ntau[NS_HH_TABLE_N - 1]);
+    ns_hh_rates_exact(-40.0, 1.0, &e); /* vtrap's 0/0 point */
+    CHECK(isfinite(e.minf) && e.minf > 0.0);
+    ns_hh_rates r1, r3;
+    ns_hh_rates_exact(-30.0, 1.0, &r1);
+    ns_hh_rates_exact(-30.0, 3.0, &r3);
+    CHECK(check_rel(r3.mtau * 3.0, r1.mtau) < 1e-14 && r3.minf == r1.minf);
+}
+
+static void run_population(ns_hines_method method, ns_junction_policy junctions, int n_cells, double **v_out,
+                           int64_t *n_out, int64_t *spikes_out) {
+    ns_cell_t *c1 = make_cell(6, junctions, 35.4), *c2 = make_cell(3, junctions, 100.0),
+              *c3 = make_cell(0, junctions, 35.4);
+    const ns_cell_t *shapes[3] = {c1, c2, c3};
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    CHECK_OK(ns_sim_params_set(&p, "dend.hh", 0));
+    CHECK_OK(ns_sim_params_set(&p, "dend.pas", 1));
+    CHECK_OK(ns_sim_params_set(&p, "dend.g_pas", 1e-4));
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.method = method;
+    o.threads = 2;
+    ns_sim_t *sim = NULL;
+    CHECK_OK(ns_sim_create(3, shapes, n_cells, NULL, &p, &o, &sim));
+    *v_out = NULL;
+    if (sim) {
+        for (int64_t c = 0; c < n_cells; ++c) {
+            int32_t soma;
+            CHECK_OK(ns_sim_locate(shapes[c % 3], 0, 0.5, &soma));
+            CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 1.0 + 0.1 * (c % 7), 20.0, 0.2 + 0.05 * (c % 5)));
+        }
+        CHECK_OK(ns_sim_advance(sim, 400));
+        CHECK_OK(ns_sim_advance(sim, 400));
+        *n_out = ns_sim_compartments(sim);
+        *v_out = malloc((size_t)*n_out * sizeof **v_out);
+        /* soma voltages only (the node sets differ between the policies) */
+        int64_t k = 0, spikes = 0;
+        for (int64_t c = 0; c < n_cells; ++c) {
+            double v[256];
+            CHECK_OK(ns_sim_get_state(sim, c, v, NULL, NULL, NULL));
+            (*v_out)[k++] = v[ns_sim_spike_compartment(sim, c)];
+            int64_t cnt;
+            ns_sim_spikes(sim, c, &cnt);
+            spikes += cnt;
+        }
+        *n_out = k;
+        *spikes_out = spikes;
+    }
+    ns_sim_destroy(sim);
+    ns_cell_destroy(c1);
+    ns_cell_destroy(c2);
+    ns_cell_destroy(c3);
+}
+
+static void test_population(void) {
+    double *a = NULL, *b = NULL, *c = NULL;
+    int64_t na = 0, nb = 0, nc = 0, sa = 0, sb = 0, sc = 0;
+    run_population(NS_HINES_SEQUENTIAL, NS_JUNCTIONS_MINIMAL, 61, &a, &na, &sa);
+    run_population(NS_HINES_OPENMP, NS_JUNCTIONS_MINIMAL, 61, &b, &nb, &sb);
+    run_population(NS_HINES_OPENMP, NS_JUNCTIONS_NEURON, 61, &c, &nc, &sc);
+    CHECK(a && b && c && na == 61 && nb == 61 && nc == 61);
+    CHECK(sa > 61 && sa == sb && sa == sc); /* every cell spikes at least once */
+    double same = 0.0, policy = 0.0;
+    for (int64_t i = 0; a && b && c && i < na; ++i) {
+        same = fmax(same, fabs(a[i] - b[i]));
+        policy = fmax(policy, fabs(a[i] - c[i]));
+    }
+    CHECK_MSG(same == 0.0, "OpenMP differs from sequential by %g mV", same);
+    CHECK_MSG(policy < 1e-8, "NEURON's node set differs from the minimal one by %g mV", policy);
+    free(a);
+    free(b);
+    free(c);
+}
+
+static void test_bad_input(void) {
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    CHECK(ns_sim_params_set(&p, "soma.gnabar", 0.1) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(ns_last_error(), "soma.gnabar") != NULL);
+    CHECK(ns_sim_params_set(&p, "dendrite.cm", 1) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(ns_sim_params_set(&p, "all.cm", -1) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(ns_sim_params_set(&p, "dt", 0) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(ns_sim_params_set(&p, "Ra", -3) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(ns_sim_params_set(&p, "soma.hh", 2) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(ns_sim_params_set(&p, "celsius", NAN) == NS_ERR_INVALID_ARGUMENT);
+    const char *text = "# comment\n\ncelsius = 20\ndend.g_pas = 2e-4  # trailing\napical.cm=2\n";
+    CHECK_OK(ns_sim_params_parse(&p, text, strlen(text), "p.txt"));
+    CHECK(p.celsius == 20 && p.region[NS_REGION_BASAL].g_pas == 2e-4 && p.region[NS_REGION_APICAL].g_pas == 2e-4 &&
+          p.region[NS_REGION_SOMA].g_pas == 0.001 && p.region[NS_REGION_APICAL].cm == 2);
+    const char *bad = "dt = 0.025\nsoma.gnabar_hh = abc\n";
+    CHECK(ns_sim_params_parse(&p, bad, strlen(bad), "p.txt") == NS_ERR_PARSE);
+    CHECK(strstr(ns_last_error(), "p.txt:2") != NULL);
+    const char *bad2 = "dt = 0.025\nfoo = 1\n";
+    CHECK(ns_sim_params_parse(&p, bad2, strlen(bad2), "q.txt") == NS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(ns_last_error(), "q.txt:2") != NULL && strstr(ns_last_error(), "foo") != NULL);
+    CHECK(ns_sim_params_read(&p, "/nonexistent/params.txt") == NS_ERR_IO);
+
+    ns_cell_t *cell = make_cell(2, NS_JUNCTIONS_MINIMAL, 35.4);
+    if (!cell) return;
+    const ns_cell_t *shapes[1] = {cell};
+    ns_sim_t *sim = NULL;
+    ns_sim_params_init(&p);
+    p.region[NS_REGION_BASAL].cm = -1.0;
+    CHECK(ns_sim_create(1, shapes, 2, NULL, &p, NULL, &sim) == NS_ERR_INVALID_ARGUMENT && !sim);
+    ns_sim_params_init(&p);
+    p.dt = -0.1;
+    CHECK(ns_sim_create(1, shapes, 2, NULL, &p, NULL, &sim) == NS_ERR_INVALID_ARGUMENT && !sim);
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.method = NS_HINES_BRANCH_LEVEL;
+    CHECK(ns_sim_create(1, shapes, 2, NULL, &p, &o, &sim) != NS_OK && !sim);
+    CHECK_OK(ns_sim_create(1, shapes, 2, NULL, &p, NULL, &sim));
+    if (!sim) goto out;
+    const int32_t n = ns_tree_size(ns_cell_tree(cell));
+    CHECK(ns_sim_add_iclamp(sim, 0, n, 1, 1, 1) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(ns_last_error(), "outside cell 0") != NULL);
+    CHECK(ns_sim_add_iclamp(sim, 2, 0, 1, 1, 1) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(ns_sim_add_recording(sim, 0, -1, NULL) == NS_ERR_INVALID_ARGUMENT);
+    int32_t node;
+    CHECK(ns_sim_locate(cell, 99, 0.5, &node) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(ns_sim_locate(cell, 0, 1.5, &node) == NS_ERR_INVALID_ARGUMENT);
+    /* a current that overflows v (1e308 nA x 1e2/area is Inf): the run stops
+     * and names cell 1 */
+    CHECK_OK(ns_sim_add_iclamp(sim, 1, n - 1, 0.5, 10, 1e308));
+    ns_status st = ns_sim_advance(sim, 100);
+    CHECK(st == NS_ERR_NOT_FINITE);
+    CHECK_MSG(strstr(ns_last_error(), "cell 1,") != NULL && strstr(ns_last_error(), "t = 0.5") != NULL, "%s",
+              ns_last_error());
+    CHECK(ns_sim_advance(sim, 1) == NS_ERR_NOT_FINITE); /* until ns_sim_init */
+out:
+    ns_sim_destroy(sim);
+    ns_cell_destroy(cell);
+}
+
+int main(void) {
+    test_passive_single();
+    test_passive_steady();
+    test_hh_rk4();
+    test_rates();
+    test_population();
+    test_bad_input();
+    return check_summary("test_cable");
+}

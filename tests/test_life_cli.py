@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""neurosolve life end to end: synth writes NPY files numpy reads with the
+documented names, dtypes and shapes; the signal is M w_true for M built here
+from Phi with numpy; fit's weights reach scipy's nnls objective (when scipy is
+installed); C-order matrices load too; bad input gives one error line."""
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+except ImportError:
+    print("SKIPPED: numpy is not installed")
+    sys.exit(77)
+
+exe = sys.argv[1]
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAILED:", what)
+
+
+def run(*args, expect=0):
+    p = subprocess.run([exe, *args], capture_output=True, text=True)
+    check(p.returncode == expect, f"{' '.join(args)}: exit {p.returncode}, expected {expect}: {p.stderr}")
+    return p
+
+
+def dense_m(d):
+    D = np.load(os.path.join(d, "dictionary.npy"))
+    atom = np.load(os.path.join(d, "phi_atom.npy"))
+    voxel = np.load(os.path.join(d, "phi_voxel.npy"))
+    fiber = np.load(os.path.join(d, "phi_fiber.npy"))
+    value = np.load(os.path.join(d, "phi_value.npy"))
+    shape = np.load(os.path.join(d, "phi_shape.npy"))
+    T = D.shape[0]
+    M = np.zeros((T * shape[1], shape[2]))
+    for a, v, f, x in zip(atom, voxel, fiber, value):
+        M[v * T:(v + 1) * T, f] += D[:, a] * x
+    return M
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    d = os.path.join(tmp, "model")
+    run("life", "synth", d, "--fibers", "30", "--theta", "16", "--L", "6", "--grid", "6,8,6",
+        "--length", "5", "--seed", "4")
+    arrays = {
+        "phi_shape.npy": (np.int64, 1), "phi_atom.npy": (np.int32, 1), "phi_voxel.npy": (np.int32, 1),
+        "phi_fiber.npy": (np.int32, 1), "phi_value.npy": (np.float64, 1),
+        "dictionary.npy": (np.float64, 2), "signal.npy": (np.float64, 2), "w_true.npy": (np.float64, 1),
+    }
+    loaded = {}
+    for name, (dtype, ndim) in arrays.items():
+        a = np.load(os.path.join(d, name))
+        loaded[name] = a
+        check(a.dtype == dtype and a.ndim == ndim, f"{name}: {a.dtype} {a.shape}")
+    n_atoms, n_voxels, n_fibers = loaded["phi_shape.npy"]
+    check(n_atoms == 5 * 6 + 1, "atoms (L - 1) L + 1")
+    check(loaded["dictionary.npy"].shape == (16, n_atoms), "dictionary shape")
+    check(loaded["dictionary.npy"].flags.f_contiguous, "dictionary in Fortran order")
+    check(loaded["signal.npy"].shape == (16, n_voxels), "signal shape")
+    check(loaded["w_true.npy"].shape == (n_fibers,), "w_true shape")
+    M = dense_m(d)
+    y = loaded["signal.npy"].reshape(-1, order="F")
+    err = np.abs(M @ loaded["w_true.npy"] - y).max() / np.abs(y).max()
+    check(err <= 1e-12, f"signal = M w_true: {err}")
+
+    # a noisy model: fit against scipy's nnls
+    d2 = os.path.join(tmp, "noisy")
+    run("life", "synth", d2, "--fibers", "25", "--theta", "16", "--L", "6", "--grid", "6,8,6",
+        "--length", "5", "--seed", "5", "--noise", "0.3")
+    wfile = os.path.join(tmp, "w.npy")
+    run("life", "fit", d2, "--iters", "20000", "--tolg", "1e-13", "--tolo", "0", "--out", wfile,
+        "--backend", "cpu", "--quiet", "--mw", "coeff-voxel", "--mty", "coeff-voxel", "--threads", "2")
+    w = np.load(wfile)
+    hist = np.load(os.path.join(tmp, "w_history.npy"))
+    M = dense_m(d2)
+    b = np.load(os.path.join(d2, "signal.npy")).reshape(-1, order="F")
+    f = 0.5 * np.sum((M @ w - b) ** 2)
+    check(w.min() >= 0, "weights non-negative")
+    check(len(hist) > 0 and abs(hist[-1] - f) <= 1e-9 * f, f"history ends at the objective {hist[-1]} {f}")
+    try:
+        from scipy.optimize import nnls
+        x, rnorm = nnls(M, b, maxiter=100 * M.shape[1])
+        f_ref = 0.5 * rnorm ** 2
+        check(abs(f - f_ref) <= 1e-6 * f_ref, f"objective {f} vs scipy nnls {f_ref}")
+        print(f"objective {f:.12g}, scipy nnls {f_ref:.12g}")
+    except ImportError:
+        print("scipy not installed: nnls comparison skipped")
+
+    # C-order dictionary and signal load and give the same fit
+    for name in ("dictionary.npy", "signal.npy"):
+        a = np.load(os.path.join(d2, name))
+        np.save(os.path.join(d2, name), np.ascontiguousarray(a))
+    w2file = os.path.join(tmp, "w2.npy")
+    run("life", "fit", d2, "--iters", "20000", "--tolg", "1e-13", "--tolo", "0", "--out", w2file,
+        "--backend", "cpu", "--quiet", "--mw", "coeff-voxel", "--mty", "coeff-voxel", "--threads", "2")
+    check(np.array_equal(np.load(w2file), w), "C-order model gives the same weights")
+    p = run("life", "fit", d2, "--iters", "5", "--json", "--out", w2file, "--backend", "cpu")
+    import json
+    check(json.loads(p.stdout)["updates"] == 4, p.stdout)
+
+    # bad input: one line on stderr, exit 1 (runtime) or 2 (usage)
+    p = run("life", "fit", os.path.join(tmp, "nothing"), expect=1)
+    check(p.stderr.count("\n") == 1 and "phi_shape.npy" in p.stderr, p.stderr)
+    np.save(os.path.join(d2, "phi_voxel.npy"), np.load(os.path.join(d2, "phi_voxel.npy")).astype(np.int64))
+    p = run("life", "info", d2, expect=1)
+    check("phi_voxel.npy" in p.stderr and "int32" in p.stderr, p.stderr)
+    run("life", "fit", d2, "--iters", "0", expect=2)
+    run("life", "fit", d2, "--mw", "fastest", expect=2)
+    run("life", "synth", expect=2)
+
+print("test_life_cli:", "FAILED" if failures else "all checks passed")
+sys.exit(1 if failures else 0)

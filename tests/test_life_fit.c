@@ -1,0 +1,258 @@
+/* SBBNNLS: against an independent active-set NNLS (Lawson-Hanson with
+ * LAPACK's dgels on the dense M) on small problems, objective within 1e-6
+ * relative, with and without ENCODE's preconditioner; the KKT conditions
+ * with an L1 weight; every CPU variant and thread count gives the same
+ * weights within 1e-9 after 50 iterations; w0, history and callbacks. */
+#include "check.h"
+#include "test_life_common.h"
+
+extern void dgels_(const char *trans, const int *m, const int *n, const int *nrhs, double *a,
+                   const int *lda, double *b, const int *ldb, double *work, const int *lwork,
+                   int *info);
+
+/* Least squares on the columns in `passive` of the dense column-major A. */
+static int ls_passive(const double *A, int rows, const double *b, const int *passive, int np,
+                      double *z) {
+    double *sub = malloc((size_t)rows * np * sizeof *sub), *rhs = malloc((size_t)rows * sizeof *rhs);
+    for (int j = 0; j < np; ++j) memcpy(sub + (size_t)j * rows, A + (size_t)passive[j] * rows, (size_t)rows * sizeof *sub);
+    memcpy(rhs, b, (size_t)rows * sizeof *rhs);
+    int one = 1, info = 0, lwork = -1;
+    double q;
+    dgels_("N", &rows, &np, &one, sub, &rows, rhs, &rows, &q, &lwork, &info);
+    lwork = (int)q;
+    double *work = malloc((size_t)lwork * sizeof *work);
+    dgels_("N", &rows, &np, &one, sub, &rows, rhs, &rows, work, &lwork, &info);
+    for (int j = 0; j < np; ++j) z[j] = rhs[j];
+    free(sub), free(rhs), free(work);
+    return info;
+}
+
+/* Lawson & Hanson (1974), Algorithm NNLS. */
+static void lawson_hanson(const double *A, int rows, int cols, const double *b, double *x) {
+    int *inP = calloc((size_t)cols, sizeof *inP), *P = malloc((size_t)cols * sizeof *P);
+    double *w = malloc((size_t)cols * sizeof *w), *r = malloc((size_t)rows * sizeof *r);
+    double *z = malloc((size_t)cols * sizeof *z), *zz = malloc((size_t)cols * sizeof *zz);
+    memset(x, 0, (size_t)cols * sizeof *x);
+    const double tol = 1e-13;
+    for (int outer = 0; outer < 10 * cols; ++outer) {
+        for (int i = 0; i < rows; ++i) {
+            double s = b[i];
+            for (int j = 0; j < cols; ++j) s -= A[(size_t)j * rows + i] * x[j];
+            r[i] = s;
+        }
+        int t = -1;
+        double best = tol;
+        for (int j = 0; j < cols; ++j) {
+            double s = 0.0;
+            for (int i = 0; i < rows; ++i) s += A[(size_t)j * rows + i] * r[i];
+            w[j] = s;
+            if (!inP[j] && s > best) best = s, t = j;
+        }
+        if (t < 0) break;
+        inP[t] = 1;
+        for (int inner = 0; inner < 10 * cols; ++inner) {
+            int np = 0;
+            for (int j = 0; j < cols; ++j)
+                if (inP[j]) P[np++] = j;
+            ls_passive(A, rows, b, P, np, zz);
+            for (int j = 0; j < cols; ++j) z[j] = 0.0;
+            int all_pos = 1;
+            for (int j = 0; j < np; ++j) {
+                z[P[j]] = zz[j];
+                if (zz[j] <= 0) all_pos = 0;
+            }
+            if (all_pos) {
+                memcpy(x, z, (size_t)cols * sizeof *x);
+                break;
+            }
+            double alpha = INFINITY;
+            for (int j = 0; j < np; ++j) {
+                const int k = P[j];
+                if (z[k] <= 0) {
+                    const double a = x[k] / (x[k] - z[k]);
+                    if (a < alpha) alpha = a;
+                }
+            }
+            for (int j = 0; j < cols; ++j) x[j] += alpha * (z[j] - x[j]);
+            for (int j = 0; j < cols; ++j)
+                if (inP[j] && x[j] <= tol) inP[j] = 0, x[j] = 0.0;
+        }
+    }
+    free(inP), free(P), free(w), free(r), free(z), free(zz);
+}
+
+static double objective(const csr *c, const double *w, const double *b) {
+    double *y = malloc((size_t)c->rows * sizeof *y);
+    csr_mw(c, w, y);
+    double s = 0.0;
+    for (int64_t i = 0; i < c->rows; ++i) s += (y[i] - b[i]) * (y[i] - b[i]);
+    free(y);
+    return 0.5 * s;
+}
+
+static ns_status fit(ns_life_model_t *m, ns_life_variant v, int threads, const ns_life_fit_options *fo,
+                     double *w, double *hist, ns_life_fit_result *res) {
+    ns_life_options o;
+    ns_life_options_init(&o);
+    o.backend = NS_BACKEND_CPU;
+    o.mw_variant = o.mty_variant = v;
+    o.threads = threads;
+    ns_life_engine_t *e = NULL;
+    ns_status s = ns_life_engine_create(m, &o, &e);
+    if (s == NS_OK) s = ns_life_fit(e, fo, w, hist, res);
+    ns_life_engine_destroy(e);
+    return s;
+}
+
+static int stop_after(int32_t it, double f, int64_t nnz, void *ctx) {
+    (void)f, (void)nnz;
+    return it >= *(int *)ctx;
+}
+
+static void against_nnls(uint64_t seed, double noise, int precond) {
+    ns_life_model_t *m = tiny_model(16, 6, 25, 6, noise, seed);
+    CHECK(m != NULL);
+    if (!m) return;
+    csr c;
+    CHECK(csr_build(m, &c));
+    const int rows = (int)c.rows, cols = (int)c.cols;
+    double *A = calloc((size_t)rows * cols, sizeof *A);
+    for (int r = 0; r < rows; ++r)
+        for (int64_t j = c.ptr[r]; j < c.ptr[r + 1]; ++j) A[(size_t)c.col[j] * rows + r] += c.val[j];
+    const double *b = ns_life_model_signal(m);
+    double *x_lh = malloc((size_t)cols * sizeof *x_lh), *w = malloc((size_t)cols * sizeof *w);
+    lawson_hanson(A, rows, cols, b, x_lh);
+    const double f_lh = objective(&c, x_lh, b);
+
+    ns_life_fit_options fo;
+    ns_life_fit_options_init(&fo);
+    fo.max_iterations = 20000;
+    fo.tol_gradient = 1e-13;
+    fo.tol_objective = 0.0;
+    fo.preconditioner = precond;
+    ns_life_fit_result res;
+    double *hist = malloc((size_t)fo.max_iterations * sizeof *hist);
+    CHECK_OK(fit(m, NS_LIFE_VOXEL_VOXEL, 2, &fo, w, hist, &res));
+    const double f_sbb = objective(&c, w, b);
+    int active = 0;
+    for (int j = 0; j < cols; ++j) active += x_lh[j] == 0.0;
+    printf("seed %llu noise %.2f precond %d: %d x %d, %d at the bound; LH %.12g, SBBNNLS %.12g "
+           "(%d updates, %s)\n", (unsigned long long)seed, noise, precond, rows, cols, active, f_lh,
+           f_sbb, (int)res.updates, ns_life_stop_name(res.stop));
+    CHECK_MSG(fabs(f_sbb - f_lh) <= 1e-6 * f_lh + 1e-14, "objective %.15g vs NNLS %.15g", f_sbb, f_lh);
+    CHECK(fabs(res.objective - f_sbb) <= 1e-9 * f_sbb + 1e-14);
+    if (res.updates > 0) CHECK(hist[res.updates - 1] == res.objective);
+    for (int j = 0; j < cols; ++j) CHECK(w[j] >= 0.0);
+    free(A), free(x_lh), free(w), free(hist);
+    csr_free(&c);
+    ns_life_model_destroy(m);
+}
+
+/* KKT of min 0.5 ||M w - b||^2 + lambda sum w, w >= 0: g = M^T (M w - b) + lambda,
+ * g_i = 0 where w_i > 0 and g_i >= 0 where w_i = 0. */
+static void kkt_lambda(double lambda) {
+    ns_life_model_t *m = tiny_model(16, 6, 25, 6, 0.2, 21);
+    if (!m) return;
+    csr c;
+    CHECK(csr_build(m, &c));
+    const int64_t F = c.cols;
+    double *w = malloc((size_t)F * sizeof *w), *g = malloc((size_t)F * sizeof *g);
+    double *r = malloc((size_t)c.rows * sizeof *r);
+    ns_life_fit_options fo;
+    ns_life_fit_options_init(&fo);
+    fo.max_iterations = 20000;
+    fo.tol_gradient = 1e-12;
+    fo.tol_objective = 0.0;
+    fo.lambda = lambda;
+    ns_life_fit_result res;
+    CHECK_OK(fit(m, NS_LIFE_COEFF_ATOM, 1, &fo, w, NULL, &res));
+    csr_mw(&c, w, r);
+    const double *b = ns_life_model_signal(m);
+    for (int64_t i = 0; i < c.rows; ++i) r[i] -= b[i];
+    csr_mty(&c, r, g);
+    double worst = 0.0, scale = 0.0;
+    int64_t nnz = 0;
+    for (int64_t i = 0; i < F; ++i) {
+        g[i] += lambda;
+        scale = fmax(scale, fabs(g[i] - lambda) + lambda);
+        if (w[i] > 0) worst = fmax(worst, fabs(g[i])), ++nnz;
+        else worst = fmax(worst, fmax(0.0, -g[i]));
+    }
+    printf("lambda %g: %lld of %lld weights non-zero, KKT violation %.3g (scale %.3g)\n", lambda,
+           (long long)nnz, (long long)F, worst, scale);
+    CHECK_MSG(worst <= 1e-9 * scale, "KKT violation %.3g", worst);
+    free(w), free(g), free(r);
+    csr_free(&c);
+    ns_life_model_destroy(m);
+}
+
+static void variants_agree(void) {
+    ns_life_model_t *m = tiny_model(96, 10, 200, 8, 0.1, 33);
+    CHECK(m != NULL);
+    if (!m) return;
+    const int64_t F = ns_life_model_n_fibers(m);
+    double *ref = malloc((size_t)F * sizeof *ref), *w = malloc((size_t)F * sizeof *w);
+    ns_life_fit_options fo;
+    ns_life_fit_options_init(&fo);
+    fo.max_iterations = 51; /* 50 updates */
+    fo.tol_gradient = 0.0;
+    fo.tol_objective = 0.0;
+    ns_life_fit_result res;
+    CHECK_OK(fit(m, NS_LIFE_NAIVE, 1, &fo, ref, NULL, &res));
+    CHECK(res.updates == 50);
+    CHECK(res.mw_calls == 2 * 50 + 1 && res.mty_calls == 50 + 25 + 1);
+    for (int pre = 0; pre <= 1; ++pre) {
+        fo.preconditioner = pre;
+        if (pre) CHECK_OK(fit(m, NS_LIFE_NAIVE, 1, &fo, ref, NULL, &res));
+        for (int v = NS_LIFE_NAIVE; v < NS_LIFE_VARIANT_COUNT; ++v)
+            for (int threads = 1; threads <= 2; ++threads) {
+                CHECK_OK(fit(m, (ns_life_variant)v, threads, &fo, w, NULL, &res));
+                const double e = rel_inf(w, ref, F);
+                CHECK_MSG(e <= 1e-9, "precond %d %s threads %d: weights differ by %.3g", pre,
+                          ns_life_variant_name((ns_life_variant)v), threads, e);
+            }
+    }
+    /* w0 = the result of 50 updates, then 10 more == 60 updates from zero */
+    fo.preconditioner = 0;
+    CHECK_OK(fit(m, NS_LIFE_NAIVE, 1, &fo, ref, NULL, &res));
+    double *w60 = malloc((size_t)F * sizeof *w60);
+    fo.max_iterations = 61;
+    CHECK_OK(fit(m, NS_LIFE_VOXEL_VOXEL, 2, &fo, w60, NULL, &res));
+    fo.w0 = ref;
+    fo.max_iterations = 11;
+    CHECK_OK(fit(m, NS_LIFE_VOXEL_VOXEL, 2, &fo, w, NULL, &res));
+    CHECK(res.updates == 10);
+    /* a restart loses the lagged gradient, so only the objective is comparable */
+    fo.w0 = NULL;
+    /* the progress callback stops the solver */
+    int stop = 7;
+    fo.max_iterations = 500;
+    fo.progress = stop_after;
+    fo.progress_context = &stop;
+    CHECK_OK(fit(m, NS_LIFE_COEFF_VOXEL, 2, &fo, w, NULL, &res));
+    CHECK(res.updates == 7 && res.stop == NS_LIFE_STOP_USER);
+    /* bad options */
+    fo.progress = NULL;
+    fo.max_iterations = 0;
+    CHECK(fit(m, NS_LIFE_NAIVE, 1, &fo, w, NULL, &res) == NS_ERR_INVALID_ARGUMENT);
+    fo.max_iterations = 10;
+    fo.lambda = -1.0;
+    CHECK(fit(m, NS_LIFE_NAIVE, 1, &fo, w, NULL, &res) == NS_ERR_INVALID_ARGUMENT);
+    fo.lambda = 0.0;
+    ref[3] = -1.0;
+    fo.w0 = ref;
+    CHECK(fit(m, NS_LIFE_NAIVE, 1, &fo, w, NULL, &res) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(ns_last_error(), "w0[3]") != NULL);
+    free(ref), free(w), free(w60);
+    ns_life_model_destroy(m);
+}
+
+int main(void) {
+    against_nnls(1, 0.0, 0);
+    against_nnls(2, 0.3, 0);
+    against_nnls(3, 0.3, 1);
+    against_nnls(4, 1.0, 0);
+    kkt_lambda(0.05);
+    variants_agree();
+    return check_summary("test_life_fit");
+}

@@ -1,0 +1,133 @@
+/* LiFE products: every CPU variant of y = M w and w = M^T y against an
+ * explicit CSR matrix built from the tensor by the test (relative error
+ * <= 1e-12), the adjoint identity <M w, y> = <w, M^T y>, zero-weight
+ * skipping, thread counts 1..3, and the AUTO selection. */
+#include "check.h"
+#include "test_life_common.h"
+
+static void fill(double *v, int64_t n, unsigned seed, double zero_fraction) {
+    srand(seed);
+    for (int64_t i = 0; i < n; ++i) {
+        const double u = rand() / (double)RAND_MAX;
+        v[i] = u < zero_fraction ? 0.0 : 2.0 * rand() / (double)RAND_MAX - 0.5;
+    }
+}
+
+static void check_model(ns_life_model_t *m, const char *label) {
+    csr c;
+    CHECK(csr_build(m, &c));
+    const int64_t F = ns_life_model_n_fibers(m);
+    const int64_t NY = (int64_t)ns_life_model_n_theta(m) * ns_life_model_n_voxels(m);
+    double *w = malloc((size_t)F * sizeof *w), *w_ref = malloc((size_t)F * sizeof *w);
+    double *y = malloc((size_t)NY * sizeof *y), *y_ref = malloc((size_t)NY * sizeof *y);
+    double *w_out = malloc((size_t)F * sizeof *w), *y_out = malloc((size_t)NY * sizeof *y);
+    /* 30 % zero weights: exercises the skipping of zero weights */
+    fill(w, F, 7, 0.3);
+    fill(y, NY, 11, 0.0);
+    csr_mw(&c, w, y_ref);
+    csr_mty(&c, y, w_ref);
+    for (int v = NS_LIFE_NAIVE; v < NS_LIFE_VARIANT_COUNT; ++v) {
+        for (int threads = 1; threads <= 3; ++threads) {
+            ns_life_options o;
+            ns_life_options_init(&o);
+            o.backend = NS_BACKEND_CPU;
+            o.mw_variant = o.mty_variant = (ns_life_variant)v;
+            o.threads = threads;
+            ns_life_engine_t *e = NULL;
+            CHECK_OK(ns_life_engine_create(m, &o, &e));
+            if (!e) continue;
+            for (int64_t i = 0; i < NY; ++i) y_out[i] = NAN; /* poison */
+            for (int64_t i = 0; i < F; ++i) w_out[i] = NAN;
+            CHECK_OK(ns_life_mw(e, w, y_out));
+            CHECK_OK(ns_life_mty(e, y, w_out));
+            const double emw = rel_inf(y_out, y_ref, NY), emty = rel_inf(w_out, w_ref, F);
+            CHECK_MSG(emw <= 1e-12, "%s: %s Mw threads %d: rel err %.3g", label,
+                      ns_life_variant_name((ns_life_variant)v), threads, emw);
+            CHECK_MSG(emty <= 1e-12, "%s: %s MTy threads %d: rel err %.3g", label,
+                      ns_life_variant_name((ns_life_variant)v), threads, emty);
+            /* adjoint: <M w, y> = <w, M^T y> */
+            double a = 0.0, b = 0.0, s = 0.0;
+            for (int64_t i = 0; i < NY; ++i) a += y_out[i] * y[i], s += fabs(y_out[i] * y[i]);
+            for (int64_t i = 0; i < F; ++i) b += w[i] * w_out[i];
+            CHECK_MSG(fabs(a - b) <= 1e-12 * s, "%s: %s adjoint %.17g vs %.17g", label,
+                      ns_life_variant_name((ns_life_variant)v), a, b);
+            ns_life_engine_destroy(e);
+        }
+    }
+    /* AUTO picks one of the optimised variants and caches it in the model */
+    ns_life_options o;
+    ns_life_options_init(&o);
+    o.backend = NS_BACKEND_CPU;
+    ns_life_engine_t *e = NULL;
+    CHECK_OK(ns_life_engine_create(m, &o, &e));
+    if (e) {
+        for (int p = 0; p < 2; ++p) {
+            const ns_life_variant v = ns_life_engine_variant(e, (ns_life_product)p);
+            CHECK(v >= NS_LIFE_COEFF_ATOM && v <= NS_LIFE_VOXEL_VOXEL);
+        }
+        CHECK_OK(ns_life_mw(e, w, y_out));
+        CHECK(rel_inf(y_out, y_ref, NY) <= 1e-12);
+        ns_life_engine_t *e2 = NULL;
+        CHECK_OK(ns_life_engine_create(m, &o, &e2));
+        if (e2)
+            for (int p = 0; p < 2; ++p)
+                CHECK(ns_life_engine_variant(e2, (ns_life_product)p) ==
+                      ns_life_engine_variant(e, (ns_life_product)p));
+        ns_life_engine_destroy(e2);
+        /* the timing entry returns the same product */
+        double ms[3];
+        CHECK_OK(ns_life_time_product(e, NS_LIFE_MTY, NS_LIFE_COEFF_VOXEL, y, w_out, 3, ms));
+        CHECK(rel_inf(w_out, w_ref, F) <= 1e-12);
+        CHECK(ms[0] >= 0 && ms[2] >= 0);
+        CHECK(ns_life_floor_bytes(m, NS_LIFE_MW) > 20.0 * (double)ns_life_model_n_coeffs(m));
+    }
+    ns_life_engine_destroy(e);
+    free(w), free(w_ref), free(y), free(y_ref), free(w_out), free(y_out);
+    csr_free(&c);
+}
+
+int main(void) {
+    /* the paper's 96 directions with a small dictionary and volume */
+    ns_life_model_t *m = tiny_model(96, 12, 300, 10, 0.0, 3);
+    CHECK(m != NULL);
+    if (m) {
+        CHECK_OK(ns_life_model_validate(m));
+        printf("model: %d theta, %d atoms, %d voxels, %d fibers, %lld coefficients\n",
+               ns_life_model_n_theta(m), ns_life_model_n_atoms(m), ns_life_model_n_voxels(m),
+               ns_life_model_n_fibers(m), (long long)ns_life_model_n_coeffs(m));
+        CHECK(ns_life_model_n_atoms(m) == 11 * 12 + 1);
+        check_model(m, "n_theta 96");
+        ns_life_model_destroy(m);
+    }
+    /* n_theta not a multiple of anything convenient; a single voxel column */
+    m = tiny_model(7, 5, 40, 4, 0.1, 5);
+    CHECK(m != NULL);
+    if (m) {
+        check_model(m, "n_theta 7");
+        ns_life_model_destroy(m);
+    }
+    /* The synthetic signal is M w_true: check it through the CSR matrix. */
+    m = tiny_model(32, 8, 50, 6, 0.0, 9);
+    if (m) {
+        csr c;
+        CHECK(csr_build(m, &c));
+        const int64_t NY = (int64_t)ns_life_model_n_theta(m) * ns_life_model_n_voxels(m);
+        double *y = malloc((size_t)NY * sizeof *y);
+        CHECK(ns_life_model_true_weights(m) != NULL);
+        csr_mw(&c, ns_life_model_true_weights(m), y);
+        CHECK(rel_inf(ns_life_model_signal(m), y, NY) <= 1e-12);
+        /* the dictionary is demeaned per atom */
+        const double *D = ns_life_model_dictionary(m);
+        double worst = 0.0;
+        for (int32_t a = 0; a < ns_life_model_n_atoms(m); ++a) {
+            double s = 0.0;
+            for (int32_t t = 0; t < 32; ++t) s += D[(int64_t)a * 32 + t];
+            if (fabs(s) > worst) worst = fabs(s);
+        }
+        CHECK(worst < 1e-12);
+        free(y);
+        csr_free(&c);
+        ns_life_model_destroy(m);
+    }
+    return check_summary("test_life_products");
+}

@@ -1,0 +1,515 @@
+/* neurosolve simulate: a population of real cells with NEURON's hh and pas,
+ * current clamps and recordings (docs/simulation.md). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shapes.h"
+
+#define MAX_ITEMS 64
+
+static const char *help_text =
+    "usage: neurosolve simulate SHAPE... [options]\n"
+    "\n"
+    "Simulate cells with NEURON's fixed-step method (hh, pas, IClamp), record voltages and\n"
+    "soma spikes. SHAPE is an SWC file, a directory of them or `bundled`.\n"
+    "\n"
+    "options:\n"
+    "  --cells N              cells per morphology (default 1)\n"
+    "  --params FILE          parameters, `key = value` lines (docs/simulation.md); defaults:\n"
+    "                         NEURON's hh in every region, cm 1, Ra 35.4, celsius 6.3, v_init -65,\n"
+    "                         dt 0.025, tstop 100\n"
+    "  --set KEY=VALUE        one parameter (after --params), e.g. --set dend.hh=0 --set dend.pas=1\n"
+    "  --tstop MS --dt MS     shortcuts for --set tstop=MS / dt=MS\n"
+    "  --iclamp LOC:DEL:DUR:AMP\n"
+    "                         a current clamp in every cell [ms, ms, nA]; AMP `auto` = 1.5e-4 nA\n"
+    "                         per um^2 of the cell's membrane (repetitive firing with hh\n"
+    "                         everywhere). Default soma:5:90:auto. Repeatable; `--iclamp none`\n"
+    "  --record LOC           record v at LOC in the first cell of each morphology (default soma;\n"
+    "                         repeatable); --record-cells K records the first K cells\n"
+    "  --record-every N       record every N steps (default 1)\n"
+    "  --backend cpu|cuda|auto  --method sequential|openmp|flat|interleaved  --threads N\n"
+    "  --out PREFIX           write PREFIX_traces.csv, PREFIX_traces.npy (t and one column per\n"
+    "                         site) and PREFIX_spikes.csv (cell, morphology, time)\n"
+    "  --plot FILE.png        draw the traces (bench/plot_traces.py, matplotlib)\n"
+    "  --json                 summary as JSON on stdout\n"
+    "  --no-progress          no progress bar (it is shown on a terminal for runs over ~1 s)\n"
+    "\n"
+    "LOC: soma (the root section at x = 0.5) | SEC:X (section index) | swc=ID:X (the section\n"
+    "whose first point has SWC id ID) | cN (compartment N).\n"
+    "Spikes: upward crossings of spike_threshold (-20 mV) at soma(0.5), interpolated in time.\n";
+
+typedef struct loc_spec {
+    char text[128];
+    int kind; /* 0 soma, 1 section:x, 2 swc id:x, 3 compartment */
+    long long index;
+    double x;
+} loc_spec;
+
+typedef struct stim_spec {
+    loc_spec loc;
+    double del, dur, amp;
+    int amp_auto;
+} stim_spec;
+
+static int parse_loc(const char *text, loc_spec *l) {
+    memset(l, 0, sizeof *l);
+    snprintf(l->text, sizeof l->text, "%s", text);
+    char *end;
+    if (strcmp(text, "soma") == 0) {
+        l->kind = 0;
+        l->x = 0.5;
+        return 1;
+    }
+    if (text[0] == 'c') {
+        l->kind = 3;
+        l->index = strtoll(text + 1, &end, 10);
+        return end != text + 1 && *end == '\0' && l->index >= 0;
+    }
+    const char *s = text;
+    l->kind = 1;
+    if (strncmp(text, "swc=", 4) == 0) {
+        l->kind = 2;
+        s = text + 4;
+    }
+    l->index = strtoll(s, &end, 10);
+    if (end == s || *end != ':') return 0;
+    const char *xs = end + 1;
+    l->x = strtod(xs, &end);
+    return end != xs && *end == '\0' && l->x >= 0.0 && l->x <= 1.0 && l->index >= 0;
+}
+
+/* The compartment of a location in a cell; prints the error. */
+static int resolve_loc(const loc_spec *l, const ns_cell_t *cell, const char *name, int32_t *node) {
+    ns_status st;
+    if (l->kind == 3) {
+        int32_t n = ns_tree_size(ns_cell_tree(cell));
+        if (l->index >= n)
+            return cli_error("%s: compartment %lld is outside the cell (%d compartments)", name, l->index, (int)n);
+        *node = (int32_t)l->index;
+        return 0;
+    }
+    int32_t section = 0;
+    if (l->kind == 1) section = (int32_t)(l->index > INT32_MAX ? INT32_MAX : l->index);
+    if (l->kind == 2) {
+        ns_cell_info ci;
+        ns_cell_get_info(cell, &ci);
+        section = -1;
+        for (int32_t k = 0; k < ci.sections; ++k) {
+            ns_section_info si;
+            if (ns_cell_get_section(cell, k, &si) == NS_OK && si.first_point_id == l->index) {
+                section = k;
+                break;
+            }
+        }
+        if (section < 0) return cli_error("%s: no section starts at SWC id %lld", name, l->index);
+    }
+    st = ns_sim_locate(cell, section, l->x, node);
+    if (st != NS_OK) return cli_error("%s: %s: %s", name, l->text, ns_last_error());
+    return 0;
+}
+
+static int write_npy(const char *path, const double *data, long long rows, int cols) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return cli_error("%s: cannot write", path);
+    char header[256];
+    int n = snprintf(header, sizeof header, "{'descr': '<f8', 'fortran_order': False, 'shape': (%lld, %d), }",
+                     rows, cols);
+    int total = 10 + n + 1;
+    int pad = (64 - total % 64) % 64;
+    unsigned short hlen = (unsigned short)(n + pad + 1);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    unsigned char le[2] = {(unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8)};
+    fwrite(le, 1, 2, f);
+    fwrite(header, 1, (size_t)n, f);
+    for (int i = 0; i < pad; ++i) fputc(' ', f);
+    fputc('\n', f);
+    /* little-endian doubles (the hosts we build for are little-endian) */
+    size_t want = (size_t)rows * (size_t)cols;
+    size_t wrote = fwrite(data, sizeof(double), want, f);
+    if (fclose(f) != 0 || wrote != want) return cli_error("%s: write failed", path);
+    return 0;
+}
+
+static void progress(double frac, double elapsed_s) {
+    int width = 40, fill = (int)(frac * width + 0.5);
+    fprintf(stderr, "\r[");
+    for (int i = 0; i < width; ++i) fputc(i < fill ? '#' : '.', stderr);
+    fprintf(stderr, "] %5.1f%%  %.1f s", 100.0 * frac, elapsed_s);
+    fflush(stderr);
+}
+
+int cmd_simulate(int argc, char **argv) {
+    const char *cmd = "simulate";
+    cli_morph_options mo;
+    cli_morph_options_init(&mo);
+    ns_sim_params params;
+    ns_sim_params_init(&params);
+    ns_sim_options so;
+    ns_sim_options_init(&so);
+    const char *specs[MAX_ITEMS], *sets[MAX_ITEMS], *param_file = NULL, *out = NULL, *plot = NULL;
+    int n_specs = 0, n_sets = 0, as_json = 0, no_progress = 0, ra_given = 0, no_stim = 0;
+    long long cells_per = 1, record_cells = 1;
+    stim_spec stims[MAX_ITEMS];
+    loc_spec recs[MAX_ITEMS];
+    int n_stims = 0, n_recs = 0;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            printf("%s\n%s", help_text, cli_morph_options_help);
+            return 0;
+        }
+        if (strcmp(a, "--ra") == 0) ra_given = 1;
+        int r = cli_morph_option(cmd, argc, argv, &i, &mo);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        if (a[0] != '-') {
+            if (n_specs == MAX_ITEMS) return cli_usage_error(cmd, "at most %d shapes", MAX_ITEMS);
+            specs[n_specs++] = a;
+            continue;
+        }
+        if (!val && strcmp(a, "--json") != 0 && strcmp(a, "--no-progress") != 0)
+            return cli_usage_error(cmd, "%s needs a value", a);
+        if (strcmp(a, "--json") == 0) {
+            as_json = 1;
+            continue;
+        }
+        if (strcmp(a, "--no-progress") == 0) {
+            no_progress = 1;
+            continue;
+        }
+        ++i;
+        if (strcmp(a, "--cells") == 0) {
+            if (!cli_parse_long(cmd, a, val, 1, 100000000LL, &cells_per)) return 2;
+        } else if (strcmp(a, "--record-cells") == 0) {
+            if (!cli_parse_long(cmd, a, val, 0, 1000000LL, &record_cells)) return 2;
+        } else if (strcmp(a, "--params") == 0) {
+            param_file = val;
+        } else if (strcmp(a, "--set") == 0 || strcmp(a, "--tstop") == 0 || strcmp(a, "--dt") == 0) {
+            if (n_sets == MAX_ITEMS) return cli_usage_error(cmd, "at most %d --set", MAX_ITEMS);
+            static char buf[MAX_ITEMS][160];
+            if (strcmp(a, "--set") == 0) snprintf(buf[n_sets], sizeof buf[0], "%s", val);
+            else snprintf(buf[n_sets], sizeof buf[0], "%s=%s", a + 2, val);
+            sets[n_sets] = buf[n_sets];
+            n_sets++;
+        } else if (strcmp(a, "--iclamp") == 0) {
+            if (strcmp(val, "none") == 0) {
+                no_stim = 1;
+                continue;
+            }
+            if (n_stims == MAX_ITEMS) return cli_usage_error(cmd, "at most %d --iclamp", MAX_ITEMS);
+            /* LOC may hold one ':' itself: split the last three fields off */
+            char tmp[256];
+            snprintf(tmp, sizeof tmp, "%s", val);
+            char *f[3];
+            int ok = 1;
+            for (int k = 2; k >= 0 && ok; --k) {
+                char *c = strrchr(tmp, ':');
+                if (!c) ok = 0;
+                else {
+                    f[k] = c + 1;
+                    *c = '\0';
+                }
+            }
+            stim_spec *s = &stims[n_stims];
+            if (!ok || !parse_loc(tmp, &s->loc)) return cli_usage_error(cmd, "--iclamp LOC:DEL:DUR:AMP, got '%s'", val);
+            if (!cli_parse_double(cmd, "--iclamp DEL", f[0], -1e9, 1e9, &s->del) ||
+                !cli_parse_double(cmd, "--iclamp DUR", f[1], 0.0, 1e9, &s->dur))
+                return 2;
+            s->amp_auto = strcmp(f[2], "auto") == 0;
+            if (!s->amp_auto && !cli_parse_double(cmd, "--iclamp AMP", f[2], -1e6, 1e6, &s->amp)) return 2;
+            n_stims++;
+        } else if (strcmp(a, "--record") == 0) {
+            if (n_recs == MAX_ITEMS) return cli_usage_error(cmd, "at most %d --record", MAX_ITEMS);
+            if (!parse_loc(val, &recs[n_recs])) return cli_usage_error(cmd, "--record LOC, got '%s'", val);
+            n_recs++;
+        } else if (strcmp(a, "--record-every") == 0) {
+            long long v;
+            if (!cli_parse_long(cmd, a, val, 1, 1000000000LL, &v)) return 2;
+            so.record_every = (int32_t)v;
+        } else if (strcmp(a, "--backend") == 0) {
+            if (ns_backend_from_name(val, &so.backend) != NS_OK)
+                return cli_usage_error(cmd, "unknown backend '%s'", val);
+        } else if (strcmp(a, "--method") == 0) {
+            if (ns_hines_method_from_name(val, &so.method) != NS_OK)
+                return cli_usage_error(cmd, "unknown method '%s'", val);
+        } else if (strcmp(a, "--threads") == 0) {
+            long long v;
+            if (!cli_parse_long(cmd, a, val, 0, 4096, &v)) return 2;
+            so.threads = (int32_t)v;
+        } else if (strcmp(a, "--out") == 0) {
+            out = val;
+        } else if (strcmp(a, "--plot") == 0) {
+            plot = val;
+        } else {
+            return cli_usage_error(cmd, "unknown option '%s'", a);
+        }
+    }
+    if (n_specs == 0) return cli_usage_error(cmd, "no morphology given (a file, a directory or `bundled`)");
+    if (param_file) {
+        ns_status st = ns_sim_params_read(&params, param_file);
+        if (st != NS_OK) return cli_status_error("parameters", st);
+    }
+    for (int k = 0; k < n_sets; ++k) {
+        char key[160];
+        snprintf(key, sizeof key, "%s", sets[k]);
+        char *eq = strchr(key, '=');
+        if (!eq) return cli_usage_error(cmd, "--set KEY=VALUE, got '%s'", sets[k]);
+        *eq = '\0';
+        char *end;
+        double v = strtod(eq + 1, &end);
+        if (end == eq + 1 || *end != '\0') return cli_usage_error(cmd, "--set %s: '%s' is not a number", key, eq + 1);
+        ns_status st = ns_sim_params_set(&params, key, v);
+        if (st != NS_OK) return cli_status_error("--set", st);
+    }
+    if (!ra_given) mo.disc.Ra = params.Ra;
+    if (n_stims == 0 && !no_stim) {
+        parse_loc("soma", &stims[0].loc);
+        stims[0].del = 5.0;
+        stims[0].dur = 90.0;
+        stims[0].amp_auto = 1;
+        n_stims = 1;
+    }
+    if (no_stim) n_stims = 0;
+    if (n_recs == 0) {
+        parse_loc("soma", &recs[0]);
+        n_recs = 1;
+    }
+
+    cli_shape_set set = {0};
+    int rc = 1;
+    ns_sim_t *sim = NULL;
+    const ns_cell_t **cells = NULL;
+    int32_t *cell_shape = NULL;
+    char **site_names = NULL;
+    double *table = NULL;
+    for (int k = 0; k < n_specs; ++k)
+        if (cli_shapes_add(&set, specs[k], &mo, 1)) goto done;
+    cells = malloc((size_t)set.count * sizeof *cells);
+    if (!cells) {
+        cli_error("out of memory");
+        goto done;
+    }
+    for (int k = 0; k < set.count; ++k) {
+        if (!set.items[k].cell) {
+            cli_error("%s: simulate needs morphologies (SWC files), not generated trees", set.items[k].name);
+            goto done;
+        }
+        cells[k] = set.items[k].cell;
+    }
+    const long long n_cells = cells_per * set.count;
+    /* cells of one morphology are contiguous: cell c has shape c / cells_per */
+    cell_shape = malloc((size_t)n_cells * sizeof *cell_shape);
+    if (!cell_shape) {
+        cli_error("out of memory for %lld cells", n_cells);
+        goto done;
+    }
+    for (long long c = 0; c < n_cells; ++c) cell_shape[c] = (int32_t)(c / cells_per);
+    ns_status st = ns_sim_create(set.count, cells, n_cells, cell_shape, &params, &so, &sim);
+    if (st != NS_OK) {
+        cli_status_error("simulation", st);
+        goto done;
+    }
+    /* stimuli in every cell; recordings in the first cells of each morphology */
+    for (int k = 0; k < set.count; ++k) {
+        ns_cell_info ci;
+        ns_cell_get_info(cells[k], &ci);
+        for (int q = 0; q < n_stims; ++q) {
+            int32_t node;
+            if (resolve_loc(&stims[q].loc, cells[k], set.items[k].name, &node)) goto done;
+            double amp = stims[q].amp_auto ? 1.5e-4 * ci.total_area : stims[q].amp;
+            if (stims[q].amp_auto) amp = round(amp * 1000.0) / 1000.0; /* as the validation script */
+            for (long long c = k * cells_per; c < (k + 1) * cells_per; ++c) {
+                st = ns_sim_add_iclamp(sim, c, node, stims[q].del, stims[q].dur, amp);
+                if (st != NS_OK) {
+                    cli_status_error("iclamp", st);
+                    goto done;
+                }
+            }
+        }
+    }
+    int n_sites = 0;
+    const long long rc_cells = record_cells < cells_per ? record_cells : cells_per;
+    site_names = calloc((size_t)(set.count * rc_cells * n_recs + 1), sizeof *site_names);
+    if (!site_names) {
+        cli_error("out of memory");
+        goto done;
+    }
+    for (int k = 0; k < set.count; ++k)
+        for (long long c = k * cells_per; c < k * cells_per + rc_cells; ++c)
+            for (int q = 0; q < n_recs; ++q) {
+                int32_t node, site;
+                if (resolve_loc(&recs[q], cells[k], set.items[k].name, &node)) goto done;
+                st = ns_sim_add_recording(sim, c, node, &site);
+                if (st != NS_OK) {
+                    cli_status_error("record", st);
+                    goto done;
+                }
+                const char *base = strrchr(set.items[k].name, '/');
+                base = base ? base + 1 : set.items[k].name;
+                size_t len = strlen(base) + strlen(recs[q].text) + 32;
+                site_names[n_sites] = malloc(len);
+                if (!site_names[n_sites]) {
+                    cli_error("out of memory");
+                    goto done;
+                }
+                snprintf(site_names[n_sites], len, "%s#%lld@%s", base, c, recs[q].text);
+                n_sites++;
+            }
+    /* run in chunks (a progress bar on a terminal) */
+    const long long steps = ns_sim_steps_for(sim, params.tstop);
+    const int show = !no_progress && isatty(2);
+    long long done_steps = 0;
+    int shown = 0;
+    while (done_steps < steps) {
+        long long chunk = steps / 100 > 0 ? steps / 100 : 1;
+        if (chunk > steps - done_steps) chunk = steps - done_steps;
+        st = ns_sim_advance(sim, chunk);
+        if (st != NS_OK) {
+            if (shown) fputc('\n', stderr);
+            cli_status_error("simulation", st);
+            goto done;
+        }
+        done_steps += chunk;
+        double el = ns_sim_elapsed_ms(sim) / 1000.0;
+        if (show && (shown || el > 1.0)) {
+            progress((double)done_steps / (double)steps, el);
+            shown = 1;
+        }
+    }
+    if (shown) fputc('\n', stderr);
+    const double wall_s = ns_sim_elapsed_ms(sim) / 1000.0;
+    const long long comps = ns_sim_compartments(sim);
+    const double sps = wall_s > 0 ? steps / wall_s : 0.0;
+    long long total_spikes = 0;
+    for (long long c = 0; c < n_cells; ++c) {
+        int64_t cnt;
+        ns_sim_spikes(sim, c, &cnt);
+        total_spikes += cnt;
+    }
+    /* outputs */
+    int64_t samples;
+    int32_t sites;
+    const double *tr = ns_sim_traces(sim, &samples, &sites);
+    char csv_path[4096] = "";
+    if (out || plot) {
+        char prefix[4000];
+        if (out) snprintf(prefix, sizeof prefix, "%s", out);
+        else snprintf(prefix, sizeof prefix, "%s", plot), prefix[strlen(prefix) > 4 ? strlen(prefix) - 4 : 0] = '\0';
+        snprintf(csv_path, sizeof csv_path, "%s_traces.csv", prefix);
+        FILE *f = fopen(csv_path, "w");
+        if (!f) {
+            cli_error("%s: cannot write", csv_path);
+            goto done;
+        }
+        fprintf(f, "t");
+        for (int s = 0; s < sites; ++s) fprintf(f, ",%s", site_names[s]);
+        fputc('\n', f);
+        table = malloc((size_t)samples * (size_t)(sites + 1) * sizeof *table);
+        if (!table) {
+            fclose(f);
+            cli_error("out of memory");
+            goto done;
+        }
+        for (int64_t r = 0; r < samples; ++r) {
+            const double t = (double)r * so.record_every * params.dt;
+            table[r * (sites + 1)] = t;
+            fprintf(f, "%.4f", t);
+            for (int s = 0; s < sites; ++s) {
+                table[r * (sites + 1) + 1 + s] = tr[r * sites + s];
+                fprintf(f, ",%.6f", tr[r * sites + s]);
+            }
+            fputc('\n', f);
+        }
+        if (fclose(f) != 0) {
+            cli_error("%s: write failed", csv_path);
+            goto done;
+        }
+        if (out) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s_traces.npy", prefix);
+            if (write_npy(path, table, samples, sites + 1)) goto done;
+            snprintf(path, sizeof path, "%s_spikes.csv", prefix);
+            FILE *g = fopen(path, "w");
+            if (!g) {
+                cli_error("%s: cannot write", path);
+                goto done;
+            }
+            fprintf(g, "cell,morphology,t_ms\n");
+            for (long long c = 0; c < n_cells; ++c) {
+                int64_t cnt;
+                const double *sp = ns_sim_spikes(sim, c, &cnt);
+                const char *base = strrchr(set.items[cell_shape[c]].name, '/');
+                base = base ? base + 1 : set.items[cell_shape[c]].name;
+                for (int64_t q = 0; q < cnt; ++q) fprintf(g, "%lld,%s,%.6f\n", c, base, sp[q]);
+            }
+            if (fclose(g) != 0) {
+                cli_error("%s: write failed", path);
+                goto done;
+            }
+        }
+    }
+    if (as_json) {
+        cli_json j;
+        json_begin(&j, stdout);
+        json_string(&j, "backend", ns_backend_name(ns_sim_backend(sim)));
+        json_string(&j, "method", ns_hines_method_name(ns_sim_method(sim)));
+        json_int(&j, "morphologies", set.count);
+        json_int(&j, "cells", n_cells);
+        json_int(&j, "compartments", comps);
+        json_int(&j, "steps", steps);
+        json_double(&j, "dt_ms", params.dt);
+        json_double(&j, "tstop_ms", params.tstop);
+        json_double(&j, "wall_s", wall_s);
+        json_double(&j, "steps_per_s", sps);
+        json_double(&j, "compartment_steps_per_s", sps * (double)comps);
+        json_int(&j, "spikes", total_spikes);
+        json_array_begin(&j, "first_cells"); /* the first cell of each morphology */
+        for (int k = 0; k < set.count; ++k) {
+            long long c = k * cells_per;
+            int64_t cnt;
+            const double *sp = ns_sim_spikes(sim, c, &cnt);
+            json_object_begin(&j, NULL);
+            json_int(&j, "cell", c);
+            json_string(&j, "morphology", set.items[k].name);
+            json_int(&j, "compartments", ns_tree_size(ns_cell_tree(cells[k])));
+            json_array_begin(&j, "spikes");
+            for (int64_t q = 0; q < cnt; ++q) json_double(&j, NULL, sp[q]);
+            json_array_end(&j);
+            json_object_end(&j);
+        }
+        json_array_end(&j);
+        json_end(&j);
+    } else {
+        printf("simulated %lld cells (%d morphologies, %lld compartments) for %g ms: %lld steps of %g ms\n",
+               n_cells, set.count, comps, params.tstop, steps, params.dt);
+        printf("backend %s, method %s: %.3f s, %.0f steps/s, %.3g compartment-steps/s\n",
+               ns_backend_name(ns_sim_backend(sim)), ns_hines_method_name(ns_sim_method(sim)), wall_s, sps,
+               sps * (double)comps);
+        printf("soma spikes (threshold %g mV): %lld in all cells\n", params.spike_threshold, total_spikes);
+        for (int k = 0; k < set.count && k < 20; ++k) {
+            int64_t cnt;
+            const double *sp = ns_sim_spikes(sim, k * cells_per, &cnt);
+            printf("  %-40s cell %lld: %lld spikes", set.items[k].name, k * cells_per, (long long)cnt);
+            for (int64_t q = 0; q < cnt && q < 8; ++q) printf("%s%.3f", q ? " " : " at ", sp[q]);
+            printf("%s\n", cnt > 8 ? " ..." : (cnt ? " ms" : ""));
+        }
+        if (out) printf("wrote %s_traces.csv, %s_traces.npy, %s_spikes.csv\n", out, out, out);
+    }
+    if (plot && cli_plot("bench/plot_traces.py", csv_path, plot, NULL)) goto done;
+    if (plot && !as_json) printf("plot: %s\n", plot);
+    rc = 0;
+done:
+    if (site_names)
+        for (int s = 0; site_names[s]; ++s) free(site_names[s]);
+    free(site_names);
+    free(table);
+    ns_sim_destroy(sim);
+    free(cell_shape);
+    free(cells);
+    cli_shapes_free(&set);
+    return rc;
+}
