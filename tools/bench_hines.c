@@ -31,7 +31,8 @@ static void help(void) {
            "  --seed S                 random seed (default 1)\n"
            "  --csv FILE               write every row\n"
            "  --plot FILE.png          draw the speedup figures (needs --csv and matplotlib)\n"
-           "  --json                   one JSON document on stdout instead of the table\n");
+           "  --json                   one JSON document on stdout instead of the table\n"
+           "  --mixed ...              the mixed-shape benchmark (bench hines --mixed --help)\n");
 }
 
 typedef struct row {
@@ -164,6 +165,8 @@ int bench_hines(int argc, char **argv) {
     const char *csv = NULL, *plot = NULL;
     char shapes_buf[4096] = "small-low,small-high,medium-low,medium-high,big-low,big-high";
     char methods_buf[512] = "flat,interleaved,block-interleaved,block-shared,onchip";
+    for (int i = 1; i < argc; ++i)
+        if (strcmp(argv[i], "--mixed") == 0) return bench_hines_mixed(argc, argv);
     for (int i = 1; i < argc; ++i) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;

@@ -20,6 +20,7 @@ int cmd_life(int argc, char **argv);
 
 /* bench subcommands (argv[0] is the bench kind, e.g. "hines"). */
 int bench_hines(int argc, char **argv);
+int bench_hines_mixed(int argc, char **argv); /* bench hines --mixed */
 int bench_tridiag(int argc, char **argv);
 int bench_life(int argc, char **argv);
 
