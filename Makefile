@@ -15,11 +15,17 @@ build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$(JOBS)
 
-# The main job: every bundled morphology read, discretised with NEURON's
-# d_lambda rule and solved as a batch of passive cable systems, checked
-# against the sequential solve and dense LU; then the CPU benchmark.
+# The main job: a 100 ms Hodgkin-Huxley simulation of six bundled real
+# neurons (NEURON's hh and fixed step; traces agree with NEURON's,
+# docs/simulation.md), traces and plot in out/; then every bundled
+# morphology read, discretised and solved as a checked batch of passive
+# cable systems, and the CPU (and GPU, when present) benchmark.
+SIM_CELLS := ca1_h10 purk_dbbs l5pc_bbp_axon allen_rbp4_485574832 dg_granule_1220882a str_chin
 run: build
+	mkdir -p out
 	$(NS) info
+	$(NS) simulate $(SIM_CELLS:%=data/morphologies/%.swc) --record soma --tstop 100 \
+	  --out out/sim --plot out/sim.png
 	$(NS) morph data/morphologies --radii default:0.5
 	$(NS) solve bundled --radii default:0.5 --values cable --cells 5400 --check
 	$(NS) bench hines --backend all --cells 256,2560
