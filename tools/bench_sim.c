@@ -1,0 +1,211 @@
+/* neurosolve bench sim: time per step of the Hodgkin-Huxley population
+ * simulation (docs/simulation.md) for growing cell counts on the CPU
+ * (OpenMP) and the GPU, against NEURON single-threaded on the same host
+ * (bench/neuron_sim_bench.py) when --neuron is given.
+ *
+ * The state floor of one step is 64 bytes per compartment: v, m, h, n read
+ * and written once (the matrix coefficients and parameters are constant and
+ * counted by nobody's floor). Effective bandwidth = 64 B x compartments /
+ * time per step, reported against the copy bandwidth on the GPU. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shapes.h"
+
+#define STATE_BYTES 64.0 /* [bytes per compartment-step] */
+#define MAX_LIST 16
+
+static void help(void) {
+    printf("usage: neurosolve bench sim [options]\n"
+           "  --morph FILE.swc      morphology (default data/morphologies/allen_chat_614430666.swc,\n"
+           "                        328 compartments)\n"
+           "  --cells N,...         cell counts (default 1000,10000,100000,1000000)\n"
+           "  --backend cpu|cuda|all  (default all: CPU rows up to --cpu-max cells, GPU rows if a GPU)\n"
+           "  --cpu-max N           largest cell count timed on the CPU (default 100000)\n"
+           "  --steps N             timed steps per row after 40 warm-up steps (default 400 = 10 ms)\n"
+           "  --neuron N            also time N cells in NEURON (python3 bench/neuron_sim_bench.py,\n"
+           "                        needs `pip install neuron`) and report speedups per cell-step\n"
+           "  --csv FILE  --json\n");
+}
+
+typedef struct row {
+    char backend[8], method[24];
+    long long cells, compartments;
+    double ms_per_step, cell_steps_per_s, comp_steps_per_s, gbs, ratio, vs_neuron;
+} row;
+
+static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, int steps, row *r) {
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = be;
+    o.record_every = 1000000; /* recording off the hot path: sample 0 only */
+    o.check_every = 100;
+    ns_sim_t *sim = NULL;
+    ns_status st = ns_sim_create(1, &cell, cells, NULL, &p, &o, &sim);
+    if (st != NS_OK) return cli_status_error("bench sim: creating the simulation", st);
+    ns_cell_info ci;
+    ns_cell_get_info(cell, &ci);
+    int32_t soma = ns_sim_spike_compartment(sim, 0);
+    for (long long c = 0; c < cells && st == NS_OK; ++c)
+        st = ns_sim_add_iclamp(sim, c, soma, 5.0, 1e9, 1.5e-4 * ci.total_area);
+    if (st == NS_OK) st = ns_sim_init(sim);
+    if (st == NS_OK) st = ns_sim_advance(sim, 40); /* warm-up: first touch, module load */
+    double t0 = ns_sim_elapsed_ms(sim);
+    if (st == NS_OK) st = ns_sim_advance(sim, steps);
+    double ms = ns_sim_elapsed_ms(sim) - t0;
+    if (st != NS_OK) {
+        ns_sim_destroy(sim);
+        return cli_status_error("bench sim: running", st);
+    }
+    snprintf(r->backend, sizeof r->backend, "%s", ns_backend_name(ns_sim_backend(sim)));
+    snprintf(r->method, sizeof r->method, "%s", ns_hines_method_name(ns_sim_method(sim)));
+    r->cells = cells;
+    r->compartments = ns_sim_compartments(sim);
+    r->ms_per_step = ms / steps;
+    r->cell_steps_per_s = (double)cells * steps / (ms * 1e-3);
+    r->comp_steps_per_s = (double)r->compartments * steps / (ms * 1e-3);
+    r->gbs = STATE_BYTES * (double)r->compartments / (r->ms_per_step * 1e-3) * 1e-9;
+    r->ratio = -1.0;
+    r->vs_neuron = -1.0;
+    ns_sim_destroy(sim);
+    return 0;
+}
+
+/* NEURON's cell-steps per second from the Python script, or -1. */
+static double neuron_rate(const char *morph, long long cells, int steps, long long *segments) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "python3 '%s/bench/neuron_sim_bench.py' '%s' %lld %g 2>/dev/null",
+             NS_SOURCE_DIR, morph, cells, steps * 0.025);
+    FILE *f = popen(cmd, "r");
+    if (!f) return -1.0;
+    char line[1024] = "";
+    double wall = -1.0;
+    while (fgets(line, sizeof line, f)) {
+        const char *w = strstr(line, "\"wall_s\":"), *s = strstr(line, "\"segments\":");
+        if (w) wall = atof(w + 9);
+        if (s) *segments = atoll(s + 11);
+    }
+    if (pclose(f) != 0 || wall <= 0) return -1.0;
+    return (double)cells * steps / wall;
+}
+
+int bench_sim(int argc, char **argv) {
+    char morph[4096];
+    snprintf(morph, sizeof morph, "%s/allen_chat_614430666.swc", cli_morphology_dir());
+    long long cells[MAX_LIST] = {1000, 10000, 100000, 1000000}, cpu_max = 100000, steps = 400,
+              neuron_cells = 0;
+    int n_cells = 4, cpu = 1, gpu = 1, as_json = 0;
+    const char *csv = NULL;
+    for (int i = 1; i < argc; ++i) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = 1;
+        if (strcmp(o, "--help") == 0) { help(); return 0; }
+        else if (strcmp(o, "--morph") == 0 && v) snprintf(morph, sizeof morph, "%s", v), ++i;
+        else if (strcmp(o, "--cells") == 0) ok = cli_parse_long_list("bench sim", o, v, 1, 100000000, cells, MAX_LIST, &n_cells), ++i;
+        else if (strcmp(o, "--cpu-max") == 0) ok = cli_parse_long("bench sim", o, v, 0, 100000000, &cpu_max), ++i;
+        else if (strcmp(o, "--steps") == 0) ok = cli_parse_long("bench sim", o, v, 1, 10000000, &steps), ++i;
+        else if (strcmp(o, "--neuron") == 0) ok = cli_parse_long("bench sim", o, v, 1, 1000000, &neuron_cells), ++i;
+        else if (strcmp(o, "--backend") == 0 && v) {
+            if (strcmp(v, "cpu") == 0) cpu = 1, gpu = 0;
+            else if (strcmp(v, "cuda") == 0) cpu = 0, gpu = 1;
+            else if (strcmp(v, "all") == 0) cpu = 1, gpu = 1;
+            else return cli_usage_error("bench sim", "--backend takes cpu, cuda or all");
+            ++i;
+        } else if (strcmp(o, "--csv") == 0 && v) csv = v, ++i;
+        else if (strcmp(o, "--json") == 0) as_json = 1;
+        else return cli_usage_error("bench sim", "unknown option or missing value '%s'", o);
+        if (!ok) return 2;
+    }
+    double copy_bw = -1.0;
+    int n_dev = 0;
+    if (gpu && (ns_cuda_device_count(&n_dev) != NS_OK || n_dev == 0)) {
+        fprintf(stderr, "neurosolve bench sim: no usable GPU: CPU rows only\n");
+        gpu = 0;
+    }
+    if (gpu) {
+        ns_status st = ns_cuda_copy_bandwidth(0, (size_t)1 << 30, 10, &copy_bw);
+        if (st != NS_OK) return cli_status_error("measuring the copy bandwidth", st);
+    }
+    cli_morph_options mo;
+    cli_morph_options_init(&mo);
+    cli_shape_set set = {0};
+    if (cli_shapes_add(&set, morph, &mo, 1)) return 1;
+    const ns_cell_t *cell = set.items[0].cell;
+
+    double neuron = -1.0;
+    long long neuron_segments = 0;
+    if (neuron_cells > 0) {
+        neuron = neuron_rate(morph, neuron_cells, (int)steps, &neuron_segments);
+        if (neuron < 0) fprintf(stderr, "neurosolve bench sim: the NEURON baseline failed (pip install neuron)\n");
+    }
+    if (!as_json) {
+        if (copy_bw > 0) printf("copy bandwidth %.0f GB/s (device 0, read + write)\n", copy_bw);
+        if (neuron > 0)
+            printf("NEURON (1 thread, %lld cells, %lld segments): %.4g cell-steps/s = %.4g segment-steps/s\n",
+                   neuron_cells, neuron_segments, neuron, neuron * (double)neuron_segments / (double)neuron_cells);
+        printf("%s, %lld timed steps of 0.025 ms per row\n", set.items[0].name, steps);
+        printf("%-5s %-12s %9s %12s %10s %14s %14s %9s %8s %10s\n", "be", "method", "cells", "compartments",
+               "ms/step", "cell-steps/s", "comp-steps/s", "GB/s", "bw/copy", "vs NEURON");
+    }
+    row rows[2 * MAX_LIST];
+    int n_rows = 0, rc = 0;
+    for (int be = 0; be < 2 && !rc; ++be) {
+        if ((be == 0 && !cpu) || (be == 1 && !gpu)) continue;
+        for (int k = 0; k < n_cells && !rc; ++k) {
+            if (be == 0 && cells[k] > cpu_max) continue;
+            row *r = &rows[n_rows];
+            memset(r, 0, sizeof *r);
+            rc = time_row(cell, cells[k], be == 0 ? NS_BACKEND_CPU : NS_BACKEND_CUDA, (int)steps, r);
+            if (rc) break;
+            if (be == 1 && copy_bw > 0) r->ratio = r->gbs / copy_bw;
+            if (neuron > 0) r->vs_neuron = r->cell_steps_per_s / neuron;
+            ++n_rows;
+            if (!as_json) {
+                printf("%-5s %-12s %9lld %12lld %10.4f %14.4g %14.4g %9.1f ", r->backend, r->method, r->cells,
+                       r->compartments, r->ms_per_step, r->cell_steps_per_s, r->comp_steps_per_s, r->gbs);
+                if (r->ratio >= 0) printf("%8.3f ", r->ratio); else printf("%8s ", "-");
+                if (r->vs_neuron >= 0) printf("%9.1fx\n", r->vs_neuron); else printf("%10s\n", "-");
+                fflush(stdout);
+            }
+        }
+    }
+    cli_shapes_free(&set);
+    if (!rc && csv) {
+        FILE *f = fopen(csv, "w");
+        if (!f) return cli_error("%s: cannot write", csv);
+        fprintf(f, "backend,method,cells,compartments,ms_per_step,cell_steps_per_s,compartment_steps_per_s,gbs,bw_ratio,vs_neuron,copy_gbs,neuron_cell_steps_per_s\n");
+        for (int k = 0; k < n_rows; ++k)
+            fprintf(f, "%s,%s,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", rows[k].backend, rows[k].method,
+                    rows[k].cells, rows[k].compartments, rows[k].ms_per_step, rows[k].cell_steps_per_s,
+                    rows[k].comp_steps_per_s, rows[k].gbs, rows[k].ratio, rows[k].vs_neuron, copy_bw, neuron);
+        fclose(f);
+    }
+    if (!rc && as_json) {
+        cli_json j;
+        json_begin(&j, stdout);
+        json_double(&j, "copy_gbs", copy_bw);
+        json_double(&j, "neuron_cell_steps_per_s", neuron);
+        json_int(&j, "steps", steps);
+        json_array_begin(&j, "rows");
+        for (int k = 0; k < n_rows; ++k) {
+            json_object_begin(&j, NULL);
+            json_string(&j, "backend", rows[k].backend);
+            json_string(&j, "method", rows[k].method);
+            json_int(&j, "cells", rows[k].cells);
+            json_int(&j, "compartments", rows[k].compartments);
+            json_double(&j, "ms_per_step", rows[k].ms_per_step);
+            json_double(&j, "cell_steps_per_s", rows[k].cell_steps_per_s);
+            json_double(&j, "compartment_steps_per_s", rows[k].comp_steps_per_s);
+            json_double(&j, "gbs", rows[k].gbs);
+            if (rows[k].ratio >= 0) json_double(&j, "bw_ratio", rows[k].ratio);
+            if (rows[k].vs_neuron >= 0) json_double(&j, "vs_neuron", rows[k].vs_neuron);
+            json_object_end(&j);
+        }
+        json_array_end(&j);
+        json_end(&j);
+    }
+    return rc;
+}
