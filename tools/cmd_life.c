@@ -14,7 +14,13 @@
 static void help(void) {
     printf("usage: neurosolve life synth DIR [options]   write a synthetic model\n"
            "       neurosolve life fit MODEL [options]   fit fiber weights (SBBNNLS)\n"
-           "       neurosolve life info MODEL            sizes of a model directory\n\n"
+           "       neurosolve life info MODEL            sizes of a model directory\n"
+           "       neurosolve life build --dwi X.nii.gz --bvals X.bval --bvecs X.bvec --tracks T.trk|T.tck\n"
+           "                             --out MODEL [--L 360] [--axial 1] [--radial 0] [--b0-threshold 50]\n"
+           "                             [--skip-bad] [--quiet] [--json]   model from real data\n"
+           "       neurosolve life report MODEL WEIGHTS [--history H] [--pruned OUT.trk|.tck] [--tracks T]\n"
+           "                             [--csv FILE] [--plot FILE.png] [--threshold 0] [--json]\n"
+           "                             RMSE per voxel, fibers kept, pruned tractogram (docs/life_data.md)\n\n"
            "synth options (defaults: the paper's structure, docs/life.md):\n"
            "  --fibers N         streamlines (50000)\n"
            "  --theta N          gradient directions (96)\n"
@@ -242,6 +248,10 @@ static int fit(int argc, char **argv) {
     return rc;
 }
 
+/* tools/life_build.c: LiFE from real data (docs/life_data.md). */
+int life_build(int argc, char **argv);
+int life_report(int argc, char **argv);
+
 int cmd_life(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         help();
@@ -250,5 +260,7 @@ int cmd_life(int argc, char **argv) {
     if (strcmp(argv[1], "synth") == 0) return synth(argc - 1, argv + 1);
     if (strcmp(argv[1], "fit") == 0) return fit(argc - 1, argv + 1);
     if (strcmp(argv[1], "info") == 0) return info(argc - 1, argv + 1);
-    return cli_usage_error("life", "unknown subcommand '%s' (synth, fit, info)", argv[1]);
+    if (strcmp(argv[1], "build") == 0) return life_build(argc - 1, argv + 1);
+    if (strcmp(argv[1], "report") == 0) return life_report(argc - 1, argv + 1);
+    return cli_usage_error("life", "unknown subcommand '%s' (synth, build, fit, report, info)", argv[1]);
 }

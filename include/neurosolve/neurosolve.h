@@ -11,5 +11,6 @@
 #include "neurosolve/tridiag.h"
 #include "neurosolve/cable.h"
 #include "neurosolve/life.h"
+#include "neurosolve/life_io.h"
 
 #endif

@@ -1,0 +1,194 @@
+/* neurosolve: LiFE from real data (docs/life_data.md).
+ *
+ * Readers for the inputs LiFE users have: a diffusion-weighted NIfTI-1 image
+ * (.nii or .nii.gz), FSL b-values and b-vectors, and a tractogram (TrackVis
+ * .trk or MRtrix .tck); the model builder that turns them into the LiFE
+ * model of life.h the way ENCODE's feConnectomeInit does; and a writer for
+ * the pruned tractogram.
+ *
+ * Coordinates: "voxel" coordinates are 0-based NIfTI indices (i, j, k) with
+ * integer values at voxel centres; "world" coordinates are RAS+ millimetres
+ * (NIfTI's scanner/aligned space, MRtrix's real space, nibabel's "rasmm").
+ * Every failure names the file and the problem (ns_last_error()). */
+#ifndef NEUROSOLVE_LIFE_IO_H
+#define NEUROSOLVE_LIFE_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "neurosolve/status.h"
+#include "neurosolve/life.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- NIfTI-1 */
+
+typedef enum ns_nifti_affine_source {
+    NS_NIFTI_AFFINE_PIXDIM = 0, /* neither form set: diag(pixdim) (NIfTI "method 1") */
+    NS_NIFTI_AFFINE_QFORM = 1,  /* quaternion (qform_code > 0, sform_code == 0) */
+    NS_NIFTI_AFFINE_SFORM = 2   /* srow_x/y/z (sform_code > 0: preferred, as nibabel) */
+} ns_nifti_affine_source;
+
+typedef struct ns_nifti_info {
+    int32_t ndim;           /* dim[0], 1..7 */
+    int64_t dim[7];         /* sizes of axes 1..7 (unused axes: 1) */
+    double pixdim[7];       /* voxel sizes [mm] (axes 1-3), TR (axis 4) as stored */
+    int32_t datatype;       /* NIfTI code: 2 uint8, 4 int16, 8 int32, 16 float32,
+                               64 float64, 256 int8, 512 uint16, 768 uint32,
+                               1024 int64, 1280 uint64 */
+    double slope, intercept; /* applied by ns_nifti_value (1, 0 when the file has none) */
+    double affine[4][4];    /* voxel (i, j, k, 1) -> world [mm] */
+    ns_nifti_affine_source affine_source;
+    int big_endian;         /* the file was big-endian (converted on read) */
+    int64_t n_values;       /* product of the sizes */
+} ns_nifti_info;
+
+typedef struct ns_nifti ns_nifti_t;
+
+/* Reads a single-file NIfTI-1 image, gzip-compressed or not (zlib). The data
+ * are kept in the file's datatype (native byte order) to bound memory.
+ * Rejects NIfTI-2, .hdr/.img pairs, complex/RGB data, truncated or
+ * inconsistent files, with the file name and the reason. */
+ns_status ns_nifti_read(const char *path, ns_nifti_t **out);
+void ns_nifti_destroy(ns_nifti_t *image);
+const ns_nifti_info *ns_nifti_get_info(const ns_nifti_t *image);
+/* Value at a linear index (axis 1 fastest), slope and intercept applied. */
+double ns_nifti_value(const ns_nifti_t *image, int64_t index);
+/* "uint8", "int16", ...; NULL for a code neurosolve does not read. */
+const char *ns_nifti_datatype_name(int32_t datatype);
+
+/* ------------------------------------------------------------- gradients */
+
+typedef struct ns_gradients {
+    int32_t n;      /* volumes */
+    double *bvals;  /* [s/mm^2], n entries */
+    double *bvecs;  /* n x 3, row-major, as stored (not normalised) */
+} ns_gradients;
+
+/* Reads FSL-style files: bvals is one row of n numbers, bvecs three rows of
+ * n numbers (n rows of three are accepted too). Checks that both have the
+ * same n, that every value is a finite number and every b-value >= 0. */
+ns_status ns_gradients_read(const char *bvals_path, const char *bvecs_path, ns_gradients *out);
+void ns_gradients_free(ns_gradients *gradients);
+
+/* ----------------------------------------------------------- tractograms */
+
+typedef enum ns_tracts_format {
+    NS_TRACTS_TRK = 1, /* TrackVis: voxmm coordinates, header vox_to_ras / voxel_order */
+    NS_TRACTS_TCK = 2  /* MRtrix: world coordinates */
+} ns_tracts_format;
+
+typedef struct ns_tracts ns_tracts_t;
+
+/* Opens a tractogram for streaming (one streamline in memory at a time).
+ * The format comes from the extension (.trk / .tck) or, failing that, from
+ * the first bytes. */
+ns_status ns_tracts_open(const char *path, ns_tracts_t **out);
+void ns_tracts_close(ns_tracts_t *tracts);
+ns_tracts_format ns_tracts_get_format(const ns_tracts_t *tracts);
+/* The count the header declares, or -1 when it declares none. */
+int64_t ns_tracts_declared_count(const ns_tracts_t *tracts);
+/* The affine from the file's stored coordinates to world [mm] (row-major
+ * 4 x 4): identity for .tck; for .trk the composition docs/life_data.md
+ * describes (voxmm / voxel size - 0.5, voxel order, vox_to_ras). */
+void ns_tracts_to_world(const ns_tracts_t *tracts, double affine[16]);
+/* The next streamline in world coordinates: *points holds 3 * *n_points
+ * doubles, valid until the next call. At the end, *end = 1 and *n_points = 0.
+ * Errors name the file, the streamline index and the byte offset. */
+ns_status ns_tracts_next(ns_tracts_t *tracts, const double **points, int64_t *n_points, int *end);
+/* Back to the first streamline. */
+ns_status ns_tracts_rewind(ns_tracts_t *tracts);
+/* Streamlines returned so far; bytes of the file consumed and in all. */
+int64_t ns_tracts_index(const ns_tracts_t *tracts);
+void ns_tracts_progress(const ns_tracts_t *tracts, uint64_t *bytes_done, uint64_t *bytes_total);
+
+/* Writes the streamlines i with keep[i] != 0 (n entries, one per streamline
+ * of `in_path`) to `out_path` in the input's format: the header is copied
+ * with its count updated and each kept record is copied byte for byte
+ * (scalars and properties included). Returns the number written. */
+ns_status ns_tracts_write_subset(const char *in_path, const char *out_path, const uint8_t *keep,
+                                 int64_t n, int64_t *written);
+
+/* --------------------------------------------------- orientation grid */
+
+/* ENCODE's orientation grid for L steps: atom 0 is the zenith (0, 0, 1);
+ * atom 1 + i (L - 1) + (j - 1) is (cos p sin t, sin p sin t, cos t) with
+ * p = i pi / L (i = 0..L-1) and t = j pi / L (j = 1..L-1). */
+void ns_life_atom_orientation(int32_t L, int32_t atom, double u[3]);
+/* The atom ENCODE's get_atom assigns to the axis of a unit vector: the
+ * sign is chosen so that y >= 0 and the two angles are rounded to the
+ * grid (half away from zero). */
+int32_t ns_life_orientation_atom(int32_t L, const double u[3]);
+
+/* --------------------------------------------------------- model build */
+
+/* What to do with streamline nodes outside the image and streamlines with
+ * fewer than two nodes. */
+typedef enum ns_life_bad_policy {
+    NS_LIFE_BAD_ERROR = 0, /* fail naming the file, streamline and node */
+    NS_LIFE_BAD_SKIP = 1   /* drop the node (and a streamline left without nodes) */
+} ns_life_bad_policy;
+
+/* Called about every 1 % of the tractogram's bytes and at the end of each
+ * pass (pass 1: counting, pass 2: filling); return non-zero to cancel. */
+typedef int (*ns_life_build_progress_fn)(int pass, int64_t streamlines, uint64_t bytes_done,
+                                         uint64_t bytes_total, void *context);
+
+typedef struct ns_life_build_options {
+    int32_t dictionary_l;      /* ENCODE's L (360): (L - 1) L + 1 atoms */
+    double axial_diffusivity;  /* [um^2/ms] of the kernel (1, ENCODE's stick) */
+    double radial_diffusivity; /* [um^2/ms] (0) */
+    double b0_threshold;       /* [s/mm^2]: volumes with b <= this are b = 0 (50) */
+    ns_life_bad_policy bad;    /* NS_LIFE_BAD_ERROR */
+    ns_life_build_progress_fn progress;
+    void *progress_context;
+} ns_life_build_options;
+
+void ns_life_build_options_init(ns_life_build_options *options);
+
+typedef struct ns_life_build_stats {
+    int64_t streamlines;        /* read from the tractogram */
+    int64_t fibers;             /* kept in the model */
+    int64_t nodes;              /* nodes in the model */
+    int64_t nodes_outside;      /* dropped: outside the image (policy skip) */
+    int64_t nodes_zero_gradient; /* dropped: coincident neighbours, no orientation */
+    int64_t streamlines_dropped; /* no node left, or fewer than 2 nodes (policy skip) */
+    int32_t n_b0, n_dwi;        /* volumes */
+    int64_t grid[3];            /* image size */
+    double seconds;             /* wall time of the build */
+    double peak_model_bytes;    /* the model's arrays (Phi, D, Y) */
+} ns_life_build_stats;
+
+typedef struct ns_life_built ns_life_built_t;
+
+/* Builds the model (docs/life_data.md): two streaming passes over the
+ * tractogram; peak memory is the image, 4 bytes per image voxel, 8 bytes per
+ * streamline, the model and one streamline. */
+ns_status ns_life_build(const char *dwi_path, const char *bvals_path, const char *bvecs_path,
+                        const char *tracks_path, const ns_life_build_options *options,
+                        ns_life_built_t **out);
+void ns_life_built_destroy(ns_life_built_t *built);
+ns_life_model_t *ns_life_built_model(ns_life_built_t *built);
+const ns_life_build_stats *ns_life_built_stats(const ns_life_built_t *built);
+/* Per model voxel: its (i, j, k) (3 entries each), S0 and mean DW signal. */
+const int32_t *ns_life_built_voxel_ijk(const ns_life_built_t *built);
+const double *ns_life_built_s0(const ns_life_built_t *built);
+/* Per model fiber: the index of its streamline in the input tractogram. */
+const int64_t *ns_life_built_streamline(const ns_life_built_t *built);
+/* Number of streamlines in the input tractogram. */
+int64_t ns_life_built_n_streamlines(const ns_life_built_t *built);
+/* The source tractogram's path as given to ns_life_build ("" if unknown). */
+const char *ns_life_built_tracks_path(const ns_life_built_t *built);
+
+/* Saves the model (ns_life_model_save) plus voxel_ijk.npy (int32 n x 3),
+ * s0.npy (float64), streamlines.npy (int64) and build.txt (sources, options,
+ * counts); load reads them back (the extras are optional: a model directory
+ * without them loads with NULL arrays). */
+ns_status ns_life_built_save(const ns_life_built_t *built, const char *directory);
+ns_status ns_life_built_load(const char *directory, ns_life_built_t **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,440 @@
+/* The LiFE model from a diffusion image and a tractogram, as ENCODE's
+ * feConnectomeInit builds it (docs/life_data.md lists every difference):
+ *   Y(:, v)  = S(:, v) - mean(S(:, v))  over the diffusion-weighted volumes
+ *   S0(v)    = mean over the b = 0 volumes
+ *   D(:, a)  = exp(-b (g' Q_a g)) - its mean, Q_a the kernel tensor along atom a
+ *   Phi(a, v, f) = S0(v) x (nodes of f in v with orientation a) / (nodes of f in v)
+ * Two streaming passes over the tractogram keep memory bounded: pass 1
+ * marks the voxels touched and counts each fiber's coefficients, pass 2
+ * fills the model's arrays, sized exactly. Voxels are numbered in the
+ * image's raster order (i fastest). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "life/build_impl.h"
+#include "life/life_impl.h"
+
+void ns_life_build_options_init(ns_life_build_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->dictionary_l = 360;
+    o->axial_diffusivity = 1.0;
+    o->radial_diffusivity = 0.0;
+    o->b0_threshold = 50.0;
+    o->bad = NS_LIFE_BAD_ERROR;
+}
+
+typedef struct builder {
+    const char *dwi_path, *tracks_path;
+    const ns_life_build_options *o;
+    const ns_nifti_t *img;
+    const ns_nifti_info *info;
+    int64_t nx, ny, nz;
+    double inv[3][4];     /* world -> voxel */
+    double vsize[3];      /* voxel sizes [mm]: column norms of the affine */
+    int32_t n_atoms;
+    /* per streamline scratch */
+    double *vox;          /* 3 per node */
+    uint64_t *keys;       /* voxel * n_atoms + atom per kept node */
+    int64_t cap;
+    ns_life_build_stats *st;
+} builder;
+
+static int64_t lin_of(const builder *b, int64_t i, int64_t j, int64_t k) { return i + b->nx * (j + b->ny * k); }
+
+static int cmp_u64(const void *a, const void *b) {
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static ns_status invert_affine(const char *path, const double A[4][4], double inv[3][4]) {
+    const double a = A[0][0], b = A[0][1], c = A[0][2], d = A[1][0], e = A[1][1], f = A[1][2], g = A[2][0],
+                 h = A[2][1], k = A[2][2];
+    const double det = a * (e * k - f * h) - b * (d * k - f * g) + c * (d * h - e * g);
+    if (fabs(det) < 1e-12) return ns_fail(NS_ERR_PARSE, "%s: singular voxel-to-world affine", path);
+    const double R[3][3] = {{(e * k - f * h) / det, (c * h - b * k) / det, (b * f - c * e) / det},
+                            {(f * g - d * k) / det, (a * k - c * g) / det, (c * d - a * f) / det},
+                            {(d * h - e * g) / det, (b * g - a * h) / det, (a * e - b * d) / det}};
+    for (int r = 0; r < 3; ++r) {
+        for (int cc = 0; cc < 3; ++cc) inv[r][cc] = R[r][cc];
+        inv[r][3] = -(R[r][0] * A[0][3] + R[r][1] * A[1][3] + R[r][2] * A[2][3]);
+    }
+    return NS_OK;
+}
+
+/* The keys of one streamline's kept nodes, sorted; *n_keys = 0 and *drop = 1
+ * when the policy drops the whole streamline. */
+static ns_status streamline_keys(builder *b, const double *pts, int64_t n, int64_t s_idx, int64_t *n_keys,
+                                 int *drop) {
+    *n_keys = 0, *drop = 0;
+    if (n < 2) {
+        if (b->o->bad == NS_LIFE_BAD_SKIP) {
+            *drop = 1;
+            return NS_OK;
+        }
+        return ns_fail(NS_ERR_PARSE, "%s: streamline %lld has %lld point%s; LiFE needs at least 2 (an orientation)",
+                       b->tracks_path, (long long)s_idx, (long long)n, n == 1 ? "" : "s");
+    }
+    if (n > b->cap) {
+        int64_t cap = b->cap ? b->cap : 1024;
+        while (cap < n) cap *= 2;
+        double *v = realloc(b->vox, (size_t)cap * 3 * sizeof *v);
+        if (v) b->vox = v;
+        uint64_t *k = realloc(b->keys, (size_t)cap * sizeof *k);
+        if (k) b->keys = k;
+        if (!v || !k) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: streamline %lld with %lld points", b->tracks_path,
+                                     (long long)s_idx, (long long)n);
+        b->cap = cap;
+    }
+    for (int64_t i = 0; i < n; ++i)
+        for (int r = 0; r < 3; ++r)
+            b->vox[3 * i + r] = b->inv[r][0] * pts[3 * i] + b->inv[r][1] * pts[3 * i + 1] +
+                                b->inv[r][2] * pts[3 * i + 2] + b->inv[r][3];
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const double *p = b->vox + 3 * i;
+        /* nearest voxel centre; numpy's round (half to even), as DIPY */
+        const double ri = nearbyint(p[0]), rj = nearbyint(p[1]), rk = nearbyint(p[2]);
+        if (!(ri >= 0 && rj >= 0 && rk >= 0 && ri < b->nx && rj < b->ny && rk < b->nz)) {
+            if (b->o->bad == NS_LIFE_BAD_SKIP) {
+                ++b->st->nodes_outside;
+                continue;
+            }
+            return ns_fail(NS_ERR_PARSE, "%s: streamline %lld, node %lld at world (%.2f, %.2f, %.2f) mm = voxel "
+                           "(%.2f, %.2f, %.2f) lies outside the %lld x %lld x %lld image of %s",
+                           b->tracks_path, (long long)s_idx, (long long)i, pts[3 * i], pts[3 * i + 1], pts[3 * i + 2],
+                           p[0], p[1], p[2], (long long)b->nx, (long long)b->ny, (long long)b->nz, b->dwi_path);
+        }
+        /* MATLAB's gradient: central differences inside, one-sided at the ends,
+         * in voxel units, then to millimetres along the voxel axes. */
+        const double *lo = b->vox + 3 * (i > 0 ? i - 1 : 0), *hi = b->vox + 3 * (i < n - 1 ? i + 1 : n - 1);
+        const double h = (i > 0 && i < n - 1) ? 0.5 : 1.0;
+        double g[3];
+        for (int r = 0; r < 3; ++r) g[r] = (hi[r] - lo[r]) * h * b->vsize[r];
+        if (!(g[0] * g[0] + g[1] * g[1] + g[2] * g[2] > 0)) {
+            ++b->st->nodes_zero_gradient;
+            continue;
+        }
+        const int32_t atom = ns_life_orientation_atom(b->o->dictionary_l, g);
+        b->keys[m++] = (uint64_t)lin_of(b, (int64_t)ri, (int64_t)rj, (int64_t)rk) * (uint64_t)b->n_atoms + (uint64_t)atom;
+    }
+    if (m == 0) {
+        if (b->o->bad == NS_LIFE_BAD_SKIP) {
+            *drop = 1;
+            return NS_OK;
+        }
+        return ns_fail(NS_ERR_PARSE, "%s: streamline %lld has no node with an orientation (all points coincide)",
+                       b->tracks_path, (long long)s_idx);
+    }
+    qsort(b->keys, (size_t)m, sizeof *b->keys, cmp_u64);
+    *n_keys = m;
+    return NS_OK;
+}
+
+static int64_t distinct(const uint64_t *k, int64_t m) {
+    int64_t d = m > 0;
+    for (int64_t i = 1; i < m; ++i) d += k[i] != k[i - 1];
+    return d;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+typedef struct pass_state {
+    uint64_t next_report, step;
+} pass_state;
+
+static ns_status report(const builder *b, ns_tracts_t *t, int pass, pass_state *ps, int final) {
+    if (!b->o->progress) return NS_OK;
+    uint64_t done = 0, total = 0;
+    ns_tracts_progress(t, &done, &total);
+    if (!final && done < ps->next_report) return NS_OK;
+    ps->next_report = done + ps->step;
+    if (b->o->progress(pass, ns_tracts_index(t), done, total, b->o->progress_context))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: model build cancelled by the progress callback", b->tracks_path);
+    return NS_OK;
+}
+
+static ns_status dictionary(const builder *b, const ns_gradients *gr, const int32_t *dwi, ns_life_model_t *m) {
+    const int32_t T = m->n_theta;
+    const double ax = b->o->axial_diffusivity, rad = b->o->radial_diffusivity;
+    for (int32_t a = 0; a < m->n_atoms; ++a) {
+        double u[3];
+        ns_life_atom_orientation(b->o->dictionary_l, a, u);
+        double *col = m->D + (int64_t)a * T, mean = 0;
+        for (int32_t t = 0; t < T; ++t) {
+            const double *g = gr->bvecs + 3 * dwi[t];
+            const double c = g[0] * u[0] + g[1] * u[1] + g[2] * u[2];
+            /* g' R diag(ax, rad, rad) R' g for a unit g; b in ms/um^2 */
+            col[t] = exp(-gr->bvals[dwi[t]] * 1e-3 * (ax * c * c + rad * (1.0 - c * c)));
+            mean += col[t];
+        }
+        mean /= T;
+        for (int32_t t = 0; t < T; ++t) col[t] -= mean;
+    }
+    return NS_OK;
+}
+
+static ns_status signals(const builder *b, const ns_gradients *gr, const int32_t *dwi, const int32_t *b0,
+                         int32_t n_b0, ns_life_built_t *out) {
+    ns_life_model_t *m = out->model;
+    const int32_t T = m->n_theta;
+    const int64_t nvox3 = b->nx * b->ny * b->nz;
+    (void)gr;
+    for (int32_t v = 0; v < m->n_voxels; ++v) {
+        const int32_t *ijk = out->ijk + 3 * (int64_t)v;
+        const int64_t lin = lin_of(b, ijk[0], ijk[1], ijk[2]);
+        double s0 = 0, mean = 0;
+        for (int32_t q = 0; q < n_b0; ++q) s0 += ns_nifti_value(b->img, lin + (int64_t)b0[q] * nvox3);
+        s0 /= n_b0;
+        double *y = m->Y + (int64_t)v * T;
+        for (int32_t t = 0; t < T; ++t) mean += y[t] = ns_nifti_value(b->img, lin + (int64_t)dwi[t] * nvox3);
+        mean /= T;
+        if (!isfinite(s0) || !isfinite(mean))
+            return ns_fail(NS_ERR_NOT_FINITE, "%s: voxel (%d, %d, %d) has a NaN or Inf value", b->dwi_path, ijk[0],
+                           ijk[1], ijk[2]);
+        for (int32_t t = 0; t < T; ++t) y[t] -= mean;
+        out->s0[v] = s0;
+    }
+    return NS_OK;
+}
+
+/* Checks the image against the gradient table and splits the volumes. */
+static ns_status volumes(const char *dwi_path, const char *bvals_path, const char *bvecs_path, const ns_nifti_info *info,
+                         const ns_gradients *gr, double thr, int32_t **b0, int32_t *n_b0, int32_t **dwi,
+                         int32_t *n_dwi) {
+    if (info->ndim < 4 || info->dim[3] < 2)
+        return ns_fail(NS_ERR_SIZE, "%s: a diffusion image needs 4 dimensions with >= 2 volumes (dim = %lld x %lld x %lld x %lld)",
+                       dwi_path, (long long)info->dim[0], (long long)info->dim[1], (long long)info->dim[2],
+                       (long long)info->dim[3]);
+    for (int i = 4; i < 7; ++i)
+        if (info->dim[i] != 1) return ns_fail(NS_ERR_SIZE, "%s: dimension %d has size %lld; expected 4-D data", dwi_path, i + 1,
+                                              (long long)info->dim[i]);
+    if (gr->n != info->dim[3])
+        return ns_fail(NS_ERR_SIZE, "%s has %d gradient entries but %s has %lld volumes", bvals_path, (int)gr->n, dwi_path,
+                       (long long)info->dim[3]);
+    *b0 = malloc((size_t)gr->n * sizeof **b0), *dwi = malloc((size_t)gr->n * sizeof **dwi);
+    if (!*b0 || !*dwi) return ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient table");
+    *n_b0 = *n_dwi = 0;
+    for (int32_t i = 0; i < gr->n; ++i) {
+        if (gr->bvals[i] <= thr) {
+            (*b0)[(*n_b0)++] = i;
+            continue;
+        }
+        double *g = gr->bvecs + 3 * i;
+        const double len = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
+        if (!(len > 1e-6))
+            return ns_fail(NS_ERR_PARSE, "%s: volume %d has b = %g s/mm^2 (%s) but a zero gradient direction",
+                           bvecs_path, i, gr->bvals[i], bvals_path);
+        for (int r = 0; r < 3; ++r) g[r] /= len; /* FSL vectors are unit up to rounding */
+        (*dwi)[(*n_dwi)++] = i;
+    }
+    if (*n_b0 == 0)
+        return ns_fail(NS_ERR_SIZE, "%s: no b = 0 volume (b <= %g s/mm^2): S0 is undefined", bvals_path, thr);
+    if (*n_dwi < 2) return ns_fail(NS_ERR_SIZE, "%s: %d diffusion-weighted volume(s); LiFE needs at least 2", bvals_path, (int)*n_dwi);
+    return NS_OK;
+}
+
+static ns_status check_options(const ns_life_build_options *o) {
+    if (o->dictionary_l < 2 || o->dictionary_l > 4096)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "dictionary L = %d must be in [2, 4096]", (int)o->dictionary_l);
+    if (!(o->axial_diffusivity >= 0) || !(o->radial_diffusivity >= 0) || !isfinite(o->axial_diffusivity) ||
+        !isfinite(o->radial_diffusivity))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "diffusivities must be finite and >= 0");
+    if (!(o->b0_threshold >= 0)) return ns_fail(NS_ERR_INVALID_ARGUMENT, "b0 threshold must be >= 0");
+    if (o->bad != NS_LIFE_BAD_ERROR && o->bad != NS_LIFE_BAD_SKIP)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown bad-input policy %d", (int)o->bad);
+    return NS_OK;
+}
+
+static ns_status run(builder *b, ns_tracts_t *t, const ns_gradients *gr, const int32_t *b0, int32_t n_b0,
+                     const int32_t *dwi, int32_t n_dwi, ns_life_built_t *out) {
+    ns_life_build_stats *st = &out->stats;
+    const int64_t nvox3 = b->nx * b->ny * b->nz;
+    int32_t *map = malloc((size_t)nvox3 * sizeof *map); /* image voxel -> model voxel, -1 untouched */
+    int64_t *per = NULL, n_per = 0, cap_per = 0;    /* pass 1: coefficients per streamline, -1 dropped */
+    if (!map) return ns_fail(NS_ERR_OUT_OF_MEMORY, "voxel map of %lld voxels", (long long)nvox3);
+    for (int64_t i = 0; i < nvox3; ++i) map[i] = -1;
+    ns_status s = NS_OK;
+    pass_state ps = {0, 0};
+    uint64_t total = 0;
+    ns_tracts_progress(t, NULL, &total);
+    ps.step = total / 100 + 1;
+    int64_t n_coeffs = 0, n_fibers = 0;
+    /* pass 1 */
+    for (;;) {
+        const double *pts;
+        int64_t n, m;
+        int end, drop;
+        if ((s = ns_tracts_next(t, &pts, &n, &end)) != NS_OK || end) break;
+        const int64_t idx = ns_tracts_index(t) - 1;
+        if ((s = streamline_keys(b, pts, n, idx, &m, &drop)) != NS_OK) break;
+        if (n_per == cap_per) {
+            cap_per = cap_per ? 2 * cap_per : 4096;
+            int64_t *p = realloc(per, (size_t)cap_per * sizeof *p);
+            if (!p) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "streamline table"); break; }
+            per = p;
+        }
+        if (drop) {
+            per[n_per++] = -1;
+            ++st->streamlines_dropped;
+        } else {
+            const int64_t d = distinct(b->keys, m);
+            per[n_per++] = d;
+            n_coeffs += d, ++n_fibers, st->nodes += m;
+            for (int64_t i = 0; i < m; ++i) map[b->keys[i] / (uint64_t)b->n_atoms] = 0;
+        }
+        if ((s = report(b, t, 1, &ps, 0)) != NS_OK) break;
+    }
+    if (s == NS_OK) s = report(b, t, 1, &ps, 1);
+    st->streamlines = n_per;
+    if (s == NS_OK && n_per == 0) s = ns_fail(NS_ERR_EMPTY, "%s: the tractogram holds no streamline", b->tracks_path);
+    else if (s == NS_OK && n_fibers == 0)
+        s = ns_fail(NS_ERR_EMPTY, "%s: none of the %lld streamlines has a node inside the image of %s", b->tracks_path,
+                    (long long)n_per, b->dwi_path);
+    else if (s == NS_OK && n_fibers > INT32_MAX) s = ns_fail(NS_ERR_SIZE, "%s: more than 2^31 streamlines", b->tracks_path);
+    int64_t n_voxels = 0;
+    if (s == NS_OK) {
+        for (int64_t i = 0; i < nvox3; ++i)
+            if (map[i] == 0) map[i] = (int32_t)n_voxels++;
+        if (n_voxels > INT32_MAX) s = ns_fail(NS_ERR_SIZE, "more than 2^31 voxels");
+    }
+    if (s == NS_OK)
+        s = ns_life_model_create(n_dwi, (int32_t)((int64_t)(b->o->dictionary_l - 1) * b->o->dictionary_l + 1),
+                                 (int32_t)n_voxels, (int32_t)n_fibers, n_coeffs, &out->model);
+    if (s == NS_OK) {
+        out->ijk = malloc((size_t)n_voxels * 3 * sizeof *out->ijk);
+        out->s0 = malloc((size_t)n_voxels * sizeof *out->s0);
+        out->streamline = malloc((size_t)n_fibers * sizeof *out->streamline);
+        if (!out->ijk || !out->s0 || !out->streamline) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "model voxel tables");
+    }
+    if (s == NS_OK) {
+        for (int64_t i = 0; i < nvox3; ++i)
+            if (map[i] >= 0) {
+                int32_t *q = out->ijk + 3 * (int64_t)map[i];
+                q[0] = (int32_t)(i % b->nx), q[1] = (int32_t)(i / b->nx % b->ny), q[2] = (int32_t)(i / (b->nx * b->ny));
+            }
+        s = dictionary(b, gr, dwi, out->model);
+    }
+    if (s == NS_OK) s = signals(b, gr, dwi, b0, n_b0, out);
+    if (s == NS_OK) s = ns_tracts_rewind(t);
+    /* pass 2 */
+    ps.next_report = 0;
+    int64_t k = 0, f = 0, idx = 0;
+    ns_life_model_t *M = out->model;
+    const int64_t saved_outside = st->nodes_outside, saved_zero = st->nodes_zero_gradient;
+    while (s == NS_OK) {
+        const double *pts;
+        int64_t n, m;
+        int end, drop;
+        if ((s = ns_tracts_next(t, &pts, &n, &end)) != NS_OK || end) break;
+        if ((s = streamline_keys(b, pts, n, idx, &m, &drop)) != NS_OK) break;
+        if (idx >= n_per || (drop ? per[idx] != -1 : per[idx] != distinct(b->keys, m))) {
+            s = ns_fail(NS_ERR_IO, "%s: the file changed between the two passes (streamline %lld)", b->tracks_path,
+                        (long long)idx);
+            break;
+        }
+        if (!drop) {
+            out->streamline[f] = idx;
+            for (int64_t i = 0; i < m;) { /* one voxel: nodes i..e-1 */
+                const uint64_t lin = b->keys[i] / (uint64_t)b->n_atoms;
+                int64_t e = i;
+                while (e < m && b->keys[e] / (uint64_t)b->n_atoms == lin) ++e;
+                const int32_t v = map[lin];
+                for (int64_t r = i; r < e;) { /* one (voxel, atom): nodes r..q-1 */
+                    int64_t q = r;
+                    while (q < e && b->keys[q] == b->keys[r]) ++q;
+                    M->atom[k] = (int32_t)(b->keys[r] % (uint64_t)b->n_atoms);
+                    M->voxel[k] = v;
+                    M->fiber[k] = (int32_t)f;
+                    M->value[k] = out->s0[v] * (double)(q - r) / (double)(e - i);
+                    ++k, r = q;
+                }
+                i = e;
+            }
+            ++f;
+        }
+        ++idx;
+        if ((s = report(b, t, 2, &ps, 0)) != NS_OK) break;
+    }
+    if (s == NS_OK) s = report(b, t, 2, &ps, 1);
+    if (s == NS_OK && (idx != n_per || k != n_coeffs || f != n_fibers))
+        s = ns_fail(NS_ERR_IO, "%s: the file changed between the two passes", b->tracks_path);
+    /* pass 2 counted the dropped nodes again */
+    st->nodes_outside = saved_outside, st->nodes_zero_gradient = saved_zero;
+    st->fibers = n_fibers;
+    free(map);
+    free(per);
+    return s;
+}
+
+ns_status ns_life_build(const char *dwi_path, const char *bvals_path, const char *bvecs_path, const char *tracks_path,
+                        const ns_life_build_options *options, ns_life_built_t **out) {
+    if (!dwi_path || !bvals_path || !bvecs_path || !tracks_path || !out)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_build: NULL argument");
+    *out = NULL;
+    ns_life_build_options defaults;
+    ns_life_build_options_init(&defaults);
+    const ns_life_build_options *o = options ? options : &defaults;
+    ns_status s = check_options(o);
+    if (s != NS_OK) return s;
+    const double t0 = now();
+    ns_life_built_t *r = calloc(1, sizeof *r);
+    if (!r) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_life_build");
+    r->options = *o;
+    r->options.progress = NULL, r->options.progress_context = NULL;
+    ns_nifti_t *img = NULL;
+    ns_gradients gr = {0, NULL, NULL};
+    ns_tracts_t *t = NULL;
+    int32_t *b0 = NULL, *dwi = NULL, n_b0 = 0, n_dwi = 0;
+    builder b;
+    memset(&b, 0, sizeof b);
+    b.dwi_path = dwi_path, b.tracks_path = tracks_path, b.o = o, b.st = &r->stats;
+    s = ns_life_built_set_sources(r, dwi_path, bvals_path, bvecs_path, tracks_path);
+    if (s == NS_OK) s = ns_nifti_read(dwi_path, &img);
+    if (s == NS_OK) s = ns_gradients_read(bvals_path, bvecs_path, &gr);
+    if (s == NS_OK) {
+        b.img = img, b.info = ns_nifti_get_info(img);
+        s = volumes(dwi_path, bvals_path, bvecs_path, b.info, &gr, o->b0_threshold, &b0, &n_b0, &dwi, &n_dwi);
+    }
+    if (s == NS_OK) {
+        b.nx = b.info->dim[0], b.ny = b.info->dim[1], b.nz = b.info->dim[2];
+        for (int c = 0; c < 3; ++c) {
+            const double (*A)[4] = b.info->affine;
+            b.vsize[c] = sqrt(A[0][c] * A[0][c] + A[1][c] * A[1][c] + A[2][c] * A[2][c]);
+        }
+        b.n_atoms = (o->dictionary_l - 1) * o->dictionary_l + 1;
+        r->stats.n_b0 = n_b0, r->stats.n_dwi = n_dwi;
+        r->stats.grid[0] = b.nx, r->stats.grid[1] = b.ny, r->stats.grid[2] = b.nz;
+        s = invert_affine(dwi_path, b.info->affine, b.inv);
+    }
+    if (s == NS_OK) s = ns_tracts_open(tracks_path, &t);
+    if (s == NS_OK) s = run(&b, t, &gr, b0, n_b0, dwi, n_dwi, r);
+    if (s == NS_OK) {
+        r->n_streamlines = r->stats.streamlines;
+        const ns_life_model_t *m = r->model;
+        r->stats.peak_model_bytes = (double)m->n_coeffs * 20.0 + 8.0 * m->n_theta * ((double)m->n_atoms + m->n_voxels);
+        s = ns_life_model_validate(r->model);
+    }
+    ns_tracts_close(t);
+    ns_nifti_destroy(img);
+    ns_gradients_free(&gr);
+    free(b0);
+    free(dwi);
+    free(b.vox);
+    free(b.keys);
+    r->stats.seconds = now() - t0;
+    if (s != NS_OK) {
+        ns_life_built_destroy(r);
+        return s;
+    }
+    *out = r;
+    return NS_OK;
+}

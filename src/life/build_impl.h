@@ -1,0 +1,22 @@
+/* Private: a model built from real data, with its provenance. */
+#ifndef NS_LIFE_BUILD_IMPL_H
+#define NS_LIFE_BUILD_IMPL_H
+
+#include "neurosolve/life_io.h"
+
+struct ns_life_built {
+    ns_life_model_t *model;
+    ns_life_build_stats stats;
+    ns_life_build_options options; /* callbacks cleared */
+    int32_t *ijk;        /* 3 per model voxel, or NULL */
+    double *s0;          /* per model voxel, or NULL */
+    int64_t *streamline; /* per model fiber, or NULL */
+    int64_t n_streamlines; /* in the source tractogram (-1 unknown) */
+    char *dwi, *bvals, *bvecs, *tracks; /* absolute paths where they resolve */
+};
+
+/* Records the four source paths (made absolute when they exist). */
+ns_status ns_life_built_set_sources(ns_life_built_t *built, const char *dwi, const char *bvals,
+                                    const char *bvecs, const char *tracks);
+
+#endif

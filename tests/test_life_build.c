@@ -1,0 +1,345 @@
+/* LiFE model building (ns_life_build): a hand-made case whose tensor Phi,
+ * signal Y and dictionary D are worked out here node by node; the bad-input
+ * policies; save/load of a built model; and the bundled real case (DIPY's
+ * small_25 with 60 EuDX streamlines) built and fitted, the products checked
+ * against an explicit dense M assembled from the saved tensor. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "neurosolve/neurosolve.h"
+
+static char dir[256];
+static char *tmp(const char *name) {
+    static char buf[8][512];
+    static int k = 0;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+enum { NX = 3, NY = 3, NZ = 3, NT = 7 };
+/* world = (2 i - 2, j + 3, k): anisotropic voxels 2 x 1 x 1 mm */
+static const float SROW[12] = {2, 0, 0, -2, 0, 1, 0, 3, 0, 0, 1, 0};
+static double value_at(int i, int j, int k, int t) {
+    return t == 0 ? 100.0 + i + 10 * k : 50.0 + 3 * t + i * j + 0.5 * k * t;
+}
+
+static void put32(unsigned char *p, uint32_t u) {
+    for (int i = 0; i < 4; ++i) p[i] = (unsigned char)(u >> (8 * i));
+}
+static void putf(unsigned char *p, float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    put32(p, u);
+}
+
+/* float32 NIfTI-1 of dims (NX, NY, NZ, nt), sform SROW */
+static void write_image(const char *path, int nt) {
+    unsigned char h[352];
+    memset(h, 0, sizeof h);
+    put32(h, 348);
+    const int16_t dim[8] = {(int16_t)(nt > 1 ? 4 : 3), NX, NY, NZ, (int16_t)nt, 1, 1, 1};
+    memcpy(h + 40, dim, sizeof dim);
+    const int16_t dt = 16, bp = 32, sform = 1;
+    memcpy(h + 70, &dt, 2), memcpy(h + 72, &bp, 2), memcpy(h + 254, &sform, 2);
+    putf(h + 80, 2), putf(h + 84, 1), putf(h + 88, 1), putf(h + 108, 352);
+    for (int i = 0; i < 12; ++i) putf(h + 280 + 4 * i, SROW[i]);
+    memcpy(h + 344, "n+1\0", 4);
+    FILE *f = fopen(path, "wb");
+    fwrite(h, 1, sizeof h, f);
+    for (int t = 0; t < nt; ++t)
+        for (int k = 0; k < NZ; ++k)
+            for (int j = 0; j < NY; ++j)
+                for (int i = 0; i < NX; ++i) {
+                    const float v = (float)value_at(i, j, k, t);
+                    fwrite(&v, 4, 1, f);
+                }
+    fclose(f);
+}
+
+static const double BVAL[NT] = {0, 1000, 1000, 2000, 2000, 3000, 3000};
+static const double BVEC[NT][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {0.6, 0.8, 0}, {0, 0.6, 0.8}, {0.8, 0, -0.6}};
+
+static void write_gradients(const char *bval, const char *bvec, int n, int zero_vec) {
+    FILE *f = fopen(bval, "w");
+    for (int i = 0; i < n; ++i) fprintf(f, "%g ", i < NT ? BVAL[i] : 1000.0);
+    fprintf(f, "\n");
+    fclose(f);
+    f = fopen(bvec, "w");
+    for (int c = 0; c < 3; ++c) {
+        for (int i = 0; i < n; ++i) fprintf(f, "%g ", i < NT && !(zero_vec && i == 2) ? BVEC[i][c] : 0.0);
+        fprintf(f, "\n");
+    }
+    fclose(f);
+}
+
+/* streamlines in VOXEL coordinates, written to .tck in world coordinates */
+static void write_tck(const char *path, const double (*pts)[3], const int *lens, int ns) {
+    FILE *f = fopen(path, "wb");
+    char head[64];
+    memset(head, 0, sizeof head);
+    snprintf(head, sizeof head, "mrtrix tracks\ndatatype: Float32LE\nfile: . 64\nEND\n");
+    fwrite(head, 1, 64, f);
+    for (int s = 0, k = 0; s < ns; ++s) {
+        for (int p = 0; p < lens[s]; ++p, ++k) {
+            const float w[3] = {(float)(2 * pts[k][0] - 2), (float)(pts[k][1] + 3), (float)pts[k][2]};
+            fwrite(w, 4, 3, f);
+        }
+        const float nan3[3] = {NAN, NAN, NAN};
+        fwrite(nan3, 4, 3, f);
+    }
+    const float inf3[3] = {INFINITY, INFINITY, INFINITY};
+    fwrite(inf3, 4, 3, f);
+    fclose(f);
+}
+
+typedef struct entry {
+    int32_t atom, i, j, k, fiber;
+    double value;
+} entry;
+
+static int find(const entry *e, int n, int32_t atom, int i, int j, int k, int f) {
+    for (int q = 0; q < n; ++q)
+        if (e[q].atom == atom && e[q].i == i && e[q].j == j && e[q].k == k && e[q].fiber == f) return q;
+    return -1;
+}
+
+static void test_hand_made(void) {
+    const int L = 12;
+    write_image(tmp("dwi.nii"), NT);
+    write_gradients(tmp("g.bval"), tmp("g.bvec"), NT, 0);
+    /* A: along i through the middle row, nodes at i = 0, 0.5, 1, 1.5, 2
+     *    -> rounding (half to even) puts 2, 1, 2 nodes in i = 0, 1, 2;
+     * B: three nodes in voxel (1, 1, 1) with three orientations. */
+    const double pts[][3] = {{0, 1, 1}, {0.5, 1, 1}, {1, 1, 1}, {1.5, 1, 1}, {2, 1, 1},
+                             {1, 0.8, 1}, {1, 1.2, 1}, {1.4, 1.2, 1}};
+    const int lens[2] = {5, 3};
+    write_tck(tmp("t.tck"), pts, lens, 2);
+    ns_life_build_options o;
+    ns_life_build_options_init(&o);
+    o.dictionary_l = L;
+    ns_life_built_t *r = NULL;
+    CHECK_OK(ns_life_build(tmp("dwi.nii"), tmp("g.bval"), tmp("g.bvec"), tmp("t.tck"), &o, &r));
+    if (!r) return;
+    ns_life_model_t *m = ns_life_built_model(r);
+    const ns_life_build_stats *st = ns_life_built_stats(r);
+    CHECK(st->n_b0 == 1 && st->n_dwi == 6 && st->fibers == 2 && st->nodes == 8 && st->streamlines == 2);
+    CHECK(ns_life_model_n_theta(m) == 6 && ns_life_model_n_atoms(m) == (L - 1) * L + 1);
+    CHECK(ns_life_model_n_voxels(m) == 3 && ns_life_model_n_fibers(m) == 2);
+    /* expected tensor, worked out by hand (gradients in mm: x scaled by 2) */
+    const double ux[3] = {1, 0, 0}, uy[3] = {0, 1, 0}, uxy[3] = {0.4, 0.2, 0};
+    const int32_t ax = ns_life_orientation_atom(L, ux), ay = ns_life_orientation_atom(L, uy),
+                  axy = ns_life_orientation_atom(L, uxy);
+    CHECK(ax != ay && ax != axy && ay != axy);
+    const double s0[3] = {100, 101, 102}; /* (i, 1, 1): 100 + i + 10 */
+    entry want[] = {{ax, 0, 1, 1, 0, 110}, {ax, 1, 1, 1, 0, 111}, {ax, 2, 1, 1, 0, 112},
+                    {ay, 1, 1, 1, 1, 111 / 3.0}, {axy, 1, 1, 1, 1, 111 / 3.0}, {ax, 1, 1, 1, 1, 111 / 3.0}};
+    (void)s0;
+    const int nw = (int)(sizeof want / sizeof *want);
+    /* ax appears twice in voxel (1,1,1) for different fibers: fine (fiber differs) */
+    CHECK_MSG(ns_life_model_n_coeffs(m) == nw, "%lld coefficients, expected %d", (long long)ns_life_model_n_coeffs(m), nw);
+    const int32_t *ijk = ns_life_built_voxel_ijk(r);
+    const int32_t *A = ns_life_model_atom(m), *V = ns_life_model_voxel(m), *F = ns_life_model_fiber(m);
+    const double *X = ns_life_model_value(m);
+    int seen[8] = {0};
+    for (int64_t c = 0; c < ns_life_model_n_coeffs(m); ++c) {
+        const int32_t *q = ijk + 3 * V[c];
+        const int at = find(want, nw, A[c], q[0], q[1], q[2], F[c]);
+        CHECK_MSG(at >= 0, "unexpected coefficient atom %d voxel (%d %d %d) fiber %d", A[c], q[0], q[1], q[2], F[c]);
+        if (at >= 0) {
+            ++seen[at];
+            CHECK_MSG(fabs(X[c] - want[at].value) < 1e-12, "value %g, expected %g", X[c], want[at].value);
+        }
+    }
+    for (int q = 0; q < nw; ++q) CHECK(seen[q] == 1);
+    /* voxels in raster order, S0, Y */
+    CHECK(ijk[0] == 0 && ijk[3] == 1 && ijk[6] == 2 && ijk[1] == 1 && ijk[5] == 1);
+    const double *Y = ns_life_model_signal(m), *S0 = ns_life_built_s0(r);
+    for (int v = 0; v < 3; ++v) {
+        double mean = 0;
+        for (int t = 1; t < NT; ++t) mean += value_at(v, 1, 1, t);
+        mean /= 6;
+        for (int t = 1; t < NT; ++t)
+            CHECK_MSG(fabs(Y[v * 6 + t - 1] - (value_at(v, 1, 1, t) - mean)) < 1e-9, "Y[%d, %d]", t, v);
+        CHECK(S0[v] == value_at(v, 1, 1, 0));
+    }
+    /* D columns: exp(-b/1000 (g.u)^2) minus the mean */
+    const double *D = ns_life_model_dictionary(m);
+    const int32_t cols[3] = {ax, ay, axy};
+    for (int q = 0; q < 3; ++q) {
+        double u[3], col[6], mean = 0;
+        ns_life_atom_orientation(L, cols[q], u);
+        for (int t = 1; t < NT; ++t) {
+            const double c = (BVEC[t][0] * u[0] + BVEC[t][1] * u[1] + BVEC[t][2] * u[2]) /
+                             sqrt(BVEC[t][0] * BVEC[t][0] + BVEC[t][1] * BVEC[t][1] + BVEC[t][2] * BVEC[t][2]);
+            mean += col[t - 1] = exp(-BVAL[t] / 1000 * c * c);
+        }
+        for (int t = 0; t < 6; ++t) CHECK(fabs(D[(int64_t)cols[q] * 6 + t] - (col[t] - mean / 6)) < 1e-12);
+    }
+    /* save / load round trip */
+    CHECK_OK(ns_life_built_save(r, tmp("model")));
+    ns_life_built_t *r2 = NULL;
+    CHECK_OK(ns_life_built_load(tmp("model"), &r2));
+    if (r2) {
+        ns_life_model_t *m2 = ns_life_built_model(r2);
+        CHECK(ns_life_model_n_coeffs(m2) == nw && memcmp(ns_life_model_value(m2), X, nw * sizeof *X) == 0);
+        CHECK(memcmp(ns_life_built_voxel_ijk(r2), ijk, 9 * sizeof *ijk) == 0);
+        CHECK(ns_life_built_streamline(r2)[1] == 1 && ns_life_built_n_streamlines(r2) == 2);
+        CHECK(strstr(ns_life_built_tracks_path(r2), "t.tck") != NULL);
+        ns_life_built_destroy(r2);
+    }
+    ns_life_built_destroy(r);
+
+    /* policies: a one-point streamline and one outside the image */
+    const double bad[][3] = {{1, 1, 1}, {0, 0, 0}, {1, 0, 0}, {2, 0, 0}, {3.6, 0, 0}, {0, 2, 2}, {1, 2, 2}};
+    const int blens[3] = {1, 4, 2};
+    write_tck(tmp("bad.tck"), bad, blens, 3);
+    ns_status s = ns_life_build(tmp("dwi.nii"), tmp("g.bval"), tmp("g.bvec"), tmp("bad.tck"), &o, &r);
+    CHECK_MSG(s == NS_ERR_PARSE && strstr(ns_last_error(), "bad.tck: streamline 0 has 1 point"), "%s", ns_last_error());
+    o.bad = NS_LIFE_BAD_SKIP;
+    CHECK_OK(ns_life_build(tmp("dwi.nii"), tmp("g.bval"), tmp("g.bvec"), tmp("bad.tck"), &o, &r));
+    if (r) {
+        st = ns_life_built_stats(r);
+        CHECK(st->streamlines == 3 && st->fibers == 2 && st->streamlines_dropped == 1 && st->nodes_outside == 1);
+        CHECK(ns_life_built_streamline(r)[0] == 1 && ns_life_built_streamline(r)[1] == 2);
+        ns_life_built_destroy(r);
+    }
+    o.bad = NS_LIFE_BAD_ERROR;
+    const int blens2[2] = {4, 2};
+    write_tck(tmp("out.tck"), bad + 1, blens2, 2);
+    s = ns_life_build(tmp("dwi.nii"), tmp("g.bval"), tmp("g.bvec"), tmp("out.tck"), &o, &r);
+    CHECK_MSG(s == NS_ERR_PARSE && strstr(ns_last_error(), "out.tck: streamline 0, node 3") &&
+                  strstr(ns_last_error(), "outside the 3 x 3 x 3 image of"),
+              "%s", ns_last_error());
+    write_tck(tmp("empty.tck"), bad, blens, 0);
+    s = ns_life_build(tmp("dwi.nii"), tmp("g.bval"), tmp("g.bvec"), tmp("empty.tck"), &o, &r);
+    CHECK_MSG(s == NS_ERR_EMPTY && strstr(ns_last_error(), "empty.tck: the tractogram holds no streamline"), "%s",
+              ns_last_error());
+    /* gradient tables */
+    write_gradients(tmp("8.bval"), tmp("8.bvec"), 8, 0);
+    s = ns_life_build(tmp("dwi.nii"), tmp("8.bval"), tmp("8.bvec"), tmp("t.tck"), &o, &r);
+    CHECK_MSG(s == NS_ERR_SIZE && strstr(ns_last_error(), "8.bval has 8 gradient entries but") &&
+                  strstr(ns_last_error(), "dwi.nii has 7 volumes"),
+              "%s", ns_last_error());
+    write_gradients(tmp("z.bval"), tmp("z.bvec"), NT, 1);
+    s = ns_life_build(tmp("dwi.nii"), tmp("z.bval"), tmp("z.bvec"), tmp("t.tck"), &o, &r);
+    CHECK_MSG(s == NS_ERR_PARSE && strstr(ns_last_error(), "z.bvec: volume 2 has b = 1000"), "%s", ns_last_error());
+    o.b0_threshold = -1;
+    s = ns_life_build(tmp("dwi.nii"), tmp("g.bval"), tmp("g.bvec"), tmp("t.tck"), &o, &r);
+    CHECK(s == NS_ERR_INVALID_ARGUMENT);
+    o.b0_threshold = 0;
+    FILE *f = fopen(tmp("nob0.bval"), "w");
+    fprintf(f, "5 1000 1000 2000 2000 3000 3000\n");
+    fclose(f);
+    f = fopen(tmp("nob0.bvec"), "w");
+    fprintf(f, "1 1 0 0 0.6 0 0.8\n0 0 1 0 0.8 0.6 0\n0 0 0 1 0 0.8 -0.6\n");
+    fclose(f);
+    s = ns_life_build(tmp("dwi.nii"), tmp("nob0.bval"), tmp("nob0.bvec"), tmp("t.tck"), &o, &r);
+    CHECK_MSG(s == NS_ERR_SIZE && strstr(ns_last_error(), "no b = 0 volume"), "%s", ns_last_error());
+    o.b0_threshold = 50;
+    write_image(tmp("3d.nii"), 1);
+    s = ns_life_build(tmp("3d.nii"), tmp("g.bval"), tmp("g.bvec"), tmp("t.tck"), &o, &r);
+    CHECK_MSG(s == NS_ERR_SIZE && strstr(ns_last_error(), "3d.nii: a diffusion image needs 4 dimensions"), "%s",
+              ns_last_error());
+}
+
+static int progress_calls = 0;
+static int count_progress(int pass, int64_t n, uint64_t done, uint64_t total, void *ctx) {
+    (void)pass, (void)n, (void)ctx;
+    progress_calls += done <= total;
+    return 0;
+}
+
+static void test_real_case(void) {
+    const char *d = NS_SOURCE_DATA;
+    char dwi[512], bval[512], bvec[512], trk[512];
+    snprintf(dwi, sizeof dwi, "%s/small_25.nii.gz", d);
+    snprintf(bval, sizeof bval, "%s/small_25.bval", d);
+    snprintf(bvec, sizeof bvec, "%s/small_25.bvec", d);
+    snprintf(trk, sizeof trk, "%s/EuDX_small_25.trk", d);
+    ns_life_build_options o;
+    ns_life_build_options_init(&o);
+    o.progress = count_progress;
+    ns_life_built_t *r = NULL;
+    CHECK_OK(ns_life_build(dwi, bval, bvec, trk, &o, &r));
+    if (!r) return;
+    CHECK(progress_calls >= 2);
+    ns_life_model_t *m = ns_life_built_model(r);
+    const ns_life_build_stats *st = ns_life_built_stats(r);
+    CHECK(st->streamlines == 60 && st->fibers == 60 && st->n_b0 == 1 && st->n_dwi == 25);
+    CHECK(st->grid[0] == 10 && st->grid[1] == 8 && st->grid[2] == 2);
+    CHECK(ns_life_model_n_atoms(m) == 129241 && ns_life_model_n_theta(m) == 25);
+    /* each fiber's values in a voxel sum to that voxel's S0 (the node fractions sum to 1) */
+    const int32_t V = ns_life_model_n_voxels(m), Fn = ns_life_model_n_fibers(m), T = ns_life_model_n_theta(m);
+    double *sum = calloc((size_t)V * Fn, sizeof *sum);
+    const int64_t nc = ns_life_model_n_coeffs(m);
+    for (int64_t c = 0; c < nc; ++c)
+        sum[(int64_t)ns_life_model_voxel(m)[c] * Fn + ns_life_model_fiber(m)[c]] += ns_life_model_value(m)[c];
+    int bad = 0;
+    for (int32_t v = 0; v < V; ++v)
+        for (int32_t f = 0; f < Fn; ++f)
+            bad += sum[(int64_t)v * Fn + f] != 0 && fabs(sum[(int64_t)v * Fn + f] - ns_life_built_s0(r)[v]) > 1e-9;
+    CHECK_MSG(bad == 0, "%d (voxel, fiber) pairs whose values do not sum to S0", bad);
+    free(sum);
+    /* y = M w against the explicit dense M, then a fit */
+    ns_life_options eo;
+    ns_life_options_init(&eo);
+    eo.backend = NS_BACKEND_CPU, eo.mw_variant = eo.mty_variant = NS_LIFE_NAIVE, eo.threads = 1;
+    ns_life_engine_t *e = NULL;
+    CHECK_OK(ns_life_engine_create(m, &eo, &e));
+    double *M = calloc((size_t)T * V * Fn, sizeof *M), *w = malloc((size_t)Fn * sizeof *w),
+           *y = malloc((size_t)T * V * sizeof *y), *hist = malloc(500 * sizeof *hist);
+    const double *Dm = ns_life_model_dictionary(m);
+    for (int64_t c = 0; c < nc; ++c)
+        for (int32_t t = 0; t < T; ++t)
+            M[((int64_t)ns_life_model_voxel(m)[c] * T + t) * Fn + ns_life_model_fiber(m)[c]] +=
+                Dm[(int64_t)ns_life_model_atom(m)[c] * T + t] * ns_life_model_value(m)[c];
+    for (int32_t f = 0; f < Fn; ++f) w[f] = 0.5 + 0.01 * f;
+    if (e) CHECK_OK(ns_life_mw(e, w, y));
+    double err = 0, scale = 0;
+    for (int64_t row = 0; row < (int64_t)T * V; ++row) {
+        double s = 0;
+        for (int32_t f = 0; f < Fn; ++f) s += M[row * Fn + f] * w[f];
+        err = fmax(err, fabs(s - y[row])), scale = fmax(scale, fabs(s));
+    }
+    CHECK_MSG(err <= 1e-12 * scale, "M w against the dense M: %g", err);
+    ns_life_fit_options fo;
+    ns_life_fit_options_init(&fo);
+    ns_life_fit_result res;
+    if (e) CHECK_OK(ns_life_fit(e, &fo, w, hist, &res));
+    CHECK(res.updates > 1 && hist[res.updates - 1] < hist[0]);
+    /* the objective the solver reports equals 0.5 ||Y - M w||^2 through the dense M */
+    const double *Y = ns_life_model_signal(m);
+    double obj = 0, sig = 0;
+    for (int64_t row = 0; row < (int64_t)T * V; ++row) {
+        double s = 0;
+        for (int32_t f = 0; f < Fn; ++f) s += M[row * Fn + f] * w[f];
+        obj += 0.5 * (Y[row] - s) * (Y[row] - s), sig += 0.5 * Y[row] * Y[row];
+    }
+    CHECK_MSG(fabs(obj - res.objective) <= 1e-9 * obj, "objective %g vs dense %g", res.objective, obj);
+    CHECK_MSG(obj < 0.5 * sig, "the fit explains less than half of the signal energy: %g of %g", obj, sig);
+    int neg = 0;
+    for (int32_t f = 0; f < Fn; ++f) neg += w[f] < 0;
+    CHECK(neg == 0);
+    free(M), free(w), free(y), free(hist);
+    ns_life_engine_destroy(e);
+    ns_life_built_destroy(r);
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/ns_life_build_%ld", (long)getpid());
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
+    if (system(cmd) != 0) return 1;
+    test_hand_made();
+    test_real_case();
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) return 1;
+    return check_summary("test_life_build");
+}

@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""neurosolve life build / fit / report on the bundled real case (DIPY's
+small_25 image with 60 EuDX streamlines), checked against a model built here
+independently with numpy from the raw file bytes: the NIfTI header and data
+(gzip + struct), the .trk records, the image affine, numpy's gradient and
+rounding, ENCODE's angle grid. Also: the pruned tractogram holds exactly the
+streamlines with non-zero weight, byte for byte; a .tck copy of the same
+streamlines builds the same model; nibabel (when installed) reads the same
+points and writes .tck files we read; bad inputs give one error line naming
+the file."""
+import gzip
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+except ImportError:
+    print("SKIPPED: numpy is not installed")
+    sys.exit(77)
+
+exe = sys.argv[1]
+data = sys.argv[2]
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAILED:", what)
+
+
+def run(*args, expect=0):
+    p = subprocess.run([exe, *args], capture_output=True, text=True)
+    check(p.returncode == expect, f"{' '.join(args)}: exit {p.returncode}, expected {expect}: {p.stderr}")
+    return p
+
+
+DWI = os.path.join(data, "small_25.nii.gz")
+BVAL = os.path.join(data, "small_25.bval")
+BVEC = os.path.join(data, "small_25.bvec")
+TRK = os.path.join(data, "EuDX_small_25.trk")
+
+
+def read_nifti(path):
+    raw = gzip.open(path).read() if path.endswith(".gz") else open(path, "rb").read()
+    h = raw[:348]
+    dim = struct.unpack("<8h", h[40:56])
+    dtype = {2: "u1", 4: "<i2", 16: "<f4", 64: "<f8"}[struct.unpack("<h", h[70:72])[0]]
+    off = int(struct.unpack("<f", h[108:112])[0])
+    srow = np.array(struct.unpack("<12f", h[280:328]), dtype=float).reshape(3, 4)
+    A = np.vstack([srow, [0, 0, 0, 1]])
+    shape = dim[1:dim[0] + 1]
+    n = int(np.prod(shape))
+    img = np.frombuffer(raw, dtype=dtype, count=n, offset=off).reshape(shape, order="F").astype(float)
+    return img, A
+
+
+def read_trk(path):
+    raw = open(path, "rb").read()
+    vs = np.array(struct.unpack("<3f", raw[12:24]))
+    V = np.array(struct.unpack("<16f", raw[440:504]), dtype=float).reshape(4, 4)
+    order = raw[948:951].decode()
+    ns = struct.unpack("<h", raw[36:38])[0]
+    npr = struct.unpack("<h", raw[238:240])[0]
+    assert order == "RAS" and ns == 0 and npr == 0, "the bundled file is RAS without scalars"
+    pos, out, records = 1000, [], []
+    while pos < len(raw):
+        m = struct.unpack("<i", raw[pos:pos + 4])[0]
+        end = pos + 4 + 12 * m
+        p = np.frombuffer(raw[pos + 4:end], "<f4").reshape(m, 3).astype(float)
+        vox = p / vs - 0.5
+        out.append(vox @ V[:3, :3].T + V[:3, 3])
+        records.append(raw[pos:end])
+        pos = end
+    return out, records
+
+
+def atom_of(L, g):
+    g = g / np.linalg.norm(g)
+    if g[1] < 0:
+        g = -g
+    step = np.pi / L
+    phi = np.arctan2(abs(g[1]), g[0])
+    theta = np.arccos(np.clip(g[2], -1, 1))
+    i = int(np.floor(phi / step + 0.5))
+    if i == L:
+        i, theta = 0, np.pi - theta
+    j = int(np.floor(theta / step + 0.5))
+    return 0 if j in (0, L) else 1 + i * (L - 1) + (j - 1)
+
+
+def expected_model(img, A, bvals, bvecs, streamlines, L=360):
+    Ainv = np.linalg.inv(A)
+    vsize = np.linalg.norm(A[:3, :3], axis=0)
+    b0 = bvals <= 50
+    coeffs = {}
+    voxels = set()
+    for f, s in enumerate(streamlines):
+        vox = s @ Ainv[:3, :3].T + Ainv[:3, 3]
+        grad = np.gradient(vox, axis=0) * vsize
+        idx = np.round(vox).astype(int)
+        count = {}
+        for n in range(len(s)):
+            v = tuple(idx[n])
+            a = atom_of(L, grad[n])
+            count[(v, a)] = count.get((v, a), 0) + 1
+            voxels.add(v)
+        per_vox = {}
+        for (v, a), c in count.items():
+            per_vox[v] = per_vox.get(v, 0) + c
+        for (v, a), c in count.items():
+            coeffs[(a, v, f)] = c / per_vox[v]
+    order = sorted(voxels, key=lambda v: (v[2], v[1], v[0]))  # raster order, i fastest
+    S0 = {v: img[v][b0].mean() for v in order}
+    Y = np.array([img[v][~b0] - img[v][~b0].mean() for v in order]).T
+    return order, S0, Y, {k: val * S0[k[1]] for k, val in coeffs.items()}
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    img, A = read_nifti(DWI)
+    bvals = np.loadtxt(BVAL)
+    bvecs = np.loadtxt(BVEC)
+    streamlines, records = read_trk(TRK)
+    order, S0, Y, coeffs = expected_model(img, A, bvals, bvecs, streamlines)
+
+    model = os.path.join(tmp, "model")
+    run("life", "build", "--dwi", DWI, "--bvals", BVAL, "--bvecs", BVEC, "--tracks", TRK, "--out", model, "--quiet")
+    ld = lambda name: np.load(os.path.join(model, name))
+    ijk = ld("voxel_ijk.npy")
+    check([tuple(x) for x in ijk] == order, "voxels and their raster order")
+    check(np.allclose(ld("s0.npy"), [S0[v] for v in order], rtol=0, atol=1e-12), "S0 per voxel")
+    check(np.allclose(ld("signal.npy"), Y, rtol=0, atol=1e-9), "demeaned signal Y")
+    got = {}
+    for a, v, f, x in zip(ld("phi_atom.npy"), ld("phi_voxel.npy"), ld("phi_fiber.npy"), ld("phi_value.npy")):
+        got[(int(a), tuple(ijk[v]), int(f))] = x
+    check(set(got) == set(coeffs), f"Phi entries: {len(got)} built, {len(coeffs)} expected")
+    check(all(abs(got[k] - coeffs[k]) <= 1e-9 * abs(coeffs[k]) for k in coeffs if k in got), "Phi values")
+    check(list(ld("streamlines.npy")) == list(range(60)), "fiber -> streamline map")
+    D = ld("dictionary.npy")
+    dw = bvals > 50
+    g = bvecs[:, dw] / np.linalg.norm(bvecs[:, dw], axis=0)
+    for a in (0, 1, 1000, 129240):
+        L = 360
+        if a == 0:
+            u = np.array([0, 0, 1.0])
+        else:
+            i, j = (a - 1) // (L - 1), (a - 1) % (L - 1) + 1
+            p, t = i * np.pi / L, j * np.pi / L
+            u = np.array([np.cos(p) * np.sin(t), np.sin(p) * np.sin(t), np.cos(t)])
+        col = np.exp(-bvals[dw] / 1000 * (u @ g) ** 2)
+        check(np.allclose(D[:, a], col - col.mean(), atol=1e-12), f"dictionary column {a}")
+
+    # fit, then the report and the pruned tractogram
+    w = os.path.join(tmp, "w.npy")
+    run("life", "fit", model, "--out", w, "--backend", "cpu", "--mw", "naive", "--mty", "naive", "--threads", "1",
+        "--quiet")
+    weights = np.load(w)
+    hist = np.load(os.path.join(tmp, "w_history.npy"))
+    check(weights.shape == (60,) and (weights >= 0).all(), "weights")
+    check(len(hist) > 1 and hist[-1] < hist[0], "objective decreases")
+    pruned = os.path.join(tmp, "pruned.trk")
+    csv = os.path.join(tmp, "rmse.csv")
+    p = run("life", "report", model, w, "--pruned", pruned, "--csv", csv, "--json")
+    import json
+    rep = json.loads(p.stdout) if p.returncode == 0 else {}
+    kept = int((weights > 0).sum())
+    check(rep.get("fibers_kept") == kept and rep.get("pruned_streamlines") == kept, f"report: {rep}")
+    # residual per voxel from numpy
+    Mw = np.zeros_like(Y)
+    for (a, v, f), x in coeffs.items():
+        Mw[:, order.index(v)] += D[:, a] * x * weights[f]
+    rows = np.loadtxt(csv, delimiter=",", skiprows=1)
+    check(np.allclose(rows[:, 5], np.sqrt((Y ** 2).mean(axis=0)), rtol=1e-7), "RMSE before")
+    check(np.allclose(rows[:, 6], np.sqrt(((Y - Mw) ** 2).mean(axis=0)), rtol=1e-7), "RMSE after")
+    check(abs(rep.get("objective", 0) - 0.5 * ((Y - Mw) ** 2).sum()) <= 1e-9 * rep.get("objective", 1), "objective")
+    raw = open(pruned, "rb").read()
+    src = open(TRK, "rb").read()
+    expect = b"".join(r for r, x in zip(records, weights) if x > 0)
+    check(raw[1000:] == expect, "pruned records byte for byte")
+    check(raw[:988] == src[:988] and struct.unpack("<i", raw[988:992])[0] == kept, "pruned header and count")
+
+    # the same streamlines as .tck (world coordinates) build the same model
+    tck = os.path.join(tmp, "same.tck")
+    body = b"".join(np.asarray(s, "<f4").tobytes() + np.full(3, np.nan, "<f4").tobytes() for s in streamlines)
+    head = "mrtrix tracks\ndatatype: Float32LE\ncount: 60\nfile: . 64\nEND\n".encode()
+    open(tck, "wb").write(head.ljust(64, b"\0") + body + np.full(3, np.inf, "<f4").tobytes())
+    model2 = os.path.join(tmp, "model2")
+    run("life", "build", "--dwi", DWI, "--bvals", BVAL, "--bvecs", BVEC, "--tracks", tck, "--out", model2, "--quiet")
+    for name in ("phi_atom.npy", "phi_voxel.npy", "phi_fiber.npy", "phi_value.npy", "signal.npy"):
+        check(np.array_equal(np.load(os.path.join(model2, name)), ld(name)), f".tck model equals .trk model: {name}")
+    pruned_tck = os.path.join(tmp, "pruned.tck")
+    run("life", "report", model2, w, "--pruned", pruned_tck, "--json")
+
+    try:
+        import nibabel as nib
+    except ImportError:
+        nib = None
+    if nib is not None:
+        t = nib.streamlines.load(TRK)
+        check(all(np.allclose(a, b, atol=1e-5) for a, b in zip(t.streamlines, streamlines)), "nibabel reads the same points")
+        t2 = nib.streamlines.load(pruned_tck)
+        keep = [s for s, x in zip(streamlines, weights) if x > 0]
+        check(len(t2.streamlines) == kept and all(np.allclose(a, b, atol=1e-5) for a, b in zip(t2.streamlines, keep)),
+              "nibabel reads our pruned .tck")
+        t3 = nib.streamlines.load(pruned)
+        check(len(t3.streamlines) == kept, "nibabel reads our pruned .trk")
+        ni = nib.load(DWI)
+        check(np.allclose(ni.affine, A) and np.array_equal(np.asarray(ni.dataobj, float), img), "nibabel reads the same image")
+    else:
+        print("note: nibabel is not installed; the nibabel cross-checks were skipped")
+
+    # bad inputs: one line naming the file
+    bad_bval = os.path.join(tmp, "bad.bval")
+    open(bad_bval, "w").write(" ".join(["0"] + ["2000"] * 24) + "\n")
+    p = run("life", "build", "--dwi", DWI, "--bvals", bad_bval, "--bvecs", BVEC, "--tracks", TRK, "--out", model,
+            expect=1)
+    check("bad.bval" in p.stderr and p.stderr.count("\n") == 1, f"gradient mismatch message: {p.stderr}")
+    trunc = os.path.join(tmp, "trunc.trk")
+    open(trunc, "wb").write(src[:-7])
+    p = run("life", "build", "--dwi", DWI, "--bvals", BVAL, "--bvecs", BVEC, "--tracks", trunc, "--out", model, expect=1)
+    check("trunc.trk" in p.stderr and "truncated" in p.stderr, f"truncated .trk: {p.stderr}")
+    empty = os.path.join(tmp, "empty.tck")
+    open(empty, "wb").write(head.replace(b"count: 60", b"count: 0 ").ljust(64, b"\0") + np.full(3, np.inf, "<f4").tobytes())
+    p = run("life", "build", "--dwi", DWI, "--bvals", BVAL, "--bvecs", BVEC, "--tracks", empty, "--out", model, expect=1)
+    check("empty.tck" in p.stderr and "no streamline" in p.stderr, f"empty tractogram: {p.stderr}")
+    far = os.path.join(tmp, "far.tck")
+    shifted = [s + 100.0 for s in streamlines[:2]]
+    body = b"".join(np.asarray(s, "<f4").tobytes() + np.full(3, np.nan, "<f4").tobytes() for s in shifted)
+    open(far, "wb").write(head.replace(b"count: 60", b"count: 2 ").ljust(64, b"\0") + body + np.full(3, np.inf, "<f4").tobytes())
+    p = run("life", "build", "--dwi", DWI, "--bvals", BVAL, "--bvecs", BVEC, "--tracks", far, "--out", model, expect=1)
+    check("far.tck" in p.stderr and "outside" in p.stderr, f"streamline outside: {p.stderr}")
+    p = run("life", "build", "--dwi", DWI, "--bvals", BVAL, "--bvecs", BVEC, "--tracks", far, "--out", model,
+            "--skip-bad", expect=1)
+    check("none of the 2 streamlines" in p.stderr, f"all outside with --skip-bad: {p.stderr}")
+
+if failures:
+    print(f"life_data_cli: {failures} checks FAILED")
+    sys.exit(1)
+print("life_data_cli: all checks passed")

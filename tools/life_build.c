@@ -1,0 +1,278 @@
+/* neurosolve life build / life report: LiFE from real data (docs/life_data.md).
+ *   life build --dwi X.nii.gz --bvals X.bval --bvecs X.bvec --tracks T.trk|T.tck --out MODEL
+ *   life report MODEL WEIGHTS [--pruned OUT.trk|.tck] [--csv FILE] [--plot FILE.png] */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+int life_build(int argc, char **argv);
+int life_report(int argc, char **argv);
+
+typedef struct bar {
+    int tty;
+} bar;
+
+/* Progress on stderr, redrawn in place: pass, streamlines, percent of the file. */
+static int show(int pass, int64_t n, uint64_t done, uint64_t total, void *ctx) {
+    (void)ctx;
+    const int width = 30;
+    const double frac = total ? (double)done / (double)total : 1.0;
+    char b[64];
+    for (int i = 0; i < width; ++i) b[i] = i < (int)(frac * width) ? '#' : '.';
+    b[width] = '\0';
+    fprintf(stderr, "\r[%s] pass %d/2 (%s)  %lld streamlines  %5.1f %%", b, pass,
+            pass == 1 ? "counting" : "filling", (long long)n, 100.0 * frac);
+    fflush(stderr);
+    return 0;
+}
+
+int life_build(int argc, char **argv) {
+    const char *cmd = "life build";
+    const char *dwi = NULL, *bvals = NULL, *bvecs = NULL, *tracks = NULL, *out = NULL;
+    ns_life_build_options o;
+    ns_life_build_options_init(&o);
+    int quiet = 0, as_json = 0;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long x = 0;
+        int ok = 1;
+        if (strcmp(a, "--dwi") == 0 && v) dwi = v, ++i;
+        else if (strcmp(a, "--bvals") == 0 && v) bvals = v, ++i;
+        else if (strcmp(a, "--bvecs") == 0 && v) bvecs = v, ++i;
+        else if (strcmp(a, "--tracks") == 0 && v) tracks = v, ++i;
+        else if (strcmp(a, "--out") == 0 && v) out = v, ++i;
+        else if (strcmp(a, "--L") == 0) ok = cli_parse_long(cmd, a, v, 2, 4096, &x), o.dictionary_l = (int32_t)x, ++i;
+        else if (strcmp(a, "--axial") == 0) ok = cli_parse_double(cmd, a, v, 0, 100, &o.axial_diffusivity), ++i;
+        else if (strcmp(a, "--radial") == 0) ok = cli_parse_double(cmd, a, v, 0, 100, &o.radial_diffusivity), ++i;
+        else if (strcmp(a, "--b0-threshold") == 0) ok = cli_parse_double(cmd, a, v, 0, 1e5, &o.b0_threshold), ++i;
+        else if (strcmp(a, "--skip-bad") == 0) o.bad = NS_LIFE_BAD_SKIP;
+        else if (strcmp(a, "--quiet") == 0) quiet = 1;
+        else if (strcmp(a, "--json") == 0) as_json = 1;
+        else return cli_usage_error(cmd, "unknown option or missing value '%s'", a);
+        if (!ok) return 2;
+    }
+    if (!dwi || !bvals || !bvecs || !tracks || !out)
+        return cli_usage_error(cmd, "--dwi, --bvals, --bvecs, --tracks and --out are required");
+    bar b = {isatty(fileno(stderr))};
+    if (!quiet && !as_json && b.tty) o.progress = show, o.progress_context = &b;
+    ns_life_built_t *r = NULL;
+    ns_status s = ns_life_build(dwi, bvals, bvecs, tracks, &o, &r);
+    if (o.progress) fputc('\n', stderr);
+    if (s != NS_OK) return cli_status_error(cmd, s);
+    s = ns_life_built_save(r, out);
+    if (s != NS_OK) {
+        ns_life_built_destroy(r);
+        return cli_status_error(cmd, s);
+    }
+    const ns_life_build_stats *st = ns_life_built_stats(r);
+    ns_life_model_t *m = ns_life_built_model(r);
+    if (as_json) {
+        cli_json j;
+        json_begin(&j, stdout);
+        json_string(&j, "model", out);
+        json_int(&j, "streamlines", st->streamlines);
+        json_int(&j, "fibers", st->fibers);
+        json_int(&j, "streamlines_dropped", st->streamlines_dropped);
+        json_int(&j, "nodes", st->nodes);
+        json_int(&j, "nodes_outside", st->nodes_outside);
+        json_int(&j, "nodes_zero_gradient", st->nodes_zero_gradient);
+        json_int(&j, "n_b0", st->n_b0);
+        json_int(&j, "n_theta", ns_life_model_n_theta(m));
+        json_int(&j, "n_atoms", ns_life_model_n_atoms(m));
+        json_int(&j, "n_voxels", ns_life_model_n_voxels(m));
+        json_int(&j, "n_coeffs", ns_life_model_n_coeffs(m));
+        json_double(&j, "model_bytes", st->peak_model_bytes);
+        json_double(&j, "seconds", st->seconds);
+        json_end(&j);
+    } else {
+        printf("%s: %lld streamlines -> %lld fibers (%lld dropped), %lld nodes (%lld outside, %lld without "
+               "orientation)\n",
+               out, (long long)st->streamlines, (long long)st->fibers, (long long)st->streamlines_dropped,
+               (long long)st->nodes, (long long)st->nodes_outside, (long long)st->nodes_zero_gradient);
+        printf("image %lld x %lld x %lld, %d b=0 + %d diffusion volumes; model: %d voxels, %d atoms, %lld "
+               "coefficients (%.1f MB) in %.3f s\n",
+               (long long)st->grid[0], (long long)st->grid[1], (long long)st->grid[2], (int)st->n_b0,
+               (int)st->n_dwi, ns_life_model_n_voxels(m), ns_life_model_n_atoms(m),
+               (long long)ns_life_model_n_coeffs(m), st->peak_model_bytes / 1e6, st->seconds);
+    }
+    ns_life_built_destroy(r);
+    return 0;
+}
+
+static int exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+static double median(const double *x, int64_t n) {
+    if (n <= 0) return NAN;
+    double *c = malloc((size_t)n * sizeof *c);
+    if (!c) return NAN;
+    memcpy(c, x, (size_t)n * sizeof *c);
+    const double r = cli_median(c, (int)n);
+    free(c);
+    return r;
+}
+
+int life_report(int argc, char **argv) {
+    const char *cmd = "life report";
+    if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-') return cli_usage_error(cmd, "usage: life report MODEL WEIGHTS [options]");
+    const char *dir = argv[1], *wpath = argv[2], *hist_path = NULL, *pruned = NULL, *tracks = NULL, *csv = NULL,
+               *png = NULL;
+    double threshold = 0.0;
+    int as_json = 0;
+    ns_life_options eo;
+    ns_life_options_init(&eo);
+    eo.backend = NS_BACKEND_CPU;
+    for (int i = 3; i < argc; ++i) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = 1;
+        if (strcmp(a, "--history") == 0 && v) hist_path = v, ++i;
+        else if (strcmp(a, "--pruned") == 0 && v) pruned = v, ++i;
+        else if (strcmp(a, "--tracks") == 0 && v) tracks = v, ++i;
+        else if (strcmp(a, "--csv") == 0 && v) csv = v, ++i;
+        else if (strcmp(a, "--plot") == 0 && v) png = v, ++i;
+        else if (strcmp(a, "--threshold") == 0) ok = cli_parse_double(cmd, a, v, 0, 1e300, &threshold), ++i;
+        else if (strcmp(a, "--backend") == 0 && v) {
+            if (ns_backend_from_name(v, &eo.backend) != NS_OK) return cli_usage_error(cmd, "--backend takes cpu, cuda or auto");
+            ++i;
+        } else if (strcmp(a, "--json") == 0) as_json = 1;
+        else return cli_usage_error(cmd, "unknown option or missing value '%s'", a);
+        if (!ok) return 2;
+    }
+    char hbuf[4096], cbuf[4096];
+    if (!hist_path) {
+        const size_t n = strlen(wpath);
+        snprintf(hbuf, sizeof hbuf, "%.*s_history.npy", (int)(n > 4 && strcmp(wpath + n - 4, ".npy") == 0 ? n - 4 : n), wpath);
+        hist_path = exists(hbuf) ? hbuf : NULL;
+    }
+    if (png && !csv) {
+        const size_t n = strlen(png);
+        snprintf(cbuf, sizeof cbuf, "%.*s_rmse.csv", (int)(n > 4 && strcmp(png + n - 4, ".png") == 0 ? n - 4 : n), png);
+        csv = cbuf;
+    }
+    ns_life_built_t *r = NULL;
+    ns_status s = ns_life_built_load(dir, &r);
+    if (s != NS_OK) return cli_status_error(cmd, s);
+    ns_life_model_t *m = ns_life_built_model(r);
+    const int32_t T = ns_life_model_n_theta(m), V = ns_life_model_n_voxels(m), F = ns_life_model_n_fibers(m);
+    double *w = NULL, *hist = NULL, *y = NULL, *before = NULL, *after = NULL;
+    int64_t nw = 0, nh = 0;
+    ns_life_engine_t *e = NULL;
+    int rc = 0;
+    if ((s = ns_life_vector_load(wpath, &w, &nw)) != NS_OK) rc = cli_status_error(cmd, s);
+    else if (nw != F) rc = cli_error("%s has %lld weights but the model %s has %d fibers", wpath, (long long)nw, dir, (int)F);
+    if (rc == 0 && hist_path && (s = ns_life_vector_load(hist_path, &hist, &nh)) != NS_OK) rc = cli_status_error(cmd, s);
+    if (rc == 0 && (s = ns_life_engine_create(m, &eo, &e)) != NS_OK) rc = cli_status_error(cmd, s);
+    if (rc == 0) {
+        y = malloc((size_t)T * V * sizeof *y);
+        before = malloc((size_t)V * sizeof *before);
+        after = malloc((size_t)V * sizeof *after);
+        if (!y || !before || !after) rc = cli_error("out of memory");
+    }
+    if (rc == 0 && (s = ns_life_mw(e, w, y)) != NS_OK) rc = cli_status_error(cmd, s);
+    double obj = 0, sig = 0;
+    int64_t kept = 0;
+    uint8_t *keep = NULL;
+    if (rc == 0) {
+        const double *Y = ns_life_model_signal(m);
+        for (int32_t v = 0; v < V; ++v) {
+            double a = 0, b = 0;
+            for (int32_t t = 0; t < T; ++t) {
+                const double d = Y[(int64_t)v * T + t] - y[(int64_t)v * T + t];
+                a += Y[(int64_t)v * T + t] * Y[(int64_t)v * T + t], b += d * d;
+            }
+            sig += a, obj += b;
+            before[v] = sqrt(a / T), after[v] = sqrt(b / T);
+        }
+        obj *= 0.5;
+        const int64_t ns = ns_life_built_n_streamlines(r) > 0 ? ns_life_built_n_streamlines(r) : F;
+        keep = calloc((size_t)(ns > 0 ? ns : 1), 1);
+        const int64_t *map = ns_life_built_streamline(r);
+        if (!keep) rc = cli_error("out of memory");
+        for (int32_t f = 0; rc == 0 && f < F; ++f)
+            if (w[f] > threshold) {
+                ++kept;
+                const int64_t idx = map ? map[f] : f;
+                if (idx >= 0 && idx < ns) keep[idx] = 1;
+            }
+        if (rc == 0 && csv) {
+            FILE *c = fopen(csv, "w");
+            if (!c) rc = cli_error("%s: cannot create", csv);
+            else {
+                const int32_t *ijk = ns_life_built_voxel_ijk(r);
+                const double *s0 = ns_life_built_s0(r);
+                fprintf(c, "voxel,i,j,k,s0,rmse_before,rmse_after\n");
+                for (int32_t v = 0; v < V; ++v)
+                    fprintf(c, "%d,%d,%d,%d,%.9g,%.9g,%.9g\n", (int)v, ijk ? ijk[3 * v] : -1, ijk ? ijk[3 * v + 1] : -1,
+                            ijk ? ijk[3 * v + 2] : -1, s0 ? s0[v] : NAN, before[v], after[v]);
+                if (fclose(c) != 0) rc = cli_error("%s: write error", csv);
+            }
+        }
+        int64_t written = -1;
+        if (rc == 0 && pruned) {
+            const char *src = tracks ? tracks : ns_life_built_tracks_path(r);
+            if (!src[0]) rc = cli_error("%s records no source tractogram: give --tracks", dir);
+            else if ((s = ns_tracts_write_subset(src, pruned, keep, ns, &written)) != NS_OK) rc = cli_status_error(cmd, s);
+        }
+        if (rc == 0) {
+            const double mb = median(before, V), ma = median(after, V);
+            if (as_json) {
+                cli_json j;
+                json_begin(&j, stdout);
+                json_string(&j, "model", dir);
+                json_int(&j, "fibers", F);
+                json_int(&j, "fibers_kept", kept);
+                json_int(&j, "voxels", V);
+                json_double(&j, "objective", obj);
+                json_double(&j, "relative_residual", sig > 0 ? sqrt(2 * obj / sig) : NAN);
+                json_double(&j, "median_rmse_before", mb);
+                json_double(&j, "median_rmse_after", ma);
+                if (hist) {
+                    json_int(&j, "updates", nh);
+                    json_double(&j, "objective_first", nh ? hist[0] : NAN);
+                    json_double(&j, "objective_last", nh ? hist[nh - 1] : NAN);
+                }
+                if (csv) json_string(&j, "csv", csv);
+                if (pruned) json_string(&j, "pruned", pruned), json_int(&j, "pruned_streamlines", written);
+                json_end(&j);
+            } else {
+                printf("%s: %lld of %d fibers kept (weight > %g), %d voxels\n", dir, (long long)kept, (int)F, threshold,
+                       (int)V);
+                printf("objective 0.5||y - Mw||^2 = %.6e (signal 0.5||y||^2 = %.6e, relative residual %.4f)\n", obj,
+                       0.5 * sig, sig > 0 ? sqrt(2 * obj / sig) : NAN);
+                double sb = 0, sa = 0;
+                for (int32_t v = 0; v < V; ++v) sb += before[v], sa += after[v];
+                printf("RMSE per voxel: median %.4g before -> %.4g after (mean %.4g -> %.4g)\n", mb, ma, sb / V,
+                       sa / V);
+                if (hist && nh > 0) {
+                    printf("objective history: %lld updates, %.6e -> %.6e\n", (long long)nh, hist[0], hist[nh - 1]);
+                    const int64_t marks[] = {0, 1, 4, 9, 49, 99, 199, 499};
+                    printf("  update:objective");
+                    for (size_t q = 0; q < sizeof marks / sizeof *marks; ++q)
+                        if (marks[q] < nh) printf("  %lld:%.4e", (long long)marks[q] + 1, hist[marks[q]]);
+                    printf("\n");
+                }
+                if (csv) printf("per-voxel RMSE: %s\n", csv);
+                if (pruned) printf("pruned tractogram: %s (%lld streamlines)\n", pruned, (long long)written);
+            }
+        }
+    }
+    if (rc == 0 && png) {
+        char extra[12288];
+        snprintf(extra, sizeof extra, "--weights '%s'%s%s%s", wpath, hist_path ? " --history '" : "",
+                 hist_path ? hist_path : "", hist_path ? "'" : "");
+        rc = cli_plot("bench/plot_life_report.py", csv, png, extra);
+        if (rc == 0 && !as_json) printf("plot: %s\n", png);
+    }
+    free(keep);
+    free(w), free(hist), free(y), free(before), free(after);
+    ns_life_engine_destroy(e);
+    ns_life_built_destroy(r);
+    return rc;
+}
