@@ -24,6 +24,7 @@ int bench_hines_mixed(int argc, char **argv); /* bench hines --mixed */
 int bench_tridiag(int argc, char **argv);
 int bench_life(int argc, char **argv);
 int bench_sim(int argc, char **argv);
+int bench_scale(int argc, char **argv); /* MPI scaling (tools/bench_scale.c) */
 
 /* Print "neurosolve: <message>" on stderr; returns 1 (runtime failure). */
 int cli_error(const char *format, ...);
@@ -51,6 +52,43 @@ double cli_median(double *values, int n);
 
 /* Run a Python plotting script from bench/ or tools/ on a CSV; 0 on success. */
 int cli_plot(const char *script, const char *csv, const char *png, const char *extra);
+
+/* ------------------------------------------------------------------ MPI */
+/* tools/cli_mpi.c, docs/mpi.md: under an MPI launcher (and with MPI built
+ * in), solve and simulate spread their cells over the processes and only
+ * rank 0 prints. Without MPI these are single-process pass-throughs. */
+void cli_mpi_begin(int *argc, char ***argv); /* first thing in main */
+int cli_mpi_end(int rc);                     /* last: agrees on the exit code */
+int cli_mpi_active(void);
+int cli_mpi_rank(void);
+int cli_mpi_size(void);
+/* Solve the batch over the processes: every process holds the whole batch
+ * and its values, solves its own cells and receives every solution in rhs
+ * (so the caller's checks run unchanged). timing->total_ms is the wall
+ * time of the distributed solve, the rest this process's. */
+ns_status cli_mpi_solve(const ns_batch_t *batch, const ns_solve_options *opt, const double *a,
+                        const double *b, double *d, double *rhs, ns_solve_timing *timing,
+                        ns_hines_method *method, ns_backend *backend);
+/* A simulation that is one ns_sim_t, or spread over the processes. The
+ * calls mirror ns_sim_*; cli_sim_finish gathers spikes and traces to rank
+ * 0 (the only process whose cli_sim_spikes/_traces answer under MPI). */
+typedef struct cli_sim cli_sim;
+ns_status cli_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_t n_cells,
+                         const int32_t *cell_shape, const ns_sim_params *params,
+                         const ns_sim_options *options, cli_sim **out);
+void cli_sim_destroy(cli_sim *sim);
+ns_status cli_sim_add_iclamp(cli_sim *sim, int64_t cell, int32_t compartment, double delay,
+                             double duration, double amplitude);
+ns_status cli_sim_add_recording(cli_sim *sim, int64_t cell, int32_t compartment, int32_t *site);
+ns_status cli_sim_advance(cli_sim *sim, int64_t steps);
+ns_status cli_sim_finish(cli_sim *sim);
+int64_t cli_sim_steps_for(const cli_sim *sim, double tstop);
+double cli_sim_elapsed_ms(const cli_sim *sim);
+int64_t cli_sim_compartments(const cli_sim *sim);
+const double *cli_sim_spikes(const cli_sim *sim, int64_t cell, int64_t *count);
+const double *cli_sim_traces(const cli_sim *sim, int64_t *samples, int32_t *sites);
+ns_backend cli_sim_backend(const cli_sim *sim);
+ns_hines_method cli_sim_method(const cli_sim *sim);
 
 /* ------------------------------------------------------------- JSON out */
 /* A tiny streaming JSON writer for --json: enough for objects, arrays,

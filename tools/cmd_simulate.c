@@ -281,7 +281,7 @@ int cmd_simulate(int argc, char **argv) {
 
     cli_shape_set set = {0};
     int rc = 1;
-    ns_sim_t *sim = NULL;
+    cli_sim *sim = NULL; /* one ns_sim_t, or spread over MPI processes */
     const ns_cell_t **cells = NULL;
     int32_t *cell_shape = NULL;
     char **site_names = NULL;
@@ -308,7 +308,7 @@ int cmd_simulate(int argc, char **argv) {
         goto done;
     }
     for (long long c = 0; c < n_cells; ++c) cell_shape[c] = (int32_t)(c / cells_per);
-    ns_status st = ns_sim_create(set.count, cells, n_cells, cell_shape, &params, &so, &sim);
+    ns_status st = cli_sim_create(set.count, cells, n_cells, cell_shape, &params, &so, &sim);
     if (st != NS_OK) {
         cli_status_error("simulation", st);
         goto done;
@@ -323,7 +323,7 @@ int cmd_simulate(int argc, char **argv) {
             double amp = stims[q].amp_auto ? 1.5e-4 * ci.total_area : stims[q].amp;
             if (stims[q].amp_auto) amp = round(amp * 1000.0) / 1000.0; /* as the validation script */
             for (long long c = k * cells_per; c < (k + 1) * cells_per; ++c) {
-                st = ns_sim_add_iclamp(sim, c, node, stims[q].del, stims[q].dur, amp);
+                st = cli_sim_add_iclamp(sim, c, node, stims[q].del, stims[q].dur, amp);
                 if (st != NS_OK) {
                     cli_status_error("iclamp", st);
                     goto done;
@@ -343,7 +343,7 @@ int cmd_simulate(int argc, char **argv) {
             for (int q = 0; q < n_recs; ++q) {
                 int32_t node, site;
                 if (resolve_loc(&recs[q], cells[k], set.items[k].name, &node)) goto done;
-                st = ns_sim_add_recording(sim, c, node, &site);
+                st = cli_sim_add_recording(sim, c, node, &site);
                 if (st != NS_OK) {
                     cli_status_error("record", st);
                     goto done;
@@ -360,40 +360,46 @@ int cmd_simulate(int argc, char **argv) {
                 n_sites++;
             }
     /* run in chunks (a progress bar on a terminal) */
-    const long long steps = ns_sim_steps_for(sim, params.tstop);
+    const long long steps = cli_sim_steps_for(sim, params.tstop);
     const int show = !no_progress && isatty(2);
     long long done_steps = 0;
     int shown = 0;
     while (done_steps < steps) {
         long long chunk = steps / 100 > 0 ? steps / 100 : 1;
         if (chunk > steps - done_steps) chunk = steps - done_steps;
-        st = ns_sim_advance(sim, chunk);
+        st = cli_sim_advance(sim, chunk);
         if (st != NS_OK) {
             if (shown) fputc('\n', stderr);
             cli_status_error("simulation", st);
             goto done;
         }
         done_steps += chunk;
-        double el = ns_sim_elapsed_ms(sim) / 1000.0;
+        double el = cli_sim_elapsed_ms(sim) / 1000.0;
         if (show && (shown || el > 1.0)) {
             progress((double)done_steps / (double)steps, el);
             shown = 1;
         }
     }
     if (shown) fputc('\n', stderr);
-    const double wall_s = ns_sim_elapsed_ms(sim) / 1000.0;
-    const long long comps = ns_sim_compartments(sim);
+    st = cli_sim_finish(sim); /* under MPI: spikes and traces to rank 0 */
+    if (st != NS_OK) {
+        cli_status_error("gathering the results", st);
+        goto done;
+    }
+    if (cli_mpi_rank() != 0) out = plot = NULL; /* only rank 0 writes files */
+    const double wall_s = cli_sim_elapsed_ms(sim) / 1000.0;
+    const long long comps = cli_sim_compartments(sim);
     const double sps = wall_s > 0 ? steps / wall_s : 0.0;
     long long total_spikes = 0;
     for (long long c = 0; c < n_cells; ++c) {
         int64_t cnt;
-        ns_sim_spikes(sim, c, &cnt);
+        cli_sim_spikes(sim, c, &cnt);
         total_spikes += cnt;
     }
     /* outputs */
     int64_t samples;
     int32_t sites;
-    const double *tr = ns_sim_traces(sim, &samples, &sites);
+    const double *tr = cli_sim_traces(sim, &samples, &sites);
     char csv_path[4096] = "";
     if (out || plot) {
         char prefix[4000];
@@ -441,7 +447,7 @@ int cmd_simulate(int argc, char **argv) {
             fprintf(g, "cell,morphology,t_ms\n");
             for (long long c = 0; c < n_cells; ++c) {
                 int64_t cnt;
-                const double *sp = ns_sim_spikes(sim, c, &cnt);
+                const double *sp = cli_sim_spikes(sim, c, &cnt);
                 const char *base = strrchr(set.items[cell_shape[c]].name, '/');
                 base = base ? base + 1 : set.items[cell_shape[c]].name;
                 for (int64_t q = 0; q < cnt; ++q) fprintf(g, "%lld,%s,%.6f\n", c, base, sp[q]);
@@ -455,10 +461,11 @@ int cmd_simulate(int argc, char **argv) {
     if (as_json) {
         cli_json j;
         json_begin(&j, stdout);
-        json_string(&j, "backend", ns_backend_name(ns_sim_backend(sim)));
-        json_string(&j, "method", ns_hines_method_name(ns_sim_method(sim)));
+        json_string(&j, "backend", ns_backend_name(cli_sim_backend(sim)));
+        json_string(&j, "method", ns_hines_method_name(cli_sim_method(sim)));
         json_int(&j, "morphologies", set.count);
         json_int(&j, "cells", n_cells);
+        if (cli_mpi_size() > 1) json_int(&j, "processes", cli_mpi_size());
         json_int(&j, "compartments", comps);
         json_int(&j, "steps", steps);
         json_double(&j, "dt_ms", params.dt);
@@ -471,7 +478,7 @@ int cmd_simulate(int argc, char **argv) {
         for (int k = 0; k < set.count; ++k) {
             long long c = k * cells_per;
             int64_t cnt;
-            const double *sp = ns_sim_spikes(sim, c, &cnt);
+            const double *sp = cli_sim_spikes(sim, c, &cnt);
             json_object_begin(&j, NULL);
             json_int(&j, "cell", c);
             json_string(&j, "morphology", set.items[k].name);
@@ -487,12 +494,12 @@ int cmd_simulate(int argc, char **argv) {
         printf("simulated %lld cells (%d morphologies, %lld compartments) for %g ms: %lld steps of %g ms\n",
                n_cells, set.count, comps, params.tstop, steps, params.dt);
         printf("backend %s, method %s: %.3f s, %.0f steps/s, %.3g compartment-steps/s\n",
-               ns_backend_name(ns_sim_backend(sim)), ns_hines_method_name(ns_sim_method(sim)), wall_s, sps,
+               ns_backend_name(cli_sim_backend(sim)), ns_hines_method_name(cli_sim_method(sim)), wall_s, sps,
                sps * (double)comps);
         printf("soma spikes (threshold %g mV): %lld in all cells\n", params.spike_threshold, total_spikes);
         for (int k = 0; k < set.count && k < 20; ++k) {
             int64_t cnt;
-            const double *sp = ns_sim_spikes(sim, k * cells_per, &cnt);
+            const double *sp = cli_sim_spikes(sim, k * cells_per, &cnt);
             printf("  %-40s cell %lld: %lld spikes", set.items[k].name, k * cells_per, (long long)cnt);
             for (int64_t q = 0; q < cnt && q < 8; ++q) printf("%s%.3f", q ? " " : " at ", sp[q]);
             printf("%s\n", cnt > 8 ? " ..." : (cnt ? " ms" : ""));
@@ -507,7 +514,7 @@ done:
         for (int s = 0; site_names[s]; ++s) free(site_names[s]);
     free(site_names);
     free(table);
-    ns_sim_destroy(sim);
+    cli_sim_destroy(sim);
     free(cell_shape);
     free(cells);
     cli_shapes_free(&set);

@@ -135,12 +135,21 @@ int cmd_solve(int argc, char **argv) {
         memcpy(v[5], rhs, (size_t)total * sizeof(double));
     }
 
-    st = ns_hines_solver_create(batch, &args.opt, &solver);
-    if (st != NS_OK) { rc = cli_status_error("preparing the solver", st); goto done; }
-    st = ns_hines_solver_solve(solver, a, b, d, rhs);
-    if (st != NS_OK) { rc = cli_status_error("solving", st); goto done; }
     ns_solve_timing tm;
-    ns_hines_solver_timing(solver, &tm);
+    ns_hines_method used;
+    ns_backend backend;
+    if (cli_mpi_active()) { /* under mpirun: cells spread over the processes (docs/mpi.md) */
+        st = cli_mpi_solve(batch, &args.opt, a, b, d, rhs, &tm, &used, &backend);
+        if (st != NS_OK) { rc = cli_status_error("solving", st); goto done; }
+    } else {
+        st = ns_hines_solver_create(batch, &args.opt, &solver);
+        if (st != NS_OK) { rc = cli_status_error("preparing the solver", st); goto done; }
+        st = ns_hines_solver_solve(solver, a, b, d, rhs);
+        if (st != NS_OK) { rc = cli_status_error("solving", st); goto done; }
+        ns_hines_solver_timing(solver, &tm);
+        used = ns_hines_solver_method(solver);
+        backend = ns_hines_solver_backend(solver);
+    }
 
     /* Checks: every cell against the sequential solve on the saved inputs;
      * the first cell of each shape (up to dense_max unknowns) against dense LU. */
@@ -178,13 +187,12 @@ int cmd_solve(int argc, char **argv) {
         free(dense_done);
     }
 
-    ns_hines_method used = ns_hines_solver_method(solver);
-    ns_backend backend = ns_hines_solver_backend(solver);
     if (args.as_json) {
         cli_json j;
         json_begin(&j, stdout);
         json_int(&j, "cells", (long long)ns_batch_cells(batch));
         json_int(&j, "compartments", (long long)total);
+        if (cli_mpi_size() > 1) json_int(&j, "processes", cli_mpi_size());
         json_int(&j, "shapes", set.count);
         json_string(&j, "method", ns_hines_method_name(used));
         json_string(&j, "backend", ns_backend_name(backend));

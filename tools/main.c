@@ -24,7 +24,7 @@ static void usage(FILE *out) {
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
 }
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -42,4 +42,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "neurosolve: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
+}
+
+int main(int argc, char **argv) {
+    cli_mpi_begin(&argc, &argv); /* under mpirun: MPI, a GPU per process (tools/cli_mpi.c) */
+    return cli_mpi_end(run(argc, argv));
 }

@@ -1,0 +1,113 @@
+/* Partitions of work over processes. Pure functions: no MPI calls, so that
+ * they are tested on their own (tests/test_mpi_partition.c). */
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "neurosolve/mpi.h"
+
+typedef struct item {
+    int64_t weight, index;
+} item;
+
+/* Heaviest first; equal weights keep the lower index first, so the result
+ * does not depend on qsort's (unstable) order. */
+static int by_weight_desc(const void *pa, const void *pb) {
+    const item *a = pa, *b = pb;
+    if (a->weight != b->weight) return a->weight > b->weight ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+/* A min-heap of parts keyed by (load, part). */
+typedef struct heap {
+    int32_t *part;
+    int64_t *load; /* indexed by part */
+    int32_t n;
+} heap;
+
+static int heap_less(const heap *h, int32_t i, int32_t j) {
+    const int32_t a = h->part[i], b = h->part[j];
+    return h->load[a] < h->load[b] || (h->load[a] == h->load[b] && a < b);
+}
+
+static void heap_down(heap *h, int32_t i) {
+    for (;;) {
+        int32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->n && heap_less(h, l, m)) m = l;
+        if (r < h->n && heap_less(h, r, m)) m = r;
+        if (m == i) return;
+        const int32_t t = h->part[i];
+        h->part[i] = h->part[m];
+        h->part[m] = t;
+        i = m;
+    }
+}
+
+ns_status ns_partition_lpt(int64_t n_items, const int64_t *weight, int32_t n_parts, int32_t *owner,
+                           int64_t *load) {
+    if (n_items < 0 || n_parts < 1 || (n_items > 0 && (!weight || !owner)))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_partition_lpt: %lld items over %d parts",
+                       (long long)n_items, (int)n_parts);
+    for (int64_t i = 0; i < n_items; ++i)
+        if (weight[i] < 0)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_partition_lpt: weight[%lld] = %lld is negative",
+                           (long long)i, (long long)weight[i]);
+    item *items = malloc((size_t)(n_items > 0 ? n_items : 1) * sizeof *items);
+    heap h = {malloc((size_t)n_parts * sizeof(int32_t)), calloc((size_t)n_parts, sizeof(int64_t)), n_parts};
+    if (!items || !h.part || !h.load) {
+        free(items);
+        free(h.part);
+        free(h.load);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_partition_lpt: %lld items", (long long)n_items);
+    }
+    for (int64_t i = 0; i < n_items; ++i) items[i] = (item){weight[i], i};
+    qsort(items, (size_t)n_items, sizeof *items, by_weight_desc);
+    /* All loads are 0, so parts in index order already form a heap. */
+    for (int32_t p = 0; p < n_parts; ++p) h.part[p] = p;
+    for (int64_t k = 0; k < n_items; ++k) {
+        const int32_t p = h.part[0]; /* the least loaded part */
+        owner[items[k].index] = p;
+        h.load[p] += items[k].weight;
+        heap_down(&h, 0);
+    }
+    if (load)
+        for (int32_t p = 0; p < n_parts; ++p) load[p] = h.load[p];
+    free(items);
+    free(h.part);
+    free(h.load);
+    return NS_OK;
+}
+
+ns_status ns_partition_contiguous(int64_t n_items, const int64_t *weight, int32_t n_parts,
+                                  int64_t *first) {
+    if (n_items < 0 || n_parts < 1 || !first || (n_items > 0 && !weight))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_partition_contiguous: %lld items over %d parts",
+                       (long long)n_items, (int)n_parts);
+    long double total = 0.0L;
+    for (int64_t i = 0; i < n_items; ++i) {
+        if (weight[i] < 0)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                           "ns_partition_contiguous: weight[%lld] = %lld is negative", (long long)i,
+                           (long long)weight[i]);
+        total += (long double)weight[i];
+    }
+    /* Part p starts at the first item whose preceding weights reach
+     * p / n_parts of the total. */
+    first[0] = 0;
+    long double before = 0.0L; /* summed weight of items [0, i) */
+    int64_t i = 0;
+    for (int32_t p = 1; p < n_parts; ++p) {
+        const long double target = total * (long double)p / (long double)n_parts;
+        while (i < n_items && before + (long double)weight[i] / 2.0L < target) before += (long double)weight[i++];
+        first[p] = i;
+    }
+    first[n_parts] = n_items;
+    /* With at least as many items as parts, give every part one item or
+     * more (a part with nothing to do idles in every collective). */
+    if (n_items >= n_parts) {
+        for (int32_t p = 1; p < n_parts; ++p)
+            if (first[p] < first[p - 1] + 1) first[p] = first[p - 1] + 1;
+        for (int32_t p = n_parts - 1; p >= 1; --p)
+            if (first[p] > first[p + 1] - 1) first[p] = first[p + 1] - 1;
+    }
+    return NS_OK;
+}

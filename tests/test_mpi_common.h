@@ -1,0 +1,32 @@
+/* Shared by the MPI tests: start-up and a verdict over every process (a
+ * failed CHECK on any rank fails the test on all of them). */
+#ifndef NS_TEST_MPI_COMMON_H
+#define NS_TEST_MPI_COMMON_H
+
+#include <mpi.h>
+
+#include "check.h"
+
+static int mpi_rank = 0, mpi_size = 1;
+
+static void mpi_test_init(int *argc, char ***argv) {
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+}
+
+static int mpi_test_finish(const char *name) {
+    int failures = 0, all = 0;
+    failures = check_failures;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (mpi_rank == 0) {
+        if (all)
+            printf("%s (%d processes): %d checks FAILED over all ranks\n", name, mpi_size, all);
+        else
+            printf("%s (%d processes): all %d checks passed on rank 0\n", name, mpi_size, check_count);
+    }
+    MPI_Finalize();
+    return all ? 1 : 0;
+}
+
+#endif
