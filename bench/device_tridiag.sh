@@ -2,10 +2,12 @@
 # The batched tridiagonal solvers on the GPU machine, in one go:
 #   1. build with CUDA (build-gpu, Release),
 #   2. run the tridiagonal tests (CPU and GPU),
-#   3. compute-sanitizer memcheck on the GPU test and racecheck/memcheck on a
-#      small bench case (warp, block, thomas, vbatch, cuSPARSE),
-#   4. the full `bench tridiag` grid (Figs. 9-13, both precisions) into $OUT,
-#      then the plot when matplotlib is there.
+#   3. the full `bench tridiag` grid (Figs. 9-13, both precisions) into $OUT,
+#      then the plot when matplotlib is there,
+#   4. compute-sanitizer memcheck on the GPU test and racecheck/memcheck on a
+#      small bench case (warp, block, thomas, vbatch, cuSPARSE); SANITIZE=test
+#      runs only the first, SANITIZE=none none of them; SAN_TIMEOUT (s, default
+#      300) bounds each.
 # Usage (from the repository root): OUT=/some/dir bench/device_tridiag.sh
 # Expected GPU time on an H100/H200: about 3-4 minutes for step 4 (10 timed
 # runs per GPU row and 5 per CPU row everywhere; the largest points hold
@@ -29,26 +31,6 @@ step "tests"
 ctest --test-dir build-gpu -R 'test_tridiag' --output-on-failure 2>&1 | tee "$OUT/tridiag_tests.txt"
 grep -q "100% tests passed" "$OUT/tridiag_tests.txt" || fail "tridiag tests"
 
-step "compute-sanitizer"
-SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
-if [ -n "$SAN" ]; then
-  small=(bench tridiag --grid a --n 1,2,33,100,512 --batch 1,37 --repeats 1 --cpu-repeats 1)
-  long=(bench tridiag --grid b --n 1000,4100,8192 --batch 3 --repeats 1 --cpu-repeats 1)
-  timeout 300 "$SAN" --tool memcheck --error-exitcode 9 build-gpu/tests/test_tridiag_cuda \
-    > "$OUT/tridiag_memcheck_test.txt" 2>&1; rc=$?
-  tail -3 "$OUT/tridiag_memcheck_test.txt"; [ $rc -eq 0 ] || fail "memcheck test_tridiag_cuda (rc $rc)"
-  for tool in memcheck racecheck; do
-    for case in small long; do
-      eval "args=(\"\${$case[@]}\")"
-      timeout 200 "$SAN" --tool $tool --error-exitcode 9 build-gpu/neurosolve "${args[@]}" \
-        > "$OUT/tridiag_${tool}_${case}.txt" 2>&1; rc=$?
-      tail -2 "$OUT/tridiag_${tool}_${case}.txt"; [ $rc -eq 0 ] || fail "$tool $case (rc $rc)"
-    done
-  done
-else
-  echo "compute-sanitizer not found: skipped"
-fi
-
 step "bench tridiag (full grid)"
 start=$(date +%s)
 build-gpu/neurosolve bench tridiag --csv "$OUT/tridiag.csv" 2>&1 | tee "$OUT/tridiag.txt" \
@@ -61,4 +43,27 @@ if python3 -c "import matplotlib" 2>/dev/null; then
 else
   echo "matplotlib missing here: plot later with  python3 bench/plot_tridiag.py $OUT/tridiag.csv tridiag.png"
 fi
+step "compute-sanitizer"
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+SANITIZE=${SANITIZE:-all}
+SAN_TIMEOUT=${SAN_TIMEOUT:-300}
+[ "$SANITIZE" = none ] && SAN=""
+if [ -n "$SAN" ]; then
+  small=(bench tridiag --grid a --n 1,2,33,100,512 --batch 1,37 --repeats 1 --cpu-repeats 1)
+  long=(bench tridiag --grid b --n 1000,4100,8192 --batch 3 --repeats 1 --cpu-repeats 1)
+  timeout "$SAN_TIMEOUT" "$SAN" --tool memcheck --error-exitcode 9 build-gpu/tests/test_tridiag_cuda \
+    > "$OUT/tridiag_memcheck_test.txt" 2>&1; rc=$?
+  tail -3 "$OUT/tridiag_memcheck_test.txt"; [ $rc -eq 0 ] || fail "memcheck test_tridiag_cuda (rc $rc)"
+  [ "$SANITIZE" = test ] || for tool in memcheck racecheck; do
+    for case in small long; do
+      eval "args=(\"\${$case[@]}\")"
+      timeout "$SAN_TIMEOUT" "$SAN" --tool $tool --error-exitcode 9 build-gpu/neurosolve "${args[@]}" \
+        > "$OUT/tridiag_${tool}_${case}.txt" 2>&1; rc=$?
+      tail -2 "$OUT/tridiag_${tool}_${case}.txt"; [ $rc -eq 0 ] || fail "$tool $case (rc $rc)"
+    done
+  done
+else
+  echo "compute-sanitizer not found: skipped"
+fi
+
 exit $status

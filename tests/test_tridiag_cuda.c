@@ -76,6 +76,9 @@ static void test_fixed(void) {
     const struct { int32_t n; int64_t batch; } cases[] = {
         {1, 1}, {2, 7}, {3, 1}, {5, 33}, {31, 64}, {32, 100}, {33, 5}, {64, 300},
         {100, 37}, {512, 40}, {513, 3}, {1000, 7}, {4097, 3}, {8192, 2},
+        /* Many systems: the warp method packs several systems per warp
+         * (2-16 lanes each), with padding rows and a partial last warp. */
+        {20, 40001}, {100, 30001}, {256, 25601},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
         const int32_t n = cases[c].n;
@@ -206,6 +209,76 @@ static void test_device_and_benchmark(void) {
 #endif
 }
 
+/* Accuracy of the refined on-chip methods: max over systems of
+ * |x - x_ld|_inf / |x_ld|_inf against Thomas in long double must stay within
+ * 4 units of roundoff (without the refinement step the PCR levels leave
+ * ~1e-15, which fails), and no worse than the CPU's double Thomas + 2^-52. */
+static void test_onchip_accuracy(void) {
+#ifdef NS_HAVE_CUDA
+    const struct { ns_tridiag_method m; int32_t n; int64_t batch; } cases[] = {
+        {NS_TRIDIAG_WARP, 64, 3000}, {NS_TRIDIAG_WARP, 64, 40000}, {NS_TRIDIAG_WARP, 500, 400},
+        {NS_TRIDIAG_BLOCK, 1000, 60}, {NS_TRIDIAG_BLOCK, 8192, 8},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+        const int32_t n = cases[c].n;
+        const int64_t batch = cases[c].batch;
+        int32_t *sizes = malloc((size_t)batch * sizeof *sizes);
+        for (int64_t s = 0; s < batch; ++s) sizes[s] = n;
+        td_set t;
+        CHECK(td_make(&t, batch, sizes, 900 + c));
+        const size_t len = (size_t)t.total;
+        double *dl = malloc(len * sizeof *dl), *d = malloc(len * sizeof *d), *du = malloc(len * sizeof *du),
+               *x = malloc(len * sizeof *x), *xc = malloc(len * sizeof *xc);
+        long double *ref = malloc(len * sizeof *ref), *cp = malloc((size_t)n * sizeof *cp);
+        memcpy(dl, t.a, len * sizeof *dl), memcpy(d, t.b, len * sizeof *d), memcpy(du, t.c, len * sizeof *du);
+        memcpy(x, t.r, len * sizeof *x), memcpy(xc, t.r, len * sizeof *xc);
+        for (int64_t s = 0; s < batch; ++s) { /* Thomas in long double */
+            const int64_t o = t.start[s];
+            long double c0 = 0.0L, y = 0.0L;
+            for (int32_t k = 0; k < n; ++k) {
+                const long double a = k > 0 ? (long double)t.a[o + k] : 0.0L, u = k + 1 < n ? (long double)t.c[o + k] : 0.0L;
+                const long double p = (long double)t.b[o + k] - a * c0;
+                c0 = u / p;
+                y = ((long double)t.r[o + k] - a * y) / p;
+                cp[k] = c0;
+                ref[o + k] = y;
+            }
+            for (int32_t k = n - 2; k >= 0; --k) ref[o + k] -= cp[k] * ref[o + k + 1];
+        }
+        ns_tridiag_options o;
+        ns_tridiag_options_init(&o);
+        o.method = cases[c].m;
+        ns_tridiag_solver_t *solver = NULL;
+        CHECK_OK(ns_tridiag_solver_create(n, batch, &o, &solver));
+        CHECK_OK(ns_tridiag_solver_solve(solver, dl, d, du, x));
+        ns_tridiag_solver_destroy(solver);
+        o.method = NS_TRIDIAG_SEQUENTIAL;
+        solver = NULL;
+        CHECK_OK(ns_tridiag_solver_create(n, batch, &o, &solver));
+        CHECK_OK(ns_tridiag_solver_solve(solver, dl, d, du, xc));
+        ns_tridiag_solver_destroy(solver);
+        double err = 0.0, err_cpu = 0.0;
+        for (int64_t s = 0; s < batch; ++s) {
+            long double e = 0.0L, ec = 0.0L, mag = 0.0L;
+            for (int32_t k = 0; k < n; ++k) {
+                const int64_t i = t.start[s] + k;
+                if (fabsl(ref[i]) > mag) mag = fabsl(ref[i]);
+                if (fabsl((long double)x[i] - ref[i]) > e) e = fabsl((long double)x[i] - ref[i]);
+                if (fabsl((long double)xc[i] - ref[i]) > ec) ec = fabsl((long double)xc[i] - ref[i]);
+            }
+            if ((double)(e / mag) > err) err = (double)(e / mag);
+            if ((double)(ec / mag) > err_cpu) err_cpu = (double)(ec / mag);
+        }
+        printf("accuracy %s n %d batch %lld: %.3g (CPU Thomas %.3g)\n", ns_tridiag_method_name(cases[c].m), n,
+               (long long)batch, err, err_cpu);
+        CHECK_MSG(err <= 4.0 * 0x1p-52 && err <= err_cpu + 2.0 * 0x1p-53, "%s n %d batch %lld: error %g (CPU %g)",
+                  ns_tridiag_method_name(cases[c].m), n, (long long)batch, err, err_cpu);
+        free(dl), free(d), free(du), free(x), free(xc), free(ref), free(cp), free(sizes);
+        td_free(&t);
+    }
+#endif
+}
+
 /* A zero row in system 5 (unknown 7) of 40: every method reports system 5. */
 static void test_singular(void) {
     const int32_t n = 50;
@@ -250,5 +323,6 @@ int main(void) {
     test_variable();
     test_device_and_benchmark();
     test_singular();
+    test_onchip_accuracy();
     return check_summary("test_tridiag_cuda");
 }

@@ -83,17 +83,19 @@ int ns_tridiag_method_variable(ns_tridiag_method method) {
 /* Below this many unknowns OpenMP's start-up costs more than it saves. */
 #define NS_TRIDIAG_AUTO_OPENMP_MIN_UNKNOWNS 65536
 
-/* The provisional rule (docs/tridiag.md, "Choosing a method"); to be refined
- * from the GPU measurements in bench/README.md. */
+/* The rule of docs/tridiag.md, "Choosing a method", from the H200 runs of
+ * 2026-11-22 (bench/tridiag.md): warp fastest at every point of grid a
+ * (n 64-512), block at every point of grid b (n 1,024-8,192), in both
+ * precisions; within them the kernel picks its shape from n and batch. */
 ns_tridiag_method ns_tridiag_auto_method(int32_t n, int64_t batch, ns_tridiag_precision precision,
                                          int variable, int gpu_usable) {
-    (void)precision; /* the same crossover points are expected in both precisions */
+    (void)precision; /* the same crossover points were measured in both precisions */
     const double unknowns = (double)n * (double)batch;
     if (!gpu_usable || unknowns < NS_TRIDIAG_AUTO_GPU_MIN_UNKNOWNS)
         return unknowns < NS_TRIDIAG_AUTO_OPENMP_MIN_UNKNOWNS ? NS_TRIDIAG_SEQUENTIAL
                                                                : NS_TRIDIAG_OPENMP;
     if (variable) return NS_TRIDIAG_VBATCH_CP;
-    if (n < 32) return NS_TRIDIAG_THOMAS_BATCH; /* a warp would be mostly padding */
+    if (n < 32) return NS_TRIDIAG_THOMAS_BATCH; /* outside the measured grids */
     if (n <= NS_TRIDIAG_WARP_MAX_N) return NS_TRIDIAG_WARP;
     if (n <= NS_TRIDIAG_BLOCK_MAX_N) return NS_TRIDIAG_BLOCK;
     return NS_TRIDIAG_THOMAS_BATCH;
