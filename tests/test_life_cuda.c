@@ -2,9 +2,37 @@
  * CSR matrix (relative error <= 1e-12) and the adjoint identity; SBBNNLS with
  * every variant gives the CPU reference's weights within 1e-9 after 50
  * updates (with and without the preconditioner); a model larger than the
- * allowed device memory fails with NS_ERR_DEVICE_MEMORY. Skips without a GPU. */
+ * allowed device memory fails with NS_ERR_DEVICE_MEMORY. Skips without a GPU.
+ * Each GPU fit starts while the legacy default stream is busy: an engine that
+ * put any of its memsets or copies there (instead of on its own non-blocking
+ * stream) would have them land late, e.g. zeroing the signal after it was
+ * uploaded; that fault was seen only with several processes on the GPU until
+ * this made it deterministic. */
 #include "check.h"
 #include "test_life_common.h"
+
+#ifdef NS_HAVE_CUDA
+#include <cuda_runtime_api.h>
+static void *busy_buf;
+static const size_t busy_bytes = (size_t)1 << 30;
+/* About 8 x 1 GiB of memset on the legacy default stream: several ms of work
+ * queued ahead of anything else issued there. */
+static void busy_default_stream(void) {
+    if (!busy_buf && cudaMalloc(&busy_buf, busy_bytes) != cudaSuccess) {
+        busy_buf = NULL;
+        (void)cudaGetLastError();
+        return;
+    }
+    for (int i = 0; i < 8; ++i) (void)cudaMemsetAsync(busy_buf, i, busy_bytes, 0);
+}
+static void busy_free(void) {
+    if (busy_buf) cudaFree(busy_buf);
+    busy_buf = NULL;
+}
+#else
+static void busy_default_stream(void) {}
+static void busy_free(void) {}
+#endif
 
 static ns_status make_engine(ns_life_model_t *m, ns_backend b, ns_life_variant v, size_t limit,
                              ns_life_engine_t **e) {
@@ -73,6 +101,7 @@ static void fits(ns_life_model_t *m) {
             e = NULL;
             CHECK_OK(make_engine(m, NS_BACKEND_CUDA, (ns_life_variant)v, 0, &e));
             if (!e) continue;
+            busy_default_stream();
             CHECK_OK(ns_life_fit(e, &fo, w, NULL, &res));
             CHECK(res.updates == 50);
             const double err = rel_inf(w, ref, F);
@@ -103,5 +132,6 @@ int main(void) {
     if (m) products(m, "n_theta 7"), ns_life_model_destroy(m);
     m = tiny_model(40, 6, 80, 6, 0.1, 6);
     if (m) products(m, "n_theta 40"), fits(m), ns_life_model_destroy(m);
+    busy_free();
     return check_summary("test_life_cuda");
 }

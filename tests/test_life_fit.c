@@ -201,6 +201,7 @@ static void variants_agree(void) {
     CHECK_OK(fit(m, NS_LIFE_NAIVE, 1, &fo, ref, NULL, &res));
     CHECK(res.updates == 50);
     CHECK(res.mw_calls == 2 * 50 + 1 && res.mty_calls == 50 + 25 + 1);
+    CHECK(res.setup_seconds >= 0.0 && res.setup_seconds <= res.seconds);
     for (int pre = 0; pre <= 1; ++pre) {
         fo.preconditioner = pre;
         if (pre) CHECK_OK(fit(m, NS_LIFE_NAIVE, 1, &fo, ref, NULL, &res));

@@ -225,6 +225,7 @@ static int fit(int argc, char **argv) {
             json_double(&j, "projected_gradient", r.projected_gradient);
             json_int(&j, "nonzero", r.nonzero);
             json_double(&j, "seconds", r.seconds);
+            json_double(&j, "setup_seconds", r.setup_seconds);
             if (wt) json_double(&j, "relative_error_vs_true_weights", err);
             json_string(&j, "weights", out);
             json_string(&j, "history", hist_path);

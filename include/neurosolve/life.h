@@ -220,7 +220,9 @@ typedef struct ns_life_fit_result {
     double objective;     /* 0.5 ||M w - y||^2 at the result */
     double projected_gradient;
     int64_t nonzero;      /* non-zero weights */
-    double seconds;       /* wall time of the iterations */
+    double seconds;       /* wall time of the iterations (setup_seconds included) [s] */
+    double setup_seconds; /* of which the first gradient (2 products), before the first update [s]:
+                             per update = (seconds - setup_seconds) / updates */
     int32_t mw_calls, mty_calls;
 } ns_life_fit_result;
 

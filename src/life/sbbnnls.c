@@ -132,6 +132,8 @@ static ns_status run(solver *s, double *w, double *history) {
         double pg = 0.0;
         TRY(o->pgnorm(o->ctx, s->x, s->g, nf, &pg));
         res->projected_gradient = pg;
+        /* pgnorm returns a scalar, so device work has finished here */
+        if (it == 1) res->setup_seconds = (ns_time_ms() - t0) * 1e-3;
         if (pg < opt->tol_gradient) {
             res->stop = NS_LIFE_STOP_GRADIENT;
             break;

@@ -79,15 +79,20 @@ static ns_status load_layout(ns_life_engine_t *e, int order) {
     if ((s = dev_alloc(st, (void **)&d->voxel, n * 4, what)) != NS_OK) return s;
     if ((s = dev_alloc(st, (void **)&d->fiber, n * 4, what)) != NS_OK) return s;
     if ((s = dev_alloc(st, (void **)&d->value, n * 8, what)) != NS_OK) return s;
-    NS_CUDA_TRY(cudaMemcpy(d->atom, l->atom, n * 4, cudaMemcpyHostToDevice));
-    NS_CUDA_TRY(cudaMemcpy(d->voxel, l->voxel, n * 4, cudaMemcpyHostToDevice));
-    NS_CUDA_TRY(cudaMemcpy(d->fiber, l->fiber, n * 4, cudaMemcpyHostToDevice));
-    NS_CUDA_TRY(cudaMemcpy(d->value, l->value, n * 8, cudaMemcpyHostToDevice));
+    /* On the engine's stream, like every operation here: the stream is
+     * non-blocking, so a plain cudaMemcpy (legacy default stream) would not
+     * be ordered before the kernels that read Phi. */
+    NS_CUDA_TRY(cudaMemcpyAsync(d->atom, l->atom, n * 4, cudaMemcpyHostToDevice, st->stream));
+    NS_CUDA_TRY(cudaMemcpyAsync(d->voxel, l->voxel, n * 4, cudaMemcpyHostToDevice, st->stream));
+    NS_CUDA_TRY(cudaMemcpyAsync(d->fiber, l->fiber, n * 4, cudaMemcpyHostToDevice, st->stream));
+    NS_CUDA_TRY(cudaMemcpyAsync(d->value, l->value, n * 8, cudaMemcpyHostToDevice, st->stream));
     if (l->start) {
         const size_t sb = ((size_t)l->n_keys + 1) * sizeof(int64_t);
         if ((s = dev_alloc(st, (void **)&d->start, sb, what)) != NS_OK) return s;
-        NS_CUDA_TRY(cudaMemcpy(d->start, l->start, sb, cudaMemcpyHostToDevice));
+        NS_CUDA_TRY(cudaMemcpyAsync(d->start, l->start, sb, cudaMemcpyHostToDevice, st->stream));
     }
+    /* one wait per layout, outside any timed region */
+    NS_CUDA_TRY(cudaStreamSynchronize(st->stream));
     d->loaded = 1;
     return NS_OK;
 }
@@ -202,6 +207,7 @@ void ns_life_cuda_destroy(ns_life_engine_t *e) {
     cuda_state *st = e->cuda;
     if (!st) return;
     if (cudaSetDevice(st->device) == cudaSuccess) {
+        if (st->stream) (void)cudaStreamSynchronize(st->stream);
         for (int o = 0; o < 3; ++o) {
             cudaFree(st->lay[o].atom);
             cudaFree(st->lay[o].voxel);
@@ -261,16 +267,19 @@ static ns_status setup(ns_life_engine_t *e, cuda_state *st) {
     NS_CUDA_TRY(cudaEventCreate(&st->ev[1]));
     ns_status s;
     if ((s = dev_alloc(st, (void **)&st->D, dict, "the padded dictionary")) != NS_OK) return s;
-    NS_CUDA_TRY(cudaMemset(st->D, 0, dict));
-    NS_CUDA_TRY(cudaMemcpy2D(st->D, (size_t)st->tp * 8, m->D, (size_t)m->n_theta * 8,
-                             (size_t)m->n_theta * 8, (size_t)m->n_atoms, cudaMemcpyHostToDevice));
+    /* Everything on st->stream (see load_layout): zero padding rows first. */
+    NS_CUDA_TRY(cudaMemsetAsync(st->D, 0, dict, st->stream));
+    NS_CUDA_TRY(cudaMemcpy2DAsync(st->D, (size_t)st->tp * 8, m->D, (size_t)m->n_theta * 8,
+                                  (size_t)m->n_theta * 8, (size_t)m->n_atoms, cudaMemcpyHostToDevice,
+                                  st->stream));
     if ((s = dev_alloc(st, (void **)&st->y_in, yv, "voxel vectors")) != NS_OK) return s;
     if ((s = dev_alloc(st, (void **)&st->y_out, yv, "voxel vectors")) != NS_OK) return s;
-    NS_CUDA_TRY(cudaMemset(st->y_in, 0, yv));
+    NS_CUDA_TRY(cudaMemsetAsync(st->y_in, 0, yv, st->stream));
     if ((s = dev_alloc(st, (void **)&st->w_in, fv, "fiber vectors")) != NS_OK) return s;
     if ((s = dev_alloc(st, (void **)&st->w_out, fv, "fiber vectors")) != NS_OK) return s;
     if ((s = dev_alloc(st, (void **)&st->partial, NS_LIFE_RED_BLOCKS * 8, "reductions")) != NS_OK) return s;
     if ((s = dev_alloc(st, (void **)&st->scalar, 8, "reductions")) != NS_OK) return s;
+    NS_CUDA_TRY(cudaStreamSynchronize(st->stream));
     return NS_OK;
 }
 
@@ -300,14 +309,21 @@ ns_status ns_life_cuda_create(ns_life_engine_t *e) {
 
 static cuda_state *ST(void *ctx) { return ((ns_life_engine_t *)ctx)->cuda; }
 
+/* Zeroed on the solver's stream. The fault this replaces: a plain cudaMemset
+ * runs on the legacy default stream, which a non-blocking stream does not
+ * wait for, so the zeroing of the signal vector b could land after
+ * upload_signal had copied Y into it (b = 0: zero weights, or a zero step
+ * and an early stop), seen on an H200 with several processes on the GPU. */
 static ns_status d_alloc(void *ctx, int64_t n, double **p) {
-    ns_status s = dev_alloc(ST(ctx), (void **)p, (size_t)n * 8, "SBBNNLS vectors");
-    if (s == NS_OK) NS_CUDA_TRY(cudaMemset(*p, 0, (size_t)n * 8));
+    cuda_state *st = ST(ctx);
+    ns_status s = dev_alloc(st, (void **)p, (size_t)n * 8, "SBBNNLS vectors");
+    if (s == NS_OK) NS_CUDA_TRY(cudaMemsetAsync(*p, 0, (size_t)n * 8, st->stream));
     return s;
 }
 static void d_release(void *ctx, double *p) {
-    /* sizes are not tracked per pointer: the budget is released at destroy */
-    (void)ctx;
+    /* sizes are not tracked per pointer: ns_life_cuda_fit restores the
+     * budget. Wait for the stream first: nothing queued may still use p. */
+    (void)cudaStreamSynchronize(ST(ctx)->stream);
     cudaFree(p);
 }
 static ns_status d_upload(void *ctx, double *dst, const double *h, int64_t n) {
