@@ -1,7 +1,450 @@
-/* placeholder: the mixed-shape benchmark (issue 5) */
-#include "cli.h"
+/* neurosolve bench hines --mixed: batches of different shapes (issue 5).
+ * Workloads:
+ *   a  every bundled morphology, replicated to 1,000 / 10,000 / 100,000 cells,
+ *      plus "a-ref": one bundled shape of about the mean size on a batch of
+ *      the same total size (the same-shape ceiling the target compares to)
+ *   b  the journal's binary-tree neurons (512 compartments, 2/3/4 levels),
+ *      256 to 256,000 cells (its Fig. 14)
+ *   c  Arbor-style random trees, low/medium/high branching, 10 to 100,000
+ *      cells, drawn from a pool of min(cells, 1024) different trees
+ *   d  ca1_c91662 discretised to ~1,400 compartments (--nseg length:13 gives
+ *      1,468) at 500, 1,000, 1,500 and 3,000 cells
+ * Every row is checked against the sequential CPU solve of the same run
+ * (max relative error per cell); speedups over sequential and over one
+ * thread per cell (the interleaved row of the same batch). */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shapes.h"
+
+#define FLOOR_BYTES 40.0 /* read a, b, d, rhs once, write x once [bytes/compartment] */
+#define MAX_METHODS 8
+
+static void help(void) {
+    printf("usage: neurosolve bench hines --mixed [options]\n"
+           "  --workloads a,b,c,d      which workloads (default all; see the source's header)\n"
+           "  --quick                  a small grid (smoke test)\n"
+           "  --methods M,...          GPU methods (default interleaved,flat,fine-grained,\n"
+           "                           branch-level; onchip is added for one-shape batches)\n"
+           "  --repeats N              timed GPU runs per row, median (default 10)\n"
+           "  --cpu-repeats N          timed sequential/OpenMP runs, median (default 5)\n"
+           "  --fine-threads T         threads per block of fine-grained (default: the library's)\n"
+           "  --ca1-length L           [um] fixed segment length for workload d (default 13)\n"
+           "  --seed S                 random seed (default 1)\n"
+           "  --csv FILE               write every row\n"
+           "  --json                   one JSON document on stdout instead of the table\n"
+           "environment: NEUROSOLVE_MIXED_PLAN=reroot,split|reroot|split|none overrides the\n"
+           "fine-grained/branch-level planning passes (docs/methods.md)\n");
+}
+
+typedef struct mrow {
+    char workload[8], label[48], method[32];
+    long long cells, comps;
+    int shapes;
+    double ms, vs_seq, vs_cell, gbs, ratio, layout_ms, gcomps, error;
+} mrow;
+
+typedef struct {
+    mrow *v;
+    int n, cap;
+} mrows;
+
+static mrow *add_row(mrows *r) {
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 128;
+        mrow *g = realloc(r->v, (size_t)cap * sizeof *g);
+        if (!g) return NULL;
+        r->v = g;
+        r->cap = cap;
+    }
+    mrow *x = &r->v[r->n++];
+    memset(x, 0, sizeof *x);
+    x->ratio = x->layout_ms = x->vs_cell = -1.0;
+    return x;
+}
+
+static double batch_error(const ns_batch_t *batch, const double *x, const double *ref) {
+    const int64_t *off = ns_batch_cell_offset(batch);
+    double worst = 0.0;
+    for (int64_t c = 0; c < ns_batch_cells(batch); ++c) {
+        double num = 0.0, den = 0.0;
+        for (int64_t i = off[c]; i < off[c + 1]; ++i) {
+            const double e = fabs(x[i] - ref[i]);
+            if (!(e <= num)) num = e;
+            if (fabs(ref[i]) > den) den = fabs(ref[i]);
+        }
+        const double rel = num / (den > DBL_MIN ? den : DBL_MIN);
+        if (!(rel <= worst)) worst = rel;
+    }
+    return worst;
+}
+
+typedef struct {
+    int repeats, cpu_repeats, gpu, as_json, fine_threads;
+    double copy_bw;
+    const char *methods[MAX_METHODS];
+    int n_methods;
+    uint64_t seed;
+} bench_cfg;
+
+/* Time one method (median of repeats) and check it; 0 on success. */
+static ns_status run_method(const ns_batch_t *batch, ns_hines_method m, int repeats, int fine_threads,
+                            const double *a, const double *b, const double *d0, const double *r0,
+                            const double *xref, double *work, double *ms, double *err,
+                            double *layout_ms) {
+    const int64_t n = ns_batch_compartments(batch);
+    const size_t bytes = (size_t)n * sizeof(double);
+    double *d = work, *x = work + n;
+    double *times = malloc((size_t)repeats * sizeof *times);
+    if (!times) return NS_ERR_OUT_OF_MEMORY;
+    memcpy(d, d0, bytes);
+    memcpy(x, r0, bytes);
+    ns_solve_options o;
+    ns_solve_options_init(&o);
+    o.method = m;
+    if (m == NS_HINES_FINE_GRAINED) o.block_size = fine_threads; /* 0: the default */
+    ns_hines_solver_t *s = NULL;
+    ns_status st = ns_hines_solver_create(batch, &o, &s);
+    if (st == NS_OK) st = ns_hines_solver_benchmark(s, a, b, d, x, repeats, times);
+    if (st == NS_OK) {
+        ns_solve_timing t;
+        ns_hines_solver_timing(s, &t);
+        *layout_ms = t.layout_ms;
+        *ms = cli_median(times, repeats);
+        if (xref) *err = batch_error(batch, x, xref);
+        else memcpy(work + 2 * n, x, bytes); /* the caller's reference */
+    }
+    ns_hines_solver_destroy(s);
+    free(times);
+    return st;
+}
+
+static int is_cell_method(const char *name) {
+    return strcmp(name, "interleaved") == 0;
+}
+
+/* All rows of one batch. Returns 0, or 1 after printing an error. */
+static int bench_batch(const bench_cfg *cfg, const char *workload, const char *label,
+                       const ns_batch_t *batch, mrows *out) {
+    const int64_t n = ns_batch_compartments(batch);
+    const size_t bytes = (size_t)n * sizeof(double);
+    double *mem = malloc(8 * bytes);
+    if (!mem) return cli_error("out of memory (%zu bytes)", 8 * bytes);
+    double *a = mem, *b = a + n, *d0 = b + n, *r0 = d0 + n, *work = r0 + n, *xref = work + 2 * n;
+    ns_status st = ns_batch_random_values(batch, cfg->seed + (uint64_t)n, a, b, d0, r0);
+    const char *names[MAX_METHODS + 3];
+    int nm = 0;
+    names[nm++] = "sequential";
+    names[nm++] = "openmp";
+    for (int k = 0; cfg->gpu && k < cfg->n_methods; ++k) names[nm++] = cfg->methods[k];
+    if (cfg->gpu && ns_batch_shapes(batch) == 1) names[nm++] = "onchip";
+    const int first = out->n;
+    double cell_ms = -1.0;
+    int rc = 0;
+    for (int k = 0; k < nm && st == NS_OK && !rc; ++k) {
+        ns_hines_method m;
+        if (ns_hines_method_from_name(names[k], &m) != NS_OK) {
+            rc = cli_usage_error("bench hines --mixed", "%s", ns_last_error());
+            break;
+        }
+        const int cpu = ns_hines_method_backend(m) == NS_BACKEND_CPU;
+        mrow *r = add_row(out);
+        if (!r) { rc = cli_error("out of memory"); break; }
+        snprintf(r->workload, sizeof r->workload, "%s", workload);
+        snprintf(r->label, sizeof r->label, "%s", label);
+        snprintf(r->method, sizeof r->method, "%s", names[k]);
+        r->cells = ns_batch_cells(batch);
+        r->comps = n;
+        r->shapes = ns_batch_shapes(batch);
+        ns_status vs = run_method(batch, m, cpu ? cfg->cpu_repeats : cfg->repeats, cfg->fine_threads, a, b, d0, r0,
+                                  k == 0 ? NULL : xref, work, &r->ms, &r->error, &r->layout_ms);
+        if (k == 0 && vs == NS_OK) memcpy(xref, work + 2 * n, bytes), r->error = 0.0;
+        if (vs != NS_OK) {
+            if (k == 0) st = vs;
+            fprintf(stderr, "neurosolve bench hines --mixed: %s on %s x %lld: %s: %s\n", r->method,
+                    label, r->cells, ns_status_string(vs), ns_last_error());
+            out->n--;
+            continue;
+        }
+        if (cpu) r->layout_ms = -1.0;
+        r->gbs = FLOOR_BYTES * (double)n * 1e-9 / (r->ms * 1e-3);
+        r->gcomps = (double)n * 1e-9 / (r->ms * 1e-3);
+        if (!cpu && cfg->copy_bw > 0) r->ratio = r->gbs / cfg->copy_bw;
+        if (is_cell_method(r->method)) cell_ms = r->ms;
+    }
+    if (st != NS_OK && !rc) rc = cli_status_error("sequential baseline", st);
+    for (int k = first; k < out->n; ++k) {
+        mrow *r = &out->v[k];
+        r->vs_seq = out->v[first].ms / r->ms;
+        if (cell_ms > 0) r->vs_cell = cell_ms / r->ms;
+        if (!cfg->as_json) {
+            printf("%-5s %-22.22s %8lld %10lld %-13s %9.3f %8.1fx ", r->workload, r->label, r->cells,
+                   r->comps, r->method, r->ms, r->vs_seq);
+            if (r->vs_cell > 0) printf("%7.2fx ", r->vs_cell); else printf("%8s ", "-");
+            printf("%8.1f ", r->gbs);
+            if (r->ratio >= 0) printf("%6.3f ", r->ratio); else printf("%6s ", "-");
+            if (r->layout_ms >= 0) printf("%8.3f ", r->layout_ms); else printf("%8s ", "-");
+            printf("%8.3f %9.1e\n", r->gcomps, r->error);
+            fflush(stdout);
+        }
+    }
+    free(mem);
+    return rc;
+}
+
+static int bench_shapes(const bench_cfg *cfg, const char *workload, const char *label, int n_shapes,
+                        const ns_tree_t *const *shapes, long long cells, mrows *out) {
+    ns_batch_t *batch = NULL;
+    ns_status st = ns_batch_create(n_shapes, shapes, cells, NULL, &batch);
+    if (st != NS_OK) return cli_status_error("batch", st);
+    int rc = bench_batch(cfg, workload, label, batch, out);
+    ns_batch_destroy(batch);
+    return rc;
+}
+
+static int split_list(char *text, const char **items, int cap) {
+    int n = 0;
+    for (char *tok = strtok(text, ","); tok && n < cap; tok = strtok(NULL, ",")) items[n++] = tok;
+    return n;
+}
+
+static void write_csv(FILE *f, const mrows *rows, const char *device, double copy_bw) {
+    fprintf(f, "workload,label,shapes,cells,compartments,method,ms,speedup_seq,speedup_cell,gbs,"
+               "bw_ratio,layout_ms,gcomp_s,max_rel_error,device,copy_gbs\n");
+    for (int k = 0; k < rows->n; ++k) {
+        const mrow *r = &rows->v[k];
+        fprintf(f, "%s,\"%s\",%d,%lld,%lld,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.3e,\"%s\",%.6g\n",
+                r->workload, r->label, r->shapes, r->cells, r->comps, r->method, r->ms, r->vs_seq,
+                r->vs_cell, r->gbs, r->ratio, r->layout_ms, r->gcomps, r->error, device, copy_bw);
+    }
+}
+
+static void write_json(const mrows *rows, const char *device, double copy_bw, const bench_cfg *cfg) {
+    cli_json j;
+    json_begin(&j, stdout);
+    json_string(&j, "device", device);
+    json_double(&j, "copy_gbs", copy_bw);
+    json_int(&j, "repeats", cfg->repeats);
+    json_array_begin(&j, "rows");
+    for (int k = 0; k < rows->n; ++k) {
+        const mrow *r = &rows->v[k];
+        json_object_begin(&j, NULL);
+        json_string(&j, "workload", r->workload);
+        json_string(&j, "label", r->label);
+        json_int(&j, "shapes", r->shapes);
+        json_int(&j, "cells", r->cells);
+        json_int(&j, "compartments", r->comps);
+        json_string(&j, "method", r->method);
+        json_double(&j, "ms", r->ms);
+        json_double(&j, "speedup_seq", r->vs_seq);
+        if (r->vs_cell > 0) json_double(&j, "speedup_cell", r->vs_cell);
+        json_double(&j, "gbs", r->gbs);
+        if (r->ratio >= 0) json_double(&j, "bw_ratio", r->ratio);
+        if (r->layout_ms >= 0) json_double(&j, "layout_ms", r->layout_ms);
+        json_double(&j, "gcomp_s", r->gcomps);
+        json_double(&j, "max_rel_error", r->error);
+        json_object_end(&j);
+    }
+    json_array_end(&j);
+    json_end(&j);
+}
+
+/* The fastest GPU row (not cpu, not the per-cell baseline) of a group. */
+static const mrow *best_gpu(const mrows *rows, const char *workload, const char *label, long long cells) {
+    const mrow *best = NULL;
+    for (int k = 0; k < rows->n; ++k) {
+        const mrow *r = &rows->v[k];
+        if (strcmp(r->workload, workload) || strcmp(r->label, label) || r->cells != cells) continue;
+        if (r->ratio < 0) continue; /* CPU */
+        if (!best || r->ms < best->ms) best = r;
+    }
+    return best;
+}
+
+static void print_targets(const mrows *rows) {
+    printf("\ntargets (issue 5): best GPU row per batch\n");
+    double worst_err = 0.0;
+    for (int k = 0; k < rows->n; ++k)
+        if (rows->v[k].error > worst_err) worst_err = rows->v[k].error;
+    for (int k = 0; k < rows->n; ++k) {
+        const mrow *r = &rows->v[k];
+        if (strcmp(r->method, "sequential") != 0) continue;
+        const mrow *b = best_gpu(rows, r->workload, r->label, r->cells);
+        if (!b) continue;
+        printf("  %-5s %-22.22s %8lld cells: best %-13s %8.3f ms  %6.2fx over one thread per cell  %7.3f Gcomp/s\n",
+               r->workload, r->label, r->cells, b->method, b->ms, b->vs_cell, b->gcomps);
+    }
+    printf("  largest max relative error over all rows: %.1e (target <= 1e-12)\n", worst_err);
+}
+
 int bench_hines_mixed(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("bench hines --mixed: not built yet");
+    bench_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.repeats = 10;
+    cfg.cpu_repeats = 5;
+    cfg.seed = 1;
+    cfg.gpu = 1;
+    int quick = 0;
+    long long v = 0;
+    double ca1_length = 13.0;
+    const char *csv = NULL;
+    char workloads[64] = "a,b,c,d", methods_buf[256] = "interleaved,flat,fine-grained,branch-level";
+    for (int i = 1; i < argc; ++i) {
+        const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = 1;
+        if (strcmp(o, "--mixed") == 0) continue;
+        if (strcmp(o, "--help") == 0) { help(); return 0; }
+        else if (strcmp(o, "--quick") == 0) quick = 1;
+        else if (strcmp(o, "--json") == 0) cfg.as_json = 1;
+        else if (strcmp(o, "--workloads") == 0 && val) snprintf(workloads, sizeof workloads, "%s", val), ++i;
+        else if (strcmp(o, "--methods") == 0 && val) snprintf(methods_buf, sizeof methods_buf, "%s", val), ++i;
+        else if (strcmp(o, "--csv") == 0 && val) csv = val, ++i;
+        else if (strcmp(o, "--repeats") == 0) ok = cli_parse_long("bench hines --mixed", o, val, 1, 100000, &v), cfg.repeats = (int)v, ++i;
+        else if (strcmp(o, "--cpu-repeats") == 0) ok = cli_parse_long("bench hines --mixed", o, val, 1, 100000, &v), cfg.cpu_repeats = (int)v, ++i;
+        else if (strcmp(o, "--seed") == 0) ok = cli_parse_long("bench hines --mixed", o, val, 0, 1LL << 62, &v), cfg.seed = (uint64_t)v, ++i;
+        else if (strcmp(o, "--fine-threads") == 0) ok = cli_parse_long("bench hines --mixed", o, val, 1, 1024, &v), cfg.fine_threads = (int)v, ++i;
+        else if (strcmp(o, "--ca1-length") == 0) ok = cli_parse_double("bench hines --mixed", o, val, 1e-3, 1e6, &ca1_length), ++i;
+        else return cli_usage_error("bench hines --mixed", "unknown option or missing value '%s'", o);
+        if (!ok) return 2;
+    }
+    cfg.n_methods = split_list(methods_buf, cfg.methods, MAX_METHODS);
+    for (int k = 0; k < cfg.n_methods; ++k) {
+        ns_hines_method m;
+        if (ns_hines_method_from_name(cfg.methods[k], &m) != NS_OK)
+            return cli_usage_error("bench hines --mixed", "%s", ns_last_error());
+    }
+    char device_name[256] = "none";
+    cfg.copy_bw = -1.0;
+    int n_dev = 0;
+    if (ns_cuda_device_count(&n_dev) != NS_OK || n_dev == 0) {
+        fprintf(stderr, "neurosolve bench hines --mixed: no usable GPU: CPU rows only\n");
+        cfg.gpu = 0;
+    } else {
+        ns_device_info di;
+        if (ns_cuda_device_info(0, &di) == NS_OK) snprintf(device_name, sizeof device_name, "%s", di.name);
+        ns_status st = ns_cuda_copy_bandwidth(0, (size_t)1 << 30, 10, &cfg.copy_bw);
+        if (st != NS_OK) return cli_status_error("measuring the copy bandwidth", st);
+        if (!cfg.as_json)
+            printf("device 0: %s; device-to-device copy bandwidth %.0f GB/s (read + write, 1 GiB, median of 10)\n",
+                   device_name, cfg.copy_bw);
+    }
+    if (!cfg.as_json) {
+        printf("%d GPU runs, %d CPU runs per row (median); speedups over sequential and over one thread per cell (interleaved)\n",
+               cfg.repeats, cfg.cpu_repeats);
+        printf("%-5s %-22s %8s %10s %-13s %9s %9s %8s %8s %6s %8s %8s %9s\n", "work", "batch", "cells",
+               "comps", "method", "ms", "vs seq", "vs cell", "GB/s", "bw/cp", "layout", "Gcomp/s",
+               "max_err");
+    }
+    mrows rows = {0};
+    int rc = 0;
+    cli_morph_options mo;
+    cli_morph_options_init(&mo);
+    /* One bundled tracing has no diameters: give it 0.5 um so that all 54
+     * files take part (the radii do not change the tree). */
+    mo.swc.radii = NS_RADIUS_DEFAULT;
+    mo.swc.default_radius = 0.5;
+
+    if (strchr(workloads, 'a') && !rc) {
+        cli_shape_set set = {0};
+        rc = cli_shapes_add(&set, "bundled", &mo, cfg.seed);
+        const ns_tree_t *trees[256];
+        int nt = 0;
+        long long total = 0;
+        for (int k = 0; !rc && k < set.count && nt < 256; ++k) {
+            trees[nt++] = set.items[k].tree;
+            total += ns_tree_size(set.items[k].tree);
+        }
+        static const long long full[] = {1000, 10000, 100000}, small[] = {1000};
+        const long long *cells = quick ? small : full;
+        const int nc = quick ? 1 : 3;
+        /* The same-shape reference: the bundled shape nearest the mean size. */
+        int ref = 0;
+        const double mean = nt ? (double)total / nt : 0.0;
+        for (int k = 1; k < nt; ++k)
+            if (fabs(ns_tree_size(trees[k]) - mean) < fabs(ns_tree_size(trees[ref]) - mean)) ref = k;
+        for (int i = 0; i < nc && !rc; ++i) {
+            rc = bench_shapes(&cfg, "a", "bundled mix", nt, trees, cells[i], &rows);
+            if (rc || !nt) break;
+            /* Equal total size: cells * mean / ref size. */
+            const long long ref_cells = (long long)((double)cells[i] * mean / ns_tree_size(trees[ref]) + 0.5);
+            char label[48];
+            snprintf(label, sizeof label, "ref %.16s", set.items[ref].name);
+            rc = bench_shapes(&cfg, "a-ref", label, 1, &trees[ref], ref_cells, &rows);
+        }
+        cli_shapes_free(&set);
+    }
+    if (strchr(workloads, 'b') && !rc) {
+        static const long long full[] = {256, 2560, 25600, 256000}, small[] = {256, 25600};
+        const long long *cells = quick ? small : full;
+        const int nc = quick ? 2 : 4;
+        for (int levels = 2; levels <= 4 && !rc; ++levels) {
+            ns_tree_t *t = NULL;
+            ns_status st = ns_generate_binary_tree(512, levels, &t);
+            if (st != NS_OK) { rc = cli_status_error("binary tree", st); break; }
+            char label[48];
+            snprintf(label, sizeof label, "binary 512, %d levels", levels);
+            const ns_tree_t *one = t;
+            for (int i = 0; i < nc && !rc; ++i) rc = bench_shapes(&cfg, "b", label, 1, &one, cells[i], &rows);
+            ns_tree_destroy(t);
+        }
+    }
+    if (strchr(workloads, 'c') && !rc) {
+        static const long long full[] = {10, 100, 1000, 10000, 100000}, small[] = {10, 1000};
+        const long long *cells = quick ? small : full;
+        const int nc = quick ? 2 : 5;
+        static const char *presets[3] = {"low", "medium", "high"};
+        for (int p = 0; p < 3 && !rc; ++p) {
+            ns_random_tree_params rp;
+            ns_status st = ns_random_tree_preset(presets[p], &rp);
+            if (st != NS_OK) { rc = cli_status_error("random tree preset", st); break; }
+            enum { POOL = 1024 };
+            ns_tree_t **pool = calloc(POOL, sizeof *pool);
+            if (!pool) { rc = cli_error("out of memory"); break; }
+            for (int k = 0; k < POOL && st == NS_OK; ++k)
+                st = ns_generate_random_tree(&rp, cfg.seed * 7919 + (uint64_t)k, &pool[k]);
+            if (st != NS_OK) rc = cli_status_error("random tree", st);
+            char label[48];
+            snprintf(label, sizeof label, "random %s", presets[p]);
+            for (int i = 0; i < nc && !rc; ++i) {
+                const int shapes = cells[i] < POOL ? (int)cells[i] : POOL;
+                rc = bench_shapes(&cfg, "c", label, shapes, (const ns_tree_t *const *)pool, cells[i], &rows);
+            }
+            for (int k = 0; k < POOL; ++k) ns_tree_destroy(pool[k]);
+            free(pool);
+        }
+    }
+    if (strchr(workloads, 'd') && !rc) {
+        static const long long full[] = {500, 1000, 1500, 3000}, small[] = {500, 3000};
+        const long long *cells = quick ? small : full;
+        const int nc = quick ? 2 : 4;
+        cli_morph_options dmo = mo;
+        dmo.disc.rule = NS_NSEG_FIXED_LENGTH;
+        dmo.disc.max_length = ca1_length;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/ca1_c91662.swc", cli_morphology_dir());
+        cli_shape_set set = {0};
+        rc = cli_shapes_add(&set, path, &dmo, cfg.seed);
+        if (!rc && set.count == 1) {
+            char label[48];
+            snprintf(label, sizeof label, "ca1_c91662 (%d comps)", (int)ns_tree_size(set.items[0].tree));
+            const ns_tree_t *one = set.items[0].tree;
+            for (int i = 0; i < nc && !rc; ++i) rc = bench_shapes(&cfg, "d", label, 1, &one, cells[i], &rows);
+        }
+        cli_shapes_free(&set);
+    }
+
+    if (!rc && csv) {
+        FILE *f = fopen(csv, "w");
+        if (!f) rc = cli_error("%s: cannot write", csv);
+        else {
+            write_csv(f, &rows, device_name, cfg.copy_bw);
+            fclose(f);
+        }
+    }
+    if (!rc && cfg.as_json) write_json(&rows, device_name, cfg.copy_bw, &cfg);
+    else if (!rc && cfg.gpu) print_targets(&rows);
+    free(rows.v);
+    return rc;
 }

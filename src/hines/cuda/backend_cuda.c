@@ -6,6 +6,7 @@
 
 #include "core/cuda_check.h"
 #include "hines/cuda/cuda_backend.h"
+#include "hines/cuda/mixed_backend.h"
 #include "hines/tree_impl.h"
 #include "neurosolve/device.h"
 
@@ -43,12 +44,22 @@ static size_t optin_shared(int device) {
     return (size_t)v;
 }
 
-/* The provisional `auto` rule (docs/methods.md): the on-chip kernel when a
- * cell fits into one block's shared memory, else Full-Interleaved. */
+/* The `auto` rule (docs/methods.md, "The auto rule"), from measurements on
+ * an H200: the on-chip kernel for cells of up to 128 compartments (1.3-1.5x
+ * faster than Full-Interleaved at 256,000 cells) and for batches of at most
+ * 25,600 cells (one thread per cell leaves most of the GPU idle there);
+ * Full-Interleaved for larger cells in large batches, and whenever a cell
+ * does not fit into one block's shared memory. */
+#define NS_AUTO_ONCHIP_MAX_N 128
+#define NS_AUTO_ONCHIP_MAX_CELLS 25600
 static ns_hines_method cuda_choose(const ns_batch_t *batch, const ns_solve_options *o) {
     (void)o;
     const size_t bytes = ns_onchip_cell_doubles(batch->max_size) * sizeof(double);
-    return bytes <= optin_shared(0) ? NS_HINES_ONCHIP : NS_HINES_INTERLEAVED;
+    if (batch->n_shapes != 1 || bytes > optin_shared(0) || batch->max_size > NS_ONCHIP_MAX_N)
+        return NS_HINES_INTERLEAVED;
+    if (batch->max_size <= NS_AUTO_ONCHIP_MAX_N || batch->n_cells <= NS_AUTO_ONCHIP_MAX_CELLS)
+        return NS_HINES_ONCHIP;
+    return NS_HINES_INTERLEAVED;
 }
 
 /* Method parameters that do not depend on the device's memory. */
@@ -93,8 +104,9 @@ static ns_status configure(ns_hines_solver_t *s, ns_cuda_state *st, size_t optin
         return NS_OK;
     }
     case NS_HINES_ONCHIP: {
+        /* One cell with 32 lanes is the smallest footprint (see choose_lanes). */
         const size_t bytes = ns_onchip_cell_doubles(n) * sizeof(double);
-        if (bytes > optin)
+        if (bytes > optin || n > NS_ONCHIP_MAX_N)
             return ns_fail(NS_ERR_UNSUPPORTED,
                            "%s: a cell of %d compartments needs %zu bytes of shared memory, the "
                            "device allows %zu per block (use 'interleaved')",
@@ -204,29 +216,75 @@ static ns_status setup_dev(ns_hines_solver_t *s, ns_cuda_state *st, ns_cuda_dev 
         NS_CUDA_TRY(cudaMemcpy(d->plan, st->plan.data, st->plan.count * sizeof(int32_t),
                                cudaMemcpyHostToDevice));
         ns_onchip_plan_bind(&st->plan, d->plan, &d->sched);
-        NS_CUDA_TRY(ns_hines_onchip_setup(optin));
+        NS_CUDA_TRY(ns_hines_onchip_setup(st->plan.lanes, optin));
     }
     if (s->method == NS_HINES_BLOCK_SHARED)
         NS_CUDA_TRY(ns_hines_block_shared_setup((size_t)st->block_size * (size_t)n * sizeof(double)));
     return NS_OK;
 }
 
-/* Warps (cells) per block of the on-chip kernel: the most resident warps
- * per SM, the fewer per block on a tie (finer-grained residency). */
-static ns_status choose_warps(ns_cuda_state *st, size_t optin) {
-    const size_t cell = ns_onchip_cell_doubles(st->n) * sizeof(double);
-    int best = 1, best_resident = -1;
+/* Warps per block of the on-chip kernel with `lanes` lanes per cell: the
+ * most resident warps per SM, the fewer per block on a tie (finer-grained
+ * residency). *resident receives the resident warps per SM (0: none fit). */
+static ns_status choose_warps(const ns_onchip_plan *p, size_t optin, int *warps, int *resident) {
+    const int32_t core = (int32_t)p->pos_of_node;
+    *warps = 1;
+    *resident = 0;
     for (int w = 1; w <= 8; w *= 2) {
-        if ((size_t)w * cell > optin) break;
+        const size_t bytes = ns_onchip_block_bytes(p->n, p->lanes, core, w);
+        if (bytes > optin) break;
         int blocks = 0;
-        NS_CUDA_TRY(ns_hines_onchip_occupancy(w, (size_t)w * cell, &blocks));
-        if (blocks * w > best_resident) {
-            best_resident = blocks * w;
-            best = w;
+        NS_CUDA_TRY(ns_hines_onchip_setup(p->lanes, bytes));
+        NS_CUDA_TRY(ns_hines_onchip_occupancy(p->lanes, w, bytes, &blocks));
+        if (blocks * w > *resident) {
+            *resident = blocks * w;
+            *warps = w;
         }
     }
-    st->warps = best;
     return NS_OK;
+}
+
+/* Lanes per cell of the on-chip kernel, measured on an H200 at 256,000
+ * cells (docs/methods.md, "Lanes per cell"): 4 for cells of up to 128
+ * compartments; above, 16 for trees with long unbranched runs (fewer than
+ * one run per 10 compartments) and 32 for the others. */
+static int32_t onchip_lanes(int32_t n, int32_t n_runs) {
+    if (n <= 128) return 4;
+    return (int64_t)n_runs * 10 < n ? 16 : 32;
+}
+
+/* Build the on-chip plan and pick warps per block; falls back to more lanes
+ * (fewer cells per warp, a smaller block) when the preferred count does not
+ * fit the device's shared memory. */
+static ns_status choose_lanes(const int32_t *parent, ns_cuda_state *st, size_t optin) {
+    ns_onchip_plan probe;
+    ns_status e = ns_onchip_plan_build(st->n, parent, NS_ONCHIP_LANES, &probe);
+    if (e != NS_OK) return e;
+    const int32_t want = onchip_lanes(st->n, probe.n_runs);
+    ns_onchip_plan_free(&probe);
+    for (int32_t lanes = want; lanes <= NS_ONCHIP_LANES; lanes *= 2) {
+        ns_onchip_plan plan;
+        e = ns_onchip_plan_build(st->n, parent, lanes, &plan);
+        if (e != NS_OK) return e;
+        int warps = 0, resident = 0;
+        e = choose_warps(&plan, optin, &warps, &resident);
+        if (e != NS_OK || resident == 0) {
+            ns_onchip_plan_free(&plan);
+            if (e != NS_OK) return e;
+            continue;
+        }
+        ns_onchip_plan_free(&st->plan);
+        st->plan = plan;
+        st->warps = warps;
+        return ns_cuda_status(
+            ns_hines_onchip_setup(lanes, ns_onchip_block_bytes(st->n, lanes, (int32_t)plan.pos_of_node,
+                                                               warps)),
+            "onchip setup", __FILE__, __LINE__);
+    }
+    return ns_fail(NS_ERR_UNSUPPORTED,
+                   "onchip: a cell of %d compartments and its schedule do not fit one block's "
+                   "%zu bytes of shared memory (use 'interleaved')",
+                   (int)st->n, optin);
 }
 
 static ns_status cuda_create(ns_hines_solver_t *s) {
@@ -234,11 +292,10 @@ static ns_status cuda_create(ns_hines_solver_t *s) {
     const char *name = ns_hines_method_name(s->method);
     if (ns_hines_method_backend(s->method) != NS_BACKEND_CUDA)
         return ns_fail(NS_ERR_UNSUPPORTED, "method '%s' is not a CUDA method", name);
-    if (batch->n_shapes != 1)
-        return ns_fail(NS_ERR_UNSUPPORTED,
-                       "method '%s' needs cells of one shape; this batch has %d shapes (mixed "
-                       "shapes on the GPU are not implemented yet: use a CPU method)",
-                       name, (int)batch->n_shapes);
+    if (ns_hines_mixed_cuda_wants(batch, s->method)) { /* mixed shapes: mixed_backend.c */
+        s->ops = ns_hines_mixed_cuda_backend();
+        return s->ops->create(s);
+    }
     int visible = 0;
     ns_status status = ns_cuda_device_count(&visible);
     if (status != NS_OK) return status;
@@ -258,10 +315,8 @@ static ns_status cuda_create(ns_hines_solver_t *s) {
     const size_t optin = optin_shared(0);
     status = configure(s, st, optin);
     if (status == NS_OK && s->method == NS_HINES_ONCHIP) {
-        status = ns_onchip_plan_build(st->n, batch->shapes[0]->parent, &st->plan);
-        if (status == NS_OK) status = ns_cuda_status(cudaSetDevice(0), "cudaSetDevice(0)", __FILE__, __LINE__);
-        if (status == NS_OK) status = ns_cuda_status(ns_hines_onchip_setup(optin), "onchip setup", __FILE__, __LINE__);
-        if (status == NS_OK) status = choose_warps(st, optin);
+        status = ns_cuda_status(cudaSetDevice(0), "cudaSetDevice(0)", __FILE__, __LINE__);
+        if (status == NS_OK) status = choose_lanes(batch->shapes[0]->parent, st, optin);
     }
     if (status == NS_OK) {
         st->dev = calloc((size_t)n_dev, sizeof *st->dev);

@@ -68,43 +68,62 @@ cudaError_t ns_hines_launch_layout(int32_t n, const double *src, double *dst, in
 
 /* ---------------------------------------------------------- the on-chip kernel */
 
-/* Lanes of a warp: one warp solves one cell. */
+/* Lanes of a warp. The on-chip kernel gives each cell `lanes` lanes (1, 2,
+ * 4, ..., 32), so one warp solves 32 / lanes cells side by side. */
 #define NS_ONCHIP_LANES 32
 
 /* A cell cut into runs (unbranched paths: every node but the last has
- * exactly one child). Runs are numbered by their first node, so a parent run
- * has a smaller number than its children. All pointers point into one int32
- * array (host or device); see onchip_plan.c. */
+ * exactly one child). Every run occupies a contiguous range of *positions*
+ * (the cell's shared-memory image is in position order); for trees numbered
+ * in preorder (the generators, most SWC files) position = compartment.
+ * A run descriptor is 4 int32 {first, last, parent, children}: its first and
+ * last position, the position of its first node's parent (-1: the root run),
+ * and (child_begin << 16) | child_count into child_pos (the first positions
+ * of the child runs, which all hang off the run's last node). All pointers
+ * point into one int32 array (host or device); see onchip_plan.c. */
 typedef struct ns_onchip_sched {
     int32_t n;          /* compartments */
-    int32_t n_runs;
+    int32_t lanes;      /* lanes per cell */
     int32_t n_bwd;      /* backward steps (by height: leaf runs first) */
     int32_t n_fwd;      /* forward steps (by depth: the root run first) */
-    const int32_t *run_nodes;   /* n: the nodes of each run, root side first */
-    const int32_t *run_begin;   /* n_runs + 1: run r is run_nodes[run_begin[r] .. run_begin[r+1]) */
-    const int32_t *run_parent;  /* n_runs: parent node of the run's first node (-1: root run) */
-    const int32_t *child_begin; /* n_runs + 1: child runs of r (they hang off r's last node) */
-    const int32_t *child_first; /* n_runs: first node of each child run, grouped by parent run */
-    const int32_t *bwd_begin;   /* n_bwd * 32 + 1: runs of (step s, lane l) are */
-    const int32_t *bwd_runs;    /*   bwd_runs[bwd_begin[s*32+l] .. bwd_begin[s*32+l+1]) */
-    const int32_t *fwd_begin;   /* n_fwd * 32 + 1, likewise */
-    const int32_t *fwd_runs;
+    int32_t identity;   /* 1: position = compartment (pos_of_node unused) */
+    int32_t core;       /* int32 entries from base up to pos_of_node (descriptors, step
+                           tables, child_pos): the part each CUDA block copies into
+                           shared memory */
+    const int32_t *base;        /* the array every pointer below points into */
+    const int32_t *bwd_begin;   /* n_bwd * lanes + 1: items of (step s, lane l) are */
+    const int32_t *bwd_desc;    /*   bwd_desc[4 * (bwd_begin[s*lanes+l] .. bwd_begin[s*lanes+l+1])) */
+    const int32_t *fwd_begin;   /* n_fwd * lanes + 1, likewise */
+    const int32_t *fwd_desc;
+    const int32_t *child_pos;   /* first positions of child runs, grouped by parent run */
+    const int32_t *pos_of_node; /* n: position of compartment i */
+    const int32_t *node_of_pos; /* n: compartment at position p (pivot reports) */
 } ns_onchip_sched;
 
-/* Doubles of shared memory per cell (four arrays, each padded so that it
- * can start on either half of a 16-byte word). */
-static inline size_t ns_onchip_cell_doubles(int32_t n) { return 4 * (size_t)((n + 2) & ~1); }
+/* Doubles of shared memory per cell: a, b, d, rhs (n each) and one double
+ * of padding, so that cells are an odd number of doubles apart (lanes of
+ * different cells at the same position hit different banks). */
+static inline size_t ns_onchip_cell_doubles(int32_t n) { return 4 * (size_t)n + 1; }
 
-/* Solve n_cells Flat cells, `warps` cells per CUDA block (one per warp). */
+/* Shared memory of one CUDA block of `warps` warps [bytes]: the schedule's
+ * core (16-byte aligned) and the warps' cells. */
+static inline size_t ns_onchip_block_bytes(int32_t n, int32_t lanes, int32_t core, int warps) {
+    return ((size_t)core * sizeof(int32_t) + 15) / 16 * 16 +
+           (size_t)warps * (size_t)(NS_ONCHIP_LANES / lanes) * ns_onchip_cell_doubles(n) *
+               sizeof(double);
+}
+
+/* Solve n_cells Flat cells, `warps` warps per CUDA block, 32 / sched->lanes
+ * cells per warp. */
 cudaError_t ns_hines_launch_onchip(const ns_onchip_sched *sched, const double *a, const double *b,
                                    const double *d, double *rhs, int64_t n_cells,
                                    int64_t first_cell, int warps, unsigned long long *bad,
                                    cudaStream_t stream);
 /* Allow `bytes` of dynamic shared memory per block and prefer shared memory
- * over L1 (once per device). */
-cudaError_t ns_hines_onchip_setup(size_t bytes);
+ * over L1 (once per device and lane count). */
+cudaError_t ns_hines_onchip_setup(int lanes, size_t bytes);
 /* Resident blocks per SM for `warps` warps and `bytes` of shared memory. */
-cudaError_t ns_hines_onchip_occupancy(int warps, size_t bytes, int *blocks);
+cudaError_t ns_hines_onchip_occupancy(int lanes, int warps, size_t bytes, int *blocks);
 
 #ifdef __cplusplus
 }

@@ -1,18 +1,30 @@
-// The on-chip kernel: one warp per cell on the Flat layout. The warp copies
-// the cell's a, b, d, rhs into shared memory (asynchronous, coalesced,
-// 16-byte copies where the alignment allows), solves there with one lane per
-// run (unbranched path) following a schedule built once per shape on the
-// host (onchip_plan.c), and writes x back coalesced. Device memory sees 32
-// bytes read and 8 bytes written per compartment: the 40-byte floor. The
-// factorised diagonal stays on chip (d is not written back).
+// The on-chip kernel (docs/methods.md, "onchip"): Flat layout, no
+// conversion; each warp solves 32 / L cells side by side, L lanes per cell
+// (L = 1 for small cells: one lane per cell; more lanes for large cells,
+// whose shared-memory image leaves room for few cells per SM and whose
+// solve must therefore be short).
+//
+// The warp copies its cells' a, b, d, rhs (contiguous in Flat: C x n
+// doubles per array) into shared memory with coalesced asynchronous copies,
+// solves there, and writes x back coalesced: device memory sees 32 bytes
+// read and 8 written per compartment, the 40-byte floor.
 //
 // Backward sweep (triang), by height: a lane takes a run whose child runs
-// are done, folds the children into the run's last node, then walks to the
-// run's first node carrying d and rhs in registers. It stores 1/d (so the
-// forward sweep multiplies) and the reduced rhs.
-// Forward sweep (bksub), by depth: a lane takes a run whose parent node is
-// solved and walks from its first node outwards carrying x in a register.
-// __syncwarp() separates the steps: lanes never rely on implicit lockstep.
+// are done, folds them into the run's last node, then walks to the run's
+// first node carrying d and rhs in registers. At every node it stores
+// G = b / d' (over b) and F = rhs' / d' (over rhs), which is all the forward
+// sweep needs: x = F - G x_parent. The parent's update is
+// d_p -= a b / d', rhs_p -= a F. The next node's inputs are loaded before
+// the current node's reciprocal, so the dependency chain per node is one
+// division and one FMA. Each CUDA block first copies the schedule's core
+// (run descriptors, step tables, child positions; a few KB) into shared
+// memory: read at every run start, it would otherwise wait on L2 behind the
+// streaming traffic (measured: 1.5-4 thousand cycles per run start).
+// Forward sweep (bksub), by depth: a lane takes a run whose parent is solved
+// and walks outwards carrying x in a register (one FMA per node); x
+// overwrites F.
+// __syncwarp() separates the steps; every cell of a warp has the same shape,
+// so the warp's cells walk the same schedule side by side.
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -21,141 +33,186 @@
 
 namespace {
 
-constexpr int kLanes = NS_ONCHIP_LANES;
-
 __device__ __forceinline__ bool bad_pivot(double p) { return p == 0.0 || !isfinite(p); }
 
-// Asynchronously copy n doubles from global `src` to shared `dst`; both have
-// the same address modulo 16, so everything but a leading and a trailing
-// element moves in 16-byte pieces.
-__device__ __forceinline__ void copy_in(double *dst, const double *src, int n, int lane) {
-    const int head = (reinterpret_cast<uintptr_t>(src) & 15) ? 1 : 0;
-    const int pairs = (n - head) >> 1;
-    if (head && lane == 0) __pipeline_memcpy_async(dst, src, sizeof(double));
-    for (int k = lane; k < pairs; k += kLanes)
-        __pipeline_memcpy_async(dst + head + 2 * k, src + head + 2 * k, 2 * sizeof(double));
-    if (((n - head) & 1) && lane == 0)
-        __pipeline_memcpy_async(dst + n - 1, src + n - 1, sizeof(double));
-}
-
-// Write n doubles from shared `src` to global `dst` (same alignment rule),
-// with streaming stores: x is not read again by this kernel.
-__device__ __forceinline__ void copy_out(double *dst, const double *src, int n, int lane) {
-    const int head = (reinterpret_cast<uintptr_t>(dst) & 15) ? 1 : 0;
-    const int pairs = (n - head) >> 1;
-    if (head && lane == 0) __stcs(dst, src[0]);
-    for (int k = lane; k < pairs; k += kLanes)
-        __stcs(reinterpret_cast<double2 *>(dst + head) + k,
-               reinterpret_cast<const double2 *>(src + head)[k]);
-    if (((n - head) & 1) && lane == 0) __stcs(dst + n - 1, src[n - 1]);
-}
-
+// Lanes of one cell per warp: L; cells per warp: 32 / L.
+template <int L>
 __global__ void onchip_kernel(ns_onchip_sched s, const double *__restrict__ ga,
                               const double *__restrict__ gb, const double *__restrict__ gd,
                               double *__restrict__ grhs, long long n_cells, long long first_cell,
                               unsigned long long *bad) {
+    constexpr int C = NS_ONCHIP_LANES / L;
     extern __shared__ __align__(16) double smem[];
-    const int lane = threadIdx.x & (kLanes - 1);
-    const int warp = threadIdx.x / kLanes;
-    const long long cell = (long long)blockIdx.x * (blockDim.x / kLanes) + warp;
-    if (cell >= n_cells) return;  // whole warps only: the warp's lanes share `cell`
+    // The schedule's core (descriptors, step tables, child positions) into
+    // shared memory: read at every run start, it must not wait on L2 behind
+    // the streaming traffic.
+    int32_t *const sched = reinterpret_cast<int32_t *>(smem);
+    {
+        const int4 *src = reinterpret_cast<const int4 *>(s.base);
+        int4 *dst = reinterpret_cast<int4 *>(sched);
+        for (int k = threadIdx.x; k < (s.core + 3) / 4; k += blockDim.x) dst[k] = __ldg(src + k);
+    }
+    __syncthreads();
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int role = lane & (L - 1);
+    const int mine = lane / L;  // this lane's cell within the warp
+    const long long c0 = ((long long)blockIdx.x * (blockDim.x >> 5) + warp) * C;
+    if (c0 >= n_cells) return;  // whole warps only
+    const int nc = n_cells - c0 < C ? (int)(n_cells - c0) : C;  // cells of this warp
+    const int32_t *const bwd_begin = sched + (s.bwd_begin - s.base);
+    const int32_t *const fwd_begin = sched + (s.fwd_begin - s.base);
+    const int32_t *const child_pos = sched + (s.child_pos - s.base);
+    const int4 *const bwd = reinterpret_cast<const int4 *>(sched + (s.bwd_desc - s.base));
+    const int4 *const fwd = reinterpret_cast<const int4 *>(sched + (s.fwd_desc - s.base));
 
     const int n = s.n;
-    const int stride = (n + 2) & ~1;  // doubles per array, even: each array starts 16-aligned
-    const long long off = cell * n;
-    // An odd global offset starts 8 bytes into a 16-byte word: shift the
-    // shared copy by one double so both sides agree modulo 16.
-    const int shift = (int)(off & 1);
-    double *base = smem + (size_t)warp * 4 * stride;
-    double *sa = base + shift;
-    double *sb = base + stride + shift;
-    double *sd = base + 2 * stride + shift;
-    double *sr = base + 3 * stride + shift;
+    const int cs = 4 * n + 1;  // doubles per cell (odd: see ns_onchip_cell_doubles)
+    double *const wbase = smem + (s.core + 3) / 4 * 2 + (size_t)warp * C * cs;
+    const long long g0 = c0 * n;
+    const int total = nc * n;  // doubles of one array for the warp's cells
 
-    copy_in(sa, ga + off, n, lane);
-    copy_in(sb, gb + off, n, lane);
-    copy_in(sd, gd + off, n, lane);
-    copy_in(sr, grhs + off, n, lane);
+    // Copy in: element e of the warp's range is (cell e / n, compartment e % n).
+    {
+        int c = 0, i = lane;
+        while (i >= n) i -= n, ++c;
+        for (int e = lane; e < total; e += 32) {
+            const int p = s.identity ? i : __ldg(s.pos_of_node + i);
+            double *dst = wbase + c * cs + p;
+            __pipeline_memcpy_async(dst, ga + g0 + e, sizeof(double));
+            __pipeline_memcpy_async(dst + n, gb + g0 + e, sizeof(double));
+            __pipeline_memcpy_async(dst + 2 * n, gd + g0 + e, sizeof(double));
+            __pipeline_memcpy_async(dst + 3 * n, grhs + g0 + e, sizeof(double));
+            i += 32;
+            while (i >= n) i -= n, ++c;
+        }
+    }
     __pipeline_commit();
     __pipeline_wait_prior(0);
     __syncwarp();
 
-    // Backward sweep. `worst` is the highest compartment with a bad pivot
-    // seen by this lane: NEURON's triang meets that one first.
-    int worst = -1;
-    for (int step = 0; step < s.n_bwd; ++step) {
-        const int q1 = __ldg(s.bwd_begin + step * kLanes + lane + 1);
-        for (int q = __ldg(s.bwd_begin + step * kLanes + lane); q < q1; ++q) {
-            const int r = __ldg(s.bwd_runs + q);
-            const int beg = __ldg(s.run_begin + r);
-            int k = __ldg(s.run_begin + r + 1) - 1;
-            int node = __ldg(s.run_nodes + k);
-            // Nodes increase along a run; a run without gaps needs no index loads.
-            const bool contiguous = node - __ldg(s.run_nodes + beg) == k - beg;
-            double dk = sd[node], rk = sr[node];
-            // Fold in the child runs (already reduced: sd holds 1/d there).
-            const int j1 = __ldg(s.child_begin + r + 1);
-            for (int j = __ldg(s.child_begin + r); j < j1; ++j) {
-                const int c0 = __ldg(s.child_first + j);
-                const double f = sa[c0] * sd[c0];
-                dk -= f * sb[c0];
-                rk -= f * sr[c0];
-            }
-            for (;;) {
-                if (bad_pivot(dk) && node > worst) worst = node;
-                const double inv = 1.0 / dk;
-                sd[node] = inv;
-                sr[node] = rk;
-                if (k == beg) break;
-                --k;
-                const int prev = contiguous ? node - 1 : __ldg(s.run_nodes + k);
-                const double f = sa[node] * inv;
-                dk = sd[prev] - f * sb[node];
-                rk = sr[prev] - f * rk;
-                node = prev;
-            }
-        }
-        __syncwarp();
-    }
-    if (worst >= 0) atomicMin(bad, ns_pivot_key(first_cell + cell, worst));
+    double *const sa = wbase + mine * cs;
+    double *const sb = sa + n;  // b, then G = b / d'
+    double *const sd = sb + n;
+    double *const sr = sd + n;  // rhs, then F = rhs' / d', then x
 
-    // Forward sweep: x overwrites the reduced rhs.
-    for (int step = 0; step < s.n_fwd; ++step) {
-        const int q1 = __ldg(s.fwd_begin + step * kLanes + lane + 1);
-        for (int q = __ldg(s.fwd_begin + step * kLanes + lane); q < q1; ++q) {
-            const int r = __ldg(s.fwd_runs + q);
-            const int end = __ldg(s.run_begin + r + 1);
-            int k = __ldg(s.run_begin + r);
-            int node = __ldg(s.run_nodes + k);
-            const bool contiguous = __ldg(s.run_nodes + end - 1) - node == end - 1 - k;
-            const int p = __ldg(s.run_parent + r);
-            double x = (p < 0 ? sr[node] : sr[node] - sb[node] * sr[p]) * sd[node];
-            sr[node] = x;
-            for (++k; k < end; ++k) {
-                node = contiguous ? node + 1 : __ldg(s.run_nodes + k);
-                x = (sr[node] - sb[node] * x) * sd[node];
-                sr[node] = x;
+    int worst = -1;  // highest bad-pivot compartment met by this lane
+    {
+        for (int step = 0; step < s.n_bwd; ++step) {
+            const int q1 = bwd_begin[step * L + role + 1];
+            for (int q = bwd_begin[step * L + role]; q < q1; ++q) {
+                const int4 r = bwd[q];
+                const int first = r.x;
+                int node = r.y;
+                double dk = sd[node], rk = sr[node];
+                double an = sa[node], bn = sb[node];
+                const int cb = (int)((unsigned)r.w >> 16), ce = cb + (r.w & 0xFFFF);
+                for (int j = cb; j < ce; ++j) {
+                    const int c = child_pos[j];
+                    const double ac = sa[c];
+                    dk = fma(-ac, sb[c], dk);
+                    rk = fma(-ac, sr[c], rk);
+                }
+                for (;;) {
+                    const bool more = node > first;
+                    double dp = 0.0, rp = 0.0, ap = 0.0, bp = 0.0;
+                    if (more) {  // the next node's inputs, ahead of the chain
+                        dp = sd[node - 1];
+                        rp = sr[node - 1];
+                        ap = sa[node - 1];
+                        bp = sb[node - 1];
+                    }
+                    if (bad_pivot(dk)) {
+                        const int orig = s.identity ? node : __ldg(s.node_of_pos + node);
+                        if (orig > worst) worst = orig;
+                    }
+                    const double ab = an * bn;
+                    const double inv = 1.0 / dk;
+                    const double f = rk * inv;
+                    sb[node] = bn * inv;
+                    sr[node] = f;
+                    if (!more) break;
+                    dk = fma(-ab, inv, dp);
+                    rk = fma(-an, f, rp);
+                    an = ap;
+                    bn = bp;
+                    --node;
+                }
             }
+            __syncwarp();
         }
-        __syncwarp();
-    }
 
-    copy_out(grhs + off, sr, n, lane);
+        for (int step = 0; step < s.n_fwd; ++step) {
+            const int q1 = fwd_begin[step * L + role + 1];
+            for (int q = fwd_begin[step * L + role]; q < q1; ++q) {
+                const int4 r = fwd[q];
+                const int last = r.y;
+                int node = r.x;
+                double x = r.z >= 0 ? sr[r.z] : 0.0;
+                double g = r.z >= 0 ? sb[node] : 0.0, f = sr[node];
+                for (;;) {
+                    const bool more = node < last;
+                    double gn = 0.0, fn = 0.0;
+                    if (more) {
+                        gn = sb[node + 1];
+                        fn = sr[node + 1];
+                    }
+                    x = fma(-g, x, f);
+                    sr[node] = x;
+                    if (!more) break;
+                    g = gn;
+                    f = fn;
+                    ++node;
+                }
+            }
+            __syncwarp();
+        }
+    }
+    if (worst >= 0 && mine < nc) atomicMin(bad, ns_pivot_key(first_cell + c0 + mine, worst));
+
+    // Copy out x, coalesced, with streaming stores (x is not read again here).
+    {
+        int c = 0, i = lane;
+        while (i >= n) i -= n, ++c;
+        for (int e = lane; e < total; e += 32) {
+            const int p = s.identity ? i : __ldg(s.pos_of_node + i);
+            __stcs(grhs + g0 + e, wbase[c * cs + 3 * n + p]);
+            i += 32;
+            while (i >= n) i -= n, ++c;
+        }
+    }
+}
+
+typedef void (*kernel_fn)(ns_onchip_sched, const double *, const double *, const double *,
+                          double *, long long, long long, unsigned long long *);
+
+kernel_fn pick(int lanes) {
+    switch (lanes) {
+    case 1: return onchip_kernel<1>;
+    case 2: return onchip_kernel<2>;
+    case 4: return onchip_kernel<4>;
+    case 8: return onchip_kernel<8>;
+    case 16: return onchip_kernel<16>;
+    case 32: return onchip_kernel<32>;
+    default: return nullptr;
+    }
 }
 
 }  // namespace
 
-extern "C" cudaError_t ns_hines_onchip_setup(size_t bytes) {
-    cudaError_t e = cudaFuncSetAttribute(onchip_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)bytes);
+extern "C" cudaError_t ns_hines_onchip_setup(int lanes, size_t bytes) {
+    const kernel_fn k = pick(lanes);
+    if (!k) return cudaErrorInvalidValue;
+    cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
     if (e != cudaSuccess) return e;
-    return cudaFuncSetAttribute(onchip_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+    return cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
                                 (int)cudaSharedmemCarveoutMaxShared);
 }
 
-extern "C" cudaError_t ns_hines_onchip_occupancy(int warps, size_t bytes, int *blocks) {
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, onchip_kernel, warps * kLanes,
-                                                         bytes);
+extern "C" cudaError_t ns_hines_onchip_occupancy(int lanes, int warps, size_t bytes, int *blocks) {
+    const kernel_fn k = pick(lanes);
+    if (!k) return cudaErrorInvalidValue;
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, warps * NS_ONCHIP_LANES, bytes);
 }
 
 extern "C" cudaError_t ns_hines_launch_onchip(const ns_onchip_sched *sched, const double *a,
@@ -163,9 +220,12 @@ extern "C" cudaError_t ns_hines_launch_onchip(const ns_onchip_sched *sched, cons
                                               int64_t n_cells, int64_t first_cell, int warps,
                                               unsigned long long *bad, cudaStream_t stream) {
     if (n_cells <= 0) return cudaSuccess;
-    const long long blocks = (n_cells + warps - 1) / warps;
-    const size_t smem = (size_t)warps * ns_onchip_cell_doubles(sched->n) * sizeof(double);
-    onchip_kernel<<<(unsigned)blocks, warps * kLanes, smem, stream>>>(*sched, a, b, d, rhs, n_cells,
-                                                                      first_cell, bad);
+    const kernel_fn k = pick(sched->lanes);
+    if (!k) return cudaErrorInvalidValue;
+    const int64_t per_block = (int64_t)warps * (NS_ONCHIP_LANES / sched->lanes);
+    const long long blocks = (n_cells + per_block - 1) / per_block;
+    const size_t smem = ns_onchip_block_bytes(sched->n, sched->lanes, sched->core, warps);
+    k<<<(unsigned)blocks, warps * NS_ONCHIP_LANES, smem, stream>>>(*sched, a, b, d, rhs, n_cells,
+                                                                   first_cell, bad);
     return cudaGetLastError();
 }

@@ -1,0 +1,466 @@
+/* CUDA backend, mixed-shape path (issue 5): Flat and Full-Interleaved one
+ * thread per cell on batches of several shapes, the fine-grained tree solver
+ * (one thread per branch, one block per group of cells) and the branch-level
+ * method (one launch per level). One GPU (device 0), no chunking: a batch
+ * whose arrays do not fit fails with NS_ERR_DEVICE_MEMORY.
+ *
+ * Device buffers: the four Flat arrays the host copies in and out, and for
+ * every method but Flat the same four in the method's storage (gathered
+ * from Flat, the solution scattered back: the permutation never leaves
+ * this file). Timing as the same-shape path (solve_cuda.c): kernel_ms from
+ * CUDA events around the kernel(s) only, layout_ms the gathers and scatter. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cuda_check.h"
+#include "core/timer.h"
+#include "hines/cuda/hines_kernels.h"
+#include "hines/cuda/mixed_backend.h"
+#include "hines/cuda/mixed_kernels.h"
+#include "hines/tree_impl.h"
+#include "neurosolve/device.h"
+
+#define NS_FINE_THREADS 128 /* threads per block of the fine-grained kernel (bench/mixed.md) */
+/* Blocks per SM the fine-grained packing aims for at small counts, so a
+ * few hundred cells still spread over every SM. */
+#define NS_FINE_BLOCKS_PER_SM 4
+#define NS_MIXED_FLUSH_BYTES ((size_t)256 << 20) /* > L2 of any current GPU */
+#define NS_MIXED_RESERVE_BYTES ((size_t)64 << 20)
+
+enum { EV_UP0, EV_LAY0, EV_K0, EV_K1, EV_LAY1, EV_DOWN, EV_N };
+
+typedef struct mstate {
+    ns_mixed_layout lay;   /* fine-grained, branch-level */
+    ns_mixed_cells cells;  /* interleaved */
+    int grouped;           /* 1: lay is used */
+    int threads;           /* fine-grained block size */
+    cudaStream_t q;
+    cudaEvent_t ev[EV_N];
+    double *flat[4];       /* a, b, d, rhs: Flat */
+    double *work[4];       /* the method's storage (NULL for Flat) */
+    double *spare[2];      /* Flat benchmark: pristine d and rhs */
+    int64_t *gather, *edge;
+    void *layout_blob;     /* every other device table, in one allocation */
+    int32_t *cell_shape, *shape_size, *parents, *sorted_shape;
+    int64_t *cell_offset, *shape_poff, *c_rowoff;
+    unsigned long long *bad;
+    ns_mixed_args args;
+} mstate;
+
+int ns_hines_mixed_cuda_wants(const ns_batch_t *batch, ns_hines_method method) {
+    return batch->n_shapes != 1 || method == NS_HINES_FINE_GRAINED ||
+           method == NS_HINES_BRANCH_LEVEL;
+}
+
+/* Plan options: both of the Arbor report's passes, for both grouped
+ * methods (measured faster than any subset on every workload of
+ * bench/mixed.md, branch-level included although splitting adds launches).
+ * NEUROSOLVE_MIXED_PLAN="reroot,split" (any subset, or "none") overrides
+ * them, for benchmarking the passes. */
+static ns_mixed_plan_options plan_options(void) {
+    ns_mixed_plan_options o = {1, 1};
+    const char *env = getenv("NEUROSOLVE_MIXED_PLAN");
+    if (env) {
+        o.reroot = strstr(env, "reroot") != NULL;
+        o.split = strstr(env, "split") != NULL;
+    }
+    return o;
+}
+
+static void mixed_destroy(ns_hines_solver_t *s) {
+    mstate *st = s->state;
+    if (!st) return;
+    for (int k = 0; k < 4; ++k) {
+        cudaFree(st->flat[k]);
+        cudaFree(st->work[k]);
+    }
+    cudaFree(st->spare[0]);
+    cudaFree(st->spare[1]);
+    cudaFree(st->gather);
+    cudaFree(st->edge);
+    cudaFree(st->layout_blob);
+    cudaFree(st->bad);
+    for (int k = 0; k < EV_N; ++k)
+        if (st->ev[k]) cudaEventDestroy(st->ev[k]);
+    if (st->q) cudaStreamDestroy(st->q);
+    (void)cudaGetLastError();
+    ns_mixed_layout_free(&st->lay);
+    ns_mixed_cells_free(&st->cells);
+    free(st);
+    s->state = NULL;
+}
+
+/* Copy host tables into one device allocation; each entry's device address
+ * is written to *dst[k]. */
+static ns_status upload_tables(mstate *st, int n, const void *const *src, const size_t *bytes,
+                               void **const *dst) {
+    size_t total = 0;
+    for (int k = 0; k < n; ++k) total += (bytes[k] + 255) & ~(size_t)255;
+    NS_CUDA_TRY(cudaMalloc(&st->layout_blob, total ? total : 256));
+    char *at = st->layout_blob;
+    for (int k = 0; k < n; ++k) {
+        if (bytes[k]) NS_CUDA_TRY(cudaMemcpy(at, src[k], bytes[k], cudaMemcpyHostToDevice));
+        *dst[k] = at;
+        at += (bytes[k] + 255) & ~(size_t)255;
+    }
+    return NS_OK;
+}
+
+static ns_status plan(ns_hines_solver_t *s, mstate *st, int sms) {
+    const ns_batch_t *batch = s->batch;
+    if (s->method == NS_HINES_FLAT || s->method == NS_HINES_INTERLEAVED)
+        return ns_mixed_cells_build(batch, &st->cells);
+    ns_mixed_shapes shapes;
+    const ns_mixed_plan_options o = plan_options();
+    ns_status e = ns_mixed_shapes_build(batch, &o, &shapes);
+    if (e != NS_OK) return e;
+    st->grouped = 1;
+    if (s->method == NS_HINES_FINE_GRAINED) {
+        st->threads = s->options.block_size > 0 ? s->options.block_size : NS_FINE_THREADS;
+        if (st->threads > 1024) {
+            ns_mixed_shapes_free(&shapes);
+            return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                           "fine-grained: block_size %d exceeds 1024 threads per CUDA block",
+                           (int)st->threads);
+        }
+        /* At small counts, fewer cells per block so every SM gets blocks. */
+        const int64_t target_blocks = (int64_t)sms * NS_FINE_BLOCKS_PER_SM;
+        const int64_t per_group = (batch->n_cells + target_blocks - 1) / target_blocks;
+        e = ns_mixed_layout_build(batch, &shapes, st->threads, per_group, &st->lay);
+        if (e == NS_OK && st->lay.max_width < st->threads) {
+            /* No group needs the whole block: launch the widest level's
+             * warps only. */
+            st->threads = (st->lay.max_width + 31) / 32 * 32;
+        }
+    } else {
+        e = ns_mixed_layout_build(batch, &shapes, 0, 0, &st->lay);
+    }
+    ns_mixed_shapes_free(&shapes);
+    return e;
+}
+
+static ns_status setup_device(ns_hines_solver_t *s, mstate *st) {
+    const ns_batch_t *batch = s->batch;
+    const int64_t n = ns_batch_compartments(batch);
+    const size_t arr = (size_t)n * sizeof(double);
+    const int layout = s->method != NS_HINES_FLAT;
+    /* Device memory needed [bytes]: Flat arrays, method storage, indices. */
+    size_t need = 4 * arr + (layout ? 4 * arr + (size_t)n * sizeof(int64_t) : 2 * arr);
+    if (st->grouped) /* edge indices, branch tables (length, parent, children), levels */
+        need += (size_t)n * sizeof(int64_t) + (size_t)st->lay.n_branches * 28 +
+                (size_t)st->lay.n_levels * sizeof(ns_mixed_level) + (size_t)st->lay.n_rowoff * 8;
+    size_t budget = s->options.device_memory_limit;
+    if (budget == 0) {
+        size_t free_b = 0, total_b = 0;
+        NS_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+        const size_t reserve = free_b / 20 + NS_MIXED_RESERVE_BYTES;
+        budget = free_b > reserve ? free_b - reserve : 0;
+    }
+    if (need > budget)
+        return ns_fail(NS_ERR_DEVICE_MEMORY,
+                       "method '%s' on %lld compartments needs %zu bytes of device memory, %zu "
+                       "allowed (the mixed-shape path does not split batches into chunks)",
+                       ns_hines_method_name(s->method), (long long)n, need, budget);
+    NS_CUDA_TRY(cudaStreamCreateWithFlags(&st->q, cudaStreamNonBlocking));
+    for (int k = 0; k < EV_N; ++k) NS_CUDA_TRY(cudaEventCreate(&st->ev[k]));
+    NS_CUDA_TRY(cudaMalloc((void **)&st->bad, sizeof *st->bad));
+    for (int k = 0; k < 4; ++k) {
+        NS_CUDA_TRY(cudaMalloc((void **)&st->flat[k], arr ? arr : 8));
+        if (layout) NS_CUDA_TRY(cudaMalloc((void **)&st->work[k], arr ? arr : 8));
+    }
+    if (!layout)
+        for (int k = 0; k < 2; ++k) NS_CUDA_TRY(cudaMalloc((void **)&st->spare[k], arr));
+    if (st->grouped) {
+        const ns_mixed_layout *l = &st->lay;
+        NS_CUDA_TRY(cudaMalloc((void **)&st->gather, (size_t)n * sizeof(int64_t)));
+        NS_CUDA_TRY(cudaMalloc((void **)&st->edge, (size_t)n * sizeof(int64_t)));
+        NS_CUDA_TRY(cudaMemcpy(st->gather, l->gather, (size_t)n * sizeof(int64_t), cudaMemcpyHostToDevice));
+        NS_CUDA_TRY(cudaMemcpy(st->edge, l->edge, (size_t)n * sizeof(int64_t), cudaMemcpyHostToDevice));
+        const void *src[7] = {l->group_level, l->levels, l->rowoff, l->br_len,
+                              l->br_ppos, l->br_child, l->child_pos};
+        const size_t bytes[7] = {((size_t)l->n_groups + 1) * sizeof(int32_t),
+                                 (size_t)l->n_levels * sizeof(ns_mixed_level),
+                                 (size_t)l->n_rowoff * sizeof(int64_t),
+                                 (size_t)l->n_branches * sizeof(int32_t),
+                                 (size_t)l->n_branches * sizeof(int64_t),
+                                 ((size_t)l->n_branches + 1) * sizeof(int64_t),
+                                 (size_t)(l->n_branches - batch->n_cells + 1) * sizeof(int64_t)};
+        ns_mixed_args *g = &st->args;
+        void **dst[7] = {(void **)&g->group_level, (void **)&g->levels, (void **)&g->rowoff,
+                         (void **)&g->br_len, (void **)&g->br_ppos, (void **)&g->br_child,
+                         (void **)&g->child_pos};
+        ns_status e = upload_tables(st, 7, src, bytes, dst);
+        if (e != NS_OK) return e;
+        g->gather = st->gather;
+        g->a = st->work[0];
+        g->b = st->work[1];
+        g->d = st->work[2];
+        g->rhs = st->work[3];
+        g->bad = st->bad;
+    } else {
+        const ns_mixed_cells *c = &st->cells;
+        const int32_t ns = batch->n_shapes;
+        if (layout) {
+            NS_CUDA_TRY(cudaMalloc((void **)&st->gather, (size_t)n * sizeof(int64_t)));
+            NS_CUDA_TRY(cudaMemcpy(st->gather, c->gather, (size_t)n * sizeof(int64_t), cudaMemcpyHostToDevice));
+        }
+        const void *src[7] = {batch->cell_shape, batch->cell_offset, c->shape_size, c->shape_poff,
+                              c->parents, c->sorted_shape, c->rowoff};
+        const size_t bytes[7] = {(size_t)batch->n_cells * sizeof(int32_t),
+                                 ((size_t)batch->n_cells + 1) * sizeof(int64_t),
+                                 (size_t)ns * sizeof(int32_t), (size_t)ns * sizeof(int64_t),
+                                 (size_t)c->n_parents * sizeof(int32_t),
+                                 (size_t)batch->n_cells * sizeof(int32_t),
+                                 ((size_t)c->max_size + 1) * sizeof(int64_t)};
+        void **dst[7] = {(void **)&st->cell_shape, (void **)&st->cell_offset, (void **)&st->shape_size,
+                         (void **)&st->shape_poff, (void **)&st->parents, (void **)&st->sorted_shape,
+                         (void **)&st->c_rowoff};
+        ns_status e = upload_tables(st, 7, src, bytes, dst);
+        if (e != NS_OK) return e;
+    }
+    return NS_OK;
+}
+
+static ns_status mixed_create(ns_hines_solver_t *s) {
+    const char *name = ns_hines_method_name(s->method);
+    if (s->method != NS_HINES_FLAT && s->method != NS_HINES_INTERLEAVED &&
+        s->method != NS_HINES_FINE_GRAINED && s->method != NS_HINES_BRANCH_LEVEL)
+        return ns_fail(NS_ERR_UNSUPPORTED,
+                       "method '%s' needs cells of one shape; this batch has %d shapes (for mixed "
+                       "shapes use fine-grained, branch-level, interleaved or flat)",
+                       name, (int)s->batch->n_shapes);
+    int visible = 0;
+    ns_status e = ns_cuda_device_count(&visible);
+    if (e != NS_OK) return e;
+    if (visible == 0) return ns_fail(NS_ERR_NO_DEVICE, "method '%s' needs a GPU; none is usable", name);
+    mstate *st = calloc(1, sizeof *st);
+    if (!st) return ns_fail(NS_ERR_OUT_OF_MEMORY, "mixed solver state");
+    s->state = st;
+    int old = 0;
+    const int have_old = cudaGetDevice(&old) == cudaSuccess;
+    int sms = 1;
+    e = ns_cuda_status(cudaSetDevice(0), "cudaSetDevice(0)", __FILE__, __LINE__);
+    if (e == NS_OK)
+        e = ns_cuda_status(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0),
+                           "multiprocessor count", __FILE__, __LINE__);
+    if (e == NS_OK) e = plan(s, st, sms);
+    if (e == NS_OK) e = setup_device(s, st);
+    if (have_old) cudaSetDevice(old);
+    (void)cudaGetLastError();
+    if (e != NS_OK) mixed_destroy(s);
+    return e;
+}
+
+/* Queue the method's kernel(s) on the data already in place. */
+static ns_status launch(const ns_hines_solver_t *s, mstate *st) {
+    const ns_batch_t *batch = s->batch;
+    switch (s->method) {
+    case NS_HINES_FLAT:
+        NS_CUDA_TRY(ns_mixed_launch_flat(batch->n_cells, st->cell_shape, st->cell_offset,
+                                         st->shape_size, st->shape_poff, st->parents, st->flat[0],
+                                         st->flat[1], st->flat[2], st->flat[3], st->bad, st->q));
+        return NS_OK;
+    case NS_HINES_INTERLEAVED:
+        NS_CUDA_TRY(ns_mixed_launch_cells(batch->n_cells, st->sorted_shape, st->shape_size,
+                                          st->shape_poff, st->parents, st->c_rowoff, st->gather,
+                                          st->work[0], st->work[1], st->work[2], st->work[3],
+                                          st->bad, st->q));
+        return NS_OK;
+    case NS_HINES_FINE_GRAINED:
+        NS_CUDA_TRY(ns_mixed_launch_fine(&st->args, st->lay.n_groups, st->threads, st->q));
+        return NS_OK;
+    case NS_HINES_BRANCH_LEVEL: {
+        /* One group: its levels are the whole batch's, root level first. */
+        const ns_mixed_layout *l = &st->lay;
+        for (int64_t li = l->n_levels - 1; li >= 0; --li)
+            NS_CUDA_TRY(ns_mixed_launch_level(&st->args, &l->levels[li], 1, st->q));
+        for (int64_t li = 0; li < l->n_levels; ++li)
+            NS_CUDA_TRY(ns_mixed_launch_level(&st->args, &l->levels[li], 0, st->q));
+        return NS_OK;
+    }
+    default:
+        return ns_fail(NS_ERR_INTERNAL, "mixed path: no kernel for '%s'", ns_hines_method_name(s->method));
+    }
+}
+
+static ns_status gather_in(const ns_hines_solver_t *s, mstate *st, int which) {
+    if (s->method == NS_HINES_FLAT) return NS_OK;
+    const double *const src[4] = {st->flat[0], st->flat[1], st->flat[2], st->flat[3]};
+    NS_CUDA_TRY(ns_mixed_launch_gather(ns_batch_compartments(s->batch), st->gather,
+                                       st->grouped ? st->edge : NULL, src, st->work, which, st->q));
+    return NS_OK;
+}
+
+static ns_status scatter_out(const ns_hines_solver_t *s, mstate *st) {
+    if (s->method == NS_HINES_FLAT) return NS_OK;
+    NS_CUDA_TRY(ns_mixed_launch_scatter(ns_batch_compartments(s->batch), st->gather, st->work[3],
+                                        st->flat[3], st->q));
+    return NS_OK;
+}
+
+static ns_status read_pivot(const ns_hines_solver_t *s, mstate *st) {
+    unsigned long long bad = NS_PIVOT_NONE;
+    NS_CUDA_TRY(cudaMemcpy(&bad, st->bad, sizeof bad, cudaMemcpyDeviceToHost));
+    if (bad == NS_PIVOT_NONE) return NS_OK;
+    const int64_t flat = (int64_t)bad, cell = ns_mixed_cell_of(s->batch, flat);
+    return ns_hines_pivot_error(s->batch, cell, (int32_t)(flat - s->batch->cell_offset[cell]));
+}
+
+static float elapsed(cudaEvent_t a, cudaEvent_t b) {
+    float ms = 0.0f;
+    if (cudaEventElapsedTime(&ms, a, b) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1.0f;
+    }
+    return ms;
+}
+
+static ns_status solve_on(ns_hines_solver_t *s, mstate *st, const double *const host[4],
+                          double *rhs) {
+    const size_t bytes = (size_t)ns_batch_compartments(s->batch) * sizeof(double);
+    const double t0 = ns_time_ms();
+    NS_CUDA_TRY(cudaMemsetAsync(st->bad, 0xFF, sizeof *st->bad, st->q));
+    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_UP0], st->q));
+    for (int k = 0; k < 4; ++k)
+        NS_CUDA_TRY(cudaMemcpyAsync(st->flat[k], host[k], bytes, cudaMemcpyHostToDevice, st->q));
+    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_LAY0], st->q));
+    ns_status e = gather_in(s, st, 3);
+    if (e != NS_OK) return e;
+    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_K0], st->q));
+    e = launch(s, st);
+    if (e != NS_OK) return e;
+    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_K1], st->q));
+    e = scatter_out(s, st);
+    if (e != NS_OK) return e;
+    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_LAY1], st->q));
+    const double w0 = ns_time_ms();
+    NS_CUDA_TRY(cudaMemcpyAsync(rhs, st->flat[3], bytes, cudaMemcpyDeviceToHost, st->q));
+    NS_CUDA_TRY(cudaStreamSynchronize(st->q));
+    ns_solve_timing *t = &s->timing;
+    t->download_ms = ns_time_ms() - w0;
+    t->upload_ms = elapsed(st->ev[EV_UP0], st->ev[EV_LAY0]);
+    t->layout_ms = s->method == NS_HINES_FLAT
+                       ? 0.0
+                       : (double)elapsed(st->ev[EV_LAY0], st->ev[EV_K0]) +
+                             (double)elapsed(st->ev[EV_K1], st->ev[EV_LAY1]);
+    t->kernel_ms = elapsed(st->ev[EV_K0], st->ev[EV_K1]);
+    e = read_pivot(s, st);
+    t->total_ms = ns_time_ms() - t0;
+    return e;
+}
+
+static ns_status mixed_solve(ns_hines_solver_t *s, const double *a, const double *b, double *d,
+                             double *rhs) {
+    mstate *st = s->state;
+    const double *const host[4] = {a, b, d, rhs};
+    int old = 0;
+    const int have_old = cudaGetDevice(&old) == cudaSuccess;
+    ns_status e = ns_cuda_status(cudaSetDevice(0), "cudaSetDevice(0)", __FILE__, __LINE__);
+    if (e == NS_OK) e = solve_on(s, st, host, rhs);
+    if (have_old) cudaSetDevice(old);
+    (void)cudaGetLastError();
+    return e;
+}
+
+/* Stage once; each run restores d and rhs (gather or copy) and evicts L2
+ * outside the timed region; events time the kernel(s) alone. */
+static ns_status bench_on(ns_hines_solver_t *s, mstate *st, const double *const host[4],
+                          double *rhs, int repeats, double *kernel_ms, void *flush) {
+    const size_t bytes = (size_t)ns_batch_compartments(s->batch) * sizeof(double);
+    const int flat = s->method == NS_HINES_FLAT;
+    NS_CUDA_TRY(cudaMemsetAsync(st->bad, 0xFF, sizeof *st->bad, st->q));
+    for (int k = 0; k < 4; ++k)
+        NS_CUDA_TRY(cudaMemcpyAsync(st->flat[k], host[k], bytes, cudaMemcpyHostToDevice, st->q));
+    if (flat)
+        for (int k = 0; k < 2; ++k)
+            NS_CUDA_TRY(cudaMemcpyAsync(st->spare[k], st->flat[2 + k], bytes, cudaMemcpyDeviceToDevice, st->q));
+    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_LAY0], st->q));
+    ns_status e = gather_in(s, st, 3);
+    if (e != NS_OK) return e;
+    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_K0], st->q));
+    NS_CUDA_TRY(cudaStreamSynchronize(st->q));
+    const float gather_ms = elapsed(st->ev[EV_LAY0], st->ev[EV_K0]);
+    for (int r = 0; r < repeats; ++r) {
+        if (flat) {
+            for (int k = 0; k < 2; ++k)
+                NS_CUDA_TRY(cudaMemcpyAsync(st->flat[2 + k], st->spare[k], bytes, cudaMemcpyDeviceToDevice, st->q));
+        } else if (r > 0) {
+            e = gather_in(s, st, 2);
+            if (e != NS_OK) return e;
+        }
+        if (flush) NS_CUDA_TRY(cudaMemsetAsync(flush, r & 0xFF, NS_MIXED_FLUSH_BYTES, st->q));
+        NS_CUDA_TRY(cudaEventRecord(st->ev[EV_K0], st->q));
+        e = launch(s, st);
+        if (e != NS_OK) return e;
+        NS_CUDA_TRY(cudaEventRecord(st->ev[EV_K1], st->q));
+        NS_CUDA_TRY(cudaEventSynchronize(st->ev[EV_K1]));
+        kernel_ms[r] = elapsed(st->ev[EV_K0], st->ev[EV_K1]);
+    }
+    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_K1], st->q));
+    e = scatter_out(s, st);
+    if (e != NS_OK) return e;
+    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_LAY1], st->q));
+    NS_CUDA_TRY(cudaMemcpyAsync(rhs, st->flat[3], bytes, cudaMemcpyDeviceToHost, st->q));
+    NS_CUDA_TRY(cudaStreamSynchronize(st->q));
+    s->timing.layout_ms = flat ? 0.0 : (double)gather_ms + (double)elapsed(st->ev[EV_K1], st->ev[EV_LAY1]);
+    return read_pivot(s, st);
+}
+
+static ns_status mixed_benchmark(ns_hines_solver_t *s, const double *a, const double *b,
+                                 double *d, double *rhs, int repeats, double *kernel_ms) {
+    mstate *st = s->state;
+    const double *const host[4] = {a, b, d, rhs};
+    int old = 0;
+    const int have_old = cudaGetDevice(&old) == cudaSuccess;
+    const double t0 = ns_time_ms();
+    void *flush = NULL;
+    ns_status e = ns_cuda_status(cudaSetDevice(0), "cudaSetDevice(0)", __FILE__, __LINE__);
+    if (e == NS_OK && cudaMalloc(&flush, NS_MIXED_FLUSH_BYTES) != cudaSuccess) {
+        flush = NULL; /* no room: time without the flush */
+        (void)cudaGetLastError();
+    }
+    if (e == NS_OK) e = bench_on(s, st, host, rhs, repeats, kernel_ms, flush);
+    cudaFree(flush);
+    if (have_old) cudaSetDevice(old);
+    (void)cudaGetLastError();
+    s->timing.upload_ms = s->timing.download_ms = -1.0;
+    s->timing.kernel_ms = kernel_ms[repeats - 1];
+    s->timing.total_ms = ns_time_ms() - t0;
+    return e;
+}
+
+/* The `auto` rule for mixed batches (docs/methods.md, "Mixed shapes"),
+ * fitted to the H200 measurements of bench/mixed.md. The fine-grained
+ * solver fills the GPU where one launch per level leaves it idle, so it
+ * wins on small batches; branch-level wins on large ones (whole-GPU
+ * launches, no threads idling at block barriers) unless its launches (two
+ * per level) dominate: random trees (about 10 branch levels) cross over
+ * between 7.6e6 and 1.6e7 compartments, the bundled mix (a 613-level cell)
+ * between 1.6e7 and 1.6e8. Hence: branch-level from
+ * 1e7 * max(1, deepest branch depth / 64) compartments. */
+#define NS_MIXED_FINE_MAX_COMPARTMENTS 1e7
+#define NS_MIXED_LEVELS_PER_THRESHOLD 64.0
+
+ns_hines_method ns_hines_mixed_cuda_choose(const ns_batch_t *batch, const ns_solve_options *o) {
+    (void)o;
+    int32_t depth = 1;
+    for (int32_t s = 0; s < batch->n_shapes; ++s) {
+        ns_tree_stats ts;
+        ns_tree_get_stats(batch->shapes[s], &ts);
+        if (ts.branch_depth > depth) depth = ts.branch_depth;
+    }
+    double threshold = NS_MIXED_FINE_MAX_COMPARTMENTS;
+    if (depth > NS_MIXED_LEVELS_PER_THRESHOLD) threshold *= depth / NS_MIXED_LEVELS_PER_THRESHOLD;
+    return (double)ns_batch_compartments(batch) < threshold ? NS_HINES_FINE_GRAINED
+                                                            : NS_HINES_BRANCH_LEVEL;
+}
+
+static ns_hines_method mixed_choose(const ns_batch_t *batch, const ns_solve_options *o) {
+    return ns_hines_mixed_cuda_choose(batch, o);
+}
+
+const ns_hines_backend_ops *ns_hines_mixed_cuda_backend(void) {
+    static const ns_hines_backend_ops ops = {"cuda-mixed",   mixed_create, mixed_solve,
+                                             mixed_destroy, mixed_choose, mixed_benchmark};
+    return &ops;
+}
