@@ -218,6 +218,9 @@ static ns_status setup_device(ns_hines_solver_t *s, mstate *st) {
         ns_status e = upload_tables(st, 7, src, bytes, dst);
         if (e != NS_OK) return e;
     }
+    /* The uploads ran on the legacy default stream, which the non-blocking
+     * solve stream does not wait for: finish them before any solve. */
+    NS_CUDA_TRY(cudaDeviceSynchronize());
     return NS_OK;
 }
 

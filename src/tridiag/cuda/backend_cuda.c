@@ -177,6 +177,9 @@ static ns_status cuda_create(ns_tridiag_solver_t *solver) {
             goto fail;
         solver->workspace_bytes = st->work_bytes;
     }
+    /* The table uploads above ran on the legacy default stream, which the
+     * non-blocking solve stream does not wait for: finish them now. */
+    NS_CUDA_GOTO(cudaDeviceSynchronize(), s, fail);
     return NS_OK;
 fail:
     cuda_destroy(solver);
