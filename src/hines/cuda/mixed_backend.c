@@ -20,7 +20,7 @@
 #include "hines/tree_impl.h"
 #include "neurosolve/device.h"
 
-#define NS_FINE_THREADS 128 /* threads per block of the fine-grained kernel (bench/mixed.md) */
+#define NS_FINE_THREADS 128 /* threads per block of the fine-grained kernel (bench/README.md (mixed shapes)) */
 /* Blocks per SM the fine-grained packing aims for at small counts, so a
  * few hundred cells still spread over every SM. */
 #define NS_FINE_BLOCKS_PER_SM 4
@@ -54,7 +54,7 @@ int ns_hines_mixed_cuda_wants(const ns_batch_t *batch, ns_hines_method method) {
 
 /* Plan options: both of the Arbor report's passes, for both grouped
  * methods (measured faster than any subset on every workload of
- * bench/mixed.md, branch-level included although splitting adds launches).
+ * bench/README.md (mixed shapes), branch-level included although splitting adds launches).
  * NEUROSOLVE_MIXED_PLAN="reroot,split" (any subset, or "none") overrides
  * them, for benchmarking the passes. */
 static ns_mixed_plan_options plan_options(void) {
@@ -433,7 +433,7 @@ static ns_status mixed_benchmark(ns_hines_solver_t *s, const double *a, const do
 }
 
 /* The `auto` rule for mixed batches (docs/methods.md, "Mixed shapes"),
- * fitted to the H200 measurements of bench/mixed.md. The fine-grained
+ * fitted to the H200 measurements of bench/README.md (mixed shapes). The fine-grained
  * solver fills the GPU where one launch per level leaves it idle, so it
  * wins on small batches; branch-level wins on large ones (whole-GPU
  * launches, no threads idling at block barriers) unless its launches (two
