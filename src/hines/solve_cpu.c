@@ -40,6 +40,14 @@ static ns_status cpu_create(ns_hines_solver_t *s) {
     return NS_OK;
 }
 
+/* Solve cell c of the batch; the index of its first bad pivot, or -1. */
+static inline int32_t solve_cell(const ns_batch_t *batch, int64_t c, const double *a, const double *b,
+                                 double *d, double *rhs) {
+    const ns_tree_t *t = batch->shapes[batch->cell_shape[c]];
+    const int64_t o = batch->cell_offset[c];
+    return ns_hines_solve_one(t->size, t->parent, a + o, b + o, d + o, rhs + o);
+}
+
 static ns_status cpu_solve(ns_hines_solver_t *s, const double *a, const double *b, double *d,
                            double *rhs) {
     const ns_batch_t *batch = s->batch;
@@ -49,18 +57,8 @@ static ns_status cpu_solve(ns_hines_solver_t *s, const double *a, const double *
      * order; the other cells are still solved. */
     int64_t bad_cell = n_cells;
     int32_t bad_index = -1;
-    if (s->method == NS_HINES_SEQUENTIAL) {
-        for (int64_t c = 0; c < n_cells; ++c) {
-            const ns_tree_t *t = batch->shapes[batch->cell_shape[c]];
-            const int64_t o = batch->cell_offset[c];
-            int32_t r = ns_hines_solve_one(t->size, t->parent, a + o, b + o, d + o, rhs + o);
-            if (r >= 0 && c < bad_cell) {
-                bad_cell = c;
-                bad_index = r;
-            }
-        }
-    } else {
 #ifdef NS_HAVE_OPENMP
+    if (s->method == NS_HINES_OPENMP) {
         const int threads = s->options.threads > 0 ? s->options.threads : omp_get_max_threads();
 #pragma omp parallel num_threads(threads)
         {
@@ -68,9 +66,7 @@ static ns_status cpu_solve(ns_hines_solver_t *s, const double *a, const double *
             int32_t my_index = -1;
 #pragma omp for schedule(static)
             for (int64_t c = 0; c < n_cells; ++c) {
-                const ns_tree_t *t = batch->shapes[batch->cell_shape[c]];
-                const int64_t o = batch->cell_offset[c];
-                int32_t r = ns_hines_solve_one(t->size, t->parent, a + o, b + o, d + o, rhs + o);
+                int32_t r = solve_cell(batch, c, a, b, d, rhs);
                 if (r >= 0 && c < my_cell) {
                     my_cell = c;
                     my_index = r;
@@ -82,17 +78,17 @@ static ns_status cpu_solve(ns_hines_solver_t *s, const double *a, const double *
                 bad_index = my_index;
             }
         }
-#else
+    } else
+#endif
+    {
+        /* NS_HINES_SEQUENTIAL, and NS_HINES_OPENMP in a build without OpenMP */
         for (int64_t c = 0; c < n_cells; ++c) {
-            const ns_tree_t *t = batch->shapes[batch->cell_shape[c]];
-            const int64_t o = batch->cell_offset[c];
-            int32_t r = ns_hines_solve_one(t->size, t->parent, a + o, b + o, d + o, rhs + o);
+            int32_t r = solve_cell(batch, c, a, b, d, rhs);
             if (r >= 0 && c < bad_cell) {
                 bad_cell = c;
                 bad_index = r;
             }
         }
-#endif
     }
     s->timing.kernel_ms = s->timing.total_ms = ns_time_ms() - t0;
     if (bad_cell < n_cells) return ns_hines_pivot_error(batch, bad_cell, bad_index);
