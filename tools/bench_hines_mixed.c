@@ -52,14 +52,10 @@ typedef struct {
 } mrows;
 
 static mrow *add_row(mrows *r) {
-    if (r->n == r->cap) {
-        int cap = r->cap ? 2 * r->cap : 128;
-        mrow *g = realloc(r->v, (size_t)cap * sizeof *g);
-        if (!g) return NULL;
-        r->v = g;
-        r->cap = cap;
-    }
-    mrow *x = &r->v[r->n++];
+    mrow *v = cli_reserve_one(r->v, r->n, &r->cap, sizeof *v);
+    if (!v) return NULL;
+    r->v = v;
+    mrow *x = &v[r->n++];
     memset(x, 0, sizeof *x);
     x->ratio = x->layout_ms = x->vs_cell = -1.0;
     return x;

@@ -58,14 +58,10 @@ typedef struct rows {
 } rows;
 
 static row *add_row(rows *r) {
-    if (r->n == r->cap) {
-        int cap = r->cap ? 2 * r->cap : 128;
-        row *g = realloc(r->v, (size_t)cap * sizeof *g);
-        if (!g) return NULL;
-        r->v = g;
-        r->cap = cap;
-    }
-    row *x = &r->v[r->n++];
+    row *v = cli_reserve_one(r->v, r->n, &r->cap, sizeof *v);
+    if (!v) return NULL;
+    r->v = v;
+    row *x = &v[r->n++];
     memset(x, 0, sizeof *x);
     x->ms = x->min_ms = x->speedup_cusparse = x->speedup_seq = x->gbs = x->ratio = x->error = NAN;
     return x;

@@ -47,6 +47,11 @@ int cli_parse_long_list(const char *command, const char *option, const char *tex
  * tree's data/morphologies). */
 const char *cli_morphology_dir(void);
 
+/* Make room for one more element of `size` bytes in a growable array that
+ * holds `count` of *capacity elements: returns the (possibly moved) array,
+ * or NULL when memory runs out (the old array is then still valid). */
+void *cli_reserve_one(void *items, int count, int *capacity, size_t size);
+
 /* Median of n values (sorts them in place). */
 double cli_median(double *values, int n);
 

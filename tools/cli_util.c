@@ -103,6 +103,14 @@ const char *cli_morphology_dir(void) {
     return NS_SOURCE_DIR "/data/morphologies";
 }
 
+void *cli_reserve_one(void *items, int count, int *capacity, size_t size) {
+    if (count < *capacity) return items;
+    int cap = *capacity ? 2 * *capacity : 64;
+    void *grown = realloc(items, (size_t)cap * size);
+    if (grown) *capacity = cap;
+    return grown;
+}
+
 static int compare_double(const void *x, const void *y) {
     double a = *(const double *)x, b = *(const double *)y;
     return (a > b) - (a < b);
