@@ -74,6 +74,25 @@ const ns_tree_t *ns_batch_shape(const ns_batch_t *batch, int32_t shape) {
 const int32_t *ns_batch_cell_shape(const ns_batch_t *batch) { return batch ? batch->cell_shape : NULL; }
 const int64_t *ns_batch_cell_offset(const ns_batch_t *batch) { return batch ? batch->cell_offset : NULL; }
 
+void ns_hines_random_cell(const ns_tree_t *tree, uint64_t seed, uint64_t stream, double *a, double *b,
+                          double *d, double *rhs) {
+    const int32_t n = tree->size;
+    const int32_t *p = tree->parent;
+    ns_rng rng;
+    ns_rng_seed(&rng, seed, stream);
+    a[0] = 0.0;
+    b[0] = 0.0;
+    for (int32_t i = 1; i < n; ++i) {
+        a[i] = -ns_rng_uniform(&rng, 0.1, 1.0);
+        b[i] = -ns_rng_uniform(&rng, 0.1, 1.0);
+    }
+    for (int32_t i = 0; i < n; ++i) {
+        d[i] = ns_rng_uniform(&rng, 0.5, 1.5) - (i ? b[i] : 0.0);
+        rhs[i] = ns_rng_uniform(&rng, -1.0, 1.0);
+    }
+    for (int32_t i = 1; i < n; ++i) d[p[i]] -= a[i]; /* row p holds a[i] */
+}
+
 ns_status ns_batch_random_values(const ns_batch_t *batch, uint64_t seed, double *a, double *b,
                                  double *d, double *rhs) {
     if (!batch || !a || !b || !d || !rhs)
@@ -84,23 +103,9 @@ ns_status ns_batch_random_values(const ns_batch_t *batch, uint64_t seed, double 
 #pragma omp parallel for schedule(static)
 #endif
     for (int64_t c = 0; c < batch->n_cells; ++c) {
-        const ns_tree_t *t = batch->shapes[batch->cell_shape[c]];
-        const int32_t n = t->size;
-        const int32_t *p = t->parent;
         const int64_t o = batch->cell_offset[c];
-        ns_rng rng;
-        ns_rng_seed(&rng, seed, (uint64_t)c);
-        a[o] = 0.0;
-        b[o] = 0.0;
-        for (int32_t i = 1; i < n; ++i) {
-            a[o + i] = -ns_rng_uniform(&rng, 0.1, 1.0);
-            b[o + i] = -ns_rng_uniform(&rng, 0.1, 1.0);
-        }
-        for (int32_t i = 0; i < n; ++i) {
-            d[o + i] = ns_rng_uniform(&rng, 0.5, 1.5) - (i ? b[o + i] : 0.0);
-            rhs[o + i] = ns_rng_uniform(&rng, -1.0, 1.0);
-        }
-        for (int32_t i = 1; i < n; ++i) d[o + p[i]] -= a[o + i]; /* row p holds a[i] */
+        ns_hines_random_cell(batch->shapes[batch->cell_shape[c]], seed, (uint64_t)c, a + o, b + o, d + o,
+                             rhs + o);
     }
     return NS_OK;
 }

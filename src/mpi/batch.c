@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "core/rng.h"
+#include "hines/batch_impl.h"
 #include "mpi/mpi_impl.h"
 
 struct ns_mpi_batch {
@@ -172,27 +172,13 @@ ns_status ns_mpi_batch_random_values(const ns_mpi_batch_t *batch, uint64_t seed,
     if (!batch->local) return NS_OK;
     const int64_t *off = ns_batch_cell_offset(batch->local);
     const int32_t *shape = ns_batch_cell_shape(batch->local);
-    /* The same draws as ns_batch_random_values (src/hines/batch.c): one
-     * stream per global cell, so a cell's values do not depend on which
-     * process holds it. tests/test_mpi_batch.c compares the two. */
+    /* The same draws as ns_batch_random_values: one stream per global cell,
+     * so a cell's values do not depend on which process holds it
+     * (tests/test_mpi_batch.c compares the two). */
     for (int64_t k = 0; k < batch->n_local; ++k) {
-        const ns_tree_t *t = ns_batch_shape(batch->local, shape[k]);
-        const int32_t n = ns_tree_size(t);
-        const int32_t *p = ns_tree_parent(t);
         const int64_t o = off[k];
-        ns_rng rng;
-        ns_rng_seed(&rng, seed, (uint64_t)batch->local_cells[k]);
-        a[o] = 0.0;
-        b[o] = 0.0;
-        for (int32_t i = 1; i < n; ++i) {
-            a[o + i] = -ns_rng_uniform(&rng, 0.1, 1.0);
-            b[o + i] = -ns_rng_uniform(&rng, 0.1, 1.0);
-        }
-        for (int32_t i = 0; i < n; ++i) {
-            d[o + i] = ns_rng_uniform(&rng, 0.5, 1.5) - (i ? b[o + i] : 0.0);
-            rhs[o + i] = ns_rng_uniform(&rng, -1.0, 1.0);
-        }
-        for (int32_t i = 1; i < n; ++i) d[o + p[i]] -= a[o + i];
+        ns_hines_random_cell(ns_batch_shape(batch->local, shape[k]), seed,
+                             (uint64_t)batch->local_cells[k], a + o, b + o, d + o, rhs + o);
     }
     return NS_OK;
 }
