@@ -59,23 +59,6 @@ static row *add_row(rows *r) {
     return x;
 }
 
-/* ||x - ref||_inf / ||ref||_inf over the whole batch, cell by cell max. */
-static double batch_error(const ns_batch_t *batch, const double *x, const double *ref) {
-    const int64_t *off = ns_batch_cell_offset(batch);
-    double worst = 0.0;
-    for (int64_t c = 0; c < ns_batch_cells(batch); ++c) {
-        double num = 0.0, den = 0.0;
-        for (int64_t i = off[c]; i < off[c + 1]; ++i) {
-            double e = fabs(x[i] - ref[i]);
-            if (!(e <= num)) num = e;
-            if (fabs(ref[i]) > den) den = fabs(ref[i]);
-        }
-        double rel = num / (den > DBL_MIN ? den : DBL_MIN);
-        if (!(rel <= worst)) worst = rel;
-    }
-    return worst;
-}
-
 typedef struct bench_case {
     const ns_batch_t *batch;
     int64_t total;
@@ -114,7 +97,7 @@ static ns_status time_cpu(const bench_case *bc, const ns_solve_options *opt, dou
         times[r] = t.kernel_ms;
         if (r == bc->repeats - 1 && st == NS_OK) {
             if (xout) memcpy(xout, x, bytes);
-            if (bc->xref) *err = batch_error(bc->batch, x, bc->xref);
+            if (bc->xref) *err = cli_batch_error(bc->batch, x, bc->xref);
         }
     }
     if (st == NS_OK) *ms = cli_median(times, bc->repeats);
@@ -140,17 +123,11 @@ static ns_status time_gpu(const bench_case *bc, const ns_solve_options *opt, dou
         ns_hines_solver_timing(s, &t);
         *layout_ms = t.layout_ms;
         *ms = cli_median(times, bc->repeats);
-        *err = batch_error(bc->batch, x, bc->xref);
+        *err = cli_batch_error(bc->batch, x, bc->xref);
     }
     ns_hines_solver_destroy(s);
     free(times);
     return st;
-}
-
-static int split_list(char *text, const char **items, int cap) {
-    int n = 0;
-    for (char *tok = strtok(text, ","); tok && n < cap; tok = strtok(NULL, ",")) items[n++] = tok;
-    return n;
 }
 
 int bench_hines(int argc, char **argv) {
@@ -215,8 +192,8 @@ int bench_hines(int argc, char **argv) {
                          threads ? threads : (long long)bi.openmp_threads, repeats);
 
     const char *shape_specs[MAX_LIST], *methods[16];
-    int n_shapes = split_list(shapes_buf, shape_specs, MAX_LIST);
-    int n_methods = split_list(methods_buf, methods, 16);
+    int n_shapes = cli_split_list(shapes_buf, shape_specs, MAX_LIST);
+    int n_methods = cli_split_list(methods_buf, methods, 16);
     cli_morph_options mo;
     cli_morph_options_init(&mo);
     cli_shape_set set = {0};

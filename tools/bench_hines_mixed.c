@@ -61,22 +61,6 @@ static mrow *add_row(mrows *r) {
     return x;
 }
 
-static double batch_error(const ns_batch_t *batch, const double *x, const double *ref) {
-    const int64_t *off = ns_batch_cell_offset(batch);
-    double worst = 0.0;
-    for (int64_t c = 0; c < ns_batch_cells(batch); ++c) {
-        double num = 0.0, den = 0.0;
-        for (int64_t i = off[c]; i < off[c + 1]; ++i) {
-            const double e = fabs(x[i] - ref[i]);
-            if (!(e <= num)) num = e;
-            if (fabs(ref[i]) > den) den = fabs(ref[i]);
-        }
-        const double rel = num / (den > DBL_MIN ? den : DBL_MIN);
-        if (!(rel <= worst)) worst = rel;
-    }
-    return worst;
-}
-
 typedef struct {
     int repeats, cpu_repeats, gpu, as_json, fine_threads;
     double copy_bw;
@@ -109,7 +93,7 @@ static ns_status run_method(const ns_batch_t *batch, ns_hines_method m, int repe
         ns_hines_solver_timing(s, &t);
         *layout_ms = t.layout_ms;
         *ms = cli_median(times, repeats);
-        if (xref) *err = batch_error(batch, x, xref);
+        if (xref) *err = cli_batch_error(batch, x, xref);
         else memcpy(work + 2 * n, x, bytes); /* the caller's reference */
     }
     ns_hines_solver_destroy(s);
@@ -198,12 +182,6 @@ static int bench_shapes(const bench_cfg *cfg, const char *workload, const char *
     int rc = bench_batch(cfg, workload, label, batch, out);
     ns_batch_destroy(batch);
     return rc;
-}
-
-static int split_list(char *text, const char **items, int cap) {
-    int n = 0;
-    for (char *tok = strtok(text, ","); tok && n < cap; tok = strtok(NULL, ",")) items[n++] = tok;
-    return n;
 }
 
 static void write_csv(FILE *f, const mrows *rows, const char *device, double copy_bw) {
@@ -305,7 +283,7 @@ int bench_hines_mixed(int argc, char **argv) {
         else return cli_usage_error("bench hines --mixed", "unknown option or missing value '%s'", o);
         if (!ok) return 2;
     }
-    cfg.n_methods = split_list(methods_buf, cfg.methods, MAX_METHODS);
+    cfg.n_methods = cli_split_list(methods_buf, cfg.methods, MAX_METHODS);
     for (int k = 0; k < cfg.n_methods; ++k) {
         ns_hines_method m;
         if (ns_hines_method_from_name(cfg.methods[k], &m) != NS_OK)

@@ -52,6 +52,13 @@ const char *cli_morphology_dir(void);
  * or NULL when memory runs out (the old array is then still valid). */
 void *cli_reserve_one(void *items, int count, int *capacity, size_t size);
 
+/* Largest relative error of a batch's solution against a reference: the
+ * maximum over cells of ||x - ref||_inf / ||ref||_inf (NaN counts as worst). */
+double cli_batch_error(const ns_batch_t *batch, const double *x, const double *ref);
+
+/* Split a comma-separated list in place; at most `cap` items; returns the count. */
+int cli_split_list(char *text, const char **items, int cap);
+
 /* Median of n values (sorts them in place). */
 double cli_median(double *values, int n);
 

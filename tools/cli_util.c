@@ -1,5 +1,7 @@
 /* Shared helpers of the subcommands: messages, option parsing, data paths. */
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +111,28 @@ void *cli_reserve_one(void *items, int count, int *capacity, size_t size) {
     void *grown = realloc(items, (size_t)cap * size);
     if (grown) *capacity = cap;
     return grown;
+}
+
+double cli_batch_error(const ns_batch_t *batch, const double *x, const double *ref) {
+    const int64_t *off = ns_batch_cell_offset(batch);
+    double worst = 0.0;
+    for (int64_t c = 0; c < ns_batch_cells(batch); ++c) {
+        double num = 0.0, den = 0.0;
+        for (int64_t i = off[c]; i < off[c + 1]; ++i) {
+            const double e = fabs(x[i] - ref[i]);
+            if (!(e <= num)) num = e;
+            if (fabs(ref[i]) > den) den = fabs(ref[i]);
+        }
+        const double rel = num / (den > DBL_MIN ? den : DBL_MIN);
+        if (!(rel <= worst)) worst = rel;
+    }
+    return worst;
+}
+
+int cli_split_list(char *text, const char **items, int cap) {
+    int n = 0;
+    for (char *tok = strtok(text, ","); tok && n < cap; tok = strtok(NULL, ",")) items[n++] = tok;
+    return n;
 }
 
 static int compare_double(const void *x, const void *y) {
