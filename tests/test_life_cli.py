@@ -4,8 +4,9 @@ documented names, dtypes and shapes; the signal is M w_true for M built here
 from Phi with numpy; fit's weights reach scipy's nnls objective (when scipy is
 installed); C-order matrices load too; bad input gives one error line."""
 import os
-import subprocess
 import sys
+
+from cli_harness import Harness
 import tempfile
 
 try:
@@ -15,20 +16,10 @@ except ImportError:
     sys.exit(77)
 
 exe = sys.argv[1]
-failures = 0
 
 
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAILED:", what)
-
-
-def run(*args, expect=0):
-    p = subprocess.run([exe, *args], capture_output=True, text=True)
-    check(p.returncode == expect, f"{' '.join(args)}: exit {p.returncode}, expected {expect}: {p.stderr}")
-    return p
+harness = Harness(exe)
+check, run = harness.check, harness.run
 
 
 def dense_m(d):
@@ -115,5 +106,4 @@ with tempfile.TemporaryDirectory() as tmp:
     run("life", "fit", d2, "--mw", "fastest", expect=2)
     run("life", "synth", expect=2)
 
-print("test_life_cli:", "FAILED" if failures else "all checks passed")
-sys.exit(1 if failures else 0)
+harness.finish("test_life_cli")

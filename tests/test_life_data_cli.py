@@ -11,8 +11,9 @@ the file."""
 import gzip
 import os
 import struct
-import subprocess
 import sys
+
+from cli_harness import Harness
 import tempfile
 
 try:
@@ -23,20 +24,10 @@ except ImportError:
 
 exe = sys.argv[1]
 data = sys.argv[2]
-failures = 0
 
 
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAILED:", what)
-
-
-def run(*args, expect=0):
-    p = subprocess.run([exe, *args], capture_output=True, text=True)
-    check(p.returncode == expect, f"{' '.join(args)}: exit {p.returncode}, expected {expect}: {p.stderr}")
-    return p
+harness = Harness(exe)
+check, run = harness.check, harness.run
 
 
 DWI = os.path.join(data, "small_25.nii.gz")
@@ -237,7 +228,4 @@ with tempfile.TemporaryDirectory() as tmp:
             "--skip-bad", expect=1)
     check("none of the 2 streamlines" in p.stderr, f"all outside with --skip-bad: {p.stderr}")
 
-if failures:
-    print(f"life_data_cli: {failures} checks FAILED")
-    sys.exit(1)
-print("life_data_cli: all checks passed")
+harness.finish("life_data_cli")
