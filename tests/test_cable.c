@@ -349,6 +349,12 @@ static void test_bad_input(void) {
     ns_sim_options_init(&o);
     o.method = NS_HINES_BRANCH_LEVEL;
     CHECK(ns_sim_create(1, shapes, 2, NULL, &p, &o, &sim) != NS_OK && !sim);
+    ns_sim_options_init(&o);
+    o.gpu_lanes = 3; /* not a power of two */
+    CHECK(ns_sim_create(1, shapes, 2, NULL, &p, &o, &sim) == NS_ERR_INVALID_ARGUMENT && !sim);
+    CHECK(strstr(ns_last_error(), "gpu_lanes = 3") != NULL);
+    o.gpu_lanes = 64;
+    CHECK(ns_sim_create(1, shapes, 2, NULL, &p, &o, &sim) == NS_ERR_INVALID_ARGUMENT && !sim);
     CHECK_OK(ns_sim_create(1, shapes, 2, NULL, &p, NULL, &sim));
     if (!sim) goto out;
     const int32_t n = ns_tree_size(ns_cell_tree(cell));

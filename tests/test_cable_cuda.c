@@ -2,8 +2,9 @@
  * morphologies (many cells, different stimuli) run on both; the GPU's
  * voltages at every recorded site and its spike times must match the CPU's
  * (not bit for bit: the GPU's exp and fused multiply-adds round differently;
- * measured differences are ~1e-10 mV). Also a NaN stop naming the cell, and
- * one of the NEURON references. Skips without a GPU. */
+ * measured differences are ~1e-10 mV), for both GPU loops (interleaved and
+ * onchip with several lane counts). Also a NaN stop naming the cell. Skips
+ * without a GPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,14 @@ static const char *files[] = {"ca1_h10.swc", "str_lts_noaxon.swc", "dg_granule_1
 #define N_FILES 4
 #define N_CELLS 203
 
-static ns_sim_t *make_sim(ns_backend backend, ns_cell_t **cells) {
+static ns_sim_t *make_sim(ns_backend backend, ns_hines_method method, int32_t lanes, ns_cell_t **cells) {
     ns_sim_params p;
     ns_sim_params_init(&p);
     ns_sim_options o;
     ns_sim_options_init(&o);
     o.backend = backend;
+    o.method = method;
+    o.gpu_lanes = lanes;
     o.record_every = 2;
     ns_sim_t *sim = NULL;
     CHECK_OK(ns_sim_create(N_FILES, (const ns_cell_t *const *)cells, N_CELLS, NULL, &p, &o, &sim));
@@ -39,6 +42,56 @@ static ns_sim_t *make_sim(ns_backend backend, ns_cell_t **cells) {
     return sim;
 }
 
+/* One GPU loop against the CPU run (2400 steps, already advanced). */
+static void compare(ns_sim_t *cpu, ns_hines_method method, int32_t lanes, ns_cell_t **cells) {
+    ns_sim_t *gpu = make_sim(NS_BACKEND_CUDA, method, lanes, cells);
+    if (!gpu) return;
+    const char *name = ns_hines_method_name(ns_sim_method(gpu));
+    CHECK(ns_sim_backend(gpu) == NS_BACKEND_CUDA);
+    CHECK_MSG(ns_sim_method(gpu) == (method == NS_HINES_AUTO ? NS_HINES_ONCHIP : method),
+              "method %s resolved to %s", ns_hines_method_name(method), name);
+    /* several calls, one longer than a GPU launch part (2000 steps) */
+    CHECK_OK(ns_sim_advance(gpu, 100));
+    CHECK_OK(ns_sim_advance(gpu, 2300));
+    int64_t sa, sb;
+    int32_t na, nb;
+    const double *ta = ns_sim_traces(cpu, &sa, &na), *tb = ns_sim_traces(gpu, &sb, &nb);
+    CHECK(sa == sb && na == nb && sa == 1201);
+    double worst = 0.0;
+    for (int64_t i = 0; sa == sb && na == nb && i < sa * na; ++i) worst = fmax(worst, fabs(ta[i] - tb[i]));
+    CHECK_MSG(worst < 1e-6, "%s: GPU traces differ from the CPU's by %g mV", name, worst);
+    double wspike = 0.0;
+    int64_t total = 0;
+    for (int64_t c = 0; c < N_CELLS; ++c) {
+        int64_t a, b;
+        const double *xa = ns_sim_spikes(cpu, c, &a), *xb = ns_sim_spikes(gpu, c, &b);
+        CHECK_MSG(a == b, "%s: cell %lld: %lld spikes on the CPU, %lld on the GPU", name, (long long)c,
+                  (long long)a, (long long)b);
+        for (int64_t q = 0; q < a && q < b; ++q) wspike = fmax(wspike, fabs(xa[q] - xb[q]));
+        total += a;
+    }
+    CHECK(total > N_CELLS);
+    CHECK_MSG(wspike < 1e-6, "%s: GPU spike times differ by %g ms", name, wspike);
+    double va[2000], vb[2000], ma[2000], mb[2000];
+    CHECK_OK(ns_sim_get_state(cpu, 77, va, ma, NULL, NULL));
+    CHECK_OK(ns_sim_get_state(gpu, 77, vb, mb, NULL, NULL));
+    double ws = 0.0, wm = 0.0;
+    for (int32_t i = 0; i < ns_tree_size(ns_cell_tree(cells[77 % N_FILES])); ++i) {
+        ws = fmax(ws, fabs(va[i] - vb[i]));
+        wm = fmax(wm, fabs(ma[i] - mb[i]));
+    }
+    CHECK_MSG(ws < 1e-6 && wm < 1e-8, "%s: GPU state of cell 77 differs by %g mV, m by %g", name, ws, wm);
+    printf("%s (lanes %d): %lld spikes, traces within %.2e mV, spikes within %.2e ms\n", name, (int)lanes,
+           (long long)total, worst, wspike);
+    /* NaN: an overflowing current in cell 150 only */
+    CHECK_OK(ns_sim_init(gpu));
+    CHECK_OK(ns_sim_add_iclamp(gpu, 150, 0, 1.0, 1.0, 1e308));
+    ns_status st = ns_sim_advance(gpu, 200);
+    CHECK(st == NS_ERR_NOT_FINITE);
+    CHECK_MSG(strstr(ns_last_error(), "cell 150,") != NULL, "%s: %s", name, ns_last_error());
+    ns_sim_destroy(gpu);
+}
+
 int main(void) {
     int devices = 0;
     if (ns_cuda_device_count(&devices) != NS_OK || devices == 0) {
@@ -55,49 +108,16 @@ int main(void) {
         ns_morph_destroy(m);
         if (!cells[k]) return check_summary("test_cable_cuda");
     }
-    ns_sim_t *cpu = make_sim(NS_BACKEND_CPU, cells), *gpu = make_sim(NS_BACKEND_CUDA, cells);
-    if (cpu && gpu) {
-        CHECK(ns_sim_backend(gpu) == NS_BACKEND_CUDA);
-        /* several calls, one longer than a GPU launch part (2000 steps) */
-        CHECK_OK(ns_sim_advance(cpu, 2400));
-        CHECK_OK(ns_sim_advance(gpu, 100));
-        CHECK_OK(ns_sim_advance(gpu, 2300));
-        int64_t sa, sb;
-        int32_t na, nb;
-        const double *ta = ns_sim_traces(cpu, &sa, &na), *tb = ns_sim_traces(gpu, &sb, &nb);
-        CHECK(sa == sb && na == nb && sa == 1201);
-        double worst = 0.0;
-        for (int64_t i = 0; sa == sb && na == nb && i < sa * na; ++i) worst = fmax(worst, fabs(ta[i] - tb[i]));
-        CHECK_MSG(worst < 1e-6, "GPU traces differ from the CPU's by %g mV", worst);
-        double wspike = 0.0;
-        int64_t total = 0;
-        for (int64_t c = 0; c < N_CELLS; ++c) {
-            int64_t a, b;
-            const double *xa = ns_sim_spikes(cpu, c, &a), *xb = ns_sim_spikes(gpu, c, &b);
-            CHECK_MSG(a == b, "cell %lld: %lld spikes on the CPU, %lld on the GPU", (long long)c, (long long)a,
-                      (long long)b);
-            for (int64_t q = 0; q < a && q < b; ++q) wspike = fmax(wspike, fabs(xa[q] - xb[q]));
-            total += a;
-        }
-        CHECK(total > N_CELLS);
-        CHECK_MSG(wspike < 1e-6, "GPU spike times differ by %g ms", wspike);
-        double va[2000], vb[2000];
-        CHECK_OK(ns_sim_get_state(cpu, 77, va, NULL, NULL, NULL));
-        CHECK_OK(ns_sim_get_state(gpu, 77, vb, NULL, NULL, NULL));
-        double ws = 0.0;
-        for (int32_t i = 0; i < ns_tree_size(ns_cell_tree(cells[77 % N_FILES])); ++i) ws = fmax(ws, fabs(va[i] - vb[i]));
-        CHECK_MSG(ws < 1e-6, "GPU state of cell 77 differs by %g mV", ws);
-        printf("GPU vs CPU: %lld spikes, traces within %.2e mV, spikes within %.2e ms\n", (long long)total, worst,
-               wspike);
-        /* NaN: an overflowing current in cell 150 only */
-        CHECK_OK(ns_sim_init(gpu));
-        CHECK_OK(ns_sim_add_iclamp(gpu, 150, 0, 1.0, 1.0, 1e308));
-        ns_status st = ns_sim_advance(gpu, 200);
-        CHECK(st == NS_ERR_NOT_FINITE);
-        CHECK_MSG(strstr(ns_last_error(), "cell 150,") != NULL, "%s", ns_last_error());
-    }
+    ns_sim_t *cpu = make_sim(NS_BACKEND_CPU, NS_HINES_AUTO, 0, cells);
+    if (cpu) CHECK_OK(ns_sim_advance(cpu, 2400));
+    /* both GPU loops; onchip with the automatic lane count and with 1, 4
+     * and 32 lanes per cell (32, 8 and 1 cells per warp) */
+    const struct { ns_hines_method method; int32_t lanes; } gpu_runs[] = {
+        {NS_HINES_INTERLEAVED, 0}, {NS_HINES_AUTO, 0}, {NS_HINES_ONCHIP, 1}, {NS_HINES_ONCHIP, 4},
+        {NS_HINES_ONCHIP, 32}};
+    for (size_t r = 0; cpu && r < sizeof gpu_runs / sizeof gpu_runs[0]; ++r)
+        compare(cpu, gpu_runs[r].method, gpu_runs[r].lanes, cells);
     ns_sim_destroy(cpu);
-    ns_sim_destroy(gpu);
     for (int k = 0; k < N_FILES; ++k) ns_cell_destroy(cells[k]);
     return check_summary("test_cable_cuda");
 }

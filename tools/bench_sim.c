@@ -15,6 +15,7 @@
 
 #define STATE_BYTES 64.0 /* [bytes per compartment-step] */
 #define MAX_LIST 16
+#define MAX_GPU 8 /* GPU loop variants */
 
 static void help(void) {
     printf("usage: neurosolve bench sim [options]\n"
@@ -22,6 +23,8 @@ static void help(void) {
            "                        328 compartments)\n"
            "  --cells N,...         cell counts (default 1000,10000,100000,1000000)\n"
            "  --backend cpu|cuda|all  (default all: CPU rows up to --cpu-max cells, GPU rows if a GPU)\n"
+           "  --gpu-methods LIST    GPU loops timed, comma-separated: onchip, onchip:L (L lanes per\n"
+           "                        cell), interleaved (default onchip,interleaved)\n"
            "  --cpu-max N           largest cell count timed on the CPU (default 100000)\n"
            "  --steps N             timed steps per row after 40 warm-up steps (default 400 = 10 ms)\n"
            "  --neuron N            also time N cells in NEURON (python3 bench/neuron_sim_bench.py,\n"
@@ -31,16 +34,20 @@ static void help(void) {
 
 typedef struct row {
     char backend[8], method[24];
+    int lanes; /* onchip: lanes per cell (0: not onchip) */
     long long cells, compartments;
     double ms_per_step, cell_steps_per_s, comp_steps_per_s, gbs, ratio, vs_neuron;
 } row;
 
-static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, int steps, row *r) {
+static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, ns_hines_method method, int lanes,
+                    int steps, row *r) {
     ns_sim_params p;
     ns_sim_params_init(&p);
     ns_sim_options o;
     ns_sim_options_init(&o);
     o.backend = be;
+    o.method = method;
+    o.gpu_lanes = lanes;
     o.record_every = 1000000; /* recording off the hot path: sample 0 only */
     o.check_every = 100;
     ns_sim_t *sim = NULL;
@@ -62,6 +69,7 @@ static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, int s
     }
     snprintf(r->backend, sizeof r->backend, "%s", ns_backend_name(ns_sim_backend(sim)));
     snprintf(r->method, sizeof r->method, "%s", ns_hines_method_name(ns_sim_method(sim)));
+    r->lanes = ns_sim_method(sim) == NS_HINES_ONCHIP ? ns_sim_gpu_lanes(sim) : 0;
     r->cells = cells;
     r->compartments = ns_sim_compartments(sim);
     r->ms_per_step = ms / steps;
@@ -99,6 +107,8 @@ int bench_sim(int argc, char **argv) {
               neuron_cells = 0;
     int n_cells = 4, cpu = 1, gpu = 1, as_json = 0;
     const char *csv = NULL;
+    ns_hines_method gpu_method[MAX_GPU] = {NS_HINES_ONCHIP, NS_HINES_INTERLEAVED};
+    int gpu_lanes[MAX_GPU] = {0, 0}, n_gpu = 2;
     for (int i = 1; i < argc; ++i) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
@@ -113,6 +123,22 @@ int bench_sim(int argc, char **argv) {
             else if (strcmp(v, "cuda") == 0) cpu = 0, gpu = 1;
             else if (strcmp(v, "all") == 0) cpu = 1, gpu = 1;
             else return cli_usage_error("bench sim", "--backend takes cpu, cuda or all");
+            ++i;
+        } else if (strcmp(o, "--gpu-methods") == 0 && v) {
+            static char text[256];
+            const char *items[MAX_GPU];
+            snprintf(text, sizeof text, "%s", v);
+            n_gpu = cli_split_list(text, items, MAX_GPU);
+            if (n_gpu <= 0) return cli_usage_error("bench sim", "--gpu-methods takes 1 to %d items", MAX_GPU);
+            for (int k = 0; k < n_gpu; ++k) {
+                gpu_lanes[k] = 0;
+                char *colon = strchr((char *)items[k], ':');
+                if (colon) *colon = 0, gpu_lanes[k] = atoi(colon + 1);
+                if (ns_hines_method_from_name(items[k], &gpu_method[k]) != NS_OK ||
+                    (gpu_method[k] != NS_HINES_ONCHIP && gpu_method[k] != NS_HINES_INTERLEAVED) ||
+                    (colon && gpu_method[k] != NS_HINES_ONCHIP))
+                    return cli_usage_error("bench sim", "--gpu-methods: '%s' is not onchip[:L] or interleaved", v);
+            }
             ++i;
         } else if (strcmp(o, "--csv") == 0 && v) csv = v, ++i;
         else if (strcmp(o, "--json") == 0) as_json = 1;
@@ -147,25 +173,28 @@ int bench_sim(int argc, char **argv) {
             printf("NEURON (1 thread, %lld cells, %lld segments): %.4g cell-steps/s = %.4g segment-steps/s\n",
                    neuron_cells, neuron_segments, neuron, neuron * (double)neuron_segments / (double)neuron_cells);
         printf("%s, %lld timed steps of 0.025 ms per row\n", set.items[0].name, steps);
-        printf("%-5s %-12s %9s %12s %10s %14s %14s %9s %8s %10s\n", "be", "method", "cells", "compartments",
-               "ms/step", "cell-steps/s", "comp-steps/s", "GB/s", "bw/copy", "vs NEURON");
+        printf("%-5s %-12s %5s %9s %12s %10s %14s %14s %9s %8s %10s\n", "be", "method", "lanes", "cells",
+               "compartments", "ms/step", "cell-steps/s", "comp-steps/s", "GB/s", "bw/copy", "vs NEURON");
     }
-    row rows[2 * MAX_LIST];
+    row rows[(1 + MAX_GPU) * MAX_LIST];
     int n_rows = 0, rc = 0;
-    for (int be = 0; be < 2 && !rc; ++be) {
-        if ((be == 0 && !cpu) || (be == 1 && !gpu)) continue;
+    /* variant 0: the CPU; 1 .. n_gpu: the GPU loops */
+    for (int be = 0; be <= n_gpu && !rc; ++be) {
+        if ((be == 0 && !cpu) || (be > 0 && !gpu)) continue;
         for (int k = 0; k < n_cells && !rc; ++k) {
             if (be == 0 && cells[k] > cpu_max) continue;
             row *r = &rows[n_rows];
             memset(r, 0, sizeof *r);
-            rc = time_row(cell, cells[k], be == 0 ? NS_BACKEND_CPU : NS_BACKEND_CUDA, (int)steps, r);
+            rc = time_row(cell, cells[k], be == 0 ? NS_BACKEND_CPU : NS_BACKEND_CUDA,
+                          be == 0 ? NS_HINES_AUTO : gpu_method[be - 1], be == 0 ? 0 : gpu_lanes[be - 1], (int)steps,
+                          r);
             if (rc) break;
-            if (be == 1 && copy_bw > 0) r->ratio = r->gbs / copy_bw;
+            if (be > 0 && copy_bw > 0) r->ratio = r->gbs / copy_bw;
             if (neuron > 0) r->vs_neuron = r->cell_steps_per_s / neuron;
             ++n_rows;
             if (!as_json) {
-                printf("%-5s %-12s %9lld %12lld %10.4f %14.4g %14.4g %9.1f ", r->backend, r->method, r->cells,
-                       r->compartments, r->ms_per_step, r->cell_steps_per_s, r->comp_steps_per_s, r->gbs);
+                printf("%-5s %-12s %5d %9lld %12lld %10.4f %14.4g %14.4g %9.1f ", r->backend, r->method, r->lanes,
+                       r->cells, r->compartments, r->ms_per_step, r->cell_steps_per_s, r->comp_steps_per_s, r->gbs);
                 if (r->ratio >= 0) printf("%8.3f ", r->ratio); else printf("%8s ", "-");
                 if (r->vs_neuron >= 0) printf("%9.1fx\n", r->vs_neuron); else printf("%10s\n", "-");
                 fflush(stdout);
@@ -176,10 +205,10 @@ int bench_sim(int argc, char **argv) {
     if (!rc && csv) {
         FILE *f = fopen(csv, "w");
         if (!f) return cli_error("%s: cannot write", csv);
-        fprintf(f, "backend,method,cells,compartments,ms_per_step,cell_steps_per_s,compartment_steps_per_s,gbs,bw_ratio,vs_neuron,copy_gbs,neuron_cell_steps_per_s\n");
+        fprintf(f, "backend,method,lanes,cells,compartments,ms_per_step,cell_steps_per_s,compartment_steps_per_s,gbs,bw_ratio,vs_neuron,copy_gbs,neuron_cell_steps_per_s\n");
         for (int k = 0; k < n_rows; ++k)
-            fprintf(f, "%s,%s,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", rows[k].backend, rows[k].method,
-                    rows[k].cells, rows[k].compartments, rows[k].ms_per_step, rows[k].cell_steps_per_s,
+            fprintf(f, "%s,%s,%d,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", rows[k].backend,
+                    rows[k].method, rows[k].lanes, rows[k].cells, rows[k].compartments, rows[k].ms_per_step, rows[k].cell_steps_per_s,
                     rows[k].comp_steps_per_s, rows[k].gbs, rows[k].ratio, rows[k].vs_neuron, copy_bw, neuron);
         fclose(f);
     }
@@ -194,6 +223,7 @@ int bench_sim(int argc, char **argv) {
             json_object_begin(&j, NULL);
             json_string(&j, "backend", rows[k].backend);
             json_string(&j, "method", rows[k].method);
+            if (rows[k].lanes) json_int(&j, "lanes", rows[k].lanes);
             json_int(&j, "cells", rows[k].cells);
             json_int(&j, "compartments", rows[k].compartments);
             json_double(&j, "ms_per_step", rows[k].ms_per_step);

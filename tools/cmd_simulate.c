@@ -30,7 +30,8 @@ static const char *help_text =
     "  --record LOC           record v at LOC in the first cell of each morphology (default soma;\n"
     "                         repeatable); --record-cells K records the first K cells\n"
     "  --record-every N       record every N steps (default 1)\n"
-    "  --backend cpu|cuda|auto  --method sequential|openmp|flat|interleaved  --threads N\n"
+    "  --backend cpu|cuda|auto  --method sequential|openmp|onchip|interleaved  --threads N\n"
+    "  --gpu-lanes L          onchip: lanes per cell (1, 2, 4, ..., 32; default automatic)\n"
     "  --out PREFIX           write PREFIX_traces.csv, PREFIX_traces.npy (t and one column per\n"
     "                         site) and PREFIX_spikes.csv (cell, morphology, time)\n"
     "  --plot FILE.png        draw the traces (bench/plot_traces.py, matplotlib)\n"
@@ -240,6 +241,10 @@ int cmd_simulate(int argc, char **argv) {
             long long v;
             if (!cli_parse_long(cmd, a, val, 0, 4096, &v)) return 2;
             so.threads = (int32_t)v;
+        } else if (strcmp(a, "--gpu-lanes") == 0) {
+            long long v;
+            if (!cli_parse_long(cmd, a, val, 0, 32, &v)) return 2;
+            so.gpu_lanes = (int32_t)v;
         } else if (strcmp(a, "--out") == 0) {
             out = val;
         } else if (strcmp(a, "--plot") == 0) {

@@ -152,10 +152,11 @@ static ns_status choose_backend(ns_sim_t *sim) {
         sim->ops = ns_sim_cuda_ops();
         if (!sim->ops)
             return ns_fail(NS_ERR_UNSUPPORTED, "simulation: this build of neurosolve has no CUDA");
-        if (me == NS_HINES_AUTO) me = NS_HINES_INTERLEAVED;
-        if (me != NS_HINES_INTERLEAVED && me != NS_HINES_FLAT)
+        /* AUTO stays AUTO here: the CUDA loop takes onchip for every shape
+         * that fits a block's shared memory and interleaved for the others */
+        if (me != NS_HINES_AUTO && me != NS_HINES_INTERLEAVED && me != NS_HINES_ONCHIP)
             return ns_fail(NS_ERR_UNSUPPORTED,
-                           "simulation: method '%s' is not available in the GPU loop (flat, interleaved)",
+                           "simulation: method '%s' is not available in the GPU loop (onchip, interleaved)",
                            ns_hines_method_name(me));
     } else {
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation: unknown backend %d", (int)be);
@@ -178,6 +179,9 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
     ns_sim_options o;
     if (options) o = *options;
     else ns_sim_options_init(&o);
+    if (o.gpu_lanes < 0 || o.gpu_lanes > 32 || (o.gpu_lanes & (o.gpu_lanes - 1)) != 0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: gpu_lanes = %d is not 0, 1, 2, 4, 8, 16 or 32",
+                       (int)o.gpu_lanes);
     if (o.record_every < 1 || o.check_every < 1 || o.threads < 0)
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "ns_sim_create: record_every = %d and check_every = %d must be >= 1, threads = %d >= 0",
@@ -463,6 +467,7 @@ int64_t ns_sim_cells(const ns_sim_t *sim) { return sim ? sim->n_cells : 0; }
 int64_t ns_sim_compartments(const ns_sim_t *sim) { return sim ? sim->n_comp : 0; }
 ns_backend ns_sim_backend(const ns_sim_t *sim) { return sim ? sim->backend : NS_BACKEND_AUTO; }
 ns_hines_method ns_sim_method(const ns_sim_t *sim) { return sim ? sim->method : NS_HINES_AUTO; }
+int32_t ns_sim_gpu_lanes(const ns_sim_t *sim) { return sim ? sim->gpu_lanes : 0; }
 double ns_sim_elapsed_ms(const ns_sim_t *sim) { return sim ? sim->elapsed_ms : 0.0; }
 
 int32_t ns_sim_spike_compartment(const ns_sim_t *sim, int64_t cell) {

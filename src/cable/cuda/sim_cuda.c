@@ -1,8 +1,9 @@
-/* The GPU simulation loop, host side: shape groups uploaded once, the state
- * kept on the device, steps launched in parts of at most PART_STEPS with the
- * recorded samples and spike times copied out after each part (no host
- * round trip per step). Initialisation runs on the host (the CPU loop's) and
- * is uploaded. */
+/* The GPU simulation loops, host side: shape groups uploaded once (each with
+ * the onchip loop when it fits and the method allows, else the interleaved
+ * one), the state kept on the device, steps launched in parts of at most
+ * PART_STEPS with the recorded samples and spike times copied out after each
+ * part (no host round trip per step). Initialisation runs on the host (the
+ * CPU loop's) and is uploaded. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,9 +20,11 @@ typedef struct gpu_group {
     ns_sim_gpu_group g;
     int64_t *cell_id; /* host: global cell of each local cell */
     int32_t shape;
+    int onchip;               /* 1: onchip loop (oc), 0: interleaved */
+    ns_sim_onchip_group oc;
     void *allocs[16];     /* shape constants, state, outputs */
     int n_allocs;
-    void *site_allocs[8]; /* stimulus and recording indexes (replaced when they change) */
+    void *site_allocs[12]; /* stimulus and recording indexes (replaced when they change) */
     int n_site_allocs;
 } gpu_group;
 
@@ -65,6 +68,7 @@ static void free_state(gpu_state *s) {
     for (int32_t k = 0; k < s->n_groups; ++k) {
         for (int a = 0; a < s->groups[k].n_allocs; ++a) cudaFree(s->groups[k].allocs[a]);
         for (int a = 0; a < s->groups[k].n_site_allocs; ++a) cudaFree(s->groups[k].site_allocs[a]);
+        ns_sim_onchip_release(&s->groups[k].oc);
         free(s->groups[k].cell_id);
     }
     free(s->groups);
@@ -75,6 +79,17 @@ static void free_state(gpu_state *s) {
     free(s->spike_count_host);
     free(s->spike_t_host);
     free(s);
+}
+
+/* Where the kernel finds compartment i: itself (interleaved) or its position (onchip). */
+static int32_t node_index(const gpu_group *gr, int32_t i) {
+    return gr->onchip ? gr->oc.plan.data[gr->oc.plan.pos_of_node + (size_t)i] : i;
+}
+
+/* Index of compartment i of local cell j in the group's device state. */
+static size_t state_index(const gpu_group *gr, int64_t j, int32_t i) {
+    if (gr->onchip) return (size_t)j * (size_t)gr->g.n + (size_t)node_index(gr, i);
+    return (size_t)i * (size_t)gr->g.cells + (size_t)j;
 }
 
 static void gpu_destroy(ns_sim_t *sim) {
@@ -94,6 +109,7 @@ static ns_status gpu_create(ns_sim_t *sim) {
     s->groups = calloc((size_t)sim->n_shapes, sizeof *s->groups);
     if (!s->groups) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU groups");
     int64_t largest = 0;
+    int any_onchip = 0, any_interleaved = 0;
     for (int32_t k = 0; k < sim->n_shapes; ++k) {
         gpu_group *gr = &s->groups[s->n_groups];
         const sim_shape *sh = &sim->shapes[k];
@@ -113,22 +129,39 @@ static ns_status gpu_create(ns_sim_t *sim) {
         ns_sim_gpu_group *g = &gr->g;
         g->n = sh->n;
         g->cells = cells;
-        g->spike_node = sh->spike_node;
-        const size_t n = (size_t)sh->n, z = n * (size_t)cells * sizeof(double);
         ns_status st;
-        if ((st = upload(gr, (void **)&g->parent, sh->parent, n * sizeof(int32_t))) != NS_OK ||
-            (st = upload(gr, (void **)&g->a, sh->a, n * sizeof(double))) != NS_OK ||
-            (st = upload(gr, (void **)&g->b, sh->b, n * sizeof(double))) != NS_OK ||
-            (st = upload(gr, (void **)&g->cap, sh->cap, n * sizeof(double))) != NS_OK ||
-            (st = upload(gr, (void **)&g->stim_scale, sh->stim_scale, n * sizeof(double))) != NS_OK ||
-            (st = upload(gr, (void **)&g->region, sh->region, n * sizeof(int8_t))) != NS_OK ||
-            (st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = dalloc(gr, (void **)&g->m, z)) != NS_OK ||
+        if (sim->method != NS_HINES_INTERLEAVED) {
+            if ((st = ns_sim_onchip_prepare(sh, sim->options.gpu_lanes, &gr->oc, &gr->onchip)) != NS_OK) return st;
+            if (!gr->onchip && sim->method == NS_HINES_ONCHIP)
+                return ns_fail(NS_ERR_UNSUPPORTED,
+                               "simulation: a cell of %d compartments does not fit the onchip loop's shared "
+                               "memory%s (use 'interleaved')",
+                               (int)sh->n, sim->options.gpu_lanes ? " with that gpu_lanes" : "");
+        }
+        if (gr->onchip) {
+            const int32_t L = gr->oc.plan.lanes;
+            sim->gpu_lanes = !any_onchip || sim->gpu_lanes == L ? L : -1;
+        }
+        any_onchip |= gr->onchip;
+        any_interleaved |= !gr->onchip;
+        g->spike_node = node_index(gr, sh->spike_node);
+        const size_t n = (size_t)sh->n, z = n * (size_t)cells * sizeof(double);
+        if ((st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = dalloc(gr, (void **)&g->m, z)) != NS_OK ||
             (st = dalloc(gr, (void **)&g->h, z)) != NS_OK || (st = dalloc(gr, (void **)&g->gn, z)) != NS_OK ||
-            (st = dalloc(gr, (void **)&g->d, z)) != NS_OK || (st = dalloc(gr, (void **)&g->rhs, z)) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_count, (size_t)cells * sizeof(int32_t))) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_t, (size_t)cells * SPIKE_CAP * sizeof(double))) != NS_OK)
             return st;
+        if (!gr->onchip &&
+            ((st = upload(gr, (void **)&g->parent, sh->parent, n * sizeof(int32_t))) != NS_OK ||
+             (st = upload(gr, (void **)&g->a, sh->a, n * sizeof(double))) != NS_OK ||
+             (st = upload(gr, (void **)&g->b, sh->b, n * sizeof(double))) != NS_OK ||
+             (st = upload(gr, (void **)&g->cap, sh->cap, n * sizeof(double))) != NS_OK ||
+             (st = upload(gr, (void **)&g->region, sh->region, n * sizeof(int8_t))) != NS_OK ||
+             (st = dalloc(gr, (void **)&g->d, z)) != NS_OK || (st = dalloc(gr, (void **)&g->rhs, z)) != NS_OK))
+            return st;
     }
+    /* the method the loops resolved to (AUTO: both loops in use) */
+    if (any_onchip != any_interleaved) sim->method = any_onchip ? NS_HINES_ONCHIP : NS_HINES_INTERLEAVED;
     NS_CUDA_TRY(cudaMalloc((void **)&s->table, sizeof *s->table));
     NS_CUDA_TRY(cudaMemcpy(s->table, &sim->table, sizeof *s->table, cudaMemcpyHostToDevice));
     NS_CUDA_TRY(cudaMalloc((void **)&s->regions, sizeof sim->region));
@@ -140,7 +173,7 @@ static ns_status gpu_create(ns_sim_t *sim) {
     return NS_OK;
 }
 
-/* Host Flat state <-> device interleaved state of one group. */
+/* Host Flat state <-> device state of one group (the group's layout). */
 static ns_status transfer_state(ns_sim_t *sim, gpu_group *gr, int to_device) {
     ns_sim_gpu_group *g = &gr->g;
     const size_t n = (size_t)g->n, N = (size_t)g->cells;
@@ -153,14 +186,14 @@ static ns_status transfer_state(ns_sim_t *sim, gpu_group *gr, int to_device) {
         if (to_device) {
             for (size_t j = 0; j < N; ++j) {
                 const double *src = host[a] + sim->cell_offset[gr->cell_id[j]];
-                for (size_t i = 0; i < n; ++i) buf[i * N + j] = src[i];
+                for (size_t i = 0; i < n; ++i) buf[state_index(gr, (int64_t)j, (int32_t)i)] = src[i];
             }
             NS_CUDA_GOTO(cudaMemcpy(dev[a], buf, n * N * sizeof *buf, cudaMemcpyHostToDevice), st, out);
         } else {
             NS_CUDA_GOTO(cudaMemcpy(buf, dev[a], n * N * sizeof *buf, cudaMemcpyDeviceToHost), st, out);
             for (size_t j = 0; j < N; ++j) {
                 double *dst = host[a] + sim->cell_offset[gr->cell_id[j]];
-                for (size_t i = 0; i < n; ++i) dst[i] = buf[i * N + j];
+                for (size_t i = 0; i < n; ++i) dst[i] = buf[state_index(gr, (int64_t)j, (int32_t)i)];
             }
         }
     }
@@ -183,9 +216,10 @@ static ns_status upload_sites(ns_sim_t *sim, gpu_group *gr) {
     int32_t *snode = malloc((size_t)(ns + 1) * sizeof *snode), *rnode = malloc((size_t)(nr + 1) * sizeof *rnode);
     int32_t *rsite = malloc((size_t)(nr + 1) * sizeof *rsite);
     double *sdel = malloc((size_t)(ns + 1) * sizeof *sdel), *sdur = malloc((size_t)(ns + 1) * sizeof *sdur);
-    double *samp = malloc((size_t)(ns + 1) * sizeof *samp);
+    double *samp = malloc((size_t)(ns + 1) * sizeof *samp), *sscale = malloc((size_t)(ns + 1) * sizeof *sscale);
+    const sim_shape *sh = &sim->shapes[gr->shape];
     ns_status st = NS_OK;
-    if (!sb || !rb || !snode || !rnode || !rsite || !sdel || !sdur || !samp) {
+    if (!sb || !rb || !snode || !rnode || !rsite || !sdel || !sdur || !samp || !sscale) {
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU stimulus index");
         goto out;
     }
@@ -194,11 +228,12 @@ static ns_status upload_sites(ns_sim_t *sim, gpu_group *gr) {
         const int64_t c = gr->cell_id[j];
         for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q, ++s) {
             const sim_stim *x = &sim->stims[sim->stim_order[q]];
-            snode[s] = x->node, sdel[s] = x->del, sdur[s] = x->dur, samp[s] = x->amp;
+            snode[s] = node_index(gr, x->node), sdel[s] = x->del, sdur[s] = x->dur, samp[s] = x->amp;
+            sscale[s] = sh->stim_scale[x->node];
         }
         for (int64_t q = sim->rec_begin[c]; q < sim->rec_begin[c + 1]; ++q, ++r) {
             rsite[r] = sim->rec_order[q];
-            rnode[r] = sim->recs[rsite[r]].node;
+            rnode[r] = node_index(gr, sim->recs[rsite[r]].node);
         }
         sb[j + 1] = s;
         rb[j + 1] = r;
@@ -210,12 +245,13 @@ static ns_status upload_sites(ns_sim_t *sim, gpu_group *gr) {
         (st = upload_site(gr, (void **)&g->stim_del, sdel, (size_t)ns * sizeof *sdel)) != NS_OK ||
         (st = upload_site(gr, (void **)&g->stim_dur, sdur, (size_t)ns * sizeof *sdur)) != NS_OK ||
         (st = upload_site(gr, (void **)&g->stim_amp, samp, (size_t)ns * sizeof *samp)) != NS_OK ||
+        (st = upload_site(gr, (void **)&g->stim_scale, sscale, (size_t)ns * sizeof *sscale)) != NS_OK ||
         (st = upload_site(gr, (void **)&g->rec_begin, rb, (size_t)(N + 1) * sizeof *rb)) != NS_OK ||
         (st = upload_site(gr, (void **)&g->rec_node, rnode, (size_t)nr * sizeof *rnode)) != NS_OK ||
         (st = upload_site(gr, (void **)&g->rec_site, rsite, (size_t)nr * sizeof *rsite)) != NS_OK)
         goto out;
 out:
-    free(sb), free(rb), free(snode), free(rnode), free(rsite), free(sdel), free(sdur), free(samp);
+    free(sb), free(rb), free(snode), free(rnode), free(rsite), free(sdel), free(sdur), free(samp), free(sscale);
     return st;
 }
 
@@ -280,7 +316,9 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         for (int32_t k = 0; k < s->n_groups; ++k) {
             s->groups[k].g.traces = s->traces;
             s->groups[k].g.fault = s->fault + k;
-            NS_CUDA_TRY(ns_sim_launch_steps(&s->groups[k].g, &run, THREADS, 0));
+            const gpu_group *gr = &s->groups[k];
+            if (gr->onchip) NS_CUDA_TRY(ns_sim_launch_onchip(&gr->oc.sched, &gr->oc.launch, &gr->g, &run, 0));
+            else NS_CUDA_TRY(ns_sim_launch_steps(&gr->g, &run, THREADS, 0));
         }
         NS_CUDA_TRY(cudaDeviceSynchronize());
         unsigned long long keys[64], key = NS_SIM_FAULT_NONE;

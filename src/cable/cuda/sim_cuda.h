@@ -1,11 +1,17 @@
-/* Private: the GPU simulation loop's launcher (sim_kernels.cu) and the data
- * it reads. Plain C so that sim_cuda.c can fill it.
+/* Private: the GPU simulation loops' launchers (sim_kernels.cu: one thread
+ * per cell; sim_onchip.cu: a warp per 32 / L cells with the state in shared
+ * memory) and the data they read. Plain C so that sim_cuda.c can fill it.
  *
- * Cells are grouped by shape; a group of N cells of n compartments keeps its
- * state Full-Interleaved: node i of local cell j at [i * N + j] (one thread
- * per cell, coalesced). The kernel runs many steps per launch with no host
- * round trip: assembly, mechanisms, stimulus, Hines solve, update, gates,
- * spike detection and recording into device buffers. */
+ * Cells are grouped by shape. A group of N cells of n compartments keeps its
+ * state in the layout of its kernel:
+ *   interleaved: node i of local cell j at [i * N + j] (coalesced for one
+ *                thread per cell);
+ *   onchip:      position pos(i) of local cell j at [j * n + pos(i)] (Flat in
+ *                the on-chip schedule's position order; stimulus, recording
+ *                and spike compartments are positions too).
+ * Both kernels run many steps per launch with no host round trip: assembly,
+ * mechanisms, stimulus, Hines solve, update, gates, spike detection and
+ * recording into device buffers. */
 #ifndef NS_CABLE_CUDA_SIM_CUDA_H
 #define NS_CABLE_CUDA_SIM_CUDA_H
 
@@ -13,6 +19,8 @@
 #include <cuda_runtime_api.h>
 
 #include "cable/sim_impl.h"
+#include "hines/cuda/hines_kernels.h"
+#include "hines/cuda/onchip_plan.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,17 +34,18 @@ extern "C" {
 typedef struct ns_sim_gpu_group {
     int32_t n;            /* compartments per cell */
     int64_t cells;        /* N, cells in the group */
-    int32_t spike_node;
-    /* shape constants (device) */
+    int32_t spike_node;   /* compartment (interleaved) or position (onchip) */
+    /* shape constants (device; interleaved only: onchip packs its own) */
     const int32_t *parent;
-    const double *a, *b, *cap, *stim_scale;
+    const double *a, *b, *cap;
     const int8_t *region;
-    /* state and scratch (device, interleaved) */
+    /* state (device, the group's layout) and scratch (interleaved only) */
     double *v, *m, *h, *gn, *d, *rhs;
-    /* stimuli per local cell (device CSR) */
+    /* stimuli per local cell (device CSR); stim_scale = 1e2 / area of the
+     * stimulated node (nA -> mA/cm^2) */
     const int64_t *stim_begin; /* cells + 1 */
     const int32_t *stim_node;
-    const double *stim_del, *stim_dur, *stim_amp;
+    const double *stim_del, *stim_dur, *stim_amp, *stim_scale;
     /* recordings per local cell (device CSR): node and global site index */
     const int64_t *rec_begin; /* cells + 1 */
     const int32_t *rec_node;
@@ -63,6 +72,59 @@ typedef struct ns_sim_gpu_run {
 
 cudaError_t ns_sim_launch_steps(const ns_sim_gpu_group *group, const ns_sim_gpu_run *run, int threads,
                                 cudaStream_t stream);
+
+/* ------------------------------------------------------------ onchip loop */
+
+/* A shape's constants for the onchip loop, packed in position order:
+ * doubles a, b, cap [n each]; int32 parent position (-1 at the root) [n],
+ * child_begin [n + 1], child positions grouped by parent in increasing
+ * compartment order [max(n - 1, 1)]; int8 region [n]; zero padding to a
+ * multiple of 16 bytes. */
+static inline size_t ns_sim_onchip_const_bytes(int32_t n) {
+    const size_t bytes = 3 * (size_t)n * sizeof(double) +
+                         (2 * (size_t)n + 1 + (size_t)(n > 1 ? n - 1 : 1)) * sizeof(int32_t) + (size_t)n;
+    return (bytes + 15) / 16 * 16;
+}
+
+typedef struct ns_sim_onchip {
+    const void *consts;  /* device, ns_sim_onchip_const_bytes(n) */
+    int32_t const_words; /* 16-byte words of consts */
+    int32_t warps;       /* warps per CUDA block */
+} ns_sim_onchip;
+
+/* Doubles of shared memory per cell: v, m, h, n, d, rhs and one of padding
+ * (cells an odd number of doubles apart: different banks). */
+NS_HOST_DEVICE static inline int ns_sim_onchip_cell_doubles(int32_t n) { return 6 * n + 1; }
+
+/* Shared memory of one block [bytes]: the schedule's core, the constants,
+ * the warps' cells. */
+static inline size_t ns_sim_onchip_block_bytes(int32_t n, int32_t lanes, int32_t core, int32_t const_words,
+                                               int warps) {
+    return ((size_t)core * sizeof(int32_t) + 15) / 16 * 16 + (size_t)const_words * 16 +
+           (size_t)warps * (size_t)(NS_ONCHIP_LANES / lanes) * (size_t)ns_sim_onchip_cell_doubles(n) *
+               sizeof(double);
+}
+
+/* A shape group's onchip preparation (sim_onchip_prep.c). */
+typedef struct ns_sim_onchip_group {
+    ns_onchip_plan plan;    /* host; plan.data NULL: not prepared */
+    int32_t *plan_dev;      /* device copy of plan.data */
+    void *consts_dev;       /* device, packed constants */
+    ns_onchip_sched sched;  /* bound to plan_dev */
+    ns_sim_onchip launch;
+    int resident_warps;     /* per SM, from the occupancy calculator */
+} ns_sim_onchip_group;
+
+/* Plan, pack and upload a shape for the onchip loop with `lanes` lanes per
+ * cell (0: automatic; more lanes when the choice does not fit). *fits = 0
+ * (and NS_OK) when no lane count fits a block's shared memory. */
+ns_status ns_sim_onchip_prepare(const sim_shape *shape, int32_t lanes, ns_sim_onchip_group *out, int *fits);
+void ns_sim_onchip_release(ns_sim_onchip_group *group);
+
+cudaError_t ns_sim_onchip_setup(int lanes, size_t bytes);
+cudaError_t ns_sim_onchip_occupancy(int lanes, int warps, size_t bytes, int *blocks);
+cudaError_t ns_sim_launch_onchip(const ns_onchip_sched *sched, const ns_sim_onchip *onchip,
+                                 const ns_sim_gpu_group *group, const ns_sim_gpu_run *run, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -40,7 +40,7 @@ __global__ void sim_steps(ns_sim_gpu_group g, ns_sim_gpu_run r) {
         for (int64_t s = sb; s < se; ++s) {
             const double i = (tm < g.stim_del[s] + g.stim_dur[s] && tm >= g.stim_del[s]) ? g.stim_amp[s] : 0.0;
             const int32_t node = g.stim_node[s];
-            rhs[node * N] += i * g.stim_scale[node];
+            rhs[node * N] += i * g.stim_scale[s];
         }
         for (int32_t i = 0; i < n; ++i) {
             const int reg = g.region[i];

@@ -1,0 +1,327 @@
+// The on-chip GPU simulation loop (docs/simulation.md, "GPU loops"): a warp
+// holds 32 / L cells of one shape, L lanes per cell, and keeps their whole
+// state (v, m, h, n) and scratch (d, rhs) in shared memory for every step of
+// a launch. Device memory sees the state once per launch (read at the start,
+// written at the end), the recorded samples and the spikes; a step is
+// arithmetic and shared-memory traffic only.
+//
+// One step, NEURON's order of operations (step_cpu.c):
+//   1. per compartment (all 32 lanes over the warp's cells): pas, IClamp, hh
+//      currents and slopes, capacitance, then the axial terms gathered at the
+//      node (its own term first, then its children in increasing compartment
+//      order: the order in which the CPU loop's scatter adds them);
+//   2. the Hines solve by the on-chip schedule (kernel_onchip.cu): backward
+//      sweep by height storing G = b/d' over d and F = rhs'/d' over rhs,
+//      forward sweep x = F - G x_parent over rhs;
+//   3. per compartment: v += x, NaN check, hh gates by cnexp from the new v,
+//      spike detection at the spike compartment; then recording.
+// Everything is in position order (the schedule's renumbering: each run of
+// the tree is a contiguous range); the host converts stimulus, recording and
+// spike compartments to positions, and the state to and from this layout.
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "cable/cuda/sim_cuda.h"
+#include "cable/mech.h"
+
+namespace {
+
+__device__ __forceinline__ bool bad_pivot(double p) { return p == 0.0 || !isfinite(p); }
+
+template <int L>
+__global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group g, ns_sim_gpu_run r) {
+    constexpr int C = NS_ONCHIP_LANES / L;
+    extern __shared__ __align__(16) double smem[];
+    __shared__ sim_region regions[NS_REGION_COUNT];
+    // The schedule's core and the shape's constants, once per block.
+    const int core4 = (s.core + 3) / 4;
+    {
+        int4 *dst = reinterpret_cast<int4 *>(smem);
+        const int4 *core = reinterpret_cast<const int4 *>(s.base);
+        const int4 *consts = reinterpret_cast<const int4 *>(o.consts);
+        for (int k = threadIdx.x; k < core4; k += blockDim.x) dst[k] = __ldg(core + k);
+        for (int k = threadIdx.x; k < o.const_words; k += blockDim.x) dst[core4 + k] = __ldg(consts + k);
+        if (threadIdx.x < NS_REGION_COUNT) regions[threadIdx.x] = r.regions[threadIdx.x];
+    }
+    __syncthreads();
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int role = lane & (L - 1);
+    const int mine = lane / L;
+    const long long c0 = ((long long)blockIdx.x * (blockDim.x >> 5) + warp) * C;
+    if (c0 >= g.cells) return;  // whole warps only
+    const int nc = g.cells - c0 < C ? (int)(g.cells - c0) : C;
+
+    const int32_t *const sched = reinterpret_cast<const int32_t *>(smem);
+    const int32_t *const bwd_begin = sched + (s.bwd_begin - s.base);
+    const int32_t *const fwd_begin = sched + (s.fwd_begin - s.base);
+    const int32_t *const child_pos = sched + (s.child_pos - s.base);
+    const int4 *const bwd = reinterpret_cast<const int4 *>(sched + (s.bwd_desc - s.base));
+    const int4 *const fwd = reinterpret_cast<const int4 *>(sched + (s.fwd_desc - s.base));
+
+    const int n = s.n;
+    // Shape constants (ns_sim_onchip_consts layout), position order.
+    const double *const sa = reinterpret_cast<const double *>(smem + core4 * 2);
+    const double *const sb = sa + n;
+    const double *const scap = sb + n;
+    const int32_t *const spar = reinterpret_cast<const int32_t *>(scap + n);
+    const int32_t *const schild_begin = spar + n;
+    const int32_t *const schild = schild_begin + n + 1;
+    const int8_t *const sregion = reinterpret_cast<const int8_t *>(schild + (n > 1 ? n - 1 : 1));
+
+    const int cs = ns_sim_onchip_cell_doubles(n);
+    double *const wbase = smem + (size_t)(core4 + o.const_words) * 2 + (size_t)warp * C * cs;
+    // cell c of the warp: v, m, h, n, d, rhs at wbase + c * cs + {0, 1, 2, 3, 4, 5} * n
+
+    // Load the state: element e of the warp's range is (cell e / n, position e % n).
+    const long long g0 = c0 * n;
+    const int total = nc * n;
+    for (int e = lane; e < total; e += 32) {
+        const int c = e / n, p = e - c * n;
+        double *cell = wbase + c * cs;
+        cell[p] = g.v[g0 + e];
+        cell[n + p] = g.m[g0 + e];
+        cell[2 * n + p] = g.h[g0 + e];
+        cell[3 * n + p] = g.gn[g0 + e];
+    }
+    if (lane < nc) g.spike_count[c0 + lane] = 0;
+    __syncwarp();
+
+    const double dt = r.dt;
+    const int sp = g.spike_node;          // a position
+    unsigned alive = nc == 32 ? 0xFFFFFFFFu : ((1u << nc) - 1u);  // bit c: cell c still runs
+    double t = r.t0;
+    for (long long k = 0; k < r.steps && alive; ++k) {
+        const double tp = t;
+        const double tm = t + .5 * dt;
+        // 1. membrane, stimulus, capacitance, axial terms
+        for (int c = 0; c < nc; ++c) {
+            if (!(alive >> c & 1u)) continue;
+            double *const v = wbase + c * cs;
+            const double *const m = v + n, *const h = m + n, *const gn = h + n;
+            double *const d = v + 4 * n, *const rhs = v + 5 * n;
+            const long long j = c0 + c;
+            const long long st0 = g.stim_begin[j], st1 = g.stim_begin[j + 1];
+            for (int p = lane; p < n; p += 32) {
+                const int reg = sregion[p];
+                const double vi = v[p];
+                double ri = 0.0, di = 0.0;
+                if (reg >= 0 && regions[reg].pas) {
+                    const sim_region *q = &regions[reg];
+                    const double g1 = ns_pas_current(vi + .001, q->g_pas, q->e_pas);
+                    const double i0 = ns_pas_current(vi, q->g_pas, q->e_pas);
+                    ri -= i0;
+                    di += (g1 - i0) / .001;
+                }
+                for (long long q = st0; q < st1; ++q) {
+                    if (g.stim_node[q] != p) continue;
+                    const double i = (tm < g.stim_del[q] + g.stim_dur[q] && tm >= g.stim_del[q]) ? g.stim_amp[q] : 0.0;
+                    ri += i * g.stim_scale[q];
+                }
+                if (reg >= 0) {
+                    if (regions[reg].hh) {
+                        const sim_region *q = &regions[reg];
+                        const double g1 = ns_hh_current(vi + .001, m[p], h[p], gn[p], q->gnabar, q->gkbar, q->gl,
+                                                        q->el, q->ena, q->ek);
+                        const double i0 =
+                            ns_hh_current(vi, m[p], h[p], gn[p], q->gnabar, q->gkbar, q->gl, q->el, q->ena, q->ek);
+                        ri -= i0;
+                        di += (g1 - i0) / .001;
+                    }
+                    di += scap[p];
+                }
+                const int par = spar[p];
+                if (par >= 0) {
+                    const double dv = v[par] - vi;
+                    ri -= sb[p] * dv;
+                    di -= sb[p];
+                }
+                for (int q = schild_begin[p]; q < schild_begin[p + 1]; ++q) {
+                    const int ch = schild[q];
+                    const double dv = vi - v[ch];
+                    ri += sa[ch] * dv;
+                    di -= sa[ch];
+                }
+                d[p] = di;
+                rhs[p] = ri;
+            }
+        }
+        __syncwarp();
+
+        // 2. the Hines solve of this lane's cell (G over d, F then x over rhs)
+        bool bad = false;
+        {
+            double *const sd = wbase + mine * cs + 4 * n;
+            double *const sr = sd + n;
+            for (int step = 0; step < s.n_bwd; ++step) {
+                const int q1 = bwd_begin[step * L + role + 1];
+                for (int q = bwd_begin[step * L + role]; q < q1; ++q) {
+                    const int4 run = bwd[q];
+                    const int first = run.x;
+                    int node = run.y;
+                    double dk = sd[node], rk = sr[node];
+                    double an = sa[node], bn = sb[node];
+                    const int cb = (int)((unsigned)run.w >> 16), ce = cb + (run.w & 0xFFFF);
+                    for (int jj = cb; jj < ce; ++jj) {
+                        const int c = child_pos[jj];
+                        const double ac = sa[c];
+                        dk = fma(-ac, sd[c], dk);
+                        rk = fma(-ac, sr[c], rk);
+                    }
+                    for (;;) {
+                        const bool more = node > first;
+                        double dp = 0.0, rp = 0.0, ap = 0.0, bp = 0.0;
+                        if (more) {
+                            dp = sd[node - 1];
+                            rp = sr[node - 1];
+                            ap = sa[node - 1];
+                            bp = sb[node - 1];
+                        }
+                        bad |= bad_pivot(dk);
+                        const double ab = an * bn;
+                        const double inv = 1.0 / dk;
+                        const double f = rk * inv;
+                        sd[node] = bn * inv;
+                        sr[node] = f;
+                        if (!more) break;
+                        dk = fma(-ab, inv, dp);
+                        rk = fma(-an, f, rp);
+                        an = ap;
+                        bn = bp;
+                        --node;
+                    }
+                }
+                __syncwarp();
+            }
+            for (int step = 0; step < s.n_fwd; ++step) {
+                const int q1 = fwd_begin[step * L + role + 1];
+                for (int q = fwd_begin[step * L + role]; q < q1; ++q) {
+                    const int4 run = fwd[q];
+                    const int last = run.y;
+                    int node = run.x;
+                    double x = run.z >= 0 ? sr[run.z] : 0.0;
+                    double gk = run.z >= 0 ? sd[node] : 0.0, f = sr[node];
+                    for (;;) {
+                        const bool more = node < last;
+                        double gnext = 0.0, fnext = 0.0;
+                        if (more) {
+                            gnext = sd[node + 1];
+                            fnext = sr[node + 1];
+                        }
+                        x = fma(-gk, x, f);
+                        sr[node] = x;
+                        if (!more) break;
+                        gk = gnext;
+                        f = fnext;
+                        ++node;
+                    }
+                }
+                __syncwarp();
+            }
+        }
+
+        // 3. v += x, NaN check, gates, spikes
+        t = tm + .5 * dt;
+        const long long step = r.step0 + k + 1;
+        const bool check = (step % r.check) == 0 || k == r.steps - 1;
+        unsigned fault = bad && mine < nc ? 1u << mine : 0u;
+        for (int c = 0; c < nc; ++c) {
+            if (!(alive >> c & 1u)) continue;
+            double *const v = wbase + c * cs;
+            double *const m = v + n, *const h = m + n, *const gn = h + n;
+            const double *const x = v + 5 * n;
+            for (int p = lane; p < n; p += 32) {
+                const double v_old = v[p];
+                const double vi = v_old + x[p];
+                v[p] = vi;
+                if (check && !isfinite(vi)) fault |= 1u << c;
+                const int reg = sregion[p];
+                if (reg >= 0 && regions[reg].hh) {
+                    ns_hh_rates q;
+                    ns_hh_rates_of(r.table, r.usetable, r.q10, vi, &q);
+                    m[p] = ns_cnexp(m[p], q.minf, q.mtau, dt);
+                    h[p] = ns_cnexp(h[p], q.hinf, q.htau, dt);
+                    gn[p] = ns_cnexp(gn[p], q.ninf, q.ntau, dt);
+                }
+                if (p == sp && v_old < r.threshold && vi >= r.threshold) {
+                    const long long j = c0 + c;
+                    const int count = g.spike_count[j];
+                    if (count < r.spike_cap)
+                        g.spike_t[j * r.spike_cap + count] = tp + (t - tp) * (r.threshold - v_old) / (vi - v_old);
+                    g.spike_count[j] = count + 1;
+                }
+            }
+        }
+        fault = __reduce_or_sync(0xFFFFFFFFu, fault) & alive;
+        if (fault) {
+            if (lane < nc && (fault >> lane & 1u))
+                atomicMin(g.fault, ((unsigned long long)(k + 1) << 24) | (unsigned long long)(c0 + lane));
+            alive &= ~fault;
+        }
+        __syncwarp();
+        // recording (cells that faulted this step record nothing, as on the CPU)
+        if (step % r.every == 0) {
+            double *row = g.traces + (step / r.every - r.first_sample) * r.n_sites;
+            for (int c = 0; c < nc; ++c) {
+                if (!(alive >> c & 1u)) continue;
+                const long long j = c0 + c;
+                const double *v = wbase + c * cs;
+                for (long long q = g.rec_begin[j] + lane; q < g.rec_begin[j + 1]; q += 32)
+                    row[g.rec_site[q]] = v[g.rec_node[q]];
+            }
+        }
+    }
+    __syncwarp();
+    for (int e = lane; e < total; e += 32) {
+        const int c = e / n, p = e - c * n;
+        const double *cell = wbase + c * cs;
+        g.v[g0 + e] = cell[p];
+        g.m[g0 + e] = cell[n + p];
+        g.h[g0 + e] = cell[2 * n + p];
+        g.gn[g0 + e] = cell[3 * n + p];
+    }
+}
+
+typedef void (*kernel_fn)(ns_onchip_sched, ns_sim_onchip, ns_sim_gpu_group, ns_sim_gpu_run);
+
+kernel_fn pick(int lanes) {
+    switch (lanes) {
+    case 1: return sim_onchip<1>;
+    case 2: return sim_onchip<2>;
+    case 4: return sim_onchip<4>;
+    case 8: return sim_onchip<8>;
+    case 16: return sim_onchip<16>;
+    case 32: return sim_onchip<32>;
+    default: return nullptr;
+    }
+}
+
+}  // namespace
+
+extern "C" cudaError_t ns_sim_onchip_setup(int lanes, size_t bytes) {
+    const kernel_fn k = pick(lanes);
+    if (!k) return cudaErrorInvalidValue;
+    cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    if (e != cudaSuccess) return e;
+    return cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                (int)cudaSharedmemCarveoutMaxShared);
+}
+
+extern "C" cudaError_t ns_sim_onchip_occupancy(int lanes, int warps, size_t bytes, int *blocks) {
+    const kernel_fn k = pick(lanes);
+    if (!k) return cudaErrorInvalidValue;
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, warps * NS_ONCHIP_LANES, bytes);
+}
+
+extern "C" cudaError_t ns_sim_launch_onchip(const ns_onchip_sched *sched, const ns_sim_onchip *o,
+                                            const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
+                                            cudaStream_t stream) {
+    if (group->cells <= 0) return cudaSuccess;
+    const kernel_fn k = pick(sched->lanes);
+    if (!k) return cudaErrorInvalidValue;
+    const int64_t per_block = (int64_t)o->warps * (NS_ONCHIP_LANES / sched->lanes);
+    const long long blocks = (group->cells + per_block - 1) / per_block;
+    const size_t smem = ns_sim_onchip_block_bytes(sched->n, sched->lanes, sched->core, o->const_words, o->warps);
+    k<<<(unsigned)blocks, o->warps * NS_ONCHIP_LANES, smem, stream>>>(*sched, *o, *group, *run);
+    return cudaGetLastError();
+}
