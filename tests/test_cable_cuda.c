@@ -81,8 +81,8 @@ static void compare(ns_sim_t *cpu, ns_hines_method method, int32_t lanes, ns_cel
         wm = fmax(wm, fabs(ma[i] - mb[i]));
     }
     CHECK_MSG(ws < 1e-6 && wm < 1e-8, "%s: GPU state of cell 77 differs by %g mV, m by %g", name, ws, wm);
-    printf("%s (lanes %d): %lld spikes, traces within %.2e mV, spikes within %.2e ms\n", name, (int)lanes,
-           (long long)total, worst, wspike);
+    printf("%s (lanes asked %d, used %d): %lld spikes, traces within %.2e mV, spikes within %.2e ms\n", name,
+           (int)lanes, (int)ns_sim_gpu_lanes(gpu), (long long)total, worst, wspike);
     /* NaN: an overflowing current in cell 150 only */
     CHECK_OK(ns_sim_init(gpu));
     CHECK_OK(ns_sim_add_iclamp(gpu, 150, 0, 1.0, 1.0, 1e308));

@@ -99,7 +99,8 @@ typedef struct ns_sim_options {
     ns_hines_method method;  /* CPU: sequential or openmp; CUDA: onchip or interleaved
                                 (docs/simulation.md, "GPU loops") */
     int32_t threads;         /* CPU threads; 0 = OpenMP's default */
-    int32_t gpu_lanes;       /* onchip: lanes per cell, 1, 2, 4, ..., 32; 0 = automatic */
+    int32_t gpu_lanes;       /* onchip: lanes per cell, 1, 2, 4, ..., 32 (more where a shape
+                                does not fit that count); 0 = automatic */
     int32_t record_every;    /* steps between recorded samples (>= 1), 1 */
     int32_t check_every;     /* steps between NaN/Inf checks of v (>= 1), 1 */
 } ns_sim_options;

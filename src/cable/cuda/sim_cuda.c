@@ -135,8 +135,8 @@ static ns_status gpu_create(ns_sim_t *sim) {
             if (!gr->onchip && sim->method == NS_HINES_ONCHIP)
                 return ns_fail(NS_ERR_UNSUPPORTED,
                                "simulation: a cell of %d compartments does not fit the onchip loop's shared "
-                               "memory%s (use 'interleaved')",
-                               (int)sh->n, sim->options.gpu_lanes ? " with that gpu_lanes" : "");
+                               "memory (use 'interleaved')",
+                               (int)sh->n);
         }
         if (gr->onchip) {
             const int32_t L = gr->oc.plan.lanes;

@@ -96,8 +96,12 @@ typedef struct ns_sim_onchip {
  * (cells an odd number of doubles apart: different banks). */
 NS_HOST_DEVICE static inline int ns_sim_onchip_cell_doubles(int32_t n) { return 6 * n + 1; }
 
-/* Shared memory of one block [bytes]: the schedule's core, the constants,
- * the warps' cells. */
+/* Static shared memory of the onchip kernel [bytes]: the hh rate table and
+ * the regions' parameters (plus alignment slack). */
+#define NS_SIM_ONCHIP_STATIC_BYTES (sizeof(ns_hh_table) + NS_REGION_COUNT * sizeof(sim_region) + 64)
+
+/* Dynamic shared memory of one block [bytes]: the schedule's core, the
+ * constants, the warps' cells. */
 static inline size_t ns_sim_onchip_block_bytes(int32_t n, int32_t lanes, int32_t core, int32_t const_words,
                                                int warps) {
     return ((size_t)core * sizeof(int32_t) + 15) / 16 * 16 + (size_t)const_words * 16 +

@@ -28,11 +28,36 @@ namespace {
 
 __device__ __forceinline__ bool bad_pivot(double p) { return p == 0.0 || !isfinite(p); }
 
+// 1/x within an ulp or so, without the division's special-case branch: the
+// hardware's approximate reciprocal (about 20 correct bits) and two Newton
+// steps (each doubles the correct bits). 0 and non-finite x give non-finite
+// results, which the pivot and NaN checks catch.
+__device__ __forceinline__ double fast_rcp(double x) {
+    double y;
+    asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(y) : "d"(x));
+    double e = fma(-x, y, 1.0);
+    y = fma(y, e, y);
+    e = fma(-x, y, 1.0);
+    return fma(y, e, y);
+}
+
+// cnexp for x' = (inf - x) / tau in its algebraically equal short form
+// (one reciprocal instead of nocmodl's three divisions; results differ from
+// mech.h's ns_cnexp by rounding only).
+__device__ __forceinline__ double cnexp_short(double x, double inf, double tau, double dt) {
+    return fma(1.0 - exp(-dt * fast_rcp(tau)), inf - x, x);
+}
+
+// The current's slope (I(v + .001) - I(v)) / .001, as a product (1e3 differs
+// from 1 / .001 by rounding only).
+__device__ __forceinline__ double slope(double i1, double i0) { return (i1 - i0) * 1e3; }
+
 template <int L>
 __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group g, ns_sim_gpu_run r) {
     constexpr int C = NS_ONCHIP_LANES / L;
     extern __shared__ __align__(16) double smem[];
     __shared__ sim_region regions[NS_REGION_COUNT];
+    __shared__ ns_hh_table table;  // 9.6 KB, read at every gate update
     // The schedule's core and the shape's constants, once per block.
     const int core4 = (s.core + 3) / 4;
     {
@@ -42,6 +67,9 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         for (int k = threadIdx.x; k < core4; k += blockDim.x) dst[k] = __ldg(core + k);
         for (int k = threadIdx.x; k < o.const_words; k += blockDim.x) dst[core4 + k] = __ldg(consts + k);
         if (threadIdx.x < NS_REGION_COUNT) regions[threadIdx.x] = r.regions[threadIdx.x];
+        const double *src = reinterpret_cast<const double *>(r.table);
+        double *tab = reinterpret_cast<double *>(&table);
+        for (int k = threadIdx.x; k < (int)(sizeof table / sizeof(double)); k += blockDim.x) tab[k] = __ldg(src + k);
     }
     __syncthreads();
     const int lane = threadIdx.x & 31;
@@ -111,7 +139,7 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                     const double g1 = ns_pas_current(vi + .001, q->g_pas, q->e_pas);
                     const double i0 = ns_pas_current(vi, q->g_pas, q->e_pas);
                     ri -= i0;
-                    di += (g1 - i0) / .001;
+                    di += slope(g1, i0);
                 }
                 for (long long q = st0; q < st1; ++q) {
                     if (g.stim_node[q] != p) continue;
@@ -126,7 +154,7 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                         const double i0 =
                             ns_hh_current(vi, m[p], h[p], gn[p], q->gnabar, q->gkbar, q->gl, q->el, q->ena, q->ek);
                         ri -= i0;
-                        di += (g1 - i0) / .001;
+                        di += slope(g1, i0);
                     }
                     di += scap[p];
                 }
@@ -179,7 +207,7 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                         }
                         bad |= bad_pivot(dk);
                         const double ab = an * bn;
-                        const double inv = 1.0 / dk;
+                        const double inv = fast_rcp(dk);
                         const double f = rk * inv;
                         sd[node] = bn * inv;
                         sr[node] = f;
@@ -238,10 +266,10 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                 const int reg = sregion[p];
                 if (reg >= 0 && regions[reg].hh) {
                     ns_hh_rates q;
-                    ns_hh_rates_of(r.table, r.usetable, r.q10, vi, &q);
-                    m[p] = ns_cnexp(m[p], q.minf, q.mtau, dt);
-                    h[p] = ns_cnexp(h[p], q.hinf, q.htau, dt);
-                    gn[p] = ns_cnexp(gn[p], q.ninf, q.ntau, dt);
+                    ns_hh_rates_of(&table, r.usetable, r.q10, vi, &q);
+                    m[p] = cnexp_short(m[p], q.minf, q.mtau, dt);
+                    h[p] = cnexp_short(h[p], q.hinf, q.htau, dt);
+                    gn[p] = cnexp_short(gn[p], q.ninf, q.ntau, dt);
                 }
                 if (p == sp && v_old < r.threshold && vi >= r.threshold) {
                     const long long j = c0 + c;
@@ -322,6 +350,10 @@ extern "C" cudaError_t ns_sim_launch_onchip(const ns_onchip_sched *sched, const 
     const int64_t per_block = (int64_t)o->warps * (NS_ONCHIP_LANES / sched->lanes);
     const long long blocks = (group->cells + per_block - 1) / per_block;
     const size_t smem = ns_sim_onchip_block_bytes(sched->n, sched->lanes, sched->core, o->const_words, o->warps);
+    // The shared-memory allowance is an attribute of the kernel, shared by
+    // every shape group that uses this lane count: set it for this group.
+    cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess) return e;
     k<<<(unsigned)blocks, o->warps * NS_ONCHIP_LANES, smem, stream>>>(*sched, *o, *group, *run);
     return cudaGetLastError();
 }

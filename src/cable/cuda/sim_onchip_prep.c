@@ -51,7 +51,7 @@ static ns_status choose_warps(const ns_onchip_plan *p, int32_t const_words, size
     *resident = 0;
     for (int w = 1; w <= 16; ++w) {
         const size_t bytes = ns_sim_onchip_block_bytes(p->n, p->lanes, core, const_words, w);
-        if (bytes > optin) break;
+        if (bytes + NS_SIM_ONCHIP_STATIC_BYTES > optin) break;
         int blocks = 0;
         NS_CUDA_TRY(ns_sim_onchip_setup(p->lanes, bytes));
         NS_CUDA_TRY(ns_sim_onchip_occupancy(p->lanes, w, bytes, &blocks));
@@ -89,7 +89,6 @@ ns_status ns_sim_onchip_prepare(const sim_shape *sh, int32_t lanes, ns_sim_onchi
         if (st != NS_OK || resident == 0) {
             ns_onchip_plan_free(&plan);
             if (st != NS_OK) return st;
-            if (lanes > 0) return NS_OK; /* the caller's lane count does not fit */
             continue;
         }
         o->plan = plan;
