@@ -186,8 +186,11 @@ double ns_life_floor_bytes(const ns_life_model_t *model, ns_life_product product
 
 /* ------------------------------------------------------------- SBBNNLS */
 
-/* Sums `n` doubles over all processes in place (MPI_Allreduce); NULL for a
- * single process. */
+/* Sums `n` doubles over all processes in place, giving every process the
+ * same bits (ns_mpi_life_reduce: MPI_Reduce + MPI_Bcast); NULL for a single
+ * process. `values` is always host memory: with the CUDA backend SBBNNLS
+ * copies a device fiber vector to a pinned host buffer, calls the hook and
+ * copies the sum back. */
 typedef ns_status (*ns_life_reduce_fn)(double *values, int64_t n, void *context);
 /* Called after every update; return non-zero to stop early. */
 typedef int (*ns_life_progress_fn)(int32_t iteration, double objective, int64_t nonzero,
@@ -202,7 +205,7 @@ typedef struct ns_life_fit_options {
     const double *w0;        /* start (NULL: zeros) */
     ns_life_progress_fn progress;
     void *progress_context;
-    ns_life_reduce_fn reduce; /* for a voxel-partitioned model (CPU only) */
+    ns_life_reduce_fn reduce; /* for a voxel-partitioned model (CPU or CUDA) */
     void *reduce_context;
 } ns_life_fit_options;
 

@@ -222,8 +222,9 @@ ns_status ns_mpi_life_partition(MPI_Comm comm, const ns_life_model_t *global,
  * options->reduce, set here to a reduction whose result is bit-identical
  * on every process (MPI_Reduce to rank 0, then MPI_Bcast), so that every
  * process takes the same decisions. Every process receives all of w.
- * The CPU backend only (ns_life_fit's reduce hook); the preconditioner is
- * not supported (its diagonal would need a sum over processes too). */
+ * CPU or CUDA engine (on CUDA each sum of a fiber vector goes through a
+ * pinned host buffer); the preconditioner is not supported (its diagonal
+ * would need a sum over processes too). */
 ns_status ns_mpi_life_fit(MPI_Comm comm, ns_life_engine_t *engine,
                           const ns_life_fit_options *options, double *w, double *history,
                           ns_life_fit_result *result);

@@ -197,10 +197,7 @@ ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, d
     ns_life_fit_result local;
     if (!result) result = &local;
     memset(result, 0, sizeof *result);
-    if (e->backend == NS_BACKEND_CUDA) {
-        if (o.reduce)
-            return ns_fail(NS_ERR_UNSUPPORTED, "ns_life_fit: a reduce callback needs the CPU backend");
-        return ns_life_cuda_fit(e, &o, w, history, result);
-    }
+    /* CUDA: reduce sums device fiber vectors through a host stage (sbbnnls.c) */
+    if (e->backend == NS_BACKEND_CUDA) return ns_life_cuda_fit(e, &o, w, history, result);
     return ns_life_cpu_fit(e, &o, w, history, result);
 }

@@ -100,6 +100,12 @@ typedef struct ns_life_vec_ops {
     ns_status (*nnz)(void *ctx, const double *x, int64_t n, int64_t *r);
     /* h[f] = 1 / sum_k value_k^2 ||D(:, atom_k)||^2 over f's coefficients */
     ns_status (*precond)(void *ctx, double *hinv);
+    /* Host staging for sums over processes (ns_life_fit_options.reduce,
+     * which takes host arrays): NULL when the vectors are host memory (the
+     * hook then works in place); else a host buffer of n doubles (pinned on
+     * CUDA) that fiber vectors go through: download, reduce, upload. */
+    ns_status (*host_alloc)(void *ctx, int64_t n, double **p);
+    void (*host_release)(void *ctx, double *p);
 } ns_life_vec_ops;
 
 ns_status ns_life_sbbnnls(const ns_life_vec_ops *ops, const ns_life_fit_options *options,

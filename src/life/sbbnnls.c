@@ -27,6 +27,8 @@ typedef struct solver {
     const ns_life_fit_options *opt;
     double *x, *g, *oldg, *q, *t, *hinv; /* fiber vectors */
     double *b, *r, *Ag;                  /* voxel vectors */
+    double *stage;                       /* host copy of a fiber vector for the reduce hook
+                                            (device vectors only; NULL otherwise) */
     ns_life_fit_result *res;
 } solver;
 
@@ -36,10 +38,24 @@ typedef struct solver {
         if (try_s_ != NS_OK) return try_s_;    \
     } while (0)
 
-/* Sum a host scalar or fiber vector over processes (voxel-partitioned
- * models); a no-op for one process. */
+/* Sum host scalars over processes (voxel-partitioned models); a no-op for
+ * one process. */
 static ns_status reduce(const solver *s, double *v, int64_t n) {
     return s->opt->reduce ? s->opt->reduce(v, n, s->opt->reduce_context) : NS_OK;
+}
+
+/* Sum a fiber vector over processes. The hook takes host arrays: device
+ * vectors go through the host stage (download, sum, upload). The download
+ * comes before the hook, so a failing copy is local work that the hook's
+ * agreement (docs/mpi.md) has not started yet; an upload failure surfaces
+ * at the next sum's agreement or the caller's. */
+static ns_status reduce_fiber(const solver *s, double *v) {
+    const ns_life_vec_ops *o = s->o;
+    if (!s->opt->reduce) return NS_OK;
+    if (!s->stage) return reduce(s, v, o->n_fib);
+    TRY(o->download(o->ctx, s->stage, v, o->n_fib));
+    TRY(reduce(s, s->stage, o->n_fib));
+    return o->upload(o->ctx, v, s->stage, o->n_fib);
 }
 
 /* y = M' v, with M' = M diag(hinv) under the preconditioner. */
@@ -57,7 +73,7 @@ static ns_status apply_mt(solver *s, const double *y, double *v) {
     const ns_life_vec_ops *o = s->o;
     ++s->res->mty_calls;
     TRY(o->mty(o->ctx, y, v));
-    TRY(reduce(s, v, o->n_fib));
+    TRY(reduce_fiber(s, v));
     if (s->hinv) TRY(o->mul(o->ctx, v, s->hinv, o->n_fib));
     return NS_OK;
 }
@@ -195,11 +211,14 @@ ns_status ns_life_sbbnnls(const ns_life_vec_ops *o, const ns_life_fit_options *o
     const int n_fib_vectors = opt->preconditioner ? 6 : 5;
     for (int i = 0; i < n_fib_vectors && st == NS_OK; ++i) st = o->alloc(o->ctx, o->n_fib, fib[i]);
     for (int i = 0; i < 3 && st == NS_OK; ++i) st = o->alloc(o->ctx, o->n_vox, vox[i]);
+    if (st == NS_OK && opt->reduce && o->host_alloc) st = o->host_alloc(o->ctx, o->n_fib, &s.stage);
     if (st == NS_OK) st = run(&s, w, history);
+    /* device vectors first: their release waits for queued copies from the stage */
     for (int i = 0; i < 6; ++i)
         if (*fib[i]) o->release(o->ctx, *fib[i]);
     for (int i = 0; i < 3; ++i)
         if (*vox[i]) o->release(o->ctx, *vox[i]);
+    if (s.stage) o->host_release(o->ctx, s.stage);
     free(own_history);
     return st;
 }

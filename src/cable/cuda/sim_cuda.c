@@ -15,6 +15,11 @@
 #define PART_STEPS 2000  /* steps per launch */
 #define SPIKE_CAP 128    /* spikes per cell per launch (more is an error) */
 #define THREADS 128
+/* AUTO takes the onchip loop for a shape when at least this many warps
+ * (cells, with 32 lanes per cell) fit an SM: measured on an H200 at 100,000
+ * cells, 491 compartments (9 warps) run 1.8x faster onchip than interleaved,
+ * 1,221 compartments (3 warps) 1.5x slower (docs/simulation.md). */
+#define AUTO_ONCHIP_MIN_WARPS 6
 
 typedef struct gpu_group {
     ns_sim_gpu_group g;
@@ -132,6 +137,10 @@ static ns_status gpu_create(ns_sim_t *sim) {
         ns_status st;
         if (sim->method != NS_HINES_INTERLEAVED) {
             if ((st = ns_sim_onchip_prepare(sh, sim->options.gpu_lanes, &gr->oc, &gr->onchip)) != NS_OK) return st;
+            if (gr->onchip && sim->method == NS_HINES_AUTO && gr->oc.resident_warps < AUTO_ONCHIP_MIN_WARPS) {
+                ns_sim_onchip_release(&gr->oc);
+                gr->onchip = 0;
+            }
             if (!gr->onchip && sim->method == NS_HINES_ONCHIP)
                 return ns_fail(NS_ERR_UNSUPPORTED,
                                "simulation: a cell of %d compartments does not fit the onchip loop's shared "
