@@ -258,50 +258,25 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
             double *const v = wbase + c * cs;
             double *const m = v + n, *const h = m + n, *const gn = h + n;
             const double *const x = v + 5 * n;
-            // two compartments per iteration, all loads first: the gate
-            // updates are long dependent chains, and the second one fills
-            // the first one's latency (the tail repeats its first element)
-            for (int p0 = lane; p0 < n; p0 += 64) {
-                const bool two = p0 + 32 < n;
-                int pp[2], reg[2];
-                double vo[2], vn[2], mm[2], hv[2], nv[2];
-#pragma unroll
-                for (int u = 0; u < 2; ++u) {
-                    pp[u] = u && two ? p0 + 32 : p0;
-                    vo[u] = v[pp[u]];
-                    vn[u] = vo[u] + x[pp[u]];
-                    reg[u] = sregion[pp[u]];
-                    mm[u] = m[pp[u]];
-                    hv[u] = h[pp[u]];
-                    nv[u] = gn[pp[u]];
+            for (int p = lane; p < n; p += 32) {
+                const double v_old = v[p];
+                const double vi = v_old + x[p];
+                v[p] = vi;
+                if (check && !isfinite(vi)) fault |= 1u << c;
+                const int reg = sregion[p];
+                if (reg >= 0 && regions[reg].hh) {
+                    ns_hh_rates q;
+                    ns_hh_rates_of(&table, r.usetable, r.q10, vi, &q);
+                    m[p] = cnexp_short(m[p], q.minf, q.mtau, dt);
+                    h[p] = cnexp_short(h[p], q.hinf, q.htau, dt);
+                    gn[p] = cnexp_short(gn[p], q.ninf, q.ntau, dt);
                 }
-#pragma unroll
-                for (int u = 0; u < 2; ++u) {
-                    if (check && !isfinite(vn[u])) fault |= 1u << c;
-                    if (reg[u] >= 0 && regions[reg[u]].hh) {
-                        ns_hh_rates q;
-                        ns_hh_rates_of(&table, r.usetable, r.q10, vn[u], &q);
-                        mm[u] = cnexp_short(mm[u], q.minf, q.mtau, dt);
-                        hv[u] = cnexp_short(hv[u], q.hinf, q.htau, dt);
-                        nv[u] = cnexp_short(nv[u], q.ninf, q.ntau, dt);
-                    }
-                }
-#pragma unroll
-                for (int u = 0; u < 2; ++u) {
-                    if (u && !two) break;
-                    const int p = pp[u];
-                    v[p] = vn[u];
-                    m[p] = mm[u];
-                    h[p] = hv[u];
-                    gn[p] = nv[u];
-                    if (p == sp && vo[u] < r.threshold && vn[u] >= r.threshold) {
-                        const long long j = c0 + c;
-                        const int count = g.spike_count[j];
-                        if (count < r.spike_cap)
-                            g.spike_t[j * r.spike_cap + count] =
-                                tp + (t - tp) * (r.threshold - vo[u]) / (vn[u] - vo[u]);
-                        g.spike_count[j] = count + 1;
-                    }
+                if (p == sp && v_old < r.threshold && vi >= r.threshold) {
+                    const long long j = c0 + c;
+                    const int count = g.spike_count[j];
+                    if (count < r.spike_cap)
+                        g.spike_t[j * r.spike_cap + count] = tp + (t - tp) * (r.threshold - v_old) / (vi - v_old);
+                    g.spike_count[j] = count + 1;
                 }
             }
         }
