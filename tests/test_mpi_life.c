@@ -17,15 +17,6 @@
 #include "test_life_common.h"
 #include "test_mpi_common.h"
 
-static double vec_rel(const double *a, const double *b, int64_t n) {
-    double num = 0.0, den = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-        if (!(fabs(a[i] - b[i]) <= num)) num = fabs(a[i] - b[i]);
-        if (fabs(b[i]) > den) den = fabs(b[i]);
-    }
-    return num / (den > 0 ? den : 1.0);
-}
-
 int main(int argc, char **argv) {
     mpi_test_init(&argc, &argv);
     ns_life_model_t *g = tiny_model(12, 7, 40, 8, 0.0, 3);
@@ -63,15 +54,15 @@ int main(int argc, char **argv) {
     CHECK_OK(ns_life_mw(ge, w, yg));
     CHECK_OK(ns_life_mw(le, w, yl));
     if (nloc > 0) {
-        const double e = vec_rel(yl, yg + (int64_t)v0 * nt, (int64_t)nloc * nt);
+        const double e = rel_inf(yl, yg + (int64_t)v0 * nt, (int64_t)nloc * nt);
         CHECK_MSG(e <= 1e-12, "rank %d: local rows of M w differ by %.3e", mpi_rank, e);
     }
     CHECK_OK(ns_life_mty(ge, y, wg));
     CHECK_OK(ns_life_mty(le, nloc > 0 ? y + (int64_t)v0 * nt : yl, wl));
-    if (nloc == 0) CHECK(vec_rel(wl, wl, nf) == 0.0); /* placeholder voxel: zero signal in, nothing out */
+    if (nloc == 0) CHECK(rel_inf(wl, wl, nf) == 0.0); /* placeholder voxel: zero signal in, nothing out */
     MPI_Comm comm = MPI_COMM_WORLD;
     CHECK_OK(ns_mpi_life_reduce(wl, nf, &comm));
-    const double emt = vec_rel(wl, wg, nf);
+    const double emt = rel_inf(wl, wg, nf);
     CHECK_MSG(emt <= 1e-12, "M^T y summed over %d processes differs by %.3e", mpi_size, emt);
 
     /* SBBNNLS to convergence */
@@ -87,7 +78,7 @@ int main(int argc, char **argv) {
     CHECK_MSG(rg.stop == NS_LIFE_STOP_GRADIENT && rl.stop == NS_LIFE_STOP_GRADIENT,
               "stops: %s (single) / %s (distributed) after %d / %d updates", ns_life_stop_name(rg.stop),
               ns_life_stop_name(rl.stop), (int)rg.updates, (int)rl.updates);
-    const double ew = vec_rel(wl, wg, nf);
+    const double ew = rel_inf(wl, wg, nf);
     CHECK_MSG(ew <= 1e-12, "weights: %.3e from the single-process fit (%d / %d updates)", ew, (int)rl.updates,
               (int)rg.updates);
     if (mpi_rank == 0)
@@ -95,7 +86,7 @@ int main(int argc, char **argv) {
                mpi_size, emt, ew, (int)rl.updates, (int)rg.updates, (int)nloc);
     const double *wt = ns_life_model_true_weights(g);
     CHECK(wt != NULL);
-    if (wt) CHECK_MSG(vec_rel(wl, wt, nf) <= 1e-6, "weights: %.3e from the true weights", vec_rel(wl, wt, nf));
+    if (wt) CHECK_MSG(rel_inf(wl, wt, nf) <= 1e-6, "weights: %.3e from the true weights", rel_inf(wl, wt, nf));
     /* every process holds the same weights, bit for bit */
     double *w0 = malloc((size_t)nf * sizeof *w0);
     memcpy(w0, wl, (size_t)nf * sizeof *w0);

@@ -22,15 +22,6 @@
 #include "test_life_common.h"
 #include "test_mpi_common.h"
 
-static double vec_rel(const double *a, const double *b, int64_t n) {
-    double num = 0.0, den = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-        if (!(fabs(a[i] - b[i]) <= num)) num = fabs(a[i] - b[i]);
-        if (fabs(b[i]) > den) den = fabs(b[i]);
-    }
-    return num / (den > 0 ? den : 1.0);
-}
-
 /* The weights of every process equal rank 0's bit for bit. */
 static int same_everywhere(const double *w, int32_t n) {
     double *w0 = malloc((size_t)n * sizeof *w0);
@@ -65,7 +56,7 @@ static void compare(ns_life_model_t *g, const ns_life_fit_options *fo, double to
         CHECK(ns_life_engine_backend(le) == NS_BACKEND_CUDA);
         CHECK_MSG(rl.stop == rg.stop, "%s: stops %s (one process, CPU) / %s (processes, CUDA) after %d / %d updates",
                   what, ns_life_stop_name(rg.stop), ns_life_stop_name(rl.stop), (int)rg.updates, (int)rl.updates);
-        const double ew = vec_rel(wl, wg, nf);
+        const double ew = rel_inf(wl, wg, nf);
         CHECK_MSG(ew <= tol, "%s: weights %.3e from the single-process CPU fit (%d / %d updates)", what, ew,
                   (int)rl.updates, (int)rg.updates);
         CHECK_MSG(same_everywhere(wl, nf), "%s: the processes hold different weights", what);
@@ -74,8 +65,8 @@ static void compare(ns_life_model_t *g, const ns_life_fit_options *fo, double to
                    mpi_size, ew, (int)rl.updates, (int)rg.updates, ns_life_stop_name(rl.stop));
         const double *wt = ns_life_model_true_weights(g);
         if (fo->tol_gradient > 0 && wt)
-            CHECK_MSG(vec_rel(wl, wt, nf) <= 1e-6, "%s: weights %.3e from the true weights", what,
-                      vec_rel(wl, wt, nf));
+            CHECK_MSG(rel_inf(wl, wt, nf) <= 1e-6, "%s: weights %.3e from the true weights", what,
+                      rel_inf(wl, wt, nf));
     }
     free(wg);
     free(wl);

@@ -23,29 +23,15 @@
 
 #include "cable/cuda/sim_cuda.h"
 #include "cable/mech.h"
+#include "hines/cuda/onchip_sweeps.cuh"
 
 namespace {
-
-__device__ __forceinline__ bool bad_pivot(double p) { return p == 0.0 || !isfinite(p); }
-
-// 1/x within an ulp or so, without the division's special-case branch: the
-// hardware's approximate reciprocal (about 20 correct bits) and two Newton
-// steps (each doubles the correct bits). 0 and non-finite x give non-finite
-// results, which the pivot and NaN checks catch.
-__device__ __forceinline__ double fast_rcp(double x) {
-    double y;
-    asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(y) : "d"(x));
-    double e = fma(-x, y, 1.0);
-    y = fma(y, e, y);
-    e = fma(-x, y, 1.0);
-    return fma(y, e, y);
-}
 
 // cnexp for x' = (inf - x) / tau in its algebraically equal short form
 // (one reciprocal instead of nocmodl's three divisions; results differ from
 // mech.h's ns_cnexp by rounding only).
 __device__ __forceinline__ double cnexp_short(double x, double inf, double tau, double dt) {
-    return fma(1.0 - exp(-dt * fast_rcp(tau)), inf - x, x);
+    return fma(1.0 - exp(-dt * onchip_rcp(tau)), inf - x, x);
 }
 
 // The current's slope (I(v + .001) - I(v)) / .001, as a product (1e3 differs
@@ -81,11 +67,7 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
     const int nc = g.cells - c0 < C ? (int)(g.cells - c0) : C;
 
     const int32_t *const sched = reinterpret_cast<const int32_t *>(smem);
-    const int32_t *const bwd_begin = sched + (s.bwd_begin - s.base);
-    const int32_t *const fwd_begin = sched + (s.fwd_begin - s.base);
-    const int32_t *const child_pos = sched + (s.child_pos - s.base);
-    const int4 *const bwd = reinterpret_cast<const int4 *>(sched + (s.bwd_desc - s.base));
-    const int4 *const fwd = reinterpret_cast<const int4 *>(sched + (s.fwd_desc - s.base));
+    const OnchipTables tables = onchip_tables(s, sched);
 
     const int n = s.n;
     // Shape constants (ns_sim_onchip_consts layout), position order.
@@ -177,76 +159,9 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         __syncwarp();
 
         // 2. the Hines solve of this lane's cell (G over d, F then x over rhs)
-        bool bad = false;
-        {
-            double *const sd = wbase + mine * cs + 4 * n;
-            double *const sr = sd + n;
-            for (int step = 0; step < s.n_bwd; ++step) {
-                const int q1 = bwd_begin[step * L + role + 1];
-                for (int q = bwd_begin[step * L + role]; q < q1; ++q) {
-                    const int4 run = bwd[q];
-                    const int first = run.x;
-                    int node = run.y;
-                    double dk = sd[node], rk = sr[node];
-                    double an = sa[node], bn = sb[node];
-                    const int cb = (int)((unsigned)run.w >> 16), ce = cb + (run.w & 0xFFFF);
-                    for (int jj = cb; jj < ce; ++jj) {
-                        const int c = child_pos[jj];
-                        const double ac = sa[c];
-                        dk = fma(-ac, sd[c], dk);
-                        rk = fma(-ac, sr[c], rk);
-                    }
-                    for (;;) {
-                        const bool more = node > first;
-                        double dp = 0.0, rp = 0.0, ap = 0.0, bp = 0.0;
-                        if (more) {
-                            dp = sd[node - 1];
-                            rp = sr[node - 1];
-                            ap = sa[node - 1];
-                            bp = sb[node - 1];
-                        }
-                        bad |= bad_pivot(dk);
-                        const double ab = an * bn;
-                        const double inv = fast_rcp(dk);
-                        const double f = rk * inv;
-                        sd[node] = bn * inv;
-                        sr[node] = f;
-                        if (!more) break;
-                        dk = fma(-ab, inv, dp);
-                        rk = fma(-an, f, rp);
-                        an = ap;
-                        bn = bp;
-                        --node;
-                    }
-                }
-                __syncwarp();
-            }
-            for (int step = 0; step < s.n_fwd; ++step) {
-                const int q1 = fwd_begin[step * L + role + 1];
-                for (int q = fwd_begin[step * L + role]; q < q1; ++q) {
-                    const int4 run = fwd[q];
-                    const int last = run.y;
-                    int node = run.x;
-                    double x = run.z >= 0 ? sr[run.z] : 0.0;
-                    double gk = run.z >= 0 ? sd[node] : 0.0, f = sr[node];
-                    for (;;) {
-                        const bool more = node < last;
-                        double gnext = 0.0, fnext = 0.0;
-                        if (more) {
-                            gnext = sd[node + 1];
-                            fnext = sr[node + 1];
-                        }
-                        x = fma(-gk, x, f);
-                        sr[node] = x;
-                        if (!more) break;
-                        gk = gnext;
-                        f = fnext;
-                        ++node;
-                    }
-                }
-                __syncwarp();
-            }
-        }
+        double *const sd = wbase + mine * cs + 4 * n;
+        const bool bad = onchip_backward<L>(tables, s.n_bwd, role, sa, sb, sd, sd + n, nullptr) >= 0;
+        onchip_forward<L>(tables, s.n_fwd, role, sd, sd + n);
 
         // 3. v += x, NaN check, gates, spikes
         t = tm + .5 * dt;

@@ -9,31 +9,19 @@
 // solves there, and writes x back coalesced: device memory sees 32 bytes
 // read and 8 written per compartment, the 40-byte floor.
 //
-// Backward sweep (triang), by height: a lane takes a run whose child runs
-// are done, folds them into the run's last node, then walks to the run's
-// first node carrying d and rhs in registers. At every node it stores
-// G = b / d' (over b) and F = rhs' / d' (over rhs), which is all the forward
-// sweep needs: x = F - G x_parent. The parent's update is
-// d_p -= a b / d', rhs_p -= a F. The next node's inputs are loaded before
-// the current node's reciprocal, so the dependency chain per node is one
-// division and one FMA. Each CUDA block first copies the schedule's core
-// (run descriptors, step tables, child positions; a few KB) into shared
-// memory: read at every run start, it would otherwise wait on L2 behind the
-// streaming traffic (measured: 1.5-4 thousand cycles per run start).
-// Forward sweep (bksub), by depth: a lane takes a run whose parent is solved
-// and walks outwards carrying x in a register (one FMA per node); x
-// overwrites F.
-// __syncwarp() separates the steps; every cell of a warp has the same shape,
-// so the warp's cells walk the same schedule side by side.
+// The two sweeps are onchip_sweeps.cuh's (G over d, F then x over rhs).
+// Each CUDA block first copies the schedule's core (run descriptors, step
+// tables, child positions; a few KB) into shared memory: read at every run
+// start, it would otherwise wait on L2 behind the streaming traffic
+// (measured: 1.5-4 thousand cycles per run start).
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
 #include "hines/cuda/hines_kernels.h"
+#include "hines/cuda/onchip_sweeps.cuh"
 
 namespace {
-
-__device__ __forceinline__ bool bad_pivot(double p) { return p == 0.0 || !isfinite(p); }
 
 // Lanes of one cell per warp: L; cells per warp: 32 / L.
 template <int L>
@@ -60,11 +48,7 @@ __global__ void onchip_kernel(ns_onchip_sched s, const double *__restrict__ ga,
     const long long c0 = ((long long)blockIdx.x * (blockDim.x >> 5) + warp) * C;
     if (c0 >= n_cells) return;  // whole warps only
     const int nc = n_cells - c0 < C ? (int)(n_cells - c0) : C;  // cells of this warp
-    const int32_t *const bwd_begin = sched + (s.bwd_begin - s.base);
-    const int32_t *const fwd_begin = sched + (s.fwd_begin - s.base);
-    const int32_t *const child_pos = sched + (s.child_pos - s.base);
-    const int4 *const bwd = reinterpret_cast<const int4 *>(sched + (s.bwd_desc - s.base));
-    const int4 *const fwd = reinterpret_cast<const int4 *>(sched + (s.fwd_desc - s.base));
+    const OnchipTables tables = onchip_tables(s, sched);
 
     const int n = s.n;
     const int cs = 4 * n + 1;  // doubles per cell (odd: see ns_onchip_cell_doubles)
@@ -92,82 +76,12 @@ __global__ void onchip_kernel(ns_onchip_sched s, const double *__restrict__ ga,
     __syncwarp();
 
     double *const sa = wbase + mine * cs;
-    double *const sb = sa + n;  // b, then G = b / d'
-    double *const sd = sb + n;
+    double *const sb = sa + n;
+    double *const sd = sb + n;  // d, then G = b / d'
     double *const sr = sd + n;  // rhs, then F = rhs' / d', then x
-
-    int worst = -1;  // highest bad-pivot compartment met by this lane
-    {
-        for (int step = 0; step < s.n_bwd; ++step) {
-            const int q1 = bwd_begin[step * L + role + 1];
-            for (int q = bwd_begin[step * L + role]; q < q1; ++q) {
-                const int4 r = bwd[q];
-                const int first = r.x;
-                int node = r.y;
-                double dk = sd[node], rk = sr[node];
-                double an = sa[node], bn = sb[node];
-                const int cb = (int)((unsigned)r.w >> 16), ce = cb + (r.w & 0xFFFF);
-                for (int j = cb; j < ce; ++j) {
-                    const int c = child_pos[j];
-                    const double ac = sa[c];
-                    dk = fma(-ac, sb[c], dk);
-                    rk = fma(-ac, sr[c], rk);
-                }
-                for (;;) {
-                    const bool more = node > first;
-                    double dp = 0.0, rp = 0.0, ap = 0.0, bp = 0.0;
-                    if (more) {  // the next node's inputs, ahead of the chain
-                        dp = sd[node - 1];
-                        rp = sr[node - 1];
-                        ap = sa[node - 1];
-                        bp = sb[node - 1];
-                    }
-                    if (bad_pivot(dk)) {
-                        const int orig = s.identity ? node : __ldg(s.node_of_pos + node);
-                        if (orig > worst) worst = orig;
-                    }
-                    const double ab = an * bn;
-                    const double inv = 1.0 / dk;
-                    const double f = rk * inv;
-                    sb[node] = bn * inv;
-                    sr[node] = f;
-                    if (!more) break;
-                    dk = fma(-ab, inv, dp);
-                    rk = fma(-an, f, rp);
-                    an = ap;
-                    bn = bp;
-                    --node;
-                }
-            }
-            __syncwarp();
-        }
-
-        for (int step = 0; step < s.n_fwd; ++step) {
-            const int q1 = fwd_begin[step * L + role + 1];
-            for (int q = fwd_begin[step * L + role]; q < q1; ++q) {
-                const int4 r = fwd[q];
-                const int last = r.y;
-                int node = r.x;
-                double x = r.z >= 0 ? sr[r.z] : 0.0;
-                double g = r.z >= 0 ? sb[node] : 0.0, f = sr[node];
-                for (;;) {
-                    const bool more = node < last;
-                    double gn = 0.0, fn = 0.0;
-                    if (more) {
-                        gn = sb[node + 1];
-                        fn = sr[node + 1];
-                    }
-                    x = fma(-g, x, f);
-                    sr[node] = x;
-                    if (!more) break;
-                    g = gn;
-                    f = fn;
-                    ++node;
-                }
-            }
-            __syncwarp();
-        }
-    }
+    const int worst =
+        onchip_backward<L>(tables, s.n_bwd, role, sa, sb, sd, sr, s.identity ? nullptr : s.node_of_pos);
+    onchip_forward<L>(tables, s.n_fwd, role, sd, sr);
     if (worst >= 0 && mine < nc) atomicMin(bad, ns_pivot_key(first_cell + c0 + mine, worst));
 
     // Copy out x, coalesced, with streaming stores (x is not read again here).
