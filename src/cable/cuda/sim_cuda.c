@@ -15,6 +15,11 @@
 #define PART_STEPS 2000  /* steps per launch */
 #define SPIKE_CAP 128    /* spikes per cell per launch (more is an error) */
 #define THREADS 128
+/* Shape groups run concurrently, group k on stream k % STREAMS: a
+ * population of many morphologies with few cells each would otherwise run
+ * one small kernel after another. NEUROSOLVE_SIM_STREAMS=1 serialises them
+ * (for measuring). */
+#define STREAMS 16
 /* AUTO takes the onchip loop for a shape when at least this many warps
  * (cells, with 32 lanes per cell) fit an SM: measured on an H200 at 100,000
  * cells, 491 compartments (9 warps) run 1.8x faster onchip than interleaved,
@@ -43,6 +48,8 @@ typedef struct gpu_state {
     int32_t *spike_count_host; /* per local cell of the largest group */
     double *spike_t_host;
     unsigned long long *fault;
+    cudaStream_t streams[STREAMS];
+    int n_streams;
     int host_current;          /* host arrays hold the device state */
     int64_t sites_stims;       /* stimuli and recordings in the uploaded indexes */
     int32_t sites_recs;
@@ -81,6 +88,7 @@ static void free_state(gpu_state *s) {
     cudaFree(s->regions);
     cudaFree(s->traces);
     cudaFree(s->fault);
+    for (int k = 0; k < s->n_streams; ++k) cudaStreamDestroy(s->streams[k]);
     free(s->spike_count_host);
     free(s->spike_t_host);
     free(s);
@@ -176,6 +184,12 @@ static ns_status gpu_create(ns_sim_t *sim) {
     NS_CUDA_TRY(cudaMalloc((void **)&s->regions, sizeof sim->region));
     NS_CUDA_TRY(cudaMemcpy(s->regions, sim->region, sizeof sim->region, cudaMemcpyHostToDevice));
     NS_CUDA_TRY(cudaMalloc((void **)&s->fault, (size_t)s->n_groups * sizeof *s->fault));
+    const char *env = getenv("NEUROSOLVE_SIM_STREAMS");
+    int want = env ? atoi(env) : STREAMS;
+    if (want < 1 || want > STREAMS) want = STREAMS;
+    /* blocking streams: they wait for the default stream's memsets and copies */
+    for (; s->n_streams < want && s->n_streams < s->n_groups; ++s->n_streams)
+        NS_CUDA_TRY(cudaStreamCreate(&s->streams[s->n_streams]));
     s->spike_count_host = malloc((size_t)largest * sizeof *s->spike_count_host);
     s->spike_t_host = malloc((size_t)largest * SPIKE_CAP * sizeof *s->spike_t_host);
     if (!s->spike_count_host || !s->spike_t_host) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: spike buffers");
@@ -326,8 +340,9 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
             s->groups[k].g.traces = s->traces;
             s->groups[k].g.fault = s->fault + k;
             const gpu_group *gr = &s->groups[k];
-            if (gr->onchip) NS_CUDA_TRY(ns_sim_launch_onchip(&gr->oc.sched, &gr->oc.launch, &gr->g, &run, 0));
-            else NS_CUDA_TRY(ns_sim_launch_steps(&gr->g, &run, THREADS, 0));
+            cudaStream_t stream = s->streams[k % s->n_streams];
+            if (gr->onchip) NS_CUDA_TRY(ns_sim_launch_onchip(&gr->oc.sched, &gr->oc.launch, &gr->g, &run, stream));
+            else NS_CUDA_TRY(ns_sim_launch_steps(&gr->g, &run, THREADS, stream));
         }
         NS_CUDA_TRY(cudaDeviceSynchronize());
         unsigned long long keys[64], key = NS_SIM_FAULT_NONE;

@@ -125,6 +125,9 @@ typedef struct ns_sim_onchip_group {
 ns_status ns_sim_onchip_prepare(const sim_shape *shape, int32_t lanes, ns_sim_onchip_group *out, int *fits);
 void ns_sim_onchip_release(ns_sim_onchip_group *group);
 
+/* Allow the lane count's kernel `bytes` of dynamic shared memory and prefer
+ * shared memory over L1 (once per device; sim_onchip_prep.c passes the
+ * device's whole opt-in). */
 cudaError_t ns_sim_onchip_setup(int lanes, size_t bytes);
 cudaError_t ns_sim_onchip_occupancy(int lanes, int warps, size_t bytes, int *blocks);
 cudaError_t ns_sim_launch_onchip(const ns_onchip_sched *sched, const ns_sim_onchip *onchip,

@@ -265,10 +265,6 @@ extern "C" cudaError_t ns_sim_launch_onchip(const ns_onchip_sched *sched, const 
     const int64_t per_block = (int64_t)o->warps * (NS_ONCHIP_LANES / sched->lanes);
     const long long blocks = (group->cells + per_block - 1) / per_block;
     const size_t smem = ns_sim_onchip_block_bytes(sched->n, sched->lanes, sched->core, o->const_words, o->warps);
-    // The shared-memory allowance is an attribute of the kernel, shared by
-    // every shape group that uses this lane count: set it for this group.
-    cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (e != cudaSuccess) return e;
     k<<<(unsigned)blocks, o->warps * NS_ONCHIP_LANES, smem, stream>>>(*sched, *o, *group, *run);
     return cudaGetLastError();
 }

@@ -53,7 +53,6 @@ static ns_status choose_warps(const ns_onchip_plan *p, int32_t const_words, size
         const size_t bytes = ns_sim_onchip_block_bytes(p->n, p->lanes, core, const_words, w);
         if (bytes + NS_SIM_ONCHIP_STATIC_BYTES > optin) break;
         int blocks = 0;
-        NS_CUDA_TRY(ns_sim_onchip_setup(p->lanes, bytes));
         NS_CUDA_TRY(ns_sim_onchip_occupancy(p->lanes, w, bytes, &blocks));
         if (blocks * w > *resident) {
             *resident = blocks * w;
@@ -76,6 +75,11 @@ ns_status ns_sim_onchip_prepare(const sim_shape *sh, int32_t lanes, ns_sim_onchi
     NS_CUDA_TRY(cudaGetDevice(&dev));
     NS_CUDA_TRY(cudaDeviceGetAttribute(&optin_i, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     const size_t optin = (size_t)optin_i;
+    /* The kernels' allowance is the device's whole opt-in (it bounds, and
+     * does not set, a launch's shared memory): groups of any size can then
+     * launch concurrently without changing it in between. */
+    for (int32_t L = 1; L <= NS_ONCHIP_LANES; L *= 2)
+        NS_CUDA_TRY(ns_sim_onchip_setup(L, optin - NS_SIM_ONCHIP_STATIC_BYTES));
     const size_t const_bytes = ns_sim_onchip_const_bytes(n);
     const int32_t const_words = (int32_t)(const_bytes / 16);
     ns_status st = NS_OK;
@@ -99,9 +103,6 @@ ns_status ns_sim_onchip_prepare(const sim_shape *sh, int32_t lanes, ns_sim_onchi
     }
     if (!o->plan.data) return NS_OK; /* nothing fits a block */
     const ns_onchip_plan *p = &o->plan;
-    NS_CUDA_GOTO(ns_sim_onchip_setup(p->lanes, ns_sim_onchip_block_bytes(n, p->lanes, (int32_t)p->pos_of_node,
-                                                                        const_words, o->launch.warps)),
-                 st, fail);
     NS_CUDA_GOTO(cudaMalloc((void **)&o->plan_dev, p->count * sizeof(int32_t)), st, fail);
     NS_CUDA_GOTO(cudaMemcpy(o->plan_dev, p->data, p->count * sizeof(int32_t), cudaMemcpyHostToDevice), st, fail);
     ns_onchip_plan_bind(p, o->plan_dev, &o->sched);
