@@ -44,7 +44,7 @@ static const bad_case bad_cases[] = {
     {"negative_id.swc", NS_ERR_PARSE, "negative_id.swc:2: field 1 (id) '-4' must be >= 0"},
     {"decimal_comma.swc", NS_ERR_PARSE, "decimal_comma.swc:2: field 3 (x) '1,5' is not a number"},
     {"hex_number.swc", NS_ERR_PARSE, "hex_number.swc:2: field 3 (x) '0x10' is not a number"},
-    {"all_radii_zero.swc", NS_ERR_PARSE, "all_radii_zero.swc: no positive radius: a tracing without diameters; use --default-radius"},
+    {"all_radii_zero.swc", NS_ERR_PARSE, "all_radii_zero.swc: no positive radius: a tracing without diameters; give a default radius"},
 };
 
 static void check_bad(const char *path, const ns_swc_options *o, ns_status status, const char *message) {

@@ -25,8 +25,8 @@ static ns_status repair(const char *name, ns_morph_point *pts, int64_t n, int64_
     if (first_bad < 0) return NS_OK;
     if (positive == 0)
         return ns_fail(NS_ERR_PARSE,
-                       "%s: no positive radius: a tracing without diameters; use --default-radius "
-                       "(NS_RADIUS_DEFAULT)",
+                       "%s: no positive radius: a tracing without diameters; give a default radius "
+                       "(NS_RADIUS_DEFAULT; CLI: --radii default:R)",
                        name);
     /* orig[i]: 1 if the file gave a positive radius. Pass 1 (ancestors)
      * writes into r directly; unresolved points keep r <= 0. */
