@@ -48,9 +48,9 @@ static void compare(ns_sim_t *cpu, ns_hines_method method, int32_t lanes, ns_cel
     if (!gpu) return;
     const char *name = ns_hines_method_name(ns_sim_method(gpu));
     CHECK(ns_sim_backend(gpu) == NS_BACKEND_CUDA);
-    /* AUTO: onchip for the shapes with enough resident warps, interleaved
-     * for the others (purk_dbbs, 703 compartments): both loops, "auto" */
-    CHECK_MSG(ns_sim_method(gpu) == method, "method %s resolved to %s", ns_hines_method_name(method), name);
+    /* AUTO with about 50 cells per shape (too few for one thread per cell): onchip */
+    CHECK_MSG(ns_sim_method(gpu) == (method == NS_HINES_AUTO ? NS_HINES_ONCHIP : method), "method %s resolved to %s",
+              ns_hines_method_name(method), name);
     /* several calls, one longer than a GPU launch part (2000 steps) */
     CHECK_OK(ns_sim_advance(gpu, 100));
     CHECK_OK(ns_sim_advance(gpu, 2300));
@@ -93,6 +93,65 @@ static void compare(ns_sim_t *cpu, ns_hines_method method, int32_t lanes, ns_cel
     ns_sim_destroy(gpu);
 }
 
+/* A cell too large for shared memory (mouselight_AA0059, 5,500
+ * compartments: the onchip loop keeps its state in device memory) next to a
+ * small one, against the CPU loop. */
+static void test_large_cell(void) {
+    const char *names[2] = {"mouselight_AA0059_rootlast.swc", "dg_granule_1220882a.swc"};
+    ns_cell_t *cells[2] = {0};
+    for (int k = 0; k < 2; ++k) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", NS_MORPHOLOGIES, names[k]);
+        ns_morph_t *m = NULL;
+        CHECK_OK(ns_swc_read(path, NULL, &m));
+        if (m) CHECK_OK(ns_discretize(m, NULL, &cells[k]));
+        ns_morph_destroy(m);
+    }
+    ns_sim_t *sims[2] = {0};
+    for (int b = 0; b < 2 && cells[0] && cells[1]; ++b) {
+        ns_sim_params p;
+        ns_sim_params_init(&p);
+        ns_sim_options o;
+        ns_sim_options_init(&o);
+        o.backend = b ? NS_BACKEND_CUDA : NS_BACKEND_CPU;
+        o.method = b ? NS_HINES_ONCHIP : NS_HINES_AUTO;
+        CHECK_OK(ns_sim_create(2, (const ns_cell_t *const *)cells, 6, NULL, &p, &o, &sims[b]));
+        for (int64_t c = 0; sims[b] && c < 6; ++c) {
+            ns_cell_info ci;
+            ns_cell_get_info(cells[c % 2], &ci);
+            const int32_t soma = ns_sim_spike_compartment(sims[b], c);
+            CHECK_OK(ns_sim_add_iclamp(sims[b], c, soma, 1.0, 20.0, 1.5e-4 * ci.total_area * (1 + c % 3)));
+            CHECK_OK(ns_sim_add_recording(sims[b], c, soma, NULL));
+            CHECK_OK(ns_sim_add_recording(sims[b], c, ns_tree_size(ns_cell_tree(cells[c % 2])) - 1, NULL));
+        }
+        if (sims[b]) CHECK_OK(ns_sim_advance(sims[b], 1000));
+    }
+    if (sims[0] && sims[1]) {
+        CHECK(ns_sim_method(sims[1]) == NS_HINES_ONCHIP);
+        int64_t sa, sb;
+        int32_t na, nb;
+        const double *ta = ns_sim_traces(sims[0], &sa, &na), *tb = ns_sim_traces(sims[1], &sb, &nb);
+        CHECK(sa == sb && na == nb && sa == 1001);
+        double worst = 0.0;
+        for (int64_t i = 0; sa == sb && na == nb && i < sa * na; ++i) worst = fmax(worst, fabs(ta[i] - tb[i]));
+        int64_t spikes = 0;
+        for (int64_t c = 0; c < 6; ++c) {
+            int64_t a, b2;
+            ns_sim_spikes(sims[0], c, &a);
+            ns_sim_spikes(sims[1], c, &b2);
+            CHECK_MSG(a == b2, "large cell test, cell %lld: %lld spikes on the CPU, %lld on the GPU", (long long)c,
+                      (long long)a, (long long)b2);
+            spikes += a;
+        }
+        CHECK(spikes > 6);
+        CHECK_MSG(worst < 1e-6, "large cell test: GPU traces differ from the CPU's by %g mV", worst);
+        printf("onchip in device memory (5,500 compartments) and in shared memory: %lld spikes, traces within "
+               "%.2e mV\n", (long long)spikes, worst);
+    }
+    for (int b = 0; b < 2; ++b) ns_sim_destroy(sims[b]);
+    for (int k = 0; k < 2; ++k) ns_cell_destroy(cells[k]);
+}
+
 int main(void) {
     int devices = 0;
     if (ns_cuda_device_count(&devices) != NS_OK || devices == 0) {
@@ -119,6 +178,7 @@ int main(void) {
     for (size_t r = 0; cpu && r < sizeof gpu_runs / sizeof gpu_runs[0]; ++r)
         compare(cpu, gpu_runs[r].method, gpu_runs[r].lanes, cells);
     ns_sim_destroy(cpu);
+    test_large_cell();
     for (int k = 0; k < N_FILES; ++k) ns_cell_destroy(cells[k]);
     return check_summary("test_cable_cuda");
 }

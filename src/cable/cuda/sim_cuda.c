@@ -20,11 +20,16 @@
  * one small kernel after another. NEUROSOLVE_SIM_STREAMS=1 serialises them
  * (for measuring). */
 #define STREAMS 16
-/* AUTO takes the onchip loop for a shape when at least this many warps
- * (cells, with 32 lanes per cell) fit an SM: measured on an H200 at 100,000
- * cells, 491 compartments (9 warps) run 1.8x faster onchip than interleaved,
- * 1,221 compartments (3 warps) 1.5x slower (docs/simulation.md). */
+/* AUTO: a shape with enough cells to give one thread per cell this many
+ * threads per SM takes the interleaved loop unless at least
+ * AUTO_ONCHIP_MIN_WARPS of its shared-memory images (warps with 32 lanes per
+ * cell) fit an SM. Measured on an H200 at 100,000 cells: 491 compartments
+ * (9 warps) run 1.8x faster onchip than interleaved, 1,221 compartments (3
+ * warps) 1.5x slower. Fewer cells: onchip always (in shared memory or, for
+ * cells that do not fit, in device memory), since one thread per cell would
+ * leave the GPU idle (docs/simulation.md). */
 #define AUTO_ONCHIP_MIN_WARPS 6
+#define AUTO_INTERLEAVED_THREADS_PER_SM 32
 
 typedef struct gpu_group {
     ns_sim_gpu_group g;
@@ -122,7 +127,9 @@ static ns_status gpu_create(ns_sim_t *sim) {
     s->groups = calloc((size_t)sim->n_shapes, sizeof *s->groups);
     if (!s->groups) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU groups");
     int64_t largest = 0;
-    int any_onchip = 0, any_interleaved = 0;
+    int any_onchip = 0, any_interleaved = 0, dev = 0, sms = 0;
+    NS_CUDA_TRY(cudaGetDevice(&dev));
+    NS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     for (int32_t k = 0; k < sim->n_shapes; ++k) {
         gpu_group *gr = &s->groups[s->n_groups];
         const sim_shape *sh = &sim->shapes[k];
@@ -145,14 +152,16 @@ static ns_status gpu_create(ns_sim_t *sim) {
         ns_status st;
         if (sim->method != NS_HINES_INTERLEAVED) {
             if ((st = ns_sim_onchip_prepare(sh, sim->options.gpu_lanes, &gr->oc, &gr->onchip)) != NS_OK) return st;
-            if (gr->onchip && sim->method == NS_HINES_AUTO && gr->oc.resident_warps < AUTO_ONCHIP_MIN_WARPS) {
+            const int many = cells >= (int64_t)sms * AUTO_INTERLEAVED_THREADS_PER_SM;
+            if (gr->onchip && sim->method == NS_HINES_AUTO && many &&
+                (!gr->oc.launch.in_shared || gr->oc.resident_warps < AUTO_ONCHIP_MIN_WARPS)) {
                 ns_sim_onchip_release(&gr->oc);
                 gr->onchip = 0;
             }
             if (!gr->onchip && sim->method == NS_HINES_ONCHIP)
                 return ns_fail(NS_ERR_UNSUPPORTED,
-                               "simulation: a cell of %d compartments does not fit the onchip loop's shared "
-                               "memory (use 'interleaved')",
+                               "simulation: a cell of %d compartments is beyond the onchip loop's schedule "
+                               "(use 'interleaved')",
                                (int)sh->n);
         }
         if (gr->onchip) {
@@ -173,8 +182,11 @@ static ns_status gpu_create(ns_sim_t *sim) {
              (st = upload(gr, (void **)&g->a, sh->a, n * sizeof(double))) != NS_OK ||
              (st = upload(gr, (void **)&g->b, sh->b, n * sizeof(double))) != NS_OK ||
              (st = upload(gr, (void **)&g->cap, sh->cap, n * sizeof(double))) != NS_OK ||
-             (st = upload(gr, (void **)&g->region, sh->region, n * sizeof(int8_t))) != NS_OK ||
-             (st = dalloc(gr, (void **)&g->d, z)) != NS_OK || (st = dalloc(gr, (void **)&g->rhs, z)) != NS_OK))
+             (st = upload(gr, (void **)&g->region, sh->region, n * sizeof(int8_t))) != NS_OK))
+            return st;
+        /* d and rhs in device memory: interleaved, and onchip when the image is not in shared memory */
+        if ((!gr->onchip || !gr->oc.launch.in_shared) &&
+            ((st = dalloc(gr, (void **)&g->d, z)) != NS_OK || (st = dalloc(gr, (void **)&g->rhs, z)) != NS_OK))
             return st;
     }
     /* the method the loops resolved to (AUTO: both loops in use) */

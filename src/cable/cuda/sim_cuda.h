@@ -90,6 +90,8 @@ typedef struct ns_sim_onchip {
     const void *consts;  /* device, ns_sim_onchip_const_bytes(n) */
     int32_t const_words; /* 16-byte words of consts */
     int32_t warps;       /* warps per CUDA block */
+    int32_t in_shared;   /* 1: images in shared memory; 0: state in device memory
+                            (the group's v, m, h, gn, and d, rhs scratch), 32 lanes */
 } ns_sim_onchip;
 
 /* Doubles of shared memory per cell: v, m, h, n, d, rhs and one of padding
@@ -120,8 +122,10 @@ typedef struct ns_sim_onchip_group {
 } ns_sim_onchip_group;
 
 /* Plan, pack and upload a shape for the onchip loop with `lanes` lanes per
- * cell (0: automatic; more lanes when the choice does not fit). *fits = 0
- * (and NS_OK) when no lane count fits a block's shared memory. */
+ * cell (0: automatic; more lanes when the choice does not fit); a shape
+ * whose image fits no block's shared memory gets the loop in device memory
+ * (launch.in_shared = 0, 32 lanes). *fits = 0 (and NS_OK) only beyond the
+ * schedule's size limit (NS_ONCHIP_MAX_N). */
 ns_status ns_sim_onchip_prepare(const sim_shape *shape, int32_t lanes, ns_sim_onchip_group *out, int *fits);
 void ns_sim_onchip_release(ns_sim_onchip_group *group);
 

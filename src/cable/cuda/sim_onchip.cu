@@ -38,7 +38,29 @@ __device__ __forceinline__ double cnexp_short(double x, double inf, double tau, 
 // from 1 / .001 by rounding only).
 __device__ __forceinline__ double slope(double i1, double i0) { return (i1 - i0) * 1e3; }
 
-template <int L>
+// One cell's arrays (position order): in the warp's shared memory, or (cells
+// too large for it) the state in device memory where it lives and d, rhs in
+// the group's scratch.
+struct CellView {
+    double *v, *m, *h, *gn, *d, *rhs;
+};
+
+template <bool kShared>
+__device__ __forceinline__ CellView cell_view(double *wbase, int cs, int n, int c, const ns_sim_gpu_group &g,
+                                              long long j) {
+    if constexpr (kShared) {
+        double *v = wbase + c * cs;
+        return CellView{v, v + n, v + 2 * n, v + 3 * n, v + 4 * n, v + 5 * n};
+    } else {
+        const long long o = j * n;
+        return CellView{g.v + o, g.m + o, g.h + o, g.gn + o, g.d + o, g.rhs + o};
+    }
+}
+
+// kShared: the cells' images and the shape's constants in shared memory
+// (the on-chip loop); otherwise everything stays in device memory (L1/L2)
+// and only the warp structure remains (cells that do not fit a block).
+template <int L, bool kShared>
 __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group g, ns_sim_gpu_run r) {
     constexpr int C = NS_ONCHIP_LANES / L;
     extern __shared__ __align__(16) double smem[];
@@ -50,8 +72,10 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         int4 *dst = reinterpret_cast<int4 *>(smem);
         const int4 *core = reinterpret_cast<const int4 *>(s.base);
         const int4 *consts = reinterpret_cast<const int4 *>(o.consts);
-        for (int k = threadIdx.x; k < core4; k += blockDim.x) dst[k] = __ldg(core + k);
-        for (int k = threadIdx.x; k < o.const_words; k += blockDim.x) dst[core4 + k] = __ldg(consts + k);
+        if (kShared) {
+            for (int k = threadIdx.x; k < core4; k += blockDim.x) dst[k] = __ldg(core + k);
+            for (int k = threadIdx.x; k < o.const_words; k += blockDim.x) dst[core4 + k] = __ldg(consts + k);
+        }
         if (threadIdx.x < NS_REGION_COUNT) regions[threadIdx.x] = r.regions[threadIdx.x];
         const double *src = reinterpret_cast<const double *>(r.table);
         double *tab = reinterpret_cast<double *>(&table);
@@ -66,12 +90,13 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
     if (c0 >= g.cells) return;  // whole warps only
     const int nc = g.cells - c0 < C ? (int)(g.cells - c0) : C;
 
-    const int32_t *const sched = reinterpret_cast<const int32_t *>(smem);
+    const int32_t *const sched = kShared ? reinterpret_cast<const int32_t *>(smem) : s.base;
     const OnchipTables tables = onchip_tables(s, sched);
 
     const int n = s.n;
-    // Shape constants (ns_sim_onchip_consts layout), position order.
-    const double *const sa = reinterpret_cast<const double *>(smem + core4 * 2);
+    // Shape constants (ns_sim_onchip_const_bytes layout), position order.
+    const double *const sa =
+        kShared ? reinterpret_cast<const double *>(smem + core4 * 2) : static_cast<const double *>(o.consts);
     const double *const sb = sa + n;
     const double *const scap = sb + n;
     const int32_t *const spar = reinterpret_cast<const int32_t *>(scap + n);
@@ -81,12 +106,12 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
 
     const int cs = ns_sim_onchip_cell_doubles(n);
     double *const wbase = smem + (size_t)(core4 + o.const_words) * 2 + (size_t)warp * C * cs;
-    // cell c of the warp: v, m, h, n, d, rhs at wbase + c * cs + {0, 1, 2, 3, 4, 5} * n
+    // cell c of the warp: cell_view(c) (shared: v, m, h, n, d, rhs at wbase + c * cs + {0, ..., 5} * n)
 
     // Load the state: element e of the warp's range is (cell e / n, position e % n).
     const long long g0 = c0 * n;
     const int total = nc * n;
-    for (int e = lane; e < total; e += 32) {
+    for (int e = lane; kShared && e < total; e += 32) {
         const int c = e / n, p = e - c * n;
         double *cell = wbase + c * cs;
         cell[p] = g.v[g0 + e];
@@ -107,10 +132,10 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         // 1. membrane, stimulus, capacitance, axial terms
         for (int c = 0; c < nc; ++c) {
             if (!(alive >> c & 1u)) continue;
-            double *const v = wbase + c * cs;
-            const double *const m = v + n, *const h = m + n, *const gn = h + n;
-            double *const d = v + 4 * n, *const rhs = v + 5 * n;
             const long long j = c0 + c;
+            const CellView cv = cell_view<kShared>(wbase, cs, n, c, g, j);
+            const double *const v = cv.v, *const m = cv.m, *const h = cv.h, *const gn = cv.gn;
+            double *const d = cv.d, *const rhs = cv.rhs;
             const long long st0 = g.stim_begin[j], st1 = g.stim_begin[j + 1];
             for (int p = lane; p < n; p += 32) {
                 const int reg = sregion[p];
@@ -159,9 +184,9 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         __syncwarp();
 
         // 2. the Hines solve of this lane's cell (G over d, F then x over rhs)
-        double *const sd = wbase + mine * cs + 4 * n;
-        const bool bad = onchip_backward<L>(tables, s.n_bwd, role, sa, sb, sd, sd + n, nullptr) >= 0;
-        onchip_forward<L>(tables, s.n_fwd, role, sd, sd + n);
+        const CellView sv = cell_view<kShared>(wbase, cs, n, mine, g, c0 + (mine < nc ? mine : 0));
+        const bool bad = onchip_backward<L>(tables, s.n_bwd, role, sa, sb, sv.d, sv.rhs, nullptr) >= 0;
+        onchip_forward<L>(tables, s.n_fwd, role, sv.d, sv.rhs);
 
         // 3. v += x, NaN check, gates, spikes
         t = tm + .5 * dt;
@@ -170,9 +195,9 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         unsigned fault = bad && mine < nc ? 1u << mine : 0u;
         for (int c = 0; c < nc; ++c) {
             if (!(alive >> c & 1u)) continue;
-            double *const v = wbase + c * cs;
-            double *const m = v + n, *const h = m + n, *const gn = h + n;
-            const double *const x = v + 5 * n;
+            const CellView cv = cell_view<kShared>(wbase, cs, n, c, g, c0 + c);
+            double *const v = cv.v, *const m = cv.m, *const h = cv.h, *const gn = cv.gn;
+            const double *const x = cv.rhs;
             for (int p = lane; p < n; p += 32) {
                 const double v_old = v[p];
                 const double vi = v_old + x[p];
@@ -208,14 +233,14 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
             for (int c = 0; c < nc; ++c) {
                 if (!(alive >> c & 1u)) continue;
                 const long long j = c0 + c;
-                const double *v = wbase + c * cs;
+                const double *v = cell_view<kShared>(wbase, cs, n, c, g, j).v;
                 for (long long q = g.rec_begin[j] + lane; q < g.rec_begin[j + 1]; q += 32)
                     row[g.rec_site[q]] = v[g.rec_node[q]];
             }
         }
     }
     __syncwarp();
-    for (int e = lane; e < total; e += 32) {
+    for (int e = lane; kShared && e < total; e += 32) {
         const int c = e / n, p = e - c * n;
         const double *cell = wbase + c * cs;
         g.v[g0 + e] = cell[p];
@@ -227,14 +252,16 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
 
 typedef void (*kernel_fn)(ns_onchip_sched, ns_sim_onchip, ns_sim_gpu_group, ns_sim_gpu_run);
 
-kernel_fn pick(int lanes) {
+// shared: 1, 2, 4, ..., 32 lanes per cell; in device memory: 32 lanes
+kernel_fn pick(int lanes, bool shared) {
+    if (!shared) return lanes == 32 ? sim_onchip<32, false> : nullptr;
     switch (lanes) {
-    case 1: return sim_onchip<1>;
-    case 2: return sim_onchip<2>;
-    case 4: return sim_onchip<4>;
-    case 8: return sim_onchip<8>;
-    case 16: return sim_onchip<16>;
-    case 32: return sim_onchip<32>;
+    case 1: return sim_onchip<1, true>;
+    case 2: return sim_onchip<2, true>;
+    case 4: return sim_onchip<4, true>;
+    case 8: return sim_onchip<8, true>;
+    case 16: return sim_onchip<16, true>;
+    case 32: return sim_onchip<32, true>;
     default: return nullptr;
     }
 }
@@ -242,7 +269,7 @@ kernel_fn pick(int lanes) {
 }  // namespace
 
 extern "C" cudaError_t ns_sim_onchip_setup(int lanes, size_t bytes) {
-    const kernel_fn k = pick(lanes);
+    const kernel_fn k = pick(lanes, true);
     if (!k) return cudaErrorInvalidValue;
     cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
     if (e != cudaSuccess) return e;
@@ -251,7 +278,7 @@ extern "C" cudaError_t ns_sim_onchip_setup(int lanes, size_t bytes) {
 }
 
 extern "C" cudaError_t ns_sim_onchip_occupancy(int lanes, int warps, size_t bytes, int *blocks) {
-    const kernel_fn k = pick(lanes);
+    const kernel_fn k = pick(lanes, true);
     if (!k) return cudaErrorInvalidValue;
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, warps * NS_ONCHIP_LANES, bytes);
 }
@@ -260,11 +287,12 @@ extern "C" cudaError_t ns_sim_launch_onchip(const ns_onchip_sched *sched, const 
                                             const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
                                             cudaStream_t stream) {
     if (group->cells <= 0) return cudaSuccess;
-    const kernel_fn k = pick(sched->lanes);
+    const kernel_fn k = pick(sched->lanes, o->in_shared);
     if (!k) return cudaErrorInvalidValue;
     const int64_t per_block = (int64_t)o->warps * (NS_ONCHIP_LANES / sched->lanes);
     const long long blocks = (group->cells + per_block - 1) / per_block;
-    const size_t smem = ns_sim_onchip_block_bytes(sched->n, sched->lanes, sched->core, o->const_words, o->warps);
+    const size_t smem =
+        o->in_shared ? ns_sim_onchip_block_bytes(sched->n, sched->lanes, sched->core, o->const_words, o->warps) : 0;
     k<<<(unsigned)blocks, o->warps * NS_ONCHIP_LANES, smem, stream>>>(*sched, *o, *group, *run);
     return cudaGetLastError();
 }

@@ -62,6 +62,9 @@ static ns_status choose_warps(const ns_onchip_plan *p, int32_t const_words, size
     return NS_OK;
 }
 
+/* Warps per block of the loop in device memory (no shared-memory limit). */
+#define GLOBAL_WARPS 4
+
 /* Lanes per cell when the caller leaves it open: measured on an H200
  * (docs/simulation.md, "GPU loops"). */
 static int32_t default_lanes(int32_t n) { return n <= 128 ? 8 : 32; }
@@ -70,7 +73,7 @@ ns_status ns_sim_onchip_prepare(const sim_shape *sh, int32_t lanes, ns_sim_onchi
     memset(o, 0, sizeof *o);
     *fits = 0;
     const int32_t n = sh->n;
-    if (n > NS_ONCHIP_MAX_N) return NS_OK;
+    if (n > NS_ONCHIP_MAX_N) return NS_OK; /* the schedule's 16-bit fields */
     int dev = 0, optin_i = 0;
     NS_CUDA_TRY(cudaGetDevice(&dev));
     NS_CUDA_TRY(cudaDeviceGetAttribute(&optin_i, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
@@ -98,10 +101,16 @@ ns_status ns_sim_onchip_prepare(const sim_shape *sh, int32_t lanes, ns_sim_onchi
         o->plan = plan;
         o->launch.warps = warps;
         o->launch.const_words = const_words;
+        o->launch.in_shared = 1;
         o->resident_warps = resident;
         break;
     }
-    if (!o->plan.data) return NS_OK; /* nothing fits a block */
+    if (!o->plan.data) { /* no image fits a block: the loop in device memory, 32 lanes per cell */
+        if ((st = ns_onchip_plan_build(n, sh->parent, NS_ONCHIP_LANES, &o->plan)) != NS_OK) return st;
+        o->launch.warps = GLOBAL_WARPS;
+        o->launch.const_words = const_words;
+        o->launch.in_shared = 0;
+    }
     const ns_onchip_plan *p = &o->plan;
     NS_CUDA_GOTO(cudaMalloc((void **)&o->plan_dev, p->count * sizeof(int32_t)), st, fail);
     NS_CUDA_GOTO(cudaMemcpy(o->plan_dev, p->data, p->count * sizeof(int32_t), cudaMemcpyHostToDevice), st, fail);
