@@ -85,6 +85,12 @@ check(m.get("roots") == 3 and m.get("roots_kept") == 1, f"I5 roots {m.get('roots
 check(m.get("points", 0) + m.get("points_dropped", 0) == 109, "I5 kept + dropped != 109")
 run("morph", os.path.join(MORPH, "celegans_I5_3roots.swc"), "--roots", "reject", code=1,
     stderr_has="celegans_I5_3roots.swc")
+# `bundled` is the 54 shipped files (SOURCES.md); without a radius policy the
+# one tracing without diameters fails with a message that names the option
+j = as_json(run("morph", "bundled", "--radii", "default:0.5", "--json"), "morph bundled")
+check(len(j.get("morphologies") or []) == 54 and j.get("failed") == 0,
+      f"morph bundled: {len(j.get('morphologies') or [])} morphologies, {j.get('failed')} failed")
+run("morph", "bundled", code=1, stderr_has="--radii default:R")
 # missing, unreadable and malformed files name the file
 run("morph", "/nonexistent/cell.swc", code=1, stderr_has="/nonexistent/cell.swc")
 with tempfile.TemporaryDirectory() as tmp:

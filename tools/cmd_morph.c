@@ -7,7 +7,7 @@
 #include "shapes.h"
 
 static void help(void) {
-    printf("usage: neurosolve morph FILE|DIRECTORY... [--json] [options]\n"
+    printf("usage: neurosolve morph FILE|DIRECTORY|bundled... [--json] [options]\n"
            "Reads each SWC file, applies the root and radius policies (docs/swc.md), discretises it\n"
            "(docs/discretisation.md) and prints one row per file. Files that fail are reported on\n"
            "stderr and the exit code is 1; the others are still printed.\n\n%s",
@@ -70,7 +70,8 @@ int cmd_morph(int argc, char **argv) {
     for (int k = 0; k < n_paths; ++k) {
         char **files = NULL;
         int n = 0;
-        if (cli_expand_path(paths[k], &files, &n)) { failed++; continue; }
+        const char *path = strcmp(paths[k], "bundled") == 0 ? cli_morphology_dir() : paths[k];
+        if (cli_expand_path(path, &files, &n)) { failed++; continue; }
         for (int f = 0; f < n; ++f) {
             morph_row r = {files[f], {0}, {0}, {0}};
             if (describe(files[f], &mo, &r)) {
