@@ -187,7 +187,7 @@ double ns_life_floor_bytes(const ns_life_model_t *model, ns_life_product product
 /* ------------------------------------------------------------- SBBNNLS */
 
 /* Sums `n` doubles over all processes in place, giving every process the
- * same bits (ns_mpi_life_reduce: MPI_Reduce + MPI_Bcast); NULL for a single
+ * same bits (ns_mpi_life_fit's, or ns_mpi_life_reduce); NULL for a single
  * process. `values` is always host memory: with the CUDA backend SBBNNLS
  * copies a device fiber vector to a pinned host buffer, calls the hook and
  * copies the sum back. */

@@ -220,8 +220,8 @@ ns_status ns_mpi_life_partition(MPI_Comm comm, const ns_life_model_t *global,
 /* Collective. ns_life_fit on a voxel-partitioned model: the sums over
  * processes (w = M^T y and every voxel-space dot product) go through
  * options->reduce, set here to a reduction whose result is bit-identical
- * on every process (MPI_Reduce to rank 0, then MPI_Bcast), so that every
- * process takes the same decisions. Every process receives all of w.
+ * on every process (MPI_Reduce_scatter, then MPI_Allgatherv of the summed
+ * slices), so that every process takes the same decisions. Every process receives all of w.
  * CPU or CUDA engine (on CUDA each sum of a fiber vector goes through a
  * pinned host buffer); the preconditioner is not supported (its diagonal
  * would need a sum over processes too). */
@@ -229,8 +229,9 @@ ns_status ns_mpi_life_fit(MPI_Comm comm, ns_life_engine_t *engine,
                           const ns_life_fit_options *options, double *w, double *history,
                           ns_life_fit_result *result);
 
-/* The reduce callback ns_mpi_life_fit installs (context: a pointer to the
- * MPI_Comm), for callers of ns_life_fit who set it themselves. */
+/* A reduce callback for callers of ns_life_fit who set it themselves
+ * (context: a pointer to the MPI_Comm): MPI_Reduce to rank 0 and MPI_Bcast,
+ * every process the same bits. */
 ns_status ns_mpi_life_reduce(double *values, int64_t n, void *context);
 
 #ifdef __cplusplus

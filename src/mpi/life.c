@@ -96,25 +96,49 @@ ns_status ns_mpi_life_partition(MPI_Comm comm, const ns_life_model_t *global, ns
     return NS_OK;
 }
 
-/* The reduce hook's context: the communicator, and whether an agreement
- * inside the fit already ended it on a failure (then the wrapper must not
- * agree once more: the other processes have left). */
+/* The reduce hook's context: the communicator, the slice buffer of the
+ * sums, and whether an agreement inside the fit already ended it on a
+ * failure (then the wrapper must not agree once more: the other processes
+ * have left). */
 typedef struct reduce_ctx {
     MPI_Comm comm;
+    double *slice;       /* ceil(n / processes) doubles */
+    int64_t slice_cap;
     int failed_together;
 } reduce_ctx;
 
-static ns_status sum_over_ranks(MPI_Comm comm, double *values, int64_t n) {
-    int rank = 0;
+/* Sum n values over the processes so that every process receives the same
+ * bits (SBBNNLS's stopping tests must take the same branch everywhere, and
+ * MPI_Allreduce does not promise that). With a slice buffer: each process
+ * sums one slice (MPI_Reduce_scatter: a slice is summed on its owner only),
+ * then every slice is copied to everyone (MPI_Allgatherv): about
+ * 2 (p - 1) / p n values move per process. Without one: MPI_Reduce to rank 0
+ * and MPI_Bcast of its bits (n values per tree level). */
+static ns_status sum_over_ranks(MPI_Comm comm, double *values, int64_t n, double *slice) {
+    int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
-    /* Reduce to rank 0, then broadcast its bits: every process gets the
-     * same result, which MPI_Allreduce does not promise, and SBBNNLS's
-     * stopping tests must take the same branch everywhere. */
+    MPI_Comm_size(comm, &size);
+    if (size == 1) return NS_OK;
+    enum { MAX_RANKS_SLICED = 1024 };
+    int counts[MAX_RANKS_SLICED], displs[MAX_RANKS_SLICED];
+    const int sliced = slice != NULL && size <= MAX_RANKS_SLICED;
     for (int64_t o = 0; o < n; o += INT_MAX / 2) {
         const int c = (int)(n - o < INT_MAX / 2 ? n - o : INT_MAX / 2);
-        int rc = rank == 0 ? MPI_Reduce(MPI_IN_PLACE, values + o, c, MPI_DOUBLE, MPI_SUM, 0, comm)
+        int rc;
+        if (sliced) {
+            for (int r = 0, at = 0; r < size; ++r) {
+                counts[r] = c / size + (r < c % size);
+                displs[r] = at;
+                at += counts[r];
+            }
+            rc = MPI_Reduce_scatter(values + o, slice, counts, MPI_DOUBLE, MPI_SUM, comm);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Allgatherv(slice, counts[rank], MPI_DOUBLE, values + o, counts, displs, MPI_DOUBLE, comm);
+        } else {
+            rc = rank == 0 ? MPI_Reduce(MPI_IN_PLACE, values + o, c, MPI_DOUBLE, MPI_SUM, 0, comm)
                            : MPI_Reduce(values + o, NULL, c, MPI_DOUBLE, MPI_SUM, 0, comm);
-        if (rc == MPI_SUCCESS) rc = MPI_Bcast(values + o, c, MPI_DOUBLE, 0, comm);
+            if (rc == MPI_SUCCESS) rc = MPI_Bcast(values + o, c, MPI_DOUBLE, 0, comm);
+        }
         if (rc != MPI_SUCCESS) return ns_fail(NS_ERR_IO, "MPI sum of %lld values failed", (long long)n);
     }
     return NS_OK;
@@ -122,19 +146,33 @@ static ns_status sum_over_ranks(MPI_Comm comm, double *values, int64_t n) {
 
 static ns_status reduce_hook(double *values, int64_t n, void *context) {
     reduce_ctx *ctx = context;
+    /* The slice buffer is local work: before the agreement. */
+    int size = 1;
+    MPI_Comm_size(ctx->comm, &size);
+    const int64_t want = (n < INT_MAX / 2 ? n : INT_MAX / 2) / size + 1;
+    ns_status local = NS_OK;
+    if (want > ctx->slice_cap) {
+        double *grown = realloc(ctx->slice, (size_t)want * sizeof *grown);
+        if (grown) {
+            ctx->slice = grown;
+            ctx->slice_cap = want;
+        } else {
+            local = ns_fail(NS_ERR_OUT_OF_MEMORY, "MPI sum: a slice of %lld doubles", (long long)want);
+        }
+    }
     /* Each sum is a communication phase: agree first, so that a process
      * that failed inside the fit ends the others here (docs/mpi.md). */
-    ns_status st = ns_mpi_agree(ctx->comm, NS_OK);
+    ns_status st = ns_mpi_agree(ctx->comm, local);
     if (st != NS_OK) {
         ctx->failed_together = 1;
         return st;
     }
-    return sum_over_ranks(ctx->comm, values, n);
+    return sum_over_ranks(ctx->comm, values, n, ctx->slice);
 }
 
 ns_status ns_mpi_life_reduce(double *values, int64_t n, void *context) {
     if (!context || (n > 0 && !values)) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_mpi_life_reduce: NULL argument");
-    return sum_over_ranks(*(MPI_Comm *)context, values, n);
+    return sum_over_ranks(*(MPI_Comm *)context, values, n, NULL);
 }
 
 ns_status ns_mpi_life_fit(MPI_Comm comm, ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,
@@ -142,7 +180,7 @@ ns_status ns_mpi_life_fit(MPI_Comm comm, ns_life_engine_t *engine, const ns_life
     ns_life_fit_options o;
     if (options) o = *options;
     else ns_life_fit_options_init(&o);
-    reduce_ctx ctx = {comm, 0};
+    reduce_ctx ctx = {comm, NULL, 0, 0};
     ns_status st = NS_OK;
     if (o.preconditioner)
         st = ns_fail(NS_ERR_UNSUPPORTED,
@@ -152,6 +190,7 @@ ns_status ns_mpi_life_fit(MPI_Comm comm, ns_life_engine_t *engine, const ns_life
         o.reduce_context = &ctx;
         st = ns_life_fit(engine, &o, w, history, result);
     }
+    free(ctx.slice);
     if (ctx.failed_together) return st;
     return ns_mpi_agree(comm, st);
 }
