@@ -3,14 +3,16 @@
 // state (v, m, h, n) and scratch (d, rhs) in shared memory for every step of
 // a launch. Device memory sees the state once per launch (read at the start,
 // written at the end), the recorded samples and the spikes; a step is
-// arithmetic and shared-memory traffic only.
+// arithmetic and shared-memory traffic only. Cells whose image does not fit
+// a block run the same code with kShared = false: the state stays where it
+// lives in device memory, d and rhs in the group's scratch (32 lanes).
 //
 // One step, NEURON's order of operations (step_cpu.c):
 //   1. per compartment (all 32 lanes over the warp's cells): pas, IClamp, hh
 //      currents and slopes, capacitance, then the axial terms gathered at the
 //      node (its own term first, then its children in increasing compartment
 //      order: the order in which the CPU loop's scatter adds them);
-//   2. the Hines solve by the on-chip schedule (kernel_onchip.cu): backward
+//   2. the Hines solve by the on-chip schedule (onchip_sweeps.cuh): backward
 //      sweep by height storing G = b/d' over d and F = rhs'/d' over rhs,
 //      forward sweep x = F - G x_parent over rhs;
 //   3. per compartment: v += x, NaN check, hh gates by cnexp from the new v,
