@@ -13,15 +13,8 @@
 
 #include "check.h"
 #include "neurosolve/neurosolve.h"
+#include "test_tmpdir.h"
 
-static char dir[256];
-static char *tmp(const char *name) {
-    static char buf[8][512];
-    static int k = 0;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
 
 enum { NX = 3, NY = 3, NZ = 3, NT = 7 };
 /* world = (2 i - 2, j + 3, k): anisotropic voxels 2 x 1 x 1 mm */
@@ -333,13 +326,9 @@ static void test_real_case(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "/tmp/ns_life_build_%ld", (long)getpid());
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
-    if (system(cmd) != 0) return 1;
+    if (tmpdir_make("ns_life_build")) return 1;
     test_hand_made();
     test_real_case();
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) return 1;
+    if (tmpdir_remove()) return 1;
     return check_summary("test_life_build");
 }

@@ -16,15 +16,8 @@
 
 #include "check.h"
 #include "neurosolve/neurosolve.h"
+#include "test_tmpdir.h"
 
-static char dir[256];
-static char *tmp(const char *name) {
-    static char buf[8][512];
-    static int k = 0;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
 
 /* ------------------------------------------------------------- bytes */
 static void put16(unsigned char *p, int v, int be) {
@@ -542,16 +535,12 @@ static void test_orientation(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "/tmp/ns_life_readers_%ld", (long)getpid());
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
-    if (system(cmd) != 0) return 1;
+    if (tmpdir_make("ns_life_readers")) return 1;
     test_nifti();
     test_gradients();
     test_trk();
     test_tck();
     test_orientation();
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) return 1;
+    if (tmpdir_remove()) return 1;
     return check_summary("test_life_readers");
 }

@@ -50,11 +50,10 @@ typedef struct rows {
 } rows;
 
 static row *add_row(rows *r) {
-    row *v = cli_reserve_one(r->v, r->n, &r->cap, sizeof *v);
+    row *v = cli_append_zeroed(r->v, &r->n, &r->cap, sizeof *v);
     if (!v) return NULL;
     r->v = v;
-    row *x = &v[r->n++];
-    memset(x, 0, sizeof *x);
+    row *x = &v[r->n - 1];
     x->ratio = x->layout_ms = -1.0;
     return x;
 }

@@ -52,11 +52,10 @@ typedef struct {
 } mrows;
 
 static mrow *add_row(mrows *r) {
-    mrow *v = cli_reserve_one(r->v, r->n, &r->cap, sizeof *v);
+    mrow *v = cli_append_zeroed(r->v, &r->n, &r->cap, sizeof *v);
     if (!v) return NULL;
     r->v = v;
-    mrow *x = &v[r->n++];
-    memset(x, 0, sizeof *x);
+    mrow *x = &v[r->n - 1];
     x->ratio = x->layout_ms = x->vs_cell = -1.0;
     return x;
 }

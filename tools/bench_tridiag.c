@@ -58,11 +58,10 @@ typedef struct rows {
 } rows;
 
 static row *add_row(rows *r) {
-    row *v = cli_reserve_one(r->v, r->n, &r->cap, sizeof *v);
+    row *v = cli_append_zeroed(r->v, &r->n, &r->cap, sizeof *v);
     if (!v) return NULL;
     r->v = v;
-    row *x = &v[r->n++];
-    memset(x, 0, sizeof *x);
+    row *x = &v[r->n - 1];
     x->ms = x->min_ms = x->speedup_cusparse = x->speedup_seq = x->gbs = x->ratio = x->error = NAN;
     return x;
 }

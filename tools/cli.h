@@ -47,10 +47,11 @@ int cli_parse_long_list(const char *command, const char *option, const char *tex
  * tree's data/morphologies). */
 const char *cli_morphology_dir(void);
 
-/* Make room for one more element of `size` bytes in a growable array that
- * holds `count` of *capacity elements: returns the (possibly moved) array,
- * or NULL when memory runs out (the old array is then still valid). */
-void *cli_reserve_one(void *items, int count, int *capacity, size_t size);
+/* Append one zeroed element of `size` bytes to a growable array of *count
+ * of *capacity elements: returns the (possibly moved) array, whose new
+ * element is at *count - 1, or NULL when memory runs out (the old array is
+ * then unchanged and still valid). */
+void *cli_append_zeroed(void *items, int *count, int *capacity, size_t size);
 
 /* Largest relative error of a batch's solution against a reference: the
  * maximum over cells of ||x - ref||_inf / ||ref||_inf (NaN counts as worst). */

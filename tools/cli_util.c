@@ -105,12 +105,16 @@ const char *cli_morphology_dir(void) {
     return NS_SOURCE_DIR "/data/morphologies";
 }
 
-void *cli_reserve_one(void *items, int count, int *capacity, size_t size) {
-    if (count < *capacity) return items;
-    int cap = *capacity ? 2 * *capacity : 64;
-    void *grown = realloc(items, (size_t)cap * size);
-    if (grown) *capacity = cap;
-    return grown;
+void *cli_append_zeroed(void *items, int *count, int *capacity, size_t size) {
+    if (*count >= *capacity) {
+        const int cap = *capacity ? 2 * *capacity : 64;
+        void *grown = realloc(items, (size_t)cap * size);
+        if (!grown) return NULL;
+        items = grown;
+        *capacity = cap;
+    }
+    memset((char *)items + (size_t)(*count)++ * size, 0, size);
+    return items;
 }
 
 double cli_batch_error(const ns_batch_t *batch, const double *x, const double *ref) {
