@@ -62,10 +62,8 @@ static void test_fixed(void) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
         const int32_t n = cases[c].n;
         const int64_t batch = cases[c].batch;
-        int32_t *sizes = malloc((size_t)batch * sizeof *sizes);
-        for (int64_t s = 0; s < batch; ++s) sizes[s] = n;
         td_set t;
-        CHECK(td_make(&t, batch, sizes, 1000 + c));
+        CHECK(td_make_fixed(&t, batch, n, 1000 + c));
         double *ref = malloc((size_t)t.total * sizeof *ref);
         float *fref = malloc((size_t)t.total * sizeof *fref);
         CHECK(td_lapack(&t, ref));
@@ -130,7 +128,7 @@ static void test_fixed(void) {
                     }
                     free(seq_x);
                 }
-        free(ref), free(fref), free(fref_d), free(sizes);
+        free(ref), free(fref), free(fref_d);
         td_free(&t);
     }
 }
@@ -186,10 +184,8 @@ static void test_variable(void) {
 static void test_benchmark(void) {
     const int32_t n = 50;
     const int64_t batch = 20;
-    int32_t sizes[20];
-    for (int i = 0; i < 20; ++i) sizes[i] = n;
     td_set t;
-    CHECK(td_make(&t, batch, sizes, 9));
+    CHECK(td_make_fixed(&t, batch, n, 9));
     double *ref = malloc((size_t)t.total * sizeof *ref);
     CHECK(td_lapack(&t, ref));
     ns_tridiag_options o;

@@ -177,4 +177,14 @@ static inline double td_max_error(const td_set *t, const td_place *p, int f32, c
     return worst;
 }
 
+/* td_make with every system of size n. */
+static inline int td_make_fixed(td_set *t, int64_t batch, int32_t n, uint64_t seed) {
+    int32_t *sizes = malloc((size_t)batch * sizeof *sizes);
+    if (!sizes) return 0;
+    for (int64_t s = 0; s < batch; ++s) sizes[s] = n;
+    const int ok = td_make(t, batch, sizes, seed);
+    free(sizes);
+    return ok;
+}
+
 #endif

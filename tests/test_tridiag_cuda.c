@@ -83,10 +83,8 @@ static void test_fixed(void) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
         const int32_t n = cases[c].n;
         const int64_t batch = cases[c].batch;
-        int32_t *sizes = malloc((size_t)batch * sizeof *sizes);
-        for (int64_t s = 0; s < batch; ++s) sizes[s] = n;
         td_set t;
-        CHECK(td_make(&t, batch, sizes, 500 + c));
+        CHECK(td_make_fixed(&t, batch, n, 500 + c));
         double *ref = malloc((size_t)t.total * sizeof *ref), *ref32 = malloc((size_t)t.total * sizeof *ref32);
         CHECK(td_lapack(&t, ref));
         float *f = malloc((size_t)t.total * sizeof *f);
@@ -98,7 +96,7 @@ static void test_fixed(void) {
                 for (int f32 = 0; f32 < 2; ++f32)
                     run_case(&t, n, gpu_methods[mi], layout, f32, (layout + f32 + (int)c) % 2 ? 3 : 0, ref, ref32);
         }
-        free(ref), free(ref32), free(f), free(sizes);
+        free(ref), free(ref32), free(f);
         td_free(&t);
     }
 }
@@ -160,10 +158,8 @@ static void test_device_and_benchmark(void) {
 #ifdef NS_HAVE_CUDA
     const int32_t n = 77;
     const int64_t batch = 129;
-    int32_t sizes[129];
-    for (int i = 0; i < 129; ++i) sizes[i] = n;
     td_set t;
-    CHECK(td_make(&t, batch, sizes, 31));
+    CHECK(td_make_fixed(&t, batch, n, 31));
     double *ref = malloc((size_t)t.total * sizeof *ref);
     CHECK(td_lapack(&t, ref));
     const size_t bytes = (size_t)t.total * sizeof(double);
@@ -222,10 +218,8 @@ static void test_onchip_accuracy(void) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
         const int32_t n = cases[c].n;
         const int64_t batch = cases[c].batch;
-        int32_t *sizes = malloc((size_t)batch * sizeof *sizes);
-        for (int64_t s = 0; s < batch; ++s) sizes[s] = n;
         td_set t;
-        CHECK(td_make(&t, batch, sizes, 900 + c));
+        CHECK(td_make_fixed(&t, batch, n, 900 + c));
         const size_t len = (size_t)t.total;
         double *dl = malloc(len * sizeof *dl), *d = malloc(len * sizeof *d), *du = malloc(len * sizeof *du),
                *x = malloc(len * sizeof *x), *xc = malloc(len * sizeof *xc);
@@ -273,7 +267,7 @@ static void test_onchip_accuracy(void) {
                (long long)batch, err, err_cpu);
         CHECK_MSG(err <= 4.0 * 0x1p-52 && err <= err_cpu + 2.0 * 0x1p-53, "%s n %d batch %lld: error %g (CPU %g)",
                   ns_tridiag_method_name(cases[c].m), n, (long long)batch, err, err_cpu);
-        free(dl), free(d), free(du), free(x), free(xc), free(ref), free(cp), free(sizes);
+        free(dl), free(d), free(du), free(x), free(xc), free(ref), free(cp);
         td_free(&t);
     }
 #endif
