@@ -83,7 +83,7 @@ static void check_shape(const ns_tree_t *t, const ns_mixed_shape *m, const char 
 
 /* Layout invariants: a permutation of the Flat indices; packing limits. */
 static void check_layout(const ns_batch_t *batch, const ns_mixed_layout *l, int32_t threads,
-                         const char *what) {
+                         int64_t max_nodes, const char *what) {
     const int64_t n = ns_batch_compartments(batch);
     unsigned char *seen = calloc((size_t)n, 1);
     int ok = 1;
@@ -105,6 +105,10 @@ static void check_layout(const ns_batch_t *batch, const ns_mixed_layout *l, int3
         /* Over-full levels only for a group of one cell. */
         for (int32_t li = l->group_level[g]; threads > 0 && li < l->group_level[g + 1]; ++li)
             if (l->levels[li].width > threads && cells > 1) ok_pack = 0;
+        /* More than max_nodes compartments only for a group of one cell. */
+        const ns_mixed_level *f = &l->levels[l->group_level[g]], *z = &l->levels[l->group_level[g + 1] - 1];
+        const int64_t nodes = z->base + l->rowoff[z->rows + z->max_len] - f->base;
+        if (threads > 0 && max_nodes > 0 && nodes > max_nodes && cells > 1) ok_pack = 0;
     }
     CHECK_MSG(ok_pack, "%s: packing limit or length order broken", what);
     if (threads <= 0) CHECK(l->n_groups == 1);
@@ -122,7 +126,7 @@ static void check_host_solve(const problem *p, const ns_mixed_layout *l, const c
 }
 
 static void plan_and_solve(const problem *p, int reroot, int split, int32_t threads,
-                           int64_t per_group, const char *what) {
+                           int64_t per_group, int64_t max_nodes, const char *what) {
     ns_mixed_plan_options o = {reroot, split};
     ns_mixed_shapes sh;
     ns_mixed_layout l;
@@ -130,8 +134,8 @@ static void plan_and_solve(const problem *p, int reroot, int split, int32_t thre
     snprintf(label, sizeof label, "%s (reroot %d, split %d, threads %d)", what, reroot, split, (int)threads);
     CHECK_OK(ns_mixed_shapes_build(p->batch, &o, &sh));
     for (int32_t s = 0; s < sh.count; ++s) check_shape(ns_batch_shape(p->batch, s), &sh.shape[s], label);
-    CHECK_OK(ns_mixed_layout_build(p->batch, &sh, threads, per_group, &l));
-    check_layout(p->batch, &l, threads, label);
+    CHECK_OK(ns_mixed_layout_build(p->batch, &sh, threads, per_group, max_nodes, &l));
+    check_layout(p->batch, &l, threads, max_nodes, label);
     check_host_solve(p, &l, label);
     ns_mixed_layout_free(&l);
     ns_mixed_shapes_free(&sh);
@@ -207,8 +211,8 @@ static void test_split(void) {
     CHECK(longest <= (int)(sum / cnt + 0.999999));
     ns_mixed_shapes_free(&a);
     ns_mixed_shapes_free(&b);
-    plan_and_solve(&p, 1, 1, 32, 0, "random low trees");
-    plan_and_solve(&p, 0, 1, 0, 0, "random low trees, one group");
+    plan_and_solve(&p, 1, 1, 32, 0, 0, "random low trees");
+    plan_and_solve(&p, 0, 1, 0, 0, 0, "random low trees, one group");
     problem_free(&p);
     for (int k = 0; k < 3; ++k) ns_tree_destroy(t[k]);
 }
@@ -247,10 +251,11 @@ int main(void) {
         /* Every bundled morphology, twice, in one batch. */
         problem p;
         CHECK(problem_make(&p, nb, (const ns_tree_t *const *)set.tree, 2 * nb, NULL, 11));
-        plan_and_solve(&p, 1, 1, 128, 0, "bundled");
-        plan_and_solve(&p, 0, 0, 128, 2, "bundled, no re-rooting");
-        plan_and_solve(&p, 1, 0, 0, 0, "bundled, one group");
-        plan_and_solve(&p, 1, 1, 32, 0, "bundled, 32 threads (over-full levels)");
+        plan_and_solve(&p, 1, 1, 128, 0, 0, "bundled");
+        plan_and_solve(&p, 0, 0, 128, 2, 0, "bundled, no re-rooting");
+        plan_and_solve(&p, 1, 0, 0, 0, 0, "bundled, one group");
+        plan_and_solve(&p, 1, 1, 32, 0, 0, "bundled, 32 threads (over-full levels)");
+        plan_and_solve(&p, 1, 1, 128, 0, 2000, "bundled, at most 2,000 compartments per group");
         test_cells_layout(&p);
         problem_free(&p);
 
@@ -261,8 +266,8 @@ int main(void) {
         const ns_tree_t *mix[2] = {one, set.tree[set.largest]};
         int32_t cell_shape[7] = {0, 0, 1, 0, 0, 0, 1};
         CHECK(problem_make(&p, 2, mix, 7, cell_shape, 12));
-        plan_and_solve(&p, 1, 1, 64, 0, "one-compartment + largest");
-        plan_and_solve(&p, 1, 1, 0, 0, "one-compartment + largest, one group");
+        plan_and_solve(&p, 1, 1, 64, 0, 0, "one-compartment + largest");
+        plan_and_solve(&p, 1, 1, 0, 0, 0, "one-compartment + largest, one group");
         test_cells_layout(&p);
 
         /* A zero pivot is reported for the right cell. */
@@ -270,7 +275,7 @@ int main(void) {
         ns_mixed_shapes sh;
         ns_mixed_layout l;
         CHECK_OK(ns_mixed_shapes_build(p.batch, &o, &sh));
-        CHECK_OK(ns_mixed_layout_build(p.batch, &sh, 64, 0, &l));
+        CHECK_OK(ns_mixed_layout_build(p.batch, &sh, 64, 0, 0, &l));
         double *d = malloc((size_t)p.n * sizeof(double)), *x = malloc((size_t)p.n * sizeof(double));
         memcpy(d, p.d, (size_t)p.n * sizeof(double));
         memcpy(x, p.rhs, (size_t)p.n * sizeof(double));

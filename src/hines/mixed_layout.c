@@ -159,7 +159,8 @@ static int64_t *packing_order(const ns_batch_t *batch) {
 }
 
 ns_status ns_mixed_layout_build(const ns_batch_t *batch, const ns_mixed_shapes *shapes,
-                                int32_t threads, int64_t cells_per_group, ns_mixed_layout *out) {
+                                int32_t threads, int64_t cells_per_group, int64_t max_group_nodes,
+                                ns_mixed_layout *out) {
     memset(out, 0, sizeof *out);
     const int32_t ns = batch->n_shapes;
     const int64_t n_cells = batch->n_cells;
@@ -210,13 +211,14 @@ ns_status ns_mixed_layout_build(const ns_batch_t *batch, const ns_mixed_shapes *
     while (st == NS_OK && c0 < n_cells) {
         /* Choose the group's cells [c0, c1) of `order`. */
         memset(acc, 0, (size_t)max_levels * sizeof *acc);
-        int64_t c1 = c0, group_br = 0;
+        int64_t c1 = c0, group_br = 0, group_nodes = 0;
         int32_t group_levels = 0, overfull = 0; /* a lone cell wider than `threads` */
         while (c1 < n_cells) {
             const int32_t s = batch->cell_shape[order[c1]];
             const ns_mixed_shape *m = &shapes->shape[s];
             if (c1 > c0 && threads > 0) {
-                int fits = !overfull && (cells_per_group <= 0 || c1 - c0 < cells_per_group);
+                int fits = !overfull && (cells_per_group <= 0 || c1 - c0 < cells_per_group) &&
+                           (max_group_nodes <= 0 || group_nodes + m->n <= max_group_nodes);
                 for (int32_t l = 0; l < m->n_levels && fits; ++l)
                     if (acc[l] + bl[s].begin[l + 1] - bl[s].begin[l] > threads) fits = 0;
                 if (!fits) break;
@@ -227,6 +229,7 @@ ns_status ns_mixed_layout_build(const ns_batch_t *batch, const ns_mixed_shapes *
             }
             if (m->n_levels > group_levels) group_levels = m->n_levels;
             group_br += m->n_branches;
+            group_nodes += m->n;
             ++c1;
         }
         const int64_t gcells = c1 - c0;

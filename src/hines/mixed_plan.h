@@ -87,12 +87,14 @@ typedef struct ns_mixed_layout {
 } ns_mixed_layout;
 
 /* Pack cells into groups: a cell joins the current group while every level
- * keeps at most `threads` branches and the group has fewer than
- * `cells_per_group` cells (<= 0: no limit); a cell that alone exceeds
- * `threads` on some level gets a group of its own (the kernel loops).
- * threads <= 0: one group for the whole batch (branch-level method). */
+ * keeps at most `threads` branches, the group has fewer than
+ * `cells_per_group` cells and at most `max_group_nodes` compartments with it
+ * (<= 0: no limit); a cell that alone exceeds `threads` on some level gets a
+ * group of its own (the kernel loops). threads <= 0: one group for the
+ * whole batch (branch-level method). */
 ns_status ns_mixed_layout_build(const ns_batch_t *batch, const ns_mixed_shapes *shapes,
-                                int32_t threads, int64_t cells_per_group, ns_mixed_layout *out);
+                                int32_t threads, int64_t cells_per_group, int64_t max_group_nodes,
+                                ns_mixed_layout *out);
 void ns_mixed_layout_free(ns_mixed_layout *l);
 
 /* Solve on the CPU with the layout's schedule (gather, levels leaves-up,

@@ -24,6 +24,9 @@
 /* Blocks per SM the fine-grained packing aims for at small counts, so a
  * few hundred cells still spread over every SM. */
 #define NS_FINE_BLOCKS_PER_SM 4
+/* Blocks per SM the shared-memory images of the fine-grained groups are
+ * sized for (bench/README.md (mixed shapes)). */
+#define NS_FINE_SHARED_BLOCKS 4
 #define NS_MIXED_FLUSH_BYTES ((size_t)256 << 20) /* > L2 of any current GPU */
 #define NS_MIXED_RESERVE_BYTES ((size_t)64 << 20)
 
@@ -45,6 +48,13 @@ typedef struct mstate {
     int64_t *cell_offset, *shape_poff, *c_rowoff;
     unsigned long long *bad;
     ns_mixed_args args;
+    /* Fine-grained: groups[0 .. n_shared) run with their image in shared
+     * memory (shared_bytes per block), the rest from device memory. */
+    int32_t *groups;
+    int32_t n_shared, n_global;
+    int fine_shared, ab_shared; /* NEUROSOLVE_FINE_SHARED (fine_split) */
+    int optin;                  /* shared memory one block may opt in to [bytes] */
+    size_t shared_bytes;
 } mstate;
 
 int ns_hines_mixed_cuda_wants(const ns_batch_t *batch, ns_hines_method method) {
@@ -79,6 +89,7 @@ static void mixed_destroy(ns_hines_solver_t *s) {
     cudaFree(st->gather);
     cudaFree(st->edge);
     cudaFree(st->layout_blob);
+    cudaFree(st->groups);
     cudaFree(st->bad);
     for (int k = 0; k < EV_N; ++k)
         if (st->ev[k]) cudaEventDestroy(st->ev[k]);
@@ -126,17 +137,65 @@ static ns_status plan(ns_hines_solver_t *s, mstate *st, int sms) {
         /* At small counts, fewer cells per block so every SM gets blocks. */
         const int64_t target_blocks = (int64_t)sms * NS_FINE_BLOCKS_PER_SM;
         const int64_t per_group = (batch->n_cells + target_blocks - 1) / target_blocks;
-        e = ns_mixed_layout_build(batch, &shapes, st->threads, per_group, &st->lay);
+        /* With images in shared memory, groups small enough for
+         * NS_FINE_SHARED_BLOCKS blocks per SM (bytes per compartment: the
+         * image's doubles and about 2 bytes of tables). */
+        const char *env = getenv("NEUROSOLVE_FINE_SHARED");
+        st->fine_shared = !(env && strcmp(env, "0") == 0);
+        st->ab_shared = env && strcmp(env, "ab") == 0;
+        const int64_t max_nodes =
+            st->fine_shared ? (int64_t)st->optin / (NS_FINE_SHARED_BLOCKS * (st->ab_shared ? 34 : 18)) : 0;
+        e = ns_mixed_layout_build(batch, &shapes, st->threads, per_group, max_nodes, &st->lay);
         if (e == NS_OK && st->lay.max_width < st->threads) {
             /* No group needs the whole block: launch the widest level's
              * warps only. */
             st->threads = (st->lay.max_width + 31) / 32 * 32;
         }
     } else {
-        e = ns_mixed_layout_build(batch, &shapes, 0, 0, &st->lay);
+        e = ns_mixed_layout_build(batch, &shapes, 0, 0, 0, &st->lay);
     }
     ns_mixed_shapes_free(&shapes);
     return e;
+}
+
+/* Which fine-grained groups run with their image in shared memory
+ * (mixed_fine_shared.cu): every group whose image fits one block's opt-in
+ * shared memory; the others (cells of tens of thousands of compartments)
+ * keep the device-memory kernel. NEUROSOLVE_FINE_SHARED: "0" none (the
+ * device-memory kernel for every group), "ab" a and b in shared memory too,
+ * anything else or unset d and rhs only (bench/README.md, mixed shapes). */
+static ns_status fine_split(mstate *st) {
+    const ns_mixed_layout *l = &st->lay;
+    const int off = !st->fine_shared;
+    int32_t *ids = malloc(((size_t)l->n_groups + 1) * sizeof *ids);
+    if (!ids) return ns_fail(NS_ERR_OUT_OF_MEMORY, "fine-grained group list");
+    int32_t lo = 0, hi = l->n_groups;
+    size_t most = 0;
+    for (int32_t g = 0; g < l->n_groups; ++g) {
+        const ns_mixed_level *f = &l->levels[l->group_level[g]];
+        const ns_mixed_level *z = &l->levels[l->group_level[g + 1] - 1];
+        const int64_t nb = z->first_branch + z->width - f->first_branch;
+        const size_t bytes = ns_mixed_fine_shared_bytes(
+            l->group_level[g + 1] - l->group_level[g], z->base + l->rowoff[z->rows + z->max_len] - f->base,
+            nb, l->br_child[f->first_branch + nb] - l->br_child[f->first_branch],
+            z->rows + z->max_len + 1 - f->rows, st->ab_shared);
+        if (!off && bytes <= (size_t)st->optin) {
+            ids[lo++] = g;
+            if (bytes > most) most = bytes;
+        } else {
+            ids[--hi] = g;
+        }
+    }
+    st->n_shared = lo;
+    st->n_global = l->n_groups - lo;
+    st->shared_bytes = most;
+    cudaError_t ce = cudaMalloc((void **)&st->groups, ((size_t)l->n_groups + 1) * sizeof *ids);
+    if (ce == cudaSuccess)
+        ce = cudaMemcpy(st->groups, ids, (size_t)l->n_groups * sizeof *ids, cudaMemcpyHostToDevice);
+    free(ids);
+    NS_CUDA_TRY(ce);
+    if (st->n_shared > 0) NS_CUDA_TRY(ns_mixed_fine_shared_setup(st->ab_shared, most));
+    return NS_OK;
 }
 
 static ns_status setup_device(ns_hines_solver_t *s, mstate *st) {
@@ -197,6 +256,7 @@ static ns_status setup_device(ns_hines_solver_t *s, mstate *st) {
         g->d = st->work[2];
         g->rhs = st->work[3];
         g->bad = st->bad;
+        if (s->method == NS_HINES_FINE_GRAINED && (e = fine_split(st)) != NS_OK) return e;
     } else {
         const ns_mixed_cells *c = &st->cells;
         const int32_t ns = batch->n_shapes;
@@ -246,6 +306,9 @@ static ns_status mixed_create(ns_hines_solver_t *s) {
     if (e == NS_OK)
         e = ns_cuda_status(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0),
                            "multiprocessor count", __FILE__, __LINE__);
+    if (e == NS_OK)
+        e = ns_cuda_status(cudaDeviceGetAttribute(&st->optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0),
+                           "shared memory per block", __FILE__, __LINE__);
     if (e == NS_OK) e = plan(s, st, sms);
     if (e == NS_OK) e = setup_device(s, st);
     if (have_old) cudaSetDevice(old);
@@ -270,7 +333,10 @@ static ns_status launch(const ns_hines_solver_t *s, mstate *st) {
                                           st->bad, st->q));
         return NS_OK;
     case NS_HINES_FINE_GRAINED:
-        NS_CUDA_TRY(ns_mixed_launch_fine(&st->args, st->lay.n_groups, st->threads, st->q));
+        NS_CUDA_TRY(ns_mixed_launch_fine_shared(&st->args, st->groups, st->n_shared, st->threads,
+                                                st->ab_shared, st->shared_bytes, st->q));
+        NS_CUDA_TRY(ns_mixed_launch_fine(&st->args, st->groups + st->n_shared, st->n_global,
+                                         st->threads, st->q));
         return NS_OK;
     case NS_HINES_BRANCH_LEVEL: {
         /* One group: its levels are the whole batch's, root level first. */

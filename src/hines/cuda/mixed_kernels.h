@@ -30,9 +30,26 @@ typedef struct ns_mixed_args {
 } ns_mixed_args;
 
 /* Fine-grained: one CUDA block of `threads` threads per group, one thread
- * per branch of a level, __syncthreads between levels. */
-cudaError_t ns_mixed_launch_fine(const ns_mixed_args *args, int32_t n_groups, int threads,
-                                 cudaStream_t stream);
+ * per branch of a level, __syncthreads between levels. Block k solves group
+ * groups[k] (groups NULL: group k). */
+cudaError_t ns_mixed_launch_fine(const ns_mixed_args *args, const int32_t *groups, int32_t n_groups,
+                                 int threads, cudaStream_t stream);
+
+/* Fine-grained with each group's image in shared memory
+ * (mixed_fine_shared.cu): d and rhs (and a and b when ab_shared), the
+ * group's levels and its tables as int32. Bytes of one group's image: */
+static inline size_t ns_mixed_fine_shared_bytes(int64_t levels, int64_t nodes, int64_t branches,
+                                                int64_t children, int64_t rows, int ab_shared) {
+    return (size_t)levels * sizeof(ns_mixed_level) + (size_t)nodes * sizeof(double) * (ab_shared ? 4 : 2) +
+           sizeof(int32_t) * (size_t)(3 * branches + 1 + children + rows);
+}
+/* Once per process and variant: allow `bytes` of dynamic shared memory. */
+cudaError_t ns_mixed_fine_shared_setup(int ab_shared, size_t bytes);
+/* Block k solves group groups[k] with `bytes` of shared memory (at least
+ * the largest of those groups' ns_mixed_fine_shared_bytes). */
+cudaError_t ns_mixed_launch_fine_shared(const ns_mixed_args *args, const int32_t *groups,
+                                        int32_t n_groups, int threads, int ab_shared, size_t bytes,
+                                        cudaStream_t stream);
 /* Branch-level: one launch per level and direction; `level` is the host
  * copy of the level's descriptor. */
 cudaError_t ns_mixed_launch_level(const ns_mixed_args *args, const ns_mixed_level *level,
