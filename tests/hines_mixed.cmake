@@ -1,7 +1,9 @@
-# The fine-grained solver's kernels: test_hines_mixed_cuda runs the default
-# (each group's d and rhs in shared memory where the group fits, the
-# device-memory kernel for the rest); these runs force the other two
-# variants (NEUROSOLVE_FINE_SHARED, src/hines/cuda/mixed_backend.c).
+# The fine-grained solver's two kernels: test_hines_mixed_cuda runs the
+# default (groups' images in shared memory for batches whose every shape
+# fits, the device-memory kernel for batches with the largest bundled cell);
+# these runs force the device-memory kernel everywhere and the variant with
+# a and b in shared memory too (NEUROSOLVE_FINE_SHARED,
+# src/hines/cuda/mixed_backend.c).
 if(TEST test_hines_mixed_cuda)
   add_test(NAME test_hines_mixed_cuda_fine_device COMMAND test_hines_mixed_cuda)
   add_test(NAME test_hines_mixed_cuda_fine_ab COMMAND test_hines_mixed_cuda)

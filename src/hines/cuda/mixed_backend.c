@@ -48,13 +48,12 @@ typedef struct mstate {
     int64_t *cell_offset, *shape_poff, *c_rowoff;
     unsigned long long *bad;
     ns_mixed_args args;
-    /* Fine-grained: groups[0 .. n_shared) run with their image in shared
-     * memory (shared_bytes per block), the rest from device memory. */
-    int32_t *groups;
-    int32_t n_shared, n_global;
-    int fine_shared, ab_shared; /* NEUROSOLVE_FINE_SHARED (fine_split) */
-    int optin;                  /* shared memory one block may opt in to [bytes] */
+    /* Fine-grained: every group's image in shared memory (shared_bytes per
+     * block; a and b too when ab_shared), or every group in device memory
+     * (fine_shared_choice). */
+    int fine_shared, ab_shared;
     size_t shared_bytes;
+    int optin; /* shared memory one block may opt in to [bytes] */
 } mstate;
 
 int ns_hines_mixed_cuda_wants(const ns_batch_t *batch, ns_hines_method method) {
@@ -89,7 +88,6 @@ static void mixed_destroy(ns_hines_solver_t *s) {
     cudaFree(st->gather);
     cudaFree(st->edge);
     cudaFree(st->layout_blob);
-    cudaFree(st->groups);
     cudaFree(st->bad);
     for (int k = 0; k < EV_N; ++k)
         if (st->ev[k]) cudaEventDestroy(st->ev[k]);
@@ -117,6 +115,28 @@ static ns_status upload_tables(mstate *st, int n, const void *const *src, const 
     return NS_OK;
 }
 
+/* Whether the fine-grained groups run with their images in shared memory
+ * (mixed_fine_shared.cu): all of them when one cell of every shape fits one
+ * block's opt-in shared memory, else none. Measured (bench/README.md, mixed
+ * shapes): with its images in shared memory, a same-shape batch of 100,000
+ * cells ran 1.8x faster, but the bundled mix, whose largest cell (38,580
+ * compartments) must stay in device memory, ran 1.9x slower than with every
+ * group in device memory (also with the two kinds of group on separate
+ * streams). NEUROSOLVE_FINE_SHARED: "0" never, "ab" a and b in shared
+ * memory too, anything else or unset d and rhs only. */
+static void fine_shared_choice(mstate *st, const ns_mixed_shapes *shapes) {
+    const char *env = getenv("NEUROSOLVE_FINE_SHARED");
+    st->fine_shared = !(env && strcmp(env, "0") == 0);
+    st->ab_shared = env && strcmp(env, "ab") == 0;
+    for (int32_t k = 0; k < shapes->count && st->fine_shared; ++k) {
+        const ns_mixed_shape *m = &shapes->shape[k];
+        /* rows: at most one per compartment plus one per level */
+        if (ns_mixed_fine_shared_bytes(m->n_levels, m->n, m->n_branches, m->n_branches - 1,
+                                       (int64_t)m->n + m->n_levels, st->ab_shared) > (size_t)st->optin)
+            st->fine_shared = 0;
+    }
+}
+
 static ns_status plan(ns_hines_solver_t *s, mstate *st, int sms) {
     const ns_batch_t *batch = s->batch;
     if (s->method == NS_HINES_FLAT || s->method == NS_HINES_INTERLEAVED)
@@ -140,9 +160,7 @@ static ns_status plan(ns_hines_solver_t *s, mstate *st, int sms) {
         /* With images in shared memory, groups small enough for
          * NS_FINE_SHARED_BLOCKS blocks per SM (bytes per compartment: the
          * image's doubles and about 2 bytes of tables). */
-        const char *env = getenv("NEUROSOLVE_FINE_SHARED");
-        st->fine_shared = !(env && strcmp(env, "0") == 0);
-        st->ab_shared = env && strcmp(env, "ab") == 0;
+        fine_shared_choice(st, &shapes);
         const int64_t max_nodes =
             st->fine_shared ? (int64_t)st->optin / (NS_FINE_SHARED_BLOCKS * (st->ab_shared ? 34 : 18)) : 0;
         e = ns_mixed_layout_build(batch, &shapes, st->threads, per_group, max_nodes, &st->lay);
@@ -158,18 +176,10 @@ static ns_status plan(ns_hines_solver_t *s, mstate *st, int sms) {
     return e;
 }
 
-/* Which fine-grained groups run with their image in shared memory
- * (mixed_fine_shared.cu): every group whose image fits one block's opt-in
- * shared memory; the others (cells of tens of thousands of compartments)
- * keep the device-memory kernel. NEUROSOLVE_FINE_SHARED: "0" none (the
- * device-memory kernel for every group), "ab" a and b in shared memory too,
- * anything else or unset d and rhs only (bench/README.md, mixed shapes). */
-static ns_status fine_split(mstate *st) {
+/* The largest group image (exact, after packing); every group fits, since
+ * the packing capped groups of several cells below the opt-in size. */
+static ns_status fine_shared_setup(mstate *st) {
     const ns_mixed_layout *l = &st->lay;
-    const int off = !st->fine_shared;
-    int32_t *ids = malloc(((size_t)l->n_groups + 1) * sizeof *ids);
-    if (!ids) return ns_fail(NS_ERR_OUT_OF_MEMORY, "fine-grained group list");
-    int32_t lo = 0, hi = l->n_groups;
     size_t most = 0;
     for (int32_t g = 0; g < l->n_groups; ++g) {
         const ns_mixed_level *f = &l->levels[l->group_level[g]];
@@ -179,22 +189,13 @@ static ns_status fine_split(mstate *st) {
             l->group_level[g + 1] - l->group_level[g], z->base + l->rowoff[z->rows + z->max_len] - f->base,
             nb, l->br_child[f->first_branch + nb] - l->br_child[f->first_branch],
             z->rows + z->max_len + 1 - f->rows, st->ab_shared);
-        if (!off && bytes <= (size_t)st->optin) {
-            ids[lo++] = g;
-            if (bytes > most) most = bytes;
-        } else {
-            ids[--hi] = g;
-        }
+        if (bytes > most) most = bytes;
     }
-    st->n_shared = lo;
-    st->n_global = l->n_groups - lo;
+    if (most > (size_t)st->optin)
+        return ns_fail(NS_ERR_INTERNAL, "fine-grained: a group needs %zu bytes of shared memory, %d allowed",
+                       most, st->optin);
     st->shared_bytes = most;
-    cudaError_t ce = cudaMalloc((void **)&st->groups, ((size_t)l->n_groups + 1) * sizeof *ids);
-    if (ce == cudaSuccess)
-        ce = cudaMemcpy(st->groups, ids, (size_t)l->n_groups * sizeof *ids, cudaMemcpyHostToDevice);
-    free(ids);
-    NS_CUDA_TRY(ce);
-    if (st->n_shared > 0) NS_CUDA_TRY(ns_mixed_fine_shared_setup(st->ab_shared, most));
+    NS_CUDA_TRY(ns_mixed_fine_shared_setup(st->ab_shared, most));
     return NS_OK;
 }
 
@@ -256,7 +257,7 @@ static ns_status setup_device(ns_hines_solver_t *s, mstate *st) {
         g->d = st->work[2];
         g->rhs = st->work[3];
         g->bad = st->bad;
-        if (s->method == NS_HINES_FINE_GRAINED && (e = fine_split(st)) != NS_OK) return e;
+        if (st->fine_shared && (e = fine_shared_setup(st)) != NS_OK) return e;
     } else {
         const ns_mixed_cells *c = &st->cells;
         const int32_t ns = batch->n_shapes;
@@ -333,10 +334,11 @@ static ns_status launch(const ns_hines_solver_t *s, mstate *st) {
                                           st->bad, st->q));
         return NS_OK;
     case NS_HINES_FINE_GRAINED:
-        NS_CUDA_TRY(ns_mixed_launch_fine_shared(&st->args, st->groups, st->n_shared, st->threads,
-                                                st->ab_shared, st->shared_bytes, st->q));
-        NS_CUDA_TRY(ns_mixed_launch_fine(&st->args, st->groups + st->n_shared, st->n_global,
-                                         st->threads, st->q));
+        if (st->fine_shared)
+            NS_CUDA_TRY(ns_mixed_launch_fine_shared(&st->args, st->lay.n_groups, st->threads,
+                                                    st->ab_shared, st->shared_bytes, st->q));
+        else
+            NS_CUDA_TRY(ns_mixed_launch_fine(&st->args, st->lay.n_groups, st->threads, st->q));
         return NS_OK;
     case NS_HINES_BRANCH_LEVEL: {
         /* One group: its levels are the whole batch's, root level first. */

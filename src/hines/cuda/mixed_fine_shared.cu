@@ -88,9 +88,9 @@ __device__ __forceinline__ void image_forward(const GroupImage &im, const int32_
 }
 
 template <bool kAB>
-__global__ void fine_shared_kernel(ns_mixed_args g, const int32_t *__restrict__ groups) {
+__global__ void fine_shared_kernel(ns_mixed_args g) {
     extern __shared__ __align__(16) double smem[];
-    const int grp = groups[blockIdx.x];
+    const int grp = blockIdx.x;
     const int l0 = g.group_level[grp], nl = g.group_level[grp + 1] - l0;
     ns_mixed_level *lev = reinterpret_cast<ns_mixed_level *>(smem);
     for (int i = threadIdx.x; i < nl; i += blockDim.x) lev[i] = g.levels[l0 + i];
@@ -165,13 +165,13 @@ extern "C" cudaError_t ns_mixed_fine_shared_setup(int ab_shared, size_t bytes) {
                                 (int)cudaSharedmemCarveoutMaxShared);
 }
 
-extern "C" cudaError_t ns_mixed_launch_fine_shared(const ns_mixed_args *args, const int32_t *groups,
-                                                   int32_t n_groups, int threads, int ab_shared,
-                                                   size_t bytes, cudaStream_t stream) {
+extern "C" cudaError_t ns_mixed_launch_fine_shared(const ns_mixed_args *args, int32_t n_groups,
+                                                   int threads, int ab_shared, size_t bytes,
+                                                   cudaStream_t stream) {
     if (n_groups <= 0) return cudaSuccess;
     if (ab_shared)
-        fine_shared_kernel<true><<<(unsigned)n_groups, threads, bytes, stream>>>(*args, groups);
+        fine_shared_kernel<true><<<(unsigned)n_groups, threads, bytes, stream>>>(*args);
     else
-        fine_shared_kernel<false><<<(unsigned)n_groups, threads, bytes, stream>>>(*args, groups);
+        fine_shared_kernel<false><<<(unsigned)n_groups, threads, bytes, stream>>>(*args);
     return cudaGetLastError();
 }

@@ -80,9 +80,8 @@ __device__ __forceinline__ void branch_forward(const ns_mixed_args &g, const ns_
 
 // One block per group; levels in order with a block-wide barrier between
 // them (never warp lockstep: a level wider than the block loops).
-__global__ void fine_kernel(ns_mixed_args g, const int32_t *__restrict__ groups) {
-    const int grp = groups ? groups[blockIdx.x] : (int)blockIdx.x;
-    const int l0 = g.group_level[grp], l1 = g.group_level[grp + 1];
+__global__ void fine_kernel(ns_mixed_args g) {
+    const int l0 = g.group_level[blockIdx.x], l1 = g.group_level[blockIdx.x + 1];
     for (int li = l1 - 1; li >= l0; --li) {
         const ns_mixed_level L = g.levels[li];
         for (int t = threadIdx.x; t < L.width; t += blockDim.x) branch_backward(g, L, t);
@@ -205,10 +204,10 @@ unsigned grid_for(int64_t n, int threads) {
 
 }  // namespace
 
-extern "C" cudaError_t ns_mixed_launch_fine(const ns_mixed_args *args, const int32_t *groups,
-                                            int32_t n_groups, int threads, cudaStream_t stream) {
+extern "C" cudaError_t ns_mixed_launch_fine(const ns_mixed_args *args, int32_t n_groups,
+                                            int threads, cudaStream_t stream) {
     if (n_groups <= 0) return cudaSuccess;
-    fine_kernel<<<(unsigned)n_groups, threads, 0, stream>>>(*args, groups);
+    fine_kernel<<<(unsigned)n_groups, threads, 0, stream>>>(*args);
     return cudaGetLastError();
 }
 

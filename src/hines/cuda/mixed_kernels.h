@@ -30,10 +30,9 @@ typedef struct ns_mixed_args {
 } ns_mixed_args;
 
 /* Fine-grained: one CUDA block of `threads` threads per group, one thread
- * per branch of a level, __syncthreads between levels. Block k solves group
- * groups[k] (groups NULL: group k). */
-cudaError_t ns_mixed_launch_fine(const ns_mixed_args *args, const int32_t *groups, int32_t n_groups,
-                                 int threads, cudaStream_t stream);
+ * per branch of a level, __syncthreads between levels. */
+cudaError_t ns_mixed_launch_fine(const ns_mixed_args *args, int32_t n_groups, int threads,
+                                 cudaStream_t stream);
 
 /* Fine-grained with each group's image in shared memory
  * (mixed_fine_shared.cu): d and rhs (and a and b when ab_shared), the
@@ -45,11 +44,10 @@ static inline size_t ns_mixed_fine_shared_bytes(int64_t levels, int64_t nodes, i
 }
 /* Once per process and variant: allow `bytes` of dynamic shared memory. */
 cudaError_t ns_mixed_fine_shared_setup(int ab_shared, size_t bytes);
-/* Block k solves group groups[k] with `bytes` of shared memory (at least
- * the largest of those groups' ns_mixed_fine_shared_bytes). */
-cudaError_t ns_mixed_launch_fine_shared(const ns_mixed_args *args, const int32_t *groups,
-                                        int32_t n_groups, int threads, int ab_shared, size_t bytes,
-                                        cudaStream_t stream);
+/* One block of `threads` threads per group, `bytes` of shared memory (at
+ * least the largest group's ns_mixed_fine_shared_bytes). */
+cudaError_t ns_mixed_launch_fine_shared(const ns_mixed_args *args, int32_t n_groups, int threads,
+                                        int ab_shared, size_t bytes, cudaStream_t stream);
 /* Branch-level: one launch per level and direction; `level` is the host
  * copy of the level's descriptor. */
 cudaError_t ns_mixed_launch_level(const ns_mixed_args *args, const ns_mixed_level *level,
