@@ -3,7 +3,8 @@
  * every bundled morphology, on binary and random trees, on one-compartment
  * cells mixed with the largest bundled cell, with blocks too small for a
  * cell's widest level, on a same-shape batch, and a zero pivot reported for
- * the right cell. Re-rooting and splitting are on by default (fine-grained),
+ * the right cell; fine-grained's shared-memory kernel on every bundled
+ * morphology but the largest, with its pivot report. Re-rooting and splitting are on by default (fine-grained),
  * so every fine-grained result also checks the permutation back.
  * Skips (77) without a GPU. */
 #include "test_hines_mixed_common.h"
@@ -97,6 +98,30 @@ int main(void) {
         }
         problem_free(&p);
         ns_tree_destroy(one);
+
+        /* Every bundled morphology but the largest (38,580 compartments, too
+         * large for shared memory): fine-grained takes its shared-memory
+         * kernel here (mixed_fine_shared.cu), and names a zero pivot. */
+        const ns_tree_t *fit[64];
+        int nf = 0;
+        for (int k = 0; k < nb && nf < 64; ++k)
+            if (k != set.largest) fit[nf++] = set.tree[k];
+        CHECK(problem_make(&p, nf, fit, 2 * nf, NULL, 25));
+        check_method(&p, NS_HINES_FINE_GRAINED, 0, "bundled but the largest x2");
+        ns_solve_options_init(&o);
+        o.method = NS_HINES_FINE_GRAINED;
+        double *d = malloc((size_t)p.n * sizeof(double)), *x = malloc((size_t)p.n * sizeof(double));
+        memcpy(d, p.d, (size_t)p.n * sizeof(double));
+        memcpy(x, p.rhs, (size_t)p.n * sizeof(double));
+        /* cell 7's diagonal all zero: its leaves' pivots are exactly zero */
+        for (int64_t i = ns_batch_cell_offset(p.batch)[7]; i < ns_batch_cell_offset(p.batch)[8]; ++i) d[i] = 0.0;
+        ns_status st = ns_hines_solve(p.batch, &o, p.a, p.b, d, x);
+        CHECK_MSG(st == NS_ERR_SINGULAR && strstr(ns_last_error(), "cell 7,") != NULL,
+                  "fine-grained (bundled but the largest): zero pivot: %s (%s)", ns_status_string(st),
+                  ns_last_error());
+        free(d);
+        free(x);
+        problem_free(&p);
     }
     bundled_free(&set);
 
