@@ -26,10 +26,9 @@ namespace {
 // the group (position - s0, branch - b0, child entry - k0, row - r0).
 struct GroupImage {
     int64_t s0;                 // storage position of the group's first compartment
-    const ns_mixed_level *lev;  // the group's levels, root level first (global fields)
     double *d, *r;              // d then G, rhs then F then x
     const double *a, *b;        // shared (kAB) or device memory at s0
-    const int32_t *len, *ppos, *cbeg, *cpos, *ro;
+    const int32_t *len, *ppos, *cbeg, *cpos;
 };
 
 __device__ __forceinline__ void report_bad(const ns_mixed_args &g, int64_t pos) {
@@ -105,7 +104,6 @@ __global__ void fine_shared_kernel(ns_mixed_args g) {
     // ns_mixed_fine_shared_bytes has the same layout.
     GroupImage im;
     im.s0 = s0;
-    im.lev = lev;
     double *dd = reinterpret_cast<double *>(lev + nl);
     im.d = dd;
     im.r = dd + nn;
@@ -134,7 +132,6 @@ __global__ void fine_shared_kernel(ns_mixed_args g) {
     im.ppos = ppos;
     im.cbeg = cbeg;
     im.cpos = cpos;
-    im.ro = ro;
     __syncthreads();
 
     for (int li = nl - 1; li >= 0; --li) {
