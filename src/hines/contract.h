@@ -1,0 +1,75 @@
+/* Internal interface: tree contraction (rake and compress) for Hines systems.
+ *
+ * The solver's parallel method for any tree (docs/methods.md, "tree"): the
+ * tree is eliminated in rounds; in each round an independent set of nodes
+ * of degree <= 2 is eliminated at once: leaves (rake: Hines elimination into
+ * the parent) and nodes with a single remaining child (compress: the child
+ * is coupled directly to the grandparent, as in cyclic reduction on a
+ * chain). The remaining nodes still form a tree, so every round is local and
+ * the number of rounds grows like log n (a chain of 100,000 compartments:
+ * 17 rounds) instead of the depth.
+ *
+ * Every node i holds d[i], rhs[i] and its coupling to its current parent P:
+ * up[i] (row i's entry for x[P], initially b[i]) and down[i] (row P's entry
+ * for x[i], initially a[i]). Round r is executed by *pull tasks*: every kept
+ * node K with an eliminated neighbour pulls that neighbour's contribution
+ * into its own d, rhs (and up, down when its parent was compressed); a kept
+ * node writes only its own entries, so a round needs no atomics and the
+ * result does not depend on the thread order. Back substitution runs the
+ * rounds in reverse: x[u] = (rhs[u] - up[u] x[P] - lo[u] x[c]) / d[u], where
+ * lo[u] is the child's old down (written by the child when it pulled).
+ *
+ * The plan is host data (this file and contract.c, no CUDA); the CUDA kernel
+ * (cuda/contract_kernel.cuh) and the CPU executor below run the same plan.
+ * Node indices in tasks are the tree's own (Hines order). */
+#ifndef NS_HINES_CONTRACT_H
+#define NS_HINES_CONTRACT_H
+
+#include <stdint.h>
+#include "neurosolve/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A forward (elimination) task: kept node k pulls the eliminated children
+ * list[first .. first + count) and, when pu >= 0, its eliminated parent pu. */
+typedef struct ns_contract_fwd {
+    int32_t k, first, count, pu;
+} ns_contract_fwd;
+
+/* A backward task: x[u] from x[p] (its parent when eliminated; -1 for the
+ * root) and x[c] (its only child when compressed; -1 when raked). */
+typedef struct ns_contract_bwd {
+    int32_t u, p, c, pad;
+} ns_contract_bwd;
+
+typedef struct ns_contract_plan {
+    int32_t n;          /* nodes */
+    int32_t rounds;     /* elimination rounds (0 for n = 1) */
+    int32_t n_fwd, n_list;
+    int32_t *fwd_begin; /* rounds + 1 */
+    ns_contract_fwd *fwd;
+    int32_t *list;      /* eliminated children, grouped by task */
+    /* bwd_begin[r] .. bwd_begin[r + 1]: the nodes eliminated in round r
+     * (r < rounds); round `rounds` holds the root alone. */
+    int32_t *bwd_begin; /* rounds + 2 */
+    ns_contract_bwd *bwd; /* n */
+} ns_contract_plan;
+
+/* Plan the contraction of a tree given by its parent array (Hines order). */
+ns_status ns_contract_plan_create(int32_t n, const int32_t *parent, ns_contract_plan *plan);
+void ns_contract_plan_destroy(ns_contract_plan *plan);
+
+/* Execute a plan on the CPU (the GPU kernel's arithmetic, in the same
+ * order): a, b are read; d, rhs are overwritten (rhs becomes x); up, down,
+ * lo are scratch of n doubles each. Returns the node with a zero or
+ * non-finite pivot that was eliminated first (the lowest within its round;
+ * later pivots that depend on it are not reported), or -1. For tests and as the reference of the kernel. */
+int32_t ns_contract_solve_cpu(const ns_contract_plan *plan, const double *a, const double *b, double *d,
+                              double *rhs, double *up, double *down, double *lo);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
