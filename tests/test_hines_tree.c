@@ -104,6 +104,49 @@ static int32_t ceil_log2(int64_t n) {
     return k;
 }
 
+/* A batch solved group by group through a layout (what the kernel runs),
+ * against the sequential solve; checks the packing invariants too. */
+static void check_layout(int32_t n_shapes, const ns_tree_t *const *shapes, int64_t cells, const int32_t *cell_shape,
+                         const ns_contract_layout_options *lo, const char *what, int32_t *templates) {
+    problem pr;
+    if (!problem_make(&pr, n_shapes, shapes, cells, cell_shape, 77)) {
+        CHECK_MSG(0, "%s: problem", what);
+        return;
+    }
+    ns_contract_plan *plans = calloc((size_t)n_shapes, sizeof *plans);
+    for (int32_t s = 0; s < n_shapes; ++s)
+        CHECK_OK(ns_contract_plan_create(ns_tree_size(shapes[s]), ns_tree_parent(shapes[s]), &plans[s]));
+    ns_contract_layout L;
+    CHECK_OK(ns_contract_layout_create(n_shapes, plans, cells, ns_batch_cell_shape(pr.batch),
+                                       ns_batch_cell_offset(pr.batch), lo, &L));
+    /* groups tile the batch in order; small groups respect the cap */
+    int64_t next = 0;
+    int ok = L.n_small + L.n_big == L.n_groups;
+    for (int32_t g = 0; g < L.n_groups; ++g) {
+        if (L.g_base[g] != next) ok = 0;
+        const int32_t n = L.t_nodes[L.g_tmpl[g]];
+        if (L.g_scratch[g] < 0 && n > lo->group_nodes && n > lo->big_nodes) ok = 0; /* one cell may exceed the cap */
+        if (L.g_scratch[g] >= 0 && n <= lo->big_nodes) ok = 0;
+        next += n;
+    }
+    CHECK_MSG(ok && next == pr.n, "%s: groups do not tile the batch", what);
+    double *d = malloc((size_t)pr.n * sizeof *d), *x = malloc((size_t)pr.n * sizeof *x);
+    double *scratch = malloc(3 * (size_t)ns_batch_compartments(pr.batch) * sizeof *scratch);
+    memcpy(d, pr.d, (size_t)pr.n * sizeof *d);
+    memcpy(x, pr.rhs, (size_t)pr.n * sizeof *x);
+    for (int32_t g = 0; g < L.n_groups; ++g) CHECK(ns_contract_group_cpu(&L, g, pr.a, pr.b, d, x, scratch) < 0);
+    const double e = problem_error(&pr, x);
+    CHECK_MSG(e <= 1e-12, "%s: error %.3e against the sequential solve", what, e);
+    if (templates) *templates = L.n_templates;
+    printf("%s: %d groups (%d big), %d templates, at most %d rounds\n", what, (int)L.n_groups, (int)L.n_big,
+           (int)L.n_templates, (int)L.max_rounds);
+    free(d), free(x), free(scratch);
+    ns_contract_layout_destroy(&L);
+    for (int32_t s = 0; s < n_shapes; ++s) ns_contract_plan_destroy(&plans[s]);
+    free(plans);
+    problem_free(&pr);
+}
+
 int main(void) {
     /* chains: cyclic reduction, exactly ceil(log2 n) rounds */
     static const int32_t chains[] = {1, 2, 3, 7, 64, 1000, 100000};
@@ -167,6 +210,17 @@ int main(void) {
         ns_contract_plan_destroy(&p);
     }
     printf("bundled: at most %d rounds\n", (int)worst_rounds);
+    /* the bundled set as one batch (3 cells each, the largest cell big),
+     * then a same-shape batch: its full groups share one template */
+    {
+        const ns_tree_t *shapes[128];
+        for (int k = 0; k < set.count; ++k) shapes[k] = set.tree[k];
+        ns_contract_layout_options lo = {1500, 5000, 64};
+        check_layout(set.count, shapes, 3 * (int64_t)set.count, NULL, &lo, "bundled x 3", NULL);
+        int32_t templates = 0;
+        check_layout(1, shapes, 2000, NULL, &lo, "one shape x 2000", &templates);
+        CHECK_MSG(templates <= 2, "one shape: %d templates (expected <= 2)", (int)templates);
+    }
     bundled_free(&set);
     /* a random tree of 1,000,000 compartments (random parents: every shape of
      * branching at once) */

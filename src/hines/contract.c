@@ -1,6 +1,7 @@
 /* Tree contraction plans (rake and compress) and their CPU executor;
  * contract.h explains the method. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -203,17 +204,20 @@ out:
     return st;
 }
 
-int32_t ns_contract_solve_cpu(const ns_contract_plan *p, const double *a, const double *b, double *d,
-                              double *rhs, double *up, double *down, double *lo) {
-    const int32_t n = p->n;
+/* The executor: rounds of pull tasks, then the backward rounds in reverse
+ * (fwd_begin: rounds + 1 boundaries, bwd_begin: rounds + 2). */
+static int32_t run_plan(int32_t n, int32_t rounds, const int32_t *fwd_begin, const ns_contract_fwd *fwd,
+                        const int32_t *list, const int32_t *bwd_begin, const ns_contract_bwd *bwd,
+                        const double *a, const double *b, double *d, double *rhs, double *up, double *down,
+                        double *lo) {
     for (int32_t i = 0; i < n; ++i) up[i] = b[i], down[i] = a[i], lo[i] = 0.0;
-    int32_t bad = -1, bad_round = p->rounds + 1;
-    for (int32_t r = 0; r < p->rounds; ++r)
-        for (int32_t t = p->fwd_begin[r]; t < p->fwd_begin[r + 1]; ++t) {
-            const ns_contract_fwd f = p->fwd[t];
+    int32_t bad = -1, bad_round = rounds + 1;
+    for (int32_t r = 0; r < rounds; ++r)
+        for (int32_t t = fwd_begin[r]; t < fwd_begin[r + 1]; ++t) {
+            const ns_contract_fwd f = fwd[t];
             double dk = d[f.k], rk = rhs[f.k];
             for (int32_t q = f.first; q < f.first + f.count; ++q) {
-                const int32_t u = p->list[q];
+                const int32_t u = list[q];
                 const double g = down[u] / d[u];
                 dk -= g * up[u];
                 rk -= g * rhs[u];
@@ -231,9 +235,9 @@ int32_t ns_contract_solve_cpu(const ns_contract_plan *p, const double *a, const 
             d[f.k] = dk;
             rhs[f.k] = rk;
         }
-    for (int32_t r = p->rounds; r >= 0; --r)
-        for (int32_t t = p->bwd_begin[r]; t < p->bwd_begin[r + 1]; ++t) {
-            const ns_contract_bwd w = p->bwd[t];
+    for (int32_t r = rounds; r >= 0; --r)
+        for (int32_t t = bwd_begin[r]; t < bwd_begin[r + 1]; ++t) {
+            const ns_contract_bwd w = bwd[t];
             const double du = d[w.u];
             /* the earliest round's bad pivot (its own, not one propagated
              * from it), the lowest node within the round */
@@ -245,4 +249,204 @@ int32_t ns_contract_solve_cpu(const ns_contract_plan *p, const double *a, const 
             rhs[w.u] = x / du;
         }
     return bad;
+}
+
+int32_t ns_contract_solve_cpu(const ns_contract_plan *p, const double *a, const double *b, double *d,
+                              double *rhs, double *up, double *down, double *lo) {
+    return run_plan(p->n, p->rounds, p->fwd_begin, p->fwd, p->list, p->bwd_begin, p->bwd, a, b, d, rhs, up,
+                    down, lo);
+}
+
+int32_t ns_contract_group_cpu(const ns_contract_layout *L, int32_t g, const double *a, const double *b,
+                              double *d, double *rhs, double *scratch) {
+    const int32_t t = L->g_tmpl[g], n = L->t_nodes[t], R = L->t_rounds[t];
+    const int32_t *rt = L->rt + L->t_rt[t];
+    const int64_t o = L->g_base[g];
+    return run_plan(n, R, rt, L->fwd, L->list, rt + R + 1, L->bwd, a + o, b + o, d + o, rhs + o, scratch,
+                    scratch + n, scratch + 2 * (size_t)n);
+}
+
+void ns_contract_layout_destroy(ns_contract_layout *L) {
+    if (!L) return;
+    free(L->g_base), free(L->g_tmpl), free(L->g_scratch), free(L->small), free(L->big);
+    free(L->t_nodes), free(L->t_rounds), free(L->t_rt), free(L->rt);
+    free(L->fwd), free(L->list), free(L->bwd);
+    memset(L, 0, sizeof *L);
+}
+
+/* Grow *p (of *cap elements of `elem` bytes) to hold `need`. */
+static int grow(void **p, int64_t *cap, int64_t need, size_t elem) {
+    if (need <= *cap) return 0;
+    int64_t c = *cap ? *cap : 1024;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, (size_t)c * elem);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static uint64_t seq_hash(const int32_t *shape, int64_t first, int64_t count) {
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)count;
+    for (int64_t c = first; c < first + count; ++c) h = (h ^ (uint64_t)(uint32_t)shape[c]) * 1099511628211ULL;
+    return h;
+}
+
+ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *plans, int64_t n_cells,
+                                    const int32_t *cell_shape, const int64_t *cell_offset,
+                                    const ns_contract_layout_options *o, ns_contract_layout *L) {
+    memset(L, 0, sizeof *L);
+    if (n_cells < 1 || n_shapes < 1 || o->group_nodes < 1 || o->big_nodes < 1)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "contraction layout: bad arguments");
+    /* groups: consecutive cells while the nodes fit the cap */
+    int64_t small_total = 0;
+    for (int64_t c = 0; c < n_cells; ++c) {
+        const int32_t n = plans[cell_shape[c]].n;
+        if (n <= o->big_nodes) small_total += n;
+    }
+    int64_t cap = o->group_nodes;
+    if (o->min_groups > 0) {
+        const int64_t spread = (small_total + o->min_groups - 1) / o->min_groups;
+        if (spread < cap) cap = spread > 0 ? spread : 1;
+    }
+    int64_t *gfirst = malloc((size_t)(n_cells + 1) * sizeof *gfirst);
+    int64_t *gcount = malloc((size_t)(n_cells + 1) * sizeof *gcount);
+    if (!gfirst || !gcount) {
+        free(gfirst), free(gcount);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "contraction layout");
+    }
+    int64_t ng = 0, nodes = 0;
+    for (int64_t c = 0; c < n_cells; ++c) {
+        const int32_t n = plans[cell_shape[c]].n;
+        const int big = n > o->big_nodes;
+        const int open = ng > 0 && gcount[ng - 1] > 0 && plans[cell_shape[gfirst[ng - 1]]].n <= o->big_nodes;
+        if (!big && open && nodes + n <= cap) {
+            gcount[ng - 1]++;
+            nodes += n;
+            continue;
+        }
+        gfirst[ng] = c;
+        gcount[ng] = 1;
+        ng++;
+        nodes = n;
+    }
+    if (ng > INT32_MAX) {
+        free(gfirst), free(gcount);
+        return ns_fail(NS_ERR_SIZE, "contraction layout: too many groups");
+    }
+    ns_status st = NS_OK;
+    L->n_groups = (int32_t)ng;
+    L->g_base = malloc((size_t)ng * sizeof *L->g_base);
+    L->g_tmpl = malloc((size_t)ng * sizeof *L->g_tmpl);
+    L->g_scratch = malloc((size_t)ng * sizeof *L->g_scratch);
+    L->small = malloc((size_t)ng * sizeof *L->small);
+    L->big = malloc((size_t)ng * sizeof *L->big);
+    const int64_t hcap = 2 * ng + 1;
+    int64_t *htab = malloc((size_t)hcap * sizeof *htab); /* group of each template's first use */
+    int32_t *tfirst = malloc((size_t)ng * sizeof *tfirst);
+    int64_t rtcap = 0, fcap = 0, lcap = 0, bcap = 0;
+    /* at most one template per group */
+    L->t_nodes = malloc((size_t)ng * sizeof *L->t_nodes);
+    L->t_rounds = malloc((size_t)ng * sizeof *L->t_rounds);
+    L->t_rt = malloc((size_t)ng * sizeof *L->t_rt);
+    if (!L->g_base || !L->g_tmpl || !L->g_scratch || !L->small || !L->big || !htab || !tfirst || !L->t_nodes ||
+        !L->t_rounds || !L->t_rt)
+        goto oom;
+    for (int64_t h = 0; h < hcap; ++h) htab[h] = -1;
+    for (int64_t g = 0; g < ng; ++g) {
+        L->g_base[g] = cell_offset[gfirst[g]];
+        const int big = plans[cell_shape[gfirst[g]]].n > o->big_nodes;
+        if (big) {
+            L->g_scratch[g] = L->scratch_nodes;
+            L->scratch_nodes += plans[cell_shape[gfirst[g]]].n;
+            L->big[L->n_big++] = (int32_t)g;
+        } else {
+            L->g_scratch[g] = -1;
+            L->small[L->n_small++] = (int32_t)g;
+        }
+        /* the template: an earlier group with the same shapes, or a new one */
+        int64_t h = (int64_t)(seq_hash(cell_shape, gfirst[g], gcount[g]) % (uint64_t)hcap);
+        int32_t tmpl = -1;
+        for (; htab[h] >= 0; h = (h + 1) % hcap) {
+            const int64_t q = tfirst[htab[h]];
+            if (gcount[q] == gcount[g] &&
+                memcmp(cell_shape + gfirst[q], cell_shape + gfirst[g], (size_t)gcount[g] * sizeof *cell_shape) == 0) {
+                tmpl = (int32_t)htab[h];
+                break;
+            }
+        }
+        if (tmpl >= 0) {
+            L->g_tmpl[g] = tmpl;
+            continue;
+        }
+        tmpl = L->n_templates++;
+        htab[h] = tmpl;
+        tfirst[tmpl] = (int32_t)g;
+        L->g_tmpl[g] = tmpl;
+        int32_t R = 0, n_t = 0;
+        for (int64_t c = gfirst[g]; c < gfirst[g] + gcount[g]; ++c) {
+            const ns_contract_plan *p = &plans[cell_shape[c]];
+            if (p->rounds > R) R = p->rounds;
+            n_t += p->n;
+        }
+        L->t_nodes[tmpl] = n_t;
+        L->t_rounds[tmpl] = R;
+        if (L->n_rt > INT32_MAX - (2 * R + 3)) goto size;
+        L->t_rt[tmpl] = (int32_t)L->n_rt;
+        if (R > L->max_rounds) L->max_rounds = R;
+        if (!big && n_t > L->max_small_nodes) L->max_small_nodes = n_t;
+        if (grow((void **)&L->rt, &rtcap, L->n_rt + 2 * R + 3, sizeof(int32_t))) goto oom;
+        int32_t *rt = L->rt + L->n_rt;
+        L->n_rt += 2 * R + 3;
+        for (int32_t r = 0; r < R; ++r) {
+            rt[r] = (int32_t)L->n_fwd;
+            int32_t off = 0;
+            for (int64_t c = gfirst[g]; c < gfirst[g] + gcount[g]; ++c) {
+                const ns_contract_plan *p = &plans[cell_shape[c]];
+                if (r < p->rounds) {
+                    const int32_t t0 = p->fwd_begin[r], t1 = p->fwd_begin[r + 1];
+                    if (grow((void **)&L->fwd, &fcap, L->n_fwd + (t1 - t0), sizeof *L->fwd)) goto oom;
+                    for (int32_t t = t0; t < t1; ++t) {
+                        const ns_contract_fwd f = p->fwd[t];
+                        if (grow((void **)&L->list, &lcap, L->n_list + f.count, sizeof *L->list)) goto oom;
+                        if (L->n_list > INT32_MAX - f.count) goto size;
+                        L->fwd[L->n_fwd++] = (ns_contract_fwd){f.k + off, (int32_t)L->n_list, f.count,
+                                                               f.pu >= 0 ? f.pu + off : -1};
+                        for (int32_t q = f.first; q < f.first + f.count; ++q) L->list[L->n_list++] = p->list[q] + off;
+                    }
+                }
+                off += p->n;
+            }
+        }
+        rt[R] = (int32_t)L->n_fwd;
+        for (int32_t r = 0; r <= R; ++r) {
+            rt[R + 1 + r] = (int32_t)L->n_bwd;
+            int32_t off = 0;
+            for (int64_t c = gfirst[g]; c < gfirst[g] + gcount[g]; ++c) {
+                const ns_contract_plan *p = &plans[cell_shape[c]];
+                if (r <= p->rounds) {
+                    const int32_t t0 = p->bwd_begin[r], t1 = p->bwd_begin[r + 1];
+                    if (grow((void **)&L->bwd, &bcap, L->n_bwd + (t1 - t0), sizeof *L->bwd)) goto oom;
+                    for (int32_t t = t0; t < t1; ++t) {
+                        const ns_contract_bwd w = p->bwd[t];
+                        L->bwd[L->n_bwd++] = (ns_contract_bwd){w.u + off, w.p >= 0 ? w.p + off : -1,
+                                                               w.c >= 0 ? w.c + off : -1, 0};
+                    }
+                }
+                off += p->n;
+            }
+        }
+        rt[2 * R + 2] = (int32_t)L->n_bwd;
+        if (L->n_fwd > INT32_MAX || L->n_bwd > INT32_MAX) goto size;
+    }
+    goto out;
+size:
+    st = ns_fail(NS_ERR_SIZE, "contraction layout: the plans exceed 2^31 tasks");
+    goto out;
+oom:
+    st = ns_fail(NS_ERR_OUT_OF_MEMORY, "contraction layout of %lld groups", (long long)ng);
+out:
+    free(gfirst), free(gcount), free(htab), free(tfirst);
+    if (st != NS_OK) ns_contract_layout_destroy(L);
+    return st;
 }

@@ -69,6 +69,58 @@ void ns_contract_plan_destroy(ns_contract_plan *plan);
 int32_t ns_contract_solve_cpu(const ns_contract_plan *plan, const double *a, const double *b, double *d,
                               double *rhs, double *up, double *down, double *lo);
 
+
+/* ------------------------------------------------------------ batch layout
+ *
+ * A batch is cut into *groups* of consecutive cells (so a group's nodes are
+ * one contiguous range of the Flat arrays), each solved by one CUDA block.
+ * A group's plan is the concatenation of its cells' plans, round by round,
+ * with node indices local to the group; groups with the same sequence of
+ * shapes share one *template* (a same-shape batch has one or two). Groups
+ * whose image (NS_CONTRACT_SHARED_DOUBLES per node) fits the shared-memory
+ * budget run in shared memory ("small"); a cell beyond it is a group of its
+ * own solved in device memory by a block of many threads ("big"). */
+
+/* Doubles per node of a group's image: d, rhs, up, down, lo. */
+#define NS_CONTRACT_SHARED_DOUBLES 5
+
+typedef struct ns_contract_layout_options {
+    int32_t group_nodes;   /* most nodes of a small group (its shared-memory budget) */
+    int32_t big_nodes;     /* a cell of more nodes is a big group (device memory) */
+    int32_t min_groups;    /* cap small groups at total / min_groups nodes (spread over SMs) */
+} ns_contract_layout_options;
+
+typedef struct ns_contract_layout {
+    int32_t n_groups, n_templates;
+    int64_t *g_base;       /* n_groups: first Flat node */
+    int32_t *g_tmpl;       /* n_groups: template */
+    int64_t *g_scratch;    /* n_groups: offset of a big group's up/down/lo in the scratch (-1: small) */
+    int32_t n_small, n_big;
+    int32_t *small, *big;  /* group indices of each kind */
+    int64_t scratch_nodes; /* nodes of all big groups */
+    int32_t max_small_nodes, max_rounds;
+    /* templates */
+    int32_t *t_nodes, *t_rounds, *t_rt; /* n_templates; t_rt: offset into rt */
+    int32_t *rt;           /* per template: rounds + 1 forward, rounds + 2 backward boundaries */
+    int64_t n_rt, n_fwd, n_list, n_bwd;
+    ns_contract_fwd *fwd;  /* k, pu local to the group; first into list */
+    int32_t *list;         /* local */
+    ns_contract_bwd *bwd;  /* local */
+} ns_contract_layout;
+
+/* Plans per shape (plans[s] for tree shape s) must outlive nothing: the
+ * layout copies what it needs. cell_offset has n_cells + 1 entries. */
+ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *plans, int64_t n_cells,
+                                    const int32_t *cell_shape, const int64_t *cell_offset,
+                                    const ns_contract_layout_options *options, ns_contract_layout *out);
+void ns_contract_layout_destroy(ns_contract_layout *layout);
+
+/* Run group g of a layout on the CPU exactly as the kernel does (the
+ * group's nodes start at d + g_base etc.); returns the group-local node of
+ * the first bad pivot (as ns_contract_solve_cpu) or -1. Scratch: 3 x nodes. */
+int32_t ns_contract_group_cpu(const ns_contract_layout *layout, int32_t g, const double *a, const double *b,
+                              double *d, double *rhs, double *scratch);
+
 #ifdef __cplusplus
 }
 #endif
