@@ -9,6 +9,9 @@
  *      cells, drawn from a pool of min(cells, 1024) different trees
  *   d  ca1_c91662 discretised to ~1,400 compartments (--nseg length:13 gives
  *      1,468) at 500, 1,000, 1,500 and 3,000 cells
+ *   e  10,000 cells of 10,000 different Arbor-style random trees (medium
+ *      branching): every cell its own shape
+ *   f  the largest bundled cell (38,580 compartments, 613 branch levels) alone
  * Every row is checked against the sequential CPU solve of the same run
  * (max relative error per cell); speedups over sequential and over one
  * thread per cell (the interleaved row of the same batch). */
@@ -24,10 +27,10 @@
 
 static void help(void) {
     printf("usage: neurosolve bench hines --mixed [options]\n"
-           "  --workloads a,b,c,d      which workloads (default all; see the source's header)\n"
+           "  --workloads a,b,c,d,e,f  which workloads (default all; see the source's header)\n"
            "  --quick                  a small grid (smoke test)\n"
            "  --methods M,...          GPU methods (default interleaved,flat,fine-grained,\n"
-           "                           branch-level; onchip is added for one-shape batches)\n"
+           "                           branch-level,tree; onchip is added for one-shape batches)\n"
            "  --repeats N              timed GPU runs per row, median (default 10)\n"
            "  --cpu-repeats N          timed sequential/OpenMP runs, median (default 5)\n"
            "  --fine-threads T         threads per block of fine-grained (default: the library's)\n"
@@ -237,7 +240,7 @@ static const mrow *best_gpu(const mrows *rows, const char *workload, const char 
 }
 
 static void print_targets(const mrows *rows) {
-    printf("\ntargets (issue 5): best GPU row per batch\n");
+    printf("\ntargets (issues 5, 14): best GPU row per batch\n");
     double worst_err = 0.0;
     for (int k = 0; k < rows->n; ++k)
         if (rows->v[k].error > worst_err) worst_err = rows->v[k].error;
@@ -248,6 +251,21 @@ static void print_targets(const mrows *rows) {
         if (!b) continue;
         printf("  %-5s %-22.22s %8lld cells: best %-13s %8.3f ms  %6.2fx over one thread per cell  %7.3f Gcomp/s\n",
                r->workload, r->label, r->cells, b->method, b->ms, b->vs_cell, b->gcomps);
+    }
+    /* workload a against its same-shape reference of equal size (issue 14: >= 0.7) */
+    for (int k = 0; k < rows->n; ++k) {
+        const mrow *r = &rows->v[k];
+        if (strcmp(r->workload, "a") || strcmp(r->method, "sequential")) continue;
+        const mrow *b = best_gpu(rows, "a", r->label, r->cells);
+        for (int q = k + 1; b && q < rows->n; ++q) {
+            const mrow *f = &rows->v[q];
+            if (strcmp(f->workload, "a-ref") || strcmp(f->method, "sequential")) continue;
+            const mrow *br = best_gpu(rows, "a-ref", f->label, f->cells);
+            if (br)
+                printf("  a %8lld cells: mix %s %.3f Gcomp/s / one shape %s %.3f Gcomp/s = %.2f\n", r->cells,
+                       b->method, b->gcomps, br->method, br->gcomps, b->gcomps / br->gcomps);
+            break;
+        }
     }
     printf("  largest max relative error over all rows: %.1e (target <= 1e-12)\n", worst_err);
 }
@@ -263,7 +281,7 @@ int bench_hines_mixed(int argc, char **argv) {
     long long v = 0;
     double ca1_length = 13.0;
     const char *csv = NULL;
-    char workloads[64] = "a,b,c,d", methods_buf[256] = "interleaved,flat,fine-grained,branch-level";
+    char workloads[64] = "a,b,c,d,e,f", methods_buf[256] = "interleaved,flat,fine-grained,branch-level,tree";
     for (int i = 1; i < argc; ++i) {
         const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
@@ -404,6 +422,35 @@ int bench_hines_mixed(int argc, char **argv) {
             snprintf(label, sizeof label, "ca1_c91662 (%d comps)", (int)ns_tree_size(set.items[0].tree));
             const ns_tree_t *one = set.items[0].tree;
             for (int i = 0; i < nc && !rc; ++i) rc = bench_shapes(&cfg, "d", label, 1, &one, cells[i], &rows);
+        }
+        cli_shapes_free(&set);
+    }
+
+    if (strchr(workloads, 'e') && !rc) {
+        const long long cells = quick ? 1000 : 10000;
+        ns_random_tree_params rp;
+        ns_status st = ns_random_tree_preset("medium", &rp);
+        ns_tree_t **pool = calloc((size_t)cells, sizeof *pool);
+        if (!pool) rc = cli_error("out of memory");
+        for (long long k = 0; !rc && k < cells && st == NS_OK; ++k)
+            st = ns_generate_random_tree(&rp, cfg.seed * 104729 + (uint64_t)k, &pool[k]);
+        if (!rc && st != NS_OK) rc = cli_status_error("random tree", st);
+        if (!rc) rc = bench_shapes(&cfg, "e", "random medium, all distinct", (int)cells,
+                                   (const ns_tree_t *const *)pool, cells, &rows);
+        for (long long k = 0; pool && k < cells; ++k) ns_tree_destroy(pool[k]);
+        free(pool);
+    }
+    if (strchr(workloads, 'f') && !rc) {
+        cli_shape_set set = {0};
+        rc = cli_shapes_add(&set, "bundled", &mo, cfg.seed);
+        int big = 0;
+        for (int k = 1; !rc && k < set.count; ++k)
+            if (ns_tree_size(set.items[k].tree) > ns_tree_size(set.items[big].tree)) big = k;
+        if (!rc && set.count > 0) {
+            char label[48];
+            snprintf(label, sizeof label, "largest: %.30s", set.items[big].name);
+            const ns_tree_t *one = set.items[big].tree;
+            rc = bench_shapes(&cfg, "f", label, 1, &one, 1, &rows);
         }
         cli_shapes_free(&set);
     }

@@ -39,7 +39,8 @@ typedef enum ns_hines_method {
     NS_HINES_BLOCK_SHARED = 6,      /* CUDA, Block-Interleaved with rhs in shared memory */
     NS_HINES_ONCHIP = 7,            /* CUDA, intermediates kept on chip (docs/methods.md) */
     NS_HINES_BRANCH_LEVEL = 8,      /* CUDA, branches of a level as batched tridiagonal systems */
-    NS_HINES_FINE_GRAINED = 9       /* CUDA, one thread per branch */
+    NS_HINES_FINE_GRAINED = 9,      /* CUDA, one thread per branch */
+    NS_HINES_TREE = 10              /* CUDA, tree contraction (rake and compress): log-depth rounds, any shapes */
 } ns_hines_method;
 
 const char *ns_backend_name(ns_backend backend);
@@ -114,6 +115,20 @@ ns_backend ns_hines_solver_backend(const ns_hines_solver_t *solver);
 ns_status ns_hines_solver_solve(ns_hines_solver_t *solver, const double *a, const double *b,
                                 double *d, double *rhs);
 void ns_hines_solver_timing(const ns_hines_solver_t *solver, ns_solve_timing *timing);
+
+/* Solve on device arrays: a, b, d, rhs are device memory of the solver's GPU
+ * in the Flat layout (as the host arrays of ns_hines_solver_solve), and the
+ * solve is queued on `stream` (a cudaStream_t of that GPU; NULL: the legacy
+ * default stream). The call returns once the work is queued: the library
+ * does not synchronise the device or the stream. Pointers that are not
+ * device memory of that GPU and a stream of another GPU give
+ * NS_ERR_INVALID_ARGUMENT naming the argument. ns_hines_solver_wait blocks
+ * until the last queued solve has finished and returns NS_ERR_SINGULAR
+ * (cell and compartment) when it met a zero or non-finite pivot. Methods:
+ * `tree` (the others return NS_ERR_UNSUPPORTED; docs/api.md). */
+ns_status ns_hines_solver_solve_device(ns_hines_solver_t *solver, const double *a, const double *b,
+                                       double *d, double *rhs, void *stream);
+ns_status ns_hines_solver_wait(ns_hines_solver_t *solver);
 
 /* Benchmark entry point: solve the same inputs `repeats` times and record
  * each run's kernel time [ms] in kernel_ms[0..repeats-1] (CUDA events on the

@@ -43,6 +43,12 @@ struct ns_hines_backend_ops {
      * and rhs; kernel_ms[r] is the kernel time of run r. */
     ns_status (*benchmark)(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
                            double *rhs, int repeats, double *kernel_ms);
+    /* Optional (NULL: NS_ERR_UNSUPPORTED). Queue a solve of device arrays
+     * (Flat) on `stream` (a cudaStream_t); wait blocks until the last one
+     * finished and reports its pivots. */
+    ns_status (*solve_device)(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
+                              double *rhs, void *stream);
+    ns_status (*wait)(ns_hines_solver_t *solver);
 };
 
 /* The backends. ns_hines_cuda_backend() returns NULL in a build without CUDA. */

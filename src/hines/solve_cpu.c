@@ -113,6 +113,6 @@ static ns_hines_method cpu_choose(const ns_batch_t *batch, const ns_solve_option
 }
 
 const ns_hines_backend_ops *ns_hines_cpu_backend(void) {
-    static const ns_hines_backend_ops ops = {"cpu", cpu_create, cpu_solve, cpu_destroy, cpu_choose, NULL};
+    static const ns_hines_backend_ops ops = {"cpu", cpu_create, cpu_solve, cpu_destroy, cpu_choose, NULL, NULL, NULL};
     return &ops;
 }

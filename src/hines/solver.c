@@ -21,6 +21,7 @@ static const struct {
     {NS_HINES_ONCHIP, "onchip", NS_BACKEND_CUDA},
     {NS_HINES_BRANCH_LEVEL, "branch-level", NS_BACKEND_CUDA},
     {NS_HINES_FINE_GRAINED, "fine-grained", NS_BACKEND_CUDA},
+    {NS_HINES_TREE, "tree", NS_BACKEND_CUDA},
 };
 #define N_METHODS (sizeof method_table / sizeof method_table[0])
 
@@ -39,7 +40,7 @@ ns_status ns_hines_method_from_name(const char *name, ns_hines_method *method) {
         }
     return ns_fail(NS_ERR_INVALID_ARGUMENT,
                    "unknown method '%s' (auto, sequential, openmp, flat, interleaved, "
-                   "block-interleaved, block-shared, onchip, branch-level, fine-grained)", name);
+                   "block-interleaved, block-shared, onchip, branch-level, fine-grained, tree)", name);
 }
 
 ns_backend ns_hines_method_backend(ns_hines_method method) {
@@ -173,6 +174,21 @@ ns_status ns_hines_solver_solve(ns_hines_solver_t *solver, const double *a, cons
         if (st != NS_OK) return st;
     }
     return solver->ops->solve(solver, a, b, d, rhs);
+}
+
+ns_status ns_hines_solver_solve_device(ns_hines_solver_t *solver, const double *a, const double *b,
+                                       double *d, double *rhs, void *stream) {
+    if (!solver || !a || !b || !d || !rhs)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_solver_solve_device: NULL argument");
+    if (!solver->ops->solve_device)
+        return ns_fail(NS_ERR_UNSUPPORTED, "method '%s' solves host arrays only (device arrays: 'tree')",
+                       ns_hines_method_name(solver->method));
+    return solver->ops->solve_device(solver, a, b, d, rhs, stream);
+}
+
+ns_status ns_hines_solver_wait(ns_hines_solver_t *solver) {
+    if (!solver) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_solver_wait: solver is NULL");
+    return solver->ops->wait ? solver->ops->wait(solver) : NS_OK;
 }
 
 ns_status ns_hines_solver_benchmark(ns_hines_solver_t *solver, const double *a, const double *b,

@@ -7,6 +7,7 @@
 #include "core/cuda_check.h"
 #include "hines/cuda/cuda_backend.h"
 #include "hines/cuda/mixed_backend.h"
+#include "hines/cuda/tree_backend.h"
 #include "hines/tree_impl.h"
 #include "neurosolve/device.h"
 
@@ -296,6 +297,10 @@ static ns_status cuda_create(ns_hines_solver_t *s) {
     const char *name = ns_hines_method_name(s->method);
     if (ns_hines_method_backend(s->method) != NS_BACKEND_CUDA)
         return ns_fail(NS_ERR_UNSUPPORTED, "method '%s' is not a CUDA method", name);
+    if (s->method == NS_HINES_TREE) { /* any batch: contract_backend.c */
+        s->ops = ns_hines_tree_cuda_backend();
+        return s->ops->create(s);
+    }
     if (ns_hines_mixed_cuda_wants(batch, s->method)) { /* mixed shapes: mixed_backend.c */
         s->ops = ns_hines_mixed_cuda_backend();
         return s->ops->create(s);
@@ -343,6 +348,6 @@ static ns_status cuda_create(ns_hines_solver_t *s) {
 
 const ns_hines_backend_ops *ns_hines_cuda_backend(void) {
     static const ns_hines_backend_ops ops = {"cuda",      cuda_create, ns_cuda_solve,
-                                             cuda_destroy, cuda_choose, ns_cuda_benchmark};
+                                             cuda_destroy, cuda_choose, ns_cuda_benchmark, NULL, NULL};
     return &ops;
 }

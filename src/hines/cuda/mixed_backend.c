@@ -532,6 +532,6 @@ static ns_hines_method mixed_choose(const ns_batch_t *batch, const ns_solve_opti
 
 const ns_hines_backend_ops *ns_hines_mixed_cuda_backend(void) {
     static const ns_hines_backend_ops ops = {"cuda-mixed",   mixed_create, mixed_solve,
-                                             mixed_destroy, mixed_choose, mixed_benchmark};
+                                             mixed_destroy, mixed_choose, mixed_benchmark, NULL, NULL};
     return &ops;
 }

@@ -1,0 +1,74 @@
+// The solver's tree-contraction kernels (src/hines/contract.h): one block
+// per group; small groups copy their image into shared memory, big cells
+// work in device memory (L2-resident) with a block of 1024 threads.
+#include "hines/cuda/contract_sweeps.cuh"
+
+namespace {
+
+__global__ void __launch_bounds__(NS_CONTRACT_SMALL_THREADS)
+    contract_small(ns_contract_dev p, const double *__restrict__ a, const double *__restrict__ b, double *d,
+                   double *rhs, unsigned long long *bad) {
+    extern __shared__ double sm[];
+    const int32_t g = p.small[blockIdx.x];
+    const int32_t tmpl = p.g_tmpl[g], n = p.t_nodes[tmpl];
+    const int64_t base = p.g_base[g];
+    double *D = sm, *R = D + n, *U = R + n, *W = U + n, *Lo = W + n;
+    for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+        D[i] = d[base + i];
+        R[i] = rhs[base + i];
+        U[i] = __ldg(b + base + i);
+        W[i] = __ldg(a + base + i);
+    }
+    ns_contract_sweeps(p, tmpl, D, R, U, W, Lo, base, bad);
+    for (int32_t i = threadIdx.x; i < n; i += blockDim.x) __stcs(rhs + base + i, R[i]);
+}
+
+__global__ void __launch_bounds__(NS_CONTRACT_BIG_THREADS)
+    contract_big(ns_contract_dev p, const double *__restrict__ a, const double *__restrict__ b, double *d,
+                 double *rhs, double *scratch, unsigned long long *bad) {
+    const int32_t g = p.big[blockIdx.x];
+    const int32_t tmpl = p.g_tmpl[g], n = p.t_nodes[tmpl];
+    const int64_t base = p.g_base[g];
+    double *U = scratch + 3 * p.g_scratch[g], *W = U + n, *Lo = W + n;
+    for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+        U[i] = __ldg(b + base + i);
+        W[i] = __ldg(a + base + i);
+    }
+    ns_contract_sweeps(p, tmpl, d + base, rhs + base, U, W, Lo, base, bad);
+}
+
+}  // namespace
+
+extern "C" cudaError_t ns_contract_setup(size_t shared_bytes) {
+    cudaError_t e = cudaFuncSetAttribute(contract_small, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)shared_bytes);
+    if (e != cudaSuccess) return e;
+    return cudaFuncSetAttribute(contract_small, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                cudaSharedmemCarveoutMaxShared);
+}
+
+extern "C" cudaError_t ns_contract_launch(const ns_contract_dev *dev, const double *a, const double *b, double *d,
+                                          double *rhs, double *scratch, unsigned long long *bad,
+                                          cudaStream_t stream, cudaStream_t side, cudaEvent_t fork,
+                                          cudaEvent_t join) {
+    cudaError_t e;
+    const int both = dev->n_big > 0 && dev->n_small > 0;
+    if (dev->n_big > 0) {
+        cudaStream_t q = stream;
+        if (both) {
+            if ((e = cudaEventRecord(fork, stream)) != cudaSuccess) return e;
+            if ((e = cudaStreamWaitEvent(side, fork, 0)) != cudaSuccess) return e;
+            q = side;
+        }
+        contract_big<<<(unsigned)dev->n_big, NS_CONTRACT_BIG_THREADS, 0, q>>>(*dev, a, b, d, rhs, scratch, bad);
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+        if (both && (e = cudaEventRecord(join, side)) != cudaSuccess) return e;
+    }
+    if (dev->n_small > 0) {
+        contract_small<<<(unsigned)dev->n_small, NS_CONTRACT_SMALL_THREADS,
+                         ns_contract_shared_bytes(dev->max_small_nodes), stream>>>(*dev, a, b, d, rhs, bad);
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    }
+    if (both) return cudaStreamWaitEvent(stream, join, 0);
+    return cudaSuccess;
+}
