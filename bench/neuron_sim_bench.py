@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""NEURON baseline for `neurosolve bench sim`: the same cells and protocol in NEURON, one thread.
+"""NEURON baseline for `neurosolve bench sim`: the same cells and protocol in NEURON.
 
-usage: neuron_sim_bench.py MORPHOLOGY.swc CELLS TSTOP_MS [DT_MS]
+usage: neuron_sim_bench.py MORPHOLOGY.swc[,MORPHOLOGY.swc...] CELLS TSTOP_MS [DT_MS] [THREADS]
+
+With several morphologies (comma-separated), CELLS copies of each (a mixed population, as
+`bench sim --mixed`); morphologies that Import3d cannot read are left out and counted in
+"skipped". THREADS > 1 runs NEURON's threads (ParallelContext.nthread, cache_efficient).
 
 Instantiates CELLS copies of the morphology through Import3d, sets nseg by the d_lambda rule
 (0.1 at 100 Hz, Ra 35.4, cm 1: the same as neurosolve's default discretisation), inserts hh
@@ -34,13 +38,32 @@ def build(path):
 
 
 def main():
-    path, cells, tstop = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    paths, cells, tstop = sys.argv[1].split(","), int(sys.argv[2]), float(sys.argv[3])
     dt = float(sys.argv[4]) if len(sys.argv) > 4 else 0.025
-    first_soma, keep = [], []
-    for _ in range(cells):
+    threads = int(sys.argv[5]) if len(sys.argv) > 5 else 1
+    first_soma, keep, skipped = [], [], []
+    work = []
+    for path in paths:
         before = set(h.allsec())
-        keep.append(build(path))
-        new = [s for s in h.allsec() if s not in before]
+        try:
+            keep.append(build(path))
+        except Exception:  # Import3d refuses a few tracings
+            skipped.append(path)
+            for sec in [s for s in h.allsec() if s not in before]:
+                h.delete_section(sec=sec)
+            continue
+        work.append(path)
+        # the first copy is built; the others below
+        work.extend([path] * (cells - 1))
+        first = [s for s in h.allsec() if s not in before]
+        work[-cells] = first
+    for item in work:
+        if isinstance(item, list):
+            new = item
+        else:
+            before = set(h.allsec())
+            keep.append(build(item))
+            new = [s for s in h.allsec() if s not in before]
         for sec in new:
             sec.Ra = 35.4
             sec.cm = 1.0
@@ -73,12 +96,17 @@ def main():
     segments = sum(sec.nseg for sec in h.allsec())
     h.dt = dt
     h.load_file("stdrun.hoc")
+    if threads > 1:
+        pc = h.ParallelContext()
+        pc.nthread(threads)
+        h.cvode.cache_efficient(1)
     h.finitialize(-65)
     t0 = time.perf_counter()
     h.continuerun(tstop)
     wall = time.perf_counter() - t0
     steps = int(round(tstop / dt))
-    print(json.dumps({"cells": cells, "segments": segments, "steps": steps, "wall_s": wall,
+    print(json.dumps({"cells": len(first_soma), "segments": segments, "steps": steps, "wall_s": wall,
+                      "threads": threads, "skipped": len(skipped),
                       "segment_steps_per_s": segments * steps / wall}))
 
 

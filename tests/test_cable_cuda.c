@@ -5,6 +5,9 @@
  * measured differences are ~1e-10 mV), for both GPU loops (interleaved and
  * onchip with several lane counts). Also a NaN stop naming the cell. Skips
  * without a GPU. */
+#define _POSIX_C_SOURCE 200809L /* strdup */
+#include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +51,7 @@ static void compare(ns_sim_t *cpu, ns_hines_method method, int32_t lanes, ns_cel
     if (!gpu) return;
     const char *name = ns_hines_method_name(ns_sim_method(gpu));
     CHECK(ns_sim_backend(gpu) == NS_BACKEND_CUDA);
-    /* AUTO with about 50 cells per shape (too few for one thread per cell): onchip */
+    /* AUTO with about 50 cells per shape (too few for one thread per cell): onchip; gpu_lanes 0 for tree */
     CHECK_MSG(ns_sim_method(gpu) == (method == NS_HINES_AUTO ? NS_HINES_ONCHIP : method), "method %s resolved to %s",
               ns_hines_method_name(method), name);
     /* several calls, one longer than a GPU launch part (2000 steps) */
@@ -91,6 +94,83 @@ static void compare(ns_sim_t *cpu, ns_hines_method method, int32_t lanes, ns_cel
     CHECK(st == NS_ERR_NOT_FINITE);
     CHECK_MSG(strstr(ns_last_error(), "cell 150,") != NULL, "%s: %s", name, ns_last_error());
     ns_sim_destroy(gpu);
+}
+
+/* Every bundled morphology that reads with its own radii (53 of 54), two
+ * cells each, the 38,580-compartment tracing included: the GPU loop (auto,
+ * which runs the large cells in the tree loop, and tree for all) against
+ * the CPU loop, traces within 1e-9 mV and spike times within 1e-9 ms. */
+static void test_bundled_population(void) {
+    enum { MAX = 64, PER = 2, STEPS = 1200 };
+    ns_cell_t *cells[MAX] = {0};
+    int n = 0;
+    DIR *dir = opendir(NS_MORPHOLOGIES);
+    char *names[128];
+    int nn = 0;
+    for (struct dirent *e; dir && (e = readdir(dir)) != NULL && nn < 128;) {
+        const size_t len = strlen(e->d_name);
+        if (len > 4 && strcmp(e->d_name + len - 4, ".swc") == 0) names[nn++] = strdup(e->d_name);
+    }
+    if (dir) closedir(dir);
+    for (int k = 0; k < nn; ++k) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", NS_MORPHOLOGIES, names[k]);
+        ns_morph_t *m = NULL;
+        if (n < MAX && ns_swc_read(path, NULL, &m) == NS_OK && ns_discretize(m, NULL, &cells[n]) == NS_OK) ++n;
+        ns_morph_destroy(m);
+        free(names[k]);
+    }
+    CHECK_MSG(n == 53, "%d bundled morphologies read with their own radii, expected 53", n);
+    ns_sim_t *sims[3] = {0};
+    const ns_backend be[3] = {NS_BACKEND_CPU, NS_BACKEND_CUDA, NS_BACKEND_CUDA};
+    const ns_hines_method me[3] = {NS_HINES_AUTO, NS_HINES_AUTO, NS_HINES_TREE};
+    const int64_t N = (int64_t)n * PER;
+    for (int b = 0; b < 3 && n > 0; ++b) {
+        ns_sim_params p;
+        ns_sim_params_init(&p);
+        ns_sim_options o;
+        ns_sim_options_init(&o);
+        o.backend = be[b];
+        o.method = me[b];
+        CHECK_OK(ns_sim_create(n, (const ns_cell_t *const *)cells, N, NULL, &p, &o, &sims[b]));
+        for (int64_t c = 0; sims[b] && c < N; ++c) {
+            ns_cell_info ci;
+            ns_cell_get_info(cells[c % n], &ci);
+            const int32_t soma = ns_sim_spike_compartment(sims[b], c);
+            CHECK_OK(ns_sim_add_iclamp(sims[b], c, soma, 1.0, 25.0, 2e-4 * ci.total_area * (1 + c % 2)));
+            CHECK_OK(ns_sim_add_recording(sims[b], c, soma, NULL));
+            CHECK_OK(ns_sim_add_recording(sims[b], c, ns_tree_size(ns_cell_tree(cells[c % n])) - 1, NULL));
+        }
+        if (sims[b]) CHECK_OK(ns_sim_advance(sims[b], STEPS));
+    }
+    for (int b = 1; b < 3 && sims[0] && sims[b]; ++b) {
+        int64_t sa, sb;
+        int32_t na, nb;
+        const double *ta = ns_sim_traces(sims[0], &sa, &na), *tb = ns_sim_traces(sims[b], &sb, &nb);
+        CHECK(sa == sb && na == nb && sa == STEPS + 1);
+        double worst = 0.0, wspike = 0.0;
+        for (int64_t i = 0; sa == sb && na == nb && i < sa * na; ++i) worst = fmax(worst, fabs(ta[i] - tb[i]));
+        int64_t spikes = 0;
+        for (int64_t c = 0; c < N; ++c) {
+            int64_t x, y;
+            const double *xa = ns_sim_spikes(sims[0], c, &x), *xb = ns_sim_spikes(sims[b], c, &y);
+            CHECK_MSG(x == y, "bundled population (%s), cell %lld: %lld spikes on the CPU, %lld on the GPU",
+                      ns_hines_method_name(me[b]), (long long)c, (long long)x, (long long)y);
+            for (int64_t q = 0; q < x && q < y; ++q) wspike = fmax(wspike, fabs(xa[q] - xb[q]));
+            spikes += x;
+        }
+        CHECK(spikes > N);
+        CHECK_MSG(worst <= 1e-9 && wspike <= 1e-9, "bundled population (%s): traces within %.2e mV, spikes within %.2e ms",
+                  ns_hines_method_name(me[b]), worst, wspike);
+        printf("bundled population x%d (%s, resolved %s): %lld spikes, traces within %.2e mV, spikes within %.2e ms\n",
+               PER, ns_hines_method_name(me[b]), ns_hines_method_name(ns_sim_method(sims[b])), (long long)spikes,
+               worst, wspike);
+    }
+    /* auto runs several loops here (the largest cells in the tree loop) */
+    if (sims[1]) CHECK(ns_sim_method(sims[1]) == NS_HINES_AUTO);
+    if (sims[2]) CHECK(ns_sim_method(sims[2]) == NS_HINES_TREE);
+    for (int b = 0; b < 3; ++b) ns_sim_destroy(sims[b]);
+    for (int k = 0; k < n; ++k) ns_cell_destroy(cells[k]);
 }
 
 /* A cell too large for shared memory (mouselight_AA0059, 5,500
@@ -174,11 +254,12 @@ int main(void) {
      * and 32 lanes per cell (32, 8 and 1 cells per warp) */
     const struct { ns_hines_method method; int32_t lanes; } gpu_runs[] = {
         {NS_HINES_INTERLEAVED, 0}, {NS_HINES_AUTO, 0}, {NS_HINES_ONCHIP, 1}, {NS_HINES_ONCHIP, 4},
-        {NS_HINES_ONCHIP, 32}};
+        {NS_HINES_ONCHIP, 32}, {NS_HINES_TREE, 0}};
     for (size_t r = 0; cpu && r < sizeof gpu_runs / sizeof gpu_runs[0]; ++r)
         compare(cpu, gpu_runs[r].method, gpu_runs[r].lanes, cells);
     ns_sim_destroy(cpu);
     test_large_cell();
+    test_bundled_population();
     for (int k = 0; k < N_FILES; ++k) ns_cell_destroy(cells[k]);
     return check_summary("test_cable_cuda");
 }

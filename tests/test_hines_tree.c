@@ -215,11 +215,13 @@ int main(void) {
     {
         const ns_tree_t *shapes[128];
         for (int k = 0; k < set.count; ++k) shapes[k] = set.tree[k];
-        ns_contract_layout_options lo = {1500, 5000, 64};
+        ns_contract_layout_options lo = {1500, 5000, 64, 0};
         check_layout(set.count, shapes, 3 * (int64_t)set.count, NULL, &lo, "bundled x 3", NULL);
         int32_t templates = 0;
         check_layout(1, shapes, 2000, NULL, &lo, "one shape x 2000", &templates);
         CHECK_MSG(templates <= 2, "one shape: %d templates (expected <= 2)", (int)templates);
+        ns_contract_layout_options few = {100000, 1 << 30, 1, 7};
+        check_layout(set.count, shapes, 100, NULL, &few, "bundled, 7 cells per group", NULL);
     }
     bundled_free(&set);
     /* a random tree of 1,000,000 compartments (random parents: every shape of

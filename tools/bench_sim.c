@@ -29,7 +29,8 @@ static void help(void) {
            "  --steps N             timed steps per row after 40 warm-up steps (default 400 = 10 ms)\n"
            "  --neuron N            also time N cells in NEURON (python3 bench/neuron_sim_bench.py,\n"
            "                        needs `pip install neuron`) and report speedups per cell-step\n"
-           "  --csv FILE  --json\n");
+           "  --csv FILE  --json\n"
+           "  --mixed               populations of different real cells (bench sim --mixed --help)\n");
 }
 
 typedef struct row {
@@ -100,7 +101,11 @@ static double neuron_rate(const char *morph, long long cells, int steps, long lo
     return (double)cells * steps / wall;
 }
 
+int bench_sim_mixed(int argc, char **argv);
+
 int bench_sim(int argc, char **argv) {
+    for (int i = 1; i < argc; ++i)
+        if (strcmp(argv[i], "--mixed") == 0) return bench_sim_mixed(argc, argv);
     char morph[4096];
     snprintf(morph, sizeof morph, "%s/allen_chat_614430666.swc", cli_morphology_dir());
     long long cells[MAX_LIST] = {1000, 10000, 100000, 1000000}, cpu_max = 100000, steps = 400,

@@ -320,7 +320,7 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
         const int32_t n = plans[cell_shape[c]].n;
         const int big = n > o->big_nodes;
         const int open = ng > 0 && gcount[ng - 1] > 0 && plans[cell_shape[gfirst[ng - 1]]].n <= o->big_nodes;
-        if (!big && open && nodes + n <= cap) {
+        if (!big && open && nodes + n <= cap && (o->max_cells <= 0 || gcount[ng - 1] < o->max_cells)) {
             gcount[ng - 1]++;
             nodes += n;
             continue;

@@ -88,6 +88,7 @@ typedef struct ns_contract_layout_options {
     int32_t group_nodes;   /* most nodes of a small group (its shared-memory budget) */
     int32_t big_nodes;     /* a cell of more nodes is a big group (device memory) */
     int32_t min_groups;    /* cap small groups at total / min_groups nodes (spread over SMs) */
+    int32_t max_cells;     /* most cells of a group (0: no limit) */
 } ns_contract_layout_options;
 
 typedef struct ns_contract_layout {

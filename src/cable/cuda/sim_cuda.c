@@ -1,9 +1,13 @@
-/* The GPU simulation loops, host side: shape groups uploaded once (each with
- * the onchip loop when it fits and the method allows, else the interleaved
- * one), the state kept on the device, steps launched in parts of at most
- * PART_STEPS with the recorded samples and spike times copied out after each
- * part (no host round trip per step). Initialisation runs on the host (the
- * CPU loop's) and is uploaded. */
+/* The GPU simulation loops, host side: shape groups uploaded once, each
+ * with the onchip loop (a warp per 32 / L cells of one shape, state in
+ * shared memory), the interleaved loop (one thread per cell) or, for every
+ * shape that runs on neither, one population-wide group of the tree loop
+ * (sim_tree.cu: the solver's tree-contraction groups, any shapes, one
+ * launch); the state kept on the device, steps launched in parts of at
+ * most PART_STEPS with the recorded samples and spike times copied out
+ * after each part (no host round trip per step). Initialisation runs on the
+ * host (the CPU loop's) and is uploaded. The choice per shape (`auto`) is
+ * choose_loop below (docs/simulation.md, "GPU loops"). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,14 +15,14 @@
 
 #include "cable/cuda/sim_cuda.h"
 #include "core/cuda_check.h"
+#include "hines/cuda/tree_backend.h"
 
 #define PART_STEPS 2000  /* steps per launch */
 #define SPIKE_CAP 128    /* spikes per cell per launch (more is an error) */
 #define THREADS 128
 /* Shape groups run concurrently, group k on stream k % STREAMS: a
  * population of many morphologies with few cells each would otherwise run
- * one small kernel after another. NEUROSOLVE_SIM_STREAMS=1 serialises them
- * (for measuring). */
+ * one small kernel after another. */
 #define STREAMS 16
 /* AUTO: a shape with enough cells to give one thread per cell this many
  * threads per SM takes the interleaved loop unless at least
@@ -30,14 +34,34 @@
  * leave the GPU idle (docs/simulation.md). */
 #define AUTO_ONCHIP_MIN_WARPS 6
 #define AUTO_INTERLEAVED_THREADS_PER_SM 32
+/* AUTO: a shape whose onchip schedule has a critical path (backward plus
+ * forward node updates on the busiest lanes) above this runs in the tree
+ * loop, whose solve takes a few dozen rounds whatever the depth; so do
+ * shapes that fit no block's shared memory. To be fitted (bench sim
+ * --mixed, bench/README.md). */
+#define AUTO_TREE_PATH 2000
+/* AUTO: with more shape groups than streams, a group of fewer than this
+ * many cells per SM joins the tree loop (one launch for all of them)
+ * instead of running as a kernel of its own. */
+#define AUTO_TREE_CELLS_PER_SM 1
+/* Nodes per group of the tree loop (state in device memory; a group is
+ * one block of NS_SIM_TREE_THREADS threads) and groups per SM at least. */
+#define TREE_GROUP_NODES 4096
+#define TREE_MIN_GROUPS_PER_SM 2
+
+enum { LOOP_INTERLEAVED, LOOP_ONCHIP, LOOP_TREE };
 
 typedef struct gpu_group {
     ns_sim_gpu_group g;
     int64_t *cell_id; /* host: global cell of each local cell */
-    int32_t shape;
-    int onchip;               /* 1: onchip loop (oc), 0: interleaved */
+    int32_t shape;            /* -1: the tree group (several shapes) */
+    int onchip;               /* 1: onchip loop (oc) */
+    int tree;                 /* 1: tree loop (layout, t) */
     ns_sim_onchip_group oc;
-    void *allocs[16];     /* shape constants, state, outputs */
+    ns_contract_dev layout;   /* tree: the solver's groups on the device */
+    ns_sim_tree t;
+    int64_t *cell_base;       /* tree, host: first node of each local cell (cells + 1) */
+    void *allocs[24];     /* shape constants, state, outputs */
     int n_allocs;
     void *site_allocs[12]; /* stimulus and recording indexes (replaced when they change) */
     int n_site_allocs;
@@ -86,7 +110,9 @@ static void free_state(gpu_state *s) {
         for (int a = 0; a < s->groups[k].n_allocs; ++a) cudaFree(s->groups[k].allocs[a]);
         for (int a = 0; a < s->groups[k].n_site_allocs; ++a) cudaFree(s->groups[k].site_allocs[a]);
         ns_sim_onchip_release(&s->groups[k].oc);
+        ns_contract_dev_free(&s->groups[k].layout);
         free(s->groups[k].cell_id);
+        free(s->groups[k].cell_base);
     }
     free(s->groups);
     cudaFree(s->table);
@@ -99,20 +125,182 @@ static void free_state(gpu_state *s) {
     free(s);
 }
 
-/* Where the kernel finds compartment i: itself (interleaved) or its position (onchip). */
+/* Where the kernel finds compartment i: itself (interleaved, tree) or its position (onchip). */
 static int32_t node_index(const gpu_group *gr, int32_t i) {
     return gr->onchip ? gr->oc.plan.data[gr->oc.plan.pos_of_node + (size_t)i] : i;
 }
 
 /* Index of compartment i of local cell j in the group's device state. */
 static size_t state_index(const gpu_group *gr, int64_t j, int32_t i) {
+    if (gr->tree) return (size_t)gr->cell_base[j] + (size_t)i;
     if (gr->onchip) return (size_t)j * (size_t)gr->g.n + (size_t)node_index(gr, i);
     return (size_t)i * (size_t)gr->g.cells + (size_t)j;
+}
+
+/* Compartments of local cell j. */
+static int32_t cell_size(const ns_sim_t *sim, const gpu_group *gr, int64_t j) {
+    return sim->shapes[sim->cell_shape[gr->cell_id[j]]].n;
 }
 
 static void gpu_destroy(ns_sim_t *sim) {
     free_state((gpu_state *)sim->backend_state);
     sim->backend_state = NULL;
+}
+
+/* The loop of every shape (LOOP_*), the onchip preparations of those that
+ * run onchip (oc[k]), and the rule: docs/simulation.md, "GPU loops". */
+static ns_status choose_loops(ns_sim_t *sim, const int64_t *cells, int sms, int *loop, ns_sim_onchip_group *oc) {
+    int32_t groups = 0;
+    for (int32_t k = 0; k < sim->n_shapes; ++k) {
+        loop[k] = LOOP_TREE;
+        if (cells[k] == 0) continue;
+        ++groups;
+        if (sim->method == NS_HINES_TREE) continue;
+        if (sim->method == NS_HINES_INTERLEAVED) {
+            loop[k] = LOOP_INTERLEAVED;
+            continue;
+        }
+        int fits = 0;
+        ns_status st = ns_sim_onchip_prepare(&sim->shapes[k], sim->options.gpu_lanes, &oc[k], &fits);
+        if (st != NS_OK) return st;
+        if (sim->method == NS_HINES_ONCHIP) {
+            if (!fits)
+                return ns_fail(NS_ERR_UNSUPPORTED,
+                               "simulation: a cell of %d compartments is beyond the onchip loop's schedule "
+                               "(use 'tree')",
+                               (int)sim->shapes[k].n);
+            loop[k] = LOOP_ONCHIP;
+            continue;
+        }
+        /* AUTO */
+        const int64_t path = fits ? oc[k].plan.bwd_cost + oc[k].plan.fwd_cost : INT64_MAX;
+        if (!fits || !oc[k].launch.in_shared || path > AUTO_TREE_PATH) {
+            loop[k] = LOOP_TREE;
+        } else if (cells[k] >= (int64_t)sms * AUTO_INTERLEAVED_THREADS_PER_SM &&
+                   oc[k].resident_warps < AUTO_ONCHIP_MIN_WARPS) {
+            loop[k] = LOOP_INTERLEAVED;
+        } else {
+            loop[k] = LOOP_ONCHIP;
+        }
+        if (loop[k] != LOOP_ONCHIP) ns_sim_onchip_release(&oc[k]);
+    }
+    /* AUTO with more groups than streams: small groups join the tree loop */
+    if (sim->method == NS_HINES_AUTO && groups > STREAMS)
+        for (int32_t k = 0; k < sim->n_shapes; ++k)
+            if (cells[k] > 0 && loop[k] != LOOP_TREE && cells[k] < (int64_t)sms * AUTO_TREE_CELLS_PER_SM) {
+                if (loop[k] == LOOP_ONCHIP) ns_sim_onchip_release(&oc[k]);
+                loop[k] = LOOP_TREE;
+            }
+    return NS_OK;
+}
+
+/* The tree group: the solver's layout of its cells (a batch of their
+ * shapes) and the per-node constants, Flat in the group's cell order. */
+static ns_status setup_tree(ns_sim_t *sim, gpu_group *gr, const int *loop, int sms) {
+    const int64_t N = gr->g.cells;
+    ns_status st = NS_OK;
+    int32_t *map = malloc((size_t)sim->n_shapes * sizeof *map), *cshape = malloc((size_t)N * sizeof *cshape);
+    ns_tree_t **trees = calloc((size_t)sim->n_shapes, sizeof *trees);
+    ns_batch_t *batch = NULL;
+    ns_contract_layout L;
+    memset(&L, 0, sizeof L);
+    double *ha = NULL, *hb = NULL, *hcap = NULL;
+    int8_t *hreg = NULL;
+    int32_t *hpar = NULL, *hcb = NULL, *hch = NULL, *hspike = NULL, *hg0 = NULL;
+    gr->cell_base = malloc((size_t)(N + 1) * sizeof *gr->cell_base);
+    if (!map || !cshape || !trees || !gr->cell_base) {
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: tree group");
+        goto out;
+    }
+    int32_t nt = 0;
+    for (int32_t k = 0; k < sim->n_shapes && st == NS_OK; ++k) {
+        map[k] = -1;
+        if (loop[k] != LOOP_TREE) continue;
+        st = ns_tree_create(sim->shapes[k].n, sim->shapes[k].parent, &trees[nt]);
+        map[k] = nt++;
+    }
+    if (st != NS_OK) goto out;
+    int64_t nodes = 0;
+    for (int64_t j = 0; j < N; ++j) {
+        const int32_t k = sim->cell_shape[gr->cell_id[j]];
+        cshape[j] = map[k];
+        gr->cell_base[j] = nodes;
+        nodes += sim->shapes[k].n;
+    }
+    gr->cell_base[N] = nodes;
+    if (nodes >= ((int64_t)1 << 31)) {
+        st = ns_fail(NS_ERR_SIZE, "simulation: %lld compartments in the tree loop (the GPU loop takes < 2^31)",
+                     (long long)nodes);
+        goto out;
+    }
+    if ((st = ns_batch_create(nt, (const ns_tree_t *const *)trees, N, cshape, &batch)) != NS_OK) goto out;
+    if ((st = ns_tree_layout_for(batch, TREE_GROUP_NODES, INT32_MAX, TREE_MIN_GROUPS_PER_SM * sms,
+                                 NS_SIM_TREE_THREADS, &L)) != NS_OK)
+        goto out;
+    /* per-node constants; parents and children local to the node's group */
+    const size_t n = (size_t)nodes;
+    ha = malloc(n * sizeof *ha), hb = malloc(n * sizeof *hb), hcap = malloc(n * sizeof *hcap);
+    hreg = malloc(n), hpar = malloc(n * sizeof *hpar), hcb = malloc((n + 1) * sizeof *hcb);
+    hch = malloc((n + 1) * sizeof *hch), hspike = malloc((size_t)N * sizeof *hspike);
+    hg0 = malloc(((size_t)L.n_groups + 1) * sizeof *hg0);
+    if (!ha || !hb || !hcap || !hreg || !hpar || !hcb || !hch || !hspike || !hg0) {
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: tree constants");
+        goto out;
+    }
+    int32_t g = 0;
+    int64_t gbase = 0, nch = 0;
+    for (int64_t j = 0; j < N; ++j) {
+        const sim_shape *sh = &sim->shapes[sim->cell_shape[gr->cell_id[j]]];
+        const int64_t o = gr->cell_base[j];
+        while (g < L.n_groups && L.g_base[g] <= o) hg0[g] = (int32_t)j, gbase = L.g_base[g], ++g;
+        hspike[j] = sh->spike_node;
+        for (int32_t i = 0; i < sh->n; ++i) {
+            ha[o + i] = sh->a[i];
+            hb[o + i] = sh->b[i];
+            hcap[o + i] = sh->cap[i];
+            hreg[o + i] = sh->region[i];
+            hpar[o + i] = sh->parent[i] >= 0 ? (int32_t)(o - gbase + sh->parent[i]) : -1;
+        }
+        /* children CSR in increasing child order: starts, then a fill
+         * that advances hcb[p] (undone by shifting back below) */
+        for (int32_t i = 0; i < sh->n; ++i) hcb[o + i] = 0;
+        for (int32_t i = 1; i < sh->n; ++i) hcb[o + sh->parent[i]]++;
+        for (int32_t i = 0; i < sh->n; ++i) {
+            const int32_t c = hcb[o + i];
+            hcb[o + i] = (int32_t)nch;
+            nch += c;
+        }
+        for (int32_t i = 1; i < sh->n; ++i) hch[hcb[o + sh->parent[i]]++] = (int32_t)(o - gbase + i);
+    }
+    hg0[L.n_groups] = (int32_t)N;
+    /* after the fill hcb[i] is the end of i's children = the start of i + 1's */
+    for (size_t i = n; i-- > 1;) hcb[i] = hcb[i - 1];
+    hcb[0] = 0;
+    hcb[n] = (int32_t)nch;
+    ns_sim_tree *t = &gr->t;
+    if ((st = upload(gr, (void **)&t->a, ha, n * sizeof *ha)) != NS_OK ||
+        (st = upload(gr, (void **)&t->b, hb, n * sizeof *hb)) != NS_OK ||
+        (st = upload(gr, (void **)&t->cap, hcap, n * sizeof *hcap)) != NS_OK ||
+        (st = upload(gr, (void **)&t->region, hreg, n)) != NS_OK ||
+        (st = upload(gr, (void **)&t->parent, hpar, n * sizeof *hpar)) != NS_OK ||
+        (st = upload(gr, (void **)&t->child_begin, hcb, (n + 1) * sizeof *hcb)) != NS_OK ||
+        (st = upload(gr, (void **)&t->child, hch, (size_t)(nch ? nch : 1) * sizeof *hch)) != NS_OK ||
+        (st = upload(gr, (void **)&t->cell_base, gr->cell_base, (size_t)(N + 1) * sizeof *gr->cell_base)) != NS_OK ||
+        (st = upload(gr, (void **)&t->spike_node, hspike, (size_t)N * sizeof *hspike)) != NS_OK ||
+        (st = upload(gr, (void **)&t->g_cell0, hg0, ((size_t)L.n_groups + 1) * sizeof *hg0)) != NS_OK ||
+        (st = dalloc(gr, (void **)&t->up, n * sizeof(double))) != NS_OK ||
+        (st = dalloc(gr, (void **)&t->down, n * sizeof(double))) != NS_OK ||
+        (st = dalloc(gr, (void **)&t->lo, n * sizeof(double))) != NS_OK)
+        goto out;
+    st = ns_cuda_status(ns_contract_dev_upload(&L, &gr->layout), "tree layout upload", __FILE__, __LINE__);
+    gr->g.n = (int32_t)(nodes < INT32_MAX ? nodes : INT32_MAX); /* the group's total, for the state arrays */
+out:
+    for (int32_t k = 0; trees && k < sim->n_shapes; ++k) ns_tree_destroy(trees[k]);
+    free(trees), free(map), free(cshape);
+    ns_batch_destroy(batch);
+    ns_contract_layout_destroy(&L);
+    free(ha), free(hb), free(hcap), free(hreg), free(hpar), free(hcb), free(hch), free(hspike), free(hg0);
+    return st;
 }
 
 static ns_status gpu_create(ns_sim_t *sim) {
@@ -124,95 +312,130 @@ static ns_status gpu_create(ns_sim_t *sim) {
     gpu_state *s = calloc(1, sizeof *s);
     if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU state");
     sim->backend_state = s;
-    s->groups = calloc((size_t)sim->n_shapes, sizeof *s->groups);
-    if (!s->groups) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU groups");
-    int64_t largest = 0;
-    int any_onchip = 0, any_interleaved = 0, dev = 0, sms = 0;
-    NS_CUDA_TRY(cudaGetDevice(&dev));
-    NS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    s->groups = calloc((size_t)sim->n_shapes + 1, sizeof *s->groups);
+    int64_t *cells = calloc((size_t)sim->n_shapes, sizeof *cells);
+    int *loop = calloc((size_t)sim->n_shapes, sizeof *loop);
+    ns_sim_onchip_group *oc = calloc((size_t)sim->n_shapes, sizeof *oc);
+    ns_status st = NS_OK;
+    if (!s->groups || !cells || !loop || !oc) {
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU groups");
+        goto out;
+    }
+    int dev = 0, sms = 0;
+    NS_CUDA_GOTO(cudaGetDevice(&dev), st, out);
+    NS_CUDA_GOTO(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), st, out);
+    for (int64_t c = 0; c < sim->n_cells; ++c) cells[sim->cell_shape[c]]++;
+    if ((st = choose_loops(sim, cells, sms, loop, oc)) != NS_OK) goto out;
+    int64_t largest = 0, tree_cells = 0;
+    int used[3] = {0, 0, 0};
     for (int32_t k = 0; k < sim->n_shapes; ++k) {
+        if (cells[k] == 0) continue;
+        if (loop[k] == LOOP_TREE) {
+            tree_cells += cells[k];
+            continue;
+        }
         gpu_group *gr = &s->groups[s->n_groups];
         const sim_shape *sh = &sim->shapes[k];
-        int64_t cells = 0;
-        for (int64_t c = 0; c < sim->n_cells; ++c) cells += sim->cell_shape[c] == k;
-        if (cells == 0) continue;
-        if (cells >= ((int64_t)1 << 24))
-            return ns_fail(NS_ERR_SIZE, "simulation: %lld cells of one shape (the GPU loop takes < 2^24)",
-                           (long long)cells);
+        if (cells[k] >= ((int64_t)1 << 24)) {
+            st = ns_fail(NS_ERR_SIZE, "simulation: %lld cells of one shape (the GPU loop takes < 2^24)",
+                         (long long)cells[k]);
+            goto out;
+        }
         gr->shape = k;
-        gr->cell_id = malloc((size_t)cells * sizeof *gr->cell_id);
-        if (!gr->cell_id) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU group");
+        gr->cell_id = malloc((size_t)cells[k] * sizeof *gr->cell_id);
+        if (!gr->cell_id) {
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU group");
+            goto out;
+        }
         for (int64_t c = 0, j = 0; c < sim->n_cells; ++c)
             if (sim->cell_shape[c] == k) gr->cell_id[j++] = c;
         s->n_groups++;
-        if (cells > largest) largest = cells;
+        if (cells[k] > largest) largest = cells[k];
         ns_sim_gpu_group *g = &gr->g;
         g->n = sh->n;
-        g->cells = cells;
-        ns_status st;
-        if (sim->method != NS_HINES_INTERLEAVED) {
-            if ((st = ns_sim_onchip_prepare(sh, sim->options.gpu_lanes, &gr->oc, &gr->onchip)) != NS_OK) return st;
-            const int many = cells >= (int64_t)sms * AUTO_INTERLEAVED_THREADS_PER_SM;
-            if (gr->onchip && sim->method == NS_HINES_AUTO && many &&
-                (!gr->oc.launch.in_shared || gr->oc.resident_warps < AUTO_ONCHIP_MIN_WARPS)) {
-                ns_sim_onchip_release(&gr->oc);
-                gr->onchip = 0;
-            }
-            if (!gr->onchip && sim->method == NS_HINES_ONCHIP)
-                return ns_fail(NS_ERR_UNSUPPORTED,
-                               "simulation: a cell of %d compartments is beyond the onchip loop's schedule "
-                               "(use 'interleaved')",
-                               (int)sh->n);
-        }
-        if (gr->onchip) {
+        g->cells = cells[k];
+        if (loop[k] == LOOP_ONCHIP) {
+            gr->oc = oc[k];
+            memset(&oc[k], 0, sizeof oc[k]);
+            gr->onchip = 1;
             const int32_t L = gr->oc.plan.lanes;
-            sim->gpu_lanes = !any_onchip || sim->gpu_lanes == L ? L : -1;
+            sim->gpu_lanes = !used[LOOP_ONCHIP] || sim->gpu_lanes == L ? L : -1;
         }
-        any_onchip |= gr->onchip;
-        any_interleaved |= !gr->onchip;
+        used[loop[k]] = 1;
         g->spike_node = node_index(gr, sh->spike_node);
-        const size_t n = (size_t)sh->n, z = n * (size_t)cells * sizeof(double);
+        const size_t n = (size_t)sh->n, z = n * (size_t)cells[k] * sizeof(double);
         if ((st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = dalloc(gr, (void **)&g->m, z)) != NS_OK ||
             (st = dalloc(gr, (void **)&g->h, z)) != NS_OK || (st = dalloc(gr, (void **)&g->gn, z)) != NS_OK ||
-            (st = dalloc(gr, (void **)&g->spike_count, (size_t)cells * sizeof(int32_t))) != NS_OK ||
-            (st = dalloc(gr, (void **)&g->spike_t, (size_t)cells * SPIKE_CAP * sizeof(double))) != NS_OK)
-            return st;
+            (st = dalloc(gr, (void **)&g->spike_count, (size_t)cells[k] * sizeof(int32_t))) != NS_OK ||
+            (st = dalloc(gr, (void **)&g->spike_t, (size_t)cells[k] * SPIKE_CAP * sizeof(double))) != NS_OK)
+            goto out;
         if (!gr->onchip &&
             ((st = upload(gr, (void **)&g->parent, sh->parent, n * sizeof(int32_t))) != NS_OK ||
              (st = upload(gr, (void **)&g->a, sh->a, n * sizeof(double))) != NS_OK ||
              (st = upload(gr, (void **)&g->b, sh->b, n * sizeof(double))) != NS_OK ||
              (st = upload(gr, (void **)&g->cap, sh->cap, n * sizeof(double))) != NS_OK ||
              (st = upload(gr, (void **)&g->region, sh->region, n * sizeof(int8_t))) != NS_OK))
-            return st;
+            goto out;
         /* d and rhs in device memory: interleaved, and onchip when the image is not in shared memory */
         if ((!gr->onchip || !gr->oc.launch.in_shared) &&
             ((st = dalloc(gr, (void **)&g->d, z)) != NS_OK || (st = dalloc(gr, (void **)&g->rhs, z)) != NS_OK))
-            return st;
+            goto out;
     }
-    /* the method the loops resolved to (AUTO: both loops in use) */
-    if (any_onchip != any_interleaved) sim->method = any_onchip ? NS_HINES_ONCHIP : NS_HINES_INTERLEAVED;
-    NS_CUDA_TRY(cudaMalloc((void **)&s->table, sizeof *s->table));
-    NS_CUDA_TRY(cudaMemcpy(s->table, &sim->table, sizeof *s->table, cudaMemcpyHostToDevice));
-    NS_CUDA_TRY(cudaMalloc((void **)&s->regions, sizeof sim->region));
-    NS_CUDA_TRY(cudaMemcpy(s->regions, sim->region, sizeof sim->region, cudaMemcpyHostToDevice));
-    NS_CUDA_TRY(cudaMalloc((void **)&s->fault, (size_t)s->n_groups * sizeof *s->fault));
-    const char *env = getenv("NEUROSOLVE_SIM_STREAMS");
-    int want = env ? atoi(env) : STREAMS;
-    if (want < 1 || want > STREAMS) want = STREAMS;
+    if (tree_cells > 0) {
+        gpu_group *gr = &s->groups[s->n_groups++];
+        if (tree_cells >= ((int64_t)1 << 24)) {
+            st = ns_fail(NS_ERR_SIZE, "simulation: %lld cells in the tree loop (the GPU loop takes < 2^24)",
+                         (long long)tree_cells);
+            goto out;
+        }
+        gr->shape = -1;
+        gr->tree = 1;
+        used[LOOP_TREE] = 1;
+        gr->g.cells = tree_cells;
+        gr->cell_id = malloc((size_t)tree_cells * sizeof *gr->cell_id);
+        if (!gr->cell_id) {
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU tree group");
+            goto out;
+        }
+        for (int64_t c = 0, j = 0; c < sim->n_cells; ++c)
+            if (loop[sim->cell_shape[c]] == LOOP_TREE) gr->cell_id[j++] = c;
+        if (tree_cells > largest) largest = tree_cells;
+        if ((st = setup_tree(sim, gr, loop, sms)) != NS_OK) goto out;
+        ns_sim_gpu_group *g = &gr->g;
+        const size_t z = (size_t)gr->cell_base[tree_cells] * sizeof(double);
+        if ((st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = dalloc(gr, (void **)&g->m, z)) != NS_OK ||
+            (st = dalloc(gr, (void **)&g->h, z)) != NS_OK || (st = dalloc(gr, (void **)&g->gn, z)) != NS_OK ||
+            (st = dalloc(gr, (void **)&g->d, z)) != NS_OK || (st = dalloc(gr, (void **)&g->rhs, z)) != NS_OK ||
+            (st = dalloc(gr, (void **)&g->spike_count, (size_t)tree_cells * sizeof(int32_t))) != NS_OK ||
+            (st = dalloc(gr, (void **)&g->spike_t, (size_t)tree_cells * SPIKE_CAP * sizeof(double))) != NS_OK)
+            goto out;
+    }
+    /* the method the loops resolved to (AUTO: several loops in use) */
+    if (used[0] + used[1] + used[2] == 1)
+        sim->method = used[LOOP_ONCHIP] ? NS_HINES_ONCHIP : used[LOOP_TREE] ? NS_HINES_TREE : NS_HINES_INTERLEAVED;
+    NS_CUDA_GOTO(cudaMalloc((void **)&s->table, sizeof *s->table), st, out);
+    NS_CUDA_GOTO(cudaMemcpy(s->table, &sim->table, sizeof *s->table, cudaMemcpyHostToDevice), st, out);
+    NS_CUDA_GOTO(cudaMalloc((void **)&s->regions, sizeof sim->region), st, out);
+    NS_CUDA_GOTO(cudaMemcpy(s->regions, sim->region, sizeof sim->region, cudaMemcpyHostToDevice), st, out);
+    NS_CUDA_GOTO(cudaMalloc((void **)&s->fault, (size_t)s->n_groups * sizeof *s->fault), st, out);
     /* blocking streams: they wait for the default stream's memsets and copies */
-    for (; s->n_streams < want && s->n_streams < s->n_groups; ++s->n_streams)
-        NS_CUDA_TRY(cudaStreamCreate(&s->streams[s->n_streams]));
+    for (; s->n_streams < STREAMS && s->n_streams < s->n_groups; ++s->n_streams)
+        NS_CUDA_GOTO(cudaStreamCreate(&s->streams[s->n_streams]), st, out);
     s->spike_count_host = malloc((size_t)largest * sizeof *s->spike_count_host);
     s->spike_t_host = malloc((size_t)largest * SPIKE_CAP * sizeof *s->spike_t_host);
-    if (!s->spike_count_host || !s->spike_t_host) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: spike buffers");
-    return NS_OK;
+    if (!s->spike_count_host || !s->spike_t_host) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: spike buffers");
+out:
+    for (int32_t k = 0; oc && k < sim->n_shapes; ++k) ns_sim_onchip_release(&oc[k]);
+    free(cells), free(loop), free(oc);
+    return st;
 }
 
 /* Host Flat state <-> device state of one group (the group's layout). */
 static ns_status transfer_state(ns_sim_t *sim, gpu_group *gr, int to_device) {
     ns_sim_gpu_group *g = &gr->g;
-    const size_t n = (size_t)g->n, N = (size_t)g->cells;
-    double *buf = malloc(n * N * sizeof *buf);
+    const size_t N = (size_t)g->cells;
+    const size_t total = gr->tree ? (size_t)gr->cell_base[N] : (size_t)g->n * N;
+    double *buf = malloc(total * sizeof *buf);
     if (!buf) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: state transfer");
     double *host[4] = {sim->v, sim->m, sim->h, sim->n};
     double *dev[4] = {g->v, g->m, g->h, g->gn};
@@ -221,14 +444,16 @@ static ns_status transfer_state(ns_sim_t *sim, gpu_group *gr, int to_device) {
         if (to_device) {
             for (size_t j = 0; j < N; ++j) {
                 const double *src = host[a] + sim->cell_offset[gr->cell_id[j]];
-                for (size_t i = 0; i < n; ++i) buf[state_index(gr, (int64_t)j, (int32_t)i)] = src[i];
+                const int32_t n = cell_size(sim, gr, (int64_t)j);
+                for (int32_t i = 0; i < n; ++i) buf[state_index(gr, (int64_t)j, i)] = src[i];
             }
-            NS_CUDA_GOTO(cudaMemcpy(dev[a], buf, n * N * sizeof *buf, cudaMemcpyHostToDevice), st, out);
+            NS_CUDA_GOTO(cudaMemcpy(dev[a], buf, total * sizeof *buf, cudaMemcpyHostToDevice), st, out);
         } else {
-            NS_CUDA_GOTO(cudaMemcpy(buf, dev[a], n * N * sizeof *buf, cudaMemcpyDeviceToHost), st, out);
+            NS_CUDA_GOTO(cudaMemcpy(buf, dev[a], total * sizeof *buf, cudaMemcpyDeviceToHost), st, out);
             for (size_t j = 0; j < N; ++j) {
                 double *dst = host[a] + sim->cell_offset[gr->cell_id[j]];
-                for (size_t i = 0; i < n; ++i) dst[i] = buf[state_index(gr, (int64_t)j, (int32_t)i)];
+                const int32_t n = cell_size(sim, gr, (int64_t)j);
+                for (int32_t i = 0; i < n; ++i) dst[i] = buf[state_index(gr, (int64_t)j, i)];
             }
         }
     }
@@ -252,7 +477,6 @@ static ns_status upload_sites(ns_sim_t *sim, gpu_group *gr) {
     int32_t *rsite = malloc((size_t)(nr + 1) * sizeof *rsite);
     double *sdel = malloc((size_t)(ns + 1) * sizeof *sdel), *sdur = malloc((size_t)(ns + 1) * sizeof *sdur);
     double *samp = malloc((size_t)(ns + 1) * sizeof *samp), *sscale = malloc((size_t)(ns + 1) * sizeof *sscale);
-    const sim_shape *sh = &sim->shapes[gr->shape];
     ns_status st = NS_OK;
     if (!sb || !rb || !snode || !rnode || !rsite || !sdel || !sdur || !samp || !sscale) {
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU stimulus index");
@@ -261,6 +485,7 @@ static ns_status upload_sites(ns_sim_t *sim, gpu_group *gr) {
     sb[0] = rb[0] = 0;
     for (int64_t j = 0, s = 0, r = 0; j < N; ++j) {
         const int64_t c = gr->cell_id[j];
+        const sim_shape *sh = &sim->shapes[sim->cell_shape[c]];
         for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q, ++s) {
             const sim_stim *x = &sim->stims[sim->stim_order[q]];
             snode[s] = node_index(gr, x->node), sdel[s] = x->del, sdur[s] = x->dur, samp[s] = x->amp;
@@ -353,7 +578,8 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
             s->groups[k].g.fault = s->fault + k;
             const gpu_group *gr = &s->groups[k];
             cudaStream_t stream = s->streams[k % s->n_streams];
-            if (gr->onchip) NS_CUDA_TRY(ns_sim_launch_onchip(&gr->oc.sched, &gr->oc.launch, &gr->g, &run, stream));
+            if (gr->tree) NS_CUDA_TRY(ns_sim_launch_tree(&gr->t, &gr->layout, &gr->g, &run, stream));
+            else if (gr->onchip) NS_CUDA_TRY(ns_sim_launch_onchip(&gr->oc.sched, &gr->oc.launch, &gr->g, &run, stream));
             else NS_CUDA_TRY(ns_sim_launch_steps(&gr->g, &run, THREADS, stream));
         }
         NS_CUDA_TRY(cudaDeviceSynchronize());
@@ -405,7 +631,8 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
             fault->node = 0;
             fault->value = NAN; /* a zero pivot with finite v */
             const double *v = sim->v + sim->cell_offset[c];
-            for (int32_t i = 0; i < gr->g.n; ++i)
+            const int32_t nc = sim->shapes[sim->cell_shape[c]].n;
+            for (int32_t i = 0; i < nc; ++i)
                 if (!isfinite(v[i])) {
                     fault->node = i;
                     fault->value = v[i];

@@ -21,6 +21,7 @@
 #include "cable/sim_impl.h"
 #include "hines/cuda/hines_kernels.h"
 #include "hines/cuda/onchip_plan.h"
+#include "hines/cuda/contract_cuda.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -136,6 +137,31 @@ cudaError_t ns_sim_onchip_setup(int lanes, size_t bytes);
 cudaError_t ns_sim_onchip_occupancy(int lanes, int warps, size_t bytes, int *blocks);
 cudaError_t ns_sim_launch_onchip(const ns_onchip_sched *sched, const ns_sim_onchip *onchip,
                                  const ns_sim_gpu_group *group, const ns_sim_gpu_run *run, cudaStream_t stream);
+
+/* ------------------------------------------------------------ tree loop */
+
+/* Threads of a block of the tree loop; a group holds at most this many
+ * cells (one thread per cell in the per-cell phases). */
+#define NS_SIM_TREE_THREADS 512
+
+/* The cells that the tree loop runs (sim_tree.cu): the group's
+ * ns_sim_gpu_group holds their state Flat (cells in order) plus d and rhs;
+ * these are the per-node constants (Flat), the per-cell bases and the
+ * solver's scratch. Parents and children are local to the node's group. */
+typedef struct ns_sim_tree {
+    const double *a, *b, *cap;
+    const int8_t *region;
+    const int32_t *parent;      /* group-local, -1 at a cell's root */
+    const int32_t *child_begin; /* nodes + 1, into child */
+    const int32_t *child;       /* group-local, increasing per node */
+    const int64_t *cell_base;   /* cells + 1: first node of each cell */
+    const int32_t *spike_node;  /* per cell, cell-local */
+    const int32_t *g_cell0;     /* groups + 1: first cell of each group */
+    double *up, *down, *lo;     /* the solve's scratch, Flat */
+} ns_sim_tree;
+
+cudaError_t ns_sim_launch_tree(const ns_sim_tree *tree, const ns_contract_dev *layout,
+                               const ns_sim_gpu_group *group, const ns_sim_gpu_run *run, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

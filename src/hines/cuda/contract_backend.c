@@ -33,14 +33,14 @@ typedef struct tstate {
 } tstate;
 
 ns_status ns_tree_layout_for(const ns_batch_t *batch, int32_t group_nodes, int32_t big_nodes, int32_t min_groups,
-                             ns_contract_layout *layout) {
+                             int32_t max_cells, ns_contract_layout *layout) {
     ns_contract_plan *plans = calloc((size_t)batch->n_shapes, sizeof *plans);
     if (!plans) return ns_fail(NS_ERR_OUT_OF_MEMORY, "tree: plans");
     ns_status e = NS_OK;
     for (int32_t k = 0; k < batch->n_shapes && e == NS_OK; ++k)
         e = ns_contract_plan_create(batch->shapes[k]->size, batch->shapes[k]->parent, &plans[k]);
     if (e == NS_OK) {
-        const ns_contract_layout_options o = {group_nodes, big_nodes, min_groups};
+        const ns_contract_layout_options o = {group_nodes, big_nodes, min_groups, max_cells};
         e = ns_contract_layout_create(batch->n_shapes, plans, batch->n_cells, batch->cell_shape,
                                       batch->cell_offset, &o, layout);
     }
@@ -59,7 +59,7 @@ ns_status ns_tree_layout_device(int device, const ns_batch_t *batch, ns_contract
      * block for the runtime); a single cell may use the whole opt-in */
     const int32_t group_nodes = (int32_t)(((size_t)per_sm / NS_CONTRACT_BLOCKS_PER_SM - 1024) / node_bytes);
     const int32_t big_nodes = (int32_t)((size_t)optin / node_bytes);
-    return ns_tree_layout_for(batch, group_nodes, big_nodes, NS_CONTRACT_BLOCKS_PER_SM * sms, layout);
+    return ns_tree_layout_for(batch, group_nodes, big_nodes, NS_CONTRACT_BLOCKS_PER_SM * sms, 0, layout);
 }
 
 static void tree_destroy(ns_hines_solver_t *s) {

@@ -1,0 +1,283 @@
+/* neurosolve bench sim --mixed: populations of different real cells
+ * (issue 14). Populations:
+ *   bundled xK  every bundled morphology that reads with its own radii (53
+ *               of 54), K cells each (default 5, 20, 200)
+ *   ref xK      one bundled shape near the mean size, as many cells as give
+ *               the same total compartments (the one-shape ceiling)
+ *   jitter      every cell its own shape: the bundled morphologies of at
+ *               most 10,000 compartments, each cell discretised with its own
+ *               d_lambda in [0.05, 0.2] (default 10,000 cells)
+ * Each row: the GPU loops asked for (default auto and tree), and the CPU
+ * loop (OpenMP) on populations of at most --cpu-max compartments, timed
+ * over --steps steps after 40 warm-up steps; set-up (create + init) apart.
+ * --neuron-threads T adds NEURON with T threads on the bundled x5
+ * population (bench/neuron_sim_bench.py) and speedups per cell-step. */
+#define _POSIX_C_SOURCE 200809L /* popen, clock_gettime */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "shapes.h"
+
+#define MAX_LIST 8
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+typedef struct mrow {
+    char pop[32], backend[8], method[16];
+    long long cells, comps;
+    int shapes;
+    double setup_s, ms_per_step, cell_steps, comp_steps, vs_neuron, vs_cpu, vs_ref;
+} mrow;
+
+static void help(void) {
+    printf("usage: neurosolve bench sim --mixed [options]\n"
+           "  --per N,...           cells per bundled morphology (default 5,20,200)\n"
+           "  --jitter N            cells of the all-different population (default 10000; 0: none)\n"
+           "  --gpu-methods LIST    GPU loops: auto, tree, onchip, interleaved (default auto,tree)\n"
+           "  --cpu-max N           largest population (compartments) timed on the CPU (default 500000)\n"
+           "  --steps N             timed steps after 40 warm-up steps (default 400 = 10 ms)\n"
+           "  --neuron-threads T    NEURON with T threads on bundled x5 (needs `pip install neuron`)\n"
+           "  --csv FILE\n");
+}
+
+/* Build, run and time one population; 0 or 1 after printing the error. */
+static int time_pop(int n_shapes, ns_cell_t **shapes, long long cells, const int32_t *cell_shape, ns_backend be,
+                    ns_hines_method method, int steps, mrow *r) {
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = be;
+    o.method = method;
+    o.record_every = 1000000;
+    o.check_every = 100;
+    ns_sim_t *sim = NULL;
+    const double t0 = now_ms();
+    ns_status st = ns_sim_create(n_shapes, (const ns_cell_t *const *)shapes, cells, cell_shape, &p, &o, &sim);
+    for (long long c = 0; c < cells && st == NS_OK; ++c) {
+        ns_cell_info ci;
+        ns_cell_get_info(shapes[cell_shape ? cell_shape[c] : c % n_shapes], &ci);
+        st = ns_sim_add_iclamp(sim, c, ns_sim_spike_compartment(sim, c), 5.0, 1e9, 1.5e-4 * ci.total_area);
+    }
+    if (st == NS_OK) st = ns_sim_init(sim);
+    const double t1 = now_ms();
+    if (st == NS_OK) st = ns_sim_advance(sim, 40);
+    const double e0 = ns_sim_elapsed_ms(sim);
+    if (st == NS_OK) st = ns_sim_advance(sim, steps);
+    const double ms = ns_sim_elapsed_ms(sim) - e0;
+    if (st != NS_OK) {
+        ns_sim_destroy(sim);
+        return cli_status_error("bench sim --mixed", st);
+    }
+    snprintf(r->backend, sizeof r->backend, "%s", ns_backend_name(ns_sim_backend(sim)));
+    snprintf(r->method, sizeof r->method, "%s", ns_hines_method_name(ns_sim_method(sim)));
+    r->cells = cells;
+    r->comps = ns_sim_compartments(sim);
+    r->setup_s = (t1 - t0) * 1e-3;
+    r->ms_per_step = ms / steps;
+    r->cell_steps = (double)cells * steps / (ms * 1e-3);
+    r->comp_steps = (double)r->comps * steps / (ms * 1e-3);
+    r->vs_neuron = r->vs_cpu = r->vs_ref = -1.0;
+    ns_sim_destroy(sim);
+    return 0;
+}
+
+/* NEURON's cell-steps per second on a population, or -1. */
+static double neuron_pop(const char *files, long long per, int steps, int threads, long long *cells) {
+    char *cmd = malloc(strlen(files) + 8192);
+    if (!cmd) return -1.0;
+    sprintf(cmd, "python3 '%s/bench/neuron_sim_bench.py' '%s' %lld %g 0.025 %d 2>/dev/null", NS_SOURCE_DIR, files, per,
+            steps * 0.025, threads);
+    FILE *f = popen(cmd, "r");
+    free(cmd);
+    if (!f) return -1.0;
+    char line[4096] = "";
+    double wall = -1.0;
+    while (fgets(line, sizeof line, f)) {
+        const char *w = strstr(line, "\"wall_s\":"), *c = strstr(line, "\"cells\":");
+        if (w) wall = atof(w + 9);
+        if (c) *cells = atoll(c + 8);
+    }
+    if (pclose(f) != 0 || wall <= 0) return -1.0;
+    return (double)*cells * steps / wall;
+}
+
+static void print_row(const mrow *r) {
+    printf("%-14s %6d %8lld %10lld %-5s %-12s %8.2f %10.4f %12.4g %12.4g", r->pop, r->shapes, r->cells, r->comps,
+           r->backend, r->method, r->setup_s, r->ms_per_step, r->cell_steps, r->comp_steps);
+    if (r->vs_cpu > 0) printf(" %8.1fx", r->vs_cpu); else printf(" %9s", "-");
+    if (r->vs_neuron > 0) printf(" %8.1fx", r->vs_neuron); else printf(" %9s", "-");
+    if (r->vs_ref > 0) printf(" %7.2f", r->vs_ref); else printf(" %7s", "-");
+    printf("\n");
+    fflush(stdout);
+}
+
+int bench_sim_mixed(int argc, char **argv) {
+    long long per[MAX_LIST] = {5, 20, 200}, jitter = 10000, cpu_max = 500000, steps = 400, nthreads = 0;
+    int n_per = 3;
+    const char *csv = NULL;
+    char methods_buf[128] = "auto,tree";
+    for (int i = 1; i < argc; ++i) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = 1;
+        if (strcmp(o, "--mixed") == 0) continue;
+        if (strcmp(o, "--help") == 0) { help(); return 0; }
+        else if (strcmp(o, "--per") == 0) ok = cli_parse_long_list("bench sim --mixed", o, v, 1, 100000, per, MAX_LIST, &n_per), ++i;
+        else if (strcmp(o, "--jitter") == 0) ok = cli_parse_long("bench sim --mixed", o, v, 0, 10000000, &jitter), ++i;
+        else if (strcmp(o, "--cpu-max") == 0) ok = cli_parse_long("bench sim --mixed", o, v, 0, 1LL << 40, &cpu_max), ++i;
+        else if (strcmp(o, "--steps") == 0) ok = cli_parse_long("bench sim --mixed", o, v, 1, 10000000, &steps), ++i;
+        else if (strcmp(o, "--neuron-threads") == 0) ok = cli_parse_long("bench sim --mixed", o, v, 1, 1024, &nthreads), ++i;
+        else if (strcmp(o, "--gpu-methods") == 0 && v) snprintf(methods_buf, sizeof methods_buf, "%s", v), ++i;
+        else if (strcmp(o, "--csv") == 0 && v) csv = v, ++i;
+        else return cli_usage_error("bench sim --mixed", "unknown option or missing value '%s'", o);
+        if (!ok) return 2;
+    }
+    const char *items[MAX_LIST];
+    const int n_methods = cli_split_list(methods_buf, items, MAX_LIST);
+    ns_hines_method methods[MAX_LIST];
+    for (int k = 0; k < n_methods; ++k)
+        if (ns_hines_method_from_name(items[k], &methods[k]) != NS_OK ||
+            (methods[k] != NS_HINES_AUTO && methods[k] != NS_HINES_TREE && methods[k] != NS_HINES_ONCHIP &&
+             methods[k] != NS_HINES_INTERLEAVED))
+            return cli_usage_error("bench sim --mixed", "--gpu-methods: '%s' is not a GPU loop", items[k]);
+    int gpu = 0;
+    if (ns_cuda_device_count(&gpu) != NS_OK || gpu == 0) {
+        fprintf(stderr, "neurosolve bench sim --mixed: no usable GPU: CPU rows only\n");
+        gpu = 0;
+    }
+    /* the bundled morphologies that read with their own radii */
+    char **files = NULL;
+    int n_files = 0;
+    if (cli_expand_path(cli_morphology_dir(), &files, &n_files)) return 1;
+    ns_cell_t *cells[256];
+    ns_morph_t *morphs[256];
+    char *list = calloc((size_t)n_files, 1100);
+    int n = 0, rc = 0;
+    for (int k = 0; k < n_files && n < 256; ++k) {
+        ns_morph_t *m = NULL;
+        if (ns_swc_read(files[k], NULL, &m) == NS_OK && ns_discretize(m, NULL, &cells[n]) == NS_OK) {
+            if (list) {
+                if (n) strcat(list, ",");
+                strcat(list, files[k]);
+            }
+            morphs[n++] = m;
+        } else {
+            ns_morph_destroy(m);
+        }
+    }
+    long long total = 0;
+    for (int k = 0; k < n; ++k) total += ns_tree_size(ns_cell_tree(cells[k]));
+    int ref = 0;
+    const double mean = n ? (double)total / n : 0.0;
+    for (int k = 1; k < n; ++k)
+        if (fabs(ns_tree_size(ns_cell_tree(cells[k])) - mean) < fabs(ns_tree_size(ns_cell_tree(cells[ref])) - mean))
+            ref = k;
+    printf("bundled: %d morphologies, %lld compartments per set; reference shape %d compartments; %lld timed steps\n",
+           n, total, (int)ns_tree_size(ns_cell_tree(cells[ref])), steps);
+    double neuron = -1.0;
+    long long neuron_cells = 0;
+    if (nthreads > 0 && list) {
+        neuron = neuron_pop(list, 5, (int)steps, (int)nthreads, &neuron_cells);
+        if (neuron < 0) fprintf(stderr, "neurosolve bench sim --mixed: the NEURON baseline failed (pip install neuron)\n");
+        else printf("NEURON, %lld threads, bundled x5 (%lld cells Import3d read): %.4g cell-steps/s\n", nthreads,
+                    neuron_cells, neuron);
+    }
+    printf("%-14s %6s %8s %10s %-5s %-12s %8s %10s %12s %12s %9s %9s %7s\n", "population", "shapes", "cells", "comps",
+           "be", "method", "setup_s", "ms/step", "cell-steps/s", "comp-steps/s", "vs CPU", "vs NEURON", "vs ref");
+    mrow *rows = NULL;
+    int nr = 0, cap = 0;
+    for (int q = 0; q < n_per && !rc && n > 0; ++q) {
+        const long long N = per[q] * n;
+        char pop[32];
+        snprintf(pop, sizeof pop, "bundled x%lld", per[q]);
+        double cpu_rate = -1.0, ref_rate = -1.0;
+        /* the one-shape reference of equal total size (GPU, auto) */
+        const long long ref_cells = (long long)((double)N * mean / ns_tree_size(ns_cell_tree(cells[ref])) + 0.5);
+        if (gpu) {
+            mrow *r = cli_append_zeroed(rows, &nr, &cap, sizeof *rows);
+            if (!r) { rc = cli_error("out of memory"); break; }
+            rows = r, r = &rows[nr - 1];
+            snprintf(r->pop, sizeof r->pop, "ref x%lld", per[q]);
+            r->shapes = 1;
+            if ((rc = time_pop(1, &cells[ref], ref_cells, NULL, NS_BACKEND_CUDA, NS_HINES_AUTO, (int)steps, r))) break;
+            ref_rate = r->comp_steps;
+            print_row(r);
+        }
+        for (int v = -1; v < n_methods && !rc; ++v) {
+            const int cpu = v < 0;
+            if (cpu && total * per[q] > cpu_max) continue;
+            if (!cpu && !gpu) break;
+            mrow *r = cli_append_zeroed(rows, &nr, &cap, sizeof *rows);
+            if (!r) { rc = cli_error("out of memory"); break; }
+            rows = r, r = &rows[nr - 1];
+            snprintf(r->pop, sizeof r->pop, "%s", pop);
+            r->shapes = n;
+            if ((rc = time_pop(n, cells, N, NULL, cpu ? NS_BACKEND_CPU : NS_BACKEND_CUDA,
+                               cpu ? NS_HINES_OPENMP : methods[v], (int)steps, r)))
+                break;
+            if (cpu) cpu_rate = r->cell_steps;
+            else if (cpu_rate > 0) r->vs_cpu = r->cell_steps / cpu_rate;
+            if (neuron > 0 && per[q] == 5) r->vs_neuron = r->cell_steps / neuron;
+            if (!cpu && ref_rate > 0) r->vs_ref = r->comp_steps / ref_rate;
+            print_row(r);
+        }
+    }
+    /* every cell its own shape */
+    if (jitter > 0 && !rc && n > 0 && gpu) {
+        int small[256], ns = 0;
+        for (int k = 0; k < n; ++k)
+            if (ns_tree_size(ns_cell_tree(cells[k])) <= 10000) small[ns++] = k;
+        ns_cell_t **jc = calloc((size_t)jitter, sizeof *jc);
+        int32_t *js = malloc((size_t)jitter * sizeof *js);
+        if (!jc || !js) rc = cli_error("out of memory");
+        uint64_t x = 0x2545F4914F6CDD1DULL;
+        for (long long c = 0; c < jitter && !rc; ++c) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            ns_discretize_options d;
+            ns_discretize_options_init(&d);
+            d.d_lambda = 0.05 + 0.15 * (double)(x >> 11) / 9007199254740992.0;
+            if (ns_discretize(morphs[small[c % ns]], &d, &jc[c]) != NS_OK)
+                rc = cli_status_error("jitter: discretising", NS_ERR_INVALID_ARGUMENT);
+            js[c] = (int32_t)c;
+        }
+        for (int v = 0; v < n_methods && !rc; ++v) {
+            mrow *r = cli_append_zeroed(rows, &nr, &cap, sizeof *rows);
+            if (!r) { rc = cli_error("out of memory"); break; }
+            rows = r, r = &rows[nr - 1];
+            snprintf(r->pop, sizeof r->pop, "jitter");
+            r->shapes = (int)jitter;
+            if ((rc = time_pop((int)jitter, jc, jitter, js, NS_BACKEND_CUDA, methods[v], (int)steps, r))) break;
+            print_row(r);
+        }
+        for (long long c = 0; jc && c < jitter; ++c) ns_cell_destroy(jc[c]);
+        free(jc), free(js);
+    }
+    if (!rc && csv) {
+        FILE *f = fopen(csv, "w");
+        if (!f) rc = cli_error("%s: cannot write", csv);
+        else {
+            fprintf(f, "population,shapes,cells,compartments,backend,method,setup_s,ms_per_step,cell_steps_per_s,"
+                       "compartment_steps_per_s,vs_cpu,vs_neuron,vs_ref,neuron_threads,neuron_cell_steps_per_s\n");
+            for (int k = 0; k < nr; ++k) {
+                const mrow *r = &rows[k];
+                fprintf(f, "\"%s\",%d,%lld,%lld,%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%lld,%.6g\n", r->pop, r->shapes,
+                        r->cells, r->comps, r->backend, r->method, r->setup_s, r->ms_per_step, r->cell_steps,
+                        r->comp_steps, r->vs_cpu, r->vs_neuron, r->vs_ref, nthreads, neuron);
+            }
+            fclose(f);
+        }
+    }
+    free(rows);
+    free(list);
+    for (int k = 0; k < n; ++k) ns_cell_destroy(cells[k]), ns_morph_destroy(morphs[k]);
+    for (int k = 0; k < n_files; ++k) free(files[k]);
+    free(files);
+    return rc;
+}
