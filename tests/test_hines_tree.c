@@ -121,7 +121,7 @@ static void check_layout(int32_t n_shapes, const ns_tree_t *const *shapes, int64
                                        ns_batch_cell_offset(pr.batch), lo, &L));
     /* groups tile the batch in order; small groups respect the cap */
     int64_t next = 0;
-    int ok = L.n_small + L.n_big == L.n_groups;
+    int ok = L.n_small + L.n_medium + L.n_big == L.n_groups;
     for (int32_t g = 0; g < L.n_groups; ++g) {
         if (L.g_base[g] != next) ok = 0;
         const int32_t n = L.t_nodes[L.g_tmpl[g]];

@@ -16,7 +16,7 @@ static void help(void) {
            "Solves a batch of Hines systems; cell c has shape c mod (number of shapes).\n\n"
            "  --cells N            cells in the batch (default 1024)\n"
            "  --method M           auto, sequential, openmp, flat, interleaved, block-interleaved,\n"
-           "                       block-shared, onchip (default auto)\n"
+           "                       block-shared, onchip, fine-grained, branch-level, tree (default auto)\n"
            "  --backend B          auto, cpu, cuda (default auto)\n"
            "  --block-size BS      cells per group for the block methods\n"
            "  --threads T          CPU threads (default: OpenMP's)\n"

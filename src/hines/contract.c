@@ -268,7 +268,7 @@ int32_t ns_contract_group_cpu(const ns_contract_layout *L, int32_t g, const doub
 
 void ns_contract_layout_destroy(ns_contract_layout *L) {
     if (!L) return;
-    free(L->g_base), free(L->g_tmpl), free(L->g_scratch), free(L->small), free(L->big);
+    free(L->g_base), free(L->g_tmpl), free(L->g_scratch), free(L->small), free(L->medium), free(L->big);
     free(L->t_nodes), free(L->t_rounds), free(L->t_rt), free(L->rt);
     free(L->fwd), free(L->list), free(L->bwd);
     memset(L, 0, sizeof *L);
@@ -340,6 +340,7 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
     L->g_tmpl = malloc((size_t)ng * sizeof *L->g_tmpl);
     L->g_scratch = malloc((size_t)ng * sizeof *L->g_scratch);
     L->small = malloc((size_t)ng * sizeof *L->small);
+    L->medium = malloc((size_t)ng * sizeof *L->medium);
     L->big = malloc((size_t)ng * sizeof *L->big);
     const int64_t hcap = 2 * ng + 1;
     int64_t *htab = malloc((size_t)hcap * sizeof *htab); /* group of each template's first use */
@@ -349,7 +350,7 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
     L->t_nodes = malloc((size_t)ng * sizeof *L->t_nodes);
     L->t_rounds = malloc((size_t)ng * sizeof *L->t_rounds);
     L->t_rt = malloc((size_t)ng * sizeof *L->t_rt);
-    if (!L->g_base || !L->g_tmpl || !L->g_scratch || !L->small || !L->big || !htab || !tfirst || !L->t_nodes ||
+    if (!L->g_base || !L->g_tmpl || !L->g_scratch || !L->small || !L->medium || !L->big || !htab || !tfirst || !L->t_nodes ||
         !L->t_rounds || !L->t_rt)
         goto oom;
     for (int64_t h = 0; h < hcap; ++h) htab[h] = -1;
@@ -361,8 +362,11 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
             L->scratch_nodes += plans[cell_shape[gfirst[g]]].n;
             L->big[L->n_big++] = (int32_t)g;
         } else {
+            int64_t nodes_g = 0;
+            for (int64_t c = gfirst[g]; c < gfirst[g] + gcount[g]; ++c) nodes_g += plans[cell_shape[c]].n;
             L->g_scratch[g] = -1;
-            L->small[L->n_small++] = (int32_t)g;
+            if (nodes_g <= o->group_nodes) L->small[L->n_small++] = (int32_t)g;
+            else L->medium[L->n_medium++] = (int32_t)g;
         }
         /* the template: an earlier group with the same shapes, or a new one */
         int64_t h = (int64_t)(seq_hash(cell_shape, gfirst[g], gcount[g]) % (uint64_t)hcap);
@@ -394,7 +398,8 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
         if (L->n_rt > INT32_MAX - (2 * R + 3)) goto size;
         L->t_rt[tmpl] = (int32_t)L->n_rt;
         if (R > L->max_rounds) L->max_rounds = R;
-        if (!big && n_t > L->max_small_nodes) L->max_small_nodes = n_t;
+        if (!big && n_t <= o->group_nodes && n_t > L->max_small_nodes) L->max_small_nodes = n_t;
+        if (!big && n_t > o->group_nodes && n_t > L->max_medium_nodes) L->max_medium_nodes = n_t;
         if (grow((void **)&L->rt, &rtcap, L->n_rt + 2 * R + 3, sizeof(int32_t))) goto oom;
         int32_t *rt = L->rt + L->n_rt;
         L->n_rt += 2 * R + 3;

@@ -96,10 +96,12 @@ typedef struct ns_contract_layout {
     int64_t *g_base;       /* n_groups: first Flat node */
     int32_t *g_tmpl;       /* n_groups: template */
     int64_t *g_scratch;    /* n_groups: offset of a big group's up/down/lo in the scratch (-1: small) */
-    int32_t n_small, n_big;
-    int32_t *small, *big;  /* group indices of each kind */
+    /* small: at most group_nodes nodes (several blocks per SM); medium: one
+     * cell of more (shared memory up to big_nodes); big: device memory */
+    int32_t n_small, n_medium, n_big;
+    int32_t *small, *medium, *big; /* group indices of each kind */
     int64_t scratch_nodes; /* nodes of all big groups */
-    int32_t max_small_nodes, max_rounds;
+    int32_t max_small_nodes, max_medium_nodes, max_rounds;
     /* templates */
     int32_t *t_nodes, *t_rounds, *t_rt; /* n_templates; t_rt: offset into rt */
     int32_t *rt;           /* per template: rounds + 1 forward, rounds + 2 backward boundaries */

@@ -151,15 +151,18 @@ static void gpu_destroy(ns_sim_t *sim) {
  * run onchip (oc[k]), and the rule: docs/simulation.md, "GPU loops". */
 static ns_status choose_loops(ns_sim_t *sim, const int64_t *cells, int sms, int *loop, ns_sim_onchip_group *oc) {
     int32_t groups = 0;
+    for (int32_t k = 0; k < sim->n_shapes; ++k) groups += cells[k] > 0;
     for (int32_t k = 0; k < sim->n_shapes; ++k) {
         loop[k] = LOOP_TREE;
-        if (cells[k] == 0) continue;
-        ++groups;
-        if (sim->method == NS_HINES_TREE) continue;
+        if (cells[k] == 0 || sim->method == NS_HINES_TREE) continue;
         if (sim->method == NS_HINES_INTERLEAVED) {
             loop[k] = LOOP_INTERLEAVED;
             continue;
         }
+        /* AUTO with more groups than streams: a small group joins the tree
+         * loop (one launch for all of them) instead of a kernel of its own */
+        if (sim->method == NS_HINES_AUTO && groups > STREAMS && cells[k] < (int64_t)sms * AUTO_TREE_CELLS_PER_SM)
+            continue;
         int fits = 0;
         ns_status st = ns_sim_onchip_prepare(&sim->shapes[k], sim->options.gpu_lanes, &oc[k], &fits);
         if (st != NS_OK) return st;
@@ -184,13 +187,6 @@ static ns_status choose_loops(ns_sim_t *sim, const int64_t *cells, int sms, int 
         }
         if (loop[k] != LOOP_ONCHIP) ns_sim_onchip_release(&oc[k]);
     }
-    /* AUTO with more groups than streams: small groups join the tree loop */
-    if (sim->method == NS_HINES_AUTO && groups > STREAMS)
-        for (int32_t k = 0; k < sim->n_shapes; ++k)
-            if (cells[k] > 0 && loop[k] != LOOP_TREE && cells[k] < (int64_t)sms * AUTO_TREE_CELLS_PER_SM) {
-                if (loop[k] == LOOP_ONCHIP) ns_sim_onchip_release(&oc[k]);
-                loop[k] = LOOP_TREE;
-            }
     return NS_OK;
 }
 

@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
 extern "C" cudaError_t ns_sim_launch_tree(const ns_sim_tree *tree, const ns_contract_dev *layout,
                                           const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
                                           cudaStream_t stream) {
-    const int32_t groups = layout->n_small + layout->n_big;
+    const int32_t groups = layout->n_small + layout->n_medium + layout->n_big;
     if (groups <= 0) return cudaSuccess;
     sim_tree_steps<<<(unsigned)groups, NS_SIM_TREE_THREADS, 0, stream>>>(*tree, *layout, *group, *run);
     return cudaGetLastError();

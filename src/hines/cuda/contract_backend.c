@@ -92,9 +92,11 @@ static ns_status tree_create(ns_hines_solver_t *s) {
     if (e == NS_OK) e = ns_cuda_status(ns_contract_dev_upload(&L, &st->dev), "tree layout upload", __FILE__, __LINE__);
     st->scratch_nodes = L.scratch_nodes;
     ns_contract_layout_destroy(&L);
-    if (e == NS_OK && st->dev.n_small > 0)
-        e = ns_cuda_status(ns_contract_setup(ns_contract_shared_bytes(st->dev.max_small_nodes)), "tree setup",
-                           __FILE__, __LINE__);
+    if (e == NS_OK && st->dev.n_small + st->dev.n_medium > 0) {
+        const int32_t most = st->dev.max_medium_nodes > st->dev.max_small_nodes ? st->dev.max_medium_nodes
+                                                                                : st->dev.max_small_nodes;
+        e = ns_cuda_status(ns_contract_setup(ns_contract_shared_bytes(most)), "tree setup", __FILE__, __LINE__);
+    }
     if (e == NS_OK) e = ns_cuda_status(cudaStreamCreateWithFlags(&st->q, cudaStreamNonBlocking), "stream", __FILE__, __LINE__);
     if (e == NS_OK) e = ns_cuda_status(cudaStreamCreateWithFlags(&st->side, cudaStreamNonBlocking), "stream", __FILE__, __LINE__);
     for (int k = 0; k < EV_N && e == NS_OK; ++k)
@@ -278,16 +280,16 @@ const ns_hines_backend_ops *ns_hines_tree_cuda_backend(void) {
 
 cudaError_t ns_contract_dev_upload(const ns_contract_layout *L, ns_contract_dev *dev) {
     memset(dev, 0, sizeof *dev);
-    const void *src[] = {L->g_base, L->g_scratch, L->g_tmpl, L->small, L->big, L->t_nodes,
+    const void *src[] = {L->g_base, L->g_scratch, L->g_tmpl, L->small, L->medium, L->big, L->t_nodes,
                          L->t_rounds, L->t_rt, L->rt, L->fwd, L->list, L->bwd};
     const size_t bytes[] = {(size_t)L->n_groups * sizeof(int64_t), (size_t)L->n_groups * sizeof(int64_t),
                             (size_t)L->n_groups * sizeof(int32_t), (size_t)L->n_small * sizeof(int32_t),
-                            (size_t)L->n_big * sizeof(int32_t),    (size_t)L->n_templates * sizeof(int32_t),
+                            (size_t)L->n_medium * sizeof(int32_t), (size_t)L->n_big * sizeof(int32_t),    (size_t)L->n_templates * sizeof(int32_t),
                             (size_t)L->n_templates * sizeof(int32_t), (size_t)L->n_templates * sizeof(int32_t),
                             (size_t)L->n_rt * sizeof(int32_t),     (size_t)L->n_fwd * sizeof(ns_contract_fwd),
                             (size_t)L->n_list * sizeof(int32_t),   (size_t)L->n_bwd * sizeof(ns_contract_bwd)};
     const void **dst[] = {(const void **)&dev->g_base, (const void **)&dev->g_scratch, (const void **)&dev->g_tmpl,
-                          (const void **)&dev->small,  (const void **)&dev->big,       (const void **)&dev->t_nodes,
+                          (const void **)&dev->small,  (const void **)&dev->medium, (const void **)&dev->big,       (const void **)&dev->t_nodes,
                           (const void **)&dev->t_rounds, (const void **)&dev->t_rt,    (const void **)&dev->rt,
                           (const void **)&dev->fwd,    (const void **)&dev->list,      (const void **)&dev->bwd};
     enum { N = sizeof bytes / sizeof bytes[0] };
@@ -302,8 +304,10 @@ cudaError_t ns_contract_dev_upload(const ns_contract_layout *L, ns_contract_dev 
         at += (bytes[k] + 255) & ~(size_t)255;
     }
     dev->n_small = L->n_small;
+    dev->n_medium = L->n_medium;
     dev->n_big = L->n_big;
     dev->max_small_nodes = L->max_small_nodes;
+    dev->max_medium_nodes = L->max_medium_nodes;
     return cudaSuccess;
 }
 

@@ -6,10 +6,10 @@
 namespace {
 
 __global__ void __launch_bounds__(NS_CONTRACT_SMALL_THREADS)
-    contract_small(ns_contract_dev p, const double *__restrict__ a, const double *__restrict__ b, double *d,
-                   double *rhs, unsigned long long *bad) {
+    contract_small(ns_contract_dev p, const int32_t *__restrict__ list, const double *__restrict__ a,
+                   const double *__restrict__ b, double *d, double *rhs, unsigned long long *bad) {
     extern __shared__ double sm[];
-    const int32_t g = p.small[blockIdx.x];
+    const int32_t g = list[blockIdx.x];
     const int32_t tmpl = p.g_tmpl[g], n = p.t_nodes[tmpl];
     const int64_t base = p.g_base[g];
     double *D = sm, *R = D + n, *U = R + n, *W = U + n, *Lo = W + n;
@@ -52,23 +52,28 @@ extern "C" cudaError_t ns_contract_launch(const ns_contract_dev *dev, const doub
                                           cudaStream_t stream, cudaStream_t side, cudaEvent_t fork,
                                           cudaEvent_t join) {
     cudaError_t e;
-    const int both = dev->n_big > 0 && dev->n_small > 0;
+    const int apart = dev->n_medium + dev->n_big > 0 && dev->n_small > 0;
+    cudaStream_t q = stream;
+    if (apart) {
+        if ((e = cudaEventRecord(fork, stream)) != cudaSuccess) return e;
+        if ((e = cudaStreamWaitEvent(side, fork, 0)) != cudaSuccess) return e;
+        q = side;
+    }
     if (dev->n_big > 0) {
-        cudaStream_t q = stream;
-        if (both) {
-            if ((e = cudaEventRecord(fork, stream)) != cudaSuccess) return e;
-            if ((e = cudaStreamWaitEvent(side, fork, 0)) != cudaSuccess) return e;
-            q = side;
-        }
         contract_big<<<(unsigned)dev->n_big, NS_CONTRACT_BIG_THREADS, 0, q>>>(*dev, a, b, d, rhs, scratch, bad);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
-        if (both && (e = cudaEventRecord(join, side)) != cudaSuccess) return e;
     }
-    if (dev->n_small > 0) {
-        contract_small<<<(unsigned)dev->n_small, NS_CONTRACT_SMALL_THREADS,
-                         ns_contract_shared_bytes(dev->max_small_nodes), stream>>>(*dev, a, b, d, rhs, bad);
+    if (dev->n_medium > 0) {
+        contract_small<<<(unsigned)dev->n_medium, NS_CONTRACT_SMALL_THREADS,
+                         ns_contract_shared_bytes(dev->max_medium_nodes), q>>>(*dev, dev->medium, a, b, d, rhs, bad);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
     }
-    if (both) return cudaStreamWaitEvent(stream, join, 0);
+    if (apart && (e = cudaEventRecord(join, side)) != cudaSuccess) return e;
+    if (dev->n_small > 0) {
+        contract_small<<<(unsigned)dev->n_small, NS_CONTRACT_SMALL_THREADS,
+                         ns_contract_shared_bytes(dev->max_small_nodes), stream>>>(*dev, dev->small, a, b, d, rhs, bad);
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    }
+    if (apart) return cudaStreamWaitEvent(stream, join, 0);
     return cudaSuccess;
 }

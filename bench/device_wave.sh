@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# One device call for the mixed-population work (issues 14, 15): build,
+# the GPU tests, compute-sanitizer on the tree kernels, bench hines --mixed,
+# bench sim --mixed (with NEURON's threads when its wheel is carried in
+# .whl/). Logs packed into $OUT/logs.tgz, tables copied to $OUT.
+# Usage: bash bench/device_wave.sh [STEP...]   (default: every step)
+#   steps: tests sanitize hines sim neuron
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+FINAL=${OUT:-./out}
+mkdir -p "$FINAL"
+LOG=/tmp/ns_logs
+mkdir -p "$LOG"
+BUILD=$ROOT/build-gpu
+NS=$BUILD/neurosolve
+STEPS=${*:-tests sanitize hines sim}
+run() { # run NAME TIMEOUT CMD...
+    local name=$1 t=$2; shift 2
+    local t0=$(date +%s)
+    timeout "$t" "$@" > "$LOG/$name.log" 2>&1
+    local rc=$?
+    printf '%-22s rc=%-3d %4ds\n' "$name" "$rc" "$(( $(date +%s) - t0 ))" | tee -a "$LOG/summary.txt"
+    tail -n 25 "$LOG/$name.log"
+    return $rc
+}
+pack() { tar -C /tmp -czf "$FINAL/logs.tgz" ns_logs; }
+trap pack EXIT
+{ date -u; nvidia-smi; nvcc --version; nproc; } > "$LOG/machine.txt" 2>&1
+run configure 120 cmake -S "$ROOT" -B "$BUILD" -DNS_CUDA=ON -DNS_MPI=OFF -DCMAKE_BUILD_TYPE=Release
+run build 300 cmake --build "$BUILD" -j 16
+for step in $STEPS; do
+  case $step in
+    tests)
+      run tree-cuda 120 "$BUILD/tests/test_hines_tree_cuda"
+      run cable-cuda 240 "$BUILD/tests/test_cable_cuda"
+      run ctest-gpu 300 ctest --test-dir "$BUILD" -j 4 -R "hines|cable|tridiag_cuda" -E "test_hines_tree_cuda|test_cable_cuda" --output-on-failure ;;
+    sanitize)
+      S=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+      for tool in memcheck racecheck; do
+        run "san-solve-$tool" 120 "$S" --tool $tool --error-exitcode 9 "$NS" solve bundled --radii default:0.5 \
+            --method tree --cells 108 --check
+        run "san-sim-$tool" 120 "$S" --tool $tool --error-exitcode 9 "$NS" simulate data/morphologies/ca1_h10.swc \
+            data/morphologies/dense_Animal_2_Basal_2.swc --cells 4 --tstop 0.5 --method tree --no-progress
+      done ;;
+    hines)
+      run hines-mixed 300 "$NS" bench hines --mixed --workloads a,d,e,f --methods interleaved,fine-grained,tree \
+          --repeats 10 --cpu-repeats 3 --csv "$FINAL/hines_mixed.csv"
+      cp "$LOG/hines-mixed.log" "$FINAL/hines_mixed.txt" ;;
+    sim)
+      run sim-mixed 420 "$NS" bench sim --mixed --per 5,20,200 --jitter 10000 --gpu-methods auto,tree,onchip \
+          --cpu-max 500000 --csv "$FINAL/sim_mixed.csv"
+      cp "$LOG/sim-mixed.log" "$FINAL/sim_mixed.txt" ;;
+    neuron)
+      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$ROOT"/.whl/*.whl \
+          > "$LOG/pip.log" 2>&1 && export PYTHONPATH=/tmp/site
+      run sim-neuron 420 "$NS" bench sim --mixed --per 5 --jitter 0 --gpu-methods auto --neuron-threads 16 \
+          --csv "$FINAL/sim_neuron.csv"
+      cp "$LOG/sim-neuron.log" "$FINAL/sim_neuron.txt" ;;
+  esac
+done
+cat "$LOG/summary.txt"
