@@ -4,7 +4,7 @@
 # bench sim --mixed (with NEURON's threads when its wheel is carried in
 # .whl/). Logs packed into $OUT/logs.tgz, tables copied to $OUT.
 # Usage: bash bench/device_wave.sh [STEP...]   (default: every step)
-#   steps: tests sanitize hines sim neuron
+#   steps: tests ctest sanitize hines sim neuron
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FINAL=${OUT:-./out}
@@ -27,33 +27,40 @@ pack() { tar -C /tmp -czf "$FINAL/logs.tgz" ns_logs; }
 trap pack EXIT
 { date -u; nvidia-smi; nvcc --version; nproc; } > "$LOG/machine.txt" 2>&1
 run configure 120 cmake -S "$ROOT" -B "$BUILD" -DNS_CUDA=ON -DNS_MPI=OFF -DCMAKE_BUILD_TYPE=Release
-run build 300 cmake --build "$BUILD" -j 16
+run build 240 cmake --build "$BUILD" -j 16
 for step in $STEPS; do
   case $step in
     tests)
-      run tree-cuda 120 "$BUILD/tests/test_hines_tree_cuda"
-      run cable-cuda 240 "$BUILD/tests/test_cable_cuda"
-      run ctest-gpu 300 ctest --test-dir "$BUILD" -j 4 -R "hines|cable|tridiag_cuda" -E "test_hines_tree_cuda|test_cable_cuda" --output-on-failure ;;
+      run tree-cuda 90 "$BUILD/tests/test_hines_tree_cuda"
+      run cable-cuda 150 "$BUILD/tests/test_cable_cuda" ;;
+    ctest)
+      run ctest-gpu 200 ctest --test-dir "$BUILD" -j 4 -R "hines|cable|tridiag_cuda" -E "test_hines_tree_cuda|test_cable_cuda" --output-on-failure ;;
     sanitize)
       S=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
       for tool in memcheck racecheck; do
-        run "san-solve-$tool" 120 "$S" --tool $tool --error-exitcode 9 "$NS" solve bundled --radii default:0.5 \
+        run "san-solve-$tool" 60 "$S" --tool $tool --error-exitcode 9 "$NS" solve bundled --radii default:0.5 \
             --method tree --cells 108 --check
-        run "san-sim-$tool" 120 "$S" --tool $tool --error-exitcode 9 "$NS" simulate data/morphologies/ca1_h10.swc \
+        run "san-sim-$tool" 60 "$S" --tool $tool --error-exitcode 9 "$NS" simulate data/morphologies/ca1_h10.swc \
             data/morphologies/dense_Animal_2_Basal_2.swc --cells 4 --tstop 0.5 --method tree --no-progress
       done ;;
     hines)
-      run hines-mixed 300 "$NS" bench hines --mixed --workloads a,d,e,f --methods interleaved,fine-grained,tree \
+      run hines-mixed 200 "$NS" bench hines --mixed --workloads a,d,e,f --methods interleaved,fine-grained,tree \
           --repeats 10 --cpu-repeats 3 --csv "$FINAL/hines_mixed.csv"
       cp "$LOG/hines-mixed.log" "$FINAL/hines_mixed.txt" ;;
     sim)
-      run sim-mixed 420 "$NS" bench sim --mixed --per 5,20,200 --jitter 10000 --gpu-methods auto,tree,onchip \
+      for m in dg_granule_1220882a ca1_h10 l5pc_bbp_axon ec3_80604 mouselight_AA0013_cng dense_Animal_2_Basal_2; do
+        cells=100,2000; [ $m = dense_Animal_2_Basal_2 ] && cells=5,50
+        run "sim-$m" 60 "$NS" bench sim --backend cuda --cells $cells --steps 200 \
+            --morph data/morphologies/$m.swc --gpu-methods onchip,tree --csv "$LOG/sim_$m.csv"
+        cp "$LOG/sim-$m.log" "$LOG/sim-$m.txt"
+      done
+      run sim-mixed 240 "$NS" bench sim --mixed --per 5,20,200 --jitter 10000 --gpu-methods auto,tree,onchip \
           --cpu-max 500000 --csv "$FINAL/sim_mixed.csv"
       cp "$LOG/sim-mixed.log" "$FINAL/sim_mixed.txt" ;;
     neuron)
       python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$ROOT"/.whl/*.whl \
           > "$LOG/pip.log" 2>&1 && export PYTHONPATH=/tmp/site
-      run sim-neuron 420 "$NS" bench sim --mixed --per 5 --jitter 0 --gpu-methods auto --neuron-threads 16 \
+      run sim-neuron 200 "$NS" bench sim --mixed --per 5 --jitter 0 --gpu-methods auto --neuron-threads 16 \
           --csv "$FINAL/sim_neuron.csv"
       cp "$LOG/sim-neuron.log" "$FINAL/sim_neuron.txt" ;;
   esac
