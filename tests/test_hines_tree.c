@@ -52,8 +52,8 @@ static void check_plan(const ns_contract_plan *p, const int32_t *parent, const c
             const ns_contract_fwd f = p->fwd[t];
             if (round_of[f.k] <= r || seen[f.k]) tasks_ok = 0;
             seen[f.k] = 1;
-            for (int32_t q = f.first; q < f.first + f.count; ++q)
-                if (round_of[p->list[q]] != r) tasks_ok = 0;
+            for (int32_t q = 0; q < ns_contract_fwd_count(f); ++q)
+                if (round_of[ns_contract_fwd_child(f, p->list, q)] != r) tasks_ok = 0;
             if (f.pu >= 0 && round_of[f.pu] != r) tasks_ok = 0;
         }
         for (int32_t t = p->fwd_begin[r]; t < p->fwd_begin[r + 1]; ++t) seen[p->fwd[t].k] = 0;
@@ -121,7 +121,7 @@ static void check_layout(int32_t n_shapes, const ns_tree_t *const *shapes, int64
                                        ns_batch_cell_offset(pr.batch), lo, &L));
     /* groups tile the batch in order; small groups respect the cap */
     int64_t next = 0;
-    int ok = L.n_small + L.n_medium + L.n_big == L.n_groups;
+    int ok = L.n_small + L.n_medium + L.n_large + L.n_big == L.n_groups;
     for (int32_t g = 0; g < L.n_groups; ++g) {
         if (L.g_base[g] != next) ok = 0;
         const int32_t n = L.t_nodes[L.g_tmpl[g]];
@@ -138,8 +138,13 @@ static void check_layout(int32_t n_shapes, const ns_tree_t *const *shapes, int64
     const double e = problem_error(&pr, x);
     CHECK_MSG(e <= 1e-12, "%s: error %.3e against the sequential solve", what, e);
     if (templates) *templates = L.n_templates;
-    printf("%s: %d groups (%d big), %d templates, at most %d rounds\n", what, (int)L.n_groups, (int)L.n_big,
-           (int)L.n_templates, (int)L.max_rounds);
+    int tails = 0; /* big groups whose template has a tail */
+    for (int32_t k = 0; k < L.n_big; ++k) tails += L.t_tail[L.g_tmpl[L.big[k]]] >= 0;
+    if (lo->tail_nodes > 0)
+        CHECK_MSG(tails == L.n_big && L.max_tail_nodes <= lo->tail_nodes, "%s: %d tails for %d big groups", what, tails,
+                  (int)L.n_big);
+    printf("%s: %d groups (%d big, %d tails), %d templates, at most %d rounds\n", what, (int)L.n_groups,
+           (int)L.n_big, tails, (int)L.n_templates, (int)L.max_rounds);
     free(d), free(x), free(scratch);
     ns_contract_layout_destroy(&L);
     for (int32_t s = 0; s < n_shapes; ++s) ns_contract_plan_destroy(&plans[s]);
@@ -215,13 +220,16 @@ int main(void) {
     {
         const ns_tree_t *shapes[128];
         for (int k = 0; k < set.count; ++k) shapes[k] = set.tree[k];
-        ns_contract_layout_options lo = {1500, 5000, 64, 0};
+        ns_contract_layout_options lo = {1500, 2500, 5000, 64, 0, 0};
         check_layout(set.count, shapes, 3 * (int64_t)set.count, NULL, &lo, "bundled x 3", NULL);
         int32_t templates = 0;
         check_layout(1, shapes, 2000, NULL, &lo, "one shape x 2000", &templates);
         CHECK_MSG(templates <= 2, "one shape: %d templates (expected <= 2)", (int)templates);
-        ns_contract_layout_options few = {100000, 1 << 30, 1, 7};
+        ns_contract_layout_options few = {100000, 100000, 1 << 30, 1, 7, 0};
         check_layout(set.count, shapes, 100, NULL, &few, "bundled, 7 cells per group", NULL);
+        /* big cells with tails: the largest cell's last rounds on 1,000 nodes */
+        ns_contract_layout_options tails = {1500, 2500, 5000, 64, 0, 1000};
+        check_layout(set.count, shapes, 2 * (int64_t)set.count, NULL, &tails, "bundled x2, tails", NULL);
     }
     bundled_free(&set);
     /* a random tree of 1,000,000 compartments (random parents: every shape of

@@ -142,6 +142,18 @@ ns_status ns_contract_plan_create(int32_t n, const int32_t *parent, ns_contract_
             ((int32_t *)list.data)[efirst[cur[u]]++] = u;
         }
         list.len = (size_t)first;
+        /* encode the round's tasks: up to two children inline */
+        for (size_t t = ((int32_t *)fwd_begin.data)[fwd_begin.len - 1]; t < fwd.len; ++t) {
+            ns_contract_fwd *f = (ns_contract_fwd *)fwd.data + t;
+            const int32_t *l = (const int32_t *)list.data + f->u1;
+            const int32_t count = f->u2;
+            if (count <= 2) {
+                f->u1 = count > 0 ? l[0] : -1;
+                f->u2 = count > 1 ? l[1] : -1;
+            } else {
+                f->u1 = -2 - f->u1;
+            }
+        }
         int32_t fb = (int32_t)fwd.len;
         if (vec_push(&fwd_begin, &fb)) goto oom;
         /* apply the eliminations; record the backward tasks */
@@ -204,20 +216,20 @@ out:
     return st;
 }
 
-/* The executor: rounds of pull tasks, then the backward rounds in reverse
- * (fwd_begin: rounds + 1 boundaries, bwd_begin: rounds + 2). */
-static int32_t run_plan(int32_t n, int32_t rounds, const int32_t *fwd_begin, const ns_contract_fwd *fwd,
-                        const int32_t *list, const int32_t *bwd_begin, const ns_contract_bwd *bwd,
-                        const double *a, const double *b, double *d, double *rhs, double *up, double *down,
-                        double *lo) {
-    for (int32_t i = 0; i < n; ++i) up[i] = b[i], down[i] = a[i], lo[i] = 0.0;
-    int32_t bad = -1, bad_round = rounds + 1;
-    for (int32_t r = 0; r < rounds; ++r)
+/* The executor, as the kernel runs it: forward rounds [r0, r1) of pull
+ * tasks (fwd_begin: boundaries), backward rounds r1 .. r0 (bwd_begin) in
+ * reverse. `bad` / `bad_round` keep the earliest round's bad pivot (its own,
+ * not one propagated from it), the lowest node within the round; rounds are
+ * numbered from round0. */
+static void forward(int32_t r0, int32_t r1, const int32_t *fwd_begin, const ns_contract_fwd *fwd, const int32_t *list,
+                    double *d, double *rhs, double *up, double *down, double *lo) {
+    for (int32_t r = r0; r < r1; ++r)
         for (int32_t t = fwd_begin[r]; t < fwd_begin[r + 1]; ++t) {
             const ns_contract_fwd f = fwd[t];
             double dk = d[f.k], rk = rhs[f.k];
-            for (int32_t q = f.first; q < f.first + f.count; ++q) {
-                const int32_t u = list[q];
+            const int32_t count = ns_contract_fwd_count(f);
+            for (int32_t q = 0; q < count; ++q) {
+                const int32_t u = ns_contract_fwd_child(f, list, q);
                 const double g = down[u] / d[u];
                 dk -= g * up[u];
                 rk -= g * rhs[u];
@@ -235,41 +247,66 @@ static int32_t run_plan(int32_t n, int32_t rounds, const int32_t *fwd_begin, con
             d[f.k] = dk;
             rhs[f.k] = rk;
         }
-    for (int32_t r = rounds; r >= 0; --r)
+}
+
+static void backward(int32_t r1, int32_t r0, int32_t round0, const int32_t *bwd_begin, const ns_contract_bwd *bwd,
+                     const double *d, double *rhs, const double *up, const double *lo, int32_t *bad,
+                     int32_t *bad_round, const int32_t *node_of) {
+    for (int32_t r = r1; r >= r0; --r)
         for (int32_t t = bwd_begin[r]; t < bwd_begin[r + 1]; ++t) {
             const ns_contract_bwd w = bwd[t];
             const double du = d[w.u];
-            /* the earliest round's bad pivot (its own, not one propagated
-             * from it), the lowest node within the round */
-            if ((du == 0.0 || !isfinite(du)) && (r < bad_round || (r == bad_round && w.u < bad)))
-                bad = w.u, bad_round = r;
+            const int32_t node = node_of ? node_of[w.u] : w.u;
+            if ((du == 0.0 || !isfinite(du)) &&
+                (round0 + r < *bad_round || (round0 + r == *bad_round && node < *bad)))
+                *bad = node, *bad_round = round0 + r;
             double x = rhs[w.u];
             if (w.p >= 0) x -= up[w.u] * rhs[w.p];
             if (w.c >= 0) x -= lo[w.u] * rhs[w.c];
             rhs[w.u] = x / du;
         }
-    return bad;
 }
 
 int32_t ns_contract_solve_cpu(const ns_contract_plan *p, const double *a, const double *b, double *d,
                               double *rhs, double *up, double *down, double *lo) {
-    return run_plan(p->n, p->rounds, p->fwd_begin, p->fwd, p->list, p->bwd_begin, p->bwd, a, b, d, rhs, up,
-                    down, lo);
+    for (int32_t i = 0; i < p->n; ++i) up[i] = b[i], down[i] = a[i], lo[i] = 0.0;
+    int32_t bad = -1, bad_round = INT32_MAX;
+    forward(0, p->rounds, p->fwd_begin, p->fwd, p->list, d, rhs, up, down, lo);
+    backward(p->rounds, 0, 0, p->bwd_begin, p->bwd, d, rhs, up, lo, &bad, &bad_round, NULL);
+    return bad;
 }
 
 int32_t ns_contract_group_cpu(const ns_contract_layout *L, int32_t g, const double *a, const double *b,
                               double *d, double *rhs, double *scratch) {
-    const int32_t t = L->g_tmpl[g], n = L->t_nodes[t], R = L->t_rounds[t];
+    const int32_t t = L->g_tmpl[g], n = L->t_nodes[t], R = L->t_rounds[t], K = L->t_head[t];
     const int32_t *rt = L->rt + L->t_rt[t];
     const int64_t o = L->g_base[g];
-    return run_plan(n, R, rt, L->fwd, L->list, rt + R + 1, L->bwd, a + o, b + o, d + o, rhs + o, scratch,
-                    scratch + n, scratch + 2 * (size_t)n);
+    double *D = d + o, *X = rhs + o, *up = scratch, *down = scratch + n, *lo = scratch + 2 * (size_t)n;
+    for (int32_t i = 0; i < n; ++i) up[i] = b[o + i], down[i] = a[o + i], lo[i] = 0.0;
+    int32_t bad = -1, bad_round = INT32_MAX;
+    const int32_t tt = L->t_tail[t];
+    forward(0, K, rt, L->fwd, L->list, D, X, up, down, lo);
+    if (tt >= 0) { /* the tail on a renumbered copy, as the kernel's shared memory */
+        const int32_t T = L->t_nodes[tt], Rt = L->t_rounds[tt];
+        const int32_t *map = L->tmap + L->t_map[tt], *trt = L->rt + L->t_rt[tt];
+        double *c = malloc(5 * (size_t)(T ? T : 1) * sizeof *c);
+        if (!c) return -2;
+        for (int32_t j = 0; j < T; ++j)
+            c[j] = D[map[j]], c[T + j] = X[map[j]], c[2 * T + j] = up[map[j]], c[3 * T + j] = down[map[j]];
+        forward(0, Rt, trt, L->fwd, L->list, c, c + T, c + 2 * T, c + 3 * T, c + 4 * T);
+        backward(Rt, 0, K, trt + Rt + 1, L->bwd, c, c + T, c + 2 * T, c + 4 * T, &bad, &bad_round, map);
+        for (int32_t j = 0; j < T; ++j) X[map[j]] = c[T + j], D[map[j]] = c[j];
+        free(c);
+    }
+    backward(tt >= 0 ? K - 1 : R, 0, 0, rt + R + 1, L->bwd, D, X, up, lo, &bad, &bad_round, NULL);
+    return bad;
 }
 
 void ns_contract_layout_destroy(ns_contract_layout *L) {
     if (!L) return;
-    free(L->g_base), free(L->g_tmpl), free(L->g_scratch), free(L->small), free(L->medium), free(L->big);
+    free(L->g_base), free(L->g_tmpl), free(L->g_scratch), free(L->small), free(L->medium), free(L->large), free(L->big);
     free(L->t_nodes), free(L->t_rounds), free(L->t_rt), free(L->rt);
+    free(L->t_tail), free(L->t_head), free(L->t_map), free(L->tmap);
     free(L->fwd), free(L->list), free(L->bwd);
     memset(L, 0, sizeof *L);
 }
@@ -290,6 +327,87 @@ static uint64_t seq_hash(const int32_t *shape, int64_t first, int64_t count) {
     uint64_t h = 1469598103934665603ULL ^ (uint64_t)count;
     for (int64_t c = first; c < first + count; ++c) h = (h ^ (uint64_t)(uint32_t)shape[c]) * 1099511628211ULL;
     return h;
+}
+
+/* Give big template t a tail (see ns_contract_layout): 0, -1 out of
+ * memory, -2 too large. */
+static int add_tail(ns_contract_layout *L, int32_t t, int32_t cap, int64_t *rtcap, int64_t *fcap, int64_t *lcap,
+                    int64_t *bcap, int64_t *mcap) {
+    const int32_t n = L->t_nodes[t], R = L->t_rounds[t];
+    const int32_t rt_off = L->t_rt[t];
+    /* K: the first round that starts with at most cap nodes alive */
+    int32_t K = 0, alive = n;
+    while (K < R && alive > cap) {
+        const int32_t *rb = L->rt + rt_off + R + 1;
+        alive -= rb[K + 1] - rb[K];
+        ++K;
+    }
+    if (K == 0 || alive > cap) return 0; /* all fit (not big) or none: no tail */
+    int32_t *slot = malloc((size_t)n * sizeof *slot);
+    if (!slot) return -1;
+    for (int32_t i = 0; i < n; ++i) slot[i] = -1;
+    const int32_t tt = L->n_templates++;
+    if (grow((void **)&L->tmap, mcap, L->n_tmap + alive, sizeof *L->tmap)) return free(slot), -1;
+    L->t_map[tt] = (int32_t)L->n_tmap;
+    int32_t T = 0;
+    {
+        const int32_t *rb = L->rt + rt_off + R + 1;
+        for (int32_t r = K; r <= R; ++r)
+            for (int32_t q = rb[r]; q < rb[r + 1]; ++q) {
+                const int32_t u = L->bwd[q].u;
+                slot[u] = T;
+                L->tmap[L->n_tmap + T] = u;
+                ++T;
+            }
+    }
+    L->n_tmap += T;
+    const int32_t Rt = R - K;
+    L->t_nodes[tt] = T;
+    L->t_rounds[tt] = Rt;
+    L->t_tail[tt] = -1;
+    L->t_head[tt] = Rt;
+    L->t_map[t] = L->t_map[tt];
+    L->t_tail[t] = tt;
+    L->t_head[t] = K;
+    if (T > L->max_tail_nodes) L->max_tail_nodes = T;
+    if (L->n_rt > INT32_MAX - (2 * Rt + 3)) return free(slot), -2;
+    if (grow((void **)&L->rt, rtcap, L->n_rt + 2 * Rt + 3, sizeof *L->rt)) return free(slot), -1;
+    L->t_rt[tt] = (int32_t)L->n_rt;
+    int32_t *nrt = L->rt + L->n_rt;
+    const int32_t *ort = L->rt + rt_off;
+    L->n_rt += 2 * Rt + 3;
+#define SL(x) ((x) >= 0 ? slot[(x)] : -1)
+    for (int32_t r = K; r < R; ++r) {
+        nrt[r - K] = (int32_t)L->n_fwd;
+        const int32_t t0 = ort[r], t1 = ort[r + 1];
+        if (grow((void **)&L->fwd, fcap, L->n_fwd + (t1 - t0), sizeof *L->fwd)) return free(slot), -1;
+        for (int32_t q = t0; q < t1; ++q) {
+            const ns_contract_fwd f = L->fwd[q];
+            ns_contract_fwd e = {slot[f.k], SL(f.u1), SL(f.u2), SL(f.pu)};
+            if (f.u1 <= -2) {
+                if (grow((void **)&L->list, lcap, L->n_list + f.u2, sizeof *L->list)) return free(slot), -1;
+                if (L->n_list > INT32_MAX - 2 - f.u2) return free(slot), -2;
+                e.u1 = -2 - (int32_t)L->n_list;
+                e.u2 = f.u2;
+                for (int32_t k = 0; k < f.u2; ++k) L->list[L->n_list++] = slot[ns_contract_fwd_child(f, L->list, k)];
+            }
+            L->fwd[L->n_fwd++] = e;
+        }
+    }
+    nrt[Rt] = (int32_t)L->n_fwd;
+    for (int32_t r = K; r <= R; ++r) {
+        nrt[Rt + 1 + r - K] = (int32_t)L->n_bwd;
+        const int32_t t0 = ort[R + 1 + r], t1 = ort[R + 2 + r];
+        if (grow((void **)&L->bwd, bcap, L->n_bwd + (t1 - t0), sizeof *L->bwd)) return free(slot), -1;
+        for (int32_t q = t0; q < t1; ++q) {
+            const ns_contract_bwd w = L->bwd[q];
+            L->bwd[L->n_bwd++] = (ns_contract_bwd){slot[w.u], SL(w.p), SL(w.c), 0};
+        }
+    }
+    nrt[2 * Rt + 2] = (int32_t)L->n_bwd;
+#undef SL
+    free(slot);
+    return 0;
 }
 
 ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *plans, int64_t n_cells,
@@ -341,17 +459,21 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
     L->g_scratch = malloc((size_t)ng * sizeof *L->g_scratch);
     L->small = malloc((size_t)ng * sizeof *L->small);
     L->medium = malloc((size_t)ng * sizeof *L->medium);
+    L->large = malloc((size_t)ng * sizeof *L->large);
     L->big = malloc((size_t)ng * sizeof *L->big);
     const int64_t hcap = 2 * ng + 1;
     int64_t *htab = malloc((size_t)hcap * sizeof *htab); /* group of each template's first use */
     int32_t *tfirst = malloc((size_t)ng * sizeof *tfirst);
-    int64_t rtcap = 0, fcap = 0, lcap = 0, bcap = 0;
-    /* at most one template per group */
-    L->t_nodes = malloc((size_t)ng * sizeof *L->t_nodes);
-    L->t_rounds = malloc((size_t)ng * sizeof *L->t_rounds);
-    L->t_rt = malloc((size_t)ng * sizeof *L->t_rt);
-    if (!L->g_base || !L->g_tmpl || !L->g_scratch || !L->small || !L->medium || !L->big || !htab || !tfirst || !L->t_nodes ||
-        !L->t_rounds || !L->t_rt)
+    int64_t mcap = 0, rtcap = 0, fcap = 0, lcap = 0, bcap = 0;
+    /* at most one template per group, and one tail per big one */
+    L->t_nodes = malloc(2 * (size_t)ng * sizeof *L->t_nodes);
+    L->t_rounds = malloc(2 * (size_t)ng * sizeof *L->t_rounds);
+    L->t_rt = malloc(2 * (size_t)ng * sizeof *L->t_rt);
+    L->t_tail = malloc(2 * (size_t)ng * sizeof *L->t_tail);
+    L->t_head = malloc(2 * (size_t)ng * sizeof *L->t_head);
+    L->t_map = malloc(2 * (size_t)ng * sizeof *L->t_map);
+    if (!L->g_base || !L->g_tmpl || !L->g_scratch || !L->small || !L->medium || !L->large || !L->big || !htab || !tfirst || !L->t_nodes ||
+        !L->t_rounds || !L->t_rt || !L->t_tail || !L->t_head || !L->t_map)
         goto oom;
     for (int64_t h = 0; h < hcap; ++h) htab[h] = -1;
     for (int64_t g = 0; g < ng; ++g) {
@@ -366,7 +488,8 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
             for (int64_t c = gfirst[g]; c < gfirst[g] + gcount[g]; ++c) nodes_g += plans[cell_shape[c]].n;
             L->g_scratch[g] = -1;
             if (nodes_g <= o->group_nodes) L->small[L->n_small++] = (int32_t)g;
-            else L->medium[L->n_medium++] = (int32_t)g;
+            else if (nodes_g <= o->mid_nodes) L->medium[L->n_medium++] = (int32_t)g;
+            else L->large[L->n_large++] = (int32_t)g;
         }
         /* the template: an earlier group with the same shapes, or a new one */
         int64_t h = (int64_t)(seq_hash(cell_shape, gfirst[g], gcount[g]) % (uint64_t)hcap);
@@ -395,11 +518,15 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
         }
         L->t_nodes[tmpl] = n_t;
         L->t_rounds[tmpl] = R;
+        L->t_tail[tmpl] = -1;
+        L->t_head[tmpl] = R;
+        L->t_map[tmpl] = 0;
         if (L->n_rt > INT32_MAX - (2 * R + 3)) goto size;
         L->t_rt[tmpl] = (int32_t)L->n_rt;
         if (R > L->max_rounds) L->max_rounds = R;
         if (!big && n_t <= o->group_nodes && n_t > L->max_small_nodes) L->max_small_nodes = n_t;
-        if (!big && n_t > o->group_nodes && n_t > L->max_medium_nodes) L->max_medium_nodes = n_t;
+        if (!big && n_t > o->group_nodes && n_t <= o->mid_nodes && n_t > L->max_medium_nodes) L->max_medium_nodes = n_t;
+        if (!big && n_t > o->mid_nodes && n_t > L->max_large_nodes) L->max_large_nodes = n_t;
         if (grow((void **)&L->rt, &rtcap, L->n_rt + 2 * R + 3, sizeof(int32_t))) goto oom;
         int32_t *rt = L->rt + L->n_rt;
         L->n_rt += 2 * R + 3;
@@ -413,11 +540,16 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
                     if (grow((void **)&L->fwd, &fcap, L->n_fwd + (t1 - t0), sizeof *L->fwd)) goto oom;
                     for (int32_t t = t0; t < t1; ++t) {
                         const ns_contract_fwd f = p->fwd[t];
-                        if (grow((void **)&L->list, &lcap, L->n_list + f.count, sizeof *L->list)) goto oom;
-                        if (L->n_list > INT32_MAX - f.count) goto size;
-                        L->fwd[L->n_fwd++] = (ns_contract_fwd){f.k + off, (int32_t)L->n_list, f.count,
-                                                               f.pu >= 0 ? f.pu + off : -1};
-                        for (int32_t q = f.first; q < f.first + f.count; ++q) L->list[L->n_list++] = p->list[q] + off;
+                        ns_contract_fwd e = {f.k + off, f.u1 >= 0 ? f.u1 + off : -1, f.u2 >= 0 ? f.u2 + off : -1,
+                                             f.pu >= 0 ? f.pu + off : -1};
+                        if (f.u1 <= -2) { /* a list: copy it */
+                            if (grow((void **)&L->list, &lcap, L->n_list + f.u2, sizeof *L->list)) goto oom;
+                            if (L->n_list > INT32_MAX - 2 - f.u2) goto size;
+                            e.u1 = -2 - (int32_t)L->n_list;
+                            e.u2 = f.u2;
+                            for (int32_t q = 0; q < f.u2; ++q) L->list[L->n_list++] = ns_contract_fwd_child(f, p->list, q) + off;
+                        }
+                        L->fwd[L->n_fwd++] = e;
                     }
                 }
                 off += p->n;
@@ -443,6 +575,11 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
         }
         rt[2 * R + 2] = (int32_t)L->n_bwd;
         if (L->n_fwd > INT32_MAX || L->n_bwd > INT32_MAX) goto size;
+        if (big && o->tail_nodes > 0) {
+            const int e = add_tail(L, tmpl, o->tail_nodes, &rtcap, &fcap, &lcap, &bcap, &mcap);
+            if (e == -1) goto oom;
+            if (e == -2) goto size;
+        }
     }
     goto out;
 size:

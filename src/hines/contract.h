@@ -32,11 +32,21 @@
 extern "C" {
 #endif
 
-/* A forward (elimination) task: kept node k pulls the eliminated children
- * list[first .. first + count) and, when pu >= 0, its eliminated parent pu. */
+/* A forward (elimination) task: kept node k pulls its eliminated children
+ * and, when pu >= 0, its eliminated parent pu. The children are inline when
+ * there are at most two (u1, u2; -1 for none: one load less per task on the
+ * GPU), else in list[-2 - u1 .. -2 - u1 + u2) (u1 <= -2, u2 the count). */
 typedef struct ns_contract_fwd {
-    int32_t k, first, count, pu;
+    int32_t k, u1, u2, pu;
 } ns_contract_fwd;
+
+/* The eliminated children of a forward task. */
+static inline int32_t ns_contract_fwd_count(ns_contract_fwd f) {
+    return f.u1 <= -2 ? f.u2 : (f.u1 >= 0) + (f.u2 >= 0);
+}
+static inline int32_t ns_contract_fwd_child(ns_contract_fwd f, const int32_t *list, int32_t q) {
+    return f.u1 <= -2 ? list[-2 - f.u1 + q] : (q == 0 ? f.u1 : f.u2);
+}
 
 /* A backward task: x[u] from x[p] (its parent when eliminated; -1 for the
  * root) and x[c] (its only child when compressed; -1 when raked). */
@@ -86,9 +96,12 @@ int32_t ns_contract_solve_cpu(const ns_contract_plan *plan, const double *a, con
 
 typedef struct ns_contract_layout_options {
     int32_t group_nodes;   /* most nodes of a small group (its shared-memory budget) */
+    int32_t mid_nodes;     /* a single cell of at most this many nodes is "medium", of more "large" */
     int32_t big_nodes;     /* a cell of more nodes is a big group (device memory) */
     int32_t min_groups;    /* cap small groups at total / min_groups nodes (spread over SMs) */
     int32_t max_cells;     /* most cells of a group (0: no limit) */
+    int32_t tail_nodes;    /* big groups: once at most this many nodes are left, the remaining
+                              rounds run on a shared-memory copy of them (0: never) */
 } ns_contract_layout_options;
 
 typedef struct ns_contract_layout {
@@ -97,13 +110,23 @@ typedef struct ns_contract_layout {
     int32_t *g_tmpl;       /* n_groups: template */
     int64_t *g_scratch;    /* n_groups: offset of a big group's up/down/lo in the scratch (-1: small) */
     /* small: at most group_nodes nodes (several blocks per SM); medium: one
-     * cell of more (shared memory up to big_nodes); big: device memory */
-    int32_t n_small, n_medium, n_big;
-    int32_t *small, *medium, *big; /* group indices of each kind */
+     * cell of at most mid_nodes; large: one cell of at most big_nodes (both
+     * in shared memory, launched apart so each launch asks for the shared
+     * memory its own groups need); big: device memory */
+    int32_t n_small, n_medium, n_large, n_big;
+    int32_t *small, *medium, *large, *big; /* group indices of each kind */
     int64_t scratch_nodes; /* nodes of all big groups */
-    int32_t max_small_nodes, max_medium_nodes, max_rounds;
+    int32_t max_small_nodes, max_medium_nodes, max_large_nodes, max_rounds;
     /* templates */
     int32_t *t_nodes, *t_rounds, *t_rt; /* n_templates; t_rt: offset into rt */
+    /* A big group's template may have a *tail*: after its first t_head
+     * rounds at most tail_nodes nodes are left; the tail template (t_tail,
+     * -1: none) holds the remaining rounds on those nodes renumbered 0..T-1,
+     * and tmap[t_map[tail] + j] is the group-local node of tail node j. */
+    int32_t *t_tail, *t_head, *t_map;
+    int32_t *tmap;
+    int64_t n_tmap;
+    int32_t max_tail_nodes;
     int32_t *rt;           /* per template: rounds + 1 forward, rounds + 2 backward boundaries */
     int64_t n_rt, n_fwd, n_list, n_bwd;
     ns_contract_fwd *fwd;  /* k, pu local to the group; first into list */
@@ -119,8 +142,9 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
 void ns_contract_layout_destroy(ns_contract_layout *layout);
 
 /* Run group g of a layout on the CPU exactly as the kernel does (the
- * group's nodes start at d + g_base etc.); returns the group-local node of
- * the first bad pivot (as ns_contract_solve_cpu) or -1. Scratch: 3 x nodes. */
+ * group's nodes start at d + g_base etc.; a tail on a renumbered copy);
+ * returns the group-local node of the first bad pivot (as
+ * ns_contract_solve_cpu), -1, or -2 when out of memory. Scratch: 3 x nodes. */
 int32_t ns_contract_group_cpu(const ns_contract_layout *layout, int32_t g, const double *a, const double *b,
                               double *d, double *rhs, double *scratch);
 

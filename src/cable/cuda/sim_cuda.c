@@ -44,9 +44,10 @@
  * many cells per SM joins the tree loop (one launch for all of them)
  * instead of running as a kernel of its own. */
 #define AUTO_TREE_CELLS_PER_SM 1
-/* Nodes per group of the tree loop (state in device memory; a group is
- * one block of NS_SIM_TREE_THREADS threads) and groups per SM at least. */
-#define TREE_GROUP_NODES 4096
+/* Nodes per group of the tree loop (a block of NS_SIM_TREE_THREADS threads
+ * with the group's d, rhs and solve scratch in shared memory: 40 bytes per
+ * node, two blocks per SM) and groups per SM at least. */
+#define TREE_GROUP_NODES 2048
 #define TREE_MIN_GROUPS_PER_SM 2
 
 enum { LOOP_INTERLEAVED, LOOP_ONCHIP, LOOP_TREE };
@@ -230,8 +231,13 @@ static ns_status setup_tree(ns_sim_t *sim, gpu_group *gr, const int *loop, int s
         goto out;
     }
     if ((st = ns_batch_create(nt, (const ns_tree_t *const *)trees, N, cshape, &batch)) != NS_OK) goto out;
-    if ((st = ns_tree_layout_for(batch, TREE_GROUP_NODES, INT32_MAX, TREE_MIN_GROUPS_PER_SM * sms,
-                                 NS_SIM_TREE_THREADS, &L)) != NS_OK)
+    int optin = 0, dev = 0;
+    NS_CUDA_GOTO(cudaGetDevice(&dev), st, out);
+    NS_CUDA_GOTO(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), st, out);
+    /* a cell beyond the opt-in shared memory runs in device memory */
+    const int32_t shared_nodes = (int32_t)(((size_t)optin - 64) / ns_contract_shared_bytes(1));
+    if ((st = ns_tree_layout_for(batch, TREE_GROUP_NODES, INT32_MAX, shared_nodes, TREE_MIN_GROUPS_PER_SM * sms,
+                                 NS_SIM_TREE_THREADS, shared_nodes, &L)) != NS_OK)
         goto out;
     /* per-node constants; parents and children local to the node's group */
     const size_t n = (size_t)nodes;
@@ -289,6 +295,11 @@ static ns_status setup_tree(ns_sim_t *sim, gpu_group *gr, const int *loop, int s
         (st = dalloc(gr, (void **)&t->lo, n * sizeof(double))) != NS_OK)
         goto out;
     st = ns_cuda_status(ns_contract_dev_upload(&L, &gr->layout), "tree layout upload", __FILE__, __LINE__);
+    if (st == NS_OK) {
+        int32_t most = L.max_medium_nodes > L.max_small_nodes ? L.max_medium_nodes : L.max_small_nodes;
+        if (L.max_tail_nodes > most) most = L.max_tail_nodes;
+        st = ns_cuda_status(ns_sim_tree_setup(ns_contract_shared_bytes(most)), "tree loop setup", __FILE__, __LINE__);
+    }
     gr->g.n = (int32_t)(nodes < INT32_MAX ? nodes : INT32_MAX); /* the group's total, for the state arrays */
 out:
     for (int32_t k = 0; trees && k < sim->n_shapes; ++k) ns_tree_destroy(trees[k]);
@@ -415,7 +426,8 @@ static ns_status gpu_create(ns_sim_t *sim) {
     NS_CUDA_GOTO(cudaMemcpy(s->regions, sim->region, sizeof sim->region, cudaMemcpyHostToDevice), st, out);
     NS_CUDA_GOTO(cudaMalloc((void **)&s->fault, (size_t)s->n_groups * sizeof *s->fault), st, out);
     /* blocking streams: they wait for the default stream's memsets and copies */
-    for (; s->n_streams < STREAMS && s->n_streams < s->n_groups; ++s->n_streams)
+    const int32_t want_streams = s->n_groups + (tree_cells > 0 ? 2 : 0);
+    for (; s->n_streams < STREAMS && s->n_streams < want_streams; ++s->n_streams)
         NS_CUDA_GOTO(cudaStreamCreate(&s->streams[s->n_streams]), st, out);
     s->spike_count_host = malloc((size_t)largest * sizeof *s->spike_count_host);
     s->spike_t_host = malloc((size_t)largest * SPIKE_CAP * sizeof *s->spike_t_host);
@@ -574,7 +586,11 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
             s->groups[k].g.fault = s->fault + k;
             const gpu_group *gr = &s->groups[k];
             cudaStream_t stream = s->streams[k % s->n_streams];
-            if (gr->tree) NS_CUDA_TRY(ns_sim_launch_tree(&gr->t, &gr->layout, &gr->g, &run, stream));
+            if (gr->tree) {
+                const cudaStream_t three[3] = {stream, s->streams[(k + 1) % s->n_streams],
+                                               s->streams[(k + 2) % s->n_streams]};
+                NS_CUDA_TRY(ns_sim_launch_tree(&gr->t, &gr->layout, &gr->g, &run, three));
+            }
             else if (gr->onchip) NS_CUDA_TRY(ns_sim_launch_onchip(&gr->oc.sched, &gr->oc.launch, &gr->g, &run, stream));
             else NS_CUDA_TRY(ns_sim_launch_steps(&gr->g, &run, THREADS, stream));
         }

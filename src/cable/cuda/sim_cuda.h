@@ -160,8 +160,13 @@ typedef struct ns_sim_tree {
     double *up, *down, *lo;     /* the solve's scratch, Flat */
 } ns_sim_tree;
 
+/* Allow the shared-memory kernel `bytes` of dynamic shared memory. */
+cudaError_t ns_sim_tree_setup(size_t bytes);
+/* Launch the three kinds of group (several cells, one cell in shared memory,
+ * one cell in device memory) on the three streams. */
 cudaError_t ns_sim_launch_tree(const ns_sim_tree *tree, const ns_contract_dev *layout,
-                               const ns_sim_gpu_group *group, const ns_sim_gpu_run *run, cudaStream_t stream);
+                               const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
+                               const cudaStream_t streams[3]);
 
 #ifdef __cplusplus
 }

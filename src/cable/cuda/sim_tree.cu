@@ -6,7 +6,9 @@
 // 38,580 compartments is solved in 15 rounds instead of walking its chain.
 //
 // State is Flat (the population's cells in order, each cell's compartments
-// in its tree order) in device memory. A step, phase by phase, each ended by
+// in its tree order) in device memory; d, rhs and the solve's scratch are in
+// shared memory for groups that fit (three launches: several-cell groups,
+// single cells in shared memory, big cells in device memory). A step, phase by phase, each ended by
 // a block barrier (the same operations in the same order per node as
 // step_cpu.c, so the assembly is bit-identical to the CPU loop's):
 //   A  per node: pas current and slope into rhs, d
@@ -27,18 +29,27 @@
 
 namespace {
 
+// SHARED: d, rhs and the solve's up, down, lo of the group live in shared
+// memory (groups that fit); else in device memory (big cells).
+template <bool SHARED>
 __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
-    sim_tree_steps(ns_sim_tree t, ns_contract_dev p, ns_sim_gpu_group g, ns_sim_gpu_run r) {
+    sim_tree_steps(ns_sim_tree t, ns_contract_dev p, const int32_t *__restrict__ list, ns_sim_gpu_group g,
+                   ns_sim_gpu_run r) {
+    extern __shared__ double sm[];
     __shared__ unsigned long long bad;  // pivot key of this step (sweeps' atomicMin)
     __shared__ int stop;                // a cell of the group failed: the group stops
-    const int32_t grp = blockIdx.x;
+    const int32_t grp = list[blockIdx.x];
     const int32_t tmpl = p.g_tmpl[grp];
     const int32_t N = p.t_nodes[tmpl];
     const int64_t base = p.g_base[grp];
     const int32_t c0 = t.g_cell0[grp], c1 = t.g_cell0[grp + 1];
     double *v = g.v + base, *m = g.m + base, *h = g.h + base, *gn = g.gn + base;
-    double *d = g.d + base, *rhs = g.rhs + base;
-    double *U = t.up + base, *W = t.down + base, *Lo = t.lo + base;
+    double *d, *rhs, *U, *W, *Lo;
+    if (SHARED) {
+        d = sm, rhs = d + N, U = rhs + N, W = U + N, Lo = W + N;
+    } else {
+        d = g.d + base, rhs = g.rhs + base, U = t.up + base, W = t.down + base, Lo = t.lo + base;
+    }
     const double *a = t.a + base, *b = t.b + base, *cap = t.cap + base;
     const int8_t *region = t.region + base;
     const int32_t *parent = t.parent + base, *cb = t.child_begin + base;
@@ -116,8 +127,9 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
             U[i] = b[i];
             W[i] = a[i];
         }
-        // the solve (starts and ends with a barrier)
-        ns_contract_sweeps(p, tmpl, d, rhs, U, W, Lo, 0, &bad);
+        // the solve (starts and ends with a barrier); a big cell's last
+        // rounds on a copy in shared memory
+        ns_contract_sweeps(p, tmpl, d, rhs, U, W, Lo, 0, &bad, SHARED ? nullptr : sm);
         tcur = tm + .5 * dt;
         const int64_t step = r.step0 + k + 1;
         const int check = bad != NS_CONTRACT_PIVOT_NONE || (step % r.check) == 0 || k == r.steps - 1;
@@ -169,11 +181,32 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
 
 }  // namespace
 
+extern "C" cudaError_t ns_sim_tree_setup(size_t shared_bytes) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(sim_tree_steps<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
+    if (e != cudaSuccess) return e;
+    return cudaFuncSetAttribute(sim_tree_steps<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
+}
+
 extern "C" cudaError_t ns_sim_launch_tree(const ns_sim_tree *tree, const ns_contract_dev *layout,
                                           const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
-                                          cudaStream_t stream) {
-    const int32_t groups = layout->n_small + layout->n_medium + layout->n_big;
-    if (groups <= 0) return cudaSuccess;
-    sim_tree_steps<<<(unsigned)groups, NS_SIM_TREE_THREADS, 0, stream>>>(*tree, *layout, *group, *run);
-    return cudaGetLastError();
+                                          const cudaStream_t streams[3]) {
+    // small groups, single medium or large cells (shared memory), big cells
+    // (device memory): three launches side by side
+    const int32_t n[3] = {layout->n_small, layout->n_medium + layout->n_large, layout->n_big};
+    if (layout->n_large > 0) return cudaErrorInvalidValue; /* the simulation's layout has no large class */
+    const int32_t *lists[3] = {layout->small, layout->medium, layout->big};
+    const int32_t nodes[2] = {layout->max_small_nodes, layout->max_medium_nodes};
+    for (int k = 0; k < 3; ++k) {
+        if (n[k] <= 0) continue;
+        if (k < 2)
+            sim_tree_steps<true><<<(unsigned)n[k], NS_SIM_TREE_THREADS, ns_contract_shared_bytes(nodes[k]), streams[k]>>>(
+                *tree, *layout, lists[k], *group, *run);
+        else
+            sim_tree_steps<false><<<(unsigned)n[k], NS_SIM_TREE_THREADS, ns_contract_shared_bytes(layout->max_tail_nodes),
+                                   streams[k]>>>(*tree, *layout, lists[k], *group, *run);
+        const cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
 }

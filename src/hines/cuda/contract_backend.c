@@ -32,15 +32,15 @@ typedef struct tstate {
     int pending;                  /* a device solve whose key is not read yet */
 } tstate;
 
-ns_status ns_tree_layout_for(const ns_batch_t *batch, int32_t group_nodes, int32_t big_nodes, int32_t min_groups,
-                             int32_t max_cells, ns_contract_layout *layout) {
+ns_status ns_tree_layout_for(const ns_batch_t *batch, int32_t group_nodes, int32_t mid_nodes, int32_t big_nodes,
+                             int32_t min_groups, int32_t max_cells, int32_t tail_nodes, ns_contract_layout *layout) {
     ns_contract_plan *plans = calloc((size_t)batch->n_shapes, sizeof *plans);
     if (!plans) return ns_fail(NS_ERR_OUT_OF_MEMORY, "tree: plans");
     ns_status e = NS_OK;
     for (int32_t k = 0; k < batch->n_shapes && e == NS_OK; ++k)
         e = ns_contract_plan_create(batch->shapes[k]->size, batch->shapes[k]->parent, &plans[k]);
     if (e == NS_OK) {
-        const ns_contract_layout_options o = {group_nodes, big_nodes, min_groups, max_cells};
+        const ns_contract_layout_options o = {group_nodes, mid_nodes, big_nodes, min_groups, max_cells, tail_nodes};
         e = ns_contract_layout_create(batch->n_shapes, plans, batch->n_cells, batch->cell_shape,
                                       batch->cell_offset, &o, layout);
     }
@@ -56,10 +56,14 @@ ns_status ns_tree_layout_device(int device, const ns_batch_t *batch, ns_contract
     NS_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     const size_t node_bytes = NS_CONTRACT_SHARED_DOUBLES * sizeof(double);
     /* small groups: NS_CONTRACT_BLOCKS_PER_SM blocks per SM (1 KiB per
-     * block for the runtime); a single cell may use the whole opt-in */
+     * block for the runtime); medium cells two blocks per SM; a large cell
+     * may use the whole opt-in */
     const int32_t group_nodes = (int32_t)(((size_t)per_sm / NS_CONTRACT_BLOCKS_PER_SM - 1024) / node_bytes);
+    const int32_t mid_nodes = (int32_t)(((size_t)per_sm / 2 - 1024) / node_bytes);
     const int32_t big_nodes = (int32_t)((size_t)optin / node_bytes);
-    return ns_tree_layout_for(batch, group_nodes, big_nodes, NS_CONTRACT_BLOCKS_PER_SM * sms, 0, layout);
+    /* a big cell's tail: the nodes left when they fit the opt-in */
+    return ns_tree_layout_for(batch, group_nodes, mid_nodes, big_nodes, NS_CONTRACT_BLOCKS_PER_SM * sms, 0,
+                              big_nodes, layout);
 }
 
 static void tree_destroy(ns_hines_solver_t *s) {
@@ -92,9 +96,11 @@ static ns_status tree_create(ns_hines_solver_t *s) {
     if (e == NS_OK) e = ns_cuda_status(ns_contract_dev_upload(&L, &st->dev), "tree layout upload", __FILE__, __LINE__);
     st->scratch_nodes = L.scratch_nodes;
     ns_contract_layout_destroy(&L);
-    if (e == NS_OK && st->dev.n_small + st->dev.n_medium > 0) {
-        const int32_t most = st->dev.max_medium_nodes > st->dev.max_small_nodes ? st->dev.max_medium_nodes
-                                                                                : st->dev.max_small_nodes;
+    if (e == NS_OK && st->dev.n_small + st->dev.n_medium + st->dev.n_large + st->dev.max_tail_nodes > 0) {
+        int32_t most = st->dev.max_medium_nodes > st->dev.max_small_nodes ? st->dev.max_medium_nodes
+                                                                          : st->dev.max_small_nodes;
+        if (st->dev.max_large_nodes > most) most = st->dev.max_large_nodes;
+        if (st->dev.max_tail_nodes > most) most = st->dev.max_tail_nodes;
         e = ns_cuda_status(ns_contract_setup(ns_contract_shared_bytes(most)), "tree setup", __FILE__, __LINE__);
     }
     if (e == NS_OK) e = ns_cuda_status(cudaStreamCreateWithFlags(&st->q, cudaStreamNonBlocking), "stream", __FILE__, __LINE__);
@@ -280,18 +286,24 @@ const ns_hines_backend_ops *ns_hines_tree_cuda_backend(void) {
 
 cudaError_t ns_contract_dev_upload(const ns_contract_layout *L, ns_contract_dev *dev) {
     memset(dev, 0, sizeof *dev);
-    const void *src[] = {L->g_base, L->g_scratch, L->g_tmpl, L->small, L->medium, L->big, L->t_nodes,
-                         L->t_rounds, L->t_rt, L->rt, L->fwd, L->list, L->bwd};
+    const void *src[] = {L->g_base, L->g_scratch, L->g_tmpl, L->small, L->medium, L->large, L->big, L->t_nodes,
+                         L->t_rounds, L->t_rt, L->rt, L->fwd, L->list, L->bwd, L->t_tail, L->t_head, L->t_map,
+                         L->tmap};
     const size_t bytes[] = {(size_t)L->n_groups * sizeof(int64_t), (size_t)L->n_groups * sizeof(int64_t),
                             (size_t)L->n_groups * sizeof(int32_t), (size_t)L->n_small * sizeof(int32_t),
-                            (size_t)L->n_medium * sizeof(int32_t), (size_t)L->n_big * sizeof(int32_t),    (size_t)L->n_templates * sizeof(int32_t),
+                            (size_t)L->n_medium * sizeof(int32_t), (size_t)L->n_large * sizeof(int32_t),
+                            (size_t)L->n_big * sizeof(int32_t),    (size_t)L->n_templates * sizeof(int32_t),
                             (size_t)L->n_templates * sizeof(int32_t), (size_t)L->n_templates * sizeof(int32_t),
                             (size_t)L->n_rt * sizeof(int32_t),     (size_t)L->n_fwd * sizeof(ns_contract_fwd),
-                            (size_t)L->n_list * sizeof(int32_t),   (size_t)L->n_bwd * sizeof(ns_contract_bwd)};
+                            (size_t)L->n_list * sizeof(int32_t),   (size_t)L->n_bwd * sizeof(ns_contract_bwd),
+                            (size_t)L->n_templates * sizeof(int32_t), (size_t)L->n_templates * sizeof(int32_t),
+                            (size_t)L->n_templates * sizeof(int32_t), (size_t)L->n_tmap * sizeof(int32_t)};
     const void **dst[] = {(const void **)&dev->g_base, (const void **)&dev->g_scratch, (const void **)&dev->g_tmpl,
-                          (const void **)&dev->small,  (const void **)&dev->medium, (const void **)&dev->big,       (const void **)&dev->t_nodes,
+                          (const void **)&dev->small,  (const void **)&dev->medium, (const void **)&dev->large, (const void **)&dev->big,       (const void **)&dev->t_nodes,
                           (const void **)&dev->t_rounds, (const void **)&dev->t_rt,    (const void **)&dev->rt,
-                          (const void **)&dev->fwd,    (const void **)&dev->list,      (const void **)&dev->bwd};
+                          (const void **)&dev->fwd,    (const void **)&dev->list,      (const void **)&dev->bwd,
+                          (const void **)&dev->t_tail, (const void **)&dev->t_head, (const void **)&dev->t_map,
+                          (const void **)&dev->tmap};
     enum { N = sizeof bytes / sizeof bytes[0] };
     size_t total = 0;
     for (int k = 0; k < N; ++k) total += (bytes[k] + 255) & ~(size_t)255;
@@ -305,9 +317,12 @@ cudaError_t ns_contract_dev_upload(const ns_contract_layout *L, ns_contract_dev 
     }
     dev->n_small = L->n_small;
     dev->n_medium = L->n_medium;
+    dev->n_large = L->n_large;
+    dev->max_large_nodes = L->max_large_nodes;
     dev->n_big = L->n_big;
     dev->max_small_nodes = L->max_small_nodes;
     dev->max_medium_nodes = L->max_medium_nodes;
+    dev->max_tail_nodes = L->max_tail_nodes;
     return cudaSuccess;
 }
 

@@ -29,12 +29,14 @@ extern "C" {
 /* A layout on the device (pointers into one allocation). */
 typedef struct ns_contract_dev {
     const int64_t *g_base, *g_scratch;
-    const int32_t *g_tmpl, *small, *medium, *big;
+    const int32_t *g_tmpl, *small, *medium, *large, *big;
     const int32_t *t_nodes, *t_rounds, *t_rt, *rt;
+    const int32_t *t_tail, *t_head, *t_map, *tmap;
     const ns_contract_fwd *fwd;
     const int32_t *list;
     const ns_contract_bwd *bwd;
-    int32_t n_small, n_medium, n_big, max_small_nodes, max_medium_nodes;
+    int32_t n_small, n_medium, n_large, n_big, max_small_nodes, max_medium_nodes, max_large_nodes;
+    int32_t max_tail_nodes;
     void *blob; /* the allocation */
 } ns_contract_dev;
 
@@ -53,9 +55,8 @@ cudaError_t ns_contract_setup(size_t shared_bytes);
 /* Solve every group: a, b read; d, rhs Flat in device memory (rhs becomes
  * x, d unspecified); scratch: 3 x layout.scratch_nodes doubles for the big
  * cells; *bad: the pivot key (set to NS_CONTRACT_PIVOT_NONE by the caller).
- * Small groups run on `stream`, medium and big cells on `side` (forked from
- * and joined back to `stream` with the two events), so the kinds share the
- * GPU. */
+ * Small groups run on `stream`, the other kinds on `side` (forked from and
+ * joined back to `stream` with the two events), so the kinds share the GPU. */
 cudaError_t ns_contract_launch(const ns_contract_dev *dev, const double *a, const double *b, double *d,
                                double *rhs, double *scratch, unsigned long long *bad, cudaStream_t stream,
                                cudaStream_t side, cudaEvent_t fork, cudaEvent_t join);

@@ -26,6 +26,7 @@ __global__ void __launch_bounds__(NS_CONTRACT_SMALL_THREADS)
 __global__ void __launch_bounds__(NS_CONTRACT_BIG_THREADS)
     contract_big(ns_contract_dev p, const double *__restrict__ a, const double *__restrict__ b, double *d,
                  double *rhs, double *scratch, unsigned long long *bad) {
+    extern __shared__ double tail[];
     const int32_t g = p.big[blockIdx.x];
     const int32_t tmpl = p.g_tmpl[g], n = p.t_nodes[tmpl];
     const int64_t base = p.g_base[g];
@@ -34,7 +35,7 @@ __global__ void __launch_bounds__(NS_CONTRACT_BIG_THREADS)
         U[i] = __ldg(b + base + i);
         W[i] = __ldg(a + base + i);
     }
-    ns_contract_sweeps(p, tmpl, d + base, rhs + base, U, W, Lo, base, bad);
+    ns_contract_sweeps(p, tmpl, d + base, rhs + base, U, W, Lo, base, bad, tail);
 }
 
 }  // namespace
@@ -42,6 +43,8 @@ __global__ void __launch_bounds__(NS_CONTRACT_BIG_THREADS)
 extern "C" cudaError_t ns_contract_setup(size_t shared_bytes) {
     cudaError_t e = cudaFuncSetAttribute(contract_small, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)shared_bytes);
+    if (e != cudaSuccess) return e;
+    e = cudaFuncSetAttribute(contract_big, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
     if (e != cudaSuccess) return e;
     return cudaFuncSetAttribute(contract_small, cudaFuncAttributePreferredSharedMemoryCarveout,
                                 cudaSharedmemCarveoutMaxShared);
@@ -52,7 +55,7 @@ extern "C" cudaError_t ns_contract_launch(const ns_contract_dev *dev, const doub
                                           cudaStream_t stream, cudaStream_t side, cudaEvent_t fork,
                                           cudaEvent_t join) {
     cudaError_t e;
-    const int apart = dev->n_medium + dev->n_big > 0 && dev->n_small > 0;
+    const int apart = dev->n_medium + dev->n_large + dev->n_big > 0 && dev->n_small > 0;
     cudaStream_t q = stream;
     if (apart) {
         if ((e = cudaEventRecord(fork, stream)) != cudaSuccess) return e;
@@ -60,7 +63,13 @@ extern "C" cudaError_t ns_contract_launch(const ns_contract_dev *dev, const doub
         q = side;
     }
     if (dev->n_big > 0) {
-        contract_big<<<(unsigned)dev->n_big, NS_CONTRACT_BIG_THREADS, 0, q>>>(*dev, a, b, d, rhs, scratch, bad);
+        contract_big<<<(unsigned)dev->n_big, NS_CONTRACT_BIG_THREADS, ns_contract_shared_bytes(dev->max_tail_nodes), q>>>(
+            *dev, a, b, d, rhs, scratch, bad);
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    }
+    if (dev->n_large > 0) {
+        contract_small<<<(unsigned)dev->n_large, NS_CONTRACT_SMALL_THREADS,
+                         ns_contract_shared_bytes(dev->max_large_nodes), q>>>(*dev, dev->large, a, b, d, rhs, bad);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
     }
     if (dev->n_medium > 0) {
