@@ -232,6 +232,19 @@ int main(void) {
         check_layout(set.count, shapes, 2 * (int64_t)set.count, NULL, &tails, "bundled x2, tails", NULL);
     }
     bundled_free(&set);
+    /* many distinct big shapes, each with a tail (more templates than groups) */
+    {
+        enum { S = 24 };
+        ns_tree_t *trees[S];
+        const ns_tree_t *shapes[S];
+        for (int k = 0; k < S; ++k) {
+            CHECK_OK(ns_generate_tree(2500 + 37 * k, 101, 900 + (uint64_t)k, &trees[k]));
+            shapes[k] = trees[k];
+        }
+        ns_contract_layout_options lo = {800, 1500, 2000, 8, 0, 400};
+        check_layout(S, shapes, S, NULL, &lo, "24 distinct big shapes, tails", NULL);
+        for (int k = 0; k < S; ++k) ns_tree_destroy(trees[k]);
+    }
     /* a random tree of 1,000,000 compartments (random parents: every shape of
      * branching at once) */
     {

@@ -463,7 +463,7 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
     L->big = malloc((size_t)ng * sizeof *L->big);
     const int64_t hcap = 2 * ng + 1;
     int64_t *htab = malloc((size_t)hcap * sizeof *htab); /* group of each template's first use */
-    int32_t *tfirst = malloc((size_t)ng * sizeof *tfirst);
+    int32_t *tfirst = malloc(2 * (size_t)ng * sizeof *tfirst); /* templates and tails */
     int64_t mcap = 0, rtcap = 0, fcap = 0, lcap = 0, bcap = 0;
     /* at most one template per group, and one tail per big one */
     L->t_nodes = malloc(2 * (size_t)ng * sizeof *L->t_nodes);
