@@ -51,8 +51,8 @@ static void compare(ns_sim_t *cpu, ns_hines_method method, int32_t lanes, ns_cel
     if (!gpu) return;
     const char *name = ns_hines_method_name(ns_sim_method(gpu));
     CHECK(ns_sim_backend(gpu) == NS_BACKEND_CUDA);
-    /* AUTO with about 50 cells per shape (too few for one thread per cell): onchip; gpu_lanes 0 for tree */
-    CHECK_MSG(ns_sim_method(gpu) == (method == NS_HINES_AUTO ? NS_HINES_ONCHIP : method), "method %s resolved to %s",
+    /* AUTO with about 50 cells per shape (fewer than 16 per SM): the tree loop */
+    CHECK_MSG(ns_sim_method(gpu) == (method == NS_HINES_AUTO ? NS_HINES_TREE : method), "method %s resolved to %s",
               ns_hines_method_name(method), name);
     /* several calls, one longer than a GPU launch part (2000 steps) */
     CHECK_OK(ns_sim_advance(gpu, 100));
@@ -99,9 +99,7 @@ static void compare(ns_sim_t *cpu, ns_hines_method method, int32_t lanes, ns_cel
 /* Every bundled morphology that reads with its own radii (53 of 54), two
  * cells each, the 38,580-compartment tracing included: the GPU loop (auto,
  * which runs the large cells in the tree loop, and tree for all) against
- * the CPU loop, traces within 1e-9 mV and spike times within 1e-9 ms. The
- * largest cells once more on their own, auto (the tree loop for the long
- * critical paths, onchip for the others). */
+ * the CPU loop, traces within 1e-9 mV and spike times within 1e-9 ms. */
 static void test_bundled_population(void) {
     enum { MAX = 64, PER = 2, STEPS = 1200 };
     ns_cell_t *cells[MAX] = {0};
@@ -168,8 +166,8 @@ static void test_bundled_population(void) {
                PER, ns_hines_method_name(me[b]), ns_hines_method_name(ns_sim_method(sims[b])), (long long)spikes,
                worst, wspike);
     }
-    /* auto: 53 shape groups of 2 cells (more groups than streams, too few
-     * cells each for a kernel of their own) all join the tree loop */
+    /* auto: 53 shape groups of 2 cells (too few for the onchip loop) all
+     * join the tree loop */
     if (sims[1]) CHECK(ns_sim_method(sims[1]) == NS_HINES_TREE);
     if (sims[2]) CHECK(ns_sim_method(sims[2]) == NS_HINES_TREE);
     for (int b = 0; b < 3; ++b) ns_sim_destroy(sims[b]);

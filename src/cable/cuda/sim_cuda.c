@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cable/cuda/sim_cuda.h"
+#include "cable/sim_policy.h"
 #include "core/cuda_check.h"
 #include "hines/cuda/tree_backend.h"
 
@@ -24,33 +25,13 @@
  * population of many morphologies with few cells each would otherwise run
  * one small kernel after another. */
 #define STREAMS 16
-/* AUTO: a shape with enough cells to give one thread per cell this many
- * threads per SM takes the interleaved loop unless at least
- * AUTO_ONCHIP_MIN_WARPS of its shared-memory images (warps with 32 lanes per
- * cell) fit an SM. Measured on an H200 at 100,000 cells: 491 compartments
- * (9 warps) run 1.8x faster onchip than interleaved, 1,221 compartments (3
- * warps) 1.5x slower. Fewer cells: onchip always (in shared memory or, for
- * cells that do not fit, in device memory), since one thread per cell would
- * leave the GPU idle (docs/simulation.md). */
-#define AUTO_ONCHIP_MIN_WARPS 6
-#define AUTO_INTERLEAVED_THREADS_PER_SM 32
-/* AUTO: a shape whose onchip schedule has a critical path (backward plus
- * forward node updates on the busiest lanes) above this runs in the tree
- * loop, whose solve takes a few dozen rounds whatever the depth; so do
- * shapes that fit no block's shared memory. To be fitted (bench sim
- * --mixed, bench/README.md). */
-#define AUTO_TREE_PATH 2000
-/* AUTO: with more shape groups than streams, a group of fewer than this
- * many cells per SM joins the tree loop (one launch for all of them)
- * instead of running as a kernel of its own. */
-#define AUTO_TREE_CELLS_PER_SM 1
 /* Nodes per group of the tree loop (a block of NS_SIM_TREE_THREADS threads
  * with the group's d, rhs and solve scratch in shared memory: 40 bytes per
  * node, two blocks per SM) and groups per SM at least. */
 #define TREE_GROUP_NODES 2048
 #define TREE_MIN_GROUPS_PER_SM 2
 
-enum { LOOP_INTERLEAVED, LOOP_ONCHIP, LOOP_TREE };
+enum { LOOP_INTERLEAVED = NS_SIM_LOOP_INTERLEAVED, LOOP_ONCHIP = NS_SIM_LOOP_ONCHIP, LOOP_TREE = NS_SIM_LOOP_TREE };
 
 typedef struct gpu_group {
     ns_sim_gpu_group g;
@@ -151,8 +132,6 @@ static void gpu_destroy(ns_sim_t *sim) {
 /* The loop of every shape (LOOP_*), the onchip preparations of those that
  * run onchip (oc[k]), and the rule: docs/simulation.md, "GPU loops". */
 static ns_status choose_loops(ns_sim_t *sim, const int64_t *cells, int sms, int *loop, ns_sim_onchip_group *oc) {
-    int32_t groups = 0;
-    for (int32_t k = 0; k < sim->n_shapes; ++k) groups += cells[k] > 0;
     for (int32_t k = 0; k < sim->n_shapes; ++k) {
         loop[k] = LOOP_TREE;
         if (cells[k] == 0 || sim->method == NS_HINES_TREE) continue;
@@ -160,10 +139,7 @@ static ns_status choose_loops(ns_sim_t *sim, const int64_t *cells, int sms, int 
             loop[k] = LOOP_INTERLEAVED;
             continue;
         }
-        /* AUTO with more groups than streams: a small group joins the tree
-         * loop (one launch for all of them) instead of a kernel of its own */
-        if (sim->method == NS_HINES_AUTO && groups > STREAMS && cells[k] < (int64_t)sms * AUTO_TREE_CELLS_PER_SM)
-            continue;
+        if (sim->method == NS_HINES_AUTO && !ns_sim_auto_needs_onchip(cells[k], sms)) continue;
         int fits = 0;
         ns_status st = ns_sim_onchip_prepare(&sim->shapes[k], sim->options.gpu_lanes, &oc[k], &fits);
         if (st != NS_OK) return st;
@@ -176,16 +152,9 @@ static ns_status choose_loops(ns_sim_t *sim, const int64_t *cells, int sms, int 
             loop[k] = LOOP_ONCHIP;
             continue;
         }
-        /* AUTO */
-        const int64_t path = fits ? oc[k].plan.bwd_cost + oc[k].plan.fwd_cost : INT64_MAX;
-        if (!fits || !oc[k].launch.in_shared || path > AUTO_TREE_PATH) {
-            loop[k] = LOOP_TREE;
-        } else if (cells[k] >= (int64_t)sms * AUTO_INTERLEAVED_THREADS_PER_SM &&
-                   oc[k].resident_warps < AUTO_ONCHIP_MIN_WARPS) {
-            loop[k] = LOOP_INTERLEAVED;
-        } else {
-            loop[k] = LOOP_ONCHIP;
-        }
+        const ns_sim_loop_facts f = {cells[k], sms, fits, fits && oc[k].launch.in_shared,
+                                     fits ? oc[k].plan.bwd_cost + oc[k].plan.fwd_cost : INT64_MAX};
+        loop[k] = ns_sim_auto_loop(&f);
         if (loop[k] != LOOP_ONCHIP) ns_sim_onchip_release(&oc[k]);
     }
     return NS_OK;
@@ -292,7 +261,8 @@ static ns_status setup_tree(ns_sim_t *sim, gpu_group *gr, const int *loop, int s
         (st = upload(gr, (void **)&t->g_cell0, hg0, ((size_t)L.n_groups + 1) * sizeof *hg0)) != NS_OK ||
         (st = dalloc(gr, (void **)&t->up, n * sizeof(double))) != NS_OK ||
         (st = dalloc(gr, (void **)&t->down, n * sizeof(double))) != NS_OK ||
-        (st = dalloc(gr, (void **)&t->lo, n * sizeof(double))) != NS_OK)
+        (st = dalloc(gr, (void **)&t->lo, n * sizeof(double))) != NS_OK ||
+        (st = dalloc(gr, (void **)&t->flags, 2 * (size_t)(L.n_big ? L.n_big : 1) * sizeof *t->flags)) != NS_OK)
         goto out;
     st = ns_cuda_status(ns_contract_dev_upload(&L, &gr->layout), "tree layout upload", __FILE__, __LINE__);
     if (st == NS_OK) {

@@ -158,6 +158,7 @@ typedef struct ns_sim_tree {
     const int32_t *spike_node;  /* per cell, cell-local */
     const int32_t *g_cell0;     /* groups + 1: first cell of each group */
     double *up, *down, *lo;     /* the solve's scratch, Flat */
+    unsigned long long *flags;  /* 2 per big group: pivot key and stop flag of a cluster */
 } ns_sim_tree;
 
 /* Allow the shared-memory kernel `bytes` of dynamic shared memory. */

@@ -30,19 +30,27 @@
 namespace {
 
 // SHARED: d, rhs and the solve's up, down, lo of the group live in shared
-// memory (groups that fit); else in device memory (big cells).
-template <bool SHARED>
+// memory (groups that fit; Team = one block); else in device memory (big
+// cells; Team = a block, or a cluster of blocks where the GPU has them). In
+// a cluster, the per-cell phases run in its first block, and values that
+// other blocks wrote are loaded past L1 (Team::ld).
+template <bool SHARED, class Team>
 __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
-    sim_tree_steps(ns_sim_tree t, ns_contract_dev p, const int32_t *__restrict__ list, ns_sim_gpu_group g,
-                   ns_sim_gpu_run r) {
+    sim_tree_steps(ns_sim_tree t, ns_contract_dev p, const int32_t *__restrict__ list, int32_t team_blocks,
+                   ns_sim_gpu_group g, ns_sim_gpu_run r) {
     extern __shared__ double sm[];
-    __shared__ unsigned long long bad;  // pivot key of this step (sweeps' atomicMin)
-    __shared__ int stop;                // a cell of the group failed: the group stops
-    const int32_t grp = list[blockIdx.x];
+    __shared__ unsigned long long bad_block;  // pivot key of this step (sweeps' atomicMin)
+    __shared__ int stop_block;                // a cell of the group failed: the group stops
+    const Team tm;
+    const int32_t slot = blockIdx.x / team_blocks;
+    const int32_t grp = list[slot];
     const int32_t tmpl = p.g_tmpl[grp];
     const int32_t N = p.t_nodes[tmpl];
     const int64_t base = p.g_base[grp];
     const int32_t c0 = t.g_cell0[grp], c1 = t.g_cell0[grp + 1];
+    // a team of several blocks keeps its flags in device memory
+    unsigned long long *bad = team_blocks > 1 ? t.flags + 2 * slot : &bad_block;
+    int *stop = team_blocks > 1 ? (int *)(t.flags + 2 * slot + 1) : &stop_block;
     double *v = g.v + base, *m = g.m + base, *h = g.h + base, *gn = g.gn + base;
     double *d, *rhs, *U, *W, *Lo;
     if (SHARED) {
@@ -54,20 +62,21 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
     const int8_t *region = t.region + base;
     const int32_t *parent = t.parent + base, *cb = t.child_begin + base;
     const double dt = r.dt;
+    const int32_t tid = tm.tid(), nt = tm.size();
     double tcur = r.t0;
-    // thread j owns cell c0 + j in phases B and E (groups hold at most
-    // NS_SIM_TREE_THREADS cells)
+    // thread j of the first block owns cell c0 + j in phases B and E (groups
+    // hold at most NS_SIM_TREE_THREADS cells)
     const int32_t c = c0 + (int32_t)threadIdx.x;
-    const int own = c < c1;
+    const int own = tm.rank() == 0 && c < c1;
     const int64_t cell_base = own ? t.cell_base[c] - base : 0;
     int32_t spikes = 0;
     double v_old = 0.0;
-    if (threadIdx.x == 0) stop = 0;
+    if (tm.rank() == 0 && threadIdx.x == 0) *stop = 0;
     for (int64_t k = 0; k < r.steps; ++k) {
         const double tp = tcur;
-        const double tm = tcur + .5 * dt;
+        const double tm_half = tcur + .5 * dt;
         // A: pas
-        for (int32_t i = threadIdx.x; i < N; i += blockDim.x) {
+        for (int32_t i = tid; i < N; i += nt) {
             double ri = 0.0, di = 0.0;
             const int reg = region[i];
             if (reg >= 0 && r.regions[reg].pas) {
@@ -81,22 +90,24 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
             rhs[i] = ri;
             d[i] = di;
         }
-        __syncthreads();
+        tm.sync();
         // B: clamps, one thread per cell (every thread has read last step's
         // `bad` before A's barrier: reset it here)
-        if (threadIdx.x == 0) bad = NS_CONTRACT_PIVOT_NONE;
+        if (tm.rank() == 0 && threadIdx.x == 0) *bad = NS_CONTRACT_PIVOT_NONE;
         if (own) {
             for (int64_t s = g.stim_begin[c]; s < g.stim_begin[c + 1]; ++s) {
-                const double i = (tm < g.stim_del[s] + g.stim_dur[s] && tm >= g.stim_del[s]) ? g.stim_amp[s] : 0.0;
-                rhs[cell_base + g.stim_node[s]] += i * g.stim_scale[s];
+                const double i =
+                    (tm_half < g.stim_del[s] + g.stim_dur[s] && tm_half >= g.stim_del[s]) ? g.stim_amp[s] : 0.0;
+                double *x = rhs + cell_base + g.stim_node[s];
+                *x = tm.ld(x) + i * g.stim_scale[s];
             }
-            v_old = v[cell_base + t.spike_node[c]];
+            v_old = tm.ld(v + cell_base + t.spike_node[c]);
         }
-        __syncthreads();
+        tm.sync();
         // C: hh, capacitance, axial
-        for (int32_t i = threadIdx.x; i < N; i += blockDim.x) {
+        for (int32_t i = tid; i < N; i += nt) {
             const int reg = region[i];
-            double ri = rhs[i], di = d[i];
+            double ri = tm.ld(rhs + i), di = d[i];
             const double vi = v[i];
             if (reg >= 0) {
                 if (r.regions[reg].hh) {
@@ -112,13 +123,13 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
             }
             const int32_t pi = parent[i];  // group-local, -1 at a root
             if (pi >= 0) {
-                const double dv = v[pi] - vi;
+                const double dv = tm.ld(v + pi) - vi;
                 ri -= b[i] * dv;
                 di -= b[i];
             }
             for (int32_t q = cb[i]; q < cb[i + 1]; ++q) {
                 const int32_t ch = t.child[q];  // group-local
-                const double dv = vi - v[ch];
+                const double dv = vi - tm.ld(v + ch);
                 ri += a[ch] * dv;
                 di -= a[ch];
             }
@@ -129,15 +140,16 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
         }
         // the solve (starts and ends with a barrier); a big cell's last
         // rounds on a copy in shared memory
-        ns_contract_sweeps(p, tmpl, d, rhs, U, W, Lo, 0, &bad, SHARED ? nullptr : sm);
-        tcur = tm + .5 * dt;
+        ns_contract_sweeps(tm, p, tmpl, d, rhs, U, W, Lo, 0, bad, SHARED ? nullptr : sm);
+        tcur = tm_half + .5 * dt;
         const int64_t step = r.step0 + k + 1;
-        const int check = bad != NS_CONTRACT_PIVOT_NONE || (step % r.check) == 0 || k == r.steps - 1;
+        const unsigned long long key_now = *(volatile unsigned long long *)bad;
+        const int check = key_now != NS_CONTRACT_PIVOT_NONE || (step % r.check) == 0 || k == r.steps - 1;
         // D: v, the fault check, gates
-        for (int32_t i = threadIdx.x; i < N; i += blockDim.x) {
-            const double vi = v[i] + rhs[i];
+        for (int32_t i = tid; i < N; i += nt) {
+            const double vi = v[i] + tm.ld(rhs + i);
             v[i] = vi;
-            if (check && !isfinite(vi)) stop = 1;
+            if (check && !isfinite(vi)) *(volatile int *)stop = 1;
             const int reg = region[i];
             if (reg < 0 || !r.regions[reg].hh) continue;
             ns_hh_rates q;
@@ -146,22 +158,22 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
             h[i] = ns_cnexp(h[i], q.hinf, q.htau, dt);
             gn[i] = ns_cnexp(gn[i], q.ninf, q.ntau, dt);
         }
-        __syncthreads();
-        const unsigned long long key = bad;
-        if (stop || key != NS_CONTRACT_PIVOT_NONE) {  // the same decision in every thread
+        tm.sync();
+        const unsigned long long key = *(volatile unsigned long long *)bad;
+        if (*(volatile int *)stop || key != NS_CONTRACT_PIVOT_NONE) {  // the same decision in every thread
             // the failed cells: non-finite v, or the cell of the bad pivot
             if (own) {
                 const int64_t cb1 = t.cell_base[c + 1] - base;
                 const int64_t node = (int64_t)(key & ((1ULL << 40) - 1));
                 int fault = key != NS_CONTRACT_PIVOT_NONE && node >= cell_base && node < cb1;
-                for (int64_t i = cell_base; i < cb1 && !fault; ++i) fault = !isfinite(v[i]);
+                for (int64_t i = cell_base; i < cb1 && !fault; ++i) fault = !isfinite(tm.ld(v + i));
                 if (fault) atomicMin(g.fault, ((unsigned long long)(k + 1) << 24) | (unsigned long long)c);
             }
             break;
         }
         // E: spikes and recording, one thread per cell
         if (own) {
-            const double v_new = v[cell_base + t.spike_node[c]];
+            const double v_new = tm.ld(v + cell_base + t.spike_node[c]);
             if (v_old < r.threshold && v_new >= r.threshold) {
                 if (spikes < r.spike_cap)
                     g.spike_t[(int64_t)c * r.spike_cap + spikes] =
@@ -171,7 +183,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
             if (g.rec_begin[c + 1] > g.rec_begin[c] && step % r.every == 0) {
                 double *row = g.traces + (step / r.every - r.first_sample) * r.n_sites;
                 for (int64_t q = g.rec_begin[c]; q < g.rec_begin[c + 1]; ++q)
-                    row[g.rec_site[q]] = v[cell_base + g.rec_node[q]];
+                    row[g.rec_site[q]] = tm.ld(v + cell_base + g.rec_node[q]);
             }
         }
         // the next step's phase A writes rhs and d, which E does not read
@@ -182,31 +194,52 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
 }  // namespace
 
 extern "C" cudaError_t ns_sim_tree_setup(size_t shared_bytes) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(sim_tree_steps<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
-    if (e != cudaSuccess) return e;
-    return cudaFuncSetAttribute(sim_tree_steps<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
+    cudaError_t e = cudaFuncSetAttribute(sim_tree_steps<true, ns_block_team>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(sim_tree_steps<false, ns_block_team>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)shared_bytes);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(sim_tree_steps<false, ns_cluster_team>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
+    return e;
 }
 
 extern "C" cudaError_t ns_sim_launch_tree(const ns_sim_tree *tree, const ns_contract_dev *layout,
                                           const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
                                           const cudaStream_t streams[3]) {
-    // small groups, single medium or large cells (shared memory), big cells
-    // (device memory): three launches side by side
-    const int32_t n[3] = {layout->n_small, layout->n_medium + layout->n_large, layout->n_big};
+    // small groups, single medium cells (shared memory), big cells (device
+    // memory, a cluster of blocks each where the GPU has clusters): three
+    // launches side by side
     if (layout->n_large > 0) return cudaErrorInvalidValue; /* the simulation's layout has no large class */
-    const int32_t *lists[3] = {layout->small, layout->medium, layout->big};
-    const int32_t nodes[2] = {layout->max_small_nodes, layout->max_medium_nodes};
-    for (int k = 0; k < 3; ++k) {
-        if (n[k] <= 0) continue;
-        if (k < 2)
-            sim_tree_steps<true><<<(unsigned)n[k], NS_SIM_TREE_THREADS, ns_contract_shared_bytes(nodes[k]), streams[k]>>>(
-                *tree, *layout, lists[k], *group, *run);
-        else
-            sim_tree_steps<false><<<(unsigned)n[k], NS_SIM_TREE_THREADS, ns_contract_shared_bytes(layout->max_tail_nodes),
-                                   streams[k]>>>(*tree, *layout, lists[k], *group, *run);
-        const cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess) return e;
+    if (layout->n_small > 0)
+        sim_tree_steps<true, ns_block_team>
+            <<<(unsigned)layout->n_small, NS_SIM_TREE_THREADS, ns_contract_shared_bytes(layout->max_small_nodes),
+               streams[0]>>>(*tree, *layout, layout->small, 1, *group, *run);
+    if (layout->n_medium > 0)
+        sim_tree_steps<true, ns_block_team>
+            <<<(unsigned)layout->n_medium, NS_SIM_TREE_THREADS, ns_contract_shared_bytes(layout->max_medium_nodes),
+               streams[1]>>>(*tree, *layout, layout->medium, 1, *group, *run);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess || layout->n_big == 0) return e;
+    const size_t tail = ns_contract_shared_bytes(layout->max_tail_nodes);
+    if (layout->cluster <= 1) {
+        sim_tree_steps<false, ns_block_team><<<(unsigned)layout->n_big, NS_SIM_TREE_THREADS, tail, streams[2]>>>(
+            *tree, *layout, layout->big, 1, *group, *run);
+        return cudaGetLastError();
     }
-    return cudaSuccess;
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    cfg.gridDim = dim3((unsigned)(layout->n_big * layout->cluster));
+    cfg.blockDim = dim3(NS_SIM_TREE_THREADS);
+    cfg.dynamicSmemBytes = tail;
+    cfg.stream = streams[2];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = (unsigned)layout->cluster;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, sim_tree_steps<false, ns_cluster_team>, *tree, *layout, layout->big,
+                              (int32_t)layout->cluster, *group, *run);
 }

@@ -8,6 +8,7 @@
 #include "hines/cuda/cuda_backend.h"
 #include "hines/cuda/mixed_backend.h"
 #include "hines/cuda/tree_backend.h"
+#include "hines/policy.h"
 #include "hines/tree_impl.h"
 #include "neurosolve/device.h"
 
@@ -45,22 +46,10 @@ static size_t optin_shared(int device) {
     return (size_t)v;
 }
 
-/* The `auto` rule (docs/methods.md, "The auto rule"), from measurements on
- * an H200: the on-chip kernel for cells of up to 128 compartments (1.3-1.5x
- * faster than Full-Interleaved at 256,000 cells) and for batches of at most
- * 25,600 cells (one thread per cell leaves most of the GPU idle there);
- * Full-Interleaved for larger cells in large batches, and whenever a cell
- * does not fit into one block's shared memory. */
-#define NS_AUTO_ONCHIP_MAX_N 128
-#define NS_AUTO_ONCHIP_MAX_CELLS 25600
+/* The `auto` rule: hines/policy.c. */
 static ns_hines_method cuda_choose(const ns_batch_t *batch, const ns_solve_options *o) {
     (void)o;
-    const size_t bytes = ns_onchip_cell_doubles(batch->max_size) * sizeof(double);
-    if (batch->n_shapes != 1 || bytes > optin_shared(0) || batch->max_size > NS_ONCHIP_MAX_N)
-        return NS_HINES_INTERLEAVED;
-    if (batch->max_size <= NS_AUTO_ONCHIP_MAX_N || batch->n_cells <= NS_AUTO_ONCHIP_MAX_CELLS)
-        return NS_HINES_ONCHIP;
-    return NS_HINES_INTERLEAVED;
+    return ns_hines_cuda_auto(batch->n_shapes, batch->n_cells, batch->max_size, optin_shared(0));
 }
 
 /* Method parameters that do not depend on the device's memory. */

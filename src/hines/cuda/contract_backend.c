@@ -315,6 +315,10 @@ cudaError_t ns_contract_dev_upload(const ns_contract_layout *L, ns_contract_dev 
         *dst[k] = at;
         at += (bytes[k] + 255) & ~(size_t)255;
     }
+    int device = 0, major = 0;
+    if ((e = cudaGetDevice(&device)) != cudaSuccess) return e;
+    if ((e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) != cudaSuccess) return e;
+    dev->cluster = major >= 9 ? NS_CONTRACT_CLUSTER : 1;
     dev->n_small = L->n_small;
     dev->n_medium = L->n_medium;
     dev->n_large = L->n_large;

@@ -21,6 +21,10 @@ extern "C" {
 #define NS_CONTRACT_BIG_THREADS 1024
 /* Small groups are sized for this many resident blocks per SM. */
 #define NS_CONTRACT_BLOCKS_PER_SM 4
+/* A big cell (device memory) is solved by a thread-block cluster of this
+ * many blocks on GPUs of compute capability 9.0 and later (the portable
+ * cluster size): its rounds spread over that many SMs. */
+#define NS_CONTRACT_CLUSTER 8
 
 /* No bad pivot: the device key stays at this value. A bad pivot stores
  * min(key, (round << 40) | Flat index): the earliest round first. */
@@ -37,10 +41,12 @@ typedef struct ns_contract_dev {
     const ns_contract_bwd *bwd;
     int32_t n_small, n_medium, n_large, n_big, max_small_nodes, max_medium_nodes, max_large_nodes;
     int32_t max_tail_nodes;
+    int32_t cluster; /* blocks per big cell: NS_CONTRACT_CLUSTER on GPUs with clusters, else 1 */
     void *blob; /* the allocation */
 } ns_contract_dev;
 
-/* Upload a layout (synchronous); ns_contract_dev_free releases it. */
+/* Upload a layout (synchronous) for the current device (which sets the
+ * cluster size); ns_contract_dev_free releases it. */
 cudaError_t ns_contract_dev_upload(const ns_contract_layout *layout, ns_contract_dev *dev);
 void ns_contract_dev_free(ns_contract_dev *dev);
 

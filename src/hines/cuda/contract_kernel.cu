@@ -19,23 +19,27 @@ __global__ void __launch_bounds__(NS_CONTRACT_SMALL_THREADS)
         U[i] = __ldg(b + base + i);
         W[i] = __ldg(a + base + i);
     }
-    ns_contract_sweeps(p, tmpl, D, R, U, W, Lo, base, bad);
+    ns_contract_sweeps(ns_block_team(), p, tmpl, D, R, U, W, Lo, base, bad);
     for (int32_t i = threadIdx.x; i < n; i += blockDim.x) __stcs(rhs + base + i, R[i]);
 }
 
+// A big cell: one block (Team = ns_block_team) or a cluster of `blocks`
+// blocks (ns_cluster_team) per cell.
+template <class Team>
 __global__ void __launch_bounds__(NS_CONTRACT_BIG_THREADS)
-    contract_big(ns_contract_dev p, const double *__restrict__ a, const double *__restrict__ b, double *d,
-                 double *rhs, double *scratch, unsigned long long *bad) {
+    contract_big(ns_contract_dev p, int32_t blocks, const double *__restrict__ a, const double *__restrict__ b,
+                 double *d, double *rhs, double *scratch, unsigned long long *bad) {
     extern __shared__ double tail[];
-    const int32_t g = p.big[blockIdx.x];
+    const Team tm;
+    const int32_t g = p.big[blockIdx.x / blocks];
     const int32_t tmpl = p.g_tmpl[g], n = p.t_nodes[tmpl];
     const int64_t base = p.g_base[g];
     double *U = scratch + 3 * p.g_scratch[g], *W = U + n, *Lo = W + n;
-    for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    for (int32_t i = tm.tid(); i < n; i += tm.size()) {
         U[i] = __ldg(b + base + i);
         W[i] = __ldg(a + base + i);
     }
-    ns_contract_sweeps(p, tmpl, d + base, rhs + base, U, W, Lo, base, bad, tail);
+    ns_contract_sweeps(tm, p, tmpl, d + base, rhs + base, U, W, Lo, base, bad, tail);
 }
 
 }  // namespace
@@ -44,7 +48,11 @@ extern "C" cudaError_t ns_contract_setup(size_t shared_bytes) {
     cudaError_t e = cudaFuncSetAttribute(contract_small, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)shared_bytes);
     if (e != cudaSuccess) return e;
-    e = cudaFuncSetAttribute(contract_big, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
+    e = cudaFuncSetAttribute(contract_big<ns_block_team>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)shared_bytes);
+    if (e != cudaSuccess) return e;
+    e = cudaFuncSetAttribute(contract_big<ns_cluster_team>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)shared_bytes);
     if (e != cudaSuccess) return e;
     return cudaFuncSetAttribute(contract_small, cudaFuncAttributePreferredSharedMemoryCarveout,
                                 cudaSharedmemCarveoutMaxShared);
@@ -63,9 +71,28 @@ extern "C" cudaError_t ns_contract_launch(const ns_contract_dev *dev, const doub
         q = side;
     }
     if (dev->n_big > 0) {
-        contract_big<<<(unsigned)dev->n_big, NS_CONTRACT_BIG_THREADS, ns_contract_shared_bytes(dev->max_tail_nodes), q>>>(
-            *dev, a, b, d, rhs, scratch, bad);
-        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+        const size_t tail = ns_contract_shared_bytes(dev->max_tail_nodes);
+        if (dev->cluster <= 1) {
+            contract_big<ns_block_team><<<(unsigned)dev->n_big, NS_CONTRACT_BIG_THREADS, tail, q>>>(
+                *dev, 1, a, b, d, rhs, scratch, bad);
+            e = cudaGetLastError();
+        } else {
+            cudaLaunchConfig_t cfg = {};
+            cudaLaunchAttribute attr[1];
+            cfg.gridDim = dim3((unsigned)(dev->n_big * dev->cluster));
+            cfg.blockDim = dim3(NS_CONTRACT_BIG_THREADS);
+            cfg.dynamicSmemBytes = tail;
+            cfg.stream = q;
+            attr[0].id = cudaLaunchAttributeClusterDimension;
+            attr[0].val.clusterDim.x = (unsigned)dev->cluster;
+            attr[0].val.clusterDim.y = 1;
+            attr[0].val.clusterDim.z = 1;
+            cfg.attrs = attr;
+            cfg.numAttrs = 1;
+            e = cudaLaunchKernelEx(&cfg, contract_big<ns_cluster_team>, *dev, (int32_t)dev->cluster, a, b, d, rhs,
+                                   scratch, bad);
+        }
+        if (e != cudaSuccess) return e;
     }
     if (dev->n_large > 0) {
         contract_small<<<(unsigned)dev->n_large, NS_CONTRACT_SMALL_THREADS,

@@ -500,38 +500,10 @@ static ns_status mixed_benchmark(ns_hines_solver_t *s, const double *a, const do
     return e;
 }
 
-/* The `auto` rule for mixed batches (docs/methods.md, "Mixed shapes"),
- * fitted to the H200 measurements of bench/README.md (mixed shapes). The fine-grained
- * solver fills the GPU where one launch per level leaves it idle, so it
- * wins on small batches; branch-level wins on large ones (whole-GPU
- * launches, no threads idling at block barriers) unless its launches (two
- * per level) dominate: random trees (about 10 branch levels) cross over
- * between 7.6e6 and 1.6e7 compartments, the bundled mix (a 613-level cell)
- * between 1.6e7 and 1.6e8. Hence: branch-level from
- * 1e7 * max(1, deepest branch depth / 64) compartments. */
-#define NS_MIXED_FINE_MAX_COMPARTMENTS 1e7
-#define NS_MIXED_LEVELS_PER_THRESHOLD 64.0
-
-ns_hines_method ns_hines_mixed_cuda_choose(const ns_batch_t *batch, const ns_solve_options *o) {
-    (void)o;
-    int32_t depth = 1;
-    for (int32_t s = 0; s < batch->n_shapes; ++s) {
-        ns_tree_stats ts;
-        ns_tree_get_stats(batch->shapes[s], &ts);
-        if (ts.branch_depth > depth) depth = ts.branch_depth;
-    }
-    double threshold = NS_MIXED_FINE_MAX_COMPARTMENTS;
-    if (depth > NS_MIXED_LEVELS_PER_THRESHOLD) threshold *= depth / NS_MIXED_LEVELS_PER_THRESHOLD;
-    return (double)ns_batch_compartments(batch) < threshold ? NS_HINES_FINE_GRAINED
-                                                            : NS_HINES_BRANCH_LEVEL;
-}
-
-static ns_hines_method mixed_choose(const ns_batch_t *batch, const ns_solve_options *o) {
-    return ns_hines_mixed_cuda_choose(batch, o);
-}
-
+/* No `auto` rule here: the backend's one rule (hines/policy.c) picks
+ * `tree` for mixed batches. */
 const ns_hines_backend_ops *ns_hines_mixed_cuda_backend(void) {
     static const ns_hines_backend_ops ops = {"cuda-mixed",   mixed_create, mixed_solve,
-                                             mixed_destroy, mixed_choose, mixed_benchmark, NULL, NULL};
+                                             mixed_destroy, NULL, mixed_benchmark, NULL, NULL};
     return &ops;
 }

@@ -11,7 +11,5 @@
  * branch-level). */
 int ns_hines_mixed_cuda_wants(const ns_batch_t *batch, ns_hines_method method);
 const ns_hines_backend_ops *ns_hines_mixed_cuda_backend(void);
-/* The `auto` rule for batches of several shapes (docs/methods.md). */
-ns_hines_method ns_hines_mixed_cuda_choose(const ns_batch_t *batch, const ns_solve_options *o);
 
 #endif

@@ -1,0 +1,22 @@
+/* The GPU simulation's `auto` rule (sim_policy.h). Measured on an H100
+ * (bench/README.md, "Mixed populations"): the tree loop matched or beat
+ * the onchip loop on every real morphology from 300 compartments up (1.0x
+ * at 2,000 cells of ca1_h10, path 300; 2.2-5.5x for l5pc, ec3 and the
+ * mouselight tracing, paths 461-1,148) and at 100 cells of every shape;
+ * onchip kept a small lead only for small cells in large counts
+ * (dg_granule, 94 compartments, path 75: 7.8e9 against 7.2e9
+ * compartment-steps/s at 2,000 cells). The one-thread-per-cell loop lost
+ * to the tree loop by 6x on the bundled reference shape: `auto` never
+ * takes it. */
+#include "cable/sim_policy.h"
+
+int ns_sim_auto_needs_onchip(int64_t cells, int32_t sms) {
+    return cells >= (int64_t)sms * NS_SIM_AUTO_ONCHIP_MIN_CELLS_PER_SM;
+}
+
+int ns_sim_auto_loop(const ns_sim_loop_facts *f) {
+    if (ns_sim_auto_needs_onchip(f->cells, f->sms) && f->onchip_fits && f->onchip_shared &&
+        f->onchip_path <= NS_SIM_AUTO_ONCHIP_MAX_PATH)
+        return NS_SIM_LOOP_ONCHIP;
+    return NS_SIM_LOOP_TREE;
+}

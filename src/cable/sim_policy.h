@@ -1,0 +1,32 @@
+/* Private: which GPU loop runs a shape group of the simulation (`auto`),
+ * as a pure function of what the loops' planning measured, so that the
+ * decision is unit-tested without a GPU (tests/test_policy.c). The rule and
+ * the measurements behind it: docs/simulation.md, "GPU loops". */
+#ifndef NS_CABLE_SIM_POLICY_H
+#define NS_CABLE_SIM_POLICY_H
+
+#include <stdint.h>
+
+enum { NS_SIM_LOOP_INTERLEAVED = 0, NS_SIM_LOOP_ONCHIP = 1, NS_SIM_LOOP_TREE = 2 };
+
+/* Onchip only for shapes whose schedule's critical path (backward plus
+ * forward node updates on the busiest lanes) is at most this... */
+#define NS_SIM_AUTO_ONCHIP_MAX_PATH 128
+/* ...and with at least this many cells per SM; the tree loop otherwise. */
+#define NS_SIM_AUTO_ONCHIP_MIN_CELLS_PER_SM 16
+
+typedef struct ns_sim_loop_facts {
+    int64_t cells;       /* cells of the shape */
+    int32_t sms;         /* multiprocessors of the GPU */
+    int onchip_fits;     /* the onchip schedule describes the shape */
+    int onchip_shared;   /* ... with its images in shared memory */
+    int64_t onchip_path; /* its critical path [node updates] */
+} ns_sim_loop_facts;
+
+/* The loop `auto` takes for one shape group. */
+int ns_sim_auto_loop(const ns_sim_loop_facts *facts);
+/* Whether `auto` needs the onchip facts at all (it does not for shapes with
+ * too few cells: they take the tree loop whatever their schedule). */
+int ns_sim_auto_needs_onchip(int64_t cells, int32_t sms);
+
+#endif

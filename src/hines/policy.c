@@ -1,0 +1,26 @@
+/* The CUDA backend's `auto` rule (policy.h), from measurements on an H100
+ * and an H200 (bench/README.md, docs/methods.md):
+ *   - several shapes: `tree` (tree contraction; 3.4x-8x faster than the
+ *     best earlier mixed method, fine-grained, from 1,000 to 10,000 cells of
+ *     the bundled mix, and the only method whose large cells do not walk a
+ *     serial chain);
+ *   - one shape whose cell does not fit the onchip kernel (its shared-memory
+ *     image or its schedule's 16-bit fields): `tree` (the largest bundled
+ *     cell: 0.22 ms against 21.9 ms one thread per cell);
+ *   - one shape: `onchip` for cells of up to 128 compartments (1.25-1.4x
+ *     Full-Interleaved at 256,000 cells) and for batches of up to 25,600
+ *     cells; `interleaved` for larger cells in larger batches. */
+#include "hines/policy.h"
+
+/* Doubles of one cell's onchip image (hines_kernels.h: a, b, d, rhs and one
+ * of padding) and the schedule's size limit (onchip_plan.h). */
+#define ONCHIP_CELL_DOUBLES(n) (4 * (size_t)(n) + 1)
+#define ONCHIP_MAX_N 65535
+
+ns_hines_method ns_hines_cuda_auto(int32_t n_shapes, int64_t n_cells, int32_t max_size, size_t optin_shared) {
+    if (n_shapes != 1) return NS_HINES_TREE;
+    if (ONCHIP_CELL_DOUBLES(max_size) * sizeof(double) > optin_shared || max_size > ONCHIP_MAX_N)
+        return NS_HINES_TREE;
+    if (max_size <= NS_AUTO_ONCHIP_MAX_N || n_cells <= NS_AUTO_ONCHIP_MAX_CELLS) return NS_HINES_ONCHIP;
+    return NS_HINES_INTERLEAVED;
+}
