@@ -3,7 +3,7 @@
 # build with CUDA, run the cable tests (GPU loops against the CPU loop,
 # NEURON references), compute-sanitizer on the onchip loop, then
 # `neurosolve bench sim` for the GPU loops (onchip with each lane count,
-# interleaved) on a small, a medium (the issue's ~300 compartments) and a
+# tree) on a small, a medium (the issue's ~300 compartments) and a
 # large real morphology, with NEURON's single-thread rate when NEURON is
 # importable. Results in $OUT (or ./sim-results).
 # Usage: bash bench/device_sim.sh   (SKIP_SANITIZE=1, SKIP_NEURON=1 to shorten)
@@ -34,7 +34,7 @@ fi
 
 NEURON_ARG=""
 [ -z "${SKIP_NEURON:-}" ] && python3 -c "import neuron" 2>/dev/null && NEURON_ARG="--neuron 100"
-V="onchip,onchip:4,onchip:8,onchip:16,onchip:32,interleaved"
+V="onchip,onchip:4,onchip:8,onchip:16,onchip:32,tree"
 "$NS" bench sim --backend all --cpu-max 10000 --cells 1000,10000,100000,1000000 --gpu-methods "$V" $NEURON_ARG \
   --csv "$OUT/sim_chat.csv" 2>&1 | tee "$OUT/bench_chat.txt"
 for m in dg_granule_1220882a l5pc_bbp_axon; do

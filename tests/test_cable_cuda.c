@@ -254,7 +254,7 @@ int main(void) {
     /* both GPU loops; onchip with the automatic lane count and with 1, 4
      * and 32 lanes per cell (32, 8 and 1 cells per warp) */
     const struct { ns_hines_method method; int32_t lanes; } gpu_runs[] = {
-        {NS_HINES_INTERLEAVED, 0}, {NS_HINES_AUTO, 0}, {NS_HINES_ONCHIP, 1}, {NS_HINES_ONCHIP, 4},
+        {NS_HINES_AUTO, 0}, {NS_HINES_ONCHIP, 1}, {NS_HINES_ONCHIP, 4},
         {NS_HINES_ONCHIP, 32}, {NS_HINES_TREE, 0}};
     for (size_t r = 0; cpu && r < sizeof gpu_runs / sizeof gpu_runs[0]; ++r)
         compare(cpu, gpu_runs[r].method, gpu_runs[r].lanes, cells);

@@ -24,7 +24,7 @@ static void help(void) {
            "  --cells N,...         cell counts (default 1000,10000,100000,1000000)\n"
            "  --backend cpu|cuda|all  (default all: CPU rows up to --cpu-max cells, GPU rows if a GPU)\n"
            "  --gpu-methods LIST    GPU loops timed, comma-separated: onchip, onchip:L (L lanes per\n"
-           "                        cell), interleaved, tree, auto (default onchip,interleaved)\n"
+           "                        cell), tree, auto (default onchip,tree)\n"
            "  --cpu-max N           largest cell count timed on the CPU (default 100000)\n"
            "  --steps N             timed steps per row after 40 warm-up steps (default 400 = 10 ms)\n"
            "  --neuron N            also time N cells in NEURON (python3 bench/neuron_sim_bench.py,\n"
@@ -112,7 +112,7 @@ int bench_sim(int argc, char **argv) {
               neuron_cells = 0;
     int n_cells = 4, cpu = 1, gpu = 1, as_json = 0;
     const char *csv = NULL;
-    ns_hines_method gpu_method[MAX_GPU] = {NS_HINES_ONCHIP, NS_HINES_INTERLEAVED};
+    ns_hines_method gpu_method[MAX_GPU] = {NS_HINES_ONCHIP, NS_HINES_TREE};
     int gpu_lanes[MAX_GPU] = {0, 0}, n_gpu = 2;
     for (int i = 1; i < argc; ++i) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -140,10 +140,10 @@ int bench_sim(int argc, char **argv) {
                 char *colon = strchr((char *)items[k], ':');
                 if (colon) *colon = 0, gpu_lanes[k] = atoi(colon + 1);
                 if (ns_hines_method_from_name(items[k], &gpu_method[k]) != NS_OK ||
-                    (gpu_method[k] != NS_HINES_ONCHIP && gpu_method[k] != NS_HINES_INTERLEAVED &&
-                     gpu_method[k] != NS_HINES_TREE && gpu_method[k] != NS_HINES_AUTO) ||
+                    (gpu_method[k] != NS_HINES_ONCHIP && gpu_method[k] != NS_HINES_TREE &&
+                     gpu_method[k] != NS_HINES_AUTO) ||
                     (colon && gpu_method[k] != NS_HINES_ONCHIP))
-                    return cli_usage_error("bench sim", "--gpu-methods: '%s' is not onchip[:L], interleaved, tree or auto", v);
+                    return cli_usage_error("bench sim", "--gpu-methods: '%s' is not onchip[:L], tree or auto", v);
             }
             ++i;
         } else if (strcmp(o, "--csv") == 0 && v) csv = v, ++i;

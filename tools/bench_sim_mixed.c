@@ -40,7 +40,7 @@ static void help(void) {
     printf("usage: neurosolve bench sim --mixed [options]\n"
            "  --per N,...           cells per bundled morphology (default 5,20,200)\n"
            "  --jitter N            cells of the all-different population (default 10000; 0: none)\n"
-           "  --gpu-methods LIST    GPU loops: auto, tree, onchip, interleaved (default auto,tree)\n"
+           "  --gpu-methods LIST    GPU loops: auto, tree, onchip (default auto,tree)\n"
            "  --cpu-max N           largest population (compartments) timed on the CPU (default 500000)\n"
            "  --steps N             timed steps after 40 warm-up steps (default 400 = 10 ms)\n"
            "  --neuron-threads T    NEURON with T threads on bundled x5 (needs `pip install neuron`)\n"
@@ -144,8 +144,7 @@ int bench_sim_mixed(int argc, char **argv) {
     ns_hines_method methods[MAX_LIST];
     for (int k = 0; k < n_methods; ++k)
         if (ns_hines_method_from_name(items[k], &methods[k]) != NS_OK ||
-            (methods[k] != NS_HINES_AUTO && methods[k] != NS_HINES_TREE && methods[k] != NS_HINES_ONCHIP &&
-             methods[k] != NS_HINES_INTERLEAVED))
+            (methods[k] != NS_HINES_AUTO && methods[k] != NS_HINES_TREE && methods[k] != NS_HINES_ONCHIP))
             return cli_usage_error("bench sim --mixed", "--gpu-methods: '%s' is not a GPU loop", items[k]);
     int gpu = 0;
     if (ns_cuda_device_count(&gpu) != NS_OK || gpu == 0) {
@@ -250,7 +249,7 @@ int bench_sim_mixed(int argc, char **argv) {
         for (int v = 0; v < n_methods && !rc; ++v) {
             /* one kernel per shape for 10,000 shapes is no contender (and
              * its set-up alone plans 10,000 onchip schedules): not timed */
-            if (methods[v] == NS_HINES_ONCHIP || methods[v] == NS_HINES_INTERLEAVED) continue;
+            if (methods[v] == NS_HINES_ONCHIP) continue;
             mrow *r = cli_append_zeroed(rows, &nr, &cap, sizeof *rows);
             if (!r) { rc = cli_error("out of memory"); break; }
             rows = r, r = &rows[nr - 1];

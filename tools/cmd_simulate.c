@@ -30,7 +30,7 @@ static const char *help_text =
     "  --record LOC           record v at LOC in the first cell of each morphology (default soma;\n"
     "                         repeatable); --record-cells K records the first K cells\n"
     "  --record-every N       record every N steps (default 1)\n"
-    "  --backend cpu|cuda|auto  --method sequential|openmp|onchip|interleaved|tree  --threads N\n"
+    "  --backend cpu|cuda|auto  --method sequential|openmp|onchip|tree  --threads N\n"
     "  --gpu-lanes L          onchip: lanes per cell (1, 2, 4, ..., 32; default automatic)\n"
     "  --out PREFIX           write PREFIX_traces.csv, PREFIX_traces.npy (t and one column per\n"
     "                         site) and PREFIX_spikes.csv (cell, morphology, time)\n"

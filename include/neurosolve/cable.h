@@ -96,7 +96,7 @@ ns_status ns_sim_params_check(const ns_sim_params *params);
 
 typedef struct ns_sim_options {
     ns_backend backend;      /* NS_BACKEND_AUTO: CUDA when usable, else CPU */
-    ns_hines_method method;  /* CPU: sequential or openmp; CUDA: onchip, interleaved or tree
+    ns_hines_method method;  /* CPU: sequential or openmp; CUDA: onchip or tree
                                 (docs/simulation.md, "GPU loops") */
     int32_t threads;         /* CPU threads; 0 = OpenMP's default */
     int32_t gpu_lanes;       /* onchip: lanes per cell, 1, 2, 4, ..., 32 (more where a shape
@@ -151,8 +151,8 @@ int64_t ns_sim_step_count(const ns_sim_t *sim);
 int64_t ns_sim_cells(const ns_sim_t *sim);
 int64_t ns_sim_compartments(const ns_sim_t *sim); /* summed over the cells */
 ns_backend ns_sim_backend(const ns_sim_t *sim);
-/* The resolved method; a CUDA simulation whose shapes use several GPU loops
- * (onchip, interleaved, tree: docs/simulation.md) reports NS_HINES_AUTO. */
+/* The resolved method; a CUDA simulation whose shapes use both GPU loops
+ * (onchip and tree: docs/simulation.md) reports NS_HINES_AUTO. */
 ns_hines_method ns_sim_method(const ns_sim_t *sim);
 /* Lanes per cell of the onchip loop: the common count of its shape groups,
  * 0 when no shape runs onchip, -1 when the groups differ. */

@@ -154,9 +154,9 @@ static ns_status choose_backend(ns_sim_t *sim) {
             return ns_fail(NS_ERR_UNSUPPORTED, "simulation: this build of neurosolve has no CUDA");
         /* AUTO stays AUTO here: the CUDA loop chooses per shape group
          * (src/cable/cuda/sim_cuda.c, docs/simulation.md) */
-        if (me != NS_HINES_AUTO && me != NS_HINES_INTERLEAVED && me != NS_HINES_ONCHIP && me != NS_HINES_TREE)
+        if (me != NS_HINES_AUTO && me != NS_HINES_ONCHIP && me != NS_HINES_TREE)
             return ns_fail(NS_ERR_UNSUPPORTED,
-                           "simulation: method '%s' is not available in the GPU loop (onchip, interleaved, tree)",
+                           "simulation: method '%s' is not available in the GPU loop (onchip, tree)",
                            ns_hines_method_name(me));
     } else {
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation: unknown backend %d", (int)be);

@@ -5,9 +5,8 @@
  * mouselight tracing, paths 461-1,148) and at 100 cells of every shape;
  * onchip kept a small lead only for small cells in large counts
  * (dg_granule, 94 compartments, path 75: 7.8e9 against 7.2e9
- * compartment-steps/s at 2,000 cells). The one-thread-per-cell loop lost
- * to the tree loop by 6x on the bundled reference shape: `auto` never
- * takes it. */
+ * compartment-steps/s at 2,000 cells). The one-thread-per-cell loop, which
+ * lost to the tree loop by 6x on the bundled reference shape, is gone. */
 #include "cable/sim_policy.h"
 
 int ns_sim_auto_needs_onchip(int64_t cells, int32_t sms) {

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-enum { NS_SIM_LOOP_INTERLEAVED = 0, NS_SIM_LOOP_ONCHIP = 1, NS_SIM_LOOP_TREE = 2 };
+enum { NS_SIM_LOOP_ONCHIP = 1, NS_SIM_LOOP_TREE = 2 };
 
 /* Onchip only for shapes whose schedule's critical path (backward plus
  * forward node updates on the busiest lanes) is at most this... */

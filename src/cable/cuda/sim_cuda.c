@@ -1,7 +1,7 @@
 /* The GPU simulation loops, host side: shape groups uploaded once, each
  * with the onchip loop (a warp per 32 / L cells of one shape, state in
- * shared memory), the interleaved loop (one thread per cell) or, for every
- * shape that runs on neither, one population-wide group of the tree loop
+ * shared memory) or, for every shape that does not run onchip, one
+ * population-wide group of the tree loop
  * (sim_tree.cu: the solver's tree-contraction groups, any shapes, one
  * launch); the state kept on the device, steps launched in parts of at
  * most PART_STEPS with the recorded samples and spike times copied out
@@ -20,7 +20,6 @@
 
 #define PART_STEPS 2000  /* steps per launch */
 #define SPIKE_CAP 128    /* spikes per cell per launch (more is an error) */
-#define THREADS 128
 /* Shape groups run concurrently, group k on stream k % STREAMS: a
  * population of many morphologies with few cells each would otherwise run
  * one small kernel after another. */
@@ -31,7 +30,7 @@
 #define TREE_GROUP_NODES 2048
 #define TREE_MIN_GROUPS_PER_SM 2
 
-enum { LOOP_INTERLEAVED = NS_SIM_LOOP_INTERLEAVED, LOOP_ONCHIP = NS_SIM_LOOP_ONCHIP, LOOP_TREE = NS_SIM_LOOP_TREE };
+enum { LOOP_ONCHIP = NS_SIM_LOOP_ONCHIP, LOOP_TREE = NS_SIM_LOOP_TREE };
 
 typedef struct gpu_group {
     ns_sim_gpu_group g;
@@ -107,7 +106,7 @@ static void free_state(gpu_state *s) {
     free(s);
 }
 
-/* Where the kernel finds compartment i: itself (interleaved, tree) or its position (onchip). */
+/* Where the kernel finds compartment i: itself (tree) or its position (onchip). */
 static int32_t node_index(const gpu_group *gr, int32_t i) {
     return gr->onchip ? gr->oc.plan.data[gr->oc.plan.pos_of_node + (size_t)i] : i;
 }
@@ -115,8 +114,7 @@ static int32_t node_index(const gpu_group *gr, int32_t i) {
 /* Index of compartment i of local cell j in the group's device state. */
 static size_t state_index(const gpu_group *gr, int64_t j, int32_t i) {
     if (gr->tree) return (size_t)gr->cell_base[j] + (size_t)i;
-    if (gr->onchip) return (size_t)j * (size_t)gr->g.n + (size_t)node_index(gr, i);
-    return (size_t)i * (size_t)gr->g.cells + (size_t)j;
+    return (size_t)j * (size_t)gr->g.n + (size_t)node_index(gr, i);
 }
 
 /* Compartments of local cell j. */
@@ -135,10 +133,6 @@ static ns_status choose_loops(ns_sim_t *sim, const int64_t *cells, int sms, int 
     for (int32_t k = 0; k < sim->n_shapes; ++k) {
         loop[k] = LOOP_TREE;
         if (cells[k] == 0 || sim->method == NS_HINES_TREE) continue;
-        if (sim->method == NS_HINES_INTERLEAVED) {
-            loop[k] = LOOP_INTERLEAVED;
-            continue;
-        }
         if (sim->method == NS_HINES_AUTO && !ns_sim_auto_needs_onchip(cells[k], sms)) continue;
         int fits = 0;
         ns_status st = ns_sim_onchip_prepare(&sim->shapes[k], sim->options.gpu_lanes, &oc[k], &fits);
@@ -304,7 +298,7 @@ static ns_status gpu_create(ns_sim_t *sim) {
     for (int64_t c = 0; c < sim->n_cells; ++c) cells[sim->cell_shape[c]]++;
     if ((st = choose_loops(sim, cells, sms, loop, oc)) != NS_OK) goto out;
     int64_t largest = 0, tree_cells = 0;
-    int used[3] = {0, 0, 0};
+    int used[3] = {0, 0, 0}; /* by LOOP_* */
     for (int32_t k = 0; k < sim->n_shapes; ++k) {
         if (cells[k] == 0) continue;
         if (loop[k] == LOOP_TREE) {
@@ -346,15 +340,8 @@ static ns_status gpu_create(ns_sim_t *sim) {
             (st = dalloc(gr, (void **)&g->spike_count, (size_t)cells[k] * sizeof(int32_t))) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_t, (size_t)cells[k] * SPIKE_CAP * sizeof(double))) != NS_OK)
             goto out;
-        if (!gr->onchip &&
-            ((st = upload(gr, (void **)&g->parent, sh->parent, n * sizeof(int32_t))) != NS_OK ||
-             (st = upload(gr, (void **)&g->a, sh->a, n * sizeof(double))) != NS_OK ||
-             (st = upload(gr, (void **)&g->b, sh->b, n * sizeof(double))) != NS_OK ||
-             (st = upload(gr, (void **)&g->cap, sh->cap, n * sizeof(double))) != NS_OK ||
-             (st = upload(gr, (void **)&g->region, sh->region, n * sizeof(int8_t))) != NS_OK))
-            goto out;
-        /* d and rhs in device memory: interleaved, and onchip when the image is not in shared memory */
-        if ((!gr->onchip || !gr->oc.launch.in_shared) &&
+        /* d and rhs in device memory when the onchip image is not in shared memory */
+        if (!gr->oc.launch.in_shared &&
             ((st = dalloc(gr, (void **)&g->d, z)) != NS_OK || (st = dalloc(gr, (void **)&g->rhs, z)) != NS_OK))
             goto out;
     }
@@ -388,8 +375,7 @@ static ns_status gpu_create(ns_sim_t *sim) {
             goto out;
     }
     /* the method the loops resolved to (AUTO: several loops in use) */
-    if (used[0] + used[1] + used[2] == 1)
-        sim->method = used[LOOP_ONCHIP] ? NS_HINES_ONCHIP : used[LOOP_TREE] ? NS_HINES_TREE : NS_HINES_INTERLEAVED;
+    if (used[LOOP_ONCHIP] + used[LOOP_TREE] == 1) sim->method = used[LOOP_ONCHIP] ? NS_HINES_ONCHIP : NS_HINES_TREE;
     NS_CUDA_GOTO(cudaMalloc((void **)&s->table, sizeof *s->table), st, out);
     NS_CUDA_GOTO(cudaMemcpy(s->table, &sim->table, sizeof *s->table, cudaMemcpyHostToDevice), st, out);
     NS_CUDA_GOTO(cudaMalloc((void **)&s->regions, sizeof sim->region), st, out);
@@ -561,8 +547,7 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
                                                s->streams[(k + 2) % s->n_streams]};
                 NS_CUDA_TRY(ns_sim_launch_tree(&gr->t, &gr->layout, &gr->g, &run, three));
             }
-            else if (gr->onchip) NS_CUDA_TRY(ns_sim_launch_onchip(&gr->oc.sched, &gr->oc.launch, &gr->g, &run, stream));
-            else NS_CUDA_TRY(ns_sim_launch_steps(&gr->g, &run, THREADS, stream));
+            else NS_CUDA_TRY(ns_sim_launch_onchip(&gr->oc.sched, &gr->oc.launch, &gr->g, &run, stream));
         }
         NS_CUDA_TRY(cudaDeviceSynchronize());
         unsigned long long keys[64], key = NS_SIM_FAULT_NONE;

@@ -1,14 +1,13 @@
-/* Private: the GPU simulation loops' launchers (sim_kernels.cu: one thread
- * per cell; sim_onchip.cu: a warp per 32 / L cells with the state in shared
- * memory) and the data they read. Plain C so that sim_cuda.c can fill it.
+/* Private: the GPU simulation loops' launchers (sim_onchip.cu: a warp per
+ * 32 / L cells of one shape with the state in shared memory; sim_tree.cu:
+ * the tree-contraction groups of any shapes) and the data they read. Plain
+ * C so that sim_cuda.c can fill it.
  *
- * Cells are grouped by shape. A group of N cells of n compartments keeps its
- * state in the layout of its kernel:
- *   interleaved: node i of local cell j at [i * N + j] (coalesced for one
- *                thread per cell);
- *   onchip:      position pos(i) of local cell j at [j * n + pos(i)] (Flat in
- *                the on-chip schedule's position order; stimulus, recording
- *                and spike compartments are positions too).
+ * A group keeps its state in the layout of its kernel:
+ *   onchip: position pos(i) of local cell j at [j * n + pos(i)] (Flat in
+ *           the on-chip schedule's position order; stimulus, recording and
+ *           spike compartments are positions too);
+ *   tree:   Flat, the group's cells in order, each in its tree order.
  * Both kernels run many steps per launch with no host round trip: assembly,
  * mechanisms, stimulus, Hines solve, update, gates, spike detection and
  * recording into device buffers. */
@@ -33,14 +32,10 @@ extern "C" {
 #define NS_SIM_FAULT_NONE 0xFFFFFFFFFFFFFFFFULL
 
 typedef struct ns_sim_gpu_group {
-    int32_t n;            /* compartments per cell */
+    int32_t n;            /* compartments per cell (onchip) */
     int64_t cells;        /* N, cells in the group */
-    int32_t spike_node;   /* compartment (interleaved) or position (onchip) */
-    /* shape constants (device; interleaved only: onchip packs its own) */
-    const int32_t *parent;
-    const double *a, *b, *cap;
-    const int8_t *region;
-    /* state (device, the group's layout) and scratch (interleaved only) */
+    int32_t spike_node;   /* position (onchip; the tree loop has one per cell) */
+    /* state (device, the group's layout) and scratch (tree; onchip in device memory) */
     double *v, *m, *h, *gn, *d, *rhs;
     /* stimuli per local cell (device CSR); stim_scale = 1e2 / area of the
      * stimulated node (nA -> mA/cm^2) */
@@ -71,8 +66,6 @@ typedef struct ns_sim_gpu_run {
     const sim_region *regions;  /* device, NS_REGION_COUNT */
 } ns_sim_gpu_run;
 
-cudaError_t ns_sim_launch_steps(const ns_sim_gpu_group *group, const ns_sim_gpu_run *run, int threads,
-                                cudaStream_t stream);
 
 /* ------------------------------------------------------------ onchip loop */
 
