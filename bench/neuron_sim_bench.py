@@ -76,7 +76,8 @@ def main():
                 x1, d1, acc = h.arc3d(0, sec=sec), h.diam3d(0, sec=sec), 0.0
                 for i in range(1, n3d):
                     x2, d2 = h.arc3d(i, sec=sec), h.diam3d(i, sec=sec)
-                    acc += (x2 - x1) / math.sqrt(d1 + d2)
+                    if d1 + d2 > 0:  # zero diameters add no length constant
+                        acc += (x2 - x1) / math.sqrt(d1 + d2)
                     x1, d1 = x2, d2
                 acc *= math.sqrt(2) * 1e-5 * math.sqrt(4 * math.pi * 100 * sec.Ra * sec.cm)
                 lam = sec.L / acc if acc > 0 else 1e9

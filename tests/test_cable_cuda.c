@@ -149,7 +149,13 @@ static void test_bundled_population(void) {
         const double *ta = ns_sim_traces(sims[0], &sa, &na), *tb = ns_sim_traces(sims[b], &sb, &nb);
         CHECK(sa == sb && na == nb && sa == STEPS + 1);
         double worst = 0.0, wspike = 0.0;
-        for (int64_t i = 0; sa == sb && na == nb && i < sa * na; ++i) worst = fmax(worst, fabs(ta[i] - tb[i]));
+        int64_t wsite = -1;
+        for (int64_t i = 0; sa == sb && na == nb && i < sa * na; ++i)
+            if (fabs(ta[i] - tb[i]) > worst) worst = fabs(ta[i] - tb[i]), wsite = i % na;
+        if (wsite >= 0) /* sites: soma, last compartment of each cell in order */
+            printf("bundled population (%s): largest trace difference at cell %lld (%d compartments), %s\n",
+                   ns_hines_method_name(me[b]), (long long)(wsite / 2),
+                   (int)ns_tree_size(ns_cell_tree(cells[(wsite / 2) % n])), wsite % 2 ? "last compartment" : "soma");
         int64_t spikes = 0;
         for (int64_t c = 0; c < N; ++c) {
             int64_t x, y;
