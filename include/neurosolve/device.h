@@ -2,6 +2,8 @@
 #ifndef NEUROSOLVE_DEVICE_H
 #define NEUROSOLVE_DEVICE_H
 
+#include "neurosolve/export.h"
+
 #include <stddef.h>
 #include "neurosolve/status.h"
 
@@ -23,15 +25,15 @@ typedef struct ns_device_info {
 /* Number of usable CUDA devices. Returns NS_OK with *count = 0 when the
  * library has CUDA but the machine has no GPU or driver, and
  * NS_ERR_UNSUPPORTED when the library was built without CUDA. */
-ns_status ns_cuda_device_count(int *count);
-ns_status ns_cuda_device_info(int device, ns_device_info *info);
+NS_API ns_status ns_cuda_device_count(int *count);
+NS_API ns_status ns_cuda_device_info(int device, ns_device_info *info);
 
 /* Device-to-device copy bandwidth of `device` [GB/s, 1e9 bytes/s], counting
  * bytes read plus bytes written, from cudaMemcpy of `bytes` (>= 1 GiB for
  * the benchmarks' ceiling; less if the device lacks the memory): the median
  * of `repeats` copies after a warm-up, timed with CUDA events. This is the
  * ceiling every GPU benchmark reports against (BENCHMARKING.md). */
-ns_status ns_cuda_copy_bandwidth(int device, size_t bytes, int repeats, double *gb_per_s);
+NS_API ns_status ns_cuda_copy_bandwidth(int device, size_t bytes, int repeats, double *gb_per_s);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,8 @@
 
 const char *ns_version(void) { return NS_VERSION_STRING; }
 
+unsigned ns_version_number(void) { return NS_VERSION_NUMBER; }
+
 void ns_get_build_info(ns_build_info *info) {
     if (!info) return;
 #ifdef NS_HAVE_CUDA
