@@ -1,7 +1,8 @@
 # The consumer test: install this build to a temporary prefix, move the
 # installed tree (everything must be relocatable), then build and run
 # tests/consumer/main.c with find_package(neurosolve) and with pkg-config
-# (--static for a static library). Label `consumer`. Not in sanitizer
+# (--static for a static library); configure neurosolve as a subproject
+# (tests/consumer/subproject: NS_TESTS defaults to OFF). Label `consumer`. Not in sanitizer
 # builds (the installed library would need the sanitizers' runtime).
 if(NS_SANITIZE)
   return()
@@ -10,6 +11,7 @@ find_program(NS_PKG_CONFIG NAMES pkg-config pkgconf)
 add_test(NAME consumer
   COMMAND ${CMAKE_COMMAND}
     -DBUILD_DIR=${PROJECT_BINARY_DIR}
+    -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
     -DCONSUMER_SOURCE=${CMAKE_CURRENT_SOURCE_DIR}/consumer
     -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/consumer
     -DC_COMPILER=${CMAKE_C_COMPILER}

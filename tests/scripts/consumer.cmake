@@ -1,6 +1,7 @@
 # Install BUILD_DIR, move the installed tree, then build and run the
 # consumer (CONSUMER_SOURCE) against it twice: with find_package(neurosolve)
-# and with pkg-config (--static unless SHARED). tests/consumer.cmake.
+# and with pkg-config (--static unless SHARED); and configure neurosolve
+# (SOURCE_DIR) as a subproject. tests/consumer.cmake.
 cmake_minimum_required(VERSION 3.20)
 function(run what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -42,7 +43,11 @@ run("find_package consumer (${kind}): build" ${CMAKE_COMMAND} --build ${WORK_DIR
 run("find_package consumer (${kind}): run" ${WORK_DIR}/cmake/consumer)
 message("${run_out}")
 
-# 2. pkg-config (--static for a static library)
+# 2. neurosolve as a subproject: configure only (NS_TESTS must default to OFF)
+run("subproject: configure" ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE}/subproject -B ${WORK_DIR}/subproject
+    -DNEUROSOLVE_SOURCE_DIR=${SOURCE_DIR} -DCMAKE_C_COMPILER=${C_COMPILER} -DNS_CUDA=OFF -DNS_MPI=OFF)
+
+# 3. pkg-config (--static for a static library)
 if(NOT PKG_CONFIG)
   message(STATUS "pkg-config not found: the pkg-config consumer was not built")
   return()
