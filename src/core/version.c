@@ -1,5 +1,6 @@
 /* Version string and build information. */
 #include "neurosolve/version.h"
+#include "core/cuda_arch.h"
 
 #ifdef NS_HAVE_OPENMP
 #include <omp.h>
@@ -24,4 +25,5 @@ void ns_get_build_info(ns_build_info *info) {
     info->openmp_threads = 1;
 #endif
     info->build_type = NS_BUILD_TYPE;
+    info->cuda_architectures = ns_cuda_built_archs();
 }
