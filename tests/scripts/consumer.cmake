@@ -42,6 +42,13 @@ run("find_package consumer (${kind}): configure" ${CMAKE_COMMAND} -S ${CONSUMER_
 run("find_package consumer (${kind}): build" ${CMAKE_COMMAND} --build ${WORK_DIR}/cmake)
 run("find_package consumer (${kind}): run" ${WORK_DIR}/cmake/consumer)
 message("${run_out}")
+if(EXISTS ${WORK_DIR}/cmake/consumer_mpi)
+  # neurosolve::neurosolve_mpi, run as an MPI singleton (OpenMPI refuses
+  # root unless told)
+  run("find_package consumer_mpi (${kind}): run" ${CMAKE_COMMAND} -E env
+      OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ${WORK_DIR}/cmake/consumer_mpi)
+  message("${run_out}")
+endif()
 
 # 2. neurosolve as a subproject: configure only (NS_TESTS must default to OFF)
 run("subproject: configure" ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE}/subproject -B ${WORK_DIR}/subproject
