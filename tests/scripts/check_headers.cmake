@@ -1,3 +1,4 @@
+# Also: every function a public header declares carries NS_API.
 # Compile each include/neurosolve/*.h alone: C11 -Wpedantic -Werror, then C++.
 # GENERATED_INCLUDE_DIR holds the headers CMake writes (neurosolve/version.h).
 file(GLOB headers ${INCLUDE_DIR}/neurosolve/*.h)
@@ -20,8 +21,21 @@ endif()
 if(DEFINED ONLY_HEADER)
   list(FILTER headers INCLUDE REGEX "/${ONLY_HEADER}\\.h$")
 endif()
-file(MAKE_DIRECTORY ${WORK_DIR})
+# Every function a public header declares is marked NS_API (export.h):
+# without it, a shared libneurosolve hides the function.
 set(failed 0)
+foreach(h ${headers})
+  get_filename_component(hname ${h} NAME)
+  file(STRINGS ${h} decls REGEX "^[A-Za-z_][A-Za-z0-9_ *]*[ *]ns_[a-z0-9_]+ *\\(")
+  foreach(line ${decls})
+    if(NOT line MATCHES "^(NS_API |typedef |static )")
+      message(SEND_ERROR "${hname}: a public function without NS_API (include/neurosolve/export.h): ${line}")
+      set(failed 1)
+    endif()
+  endforeach()
+endforeach()
+
+file(MAKE_DIRECTORY ${WORK_DIR})
 foreach(h ${headers})
   get_filename_component(name ${h} NAME_WE)
   file(WRITE ${WORK_DIR}/${name}.c "#include <neurosolve/${name}.h>\nint main(void) { return 0; }\n")
