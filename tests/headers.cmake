@@ -6,5 +6,6 @@ add_test(NAME headers_standalone
     -DC_COMPILER=${CMAKE_C_COMPILER}
     -DCXX_COMPILER=${NS_CXX_FOR_TESTS}
     -DINCLUDE_DIR=${PROJECT_SOURCE_DIR}/include
+    -DGENERATED_INCLUDE_DIR=${PROJECT_BINARY_DIR}/include
     -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/headers
     -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_headers.cmake)

@@ -54,7 +54,7 @@ def as_json(p, where):
 # info
 run("info")
 j = as_json(run("info", "--json"), "info --json")
-for key in ("version", "cuda", "openmp", "openmp_threads", "devices"):
+for key in ("version", "cuda", "openmp", "openmp_threads", "cuda_architectures", "devices"):
     check(key in j, f"info --json lacks {key}")
 run("--version")
 run("--help")

@@ -3,6 +3,7 @@
  * out independently here, NEURON's own numbers (tests/data/neuron_ref, made
  * by validation/neuron_discretization.py), the matrix against a dense
  * assembly from the definition, and every shared morphology. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, CLOCK_MONOTONIC */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>

@@ -7,6 +7,7 @@
  * and written once (the matrix coefficients and parameters are constant and
  * counted by nobody's floor). Effective bandwidth = 64 B x compartments /
  * time per step, reported against the copy bandwidth on the GPU. */
+#define _POSIX_C_SOURCE 200809L /* popen, pclose */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

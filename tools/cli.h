@@ -32,6 +32,9 @@ int cli_error(const char *format, ...);
 int cli_usage_error(const char *command, const char *format, ...);
 /* Print "neurosolve: <what>: <status string>: <detail>"; returns 1. */
 int cli_status_error(const char *what, ns_status status);
+/* When the machine has a GPU that this build's CUDA code cannot run on, say
+ * so on stderr in one line (the `auto` backend then runs on the CPU). */
+void cli_note_unusable_gpu(void);
 
 /* Option value parsing with range checks; print a usage error and return 0
  * on failure, 1 on success. */

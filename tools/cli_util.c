@@ -38,6 +38,26 @@ int cli_status_error(const char *what, ns_status status) {
     return 1;
 }
 
+void cli_note_unusable_gpu(void) {
+    ns_build_info b;
+    ns_get_build_info(&b);
+    int usable = 0;
+    if (!b.cuda || ns_cuda_device_count(&usable) != NS_OK) {
+        ns_clear_error();
+        return;
+    }
+    ns_device_info di;
+    if (ns_cuda_device_info(usable, &di) != NS_OK) { /* no device beyond the usable ones */
+        ns_clear_error();
+        return;
+    }
+    fprintf(stderr,
+            "neurosolve: note: GPU %d (%s, compute capability %d.%d) cannot run this build's CUDA code "
+            "(built for %s)%s; rebuild with -DCMAKE_CUDA_ARCHITECTURES=%d%d (docs/install.md)\n",
+            usable, di.name, di.major, di.minor, b.cuda_architectures,
+            usable == 0 ? ": the auto backend runs on the CPU" : ": it is not used", di.major, di.minor);
+}
+
 int cli_parse_long(const char *command, const char *option, const char *text, long long min,
                    long long max, long long *value) {
     if (!text) {

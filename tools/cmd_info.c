@@ -26,10 +26,11 @@ int cmd_info(int argc, char **argv) {
         json_bool(&j, "cuda", b.cuda);
         json_bool(&j, "openmp", b.openmp);
         json_int(&j, "openmp_threads", b.openmp_threads);
+        json_string(&j, "cuda_architectures", b.cuda_architectures);
         json_array_begin(&j, "devices");
-        for (int d = 0; ds == NS_OK && d < n_dev; ++d) {
+        for (int d = 0; ds == NS_OK; ++d) { /* every visible device, usable or not */
             ns_device_info di;
-            if (ns_cuda_device_info(d, &di) != NS_OK) continue;
+            if (ns_cuda_device_info(d, &di) != NS_OK) break;
             json_object_begin(&j, NULL);
             json_int(&j, "index", d);
             json_string(&j, "name", di.name);
@@ -37,6 +38,7 @@ int cmd_info(int argc, char **argv) {
             json_int(&j, "multiprocessors", di.multiprocessors);
             json_double(&j, "memory_gib", di.global_memory_gib);
             json_double(&j, "free_memory_gib", di.free_memory_gib);
+            json_bool(&j, "usable", di.usable);
             json_object_end(&j);
         }
         json_array_end(&j);
@@ -45,19 +47,19 @@ int cmd_info(int argc, char **argv) {
     }
     printf("neurosolve %s (%s build)\n", ns_version(), b.build_type);
     printf("OpenMP:  %s, %d threads\n", b.openmp ? "yes" : "no", b.openmp_threads);
-    printf("CUDA:    %s\n", b.cuda ? "compiled in" : "not compiled in (NS_CUDA=OFF or no nvcc)");
+    if (b.cuda) printf("CUDA:    compiled in for %s\n", b.cuda_architectures);
+    else printf("CUDA:    not compiled in (NS_CUDA=OFF or no nvcc)\n");
     if (b.cuda) {
         if (ds != NS_OK) printf("         devices: error: %s\n", ns_last_error());
         else if (n_dev == 0) printf("         no usable GPU on this machine\n");
-        for (int d = 0; ds == NS_OK && d < n_dev; ++d) {
+        for (int d = 0; ds == NS_OK; ++d) { /* every visible device, usable or not */
             ns_device_info di;
-            if (ns_cuda_device_info(d, &di) != NS_OK) {
-                printf("  device %d: error: %s\n", d, ns_last_error());
-                continue;
-            }
-            printf("  device %d: %s, sm_%d%d, %d SMs, %.1f GiB (%.1f free)\n", d, di.name, di.major,
-                   di.minor, di.multiprocessors, di.global_memory_gib, di.free_memory_gib);
+            if (ns_cuda_device_info(d, &di) != NS_OK) break;
+            printf("  device %d: %s, sm_%d%d, %d SMs, %.1f GiB (%.1f free)%s\n", d, di.name, di.major,
+                   di.minor, di.multiprocessors, di.global_memory_gib, di.free_memory_gib,
+                   di.usable ? "" : ", not usable: this build has no code for it");
         }
+        ns_clear_error();
     }
     return 0;
 }

@@ -38,7 +38,13 @@ static int run(int argc, char **argv) {
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
-        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            /* commands that may run on a GPU say when one is there but unusable */
+            if (strcmp(argv[1], "info") != 0 && strcmp(argv[1], "morph") != 0 &&
+                !(argc > 2 && strcmp(argv[2], "--help") == 0))
+                cli_note_unusable_gpu();
+            return commands[i].run(argc - 1, argv + 1);
+        }
     fprintf(stderr, "neurosolve: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

@@ -19,6 +19,8 @@
 #ifndef NEUROSOLVE_CABLE_H
 #define NEUROSOLVE_CABLE_H
 
+#include "neurosolve/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include "neurosolve/status.h"
@@ -40,8 +42,8 @@ typedef enum ns_region {
     NS_REGION_COUNT = 5
 } ns_region;
 
-ns_region ns_region_of_swc_type(int32_t swc_type);
-const char *ns_region_name(ns_region region);
+NS_API ns_region ns_region_of_swc_type(int32_t swc_type);
+NS_API const char *ns_region_name(ns_region region);
 
 /* Membrane of one region. Defaults are NEURON's (hh.mod, passive.mod, the
  * na and k ions): hh inserted, pas not. */
@@ -72,7 +74,7 @@ typedef struct ns_sim_params {
     double tstop;           /* [ms] 100 */
 } ns_sim_params;
 
-void ns_sim_params_init(ns_sim_params *params);
+NS_API void ns_sim_params_init(ns_sim_params *params);
 
 /* Set one parameter by name (the parameter file's keys, docs/simulation.md):
  *   REGION.NAME with REGION one of soma, axon, basal, apical, other, dend
@@ -81,16 +83,16 @@ void ns_sim_params_init(ns_sim_params *params);
  *   celsius, v_init, dt, usetable_hh, spike_threshold, Ra, tstop.
  * Unknown names and out-of-range values (negative cm or conductance, dt <= 0,
  * Ra <= 0, non-finite values) give NS_ERR_INVALID_ARGUMENT naming the key. */
-ns_status ns_sim_params_set(ns_sim_params *params, const char *key, double value);
+NS_API ns_status ns_sim_params_set(ns_sim_params *params, const char *key, double value);
 
 /* Parse `key = value` lines ('#' starts a comment; blank lines are skipped)
  * and apply them in order. Errors read "NAME:LINE: reason". */
-ns_status ns_sim_params_parse(ns_sim_params *params, const char *text, size_t length,
-                              const char *name);
-ns_status ns_sim_params_read(ns_sim_params *params, const char *path);
+NS_API ns_status ns_sim_params_parse(ns_sim_params *params, const char *text, size_t length,
+                                     const char *name);
+NS_API ns_status ns_sim_params_read(ns_sim_params *params, const char *path);
 
 /* Check a whole parameter set (ns_sim_create does it too). */
-ns_status ns_sim_params_check(const ns_sim_params *params);
+NS_API ns_status ns_sim_params_check(const ns_sim_params *params);
 
 /* ------------------------------------------------------------ simulation */
 
@@ -105,7 +107,7 @@ typedef struct ns_sim_options {
     int32_t check_every;     /* steps between NaN/Inf checks of v (>= 1), 1 */
 } ns_sim_options;
 
-void ns_sim_options_init(ns_sim_options *options);
+NS_API void ns_sim_options_init(ns_sim_options *options);
 
 typedef struct ns_sim ns_sim_t;
 
@@ -113,70 +115,70 @@ typedef struct ns_sim ns_sim_t;
  * (cell c has shape cell_shape[c], or c % n_shapes when cell_shape is NULL),
  * all with the same parameters. The shapes are read during the call only.
  * The simulation starts initialised (as after ns_sim_init). */
-ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_t n_cells,
-                        const int32_t *cell_shape, const ns_sim_params *params,
-                        const ns_sim_options *options, ns_sim_t **out);
-void ns_sim_destroy(ns_sim_t *sim);
+NS_API ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_t n_cells,
+                               const int32_t *cell_shape, const ns_sim_params *params,
+                               const ns_sim_options *options, ns_sim_t **out);
+NS_API void ns_sim_destroy(ns_sim_t *sim);
 
 /* The compartment at NEURON's location sec(x) of a discretised cell: the
  * segment containing x (x in [0, 1]; 0 and 1 give the first and last
  * segment, since the zero-area end nodes carry no membrane). */
-ns_status ns_sim_locate(const ns_cell_t *cell, int32_t section, double x, int32_t *compartment);
+NS_API ns_status ns_sim_locate(const ns_cell_t *cell, int32_t section, double x, int32_t *compartment);
 
 /* NEURON's IClamp at a compartment of a cell: i = amplitude [nA] while
  * delay <= t < delay + duration [ms], evaluated at the middle of each step.
  * A compartment outside the cell gives NS_ERR_INVALID_ARGUMENT. Stimuli,
  * recordings and ns_sim_init may be added at any time between runs. */
-ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartment, double delay,
-                            double duration, double amplitude);
+NS_API ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartment, double delay,
+                                   double duration, double amplitude);
 
 /* Record v of a compartment every record_every steps (and at t = 0); *site
  * receives the recording's index (column of ns_sim_traces). */
-ns_status ns_sim_add_recording(ns_sim_t *sim, int64_t cell, int32_t compartment, int32_t *site);
+NS_API ns_status ns_sim_add_recording(ns_sim_t *sim, int64_t cell, int32_t compartment, int32_t *site);
 
 /* NEURON's finitialize(v_init): t = 0, v = v_init everywhere, gates at their
  * steady state, recordings and spikes cleared, sample 0 recorded. */
-ns_status ns_sim_init(ns_sim_t *sim);
+NS_API ns_status ns_sim_init(ns_sim_t *sim);
 
 /* Advance every cell by `steps` fixed steps. NaN or Inf in v stops the run
  * with NS_ERR_NOT_FINITE naming the cell, compartment, section and time
  * (the state is then undefined until ns_sim_init). */
-ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps);
+NS_API ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps);
 
 /* Steps of dt to reach tstop from t = 0 (NEURON's run: round(tstop / dt)). */
-int64_t ns_sim_steps_for(const ns_sim_t *sim, double tstop);
+NS_API int64_t ns_sim_steps_for(const ns_sim_t *sim, double tstop);
 
-double ns_sim_time(const ns_sim_t *sim);    /* [ms] NEURON's t after the steps so far */
-int64_t ns_sim_step_count(const ns_sim_t *sim);
-int64_t ns_sim_cells(const ns_sim_t *sim);
-int64_t ns_sim_compartments(const ns_sim_t *sim); /* summed over the cells */
-ns_backend ns_sim_backend(const ns_sim_t *sim);
+NS_API double ns_sim_time(const ns_sim_t *sim);    /* [ms] NEURON's t after the steps so far */
+NS_API int64_t ns_sim_step_count(const ns_sim_t *sim);
+NS_API int64_t ns_sim_cells(const ns_sim_t *sim);
+NS_API int64_t ns_sim_compartments(const ns_sim_t *sim); /* summed over the cells */
+NS_API ns_backend ns_sim_backend(const ns_sim_t *sim);
 /* The resolved method; a CUDA simulation whose shapes use both GPU loops
  * (onchip and tree: docs/simulation.md) reports NS_HINES_AUTO. */
-ns_hines_method ns_sim_method(const ns_sim_t *sim);
+NS_API ns_hines_method ns_sim_method(const ns_sim_t *sim);
 /* Lanes per cell of the onchip loop: the common count of its shape groups,
  * 0 when no shape runs onchip, -1 when the groups differ. */
-int32_t ns_sim_gpu_lanes(const ns_sim_t *sim);
+NS_API int32_t ns_sim_gpu_lanes(const ns_sim_t *sim);
 
 /* The spike-detection compartment of a cell: the root section at x = 0.5. */
-int32_t ns_sim_spike_compartment(const ns_sim_t *sim, int64_t cell);
+NS_API int32_t ns_sim_spike_compartment(const ns_sim_t *sim, int64_t cell);
 
 /* Recorded voltages [mV], row-major: sample s, site k at
  * traces[s * sites + k], at t = s * record_every * dt. Owned by the sim;
  * valid until the next call that changes the sim. */
-const double *ns_sim_traces(const ns_sim_t *sim, int64_t *samples, int32_t *sites);
+NS_API const double *ns_sim_traces(const ns_sim_t *sim, int64_t *samples, int32_t *sites);
 
 /* Soma spike times of a cell [ms]: upward crossings of spike_threshold at the
  * spike compartment, linearly interpolated between the two steps. */
-const double *ns_sim_spikes(const ns_sim_t *sim, int64_t cell, int64_t *count);
+NS_API const double *ns_sim_spikes(const ns_sim_t *sim, int64_t cell, int64_t *count);
 
 /* The state of one cell (arrays of the cell's compartment count; any may be
  * NULL). Gates of compartments without hh read 0. */
-ns_status ns_sim_get_state(const ns_sim_t *sim, int64_t cell, double *v, double *m, double *h,
-                           double *n);
+NS_API ns_status ns_sim_get_state(const ns_sim_t *sim, int64_t cell, double *v, double *m, double *h,
+                                  double *n);
 
 /* Wall time of the steps so far [ms] (ns_sim_advance calls only). */
-double ns_sim_elapsed_ms(const ns_sim_t *sim);
+NS_API double ns_sim_elapsed_ms(const ns_sim_t *sim);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,8 @@
 #ifndef NEUROSOLVE_HINES_H
 #define NEUROSOLVE_HINES_H
 
+#include "neurosolve/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include "neurosolve/status.h"
@@ -43,12 +45,12 @@ typedef enum ns_hines_method {
     NS_HINES_TREE = 10              /* CUDA, tree contraction (rake and compress): log-depth rounds, any shapes */
 } ns_hines_method;
 
-const char *ns_backend_name(ns_backend backend);
-ns_status ns_backend_from_name(const char *name, ns_backend *backend);
-const char *ns_hines_method_name(ns_hines_method method);
-ns_status ns_hines_method_from_name(const char *name, ns_hines_method *method);
+NS_API const char *ns_backend_name(ns_backend backend);
+NS_API ns_status ns_backend_from_name(const char *name, ns_backend *backend);
+NS_API const char *ns_hines_method_name(ns_hines_method method);
+NS_API ns_status ns_hines_method_from_name(const char *name, ns_hines_method *method);
 /* The backend a method runs on (NS_BACKEND_AUTO for NS_HINES_AUTO). */
-ns_backend ns_hines_method_backend(ns_hines_method method);
+NS_API ns_backend ns_hines_method_backend(ns_hines_method method);
 
 typedef struct ns_solve_options {
     ns_backend backend;
@@ -60,7 +62,7 @@ typedef struct ns_solve_options {
     int check_finite;            /* 1: reject NaN/Inf in the inputs before solving */
 } ns_solve_options;
 
-void ns_solve_options_init(ns_solve_options *options);
+NS_API void ns_solve_options_init(ns_solve_options *options);
 
 /* ---------------------------------------------------------------- batch */
 
@@ -69,21 +71,21 @@ typedef struct ns_batch ns_batch_t;
 /* A batch of n_cells cells drawn from n_shapes trees. cell_shape[c] is the
  * shape of cell c; with cell_shape NULL, cell c has shape c % n_shapes.
  * The trees are copied (the caller may destroy them afterwards). */
-ns_status ns_batch_create(int32_t n_shapes, const ns_tree_t *const *shapes, int64_t n_cells,
-                          const int32_t *cell_shape, ns_batch_t **out);
-void ns_batch_destroy(ns_batch_t *batch);
-int64_t ns_batch_cells(const ns_batch_t *batch);
-int64_t ns_batch_compartments(const ns_batch_t *batch);  /* length of each value array */
-int32_t ns_batch_shapes(const ns_batch_t *batch);
-const ns_tree_t *ns_batch_shape(const ns_batch_t *batch, int32_t shape);
-const int32_t *ns_batch_cell_shape(const ns_batch_t *batch);   /* n_cells entries */
-const int64_t *ns_batch_cell_offset(const ns_batch_t *batch);  /* n_cells + 1 entries */
+NS_API ns_status ns_batch_create(int32_t n_shapes, const ns_tree_t *const *shapes, int64_t n_cells,
+                                 const int32_t *cell_shape, ns_batch_t **out);
+NS_API void ns_batch_destroy(ns_batch_t *batch);
+NS_API int64_t ns_batch_cells(const ns_batch_t *batch);
+NS_API int64_t ns_batch_compartments(const ns_batch_t *batch);  /* length of each value array */
+NS_API int32_t ns_batch_shapes(const ns_batch_t *batch);
+NS_API const ns_tree_t *ns_batch_shape(const ns_batch_t *batch, int32_t shape);
+NS_API const int32_t *ns_batch_cell_shape(const ns_batch_t *batch);   /* n_cells entries */
+NS_API const int64_t *ns_batch_cell_offset(const ns_batch_t *batch);  /* n_cells + 1 entries */
 
 /* Random, strictly diagonally dominant values for every cell (a, b in
  * [-1, -0.1], d = sum of |off-diagonals in the row| + [0.5, 1.5], rhs in
  * [-1, 1]); deterministic for a seed whatever the thread count. */
-ns_status ns_batch_random_values(const ns_batch_t *batch, uint64_t seed,
-                                 double *a, double *b, double *d, double *rhs);
+NS_API ns_status ns_batch_random_values(const ns_batch_t *batch, uint64_t seed,
+                                        double *a, double *b, double *d, double *rhs);
 
 /* ---------------------------------------------------------------- solve */
 
@@ -101,20 +103,20 @@ typedef struct ns_hines_solver ns_hines_solver_t;
 /* A solver prepared for one batch and method: plans the layout and, for GPU
  * methods, allocates device memory once (in chunks if the batch does not fit
  * into options->device_memory_limit). The batch must outlive the solver. */
-ns_status ns_hines_solver_create(const ns_batch_t *batch, const ns_solve_options *options,
-                                 ns_hines_solver_t **out);
-void ns_hines_solver_destroy(ns_hines_solver_t *solver);
+NS_API ns_status ns_hines_solver_create(const ns_batch_t *batch, const ns_solve_options *options,
+                                        ns_hines_solver_t **out);
+NS_API void ns_hines_solver_destroy(ns_hines_solver_t *solver);
 /* The method and backend that NS_HINES_AUTO resolved to. */
-ns_hines_method ns_hines_solver_method(const ns_hines_solver_t *solver);
-ns_backend ns_hines_solver_backend(const ns_hines_solver_t *solver);
+NS_API ns_hines_method ns_hines_solver_method(const ns_hines_solver_t *solver);
+NS_API ns_backend ns_hines_solver_backend(const ns_hines_solver_t *solver);
 
 /* Solve every cell: a and b are read, rhs becomes x, d is overwritten with
  * unspecified values by GPU methods (the factorised diagonal on the CPU).
  * Arrays are host memory in the Flat layout. A zero or non-finite pivot gives
  * NS_ERR_SINGULAR naming the cell and compartment. */
-ns_status ns_hines_solver_solve(ns_hines_solver_t *solver, const double *a, const double *b,
-                                double *d, double *rhs);
-void ns_hines_solver_timing(const ns_hines_solver_t *solver, ns_solve_timing *timing);
+NS_API ns_status ns_hines_solver_solve(ns_hines_solver_t *solver, const double *a, const double *b,
+                                       double *d, double *rhs);
+NS_API void ns_hines_solver_timing(const ns_hines_solver_t *solver, ns_solve_timing *timing);
 
 /* Solve on device arrays: a, b, d, rhs are device memory of the solver's GPU
  * in the Flat layout (as the host arrays of ns_hines_solver_solve), and the
@@ -126,9 +128,9 @@ void ns_hines_solver_timing(const ns_hines_solver_t *solver, ns_solve_timing *ti
  * until the last queued solve has finished and returns NS_ERR_SINGULAR
  * (cell and compartment) when it met a zero or non-finite pivot. Methods:
  * `tree` (the others return NS_ERR_UNSUPPORTED; docs/api.md). */
-ns_status ns_hines_solver_solve_device(ns_hines_solver_t *solver, const double *a, const double *b,
-                                       double *d, double *rhs, void *stream);
-ns_status ns_hines_solver_wait(ns_hines_solver_t *solver);
+NS_API ns_status ns_hines_solver_solve_device(ns_hines_solver_t *solver, const double *a, const double *b,
+                                              double *d, double *rhs, void *stream);
+NS_API ns_status ns_hines_solver_wait(ns_hines_solver_t *solver);
 
 /* Benchmark entry point: solve the same inputs `repeats` times and record
  * each run's kernel time [ms] in kernel_ms[0..repeats-1] (CUDA events on the
@@ -136,18 +138,18 @@ ns_status ns_hines_solver_wait(ns_hines_solver_t *solver);
  * for GPU methods) and restored before every run outside the timed region;
  * the last run's results are written to d and rhs as by
  * ns_hines_solver_solve, so the caller can check them. */
-ns_status ns_hines_solver_benchmark(ns_hines_solver_t *solver, const double *a, const double *b,
-                                    double *d, double *rhs, int repeats, double *kernel_ms);
+NS_API ns_status ns_hines_solver_benchmark(ns_hines_solver_t *solver, const double *a, const double *b,
+                                           double *d, double *rhs, int repeats, double *kernel_ms);
 
 /* One-shot convenience: create, solve, destroy. options may be NULL (auto). */
-ns_status ns_hines_solve(const ns_batch_t *batch, const ns_solve_options *options,
-                         const double *a, const double *b, double *d, double *rhs);
+NS_API ns_status ns_hines_solve(const ns_batch_t *batch, const ns_solve_options *options,
+                                const double *a, const double *b, double *d, double *rhs);
 
 /* The reference solve of one system (NEURON's triang + bksub), no checks
  * beyond the pivots: returns the index of the first zero or non-finite
  * pivot, or -1 on success. Exposed for tests and tools. */
-int32_t ns_hines_solve_one(int32_t n, const int32_t *parent, const double *a, const double *b,
-                           double *d, double *rhs);
+NS_API int32_t ns_hines_solve_one(int32_t n, const int32_t *parent, const double *a, const double *b,
+                                  double *d, double *rhs);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,8 @@
 #ifndef NEUROSOLVE_LIFE_H
 #define NEUROSOLVE_LIFE_H
 
+#include "neurosolve/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include "neurosolve/status.h"
@@ -35,33 +37,33 @@ typedef struct ns_life_model ns_life_model_t;
 
 /* A model with zeroed arrays of the given sizes (all >= 1, n_coeffs >= 1);
  * fill it through the accessors below, then call ns_life_model_validate. */
-ns_status ns_life_model_create(int32_t n_theta, int32_t n_atoms, int32_t n_voxels,
-                               int32_t n_fibers, int64_t n_coeffs, ns_life_model_t **out);
-void ns_life_model_destroy(ns_life_model_t *model);
+NS_API ns_status ns_life_model_create(int32_t n_theta, int32_t n_atoms, int32_t n_voxels,
+                                      int32_t n_fibers, int64_t n_coeffs, ns_life_model_t **out);
+NS_API void ns_life_model_destroy(ns_life_model_t *model);
 
-int32_t ns_life_model_n_theta(const ns_life_model_t *model);
-int32_t ns_life_model_n_atoms(const ns_life_model_t *model);
-int32_t ns_life_model_n_voxels(const ns_life_model_t *model);
-int32_t ns_life_model_n_fibers(const ns_life_model_t *model);
-int64_t ns_life_model_n_coeffs(const ns_life_model_t *model);
+NS_API int32_t ns_life_model_n_theta(const ns_life_model_t *model);
+NS_API int32_t ns_life_model_n_atoms(const ns_life_model_t *model);
+NS_API int32_t ns_life_model_n_voxels(const ns_life_model_t *model);
+NS_API int32_t ns_life_model_n_fibers(const ns_life_model_t *model);
+NS_API int64_t ns_life_model_n_coeffs(const ns_life_model_t *model);
 
 /* The arrays (writable). Writing them after an engine was created on the
  * model is not allowed (engines keep restructured copies). */
-int32_t *ns_life_model_atom(ns_life_model_t *model);    /* n_coeffs */
-int32_t *ns_life_model_voxel(ns_life_model_t *model);   /* n_coeffs */
-int32_t *ns_life_model_fiber(ns_life_model_t *model);   /* n_coeffs */
-double *ns_life_model_value(ns_life_model_t *model);    /* n_coeffs */
-double *ns_life_model_dictionary(ns_life_model_t *model); /* n_theta * n_atoms */
-double *ns_life_model_signal(ns_life_model_t *model);   /* n_theta * n_voxels */
+NS_API int32_t *ns_life_model_atom(ns_life_model_t *model);    /* n_coeffs */
+NS_API int32_t *ns_life_model_voxel(ns_life_model_t *model);   /* n_coeffs */
+NS_API int32_t *ns_life_model_fiber(ns_life_model_t *model);   /* n_coeffs */
+NS_API double *ns_life_model_value(ns_life_model_t *model);    /* n_coeffs */
+NS_API double *ns_life_model_dictionary(ns_life_model_t *model); /* n_theta * n_atoms */
+NS_API double *ns_life_model_signal(ns_life_model_t *model);   /* n_theta * n_voxels */
 /* The weights that generated a synthetic signal, or NULL (a real model). */
-const double *ns_life_model_true_weights(const ns_life_model_t *model);
+NS_API const double *ns_life_model_true_weights(const ns_life_model_t *model);
 /* Attach a copy of known true weights (n_fibers entries). */
-ns_status ns_life_model_set_true_weights(ns_life_model_t *model, const double *w);
+NS_API ns_status ns_life_model_set_true_weights(ns_life_model_t *model, const double *w);
 
 /* Full check: indices in range, values, D and Y finite, every fiber with at
  * least one coefficient. The detail names the array and the first offending
  * entry, e.g. "phi_voxel[17] = 250000 is out of range [0, 200000)". */
-ns_status ns_life_model_validate(const ns_life_model_t *model);
+NS_API ns_status ns_life_model_validate(const ns_life_model_t *model);
 
 /* ------------------------------------------------------- on-disk format */
 /* A model directory holds NPY files (format version 1.0, little-endian;
@@ -76,14 +78,14 @@ ns_status ns_life_model_validate(const ns_life_model_t *model);
  *   w_true.npy      float64 (n_fibers,)         optional
  * Loading also accepts dictionary/signal in C order (transposed on load).
  * Every failure names the file and, for bad content, the first bad entry. */
-ns_status ns_life_model_load(const char *directory, ns_life_model_t **out);
+NS_API ns_status ns_life_model_load(const char *directory, ns_life_model_t **out);
 /* Creates the directory if needed; overwrites the files. */
-ns_status ns_life_model_save(const ns_life_model_t *model, const char *directory);
+NS_API ns_status ns_life_model_save(const ns_life_model_t *model, const char *directory);
 
 /* One-dimensional float64 NPY files (weights, objective histories). */
-ns_status ns_life_vector_save(const char *path, const double *values, int64_t n);
+NS_API ns_status ns_life_vector_save(const char *path, const double *values, int64_t n);
 /* Reads a float64 vector; *values is malloc'ed (free() it). */
-ns_status ns_life_vector_load(const char *path, double **values, int64_t *n);
+NS_API ns_status ns_life_vector_load(const char *path, double **values, int64_t *n);
 
 /* ------------------------------------------------------ synthetic models */
 
@@ -104,14 +106,14 @@ typedef struct ns_life_synth_options {
     uint64_t seed;          /* (1) */
 } ns_life_synth_options;
 
-void ns_life_synth_options_init(ns_life_synth_options *options);
+NS_API void ns_life_synth_options_init(ns_life_synth_options *options);
 /* A model with the paper's structure: directions spread on the sphere, the
  * stick-model dictionary demeaned per atom, streamlines as smooth random
  * curves following a smooth orientation field (so coefficients cluster by
  * voxel and by atom), voxels numbered in raster order, a known non-negative
  * weight vector (kept as the true weights) and Y = M w_true (+ noise).
  * Deterministic for a seed whatever the thread count. */
-ns_status ns_life_synth(const ns_life_synth_options *options, ns_life_model_t **out);
+NS_API ns_status ns_life_synth(const ns_life_synth_options *options, ns_life_model_t **out);
 
 /* ------------------------------------------------------------- products */
 
@@ -137,9 +139,9 @@ typedef enum ns_life_variant {
 } ns_life_variant;
 #define NS_LIFE_VARIANT_COUNT 8
 
-const char *ns_life_variant_name(ns_life_variant variant);
-ns_status ns_life_variant_from_name(const char *name, ns_life_variant *variant);
-const char *ns_life_product_name(ns_life_product product);
+NS_API const char *ns_life_variant_name(ns_life_variant variant);
+NS_API ns_status ns_life_variant_from_name(const char *name, ns_life_variant *variant);
+NS_API const char *ns_life_product_name(ns_life_product product);
 
 typedef struct ns_life_options {
     ns_backend backend;          /* CPU or CUDA; AUTO: CUDA when a GPU is usable */
@@ -150,7 +152,7 @@ typedef struct ns_life_options {
     size_t device_memory_limit;  /* [bytes]; 0 = what the device has free */
 } ns_life_options;
 
-void ns_life_options_init(ns_life_options *options);
+NS_API void ns_life_options_init(ns_life_options *options);
 
 typedef struct ns_life_engine ns_life_engine_t;
 
@@ -159,30 +161,30 @@ typedef struct ns_life_engine ns_life_engine_t;
  * into device memory fails with NS_ERR_DEVICE_MEMORY naming the bytes
  * needed and available. The AUTO selection is cached in the model, so a
  * second engine with the same backend and threads does not time again. */
-ns_status ns_life_engine_create(ns_life_model_t *model, const ns_life_options *options,
-                                ns_life_engine_t **out);
-void ns_life_engine_destroy(ns_life_engine_t *engine);
-ns_backend ns_life_engine_backend(const ns_life_engine_t *engine);
+NS_API ns_status ns_life_engine_create(ns_life_model_t *model, const ns_life_options *options,
+                                       ns_life_engine_t **out);
+NS_API void ns_life_engine_destroy(ns_life_engine_t *engine);
+NS_API ns_backend ns_life_engine_backend(const ns_life_engine_t *engine);
 /* The variant a product runs with (AUTO resolved). */
-ns_life_variant ns_life_engine_variant(const ns_life_engine_t *engine, ns_life_product product);
+NS_API ns_life_variant ns_life_engine_variant(const ns_life_engine_t *engine, ns_life_product product);
 /* Whether a variant exists on the engine's backend. */
-int ns_life_engine_supports(const ns_life_engine_t *engine, ns_life_variant variant);
+NS_API int ns_life_engine_supports(const ns_life_engine_t *engine, ns_life_variant variant);
 
 /* y = M w and w = M^T y on host arrays with the engine's variants. */
-ns_status ns_life_mw(ns_life_engine_t *engine, const double *w, double *y);
-ns_status ns_life_mty(ns_life_engine_t *engine, const double *y, double *w);
+NS_API ns_status ns_life_mw(ns_life_engine_t *engine, const double *w, double *y);
+NS_API ns_status ns_life_mty(ns_life_engine_t *engine, const double *y, double *w);
 
 /* Benchmark entry: run `variant` of `product` `repeats` times on `in`
  * (staged once; on the device for CUDA) and record each run's time [ms]
  * (CUDA events / monotonic clock); the last run's result goes to `out`. */
-ns_status ns_life_time_product(ns_life_engine_t *engine, ns_life_product product,
-                               ns_life_variant variant, const double *in, double *out,
-                               int repeats, double *ms);
+NS_API ns_status ns_life_time_product(ns_life_engine_t *engine, ns_life_product product,
+                                      ns_life_variant variant, const double *in, double *out,
+                                      int repeats, double *ms);
 
 /* Bytes a product must move at least (BENCHMARKING.md's floor): each
  * coefficient's indices and value once, each touched D and Y column once,
  * the output once. */
-double ns_life_floor_bytes(const ns_life_model_t *model, ns_life_product product);
+NS_API double ns_life_floor_bytes(const ns_life_model_t *model, ns_life_product product);
 
 /* ------------------------------------------------------------- SBBNNLS */
 
@@ -229,15 +231,15 @@ typedef struct ns_life_fit_result {
     int32_t mw_calls, mty_calls;
 } ns_life_fit_result;
 
-void ns_life_fit_options_init(ns_life_fit_options *options);
-const char *ns_life_stop_name(ns_life_stop stop);
+NS_API void ns_life_fit_options_init(ns_life_fit_options *options);
+NS_API const char *ns_life_stop_name(ns_life_stop stop);
 
 /* Solve min 0.5 ||M w - Y||^2 (+ lambda sum w), w >= 0, by SBBNNLS exactly as
  * ENCODE's bbnnls runs it (docs/life.md). w: n_fibers entries (output).
  * history: NULL or max_iterations entries, receives the objective after
  * each update. With the CUDA backend every vector stays on the device. */
-ns_status ns_life_fit(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,
-                      double *history, ns_life_fit_result *result);
+NS_API ns_status ns_life_fit(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,
+                             double *history, ns_life_fit_result *result);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,8 @@
 #ifndef NEUROSOLVE_LIFE_IO_H
 #define NEUROSOLVE_LIFE_IO_H
 
+#include "neurosolve/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include "neurosolve/status.h"
@@ -50,13 +52,13 @@ typedef struct ns_nifti ns_nifti_t;
  * are kept in the file's datatype (native byte order) to bound memory.
  * Rejects NIfTI-2, .hdr/.img pairs, complex/RGB data, truncated or
  * inconsistent files, with the file name and the reason. */
-ns_status ns_nifti_read(const char *path, ns_nifti_t **out);
-void ns_nifti_destroy(ns_nifti_t *image);
-const ns_nifti_info *ns_nifti_get_info(const ns_nifti_t *image);
+NS_API ns_status ns_nifti_read(const char *path, ns_nifti_t **out);
+NS_API void ns_nifti_destroy(ns_nifti_t *image);
+NS_API const ns_nifti_info *ns_nifti_get_info(const ns_nifti_t *image);
 /* Value at a linear index (axis 1 fastest), slope and intercept applied. */
-double ns_nifti_value(const ns_nifti_t *image, int64_t index);
+NS_API double ns_nifti_value(const ns_nifti_t *image, int64_t index);
 /* "uint8", "int16", ...; NULL for a code neurosolve does not read. */
-const char *ns_nifti_datatype_name(int32_t datatype);
+NS_API const char *ns_nifti_datatype_name(int32_t datatype);
 
 /* ------------------------------------------------------------- gradients */
 
@@ -69,8 +71,8 @@ typedef struct ns_gradients {
 /* Reads FSL-style files: bvals is one row of n numbers, bvecs three rows of
  * n numbers (n rows of three are accepted too). Checks that both have the
  * same n, that every value is a finite number and every b-value >= 0. */
-ns_status ns_gradients_read(const char *bvals_path, const char *bvecs_path, ns_gradients *out);
-void ns_gradients_free(ns_gradients *gradients);
+NS_API ns_status ns_gradients_read(const char *bvals_path, const char *bvecs_path, ns_gradients *out);
+NS_API void ns_gradients_free(ns_gradients *gradients);
 
 /* ----------------------------------------------------------- tractograms */
 
@@ -84,42 +86,42 @@ typedef struct ns_tracts ns_tracts_t;
 /* Opens a tractogram for streaming (one streamline in memory at a time).
  * The format comes from the extension (.trk / .tck) or, failing that, from
  * the first bytes. */
-ns_status ns_tracts_open(const char *path, ns_tracts_t **out);
-void ns_tracts_close(ns_tracts_t *tracts);
-ns_tracts_format ns_tracts_get_format(const ns_tracts_t *tracts);
+NS_API ns_status ns_tracts_open(const char *path, ns_tracts_t **out);
+NS_API void ns_tracts_close(ns_tracts_t *tracts);
+NS_API ns_tracts_format ns_tracts_get_format(const ns_tracts_t *tracts);
 /* The count the header declares, or -1 when it declares none. */
-int64_t ns_tracts_declared_count(const ns_tracts_t *tracts);
+NS_API int64_t ns_tracts_declared_count(const ns_tracts_t *tracts);
 /* The affine from the file's stored coordinates to world [mm] (row-major
  * 4 x 4): identity for .tck; for .trk the composition docs/life_data.md
  * describes (voxmm / voxel size - 0.5, voxel order, vox_to_ras). */
-void ns_tracts_to_world(const ns_tracts_t *tracts, double affine[16]);
+NS_API void ns_tracts_to_world(const ns_tracts_t *tracts, double affine[16]);
 /* The next streamline in world coordinates: *points holds 3 * *n_points
  * doubles, valid until the next call. At the end, *end = 1 and *n_points = 0.
  * Errors name the file, the streamline index and the byte offset. */
-ns_status ns_tracts_next(ns_tracts_t *tracts, const double **points, int64_t *n_points, int *end);
+NS_API ns_status ns_tracts_next(ns_tracts_t *tracts, const double **points, int64_t *n_points, int *end);
 /* Back to the first streamline. */
-ns_status ns_tracts_rewind(ns_tracts_t *tracts);
+NS_API ns_status ns_tracts_rewind(ns_tracts_t *tracts);
 /* Streamlines returned so far; bytes of the file consumed and in all. */
-int64_t ns_tracts_index(const ns_tracts_t *tracts);
-void ns_tracts_progress(const ns_tracts_t *tracts, uint64_t *bytes_done, uint64_t *bytes_total);
+NS_API int64_t ns_tracts_index(const ns_tracts_t *tracts);
+NS_API void ns_tracts_progress(const ns_tracts_t *tracts, uint64_t *bytes_done, uint64_t *bytes_total);
 
 /* Writes the streamlines i with keep[i] != 0 (n entries, one per streamline
  * of `in_path`) to `out_path` in the input's format: the header is copied
  * with its count updated and each kept record is copied byte for byte
  * (scalars and properties included). Returns the number written. */
-ns_status ns_tracts_write_subset(const char *in_path, const char *out_path, const uint8_t *keep,
-                                 int64_t n, int64_t *written);
+NS_API ns_status ns_tracts_write_subset(const char *in_path, const char *out_path, const uint8_t *keep,
+                                        int64_t n, int64_t *written);
 
 /* --------------------------------------------------- orientation grid */
 
 /* ENCODE's orientation grid for L steps: atom 0 is the zenith (0, 0, 1);
  * atom 1 + i (L - 1) + (j - 1) is (cos p sin t, sin p sin t, cos t) with
  * p = i pi / L (i = 0..L-1) and t = j pi / L (j = 1..L-1). */
-void ns_life_atom_orientation(int32_t L, int32_t atom, double u[3]);
+NS_API void ns_life_atom_orientation(int32_t L, int32_t atom, double u[3]);
 /* The atom ENCODE's get_atom assigns to the axis of a unit vector: the
  * sign is chosen so that y >= 0 and the two angles are rounded to the
  * grid (half away from zero). */
-int32_t ns_life_orientation_atom(int32_t L, const double u[3]);
+NS_API int32_t ns_life_orientation_atom(int32_t L, const double u[3]);
 
 /* --------------------------------------------------------- model build */
 
@@ -145,7 +147,7 @@ typedef struct ns_life_build_options {
     void *progress_context;
 } ns_life_build_options;
 
-void ns_life_build_options_init(ns_life_build_options *options);
+NS_API void ns_life_build_options_init(ns_life_build_options *options);
 
 typedef struct ns_life_build_stats {
     int64_t streamlines;        /* read from the tractogram */
@@ -165,28 +167,28 @@ typedef struct ns_life_built ns_life_built_t;
 /* Builds the model (docs/life_data.md): two streaming passes over the
  * tractogram; peak memory is the image, 4 bytes per image voxel, 8 bytes per
  * streamline, the model and one streamline. */
-ns_status ns_life_build(const char *dwi_path, const char *bvals_path, const char *bvecs_path,
-                        const char *tracks_path, const ns_life_build_options *options,
-                        ns_life_built_t **out);
-void ns_life_built_destroy(ns_life_built_t *built);
-ns_life_model_t *ns_life_built_model(ns_life_built_t *built);
-const ns_life_build_stats *ns_life_built_stats(const ns_life_built_t *built);
+NS_API ns_status ns_life_build(const char *dwi_path, const char *bvals_path, const char *bvecs_path,
+                               const char *tracks_path, const ns_life_build_options *options,
+                               ns_life_built_t **out);
+NS_API void ns_life_built_destroy(ns_life_built_t *built);
+NS_API ns_life_model_t *ns_life_built_model(ns_life_built_t *built);
+NS_API const ns_life_build_stats *ns_life_built_stats(const ns_life_built_t *built);
 /* Per model voxel: its (i, j, k) (3 entries each), S0 and mean DW signal. */
-const int32_t *ns_life_built_voxel_ijk(const ns_life_built_t *built);
-const double *ns_life_built_s0(const ns_life_built_t *built);
+NS_API const int32_t *ns_life_built_voxel_ijk(const ns_life_built_t *built);
+NS_API const double *ns_life_built_s0(const ns_life_built_t *built);
 /* Per model fiber: the index of its streamline in the input tractogram. */
-const int64_t *ns_life_built_streamline(const ns_life_built_t *built);
+NS_API const int64_t *ns_life_built_streamline(const ns_life_built_t *built);
 /* Number of streamlines in the input tractogram. */
-int64_t ns_life_built_n_streamlines(const ns_life_built_t *built);
+NS_API int64_t ns_life_built_n_streamlines(const ns_life_built_t *built);
 /* The source tractogram's path as given to ns_life_build ("" if unknown). */
-const char *ns_life_built_tracks_path(const ns_life_built_t *built);
+NS_API const char *ns_life_built_tracks_path(const ns_life_built_t *built);
 
 /* Saves the model (ns_life_model_save) plus voxel_ijk.npy (int32 n x 3),
  * s0.npy (float64), streamlines.npy (int64) and build.txt (sources, options,
  * counts); load reads them back (the extras are optional: a model directory
  * without them loads with NULL arrays). */
-ns_status ns_life_built_save(const ns_life_built_t *built, const char *directory);
-ns_status ns_life_built_load(const char *directory, ns_life_built_t **out);
+NS_API ns_status ns_life_built_save(const ns_life_built_t *built, const char *directory);
+NS_API ns_status ns_life_built_load(const char *directory, ns_life_built_t **out);
 
 #ifdef __cplusplus
 }

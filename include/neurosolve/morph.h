@@ -14,6 +14,8 @@
 #ifndef NEUROSOLVE_MORPH_H
 #define NEUROSOLVE_MORPH_H
 
+#include "neurosolve/export.h"
+
 #include <stddef.h> /* size_t (ns_swc_parse) */
 #include <stdint.h>
 #include "neurosolve/status.h"
@@ -43,7 +45,7 @@ typedef enum ns_soma_style {
     NS_SOMA_CONTOUR = 4       /* outline of the cell body */
 } ns_soma_style;
 
-const char *ns_soma_style_name(ns_soma_style style);
+NS_API const char *ns_soma_style_name(ns_soma_style style);
 
 /* What to do when a file holds several trees (several parent -1 lines). */
 typedef enum ns_root_policy {
@@ -66,7 +68,7 @@ typedef struct ns_swc_options {
     double scale;           /* multiply coordinates and radii by this (1 = um; 1e-3 for nm files) */
 } ns_swc_options;
 
-void ns_swc_options_init(ns_swc_options *options);
+NS_API void ns_swc_options_init(ns_swc_options *options);
 
 /* One kept point. parent is an index into the point array (-1 for the root),
  * always smaller than the point's own index. */
@@ -94,22 +96,22 @@ typedef struct ns_morph ns_morph_t;
 
 /* Read and check an SWC file. On failure *out is NULL and ns_last_error()
  * reads "FILE:LINE: reason" (or "FILE: reason"). options may be NULL. */
-ns_status ns_swc_read(const char *path, const ns_swc_options *options, ns_morph_t **out);
+NS_API ns_status ns_swc_read(const char *path, const ns_swc_options *options, ns_morph_t **out);
 
 /* The same from a string in memory; name is used in error messages. */
-ns_status ns_swc_parse(const char *text, size_t length, const char *name,
-                       const ns_swc_options *options, ns_morph_t **out);
+NS_API ns_status ns_swc_parse(const char *text, size_t length, const char *name,
+                              const ns_swc_options *options, ns_morph_t **out);
 
 /* Build a morphology from points in memory (copied). Points must be in
  * topological order: points[0] is the root (parent -1) and every other
  * point's parent index is smaller than its own; radii must be > 0. */
-ns_status ns_morph_from_points(const char *name, const ns_morph_point *points, int64_t count,
-                               ns_morph_t **out);
+NS_API ns_status ns_morph_from_points(const char *name, const ns_morph_point *points, int64_t count,
+                                      ns_morph_t **out);
 
-void ns_morph_destroy(ns_morph_t *morph);
-void ns_morph_get_info(const ns_morph_t *morph, ns_morph_info *info);
-const ns_morph_point *ns_morph_points(const ns_morph_t *morph, int64_t *count);
-const char *ns_morph_name(const ns_morph_t *morph);
+NS_API void ns_morph_destroy(ns_morph_t *morph);
+NS_API void ns_morph_get_info(const ns_morph_t *morph, ns_morph_info *info);
+NS_API const ns_morph_point *ns_morph_points(const ns_morph_t *morph, int64_t *count);
+NS_API const char *ns_morph_name(const ns_morph_t *morph);
 
 /* ------------------------------------------------------- discretisation */
 
@@ -138,7 +140,7 @@ typedef struct ns_discretize_options {
     ns_junction_policy junctions; /* default NS_JUNCTIONS_MINIMAL */
 } ns_discretize_options;
 
-void ns_discretize_options_init(ns_discretize_options *options);
+NS_API void ns_discretize_options_init(ns_discretize_options *options);
 
 typedef struct ns_cell ns_cell_t;
 
@@ -150,10 +152,10 @@ typedef struct ns_cell_info {
     double total_length;    /* [um] summed over sections */
 } ns_cell_info;
 
-ns_status ns_discretize(const ns_morph_t *morph, const ns_discretize_options *options,
-                        ns_cell_t **out);
-void ns_cell_destroy(ns_cell_t *cell);
-void ns_cell_get_info(const ns_cell_t *cell, ns_cell_info *info);
+NS_API ns_status ns_discretize(const ns_morph_t *morph, const ns_discretize_options *options,
+                               ns_cell_t **out);
+NS_API void ns_cell_destroy(ns_cell_t *cell);
+NS_API void ns_cell_get_info(const ns_cell_t *cell, ns_cell_info *info);
 
 /* One NEURON section as Import3d builds it (docs/discretisation.md). */
 typedef struct ns_section_info {
@@ -173,18 +175,18 @@ typedef struct ns_section_info {
 
 /* Per-section data; section 0 is the root section (the soma where there is
  * one). NS_ERR_INVALID_ARGUMENT for an index out of range. */
-ns_status ns_cell_get_section(const ns_cell_t *cell, int32_t section, ns_section_info *info);
+NS_API ns_status ns_cell_get_section(const ns_cell_t *cell, int32_t section, ns_section_info *info);
 
 /* The compartment tree (Hines order). Owned by the cell. */
-const ns_tree_t *ns_cell_tree(const ns_cell_t *cell);
+NS_API const ns_tree_t *ns_cell_tree(const ns_cell_t *cell);
 /* Per compartment: membrane area [um^2] (0 for NEURON's zero-area junction
  * nodes), axial conductance to the parent compartment [uS] (0 for the root),
  * SWC type, section index and position x in (0, 1) along the section. */
-const double *ns_cell_area(const ns_cell_t *cell);
-const double *ns_cell_axial_conductance(const ns_cell_t *cell);
-const int32_t *ns_cell_type(const ns_cell_t *cell);
-const int32_t *ns_cell_section(const ns_cell_t *cell);
-const double *ns_cell_position(const ns_cell_t *cell);
+NS_API const double *ns_cell_area(const ns_cell_t *cell);
+NS_API const double *ns_cell_axial_conductance(const ns_cell_t *cell);
+NS_API const int32_t *ns_cell_type(const ns_cell_t *cell);
+NS_API const int32_t *ns_cell_section(const ns_cell_t *cell);
+NS_API const double *ns_cell_position(const ns_cell_t *cell);
 
 /* Matrix of one backward-Euler step of the passive cable equation with
  * capacitance cm [uF/cm^2] and time step dt [ms]:
@@ -202,8 +204,8 @@ const double *ns_cell_position(const ns_cell_t *cell);
  * on zero-area rows. */
 typedef enum ns_matrix_form { NS_FORM_NEURON = 0, NS_FORM_SYMMETRIC = 1 } ns_matrix_form;
 
-ns_status ns_cell_matrix(const ns_cell_t *cell, double cm, double dt, ns_matrix_form form,
-                         double *a, double *b, double *d);
+NS_API ns_status ns_cell_matrix(const ns_cell_t *cell, double cm, double dt, ns_matrix_form form,
+                                double *a, double *b, double *d);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,8 @@
 #ifndef NEUROSOLVE_MPI_H
 #define NEUROSOLVE_MPI_H
 
+#include "neurosolve/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,27 +44,27 @@ extern "C" {
  * NS_OK when all passed NS_OK, else the status of the lowest failing rank,
  * whose ns_last_error() detail becomes every process's detail, prefixed
  * with "rank R of N: ". An MPI failure gives NS_ERR_IO. */
-ns_status ns_mpi_agree(MPI_Comm comm, ns_status local);
+NS_API ns_status ns_mpi_agree(MPI_Comm comm, ns_status local);
 
 /* ns_mpi_agree with the failing process's own message instead of
  * ns_last_error() (for failures outside the library, e.g. a tool's). */
-ns_status ns_mpi_agree_message(MPI_Comm comm, ns_status local, const char *message);
+NS_API ns_status ns_mpi_agree_message(MPI_Comm comm, ns_status local, const char *message);
 
 /* How many agreements in this process ended in a failure. A process that
  * fails and sees this count unchanged knows the others have not heard of
  * its failure yet and must still agree on it (tools/cli_mpi.c does). */
-long long ns_mpi_failed_agreements(void);
+NS_API long long ns_mpi_failed_agreements(void);
 
 /* Collective. Fails with NS_ERR_INVALID_ARGUMENT on every process when the
  * processes passed different hashes: "<what> differs between ranks: rank R
  * has hash ..., rank 0 has ...". Starts with an agreement of its own. */
-ns_status ns_mpi_check_same(MPI_Comm comm, uint64_t hash, const char *what);
+NS_API ns_status ns_mpi_check_same(MPI_Comm comm, uint64_t hash, const char *what);
 
 /* A 64-bit FNV-1a-style hash over 8-byte words, continuing from h (start
  * with NS_MPI_HASH_INIT). Used for the input-consistency checks; not
  * cryptographic. */
 #define NS_MPI_HASH_INIT 0xcbf29ce484222325ULL
-uint64_t ns_mpi_hash(uint64_t h, const void *data, size_t bytes);
+NS_API uint64_t ns_mpi_hash(uint64_t h, const void *data, size_t bytes);
 
 /* Collective. One GPU per process, chosen by the process's rank among the
  * processes of its node (MPI_Comm_split_type SHARED): the node's GPUs are
@@ -74,7 +76,7 @@ uint64_t ns_mpi_hash(uint64_t h, const void *data, size_t bytes);
  * GPU (CUDA_VISIBLE_DEVICES is then left alone). *local_rank and
  * *local_size (may be NULL) receive the node-local rank and count. Setting
  * NEUROSOLVE_MPI_BIND=0 in the environment turns the binding off. */
-ns_status ns_mpi_bind_device(MPI_Comm comm, int *device, int *local_rank, int *local_size);
+NS_API ns_status ns_mpi_bind_device(MPI_Comm comm, int *device, int *local_rank, int *local_size);
 
 /* ---------------------------------------------------------- partitions */
 /* Pure functions (no communication), so that they can be tested alone. */
@@ -84,8 +86,8 @@ ns_status ns_mpi_bind_device(MPI_Comm comm, int *device, int *local_rank, int *l
  * far (ties: lower part). owner[i] in [0, n_parts) for every item; load
  * (NULL or n_parts entries) receives each part's summed weight. Weights must
  * be >= 0. The largest load is at most 4/3 of the optimum (Graham). */
-ns_status ns_partition_lpt(int64_t n_items, const int64_t *weight, int32_t n_parts, int32_t *owner,
-                           int64_t *load);
+NS_API ns_status ns_partition_lpt(int64_t n_items, const int64_t *weight, int32_t n_parts, int32_t *owner,
+                                  int64_t *load);
 
 /* Contiguous ranges balanced by weight: part p gets items
  * [first[p], first[p+1]) (first has n_parts + 1 entries, first[0] = 0,
@@ -93,8 +95,8 @@ ns_status ns_partition_lpt(int64_t n_items, const int64_t *weight, int32_t n_par
  * lies at or past p / n_parts of the total weight. With n_items >= n_parts
  * every part gets at least one item. Used for voxels, which keep their
  * order. */
-ns_status ns_partition_contiguous(int64_t n_items, const int64_t *weight, int32_t n_parts,
-                                  int64_t *first);
+NS_API ns_status ns_partition_contiguous(int64_t n_items, const int64_t *weight, int32_t n_parts,
+                                         int64_t *first);
 
 /* ------------------------------------------------- distributed batches */
 
@@ -104,44 +106,44 @@ typedef struct ns_mpi_batch ns_mpi_batch_t;
  * shapes, n_cells and cell_shape), its cells given to the processes by
  * ns_partition_lpt over compartment counts. Each process keeps the batch of
  * its own cells (in increasing global number), which may be empty. */
-ns_status ns_mpi_batch_create(MPI_Comm comm, int32_t n_shapes, const ns_tree_t *const *shapes,
-                              int64_t n_cells, const int32_t *cell_shape, ns_mpi_batch_t **out);
-void ns_mpi_batch_destroy(ns_mpi_batch_t *batch);
-MPI_Comm ns_mpi_batch_comm(const ns_mpi_batch_t *batch);
-int64_t ns_mpi_batch_global_cells(const ns_mpi_batch_t *batch);
-int64_t ns_mpi_batch_global_compartments(const ns_mpi_batch_t *batch);
+NS_API ns_status ns_mpi_batch_create(MPI_Comm comm, int32_t n_shapes, const ns_tree_t *const *shapes,
+                                     int64_t n_cells, const int32_t *cell_shape, ns_mpi_batch_t **out);
+NS_API void ns_mpi_batch_destroy(ns_mpi_batch_t *batch);
+NS_API MPI_Comm ns_mpi_batch_comm(const ns_mpi_batch_t *batch);
+NS_API int64_t ns_mpi_batch_global_cells(const ns_mpi_batch_t *batch);
+NS_API int64_t ns_mpi_batch_global_compartments(const ns_mpi_batch_t *batch);
 /* This process's cells: a batch (NULL when it owns none), their global
  * numbers, and their count / compartment count. */
-const ns_batch_t *ns_mpi_batch_local(const ns_mpi_batch_t *batch);
-const int64_t *ns_mpi_batch_local_cells(const ns_mpi_batch_t *batch);
-int64_t ns_mpi_batch_local_count(const ns_mpi_batch_t *batch);
-int64_t ns_mpi_batch_local_compartments(const ns_mpi_batch_t *batch);
+NS_API const ns_batch_t *ns_mpi_batch_local(const ns_mpi_batch_t *batch);
+NS_API const int64_t *ns_mpi_batch_local_cells(const ns_mpi_batch_t *batch);
+NS_API int64_t ns_mpi_batch_local_count(const ns_mpi_batch_t *batch);
+NS_API int64_t ns_mpi_batch_local_compartments(const ns_mpi_batch_t *batch);
 /* The rank owning a global cell (-1 when out of range). */
-int32_t ns_mpi_batch_owner(const ns_mpi_batch_t *batch, int64_t cell);
+NS_API int32_t ns_mpi_batch_owner(const ns_mpi_batch_t *batch, int64_t cell);
 
 /* Local. The values ns_batch_random_values gives the whole batch, for this
  * process's cells only (arrays of ns_mpi_batch_local_compartments). */
-ns_status ns_mpi_batch_random_values(const ns_mpi_batch_t *batch, uint64_t seed, double *a,
-                                     double *b, double *d, double *rhs);
+NS_API ns_status ns_mpi_batch_random_values(const ns_mpi_batch_t *batch, uint64_t seed, double *a,
+                                            double *b, double *d, double *rhs);
 
 /* Local. Copy this process's cells out of an array over the whole batch
  * (global Flat layout) into the local Flat layout. */
-ns_status ns_mpi_batch_extract(const ns_mpi_batch_t *batch, const double *global, double *local);
+NS_API ns_status ns_mpi_batch_extract(const ns_mpi_batch_t *batch, const double *global, double *local);
 
 /* Collective. Gather the local arrays into the global Flat layout on `root`
  * (root < 0: on every process). global is written on the receiving
  * processes only (may be NULL elsewhere). */
-ns_status ns_mpi_batch_gather(const ns_mpi_batch_t *batch, int root, const double *local,
-                              double *global);
+NS_API ns_status ns_mpi_batch_gather(const ns_mpi_batch_t *batch, int root, const double *local,
+                                     double *global);
 
 /* Collective. Solve this process's cells (ns_hines_solve on the local
  * batch; local arrays) and agree on the outcome. timing (may be NULL)
  * receives this process's timing; method/backend (may be NULL) what AUTO
  * resolved to here (NS_HINES_AUTO / NS_BACKEND_AUTO on a process with no
  * cells). */
-ns_status ns_mpi_hines_solve(const ns_mpi_batch_t *batch, const ns_solve_options *options,
-                             const double *a, const double *b, double *d, double *rhs,
-                             ns_solve_timing *timing, ns_hines_method *method, ns_backend *backend);
+NS_API ns_status ns_mpi_hines_solve(const ns_mpi_batch_t *batch, const ns_solve_options *options,
+                                    const double *a, const double *b, double *d, double *rhs,
+                                    ns_solve_timing *timing, ns_hines_method *method, ns_backend *backend);
 
 /* ---------------------------------------------- distributed simulation */
 
@@ -151,57 +153,57 @@ typedef struct ns_mpi_sim ns_mpi_sim_t;
  * same shapes, cells, cell_shape and params; cells are given out by
  * ns_partition_lpt over compartment counts and each process simulates its
  * own (options apply per process). Cells keep their global numbers. */
-ns_status ns_mpi_sim_create(MPI_Comm comm, int32_t n_shapes, const ns_cell_t *const *shapes,
-                            int64_t n_cells, const int32_t *cell_shape, const ns_sim_params *params,
-                            const ns_sim_options *options, ns_mpi_sim_t **out);
-void ns_mpi_sim_destroy(ns_mpi_sim_t *sim);
+NS_API ns_status ns_mpi_sim_create(MPI_Comm comm, int32_t n_shapes, const ns_cell_t *const *shapes,
+                                   int64_t n_cells, const int32_t *cell_shape, const ns_sim_params *params,
+                                   const ns_sim_options *options, ns_mpi_sim_t **out);
+NS_API void ns_mpi_sim_destroy(ns_mpi_sim_t *sim);
 
 /* Not collective, but every process must make the same calls in the same
  * order (the owner of `cell` applies them; the others only count sites).
  * A failure on the owner is returned there and reported to every process
  * by the next collective call (ns_mpi_sim_init, _advance, _gather). *site
  * receives the global recording index (the same on every process). */
-ns_status ns_mpi_sim_add_iclamp(ns_mpi_sim_t *sim, int64_t cell, int32_t compartment, double delay,
-                                double duration, double amplitude);
-ns_status ns_mpi_sim_add_recording(ns_mpi_sim_t *sim, int64_t cell, int32_t compartment,
-                                   int32_t *site);
+NS_API ns_status ns_mpi_sim_add_iclamp(ns_mpi_sim_t *sim, int64_t cell, int32_t compartment, double delay,
+                                       double duration, double amplitude);
+NS_API ns_status ns_mpi_sim_add_recording(ns_mpi_sim_t *sim, int64_t cell, int32_t compartment,
+                                          int32_t *site);
 
 /* Collective: ns_sim_init / ns_sim_advance on every process, then agree.
  * Cells do not interact (no synapses), so nothing else is exchanged during
  * a run. */
-ns_status ns_mpi_sim_init(ns_mpi_sim_t *sim);
-ns_status ns_mpi_sim_advance(ns_mpi_sim_t *sim, int64_t steps);
+NS_API ns_status ns_mpi_sim_init(ns_mpi_sim_t *sim);
+NS_API ns_status ns_mpi_sim_advance(ns_mpi_sim_t *sim, int64_t steps);
 
 /* Collective. Gather every recorded trace and every cell's spike times to
  * `root` (root < 0: to every process). Afterwards ns_mpi_sim_traces and
  * ns_mpi_sim_spikes answer with global results on the receiving processes.
  * Recorded data are gathered, not written per process, so that the output
  * files of a run do not depend on the process count (docs/mpi.md). */
-ns_status ns_mpi_sim_gather(ns_mpi_sim_t *sim, int root);
+NS_API ns_status ns_mpi_sim_gather(ns_mpi_sim_t *sim, int root);
 /* After ns_mpi_sim_gather, on a receiving process: traces[s * sites + k] for
  * global site k (as ns_sim_traces); NULL with *samples = *sites = 0
  * elsewhere. */
-const double *ns_mpi_sim_traces(const ns_mpi_sim_t *sim, int64_t *samples, int32_t *sites);
+NS_API const double *ns_mpi_sim_traces(const ns_mpi_sim_t *sim, int64_t *samples, int32_t *sites);
 /* After ns_mpi_sim_gather, on a receiving process: spike times of a global
  * cell [ms]; NULL with *count = 0 elsewhere or before the gather. */
-const double *ns_mpi_sim_spikes(const ns_mpi_sim_t *sim, int64_t cell, int64_t *count);
+NS_API const double *ns_mpi_sim_spikes(const ns_mpi_sim_t *sim, int64_t cell, int64_t *count);
 
 /* The process's own simulation (NULL when it owns no cells), for what the
  * distributed object does not forward (ns_sim_time, ns_sim_get_state with
  * local cell numbers ...). */
-const ns_sim_t *ns_mpi_sim_local(const ns_mpi_sim_t *sim);
+NS_API const ns_sim_t *ns_mpi_sim_local(const ns_mpi_sim_t *sim);
 /* Local cell number of a global cell on its owner; -1 elsewhere. */
-int64_t ns_mpi_sim_local_cell(const ns_mpi_sim_t *sim, int64_t cell);
-int32_t ns_mpi_sim_owner(const ns_mpi_sim_t *sim, int64_t cell);
+NS_API int64_t ns_mpi_sim_local_cell(const ns_mpi_sim_t *sim, int64_t cell);
+NS_API int32_t ns_mpi_sim_owner(const ns_mpi_sim_t *sim, int64_t cell);
 /* Global figures (the same on every process). */
-int64_t ns_mpi_sim_cells(const ns_mpi_sim_t *sim);
-int64_t ns_mpi_sim_compartments(const ns_mpi_sim_t *sim);
-int64_t ns_mpi_sim_steps_for(const ns_mpi_sim_t *sim, double tstop);
+NS_API int64_t ns_mpi_sim_cells(const ns_mpi_sim_t *sim);
+NS_API int64_t ns_mpi_sim_compartments(const ns_mpi_sim_t *sim);
+NS_API int64_t ns_mpi_sim_steps_for(const ns_mpi_sim_t *sim, double tstop);
 /* This process's wall time of the steps so far [ms]; the collective
  * ns_mpi_sim_advance makes the slowest process set the pace. */
-double ns_mpi_sim_elapsed_ms(const ns_mpi_sim_t *sim);
-ns_backend ns_mpi_sim_backend(const ns_mpi_sim_t *sim);
-ns_hines_method ns_mpi_sim_method(const ns_mpi_sim_t *sim);
+NS_API double ns_mpi_sim_elapsed_ms(const ns_mpi_sim_t *sim);
+NS_API ns_backend ns_mpi_sim_backend(const ns_mpi_sim_t *sim);
+NS_API ns_hines_method ns_mpi_sim_method(const ns_mpi_sim_t *sim);
 
 /* ------------------------------------------------------------- LiFE */
 
@@ -214,8 +216,8 @@ ns_hines_method ns_mpi_sim_method(const ns_mpi_sim_t *sim);
  * and the true weights when known. *first_voxel / *n_voxels (may be NULL)
  * receive the global range. A process may own no voxel (more processes than
  * voxels): its model then has one voxel with a zero signal and no effect. */
-ns_status ns_mpi_life_partition(MPI_Comm comm, const ns_life_model_t *global,
-                                ns_life_model_t **local, int32_t *first_voxel, int32_t *n_voxels);
+NS_API ns_status ns_mpi_life_partition(MPI_Comm comm, const ns_life_model_t *global,
+                                       ns_life_model_t **local, int32_t *first_voxel, int32_t *n_voxels);
 
 /* Collective. ns_life_fit on a voxel-partitioned model: the sums over
  * processes (w = M^T y and every voxel-space dot product) go through
@@ -225,14 +227,14 @@ ns_status ns_mpi_life_partition(MPI_Comm comm, const ns_life_model_t *global,
  * CPU or CUDA engine (on CUDA each sum of a fiber vector goes through a
  * pinned host buffer); the preconditioner is not supported (its diagonal
  * would need a sum over processes too). */
-ns_status ns_mpi_life_fit(MPI_Comm comm, ns_life_engine_t *engine,
-                          const ns_life_fit_options *options, double *w, double *history,
-                          ns_life_fit_result *result);
+NS_API ns_status ns_mpi_life_fit(MPI_Comm comm, ns_life_engine_t *engine,
+                                 const ns_life_fit_options *options, double *w, double *history,
+                                 ns_life_fit_result *result);
 
 /* A reduce callback for callers of ns_life_fit who set it themselves
  * (context: a pointer to the MPI_Comm): MPI_Reduce to rank 0 and MPI_Bcast,
  * every process the same bits. */
-ns_status ns_mpi_life_reduce(double *values, int64_t n, void *context);
+NS_API ns_status ns_mpi_life_reduce(double *values, int64_t n, void *context);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,8 @@
 #ifndef NEUROSOLVE_STATUS_H
 #define NEUROSOLVE_STATUS_H
 
+#include "neurosolve/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -33,14 +35,14 @@ typedef enum ns_status {
 } ns_status;
 
 /* A short constant description of a status code ("parse error", ...). */
-const char *ns_status_string(ns_status status);
+NS_API const char *ns_status_string(ns_status status);
 
 /* Detail of the most recent failure on this thread; "" when there is none.
  * The pointer stays valid until the next neurosolve call on this thread. */
-const char *ns_last_error(void);
+NS_API const char *ns_last_error(void);
 
 /* Forget the detail of the last failure on this thread. */
-void ns_clear_error(void);
+NS_API void ns_clear_error(void);
 
 #ifdef __cplusplus
 }

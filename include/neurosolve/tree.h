@@ -6,6 +6,8 @@
 #ifndef NEUROSOLVE_TREE_H
 #define NEUROSOLVE_TREE_H
 
+#include "neurosolve/export.h"
+
 #include <stdint.h>
 #include "neurosolve/status.h"
 
@@ -25,11 +27,11 @@ typedef struct ns_tree_stats {
 } ns_tree_stats;
 
 /* Copy and check a parent array; NS_ERR_TOPOLOGY names the first bad index. */
-ns_status ns_tree_create(int32_t size, const int32_t *parent, ns_tree_t **out);
-void ns_tree_destroy(ns_tree_t *tree);
-int32_t ns_tree_size(const ns_tree_t *tree);
-const int32_t *ns_tree_parent(const ns_tree_t *tree);
-void ns_tree_get_stats(const ns_tree_t *tree, ns_tree_stats *stats);
+NS_API ns_status ns_tree_create(int32_t size, const int32_t *parent, ns_tree_t **out);
+NS_API void ns_tree_destroy(ns_tree_t *tree);
+NS_API int32_t ns_tree_size(const ns_tree_t *tree);
+NS_API const int32_t *ns_tree_parent(const ns_tree_t *tree);
+NS_API void ns_tree_get_stats(const ns_tree_t *tree, ns_tree_stats *stats);
 
 /* --------------------------------------------------------- generators */
 
@@ -40,11 +42,11 @@ void ns_tree_get_stats(const ns_tree_t *tree, ns_tree_stats *stats);
  * Odd counts use binary branch points only; even counts use one
  * trifurcation. The construction is in docs/generators.md. Deterministic
  * for a seed. */
-ns_status ns_generate_tree(int32_t size, int32_t branches, uint64_t seed, ns_tree_t **out);
+NS_API ns_status ns_generate_tree(int32_t size, int32_t branches, uint64_t seed, ns_tree_t **out);
 
 /* The six named sizes of the cuHinesBatch paper: "small-low", "small-high",
  * "medium-low", "medium-high", "big-low", "big-high". */
-ns_status ns_generate_paper_tree(const char *name, uint64_t seed, ns_tree_t **out);
+NS_API ns_status ns_generate_paper_tree(const char *name, uint64_t seed, ns_tree_t **out);
 
 /* (ii) The journal paper's binary-tree neuron: `size` compartments and
  * `levels` branch levels (1 to 20). Level k >= 1 holds 2^k branches of
@@ -55,7 +57,7 @@ ns_status ns_generate_paper_tree(const char *name, uint64_t seed, ns_tree_t **ou
  * 256 + 2x64 + 4x32, 4 levels = 264 + 2x42 + 4x21 + 8x10. The paper's own
  * 4-level example (256 + 2x32 + 4x16 + 8x8) adds up to 448, not 512; see
  * docs/generators.md. Branches are numbered level by level. */
-ns_status ns_generate_binary_tree(int32_t size, int32_t levels, ns_tree_t **out);
+NS_API ns_status ns_generate_binary_tree(int32_t size, int32_t levels, ns_tree_t **out);
 
 /* (iii) Random trees like the Arbor ring network's cells. */
 typedef struct ns_random_tree_params {
@@ -72,9 +74,9 @@ typedef struct ns_random_tree_params {
  * ring cell (compartments 20 -> 2, lengths 200 -> 20 um) with 10 levels and
  * branching probability 1 -> 0.2, 0.5 (Arbor's default) and 0.8. The soma is
  * one compartment; branches are numbered depth-first. */
-ns_status ns_random_tree_preset(const char *name, ns_random_tree_params *params);
-ns_status ns_generate_random_tree(const ns_random_tree_params *params, uint64_t seed,
-                                  ns_tree_t **out);
+NS_API ns_status ns_random_tree_preset(const char *name, ns_random_tree_params *params);
+NS_API ns_status ns_generate_random_tree(const ns_random_tree_params *params, uint64_t seed,
+                                         ns_tree_t **out);
 
 #ifdef __cplusplus
 }

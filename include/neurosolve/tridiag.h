@@ -21,6 +21,8 @@
 #ifndef NEUROSOLVE_TRIDIAG_H
 #define NEUROSOLVE_TRIDIAG_H
 
+#include "neurosolve/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include "neurosolve/hines.h" /* ns_backend, ns_solve_timing */
@@ -35,11 +37,11 @@ extern "C" {
  * overwriting x (which holds the right-hand side on entry). Returns the index
  * of the first zero or non-finite pivot, or -1 on success (-2 when n > 4096
  * and the n-double scratch cannot be allocated). The reference. */
-int32_t ns_thomas_one(int32_t n, ptrdiff_t stride, const double *dl, const double *d,
-                      const double *du, double *x);
+NS_API int32_t ns_thomas_one(int32_t n, ptrdiff_t stride, const double *dl, const double *d,
+                             const double *du, double *x);
 /* The same in single precision (arithmetic in float). */
-int32_t ns_thomas_one_f32(int32_t n, ptrdiff_t stride, const float *dl, const float *d,
-                          const float *du, float *x);
+NS_API int32_t ns_thomas_one_f32(int32_t n, ptrdiff_t stride, const float *dl, const float *d,
+                                 const float *du, float *x);
 
 typedef enum ns_tridiag_layout {
     NS_TRIDIAG_FLAT = 0,        /* system after system: s * stride + k */
@@ -68,20 +70,20 @@ typedef enum ns_tridiag_method {
 
 #define NS_TRIDIAG_METHOD_COUNT 10
 
-const char *ns_tridiag_method_name(ns_tridiag_method method); /* "thomas-batch", ... */
-ns_status ns_tridiag_method_from_name(const char *name, ns_tridiag_method *method);
-ns_backend ns_tridiag_method_backend(ns_tridiag_method method); /* AUTO for NS_TRIDIAG_AUTO */
+NS_API const char *ns_tridiag_method_name(ns_tridiag_method method); /* "thomas-batch", ... */
+NS_API ns_status ns_tridiag_method_from_name(const char *name, ns_tridiag_method *method);
+NS_API ns_backend ns_tridiag_method_backend(ns_tridiag_method method); /* AUTO for NS_TRIDIAG_AUTO */
 /* The layout the method's kernel reads (Flat for the CPU methods, which
  * read either layout in place). */
-ns_tridiag_layout ns_tridiag_method_layout(ns_tridiag_method method);
+NS_API ns_tridiag_layout ns_tridiag_method_layout(ns_tridiag_method method);
 /* 1 if the method takes variable sizes (CPU methods and the VBatch kernels). */
-int ns_tridiag_method_variable(ns_tridiag_method method);
+NS_API int ns_tridiag_method_variable(ns_tridiag_method method);
 
 /* The method NS_TRIDIAG_AUTO picks for fixed-size systems (variable = 0) or
  * variable sizes with the largest size n (variable = 1), given whether a GPU
  * is usable. The rule is in docs/tridiag.md and comes from measurements. */
-ns_tridiag_method ns_tridiag_auto_method(int32_t n, int64_t batch, ns_tridiag_precision precision,
-                                         int variable, int gpu_usable);
+NS_API ns_tridiag_method ns_tridiag_auto_method(int32_t n, int64_t batch, ns_tridiag_precision precision,
+                                                int variable, int gpu_usable);
 
 typedef struct ns_tridiag_options {
     ns_tridiag_layout layout;       /* of the caller's arrays */
@@ -96,52 +98,52 @@ typedef struct ns_tridiag_options {
 } ns_tridiag_options;
 
 /* Defaults: Flat, float64, auto, dense, automatic tolerance, no finite check. */
-void ns_tridiag_options_init(ns_tridiag_options *options);
+NS_API void ns_tridiag_options_init(ns_tridiag_options *options);
 
 typedef struct ns_tridiag_solver ns_tridiag_solver_t;
 
 /* A solver for `batch` systems of n unknowns each. GPU methods allocate the
  * device arrays and any workspace here, once. options may be NULL (defaults). */
-ns_status ns_tridiag_solver_create(int32_t n, int64_t batch, const ns_tridiag_options *options,
-                                   ns_tridiag_solver_t **out);
+NS_API ns_status ns_tridiag_solver_create(int32_t n, int64_t batch, const ns_tridiag_options *options,
+                                          ns_tridiag_solver_t **out);
 /* A solver for systems of different sizes: sizes[s] >= 1 unknowns for
  * s < batch. With the Flat layout, offsets (batch + 1 entries, increasing,
  * offsets[s] + sizes[s] <= offsets[s+1]) place the systems; NULL packs them.
  * With the Interleaved layout offsets must be NULL and stride >= batch.
  * The sizes and offsets are copied. */
-ns_status ns_tridiag_solver_create_variable(int64_t batch, const int32_t *sizes,
-                                            const int64_t *offsets,
-                                            const ns_tridiag_options *options,
-                                            ns_tridiag_solver_t **out);
-void ns_tridiag_solver_destroy(ns_tridiag_solver_t *solver);
+NS_API ns_status ns_tridiag_solver_create_variable(int64_t batch, const int32_t *sizes,
+                                                   const int64_t *offsets,
+                                                   const ns_tridiag_options *options,
+                                                   ns_tridiag_solver_t **out);
+NS_API void ns_tridiag_solver_destroy(ns_tridiag_solver_t *solver);
 
 /* The method NS_TRIDIAG_AUTO resolved to, and its backend. */
-ns_tridiag_method ns_tridiag_solver_method(const ns_tridiag_solver_t *solver);
-ns_backend ns_tridiag_solver_backend(const ns_tridiag_solver_t *solver);
+NS_API ns_tridiag_method ns_tridiag_solver_method(const ns_tridiag_solver_t *solver);
+NS_API ns_backend ns_tridiag_solver_backend(const ns_tridiag_solver_t *solver);
 /* Entries each caller array must hold (the extent of the layout). */
-int64_t ns_tridiag_solver_length(const ns_tridiag_solver_t *solver);
+NS_API int64_t ns_tridiag_solver_length(const ns_tridiag_solver_t *solver);
 /* Device memory the solver holds [bytes], workspace included, and of that
  * the workspace alone (cuSPARSE's buffer; 0 for the CPU and our kernels). */
-size_t ns_tridiag_solver_device_bytes(const ns_tridiag_solver_t *solver);
-size_t ns_tridiag_solver_workspace_bytes(const ns_tridiag_solver_t *solver);
+NS_API size_t ns_tridiag_solver_device_bytes(const ns_tridiag_solver_t *solver);
+NS_API size_t ns_tridiag_solver_workspace_bytes(const ns_tridiag_solver_t *solver);
 
 /* Solve every system. Host arrays in the solver's layout and precision
  * (solve for float64, solve_f32 for float32); dl, d, du are read, x holds the
  * right-hand side on entry and the solution on return. A zero, near-zero or
  * non-finite pivot gives NS_ERR_SINGULAR naming the lowest failing system
  * and its unknown; x is then unspecified. */
-ns_status ns_tridiag_solver_solve(ns_tridiag_solver_t *solver, const double *dl, const double *d,
-                                  const double *du, double *x);
-ns_status ns_tridiag_solver_solve_f32(ns_tridiag_solver_t *solver, const float *dl, const float *d,
-                                      const float *du, float *x);
+NS_API ns_status ns_tridiag_solver_solve(ns_tridiag_solver_t *solver, const double *dl, const double *d,
+                                         const double *du, double *x);
+NS_API ns_status ns_tridiag_solver_solve_f32(ns_tridiag_solver_t *solver, const float *dl, const float *d,
+                                             const float *du, float *x);
 
 /* Solve on device arrays (GPU methods only) in the solver's layout, stride
  * and precision. When that is the method's native layout the kernel works in
  * place and may overwrite du (thomas-batch, vbatch-*: the eliminated upper
  * diagonal) or dl, d, du (cusparse-*); otherwise the arrays are converted
  * into the solver's own buffers and only x is written. */
-ns_status ns_tridiag_solver_solve_device(ns_tridiag_solver_t *solver, void *dl, void *d, void *du,
-                                         void *x);
+NS_API ns_status ns_tridiag_solver_solve_device(ns_tridiag_solver_t *solver, void *dl, void *d, void *du,
+                                                void *x);
 
 /* Benchmark entry point: stage the host inputs once (on the device for GPU
  * methods), solve `repeats` times restoring the inputs before each run
@@ -149,15 +151,15 @@ ns_status ns_tridiag_solver_solve_device(ns_tridiag_solver_t *solver, void *dl, 
  * kernel_ms[0..repeats-1] (CUDA events on the GPU, a monotonic clock on the
  * CPU). One untimed warm-up run comes first. The last run's solution is
  * written to x (arrays typed by the solver's precision). */
-ns_status ns_tridiag_solver_benchmark(ns_tridiag_solver_t *solver, const void *dl, const void *d,
-                                      const void *du, void *x, int repeats, double *kernel_ms);
+NS_API ns_status ns_tridiag_solver_benchmark(ns_tridiag_solver_t *solver, const void *dl, const void *d,
+                                             const void *du, void *x, int repeats, double *kernel_ms);
 
 /* Timings of the last solve [ms]; -1 where not applicable (CPU: no copies). */
-void ns_tridiag_solver_timing(const ns_tridiag_solver_t *solver, ns_solve_timing *timing);
+NS_API void ns_tridiag_solver_timing(const ns_tridiag_solver_t *solver, ns_solve_timing *timing);
 
 /* One-shot convenience for float64: create, solve, destroy. */
-ns_status ns_tridiag_solve(int32_t n, int64_t batch, const ns_tridiag_options *options,
-                           const double *dl, const double *d, const double *du, double *x);
+NS_API ns_status ns_tridiag_solve(int32_t n, int64_t batch, const ns_tridiag_options *options,
+                                  const double *dl, const double *d, const double *du, double *x);
 
 #ifdef __cplusplus
 }

@@ -60,9 +60,10 @@ int ns_cuda_usable_devices(void);
 
 /* The random diagonally dominant values of one cell (ns_batch_random_values'
  * recipe) from the stream (seed, stream); callers use the global cell index
- * as the stream so values do not depend on threads or processes. */
-void ns_hines_random_cell(const ns_tree_t *tree, uint64_t seed, uint64_t stream, double *a, double *b,
-                          double *d, double *rhs);
+ * as the stream so values do not depend on threads or processes.
+ * NS_API: exported from a shared libneurosolve for libneurosolve_mpi. */
+NS_API void ns_hines_random_cell(const ns_tree_t *tree, uint64_t seed, uint64_t stream, double *a, double *b,
+                                 double *d, double *rhs);
 
 /* Turn the pivot index returned by ns_hines_solve_one for `cell` into a status. */
 ns_status ns_hines_pivot_error(const ns_batch_t *batch, int64_t cell, int32_t index);

@@ -1,5 +1,13 @@
+# Also: every function a public header declares carries NS_API.
 # Compile each include/neurosolve/*.h alone: C11 -Wpedantic -Werror, then C++.
+# GENERATED_INCLUDE_DIR holds the headers CMake writes (neurosolve/version.h).
 file(GLOB headers ${INCLUDE_DIR}/neurosolve/*.h)
+set(include_flags -I${INCLUDE_DIR})
+if(DEFINED GENERATED_INCLUDE_DIR)
+  file(GLOB generated ${GENERATED_INCLUDE_DIR}/neurosolve/*.h)
+  list(APPEND headers ${generated})
+  list(APPEND include_flags -I${GENERATED_INCLUDE_DIR})
+endif()
 # neurosolve/mpi.h needs MPI's headers: checked only by the run that passes
 # MPI_INCLUDE_DIRS (tests/mpi.cmake, ONLY_HEADER=mpi), as system directories.
 set(extra_flags "")
@@ -13,13 +21,26 @@ endif()
 if(DEFINED ONLY_HEADER)
   list(FILTER headers INCLUDE REGEX "/${ONLY_HEADER}\\.h$")
 endif()
-file(MAKE_DIRECTORY ${WORK_DIR})
+# Every function a public header declares is marked NS_API (export.h):
+# without it, a shared libneurosolve hides the function.
 set(failed 0)
+foreach(h ${headers})
+  get_filename_component(hname ${h} NAME)
+  file(STRINGS ${h} decls REGEX "^[A-Za-z_][A-Za-z0-9_ *]*[ *]ns_[a-z0-9_]+ *\\(")
+  foreach(line ${decls})
+    if(NOT line MATCHES "^(NS_API |typedef |static )")
+      message(SEND_ERROR "${hname}: a public function without NS_API (include/neurosolve/export.h): ${line}")
+      set(failed 1)
+    endif()
+  endforeach()
+endforeach()
+
+file(MAKE_DIRECTORY ${WORK_DIR})
 foreach(h ${headers})
   get_filename_component(name ${h} NAME_WE)
   file(WRITE ${WORK_DIR}/${name}.c "#include <neurosolve/${name}.h>\nint main(void) { return 0; }\n")
   execute_process(COMMAND ${C_COMPILER} -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only
-                          -I${INCLUDE_DIR} ${extra_flags} ${WORK_DIR}/${name}.c
+                          ${include_flags} ${extra_flags} ${WORK_DIR}/${name}.c
                   RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(SEND_ERROR "${name}.h does not compile as C11 -Wpedantic:\n${err}")
@@ -28,7 +49,7 @@ foreach(h ${headers})
   if(CXX_COMPILER)
     file(WRITE ${WORK_DIR}/${name}.cpp "#include <neurosolve/${name}.h>\nint main() { return 0; }\n")
     execute_process(COMMAND ${CXX_COMPILER} -std=c++11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only
-                            -I${INCLUDE_DIR} ${extra_flags} ${WORK_DIR}/${name}.cpp
+                            ${include_flags} ${extra_flags} ${WORK_DIR}/${name}.cpp
                     RESULT_VARIABLE rc ERROR_VARIABLE err)
     if(NOT rc EQUAL 0)
       message(SEND_ERROR "${name}.h does not compile as C++:\n${err}")

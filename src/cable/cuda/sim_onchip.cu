@@ -222,7 +222,13 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                 }
             }
         }
+#if __CUDA_ARCH__ >= 800
         fault = __reduce_or_sync(0xFFFFFFFFu, fault) & alive;
+#else
+        // __reduce_or_sync needs sm_80: the same bitwise OR over the warp
+        for (int o = 16; o > 0; o >>= 1) fault |= __shfl_xor_sync(0xFFFFFFFFu, fault, o);
+        fault &= alive;
+#endif
         if (fault) {
             if (lane < nc && (fault >> lane & 1u))
                 atomicMin(g.fault, ((unsigned long long)(k + 1) << 24) | (unsigned long long)(c0 + lane));

@@ -2,34 +2,79 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <stdlib.h>
+
+#include "core/cuda_arch.h"
 #include "core/cuda_check.h"
 #include "neurosolve/device.h"
 
+/* Visible devices, whether the library can use them or not (0 without a
+ * GPU or driver). */
+static ns_status visible_devices(int *n) {
+    *n = 0;
+    cudaError_t err = cudaGetDeviceCount(n);
+    if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver ||
+        err == cudaErrorInitializationError || err == cudaErrorSystemDriverMismatch) {
+        (void)cudaGetLastError();
+        *n = 0;
+        return NS_OK; /* CUDA compiled in, but nothing to run on: not an error */
+    }
+    NS_CUDA_TRY(err);
+    return NS_OK;
+}
+
+static int fake_major = 0, fake_minor = 0; /* ns_cuda_fake_capability */
+
+extern "C" void ns_cuda_fake_capability(int major, int minor) {
+    fake_major = major;
+    fake_minor = minor;
+}
+
+/* Whether this build's kernels run on `device`: its compute capability
+ * against the architectures compiled in (CMAKE_CUDA_ARCHITECTURES), or the
+ * one a test set with ns_cuda_fake_capability. */
+static int device_usable(int device, int *major, int *minor) {
+    *major = *minor = 0;
+    if (cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (fake_major > 0) {
+        *major = fake_major;
+        *minor = fake_minor;
+    }
+    return ns_cuda_archs_run_on(ns_cuda_built_archs(), *major, *minor) != 0; /* -1: cannot judge */
+}
+
+/* Usable devices are the visible ones in order up to the first this build
+ * cannot run on (docs/install.md): the backends use devices 0..count-1. */
 extern "C" ns_status ns_cuda_device_count(int *count) {
     if (!count) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_cuda_device_count: count is NULL");
     *count = 0;
     int n = 0;
-    cudaError_t err = cudaGetDeviceCount(&n);
-    if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver ||
-        err == cudaErrorInitializationError || err == cudaErrorSystemDriverMismatch) {
-        (void)cudaGetLastError();
-        return NS_OK; /* CUDA compiled in, but nothing to run on: not an error */
-    }
-    NS_CUDA_TRY(err);
-    *count = n;
+    ns_status s = visible_devices(&n);
+    if (s != NS_OK) return s;
+    int usable = 0, major, minor;
+    while (usable < n && device_usable(usable, &major, &minor)) ++usable;
+    *count = usable;
     return NS_OK;
 }
 
 extern "C" ns_status ns_cuda_device_info(int device, ns_device_info *info) {
     if (!info) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_cuda_device_info: info is NULL");
     int n = 0;
-    ns_status s = ns_cuda_device_count(&n);
+    ns_status s = visible_devices(&n);
     if (s != NS_OK) return s;
     if (device < 0 || device >= n)
         return ns_fail(NS_ERR_NO_DEVICE, "CUDA device %d does not exist (%d visible)", device, n);
     cudaDeviceProp p;
     NS_CUDA_TRY(cudaGetDeviceProperties(&p, device));
     memset(info, 0, sizeof *info);
+    int usable = 0;
+    s = ns_cuda_device_count(&usable);
+    if (s != NS_OK) return s;
+    info->usable = device < usable;
     snprintf(info->name, sizeof info->name, "%s", p.name);
     info->major = p.major;
     info->minor = p.minor;

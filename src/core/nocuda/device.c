@@ -1,6 +1,7 @@
 /* CUDA device discovery in a build without CUDA. */
 #include <stddef.h>
 
+#include "core/cuda_arch.h"
 #include "core/error.h"
 #include "neurosolve/device.h"
 
@@ -21,4 +22,10 @@ ns_status ns_cuda_copy_bandwidth(int device, size_t bytes, int repeats, double *
     (void)repeats;
     if (gb_per_s) *gb_per_s = 0.0;
     return ns_fail(NS_ERR_UNSUPPORTED, "neurosolve was built without CUDA (NS_CUDA=OFF or no nvcc)");
+}
+
+/* Nothing to fake without CUDA (core/cuda_arch.h). */
+void ns_cuda_fake_capability(int major, int minor) {
+    (void)major;
+    (void)minor;
 }
