@@ -13,9 +13,6 @@
 
 #include "cli.h"
 
-#ifdef NS_HAVE_MPI
-#include "neurosolve/mpi.h"
-
 static void help(void) {
     printf("usage: mpirun -np K neurosolve bench scale [options]\n"
            "  --fibers N        synthetic model with N fibers (default 50000)\n"
@@ -27,6 +24,10 @@ static void help(void) {
            "  --out FILE.npy    the weights (rank 0), to compare runs of different K\n"
            "  --json            one JSON document on stdout\n");
 }
+
+#ifdef NS_HAVE_MPI
+#include "neurosolve/mpi.h"
+
 
 int bench_scale(int argc, char **argv) {
     ns_life_synth_options so;
@@ -146,8 +147,12 @@ done:
 }
 #else
 int bench_scale(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
+    for (int i = 1; i < argc; ++i)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            help();
+            printf("(this build has no MPI: cmake -DNS_MPI=ON; docs/mpi.md)\n");
+            return 0;
+        }
     return cli_error("bench scale needs a build with MPI (cmake -DNS_MPI=ON; docs/mpi.md)");
 }
 #endif

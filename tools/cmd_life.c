@@ -258,6 +258,12 @@ int cmd_life(int argc, char **argv) {
         help();
         return argc < 2 ? 2 : 0;
     }
+    /* `life SUBCOMMAND ... --help` prints the help and touches no file */
+    for (int i = 2; i < argc; ++i)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            help();
+            return 0;
+        }
     if (strcmp(argv[1], "synth") == 0) return synth(argc - 1, argv + 1);
     if (strcmp(argv[1], "fit") == 0) return fit(argc - 1, argv + 1);
     if (strcmp(argv[1], "info") == 0) return info(argc - 1, argv + 1);

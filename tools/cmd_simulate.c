@@ -244,6 +244,7 @@ int cmd_simulate(int argc, char **argv) {
         } else if (strcmp(a, "--gpu-lanes") == 0) {
             long long v;
             if (!cli_parse_long(cmd, a, val, 0, 32, &v)) return 2;
+            if (v & (v - 1)) return cli_usage_error(cmd, "--gpu-lanes: '%s' is not 0, 1, 2, 4, 8, 16 or 32", val);
             so.gpu_lanes = (int32_t)v;
         } else if (strcmp(a, "--out") == 0) {
             out = val;
@@ -267,9 +268,15 @@ int cmd_simulate(int argc, char **argv) {
         char *end;
         double v = strtod(eq + 1, &end);
         if (end == eq + 1 || *end != '\0') return cli_usage_error(cmd, "--set %s: '%s' is not a number", key, eq + 1);
-        ns_status st = ns_sim_params_set(&params, key, v);
-        if (st != NS_OK) return cli_status_error("--set", st);
+        if (ns_sim_params_set(&params, key, v) != NS_OK) return cli_usage_error(cmd, "%s", ns_last_error());
     }
+    /* every value in range, and a step count that fits, before any work */
+    int64_t n_steps = 0;
+    if (ns_sim_params_check(&params) != NS_OK || ns_sim_count_steps(params.tstop, params.dt, &n_steps) != NS_OK)
+        return cli_usage_error(cmd, "%s", ns_last_error());
+    if (n_steps < 1)
+        return cli_usage_error(cmd, "tstop = %g ms is less than half a step of dt = %g ms: nothing to simulate",
+                               params.tstop, params.dt);
     if (!ra_given) mo.disc.Ra = params.Ra;
     if (n_stims == 0 && !no_stim) {
         parse_loc("soma", &stims[0].loc);
