@@ -106,4 +106,15 @@ with tempfile.TemporaryDirectory() as tmp:
     run("life", "fit", d2, "--mw", "fastest", expect=2)
     run("life", "synth", expect=2)
 
+    # finite model values whose products overflow: the fit refuses (issue 18:
+    # it used to stop with exit 0 and objective inf), naming the model
+    d3 = os.path.join(tmp, "overflow")
+    run("life", "synth", d3, "--fibers", "10", "--theta", "16", "--L", "6", "--grid", "6,8,6", "--length", "5")
+    sig = np.load(os.path.join(d3, "signal.npy"))
+    np.save(os.path.join(d3, "signal.npy"), np.asfortranarray(sig * 1e200))
+    w3 = os.path.join(tmp, "w3.npy")
+    p = run("life", "fit", d3, "--quiet", "--backend", "cpu", "--out", w3, expect=1)
+    check("overflow" in p.stderr and "objective" in p.stderr and p.stderr.count("\n") == 1, p.stderr)
+    check(not os.path.exists(w3), "a failed fit writes no weights")
+
 harness.finish("test_life_cli")

@@ -204,6 +204,12 @@ with tempfile.TemporaryDirectory() as tmp:
     else:
         print("note: nibabel is not installed; the nibabel cross-checks were skipped")
 
+    # negative weights are refused by the report (issue 18), naming the file
+    negw = os.path.join(tmp, "neg_w.npy")
+    np.save(negw, np.where(np.arange(60) == 7, -1.0, weights))
+    p = run("life", "report", model, negw, "--json", expect=1)
+    check("neg_w.npy: weight 7 = -1 is negative" in p.stderr and p.stderr.count("\n") == 1, p.stderr)
+
     # bad inputs: one line naming the file
     bad_bval = os.path.join(tmp, "bad.bval")
     open(bad_bval, "w").write(" ".join(["0"] + ["2000"] * 24) + "\n")

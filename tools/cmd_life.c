@@ -200,7 +200,7 @@ static int fit(int argc, char **argv) {
     s = w && hist ? ns_life_fit(e, &fo, w, hist, &r) : NS_ERR_OUT_OF_MEMORY;
     if (fo.progress) fputc('\n', stderr);
     int rc = 0;
-    if (s != NS_OK) rc = cli_status_error("life fit", s);
+    if (s != NS_OK) rc = cli_error("life fit: %s: %s: %s", dir, ns_status_string(s), ns_last_error());
     if (rc == 0 && (s = ns_life_vector_save(out, w, F)) != NS_OK) rc = cli_status_error("life fit", s);
     if (rc == 0 && (s = ns_life_vector_save(hist_path, hist, r.updates)) != NS_OK)
         rc = cli_status_error("life fit", s);

@@ -167,6 +167,8 @@ int life_report(int argc, char **argv) {
     int rc = 0;
     if ((s = ns_life_vector_load(wpath, &w, &nw)) != NS_OK) rc = cli_status_error(cmd, s);
     else if (nw != F) rc = cli_error("%s has %lld weights but the model %s has %d fibers", wpath, (long long)nw, dir, (int)F);
+    for (int64_t f = 0; rc == 0 && f < nw; ++f) /* finite on load; LiFE weights are also >= 0 */
+        if (!(w[f] >= 0.0)) rc = cli_error("%s: weight %lld = %g is negative: LiFE weights are >= 0", wpath, (long long)f, w[f]);
     if (rc == 0 && hist_path && (s = ns_life_vector_load(hist_path, &hist, &nh)) != NS_OK) rc = cli_status_error(cmd, s);
     if (rc == 0 && (s = ns_life_engine_create(m, &eo, &e)) != NS_OK) rc = cli_status_error(cmd, s);
     if (rc == 0) {
