@@ -125,6 +125,42 @@ if not info.get("devices"):
     p = run("solve", "--method", "interleaved", "--cells", "10", code=1)
     check("gpu" in p.stderr.lower() or "cuda" in p.stderr.lower(), f"no-GPU message: {p.stderr!r}")
 
+# checks past the parsers (issue 18): geometry that overflows and a zero-length
+# neurite are refused with the file and line; a step count out of range is a
+# usage error before the run
+with tempfile.TemporaryDirectory() as tmp:
+    big = os.path.join(tmp, "big.swc")
+    with open(big, "w") as f:
+        f.write("1 1 0 0 0 1e308 -1\n2 3 10 0 0 1 1\n")
+    run("morph", big, code=1, stderr_has="big.swc:1: point id 1: its diameter overflows")
+    zl = os.path.join(tmp, "zl.swc")
+    with open(zl, "w") as f:
+        f.write("1 1 0 0 0 5 -1\n2 3 0 0 0 1 1\n3 3 0 0 0 1 2\n4 3 0 0 0 1 3\n")
+    run("simulate", zl, "--tstop", "1", "--no-progress", code=1, stderr_has="zl.swc:2: section 1 (SWC ids 2-4) has zero length")
+    run("simulate", os.path.join(MORPH, "ca1_h10.swc"), "--dt", "1e-300", code=2, stderr_has="steps")
+
+# --out: a prefix, or an existing directory to write into; a missing folder is
+# refused before the run with the OS reason; outputs appear only when complete
+with tempfile.TemporaryDirectory() as tmp:
+    cell = os.path.join(MORPH, "ca1_h10.swc")
+    sim = ["simulate", cell, "--tstop", "2", "--no-progress"]
+    run(*sim, "--out", os.path.join(tmp, "run"))
+    check(sorted(os.listdir(tmp)) == ["run_spikes.csv", "run_traces.csv", "run_traces.npy"],
+          f"--out PREFIX wrote {sorted(os.listdir(tmp))}")
+    sub = os.path.join(tmp, "dir")
+    os.mkdir(sub)
+    run(*sim, "--out", sub)
+    check(sorted(os.listdir(sub)) == ["spikes.csv", "traces.csv", "traces.npy"],
+          f"--out DIR wrote {sorted(os.listdir(sub))}")
+    check(not os.path.exists(sub + "_traces.csv"), "--out DIR wrote DIR_traces.csv next to the directory")
+    with open(os.path.join(sub, "traces.csv")) as f:
+        check(len(f.read().splitlines()) == 82, "traces.csv: header + 81 samples")
+    run(*sim, "--out", os.path.join(tmp, "missing", "run"), code=1, stderr_has="No such file or directory")
+    check(not os.path.exists(os.path.join(tmp, "missing")), "--out into a missing folder created it")
+    before = sorted(os.listdir(tmp))
+    run(*sim, "--out", os.path.join(tmp, "run"), "--record", "c99999", code=1)
+    check(sorted(os.listdir(tmp)) == before, f"a failed simulate changed {sorted(os.listdir(tmp))}")
+
 # bench hines on the CPU, small
 j = as_json(run("bench", "hines", "--shapes", "small-low", "--cells", "64", "--repeats", "5", "--json"),
             "bench hines --json")

@@ -63,7 +63,16 @@ int cli_split_list(char *text, const char **items, int cap);
 /* Median of n values (sorts them in place). */
 double cli_median(double *values, int n);
 
-/* Run a Python plotting script from bench/ or tools/ on a CSV; 0 on success. */
+/* Output files through ns_output (include/neurosolve/output.h): they appear
+ * only when complete. cli_output_open prints the error (with the OS reason)
+ * and returns NULL; cli_output_commit prints it and returns 1 on failure
+ * (0 on success); cli_output_abort drops a started output. */
+ns_output *cli_output_open(const char *path);
+int cli_output_commit(ns_output *o);
+
+/* Run a Python plotting script from bench/ or tools/ on a CSV; 0 on success.
+ * The PNG is written to a temporary name and renamed when the script
+ * succeeded; a missing matplotlib is named as such. */
 int cli_plot(const char *script, const char *csv, const char *png, const char *extra);
 
 /* ------------------------------------------------------------------ MPI */

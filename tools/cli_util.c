@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "cli.h"
 
@@ -150,14 +151,37 @@ double cli_median(double *values, int n) {
     return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+ns_output *cli_output_open(const char *path) {
+    ns_output *o = NULL;
+    ns_status st = ns_output_open(path, &o);
+    if (st != NS_OK) {
+        cli_error("%s", ns_last_error());
+        return NULL;
+    }
+    return o;
+}
+
+int cli_output_commit(ns_output *o) {
+    ns_status st = ns_output_commit(o);
+    return st == NS_OK ? 0 : cli_error("%s", ns_last_error());
+}
+
 int cli_plot(const char *script, const char *csv, const char *png, const char *extra) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", NS_SOURCE_DIR, script);
     struct stat st;
     if (stat(path, &st) != 0) return cli_error("plot script %s not found", path);
+    if (system("python3 -c 'import matplotlib' >/dev/null 2>&1") != 0)
+        return cli_error("%s: not drawn: python3 cannot import matplotlib (pip install matplotlib)", png);
+    ns_output *o = cli_output_open(png); /* the script writes the temporary file */
+    if (!o) return 1;
     char cmd[12288];
-    snprintf(cmd, sizeof cmd, "python3 '%s' '%s' '%s' %s", path, csv, png, extra ? extra : "");
+    snprintf(cmd, sizeof cmd, "python3 '%s' '%s' '%s' %s", path, csv, ns_output_temp_path(o), extra ? extra : "");
     int rc = system(cmd);
-    if (rc != 0) return cli_error("plotting failed (%s): is matplotlib installed (pip install matplotlib)?", cmd);
-    return 0;
+    if (rc != 0) {
+        ns_output_abort(o);
+        return cli_error("%s: not drawn: %s exited with status %d (its message is above)", png, script,
+                         WIFEXITED(rc) ? WEXITSTATUS(rc) : rc);
+    }
+    return cli_output_commit(o);
 }

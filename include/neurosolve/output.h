@@ -1,0 +1,45 @@
+/* neurosolve: output files that appear only when complete.
+ *
+ * Every file the library and the command write goes through this helper:
+ * the data go to a temporary file in the destination's folder
+ * (".NAME.partial-PID-N", removed on failure), which is renamed over NAME
+ * only when everything was written and closed without error. A failed or
+ * interrupted write therefore leaves no file that looks like a result, and
+ * an existing NAME survives a failed overwrite unchanged. */
+#ifndef NEUROSOLVE_OUTPUT_H
+#define NEUROSOLVE_OUTPUT_H
+
+#include <stdio.h>
+
+#include "neurosolve/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ns_output ns_output;
+
+/* Start writing `path`. NS_ERR_IO naming the path and the OS reason when
+ * its folder does not exist or is not writable, or when `path` names a
+ * directory. On success *out holds the handle. */
+ns_status ns_output_open(const char *path, ns_output **out);
+
+/* The stream to write to (binary mode), and the temporary file's name (for
+ * writers that need a path, e.g. a plotting script; keep the extension). */
+FILE *ns_output_stream(ns_output *o);
+const char *ns_output_temp_path(const ns_output *o);
+
+/* Close the stream and rename the temporary file over the destination.
+ * Always frees the handle; on any error (a failed write, close or rename)
+ * the temporary file is removed, the destination is left as it was, and the
+ * status is NS_ERR_IO naming the destination and the OS reason. */
+ns_status ns_output_commit(ns_output *o);
+
+/* Drop the output: close and remove the temporary file, free the handle.
+ * The destination is untouched. NULL is accepted. */
+void ns_output_abort(ns_output *o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
