@@ -138,6 +138,10 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write("1 1 0 0 0 5 -1\n2 3 0 0 0 1 1\n3 3 0 0 0 1 2\n4 3 0 0 0 1 3\n")
     run("simulate", zl, "--tstop", "1", "--no-progress", code=1, stderr_has="zl.swc:2: section 1 (SWC ids 2-4) has zero length")
     run("simulate", os.path.join(MORPH, "ca1_h10.swc"), "--dt", "1e-300", code=2, stderr_has="steps")
+    # a run that ends in NaN names the morphology of the failing cell (cell 2: the second file)
+    run("simulate", os.path.join(MORPH, "ca1_h10.swc"), os.path.join(MORPH, "hip_K-18.swc"), "--cells", "2",
+        "--tstop", "5", "--no-progress", "--set", "soma.ena=1e308", code=1,
+        stderr_has="simulation: hip_K-18.swc: NaN or Inf in the data: simulation: NaN/Inf (v = inf) in cell 2")
 
 # --out: a prefix, or an existing directory to write into; a missing folder is
 # refused before the run with the OS reason; outputs appear only when complete

@@ -33,6 +33,10 @@ int cli_usage_error(const char *command, const char *format, ...);
 /* Print "neurosolve: <what>: <status string>: <detail>"; returns 1. */
 int cli_status_error(const char *what, ns_status status);
 
+/* The cell a library error names ("... in cell N, ..." or "cell N, ..."),
+ * or -1: the command adds the file that cell came from. */
+long long cli_failed_cell(const char *detail);
+
 /* Option value parsing with range checks; print a usage error and return 0
  * on failure, 1 on success. */
 int cli_parse_long(const char *command, const char *option, const char *text, long long min,

@@ -39,6 +39,14 @@ int cli_status_error(const char *what, ns_status status) {
     return 1;
 }
 
+long long cli_failed_cell(const char *detail) {
+    for (const char *p = detail ? strstr(detail, "cell ") : NULL; p; p = strstr(p + 1, "cell ")) {
+        long long c;
+        if ((p == detail || p[-1] == ' ') && sscanf(p, "cell %lld", &c) == 1 && c >= 0) return c;
+    }
+    return -1;
+}
+
 int cli_parse_long(const char *command, const char *option, const char *text, long long min,
                    long long max, long long *value) {
     if (!text) {

@@ -425,7 +425,12 @@ int cmd_simulate(int argc, char **argv) {
         st = cli_sim_advance(sim, chunk);
         if (st != NS_OK) {
             if (shown) fputc('\n', stderr);
-            cli_status_error("simulation", st);
+            const long long bad = cli_failed_cell(ns_last_error());
+            if (bad >= 0 && bad < n_cells) /* name the file the cell was built from */
+                cli_error("simulation: %s: %s: %s", set.items[bad / cells_per].name, ns_status_string(st),
+                          ns_last_error());
+            else
+                cli_status_error("simulation", st);
             goto done;
         }
         done_steps += chunk;

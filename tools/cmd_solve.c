@@ -145,6 +145,12 @@ int cmd_solve(int argc, char **argv) {
         st = ns_hines_solver_create(batch, &args.opt, &solver);
         if (st != NS_OK) { rc = cli_status_error("preparing the solver", st); goto done; }
         st = ns_hines_solver_solve(solver, a, b, d, rhs);
+        const long long bad = st == NS_OK ? -1 : cli_failed_cell(ns_last_error());
+        if (bad >= 0 && bad < (long long)ns_batch_cells(batch)) { /* name the file of the failing cell */
+            rc = cli_error("solving: %s: %s: %s", set.items[ns_batch_cell_shape(batch)[bad]].name,
+                           ns_status_string(st), ns_last_error());
+            goto done;
+        }
         if (st != NS_OK) { rc = cli_status_error("solving", st); goto done; }
         ns_hines_solver_timing(solver, &tm);
         used = ns_hines_solver_method(solver);
@@ -178,7 +184,8 @@ int cmd_solve(int argc, char **argv) {
             }
             if (ns_hines_solve_one(n, ns_tree_parent(t), a + o, b + o, dref + o, xref + o) >= 0) {
                 free(dense_done);
-                rc = cli_error("the sequential reference hit a zero pivot in cell %lld", (long long)c);
+                rc = cli_error("%s: the sequential reference hit a zero pivot in cell %lld",
+                               set.items[cs[c]].name, (long long)c);
                 goto done;
             }
             double e = cell_error(rhs + o, xref + o, n);
