@@ -118,6 +118,10 @@ j = as_json(run("solve", os.path.join(MORPH, "ca1_h10.swc"), "--values", "cable"
 check(j.get("method") == "openmp" and j.get("values") == "cable", "solve cable: method or values")
 check(err_ok(j.get("max_rel_error_dense_lu"), 1e-10), "cable solve error vs dense LU > 1e-10")
 run("solve", "tree:50:60", code=1)  # more branches than compartments
+# the memory a batch needs is known up front: refused at once, not after
+# growing to the machine's limit (issue 18: 11.75 GB before the error)
+p = run("solve", "--cells", "1000000000", code=1, stderr_has="memory of this machine")
+check("GB" in p.stderr, f"memory estimate message: {p.stderr!r}")
 
 # a GPU method without a GPU is a clear runtime error, never a crash
 info = as_json(run("info", "--json"), "info")

@@ -37,6 +37,9 @@ int cli_status_error(const char *what, ns_status status);
  * or -1: the command adds the file that cell came from. */
 long long cli_failed_cell(const char *detail);
 
+/* Bytes of physical memory of this machine (sysconf), or -1 if unknown. */
+double cli_physical_memory(void);
+
 /* Option value parsing with range checks; print a usage error and return 0
  * on failure, 1 on success. */
 int cli_parse_long(const char *command, const char *option, const char *text, long long min,

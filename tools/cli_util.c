@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -37,6 +38,11 @@ int cli_status_error(const char *what, ns_status status) {
     else
         fprintf(stderr, "neurosolve: %s: %s\n", what, ns_status_string(status));
     return 1;
+}
+
+double cli_physical_memory(void) {
+    const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (double)pages * (double)size : -1.0;
 }
 
 long long cli_failed_cell(const char *detail) {

@@ -61,6 +61,23 @@ static int fill_cable(const cli_shape_set *set, const ns_batch_t *batch, double 
     return 0;
 }
 
+/* Bytes the solve allocates up front: per cell its shape and offset (12 B),
+ * per compartment a, b, d, rhs (32 B) and with --check the saved d and rhs
+ * (16 B more). The solver's own work space comes on top. */
+static int check_memory(const cli_shape_set *set, const solve_args *args) {
+    double per_round = 0.0; /* compartments of one cell of every shape */
+    for (int k = 0; k < set->count; ++k) per_round += ns_tree_size(set->items[k].tree);
+    const double cells = (double)args->cells;
+    const double compartments = per_round * (cells / set->count);
+    const double need = 12.0 * cells + (args->check ? 48.0 : 32.0) * compartments;
+    const double have = cli_physical_memory();
+    if (have > 0 && need > have)
+        return cli_error("solve: %lld cells of about %.3g compartments need about %.1f GB (%.3g compartments x %d "
+                         "arrays of doubles), more than the %.1f GB of memory of this machine",
+                         args->cells, compartments, need / 1e9, compartments, args->check ? 6 : 4, have / 1e9);
+    return 0;
+}
+
 int cmd_solve(int argc, char **argv) {
     solve_args args = {1e-10, 1024, 1, 2000, 0, 0, 0, {0}};
     ns_solve_options_init(&args.opt);
@@ -109,6 +126,10 @@ int cmd_solve(int argc, char **argv) {
     for (int k = 0; k < n_specs && !rc; ++k) rc = cli_shapes_add(&set, specs[k], &mo, (uint64_t)args.seed);
     free(specs);
     if (rc) { cli_shapes_free(&set); return rc; }
+
+    /* The memory the batch needs is known before anything is allocated:
+     * refuse early instead of growing until malloc fails (issue 18). */
+    if (!rc && (rc = check_memory(&set, &args))) { cli_shapes_free(&set); return rc; }
 
     ns_tree_t **trees = malloc((size_t)set.count * sizeof *trees);
     ns_batch_t *batch = NULL;
