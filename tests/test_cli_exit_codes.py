@@ -74,7 +74,7 @@ with tempfile.TemporaryDirectory() as tmp:
             ["--dt", "abc"], ["--tstop", "nan"], ["--tstop", "-1"], ["--tstop", "inf"], ["--tstop", "1e300"],
             ["--tstop", "0.001"], ["--set", "Ra=0"], ["--set", "dt=0"], ["--set", "soma.gnabar_hh=-1"],
             ["--set", "nosuch=1"], ["--set", "Ra=abc"], ["--set", "Ra"], ["--set", "all.hh=2"],
-            ["--set", "celsius=nan"], ["--gpu-lanes", "3"], ["--gpu-lanes", "64"], ["--gpu-lanes", "-1"],
+            ["--set", "celsius=nan"], ["--set", "Ra=0x10"], ["--dt", "0x1p-5"], ["--gpu-lanes", "3"], ["--gpu-lanes", "64"], ["--gpu-lanes", "-1"],
             ["--cells", "0"], ["--cells", "-5"], ["--record-every", "0"], ["--record-cells", "-1"],
             ["--threads", "-1"], ["--iclamp", "soma:1:-1:0.1"], ["--iclamp", "soma:1:2"],
             ["--iclamp", "soma:nan:1:0.1"], ["--record", "c-1"], ["--record", "0:2"], ["--backend", "gpu9"],
@@ -87,7 +87,7 @@ with tempfile.TemporaryDirectory() as tmp:
             ["--dense-max", "-1"], ["--block-size", "0"], ["--threads", "0"], ["--devices", "0"],
             ["--values", "x"], ["--seed", "-1"], ["--method", "x"], ["--backend", "x"], ["--ra", "-1"],
         ],
-        ("morph", CELL): [["--scale", "-1"], ["--nseg", "d-lambda:nan"], ["--cm", "nan"], ["--bogus"]],
+        ("morph", CELL): [["--scale", "-1"], ["--scale", "0x2"], ["--nseg", "d-lambda:nan"], ["--cm", "nan"], ["--bogus"]],
         ("life", "synth", os.path.join(tmp, "synth")): [
             ["--fibers", "0"], ["--theta", "0"], ["--L", "1"], ["--b", "-1"], ["--grid", "1,2,3"],
             ["--grid", "4,4"], ["--length", "0"], ["--curvature", "-1"], ["--active", "2"], ["--noise", "-1"],

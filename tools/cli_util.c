@@ -79,6 +79,7 @@ int cli_parse_double(const char *command, const char *option, const char *text, 
     char *end = NULL;
     errno = 0;
     double v = strtod(text, &end);
+    if (strspn(text, "+-.0123456789eE") != strlen(text)) end = (char *)text; /* decimal only: no hex */
     if (errno || end == text || *end != '\0' || !(v >= min && v <= max)) {
         cli_usage_error(command, "%s: '%s' is not a number in [%g, %g]", option, text, min, max);
         return 0;

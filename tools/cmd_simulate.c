@@ -298,15 +298,11 @@ int cmd_simulate(int argc, char **argv) {
         if (st != NS_OK) return cli_status_error("parameters", st);
     }
     for (int k = 0; k < n_sets; ++k) {
-        char key[160];
-        snprintf(key, sizeof key, "%s", sets[k]);
-        char *eq = strchr(key, '=');
-        if (!eq) return cli_usage_error(cmd, "--set KEY=VALUE, got '%s'", sets[k]);
-        *eq = '\0';
-        char *end;
-        double v = strtod(eq + 1, &end);
-        if (end == eq + 1 || *end != '\0') return cli_usage_error(cmd, "--set %s: '%s' is not a number", key, eq + 1);
-        if (ns_sim_params_set(&params, key, v) != NS_OK) return cli_usage_error(cmd, "%s", ns_last_error());
+        /* one line of a parameter file: the same parser and the same rules */
+        if (!strchr(sets[k], '=') || strpbrk(sets[k], "\n#"))
+            return cli_usage_error(cmd, "--set KEY=VALUE, got '%s'", sets[k]);
+        if (ns_sim_params_parse(&params, sets[k], strlen(sets[k]), "--set") != NS_OK)
+            return cli_usage_error(cmd, "%s", ns_last_error());
     }
     /* every value in range, and a step count that fits, before any work */
     int64_t n_steps = 0;

@@ -206,6 +206,12 @@ static ns_status parse_line(ns_sim_params *p, char *line, const char *name, long
     if (*s == '\0') return ns_fail(NS_ERR_PARSE, "%s:%ld: missing key before '='", name, lineno);
     char *v = eq + 1;
     while (*v == ' ' || *v == '\t') ++v;
+    /* decimal only, as in SWC files (docs/swc.md): no hex, nan or inf */
+    size_t len = strcspn(v, " \t\r");
+    if (len == 0) return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: expected a number", name, lineno, s);
+    if (strspn(v, "+-.0123456789eE") < len)
+        return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: '%.*s' is not a decimal number (hex, nan and inf are not read)",
+                       name, lineno, s, (int)len, v);
     char *end = NULL;
     errno = 0;
     double value = strtod(v, &end);
