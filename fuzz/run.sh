@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the readers for a bounded time (docs/fuzzing.md).
-#   fuzz/run.sh [SECONDS_PER_TARGET (20)] [TARGET...]   (targets: swc nifti params)
+#   fuzz/run.sh [SECONDS_PER_TARGET (20)] [TARGET...]   (targets: swc nifti params tracts life_files)
 # Builds build-fuzz/ with clang, libFuzzer, ASan and UBSan (NS_FUZZ=ON), then runs
 # each target on a scratch copy of fuzz/corpus/TARGET (the repository's corpus is
 # not modified). A crash, leak, UB report or timeout fails the script and leaves
@@ -11,7 +11,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 src="$(dirname "$here")"
 secs="${1:-20}"
 shift || true
-targets=("${@:-swc nifti params}")
+targets=("${@:-swc nifti params tracts life_files}")
 read -r -a targets <<< "${targets[*]}"
 build="${NS_FUZZ_BUILD:-$src/build-fuzz}"
 cc="${CC:-clang}"
@@ -23,7 +23,8 @@ status=0
 for t in "${targets[@]}"; do
   work="$build/fuzz/work/$t" findings="$build/fuzz/findings/$t"
   rm -rf "$work" && mkdir -p "$work" "$findings"
-  cp "$here/corpus/$t/"* "$here/regressions/$t/"* "$work/"
+  cp -r "$here/corpus/$t/." "$work/"
+  [ -d "$here/regressions/$t" ] && cp -r "$here/regressions/$t/." "$work/"
   echo "fuzz $t: ${secs}s"
   if ! "$build/fuzz/fuzz_$t" "$work" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
        -artifact_prefix="$findings/" -print_final_stats=1 > "$build/fuzz/$t.log" 2>&1; then
