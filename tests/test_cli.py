@@ -165,6 +165,22 @@ with tempfile.TemporaryDirectory() as tmp:
         check(len(f.read().splitlines()) == 82, "traces.csv: header + 81 samples")
     run(*sim, "--out", os.path.join(tmp, "missing", "run"), code=1, stderr_has="No such file or directory")
     check(not os.path.exists(os.path.join(tmp, "missing")), "--out into a missing folder created it")
+    # --plot: drawn through a temporary name; without matplotlib the message says so
+    # (no traceback, no PNG), with it the PNG appears
+    try:
+        import matplotlib  # noqa: F401
+        have_mpl = True
+    except ImportError:
+        have_mpl = False
+    png = os.path.join(tmp, "plot.png")
+    p = run(*sim, "--out", os.path.join(tmp, "plotted"), "--plot", png, code=0 if have_mpl else 1,
+            stderr_has=None if have_mpl else "cannot import matplotlib")
+    check(os.path.exists(png) == have_mpl, f"--plot: PNG exists {os.path.exists(png)}, matplotlib {have_mpl}")
+    check("Traceback" not in p.stderr, f"--plot printed a traceback: {p.stderr!r}")
+    check(not [f for f in os.listdir(tmp) if "partial" in f], f"temporary files left: {os.listdir(tmp)}")
+    for f in os.listdir(tmp):
+        if f.startswith("plot"):
+            os.remove(os.path.join(tmp, f))
     before = sorted(os.listdir(tmp))
     run(*sim, "--out", os.path.join(tmp, "run"), "--record", "c99999", code=1)
     check(sorted(os.listdir(tmp)) == before, f"a failed simulate changed {sorted(os.listdir(tmp))}")
