@@ -117,4 +117,10 @@ with tempfile.TemporaryDirectory() as tmp:
     check("overflow" in p.stderr and "objective" in p.stderr and p.stderr.count("\n") == 1, p.stderr)
     check(not os.path.exists(w3), "a failed fit writes no weights")
 
+    # a model folder appears only when complete; a missing parent folder names the reason
+    p = run("life", "synth", os.path.join(tmp, "no_parent", "m"), "--fibers", "5", "--theta", "8", "--L", "4",
+            "--grid", "4,4,4", "--length", "3", expect=1)
+    check("No such file or directory" in p.stderr and not os.path.exists(os.path.join(tmp, "no_parent")), p.stderr)
+    check(not [f for f in os.listdir(tmp) if "partial" in f], f"temporary folders left: {os.listdir(tmp)}")
+
 harness.finish("test_life_cli")

@@ -85,6 +85,39 @@ int main(void) {
     CHECK(ns_life_vector_save(at("missing/w.npy"), v, 3) == NS_ERR_IO);
     CHECK(entries() == 2);
 
+    /* a folder of outputs: absent until the commit, then complete */
+    ns_output_dir *d = NULL;
+    CHECK_OK(ns_output_dir_open(at("model"), &d));
+    char inner[512];
+    snprintf(inner, sizeof inner, "%s/x.npy", ns_output_dir_path(d));
+    CHECK_OK(ns_life_vector_save(inner, v, 3));
+    CHECK(access(at("model"), F_OK) != 0);
+    CHECK_OK(ns_output_dir_commit(d));
+    CHECK(access(at("model/x.npy"), F_OK) == 0);
+    /* an abort leaves the existing folder as it was */
+    CHECK_OK(ns_output_dir_open(at("model/"), &d));
+    snprintf(inner, sizeof inner, "%s/y.npy", ns_output_dir_path(d));
+    CHECK_OK(ns_life_vector_save(inner, v, 2));
+    ns_output_dir_abort(d);
+    CHECK(access(at("model/y.npy"), F_OK) != 0 && access(at("model/x.npy"), F_OK) == 0);
+    /* a commit into an existing folder moves the new files in */
+    CHECK_OK(ns_output_dir_open(at("model"), &d));
+    snprintf(inner, sizeof inner, "%s/x.npy", ns_output_dir_path(d));
+    const double v5[5] = {5, 4, 3, 2, 1};
+    CHECK_OK(ns_life_vector_save(inner, v5, 5));
+    CHECK_OK(ns_output_dir_commit(d));
+    double *back = NULL;
+    int64_t nback = 0;
+    CHECK_OK(ns_life_vector_load(at("model/x.npy"), &back, &nback));
+    CHECK(nback == 5 && back && back[0] == 5);
+    free(back);
+    CHECK(entries() == 3); /* a.csv, w.npy, model: no temporary folder left */
+    CHECK(ns_output_dir_open(at("a.csv"), &d) == NS_ERR_IO && strstr(ns_last_error(), "it is a file"));
+    CHECK(ns_output_dir_open(at("missing/model"), &d) == NS_ERR_IO &&
+          strstr(ns_last_error(), "No such file or directory"));
+    remove(at("model/x.npy"));
+    rmdir(at("model"));
+
     remove(at("a.csv"));
     remove(at("w.npy"));
     CHECK(rmdir(dir) == 0);

@@ -39,6 +39,18 @@ ns_status ns_output_commit(ns_output *o);
  * The destination is untouched. NULL is accepted. */
 void ns_output_abort(ns_output *o);
 
+/* A folder of outputs (a LiFE model): the files are written into a
+ * temporary folder next to it (".NAME.partial-PID-N") and moved into NAME,
+ * which is created if needed, only when every file was written. A failure
+ * before the commit leaves NAME as it was. Moving into an existing NAME is
+ * one rename per file (each file complete; a crash during the moves can
+ * leave old and new files side by side). */
+typedef struct ns_output_dir ns_output_dir;
+ns_status ns_output_dir_open(const char *directory, ns_output_dir **out);
+const char *ns_output_dir_path(const ns_output_dir *d); /* the folder to write into */
+ns_status ns_output_dir_commit(ns_output_dir *d);      /* frees the handle */
+void ns_output_dir_abort(ns_output_dir *d);            /* removes what was written; NULL is fine */
+
 #ifdef __cplusplus
 }
 #endif
