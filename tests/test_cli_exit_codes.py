@@ -90,7 +90,7 @@ with tempfile.TemporaryDirectory() as tmp:
         ("morph", CELL): [["--scale", "-1"], ["--scale", "0x2"], ["--nseg", "d-lambda:nan"], ["--cm", "nan"], ["--bogus"]],
         ("life", "synth", os.path.join(tmp, "synth")): [
             ["--fibers", "0"], ["--theta", "0"], ["--L", "1"], ["--b", "-1"], ["--grid", "1,2,3"],
-            ["--grid", "4,4"], ["--length", "0"], ["--curvature", "-1"], ["--active", "2"], ["--noise", "-1"],
+            ["--grid", "4,4"], ["--grid", "2048,2048,2048"], ["--length", "0"], ["--curvature", "-1"], ["--active", "2"], ["--noise", "-1"],
             ["--seed", "-1"],
         ],
         ("life", "fit", os.path.join(tmp, "no_model")): [
@@ -115,7 +115,7 @@ with tempfile.TemporaryDirectory() as tmp:
         ],
         ("bench", "life"): [
             ["--fibers", "0"], ["--iters", "1"], ["--repeats", "0"], ["--L", "1"], ["--theta", "0"],
-            ["--grid", "1,1,1"], ["--threads", "0"], ["--length", "0"],
+            ["--grid", "1,1,1"], ["--grid", "2048,2048,2048"], ["--threads", "0"], ["--length", "0"],
         ],
         ("bench", "sim"): [
             ["--cells", "0"], ["--steps", "0"], ["--cpu-max", "-1"], ["--neuron", "0"], ["--backend", "x"],

@@ -63,6 +63,8 @@ int bench_scale(int argc, char **argv) {
         else return cli_usage_error("bench scale", "unknown option or missing value '%s'", a);
         if (!ok) return 2;
     }
+    if (!model_dir && ns_life_synth_options_check(&so) != NS_OK)
+        return cli_usage_error("bench scale", "%s", ns_last_error());
     if (!cli_mpi_active())
         fprintf(stderr, "neurosolve bench scale: not launched by mpirun: one process\n");
     MPI_Comm comm = MPI_COMM_WORLD;

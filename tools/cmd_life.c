@@ -78,6 +78,8 @@ static int synth(int argc, char **argv) {
         else return cli_usage_error("life synth", "unknown option or missing value '%s'", a);
         if (!ok) return 2;
     }
+    if (ns_life_synth_options_check(&o) != NS_OK) /* out-of-range combinations: usage errors */
+        return cli_usage_error("life synth", "%s", ns_last_error());
     ns_life_model_t *m = NULL;
     ns_status s = ns_life_synth(&o, &m);
     if (s != NS_OK) return cli_status_error("life synth", s);

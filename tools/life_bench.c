@@ -351,6 +351,7 @@ int bench_life(int argc, char **argv) {
         if (!iters_given) B.iters = 20; /* --quick sets defaults, explicit options win */
         if (!repeats_given) B.repeats = 3;
     }
+    if (ns_life_synth_options_check(&so) != NS_OK) return cli_usage_error("bench life", "%s", ns_last_error());
     if (B.naive_iters > B.iters) B.naive_iters = B.iters;
     if (B.ref_iters < 2 || B.ref_iters > B.iters) B.ref_iters = B.iters;
     char device[256] = "none";
