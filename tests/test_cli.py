@@ -121,6 +121,8 @@ run("solve", "tree:50:60", code=1)  # more branches than compartments
 # the memory a batch needs is known up front: refused at once, not after
 # growing to the machine's limit (issue 18: 11.75 GB before the error)
 p = run("solve", "--cells", "1000000000", code=1, stderr_has="memory of this machine")
+run("simulate", os.path.join(MORPH, "ca1_h10.swc"), "--tstop", "1e10", "--no-progress", code=1,
+    stderr_has="memory of this machine")
 check("GB" in p.stderr, f"memory estimate message: {p.stderr!r}")
 
 # a GPU method without a GPU is a clear runtime error, never a crash

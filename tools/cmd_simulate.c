@@ -352,6 +352,26 @@ int cmd_simulate(int argc, char **argv) {
         cells[k] = set.items[k].cell;
     }
     const long long n_cells = cells_per * set.count;
+    /* The memory the run needs is known before anything big is allocated:
+     * the state (v, m, h, n and a work vector: 40 B per compartment), the
+     * cells (24 B each) and the traces (kept by the simulation and copied
+     * for the files: 16 B per sample and site). A lower bound, refused when
+     * it exceeds the machine's memory instead of failing at the end. */
+    {
+        double comps = 0.0;
+        for (int k = 0; k < set.count; ++k) comps += (double)ns_tree_size(ns_cell_tree(cells[k])) * (double)cells_per;
+        const double sites_all = (double)set.count * (double)(record_cells < cells_per ? record_cells : cells_per) * n_recs;
+        const double samples_all = (double)n_steps / so.record_every + 1.0;
+        const double need = 40.0 * comps + 24.0 * (double)n_cells + 16.0 * samples_all * sites_all;
+        const double have = cli_physical_memory();
+        if (have > 0 && need > have) {
+            cli_error("simulate: %lld cells (%.3g compartments) and %.3g trace samples of %.0f sites need at least "
+                      "%.1f GB, more than the %.1f GB of memory of this machine (fewer --cells, a larger "
+                      "--record-every or a shorter --tstop)",
+                      n_cells, comps, samples_all, sites_all, need / 1e9, have / 1e9);
+            goto done;
+        }
+    }
     /* cells of one morphology are contiguous: cell c has shape c / cells_per */
     cell_shape = malloc((size_t)n_cells * sizeof *cell_shape);
     if (!cell_shape) {
