@@ -314,7 +314,7 @@ int cmd_simulate(int argc, char **argv) {
     char stem[4000] = "";
     if (out || plot) {
         output_stem(out, plot, stem, sizeof stem);
-        if (cli_mpi_rank() == 0 && check_output_folder(stem)) return 1;
+        if (check_output_folder(stem)) return 1; /* every rank: the same answer on a shared file system */
     }
     if (!ra_given) mo.disc.Ra = params.Ra;
     if (n_stims == 0 && !no_stim) {
@@ -362,7 +362,8 @@ int cmd_simulate(int argc, char **argv) {
         for (int k = 0; k < set.count; ++k) comps += (double)ns_tree_size(ns_cell_tree(cells[k])) * (double)cells_per;
         const double sites_all = (double)set.count * (double)(record_cells < cells_per ? record_cells : cells_per) * n_recs;
         const double samples_all = (double)n_steps / so.record_every + 1.0;
-        const double need = 40.0 * comps + 24.0 * (double)n_cells + 16.0 * samples_all * sites_all;
+        /* under MPI each process holds its share of the cells; rank 0 gathers every trace */
+        const double need = (40.0 * comps + 24.0 * (double)n_cells) / cli_mpi_size() + 16.0 * samples_all * sites_all;
         const double have = cli_physical_memory();
         if (have > 0 && need > have) {
             cli_error("simulate: %lld cells (%.3g compartments) and %.3g trace samples of %.0f sites need at least "
