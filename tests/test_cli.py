@@ -187,6 +187,17 @@ with tempfile.TemporaryDirectory() as tmp:
     run(*sim, "--out", os.path.join(tmp, "run"), "--record", "c99999", code=1)
     check(sorted(os.listdir(tmp)) == before, f"a failed simulate changed {sorted(os.listdir(tmp))}")
 
+# the same for the GPU: a batch that fits the host but not the GPU is refused
+# before the host arrays are filled (only where there is a GPU and the memory)
+if info.get("devices"):
+    free = sum(d.get("free_memory_gib", 0) for d in info["devices"]) * 2**30
+    host = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    cells = int(free * 1.05 / (32 * 319)) + 1  # medium-high: 319 compartments
+    if 32 * 319 * cells < 0.8 * host:
+        run("solve", "--cells", str(cells), "--backend", "cuda", code=1, stderr_has="of GPU memory")
+    else:
+        print("note: GPU memory check skipped: the host has too little memory to pass its own check")
+
 # bench hines on the CPU, small
 j = as_json(run("bench", "hines", "--shapes", "small-low", "--cells", "64", "--repeats", "5", "--json"),
             "bench hines --json")

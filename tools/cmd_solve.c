@@ -75,6 +75,26 @@ static int check_memory(const cli_shape_set *set, const solve_args *args) {
         return cli_error("solve: %lld cells of about %.3g compartments need about %.1f GB (%.3g compartments x %d "
                          "arrays of doubles), more than the %.1f GB of memory of this machine",
                          args->cells, compartments, need / 1e9, compartments, args->check ? 6 : 4, have / 1e9);
+    /* A GPU solve asked for by name holds at least a, b, d, rhs and the
+     * offsets on the devices (its layouts come on top): refuse when that
+     * alone exceeds their free memory, before the host arrays are filled. */
+    const ns_hines_method m = args->opt.method;
+    const int gpu = args->opt.backend == NS_BACKEND_CUDA ||
+                    (m != NS_HINES_AUTO && m != NS_HINES_SEQUENTIAL && m != NS_HINES_OPENMP);
+    int n_dev = 0;
+    if (gpu && !cli_mpi_active() && ns_cuda_device_count(&n_dev) == NS_OK && n_dev > 0) {
+        if (args->opt.devices > 0 && args->opt.devices < n_dev) n_dev = args->opt.devices;
+        double free_bytes = 0.0;
+        for (int d = 0; d < n_dev; ++d) {
+            ns_device_info di;
+            if (ns_cuda_device_info(d, &di) == NS_OK) free_bytes += di.free_memory_gib * 1073741824.0;
+        }
+        const double need_gpu = 12.0 * cells + 32.0 * compartments;
+        if (free_bytes > 0 && need_gpu > free_bytes)
+            return cli_error("solve: %lld cells of about %.3g compartments need at least %.1f GB of GPU memory, more "
+                             "than the %.1f GB free on %d GPU%s",
+                             args->cells, compartments, need_gpu / 1e9, free_bytes / 1e9, n_dev, n_dev == 1 ? "" : "s");
+    }
     return 0;
 }
 
