@@ -117,6 +117,17 @@ with tempfile.TemporaryDirectory() as tmp:
     check("overflow" in p.stderr and "objective" in p.stderr and p.stderr.count("\n") == 1, p.stderr)
     check(not os.path.exists(w3), "a failed fit writes no weights")
 
+    # the weights and their history appear together: a history that cannot be
+    # written leaves no weights either (and an existing weights file as it was)
+    w4 = os.path.join(tmp, "w4.npy")
+    open(w4, "wb").write(b"old weights")
+    p = run("life", "fit", d, "--iters", "5", "--quiet", "--backend", "cpu", "--out", w4,
+            "--history", os.path.join(tmp, "no_dir", "h.npy"), expect=1)
+    check("No such file or directory" in p.stderr, p.stderr)
+    check(open(w4, "rb").read() == b"old weights", "a failed fit changed the existing weights file")
+    run("life", "fit", d, "--iters", "5", "--quiet", "--backend", "cpu", "--out", w4)
+    check(np.load(w4).shape == (30,) and np.load(os.path.join(tmp, "w4_history.npy")).shape == (4,), "fit outputs")
+
     # a model folder appears only when complete; a missing parent folder names the reason
     p = run("life", "synth", os.path.join(tmp, "no_parent", "m"), "--fibers", "5", "--theta", "8", "--L", "4",
             "--grid", "4,4,4", "--length", "3", expect=1)

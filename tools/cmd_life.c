@@ -203,9 +203,21 @@ static int fit(int argc, char **argv) {
     if (fo.progress) fputc('\n', stderr);
     int rc = 0;
     if (s != NS_OK) rc = cli_error("life fit: %s: %s: %s", dir, ns_status_string(s), ns_last_error());
-    if (rc == 0 && (s = ns_life_vector_save(out, w, F)) != NS_OK) rc = cli_status_error("life fit", s);
-    if (rc == 0 && (s = ns_life_vector_save(hist_path, hist, r.updates)) != NS_OK)
+    /* the weights and their history appear together or not at all: both are
+     * written under their temporary names, then both renamed into place */
+    ns_output *ow = rc == 0 ? cli_output_open(out) : NULL, *oh = ow ? cli_output_open(hist_path) : NULL;
+    if (rc == 0 && !oh) rc = 1;
+    if (rc == 0 && (s = ns_life_vector_save(ns_output_temp_path(ow), w, F)) != NS_OK) rc = cli_status_error("life fit", s);
+    if (rc == 0 && (s = ns_life_vector_save(ns_output_temp_path(oh), hist, r.updates)) != NS_OK)
         rc = cli_status_error("life fit", s);
+    if (rc == 0) {
+        rc = cli_output_commit(ow);
+        if (rc) ns_output_abort(oh);
+        else rc = cli_output_commit(oh);
+    } else {
+        ns_output_abort(ow);
+        ns_output_abort(oh);
+    }
     if (rc == 0) {
         const double *wt = ns_life_model_true_weights(m);
         double err = -1.0;
