@@ -16,3 +16,10 @@ add_test(NAME cli_solve_bundled_random
   COMMAND $<TARGET_FILE:neurosolve_cli> solve bundled --cells 108 --check
           --radii default:0.5 --method openmp --tolerance 1e-10)
 set_tests_properties(cli_solve_bundled_check cli_solve_bundled_random PROPERTIES TIMEOUT 900)
+
+# One exit-code rule: --help on every command and subcommand exits 0; every
+# option's out-of-range values exit 2 before any work (docs/cli.md).
+add_test(NAME cli_exit_codes
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_exit_codes.py
+          $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_exit_codes PROPERTIES TIMEOUT 600)

@@ -333,6 +333,21 @@ static void test_bad_input(void) {
     CHECK(ns_sim_params_parse(&p, bad2, strlen(bad2), "q.txt") == NS_ERR_INVALID_ARGUMENT);
     CHECK(strstr(ns_last_error(), "q.txt:2") != NULL && strstr(ns_last_error(), "foo") != NULL);
     CHECK(ns_sim_params_read(&p, "/nonexistent/params.txt") == NS_ERR_IO);
+    /* decimal only, as SWC files (issue 18: hex was read here, refused there) */
+    const char *hex = "dt = 0.025\nRa = 0x10\n";
+    CHECK(ns_sim_params_parse(&p, hex, strlen(hex), "h.txt") == NS_ERR_PARSE);
+    CHECK(strstr(ns_last_error(), "h.txt:2: Ra: '0x10' is not a decimal number") != NULL);
+    /* a step count that does not fit is refused before any run */
+    int64_t steps = -1;
+    CHECK(ns_sim_count_steps(100.0, 1e-300, &steps) == NS_ERR_INVALID_ARGUMENT && steps == 0);
+    CHECK(strstr(ns_last_error(), "dt = 1e-300 ms") != NULL);
+    CHECK(ns_sim_count_steps(NAN, 0.025, &steps) == NS_ERR_INVALID_ARGUMENT);
+    CHECK_OK(ns_sim_count_steps(100.0, 0.025, &steps));
+    CHECK(steps == 4000);
+    ns_sim_params q;
+    ns_sim_params_init(&q);
+    q.dt = 1e-300;
+    CHECK(ns_sim_params_check(&q) == NS_ERR_INVALID_ARGUMENT);
 
     ns_cell_t *cell = make_cell(2, NS_JUNCTIONS_MINIMAL, 35.4);
     if (!cell) return;

@@ -118,12 +118,85 @@ j = as_json(run("solve", os.path.join(MORPH, "ca1_h10.swc"), "--values", "cable"
 check(j.get("method") == "openmp" and j.get("values") == "cable", "solve cable: method or values")
 check(err_ok(j.get("max_rel_error_dense_lu"), 1e-10), "cable solve error vs dense LU > 1e-10")
 run("solve", "tree:50:60", code=1)  # more branches than compartments
+# the memory a batch needs is known up front: refused at once, not after
+# growing to the machine's limit (issue 18: 11.75 GB before the error)
+p = run("solve", "--cells", "1000000000", code=1, stderr_has="memory of this machine")
+run("simulate", os.path.join(MORPH, "ca1_h10.swc"), "--tstop", "1e10", "--no-progress", code=1,
+    stderr_has="memory of this machine")
+check("GB" in p.stderr, f"memory estimate message: {p.stderr!r}")
 
 # a GPU method without a GPU is a clear runtime error, never a crash
 info = as_json(run("info", "--json"), "info")
 if not info.get("devices"):
     p = run("solve", "--method", "interleaved", "--cells", "10", code=1)
     check("gpu" in p.stderr.lower() or "cuda" in p.stderr.lower(), f"no-GPU message: {p.stderr!r}")
+
+# checks past the parsers (issue 18): geometry that overflows and a zero-length
+# neurite are refused with the file and line; a step count out of range is a
+# usage error before the run
+with tempfile.TemporaryDirectory() as tmp:
+    big = os.path.join(tmp, "big.swc")
+    with open(big, "w") as f:
+        f.write("1 1 0 0 0 1e308 -1\n2 3 10 0 0 1 1\n")
+    run("morph", big, code=1, stderr_has="big.swc:1: point id 1: its diameter overflows")
+    zl = os.path.join(tmp, "zl.swc")
+    with open(zl, "w") as f:
+        f.write("1 1 0 0 0 5 -1\n2 3 0 0 0 1 1\n3 3 0 0 0 1 2\n4 3 0 0 0 1 3\n")
+    run("simulate", zl, "--tstop", "1", "--no-progress", code=1, stderr_has="zl.swc:2: section 1 (SWC ids 2-4) has zero length")
+    run("simulate", os.path.join(MORPH, "ca1_h10.swc"), "--dt", "1e-300", code=2, stderr_has="steps")
+    # a run that ends in NaN names the morphology of the failing cell (cell 2: the second file)
+    run("simulate", os.path.join(MORPH, "ca1_h10.swc"), os.path.join(MORPH, "hip_K-18.swc"), "--cells", "2",
+        "--tstop", "5", "--no-progress", "--set", "soma.ena=1e308", code=1,
+        stderr_has="simulation: hip_K-18.swc: NaN or Inf in the data: simulation: NaN/Inf (v = inf) in cell 2")
+
+# --out: a prefix, or an existing directory to write into; a missing folder is
+# refused before the run with the OS reason; outputs appear only when complete
+with tempfile.TemporaryDirectory() as tmp:
+    cell = os.path.join(MORPH, "ca1_h10.swc")
+    sim = ["simulate", cell, "--tstop", "2", "--no-progress"]
+    run(*sim, "--out", os.path.join(tmp, "run"))
+    check(sorted(os.listdir(tmp)) == ["run_spikes.csv", "run_traces.csv", "run_traces.npy"],
+          f"--out PREFIX wrote {sorted(os.listdir(tmp))}")
+    sub = os.path.join(tmp, "dir")
+    os.mkdir(sub)
+    run(*sim, "--out", sub)
+    check(sorted(os.listdir(sub)) == ["spikes.csv", "traces.csv", "traces.npy"],
+          f"--out DIR wrote {sorted(os.listdir(sub))}")
+    check(not os.path.exists(sub + "_traces.csv"), "--out DIR wrote DIR_traces.csv next to the directory")
+    with open(os.path.join(sub, "traces.csv")) as f:
+        check(len(f.read().splitlines()) == 82, "traces.csv: header + 81 samples")
+    run(*sim, "--out", os.path.join(tmp, "missing", "run"), code=1, stderr_has="No such file or directory")
+    check(not os.path.exists(os.path.join(tmp, "missing")), "--out into a missing folder created it")
+    # --plot: drawn through a temporary name; without matplotlib the message says so
+    # (no traceback, no PNG), with it the PNG appears
+    try:
+        import matplotlib  # noqa: F401
+        have_mpl = True
+    except ImportError:
+        have_mpl = False
+    png = os.path.join(tmp, "plot.png")
+    p = run(*sim, "--out", os.path.join(tmp, "plotted"), "--plot", png, code=0 if have_mpl else 1,
+            stderr_has=None if have_mpl else "cannot import matplotlib")
+    check(os.path.exists(png) == have_mpl, f"--plot: PNG exists {os.path.exists(png)}, matplotlib {have_mpl}")
+    check("Traceback" not in p.stderr, f"--plot printed a traceback: {p.stderr!r}")
+    check(not [f for f in os.listdir(tmp) if "partial" in f], f"temporary files left: {os.listdir(tmp)}")
+    for f in os.listdir(tmp):
+        if f.startswith("plot"):
+            os.remove(os.path.join(tmp, f))
+    before = sorted(os.listdir(tmp))
+    run(*sim, "--out", os.path.join(tmp, "run"), "--record", "c99999", code=1)
+    check(sorted(os.listdir(tmp)) == before, f"a failed simulate changed {sorted(os.listdir(tmp))}")
+
+# the same for the GPU: a batch that fits the host but not the GPU is refused
+# before the host arrays are filled (only where there is a GPU and the memory)
+if info.get("devices"):
+    free = sum(d.get("free_memory_gib", 0) for d in info["devices"]) * 2**30
+    host = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    cells = int(free * 1.05 / (32 * 319)) + 1  # medium-high: 319 compartments
+    if 32 * 319 * cells < 0.8 * host:
+        run("solve", "--cells", str(cells), "--backend", "cuda", code=1, stderr_has="of GPU memory")
+    else:
+        print("note: GPU memory check skipped: the host has too little memory to pass its own check")
 
 # bench hines on the CPU, small
 j = as_json(run("bench", "hines", "--shapes", "small-low", "--cells", "64", "--repeats", "5", "--json"),

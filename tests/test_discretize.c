@@ -465,7 +465,45 @@ static void test_bad_input(void) {
     ns_morph_destroy(m);
 }
 
+/* Geometry past the parser (issue 18): finite numbers whose lengths, areas or
+ * conductances overflow, and a neurite of zero length, are refused by the
+ * discretisation with the file, line and section, never turned into inf/nan. */
+static void expect_geometry_error(const char *name, const char *text, ns_status want, const char *needle) {
+    ns_morph_t *m = NULL;
+    CHECK_OK(ns_swc_parse(text, strlen(text), name, NULL, &m));
+    ns_cell_t *c = (ns_cell_t *)1;
+    ns_status st = m ? ns_discretize(m, NULL, &c) : NS_ERR_INTERNAL;
+    CHECK_MSG(st == want, "%s: got %s (%s)", name, ns_status_string(st), ns_last_error());
+    CHECK_MSG(strstr(ns_last_error(), needle) != NULL, "%s: '%s' lacks '%s'", name, ns_last_error(), needle);
+    CHECK(c == NULL);
+    ns_morph_destroy(m);
+}
+
+static void test_geometry_overflow(void) {
+    expect_geometry_error("huge_radius.swc", "1 1 0 0 0 1e308 -1\n2 3 10 0 0 1 1\n", NS_ERR_NOT_FINITE,
+                          "huge_radius.swc:1: point id 1: its diameter overflows");
+    expect_geometry_error("huge_xyz.swc", "1 1 0 0 0 5 -1\n2 3 1e308 0 0 1 1\n3 3 -1e308 0 0 1 2\n",
+                          NS_ERR_NOT_FINITE, "huge_xyz.swc:2: point id 2: its distance to its parent overflows");
+    expect_geometry_error("huge_soma.swc", "1 1 0 0 0 1e200 -1\n2 3 1 0 0 1 1\n", NS_ERR_NOT_FINITE,
+                          "huge_soma.swc:1: section 0");
+    expect_geometry_error("zero_neurite.swc", "# soma and a neurite of zero length\n1 1 0 0 0 5 -1\n2 3 0 0 0 1 1\n"
+                          "3 3 0 0 0 1 2\n4 3 0 0 0 1 3\n", NS_ERR_PARSE,
+                          "zero_neurite.swc:3: section 1 (SWC ids 2-4) has zero length");
+    /* large but finite geometry still loads */
+    ns_morph_t *m = NULL;
+    const char *ok = "1 1 0 0 0 1e100 -1\n2 3 1e120 0 0 1e100 1\n";
+    CHECK_OK(ns_swc_parse(ok, strlen(ok), "large.swc", NULL, &m));
+    ns_cell_t *c = NULL;
+    CHECK_OK(ns_discretize(m, NULL, &c));
+    ns_cell_info info;
+    ns_cell_get_info(c, &info);
+    CHECK(isfinite(info.total_length) && isfinite(info.total_area));
+    ns_cell_destroy(c);
+    ns_morph_destroy(m);
+}
+
 int main(void) {
+    test_geometry_overflow();
     test_cylinder();
     test_frustum();
     test_y_junction();

@@ -106,4 +106,32 @@ with tempfile.TemporaryDirectory() as tmp:
     run("life", "fit", d2, "--mw", "fastest", expect=2)
     run("life", "synth", expect=2)
 
+    # finite model values whose products overflow: the fit refuses (issue 18:
+    # it used to stop with exit 0 and objective inf), naming the model
+    d3 = os.path.join(tmp, "overflow")
+    run("life", "synth", d3, "--fibers", "10", "--theta", "16", "--L", "6", "--grid", "6,8,6", "--length", "5")
+    sig = np.load(os.path.join(d3, "signal.npy"))
+    np.save(os.path.join(d3, "signal.npy"), np.asfortranarray(sig * 1e200))
+    w3 = os.path.join(tmp, "w3.npy")
+    p = run("life", "fit", d3, "--quiet", "--backend", "cpu", "--out", w3, expect=1)
+    check("overflow" in p.stderr and "objective" in p.stderr and p.stderr.count("\n") == 1, p.stderr)
+    check(not os.path.exists(w3), "a failed fit writes no weights")
+
+    # the weights and their history appear together: a history that cannot be
+    # written leaves no weights either (and an existing weights file as it was)
+    w4 = os.path.join(tmp, "w4.npy")
+    open(w4, "wb").write(b"old weights")
+    p = run("life", "fit", d, "--iters", "5", "--quiet", "--backend", "cpu", "--out", w4,
+            "--history", os.path.join(tmp, "no_dir", "h.npy"), expect=1)
+    check("No such file or directory" in p.stderr, p.stderr)
+    check(open(w4, "rb").read() == b"old weights", "a failed fit changed the existing weights file")
+    run("life", "fit", d, "--iters", "5", "--quiet", "--backend", "cpu", "--out", w4)
+    check(np.load(w4).shape == (30,) and np.load(os.path.join(tmp, "w4_history.npy")).shape == (4,), "fit outputs")
+
+    # a model folder appears only when complete; a missing parent folder names the reason
+    p = run("life", "synth", os.path.join(tmp, "no_parent", "m"), "--fibers", "5", "--theta", "8", "--L", "4",
+            "--grid", "4,4,4", "--length", "3", expect=1)
+    check("No such file or directory" in p.stderr and not os.path.exists(os.path.join(tmp, "no_parent")), p.stderr)
+    check(not [f for f in os.listdir(tmp) if "partial" in f], f"temporary folders left: {os.listdir(tmp)}")
+
 harness.finish("test_life_cli")

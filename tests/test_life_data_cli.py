@@ -204,6 +204,36 @@ with tempfile.TemporaryDirectory() as tmp:
     else:
         print("note: nibabel is not installed; the nibabel cross-checks were skipped")
 
+    # negative weights are refused by the report (issue 18), naming the file
+    negw = os.path.join(tmp, "neg_w.npy")
+    np.save(negw, np.where(np.arange(60) == 7, -1.0, weights))
+    p = run("life", "report", model, negw, "--json", expect=1)
+    check("neg_w.npy: weight 7 = -1 is negative" in p.stderr and p.stderr.count("\n") == 1, p.stderr)
+
+    # atomic outputs (issue 18): a report whose pruning fails on a truncated
+    # tractogram leaves no .trk/.tck and no RMSE CSV, and an existing output
+    # survives the failed overwrite unchanged; nothing temporary is left
+    trunc_src = os.path.join(tmp, "trunc_src.trk")
+    open(trunc_src, "wb").write(src[:-7])
+    outdir = os.path.join(tmp, "atomic")
+    os.mkdir(outdir)
+    p = run("life", "report", model, w, "--tracks", trunc_src, "--pruned", os.path.join(outdir, "p.trk"),
+            "--csv", os.path.join(outdir, "rmse.csv"), expect=1)
+    check("trunc_src.trk" in p.stderr and "truncated" in p.stderr, f"truncated source: {p.stderr}")
+    check(os.listdir(outdir) == [], f"a failed report left {os.listdir(outdir)}")
+    keep_old = os.path.join(outdir, "old.trk")
+    open(keep_old, "wb").write(b"previous result")
+    run("life", "report", model, w, "--tracks", trunc_src, "--pruned", keep_old, expect=1)
+    check(open(keep_old, "rb").read() == b"previous result" and os.listdir(outdir) == ["old.trk"],
+          f"existing output after a failed overwrite: {os.listdir(outdir)}")
+    os.remove(keep_old)
+    trunc_tck = os.path.join(tmp, "trunc_src.tck")
+    open(trunc_tck, "wb").write(open(tck, "rb").read()[:-30])  # no end marker, last point cut
+    run("life", "report", model2, w, "--tracks", trunc_tck, "--pruned", os.path.join(outdir, "p.tck"), expect=1)
+    check(os.listdir(outdir) == [], f"a failed .tck pruning left {os.listdir(outdir)}")
+    p = run("life", "report", model, w, "--csv", os.path.join(tmp, "no_such_dir", "r.csv"), expect=1)
+    check("No such file or directory" in p.stderr, f"missing folder without its reason: {p.stderr}")
+
     # bad inputs: one line naming the file
     bad_bval = os.path.join(tmp, "bad.bval")
     open(bad_bval, "w").write(" ".join(["0"] + ["2000"] * 24) + "\n")

@@ -229,6 +229,19 @@ static void test_nifti(void) {
     fwrite("abc", 1, 3, f);
     fclose(f);
     EXPECT_FAIL(ns_nifti_read(tmp("short.nii"), &img), NS_ERR_PARSE, "short.nii: truncated");
+    /* dims whose product overflows 64 bits (issue 18: signed overflow under
+     * UBSan, a nonsense allocation size in Release): a clear size error */
+    s = base_spec();
+    write_nii(tmp("huge.nii"), &s, raw);
+    f = fopen(tmp("huge.nii"), "r+b");
+    unsigned char dims[16];
+    put16(dims, 7, 0);
+    for (int i = 0; i < 7; ++i) put16(dims + 2 + 2 * i, 32767, 0);
+    fseek(f, 40, SEEK_SET);
+    fwrite(dims, 1, sizeof dims, f);
+    fclose(f);
+    EXPECT_FAIL(ns_nifti_read(tmp("huge.nii"), &img), NS_ERR_SIZE, "huge.nii: dims 32767 x 32767");
+    CHECK(img == NULL);
 }
 
 static void write_text(const char *path, const char *text) {

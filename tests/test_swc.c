@@ -344,6 +344,28 @@ static void test_memory(void) {
 /* Numbers: the reader's value must equal the C library's strtod on many
  * shapes of decimal (digits before and after the point, exponents, signs,
  * leading zeros, long mantissas). */
+/* docs/swc.md: ids must fit in int64; 19-digit ids load (issue 18: they were
+ * refused above 2^53), one more is out of range */
+static void test_int64_ids(void) {
+    const char text[] = "9223372036854775807 1 0 0 0 5 -1\n1000000000000000000 3 10 0 0 1 9223372036854775807\n"
+                        "3 3 20 0 0 1 1000000000000000000\n";
+    ns_morph_t *m = NULL;
+    CHECK_OK(ns_swc_parse(text, sizeof text - 1, "big_ids.swc", NULL, &m));
+    ns_morph_info info;
+    ns_morph_get_info(m, &info);
+    int64_t n = 0;
+    const ns_morph_point *p = ns_morph_points(m, &n);
+    CHECK(info.points == 3 && n == 3 && p[0].id == INT64_MAX && p[1].id == 1000000000000000000);
+    ns_morph_destroy(m);
+    const char over[] = "9223372036854775808 1 0 0 0 5 -1\n";
+    CHECK(ns_swc_parse(over, sizeof over - 1, "over.swc", NULL, &m) == NS_ERR_PARSE);
+    CHECK_MSG(strstr(ns_last_error(), "over.swc:1: field 1 (id) '9223372036854775808' is out of range"), "%s",
+              ns_last_error());
+    const char neg[] = "1 1 0 0 0 5 -9223372036854775808\n";
+    CHECK_OK(ns_swc_parse(neg, sizeof neg - 1, "neg.swc", NULL, &m));
+    ns_morph_destroy(m);
+}
+
 static void test_numbers(void) {
     static const char *fixed[] = {"0", "-0", "0.5", ".5", "5.", "+2.5E+1", "1e-7", "123456789012345",
                                   "1234567890123456789", "0.000000000000000000000000123", "9.999999999999999e22",
@@ -386,6 +408,7 @@ static void test_numbers(void) {
 }
 
 int main(void) {
+    test_int64_ids();
     test_numbers();
     test_bad_files();
     test_io_errors();

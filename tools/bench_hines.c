@@ -293,8 +293,9 @@ int bench_hines(int argc, char **argv) {
     cli_shapes_free(&set);
 
     if (!rc && csv) {
-        FILE *f = fopen(csv, "w");
-        if (!f) rc = cli_error("%s: cannot write", csv);
+        ns_output *o = cli_output_open(csv);
+        FILE *f = ns_output_stream(o);
+        if (!f) rc = 1;
         else {
             fprintf(f, "shape,size,branches,cells,method,block_size,ms,speedup,gbs,bw_ratio,layout_ms,max_rel_error,device,copy_gbs\n");
             for (int k = 0; k < out.n; ++k) {
@@ -303,7 +304,7 @@ int bench_hines(int argc, char **argv) {
                         r->branches, r->cells, r->method, r->block_size, r->ms, r->speedup, r->gbs,
                         r->ratio, r->layout_ms, r->error, device_name, copy_bw);
             }
-            fclose(f);
+            rc = cli_output_commit(o);
         }
     }
     if (!rc && as_json) {

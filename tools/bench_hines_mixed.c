@@ -456,11 +456,12 @@ int bench_hines_mixed(int argc, char **argv) {
     }
 
     if (!rc && csv) {
-        FILE *f = fopen(csv, "w");
-        if (!f) rc = cli_error("%s: cannot write", csv);
+        ns_output *o = cli_output_open(csv);
+        FILE *f = ns_output_stream(o);
+        if (!f) rc = 1;
         else {
             write_csv(f, &rows, device_name, cfg.copy_bw);
-            fclose(f);
+            rc = cli_output_commit(o);
         }
     }
     if (!rc && cfg.as_json) write_json(&rows, device_name, cfg.copy_bw, &cfg);

@@ -13,9 +13,6 @@
 
 #include "cli.h"
 
-#ifdef NS_HAVE_MPI
-#include "neurosolve/mpi.h"
-
 static void help(void) {
     printf("usage: mpirun -np K neurosolve bench scale [options]\n"
            "  --fibers N        synthetic model with N fibers (default 50000)\n"
@@ -27,6 +24,10 @@ static void help(void) {
            "  --out FILE.npy    the weights (rank 0), to compare runs of different K\n"
            "  --json            one JSON document on stdout\n");
 }
+
+#ifdef NS_HAVE_MPI
+#include "neurosolve/mpi.h"
+
 
 int bench_scale(int argc, char **argv) {
     ns_life_synth_options so;
@@ -62,6 +63,8 @@ int bench_scale(int argc, char **argv) {
         else return cli_usage_error("bench scale", "unknown option or missing value '%s'", a);
         if (!ok) return 2;
     }
+    if (!model_dir && ns_life_synth_options_check(&so) != NS_OK)
+        return cli_usage_error("bench scale", "%s", ns_last_error());
     if (!cli_mpi_active())
         fprintf(stderr, "neurosolve bench scale: not launched by mpirun: one process\n");
     MPI_Comm comm = MPI_COMM_WORLD;
@@ -146,8 +149,12 @@ done:
 }
 #else
 int bench_scale(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
+    for (int i = 1; i < argc; ++i)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            help();
+            printf("(this build has no MPI: cmake -DNS_MPI=ON; docs/mpi.md)\n");
+            return 0;
+        }
     return cli_error("bench scale needs a build with MPI (cmake -DNS_MPI=ON; docs/mpi.md)");
 }
 #endif

@@ -210,14 +210,15 @@ int bench_sim(int argc, char **argv) {
     }
     cli_shapes_free(&set);
     if (!rc && csv) {
-        FILE *f = fopen(csv, "w");
-        if (!f) return cli_error("%s: cannot write", csv);
+        ns_output *o = cli_output_open(csv);
+        FILE *f = ns_output_stream(o);
+        if (!f) return 1;
         fprintf(f, "backend,method,lanes,cells,compartments,ms_per_step,cell_steps_per_s,compartment_steps_per_s,gbs,bw_ratio,vs_neuron,copy_gbs,neuron_cell_steps_per_s\n");
         for (int k = 0; k < n_rows; ++k)
             fprintf(f, "%s,%s,%d,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", rows[k].backend,
                     rows[k].method, rows[k].lanes, rows[k].cells, rows[k].compartments, rows[k].ms_per_step, rows[k].cell_steps_per_s,
                     rows[k].comp_steps_per_s, rows[k].gbs, rows[k].ratio, rows[k].vs_neuron, copy_bw, neuron);
-        fclose(f);
+        if (cli_output_commit(o)) return 1;
     }
     if (!rc && as_json) {
         cli_json j;

@@ -391,8 +391,9 @@ static int run_point(const opts *o, rows *r, int f32, const char *grid, int64_t 
 /* ----------------------------------------------------------------- output */
 
 static int write_csv(const char *path, const rows *r) {
-    FILE *f = fopen(path, "w");
-    if (!f) return cli_error("cannot write %s", path);
+    ns_output *o = cli_output_open(path);
+    FILE *f = ns_output_stream(o);
+    if (!f) return 1;
     fprintf(f, "precision,grid,n,sizes,batch,unknowns,method,repeats,median_ms,min_ms,speedup_vs_cusparse,"
                "speedup_vs_sequential,eff_gbs,eff_over_copy,max_rel_err,device_bytes,workspace_bytes,status\n");
     for (int i = 0; i < r->n; ++i) {
@@ -402,8 +403,7 @@ static int write_csv(const char *path, const rows *r) {
                 x->speedup_cusparse, x->speedup_seq, x->gbs, x->ratio, x->error, x->device_bytes,
                 x->workspace_bytes, x->status);
     }
-    if (fclose(f) != 0) return cli_error("cannot write %s", path);
-    return 0;
+    return cli_output_commit(o);
 }
 
 static void write_json(const opts *o, const rows *r, const char *device) {

@@ -36,6 +36,13 @@ int cli_status_error(const char *what, ns_status status);
  * so on stderr in one line (the `auto` backend then runs on the CPU). */
 void cli_note_unusable_gpu(void);
 
+/* The cell a library error names ("... in cell N, ..." or "cell N, ..."),
+ * or -1: the command adds the file that cell came from. */
+long long cli_failed_cell(const char *detail);
+
+/* Bytes of physical memory of this machine (sysconf), or -1 if unknown. */
+double cli_physical_memory(void);
+
 /* Option value parsing with range checks; print a usage error and return 0
  * on failure, 1 on success. */
 int cli_parse_long(const char *command, const char *option, const char *text, long long min,
@@ -66,7 +73,16 @@ int cli_split_list(char *text, const char **items, int cap);
 /* Median of n values (sorts them in place). */
 double cli_median(double *values, int n);
 
-/* Run a Python plotting script from bench/ or tools/ on a CSV; 0 on success. */
+/* Output files through ns_output (include/neurosolve/output.h): they appear
+ * only when complete. cli_output_open prints the error (with the OS reason)
+ * and returns NULL; cli_output_commit prints it and returns 1 on failure
+ * (0 on success); cli_output_abort drops a started output. */
+ns_output *cli_output_open(const char *path);
+int cli_output_commit(ns_output *o);
+
+/* Run a Python plotting script from bench/ or tools/ on a CSV; 0 on success.
+ * The PNG is written to a temporary name and renamed when the script
+ * succeeded; a missing matplotlib is named as such. */
 int cli_plot(const char *script, const char *csv, const char *png, const char *extra);
 
 /* ------------------------------------------------------------------ MPI */

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -58,6 +60,19 @@ void cli_note_unusable_gpu(void) {
             usable == 0 ? ": the auto backend runs on the CPU" : ": it is not used", di.major, di.minor);
 }
 
+double cli_physical_memory(void) {
+    const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (double)pages * (double)size : -1.0;
+}
+
+long long cli_failed_cell(const char *detail) {
+    for (const char *p = detail ? strstr(detail, "cell ") : NULL; p; p = strstr(p + 1, "cell ")) {
+        long long c;
+        if ((p == detail || p[-1] == ' ') && sscanf(p, "cell %lld", &c) == 1 && c >= 0) return c;
+    }
+    return -1;
+}
+
 int cli_parse_long(const char *command, const char *option, const char *text, long long min,
                    long long max, long long *value) {
     if (!text) {
@@ -84,6 +99,7 @@ int cli_parse_double(const char *command, const char *option, const char *text, 
     char *end = NULL;
     errno = 0;
     double v = strtod(text, &end);
+    if (strspn(text, "+-.0123456789eE") != strlen(text)) end = (char *)text; /* decimal only: no hex */
     if (errno || end == text || *end != '\0' || !(v >= min && v <= max)) {
         cli_usage_error(command, "%s: '%s' is not a number in [%g, %g]", option, text, min, max);
         return 0;
@@ -170,14 +186,37 @@ double cli_median(double *values, int n) {
     return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+ns_output *cli_output_open(const char *path) {
+    ns_output *o = NULL;
+    ns_status st = ns_output_open(path, &o);
+    if (st != NS_OK) {
+        cli_error("%s", ns_last_error());
+        return NULL;
+    }
+    return o;
+}
+
+int cli_output_commit(ns_output *o) {
+    ns_status st = ns_output_commit(o);
+    return st == NS_OK ? 0 : cli_error("%s", ns_last_error());
+}
+
 int cli_plot(const char *script, const char *csv, const char *png, const char *extra) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", NS_SOURCE_DIR, script);
     struct stat st;
     if (stat(path, &st) != 0) return cli_error("plot script %s not found", path);
+    if (system("python3 -c 'import matplotlib' >/dev/null 2>&1") != 0)
+        return cli_error("%s: not drawn: python3 cannot import matplotlib (pip install matplotlib)", png);
+    ns_output *o = cli_output_open(png); /* the script writes the temporary file */
+    if (!o) return 1;
     char cmd[12288];
-    snprintf(cmd, sizeof cmd, "python3 '%s' '%s' '%s' %s", path, csv, png, extra ? extra : "");
+    snprintf(cmd, sizeof cmd, "python3 '%s' '%s' '%s' %s", path, csv, ns_output_temp_path(o), extra ? extra : "");
     int rc = system(cmd);
-    if (rc != 0) return cli_error("plotting failed (%s): is matplotlib installed (pip install matplotlib)?", cmd);
-    return 0;
+    if (rc != 0) {
+        ns_output_abort(o);
+        return cli_error("%s: not drawn: %s exited with status %d (its message is above)", png, script,
+                         WIFEXITED(rc) ? WEXITSTATUS(rc) : rc);
+    }
+    return cli_output_commit(o);
 }

@@ -78,6 +78,8 @@ static int synth(int argc, char **argv) {
         else return cli_usage_error("life synth", "unknown option or missing value '%s'", a);
         if (!ok) return 2;
     }
+    if (ns_life_synth_options_check(&o) != NS_OK) /* out-of-range combinations: usage errors */
+        return cli_usage_error("life synth", "%s", ns_last_error());
     ns_life_model_t *m = NULL;
     ns_status s = ns_life_synth(&o, &m);
     if (s != NS_OK) return cli_status_error("life synth", s);
@@ -200,10 +202,22 @@ static int fit(int argc, char **argv) {
     s = w && hist ? ns_life_fit(e, &fo, w, hist, &r) : NS_ERR_OUT_OF_MEMORY;
     if (fo.progress) fputc('\n', stderr);
     int rc = 0;
-    if (s != NS_OK) rc = cli_status_error("life fit", s);
-    if (rc == 0 && (s = ns_life_vector_save(out, w, F)) != NS_OK) rc = cli_status_error("life fit", s);
-    if (rc == 0 && (s = ns_life_vector_save(hist_path, hist, r.updates)) != NS_OK)
+    if (s != NS_OK) rc = cli_error("life fit: %s: %s: %s", dir, ns_status_string(s), ns_last_error());
+    /* the weights and their history appear together or not at all: both are
+     * written under their temporary names, then both renamed into place */
+    ns_output *ow = rc == 0 ? cli_output_open(out) : NULL, *oh = ow ? cli_output_open(hist_path) : NULL;
+    if (rc == 0 && !oh) rc = 1;
+    if (rc == 0 && (s = ns_life_vector_save(ns_output_temp_path(ow), w, F)) != NS_OK) rc = cli_status_error("life fit", s);
+    if (rc == 0 && (s = ns_life_vector_save(ns_output_temp_path(oh), hist, r.updates)) != NS_OK)
         rc = cli_status_error("life fit", s);
+    if (rc == 0) {
+        rc = cli_output_commit(ow);
+        if (rc) ns_output_abort(oh);
+        else rc = cli_output_commit(oh);
+    } else {
+        ns_output_abort(ow);
+        ns_output_abort(oh);
+    }
     if (rc == 0) {
         const double *wt = ns_life_model_true_weights(m);
         double err = -1.0;
@@ -258,6 +272,12 @@ int cmd_life(int argc, char **argv) {
         help();
         return argc < 2 ? 2 : 0;
     }
+    /* `life SUBCOMMAND ... --help` prints the help and touches no file */
+    for (int i = 2; i < argc; ++i)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            help();
+            return 0;
+        }
     if (strcmp(argv[1], "synth") == 0) return synth(argc - 1, argv + 1);
     if (strcmp(argv[1], "fit") == 0) return fit(argc - 1, argv + 1);
     if (strcmp(argv[1], "info") == 0) return info(argc - 1, argv + 1);

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "shapes.h"
@@ -33,7 +35,9 @@ static const char *help_text =
     "  --backend cpu|cuda|auto  --method sequential|openmp|onchip|tree  --threads N\n"
     "  --gpu-lanes L          onchip: lanes per cell (1, 2, 4, ..., 32; default automatic)\n"
     "  --out PREFIX           write PREFIX_traces.csv, PREFIX_traces.npy (t and one column per\n"
-    "                         site) and PREFIX_spikes.csv (cell, morphology, time)\n"
+    "                         site) and PREFIX_spikes.csv (cell, morphology, time); an existing\n"
+    "                         directory DIR (or DIR/) gets DIR/traces.csv, DIR/traces.npy,\n"
+    "                         DIR/spikes.csv. Files appear only when complete\n"
     "  --plot FILE.png        draw the traces (bench/plot_traces.py, matplotlib)\n"
     "  --json                 summary as JSON on stdout\n"
     "  --no-progress          no progress bar (it is shown on a terminal for runs over ~1 s)\n"
@@ -112,9 +116,8 @@ static int resolve_loc(const loc_spec *l, const ns_cell_t *cell, const char *nam
     return 0;
 }
 
-static int write_npy(const char *path, const double *data, long long rows, int cols) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return cli_error("%s: cannot write", path);
+/* An NPY float64 matrix on a stream; errors surface at ns_output_commit. */
+static void write_npy(FILE *f, const double *data, long long rows, int cols) {
     char header[256];
     int n = snprintf(header, sizeof header, "{'descr': '<f8', 'fortran_order': False, 'shape': (%lld, %d), }",
                      rows, cols);
@@ -128,9 +131,44 @@ static int write_npy(const char *path, const double *data, long long rows, int c
     for (int i = 0; i < pad; ++i) fputc(' ', f);
     fputc('\n', f);
     /* little-endian doubles (the hosts we build for are little-endian) */
-    size_t want = (size_t)rows * (size_t)cols;
-    size_t wrote = fwrite(data, sizeof(double), want, f);
-    if (fclose(f) != 0 || wrote != want) return cli_error("%s: write failed", path);
+    fwrite(data, sizeof(double), (size_t)rows * (size_t)cols, f);
+}
+
+/* --out PREFIX writes PREFIX_traces.csv, ...; an existing directory (or a
+ * PREFIX ending in '/') gets DIR/traces.csv, ... (docs/cli.md). Without
+ * --out, --plot P.png puts the traces next to the plot: P_traces.csv. */
+static void output_stem(const char *out, const char *plot, char *stem, size_t n) {
+    struct stat st;
+    const size_t len = out ? strlen(out) : 0;
+    if (out && len > 0 && (out[len - 1] == '/' || (stat(out, &st) == 0 && S_ISDIR(st.st_mode))))
+        snprintf(stem, n, "%s%s", out, out[len - 1] == '/' ? "" : "/");
+    else if (out)
+        snprintf(stem, n, "%s_", out);
+    else {
+        const size_t p = strlen(plot);
+        snprintf(stem, n, "%.*s_", (int)(p > 4 && strcmp(plot + p - 4, ".png") == 0 ? p - 4 : p), plot);
+    }
+}
+
+static const char *csv_path_of(const char *stem, const char *name) {
+    static char path[4096];
+    snprintf(path, sizeof path, "%s%s", stem, name);
+    return path;
+}
+
+/* The folder the outputs go to must exist and be writable: checked before
+ * the run, so that a long simulation does not fail at its end. */
+static int check_output_folder(const char *stem) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", stem);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    struct stat st;
+    if (stat(dir, &st) != 0) return cli_error("cannot write %s...: folder %s: %s", stem, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return cli_error("cannot write %s...: %s is not a folder", stem, dir);
+    if (access(dir, W_OK) != 0) return cli_error("cannot write %s...: folder %s: %s", stem, dir, strerror(errno));
     return 0;
 }
 
@@ -244,6 +282,7 @@ int cmd_simulate(int argc, char **argv) {
         } else if (strcmp(a, "--gpu-lanes") == 0) {
             long long v;
             if (!cli_parse_long(cmd, a, val, 0, 32, &v)) return 2;
+            if (v & (v - 1)) return cli_usage_error(cmd, "--gpu-lanes: '%s' is not 0, 1, 2, 4, 8, 16 or 32", val);
             so.gpu_lanes = (int32_t)v;
         } else if (strcmp(a, "--out") == 0) {
             out = val;
@@ -259,16 +298,23 @@ int cmd_simulate(int argc, char **argv) {
         if (st != NS_OK) return cli_status_error("parameters", st);
     }
     for (int k = 0; k < n_sets; ++k) {
-        char key[160];
-        snprintf(key, sizeof key, "%s", sets[k]);
-        char *eq = strchr(key, '=');
-        if (!eq) return cli_usage_error(cmd, "--set KEY=VALUE, got '%s'", sets[k]);
-        *eq = '\0';
-        char *end;
-        double v = strtod(eq + 1, &end);
-        if (end == eq + 1 || *end != '\0') return cli_usage_error(cmd, "--set %s: '%s' is not a number", key, eq + 1);
-        ns_status st = ns_sim_params_set(&params, key, v);
-        if (st != NS_OK) return cli_status_error("--set", st);
+        /* one line of a parameter file: the same parser and the same rules */
+        if (!strchr(sets[k], '=') || strpbrk(sets[k], "\n#"))
+            return cli_usage_error(cmd, "--set KEY=VALUE, got '%s'", sets[k]);
+        if (ns_sim_params_parse(&params, sets[k], strlen(sets[k]), "--set") != NS_OK)
+            return cli_usage_error(cmd, "%s", ns_last_error());
+    }
+    /* every value in range, and a step count that fits, before any work */
+    int64_t n_steps = 0;
+    if (ns_sim_params_check(&params) != NS_OK || ns_sim_count_steps(params.tstop, params.dt, &n_steps) != NS_OK)
+        return cli_usage_error(cmd, "%s", ns_last_error());
+    if (n_steps < 1)
+        return cli_usage_error(cmd, "tstop = %g ms is less than half a step of dt = %g ms: nothing to simulate",
+                               params.tstop, params.dt);
+    char stem[4000] = "";
+    if (out || plot) {
+        output_stem(out, plot, stem, sizeof stem);
+        if (check_output_folder(stem)) return 1; /* every rank: the same answer on a shared file system */
     }
     if (!ra_given) mo.disc.Ra = params.Ra;
     if (n_stims == 0 && !no_stim) {
@@ -306,6 +352,27 @@ int cmd_simulate(int argc, char **argv) {
         cells[k] = set.items[k].cell;
     }
     const long long n_cells = cells_per * set.count;
+    /* The memory the run needs is known before anything big is allocated:
+     * the state (v, m, h, n and a work vector: 40 B per compartment), the
+     * cells (24 B each) and the traces (kept by the simulation and copied
+     * for the files: 16 B per sample and site). A lower bound, refused when
+     * it exceeds the machine's memory instead of failing at the end. */
+    {
+        double comps = 0.0;
+        for (int k = 0; k < set.count; ++k) comps += (double)ns_tree_size(ns_cell_tree(cells[k])) * (double)cells_per;
+        const double sites_all = (double)set.count * (double)(record_cells < cells_per ? record_cells : cells_per) * n_recs;
+        const double samples_all = (double)n_steps / so.record_every + 1.0;
+        /* under MPI each process holds its share of the cells; rank 0 gathers every trace */
+        const double need = (40.0 * comps + 24.0 * (double)n_cells) / cli_mpi_size() + 16.0 * samples_all * sites_all;
+        const double have = cli_physical_memory();
+        if (have > 0 && need > have) {
+            cli_error("simulate: %lld cells (%.3g compartments) and %.3g trace samples of %.0f sites need at least "
+                      "%.1f GB, more than the %.1f GB of memory of this machine (fewer --cells, a larger "
+                      "--record-every or a shorter --tstop)",
+                      n_cells, comps, samples_all, sites_all, need / 1e9, have / 1e9);
+            goto done;
+        }
+    }
     /* cells of one morphology are contiguous: cell c has shape c / cells_per */
     cell_shape = malloc((size_t)n_cells * sizeof *cell_shape);
     if (!cell_shape) {
@@ -375,7 +442,12 @@ int cmd_simulate(int argc, char **argv) {
         st = cli_sim_advance(sim, chunk);
         if (st != NS_OK) {
             if (shown) fputc('\n', stderr);
-            cli_status_error("simulation", st);
+            const long long bad = cli_failed_cell(ns_last_error());
+            if (bad >= 0 && bad < n_cells) /* name the file the cell was built from */
+                cli_error("simulation: %s: %s: %s", set.items[bad / cells_per].name, ns_status_string(st),
+                          ns_last_error());
+            else
+                cli_status_error("simulation", st);
             goto done;
         }
         done_steps += chunk;
@@ -407,48 +479,37 @@ int cmd_simulate(int argc, char **argv) {
     const double *tr = cli_sim_traces(sim, &samples, &sites);
     char csv_path[4096] = "";
     if (out || plot) {
-        char prefix[4000];
-        if (out) snprintf(prefix, sizeof prefix, "%s", out);
-        else snprintf(prefix, sizeof prefix, "%s", plot), prefix[strlen(prefix) > 4 ? strlen(prefix) - 4 : 0] = '\0';
-        snprintf(csv_path, sizeof csv_path, "%s_traces.csv", prefix);
-        FILE *f = fopen(csv_path, "w");
-        if (!f) {
-            cli_error("%s: cannot write", csv_path);
-            goto done;
-        }
-        fprintf(f, "t");
-        for (int s = 0; s < sites; ++s) fprintf(f, ",%s", site_names[s]);
-        fputc('\n', f);
-        table = malloc((size_t)samples * (size_t)(sites + 1) * sizeof *table);
-        if (!table) {
-            fclose(f);
-            cli_error("out of memory");
-            goto done;
-        }
-        for (int64_t r = 0; r < samples; ++r) {
-            const double t = (double)r * so.record_every * params.dt;
-            table[r * (sites + 1)] = t;
-            fprintf(f, "%.4f", t);
-            for (int s = 0; s < sites; ++s) {
-                table[r * (sites + 1) + 1 + s] = tr[r * sites + s];
-                fprintf(f, ",%.6f", tr[r * sites + s]);
-            }
+        /* every file goes to a temporary name; all three are renamed into
+         * place only when all three were written (ns_output) */
+        ns_output *o[3] = {NULL, NULL, NULL}; /* traces csv, traces npy, spikes csv */
+        char path[3][4096];
+        snprintf(path[0], sizeof path[0], "%s", csv_path_of(stem, "traces.csv"));
+        snprintf(path[1], sizeof path[1], "%s", csv_path_of(stem, "traces.npy"));
+        snprintf(path[2], sizeof path[2], "%s", csv_path_of(stem, "spikes.csv"));
+        snprintf(csv_path, sizeof csv_path, "%s", path[0]);
+        int bad = 0;
+        for (int k = 0; k < (out ? 3 : 1) && !bad; ++k) bad = !(o[k] = cli_output_open(path[k]));
+        table = bad ? NULL : malloc((size_t)samples * (size_t)(sites + 1) * sizeof *table);
+        if (!bad && !table) bad = cli_error("out of memory");
+        if (!bad) {
+            FILE *f = ns_output_stream(o[0]);
+            fprintf(f, "t");
+            for (int s = 0; s < sites; ++s) fprintf(f, ",%s", site_names[s]);
             fputc('\n', f);
-        }
-        if (fclose(f) != 0) {
-            cli_error("%s: write failed", csv_path);
-            goto done;
-        }
-        if (out) {
-            char path[4096];
-            snprintf(path, sizeof path, "%s_traces.npy", prefix);
-            if (write_npy(path, table, samples, sites + 1)) goto done;
-            snprintf(path, sizeof path, "%s_spikes.csv", prefix);
-            FILE *g = fopen(path, "w");
-            if (!g) {
-                cli_error("%s: cannot write", path);
-                goto done;
+            for (int64_t r = 0; r < samples; ++r) {
+                const double t = (double)r * so.record_every * params.dt;
+                table[r * (sites + 1)] = t;
+                fprintf(f, "%.4f", t);
+                for (int s = 0; s < sites; ++s) {
+                    table[r * (sites + 1) + 1 + s] = tr[r * sites + s];
+                    fprintf(f, ",%.6f", tr[r * sites + s]);
+                }
+                fputc('\n', f);
             }
+        }
+        if (!bad && out) {
+            write_npy(ns_output_stream(o[1]), table, samples, sites + 1);
+            FILE *g = ns_output_stream(o[2]);
             fprintf(g, "cell,morphology,t_ms\n");
             for (long long c = 0; c < n_cells; ++c) {
                 int64_t cnt;
@@ -457,11 +518,13 @@ int cmd_simulate(int argc, char **argv) {
                 base = base ? base + 1 : set.items[cell_shape[c]].name;
                 for (int64_t q = 0; q < cnt; ++q) fprintf(g, "%lld,%s,%.6f\n", c, base, sp[q]);
             }
-            if (fclose(g) != 0) {
-                cli_error("%s: write failed", path);
-                goto done;
-            }
         }
+        for (int k = 0; k < 3; ++k) {
+            if (bad) ns_output_abort(o[k]);
+            else if (o[k]) bad = cli_output_commit(o[k]);
+            o[k] = NULL;
+        }
+        if (bad) goto done;
     }
     if (as_json) {
         cli_json j;
@@ -509,7 +572,7 @@ int cmd_simulate(int argc, char **argv) {
             for (int64_t q = 0; q < cnt && q < 8; ++q) printf("%s%.3f", q ? " " : " at ", sp[q]);
             printf("%s\n", cnt > 8 ? " ..." : (cnt ? " ms" : ""));
         }
-        if (out) printf("wrote %s_traces.csv, %s_traces.npy, %s_spikes.csv\n", out, out, out);
+        if (out) printf("wrote %straces.csv, %straces.npy, %sspikes.csv\n", stem, stem, stem);
     }
     if (plot && cli_plot("bench/plot_traces.py", csv_path, plot, NULL)) goto done;
     if (plot && !as_json) printf("plot: %s\n", plot);

@@ -61,6 +61,43 @@ static int fill_cable(const cli_shape_set *set, const ns_batch_t *batch, double 
     return 0;
 }
 
+/* Bytes the solve allocates up front: per cell its shape and offset (12 B),
+ * per compartment a, b, d, rhs (32 B) and with --check the saved d and rhs
+ * (16 B more). The solver's own work space comes on top. */
+static int check_memory(const cli_shape_set *set, const solve_args *args) {
+    double per_round = 0.0; /* compartments of one cell of every shape */
+    for (int k = 0; k < set->count; ++k) per_round += ns_tree_size(set->items[k].tree);
+    const double cells = (double)args->cells;
+    const double compartments = per_round * (cells / set->count);
+    const double need = 12.0 * cells + (args->check ? 48.0 : 32.0) * compartments;
+    const double have = cli_physical_memory();
+    if (have > 0 && need > have)
+        return cli_error("solve: %lld cells of about %.3g compartments need about %.1f GB (%.3g compartments x %d "
+                         "arrays of doubles), more than the %.1f GB of memory of this machine",
+                         args->cells, compartments, need / 1e9, compartments, args->check ? 6 : 4, have / 1e9);
+    /* A GPU solve asked for by name holds at least a, b, d, rhs and the
+     * offsets on the devices (its layouts come on top): refuse when that
+     * alone exceeds their free memory, before the host arrays are filled. */
+    const ns_hines_method m = args->opt.method;
+    const int gpu = args->opt.backend == NS_BACKEND_CUDA ||
+                    (m != NS_HINES_AUTO && m != NS_HINES_SEQUENTIAL && m != NS_HINES_OPENMP);
+    int n_dev = 0;
+    if (gpu && !cli_mpi_active() && ns_cuda_device_count(&n_dev) == NS_OK && n_dev > 0) {
+        if (args->opt.devices > 0 && args->opt.devices < n_dev) n_dev = args->opt.devices;
+        double free_bytes = 0.0;
+        for (int d = 0; d < n_dev; ++d) {
+            ns_device_info di;
+            if (ns_cuda_device_info(d, &di) == NS_OK) free_bytes += di.free_memory_gib * 1073741824.0;
+        }
+        const double need_gpu = 12.0 * cells + 32.0 * compartments;
+        if (free_bytes > 0 && need_gpu > free_bytes)
+            return cli_error("solve: %lld cells of about %.3g compartments need at least %.1f GB of GPU memory, more "
+                             "than the %.1f GB free on %d GPU%s",
+                             args->cells, compartments, need_gpu / 1e9, free_bytes / 1e9, n_dev, n_dev == 1 ? "" : "s");
+    }
+    return 0;
+}
+
 int cmd_solve(int argc, char **argv) {
     solve_args args = {1e-10, 1024, 1, 2000, 0, 0, 0, {0}};
     ns_solve_options_init(&args.opt);
@@ -110,6 +147,10 @@ int cmd_solve(int argc, char **argv) {
     free(specs);
     if (rc) { cli_shapes_free(&set); return rc; }
 
+    /* The memory the batch needs is known before anything is allocated:
+     * refuse early instead of growing until malloc fails (issue 18). */
+    if (!rc && (rc = check_memory(&set, &args))) { cli_shapes_free(&set); return rc; }
+
     ns_tree_t **trees = malloc((size_t)set.count * sizeof *trees);
     ns_batch_t *batch = NULL;
     double *v[6] = {0}; /* a, b, d, rhs, d0, rhs0 */
@@ -145,6 +186,12 @@ int cmd_solve(int argc, char **argv) {
         st = ns_hines_solver_create(batch, &args.opt, &solver);
         if (st != NS_OK) { rc = cli_status_error("preparing the solver", st); goto done; }
         st = ns_hines_solver_solve(solver, a, b, d, rhs);
+        const long long bad = st == NS_OK ? -1 : cli_failed_cell(ns_last_error());
+        if (bad >= 0 && bad < (long long)ns_batch_cells(batch)) { /* name the file of the failing cell */
+            rc = cli_error("solving: %s: %s: %s", set.items[ns_batch_cell_shape(batch)[bad]].name,
+                           ns_status_string(st), ns_last_error());
+            goto done;
+        }
         if (st != NS_OK) { rc = cli_status_error("solving", st); goto done; }
         ns_hines_solver_timing(solver, &tm);
         used = ns_hines_solver_method(solver);
@@ -178,7 +225,8 @@ int cmd_solve(int argc, char **argv) {
             }
             if (ns_hines_solve_one(n, ns_tree_parent(t), a + o, b + o, dref + o, xref + o) >= 0) {
                 free(dense_done);
-                rc = cli_error("the sequential reference hit a zero pivot in cell %lld", (long long)c);
+                rc = cli_error("%s: the sequential reference hit a zero pivot in cell %lld",
+                               set.items[cs[c]].name, (long long)c);
                 goto done;
             }
             double e = cell_error(rhs + o, xref + o, n);

@@ -248,8 +248,9 @@ static void print_tables(const bench *B, FILE *out) {
 }
 
 static int write_csv(const bench *B, const char *path) {
-    FILE *f = fopen(path, "w");
-    if (!f) return cli_error("cannot write %s", path);
+    ns_output *o = cli_output_open(path);
+    FILE *f = ns_output_stream(o);
+    if (!f) return 1;
     fprintf(f, "table,fibers,voxels,coeffs,backend,product,variant,input,ms,gbs,copy_fraction,max_rel_err,iters,seconds,extrapolated,speedup\n");
     for (int i = 0; i < B->out.n; ++i) {
         const row *r = &B->out.v[i];
@@ -257,8 +258,7 @@ static int write_csv(const bench *B, const char *path) {
                 r->voxels, r->coeffs, r->backend, r->product, r->variant, r->input, r->ms, r->gbs,
                 r->copy_fraction, r->error, r->iters, r->seconds, r->extrapolated, r->speedup);
     }
-    fclose(f);
-    return 0;
+    return cli_output_commit(o);
 }
 
 static void write_json(const bench *B, const char *device) {
@@ -351,6 +351,7 @@ int bench_life(int argc, char **argv) {
         if (!iters_given) B.iters = 20; /* --quick sets defaults, explicit options win */
         if (!repeats_given) B.repeats = 3;
     }
+    if (ns_life_synth_options_check(&so) != NS_OK) return cli_usage_error("bench life", "%s", ns_last_error());
     if (B.naive_iters > B.iters) B.naive_iters = B.iters;
     if (B.ref_iters < 2 || B.ref_iters > B.iters) B.ref_iters = B.iters;
     char device[256] = "none";

@@ -167,6 +167,8 @@ int life_report(int argc, char **argv) {
     int rc = 0;
     if ((s = ns_life_vector_load(wpath, &w, &nw)) != NS_OK) rc = cli_status_error(cmd, s);
     else if (nw != F) rc = cli_error("%s has %lld weights but the model %s has %d fibers", wpath, (long long)nw, dir, (int)F);
+    for (int64_t f = 0; rc == 0 && f < nw; ++f) /* finite on load; LiFE weights are also >= 0 */
+        if (!(w[f] >= 0.0)) rc = cli_error("%s: weight %lld = %g is negative: LiFE weights are >= 0", wpath, (long long)f, w[f]);
     if (rc == 0 && hist_path && (s = ns_life_vector_load(hist_path, &hist, &nh)) != NS_OK) rc = cli_status_error(cmd, s);
     if (rc == 0 && (s = ns_life_engine_create(m, &eo, &e)) != NS_OK) rc = cli_status_error(cmd, s);
     if (rc == 0) {
@@ -177,6 +179,7 @@ int life_report(int argc, char **argv) {
     }
     if (rc == 0 && (s = ns_life_mw(e, w, y)) != NS_OK) rc = cli_status_error(cmd, s);
     double obj = 0, sig = 0;
+    ns_output *csv_out = NULL; /* the RMSE CSV: appears only when the whole report succeeds */
     int64_t kept = 0;
     uint8_t *keep = NULL;
     if (rc == 0) {
@@ -202,8 +205,9 @@ int life_report(int argc, char **argv) {
                 if (idx >= 0 && idx < ns) keep[idx] = 1;
             }
         if (rc == 0 && csv) {
-            FILE *c = fopen(csv, "w");
-            if (!c) rc = cli_error("%s: cannot create", csv);
+            csv_out = cli_output_open(csv);
+            FILE *c = ns_output_stream(csv_out);
+            if (!c) rc = 1;
             else {
                 const int32_t *ijk = ns_life_built_voxel_ijk(r);
                 const double *s0 = ns_life_built_s0(r);
@@ -211,7 +215,7 @@ int life_report(int argc, char **argv) {
                 for (int32_t v = 0; v < V; ++v)
                     fprintf(c, "%d,%d,%d,%d,%.9g,%.9g,%.9g\n", (int)v, ijk ? ijk[3 * v] : -1, ijk ? ijk[3 * v + 1] : -1,
                             ijk ? ijk[3 * v + 2] : -1, s0 ? s0[v] : NAN, before[v], after[v]);
-                if (fclose(c) != 0) rc = cli_error("%s: write error", csv);
+                /* committed below, only if the pruned tractogram is written too */
             }
         }
         int64_t written = -1;
@@ -220,6 +224,9 @@ int life_report(int argc, char **argv) {
             if (!src[0]) rc = cli_error("%s records no source tractogram: give --tracks", dir);
             else if ((s = ns_tracts_write_subset(src, pruned, keep, ns, &written)) != NS_OK) rc = cli_status_error(cmd, s);
         }
+        if (csv_out && rc == 0) rc = cli_output_commit(csv_out);
+        else ns_output_abort(csv_out);
+        csv_out = NULL;
         if (rc == 0) {
             const double mb = median(before, V), ma = median(after, V);
             if (as_json) {

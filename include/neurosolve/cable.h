@@ -145,7 +145,18 @@ NS_API ns_status ns_sim_init(ns_sim_t *sim);
  * (the state is then undefined until ns_sim_init). */
 NS_API ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps);
 
-/* Steps of dt to reach tstop from t = 0 (NEURON's run: round(tstop / dt)). */
+/* The most steps one run may take: step counts are exact in a double. */
+#define NS_SIM_MAX_STEPS (INT64_C(1) << 53)
+
+/* Steps of dt to reach tstop from t = 0 (NEURON's run: round(tstop / dt)).
+ * NS_ERR_INVALID_ARGUMENT, naming both values, unless dt > 0, tstop >= 0,
+ * both finite and the count at most NS_SIM_MAX_STEPS (dt = 1e-300 is refused
+ * here instead of overflowing llround). ns_sim_params_check applies it to
+ * params.tstop and params.dt. */
+NS_API ns_status ns_sim_count_steps(double tstop, double dt, int64_t *steps);
+
+/* ns_sim_count_steps for the simulation's dt: 0 for tstop <= 0, -1 when the
+ * count is out of range (ns_last_error() says why). */
 NS_API int64_t ns_sim_steps_for(const ns_sim_t *sim, double tstop);
 
 NS_API double ns_sim_time(const ns_sim_t *sim);    /* [ms] NEURON's t after the steps so far */

@@ -107,6 +107,10 @@ typedef struct ns_life_synth_options {
 } ns_life_synth_options;
 
 NS_API void ns_life_synth_options_init(ns_life_synth_options *options);
+/* The checks ns_life_synth applies to its options (ranges, a grid of at
+ * most 2e9 cells), without building anything: NS_ERR_INVALID_ARGUMENT or
+ * NS_ERR_SIZE naming the value. */
+NS_API ns_status ns_life_synth_options_check(const ns_life_synth_options *options);
 /* A model with the paper's structure: directions spread on the sphere, the
  * stick-model dictionary demeaned per atom, streamlines as smooth random
  * curves following a smooth orientation field (so coefficients cluster by

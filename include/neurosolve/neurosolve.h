@@ -12,5 +12,6 @@
 #include "neurosolve/cable.h"
 #include "neurosolve/life.h"
 #include "neurosolve/life_io.h"
+#include "neurosolve/output.h"
 
 #endif

@@ -146,10 +146,28 @@ ns_status ns_sim_params_set(ns_sim_params *p, const char *key, double value) {
     return NS_OK;
 }
 
+ns_status ns_sim_count_steps(double tstop, double dt, int64_t *steps) {
+    if (!steps) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_count_steps: steps is NULL");
+    *steps = 0;
+    if (!(dt > 0.0) || !isfinite(dt)) return ns_fail(NS_ERR_INVALID_ARGUMENT, "dt = %g ms: must be > 0", dt);
+    if (!(tstop >= 0.0) || !isfinite(tstop))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "tstop = %g ms: must be finite and >= 0", tstop);
+    const double n = tstop / dt;
+    if (!(n <= (double)NS_SIM_MAX_STEPS))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "tstop = %g ms with dt = %g ms is %g steps: more than the %lld a run may take", tstop, dt,
+                       n, (long long)NS_SIM_MAX_STEPS);
+    *steps = (int64_t)llround(n);
+    return NS_OK;
+}
+
 ns_status ns_sim_params_check(const ns_sim_params *p) {
     if (!p) return ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation parameters are NULL");
     if (!(p->dt > 0.0) || !isfinite(p->dt))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "dt = %g ms: must be > 0", p->dt);
+    int64_t steps;
+    ns_status st = ns_sim_count_steps(p->tstop, p->dt, &steps);
+    if (st != NS_OK) return st;
     if (!isfinite(p->celsius) || !isfinite(p->v_init) || !isfinite(p->spike_threshold))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "celsius, v_init and spike_threshold must be finite");
     if (!(p->Ra > 0.0) || !isfinite(p->Ra))
@@ -188,6 +206,12 @@ static ns_status parse_line(ns_sim_params *p, char *line, const char *name, long
     if (*s == '\0') return ns_fail(NS_ERR_PARSE, "%s:%ld: missing key before '='", name, lineno);
     char *v = eq + 1;
     while (*v == ' ' || *v == '\t') ++v;
+    /* decimal only, as in SWC files (docs/swc.md): no hex, nan or inf */
+    size_t len = strcspn(v, " \t\r");
+    if (len == 0) return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: expected a number", name, lineno, s);
+    if (strspn(v, "+-.0123456789eE") < len)
+        return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: '%.*s' is not a decimal number (hex, nan and inf are not read)",
+                       name, lineno, s, (int)len, v);
     char *end = NULL;
     errno = 0;
     double value = strtod(v, &end);

@@ -458,7 +458,8 @@ ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
 
 int64_t ns_sim_steps_for(const ns_sim_t *sim, double tstop) {
     if (!sim || !(tstop > 0.0)) return 0;
-    return (int64_t)llround(tstop / sim->params.dt);
+    int64_t steps = 0;
+    return ns_sim_count_steps(tstop, sim->params.dt, &steps) == NS_OK ? steps : -1;
 }
 
 double ns_sim_time(const ns_sim_t *sim) { return sim ? sim->t : 0.0; }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "neurosolve/output.h"
 #include "life/build_impl.h"
 #include "life/life_impl.h"
 #include "life/npy.h"
@@ -51,9 +52,9 @@ const char *ns_life_built_tracks_path(const ns_life_built_t *r) { return r && r-
 
 static void join(char *out, size_t n, const char *dir, const char *name) { snprintf(out, n, "%s/%s", dir, name); }
 
-ns_status ns_life_built_save(const ns_life_built_t *r, const char *dir) {
-    if (!r || !dir || !r->model) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_built_save: NULL argument");
-    ns_status s = ns_life_model_save(r->model, dir);
+/* The model's files and the build's own into `dir`, which exists. */
+static ns_status built_write_files(const ns_life_built_t *r, const char *dir) {
+    ns_status s = life_model_write_files(r->model, dir);
     if (s != NS_OK) return s;
     char path[4096];
     const int64_t nv = r->model->n_voxels, nf = r->model->n_fibers;
@@ -71,8 +72,9 @@ ns_status ns_life_built_save(const ns_life_built_t *r, const char *dir) {
         if ((s = ns_npy_write(path, NS_NPY_I8, 0, 1, &nf, r->streamline)) != NS_OK) return s;
     }
     join(path, sizeof path, dir, "build.txt");
-    FILE *f = fopen(path, "w");
-    if (!f) return ns_fail(NS_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    ns_output *out = NULL;
+    if ((s = ns_output_open(path, &out)) != NS_OK) return s;
+    FILE *f = ns_output_stream(out);
     const ns_life_build_stats *st = &r->stats;
     const ns_life_build_options *o = &r->options;
     fprintf(f, "# neurosolve life build (docs/life_data.md)\n");
@@ -86,8 +88,20 @@ ns_status ns_life_built_save(const ns_life_built_t *r, const char *dir) {
             (long long)r->n_streamlines, (long long)st->fibers, (long long)st->nodes, (long long)st->nodes_outside,
             (long long)st->nodes_zero_gradient, (long long)st->streamlines_dropped, (int)st->n_b0, (int)st->n_dwi,
             (long long)st->grid[0], (long long)st->grid[1], (long long)st->grid[2], st->seconds);
-    if (fclose(f) != 0) return ns_fail(NS_ERR_IO, "%s: write error", path);
-    return NS_OK;
+    return ns_output_commit(out);
+}
+
+ns_status ns_life_built_save(const ns_life_built_t *r, const char *dir) {
+    if (!r || !dir || !r->model) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_built_save: NULL argument");
+    ns_output_dir *out = NULL;
+    ns_status s = ns_output_dir_open(dir, &out);
+    if (s != NS_OK) return s;
+    if ((s = built_write_files(r, ns_output_dir_path(out))) != NS_OK) {
+        ns_output_dir_abort(out);
+        return s;
+    }
+    if ((s = ns_output_dir_commit(out)) == NS_OK) life_model_drop_stale(r->model, dir);
+    return s;
 }
 
 /* Loads an optional array: absent -> NULL and NS_OK; present -> checked. */

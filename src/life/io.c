@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "neurosolve/output.h"
 #include "life/life_impl.h"
 #include "life/npy.h"
 
@@ -155,10 +156,7 @@ ns_status ns_life_model_load(const char *dir, ns_life_model_t **out) {
     return NS_OK;
 }
 
-ns_status ns_life_model_save(const ns_life_model_t *m, const char *dir) {
-    if (!m || !dir) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_model_save: NULL argument");
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return ns_fail(NS_ERR_IO, "%s: cannot create directory: %s", dir, strerror(errno));
+ns_status life_model_write_files(const ns_life_model_t *m, const char *dir) {
     char path[4096];
     ns_status s;
     const int64_t dims[3] = {m->n_atoms, m->n_voxels, m->n_fibers};
@@ -178,14 +176,31 @@ ns_status ns_life_model_save(const ns_life_model_t *m, const char *dir) {
     if ((s = ns_npy_write(path, NS_NPY_F8, 1, 2, dshape, m->D)) != NS_OK) return s;
     join(path, sizeof path, dir, "signal.npy");
     if ((s = ns_npy_write(path, NS_NPY_F8, 1, 2, yshape, m->Y)) != NS_OK) return s;
-    join(path, sizeof path, dir, "w_true.npy");
     if (m->w_true) {
         const int64_t nf = m->n_fibers;
+        join(path, sizeof path, dir, "w_true.npy");
         if ((s = ns_npy_write(path, NS_NPY_F8, 0, 1, &nf, m->w_true)) != NS_OK) return s;
-    } else {
-        remove(path); /* a stale file from an earlier model would not match */
     }
     return NS_OK;
+}
+
+void life_model_drop_stale(const ns_life_model_t *m, const char *dir) {
+    char path[4096];
+    join(path, sizeof path, dir, "w_true.npy");
+    if (!m->w_true) remove(path); /* a stale file from an earlier model would not match */
+}
+
+ns_status ns_life_model_save(const ns_life_model_t *m, const char *dir) {
+    if (!m || !dir) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_model_save: NULL argument");
+    ns_output_dir *out = NULL;
+    ns_status s = ns_output_dir_open(dir, &out);
+    if (s != NS_OK) return s;
+    if ((s = life_model_write_files(m, ns_output_dir_path(out))) != NS_OK) {
+        ns_output_dir_abort(out);
+        return s;
+    }
+    if ((s = ns_output_dir_commit(out)) == NS_OK) life_model_drop_stale(m, dir);
+    return s;
 }
 
 ns_status ns_life_vector_save(const char *path, const double *v, int64_t n) {

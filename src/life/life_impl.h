@@ -116,6 +116,13 @@ ns_status ns_life_cpu_fit(ns_life_engine_t *engine, const ns_life_fit_options *o
 /* ENCODE's compute_diag on the host: d[f] = sum value_k^2 ||D(:, atom_k)||^2. */
 void ns_life_diag(const ns_life_model_t *model, double *d);
 
+/* The model's NPY files into an existing folder (io.c), for
+ * ns_life_model_save and ns_life_built_save, which write them into a
+ * temporary folder (ns_output_dir) and move them in when all are written;
+ * then drop_stale removes a w_true.npy an earlier model left. */
+ns_status life_model_write_files(const ns_life_model_t *model, const char *dir);
+void life_model_drop_stale(const ns_life_model_t *model, const char *dir);
+
 /* ------------------------------------------------------------- CUDA */
 /* Implemented in src/life/cuda (CUDA builds) or src/life/nocuda. */
 int ns_life_cuda_available(void);

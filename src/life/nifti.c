@@ -19,6 +19,8 @@ struct ns_nifti {
 };
 
 enum { HDR = 348 };
+/* The most values an image may hold (8 TiB of float64): bounds every size product. */
+#define NS_NIFTI_MAX_VALUES (INT64_C(1) << 40)
 
 static int16_t rd16(const unsigned char *p, int swap) {
     uint16_t v = swap ? (uint16_t)(p[0] << 8 | p[1]) : (uint16_t)(p[1] << 8 | p[0]);
@@ -144,8 +146,19 @@ static ns_status parse_header(const char *path, const unsigned char *h, ns_nifti
         const int d = rd16(h + 42 + 2 * i, swap);
         if (i < ndim && d < 1) return ns_fail(NS_ERR_PARSE, "%s: dim[%d] = %d must be >= 1", path, i + 1, d);
         info->dim[i] = i < ndim ? d : 1;
-        info->n_values *= info->dim[i];
         info->pixdim[i] = rdf(h + 80 + 4 * i, swap);
+    }
+    /* The product of up to seven dims of up to 32767 overflows 64 bits:
+     * multiply with a bound check before each step. */
+    for (int i = 0; i < 7; ++i) {
+        if (info->n_values > NS_NIFTI_MAX_VALUES / info->dim[i])
+            return ns_fail(NS_ERR_SIZE,
+                           "%s: dims %lld x %lld x %lld x %lld x %lld x %lld x %lld hold more than 2^40 "
+                           "values: too large to read",
+                           path, (long long)info->dim[0], (long long)info->dim[1], (long long)info->dim[2],
+                           (long long)info->dim[3], (long long)info->dim[4], (long long)info->dim[5],
+                           (long long)info->dim[6]);
+        info->n_values *= info->dim[i];
     }
     info->datatype = rd16(h + 70, swap);
     const int bitpix = rd16(h + 72, swap);
@@ -230,10 +243,7 @@ ns_status ns_nifti_read(const char *path, ns_nifti_t **out) {
     }
     if (s == NS_OK) {
         const uint64_t bytes = (uint64_t)img->info.n_values * (uint64_t)img->elem;
-        if (img->info.n_values > (INT64_C(1) << 40))
-            s = ns_fail(NS_ERR_SIZE, "%s: %lld values is more than neurosolve reads", path,
-                        (long long)img->info.n_values);
-        else if (!(img->data = malloc(bytes ? bytes : 1)))
+        if (!(img->data = malloc(bytes ? bytes : 1)))
             s = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: %llu bytes of image data", path, (unsigned long long)bytes);
         else
             s = gz_read_all(f, path, img->data, bytes, "image data", (uint64_t)off);

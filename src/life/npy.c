@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "neurosolve/output.h"
 #include "life/npy.h"
 
 static const char *descr_of[] = {"<f8", "<i4", "<i8"};
@@ -50,13 +51,18 @@ ns_status ns_npy_write(const char *path, ns_npy_dtype dtype, int fortran_order, 
     header[total - 1] = '\n';
     int64_t count = 1;
     for (int d = 0; d < ndim; ++d) count *= shape[d];
-    FILE *f = fopen(path, "wb");
-    if (!f) return ns_fail(NS_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    ns_output *o = NULL;
+    ns_status s = ns_output_open(path, &o);
+    if (s != NS_OK) return s;
+    FILE *f = ns_output_stream(o);
     int ok = fwrite(header, 1, total, f) == total;
     if (ok && count > 0) ok = fwrite(data, size_of[dtype], (size_t)count, f) == (size_t)count;
-    if (fclose(f) != 0) ok = 0;
-    if (!ok) return ns_fail(NS_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-    return NS_OK;
+    if (!ok) {
+        const int err = errno;
+        ns_output_abort(o);
+        return ns_fail(NS_ERR_IO, "%s: write failed: %s", path, strerror(err));
+    }
+    return ns_output_commit(o);
 }
 
 /* Value text of `key` in the header dict (points after the colon). */

@@ -140,6 +140,12 @@ static ns_status run(solver *s, double *w, double *history) {
     const double t0 = ns_time_ms();
     double f = 0.0;
     TRY(grad(s, &f));
+    /* Finite model values can still overflow in the products (entries near
+     * 1e154 and above): refuse instead of stopping with an objective of inf. */
+    if (!isfinite(f))
+        return ns_fail(NS_ERR_NOT_FINITE,
+                       "SBBNNLS: the starting objective 0.5||y - Mw||^2 is %g: the model's signal or "
+                       "dictionary values are too large for double precision", f);
     TRY(o->copy(o->ctx, s->oldg, s->g, nf));
     res->objective = f;
     int32_t it = 0;
@@ -147,6 +153,9 @@ static ns_status run(solver *s, double *w, double *history) {
         ++it;
         double pg = 0.0;
         TRY(o->pgnorm(o->ctx, s->x, s->g, nf, &pg));
+        if (!isfinite(pg))
+            return ns_fail(NS_ERR_NOT_FINITE, "SBBNNLS: the projected gradient is %g after %d updates: the "
+                           "model's values are too large for double precision", pg, (int)res->updates);
         res->projected_gradient = pg;
         /* pgnorm returns a scalar, so device work has finished here */
         if (it == 1) res->setup_seconds = (ns_time_ms() - t0) * 1e-3;

@@ -245,7 +245,8 @@ static int trace_fiber(const ns_life_synth_options *o, const brain *b, const fie
     return ok;
 }
 
-static ns_status check_options(const ns_life_synth_options *o) {
+ns_status ns_life_synth_options_check(const ns_life_synth_options *o) {
+    if (!o) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_synth_options_check: NULL options");
     if (o->n_theta < 1 || o->n_theta > 4096)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "synth: n_theta = %d must be in [1, 4096]", (int)o->n_theta);
     if (o->dictionary_l < 2 || o->dictionary_l > 4096)
@@ -274,7 +275,7 @@ ns_status ns_life_synth(const ns_life_synth_options *options, ns_life_model_t **
     ns_life_synth_options o;
     if (options) o = *options;
     else ns_life_synth_options_init(&o);
-    ns_status s = check_options(&o);
+    ns_status s = ns_life_synth_options_check(&o);
     if (s != NS_OK) return s;
 
     brain b;

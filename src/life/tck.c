@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "neurosolve/output.h"
 #include "life/tracts_impl.h"
 
 enum { MAX_LINE = 65536 };
@@ -166,10 +167,12 @@ static ns_status put_triplet(FILE *o, const char *path, double x, double y, doub
  * end (MRtrix reads it with leading zeros fine). */
 ns_status ns_tck_write_subset(ns_tracts_t *t, const char *out_path, const uint8_t *keep, int64_t n,
                               int64_t *written) {
-    FILE *o = fopen(out_path, "wb");
-    if (!o) return ns_fail(NS_ERR_IO, "%s: cannot create: %s", out_path, strerror(errno));
+    ns_output *out = NULL;
+    ns_status s = ns_output_open(out_path, &out);
+    if (s != NS_OK) return s;
+    FILE *o = ns_output_stream(out);
     char *line = malloc(MAX_LINE);
-    ns_status s = line ? NS_OK : ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", out_path);
+    if (!line) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", out_path);
     long head = 0;
     if (s == NS_OK && fseek(t->f, 0, SEEK_SET) != 0) s = ns_fail(NS_ERR_IO, "%s: cannot seek", t->path);
     t->pos = 0;
@@ -218,7 +221,8 @@ ns_status ns_tck_write_subset(ns_tracts_t *t, const char *out_path, const uint8_
     if (s == NS_OK) s = put_triplet(o, out_path, INFINITY, INFINITY, INFINITY, t->f64, t->swap);
     if (s == NS_OK && (fseek(o, count_at, SEEK_SET) != 0 || fprintf(o, "%020lld", (long long)k) < 0))
         s = ns_fail(NS_ERR_IO, "%s: write error", out_path);
-    if (fclose(o) != 0 && s == NS_OK) s = ns_fail(NS_ERR_IO, "%s: write error", out_path);
+    if (s == NS_OK) s = ns_output_commit(out); /* the .tck appears only with its end marker */
+    else ns_output_abort(out);
     if (s == NS_OK) *written = k;
     return s;
 }

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "neurosolve/output.h"
 #include "life/tracts_impl.h"
 
 static int ends_with(const char *s, const char *suffix) {
@@ -150,9 +151,10 @@ ns_status ns_tracts_rewind(ns_tracts_t *t) {
 
 static ns_status trk_subset(ns_tracts_t *t, const char *out_path, const uint8_t *keep, int64_t n,
                             int64_t *written) {
-    FILE *o = fopen(out_path, "wb");
-    if (!o) return ns_fail(NS_ERR_IO, "%s: cannot create: %s", out_path, strerror(errno));
-    ns_status s = NS_OK;
+    ns_output *out = NULL;
+    ns_status s = ns_output_open(out_path, &out);
+    if (s != NS_OK) return s;
+    FILE *o = ns_output_stream(out);
     unsigned char h[1000];
     memcpy(h, t->header, sizeof h);
     if (fwrite(h, 1, sizeof h, o) != sizeof h) s = ns_fail(NS_ERR_IO, "%s: write error", out_path);
@@ -180,7 +182,8 @@ static ns_status trk_subset(ns_tracts_t *t, const char *out_path, const uint8_t 
         for (int j = 0; j < 4; ++j) b[t->swap ? 3 - j : j] = (unsigned char)(v >> (8 * j));
         if (fseek(o, 988, SEEK_SET) != 0 || fwrite(b, 1, 4, o) != 4) s = ns_fail(NS_ERR_IO, "%s: write error", out_path);
     }
-    if (fclose(o) != 0 && s == NS_OK) s = ns_fail(NS_ERR_IO, "%s: write error", out_path);
+    if (s == NS_OK) s = ns_output_commit(out); /* the .trk appears only when complete */
+    else ns_output_abort(out);
     if (s == NS_OK) *written = k;
     return s;
 }

@@ -256,6 +256,26 @@ static void fill_info(ns_cell_t *c) {
     free(depth);
 }
 
+/* Areas and conductances from finite points can still overflow (radii near
+ * 1e154 make y1 * y2 infinite, a conductance 1 / 0); name the section. */
+static ns_status check_geometry(const ns_cell_t *c, const disc_sections *S, const ns_morph_t *morph) {
+    for (int32_t v = 0; v < c->info.compartments; ++v) {
+        if (isfinite(c->area[v]) && c->area[v] >= 0.0 && isfinite(c->g_axial[v]) && c->g_axial[v] >= 0.0)
+            continue;
+        const int32_t k = c->section[v];
+        const ns_morph_point *p = &morph->points[S->sec[k].first];
+        return ns_fail(NS_ERR_NOT_FINITE,
+                       "%s:%lld: section %d (SWC ids %lld-%lld): compartment %d has area %g um^2 and axial "
+                       "conductance %g uS: the radii or coordinates are out of range",
+                       morph->name, (long long)p->line, (int)k, (long long)p->id,
+                       (long long)morph->points[S->sec[k].last].id, (int)v, c->area[v], c->g_axial[v]);
+    }
+    if (!isfinite(c->info.total_area) || !isfinite(c->info.total_length))
+        return ns_fail(NS_ERR_NOT_FINITE, "%s: total length %g um and area %g um^2: the sum overflows a double",
+                       morph->name, c->info.total_length, c->info.total_area);
+    return NS_OK;
+}
+
 ns_status ns_discretize(const ns_morph_t *morph, const ns_discretize_options *options,
                         ns_cell_t **out) {
     if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_discretize: out is NULL");
@@ -297,6 +317,8 @@ ns_status ns_discretize(const ns_morph_t *morph, const ns_discretize_options *op
     st = assemble(c, &f, keep);
     if (st != NS_OK) goto fail;
     fill_info(c);
+    st = check_geometry(c, &S, morph);
+    if (st != NS_OK) goto fail;
     free(keep);
     full_free(&f);
     disc_sections_free(&S);

@@ -265,6 +265,27 @@ static ns_status build(work *w, int32_t nsec, const char *name, disc_sections *o
             q[j].arc = q[j - 1].arc + sqrt(dx * dx + dy * dy + dz * dz);
         }
         secs[k].length = q[secs[k].n3d - 1].arc;
+        /* A length that overflows, or a neurite whose points all lie at one
+         * place (no membrane, an axial conductance of ~1e15 uS from the
+         * 1e-15 um clamp: a simulation ends in NaN) are rejected here, where
+         * the file and line are known (a zero-length root became a sphere). */
+        const ns_morph_point *f = &p[secs[k].first];
+        ns_status bad = NS_OK;
+        if (!isfinite(secs[k].length))
+            bad = ns_fail(NS_ERR_NOT_FINITE, "%s:%lld: section %d (SWC ids %lld-%lld): length %g overflows a double",
+                          name, (long long)f->line, (int)k, (long long)f->id, (long long)p[secs[k].last].id,
+                          secs[k].length);
+        else if (k > 0 && secs[k].length == 0.0)
+            bad = ns_fail(NS_ERR_PARSE,
+                          "%s:%lld: section %d (SWC ids %lld-%lld) has zero length: its %d points lie at one "
+                          "place (%g, %g, %g), so it has no membrane and no axial resistance",
+                          name, (long long)f->line, (int)k, (long long)f->id, (long long)p[secs[k].last].id,
+                          (int)secs[k].n3d, q[0].x, q[0].y, q[0].z);
+        if (bad != NS_OK) {
+            free(secs);
+            free(pts);
+            return bad;
+        }
     }
     out->sec = secs;
     out->n = m;
@@ -300,6 +321,18 @@ ns_status disc_build_sections(const ns_morph_point *points, int64_t n, const cha
         if (!(points[i].r > 0.0)) {
             st = ns_fail(NS_ERR_PARSE, "%s: point %lld (id %lld) has radius %g: radii must be > 0",
                          name, (long long)i, (long long)points[i].id, points[i].r);
+            goto done;
+        }
+        /* finite coordinates and radii can still overflow once combined
+         * (1e308 um): every diameter and every distance to the parent must
+         * be finite, or lengths and areas become inf and nan downstream */
+        if (!isfinite(2.0 * points[i].r) || (i > 0 && !isfinite(dist(&points[i], &points[w.par[i]])))) {
+            st = ns_fail(NS_ERR_NOT_FINITE,
+                         "%s:%lld: point id %lld: its %s overflows a double (radius %g, position %g %g %g): "
+                         "coordinates and radii must be below about 1e150 um",
+                         name, (long long)points[i].line, (long long)points[i].id,
+                         isfinite(2.0 * points[i].r) ? "distance to its parent" : "diameter", points[i].r,
+                         points[i].x, points[i].y, points[i].z);
             goto done;
         }
     }

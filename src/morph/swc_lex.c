@@ -169,10 +169,13 @@ static ns_status parse_integer(const swc_records *rec, int column, const field *
     int plain = i < f->n;
     for (size_t k = i; k < f->n; ++k)
         if (f->s[k] < '0' || f->s[k] > '9') plain = 0;
-    if (plain && f->n - i <= 18) { /* fits int64 without overflow checks */
-        int64_t v = 0;
-        for (size_t k = i; k < f->n; ++k) v = v * 10 + (f->s[k] - '0');
-        *out = (f->s[0] == '-') ? -v : v;
+    if (plain && f->n - i <= 19) { /* up to 19 digits fit a uint64: any int64 is accepted */
+        uint64_t v = 0;
+        for (size_t k = i; k < f->n; ++k) v = v * 10 + (uint64_t)(f->s[k] - '0');
+        const int negative = f->s[0] == '-';
+        if (v > (uint64_t)INT64_MAX + (negative ? 1u : 0u))
+            return bad_field(rec, column, f, "is out of range (integers must fit in int64)");
+        *out = negative ? (v == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)v) : (int64_t)v;
         return NS_OK;
     }
     double v;

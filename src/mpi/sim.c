@@ -425,7 +425,8 @@ int64_t ns_mpi_sim_compartments(const ns_mpi_sim_t *s) { return s ? s->cells.n_c
 int64_t ns_mpi_sim_steps_for(const ns_mpi_sim_t *s, double tstop) {
     /* ns_sim_steps_for's rule, here also on processes without cells */
     if (!s || !(tstop > 0.0)) return 0;
-    return (int64_t)llround(tstop / s->params.dt);
+    int64_t steps = 0;
+    return ns_sim_count_steps(tstop, s->params.dt, &steps) == NS_OK ? steps : -1;
 }
 double ns_mpi_sim_elapsed_ms(const ns_mpi_sim_t *s) { return s ? s->wall_ms : 0.0; }
 ns_backend ns_mpi_sim_backend(const ns_mpi_sim_t *s) {

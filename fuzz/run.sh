@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of the readers for a bounded time (docs/fuzzing.md).
+#   fuzz/run.sh [SECONDS_PER_TARGET (20)] [TARGET...]   (targets: swc nifti params tracts life_files)
+# Builds build-fuzz/ with clang, libFuzzer, ASan and UBSan (NS_FUZZ=ON), then runs
+# each target on a scratch copy of fuzz/corpus/TARGET (the repository's corpus is
+# not modified). A crash, leak, UB report or timeout fails the script and leaves
+# the input in build-fuzz/fuzz/findings/TARGET/: add it to fuzz/regressions/TARGET/
+# (the normal tests replay it) together with the fix.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+src="$(dirname "$here")"
+secs="${1:-20}"
+shift || true
+targets=("${@:-swc nifti params tracts life_files}")
+read -r -a targets <<< "${targets[*]}"
+build="${NS_FUZZ_BUILD:-$src/build-fuzz}"
+cc="${CC:-clang}"
+command -v "$cc" >/dev/null || { echo "fuzz/run.sh: $cc not found (apt-get install clang)" >&2; exit 2; }
+cmake -S "$src" -B "$build" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Debug -DNS_FUZZ=ON -DNS_CUDA=OFF \
+  -DNS_MPI=OFF -DNS_OPENMP=OFF -DNS_TESTS=OFF -DNS_SANITIZE=address,undefined >/dev/null
+cmake --build "$build" -j"$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
+status=0
+for t in "${targets[@]}"; do
+  work="$build/fuzz/work/$t" findings="$build/fuzz/findings/$t"
+  rm -rf "$work" && mkdir -p "$work" "$findings"
+  cp -r "$here/corpus/$t/." "$work/"
+  [ -d "$here/regressions/$t" ] && cp -r "$here/regressions/$t/." "$work/"
+  echo "fuzz $t: ${secs}s"
+  if ! "$build/fuzz/fuzz_$t" "$work" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+       -artifact_prefix="$findings/" -print_final_stats=1 > "$build/fuzz/$t.log" 2>&1; then
+    echo "fuzz $t: FAILED, input in $findings/ (log: $build/fuzz/$t.log)" >&2
+    tail -40 "$build/fuzz/$t.log" >&2
+    status=1
+  else
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$build/fuzz/$t.log" | tr '\n' ' '; echo
+  fi
+done
+exit $status

@@ -1,0 +1,184 @@
+/* Output files that appear only when complete (include/neurosolve/output.h). */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "neurosolve/output.h"
+
+struct ns_output {
+    FILE *f;
+    char *path;
+    char *temp;
+};
+
+static atomic_uint serial;
+
+static void release(ns_output *o) {
+    free(o->path);
+    free(o->temp);
+    free(o);
+}
+
+ns_status ns_output_open(const char *path, ns_output **out) {
+    if (!path || !out || !*path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_open: no path");
+    *out = NULL;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return ns_fail(NS_ERR_IO, "%s: cannot write: it is a directory", path);
+    ns_output *o = calloc(1, sizeof *o);
+    const size_t n = strlen(path);
+    if (!o || !(o->path = malloc(n + 1)) || !(o->temp = malloc(n + 64))) {
+        if (o) release(o);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: output", path);
+    }
+    memcpy(o->path, path, n + 1);
+    /* ".NAME.partial-PID-N" next to NAME, keeping NAME's extension last */
+    const char *slash = strrchr(path, '/');
+    const size_t dir = slash ? (size_t)(slash - path + 1) : 0;
+    int fd = -1, err = 0;
+    for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+        const unsigned k = atomic_fetch_add(&serial, 1u);
+        const char *ext = strrchr(path + dir, '.');
+        if (!ext || ext == path + dir) ext = "";
+        snprintf(o->temp, n + 64, "%.*s.%s.partial-%ld-%u%s", (int)dir, path, path + dir, (long)getpid(), k, ext);
+        fd = open(o->temp, O_WRONLY | O_CREAT | O_EXCL, 0666); /* the umask applies, as to fopen */
+        err = errno;
+        if (fd < 0 && err != EEXIST) break;
+    }
+    if (fd < 0) {
+        ns_status s = ns_fail(NS_ERR_IO, "%s: cannot create: %s", path, strerror(err));
+        release(o);
+        return s;
+    }
+    o->f = fdopen(fd, "wb");
+    if (!o->f) {
+        err = errno;
+        close(fd);
+        unlink(o->temp);
+        release(o);
+        return ns_fail(NS_ERR_IO, "%s: cannot create: %s", path, strerror(err));
+    }
+    *out = o;
+    return NS_OK;
+}
+
+FILE *ns_output_stream(ns_output *o) { return o ? o->f : NULL; }
+const char *ns_output_temp_path(const ns_output *o) { return o ? o->temp : NULL; }
+
+ns_status ns_output_commit(ns_output *o) {
+    if (!o) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_commit: NULL output");
+    int failed = ferror(o->f) != 0, err = failed ? EIO : 0;
+    if (fclose(o->f) != 0 && !failed) failed = 1, err = errno;
+    o->f = NULL;
+    if (!failed && rename(o->temp, o->path) != 0) failed = 1, err = errno;
+    ns_status s = NS_OK;
+    if (failed) {
+        unlink(o->temp);
+        s = ns_fail(NS_ERR_IO, "%s: write failed: %s", o->path, strerror(err));
+    }
+    release(o);
+    return s;
+}
+
+struct ns_output_dir {
+    char *path;
+    char *temp;
+};
+
+static void dir_release(ns_output_dir *d) {
+    free(d->path);
+    free(d->temp);
+    free(d);
+}
+
+/* Apply `op` (rename into `to`, or unlink when `to` is NULL) to every entry of `from`. */
+static int move_entries(const char *from, const char *to) {
+    DIR *dir = opendir(from);
+    if (!dir) return errno;
+    int err = 0;
+    char src[4096], dst[4096];
+    for (struct dirent *e; !err && (e = readdir(dir));) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        snprintf(src, sizeof src, "%s/%s", from, e->d_name);
+        if (to) {
+            snprintf(dst, sizeof dst, "%s/%s", to, e->d_name);
+            if (rename(src, dst) != 0) err = errno;
+        } else if (unlink(src) != 0) {
+            err = errno;
+        }
+    }
+    closedir(dir);
+    return err;
+}
+
+ns_status ns_output_dir_open(const char *path, ns_output_dir **out) {
+    if (!path || !out || !*path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_dir_open: no path");
+    *out = NULL;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode))
+        return ns_fail(NS_ERR_IO, "%s: cannot write a folder there: it is a file", path);
+    ns_output_dir *d = calloc(1, sizeof *d);
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') --n; /* "model/" is "model" */
+    if (!d || !(d->path = malloc(n + 1)) || !(d->temp = malloc(n + 64))) {
+        if (d) dir_release(d);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: output folder", path);
+    }
+    memcpy(d->path, path, n);
+    d->path[n] = '\0';
+    const char *slash = strrchr(d->path, '/');
+    const size_t base = slash ? (size_t)(slash - d->path + 1) : 0;
+    int ok = 0, err = 0;
+    for (int attempt = 0; attempt < 100 && !ok; ++attempt) {
+        snprintf(d->temp, n + 64, "%.*s.%s.partial-%ld-%u", (int)base, d->path, d->path + base, (long)getpid(),
+                 atomic_fetch_add(&serial, 1u));
+        ok = mkdir(d->temp, 0777) == 0;
+        err = errno;
+        if (!ok && err != EEXIST) break;
+    }
+    if (!ok) {
+        ns_status s = ns_fail(NS_ERR_IO, "%s: cannot create: %s", d->path, strerror(err));
+        dir_release(d);
+        return s;
+    }
+    *out = d;
+    return NS_OK;
+}
+
+const char *ns_output_dir_path(const ns_output_dir *d) { return d ? d->temp : NULL; }
+
+ns_status ns_output_dir_commit(ns_output_dir *d) {
+    if (!d) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_dir_commit: NULL output");
+    int err = 0;
+    if (rename(d->temp, d->path) != 0) { /* NAME exists: move the files in one by one */
+        if (mkdir(d->path, 0777) != 0 && errno != EEXIST) err = errno;
+        if (!err) err = move_entries(d->temp, d->path);
+    }
+    ns_status s = NS_OK;
+    if (err) s = ns_fail(NS_ERR_IO, "%s: cannot move the new files in: %s", d->path, strerror(err));
+    move_entries(d->temp, NULL); /* gone after a rename; after a failure, what is left */
+    rmdir(d->temp);
+    dir_release(d);
+    return s;
+}
+
+void ns_output_dir_abort(ns_output_dir *d) {
+    if (!d) return;
+    move_entries(d->temp, NULL);
+    rmdir(d->temp);
+    dir_release(d);
+}
+
+void ns_output_abort(ns_output *o) {
+    if (!o) return;
+    if (o->f) fclose(o->f);
+    unlink(o->temp);
+    release(o);
+}

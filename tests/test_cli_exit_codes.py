@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""One exit-code rule for the neurosolve command (docs/cli.md): 0 success,
+1 runtime failure, 2 a usage error or an option value out of range.
+
+Every command and subcommand answers --help with exit 0 (and touches no
+file); every option is given out-of-range values, each of which must exit 2
+with one 'neurosolve ...' line on stderr naming the option, before any work.
+
+usage: test_cli_exit_codes.py PATH/TO/neurosolve SOURCE_DIR
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+BIN, SRC = sys.argv[1], sys.argv[2]
+CELL = os.path.join(SRC, "data", "morphologies", "ca1_h10.swc")
+failures = []
+count = 0
+
+
+def run(args, cwd=None, timeout=120):
+    try:
+        return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def expect(args, code, cwd=None):
+    global count
+    count += 1
+    p = run(args, cwd)
+    where = "neurosolve " + " ".join(args)
+    if p is None:
+        failures.append(f"{where}: timed out (the value was not refused up front)")
+        return None
+    if p.returncode != code:
+        failures.append(f"{where}: exit {p.returncode}, expected {code}; stderr: {p.stderr.strip()!r}")
+    elif code == 2:
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        if len(lines) != 1 or not lines[0].startswith("neurosolve"):
+            failures.append(f"{where}: expected one 'neurosolve...' line on stderr, got {p.stderr!r}")
+    return p
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    # --help everywhere: exit 0, text on stdout, nothing written, no file opened
+    helps = [
+        ["--help"], ["info", "--help"], ["morph", "--help"], ["solve", "--help"], ["simulate", "--help"],
+        ["bench", "--help"], ["bench", "hines", "--help"], ["bench", "hines", "--mixed", "--help"],
+        ["bench", "tridiag", "--help"], ["bench", "life", "--help"], ["bench", "sim", "--help"],
+        ["bench", "scale", "--help"], ["life", "--help"], ["life", "synth", "--help"],
+        ["life", "fit", "--help"], ["life", "build", "--help"], ["life", "report", "--help"],
+        ["life", "info", "--help"], ["life", "synth", "model", "--help"], ["life", "fit", "model", "--help"],
+        ["life", "report", "model", "w.npy", "--help"], ["simulate", CELL, "--help"],
+    ]
+    for args in helps:
+        p = expect(args, 0, cwd=tmp)
+        if p is not None:
+            count += 1
+            if "usage" not in p.stdout:
+                failures.append(f"neurosolve {' '.join(args)}: no usage text on stdout: {p.stdout[:200]!r}")
+            if p.stderr.strip():
+                failures.append(f"neurosolve {' '.join(args)}: stderr not empty: {p.stderr!r}")
+    count += 1
+    if os.listdir(tmp):
+        failures.append(f"--help runs wrote files: {os.listdir(tmp)}")
+
+    # out-of-range option values: exit 2 (refused before any work)
+    sim = ["simulate", CELL, "--no-progress", "--tstop", "1"]
+    bad = {
+        tuple(sim): [
+            ["--dt", "0"], ["--dt", "-1"], ["--dt", "nan"], ["--dt", "inf"], ["--dt", "1e-300"],
+            ["--dt", "abc"], ["--tstop", "nan"], ["--tstop", "-1"], ["--tstop", "inf"], ["--tstop", "1e300"],
+            ["--tstop", "0.001"], ["--set", "Ra=0"], ["--set", "dt=0"], ["--set", "soma.gnabar_hh=-1"],
+            ["--set", "nosuch=1"], ["--set", "Ra=abc"], ["--set", "Ra"], ["--set", "all.hh=2"],
+            ["--set", "celsius=nan"], ["--set", "Ra=0x10"], ["--dt", "0x1p-5"], ["--gpu-lanes", "3"], ["--gpu-lanes", "64"], ["--gpu-lanes", "-1"],
+            ["--cells", "0"], ["--cells", "-5"], ["--record-every", "0"], ["--record-cells", "-1"],
+            ["--threads", "-1"], ["--iclamp", "soma:1:-1:0.1"], ["--iclamp", "soma:1:2"],
+            ["--iclamp", "soma:nan:1:0.1"], ["--record", "c-1"], ["--record", "0:2"], ["--backend", "gpu9"],
+            ["--method", "nope"], ["--scale", "0"], ["--scale", "nan"], ["--radii", "default:0"],
+            ["--radii", "sometimes"], ["--roots", "maybe"], ["--nseg", "length:0"], ["--nseg", "d-lambda:0"],
+            ["--nseg", "many"], ["--ra", "0"], ["--cm", "-1"], ["--no-such-option"],
+        ],
+        ("solve", "small-low"): [
+            ["--cells", "0"], ["--cells", "1e3"], ["--tolerance", "-1"], ["--tolerance", "nan"],
+            ["--dense-max", "-1"], ["--block-size", "0"], ["--threads", "0"], ["--devices", "0"],
+            ["--values", "x"], ["--seed", "-1"], ["--method", "x"], ["--backend", "x"], ["--ra", "-1"],
+        ],
+        ("morph", CELL): [["--scale", "-1"], ["--scale", "0x2"], ["--nseg", "d-lambda:nan"], ["--cm", "nan"], ["--bogus"]],
+        ("life", "synth", os.path.join(tmp, "synth")): [
+            ["--fibers", "0"], ["--theta", "0"], ["--L", "1"], ["--b", "-1"], ["--grid", "1,2,3"],
+            ["--grid", "4,4"], ["--grid", "2048,2048,2048"], ["--length", "0"], ["--curvature", "-1"], ["--active", "2"], ["--noise", "-1"],
+            ["--seed", "-1"],
+        ],
+        ("life", "fit", os.path.join(tmp, "no_model")): [
+            ["--iters", "0"], ["--lambda", "-1"], ["--lambda", "nan"], ["--tolg", "-1"], ["--tolo", "nan"],
+            ["--threads", "0"], ["--backend", "x"], ["--mw", "x"], ["--mty", "x"],
+        ],
+        ("life", "build", "--dwi", "x.nii", "--bvals", "x.bval", "--bvecs", "x.bvec", "--tracks", "x.trk",
+         "--out", os.path.join(tmp, "built")): [
+            ["--L", "1"], ["--axial", "-1"], ["--radial", "nan"], ["--b0-threshold", "-1"],
+        ],
+        ("life", "report", os.path.join(tmp, "no_model"), "w.npy"): [
+            ["--threshold", "-1"], ["--threshold", "nan"], ["--backend", "x"],
+        ],
+        ("bench", "hines"): [
+            ["--cells", "0"], ["--repeats", "1"], ["--threads", "0"], ["--block-sizes", "0"],
+            ["--backend", "x"], ["--devices", "0"], ["--seed", "-1"],
+        ],
+        ("bench", "hines", "--mixed"): [["--repeats", "0"], ["--fine-threads", "0"], ["--ca1-length", "0"]],
+        ("bench", "tridiag"): [
+            ["--n", "0"], ["--batch", "0"], ["--repeats", "0"], ["--precision", "x"], ["--grid", "x"],
+            ["--methods", "x"], ["--backend", "x"],
+        ],
+        ("bench", "life"): [
+            ["--fibers", "0"], ["--iters", "1"], ["--repeats", "0"], ["--L", "1"], ["--theta", "0"],
+            ["--grid", "1,1,1"], ["--grid", "2048,2048,2048"], ["--threads", "0"], ["--length", "0"],
+        ],
+        ("bench", "sim"): [
+            ["--cells", "0"], ["--steps", "0"], ["--cpu-max", "-1"], ["--neuron", "0"], ["--backend", "x"],
+            ["--gpu-methods", "x"],
+        ],
+    }
+    for base, cases in bad.items():
+        for extra in cases:
+            expect([*base, *extra], 2, cwd=tmp)
+    count += 1
+    left = [f for f in os.listdir(tmp)]
+    if left:
+        failures.append(f"refused runs wrote files: {left}")
+
+print(f"{count - len(failures)} passed, {len(failures)} failed")
+for f in failures:
+    print("FAILED:", f)
+sys.exit(1 if failures else 0)
