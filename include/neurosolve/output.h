@@ -26,7 +26,7 @@ NS_API ns_status ns_output_open(const char *path, ns_output **out);
 
 /* The stream to write to (binary mode), and the temporary file's name (for
  * writers that need a path, e.g. a plotting script; keep the extension). */
-FILE *ns_output_stream(ns_output *o);
+NS_API FILE *ns_output_stream(ns_output *o);
 NS_API const char *ns_output_temp_path(const ns_output *o);
 
 /* Close the stream and rename the temporary file over the destination.
