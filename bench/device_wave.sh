@@ -4,7 +4,7 @@
 # bench sim --mixed (with NEURON's threads when its wheel is carried in
 # .whl/). Logs packed into $OUT/logs.tgz, tables copied to $OUT.
 # Usage: bash bench/device_wave.sh [STEP...]   (default: every step)
-#   steps: tests ctest sanitize hines sim neuron
+#   steps: tests ctest sanitize hines sim neuron before
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FINAL=${OUT:-./out}
@@ -34,7 +34,7 @@ for step in $STEPS; do
       run tree-cuda 90 "$BUILD/tests/test_hines_tree_cuda"
       run cable-cuda 150 "$BUILD/tests/test_cable_cuda" ;;
     ctest)
-      run ctest-gpu 200 ctest --test-dir "$BUILD" -j 4 -R "hines|cable|tridiag_cuda" -E "test_hines_tree_cuda|test_cable_cuda" --output-on-failure ;;
+      run ctest-gpu 300 ctest --test-dir "$BUILD" -j 8 --output-on-failure ;;
     sanitize)
       S=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
       for tool in memcheck racecheck; do
@@ -57,10 +57,23 @@ for step in $STEPS; do
       run sim-mixed 240 "$NS" bench sim --mixed --per 5,20,200 --jitter 10000 --gpu-methods auto,tree,onchip \
           --cpu-max 500000 --csv "$FINAL/sim_mixed.csv"
       cp "$LOG/sim-mixed.log" "$FINAL/sim_mixed.txt" ;;
+    before)
+      # the GPU loop before this wave (main at 0853768) against now, same run
+      git -C "$ROOT" worktree add -f /tmp/ns_before 0853768 > "$LOG/before-worktree.log" 2>&1
+      run before-build 240 bash -c "cmake -S /tmp/ns_before -B /tmp/ns_before/b -DNS_CUDA=ON -DNS_MPI=OFF -DNS_TESTS=OFF \
+          -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build /tmp/ns_before/b -j 16 --target neurosolve_cli"
+      for bin in /tmp/ns_before/b/neurosolve "$NS"; do
+        tag=$([ "$bin" = "$NS" ] && echo after || echo before)
+        run "sim-chat-$tag" 120 "$bin" bench sim --backend cuda --cells 1000,10000,100000 --steps 200 \
+            --gpu-methods onchip --csv "$LOG/sim_chat_$tag.csv"
+        run "sim-chat-auto-$tag" 60 "$bin" bench sim --backend cuda --cells 1000,10000,100000 --steps 200 \
+            --morph data/morphologies/l5pc_bbp_axon.swc --gpu-methods $([ $tag = after ] && echo auto || echo onchip,interleaved)
+      done
+      cat "$LOG"/sim-chat-*.log > "$FINAL/sim_before_after.txt" ;;
     neuron)
       python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$ROOT"/.whl/*.whl \
           > "$LOG/pip.log" 2>&1 && export PYTHONPATH=/tmp/site
-      run sim-neuron 200 "$NS" bench sim --mixed --per 5 --jitter 0 --gpu-methods auto --neuron-threads 16 \
+      run sim-neuron 420 "$NS" bench sim --mixed --per 5 --jitter 0 --gpu-methods auto --neuron-threads 16 \
           --csv "$FINAL/sim_neuron.csv"
       cp "$LOG/sim-neuron.log" "$FINAL/sim_neuron.txt" ;;
   esac

@@ -315,10 +315,16 @@ cudaError_t ns_contract_dev_upload(const ns_contract_layout *L, ns_contract_dev 
         *dst[k] = at;
         at += (bytes[k] + 255) & ~(size_t)255;
     }
-    int device = 0, major = 0;
+    int device = 0, major = 0, sms = 0;
     if ((e = cudaGetDevice(&device)) != cudaSuccess) return e;
     if ((e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) != cudaSuccess) return e;
-    dev->cluster = major >= 9 ? NS_CONTRACT_CLUSTER : 1;
+    if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) != cudaSuccess) return e;
+    /* blocks per big cell: as many as the SMs allow for all big cells at
+     * once (a power of two up to NS_CONTRACT_CLUSTER); with more big cells
+     * than SMs one block each (more would idle during a cell's tail) */
+    dev->cluster = 1;
+    if (major >= 9 && L->n_big > 0)
+        while (dev->cluster < NS_CONTRACT_CLUSTER && (int64_t)dev->cluster * 2 * L->n_big <= sms) dev->cluster *= 2;
     dev->n_small = L->n_small;
     dev->n_medium = L->n_medium;
     dev->n_large = L->n_large;

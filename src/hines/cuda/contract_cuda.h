@@ -21,9 +21,10 @@ extern "C" {
 #define NS_CONTRACT_BIG_THREADS 1024
 /* Small groups are sized for this many resident blocks per SM. */
 #define NS_CONTRACT_BLOCKS_PER_SM 4
-/* A big cell (device memory) is solved by a thread-block cluster of this
- * many blocks on GPUs of compute capability 9.0 and later (the portable
- * cluster size): its rounds spread over that many SMs. */
+/* A big cell (device memory) is solved by a thread-block cluster of up to
+ * this many blocks on GPUs of compute capability 9.0 and later (the
+ * portable cluster size; fewer when the big cells would not all fit the
+ * SMs at once): its rounds spread over that many SMs. */
 #define NS_CONTRACT_CLUSTER 8
 
 /* No bad pivot: the device key stays at this value. A bad pivot stores
@@ -41,7 +42,7 @@ typedef struct ns_contract_dev {
     const ns_contract_bwd *bwd;
     int32_t n_small, n_medium, n_large, n_big, max_small_nodes, max_medium_nodes, max_large_nodes;
     int32_t max_tail_nodes;
-    int32_t cluster; /* blocks per big cell: NS_CONTRACT_CLUSTER on GPUs with clusters, else 1 */
+    int32_t cluster; /* blocks per big cell (ns_contract_dev_upload): 1 to NS_CONTRACT_CLUSTER */
     void *blob; /* the allocation */
 } ns_contract_dev;
 
