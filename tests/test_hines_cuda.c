@@ -424,7 +424,7 @@ static void test_unsupported_and_auto(void) {
     ns_tree_destroy(t1);
     ns_tree_destroy(t2);
 
-    /* A cell too large for shared memory: onchip refuses, auto falls back. */
+    /* A cell too large for shared memory: onchip refuses, auto takes tree. */
     ns_tree_t *big = local_tree(12000, 4);
     CHECK(big != NULL);
     if (big) {
@@ -441,7 +441,7 @@ static void test_unsupported_and_auto(void) {
             o.method = NS_HINES_AUTO;
             o.backend = NS_BACKEND_CUDA;
             CHECK_OK(ns_hines_solver_create(p.batch, &o, &s));
-            CHECK(ns_hines_solver_method(s) == NS_HINES_INTERLEAVED);
+            CHECK(ns_hines_solver_method(s) == NS_HINES_TREE);
             ns_hines_solver_destroy(s);
             check_method(&p, NS_HINES_AUTO, 0, 0, 1, "large cell, auto");
         }
