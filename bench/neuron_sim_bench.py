@@ -41,59 +41,43 @@ def main():
     paths, cells, tstop = sys.argv[1].split(","), int(sys.argv[2]), float(sys.argv[3])
     dt = float(sys.argv[4]) if len(sys.argv) > 4 else 0.025
     threads = int(sys.argv[5]) if len(sys.argv) > 5 else 1
-    first_soma, keep, skipped = [], [], []
-    work = []
+    keep, skipped, stims = [], [], []
     for path in paths:
-        before = set(h.allsec())
-        try:
-            keep.append(build(path))
-        except Exception:  # Import3d refuses a few tracings
-            skipped.append(path)
-            for sec in [s for s in h.allsec() if s not in before]:
-                h.delete_section(sec=sec)
-            continue
-        work.append(path)
-        # the first copy is built; the others below
-        work.extend([path] * (cells - 1))
-        first = [s for s in h.allsec() if s not in before]
-        work[-cells] = first
-    for item in work:
-        if isinstance(item, list):
-            new = item
-        else:
-            before = set(h.allsec())
-            keep.append(build(item))
-            new = [s for s in h.allsec() if s not in before]
-        for sec in new:
-            sec.Ra = 35.4
-            sec.cm = 1.0
-            lam = None
-            # d_lambda rule (NEURON's fixnseg.hoc, lambda_f at 100 Hz)
-            n3d = int(h.n3d(sec=sec))
-            if n3d < 2:
-                lam = 1e5 * math.sqrt(sec.diam / (4 * math.pi * 100 * sec.Ra * sec.cm))
-            else:
-                x1, d1, acc = h.arc3d(0, sec=sec), h.diam3d(0, sec=sec), 0.0
-                for i in range(1, n3d):
-                    x2, d2 = h.arc3d(i, sec=sec), h.diam3d(i, sec=sec)
-                    if d1 + d2 > 0:  # zero diameters add no length constant
-                        acc += (x2 - x1) / math.sqrt(d1 + d2)
-                    x1, d1 = x2, d2
-                acc *= math.sqrt(2) * 1e-5 * math.sqrt(4 * math.pi * 100 * sec.Ra * sec.cm)
-                lam = sec.L / acc if acc > 0 else 1e9
-            sec.nseg = int((sec.L / (0.1 * lam) + 0.9) / 2) * 2 + 1
-            sec.insert("hh")
-        first_soma.append(new[0])
-    stims = []
-    for soma in first_soma:
-        area = 0.0
-        root = h.SectionRef(sec=soma).root
-        for sec in h.allsec():
-            if h.SectionRef(sec=sec).root == root:
-                area += sum(seg.area() for seg in sec)
-        st = h.IClamp(soma(0.5))
-        st.delay, st.dur, st.amp = 5.0, 1e9, 1.5e-4 * area
-        stims.append(st)
+        for copy in range(cells):
+            try:
+                cell = build(path)
+            except Exception:  # Import3d refuses a few tracings
+                skipped.append(path)
+                break
+            keep.append(cell)
+            new = list(cell.all)  # the cell's own sections (no scan of every section: linear set-up)
+            if not new:
+                break
+            for sec in new:
+                sec.Ra = 35.4
+                sec.cm = 1.0
+                # d_lambda rule (NEURON's fixnseg.hoc, lambda_f at 100 Hz)
+                n3d = int(h.n3d(sec=sec))
+                if n3d < 2:
+                    lam = 1e5 * math.sqrt(sec.diam / (4 * math.pi * 100 * sec.Ra * sec.cm))
+                else:
+                    x1, d1, acc = h.arc3d(0, sec=sec), h.diam3d(0, sec=sec), 0.0
+                    for i in range(1, n3d):
+                        x2, d2 = h.arc3d(i, sec=sec), h.diam3d(i, sec=sec)
+                        if d1 + d2 > 0:  # zero diameters add no length constant
+                            acc += (x2 - x1) / math.sqrt(d1 + d2)
+                        x1, d1 = x2, d2
+                    acc *= math.sqrt(2) * 1e-5 * math.sqrt(4 * math.pi * 100 * sec.Ra * sec.cm)
+                    lam = sec.L / acc if acc > 0 else 1e9
+                sec.nseg = int((sec.L / (0.1 * lam) + 0.9) / 2) * 2 + 1
+                sec.insert("hh")
+            # the stimulus: 1.5e-4 nA per um^2 of the soma's tree
+            soma = new[0]
+            root = h.SectionRef(sec=soma).root
+            area = sum(seg.area() for sec in new if h.SectionRef(sec=sec).root == root for seg in sec)
+            st = h.IClamp(soma(0.5))
+            st.delay, st.dur, st.amp = 5.0, 1e9, 1.5e-4 * area
+            stims.append(st)
     segments = sum(sec.nseg for sec in h.allsec())
     h.dt = dt
     h.load_file("stdrun.hoc")
@@ -106,7 +90,7 @@ def main():
     h.continuerun(tstop)
     wall = time.perf_counter() - t0
     steps = int(round(tstop / dt))
-    print(json.dumps({"cells": len(first_soma), "segments": segments, "steps": steps, "wall_s": wall,
+    print(json.dumps({"cells": len(stims), "segments": segments, "steps": steps, "wall_s": wall,
                       "threads": threads, "skipped": len(skipped),
                       "segment_steps_per_s": segments * steps / wall}))
 
