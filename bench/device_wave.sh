@@ -4,7 +4,7 @@
 # bench sim --mixed (with NEURON's threads when its wheel is carried in
 # .whl/). Logs packed into $OUT/logs.tgz, tables copied to $OUT.
 # Usage: bash bench/device_wave.sh [STEP...]   (default: every step)
-#   steps: tests gputests ctest sanitize hines sim neuron before
+#   steps: tests gputests consumer ctest sanitize hines sim neuron before
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FINAL=${OUT:-./out}
@@ -37,6 +37,8 @@ for step in $STEPS; do
       for t in test_hines_cuda test_cable_cuda test_hines_tree_cuda test_cuda_unsupported; do
         run "$t" 150 "$BUILD/tests/$t"
       done ;;
+    consumer)
+      run consumer 300 ctest --test-dir "$BUILD" -R consumer -V ;;
     ctest)
       run ctest-gpu 300 ctest --test-dir "$BUILD" -j 8 --output-on-failure ;;
     sanitize)

@@ -50,6 +50,14 @@ if(EXISTS ${WORK_DIR}/cmake/consumer_mpi)
   message("${run_out}")
 endif()
 
+# 1b. the embedding example (examples/embed): a simulator's time loop on its
+# own device arrays and stream where there is a GPU, on host arrays here
+run("embed example (${kind}): configure" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/embed -B ${WORK_DIR}/embed
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_BUILD_TYPE=Release)
+run("embed example (${kind}): build" ${CMAKE_COMMAND} --build ${WORK_DIR}/embed)
+run("embed example (${kind}): run" ${WORK_DIR}/embed/embed ${SOURCE_DIR}/data/morphologies 30 10)
+message("${run_out}")
+
 # 2. neurosolve as a subproject: configure only (NS_TESTS must default to OFF)
 run("subproject: configure" ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE}/subproject -B ${WORK_DIR}/subproject
     -DNEUROSOLVE_SOURCE_DIR=${SOURCE_DIR} -DCMAKE_C_COMPILER=${C_COMPILER} -DNS_CUDA=OFF -DNS_MPI=OFF)
