@@ -228,18 +228,8 @@ extern "C" cudaError_t ns_sim_launch_tree(const ns_sim_tree *tree, const ns_cont
             *tree, *layout, layout->big, 1, *group, *run);
         return cudaGetLastError();
     }
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1];
-    cfg.gridDim = dim3((unsigned)(layout->n_big * layout->cluster));
-    cfg.blockDim = dim3(NS_SIM_TREE_THREADS);
-    cfg.dynamicSmemBytes = tail;
-    cfg.stream = streams[2];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = (unsigned)layout->cluster;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = ns_contract_cluster_config(layout, NS_SIM_TREE_THREADS, tail, streams[2], &attr);
     return cudaLaunchKernelEx(&cfg, sim_tree_steps<false, ns_cluster_team>, *tree, *layout, layout->big,
                               (int32_t)layout->cluster, *group, *run);
 }

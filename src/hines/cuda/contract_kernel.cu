@@ -77,18 +77,8 @@ extern "C" cudaError_t ns_contract_launch(const ns_contract_dev *dev, const doub
                 *dev, 1, a, b, d, rhs, scratch, bad);
             e = cudaGetLastError();
         } else {
-            cudaLaunchConfig_t cfg = {};
-            cudaLaunchAttribute attr[1];
-            cfg.gridDim = dim3((unsigned)(dev->n_big * dev->cluster));
-            cfg.blockDim = dim3(NS_CONTRACT_BIG_THREADS);
-            cfg.dynamicSmemBytes = tail;
-            cfg.stream = q;
-            attr[0].id = cudaLaunchAttributeClusterDimension;
-            attr[0].val.clusterDim.x = (unsigned)dev->cluster;
-            attr[0].val.clusterDim.y = 1;
-            attr[0].val.clusterDim.z = 1;
-            cfg.attrs = attr;
-            cfg.numAttrs = 1;
+            cudaLaunchAttribute attr;
+            const cudaLaunchConfig_t cfg = ns_contract_cluster_config(dev, NS_CONTRACT_BIG_THREADS, tail, q, &attr);
             e = cudaLaunchKernelEx(&cfg, contract_big<ns_cluster_team>, *dev, (int32_t)dev->cluster, a, b, d, rhs,
                                    scratch, bad);
         }

@@ -54,6 +54,25 @@ struct ns_cluster_team {
     __device__ __forceinline__ double ld(const double *p) const { return __ldcg(p); }
 };
 
+// The launch of one cluster of `cluster` blocks per big cell (host side;
+// attr must outlive the launch call): used with cudaLaunchKernelEx.
+static inline cudaLaunchConfig_t ns_contract_cluster_config(const ns_contract_dev *dev, unsigned threads,
+                                                            size_t shared_bytes, cudaStream_t stream,
+                                                            cudaLaunchAttribute *attr) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)(dev->n_big * dev->cluster));
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = shared_bytes;
+    cfg.stream = stream;
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = (unsigned)dev->cluster;
+    attr->val.clusterDim.y = 1;
+    attr->val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cfg;
+}
+
 // One pull task (see ns_contract_fwd): kept node k takes in its eliminated
 // children and, when f.w >= 0, its eliminated parent.
 template <class Team>
