@@ -4,7 +4,7 @@
 # bench sim --mixed (with NEURON's threads when its wheel is carried in
 # .whl/). Logs packed into $OUT/logs.tgz, tables copied to $OUT.
 # Usage: bash bench/device_wave.sh [STEP...]   (default: every step)
-#   steps: tests gputests consumer ctest sanitize hines sim neuron before
+#   steps: tests gputests consumer profile ctest sanitize hines sim neuron before
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FINAL=${OUT:-./out}
@@ -37,6 +37,17 @@ for step in $STEPS; do
       for t in test_hines_cuda test_cable_cuda test_hines_tree_cuda test_cuda_unsupported; do
         run "$t" 150 "$BUILD/tests/$t"
       done ;;
+    profile)
+      # Nsight Compute on the big cell's solve (a cluster) and on one tree-loop part with big cells
+      N=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+      run ncu-solve 200 "$N" --clock-control none --kernel-name regex:contract_big --launch-count 1 \
+          --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
+          "$NS" solve data/morphologies/dense_Animal_2_Basal_2.swc --method tree --cells 1
+      run ncu-sim 200 "$N" --clock-control none --kernel-name regex:sim_tree_steps --launch-count 3 \
+          --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+          "$NS" simulate data/morphologies/dense_Animal_2_Basal_2.swc data/morphologies/ca1_h10.swc --cells 5 \
+          --tstop 0.5 --method tree --no-progress
+      cat "$LOG/ncu-solve.log" "$LOG/ncu-sim.log" > "$FINAL/ncu_tree.txt" ;;
     consumer)
       run consumer 300 ctest --test-dir "$BUILD" -R consumer -V ;;
     ctest)
