@@ -59,6 +59,19 @@ for key in ("version", "cuda", "openmp", "openmp_threads", "cuda_architectures",
 run("--version")
 run("--help")
 
+# one table drives --help and docs/cli.md: every command and every benchmark has its section
+with open(os.path.join(SRC, "docs", "cli.md")) as f:
+    headings = [l for l in f.read().splitlines() if l.startswith("## ")]
+top = run("--help").stdout.splitlines()
+commands = [l.split()[0] for l in top[top.index("commands:") + 1:] if l.strip()]
+check(len(commands) >= 6, f"--help lists {commands}")
+for c in commands:
+    check(any(f"neurosolve {c}" in h for h in headings), f"docs/cli.md has no section for '{c}'")
+kinds = [l.split()[0] for l in run("bench", "--help").stdout.splitlines()[1:] if l.strip()]
+check(len(kinds) >= 5, f"bench --help lists {kinds}")
+for k in kinds:
+    check(any(f"neurosolve bench {k}" in h for h in headings), f"docs/cli.md has no section for 'bench {k}'")
+
 # usage errors exit 2, runtime errors exit 1
 run(code=2, one_line_error=False)
 run("frobnicate", code=2)

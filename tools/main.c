@@ -1,4 +1,6 @@
-/* neurosolve: the command-line tool. Dispatches to one file per subcommand. */
+/* neurosolve: the command-line tool. Dispatches to one file per subcommand;
+ * this table drives the dispatch and `--help` (tests/test_cli.py checks that
+ * docs/cli.md has a section for every command). */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,8 +15,8 @@ static const struct {
     {"morph", cmd_morph, "read SWC files: points, roots, sections, compartments, depth"},
     {"solve", cmd_solve, "solve a batch of Hines systems and check it"},
     {"simulate", cmd_simulate, "simulate cells (NEURON's hh, pas, IClamp): traces, spikes"},
-    {"life", cmd_life, "LiFE connectome pruning: synth, fit"},
-    {"bench", cmd_bench, "benchmarks: hines, tridiag, life"},
+    {"life", cmd_life, "LiFE connectome pruning: synth, build, fit, report, info"},
+    {"bench", cmd_bench, "benchmarks: hines, tridiag, life, sim, scale"},
 };
 
 static void usage(FILE *out) {
