@@ -27,8 +27,9 @@ case ${1:-bench} in
 bench)
   cuobjdump --dump-resource-usage $B/src/libneurosolve.a 2>/dev/null | grep -A1 -E "fine_(shared_)?kernel" > "$L/resources.txt"
   for v in 1 ab 0; do
-    NEUROSOLVE_FINE_SHARED=$v ./$B/tests/test_hines_mixed_cuda > "$L/test_$v.log" 2>&1
-    echo "test_hines_mixed_cuda NEUROSOLVE_FINE_SHARED=$v: exit $?"; grep -E "FAIL" "$L/test_$v.log" | head
+    mode=$([ $v = 0 ] && echo never || ([ $v = ab ] && echo ab || echo auto))
+    ./$B/tests/test_hines_mixed_cuda $mode > "$L/test_$v.log" 2>&1
+    echo "test_hines_mixed_cuda $mode: exit $?"; grep -E "FAIL" "$L/test_$v.log" | head
   done
   for v in ${VARIANTS:-1 ab 0}; do
     for t in ${THREADS:-128 64}; do

@@ -9,6 +9,11 @@
  * Skips (77) without a GPU. */
 #include "test_hines_mixed_common.h"
 
+/* The fine-grained kernel variant of this run (argv[1]: "never" keeps every
+ * group in device memory, "ab" keeps a and b in shared memory too;
+ * tests/hines_mixed.cmake runs all three). */
+static int32_t fine_mode = NS_FINE_SHARED_AUTO;
+
 static const ns_hines_method methods[] = {NS_HINES_FLAT, NS_HINES_INTERLEAVED,
                                           NS_HINES_FINE_GRAINED, NS_HINES_BRANCH_LEVEL};
 #define N_METHODS 4
@@ -16,6 +21,7 @@ static const ns_hines_method methods[] = {NS_HINES_FLAT, NS_HINES_INTERLEAVED,
 static void check_method(const problem *p, ns_hines_method m, int32_t block_size, const char *what) {
     ns_solve_options o;
     ns_solve_options_init(&o);
+    o.fine_shared = fine_mode;
     o.method = m;
     o.block_size = block_size;
     double *d = malloc((size_t)p->n * sizeof(double)), *x = malloc((size_t)p->n * sizeof(double));
@@ -48,7 +54,10 @@ static void check_all(const problem *p, const char *what) {
     for (int k = 0; k < N_METHODS; ++k) check_method(p, methods[k], 0, what);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc > 1) fine_mode = strcmp(argv[1], "never") == 0 ? NS_FINE_SHARED_NEVER
+                             : strcmp(argv[1], "ab") == 0  ? NS_FINE_SHARED_AB
+                                                           : NS_FINE_SHARED_AUTO;
     int devices = 0;
     if (ns_cuda_device_count(&devices) != NS_OK || devices == 0) CHECK_SKIP("no GPU");
 
@@ -66,6 +75,7 @@ int main(void) {
         /* Same-shape-only methods refuse mixed batches with a status. */
         ns_solve_options o;
         ns_solve_options_init(&o);
+        o.fine_shared = fine_mode;
         o.method = NS_HINES_BLOCK_SHARED;
         ns_hines_solver_t *s = NULL;
         CHECK(ns_hines_solver_create(p.batch, &o, &s) == NS_ERR_UNSUPPORTED);
@@ -84,6 +94,7 @@ int main(void) {
         /* A zero pivot in cell 4 (a one-compartment cell) is named. */
         for (int k = 0; k < N_METHODS; ++k) {
             ns_solve_options_init(&o);
+            o.fine_shared = fine_mode;
             o.method = methods[k];
             double *d = malloc((size_t)p.n * sizeof(double)), *x = malloc((size_t)p.n * sizeof(double));
             memcpy(d, p.d, (size_t)p.n * sizeof(double));
@@ -109,6 +120,7 @@ int main(void) {
         CHECK(problem_make(&p, nf, fit, 2 * nf, NULL, 25));
         check_method(&p, NS_HINES_FINE_GRAINED, 0, "bundled but the largest x2");
         ns_solve_options_init(&o);
+        o.fine_shared = fine_mode;
         o.method = NS_HINES_FINE_GRAINED;
         double *d = malloc((size_t)p.n * sizeof(double)), *x = malloc((size_t)p.n * sizeof(double));
         memcpy(d, p.d, (size_t)p.n * sizeof(double));

@@ -38,8 +38,8 @@ static void help(void) {
            "  --seed S                 random seed (default 1)\n"
            "  --csv FILE               write every row\n"
            "  --json                   one JSON document on stdout instead of the table\n"
-           "environment: NEUROSOLVE_MIXED_PLAN=reroot,split|reroot|split|none overrides the\n"
-           "fine-grained/branch-level planning passes (docs/methods.md)\n");
+           "environment: NEUROSOLVE_MIXED_PLAN=reroot,split|reroot|split|none and NEUROSOLVE_FINE_SHARED=0|ab set the\n"
+           "fine-grained/branch-level planning passes and fine-grained's shared memory (docs/methods.md)\n");
 }
 
 typedef struct mrow {
@@ -85,6 +85,7 @@ static ns_status run_method(const ns_batch_t *batch, ns_hines_method m, int repe
     memcpy(x, r0, bytes);
     ns_solve_options o;
     ns_solve_options_init(&o);
+    cli_solve_env(&o);
     o.method = m;
     if (m == NS_HINES_FINE_GRAINED) o.block_size = fine_threads; /* 0: the default */
     ns_hines_solver_t *s = NULL;

@@ -43,6 +43,12 @@ long long cli_failed_cell(const char *detail);
 /* Bytes of physical memory of this machine (sysconf), or -1 if unknown. */
 double cli_physical_memory(void);
 
+/* The command line's mapping of two environment variables onto solver
+ * options (the library reads none): NEUROSOLVE_MIXED_PLAN = "reroot,split"
+ * (any subset) or "none" -> plan_passes; NEUROSOLVE_FINE_SHARED = "0" | "ab"
+ * -> fine_shared (docs/methods.md, "fine-grained"). */
+void cli_solve_env(ns_solve_options *options);
+
 /* Option value parsing with range checks; print a usage error and return 0
  * on failure, 1 on success. */
 int cli_parse_long(const char *command, const char *option, const char *text, long long min,

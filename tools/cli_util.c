@@ -60,6 +60,18 @@ void cli_note_unusable_gpu(void) {
             usable == 0 ? ": the auto backend runs on the CPU" : ": it is not used", di.major, di.minor);
 }
 
+void cli_solve_env(ns_solve_options *o) {
+    const char *plan = getenv("NEUROSOLVE_MIXED_PLAN");
+    if (plan) {
+        o->plan_passes = (strstr(plan, "reroot") ? NS_PLAN_REROOT : 0) | (strstr(plan, "split") ? NS_PLAN_SPLIT : 0);
+        if (o->plan_passes == 0) o->plan_passes = NS_PLAN_NONE;
+    }
+    const char *fine = getenv("NEUROSOLVE_FINE_SHARED");
+    if (fine) o->fine_shared = strcmp(fine, "0") == 0 ? NS_FINE_SHARED_NEVER
+                               : strcmp(fine, "ab") == 0 ? NS_FINE_SHARED_AB
+                                                         : NS_FINE_SHARED_AUTO;
+}
+
 double cli_physical_memory(void) {
     const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
     return pages > 0 && size > 0 ? (double)pages * (double)size : -1.0;

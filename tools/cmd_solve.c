@@ -101,6 +101,7 @@ static int check_memory(const cli_shape_set *set, const solve_args *args) {
 int cmd_solve(int argc, char **argv) {
     solve_args args = {1e-10, 1024, 1, 2000, 0, 0, 0, {0}};
     ns_solve_options_init(&args.opt);
+    cli_solve_env(&args.opt);
     cli_morph_options mo;
     cli_morph_options_init(&mo);
     const char **specs = calloc((size_t)argc, sizeof *specs);

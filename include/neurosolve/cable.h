@@ -184,9 +184,9 @@ NS_API const double *ns_sim_traces(const ns_sim_t *sim, int64_t *samples, int32_
 NS_API const double *ns_sim_spikes(const ns_sim_t *sim, int64_t cell, int64_t *count);
 
 /* The state of one cell (arrays of the cell's compartment count; any may be
- * NULL). Gates of compartments without hh read 0. */
-NS_API ns_status ns_sim_get_state(const ns_sim_t *sim, int64_t cell, double *v, double *m, double *h,
-                                  double *n);
+ * NULL). Gates of compartments without hh read 0. Not const: a GPU
+ * simulation first brings its host copy of the state up to date. */
+NS_API ns_status ns_sim_get_state(ns_sim_t *sim, int64_t cell, double *v, double *m, double *h, double *n);
 
 /* Wall time of the steps so far [ms] (ns_sim_advance calls only). */
 NS_API double ns_sim_elapsed_ms(const ns_sim_t *sim);

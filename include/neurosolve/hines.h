@@ -60,7 +60,19 @@ typedef struct ns_solve_options {
     int32_t devices;             /* GPUs to use; 0 = all visible */
     size_t device_memory_limit;  /* [bytes] per GPU; 0 = what the device has free */
     int check_finite;            /* 1: reject NaN/Inf in the inputs before solving */
+    /* fine-grained and branch-level: planning passes, NS_PLAN_* flags;
+     * 0 = both (re-root and split), NS_PLAN_NONE = neither (docs/methods.md) */
+    int32_t plan_passes;
+    /* fine-grained: where groups keep their images (NS_FINE_SHARED_*) */
+    int32_t fine_shared;
 } ns_solve_options;
+
+#define NS_PLAN_REROOT 1 /* re-root each shape at its centre */
+#define NS_PLAN_SPLIT 2  /* split branches longer than the level's mean */
+#define NS_PLAN_NONE 4   /* neither pass */
+#define NS_FINE_SHARED_AUTO 0   /* d and rhs in shared memory when every shape fits, else device memory */
+#define NS_FINE_SHARED_NEVER 1  /* every group in device memory */
+#define NS_FINE_SHARED_AB 2     /* as AUTO, with a and b in shared memory too */
 
 NS_API void ns_solve_options_init(ns_solve_options *options);
 

@@ -191,7 +191,7 @@ NS_API const double *ns_mpi_sim_spikes(const ns_mpi_sim_t *sim, int64_t cell, in
 /* The process's own simulation (NULL when it owns no cells), for what the
  * distributed object does not forward (ns_sim_time, ns_sim_get_state with
  * local cell numbers ...). */
-NS_API const ns_sim_t *ns_mpi_sim_local(const ns_mpi_sim_t *sim);
+NS_API ns_sim_t *ns_mpi_sim_local(ns_mpi_sim_t *sim);
 /* Local cell number of a global cell on its owner; -1 elsewhere. */
 NS_API int64_t ns_mpi_sim_local_cell(const ns_mpi_sim_t *sim, int64_t cell);
 NS_API int32_t ns_mpi_sim_owner(const ns_mpi_sim_t *sim, int64_t cell);

@@ -491,14 +491,13 @@ const double *ns_sim_spikes(const ns_sim_t *sim, int64_t cell, int64_t *count) {
     return sim->spikes[cell];
 }
 
-ns_status ns_sim_get_state(const ns_sim_t *sim, int64_t cell, double *v, double *m, double *h,
-                           double *n) {
+ns_status ns_sim_get_state(ns_sim_t *sim, int64_t cell, double *v, double *m, double *h, double *n) {
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_state: sim is NULL");
     if (cell < 0 || cell >= sim->n_cells)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_state: cell %lld of %lld", (long long)cell,
                        (long long)sim->n_cells);
     if (sim->ops->sync_state) {
-        ns_status st = sim->ops->sync_state((ns_sim_t *)sim);
+        ns_status st = sim->ops->sync_state(sim);
         if (st != NS_OK) return st;
     }
     const int64_t o = sim->cell_offset[cell];

@@ -119,6 +119,13 @@ ns_status ns_hines_solver_create(const ns_batch_t *batch, const ns_solve_options
     else ns_solve_options_init(&o);
     if (o.block_size < 0 || o.threads < 0 || o.devices < 0)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "block_size, threads and devices must be >= 0");
+    if (o.plan_passes < 0 || o.plan_passes > (NS_PLAN_REROOT | NS_PLAN_SPLIT | NS_PLAN_NONE) ||
+        ((o.plan_passes & NS_PLAN_NONE) && (o.plan_passes & (NS_PLAN_REROOT | NS_PLAN_SPLIT))))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "plan_passes = %d is not a combination of NS_PLAN_REROOT and "
+                       "NS_PLAN_SPLIT, or NS_PLAN_NONE", (int)o.plan_passes);
+    if (o.fine_shared < NS_FINE_SHARED_AUTO || o.fine_shared > NS_FINE_SHARED_AB)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "fine_shared = %d is not an NS_FINE_SHARED_* value",
+                       (int)o.fine_shared);
 
     ns_hines_solver_t *s = calloc(1, sizeof *s);
     if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "solver");

@@ -419,7 +419,7 @@ const double *ns_mpi_sim_spikes(const ns_mpi_sim_t *s, int64_t cell, int64_t *co
     return s->spike_times + s->spike_offset[cell];
 }
 
-const ns_sim_t *ns_mpi_sim_local(const ns_mpi_sim_t *s) { return s ? s->local : NULL; }
+ns_sim_t *ns_mpi_sim_local(ns_mpi_sim_t *s) { return s ? s->local : NULL; }
 int64_t ns_mpi_sim_cells(const ns_mpi_sim_t *s) { return s ? s->cells.n_cells : 0; }
 int64_t ns_mpi_sim_compartments(const ns_mpi_sim_t *s) { return s ? s->cells.n_comp : 0; }
 int64_t ns_mpi_sim_steps_for(const ns_mpi_sim_t *s, double tstop) {

@@ -61,17 +61,16 @@ int ns_hines_mixed_cuda_wants(const ns_batch_t *batch, ns_hines_method method) {
            method == NS_HINES_BRANCH_LEVEL;
 }
 
-/* Plan options: both of the Arbor report's passes, for both grouped
- * methods (measured faster than any subset on every workload of
- * bench/README.md (mixed shapes), branch-level included although splitting adds launches).
- * NEUROSOLVE_MIXED_PLAN="reroot,split" (any subset, or "none") overrides
- * them, for benchmarking the passes. */
-static ns_mixed_plan_options plan_options(void) {
+/* Plan options: both of the Arbor report's passes by default, for both
+ * grouped methods (measured faster than any subset on every workload of
+ * bench/README.md (mixed shapes), branch-level included although splitting
+ * adds launches); ns_solve_options.plan_passes picks a subset, for
+ * benchmarking the passes. */
+static ns_mixed_plan_options plan_options(const ns_solve_options *so) {
     ns_mixed_plan_options o = {1, 1};
-    const char *env = getenv("NEUROSOLVE_MIXED_PLAN");
-    if (env) {
-        o.reroot = strstr(env, "reroot") != NULL;
-        o.split = strstr(env, "split") != NULL;
+    if (so->plan_passes != 0) {
+        o.reroot = (so->plan_passes & NS_PLAN_REROOT) != 0;
+        o.split = (so->plan_passes & NS_PLAN_SPLIT) != 0;
     }
     return o;
 }
@@ -122,12 +121,11 @@ static ns_status upload_tables(mstate *st, int n, const void *const *src, const 
  * cells ran 1.8x faster, but the bundled mix, whose largest cell (38,580
  * compartments) must stay in device memory, ran 1.9x slower than with every
  * group in device memory (also with the two kinds of group on separate
- * streams). NEUROSOLVE_FINE_SHARED: "0" never, "ab" a and b in shared
- * memory too, anything else or unset d and rhs only. */
-static void fine_shared_choice(mstate *st, const ns_mixed_shapes *shapes) {
-    const char *env = getenv("NEUROSOLVE_FINE_SHARED");
-    st->fine_shared = !(env && strcmp(env, "0") == 0);
-    st->ab_shared = env && strcmp(env, "ab") == 0;
+ * streams). ns_solve_options.fine_shared: NS_FINE_SHARED_NEVER, _AB (a and b
+ * in shared memory too) or _AUTO (d and rhs only). */
+static void fine_shared_choice(mstate *st, const ns_mixed_shapes *shapes, int32_t mode) {
+    st->fine_shared = mode != NS_FINE_SHARED_NEVER;
+    st->ab_shared = mode == NS_FINE_SHARED_AB;
     for (int32_t k = 0; k < shapes->count && st->fine_shared; ++k) {
         const ns_mixed_shape *m = &shapes->shape[k];
         /* rows: at most one per compartment plus one per level */
@@ -142,7 +140,7 @@ static ns_status plan(ns_hines_solver_t *s, mstate *st, int sms) {
     if (s->method == NS_HINES_FLAT || s->method == NS_HINES_INTERLEAVED)
         return ns_mixed_cells_build(batch, &st->cells);
     ns_mixed_shapes shapes;
-    const ns_mixed_plan_options o = plan_options();
+    const ns_mixed_plan_options o = plan_options(&s->options);
     ns_status e = ns_mixed_shapes_build(batch, &o, &shapes);
     if (e != NS_OK) return e;
     st->grouped = 1;
@@ -160,7 +158,7 @@ static ns_status plan(ns_hines_solver_t *s, mstate *st, int sms) {
         /* With images in shared memory, groups small enough for
          * NS_FINE_SHARED_BLOCKS blocks per SM (bytes per compartment: the
          * image's doubles and about 2 bytes of tables). */
-        fine_shared_choice(st, &shapes);
+        fine_shared_choice(st, &shapes, s->options.fine_shared);
         const int64_t max_nodes =
             st->fine_shared ? (int64_t)st->optin / (NS_FINE_SHARED_BLOCKS * (st->ab_shared ? 34 : 18)) : 0;
         e = ns_mixed_layout_build(batch, &shapes, st->threads, per_group, max_nodes, &st->lay);
