@@ -16,6 +16,7 @@
 #include "cable/cuda/sim_cuda.h"
 #include "cable/sim_policy.h"
 #include "core/cuda_check.h"
+#include "neurosolve/device.h"
 #include "hines/cuda/tree_backend.h"
 
 #define PART_STEPS 2000  /* steps per launch */
@@ -275,11 +276,11 @@ out:
 }
 
 static ns_status gpu_create(ns_sim_t *sim) {
+    /* usable devices: the build has code for their compute capability */
     int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        (void)cudaGetLastError();
-        return ns_fail(NS_ERR_NO_DEVICE, "simulation: no usable GPU");
-    }
+    if (ns_cuda_device_count(&count) != NS_OK || count == 0)
+        return ns_fail(NS_ERR_NO_DEVICE, "simulation: no usable GPU (none, or none this build has code for: "
+                                         "docs/install.md)");
     gpu_state *s = calloc(1, sizeof *s);
     if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU state");
     sim->backend_state = s;
