@@ -112,7 +112,6 @@ typedef struct ns_sim_onchip_group {
     void *consts_dev;       /* device, packed constants */
     ns_onchip_sched sched;  /* bound to plan_dev */
     ns_sim_onchip launch;
-    int resident_warps;     /* per SM, from the occupancy calculator */
 } ns_sim_onchip_group;
 
 /* Plan, pack and upload a shape for the onchip loop with `lanes` lanes per

@@ -102,7 +102,6 @@ ns_status ns_sim_onchip_prepare(const sim_shape *sh, int32_t lanes, ns_sim_onchi
         o->launch.warps = warps;
         o->launch.const_words = const_words;
         o->launch.in_shared = 1;
-        o->resident_warps = resident;
         break;
     }
     if (!o->plan.data) { /* no image fits a block: the loop in device memory, 32 lanes per cell */
