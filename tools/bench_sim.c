@@ -7,12 +7,13 @@
  * and written once (the matrix coefficients and parameters are constant and
  * counted by nobody's floor). Effective bandwidth = 64 B x compartments /
  * time per step, reported against the copy bandwidth on the GPU. */
-#define _POSIX_C_SOURCE 200809L /* popen, pclose */
+#define _POSIX_C_SOURCE 200809L /* popen, pclose, clock_gettime */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "shapes.h"
+#include "bench_sim.h"
 
 #define STATE_BYTES 64.0 /* [bytes per compartment-step] */
 #define MAX_LIST 16
@@ -41,8 +42,14 @@ typedef struct row {
     double ms_per_step, cell_steps_per_s, comp_steps_per_s, gbs, ratio, vs_neuron;
 } row;
 
-static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, ns_hines_method method, int lanes,
-                    int steps, row *r) {
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells, const int32_t *cell_shape,
+                   ns_backend be, ns_hines_method method, int lanes, int steps, sim_timing *t) {
     ns_sim_params p;
     ns_sim_params_init(&p);
     ns_sim_options o;
@@ -53,56 +60,74 @@ static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, ns_hi
     o.record_every = 1000000; /* recording off the hot path: sample 0 only */
     o.check_every = 100;
     ns_sim_t *sim = NULL;
-    ns_status st = ns_sim_create(1, &cell, cells, NULL, &p, &o, &sim);
-    if (st != NS_OK) return cli_status_error("bench sim: creating the simulation", st);
-    ns_cell_info ci;
-    ns_cell_get_info(cell, &ci);
-    int32_t soma = ns_sim_spike_compartment(sim, 0);
-    for (long long c = 0; c < cells && st == NS_OK; ++c)
-        st = ns_sim_add_iclamp(sim, c, soma, 5.0, 1e9, 1.5e-4 * ci.total_area);
+    const double t0 = now_ms();
+    ns_status st = ns_sim_create(n_shapes, shapes, cells, cell_shape, &p, &o, &sim);
+    for (long long c = 0; c < cells && st == NS_OK; ++c) {
+        ns_cell_info ci;
+        ns_cell_get_info(shapes[cell_shape ? cell_shape[c] : c % n_shapes], &ci);
+        st = ns_sim_add_iclamp(sim, c, ns_sim_spike_compartment(sim, c), 5.0, 1e9, 1.5e-4 * ci.total_area);
+    }
     if (st == NS_OK) st = ns_sim_init(sim);
+    const double t1 = now_ms();
     if (st == NS_OK) st = ns_sim_advance(sim, 40); /* warm-up: first touch, module load */
-    double t0 = ns_sim_elapsed_ms(sim);
+    const double e0 = ns_sim_elapsed_ms(sim);
     if (st == NS_OK) st = ns_sim_advance(sim, steps);
-    double ms = ns_sim_elapsed_ms(sim) - t0;
+    const double ms = ns_sim_elapsed_ms(sim) - e0;
     if (st != NS_OK) {
         ns_sim_destroy(sim);
-        return cli_status_error("bench sim: running", st);
+        return cli_status_error("bench sim", st);
     }
-    snprintf(r->backend, sizeof r->backend, "%s", ns_backend_name(ns_sim_backend(sim)));
-    snprintf(r->method, sizeof r->method, "%s", ns_hines_method_name(ns_sim_method(sim)));
-    r->lanes = ns_sim_method(sim) == NS_HINES_ONCHIP ? ns_sim_gpu_lanes(sim) : 0;
-    r->cells = cells;
-    r->compartments = ns_sim_compartments(sim);
-    r->ms_per_step = ms / steps;
-    r->cell_steps_per_s = (double)cells * steps / (ms * 1e-3);
-    r->comp_steps_per_s = (double)r->compartments * steps / (ms * 1e-3);
-    r->gbs = STATE_BYTES * (double)r->compartments / (r->ms_per_step * 1e-3) * 1e-9;
-    r->ratio = -1.0;
-    r->vs_neuron = -1.0;
+    snprintf(t->backend, sizeof t->backend, "%s", ns_backend_name(ns_sim_backend(sim)));
+    snprintf(t->method, sizeof t->method, "%s", ns_hines_method_name(ns_sim_method(sim)));
+    t->lanes = ns_sim_method(sim) == NS_HINES_ONCHIP ? ns_sim_gpu_lanes(sim) : 0;
+    t->compartments = ns_sim_compartments(sim);
+    t->setup_s = (t1 - t0) * 1e-3;
+    t->ms_per_step = ms / steps;
     ns_sim_destroy(sim);
     return 0;
 }
 
-/* NEURON's cell-steps per second from the Python script, or -1. */
-static double neuron_rate(const char *morph, long long cells, int steps, long long *segments) {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "python3 '%s/bench/neuron_sim_bench.py' '%s' %lld %g 2>/dev/null",
-             NS_SOURCE_DIR, morph, cells, steps * 0.025);
-    FILE *f = popen(cmd, "r");
-    if (!f) return -1.0;
-    char line[1024] = "";
-    double wall = -1.0;
-    while (fgets(line, sizeof line, f)) {
-        const char *w = strstr(line, "\"wall_s\":"), *s = strstr(line, "\"segments\":");
-        if (w) wall = atof(w + 9);
-        if (s) *segments = atoll(s + 11);
-    }
-    if (pclose(f) != 0 || wall <= 0) return -1.0;
-    return (double)cells * steps / wall;
+static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, ns_hines_method method, int lanes,
+                    int steps, row *r) {
+    sim_timing t;
+    const int rc = bench_sim_time(1, &cell, cells, NULL, be, method, lanes, steps, &t);
+    if (rc) return rc;
+    snprintf(r->backend, sizeof r->backend, "%s", t.backend);
+    snprintf(r->method, sizeof r->method, "%s", t.method);
+    r->lanes = t.lanes;
+    r->cells = cells;
+    r->compartments = t.compartments;
+    r->ms_per_step = t.ms_per_step;
+    r->cell_steps_per_s = (double)cells / (t.ms_per_step * 1e-3);
+    r->comp_steps_per_s = (double)r->compartments / (t.ms_per_step * 1e-3);
+    r->gbs = STATE_BYTES * (double)r->compartments / (r->ms_per_step * 1e-3) * 1e-9;
+    r->ratio = -1.0;
+    r->vs_neuron = -1.0;
+    return 0;
 }
 
-int bench_sim_mixed(int argc, char **argv);
+double bench_sim_neuron(const char *files, long long per, int steps, int threads, long long *cells,
+                        long long *segments) {
+    char *cmd = malloc(strlen(files) + 8192);
+    if (!cmd) return -1.0;
+    sprintf(cmd, "python3 '%s/bench/neuron_sim_bench.py' '%s' %lld %g 0.025 %d 2>/dev/null", NS_SOURCE_DIR, files,
+            per, steps * 0.025, threads);
+    FILE *f = popen(cmd, "r");
+    free(cmd);
+    if (!f) return -1.0;
+    char line[4096] = "";
+    double wall = -1.0;
+    while (fgets(line, sizeof line, f)) {
+        const char *w = strstr(line, "\"wall_s\":"), *s = strstr(line, "\"segments\":"),
+                   *c = strstr(line, "\"cells\":");
+        if (w) wall = atof(w + 9);
+        if (s) *segments = atoll(s + 11);
+        if (c) *cells = atoll(c + 8);
+    }
+    if (pclose(f) != 0 || wall <= 0) return -1.0;
+    return (double)*cells * steps / wall;
+}
+
 
 int bench_sim(int argc, char **argv) {
     for (int i = 1; i < argc; ++i)
@@ -171,7 +196,8 @@ int bench_sim(int argc, char **argv) {
     double neuron = -1.0;
     long long neuron_segments = 0;
     if (neuron_cells > 0) {
-        neuron = neuron_rate(morph, neuron_cells, (int)steps, &neuron_segments);
+        long long built = 0;
+        neuron = bench_sim_neuron(morph, neuron_cells, (int)steps, 1, &built, &neuron_segments);
         if (neuron < 0) fprintf(stderr, "neurosolve bench sim: the NEURON baseline failed (pip install neuron)\n");
     }
     if (!as_json) {

@@ -12,22 +12,14 @@
  * over --steps steps after 40 warm-up steps; set-up (create + init) apart.
  * --neuron-threads T adds NEURON with T threads on the bundled x5
  * population (bench/neuron_sim_bench.py) and speedups per cell-step. */
-#define _POSIX_C_SOURCE 200809L /* popen, clock_gettime */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "shapes.h"
+#include "bench_sim.h"
 
 #define MAX_LIST 8
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 typedef struct mrow {
     char pop[32], backend[8], method[16];
@@ -47,66 +39,23 @@ static void help(void) {
            "  --csv FILE\n");
 }
 
-/* Build, run and time one population; 0 or 1 after printing the error. */
+/* Time one population into a row (bench_sim_time). */
 static int time_pop(int n_shapes, ns_cell_t **shapes, long long cells, const int32_t *cell_shape, ns_backend be,
                     ns_hines_method method, int steps, mrow *r) {
-    ns_sim_params p;
-    ns_sim_params_init(&p);
-    ns_sim_options o;
-    ns_sim_options_init(&o);
-    o.backend = be;
-    o.method = method;
-    o.record_every = 1000000;
-    o.check_every = 100;
-    ns_sim_t *sim = NULL;
-    const double t0 = now_ms();
-    ns_status st = ns_sim_create(n_shapes, (const ns_cell_t *const *)shapes, cells, cell_shape, &p, &o, &sim);
-    for (long long c = 0; c < cells && st == NS_OK; ++c) {
-        ns_cell_info ci;
-        ns_cell_get_info(shapes[cell_shape ? cell_shape[c] : c % n_shapes], &ci);
-        st = ns_sim_add_iclamp(sim, c, ns_sim_spike_compartment(sim, c), 5.0, 1e9, 1.5e-4 * ci.total_area);
-    }
-    if (st == NS_OK) st = ns_sim_init(sim);
-    const double t1 = now_ms();
-    if (st == NS_OK) st = ns_sim_advance(sim, 40);
-    const double e0 = ns_sim_elapsed_ms(sim);
-    if (st == NS_OK) st = ns_sim_advance(sim, steps);
-    const double ms = ns_sim_elapsed_ms(sim) - e0;
-    if (st != NS_OK) {
-        ns_sim_destroy(sim);
-        return cli_status_error("bench sim --mixed", st);
-    }
-    snprintf(r->backend, sizeof r->backend, "%s", ns_backend_name(ns_sim_backend(sim)));
-    snprintf(r->method, sizeof r->method, "%s", ns_hines_method_name(ns_sim_method(sim)));
+    sim_timing t;
+    const int rc = bench_sim_time(n_shapes, (const ns_cell_t *const *)shapes, cells, cell_shape, be, method, 0,
+                                  steps, &t);
+    if (rc) return rc;
+    snprintf(r->backend, sizeof r->backend, "%s", t.backend);
+    snprintf(r->method, sizeof r->method, "%s", t.method);
     r->cells = cells;
-    r->comps = ns_sim_compartments(sim);
-    r->setup_s = (t1 - t0) * 1e-3;
-    r->ms_per_step = ms / steps;
-    r->cell_steps = (double)cells * steps / (ms * 1e-3);
-    r->comp_steps = (double)r->comps * steps / (ms * 1e-3);
+    r->comps = t.compartments;
+    r->setup_s = t.setup_s;
+    r->ms_per_step = t.ms_per_step;
+    r->cell_steps = (double)cells / (t.ms_per_step * 1e-3);
+    r->comp_steps = (double)r->comps / (t.ms_per_step * 1e-3);
     r->vs_neuron = r->vs_cpu = r->vs_ref = -1.0;
-    ns_sim_destroy(sim);
     return 0;
-}
-
-/* NEURON's cell-steps per second on a population, or -1. */
-static double neuron_pop(const char *files, long long per, int steps, int threads, long long *cells) {
-    char *cmd = malloc(strlen(files) + 8192);
-    if (!cmd) return -1.0;
-    sprintf(cmd, "python3 '%s/bench/neuron_sim_bench.py' '%s' %lld %g 0.025 %d 2>/dev/null", NS_SOURCE_DIR, files, per,
-            steps * 0.025, threads);
-    FILE *f = popen(cmd, "r");
-    free(cmd);
-    if (!f) return -1.0;
-    char line[4096] = "";
-    double wall = -1.0;
-    while (fgets(line, sizeof line, f)) {
-        const char *w = strstr(line, "\"wall_s\":"), *c = strstr(line, "\"cells\":");
-        if (w) wall = atof(w + 9);
-        if (c) *cells = atoll(c + 8);
-    }
-    if (pclose(f) != 0 || wall <= 0) return -1.0;
-    return (double)*cells * steps / wall;
 }
 
 static void print_row(const mrow *r) {
@@ -183,7 +132,8 @@ int bench_sim_mixed(int argc, char **argv) {
     double neuron = -1.0;
     long long neuron_cells = 0;
     if (nthreads > 0 && list) {
-        neuron = neuron_pop(list, 5, (int)steps, (int)nthreads, &neuron_cells);
+        long long segments = 0;
+        neuron = bench_sim_neuron(list, 5, (int)steps, (int)nthreads, &neuron_cells, &segments);
         if (neuron < 0) fprintf(stderr, "neurosolve bench sim --mixed: the NEURON baseline failed (pip install neuron)\n");
         else printf("NEURON, %lld threads, bundled x5 (%lld cells Import3d read): %.4g cell-steps/s\n", nthreads,
                     neuron_cells, neuron);

@@ -265,7 +265,6 @@ static ns_status setup_tree(ns_sim_t *sim, gpu_group *gr, const int *loop, int s
         if (L.max_tail_nodes > most) most = L.max_tail_nodes;
         st = ns_cuda_status(ns_sim_tree_setup(ns_contract_shared_bytes(most)), "tree loop setup", __FILE__, __LINE__);
     }
-    gr->g.n = (int32_t)(nodes < INT32_MAX ? nodes : INT32_MAX); /* the group's total, for the state arrays */
 out:
     for (int32_t k = 0; trees && k < sim->n_shapes; ++k) ns_tree_destroy(trees[k]);
     free(trees), free(map), free(cshape);

@@ -1,0 +1,31 @@
+/* Shared by bench sim (one shape) and bench sim --mixed (populations):
+ * timing one population and NEURON's rate on the same cells. */
+#ifndef NS_TOOLS_BENCH_SIM_H
+#define NS_TOOLS_BENCH_SIM_H
+
+#include "shapes.h"
+
+typedef struct sim_timing {
+    char backend[8], method[16];
+    int lanes;               /* onchip: lanes per cell (0: not onchip) */
+    long long compartments;
+    double setup_s;          /* create, stimuli, init */
+    double ms_per_step;      /* `steps` timed after 40 warm-up steps */
+} sim_timing;
+
+/* Build, run and time a population (cell c of shape cell_shape[c], or c mod
+ * n_shapes); an IClamp of 1.5e-4 nA per um^2 of membrane at every cell's
+ * spike compartment from 5 ms; recording off the hot path. 0, or 1 after
+ * printing the error. */
+int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells, const int32_t *cell_shape,
+                   ns_backend be, ns_hines_method method, int lanes, int steps, sim_timing *t);
+
+/* NEURON's cell-steps per second (bench/neuron_sim_bench.py) on `per`
+ * copies of each morphology of `files` (comma-separated) with `threads`
+ * threads, or -1; *cells and *segments receive what NEURON built. */
+double bench_sim_neuron(const char *files, long long per, int steps, int threads, long long *cells,
+                        long long *segments);
+
+int bench_sim_mixed(int argc, char **argv);
+
+#endif
