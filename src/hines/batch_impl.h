@@ -22,6 +22,7 @@ struct ns_hines_solver {
     ns_solve_options options;
     ns_hines_method method;  /* resolved, never AUTO */
     ns_backend backend;      /* resolved, never AUTO */
+    int device;              /* CUDA: the first GPU (options.device resolved); CPU: -1 */
     ns_solve_timing timing;
     const ns_hines_backend_ops *ops;
     void *state;             /* backend-private */
@@ -35,8 +36,6 @@ struct ns_hines_backend_ops {
     ns_status (*solve)(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
                        double *rhs);
     void (*destroy)(ns_hines_solver_t *solver);
-    /* Pick a method of this backend for a batch (used by NS_HINES_AUTO). */
-    ns_hines_method (*choose)(const ns_batch_t *batch, const ns_solve_options *options);
     /* Optional (NULL: the generic loop in solver.c restores the inputs on the
      * host and calls solve). Stage the inputs once, run `repeats` timed
      * solves restoring the inputs between them, leave the last result in d
@@ -51,12 +50,14 @@ struct ns_hines_backend_ops {
     ns_status (*wait)(ns_hines_solver_t *solver);
 };
 
-/* The backends. ns_hines_cuda_backend() returns NULL in a build without CUDA. */
+/* The implementations (registered in src/backends.c); the CUDA ones return
+ * NULL in a build without CUDA. cuda: the same-shape kernels (one thread per
+ * cell, onchip); mixed: several shapes, fine-grained, branch-level; tree:
+ * tree contraction. */
 const ns_hines_backend_ops *ns_hines_cpu_backend(void);
 const ns_hines_backend_ops *ns_hines_cuda_backend(void);
-
-/* Usable GPUs (0 without CUDA or without a device); never fails. */
-int ns_cuda_usable_devices(void);
+const ns_hines_backend_ops *ns_hines_mixed_cuda_backend(void);
+const ns_hines_backend_ops *ns_hines_tree_cuda_backend(void);
 
 /* The random diagonally dominant values of one cell (ns_batch_random_values'
  * recipe) from the stream (seed, stream); callers use the global cell index

@@ -70,7 +70,7 @@ ns_status ns_cuda_read_pivots(const ns_hines_solver_t *s, const ns_cuda_state *s
 }
 
 /* Queue one chunk of m cells starting at batch cell c0 on device d. */
-static ns_status enqueue(const ns_hines_solver_t *s, const ns_cuda_state *st, ns_cuda_dev *d,
+static ns_status enqueue(const ns_hines_solver_t *s, ns_cuda_state *st, ns_cuda_dev *d,
                          int64_t c0, int64_t m, const double *const host[4]) {
     const int32_t n = st->n;
     const size_t bytes = (size_t)m * (size_t)n * sizeof(double);
@@ -78,8 +78,10 @@ static ns_status enqueue(const ns_hines_solver_t *s, const ns_cuda_state *st, ns
     cudaStream_t q = d->stream;
     NS_CUDA_TRY(cudaSetDevice(d->device));
     NS_CUDA_TRY(cudaEventRecord(d->ev[NS_EV_UP0], q));
-    for (int k = 0; k < 4; ++k)
-        NS_CUDA_TRY(cudaMemcpyAsync(d->flat[k], host[k] + off, bytes, cudaMemcpyHostToDevice, q));
+    for (int k = 0; k < 4; ++k) {
+        ns_status e = ns_stage_upload(st->stage, d->flat[k], host[k] + off, bytes, q);
+        if (e != NS_OK) return e;
+    }
     NS_CUDA_TRY(cudaEventRecord(d->ev[NS_EV_UP1], q));
 
     const int64_t group = ns_cuda_group(s, st, m);
@@ -102,14 +104,13 @@ static ns_status enqueue(const ns_hines_solver_t *s, const ns_cuda_state *st, ns
 }
 
 /* Download chunk's x into host rhs and add its event times. */
-static ns_status finish(const ns_cuda_state *st, ns_cuda_dev *d, int64_t c0, int64_t m,
+static ns_status finish(ns_cuda_state *st, ns_cuda_dev *d, int64_t c0, int64_t m,
                         double *rhs, dev_times *t) {
     const size_t bytes = (size_t)m * (size_t)st->n * sizeof(double);
     NS_CUDA_TRY(cudaSetDevice(d->device));
-    NS_CUDA_TRY(cudaMemcpyAsync(rhs + (size_t)c0 * (size_t)st->n, d->flat[3], bytes,
-                                cudaMemcpyDeviceToHost, d->stream));
-    NS_CUDA_TRY(cudaStreamSynchronize(d->stream));
-    ns_status e = elapsed(d->ev[NS_EV_UP0], d->ev[NS_EV_UP1], &t->upload);
+    ns_status e = ns_stage_download(st->stage, rhs + (size_t)c0 * (size_t)st->n, d->flat[3], bytes, d->stream);
+    if (e != NS_OK) return e;
+    e = elapsed(d->ev[NS_EV_UP0], d->ev[NS_EV_UP1], &t->upload);
     if (e == NS_OK) e = elapsed(d->ev[NS_EV_LAY0], d->ev[NS_EV_LAY1], &t->layout);
     if (e == NS_OK) e = elapsed(d->ev[NS_EV_LAY2], d->ev[NS_EV_LAY3], &t->layout);
     if (e == NS_OK) e = elapsed(d->ev[NS_EV_K0], d->ev[NS_EV_K1], &t->kernel);
@@ -176,4 +177,49 @@ ns_status ns_cuda_solve(ns_hines_solver_t *s, const double *a, const double *b, 
     if (have_old) cudaSetDevice(old);
     (void)cudaGetLastError();
     return e;
+}
+
+/* Device arrays: the caller's Flat arrays are the kernel's (Flat, onchip)
+ * or the source and target of the layout conversion (grouped methods, in
+ * chunks of the solver's buffers); everything on the caller's stream. */
+ns_status ns_cuda_solve_device(ns_hines_solver_t *s, const double *a, const double *b, double *d, double *rhs,
+                               void *stream) {
+    ns_cuda_state *st = s->state;
+    if (st->n_dev != 1)
+        return ns_fail(NS_ERR_UNSUPPORTED,
+                       "%s: device arrays live on one GPU, the solver was created for %d (devices = 1)",
+                       ns_hines_method_name(s->method), st->n_dev);
+    cudaStream_t q = (cudaStream_t)stream;
+    const void *ptr[4] = {a, b, d, rhs};
+    ns_status e = ns_device_call_check(&st->call, ns_hines_method_name(s->method), ptr,
+                                       (size_t)ns_batch_compartments(s->batch) * sizeof(double), q);
+    if (e != NS_OK) return e;
+    ns_cuda_dev view = st->dev[0]; /* the buffers and plan, with the caller's stream */
+    view.stream = q;
+    double *caller[4] = {(double *)a, (double *)b, d, rhs};
+    const int32_t n = st->n;
+    NS_CUDA_TRY(cudaSetDevice(view.device));
+    NS_CUDA_TRY(cudaMemsetAsync(view.bad, 0xFF, sizeof *view.bad, q));
+    for (int64_t c0 = 0; c0 < view.count; c0 += view.chunk) {
+        const int64_t m = view.count - c0 < view.chunk ? view.count - c0 : view.chunk;
+        const size_t off = (size_t)c0 * (size_t)n;
+        for (int k = 0; k < 4; ++k) view.flat[k] = caller[k] + off;
+        const int64_t group = ns_cuda_group(s, st, m);
+        if (st->grouped)
+            for (int k = 0; k < 4; ++k)
+                NS_CUDA_TRY(ns_hines_launch_layout(n, view.flat[k], view.grouped[k], m, group, 0, q));
+        e = ns_cuda_launch_method(s, st, &view, c0, m);
+        if (e != NS_OK) return e;
+        if (st->grouped) NS_CUDA_TRY(ns_hines_launch_layout(n, view.grouped[3], view.flat[3], m, group, 1, q));
+    }
+    return ns_device_call_queue(&st->call, view.bad, q);
+}
+
+ns_status ns_cuda_wait(ns_hines_solver_t *s) {
+    ns_cuda_state *st = s->state;
+    unsigned long long key = NS_PIVOT_NONE;
+    int had = 0;
+    ns_status e = ns_device_call_wait(&st->call, &key, &had);
+    if (e != NS_OK || !had || key == NS_PIVOT_NONE) return e;
+    return ns_hines_pivot_error(s->batch, ns_pivot_cell(key), ns_pivot_index(key));
 }
