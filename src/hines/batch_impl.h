@@ -16,6 +16,7 @@ struct ns_batch {
 };
 
 typedef struct ns_hines_backend_ops ns_hines_backend_ops;
+typedef struct ns_host_pipeline ns_host_pipeline;
 
 struct ns_hines_solver {
     const ns_batch_t *batch;
@@ -26,13 +27,16 @@ struct ns_hines_solver {
     ns_solve_timing timing;
     const ns_hines_backend_ops *ops;
     void *state;             /* backend-private */
+    ns_host_pipeline *pipeline; /* CUDA: host arrays (hines/cuda/host_pipeline.c), made on first use */
 };
 
 struct ns_hines_backend_ops {
     const char *name;
     /* Allocate solver->state for solver->method. */
     ns_status (*create)(ns_hines_solver_t *solver);
-    /* Solve in place on host Flat arrays; fill solver->timing. */
+    /* Solve in place on host Flat arrays; fill solver->timing. NULL for the
+     * CUDA implementations: the framework's host pipeline runs their
+     * device entry point on chunks (host_pipeline.c). */
     ns_status (*solve)(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
                        double *rhs);
     void (*destroy)(ns_hines_solver_t *solver);
@@ -49,6 +53,12 @@ struct ns_hines_backend_ops {
                               double *rhs, void *stream);
     ns_status (*wait)(ns_hines_solver_t *solver);
 };
+
+/* The host path of every CUDA implementation (host_pipeline.c; in a build
+ * without CUDA never reached). */
+ns_status ns_host_pipeline_solve(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
+                                 double *rhs);
+void ns_host_pipeline_destroy(ns_host_pipeline *pipeline);
 
 /* The implementations (registered in src/backends.c); the CUDA ones return
  * NULL in a build without CUDA. cuda: the same-shape kernels (one thread per

@@ -163,6 +163,7 @@ ns_status ns_hines_solver_create(const ns_batch_t *batch, const ns_solve_options
 void ns_hines_solver_destroy(ns_hines_solver_t *solver) {
     if (!solver) return;
     const int caller_device = ns_cuda_save_device();
+    ns_host_pipeline_destroy(solver->pipeline);
     if (solver->ops && solver->ops->destroy) solver->ops->destroy(solver);
     ns_cuda_restore_device(caller_device);
     free(solver);
@@ -200,7 +201,8 @@ ns_status ns_hines_solver_solve(ns_hines_solver_t *solver, const double *a, cons
         if (st != NS_OK) return st;
     }
     const int caller_device = ns_cuda_save_device();
-    ns_status st = solver->ops->solve(solver, a, b, d, rhs);
+    ns_status st = solver->ops->solve ? solver->ops->solve(solver, a, b, d, rhs)
+                                      : ns_host_pipeline_solve(solver, a, b, d, rhs);
     ns_cuda_restore_device(caller_device);
     return st;
 }

@@ -140,7 +140,6 @@ static void cuda_destroy(ns_hines_solver_t *s) {
     if (have_old) cudaSetDevice(old);
     (void)cudaGetLastError();
     ns_onchip_plan_free(&st->plan);
-    ns_stager_destroy(st->stage);
     ns_device_call_free(&st->call);
     free(st->dev);
     free(st);
@@ -310,7 +309,6 @@ static ns_status cuda_create(ns_hines_solver_t *s) {
         st->n_dev = k + 1;
         status = setup_dev(s, st, d);
     }
-    if (status == NS_OK) status = ns_stager_create(&st->stage);
     if (status == NS_OK && st->n_dev == 1) {
         status = ns_cuda_status(cudaSetDevice(st->dev[0].device), "cudaSetDevice", __FILE__, __LINE__);
         if (status == NS_OK) status = ns_device_call_init(&st->call, st->dev[0].device);
@@ -322,7 +320,7 @@ static ns_status cuda_create(ns_hines_solver_t *s) {
 }
 
 const ns_hines_backend_ops *ns_hines_cuda_backend(void) {
-    static const ns_hines_backend_ops ops = {"cuda",       cuda_create, ns_cuda_solve, cuda_destroy,
+    static const ns_hines_backend_ops ops = {"cuda",       cuda_create, NULL, cuda_destroy,
                                              ns_cuda_benchmark, ns_cuda_solve_device, ns_cuda_wait};
     return &ops;
 }

@@ -1,15 +1,13 @@
 /* CUDA backend, method `tree` (tree contraction, src/hines/contract.h): any
  * batch, one shape or many. Planning once per solver (a plan per shape, the
- * batch layout, its upload); a solve runs on Flat arrays, so host arrays
- * are copied in and x out with no layout step, and device arrays (the
- * device entry point) are solved in place on the caller's stream.
+ * batch layout, its upload); a solve runs in place on Flat device arrays on
+ * the caller's stream (host arrays: the framework's pipeline,
+ * host_pipeline.c).
  *
- * One GPU: the solver's device (ns_solve_options.device). Host arrays go
- * through pinned staging (core/cuda/staging.h). */
+ * One GPU: the solver's device (ns_solve_options.device). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/cuda/staging.h"
 #include "core/cuda_check.h"
 #include "core/timer.h"
 #include "hines/cuda/contract_cuda.h"
@@ -32,7 +30,6 @@ typedef struct tstate {
     double *scratch;    /* big cells' up, down, lo */
     unsigned long long *bad;
     ns_device_call call;  /* device solves: checks and the pivot key */
-    ns_stager *stage;     /* host solves */
 } tstate;
 
 ns_status ns_tree_layout_for(const ns_batch_t *batch, int32_t group_nodes, int32_t mid_nodes, int32_t big_nodes,
@@ -78,7 +75,6 @@ static void tree_destroy(ns_hines_solver_t *s) {
     cudaFree(st->scratch);
     cudaFree(st->bad);
     ns_device_call_free(&st->call);
-    ns_stager_destroy(st->stage);
     ns_contract_dev_free(&st->dev);
     for (int k = 0; k < EV_N; ++k)
         if (st->ev[k]) cudaEventDestroy(st->ev[k]);
@@ -120,7 +116,6 @@ static ns_status tree_create(ns_hines_solver_t *s) {
                            "tree scratch", __FILE__, __LINE__);
     if (e == NS_OK) e = ns_cuda_status(cudaMalloc((void **)&st->bad, sizeof *st->bad), "pivot key", __FILE__, __LINE__);
     if (e == NS_OK) e = ns_device_call_init(&st->call, st->device);
-    if (e == NS_OK) e = ns_stager_create(&st->stage);
     if (e != NS_OK) tree_destroy(s);
     return e;
 }
@@ -151,39 +146,6 @@ static ns_status device_buffers(ns_hines_solver_t *s, tstate *st) {
     const size_t bytes = (size_t)ns_batch_compartments(s->batch) * sizeof(double);
     for (int k = 0; k < 4; ++k) NS_CUDA_TRY(cudaMalloc((void **)&st->flat[k], bytes));
     return NS_OK;
-}
-
-static ns_status tree_solve(ns_hines_solver_t *s, const double *a, const double *b, double *d, double *rhs) {
-    tstate *st = s->state;
-    const double t0 = ns_time_ms();
-    const size_t bytes = (size_t)ns_batch_compartments(s->batch) * sizeof(double);
-    const double *host[4] = {a, b, d, rhs};
-    NS_CUDA_TRY(cudaSetDevice(st->device));
-    ns_status e = device_buffers(s, st);
-    if (e != NS_OK) return e;
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_UP0], st->q));
-    for (int k = 0; k < 4 && e == NS_OK; ++k) e = ns_stage_upload(st->stage, st->flat[k], host[k], bytes, st->q);
-    if (e != NS_OK) return e;
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_K0], st->q));
-    e = queue_solve(st, st->flat[0], st->flat[1], st->flat[2], st->flat[3], st->q);
-    if (e != NS_OK) return e;
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_K1], st->q));
-    e = ns_stage_download(st->stage, rhs, st->flat[3], bytes, st->q);
-    if (e != NS_OK) return e;
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_DOWN], st->q));
-    unsigned long long key = 0;
-    NS_CUDA_TRY(cudaMemcpyAsync(&key, st->bad, sizeof key, cudaMemcpyDeviceToHost, st->q));
-    NS_CUDA_TRY(cudaStreamSynchronize(st->q));
-    float up = 0, k = 0, down = 0;
-    NS_CUDA_TRY(cudaEventElapsedTime(&up, st->ev[EV_UP0], st->ev[EV_K0]));
-    NS_CUDA_TRY(cudaEventElapsedTime(&k, st->ev[EV_K0], st->ev[EV_K1]));
-    NS_CUDA_TRY(cudaEventElapsedTime(&down, st->ev[EV_K1], st->ev[EV_DOWN]));
-    s->timing.upload_ms = up;
-    s->timing.layout_ms = 0.0;
-    s->timing.kernel_ms = k;
-    s->timing.download_ms = down;
-    s->timing.total_ms = ns_time_ms() - t0;
-    return pivot_status(s->batch, key);
 }
 
 static ns_status tree_solve_device(ns_hines_solver_t *s, const double *a, const double *b, double *d, double *rhs,
@@ -256,7 +218,7 @@ out:
 }
 
 const ns_hines_backend_ops *ns_hines_tree_cuda_backend(void) {
-    static const ns_hines_backend_ops ops = {"cuda-tree", tree_create, tree_solve, tree_destroy, tree_benchmark,
+    static const ns_hines_backend_ops ops = {"cuda-tree", tree_create, NULL, tree_destroy, tree_benchmark,
                                              tree_solve_device, tree_wait};
     return &ops;
 }

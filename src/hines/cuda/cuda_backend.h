@@ -5,7 +5,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/cuda/staging.h"
 #include "hines/batch_impl.h"
 #include "hines/cuda/device_call.h"
 #include "hines/cuda/hines_kernels.h"
@@ -39,7 +38,6 @@ typedef struct ns_cuda_state {
     int threads;          /* CUDA block size of the one-thread-per-cell kernels */
     int warps;            /* onchip: cells (warps) per CUDA block */
     ns_onchip_plan plan;  /* onchip only */
-    ns_stager *stage;     /* host arrays: pinned staging */
     ns_device_call call;  /* device arrays (one GPU): checks and the pivot key */
 } ns_cuda_state;
 
@@ -55,8 +53,6 @@ ns_status ns_cuda_launch_method(const ns_hines_solver_t *s, const ns_cuda_state 
 /* Read every GPU's pivot flag: NS_ERR_SINGULAR for the lowest bad cell. */
 ns_status ns_cuda_read_pivots(const ns_hines_solver_t *s, const ns_cuda_state *st);
 
-ns_status ns_cuda_solve(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
-                        double *rhs);
 /* Device arrays (Flat) on the caller's stream: solvers of one GPU. */
 ns_status ns_cuda_solve_device(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
                                double *rhs, void *stream);

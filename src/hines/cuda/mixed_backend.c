@@ -4,15 +4,14 @@
  * method (one launch per level). One GPU (device 0), no chunking: a batch
  * whose arrays do not fit fails with NS_ERR_DEVICE_MEMORY.
  *
- * Device buffers: the four Flat arrays the host copies in and out, and for
- * every method but Flat the same four in the method's storage (gathered
- * from Flat, the solution scattered back: the permutation never leaves
- * this file). Timing as the same-shape path (solve_cuda.c): kernel_ms from
- * CUDA events around the kernel(s) only, layout_ms the gathers and scatter. */
+ * Device buffers: four Flat arrays for the benchmark, and for every method
+ * but Flat the same four in the method's storage (gathered from the
+ * caller's Flat device arrays, the solution scattered back: the permutation
+ * never leaves this file). Host arrays: the framework's pipeline
+ * (host_pipeline.c). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/cuda/staging.h"
 #include "core/cuda_check.h"
 #include "core/timer.h"
 #include "hines/cuda/device_call.h"
@@ -56,7 +55,6 @@ typedef struct mstate {
     int fine_shared, ab_shared;
     size_t shared_bytes;
     int optin; /* shared memory one block may opt in to [bytes] */
-    ns_stager *stage;     /* host arrays: pinned staging */
     ns_device_call call;  /* device arrays: checks and the pivot key */
 } mstate;
 
@@ -91,7 +89,6 @@ static void mixed_destroy(ns_hines_solver_t *s) {
     for (int k = 0; k < EV_N; ++k)
         if (st->ev[k]) cudaEventDestroy(st->ev[k]);
     if (st->q) cudaStreamDestroy(st->q);
-    ns_stager_destroy(st->stage);
     ns_device_call_free(&st->call);
     (void)cudaGetLastError();
     ns_mixed_layout_free(&st->lay);
@@ -309,7 +306,6 @@ static ns_status mixed_create(ns_hines_solver_t *s) {
                            "shared memory per block", __FILE__, __LINE__);
     if (e == NS_OK) e = plan(s, st, sms);
     if (e == NS_OK) e = setup_device(s, st);
-    if (e == NS_OK) e = ns_stager_create(&st->stage);
     if (e == NS_OK) e = ns_device_call_init(&st->call, s->device);
     if (have_old) cudaSetDevice(old);
     (void)cudaGetLastError();
@@ -383,54 +379,6 @@ static float elapsed(cudaEvent_t a, cudaEvent_t b) {
         return -1.0f;
     }
     return ms;
-}
-
-static ns_status solve_on(ns_hines_solver_t *s, mstate *st, const double *const host[4],
-                          double *rhs) {
-    const size_t bytes = (size_t)ns_batch_compartments(s->batch) * sizeof(double);
-    const double t0 = ns_time_ms();
-    NS_CUDA_TRY(cudaMemsetAsync(st->bad, 0xFF, sizeof *st->bad, st->q));
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_UP0], st->q));
-    ns_status e = NS_OK;
-    for (int k = 0; k < 4 && e == NS_OK; ++k) e = ns_stage_upload(st->stage, st->flat[k], host[k], bytes, st->q);
-    if (e != NS_OK) return e;
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_LAY0], st->q));
-    e = gather_in(s, st, 3);
-    if (e != NS_OK) return e;
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_K0], st->q));
-    e = launch(s, st);
-    if (e != NS_OK) return e;
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_K1], st->q));
-    e = scatter_out(s, st);
-    if (e != NS_OK) return e;
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_LAY1], st->q));
-    const double w0 = ns_time_ms();
-    e = ns_stage_download(st->stage, rhs, st->flat[3], bytes, st->q);
-    if (e != NS_OK) return e;
-    ns_solve_timing *t = &s->timing;
-    t->download_ms = ns_time_ms() - w0;
-    t->upload_ms = elapsed(st->ev[EV_UP0], st->ev[EV_LAY0]);
-    t->layout_ms = s->method == NS_HINES_FLAT
-                       ? 0.0
-                       : (double)elapsed(st->ev[EV_LAY0], st->ev[EV_K0]) +
-                             (double)elapsed(st->ev[EV_K1], st->ev[EV_LAY1]);
-    t->kernel_ms = elapsed(st->ev[EV_K0], st->ev[EV_K1]);
-    e = read_pivot(s, st);
-    t->total_ms = ns_time_ms() - t0;
-    return e;
-}
-
-static ns_status mixed_solve(ns_hines_solver_t *s, const double *a, const double *b, double *d,
-                             double *rhs) {
-    mstate *st = s->state;
-    const double *const host[4] = {a, b, d, rhs};
-    int old = 0;
-    const int have_old = cudaGetDevice(&old) == cudaSuccess;
-    ns_status e = ns_cuda_status(cudaSetDevice(s->device), "cudaSetDevice", __FILE__, __LINE__);
-    if (e == NS_OK) e = solve_on(s, st, host, rhs);
-    if (have_old) cudaSetDevice(old);
-    (void)cudaGetLastError();
-    return e;
 }
 
 /* Stage once; each run restores d and rhs (gather or copy) and evicts L2
@@ -542,7 +490,7 @@ static ns_status mixed_wait(ns_hines_solver_t *s) {
 /* No `auto` rule here: the family's one rule (hines/policy.c) picks `tree`
  * for mixed batches. */
 const ns_hines_backend_ops *ns_hines_mixed_cuda_backend(void) {
-    static const ns_hines_backend_ops ops = {"cuda-mixed",    mixed_create,    mixed_solve,       mixed_destroy,
+    static const ns_hines_backend_ops ops = {"cuda-mixed",    mixed_create,    NULL,              mixed_destroy,
                                              mixed_benchmark, mixed_solve_device, mixed_wait};
     return &ops;
 }

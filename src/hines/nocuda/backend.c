@@ -7,3 +7,10 @@
 const ns_hines_backend_ops *ns_hines_cuda_backend(void) { return NULL; }
 const ns_hines_backend_ops *ns_hines_mixed_cuda_backend(void) { return NULL; }
 const ns_hines_backend_ops *ns_hines_tree_cuda_backend(void) { return NULL; }
+
+ns_status ns_host_pipeline_solve(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
+                                 double *rhs) {
+    (void)solver, (void)a, (void)b, (void)d, (void)rhs;
+    return NS_ERR_UNSUPPORTED; /* no CUDA implementation exists to get here */
+}
+void ns_host_pipeline_destroy(ns_host_pipeline *pipeline) { (void)pipeline; }
