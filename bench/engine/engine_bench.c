@@ -66,6 +66,10 @@ static double copy_gbs(enum cudaMemcpyKind kind, size_t bytes) {
         CU(cudaMallocHost(&src, bytes));
         memset(src, 1, bytes);
         CU(cudaMalloc(&dst, bytes));
+    } else if (kind == cudaMemcpyDeviceToHost) {
+        CU(cudaMalloc(&src, bytes));
+        CU(cudaMemset(src, 1, bytes));
+        CU(cudaMallocHost(&dst, bytes));
     } else {
         CU(cudaMalloc(&src, bytes));
         CU(cudaMalloc(&dst, bytes));
@@ -87,7 +91,8 @@ static double copy_gbs(enum cudaMemcpyKind kind, size_t bytes) {
     const double ms = median(t, 7);
     if (kind == cudaMemcpyHostToDevice) cudaFreeHost(src);
     else cudaFree(src);
-    cudaFree(dst);
+    if (kind == cudaMemcpyDeviceToHost) cudaFreeHost(dst);
+    else cudaFree(dst);
     return (kind == cudaMemcpyDeviceToDevice ? 2.0 : 1.0) * (double)bytes / (ms * 1e6);
 }
 

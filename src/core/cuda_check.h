@@ -32,4 +32,21 @@ static inline ns_status ns_cuda_status(cudaError_t err, const char *what, const 
         if ((status) != NS_OK) goto label;                                       \
     } while (0)
 
+/* The dynamic shared memory a kernel is allowed (its
+ * cudaFuncAttributeMaxDynamicSharedMemorySize): the current device's opt-in
+ * maximum, whatever one launch needs. The attribute is per process, so a
+ * value sized for one solver would fail the launches of another solver
+ * with larger groups in the same process (seen with the host pipeline's
+ * sub-solvers); `bytes` is returned when it exceeds the maximum, so that
+ * the call fails as it should. */
+static inline int ns_cuda_shared_ceiling(size_t bytes) {
+    int dev = 0, optin = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return (int)bytes;
+    }
+    return (size_t)optin >= bytes ? optin : (int)bytes;
+}
+
 #endif

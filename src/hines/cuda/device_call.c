@@ -3,6 +3,7 @@
 #include "core/cuda_check.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include <cuda.h> /* types of the driver entry point only: nothing links libcuda */
 
@@ -22,7 +23,7 @@ static int allocation_range(const void *p, uintptr_t *base, size_t *size) {
             (void)cudaGetLastError();
             return 0;
         }
-        fn = (range_fn)f;
+        memcpy(&fn, &f, sizeof fn); /* ISO C has no object-to-function pointer cast */
     }
     CUdeviceptr b = 0;
     size_t n = 0;
