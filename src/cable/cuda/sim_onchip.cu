@@ -280,7 +280,7 @@ kernel_fn pick(int lanes, bool shared) {
 extern "C" cudaError_t ns_sim_onchip_setup(int lanes, size_t bytes) {
     const kernel_fn k = pick(lanes, true);
     if (!k) return cudaErrorInvalidValue;
-    cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, ns_cuda_shared_ceiling(bytes));
+    cudaError_t e = ns_cuda_allow_shared((const void *)k, bytes);
     if (e != cudaSuccess) return e;
     return cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
                                 (int)cudaSharedmemCarveoutMaxShared);

@@ -12,11 +12,13 @@
 /* Slot size and count: 3 slots of 16 MiB keep the copy engine busy while
  * host threads fill the next slot, and pinning 48 MiB costs little at
  * create. Host threads per chunk: memcpy from pageable memory reached about
- * 39 GB/s with 8 threads on the H100 host, under the 54.5 GB/s of its PCIe 5
- * link from pinned memory, so up to 16 (bench/README.md, "Host arrays"). */
+ * 39 GB/s with 8 threads on the 16-core H100 host and less with 16 (28.7
+ * GB/s: the two pageable streams of a solve compete for memory bandwidth),
+ * under the 55 GB/s of its PCIe 5 link from pinned memory (bench/README.md,
+ * "Host arrays"). */
 #define NS_STAGE_SLOT_BYTES ((size_t)16 << 20)
 #define NS_STAGE_SLOTS 3
-#define NS_STAGE_THREADS 16
+#define NS_STAGE_THREADS 8
 #define NS_STAGE_PIECE ((size_t)1 << 20) /* bytes one thread copies at a time */
 
 struct ns_stager {

@@ -118,8 +118,7 @@ extern "C" cudaError_t ns_hines_launch_strided(int32_t n, const int32_t *parent,
 }
 
 extern "C" cudaError_t ns_hines_block_shared_setup(size_t bytes) {
-    return cudaFuncSetAttribute(block_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                ns_cuda_shared_ceiling(bytes));
+    return ns_cuda_allow_shared((const void *)block_shared_kernel, bytes);
 }
 
 extern "C" cudaError_t ns_hines_launch_block_shared(int32_t n, const int32_t *parent,

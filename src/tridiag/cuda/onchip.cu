@@ -474,8 +474,7 @@ cudaError_t launch(const ns_td_args *a, int tps, cudaStream_t stream) {
     const size_t shared = static_cast<size_t>(threads) * per_thread * sizeof(T);
     auto kernel = kBlock ? onchip_kernel<T, M, true> : warp_kernel<T, M>;
     if (shared > 48 * 1024) {
-        cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             ns_cuda_shared_ceiling(shared));
+        cudaError_t e = ns_cuda_allow_shared((const void *)kernel, shared);
         if (e != cudaSuccess) return e;
     }
     kernel<<<grid, threads, shared, stream>>>(a->n, a->batch, tps, log2_int(tps),
