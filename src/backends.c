@@ -1,62 +1,95 @@
-/* The registry's table: every implementation of every family, in one place
- * (core/registry.h; docs/architecture.md). This file sits above the
- * families: it names their ops tables, nothing below it names this file's
- * entries. An implementation whose backend the build lacks is still listed
- * (its ops getter returns NULL), so that `ns_method_available` can say why
- * a method cannot run rather than that it does not exist.
- *
- * Order matters where two implementations list one method: the first that
- * accepts the problem takes it (one-shape batches go to the same-shape CUDA
- * kernels, batches of several shapes to the mixed-shape ones). */
-#include "core/registry.h"
+/* The backend registry's public face (neurosolve/backend.h): what each
+ * backend offers here and which methods can run, answered from the four
+ * families' tables (core/registry.h; docs/architecture.md). This file sits
+ * above the families and is the one place that gathers them; nothing below
+ * it calls into it. An implementation whose backend the build lacks is
+ * still listed (its ops getter returns NULL), so that ns_method_available
+ * can say why a method cannot run rather than that it does not exist. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifdef NS_HAVE_OPENMP
+#include <omp.h>
+#endif
+
 #include "cable/sim_impl.h"
+#include "core/device_impl.h"
+#include "core/error.h"
+#include "core/registry.h"
 #include "hines/batch_impl.h"
 #include "life/life_impl.h"
 #include "tridiag/tridiag_impl.h"
 
-#define B NS_METHOD_BIT
-
-static const void *hines_cpu(void) { return ns_hines_cpu_backend(); }
-static const void *hines_cuda(void) { return ns_hines_cuda_backend(); }
-static const void *hines_cuda_mixed(void) { return ns_hines_mixed_cuda_backend(); }
-static const void *hines_cuda_tree(void) { return ns_hines_tree_cuda_backend(); }
-static const void *tridiag_cpu(void) { return ns_tridiag_cpu_backend(); }
-static const void *tridiag_cuda(void) { return ns_tridiag_cuda_backend(); }
-static const void *sim_cpu(void) { return ns_sim_cpu_ops(); }
-static const void *sim_cuda(void) { return ns_sim_cuda_ops(); }
-static const void *life_cpu(void) { return ns_life_cpu_backend(); }
-static const void *life_cuda(void) { return ns_life_cuda_backend(); }
-
-/* The one-thread-per-cell and onchip kernels take batches of one shape. */
-static int one_shape(int32_t method, const void *batch) {
-    (void)method;
-    return ns_batch_shapes((const ns_batch_t *)batch) == 1;
+static ns_impl_table family_table(ns_family family) {
+    switch (family) {
+    case NS_FAMILY_HINES: return ns_hines_impls();
+    case NS_FAMILY_TRIDIAG: return ns_tridiag_impls();
+    case NS_FAMILY_SIM: return ns_sim_impls();
+    case NS_FAMILY_LIFE: return ns_life_impls();
+    }
+    return (ns_impl_table){NULL, 0};
 }
 
-#define ALL_LIFE_VARIANTS (NS_METHOD_BIT(NS_LIFE_VARIANT_COUNT) - 2) /* variants 1 .. COUNT-1 */
+/* Whether any implementation of `backend` is compiled in. */
+static int compiled(ns_backend backend) {
+    for (int f = 0; f < NS_FAMILY_COUNT; ++f) {
+        const ns_impl_table t = family_table((ns_family)f);
+        for (size_t i = 0; i < t.count; ++i)
+            if (t.impl[i].backend == backend && t.impl[i].ops()) return 1;
+    }
+    return 0;
+}
 
-static const ns_impl table[] = {
-    {NS_FAMILY_HINES, NS_BACKEND_CPU, "cpu", B(NS_HINES_SEQUENTIAL) | B(NS_HINES_OPENMP), hines_cpu, NULL},
-    {NS_FAMILY_HINES, NS_BACKEND_CUDA, "cuda-tree", B(NS_HINES_TREE), hines_cuda_tree, NULL},
-    {NS_FAMILY_HINES, NS_BACKEND_CUDA, "cuda",
-     B(NS_HINES_FLAT) | B(NS_HINES_INTERLEAVED) | B(NS_HINES_BLOCK_INTERLEAVED) | B(NS_HINES_BLOCK_SHARED) |
-         B(NS_HINES_ONCHIP),
-     hines_cuda, one_shape},
-    {NS_FAMILY_HINES, NS_BACKEND_CUDA, "cuda-mixed",
-     B(NS_HINES_FLAT) | B(NS_HINES_INTERLEAVED) | B(NS_HINES_FINE_GRAINED) | B(NS_HINES_BRANCH_LEVEL),
-     hines_cuda_mixed, NULL},
-    {NS_FAMILY_TRIDIAG, NS_BACKEND_CPU, "cpu", B(NS_TRIDIAG_SEQUENTIAL) | B(NS_TRIDIAG_OPENMP), tridiag_cpu, NULL},
-    {NS_FAMILY_TRIDIAG, NS_BACKEND_CUDA, "cuda",
-     B(NS_TRIDIAG_THOMAS_BATCH) | B(NS_TRIDIAG_VBATCH_CP) | B(NS_TRIDIAG_VBATCH_NCP) | B(NS_TRIDIAG_WARP) |
-         B(NS_TRIDIAG_BLOCK) | B(NS_TRIDIAG_CUSPARSE_STRIDED) | B(NS_TRIDIAG_CUSPARSE_INTERLEAVED),
-     tridiag_cuda, NULL},
-    {NS_FAMILY_SIM, NS_BACKEND_CPU, "cpu", B(NS_HINES_SEQUENTIAL) | B(NS_HINES_OPENMP), sim_cpu, NULL},
-    {NS_FAMILY_SIM, NS_BACKEND_CUDA, "cuda", B(NS_HINES_ONCHIP) | B(NS_HINES_TREE), sim_cuda, NULL},
-    {NS_FAMILY_LIFE, NS_BACKEND_CPU, "cpu", ALL_LIFE_VARIANTS, life_cpu, NULL},
-    {NS_FAMILY_LIFE, NS_BACKEND_CUDA, "cuda", ALL_LIFE_VARIANTS, life_cuda, NULL},
-};
+ns_status ns_backend_query(ns_backend backend, ns_backend_info *info) {
+    if (!info) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_backend_query: info is NULL");
+    memset(info, 0, sizeof *info);
+    info->backend = backend;
+    switch (backend) {
+    case NS_BACKEND_CPU:
+        info->compiled = 1;
+        info->devices = 1;
+#ifdef NS_HAVE_OPENMP
+        info->threads = omp_get_max_threads();
+#else
+        info->threads = 1;
+#endif
+        return NS_OK;
+    case NS_BACKEND_CUDA:
+        info->compiled = compiled(NS_BACKEND_CUDA);
+        info->devices = info->compiled ? ns_cuda_usable_devices() : 0;
+        return NS_OK;
+    case NS_BACKEND_AUTO: break;
+    }
+    return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_backend_query: %d is not a backend (cpu or cuda)", (int)backend);
+}
 
-const ns_impl *ns_registry_table(size_t *count) {
-    *count = sizeof table / sizeof table[0];
-    return table;
+int32_t ns_backend_methods(ns_backend backend, ns_family family, int32_t *methods, int32_t capacity) {
+    const ns_impl_table t = family_table(family);
+    uint64_t seen = 0;
+    for (size_t i = 0; i < t.count; ++i)
+        if (t.impl[i].backend == backend && t.impl[i].ops()) seen |= t.impl[i].methods;
+    int32_t count = 0;
+    for (int32_t m = 1; m < 64; ++m)
+        if (seen & NS_METHOD_BIT(m)) {
+            if (methods && count < capacity) methods[count] = m;
+            ++count;
+        }
+    return count;
+}
+
+ns_status ns_method_available(ns_family family, int32_t method) {
+    const ns_impl_table t = family_table(family);
+    const ns_impl *impl = ns_registry_find(t, method, NULL);
+    if (!impl)
+        return ns_fail(NS_ERR_UNSUPPORTED, "%d is not a method of the %s family", (int)method, ns_family_name(family));
+    char what[64];
+    snprintf(what, sizeof what, "%s method %d", ns_family_name(family), (int)method);
+    /* LiFE's variants exist on both backends: available when any implementation can run */
+    for (size_t i = 0; i < t.count; ++i)
+        if ((t.impl[i].methods & NS_METHOD_BIT(method)) && ns_registry_ready(&t.impl[i], what) == NS_OK) {
+            ns_clear_error();
+            return NS_OK;
+        }
+    return ns_registry_ready(impl, what);
 }

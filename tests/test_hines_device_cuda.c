@@ -180,6 +180,53 @@ int main(void) {
     if (nb > 0 && problem_make(&p, 1, &shapes[0], 3000, NULL, 78)) {
         for (size_t k = 0; k < sizeof one / sizeof one[0]; ++k) device_run(&p, one[k], "one shape x3000");
         host_run(&p, NS_HINES_INTERLEAVED, "one shape x3000");
+        /* the interleaved method in its native layout: convert, solve, convert back */
+        {
+            ns_solve_options o;
+            ns_solve_options_init(&o);
+            o.method = NS_HINES_INTERLEAVED;
+            ns_hines_solver_t *s = NULL;
+            CHECK_OK(ns_hines_solver_create(p.batch, &o, &s));
+            CHECK(ns_hines_solver_native_layout(s) == NS_HINES_LAYOUT_INTERLEAVED);
+            const size_t bytes = (size_t)p.n * sizeof(double);
+            double *f[4], *g[4];
+            const double *h[4] = {p.a, p.b, p.d, p.rhs};
+            for (int k = 0; k < 4; ++k) {
+                cudaMalloc((void **)&f[k], bytes);
+                cudaMalloc((void **)&g[k], bytes);
+                cudaMemcpy(f[k], h[k], bytes, cudaMemcpyHostToDevice);
+                CHECK_OK(ns_hines_convert_device(p.batch, NS_HINES_LAYOUT_FLAT, NS_HINES_LAYOUT_INTERLEAVED, f[k],
+                                                 g[k], NULL));
+            }
+            CHECK_OK(ns_hines_solver_solve_device_layout(s, NS_HINES_LAYOUT_INTERLEAVED, g[0], g[1], g[2], g[3], NULL));
+            CHECK_OK(ns_hines_solver_wait(s));
+            CHECK_OK(ns_hines_convert_device(p.batch, NS_HINES_LAYOUT_INTERLEAVED, NS_HINES_LAYOUT_FLAT, g[3], f[3],
+                                             NULL));
+            double *x = malloc(bytes);
+            cudaMemcpy(x, f[3], bytes, cudaMemcpyDeviceToHost);
+            const double err = problem_error(&p, x);
+            CHECK_MSG(err <= 1e-12, "interleaved layout: max rel error %.3e", err);
+            /* the layout of element (i, c) is i * cells + c: the converted rhs says so */
+            cudaMemcpy(x, g[3], bytes, cudaMemcpyDeviceToHost);
+            const int64_t cells = ns_batch_cells(p.batch), n1 = p.n / cells;
+            double *xf = malloc(bytes);
+            cudaMemcpy(xf, f[3], bytes, cudaMemcpyDeviceToHost);
+            CHECK(x[5 * cells + 7] == xf[7 * n1 + 5]);
+            free(xf);
+            free(x);
+            ns_hines_solver_destroy(s);
+            /* another method has no interleaved layout */
+            o.method = NS_HINES_TREE;
+            CHECK_OK(ns_hines_solver_create(p.batch, &o, &s));
+            CHECK(ns_hines_solver_native_layout(s) == NS_HINES_LAYOUT_FLAT);
+            CHECK(ns_hines_solver_solve_device_layout(s, NS_HINES_LAYOUT_INTERLEAVED, g[0], g[1], g[2], g[3], NULL) ==
+                  NS_ERR_INVALID_ARGUMENT);
+            ns_hines_solver_destroy(s);
+            for (int k = 0; k < 4; ++k) {
+                cudaFree(f[k]);
+                cudaFree(g[k]);
+            }
+        }
         host_run(&p, NS_HINES_ONCHIP, "one shape x3000");
         problem_free(&p);
     }

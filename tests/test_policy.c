@@ -12,6 +12,7 @@
 #include "cable/sim_policy.h"
 #include "check.h"
 #include "core/registry.h"
+#include "hines/batch_impl.h"
 #include "hines/policy.h"
 #include "life/life_impl.h"
 #include "neurosolve/neurosolve.h"
@@ -29,7 +30,7 @@ static const char *impl_for(ns_hines_method m, int32_t n_shapes) {
     ns_batch_t *b = NULL;
     const ns_tree_t *shapes[2] = {t[0], t[1]};
     ns_batch_create(n_shapes, shapes, 4, NULL, &b);
-    const ns_impl *impl = ns_registry_find(NS_FAMILY_HINES, (int32_t)m, b);
+    const ns_impl *impl = ns_registry_find(ns_hines_impls(), (int32_t)m, b);
     ns_batch_destroy(b);
     ns_tree_destroy(t[0]);
     ns_tree_destroy(t[1]);
@@ -76,7 +77,9 @@ int main(void) {
     CHECK(hines_auto(NS_BACKEND_CPU, 1, 16, 1, 10, 3000, 300) == NS_HINES_SEQUENTIAL);      /* few cells */
     CHECK(hines_auto(NS_BACKEND_CUDA, 1, 16, 1, 10, 3000, 300) == NS_HINES_ONCHIP);         /* asked for CUDA */
     CHECK(hines_auto(NS_BACKEND_CUDA, 1, 16, 1, 256000, 256000 * 691LL, 691) == NS_HINES_INTERLEAVED);
-    /* LiFE: the GPU whenever one is usable */
+    /* the simulation and LiFE: the GPU whenever one is usable */
+    CHECK(ns_sim_auto_backend(1) == NS_BACKEND_CUDA);
+    CHECK(ns_sim_auto_backend(0) == NS_BACKEND_CPU);
     CHECK(ns_life_auto_backend(1) == NS_BACKEND_CUDA);
     CHECK(ns_life_auto_backend(0) == NS_BACKEND_CPU);
     /* the registry: one implementation per method and batch, none swapped during create */
@@ -92,6 +95,8 @@ int main(void) {
     CHECK(ns_hines_method_backend(NS_HINES_OPENMP) == NS_BACKEND_CPU);
     CHECK(ns_hines_method_backend(NS_HINES_TREE) == NS_BACKEND_CUDA);
     CHECK(ns_tridiag_method_backend(NS_TRIDIAG_CUSPARSE_STRIDED) == NS_BACKEND_CUDA);
+    CHECK(ns_backend_methods(NS_BACKEND_CPU, NS_FAMILY_SIM, NULL, 0) == 2);
+    CHECK(ns_backend_methods(NS_BACKEND_CPU, NS_FAMILY_TRIDIAG, NULL, 0) == 2);
     /* the capability query of this build: the CPU always, every method listed once */
     ns_backend_info info;
     CHECK_OK(ns_backend_query(NS_BACKEND_CPU, &info));

@@ -136,6 +136,33 @@ NS_API ns_status ns_hines_solver_solve_device(ns_hines_solver_t *solver, const d
                                               double *d, double *rhs, void *stream);
 NS_API ns_status ns_hines_solver_wait(ns_hines_solver_t *solver);
 
+/* Device layouts. Flat is every method's; a batch of one shape solved by
+ * NS_HINES_INTERLEAVED works in the paper's Full-Interleaved layout, where
+ * compartment i of cell c is at i * n_cells + c, and device arrays already
+ * in it skip the two conversions that a Flat device call makes
+ * (docs/api.md, "Device layouts"). */
+typedef enum ns_hines_layout {
+    NS_HINES_LAYOUT_FLAT = 0,
+    NS_HINES_LAYOUT_INTERLEAVED = 1
+} ns_hines_layout;
+
+/* The layout the solver's kernel works in. */
+NS_API ns_hines_layout ns_hines_solver_native_layout(const ns_hines_solver_t *solver);
+
+/* ns_hines_solver_solve_device on arrays in `layout`: Flat (any CUDA
+ * method), or the solver's native layout. Another layout gives
+ * NS_ERR_INVALID_ARGUMENT naming it and the native one. */
+NS_API ns_status ns_hines_solver_solve_device_layout(ns_hines_solver_t *solver, ns_hines_layout layout,
+                                                     const double *a, const double *b, double *d, double *rhs,
+                                                     void *stream);
+
+/* Convert one device array of a one-shape batch between layouts, queued on
+ * `stream` (src and dst distinct, device memory of the current GPU, each
+ * ns_batch_compartments long). NS_ERR_UNSUPPORTED for a batch of several
+ * shapes or a build without CUDA. */
+NS_API ns_status ns_hines_convert_device(const ns_batch_t *batch, ns_hines_layout from, ns_hines_layout to,
+                                         const double *src, double *dst, void *stream);
+
 /* Benchmark entry point: solve the same inputs `repeats` times and record
  * each run's kernel time [ms] in kernel_ms[0..repeats-1] (CUDA events on the
  * GPU, a monotonic clock on the CPU). Inputs are staged once (on the device

@@ -1,10 +1,12 @@
-/* Private: the backend registry (core). One table lists every
- * implementation of every family (src/backends.c): the backend it runs on,
- * the methods it runs, its ops table (the family's own type; NULL when the
- * build lacks the backend) and, where several implementations share a
- * method, which problems it takes. Families never test `if (cuda)`: they ask
- * the registry for the implementation of a method and call through its ops.
- * docs/architecture.md draws it. */
+/* Private: the backend registry's mechanism (core). Each family lists its
+ * implementations in one table of its own (hines/solver.c, tridiag/solver.c,
+ * cable/sim.c, life/engine.c): the backend each runs on, the methods it
+ * runs, its ops table (the family's own type; NULL when the build lacks the
+ * backend) and, where several implementations share a method, which
+ * problems it takes. Families never test `if (cuda)`: they find the
+ * implementation of a method here and call through its ops. src/backends.c,
+ * above the families, gathers the four tables for the capability query
+ * (neurosolve/backend.h). docs/architecture.md draws it. */
 #ifndef NS_CORE_REGISTRY_H
 #define NS_CORE_REGISTRY_H
 
@@ -17,6 +19,7 @@ extern "C" {
 #endif
 
 #define NS_METHOD_BIT(m) (UINT64_C(1) << (m))
+#define NS_IMPL_TABLE(array) ((ns_impl_table){(array), sizeof(array) / sizeof((array)[0])})
 
 typedef struct ns_impl {
     ns_family family;
@@ -29,15 +32,21 @@ typedef struct ns_impl {
     int (*accepts)(int32_t method, const void *problem);
 } ns_impl;
 
-/* The table (src/backends.c), in order of preference. */
-const ns_impl *ns_registry_table(size_t *count);
+/* A family's table, in order of preference. */
+typedef struct ns_impl_table {
+    const ns_impl *impl;
+    size_t count;
+} ns_impl_table;
 
-/* The first implementation of `family` that lists `method` and accepts
+/* The first implementation of the table that lists `method` and accepts
  * `problem` (NULL: ignore accepts); NULL when none does. */
-const ns_impl *ns_registry_find(ns_family family, int32_t method, const void *problem);
+const ns_impl *ns_registry_find(ns_impl_table table, int32_t method, const void *problem);
 
-/* The backend `method` of `family` runs on (NS_BACKEND_AUTO: no such method). */
-ns_backend ns_registry_backend(ns_family family, int32_t method);
+/* The backend `method` runs on (NS_BACKEND_AUTO: no such method). */
+ns_backend ns_registry_backend(ns_impl_table table, int32_t method);
+
+/* The implementation of the table for `backend` (the first; NULL: none). */
+const ns_impl *ns_registry_for_backend(ns_impl_table table, ns_backend backend);
 
 /* NS_OK when `impl` can run now (compiled in and, for CUDA, a usable GPU);
  * else NS_ERR_UNSUPPORTED / NS_ERR_NO_DEVICE naming `what` (the method). */

@@ -4,6 +4,7 @@
 #ifndef NS_HINES_BATCH_IMPL_H
 #define NS_HINES_BATCH_IMPL_H
 
+#include "core/registry.h"
 #include "neurosolve/hines.h"
 
 struct ns_batch {
@@ -52,13 +53,24 @@ struct ns_hines_backend_ops {
     ns_status (*solve_device)(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
                               double *rhs, void *stream);
     ns_status (*wait)(ns_hines_solver_t *solver);
+    /* Optional (NULL: the native layout is Flat). The native layout's
+     * device call: NS_HINES_LAYOUT_INTERLEAVED arrays, no conversion. */
+    ns_status (*solve_device_interleaved)(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
+                                          double *rhs, void *stream);
 };
+
+/* The family's implementations (core/registry.h), in hines/solver.c. */
+ns_impl_table ns_hines_impls(void);
 
 /* The host path of every CUDA implementation (host_pipeline.c; in a build
  * without CUDA never reached). */
 ns_status ns_host_pipeline_solve(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
                                  double *rhs);
 void ns_host_pipeline_destroy(ns_host_pipeline *pipeline);
+
+/* ns_hines_convert_device's kernel launch (hines/cuda/solve_cuda.c; without
+ * CUDA: NS_ERR_UNSUPPORTED). */
+ns_status ns_hines_convert_launch(const ns_batch_t *batch, int to_flat, const double *src, double *dst, void *stream);
 
 /* The implementations (registered in src/backends.c); the CUDA ones return
  * NULL in a build without CUDA. cuda: the same-shape kernels (one thread per

@@ -98,6 +98,6 @@ static ns_status cpu_solve(ns_hines_solver_t *s, const double *a, const double *
 static void cpu_destroy(ns_hines_solver_t *s) { (void)s; }
 
 const ns_hines_backend_ops *ns_hines_cpu_backend(void) {
-    static const ns_hines_backend_ops ops = {"cpu", cpu_create, cpu_solve, cpu_destroy, NULL, NULL, NULL};
+    static const ns_hines_backend_ops ops = {"cpu", cpu_create, cpu_solve, cpu_destroy, NULL, NULL, NULL, NULL};
     return &ops;
 }

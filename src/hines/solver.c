@@ -51,8 +51,37 @@ ns_status ns_hines_method_from_name(const char *name, ns_hines_method *method) {
                    "block-interleaved, block-shared, onchip, branch-level, fine-grained, tree)", name);
 }
 
+/* The family's implementations, in order of preference where two list one
+ * method: one-shape batches go to the same-shape kernels, batches of several
+ * shapes to the mixed-shape ones (core/registry.h). */
+static const void *impl_cpu(void) { return ns_hines_cpu_backend(); }
+static const void *impl_cuda(void) { return ns_hines_cuda_backend(); }
+static const void *impl_cuda_mixed(void) { return ns_hines_mixed_cuda_backend(); }
+static const void *impl_cuda_tree(void) { return ns_hines_tree_cuda_backend(); }
+
+static int one_shape(int32_t method, const void *batch) {
+    (void)method;
+    return ((const ns_batch_t *)batch)->n_shapes == 1;
+}
+
+#define B NS_METHOD_BIT
+static const ns_impl impls[] = {
+    {NS_FAMILY_HINES, NS_BACKEND_CPU, "cpu", B(NS_HINES_SEQUENTIAL) | B(NS_HINES_OPENMP), impl_cpu, NULL},
+    {NS_FAMILY_HINES, NS_BACKEND_CUDA, "cuda-tree", B(NS_HINES_TREE), impl_cuda_tree, NULL},
+    {NS_FAMILY_HINES, NS_BACKEND_CUDA, "cuda",
+     B(NS_HINES_FLAT) | B(NS_HINES_INTERLEAVED) | B(NS_HINES_BLOCK_INTERLEAVED) | B(NS_HINES_BLOCK_SHARED) |
+         B(NS_HINES_ONCHIP),
+     impl_cuda, one_shape},
+    {NS_FAMILY_HINES, NS_BACKEND_CUDA, "cuda-mixed",
+     B(NS_HINES_FLAT) | B(NS_HINES_INTERLEAVED) | B(NS_HINES_FINE_GRAINED) | B(NS_HINES_BRANCH_LEVEL),
+     impl_cuda_mixed, NULL},
+};
+#undef B
+
+ns_impl_table ns_hines_impls(void) { return NS_IMPL_TABLE(impls); }
+
 ns_backend ns_hines_method_backend(ns_hines_method method) {
-    return ns_registry_backend(NS_FAMILY_HINES, (int32_t)method);
+    return ns_registry_backend(ns_hines_impls(), (int32_t)method);
 }
 
 void ns_solve_options_init(ns_solve_options *options) {
@@ -103,7 +132,7 @@ static ns_status resolve(ns_hines_solver_t *s) {
         ns_clear_error();
         m = ns_hines_auto(&f);
     }
-    const ns_impl *impl = ns_registry_find(NS_FAMILY_HINES, (int32_t)m, batch);
+    const ns_impl *impl = ns_registry_find(ns_hines_impls(), (int32_t)m, batch);
     char what[64];
     snprintf(what, sizeof what, "method '%s'", ns_hines_method_name(m));
     if (!impl)
@@ -218,6 +247,47 @@ ns_status ns_hines_solver_solve_device(ns_hines_solver_t *solver, const double *
     ns_status st = solver->ops->solve_device(solver, a, b, d, rhs, stream);
     ns_cuda_restore_device(caller_device);
     return st;
+}
+
+ns_hines_layout ns_hines_solver_native_layout(const ns_hines_solver_t *solver) {
+    return solver && solver->method == NS_HINES_INTERLEAVED && solver->ops->solve_device_interleaved
+               ? NS_HINES_LAYOUT_INTERLEAVED
+               : NS_HINES_LAYOUT_FLAT;
+}
+
+static const char *layout_name(ns_hines_layout layout) {
+    return layout == NS_HINES_LAYOUT_FLAT ? "flat" : layout == NS_HINES_LAYOUT_INTERLEAVED ? "interleaved" : "unknown";
+}
+
+ns_status ns_hines_solver_solve_device_layout(ns_hines_solver_t *solver, ns_hines_layout layout, const double *a,
+                                              const double *b, double *d, double *rhs, void *stream) {
+    if (!solver) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_solver_solve_device_layout: solver is NULL");
+    if (layout == NS_HINES_LAYOUT_FLAT) return ns_hines_solver_solve_device(solver, a, b, d, rhs, stream);
+    if (layout != ns_hines_solver_native_layout(solver))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "layout '%s' is not method '%s''s on this batch (flat or %s)",
+                       layout_name(layout), ns_hines_method_name(solver->method),
+                       layout_name(ns_hines_solver_native_layout(solver)));
+    if (!a || !b || !d || !rhs)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_solver_solve_device_layout: NULL argument");
+    const int caller_device = ns_cuda_save_device();
+    ns_status st = solver->ops->solve_device_interleaved(solver, a, b, d, rhs, stream);
+    ns_cuda_restore_device(caller_device);
+    return st;
+}
+
+ns_status ns_hines_convert_device(const ns_batch_t *batch, ns_hines_layout from, ns_hines_layout to, const double *src,
+                                  double *dst, void *stream) {
+    if (!batch || !src || !dst || src == dst)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_convert_device: NULL or identical arrays");
+    if ((from != NS_HINES_LAYOUT_FLAT && from != NS_HINES_LAYOUT_INTERLEAVED) ||
+        (to != NS_HINES_LAYOUT_FLAT && to != NS_HINES_LAYOUT_INTERLEAVED))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_convert_device: unknown layout");
+    if (batch->n_shapes != 1)
+        return ns_fail(NS_ERR_UNSUPPORTED, "the interleaved layout needs cells of one shape (this batch has %d)",
+                       (int)batch->n_shapes);
+    if (from == to) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_convert_device: from and to are both '%s'",
+                                   layout_name(from));
+    return ns_hines_convert_launch(batch, to == NS_HINES_LAYOUT_FLAT, src, dst, stream);
 }
 
 ns_status ns_hines_solver_wait(ns_hines_solver_t *solver) {

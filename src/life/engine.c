@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/device_impl.h"
 #include "core/error.h"
 #include "core/registry.h"
 #include "core/rng.h"
@@ -206,23 +207,20 @@ ns_backend ns_life_auto_backend(int usable_gpus) { return usable_gpus > 0 ? NS_B
 
 ns_status ns_life_choose_backend(ns_backend requested, ns_backend *backend, const ns_life_backend_ops **ops) {
     if (requested == NS_BACKEND_AUTO) {
-        ns_backend_info info;
-        ns_backend_query(NS_BACKEND_CUDA, &info);
-        requested = ns_life_auto_backend(info.compiled ? info.devices : 0);
+        const ns_impl *cuda = ns_registry_for_backend(ns_life_impls(), NS_BACKEND_CUDA);
+        requested = ns_life_auto_backend(cuda && cuda->ops() ? ns_cuda_usable_devices() : 0);
     }
     if (requested != NS_BACKEND_CPU && requested != NS_BACKEND_CUDA)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)requested);
-    size_t n = 0;
-    const ns_impl *t = ns_registry_table(&n);
-    for (size_t i = 0; i < n; ++i)
-        if (t[i].family == NS_FAMILY_LIFE && t[i].backend == requested) {
-            ns_status s = ns_registry_ready(&t[i], "LiFE");
-            if (s != NS_OK) return s;
-            *backend = requested;
-            *ops = t[i].ops();
-            return NS_OK;
-        }
-    return ns_fail(NS_ERR_INTERNAL, "no LiFE implementation registered for the %s backend", ns_backend_name(requested));
+    const ns_impl *impl = ns_registry_for_backend(ns_life_impls(), requested);
+    if (!impl)
+        return ns_fail(NS_ERR_INTERNAL, "no LiFE implementation registered for the %s backend",
+                       ns_backend_name(requested));
+    ns_status s = ns_registry_ready(impl, "LiFE");
+    if (s != NS_OK) return s;
+    *backend = requested;
+    *ops = impl->ops();
+    return NS_OK;
 }
 
 static ns_status cpu_product(ns_life_engine_t *e, ns_life_product p, ns_life_variant v, const double *in,
@@ -236,3 +234,15 @@ const ns_life_backend_ops *ns_life_cpu_backend(void) {
     static const ns_life_backend_ops ops = {"cpu", NULL, NULL, cpu_supports, cpu_product, NULL, ns_life_cpu_fit};
     return &ops;
 }
+
+/* The family's implementations (core/registry.h): every variant on both
+ * backends (variants 1 .. NS_LIFE_VARIANT_COUNT - 1). */
+static const void *impl_cpu(void) { return ns_life_cpu_backend(); }
+static const void *impl_cuda(void) { return ns_life_cuda_backend(); }
+#define ALL_VARIANTS (NS_METHOD_BIT(NS_LIFE_VARIANT_COUNT) - 2)
+static const ns_impl impls[] = {
+    {NS_FAMILY_LIFE, NS_BACKEND_CPU, "cpu", ALL_VARIANTS, impl_cpu, NULL},
+    {NS_FAMILY_LIFE, NS_BACKEND_CUDA, "cuda", ALL_VARIANTS, impl_cuda, NULL},
+};
+
+ns_impl_table ns_life_impls(void) { return NS_IMPL_TABLE(impls); }

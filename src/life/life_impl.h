@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/registry.h"
 #include "neurosolve/life.h"
 
 #ifdef __cplusplus
@@ -149,6 +150,7 @@ const ns_life_backend_ops *ns_life_cuda_backend(void); /* NULL without CUDA (src
 /* LiFE's auto policy (a pure function, tests/test_policy.c) and the
  * backend's implementation from the registry. */
 ns_backend ns_life_auto_backend(int usable_gpus);
+ns_impl_table ns_life_impls(void);
 ns_status ns_life_choose_backend(ns_backend requested, ns_backend *backend, const ns_life_backend_ops **ops);
 
 /* The CUDA backend's entries (src/life/cuda/engine_cuda.c), behind its ops table. */

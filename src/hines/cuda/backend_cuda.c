@@ -320,7 +320,9 @@ static ns_status cuda_create(ns_hines_solver_t *s) {
 }
 
 const ns_hines_backend_ops *ns_hines_cuda_backend(void) {
-    static const ns_hines_backend_ops ops = {"cuda",       cuda_create, NULL, cuda_destroy,
-                                             ns_cuda_benchmark, ns_cuda_solve_device, ns_cuda_wait};
+    /* the interleaved method's native layout is Full-Interleaved (solver.c) */
+    static const ns_hines_backend_ops ops = {"cuda",       cuda_create,          NULL,         cuda_destroy,
+                                             ns_cuda_benchmark, ns_cuda_solve_device, ns_cuda_wait,
+                                             ns_cuda_solve_device_interleaved};
     return &ops;
 }

@@ -219,7 +219,7 @@ out:
 
 const ns_hines_backend_ops *ns_hines_tree_cuda_backend(void) {
     static const ns_hines_backend_ops ops = {"cuda-tree", tree_create, NULL, tree_destroy, tree_benchmark,
-                                             tree_solve_device, tree_wait};
+                                             tree_solve_device, tree_wait, NULL};
     return &ops;
 }
 

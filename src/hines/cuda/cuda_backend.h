@@ -57,6 +57,8 @@ ns_status ns_cuda_read_pivots(const ns_hines_solver_t *s, const ns_cuda_state *s
 ns_status ns_cuda_solve_device(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
                                double *rhs, void *stream);
 ns_status ns_cuda_wait(ns_hines_solver_t *solver);
+ns_status ns_cuda_solve_device_interleaved(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
+                                           double *rhs, void *stream);
 ns_status ns_cuda_benchmark(ns_hines_solver_t *solver, const double *a, const double *b,
                             double *d, double *rhs, int repeats, double *kernel_ms);
 

@@ -491,6 +491,6 @@ static ns_status mixed_wait(ns_hines_solver_t *s) {
  * for mixed batches. */
 const ns_hines_backend_ops *ns_hines_mixed_cuda_backend(void) {
     static const ns_hines_backend_ops ops = {"cuda-mixed",    mixed_create,    NULL,              mixed_destroy,
-                                             mixed_benchmark, mixed_solve_device, mixed_wait};
+                                             mixed_benchmark, mixed_solve_device, mixed_wait, NULL};
     return &ops;
 }

@@ -6,6 +6,7 @@
 #include "core/cuda_check.h"
 #include "core/timer.h"
 #include "hines/cuda/cuda_backend.h"
+#include "tree/tree_impl.h"
 
 ns_status ns_cuda_launch_method(const ns_hines_solver_t *s, const ns_cuda_state *st,
                                 ns_cuda_dev *d, int64_t c0, int64_t m) {
@@ -94,4 +95,32 @@ ns_status ns_cuda_wait(ns_hines_solver_t *s) {
     ns_status e = ns_device_call_wait(&st->call, &key, &had);
     if (e != NS_OK || !had || key == NS_PIVOT_NONE) return e;
     return ns_hines_pivot_error(s->batch, ns_pivot_cell(key), ns_pivot_index(key));
+}
+
+/* The interleaved method on caller arrays already Full-Interleaved (group =
+ * the whole batch): one launch, no conversion, no solver buffers. */
+ns_status ns_cuda_solve_device_interleaved(ns_hines_solver_t *s, const double *a, const double *b, double *d,
+                                           double *rhs, void *stream) {
+    ns_cuda_state *st = s->state;
+    if (st->n_dev != 1)
+        return ns_fail(NS_ERR_UNSUPPORTED,
+                       "%s: device arrays live on one GPU, the solver was created for %d (devices = 1)",
+                       ns_hines_method_name(s->method), st->n_dev);
+    cudaStream_t q = (cudaStream_t)stream;
+    const void *ptr[4] = {a, b, d, rhs};
+    ns_status e = ns_device_call_check(&st->call, ns_hines_method_name(s->method), ptr,
+                                       (size_t)ns_batch_compartments(s->batch) * sizeof(double), q);
+    if (e != NS_OK) return e;
+    const ns_cuda_dev *dev = &st->dev[0];
+    NS_CUDA_TRY(cudaSetDevice(dev->device));
+    NS_CUDA_TRY(cudaMemsetAsync(dev->bad, 0xFF, sizeof *dev->bad, q));
+    NS_CUDA_TRY(ns_hines_launch_strided(st->n, dev->parent, a, b, d, rhs, dev->count, dev->count, 0, st->threads,
+                                        dev->bad, q));
+    return ns_device_call_queue(&st->call, dev->bad, q);
+}
+
+ns_status ns_hines_convert_launch(const ns_batch_t *batch, int to_flat, const double *src, double *dst, void *stream) {
+    NS_CUDA_TRY(ns_hines_launch_layout(batch->shapes[0]->size, src, dst, batch->n_cells, batch->n_cells, to_flat,
+                                       (cudaStream_t)stream));
+    return NS_OK;
 }
