@@ -162,6 +162,7 @@ static void run(const char *label, ns_batch_t *batch, ns_hines_method m, const d
             if (r) dv[r - 1] = ms;
         }
         TRY(ns_hines_convert_device(batch, NS_HINES_LAYOUT_INTERLEAVED, NS_HINES_LAYOUT_FLAT, g[3], gi[0], q));
+        CU(cudaStreamSynchronize(q)); /* q is non-blocking: the legacy stream's copy would not wait for it */
         CU(cudaMemcpy(hx, gi[0], bytes, cudaMemcpyDeviceToHost));
         const double e2 = max_rel(hx, x_ref, n);
         printf("| %-22s | %-12s | %9lld | %8.3f | %8.3f | %5.3f | (native interleaved layout; Flat device call "
