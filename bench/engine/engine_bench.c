@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
 /* The engine's figures (issue 15; bench/README.md, "Host arrays and device
  * arrays"), on one GPU, in one run:
  *   - the kernel time of a method (ns_hines_solver_benchmark: inputs on the
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda_runtime_api.h>
 #include <neurosolve/neurosolve.h>
@@ -204,13 +206,29 @@ static void run(const char *label, ns_batch_t *batch, ns_hines_method m, const d
             cudaFreeHost(X);
         }
     }
+    /* what pinning the caller's pageable arrays in place would cost per call (cudaHostRegister and
+     * cudaHostUnregister of a, b, d, rhs): the alternative to staging copies */
+    double reg_ms = 0;
+    {
+        double *arr[4] = {(double *)a, (double *)b, hd, hx};
+        double t[3];
+        for (int r = 0; r < 3; ++r) {
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            for (int i = 0; i < 4; ++i) CU(cudaHostRegister(arr[i], bytes, cudaHostRegisterDefault));
+            for (int i = 0; i < 4; ++i) CU(cudaHostUnregister(arr[i]));
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            t[r] = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6;
+        }
+        reg_ms = median(t, 3);
+    }
     double err = err_kernel;
     if (err_device > err) err = err_device;
     if (err_host[0] > err) err = err_host[0];
     if (err_host[1] > err) err = err_host[1];
-    printf("| %-22s | %-12s | %9lld | %8.3f | %8.3f | %5.3f | %8.2f | %5.2f | %8.2f | %5.2f | %.1f/%.1f | %.1e |\n",
+    printf("| %-22s | %-12s | %9lld | %8.3f | %8.3f | %5.3f | %8.2f | %5.2f | %8.2f | %5.2f | %.1f/%.1f | %.1f | %.1e |\n",
            label, name, (long long)n, kernel, device, device / kernel, host[0], host[0] / kernel, host[1],
-           host[1] / kernel, up[0], down[0], err);
+           host[1] / kernel, up[0], down[0], reg_ms, err);
     fflush(stdout);
     for (int i = 0; i < 4; ++i) cudaFree(g[i]);
     for (int i = 0; i < 2; ++i) cudaFree(g0[i]);
@@ -273,8 +291,8 @@ int main(int argc, char **argv) {
            di.name, copy_gbs(cudaMemcpyDeviceToDevice, (size_t)1 << 30), copy_gbs(cudaMemcpyHostToDevice, (size_t)1 << 30),
            copy_gbs(cudaMemcpyDeviceToHost, (size_t)1 << 30));
     printf("\n| workload | method | compartments | kernel ms | device call ms | device/kernel | host call ms "
-           "(pageable) | host/kernel | host call ms (pinned) | host/kernel | up/down ms (pageable) | max rel error |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "(pageable) | host/kernel | host call ms (pinned) | host/kernel | up/down ms (pageable) | register+unregister ms | max rel error |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     const ns_hines_method mixed_methods[] = {NS_HINES_TREE, NS_HINES_FINE_GRAINED, NS_HINES_INTERLEAVED};
     workload("10 bundled x 10,000", argv[1], mix, 10, cells, mixed_methods, 3);
     const ns_hines_method one_methods[] = {NS_HINES_ONCHIP, NS_HINES_INTERLEAVED, NS_HINES_TREE};
