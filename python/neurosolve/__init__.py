@@ -15,6 +15,12 @@ from ._core import (Tree, Morphology, Cell, Batch, HinesSolver, TridiagSolver, S
                     LifeModel, LifeEngine, version, build_info, cuda_device_count, status_string,
                     hines_methods, hines_method_backend, tridiag_methods)
 from . import _core
+from . import _errors
+
+# The short descriptions come from the library (ns_status_string).
+for _s, _c in _errors.BY_STATUS.items():
+    _c.status_name = status_string(_s)
+    _c.__doc__ = f"ns_status {_s}: {_c.status_name}."
 
 __version__ = version()
 

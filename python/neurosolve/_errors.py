@@ -11,6 +11,7 @@ class Error(Exception):
     """A neurosolve call failed. ``status`` is the ns_status code (negative int),
     ``status_name`` its short description, ``message`` the detail."""
 
+    __module__ = "neurosolve"
     status = None
     status_name = "error"
 
@@ -23,7 +24,8 @@ class Error(Exception):
 
 def _cls(name, status, desc, *bases):
     return type(name, (Error,) + bases, {"status": status, "status_name": desc,
-                                         "__doc__": f"ns_status {status}: {desc}."})
+                                         "__doc__": f"ns_status {status}: {desc}.",
+                                         "__module__": "neurosolve"})
 
 
 InvalidArgumentError = _cls("InvalidArgumentError", -1, "invalid argument", ValueError)
