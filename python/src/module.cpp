@@ -805,9 +805,15 @@ NB_MODULE(_core, m) {
         .def("solve", [](TridiagSolver &s, nb::handle dl, nb::handle d, nb::handle du, nb::handle x) {
             const char *fn = "TridiagSolver.solve";
             const bool f32 = s.precision == NS_TRIDIAG_FLOAT32;
+            // at least `length` entries: a strided layout's natural allocation
+            // (n * stride) may be longer than its extent.
             auto get = [&](nb::handle h, const char *name, place where, bool writable) {
-                return f32 ? take<float>(h, fn, name, s.length, where, writable)
-                           : take<double>(h, fn, name, s.length, where, writable);
+                view v = f32 ? take<float>(h, fn, name, -1, where, writable)
+                             : take<double>(h, fn, name, -1, where, writable);
+                if ((int64_t)v.arr.size() < s.length)
+                    fail(NS_ERR_SIZE, std::string(fn) + ": " + name + " has " + std::to_string(v.arr.size()) +
+                                          " elements, expected at least " + std::to_string(s.length));
+                return v;
             };
             view vdl = get(dl, "dl", place::any, true);
             const bool host = vdl.device == nb::device::cpu::value;
