@@ -1,0 +1,105 @@
+"""LiFE from Python on the bundled DIPY case (data/life) against the command:
+the same model (every array), the same SBBNNLS weights and the same per-voxel
+RMSE as `neurosolve life build / fit / report`, and M w / M^T y against a
+dense matrix assembled in numpy from the model's own arrays."""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import neurosolve as ns
+from conftest import LIFE
+
+DWI, BVAL, BVEC, TRK = (os.path.join(LIFE, f) for f in
+                        ("small_25.nii.gz", "small_25.bval", "small_25.bvec", "EuDX_small_25.trk"))
+
+
+@pytest.fixture(scope="module")
+def model():
+    return ns.LifeModel.build(DWI, BVAL, BVEC, TRK)
+
+
+@pytest.fixture(scope="module")
+def cli_run(cli, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("life")
+    m = str(tmp / "model")
+    w = str(tmp / "w.npy")
+    csv = str(tmp / "rmse.csv")
+    run = lambda *a: subprocess.run([cli, *a], check=True, capture_output=True, text=True)
+    run("life", "build", "--dwi", DWI, "--bvals", BVAL, "--bvecs", BVEC, "--tracks", TRK, "--out", m, "--quiet")
+    run("life", "fit", m, "--out", w, "--backend", "cpu", "--mw", "naive", "--mty", "naive", "--threads", "1",
+        "--quiet")
+    run("life", "report", m, w, "--csv", csv)
+    return m, w, csv
+
+
+def test_build_equals_the_command(model, cli_run):
+    m_dir, _, _ = cli_run
+    ld = lambda name: np.load(os.path.join(m_dir, name))
+    assert model.n_fibers == 60 and model.n_theta == len(ld("signal.npy"))
+    phi = model.phi
+    for k in ("atom", "voxel", "fiber", "value"):
+        np.testing.assert_array_equal(phi[k], ld(f"phi_{k}.npy"))
+    np.testing.assert_array_equal(model.signal, ld("signal.npy").T)        # (n_voxels, n_theta)
+    np.testing.assert_array_equal(model.dictionary, ld("dictionary.npy").T)
+    np.testing.assert_array_equal(model.voxel_ijk, ld("voxel_ijk.npy"))
+    np.testing.assert_array_equal(model.streamline, ld("streamlines.npy"))
+    loaded = ns.LifeModel.load(m_dir)
+    np.testing.assert_array_equal(loaded.phi["value"], phi["value"])
+
+
+def test_products_against_dense(model):
+    phi, D, Y = model.phi, model.dictionary, model.signal
+    nt, nv, nf = model.n_theta, model.n_voxels, model.n_fibers
+    M = np.zeros((nv * nt, nf))
+    for a, v, f, x in zip(phi["atom"], phi["voxel"], phi["fiber"], phi["value"]):
+        M[v * nt:(v + 1) * nt, f] += D[a] * x
+    rng = np.random.default_rng(1)
+    w = rng.uniform(0, 1, nf)
+    y = rng.uniform(-1, 1, nv * nt)
+    for variant in ("naive", "naive-atom", "coeff-voxel", "voxel-voxel", "auto"):
+        e = ns.LifeEngine(model, backend="cpu", mw=variant, mty=variant)
+        np.testing.assert_allclose(e.mw(w), M @ w, rtol=1e-11, atol=1e-9)
+        np.testing.assert_allclose(e.mty(y), M.T @ y, rtol=1e-11, atol=1e-9)
+    e = ns.LifeEngine(model, backend="cpu")
+    with pytest.raises(ns.SizeError, match="w has 59 elements, expected 60"):
+        e.mw(w[:-1])
+    with pytest.raises(ns.InvalidArgumentError):
+        ns.LifeEngine(model, mw="bogus")
+
+
+def test_fit_and_rmse_equal_the_command(model, cli_run):
+    _, w_path, csv = cli_run
+    e = ns.LifeEngine(model, backend="cpu", mw="naive", mty="naive", threads=1)
+    w, res = e.fit()
+    w_cli = np.load(w_path)
+    np.testing.assert_array_equal(w, w_cli)
+    hist = np.load(w_path.replace(".npy", "_history.npy"))
+    np.testing.assert_array_equal(res["history"], hist)
+    assert res["updates"] == len(hist) and (w >= 0).all() and res["nonzero"] == int((w > 0).sum())
+    before, after = ns.life_rmse(model, w, e)
+    rows = np.loadtxt(csv, delimiter=",", skiprows=1)
+    np.testing.assert_allclose(before, rows[:, 5], rtol=1e-7)
+    np.testing.assert_allclose(after, rows[:, 6], rtol=1e-7)
+    # the objective is 0.5 ||M w - Y||^2
+    r = model.signal.ravel() - e.mw(w)
+    assert res["objective"] == pytest.approx(0.5 * r @ r, rel=1e-9)
+
+
+def test_fit_options(model):
+    e = ns.LifeEngine(model, backend="cpu")
+    w3, r3 = e.fit(max_iterations=4, tol_gradient=0, tol_objective=0)
+    assert r3["updates"] == 3 and r3["stop"] == "maximum number of iterations"
+    assert (np.diff(r3["history"]) < 0).all()
+    w, r = e.fit(max_iterations=20, w0=w3, tol_gradient=0, tol_objective=0)
+    assert r["history"][0] <= r3["history"][-1] * (1 + 1e-12)
+    with pytest.raises(ns.InvalidArgumentError):
+        e.fit(max_iterations=0)
+
+
+def test_bad_life_input(tmp_path):
+    with pytest.raises(ns.IOError, match="nope.nii"):
+        ns.LifeModel.build(str(tmp_path / "nope.nii"), BVAL, BVEC, TRK)
+    with pytest.raises(ns.Error, match=str(tmp_path)):
+        ns.LifeModel.load(str(tmp_path))
