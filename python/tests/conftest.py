@@ -8,6 +8,10 @@ comparisons with its results (set by ctest); without it those tests skip.
 import os
 import shutil
 
+# JAX would otherwise take 75 % of the GPU's memory at its first use, leaving
+# little to CuPy, PyTorch and the library in the same process.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 import numpy as np
 import pytest
 
