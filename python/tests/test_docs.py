@@ -22,3 +22,31 @@ def test_doc_block(k, monkeypatch, capsys):
 
 def test_blocks_found():
     assert len(BLOCKS) >= 7
+
+
+def run_example(name, *args):
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", name), *args],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+def test_example_simulate(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "sim.png"
+    text = run_example("simulate.py", "--out", str(out), "--tstop", "30")
+    assert out.stat().st_size > 10000 and "4 cells" in text and " spikes" in text
+
+
+def test_example_life():
+    text = run_example("life_fit.py", "--backend", "cpu")
+    assert "fibers kept: 59 of 60" in text and "median 18.40 -> 11.53" in text  # docs/life_data.md's numbers
+
+
+def test_example_cupy():
+    if not has_gpu():
+        pytest.skip("needs a GPU")
+    pytest.importorskip("cupy")
+    assert "max relative difference" in run_example("cupy_batch.py", "--cells", "20000")
