@@ -469,6 +469,34 @@ NB_MODULE(_core, m) {
             return std::make_unique<Morphology>(mo);
         }, "text"_a, "name"_a = "<string>", "roots"_a = "keep-main", "radii"_a = "repair", "default_radius"_a = 1.0,
            "scale"_a = 1.0)
+        .def_static("from_points", [](const std::string &name, nb::handle xyz, nb::handle r, nb::handle type,
+                                      nb::handle parent) {
+            const char *fn = "Morphology.from_points";
+            view vr = take<double>(r, fn, "r", -1, place::host, false);
+            const int64_t n = (int64_t)vr.arr.size();
+            view vx = take<double>(xyz, fn, "xyz", 3 * n, place::host, false, true);
+            if (vx.arr.ndim() != 2 || vx.arr.shape(1) != 3)
+                fail(NS_ERR_SIZE, std::string(fn) + ": xyz must have shape (n, 3)");
+            view vt = take<int32_t>(type, fn, "type", n, place::host, false);
+            view vp = take<int32_t>(parent, fn, "parent", n, place::host, false);
+            std::vector<ns_morph_point> pts((size_t)n);
+            const double *x = (const double *)vx.ptr, *rr = (const double *)vr.ptr;
+            const int32_t *t = (const int32_t *)vt.ptr, *pp = (const int32_t *)vp.ptr;
+            for (int64_t i = 0; i < n; ++i) {
+                pts[i].x = x[3 * i];
+                pts[i].y = x[3 * i + 1];
+                pts[i].z = x[3 * i + 2];
+                pts[i].r = rr[i];
+                pts[i].type = t[i];
+                pts[i].parent = pp[i];
+                pts[i].id = i + 1;
+                pts[i].line = 0;
+            }
+            ns_morph_t *mo = nullptr;
+            check(ns_morph_from_points(name.c_str(), pts.data(), n, &mo));
+            return std::make_unique<Morphology>(mo);
+        }, "name"_a, "xyz"_a, "r"_a, "type"_a, "parent"_a,
+           "A morphology from points in topological order (parent indices, -1 for the root; ids 1..n).")
         .def_prop_ro("name", [](const Morphology &mo) { return std::string(ns_morph_name(mo.m)); })
         .def_prop_ro("info", [](const Morphology &mo) {
             ns_morph_info i;
@@ -949,6 +977,7 @@ NB_MODULE(_core, m) {
         .def_prop_ro("backend", [](const Simulation &s) { return std::string(ns_backend_name(ns_sim_backend(s.s))); })
         .def_prop_ro("method", [](const Simulation &s) { return std::string(ns_hines_method_name(ns_sim_method(s.s))); })
         .def_prop_ro("elapsed_ms", [](const Simulation &s) { return ns_sim_elapsed_ms(s.s); })
+        .def_prop_ro("gpu_lanes", [](const Simulation &s) { return ns_sim_gpu_lanes(s.s); })
         .def("spike_compartment", [](const Simulation &s, int64_t cell) {
             if (cell < 0 || cell >= ns_sim_cells(s.s))
                 fail(NS_ERR_INVALID_ARGUMENT, "Simulation.spike_compartment: cell " + std::to_string(cell) + " out of range");
@@ -1023,6 +1052,39 @@ NB_MODULE(_core, m) {
             return lm;
         }, "dwi"_a, "bvals"_a, "bvecs"_a, "tracks"_a, "dictionary_l"_a = 360, "axial_diffusivity"_a = 1.0,
            "radial_diffusivity"_a = 0.0, "b0_threshold"_a = 50.0, "bad"_a = "error")
+        .def_static("synth", [](int32_t n_theta, int32_t dictionary_l, int32_t n_fibers, std::vector<int32_t> grid,
+                                double mean_length, double active_fraction, double noise, uint64_t seed) {
+            ns_life_synth_options o;
+            ns_life_synth_options_init(&o);
+            o.n_theta = n_theta;
+            o.dictionary_l = dictionary_l;
+            o.n_fibers = n_fibers;
+            if (grid.size() != 3) fail(NS_ERR_INVALID_ARGUMENT, "LifeModel.synth: grid must have 3 entries");
+            for (int k = 0; k < 3; ++k) o.grid[k] = grid[k];
+            o.mean_length = mean_length;
+            o.active_fraction = active_fraction;
+            o.noise = noise;
+            o.seed = seed;
+            auto lm = std::make_unique<LifeModel>();
+            {
+                nb::gil_scoped_release r;
+                ns_status st = ns_life_synth_options_check(&o);
+                if (st == NS_OK) st = ns_life_synth(&o, &lm->m);
+                if (st != NS_OK) {
+                    std::string msg = ns_last_error();
+                    nb::gil_scoped_acquire g;
+                    fail(st, msg);
+                }
+            }
+            return lm;
+        }, "n_theta"_a = 96, "dictionary_l"_a = 360, "n_fibers"_a = 50000, "grid"_a = std::vector<int32_t>{72, 88, 72},
+           "mean_length"_a = 90.0, "active_fraction"_a = 0.5, "noise"_a = 0.0, "seed"_a = 1,
+           "A synthetic model with known true weights (ns_life_synth, docs/life.md).")
+        .def_prop_ro("true_weights", [](const LifeModel &lm) {
+            const double *p = ns_life_model_true_weights(lm.m);
+            if (!p) return nb::object(nb::none());
+            return to_numpy<double>(p, {(size_t)ns_life_model_n_fibers(lm.m)});
+        }, "The weights that generated a synthetic signal (None for a real model).")
         .def("save", [](const LifeModel &lm, const std::string &dir) {
             if (lm.built)
                 check(ns_life_built_save(lm.built, dir.c_str()));

@@ -103,3 +103,16 @@ def test_bad_life_input(tmp_path):
         ns.LifeModel.build(str(tmp_path / "nope.nii"), BVAL, BVEC, TRK)
     with pytest.raises(ns.Error, match=str(tmp_path)):
         ns.LifeModel.load(str(tmp_path))
+
+
+def test_synthetic_model_recovers_its_weights():
+    m = ns.LifeModel.synth(n_theta=32, dictionary_l=20, n_fibers=300, grid=[16, 16, 16], mean_length=10, seed=3)
+    wt = m.true_weights
+    assert wt.shape == (300,) and (wt >= 0).all() and 0 < (wt > 0).sum() < 300
+    e = ns.LifeEngine(m, backend="cpu")
+    np.testing.assert_allclose(e.mw(wt), m.signal.ravel(), rtol=1e-10, atol=1e-12)  # Y = M w_true
+    w, r = e.fit(max_iterations=300, tol_gradient=0, tol_objective=0)
+    assert r["objective"] <= 1e-12 * 0.5 * (m.signal ** 2).sum()
+    with pytest.raises(ns.Error):
+        ns.LifeModel.synth(n_fibers=0)
+    assert ns.LifeModel.build(DWI, BVAL, BVEC, TRK).true_weights is None

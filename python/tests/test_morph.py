@@ -153,3 +153,19 @@ def test_tree_roundtrip_and_generators():
     assert len(ns.Tree.random("medium", seed=2)) > 1
     with pytest.raises(ns.SizeError, match="2 branches is impossible"):
         ns.Tree.generate(10, 2)
+
+
+def test_from_points(ca1):
+    p = ca1.points
+    m = ns.Morphology.from_points("copy", p["xyz"], p["r"], p["type"], p["parent"])
+    assert m.name == "copy" and m.info["points"] == len(p["r"])
+    np.testing.assert_array_equal(m.points["id"], np.arange(1, len(p["r"]) + 1))
+    a, b = m.discretize(), ca1.discretize()
+    assert a.info == b.info
+    np.testing.assert_array_equal(a.area, b.area)
+    bad = p["parent"].copy()
+    bad[5] = 7  # parent after child
+    with pytest.raises(ns.Error):
+        ns.Morphology.from_points("bad", p["xyz"], p["r"], p["type"], bad)
+    with pytest.raises(ns.SizeError):
+        ns.Morphology.from_points("bad", p["xyz"][:-1], p["r"], p["type"], p["parent"])
