@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -245,6 +246,7 @@ struct Batch {
 };
 
 struct HinesSolver {
+    std::mutex mu; // one call at a time (the GIL is released during calls)
     ns_hines_solver_t *s = nullptr;
     nb::object batch; // the batch must outlive the solver
     int64_t n = 0;
@@ -254,6 +256,7 @@ struct HinesSolver {
 };
 
 struct TridiagSolver {
+    std::mutex mu; // one call at a time (the GIL is released during calls)
     ns_tridiag_solver_t *s = nullptr;
     ns_tridiag_precision precision = NS_TRIDIAG_FLOAT64;
     int64_t length = 0;
@@ -268,6 +271,7 @@ struct SimParams {
 };
 
 struct Simulation {
+    std::mutex mu; // one call at a time (the GIL is released during calls)
     ns_sim_t *s = nullptr;
     std::vector<int32_t> shape_size; // compartments per shape
     std::vector<int32_t> cell_shape; // empty: c % n_shapes
@@ -293,6 +297,7 @@ struct LifeModel {
 };
 
 struct LifeEngine {
+    std::mutex mu; // one call at a time (the GIL is released during calls)
     ns_life_engine_t *e = nullptr;
     nb::object model; // the model must outlive the engine
     LifeEngine() = default;
@@ -708,6 +713,7 @@ NB_MODULE(_core, m) {
                 ns_status st;
                 {
                     nb::gil_scoped_release r;
+                    std::lock_guard<std::mutex> lock(s.mu);
                     st = ns_hines_solver_solve(s.s, (const double *)va.ptr, (const double *)vb.ptr, (double *)vd.ptr,
                                                (double *)vr.ptr);
                 }
@@ -717,6 +723,7 @@ NB_MODULE(_core, m) {
                 ns_status st;
                 {
                     nb::gil_scoped_release r;
+                    std::lock_guard<std::mutex> lock(s.mu);
                     st = ns_hines_solver_solve_device(s.s, (const double *)va.ptr, (const double *)vb.ptr,
                                                       (double *)vd.ptr, (double *)vr.ptr, str);
                 }
@@ -729,11 +736,13 @@ NB_MODULE(_core, m) {
             ns_status st;
             {
                 nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(s.mu);
                 st = ns_hines_solver_wait(s.s);
             }
             check(st);
         }, "Block until the last device solve finished; raises SingularError for a zero pivot.")
-        .def_prop_ro("timing", [](const HinesSolver &s) {
+        .def_prop_ro("timing", [](HinesSolver &s) {
+            std::lock_guard<std::mutex> lock(s.mu);
             ns_solve_timing t;
             ns_hines_solver_timing(s.s, &t);
             return timing_dict(t);
@@ -760,6 +769,7 @@ NB_MODULE(_core, m) {
             double dt;
             {
                 nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(s.mu);
                 auto t0 = std::chrono::steady_clock::now();
                 if (host)
                     st = ns_hines_solver_solve(s.s, (const double *)va.ptr, (const double *)vb.ptr, (double *)vd.ptr,
@@ -852,6 +862,7 @@ NB_MODULE(_core, m) {
             ns_status st;
             {
                 nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(s.mu);
                 if (!host)
                     st = ns_tridiag_solver_solve_device(s.s, vdl.ptr, vd.ptr, vdu.ptr, vx.ptr);
                 else if (f32)
@@ -866,7 +877,8 @@ NB_MODULE(_core, m) {
            "Solve in place: x holds the right-hand side and becomes the solution. Host arrays: dl, d, du are "
            "read. CUDA arrays (GPU methods): the library's own stream, returns when done; the kernel may "
            "overwrite du (or dl, d, du for cusparse-*) when the layout is the method's native one.")
-        .def_prop_ro("timing", [](const TridiagSolver &s) {
+        .def_prop_ro("timing", [](TridiagSolver &s) {
+            std::lock_guard<std::mutex> lock(s.mu);
             ns_solve_timing t;
             ns_tridiag_solver_timing(s.s, &t);
             return timing_dict(t);
@@ -949,18 +961,24 @@ NB_MODULE(_core, m) {
         }, "cells"_a, "n_cells"_a, "cell_shape"_a = nb::none(), "params"_a = SimParams(), "backend"_a = "auto",
            "method"_a = "auto", "threads"_a = 0, "gpu_lanes"_a = 0, "record_every"_a = 1, "check_every"_a = 1)
         .def("add_iclamp", [](Simulation &s, int64_t cell, int32_t compartment, double delay, double duration, double amplitude) {
+            std::lock_guard<std::mutex> lock(s.mu);
             check(ns_sim_add_iclamp(s.s, cell, compartment, delay, duration, amplitude));
         }, "cell"_a, "compartment"_a, "delay"_a, "duration"_a, "amplitude"_a)
         .def("add_recording", [](Simulation &s, int64_t cell, int32_t compartment) {
+            std::lock_guard<std::mutex> lock(s.mu);
             int32_t site = -1;
             check(ns_sim_add_recording(s.s, cell, compartment, &site));
             return site;
         }, "cell"_a, "compartment"_a, "Record v there; returns the site (column of traces).")
-        .def("init", [](Simulation &s) { check(ns_sim_init(s.s)); })
+        .def("init", [](Simulation &s) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            check(ns_sim_init(s.s));
+        })
         .def("advance", [](Simulation &s, int64_t steps) {
             ns_status st;
             {
                 nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(s.mu);
                 st = ns_sim_advance(s.s, steps);
             }
             check(st);
@@ -983,13 +1001,15 @@ NB_MODULE(_core, m) {
                 fail(NS_ERR_INVALID_ARGUMENT, "Simulation.spike_compartment: cell " + std::to_string(cell) + " out of range");
             return ns_sim_spike_compartment(s.s, cell);
         }, "cell"_a)
-        .def_prop_ro("traces", [](const Simulation &s) {
+        .def_prop_ro("traces", [](Simulation &s) {
+            std::lock_guard<std::mutex> lock(s.mu);
             int64_t samples = 0;
             int32_t sites = 0;
             const double *t = ns_sim_traces(s.s, &samples, &sites);
             return to_numpy<double>(t, {(size_t)samples, (size_t)sites});
         }, "A copy of the recorded voltages [mV], shape (samples, sites).")
-        .def("spikes", [](const Simulation &s, int64_t cell) {
+        .def("spikes", [](Simulation &s, int64_t cell) {
+            std::lock_guard<std::mutex> lock(s.mu);
             if (cell < 0 || cell >= ns_sim_cells(s.s))
                 fail(NS_ERR_INVALID_ARGUMENT, "Simulation.spikes: cell " + std::to_string(cell) + " out of range [0, " +
                                                   std::to_string(ns_sim_cells(s.s)) + ")");
@@ -998,6 +1018,7 @@ NB_MODULE(_core, m) {
             return to_numpy<double>(p, {(size_t)n});
         }, "cell"_a)
         .def("state", [](Simulation &s, int64_t cell) {
+            std::lock_guard<std::mutex> lock(s.mu);
             if (cell < 0 || cell >= ns_sim_cells(s.s))
                 fail(NS_ERR_INVALID_ARGUMENT, "Simulation.state: cell " + std::to_string(cell) + " out of range");
             const size_t n = (size_t)s.cell_size(cell);
@@ -1165,6 +1186,7 @@ NB_MODULE(_core, m) {
             ns_status st;
             {
                 nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(e.mu);
                 st = ns_life_mw(e.e, (const double *)vw.ptr, y.data());
             }
             check(st);
@@ -1178,6 +1200,7 @@ NB_MODULE(_core, m) {
             ns_status st;
             {
                 nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(e.mu);
                 st = ns_life_mty(e.e, (const double *)vy.ptr, w.data());
             }
             check(st);
@@ -1207,6 +1230,7 @@ NB_MODULE(_core, m) {
             ns_status st;
             {
                 nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(e.mu);
                 st = ns_life_fit(e.e, &o, w.data(), hist.data(), &res);
             }
             check(st);

@@ -200,3 +200,27 @@ def test_gil_released_during_solve():
     t.join()
     # with the GIL held by the solves this loop could only run between them
     assert count[0] > 1000, count[0]
+
+
+def test_one_solver_from_two_threads():
+    """Calls on one solver from several threads are serialised (a mutex per
+    solver, taken after the GIL is released): every result is right."""
+    batch = ns.Batch([ns.Tree.paper("medium-low")], 500)
+    a, b, d, rhs = batch.random_values(seed=4)
+    ref = rhs.copy()
+    ns.HinesSolver(batch, method="sequential").solve(a, b, d.copy(), ref)
+    s = ns.HinesSolver(batch, method="openmp")
+    results = []
+
+    def work():
+        for _ in range(10):
+            x = rhs.copy()
+            s.solve(a, b, d.copy(), x)
+            results.append(np.array_equal(x, ref))
+
+    ts = [threading.Thread(target=work) for _ in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert len(results) == 30 and all(results)
