@@ -11,6 +11,8 @@ import shutil
 # JAX would otherwise take 75 % of the GPU's memory at its first use, leaving
 # little to CuPy, PyTorch and the library in the same process.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# Idle OpenMP threads sleep instead of spinning (CI machines are small and shared).
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 import numpy as np
 import pytest

@@ -88,7 +88,7 @@ def test_fit_and_rmse_equal_the_command(model, cli_run):
 
 
 def test_fit_options(model):
-    e = ns.LifeEngine(model, backend="cpu")
+    e = ns.LifeEngine(model, backend="cpu", mw="naive", mty="naive")
     w3, r3 = e.fit(max_iterations=4, tol_gradient=0, tol_objective=0)
     assert r3["updates"] == 3 and r3["stop"] == "maximum number of iterations"
     assert (np.diff(r3["history"]) < 0).all()
@@ -109,7 +109,7 @@ def test_synthetic_model_recovers_its_weights():
     m = ns.LifeModel.synth(n_theta=32, dictionary_l=20, n_fibers=300, grid=[16, 16, 16], mean_length=10, seed=3)
     wt = m.true_weights
     assert wt.shape == (300,) and (wt >= 0).all() and 0 < (wt > 0).sum() < 300
-    e = ns.LifeEngine(m, backend="cpu")
+    e = ns.LifeEngine(m, backend="cpu", mw="coeff-voxel", mty="coeff-atom")
     np.testing.assert_allclose(e.mw(wt), m.signal.ravel(), rtol=1e-10, atol=1e-12)  # Y = M w_true
     w, r = e.fit(max_iterations=300, tol_gradient=0, tol_objective=0)
     assert r["objective"] <= 1e-12 * 0.5 * (m.signal ** 2).sum()
