@@ -224,3 +224,19 @@ def test_one_solver_from_two_threads():
     for t in ts:
         t.join()
     assert len(results) == 30 and all(results)
+
+
+def test_views_are_solved_in_place():
+    """A contiguous view into a larger buffer is used where it lies: the
+    solution lands in the view and nothing around it changes."""
+    batch = ns.Batch([ns.Tree.paper("small-high")], 30)
+    a, b, d, rhs = batch.random_values(seed=9)
+    n = batch.compartments
+    ref = rhs.copy()
+    ns.HinesSolver(batch, method="sequential").solve(a, b, d.copy(), ref)
+    big = np.full(n + 10, 7.0)
+    big[5:5 + n] = rhs
+    view = big[5:5 + n]
+    ns.HinesSolver(batch, method="openmp").solve(a, b, d.copy(), view)
+    np.testing.assert_array_equal(big[5:5 + n], ref)
+    assert (big[:5] == 7).all() and (big[5 + n:] == 7).all()
