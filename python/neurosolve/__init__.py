@@ -42,11 +42,22 @@ class Simulation(_core.Simulation):
         super().__init__(cells, n_cells, cell_shape, params, **options)
         self.params = params
 
-    def run(self, tstop):
-        """Advance to ``tstop`` ms from t = 0 (NEURON's run: round(tstop / dt) steps in all)."""
-        steps = self.steps_for(tstop) - self.step_count
-        if steps > 0:
-            self.advance(steps)
+    def run(self, tstop, progress=None, every_ms=10.0):
+        """Advance to ``tstop`` ms from t = 0 (NEURON's run: round(tstop / dt) steps in all).
+
+        ``progress(t, step_count)`` (optional) is called after every ``every_ms`` of simulated
+        time and at the end; a true return stops the run there. The steps are the same as in
+        one advance() (the C loop has no callback: the run is advanced in chunks)."""
+        total = self.steps_for(tstop)
+        if progress is None:
+            if total > self.step_count:
+                self.advance(total - self.step_count)
+            return
+        chunk = max(1, self.steps_for(every_ms))
+        while self.step_count < total:
+            self.advance(min(chunk, total - self.step_count))
+            if progress(self.time, self.step_count):
+                return
 
 
 def make_params(values=None, **kw):

@@ -1106,6 +1106,73 @@ NB_MODULE(_core, m) {
             if (!p) return nb::object(nb::none());
             return to_numpy<double>(p, {(size_t)ns_life_model_n_fibers(lm.m)});
         }, "The weights that generated a synthetic signal (None for a real model).")
+        .def_static("from_arrays", [](nb::handle atom, nb::handle voxel, nb::handle fiber, nb::handle value,
+                                      nb::handle dictionary, nb::handle signal, int32_t n_fibers) {
+            const char *fn = "LifeModel.from_arrays";
+            view va = take<int32_t>(atom, fn, "atom", -1, place::host, false);
+            const int64_t nc = (int64_t)va.arr.size();
+            view vv = take<int32_t>(voxel, fn, "voxel", nc, place::host, false);
+            view vf = take<int32_t>(fiber, fn, "fiber", nc, place::host, false);
+            view vx = take<double>(value, fn, "value", nc, place::host, false);
+            view vd = take<double>(dictionary, fn, "dictionary", -1, place::host, false, true);
+            view vs = take<double>(signal, fn, "signal", -1, place::host, false, true);
+            if (vd.arr.ndim() != 2 || vs.arr.ndim() != 2 || vd.arr.shape(1) != vs.arr.shape(1))
+                fail(NS_ERR_SIZE, std::string(fn) + ": dictionary must be (n_atoms, n_theta) and signal "
+                                                    "(n_voxels, n_theta), C order, with the same n_theta");
+            const int32_t n_theta = (int32_t)vd.arr.shape(1), n_atoms = (int32_t)vd.arr.shape(0),
+                          n_voxels = (int32_t)vs.arr.shape(0);
+            if (n_fibers <= 0) {
+                const int32_t *f = (const int32_t *)vf.ptr;
+                for (int64_t k = 0; k < nc; ++k) n_fibers = std::max(n_fibers, f[k] + 1);
+            }
+            auto lm = std::make_unique<LifeModel>();
+            check(ns_life_model_create(n_theta, n_atoms, n_voxels, n_fibers, nc, &lm->m));
+            std::memcpy(ns_life_model_atom(lm->m), va.ptr, (size_t)nc * 4);
+            std::memcpy(ns_life_model_voxel(lm->m), vv.ptr, (size_t)nc * 4);
+            std::memcpy(ns_life_model_fiber(lm->m), vf.ptr, (size_t)nc * 4);
+            std::memcpy(ns_life_model_value(lm->m), vx.ptr, (size_t)nc * 8);
+            std::memcpy(ns_life_model_dictionary(lm->m), vd.ptr, (size_t)n_theta * n_atoms * 8);
+            std::memcpy(ns_life_model_signal(lm->m), vs.ptr, (size_t)n_theta * n_voxels * 8);
+            check(ns_life_model_validate(lm->m));
+            return lm;
+        }, "atom"_a, "voxel"_a, "fiber"_a, "value"_a, "dictionary"_a, "signal"_a, "n_fibers"_a = 0,
+           "A model from arrays in memory (copied into the model; ns_life_model_create, then validated): "
+           "Phi's atom, voxel, fiber (int32), value (float64); dictionary (n_atoms, n_theta) and signal "
+           "(n_voxels, n_theta), float64 C order. n_fibers 0: the largest fiber index + 1.")
+        .def_prop_ro("n_streamlines", [](const LifeModel &lm) {
+            return lm.built ? ns_life_built_n_streamlines(lm.built) : (int64_t)-1;
+        }, "Streamlines in the source tractogram (-1 when unknown).")
+        .def_prop_ro("tracks_path", [](const LifeModel &lm) {
+            return std::string(lm.built ? ns_life_built_tracks_path(lm.built) : "");
+        })
+        .def("write_pruned", [](const LifeModel &lm, const std::string &out, nb::handle w, double threshold,
+                                const std::string &tracks) {
+            const char *fn = "LifeModel.write_pruned";
+            const int32_t F = ns_life_model_n_fibers(lm.m);
+            view vw = take<double>(w, fn, "w", F, place::host, false);
+            const std::string src = !tracks.empty() ? tracks : std::string(lm.built ? ns_life_built_tracks_path(lm.built) : "");
+            if (src.empty())
+                fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": the model records no source tractogram: give tracks=");
+            const int64_t n = lm.built && ns_life_built_n_streamlines(lm.built) > 0 ? ns_life_built_n_streamlines(lm.built) : F;
+            const int64_t *map = lm.built ? ns_life_built_streamline(lm.built) : nullptr;
+            std::vector<uint8_t> keep((size_t)std::max<int64_t>(n, 1), 0);
+            const double *ww = (const double *)vw.ptr;
+            for (int32_t f = 0; f < F; ++f)
+                if (ww[f] > threshold) {
+                    const int64_t idx = map ? map[f] : f;
+                    if (idx >= 0 && idx < n) keep[(size_t)idx] = 1;
+                }
+            int64_t written = 0;
+            ns_status st;
+            {
+                nb::gil_scoped_release r;
+                st = ns_tracts_write_subset(src.c_str(), out.c_str(), keep.data(), n, &written);
+            }
+            check(st);
+            return written;
+        }, "out"_a, "w"_a, "threshold"_a = 0.0, "tracks"_a = "",
+           "Write the streamlines of the fibers with w > threshold to `out` in the source's format "
+           "(ns_tracts_write_subset, as `neurosolve life report --pruned`); returns the count written.")
         .def("save", [](const LifeModel &lm, const std::string &dir) {
             if (lm.built)
                 check(ns_life_built_save(lm.built, dir.c_str()));
@@ -1207,7 +1274,7 @@ NB_MODULE(_core, m) {
             return w;
         }, "y"_a, "w = M^T y (n_fibers entries).")
         .def("fit", [](LifeEngine &e, int32_t max_iterations, double tol_gradient, double tol_objective, double lambda_,
-                       bool preconditioner, nb::handle w0) {
+                       bool preconditioner, nb::handle w0, nb::handle progress) {
             ns_life_model_t *mm = nb::cast<LifeModel &>(e.model).m;
             const size_t nf = (size_t)ns_life_model_n_fibers(mm);
             ns_life_fit_options o;
@@ -1224,6 +1291,30 @@ NB_MODULE(_core, m) {
             }
             if (max_iterations < 1)
                 fail(NS_ERR_INVALID_ARGUMENT, "LifeEngine.fit: max_iterations = " + std::to_string(max_iterations) + " < 1");
+            // progress(iteration, objective, nonzero) -> true stops; called with the GIL
+            // held; an exception in it stops the fit and is raised afterwards.
+            struct prog_ctx {
+                PyObject *fn;
+                bool failed = false;
+                nb::object error;
+            } pc{progress.ptr()};
+            if (!progress.is_none()) {
+                if (!PyCallable_Check(progress.ptr()))
+                    fail(NS_ERR_INVALID_ARGUMENT, "LifeEngine.fit: progress must be callable");
+                o.progress = [](int32_t it, double obj, int64_t nz, void *ctx) -> int {
+                    auto *p = (prog_ctx *)ctx;
+                    nb::gil_scoped_acquire g;
+                    try {
+                        nb::object r = nb::borrow(p->fn)(it, obj, nz);
+                        return (!r.is_none() && nb::cast<bool>(r)) ? 1 : 0;
+                    } catch (nb::python_error &err) {
+                        p->failed = true;
+                        p->error = nb::borrow(err.value());
+                        return 1;
+                    }
+                };
+                o.progress_context = &pc;
+            }
             auto w = empty_numpy<double>(nf);
             std::vector<double> hist((size_t)max_iterations);
             ns_life_fit_result res;
@@ -1232,6 +1323,10 @@ NB_MODULE(_core, m) {
                 nb::gil_scoped_release r;
                 std::lock_guard<std::mutex> lock(e.mu);
                 st = ns_life_fit(e.e, &o, w.data(), hist.data(), &res);
+            }
+            if (pc.failed) {
+                PyErr_SetObject((PyObject *)Py_TYPE(pc.error.ptr()), pc.error.ptr());
+                throw nb::python_error();
             }
             check(st);
             nb::dict d;
@@ -1247,6 +1342,7 @@ NB_MODULE(_core, m) {
             d["history"] = to_numpy<double>(hist.data(), {(size_t)std::max(res.updates, 0)});
             return nb::make_tuple(w, d);
         }, "max_iterations"_a = 500, "tol_gradient"_a = 1e-5, "tol_objective"_a = 1e-5, "lambda_"_a = 0.0,
-           "preconditioner"_a = false, "w0"_a = nb::none(),
-           "SBBNNLS (ENCODE's bbnnls); returns (w, result dict with the objective history).");
+           "preconditioner"_a = false, "w0"_a = nb::none(), "progress"_a = nb::none(),
+           "SBBNNLS (ENCODE's bbnnls); returns (w, result dict with the objective history). "
+           "progress(iteration, objective, nonzero) is called after every update; a true return stops.");
 }

@@ -116,3 +116,49 @@ def test_synthetic_model_recovers_its_weights():
     with pytest.raises(ns.Error):
         ns.LifeModel.synth(n_fibers=0)
     assert ns.LifeModel.build(DWI, BVAL, BVEC, TRK).true_weights is None
+
+
+def test_pruned_tractogram_equals_the_command(model, cli_run, cli, tmp_path):
+    m_dir, w_path, _ = cli_run
+    w = np.load(w_path)
+    ours = tmp_path / "ours.trk"
+    n = model.write_pruned(str(ours), w)
+    assert n == int((w > 0).sum()) and model.n_streamlines == 60 and model.tracks_path == TRK
+    theirs = tmp_path / "cli.trk"
+    subprocess.run([cli, "life", "report", m_dir, w_path, "--pruned", str(theirs)], check=True, capture_output=True)
+    assert ours.read_bytes() == theirs.read_bytes()
+    with pytest.raises(ns.InvalidArgumentError, match="no source tractogram"):
+        ns.LifeModel.synth(n_theta=8, dictionary_l=5, n_fibers=10, grid=[8, 8, 8], mean_length=4).write_pruned(
+            str(tmp_path / "x.trk"), np.ones(10))
+
+
+def test_model_from_arrays(model):
+    phi = model.phi
+    m2 = ns.LifeModel.from_arrays(phi["atom"], phi["voxel"], phi["fiber"], phi["value"], model.dictionary,
+                                  model.signal)
+    assert (m2.n_theta, m2.n_voxels, m2.n_fibers, m2.n_atoms) == (model.n_theta, model.n_voxels, model.n_fibers,
+                                                                  model.n_atoms)
+    e1 = ns.LifeEngine(model, backend="cpu", mw="naive", mty="naive", threads=1)
+    e2 = ns.LifeEngine(m2, backend="cpu", mw="naive", mty="naive", threads=1)
+    np.testing.assert_array_equal(e1.fit()[0], e2.fit()[0])
+    bad = phi["voxel"].copy()
+    bad[3] = model.n_voxels + 5
+    with pytest.raises(ns.Error, match=r"voxel\[3\]"):
+        ns.LifeModel.from_arrays(phi["atom"], bad, phi["fiber"], phi["value"], model.dictionary, model.signal)
+    with pytest.raises(ns.SizeError):
+        ns.LifeModel.from_arrays(phi["atom"], phi["voxel"][:-1], phi["fiber"], phi["value"], model.dictionary,
+                                 model.signal)
+
+
+def test_fit_progress(model):
+    e = ns.LifeEngine(model, backend="cpu", mw="naive", mty="naive")
+    seen = []
+    w, r = e.fit(progress=lambda it, obj, nz: seen.append((it, obj, nz)) or it >= 5)
+    assert r["stop"] == "stopped by the caller" and r["updates"] == len(seen) == 5
+    assert [s[0] for s in seen] == [1, 2, 3, 4, 5]
+    np.testing.assert_array_equal([s[1] for s in seen], r["history"][:len(seen)])
+
+    def boom(*_):
+        raise KeyError("from the callback")
+    with pytest.raises(KeyError, match="from the callback"):
+        e.fit(progress=boom)

@@ -153,3 +153,20 @@ def test_not_finite_stops_the_run(ca1):
         sim.add_iclamp(0, 0, 0, 1, 1e308)
     with pytest.raises(ns.NotFiniteError, match=r"cell 0, compartment 0 .* at t = 0.025 ms"):
         sim.run(5.0)
+
+
+def test_run_with_progress(ca1):
+    cell = ca1.discretize()
+    a = ns.Simulation([cell], 1)
+    b = ns.Simulation([cell], 1)
+    for s in (a, b):
+        s.add_iclamp(0, cell.locate(0, 0.5), 1, 20, 3.0)
+        s.add_recording(0, cell.locate(0, 0.5))
+    times = []
+    a.run(25.0, progress=lambda t, k: times.append((t, k)), every_ms=10)
+    b.run(25.0)
+    assert [k for _, k in times] == [400, 800, 1000]
+    np.testing.assert_array_equal(a.traces, b.traces)  # chunks change nothing
+    c = ns.Simulation([cell], 1)
+    c.run(25.0, progress=lambda t, k: k >= 400, every_ms=10)
+    assert c.step_count == 400
