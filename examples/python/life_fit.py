@@ -1,7 +1,10 @@
 """LiFE on the bundled DIPY case (data/life): build the model from the diffusion
 image, gradients and tractogram, fit the fiber weights, report the RMSE.
 
-    python examples/python/life_fit.py [--backend auto]"""
+    python examples/python/life_fit.py [--backend auto] [--pruned pruned.trk]
+
+With nibabel installed, the image and the tractograms are also read with
+nibabel and compared with the model (the C library reads the files itself)."""
 import argparse
 import os
 
@@ -15,6 +18,7 @@ LIFE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "dat
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="auto")
+    ap.add_argument("--pruned", default=None, help="write the kept streamlines here (.trk)")
     args = ap.parse_args()
     p = lambda f: os.path.join(LIFE, f)
     model = ns.LifeModel.build(p("small_25.nii.gz"), p("small_25.bval"), p("small_25.bvec"), p("EuDX_small_25.trk"))
@@ -28,6 +32,22 @@ def main():
     print(f"fibers kept: {int((w > 0).sum())} of {model.n_fibers}")
     print(f"RMSE per voxel: median {np.median(before):.2f} -> {np.median(after):.2f}, "
           f"mean {before.mean():.2f} -> {after.mean():.2f}")
+    if args.pruned:
+        n = model.write_pruned(args.pruned, w)
+        print(f"pruned tractogram: {args.pruned} ({n} streamlines)")
+    try:
+        import nibabel as nib
+    except ImportError:
+        return
+    # The same files through nibabel: the image grid and the tractograms agree with the model.
+    img = nib.load(p("small_25.nii.gz"))
+    trk = nib.streamlines.load(p("EuDX_small_25.trk"))
+    ijk = model.voxel_ijk
+    assert (ijk >= 0).all() and (ijk < np.array(img.shape[:3])).all()
+    print(f"nibabel: image {img.shape}, {len(trk.streamlines)} streamlines (model: {model.n_streamlines})")
+    if args.pruned:
+        kept = nib.streamlines.load(args.pruned)
+        print(f"nibabel reads the pruned tractogram: {len(kept.streamlines)} streamlines")
 
 
 if __name__ == "__main__":

@@ -40,9 +40,10 @@ def test_example_simulate(tmp_path):
     assert out.stat().st_size > 10000 and "4 cells" in text and " spikes" in text
 
 
-def test_example_life():
-    text = run_example("life_fit.py", "--backend", "cpu")
+def test_example_life(tmp_path):
+    text = run_example("life_fit.py", "--backend", "cpu", "--pruned", str(tmp_path / "p.trk"))
     assert "fibers kept: 59 of 60" in text and "median 18.40 -> 11.53" in text  # docs/life_data.md's numbers
+    assert "(59 streamlines)" in text
 
 
 def test_example_cupy():
