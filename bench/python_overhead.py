@@ -126,6 +126,7 @@ def main():
     args = ap.parse_args()
     gpu = ns.build_info()["cuda"] and ns.cuda_device_count() > 0
     rows = []
+    failures = []
     for cells in (int(c) for c in args.cells.split(",")):
         batch = ns.Batch([ns.Tree.paper(args.shape, seed=1)], cells)
         a, b, d, r = batch.random_values(seed=1)
@@ -142,6 +143,10 @@ def main():
                 except ImportError as e:
                     print(f"{fw}: skipped ({e})", file=sys.stderr)
                     break
+                except Exception as e:  # noqa: BLE001 (report and go on with the other cases)
+                    print(f"{fw} {m} {cells} cells: FAILED: {type(e).__name__}: {e}", file=sys.stderr)
+                    failures.append(f"{fw} {m} {cells}")
+                    continue
                 rows.append(row)
                 print(f"{fw:6s} {row['method']:8s} {cells:7d} cells: C {row['c_ms']:.4f} ms, Python "
                       f"{row['py_ms']:.4f} ms, overhead {row['overhead_us']:.1f} us ({row['overhead_pct']:+.2f} %), "
@@ -171,6 +176,9 @@ def main():
             for r in rows:
                 f.write(",".join(str(r[h]) for h in head) + "\n")
     bad = [r for r in rows if r["max_rel_err"] > 1e-9]
+    if failures:
+        print(f"FAILED cases: {', '.join(failures)}", file=sys.stderr)
+        return 1
     if bad:
         print(f"WRONG RESULTS in {len(bad)} cases", file=sys.stderr)
         return 1
