@@ -1,4 +1,4 @@
-"""Every ```python block of docs/python.md runs (from the repository root);
+"""Every ```python block of docs/python.md and README.md runs (from the repository root);
 blocks whose first line is `# needs a GPU` run only where there is one."""
 import os
 import re
@@ -9,6 +9,8 @@ from conftest import ROOT, has_gpu
 
 DOC = os.path.join(ROOT, "docs", "python.md")
 BLOCKS = re.findall(r"```python\n(.*?)```", open(DOC).read(), re.S)
+# the README's Python section too
+BLOCKS += re.findall(r"```python\n(.*?)```", open(os.path.join(ROOT, "README.md")).read(), re.S)
 
 
 @pytest.mark.parametrize("k", range(len(BLOCKS)))
@@ -21,7 +23,7 @@ def test_doc_block(k, monkeypatch, capsys):
 
 
 def test_blocks_found():
-    assert len(BLOCKS) >= 7
+    assert len(BLOCKS) >= 8
 
 
 def run_example(name, *args):
