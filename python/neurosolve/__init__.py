@@ -13,7 +13,7 @@ from ._errors import (Error, InvalidArgumentError, OutOfMemoryError, IOError, Pa
                       CudaError, CusparseError, SizeError, EmptyError, DeviceMemoryError, InternalError)
 from ._core import (Tree, Morphology, Cell, Batch, HinesSolver, TridiagSolver, SimParams,  # noqa: F401
                     LifeModel, LifeEngine, version, build_info, cuda_device_count, status_string,
-                    hines_methods, hines_method_backend, tridiag_methods)
+                    hines_methods, hines_method_backend, tridiag_methods, backend_info, available_methods)
 from . import _core
 from . import _errors
 

@@ -395,6 +395,33 @@ NB_MODULE(_core, m) {
         check(st);
         return n;
     }, "Usable CUDA devices (0 without a GPU or in a build without CUDA).");
+    m.def("backend_info", [](const std::string &name) {
+        ns_backend_info i;
+        check(ns_backend_query(backend_of(name), &i));
+        nb::dict d;
+        d["backend"] = ns_backend_name(i.backend);
+        d["compiled"] = (bool)i.compiled;
+        d["devices"] = i.devices;
+        d["threads"] = i.threads;
+        return d;
+    }, "backend"_a, "ns_backend_query: compiled in, usable devices, CPU threads.");
+    m.def("available_methods", [](const std::string &backend, const std::string &family) {
+        ns_family f = pick<ns_family>("family", family, {{"hines", NS_FAMILY_HINES}, {"tridiag", NS_FAMILY_TRIDIAG},
+                                                         {"sim", NS_FAMILY_SIM}, {"life", NS_FAMILY_LIFE}});
+        const ns_backend b = backend_of(backend);
+        int32_t n = ns_backend_methods(b, f, nullptr, 0);
+        std::vector<int32_t> ids((size_t)std::max(n, 0));
+        n = ns_backend_methods(b, f, ids.data(), n);
+        std::vector<std::string> out;
+        for (int32_t k = 0; k < n; ++k) {
+            const int32_t id = ids[(size_t)k];
+            out.push_back(f == NS_FAMILY_TRIDIAG ? ns_tridiag_method_name((ns_tridiag_method)id)
+                          : f == NS_FAMILY_LIFE  ? ns_life_variant_name((ns_life_variant)id)
+                                                 : ns_hines_method_name((ns_hines_method)id));
+        }
+        return out;
+    }, "backend"_a, "family"_a, "ns_backend_methods: the methods of a family (hines, tridiag, sim, life) "
+                                "compiled into this build for a backend (cpu, cuda).");
     m.def("status_string", [](int s) { return std::string(ns_status_string((ns_status)s)); });
     m.def("hines_method_backend", [](const std::string &method) {
         return std::string(ns_backend_name(ns_hines_method_backend(hines_method_of(method))));
@@ -669,16 +696,17 @@ NB_MODULE(_core, m) {
     // --------------------------------------------------------- HinesSolver
     nb::class_<HinesSolver>(m, "HinesSolver", "A Hines solver planned for one batch and method (docs/methods.md).")
         .def("__init__", [](HinesSolver *self, nb::object batch, const std::string &method, const std::string &backend,
-                            int32_t block_size, int32_t threads, int32_t devices, size_t device_memory_limit,
-                            bool check_finite) {
+                            int32_t block_size, int32_t threads, nb::handle device, nb::handle devices,
+                            size_t device_memory_limit, bool check_finite) {
             Batch &b = nb::cast<Batch &>(batch);
             ns_solve_options o;
-            ns_solve_options_init(&o);
+            ns_solve_options_init(&o); // device NS_DEVICE_CURRENT, devices 1: what device arrays need
             o.method = hines_method_of(method);
             o.backend = backend_of(backend);
             o.block_size = block_size;
             o.threads = threads;
-            o.devices = devices;
+            if (!device.is_none()) o.device = nb::cast<int32_t>(device);
+            if (!devices.is_none()) o.devices = nb::cast<int32_t>(devices);
             o.device_memory_limit = device_memory_limit;
             o.check_finite = check_finite ? 1 : 0;
             ns_hines_solver_t *s = nullptr;
@@ -695,8 +723,10 @@ NB_MODULE(_core, m) {
             self->s = s;
             self->batch = batch;
             self->n = ns_batch_compartments(b.b);
-        }, "batch"_a, "method"_a = "auto", "backend"_a = "auto", "block_size"_a = 0, "threads"_a = 0, "devices"_a = 0,
-           "device_memory_limit"_a = 0, "check_finite"_a = false)
+        }, "batch"_a, "method"_a = "auto", "backend"_a = "auto", "block_size"_a = 0, "threads"_a = 0,
+           "device"_a = nb::none(), "devices"_a = nb::none(), "device_memory_limit"_a = 0, "check_finite"_a = false,
+           "device: a CUDA ordinal (None: the device current on this thread); devices: GPUs from `device` on "
+           "for host-array batches (None: 1, the library's default and what device arrays need; 0: all).")
         .def_prop_ro("method", [](const HinesSolver &s) { return std::string(ns_hines_method_name(ns_hines_solver_method(s.s))); })
         .def_prop_ro("backend", [](const HinesSolver &s) { return std::string(ns_backend_name(ns_hines_solver_backend(s.s))); })
         .def_prop_ro("batch", [](const HinesSolver &s) { return s.batch; })
@@ -731,7 +761,7 @@ NB_MODULE(_core, m) {
             }
         }, "a"_a, "b"_a, "d"_a, "rhs"_a, "stream"_a = nb::none(),
            "Solve in place: rhs becomes x, d is overwritten. Host arrays (numpy): synchronous. CUDA arrays "
-           "(CuPy, PyTorch, JAX; method 'tree'): queued on `stream`, returns at once; call wait().")
+           "(CuPy, PyTorch, JAX; any CUDA method): queued on `stream`, returns at once; call wait().")
         .def("wait", [](HinesSolver &s) {
             ns_status st;
             {

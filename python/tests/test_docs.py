@@ -23,7 +23,7 @@ def test_doc_block(k, monkeypatch, capsys):
 
 
 def test_blocks_found():
-    assert len(BLOCKS) >= 8
+    assert len(BLOCKS) >= 9
 
 
 def run_example(name, *args):

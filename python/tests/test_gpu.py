@@ -123,8 +123,24 @@ def test_device_bad_input(problem):
         s.solve(A, B, D, X[:-1])
     with pytest.raises(ns.InvalidArgumentError, match="stream must be"):
         s.solve(A, B, D, X, stream="fast")
-    with pytest.raises(ns.UnsupportedError):
-        ns.HinesSolver(batch, method="flat").solve(A, B, D, X)
+    with pytest.raises(ns.UnsupportedError):  # a CPU method cannot take device arrays
+        ns.HinesSolver(batch, method="sequential").solve(A, B, D, X)
+
+
+@pytest.mark.parametrize("method", GPU_METHODS)
+def test_every_cuda_method_on_device_arrays(method):
+    cp = pytest.importorskip("cupy")
+    batch = ns.Batch([ns.Tree.paper("medium-high", seed=1)], 3000)
+    a, b, d, rhs = batch.random_values(seed=8)
+    ref = rhs.copy()
+    ns.HinesSolver(batch, method="sequential").solve(a, b, d.copy(), ref)
+    s = ns.HinesSolver(batch, method=method)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        A, B, D, X = (cp.asarray(v) for v in (a, b, d, rhs))
+        s.solve(A, B, D, X, stream=stream)
+    s.wait()
+    close(cp.asnumpy(X), ref)
 
 
 def test_singular_on_device():

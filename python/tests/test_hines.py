@@ -95,6 +95,17 @@ def test_one_shot(mixed_batch):
     np.testing.assert_array_equal(x, y)
 
 
+def test_methods_by_backend():
+    assert ns.available_methods("cpu", "hines") == ["sequential", "openmp"]
+    cuda = ns.available_methods("cuda", "hines")
+    assert sorted(cuda) == (sorted(GPU_METHODS) if ns.build_info()["cuda"] else [])
+    assert ns.backend_info("cpu")["compiled"] and ns.backend_info("cpu")["devices"] == 1
+    assert ns.backend_info("cuda")["devices"] == ns.cuda_device_count()
+    assert set(ns.hines_methods()) == {"auto"} | set(CPU_METHODS) | set(GPU_METHODS)
+    with pytest.raises(ns.InvalidArgumentError, match="family"):
+        ns.available_methods("cpu", "fft")
+
+
 @pytest.mark.parametrize("method", GPU_METHODS)
 def test_gpu_methods_without_gpu(mixed_batch, method):
     if has_gpu():
