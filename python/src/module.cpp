@@ -341,7 +341,8 @@ ns_swc_options swc_options(const std::string &roots, const std::string &radii, d
     return o;
 }
 
-std::vector<const ns_tree_t *> shapes_of(nb::handle shapes, std::vector<std::unique_ptr<Tree>> &keep) {
+// The trees of Tree or Cell objects (borrowed: ns_batch_create copies them).
+std::vector<const ns_tree_t *> shapes_of(nb::handle shapes) {
     std::vector<const ns_tree_t *> out;
     for (nb::handle h : shapes) {
         if (nb::isinstance<Tree>(h))
@@ -352,7 +353,6 @@ std::vector<const ns_tree_t *> shapes_of(nb::handle shapes, std::vector<std::uni
             fail(NS_ERR_INVALID_ARGUMENT, "Batch: shapes must be neurosolve.Tree or neurosolve.Cell objects, got " +
                                               std::string(nb::inst_name(h).c_str()));
     }
-    (void)keep;
     return out;
 }
 
@@ -647,8 +647,7 @@ NB_MODULE(_core, m) {
     // --------------------------------------------------------------- Batch
     nb::class_<Batch>(m, "Batch", "A batch of cells drawn from shapes (Trees or Cells), Flat layout.")
         .def("__init__", [](Batch *self, nb::handle shapes, int64_t n_cells, nb::handle cell_shape) {
-            std::vector<std::unique_ptr<Tree>> keep;
-            std::vector<const ns_tree_t *> sh = shapes_of(shapes, keep);
+            std::vector<const ns_tree_t *> sh = shapes_of(shapes);
             std::vector<int32_t> cs = cell_shape_of(cell_shape, n_cells, "Batch");
             ns_batch_t *b = nullptr;
             {
