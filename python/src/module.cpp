@@ -103,12 +103,6 @@ view take(nb::handle obj, const char *fn, const char *name, int64_t length, plac
                                           " is not an array (numpy, or an object with __dlpack__: CuPy, "
                                           "PyTorch, JAX); got " +
                                           nb::inst_name(obj).c_str());
-    if (writable) {
-        // numpy's read-only arrays: nb::ro accepted them, the solve would write.
-        nb::object flags = nb::getattr(obj, "flags", nb::none());
-        if (!flags.is_none() && nb::hasattr(flags, "writeable") && !nb::cast<bool>(flags.attr("writeable")))
-            fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": " + name + " is read-only, and the call writes it");
-    }
     if (v.arr.dtype() != nb::dtype<T>())
         fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": " + name + " has dtype " + dtype_name(v.arr.dtype()) +
                                           ", expected " + dtype_name(nb::dtype<T>()) +
@@ -143,6 +137,13 @@ view take(nb::handle obj, const char *fn, const char *name, int64_t length, plac
     if (where == place::any && !host && !cuda)
         fail(NS_ERR_INVALID_ARGUMENT,
              std::string(fn) + ": " + name + " is " + device_name(v.device) + " memory, expected cpu or cuda");
+    if (writable && host) {
+        // numpy's read-only arrays: nb::ro accepted them, the solve would write.
+        // (Device arrays carry no such flag; the check costs nothing for them.)
+        nb::object flags = nb::getattr(obj, "flags", nb::none());
+        if (!flags.is_none() && nb::hasattr(flags, "writeable") && !nb::cast<bool>(flags.attr("writeable")))
+            fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": " + name + " is read-only, and the call writes it");
+    }
     v.ptr = const_cast<void *>(v.arr.data());
     return v;
 }
