@@ -44,7 +44,7 @@ cat "$LOG/import.log" >> "$SUM"
 if has test; then
   step pytest 300 $PY -m pytest -v -rs -p no:cacheprovider "$ROOT/python/tests"
   cp "$LOG/pytest.log" "$FINAL/pytest.txt"
-  grep -E "passed|failed|error" "$LOG/pytest.log" | tail -3 >> "$SUM"
+  grep -E "^=+ .*(passed|failed|error)" "$LOG/pytest.log" | tail -1 >> "$SUM"
   grep -c "test_gpu.py.*PASSED" "$LOG/pytest.log" | sed 's/^/GPU tests passed: /' >> "$SUM"
 fi
 if has bench; then
