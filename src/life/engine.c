@@ -18,8 +18,8 @@ static const ns_life_variant candidates[] = {NS_LIFE_COEFF_ATOM, NS_LIFE_COEFF_V
 #define SELECT_RUNS 3
 
 int ns_life_engine_supports(const ns_life_engine_t *e, ns_life_variant v) {
-    if (!e || v <= NS_LIFE_AUTO || (int)v >= NS_LIFE_VARIANT_COUNT) return 0;
-    return e->ops->supports(v);
+    if (!e || v <= NS_LIFE_AUTO || (int)v >= NS_LIFE_VARIANT_ALL) return 0;
+    return e->ops->supports(v); /* the CPU: the exact variants only (cpu_supports) */
 }
 
 static ns_status run_product(ns_life_engine_t *e, ns_life_product p, ns_life_variant v,
@@ -109,7 +109,7 @@ ns_status ns_life_engine_create(ns_life_model_t *model, const ns_life_options *o
     }
     const ns_life_variant want[2] = {e->options.mw_variant, e->options.mty_variant};
     for (int p = 0; p < 2 && s == NS_OK; ++p)
-        if ((int)want[p] < 0 || (int)want[p] >= NS_LIFE_VARIANT_COUNT)
+        if ((int)want[p] < 0 || (int)want[p] >= NS_LIFE_VARIANT_ALL)
             s = ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown LiFE variant %d", (int)want[p]);
     if (s == NS_OK && e->ops->create) s = e->ops->create(e);
     for (int p = 0; p < 2 && s == NS_OK; ++p) {
