@@ -112,6 +112,28 @@ static void truncated_copy(const char *src, const char *dst, double fraction) {
 /* argv[1], when given: a folder that keeps the subsets (test_life_trx.py
  * checks them with zipfile and trx-python); argv[2...]: TRX files that
  * trx-python wrote from the test data, read here like the others. */
+/* A copy of `src` with one byte of the stored entry `entry` changed. */
+static void flipped_copy(const char *src, const char *dst, const char *entry) {
+    FILE *f = fopen(src, "rb");
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    rewind(f);
+    unsigned char *b = malloc((size_t)n);
+    if (fread(b, 1, (size_t)n, f) != (size_t)n) fprintf(stderr, "short read of %s\n", src);
+    fclose(f);
+    const size_t len = strlen(entry);
+    for (long i = 30; i + (long)len < n; ++i) /* the local header: name at +30, extra length at +28 */
+        if (memcmp(b + i, entry, len) == 0 && b[i - 30] == 'P' && b[i - 29] == 'K') {
+            const long data = i + (long)len + (b[i - 2] | b[i - 1] << 8);
+            b[data + 5] ^= 0x40;
+            break;
+        }
+    f = fopen(dst, "wb");
+    fwrite(b, 1, (size_t)n, f);
+    fclose(f);
+    free(b);
+}
+
 int main(int argc, char **argv) {
     if (tmpdir_make("ns_test_trx")) return 1;
     lines ref;
@@ -178,6 +200,8 @@ int main(int argc, char **argv) {
     expect_failure(tmp("cut_half.trx"), NS_ERR_PARSE, "truncated");
     truncated_copy(data("f64_u64_nosentinel.trx"), tmp("cut_tail.trx"), 0.995);
     expect_failure(tmp("cut_tail.trx"), NS_ERR_PARSE, "truncated");
+    flipped_copy(data("f16_u32_stored.trx"), tmp("flip.trx"), "positions.3.float16");
+    expect_failure(tmp("flip.trx"), NS_ERR_PARSE, "CRC-32");
     truncated_copy(data("f32_u64_deflate.trx"), tmp("empty.trx"), 0.0);
     expect_failure(tmp("empty.trx"), NS_ERR_PARSE, "truncated");
 

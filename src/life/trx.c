@@ -34,6 +34,8 @@ typedef struct trx_entry {
     uint64_t start;           /* first byte of its (compressed) data in `file` */
     uint64_t csize, usize;    /* stored and uncompressed sizes */
     int method;               /* 0 stored, 8 deflate */
+    int has_crc;              /* ZIP entries: crc is the CRC-32 of the uncompressed bytes */
+    uint32_t crc;
 } trx_entry;
 
 /* A sequential reader of one entry. */
@@ -42,6 +44,7 @@ typedef struct trx_stream {
     const char *trx_path;
     FILE *f;
     uint64_t done_c, done_u;
+    uint32_t crc;             /* of the bytes read so far */
     z_stream z;
     int z_open;
     unsigned char *in;
@@ -103,6 +106,7 @@ static void stream_close(trx_stream *s) {
 static ns_status stream_open(trx_stream *s, const trx_entry *e, const char *trx_path) {
     stream_close(s);
     s->e = e, s->trx_path = trx_path;
+    s->crc = (uint32_t)crc32(0L, Z_NULL, 0);
     s->f = fopen(e->file, "rb");
     if (!s->f) return ns_fail(NS_ERR_IO, "%s: cannot open %s: %s", trx_path, e->name, strerror(errno));
     setvbuf(s->f, NULL, _IOFBF, 1 << 20);
@@ -117,8 +121,24 @@ static ns_status stream_open(trx_stream *s, const trx_entry *e, const char *trx_
     return NS_OK;
 }
 
-/* Exactly n more uncompressed bytes of the entry. */
+static ns_status stream_read_raw(trx_stream *s, void *dst, size_t n);
+
+/* Exactly n more uncompressed bytes of the entry; the CRC-32 of a ZIP entry
+ * is checked when its last byte has been read. */
 static ns_status stream_read(trx_stream *s, void *dst, size_t n) {
+    ns_status st = stream_read_raw(s, dst, n);
+    if (st != NS_OK || !s->e->has_crc) return st;
+    for (size_t k = 0; k < n; k += (size_t)1 << 30) {
+        const size_t m = n - k < ((size_t)1 << 30) ? n - k : ((size_t)1 << 30);
+        s->crc = (uint32_t)crc32(s->crc, (const unsigned char *)dst + k, (uInt)m);
+    }
+    if (s->done_u == s->e->usize && s->crc != s->e->crc)
+        return ns_fail(NS_ERR_PARSE, "%s: %s is corrupt (CRC-32 %08x, the archive says %08x)", s->trx_path,
+                       s->e->name, (unsigned)s->crc, (unsigned)s->e->crc);
+    return NS_OK;
+}
+
+static ns_status stream_read_raw(trx_stream *s, void *dst, size_t n) {
     const trx_entry *e = s->e;
     if (s->done_u + n > e->usize)
         return ns_fail(NS_ERR_PARSE, "%s: %s: %zu bytes asked past its %llu bytes", s->trx_path, e->name, n,
@@ -184,7 +204,7 @@ static ns_status entry_load(const trx_entry *e, const char *trx_path, uint64_t l
 /* --------------------------------------------------------- directory */
 
 static ns_status add_entry(struct ns_trx *x, const char *trx_path, const char *name, const char *file,
-                           uint64_t start, uint64_t csize, uint64_t usize, int method) {
+                           uint64_t start, uint64_t csize, uint64_t usize, int method, int has_crc, uint32_t crc) {
     if (x->n_entries >= MAX_ARRAYS)
         return ns_fail(NS_ERR_SIZE, "%s: more than %d arrays", trx_path, MAX_ARRAYS);
     trx_entry *e = &x->entries[x->n_entries];
@@ -195,6 +215,7 @@ static ns_status add_entry(struct ns_trx *x, const char *trx_path, const char *n
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", trx_path);
     }
     e->start = start, e->csize = csize, e->usize = usize, e->method = method;
+    e->has_crc = has_crc, e->crc = crc;
     ++x->n_entries;
     return NS_OK;
 }
@@ -228,7 +249,7 @@ static ns_status scan_folder(struct ns_trx *x, const char *dir, const char *pref
                 }
             }
         } else if (stat(full, &st) == 0) {
-            s = add_entry(x, trx_path, rel, full, 0, (uint64_t)st.st_size, (uint64_t)st.st_size, 0);
+            s = add_entry(x, trx_path, rel, full, 0, (uint64_t)st.st_size, (uint64_t)st.st_size, 0, 0, 0);
         }
         free(full), free(rel);
     }
@@ -331,7 +352,7 @@ static ns_status scan_zip(struct ns_trx *x, FILE *f, uint64_t size, const char *
                         (unsigned long long)csize, (unsigned long long)usize);
             break;
         }
-        s = add_entry(x, path, name, path, start, csize, usize, method);
+        s = add_entry(x, path, name, path, start, csize, usize, method, 1, le32(c + 16));
     }
     free(cd);
     return s;
