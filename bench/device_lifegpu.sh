@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
-# Issue 21 part 4 on the GPU machine (one H100/H200, 16-core host), about 5-7 minutes:
+# Issue 21 part 4 on the GPU machine (one H100/H200, 16-core host), about 6-7 minutes:
 #   1. build (CUDA, Release); test_life_cuda (every variant vs the CSR products, voxel-f32d vs the
 #      float32-rounded dictionary), test_life_trx, ctest -R life
 #   2. the 500,000-fiber product table: every GPU variant, the old float64 kernels and the new
 #      voxel-f32d in the same run, each row's fraction of the copy bandwidth and its error
-#   3. Nsight Compute (when present): bytes through L2 / DRAM of voxel-voxel vs voxel-f32d
+#   3. (LIFE_STEPS=ncu, not in the default) Nsight Compute: L2 / DRAM bytes of voxel-voxel vs voxel-f32d
 #   4. whole-brain scale (bench life-scale): 1 M streamlines over a 2 mm 91 x 109 x 91 grid, CPU and
 #      GPU with the same 5 updates (weights compared); then 1 M and 10 M on the GPU with LIFE_ITERS
 #      (default 200) updates, generated in memory; peak host RSS (time -v) and device memory
 #      (nvidia-smi, sampled every 0.5 s)
 # Results (at most 8 files) go to $OUT (default ./out). LIFE_STEPS picks a subset of
-# "test products ncu scale" (default: all).
+# "test products ncu scale" (default: "test products scale"); e.g. LIFE_STEPS=scale LIFE_ITERS=500
+# for the 10 M fit to ENCODE's maxit alone.
 set -uo pipefail
 OUT=${OUT:-./out}
 mkdir -p "$OUT"
 B=build-lifegpu
 JOBS=$(nproc)
-STEPS=${LIFE_STEPS:-test products ncu scale}
+STEPS=${LIFE_STEPS:-test products scale}
 ITERS=${LIFE_ITERS:-200}
 export OMP_WAIT_POLICY=passive
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -33,7 +34,7 @@ NS=$B/neurosolve
 if has test; then
   { timeout 120 $B/tests/test_life_cuda; echo "test_life_cuda rc $?"
     timeout 60 $B/tests/test_life_trx; echo "test_life_trx rc $?"
-    (cd $B && timeout 200 ctest -R "life" -E "mpi" -j 8 --output-on-failure); echo "ctest rc $?"
+    (cd $B && timeout 120 ctest -R "test_life_(products|fit|cuda|trx)" -j 4 --output-on-failure); echo "ctest rc $?"
   } > "$OUT/lifegpu_tests.log" 2>&1
   grep -E "rc [0-9]|checks|voxel-f32d weights|tests passed|Failed|CHECK failed" "$OUT/lifegpu_tests.log" | head -20
   stamp "tests"
