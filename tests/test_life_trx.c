@@ -192,6 +192,12 @@ int main(int argc, char **argv) {
     CHECK(none == NULL);
     if (none) fclose(none);
 
+    /* an output named for another format */
+    CHECK(ns_tracts_write_subset(data("f32_folder"), tmp("sub.trk"), keep, 17, &written) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(ns_last_error(), "name it .trx") != NULL);
+    CHECK(ns_tracts_write_subset(data("streamlines.tck"), tmp("sub.trx"), keep, 17, &written) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(ns_last_error(), "name it .tck") != NULL);
+
     /* broken inputs */
     expect_failure(data("bad_dtype.trx"), NS_ERR_UNSUPPORTED, "int32");
     expect_failure(data("bad_offsets.trx"), NS_ERR_PARSE, "offsets");

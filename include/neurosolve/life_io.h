@@ -110,8 +110,9 @@ NS_API void ns_tracts_progress(const ns_tracts_t *tracts, uint64_t *bytes_done, 
  * of `in_path`) to `out_path` in the input's format: the header is copied
  * with its count updated and each kept record is copied byte for byte
  * (scalars and properties included; for TRX the positions in their dtype
- * and the dps/dpv rows, not groups/dpg; the output is a stored ZIP).
- * Returns the number written. */
+ * and the dps/dpv rows, not groups/dpg; the output is a stored ZIP). An
+ * `out_path` ending in another format's extension (.trk/.tck/.trx) is
+ * refused (NS_ERR_INVALID_ARGUMENT). Returns the number written. */
 NS_API ns_status ns_tracts_write_subset(const char *in_path, const char *out_path, const uint8_t *keep,
                                         int64_t n, int64_t *written);
 

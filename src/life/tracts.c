@@ -216,6 +216,15 @@ ns_status ns_tracts_write_subset(const char *in_path, const char *out_path, cons
     ns_tracts_t *t = NULL;
     ns_status s = ns_tracts_open(in_path, &t);
     if (s != NS_OK) return s;
+    /* the subset is written in the input's format: an output named for another one is refused */
+    static const char *const ext[4] = {"", ".trk", ".tck", ".trx"};
+    for (int f = NS_TRACTS_TRK; f <= NS_TRACTS_TRX; ++f)
+        if (ends_with(out_path, ext[f]) && f != (int)t->format) {
+            s = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: the pruned tractogram is written in the format of %s (%s); "
+                        "name it %s", out_path, in_path, ext[t->format], ext[t->format]);
+            ns_tracts_close(t);
+            return s;
+        }
     if (t->format == NS_TRACTS_TRK && t->declared > INT32_MAX)
         s = ns_fail(NS_ERR_SIZE, "%s: too many streamlines for a .trk count", in_path);
     else if (t->format == NS_TRACTS_TRK) s = trk_subset(t, out_path, keep, n, written);
