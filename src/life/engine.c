@@ -235,14 +235,16 @@ const ns_life_backend_ops *ns_life_cpu_backend(void) {
     return &ops;
 }
 
-/* The family's implementations (core/registry.h): every variant on both
- * backends (variants 1 .. NS_LIFE_VARIANT_COUNT - 1). */
+/* The family's implementations (core/registry.h): every exact variant on
+ * both backends (variants 1 .. NS_LIFE_VARIANT_COUNT - 1), the reduced-
+ * precision ones (up to NS_LIFE_VARIANT_ALL - 1) on CUDA only. */
 static const void *impl_cpu(void) { return ns_life_cpu_backend(); }
 static const void *impl_cuda(void) { return ns_life_cuda_backend(); }
 #define ALL_VARIANTS (NS_METHOD_BIT(NS_LIFE_VARIANT_COUNT) - 2)
+#define CUDA_VARIANTS (NS_METHOD_BIT(NS_LIFE_VARIANT_ALL) - 2)
 static const ns_impl impls[] = {
     {NS_FAMILY_LIFE, NS_BACKEND_CPU, "cpu", ALL_VARIANTS, impl_cpu, NULL},
-    {NS_FAMILY_LIFE, NS_BACKEND_CUDA, "cuda", ALL_VARIANTS, impl_cuda, NULL},
+    {NS_FAMILY_LIFE, NS_BACKEND_CUDA, "cuda", CUDA_VARIANTS, impl_cuda, NULL},
 };
 
 ns_impl_table ns_life_impls(void) { return NS_IMPL_TABLE(impls); }
