@@ -71,10 +71,46 @@ static void products(ns_life_model_t *m, const char *label) {
         CHECK(rel_inf(yo, yr, NY) <= 1e-12);
         ns_life_engine_destroy(e);
     }
+    {   /* voxel-f32d: exactly (1e-12) the products of the dictionary rounded to float32,
+           computed here on the host; within 1e-6 of the float64 products */
+        double *D = ns_life_model_dictionary(m);
+        const int64_t nd = (int64_t)ns_life_model_n_theta(m) * ns_life_model_n_atoms(m);
+        double *keep = malloc((size_t)nd * 8), *y32 = malloc((size_t)NY * 8), *w32 = malloc((size_t)F * 8);
+        memcpy(keep, D, (size_t)nd * 8);
+        for (int64_t i = 0; i < nd; ++i) D[i] = (float)D[i];
+        csr c32;
+        CHECK(csr_build(m, &c32));
+        memcpy(D, keep, (size_t)nd * 8);
+        csr_mw(&c32, w, y32);
+        csr_mty(&c32, y, w32);
+        csr_free(&c32);
+        ns_life_engine_t *e = NULL;
+        CHECK_OK(make_engine(m, NS_BACKEND_CUDA, NS_LIFE_VOXEL_F32D, 0, &e));
+        if (e) {
+            for (int64_t i = 0; i < NY; ++i) yo[i] = NAN;
+            for (int64_t i = 0; i < F; ++i) wo[i] = NAN;
+            CHECK_OK(ns_life_mw(e, w, yo));
+            CHECK_OK(ns_life_mty(e, y, wo));
+            CHECK_MSG(rel_inf(yo, y32, NY) <= 1e-12, "%s voxel-f32d Mw vs float32 dictionary: %.3g", label, rel_inf(yo, y32, NY));
+            CHECK_MSG(rel_inf(wo, w32, F) <= 1e-12, "%s voxel-f32d MTy vs float32 dictionary: %.3g", label, rel_inf(wo, w32, F));
+            CHECK_MSG(rel_inf(yo, yr, NY) <= 1e-6, "%s voxel-f32d Mw: %.3g", label, rel_inf(yo, yr, NY));
+            CHECK_MSG(rel_inf(wo, wr, F) <= 1e-6, "%s voxel-f32d MTy: %.3g", label, rel_inf(wo, wr, F));
+            double ms[3];
+            CHECK_OK(ns_life_time_product(e, NS_LIFE_MTY, NS_LIFE_VOXEL_F32D, y, wo, 3, ms));
+            CHECK(rel_inf(wo, w32, F) <= 1e-12);
+            ns_life_engine_destroy(e);
+        }
+        /* the CPU does not offer it */
+        e = NULL;
+        CHECK(make_engine(m, NS_BACKEND_CPU, NS_LIFE_VOXEL_F32D, 0, &e) == NS_ERR_UNSUPPORTED);
+        CHECK(e == NULL);
+        free(keep), free(y32), free(w32);
+    }
     ns_life_engine_t *e = NULL;
     CHECK_OK(make_engine(m, NS_BACKEND_CUDA, NS_LIFE_AUTO, 0, &e));
     if (e) {
         CHECK(ns_life_engine_variant(e, NS_LIFE_MW) >= NS_LIFE_COEFF_ATOM);
+        CHECK(ns_life_engine_variant(e, NS_LIFE_MW) < NS_LIFE_VARIANT_COUNT); /* AUTO: exact variants only */
         CHECK_OK(ns_life_mw(e, w, yo));
         CHECK(rel_inf(yo, yr, NY) <= 1e-12);
     }
@@ -107,6 +143,17 @@ static void fits(ns_life_model_t *m) {
             const double err = rel_inf(w, ref, F);
             CHECK_MSG(err <= 1e-9, "precond %d cuda %s: weights differ by %.3g", pre,
                       ns_life_variant_name((ns_life_variant)v), err);
+            ns_life_engine_destroy(e);
+        }
+        /* voxel-f32d: the same 50 updates; weights near the float64 fit (float32 dictionary) */
+        e = NULL;
+        CHECK_OK(make_engine(m, NS_BACKEND_CUDA, NS_LIFE_VOXEL_F32D, 0, &e));
+        if (e) {
+            CHECK_OK(ns_life_fit(e, &fo, w, NULL, &res));
+            CHECK(res.updates == 50);
+            const double err = rel_inf(w, ref, F);
+            CHECK_MSG(err <= 1e-3, "precond %d cuda voxel-f32d: weights differ by %.3g", pre, err);
+            printf("precond %d: voxel-f32d weights within %.2e of the float64 fit\n", pre, err);
             ns_life_engine_destroy(e);
         }
     }

@@ -186,6 +186,29 @@ with tempfile.TemporaryDirectory() as tmp:
     pruned_tck = os.path.join(tmp, "pruned.tck")
     run("life", "report", model2, w, "--pruned", pruned_tck, "--json")
 
+    # and as TRX (zipfile + numpy: float32 positions, uint32 offsets with the count last)
+    import json as _json
+    import zipfile
+    trx = os.path.join(tmp, "same.trx")
+    lens = [len(s) for s in streamlines]
+    with zipfile.ZipFile(trx, "w") as z:
+        z.writestr("header.json", _json.dumps({"VOXEL_TO_RASMM": np.eye(4).tolist(), "DIMENSIONS": [1, 1, 1],
+                                               "NB_STREAMLINES": len(lens), "NB_VERTICES": int(sum(lens))}))
+        z.writestr("positions.3.float32", np.concatenate([np.asarray(s, "<f4") for s in streamlines]).tobytes())
+        z.writestr("offsets.uint32", np.concatenate([[0], np.cumsum(lens)]).astype("<u4").tobytes())
+    model3 = os.path.join(tmp, "model3")
+    run("life", "build", "--dwi", DWI, "--bvals", BVAL, "--bvecs", BVEC, "--tracks", trx, "--out", model3, "--quiet")
+    for name in ("phi_atom.npy", "phi_voxel.npy", "phi_fiber.npy", "phi_value.npy", "signal.npy"):
+        check(np.array_equal(np.load(os.path.join(model3, name)), ld(name)), f".trx model equals .trk model: {name}")
+    pruned_trx = os.path.join(tmp, "pruned.trx")
+    run("life", "report", model3, w, "--pruned", pruned_trx, "--json")
+    with zipfile.ZipFile(pruned_trx) as z:
+        pp = np.frombuffer(z.read("positions.3.float32"), "<f4").reshape(-1, 3)
+        po = np.frombuffer(z.read("offsets.uint64"), "<u8").astype(np.int64)
+    keep_trx = [np.asarray(s, "<f4") for s, x in zip(streamlines, weights) if x > 0]
+    check(len(po) == kept + 1 and all(np.array_equal(pp[po[i]:po[i + 1]], s) for i, s in enumerate(keep_trx)),
+          "pruned .trx holds the kept streamlines")
+
     try:
         import nibabel as nib
     except ImportError:

@@ -117,7 +117,8 @@ static int products(bench *B, ns_life_model_t *m, long long fibers) {
                 if (p == 0) s = ns_life_mw(naive, w, ref_y);
                 else s = ns_life_mty(naive, y, ref_w);
                 if (s != NS_OK) return cli_status_error("bench life: naive product", s);
-                for (int v = NS_LIFE_NAIVE; v < NS_LIFE_VARIANT_COUNT && s == NS_OK; ++v) {
+                for (int v = NS_LIFE_NAIVE; v < NS_LIFE_VARIANT_ALL && s == NS_OK; ++v) {
+                    if (!b && v >= NS_LIFE_VARIANT_COUNT) continue; /* CUDA-only variants */
                     /* the sequential naive loops are the slow baseline: time them once on the CPU */
                     ns_life_engine_t *e = NULL;
                     s = engine(m, be, (ns_life_variant)v, B->threads, &e);

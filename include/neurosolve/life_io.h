@@ -78,21 +78,22 @@ NS_API void ns_gradients_free(ns_gradients *gradients);
 
 typedef enum ns_tracts_format {
     NS_TRACTS_TRK = 1, /* TrackVis: voxmm coordinates, header vox_to_ras / voxel_order */
-    NS_TRACTS_TCK = 2  /* MRtrix: world coordinates */
+    NS_TRACTS_TCK = 2, /* MRtrix: world coordinates */
+    NS_TRACTS_TRX = 3  /* TRX (trx-python, pyAFQ): a ZIP or folder, world (RASMM) coordinates */
 } ns_tracts_format;
 
 typedef struct ns_tracts ns_tracts_t;
 
 /* Opens a tractogram for streaming (one streamline in memory at a time).
- * The format comes from the extension (.trk / .tck) or, failing that, from
- * the first bytes. */
+ * The format comes from the extension (.trk / .tck / .trx), a folder (TRX's
+ * folder form) or, failing that, from the first bytes. */
 NS_API ns_status ns_tracts_open(const char *path, ns_tracts_t **out);
 NS_API void ns_tracts_close(ns_tracts_t *tracts);
 NS_API ns_tracts_format ns_tracts_get_format(const ns_tracts_t *tracts);
 /* The count the header declares, or -1 when it declares none. */
 NS_API int64_t ns_tracts_declared_count(const ns_tracts_t *tracts);
 /* The affine from the file's stored coordinates to world [mm] (row-major
- * 4 x 4): identity for .tck; for .trk the composition docs/life_data.md
+ * 4 x 4): identity for .tck and .trx; for .trk the composition docs/life_data.md
  * describes (voxmm / voxel size - 0.5, voxel order, vox_to_ras). */
 NS_API void ns_tracts_to_world(const ns_tracts_t *tracts, double affine[16]);
 /* The next streamline in world coordinates: *points holds 3 * *n_points
@@ -108,7 +109,10 @@ NS_API void ns_tracts_progress(const ns_tracts_t *tracts, uint64_t *bytes_done, 
 /* Writes the streamlines i with keep[i] != 0 (n entries, one per streamline
  * of `in_path`) to `out_path` in the input's format: the header is copied
  * with its count updated and each kept record is copied byte for byte
- * (scalars and properties included). Returns the number written. */
+ * (scalars and properties included; for TRX the positions in their dtype
+ * and the dps/dpv rows, not groups/dpg; the output is a stored ZIP). An
+ * `out_path` ending in another format's extension (.trk/.tck/.trx) is
+ * refused (NS_ERR_INVALID_ARGUMENT). Returns the number written. */
 NS_API ns_status ns_tracts_write_subset(const char *in_path, const char *out_path, const uint8_t *keep,
                                         int64_t n, int64_t *written);
 

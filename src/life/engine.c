@@ -18,8 +18,8 @@ static const ns_life_variant candidates[] = {NS_LIFE_COEFF_ATOM, NS_LIFE_COEFF_V
 #define SELECT_RUNS 3
 
 int ns_life_engine_supports(const ns_life_engine_t *e, ns_life_variant v) {
-    if (!e || v <= NS_LIFE_AUTO || (int)v >= NS_LIFE_VARIANT_COUNT) return 0;
-    return e->ops->supports(v);
+    if (!e || v <= NS_LIFE_AUTO || (int)v >= NS_LIFE_VARIANT_ALL) return 0;
+    return e->ops->supports(v); /* the CPU: the exact variants only (cpu_supports) */
 }
 
 static ns_status run_product(ns_life_engine_t *e, ns_life_product p, ns_life_variant v,
@@ -109,7 +109,7 @@ ns_status ns_life_engine_create(ns_life_model_t *model, const ns_life_options *o
     }
     const ns_life_variant want[2] = {e->options.mw_variant, e->options.mty_variant};
     for (int p = 0; p < 2 && s == NS_OK; ++p)
-        if ((int)want[p] < 0 || (int)want[p] >= NS_LIFE_VARIANT_COUNT)
+        if ((int)want[p] < 0 || (int)want[p] >= NS_LIFE_VARIANT_ALL)
             s = ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown LiFE variant %d", (int)want[p]);
     if (s == NS_OK && e->ops->create) s = e->ops->create(e);
     for (int p = 0; p < 2 && s == NS_OK; ++p) {
@@ -235,14 +235,16 @@ const ns_life_backend_ops *ns_life_cpu_backend(void) {
     return &ops;
 }
 
-/* The family's implementations (core/registry.h): every variant on both
- * backends (variants 1 .. NS_LIFE_VARIANT_COUNT - 1). */
+/* The family's implementations (core/registry.h): every exact variant on
+ * both backends (variants 1 .. NS_LIFE_VARIANT_COUNT - 1), the reduced-
+ * precision ones (up to NS_LIFE_VARIANT_ALL - 1) on CUDA only. */
 static const void *impl_cpu(void) { return ns_life_cpu_backend(); }
 static const void *impl_cuda(void) { return ns_life_cuda_backend(); }
 #define ALL_VARIANTS (NS_METHOD_BIT(NS_LIFE_VARIANT_COUNT) - 2)
+#define CUDA_VARIANTS (NS_METHOD_BIT(NS_LIFE_VARIANT_ALL) - 2)
 static const ns_impl impls[] = {
     {NS_FAMILY_LIFE, NS_BACKEND_CPU, "cpu", ALL_VARIANTS, impl_cpu, NULL},
-    {NS_FAMILY_LIFE, NS_BACKEND_CUDA, "cuda", ALL_VARIANTS, impl_cuda, NULL},
+    {NS_FAMILY_LIFE, NS_BACKEND_CUDA, "cuda", CUDA_VARIANTS, impl_cuda, NULL},
 };
 
 ns_impl_table ns_life_impls(void) { return NS_IMPL_TABLE(impls); }

@@ -141,24 +141,24 @@ ns_status ns_life_model_validate(const ns_life_model_t *m) {
 
 /* ------------------------------------------------------------- names */
 
-static const char *variant_names[NS_LIFE_VARIANT_COUNT] = {
+static const char *variant_names[NS_LIFE_VARIANT_ALL] = {
     "auto", "naive", "naive-atom", "naive-voxel", "coeff-atom", "coeff-voxel", "atom-atom",
-    "voxel-voxel"};
+    "voxel-voxel", "voxel-f32d"};
 
 const char *ns_life_variant_name(ns_life_variant v) {
-    return (int)v >= 0 && (int)v < NS_LIFE_VARIANT_COUNT ? variant_names[v] : "unknown";
+    return (int)v >= 0 && (int)v < NS_LIFE_VARIANT_ALL ? variant_names[v] : "unknown";
 }
 
 ns_status ns_life_variant_from_name(const char *name, ns_life_variant *v) {
     if (!name || !v) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_variant_from_name: NULL argument");
-    for (int i = 0; i < NS_LIFE_VARIANT_COUNT; ++i)
+    for (int i = 0; i < NS_LIFE_VARIANT_ALL; ++i)
         if (strcmp(name, variant_names[i]) == 0) {
             *v = (ns_life_variant)i;
             return NS_OK;
         }
     return ns_fail(NS_ERR_INVALID_ARGUMENT,
                    "unknown LiFE variant '%s' (auto, naive, naive-atom, naive-voxel, coeff-atom, "
-                   "coeff-voxel, atom-atom, voxel-voxel)", name);
+                   "coeff-voxel, atom-atom, voxel-voxel; CUDA: voxel-f32d)", name);
 }
 
 const char *ns_life_product_name(ns_life_product p) {
@@ -183,7 +183,8 @@ int ns_life_variant_order(ns_life_variant v) {
     case NS_LIFE_ATOM_ATOM: return NS_LIFE_ORDER_ATOM;
     case NS_LIFE_NAIVE_VOXEL:
     case NS_LIFE_COEFF_VOXEL:
-    case NS_LIFE_VOXEL_VOXEL: return NS_LIFE_ORDER_VOXEL;
+    case NS_LIFE_VOXEL_VOXEL:
+    case NS_LIFE_VOXEL_F32D: return NS_LIFE_ORDER_VOXEL;
     default: return NS_LIFE_ORDER_ORIGINAL;
     }
 }

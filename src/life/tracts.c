@@ -56,6 +56,17 @@ ns_status ns_tracts_open(const char *path, ns_tracts_t **out) {
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
     }
     strcpy(t->path, path);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) { /* TRX's folder form */
+        t->format = NS_TRACTS_TRX;
+        ns_status s = ns_trx_open(t, 1);
+        if (s != NS_OK) {
+            ns_tracts_close(t);
+            return s;
+        }
+        *out = t;
+        return NS_OK;
+    }
     t->f = fopen(path, "rb");
     if (!t->f) {
         ns_status s = ns_fail(NS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -63,23 +74,25 @@ ns_status ns_tracts_open(const char *path, ns_tracts_t **out) {
         return s;
     }
     setvbuf(t->f, NULL, _IOFBF, 1 << 20);
-    struct stat st;
     if (fstat(fileno(t->f), &st) == 0) t->size = (uint64_t)st.st_size;
     char magic[13] = {0};
     const size_t got = fread(magic, 1, 12, t->f);
     rewind(t->f);
     if (ends_with(path, ".trk")) t->format = NS_TRACTS_TRK;
     else if (ends_with(path, ".tck")) t->format = NS_TRACTS_TCK;
+    else if (ends_with(path, ".trx")) t->format = NS_TRACTS_TRX;
     else if (got >= 5 && memcmp(magic, "TRACK", 5) == 0) t->format = NS_TRACTS_TRK;
     else if (got >= 12 && memcmp(magic, "mrtrix track", 12) == 0) t->format = NS_TRACTS_TCK;
+    else if (got >= 4 && memcmp(magic, "PK\x03\x04", 4) == 0) t->format = NS_TRACTS_TRX;
     ns_status s;
     if (t->format == NS_TRACTS_TRK) s = ns_trk_open(t);
     else if (t->format == NS_TRACTS_TCK) s = ns_tck_open(t);
+    else if (t->format == NS_TRACTS_TRX) s = ns_trx_open(t, 0);
     else if (ends_with(path, ".trk.gz") || ends_with(path, ".tck.gz"))
         s = ns_fail(NS_ERR_UNSUPPORTED, "%s: compressed tractograms are not read (gunzip it first: the "
                     "builder streams through the file twice)", path);
     else
-        s = ns_fail(NS_ERR_UNSUPPORTED, "%s: unknown tractogram format (expected .trk or .tck)", path);
+        s = ns_fail(NS_ERR_UNSUPPORTED, "%s: unknown tractogram format (expected .trk, .tck or .trx)", path);
     if (s == NS_OK) {
         t->data_offset = t->pos;
     } else {
@@ -93,6 +106,7 @@ ns_status ns_tracts_open(const char *path, ns_tracts_t **out) {
 void ns_tracts_close(ns_tracts_t *t) {
     if (!t) return;
     if (t->f) fclose(t->f);
+    ns_trx_close(t);
     free(t->path);
     free(t->raw);
     free(t->pts);
@@ -125,6 +139,8 @@ ns_status ns_tracts_next(ns_tracts_t *t, const double **points, int64_t *n_point
     if (t->format == NS_TRACTS_TRK) {
         s = ns_trk_next_raw(t, &n, end);
         if (s == NS_OK && !*end) s = ns_trk_decode(t, n);
+    } else if (t->format == NS_TRACTS_TRX) {
+        s = ns_trx_next(t, &n, end);
     } else {
         s = ns_tck_next(t, &n, end);
     }
@@ -143,6 +159,10 @@ ns_status ns_tracts_next(ns_tracts_t *t, const double **points, int64_t *n_point
 
 ns_status ns_tracts_rewind(ns_tracts_t *t) {
     if (!t) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_tracts_rewind: NULL argument");
+    if (t->format == NS_TRACTS_TRX) {
+        t->index = 0, t->ended = 0;
+        return ns_trx_rewind(t);
+    }
     if (fseek(t->f, (long)t->data_offset, SEEK_SET) != 0)
         return ns_fail(NS_ERR_IO, "%s: cannot seek: %s", t->path, strerror(errno));
     t->pos = t->data_offset, t->index = 0, t->ended = 0;
@@ -196,9 +216,19 @@ ns_status ns_tracts_write_subset(const char *in_path, const char *out_path, cons
     ns_tracts_t *t = NULL;
     ns_status s = ns_tracts_open(in_path, &t);
     if (s != NS_OK) return s;
+    /* the subset is written in the input's format: an output named for another one is refused */
+    static const char *const ext[4] = {"", ".trk", ".tck", ".trx"};
+    for (int f = NS_TRACTS_TRK; f <= NS_TRACTS_TRX; ++f)
+        if (ends_with(out_path, ext[f]) && f != (int)t->format) {
+            s = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: the pruned tractogram is written in the format of %s (%s); "
+                        "name it %s", out_path, in_path, ext[t->format], ext[t->format]);
+            ns_tracts_close(t);
+            return s;
+        }
     if (t->format == NS_TRACTS_TRK && t->declared > INT32_MAX)
         s = ns_fail(NS_ERR_SIZE, "%s: too many streamlines for a .trk count", in_path);
     else if (t->format == NS_TRACTS_TRK) s = trk_subset(t, out_path, keep, n, written);
+    else if (t->format == NS_TRACTS_TRX) s = ns_trx_write_subset(t, out_path, keep, n, written);
     else s = ns_tck_write_subset(t, out_path, keep, n, written);
     ns_tracts_close(t);
     return s;

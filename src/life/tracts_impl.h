@@ -22,6 +22,8 @@ struct ns_tracts {
     unsigned char header[1000];
     /* tck */
     int f64;                /* Float64 data */
+    /* trx (trx.c): the archive's arrays, the offsets and the positions stream */
+    struct ns_trx *trx;
     /* buffers */
     unsigned char *raw;     /* the current record as stored */
     size_t raw_len, raw_cap;
@@ -35,6 +37,13 @@ ns_status ns_trk_decode(ns_tracts_t *t, int64_t n_points);             /* raw ->
 ns_status ns_tck_open(ns_tracts_t *t);
 ns_status ns_tck_next(ns_tracts_t *t, int64_t *n_points, int *end);
 ns_status ns_tck_write_subset(ns_tracts_t *t, const char *out_path, const uint8_t *keep, int64_t n,
+                              int64_t *written);
+
+ns_status ns_trx_open(ns_tracts_t *t, int is_dir); /* t->f: the archive (NULL for a folder) */
+ns_status ns_trx_next(ns_tracts_t *t, int64_t *n_points, int *end);   /* raw (stored dtype) and pts */
+ns_status ns_trx_rewind(ns_tracts_t *t);
+void ns_trx_close(ns_tracts_t *t);
+ns_status ns_trx_write_subset(ns_tracts_t *t, const char *out_path, const uint8_t *keep, int64_t n,
                               int64_t *written);
 
 /* Grow t->pts to hold n points. */

@@ -26,6 +26,7 @@ typedef struct dev_layout {
 typedef struct cuda_state {
     int device, tp, sms;
     double *D;                            /* tp x n_atoms */
+    float *D32;                           /* the same in float32, made on first use (voxel-f32d) */
     double *w_in, *w_out, *y_in, *y_out;  /* staging of the host-array products */
     dev_layout lay[3];
     cudaStream_t stream;
@@ -34,7 +35,7 @@ typedef struct cuda_state {
     size_t budget, used;
 } cuda_state;
 
-int ns_life_cuda_supports(ns_life_variant v) { return v > NS_LIFE_AUTO && (int)v < NS_LIFE_VARIANT_COUNT; }
+int ns_life_cuda_supports(ns_life_variant v) { return v > NS_LIFE_AUTO && (int)v < NS_LIFE_VARIANT_ALL; }
 
 static ns_status dev_alloc(cuda_state *st, void **p, size_t bytes, const char *what) {
     *p = NULL;
@@ -93,10 +94,23 @@ static ns_status load_layout(ns_life_engine_t *e, int order) {
     return NS_OK;
 }
 
+/* The float32 dictionary of voxel-f32d, converted on the device on first use. */
+static ns_status load_d32(ns_life_engine_t *e) {
+    cuda_state *st = e->cuda;
+    if (st->D32) return NS_OK;
+    const int64_t n = (int64_t)st->tp * e->model->n_atoms;
+    ns_status s = dev_alloc(st, (void **)&st->D32, (size_t)n * sizeof(float), "the float32 dictionary");
+    if (s != NS_OK) return s;
+    NS_CUDA_TRY(ns_life_to_float(st->D, st->D32, n, st->stream));
+    NS_CUDA_TRY(cudaStreamSynchronize(st->stream)); /* once, outside any timed region */
+    return NS_OK;
+}
+
 static ns_status phi_for(ns_life_engine_t *e, ns_life_variant v, ns_life_dev_phi *p,
                          ns_life_kernel *kernel, int *by_voxel) {
     const int order = ns_life_variant_order(v);
     ns_status s = load_layout(e, order);
+    if (s == NS_OK && v == NS_LIFE_VOXEL_F32D) s = load_d32(e);
     if (s != NS_OK) return s;
     const cuda_state *st = e->cuda;
     const dev_layout *d = &st->lay[order];
@@ -115,6 +129,7 @@ static ns_status phi_for(ns_life_engine_t *e, ns_life_variant v, ns_life_dev_phi
     case NS_LIFE_NAIVE_VOXEL: *kernel = NS_LIFE_K_REFERENCE; break;
     case NS_LIFE_COEFF_ATOM:
     case NS_LIFE_COEFF_VOXEL: *kernel = NS_LIFE_K_COEFF; break;
+    case NS_LIFE_VOXEL_F32D: *kernel = NS_LIFE_K_VOXEL_F32D; break;
     default: *kernel = NS_LIFE_K_KEY; break;
     }
     return NS_OK;
@@ -132,8 +147,10 @@ static ns_status launch(ns_life_engine_t *e, ns_life_product p, ns_life_variant 
     const ns_life_model_t *m = e->model;
     const int hint = st->sms * 32;
     cudaError_t err = p == NS_LIFE_MW
-        ? ns_life_launch_mw(kernel, &phi, by_voxel, m->n_theta, st->tp, m->n_voxels, st->D, in, out, hint, st->stream)
-        : ns_life_launch_mty(kernel, &phi, by_voxel, m->n_theta, st->tp, m->n_fibers, st->D, in, out, hint, st->stream);
+        ? ns_life_launch_mw(kernel, &phi, by_voxel, m->n_theta, st->tp, m->n_voxels, st->D, st->D32, in, out,
+                            hint, st->stream)
+        : ns_life_launch_mty(kernel, &phi, by_voxel, m->n_theta, st->tp, m->n_fibers, st->D, st->D32, in, out,
+                             hint, st->stream);
     return ns_cuda_status(err, p == NS_LIFE_MW ? "LiFE y = M w kernel" : "LiFE w = M^T y kernel",
                           __FILE__, __LINE__);
 }
@@ -185,6 +202,7 @@ ns_status ns_life_cuda_time(ns_life_engine_t *e, ns_life_product p, ns_life_vari
     double *din = NULL, *dout = NULL;
     ns_status s = stage_in(e, p, in, &din, &dout);
     if (s == NS_OK) s = load_layout(e, ns_life_variant_order(v)); /* copies outside the timing */
+    if (s == NS_OK && v == NS_LIFE_VOXEL_F32D) s = load_d32(e);
     for (int r = 0; s == NS_OK && r < repeats; ++r) {
         NS_CUDA_TRY(cudaEventRecord(st->ev[0], st->stream));
         s = launch(e, p, v, din, dout);
@@ -212,6 +230,7 @@ void ns_life_cuda_destroy(ns_life_engine_t *e) {
             cudaFree(st->lay[o].start);
         }
         cudaFree(st->D);
+        cudaFree(st->D32);
         cudaFree(st->w_in);
         cudaFree(st->w_out);
         cudaFree(st->y_in);
@@ -251,6 +270,7 @@ static ns_status setup(ns_life_engine_t *e, cuda_state *st) {
     }
     for (int o = 0; o < 3; ++o)
         if (orders[o]) need += layout_bytes(m, o);
+    if (want[0] == NS_LIFE_VOXEL_F32D || want[1] == NS_LIFE_VOXEL_F32D) need += dict / 2;
     if (need > st->budget)
         return ns_fail(NS_ERR_DEVICE_MEMORY,
                        "LiFE model (%lld coefficients, %d voxels, %d atoms, n_theta %d padded to %d) "

@@ -40,6 +40,11 @@ __global__ void ref_mty(const int32_t *atom, const int32_t *voxel, const int32_t
 
 // ------------------------------------------------------------ helpers
 
+// A dictionary entry as float64: the float32 copy through the read-only
+// path, the float64 dictionary as the original kernels read it.
+__device__ __forceinline__ double dict_at(const double *p) { return *p; }
+__device__ __forceinline__ double dict_at(const float *p) { return (double)__ldg(p); }
+
 __device__ __forceinline__ double warp_sum(double x) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(FULL, x, o);
@@ -132,9 +137,9 @@ __global__ void coeff_mty(const int32_t *atom, const int32_t *voxel, const int32
 
 // y = M w on the voxel-sorted copy, a warp per voxel: the voxel's column is
 // summed in registers and written once (no atomics, no zeroing needed).
-template <int NT>
+template <int NT, typename DT>
 __global__ void voxel_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber,
-                         const double *value, int32_t n_voxels, int tp, const double *D,
+                         const double *value, int32_t n_voxels, int tp, const DT *D,
                          const double *w, double *y) {
     const int lane = threadIdx.x & 31;
     const int64_t vox = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -156,9 +161,9 @@ __global__ void voxel_mw(const int64_t *start, const int32_t *atom, const int32_
             const int j = __ffs(todo) - 1;
             todo &= todo - 1;
             const double sj = __shfl_sync(FULL, s, j);
-            const double *d = D + (int64_t)__shfl_sync(FULL, a, j) * tp + lane;
+            const DT *d = D + (int64_t)__shfl_sync(FULL, a, j) * tp + lane;
 #pragma unroll
-            for (int c = 0; c < NT; ++c) acc[c] += sj * d[32 * c];
+            for (int c = 0; c < NT; ++c) acc[c] += sj * dict_at(d + 32 * c);
         }
     }
     double *col = y + vox * tp + lane;
@@ -197,6 +202,40 @@ __global__ void atom_mw(const int64_t *start, const int32_t *voxel, const int32_
 #pragma unroll
             for (int c = 0; c < NT; ++c) atomicAdd(col + 32 * c, sj * d[c]);
         }
+    }
+}
+
+// w = M^T y on the voxel-sorted copy with the dictionary in float32 (the
+// variant voxel-f32d): Y(:, v) in registers (float64), the float32 column of
+// each coefficient's atom gathered (half the bytes of key_mty<NT, true>),
+// products and sums in float64.
+template <int NT>
+__global__ void voxel_mty_f32(const int64_t *start, const int32_t *atom, const int32_t *fiber,
+                              const double *value, int32_t n_voxels, int tp,
+                              const float *D, const double *y, double *w) {
+    const int lane = threadIdx.x & 31;
+    const int64_t vox = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (vox >= n_voxels) return;
+    const int64_t k0 = start[vox], k1 = start[vox + 1];
+    if (k0 == k1) return;
+    double r[NT];
+#pragma unroll
+    for (int c = 0; c < NT; ++c) r[c] = y[vox * tp + lane + 32 * c];
+    for (int64_t base = k0; base < k1; base += 32) {
+        const int64_t k = base + lane;
+        const int count = k1 - base < 32 ? (int)(k1 - base) : 32;
+        const int32_t a = k < k1 ? atom[k] : 0;
+        double mine = 0.0;
+#pragma unroll 8
+        for (int j = 0; j < count; ++j) {
+            const float *col = D + (int64_t)__shfl_sync(FULL, a, j) * tp + lane;
+            double p = 0.0;
+#pragma unroll
+            for (int c = 0; c < NT; ++c) p += r[c] * dict_at(col + 32 * c);
+            p = warp_sum(p);
+            if (lane == j) mine = p;
+        }
+        if (k < k1) atomicAdd(&w[fiber[k]], mine * value[k]);
     }
 }
 
@@ -244,14 +283,18 @@ static int grid_for(int64_t warps, int blocks_hint) {
 
 template <int NT>
 static void launch_mw(ns_life_kernel kernel, const ns_life_dev_phi *p, int by_voxel, int tp,
-                      const double *D, const double *w, double *y, int hint, cudaStream_t s) {
+                      const double *D, const float *D32, const double *w, double *y, int hint,
+                      cudaStream_t s) {
     const int threads = 32 * WARPS_PER_BLOCK;
-    if (kernel == NS_LIFE_K_COEFF) {
+    if (kernel == NS_LIFE_K_VOXEL_F32D) {
+        voxel_mw<NT, float><<<grid_for(p->n_keys, 0), threads, 0, s>>>(
+            p->start, p->atom, p->fiber, p->value, p->n_keys, tp, D32, w, y);
+    } else if (kernel == NS_LIFE_K_COEFF) {
         coeff_mw<NT><<<grid_for((p->n_coeffs + 31) / 32, hint * 8), threads, 0, s>>>(
             p->atom, p->voxel, p->fiber, p->value, p->n_coeffs, tp, D, w, y);
     } else if (by_voxel) {
-        voxel_mw<NT><<<grid_for(p->n_keys, 0), threads, 0, s>>>(p->start, p->atom, p->fiber,
-                                                                 p->value, p->n_keys, tp, D, w, y);
+        voxel_mw<NT, double><<<grid_for(p->n_keys, 0), threads, 0, s>>>(
+            p->start, p->atom, p->fiber, p->value, p->n_keys, tp, D, w, y);
     } else {
         atom_mw<NT><<<grid_for(p->n_keys, 0), threads, 0, s>>>(p->start, p->voxel, p->fiber,
                                                                 p->value, p->n_keys, tp, D, w, y);
@@ -260,9 +303,13 @@ static void launch_mw(ns_life_kernel kernel, const ns_life_dev_phi *p, int by_vo
 
 template <int NT>
 static void launch_mty(ns_life_kernel kernel, const ns_life_dev_phi *p, int by_voxel, int tp,
-                       const double *D, const double *y, double *w, int hint, cudaStream_t s) {
+                       const double *D, const float *D32, const double *y, double *w, int hint,
+                       cudaStream_t s) {
     const int threads = 32 * WARPS_PER_BLOCK;
-    if (kernel == NS_LIFE_K_COEFF) {
+    if (kernel == NS_LIFE_K_VOXEL_F32D) {
+        voxel_mty_f32<NT><<<grid_for(p->n_keys, 0), threads, 0, s>>>(
+            p->start, p->atom, p->fiber, p->value, p->n_keys, tp, D32, y, w);
+    } else if (kernel == NS_LIFE_K_COEFF) {
         coeff_mty<NT><<<grid_for((p->n_coeffs + 31) / 32, hint * 8), threads, 0, s>>>(
             p->atom, p->voxel, p->fiber, p->value, p->n_coeffs, tp, D, y, w);
     } else if (by_voxel) {
@@ -289,9 +336,10 @@ static void launch_mty(ns_life_kernel kernel, const ns_life_dev_phi *p, int by_v
 
 extern "C" cudaError_t ns_life_launch_mw(ns_life_kernel kernel, const ns_life_dev_phi *p,
                                          int by_voxel, int32_t n_theta, int32_t tp,
-                                         int32_t n_voxels, const double *D, const double *w,
-                                         double *y, int hint, cudaStream_t s) {
-    const bool writes_all = kernel == NS_LIFE_K_KEY && by_voxel && p->n_keys == n_voxels;
+                                         int32_t n_voxels, const double *D, const float *D32,
+                                         const double *w, double *y, int hint, cudaStream_t s) {
+    const bool writes_all = (kernel == NS_LIFE_K_KEY || kernel == NS_LIFE_K_VOXEL_F32D) && by_voxel &&
+                            p->n_keys == n_voxels;
     if (!writes_all) {
         cudaError_t e = cudaMemsetAsync(y, 0, (size_t)tp * (size_t)n_voxels * sizeof(double), s);
         if (e != cudaSuccess) return e;
@@ -302,15 +350,16 @@ extern "C" cudaError_t ns_life_launch_mw(ns_life_kernel kernel, const ns_life_de
                                                    p->n_coeffs, n_theta, tp, D, w, y);
         return cudaGetLastError();
     }
-    if (kernel == NS_LIFE_K_KEY && !p->start) return cudaErrorInvalidValue;
-    NS_LIFE_DISPATCH(launch_mw, kernel, p, by_voxel, tp, D, w, y, hint, s);
+    if ((kernel == NS_LIFE_K_KEY || kernel == NS_LIFE_K_VOXEL_F32D) && !p->start) return cudaErrorInvalidValue;
+    if (kernel == NS_LIFE_K_VOXEL_F32D && (!by_voxel || !D32)) return cudaErrorInvalidValue;
+    NS_LIFE_DISPATCH(launch_mw, kernel, p, by_voxel, tp, D, D32, w, y, hint, s);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t ns_life_launch_mty(ns_life_kernel kernel, const ns_life_dev_phi *p,
                                           int by_voxel, int32_t n_theta, int32_t tp,
-                                          int32_t n_fibers, const double *D, const double *y,
-                                          double *w, int hint, cudaStream_t s) {
+                                          int32_t n_fibers, const double *D, const float *D32,
+                                          const double *y, double *w, int hint, cudaStream_t s) {
     cudaError_t e = cudaMemsetAsync(w, 0, (size_t)n_fibers * sizeof(double), s);
     if (e != cudaSuccess) return e;
     if (p->n_coeffs == 0) return cudaGetLastError();
@@ -319,7 +368,8 @@ extern "C" cudaError_t ns_life_launch_mty(ns_life_kernel kernel, const ns_life_d
                                                     p->n_coeffs, n_theta, tp, D, y, w);
         return cudaGetLastError();
     }
-    if (kernel == NS_LIFE_K_KEY && !p->start) return cudaErrorInvalidValue;
-    NS_LIFE_DISPATCH(launch_mty, kernel, p, by_voxel, tp, D, y, w, hint, s);
+    if ((kernel == NS_LIFE_K_KEY || kernel == NS_LIFE_K_VOXEL_F32D) && !p->start) return cudaErrorInvalidValue;
+    if (kernel == NS_LIFE_K_VOXEL_F32D && (!by_voxel || !D32)) return cudaErrorInvalidValue;
+    NS_LIFE_DISPATCH(launch_mty, kernel, p, by_voxel, tp, D, D32, y, w, hint, s);
     return cudaGetLastError();
 }

@@ -16,6 +16,7 @@ static int blocks_for(int64_t n) {
     for (int64_t i = threadIdx.x + (int64_t)blockIdx.x * blockDim.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 __global__ void k_fill(double *v, double x, int64_t n) { GRID_STRIDE(i, n) v[i] = x; }
+__global__ void k_to_float(const double *a, float *b, int64_t n) { GRID_STRIDE(i, n) b[i] = (float)a[i]; }
 __global__ void k_sub(double *a, const double *b, int64_t n) { GRID_STRIDE(i, n) a[i] -= b[i]; }
 __global__ void k_mul(double *a, const double *b, int64_t n) { GRID_STRIDE(i, n) a[i] *= b[i]; }
 __global__ void k_add(double *a, double x, int64_t n) { GRID_STRIDE(i, n) a[i] += x; }
@@ -81,6 +82,11 @@ static cudaError_t reduce(const double *a, const double *b, int64_t n, double *p
 extern "C" {
 cudaError_t ns_life_vec_fill(double *v, double x, int64_t n, cudaStream_t s) {
     k_fill<<<blocks_for(n), THREADS, 0, s>>>(v, x, n);
+    return cudaGetLastError();
+}
+cudaError_t ns_life_to_float(const double *a, float *b, int64_t n, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    k_to_float<<<blocks_for(n), THREADS, 0, s>>>(a, b, n);
     return cudaGetLastError();
 }
 cudaError_t ns_life_vec_sub(double *a, const double *b, int64_t n, cudaStream_t s) {
