@@ -330,6 +330,54 @@ static ns_status cpu_sync_state(ns_sim_t *sim) {
     return NS_OK;
 }
 
+NS_ALWAYS_INLINE double ns_select3(int a, double x, int b, double y, double z) {
+    const double yz = b ? y : z;
+    return a ? x : yz;
+}
+
+/* exp(x) in arithmetic the compiler vectorises (no table, no call): x =
+ * k ln2 + r with |r| <= ln2/2 (ln2 in two parts, Cody and Waite), exp(r) by
+ * its Taylor series to r^13/13! (truncation below 2^-60 of the result),
+ * then 2^k in two factors (so that results down to the smallest subnormal
+ * and up to DBL_MAX come out). Within 1 ulp of the C library's exp; where
+ * they differ the last bit does (docs/simulation.md, "CPU loop": the effect
+ * on traces). NaN in, NaN out; below -745.2: 0; above 709.8: Inf. */
+NS_ALWAYS_INLINE double exp_lanes(double x) {
+    const double inv_ln2 = 1.4426950408889634074, shift = 6755399441055744.0; /* 1.5 * 2^52 */
+    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+    double xc = x < -746.0 ? -746.0 : x; /* NaN stays NaN here... */
+    xc = xc > 710.0 ? 710.0 : xc;
+    const double xs = xc == xc ? xc : 0.0; /* ...and 0 for the bits */
+    double kd = xs * inv_ln2 + shift;
+    uint64_t kb;
+    memcpy(&kb, &kd, sizeof kb);
+    kd -= shift;
+    const int64_t k = (int64_t)(kb << 32) >> 32; /* round(xs / ln2), |k| <= 1077 (arithmetic shift) */
+    const double r = (xs - kd * ln2_hi) - kd * ln2_lo;
+    double p = 1.0 / 6227020800.0; /* 1/13! */
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    /* 2^k = 2^k1 * 2^k2, each exponent within the normal range */
+    const int64_t k1 = k >> 1, k2 = k - k1;
+    const uint64_t b1 = (uint64_t)(k1 + 1023) << 52, b2 = (uint64_t)(k2 + 1023) << 52;
+    double s1, s2;
+    memcpy(&s1, &b1, sizeof s1);
+    memcpy(&s2, &b2, sizeof s2);
+    const double y = p * s1 * s2;
+    return xc == xc ? y : x;
+}
+
 /* The hh gates of lane-nodes [b, e) of one region by cnexp, in chunks: the
  * rates (table or exact), then the exponentials, then the update, each a
  * loop the compiler can vectorise but the middle one. */
@@ -348,14 +396,15 @@ NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, int64_t b, int64_t e, const dou
 #endif
             for (int l = 0; l < len; ++l) {
                 const double xi = (1.0 / NS_HH_TABLE_DV) * (v[k0 + l] - NS_HH_TABLE_VMIN);
-                const int inside = xi > 0.0 && xi < (double)(NS_HH_TABLE_N - 1);
+                const int inside = (xi > 0.0) & (xi < (double)(NS_HH_TABLE_N - 1));
                 const double xs = inside ? xi : 0.0;
                 const int i = (int)xs;
                 const double theta = xs - (double)i;
                 const int e0 = xi >= (double)(NS_HH_TABLE_N - 1) ? NS_HH_TABLE_N - 1 : 0;
                 const int nan = xi != xi;
+                /* every load in range whatever the branch, so that the loop has none */
 #define NS_LOOKUP(col)                                                                                   \
-    (inside ? tb->col[i] + theta * (tb->col[i + 1] - tb->col[i]) : nan ? xi : tb->col[e0])
+    ns_select3(inside, tb->col[i] + theta * (tb->col[i + 1] - tb->col[i]), nan, xi, tb->col[e0])
                 minf[l] = NS_LOOKUP(minf);
                 mtau[l] = NS_LOOKUP(mtau);
                 hinf[l] = NS_LOOKUP(hinf);
@@ -379,19 +428,15 @@ NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, int64_t b, int64_t e, const dou
         /* ns_cnexp, split around its exp */
         for (int l = 0; l < len; ++l) {
             ex[l] = dt * ((-1.0) / mtau[l]);
-            ex[CHUNK + l] = dt * ((-1.0) / htau[l]);
-            ex[2 * CHUNK + l] = dt * ((-1.0) / ntau[l]);
+            ex[len + l] = dt * ((-1.0) / htau[l]);
+            ex[2 * len + l] = dt * ((-1.0) / ntau[l]);
         }
-        for (int l = 0; l < len; ++l) {
-            ex[l] = exp(ex[l]);
-            ex[CHUNK + l] = exp(ex[CHUNK + l]);
-            ex[2 * CHUNK + l] = exp(ex[2 * CHUNK + l]);
-        }
+        for (int l = 0; l < 3 * len; ++l) ex[l] = exp_lanes(ex[l]);
         for (int l = 0; l < len; ++l) {
             const int64_t k = k0 + l;
             m[k] = m[k] + (1. - ex[l]) * (-(minf[l] / mtau[l]) / ((-1.0) / mtau[l]) - m[k]);
-            h[k] = h[k] + (1. - ex[CHUNK + l]) * (-(hinf[l] / htau[l]) / ((-1.0) / htau[l]) - h[k]);
-            gn[k] = gn[k] + (1. - ex[2 * CHUNK + l]) * (-(ninf[l] / ntau[l]) / ((-1.0) / ntau[l]) - gn[k]);
+            h[k] = h[k] + (1. - ex[len + l]) * (-(hinf[l] / htau[l]) / ((-1.0) / htau[l]) - h[k]);
+            gn[k] = gn[k] + (1. - ex[2 * len + l]) * (-(ninf[l] / ntau[l]) / ((-1.0) / ntau[l]) - gn[k]);
         }
     }
 }
@@ -580,9 +625,19 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
     return 0;
 }
 
-/* One function per width, so that the lane loops have a constant trip count. */
+/* One function per width, so that the lane loops have a constant trip count;
+ * on x86-64 Linux with gcc or clang, each compiled for AVX-512, AVX2 and the
+ * baseline, chosen at load time by the CPU (function multiversioning). No
+ * FMA contraction in any of them (-ffp-contract=off), so the clones compute
+ * the same values. */
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(__INTEL_COMPILER)
+#define NS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define NS_CLONES
+#endif
 #define NS_RUN_W(W)                                                                                      \
-    static int run_block_##W(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, int64_t step0,   \
+    NS_CLONES static int run_block_##W(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, int64_t step0,   \
                              int64_t steps, double t0, double *d, double *rhs, block_fault *fault) {    \
         return run_block(sim, st, blk, W, step0, steps, t0, d, rhs, fault);                             \
     }
