@@ -9,6 +9,8 @@
 #   mixed:     the bundled morphologies Arbor's SWC loader accepts x 5 cells,
 #              the same three with 1 and 16 threads;
 #   few cells: 1, 4 and 16 cells with 1 and 16 threads (never slower with 16);
+# (in that order, the mixed runs last: NEURON's Import3d set-up of the mix is the
+# slowest part; bench.txt keeps what ran if the call's limit cuts it short)
 # and print the table of ratios (bench/cpu_table.py). In $OUT (8 files at most):
 # host.txt tests.txt bench.txt table.md one_1.csv one_T.csv mixed_1.csv mixed_T.csv.
 #
@@ -59,13 +61,13 @@ mkdir -p "$FEW"
       --csv "$OUT/one_$th.csv"
   done
   for th in 1 "$T"; do
+    echo "== few cells, $th thread(s)"
+    "$NS" bench sim --backend cpu --morph "$M" --cells 1,4,16 --steps "$STEPS" --threads "$th" --csv "$FEW/few_$th.csv"
+  done
+  for th in "$T" 1; do
     echo "== mixed, $th thread(s)"
     "$NS" bench sim --mixed --per 5 --jitter 0 --gpu-methods auto --steps "$STEPS" --threads "$th" --arbor \
       --neuron-threads "$th" --csv "$OUT/mixed_$th.csv"
-  done
-  for th in 1 "$T"; do
-    echo "== few cells, $th thread(s)"
-    "$NS" bench sim --backend cpu --morph "$M" --cells 1,4,16 --steps "$STEPS" --threads "$th" --csv "$FEW/few_$th.csv"
   done
 } 2>&1 | tee "$OUT/bench.txt"
 python3 bench/cpu_table.py "$OUT" "$FEW" "$T" | tee "$OUT/table.md"
