@@ -19,7 +19,8 @@
 # libraries, NMODL and GUI binaries removed) because the wheels and the tree
 # exceed the 64 MiB a call carries. Call (from the repository root):
 #   run(command="bash bench/device_cpu.sh", carry=[".whl/site"], timeout_s=600)
-# Usage elsewhere: bash bench/device_cpu.sh   (THREADS=16 CELLS=1000 STEPS=400; SKIP_CUDA=1: CPU-only build)
+# Usage elsewhere: bash bench/device_cpu.sh   (THREADS=16 CELLS=1000 STEPS=400; SKIP_CUDA=1: CPU-only
+# build; SKIP_MIXED=1: no mixed runs)
 set -uo pipefail
 OUT=${OUT:-cpu-results}
 mkdir -p "$OUT"
@@ -64,7 +65,7 @@ mkdir -p "$FEW"
     echo "== few cells, $th thread(s)"
     "$NS" bench sim --backend cpu --morph "$M" --cells 1,4,16 --steps "$STEPS" --threads "$th" --csv "$FEW/few_$th.csv"
   done
-  for th in "$T" 1; do
+  for th in $([ -z "${SKIP_MIXED:-}" ] && echo "$T" 1); do
     echo "== mixed, $th thread(s)"
     "$NS" bench sim --mixed --per 5 --jitter 0 --gpu-methods auto --steps "$STEPS" --threads "$th" --arbor \
       --neuron-threads "$th" --csv "$OUT/mixed_$th.csv"
