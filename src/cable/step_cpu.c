@@ -384,7 +384,9 @@ NS_ALWAYS_INLINE double exp_lanes(double x) {
 NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, int64_t b, int64_t e, const double *restrict v,
                             double *restrict m, double *restrict h, double *restrict gn) {
     const double dt = sim->params.dt;
-    const ns_hh_table *restrict tb = &sim->table;
+    const double *restrict t_minf = sim->table.minf, *restrict t_mtau = sim->table.mtau;
+    const double *restrict t_hinf = sim->table.hinf, *restrict t_htau = sim->table.htau;
+    const double *restrict t_ninf = sim->table.ninf, *restrict t_ntau = sim->table.ntau;
     for (int64_t k0 = b; k0 < e; k0 += CHUNK) {
         const int len = (int)(e - k0 < CHUNK ? e - k0 : CHUNK);
         double minf[CHUNK], mtau[CHUNK], hinf[CHUNK], htau[CHUNK], ninf[CHUNK], ntau[CHUNK];
@@ -397,20 +399,29 @@ NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, int64_t b, int64_t e, const dou
             for (int l = 0; l < len; ++l) {
                 const double xi = (1.0 / NS_HH_TABLE_DV) * (v[k0 + l] - NS_HH_TABLE_VMIN);
                 const int inside = (xi > 0.0) & (xi < (double)(NS_HH_TABLE_N - 1));
-                const double xs = inside ? xi : 0.0;
+                /* xs = inside ? xi : 0 in a form gcc vectorises: NaN to 0, the rest
+                 * clamped to +-300, times 0 or 1 (xs = xi exactly when inside) */
+                const double xc = xi == xi ? xi : 0.0;
+                const double xd = xc < 300.0 ? xc : 300.0;
+                const double xs = (xd > -300.0 ? xd : -300.0) * (double)inside;
                 const int i = (int)xs;
                 const double theta = xs - (double)i;
-                const int e0 = xi >= (double)(NS_HH_TABLE_N - 1) ? NS_HH_TABLE_N - 1 : 0;
+                const int high = xi >= (double)(NS_HH_TABLE_N - 1);
                 const int nan = xi != xi;
-                /* every load in range whatever the branch, so that the loop has none */
-#define NS_LOOKUP(col)                                                                                   \
-    ns_select3(inside, tb->col[i] + theta * (tb->col[i + 1] - tb->col[i]), nan, xi, tb->col[e0])
-                minf[l] = NS_LOOKUP(minf);
-                mtau[l] = NS_LOOKUP(mtau);
-                hinf[l] = NS_LOOKUP(hinf);
-                htau[l] = NS_LOOKUP(htau);
-                ninf[l] = NS_LOOKUP(ninf);
-                ntau[l] = NS_LOOKUP(ntau);
+                /* every load in range and done whatever the case, then selects, so
+                 * that the loop has no branch; the clamped ends are two scalars */
+#define NS_LOOKUP(col, out)                                                                              \
+    do {                                                                                                 \
+        const double c0 = col[i], c1 = col[i + 1];                                                       \
+        const double lo = col[0], hi = col[NS_HH_TABLE_N - 1];                                           \
+        out = ns_select3(inside, c0 + theta * (c1 - c0), nan, xi, high ? hi : lo);                       \
+    } while (0)
+                NS_LOOKUP(t_minf, minf[l]);
+                NS_LOOKUP(t_mtau, mtau[l]);
+                NS_LOOKUP(t_hinf, hinf[l]);
+                NS_LOOKUP(t_htau, htau[l]);
+                NS_LOOKUP(t_ninf, ninf[l]);
+                NS_LOOKUP(t_ntau, ntau[l]);
 #undef NS_LOOKUP
             }
         } else {
