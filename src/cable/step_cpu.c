@@ -348,11 +348,10 @@ NS_ALWAYS_INLINE double exp_lanes(double x) {
     double xc = x < -746.0 ? -746.0 : x; /* NaN stays NaN here... */
     xc = xc > 710.0 ? 710.0 : xc;
     const double xs = xc == xc ? xc : 0.0; /* ...and 0 for the bits */
-    double kd = xs * inv_ln2 + shift;
-    uint64_t kb;
-    memcpy(&kb, &kd, sizeof kb);
-    kd -= shift;
-    const int64_t k = (int64_t)(kb << 32) >> 32; /* round(xs / ln2), |k| <= 1077 (arithmetic shift) */
+    /* k = round(xs / ln2), its halves k1 + k2 = k, all as doubles: AVX2 has
+     * no 64-bit arithmetic shift, so no signed 64-bit integers here */
+    const double kd = (xs * inv_ln2 + shift) - shift;
+    const double k1 = (kd * 0.5 + shift) - shift, k2 = kd - k1; /* |k1|, |k2| <= 539 */
     const double r = (xs - kd * ln2_hi) - kd * ln2_lo;
     double p = 1.0 / 6227020800.0; /* 1/13! */
     p = p * r + 1.0 / 479001600.0;
@@ -368,9 +367,14 @@ NS_ALWAYS_INLINE double exp_lanes(double x) {
     p = p * r + 0.5;
     p = p * r + 1.0;
     p = p * r + 1.0;
-    /* 2^k = 2^k1 * 2^k2, each exponent within the normal range */
-    const int64_t k1 = k >> 1, k2 = k - k1;
-    const uint64_t b1 = (uint64_t)(k1 + 1023) << 52, b2 = (uint64_t)(k2 + 1023) << 52;
+    /* 2^k = 2^k1 * 2^k2, each exponent within the normal range: k + 1023 + shift
+     * holds k + 1023 in its low mantissa bits, shifted into the exponent field */
+    double e1 = k1 + (1023.0 + shift), e2 = k2 + (1023.0 + shift);
+    uint64_t b1, b2;
+    memcpy(&b1, &e1, sizeof b1);
+    memcpy(&b2, &e2, sizeof b2);
+    b1 <<= 52;
+    b2 <<= 52;
     double s1, s2;
     memcpy(&s1, &b1, sizeof s1);
     memcpy(&s2, &b2, sizeof s2);
