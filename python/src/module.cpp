@@ -1,0 +1,1378 @@
+// neurosolve._core: the nanobind bindings of libneurosolve (docs/python.md).
+//
+// Only the public headers (include/neurosolve/) are used. Every failing C
+// call raises neurosolve.Error (a subclass per ns_status, python/neurosolve/
+// _errors.py) carrying ns_last_error()'s message. Arrays come in through
+// nb::ndarray<> (numpy's buffer protocol or DLPack: CuPy, PyTorch, JAX, ...)
+// and are checked here for dtype, shape, contiguity and device: nothing is
+// ever converted or copied behind the caller's back; a mismatch raises
+// InvalidArgumentError (or SizeError) naming the argument. The GIL is
+// released around every call that can take time.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "neurosolve/neurosolve.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+// ------------------------------------------------------------------ errors
+
+struct ns_error {
+    int status;
+    std::string message;
+};
+
+[[noreturn]] void fail(ns_status status, const std::string &message) { throw ns_error{status, message}; }
+
+void check(ns_status st) {
+    if (st != NS_OK) {
+        const char *m = ns_last_error();
+        throw ns_error{st, (m && *m) ? std::string(m) : std::string(ns_status_string(st))};
+    }
+}
+
+void translate(const std::exception_ptr &p, void *) {
+    try {
+        std::rethrow_exception(p);
+    } catch (const ns_error &e) {
+        nb::object mod = nb::module_::import_("neurosolve._errors");
+        nb::object exc = mod.attr("_make")(e.status, e.message);
+        PyErr_SetObject((PyObject *)Py_TYPE(exc.ptr()), exc.ptr());
+    }
+}
+
+// ----------------------------------------------------------------- arrays
+
+using any_array = nb::ndarray<nb::ro>;
+
+const char *device_name(int dt) {
+    switch (dt) {
+    case nb::device::cpu::value: return "cpu";
+    case nb::device::cuda::value: return "cuda";
+    case nb::device::cuda_host::value: return "cuda_host";
+    case nb::device::cuda_managed::value: return "cuda_managed";
+    default: return "another device";
+    }
+}
+
+std::string dtype_name(nb::dlpack::dtype t) {
+    const char *k = t.code == (uint8_t)nb::dlpack::dtype_code::Float  ? "float"
+                    : t.code == (uint8_t)nb::dlpack::dtype_code::Int  ? "int"
+                    : t.code == (uint8_t)nb::dlpack::dtype_code::UInt ? "uint"
+                    : t.code == (uint8_t)nb::dlpack::dtype_code::Bool ? "bool"
+                                                                      : "other";
+    return std::string(k) + std::to_string(t.bits) + (t.lanes != 1 ? "x" + std::to_string(t.lanes) : "");
+}
+
+// One array argument after its checks.
+struct view {
+    any_array arr;
+    void *ptr = nullptr;
+    int device = nb::device::cpu::value;
+    int device_id = 0;
+};
+
+// Where the arrays of a call must live.
+enum class place { host, cuda, any };
+
+// Check an array argument: 1-D (or any shape with `flat`), dtype T, C-contiguous,
+// `length` elements (-1: any), on the expected device. `writable` arrays must
+// not be read-only (numpy's flag; DLPack exports carry none).
+template <typename T>
+view take(nb::handle obj, const char *fn, const char *name, int64_t length, place where, bool writable,
+          bool flat = false) {
+    view v;
+    if (!nb::try_cast<any_array>(obj, v.arr, false))
+        fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": " + name +
+                                          " is not an array (numpy, or an object with __dlpack__: CuPy, "
+                                          "PyTorch, JAX); got " +
+                                          nb::inst_name(obj).c_str());
+    if (v.arr.dtype() != nb::dtype<T>())
+        fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": " + name + " has dtype " + dtype_name(v.arr.dtype()) +
+                                          ", expected " + dtype_name(nb::dtype<T>()) +
+                                          " (no conversion is made: convert it yourself, e.g. "
+                                          "numpy.ascontiguousarray(x, dtype=...))");
+    if (!flat && v.arr.ndim() != 1)
+        fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": " + name + " has " + std::to_string(v.arr.ndim()) +
+                                          " dimensions, expected 1");
+    // C-contiguous: strides (in elements) of a dense row-major array.
+    int64_t expect = 1;
+    for (size_t i = v.arr.ndim(); i-- > 0;) {
+        if (v.arr.shape(i) > 1 && v.arr.stride(i) != expect)
+            fail(NS_ERR_INVALID_ARGUMENT,
+                 std::string(fn) + ": " + name + " is not C-contiguous (stride " + std::to_string(v.arr.stride(i)) +
+                     " elements in dimension " + std::to_string(i) +
+                     "); no copy is made: pass numpy.ascontiguousarray(x) or x.copy()");
+        expect *= (int64_t)v.arr.shape(i);
+    }
+    if (length >= 0 && (int64_t)v.arr.size() != length)
+        fail(NS_ERR_SIZE, std::string(fn) + ": " + name + " has " + std::to_string(v.arr.size()) +
+                              " elements, expected " + std::to_string(length));
+    v.device = v.arr.device_type();
+    v.device_id = v.arr.device_id();
+    const bool host = v.device == nb::device::cpu::value;
+    const bool cuda = v.device == nb::device::cuda::value || v.device == nb::device::cuda_managed::value;
+    if (where == place::host && !host)
+        fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": " + name + " is " + device_name(v.device) +
+                                          " memory, expected host (cpu) memory");
+    if (where == place::cuda && !cuda)
+        fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": " + name + " is " + device_name(v.device) +
+                                          " memory, expected CUDA device memory");
+    if (where == place::any && !host && !cuda)
+        fail(NS_ERR_INVALID_ARGUMENT,
+             std::string(fn) + ": " + name + " is " + device_name(v.device) + " memory, expected cpu or cuda");
+    if (writable && host) {
+        // numpy's read-only arrays: nb::ro accepted them, the solve would write.
+        // (Device arrays carry no such flag; the check costs nothing for them.)
+        nb::object flags = nb::getattr(obj, "flags", nb::none());
+        if (!flags.is_none() && nb::hasattr(flags, "writeable") && !nb::cast<bool>(flags.attr("writeable")))
+            fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": " + name + " is read-only, and the call writes it");
+    }
+    v.ptr = const_cast<void *>(v.arr.data());
+    return v;
+}
+
+// A new numpy array owning a copy of n values (shape given).
+template <typename T>
+nb::object to_numpy(const T *src, std::vector<size_t> shape) {
+    size_t n = 1;
+    for (size_t s : shape) n *= s;
+    T *buf = new T[n ? n : 1];
+    if (n && src) std::memcpy(buf, src, n * sizeof(T));
+    nb::capsule owner(buf, [](void *p) noexcept { delete[] (T *)p; });
+    return nb::cast(nb::ndarray<nb::numpy, T>(buf, shape.size(), shape.data(), owner), nb::rv_policy::automatic);
+}
+
+template <typename T> nb::ndarray<nb::numpy, T> empty_numpy(size_t n) {
+    T *buf = new T[n ? n : 1]();
+    nb::capsule owner(buf, [](void *p) noexcept { delete[] (T *)p; });
+    size_t shape[1] = {n};
+    return nb::ndarray<nb::numpy, T>(buf, 1, shape, owner);
+}
+
+// A CUDA stream from None (the legacy default stream), an int handle, or an
+// object with .cuda_stream (PyTorch) or .ptr (CuPy).
+void *stream_of(nb::handle s) {
+    if (s.is_none()) return nullptr;
+    nb::object v;
+    if (nb::hasattr(s, "cuda_stream"))
+        v = s.attr("cuda_stream");
+    else if (nb::hasattr(s, "ptr"))
+        v = s.attr("ptr");
+    else
+        v = nb::borrow(s);
+    uintptr_t h;
+    if (!nb::try_cast<uintptr_t>(v, h, false))
+        fail(NS_ERR_INVALID_ARGUMENT, "stream must be None, an int handle (cudaStream_t) or an object with "
+                                      ".cuda_stream (PyTorch) or .ptr (CuPy); got " +
+                                          std::string(nb::inst_name(s).c_str()));
+    return (void *)h;
+}
+
+// --------------------------------------------------------------- names
+
+ns_backend backend_of(const std::string &name) {
+    ns_backend b;
+    check(ns_backend_from_name(name.c_str(), &b));
+    return b;
+}
+
+ns_hines_method hines_method_of(const std::string &name) {
+    ns_hines_method m;
+    check(ns_hines_method_from_name(name.c_str(), &m));
+    return m;
+}
+
+template <typename E> E pick(const char *what, const std::string &name, std::initializer_list<std::pair<const char *, E>> table) {
+    std::string known;
+    for (auto &kv : table) {
+        if (name == kv.first) return kv.second;
+        known += known.empty() ? "" : ", ";
+        known += kv.first;
+    }
+    fail(NS_ERR_INVALID_ARGUMENT, std::string(what) + ": unknown value '" + name + "' (one of " + known + ")");
+}
+
+// ------------------------------------------------------------- wrappers
+
+struct Tree {
+    ns_tree_t *t = nullptr;
+    explicit Tree(ns_tree_t *p) : t(p) {}
+    Tree(const Tree &) = delete;
+    ~Tree() { ns_tree_destroy(t); }
+};
+
+std::unique_ptr<Tree> tree_copy(const ns_tree_t *src) {
+    ns_tree_t *t = nullptr;
+    check(ns_tree_create(ns_tree_size(src), ns_tree_parent(src), &t));
+    return std::make_unique<Tree>(t);
+}
+
+struct Morphology {
+    ns_morph_t *m = nullptr;
+    explicit Morphology(ns_morph_t *p) : m(p) {}
+    Morphology(const Morphology &) = delete;
+    ~Morphology() { ns_morph_destroy(m); }
+};
+
+struct Cell {
+    ns_cell_t *c = nullptr;
+    explicit Cell(ns_cell_t *p) : c(p) {}
+    Cell(const Cell &) = delete;
+    ~Cell() { ns_cell_destroy(c); }
+    int32_t size() const { return ns_tree_size(ns_cell_tree(c)); }
+};
+
+struct Batch {
+    ns_batch_t *b = nullptr;
+    explicit Batch(ns_batch_t *p) : b(p) {}
+    Batch(const Batch &) = delete;
+    ~Batch() { ns_batch_destroy(b); }
+};
+
+struct HinesSolver {
+    std::mutex mu; // one call at a time (the GIL is released during calls)
+    ns_hines_solver_t *s = nullptr;
+    nb::object batch; // the batch must outlive the solver
+    int64_t n = 0;
+    HinesSolver() = default;
+    HinesSolver(const HinesSolver &) = delete;
+    ~HinesSolver() { ns_hines_solver_destroy(s); }
+};
+
+struct TridiagSolver {
+    std::mutex mu; // one call at a time (the GIL is released during calls)
+    ns_tridiag_solver_t *s = nullptr;
+    ns_tridiag_precision precision = NS_TRIDIAG_FLOAT64;
+    int64_t length = 0;
+    TridiagSolver() = default;
+    TridiagSolver(const TridiagSolver &) = delete;
+    ~TridiagSolver() { ns_tridiag_solver_destroy(s); }
+};
+
+struct SimParams {
+    ns_sim_params p;
+    SimParams() { ns_sim_params_init(&p); }
+};
+
+struct Simulation {
+    std::mutex mu; // one call at a time (the GIL is released during calls)
+    ns_sim_t *s = nullptr;
+    std::vector<int32_t> shape_size; // compartments per shape
+    std::vector<int32_t> cell_shape; // empty: c % n_shapes
+    int32_t cell_size(int64_t c) const {
+        return shape_size[cell_shape.empty() ? (size_t)(c % (int64_t)shape_size.size()) : (size_t)cell_shape[c]];
+    }
+    Simulation() = default;
+    Simulation(const Simulation &) = delete;
+    ~Simulation() { ns_sim_destroy(s); }
+};
+
+struct LifeModel {
+    ns_life_model_t *m = nullptr;
+    ns_life_built_t *built = nullptr; // when the model came from ns_life_build / ns_life_built_load
+    LifeModel() = default;
+    LifeModel(const LifeModel &) = delete;
+    ~LifeModel() {
+        if (built)
+            ns_life_built_destroy(built);
+        else
+            ns_life_model_destroy(m);
+    }
+};
+
+struct LifeEngine {
+    std::mutex mu; // one call at a time (the GIL is released during calls)
+    ns_life_engine_t *e = nullptr;
+    nb::object model; // the model must outlive the engine
+    LifeEngine() = default;
+    LifeEngine(const LifeEngine &) = delete;
+    ~LifeEngine() { ns_life_engine_destroy(e); }
+};
+
+// ------------------------------------------------------------- helpers
+
+nb::dict tree_stats(const ns_tree_t *t) {
+    ns_tree_stats s;
+    ns_tree_get_stats(t, &s);
+    nb::dict d;
+    d["size"] = s.size;
+    d["branches"] = s.branches;
+    d["branch_points"] = s.branch_points;
+    d["leaves"] = s.leaves;
+    d["depth"] = s.depth;
+    d["branch_depth"] = s.branch_depth;
+    return d;
+}
+
+nb::dict timing_dict(const ns_solve_timing &t) {
+    nb::dict d;
+    d["upload_ms"] = t.upload_ms;
+    d["layout_ms"] = t.layout_ms;
+    d["kernel_ms"] = t.kernel_ms;
+    d["download_ms"] = t.download_ms;
+    d["total_ms"] = t.total_ms;
+    return d;
+}
+
+ns_swc_options swc_options(const std::string &roots, const std::string &radii, double default_radius, double scale) {
+    ns_swc_options o;
+    ns_swc_options_init(&o);
+    o.roots = pick<ns_root_policy>("roots", roots, {{"keep-main", NS_ROOTS_KEEP_MAIN}, {"reject", NS_ROOTS_REJECT}});
+    o.radii = pick<ns_radius_policy>("radii", radii,
+                                     {{"repair", NS_RADIUS_REPAIR}, {"reject", NS_RADIUS_REJECT}, {"default", NS_RADIUS_DEFAULT}});
+    o.default_radius = default_radius;
+    o.scale = scale;
+    return o;
+}
+
+// The trees of Tree or Cell objects (borrowed: ns_batch_create copies them).
+std::vector<const ns_tree_t *> shapes_of(nb::handle shapes) {
+    std::vector<const ns_tree_t *> out;
+    for (nb::handle h : shapes) {
+        if (nb::isinstance<Tree>(h))
+            out.push_back(nb::cast<Tree &>(h).t);
+        else if (nb::isinstance<Cell>(h))
+            out.push_back(ns_cell_tree(nb::cast<Cell &>(h).c));
+        else
+            fail(NS_ERR_INVALID_ARGUMENT, "Batch: shapes must be neurosolve.Tree or neurosolve.Cell objects, got " +
+                                              std::string(nb::inst_name(h).c_str()));
+    }
+    return out;
+}
+
+std::vector<int32_t> cell_shape_of(nb::handle cell_shape, int64_t n_cells, const char *fn) {
+    std::vector<int32_t> cs;
+    if (cell_shape.is_none()) return cs;
+    view v = take<int32_t>(cell_shape, fn, "cell_shape", n_cells, place::host, false);
+    const int32_t *p = (const int32_t *)v.ptr;
+    cs.assign(p, p + n_cells);
+    return cs;
+}
+
+} // namespace
+
+NB_MODULE(_core, m) {
+    m.doc() = "neurosolve's C library, bound with nanobind (docs/python.md)";
+    nb::register_exception_translator(translate);
+
+    // ------------------------------------------------------------ library
+    m.def("version", [] { return std::string(ns_version()); });
+    m.def("build_info", [] {
+        ns_build_info b;
+        ns_get_build_info(&b);
+        nb::dict d;
+        d["version"] = ns_version();
+        d["cuda"] = (bool)b.cuda;
+        d["openmp"] = (bool)b.openmp;
+        d["openmp_threads"] = b.openmp_threads;
+        d["build_type"] = b.build_type;
+        d["cuda_architectures"] = b.cuda_architectures;
+        return d;
+    });
+    m.def("cuda_device_count", [] {
+        int n = 0;
+        ns_status st = ns_cuda_device_count(&n);
+        if (st == NS_ERR_UNSUPPORTED) {
+            ns_clear_error();
+            return 0;
+        }
+        check(st);
+        return n;
+    }, "Usable CUDA devices (0 without a GPU or in a build without CUDA).");
+    m.def("backend_info", [](const std::string &name) {
+        ns_backend_info i;
+        check(ns_backend_query(backend_of(name), &i));
+        nb::dict d;
+        d["backend"] = ns_backend_name(i.backend);
+        d["compiled"] = (bool)i.compiled;
+        d["devices"] = i.devices;
+        d["threads"] = i.threads;
+        return d;
+    }, "backend"_a, "ns_backend_query: compiled in, usable devices, CPU threads.");
+    m.def("available_methods", [](const std::string &backend, const std::string &family) {
+        ns_family f = pick<ns_family>("family", family, {{"hines", NS_FAMILY_HINES}, {"tridiag", NS_FAMILY_TRIDIAG},
+                                                         {"sim", NS_FAMILY_SIM}, {"life", NS_FAMILY_LIFE}});
+        const ns_backend b = backend_of(backend);
+        int32_t n = ns_backend_methods(b, f, nullptr, 0);
+        std::vector<int32_t> ids((size_t)std::max(n, 0));
+        n = ns_backend_methods(b, f, ids.data(), n);
+        std::vector<std::string> out;
+        for (int32_t k = 0; k < n; ++k) {
+            const int32_t id = ids[(size_t)k];
+            out.push_back(f == NS_FAMILY_TRIDIAG ? ns_tridiag_method_name((ns_tridiag_method)id)
+                          : f == NS_FAMILY_LIFE  ? ns_life_variant_name((ns_life_variant)id)
+                                                 : ns_hines_method_name((ns_hines_method)id));
+        }
+        return out;
+    }, "backend"_a, "family"_a, "ns_backend_methods: the methods of a family (hines, tridiag, sim, life) "
+                                "compiled into this build for a backend (cpu, cuda).");
+    m.def("status_string", [](int s) { return std::string(ns_status_string((ns_status)s)); });
+    m.def("hines_method_backend", [](const std::string &method) {
+        return std::string(ns_backend_name(ns_hines_method_backend(hines_method_of(method))));
+    });
+    m.def("hines_methods", [] {
+        std::vector<std::string> v;
+        for (int i = 0; i <= (int)NS_HINES_TREE; ++i) v.push_back(ns_hines_method_name((ns_hines_method)i));
+        return v;
+    });
+    m.def("tridiag_methods", [] {
+        std::vector<std::string> v;
+        for (int i = 0; i < NS_TRIDIAG_METHOD_COUNT; ++i) v.push_back(ns_tridiag_method_name((ns_tridiag_method)i));
+        return v;
+    });
+    m.def("_raise", [](int status, const std::string &msg) { fail((ns_status)status, msg); }); // for tests
+
+    // --------------------------------------------------------------- Tree
+    nb::class_<Tree>(m, "Tree", "A compartment tree: its parent array (parent[0] = -1, parent[i] < i).")
+        .def("__init__", [](Tree *self, nb::handle parent) {
+            view v = take<int32_t>(parent, "Tree", "parent", -1, place::host, false);
+            ns_tree_t *t = nullptr;
+            if (v.arr.size() > INT32_MAX) fail(NS_ERR_SIZE, "Tree: parent has more than 2^31-1 entries");
+            check(ns_tree_create((int32_t)v.arr.size(), (const int32_t *)v.ptr, &t));
+            new (self) Tree(t);
+        }, "parent"_a, "Copy and check a parent array (numpy int32).")
+        .def_static("generate", [](int32_t size, int32_t branches, uint64_t seed) {
+            ns_tree_t *t = nullptr;
+            check(ns_generate_tree(size, branches, seed, &t));
+            return std::make_unique<Tree>(t);
+        }, "size"_a, "branches"_a, "seed"_a = 1)
+        .def_static("paper", [](const std::string &name, uint64_t seed) {
+            ns_tree_t *t = nullptr;
+            check(ns_generate_paper_tree(name.c_str(), seed, &t));
+            return std::make_unique<Tree>(t);
+        }, "name"_a, "seed"_a = 1)
+        .def_static("binary", [](int32_t size, int32_t levels) {
+            ns_tree_t *t = nullptr;
+            check(ns_generate_binary_tree(size, levels, &t));
+            return std::make_unique<Tree>(t);
+        }, "size"_a, "levels"_a)
+        .def_static("random", [](const std::string &preset, uint64_t seed) {
+            ns_random_tree_params p;
+            check(ns_random_tree_preset(preset.c_str(), &p));
+            ns_tree_t *t = nullptr;
+            check(ns_generate_random_tree(&p, seed, &t));
+            return std::make_unique<Tree>(t);
+        }, "preset"_a, "seed"_a = 1)
+        .def_prop_ro("size", [](const Tree &t) { return ns_tree_size(t.t); })
+        .def("__len__", [](const Tree &t) { return (size_t)ns_tree_size(t.t); })
+        .def_prop_ro("parent", [](const Tree &t) {
+            return to_numpy<int32_t>(ns_tree_parent(t.t), {(size_t)ns_tree_size(t.t)});
+        }, "A copy of the parent array (int32).")
+        .def_prop_ro("stats", [](const Tree &t) { return tree_stats(t.t); });
+
+    // ---------------------------------------------------------- Morphology
+    nb::class_<Morphology>(m, "Morphology", "A checked SWC morphology (docs/swc.md).")
+        .def_static("read", [](const std::string &path, const std::string &roots, const std::string &radii,
+                               double default_radius, double scale) {
+            ns_swc_options o = swc_options(roots, radii, default_radius, scale);
+            ns_morph_t *mo = nullptr;
+            {
+                nb::gil_scoped_release r;
+                ns_status st = ns_swc_read(path.c_str(), &o, &mo);
+                if (st != NS_OK) {
+                    std::string msg = ns_last_error();
+                    nb::gil_scoped_acquire a;
+                    fail(st, msg);
+                }
+            }
+            return std::make_unique<Morphology>(mo);
+        }, "path"_a, "roots"_a = "keep-main", "radii"_a = "repair", "default_radius"_a = 1.0, "scale"_a = 1.0)
+        .def_static("parse", [](const std::string &text, const std::string &name, const std::string &roots,
+                                const std::string &radii, double default_radius, double scale) {
+            ns_swc_options o = swc_options(roots, radii, default_radius, scale);
+            ns_morph_t *mo = nullptr;
+            check(ns_swc_parse(text.data(), text.size(), name.c_str(), &o, &mo));
+            return std::make_unique<Morphology>(mo);
+        }, "text"_a, "name"_a = "<string>", "roots"_a = "keep-main", "radii"_a = "repair", "default_radius"_a = 1.0,
+           "scale"_a = 1.0)
+        .def_static("from_points", [](const std::string &name, nb::handle xyz, nb::handle r, nb::handle type,
+                                      nb::handle parent) {
+            const char *fn = "Morphology.from_points";
+            view vr = take<double>(r, fn, "r", -1, place::host, false);
+            const int64_t n = (int64_t)vr.arr.size();
+            view vx = take<double>(xyz, fn, "xyz", 3 * n, place::host, false, true);
+            if (vx.arr.ndim() != 2 || vx.arr.shape(1) != 3)
+                fail(NS_ERR_SIZE, std::string(fn) + ": xyz must have shape (n, 3)");
+            view vt = take<int32_t>(type, fn, "type", n, place::host, false);
+            view vp = take<int32_t>(parent, fn, "parent", n, place::host, false);
+            std::vector<ns_morph_point> pts((size_t)n);
+            const double *x = (const double *)vx.ptr, *rr = (const double *)vr.ptr;
+            const int32_t *t = (const int32_t *)vt.ptr, *pp = (const int32_t *)vp.ptr;
+            for (int64_t i = 0; i < n; ++i) {
+                pts[i].x = x[3 * i];
+                pts[i].y = x[3 * i + 1];
+                pts[i].z = x[3 * i + 2];
+                pts[i].r = rr[i];
+                pts[i].type = t[i];
+                pts[i].parent = pp[i];
+                pts[i].id = i + 1;
+                pts[i].line = 0;
+            }
+            ns_morph_t *mo = nullptr;
+            check(ns_morph_from_points(name.c_str(), pts.data(), n, &mo));
+            return std::make_unique<Morphology>(mo);
+        }, "name"_a, "xyz"_a, "r"_a, "type"_a, "parent"_a,
+           "A morphology from points in topological order (parent indices, -1 for the root; ids 1..n).")
+        .def_prop_ro("name", [](const Morphology &mo) { return std::string(ns_morph_name(mo.m)); })
+        .def_prop_ro("info", [](const Morphology &mo) {
+            ns_morph_info i;
+            ns_morph_get_info(mo.m, &i);
+            nb::dict d;
+            d["points_read"] = i.points_read;
+            d["points"] = i.points;
+            d["roots"] = i.roots;
+            d["roots_kept"] = i.roots_kept;
+            d["points_dropped"] = i.points_dropped;
+            d["radii_repaired"] = i.radii_repaired;
+            d["soma_points"] = i.soma_points;
+            d["soma"] = ns_soma_style_name(i.soma);
+            return d;
+        })
+        .def_prop_ro("points", [](const Morphology &mo) {
+            int64_t n = 0;
+            const ns_morph_point *p = ns_morph_points(mo.m, &n);
+            std::vector<double> xyz(3 * n), r(n);
+            std::vector<int32_t> type(n), parent(n);
+            std::vector<int64_t> id(n), line(n);
+            for (int64_t i = 0; i < n; ++i) {
+                xyz[3 * i] = p[i].x;
+                xyz[3 * i + 1] = p[i].y;
+                xyz[3 * i + 2] = p[i].z;
+                r[i] = p[i].r;
+                type[i] = p[i].type;
+                parent[i] = p[i].parent;
+                id[i] = p[i].id;
+                line[i] = p[i].line;
+            }
+            nb::dict d;
+            d["xyz"] = to_numpy<double>(xyz.data(), {(size_t)n, 3});
+            d["r"] = to_numpy<double>(r.data(), {(size_t)n});
+            d["type"] = to_numpy<int32_t>(type.data(), {(size_t)n});
+            d["parent"] = to_numpy<int32_t>(parent.data(), {(size_t)n});
+            d["id"] = to_numpy<int64_t>(id.data(), {(size_t)n});
+            d["line"] = to_numpy<int64_t>(line.data(), {(size_t)n});
+            return d;
+        }, "The kept points as numpy arrays (copies): xyz (n, 3), r, type, parent, id, line.")
+        .def("discretize", [](const Morphology &mo, const std::string &rule, double d_lambda, double frequency,
+                              double max_length, double Ra, double cm, const std::string &junctions) {
+            ns_discretize_options o;
+            ns_discretize_options_init(&o);
+            o.rule = pick<ns_nseg_rule>("rule", rule,
+                                        {{"d_lambda", NS_NSEG_D_LAMBDA}, {"fixed_length", NS_NSEG_FIXED_LENGTH}, {"one", NS_NSEG_ONE}});
+            o.d_lambda = d_lambda;
+            o.frequency = frequency;
+            o.max_length = max_length;
+            o.Ra = Ra;
+            o.cm = cm;
+            o.junctions = pick<ns_junction_policy>("junctions", junctions,
+                                                   {{"minimal", NS_JUNCTIONS_MINIMAL}, {"neuron", NS_JUNCTIONS_NEURON}});
+            ns_cell_t *c = nullptr;
+            check(ns_discretize(mo.m, &o, &c));
+            return std::make_unique<Cell>(c);
+        }, "rule"_a = "d_lambda", "d_lambda"_a = 0.1, "frequency"_a = 100.0, "max_length"_a = 20.0, "Ra"_a = 35.4,
+           "cm"_a = 1.0, "junctions"_a = "minimal");
+
+    // ---------------------------------------------------------------- Cell
+    nb::class_<Cell>(m, "Cell", "A discretised cell: compartments in Hines order (docs/discretisation.md).")
+        .def_prop_ro("info", [](const Cell &c) {
+            ns_cell_info i;
+            ns_cell_get_info(c.c, &i);
+            nb::dict d;
+            d["compartments"] = i.compartments;
+            d["sections"] = i.sections;
+            d["branch_depth"] = i.branch_depth;
+            d["total_area"] = i.total_area;
+            d["total_length"] = i.total_length;
+            return d;
+        })
+        .def_prop_ro("size", &Cell::size)
+        .def("__len__", [](const Cell &c) { return (size_t)c.size(); })
+        .def_prop_ro("tree", [](const Cell &c) { return tree_copy(ns_cell_tree(c.c)); }, "A copy of the compartment tree.")
+        .def_prop_ro("parent", [](const Cell &c) {
+            return to_numpy<int32_t>(ns_tree_parent(ns_cell_tree(c.c)), {(size_t)c.size()});
+        })
+        .def_prop_ro("area", [](const Cell &c) { return to_numpy<double>(ns_cell_area(c.c), {(size_t)c.size()}); })
+        .def_prop_ro("axial_conductance",
+                     [](const Cell &c) { return to_numpy<double>(ns_cell_axial_conductance(c.c), {(size_t)c.size()}); })
+        .def_prop_ro("type", [](const Cell &c) { return to_numpy<int32_t>(ns_cell_type(c.c), {(size_t)c.size()}); })
+        .def_prop_ro("section", [](const Cell &c) { return to_numpy<int32_t>(ns_cell_section(c.c), {(size_t)c.size()}); })
+        .def_prop_ro("position", [](const Cell &c) { return to_numpy<double>(ns_cell_position(c.c), {(size_t)c.size()}); })
+        .def("get_section", [](const Cell &c, int32_t k) {
+            ns_section_info s;
+            check(ns_cell_get_section(c.c, k, &s));
+            nb::dict d;
+            d["parent"] = s.parent;
+            d["parent_x"] = s.parent_x;
+            d["type"] = s.type;
+            d["nseg"] = s.nseg;
+            d["first_node"] = s.first_node;
+            d["length"] = s.length;
+            d["area"] = s.area;
+            d["ri_sum"] = s.ri_sum;
+            d["n3d"] = s.n3d;
+            d["first_point_id"] = s.first_point_id;
+            d["last_point_id"] = s.last_point_id;
+            return d;
+        }, "section"_a)
+        .def("locate", [](const Cell &c, int32_t section, double x) {
+            int32_t k = -1;
+            check(ns_sim_locate(c.c, section, x, &k));
+            return k;
+        }, "section"_a, "x"_a = 0.5, "The compartment at NEURON's sec(x).")
+        .def("matrix", [](const Cell &c, double cm, double dt, const std::string &form) {
+            ns_matrix_form f = pick<ns_matrix_form>("form", form, {{"neuron", NS_FORM_NEURON}, {"symmetric", NS_FORM_SYMMETRIC}});
+            size_t n = (size_t)c.size();
+            auto a = empty_numpy<double>(n), b = empty_numpy<double>(n), d = empty_numpy<double>(n);
+            check(ns_cell_matrix(c.c, cm, dt, f, a.data(), b.data(), d.data()));
+            return nb::make_tuple(a, b, d);
+        }, "cm"_a = 1.0, "dt"_a = 0.025, "form"_a = "neuron",
+           "(a, b, d) of one backward-Euler step of the passive cable equation.");
+
+    // --------------------------------------------------------------- Batch
+    nb::class_<Batch>(m, "Batch", "A batch of cells drawn from shapes (Trees or Cells), Flat layout.")
+        .def("__init__", [](Batch *self, nb::handle shapes, int64_t n_cells, nb::handle cell_shape) {
+            std::vector<const ns_tree_t *> sh = shapes_of(shapes);
+            std::vector<int32_t> cs = cell_shape_of(cell_shape, n_cells, "Batch");
+            ns_batch_t *b = nullptr;
+            {
+                nb::gil_scoped_release r;
+                ns_status st = ns_batch_create((int32_t)sh.size(), sh.data(), n_cells, cs.empty() ? nullptr : cs.data(), &b);
+                if (st != NS_OK) {
+                    std::string msg = ns_last_error();
+                    nb::gil_scoped_acquire a;
+                    fail(st, msg);
+                }
+            }
+            new (self) Batch(b);
+        }, "shapes"_a, "n_cells"_a, "cell_shape"_a = nb::none())
+        .def_prop_ro("n_cells", [](const Batch &b) { return ns_batch_cells(b.b); })
+        .def_prop_ro("n_shapes", [](const Batch &b) { return ns_batch_shapes(b.b); })
+        .def_prop_ro("compartments", [](const Batch &b) { return ns_batch_compartments(b.b); })
+        .def("__len__", [](const Batch &b) { return (size_t)ns_batch_compartments(b.b); })
+        .def("shape", [](const Batch &b, int32_t k) {
+            if (k < 0 || k >= ns_batch_shapes(b.b))
+                fail(NS_ERR_INVALID_ARGUMENT, "Batch.shape: index " + std::to_string(k) + " out of range");
+            return tree_copy(ns_batch_shape(b.b, k));
+        }, "index"_a)
+        .def_prop_ro("cell_shape", [](const Batch &b) {
+            return to_numpy<int32_t>(ns_batch_cell_shape(b.b), {(size_t)ns_batch_cells(b.b)});
+        })
+        .def_prop_ro("cell_offset", [](const Batch &b) {
+            return to_numpy<int64_t>(ns_batch_cell_offset(b.b), {(size_t)ns_batch_cells(b.b) + 1});
+        })
+        .def("random_values", [](const Batch &b, uint64_t seed) {
+            size_t n = (size_t)ns_batch_compartments(b.b);
+            auto a = empty_numpy<double>(n), bb = empty_numpy<double>(n), d = empty_numpy<double>(n),
+                 rhs = empty_numpy<double>(n);
+            {
+                nb::gil_scoped_release r;
+                ns_status st = ns_batch_random_values(b.b, seed, a.data(), bb.data(), d.data(), rhs.data());
+                if (st != NS_OK) {
+                    std::string msg = ns_last_error();
+                    nb::gil_scoped_acquire g;
+                    fail(st, msg);
+                }
+            }
+            return nb::make_tuple(a, bb, d, rhs);
+        }, "seed"_a = 1, "Random strictly diagonally dominant (a, b, d, rhs), new numpy arrays.");
+
+    // --------------------------------------------------------- HinesSolver
+    nb::class_<HinesSolver>(m, "HinesSolver", "A Hines solver planned for one batch and method (docs/methods.md).")
+        .def("__init__", [](HinesSolver *self, nb::object batch, const std::string &method, const std::string &backend,
+                            int32_t block_size, int32_t threads, nb::handle device, nb::handle devices,
+                            size_t device_memory_limit, bool check_finite) {
+            Batch &b = nb::cast<Batch &>(batch);
+            ns_solve_options o;
+            ns_solve_options_init(&o); // device NS_DEVICE_CURRENT, devices 1: what device arrays need
+            o.method = hines_method_of(method);
+            o.backend = backend_of(backend);
+            o.block_size = block_size;
+            o.threads = threads;
+            if (!device.is_none()) o.device = nb::cast<int32_t>(device);
+            if (!devices.is_none()) o.devices = nb::cast<int32_t>(devices);
+            o.device_memory_limit = device_memory_limit;
+            o.check_finite = check_finite ? 1 : 0;
+            ns_hines_solver_t *s = nullptr;
+            {
+                nb::gil_scoped_release r;
+                ns_status st = ns_hines_solver_create(b.b, &o, &s);
+                if (st != NS_OK) {
+                    std::string msg = ns_last_error();
+                    nb::gil_scoped_acquire g;
+                    fail(st, msg);
+                }
+            }
+            new (self) HinesSolver();
+            self->s = s;
+            self->batch = batch;
+            self->n = ns_batch_compartments(b.b);
+        }, "batch"_a, "method"_a = "auto", "backend"_a = "auto", "block_size"_a = 0, "threads"_a = 0,
+           "device"_a = nb::none(), "devices"_a = nb::none(), "device_memory_limit"_a = 0, "check_finite"_a = false,
+           "device: a CUDA ordinal (None: the device current on this thread); devices: GPUs from `device` on "
+           "for host-array batches (None: 1, the library's default and what device arrays need; 0: all).")
+        .def_prop_ro("method", [](const HinesSolver &s) { return std::string(ns_hines_method_name(ns_hines_solver_method(s.s))); })
+        .def_prop_ro("backend", [](const HinesSolver &s) { return std::string(ns_backend_name(ns_hines_solver_backend(s.s))); })
+        .def_prop_ro("batch", [](const HinesSolver &s) { return s.batch; })
+        .def("solve", [](HinesSolver &s, nb::handle a, nb::handle b, nb::handle d, nb::handle rhs, nb::handle stream) {
+            const char *fn = "HinesSolver.solve";
+            view va = take<double>(a, fn, "a", s.n, place::any, false);
+            const place where = va.device == nb::device::cpu::value ? place::host : place::cuda;
+            view vb = take<double>(b, fn, "b", s.n, where, false);
+            view vd = take<double>(d, fn, "d", s.n, where, true);
+            view vr = take<double>(rhs, fn, "rhs", s.n, where, true);
+            if (where == place::host) {
+                if (!stream.is_none())
+                    fail(NS_ERR_INVALID_ARGUMENT, "HinesSolver.solve: stream given for host (numpy) arrays");
+                ns_status st;
+                {
+                    nb::gil_scoped_release r;
+                    std::lock_guard<std::mutex> lock(s.mu);
+                    st = ns_hines_solver_solve(s.s, (const double *)va.ptr, (const double *)vb.ptr, (double *)vd.ptr,
+                                               (double *)vr.ptr);
+                }
+                check(st);
+            } else {
+                void *str = stream_of(stream);
+                ns_status st;
+                {
+                    nb::gil_scoped_release r;
+                    std::lock_guard<std::mutex> lock(s.mu);
+                    st = ns_hines_solver_solve_device(s.s, (const double *)va.ptr, (const double *)vb.ptr,
+                                                      (double *)vd.ptr, (double *)vr.ptr, str);
+                }
+                check(st);
+            }
+        }, "a"_a, "b"_a, "d"_a, "rhs"_a, "stream"_a = nb::none(),
+           "Solve in place: rhs becomes x, d is overwritten. Host arrays (numpy): synchronous. CUDA arrays "
+           "(CuPy, PyTorch, JAX; any CUDA method): queued on `stream`, returns at once; call wait().")
+        .def("wait", [](HinesSolver &s) {
+            ns_status st;
+            {
+                nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(s.mu);
+                st = ns_hines_solver_wait(s.s);
+            }
+            check(st);
+        }, "Block until the last device solve finished; raises SingularError for a zero pivot.")
+        .def_prop_ro("timing", [](HinesSolver &s) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            ns_solve_timing t;
+            ns_hines_solver_timing(s.s, &t);
+            return timing_dict(t);
+        });
+
+    // Benchmark helper (bench/device_python.sh): the same solve called from C
+    // in a loop, restoring the inputs before each call outside the timed
+    // region; returns the per-call wall times [s]. Device arrays: each call is
+    // followed by ns_hines_solver_wait (a stream sync), as the Python loop does.
+    m.def("_bench_c_solve", [](HinesSolver &s, nb::handle a, nb::handle b, nb::handle d, nb::handle rhs,
+                               nb::callable restore, int repeats, nb::handle stream) {
+        const char *fn = "_bench_c_solve";
+        view va = take<double>(a, fn, "a", s.n, place::any, false);
+        const bool host = va.device == nb::device::cpu::value;
+        const place where = host ? place::host : place::cuda;
+        view vb = take<double>(b, fn, "b", s.n, where, false);
+        view vd = take<double>(d, fn, "d", s.n, where, true);
+        view vr = take<double>(rhs, fn, "rhs", s.n, where, true);
+        void *str = host ? nullptr : stream_of(stream);
+        std::vector<double> out;
+        for (int k = 0; k < repeats; ++k) {
+            restore(); // outside the timed region (it synchronises the device)
+            ns_status st;
+            double dt;
+            {
+                nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(s.mu);
+                auto t0 = std::chrono::steady_clock::now();
+                if (host)
+                    st = ns_hines_solver_solve(s.s, (const double *)va.ptr, (const double *)vb.ptr, (double *)vd.ptr,
+                                               (double *)vr.ptr);
+                else {
+                    st = ns_hines_solver_solve_device(s.s, (const double *)va.ptr, (const double *)vb.ptr,
+                                                      (double *)vd.ptr, (double *)vr.ptr, str);
+                    if (st == NS_OK) st = ns_hines_solver_wait(s.s);
+                }
+                dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            }
+            check(st);
+            out.push_back(dt);
+        }
+        return out;
+    }, "solver"_a, "a"_a, "b"_a, "d"_a, "rhs"_a, "restore"_a, "repeats"_a, "stream"_a = nb::none());
+
+    // ------------------------------------------------------- TridiagSolver
+    auto tridiag_options = [](const std::string &method, const std::string &layout, const std::string &precision,
+                              int64_t stride, int32_t threads, double pivot_tolerance, bool check_finite) {
+        ns_tridiag_options o;
+        ns_tridiag_options_init(&o);
+        check(ns_tridiag_method_from_name(method.c_str(), &o.method));
+        o.layout = pick<ns_tridiag_layout>("layout", layout, {{"flat", NS_TRIDIAG_FLAT}, {"interleaved", NS_TRIDIAG_INTERLEAVED}});
+        o.precision = pick<ns_tridiag_precision>("precision", precision,
+                                                 {{"float64", NS_TRIDIAG_FLOAT64}, {"float32", NS_TRIDIAG_FLOAT32}});
+        o.stride = stride;
+        o.threads = threads;
+        o.pivot_tolerance = pivot_tolerance;
+        o.check_finite = check_finite ? 1 : 0;
+        return o;
+    };
+    nb::class_<TridiagSolver>(m, "TridiagSolver", "Batched tridiagonal systems, fixed or variable size (docs/tridiag.md).")
+        .def("__init__", [tridiag_options](TridiagSolver *self, int32_t n, int64_t batch, const std::string &method,
+                                           const std::string &layout, const std::string &precision, int64_t stride,
+                                           int32_t threads, double pivot_tolerance, bool check_finite) {
+            ns_tridiag_options o = tridiag_options(method, layout, precision, stride, threads, pivot_tolerance, check_finite);
+            ns_tridiag_solver_t *s = nullptr;
+            check(ns_tridiag_solver_create(n, batch, &o, &s));
+            new (self) TridiagSolver();
+            self->s = s;
+            self->precision = o.precision;
+            self->length = ns_tridiag_solver_length(s);
+        }, "n"_a, "batch"_a, "method"_a = "auto", "layout"_a = "flat", "precision"_a = "float64", "stride"_a = 0,
+           "threads"_a = 0, "pivot_tolerance"_a = 0.0, "check_finite"_a = false)
+        .def_static("variable", [tridiag_options](nb::handle sizes, nb::handle offsets, const std::string &method,
+                                                  const std::string &layout, const std::string &precision,
+                                                  int64_t stride, int32_t threads, double pivot_tolerance,
+                                                  bool check_finite) {
+            ns_tridiag_options o = tridiag_options(method, layout, precision, stride, threads, pivot_tolerance, check_finite);
+            view vs = take<int32_t>(sizes, "TridiagSolver.variable", "sizes", -1, place::host, false);
+            const int64_t batch = (int64_t)vs.arr.size();
+            const int64_t *off = nullptr;
+            view vo;
+            if (!offsets.is_none()) {
+                vo = take<int64_t>(offsets, "TridiagSolver.variable", "offsets", batch + 1, place::host, false);
+                off = (const int64_t *)vo.ptr;
+            }
+            ns_tridiag_solver_t *s = nullptr;
+            check(ns_tridiag_solver_create_variable(batch, (const int32_t *)vs.ptr, off, &o, &s));
+            auto t = std::make_unique<TridiagSolver>();
+            t->s = s;
+            t->precision = o.precision;
+            t->length = ns_tridiag_solver_length(s);
+            return t;
+        }, "sizes"_a, "offsets"_a = nb::none(), "method"_a = "auto", "layout"_a = "flat", "precision"_a = "float64",
+           "stride"_a = 0, "threads"_a = 0, "pivot_tolerance"_a = 0.0, "check_finite"_a = false)
+        .def_prop_ro("method", [](const TridiagSolver &s) { return std::string(ns_tridiag_method_name(ns_tridiag_solver_method(s.s))); })
+        .def_prop_ro("backend", [](const TridiagSolver &s) { return std::string(ns_backend_name(ns_tridiag_solver_backend(s.s))); })
+        .def_prop_ro("length", [](const TridiagSolver &s) { return s.length; }, "Entries each array must hold.")
+        .def("solve", [](TridiagSolver &s, nb::handle dl, nb::handle d, nb::handle du, nb::handle x) {
+            const char *fn = "TridiagSolver.solve";
+            const bool f32 = s.precision == NS_TRIDIAG_FLOAT32;
+            // at least `length` entries: a strided layout's natural allocation
+            // (n * stride) may be longer than its extent.
+            auto get = [&](nb::handle h, const char *name, place where, bool writable) {
+                view v = f32 ? take<float>(h, fn, name, -1, where, writable)
+                             : take<double>(h, fn, name, -1, where, writable);
+                if ((int64_t)v.arr.size() < s.length)
+                    fail(NS_ERR_SIZE, std::string(fn) + ": " + name + " has " + std::to_string(v.arr.size()) +
+                                          " elements, expected at least " + std::to_string(s.length));
+                return v;
+            };
+            view vdl = get(dl, "dl", place::any, true);
+            const bool host = vdl.device == nb::device::cpu::value;
+            const place where = host ? place::host : place::cuda;
+            view vd = get(d, "d", where, true);
+            view vdu = get(du, "du", where, true);
+            view vx = get(x, "x", where, true);
+            ns_status st;
+            {
+                nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(s.mu);
+                if (!host)
+                    st = ns_tridiag_solver_solve_device(s.s, vdl.ptr, vd.ptr, vdu.ptr, vx.ptr);
+                else if (f32)
+                    st = ns_tridiag_solver_solve_f32(s.s, (const float *)vdl.ptr, (const float *)vd.ptr,
+                                                     (const float *)vdu.ptr, (float *)vx.ptr);
+                else
+                    st = ns_tridiag_solver_solve(s.s, (const double *)vdl.ptr, (const double *)vd.ptr,
+                                                 (const double *)vdu.ptr, (double *)vx.ptr);
+            }
+            check(st);
+        }, "dl"_a, "d"_a, "du"_a, "x"_a,
+           "Solve in place: x holds the right-hand side and becomes the solution. Host arrays: dl, d, du are "
+           "read. CUDA arrays (GPU methods): the library's own stream, returns when done; the kernel may "
+           "overwrite du (or dl, d, du for cusparse-*) when the layout is the method's native one.")
+        .def_prop_ro("timing", [](TridiagSolver &s) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            ns_solve_timing t;
+            ns_tridiag_solver_timing(s.s, &t);
+            return timing_dict(t);
+        });
+
+    // ----------------------------------------------------------- SimParams
+    nb::class_<SimParams>(m, "SimParams", "Simulation parameters (docs/simulation.md): set by key, read from a file.")
+        .def(nb::init<>())
+        .def("set", [](SimParams &p, const std::string &key, double value) { check(ns_sim_params_set(&p.p, key.c_str(), value)); },
+             "key"_a, "value"_a)
+        .def("parse", [](SimParams &p, const std::string &text, const std::string &name) {
+            check(ns_sim_params_parse(&p.p, text.data(), text.size(), name.c_str()));
+        }, "text"_a, "name"_a = "<string>")
+        .def("read", [](SimParams &p, const std::string &path) { check(ns_sim_params_read(&p.p, path.c_str())); }, "path"_a)
+        .def("check", [](const SimParams &p) { check(ns_sim_params_check(&p.p)); })
+        .def("to_dict", [](const SimParams &p) {
+            nb::dict d;
+            for (int r = 0; r < NS_REGION_COUNT; ++r) {
+                const ns_membrane &mb = p.p.region[r];
+                nb::dict x;
+                x["cm"] = mb.cm;
+                x["hh"] = mb.hh;
+                x["gnabar_hh"] = mb.gnabar;
+                x["gkbar_hh"] = mb.gkbar;
+                x["gl_hh"] = mb.gl;
+                x["el_hh"] = mb.el;
+                x["ena"] = mb.ena;
+                x["ek"] = mb.ek;
+                x["pas"] = mb.pas;
+                x["g_pas"] = mb.g_pas;
+                x["e_pas"] = mb.e_pas;
+                d[ns_region_name((ns_region)r)] = x;
+            }
+            d["celsius"] = p.p.celsius;
+            d["v_init"] = p.p.v_init;
+            d["dt"] = p.p.dt;
+            d["usetable_hh"] = p.p.usetable;
+            d["spike_threshold"] = p.p.spike_threshold;
+            d["Ra"] = p.p.Ra;
+            d["tstop"] = p.p.tstop;
+            return d;
+        }, "Every parameter; regions as nested dicts keyed by NEURON's names.");
+
+    // ----------------------------------------------------------- Simulation
+    nb::class_<Simulation>(m, "Simulation", "A population of cells simulated with NEURON's hh/pas and fixed step.")
+        .def("__init__", [](Simulation *self, nb::handle shapes, int64_t n_cells, nb::handle cell_shape,
+                            const SimParams &params, const std::string &backend, const std::string &method,
+                            int32_t threads, int32_t gpu_lanes, int32_t record_every, int32_t check_every) {
+            std::vector<const ns_cell_t *> sh;
+            for (nb::handle h : shapes) {
+                if (!nb::isinstance<Cell>(h))
+                    fail(NS_ERR_INVALID_ARGUMENT, "Simulation: cells must be neurosolve.Cell objects, got " +
+                                                      std::string(nb::inst_name(h).c_str()));
+                sh.push_back(nb::cast<Cell &>(h).c);
+            }
+            std::vector<int32_t> cs = cell_shape_of(cell_shape, n_cells, "Simulation");
+            ns_sim_options o;
+            ns_sim_options_init(&o);
+            o.backend = backend_of(backend);
+            o.method = hines_method_of(method);
+            o.threads = threads;
+            o.gpu_lanes = gpu_lanes;
+            o.record_every = record_every;
+            o.check_every = check_every;
+            ns_sim_t *s = nullptr;
+            {
+                nb::gil_scoped_release r;
+                ns_status st = ns_sim_create((int32_t)sh.size(), sh.data(), n_cells, cs.empty() ? nullptr : cs.data(),
+                                             &params.p, &o, &s);
+                if (st != NS_OK) {
+                    std::string msg = ns_last_error();
+                    nb::gil_scoped_acquire g;
+                    fail(st, msg);
+                }
+            }
+            new (self) Simulation();
+            self->s = s;
+            for (const ns_cell_t *c : sh) self->shape_size.push_back(ns_tree_size(ns_cell_tree(c)));
+            self->cell_shape = cs;
+        }, "cells"_a, "n_cells"_a, "cell_shape"_a = nb::none(), "params"_a = SimParams(), "backend"_a = "auto",
+           "method"_a = "auto", "threads"_a = 0, "gpu_lanes"_a = 0, "record_every"_a = 1, "check_every"_a = 1)
+        .def("add_iclamp", [](Simulation &s, int64_t cell, int32_t compartment, double delay, double duration, double amplitude) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            check(ns_sim_add_iclamp(s.s, cell, compartment, delay, duration, amplitude));
+        }, "cell"_a, "compartment"_a, "delay"_a, "duration"_a, "amplitude"_a)
+        .def("add_recording", [](Simulation &s, int64_t cell, int32_t compartment) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            int32_t site = -1;
+            check(ns_sim_add_recording(s.s, cell, compartment, &site));
+            return site;
+        }, "cell"_a, "compartment"_a, "Record v there; returns the site (column of traces).")
+        .def("init", [](Simulation &s) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            check(ns_sim_init(s.s));
+        })
+        .def("advance", [](Simulation &s, int64_t steps) {
+            ns_status st;
+            {
+                nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(s.mu);
+                st = ns_sim_advance(s.s, steps);
+            }
+            check(st);
+        }, "steps"_a)
+        .def("steps_for", [](const Simulation &s, double tstop) {
+            int64_t n = ns_sim_steps_for(s.s, tstop);
+            if (n < 0) check(NS_ERR_INVALID_ARGUMENT);
+            return n;
+        }, "tstop"_a)
+        .def_prop_ro("time", [](const Simulation &s) { return ns_sim_time(s.s); })
+        .def_prop_ro("step_count", [](const Simulation &s) { return ns_sim_step_count(s.s); })
+        .def_prop_ro("n_cells", [](const Simulation &s) { return ns_sim_cells(s.s); })
+        .def_prop_ro("compartments", [](const Simulation &s) { return ns_sim_compartments(s.s); })
+        .def_prop_ro("backend", [](const Simulation &s) { return std::string(ns_backend_name(ns_sim_backend(s.s))); })
+        .def_prop_ro("method", [](const Simulation &s) { return std::string(ns_hines_method_name(ns_sim_method(s.s))); })
+        .def_prop_ro("elapsed_ms", [](const Simulation &s) { return ns_sim_elapsed_ms(s.s); })
+        .def_prop_ro("gpu_lanes", [](const Simulation &s) { return ns_sim_gpu_lanes(s.s); })
+        .def("spike_compartment", [](const Simulation &s, int64_t cell) {
+            if (cell < 0 || cell >= ns_sim_cells(s.s))
+                fail(NS_ERR_INVALID_ARGUMENT, "Simulation.spike_compartment: cell " + std::to_string(cell) + " out of range");
+            return ns_sim_spike_compartment(s.s, cell);
+        }, "cell"_a)
+        .def_prop_ro("traces", [](Simulation &s) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            int64_t samples = 0;
+            int32_t sites = 0;
+            const double *t = ns_sim_traces(s.s, &samples, &sites);
+            return to_numpy<double>(t, {(size_t)samples, (size_t)sites});
+        }, "A copy of the recorded voltages [mV], shape (samples, sites).")
+        .def("spikes", [](Simulation &s, int64_t cell) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            if (cell < 0 || cell >= ns_sim_cells(s.s))
+                fail(NS_ERR_INVALID_ARGUMENT, "Simulation.spikes: cell " + std::to_string(cell) + " out of range [0, " +
+                                                  std::to_string(ns_sim_cells(s.s)) + ")");
+            int64_t n = 0;
+            const double *p = ns_sim_spikes(s.s, cell, &n);
+            return to_numpy<double>(p, {(size_t)n});
+        }, "cell"_a)
+        .def("state", [](Simulation &s, int64_t cell) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            if (cell < 0 || cell >= ns_sim_cells(s.s))
+                fail(NS_ERR_INVALID_ARGUMENT, "Simulation.state: cell " + std::to_string(cell) + " out of range");
+            const size_t n = (size_t)s.cell_size(cell);
+            auto v = empty_numpy<double>(n), mm = empty_numpy<double>(n), h = empty_numpy<double>(n),
+                 nn = empty_numpy<double>(n);
+            check(ns_sim_get_state(s.s, cell, v.data(), mm.data(), h.data(), nn.data()));
+            nb::dict d;
+            d["v"] = v;
+            d["m"] = mm;
+            d["h"] = h;
+            d["n"] = nn;
+            return d;
+        }, "cell"_a, "The state of one cell: dict of v, m, h, n (numpy copies, the cell's compartments).");
+
+    // ----------------------------------------------------------------- LiFE
+    nb::class_<LifeModel>(m, "LifeModel", "A LiFE model (docs/life.md, docs/life_data.md).")
+        .def_static("load", [](const std::string &dir) {
+            auto lm = std::make_unique<LifeModel>();
+            {
+                nb::gil_scoped_release r;
+                ns_status st = ns_life_built_load(dir.c_str(), &lm->built);
+                if (st != NS_OK) {
+                    std::string msg = ns_last_error();
+                    nb::gil_scoped_acquire g;
+                    fail(st, msg);
+                }
+            }
+            lm->m = ns_life_built_model(lm->built);
+            return lm;
+        }, "directory"_a)
+        .def_static("build", [](const std::string &dwi, const std::string &bvals, const std::string &bvecs,
+                                const std::string &tracks, int32_t dictionary_l, double axial_diffusivity,
+                                double radial_diffusivity, double b0_threshold, const std::string &bad) {
+            ns_life_build_options o;
+            ns_life_build_options_init(&o);
+            o.dictionary_l = dictionary_l;
+            o.axial_diffusivity = axial_diffusivity;
+            o.radial_diffusivity = radial_diffusivity;
+            o.b0_threshold = b0_threshold;
+            o.bad = pick<ns_life_bad_policy>("bad", bad, {{"error", NS_LIFE_BAD_ERROR}, {"skip", NS_LIFE_BAD_SKIP}});
+            auto lm = std::make_unique<LifeModel>();
+            {
+                nb::gil_scoped_release r;
+                ns_status st = ns_life_build(dwi.c_str(), bvals.c_str(), bvecs.c_str(), tracks.c_str(), &o, &lm->built);
+                if (st != NS_OK) {
+                    std::string msg = ns_last_error();
+                    nb::gil_scoped_acquire g;
+                    fail(st, msg);
+                }
+            }
+            lm->m = ns_life_built_model(lm->built);
+            return lm;
+        }, "dwi"_a, "bvals"_a, "bvecs"_a, "tracks"_a, "dictionary_l"_a = 360, "axial_diffusivity"_a = 1.0,
+           "radial_diffusivity"_a = 0.0, "b0_threshold"_a = 50.0, "bad"_a = "error")
+        .def_static("synth", [](int32_t n_theta, int32_t dictionary_l, int32_t n_fibers, std::vector<int32_t> grid,
+                                double mean_length, double active_fraction, double noise, uint64_t seed) {
+            ns_life_synth_options o;
+            ns_life_synth_options_init(&o);
+            o.n_theta = n_theta;
+            o.dictionary_l = dictionary_l;
+            o.n_fibers = n_fibers;
+            if (grid.size() != 3) fail(NS_ERR_INVALID_ARGUMENT, "LifeModel.synth: grid must have 3 entries");
+            for (int k = 0; k < 3; ++k) o.grid[k] = grid[k];
+            o.mean_length = mean_length;
+            o.active_fraction = active_fraction;
+            o.noise = noise;
+            o.seed = seed;
+            auto lm = std::make_unique<LifeModel>();
+            {
+                nb::gil_scoped_release r;
+                ns_status st = ns_life_synth_options_check(&o);
+                if (st == NS_OK) st = ns_life_synth(&o, &lm->m);
+                if (st != NS_OK) {
+                    std::string msg = ns_last_error();
+                    nb::gil_scoped_acquire g;
+                    fail(st, msg);
+                }
+            }
+            return lm;
+        }, "n_theta"_a = 96, "dictionary_l"_a = 360, "n_fibers"_a = 50000, "grid"_a = std::vector<int32_t>{72, 88, 72},
+           "mean_length"_a = 90.0, "active_fraction"_a = 0.5, "noise"_a = 0.0, "seed"_a = 1,
+           "A synthetic model with known true weights (ns_life_synth, docs/life.md).")
+        .def_prop_ro("true_weights", [](const LifeModel &lm) {
+            const double *p = ns_life_model_true_weights(lm.m);
+            if (!p) return nb::object(nb::none());
+            return to_numpy<double>(p, {(size_t)ns_life_model_n_fibers(lm.m)});
+        }, "The weights that generated a synthetic signal (None for a real model).")
+        .def_static("from_arrays", [](nb::handle atom, nb::handle voxel, nb::handle fiber, nb::handle value,
+                                      nb::handle dictionary, nb::handle signal, int32_t n_fibers) {
+            const char *fn = "LifeModel.from_arrays";
+            view va = take<int32_t>(atom, fn, "atom", -1, place::host, false);
+            const int64_t nc = (int64_t)va.arr.size();
+            view vv = take<int32_t>(voxel, fn, "voxel", nc, place::host, false);
+            view vf = take<int32_t>(fiber, fn, "fiber", nc, place::host, false);
+            view vx = take<double>(value, fn, "value", nc, place::host, false);
+            view vd = take<double>(dictionary, fn, "dictionary", -1, place::host, false, true);
+            view vs = take<double>(signal, fn, "signal", -1, place::host, false, true);
+            if (vd.arr.ndim() != 2 || vs.arr.ndim() != 2 || vd.arr.shape(1) != vs.arr.shape(1))
+                fail(NS_ERR_SIZE, std::string(fn) + ": dictionary must be (n_atoms, n_theta) and signal "
+                                                    "(n_voxels, n_theta), C order, with the same n_theta");
+            const int32_t n_theta = (int32_t)vd.arr.shape(1), n_atoms = (int32_t)vd.arr.shape(0),
+                          n_voxels = (int32_t)vs.arr.shape(0);
+            if (n_fibers <= 0) {
+                const int32_t *f = (const int32_t *)vf.ptr;
+                for (int64_t k = 0; k < nc; ++k) n_fibers = std::max(n_fibers, f[k] + 1);
+            }
+            auto lm = std::make_unique<LifeModel>();
+            check(ns_life_model_create(n_theta, n_atoms, n_voxels, n_fibers, nc, &lm->m));
+            std::memcpy(ns_life_model_atom(lm->m), va.ptr, (size_t)nc * 4);
+            std::memcpy(ns_life_model_voxel(lm->m), vv.ptr, (size_t)nc * 4);
+            std::memcpy(ns_life_model_fiber(lm->m), vf.ptr, (size_t)nc * 4);
+            std::memcpy(ns_life_model_value(lm->m), vx.ptr, (size_t)nc * 8);
+            std::memcpy(ns_life_model_dictionary(lm->m), vd.ptr, (size_t)n_theta * n_atoms * 8);
+            std::memcpy(ns_life_model_signal(lm->m), vs.ptr, (size_t)n_theta * n_voxels * 8);
+            check(ns_life_model_validate(lm->m));
+            return lm;
+        }, "atom"_a, "voxel"_a, "fiber"_a, "value"_a, "dictionary"_a, "signal"_a, "n_fibers"_a = 0,
+           "A model from arrays in memory (copied into the model; ns_life_model_create, then validated): "
+           "Phi's atom, voxel, fiber (int32), value (float64); dictionary (n_atoms, n_theta) and signal "
+           "(n_voxels, n_theta), float64 C order. n_fibers 0: the largest fiber index + 1.")
+        .def_prop_ro("n_streamlines", [](const LifeModel &lm) {
+            return lm.built ? ns_life_built_n_streamlines(lm.built) : (int64_t)-1;
+        }, "Streamlines in the source tractogram (-1 when unknown).")
+        .def_prop_ro("tracks_path", [](const LifeModel &lm) {
+            return std::string(lm.built ? ns_life_built_tracks_path(lm.built) : "");
+        })
+        .def("write_pruned", [](const LifeModel &lm, const std::string &out, nb::handle w, double threshold,
+                                const std::string &tracks) {
+            const char *fn = "LifeModel.write_pruned";
+            const int32_t F = ns_life_model_n_fibers(lm.m);
+            view vw = take<double>(w, fn, "w", F, place::host, false);
+            const std::string src = !tracks.empty() ? tracks : std::string(lm.built ? ns_life_built_tracks_path(lm.built) : "");
+            if (src.empty())
+                fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": the model records no source tractogram: give tracks=");
+            const int64_t n = lm.built && ns_life_built_n_streamlines(lm.built) > 0 ? ns_life_built_n_streamlines(lm.built) : F;
+            const int64_t *map = lm.built ? ns_life_built_streamline(lm.built) : nullptr;
+            std::vector<uint8_t> keep((size_t)std::max<int64_t>(n, 1), 0);
+            const double *ww = (const double *)vw.ptr;
+            for (int32_t f = 0; f < F; ++f)
+                if (ww[f] > threshold) {
+                    const int64_t idx = map ? map[f] : f;
+                    if (idx >= 0 && idx < n) keep[(size_t)idx] = 1;
+                }
+            int64_t written = 0;
+            ns_status st;
+            {
+                nb::gil_scoped_release r;
+                st = ns_tracts_write_subset(src.c_str(), out.c_str(), keep.data(), n, &written);
+            }
+            check(st);
+            return written;
+        }, "out"_a, "w"_a, "threshold"_a = 0.0, "tracks"_a = "",
+           "Write the streamlines of the fibers with w > threshold to `out` in the source's format "
+           "(ns_tracts_write_subset, as `neurosolve life report --pruned`); returns the count written.")
+        .def("save", [](const LifeModel &lm, const std::string &dir) {
+            if (lm.built)
+                check(ns_life_built_save(lm.built, dir.c_str()));
+            else
+                check(ns_life_model_save(lm.m, dir.c_str()));
+        }, "directory"_a)
+        .def("validate", [](const LifeModel &lm) { check(ns_life_model_validate(lm.m)); })
+        .def_prop_ro("n_theta", [](const LifeModel &lm) { return ns_life_model_n_theta(lm.m); })
+        .def_prop_ro("n_atoms", [](const LifeModel &lm) { return ns_life_model_n_atoms(lm.m); })
+        .def_prop_ro("n_voxels", [](const LifeModel &lm) { return ns_life_model_n_voxels(lm.m); })
+        .def_prop_ro("n_fibers", [](const LifeModel &lm) { return ns_life_model_n_fibers(lm.m); })
+        .def_prop_ro("n_coeffs", [](const LifeModel &lm) { return ns_life_model_n_coeffs(lm.m); })
+        .def_prop_ro("signal", [](const LifeModel &lm) {
+            // column-major n_theta x n_voxels in the C model: returned as a
+            // (n_voxels, n_theta) C-order copy's transpose would be confusing;
+            // give (n_theta, n_voxels) in Fortran order via the transpose.
+            const size_t t = (size_t)ns_life_model_n_theta(lm.m), v = (size_t)ns_life_model_n_voxels(lm.m);
+            return to_numpy<double>(ns_life_model_signal(lm.m), {v, t});
+        }, "A copy of the demeaned signal Y, shape (n_voxels, n_theta): row v is voxel v's column of Y.")
+        .def_prop_ro("phi", [](const LifeModel &lm) {
+            const size_t n = (size_t)ns_life_model_n_coeffs(lm.m);
+            nb::dict d;
+            d["atom"] = to_numpy<int32_t>(ns_life_model_atom(lm.m), {n});
+            d["voxel"] = to_numpy<int32_t>(ns_life_model_voxel(lm.m), {n});
+            d["fiber"] = to_numpy<int32_t>(ns_life_model_fiber(lm.m), {n});
+            d["value"] = to_numpy<double>(ns_life_model_value(lm.m), {n});
+            return d;
+        })
+        .def_prop_ro("dictionary", [](const LifeModel &lm) {
+            const size_t t = (size_t)ns_life_model_n_theta(lm.m), a = (size_t)ns_life_model_n_atoms(lm.m);
+            return to_numpy<double>(ns_life_model_dictionary(lm.m), {a, t});
+        }, "A copy of D, shape (n_atoms, n_theta): row a is atom a's column of D.")
+        .def_prop_ro("streamline", [](const LifeModel &lm) {
+            const int64_t *p = lm.built ? ns_life_built_streamline(lm.built) : nullptr;
+            if (!p) return nb::object(nb::none());
+            return to_numpy<int64_t>(p, {(size_t)ns_life_model_n_fibers(lm.m)});
+        }, "Per fiber: its streamline in the source tractogram (None when unknown).")
+        .def_prop_ro("voxel_ijk", [](const LifeModel &lm) {
+            const int32_t *p = lm.built ? ns_life_built_voxel_ijk(lm.built) : nullptr;
+            if (!p) return nb::object(nb::none());
+            return to_numpy<int32_t>(p, {(size_t)ns_life_model_n_voxels(lm.m), 3});
+        });
+
+    nb::class_<LifeEngine>(m, "LifeEngine", "The LiFE products and SBBNNLS on a model (docs/life.md).")
+        .def("__init__", [](LifeEngine *self, nb::object model, const std::string &backend, const std::string &mw,
+                            const std::string &mty, int32_t threads, int32_t device) {
+            LifeModel &lm = nb::cast<LifeModel &>(model);
+            ns_life_options o;
+            ns_life_options_init(&o);
+            o.backend = backend_of(backend);
+            check(ns_life_variant_from_name(mw.c_str(), &o.mw_variant));
+            check(ns_life_variant_from_name(mty.c_str(), &o.mty_variant));
+            o.threads = threads;
+            o.device = device;
+            ns_life_engine_t *e = nullptr;
+            {
+                nb::gil_scoped_release r;
+                ns_status st = ns_life_model_validate(lm.m);
+                if (st == NS_OK) st = ns_life_engine_create(lm.m, &o, &e);
+                if (st != NS_OK) {
+                    std::string msg = ns_last_error();
+                    nb::gil_scoped_acquire g;
+                    fail(st, msg);
+                }
+            }
+            new (self) LifeEngine();
+            self->e = e;
+            self->model = model;
+        }, "model"_a, "backend"_a = "auto", "mw"_a = "auto", "mty"_a = "auto", "threads"_a = 0, "device"_a = 0)
+        .def_prop_ro("backend", [](const LifeEngine &e) { return std::string(ns_backend_name(ns_life_engine_backend(e.e))); })
+        .def_prop_ro("mw_variant", [](const LifeEngine &e) { return std::string(ns_life_variant_name(ns_life_engine_variant(e.e, NS_LIFE_MW))); })
+        .def_prop_ro("mty_variant", [](const LifeEngine &e) { return std::string(ns_life_variant_name(ns_life_engine_variant(e.e, NS_LIFE_MTY))); })
+        .def("mw", [](LifeEngine &e, nb::handle w) {
+            ns_life_model_t *mm = nb::cast<LifeModel &>(e.model).m;
+            view vw = take<double>(w, "LifeEngine.mw", "w", ns_life_model_n_fibers(mm), place::host, false);
+            const size_t t = (size_t)ns_life_model_n_theta(mm), v = (size_t)ns_life_model_n_voxels(mm);
+            auto y = empty_numpy<double>(t * v);
+            ns_status st;
+            {
+                nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(e.mu);
+                st = ns_life_mw(e.e, (const double *)vw.ptr, y.data());
+            }
+            check(st);
+            return y;
+        }, "w"_a, "y = M w (n_theta * n_voxels entries, voxel after voxel).")
+        .def("mty", [](LifeEngine &e, nb::handle y) {
+            ns_life_model_t *mm = nb::cast<LifeModel &>(e.model).m;
+            const int64_t ny = (int64_t)ns_life_model_n_theta(mm) * ns_life_model_n_voxels(mm);
+            view vy = take<double>(y, "LifeEngine.mty", "y", ny, place::host, false, true);
+            auto w = empty_numpy<double>((size_t)ns_life_model_n_fibers(mm));
+            ns_status st;
+            {
+                nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(e.mu);
+                st = ns_life_mty(e.e, (const double *)vy.ptr, w.data());
+            }
+            check(st);
+            return w;
+        }, "y"_a, "w = M^T y (n_fibers entries).")
+        .def("fit", [](LifeEngine &e, int32_t max_iterations, double tol_gradient, double tol_objective, double lambda_,
+                       bool preconditioner, nb::handle w0, nb::handle progress) {
+            ns_life_model_t *mm = nb::cast<LifeModel &>(e.model).m;
+            const size_t nf = (size_t)ns_life_model_n_fibers(mm);
+            ns_life_fit_options o;
+            ns_life_fit_options_init(&o);
+            o.max_iterations = max_iterations;
+            o.tol_gradient = tol_gradient;
+            o.tol_objective = tol_objective;
+            o.lambda = lambda_;
+            o.preconditioner = preconditioner ? 1 : 0;
+            view v0;
+            if (!w0.is_none()) {
+                v0 = take<double>(w0, "LifeEngine.fit", "w0", (int64_t)nf, place::host, false);
+                o.w0 = (const double *)v0.ptr;
+            }
+            if (max_iterations < 1)
+                fail(NS_ERR_INVALID_ARGUMENT, "LifeEngine.fit: max_iterations = " + std::to_string(max_iterations) + " < 1");
+            // progress(iteration, objective, nonzero) -> true stops; called with the GIL
+            // held; an exception in it stops the fit and is raised afterwards.
+            struct prog_ctx {
+                PyObject *fn;
+                bool failed = false;
+                nb::object error;
+            } pc{progress.ptr()};
+            if (!progress.is_none()) {
+                if (!PyCallable_Check(progress.ptr()))
+                    fail(NS_ERR_INVALID_ARGUMENT, "LifeEngine.fit: progress must be callable");
+                o.progress = [](int32_t it, double obj, int64_t nz, void *ctx) -> int {
+                    auto *p = (prog_ctx *)ctx;
+                    nb::gil_scoped_acquire g;
+                    try {
+                        nb::object r = nb::borrow(p->fn)(it, obj, nz);
+                        return (!r.is_none() && nb::cast<bool>(r)) ? 1 : 0;
+                    } catch (nb::python_error &err) {
+                        p->failed = true;
+                        p->error = nb::borrow(err.value());
+                        return 1;
+                    }
+                };
+                o.progress_context = &pc;
+            }
+            auto w = empty_numpy<double>(nf);
+            std::vector<double> hist((size_t)max_iterations);
+            ns_life_fit_result res;
+            ns_status st;
+            {
+                nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(e.mu);
+                st = ns_life_fit(e.e, &o, w.data(), hist.data(), &res);
+            }
+            if (pc.failed) {
+                PyErr_SetObject((PyObject *)Py_TYPE(pc.error.ptr()), pc.error.ptr());
+                throw nb::python_error();
+            }
+            check(st);
+            nb::dict d;
+            d["updates"] = res.updates;
+            d["stop"] = ns_life_stop_name(res.stop);
+            d["objective"] = res.objective;
+            d["projected_gradient"] = res.projected_gradient;
+            d["nonzero"] = res.nonzero;
+            d["seconds"] = res.seconds;
+            d["setup_seconds"] = res.setup_seconds;
+            d["mw_calls"] = res.mw_calls;
+            d["mty_calls"] = res.mty_calls;
+            d["history"] = to_numpy<double>(hist.data(), {(size_t)std::max(res.updates, 0)});
+            return nb::make_tuple(w, d);
+        }, "max_iterations"_a = 500, "tol_gradient"_a = 1e-5, "tol_objective"_a = 1e-5, "lambda_"_a = 0.0,
+           "preconditioner"_a = false, "w0"_a = nb::none(), "progress"_a = nb::none(),
+           "SBBNNLS (ENCODE's bbnnls); returns (w, result dict with the objective history). "
+           "progress(iteration, objective, nonzero) is called after every update; a true return stops.");
+}
