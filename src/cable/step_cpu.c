@@ -440,18 +440,23 @@ NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, int64_t b, int64_t e, const dou
                 ntau[l] = q.ntau;
             }
         }
-        /* ns_cnexp, split around its exp */
+        /* ns_cnexp, split around its exp: the rate -1/tau once, the target
+         * -(inf/tau)/(-1/tau) into the inf arrays, the exponentials, the update */
         for (int l = 0; l < len; ++l) {
-            ex[l] = dt * ((-1.0) / mtau[l]);
-            ex[len + l] = dt * ((-1.0) / htau[l]);
-            ex[2 * len + l] = dt * ((-1.0) / ntau[l]);
+            const double rm = (-1.0) / mtau[l], rh = (-1.0) / htau[l], rn = (-1.0) / ntau[l];
+            ex[l] = dt * rm;
+            ex[len + l] = dt * rh;
+            ex[2 * len + l] = dt * rn;
+            minf[l] = -(minf[l] / mtau[l]) / rm;
+            hinf[l] = -(hinf[l] / htau[l]) / rh;
+            ninf[l] = -(ninf[l] / ntau[l]) / rn;
         }
         for (int l = 0; l < 3 * len; ++l) ex[l] = exp_lanes(ex[l]);
         for (int l = 0; l < len; ++l) {
             const int64_t k = k0 + l;
-            m[k] = m[k] + (1. - ex[l]) * (-(minf[l] / mtau[l]) / ((-1.0) / mtau[l]) - m[k]);
-            h[k] = h[k] + (1. - ex[len + l]) * (-(hinf[l] / htau[l]) / ((-1.0) / htau[l]) - h[k]);
-            gn[k] = gn[k] + (1. - ex[2 * len + l]) * (-(ninf[l] / ntau[l]) / ((-1.0) / ntau[l]) - gn[k]);
+            m[k] = m[k] + (1. - ex[l]) * (minf[l] - m[k]);
+            h[k] = h[k] + (1. - ex[len + l]) * (hinf[l] - h[k]);
+            gn[k] = gn[k] + (1. - ex[2 * len + l]) * (ninf[l] - gn[k]);
         }
     }
 }
