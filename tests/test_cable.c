@@ -245,8 +245,8 @@ static void test_rates(void) {
     CHECK(check_rel(r3.mtau * 3.0, r1.mtau) < 1e-14 && r3.minf == r1.minf);
 }
 
-static void run_population(ns_hines_method method, ns_junction_policy junctions, int n_cells, double **v_out,
-                           int64_t *n_out, int64_t *spikes_out) {
+static void run_population(ns_hines_method method, ns_junction_policy junctions, int n_cells, int threads,
+                           double **v_out, int64_t *n_out, int64_t *spikes_out) {
     ns_cell_t *c1 = make_cell(6, junctions, 35.4), *c2 = make_cell(3, junctions, 100.0),
               *c3 = make_cell(0, junctions, 35.4);
     const ns_cell_t *shapes[3] = {c1, c2, c3};
@@ -258,7 +258,7 @@ static void run_population(ns_hines_method method, ns_junction_policy junctions,
     ns_sim_options o;
     ns_sim_options_init(&o);
     o.method = method;
-    o.threads = 2;
+    o.threads = threads;
     ns_sim_t *sim = NULL;
     CHECK_OK(ns_sim_create(3, shapes, n_cells, NULL, &p, &o, &sim));
     *v_out = NULL;
@@ -294,9 +294,9 @@ static void run_population(ns_hines_method method, ns_junction_policy junctions,
 static void test_population(void) {
     double *a = NULL, *b = NULL, *c = NULL;
     int64_t na = 0, nb = 0, nc = 0, sa = 0, sb = 0, sc = 0;
-    run_population(NS_HINES_SEQUENTIAL, NS_JUNCTIONS_MINIMAL, 61, &a, &na, &sa);
-    run_population(NS_HINES_OPENMP, NS_JUNCTIONS_MINIMAL, 61, &b, &nb, &sb);
-    run_population(NS_HINES_OPENMP, NS_JUNCTIONS_NEURON, 61, &c, &nc, &sc);
+    run_population(NS_HINES_SEQUENTIAL, NS_JUNCTIONS_MINIMAL, 61, 2, &a, &na, &sa);
+    run_population(NS_HINES_OPENMP, NS_JUNCTIONS_MINIMAL, 61, 2, &b, &nb, &sb);
+    run_population(NS_HINES_OPENMP, NS_JUNCTIONS_NEURON, 61, 2, &c, &nc, &sc);
     CHECK(a && b && c && na == 61 && nb == 61 && nc == 61);
     CHECK(sa > 61 && sa == sb && sa == sc); /* every cell spikes at least once */
     double same = 0.0, policy = 0.0;
@@ -306,6 +306,19 @@ static void test_population(void) {
     }
     CHECK_MSG(same == 0.0, "OpenMP differs from sequential by %g mV", same);
     CHECK_MSG(policy < 1e-8, "NEURON's node set differs from the minimal one by %g mV", policy);
+    /* other thread counts give other lane blocks (cable/cpu_policy.c: widths
+     * 8 to 1, 1 to 61 threads): every cell's result is the same bit for bit */
+    const int counts[4] = {1, 3, 7, 61};
+    for (int q = 0; q < 4; ++q) {
+        double *d = NULL;
+        int64_t nd = 0, sd = 0;
+        run_population(NS_HINES_OPENMP, NS_JUNCTIONS_MINIMAL, 61, counts[q], &d, &nd, &sd);
+        double diff = 0.0;
+        for (int64_t i = 0; a && d && i < nd && i < na; ++i) diff = fmax(diff, fabs(a[i] - d[i]));
+        CHECK_MSG(d && nd == na && sd == sa && diff == 0.0, "%d threads differ from sequential by %g mV",
+                  counts[q], diff);
+        free(d);
+    }
     free(a);
     free(b);
     free(c);

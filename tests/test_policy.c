@@ -6,9 +6,11 @@
  * implementation takes a one-shape and a mixed batch); and the capability
  * query of this build. The GPU tests check the same decisions on the
  * device through the public API (test_hines_tree_cuda, test_cable_cuda,
- * test_hines_device_cuda). */
+ * test_hines_device_cuda). And the CPU simulation loop's lane-block and
+ * thread decisions (cable/cpu_policy.c). */
 #include <string.h>
 
+#include "cable/cpu_policy.h"
 #include "cable/sim_policy.h"
 #include "check.h"
 #include "core/registry.h"
@@ -116,5 +118,44 @@ int main(void) {
     const ns_status tree = ns_method_available(NS_FAMILY_HINES, NS_HINES_TREE);
     CHECK_MSG(tree == (!have_cuda ? NS_ERR_UNSUPPORTED : gpus ? NS_OK : NS_ERR_NO_DEVICE), "tree: %s (%s)",
               ns_status_string(tree), ns_last_error());
+    /* the CPU loop (cable/cpu_policy.c): lane width, blocks, threads, partition */
+    CHECK(ns_cpu_lane_width(307, 1000LL * 307, 16) == 8);  /* 1,000 L5 cells: full blocks */
+    CHECK(ns_cpu_lane_width(307, 1000LL * 307, 1) == 8);
+    CHECK(ns_cpu_lane_width(307, 16LL * 307, 16) == 1);    /* 16 cells, 16 threads: one cell per block */
+    CHECK(ns_cpu_lane_width(307, 64LL * 307, 16) == 4);    /* 64 cells: 16 blocks of 4 */
+    CHECK(ns_cpu_lane_width(38580, 363000, 16) == 1);      /* the large cell of the mix: alone */
+    CHECK(ns_cpu_lane_width(259, 363000, 16) == 8);        /* a small one of the mix: full blocks */
+    CHECK(ns_cpu_lane_width(0, 10, 2) == 1 && ns_cpu_lane_width(5, 10, 0) == 1);
+    int32_t wd[16];
+    CHECK(ns_cpu_blocks(5, 8, wd) == 2 && wd[0] == 4 && wd[1] == 1); /* no padded lanes */
+    CHECK(ns_cpu_blocks(21, 8, wd) == 4 && wd[0] == 8 && wd[1] == 8 && wd[2] == 4 && wd[3] == 1);
+    CHECK(ns_cpu_blocks(7, 4, wd) == 3 && wd[0] == 4 && wd[1] == 2 && wd[2] == 1);
+    CHECK(ns_cpu_blocks(3, 1, wd) == 3 && wd[2] == 1);
+    CHECK(ns_cpu_blocks(0, 8, wd) == 0);
+    CHECK(ns_cpu_blocks(1000, 8, NULL) == 125);
+    CHECK(ns_cpu_threads(2, 1) == 1);   /* one cell, two threads: one thread */
+    CHECK(ns_cpu_threads(16, 125) == 16);
+    CHECK(ns_cpu_threads(0, 5) == 1);
+    CHECK(ns_cpu_threads(16, 0) == 1);
+    {
+        /* longest first onto the least-loaded thread */
+        const int64_t w[6] = {10, 3, 3, 3, 1, 4};
+        int32_t own[6];
+        /* 10 -> t0; 4, 3, 3 -> t1 (10); 3 -> t0 (tie: lowest, 13); 1 -> t1 (11) */
+        CHECK(ns_cpu_partition(6, w, 2, own) == 13);
+        int64_t load[2] = {0, 0};
+        for (int b = 0; b < 6; ++b) load[own[b]] += w[b];
+        CHECK(load[0] == 13 && load[1] == 11);
+        CHECK(own[0] == 0); /* the largest block first, onto thread 0 */
+        CHECK(ns_cpu_partition(6, w, 1, own) == 24);
+        for (int b = 0; b < 6; ++b) CHECK(own[b] == 0);
+        /* 125 equal blocks over 16 threads: 8 at most, every thread busy */
+        int64_t eq[125];
+        int32_t o2[125], per[16] = {0};
+        for (int b = 0; b < 125; ++b) eq[b] = 8 * 307;
+        CHECK(ns_cpu_partition(125, eq, 16, o2) == 8 * 8 * 307);
+        for (int b = 0; b < 125; ++b) per[o2[b]]++;
+        for (int t = 0; t < 16; ++t) CHECK(per[t] == 7 || per[t] == 8);
+    }
     return check_summary("test_policy");
 }

@@ -31,6 +31,10 @@ static void help(void) {
            "  --steps N             timed steps per row after 40 warm-up steps (default 400 = 10 ms)\n"
            "  --neuron N            also time N cells in NEURON (python3 bench/neuron_sim_bench.py,\n"
            "                        needs `pip install neuron`) and report speedups per cell-step\n"
+           "  --arbor N             also time N cells in Arbor (python3 bench/arbor_sim_bench.py,\n"
+           "                        needs `pip install arbor`), speedups per cell-step\n"
+           "  --threads T           CPU threads of our loop and of the NEURON and Arbor baselines\n"
+           "                        (default: OpenMP's default for ours, 1 for the baselines)\n"
            "  --csv FILE  --json\n"
            "  --mixed               populations of different real cells (bench sim --mixed --help)\n");
 }
@@ -39,7 +43,7 @@ typedef struct row {
     char backend[8], method[24];
     int lanes; /* onchip: lanes per cell (0: not onchip) */
     long long cells, compartments;
-    double ms_per_step, cell_steps_per_s, comp_steps_per_s, gbs, ratio, vs_neuron;
+    double ms_per_step, cell_steps_per_s, comp_steps_per_s, gbs, ratio, vs_neuron, vs_arbor;
 } row;
 
 static double now_ms(void) {
@@ -49,7 +53,7 @@ static double now_ms(void) {
 }
 
 int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells, const int32_t *cell_shape,
-                   ns_backend be, ns_hines_method method, int lanes, int steps, sim_timing *t) {
+                   ns_backend be, ns_hines_method method, int lanes, int threads, int steps, sim_timing *t) {
     ns_sim_params p;
     ns_sim_params_init(&p);
     ns_sim_options o;
@@ -57,6 +61,7 @@ int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells
     o.backend = be;
     o.method = method;
     o.gpu_lanes = lanes;
+    o.threads = threads;
     o.record_every = 1000000; /* recording off the hot path: sample 0 only */
     o.check_every = 100;
     ns_sim_t *sim = NULL;
@@ -88,9 +93,9 @@ int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells
 }
 
 static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, ns_hines_method method, int lanes,
-                    int steps, row *r) {
+                    int threads, int steps, row *r) {
     sim_timing t;
-    const int rc = bench_sim_time(1, &cell, cells, NULL, be, method, lanes, steps, &t);
+    const int rc = bench_sim_time(1, &cell, cells, NULL, be, method, lanes, threads, steps, &t);
     if (rc) return rc;
     snprintf(r->backend, sizeof r->backend, "%s", t.backend);
     snprintf(r->method, sizeof r->method, "%s", t.method);
@@ -106,12 +111,12 @@ static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, ns_hi
     return 0;
 }
 
-double bench_sim_neuron(const char *files, long long per, int steps, int threads, long long *cells,
-                        long long *segments) {
+double bench_sim_baseline(const char *script, const char *files, long long per, int steps, int threads,
+                          long long *cells, long long *segments) {
     char *cmd = malloc(strlen(files) + 8192);
     if (!cmd) return -1.0;
-    sprintf(cmd, "python3 '%s/bench/neuron_sim_bench.py' '%s' %lld %g 0.025 %d 2>/dev/null", NS_SOURCE_DIR, files,
-            per, steps * 0.025, threads);
+    sprintf(cmd, "python3 '%s/bench/%s_sim_bench.py' '%s' %lld %g 0.025 %d 2>/dev/null", NS_SOURCE_DIR, script,
+            files, per, steps * 0.025, threads);
     FILE *f = popen(cmd, "r");
     free(cmd);
     if (!f) return -1.0;
@@ -128,6 +133,42 @@ double bench_sim_neuron(const char *files, long long per, int steps, int threads
     return (double)*cells * steps / wall;
 }
 
+char *bench_sim_arbor_accepts(char **files, int n_files) {
+    size_t z = 8192;
+    for (int k = 0; k < n_files; ++k) z += strlen(files[k]) + 1;
+    char *cmd = malloc(z), *out = calloc(z, 1);
+    if (!cmd || !out) {
+        free(cmd);
+        free(out);
+        return NULL;
+    }
+    int at = sprintf(cmd, "python3 '%s/bench/arbor_sim_bench.py' --accepts '", NS_SOURCE_DIR);
+    for (int k = 0; k < n_files; ++k) at += sprintf(cmd + at, "%s%s", k ? "," : "", files[k]);
+    sprintf(cmd + at, "' 2>/dev/null");
+    FILE *f = popen(cmd, "r");
+    free(cmd);
+    size_t len = 0;
+    if (f) {
+        char line[4096];
+        while (fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\r\n")] = 0;
+            if (!line[0] || len + strlen(line) + 2 > z) continue;
+            len += (size_t)sprintf(out + len, "%s%s", len ? "," : "", line);
+        }
+    }
+    if (!f || pclose(f) != 0 || len == 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+int bench_sim_listed(const char *list, const char *file) {
+    const size_t z = strlen(file);
+    for (const char *p = list; (p = strstr(p, file)) != NULL; p += z)
+        if ((p == list || p[-1] == ',') && (p[z] == ',' || p[z] == 0)) return 1;
+    return 0;
+}
 
 int bench_sim(int argc, char **argv) {
     for (int i = 1; i < argc; ++i)
@@ -135,7 +176,7 @@ int bench_sim(int argc, char **argv) {
     char morph[4096];
     snprintf(morph, sizeof morph, "%s/allen_chat_614430666.swc", cli_morphology_dir());
     long long cells[MAX_LIST] = {1000, 10000, 100000, 1000000}, cpu_max = 100000, steps = 400,
-              neuron_cells = 0;
+              neuron_cells = 0, arbor_cells = 0, threads = 0;
     int n_cells = 4, cpu = 1, gpu = 1, as_json = 0;
     const char *csv = NULL;
     ns_hines_method gpu_method[MAX_GPU] = {NS_HINES_ONCHIP, NS_HINES_TREE};
@@ -149,6 +190,8 @@ int bench_sim(int argc, char **argv) {
         else if (strcmp(o, "--cpu-max") == 0) ok = cli_parse_long("bench sim", o, v, 0, 100000000, &cpu_max), ++i;
         else if (strcmp(o, "--steps") == 0) ok = cli_parse_long("bench sim", o, v, 1, 10000000, &steps), ++i;
         else if (strcmp(o, "--neuron") == 0) ok = cli_parse_long("bench sim", o, v, 1, 1000000, &neuron_cells), ++i;
+        else if (strcmp(o, "--arbor") == 0) ok = cli_parse_long("bench sim", o, v, 1, 1000000, &arbor_cells), ++i;
+        else if (strcmp(o, "--threads") == 0) ok = cli_parse_long("bench sim", o, v, 1, 4096, &threads), ++i;
         else if (strcmp(o, "--backend") == 0 && v) {
             if (strcmp(v, "cpu") == 0) cpu = 1, gpu = 0;
             else if (strcmp(v, "cuda") == 0) cpu = 0, gpu = 1;
@@ -193,21 +236,33 @@ int bench_sim(int argc, char **argv) {
     if (cli_shapes_add(&set, morph, &mo, 1)) return 1;
     const ns_cell_t *cell = set.items[0].cell;
 
-    double neuron = -1.0;
-    long long neuron_segments = 0;
+    /* the baselines run with --threads threads (1 without it) */
+    const int base_threads = threads > 0 ? (int)threads : 1;
+    double neuron = -1.0, arbor = -1.0;
+    long long neuron_segments = 0, arbor_segments = 0;
     if (neuron_cells > 0) {
         long long built = 0;
-        neuron = bench_sim_neuron(morph, neuron_cells, (int)steps, 1, &built, &neuron_segments);
+        neuron = bench_sim_baseline("neuron", morph, neuron_cells, (int)steps, base_threads, &built,
+                                    &neuron_segments);
         if (neuron < 0) fprintf(stderr, "neurosolve bench sim: the NEURON baseline failed (pip install neuron)\n");
+    }
+    if (arbor_cells > 0) {
+        long long built = 0;
+        arbor = bench_sim_baseline("arbor", morph, arbor_cells, (int)steps, base_threads, &built, &arbor_segments);
+        if (arbor < 0) fprintf(stderr, "neurosolve bench sim: the Arbor baseline failed (pip install arbor)\n");
     }
     if (!as_json) {
         if (copy_bw > 0) printf("copy bandwidth %.0f GB/s (device 0, read + write)\n", copy_bw);
         if (neuron > 0)
-            printf("NEURON (1 thread, %lld cells, %lld segments): %.4g cell-steps/s = %.4g segment-steps/s\n",
-                   neuron_cells, neuron_segments, neuron, neuron * (double)neuron_segments / (double)neuron_cells);
+            printf("NEURON (%d thread(s), %lld cells, %lld segments): %.4g cell-steps/s = %.4g segment-steps/s\n",
+                   base_threads, neuron_cells, neuron_segments, neuron,
+                   neuron * (double)neuron_segments / (double)neuron_cells);
+        if (arbor > 0)
+            printf("Arbor (%d thread(s), %lld cells, %lld CVs): %.4g cell-steps/s = %.4g CV-steps/s\n", base_threads,
+                   arbor_cells, arbor_segments, arbor, arbor * (double)arbor_segments / (double)arbor_cells);
         printf("%s, %lld timed steps of 0.025 ms per row\n", set.items[0].name, steps);
-        printf("%-5s %-12s %5s %9s %12s %10s %14s %14s %9s %8s %10s\n", "be", "method", "lanes", "cells",
-               "compartments", "ms/step", "cell-steps/s", "comp-steps/s", "GB/s", "bw/copy", "vs NEURON");
+        printf("%-5s %-12s %5s %9s %12s %10s %14s %14s %9s %8s %10s %9s\n", "be", "method", "lanes", "cells",
+               "compartments", "ms/step", "cell-steps/s", "comp-steps/s", "GB/s", "bw/copy", "vs NEURON", "vs Arbor");
     }
     row rows[(1 + MAX_GPU) * MAX_LIST];
     int n_rows = 0, rc = 0;
@@ -219,17 +274,19 @@ int bench_sim(int argc, char **argv) {
             row *r = &rows[n_rows];
             memset(r, 0, sizeof *r);
             rc = time_row(cell, cells[k], be == 0 ? NS_BACKEND_CPU : NS_BACKEND_CUDA,
-                          be == 0 ? NS_HINES_AUTO : gpu_method[be - 1], be == 0 ? 0 : gpu_lanes[be - 1], (int)steps,
-                          r);
+                          be == 0 ? NS_HINES_AUTO : gpu_method[be - 1], be == 0 ? 0 : gpu_lanes[be - 1],
+                          (int)threads, (int)steps, r);
             if (rc) break;
             if (be > 0 && copy_bw > 0) r->ratio = r->gbs / copy_bw;
             if (neuron > 0) r->vs_neuron = r->cell_steps_per_s / neuron;
+            r->vs_arbor = arbor > 0 ? r->cell_steps_per_s / arbor : -1.0;
             ++n_rows;
             if (!as_json) {
                 printf("%-5s %-12s %5d %9lld %12lld %10.4f %14.4g %14.4g %9.1f ", r->backend, r->method, r->lanes,
                        r->cells, r->compartments, r->ms_per_step, r->cell_steps_per_s, r->comp_steps_per_s, r->gbs);
                 if (r->ratio >= 0) printf("%8.3f ", r->ratio); else printf("%8s ", "-");
-                if (r->vs_neuron >= 0) printf("%9.1fx\n", r->vs_neuron); else printf("%10s\n", "-");
+                if (r->vs_neuron >= 0) printf("%9.2fx ", r->vs_neuron); else printf("%10s ", "-");
+                if (r->vs_arbor >= 0) printf("%8.2fx\n", r->vs_arbor); else printf("%9s\n", "-");
                 fflush(stdout);
             }
         }
@@ -239,11 +296,12 @@ int bench_sim(int argc, char **argv) {
         ns_output *o = cli_output_open(csv);
         FILE *f = ns_output_stream(o);
         if (!f) return 1;
-        fprintf(f, "backend,method,lanes,cells,compartments,ms_per_step,cell_steps_per_s,compartment_steps_per_s,gbs,bw_ratio,vs_neuron,copy_gbs,neuron_cell_steps_per_s\n");
+        fprintf(f, "backend,method,lanes,cells,compartments,ms_per_step,cell_steps_per_s,compartment_steps_per_s,gbs,bw_ratio,vs_neuron,copy_gbs,neuron_cell_steps_per_s,vs_arbor,arbor_cell_steps_per_s,threads\n");
         for (int k = 0; k < n_rows; ++k)
-            fprintf(f, "%s,%s,%d,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", rows[k].backend,
+            fprintf(f, "%s,%s,%d,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d\n", rows[k].backend,
                     rows[k].method, rows[k].lanes, rows[k].cells, rows[k].compartments, rows[k].ms_per_step, rows[k].cell_steps_per_s,
-                    rows[k].comp_steps_per_s, rows[k].gbs, rows[k].ratio, rows[k].vs_neuron, copy_bw, neuron);
+                    rows[k].comp_steps_per_s, rows[k].gbs, rows[k].ratio, rows[k].vs_neuron, copy_bw, neuron,
+                    rows[k].vs_arbor, arbor, base_threads);
         if (cli_output_commit(o)) return 1;
     }
     if (!rc && as_json) {
@@ -251,6 +309,8 @@ int bench_sim(int argc, char **argv) {
         json_begin(&j, stdout);
         json_double(&j, "copy_gbs", copy_bw);
         json_double(&j, "neuron_cell_steps_per_s", neuron);
+        json_double(&j, "arbor_cell_steps_per_s", arbor);
+        json_int(&j, "threads", threads);
         json_int(&j, "steps", steps);
         json_array_begin(&j, "rows");
         for (int k = 0; k < n_rows; ++k) {
@@ -266,6 +326,7 @@ int bench_sim(int argc, char **argv) {
             json_double(&j, "gbs", rows[k].gbs);
             if (rows[k].ratio >= 0) json_double(&j, "bw_ratio", rows[k].ratio);
             if (rows[k].vs_neuron >= 0) json_double(&j, "vs_neuron", rows[k].vs_neuron);
+            if (rows[k].vs_arbor >= 0) json_double(&j, "vs_arbor", rows[k].vs_arbor);
             json_object_end(&j);
         }
         json_array_end(&j);

@@ -16,15 +16,22 @@ typedef struct sim_timing {
 /* Build, run and time a population (cell c of shape cell_shape[c], or c mod
  * n_shapes); an IClamp of 1.5e-4 nA per um^2 of membrane at every cell's
  * spike compartment from 5 ms; recording off the hot path. 0, or 1 after
- * printing the error. */
+ * printing the error. threads: CPU threads (0: OpenMP's default). */
 int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells, const int32_t *cell_shape,
-                   ns_backend be, ns_hines_method method, int lanes, int steps, sim_timing *t);
+                   ns_backend be, ns_hines_method method, int lanes, int threads, int steps, sim_timing *t);
 
-/* NEURON's cell-steps per second (bench/neuron_sim_bench.py) on `per`
- * copies of each morphology of `files` (comma-separated) with `threads`
- * threads, or -1; *cells and *segments receive what NEURON built. */
-double bench_sim_neuron(const char *files, long long per, int steps, int threads, long long *cells,
-                        long long *segments);
+/* A baseline simulator's cell-steps per second on `per` copies of each
+ * morphology of `files` (comma-separated) with `threads` threads, or -1;
+ * *cells and *segments receive what it built. `script`: "neuron"
+ * (bench/neuron_sim_bench.py) or "arbor" (bench/arbor_sim_bench.py). */
+double bench_sim_baseline(const char *script, const char *files, long long per, int steps, int threads,
+                          long long *cells, long long *segments);
+
+/* The files of `files` that Arbor's SWC loader accepts
+ * (bench/arbor_sim_bench.py --accepts), comma-separated, or NULL. */
+char *bench_sim_arbor_accepts(char **files, int n_files);
+/* Whether `file` is an item of the comma-separated `list`. */
+int bench_sim_listed(const char *list, const char *file);
 
 int bench_sim_mixed(int argc, char **argv);
 

@@ -11,7 +11,10 @@
  * loop (OpenMP) on populations of at most --cpu-max compartments, timed
  * over --steps steps after 40 warm-up steps; set-up (create + init) apart.
  * --neuron-threads T adds NEURON with T threads on the bundled x5
- * population (bench/neuron_sim_bench.py) and speedups per cell-step. */
+ * population (bench/neuron_sim_bench.py) and speedups per cell-step;
+ * --arbor adds Arbor (bench/arbor_sim_bench.py, --threads threads) and
+ * restricts the bundled set to the morphologies Arbor's SWC loader
+ * accepts, so that all rows simulate the same cells. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +28,7 @@ typedef struct mrow {
     char pop[32], backend[8], method[16];
     long long cells, comps;
     int shapes;
-    double setup_s, ms_per_step, cell_steps, comp_steps, vs_neuron, vs_cpu, vs_ref;
+    double setup_s, ms_per_step, cell_steps, comp_steps, vs_neuron, vs_arbor, vs_cpu, vs_ref;
 } mrow;
 
 static void help(void) {
@@ -36,15 +39,20 @@ static void help(void) {
            "  --cpu-max N           largest population (compartments) timed on the CPU (default 500000)\n"
            "  --steps N             timed steps after 40 warm-up steps (default 400 = 10 ms)\n"
            "  --neuron-threads T    NEURON with T threads on bundled x5 (needs `pip install neuron`)\n"
+           "  --arbor               Arbor on bundled x5 (needs `pip install arbor`), with --threads threads;\n"
+           "                        the bundled set becomes the morphologies Arbor's SWC loader accepts\n"
+           "  --threads T           CPU threads of our loop (default: OpenMP's default) and of Arbor (1)\n"
            "  --csv FILE\n");
 }
 
 /* Time one population into a row (bench_sim_time). */
+static int cpu_threads; /* --threads (0: OpenMP's default) */
+
 static int time_pop(int n_shapes, ns_cell_t **shapes, long long cells, const int32_t *cell_shape, ns_backend be,
                     ns_hines_method method, int steps, mrow *r) {
     sim_timing t;
     const int rc = bench_sim_time(n_shapes, (const ns_cell_t *const *)shapes, cells, cell_shape, be, method, 0,
-                                  steps, &t);
+                                  cpu_threads, steps, &t);
     if (rc) return rc;
     snprintf(r->backend, sizeof r->backend, "%s", t.backend);
     snprintf(r->method, sizeof r->method, "%s", t.method);
@@ -54,7 +62,7 @@ static int time_pop(int n_shapes, ns_cell_t **shapes, long long cells, const int
     r->ms_per_step = t.ms_per_step;
     r->cell_steps = (double)cells / (t.ms_per_step * 1e-3);
     r->comp_steps = (double)r->comps / (t.ms_per_step * 1e-3);
-    r->vs_neuron = r->vs_cpu = r->vs_ref = -1.0;
+    r->vs_neuron = r->vs_arbor = r->vs_cpu = r->vs_ref = -1.0;
     return 0;
 }
 
@@ -62,15 +70,17 @@ static void print_row(const mrow *r) {
     printf("%-14s %6d %8lld %10lld %-5s %-12s %8.2f %10.4f %12.4g %12.4g", r->pop, r->shapes, r->cells, r->comps,
            r->backend, r->method, r->setup_s, r->ms_per_step, r->cell_steps, r->comp_steps);
     if (r->vs_cpu > 0) printf(" %8.1fx", r->vs_cpu); else printf(" %9s", "-");
-    if (r->vs_neuron > 0) printf(" %8.1fx", r->vs_neuron); else printf(" %9s", "-");
+    if (r->vs_neuron > 0) printf(" %8.2fx", r->vs_neuron); else printf(" %9s", "-");
+    if (r->vs_arbor > 0) printf(" %8.2fx", r->vs_arbor); else printf(" %9s", "-");
     if (r->vs_ref > 0) printf(" %7.2f", r->vs_ref); else printf(" %7s", "-");
     printf("\n");
     fflush(stdout);
 }
 
 int bench_sim_mixed(int argc, char **argv) {
-    long long per[MAX_LIST] = {5, 20, 200}, jitter = 10000, cpu_max = 500000, steps = 400, nthreads = 0;
-    int n_per = 3;
+    long long per[MAX_LIST] = {5, 20, 200}, jitter = 10000, cpu_max = 500000, steps = 400, nthreads = 0,
+              threads = 0;
+    int n_per = 3, with_arbor = 0;
     const char *csv = NULL;
     char methods_buf[128] = "auto,tree";
     for (int i = 1; i < argc; ++i) {
@@ -83,11 +93,14 @@ int bench_sim_mixed(int argc, char **argv) {
         else if (strcmp(o, "--cpu-max") == 0) ok = cli_parse_long("bench sim --mixed", o, v, 0, 1LL << 40, &cpu_max), ++i;
         else if (strcmp(o, "--steps") == 0) ok = cli_parse_long("bench sim --mixed", o, v, 1, 10000000, &steps), ++i;
         else if (strcmp(o, "--neuron-threads") == 0) ok = cli_parse_long("bench sim --mixed", o, v, 1, 1024, &nthreads), ++i;
+        else if (strcmp(o, "--threads") == 0) ok = cli_parse_long("bench sim --mixed", o, v, 1, 4096, &threads), ++i;
+        else if (strcmp(o, "--arbor") == 0) with_arbor = 1;
         else if (strcmp(o, "--gpu-methods") == 0 && v) snprintf(methods_buf, sizeof methods_buf, "%s", v), ++i;
         else if (strcmp(o, "--csv") == 0 && v) csv = v, ++i;
         else return cli_usage_error("bench sim --mixed", "unknown option or missing value '%s'", o);
         if (!ok) return 2;
     }
+    cpu_threads = (int)threads;
     const char *items[MAX_LIST];
     const int n_methods = cli_split_list(methods_buf, items, MAX_LIST);
     ns_hines_method methods[MAX_LIST];
@@ -108,7 +121,13 @@ int bench_sim_mixed(int argc, char **argv) {
     ns_morph_t *morphs[256];
     char *list = calloc((size_t)n_files, 1100);
     int n = 0, rc = 0;
+    char *accepted = NULL; /* with --arbor: the files Arbor's loader accepts */
+    if (with_arbor && (accepted = bench_sim_arbor_accepts(files, n_files)) == NULL) {
+        fprintf(stderr, "neurosolve bench sim --mixed: bench/arbor_sim_bench.py --accepts failed (pip install arbor)\n");
+        with_arbor = 0;
+    }
     for (int k = 0; k < n_files && n < 256; ++k) {
+        if (accepted && !bench_sim_listed(accepted, files[k])) continue;
         ns_morph_t *m = NULL;
         if (ns_swc_read(files[k], NULL, &m) == NS_OK && ns_discretize(m, NULL, &cells[n]) == NS_OK) {
             if (list) {
@@ -133,13 +152,24 @@ int bench_sim_mixed(int argc, char **argv) {
     long long neuron_cells = 0;
     if (nthreads > 0 && list) {
         long long segments = 0;
-        neuron = bench_sim_neuron(list, 5, (int)steps, (int)nthreads, &neuron_cells, &segments);
+        neuron = bench_sim_baseline("neuron", list, 5, (int)steps, (int)nthreads, &neuron_cells, &segments);
         if (neuron < 0) fprintf(stderr, "neurosolve bench sim --mixed: the NEURON baseline failed (pip install neuron)\n");
         else printf("NEURON, %lld threads, bundled x5 (%lld cells Import3d read): %.4g cell-steps/s\n", nthreads,
                     neuron_cells, neuron);
     }
-    printf("%-14s %6s %8s %10s %-5s %-12s %8s %10s %12s %12s %9s %9s %7s\n", "population", "shapes", "cells", "comps",
-           "be", "method", "setup_s", "ms/step", "cell-steps/s", "comp-steps/s", "vs CPU", "vs NEURON", "vs ref");
+    double arbor = -1.0;
+    if (with_arbor && list) {
+        long long arbor_cells = 0, cvs = 0;
+        const int at = threads > 0 ? (int)threads : 1;
+        arbor = bench_sim_baseline("arbor", list, 5, (int)steps, at, &arbor_cells, &cvs);
+        if (arbor < 0) fprintf(stderr, "neurosolve bench sim --mixed: the Arbor baseline failed (pip install arbor)\n");
+        else printf("Arbor, %d threads, bundled x5 (%lld cells, %lld CVs): %.4g cell-steps/s\n", at, arbor_cells, cvs,
+                    arbor);
+    }
+    free(accepted);
+    printf("%-14s %6s %8s %10s %-5s %-12s %8s %10s %12s %12s %9s %9s %9s %7s\n", "population", "shapes", "cells",
+           "comps", "be", "method", "setup_s", "ms/step", "cell-steps/s", "comp-steps/s", "vs CPU", "vs NEURON",
+           "vs Arbor", "vs ref");
     mrow *rows = NULL;
     int nr = 0, cap = 0;
     for (int q = 0; q < n_per && !rc && n > 0; ++q) {
@@ -174,6 +204,7 @@ int bench_sim_mixed(int argc, char **argv) {
             if (cpu) cpu_rate = r->cell_steps;
             else if (cpu_rate > 0) r->vs_cpu = r->cell_steps / cpu_rate;
             if (neuron > 0 && per[q] == 5) r->vs_neuron = r->cell_steps / neuron;
+            if (arbor > 0 && per[q] == 5) r->vs_arbor = r->cell_steps / arbor;
             if (!cpu && ref_rate > 0) r->vs_ref = r->comp_steps / ref_rate;
             print_row(r);
         }
@@ -216,12 +247,14 @@ int bench_sim_mixed(int argc, char **argv) {
         if (!f) rc = cli_error("%s: cannot write", csv);
         else {
             fprintf(f, "population,shapes,cells,compartments,backend,method,setup_s,ms_per_step,cell_steps_per_s,"
-                       "compartment_steps_per_s,vs_cpu,vs_neuron,vs_ref,neuron_threads,neuron_cell_steps_per_s\n");
+                       "compartment_steps_per_s,vs_cpu,vs_neuron,vs_ref,neuron_threads,neuron_cell_steps_per_s,"
+                       "vs_arbor,arbor_cell_steps_per_s,threads\n");
             for (int k = 0; k < nr; ++k) {
                 const mrow *r = &rows[k];
-                fprintf(f, "\"%s\",%d,%lld,%lld,%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%lld,%.6g\n", r->pop, r->shapes,
-                        r->cells, r->comps, r->backend, r->method, r->setup_s, r->ms_per_step, r->cell_steps,
-                        r->comp_steps, r->vs_cpu, r->vs_neuron, r->vs_ref, nthreads, neuron);
+                fprintf(f, "\"%s\",%d,%lld,%lld,%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%lld,%.6g,%.6g,%.6g,%lld\n",
+                        r->pop, r->shapes, r->cells, r->comps, r->backend, r->method, r->setup_s, r->ms_per_step,
+                        r->cell_steps, r->comp_steps, r->vs_cpu, r->vs_neuron, r->vs_ref, nthreads, neuron,
+                        r->vs_arbor, arbor, threads);
             }
             fclose(f);
         }

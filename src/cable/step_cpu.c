@@ -1,7 +1,26 @@
-/* The CPU loop: cells spread over OpenMP threads; each thread advances one
- * cell through all the steps of a call before taking the next (cells are
- * independent, so this keeps a cell's state in cache). One step is NEURON's
- * nrn_fixed_step_thread (fadvance.cpp, treeset.cpp) for one cell:
+/* The CPU loop: cells of one shape side by side in lane blocks.
+ *
+ * Layout (docs/simulation.md, "CPU loop"). The cells of a shape are grouped
+ * into blocks of w = 8, 4, 2 or 1 cells (cpu_policy.h: the widest that does
+ * not exceed one thread's share of the work, then the rest of the cells in
+ * decreasing powers of two, so that no lane is padding). A block keeps its
+ * state interleaved, v[node * w + lane], so that
+ *   - the membrane mechanisms run over runs of nodes of one region as flat
+ *     arrays of (end - begin) * w doubles: the compiler vectorises them over
+ *     nodes and cells alike (w = 1 included);
+ *   - the matrix assembly and the Hines solve visit each node once for all
+ *     the block's cells, with w independent lanes at each node.
+ * The host arrays sim->v, m, h, n (Flat layout) are written from the blocks
+ * when the state is read (sync_state).
+ *
+ * Threads: one parallel region per ns_sim_advance call; each thread owns a
+ * static set of blocks balanced by compartments (cpu_policy.h) and advances
+ * each of its blocks through all the steps of the call before the next
+ * (blocks are independent: no barrier, no waiting but the end of the call).
+ * Never more threads than blocks.
+ *
+ * One step is NEURON's nrn_fixed_step_thread (fadvance.cpp, treeset.cpp),
+ * for every cell:
  *
  *   t += dt/2
  *   rhs = 0, d = 0
@@ -18,194 +37,668 @@
  *
  * Mechanisms run one after the other over the whole cell, as NEURON runs them
  * (pas before IClamp before hh: NEURON's mechanism type order), so that the
- * sums at each node add in NEURON's order. */
+ * sums at each node add in NEURON's order. Every lane performs the same
+ * floating-point operations in the same order as one cell alone (the file is
+ * compiled without contraction into fused multiply-adds, and exp is the C
+ * library's), so the results do not depend on the block a cell lands in,
+ * nor on the thread count. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef NS_HAVE_OPENMP
 #include <omp.h>
 #endif
 
+#include "cable/cpu_policy.h"
 #include "cable/sim_impl.h"
 #include "core/error.h"
 
-static void init_cell(const ns_sim_t *sim, int64_t c) {
-    const sim_shape *s = &sim->shapes[sim->cell_shape[c]];
-    const int64_t o = sim->cell_offset[c];
-    double *v = sim->v + o, *m = sim->m + o, *h = sim->h + o, *n = sim->n + o;
+#if defined(__GNUC__) || defined(__clang__)
+#define NS_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define NS_ALWAYS_INLINE static inline
+#endif
+
+#define ALIGN 64           /* [bytes] block arrays start on a cache line */
+#define CHUNK 64           /* lane-nodes per pass of the gate update */
+#define LOG2_LANES_MAX 3   /* widths 1, 2, 4, 8 */
+
+typedef struct cpu_run {
+    int32_t begin, end; /* nodes [begin, end) of one region (-1: no membrane) */
+    int32_t region;
+} cpu_run;
+
+typedef struct cpu_shape {
+    int32_t n_runs;
+    cpu_run *runs;
+    double *cap[LOG2_LANES_MAX + 1]; /* cap repeated over w = 1, 2, 4, 8 lanes (those used) */
+} cpu_shape;
+
+typedef struct cpu_block {
+    int32_t shape, w;
+    int64_t cell[NS_CPU_LANES_MAX]; /* the cells in lane order (ascending) */
+    double *v, *m, *h, *n;          /* n * w each, v[node * w + lane] */
+} cpu_block;
+
+typedef struct cpu_state {
+    int32_t threads;       /* threads that run (<= blocks) */
+    int64_t n_blocks;
+    cpu_block *blocks;
+    int64_t *thread_begin; /* threads + 1 into `order` */
+    int64_t *order;        /* blocks, thread by thread */
+    int64_t *lane_of;      /* n_cells: block * NS_CPU_LANES_MAX + lane */
+    cpu_shape *shapes;
+    double *store;         /* the blocks' state */
+    int64_t max_nw;        /* largest n * w (scratch per thread) */
+} cpu_state;
+
+static void *aligned(size_t bytes) {
+    const size_t z = (bytes + ALIGN - 1) / ALIGN * ALIGN;
+    return aligned_alloc(ALIGN, z ? z : ALIGN);
+}
+
+static int log2w(int32_t w) { return w >= 8 ? 3 : w >= 4 ? 2 : w >= 2 ? 1 : 0; }
+
+static int32_t requested_threads(const ns_sim_t *sim) {
+#ifdef NS_HAVE_OPENMP
+    if (sim->method == NS_HINES_OPENMP)
+        return sim->options.threads > 0 ? sim->options.threads : omp_get_max_threads();
+#else
+    (void)sim;
+#endif
+    return 1;
+}
+
+static void cpu_destroy(ns_sim_t *sim) {
+    cpu_state *st = sim->backend_state;
+    if (!st) return;
+    if (st->shapes)
+        for (int32_t k = 0; k < sim->n_shapes; ++k) {
+            free(st->shapes[k].runs);
+            for (int l = 0; l <= LOG2_LANES_MAX; ++l) free(st->shapes[k].cap[l]);
+        }
+    free(st->shapes);
+    free(st->blocks);
+    free(st->thread_begin);
+    free(st->order);
+    free(st->lane_of);
+    free(st->store);
+    free(st);
+    sim->backend_state = NULL;
+}
+
+static ns_status cpu_create(ns_sim_t *sim) {
+    cpu_state *st = calloc(1, sizeof *st);
+    if (!st) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: CPU layout");
+    sim->backend_state = st;
+    const int32_t ns = sim->n_shapes;
+    const int64_t nc = sim->n_cells;
+    const int32_t requested = requested_threads(sim);
+    st->shapes = calloc((size_t)ns, sizeof *st->shapes);
+    int64_t *count = calloc((size_t)ns, sizeof *count);
+    int32_t *wmax = malloc((size_t)ns * sizeof *wmax);
+    st->lane_of = malloc((size_t)nc * sizeof *st->lane_of);
+    if (!st->shapes || !count || !wmax || !st->lane_of) goto oom;
+    for (int64_t c = 0; c < nc; ++c) count[sim->cell_shape[c]]++;
+    /* runs of one region per shape */
+    for (int32_t k = 0; k < ns; ++k) {
+        const sim_shape *s = &sim->shapes[k];
+        cpu_shape *cs = &st->shapes[k];
+        cs->runs = malloc((size_t)s->n * sizeof *cs->runs);
+        if (!cs->runs) goto oom;
+        for (int32_t i = 0; i < s->n; ++i) {
+            if (cs->n_runs > 0 && cs->runs[cs->n_runs - 1].region == s->region[i]) {
+                cs->runs[cs->n_runs - 1].end = i + 1;
+                continue;
+            }
+            cs->runs[cs->n_runs].begin = i;
+            cs->runs[cs->n_runs].end = i + 1;
+            cs->runs[cs->n_runs].region = s->region[i];
+            cs->n_runs++;
+        }
+    }
+    /* blocks: the widest width per shape, then the cells in ascending order */
+    for (int32_t k = 0; k < ns; ++k) {
+        wmax[k] = ns_cpu_lane_width(sim->shapes[k].n, sim->n_comp, requested);
+        st->n_blocks += ns_cpu_blocks(count[k], wmax[k], NULL);
+    }
+    st->blocks = calloc((size_t)st->n_blocks, sizeof *st->blocks);
+    if (!st->blocks) goto oom;
+    {
+        int32_t widths[64];
+        int64_t b = 0;
+        int64_t *next = calloc((size_t)ns, sizeof *next); /* first block of each shape */
+        int64_t *fill = calloc((size_t)st->n_blocks, sizeof *fill);
+        if (!next || !fill) {
+            free(next);
+            free(fill);
+            goto oom;
+        }
+        for (int32_t k = 0; k < ns; ++k) {
+            next[k] = b;
+            int64_t full = count[k] / wmax[k];
+            for (int64_t q = 0; q < full; ++q, ++b) {
+                st->blocks[b].shape = k;
+                st->blocks[b].w = wmax[k];
+            }
+            const int64_t rest = ns_cpu_blocks(count[k] - full * wmax[k], wmax[k], widths);
+            for (int64_t q = 0; q < rest; ++q, ++b) {
+                st->blocks[b].shape = k;
+                st->blocks[b].w = widths[q];
+            }
+        }
+        for (int64_t c = 0; c < nc; ++c) {
+            const int32_t k = sim->cell_shape[c];
+            int64_t q = next[k];
+            cpu_block *blk = &st->blocks[q];
+            blk->cell[fill[q]] = c;
+            st->lane_of[c] = q * NS_CPU_LANES_MAX + fill[q];
+            if (++fill[q] == blk->w) next[k]++;
+        }
+        free(next);
+        free(fill);
+    }
+    /* state storage, and the shapes' capacitance at the widths used */
+    int64_t total = 0;
+    for (int64_t b = 0; b < st->n_blocks; ++b) {
+        const cpu_block *blk = &st->blocks[b];
+        const int64_t nw = (int64_t)sim->shapes[blk->shape].n * blk->w;
+        const int64_t padded = (nw + ALIGN / 8 - 1) / (ALIGN / 8) * (ALIGN / 8);
+        total += 4 * padded;
+        if (nw > st->max_nw) st->max_nw = nw;
+        cpu_shape *cs = &st->shapes[blk->shape];
+        const int l = log2w(blk->w);
+        if (!cs->cap[l]) {
+            cs->cap[l] = aligned((size_t)nw * sizeof(double));
+            if (!cs->cap[l]) goto oom;
+            const sim_shape *s = &sim->shapes[blk->shape];
+            for (int32_t i = 0; i < s->n; ++i)
+                for (int32_t j = 0; j < blk->w; ++j) cs->cap[l][(int64_t)i * blk->w + j] = s->cap[i];
+        }
+    }
+    st->store = aligned((size_t)total * sizeof(double));
+    if (!st->store) goto oom;
+    {
+        double *p = st->store;
+        for (int64_t b = 0; b < st->n_blocks; ++b) {
+            cpu_block *blk = &st->blocks[b];
+            const int64_t nw = (int64_t)sim->shapes[blk->shape].n * blk->w;
+            const int64_t padded = (nw + ALIGN / 8 - 1) / (ALIGN / 8) * (ALIGN / 8);
+            blk->v = p;
+            blk->m = p + padded;
+            blk->h = p + 2 * padded;
+            blk->n = p + 3 * padded;
+            p += 4 * padded;
+        }
+    }
+    /* threads and their blocks */
+    st->threads = ns_cpu_threads(requested, st->n_blocks);
+    {
+        int64_t *weight = malloc((size_t)st->n_blocks * sizeof *weight);
+        int32_t *owner = malloc((size_t)st->n_blocks * sizeof *owner);
+        st->thread_begin = calloc((size_t)st->threads + 1, sizeof *st->thread_begin);
+        st->order = malloc((size_t)st->n_blocks * sizeof *st->order);
+        int ok = weight && owner && st->thread_begin && st->order;
+        if (ok) {
+            for (int64_t b = 0; b < st->n_blocks; ++b)
+                weight[b] = (int64_t)sim->shapes[st->blocks[b].shape].n * st->blocks[b].w;
+            ok = ns_cpu_partition(st->n_blocks, weight, st->threads, owner) >= 0;
+        }
+        if (ok) {
+            for (int64_t b = 0; b < st->n_blocks; ++b) st->thread_begin[owner[b] + 1]++;
+            for (int32_t t = 0; t < st->threads; ++t) st->thread_begin[t + 1] += st->thread_begin[t];
+            int64_t *at = weight; /* reused as fill positions */
+            for (int32_t t = 0; t < st->threads; ++t) at[t] = st->thread_begin[t];
+            for (int64_t b = 0; b < st->n_blocks; ++b) st->order[at[owner[b]]++] = b;
+        }
+        free(weight);
+        free(owner);
+        if (!ok) goto oom;
+    }
+    free(count);
+    free(wmax);
+    return NS_OK;
+oom:
+    free(count);
+    free(wmax);
+    return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: CPU layout of %lld cells", (long long)nc);
+}
+
+static void init_block(const ns_sim_t *sim, cpu_block *blk) {
+    const sim_shape *s = &sim->shapes[blk->shape];
+    const int32_t w = blk->w;
     for (int32_t i = 0; i < s->n; ++i) {
-        v[i] = sim->params.v_init;
-        m[i] = h[i] = n[i] = 0.0;
+        double m = 0.0, h = 0.0, n = 0.0;
         const int r = s->region[i];
-        if (r < 0 || !sim->region[r].hh) continue;
-        /* hh's INITIAL: rates(v); m = minf; h = hinf; n = ninf */
-        ns_hh_rates q;
-        ns_hh_rates_of(&sim->table, sim->params.usetable, sim->q10, v[i], &q);
-        m[i] = q.minf;
-        h[i] = q.hinf;
-        n[i] = q.ninf;
+        if (r >= 0 && sim->region[r].hh) {
+            /* hh's INITIAL: rates(v); m = minf; h = hinf; n = ninf */
+            ns_hh_rates q;
+            ns_hh_rates_of(&sim->table, sim->params.usetable, sim->q10, sim->params.v_init, &q);
+            m = q.minf;
+            h = q.hinf;
+            n = q.ninf;
+        }
+        for (int32_t j = 0; j < w; ++j) {
+            const int64_t k = (int64_t)i * w + j;
+            blk->v[k] = sim->params.v_init;
+            blk->m[k] = m;
+            blk->h[k] = h;
+            blk->n[k] = n;
+        }
     }
 }
 
+static ns_status cpu_sync_state(ns_sim_t *sim);
+
 static ns_status cpu_init(ns_sim_t *sim) {
-    const int64_t nc = sim->n_cells;
+    cpu_state *st = sim->backend_state;
+    const int32_t threads = st->threads;
+    /* each thread touches its own blocks first (their pages land near it) */
 #ifdef NS_HAVE_OPENMP
-    const int threads = sim->options.threads > 0 ? sim->options.threads : omp_get_max_threads();
-#pragma omp parallel for schedule(static) num_threads(threads) if (sim->method == NS_HINES_OPENMP)
+#pragma omp parallel num_threads(threads) if (threads > 1)
 #endif
-    for (int64_t c = 0; c < nc; ++c) init_cell(sim, c);
+    {
+        int32_t t = 0;
+#ifdef NS_HAVE_OPENMP
+        t = omp_get_thread_num();
+#endif
+        for (int64_t q = st->thread_begin[t]; q < st->thread_begin[t + 1]; ++q)
+            init_block(sim, &st->blocks[st->order[q]]);
+    }
+    (void)threads;
+    return cpu_sync_state(sim);
+}
+
+static ns_status cpu_sync_state(ns_sim_t *sim) {
+    cpu_state *st = sim->backend_state;
+    for (int64_t c = 0; c < sim->n_cells; ++c) {
+        const cpu_block *blk = &st->blocks[st->lane_of[c] / NS_CPU_LANES_MAX];
+        const int32_t j = (int32_t)(st->lane_of[c] % NS_CPU_LANES_MAX), w = blk->w;
+        const int64_t o = sim->cell_offset[c];
+        const int32_t n = sim->shapes[blk->shape].n;
+        for (int32_t i = 0; i < n; ++i) {
+            const int64_t k = (int64_t)i * w + j;
+            sim->v[o + i] = blk->v[k];
+            sim->m[o + i] = blk->m[k];
+            sim->h[o + i] = blk->h[k];
+            sim->n[o + i] = blk->n[k];
+        }
+    }
     return NS_OK;
 }
 
-/* The local fault of one cell: the first step it went non-finite. */
-typedef struct cell_fault {
-    int64_t step;
+NS_ALWAYS_INLINE double ns_select3(int a, double x, int b, double y, double z) {
+    const double yz = b ? y : z;
+    return a ? x : yz;
+}
+
+/* exp(x) in arithmetic the compiler vectorises (no table, no call): x =
+ * k ln2 + r with |r| <= ln2/2 (ln2 in two parts, Cody and Waite), exp(r) by
+ * its Taylor series to r^13/13! (truncation below 2^-60 of the result),
+ * then 2^k in two factors (so that results down to the smallest subnormal
+ * and up to DBL_MAX come out). Within 1 ulp of the C library's exp; where
+ * they differ the last bit does (docs/simulation.md, "CPU loop": the effect
+ * on traces). NaN in, NaN out; below -745.2: 0; above 709.8: Inf. */
+NS_ALWAYS_INLINE double exp_lanes(double x) {
+    const double inv_ln2 = 1.4426950408889634074, shift = 6755399441055744.0; /* 1.5 * 2^52 */
+    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+    double xc = x < -746.0 ? -746.0 : x; /* NaN stays NaN here... */
+    xc = xc > 710.0 ? 710.0 : xc;
+    const double xs = xc == xc ? xc : 0.0; /* ...and 0 for the bits */
+    /* k = round(xs / ln2), its halves k1 + k2 = k, all as doubles: AVX2 has
+     * no 64-bit arithmetic shift, so no signed 64-bit integers here */
+    const double kd = (xs * inv_ln2 + shift) - shift;
+    const double k1 = (kd * 0.5 + shift) - shift, k2 = kd - k1; /* |k1|, |k2| <= 539 */
+    const double r = (xs - kd * ln2_hi) - kd * ln2_lo;
+    double p = 1.0 / 6227020800.0; /* 1/13! */
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    /* 2^k = 2^k1 * 2^k2, each exponent within the normal range: k + 1023 + shift
+     * holds k + 1023 in its low mantissa bits, shifted into the exponent field */
+    double e1 = k1 + (1023.0 + shift), e2 = k2 + (1023.0 + shift);
+    uint64_t b1, b2;
+    memcpy(&b1, &e1, sizeof b1);
+    memcpy(&b2, &e2, sizeof b2);
+    b1 <<= 52;
+    b2 <<= 52;
+    double s1, s2;
+    memcpy(&s1, &b1, sizeof s1);
+    memcpy(&s2, &b2, sizeof s2);
+    const double y = p * s1 * s2;
+    return xc == xc ? y : x;
+}
+
+/* The hh gates of lane-nodes [b, e) of one region by cnexp, in chunks: the
+ * rates (table or exact), then the exponentials, then the update, each a
+ * loop the compiler can vectorise but the middle one. */
+NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, int64_t b, int64_t e, const double *restrict v,
+                            double *restrict m, double *restrict h, double *restrict gn) {
+    const double dt = sim->params.dt;
+    const double *restrict t_minf = sim->table.minf, *restrict t_mtau = sim->table.mtau;
+    const double *restrict t_hinf = sim->table.hinf, *restrict t_htau = sim->table.htau;
+    const double *restrict t_ninf = sim->table.ninf, *restrict t_ntau = sim->table.ntau;
+    for (int64_t k0 = b; k0 < e; k0 += CHUNK) {
+        const int len = (int)(e - k0 < CHUNK ? e - k0 : CHUNK);
+        double minf[CHUNK], mtau[CHUNK], hinf[CHUNK], htau[CHUNK], ninf[CHUNK], ntau[CHUNK];
+        double ex[3 * CHUNK];
+        if (sim->params.usetable) {
+            /* nocmodl's table lookup (mech.h, ns_hh_rates_table) without branches */
+#if defined(_OPENMP) || defined(NS_HAVE_OPENMP_SIMD)
+#pragma omp simd
+#endif
+            for (int l = 0; l < len; ++l) {
+                const double xi = (1.0 / NS_HH_TABLE_DV) * (v[k0 + l] - NS_HH_TABLE_VMIN);
+                const int inside = (xi > 0.0) & (xi < (double)(NS_HH_TABLE_N - 1));
+                /* xs = inside ? xi : 0 in a form gcc vectorises: NaN to 0, the rest
+                 * clamped to +-300, times 0 or 1 (xs = xi exactly when inside) */
+                const double xc = xi == xi ? xi : 0.0;
+                const double xd = xc < 300.0 ? xc : 300.0;
+                const double xs = (xd > -300.0 ? xd : -300.0) * (double)inside;
+                const int i = (int)xs;
+                const double theta = xs - (double)i;
+                const int high = xi >= (double)(NS_HH_TABLE_N - 1);
+                const int nan = xi != xi;
+                /* every load in range and done whatever the case, then selects, so
+                 * that the loop has no branch; the clamped ends are two scalars */
+#define NS_LOOKUP(col, out)                                                                              \
+    do {                                                                                                 \
+        const double c0 = col[i], c1 = col[i + 1];                                                       \
+        const double lo = col[0], hi = col[NS_HH_TABLE_N - 1];                                           \
+        out = ns_select3(inside, c0 + theta * (c1 - c0), nan, xi, high ? hi : lo);                       \
+    } while (0)
+                NS_LOOKUP(t_minf, minf[l]);
+                NS_LOOKUP(t_mtau, mtau[l]);
+                NS_LOOKUP(t_hinf, hinf[l]);
+                NS_LOOKUP(t_htau, htau[l]);
+                NS_LOOKUP(t_ninf, ninf[l]);
+                NS_LOOKUP(t_ntau, ntau[l]);
+#undef NS_LOOKUP
+            }
+        } else {
+            for (int l = 0; l < len; ++l) {
+                ns_hh_rates q;
+                ns_hh_rates_exact(v[k0 + l], sim->q10, &q);
+                minf[l] = q.minf;
+                mtau[l] = q.mtau;
+                hinf[l] = q.hinf;
+                htau[l] = q.htau;
+                ninf[l] = q.ninf;
+                ntau[l] = q.ntau;
+            }
+        }
+        /* ns_cnexp, split around its exp: the rate -1/tau once, the target
+         * -(inf/tau)/(-1/tau) into the inf arrays, the exponentials, the update */
+        for (int l = 0; l < len; ++l) {
+            const double rm = (-1.0) / mtau[l], rh = (-1.0) / htau[l], rn = (-1.0) / ntau[l];
+            ex[l] = dt * rm;
+            ex[len + l] = dt * rh;
+            ex[2 * len + l] = dt * rn;
+            minf[l] = -(minf[l] / mtau[l]) / rm;
+            hinf[l] = -(hinf[l] / htau[l]) / rh;
+            ninf[l] = -(ninf[l] / ntau[l]) / rn;
+        }
+        for (int l = 0; l < 3 * len; ++l) ex[l] = exp_lanes(ex[l]);
+        for (int l = 0; l < len; ++l) {
+            const int64_t k = k0 + l;
+            m[k] = m[k] + (1. - ex[l]) * (minf[l] - m[k]);
+            h[k] = h[k] + (1. - ex[len + l]) * (hinf[l] - h[k]);
+            gn[k] = gn[k] + (1. - ex[2 * len + l]) * (ninf[l] - gn[k]);
+        }
+    }
+}
+
+/* The local fault of one block: the first step one of its cells went
+ * non-finite, and the lowest such cell. */
+typedef struct block_fault {
+    int64_t step, cell;
     int32_t node;
     double value;
-} cell_fault;
+} block_fault;
 
-/* Advance cell c by `steps` steps from step count `step0` at time t0.
- * d and rhs are scratch of at least the cell's size. Returns 0, or 1 on a
+/* Advance block `blk` (of W lanes) by `steps` steps from step count `step0`
+ * at time t0. d and rhs are scratch of at least n * W. Returns 0, or 1 on a
  * fault (filled in), or -1 when a spike could not be stored. */
-static int run_cell(ns_sim_t *sim, int64_t c, int64_t step0, int64_t steps, double t0, double *d,
-                    double *rhs, cell_fault *fault) {
-    const sim_shape *s = &sim->shapes[sim->cell_shape[c]];
+NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, const int32_t W,
+                               int64_t step0, int64_t steps, double t0, double *restrict d,
+                               double *restrict rhs, block_fault *fault) {
+    const sim_shape *s = &sim->shapes[blk->shape];
+    const cpu_shape *cs = &st->shapes[blk->shape];
     const int32_t n = s->n;
-    const int64_t o = sim->cell_offset[c];
-    double *v = sim->v + o, *m = sim->m + o, *h = sim->h + o, *gn = sim->n + o;
-    const int32_t *parent = s->parent;
-    const double *a = s->a, *b = s->b;
-    const int8_t *region = s->region;
+    const int64_t nw = (int64_t)n * W;
+    double *restrict v = blk->v, *restrict m = blk->m, *restrict h = blk->h, *restrict gn = blk->n;
+    const double *restrict cap = cs->cap[log2w(W)];
+    const int32_t *restrict parent = s->parent;
+    const double *restrict a = s->a, *restrict b = s->b;
     const sim_region *R = sim->region;
     const double dt = sim->params.dt;
     const double thr = sim->params.spike_threshold;
-    const int usetable = sim->params.usetable;
-    const double q10 = sim->q10;
-    const ns_hh_table *table = &sim->table;
     const int64_t every = sim->options.record_every, check = sim->options.check_every;
-    const int64_t st_begin = sim->stim_begin[c], st_end = sim->stim_begin[c + 1];
-    const int64_t rc_begin = sim->rec_begin[c], rc_end = sim->rec_begin[c + 1];
     const int32_t nrec = sim->n_recs;
+    const int64_t sp = (int64_t)s->spike_node * W;
     double t = t0;
     for (int64_t k = 0; k < steps; ++k) {
         const double tp = t;
         const double tm = ns_sim_half_step(t, dt);
-        /* pas (and the zero start of rhs and d) */
-        for (int32_t i = 0; i < n; ++i) {
-            rhs[i] = 0.0;
-            d[i] = 0.0;
-            const int r = region[i];
-            if (r < 0 || !R[r].pas) continue;
-            const double g1 = ns_pas_current(v[i] + .001, R[r].g_pas, R[r].e_pas);
-            const double i0 = ns_pas_current(v[i], R[r].g_pas, R[r].e_pas);
-            rhs[i] -= i0;
-            d[i] += (g1 - i0) / .001;
+        /* the zero start of rhs and d, and pas */
+        for (int64_t q = 0; q < nw; ++q) {
+            rhs[q] = 0.0;
+            d[q] = 0.0;
+        }
+        for (int32_t u = 0; u < cs->n_runs; ++u) {
+            const cpu_run *run = &cs->runs[u];
+            if (run->region < 0 || !R[run->region].pas) continue;
+            const double g = R[run->region].g_pas, e = R[run->region].e_pas;
+            for (int64_t q = (int64_t)run->begin * W; q < (int64_t)run->end * W; ++q) {
+                const double g1 = ns_pas_current(v[q] + .001, g, e);
+                const double i0 = ns_pas_current(v[q], g, e);
+                rhs[q] -= i0;
+                d[q] += (g1 - i0) / .001;
+            }
         }
         /* IClamp: an ELECTRODE_CURRENT in nA, turned into mA/cm^2 by 1e2/area;
          * its slope is 0, so d is left alone */
-        for (int64_t q = st_begin; q < st_end; ++q) {
-            const sim_stim *stim = &sim->stims[sim->stim_order[q]];
-            const double i = (tm < stim->del + stim->dur && tm >= stim->del) ? stim->amp : 0.0;
-            rhs[stim->node] += i * s->stim_scale[stim->node];
+        for (int32_t j = 0; j < W; ++j) {
+            const int64_t c = blk->cell[j];
+            for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q) {
+                const sim_stim *stim = &sim->stims[sim->stim_order[q]];
+                const double i = (tm < stim->del + stim->dur && tm >= stim->del) ? stim->amp : 0.0;
+                rhs[(int64_t)stim->node * W + j] += i * s->stim_scale[stim->node];
+            }
         }
         /* hh, then the capacitance */
-        for (int32_t i = 0; i < n; ++i) {
-            const int r = region[i];
-            if (r < 0) continue;
-            if (R[r].hh) {
-                const sim_region *q = &R[r];
-                const double g1 = ns_hh_current(v[i] + .001, m[i], h[i], gn[i], q->gnabar, q->gkbar, q->gl,
-                                                q->el, q->ena, q->ek);
-                const double i0 =
-                    ns_hh_current(v[i], m[i], h[i], gn[i], q->gnabar, q->gkbar, q->gl, q->el, q->ena, q->ek);
-                rhs[i] -= i0;
-                d[i] += (g1 - i0) / .001;
+        for (int32_t u = 0; u < cs->n_runs; ++u) {
+            const cpu_run *run = &cs->runs[u];
+            if (run->region < 0) continue;
+            const sim_region *r = &R[run->region];
+            const int64_t q0 = (int64_t)run->begin * W, q1 = (int64_t)run->end * W;
+            if (r->hh) {
+                const double gnabar = r->gnabar, gkbar = r->gkbar, gl = r->gl, el = r->el, ena = r->ena,
+                             ek = r->ek;
+                for (int64_t q = q0; q < q1; ++q) {
+                    const double g1 = ns_hh_current(v[q] + .001, m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
+                    const double i0 = ns_hh_current(v[q], m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
+                    rhs[q] -= i0;
+                    d[q] += (g1 - i0) / .001;
+                    d[q] += cap[q];
+                }
+            } else {
+                for (int64_t q = q0; q < q1; ++q) d[q] += cap[q];
             }
-            d[i] += s->cap[i];
         }
         /* axial terms */
         for (int32_t i = 1; i < n; ++i) {
-            const int32_t p = parent[i];
-            const double dv = v[p] - v[i];
-            rhs[i] -= b[i] * dv;
-            rhs[p] += a[i] * dv;
-            d[i] -= b[i];
-            d[p] -= a[i];
+            const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
+            const double ai = a[i], bi = b[i];
+            for (int32_t j = 0; j < W; ++j) {
+                const double dv = v[pi + j] - v[ii + j];
+                rhs[ii + j] -= bi * dv;
+                rhs[pi + j] += ai * dv;
+                d[ii + j] -= bi;
+                d[pi + j] -= ai;
+            }
         }
-        const int32_t bad = ns_hines_solve_one(n, parent, a, b, d, rhs);
-        const double v_spike_old = v[s->spike_node];
-        for (int32_t i = 0; i < n; ++i) v[i] += rhs[i];
+        /* Hines solve, every lane at once (ns_hines_solve_one's arithmetic);
+         * a pivot that is zero or not finite is looked for afterwards */
+        int bad = 0;
+        for (int32_t i = n - 1; i >= 1; --i) {
+            const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
+            const double ai = a[i], bi = b[i];
+            for (int32_t j = 0; j < W; ++j) {
+                const double piv = d[ii + j];
+                bad |= !(fabs(piv) <= DBL_MAX) | (piv == 0.0);
+                const double f = ai / piv;
+                d[pi + j] -= f * bi;
+                rhs[pi + j] -= f * rhs[ii + j];
+            }
+        }
+        for (int32_t j = 0; j < W; ++j) {
+            bad |= !(fabs(d[j]) <= DBL_MAX) | (d[j] == 0.0);
+            rhs[j] /= d[j];
+        }
+        for (int32_t i = 1; i < n; ++i) {
+            const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
+            const double bi = b[i];
+            for (int32_t j = 0; j < W; ++j) rhs[ii + j] = (rhs[ii + j] - bi * rhs[pi + j]) / d[ii + j];
+        }
+        double v_spike_old[NS_CPU_LANES_MAX];
+        for (int32_t j = 0; j < W; ++j) v_spike_old[j] = v[sp + j];
+        for (int64_t q = 0; q < nw; ++q) v[q] += rhs[q];
         t = ns_sim_half_step(tm, dt);
         const int64_t step = step0 + k + 1;
-        if (bad >= 0) { /* a zero or non-finite pivot: the solve stopped there */
-            fault->step = step;
-            fault->node = bad;
-            fault->value = NAN;
-            return 1;
+        if (bad) {
+            /* the first bad pivot of each lane, from the leaves as the solve
+             * meets them (a pivot is final once its node is eliminated); the
+             * lowest cell of the block with one */
+            for (int32_t j = 0; j < W; ++j)
+                for (int32_t i = n - 1; i >= 0; --i) {
+                    const double piv = d[(int64_t)i * W + j];
+                    if (piv == 0.0 || !isfinite(piv)) {
+                        if (blk->cell[j] < fault->cell || fault->step != step) {
+                            fault->step = step;
+                            fault->cell = blk->cell[j];
+                            fault->node = i;
+                            fault->value = NAN;
+                        }
+                        break;
+                    }
+                }
+            if (fault->step == step) return 1;
         }
         if ((step % check) == 0 || k == steps - 1) {
-            for (int32_t i = 0; i < n; ++i)
-                if (!isfinite(v[i])) {
-                    fault->step = step;
-                    fault->node = i;
-                    fault->value = v[i];
-                    return 1;
-                }
+            int finite = 1;
+            for (int64_t q = 0; q < nw; ++q) finite &= fabs(v[q]) <= DBL_MAX;
+            if (!finite) {
+                for (int32_t j = 0; j < W; ++j)
+                    for (int32_t i = 0; i < n; ++i) {
+                        const double x = v[(int64_t)i * W + j];
+                        if (!isfinite(x)) {
+                            if (fault->step != step || blk->cell[j] < fault->cell) {
+                                fault->step = step;
+                                fault->cell = blk->cell[j];
+                                fault->node = i;
+                                fault->value = x;
+                            }
+                            break;
+                        }
+                    }
+                return 1;
+            }
         }
         /* hh gates from the new v */
-        for (int32_t i = 0; i < n; ++i) {
-            const int r = region[i];
-            if (r < 0 || !R[r].hh) continue;
-            ns_hh_rates q;
-            ns_hh_rates_of(table, usetable, q10, v[i], &q);
-            m[i] = ns_cnexp(m[i], q.minf, q.mtau, dt);
-            h[i] = ns_cnexp(h[i], q.hinf, q.htau, dt);
-            gn[i] = ns_cnexp(gn[i], q.ninf, q.ntau, dt);
+        for (int32_t u = 0; u < cs->n_runs; ++u) {
+            const cpu_run *run = &cs->runs[u];
+            if (run->region < 0 || !R[run->region].hh) continue;
+            gates(sim, (int64_t)run->begin * W, (int64_t)run->end * W, v, m, h, gn);
         }
-        const double v_spike = v[s->spike_node];
-        if (v_spike_old < thr && v_spike >= thr) {
-            const double tc = tp + (t - tp) * (thr - v_spike_old) / (v_spike - v_spike_old);
-            if (ns_sim_push_spike(sim, c, tc) != 0) return -1;
+        for (int32_t j = 0; j < W; ++j) {
+            const double vs = v[sp + j];
+            if (v_spike_old[j] < thr && vs >= thr) {
+                const double tc = tp + (t - tp) * (thr - v_spike_old[j]) / (vs - v_spike_old[j]);
+                if (ns_sim_push_spike(sim, blk->cell[j], tc) != 0) return -1;
+            }
         }
-        if (step % every == 0 && rc_end > rc_begin) {
+        if (step % every == 0 && nrec > 0) {
             double *row = sim->traces + (size_t)(step / every) * (size_t)nrec;
-            for (int64_t q = rc_begin; q < rc_end; ++q) {
-                const int32_t site = sim->rec_order[q];
-                row[site] = v[sim->recs[site].node];
+            for (int32_t j = 0; j < W; ++j) {
+                const int64_t c = blk->cell[j];
+                for (int64_t q = sim->rec_begin[c]; q < sim->rec_begin[c + 1]; ++q) {
+                    const int32_t site = sim->rec_order[q];
+                    row[site] = v[(int64_t)sim->recs[site].node * W + j];
+                }
             }
         }
     }
     return 0;
 }
 
+/* One function per width, so that the lane loops have a constant trip count;
+ * on x86-64 Linux with gcc or clang, each compiled for AVX-512, AVX2 and the
+ * baseline, chosen at load time by the CPU (function multiversioning). No
+ * FMA contraction in any of them (-ffp-contract=off), so the clones compute
+ * the same values. */
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(__INTEL_COMPILER)
+#define NS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define NS_CLONES
+#endif
+#define NS_RUN_W(W)                                                                                      \
+    NS_CLONES static int run_block_##W(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, int64_t step0,   \
+                             int64_t steps, double t0, double *d, double *rhs, block_fault *fault) {    \
+        return run_block(sim, st, blk, W, step0, steps, t0, d, rhs, fault);                             \
+    }
+NS_RUN_W(1)
+NS_RUN_W(2)
+NS_RUN_W(4)
+NS_RUN_W(8)
+#undef NS_RUN_W
+
 static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
-    const int64_t nc = sim->n_cells;
+    cpu_state *st = sim->backend_state;
     const int64_t step0 = sim->steps;
     const double t0 = sim->t;
+    const int32_t threads = st->threads;
     int out_of_memory = 0;
-    int threads = 1;
 #ifdef NS_HAVE_OPENMP
-    if (sim->method == NS_HINES_OPENMP)
-        threads = sim->options.threads > 0 ? sim->options.threads : omp_get_max_threads();
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(threads) if (threads > 1)
 #endif
     {
-        double *d = malloc((size_t)sim->max_n * sizeof *d);
-        double *rhs = malloc((size_t)sim->max_n * sizeof *rhs);
+        int32_t t = 0;
+#ifdef NS_HAVE_OPENMP
+        t = omp_get_thread_num();
+#endif
+        double *d = aligned((size_t)st->max_nw * sizeof *d);
+        double *rhs = aligned((size_t)st->max_nw * sizeof *rhs);
         sim_fault mine = {INT64_MAX, -1, -1, 0.0};
         int oom = !d || !rhs;
-#ifdef NS_HAVE_OPENMP
-#pragma omp for schedule(dynamic, 16)
-#endif
-        for (int64_t c = 0; c < nc; ++c) {
-            if (oom) continue;
-            cell_fault f;
-            const int r = run_cell(sim, c, step0, steps, t0, d, rhs, &f);
+        for (int64_t q = st->thread_begin[t]; q < st->thread_begin[t + 1] && !oom; ++q) {
+            const cpu_block *blk = &st->blocks[st->order[q]];
+            block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+            int r = 0;
+            switch (blk->w) {
+            case 8: r = run_block_8(sim, st, blk, step0, steps, t0, d, rhs, &f); break;
+            case 4: r = run_block_4(sim, st, blk, step0, steps, t0, d, rhs, &f); break;
+            case 2: r = run_block_2(sim, st, blk, step0, steps, t0, d, rhs, &f); break;
+            default: r = run_block_1(sim, st, blk, step0, steps, t0, d, rhs, &f); break;
+            }
             if (r < 0) oom = 1;
-            if (r > 0 && (f.step < mine.step || (f.step == mine.step && c < mine.cell))) {
+            if (r > 0 && (f.step < mine.step || (f.step == mine.step && f.cell < mine.cell))) {
                 mine.step = f.step;
-                mine.cell = c;
+                mine.cell = f.cell;
                 mine.node = f.node;
                 mine.value = f.value;
             }
@@ -225,14 +718,7 @@ static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
     return NS_OK;
 }
 
-static ns_status cpu_create(ns_sim_t *sim) {
-    (void)sim;
-    return NS_OK;
-}
-
-static void cpu_destroy(ns_sim_t *sim) { (void)sim; }
-
 const sim_ops *ns_sim_cpu_ops(void) {
-    static const sim_ops ops = {"cpu", cpu_create, cpu_destroy, cpu_init, cpu_advance, NULL};
+    static const sim_ops ops = {"cpu", cpu_create, cpu_destroy, cpu_init, cpu_advance, cpu_sync_state};
     return &ops;
 }

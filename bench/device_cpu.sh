@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The CPU simulation loop against Arbor and NEURON on the device host (issue 23;
+# docs/simulation.md "Population loop (CPU)", bench/README.md): build with CUDA,
+# check correctness (test_policy, test_cable, test_cable_neuron, and
+# test_cable_cuda: the GPU loops against this CPU loop, same run), then time in
+# one run, per cell-step:
+#   one shape: 1,000 copies of allen_rbp4 for 10 ms (400 steps after 40 warm-up),
+#              our loop, Arbor and NEURON, each with 1 and 16 threads;
+#   mixed:     the bundled morphologies Arbor's SWC loader accepts x 5 cells,
+#              the same three with 1 and 16 threads;
+#   few cells: 1, 4 and 16 cells with 1 and 16 threads (never slower with 16);
+# (in that order, the mixed runs last: NEURON's Import3d set-up of the mix is the
+# slowest part; bench.txt keeps what ran if the call's limit cuts it short)
+# and print the table of ratios (bench/cpu_table.py). In $OUT (8 files at most):
+# host.txt tests.txt bench.txt table.md one_1.csv one_T.csv mixed_1.csv mixed_T.csv.
+#
+# Arbor 0.12.2 and NEURON 9.0.2 come as an unpacked, trimmed site folder
+# (.whl/site: the two cp312 manylinux wheels installed with --target, static
+# libraries, NMODL and GUI binaries removed) because the wheels and the tree
+# exceed the 64 MiB a call carries. Call (from the repository root):
+#   run(command="bash bench/device_cpu.sh", carry=[".whl/site"], timeout_s=600)
+# Usage elsewhere: bash bench/device_cpu.sh   (THREADS=16 CELLS=1000 STEPS=400; SKIP_CUDA=1: CPU-only
+# build; SKIP_MIXED=1: no mixed runs)
+set -uo pipefail
+OUT=${OUT:-cpu-results}
+mkdir -p "$OUT"
+T=${THREADS:-16}
+CELLS=${CELLS:-1000}
+STEPS=${STEPS:-400}
+[ -d .whl/site ] && export PYTHONPATH="$PWD/.whl/site${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1
+BUILD=build-device-cpu
+CUDA=ON
+[ -n "${SKIP_CUDA:-}" ] && CUDA=OFF
+{
+  date -u; uname -a; lscpu | grep -E "Model name|^CPU\(s\)|Thread|Socket|NUMA node\(s\)|Flags" | cut -c1-200
+  nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null
+  python3 -c "import arbor, neuron; print('arbor', arbor.__version__, 'neuron', neuron.__version__)" 2>&1 | tail -1
+} > "$OUT/host.txt"
+cat "$OUT/host.txt"
+t0=$(date +%s)
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DNS_CUDA=$CUDA -DCMAKE_CUDA_ARCHITECTURES=90 -DNS_MPI=OFF \
+  > /tmp/cpu-build.log 2>&1
+cmake --build "$BUILD" -j"$(nproc)" --target neurosolve_cli test_policy test_cable test_cable_neuron \
+  $([ $CUDA = ON ] && echo test_cable_cuda) >> /tmp/cpu-build.log 2>&1 || { tail -40 /tmp/cpu-build.log; exit 1; }
+echo "build: $(( $(date +%s) - t0 )) s"
+NS=./$BUILD/neurosolve
+{
+  for t in test_policy test_cable test_cable_neuron test_cable_cuda; do
+    [ -x "./$BUILD/tests/$t" ] || continue
+    "./$BUILD/tests/$t" > /tmp/cpu-t.log 2>&1; echo "$t: exit $? $(tail -1 /tmp/cpu-t.log)"
+    grep -E "FAIL" /tmp/cpu-t.log | head -10
+  done
+} 2>&1 | tee "$OUT/tests.txt"
+M=data/morphologies/allen_rbp4_485574832.swc
+FEW=/tmp/cpu-few
+mkdir -p "$FEW"
+{
+  for th in 1 "$T"; do
+    echo "== one shape, $th thread(s)"
+    "$NS" bench sim --backend cpu --morph "$M" --cells "$CELLS" --steps "$STEPS" --threads "$th" --arbor "$CELLS" --neuron "$CELLS" \
+      --csv "$OUT/one_$th.csv"
+  done
+  for th in 1 "$T"; do
+    echo "== few cells, $th thread(s)"
+    "$NS" bench sim --backend cpu --morph "$M" --cells 1,4,16 --steps "$STEPS" --threads "$th" --csv "$FEW/few_$th.csv"
+  done
+  for th in $([ -z "${SKIP_MIXED:-}" ] && echo "$T" 1); do
+    echo "== mixed, $th thread(s)"
+    "$NS" bench sim --mixed --per 5 --jitter 0 --gpu-methods auto --steps "$STEPS" --threads "$th" --arbor \
+      --neuron-threads "$th" --csv "$OUT/mixed_$th.csv"
+  done
+} 2>&1 | tee "$OUT/bench.txt"
+python3 bench/cpu_table.py "$OUT" "$FEW" "$T" | tee "$OUT/table.md"
+echo "total: $(( $(date +%s) - t0 )) s"

@@ -1,0 +1,38 @@
+/* Private: the CPU simulation loop's decisions (step_cpu.c) as pure
+ * functions, unit-tested in tests/test_policy.c: how many cells of a shape
+ * share one lane block, how many threads run, and which thread runs which
+ * block. The rules and the measurements behind them: docs/simulation.md,
+ * "CPU loop". */
+#ifndef NS_CABLE_CPU_POLICY_H
+#define NS_CABLE_CPU_POLICY_H
+
+#include <stdint.h>
+
+/* The widest lane block: 8 doubles (one AVX-512 vector, two AVX2 vectors). */
+#define NS_CPU_LANES_MAX 8
+
+/* The widest block for cells of `n` compartments when `total` compartments
+ * (all cells) run on `threads` threads: the largest power of two w <=
+ * NS_CPU_LANES_MAX with w * n <= total / threads (so that no block holds
+ * more than one thread's share of the work), and 1 when even one cell
+ * exceeds the share. */
+int32_t ns_cpu_lane_width(int32_t n, int64_t total, int32_t threads);
+
+/* The blocks of `cells` cells with widest block `wmax` (a power of two):
+ * as many blocks of wmax as fit, then the rest in blocks of decreasing
+ * powers of two (5 cells, wmax 8: 4 + 1), so that no lane is padding.
+ * Writes the widths into `widths` (at most cells / wmax + log2(wmax) + 1
+ * entries) and returns their count. */
+int64_t ns_cpu_blocks(int64_t cells, int32_t wmax, int32_t *widths);
+
+/* Threads that run: the request, but never more than the blocks (a thread
+ * without a block would only wait), and at least 1. */
+int32_t ns_cpu_threads(int32_t requested, int64_t blocks);
+
+/* A static partition of `count` blocks of work `weight[b]` over `threads`
+ * threads, balancing work (longest first onto the least-loaded thread, ties
+ * to the lowest thread): owner[b] receives the thread of block b. Returns
+ * the largest load of a thread, or -1 when out of memory. */
+int64_t ns_cpu_partition(int64_t count, const int64_t *weight, int32_t threads, int32_t *owner);
+
+#endif
