@@ -233,6 +233,6 @@ static ns_status cpu_create(ns_sim_t *sim) {
 static void cpu_destroy(ns_sim_t *sim) { (void)sim; }
 
 const sim_ops *ns_sim_cpu_ops(void) {
-    static const sim_ops ops = {"cpu", cpu_create, cpu_destroy, cpu_init, cpu_advance, NULL};
+    static const sim_ops ops = {"cpu", cpu_create, cpu_destroy, cpu_init, cpu_advance, NULL, NULL};
     return &ops;
 }

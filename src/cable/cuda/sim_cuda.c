@@ -625,7 +625,22 @@ static ns_status gpu_sync(ns_sim_t *sim) {
     return NS_OK;
 }
 
+/* Host copy -> device after ns_sim_set_state (a restored checkpoint). The
+ * loop's launches all end in cudaDeviceSynchronize, so nothing is in flight
+ * on any of the group streams here; the copies complete before the next
+ * launch is queued. */
+static ns_status gpu_load(ns_sim_t *sim) {
+    gpu_state *s = (gpu_state *)sim->backend_state;
+    NS_CUDA_TRY(cudaDeviceSynchronize());
+    for (int32_t k = 0; k < s->n_groups; ++k) {
+        ns_status st = transfer_state(sim, &s->groups[k], 1);
+        if (st != NS_OK) return st;
+    }
+    s->host_current = 1;
+    return NS_OK;
+}
+
 const sim_ops *ns_sim_cuda_ops(void) {
-    static const sim_ops ops = {"cuda", gpu_create, gpu_destroy, gpu_init, gpu_advance, gpu_sync};
+    static const sim_ops ops = {"cuda", gpu_create, gpu_destroy, gpu_init, gpu_advance, gpu_sync, gpu_load};
     return &ops;
 }
