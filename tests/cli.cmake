@@ -23,3 +23,10 @@ add_test(NAME cli_exit_codes
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_exit_codes.py
           $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli_exit_codes PROPERTIES TIMEOUT 600)
+
+# simulate --checkpoint/--resume (bit-identical continuation) and the partial
+# files of an interrupted run (SIGINT, NaN).
+add_test(NAME cli_checkpoint
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_checkpoint.py
+          $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_checkpoint PROPERTIES TIMEOUT 600)

@@ -127,6 +127,8 @@ const double *cli_sim_spikes(const cli_sim *sim, int64_t cell, int64_t *count);
 const double *cli_sim_traces(const cli_sim *sim, int64_t *samples, int32_t *sites);
 ns_backend cli_sim_backend(const cli_sim *sim);
 ns_hines_method cli_sim_method(const cli_sim *sim);
+/* The one ns_sim_t of a run in one process (checkpoints); NULL under MPI. */
+ns_sim_t *cli_sim_local(cli_sim *sim);
 
 /* ------------------------------------------------------------- JSON out */
 /* A tiny streaming JSON writer for --json: enough for objects, arrays,
