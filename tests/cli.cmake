@@ -24,9 +24,9 @@ add_test(NAME cli_exit_codes
           $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli_exit_codes PROPERTIES TIMEOUT 600)
 
-# simulate --checkpoint/--resume (bit-identical continuation) and the partial
-# files of an interrupted run (SIGINT, NaN).
-add_test(NAME cli_checkpoint
-  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_checkpoint.py
+# simulate --checkpoint/--resume (bit-identical continuation), the partial
+# files of an interrupted run (SIGINT, NaN), errors that name their input.
+add_test(NAME cli_harden
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_harden.py
           $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
-set_tests_properties(cli_checkpoint PROPERTIES TIMEOUT 600)
+set_tests_properties(cli_harden PROPERTIES TIMEOUT 600)

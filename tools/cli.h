@@ -39,6 +39,8 @@ void cli_note_unusable_gpu(void);
 /* The cell a library error names ("... in cell N, ..." or "cell N, ..."),
  * or -1: the command adds the file that cell came from. */
 long long cli_failed_cell(const char *detail);
+/* The shape named by "shape N" in an error detail (ns_sim_create), or -1. */
+long long cli_failed_shape(const char *detail);
 
 /* Bytes of physical memory of this machine (sysconf), or -1 if unknown. */
 double cli_physical_memory(void);

@@ -495,7 +495,11 @@ int cmd_simulate(int argc, char **argv) {
     for (long long c = 0; c < n_cells; ++c) cell_shape[c] = (int32_t)(c / cells_per);
     ns_status st = cli_sim_create(set.count, cells, n_cells, cell_shape, &params, &so, &sim);
     if (st != NS_OK) {
-        cli_status_error("simulation", st);
+        const long long bad = cli_failed_shape(ns_last_error());
+        if (bad >= 0 && bad < set.count) /* name the file the shape was read from */
+            cli_error("simulation: %s: %s: %s", set.items[bad].name, ns_status_string(st), ns_last_error());
+        else
+            cli_status_error("simulation", st);
         goto done;
     }
     /* stimuli in every cell; recordings in the first cells of each morphology */

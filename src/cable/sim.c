@@ -1,6 +1,7 @@
 /* The simulation handle: shapes' constants, stimuli, recordings, results and
  * the run loop that hands the steps to a backend (step_cpu.c, cuda/). */
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,9 @@ static ns_status shape_build(sim_shape *s, const ns_cell_t *cell, const ns_sim_p
      * matrix call also returns is rebuilt every step, so it is scratch here. */
     ns_status st = ns_cell_matrix(cell, 1.0, p->dt, NS_FORM_NEURON, s->a, s->b, s->cap);
     if (st != NS_OK) {
-        ns_error_prefix("simulation shape");
+        char where[48];
+        snprintf(where, sizeof where, "shape %d", (int)k);
+        ns_error_prefix(where);
         return st;
     }
     const double *area = ns_cell_area(cell);

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""simulate --checkpoint / --checkpoint-at / --resume, and what an interrupted
-run leaves (SIGINT, NaN): partial files under .partial names, never results.
+"""Issue 18's command-line checks: simulate --checkpoint / --checkpoint-at /
+--resume; what an interrupted run leaves (SIGINT, NaN): partial files under
+.partial names, never results; runtime errors that name their input.
 
-usage: test_cli_checkpoint.py PATH/TO/neurosolve SOURCE_DIR
+usage: test_cli_harden.py PATH/TO/neurosolve SOURCE_DIR
 """
+import json
 import os
 import signal
 import subprocess
@@ -123,6 +125,24 @@ with tempfile.TemporaryDirectory() as tmp:
         "--no-progress", "--set", "soma.ena=1e308", "--out", t("nan"), code=1, stderr_has="nan_traces.partial.csv")
     check(not os.path.exists(t("nan_traces.csv")) and os.path.exists(t("nan_traces.partial.csv")),
           f"NaN: {sorted(os.listdir(tmp))}")
+
+# runtime errors name the input they concern: a LiFE engine that cannot be
+# prepared (here: the CUDA backend where no GPU is usable) names the model
+# folder, in fit and in report
+info = json.loads(run("info", "--json").stdout or "{}")
+if not info.get("devices"):
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "tiny_model")
+        run("life", "synth", model, "--fibers", "6", "--theta", "8", "--L", "4", "--grid", "4,4,4", "--length", "3")
+        w = os.path.join(tmp, "w.npy")
+        run("life", "fit", model, "--out", w, "--quiet")
+        run("life", "fit", model, "--backend", "cuda", "--out", os.path.join(tmp, "w2.npy"), code=1,
+            stderr_has="life fit: " + model + ": preparing the products: ")
+        run("life", "report", model, w, "--backend", "cuda", code=1,
+            stderr_has="life report: " + model + ": preparing the products: ")
+        check(not os.path.exists(os.path.join(tmp, "w2.npy")), "a failed life fit wrote its weights")
+else:
+    print("note: the LiFE engine error is checked where no GPU is usable")
 
 print(f"{count - len(failures)} passed, {len(failures)} failed")
 for f in failures:
