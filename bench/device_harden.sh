@@ -54,9 +54,15 @@ done
     --checkpoint "$W/int.ckpt" > "$LOG/gpu-sigint.log" 2>&1 & pid=$!; sleep 8; kill -INT $pid; wait $pid;
   echo "gpu-sigint rc=$? (expected 1)"; ls "$W" | grep -E '^int' ) | tee -a "$LOG/summary.txt"
 tail -n 4 "$LOG/gpu-sigint.log" | tee -a "$LOG/summary.txt"
-# GPU memory refusals (before allocating): a population larger than the free GPU memory
-run gpu-mem-simulate 120 "$NS" simulate "$ROOT/data/morphologies/ca1_h10.swc" --cells 60000000 --tstop 1 \
-    --backend cuda --no-progress --record-every 1000
-grep -h "GPU memory\|memory" "$LOG/gpu-mem-simulate.log" | head -3 | tee -a "$LOG/summary.txt"
-run gpu-mem-life 120 "$NS" life synth --help
+# GPU memory refusals (before allocating): ca1_h10 cells in the tree loop (109 bytes per
+# compartment + 1,040 per cell on the GPU, 40 per compartment on the host) for 1.15x the free
+# GPU memory; the host check passes, the GPU estimate refuses
+FREE_MIB=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1)
+CELLS=$(python3 -c "print(int($FREE_MIB * 1048576 * 1.15 / (491 * 109 + 1040)))")
+run gpu-mem-simulate 120 "$NS" simulate "$ROOT/data/morphologies/ca1_h10.swc" --cells "$CELLS" --tstop 0.1 \
+    --backend cuda --method tree --no-progress
+grep -h "GPU memory" "$LOG/gpu-mem-simulate.log" | head -2 | tee -a "$LOG/summary.txt"
+# the LiFE engine's estimate (already before its first allocation) is tested in test_life_cuda
+run build-life 240 cmake --build "$BUILD" -j 16 --target test_life_cuda
+run life-cuda 120 "$BUILD/tests/test_life_cuda"
 echo done | tee -a "$LOG/summary.txt"
