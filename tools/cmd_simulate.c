@@ -423,7 +423,7 @@ int cmd_simulate(int argc, char **argv) {
             return cli_usage_error(cmd, "--checkpoint-at: times must increase by at least a step (%g ms after %g ms)",
                                    ck_times[k], ck_times[k - 1]);
     }
-    if ((checkpoint || resume) && cli_mpi_size() > 1)
+    if ((checkpoint || resume) && cli_mpi_active())
         return cli_usage_error(cmd, "--checkpoint and --resume run in one process (not under MPI)");
     char stem[4000] = "";
     if (out || plot) {
