@@ -170,6 +170,10 @@ static void test_set_state_and_failure(void) {
             free(w);
         }
         CHECK(ns_sim_set_state(sim, CELLS, v, NULL, NULL, NULL) == NS_ERR_INVALID_ARGUMENT);
+        /* a stimulus with a non-finite value names its cell and compartment */
+        CHECK(ns_sim_add_iclamp(sim, 4, 2, 1.0, NAN, 0.1) == NS_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(ns_last_error(), "IClamp in cell 4, compartment 2: del = 1 ms, dur = nan ms") != NULL, "%s",
+                  ns_last_error());
     }
     free(v);
     /* a current that overflows v in cell 1 at t = 2 ms */

@@ -572,6 +572,7 @@ int cmd_simulate(int argc, char **argv) {
     struct sigaction sa, old_sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
     sigemptyset(&sa.sa_mask);
     interrupted = 0;
     sigaction(SIGINT, &sa, &old_sa);

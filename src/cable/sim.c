@@ -298,8 +298,9 @@ ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartment, do
     if (st != NS_OK) return st;
     if (!isfinite(delay) || !isfinite(duration) || !isfinite(amplitude) || duration < 0.0)
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
-                       "IClamp: del = %g ms, dur = %g ms, amp = %g nA must be finite with dur >= 0", delay,
-                       duration, amplitude);
+                       "IClamp in cell %lld, compartment %d: del = %g ms, dur = %g ms, amp = %g nA must be finite "
+                       "with dur >= 0",
+                       (long long)cell, (int)compartment, delay, duration, amplitude);
     if (sim->n_stims == sim->cap_stims) {
         int64_t cap = sim->cap_stims ? 2 * sim->cap_stims : 16;
         sim_stim *grown = realloc(sim->stims, (size_t)cap * sizeof *grown);
