@@ -186,8 +186,8 @@ static int check_output_folder(const char *stem) {
 /* SIGINT: the run stops between two chunks and keeps what it recorded. */
 static volatile sig_atomic_t interrupted = 0;
 static void on_sigint(int sig) {
-    (void)sig;
     interrupted = 1;
+    signal(sig, SIG_DFL); /* a second Ctrl-C ends the process at once (signal() is async-signal-safe) */
 }
 
 /* Write the traces (CSV, and with --out NPY) and spikes under stem with
@@ -572,7 +572,6 @@ int cmd_simulate(int argc, char **argv) {
     struct sigaction sa, old_sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
     sigemptyset(&sa.sa_mask);
     interrupted = 0;
     sigaction(SIGINT, &sa, &old_sa);
