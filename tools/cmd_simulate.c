@@ -1,5 +1,6 @@
 /* neurosolve simulate: a population of real cells with NEURON's hh and pas,
  * current clamps and recordings (docs/simulation.md). */
+#define _POSIX_C_SOURCE 200809L /* sigaction, strtok_r */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
