@@ -342,6 +342,15 @@ ns_status ns_sim_restore_state(ns_sim_t *sim, const char *path) {
                      (long long)steps, (long long)samples);
         goto out;
     }
+    /* the sizes the counts imply must fit in the file before anything is
+     * allocated for them */
+    if ((uint64_t)sim->n_comp > r.left / 32 ||
+        (sim->n_recs > 0 && (uint64_t)samples > (r.left - (uint64_t)sim->n_comp * 32) / 8 / (uint64_t)sim->n_recs)) {
+        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: %lld samples of %d sites and %lld compartments do not fit in its %llu "
+                     "bytes", path, (long long)samples, (int)sim->n_recs, (long long)sim->n_comp,
+                     (unsigned long long)h.payload_bytes);
+        goto out;
+    }
     /* read everything into new buffers first: a damaged file changes nothing */
     const size_t nstate = (size_t)sim->n_comp * 4;
     buf = malloc((nstate ? nstate : 1) * sizeof *buf);
