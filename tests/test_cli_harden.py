@@ -48,9 +48,10 @@ with tempfile.TemporaryDirectory() as tmp:
     def t(name):
         return os.path.join(tmp, name)
 
-    # a mixed population (two morphologies), several sites, record_every 3
+    # a mixed population (two morphologies), several sites, record_every 3, on
+    # the CPU (bit for bit; bench/device_harden.sh checks the GPU loops)
     base = ["simulate", CELL, CELL2, "--cells", "3", "--record-cells", "2", "--record", "soma",
-            "--record", "c7", "--record-every", "3", "--no-progress"]
+            "--record", "c7", "--record-every", "3", "--no-progress", "--backend", "cpu"]
     run(*base, "--tstop", "30", "--out", t("full"))
     # saved at 10.3 ms (between two samples) in a run to 30 ms, resumed
     run(*base, "--tstop", "30", "--checkpoint", t("a.ckpt"), "--checkpoint-at", "4,10.3", "--out", t("saver"))
@@ -84,7 +85,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # SIGINT: a long run stops between two chunks, keeps its traces as
     # .partial files, saves its checkpoint and exits 1; resumed (to a nearer
     # tstop) it continues as an uninterrupted run would
-    long = ["simulate", CELL, "--cells", "200", "--tstop", "4000", "--no-progress"]
+    long = ["simulate", CELL, "--cells", "200", "--tstop", "4000", "--no-progress", "--backend", "cpu"]
     p = subprocess.Popen([BIN, *long, "--out", t("int"), "--checkpoint", t("int.ckpt")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(2.0)
@@ -110,8 +111,8 @@ with tempfile.TemporaryDirectory() as tmp:
         # the partial traces are the start of the uninterrupted run's, and the
         # checkpoint resumes into it
         stop = f"{t_last + 2.0:g}"
-        run("simulate", CELL, "--cells", "200", "--tstop", stop, "--no-progress", "--out", t("ref"))
-        run("simulate", CELL, "--cells", "200", "--tstop", stop, "--no-progress", "--out", t("cont"),
+        run("simulate", CELL, "--cells", "200", "--tstop", stop, "--no-progress", "--backend", "cpu", "--out", t("ref"))
+        run("simulate", CELL, "--cells", "200", "--tstop", stop, "--no-progress", "--backend", "cpu", "--out", t("cont"),
             "--resume", t("int.ckpt"))
         ref = read(t("ref_traces.csv")).decode().splitlines()
         check(ref[:len(rows)] == rows, "SIGINT: the partial traces are not the start of the run's")
