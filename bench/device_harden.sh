@@ -34,7 +34,7 @@ run build 240 cmake --build "$BUILD" -j 16 --target neurosolve_cli test_cable_ch
 run checkpoint-cuda 120 "$BUILD/tests/test_cable_checkpoint_cuda"
 run cable-cuda 150 "$BUILD/tests/test_cable_cuda"
 run checkpoint-cpu 60 "$BUILD/tests/test_cable_checkpoint"
-run cli-checkpoint 180 python3 "$ROOT/tests/test_cli_harden.py" "$NS" "$ROOT"
+run cli-harden 180 python3 "$ROOT/tests/test_cli_harden.py" "$NS" "$ROOT"
 # the command line on the GPU: resume gives the uninterrupted run's files
 W=/tmp/ns_harden_work; rm -rf "$W"; mkdir -p "$W"
 C="$ROOT/data/morphologies/ca1_h10.swc $ROOT/data/morphologies/purk_dbbs.swc"
