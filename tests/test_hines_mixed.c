@@ -5,7 +5,7 @@
  * sequential solve on every bundled morphology, on re-rooted and split
  * trees, and on one-compartment cells mixed with the largest bundled cell. */
 #include "hines/mixed_plan.h"
-#include "hines/tree_impl.h"
+#include "tree/tree_impl.h"
 #include "test_hines_mixed_common.h"
 
 /* Eccentricity (in edges) of every node, by one BFS per node. */

@@ -131,8 +131,8 @@ int main(void) {
                 free(d);
                 free(x);
                 ns_hines_solver_destroy(s);
-                /* a method without the device entry point says so */
-                o.method = NS_HINES_FINE_GRAINED;
+                /* a CPU method has no device entry point and says so */
+                o.method = NS_HINES_SEQUENTIAL;
                 CHECK_OK(ns_hines_solver_create(p.batch, &o, &s));
                 CHECK(ns_hines_solver_solve_device(s, p.a, p.b, p.d, p.rhs, NULL) == NS_ERR_UNSUPPORTED);
                 ns_hines_solver_destroy(s);

@@ -1,15 +1,48 @@
-/* The `auto` decisions, without a GPU (issue 14): the Hines solver's CUDA
- * rule (hines/policy.c) and the GPU simulation's per-shape loop rule
- * (cable/sim_policy.c) on representative inputs, with the shared memory
- * and SM count of an H100/H200. The GPU tests check the same decisions on
- * the device through the public API (test_hines_tree_cuda, test_cable_cuda). */
+/* The `auto` decisions, without a GPU (issues 14, 15): the Hines family's
+ * one rule (hines/policy.c: backend, then method), the GPU simulation's
+ * per-shape loop rule (cable/sim_policy.c) and LiFE's backend rule on
+ * representative inputs, with the shared memory and SM count of an
+ * H100/H200; the registry's routing of every Hines method (which
+ * implementation takes a one-shape and a mixed batch); and the capability
+ * query of this build. The GPU tests check the same decisions on the
+ * device through the public API (test_hines_tree_cuda, test_cable_cuda,
+ * test_hines_device_cuda). */
+#include <string.h>
+
 #include "cable/sim_policy.h"
 #include "check.h"
+#include "core/registry.h"
+#include "hines/batch_impl.h"
 #include "hines/policy.h"
+#include "life/life_impl.h"
 #include "neurosolve/neurosolve.h"
 
 #define OPTIN 232448 /* [bytes] opt-in shared memory per block, H100/H200 */
+#define OPTIN_H100 OPTIN
 #define SMS 132
+
+/* The registry's implementation name for method m of a batch of n_shapes. */
+static const char *impl_for(ns_hines_method m, int32_t n_shapes) {
+    int32_t p0[1] = {-1}, p1[2] = {-1, 0};
+    ns_tree_t *t[2] = {NULL, NULL};
+    ns_tree_create(1, p0, &t[0]);
+    ns_tree_create(2, p1, &t[1]);
+    ns_batch_t *b = NULL;
+    const ns_tree_t *shapes[2] = {t[0], t[1]};
+    ns_batch_create(n_shapes, shapes, 4, NULL, &b);
+    const ns_impl *impl = ns_registry_find(ns_hines_impls(), (int32_t)m, b);
+    ns_batch_destroy(b);
+    ns_tree_destroy(t[0]);
+    ns_tree_destroy(t[1]);
+    return impl ? impl->name : "none";
+}
+
+static ns_hines_method hines_auto(ns_backend backend, int gpus, int threads, int32_t shapes, int64_t cells,
+                                  int64_t compartments, int32_t max_size) {
+    ns_hines_auto_facts f = {backend, gpus, threads, shapes, cells, compartments, max_size, OPTIN_H100};
+    return ns_hines_auto(&f);
+}
+
 
 int main(void) {
     /* the solver */
@@ -36,5 +69,52 @@ int main(void) {
     f.onchip_shared = 1;
     f.onchip_fits = 0;
     CHECK(ns_sim_auto_loop(&f) == NS_SIM_LOOP_TREE);
+    /* the Hines family's one rule: the backend first */
+    CHECK(hines_auto(NS_BACKEND_AUTO, 1, 16, 54, 5400, 1 << 21, 38580) == NS_HINES_TREE); /* large, a GPU */
+    CHECK(hines_auto(NS_BACKEND_AUTO, 0, 16, 54, 5400, 1 << 21, 38580) == NS_HINES_OPENMP); /* no GPU */
+    CHECK(hines_auto(NS_BACKEND_AUTO, 1, 16, 1, 100, 30000, 300) == NS_HINES_OPENMP);       /* small: the CPU */
+    CHECK(hines_auto(NS_BACKEND_AUTO, 1, 1, 1, 100, 30000, 300) == NS_HINES_SEQUENTIAL);    /* one thread */
+    CHECK(hines_auto(NS_BACKEND_CPU, 1, 16, 1, 10, 3000, 300) == NS_HINES_SEQUENTIAL);      /* few cells */
+    CHECK(hines_auto(NS_BACKEND_CUDA, 1, 16, 1, 10, 3000, 300) == NS_HINES_ONCHIP);         /* asked for CUDA */
+    CHECK(hines_auto(NS_BACKEND_CUDA, 1, 16, 1, 256000, 256000 * 691LL, 691) == NS_HINES_INTERLEAVED);
+    /* the simulation and LiFE: the GPU whenever one is usable */
+    CHECK(ns_sim_auto_backend(1) == NS_BACKEND_CUDA);
+    CHECK(ns_sim_auto_backend(0) == NS_BACKEND_CPU);
+    CHECK(ns_life_auto_backend(1) == NS_BACKEND_CUDA);
+    CHECK(ns_life_auto_backend(0) == NS_BACKEND_CPU);
+    /* the registry: one implementation per method and batch, none swapped during create */
+    CHECK(strcmp(impl_for(NS_HINES_SEQUENTIAL, 2), "cpu") == 0);
+    CHECK(strcmp(impl_for(NS_HINES_TREE, 1), "cuda-tree") == 0);
+    CHECK(strcmp(impl_for(NS_HINES_TREE, 2), "cuda-tree") == 0);
+    CHECK(strcmp(impl_for(NS_HINES_INTERLEAVED, 1), "cuda") == 0);
+    CHECK(strcmp(impl_for(NS_HINES_INTERLEAVED, 2), "cuda-mixed") == 0);
+    CHECK(strcmp(impl_for(NS_HINES_ONCHIP, 1), "cuda") == 0);
+    CHECK(strcmp(impl_for(NS_HINES_ONCHIP, 2), "none") == 0);
+    CHECK(strcmp(impl_for(NS_HINES_FINE_GRAINED, 1), "cuda-mixed") == 0);
+    CHECK(strcmp(impl_for(NS_HINES_BRANCH_LEVEL, 2), "cuda-mixed") == 0);
+    CHECK(ns_hines_method_backend(NS_HINES_OPENMP) == NS_BACKEND_CPU);
+    CHECK(ns_hines_method_backend(NS_HINES_TREE) == NS_BACKEND_CUDA);
+    CHECK(ns_tridiag_method_backend(NS_TRIDIAG_CUSPARSE_STRIDED) == NS_BACKEND_CUDA);
+    CHECK(ns_backend_methods(NS_BACKEND_CPU, NS_FAMILY_SIM, NULL, 0) == 2);
+    CHECK(ns_backend_methods(NS_BACKEND_CPU, NS_FAMILY_TRIDIAG, NULL, 0) == 2);
+    /* the capability query of this build: the CPU always, every method listed once */
+    ns_backend_info info;
+    CHECK_OK(ns_backend_query(NS_BACKEND_CPU, &info));
+    CHECK(info.compiled == 1 && info.devices == 1 && info.threads >= 1);
+    int32_t methods[16];
+    CHECK(ns_backend_methods(NS_BACKEND_CPU, NS_FAMILY_HINES, methods, 16) == 2);
+    CHECK(methods[0] == NS_HINES_SEQUENTIAL && methods[1] == NS_HINES_OPENMP);
+    CHECK(ns_backend_methods(NS_BACKEND_CPU, NS_FAMILY_LIFE, NULL, 0) == NS_LIFE_VARIANT_COUNT - 1);
+    CHECK_OK(ns_method_available(NS_FAMILY_HINES, NS_HINES_SEQUENTIAL));
+    CHECK(ns_method_available(NS_FAMILY_HINES, 99) == NS_ERR_UNSUPPORTED);
+    CHECK_OK(ns_backend_query(NS_BACKEND_CUDA, &info));
+    int gpus = 0;
+    const int have_cuda = ns_cuda_device_count(&gpus) == NS_OK;
+    CHECK(info.compiled == have_cuda && info.devices == gpus);
+    const int32_t n_cuda = ns_backend_methods(NS_BACKEND_CUDA, NS_FAMILY_HINES, methods, 16);
+    CHECK(n_cuda == (have_cuda ? 8 : 0));
+    const ns_status tree = ns_method_available(NS_FAMILY_HINES, NS_HINES_TREE);
+    CHECK_MSG(tree == (!have_cuda ? NS_ERR_UNSUPPORTED : gpus ? NS_OK : NS_ERR_NO_DEVICE), "tree: %s (%s)",
+              ns_status_string(tree), ns_last_error());
     return check_summary("test_policy");
 }

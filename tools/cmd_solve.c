@@ -20,7 +20,7 @@ static void help(void) {
            "  --backend B          auto, cpu, cuda (default auto)\n"
            "  --block-size BS      cells per group for the block methods\n"
            "  --threads T          CPU threads (default: OpenMP's)\n"
-           "  --devices G          GPUs (default: all visible)\n"
+           "  --devices G          GPUs for the one-thread-per-cell methods (default 1)\n"
            "  --values random|cable  random diagonally dominant values (default), or the passive\n"
            "                       cable matrix of each morphology (dt 0.025 ms) with random rhs\n"
            "  --seed S             random seed (default 1)\n"

@@ -17,18 +17,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "neurosolve/backend.h" /* ns_backend, ns_solve_timing, NS_DEVICE_CURRENT */
 #include "neurosolve/status.h"
 #include "neurosolve/tree.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum ns_backend {
-    NS_BACKEND_AUTO = 0, /* CUDA when a GPU is usable and the batch is large enough, else CPU */
-    NS_BACKEND_CPU = 1,
-    NS_BACKEND_CUDA = 2
-} ns_backend;
 
 /* Methods. Each belongs to one backend; docs/methods.md describes each. */
 typedef enum ns_hines_method {
@@ -45,8 +40,6 @@ typedef enum ns_hines_method {
     NS_HINES_TREE = 10              /* CUDA, tree contraction (rake and compress): log-depth rounds, any shapes */
 } ns_hines_method;
 
-NS_API const char *ns_backend_name(ns_backend backend);
-NS_API ns_status ns_backend_from_name(const char *name, ns_backend *backend);
 NS_API const char *ns_hines_method_name(ns_hines_method method);
 NS_API ns_status ns_hines_method_from_name(const char *name, ns_hines_method *method);
 /* The backend a method runs on (NS_BACKEND_AUTO for NS_HINES_AUTO). */
@@ -57,7 +50,11 @@ typedef struct ns_solve_options {
     ns_hines_method method;
     int32_t block_size;          /* cells per group for the block methods; 0 = method's default */
     int32_t threads;             /* CPU threads; 0 = OpenMP's default */
-    int32_t devices;             /* GPUs to use; 0 = all visible */
+    int32_t device;              /* CUDA device, or NS_DEVICE_CURRENT (the default): the
+                                    device current on the calling thread at create */
+    int32_t devices;             /* GPUs from `device` on (the same-shape one-thread-per-cell
+                                    methods split host-array batches over them); 1 by default,
+                                    0 = every usable GPU from `device` on */
     size_t device_memory_limit;  /* [bytes] per GPU; 0 = what the device has free */
     int check_finite;            /* 1: reject NaN/Inf in the inputs before solving */
     /* fine-grained and branch-level: planning passes, NS_PLAN_* flags;
@@ -101,15 +98,6 @@ NS_API ns_status ns_batch_random_values(const ns_batch_t *batch, uint64_t seed,
 
 /* ---------------------------------------------------------------- solve */
 
-/* Timings of the last solve of a solver [ms]; -1 where not applicable. */
-typedef struct ns_solve_timing {
-    double upload_ms;    /* host -> device copies */
-    double layout_ms;    /* Flat -> method layout and back, on the device */
-    double kernel_ms;    /* the solve itself */
-    double download_ms;  /* device -> host copies */
-    double total_ms;
-} ns_solve_timing;
-
 typedef struct ns_hines_solver ns_hines_solver_t;
 
 /* A solver prepared for one batch and method: plans the layout and, for GPU
@@ -134,15 +122,46 @@ NS_API void ns_hines_solver_timing(const ns_hines_solver_t *solver, ns_solve_tim
  * in the Flat layout (as the host arrays of ns_hines_solver_solve), and the
  * solve is queued on `stream` (a cudaStream_t of that GPU; NULL: the legacy
  * default stream). The call returns once the work is queued: the library
- * does not synchronise the device or the stream. Pointers that are not
- * device memory of that GPU and a stream of another GPU give
- * NS_ERR_INVALID_ARGUMENT naming the argument. ns_hines_solver_wait blocks
- * until the last queued solve has finished and returns NS_ERR_SINGULAR
- * (cell and compartment) when it met a zero or non-finite pivot. Methods:
- * `tree` (the others return NS_ERR_UNSUPPORTED; docs/api.md). */
+ * does not synchronise the device or the stream, and the arrays must stay
+ * valid until the stream has run the solve. Pointers that are not device
+ * memory of that GPU (or do not hold the batch), and a stream of another
+ * GPU give NS_ERR_INVALID_ARGUMENT naming the argument. ns_hines_solver_wait
+ * blocks until the last queued solve has finished and returns
+ * NS_ERR_SINGULAR (cell and compartment) when it met a zero or non-finite
+ * pivot. Every CUDA method (a solver created with devices = 1, the default);
+ * CPU methods give NS_ERR_UNSUPPORTED (docs/api.md). One solver serves one
+ * stream at a time: queue the next solve after the previous one on the same
+ * stream, or use one solver per stream. */
 NS_API ns_status ns_hines_solver_solve_device(ns_hines_solver_t *solver, const double *a, const double *b,
                                               double *d, double *rhs, void *stream);
 NS_API ns_status ns_hines_solver_wait(ns_hines_solver_t *solver);
+
+/* Device layouts. Flat is every method's; a batch of one shape solved by
+ * NS_HINES_INTERLEAVED works in the paper's Full-Interleaved layout, where
+ * compartment i of cell c is at i * n_cells + c, and device arrays already
+ * in it skip the two conversions that a Flat device call makes
+ * (docs/api.md, "Device layouts"). */
+typedef enum ns_hines_layout {
+    NS_HINES_LAYOUT_FLAT = 0,
+    NS_HINES_LAYOUT_INTERLEAVED = 1
+} ns_hines_layout;
+
+/* The layout the solver's kernel works in. */
+NS_API ns_hines_layout ns_hines_solver_native_layout(const ns_hines_solver_t *solver);
+
+/* ns_hines_solver_solve_device on arrays in `layout`: Flat (any CUDA
+ * method), or the solver's native layout. Another layout gives
+ * NS_ERR_INVALID_ARGUMENT naming it and the native one. */
+NS_API ns_status ns_hines_solver_solve_device_layout(ns_hines_solver_t *solver, ns_hines_layout layout,
+                                                     const double *a, const double *b, double *d, double *rhs,
+                                                     void *stream);
+
+/* Convert one device array of a one-shape batch between layouts, queued on
+ * `stream` (src and dst distinct, device memory of the current GPU, each
+ * ns_batch_compartments long). NS_ERR_UNSUPPORTED for a batch of several
+ * shapes or a build without CUDA. */
+NS_API ns_status ns_hines_convert_device(const ns_batch_t *batch, ns_hines_layout from, ns_hines_layout to,
+                                         const double *src, double *dst, void *stream);
 
 /* Benchmark entry point: solve the same inputs `repeats` times and record
  * each run's kernel time [ms] in kernel_ms[0..repeats-1] (CUDA events on the

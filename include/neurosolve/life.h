@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "neurosolve/status.h"
-#include "neurosolve/hines.h" /* ns_backend */
+#include "neurosolve/backend.h" /* ns_backend, ns_solve_timing */
 
 #ifdef __cplusplus
 extern "C" {

@@ -4,6 +4,7 @@
 
 #include "neurosolve/status.h"
 #include "neurosolve/version.h"
+#include "neurosolve/backend.h"
 #include "neurosolve/device.h"
 #include "neurosolve/tree.h"
 #include "neurosolve/morph.h"

@@ -25,7 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "neurosolve/hines.h" /* ns_backend, ns_solve_timing */
+#include "neurosolve/backend.h" /* ns_backend, ns_solve_timing */
 #include "neurosolve/status.h"
 
 #ifdef __cplusplus

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "cable/sim_impl.h"
+#include "cable/sim_policy.h"
+#include "core/device_impl.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "neurosolve/device.h"
@@ -130,40 +132,38 @@ static void resolve_regions(ns_sim_t *sim) {
     sim->cfac = .001 / sim->params.dt;
 }
 
+/* The backend and loop through the family's table (core/registry.h) and
+ * its auto rule (sim_policy.c). */
 static ns_status choose_backend(ns_sim_t *sim) {
     ns_backend be = sim->options.backend;
     ns_hines_method me = sim->options.method;
+    const ns_impl_table table = ns_sim_impls();
+    const ns_impl *impl = NULL;
     if (me != NS_HINES_AUTO) {
-        ns_backend mb = ns_hines_method_backend(me);
-        if (be != NS_BACKEND_AUTO && be != mb)
+        impl = ns_registry_find(table, (int32_t)me, NULL);
+        if (!impl)
+            return ns_fail(NS_ERR_UNSUPPORTED,
+                           "simulation: method '%s' is not a simulation loop (sequential, openmp, onchip, tree)",
+                           ns_hines_method_name(me));
+        if (be != NS_BACKEND_AUTO && be != impl->backend)
             return ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation: method '%s' does not run on backend '%s'",
                            ns_hines_method_name(me), ns_backend_name(be));
-        be = mb;
-    }
-    if (be == NS_BACKEND_AUTO) {
-        int count = 0;
-        be = (ns_sim_cuda_ops() && ns_cuda_device_count(&count) == NS_OK && count > 0) ? NS_BACKEND_CUDA
-                                                                                      : NS_BACKEND_CPU;
-    }
-    if (be == NS_BACKEND_CPU) {
-        if (me == NS_HINES_AUTO) me = NS_HINES_OPENMP;
-        if (me != NS_HINES_SEQUENTIAL && me != NS_HINES_OPENMP)
-            return ns_fail(NS_ERR_UNSUPPORTED, "simulation: method '%s' is not a CPU method",
-                           ns_hines_method_name(me));
-        sim->ops = ns_sim_cpu_ops();
-    } else if (be == NS_BACKEND_CUDA) {
-        sim->ops = ns_sim_cuda_ops();
-        if (!sim->ops)
-            return ns_fail(NS_ERR_UNSUPPORTED, "simulation: this build of neurosolve has no CUDA");
-        /* AUTO stays AUTO here: the CUDA loop chooses per shape group
-         * (src/cable/cuda/sim_cuda.c, docs/simulation.md) */
-        if (me != NS_HINES_AUTO && me != NS_HINES_ONCHIP && me != NS_HINES_TREE)
-            return ns_fail(NS_ERR_UNSUPPORTED,
-                           "simulation: method '%s' is not available in the GPU loop (onchip, tree)",
-                           ns_hines_method_name(me));
+        be = impl->backend;
     } else {
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation: unknown backend %d", (int)be);
+        if (be == NS_BACKEND_AUTO) {
+            const ns_impl *cuda = ns_registry_for_backend(table, NS_BACKEND_CUDA);
+            be = ns_sim_auto_backend(cuda && cuda->ops() ? ns_cuda_usable_devices() : 0);
+        }
+        if (be != NS_BACKEND_CPU && be != NS_BACKEND_CUDA)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation: unknown backend %d", (int)be);
+        impl = ns_registry_for_backend(table, be);
+        /* the CPU: openmp; CUDA: AUTO stays AUTO, the GPU loop chooses per
+         * shape group (src/cable/cuda/sim_cuda.c, docs/simulation.md) */
+        if (be == NS_BACKEND_CPU) me = NS_HINES_OPENMP;
     }
+    ns_status ready = ns_registry_ready(impl, "simulation");
+    if (ready != NS_OK) return ready;
+    sim->ops = impl->ops();
     sim->backend = be;
     sim->method = me;
     return NS_OK;
@@ -565,3 +565,15 @@ ns_status ns_sim_set_state(ns_sim_t *sim, int64_t cell, const double *v, const d
     sim->state_set = 1;
     return NS_OK;
 }
+/* The family's implementations (core/registry.h): the GPU loops take the
+ * solver's onchip and tree kernels (docs/simulation.md). */
+static const void *impl_cpu(void) { return ns_sim_cpu_ops(); }
+static const void *impl_cuda(void) { return ns_sim_cuda_ops(); }
+static const ns_impl impls[] = {
+    {NS_FAMILY_SIM, NS_BACKEND_CPU, "cpu", NS_METHOD_BIT(NS_HINES_SEQUENTIAL) | NS_METHOD_BIT(NS_HINES_OPENMP),
+     impl_cpu, NULL},
+    {NS_FAMILY_SIM, NS_BACKEND_CUDA, "cuda", NS_METHOD_BIT(NS_HINES_ONCHIP) | NS_METHOD_BIT(NS_HINES_TREE), impl_cuda,
+     NULL},
+};
+
+ns_impl_table ns_sim_impls(void) { return NS_IMPL_TABLE(impls); }

@@ -4,6 +4,7 @@
 #define NS_CABLE_SIM_IMPL_H
 
 #include "cable/mech.h"
+#include "core/registry.h"
 #include "neurosolve/cable.h"
 
 /* Constants of one shape, shared by all its cells (NEURON's per-node data). */
@@ -114,6 +115,8 @@ struct sim_ops {
 };
 
 const sim_ops *ns_sim_cpu_ops(void);
+/* The family's implementations (core/registry.h), in sim.c. */
+ns_impl_table ns_sim_impls(void);
 const sim_ops *ns_sim_cuda_ops(void); /* NULL without CUDA */
 
 /* Append a spike time to a cell's list (0 or -1 when out of memory). */

@@ -19,3 +19,5 @@ int ns_sim_auto_loop(const ns_sim_loop_facts *f) {
         return NS_SIM_LOOP_ONCHIP;
     return NS_SIM_LOOP_TREE;
 }
+
+ns_backend ns_sim_auto_backend(int usable_gpus) { return usable_gpus > 0 ? NS_BACKEND_CUDA : NS_BACKEND_CPU; }

@@ -6,6 +6,7 @@
 #define NS_CABLE_SIM_POLICY_H
 
 #include <stdint.h>
+#include "neurosolve/backend.h"
 
 enum { NS_SIM_LOOP_ONCHIP = 1, NS_SIM_LOOP_TREE = 2 };
 
@@ -25,6 +26,11 @@ typedef struct ns_sim_loop_facts {
 
 /* The loop `auto` takes for one shape group. */
 int ns_sim_auto_loop(const ns_sim_loop_facts *facts);
+
+/* The simulation's backend under NS_BACKEND_AUTO: CUDA whenever a GPU is
+ * usable, else the CPU (the rule since the GPU loop landed; the loops are
+ * compared in bench/README.md, "Mixed populations"). */
+ns_backend ns_sim_auto_backend(int usable_gpus);
 /* Whether `auto` needs the onchip facts at all (it does not for shapes with
  * too few cells: they take the tree loop whatever their schedule). */
 int ns_sim_auto_needs_onchip(int64_t cells, int32_t sms);

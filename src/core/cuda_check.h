@@ -32,4 +32,22 @@ static inline ns_status ns_cuda_status(cudaError_t err, const char *what, const 
         if ((status) != NS_OK) goto label;                                       \
     } while (0)
 
+/* Allow `func` (a kernel) dynamic shared memory up to the most the current
+ * device lets it have (the opt-in maximum less its static shared memory),
+ * whatever one launch needs. The attribute is per process, so a value sized
+ * for one solver would fail the launches of another solver with larger
+ * groups in the same process (seen with the host pipeline's sub-solvers);
+ * `bytes` beyond that maximum is asked for as it is, so that the call fails
+ * as it should. */
+static inline cudaError_t ns_cuda_allow_shared(const void *func, size_t bytes) {
+    int dev = 0, optin = 0;
+    struct cudaFuncAttributes at;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&at, func);
+    if (e != cudaSuccess) return e;
+    const size_t most = (size_t)optin > at.sharedSizeBytes ? (size_t)optin - at.sharedSizeBytes : 0;
+    return cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(bytes > most ? bytes : most));
+}
+
 #endif

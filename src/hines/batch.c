@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "hines/batch_impl.h"
-#include "hines/tree_impl.h"
+#include "tree/tree_impl.h"
 
 void ns_batch_destroy(ns_batch_t *batch) {
     if (!batch) return;

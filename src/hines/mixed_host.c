@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "hines/mixed_plan.h"
-#include "hines/tree_impl.h"
+#include "tree/tree_impl.h"
 
 void ns_mixed_cells_free(ns_mixed_cells *c) {
     if (!c) return;

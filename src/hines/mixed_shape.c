@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "hines/mixed_plan.h"
-#include "hines/tree_impl.h"
+#include "tree/tree_impl.h"
 
 void ns_mixed_shapes_free(ns_mixed_shapes *s) {
     if (!s || !s->shape) return;

@@ -1,4 +1,9 @@
-/* The CUDA backend's `auto` rule (policy.h), from measurements on an H100
+/* The Hines family's one `auto` rule (policy.h). The backend: CUDA when a
+ * GPU is usable and the batch has at least NS_AUTO_GPU_MIN_COMPARTMENTS
+ * compartments, else the CPU. The CPU: openmp when there are at least two
+ * threads, four cells per thread and 16,384 compartments (below, the
+ * threads cost more than they save), else sequential.
+ * The CUDA methods, from measurements on an H100
  * and an H200 (bench/README.md, docs/methods.md):
  *   - several shapes: `tree` (tree contraction; 3.4x-8x faster than the
  *     best earlier mixed method, fine-grained, from 1,000 to 10,000 cells of
@@ -23,4 +28,14 @@ ns_hines_method ns_hines_cuda_auto(int32_t n_shapes, int64_t n_cells, int32_t ma
         return NS_HINES_TREE;
     if (max_size <= NS_AUTO_ONCHIP_MAX_N || n_cells <= NS_AUTO_ONCHIP_MAX_CELLS) return NS_HINES_ONCHIP;
     return NS_HINES_INTERLEAVED;
+}
+
+ns_hines_method ns_hines_auto(const ns_hines_auto_facts *f) {
+    ns_backend b = f->backend;
+    if (b == NS_BACKEND_AUTO)
+        b = f->gpus > 0 && f->compartments >= NS_AUTO_GPU_MIN_COMPARTMENTS ? NS_BACKEND_CUDA : NS_BACKEND_CPU;
+    if (b == NS_BACKEND_CUDA) return ns_hines_cuda_auto(f->n_shapes, f->n_cells, f->max_size, f->optin_shared);
+    if (f->cpu_threads > 1 && f->n_cells >= 4 * (int64_t)f->cpu_threads && f->compartments >= 16384)
+        return NS_HINES_OPENMP;
+    return NS_HINES_SEQUENTIAL;
 }

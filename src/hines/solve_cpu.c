@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "hines/batch_impl.h"
-#include "hines/tree_impl.h"
+#include "tree/tree_impl.h"
 
 #ifdef NS_HAVE_OPENMP
 #include <omp.h>
@@ -97,22 +97,7 @@ static ns_status cpu_solve(ns_hines_solver_t *s, const double *a, const double *
 
 static void cpu_destroy(ns_hines_solver_t *s) { (void)s; }
 
-/* OpenMP pays off once each thread gets a few cells; below that the fork
- * costs more than it saves (measured: bench/README.md). */
-static ns_hines_method cpu_choose(const ns_batch_t *batch, const ns_solve_options *o) {
-#ifdef NS_HAVE_OPENMP
-    const int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
-    if (threads > 1 && batch->n_cells >= 4 * (int64_t)threads &&
-        ns_batch_compartments(batch) >= 16384)
-        return NS_HINES_OPENMP;
-#else
-    (void)o;
-#endif
-    (void)batch;
-    return NS_HINES_SEQUENTIAL;
-}
-
 const ns_hines_backend_ops *ns_hines_cpu_backend(void) {
-    static const ns_hines_backend_ops ops = {"cpu", cpu_create, cpu_solve, cpu_destroy, cpu_choose, NULL, NULL, NULL};
+    static const ns_hines_backend_ops ops = {"cpu", cpu_create, cpu_solve, cpu_destroy, NULL, NULL, NULL, NULL};
     return &ops;
 }

@@ -1,27 +1,35 @@
-/* The public solver: method names, option defaults, choosing a backend and
- * method, and dispatching through the backend table. */
+/* The public solver: method names, option defaults, choosing a method (the
+ * family's one auto rule, hines/policy.c) and its implementation (the
+ * registry, core/registry.h), and dispatching through its ops. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef NS_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+#include "core/device_impl.h"
 #include "core/error.h"
+#include "core/registry.h"
 #include "hines/batch_impl.h"
+#include "hines/policy.h"
 
 static const struct {
     ns_hines_method method;
     const char *name;
-    ns_backend backend;
 } method_table[] = {
-    {NS_HINES_AUTO, "auto", NS_BACKEND_AUTO},
-    {NS_HINES_SEQUENTIAL, "sequential", NS_BACKEND_CPU},
-    {NS_HINES_OPENMP, "openmp", NS_BACKEND_CPU},
-    {NS_HINES_FLAT, "flat", NS_BACKEND_CUDA},
-    {NS_HINES_INTERLEAVED, "interleaved", NS_BACKEND_CUDA},
-    {NS_HINES_BLOCK_INTERLEAVED, "block-interleaved", NS_BACKEND_CUDA},
-    {NS_HINES_BLOCK_SHARED, "block-shared", NS_BACKEND_CUDA},
-    {NS_HINES_ONCHIP, "onchip", NS_BACKEND_CUDA},
-    {NS_HINES_BRANCH_LEVEL, "branch-level", NS_BACKEND_CUDA},
-    {NS_HINES_FINE_GRAINED, "fine-grained", NS_BACKEND_CUDA},
-    {NS_HINES_TREE, "tree", NS_BACKEND_CUDA},
+    {NS_HINES_AUTO, "auto"},
+    {NS_HINES_SEQUENTIAL, "sequential"},
+    {NS_HINES_OPENMP, "openmp"},
+    {NS_HINES_FLAT, "flat"},
+    {NS_HINES_INTERLEAVED, "interleaved"},
+    {NS_HINES_BLOCK_INTERLEAVED, "block-interleaved"},
+    {NS_HINES_BLOCK_SHARED, "block-shared"},
+    {NS_HINES_ONCHIP, "onchip"},
+    {NS_HINES_BRANCH_LEVEL, "branch-level"},
+    {NS_HINES_FINE_GRAINED, "fine-grained"},
+    {NS_HINES_TREE, "tree"},
 };
 #define N_METHODS (sizeof method_table / sizeof method_table[0])
 
@@ -43,28 +51,37 @@ ns_status ns_hines_method_from_name(const char *name, ns_hines_method *method) {
                    "block-interleaved, block-shared, onchip, branch-level, fine-grained, tree)", name);
 }
 
+/* The family's implementations, in order of preference where two list one
+ * method: one-shape batches go to the same-shape kernels, batches of several
+ * shapes to the mixed-shape ones (core/registry.h). */
+static const void *impl_cpu(void) { return ns_hines_cpu_backend(); }
+static const void *impl_cuda(void) { return ns_hines_cuda_backend(); }
+static const void *impl_cuda_mixed(void) { return ns_hines_mixed_cuda_backend(); }
+static const void *impl_cuda_tree(void) { return ns_hines_tree_cuda_backend(); }
+
+static int one_shape(int32_t method, const void *batch) {
+    (void)method;
+    return ((const ns_batch_t *)batch)->n_shapes == 1;
+}
+
+#define B NS_METHOD_BIT
+static const ns_impl impls[] = {
+    {NS_FAMILY_HINES, NS_BACKEND_CPU, "cpu", B(NS_HINES_SEQUENTIAL) | B(NS_HINES_OPENMP), impl_cpu, NULL},
+    {NS_FAMILY_HINES, NS_BACKEND_CUDA, "cuda-tree", B(NS_HINES_TREE), impl_cuda_tree, NULL},
+    {NS_FAMILY_HINES, NS_BACKEND_CUDA, "cuda",
+     B(NS_HINES_FLAT) | B(NS_HINES_INTERLEAVED) | B(NS_HINES_BLOCK_INTERLEAVED) | B(NS_HINES_BLOCK_SHARED) |
+         B(NS_HINES_ONCHIP),
+     impl_cuda, one_shape},
+    {NS_FAMILY_HINES, NS_BACKEND_CUDA, "cuda-mixed",
+     B(NS_HINES_FLAT) | B(NS_HINES_INTERLEAVED) | B(NS_HINES_FINE_GRAINED) | B(NS_HINES_BRANCH_LEVEL),
+     impl_cuda_mixed, NULL},
+};
+#undef B
+
+ns_impl_table ns_hines_impls(void) { return NS_IMPL_TABLE(impls); }
+
 ns_backend ns_hines_method_backend(ns_hines_method method) {
-    for (size_t i = 0; i < N_METHODS; ++i)
-        if (method_table[i].method == method) return method_table[i].backend;
-    return NS_BACKEND_AUTO;
-}
-
-const char *ns_backend_name(ns_backend backend) {
-    switch (backend) {
-    case NS_BACKEND_AUTO: return "auto";
-    case NS_BACKEND_CPU: return "cpu";
-    case NS_BACKEND_CUDA: return "cuda";
-    }
-    return "unknown";
-}
-
-ns_status ns_backend_from_name(const char *name, ns_backend *backend) {
-    if (!name || !backend) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_backend_from_name: NULL argument");
-    if (strcmp(name, "auto") == 0) *backend = NS_BACKEND_AUTO;
-    else if (strcmp(name, "cpu") == 0) *backend = NS_BACKEND_CPU;
-    else if (strcmp(name, "cuda") == 0 || strcmp(name, "gpu") == 0) *backend = NS_BACKEND_CUDA;
-    else return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown backend '%s' (auto, cpu, cuda)", name);
-    return NS_OK;
+    return ns_registry_backend(ns_hines_impls(), (int32_t)method);
 }
 
 void ns_solve_options_init(ns_solve_options *options) {
@@ -72,40 +89,64 @@ void ns_solve_options_init(ns_solve_options *options) {
     memset(options, 0, sizeof *options);
     options->backend = NS_BACKEND_AUTO;
     options->method = NS_HINES_AUTO;
+    options->device = NS_DEVICE_CURRENT;
+    options->devices = 1;
 }
 
-/* Below this many compartments a GPU solve costs more in transfers and
- * launches than the CPU needs for the whole batch (docs/methods.md). */
-#define NS_AUTO_GPU_MIN_COMPARTMENTS (1 << 20)
+static int cpu_threads(const ns_solve_options *o) {
+#ifdef NS_HAVE_OPENMP
+    return o->threads > 0 ? o->threads : omp_get_max_threads();
+#else
+    (void)o;
+    return 1;
+#endif
+}
 
-static ns_status resolve(const ns_batch_t *batch, const ns_solve_options *o, ns_backend *backend,
-                         ns_hines_method *method, const ns_hines_backend_ops **ops) {
-    ns_backend want = o->backend;
+/* The method (the family's auto rule for AUTO), its implementation from the
+ * registry, and the device it runs on. */
+static ns_status resolve(ns_hines_solver_t *s) {
+    const ns_batch_t *batch = s->batch;
+    const ns_solve_options *o = &s->options;
     ns_hines_method m = o->method;
     if (m != NS_HINES_AUTO) {
-        ns_backend mb = ns_hines_method_backend(m);
+        const ns_backend mb = ns_hines_method_backend(m);
         if (mb == NS_BACKEND_AUTO) return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown method %d", (int)m);
-        if (want != NS_BACKEND_AUTO && want != mb)
+        if (o->backend != NS_BACKEND_AUTO && o->backend != mb)
             return ns_fail(NS_ERR_INVALID_ARGUMENT, "method '%s' runs on the %s backend, not on %s",
-                           ns_hines_method_name(m), ns_backend_name(mb), ns_backend_name(want));
-        want = mb;
+                           ns_hines_method_name(m), ns_backend_name(mb), ns_backend_name(o->backend));
+    } else {
+        if (o->backend != NS_BACKEND_AUTO && o->backend != NS_BACKEND_CPU && o->backend != NS_BACKEND_CUDA)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)o->backend);
+        ns_hines_auto_facts f;
+        memset(&f, 0, sizeof f);
+        f.backend = o->backend;
+        f.gpus = ns_cuda_usable_devices();
+        f.cpu_threads = cpu_threads(o);
+        f.n_shapes = batch->n_shapes;
+        f.n_cells = batch->n_cells;
+        f.compartments = ns_batch_compartments(batch);
+        f.max_size = batch->max_size;
+        int dev = 0;
+        if (f.gpus > 0 && ns_cuda_resolve_device(o->device, "hines solver", &dev) == NS_OK)
+            f.optin_shared = ns_cuda_optin_shared(dev);
+        ns_clear_error();
+        m = ns_hines_auto(&f);
     }
-    if (want == NS_BACKEND_AUTO)
-        want = (ns_cuda_usable_devices() > 0 &&
-                ns_batch_compartments(batch) >= NS_AUTO_GPU_MIN_COMPARTMENTS)
-                   ? NS_BACKEND_CUDA
-                   : NS_BACKEND_CPU;
-    const ns_hines_backend_ops *impl =
-        want == NS_BACKEND_CUDA ? ns_hines_cuda_backend() : ns_hines_cpu_backend();
+    const ns_impl *impl = ns_registry_find(ns_hines_impls(), (int32_t)m, batch);
+    char what[64];
+    snprintf(what, sizeof what, "method '%s'", ns_hines_method_name(m));
     if (!impl)
-        return ns_fail(NS_ERR_UNSUPPORTED, "the %s backend is not available in this build",
-                       ns_backend_name(want));
-    if (want == NS_BACKEND_CUDA && ns_cuda_usable_devices() == 0)
-        return ns_fail(NS_ERR_NO_DEVICE, "the cuda backend needs a GPU, and none is usable here");
-    if (m == NS_HINES_AUTO) m = impl->choose(batch, o);
-    *backend = want;
-    *method = m;
-    *ops = impl;
+        return ns_fail(NS_ERR_UNSUPPORTED,
+                       "method '%s' needs cells of one shape; this batch has %d shapes (for several shapes use "
+                       "tree, fine-grained, branch-level, interleaved or flat)",
+                       ns_hines_method_name(m), (int)batch->n_shapes);
+    ns_status st = ns_registry_ready(impl, what);
+    if (st != NS_OK) return st;
+    s->method = m;
+    s->backend = impl->backend;
+    s->ops = impl->ops();
+    s->device = -1;
+    if (impl->backend == NS_BACKEND_CUDA) return ns_cuda_resolve_device(o->device, what, &s->device);
     return NS_OK;
 }
 
@@ -119,6 +160,9 @@ ns_status ns_hines_solver_create(const ns_batch_t *batch, const ns_solve_options
     else ns_solve_options_init(&o);
     if (o.block_size < 0 || o.threads < 0 || o.devices < 0)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "block_size, threads and devices must be >= 0");
+    if (o.device < NS_DEVICE_CURRENT)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "device = %d is neither a device ordinal nor NS_DEVICE_CURRENT",
+                       (int)o.device);
     if (o.plan_passes < 0 || o.plan_passes > (NS_PLAN_REROOT | NS_PLAN_SPLIT | NS_PLAN_NONE) ||
         ((o.plan_passes & NS_PLAN_NONE) && (o.plan_passes & (NS_PLAN_REROOT | NS_PLAN_SPLIT))))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "plan_passes = %d is not a combination of NS_PLAN_REROOT and "
@@ -131,8 +175,10 @@ ns_status ns_hines_solver_create(const ns_batch_t *batch, const ns_solve_options
     if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "solver");
     s->batch = batch;
     s->options = o;
-    ns_status st = resolve(batch, &o, &s->backend, &s->method, &s->ops);
+    const int caller_device = ns_cuda_save_device();
+    ns_status st = resolve(s);
     if (st == NS_OK) st = s->ops->create(s);
+    ns_cuda_restore_device(caller_device);
     if (st != NS_OK) {
         free(s);
         return st;
@@ -145,7 +191,10 @@ ns_status ns_hines_solver_create(const ns_batch_t *batch, const ns_solve_options
 
 void ns_hines_solver_destroy(ns_hines_solver_t *solver) {
     if (!solver) return;
+    const int caller_device = ns_cuda_save_device();
+    ns_host_pipeline_destroy(solver->pipeline);
     if (solver->ops && solver->ops->destroy) solver->ops->destroy(solver);
+    ns_cuda_restore_device(caller_device);
     free(solver);
 }
 
@@ -180,7 +229,11 @@ ns_status ns_hines_solver_solve(ns_hines_solver_t *solver, const double *a, cons
         ns_status st = check_finite(solver->batch, arrays);
         if (st != NS_OK) return st;
     }
-    return solver->ops->solve(solver, a, b, d, rhs);
+    const int caller_device = ns_cuda_save_device();
+    ns_status st = solver->ops->solve ? solver->ops->solve(solver, a, b, d, rhs)
+                                      : ns_host_pipeline_solve(solver, a, b, d, rhs);
+    ns_cuda_restore_device(caller_device);
+    return st;
 }
 
 ns_status ns_hines_solver_solve_device(ns_hines_solver_t *solver, const double *a, const double *b,
@@ -188,14 +241,62 @@ ns_status ns_hines_solver_solve_device(ns_hines_solver_t *solver, const double *
     if (!solver || !a || !b || !d || !rhs)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_solver_solve_device: NULL argument");
     if (!solver->ops->solve_device)
-        return ns_fail(NS_ERR_UNSUPPORTED, "method '%s' solves host arrays only (device arrays: 'tree')",
-                       ns_hines_method_name(solver->method));
-    return solver->ops->solve_device(solver, a, b, d, rhs, stream);
+        return ns_fail(NS_ERR_UNSUPPORTED, "method '%s' runs on the %s backend: device arrays need a CUDA method",
+                       ns_hines_method_name(solver->method), ns_backend_name(solver->backend));
+    const int caller_device = ns_cuda_save_device();
+    ns_status st = solver->ops->solve_device(solver, a, b, d, rhs, stream);
+    ns_cuda_restore_device(caller_device);
+    return st;
+}
+
+ns_hines_layout ns_hines_solver_native_layout(const ns_hines_solver_t *solver) {
+    return solver && solver->method == NS_HINES_INTERLEAVED && solver->ops->solve_device_interleaved
+               ? NS_HINES_LAYOUT_INTERLEAVED
+               : NS_HINES_LAYOUT_FLAT;
+}
+
+static const char *layout_name(ns_hines_layout layout) {
+    return layout == NS_HINES_LAYOUT_FLAT ? "flat" : layout == NS_HINES_LAYOUT_INTERLEAVED ? "interleaved" : "unknown";
+}
+
+ns_status ns_hines_solver_solve_device_layout(ns_hines_solver_t *solver, ns_hines_layout layout, const double *a,
+                                              const double *b, double *d, double *rhs, void *stream) {
+    if (!solver) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_solver_solve_device_layout: solver is NULL");
+    if (layout == NS_HINES_LAYOUT_FLAT) return ns_hines_solver_solve_device(solver, a, b, d, rhs, stream);
+    if (layout != ns_hines_solver_native_layout(solver))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "layout '%s' is not method '%s''s on this batch (flat or %s)",
+                       layout_name(layout), ns_hines_method_name(solver->method),
+                       layout_name(ns_hines_solver_native_layout(solver)));
+    if (!a || !b || !d || !rhs)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_solver_solve_device_layout: NULL argument");
+    const int caller_device = ns_cuda_save_device();
+    ns_status st = solver->ops->solve_device_interleaved(solver, a, b, d, rhs, stream);
+    ns_cuda_restore_device(caller_device);
+    return st;
+}
+
+ns_status ns_hines_convert_device(const ns_batch_t *batch, ns_hines_layout from, ns_hines_layout to, const double *src,
+                                  double *dst, void *stream) {
+    if (!batch || !src || !dst || src == dst)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_convert_device: NULL or identical arrays");
+    if ((from != NS_HINES_LAYOUT_FLAT && from != NS_HINES_LAYOUT_INTERLEAVED) ||
+        (to != NS_HINES_LAYOUT_FLAT && to != NS_HINES_LAYOUT_INTERLEAVED))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_convert_device: unknown layout");
+    if (batch->n_shapes != 1)
+        return ns_fail(NS_ERR_UNSUPPORTED, "the interleaved layout needs cells of one shape (this batch has %d)",
+                       (int)batch->n_shapes);
+    if (from == to) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_convert_device: from and to are both '%s'",
+                                   layout_name(from));
+    return ns_hines_convert_launch(batch, to == NS_HINES_LAYOUT_FLAT, src, dst, stream);
 }
 
 ns_status ns_hines_solver_wait(ns_hines_solver_t *solver) {
     if (!solver) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_solver_wait: solver is NULL");
-    return solver->ops->wait ? solver->ops->wait(solver) : NS_OK;
+    if (!solver->ops->wait) return NS_OK;
+    const int caller_device = ns_cuda_save_device();
+    ns_status st = solver->ops->wait(solver);
+    ns_cuda_restore_device(caller_device);
+    return st;
 }
 
 ns_status ns_hines_solver_benchmark(ns_hines_solver_t *solver, const double *a, const double *b,
@@ -203,7 +304,12 @@ ns_status ns_hines_solver_benchmark(ns_hines_solver_t *solver, const double *a, 
     if (!solver || !a || !b || !d || !rhs || !kernel_ms)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_hines_solver_benchmark: NULL argument");
     if (repeats < 1) return ns_fail(NS_ERR_INVALID_ARGUMENT, "repeats = %d must be >= 1", repeats);
-    if (solver->ops->benchmark) return solver->ops->benchmark(solver, a, b, d, rhs, repeats, kernel_ms);
+    if (solver->ops->benchmark) {
+        const int caller_device = ns_cuda_save_device();
+        ns_status st = solver->ops->benchmark(solver, a, b, d, rhs, repeats, kernel_ms);
+        ns_cuda_restore_device(caller_device);
+        return st;
+    }
     /* Generic path: keep pristine copies of d and rhs, restore before each run. */
     const size_t bytes = (size_t)ns_batch_compartments(solver->batch) * sizeof(double);
     double *d0 = malloc(bytes), *r0 = malloc(bytes);

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/device_impl.h"
 #include "core/error.h"
+#include "core/registry.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "life/life_impl.h"
@@ -17,14 +19,12 @@ static const ns_life_variant candidates[] = {NS_LIFE_COEFF_ATOM, NS_LIFE_COEFF_V
 
 int ns_life_engine_supports(const ns_life_engine_t *e, ns_life_variant v) {
     if (!e || v <= NS_LIFE_AUTO || (int)v >= NS_LIFE_VARIANT_COUNT) return 0;
-    if (e->backend == NS_BACKEND_CUDA) return ns_life_cuda_supports(v);
-    return 1;
+    return e->ops->supports(v);
 }
 
 static ns_status run_product(ns_life_engine_t *e, ns_life_product p, ns_life_variant v,
                              const double *in, double *out) {
-    if (e->backend == NS_BACKEND_CUDA) return ns_life_cuda_product(e, p, v, in, out);
-    return ns_life_cpu_product(e->model, p, v, e->options.threads, in, out, &e->work);
+    return e->ops->product(e, p, v, in, out);
 }
 
 ns_status ns_life_time_product(ns_life_engine_t *e, ns_life_product p, ns_life_variant v,
@@ -35,7 +35,7 @@ ns_status ns_life_time_product(ns_life_engine_t *e, ns_life_product p, ns_life_v
     if (!ns_life_engine_supports(e, v))
         return ns_fail(NS_ERR_UNSUPPORTED, "LiFE variant '%s' is not available on the %s backend",
                        ns_life_variant_name(v), ns_backend_name(e->backend));
-    if (e->backend == NS_BACKEND_CUDA) return ns_life_cuda_time(e, p, v, in, out, repeats, ms);
+    if (e->ops->time) return e->ops->time(e, p, v, in, out, repeats, ms);
     for (int r = 0; r < repeats; ++r) {
         const double t0 = ns_time_ms();
         ns_status s = run_product(e, p, v, in, out);
@@ -102,19 +102,16 @@ ns_status ns_life_engine_create(ns_life_model_t *model, const ns_life_options *o
         free(e);
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "threads = %d must be >= 0", threads);
     }
-    e->backend = e->options.backend;
-    if (e->backend == NS_BACKEND_AUTO) e->backend = ns_life_cuda_available() ? NS_BACKEND_CUDA : NS_BACKEND_CPU;
-    if (e->backend != NS_BACKEND_CPU && e->backend != NS_BACKEND_CUDA) {
-        const int backend = (int)e->backend;
+    ns_status s = ns_life_choose_backend(e->options.backend, &e->backend, &e->ops);
+    if (s != NS_OK) {
         free(e);
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown backend %d", backend);
+        return s;
     }
     const ns_life_variant want[2] = {e->options.mw_variant, e->options.mty_variant};
-    ns_status s = NS_OK;
     for (int p = 0; p < 2 && s == NS_OK; ++p)
         if ((int)want[p] < 0 || (int)want[p] >= NS_LIFE_VARIANT_COUNT)
             s = ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown LiFE variant %d", (int)want[p]);
-    if (s == NS_OK && e->backend == NS_BACKEND_CUDA) s = ns_life_cuda_create(e);
+    if (s == NS_OK && e->ops->create) s = e->ops->create(e);
     for (int p = 0; p < 2 && s == NS_OK; ++p) {
         if (want[p] == NS_LIFE_AUTO) {
             s = select_variant(e, (ns_life_product)p);
@@ -137,7 +134,7 @@ ns_status ns_life_engine_create(ns_life_model_t *model, const ns_life_options *o
 
 void ns_life_engine_destroy(ns_life_engine_t *e) {
     if (!e) return;
-    if (e->cuda) ns_life_cuda_destroy(e);
+    if (e->ops && e->ops->destroy) e->ops->destroy(e);
     free(e->work.buf);
     free(e);
 }
@@ -198,6 +195,54 @@ ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, d
     if (!result) result = &local;
     memset(result, 0, sizeof *result);
     /* CUDA: reduce sums device fiber vectors through a host stage (sbbnnls.c) */
-    if (e->backend == NS_BACKEND_CUDA) return ns_life_cuda_fit(e, &o, w, history, result);
-    return ns_life_cpu_fit(e, &o, w, history, result);
+    return e->ops->fit(e, &o, w, history, result);
 }
+
+/* ------------------------------------------------------------ backends */
+
+/* LiFE's `auto` policy: CUDA whenever a GPU is usable (every product and
+ * the whole fit stay on the device; bench/README.md, LiFE: the GPU products
+ * beat 16 CPU threads on every model measured), else the CPU. */
+ns_backend ns_life_auto_backend(int usable_gpus) { return usable_gpus > 0 ? NS_BACKEND_CUDA : NS_BACKEND_CPU; }
+
+ns_status ns_life_choose_backend(ns_backend requested, ns_backend *backend, const ns_life_backend_ops **ops) {
+    if (requested == NS_BACKEND_AUTO) {
+        const ns_impl *cuda = ns_registry_for_backend(ns_life_impls(), NS_BACKEND_CUDA);
+        requested = ns_life_auto_backend(cuda && cuda->ops() ? ns_cuda_usable_devices() : 0);
+    }
+    if (requested != NS_BACKEND_CPU && requested != NS_BACKEND_CUDA)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)requested);
+    const ns_impl *impl = ns_registry_for_backend(ns_life_impls(), requested);
+    if (!impl)
+        return ns_fail(NS_ERR_INTERNAL, "no LiFE implementation registered for the %s backend",
+                       ns_backend_name(requested));
+    ns_status s = ns_registry_ready(impl, "LiFE");
+    if (s != NS_OK) return s;
+    *backend = requested;
+    *ops = impl->ops();
+    return NS_OK;
+}
+
+static ns_status cpu_product(ns_life_engine_t *e, ns_life_product p, ns_life_variant v, const double *in,
+                             double *out) {
+    return ns_life_cpu_product(e->model, p, v, e->options.threads, in, out, &e->work);
+}
+
+static int cpu_supports(ns_life_variant v) { return v > NS_LIFE_AUTO && (int)v < NS_LIFE_VARIANT_COUNT; }
+
+const ns_life_backend_ops *ns_life_cpu_backend(void) {
+    static const ns_life_backend_ops ops = {"cpu", NULL, NULL, cpu_supports, cpu_product, NULL, ns_life_cpu_fit};
+    return &ops;
+}
+
+/* The family's implementations (core/registry.h): every variant on both
+ * backends (variants 1 .. NS_LIFE_VARIANT_COUNT - 1). */
+static const void *impl_cpu(void) { return ns_life_cpu_backend(); }
+static const void *impl_cuda(void) { return ns_life_cuda_backend(); }
+#define ALL_VARIANTS (NS_METHOD_BIT(NS_LIFE_VARIANT_COUNT) - 2)
+static const ns_impl impls[] = {
+    {NS_FAMILY_LIFE, NS_BACKEND_CPU, "cpu", ALL_VARIANTS, impl_cpu, NULL},
+    {NS_FAMILY_LIFE, NS_BACKEND_CUDA, "cuda", ALL_VARIANTS, impl_cuda, NULL},
+};
+
+ns_impl_table ns_life_impls(void) { return NS_IMPL_TABLE(impls); }

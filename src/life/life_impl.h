@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/registry.h"
 #include "neurosolve/life.h"
 
 #ifdef __cplusplus
@@ -60,10 +61,13 @@ ns_status ns_life_cpu_product(ns_life_model_t *model, ns_life_product product,
 int32_t ns_life_cpu_threads(int32_t requested);
 
 /* ------------------------------------------------------------- engine */
+typedef struct ns_life_backend_ops ns_life_backend_ops;
+
 struct ns_life_engine {
     ns_life_model_t *model;
     ns_life_options options;
     ns_backend backend;
+    const ns_life_backend_ops *ops; /* the registry's implementation for backend */
     ns_life_variant variant[2];
     ns_life_cpu_work work;
     void *cuda; /* device state (src/life/cuda) */
@@ -123,9 +127,33 @@ void ns_life_diag(const ns_life_model_t *model, double *d);
 ns_status life_model_write_files(const ns_life_model_t *model, const char *dir);
 void life_model_drop_stale(const ns_life_model_t *model, const char *dir);
 
-/* ------------------------------------------------------------- CUDA */
-/* Implemented in src/life/cuda (CUDA builds) or src/life/nocuda. */
-int ns_life_cuda_available(void);
+/* ------------------------------------------------------------- backends */
+/* What each backend implements (registered in src/backends.c); engine.c
+ * calls through it and never tests the backend. */
+struct ns_life_backend_ops {
+    const char *name;
+    ns_status (*create)(ns_life_engine_t *engine); /* NULL: nothing to prepare */
+    void (*destroy)(ns_life_engine_t *engine);     /* NULL: nothing to free */
+    int (*supports)(ns_life_variant variant);
+    ns_status (*product)(ns_life_engine_t *engine, ns_life_product product, ns_life_variant variant,
+                         const double *in, double *out);
+    /* NULL: engine.c times `product` with the host clock */
+    ns_status (*time)(ns_life_engine_t *engine, ns_life_product product, ns_life_variant variant,
+                      const double *in, double *out, int repeats, double *ms);
+    ns_status (*fit)(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w, double *history,
+                     ns_life_fit_result *result);
+};
+
+const ns_life_backend_ops *ns_life_cpu_backend(void);
+const ns_life_backend_ops *ns_life_cuda_backend(void); /* NULL without CUDA (src/life/nocuda) */
+
+/* LiFE's auto policy (a pure function, tests/test_policy.c) and the
+ * backend's implementation from the registry. */
+ns_backend ns_life_auto_backend(int usable_gpus);
+ns_impl_table ns_life_impls(void);
+ns_status ns_life_choose_backend(ns_backend requested, ns_backend *backend, const ns_life_backend_ops **ops);
+
+/* The CUDA backend's entries (src/life/cuda/engine_cuda.c), behind its ops table. */
 ns_status ns_life_cuda_create(ns_life_engine_t *engine);
 void ns_life_cuda_destroy(ns_life_engine_t *engine);
 int ns_life_cuda_supports(ns_life_variant variant);

@@ -455,3 +455,18 @@ ns_status ns_tridiag_solve(int32_t n, int64_t batch, const ns_tridiag_options *o
     ns_tridiag_solver_destroy(solver);
     return st;
 }
+
+/* The family's implementations (core/registry.h). */
+static const void *impl_cpu(void) { return ns_tridiag_cpu_backend(); }
+static const void *impl_cuda(void) { return ns_tridiag_cuda_backend(); }
+#define B NS_METHOD_BIT
+static const ns_impl impls[] = {
+    {NS_FAMILY_TRIDIAG, NS_BACKEND_CPU, "cpu", B(NS_TRIDIAG_SEQUENTIAL) | B(NS_TRIDIAG_OPENMP), impl_cpu, NULL},
+    {NS_FAMILY_TRIDIAG, NS_BACKEND_CUDA, "cuda",
+     B(NS_TRIDIAG_THOMAS_BATCH) | B(NS_TRIDIAG_VBATCH_CP) | B(NS_TRIDIAG_VBATCH_NCP) | B(NS_TRIDIAG_WARP) |
+         B(NS_TRIDIAG_BLOCK) | B(NS_TRIDIAG_CUSPARSE_STRIDED) | B(NS_TRIDIAG_CUSPARSE_INTERLEAVED),
+     impl_cuda, NULL},
+};
+#undef B
+
+ns_impl_table ns_tridiag_impls(void) { return NS_IMPL_TABLE(impls); }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/registry.h"
 #include "neurosolve/tridiag.h"
 
 typedef struct ns_tridiag_backend_ops ns_tridiag_backend_ops;
@@ -48,6 +49,8 @@ struct ns_tridiag_backend_ops {
 };
 
 const ns_tridiag_backend_ops *ns_tridiag_cpu_backend(void);
+/* The family's implementations (core/registry.h), in solver.c. */
+ns_impl_table ns_tridiag_impls(void);
 /* NULL in a build without CUDA. */
 const ns_tridiag_backend_ops *ns_tridiag_cuda_backend(void);
 /* Usable GPUs (0 without CUDA or without a device); never fails. */

@@ -20,6 +20,7 @@
 // Everything is in position order (the schedule's renumbering: each run of
 // the tree is a contiguous range); the host converts stimulus, recording and
 // spike compartments to positions, and the state to and from this layout.
+#include "core/cuda_check.h"
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -279,7 +280,7 @@ kernel_fn pick(int lanes, bool shared) {
 extern "C" cudaError_t ns_sim_onchip_setup(int lanes, size_t bytes) {
     const kernel_fn k = pick(lanes, true);
     if (!k) return cudaErrorInvalidValue;
-    cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    cudaError_t e = ns_cuda_allow_shared((const void *)k, bytes);
     if (e != cudaSuccess) return e;
     return cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
                                 (int)cudaSharedmemCarveoutMaxShared);

@@ -21,6 +21,7 @@
 //   -  the tree solve (ns_contract_sweeps)
 //   D  per node: v += x, the fault check, the hh gates
 //   E  per cell: spike detection and recording
+#include "core/cuda_check.h"
 #include <math.h>
 
 #include "cable/cuda/sim_cuda.h"
@@ -194,14 +195,9 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
 }  // namespace
 
 extern "C" cudaError_t ns_sim_tree_setup(size_t shared_bytes) {
-    cudaError_t e = cudaFuncSetAttribute(sim_tree_steps<true, ns_block_team>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(sim_tree_steps<false, ns_block_team>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)shared_bytes);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(sim_tree_steps<false, ns_cluster_team>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
+    cudaError_t e = ns_cuda_allow_shared((const void *)sim_tree_steps<true, ns_block_team>, shared_bytes);
+    if (e == cudaSuccess) e = ns_cuda_allow_shared((const void *)sim_tree_steps<false, ns_block_team>, shared_bytes);
+    if (e == cudaSuccess) e = ns_cuda_allow_shared((const void *)sim_tree_steps<false, ns_cluster_team>, shared_bytes);
     return e;
 }
 

@@ -6,6 +6,8 @@
 
 #include "core/cuda_arch.h"
 #include "core/cuda_check.h"
+#include "core/device_impl.h"
+#include "neurosolve/backend.h"
 #include "neurosolve/device.h"
 
 /* Visible devices, whether the library can use them or not (0 without a
@@ -91,4 +93,52 @@ extern "C" ns_status ns_cuda_device_info(int device, ns_device_info *info) {
     if (ms != NS_OK) return ms;
     info->free_memory_gib = (double)free_b / (1024.0 * 1024.0 * 1024.0);
     return NS_OK;
+}
+
+extern "C" int ns_cuda_usable_devices(void) {
+    int n = 0;
+    if (ns_cuda_device_count(&n) != NS_OK) {
+        ns_clear_error();
+        return 0;
+    }
+    return n;
+}
+
+extern "C" ns_status ns_cuda_resolve_device(int32_t requested, const char *who, int *device) {
+    const int usable = ns_cuda_usable_devices();
+    if (usable == 0) return ns_fail(NS_ERR_NO_DEVICE, "%s needs a GPU, and none is usable here", who);
+    int d = requested;
+    if (requested == NS_DEVICE_CURRENT) {
+        NS_CUDA_TRY(cudaGetDevice(&d));
+    } else if (requested < 0) {
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: device = %d is neither a device ordinal nor NS_DEVICE_CURRENT",
+                       who, (int)requested);
+    }
+    if (d >= usable)
+        return ns_fail(NS_ERR_NO_DEVICE, "%s: GPU %d is not usable (%d usable GPU%s: 0..%d)", who, d, usable,
+                       usable == 1 ? "" : "s", usable - 1);
+    *device = d;
+    return NS_OK;
+}
+
+extern "C" size_t ns_cuda_optin_shared(int device) {
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess || v <= 0) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return (size_t)v;
+}
+
+extern "C" int ns_cuda_save_device(void) {
+    int d = -1;
+    if (cudaGetDevice(&d) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return d;
+}
+
+extern "C" void ns_cuda_restore_device(int device) {
+    if (device >= 0 && cudaSetDevice(device) != cudaSuccess) (void)cudaGetLastError();
 }

@@ -3,6 +3,7 @@
 
 #include "core/cuda_arch.h"
 #include "core/error.h"
+#include "core/device_impl.h"
 #include "neurosolve/device.h"
 
 ns_status ns_cuda_device_count(int *count) {
@@ -29,3 +30,19 @@ void ns_cuda_fake_capability(int major, int minor) {
     (void)major;
     (void)minor;
 }
+
+int ns_cuda_usable_devices(void) { return 0; }
+
+ns_status ns_cuda_resolve_device(int32_t requested, const char *who, int *device) {
+    (void)requested;
+    (void)device;
+    return ns_fail(NS_ERR_UNSUPPORTED, "%s: neurosolve was built without CUDA (NS_CUDA=OFF or no nvcc)", who);
+}
+
+size_t ns_cuda_optin_shared(int device) {
+    (void)device;
+    return 0;
+}
+
+int ns_cuda_save_device(void) { return -1; }
+void ns_cuda_restore_device(int device) { (void)device; }

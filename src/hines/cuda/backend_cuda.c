@@ -5,11 +5,10 @@
 #include <string.h>
 
 #include "core/cuda_check.h"
+#include "core/device_impl.h"
 #include "hines/cuda/cuda_backend.h"
-#include "hines/cuda/mixed_backend.h"
-#include "hines/cuda/tree_backend.h"
 #include "hines/policy.h"
-#include "hines/tree_impl.h"
+#include "tree/tree_impl.h"
 #include "neurosolve/device.h"
 
 #define NS_DEFAULT_BLOCK_SIZE 128  /* Block-Interleaved BS until measured (bench/README.md) */
@@ -18,12 +17,6 @@
 /* Free device memory left to the runtime and other users when no limit is
  * given: 5 % plus 64 MiB [bytes]. */
 #define NS_MEMORY_RESERVE_BYTES ((size_t)64 << 20)
-
-int ns_cuda_usable_devices(void) {
-    int n = 0;
-    if (ns_cuda_device_count(&n) != NS_OK) return 0;
-    return n;
-}
 
 static int is_grouped(ns_hines_method m) {
     return m == NS_HINES_INTERLEAVED || m == NS_HINES_BLOCK_INTERLEAVED || m == NS_HINES_BLOCK_SHARED;
@@ -44,12 +37,6 @@ static size_t optin_shared(int device) {
         return NS_PAPER_SHARED_BYTES;
     }
     return (size_t)v;
-}
-
-/* The `auto` rule: hines/policy.c. */
-static ns_hines_method cuda_choose(const ns_batch_t *batch, const ns_solve_options *o) {
-    (void)o;
-    return ns_hines_cuda_auto(batch->n_shapes, batch->n_cells, batch->max_size, optin_shared(0));
 }
 
 /* Method parameters that do not depend on the device's memory. */
@@ -153,6 +140,7 @@ static void cuda_destroy(ns_hines_solver_t *s) {
     if (have_old) cudaSetDevice(old);
     (void)cudaGetLastError();
     ns_onchip_plan_free(&st->plan);
+    ns_device_call_free(&st->call);
     free(st->dev);
     free(st);
     s->state = NULL;
@@ -286,21 +274,13 @@ static ns_status cuda_create(ns_hines_solver_t *s) {
     const char *name = ns_hines_method_name(s->method);
     if (ns_hines_method_backend(s->method) != NS_BACKEND_CUDA)
         return ns_fail(NS_ERR_UNSUPPORTED, "method '%s' is not a CUDA method", name);
-    if (s->method == NS_HINES_TREE) { /* any batch: contract_backend.c */
-        s->ops = ns_hines_tree_cuda_backend();
-        return s->ops->create(s);
-    }
-    if (ns_hines_mixed_cuda_wants(batch, s->method)) { /* mixed shapes: mixed_backend.c */
-        s->ops = ns_hines_mixed_cuda_backend();
-        return s->ops->create(s);
-    }
-    int visible = 0;
-    ns_status status = ns_cuda_device_count(&visible);
-    if (status != NS_OK) return status;
-    if (visible == 0) return ns_fail(NS_ERR_NO_DEVICE, "method '%s' needs a GPU; none is usable", name);
-    int n_dev = s->options.devices > 0 ? s->options.devices : visible;
-    if (n_dev > visible)
-        return ns_fail(NS_ERR_NO_DEVICE, "%d GPUs asked for, %d visible", n_dev, visible);
+    /* GPUs s->device .. s->device + n_dev - 1 (devices 0: every usable one from s->device on) */
+    const int usable = ns_cuda_usable_devices() - s->device;
+    ns_status status = NS_OK;
+    int n_dev = s->options.devices > 0 ? s->options.devices : usable;
+    if (n_dev > usable)
+        return ns_fail(NS_ERR_NO_DEVICE, "method '%s': %d GPUs asked for from GPU %d on, %d usable", name, n_dev,
+                       s->device, usable);
     if ((int64_t)n_dev > batch->n_cells) n_dev = (int)batch->n_cells;
 
     ns_cuda_state *st = calloc(1, sizeof *st);
@@ -310,10 +290,10 @@ static ns_status cuda_create(ns_hines_solver_t *s) {
     int old = 0;
     const int have_old = cudaGetDevice(&old) == cudaSuccess;
     (void)cudaGetLastError();
-    const size_t optin = optin_shared(0);
+    const size_t optin = optin_shared(s->device);
     status = configure(s, st, optin);
     if (status == NS_OK && s->method == NS_HINES_ONCHIP) {
-        status = ns_cuda_status(cudaSetDevice(0), "cudaSetDevice(0)", __FILE__, __LINE__);
+        status = ns_cuda_status(cudaSetDevice(s->device), "cudaSetDevice", __FILE__, __LINE__);
         if (status == NS_OK) status = choose_lanes(batch->shapes[0]->parent, st, optin);
     }
     if (status == NS_OK) {
@@ -323,11 +303,15 @@ static ns_status cuda_create(ns_hines_solver_t *s) {
     /* Contiguous ranges of cells, as even as possible. */
     for (int k = 0; status == NS_OK && k < n_dev; ++k) {
         ns_cuda_dev *d = &st->dev[k];
-        d->device = k;
+        d->device = s->device + k;
         d->first = batch->n_cells * k / n_dev;
         d->count = batch->n_cells * (k + 1) / n_dev - d->first;
         st->n_dev = k + 1;
         status = setup_dev(s, st, d);
+    }
+    if (status == NS_OK && st->n_dev == 1) {
+        status = ns_cuda_status(cudaSetDevice(st->dev[0].device), "cudaSetDevice", __FILE__, __LINE__);
+        if (status == NS_OK) status = ns_device_call_init(&st->call, st->dev[0].device);
     }
     if (have_old) cudaSetDevice(old);
     (void)cudaGetLastError();
@@ -336,7 +320,9 @@ static ns_status cuda_create(ns_hines_solver_t *s) {
 }
 
 const ns_hines_backend_ops *ns_hines_cuda_backend(void) {
-    static const ns_hines_backend_ops ops = {"cuda",      cuda_create, ns_cuda_solve,
-                                             cuda_destroy, cuda_choose, ns_cuda_benchmark, NULL, NULL};
+    /* the interleaved method's native layout is Full-Interleaved (solver.c) */
+    static const ns_hines_backend_ops ops = {"cuda",       cuda_create,          NULL,         cuda_destroy,
+                                             ns_cuda_benchmark, ns_cuda_solve_device, ns_cuda_wait,
+                                             ns_cuda_solve_device_interleaved};
     return &ops;
 }

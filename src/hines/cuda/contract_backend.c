@@ -1,22 +1,23 @@
 /* CUDA backend, method `tree` (tree contraction, src/hines/contract.h): any
  * batch, one shape or many. Planning once per solver (a plan per shape, the
- * batch layout, its upload); a solve runs on Flat arrays, so host arrays
- * are copied in and x out with no layout step, and device arrays (the
- * device entry point) are solved in place on the caller's stream.
+ * batch layout, its upload); a solve runs in place on Flat device arrays on
+ * the caller's stream (host arrays: the framework's pipeline,
+ * host_pipeline.c).
  *
- * One GPU: the current device when the solver is created. */
+ * One GPU: the solver's device (ns_solve_options.device). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/cuda_check.h"
 #include "core/timer.h"
 #include "hines/cuda/contract_cuda.h"
+#include "hines/cuda/device_call.h"
 #include "hines/cuda/tree_backend.h"
-#include "hines/tree_impl.h"
+#include "tree/tree_impl.h"
 
 #define NS_TREE_FLUSH_BYTES ((size_t)256 << 20) /* > L2 of any current GPU: benchmark runs start cold */
 
-enum { EV_UP0, EV_K0, EV_K1, EV_DOWN, EV_FORK, EV_JOIN, EV_DONE, EV_N };
+enum { EV_UP0, EV_K0, EV_K1, EV_DOWN, EV_FORK, EV_JOIN, EV_N };
 
 typedef struct tstate {
     int device;
@@ -28,8 +29,7 @@ typedef struct tstate {
     double *spare[2];   /* benchmark: pristine d and rhs */
     double *scratch;    /* big cells' up, down, lo */
     unsigned long long *bad;
-    unsigned long long *key_host; /* pinned: the pivot key of a device solve */
-    int pending;                  /* a device solve whose key is not read yet */
+    ns_device_call call;  /* device solves: checks and the pivot key */
 } tstate;
 
 ns_status ns_tree_layout_for(const ns_batch_t *batch, int32_t group_nodes, int32_t mid_nodes, int32_t big_nodes,
@@ -74,7 +74,7 @@ static void tree_destroy(ns_hines_solver_t *s) {
     cudaFree(st->spare[1]);
     cudaFree(st->scratch);
     cudaFree(st->bad);
-    cudaFreeHost(st->key_host);
+    ns_device_call_free(&st->call);
     ns_contract_dev_free(&st->dev);
     for (int k = 0; k < EV_N; ++k)
         if (st->ev[k]) cudaEventDestroy(st->ev[k]);
@@ -89,7 +89,8 @@ static ns_status tree_create(ns_hines_solver_t *s) {
     tstate *st = calloc(1, sizeof *st);
     if (!st) return ns_fail(NS_ERR_OUT_OF_MEMORY, "tree solver state");
     s->state = st;
-    ns_status e = ns_cuda_status(cudaGetDevice(&st->device), "cudaGetDevice", __FILE__, __LINE__);
+    st->device = s->device;
+    ns_status e = ns_cuda_status(cudaSetDevice(st->device), "cudaSetDevice", __FILE__, __LINE__);
     ns_contract_layout L;
     memset(&L, 0, sizeof L);
     if (e == NS_OK) e = ns_tree_layout_device(st->device, s->batch, &L);
@@ -106,7 +107,7 @@ static ns_status tree_create(ns_hines_solver_t *s) {
     if (e == NS_OK) e = ns_cuda_status(cudaStreamCreateWithFlags(&st->q, cudaStreamNonBlocking), "stream", __FILE__, __LINE__);
     if (e == NS_OK) e = ns_cuda_status(cudaStreamCreateWithFlags(&st->side, cudaStreamNonBlocking), "stream", __FILE__, __LINE__);
     for (int k = 0; k < EV_N && e == NS_OK; ++k)
-        e = ns_cuda_status(k >= EV_FORK && k != EV_DONE ? cudaEventCreateWithFlags(&st->ev[k], cudaEventDisableTiming)
+        e = ns_cuda_status(k >= EV_FORK ? cudaEventCreateWithFlags(&st->ev[k], cudaEventDisableTiming)
                                         : cudaEventCreate(&st->ev[k]),
                            "event", __FILE__, __LINE__);
     if (e == NS_OK)
@@ -114,8 +115,7 @@ static ns_status tree_create(ns_hines_solver_t *s) {
                                                                   sizeof(double)),
                            "tree scratch", __FILE__, __LINE__);
     if (e == NS_OK) e = ns_cuda_status(cudaMalloc((void **)&st->bad, sizeof *st->bad), "pivot key", __FILE__, __LINE__);
-    if (e == NS_OK)
-        e = ns_cuda_status(cudaMallocHost((void **)&st->key_host, sizeof *st->key_host), "pivot key", __FILE__, __LINE__);
+    if (e == NS_OK) e = ns_device_call_init(&st->call, st->device);
     if (e != NS_OK) tree_destroy(s);
     return e;
 }
@@ -148,86 +148,27 @@ static ns_status device_buffers(ns_hines_solver_t *s, tstate *st) {
     return NS_OK;
 }
 
-static ns_status tree_solve(ns_hines_solver_t *s, const double *a, const double *b, double *d, double *rhs) {
-    tstate *st = s->state;
-    const double t0 = ns_time_ms();
-    const size_t bytes = (size_t)ns_batch_compartments(s->batch) * sizeof(double);
-    const double *host[4] = {a, b, d, rhs};
-    NS_CUDA_TRY(cudaSetDevice(st->device));
-    ns_status e = device_buffers(s, st);
-    if (e != NS_OK) return e;
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_UP0], st->q));
-    for (int k = 0; k < 4; ++k) NS_CUDA_TRY(cudaMemcpyAsync(st->flat[k], host[k], bytes, cudaMemcpyHostToDevice, st->q));
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_K0], st->q));
-    e = queue_solve(st, st->flat[0], st->flat[1], st->flat[2], st->flat[3], st->q);
-    if (e != NS_OK) return e;
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_K1], st->q));
-    unsigned long long key = 0;
-    NS_CUDA_TRY(cudaMemcpyAsync(rhs, st->flat[3], bytes, cudaMemcpyDeviceToHost, st->q));
-    NS_CUDA_TRY(cudaMemcpyAsync(&key, st->bad, sizeof key, cudaMemcpyDeviceToHost, st->q));
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_DOWN], st->q));
-    NS_CUDA_TRY(cudaStreamSynchronize(st->q));
-    float up = 0, k = 0, down = 0;
-    NS_CUDA_TRY(cudaEventElapsedTime(&up, st->ev[EV_UP0], st->ev[EV_K0]));
-    NS_CUDA_TRY(cudaEventElapsedTime(&k, st->ev[EV_K0], st->ev[EV_K1]));
-    NS_CUDA_TRY(cudaEventElapsedTime(&down, st->ev[EV_K1], st->ev[EV_DOWN]));
-    s->timing.upload_ms = up;
-    s->timing.layout_ms = 0.0;
-    s->timing.kernel_ms = k;
-    s->timing.download_ms = down;
-    s->timing.total_ms = ns_time_ms() - t0;
-    return pivot_status(s->batch, key);
-}
-
-/* Device arrays must be device (or managed) memory of the solver's GPU. */
-static ns_status check_device_pointer(const tstate *st, const void *p, const char *name) {
-    struct cudaPointerAttributes at;
-    if (cudaPointerGetAttributes(&at, p) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "tree: %s is not a CUDA pointer", name);
-    }
-    if (at.type != cudaMemoryTypeDevice && at.type != cudaMemoryTypeManaged)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "tree: %s is %s memory, not device memory", name,
-                       at.type == cudaMemoryTypeHost ? "pinned host" : "unregistered host");
-    if (at.device != st->device)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "tree: %s is on GPU %d, the solver on GPU %d", name, at.device,
-                       st->device);
-    return NS_OK;
-}
-
 static ns_status tree_solve_device(ns_hines_solver_t *s, const double *a, const double *b, double *d, double *rhs,
                                    void *stream) {
     tstate *st = s->state;
     cudaStream_t q = (cudaStream_t)stream;
     const void *ptr[4] = {a, b, d, rhs};
-    static const char *names[4] = {"a", "b", "d", "rhs"};
-    for (int k = 0; k < 4; ++k) {
-        ns_status e = check_device_pointer(st, ptr[k], names[k]);
-        if (e != NS_OK) return e;
-    }
-    if (q) {
-        int sdev = -1;
-        NS_CUDA_TRY(cudaStreamGetDevice(q, &sdev));
-        if (sdev != st->device)
-            return ns_fail(NS_ERR_INVALID_ARGUMENT, "tree: the stream belongs to GPU %d, the solver to GPU %d", sdev,
-                           st->device);
-    }
-    NS_CUDA_TRY(cudaSetDevice(st->device));
-    ns_status e = queue_solve(st, a, b, d, rhs, q);
+    ns_status e = ns_device_call_check(&st->call, "tree", ptr,
+                                       (size_t)ns_batch_compartments(s->batch) * sizeof(double), q);
     if (e != NS_OK) return e;
-    /* the pivot key follows the solve on the caller's stream; wait reads it */
-    NS_CUDA_TRY(cudaMemcpyAsync(st->key_host, st->bad, sizeof *st->key_host, cudaMemcpyDeviceToHost, q));
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_DONE], q));
-    st->pending = 1;
-    return NS_OK;
+    NS_CUDA_TRY(cudaSetDevice(st->device));
+    e = queue_solve(st, a, b, d, rhs, q);
+    if (e != NS_OK) return e;
+    return ns_device_call_queue(&st->call, st->bad, q);
 }
 
 static ns_status tree_wait(ns_hines_solver_t *s) {
     tstate *st = s->state;
-    if (!st->pending) return NS_OK;
-    st->pending = 0;
-    NS_CUDA_TRY(cudaEventSynchronize(st->ev[EV_DONE]));
-    return pivot_status(s->batch, *st->key_host);
+    unsigned long long key = NS_CONTRACT_PIVOT_NONE;
+    int had = 0;
+    ns_status e = ns_device_call_wait(&st->call, &key, &had);
+    if (e != NS_OK || !had) return e;
+    return pivot_status(s->batch, key);
 }
 
 static ns_status tree_benchmark(ns_hines_solver_t *s, const double *a, const double *b, double *d, double *rhs,
@@ -277,8 +218,8 @@ out:
 }
 
 const ns_hines_backend_ops *ns_hines_tree_cuda_backend(void) {
-    static const ns_hines_backend_ops ops = {"cuda", tree_create, tree_solve, tree_destroy, NULL, tree_benchmark,
-                                             tree_solve_device, tree_wait};
+    static const ns_hines_backend_ops ops = {"cuda-tree", tree_create, NULL, tree_destroy, tree_benchmark,
+                                             tree_solve_device, tree_wait, NULL};
     return &ops;
 }
 

@@ -1,6 +1,7 @@
 // The solver's tree-contraction kernels (src/hines/contract.h): one block
 // per group; small groups copy their image into shared memory, big cells
 // work in device memory (L2-resident) with a block of 1024 threads.
+#include "core/cuda_check.h"
 #include "hines/cuda/contract_sweeps.cuh"
 
 namespace {
@@ -45,14 +46,11 @@ __global__ void __launch_bounds__(NS_CONTRACT_BIG_THREADS)
 }  // namespace
 
 extern "C" cudaError_t ns_contract_setup(size_t shared_bytes) {
-    cudaError_t e = cudaFuncSetAttribute(contract_small, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)shared_bytes);
+    cudaError_t e = ns_cuda_allow_shared((const void *)contract_small, shared_bytes);
     if (e != cudaSuccess) return e;
-    e = cudaFuncSetAttribute(contract_big<ns_block_team>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)shared_bytes);
+    e = ns_cuda_allow_shared((const void *)contract_big<ns_block_team>, shared_bytes);
     if (e != cudaSuccess) return e;
-    e = cudaFuncSetAttribute(contract_big<ns_cluster_team>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)shared_bytes);
+    e = ns_cuda_allow_shared((const void *)contract_big<ns_cluster_team>, shared_bytes);
     if (e != cudaSuccess) return e;
     return cudaFuncSetAttribute(contract_small, cudaFuncAttributePreferredSharedMemoryCarveout,
                                 cudaSharedmemCarveoutMaxShared);

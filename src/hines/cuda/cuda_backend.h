@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "hines/batch_impl.h"
+#include "hines/cuda/device_call.h"
 #include "hines/cuda/hines_kernels.h"
 #include "hines/cuda/onchip_plan.h"
 
@@ -37,6 +38,7 @@ typedef struct ns_cuda_state {
     int threads;          /* CUDA block size of the one-thread-per-cell kernels */
     int warps;            /* onchip: cells (warps) per CUDA block */
     ns_onchip_plan plan;  /* onchip only */
+    ns_device_call call;  /* device arrays (one GPU): checks and the pivot key */
 } ns_cuda_state;
 
 /* The layout group of a chunk of m cells: 1 (Flat), m (Full-Interleaved) or BS. */
@@ -51,8 +53,12 @@ ns_status ns_cuda_launch_method(const ns_hines_solver_t *s, const ns_cuda_state 
 /* Read every GPU's pivot flag: NS_ERR_SINGULAR for the lowest bad cell. */
 ns_status ns_cuda_read_pivots(const ns_hines_solver_t *s, const ns_cuda_state *st);
 
-ns_status ns_cuda_solve(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
-                        double *rhs);
+/* Device arrays (Flat) on the caller's stream: solvers of one GPU. */
+ns_status ns_cuda_solve_device(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
+                               double *rhs, void *stream);
+ns_status ns_cuda_wait(ns_hines_solver_t *solver);
+ns_status ns_cuda_solve_device_interleaved(ns_hines_solver_t *solver, const double *a, const double *b, double *d,
+                                           double *rhs, void *stream);
 ns_status ns_cuda_benchmark(ns_hines_solver_t *solver, const double *a, const double *b,
                             double *d, double *rhs, int repeats, double *kernel_ms);
 

@@ -14,6 +14,7 @@
 // tables, child positions; a few KB) into shared memory: read at every run
 // start, it would otherwise wait on L2 behind the streaming traffic
 // (measured: 1.5-4 thousand cycles per run start).
+#include "core/cuda_check.h"
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -117,7 +118,7 @@ kernel_fn pick(int lanes) {
 extern "C" cudaError_t ns_hines_onchip_setup(int lanes, size_t bytes) {
     const kernel_fn k = pick(lanes);
     if (!k) return cudaErrorInvalidValue;
-    cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    cudaError_t e = ns_cuda_allow_shared((const void *)k, bytes);
     if (e != cudaSuccess) return e;
     return cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
                                 (int)cudaSharedmemCarveoutMaxShared);

@@ -4,6 +4,7 @@
 // Flat, Full-Interleaved and Block-Interleaved differ only in where element
 // i of cell c lives (hines_kernels.h): base(c) + i * G, so one kernel serves
 // the three layouts; Block-Shared keeps its group's rhs in shared memory.
+#include "core/cuda_check.h"
 #include <cuda_runtime.h>
 
 #include "hines/cuda/hines_kernels.h"
@@ -117,8 +118,7 @@ extern "C" cudaError_t ns_hines_launch_strided(int32_t n, const int32_t *parent,
 }
 
 extern "C" cudaError_t ns_hines_block_shared_setup(size_t bytes) {
-    return cudaFuncSetAttribute(block_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)bytes);
+    return ns_cuda_allow_shared((const void *)block_shared_kernel, bytes);
 }
 
 extern "C" cudaError_t ns_hines_launch_block_shared(int32_t n, const int32_t *parent,

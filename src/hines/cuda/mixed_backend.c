@@ -4,20 +4,21 @@
  * method (one launch per level). One GPU (device 0), no chunking: a batch
  * whose arrays do not fit fails with NS_ERR_DEVICE_MEMORY.
  *
- * Device buffers: the four Flat arrays the host copies in and out, and for
- * every method but Flat the same four in the method's storage (gathered
- * from Flat, the solution scattered back: the permutation never leaves
- * this file). Timing as the same-shape path (solve_cuda.c): kernel_ms from
- * CUDA events around the kernel(s) only, layout_ms the gathers and scatter. */
+ * Device buffers: four Flat arrays for the benchmark, and for every method
+ * but Flat the same four in the method's storage (gathered from the
+ * caller's Flat device arrays, the solution scattered back: the permutation
+ * never leaves this file). Host arrays: the framework's pipeline
+ * (host_pipeline.c). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/cuda_check.h"
 #include "core/timer.h"
+#include "hines/cuda/device_call.h"
 #include "hines/cuda/hines_kernels.h"
 #include "hines/cuda/mixed_backend.h"
 #include "hines/cuda/mixed_kernels.h"
-#include "hines/tree_impl.h"
+#include "tree/tree_impl.h"
 #include "neurosolve/device.h"
 
 #define NS_FINE_THREADS 128 /* threads per block of the fine-grained kernel (bench/README.md (mixed shapes)) */
@@ -54,12 +55,9 @@ typedef struct mstate {
     int fine_shared, ab_shared;
     size_t shared_bytes;
     int optin; /* shared memory one block may opt in to [bytes] */
+    ns_device_call call;  /* device arrays: checks and the pivot key */
 } mstate;
 
-int ns_hines_mixed_cuda_wants(const ns_batch_t *batch, ns_hines_method method) {
-    return batch->n_shapes != 1 || method == NS_HINES_FINE_GRAINED ||
-           method == NS_HINES_BRANCH_LEVEL;
-}
 
 /* Plan options: both of the Arbor report's passes by default, for both
  * grouped methods (measured faster than any subset on every workload of
@@ -91,6 +89,7 @@ static void mixed_destroy(ns_hines_solver_t *s) {
     for (int k = 0; k < EV_N; ++k)
         if (st->ev[k]) cudaEventDestroy(st->ev[k]);
     if (st->q) cudaStreamDestroy(st->q);
+    ns_device_call_free(&st->call);
     (void)cudaGetLastError();
     ns_mixed_layout_free(&st->lay);
     ns_mixed_cells_free(&st->cells);
@@ -291,25 +290,23 @@ static ns_status mixed_create(ns_hines_solver_t *s) {
                        "method '%s' needs cells of one shape; this batch has %d shapes (for mixed "
                        "shapes use fine-grained, branch-level, interleaved or flat)",
                        name, (int)s->batch->n_shapes);
-    int visible = 0;
-    ns_status e = ns_cuda_device_count(&visible);
-    if (e != NS_OK) return e;
-    if (visible == 0) return ns_fail(NS_ERR_NO_DEVICE, "method '%s' needs a GPU; none is usable", name);
+    ns_status e = NS_OK;
     mstate *st = calloc(1, sizeof *st);
     if (!st) return ns_fail(NS_ERR_OUT_OF_MEMORY, "mixed solver state");
     s->state = st;
     int old = 0;
     const int have_old = cudaGetDevice(&old) == cudaSuccess;
     int sms = 1;
-    e = ns_cuda_status(cudaSetDevice(0), "cudaSetDevice(0)", __FILE__, __LINE__);
+    e = ns_cuda_status(cudaSetDevice(s->device), "cudaSetDevice", __FILE__, __LINE__);
     if (e == NS_OK)
-        e = ns_cuda_status(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0),
+        e = ns_cuda_status(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, s->device),
                            "multiprocessor count", __FILE__, __LINE__);
     if (e == NS_OK)
-        e = ns_cuda_status(cudaDeviceGetAttribute(&st->optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0),
+        e = ns_cuda_status(cudaDeviceGetAttribute(&st->optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, s->device),
                            "shared memory per block", __FILE__, __LINE__);
     if (e == NS_OK) e = plan(s, st, sms);
     if (e == NS_OK) e = setup_device(s, st);
+    if (e == NS_OK) e = ns_device_call_init(&st->call, s->device);
     if (have_old) cudaSetDevice(old);
     (void)cudaGetLastError();
     if (e != NS_OK) mixed_destroy(s);
@@ -384,53 +381,6 @@ static float elapsed(cudaEvent_t a, cudaEvent_t b) {
     return ms;
 }
 
-static ns_status solve_on(ns_hines_solver_t *s, mstate *st, const double *const host[4],
-                          double *rhs) {
-    const size_t bytes = (size_t)ns_batch_compartments(s->batch) * sizeof(double);
-    const double t0 = ns_time_ms();
-    NS_CUDA_TRY(cudaMemsetAsync(st->bad, 0xFF, sizeof *st->bad, st->q));
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_UP0], st->q));
-    for (int k = 0; k < 4; ++k)
-        NS_CUDA_TRY(cudaMemcpyAsync(st->flat[k], host[k], bytes, cudaMemcpyHostToDevice, st->q));
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_LAY0], st->q));
-    ns_status e = gather_in(s, st, 3);
-    if (e != NS_OK) return e;
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_K0], st->q));
-    e = launch(s, st);
-    if (e != NS_OK) return e;
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_K1], st->q));
-    e = scatter_out(s, st);
-    if (e != NS_OK) return e;
-    NS_CUDA_TRY(cudaEventRecord(st->ev[EV_LAY1], st->q));
-    const double w0 = ns_time_ms();
-    NS_CUDA_TRY(cudaMemcpyAsync(rhs, st->flat[3], bytes, cudaMemcpyDeviceToHost, st->q));
-    NS_CUDA_TRY(cudaStreamSynchronize(st->q));
-    ns_solve_timing *t = &s->timing;
-    t->download_ms = ns_time_ms() - w0;
-    t->upload_ms = elapsed(st->ev[EV_UP0], st->ev[EV_LAY0]);
-    t->layout_ms = s->method == NS_HINES_FLAT
-                       ? 0.0
-                       : (double)elapsed(st->ev[EV_LAY0], st->ev[EV_K0]) +
-                             (double)elapsed(st->ev[EV_K1], st->ev[EV_LAY1]);
-    t->kernel_ms = elapsed(st->ev[EV_K0], st->ev[EV_K1]);
-    e = read_pivot(s, st);
-    t->total_ms = ns_time_ms() - t0;
-    return e;
-}
-
-static ns_status mixed_solve(ns_hines_solver_t *s, const double *a, const double *b, double *d,
-                             double *rhs) {
-    mstate *st = s->state;
-    const double *const host[4] = {a, b, d, rhs};
-    int old = 0;
-    const int have_old = cudaGetDevice(&old) == cudaSuccess;
-    ns_status e = ns_cuda_status(cudaSetDevice(0), "cudaSetDevice(0)", __FILE__, __LINE__);
-    if (e == NS_OK) e = solve_on(s, st, host, rhs);
-    if (have_old) cudaSetDevice(old);
-    (void)cudaGetLastError();
-    return e;
-}
-
 /* Stage once; each run restores d and rhs (gather or copy) and evicts L2
  * outside the timed region; events time the kernel(s) alone. */
 static ns_status bench_on(ns_hines_solver_t *s, mstate *st, const double *const host[4],
@@ -483,7 +433,7 @@ static ns_status mixed_benchmark(ns_hines_solver_t *s, const double *a, const do
     const int have_old = cudaGetDevice(&old) == cudaSuccess;
     const double t0 = ns_time_ms();
     void *flush = NULL;
-    ns_status e = ns_cuda_status(cudaSetDevice(0), "cudaSetDevice(0)", __FILE__, __LINE__);
+    ns_status e = ns_cuda_status(cudaSetDevice(s->device), "cudaSetDevice", __FILE__, __LINE__);
     if (e == NS_OK && cudaMalloc(&flush, NS_MIXED_FLUSH_BYTES) != cudaSuccess) {
         flush = NULL; /* no room: time without the flush */
         (void)cudaGetLastError();
@@ -498,10 +448,49 @@ static ns_status mixed_benchmark(ns_hines_solver_t *s, const double *a, const do
     return e;
 }
 
-/* No `auto` rule here: the backend's one rule (hines/policy.c) picks
- * `tree` for mixed batches. */
+/* Device arrays: the caller's Flat arrays stand in for the solver's own
+ * Flat buffers, and the caller's stream for its stream, for one solve. */
+static ns_status mixed_solve_device(ns_hines_solver_t *s, const double *a, const double *b, double *d,
+                                    double *rhs, void *stream) {
+    mstate *st = s->state;
+    cudaStream_t q = (cudaStream_t)stream;
+    const void *ptr[4] = {a, b, d, rhs};
+    ns_status e = ns_device_call_check(&st->call, ns_hines_method_name(s->method), ptr,
+                                       (size_t)ns_batch_compartments(s->batch) * sizeof(double), q);
+    if (e != NS_OK) return e;
+    NS_CUDA_TRY(cudaSetDevice(s->device));
+    double *own[4];
+    const cudaStream_t own_q = st->q;
+    memcpy(own, st->flat, sizeof own);
+    st->flat[0] = (double *)a;
+    st->flat[1] = (double *)b;
+    st->flat[2] = d;
+    st->flat[3] = rhs;
+    st->q = q;
+    e = ns_cuda_status(cudaMemsetAsync(st->bad, 0xFF, sizeof *st->bad, q), "pivot key", __FILE__, __LINE__);
+    if (e == NS_OK) e = gather_in(s, st, 3);
+    if (e == NS_OK) e = launch(s, st);
+    if (e == NS_OK) e = scatter_out(s, st);
+    if (e == NS_OK) e = ns_device_call_queue(&st->call, st->bad, q);
+    memcpy(st->flat, own, sizeof own);
+    st->q = own_q;
+    return e;
+}
+
+static ns_status mixed_wait(ns_hines_solver_t *s) {
+    mstate *st = s->state;
+    unsigned long long key = NS_PIVOT_NONE;
+    int had = 0;
+    ns_status e = ns_device_call_wait(&st->call, &key, &had);
+    if (e != NS_OK || !had || key == NS_PIVOT_NONE) return e;
+    const int64_t flat = (int64_t)key, cell = ns_mixed_cell_of(s->batch, flat);
+    return ns_hines_pivot_error(s->batch, cell, (int32_t)(flat - s->batch->cell_offset[cell]));
+}
+
+/* No `auto` rule here: the family's one rule (hines/policy.c) picks `tree`
+ * for mixed batches. */
 const ns_hines_backend_ops *ns_hines_mixed_cuda_backend(void) {
-    static const ns_hines_backend_ops ops = {"cuda-mixed",   mixed_create, mixed_solve,
-                                             mixed_destroy, NULL, mixed_benchmark, NULL, NULL};
+    static const ns_hines_backend_ops ops = {"cuda-mixed",    mixed_create,    NULL,              mixed_destroy,
+                                             mixed_benchmark, mixed_solve_device, mixed_wait, NULL};
     return &ops;
 }

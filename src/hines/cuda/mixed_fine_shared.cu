@@ -14,6 +14,7 @@
 // updates the parent with d_p -= a G, rhs_p -= a F; forward x = F - G x_p.
 // Device memory sees d, rhs read once and x written once per compartment
 // (plus a and b once each).
+#include "core/cuda_check.h"
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -156,7 +157,7 @@ __global__ void fine_shared_kernel(ns_mixed_args g) {
 
 extern "C" cudaError_t ns_mixed_fine_shared_setup(int ab_shared, size_t bytes) {
     const void *k = ab_shared ? (const void *)fine_shared_kernel<true> : (const void *)fine_shared_kernel<false>;
-    cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    cudaError_t e = ns_cuda_allow_shared(k, bytes);
     if (e != cudaSuccess) return e;
     return cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
                                 (int)cudaSharedmemCarveoutMaxShared);

@@ -1,29 +1,12 @@
-/* CUDA backend: one solve. Each GPU takes its contiguous range of cells in
- * chunks; in every round each GPU uploads a chunk, converts it to the
- * method's layout, solves, converts rhs back, and then the host downloads
- * the solutions (x only: d is left unspecified on the GPU, see hines.h).
- * Kernels of different GPUs run at the same time: one host thread launches
- * all of a round's work before it waits for any download.
- *
- * Timing (ns_solve_timing): kernel_ms, layout_ms and upload_ms are CUDA-event
- * times summed over a GPU's chunks, the largest over GPUs (they run side by
- * side); download_ms and total_ms are host wall-clock times. */
+/* CUDA backend (the same-shape kernels): the method's launch, the pivot
+ * flags, and the device entry point (host arrays: the framework's
+ * pipeline, host_pipeline.c, runs it on chunks of cells). */
 #include <string.h>
 
 #include "core/cuda_check.h"
 #include "core/timer.h"
 #include "hines/cuda/cuda_backend.h"
-
-typedef struct {
-    double upload, layout, kernel;
-} dev_times;
-
-static ns_status elapsed(cudaEvent_t from, cudaEvent_t to, double *acc) {
-    float ms = 0.0f;
-    NS_CUDA_TRY(cudaEventElapsedTime(&ms, from, to));
-    *acc += (double)ms;
-    return NS_OK;
-}
+#include "tree/tree_impl.h"
 
 ns_status ns_cuda_launch_method(const ns_hines_solver_t *s, const ns_cuda_state *st,
                                 ns_cuda_dev *d, int64_t c0, int64_t m) {
@@ -69,111 +52,75 @@ ns_status ns_cuda_read_pivots(const ns_hines_solver_t *s, const ns_cuda_state *s
     return NS_OK;
 }
 
-/* Queue one chunk of m cells starting at batch cell c0 on device d. */
-static ns_status enqueue(const ns_hines_solver_t *s, const ns_cuda_state *st, ns_cuda_dev *d,
-                         int64_t c0, int64_t m, const double *const host[4]) {
-    const int32_t n = st->n;
-    const size_t bytes = (size_t)m * (size_t)n * sizeof(double);
-    const size_t off = (size_t)c0 * (size_t)n;
-    cudaStream_t q = d->stream;
-    NS_CUDA_TRY(cudaSetDevice(d->device));
-    NS_CUDA_TRY(cudaEventRecord(d->ev[NS_EV_UP0], q));
-    for (int k = 0; k < 4; ++k)
-        NS_CUDA_TRY(cudaMemcpyAsync(d->flat[k], host[k] + off, bytes, cudaMemcpyHostToDevice, q));
-    NS_CUDA_TRY(cudaEventRecord(d->ev[NS_EV_UP1], q));
-
-    const int64_t group = ns_cuda_group(s, st, m);
-    NS_CUDA_TRY(cudaEventRecord(d->ev[NS_EV_LAY0], q));
-    if (st->grouped)
-        for (int k = 0; k < 4; ++k)
-            NS_CUDA_TRY(ns_hines_launch_layout(n, d->flat[k], d->grouped[k], m, group, 0, q));
-    NS_CUDA_TRY(cudaEventRecord(d->ev[NS_EV_LAY1], q));
-
-    NS_CUDA_TRY(cudaEventRecord(d->ev[NS_EV_K0], q));
-    ns_status e = ns_cuda_launch_method(s, st, d, c0, m);
-    if (e != NS_OK) return e;
-    NS_CUDA_TRY(cudaEventRecord(d->ev[NS_EV_K1], q));
-
-    NS_CUDA_TRY(cudaEventRecord(d->ev[NS_EV_LAY2], q));
-    if (st->grouped)
-        NS_CUDA_TRY(ns_hines_launch_layout(n, d->grouped[3], d->flat[3], m, group, 1, q));
-    NS_CUDA_TRY(cudaEventRecord(d->ev[NS_EV_LAY3], q));
-    return NS_OK;
-}
-
-/* Download chunk's x into host rhs and add its event times. */
-static ns_status finish(const ns_cuda_state *st, ns_cuda_dev *d, int64_t c0, int64_t m,
-                        double *rhs, dev_times *t) {
-    const size_t bytes = (size_t)m * (size_t)st->n * sizeof(double);
-    NS_CUDA_TRY(cudaSetDevice(d->device));
-    NS_CUDA_TRY(cudaMemcpyAsync(rhs + (size_t)c0 * (size_t)st->n, d->flat[3], bytes,
-                                cudaMemcpyDeviceToHost, d->stream));
-    NS_CUDA_TRY(cudaStreamSynchronize(d->stream));
-    ns_status e = elapsed(d->ev[NS_EV_UP0], d->ev[NS_EV_UP1], &t->upload);
-    if (e == NS_OK) e = elapsed(d->ev[NS_EV_LAY0], d->ev[NS_EV_LAY1], &t->layout);
-    if (e == NS_OK) e = elapsed(d->ev[NS_EV_LAY2], d->ev[NS_EV_LAY3], &t->layout);
-    if (e == NS_OK) e = elapsed(d->ev[NS_EV_K0], d->ev[NS_EV_K1], &t->kernel);
-    return e;
-}
-
-static ns_status run(ns_hines_solver_t *s, ns_cuda_state *st, const double *const host[4],
-                     double *rhs) {
-    dev_times times[64];
-    dev_times *t = times;
-    if (st->n_dev > 64) return ns_fail(NS_ERR_UNSUPPORTED, "more than 64 GPUs");
-    memset(times, 0, sizeof times);
-    const double t0 = ns_time_ms();
-    double download = 0.0;
-
-    int64_t rounds = 0;
-    for (int k = 0; k < st->n_dev; ++k) {
-        ns_cuda_dev *d = &st->dev[k];
-        NS_CUDA_TRY(cudaSetDevice(d->device));
-        NS_CUDA_TRY(cudaMemsetAsync(d->bad, 0xFF, sizeof *d->bad, d->stream));
-        const int64_t r = (d->count + d->chunk - 1) / d->chunk;
-        if (r > rounds) rounds = r;
-    }
-    for (int64_t r = 0; r < rounds; ++r) {
-        for (int k = 0; k < st->n_dev; ++k) {
-            ns_cuda_dev *d = &st->dev[k];
-            const int64_t c0 = d->first + r * d->chunk, end = d->first + d->count;
-            if (c0 >= end) continue;
-            ns_status e = enqueue(s, st, d, c0, end - c0 < d->chunk ? end - c0 : d->chunk, host);
-            if (e != NS_OK) return e;
-        }
-        const double w0 = ns_time_ms();
-        for (int k = 0; k < st->n_dev; ++k) {
-            ns_cuda_dev *d = &st->dev[k];
-            const int64_t c0 = d->first + r * d->chunk, end = d->first + d->count;
-            if (c0 >= end) continue;
-            ns_status e = finish(st, d, c0, end - c0 < d->chunk ? end - c0 : d->chunk, rhs, &t[k]);
-            if (e != NS_OK) return e;
-        }
-        download += ns_time_ms() - w0;
-    }
-
-    ns_solve_timing *out = &s->timing;
-    out->upload_ms = out->layout_ms = out->kernel_ms = 0.0;
-    for (int k = 0; k < st->n_dev; ++k) {
-        if (t[k].upload > out->upload_ms) out->upload_ms = t[k].upload;
-        if (t[k].layout > out->layout_ms) out->layout_ms = t[k].layout;
-        if (t[k].kernel > out->kernel_ms) out->kernel_ms = t[k].kernel;
-    }
-    if (!st->grouped) out->layout_ms = 0.0;
-    out->download_ms = download;
-    ns_status e = ns_cuda_read_pivots(s, st);
-    out->total_ms = ns_time_ms() - t0;
-    return e;
-}
-
-ns_status ns_cuda_solve(ns_hines_solver_t *s, const double *a, const double *b, double *d,
-                        double *rhs) {
+/* Device arrays: the caller's Flat arrays are the kernel's (Flat, onchip)
+ * or the source and target of the layout conversion (grouped methods, in
+ * chunks of the solver's buffers); everything on the caller's stream. */
+ns_status ns_cuda_solve_device(ns_hines_solver_t *s, const double *a, const double *b, double *d, double *rhs,
+                               void *stream) {
     ns_cuda_state *st = s->state;
-    const double *const host[4] = {a, b, d, rhs};
-    int old = 0;
-    const int have_old = cudaGetDevice(&old) == cudaSuccess;
-    ns_status e = run(s, st, host, rhs);
-    if (have_old) cudaSetDevice(old);
-    (void)cudaGetLastError();
-    return e;
+    if (st->n_dev != 1)
+        return ns_fail(NS_ERR_UNSUPPORTED,
+                       "%s: device arrays live on one GPU, the solver was created for %d (devices = 1)",
+                       ns_hines_method_name(s->method), st->n_dev);
+    cudaStream_t q = (cudaStream_t)stream;
+    const void *ptr[4] = {a, b, d, rhs};
+    ns_status e = ns_device_call_check(&st->call, ns_hines_method_name(s->method), ptr,
+                                       (size_t)ns_batch_compartments(s->batch) * sizeof(double), q);
+    if (e != NS_OK) return e;
+    ns_cuda_dev view = st->dev[0]; /* the buffers and plan, with the caller's stream */
+    view.stream = q;
+    double *caller[4] = {(double *)a, (double *)b, d, rhs};
+    const int32_t n = st->n;
+    NS_CUDA_TRY(cudaSetDevice(view.device));
+    NS_CUDA_TRY(cudaMemsetAsync(view.bad, 0xFF, sizeof *view.bad, q));
+    for (int64_t c0 = 0; c0 < view.count; c0 += view.chunk) {
+        const int64_t m = view.count - c0 < view.chunk ? view.count - c0 : view.chunk;
+        const size_t off = (size_t)c0 * (size_t)n;
+        for (int k = 0; k < 4; ++k) view.flat[k] = caller[k] + off;
+        const int64_t group = ns_cuda_group(s, st, m);
+        if (st->grouped)
+            for (int k = 0; k < 4; ++k)
+                NS_CUDA_TRY(ns_hines_launch_layout(n, view.flat[k], view.grouped[k], m, group, 0, q));
+        e = ns_cuda_launch_method(s, st, &view, c0, m);
+        if (e != NS_OK) return e;
+        if (st->grouped) NS_CUDA_TRY(ns_hines_launch_layout(n, view.grouped[3], view.flat[3], m, group, 1, q));
+    }
+    return ns_device_call_queue(&st->call, view.bad, q);
+}
+
+ns_status ns_cuda_wait(ns_hines_solver_t *s) {
+    ns_cuda_state *st = s->state;
+    unsigned long long key = NS_PIVOT_NONE;
+    int had = 0;
+    ns_status e = ns_device_call_wait(&st->call, &key, &had);
+    if (e != NS_OK || !had || key == NS_PIVOT_NONE) return e;
+    return ns_hines_pivot_error(s->batch, ns_pivot_cell(key), ns_pivot_index(key));
+}
+
+/* The interleaved method on caller arrays already Full-Interleaved (group =
+ * the whole batch): one launch, no conversion, no solver buffers. */
+ns_status ns_cuda_solve_device_interleaved(ns_hines_solver_t *s, const double *a, const double *b, double *d,
+                                           double *rhs, void *stream) {
+    ns_cuda_state *st = s->state;
+    if (st->n_dev != 1)
+        return ns_fail(NS_ERR_UNSUPPORTED,
+                       "%s: device arrays live on one GPU, the solver was created for %d (devices = 1)",
+                       ns_hines_method_name(s->method), st->n_dev);
+    cudaStream_t q = (cudaStream_t)stream;
+    const void *ptr[4] = {a, b, d, rhs};
+    ns_status e = ns_device_call_check(&st->call, ns_hines_method_name(s->method), ptr,
+                                       (size_t)ns_batch_compartments(s->batch) * sizeof(double), q);
+    if (e != NS_OK) return e;
+    const ns_cuda_dev *dev = &st->dev[0];
+    NS_CUDA_TRY(cudaSetDevice(dev->device));
+    NS_CUDA_TRY(cudaMemsetAsync(dev->bad, 0xFF, sizeof *dev->bad, q));
+    NS_CUDA_TRY(ns_hines_launch_strided(st->n, dev->parent, a, b, d, rhs, dev->count, dev->count, 0, st->threads,
+                                        dev->bad, q));
+    return ns_device_call_queue(&st->call, dev->bad, q);
+}
+
+ns_status ns_hines_convert_launch(const ns_batch_t *batch, int to_flat, const double *src, double *dst, void *stream) {
+    NS_CUDA_TRY(ns_hines_launch_layout(batch->shapes[0]->size, src, dst, batch->n_cells, batch->n_cells, to_flat,
+                                       (cudaStream_t)stream));
+    return NS_OK;
 }

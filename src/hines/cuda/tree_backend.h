@@ -6,8 +6,6 @@
 #include "hines/batch_impl.h"
 #include "hines/contract.h"
 
-const ns_hines_backend_ops *ns_hines_tree_cuda_backend(void);
-
 /* Plan every shape of a batch and lay the batch out in groups (sizes in
  * nodes; src/hines/contract.h). */
 ns_status ns_tree_layout_for(const ns_batch_t *batch, int32_t group_nodes, int32_t mid_nodes, int32_t big_nodes,

@@ -34,11 +34,6 @@ typedef struct cuda_state {
     size_t budget, used;
 } cuda_state;
 
-int ns_life_cuda_available(void) {
-    int n = 0;
-    return ns_cuda_device_count(&n) == NS_OK && n > 0;
-}
-
 int ns_life_cuda_supports(ns_life_variant v) { return v > NS_LIFE_AUTO && (int)v < NS_LIFE_VARIANT_COUNT; }
 
 static ns_status dev_alloc(cuda_state *st, void **p, size_t bytes, const char *what) {
@@ -466,4 +461,11 @@ ns_status ns_life_cuda_fit(ns_life_engine_t *e, const ns_life_fit_options *opt, 
     ns_status s = ns_life_sbbnnls(&o, opt, w, history, res);
     st->used = used; /* the solver released its vectors */
     return s;
+}
+
+const ns_life_backend_ops *ns_life_cuda_backend(void) {
+    static const ns_life_backend_ops ops = {"cuda",          ns_life_cuda_create, ns_life_cuda_destroy,
+                                            ns_life_cuda_supports, ns_life_cuda_product, ns_life_cuda_time,
+                                            ns_life_cuda_fit};
+    return &ops;
 }

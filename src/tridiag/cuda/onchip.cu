@@ -28,6 +28,7 @@
 // Rows past n are identity rows (0, 1, 0 | 0); dl[0] and du[n-1] are taken
 // as 0. Arithmetic per pass: about 20 flops per unknown plus 12 per reduced
 // row and PCR step; the refinement doubles it and adds 7 flops per unknown.
+#include "core/cuda_check.h"
 #include <cstdint>
 
 #include "tridiag/cuda/kernels.h"
@@ -473,8 +474,7 @@ cudaError_t launch(const ns_td_args *a, int tps, cudaStream_t stream) {
     const size_t shared = static_cast<size_t>(threads) * per_thread * sizeof(T);
     auto kernel = kBlock ? onchip_kernel<T, M, true> : warp_kernel<T, M>;
     if (shared > 48 * 1024) {
-        cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(shared));
+        cudaError_t e = ns_cuda_allow_shared((const void *)kernel, shared);
         if (e != cudaSuccess) return e;
     }
     kernel<<<grid, threads, shared, stream>>>(a->n, a->batch, tps, log2_int(tps),

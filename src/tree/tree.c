@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "hines/tree_impl.h"
+#include "tree/tree_impl.h"
 
 ns_status ns_tree_create(int32_t size, const int32_t *parent, ns_tree_t **out) {
     if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_tree_create: out is NULL");

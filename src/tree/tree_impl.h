@@ -1,6 +1,6 @@
-/* Private: the tree handle. */
-#ifndef NS_HINES_TREE_IMPL_H
-#define NS_HINES_TREE_IMPL_H
+/* Private: the tree handle (src/tree: the module below morph and every solver). */
+#ifndef NS_TREE_TREE_IMPL_H
+#define NS_TREE_TREE_IMPL_H
 
 #include "neurosolve/tree.h"
 
