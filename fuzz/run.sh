@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the readers for a bounded time (docs/fuzzing.md).
-#   fuzz/run.sh [SECONDS_PER_TARGET (20)] [TARGET...]   (targets: swc nifti params tracts life_files)
+#   fuzz/run.sh [SECONDS_PER_TARGET (20)] [TARGET...]   (targets: swc nifti params tracts life_files life_model checkpoint)
 # Builds build-fuzz/ with clang, libFuzzer, ASan and UBSan (NS_FUZZ=ON), then runs
 # each target on a scratch copy of fuzz/corpus/TARGET (the repository's corpus is
 # not modified). A crash, leak, UB report or timeout fails the script and leaves
@@ -11,7 +11,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 src="$(dirname "$here")"
 secs="${1:-20}"
 shift || true
-targets=("${@:-swc nifti params tracts life_files}")
+targets=("${@:-swc nifti params tracts life_files life_model checkpoint}")
 read -r -a targets <<< "${targets[*]}"
 build="${NS_FUZZ_BUILD:-$src/build-fuzz}"
 cc="${CC:-clang}"
@@ -30,6 +30,12 @@ for t in "${targets[@]}"; do
        -artifact_prefix="$findings/" -print_final_stats=1 > "$build/fuzz/$t.log" 2>&1; then
     echo "fuzz $t: FAILED, input in $findings/ (log: $build/fuzz/$t.log)" >&2
     tail -40 "$build/fuzz/$t.log" >&2
+    # the input itself, for a CI whose workspace is gone after the job
+    for f in "$findings"/*; do
+      [ -f "$f" ] || continue
+      echo "fuzz $t: $(basename "$f") ($(stat -c %s "$f") bytes), base64:" >&2
+      head -c 65536 "$f" | base64 >&2
+    done
     status=1
   else
     grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$build/fuzz/$t.log" | tr '\n' ' '; echo

@@ -23,3 +23,10 @@ add_test(NAME cli_exit_codes
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_exit_codes.py
           $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli_exit_codes PROPERTIES TIMEOUT 600)
+
+# simulate --checkpoint/--resume (bit-identical continuation), the partial
+# files of an interrupted run (SIGINT, NaN), errors that name their input.
+add_test(NAME cli_harden
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_harden.py
+          $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_harden PROPERTIES TIMEOUT 600)

@@ -68,5 +68,11 @@ p = run([mpiexec, "-np", "1", *flags, ns, "simulate", cells[0], "--tstop", "2", 
 if p.returncode == 0 or "rank 1 of 2" not in p.stderr or "/nonexistent/cell.swc" not in p.stderr:
     fail(f"one failing rank: exit {p.returncode}, stderr:\n{p.stderr}")
 
+# checkpoints cover one process's simulation: refused under mpirun (exit 2)
+p = run([mpiexec, "-np", "2", *flags, ns, "simulate", cells[0], "--tstop", "2", "--checkpoint",
+         os.path.join(tempfile.gettempdir(), "ns_mpi_never.ckpt")], expect_rc=None)
+if p.returncode == 0 or "run in one process (not under MPI)" not in p.stderr:
+    fail(f"--checkpoint under mpirun: exit {p.returncode}, stderr:\n{p.stderr}")
+
 print("test_mpi_cli:", "FAILED" if failures else "all checks passed")
 sys.exit(1 if failures else 0)

@@ -40,6 +40,8 @@ void cli_note_unusable_gpu(void);
 /* The cell a library error names ("... in cell N, ..." or "cell N, ..."),
  * or -1: the command adds the file that cell came from. */
 long long cli_failed_cell(const char *detail);
+/* The shape named by "shape N" in an error detail (ns_sim_create), or -1. */
+long long cli_failed_shape(const char *detail);
 
 /* Bytes of physical memory of this machine (sysconf), or -1 if unknown. */
 double cli_physical_memory(void);
@@ -128,6 +130,8 @@ const double *cli_sim_spikes(const cli_sim *sim, int64_t cell, int64_t *count);
 const double *cli_sim_traces(const cli_sim *sim, int64_t *samples, int32_t *sites);
 ns_backend cli_sim_backend(const cli_sim *sim);
 ns_hines_method cli_sim_method(const cli_sim *sim);
+/* The one ns_sim_t of a run in one process (checkpoints); NULL under MPI. */
+ns_sim_t *cli_sim_local(cli_sim *sim);
 
 /* ------------------------------------------------------------- JSON out */
 /* A tiny streaming JSON writer for --json: enough for objects, arrays,

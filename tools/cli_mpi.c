@@ -206,6 +206,7 @@ const double *cli_sim_traces(const cli_sim *s, int64_t *samples, int32_t *sites)
 ns_backend cli_sim_backend(const cli_sim *s) {
     return s->dist ? ns_mpi_sim_backend(s->dist) : ns_sim_backend(s->local);
 }
+ns_sim_t *cli_sim_local(cli_sim *s) { return s->dist ? NULL : s->local; }
 ns_hines_method cli_sim_method(const cli_sim *s) {
     return s->dist ? ns_mpi_sim_method(s->dist) : ns_sim_method(s->local);
 }
@@ -273,4 +274,5 @@ const double *cli_sim_traces(const cli_sim *s, int64_t *samples, int32_t *sites)
 }
 ns_backend cli_sim_backend(const cli_sim *s) { return ns_sim_backend(s->local); }
 ns_hines_method cli_sim_method(const cli_sim *s) { return ns_sim_method(s->local); }
+ns_sim_t *cli_sim_local(cli_sim *s) { return s->local; }
 #endif

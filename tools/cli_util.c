@@ -85,6 +85,12 @@ long long cli_failed_cell(const char *detail) {
     return -1;
 }
 
+long long cli_failed_shape(const char *detail) {
+    long long k;
+    if (detail && strncmp(detail, "shape ", 6) == 0 && sscanf(detail, "shape %lld", &k) == 1 && k >= 0) return k;
+    return -1;
+}
+
 int cli_parse_long(const char *command, const char *option, const char *text, long long min,
                    long long max, long long *value) {
     if (!text) {

@@ -188,7 +188,7 @@ static int fit(int argc, char **argv) {
     s = ns_life_engine_create(m, &o, &e);
     if (s != NS_OK) {
         ns_life_model_destroy(m);
-        return cli_status_error("life fit: preparing the products", s);
+        return cli_error("life fit: %s: preparing the products: %s: %s", dir, ns_status_string(s), ns_last_error());
     }
     progress p = {fo.max_iterations - 1, isatty(fileno(stderr))};
     if (!quiet && !as_json && p.tty) {
@@ -207,9 +207,10 @@ static int fit(int argc, char **argv) {
      * written under their temporary names, then both renamed into place */
     ns_output *ow = rc == 0 ? cli_output_open(out) : NULL, *oh = ow ? cli_output_open(hist_path) : NULL;
     if (rc == 0 && !oh) rc = 1;
-    if (rc == 0 && (s = ns_life_vector_save(ns_output_temp_path(ow), w, F)) != NS_OK) rc = cli_status_error("life fit", s);
+    if (rc == 0 && (s = ns_life_vector_save(ns_output_temp_path(ow), w, F)) != NS_OK)
+        rc = cli_error("life fit: writing %s: %s: %s", out, ns_status_string(s), ns_last_error());
     if (rc == 0 && (s = ns_life_vector_save(ns_output_temp_path(oh), hist, r.updates)) != NS_OK)
-        rc = cli_status_error("life fit", s);
+        rc = cli_error("life fit: writing %s: %s: %s", hist_path, ns_status_string(s), ns_last_error());
     if (rc == 0) {
         rc = cli_output_commit(ow);
         if (rc) ns_output_abort(oh);

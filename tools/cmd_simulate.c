@@ -1,10 +1,12 @@
 /* neurosolve simulate: a population of real cells with NEURON's hh and pas,
  * current clamps and recordings (docs/simulation.md). */
+#define _POSIX_C_SOURCE 200809L /* sigaction, strtok_r */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,12 +41,22 @@ static const char *help_text =
     "                         directory DIR (or DIR/) gets DIR/traces.csv, DIR/traces.npy,\n"
     "                         DIR/spikes.csv. Files appear only when complete\n"
     "  --plot FILE.png        draw the traces (bench/plot_traces.py, matplotlib)\n"
+    "  --checkpoint FILE      save the whole state (v, gates, t, traces and spikes so far) to FILE\n"
+    "                         at the --checkpoint-at times (without them: at tstop) and when\n"
+    "                         interrupted by SIGINT\n"
+    "  --checkpoint-at T1,T2  times [ms] (rounded to steps, 0 < T <= tstop) to save at; each save\n"
+    "                         replaces FILE (atomically)\n"
+    "  --resume FILE          continue from a checkpoint to tstop (same shapes, options, stimuli\n"
+    "                         and recordings; docs/simulation.md, \"Checkpoints\")\n"
     "  --json                 summary as JSON on stdout\n"
     "  --no-progress          no progress bar (it is shown on a terminal for runs over ~1 s)\n"
     "\n"
     "LOC: soma (the root section at x = 0.5) | SEC:X (section index) | swc=ID:X (the section\n"
     "whose first point has SWC id ID) | cN (compartment N).\n"
-    "Spikes: upward crossings of spike_threshold (-20 mV) at soma(0.5), interpolated in time.\n";
+    "Spikes: upward crossings of spike_threshold (-20 mV) at soma(0.5), interpolated in time.\n"
+    "Interrupted (Ctrl-C / SIGINT, NaN, a GPU failure): what was recorded so far goes to\n"
+    "PREFIX_traces.partial.csv, .partial.npy and PREFIX_spikes.partial.csv (never to the result names),\n"
+    "the exit status is 1.\n";
 
 typedef struct loc_spec {
     char text[128];
@@ -172,6 +184,78 @@ static int check_output_folder(const char *stem) {
     return 0;
 }
 
+/* SIGINT: the run stops between two chunks and keeps what it recorded. */
+static volatile sig_atomic_t interrupted = 0;
+static void on_sigint(int sig) {
+    interrupted = 1;
+    signal(sig, SIG_DFL); /* a second Ctrl-C ends the process at once (signal() is async-signal-safe) */
+}
+
+/* Write the traces (CSV, and with --out NPY) and spikes under stem with
+ * `tag` before the extensions ("" for results, ".partial" for the record of
+ * an interrupted run); all files appear only when all were written. */
+static int write_results(const char *stem, const char *tag, int all, cli_sim *sim, char **site_names,
+                         double every_ms, long long n_cells, const cli_shape_set *set, const int32_t *cell_shape,
+                         char *csv_path, size_t csv_len) {
+    int64_t samples;
+    int32_t sites;
+    const double *tr = cli_sim_traces(sim, &samples, &sites);
+    ns_output *o[3] = {NULL, NULL, NULL}; /* traces csv, traces npy, spikes csv */
+    char path[3][4096];
+    char name[3][64];
+    snprintf(name[0], sizeof name[0], "traces%s.csv", tag);
+    snprintf(name[1], sizeof name[1], "traces%s.npy", tag);
+    snprintf(name[2], sizeof name[2], "spikes%s.csv", tag);
+    for (int k = 0; k < 3; ++k) snprintf(path[k], sizeof path[k], "%s", csv_path_of(stem, name[k]));
+    snprintf(csv_path, csv_len, "%s", path[0]);
+    int bad = 0;
+    for (int k = 0; k < (all ? 3 : 1) && !bad; ++k) bad = !(o[k] = cli_output_open(path[k]));
+    double *table = bad ? NULL : malloc((size_t)samples * (size_t)(sites + 1) * sizeof *table);
+    if (!bad && !table) bad = cli_error("out of memory for %lld samples of %d sites", (long long)samples, (int)sites);
+    if (!bad) {
+        FILE *f = ns_output_stream(o[0]);
+        fprintf(f, "t");
+        for (int s = 0; s < sites; ++s) fprintf(f, ",%s", site_names[s]);
+        fputc('\n', f);
+        for (int64_t r = 0; r < samples; ++r) {
+            const double t = (double)r * every_ms;
+            table[r * (sites + 1)] = t;
+            fprintf(f, "%.4f", t);
+            for (int s = 0; s < sites; ++s) {
+                table[r * (sites + 1) + 1 + s] = tr[r * sites + s];
+                fprintf(f, ",%.6f", tr[r * sites + s]);
+            }
+            fputc('\n', f);
+        }
+    }
+    if (!bad && all) {
+        write_npy(ns_output_stream(o[1]), table, samples, sites + 1);
+        FILE *g = ns_output_stream(o[2]);
+        fprintf(g, "cell,morphology,t_ms\n");
+        for (long long c = 0; c < n_cells; ++c) {
+            int64_t cnt;
+            const double *sp = cli_sim_spikes(sim, c, &cnt);
+            const char *base = strrchr(set->items[cell_shape[c]].name, '/');
+            base = base ? base + 1 : set->items[cell_shape[c]].name;
+            for (int64_t q = 0; q < cnt; ++q) fprintf(g, "%lld,%s,%.6f\n", c, base, sp[q]);
+        }
+    }
+    for (int k = 0; k < 3; ++k) {
+        if (bad) ns_output_abort(o[k]);
+        else if (o[k]) bad = cli_output_commit(o[k]);
+        o[k] = NULL;
+    }
+    free(table);
+    return bad;
+}
+
+/* Save a checkpoint; prints the error. */
+static int save_checkpoint(cli_sim *sim, const char *file) {
+    ns_status st = ns_sim_save_state(cli_sim_local(sim), file);
+    if (st != NS_OK) return cli_error("checkpoint: %s: %s", ns_status_string(st), ns_last_error());
+    return 0;
+}
+
 static void progress(double frac, double elapsed_s) {
     int width = 40, fill = (int)(frac * width + 0.5);
     fprintf(stderr, "\r[");
@@ -194,6 +278,9 @@ int cmd_simulate(int argc, char **argv) {
     stim_spec stims[MAX_ITEMS];
     loc_spec recs[MAX_ITEMS];
     int n_stims = 0, n_recs = 0;
+    const char *checkpoint = NULL, *resume = NULL;
+    double ck_times[MAX_ITEMS];
+    int n_ck = 0;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -288,6 +375,19 @@ int cmd_simulate(int argc, char **argv) {
             out = val;
         } else if (strcmp(a, "--plot") == 0) {
             plot = val;
+        } else if (strcmp(a, "--checkpoint") == 0) {
+            checkpoint = val;
+        } else if (strcmp(a, "--resume") == 0) {
+            resume = val;
+        } else if (strcmp(a, "--checkpoint-at") == 0) {
+            char tmp[1024];
+            snprintf(tmp, sizeof tmp, "%s", val);
+            for (char *save = NULL, *tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (n_ck == MAX_ITEMS) return cli_usage_error(cmd, "--checkpoint-at: at most %d times", MAX_ITEMS);
+                if (!cli_parse_double(cmd, "--checkpoint-at", tok, 0.0, 1e15, &ck_times[n_ck])) return 2;
+                n_ck++;
+            }
+            if (n_ck == 0) return cli_usage_error(cmd, "--checkpoint-at T1,T2,...: no time in '%s'", val);
         } else {
             return cli_usage_error(cmd, "unknown option '%s'", a);
         }
@@ -311,6 +411,21 @@ int cmd_simulate(int argc, char **argv) {
     if (n_steps < 1)
         return cli_usage_error(cmd, "tstop = %g ms is less than half a step of dt = %g ms: nothing to simulate",
                                params.tstop, params.dt);
+    /* checkpoint times as step counts, in order, within the run */
+    int64_t ck_steps[MAX_ITEMS];
+    if (n_ck > 0 && !checkpoint) return cli_usage_error(cmd, "--checkpoint-at needs --checkpoint FILE");
+    for (int k = 0; k < n_ck; ++k) {
+        if (ns_sim_count_steps(ck_times[k], params.dt, &ck_steps[k]) != NS_OK)
+            return cli_usage_error(cmd, "--checkpoint-at: %s", ns_last_error());
+        if (ck_steps[k] < 1 || ck_steps[k] > n_steps)
+            return cli_usage_error(cmd, "--checkpoint-at: %g ms is not in (0, tstop = %g ms] (steps of %g ms)",
+                                   ck_times[k], params.tstop, params.dt);
+        if (k > 0 && ck_steps[k] <= ck_steps[k - 1])
+            return cli_usage_error(cmd, "--checkpoint-at: times must increase by at least a step (%g ms after %g ms)",
+                                   ck_times[k], ck_times[k - 1]);
+    }
+    if ((checkpoint || resume) && cli_mpi_active())
+        return cli_usage_error(cmd, "--checkpoint and --resume run in one process (not under MPI)");
     char stem[4000] = "";
     if (out || plot) {
         output_stem(out, plot, stem, sizeof stem);
@@ -336,7 +451,6 @@ int cmd_simulate(int argc, char **argv) {
     const ns_cell_t **cells = NULL;
     int32_t *cell_shape = NULL;
     char **site_names = NULL;
-    double *table = NULL;
     for (int k = 0; k < n_specs; ++k)
         if (cli_shapes_add(&set, specs[k], &mo, 1)) goto done;
     cells = malloc((size_t)set.count * sizeof *cells);
@@ -382,7 +496,11 @@ int cmd_simulate(int argc, char **argv) {
     for (long long c = 0; c < n_cells; ++c) cell_shape[c] = (int32_t)(c / cells_per);
     ns_status st = cli_sim_create(set.count, cells, n_cells, cell_shape, &params, &so, &sim);
     if (st != NS_OK) {
-        cli_status_error("simulation", st);
+        const long long bad = cli_failed_shape(ns_last_error());
+        if (bad >= 0 && bad < set.count) /* name the file the shape was read from */
+            cli_error("simulation: %s: %s: %s", set.items[bad].name, ns_status_string(st), ns_last_error());
+        else
+            cli_status_error("simulation", st);
         goto done;
     }
     /* stimuli in every cell; recordings in the first cells of each morphology */
@@ -431,33 +549,96 @@ int cmd_simulate(int argc, char **argv) {
                 snprintf(site_names[n_sites], len, "%s#%lld@%s", base, c, recs[q].text);
                 n_sites++;
             }
-    /* run in chunks (a progress bar on a terminal) */
-    const long long steps = cli_sim_steps_for(sim, params.tstop);
-    const int show = !no_progress && isatty(2);
-    long long done_steps = 0;
-    int shown = 0;
-    while (done_steps < steps) {
-        long long chunk = steps / 100 > 0 ? steps / 100 : 1;
-        if (chunk > steps - done_steps) chunk = steps - done_steps;
-        st = cli_sim_advance(sim, chunk);
+    /* from a checkpoint: the state, time, traces and spikes so far */
+    if (resume) {
+        st = ns_sim_restore_state(cli_sim_local(sim), resume);
         if (st != NS_OK) {
-            if (shown) fputc('\n', stderr);
-            const long long bad = cli_failed_cell(ns_last_error());
-            if (bad >= 0 && bad < n_cells) /* name the file the cell was built from */
-                cli_error("simulation: %s: %s: %s", set.items[bad / cells_per].name, ns_status_string(st),
-                          ns_last_error());
-            else
-                cli_status_error("simulation", st);
+            cli_error("--resume: %s: %s", ns_status_string(st), ns_last_error());
             goto done;
         }
+    }
+    /* run in chunks: a progress bar on a terminal, the checkpoints, and a
+     * SIGINT seen between two chunks */
+    const long long steps = cli_sim_steps_for(sim, params.tstop);
+    const long long first_step = resume ? ns_sim_step_count(cli_sim_local(sim)) : 0;
+    if (first_step > steps) {
+        cli_error("--resume: %s is at t = %g ms, past tstop = %g ms", resume, ns_sim_time(cli_sim_local(sim)),
+                  params.tstop);
+        goto done;
+    }
+    const int show = !no_progress && isatty(2);
+    long long done_steps = first_step;
+    int shown = 0, next_ck = 0;
+    while (next_ck < n_ck && ck_steps[next_ck] <= first_step) ++next_ck;
+    struct sigaction sa, old_sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    interrupted = 0;
+    sigaction(SIGINT, &sa, &old_sa);
+    ns_status run_st = NS_OK;
+    while (done_steps < steps && !interrupted) {
+        long long chunk = steps / 100 > 0 ? steps / 100 : 1;
+        if (chunk > steps - done_steps) chunk = steps - done_steps;
+        if (next_ck < n_ck && done_steps + chunk > ck_steps[next_ck]) chunk = ck_steps[next_ck] - done_steps;
+        run_st = cli_sim_advance(sim, chunk);
+        if (run_st != NS_OK) break;
         done_steps += chunk;
+        if (next_ck < n_ck && done_steps == ck_steps[next_ck]) {
+            if (save_checkpoint(sim, checkpoint)) {
+                sigaction(SIGINT, &old_sa, NULL);
+                goto done;
+            }
+            ++next_ck;
+        }
         double el = cli_sim_elapsed_ms(sim) / 1000.0;
         if (show && (shown || el > 1.0)) {
             progress((double)done_steps / (double)steps, el);
             shown = 1;
         }
     }
+    sigaction(SIGINT, &old_sa, NULL);
     if (shown) fputc('\n', stderr);
+    const double every_ms = so.record_every * params.dt;
+    if (run_st != NS_OK || interrupted) {
+        /* what was recorded so far, under names that say it is partial */
+        if (run_st != NS_OK) {
+            const long long bad = cli_failed_cell(ns_last_error());
+            if (bad >= 0 && bad < n_cells) /* name the file the cell was built from */
+                cli_error("simulation: %s: %s: %s", set.items[bad / cells_per].name, ns_status_string(run_st),
+                          ns_last_error());
+            else
+                cli_status_error("simulation", run_st);
+        } else {
+            cli_error("simulation interrupted (SIGINT) at t = %g ms, step %lld of %lld", done_steps * params.dt,
+                      done_steps, steps);
+            if (checkpoint && !save_checkpoint(sim, checkpoint))
+                fprintf(stderr, "neurosolve: checkpoint at t = %g ms written to %s (continue with --resume %s)\n",
+                        done_steps * params.dt, checkpoint, checkpoint);
+        }
+        if (cli_mpi_size() > 1) {
+            fprintf(stderr, "neurosolve: under MPI the partial traces stay with their processes: nothing written\n");
+        } else if (out || plot) {
+            int64_t kept;
+            cli_sim_traces(sim, &kept, NULL);
+            char partial[4096];
+            if (!write_results(stem, ".partial", out != NULL, sim, site_names, every_ms, n_cells, &set, cell_shape,
+                               partial, sizeof partial))
+            {
+                if (out)
+                    fprintf(stderr, "neurosolve: the traces up to t = %g ms (%lld samples) and the spikes until then "
+                            "are in %straces.partial.csv, %straces.partial.npy and %sspikes.partial.csv (partial: "
+                            "not results)\n", (double)(kept - 1) * every_ms, (long long)kept, stem, stem, stem);
+                else
+                    fprintf(stderr, "neurosolve: the traces up to t = %g ms (%lld samples) are in "
+                            "%straces.partial.csv (partial: not results)\n", (double)(kept - 1) * every_ms,
+                            (long long)kept, stem);
+            }
+        }
+        goto done;
+    }
+    if (checkpoint && n_ck == 0 && first_step < steps && save_checkpoint(sim, checkpoint))
+        goto done;
     st = cli_sim_finish(sim); /* under MPI: spikes and traces to rank 0 */
     if (st != NS_OK) {
         cli_status_error("gathering the results", st);
@@ -466,66 +647,19 @@ int cmd_simulate(int argc, char **argv) {
     if (cli_mpi_rank() != 0) out = plot = NULL; /* only rank 0 writes files */
     const double wall_s = cli_sim_elapsed_ms(sim) / 1000.0;
     const long long comps = cli_sim_compartments(sim);
-    const double sps = wall_s > 0 ? steps / wall_s : 0.0;
+    const double sps = wall_s > 0 ? (steps - first_step) / wall_s : 0.0;
     long long total_spikes = 0;
     for (long long c = 0; c < n_cells; ++c) {
         int64_t cnt;
         cli_sim_spikes(sim, c, &cnt);
         total_spikes += cnt;
     }
-    /* outputs */
-    int64_t samples;
-    int32_t sites;
-    const double *tr = cli_sim_traces(sim, &samples, &sites);
+    /* outputs: every file goes to a temporary name; all are renamed into
+     * place only when all were written (ns_output) */
     char csv_path[4096] = "";
-    if (out || plot) {
-        /* every file goes to a temporary name; all three are renamed into
-         * place only when all three were written (ns_output) */
-        ns_output *o[3] = {NULL, NULL, NULL}; /* traces csv, traces npy, spikes csv */
-        char path[3][4096];
-        snprintf(path[0], sizeof path[0], "%s", csv_path_of(stem, "traces.csv"));
-        snprintf(path[1], sizeof path[1], "%s", csv_path_of(stem, "traces.npy"));
-        snprintf(path[2], sizeof path[2], "%s", csv_path_of(stem, "spikes.csv"));
-        snprintf(csv_path, sizeof csv_path, "%s", path[0]);
-        int bad = 0;
-        for (int k = 0; k < (out ? 3 : 1) && !bad; ++k) bad = !(o[k] = cli_output_open(path[k]));
-        table = bad ? NULL : malloc((size_t)samples * (size_t)(sites + 1) * sizeof *table);
-        if (!bad && !table) bad = cli_error("out of memory");
-        if (!bad) {
-            FILE *f = ns_output_stream(o[0]);
-            fprintf(f, "t");
-            for (int s = 0; s < sites; ++s) fprintf(f, ",%s", site_names[s]);
-            fputc('\n', f);
-            for (int64_t r = 0; r < samples; ++r) {
-                const double t = (double)r * so.record_every * params.dt;
-                table[r * (sites + 1)] = t;
-                fprintf(f, "%.4f", t);
-                for (int s = 0; s < sites; ++s) {
-                    table[r * (sites + 1) + 1 + s] = tr[r * sites + s];
-                    fprintf(f, ",%.6f", tr[r * sites + s]);
-                }
-                fputc('\n', f);
-            }
-        }
-        if (!bad && out) {
-            write_npy(ns_output_stream(o[1]), table, samples, sites + 1);
-            FILE *g = ns_output_stream(o[2]);
-            fprintf(g, "cell,morphology,t_ms\n");
-            for (long long c = 0; c < n_cells; ++c) {
-                int64_t cnt;
-                const double *sp = cli_sim_spikes(sim, c, &cnt);
-                const char *base = strrchr(set.items[cell_shape[c]].name, '/');
-                base = base ? base + 1 : set.items[cell_shape[c]].name;
-                for (int64_t q = 0; q < cnt; ++q) fprintf(g, "%lld,%s,%.6f\n", c, base, sp[q]);
-            }
-        }
-        for (int k = 0; k < 3; ++k) {
-            if (bad) ns_output_abort(o[k]);
-            else if (o[k]) bad = cli_output_commit(o[k]);
-            o[k] = NULL;
-        }
-        if (bad) goto done;
-    }
+    if ((out || plot) && write_results(stem, "", out != NULL, sim, site_names, every_ms, n_cells, &set, cell_shape,
+                                       csv_path, sizeof csv_path))
+        goto done;
     if (as_json) {
         cli_json j;
         json_begin(&j, stdout);
@@ -581,7 +715,6 @@ done:
     if (site_names)
         for (int s = 0; site_names[s]; ++s) free(site_names[s]);
     free(site_names);
-    free(table);
     cli_sim_destroy(sim);
     free(cell_shape);
     free(cells);

@@ -170,14 +170,16 @@ int life_report(int argc, char **argv) {
     for (int64_t f = 0; rc == 0 && f < nw; ++f) /* finite on load; LiFE weights are also >= 0 */
         if (!(w[f] >= 0.0)) rc = cli_error("%s: weight %lld = %g is negative: LiFE weights are >= 0", wpath, (long long)f, w[f]);
     if (rc == 0 && hist_path && (s = ns_life_vector_load(hist_path, &hist, &nh)) != NS_OK) rc = cli_status_error(cmd, s);
-    if (rc == 0 && (s = ns_life_engine_create(m, &eo, &e)) != NS_OK) rc = cli_status_error(cmd, s);
+    if (rc == 0 && (s = ns_life_engine_create(m, &eo, &e)) != NS_OK)
+        rc = cli_error("%s: %s: preparing the products: %s: %s", cmd, dir, ns_status_string(s), ns_last_error());
     if (rc == 0) {
         y = malloc((size_t)T * V * sizeof *y);
         before = malloc((size_t)V * sizeof *before);
         after = malloc((size_t)V * sizeof *after);
         if (!y || !before || !after) rc = cli_error("out of memory");
     }
-    if (rc == 0 && (s = ns_life_mw(e, w, y)) != NS_OK) rc = cli_status_error(cmd, s);
+    if (rc == 0 && (s = ns_life_mw(e, w, y)) != NS_OK)
+        rc = cli_error("%s: %s with the weights of %s: %s: %s", cmd, dir, wpath, ns_status_string(s), ns_last_error());
     double obj = 0, sig = 0;
     ns_output *csv_out = NULL; /* the RMSE CSV: appears only when the whole report succeeds */
     int64_t kept = 0;

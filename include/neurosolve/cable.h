@@ -142,7 +142,10 @@ NS_API ns_status ns_sim_init(ns_sim_t *sim);
 
 /* Advance every cell by `steps` fixed steps. NaN or Inf in v stops the run
  * with NS_ERR_NOT_FINITE naming the cell, compartment, section and time
- * (the state is then undefined until ns_sim_init). */
+ * (the state is then undefined until ns_sim_init); the traces and spikes
+ * then hold what every cell reached before the faulty step (ns_sim_traces'
+ * sample count says how far). Any other failure keeps the results of the
+ * calls before the failed one. */
 NS_API ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps);
 
 /* The most steps one run may take: step counts are exact in a double. */
@@ -187,6 +190,33 @@ NS_API const double *ns_sim_spikes(const ns_sim_t *sim, int64_t cell, int64_t *c
  * NULL). Gates of compartments without hh read 0. Not const: a GPU
  * simulation first brings its host copy of the state up to date. */
 NS_API ns_status ns_sim_get_state(ns_sim_t *sim, int64_t cell, double *v, double *m, double *h, double *n);
+
+/* Set the state of one cell (arrays of the cell's compartment count; NULL
+ * leaves that variable as it is). Values must be finite. A GPU simulation
+ * copies the state to the device before its next step. Time, step count and
+ * results are not changed: this is the accessor that checkpoints use. */
+NS_API ns_status ns_sim_set_state(ns_sim_t *sim, int64_t cell, const double *v, const double *m, const double *h,
+                                  const double *n);
+
+/* ---------------------------------------------------------- checkpoints
+ * A checkpoint (docs/simulation.md, "Checkpoints") holds the whole dynamic
+ * state of a simulation: v and the hh gates of every compartment, t, the
+ * step count, the traces recorded so far and every cell's spikes. The file
+ * is versioned binary: a checked header (magic, version, byte order, sizes),
+ * a fingerprint of what the run depends on (the cells' shapes and their
+ * matrix coefficients, the parameters except tstop, record_every, the
+ * stimuli and the recording sites, all in order) and a checksum of the
+ * data. It is written through ns_output (it appears only when complete).
+ *
+ * To resume, build the same simulation (same cells, parameters, stimuli and
+ * recordings added in the same order; backend, method and threads may
+ * differ) and call ns_sim_restore_state before advancing: on the CPU the
+ * continued run then gives bit for bit the results of an uninterrupted one.
+ * A checkpoint of another simulation is refused with NS_ERR_INVALID_ARGUMENT
+ * naming what differs; a damaged file with NS_ERR_PARSE (or NS_ERR_IO),
+ * naming the file; the simulation is unchanged by a refused restore. */
+NS_API ns_status ns_sim_save_state(ns_sim_t *sim, const char *path);
+NS_API ns_status ns_sim_restore_state(ns_sim_t *sim, const char *path);
 
 /* Wall time of the steps so far [ms] (ns_sim_advance calls only). */
 NS_API double ns_sim_elapsed_ms(const ns_sim_t *sim);

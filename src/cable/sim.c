@@ -1,6 +1,7 @@
 /* The simulation handle: shapes' constants, stimuli, recordings, results and
  * the run loop that hands the steps to a backend (step_cpu.c, cuda/). */
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,9 @@ static ns_status shape_build(sim_shape *s, const ns_cell_t *cell, const ns_sim_p
      * matrix call also returns is rebuilt every step, so it is scratch here. */
     ns_status st = ns_cell_matrix(cell, 1.0, p->dt, NS_FORM_NEURON, s->a, s->b, s->cap);
     if (st != NS_OK) {
-        ns_error_prefix("simulation shape");
+        char where[48];
+        snprintf(where, sizeof where, "shape %d", (int)k);
+        ns_error_prefix(where);
         return st;
     }
     const double *area = ns_cell_area(cell);
@@ -275,6 +278,7 @@ void ns_sim_destroy(ns_sim_t *sim) {
 }
 
 static ns_status grow_traces(ns_sim_t *sim, int64_t upto);
+ns_status ns_sim_grow_traces(ns_sim_t *sim, int64_t upto) { return grow_traces(sim, upto); }
 
 static ns_status check_site(const ns_sim_t *sim, const char *what, int64_t cell, int32_t node) {
     if (cell < 0 || cell >= sim->n_cells)
@@ -294,8 +298,9 @@ ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartment, do
     if (st != NS_OK) return st;
     if (!isfinite(delay) || !isfinite(duration) || !isfinite(amplitude) || duration < 0.0)
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
-                       "IClamp: del = %g ms, dur = %g ms, amp = %g nA must be finite with dur >= 0", delay,
-                       duration, amplitude);
+                       "IClamp in cell %lld, compartment %d: del = %g ms, dur = %g ms, amp = %g nA must be finite "
+                       "with dur >= 0",
+                       (long long)cell, (int)compartment, delay, duration, amplitude);
     if (sim->n_stims == sim->cap_stims) {
         int64_t cap = sim->cap_stims ? 2 * sim->cap_stims : 16;
         sim_stim *grown = realloc(sim->stims, (size_t)cap * sizeof *grown);
@@ -407,6 +412,7 @@ ns_status ns_sim_init(ns_sim_t *sim) {
     sim->t = 0.0;
     sim->steps = 0;
     sim->failed = 0;
+    sim->state_set = 0;
     sim->samples = 0;
     for (int64_t c = 0; c < sim->n_cells; ++c) sim->n_spikes[c] = 0;
     st = sim->ops->init(sim);
@@ -417,6 +423,12 @@ ns_status ns_sim_init(ns_sim_t *sim) {
     for (int32_t k = 0; k < sim->n_recs; ++k) sim->traces[k] = sim->params.v_init;
     sim->samples = 1;
     return NS_OK;
+}
+
+/* Drop spikes after time t [ms] (a failed run keeps what came before). */
+static void trim_spikes(ns_sim_t *sim, double t) {
+    for (int64_t c = 0; c < sim->n_cells; ++c)
+        while (sim->n_spikes[c] > 0 && sim->spikes[c][sim->n_spikes[c] - 1] > t) sim->n_spikes[c]--;
 }
 
 ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
@@ -430,20 +442,36 @@ ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
     const int64_t every = sim->options.record_every;
     st = grow_traces(sim, (sim->steps + steps) / every + 1);
     if (st != NS_OK) return st;
+    if (sim->state_set && sim->ops->load_state) {
+        st = sim->ops->load_state(sim);
+        if (st != NS_OK) return st;
+    }
+    sim->state_set = 0;
     sim_fault fault = {INT64_MAX, -1, -1, 0.0};
     const double t0 = ns_time_ms();
+    const double t_before = sim->t;
     st = sim->ops->advance(sim, steps, &fault);
     sim->elapsed_ms += ns_time_ms() - t0;
     if (st != NS_OK) {
+        /* keep what the completed calls recorded (sim->samples is unchanged):
+         * drop the spikes of the failed call */
         sim->failed = 1;
+        trim_spikes(sim, t_before);
         return st;
     }
     if (fault.step != INT64_MAX) {
         sim->failed = 1;
         const sim_shape *s = &sim->shapes[sim->cell_shape[fault.cell]];
         /* the time of the step's end, as NEURON's t would read */
-        double t = 0.0;
-        for (int64_t k = 0; k < fault.step; ++k) t = ns_sim_half_step(ns_sim_half_step(t, sim->params.dt), sim->params.dt);
+        double t = 0.0, t_good = 0.0;
+        for (int64_t k = 0; k < fault.step; ++k) {
+            t_good = t;
+            t = ns_sim_half_step(ns_sim_half_step(t, sim->params.dt), sim->params.dt);
+        }
+        /* every cell ran at least to the step before the fault: the samples
+         * and spikes up to it are results (ns_sim_traces, ns_sim_spikes) */
+        sim->samples = (fault.step - 1) / every + 1;
+        trim_spikes(sim, t_good);
         return ns_fail(NS_ERR_NOT_FINITE,
                        "simulation: NaN/Inf (v = %g) in cell %lld, compartment %d (section %d, x = %g) at t = %g ms "
                        "(step %lld)",
@@ -496,7 +524,7 @@ ns_status ns_sim_get_state(ns_sim_t *sim, int64_t cell, double *v, double *m, do
     if (cell < 0 || cell >= sim->n_cells)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_state: cell %lld of %lld", (long long)cell,
                        (long long)sim->n_cells);
-    if (sim->ops->sync_state) {
+    if (sim->ops->sync_state && !sim->state_set) { /* after ns_sim_set_state the host copy is the state */
         ns_status st = sim->ops->sync_state(sim);
         if (st != NS_OK) return st;
     }
@@ -506,6 +534,35 @@ ns_status ns_sim_get_state(ns_sim_t *sim, int64_t cell, double *v, double *m, do
     if (m) memcpy(m, sim->m + o, z);
     if (h) memcpy(h, sim->h + o, z);
     if (n) memcpy(n, sim->n + o, z);
+    return NS_OK;
+}
+
+ns_status ns_sim_set_state(ns_sim_t *sim, int64_t cell, const double *v, const double *m, const double *h,
+                           const double *n) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_set_state: sim is NULL");
+    if (cell < 0 || cell >= sim->n_cells)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_set_state: cell %lld of %lld", (long long)cell,
+                       (long long)sim->n_cells);
+    /* the other cells' host copy must be current before it is pushed back */
+    if (sim->ops->sync_state && !sim->state_set) {
+        ns_status st = sim->ops->sync_state(sim);
+        if (st != NS_OK) return st;
+    }
+    const int64_t o = sim->cell_offset[cell];
+    const int32_t cnt = (int32_t)(sim->cell_offset[cell + 1] - o);
+    const double *src[4] = {v, m, h, n};
+    double *dst[4] = {sim->v + o, sim->m + o, sim->h + o, sim->n + o};
+    static const char *const names[4] = {"v", "m", "h", "n"};
+    for (int a = 0; a < 4; ++a) {
+        if (!src[a]) continue;
+        for (int32_t i = 0; i < cnt; ++i)
+            if (!isfinite(src[a][i]))
+                return ns_fail(NS_ERR_NOT_FINITE, "ns_sim_set_state: cell %lld, compartment %d: %s = %g",
+                               (long long)cell, (int)i, names[a], src[a][i]);
+    }
+    for (int a = 0; a < 4; ++a)
+        if (src[a]) memcpy(dst[a], src[a], (size_t)cnt * sizeof(double));
+    sim->state_set = 1;
     return NS_OK;
 }
 

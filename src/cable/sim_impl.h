@@ -95,6 +95,7 @@ struct ns_sim {
     int64_t steps;
     double elapsed_ms;
     int failed;      /* a NaN stopped the last run: ns_sim_init is needed */
+    int state_set;   /* ns_sim_set_state changed the host copy: push it before the next step */
 };
 
 struct sim_ops {
@@ -108,6 +109,9 @@ struct sim_ops {
     ns_status (*advance)(ns_sim_t *sim, int64_t steps, sim_fault *fault);
     /* bring the state of the host arrays up to date (NULL: they always are) */
     ns_status (*sync_state)(ns_sim_t *sim);
+    /* make the backend's state that of the host arrays, after ns_sim_set_state
+     * (NULL: the host arrays are the state) */
+    ns_status (*load_state)(ns_sim_t *sim);
 };
 
 const sim_ops *ns_sim_cpu_ops(void);
@@ -117,6 +121,9 @@ const sim_ops *ns_sim_cuda_ops(void); /* NULL without CUDA */
 
 /* Append a spike time to a cell's list (0 or -1 when out of memory). */
 int ns_sim_push_spike(ns_sim_t *sim, int64_t cell, double t);
+
+/* Room for trace samples [0, upto) (checkpoint.c restores them). */
+ns_status ns_sim_grow_traces(ns_sim_t *sim, int64_t upto);
 
 /* Rebuild the per-cell stimulus and recording indexes if needed. */
 ns_status ns_sim_index(ns_sim_t *sim);

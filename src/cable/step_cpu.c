@@ -330,6 +330,26 @@ static ns_status cpu_sync_state(ns_sim_t *sim) {
     return NS_OK;
 }
 
+/* The host arrays into the lane blocks: the inverse of cpu_sync_state, for
+ * a state set through ns_sim_set_state or a checkpoint (sim.c). */
+static ns_status cpu_load_state(ns_sim_t *sim) {
+    cpu_state *st = sim->backend_state;
+    for (int64_t c = 0; c < sim->n_cells; ++c) {
+        cpu_block *blk = &st->blocks[st->lane_of[c] / NS_CPU_LANES_MAX];
+        const int32_t j = (int32_t)(st->lane_of[c] % NS_CPU_LANES_MAX), w = blk->w;
+        const int64_t o = sim->cell_offset[c];
+        const int32_t n = sim->shapes[blk->shape].n;
+        for (int32_t i = 0; i < n; ++i) {
+            const int64_t k = (int64_t)i * w + j;
+            blk->v[k] = sim->v[o + i];
+            blk->m[k] = sim->m[o + i];
+            blk->h[k] = sim->h[o + i];
+            blk->n[k] = sim->n[o + i];
+        }
+    }
+    return NS_OK;
+}
+
 NS_ALWAYS_INLINE double ns_select3(int a, double x, int b, double y, double z) {
     const double yz = b ? y : z;
     return a ? x : yz;
@@ -719,6 +739,7 @@ static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
 }
 
 const sim_ops *ns_sim_cpu_ops(void) {
-    static const sim_ops ops = {"cpu", cpu_create, cpu_destroy, cpu_init, cpu_advance, cpu_sync_state};
+    static const sim_ops ops = {"cpu",       cpu_create,     cpu_destroy,   cpu_init,
+                                cpu_advance, cpu_sync_state, cpu_load_state};
     return &ops;
 }

@@ -297,6 +297,32 @@ static ns_status gpu_create(ns_sim_t *sim) {
     NS_CUDA_GOTO(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), st, out);
     for (int64_t c = 0; c < sim->n_cells; ++c) cells[sim->cell_shape[c]]++;
     if ((st = choose_loops(sim, cells, sms, loop, oc)) != NS_OK) goto out;
+    /* What the groups will hold, known before the first allocation: refused
+     * when it exceeds the device's free memory (a lower bound: the shape
+     * constants of the onchip groups and the per-launch traces come on top;
+     * the trace buffer is checked where it is allocated). Per compartment:
+     * v, m, h, n (+ d, rhs where not in shared memory) for onchip; v, m, h,
+     * n, d, rhs, a, b, cap, up, down, lo and 13 bytes of indexes for the
+     * tree loop. Per cell: SPIKE_CAP spike times and a count. */
+    {
+        double need = 0.0;
+        for (int32_t k = 0; k < sim->n_shapes; ++k) {
+            const double comps = (double)cells[k] * (double)sim->shapes[k].n;
+            if (loop[k] == LOOP_TREE) need += comps * (12.0 * 8.0 + 13.0) + (double)cells[k] * 12.0;
+            else need += comps * 8.0 * (oc[k].launch.in_shared ? 4.0 : 6.0);
+            need += (double)cells[k] * (SPIKE_CAP * 8.0 + 4.0);
+        }
+        size_t free_b = 0, total_b = 0;
+        NS_CUDA_GOTO(cudaMemGetInfo(&free_b, &total_b), st, out);
+        if (need > (double)free_b) {
+            st = ns_fail(NS_ERR_DEVICE_MEMORY,
+                         "simulation: %lld cells (%lld compartments) need at least %.2f GB of GPU memory, more than "
+                         "the %.2f GB free on GPU %d (of %.2f GB): fewer cells, or the CPU backend",
+                         (long long)sim->n_cells, (long long)sim->n_comp, need / 1e9, (double)free_b / 1e9, dev,
+                         (double)total_b / 1e9);
+            goto out;
+        }
+    }
     int64_t largest = 0, tree_cells = 0;
     int used[3] = {0, 0, 0}; /* by LOOP_* */
     for (int32_t k = 0; k < sim->n_shapes; ++k) {
@@ -517,6 +543,14 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         if (sim->n_recs > 0 && rows > s->trace_rows) {
             cudaFree(s->traces);
             s->traces = NULL;
+            size_t free_b = 0, total_b = 0;
+            NS_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+            const double bytes = (double)rows * (double)sim->n_recs * 8.0;
+            if (bytes > (double)free_b)
+                return ns_fail(NS_ERR_DEVICE_MEMORY,
+                               "simulation: the traces of %d recording sites over %lld samples per launch need %.2f GB "
+                               "of GPU memory, %.2f GB are free: fewer sites or a larger record_every",
+                               (int)sim->n_recs, (long long)rows, bytes / 1e9, (double)free_b / 1e9);
             NS_CUDA_TRY(cudaMalloc((void **)&s->traces, (size_t)rows * (size_t)sim->n_recs * sizeof(double)));
             s->trace_rows = rows;
         }
@@ -625,7 +659,23 @@ static ns_status gpu_sync(ns_sim_t *sim) {
     return NS_OK;
 }
 
+/* Host copy -> device after ns_sim_set_state (a restored checkpoint). The
+ * group streams are blocking streams (cudaStreamCreate), so these copies on
+ * the default stream are ordered after any work queued on them and before
+ * the next launch; the synchronisation first makes that explicit (every
+ * advance already ends with one). */
+static ns_status gpu_load(ns_sim_t *sim) {
+    gpu_state *s = (gpu_state *)sim->backend_state;
+    NS_CUDA_TRY(cudaDeviceSynchronize());
+    for (int32_t k = 0; k < s->n_groups; ++k) {
+        ns_status st = transfer_state(sim, &s->groups[k], 1);
+        if (st != NS_OK) return st;
+    }
+    s->host_current = 1;
+    return NS_OK;
+}
+
 const sim_ops *ns_sim_cuda_ops(void) {
-    static const sim_ops ops = {"cuda", gpu_create, gpu_destroy, gpu_init, gpu_advance, gpu_sync};
+    static const sim_ops ops = {"cuda", gpu_create, gpu_destroy, gpu_init, gpu_advance, gpu_sync, gpu_load};
     return &ops;
 }
