@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/device_impl.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "neurosolve/device.h"
@@ -107,6 +108,7 @@ void ns_tridiag_options_init(ns_tridiag_options *options) {
     options->layout = NS_TRIDIAG_FLAT;
     options->precision = NS_TRIDIAG_FLOAT64;
     options->method = NS_TRIDIAG_AUTO;
+    options->device = NS_DEVICE_CURRENT;
 }
 
 int ns_tridiag_gpu_count(void) {
@@ -132,6 +134,9 @@ static ns_status check_options(const ns_tridiag_options *o) {
         return ns_fail(NS_ERR_SIZE, "tridiag: stride %lld is negative", (long long)o->stride);
     if (o->threads < 0)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "tridiag: threads = %d is negative", o->threads);
+    if (o->device < NS_DEVICE_CURRENT)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "tridiag: device = %d is neither a device ordinal nor NS_DEVICE_CURRENT", (int)o->device);
     if (!(o->pivot_tolerance >= 0.0) || isinf(o->pivot_tolerance))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "tridiag: pivot_tolerance %g must be finite and >= 0",
                        o->pivot_tolerance);
@@ -181,7 +186,12 @@ static ns_status choose_method(ns_tridiag_solver_t *s, ns_tridiag_method request
 static ns_status finish_create(ns_tridiag_solver_t *s, const ns_tridiag_options *o,
                                ns_tridiag_solver_t **out) {
     ns_status st = choose_method(s, o->method);
+    const int caller_device = ns_cuda_save_device();
+    if (st == NS_OK && s->backend == NS_BACKEND_CUDA) {
+        st = ns_cuda_resolve_device(o->device, "tridiag solver", &s->device); /* made current by create */
+    }
     if (st == NS_OK) st = s->ops->create(s);
+    if (s->backend == NS_BACKEND_CUDA) ns_cuda_restore_device(caller_device);
     if (st != NS_OK) {
         s->ops = NULL; /* nothing to destroy in the backend */
         ns_tridiag_solver_destroy(s);
@@ -198,6 +208,7 @@ static ns_tridiag_solver_t *new_solver(const ns_tridiag_options *o) {
     s->precision = o->precision;
     s->threads = o->threads;
     s->check_finite = o->check_finite;
+    s->device = -1;
     const double eps = o->precision == NS_TRIDIAG_FLOAT32 ? (double)FLT_EPSILON : DBL_EPSILON;
     s->tol = o->pivot_tolerance > 0.0 ? o->pivot_tolerance : 4.0 * eps;
     s->timing.upload_ms = s->timing.layout_ms = s->timing.kernel_ms = -1.0;
@@ -306,9 +317,24 @@ ns_status ns_tridiag_solver_create_variable(int64_t batch, const int32_t *sizes,
     return finish_create(s, o, out);
 }
 
+/* Every call of a CUDA solver runs on its device and gives the caller's
+ * current device back (core/device_impl.h). */
+static int enter(const ns_tridiag_solver_t *solver) {
+    if (solver->device < 0) return -1;
+    const int caller = ns_cuda_save_device();
+    if (caller != solver->device) ns_cuda_restore_device(solver->device);
+    return caller;
+}
+
+static void leave(const ns_tridiag_solver_t *solver, int caller) {
+    if (solver->device >= 0 && caller != solver->device) ns_cuda_restore_device(caller);
+}
+
 void ns_tridiag_solver_destroy(ns_tridiag_solver_t *solver) {
     if (!solver) return;
+    const int caller = enter(solver);
     if (solver->ops && solver->ops->destroy) solver->ops->destroy(solver);
+    leave(solver, caller);
     free(solver->sizes);
     free(solver->offsets);
     free(solver);
@@ -399,9 +425,11 @@ static ns_status solve_host(ns_tridiag_solver_t *solver, const void *dl, const v
         ns_status st = ns_tridiag_check_finite(solver, dl, d, du, x);
         if (st != NS_OK) return st;
     }
+    const int caller = enter(solver);
     const double t0 = ns_time_ms();
     ns_status st = solver->ops->solve(solver, dl, d, du, x);
     solver->timing.total_ms = ns_time_ms() - t0;
+    leave(solver, caller);
     return st;
 }
 
@@ -417,17 +445,29 @@ ns_status ns_tridiag_solver_solve_f32(ns_tridiag_solver_t *solver, const float *
     return st != NS_OK ? st : solve_host(solver, dl, d, du, x);
 }
 
-ns_status ns_tridiag_solver_solve_device(ns_tridiag_solver_t *solver, void *dl, void *d, void *du,
-                                         void *x) {
+ns_status ns_tridiag_solver_solve_device(ns_tridiag_solver_t *solver, void *dl, void *d, void *du, void *x,
+                                         void *stream) {
     if (!solver) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_tridiag_solver_solve_device: solver is NULL");
     ns_status st = check_solve(solver, dl, d, du, x, solver->precision, "ns_tridiag_solver_solve_device");
     if (st != NS_OK) return st;
     if (!solver->ops->solve_device)
         return ns_fail(NS_ERR_UNSUPPORTED, "ns_tridiag_solver_solve_device: method %s runs on the CPU",
                        ns_tridiag_method_name(solver->method));
-    const double t0 = ns_time_ms();
-    st = solver->ops->solve_device(solver, dl, d, du, x);
-    solver->timing.total_ms = ns_time_ms() - t0;
+    const int caller = enter(solver);
+    st = solver->ops->solve_device(solver, dl, d, du, x, stream);
+    leave(solver, caller);
+    /* queued, not finished: no host-side timings for it */
+    solver->timing.upload_ms = solver->timing.layout_ms = solver->timing.kernel_ms = -1.0;
+    solver->timing.download_ms = solver->timing.total_ms = -1.0;
+    return st;
+}
+
+ns_status ns_tridiag_solver_wait(ns_tridiag_solver_t *solver) {
+    if (!solver) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_tridiag_solver_wait: solver is NULL");
+    if (!solver->ops->wait) return NS_OK; /* CPU methods queue nothing */
+    const int caller = enter(solver);
+    ns_status st = solver->ops->wait(solver);
+    leave(solver, caller);
     return st;
 }
 
@@ -443,7 +483,10 @@ ns_status ns_tridiag_solver_benchmark(ns_tridiag_solver_t *solver, const void *d
         st = ns_tridiag_check_finite(solver, dl, d, du, x);
         if (st != NS_OK) return st;
     }
-    return solver->ops->benchmark(solver, dl, d, du, x, repeats, kernel_ms);
+    const int caller = enter(solver);
+    st = solver->ops->benchmark(solver, dl, d, du, x, repeats, kernel_ms);
+    leave(solver, caller);
+    return st;
 }
 
 ns_status ns_tridiag_solve(int32_t n, int64_t batch, const ns_tridiag_options *options,

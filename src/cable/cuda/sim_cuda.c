@@ -280,6 +280,8 @@ static ns_status gpu_create(ns_sim_t *sim) {
     if (ns_cuda_device_count(&count) != NS_OK || count == 0)
         return ns_fail(NS_ERR_NO_DEVICE, "simulation: no usable GPU (none, or none this build has code for: "
                                          "docs/install.md)");
+    /* options.device, resolved by sim.c, which gives the caller's device back */
+    NS_CUDA_TRY(cudaSetDevice(sim->device));
     gpu_state *s = calloc(1, sizeof *s);
     if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU state");
     sim->backend_state = s;
