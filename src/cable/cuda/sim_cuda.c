@@ -551,7 +551,8 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
             }
             else NS_CUDA_TRY(ns_sim_launch_onchip(&gr->oc.sched, &gr->oc.launch, &gr->g, &run, stream));
         }
-        NS_CUDA_TRY(cudaDeviceSynchronize());
+        /* the simulation's own streams only (every launch above is on them), not the device */
+        for (int k = 0; k < s->n_streams; ++k) NS_CUDA_TRY(cudaStreamSynchronize(s->streams[k]));
         unsigned long long keys[64], key = NS_SIM_FAULT_NONE;
         int32_t key_group = -1;
         for (int32_t k0 = 0; k0 < s->n_groups; k0 += 64) {
