@@ -186,12 +186,11 @@ static ns_status choose_method(ns_tridiag_solver_t *s, ns_tridiag_method request
 static ns_status finish_create(ns_tridiag_solver_t *s, const ns_tridiag_options *o,
                                ns_tridiag_solver_t **out) {
     ns_status st = choose_method(s, o->method);
-    const int caller_device = ns_cuda_save_device();
-    if (st == NS_OK && s->backend == NS_BACKEND_CUDA) {
-        st = ns_cuda_resolve_device(o->device, "tridiag solver", &s->device); /* made current by create */
-    }
+    const int cuda = st == NS_OK && s->backend == NS_BACKEND_CUDA;
+    const int caller_device = cuda ? ns_cuda_save_device() : -1;
+    if (cuda) st = ns_cuda_resolve_device(o->device, "tridiag solver", &s->device); /* made current by create */
     if (st == NS_OK) st = s->ops->create(s);
-    if (s->backend == NS_BACKEND_CUDA) ns_cuda_restore_device(caller_device);
+    if (cuda) ns_cuda_restore_device(caller_device);
     if (st != NS_OK) {
         s->ops = NULL; /* nothing to destroy in the backend */
         ns_tridiag_solver_destroy(s);
