@@ -381,6 +381,17 @@ static void test_bad_input(void) {
     o.gpu_lanes = 3; /* not a power of two */
     CHECK(ns_sim_create(1, shapes, 2, NULL, &p, &o, &sim) == NS_ERR_INVALID_ARGUMENT && !sim);
     CHECK(strstr(ns_last_error(), "gpu_lanes = 3") != NULL);
+    /* the device option: NS_DEVICE_CURRENT by default, below it refused, ignored on the CPU */
+    ns_sim_options_init(&o);
+    CHECK(o.device == NS_DEVICE_CURRENT);
+    o.device = -2;
+    CHECK(ns_sim_create(1, shapes, 2, NULL, &p, &o, &sim) == NS_ERR_INVALID_ARGUMENT && !sim);
+    CHECK(strstr(ns_last_error(), "device = -2") != NULL);
+    o.device = 7;
+    o.backend = NS_BACKEND_CPU;
+    CHECK_OK(ns_sim_create(1, shapes, 2, NULL, &p, &o, &sim));
+    ns_sim_destroy(sim);
+    sim = NULL;
     o.gpu_lanes = 64;
     CHECK(ns_sim_create(1, shapes, 2, NULL, &p, &o, &sim) == NS_ERR_INVALID_ARGUMENT && !sim);
     CHECK_OK(ns_sim_create(1, shapes, 2, NULL, &p, NULL, &sim));

@@ -248,7 +248,28 @@ static void variants_agree(void) {
     ns_life_model_destroy(m);
 }
 
+/* The device option: NS_DEVICE_CURRENT by default, below it refused,
+ * ignored by the CPU backend. */
+static void device_option(void) {
+    ns_life_options o;
+    ns_life_options_init(&o);
+    CHECK(o.device == NS_DEVICE_CURRENT);
+    ns_life_model_t *m = tiny_model(16, 6, 25, 6, 0.0, 5);
+    CHECK(m != NULL);
+    if (!m) return;
+    ns_life_engine_t *e = NULL;
+    o.device = -2;
+    CHECK(ns_life_engine_create(m, &o, &e) == NS_ERR_INVALID_ARGUMENT && e == NULL);
+    CHECK(strstr(ns_last_error(), "device = -2") != NULL);
+    o.device = 7;
+    o.backend = NS_BACKEND_CPU;
+    CHECK_OK(ns_life_engine_create(m, &o, &e));
+    ns_life_engine_destroy(e);
+    ns_life_model_destroy(m);
+}
+
 int main(void) {
+    device_option();
     against_nnls(1, 0.0, 0);
     against_nnls(2, 0.3, 0);
     against_nnls(3, 0.3, 1);

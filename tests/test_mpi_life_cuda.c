@@ -34,6 +34,9 @@ static int same_everywhere(const double *w, int32_t n) {
     return all;
 }
 
+/* This process's GPU (ns_mpi_bind_device), passed down in the options. */
+static int bound_device = NS_DEVICE_CURRENT;
+
 /* Fit `g` on one process (CPU) and over the processes (CUDA), compare. */
 static void compare(ns_life_model_t *g, const ns_life_fit_options *fo, double tol, const char *what) {
     const int32_t nf = ns_life_model_n_fibers(g);
@@ -46,6 +49,7 @@ static void compare(ns_life_model_t *g, const ns_life_fit_options *fo, double to
     CHECK_OK(ns_life_engine_create(g, &lo, &ge));
     CHECK_OK(ns_mpi_life_partition(MPI_COMM_WORLD, g, &l, NULL, NULL));
     lo.backend = NS_BACKEND_CUDA;
+    lo.device = bound_device;
     ns_status st = l ? ns_life_engine_create(l, &lo, &le) : NS_ERR_INTERNAL;
     CHECK_OK(ns_mpi_agree(MPI_COMM_WORLD, st));
     double *wg = malloc((size_t)nf * sizeof *wg), *wl = malloc((size_t)nf * sizeof *wl);
@@ -83,6 +87,7 @@ static void bad_start(ns_life_model_t *g) {
     ns_life_options lo;
     ns_life_options_init(&lo);
     lo.backend = NS_BACKEND_CUDA;
+    lo.device = bound_device;
     ns_life_model_t *l = NULL;
     ns_life_engine_t *e = NULL;
     CHECK_OK(ns_mpi_life_partition(MPI_COMM_WORLD, g, &l, NULL, NULL));
@@ -111,10 +116,14 @@ static void bad_start(ns_life_model_t *g) {
 
 int main(int argc, char **argv) {
     mpi_test_init(&argc, &argv);
-    /* one GPU per process, before anything initialises CUDA */
-    int device = -1, n = 0;
-    ns_status st = ns_mpi_bind_device(MPI_COMM_WORLD, &device, NULL, NULL);
+    /* one GPU per process: an ordinal for the options, nothing set in the environment */
+    int device = -1, n = 0, local_rank = -1;
+    ns_status st = ns_mpi_bind_device(MPI_COMM_WORLD, 1, &device, &local_rank, NULL);
     int usable = st == NS_OK && ns_cuda_device_count(&n) == NS_OK && n > 0, all = 0;
+    if (usable) {
+        CHECK_MSG(device == local_rank % n, "bound device %d, local rank %d of %d GPUs", device, local_rank, n);
+        bound_device = device;
+    }
     MPI_Allreduce(&usable, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all) {
         /* printed before MPI_Finalize: OpenMPI ends the job as soon as one

@@ -201,7 +201,8 @@ static void test_benchmark(void) {
     for (int i = 0; i < 5; ++i) CHECK(ms[i] >= 0.0);
     CHECK(td_max_error(&t, &p, 0, x, ref) <= 1e-12);
     CHECK(ns_tridiag_solver_benchmark(solver, t.a, t.b, t.c, x, 0, ms) == NS_ERR_INVALID_ARGUMENT);
-    CHECK(ns_tridiag_solver_solve_device(solver, t.a, t.b, t.c, x) == NS_ERR_UNSUPPORTED);
+    CHECK(ns_tridiag_solver_solve_device(solver, t.a, t.b, t.c, x, NULL) == NS_ERR_UNSUPPORTED);
+    CHECK_OK(ns_tridiag_solver_wait(solver)); /* nothing queued on the CPU */
     ns_tridiag_solver_destroy(solver);
     free(x), free(ref);
     td_free(&t);
@@ -359,7 +360,31 @@ static void test_names(void) {
     CHECK(ns_tridiag_auto_method(512, 2560, NS_TRIDIAG_FLOAT64, 1, 1) == NS_TRIDIAG_VBATCH_CP);
 }
 
+/* The defaults of ns_tridiag_options_init, and a device below
+ * NS_DEVICE_CURRENT refused (on any build, before a GPU is looked for). */
+static void test_option_defaults(void) {
+    ns_tridiag_options o;
+    memset(&o, 0x5a, sizeof o);
+    ns_tridiag_options_init(&o);
+    CHECK(o.layout == NS_TRIDIAG_FLAT);
+    CHECK(o.precision == NS_TRIDIAG_FLOAT64);
+    CHECK(o.method == NS_TRIDIAG_AUTO);
+    CHECK(o.stride == 0 && o.threads == 0 && o.pivot_tolerance == 0.0 && o.check_finite == 0);
+    CHECK(o.device == NS_DEVICE_CURRENT);
+    CHECK(NS_DEVICE_CURRENT == -1);
+    ns_tridiag_solver_t *solver = NULL;
+    o.device = -2;
+    o.method = NS_TRIDIAG_SEQUENTIAL;
+    CHECK(ns_tridiag_solver_create(8, 2, &o, &solver) == NS_ERR_INVALID_ARGUMENT && solver == NULL);
+    CHECK(strstr(ns_last_error(), "device = -2") != NULL);
+    /* A CPU method ignores the device: any ordinal is accepted and unused. */
+    o.device = 5;
+    CHECK_OK(ns_tridiag_solver_create(8, 2, &o, &solver));
+    ns_tridiag_solver_destroy(solver);
+}
+
 int main(void) {
+    test_option_defaults();
     test_thomas_one();
     test_fixed();
     test_variable();

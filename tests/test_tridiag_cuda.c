@@ -1,7 +1,9 @@
 /* Batched tridiagonal solvers on the GPU: every CUDA method and both
  * cuSPARSE wrappers against the CPU solve (and LAPACK), in both layouts and
  * precisions, with strides, odd sizes, n = 1 and 2, batch 1, variable sizes;
- * the device-pointer solve, timings, memory reports and pivot errors.
+ * the device call (every GPU method on the caller's stream against the
+ * sequential solve, two threads at once, bad arguments, pivots reported by
+ * wait), timings, memory reports and pivot errors.
  * Skips (exit 77) without a GPU. */
 #include <math.h>
 #include <stdint.h>
@@ -10,6 +12,9 @@
 #include <string.h>
 
 #ifdef NS_HAVE_CUDA
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <cuda_runtime.h>
 #endif
 
@@ -152,56 +157,354 @@ static void test_variable(void) {
     td_free(&t);
 }
 
-/* Device-pointer solve in the native layout and in the other one, and the
- * benchmark entry point; all against LAPACK. */
-static void test_device_and_benchmark(void) {
 #ifdef NS_HAVE_CUDA
-    const int32_t n = 77;
-    const int64_t batch = 129;
+/* The sequential Thomas solve of the same arrays (the reference). */
+static void thomas_reference(const td_set *t, const td_place *p, int64_t len, int f32, int32_t n,
+                             const int32_t *sizes, double *ref) {
+    ns_tridiag_options o;
+    ns_tridiag_options_init(&o);
+    o.method = NS_TRIDIAG_SEQUENTIAL;
+    o.layout = p->layout;
+    o.stride = p->offsets ? 0 : p->stride;
+    ns_tridiag_solver_t *cpu = NULL;
+    CHECK_OK(sizes ? ns_tridiag_solver_create_variable(t->batch, sizes, p->offsets, &o, &cpu)
+                   : ns_tridiag_solver_create(n, t->batch, &o, &cpu));
+    double *h[4];
+    for (int a = 0; a < 4; ++a) h[a] = malloc((size_t)len * sizeof(double));
+    td_scatter(t, p, len, 0, NAN, h[0], h[1], h[2], h[3]);
+    CHECK_OK(ns_tridiag_solver_solve(cpu, h[0], h[1], h[2], h[3]));
+    /* back to the packed order of td_set, as td_max_error compares */
+    const int64_t step = p->layout == NS_TRIDIAG_INTERLEAVED ? p->stride : 1;
+    for (int64_t s = 0; s < t->batch; ++s) {
+        const int64_t base = p->layout == NS_TRIDIAG_INTERLEAVED ? s : p->offsets ? p->offsets[s] : s * p->stride;
+        for (int32_t k = 0; k < t->size[s]; ++k) ref[t->start[s] + k] = h[3][base + (int64_t)k * step];
+    }
+    (void)f32;
+    for (int a = 0; a < 4; ++a) free(h[a]);
+    ns_tridiag_solver_destroy(cpu);
+}
+
+/* A host function on the stream that holds it until the test releases it
+ * (or 5 s pass): a call that synchronised the stream or the device would
+ * not return before the release. */
+typedef struct gate {
+    atomic_int open;
+    atomic_int timed_out;
+} gate;
+
+static void CUDART_CB gate_wait(void *arg) {
+    gate *g = arg;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (!atomic_load(&g->open)) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > 5.0) {
+            atomic_store(&g->timed_out, 1);
+            return;
+        }
+    }
+}
+
+/* One device call of `m` on caller arrays (layout, precision, stride extra,
+ * variable sizes when sizes != NULL), on a stream of the test's own or the
+ * legacy default stream, against the sequential Thomas solve. */
+static void device_case(const td_set *t, int32_t n, const int32_t *sizes, ns_tridiag_method m, int layout, int f32,
+                        int extra, int own_stream) {
+    ns_tridiag_options o;
+    ns_tridiag_options_init(&o);
+    o.method = m;
+    o.layout = (ns_tridiag_layout)layout;
+    o.precision = f32 ? NS_TRIDIAG_FLOAT32 : NS_TRIDIAG_FLOAT64;
+    o.stride = extra ? (layout ? t->batch : n) + extra : 0;
+    if (sizes && !layout) o.stride = 0;
+    ns_tridiag_solver_t *solver = NULL;
+    ns_status st = sizes ? ns_tridiag_solver_create_variable(t->batch, sizes, NULL, &o, &solver)
+                         : ns_tridiag_solver_create(n, t->batch, &o, &solver);
+    CHECK_OK(st);
+    if (st != NS_OK) return;
+    const int64_t len = ns_tridiag_solver_length(solver);
+    const size_t es = f32 ? sizeof(float) : sizeof(double), bytes = (size_t)len * es;
+    int64_t *packed = NULL;
+    if (sizes && !layout) {
+        packed = malloc((size_t)(t->batch + 1) * sizeof *packed);
+        packed[0] = 0;
+        for (int64_t s = 0; s < t->batch; ++s) packed[s + 1] = packed[s] + sizes[s];
+    }
+    const td_place p = {o.layout, o.stride ? o.stride : (layout ? t->batch : n), packed};
+    double *ref = malloc((size_t)t->total * sizeof *ref);
+    thomas_reference(t, &p, len, f32, n, sizes, ref);
+    void *h[4], *dv[4] = {NULL, NULL, NULL, NULL};
+    for (int a = 0; a < 4; ++a) {
+        h[a] = malloc(bytes);
+        CHECK(cudaMalloc(&dv[a], bytes) == cudaSuccess);
+    }
+    td_scatter(t, &p, len, f32, NAN, h[0], h[1], h[2], h[3]);
+    cudaStream_t q = NULL;
+    if (own_stream) CHECK(cudaStreamCreateWithFlags(&q, cudaStreamNonBlocking) == cudaSuccess);
+    for (int a = 0; a < 4; ++a) CHECK(cudaMemcpyAsync(dv[a], h[a], bytes, cudaMemcpyHostToDevice, q) == cudaSuccess);
+    gate g;
+    atomic_init(&g.open, 0);
+    atomic_init(&g.timed_out, 0);
+    CHECK(cudaLaunchHostFunc(q, gate_wait, &g) == cudaSuccess);
+    int before = -1, after = -2;
+    cudaGetDevice(&before);
+    CHECK_OK(ns_tridiag_solver_solve_device(solver, dv[0], dv[1], dv[2], dv[3], q));
+    cudaGetDevice(&after);
+    atomic_store(&g.open, 1);
+    CHECK_MSG(before == after, "the caller's device changed: %d -> %d", before, after);
+    CHECK_OK(ns_tridiag_solver_wait(solver));
+    CHECK_MSG(!atomic_load(&g.timed_out), "%s: solve_device did not return before its stream ran",
+              ns_tridiag_method_name(m));
+    CHECK(cudaMemcpyAsync(h[3], dv[3], bytes, cudaMemcpyDeviceToHost, q) == cudaSuccess);
+    CHECK(cudaStreamSynchronize(q) == cudaSuccess);
+    const double err = td_max_error(t, &p, f32, h[3], ref);
+    CHECK_MSG(err <= (f32 ? 1e-4 : 1e-11), "device call %s n %d layout %d f32 %d stride+%d %s stream: error %g",
+              ns_tridiag_method_name(m), n, layout, f32, extra, own_stream ? "own" : "NULL", err);
+    int64_t touched = 0;
+    for (int64_t i = 0; i < len; ++i)
+        if (!isnan(f32 ? (double)((float *)h[3])[i] : ((double *)h[3])[i])) ++touched;
+    CHECK_MSG(touched == t->total, "device call %s: %lld entries outside the systems written",
+              ns_tridiag_method_name(m), (long long)(touched - t->total));
+    CHECK_OK(ns_tridiag_solver_wait(solver)); /* nothing queued any more */
+    for (int a = 0; a < 4; ++a) {
+        cudaFree(dv[a]);
+        free(h[a]);
+    }
+    if (q) cudaStreamDestroy(q);
+    free(ref), free(packed);
+    ns_tridiag_solver_destroy(solver);
+}
+#endif
+
+/* The device call of every GPU method, in both layouts and precisions, with
+ * and without strides, on the caller's stream and on the legacy default
+ * stream, against the sequential Thomas solve; the benchmark entry point. */
+static void test_device_calls(void) {
+#ifdef NS_HAVE_CUDA
+    const struct { int32_t n; int64_t batch; } cases[] = {{77, 129}, {3, 1}, {256, 2000}, {1000, 33}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+        td_set t;
+        CHECK(td_make_fixed(&t, cases[c].batch, cases[c].n, 70 + c));
+        for (int mi = 0; mi < N_GPU_METHODS; ++mi) {
+            if (!supports(gpu_methods[mi], cases[c].n)) continue;
+            for (int layout = 0; layout < 2; ++layout)
+                for (int f32 = 0; f32 < 2; ++f32)
+                    device_case(&t, cases[c].n, NULL, gpu_methods[mi], layout, f32, (layout + f32 + (int)c) % 2 ? 3 : 0,
+                                (layout + (int)c) % 2 == 0);
+        }
+        td_free(&t);
+    }
+    /* variable sizes: Flat packed (converted on the device) and padded Interleaved (in place) */
+    const int64_t batch = 200;
+    int32_t *sizes = malloc((size_t)batch * sizeof *sizes);
+    for (int64_t s = 0; s < batch; ++s) sizes[s] = 1 + (int32_t)((s * 37) % 300);
     td_set t;
-    CHECK(td_make_fixed(&t, batch, n, 31));
+    CHECK(td_make(&t, batch, sizes, 77));
+    const ns_tridiag_method vb[2] = {NS_TRIDIAG_VBATCH_CP, NS_TRIDIAG_VBATCH_NCP};
+    for (int mi = 0; mi < 2; ++mi)
+        for (int layout = 0; layout < 2; ++layout)
+            for (int f32 = 0; f32 < 2; ++f32) device_case(&t, 300, sizes, vb[mi], layout, f32, layout ? 5 : 0, 1);
+    td_free(&t);
+    free(sizes);
+
+    /* Benchmark: 3 timed runs; the inputs are restored before each. */
+    const int32_t n = 77;
+    CHECK(td_make_fixed(&t, 129, n, 31));
     double *ref = malloc((size_t)t.total * sizeof *ref);
     CHECK(td_lapack(&t, ref));
     const size_t bytes = (size_t)t.total * sizeof(double);
-    for (int mi = 0; mi < N_GPU_METHODS; ++mi)
-        for (int layout = 0; layout < 2; ++layout) {
-            ns_tridiag_options o;
-            ns_tridiag_options_init(&o);
-            o.method = gpu_methods[mi];
-            o.layout = (ns_tridiag_layout)layout;
-            ns_tridiag_solver_t *solver = NULL;
-            CHECK_OK(ns_tridiag_solver_create(n, batch, &o, &solver));
-            if (!solver) continue;
-            const td_place p = {o.layout, layout ? batch : n, NULL};
-            double *h[4];
-            void *dv[4] = {NULL, NULL, NULL, NULL};
-            for (int a = 0; a < 4; ++a) {
-                h[a] = malloc(bytes);
-                CHECK(cudaMalloc(&dv[a], bytes) == cudaSuccess);
-            }
-            td_scatter(&t, &p, t.total, 0, NAN, h[0], h[1], h[2], h[3]);
-            for (int a = 0; a < 4; ++a) CHECK(cudaMemcpy(dv[a], h[a], bytes, cudaMemcpyHostToDevice) == cudaSuccess);
-            CHECK_OK(ns_tridiag_solver_solve_device(solver, dv[0], dv[1], dv[2], dv[3]));
-            double *x = malloc(bytes);
-            CHECK(cudaMemcpy(x, dv[3], bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
-            double err = td_max_error(&t, &p, 0, x, ref);
-            CHECK_MSG(err <= 1e-11, "device solve %s layout %d: %g", ns_tridiag_method_name(gpu_methods[mi]), layout, err);
-            /* Benchmark: 3 timed runs; the inputs are restored before each. */
-            double ms[3] = {-1, -1, -1};
-            memcpy(x, h[3], bytes);
-            CHECK_OK(ns_tridiag_solver_benchmark(solver, h[0], h[1], h[2], x, 3, ms));
-            CHECK(ms[0] > 0.0 && ms[1] > 0.0 && ms[2] > 0.0);
-            err = td_max_error(&t, &p, 0, x, ref);
-            CHECK_MSG(err <= 1e-11, "benchmark %s layout %d: %g", ns_tridiag_method_name(gpu_methods[mi]), layout, err);
-            for (int a = 0; a < 4; ++a) {
-                cudaFree(dv[a]);
-                free(h[a]);
-            }
-            free(x);
-            ns_tridiag_solver_destroy(solver);
-        }
+    for (int mi = 0; mi < N_GPU_METHODS; ++mi) {
+        ns_tridiag_options o;
+        ns_tridiag_options_init(&o);
+        o.method = gpu_methods[mi];
+        ns_tridiag_solver_t *solver = NULL;
+        CHECK_OK(ns_tridiag_solver_create(n, t.batch, &o, &solver));
+        if (!solver) continue;
+        const td_place p = {o.layout, n, NULL};
+        double *h[4];
+        for (int a = 0; a < 4; ++a) h[a] = malloc(bytes);
+        td_scatter(&t, &p, t.total, 0, NAN, h[0], h[1], h[2], h[3]);
+        double ms[3] = {-1, -1, -1};
+        CHECK_OK(ns_tridiag_solver_benchmark(solver, h[0], h[1], h[2], h[3], 3, ms));
+        CHECK(ms[0] > 0.0 && ms[1] > 0.0 && ms[2] > 0.0);
+        const double err = td_max_error(&t, &p, 0, h[3], ref);
+        CHECK_MSG(err <= 1e-11, "benchmark %s: %g", ns_tridiag_method_name(gpu_methods[mi]), err);
+        for (int a = 0; a < 4; ++a) free(h[a]);
+        ns_tridiag_solver_destroy(solver);
+    }
     free(ref);
     td_free(&t);
+#endif
+}
+
+#ifdef NS_HAVE_CUDA
+typedef struct job {
+    ns_tridiag_method method;
+    uint64_t seed;
+    double err;
+    int ok;
+} job;
+
+/* One thread: its own solver, stream and data; 20 device calls in a row
+ * (each on fresh inputs), every result against the sequential solve. */
+static void *thread_job(void *arg) {
+    job *j = arg;
+    const int32_t n = 200;
+    const int64_t batch = 3000;
+    j->ok = 0;
+    j->err = INFINITY;
+    td_set t;
+    if (!td_make_fixed(&t, batch, n, j->seed)) return NULL;
+    ns_tridiag_options o;
+    ns_tridiag_options_init(&o);
+    o.method = j->method;
+    o.layout = ns_tridiag_method_layout(j->method);
+    const td_place p = {o.layout, o.layout ? batch : n, NULL};
+    const int64_t len = (int64_t)n * batch;
+    const size_t bytes = (size_t)len * sizeof(double);
+    ns_tridiag_solver_t *solver = NULL;
+    if (ns_tridiag_solver_create(n, batch, &o, &solver) != NS_OK) return NULL;
+    /* the reference, in packed order (sequential Thomas) */
+    double *ref = malloc((size_t)t.total * sizeof *ref), *h[4], *x = malloc(bytes);
+    for (int a = 0; a < 4; ++a) h[a] = malloc(bytes);
+    ns_tridiag_options oc;
+    ns_tridiag_options_init(&oc);
+    oc.method = NS_TRIDIAG_SEQUENTIAL;
+    oc.layout = o.layout;
+    ns_tridiag_solver_t *cpu = NULL;
+    td_scatter(&t, &p, len, 0, NAN, h[0], h[1], h[2], h[3]);
+    memcpy(x, h[3], bytes);
+    int ok = ns_tridiag_solver_create(n, batch, &oc, &cpu) == NS_OK &&
+             ns_tridiag_solver_solve(cpu, h[0], h[1], h[2], x) == NS_OK;
+    ns_tridiag_solver_destroy(cpu);
+    for (int64_t s = 0; s < batch; ++s)
+        for (int32_t k = 0; k < n; ++k)
+            ref[t.start[s] + k] = x[o.layout ? (int64_t)k * batch + s : s * n + k];
+    void *dv[4] = {NULL, NULL, NULL, NULL};
+    cudaStream_t q = NULL;
+    ok = ok && cudaStreamCreateWithFlags(&q, cudaStreamNonBlocking) == cudaSuccess;
+    for (int a = 0; a < 4 && ok; ++a) ok = cudaMalloc(&dv[a], bytes) == cudaSuccess;
+    double worst = 0.0;
+    for (int r = 0; r < 20 && ok; ++r) {
+        for (int a = 0; a < 4 && ok; ++a)
+            ok = cudaMemcpyAsync(dv[a], h[a], bytes, cudaMemcpyHostToDevice, q) == cudaSuccess;
+        ok = ok && ns_tridiag_solver_solve_device(solver, dv[0], dv[1], dv[2], dv[3], q) == NS_OK;
+        ok = ok && ns_tridiag_solver_wait(solver) == NS_OK;
+        ok = ok && cudaMemcpyAsync(x, dv[3], bytes, cudaMemcpyDeviceToHost, q) == cudaSuccess &&
+             cudaStreamSynchronize(q) == cudaSuccess;
+        if (ok) {
+            const double e = td_max_error(&t, &p, 0, x, ref);
+            if (e > worst) worst = e;
+        }
+    }
+    for (int a = 0; a < 4; ++a) cudaFree(dv[a]), free(h[a]);
+    if (q) cudaStreamDestroy(q);
+    free(x), free(ref);
+    ns_tridiag_solver_destroy(solver);
+    td_free(&t);
+    j->err = worst;
+    j->ok = ok;
+    return NULL;
+}
+#endif
+
+/* Two threads with separate solvers on one GPU at once, for every GPU method
+ * with n = 200 (pairs of the same method and of different methods). */
+static void test_two_threads(void) {
+#ifdef NS_HAVE_CUDA
+    for (int mi = 0; mi < N_GPU_METHODS; ++mi) {
+        job jobs[2] = {{gpu_methods[mi], 1000 + (uint64_t)mi, 0, 0},
+                       {gpu_methods[(mi + 1 + (mi % 2)) % N_GPU_METHODS], 2000 + (uint64_t)mi, 0, 0}};
+        pthread_t th[2];
+        for (int k = 0; k < 2; ++k) pthread_create(&th[k], NULL, thread_job, &jobs[k]);
+        for (int k = 0; k < 2; ++k) pthread_join(th[k], NULL);
+        for (int k = 0; k < 2; ++k)
+            CHECK_MSG(jobs[k].ok && jobs[k].err <= 1e-11, "two threads, %s (thread %d): ok %d error %.3e",
+                      ns_tridiag_method_name(jobs[k].method), k, jobs[k].ok, jobs[k].err);
+    }
+#endif
+}
+
+/* Bad input to the device call: a status naming the argument, never a crash. */
+static void test_device_bad_input(void) {
+#ifdef NS_HAVE_CUDA
+    const int32_t n = 40;
+    const int64_t batch = 50;
+    const size_t bytes = (size_t)n * (size_t)batch * sizeof(double);
+    ns_tridiag_options o;
+    ns_tridiag_options_init(&o);
+    o.method = NS_TRIDIAG_WARP;
+    ns_tridiag_solver_t *solver = NULL;
+    CHECK_OK(ns_tridiag_solver_create(n, batch, &o, &solver));
+    if (!solver) return;
+    void *dv[4] = {NULL, NULL, NULL, NULL}, *pinned = NULL, *small = NULL;
+    for (int a = 0; a < 4; ++a) CHECK(cudaMalloc(&dv[a], bytes) == cudaSuccess);
+    CHECK(cudaMallocHost(&pinned, bytes) == cudaSuccess);
+    CHECK(cudaMalloc(&small, bytes / 2) == cudaSuccess);
+    double *host = malloc(bytes);
+    ns_status st = ns_tridiag_solver_solve_device(solver, host, dv[1], dv[2], dv[3], NULL);
+    CHECK_MSG(st == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "dl is ") != NULL, "host dl: %s",
+              ns_last_error());
+    st = ns_tridiag_solver_solve_device(solver, dv[0], pinned, dv[2], dv[3], NULL);
+    CHECK_MSG(st == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "d is pinned host memory") != NULL,
+              "pinned d: %s", ns_last_error());
+    st = ns_tridiag_solver_solve_device(solver, dv[0], dv[1], small, dv[3], NULL);
+    CHECK_MSG(st == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "du does not hold") != NULL,
+              "short du: %s", ns_last_error());
+    st = ns_tridiag_solver_solve_device(solver, dv[0], dv[1], dv[2], (char *)dv[3] + bytes / 2, NULL);
+    CHECK_MSG(st == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "x does not hold") != NULL,
+              "x past its allocation: %s", ns_last_error());
+    st = ns_tridiag_solver_solve_device(solver, dv[0], dv[1], dv[2], NULL, NULL);
+    CHECK_MSG(st == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "x is NULL") != NULL, "NULL x: %s",
+              ns_last_error());
+    CHECK_OK(ns_tridiag_solver_wait(solver)); /* the refused calls queued nothing */
+    int gpus = 0;
+    CHECK_OK(ns_cuda_device_count(&gpus));
+    if (gpus >= 2) {
+        /* a stream of GPU 1 for a solver on GPU 0, and a solver on GPU 1 (the option) with arrays of GPU 0 */
+        cudaStream_t q1 = NULL;
+        CHECK(cudaSetDevice(1) == cudaSuccess);
+        CHECK(cudaStreamCreate(&q1) == cudaSuccess);
+        CHECK(cudaSetDevice(0) == cudaSuccess);
+        st = ns_tridiag_solver_solve_device(solver, dv[0], dv[1], dv[2], dv[3], q1);
+        CHECK_MSG(st == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "stream belongs to GPU 1") != NULL,
+                  "stream of GPU 1: %s", ns_last_error());
+        ns_tridiag_options o1 = o;
+        o1.device = 1;
+        ns_tridiag_solver_t *s1 = NULL;
+        CHECK_OK(ns_tridiag_solver_create(n, batch, &o1, &s1));
+        int cur = -1;
+        cudaGetDevice(&cur);
+        CHECK_MSG(cur == 0, "create on GPU 1 left GPU %d current", cur);
+        st = ns_tridiag_solver_solve_device(s1, dv[0], dv[1], dv[2], dv[3], q1);
+        CHECK_MSG(st == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "dl is on GPU 0, the solver on GPU 1"),
+                  "arrays of GPU 0: %s", ns_last_error());
+        ns_tridiag_solver_destroy(s1);
+        cudaSetDevice(1);
+        cudaStreamDestroy(q1);
+        cudaSetDevice(0);
+    } else {
+        printf("NOTE: one GPU: the stream-of-another-GPU case is not exercised here\n");
+    }
+    /* the device option: an ordinal past the usable GPUs */
+    ns_tridiag_options ob = o;
+    ob.device = gpus;
+    ns_tridiag_solver_t *bad = NULL;
+    st = ns_tridiag_solver_create(n, batch, &ob, &bad);
+    CHECK_MSG(st == NS_ERR_NO_DEVICE && bad == NULL && strstr(ns_last_error(), "is not usable"), "device %d: %s",
+              gpus, ns_last_error());
+    /* float32 solver: the extent counts 4-byte entries (a float array of the right size passes) */
+    ns_tridiag_options of = o;
+    of.precision = NS_TRIDIAG_FLOAT32;
+    ns_tridiag_solver_t *sf = NULL;
+    CHECK_OK(ns_tridiag_solver_create(n, batch, &of, &sf));
+    CHECK_OK(ns_tridiag_solver_solve_device(sf, dv[0], dv[1], small, dv[3], NULL)); /* bytes / 2 = the float extent */
+    ns_tridiag_solver_destroy(sf); /* waits for the queued solve */
+    for (int a = 0; a < 4; ++a) cudaFree(dv[a]);
+    cudaFree(small);
+    cudaFreeHost(pinned);
+    free(host);
+    ns_tridiag_solver_destroy(solver);
 #endif
 }
 
@@ -305,6 +608,38 @@ static void test_singular(void) {
                 CHECK_MSG(strstr(ns_last_error(), "unknown 7:") != NULL, "%s: %s", ns_tridiag_method_name(m),
                           ns_last_error());
         }
+#ifdef NS_HAVE_CUDA
+        /* The device call: wait reports the same system. A second, regular
+         * solve queued before the wait does not hide the first one's pivot. */
+        for (size_t i = 0; i < len; ++i) x[i] = 1;
+        void *dv[4] = {NULL, NULL, NULL, NULL}, *good[4] = {NULL, NULL, NULL, NULL};
+        const double *hv[4] = {dl, d, du, x};
+        for (int a = 0; a < 4; ++a) {
+            CHECK(cudaMalloc(&dv[a], len * 8) == cudaSuccess && cudaMalloc(&good[a], len * 8) == cudaSuccess);
+            CHECK(cudaMemcpy(dv[a], hv[a], len * 8, cudaMemcpyHostToDevice) == cudaSuccess);
+            CHECK(cudaMemcpy(good[a], hv[a], len * 8, cudaMemcpyHostToDevice) == cudaSuccess);
+        }
+        const double four = 4.0, minus1 = -1.0;
+        CHECK(cudaMemcpy((double *)good[0] + bad, &minus1, 8, cudaMemcpyHostToDevice) == cudaSuccess);
+        CHECK(cudaMemcpy((double *)good[1] + bad, &four, 8, cudaMemcpyHostToDevice) == cudaSuccess);
+        CHECK(cudaMemcpy((double *)good[2] + bad, &minus1, 8, cudaMemcpyHostToDevice) == cudaSuccess);
+        CHECK_OK(ns_tridiag_solver_solve_device(solver, dv[0], dv[1], dv[2], dv[3], NULL));
+        const int accumulate = m == NS_TRIDIAG_THOMAS_BATCH || m == NS_TRIDIAG_WARP;
+        if (accumulate) CHECK_OK(ns_tridiag_solver_solve_device(solver, good[0], good[1], good[2], good[3], NULL));
+        st = ns_tridiag_solver_wait(solver);
+        const int named_dev = strstr(ns_last_error(), "system 5 ") != NULL;
+        if (m == NS_TRIDIAG_CUSPARSE_STRIDED || m == NS_TRIDIAG_CUSPARSE_INTERLEAVED) {
+            if (st != NS_ERR_SINGULAR || !named_dev)
+                printf("NOTE: %s device call on a singular system: %s (%s)\n", ns_tridiag_method_name(m),
+                       ns_status_string(st), ns_last_error());
+        } else {
+            CHECK_MSG(st == NS_ERR_SINGULAR && named_dev, "device call %s%s: %s: %s", ns_tridiag_method_name(m),
+                      accumulate ? " (then a regular solve)" : "", ns_status_string(st), ns_last_error());
+        }
+        CHECK_OK(ns_tridiag_solver_solve_device(solver, good[0], good[1], good[2], good[3], NULL));
+        CHECK_OK(ns_tridiag_solver_wait(solver)); /* the report was consumed by the last wait */
+        for (int a = 0; a < 4; ++a) cudaFree(dv[a]), cudaFree(good[a]);
+#endif
         ns_tridiag_solver_destroy(solver);
     }
     free(dl), free(d), free(du), free(x);
@@ -315,7 +650,9 @@ int main(void) {
     if (ns_cuda_device_count(&gpus) != NS_OK || gpus <= 0) CHECK_SKIP("no GPU (tridiagonal CUDA tests)");
     test_fixed();
     test_variable();
-    test_device_and_benchmark();
+    test_device_calls();
+    test_two_threads();
+    test_device_bad_input();
     test_singular();
     test_onchip_accuracy();
     return check_summary("test_tridiag_cuda");

@@ -10,7 +10,10 @@
  * in single) and its ratio to the device-to-device copy bandwidth measured
  * at the start of the run, max relative error against a long double CPU
  * solve (normwise per system), device memory incl. workspace.
- * Built on the public API only. */
+ * With --calls, GPU rows also time the host-array call and the device call
+ * (ns_tridiag_solver_solve_device on arrays and a stream of this program)
+ * against the kernel, same run. Built on the public API (and, for --calls,
+ * the CUDA runtime for the program's own device arrays and stream). */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,6 +21,10 @@
 #include <time.h>
 
 #include "cli.h"
+
+#ifdef NS_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #define MAX_LIST 16
 
@@ -34,6 +41,8 @@ static void help(void) {
            "  --seed S                 random seed (default 1)\n"
            "  --csv FILE               write every row\n"
            "  --plot FILE.png          draw Figs. 9-13 from the CSV (needs --csv and matplotlib)\n"
+           "  --calls                  GPU rows also time the host-array call and the device call\n"
+           "                           (caller's arrays and stream) against the kernel, same run\n"
            "  --json                   one JSON document on stdout instead of the table\n");
 }
 
@@ -49,6 +58,10 @@ typedef struct row {
     int repeats;
     double ms, min_ms, speedup_cusparse, speedup_seq, gbs, ratio, error;
     double device_bytes, workspace_bytes;
+    /* --calls: median host-array call [ms, wall], device call [ms, CUDA
+     * events around the queued call: the GPU time it adds], device call
+     * plus wait [ms, wall], and the device call's max relative error */
+    double host_ms, dcall_ms, dcall_wall_ms, dcall_error;
     char status[96];
 } row;
 
@@ -63,6 +76,7 @@ static row *add_row(rows *r) {
     r->v = v;
     row *x = &v[r->n - 1];
     x->ms = x->min_ms = x->speedup_cusparse = x->speedup_seq = x->gbs = x->ratio = x->error = NAN;
+    x->host_ms = x->dcall_ms = x->dcall_wall_ms = x->dcall_error = NAN;
     return x;
 }
 
@@ -234,6 +248,7 @@ typedef struct opts {
     int n_ns, n_batches;
     int quick;
     int json;            /* 1: no table on stdout (the JSON document goes there) */
+    int calls;           /* --calls */
     double copy_gbs;
 } opts;
 
@@ -250,6 +265,96 @@ static int method_wanted(const opts *o, ns_tridiag_method m) {
 
 static int is_cusparse(ns_tridiag_method m) {
     return m == NS_TRIDIAG_CUSPARSE_STRIDED || m == NS_TRIDIAG_CUSPARSE_INTERLEAVED;
+}
+
+#ifdef NS_HAVE_CUDA
+static double wall_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return 1e3 * (double)t.tv_sec + 1e-6 * (double)t.tv_nsec;
+}
+#endif
+
+/* --calls: the host-array call and the device call of the same solver, `reps`
+ * times each after a warm-up. The device call runs on arrays and a stream
+ * of this program; before each run the inputs are restored and L2 is
+ * flushed (as the kernel timing does), and events bracket the queued call,
+ * so its time is what the call adds to the stream. A second loop times the
+ * call plus ns_tridiag_solver_wait on an idle stream (wall clock). Returns 0
+ * on success; r->status names a failure. */
+static int measure_calls(const point *p, ns_tridiag_solver_t *solver, void *const *in, size_t len, size_t es,
+                         int interleaved, int reps, row *r) {
+#ifdef NS_HAVE_CUDA
+    const size_t bytes = len * es;
+    double *t = malloc(3 * (size_t)reps * sizeof *t);
+    void *x = malloc(bytes);
+    void *dv[4] = {NULL, NULL, NULL, NULL}, *pv[4] = {NULL, NULL, NULL, NULL}, *flush = NULL;
+    cudaStream_t q = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    int ok = t && x, dev = 0, l2 = 0;
+    ns_status st = NS_OK;
+    /* host-array call */
+    for (int k = -1; k < reps && ok; ++k) {
+        memcpy(x, in[3], bytes);
+        const double t0 = wall_ms();
+        st = p->f32 ? ns_tridiag_solver_solve_f32(solver, in[0], in[1], in[2], x)
+                    : ns_tridiag_solver_solve(solver, in[0], in[1], in[2], x);
+        if (k >= 0) t[k] = wall_ms() - t0;
+        ok = st == NS_OK;
+    }
+    ok = ok && cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) == cudaSuccess;
+    ok = ok && cudaStreamCreateWithFlags(&q, cudaStreamNonBlocking) == cudaSuccess &&
+         cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
+         cudaMalloc(&flush, 2 * (size_t)l2 + 1) == cudaSuccess;
+    for (int a = 0; a < 4 && ok; ++a)
+        ok = cudaMalloc(&dv[a], bytes) == cudaSuccess && cudaMalloc(&pv[a], bytes) == cudaSuccess &&
+             cudaMemcpy(pv[a], in[a], bytes, cudaMemcpyHostToDevice) == cudaSuccess;
+    /* device call: GPU time it adds (events), then call + wait (wall) */
+    for (int pass = 0; pass < 2 && ok; ++pass)
+        for (int k = -1; k < reps && ok; ++k) {
+            for (int a = 0; a < 4 && ok; ++a)
+                ok = cudaMemcpyAsync(dv[a], pv[a], bytes, cudaMemcpyDeviceToDevice, q) == cudaSuccess;
+            ok = ok && cudaMemsetAsync(flush, k & 0xff, 2 * (size_t)l2, q) == cudaSuccess;
+            if (!ok) break;
+            if (pass == 0) {
+                ok = cudaEventRecord(e0, q) == cudaSuccess;
+                st = ok ? ns_tridiag_solver_solve_device(solver, dv[0], dv[1], dv[2], dv[3], q) : NS_OK;
+                ok = ok && st == NS_OK && cudaEventRecord(e1, q) == cudaSuccess;
+                st = ok ? ns_tridiag_solver_wait(solver) : st;
+                float ms = 0.0f;
+                ok = ok && st == NS_OK && cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
+                if (k >= 0) t[reps + k] = (double)ms;
+            } else {
+                ok = cudaStreamSynchronize(q) == cudaSuccess;
+                const double t0 = wall_ms();
+                st = ok ? ns_tridiag_solver_solve_device(solver, dv[0], dv[1], dv[2], dv[3], q) : NS_OK;
+                if (ok && st == NS_OK) st = ns_tridiag_solver_wait(solver);
+                if (k >= 0) t[2 * reps + k] = wall_ms() - t0;
+                ok = ok && st == NS_OK;
+            }
+        }
+    ok = ok && cudaMemcpy(x, dv[3], bytes, cudaMemcpyDeviceToHost) == cudaSuccess;
+    if (ok) {
+        r->host_ms = cli_median(t, reps);
+        r->dcall_ms = cli_median(t + reps, reps);
+        r->dcall_wall_ms = cli_median(t + 2 * reps, reps);
+        r->dcall_error = point_error(p, interleaved, x);
+    } else {
+        snprintf(r->status, sizeof r->status, "calls: %s", st != NS_OK ? ns_status_string(st) : "CUDA runtime error");
+        if (st != NS_OK) cli_status_error(r->method, st);
+    }
+    for (int a = 0; a < 4; ++a) cudaFree(dv[a]), cudaFree(pv[a]);
+    cudaFree(flush);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    if (q) cudaStreamDestroy(q);
+    free(t), free(x);
+    return ok ? 0 : 1;
+#else
+    (void)p, (void)solver, (void)in, (void)len, (void)es, (void)interleaved, (void)reps;
+    snprintf(r->status, sizeof r->status, "calls: built without CUDA");
+    return 1;
+#endif
 }
 
 static void run_method(const opts *o, point *p, ns_tridiag_method m, row *r) {
@@ -294,6 +399,8 @@ static void run_method(const opts *o, point *p, ns_tridiag_method m, row *r) {
             r->device_bytes = (double)ns_tridiag_solver_device_bytes(solver);
             r->workspace_bytes = (double)ns_tridiag_solver_workspace_bytes(solver);
             snprintf(r->status, sizeof r->status, "ok");
+            if (o->calls && ns_tridiag_method_backend(m) == NS_BACKEND_CUDA)
+                (void)measure_calls(p, solver, in, len, es, interleaved, reps, r);
         } else {
             snprintf(r->status, sizeof r->status, "%s", ns_status_string(st));
             cli_status_error(r->method, st);
@@ -304,19 +411,25 @@ static void run_method(const opts *o, point *p, ns_tridiag_method m, row *r) {
     ns_tridiag_solver_destroy(solver);
 }
 
-static void print_header(void) {
-    printf("%-6s %-6s %10s %8s %-20s %10s %8s %8s %9s %7s %10s %9s %9s\n", "prec", "grid", "sizes", "batch",
+static void print_header(const opts *o) {
+    printf("%-6s %-6s %10s %8s %-20s %10s %8s %8s %9s %7s %10s %9s %9s", "prec", "grid", "sizes", "batch",
            "method", "ms", "x_cusp", "x_seq", "GB/s", "eff/cp", "max_rel_err", "dev_MB", "work_MB");
+    if (o->calls) printf(" %10s %10s %8s %10s %10s", "host_ms", "dcall_ms", "dc/kern", "dcall+wait", "dcall_err");
+    printf("\n");
 }
 
-static void print_row(const row *r) {
+static void print_row(const opts *o, const row *r) {
     if (strcmp(r->status, "ok") != 0) {
         printf("%-6s %-6s %10s %8lld %-20s %s\n", r->precision, r->grid, r->sizes, r->batch, r->method, r->status);
         return;
     }
-    printf("%-6s %-6s %10s %8lld %-20s %10.4f %8.2f %8.1f %9.1f %7.3f %10.2e %9.1f %9.1f\n", r->precision, r->grid,
+    printf("%-6s %-6s %10s %8lld %-20s %10.4f %8.2f %8.1f %9.1f %7.3f %10.2e %9.1f %9.1f", r->precision, r->grid,
            r->sizes, r->batch, r->method, r->ms, r->speedup_cusparse, r->speedup_seq, r->gbs, r->ratio, r->error,
            r->device_bytes / 1e6, r->workspace_bytes / 1e6);
+    if (o->calls && !isnan(r->dcall_ms))
+        printf(" %10.4f %10.4f %8.4f %10.4f %10.2e", r->host_ms, r->dcall_ms, r->dcall_ms / r->ms, r->dcall_wall_ms,
+               r->dcall_error);
+    printf("\n");
     fflush(stdout);
 }
 
@@ -383,7 +496,7 @@ static int run_point(const opts *o, rows *r, int f32, const char *grid, int64_t 
     }
     finish_point(o, r, first, f32);
     if (!o->json)
-        for (int i = first; i < r->n; ++i) print_row(&r->v[i]);
+        for (int i = first; i < r->n; ++i) print_row(o, &r->v[i]);
     point_free(&p);
     return 0;
 }
@@ -395,13 +508,15 @@ static int write_csv(const char *path, const rows *r) {
     FILE *f = ns_output_stream(o);
     if (!f) return 1;
     fprintf(f, "precision,grid,n,sizes,batch,unknowns,method,repeats,median_ms,min_ms,speedup_vs_cusparse,"
-               "speedup_vs_sequential,eff_gbs,eff_over_copy,max_rel_err,device_bytes,workspace_bytes,status\n");
+               "speedup_vs_sequential,eff_gbs,eff_over_copy,max_rel_err,device_bytes,workspace_bytes,host_call_ms,"
+               "device_call_ms,device_call_wait_ms,device_call_err,status\n");
     for (int i = 0; i < r->n; ++i) {
         const row *x = &r->v[i];
-        fprintf(f, "%s,%s,%d,%s,%lld,%lld,%s,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.0f,%.0f,%s\n", x->precision,
+        fprintf(f, "%s,%s,%d,%s,%lld,%lld,%s,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.0f,%.0f,%.6g,%.6g,%.6g,%.6g,%s\n",
+                x->precision,
                 x->grid, x->n, x->sizes, x->batch, x->unknowns, x->method, x->repeats, x->ms, x->min_ms,
                 x->speedup_cusparse, x->speedup_seq, x->gbs, x->ratio, x->error, x->device_bytes,
-                x->workspace_bytes, x->status);
+                x->workspace_bytes, x->host_ms, x->dcall_ms, x->dcall_wall_ms, x->dcall_error, x->status);
     }
     return cli_output_commit(o);
 }
@@ -434,6 +549,10 @@ static void write_json(const opts *o, const rows *r, const char *device) {
         json_double(&j, "max_rel_err", x->error);
         json_double(&j, "device_bytes", x->device_bytes);
         json_double(&j, "workspace_bytes", x->workspace_bytes);
+        json_double(&j, "host_call_ms", x->host_ms);
+        json_double(&j, "device_call_ms", x->dcall_ms);
+        json_double(&j, "device_call_wait_ms", x->dcall_wall_ms);
+        json_double(&j, "device_call_err", x->dcall_error);
         json_object_end(&j);
     }
     json_array_end(&j);
@@ -510,6 +629,8 @@ int bench_tridiag(int argc, char **argv) {
             csv = v, ++i;
         } else if (strcmp(a, "--plot") == 0 && v) {
             plot = v, ++i;
+        } else if (strcmp(a, "--calls") == 0) {
+            o.calls = 1;
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
         } else {
@@ -552,7 +673,7 @@ int bench_tridiag(int argc, char **argv) {
         printf("# x_cusp: speedup over the faster cuSPARSE routine; x_seq: over the sequential CPU solve; "
                "GB/s at %s bytes per unknown\n",
                o.prec_double && o.prec_single ? "40 (double) / 20 (single)" : o.prec_double ? "40" : "20");
-        print_header();
+        print_header(&o);
     }
 
     static const long long a_n[] = {64, 128, 256, 512}, a_b[] = {256, 2560, 25600, 256000};

@@ -19,8 +19,12 @@
 
 #ifdef NS_HAVE_MPI
 #include "neurosolve/mpi.h"
+#ifdef NS_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 static int mpi_on = 0, mpi_rank = 0, mpi_size = 1;
+static int mpi_device = NS_DEVICE_CURRENT; /* this process's GPU (ns_mpi_bind_device) */
 static FILE *captured = NULL; /* non-root stderr */
 static long long failures_at_start = 0;
 
@@ -47,9 +51,17 @@ void cli_mpi_begin(int *argc, char ***argv) {
             dup2(fileno(captured), fileno(stderr));
         }
     }
-    /* before anything initialises CUDA */
-    ns_status st = ns_mpi_bind_device(MPI_COMM_WORLD, NULL, NULL, NULL);
+    /* one GPU per process, passed down in the options of solve and
+     * simulate; NEUROSOLVE_MPI_BIND=0 leaves it to the launcher */
+    const char *bind = getenv("NEUROSOLVE_MPI_BIND");
+    ns_status st = ns_mpi_bind_device(MPI_COMM_WORLD, !(bind && strcmp(bind, "0") == 0), &mpi_device, NULL, NULL);
     if (st != NS_OK) cli_status_error("binding a GPU to each MPI process", st);
+#ifdef NS_HAVE_CUDA
+    /* the command's own choice: the bound GPU is also this process's current
+     * device, so that the benchmarks (handles with NS_DEVICE_CURRENT) run on it */
+    if (st == NS_OK && mpi_device >= 0 && cudaSetDevice(mpi_device) != cudaSuccess)
+        fprintf(stderr, "neurosolve: warning: cannot make GPU %d current\n", mpi_device);
+#endif
     failures_at_start = ns_mpi_failed_agreements();
 }
 
@@ -115,7 +127,9 @@ ns_status cli_mpi_solve(const ns_batch_t *batch, const ns_solve_options *opt, co
         ns_mpi_batch_extract(mb, rhs, loc + 3 * n);
     }
     if (mb) st = ns_mpi_agree_message(MPI_COMM_WORLD, st, "out of memory for this process's cells");
-    if (st == NS_OK) st = ns_mpi_hines_solve(mb, opt, loc, loc + n, loc + 2 * n, loc + 3 * n, tm, method, backend);
+    ns_solve_options o = *opt;
+    if (o.device == NS_DEVICE_CURRENT) o.device = mpi_device;
+    if (st == NS_OK) st = ns_mpi_hines_solve(mb, &o, loc, loc + n, loc + 2 * n, loc + 3 * n, tm, method, backend);
     /* every process receives every solution, so the checks run anywhere */
     if (st == NS_OK) st = ns_mpi_batch_gather(mb, -1, loc + 3 * n, rhs);
     if (st == NS_OK && tm) tm->total_ms = (MPI_Wtime() - t0) * 1e3;
@@ -146,8 +160,12 @@ ns_status cli_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64
     *out = NULL;
     ns_status st = mpi_on ? ns_mpi_agree_message(MPI_COMM_WORLD, s ? NS_OK : NS_ERR_OUT_OF_MEMORY, "out of memory")
                           : (s ? NS_OK : NS_ERR_OUT_OF_MEMORY);
+    ns_sim_options o;
+    if (options) o = *options;
+    else ns_sim_options_init(&o);
+    if (mpi_on && o.device == NS_DEVICE_CURRENT) o.device = mpi_device;
     if (st == NS_OK)
-        st = mpi_on ? ns_mpi_sim_create(MPI_COMM_WORLD, n_shapes, shapes, n_cells, cell_shape, params, options, &s->dist)
+        st = mpi_on ? ns_mpi_sim_create(MPI_COMM_WORLD, n_shapes, shapes, n_cells, cell_shape, params, &o, &s->dist)
                     : ns_sim_create(n_shapes, shapes, n_cells, cell_shape, params, options, &s->local);
     if (st != NS_OK) {
         free(s);

@@ -105,6 +105,9 @@ typedef struct ns_sim_options {
                                 does not fit that count); 0 = automatic */
     int32_t record_every;    /* steps between recorded samples (>= 1), 1 */
     int32_t check_every;     /* steps between NaN/Inf checks of v (>= 1), 1 */
+    int32_t device;          /* CUDA backend: device ordinal, or NS_DEVICE_CURRENT (the default):
+                                the device current on the calling thread at create; every call
+                                of the simulation runs on it and restores the caller's device */
 } ns_sim_options;
 
 NS_API void ns_sim_options_init(ns_sim_options *options);

@@ -159,7 +159,9 @@ typedef struct ns_life_options {
     ns_life_variant mw_variant;  /* AUTO by default */
     ns_life_variant mty_variant; /* AUTO by default */
     int32_t threads;             /* CPU threads; 0 = OpenMP's default */
-    int32_t device;              /* CUDA device (0) */
+    int32_t device;              /* CUDA backend: device ordinal, or NS_DEVICE_CURRENT (the default):
+                                    the device current on the calling thread at create; every call
+                                    of the engine runs on it and restores the caller's device */
     size_t device_memory_limit;  /* [bytes]; 0 = what the device has free */
 } ns_life_options;
 

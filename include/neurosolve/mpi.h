@@ -67,16 +67,18 @@ NS_API ns_status ns_mpi_check_same(MPI_Comm comm, uint64_t hash, const char *wha
 NS_API uint64_t ns_mpi_hash(uint64_t h, const void *data, size_t bytes);
 
 /* Collective. One GPU per process, chosen by the process's rank among the
- * processes of its node (MPI_Comm_split_type SHARED): the node's GPUs are
- * those listed in CUDA_VISIBLE_DEVICES or, when it is unset, those under
- * /proc/driver/nvidia/gpus; local rank r gets GPU r mod count, and
- * CUDA_VISIBLE_DEVICES is set to that one GPU, so the library's device 0 is
- * it. Call before anything initialises CUDA in the process. *device (may be
- * NULL) receives the node-level index chosen, or -1 when the node shows no
- * GPU (CUDA_VISIBLE_DEVICES is then left alone). *local_rank and
- * *local_size (may be NULL) receive the node-local rank and count. Setting
- * NEUROSOLVE_MPI_BIND=0 in the environment turns the binding off. */
-NS_API ns_status ns_mpi_bind_device(MPI_Comm comm, int *device, int *local_rank, int *local_size);
+ * processes of its node (MPI_Comm_split_type SHARED): with bind = 1, local
+ * rank r gets the device ordinal r mod (usable devices of this process,
+ * ns_cuda_device_count), for the caller to put in the `device` field of the
+ * options it creates handles with (ns_solve_options, ns_sim_options,
+ * ns_life_options, ns_tridiag_options). The library neither reads nor sets
+ * the environment: the devices counted are those the CUDA runtime shows
+ * (after CUDA_VISIBLE_DEVICES, which the launcher or the user sets), and
+ * nothing is made current. *device (may be NULL) receives the ordinal, or
+ * NS_DEVICE_CURRENT when bind = 0 (the launcher binds already), when the
+ * process sees no usable GPU, or in a build without CUDA. *local_rank and
+ * *local_size (may be NULL) receive the node-local rank and count. */
+NS_API ns_status ns_mpi_bind_device(MPI_Comm comm, int bind, int *device, int *local_rank, int *local_size);
 
 /* ---------------------------------------------------------- partitions */
 /* Pure functions (no communication), so that they can be tested alone. */

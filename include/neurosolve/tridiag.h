@@ -25,7 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "neurosolve/backend.h" /* ns_backend, ns_solve_timing */
+#include "neurosolve/backend.h" /* ns_backend, ns_solve_timing, NS_DEVICE_CURRENT */
 #include "neurosolve/status.h"
 
 #ifdef __cplusplus
@@ -95,15 +95,22 @@ typedef struct ns_tridiag_options {
      * (or p is not finite). 0 = automatic: 4 machine epsilons of the precision. */
     double pivot_tolerance;
     int check_finite;               /* 1: reject NaN/Inf in the inputs before solving */
+    int32_t device;                 /* GPU methods: CUDA device ordinal, or NS_DEVICE_CURRENT (the
+                                       default): the device current on the calling thread at create */
 } ns_tridiag_options;
 
-/* Defaults: Flat, float64, auto, dense, automatic tolerance, no finite check. */
+/* Defaults: Flat, float64, auto, dense, automatic tolerance, no finite
+ * check, device NS_DEVICE_CURRENT. */
 NS_API void ns_tridiag_options_init(ns_tridiag_options *options);
 
 typedef struct ns_tridiag_solver ns_tridiag_solver_t;
 
 /* A solver for `batch` systems of n unknowns each. GPU methods allocate the
- * device arrays and any workspace here, once. options may be NULL (defaults). */
+ * device arrays and any workspace here, once, on options->device, which the
+ * solver keeps for life: every call makes it current for its own work and
+ * gives the caller's current device back. options may be NULL (defaults).
+ * Thread safety: one solver is used by one thread at a time; separate
+ * solvers may be used by separate threads at once, on one GPU or several. */
 NS_API ns_status ns_tridiag_solver_create(int32_t n, int64_t batch, const ns_tridiag_options *options,
                                           ns_tridiag_solver_t **out);
 /* A solver for systems of different sizes: sizes[s] >= 1 unknowns for
@@ -137,13 +144,32 @@ NS_API ns_status ns_tridiag_solver_solve(ns_tridiag_solver_t *solver, const doub
 NS_API ns_status ns_tridiag_solver_solve_f32(ns_tridiag_solver_t *solver, const float *dl, const float *d,
                                              const float *du, float *x);
 
-/* Solve on device arrays (GPU methods only) in the solver's layout, stride
- * and precision. When that is the method's native layout the kernel works in
- * place and may overwrite du (thomas-batch, vbatch-*: the eliminated upper
- * diagonal) or dl, d, du (cusparse-*); otherwise the arrays are converted
- * into the solver's own buffers and only x is written. */
+/* Solve on device arrays: dl, d, du, x are device memory of the solver's
+ * GPU in the solver's layout, stride and precision (float or double, as
+ * created), each holding ns_tridiag_solver_length entries, and the solve is
+ * queued on `stream` (a cudaStream_t of that GPU; NULL: the legacy default
+ * stream). The call returns once the work is queued: the library does not
+ * synchronise the device or the stream, and the arrays must stay valid
+ * until the stream has run the solve. When the layout is the method's
+ * native one and dense, the kernel works in place and may overwrite du
+ * (thomas-batch, vbatch-*: the eliminated upper diagonal) or dl, du
+ * (cusparse-*: dl[0] and du[n-1] of each system are zeroed; cusparse-
+ * interleaved may also overwrite d); otherwise the arrays are converted into
+ * the solver's own buffers on the stream and only x is written. Pointers
+ * that are not device memory of that GPU (or do not hold the extent), and a
+ * stream of another GPU give NS_ERR_INVALID_ARGUMENT naming the argument;
+ * CPU methods give NS_ERR_UNSUPPORTED. ns_tridiag_solver_wait blocks until
+ * the solves queued since the last wait have run (it waits for them only,
+ * not for the stream or the device) and returns NS_ERR_SINGULAR naming the
+ * lowest failing system and unknown among them (cusparse-*: a non-finite
+ * solution entry), NS_OK otherwise or when nothing is queued. One solver
+ * serves one stream at a time: queue the next solve after the previous one
+ * on the same stream, or use one solver per stream. A host-array call or
+ * destroy first waits for a queued device solve (its pivot report is kept
+ * for the next wait). docs/tridiag.md, "Device arrays". */
 NS_API ns_status ns_tridiag_solver_solve_device(ns_tridiag_solver_t *solver, void *dl, void *d, void *du,
-                                                void *x);
+                                                void *x, void *stream);
+NS_API ns_status ns_tridiag_solver_wait(ns_tridiag_solver_t *solver);
 
 /* Benchmark entry point: stage the host inputs once (on the device for GPU
  * methods), solve `repeats` times restoring the inputs before each run

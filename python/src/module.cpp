@@ -870,7 +870,8 @@ NB_MODULE(_core, m) {
         .def_prop_ro("method", [](const TridiagSolver &s) { return std::string(ns_tridiag_method_name(ns_tridiag_solver_method(s.s))); })
         .def_prop_ro("backend", [](const TridiagSolver &s) { return std::string(ns_backend_name(ns_tridiag_solver_backend(s.s))); })
         .def_prop_ro("length", [](const TridiagSolver &s) { return s.length; }, "Entries each array must hold.")
-        .def("solve", [](TridiagSolver &s, nb::handle dl, nb::handle d, nb::handle du, nb::handle x) {
+        .def("solve", [](TridiagSolver &s, nb::handle dl, nb::handle d, nb::handle du, nb::handle x,
+                         nb::handle stream) {
             const char *fn = "TridiagSolver.solve";
             const bool f32 = s.precision == NS_TRIDIAG_FLOAT32;
             // at least `length` entries: a strided layout's natural allocation
@@ -889,12 +890,15 @@ NB_MODULE(_core, m) {
             view vd = get(d, "d", where, true);
             view vdu = get(du, "du", where, true);
             view vx = get(x, "x", where, true);
+            if (host && !stream.is_none())
+                fail(NS_ERR_INVALID_ARGUMENT, "TridiagSolver.solve: stream given for host (numpy) arrays");
+            void *str = host ? nullptr : stream_of(stream);
             ns_status st;
             {
                 nb::gil_scoped_release r;
                 std::lock_guard<std::mutex> lock(s.mu);
                 if (!host)
-                    st = ns_tridiag_solver_solve_device(s.s, vdl.ptr, vd.ptr, vdu.ptr, vx.ptr);
+                    st = ns_tridiag_solver_solve_device(s.s, vdl.ptr, vd.ptr, vdu.ptr, vx.ptr, str);
                 else if (f32)
                     st = ns_tridiag_solver_solve_f32(s.s, (const float *)vdl.ptr, (const float *)vd.ptr,
                                                      (const float *)vdu.ptr, (float *)vx.ptr);
@@ -903,10 +907,20 @@ NB_MODULE(_core, m) {
                                                  (const double *)vdu.ptr, (double *)vx.ptr);
             }
             check(st);
-        }, "dl"_a, "d"_a, "du"_a, "x"_a,
+        }, "dl"_a, "d"_a, "du"_a, "x"_a, "stream"_a = nb::none(),
            "Solve in place: x holds the right-hand side and becomes the solution. Host arrays: dl, d, du are "
-           "read. CUDA arrays (GPU methods): the library's own stream, returns when done; the kernel may "
-           "overwrite du (or dl, d, du for cusparse-*) when the layout is the method's native one.")
+           "read, synchronous. CUDA arrays (GPU methods): queued on `stream`, returns at once; call wait(). "
+           "The kernel may overwrite du (or dl, d, du for cusparse-*) when the layout is the method's native one.")
+        .def("wait", [](TridiagSolver &s) {
+            ns_status st;
+            {
+                nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(s.mu);
+                st = ns_tridiag_solver_wait(s.s);
+            }
+            check(st);
+        }, "Block until the device solves queued since the last wait finished; raises SingularError for a "
+           "zero pivot among them.")
         .def_prop_ro("timing", [](TridiagSolver &s) {
             std::lock_guard<std::mutex> lock(s.mu);
             ns_solve_timing t;

@@ -172,7 +172,14 @@ def test_tridiag_gpu(method):
     s.solve(dl.copy(), d.copy(), du.copy(), h)  # host arrays
     np.testing.assert_allclose(h, ref, rtol=1e-10, atol=1e-13)
     DL, D, DU, X = (cp.asarray(v) for v in (dl, d, du, x))
-    s.solve(DL, D, DU, X)  # device arrays
+    s.solve(DL, D, DU, X)  # device arrays, queued on the legacy default stream (CuPy's default)
+    s.wait()
+    np.testing.assert_allclose(cp.asnumpy(X), ref, rtol=1e-10, atol=1e-13)
+    q = cp.cuda.Stream(non_blocking=True)  # the caller's stream
+    DL, D, DU, X = (cp.asarray(v) for v in (dl, d, du, x))
+    cp.cuda.runtime.deviceSynchronize()
+    s.solve(DL, D, DU, X, stream=q)
+    s.wait()
     np.testing.assert_allclose(cp.asnumpy(X), ref, rtol=1e-10, atol=1e-13)
 
 

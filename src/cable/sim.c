@@ -21,6 +21,20 @@ void ns_sim_options_init(ns_sim_options *o) {
     o->threads = 0;
     o->record_every = 1;
     o->check_every = 1;
+    o->device = NS_DEVICE_CURRENT;
+}
+
+/* A CUDA simulation's calls run on its device and give the caller's
+ * current device back (core/device_impl.h). */
+static int enter(const ns_sim_t *sim) {
+    if (sim->device < 0) return -1;
+    const int caller = ns_cuda_save_device();
+    if (caller != sim->device) ns_cuda_restore_device(sim->device);
+    return caller;
+}
+
+static void leave(const ns_sim_t *sim, int caller) {
+    if (sim->device >= 0 && caller != sim->device) ns_cuda_restore_device(caller);
 }
 
 ns_status ns_sim_locate(const ns_cell_t *cell, int32_t section, double x, int32_t *compartment) {
@@ -166,6 +180,7 @@ static ns_status choose_backend(ns_sim_t *sim) {
     sim->ops = impl->ops();
     sim->backend = be;
     sim->method = me;
+    if (be == NS_BACKEND_CUDA) return ns_cuda_resolve_device(sim->options.device, "simulation", &sim->device);
     return NS_OK;
 }
 
@@ -185,6 +200,9 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
     if (o.gpu_lanes < 0 || o.gpu_lanes > 32 || (o.gpu_lanes & (o.gpu_lanes - 1)) != 0)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: gpu_lanes = %d is not 0, 1, 2, 4, 8, 16 or 32",
                        (int)o.gpu_lanes);
+    if (o.device < NS_DEVICE_CURRENT)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "ns_sim_create: device = %d is neither a device ordinal nor NS_DEVICE_CURRENT", (int)o.device);
     if (o.record_every < 1 || o.check_every < 1 || o.threads < 0)
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "ns_sim_create: record_every = %d and check_every = %d must be >= 1, threads = %d >= 0",
@@ -199,6 +217,7 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
 
     ns_sim_t *sim = calloc(1, sizeof *sim);
     if (!sim) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_create");
+    sim->device = -1;
     sim->params = *params;
     sim->options = o;
     sim->n_shapes = n_shapes;
@@ -239,7 +258,11 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
         goto fail;
     }
     sim->dirty = 1;
-    st = sim->ops->create(sim);
+    {
+        const int caller = enter(sim);
+        st = sim->ops->create(sim);
+        leave(sim, caller);
+    }
     if (st != NS_OK) goto fail;
     st = ns_sim_init(sim);
     if (st != NS_OK) goto fail;
@@ -252,7 +275,11 @@ fail:
 
 void ns_sim_destroy(ns_sim_t *sim) {
     if (!sim) return;
-    if (sim->ops && sim->ops->destroy) sim->ops->destroy(sim);
+    if (sim->ops && sim->ops->destroy) {
+        const int caller = enter(sim);
+        sim->ops->destroy(sim);
+        leave(sim, caller);
+    }
     if (sim->shapes)
         for (int32_t k = 0; k < sim->n_shapes; ++k) shape_free(&sim->shapes[k]);
     free(sim->shapes);
@@ -415,7 +442,9 @@ ns_status ns_sim_init(ns_sim_t *sim) {
     sim->state_set = 0;
     sim->samples = 0;
     for (int64_t c = 0; c < sim->n_cells; ++c) sim->n_spikes[c] = 0;
+    const int caller = enter(sim);
     st = sim->ops->init(sim);
+    leave(sim, caller);
     if (st != NS_OK) return st;
     st = grow_traces(sim, 1);
     if (st != NS_OK) return st;
@@ -443,14 +472,18 @@ ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
     st = grow_traces(sim, (sim->steps + steps) / every + 1);
     if (st != NS_OK) return st;
     if (sim->state_set && sim->ops->load_state) {
+        const int caller = enter(sim);
         st = sim->ops->load_state(sim);
+        leave(sim, caller);
         if (st != NS_OK) return st;
     }
     sim->state_set = 0;
     sim_fault fault = {INT64_MAX, -1, -1, 0.0};
     const double t0 = ns_time_ms();
     const double t_before = sim->t;
+    const int caller = enter(sim);
     st = sim->ops->advance(sim, steps, &fault);
+    leave(sim, caller);
     sim->elapsed_ms += ns_time_ms() - t0;
     if (st != NS_OK) {
         /* keep what the completed calls recorded (sim->samples is unchanged):
@@ -525,7 +558,9 @@ ns_status ns_sim_get_state(ns_sim_t *sim, int64_t cell, double *v, double *m, do
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_state: cell %lld of %lld", (long long)cell,
                        (long long)sim->n_cells);
     if (sim->ops->sync_state && !sim->state_set) { /* after ns_sim_set_state the host copy is the state */
+        const int caller = enter(sim);
         ns_status st = sim->ops->sync_state(sim);
+        leave(sim, caller);
         if (st != NS_OK) return st;
     }
     const int64_t o = sim->cell_offset[cell];
@@ -545,7 +580,9 @@ ns_status ns_sim_set_state(ns_sim_t *sim, int64_t cell, const double *v, const d
                        (long long)sim->n_cells);
     /* the other cells' host copy must be current before it is pushed back */
     if (sim->ops->sync_state && !sim->state_set) {
+        const int caller = enter(sim);
         ns_status st = sim->ops->sync_state(sim);
+        leave(sim, caller);
         if (st != NS_OK) return st;
     }
     const int64_t o = sim->cell_offset[cell];

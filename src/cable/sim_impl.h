@@ -53,6 +53,7 @@ struct ns_sim {
     ns_sim_options options;
     ns_backend backend;
     ns_hines_method method;
+    int device;            /* CUDA: the GPU (options.device resolved); -1 on the CPU */
     int32_t gpu_lanes;     /* set by the CUDA loop: see ns_sim_gpu_lanes */
     const sim_ops *ops;
     void *backend_state;

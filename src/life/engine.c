@@ -17,6 +17,19 @@ static const ns_life_variant candidates[] = {NS_LIFE_COEFF_ATOM, NS_LIFE_COEFF_V
 #define N_CANDIDATES 4
 #define SELECT_RUNS 3
 
+/* A CUDA engine's calls run on its device and give the caller's current
+ * device back (core/device_impl.h). */
+static int enter(const ns_life_engine_t *e) {
+    if (e->device < 0) return -1;
+    const int caller = ns_cuda_save_device();
+    if (caller != e->device) ns_cuda_restore_device(e->device);
+    return caller;
+}
+
+static void leave(const ns_life_engine_t *e, int caller) {
+    if (e->device >= 0 && caller != e->device) ns_cuda_restore_device(caller);
+}
+
 int ns_life_engine_supports(const ns_life_engine_t *e, ns_life_variant v) {
     if (!e || v <= NS_LIFE_AUTO || (int)v >= NS_LIFE_VARIANT_ALL) return 0;
     return e->ops->supports(v); /* the CPU: the exact variants only (cpu_supports) */
@@ -24,7 +37,10 @@ int ns_life_engine_supports(const ns_life_engine_t *e, ns_life_variant v) {
 
 static ns_status run_product(ns_life_engine_t *e, ns_life_product p, ns_life_variant v,
                              const double *in, double *out) {
-    return e->ops->product(e, p, v, in, out);
+    const int caller = enter(e);
+    ns_status s = e->ops->product(e, p, v, in, out);
+    leave(e, caller);
+    return s;
 }
 
 ns_status ns_life_time_product(ns_life_engine_t *e, ns_life_product p, ns_life_variant v,
@@ -35,7 +51,12 @@ ns_status ns_life_time_product(ns_life_engine_t *e, ns_life_product p, ns_life_v
     if (!ns_life_engine_supports(e, v))
         return ns_fail(NS_ERR_UNSUPPORTED, "LiFE variant '%s' is not available on the %s backend",
                        ns_life_variant_name(v), ns_backend_name(e->backend));
-    if (e->ops->time) return e->ops->time(e, p, v, in, out, repeats, ms);
+    if (e->ops->time) {
+        const int caller = enter(e);
+        ns_status s = e->ops->time(e, p, v, in, out, repeats, ms);
+        leave(e, caller);
+        return s;
+    }
     for (int r = 0; r < repeats; ++r) {
         const double t0 = ns_time_ms();
         ns_status s = run_product(e, p, v, in, out);
@@ -95,6 +116,7 @@ ns_status ns_life_engine_create(ns_life_model_t *model, const ns_life_options *o
     ns_life_engine_t *e = calloc(1, sizeof *e);
     if (!e) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LiFE engine");
     e->model = model;
+    e->device = -1;
     if (options) e->options = *options;
     else ns_life_options_init(&e->options);
     if (e->options.threads < 0) {
@@ -102,7 +124,15 @@ ns_status ns_life_engine_create(ns_life_model_t *model, const ns_life_options *o
         free(e);
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "threads = %d must be >= 0", threads);
     }
+    if (e->options.device < NS_DEVICE_CURRENT) {
+        const int device = (int)e->options.device;
+        free(e);
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "LiFE engine: device = %d is neither a device ordinal nor "
+                       "NS_DEVICE_CURRENT", device);
+    }
     ns_status s = ns_life_choose_backend(e->options.backend, &e->backend, &e->ops);
+    if (s == NS_OK && e->backend == NS_BACKEND_CUDA)
+        s = ns_cuda_resolve_device(e->options.device, "LiFE engine", &e->device);
     if (s != NS_OK) {
         free(e);
         return s;
@@ -111,7 +141,11 @@ ns_status ns_life_engine_create(ns_life_model_t *model, const ns_life_options *o
     for (int p = 0; p < 2 && s == NS_OK; ++p)
         if ((int)want[p] < 0 || (int)want[p] >= NS_LIFE_VARIANT_ALL)
             s = ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown LiFE variant %d", (int)want[p]);
-    if (s == NS_OK && e->ops->create) s = e->ops->create(e);
+    if (s == NS_OK && e->ops->create) {
+        const int caller = enter(e);
+        s = e->ops->create(e);
+        leave(e, caller);
+    }
     for (int p = 0; p < 2 && s == NS_OK; ++p) {
         if (want[p] == NS_LIFE_AUTO) {
             s = select_variant(e, (ns_life_product)p);
@@ -134,7 +168,11 @@ ns_status ns_life_engine_create(ns_life_model_t *model, const ns_life_options *o
 
 void ns_life_engine_destroy(ns_life_engine_t *e) {
     if (!e) return;
-    if (e->ops && e->ops->destroy) e->ops->destroy(e);
+    if (e->ops && e->ops->destroy) {
+        const int caller = enter(e);
+        e->ops->destroy(e);
+        leave(e, caller);
+    }
     free(e->work.buf);
     free(e);
 }
@@ -195,7 +233,10 @@ ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, d
     if (!result) result = &local;
     memset(result, 0, sizeof *result);
     /* CUDA: reduce sums device fiber vectors through a host stage (sbbnnls.c) */
-    return e->ops->fit(e, &o, w, history, result);
+    const int caller = enter(e);
+    ns_status s = e->ops->fit(e, &o, w, history, result);
+    leave(e, caller);
+    return s;
 }
 
 /* ------------------------------------------------------------ backends */

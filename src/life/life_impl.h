@@ -68,6 +68,7 @@ struct ns_life_engine {
     ns_life_options options;
     ns_backend backend;
     const ns_life_backend_ops *ops; /* the registry's implementation for backend */
+    int device;                     /* CUDA: the GPU (options.device resolved); -1 on the CPU */
     ns_life_variant variant[2];
     ns_life_cpu_work work;
     void *cuda; /* device state (src/life/cuda) */

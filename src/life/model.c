@@ -195,6 +195,7 @@ void ns_life_options_init(ns_life_options *o) {
     o->backend = NS_BACKEND_AUTO;
     o->mw_variant = NS_LIFE_AUTO;
     o->mty_variant = NS_LIFE_AUTO;
+    o->device = NS_DEVICE_CURRENT;
 }
 
 void ns_life_fit_options_init(ns_life_fit_options *o) {

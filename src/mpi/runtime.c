@@ -1,14 +1,13 @@
 /* The MPI runtime pieces every distributed call stands on: agreeing on a
  * status (so that a failure on one process ends the collective on all of
  * them with that process's message), comparing input hashes across
- * processes, and binding one GPU per process from its node-local rank. */
-#define _POSIX_C_SOURCE 200809L /* setenv, opendir */
-#include <dirent.h>
+ * processes, and choosing one GPU per process from its node-local rank. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "neurosolve/device.h"
 #include "neurosolve/mpi.h"
 
 /* Longest detail carried from a failing process to the others [bytes]. */
@@ -98,31 +97,8 @@ uint64_t ns_mpi_hash(uint64_t h, const void *data, size_t bytes) {
     return h;
 }
 
-/* GPUs of this node without initialising CUDA: the entries of
- * CUDA_VISIBLE_DEVICES (copied into list, comma-separated), or the
- * directories the NVIDIA driver creates per GPU. */
-static int node_gpus(char *list, size_t cap, int *from_env) {
-    const char *env = getenv("CUDA_VISIBLE_DEVICES");
-    *from_env = env != NULL;
-    if (env) {
-        snprintf(list, cap, "%s", env);
-        if (!list[0]) return 0;
-        int n = 1;
-        for (const char *c = list; *c; ++c) n += *c == ',';
-        return n;
-    }
-    list[0] = '\0';
-    DIR *d = opendir("/proc/driver/nvidia/gpus");
-    if (!d) return 0;
-    int n = 0;
-    for (struct dirent *e = readdir(d); e; e = readdir(d))
-        if (e->d_name[0] != '.') ++n;
-    closedir(d);
-    return n;
-}
-
-ns_status ns_mpi_bind_device(MPI_Comm comm, int *device, int *local_rank, int *local_size) {
-    if (device) *device = -1;
+ns_status ns_mpi_bind_device(MPI_Comm comm, int bind, int *device, int *local_rank, int *local_size) {
+    if (device) *device = NS_DEVICE_CURRENT;
     int rank = 0;
     MPI_Comm node;
     if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS ||
@@ -134,31 +110,15 @@ ns_status ns_mpi_bind_device(MPI_Comm comm, int *device, int *local_rank, int *l
     MPI_Comm_free(&node);
     if (local_rank) *local_rank = lr;
     if (local_size) *local_size = ls;
-    ns_status st = NS_OK;
-    const char *bind = getenv("NEUROSOLVE_MPI_BIND");
-    if (!(bind && strcmp(bind, "0") == 0)) {
-        char list[4096];
-        int from_env = 0;
-        const int n = node_gpus(list, sizeof list, &from_env);
-        if (n > 0) {
-            const int pick = lr % n;
-            char chosen[256];
-            if (from_env) {
-                /* the pick-th entry of the list (an index or a UUID) */
-                const char *s = list;
-                for (int k = 0; k < pick; ++k) s = strchr(s, ',') + 1;
-                size_t len = strcspn(s, ",");
-                if (len >= sizeof chosen) len = sizeof chosen - 1;
-                memcpy(chosen, s, len);
-                chosen[len] = '\0';
-            } else {
-                snprintf(chosen, sizeof chosen, "%d", pick);
-            }
-            if (setenv("CUDA_VISIBLE_DEVICES", chosen, 1) != 0)
-                st = ns_fail(NS_ERR_IO, "ns_mpi_bind_device: cannot set CUDA_VISIBLE_DEVICES=%s", chosen);
-            else if (device)
-                *device = pick;
+    if (bind && device) {
+        /* the devices this process can use, as the CUDA runtime shows them
+         * (it applies CUDA_VISIBLE_DEVICES; the library does not read it) */
+        int count = 0;
+        if (ns_cuda_device_count(&count) != NS_OK) {
+            ns_clear_error(); /* a build without CUDA, or no driver: nothing to bind */
+            count = 0;
         }
+        if (count > 0) *device = lr % count;
     }
-    return ns_mpi_agree(comm, st);
+    return ns_mpi_agree(comm, NS_OK);
 }

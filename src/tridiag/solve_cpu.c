@@ -128,7 +128,7 @@ static ns_status cpu_benchmark(ns_tridiag_solver_t *solver, const void *dl, cons
 }
 
 static const ns_tridiag_backend_ops cpu_ops = {
-    "cpu", cpu_create, cpu_solve, NULL, cpu_benchmark, cpu_destroy,
+    "cpu", cpu_create, cpu_solve, NULL, NULL, cpu_benchmark, cpu_destroy,
 };
 
 const ns_tridiag_backend_ops *ns_tridiag_cpu_backend(void) { return &cpu_ops; }

@@ -4,9 +4,11 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/device_impl.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "neurosolve/device.h"
@@ -15,20 +17,19 @@
 static const struct {
     ns_tridiag_method method;
     const char *name;
-    ns_backend backend;
     ns_tridiag_layout layout;
     int variable;
 } method_table[NS_TRIDIAG_METHOD_COUNT] = {
-    {NS_TRIDIAG_AUTO, "auto", NS_BACKEND_AUTO, NS_TRIDIAG_FLAT, 1},
-    {NS_TRIDIAG_SEQUENTIAL, "sequential", NS_BACKEND_CPU, NS_TRIDIAG_FLAT, 1},
-    {NS_TRIDIAG_OPENMP, "openmp", NS_BACKEND_CPU, NS_TRIDIAG_FLAT, 1},
-    {NS_TRIDIAG_THOMAS_BATCH, "thomas-batch", NS_BACKEND_CUDA, NS_TRIDIAG_INTERLEAVED, 0},
-    {NS_TRIDIAG_VBATCH_CP, "vbatch-cp", NS_BACKEND_CUDA, NS_TRIDIAG_INTERLEAVED, 1},
-    {NS_TRIDIAG_VBATCH_NCP, "vbatch-ncp", NS_BACKEND_CUDA, NS_TRIDIAG_INTERLEAVED, 1},
-    {NS_TRIDIAG_WARP, "warp", NS_BACKEND_CUDA, NS_TRIDIAG_FLAT, 0},
-    {NS_TRIDIAG_BLOCK, "block", NS_BACKEND_CUDA, NS_TRIDIAG_FLAT, 0},
-    {NS_TRIDIAG_CUSPARSE_STRIDED, "cusparse-strided", NS_BACKEND_CUDA, NS_TRIDIAG_FLAT, 0},
-    {NS_TRIDIAG_CUSPARSE_INTERLEAVED, "cusparse-interleaved", NS_BACKEND_CUDA,
+    {NS_TRIDIAG_AUTO, "auto", NS_TRIDIAG_FLAT, 1},
+    {NS_TRIDIAG_SEQUENTIAL, "sequential", NS_TRIDIAG_FLAT, 1},
+    {NS_TRIDIAG_OPENMP, "openmp", NS_TRIDIAG_FLAT, 1},
+    {NS_TRIDIAG_THOMAS_BATCH, "thomas-batch", NS_TRIDIAG_INTERLEAVED, 0},
+    {NS_TRIDIAG_VBATCH_CP, "vbatch-cp", NS_TRIDIAG_INTERLEAVED, 1},
+    {NS_TRIDIAG_VBATCH_NCP, "vbatch-ncp", NS_TRIDIAG_INTERLEAVED, 1},
+    {NS_TRIDIAG_WARP, "warp", NS_TRIDIAG_FLAT, 0},
+    {NS_TRIDIAG_BLOCK, "block", NS_TRIDIAG_FLAT, 0},
+    {NS_TRIDIAG_CUSPARSE_STRIDED, "cusparse-strided", NS_TRIDIAG_FLAT, 0},
+    {NS_TRIDIAG_CUSPARSE_INTERLEAVED, "cusparse-interleaved",
      NS_TRIDIAG_INTERLEAVED, 0},
 };
 
@@ -58,8 +59,7 @@ ns_status ns_tridiag_method_from_name(const char *name, ns_tridiag_method *metho
 }
 
 ns_backend ns_tridiag_method_backend(ns_tridiag_method method) {
-    int i = method_index(method);
-    return i < 0 ? NS_BACKEND_AUTO : method_table[i].backend;
+    return ns_registry_backend(ns_tridiag_impls(), (int32_t)method);
 }
 
 ns_tridiag_layout ns_tridiag_method_layout(ns_tridiag_method method) {
@@ -107,16 +107,7 @@ void ns_tridiag_options_init(ns_tridiag_options *options) {
     options->layout = NS_TRIDIAG_FLAT;
     options->precision = NS_TRIDIAG_FLOAT64;
     options->method = NS_TRIDIAG_AUTO;
-}
-
-int ns_tridiag_gpu_count(void) {
-    if (!ns_tridiag_cuda_backend()) return 0;
-    int count = 0;
-    if (ns_cuda_device_count(&count) != NS_OK) {
-        ns_clear_error();
-        return 0;
-    }
-    return count;
+    options->device = NS_DEVICE_CURRENT;
 }
 
 /* ------------------------------------------------------------ creation */
@@ -132,15 +123,21 @@ static ns_status check_options(const ns_tridiag_options *o) {
         return ns_fail(NS_ERR_SIZE, "tridiag: stride %lld is negative", (long long)o->stride);
     if (o->threads < 0)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "tridiag: threads = %d is negative", o->threads);
+    if (o->device < NS_DEVICE_CURRENT)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "tridiag: device = %d is neither a device ordinal nor NS_DEVICE_CURRENT", (int)o->device);
     if (!(o->pivot_tolerance >= 0.0) || isinf(o->pivot_tolerance))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "tridiag: pivot_tolerance %g must be finite and >= 0",
                        o->pivot_tolerance);
     return NS_OK;
 }
 
-/* Resolve AUTO and check that the method can take this batch here. */
+/* Resolve AUTO (the family's rule, ns_tridiag_auto_method), find the
+ * method's implementation (core/registry.h) and check that it can take this
+ * batch here. */
 static ns_status choose_method(ns_tridiag_solver_t *s, ns_tridiag_method requested) {
-    const int gpus = ns_tridiag_gpu_count();
+    const ns_impl *cuda = ns_registry_for_backend(ns_tridiag_impls(), NS_BACKEND_CUDA);
+    const int gpus = cuda && cuda->ops() ? ns_cuda_usable_devices() : 0;
     ns_tridiag_method m = requested;
     if (m == NS_TRIDIAG_AUTO) m = ns_tridiag_auto_method(s->n, s->batch, s->precision, s->variable, gpus > 0);
     const char *name = ns_tridiag_method_name(m);
@@ -148,12 +145,12 @@ static ns_status choose_method(ns_tridiag_solver_t *s, ns_tridiag_method request
         return ns_fail(NS_ERR_UNSUPPORTED,
                        "tridiag: method %s needs systems of one size (variable sizes: sequential, "
                        "openmp, vbatch-cp, vbatch-ncp)", name);
-    if (ns_tridiag_method_backend(m) == NS_BACKEND_CUDA) {
-        if (!ns_tridiag_cuda_backend())
-            return ns_fail(NS_ERR_UNSUPPORTED,
-                           "tridiag: method %s needs CUDA; neurosolve was built without it", name);
-        if (gpus <= 0) return ns_fail(NS_ERR_NO_DEVICE, "tridiag: method %s needs a GPU; none is usable", name);
-    }
+    const ns_impl *impl = ns_registry_find(ns_tridiag_impls(), (int32_t)m, NULL);
+    if (!impl) return ns_fail(NS_ERR_INVALID_ARGUMENT, "tridiag: unknown method %d", (int)m);
+    char what[64];
+    snprintf(what, sizeof what, "tridiag: method %s", name);
+    ns_status ready = ns_registry_ready(impl, what);
+    if (ready != NS_OK) return ready;
     if (m == NS_TRIDIAG_WARP && s->n > NS_TRIDIAG_WARP_MAX_N)
         return ns_fail(NS_ERR_UNSUPPORTED, "tridiag: method warp takes n <= %d (n = %d): use block",
                        NS_TRIDIAG_WARP_MAX_N, s->n);
@@ -170,18 +167,22 @@ static ns_status choose_method(ns_tridiag_solver_t *s, ns_tridiag_method request
                            "tridiag: cuSPARSE takes int sizes: n * batch = %.0f exceeds %d",
                            (double)s->n * (double)s->batch, INT_MAX);
     }
-    if (ns_tridiag_method_backend(m) == NS_BACKEND_CUDA && s->batch > INT_MAX)
+    if (impl->backend == NS_BACKEND_CUDA && s->batch > INT_MAX)
         return ns_fail(NS_ERR_UNSUPPORTED, "tridiag: GPU methods take batch <= %d", INT_MAX);
     s->method = m;
-    s->backend = ns_tridiag_method_backend(m);
-    s->ops = s->backend == NS_BACKEND_CUDA ? ns_tridiag_cuda_backend() : ns_tridiag_cpu_backend();
+    s->backend = impl->backend;
+    s->ops = impl->ops();
     return NS_OK;
 }
 
 static ns_status finish_create(ns_tridiag_solver_t *s, const ns_tridiag_options *o,
                                ns_tridiag_solver_t **out) {
     ns_status st = choose_method(s, o->method);
+    const int cuda = st == NS_OK && s->backend == NS_BACKEND_CUDA;
+    const int caller_device = cuda ? ns_cuda_save_device() : -1;
+    if (cuda) st = ns_cuda_resolve_device(o->device, "tridiag solver", &s->device); /* made current by create */
     if (st == NS_OK) st = s->ops->create(s);
+    if (cuda) ns_cuda_restore_device(caller_device);
     if (st != NS_OK) {
         s->ops = NULL; /* nothing to destroy in the backend */
         ns_tridiag_solver_destroy(s);
@@ -198,6 +199,7 @@ static ns_tridiag_solver_t *new_solver(const ns_tridiag_options *o) {
     s->precision = o->precision;
     s->threads = o->threads;
     s->check_finite = o->check_finite;
+    s->device = -1;
     const double eps = o->precision == NS_TRIDIAG_FLOAT32 ? (double)FLT_EPSILON : DBL_EPSILON;
     s->tol = o->pivot_tolerance > 0.0 ? o->pivot_tolerance : 4.0 * eps;
     s->timing.upload_ms = s->timing.layout_ms = s->timing.kernel_ms = -1.0;
@@ -306,9 +308,24 @@ ns_status ns_tridiag_solver_create_variable(int64_t batch, const int32_t *sizes,
     return finish_create(s, o, out);
 }
 
+/* Every call of a CUDA solver runs on its device and gives the caller's
+ * current device back (core/device_impl.h). */
+static int enter(const ns_tridiag_solver_t *solver) {
+    if (solver->device < 0) return -1;
+    const int caller = ns_cuda_save_device();
+    if (caller != solver->device) ns_cuda_restore_device(solver->device);
+    return caller;
+}
+
+static void leave(const ns_tridiag_solver_t *solver, int caller) {
+    if (solver->device >= 0 && caller != solver->device) ns_cuda_restore_device(caller);
+}
+
 void ns_tridiag_solver_destroy(ns_tridiag_solver_t *solver) {
     if (!solver) return;
+    const int caller = enter(solver);
     if (solver->ops && solver->ops->destroy) solver->ops->destroy(solver);
+    leave(solver, caller);
     free(solver->sizes);
     free(solver->offsets);
     free(solver);
@@ -399,9 +416,11 @@ static ns_status solve_host(ns_tridiag_solver_t *solver, const void *dl, const v
         ns_status st = ns_tridiag_check_finite(solver, dl, d, du, x);
         if (st != NS_OK) return st;
     }
+    const int caller = enter(solver);
     const double t0 = ns_time_ms();
     ns_status st = solver->ops->solve(solver, dl, d, du, x);
     solver->timing.total_ms = ns_time_ms() - t0;
+    leave(solver, caller);
     return st;
 }
 
@@ -417,17 +436,29 @@ ns_status ns_tridiag_solver_solve_f32(ns_tridiag_solver_t *solver, const float *
     return st != NS_OK ? st : solve_host(solver, dl, d, du, x);
 }
 
-ns_status ns_tridiag_solver_solve_device(ns_tridiag_solver_t *solver, void *dl, void *d, void *du,
-                                         void *x) {
+ns_status ns_tridiag_solver_solve_device(ns_tridiag_solver_t *solver, void *dl, void *d, void *du, void *x,
+                                         void *stream) {
     if (!solver) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_tridiag_solver_solve_device: solver is NULL");
     ns_status st = check_solve(solver, dl, d, du, x, solver->precision, "ns_tridiag_solver_solve_device");
     if (st != NS_OK) return st;
     if (!solver->ops->solve_device)
         return ns_fail(NS_ERR_UNSUPPORTED, "ns_tridiag_solver_solve_device: method %s runs on the CPU",
                        ns_tridiag_method_name(solver->method));
-    const double t0 = ns_time_ms();
-    st = solver->ops->solve_device(solver, dl, d, du, x);
-    solver->timing.total_ms = ns_time_ms() - t0;
+    const int caller = enter(solver);
+    st = solver->ops->solve_device(solver, dl, d, du, x, stream);
+    leave(solver, caller);
+    /* queued, not finished: no host-side timings for it */
+    solver->timing.upload_ms = solver->timing.layout_ms = solver->timing.kernel_ms = -1.0;
+    solver->timing.download_ms = solver->timing.total_ms = -1.0;
+    return st;
+}
+
+ns_status ns_tridiag_solver_wait(ns_tridiag_solver_t *solver) {
+    if (!solver) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_tridiag_solver_wait: solver is NULL");
+    if (!solver->ops->wait) return NS_OK; /* CPU methods queue nothing */
+    const int caller = enter(solver);
+    ns_status st = solver->ops->wait(solver);
+    leave(solver, caller);
     return st;
 }
 
@@ -443,7 +474,10 @@ ns_status ns_tridiag_solver_benchmark(ns_tridiag_solver_t *solver, const void *d
         st = ns_tridiag_check_finite(solver, dl, d, du, x);
         if (st != NS_OK) return st;
     }
-    return solver->ops->benchmark(solver, dl, d, du, x, repeats, kernel_ms);
+    const int caller = enter(solver);
+    st = solver->ops->benchmark(solver, dl, d, du, x, repeats, kernel_ms);
+    leave(solver, caller);
+    return st;
 }
 
 ns_status ns_tridiag_solve(int32_t n, int64_t batch, const ns_tridiag_options *options,

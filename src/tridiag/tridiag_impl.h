@@ -26,6 +26,7 @@ struct ns_tridiag_solver {
     int check_finite;
     ns_tridiag_method method;   /* resolved, never AUTO */
     ns_backend backend;         /* resolved, never AUTO */
+    int device;                 /* CUDA methods: the GPU (resolved at create); -1 on the CPU */
     ns_solve_timing timing;
     size_t device_bytes;        /* filled by the backend's create */
     size_t workspace_bytes;
@@ -40,8 +41,10 @@ struct ns_tridiag_backend_ops {
     /* Solve on host arrays of the solver's precision; fill solver->timing. */
     ns_status (*solve)(ns_tridiag_solver_t *solver, const void *dl, const void *d, const void *du,
                        void *x);
-    /* Solve on device arrays (NULL: not supported by this backend). */
-    ns_status (*solve_device)(ns_tridiag_solver_t *solver, void *dl, void *d, void *du, void *x);
+    /* Queue a solve on device arrays on `stream` (NULL: not supported by
+     * this backend); wait finishes the queued ones. Called on solver->device. */
+    ns_status (*solve_device)(ns_tridiag_solver_t *solver, void *dl, void *d, void *du, void *x, void *stream);
+    ns_status (*wait)(ns_tridiag_solver_t *solver);
     /* See ns_tridiag_solver_benchmark. */
     ns_status (*benchmark)(ns_tridiag_solver_t *solver, const void *dl, const void *d,
                            const void *du, void *x, int repeats, double *kernel_ms);
@@ -53,8 +56,6 @@ const ns_tridiag_backend_ops *ns_tridiag_cpu_backend(void);
 ns_impl_table ns_tridiag_impls(void);
 /* NULL in a build without CUDA. */
 const ns_tridiag_backend_ops *ns_tridiag_cuda_backend(void);
-/* Usable GPUs (0 without CUDA or without a device); never fails. */
-int ns_tridiag_gpu_count(void);
 
 /* Thomas on one system with a relative pivot tolerance and a caller scratch
  * of n elements; returns the first failing unknown or -1. */

@@ -280,6 +280,8 @@ static ns_status gpu_create(ns_sim_t *sim) {
     if (ns_cuda_device_count(&count) != NS_OK || count == 0)
         return ns_fail(NS_ERR_NO_DEVICE, "simulation: no usable GPU (none, or none this build has code for: "
                                          "docs/install.md)");
+    /* options.device, resolved by sim.c, which gives the caller's device back */
+    NS_CUDA_TRY(cudaSetDevice(sim->device));
     gpu_state *s = calloc(1, sizeof *s);
     if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU state");
     sim->backend_state = s;
@@ -583,7 +585,8 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
             }
             else NS_CUDA_TRY(ns_sim_launch_onchip(&gr->oc.sched, &gr->oc.launch, &gr->g, &run, stream));
         }
-        NS_CUDA_TRY(cudaDeviceSynchronize());
+        /* the simulation's own streams only (every launch above is on them), not the device */
+        for (int k = 0; k < s->n_streams; ++k) NS_CUDA_TRY(cudaStreamSynchronize(s->streams[k]));
         unsigned long long keys[64], key = NS_SIM_FAULT_NONE;
         int32_t key_group = -1;
         for (int32_t k0 = 0; k0 < s->n_groups; k0 += 64) {
@@ -666,7 +669,7 @@ static ns_status gpu_sync(ns_sim_t *sim) {
  * advance already ends with one). */
 static ns_status gpu_load(ns_sim_t *sim) {
     gpu_state *s = (gpu_state *)sim->backend_state;
-    NS_CUDA_TRY(cudaDeviceSynchronize());
+    NS_CUDA_TRY(cudaStreamSynchronize(cudaStreamLegacy)); /* the legacy stream waits for the blocking group streams */
     for (int32_t k = 0; k < s->n_groups; ++k) {
         ns_status st = transfer_state(sim, &s->groups[k], 1);
         if (st != NS_OK) return st;

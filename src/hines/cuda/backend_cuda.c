@@ -200,8 +200,9 @@ static ns_status setup_dev(ns_hines_solver_t *s, ns_cuda_state *st, ns_cuda_dev 
         NS_CUDA_TRY(ns_hines_block_shared_setup((size_t)st->block_size * (size_t)n * sizeof(double)));
     /* The copies and memsets above run on the legacy default stream, which the
      * solver's non-blocking stream does not wait for (a pageable cudaMemcpy may
-     * even return before its DMA lands): finish them before any solve. */
-    NS_CUDA_TRY(cudaDeviceSynchronize());
+     * even return before its DMA lands): finish them before any solve. Only
+     * that stream is waited for, not the device (other users' streams). */
+    NS_CUDA_TRY(cudaStreamSynchronize(cudaStreamLegacy));
     return NS_OK;
 }
 

@@ -277,8 +277,9 @@ static ns_status setup_device(ns_hines_solver_t *s, mstate *st) {
         if (e != NS_OK) return e;
     }
     /* The uploads ran on the legacy default stream, which the non-blocking
-     * solve stream does not wait for: finish them before any solve. */
-    NS_CUDA_TRY(cudaDeviceSynchronize());
+     * solve stream does not wait for: finish them before any solve (that
+     * stream only, not the device). */
+    NS_CUDA_TRY(cudaStreamSynchronize(cudaStreamLegacy));
     return NS_OK;
 }
 

@@ -308,13 +308,12 @@ ns_status ns_life_cuda_create(ns_life_engine_t *e) {
     ns_status s = ns_cuda_device_count(&n);
     if (s != NS_OK) return s;
     if (n == 0) return ns_fail(NS_ERR_NO_DEVICE, "LiFE cuda backend: no usable GPU");
-    if (e->options.device < 0 || e->options.device >= n)
-        return ns_fail(NS_ERR_NO_DEVICE, "LiFE cuda backend: device %d asked for, %d visible",
-                       (int)e->options.device, n);
+    if (e->device < 0 || e->device >= n) /* resolved by engine.c from options.device */
+        return ns_fail(NS_ERR_NO_DEVICE, "LiFE cuda backend: device %d asked for, %d usable", e->device, n);
     cuda_state *st = calloc(1, sizeof *st);
     if (!st) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LiFE cuda state");
     e->cuda = st;
-    st->device = e->options.device;
+    st->device = e->device;
     st->tp = (m->n_theta + 31) / 32 * 32;
     s = setup(e, st);
     if (s != NS_OK) ns_life_cuda_destroy(e);

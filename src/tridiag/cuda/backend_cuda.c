@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cuda/device_args.h"
 #include "core/cuda_check.h"
 #include "core/error.h"
 #include "tridiag/cuda/cusparse_check.h"
@@ -16,7 +17,10 @@ enum { PH_UPLOAD, PH_LAYOUT, PH_KERNEL, PH_DOWNLOAD, PH_CHECK, PH_COUNT };
 #define NS_TD_MARKS 24
 
 typedef struct cuda_state {
-    cudaStream_t stream;
+    cudaStream_t own;           /* the host-array calls' stream (created here, synchronised by them) */
+    cudaStream_t q;             /* the stream of the call under way: own, or the caller's */
+    int timed;                  /* 1: record the phase events (host-array calls only) */
+    ns_device_key key;          /* the device call's pivot key, read by wait */
     cudaEvent_t ev[2 * NS_TD_MARKS];
     int phase[NS_TD_MARKS];
     int marks;
@@ -30,6 +34,7 @@ typedef struct cuda_state {
     int32_t *sizes;             /* device sizes (VBatch methods) */
     int64_t *offsets;           /* device offsets (variable Flat) */
     unsigned long long *err;    /* device pivot-failure slot */
+    unsigned long long carry;   /* a pending device call's key, read early by a host-array call */
     cusparseHandle_t sparse;
     void *work;                 /* cuSPARSE workspace */
     size_t work_bytes;
@@ -42,15 +47,15 @@ static int is_cusparse(ns_tridiag_method m) {
 /* ------------------------------------------------------------- timing */
 
 static ns_status mark_begin(cuda_state *st, int phase) {
-    if (st->marks >= NS_TD_MARKS) return NS_OK; /* untimed beyond the pool; never happens in practice */
+    if (!st->timed || st->marks >= NS_TD_MARKS) return NS_OK; /* untimed beyond the pool; never happens in practice */
     st->phase[st->marks] = phase;
-    NS_CUDA_TRY(cudaEventRecord(st->ev[2 * st->marks], st->stream));
+    NS_CUDA_TRY(cudaEventRecord(st->ev[2 * st->marks], st->q));
     return NS_OK;
 }
 
 static ns_status mark_end(cuda_state *st) {
-    if (st->marks >= NS_TD_MARKS) return NS_OK;
-    NS_CUDA_TRY(cudaEventRecord(st->ev[2 * st->marks + 1], st->stream));
+    if (!st->timed || st->marks >= NS_TD_MARKS) return NS_OK;
+    NS_CUDA_TRY(cudaEventRecord(st->ev[2 * st->marks + 1], st->q));
     ++st->marks;
     return NS_OK;
 }
@@ -59,7 +64,7 @@ static ns_status collect_timing(ns_tridiag_solver_t *solver, cuda_state *st) {
     double ms[PH_COUNT];
     int seen[PH_COUNT] = {0};
     for (int p = 0; p < PH_COUNT; ++p) ms[p] = 0.0;
-    NS_CUDA_TRY(cudaStreamSynchronize(st->stream));
+    NS_CUDA_TRY(cudaStreamSynchronize(st->q));
     for (int m = 0; m < st->marks; ++m) {
         float t = 0.0f;
         NS_CUDA_TRY(cudaEventElapsedTime(&t, st->ev[2 * m], st->ev[2 * m + 1]));
@@ -79,6 +84,12 @@ static ns_status collect_timing(ns_tridiag_solver_t *solver, cuda_state *st) {
 static void cuda_destroy(ns_tridiag_solver_t *solver) {
     cuda_state *st = solver->state;
     if (!st) return;
+    /* A device call still queued on the caller's stream uses the buffers
+     * freed below: wait for it (its event only, not the device). */
+    unsigned long long key;
+    int had = 0;
+    (void)ns_device_key_wait(&st->key, &key, &had);
+    ns_device_key_free(&st->key);
     for (int i = 0; i < 4; ++i) cudaFree(st->buf[i]);
     cudaFree(st->stage);
     cudaFree(st->sizes);
@@ -88,7 +99,7 @@ static void cuda_destroy(ns_tridiag_solver_t *solver) {
     if (st->sparse) cusparseDestroy(st->sparse);
     for (int i = 0; i < 2 * NS_TD_MARKS; ++i)
         if (st->ev[i]) cudaEventDestroy(st->ev[i]);
-    if (st->stream) cudaStreamDestroy(st->stream);
+    if (st->own) cudaStreamDestroy(st->own);
     (void)cudaGetLastError();
     free(st);
     solver->state = NULL;
@@ -122,6 +133,7 @@ static cusparseStatus_t sparse_buffer_size(ns_tridiag_solver_t *solver, cuda_sta
 }
 
 static ns_status cuda_create(ns_tridiag_solver_t *solver) {
+    NS_CUDA_TRY(cudaSetDevice(solver->device)); /* solver.c gives the caller's device back */
     cuda_state *st = calloc(1, sizeof *st);
     if (!st) return ns_fail(NS_ERR_OUT_OF_MEMORY, "tridiag: no memory for the CUDA state");
     solver->state = st;
@@ -136,7 +148,12 @@ static ns_status cuda_create(ns_tridiag_solver_t *solver) {
     st->convert = solver->variable ? solver->layout == NS_TRIDIAG_FLAT : solver->layout != st->native;
     st->stage_len = solver->variable ? solver->length : st->native_len;
 
-    NS_CUDA_GOTO(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking), s, fail);
+    st->carry = NS_TD_NO_ERROR;
+    /* The host-array calls' own stream: they synchronise it (and nothing
+     * else) before returning. Device calls run on the caller's stream. */
+    NS_CUDA_GOTO(cudaStreamCreateWithFlags(&st->own, cudaStreamNonBlocking), s, fail);
+    st->q = st->own;
+    if ((s = ns_device_key_init(&st->key)) != NS_OK) goto fail;
     for (int i = 0; i < 2 * NS_TD_MARKS; ++i) NS_CUDA_GOTO(cudaEventCreate(&st->ev[i]), s, fail);
     static const char *const names[4] = {"dl", "d", "du", "x"};
     for (int i = 0; i < 4; ++i)
@@ -150,7 +167,7 @@ static ns_status cuda_create(ns_tridiag_solver_t *solver) {
         const size_t bytes = (size_t)solver->batch * sizeof(int32_t);
         if ((s = device_alloc(solver, (void **)&st->sizes, bytes, "sizes")) != NS_OK) goto fail;
         if (solver->variable) {
-            NS_CUDA_GOTO(cudaMemcpy(st->sizes, solver->sizes, bytes, cudaMemcpyHostToDevice), s, fail);
+            NS_CUDA_GOTO(cudaMemcpyAsync(st->sizes, solver->sizes, bytes, cudaMemcpyHostToDevice, st->own), s, fail);
         } else { /* a fixed-size batch through the VBatch kernels: every size is n */
             int32_t *h = malloc(bytes);
             if (!h) {
@@ -158,7 +175,8 @@ static ns_status cuda_create(ns_tridiag_solver_t *solver) {
                 goto fail;
             }
             for (int64_t i = 0; i < solver->batch; ++i) h[i] = solver->n;
-            cudaError_t e = cudaMemcpy(st->sizes, h, bytes, cudaMemcpyHostToDevice);
+            cudaError_t e = cudaMemcpyAsync(st->sizes, h, bytes, cudaMemcpyHostToDevice, st->own);
+            if (e == cudaSuccess) e = cudaStreamSynchronize(st->own); /* before h is freed */
             free(h);
             NS_CUDA_GOTO(e, s, fail);
         }
@@ -166,20 +184,21 @@ static ns_status cuda_create(ns_tridiag_solver_t *solver) {
     if (solver->variable && solver->layout == NS_TRIDIAG_FLAT) {
         const size_t bytes = (size_t)(solver->batch + 1) * sizeof(int64_t);
         if ((s = device_alloc(solver, (void **)&st->offsets, bytes, "offsets")) != NS_OK) goto fail;
-        NS_CUDA_GOTO(cudaMemcpy(st->offsets, solver->offsets, bytes, cudaMemcpyHostToDevice), s, fail);
+        NS_CUDA_GOTO(cudaMemcpyAsync(st->offsets, solver->offsets, bytes, cudaMemcpyHostToDevice, st->own), s,
+                     fail);
     }
     if (is_cusparse(m)) {
         NS_CUSPARSE_GOTO(cusparseCreate(&st->sparse), s, fail);
-        NS_CUSPARSE_GOTO(cusparseSetStream(st->sparse, st->stream), s, fail);
+        NS_CUSPARSE_GOTO(cusparseSetStream(st->sparse, st->own), s, fail);
         NS_CUSPARSE_GOTO(sparse_buffer_size(solver, st, &st->work_bytes), s, fail);
         if (st->work_bytes &&
             (s = device_alloc(solver, &st->work, st->work_bytes, "the cuSPARSE workspace")) != NS_OK)
             goto fail;
         solver->workspace_bytes = st->work_bytes;
     }
-    /* The table uploads above ran on the legacy default stream, which the
-     * non-blocking solve stream does not wait for: finish them now. */
-    NS_CUDA_GOTO(cudaDeviceSynchronize(), s, fail);
+    /* The table uploads above ran on the solver's own stream; finish them
+     * now, so that a device call on any stream of the caller finds them. */
+    NS_CUDA_GOTO(cudaStreamSynchronize(st->own), s, fail);
     return NS_OK;
 fail:
     cuda_destroy(solver);
@@ -219,11 +238,11 @@ static ns_status copy_caller(const ns_tridiag_solver_t *solver, cuda_state *st, 
     caller_shape(solver, &w, &h, &p);
     const size_t row = (size_t)w * st->elem;
     if (w == p) {
-        NS_CUDA_TRY(cudaMemcpyAsync(dst, src, row * (size_t)h, kind, st->stream));
+        NS_CUDA_TRY(cudaMemcpyAsync(dst, src, row * (size_t)h, kind, st->q));
     } else {
         const size_t pitch = (size_t)p * st->elem;
         NS_CUDA_TRY(cudaMemcpy2DAsync(dst, to_caller ? pitch : row, src, to_caller ? row : pitch, row,
-                                      (size_t)h, kind, st->stream));
+                                      (size_t)h, kind, st->q));
     }
     return NS_OK;
 }
@@ -234,14 +253,14 @@ static ns_status convert(const ns_tridiag_solver_t *solver, cuda_state *st, cons
     const int f32 = solver->precision == NS_TRIDIAG_FLOAT32;
     const int32_t b = (int32_t)solver->batch, n = solver->n;
     if (solver->variable) {
-        NS_CUDA_TRY(to_native ? ns_td_launch_flat_to_padded(f32, src, dst, st->offsets, st->sizes, b, n, st->stream)
-                              : ns_td_launch_padded_to_flat(f32, src, dst, st->offsets, st->sizes, b, n, st->stream));
+        NS_CUDA_TRY(to_native ? ns_td_launch_flat_to_padded(f32, src, dst, st->offsets, st->sizes, b, n, st->q)
+                              : ns_td_launch_padded_to_flat(f32, src, dst, st->offsets, st->sizes, b, n, st->q));
         return NS_OK;
     }
     /* The source is rows x cols row-major: Flat is batch x n, Interleaved n x batch. */
     const int src_flat = to_native ? solver->layout == NS_TRIDIAG_FLAT : st->native == NS_TRIDIAG_FLAT;
     const int64_t rows = src_flat ? solver->batch : n, cols = src_flat ? n : solver->batch;
-    NS_CUDA_TRY(ns_td_launch_transpose(f32, src, dst, rows, cols, st->stream));
+    NS_CUDA_TRY(ns_td_launch_transpose(f32, src, dst, rows, cols, st->q));
     return NS_OK;
 }
 
@@ -298,7 +317,7 @@ static ns_status zero_ends(const ns_tridiag_solver_t *solver, cuda_state *st, vo
     if (s != NS_OK) return s;
     NS_CUDA_TRY(ns_td_launch_zero_ends(solver->precision == NS_TRIDIAG_FLOAT32,
                                        st->native == NS_TRIDIAG_INTERLEAVED, solver->n,
-                                       (int32_t)solver->batch, dl, du, st->stream));
+                                       (int32_t)solver->batch, dl, du, st->q));
     return mark_end(st);
 }
 
@@ -310,11 +329,11 @@ static ns_status launch(const ns_tridiag_solver_t *solver, cuda_state *st, void 
     ns_td_args a = {f32, n, b, dl, d, du, x, st->sizes, solver->tol, st->err};
     ns_status s = NS_OK;
     switch (solver->method) {
-    case NS_TRIDIAG_THOMAS_BATCH: NS_CUDA_TRY(ns_td_launch_thomas(&a, st->stream)); break;
-    case NS_TRIDIAG_VBATCH_CP: NS_CUDA_TRY(ns_td_launch_vbatch(&a, 1, st->stream)); break;
-    case NS_TRIDIAG_VBATCH_NCP: NS_CUDA_TRY(ns_td_launch_vbatch(&a, 0, st->stream)); break;
-    case NS_TRIDIAG_WARP: NS_CUDA_TRY(ns_td_launch_onchip(&a, 0, st->stream)); break;
-    case NS_TRIDIAG_BLOCK: NS_CUDA_TRY(ns_td_launch_onchip(&a, 1, st->stream)); break;
+    case NS_TRIDIAG_THOMAS_BATCH: NS_CUDA_TRY(ns_td_launch_thomas(&a, st->q)); break;
+    case NS_TRIDIAG_VBATCH_CP: NS_CUDA_TRY(ns_td_launch_vbatch(&a, 1, st->q)); break;
+    case NS_TRIDIAG_VBATCH_NCP: NS_CUDA_TRY(ns_td_launch_vbatch(&a, 0, st->q)); break;
+    case NS_TRIDIAG_WARP: NS_CUDA_TRY(ns_td_launch_onchip(&a, 0, st->q)); break;
+    case NS_TRIDIAG_BLOCK: NS_CUDA_TRY(ns_td_launch_onchip(&a, 1, st->q)); break;
     case NS_TRIDIAG_CUSPARSE_STRIDED:
         NS_CUSPARSE_GOTO(f32 ? cusparseSgtsv2StridedBatch(st->sparse, n, dl, d, du, x, b, n, st->work)
                              : cusparseDgtsv2StridedBatch(st->sparse, n, dl, d, du, x, b, n, st->work),
@@ -333,11 +352,13 @@ done:
     return s;
 }
 
-/* Reset the error slot, launch inside a kernel mark, scan cuSPARSE's result. */
+/* Reset the error slot (unless reset = 0: device calls queued since the
+ * last wait share it, so that wait reports the lowest failure of them
+ * all), launch inside a kernel mark, scan cuSPARSE's result. */
 static ns_status run(const ns_tridiag_solver_t *solver, cuda_state *st, void *dl, void *d, void *du,
-                     void *x) {
+                     void *x, int reset) {
     ns_status s;
-    NS_CUDA_TRY(cudaMemsetAsync(st->err, 0xff, sizeof *st->err, st->stream));
+    if (reset) NS_CUDA_TRY(cudaMemsetAsync(st->err, 0xff, sizeof *st->err, st->q));
     if ((s = mark_begin(st, PH_KERNEL)) != NS_OK) return s;
     if ((s = launch(solver, st, dl, d, du, x)) != NS_OK) return s;
     if ((s = mark_end(st)) != NS_OK) return s;
@@ -345,7 +366,7 @@ static ns_status run(const ns_tridiag_solver_t *solver, cuda_state *st, void *dl
         if ((s = mark_begin(st, PH_CHECK)) != NS_OK) return s;
         NS_CUDA_TRY(ns_td_launch_find_nonfinite(solver->precision == NS_TRIDIAG_FLOAT32,
                                                 st->native == NS_TRIDIAG_INTERLEAVED, solver->n,
-                                                (int32_t)solver->batch, x, st->err, st->stream));
+                                                (int32_t)solver->batch, x, st->err, st->q));
         if ((s = mark_end(st)) != NS_OK) return s;
     }
     return NS_OK;
@@ -354,48 +375,89 @@ static ns_status run(const ns_tridiag_solver_t *solver, cuda_state *st, void *dl
 /* Wait for the stream and turn the error slot into a status. */
 static ns_status check_error(const ns_tridiag_solver_t *solver, cuda_state *st) {
     unsigned long long key = NS_TD_NO_ERROR;
-    NS_CUDA_TRY(cudaMemcpyAsync(&key, st->err, sizeof key, cudaMemcpyDeviceToHost, st->stream));
-    NS_CUDA_TRY(cudaStreamSynchronize(st->stream));
+    NS_CUDA_TRY(cudaMemcpyAsync(&key, st->err, sizeof key, cudaMemcpyDeviceToHost, st->q));
+    NS_CUDA_TRY(cudaStreamSynchronize(st->q));
     if (key == NS_TD_NO_ERROR) return NS_OK;
     return ns_tridiag_pivot_error(solver, (int64_t)(key >> 32), (int64_t)(key & 0xffffffffull));
+}
+
+/* Before a host-array call on the solver's own stream: a device call
+ * still queued on the caller's stream shares the buffers and the error
+ * slot. Wait for it and keep its pivot key for ns_tridiag_solver_wait. */
+static ns_status own_stream(cuda_state *st) {
+    unsigned long long key = NS_TD_NO_ERROR;
+    int had = 0;
+    ns_status s = ns_device_key_wait(&st->key, &key, &had);
+    if (s != NS_OK) return s;
+    if (had && key < st->carry) st->carry = key;
+    st->q = st->own;
+    st->timed = 1;
+    st->marks = 0;
+    if (st->sparse) NS_CUSPARSE_TRY(cusparseSetStream(st->sparse, st->own));
+    return NS_OK;
 }
 
 static ns_status cuda_solve(ns_tridiag_solver_t *solver, const void *dl, const void *d, const void *du,
                             void *x) {
     cuda_state *st = solver->state;
-    st->marks = 0;
+    ns_status s = own_stream(st);
+    if (s != NS_OK) return s;
     const void *in[4] = {dl, d, du, x};
-    ns_status s = NS_OK;
     for (int i = 0; i < 4 && s == NS_OK; ++i) s = import_array(solver, st, in[i], 1, i);
     if (s == NS_OK) s = zero_ends(solver, st, st->buf[0], st->buf[2]);
-    if (s == NS_OK) s = run(solver, st, st->buf[0], st->buf[1], st->buf[2], st->buf[3]);
+    if (s == NS_OK) s = run(solver, st, st->buf[0], st->buf[1], st->buf[2], st->buf[3], 1);
     if (s == NS_OK) s = export_x(solver, st, x, 1);
     if (s == NS_OK) s = collect_timing(solver, st);
     if (s == NS_OK) s = check_error(solver, st);
-    if (s != NS_OK) (void)cudaStreamSynchronize(st->stream);
+    if (s != NS_OK) (void)cudaStreamSynchronize(st->q);
     st->marks = 0;
     return s;
 }
 
-static ns_status cuda_solve_device(ns_tridiag_solver_t *solver, void *dl, void *d, void *du, void *x) {
+/* Device arrays on the caller's stream: checked, queued, not waited for.
+ * The pivot key follows the work into pinned memory; cuda_wait reads it. */
+static ns_status cuda_solve_device(ns_tridiag_solver_t *solver, void *dl, void *d, void *du, void *x,
+                                   void *stream) {
+    static const char *const who = "ns_tridiag_solver_solve_device";
+    static const char *const names[4] = {"dl", "d", "du", "x"};
     cuda_state *st = solver->state;
-    st->marks = 0;
+    cudaStream_t q = (cudaStream_t)stream;
+    void *in[4] = {dl, d, du, x};
+    const size_t bytes = (size_t)solver->length * st->elem;
     ns_status s = NS_OK;
+    for (int i = 0; i < 4; ++i)
+        if ((s = ns_device_args_pointer(solver->device, who, in[i], bytes, names[i])) != NS_OK) return s;
+    if ((s = ns_device_args_stream(solver->device, who, q)) != NS_OK) return s;
+    st->q = q;
+    st->timed = 0;
+    st->marks = 0;
+    if (st->sparse) NS_CUSPARSE_TRY(cusparseSetStream(st->sparse, q));
+    const int reset = !st->key.pending; /* calls since the last wait share the error slot */
     if (!st->convert && caller_dense(solver)) { /* in place on the caller's arrays */
         s = zero_ends(solver, st, dl, du);
-        if (s == NS_OK) s = run(solver, st, dl, d, du, x);
+        if (s == NS_OK) s = run(solver, st, dl, d, du, x, reset);
     } else {
-        void *in[4] = {dl, d, du, x};
         for (int i = 0; i < 4 && s == NS_OK; ++i) s = import_array(solver, st, in[i], 0, i);
         if (s == NS_OK) s = zero_ends(solver, st, st->buf[0], st->buf[2]);
-        if (s == NS_OK) s = run(solver, st, st->buf[0], st->buf[1], st->buf[2], st->buf[3]);
+        if (s == NS_OK) s = run(solver, st, st->buf[0], st->buf[1], st->buf[2], st->buf[3], reset);
         if (s == NS_OK) s = export_x(solver, st, x, 0);
     }
-    if (s == NS_OK) s = collect_timing(solver, st);
-    if (s == NS_OK) s = check_error(solver, st);
-    if (s != NS_OK) (void)cudaStreamSynchronize(st->stream);
-    st->marks = 0;
+    if (s == NS_OK) s = ns_device_key_queue(&st->key, st->err, q);
+    st->q = st->own;
     return s;
+}
+
+static ns_status cuda_wait(ns_tridiag_solver_t *solver) {
+    cuda_state *st = solver->state;
+    unsigned long long key = NS_TD_NO_ERROR;
+    int had = 0;
+    ns_status s = ns_device_key_wait(&st->key, &key, &had);
+    if (s != NS_OK) return s;
+    if (!had) key = NS_TD_NO_ERROR;
+    if (st->carry < key) key = st->carry;
+    st->carry = NS_TD_NO_ERROR;
+    if (key == NS_TD_NO_ERROR) return NS_OK;
+    return ns_tridiag_pivot_error(solver, (int64_t)(key >> 32), (int64_t)(key & 0xffffffffull));
 }
 
 /* --------------------------------------------------------- benchmark */
@@ -417,8 +479,8 @@ static ns_status cuda_benchmark(ns_tridiag_solver_t *solver, const void *dl, con
     size_t flush_bytes = 0;
     int keep[4];
     restore_set(solver->method, keep);
-    ns_status s = NS_OK;
-    st->marks = 0;
+    ns_status s = own_stream(st);
+    if (s != NS_OK) return s;
     const void *in[4] = {dl, d, du, x};
     for (int i = 0; i < 4 && s == NS_OK; ++i) s = import_array(solver, st, in[i], 1, i);
     if (s == NS_OK) s = zero_ends(solver, st, st->buf[0], st->buf[2]);
@@ -433,7 +495,7 @@ static ns_status cuda_benchmark(ns_tridiag_solver_t *solver, const void *dl, con
                         bytes, cudaGetErrorString(e));
             goto done;
         }
-        NS_CUDA_GOTO(cudaMemcpyAsync(pristine[i], st->buf[i], bytes, cudaMemcpyDeviceToDevice, st->stream), s, done);
+        NS_CUDA_GOTO(cudaMemcpyAsync(pristine[i], st->buf[i], bytes, cudaMemcpyDeviceToDevice, st->q), s, done);
     }
     /* A buffer twice the L2 size, written before each run, so that no run
      * finds its inputs in L2 from the restore copies (BENCHMARKING.md rule 2). */
@@ -450,13 +512,13 @@ static ns_status cuda_benchmark(ns_tridiag_solver_t *solver, const void *dl, con
     for (int r = -1; r < repeats; ++r) {
         for (int i = 0; i < 4; ++i)
             if (keep[i])
-                NS_CUDA_GOTO(cudaMemcpyAsync(st->buf[i], pristine[i], bytes, cudaMemcpyDeviceToDevice, st->stream),
+                NS_CUDA_GOTO(cudaMemcpyAsync(st->buf[i], pristine[i], bytes, cudaMemcpyDeviceToDevice, st->q),
                              s, done);
-        if (flush) NS_CUDA_GOTO(cudaMemsetAsync(flush, r & 0xff, flush_bytes, st->stream), s, done);
-        NS_CUDA_GOTO(cudaMemsetAsync(st->err, 0xff, sizeof *st->err, st->stream), s, done);
-        NS_CUDA_GOTO(cudaEventRecord(st->ev[0], st->stream), s, done);
+        if (flush) NS_CUDA_GOTO(cudaMemsetAsync(flush, r & 0xff, flush_bytes, st->q), s, done);
+        NS_CUDA_GOTO(cudaMemsetAsync(st->err, 0xff, sizeof *st->err, st->q), s, done);
+        NS_CUDA_GOTO(cudaEventRecord(st->ev[0], st->q), s, done);
         if ((s = launch(solver, st, st->buf[0], st->buf[1], st->buf[2], st->buf[3])) != NS_OK) goto done;
-        NS_CUDA_GOTO(cudaEventRecord(st->ev[1], st->stream), s, done);
+        NS_CUDA_GOTO(cudaEventRecord(st->ev[1], st->q), s, done);
         NS_CUDA_GOTO(cudaEventSynchronize(st->ev[1]), s, done);
         float t = 0.0f;
         NS_CUDA_GOTO(cudaEventElapsedTime(&t, st->ev[0], st->ev[1]), s, done);
@@ -464,17 +526,17 @@ static ns_status cuda_benchmark(ns_tridiag_solver_t *solver, const void *dl, con
         if (is_cusparse(solver->method))
             NS_CUDA_GOTO(ns_td_launch_find_nonfinite(solver->precision == NS_TRIDIAG_FLOAT32,
                                                      st->native == NS_TRIDIAG_INTERLEAVED, solver->n,
-                                                     (int32_t)solver->batch, st->buf[3], st->err, st->stream),
+                                                     (int32_t)solver->batch, st->buf[3], st->err, st->q),
                          s, done);
         if ((s = check_error(solver, st)) != NS_OK) goto done;
     }
     st->marks = 0;
     if ((s = export_x(solver, st, x, 1)) != NS_OK) goto done;
-    NS_CUDA_GOTO(cudaStreamSynchronize(st->stream), s, done);
+    NS_CUDA_GOTO(cudaStreamSynchronize(st->q), s, done);
     solver->timing.kernel_ms = solver->timing.total_ms = kernel_ms[repeats - 1];
     solver->timing.upload_ms = solver->timing.layout_ms = solver->timing.download_ms = -1.0;
 done:
-    (void)cudaStreamSynchronize(st->stream);
+    (void)cudaStreamSynchronize(st->q);
     for (int i = 0; i < 4; ++i) cudaFree(pristine[i]);
     cudaFree(flush);
     (void)cudaGetLastError();
@@ -483,7 +545,7 @@ done:
 }
 
 static const ns_tridiag_backend_ops cuda_ops = {
-    "cuda", cuda_create, cuda_solve, cuda_solve_device, cuda_benchmark, cuda_destroy,
+    "cuda", cuda_create, cuda_solve, cuda_solve_device, cuda_wait, cuda_benchmark, cuda_destroy,
 };
 
 const ns_tridiag_backend_ops *ns_tridiag_cuda_backend(void) { return &cuda_ops; }

@@ -23,4 +23,10 @@ static inline ns_status ns_cusparse_status(cusparseStatus_t err, const char *wha
         if ((status) != NS_OK) goto label;                                       \
     } while (0)
 
+#define NS_CUSPARSE_TRY(call)                                                    \
+    do {                                                                         \
+        ns_status ns_cusparse_try_s_ = ns_cusparse_status((call), #call, __FILE__, __LINE__); \
+        if (ns_cusparse_try_s_ != NS_OK) return ns_cusparse_try_s_;              \
+    } while (0)
+
 #endif
