@@ -454,6 +454,25 @@ ns_status ns_sim_init(ns_sim_t *sim) {
     return NS_OK;
 }
 
+void ns_sim_init_host(ns_sim_t *sim) {
+    /* hh's INITIAL at v_init: rates(v); m = minf; h = hinf; n = ninf (the
+     * same for every hh compartment); 0 where there is no hh */
+    ns_hh_rates q;
+    ns_hh_rates_of(&sim->table, sim->params.usetable, sim->q10, sim->params.v_init, &q);
+    for (int64_t c = 0; c < sim->n_cells; ++c) {
+        const sim_shape *s = &sim->shapes[sim->cell_shape[c]];
+        const int64_t o = sim->cell_offset[c];
+        for (int32_t i = 0; i < s->n; ++i) {
+            const int r = s->region[i];
+            const int hh = r >= 0 && sim->region[r].hh;
+            sim->v[o + i] = sim->params.v_init;
+            sim->m[o + i] = hh ? q.minf : 0.0;
+            sim->h[o + i] = hh ? q.hinf : 0.0;
+            sim->n[o + i] = hh ? q.ninf : 0.0;
+        }
+    }
+}
+
 /* Drop spikes after time t [ms] (a failed run keeps what came before). */
 static void trim_spikes(ns_sim_t *sim, double t) {
     for (int64_t c = 0; c < sim->n_cells; ++c)

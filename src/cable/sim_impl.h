@@ -116,6 +116,9 @@ struct sim_ops {
 };
 
 const sim_ops *ns_sim_cpu_ops(void);
+/* The initial state in the host arrays (v = v_init, hh gates at their
+ * steady state): every backend's init starts from it. */
+void ns_sim_init_host(ns_sim_t *sim);
 /* The family's implementations (core/registry.h), in sim.c. */
 ns_impl_table ns_sim_impls(void);
 const sim_ops *ns_sim_cuda_ops(void); /* NULL without CUDA */

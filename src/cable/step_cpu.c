@@ -267,49 +267,12 @@ oom:
     return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: CPU layout of %lld cells", (long long)nc);
 }
 
-static void init_block(const ns_sim_t *sim, cpu_block *blk) {
-    const sim_shape *s = &sim->shapes[blk->shape];
-    const int32_t w = blk->w;
-    for (int32_t i = 0; i < s->n; ++i) {
-        double m = 0.0, h = 0.0, n = 0.0;
-        const int r = s->region[i];
-        if (r >= 0 && sim->region[r].hh) {
-            /* hh's INITIAL: rates(v); m = minf; h = hinf; n = ninf */
-            ns_hh_rates q;
-            ns_hh_rates_of(&sim->table, sim->params.usetable, sim->q10, sim->params.v_init, &q);
-            m = q.minf;
-            h = q.hinf;
-            n = q.ninf;
-        }
-        for (int32_t j = 0; j < w; ++j) {
-            const int64_t k = (int64_t)i * w + j;
-            blk->v[k] = sim->params.v_init;
-            blk->m[k] = m;
-            blk->h[k] = h;
-            blk->n[k] = n;
-        }
-    }
-}
+static ns_status cpu_load_state(ns_sim_t *sim);
 
-static ns_status cpu_sync_state(ns_sim_t *sim);
-
+/* The host arrays' initial state (sim.c), into the lane blocks. */
 static ns_status cpu_init(ns_sim_t *sim) {
-    cpu_state *st = sim->backend_state;
-    const int32_t threads = st->threads;
-    /* each thread touches its own blocks first (their pages land near it) */
-#ifdef NS_HAVE_OPENMP
-#pragma omp parallel num_threads(threads) if (threads > 1)
-#endif
-    {
-        int32_t t = 0;
-#ifdef NS_HAVE_OPENMP
-        t = omp_get_thread_num();
-#endif
-        for (int64_t q = st->thread_begin[t]; q < st->thread_begin[t + 1]; ++q)
-            init_block(sim, &st->blocks[st->order[q]]);
-    }
-    (void)threads;
-    return cpu_sync_state(sim);
+    ns_sim_init_host(sim);
+    return cpu_load_state(sim);
 }
 
 static ns_status cpu_sync_state(ns_sim_t *sim) {

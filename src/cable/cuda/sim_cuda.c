@@ -520,8 +520,8 @@ static ns_status sync_sites(ns_sim_t *sim, gpu_state *s) {
 
 static ns_status gpu_init(ns_sim_t *sim) {
     gpu_state *s = (gpu_state *)sim->backend_state;
-    ns_status st = ns_sim_cpu_ops()->init(sim);
-    if (st != NS_OK) return st;
+    ns_sim_init_host(sim);
+    ns_status st = NS_OK;
     for (int32_t k = 0; k < s->n_groups; ++k) {
         st = transfer_state(sim, &s->groups[k], 1);
         if (st != NS_OK) return st;
