@@ -190,7 +190,7 @@ def test_simulation_on_gpu():
         sim = ns.Simulation([cell], 4, backend=backend)
         assert sim.backend == backend
         for c in range(4):
-            sim.add_iclamp(c, cell.locate(0, 0.5), 5, 50, 0.5 + 0.1 * c)
+            sim.add_iclamp(c, cell.locate(0, 0.5), 5, 50, 2.0 + 0.1 * c)  # 0.5 nA stays below threshold in ca1_h10
             sim.add_recording(c, cell.locate(0, 0.5))
         sim.run(60)
         runs.append((sim.traces, [sim.spikes(c) for c in range(4)], sim.state(3)["v"]))
