@@ -39,7 +39,9 @@ static void help(void) {
            "  --history FILE     objective after each update (default: OUT with _history)\n"
            "  --lambda L         ReAl-LiFE L1 weight (0)\n"
            "  --preconditioner   ENCODE's diagonal preconditioner\n"
-           "  --tolg T --tolo T  stopping tolerances (1e-5 each; 0 disables)\n"
+           "  --tolg T --tolo T  ENCODE's absolute stopping tolerances (1e-5 each; 0 disables)\n"
+           "  --rtolg R          stop when the projected gradient < R x its start (1e-3; 0 disables)\n"
+           "  --rtolo R          stop when the objective changes by < R x objective (1e-4; 0 disables)\n"
            "  --mw V --mty V     product variants (auto: timed; naive, naive-atom, naive-voxel,\n"
            "                     coeff-atom, coeff-voxel, atom-atom, voxel-voxel)\n"
            "  --threads T        CPU threads (OpenMP's default)\n"
@@ -161,6 +163,8 @@ static int fit(int argc, char **argv) {
         else if (strcmp(a, "--lambda") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.lambda), ++i;
         else if (strcmp(a, "--tolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.tol_gradient), ++i;
         else if (strcmp(a, "--tolo") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.tol_objective), ++i;
+        else if (strcmp(a, "--rtolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.rtol_gradient), ++i;
+        else if (strcmp(a, "--rtolo") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.rtol_objective), ++i;
         else if (strcmp(a, "--preconditioner") == 0) fo.preconditioner = 1;
         else if ((strcmp(a, "--mw") == 0 || strcmp(a, "--mty") == 0) && v) {
             if (ns_life_variant_from_name(v, strcmp(a, "--mw") == 0 ? &o.mw_variant : &o.mty_variant) != NS_OK)
@@ -237,6 +241,7 @@ static int fit(int argc, char **argv) {
             json_string(&j, "stop", ns_life_stop_name(r.stop));
             json_double(&j, "objective", r.objective);
             json_double(&j, "projected_gradient", r.projected_gradient);
+            json_double(&j, "projected_gradient_start", r.projected_gradient_start);
             json_int(&j, "nonzero", r.nonzero);
             json_double(&j, "seconds", r.seconds);
             json_double(&j, "setup_seconds", r.setup_seconds);
@@ -250,8 +255,10 @@ static int fit(int argc, char **argv) {
                    ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)),
                    ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)), r.seconds,
                    ns_life_stop_name(r.stop));
-            printf("objective %.9e, projected gradient %.3e, %lld of %d weights non-zero\n", r.objective,
-                   r.projected_gradient, (long long)r.nonzero, (int)F);
+            printf("objective %.9e, projected gradient %.3e (%.2e of its start), %lld of %d weights non-zero\n",
+                   r.objective, r.projected_gradient,
+                   r.projected_gradient_start > 0 ? r.projected_gradient / r.projected_gradient_start : 0.0,
+                   (long long)r.nonzero, (int)F);
             if (wt) printf("relative error against the true weights: %.3e\n", err);
             printf("weights: %s, objective history: %s\n", out, hist_path);
         }

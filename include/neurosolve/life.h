@@ -206,6 +206,12 @@ typedef struct ns_life_fit_options {
     int32_t max_iterations;  /* ENCODE's maxit (500): at most maxit - 1 updates */
     double tol_gradient;     /* tolg (1e-5) on the projected gradient's max norm */
     double tol_objective;    /* tolo (1e-5) on |f(it-1) - f(it-2)|; 0 disables */
+    /* Relative tolerances (docs/life.md, "Stopping"): stop when |f(it-1) - f(it-2)| <
+     * rtol_objective * f(it-1), or when the projected gradient < rtol_gradient x its value at
+     * the start. ENCODE's absolute tolerances above also apply (the first met stops); 0
+     * disables. Defaults chosen on small_25 and the phantoms (bench/README.md). */
+    double rtol_objective;   /* (1e-4) */
+    double rtol_gradient;    /* (1e-3) */
     double lambda;           /* ReAl-LiFE L1 weight (0): gradient + lambda */
     int preconditioner;      /* ENCODE's diagonal preconditioner (0 = off) */
     const double *w0;        /* start (NULL: zeros) */
@@ -220,7 +226,9 @@ typedef enum ns_life_stop {
     NS_LIFE_STOP_GRADIENT = 1,  /* projected gradient below tolg */
     NS_LIFE_STOP_OBJECTIVE = 2, /* objective change below tolo */
     NS_LIFE_STOP_ZERO_STEP = 3, /* the lagged gradient vanished (step undefined) */
-    NS_LIFE_STOP_USER = 4       /* progress callback asked to stop */
+    NS_LIFE_STOP_USER = 4,      /* progress callback asked to stop */
+    NS_LIFE_STOP_GRADIENT_RELATIVE = 5,  /* projected gradient below rtol_gradient x its start */
+    NS_LIFE_STOP_OBJECTIVE_RELATIVE = 6  /* objective change below rtol_objective x objective */
 } ns_life_stop;
 
 typedef struct ns_life_fit_result {
@@ -228,6 +236,7 @@ typedef struct ns_life_fit_result {
     ns_life_stop stop;
     double objective;     /* 0.5 ||M w - y||^2 at the result */
     double projected_gradient;
+    double projected_gradient_start; /* at w0, before the first update */
     int64_t nonzero;      /* non-zero weights */
     double seconds;       /* wall time of the iterations (setup_seconds included) [s] */
     double setup_seconds; /* of which the first gradient (2 products), before the first update [s]:

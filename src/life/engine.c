@@ -184,7 +184,8 @@ ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, d
     ns_life_fit_options o;
     if (options) o = *options;
     else ns_life_fit_options_init(&o);
-    if (o.max_iterations < 1 || !(o.tol_gradient >= 0) || !(o.tol_objective >= 0) ||
+    if (o.max_iterations < 1 || !(o.tol_gradient >= 0) || !(o.tol_objective >= 0) || !(o.rtol_gradient >= 0) ||
+        !(o.rtol_objective >= 0) ||
         !(o.lambda >= 0) || !isfinite(o.lambda))
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "ns_life_fit: max_iterations = %d must be >= 1, tolerances and lambda >= 0",
