@@ -151,7 +151,7 @@ typedef struct ns_life_options {
     ns_backend backend;          /* CPU or CUDA; AUTO: CUDA when a GPU is usable */
     ns_life_variant mw_variant;  /* AUTO by default */
     ns_life_variant mty_variant; /* AUTO by default */
-    int32_t threads;             /* CPU threads; 0 = OpenMP's default */
+    int32_t threads;             /* CPU threads; 0 = automatic (ns_life_engine_threads) */
     int32_t device;              /* CUDA device (0) */
     size_t device_memory_limit;  /* [bytes]; 0 = what the device has free */
 } ns_life_options;
@@ -171,6 +171,14 @@ NS_API void ns_life_engine_destroy(ns_life_engine_t *engine);
 NS_API ns_backend ns_life_engine_backend(const ns_life_engine_t *engine);
 /* The variant a product runs with (AUTO resolved). */
 NS_API ns_life_variant ns_life_engine_variant(const ns_life_engine_t *engine, ns_life_product product);
+/* Seconds the AUTO selection spent timing variants when the engine was
+ * created (0 when the choice was cached in the model or given explicitly). */
+NS_API double ns_life_engine_selection_seconds(const ns_life_engine_t *engine);
+/* CPU threads the products and the solver use (0 for CUDA): options.threads
+ * when > 0, else OpenMP's default capped by the processors this process may
+ * use and by the work (one thread per 16,384 coefficients): never more
+ * threads than cores or work. */
+NS_API int32_t ns_life_engine_threads(const ns_life_engine_t *engine);
 /* Whether a variant exists on the engine's backend. */
 NS_API int ns_life_engine_supports(const ns_life_engine_t *engine, ns_life_variant variant);
 

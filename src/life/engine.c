@@ -60,6 +60,7 @@ static ns_status select_variant(ns_life_engine_t *e, ns_life_product p) {
         e->variant[p] = m->cached[b][p];
         return NS_OK;
     }
+    const double t_start = ns_time_ms();
     const int64_t ny = (int64_t)m->n_theta * m->n_voxels;
     const int64_t n_in = p == NS_LIFE_MW ? m->n_fibers : ny;
     const int64_t n_out = p == NS_LIFE_MW ? ny : m->n_fibers;
@@ -80,6 +81,7 @@ static ns_status select_variant(ns_life_engine_t *e, ns_life_product p) {
     }
     free(in);
     free(out);
+    e->selection_seconds += (ns_time_ms() - t_start) * 1e-3;
     if (s != NS_OK) return s;
     if (chosen == NS_LIFE_AUTO) return ns_fail(NS_ERR_INTERNAL, "no LiFE variant could be timed");
     e->variant[p] = chosen;
@@ -143,6 +145,13 @@ void ns_life_engine_destroy(ns_life_engine_t *e) {
 }
 
 ns_backend ns_life_engine_backend(const ns_life_engine_t *e) { return e ? e->backend : NS_BACKEND_AUTO; }
+
+double ns_life_engine_selection_seconds(const ns_life_engine_t *e) { return e ? e->selection_seconds : 0.0; }
+
+int32_t ns_life_engine_threads(const ns_life_engine_t *e) {
+    if (!e) return 0;
+    return e->backend == NS_BACKEND_CPU ? ns_life_cpu_threads(e->options.threads, e->model->n_coeffs) : 0;
+}
 
 ns_life_variant ns_life_engine_variant(const ns_life_engine_t *e, ns_life_product p) {
     return e && (p == NS_LIFE_MW || p == NS_LIFE_MTY) ? e->variant[p] : NS_LIFE_AUTO;
