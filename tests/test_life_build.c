@@ -287,7 +287,7 @@ static void test_real_case(void) {
     const ns_life_build_stats *st = ns_life_built_stats(r);
     CHECK(st->streamlines == 60 && st->fibers == 60 && st->n_b0 == 1 && st->n_dwi == 25);
     CHECK(st->grid[0] == 10 && st->grid[1] == 8 && st->grid[2] == 2);
-    CHECK(ns_life_model_n_atoms(m) == 129241 && ns_life_model_n_theta(m) == 25);
+    CHECK(ns_life_model_n_atoms(m) == 32221 && ns_life_model_n_theta(m) == 25); /* L = 180 */
     /* each fiber's values in a voxel sum to that voxel's S0 (the node fractions sum to 1) */
     const int32_t V = ns_life_model_n_voxels(m), Fn = ns_life_model_n_fibers(m), T = ns_life_model_n_theta(m);
     double *sum = calloc((size_t)V * Fn, sizeof *sum);

@@ -85,7 +85,7 @@ def atom_of(L, g):
     return 0 if j in (0, L) else 1 + i * (L - 1) + (j - 1)
 
 
-def expected_model(img, A, bvals, bvecs, streamlines, L=360, nodes="sum"):
+def expected_model(img, A, bvals, bvecs, streamlines, L=180, nodes="sum"):
     """nodes: "sum" (original LiFE, DIPY: S0 x node count) or "mean" (ENCODE: / nodes in the voxel)."""
     Ainv = np.linalg.inv(A)
     vsize = np.linalg.norm(A[:3, :3], axis=0)
@@ -136,8 +136,8 @@ with tempfile.TemporaryDirectory() as tmp:
     D = ld("dictionary.npy")
     dw = bvals > 50
     g = bvecs[:, dw] / np.linalg.norm(bvecs[:, dw], axis=0)
-    for a in (0, 1, 1000, 129240):
-        L = 360
+    for a in (0, 1, 1000, 32220):
+        L = 180  # the default (docs/life_data.md)
         if a == 0:
             u = np.array([0, 0, 1.0])
         else:

@@ -16,7 +16,7 @@ static void help(void) {
            "       neurosolve life fit MODEL [options]   fit fiber weights (SBBNNLS)\n"
            "       neurosolve life info MODEL            sizes of a model directory\n"
            "       neurosolve life build --dwi X.nii.gz --bvals X.bval --bvecs X.bvec --tracks T.trk|T.tck\n"
-           "                             --out MODEL [--L 360] [--axial 1] [--radial 0] [--b0-threshold 50] [--nodes sum|mean]\n"
+           "                             --out MODEL [--L 180] [--axial 1] [--radial 0] [--b0-threshold 50] [--nodes sum|mean]\n"
            "                             [--skip-bad] [--quiet] [--json]   model from real data\n"
            "       neurosolve life report MODEL WEIGHTS [--history H] [--pruned OUT.trk|.tck] [--tracks T]\n"
            "                             [--csv FILE] [--plot FILE.png] [--threshold 0] [--json]\n"

@@ -147,7 +147,7 @@ typedef enum ns_life_node_combination {
 } ns_life_node_combination;
 
 typedef struct ns_life_build_options {
-    int32_t dictionary_l;      /* ENCODE's L (360): (L - 1) L + 1 atoms */
+    int32_t dictionary_l;      /* ENCODE's L (180; ENCODE's default 360): (L - 1) L + 1 atoms */
     double axial_diffusivity;  /* [um^2/ms] of the kernel (1, ENCODE's stick) */
     double radial_diffusivity; /* [um^2/ms] (0) */
     double b0_threshold;       /* [s/mm^2]: volumes with b <= this are b = 0 (50) */
