@@ -129,7 +129,7 @@ typedef enum ns_life_product {
 /* Variants: restructuring x partitioning (docs/life.md). The optimised ones
  * are named partition_restructuring as in the paper's tables. */
 typedef enum ns_life_variant {
-    NS_LIFE_AUTO = 0,        /* the fastest of the optimised variants, timed (3 runs each) */
+    NS_LIFE_AUTO = 0,        /* the fastest of the optimised variants, timed (CPU: 1 run each, CUDA: 3) */
     NS_LIFE_NAIVE = 1,       /* original order. CPU: the paper's Fig. 3 loops, one thread;
                                 CUDA: the Fig. 6 reference kernels (atomics) */
     NS_LIFE_NAIVE_ATOM = 2,  /* same loops/kernels on the atom-sorted copy
