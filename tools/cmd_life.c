@@ -41,7 +41,7 @@ static void help(void) {
            "  --preconditioner   ENCODE's diagonal preconditioner\n"
            "  --tolg T --tolo T  ENCODE's absolute stopping tolerances (1e-5 each; 0 disables)\n"
            "  --rtolg R          stop when the projected gradient < R x its start (1e-3; 0 disables)\n"
-           "  --rtolo R          stop when the objective changes by < R x objective (1e-4; 0 disables)\n"
+           "  --rtolo R          stop when the objective changes by < R x objective (1e-5; 0 disables)\n"
            "  --mw V --mty V     product variants (auto: timed; naive, naive-atom, naive-voxel,\n"
            "                     coeff-atom, coeff-voxel, atom-atom, voxel-voxel)\n"
            "  --threads T        CPU threads (OpenMP's default)\n"

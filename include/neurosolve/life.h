@@ -218,7 +218,7 @@ typedef struct ns_life_fit_options {
      * rtol_objective * f(it-1), or when the projected gradient < rtol_gradient x its value at
      * the start. ENCODE's absolute tolerances above also apply (the first met stops); 0
      * disables. Defaults chosen on small_25 and the phantoms (bench/README.md). */
-    double rtol_objective;   /* (1e-4) */
+    double rtol_objective;   /* (1e-5) */
     double rtol_gradient;    /* (1e-3) */
     double lambda;           /* ReAl-LiFE L1 weight (0): gradient + lambda */
     int preconditioner;      /* ENCODE's diagonal preconditioner (0 = off) */

@@ -204,7 +204,7 @@ void ns_life_fit_options_init(ns_life_fit_options *o) {
     o->max_iterations = 500;
     o->tol_gradient = 1e-5;
     o->tol_objective = 1e-5;
-    o->rtol_objective = 1e-4;
+    o->rtol_objective = 1e-5;
     o->rtol_gradient = 1e-3;
 }
 
