@@ -116,7 +116,9 @@ static void test_hand_made(void) {
     write_tck(tmp("t.tck"), pts, lens, 2);
     ns_life_build_options o;
     ns_life_build_options_init(&o);
+    CHECK(o.nodes == NS_LIFE_NODES_SUM); /* the original LiFE and DIPY by default */
     o.dictionary_l = L;
+    o.nodes = NS_LIFE_NODES_MEAN; /* ENCODE's values first */
     ns_life_built_t *r = NULL;
     CHECK_OK(ns_life_build(tmp("dwi.nii"), tmp("g.bval"), tmp("g.bvec"), tmp("t.tck"), &o, &r));
     if (!r) return;
@@ -151,6 +153,23 @@ static void test_hand_made(void) {
         }
     }
     for (int q = 0; q < nw; ++q) CHECK(seen[q] == 1);
+    {   /* the node sum: S0 x nodes of that orientation (fiber 0: 2, 1, 2 nodes; fiber 1: 1 each) */
+        ns_life_build_options os = o;
+        os.nodes = NS_LIFE_NODES_SUM;
+        ns_life_built_t *rs = NULL;
+        CHECK_OK(ns_life_build(tmp("dwi.nii"), tmp("g.bval"), tmp("g.bvec"), tmp("t.tck"), &os, &rs));
+        const double sum_value[] = {220, 111, 224, 111, 111, 111};
+        ns_life_model_t *ms = rs ? ns_life_built_model(rs) : NULL;
+        for (int64_t c = 0; ms && c < ns_life_model_n_coeffs(ms); ++c) {
+            const int32_t *q = ns_life_built_voxel_ijk(rs) + 3 * ns_life_model_voxel(ms)[c];
+            const int at = find(want, nw, ns_life_model_atom(ms)[c], q[0], q[1], q[2], ns_life_model_fiber(ms)[c]);
+            CHECK(at >= 0 && fabs(ns_life_model_value(ms)[c] - sum_value[at]) < 1e-12);
+        }
+        ns_life_built_destroy(rs);
+        os.nodes = (ns_life_node_combination)7;
+        CHECK(ns_life_build(tmp("dwi.nii"), tmp("g.bval"), tmp("g.bvec"), tmp("t.tck"), &os, &rs) ==
+              NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "node combination"));
+    }
     /* voxels in raster order, S0, Y */
     CHECK(ijk[0] == 0 && ijk[3] == 1 && ijk[6] == 2 && ijk[1] == 1 && ijk[5] == 1);
     const double *Y = ns_life_model_signal(m), *S0 = ns_life_built_s0(r);
@@ -259,6 +278,7 @@ static void test_real_case(void) {
     ns_life_build_options o;
     ns_life_build_options_init(&o);
     o.progress = count_progress;
+    o.nodes = NS_LIFE_NODES_MEAN; /* ENCODE's fractions: a fiber's values in a voxel sum to S0 */
     ns_life_built_t *r = NULL;
     CHECK_OK(ns_life_build(dwi, bval, bvec, trk, &o, &r));
     if (!r) return;
@@ -267,7 +287,7 @@ static void test_real_case(void) {
     const ns_life_build_stats *st = ns_life_built_stats(r);
     CHECK(st->streamlines == 60 && st->fibers == 60 && st->n_b0 == 1 && st->n_dwi == 25);
     CHECK(st->grid[0] == 10 && st->grid[1] == 8 && st->grid[2] == 2);
-    CHECK(ns_life_model_n_atoms(m) == 129241 && ns_life_model_n_theta(m) == 25);
+    CHECK(ns_life_model_n_atoms(m) == 32221 && ns_life_model_n_theta(m) == 25); /* L = 180 */
     /* each fiber's values in a voxel sum to that voxel's S0 (the node fractions sum to 1) */
     const int32_t V = ns_life_model_n_voxels(m), Fn = ns_life_model_n_fibers(m), T = ns_life_model_n_theta(m);
     double *sum = calloc((size_t)V * Fn, sizeof *sum);

@@ -126,6 +126,7 @@ static void fits(ns_life_model_t *m) {
     ns_life_fit_options_init(&fo);
     fo.max_iterations = 51;
     fo.tol_gradient = fo.tol_objective = 0.0;
+    fo.rtol_gradient = fo.rtol_objective = 0.0; /* 51 updates on both backends */
     for (int pre = 0; pre <= 1; ++pre) {
         fo.preconditioner = pre;
         ns_life_engine_t *e = NULL;

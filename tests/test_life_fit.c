@@ -129,6 +129,7 @@ static void against_nnls(uint64_t seed, double noise, int precond) {
     fo.max_iterations = 20000;
     fo.tol_gradient = 1e-13;
     fo.tol_objective = 0.0;
+    fo.rtol_objective = fo.rtol_gradient = 0.0; /* ENCODE's absolute stops only */
     fo.preconditioner = precond;
     ns_life_fit_result res;
     double *hist = malloc((size_t)fo.max_iterations * sizeof *hist);
@@ -140,6 +141,20 @@ static void against_nnls(uint64_t seed, double noise, int precond) {
            "(%d updates, %s)\n", (unsigned long long)seed, noise, precond, rows, cols, active, f_lh,
            f_sbb, (int)res.updates, ns_life_stop_name(res.stop));
     CHECK_MSG(fabs(f_sbb - f_lh) <= 1e-6 * f_lh + 1e-14, "objective %.15g vs NNLS %.15g", f_sbb, f_lh);
+    /* the defaults stop on a relative tolerance, close to the optimum */
+    ns_life_fit_options fd;
+    ns_life_fit_options_init(&fd);
+    fd.preconditioner = precond;
+    ns_life_fit_result rd;
+    CHECK_OK(fit(m, NS_LIFE_VOXEL_VOXEL, 2, &fd, w, NULL, &rd));
+    const double f_def = objective(&c, w, b);
+    printf("  defaults: %d updates, %s, objective %.12g (%.2e above NNLS)\n", (int)rd.updates, ns_life_stop_name(rd.stop),
+           f_def, (f_def - f_lh) / (f_lh > 0 ? f_lh : 1));
+    CHECK_MSG(rd.stop != NS_LIFE_STOP_MAX_ITERATIONS && rd.projected_gradient_start > 0 &&
+              (rd.stop != NS_LIFE_STOP_GRADIENT_RELATIVE || rd.projected_gradient < 1e-3 * rd.projected_gradient_start),
+              "default stop: %s", ns_life_stop_name(rd.stop));
+    CHECK_MSG(f_def - f_lh <= 1e-2 * f_lh + 1e-6 * rd.projected_gradient_start, "default fit %.15g vs NNLS %.15g", f_def, f_lh);
+    fit(m, NS_LIFE_VOXEL_VOXEL, 2, &fo, w, hist, &res); /* back to the tight weights for the checks below */
     CHECK(fabs(res.objective - f_sbb) <= 1e-9 * f_sbb + 1e-14);
     if (res.updates > 0) CHECK(hist[res.updates - 1] == res.objective);
     for (int j = 0; j < cols; ++j) CHECK(w[j] >= 0.0);
@@ -163,6 +178,7 @@ static void kkt_lambda(double lambda) {
     fo.max_iterations = 20000;
     fo.tol_gradient = 1e-12;
     fo.tol_objective = 0.0;
+    fo.rtol_objective = fo.rtol_gradient = 0.0; /* ENCODE's absolute stops only */
     fo.lambda = lambda;
     ns_life_fit_result res;
     CHECK_OK(fit(m, NS_LIFE_COEFF_ATOM, 1, &fo, w, NULL, &res));
@@ -197,6 +213,7 @@ static void variants_agree(void) {
     fo.max_iterations = 51; /* 50 updates */
     fo.tol_gradient = 0.0;
     fo.tol_objective = 0.0;
+    fo.rtol_objective = fo.rtol_gradient = 0.0; /* ENCODE's absolute stops only */
     ns_life_fit_result res;
     CHECK_OK(fit(m, NS_LIFE_NAIVE, 1, &fo, ref, NULL, &res));
     CHECK(res.updates == 50);

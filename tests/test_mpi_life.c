@@ -71,6 +71,8 @@ int main(int argc, char **argv) {
     fo.max_iterations = 4000;
     fo.tol_gradient = 1e-13;
     fo.tol_objective = 0.0;
+    fo.rtol_gradient = 0.0; /* a tight fit: no relative stop */
+    fo.rtol_objective = 0.0;
     ns_life_fit_result rg, rl;
     double *hist = malloc((size_t)fo.max_iterations * sizeof *hist);
     CHECK_OK(ns_life_fit(ge, &fo, wg, NULL, &rg));

@@ -143,6 +143,8 @@ int main(int argc, char **argv) {
     fo.max_iterations = 4000;
     fo.tol_gradient = 1e-13;
     fo.tol_objective = 0.0;
+    fo.rtol_gradient = 0.0; /* a tight fit: no relative stop */
+    fo.rtol_objective = 0.0;
     compare(g, &fo, 1e-12, "converged");
     bad_start(g);
     ns_life_model_destroy(g);

@@ -102,6 +102,7 @@ int bench_scale(int argc, char **argv) {
     fo.max_iterations = (int32_t)iters + 1; /* maxit - 1 updates */
     fo.tol_gradient = 0.0;
     fo.tol_objective = 0.0;
+    fo.rtol_gradient = fo.rtol_objective = 0.0; /* a fixed number of updates */
     ns_life_fit_result res;
     if (mpi) MPI_Barrier(comm);
     const double t0 = mpi ? MPI_Wtime() : 0.0;

@@ -16,7 +16,7 @@ static void help(void) {
            "       neurosolve life fit MODEL [options]   fit fiber weights (SBBNNLS)\n"
            "       neurosolve life info MODEL            sizes of a model directory\n"
            "       neurosolve life build --dwi X.nii.gz --bvals X.bval --bvecs X.bvec --tracks T.trk|T.tck\n"
-           "                             --out MODEL [--L 360] [--axial 1] [--radial 0] [--b0-threshold 50]\n"
+           "                             --out MODEL [--L 180] [--axial 1] [--radial 0] [--b0-threshold 50] [--nodes sum|mean]\n"
            "                             [--skip-bad] [--quiet] [--json]   model from real data\n"
            "       neurosolve life report MODEL WEIGHTS [--history H] [--pruned OUT.trk|.tck] [--tracks T]\n"
            "                             [--csv FILE] [--plot FILE.png] [--threshold 0] [--json]\n"
@@ -39,7 +39,9 @@ static void help(void) {
            "  --history FILE     objective after each update (default: OUT with _history)\n"
            "  --lambda L         ReAl-LiFE L1 weight (0)\n"
            "  --preconditioner   ENCODE's diagonal preconditioner\n"
-           "  --tolg T --tolo T  stopping tolerances (1e-5 each; 0 disables)\n"
+           "  --tolg T --tolo T  ENCODE's absolute stopping tolerances (1e-5 each; 0 disables)\n"
+           "  --rtolg R          stop when the projected gradient < R x its start (1e-3; 0 disables)\n"
+           "  --rtolo R          stop when the objective changes by < R x objective (1e-5; 0 disables)\n"
            "  --mw V --mty V     product variants (auto: timed; naive, naive-atom, naive-voxel,\n"
            "                     coeff-atom, coeff-voxel, atom-atom, voxel-voxel)\n"
            "  --threads T        CPU threads (OpenMP's default)\n"
@@ -140,6 +142,49 @@ static int show(int32_t it, double f, int64_t nnz, void *ctx) {
     return 0;
 }
 
+/* AUTO's variant choice cached beside the model (MODEL/variants.txt), keyed by
+ * the model's sizes, the backend asked for and --threads: a second `life fit`
+ * of the same model skips the timing runs. Returns 1 when a matching entry
+ * set both variants. */
+static int cache_key(char *buf, size_t n, const ns_life_model_t *m, const ns_life_options *o) {
+    return snprintf(buf, n, "backend %s threads %d theta %d atoms %d voxels %d fibers %d coeffs %lld",
+                    ns_backend_name(o->backend), (int)o->threads, ns_life_model_n_theta(m), ns_life_model_n_atoms(m),
+                    ns_life_model_n_voxels(m), ns_life_model_n_fibers(m), (long long)ns_life_model_n_coeffs(m));
+}
+
+static int variants_cached(const char *dir, const ns_life_model_t *m, ns_life_options *o) {
+    char path[4096], key[512], line[1024], mw[64], mty[64];
+    snprintf(path, sizeof path, "%s/variants.txt", dir);
+    cache_key(key, sizeof key, m, o);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        const size_t k = strlen(key);
+        if (strncmp(line, key, k) != 0 || sscanf(line + k, " mw %63s mty %63s", mw, mty) != 2) continue;
+        ns_life_variant a, b;
+        if (ns_life_variant_from_name(mw, &a) == NS_OK && ns_life_variant_from_name(mty, &b) == NS_OK &&
+            a != NS_LIFE_AUTO && b != NS_LIFE_AUTO)
+            o->mw_variant = a, o->mty_variant = b, found = 1;
+    }
+    fclose(f);
+    return found;
+}
+
+/* Best effort: a model folder that cannot be written just is not cached. */
+static void variants_store(const char *dir, const ns_life_model_t *m, const ns_life_options *o,
+                           const ns_life_engine_t *e) {
+    char path[4096], key[512];
+    snprintf(path, sizeof path, "%s/variants.txt", dir);
+    cache_key(key, sizeof key, m, o);
+    ns_output *out = NULL;
+    if (ns_output_open(path, &out) != NS_OK) return;
+    FILE *f = ns_output_stream(out);
+    fprintf(f, "%s mw %s mty %s selection_seconds %.3f\n", key, ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)),
+            ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)), ns_life_engine_selection_seconds(e));
+    if (ns_output_commit(out) != NS_OK) return;
+}
+
 static int fit(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') return cli_usage_error("life fit", "missing model directory");
     const char *dir = argv[1], *out = "weights.npy", *hist_path = NULL;
@@ -161,6 +206,8 @@ static int fit(int argc, char **argv) {
         else if (strcmp(a, "--lambda") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.lambda), ++i;
         else if (strcmp(a, "--tolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.tol_gradient), ++i;
         else if (strcmp(a, "--tolo") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.tol_objective), ++i;
+        else if (strcmp(a, "--rtolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.rtol_gradient), ++i;
+        else if (strcmp(a, "--rtolo") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.rtol_objective), ++i;
         else if (strcmp(a, "--preconditioner") == 0) fo.preconditioner = 1;
         else if ((strcmp(a, "--mw") == 0 || strcmp(a, "--mty") == 0) && v) {
             if (ns_life_variant_from_name(v, strcmp(a, "--mw") == 0 ? &o.mw_variant : &o.mty_variant) != NS_OK)
@@ -185,11 +232,15 @@ static int fit(int argc, char **argv) {
     ns_status s = ns_life_model_load(dir, &m);
     if (s != NS_OK) return cli_status_error("life fit", s);
     ns_life_engine_t *e = NULL;
+    const int auto_variants = o.mw_variant == NS_LIFE_AUTO && o.mty_variant == NS_LIFE_AUTO;
+    ns_life_options asked = o;
+    const int cached = auto_variants && variants_cached(dir, m, &o);
     s = ns_life_engine_create(m, &o, &e);
     if (s != NS_OK) {
         ns_life_model_destroy(m);
         return cli_error("life fit: %s: preparing the products: %s: %s", dir, ns_status_string(s), ns_last_error());
     }
+    if (auto_variants && !cached) variants_store(dir, m, &asked, e);
     progress p = {fo.max_iterations - 1, isatty(fileno(stderr))};
     if (!quiet && !as_json && p.tty) {
         fo.progress = show;
@@ -238,9 +289,13 @@ static int fit(int argc, char **argv) {
             json_string(&j, "stop", ns_life_stop_name(r.stop));
             json_double(&j, "objective", r.objective);
             json_double(&j, "projected_gradient", r.projected_gradient);
+            json_double(&j, "projected_gradient_start", r.projected_gradient_start);
             json_int(&j, "nonzero", r.nonzero);
             json_double(&j, "seconds", r.seconds);
             json_double(&j, "setup_seconds", r.setup_seconds);
+            json_double(&j, "variant_selection_seconds", ns_life_engine_selection_seconds(e));
+            json_int(&j, "variants_cached", cached);
+            json_int(&j, "threads", ns_life_engine_threads(e));
             if (wt) json_double(&j, "relative_error_vs_true_weights", err);
             json_string(&j, "weights", out);
             json_string(&j, "history", hist_path);
@@ -251,8 +306,14 @@ static int fit(int argc, char **argv) {
                    ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)),
                    ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)), r.seconds,
                    ns_life_stop_name(r.stop));
-            printf("objective %.9e, projected gradient %.3e, %lld of %d weights non-zero\n", r.objective,
-                   r.projected_gradient, (long long)r.nonzero, (int)F);
+            if (auto_variants)
+                printf("variant choice: %s (%.3f s of timing runs)\n", cached ? "cached in MODEL/variants.txt" : "timed",
+                       ns_life_engine_selection_seconds(e));
+            if (ns_life_engine_backend(e) == NS_BACKEND_CPU) printf("threads: %d\n", (int)ns_life_engine_threads(e));
+            printf("objective %.9e, projected gradient %.3e (%.2e of its start), %lld of %d weights non-zero\n",
+                   r.objective, r.projected_gradient,
+                   r.projected_gradient_start > 0 ? r.projected_gradient / r.projected_gradient_start : 0.0,
+                   (long long)r.nonzero, (int)F);
             if (wt) printf("relative error against the true weights: %.3e\n", err);
             printf("weights: %s, objective history: %s\n", out, hist_path);
         }

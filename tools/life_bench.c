@@ -163,6 +163,7 @@ static int overall(bench *B, ns_life_model_t *m, long long fibers, const char *n
     ns_life_fit_options_init(&fo);
     fo.max_iterations = iters;
     fo.tol_gradient = fo.tol_objective = 0.0; /* the same number of updates for every row */
+    fo.rtol_gradient = fo.rtol_objective = 0.0;
     ns_life_fit_result res;
     s = ns_life_fit(e, &fo, w, NULL, &res);
     char variants[40];

@@ -51,6 +51,12 @@ int life_build(int argc, char **argv) {
         else if (strcmp(a, "--radial") == 0) ok = cli_parse_double(cmd, a, v, 0, 100, &o.radial_diffusivity), ++i;
         else if (strcmp(a, "--b0-threshold") == 0) ok = cli_parse_double(cmd, a, v, 0, 1e5, &o.b0_threshold), ++i;
         else if (strcmp(a, "--skip-bad") == 0) o.bad = NS_LIFE_BAD_SKIP;
+        else if (strcmp(a, "--nodes") == 0 && v) {
+            if (strcmp(v, "sum") == 0) o.nodes = NS_LIFE_NODES_SUM;
+            else if (strcmp(v, "mean") == 0) o.nodes = NS_LIFE_NODES_MEAN;
+            else return cli_usage_error(cmd, "--nodes takes sum (original LiFE, DIPY) or mean (ENCODE), not '%s'", v);
+            ++i;
+        }
         else if (strcmp(a, "--quiet") == 0) quiet = 1;
         else if (strcmp(a, "--json") == 0) as_json = 1;
         else return cli_usage_error(cmd, "unknown option or missing value '%s'", a);
@@ -82,6 +88,7 @@ int life_build(int argc, char **argv) {
         json_int(&j, "nodes_outside", st->nodes_outside);
         json_int(&j, "nodes_zero_gradient", st->nodes_zero_gradient);
         json_int(&j, "n_b0", st->n_b0);
+        json_string(&j, "nodes", o.nodes == NS_LIFE_NODES_MEAN ? "mean" : "sum");
         json_int(&j, "n_theta", ns_life_model_n_theta(m));
         json_int(&j, "n_atoms", ns_life_model_n_atoms(m));
         json_int(&j, "n_voxels", ns_life_model_n_voxels(m));
@@ -161,7 +168,10 @@ int life_report(int argc, char **argv) {
     if (s != NS_OK) return cli_status_error(cmd, s);
     ns_life_model_t *m = ns_life_built_model(r);
     const int32_t T = ns_life_model_n_theta(m), V = ns_life_model_n_voxels(m), F = ns_life_model_n_fibers(m);
-    double *w = NULL, *hist = NULL, *y = NULL, *before = NULL, *after = NULL;
+    double *w = NULL, *hist = NULL, *y = NULL, *before = NULL, *after = NULL, *after_all = NULL;
+    /* DIPY's RMSE is over every volume: the b=0 volumes are predicted as S0 (their mean), so with
+     * one b=0 volume they add no error, only to the count (docs/life_data.md) */
+    const int32_t n_b0 = ns_life_built_stats(r)->n_b0 > 0 ? ns_life_built_stats(r)->n_b0 : 0;
     int64_t nw = 0, nh = 0;
     ns_life_engine_t *e = NULL;
     int rc = 0;
@@ -176,7 +186,8 @@ int life_report(int argc, char **argv) {
         y = malloc((size_t)T * V * sizeof *y);
         before = malloc((size_t)V * sizeof *before);
         after = malloc((size_t)V * sizeof *after);
-        if (!y || !before || !after) rc = cli_error("out of memory");
+        after_all = malloc((size_t)V * sizeof *after_all);
+        if (!y || !before || !after || !after_all) rc = cli_error("out of memory");
     }
     if (rc == 0 && (s = ns_life_mw(e, w, y)) != NS_OK)
         rc = cli_error("%s: %s with the weights of %s: %s: %s", cmd, dir, wpath, ns_status_string(s), ns_last_error());
@@ -193,7 +204,7 @@ int life_report(int argc, char **argv) {
                 a += Y[(int64_t)v * T + t] * Y[(int64_t)v * T + t], b += d * d;
             }
             sig += a, obj += b;
-            before[v] = sqrt(a / T), after[v] = sqrt(b / T);
+            before[v] = sqrt(a / T), after[v] = sqrt(b / T), after_all[v] = sqrt(b / (T + n_b0));
         }
         obj *= 0.5;
         const int64_t ns = ns_life_built_n_streamlines(r) > 0 ? ns_life_built_n_streamlines(r) : F;
@@ -213,10 +224,11 @@ int life_report(int argc, char **argv) {
             else {
                 const int32_t *ijk = ns_life_built_voxel_ijk(r);
                 const double *s0 = ns_life_built_s0(r);
-                fprintf(c, "voxel,i,j,k,s0,rmse_before,rmse_after\n");
+                fprintf(c, "voxel,i,j,k,s0,rmse_before,rmse_after,rmse_after_all_volumes\n");
                 for (int32_t v = 0; v < V; ++v)
-                    fprintf(c, "%d,%d,%d,%d,%.9g,%.9g,%.9g\n", (int)v, ijk ? ijk[3 * v] : -1, ijk ? ijk[3 * v + 1] : -1,
-                            ijk ? ijk[3 * v + 2] : -1, s0 ? s0[v] : NAN, before[v], after[v]);
+                    fprintf(c, "%d,%d,%d,%d,%.9g,%.9g,%.9g,%.9g\n", (int)v, ijk ? ijk[3 * v] : -1,
+                            ijk ? ijk[3 * v + 1] : -1, ijk ? ijk[3 * v + 2] : -1, s0 ? s0[v] : NAN, before[v], after[v],
+                            after_all[v]);
                 /* committed below, only if the pruned tractogram is written too */
             }
         }
@@ -230,7 +242,7 @@ int life_report(int argc, char **argv) {
         else ns_output_abort(csv_out);
         csv_out = NULL;
         if (rc == 0) {
-            const double mb = median(before, V), ma = median(after, V);
+            const double mb = median(before, V), ma = median(after, V), mall = median(after_all, V);
             if (as_json) {
                 cli_json j;
                 json_begin(&j, stdout);
@@ -242,6 +254,8 @@ int life_report(int argc, char **argv) {
                 json_double(&j, "relative_residual", sig > 0 ? sqrt(2 * obj / sig) : NAN);
                 json_double(&j, "median_rmse_before", mb);
                 json_double(&j, "median_rmse_after", ma);
+                json_double(&j, "median_rmse_after_all_volumes", mall);
+                json_int(&j, "rmse_volumes", T + n_b0);
                 if (hist) {
                     json_int(&j, "updates", nh);
                     json_double(&j, "objective_first", nh ? hist[0] : NAN);
@@ -257,8 +271,10 @@ int life_report(int argc, char **argv) {
                        0.5 * sig, sig > 0 ? sqrt(2 * obj / sig) : NAN);
                 double sb = 0, sa = 0;
                 for (int32_t v = 0; v < V; ++v) sb += before[v], sa += after[v];
-                printf("RMSE per voxel: median %.4g before -> %.4g after (mean %.4g -> %.4g)\n", mb, ma, sb / V,
-                       sa / V);
+                printf("RMSE per voxel over the %d directions: median %.4g before -> %.4g after (mean %.4g -> %.4g)\n",
+                       (int)T, mb, ma, sb / V, sa / V);
+                printf("RMSE per voxel over all %d volumes (DIPY's, b=0 predicted as S0): median %.4g after\n",
+                       (int)(T + n_b0), mall);
                 if (hist && nh > 0) {
                     printf("objective history: %lld updates, %.6e -> %.6e\n", (long long)nh, hist[0], hist[nh - 1]);
                     const int64_t marks[] = {0, 1, 4, 9, 49, 99, 199, 499};
@@ -280,7 +296,7 @@ int life_report(int argc, char **argv) {
         if (rc == 0 && !as_json) printf("plot: %s\n", png);
     }
     free(keep);
-    free(w), free(hist), free(y), free(before), free(after);
+    free(w), free(hist), free(y), free(before), free(after), free(after_all);
     ns_life_engine_destroy(e);
     ns_life_built_destroy(r);
     return rc;

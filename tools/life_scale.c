@@ -69,6 +69,7 @@ static int fit(ns_life_model_t *m, ns_backend b, ns_life_variant v, int threads,
     ns_life_fit_options_init(&fo);
     fo.max_iterations = iters;
     fo.tol_gradient = fo.tol_objective = 0.0;
+    fo.rtol_gradient = fo.rtol_objective = 0.0; /* the updates asked for */
     ns_life_fit_result res;
     s = ns_life_fit(e, &fo, w, NULL, &res);
     ns_life_engine_destroy(e);

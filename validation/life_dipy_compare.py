@@ -72,7 +72,7 @@ def compare(exe, data, out_path):
         w = os.path.join(tmp, "w.npy")
         csv = os.path.join(tmp, "rmse.csv")
         subprocess.run([exe, "life", "build", "--dwi", dwi, "--bvals", bval, "--bvecs", bvec, "--tracks", trk,
-                        "--out", m, "--quiet"], check=True, stdout=subprocess.DEVNULL)
+                        "--out", m, "--quiet", "--nodes", "mean"], check=True, stdout=subprocess.DEVNULL)
         subprocess.run([exe, "life", "fit", m, "--out", w, "--backend", "cpu", "--quiet", "--iters", "500"],
                        check=True, stdout=subprocess.DEVNULL)
         rep = json.loads(subprocess.run([exe, "life", "report", m, w, "--csv", csv, "--json"], check=True,

@@ -129,7 +129,7 @@ typedef enum ns_life_product {
 /* Variants: restructuring x partitioning (docs/life.md). The optimised ones
  * are named partition_restructuring as in the paper's tables. */
 typedef enum ns_life_variant {
-    NS_LIFE_AUTO = 0,        /* the fastest of the optimised variants, timed (3 runs each) */
+    NS_LIFE_AUTO = 0,        /* the fastest of the optimised variants, timed (CPU: 1 run each, CUDA: 3) */
     NS_LIFE_NAIVE = 1,       /* original order. CPU: the paper's Fig. 3 loops, one thread;
                                 CUDA: the Fig. 6 reference kernels (atomics) */
     NS_LIFE_NAIVE_ATOM = 2,  /* same loops/kernels on the atom-sorted copy
@@ -158,7 +158,7 @@ typedef struct ns_life_options {
     ns_backend backend;          /* CPU or CUDA; AUTO: CUDA when a GPU is usable */
     ns_life_variant mw_variant;  /* AUTO by default */
     ns_life_variant mty_variant; /* AUTO by default */
-    int32_t threads;             /* CPU threads; 0 = OpenMP's default */
+    int32_t threads;             /* CPU threads; 0 = automatic (ns_life_engine_threads) */
     int32_t device;              /* CUDA backend: device ordinal, or NS_DEVICE_CURRENT (the default):
                                     the device current on the calling thread at create; every call
                                     of the engine runs on it and restores the caller's device */
@@ -180,6 +180,14 @@ NS_API void ns_life_engine_destroy(ns_life_engine_t *engine);
 NS_API ns_backend ns_life_engine_backend(const ns_life_engine_t *engine);
 /* The variant a product runs with (AUTO resolved). */
 NS_API ns_life_variant ns_life_engine_variant(const ns_life_engine_t *engine, ns_life_product product);
+/* Seconds the AUTO selection spent timing variants when the engine was
+ * created (0 when the choice was cached in the model or given explicitly). */
+NS_API double ns_life_engine_selection_seconds(const ns_life_engine_t *engine);
+/* CPU threads the products and the solver use (0 for CUDA): options.threads
+ * when > 0, else OpenMP's default capped by the processors this process may
+ * use and by the work (one thread per 16,384 coefficients): never more
+ * threads than cores or work. */
+NS_API int32_t ns_life_engine_threads(const ns_life_engine_t *engine);
 /* Whether a variant exists on the engine's backend. */
 NS_API int ns_life_engine_supports(const ns_life_engine_t *engine, ns_life_variant variant);
 
@@ -215,6 +223,12 @@ typedef struct ns_life_fit_options {
     int32_t max_iterations;  /* ENCODE's maxit (500): at most maxit - 1 updates */
     double tol_gradient;     /* tolg (1e-5) on the projected gradient's max norm */
     double tol_objective;    /* tolo (1e-5) on |f(it-1) - f(it-2)|; 0 disables */
+    /* Relative tolerances (docs/life.md, "Stopping"): stop when |f(it-1) - f(it-2)| <
+     * rtol_objective * f(it-1), or when the projected gradient < rtol_gradient x its value at
+     * the start. ENCODE's absolute tolerances above also apply (the first met stops); 0
+     * disables. Defaults chosen on small_25 and the phantoms (bench/README.md). */
+    double rtol_objective;   /* (1e-5) */
+    double rtol_gradient;    /* (1e-3) */
     double lambda;           /* ReAl-LiFE L1 weight (0): gradient + lambda */
     int preconditioner;      /* ENCODE's diagonal preconditioner (0 = off) */
     const double *w0;        /* start (NULL: zeros) */
@@ -229,7 +243,9 @@ typedef enum ns_life_stop {
     NS_LIFE_STOP_GRADIENT = 1,  /* projected gradient below tolg */
     NS_LIFE_STOP_OBJECTIVE = 2, /* objective change below tolo */
     NS_LIFE_STOP_ZERO_STEP = 3, /* the lagged gradient vanished (step undefined) */
-    NS_LIFE_STOP_USER = 4       /* progress callback asked to stop */
+    NS_LIFE_STOP_USER = 4,      /* progress callback asked to stop */
+    NS_LIFE_STOP_GRADIENT_RELATIVE = 5,  /* projected gradient below rtol_gradient x its start */
+    NS_LIFE_STOP_OBJECTIVE_RELATIVE = 6  /* objective change below rtol_objective x objective */
 } ns_life_stop;
 
 typedef struct ns_life_fit_result {
@@ -237,6 +253,7 @@ typedef struct ns_life_fit_result {
     ns_life_stop stop;
     double objective;     /* 0.5 ||M w - y||^2 at the result */
     double projected_gradient;
+    double projected_gradient_start; /* at w0, before the first update */
     int64_t nonzero;      /* non-zero weights */
     double seconds;       /* wall time of the iterations (setup_seconds included) [s] */
     double setup_seconds; /* of which the first gradient (2 products), before the first update [s]:

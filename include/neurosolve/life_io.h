@@ -141,12 +141,22 @@ typedef enum ns_life_bad_policy {
 typedef int (*ns_life_build_progress_fn)(int pass, int64_t streamlines, uint64_t bytes_done,
                                          uint64_t bytes_total, void *context);
 
+/* How the nodes of one fiber in one voxel combine into its column of M
+ * (docs/life_data.md, "Which reference each default reproduces"). */
+typedef enum ns_life_node_combination {
+    NS_LIFE_NODES_SUM = 0, /* Phi = S0 x nodes with that orientation: each node adds its
+                              stick response, as the original MATLAB LiFE and DIPY (default) */
+    NS_LIFE_NODES_MEAN = 1 /* Phi = S0 x nodes with that orientation / nodes of the fiber in the
+                              voxel: ENCODE's feConnectomeEncoding.m */
+} ns_life_node_combination;
+
 typedef struct ns_life_build_options {
-    int32_t dictionary_l;      /* ENCODE's L (360): (L - 1) L + 1 atoms */
+    int32_t dictionary_l;      /* ENCODE's L (180; ENCODE's default 360): (L - 1) L + 1 atoms */
     double axial_diffusivity;  /* [um^2/ms] of the kernel (1, ENCODE's stick) */
     double radial_diffusivity; /* [um^2/ms] (0) */
     double b0_threshold;       /* [s/mm^2]: volumes with b <= this are b = 0 (50) */
     ns_life_bad_policy bad;    /* NS_LIFE_BAD_ERROR */
+    ns_life_node_combination nodes; /* NS_LIFE_NODES_SUM (original LiFE, DIPY) */
     ns_life_build_progress_fn progress;
     void *progress_context;
 } ns_life_build_options;

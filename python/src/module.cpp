@@ -1095,10 +1095,12 @@ NB_MODULE(_core, m) {
         }, "directory"_a)
         .def_static("build", [](const std::string &dwi, const std::string &bvals, const std::string &bvecs,
                                 const std::string &tracks, int32_t dictionary_l, double axial_diffusivity,
-                                double radial_diffusivity, double b0_threshold, const std::string &bad) {
+                                double radial_diffusivity, double b0_threshold, const std::string &bad,
+                                const std::string &nodes) {
             ns_life_build_options o;
             ns_life_build_options_init(&o);
-            o.dictionary_l = dictionary_l;
+            if (dictionary_l > 0) o.dictionary_l = dictionary_l; /* 0: the library's default (180) */
+            o.nodes = pick<ns_life_node_combination>("nodes", nodes, {{"sum", NS_LIFE_NODES_SUM}, {"mean", NS_LIFE_NODES_MEAN}});
             o.axial_diffusivity = axial_diffusivity;
             o.radial_diffusivity = radial_diffusivity;
             o.b0_threshold = b0_threshold;
@@ -1115,8 +1117,8 @@ NB_MODULE(_core, m) {
             }
             lm->m = ns_life_built_model(lm->built);
             return lm;
-        }, "dwi"_a, "bvals"_a, "bvecs"_a, "tracks"_a, "dictionary_l"_a = 360, "axial_diffusivity"_a = 1.0,
-           "radial_diffusivity"_a = 0.0, "b0_threshold"_a = 50.0, "bad"_a = "error")
+        }, "dwi"_a, "bvals"_a, "bvecs"_a, "tracks"_a, "dictionary_l"_a = 0, "axial_diffusivity"_a = 1.0,
+           "radial_diffusivity"_a = 0.0, "b0_threshold"_a = 50.0, "bad"_a = "error", "nodes"_a = "sum")
         .def_static("synth", [](int32_t n_theta, int32_t dictionary_l, int32_t n_fibers, std::vector<int32_t> grid,
                                 double mean_length, double active_fraction, double noise, uint64_t seed) {
             ns_life_synth_options o;
@@ -1318,7 +1320,8 @@ NB_MODULE(_core, m) {
             return w;
         }, "y"_a, "w = M^T y (n_fibers entries).")
         .def("fit", [](LifeEngine &e, int32_t max_iterations, double tol_gradient, double tol_objective, double lambda_,
-                       bool preconditioner, nb::handle w0, nb::handle progress) {
+                       bool preconditioner, nb::handle w0, nb::handle progress, double rtol_gradient,
+                       double rtol_objective) {
             ns_life_model_t *mm = nb::cast<LifeModel &>(e.model).m;
             const size_t nf = (size_t)ns_life_model_n_fibers(mm);
             ns_life_fit_options o;
@@ -1328,6 +1331,8 @@ NB_MODULE(_core, m) {
             o.tol_objective = tol_objective;
             o.lambda = lambda_;
             o.preconditioner = preconditioner ? 1 : 0;
+            if (rtol_gradient >= 0) o.rtol_gradient = rtol_gradient;   /* < 0: the library's default */
+            if (rtol_objective >= 0) o.rtol_objective = rtol_objective;
             view v0;
             if (!w0.is_none()) {
                 v0 = take<double>(w0, "LifeEngine.fit", "w0", (int64_t)nf, place::host, false);
@@ -1386,7 +1391,8 @@ NB_MODULE(_core, m) {
             d["history"] = to_numpy<double>(hist.data(), {(size_t)std::max(res.updates, 0)});
             return nb::make_tuple(w, d);
         }, "max_iterations"_a = 500, "tol_gradient"_a = 1e-5, "tol_objective"_a = 1e-5, "lambda_"_a = 0.0,
-           "preconditioner"_a = false, "w0"_a = nb::none(), "progress"_a = nb::none(),
-           "SBBNNLS (ENCODE's bbnnls); returns (w, result dict with the objective history). "
+           "preconditioner"_a = false, "w0"_a = nb::none(), "progress"_a = nb::none(), "rtol_gradient"_a = -1.0,
+           "rtol_objective"_a = -1.0,
+           "SBBNNLS (ENCODE's bbnnls); rtol_* < 0 take the library's defaults (docs/life.md); returns (w, result dict with the objective history). "
            "progress(iteration, objective, nonzero) is called after every update; a true return stops.");
 }

@@ -111,7 +111,7 @@ def test_synthetic_model_recovers_its_weights():
     assert wt.shape == (300,) and (wt >= 0).all() and 0 < (wt > 0).sum() < 300
     e = ns.LifeEngine(m, backend="cpu", mw="coeff-voxel", mty="coeff-atom")
     np.testing.assert_allclose(e.mw(wt), m.signal.ravel(), rtol=1e-10, atol=1e-12)  # Y = M w_true
-    w, r = e.fit(max_iterations=300, tol_gradient=0, tol_objective=0)
+    w, r = e.fit(max_iterations=300, tol_gradient=0, tol_objective=0, rtol_gradient=0, rtol_objective=0)
     assert r["objective"] <= 1e-12 * 0.5 * (m.signal ** 2).sum()
     with pytest.raises(ns.Error):
         ns.LifeModel.synth(n_fibers=0)

@@ -21,11 +21,13 @@
 void ns_life_build_options_init(ns_life_build_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
-    o->dictionary_l = 360;
+    o->dictionary_l = 180; /* 1 degree; ENCODE's 360 costs 1.5-2.8x per update for the same weights
+                              (bench/README.md, "LiFE: model choices") */
     o->axial_diffusivity = 1.0;
     o->radial_diffusivity = 0.0;
     o->b0_threshold = 50.0;
     o->bad = NS_LIFE_BAD_ERROR;
+    o->nodes = NS_LIFE_NODES_SUM;
 }
 
 typedef struct builder {
@@ -251,6 +253,8 @@ static ns_status check_options(const ns_life_build_options *o) {
     if (!(o->b0_threshold >= 0)) return ns_fail(NS_ERR_INVALID_ARGUMENT, "b0 threshold must be >= 0");
     if (o->bad != NS_LIFE_BAD_ERROR && o->bad != NS_LIFE_BAD_SKIP)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown bad-input policy %d", (int)o->bad);
+    if (o->nodes != NS_LIFE_NODES_SUM && o->nodes != NS_LIFE_NODES_MEAN)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown node combination %d (sum 0, mean 1)", (int)o->nodes);
     return NS_OK;
 }
 
@@ -354,7 +358,9 @@ static ns_status run(builder *b, ns_tracts_t *t, const ns_gradients *gr, const i
                     M->atom[k] = (int32_t)(b->keys[r] % (uint64_t)b->n_atoms);
                     M->voxel[k] = v;
                     M->fiber[k] = (int32_t)f;
-                    M->value[k] = out->s0[v] * (double)(q - r) / (double)(e - i);
+                    /* sum (original LiFE, DIPY): S0 x nodes; mean (ENCODE): / nodes in the voxel */
+                    M->value[k] = b->o->nodes == NS_LIFE_NODES_MEAN ? out->s0[v] * (double)(q - r) / (double)(e - i)
+                                                                    : out->s0[v] * (double)(q - r);
                     ++k, r = q;
                 }
                 i = e;

@@ -80,9 +80,9 @@ static ns_status built_write_files(const ns_life_built_t *r, const char *dir) {
     fprintf(f, "# neurosolve life build (docs/life_data.md)\n");
     fprintf(f, "dwi %s\nbvals %s\nbvecs %s\ntracks %s\n", r->dwi ? r->dwi : "", r->bvals ? r->bvals : "",
             r->bvecs ? r->bvecs : "", r->tracks ? r->tracks : "");
-    fprintf(f, "dictionary_l %d\naxial_diffusivity %.17g\nradial_diffusivity %.17g\nb0_threshold %.17g\nbad %s\n",
+    fprintf(f, "dictionary_l %d\naxial_diffusivity %.17g\nradial_diffusivity %.17g\nb0_threshold %.17g\nbad %s\nnode_combination %s\n",
             (int)o->dictionary_l, o->axial_diffusivity, o->radial_diffusivity, o->b0_threshold,
-            o->bad == NS_LIFE_BAD_SKIP ? "skip" : "error");
+            o->bad == NS_LIFE_BAD_SKIP ? "skip" : "error", o->nodes == NS_LIFE_NODES_MEAN ? "mean" : "sum");
     fprintf(f, "streamlines %lld\nfibers %lld\nnodes %lld\nnodes_outside %lld\nnodes_zero_gradient %lld\n"
                "streamlines_dropped %lld\nn_b0 %d\nn_dwi %d\ngrid %lld %lld %lld\nseconds %.6f\n",
             (long long)r->n_streamlines, (long long)st->fibers, (long long)st->nodes, (long long)st->nodes_outside,
@@ -170,8 +170,12 @@ ns_status ns_life_built_load(const char *dir, ns_life_built_t **out) {
                 if (!(*slot = dup_str(v))) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
             } else if (strcmp(line, "streamlines") == 0) r->n_streamlines = strtoll(v, NULL, 10);
             else if (strcmp(line, "dictionary_l") == 0) r->options.dictionary_l = (int32_t)strtol(v, NULL, 10);
+            else if (strcmp(line, "node_combination") == 0 && (strcmp(v, "mean") == 0 || strcmp(v, "sum") == 0))
+                r->options.nodes = strcmp(v, "mean") == 0 ? NS_LIFE_NODES_MEAN : NS_LIFE_NODES_SUM;
             else if (strcmp(line, "fibers") == 0) r->stats.fibers = strtoll(v, NULL, 10);
             else if (strcmp(line, "nodes") == 0) r->stats.nodes = strtoll(v, NULL, 10);
+            else if (strcmp(line, "n_b0") == 0) r->stats.n_b0 = (int32_t)strtol(v, NULL, 10);
+            else if (strcmp(line, "n_dwi") == 0) r->stats.n_dwi = (int32_t)strtol(v, NULL, 10);
             else if (strcmp(line, "streamlines_dropped") == 0) r->stats.streamlines_dropped = strtoll(v, NULL, 10);
         }
         fclose(f);

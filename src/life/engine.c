@@ -1,5 +1,5 @@
 /* The LiFE engine: backend choice, runtime selection of the fastest variant
- * of each product (the paper's hybrid: three timed runs of each candidate,
+ * of each product (the paper's hybrid: timed runs of each candidate (CPU one, CUDA three),
  * cached in the model), the products on host arrays and benchmark timing. */
 #include <math.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@
 static const ns_life_variant candidates[] = {NS_LIFE_COEFF_ATOM, NS_LIFE_COEFF_VOXEL,
                                              NS_LIFE_ATOM_ATOM, NS_LIFE_VOXEL_VOXEL};
 #define N_CANDIDATES 4
-#define SELECT_RUNS 3
+#define SELECT_RUNS 3 /* CUDA; the CPU times one run per candidate */
 
 /* A CUDA engine's calls run on its device and give the caller's current
  * device back (core/device_impl.h). */
@@ -81,6 +81,7 @@ static ns_status select_variant(ns_life_engine_t *e, ns_life_product p) {
         e->variant[p] = m->cached[b][p];
         return NS_OK;
     }
+    const double t_start = ns_time_ms();
     const int64_t ny = (int64_t)m->n_theta * m->n_voxels;
     const int64_t n_in = p == NS_LIFE_MW ? m->n_fibers : ny;
     const int64_t n_out = p == NS_LIFE_MW ? ny : m->n_fibers;
@@ -89,18 +90,29 @@ static ns_status select_variant(ns_life_engine_t *e, ns_life_product p) {
     if (s == NS_OK) random_fill(in, n_in, (uint64_t)p);
     double best = INFINITY;
     ns_life_variant chosen = NS_LIFE_AUTO;
+    /* The restructured copies are built first (untimed), then one untimed run warms the buffers
+     * and each candidate is timed once: 1 + 4 runs instead of 4 x (1 + 3), since
+     * at 10,000 streamlines the selection cost more than the fit (bench/README.md). */
+    int warmed = 0;
     for (int c = 0; c < N_CANDIDATES && s == NS_OK; ++c) {
         const ns_life_variant v = candidates[c];
         if (!ns_life_engine_supports(e, v)) continue;
-        /* one untimed run builds the restructured copy and warms caches */
-        s = run_product(e, p, v, in, out);
+        if (b) { /* the device keeps its own copies: one untimed run each, as before */
+            s = run_product(e, p, v, in, out);
+        } else {
+            const ns_life_layout *l;
+            s = ns_life_layout_get(m, ns_life_variant_order(v), &l);
+            if (s == NS_OK && !warmed) s = run_product(e, p, v, in, out), warmed = 1;
+        }
+        const int runs = b ? SELECT_RUNS : 1;
         double ms[SELECT_RUNS], mean = 0.0;
-        if (s == NS_OK) s = ns_life_time_product(e, p, v, in, out, SELECT_RUNS, ms);
-        for (int r = 0; r < SELECT_RUNS; ++r) mean += ms[r] / SELECT_RUNS;
+        if (s == NS_OK) s = ns_life_time_product(e, p, v, in, out, runs, ms);
+        for (int r = 0; r < runs && s == NS_OK; ++r) mean += ms[r] / runs;
         if (s == NS_OK && mean < best) best = mean, chosen = v;
     }
     free(in);
     free(out);
+    e->selection_seconds += (ns_time_ms() - t_start) * 1e-3;
     if (s != NS_OK) return s;
     if (chosen == NS_LIFE_AUTO) return ns_fail(NS_ERR_INTERNAL, "no LiFE variant could be timed");
     e->variant[p] = chosen;
@@ -179,6 +191,13 @@ void ns_life_engine_destroy(ns_life_engine_t *e) {
 
 ns_backend ns_life_engine_backend(const ns_life_engine_t *e) { return e ? e->backend : NS_BACKEND_AUTO; }
 
+double ns_life_engine_selection_seconds(const ns_life_engine_t *e) { return e ? e->selection_seconds : 0.0; }
+
+int32_t ns_life_engine_threads(const ns_life_engine_t *e) {
+    if (!e) return 0;
+    return e->backend == NS_BACKEND_CPU ? ns_life_cpu_threads(e->options.threads, e->model->n_coeffs) : 0;
+}
+
 ns_life_variant ns_life_engine_variant(const ns_life_engine_t *e, ns_life_product p) {
     return e && (p == NS_LIFE_MW || p == NS_LIFE_MTY) ? e->variant[p] : NS_LIFE_AUTO;
 }
@@ -219,7 +238,8 @@ ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, d
     ns_life_fit_options o;
     if (options) o = *options;
     else ns_life_fit_options_init(&o);
-    if (o.max_iterations < 1 || !(o.tol_gradient >= 0) || !(o.tol_objective >= 0) ||
+    if (o.max_iterations < 1 || !(o.tol_gradient >= 0) || !(o.tol_objective >= 0) || !(o.rtol_gradient >= 0) ||
+        !(o.rtol_objective >= 0) ||
         !(o.lambda >= 0) || !isfinite(o.lambda))
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "ns_life_fit: max_iterations = %d must be >= 1, tolerances and lambda >= 0",

@@ -139,7 +139,7 @@ static ns_status c_precond(void *ctx, double *hinv) {
 
 ns_status ns_life_cpu_fit(ns_life_engine_t *e, const ns_life_fit_options *opt, double *w,
                           double *history, ns_life_fit_result *res) {
-    cpu_ctx ctx = {e, ns_life_cpu_threads(e->options.threads)};
+    cpu_ctx ctx = {e, ns_life_cpu_threads(e->options.threads, e->model->n_coeffs)};
     ns_life_vec_ops o = {0};
     o.ctx = &ctx;
     o.n_fib = e->model->n_fibers;

@@ -58,7 +58,9 @@ typedef struct ns_life_cpu_work {
 ns_status ns_life_cpu_product(ns_life_model_t *model, ns_life_product product,
                               ns_life_variant variant, int32_t threads, const double *in,
                               double *out, ns_life_cpu_work *work);
-int32_t ns_life_cpu_threads(int32_t requested);
+/* Threads for a CPU product or solve: `requested` when > 0, else OpenMP's
+ * default capped by the processors and by the work (n_coeffs). */
+int32_t ns_life_cpu_threads(int32_t requested, int64_t n_coeffs);
 
 /* ------------------------------------------------------------- engine */
 typedef struct ns_life_backend_ops ns_life_backend_ops;
@@ -71,6 +73,7 @@ struct ns_life_engine {
     int device;                     /* CUDA: the GPU (options.device resolved); -1 on the CPU */
     ns_life_variant variant[2];
     ns_life_cpu_work work;
+    double selection_seconds; /* AUTO's timing runs at creation (0 when cached or explicit) */
     void *cuda; /* device state (src/life/cuda) */
 };
 

@@ -172,6 +172,8 @@ const char *ns_life_stop_name(ns_life_stop s) {
     case NS_LIFE_STOP_OBJECTIVE: return "objective change below tolo";
     case NS_LIFE_STOP_ZERO_STEP: return "lagged gradient vanished";
     case NS_LIFE_STOP_USER: return "stopped by the caller";
+    case NS_LIFE_STOP_GRADIENT_RELATIVE: return "projected gradient below rtolg x its start";
+    case NS_LIFE_STOP_OBJECTIVE_RELATIVE: return "objective change below rtolo x objective";
     }
     return "unknown";
 }
@@ -204,6 +206,8 @@ void ns_life_fit_options_init(ns_life_fit_options *o) {
     o->max_iterations = 500;
     o->tol_gradient = 1e-5;
     o->tol_objective = 1e-5;
+    o->rtol_objective = 1e-5;
+    o->rtol_gradient = 1e-3;
 }
 
 void ns_life_synth_options_init(ns_life_synth_options *o) {

@@ -18,11 +18,23 @@
 #define NS_PRAGMA(x)
 #endif
 
-int32_t ns_life_cpu_threads(int32_t requested) {
+/* An explicit request is honoured (the tests exercise every partition). The
+ * default (0) never oversubscribes: at most OpenMP's default, the processors
+ * this process may run on, and one thread per NS_LIFE_GRAIN coefficients
+ * (a product of a few thousand coefficients takes microseconds: waking a
+ * second thread costs more, and far more on a loaded machine). */
+#define NS_LIFE_GRAIN 16384
+int32_t ns_life_cpu_threads(int32_t requested, int64_t n_coeffs) {
 #ifdef _OPENMP
-    return requested > 0 ? requested : (int32_t)omp_get_max_threads();
+    if (requested > 0) return requested;
+    int64_t nt = omp_get_max_threads();
+    const int64_t procs = omp_get_num_procs();
+    if (procs > 0 && nt > procs) nt = procs;
+    const int64_t by_work = n_coeffs / NS_LIFE_GRAIN;
+    if (nt > by_work) nt = by_work;
+    return nt < 1 ? 1 : (int32_t)nt;
 #else
-    (void)requested;
+    (void)requested, (void)n_coeffs;
     return 1;
 #endif
 }
@@ -252,7 +264,7 @@ ns_status ns_life_cpu_product(ns_life_model_t *m, ns_life_product product, ns_li
     const ns_life_layout *l = NULL;
     ns_status s = ns_life_layout_get(m, ns_life_variant_order(variant), &l);
     if (s != NS_OK) return s;
-    const int32_t nt = ns_life_cpu_threads(threads);
+    const int32_t nt = ns_life_cpu_threads(threads, m->n_coeffs);
     switch (variant) {
     case NS_LIFE_NAIVE:
     case NS_LIFE_NAIVE_ATOM:

@@ -4,6 +4,7 @@
  *   loop: it += 1
  *     pg = max |g_i| over {x_i > 0 or g_i < 0};  stop if pg < tolg
  *     stop if it > 2 and |f(it-1) - f(it-2)| < tolo;  stop if it >= maxit
+ *     (and, ours: stop if pg < rtolg pg(start) or |f(it-1) - f(it-2)| < rtolo f(it-1))
  *     gp = {x_i == 0 and g_i > 0};  oldg[gp] = 0
  *     Ag = M oldg
  *     it even: alpha = <oldg, oldg> / <Ag, Ag>
@@ -158,13 +159,21 @@ static ns_status run(solver *s, double *w, double *history) {
                            "model's values are too large for double precision", pg, (int)res->updates);
         res->projected_gradient = pg;
         /* pgnorm returns a scalar, so device work has finished here */
-        if (it == 1) res->setup_seconds = (ns_time_ms() - t0) * 1e-3;
+        if (it == 1) res->setup_seconds = (ns_time_ms() - t0) * 1e-3, res->projected_gradient_start = pg;
         if (pg < opt->tol_gradient) {
             res->stop = NS_LIFE_STOP_GRADIENT;
             break;
         }
+        if (it > 1 && pg < opt->rtol_gradient * res->projected_gradient_start) {
+            res->stop = NS_LIFE_STOP_GRADIENT_RELATIVE;
+            break;
+        }
         if (it > 2 && history && fabs(history[it - 2] - history[it - 3]) < opt->tol_objective) {
             res->stop = NS_LIFE_STOP_OBJECTIVE;
+            break;
+        }
+        if (it > 2 && history && fabs(history[it - 2] - history[it - 3]) < opt->rtol_objective * history[it - 2]) {
+            res->stop = NS_LIFE_STOP_OBJECTIVE_RELATIVE;
             break;
         }
         if (it >= opt->max_iterations) {
@@ -209,7 +218,7 @@ ns_status ns_life_sbbnnls(const ns_life_vec_ops *o, const ns_life_fit_options *o
     s.res = res;
     /* The objective test reads the history: keep one when the caller has none. */
     double *own_history = NULL;
-    if (!history && opt->tol_objective > 0) {
+    if (!history && (opt->tol_objective > 0 || opt->rtol_objective > 0)) {
         own_history = malloc((size_t)opt->max_iterations * sizeof *own_history);
         if (!own_history) return ns_fail(NS_ERR_OUT_OF_MEMORY, "objective history");
         history = own_history;
