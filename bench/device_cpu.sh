@@ -65,7 +65,9 @@ mkdir -p "$FEW"
     echo "== few cells, $th thread(s)"
     "$NS" bench sim --backend cpu --morph "$M" --cells 1,4,16 --steps "$STEPS" --threads "$th" --csv "$FEW/few_$th.csv"
   done
-  for th in $([ -z "${SKIP_MIXED:-}" ] && echo "$T" 1); do
+  # the mixed set at T threads (the target) unless MIXED_THREADS says more (e.g. "16 1"):
+  # NEURON's Import3d set-up of the mix is the slowest part of the script
+  for th in $([ -z "${SKIP_MIXED:-}" ] && echo "${MIXED_THREADS:-$T}"); do
     echo "== mixed, $th thread(s)"
     "$NS" bench sim --mixed --per 5 --jitter 0 --gpu-methods auto --steps "$STEPS" --threads "$th" --arbor \
       --neuron-threads "$th" --csv "$OUT/mixed_$th.csv"
