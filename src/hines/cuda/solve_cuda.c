@@ -52,20 +52,28 @@ ns_status ns_cuda_read_pivots(const ns_hines_solver_t *s, const ns_cuda_state *s
     return NS_OK;
 }
 
+/* A device call needs a solver of one GPU, and the caller's arrays and
+ * stream on it. */
+static ns_status check_device_call(const ns_hines_solver_t *s, const double *a, const double *b, const double *d,
+                                   const double *rhs, cudaStream_t q) {
+    const ns_cuda_state *st = s->state;
+    if (st->n_dev != 1)
+        return ns_fail(NS_ERR_UNSUPPORTED,
+                       "%s: device arrays live on one GPU, the solver was created for %d (devices = 1)",
+                       ns_hines_method_name(s->method), st->n_dev);
+    const void *ptr[4] = {a, b, d, rhs};
+    return ns_device_call_check(&st->call, ns_hines_method_name(s->method), ptr,
+                                (size_t)ns_batch_compartments(s->batch) * sizeof(double), q);
+}
+
 /* Device arrays: the caller's Flat arrays are the kernel's (Flat, onchip)
  * or the source and target of the layout conversion (grouped methods, in
  * chunks of the solver's buffers); everything on the caller's stream. */
 ns_status ns_cuda_solve_device(ns_hines_solver_t *s, const double *a, const double *b, double *d, double *rhs,
                                void *stream) {
     ns_cuda_state *st = s->state;
-    if (st->n_dev != 1)
-        return ns_fail(NS_ERR_UNSUPPORTED,
-                       "%s: device arrays live on one GPU, the solver was created for %d (devices = 1)",
-                       ns_hines_method_name(s->method), st->n_dev);
     cudaStream_t q = (cudaStream_t)stream;
-    const void *ptr[4] = {a, b, d, rhs};
-    ns_status e = ns_device_call_check(&st->call, ns_hines_method_name(s->method), ptr,
-                                       (size_t)ns_batch_compartments(s->batch) * sizeof(double), q);
+    ns_status e = check_device_call(s, a, b, d, rhs, q);
     if (e != NS_OK) return e;
     ns_cuda_dev view = st->dev[0]; /* the buffers and plan, with the caller's stream */
     view.stream = q;
@@ -102,14 +110,8 @@ ns_status ns_cuda_wait(ns_hines_solver_t *s) {
 ns_status ns_cuda_solve_device_interleaved(ns_hines_solver_t *s, const double *a, const double *b, double *d,
                                            double *rhs, void *stream) {
     ns_cuda_state *st = s->state;
-    if (st->n_dev != 1)
-        return ns_fail(NS_ERR_UNSUPPORTED,
-                       "%s: device arrays live on one GPU, the solver was created for %d (devices = 1)",
-                       ns_hines_method_name(s->method), st->n_dev);
     cudaStream_t q = (cudaStream_t)stream;
-    const void *ptr[4] = {a, b, d, rhs};
-    ns_status e = ns_device_call_check(&st->call, ns_hines_method_name(s->method), ptr,
-                                       (size_t)ns_batch_compartments(s->batch) * sizeof(double), q);
+    ns_status e = check_device_call(s, a, b, d, rhs, q);
     if (e != NS_OK) return e;
     const ns_cuda_dev *dev = &st->dev[0];
     NS_CUDA_TRY(cudaSetDevice(dev->device));
