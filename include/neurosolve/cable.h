@@ -201,6 +201,39 @@ NS_API ns_status ns_sim_get_state(ns_sim_t *sim, int64_t cell, double *v, double
 NS_API ns_status ns_sim_set_state(ns_sim_t *sim, int64_t cell, const double *v, const double *m, const double *h,
                                   const double *n);
 
+/* ------------------------------------------- the whole state, in place
+ * For coupling a simulation to other code (extracellular fields, gap
+ * junctions, another simulator) between ns_sim_advance calls without a
+ * host round trip (docs/api.md, "Simulation state on the device").
+ *
+ * The variables are those of ns_sim_get_state; `flat` holds one value per
+ * compartment of the population in the Flat order: cell c's compartment i
+ * at ns_sim_cell_offset(sim, c) + i, ns_sim_compartments(sim) in all.
+ * `flat` lives where the simulation's state lives:
+ *   - CUDA simulation: device memory of the simulation's GPU; the copy is
+ *     queued on `stream` (a cudaStream_t of that GPU, NULL: the legacy
+ *     default stream) and the call returns without waiting. The next
+ *     ns_sim_advance (and any host accessor) waits for it, so a caller may
+ *     read, change on its stream and write back between advances.
+ *   - CPU simulation: host memory; `stream` must be NULL.
+ * Written values take effect at the next step; a non-finite value makes that
+ * step fail as a NaN of the simulation itself does (the CUDA call cannot
+ * check device values without waiting). A wrong pointer, a stream of another
+ * GPU or an unknown variable is refused naming the argument. */
+typedef enum ns_sim_var {
+    NS_SIM_VAR_V = 0, /* membrane potential [mV] */
+    NS_SIM_VAR_HH_M,  /* hh's gates (0 where a compartment has no hh) */
+    NS_SIM_VAR_HH_H,
+    NS_SIM_VAR_HH_N,
+    NS_SIM_VAR_COUNT
+} ns_sim_var;
+
+/* First compartment of `cell` in the Flat order (cell == ns_sim_cells(sim)
+ * gives the total); -1 when out of range. */
+NS_API int64_t ns_sim_cell_offset(const ns_sim_t *sim, int64_t cell);
+NS_API ns_status ns_sim_read_var(ns_sim_t *sim, ns_sim_var var, double *flat, void *stream);
+NS_API ns_status ns_sim_write_var(ns_sim_t *sim, ns_sim_var var, const double *flat, void *stream);
+
 /* ---------------------------------------------------------- checkpoints
  * A checkpoint (docs/simulation.md, "Checkpoints") holds the whole dynamic
  * state of a simulation: v and the hh gates of every compartment, t, the

@@ -622,6 +622,72 @@ ns_status ns_sim_set_state(ns_sim_t *sim, int64_t cell, const double *v, const d
     return NS_OK;
 }
 
+int64_t ns_sim_cell_offset(const ns_sim_t *sim, int64_t cell) {
+    if (!sim || cell < 0 || cell > sim->n_cells) return -1;
+    return sim->cell_offset[cell];
+}
+
+/* The host array of a variable (sim_impl.h: Flat, the host copy). */
+static double *host_var(ns_sim_t *sim, ns_sim_var var) {
+    double *const arrays[NS_SIM_VAR_COUNT] = {sim->v, sim->m, sim->h, sim->n};
+    return arrays[var];
+}
+
+static ns_status check_var(const ns_sim_t *sim, const char *who, ns_sim_var var, const void *flat, void *stream) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: sim is NULL", who);
+    if ((int)var < 0 || var >= NS_SIM_VAR_COUNT)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: var %d is not an ns_sim_var (0..%d)", who, (int)var,
+                       NS_SIM_VAR_COUNT - 1);
+    if (!flat) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: flat is NULL", who);
+    if (stream && !sim->ops->read_var)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: stream given for a %s simulation (host memory, no stream)", who,
+                       sim->ops->name);
+    return NS_OK;
+}
+
+/* Host changes (ns_sim_set_state) go to the backend before its memory is
+ * read or written there. */
+static ns_status push_host_state(ns_sim_t *sim) {
+    if (!sim->state_set || !sim->ops->load_state) return NS_OK;
+    ns_status st = sim->ops->load_state(sim);
+    if (st == NS_OK) sim->state_set = 0;
+    return st;
+}
+
+ns_status ns_sim_read_var(ns_sim_t *sim, ns_sim_var var, double *flat, void *stream) {
+    ns_status st = check_var(sim, "ns_sim_read_var", var, flat, stream);
+    if (st != NS_OK) return st;
+    const int caller = enter(sim);
+    if (sim->ops->read_var) {
+        st = push_host_state(sim);
+        if (st == NS_OK) st = sim->ops->read_var(sim, var, flat, stream);
+    } else {
+        if (sim->ops->sync_state && !sim->state_set) st = sim->ops->sync_state(sim);
+        if (st == NS_OK) memcpy(flat, host_var(sim, var), (size_t)sim->n_comp * sizeof(double));
+    }
+    leave(sim, caller);
+    return st;
+}
+
+ns_status ns_sim_write_var(ns_sim_t *sim, ns_sim_var var, const double *flat, void *stream) {
+    ns_status st = check_var(sim, "ns_sim_write_var", var, flat, stream);
+    if (st != NS_OK) return st;
+    const int caller = enter(sim);
+    if (sim->ops->read_var) {
+        st = push_host_state(sim);
+        if (st == NS_OK) st = sim->ops->write_var(sim, var, flat, stream);
+    } else {
+        /* the other variables' host copy must be current before it is pushed back */
+        if (sim->ops->sync_state && !sim->state_set) st = sim->ops->sync_state(sim);
+        if (st == NS_OK) {
+            memcpy(host_var(sim, var), flat, (size_t)sim->n_comp * sizeof(double));
+            sim->state_set = 1;
+        }
+    }
+    leave(sim, caller);
+    return st;
+}
+
 /* The family's implementations (core/registry.h): the GPU loops take the
  * solver's onchip and tree kernels (docs/simulation.md). */
 static const void *impl_cpu(void) { return ns_sim_cpu_ops(); }

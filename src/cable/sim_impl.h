@@ -113,6 +113,11 @@ struct sim_ops {
     /* make the backend's state that of the host arrays, after ns_sim_set_state
      * (NULL: the host arrays are the state) */
     ns_status (*load_state)(ns_sim_t *sim);
+    /* ns_sim_read_var / ns_sim_write_var on the backend's own memory (NULL:
+     * the host arrays, after sync_state); sim.c has checked the arguments
+     * except the pointer and stream, which belong to the backend */
+    ns_status (*read_var)(ns_sim_t *sim, ns_sim_var var, double *flat, void *stream);
+    ns_status (*write_var)(ns_sim_t *sim, ns_sim_var var, const double *flat, void *stream);
 };
 
 const sim_ops *ns_sim_cpu_ops(void);

@@ -704,7 +704,8 @@ static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
 }
 
 const sim_ops *ns_sim_cpu_ops(void) {
-    static const sim_ops ops = {"cpu",       cpu_create,     cpu_destroy,   cpu_init,
-                                cpu_advance, cpu_sync_state, cpu_load_state};
+    /* no read_var / write_var: the host arrays after cpu_sync_state (sim.c) */
+    static const sim_ops ops = {"cpu",       cpu_create,     cpu_destroy,    cpu_init,
+                                cpu_advance, cpu_sync_state, cpu_load_state, NULL, NULL};
     return &ops;
 }

@@ -15,6 +15,7 @@
 
 #include "cable/cuda/sim_cuda.h"
 #include "cable/sim_policy.h"
+#include "core/cuda/device_args.h"
 #include "core/cuda_check.h"
 #include "neurosolve/device.h"
 #include "hines/cuda/tree_backend.h"
@@ -43,6 +44,8 @@ typedef struct gpu_group {
     ns_contract_dev layout;   /* tree: the solver's groups on the device */
     ns_sim_tree t;
     int64_t *cell_base;       /* tree, host: first node of each local cell (cells + 1) */
+    int64_t *flat_of;         /* device: the Flat index of each state position (made by the first
+                                 ns_sim_read_var / ns_sim_write_var) */
     void *allocs[24];     /* shape constants, state, outputs */
     int n_allocs;
     void *site_allocs[12]; /* stimulus and recording indexes (replaced when they change) */
@@ -64,6 +67,10 @@ typedef struct gpu_state {
     int host_current;          /* host arrays hold the device state */
     int64_t sites_stims;       /* stimuli and recordings in the uploaded indexes */
     int32_t sites_recs;
+    /* a caller's stream touched the state (ns_sim_read_var / write_var):
+     * recorded behind that work, waited for before the state changes again */
+    cudaEvent_t external;
+    int external_pending;
 } gpu_state;
 
 static ns_status dalloc(gpu_group *gr, void **p, size_t bytes) {
@@ -95,6 +102,7 @@ static void free_state(gpu_state *s) {
         ns_contract_dev_free(&s->groups[k].layout);
         free(s->groups[k].cell_id);
         free(s->groups[k].cell_base);
+        cudaFree(s->groups[k].flat_of);
     }
     free(s->groups);
     cudaFree(s->table);
@@ -102,6 +110,7 @@ static void free_state(gpu_state *s) {
     cudaFree(s->traces);
     cudaFree(s->fault);
     for (int k = 0; k < s->n_streams; ++k) cudaStreamDestroy(s->streams[k]);
+    if (s->external) cudaEventDestroy(s->external);
     free(s->spike_count_host);
     free(s->spike_t_host);
     free(s);
@@ -116,6 +125,12 @@ static int32_t node_index(const gpu_group *gr, int32_t i) {
 static size_t state_index(const gpu_group *gr, int64_t j, int32_t i) {
     if (gr->tree) return (size_t)gr->cell_base[j] + (size_t)i;
     return (size_t)j * (size_t)gr->g.n + (size_t)node_index(gr, i);
+}
+
+/* Positions of the group's state arrays. */
+static size_t state_size(const gpu_group *gr) {
+    const size_t N = (size_t)gr->g.cells;
+    return gr->tree ? (size_t)gr->cell_base[N] : (size_t)gr->g.n * N;
 }
 
 /* Compartments of local cell j. */
@@ -424,9 +439,14 @@ out:
 
 /* Host Flat state <-> device state of one group (the group's layout). */
 static ns_status transfer_state(ns_sim_t *sim, gpu_group *gr, int to_device) {
+    gpu_state *s = (gpu_state *)sim->backend_state;
+    if (s->external_pending) { /* a caller's stream may still read or write the state */
+        NS_CUDA_TRY(cudaEventSynchronize(s->external));
+        s->external_pending = 0;
+    }
     ns_sim_gpu_group *g = &gr->g;
     const size_t N = (size_t)g->cells;
-    const size_t total = gr->tree ? (size_t)gr->cell_base[N] : (size_t)g->n * N;
+    const size_t total = state_size(gr);
     double *buf = malloc(total * sizeof *buf);
     if (!buf) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: state transfer");
     double *host[4] = {sim->v, sim->m, sim->h, sim->n};
@@ -536,6 +556,10 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
     ns_status sst = sync_sites(sim, s); /* stimuli or recordings added since */
     if (sst != NS_OK) return sst;
     s->host_current = 0;
+    if (s->external_pending) { /* the loop's streams wait for the caller's reads and writes */
+        for (int k = 0; k < s->n_streams; ++k) NS_CUDA_TRY(cudaStreamWaitEvent(s->streams[k], s->external, 0));
+        s->external_pending = 0;
+    }
     int64_t step0 = sim->steps;
     double t0 = sim->t;
     while (steps > 0) {
@@ -678,7 +702,60 @@ static ns_status gpu_load(ns_sim_t *sim) {
     return NS_OK;
 }
 
+/* The group's map from its state positions to Flat indexes, on first use. */
+static ns_status ensure_flat_map(ns_sim_t *sim, gpu_group *gr) {
+    if (gr->flat_of) return NS_OK;
+    const size_t total = state_size(gr);
+    int64_t *map = malloc((total ? total : 1) * sizeof *map);
+    if (!map) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: state map");
+    for (int64_t j = 0; j < gr->g.cells; ++j) {
+        const int64_t o = sim->cell_offset[gr->cell_id[j]];
+        const int32_t n = cell_size(sim, gr, j);
+        for (int32_t i = 0; i < n; ++i) map[state_index(gr, j, i)] = o + i;
+    }
+    ns_status st = NS_OK;
+    cudaError_t e = cudaMalloc((void **)&gr->flat_of, (total ? total : 1) * sizeof *map);
+    if (e == cudaSuccess) e = cudaMemcpy(gr->flat_of, map, total * sizeof *map, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+        cudaFree(gr->flat_of);
+        gr->flat_of = NULL;
+        st = ns_fail(e == cudaErrorMemoryAllocation ? NS_ERR_DEVICE_MEMORY : NS_ERR_CUDA, "simulation: state map: %s",
+                     cudaGetErrorString(e));
+    }
+    free(map);
+    return st;
+}
+
+static ns_status gpu_var(ns_sim_t *sim, ns_sim_var var, double *flat, void *stream, int to_flat) {
+    gpu_state *s = (gpu_state *)sim->backend_state;
+    const char *who = to_flat ? "ns_sim_read_var" : "ns_sim_write_var";
+    const cudaStream_t q = (cudaStream_t)stream;
+    ns_status st = ns_device_args_pointer(sim->device, who, flat, (size_t)sim->n_comp * sizeof(double), "flat");
+    if (st == NS_OK) st = ns_device_args_stream(sim->device, who, q);
+    if (st != NS_OK) return st;
+    if (!s->external) NS_CUDA_TRY(cudaEventCreateWithFlags(&s->external, cudaEventDisableTiming));
+    for (int32_t k = 0; k < s->n_groups; ++k) {
+        gpu_group *gr = &s->groups[k];
+        if ((st = ensure_flat_map(sim, gr)) != NS_OK) return st;
+        double *const arrays[NS_SIM_VAR_COUNT] = {gr->g.v, gr->g.m, gr->g.h, gr->g.gn};
+        NS_CUDA_TRY(ns_sim_launch_state_copy(arrays[var], gr->flat_of, (int64_t)state_size(gr), flat, to_flat, q));
+    }
+    NS_CUDA_TRY(cudaEventRecord(s->external, q));
+    s->external_pending = 1;
+    if (!to_flat) s->host_current = 0;
+    return NS_OK;
+}
+
+static ns_status gpu_read_var(ns_sim_t *sim, ns_sim_var var, double *flat, void *stream) {
+    return gpu_var(sim, var, flat, stream, 1);
+}
+
+static ns_status gpu_write_var(ns_sim_t *sim, ns_sim_var var, const double *flat, void *stream) {
+    return gpu_var(sim, var, (double *)flat, stream, 0);
+}
+
 const sim_ops *ns_sim_cuda_ops(void) {
-    static const sim_ops ops = {"cuda", gpu_create, gpu_destroy, gpu_init, gpu_advance, gpu_sync, gpu_load};
+    static const sim_ops ops = {"cuda",   gpu_create, gpu_destroy,  gpu_init,     gpu_advance,
+                                gpu_sync, gpu_load,   gpu_read_var, gpu_write_var};
     return &ops;
 }

@@ -161,6 +161,14 @@ cudaError_t ns_sim_launch_tree(const ns_sim_tree *tree, const ns_contract_dev *l
                                const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
                                const cudaStream_t streams[3]);
 
+/* ------------------------------------------------------------ state access */
+
+/* Copy `count` values between a group's state array in its layout and the
+ * caller's Flat array through flat_of (the Flat index of each layout
+ * position): to_flat 1 gathers into flat, 0 scatters from it (sim_state.cu). */
+cudaError_t ns_sim_launch_state_copy(double *state, const int64_t *flat_of, int64_t count, double *flat, int to_flat,
+                                     cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif
