@@ -1,6 +1,7 @@
 /* Checks and the pivot key of device-array calls (device_args.h). */
 #include "core/cuda/device_args.h"
 #include "core/cuda_check.h"
+#include "core/device_impl.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -73,24 +74,25 @@ ns_status ns_device_args_stream(int device, const char *who, cudaStream_t q) {
 }
 
 ns_status ns_device_key_init(ns_device_key *k) {
-    k->pending = 0;
+    memset(k, 0, sizeof *k);
+    NS_CUDA_TRY(cudaGetDevice(&k->device));
     NS_CUDA_TRY(cudaMallocHost((void **)&k->host, sizeof *k->host));
     NS_CUDA_TRY(cudaEventCreateWithFlags(&k->done, cudaEventDisableTiming));
+    NS_CUDA_TRY(cudaStreamCreateWithFlags(&k->own, cudaStreamNonBlocking));
     return NS_OK;
 }
 
 void ns_device_key_free(ns_device_key *k) {
+    if (k->own) cudaStreamDestroy(k->own);
     if (k->done) cudaEventDestroy(k->done);
     if (k->host) cudaFreeHost(k->host);
     (void)cudaGetLastError();
-    k->done = NULL;
-    k->host = NULL;
-    k->pending = 0;
+    memset(k, 0, sizeof *k);
 }
 
-ns_status ns_device_key_queue(ns_device_key *k, const unsigned long long *src, cudaStream_t q) {
-    NS_CUDA_TRY(cudaMemcpyAsync(k->host, src, sizeof *k->host, cudaMemcpyDeviceToHost, q));
+ns_status ns_device_key_queue(ns_device_key *k, unsigned long long *src, cudaStream_t q) {
     NS_CUDA_TRY(cudaEventRecord(k->done, q));
+    k->src = src;
     k->pending = 1;
     return NS_OK;
 }
@@ -104,7 +106,14 @@ ns_status ns_device_key_wait(ns_device_key *k, unsigned long long *key, int *had
     *had = k->pending;
     if (!k->pending) return NS_OK;
     k->pending = 0;
-    NS_CUDA_TRY(cudaEventSynchronize(k->done));
+    const int caller = ns_cuda_save_device();
+    if (caller != k->device) ns_cuda_restore_device(k->device);
+    cudaError_t e = cudaStreamWaitEvent(k->own, k->done, 0);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(k->host, k->src, sizeof *k->host, cudaMemcpyDeviceToHost, k->own);
+    if (e == cudaSuccess) e = cudaMemsetAsync(k->src, 0xFF, sizeof *k->src, k->own);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(k->own);
+    if (caller != k->device) ns_cuda_restore_device(caller);
+    if (e != cudaSuccess) return ns_cuda_status(e, "pivot key", __FILE__, __LINE__);
     *key = *k->host;
     return NS_OK;
 }

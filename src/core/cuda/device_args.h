@@ -23,22 +23,30 @@ ns_status ns_device_args_pointer(int device, const char *who, const void *p, siz
  * which the caller has made `device`) or a stream of `device`. */
 ns_status ns_device_args_stream(int device, const char *who, cudaStream_t q);
 
-/* A key (device, 64 bits) copied behind the queued work into pinned host
- * memory, with an event that says when it has arrived. */
+/* The pivot key (device, 64 bits) of the calls queued on a caller's
+ * stream since the last wait. A call costs the caller's stream nothing but
+ * an event record: the key is copied only when wait is called (behind the
+ * event, on a stream of the key's own), and wait then resets the device
+ * slot to all ones (no failure), so that the next calls start clean. */
 typedef struct ns_device_key {
-    unsigned long long *host; /* pinned */
-    cudaEvent_t done;
+    unsigned long long *host;      /* pinned */
+    unsigned long long *src;       /* the device slot of the pending calls */
+    cudaEvent_t done;              /* recorded behind the last queued call */
+    cudaStream_t own;              /* non-blocking, for the copy and the reset at wait */
+    int device;                    /* the GPU of src, done and own */
     int pending;
 } ns_device_key;
 
+/* On the current device. */
 ns_status ns_device_key_init(ns_device_key *k);
 void ns_device_key_free(ns_device_key *k);
-/* Queue the copy of *src (device) behind the work on q. */
-ns_status ns_device_key_queue(ns_device_key *k, const unsigned long long *src, cudaStream_t q);
-/* Make q (another stream) wait for the queued copy, if any. */
+/* Mark the work queued on q so far as writing its failures into *src. */
+ns_status ns_device_key_queue(ns_device_key *k, unsigned long long *src, cudaStream_t q);
+/* Make q (another stream) wait for the marked work, if any. */
 ns_status ns_device_key_order(const ns_device_key *k, cudaStream_t q);
-/* Wait for the queued copy; *key gets it (*had = 0 and *key untouched when
- * nothing was pending). */
+/* Wait for the marked work and read its key (*had = 0 and *key untouched
+ * when nothing was pending); the slot is reset. The caller's current
+ * device is kept. */
 ns_status ns_device_key_wait(ns_device_key *k, unsigned long long *key, int *had);
 
 #ifdef __cplusplus

@@ -20,7 +20,7 @@ void ns_device_call_free(ns_device_call *call);
 /* a, b, d, rhs: device memory of call->device holding `bytes` each; q NULL or a stream of that GPU */
 ns_status ns_device_call_check(const ns_device_call *call, const char *who, const void *const arrays[4],
                                size_t bytes, cudaStream_t q);
-static inline ns_status ns_device_call_queue(ns_device_call *call, const unsigned long long *bad, cudaStream_t q) {
+static inline ns_status ns_device_call_queue(ns_device_call *call, unsigned long long *bad, cudaStream_t q) {
     return ns_device_key_queue(&call->key, bad, q);
 }
 static inline ns_status ns_device_call_wait(ns_device_call *call, unsigned long long *key, int *had) {

@@ -163,6 +163,9 @@ static ns_status cuda_create(ns_tridiag_solver_t *solver) {
         (s = device_alloc(solver, &st->stage, (size_t)st->stage_len * st->elem, "the layout stage")) != NS_OK)
         goto fail;
     if ((s = device_alloc(solver, (void **)&st->err, sizeof *st->err, "the error slot")) != NS_OK) goto fail;
+    /* clean between calls: host calls reset it after a failure, device calls' wait after reading it */
+    NS_CUDA_GOTO(cudaMemsetAsync(st->err, 0xff, sizeof *st->err, st->own), s, fail);
+    NS_CUDA_GOTO(cudaStreamSynchronize(st->own), s, fail); /* before any call on a caller's stream */
     if (vbatch) {
         const size_t bytes = (size_t)solver->batch * sizeof(int32_t);
         if ((s = device_alloc(solver, (void **)&st->sizes, bytes, "sizes")) != NS_OK) goto fail;
@@ -352,9 +355,10 @@ done:
     return s;
 }
 
-/* Reset the error slot (unless reset = 0: device calls queued since the
- * last wait share it, so that wait reports the lowest failure of them
- * all), launch inside a kernel mark, scan cuSPARSE's result. */
+/* Reset the error slot (host calls; device calls find it clean: wait
+ * resets it, so that the calls queued since the last wait share it and wait
+ * reports the lowest failure of them all), launch inside a kernel mark,
+ * scan cuSPARSE's result. */
 static ns_status run(const ns_tridiag_solver_t *solver, cuda_state *st, void *dl, void *d, void *du,
                      void *x, int reset) {
     ns_status s;
@@ -378,6 +382,8 @@ static ns_status check_error(const ns_tridiag_solver_t *solver, cuda_state *st) 
     NS_CUDA_TRY(cudaMemcpyAsync(&key, st->err, sizeof key, cudaMemcpyDeviceToHost, st->q));
     NS_CUDA_TRY(cudaStreamSynchronize(st->q));
     if (key == NS_TD_NO_ERROR) return NS_OK;
+    NS_CUDA_TRY(cudaMemsetAsync(st->err, 0xff, sizeof *st->err, st->q)); /* clean for the next device call */
+    NS_CUDA_TRY(cudaStreamSynchronize(st->q));
     return ns_tridiag_pivot_error(solver, (int64_t)(key >> 32), (int64_t)(key & 0xffffffffull));
 }
 
@@ -415,7 +421,7 @@ static ns_status cuda_solve(ns_tridiag_solver_t *solver, const void *dl, const v
 }
 
 /* Device arrays on the caller's stream: checked, queued, not waited for.
- * The pivot key follows the work into pinned memory; cuda_wait reads it. */
+ * An event marks the work; cuda_wait copies the pivot key behind it. */
 static ns_status cuda_solve_device(ns_tridiag_solver_t *solver, void *dl, void *d, void *du, void *x,
                                    void *stream) {
     static const char *const who = "ns_tridiag_solver_solve_device";
@@ -432,14 +438,13 @@ static ns_status cuda_solve_device(ns_tridiag_solver_t *solver, void *dl, void *
     st->timed = 0;
     st->marks = 0;
     if (st->sparse) NS_CUSPARSE_TRY(cusparseSetStream(st->sparse, q));
-    const int reset = !st->key.pending; /* calls since the last wait share the error slot */
     if (!st->convert && caller_dense(solver)) { /* in place on the caller's arrays */
         s = zero_ends(solver, st, dl, du);
-        if (s == NS_OK) s = run(solver, st, dl, d, du, x, reset);
+        if (s == NS_OK) s = run(solver, st, dl, d, du, x, 0);
     } else {
         for (int i = 0; i < 4 && s == NS_OK; ++i) s = import_array(solver, st, in[i], 0, i);
         if (s == NS_OK) s = zero_ends(solver, st, st->buf[0], st->buf[2]);
-        if (s == NS_OK) s = run(solver, st, st->buf[0], st->buf[1], st->buf[2], st->buf[3], reset);
+        if (s == NS_OK) s = run(solver, st, st->buf[0], st->buf[1], st->buf[2], st->buf[3], 0);
         if (s == NS_OK) s = export_x(solver, st, x, 0);
     }
     if (s == NS_OK) s = ns_device_key_queue(&st->key, st->err, q);
