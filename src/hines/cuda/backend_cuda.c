@@ -180,8 +180,10 @@ static ns_status setup_dev(ns_hines_solver_t *s, ns_cuda_state *st, ns_cuda_dev 
     NS_CUDA_TRY(cudaMalloc((void **)&d->parent, (size_t)n * sizeof(int32_t)));
     NS_CUDA_TRY(cudaMemcpy(d->parent, t->parent, (size_t)n * sizeof(int32_t),
                            cudaMemcpyHostToDevice));
+    /* d->flat (the benchmark's staging, counted in the chunk above) is
+     * allocated by the benchmark that uses it (benchmark_cuda.c): solves
+     * run on the caller's arrays or the host pipeline's staging */
     for (int k = 0; k < 4; ++k) {
-        NS_CUDA_TRY(cudaMalloc((void **)&d->flat[k], (size_t)d->chunk * (size_t)n * sizeof(double)));
         if (st->grouped) {
             NS_CUDA_TRY(cudaMalloc((void **)&d->grouped[k], bytes));
             /* Padding cells of the last group are never written by the

@@ -63,6 +63,9 @@ static ns_status stage(const ns_hines_solver_t *s, const ns_cuda_state *st, spar
             (void)cudaGetLastError();
         }
         NS_CUDA_TRY(cudaMemsetAsync(d->bad, 0xFF, sizeof *d->bad, d->stream));
+        for (int j = 0; j < 4; ++j) /* the staging (backend_cuda.c counts it in the chunk), on first use */
+            if (!d->flat[j])
+                NS_CUDA_TRY(cudaMalloc((void **)&d->flat[j], (size_t)d->chunk * (size_t)st->n * sizeof(double)));
         for (int j = 0; j < 4; ++j)
             NS_CUDA_TRY(cudaMemcpyAsync(d->flat[j], host[j] + off, bytes, cudaMemcpyHostToDevice,
                                         d->stream));
