@@ -654,38 +654,34 @@ static ns_status push_host_state(ns_sim_t *sim) {
     return st;
 }
 
-ns_status ns_sim_read_var(ns_sim_t *sim, ns_sim_var var, double *flat, void *stream) {
-    ns_status st = check_var(sim, "ns_sim_read_var", var, flat, stream);
+/* Both directions: the backend's memory (its read_var / write_var), or the
+ * host arrays (brought up to date first, marked as the state after a write). */
+static ns_status copy_var(ns_sim_t *sim, const char *who, ns_sim_var var, double *flat, void *stream, int read) {
+    ns_status st = check_var(sim, who, var, flat, stream);
     if (st != NS_OK) return st;
     const int caller = enter(sim);
     if (sim->ops->read_var) {
         st = push_host_state(sim);
-        if (st == NS_OK) st = sim->ops->read_var(sim, var, flat, stream);
+        if (st == NS_OK) st = read ? sim->ops->read_var(sim, var, flat, stream) : sim->ops->write_var(sim, var, flat, stream);
     } else {
         if (sim->ops->sync_state && !sim->state_set) st = sim->ops->sync_state(sim);
-        if (st == NS_OK) memcpy(flat, host_var(sim, var), (size_t)sim->n_comp * sizeof(double));
-    }
-    leave(sim, caller);
-    return st;
-}
-
-ns_status ns_sim_write_var(ns_sim_t *sim, ns_sim_var var, const double *flat, void *stream) {
-    ns_status st = check_var(sim, "ns_sim_write_var", var, flat, stream);
-    if (st != NS_OK) return st;
-    const int caller = enter(sim);
-    if (sim->ops->read_var) {
-        st = push_host_state(sim);
-        if (st == NS_OK) st = sim->ops->write_var(sim, var, flat, stream);
-    } else {
-        /* the other variables' host copy must be current before it is pushed back */
-        if (sim->ops->sync_state && !sim->state_set) st = sim->ops->sync_state(sim);
-        if (st == NS_OK) {
-            memcpy(host_var(sim, var), flat, (size_t)sim->n_comp * sizeof(double));
+        const size_t bytes = (size_t)sim->n_comp * sizeof(double);
+        if (st == NS_OK && read) memcpy(flat, host_var(sim, var), bytes);
+        if (st == NS_OK && !read) {
+            memcpy(host_var(sim, var), flat, bytes);
             sim->state_set = 1;
         }
     }
     leave(sim, caller);
     return st;
+}
+
+ns_status ns_sim_read_var(ns_sim_t *sim, ns_sim_var var, double *flat, void *stream) {
+    return copy_var(sim, "ns_sim_read_var", var, flat, stream, 1);
+}
+
+ns_status ns_sim_write_var(ns_sim_t *sim, ns_sim_var var, const double *flat, void *stream) {
+    return copy_var(sim, "ns_sim_write_var", var, (double *)flat, stream, 0);
 }
 
 /* The family's implementations (core/registry.h): the GPU loops take the
