@@ -69,7 +69,7 @@ static void round_dictionary(double *D, int64_t nd, ns_life_variant v) {
 }
 
 static void reduced_products(ns_life_model_t *m, const char *label, ns_life_variant v, const double *w,
-                             const double *y, const double *yr, const double *wr, double tol) {
+                             const double *y, const double *yr, const double *wr, double exact, double tol) {
     const char *name = ns_life_variant_name(v);
     const int64_t F = ns_life_model_n_fibers(m), NY = (int64_t)ns_life_model_n_theta(m) * ns_life_model_n_voxels(m);
     double *D = ns_life_model_dictionary(m);
@@ -91,15 +91,16 @@ static void reduced_products(ns_life_model_t *m, const char *label, ns_life_vari
         for (int64_t i = 0; i < F; ++i) wo[i] = NAN;
         CHECK_OK(ns_life_mw(e, w, yo));
         CHECK_OK(ns_life_mty(e, y, wo));
-        CHECK_MSG(rel_inf(yo, yq, NY) <= 1e-12, "%s %s Mw vs the rounded dictionary: %.3g", label, name, rel_inf(yo, yq, NY));
-        CHECK_MSG(rel_inf(wo, wq, F) <= 1e-12, "%s %s MTy vs the rounded dictionary: %.3g", label, name, rel_inf(wo, wq, F));
+        CHECK_MSG(rel_inf(yo, yq, NY) <= exact, "%s %s Mw vs the rounded dictionary: %.3g", label, name, rel_inf(yo, yq, NY));
+        CHECK_MSG(rel_inf(wo, wq, F) <= exact, "%s %s MTy vs the rounded dictionary: %.3g", label, name, rel_inf(wo, wq, F));
         CHECK_MSG(rel_inf(yo, yr, NY) <= tol, "%s %s Mw: %.3g", label, name, rel_inf(yo, yr, NY));
         CHECK_MSG(rel_inf(wo, wr, F) <= tol, "%s %s MTy: %.3g", label, name, rel_inf(wo, wr, F));
-        printf("%s %s: products within %.2e (Mw) and %.2e (MTy) of the float64 ones\n", label, name,
-               rel_inf(yo, yr, NY), rel_inf(wo, wr, F));
+        printf("%s %s: products within %.2e / %.2e (Mw / MTy) of the rounded dictionary's, %.2e / %.2e of "
+               "the float64 ones\n", label, name, rel_inf(yo, yq, NY), rel_inf(wo, wq, F), rel_inf(yo, yr, NY),
+               rel_inf(wo, wr, F));
         double ms[3];
         CHECK_OK(ns_life_time_product(e, NS_LIFE_MTY, v, y, wo, 3, ms));
-        CHECK(rel_inf(wo, wq, F) <= 1e-12);
+        CHECK(rel_inf(wo, wq, F) <= exact);
         ns_life_engine_destroy(e);
     }
     /* the CPU does not offer it */
@@ -136,11 +137,12 @@ static void products(ns_life_model_t *m, const char *label) {
         CHECK(rel_inf(yo, yr, NY) <= 1e-12);
         ns_life_engine_destroy(e);
     }
-    /* the reduced-precision dictionaries: exactly (1e-12) the products of the
-       dictionary rounded as the variant documents it, computed here on the host;
-       near the float64 products */
-    reduced_products(m, label, NS_LIFE_VOXEL_F32D, w, y, yr, wr, 1e-6);
-    reduced_products(m, label, NS_LIFE_VOXEL_F16D, w, y, yr, wr, 2e-3);
+    /* the reduced-precision dictionaries: the products of the dictionary rounded
+       as the variant documents it, computed here on the host (voxel-f32d: float64
+       arithmetic, 1e-12; voxel-f16d: float32 products, 1e-5), and near the
+       float64 products */
+    reduced_products(m, label, NS_LIFE_VOXEL_F32D, w, y, yr, wr, 1e-12, 1e-6);
+    reduced_products(m, label, NS_LIFE_VOXEL_F16D, w, y, yr, wr, 1e-5, 2e-3);
     ns_life_engine_t *e = NULL;
     CHECK_OK(make_engine(m, NS_BACKEND_CUDA, NS_LIFE_AUTO, 0, &e));
     if (e) {

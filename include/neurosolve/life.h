@@ -145,7 +145,8 @@ typedef enum ns_life_variant {
                                 in float64; products within about 1e-7 relative, not 1e-12) */
     NS_LIFE_VOXEL_F16D = 9   /* CUDA only, opt-in, never chosen by AUTO: voxel-voxel with the
                                 dictionary read as float16 scaled by a power of two (a quarter
-                                of the gathered bytes; arithmetic in float64; products within
+                                of the gathered bytes; a voxel's products in float32, sums over
+                                lanes and coefficients' results in float64; products within
                                 about 1e-3 relative) */
 } ns_life_variant;
 /* The exact variants (1 .. NS_LIFE_VARIANT_COUNT - 1: every backend, 1e-12

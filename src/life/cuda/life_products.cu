@@ -137,12 +137,20 @@ __global__ void coeff_mty(const int32_t *atom, const int32_t *voxel, const int32
 // gathered with 16-byte loads. T is the dictionary's storage type (double,
 // float or __half); V = 16 / sizeof(T) entries per load, G = 32 / V lanes per
 // column, so one warp step gathers V columns at once (V coefficients), lane
-// g of group q holding rows 32 c + g V .. + V - 1 (c < NT = Tp / 32). All
-// arithmetic is float64; `scale` (a power of two) undoes the scaling of the
-// float16 copy. Phi, y (M w) and Y (M^T y) are streamed (evict-first in L2)
-// so that the dictionary, gathered about 400 times per column, stays in L2.
+// g of group q holding rows 32 c + g V .. + V - 1 (c < NT = Tp / 32).
+// Arithmetic type C: float64 for the float64 and float32 dictionaries; for
+// the float16 one float32 (a float64 conversion issues at 16 per clock and SM
+// on sm_80/90, an eighth of the float32 rate: 96 per coefficient would bound
+// the kernel): y = M w sums a voxel's products per lane in float32, M^T y
+// each dot product (float32 error ~1e-6 relative, far below the float16
+// rounding of the dictionary, 2.4e-4); the sums over lanes and everything
+// after them are float64.
+// `scale` (a power of two) undoes the scaling of the float16 copy. Phi, y
+// (M w) and Y (M^T y) are streamed (evict-first in L2) so that the
+// dictionary, gathered about 400 times per column, stays in L2.
 template <typename T> struct dict_vec;
 template <> struct dict_vec<double> {
+    typedef double C;
     static constexpr int V = 2;
     static __device__ __forceinline__ void load(const double *p, double *o) {
         const double2 v = __ldg(reinterpret_cast<const double2 *>(p));
@@ -150,6 +158,7 @@ template <> struct dict_vec<double> {
     }
 };
 template <> struct dict_vec<float> {
+    typedef double C;
     static constexpr int V = 4;
     static __device__ __forceinline__ void load(const float *p, double *o) {
         const float4 v = __ldg(reinterpret_cast<const float4 *>(p));
@@ -157,8 +166,9 @@ template <> struct dict_vec<float> {
     }
 };
 template <> struct dict_vec<__half> {
+    typedef float C;
     static constexpr int V = 8;
-    static __device__ __forceinline__ void load(const __half *p, double *o) {
+    static __device__ __forceinline__ void load(const __half *p, float *o) {
         const uint4 v = __ldg(reinterpret_cast<const uint4 *>(p));
         const unsigned u[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -191,16 +201,17 @@ template <int NT, typename T>
 __global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
 voxel_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const double *value,
          int32_t n_voxels, int tp, const T *D, double scale, const double *w, double *y) {
+    typedef typename dict_vec<T>::C C;
     constexpr int V = dict_vec<T>::V, G = 32 / V;
     const int lane = threadIdx.x & 31, q = lane / G, g = lane % G;
     const int64_t vox = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     if (vox >= n_voxels) return;
     const int64_t k0 = start[vox], k1 = start[vox + 1];
-    double acc[NT][V];
+    C acc[NT][V];
 #pragma unroll
     for (int c = 0; c < NT; ++c)
 #pragma unroll
-        for (int i = 0; i < V; ++i) acc[c][i] = 0.0;
+        for (int i = 0; i < V; ++i) acc[c][i] = 0;
     for (int64_t base = k0; base < k1; base += 32) {
         const int64_t k = base + lane;
         double s = 0.0;
@@ -212,17 +223,17 @@ voxel_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const 
         const unsigned todo = __ballot_sync(FULL, s != 0.0);
         const int n = __popc(todo);
         const int src = lane < n ? nth_set_bit(todo, lane) : 0;
-        s = __shfl_sync(FULL, s, src);
+        const C sc = (C)__shfl_sync(FULL, s, src);
         a = __shfl_sync(FULL, a, src);
         for (int t = 0; t < n; t += V) {
             const int j = t + q;
-            const double sj = __shfl_sync(FULL, s, j & 31);
+            const C sj = __shfl_sync(FULL, sc, j & 31);
             const int32_t aj = __shfl_sync(FULL, a, j & 31);
             if (j < n) {
                 const T *col = D + (int64_t)aj * tp + g * V;
 #pragma unroll
                 for (int c = 0; c < NT; ++c) {
-                    double d[V];
+                    C d[V];
                     dict_vec<T>::load(col + 32 * c, d);
 #pragma unroll
                     for (int i = 0; i < V; ++i) acc[c][i] += sj * d[i];
@@ -230,12 +241,17 @@ voxel_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const 
             }
         }
     }
+    double sum[NT][V];
+#pragma unroll
+    for (int c = 0; c < NT; ++c)
+#pragma unroll
+        for (int i = 0; i < V; ++i) sum[c][i] = (double)acc[c][i];
 #pragma unroll
     for (int o = G; o < 32; o <<= 1)
 #pragma unroll
         for (int c = 0; c < NT; ++c)
 #pragma unroll
-            for (int i = 0; i < V; ++i) acc[c][i] += __shfl_xor_sync(FULL, acc[c][i], o);
+            for (int i = 0; i < V; ++i) sum[c][i] += __shfl_xor_sync(FULL, sum[c][i], o);
     if (q == 0) {
         double *col = y + vox * tp + g * V;
 #pragma unroll
@@ -243,25 +259,26 @@ voxel_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const 
 #pragma unroll
             for (int i = 0; i < V; i += 2)
                 __stcs(reinterpret_cast<double2 *>(col + 32 * c + i),
-                       make_double2(acc[c][i] * scale, acc[c][i + 1] * scale));
+                       make_double2(sum[c][i] * scale, sum[c][i + 1] * scale));
     }
 }
 
-// w = M^T y: Y(:, v) in registers (the group's rows, float64), V columns
+// w = M^T y: Y(:, v) in registers (the group's rows, type C), V columns
 // gathered per step, each group's dot product reduced over its G lanes by
-// shuffles; lane j keeps coefficient j's result and the 32 atomics on w go
-// out together.
+// shuffles; lane j keeps coefficient j's result (float64) and the 32
+// atomics on w go out together.
 template <int NT, typename T>
 __global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
 voxel_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const double *value,
           int32_t n_voxels, int tp, const T *D, double scale, const double *y, double *w) {
+    typedef typename dict_vec<T>::C C;
     constexpr int V = dict_vec<T>::V, G = 32 / V;
     const int lane = threadIdx.x & 31, q = lane / G, g = lane % G;
     const int64_t vox = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     if (vox >= n_voxels) return;
     const int64_t k0 = start[vox], k1 = start[vox + 1];
     if (k0 == k1) return;
-    double r[NT][V];
+    C r[NT][V];
     {
         const double *col = y + vox * tp + g * V;
 #pragma unroll
@@ -269,7 +286,7 @@ voxel_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const
 #pragma unroll
             for (int i = 0; i < V; i += 2) {
                 const double2 v = __ldcs(reinterpret_cast<const double2 *>(col + 32 * c + i));
-                r[c][i] = v.x, r[c][i + 1] = v.y;
+                r[c][i] = (C)v.x, r[c][i + 1] = (C)v.y;
             }
     }
     const int from = (lane % V) * G; // the group that computes coefficient `lane` of a batch
@@ -281,12 +298,12 @@ voxel_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const
         for (int t = 0; t < count; t += V) {
             const int j = t + q;
             const int32_t aj = __shfl_sync(FULL, a, j & 31);
-            double p = 0.0;
+            C p = 0;
             if (j < count) {
                 const T *col = D + (int64_t)aj * tp + g * V;
 #pragma unroll
                 for (int c = 0; c < NT; ++c) {
-                    double d[V];
+                    C d[V];
                     dict_vec<T>::load(col + 32 * c, d);
 #pragma unroll
                     for (int i = 0; i < V; ++i) p += r[c][i] * d[i];
@@ -294,8 +311,8 @@ voxel_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const
             }
 #pragma unroll
             for (int o = 1; o < G; o <<= 1) p += __shfl_xor_sync(FULL, p, o);
-            const double got = __shfl_sync(FULL, p, from);
-            if (lane >= t && lane < t + V) mine = got;
+            const C got = __shfl_sync(FULL, p, from);
+            if (lane >= t && lane < t + V) mine = (double)got;
         }
         if (k < k1) atomicAdd(&w[__ldcs(fiber + k)], mine * __ldcs(value + k) * scale);
     }
