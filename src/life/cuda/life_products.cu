@@ -225,6 +225,7 @@ voxel_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const 
         const int src = lane < n ? nth_set_bit(todo, lane) : 0;
         const C sc = (C)__shfl_sync(FULL, s, src);
         a = __shfl_sync(FULL, a, src);
+#pragma unroll 2
         for (int t = 0; t < n; t += V) {
             const int j = t + q;
             const C sj = __shfl_sync(FULL, sc, j & 31);
@@ -295,6 +296,7 @@ voxel_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const
         const int count = k1 - base < 32 ? (int)(k1 - base) : 32;
         const int32_t a = k < k1 ? __ldcs(atom + k) : 0;
         double mine = 0.0;
+#pragma unroll 2
         for (int t = 0; t < count; t += V) {
             const int j = t + q;
             const int32_t aj = __shfl_sync(FULL, a, j & 31);
