@@ -222,6 +222,10 @@ int main(void) {
     if (m) products(m, "n_theta 7"), ns_life_model_destroy(m);
     m = tiny_model(40, 6, 80, 6, 0.1, 6);
     if (m) products(m, "n_theta 40"), fits(m), ns_life_model_destroy(m);
+    /* about 160 coefficients per voxel: several batches of 32 per warp (the tiny
+       models above have a few per voxel) */
+    m = tiny_model(96, 12, 3000, 4, 0.1, 7);
+    if (m) products(m, "dense voxels"), ns_life_model_destroy(m);
     busy_free();
     return check_summary("test_life_cuda");
 }
