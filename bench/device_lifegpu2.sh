@@ -7,7 +7,8 @@
 #   2. test_life_cuda (every variant vs the CSR products; voxel-f32d / voxel-f16d exactly the
 #      products of the rounded dictionary and near the float64 ones; fits), test_life_products,
 #      test_life_fit, test_policy
-#   3. compute-sanitizer memcheck on test_life_cuda
+#   3. compute-sanitizer memcheck of the voxel kernels (life fit with voxel-voxel, voxel-f32d,
+#      voxel-f16d on two small models; test_life_cuda itself runs every variant's fits: too slow)
 #   4. bench life on the 500,000-fiber model with this tree, then with the baseline: every variant,
 #      the copy bandwidth measured at the start of each run, every row checked against the CPU
 #      voxel-voxel product of the same input (max rel err column)
@@ -31,7 +32,7 @@ export OMP_WAIT_POLICY=passive
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$SUM"; }
 { date -u; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader; nproc; } > "$SUM" 2>&1
-BENCH_ARGS="--backend cuda --fibers 500000 --iters 2 --gpu-ref-iters 2 --repeats 10 --ref-variant voxel-voxel --threads $JOBS"
+BENCH_ARGS="--backend cuda --fibers 500000 --iters 2 --gpu-ref-iters 2 --repeats 7 --ref-variant voxel-voxel --threads $JOBS"
 
 if has build; then
   # the baseline first, in the background (it is only needed for step 4's second run)
@@ -70,11 +71,22 @@ if has tests; then
 fi
 
 if has memcheck; then
+  # the voxel kernels (every dictionary precision) under memcheck: life fit on two small models,
+  # one with about 160 coefficients per voxel (several warp batches), one with n_theta 40 (padded)
   if command -v compute-sanitizer > /dev/null; then
-    timeout 300 compute-sanitizer --tool memcheck --leak-check no $B/tests/test_life_cuda > /tmp/lifegpu2_memcheck.log 2>&1
-    echo "memcheck rc $?" >> /tmp/lifegpu2_memcheck.log
-    tail -25 /tmp/lifegpu2_memcheck.log > "$OUT/lifegpu2_memcheck.log"
-    grep -E "ERROR SUMMARY|memcheck rc|checks" /tmp/lifegpu2_memcheck.log | tee -a "$SUM"
+    $NS life synth /tmp/lifegpu2_dense --fibers 3000 --grid 4,6,4 --L 12 --length 3.2 --theta 96 > /dev/null 2>&1
+    $NS life synth /tmp/lifegpu2_t40 --fibers 2000 --grid 8,10,8 --L 30 --theta 40 > /dev/null 2>&1
+    for M in /tmp/lifegpu2_dense /tmp/lifegpu2_t40; do
+      for v in voxel-voxel voxel-f32d voxel-f16d; do
+        echo "=== $M $v" >> /tmp/lifegpu2_memcheck.log
+        timeout 60 compute-sanitizer --tool memcheck --leak-check no $NS life fit $M --backend cuda --mw $v --mty $v \
+          --iters 6 --tolg 0 --tolo 0 --rtolg 0 --rtolo 0 --quiet --out /tmp/lifegpu2_w.npy >> /tmp/lifegpu2_memcheck.log 2>&1
+        echo "memcheck $(basename $M) $v rc $?" >> /tmp/lifegpu2_memcheck.log
+      done
+    done
+    grep -E "ERROR SUMMARY|memcheck .* rc|Invalid|out of bounds" /tmp/lifegpu2_memcheck.log | head -30 > "$OUT/lifegpu2_memcheck.log"
+    cat "$OUT/lifegpu2_memcheck.log" >> "$SUM"
+    rm -rf /tmp/lifegpu2_dense /tmp/lifegpu2_t40
   else
     echo "compute-sanitizer not found" | tee -a "$SUM"
   fi
