@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Issue 21, target "GPU products >= 0.3 of the copy bandwidth on the 500,000-fiber model", on the
 # GPU machine (one H100/H200, 16-core host), about 6-8 minutes:
-#   1. build this tree (CUDA sm_90, Release) and, in the background, the baseline tree (the kernels
-#      before this branch, main at e5aafbd) from build-lifegpu2-base/base.tar.gz when it is carried
-#      (or from git when .git is there; skipped otherwise)
+#   1. build this tree (CUDA sm_90, Release); then, in the background during steps 2-3, the baseline
+#      tree (the kernels before this branch, main at e5aafbd) from build-lifegpu2-base/base.tar.gz
+#      when it is carried (or from git when .git is there; skipped otherwise)
 #   2. test_life_cuda (every variant vs the CSR products; voxel-f32d / voxel-f16d exactly the
 #      products of the rounded dictionary and near the float64 ones; fits), test_life_products,
 #      test_life_fit, test_policy
@@ -35,23 +35,6 @@ stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$SUM"; }
 BENCH_ARGS="--backend cuda --fibers 500000 --iters 2 --gpu-ref-iters 2 --repeats 7 --ref-variant voxel-voxel --threads $JOBS"
 
 if has build; then
-  # the baseline first, in the background (it is only needed for step 4's second run)
-  if has base; then
-    rm -rf $BB && mkdir -p $BB
-    if [ -f "$ROOT/build-lifegpu2-base/base.tar.gz" ]; then
-      tar -xzf "$ROOT/build-lifegpu2-base/base.tar.gz" -C $BB
-    elif git -C "$ROOT" rev-parse --verify -q e5aafbd > /dev/null 2>&1; then
-      mkdir -p $BB/base && git -C "$ROOT" archive e5aafbd | tar -x -C $BB/base
-    fi
-    if [ -f $BB/base/CMakeLists.txt ]; then
-      ( cmake -S $BB/base -B $BB/b -DNS_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release \
-          -DNS_TESTS=OFF -DNS_MPI=OFF && nice cmake --build $BB/b -j$(( JOBS / 2 )) --target neurosolve_cli
-      ) > /tmp/lifegpu2_base_build.log 2>&1 &
-      base_pid=$!
-    else
-      echo "baseline: no base.tar.gz and no git history: the old kernels are not run" | tee -a "$SUM"
-    fi
-  fi
   { cmake -S "$ROOT" -B $B -DNS_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release -DNS_TESTS=ON -DNS_MPI=OFF
     cmake --build $B -j"$JOBS" --target neurosolve_cli test_life_cuda test_life_products test_life_fit test_policy -- -k
   } > /tmp/lifegpu2_build.log 2>&1
@@ -59,6 +42,25 @@ if has build; then
   tail -30 /tmp/lifegpu2_build.log > "$OUT/lifegpu2_build.log"
   stamp "build rc $rc"
   [ $rc -eq 0 ] || exit 1
+fi
+
+# The baseline (the kernels before this branch: main at e5aafbd) builds in the background while the
+# tests run on the GPU; step "products" waits for it, so nothing compiles during a timed run.
+if has base; then
+  rm -rf $BB && mkdir -p $BB
+  if [ -f "$ROOT/build-lifegpu2-base/base.tar.gz" ]; then
+    tar -xzf "$ROOT/build-lifegpu2-base/base.tar.gz" -C $BB
+  elif git -C "$ROOT" rev-parse --verify -q e5aafbd > /dev/null 2>&1; then
+    mkdir -p $BB/base && git -C "$ROOT" archive e5aafbd | tar -x -C $BB/base
+  fi
+  if [ -f $BB/base/CMakeLists.txt ]; then
+    ( cmake -S $BB/base -B $BB/b -DNS_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release \
+        -DNS_TESTS=OFF -DNS_MPI=OFF && nice cmake --build $BB/b -j"$JOBS" --target neurosolve_cli
+    ) > /tmp/lifegpu2_base_build.log 2>&1 &
+    base_pid=$!
+  else
+    echo "baseline: no build-lifegpu2-base/base.tar.gz and no git history: the old kernels are not run" | tee -a "$SUM"
+  fi
 fi
 
 if has tests; then
@@ -99,6 +101,12 @@ table() {
       printf "%-5s %-4s %-12s %-7s %8.3f ms  %.3f of copy  err %s\n", tag, $6, $7, $8, $9, $11, $12 }' "$1"
 }
 
+if [ -n "${base_pid:-}" ]; then
+  wait $base_pid
+  echo "baseline build rc $?" | tee -a "$SUM"
+  base_pid=
+fi
+
 if has products; then
   timeout 300 $NS bench life $BENCH_ARGS --csv "$OUT/lifegpu2_products.csv" > "$OUT/lifegpu2_products.txt" 2>&1
   echo "bench life (this tree) rc $?" | tee -a "$SUM"
@@ -108,7 +116,6 @@ if has products; then
 fi
 
 if has base; then
-  [ -n "${base_pid:-}" ] && { wait $base_pid; echo "baseline build rc $?" | tee -a "$SUM"; }
   if [ -x $BB/b/neurosolve ]; then
     timeout 300 $BB/b/neurosolve bench life $BENCH_ARGS --csv /tmp/lifegpu2_base.csv > "$OUT/lifegpu2_base_products.txt" 2>&1
     echo "bench life (baseline e5aafbd) rc $?" | tee -a "$SUM"
