@@ -186,7 +186,7 @@ static void fits(ns_life_model_t *m) {
         /* the reduced-precision dictionaries: the same 50 updates, weights near
            the float64 fit */
         const ns_life_variant red[2] = {NS_LIFE_VOXEL_F32D, NS_LIFE_VOXEL_F16D};
-        const double tol[2] = {1e-3, 5e-2};
+        const double tol[2] = {1e-3, 2e-3};
         for (int r = 0; r < 2; ++r) {
             e = NULL;
             CHECK_OK(make_engine(m, NS_BACKEND_CUDA, red[r], 0, &e));
