@@ -148,28 +148,46 @@ __global__ void coeff_mty(const int32_t *atom, const int32_t *voxel, const int32
 // `scale` (a power of two) undoes the scaling of the float16 copy. Phi, y
 // (M w) and Y (M^T y) are streamed (evict-first in L2) so that the
 // dictionary, gathered about 400 times per column, stays in L2.
+// 16 bytes of the dictionary: read-only path, not kept in L1 (no column is
+// reused within an SM), kept in L2 before anything else (evict_last: the
+// streamed Phi and voxel vectors go first).
+__device__ __forceinline__ uint4 ld_dict16(const void *p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    uint64_t policy;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p), "l"(policy));
+    return v;
+#else
+    return __ldg(reinterpret_cast<const uint4 *>(p));
+#endif
+}
+
 template <typename T> struct dict_vec;
 template <> struct dict_vec<double> {
     typedef double C;
     static constexpr int V = 2;
     static __device__ __forceinline__ void load(const double *p, double *o) {
-        const double2 v = __ldg(reinterpret_cast<const double2 *>(p));
-        o[0] = v.x, o[1] = v.y;
+        const uint4 v = ld_dict16(p);
+        o[0] = __hiloint2double((int)v.y, (int)v.x), o[1] = __hiloint2double((int)v.w, (int)v.z);
     }
 };
 template <> struct dict_vec<float> {
     typedef double C;
     static constexpr int V = 4;
     static __device__ __forceinline__ void load(const float *p, double *o) {
-        const float4 v = __ldg(reinterpret_cast<const float4 *>(p));
-        o[0] = v.x, o[1] = v.y, o[2] = v.z, o[3] = v.w;
+        const uint4 v = ld_dict16(p);
+        o[0] = __uint_as_float(v.x), o[1] = __uint_as_float(v.y), o[2] = __uint_as_float(v.z),
+        o[3] = __uint_as_float(v.w);
     }
 };
 template <> struct dict_vec<__half> {
     typedef float C;
     static constexpr int V = 8;
     static __device__ __forceinline__ void load(const __half *p, float *o) {
-        const uint4 v = __ldg(reinterpret_cast<const uint4 *>(p));
+        const uint4 v = ld_dict16(p);
         const unsigned u[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
