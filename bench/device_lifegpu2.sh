@@ -16,6 +16,9 @@
 #      voxel-voxel and voxel-f16d on a 100,000-fiber model (same dictionary, L = 360)
 # Usage (from the repository root): OUT=out bash bench/device_lifegpu2.sh [STEP...]
 #   steps: build tests memcheck products base ncu (default: all). At most 8 files go to $OUT.
+# On the device machine: command "bash bench/device_lifegpu2.sh", carry ["build-lifegpu2-base"]
+# (an ignored folder holding base.tar.gz, `git archive --prefix=base/ e5aafbd` of the sources; without
+# it the baseline rows are skipped unless .git is there).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-./out}
