@@ -140,15 +140,20 @@ typedef enum ns_life_variant {
                                 the splits move to voxel boundaries (synchronisation-free) */
     NS_LIFE_ATOM_ATOM = 6,   /* atom-sorted copy, whole atoms per thread (CUDA: warp per atom) */
     NS_LIFE_VOXEL_VOXEL = 7, /* voxel-sorted copy, whole voxels per thread (CUDA: warp per voxel) */
-    NS_LIFE_VOXEL_F32D = 8   /* CUDA only, opt-in, never chosen by AUTO: voxel-voxel with the
+    NS_LIFE_VOXEL_F32D = 8,  /* CUDA only, opt-in, never chosen by AUTO: voxel-voxel with the
                                 dictionary read as float32 (half the gathered bytes; arithmetic
                                 in float64; products within about 1e-7 relative, not 1e-12) */
+    NS_LIFE_VOXEL_F16D = 9   /* CUDA only, opt-in, never chosen by AUTO: voxel-voxel with the
+                                dictionary read as float16 scaled by a power of two (a quarter
+                                of the gathered bytes; a voxel's products in float32, sums over
+                                lanes and coefficients' results in float64; products within
+                                about 1e-3 relative) */
 } ns_life_variant;
 /* The exact variants (1 .. NS_LIFE_VARIANT_COUNT - 1: every backend, 1e-12
  * of the naive products); NS_LIFE_VARIANT_ALL also counts the reduced-
  * precision ones. */
 #define NS_LIFE_VARIANT_COUNT 8
-#define NS_LIFE_VARIANT_ALL 9
+#define NS_LIFE_VARIANT_ALL 10
 
 NS_API const char *ns_life_variant_name(ns_life_variant variant);
 NS_API ns_status ns_life_variant_from_name(const char *name, ns_life_variant *variant);

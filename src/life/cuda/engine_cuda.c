@@ -3,6 +3,7 @@
  * or device vectors, CUDA-event timing, and SBBNNLS with every vector on the
  * device (the solver itself is sbbnnls.c over the operations below; sums
  * over processes go through a pinned host stage). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,8 @@ typedef struct cuda_state {
     int device, tp, sms;
     double *D;                            /* tp x n_atoms */
     float *D32;                           /* the same in float32, made on first use (voxel-f32d) */
+    void *D16;                            /* in float16 times 2^-k, made on first use (voxel-f16d) */
+    double d16_scale;                     /* 2^k: D16's entries times it are D's */
     double *w_in, *w_out, *y_in, *y_out;  /* staging of the host-array products */
     dev_layout lay[3];
     cudaStream_t stream;
@@ -106,11 +109,39 @@ static ns_status load_d32(ns_life_engine_t *e) {
     return NS_OK;
 }
 
+/* The float16 dictionary of voxel-f16d: D times 2^-k with k such that
+ * max |D| x 2^-k is in [2^14, 2^15) (below float16's largest 65,504, and
+ * small entries stay normal numbers as long as possible), rounded to float32
+ * and then to float16 (round to nearest even) on the device on first use. */
+static ns_status load_d16(ns_life_engine_t *e) {
+    cuda_state *st = e->cuda;
+    if (st->D16) return NS_OK;
+    const ns_life_model_t *m = e->model;
+    const int64_t n = (int64_t)st->tp * m->n_atoms;
+    double mx = 0.0;
+    for (int64_t i = 0; i < (int64_t)m->n_theta * m->n_atoms; ++i)
+        if (fabs(m->D[i]) > mx) mx = fabs(m->D[i]);
+    int ex = 0;
+    (void)frexp(mx, &ex); /* mx < 2^ex */
+    st->d16_scale = ldexp(1.0, ex - 15);
+    ns_status s = dev_alloc(st, &st->D16, (size_t)n * 2, "the float16 dictionary");
+    if (s != NS_OK) return s;
+    NS_CUDA_TRY(ns_life_to_half(st->D, st->D16, ldexp(1.0, 15 - ex), n, st->stream));
+    NS_CUDA_TRY(cudaStreamSynchronize(st->stream)); /* once, outside any timed region */
+    return NS_OK;
+}
+
+static ns_status load_reduced(ns_life_engine_t *e, ns_life_variant v) {
+    if (v == NS_LIFE_VOXEL_F32D) return load_d32(e);
+    if (v == NS_LIFE_VOXEL_F16D) return load_d16(e);
+    return NS_OK;
+}
+
 static ns_status phi_for(ns_life_engine_t *e, ns_life_variant v, ns_life_dev_phi *p,
                          ns_life_kernel *kernel, int *by_voxel) {
     const int order = ns_life_variant_order(v);
     ns_status s = load_layout(e, order);
-    if (s == NS_OK && v == NS_LIFE_VOXEL_F32D) s = load_d32(e);
+    if (s == NS_OK) s = load_reduced(e, v);
     if (s != NS_OK) return s;
     const cuda_state *st = e->cuda;
     const dev_layout *d = &st->lay[order];
@@ -130,6 +161,7 @@ static ns_status phi_for(ns_life_engine_t *e, ns_life_variant v, ns_life_dev_phi
     case NS_LIFE_COEFF_ATOM:
     case NS_LIFE_COEFF_VOXEL: *kernel = NS_LIFE_K_COEFF; break;
     case NS_LIFE_VOXEL_F32D: *kernel = NS_LIFE_K_VOXEL_F32D; break;
+    case NS_LIFE_VOXEL_F16D: *kernel = NS_LIFE_K_VOXEL_F16D; break;
     default: *kernel = NS_LIFE_K_KEY; break;
     }
     return NS_OK;
@@ -146,10 +178,13 @@ static ns_status launch(ns_life_engine_t *e, ns_life_product p, ns_life_variant 
     if (s != NS_OK) return s;
     const ns_life_model_t *m = e->model;
     const int hint = st->sms * 32;
+    const void *Dr = kernel == NS_LIFE_K_VOXEL_F32D ? (const void *)st->D32
+                     : kernel == NS_LIFE_K_VOXEL_F16D ? (const void *)st->D16 : NULL;
+    const double scale = kernel == NS_LIFE_K_VOXEL_F16D ? st->d16_scale : 1.0;
     cudaError_t err = p == NS_LIFE_MW
-        ? ns_life_launch_mw(kernel, &phi, by_voxel, m->n_theta, st->tp, m->n_voxels, st->D, st->D32, in, out,
+        ? ns_life_launch_mw(kernel, &phi, by_voxel, m->n_theta, st->tp, m->n_voxels, st->D, Dr, scale, in, out,
                             hint, st->stream)
-        : ns_life_launch_mty(kernel, &phi, by_voxel, m->n_theta, st->tp, m->n_fibers, st->D, st->D32, in, out,
+        : ns_life_launch_mty(kernel, &phi, by_voxel, m->n_theta, st->tp, m->n_fibers, st->D, Dr, scale, in, out,
                              hint, st->stream);
     return ns_cuda_status(err, p == NS_LIFE_MW ? "LiFE y = M w kernel" : "LiFE w = M^T y kernel",
                           __FILE__, __LINE__);
@@ -202,7 +237,7 @@ ns_status ns_life_cuda_time(ns_life_engine_t *e, ns_life_product p, ns_life_vari
     double *din = NULL, *dout = NULL;
     ns_status s = stage_in(e, p, in, &din, &dout);
     if (s == NS_OK) s = load_layout(e, ns_life_variant_order(v)); /* copies outside the timing */
-    if (s == NS_OK && v == NS_LIFE_VOXEL_F32D) s = load_d32(e);
+    if (s == NS_OK) s = load_reduced(e, v);
     for (int r = 0; s == NS_OK && r < repeats; ++r) {
         NS_CUDA_TRY(cudaEventRecord(st->ev[0], st->stream));
         s = launch(e, p, v, din, dout);
@@ -231,6 +266,7 @@ void ns_life_cuda_destroy(ns_life_engine_t *e) {
         }
         cudaFree(st->D);
         cudaFree(st->D32);
+        cudaFree(st->D16);
         cudaFree(st->w_in);
         cudaFree(st->w_out);
         cudaFree(st->y_in);
@@ -271,6 +307,7 @@ static ns_status setup(ns_life_engine_t *e, cuda_state *st) {
     for (int o = 0; o < 3; ++o)
         if (orders[o]) need += layout_bytes(m, o);
     if (want[0] == NS_LIFE_VOXEL_F32D || want[1] == NS_LIFE_VOXEL_F32D) need += dict / 2;
+    if (want[0] == NS_LIFE_VOXEL_F16D || want[1] == NS_LIFE_VOXEL_F16D) need += dict / 4;
     if (need > st->budget)
         return ns_fail(NS_ERR_DEVICE_MEMORY,
                        "LiFE model (%lld coefficients, %d voxels, %d atoms, n_theta %d padded to %d) "

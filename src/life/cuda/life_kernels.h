@@ -28,9 +28,13 @@ typedef enum ns_life_kernel {
     NS_LIFE_K_REFERENCE = 0, /* the paper's Fig. 6: thread per coefficient, grid-stride, atomics */
     NS_LIFE_K_COEFF = 1,     /* warp per 32 coefficients; y = M w flushes a voxel's sum at
                                 voxel changes only (few atomics on the voxel-sorted copy) */
-    NS_LIFE_K_KEY = 2,       /* warp per sub-vector (atom or voxel) of a sorted copy */
-    NS_LIFE_K_VOXEL_F32D = 3 /* warp per voxel of the voxel-sorted copy, the dictionary read as
-                                float32 (half the gathered bytes), float64 arithmetic */
+    NS_LIFE_K_KEY = 2,        /* warp per sub-vector (atom or voxel) of a sorted copy; on the
+                                 voxel-sorted copy the dictionary columns are gathered with
+                                 16-byte loads, V = 2 columns per warp step */
+    NS_LIFE_K_VOXEL_F32D = 3, /* the voxel kernel on a float32 copy of the dictionary (384-byte
+                                 columns, 4 per step), float64 arithmetic */
+    NS_LIFE_K_VOXEL_F16D = 4  /* the voxel kernel on a scaled float16 copy (192-byte columns,
+                                 8 per step), float64 arithmetic */
 } ns_life_kernel;
 
 /* Largest n_theta the warp kernels take (8 chunks of 32 rows in registers). */
@@ -38,18 +42,25 @@ typedef enum ns_life_kernel {
 
 /* y = M w: y (Tp x n_voxels) is fully written (zeroed first unless the
  * kernel writes every column). by_voxel: the key of `phi` is the voxel.
- * D32: the padded dictionary in float32 (NS_LIFE_K_VOXEL_F32D only). */
+ * Dr: the padded dictionary in reduced precision (float for
+ * NS_LIFE_K_VOXEL_F32D, __half for NS_LIFE_K_VOXEL_F16D; NULL otherwise);
+ * scale: Dr's entries times scale are the dictionary's (1 for float32, a
+ * power of two for float16). */
 cudaError_t ns_life_launch_mw(ns_life_kernel kernel, const ns_life_dev_phi *phi, int by_voxel,
                               int32_t n_theta, int32_t tp, int32_t n_voxels, const double *D,
-                              const float *D32, const double *w, double *y, int blocks_hint,
+                              const void *Dr, double scale, const double *w, double *y, int blocks_hint,
                               cudaStream_t stream);
 /* w = M^T y: w (n_fibers) is zeroed first. */
 cudaError_t ns_life_launch_mty(ns_life_kernel kernel, const ns_life_dev_phi *phi, int by_voxel,
                                int32_t n_theta, int32_t tp, int32_t n_fibers, const double *D,
-                               const float *D32, const double *y, double *w, int blocks_hint,
+                               const void *Dr, double scale, const double *y, double *w, int blocks_hint,
                                cudaStream_t stream);
 /* D32[i] = (float)D[i], n entries. */
 cudaError_t ns_life_to_float(const double *D, float *D32, int64_t n, cudaStream_t stream);
+/* D16[i] = float16((float)(D[i] * down)), round to nearest even (down: a
+ * power of two that brings max |D| below 2^15), n entries; D16 holds n
+ * 16-bit values. */
+cudaError_t ns_life_to_half(const double *D, void *D16, double down, int64_t n, cudaStream_t stream);
 
 /* ------------------------------------------------- SBBNNLS vector operations */
 /* Reductions: partial results per block into `partial` (NS_LIFE_RED_BLOCKS

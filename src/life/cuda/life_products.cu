@@ -6,7 +6,9 @@
 // with shuffles, zero weights skipped with a warp ballot, dot products
 // reduced with shuffles (no shared memory, no __syncthreads), several
 // sub-vectors (warps) per block.
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <string.h>
 
 #include "life/cuda/life_kernels.h"
 
@@ -39,11 +41,6 @@ __global__ void ref_mty(const int32_t *atom, const int32_t *voxel, const int32_t
 }
 
 // ------------------------------------------------------------ helpers
-
-// A dictionary entry as float64: the float32 copy through the read-only
-// path, the float64 dictionary as the original kernels read it.
-__device__ __forceinline__ double dict_at(const double *p) { return *p; }
-__device__ __forceinline__ double dict_at(const float *p) { return (double)__ldg(p); }
 
 __device__ __forceinline__ double warp_sum(double x) {
 #pragma unroll
@@ -135,40 +132,210 @@ __global__ void coeff_mty(const int32_t *atom, const int32_t *voxel, const int32
 
 // ------------------------------------------------------ sub-vector partition
 
-// y = M w on the voxel-sorted copy, a warp per voxel: the voxel's column is
-// summed in registers and written once (no atomics, no zeroing needed).
-template <int NT, typename DT>
-__global__ void voxel_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber,
-                         const double *value, int32_t n_voxels, int tp, const DT *D,
-                         const double *w, double *y) {
-    const int lane = threadIdx.x & 31;
+// The voxel kernels (voxel-voxel, voxel-f32d, voxel-f16d): a warp per voxel
+// of the voxel-sorted copy, the dictionary column of each coefficient
+// gathered with 16-byte loads. T is the dictionary's storage type (double,
+// float or __half); V = 16 / sizeof(T) entries per load, G = 32 / V lanes per
+// column, so one warp step gathers V columns at once (V coefficients), lane
+// g of group q holding rows 32 c + g V .. + V - 1 (c < NT = Tp / 32).
+// Arithmetic type C: float64 for the float64 and float32 dictionaries; for
+// the float16 one float32 (a float64 conversion issues at 16 per clock and SM
+// on sm_80/90, an eighth of the float32 rate: 96 per coefficient would bound
+// the kernel): y = M w sums a voxel's products per lane in float32, M^T y
+// each dot product (float32 error ~1e-6 relative, far below the float16
+// rounding of the dictionary, 2.4e-4); the sums over lanes and everything
+// after them are float64.
+// `scale` (a power of two) undoes the scaling of the float16 copy. Phi, y
+// (M w) and Y (M^T y) are streamed (evict-first in L2) so that the
+// dictionary, gathered about 400 times per column, stays in L2.
+// 16 bytes of the dictionary: read-only path, not kept in L1 (no column is
+// reused within an SM), kept in L2 before anything else (evict_last: the
+// streamed Phi and voxel vectors go first).
+__device__ __forceinline__ uint4 ld_dict16(const void *p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    uint64_t policy;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p), "l"(policy));
+    return v;
+#else
+    return __ldg(reinterpret_cast<const uint4 *>(p));
+#endif
+}
+
+template <typename T> struct dict_vec;
+template <> struct dict_vec<double> {
+    typedef double C;
+    static constexpr int V = 2;
+    static __device__ __forceinline__ void load(const double *p, double *o) {
+        const uint4 v = ld_dict16(p);
+        o[0] = __hiloint2double((int)v.y, (int)v.x), o[1] = __hiloint2double((int)v.w, (int)v.z);
+    }
+};
+template <> struct dict_vec<float> {
+    typedef double C;
+    static constexpr int V = 4;
+    static __device__ __forceinline__ void load(const float *p, double *o) {
+        const uint4 v = ld_dict16(p);
+        o[0] = __uint_as_float(v.x), o[1] = __uint_as_float(v.y), o[2] = __uint_as_float(v.z),
+        o[3] = __uint_as_float(v.w);
+    }
+};
+template <> struct dict_vec<__half> {
+    typedef float C;
+    static constexpr int V = 8;
+    static __device__ __forceinline__ void load(const __half *p, float *o) {
+        const uint4 v = ld_dict16(p);
+        const unsigned u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            __half2 h;
+            memcpy(&h, &u[i], 4);
+            const float2 f = __half22float2(h);
+            o[2 * i] = f.x, o[2 * i + 1] = f.y;
+        }
+    }
+};
+
+// Bit position of the n-th (0-based) set bit of m; n < popc(m).
+__device__ __forceinline__ int nth_set_bit(unsigned m, int n) {
+    int pos = 0;
+#pragma unroll
+    for (int w = 16; w > 0; w >>= 1) {
+        const int c = __popc(m & ((1u << w) - 1u));
+        if (n >= c) n -= c, m >>= w, pos += w;
+    }
+    return pos;
+}
+
+// y = M w: the voxel's column summed in registers (each group its share of
+// the coefficients), the groups' sums added with shuffles, written once (no
+// atomics, no zeroing). Zero weights are skipped: the nonzero coefficients
+// of each batch of 32 are compacted to the low lanes first, so the V groups
+// never gather a column that is multiplied by zero.
+template <int NT, typename T>
+__global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
+voxel_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const double *value,
+         int32_t n_voxels, int tp, const T *D, double scale, const double *w, double *y) {
+    typedef typename dict_vec<T>::C C;
+    constexpr int V = dict_vec<T>::V, G = 32 / V;
+    const int lane = threadIdx.x & 31, q = lane / G, g = lane % G;
     const int64_t vox = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     if (vox >= n_voxels) return;
     const int64_t k0 = start[vox], k1 = start[vox + 1];
-    double acc[NT];
+    C acc[NT][V];
 #pragma unroll
-    for (int c = 0; c < NT; ++c) acc[c] = 0.0;
+    for (int c = 0; c < NT; ++c)
+#pragma unroll
+        for (int i = 0; i < V; ++i) acc[c][i] = 0;
     for (int64_t base = k0; base < k1; base += 32) {
         const int64_t k = base + lane;
         double s = 0.0;
         int32_t a = 0;
         if (k < k1) {
-            s = w[fiber[k]] * value[k];
-            a = atom[k];
+            s = __ldg(w + __ldcs(fiber + k)) * __ldcs(value + k);
+            a = __ldcs(atom + k);
         }
-        unsigned todo = __ballot_sync(FULL, s != 0.0);
-        while (todo) {
-            const int j = __ffs(todo) - 1;
-            todo &= todo - 1;
-            const double sj = __shfl_sync(FULL, s, j);
-            const DT *d = D + (int64_t)__shfl_sync(FULL, a, j) * tp + lane;
+        const unsigned todo = __ballot_sync(FULL, s != 0.0);
+        const int n = __popc(todo);
+        const int src = lane < n ? nth_set_bit(todo, lane) : 0;
+        const C sc = (C)__shfl_sync(FULL, s, src);
+        a = __shfl_sync(FULL, a, src);
+#pragma unroll 2
+        for (int t = 0; t < n; t += V) {
+            const int j = t + q;
+            const C sj = __shfl_sync(FULL, sc, j & 31);
+            const int32_t aj = __shfl_sync(FULL, a, j & 31);
+            if (j < n) {
+                const T *col = D + (int64_t)aj * tp + g * V;
 #pragma unroll
-            for (int c = 0; c < NT; ++c) acc[c] += sj * dict_at(d + 32 * c);
+                for (int c = 0; c < NT; ++c) {
+                    C d[V];
+                    dict_vec<T>::load(col + 32 * c, d);
+#pragma unroll
+                    for (int i = 0; i < V; ++i) acc[c][i] += sj * d[i];
+                }
+            }
         }
     }
-    double *col = y + vox * tp + lane;
+    double sum[NT][V];
 #pragma unroll
-    for (int c = 0; c < NT; ++c) col[32 * c] = acc[c];
+    for (int c = 0; c < NT; ++c)
+#pragma unroll
+        for (int i = 0; i < V; ++i) sum[c][i] = (double)acc[c][i];
+#pragma unroll
+    for (int o = G; o < 32; o <<= 1)
+#pragma unroll
+        for (int c = 0; c < NT; ++c)
+#pragma unroll
+            for (int i = 0; i < V; ++i) sum[c][i] += __shfl_xor_sync(FULL, sum[c][i], o);
+    if (q == 0) {
+        double *col = y + vox * tp + g * V;
+#pragma unroll
+        for (int c = 0; c < NT; ++c)
+#pragma unroll
+            for (int i = 0; i < V; i += 2)
+                __stcs(reinterpret_cast<double2 *>(col + 32 * c + i),
+                       make_double2(sum[c][i] * scale, sum[c][i + 1] * scale));
+    }
+}
+
+// w = M^T y: Y(:, v) in registers (the group's rows, type C), V columns
+// gathered per step, each group's dot product reduced over its G lanes by
+// shuffles; lane j keeps coefficient j's result (float64) and the 32
+// atomics on w go out together.
+template <int NT, typename T>
+__global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
+voxel_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const double *value,
+          int32_t n_voxels, int tp, const T *D, double scale, const double *y, double *w) {
+    typedef typename dict_vec<T>::C C;
+    constexpr int V = dict_vec<T>::V, G = 32 / V;
+    const int lane = threadIdx.x & 31, q = lane / G, g = lane % G;
+    const int64_t vox = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (vox >= n_voxels) return;
+    const int64_t k0 = start[vox], k1 = start[vox + 1];
+    if (k0 == k1) return;
+    C r[NT][V];
+    {
+        const double *col = y + vox * tp + g * V;
+#pragma unroll
+        for (int c = 0; c < NT; ++c)
+#pragma unroll
+            for (int i = 0; i < V; i += 2) {
+                const double2 v = __ldcs(reinterpret_cast<const double2 *>(col + 32 * c + i));
+                r[c][i] = (C)v.x, r[c][i + 1] = (C)v.y;
+            }
+    }
+    const int from = (lane % V) * G; // the group that computes coefficient `lane` of a batch
+    for (int64_t base = k0; base < k1; base += 32) {
+        const int64_t k = base + lane;
+        const int count = k1 - base < 32 ? (int)(k1 - base) : 32;
+        const int32_t a = k < k1 ? __ldcs(atom + k) : 0;
+        double mine = 0.0;
+#pragma unroll 2
+        for (int t = 0; t < count; t += V) {
+            const int j = t + q;
+            const int32_t aj = __shfl_sync(FULL, a, j & 31);
+            C p = 0;
+            if (j < count) {
+                const T *col = D + (int64_t)aj * tp + g * V;
+#pragma unroll
+                for (int c = 0; c < NT; ++c) {
+                    C d[V];
+                    dict_vec<T>::load(col + 32 * c, d);
+#pragma unroll
+                    for (int i = 0; i < V; ++i) p += r[c][i] * d[i];
+                }
+            }
+#pragma unroll
+            for (int o = 1; o < G; o <<= 1) p += __shfl_xor_sync(FULL, p, o);
+            const C got = __shfl_sync(FULL, p, from);
+            if (lane >= t && lane < t + V) mine = (double)got;
+        }
+        if (k < k1) atomicAdd(&w[__ldcs(fiber + k)], mine * __ldcs(value + k) * scale);
+    }
 }
 
 // y = M w on the atom-sorted copy, a warp per atom: D(:, a) in registers,
@@ -205,64 +372,28 @@ __global__ void atom_mw(const int64_t *start, const int32_t *voxel, const int32_
     }
 }
 
-// w = M^T y on the voxel-sorted copy with the dictionary in float32 (the
-// variant voxel-f32d): Y(:, v) in registers (float64), the float32 column of
-// each coefficient's atom gathered (half the bytes of key_mty<NT, true>),
-// products and sums in float64.
+// w = M^T y on the atom-sorted copy, a warp per atom: D(:, a) in registers,
+// Y(:, v) read per coefficient.
 template <int NT>
-__global__ void voxel_mty_f32(const int64_t *start, const int32_t *atom, const int32_t *fiber,
-                              const double *value, int32_t n_voxels, int tp,
-                              const float *D, const double *y, double *w) {
+__global__ void atom_mty(const int64_t *start, const int32_t *voxel, const int32_t *fiber,
+                         const double *value, int32_t n_atoms, int tp, const double *D,
+                         const double *y, double *w) {
     const int lane = threadIdx.x & 31;
-    const int64_t vox = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (vox >= n_voxels) return;
-    const int64_t k0 = start[vox], k1 = start[vox + 1];
+    const int64_t at = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (at >= n_atoms) return;
+    const int64_t k0 = start[at], k1 = start[at + 1];
     if (k0 == k1) return;
     double r[NT];
 #pragma unroll
-    for (int c = 0; c < NT; ++c) r[c] = y[vox * tp + lane + 32 * c];
+    for (int c = 0; c < NT; ++c) r[c] = D[at * tp + lane + 32 * c];
     for (int64_t base = k0; base < k1; base += 32) {
         const int64_t k = base + lane;
         const int count = k1 - base < 32 ? (int)(k1 - base) : 32;
-        const int32_t a = k < k1 ? atom[k] : 0;
+        const int32_t o = k < k1 ? voxel[k] : 0;
         double mine = 0.0;
 #pragma unroll 8
         for (int j = 0; j < count; ++j) {
-            const float *col = D + (int64_t)__shfl_sync(FULL, a, j) * tp + lane;
-            double p = 0.0;
-#pragma unroll
-            for (int c = 0; c < NT; ++c) p += r[c] * dict_at(col + 32 * c);
-            p = warp_sum(p);
-            if (lane == j) mine = p;
-        }
-        if (k < k1) atomicAdd(&w[fiber[k]], mine * value[k]);
-    }
-}
-
-// w = M^T y, a warp per sub-vector: the shared column (Y(:, v) for a voxel,
-// D(:, a) for an atom) in registers, the other read per coefficient.
-template <int NT, bool BY_VOXEL>
-__global__ void key_mty(const int64_t *start, const int32_t *other, const int32_t *fiber,
-                        const double *value, int32_t n_keys, int tp, const double *D,
-                        const double *y, double *w) {
-    const int lane = threadIdx.x & 31;
-    const int64_t key = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (key >= n_keys) return;
-    const int64_t k0 = start[key], k1 = start[key + 1];
-    if (k0 == k1) return;
-    const double *fixed = (BY_VOXEL ? y : D) + key * tp + lane;
-    const double *moving = BY_VOXEL ? D : y;
-    double r[NT];
-#pragma unroll
-    for (int c = 0; c < NT; ++c) r[c] = fixed[32 * c];
-    for (int64_t base = k0; base < k1; base += 32) {
-        const int64_t k = base + lane;
-        const int count = k1 - base < 32 ? (int)(k1 - base) : 32;
-        const int32_t o = k < k1 ? other[k] : 0;
-        double mine = 0.0;
-#pragma unroll 8
-        for (int j = 0; j < count; ++j) {
-            const double *col = moving + (int64_t)__shfl_sync(FULL, o, j) * tp + lane;
+            const double *col = y + (int64_t)__shfl_sync(FULL, o, j) * tp + lane;
             double p = 0.0;
 #pragma unroll
             for (int c = 0; c < NT; ++c) p += r[c] * col[32 * c];
@@ -283,41 +414,47 @@ static int grid_for(int64_t warps, int blocks_hint) {
 
 template <int NT>
 static void launch_mw(ns_life_kernel kernel, const ns_life_dev_phi *p, int by_voxel, int tp,
-                      const double *D, const float *D32, const double *w, double *y, int hint,
-                      cudaStream_t s) {
+                      const double *D, const void *Dr, double scale, const double *w, double *y,
+                      int hint, cudaStream_t s) {
     const int threads = 32 * WARPS_PER_BLOCK;
+    const int vgrid = grid_for(p->n_keys, 0);
     if (kernel == NS_LIFE_K_VOXEL_F32D) {
-        voxel_mw<NT, float><<<grid_for(p->n_keys, 0), threads, 0, s>>>(
-            p->start, p->atom, p->fiber, p->value, p->n_keys, tp, D32, w, y);
+        voxel_mw<NT, float><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, tp,
+                                                      (const float *)Dr, 1.0, w, y);
+    } else if (kernel == NS_LIFE_K_VOXEL_F16D) {
+        voxel_mw<NT, __half><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, tp,
+                                                       (const __half *)Dr, scale, w, y);
     } else if (kernel == NS_LIFE_K_COEFF) {
         coeff_mw<NT><<<grid_for((p->n_coeffs + 31) / 32, hint * 8), threads, 0, s>>>(
             p->atom, p->voxel, p->fiber, p->value, p->n_coeffs, tp, D, w, y);
     } else if (by_voxel) {
-        voxel_mw<NT, double><<<grid_for(p->n_keys, 0), threads, 0, s>>>(
-            p->start, p->atom, p->fiber, p->value, p->n_keys, tp, D, w, y);
+        voxel_mw<NT, double><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, tp, D,
+                                                       1.0, w, y);
     } else {
-        atom_mw<NT><<<grid_for(p->n_keys, 0), threads, 0, s>>>(p->start, p->voxel, p->fiber,
-                                                                p->value, p->n_keys, tp, D, w, y);
+        atom_mw<NT><<<vgrid, threads, 0, s>>>(p->start, p->voxel, p->fiber, p->value, p->n_keys, tp, D, w, y);
     }
 }
 
 template <int NT>
 static void launch_mty(ns_life_kernel kernel, const ns_life_dev_phi *p, int by_voxel, int tp,
-                       const double *D, const float *D32, const double *y, double *w, int hint,
-                       cudaStream_t s) {
+                       const double *D, const void *Dr, double scale, const double *y, double *w,
+                       int hint, cudaStream_t s) {
     const int threads = 32 * WARPS_PER_BLOCK;
+    const int vgrid = grid_for(p->n_keys, 0);
     if (kernel == NS_LIFE_K_VOXEL_F32D) {
-        voxel_mty_f32<NT><<<grid_for(p->n_keys, 0), threads, 0, s>>>(
-            p->start, p->atom, p->fiber, p->value, p->n_keys, tp, D32, y, w);
+        voxel_mty<NT, float><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, tp,
+                                                       (const float *)Dr, 1.0, y, w);
+    } else if (kernel == NS_LIFE_K_VOXEL_F16D) {
+        voxel_mty<NT, __half><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, tp,
+                                                        (const __half *)Dr, scale, y, w);
     } else if (kernel == NS_LIFE_K_COEFF) {
         coeff_mty<NT><<<grid_for((p->n_coeffs + 31) / 32, hint * 8), threads, 0, s>>>(
             p->atom, p->voxel, p->fiber, p->value, p->n_coeffs, tp, D, y, w);
     } else if (by_voxel) {
-        key_mty<NT, true><<<grid_for(p->n_keys, 0), threads, 0, s>>>(
-            p->start, p->atom, p->fiber, p->value, p->n_keys, tp, D, y, w);
+        voxel_mty<NT, double><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, tp, D,
+                                                        1.0, y, w);
     } else {
-        key_mty<NT, false><<<grid_for(p->n_keys, 0), threads, 0, s>>>(
-            p->start, p->voxel, p->fiber, p->value, p->n_keys, tp, D, y, w);
+        atom_mty<NT><<<vgrid, threads, 0, s>>>(p->start, p->voxel, p->fiber, p->value, p->n_keys, tp, D, y, w);
     }
 }
 
@@ -336,10 +473,10 @@ static void launch_mty(ns_life_kernel kernel, const ns_life_dev_phi *p, int by_v
 
 extern "C" cudaError_t ns_life_launch_mw(ns_life_kernel kernel, const ns_life_dev_phi *p,
                                          int by_voxel, int32_t n_theta, int32_t tp,
-                                         int32_t n_voxels, const double *D, const float *D32,
+                                         int32_t n_voxels, const double *D, const void *Dr, double scale,
                                          const double *w, double *y, int hint, cudaStream_t s) {
-    const bool writes_all = (kernel == NS_LIFE_K_KEY || kernel == NS_LIFE_K_VOXEL_F32D) && by_voxel &&
-                            p->n_keys == n_voxels;
+    const bool voxel = kernel == NS_LIFE_K_KEY || kernel == NS_LIFE_K_VOXEL_F32D || kernel == NS_LIFE_K_VOXEL_F16D;
+    const bool writes_all = voxel && by_voxel && p->n_keys == n_voxels;
     if (!writes_all) {
         cudaError_t e = cudaMemsetAsync(y, 0, (size_t)tp * (size_t)n_voxels * sizeof(double), s);
         if (e != cudaSuccess) return e;
@@ -350,16 +487,17 @@ extern "C" cudaError_t ns_life_launch_mw(ns_life_kernel kernel, const ns_life_de
                                                    p->n_coeffs, n_theta, tp, D, w, y);
         return cudaGetLastError();
     }
-    if ((kernel == NS_LIFE_K_KEY || kernel == NS_LIFE_K_VOXEL_F32D) && !p->start) return cudaErrorInvalidValue;
-    if (kernel == NS_LIFE_K_VOXEL_F32D && (!by_voxel || !D32)) return cudaErrorInvalidValue;
-    NS_LIFE_DISPATCH(launch_mw, kernel, p, by_voxel, tp, D, D32, w, y, hint, s);
+    const bool reduced = kernel == NS_LIFE_K_VOXEL_F32D || kernel == NS_LIFE_K_VOXEL_F16D;
+    if ((voxel && !p->start) || (reduced && (!by_voxel || !Dr))) return cudaErrorInvalidValue;
+    NS_LIFE_DISPATCH(launch_mw, kernel, p, by_voxel, tp, D, Dr, scale, w, y, hint, s);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t ns_life_launch_mty(ns_life_kernel kernel, const ns_life_dev_phi *p,
                                           int by_voxel, int32_t n_theta, int32_t tp,
-                                          int32_t n_fibers, const double *D, const float *D32,
+                                          int32_t n_fibers, const double *D, const void *Dr, double scale,
                                           const double *y, double *w, int hint, cudaStream_t s) {
+    const bool voxel = kernel == NS_LIFE_K_KEY || kernel == NS_LIFE_K_VOXEL_F32D || kernel == NS_LIFE_K_VOXEL_F16D;
     cudaError_t e = cudaMemsetAsync(w, 0, (size_t)n_fibers * sizeof(double), s);
     if (e != cudaSuccess) return e;
     if (p->n_coeffs == 0) return cudaGetLastError();
@@ -368,8 +506,8 @@ extern "C" cudaError_t ns_life_launch_mty(ns_life_kernel kernel, const ns_life_d
                                                     p->n_coeffs, n_theta, tp, D, y, w);
         return cudaGetLastError();
     }
-    if ((kernel == NS_LIFE_K_KEY || kernel == NS_LIFE_K_VOXEL_F32D) && !p->start) return cudaErrorInvalidValue;
-    if (kernel == NS_LIFE_K_VOXEL_F32D && (!by_voxel || !D32)) return cudaErrorInvalidValue;
-    NS_LIFE_DISPATCH(launch_mty, kernel, p, by_voxel, tp, D, D32, y, w, hint, s);
+    const bool reduced = kernel == NS_LIFE_K_VOXEL_F32D || kernel == NS_LIFE_K_VOXEL_F16D;
+    if ((voxel && !p->start) || (reduced && (!by_voxel || !Dr))) return cudaErrorInvalidValue;
+    NS_LIFE_DISPATCH(launch_mty, kernel, p, by_voxel, tp, D, Dr, scale, y, w, hint, s);
     return cudaGetLastError();
 }

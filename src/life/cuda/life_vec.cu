@@ -1,5 +1,6 @@
 // Vector operations of SBBNNLS on the device (life_kernels.h). Reductions
 // are two-pass with a fixed grid, so results do not depend on timing.
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "life/cuda/life_kernels.h"
@@ -17,6 +18,9 @@ static int blocks_for(int64_t n) {
 
 __global__ void k_fill(double *v, double x, int64_t n) { GRID_STRIDE(i, n) v[i] = x; }
 __global__ void k_to_float(const double *a, float *b, int64_t n) { GRID_STRIDE(i, n) b[i] = (float)a[i]; }
+__global__ void k_to_half(const double *a, __half *b, double down, int64_t n) {
+    GRID_STRIDE(i, n) b[i] = __float2half_rn((float)(a[i] * down));
+}
 __global__ void k_sub(double *a, const double *b, int64_t n) { GRID_STRIDE(i, n) a[i] -= b[i]; }
 __global__ void k_mul(double *a, const double *b, int64_t n) { GRID_STRIDE(i, n) a[i] *= b[i]; }
 __global__ void k_add(double *a, double x, int64_t n) { GRID_STRIDE(i, n) a[i] += x; }
@@ -87,6 +91,11 @@ cudaError_t ns_life_vec_fill(double *v, double x, int64_t n, cudaStream_t s) {
 cudaError_t ns_life_to_float(const double *a, float *b, int64_t n, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
     k_to_float<<<blocks_for(n), THREADS, 0, s>>>(a, b, n);
+    return cudaGetLastError();
+}
+cudaError_t ns_life_to_half(const double *a, void *b, double down, int64_t n, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    k_to_half<<<blocks_for(n), THREADS, 0, s>>>(a, (__half *)b, down, n);
     return cudaGetLastError();
 }
 cudaError_t ns_life_vec_sub(double *a, const double *b, int64_t n, cudaStream_t s) {
