@@ -12,6 +12,7 @@ from ._errors import (Error, InvalidArgumentError, OutOfMemoryError, IOError, Pa
                       TopologyError, SingularError, NotFiniteError, UnsupportedError, NoDeviceError,
                       CudaError, CusparseError, SizeError, EmptyError, DeviceMemoryError, InternalError)
 from ._core import (Tree, Morphology, Cell, Batch, HinesSolver, TridiagSolver, SimParams,  # noqa: F401
+                    BoundHinesSolve, BoundTridiagSolve,
                     LifeModel, LifeEngine, version, build_info, cuda_device_count, status_string,
                     hines_methods, hines_method_backend, tridiag_methods, backend_info, available_methods)
 from . import _core

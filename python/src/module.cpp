@@ -366,6 +366,105 @@ std::vector<int32_t> cell_shape_of(nb::handle cell_shape, int64_t n_cells, const
     return cs;
 }
 
+// The four arrays of a Hines solve after their checks: all host (numpy) or
+// all CUDA memory (a mix is an error).
+struct HinesArrays {
+    view a, b, d, rhs;
+    bool host = true;
+};
+
+HinesArrays hines_arrays(const HinesSolver &s, const char *fn, nb::handle a, nb::handle b, nb::handle d,
+                         nb::handle rhs, nb::handle stream) {
+    HinesArrays v;
+    v.a = take<double>(a, fn, "a", s.n, place::any, false);
+    v.host = v.a.device == nb::device::cpu::value;
+    const place where = v.host ? place::host : place::cuda;
+    v.b = take<double>(b, fn, "b", s.n, where, false);
+    v.d = take<double>(d, fn, "d", s.n, where, true);
+    v.rhs = take<double>(rhs, fn, "rhs", s.n, where, true);
+    if (v.host && !stream.is_none())
+        fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": stream given for host (numpy) arrays");
+    return v;
+}
+
+// One solve on checked arrays, the GIL released.
+void hines_call(HinesSolver &s, const HinesArrays &v, void *stream) {
+    ns_status st;
+    {
+        nb::gil_scoped_release r;
+        std::lock_guard<std::mutex> lock(s.mu);
+        if (v.host)
+            st = ns_hines_solver_solve(s.s, (const double *)v.a.ptr, (const double *)v.b.ptr, (double *)v.d.ptr,
+                                       (double *)v.rhs.ptr);
+        else
+            st = ns_hines_solver_solve_device(s.s, (const double *)v.a.ptr, (const double *)v.b.ptr,
+                                              (double *)v.d.ptr, (double *)v.rhs.ptr, stream);
+    }
+    check(st);
+}
+
+// HinesSolver.bind: the imported arrays (nb::ndarray holds the DLPack export,
+// which keeps the memory alive), the stream object (a CuPy Stream destroys
+// its stream when collected) and the solver.
+struct HinesBound {
+    HinesArrays v;
+    void *stream = nullptr;
+    nb::object stream_obj, solver, arrays;
+};
+
+struct TridiagArrays {
+    view dl, d, du, x;
+    bool host = true;
+};
+
+TridiagArrays tridiag_arrays(const TridiagSolver &s, const char *fn, nb::handle dl, nb::handle d, nb::handle du,
+                             nb::handle x, nb::handle stream) {
+    const bool f32 = s.precision == NS_TRIDIAG_FLOAT32;
+    // at least `length` entries: a strided layout's natural allocation
+    // (n * stride) may be longer than its extent.
+    auto get = [&](nb::handle h, const char *name, place where) {
+        view v = f32 ? take<float>(h, fn, name, -1, where, true) : take<double>(h, fn, name, -1, where, true);
+        if ((int64_t)v.arr.size() < s.length)
+            fail(NS_ERR_SIZE, std::string(fn) + ": " + name + " has " + std::to_string(v.arr.size()) +
+                                  " elements, expected at least " + std::to_string(s.length));
+        return v;
+    };
+    TridiagArrays v;
+    v.dl = get(dl, "dl", place::any);
+    v.host = v.dl.device == nb::device::cpu::value;
+    const place where = v.host ? place::host : place::cuda;
+    v.d = get(d, "d", where);
+    v.du = get(du, "du", where);
+    v.x = get(x, "x", where);
+    if (v.host && !stream.is_none())
+        fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": stream given for host (numpy) arrays");
+    return v;
+}
+
+void tridiag_call(TridiagSolver &s, const TridiagArrays &v, void *stream) {
+    const bool f32 = s.precision == NS_TRIDIAG_FLOAT32;
+    ns_status st;
+    {
+        nb::gil_scoped_release r;
+        std::lock_guard<std::mutex> lock(s.mu);
+        if (!v.host)
+            st = ns_tridiag_solver_solve_device(s.s, v.dl.ptr, v.d.ptr, v.du.ptr, v.x.ptr, stream);
+        else if (f32)
+            st = ns_tridiag_solver_solve_f32(s.s, (const float *)v.dl.ptr, (const float *)v.d.ptr,
+                                             (const float *)v.du.ptr, (float *)v.x.ptr);
+        else
+            st = ns_tridiag_solver_solve(s.s, (const double *)v.dl.ptr, (const double *)v.d.ptr,
+                                         (const double *)v.du.ptr, (double *)v.x.ptr);
+    }
+    check(st);
+}
+
+struct TridiagBound {
+    TridiagArrays v;
+    void *stream = nullptr;
+    nb::object stream_obj, solver, arrays;
+};
+
 } // namespace
 
 NB_MODULE(_core, m) {
@@ -731,37 +830,23 @@ NB_MODULE(_core, m) {
         .def_prop_ro("backend", [](const HinesSolver &s) { return std::string(ns_backend_name(ns_hines_solver_backend(s.s))); })
         .def_prop_ro("batch", [](const HinesSolver &s) { return s.batch; })
         .def("solve", [](HinesSolver &s, nb::handle a, nb::handle b, nb::handle d, nb::handle rhs, nb::handle stream) {
-            const char *fn = "HinesSolver.solve";
-            view va = take<double>(a, fn, "a", s.n, place::any, false);
-            const place where = va.device == nb::device::cpu::value ? place::host : place::cuda;
-            view vb = take<double>(b, fn, "b", s.n, where, false);
-            view vd = take<double>(d, fn, "d", s.n, where, true);
-            view vr = take<double>(rhs, fn, "rhs", s.n, where, true);
-            if (where == place::host) {
-                if (!stream.is_none())
-                    fail(NS_ERR_INVALID_ARGUMENT, "HinesSolver.solve: stream given for host (numpy) arrays");
-                ns_status st;
-                {
-                    nb::gil_scoped_release r;
-                    std::lock_guard<std::mutex> lock(s.mu);
-                    st = ns_hines_solver_solve(s.s, (const double *)va.ptr, (const double *)vb.ptr, (double *)vd.ptr,
-                                               (double *)vr.ptr);
-                }
-                check(st);
-            } else {
-                void *str = stream_of(stream);
-                ns_status st;
-                {
-                    nb::gil_scoped_release r;
-                    std::lock_guard<std::mutex> lock(s.mu);
-                    st = ns_hines_solver_solve_device(s.s, (const double *)va.ptr, (const double *)vb.ptr,
-                                                      (double *)vd.ptr, (double *)vr.ptr, str);
-                }
-                check(st);
-            }
+            HinesArrays v = hines_arrays(s, "HinesSolver.solve", a, b, d, rhs, stream);
+            hines_call(s, v, stream_of(stream));
         }, "a"_a, "b"_a, "d"_a, "rhs"_a, "stream"_a = nb::none(),
            "Solve in place: rhs becomes x, d is overwritten. Host arrays (numpy): synchronous. CUDA arrays "
            "(CuPy, PyTorch, JAX; any CUDA method): queued on `stream`, returns at once; call wait().")
+        .def("bind", [](nb::object self, nb::handle a, nb::handle b, nb::handle d, nb::handle rhs, nb::object stream) {
+            HinesSolver &s = nb::cast<HinesSolver &>(self);
+            auto bound = std::make_unique<HinesBound>();
+            bound->v = hines_arrays(s, "HinesSolver.bind", a, b, d, rhs, stream);
+            bound->stream = stream_of(stream);
+            bound->stream_obj = stream;
+            bound->solver = self;
+            bound->arrays = nb::make_tuple(a, b, d, rhs);
+            return bound;
+        }, "a"_a, "b"_a, "d"_a, "rhs"_a, "stream"_a = nb::none(),
+           "Check and import the four arrays (and the stream) once; the returned object's solve() then solves "
+           "them in place with no per-call array checks or DLPack imports (the hot loop of a simulation).")
         .def("wait", [](HinesSolver &s) {
             ns_status st;
             {
@@ -784,14 +869,8 @@ NB_MODULE(_core, m) {
     // followed by ns_hines_solver_wait (a stream sync), as the Python loop does.
     m.def("_bench_c_solve", [](HinesSolver &s, nb::handle a, nb::handle b, nb::handle d, nb::handle rhs,
                                nb::callable restore, int repeats, nb::handle stream) {
-        const char *fn = "_bench_c_solve";
-        view va = take<double>(a, fn, "a", s.n, place::any, false);
-        const bool host = va.device == nb::device::cpu::value;
-        const place where = host ? place::host : place::cuda;
-        view vb = take<double>(b, fn, "b", s.n, where, false);
-        view vd = take<double>(d, fn, "d", s.n, where, true);
-        view vr = take<double>(rhs, fn, "rhs", s.n, where, true);
-        void *str = host ? nullptr : stream_of(stream);
+        HinesArrays v = hines_arrays(s, "_bench_c_solve", a, b, d, rhs, stream);
+        void *str = stream_of(stream);
         std::vector<double> out;
         for (int k = 0; k < repeats; ++k) {
             restore(); // outside the timed region (it synchronises the device)
@@ -801,12 +880,12 @@ NB_MODULE(_core, m) {
                 nb::gil_scoped_release r;
                 std::lock_guard<std::mutex> lock(s.mu);
                 auto t0 = std::chrono::steady_clock::now();
-                if (host)
-                    st = ns_hines_solver_solve(s.s, (const double *)va.ptr, (const double *)vb.ptr, (double *)vd.ptr,
-                                               (double *)vr.ptr);
+                if (v.host)
+                    st = ns_hines_solver_solve(s.s, (const double *)v.a.ptr, (const double *)v.b.ptr,
+                                               (double *)v.d.ptr, (double *)v.rhs.ptr);
                 else {
-                    st = ns_hines_solver_solve_device(s.s, (const double *)va.ptr, (const double *)vb.ptr,
-                                                      (double *)vd.ptr, (double *)vr.ptr, str);
+                    st = ns_hines_solver_solve_device(s.s, (const double *)v.a.ptr, (const double *)v.b.ptr,
+                                                      (double *)v.d.ptr, (double *)v.rhs.ptr, str);
                     if (st == NS_OK) st = ns_hines_solver_wait(s.s);
                 }
                 dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -816,6 +895,25 @@ NB_MODULE(_core, m) {
         }
         return out;
     }, "solver"_a, "a"_a, "b"_a, "d"_a, "rhs"_a, "restore"_a, "repeats"_a, "stream"_a = nb::none());
+
+    nb::class_<HinesBound>(m, "BoundHinesSolve",
+                           "HinesSolver.bind(a, b, d, rhs, stream): four arrays checked and imported once.")
+        .def("solve", [](HinesBound &b) { hines_call(nb::cast<HinesSolver &>(b.solver), b.v, b.stream); },
+             "Solve the bound arrays in place (rhs becomes x); device arrays: queued on the bound stream.")
+        .def("wait", [](HinesBound &b) {
+            HinesSolver &s = nb::cast<HinesSolver &>(b.solver);
+            ns_status st;
+            {
+                nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(s.mu);
+                st = ns_hines_solver_wait(s.s);
+            }
+            check(st);
+        }, "HinesSolver.wait() of the solver.")
+        .def_prop_ro("solver", [](const HinesBound &b) { return b.solver; })
+        .def_prop_ro("arrays", [](const HinesBound &b) { return b.arrays; }, "(a, b, d, rhs) as given to bind.")
+        .def_prop_ro("stream", [](const HinesBound &b) { return b.stream_obj; })
+        .def_prop_ro("device", [](const HinesBound &b) { return b.v.host ? "cpu" : "cuda"; });
 
     // ------------------------------------------------------- TridiagSolver
     auto tridiag_options = [](const std::string &method, const std::string &layout, const std::string &precision,
@@ -872,45 +970,24 @@ NB_MODULE(_core, m) {
         .def_prop_ro("length", [](const TridiagSolver &s) { return s.length; }, "Entries each array must hold.")
         .def("solve", [](TridiagSolver &s, nb::handle dl, nb::handle d, nb::handle du, nb::handle x,
                          nb::handle stream) {
-            const char *fn = "TridiagSolver.solve";
-            const bool f32 = s.precision == NS_TRIDIAG_FLOAT32;
-            // at least `length` entries: a strided layout's natural allocation
-            // (n * stride) may be longer than its extent.
-            auto get = [&](nb::handle h, const char *name, place where, bool writable) {
-                view v = f32 ? take<float>(h, fn, name, -1, where, writable)
-                             : take<double>(h, fn, name, -1, where, writable);
-                if ((int64_t)v.arr.size() < s.length)
-                    fail(NS_ERR_SIZE, std::string(fn) + ": " + name + " has " + std::to_string(v.arr.size()) +
-                                          " elements, expected at least " + std::to_string(s.length));
-                return v;
-            };
-            view vdl = get(dl, "dl", place::any, true);
-            const bool host = vdl.device == nb::device::cpu::value;
-            const place where = host ? place::host : place::cuda;
-            view vd = get(d, "d", where, true);
-            view vdu = get(du, "du", where, true);
-            view vx = get(x, "x", where, true);
-            if (host && !stream.is_none())
-                fail(NS_ERR_INVALID_ARGUMENT, "TridiagSolver.solve: stream given for host (numpy) arrays");
-            void *str = host ? nullptr : stream_of(stream);
-            ns_status st;
-            {
-                nb::gil_scoped_release r;
-                std::lock_guard<std::mutex> lock(s.mu);
-                if (!host)
-                    st = ns_tridiag_solver_solve_device(s.s, vdl.ptr, vd.ptr, vdu.ptr, vx.ptr, str);
-                else if (f32)
-                    st = ns_tridiag_solver_solve_f32(s.s, (const float *)vdl.ptr, (const float *)vd.ptr,
-                                                     (const float *)vdu.ptr, (float *)vx.ptr);
-                else
-                    st = ns_tridiag_solver_solve(s.s, (const double *)vdl.ptr, (const double *)vd.ptr,
-                                                 (const double *)vdu.ptr, (double *)vx.ptr);
-            }
-            check(st);
+            TridiagArrays v = tridiag_arrays(s, "TridiagSolver.solve", dl, d, du, x, stream);
+            tridiag_call(s, v, stream_of(stream));
         }, "dl"_a, "d"_a, "du"_a, "x"_a, "stream"_a = nb::none(),
            "Solve in place: x holds the right-hand side and becomes the solution. Host arrays: dl, d, du are "
            "read, synchronous. CUDA arrays (GPU methods): queued on `stream`, returns at once; call wait(). "
            "The kernel may overwrite du (or dl, d, du for cusparse-*) when the layout is the method's native one.")
+        .def("bind", [](nb::object self, nb::handle dl, nb::handle d, nb::handle du, nb::handle x, nb::object stream) {
+            TridiagSolver &s = nb::cast<TridiagSolver &>(self);
+            auto bound = std::make_unique<TridiagBound>();
+            bound->v = tridiag_arrays(s, "TridiagSolver.bind", dl, d, du, x, stream);
+            bound->stream = stream_of(stream);
+            bound->stream_obj = stream;
+            bound->solver = self;
+            bound->arrays = nb::make_tuple(dl, d, du, x);
+            return bound;
+        }, "dl"_a, "d"_a, "du"_a, "x"_a, "stream"_a = nb::none(),
+           "Check and import the four arrays (and the stream) once; the returned object's solve() then solves "
+           "them in place with no per-call checks or imports.")
         .def("wait", [](TridiagSolver &s) {
             ns_status st;
             {
@@ -927,6 +1004,25 @@ NB_MODULE(_core, m) {
             ns_tridiag_solver_timing(s.s, &t);
             return timing_dict(t);
         });
+
+    nb::class_<TridiagBound>(m, "BoundTridiagSolve",
+                             "TridiagSolver.bind(dl, d, du, x, stream): four arrays checked and imported once.")
+        .def("solve", [](TridiagBound &b) { tridiag_call(nb::cast<TridiagSolver &>(b.solver), b.v, b.stream); },
+             "Solve the bound arrays in place (x becomes the solution); device arrays: queued on the bound stream.")
+        .def("wait", [](TridiagBound &b) {
+            TridiagSolver &s = nb::cast<TridiagSolver &>(b.solver);
+            ns_status st;
+            {
+                nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(s.mu);
+                st = ns_tridiag_solver_wait(s.s);
+            }
+            check(st);
+        }, "TridiagSolver.wait() of the solver.")
+        .def_prop_ro("solver", [](const TridiagBound &b) { return b.solver; })
+        .def_prop_ro("arrays", [](const TridiagBound &b) { return b.arrays; }, "(dl, d, du, x) as given to bind.")
+        .def_prop_ro("stream", [](const TridiagBound &b) { return b.stream_obj; })
+        .def_prop_ro("device", [](const TridiagBound &b) { return b.v.host ? "cpu" : "cuda"; });
 
     // ----------------------------------------------------------- SimParams
     nb::class_<SimParams>(m, "SimParams", "Simulation parameters (docs/simulation.md): set by key, read from a file.")
