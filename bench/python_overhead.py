@@ -179,6 +179,35 @@ def run_case(batch, method, framework, iters, ref):
     return rows
 
 
+def protocol_costs(frameworks, iters=2000):
+    """Per-array cost [us] of the two export protocols a binding can import
+    through (__dlpack__, __cuda_array_interface__ / __array_interface__), on a
+    small array of each framework: what an unbound solve(a, b, d, rhs) pays
+    four times per call."""
+    out = []
+    for fw in frameworks:
+        try:
+            arrs, _, _, _ = make_arrays(fw, *(np.ones(8) for _ in range(4)))
+        except Exception as e:  # noqa: BLE001 (ImportError, no GPU for the framework, ...)
+            print(f"protocols {fw}: skipped ({type(e).__name__}: {e})", file=sys.stderr)
+            continue
+        x = arrs[0]
+        row = {"framework": fw}
+        for name in ("__dlpack__", "__cuda_array_interface__", "__array_interface__"):
+            try:
+                f = (lambda: x.__dlpack__()) if name == "__dlpack__" else (lambda n=name: getattr(x, n))
+                f()
+            except Exception:  # noqa: BLE001 (the framework does not offer it for this array)
+                row[name] = None
+                continue
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                f()
+            row[name] = (time.perf_counter() - t0) / iters * 1e6
+        out.append(row)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cells", default="1,10000,100000")
@@ -223,6 +252,8 @@ def main():
                     print(f"{fw:9s} {row['call']:5s} {row['method']:8s} {cells:7d} cells: C {row['c_ms']:.4f} ms, "
                           f"Python {row['py_ms']:.4f} ms, overhead {row['overhead_us']:.1f} us "
                           f"({row['overhead_pct']:+.2f} %), max rel err {row['max_rel_err']:.1e}", flush=True)
+    protos = protocol_costs([fw for fw in args.frameworks.split(",")
+                             if fw not in skipped and (gpu or fw not in ("cupy", "torch", "jax"))])
     head = ["framework", "call", "method", "backend", "cells", "compartments", "c_ms", "py_ms", "overhead_us",
             "overhead_pct", "max_rel_err", "calls"]
     dev = "CPU only"
@@ -239,6 +270,11 @@ def main():
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         lines.append("| " + " | ".join(f"{r[h]:.4g}" if isinstance(r[h], float) else str(r[h]) for h in head) + " |")
+    lines += ["", "Export cost per array [us] (a small array; what solve() pays four times per call, bind() once):",
+              "", "| framework | __dlpack__() | __cuda_array_interface__ | __array_interface__ |", "|---|---|---|---|"]
+    for r in protos:
+        lines.append(f"| {r['framework']} | " + " | ".join("-" if r[k] is None else f"{r[k]:.2f}" for k in
+                     ("__dlpack__", "__cuda_array_interface__", "__array_interface__")) + " |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
