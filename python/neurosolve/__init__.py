@@ -75,6 +75,67 @@ def solve_hines(batch, a, b, d, rhs, method="auto", backend="auto", **options):
     HinesSolver(batch, method=method, backend=backend, **options).solve(a, b, d, rhs)
 
 
+def _pack_streamlines(streamlines):
+    """(points (m, 3) float64, offsets (n + 1,) int64) of streamlines given as a nibabel/DIPY
+    ArraySequence (Streamlines), a nibabel Tractogram or TractogramFile, or a sequence of (k, 3) arrays."""
+    if hasattr(streamlines, "streamlines") and not hasattr(streamlines, "get_data"):
+        streamlines = streamlines.streamlines  # nibabel Tractogram / TrkFile / TckFile, DIPY StatefulTractogram
+    if hasattr(streamlines, "get_data") and hasattr(streamlines, "_lengths"):  # nibabel ArraySequence
+        lengths = _np.asarray(streamlines._lengths, dtype=_np.int64)
+        points = _np.asarray(streamlines.get_data(), dtype=_np.float64).reshape(-1, 3)
+    else:
+        arrays = []
+        for k, s in enumerate(streamlines):
+            a = _np.asarray(s, dtype=_np.float64)
+            if a.ndim != 2 or a.shape[1] != 3:
+                raise InvalidArgumentError(f"LifeModel.build_arrays: streamline {k} has shape {a.shape}, "
+                                           "expected (points, 3)")
+            arrays.append(a)
+        lengths = _np.array([len(a) for a in arrays], dtype=_np.int64)
+        points = _np.concatenate(arrays) if arrays else _np.zeros((0, 3))
+    offsets = _np.zeros(len(lengths) + 1, dtype=_np.int64)
+    _np.cumsum(lengths, out=offsets[1:])
+    return _np.ascontiguousarray(points), offsets
+
+
+def _build_arrays(dwi, affine=None, bvals=None, bvecs=None, streamlines=None, streamlines_affine=None,
+                  dictionary_l=0, axial_diffusivity=1.0, radial_diffusivity=0.0, b0_threshold=50.0,
+                  bad="error", nodes="sum"):
+    """A LiFE model from arrays in memory (ns_life_build_arrays; docs/python.md).
+
+    dwi: a 4-D array (x, y, z, volume) of a real dtype, any memory order (not copied), or a
+    nibabel image (its ``dataobj``, scaled as nibabel scales it, and its ``affine``);
+    affine: voxel -> RAS+ mm (4 x 4; taken from a nibabel image when None);
+    bvals, bvecs: b-values [s/mm^2] and directions ((n, 3) or (3, n)), or a DIPY GradientTable as
+    ``bvals`` with ``bvecs=None``;
+    streamlines: nibabel/DIPY Streamlines, a nibabel Tractogram or a list of (k, 3) arrays, in RAS+ mm
+    (nibabel's and DIPY's rasmm), or in any space that ``streamlines_affine`` maps to RAS+ mm (DIPY's
+    voxel space: the image's affine). They are packed into one float64 array (a copy).
+    The other options are LifeModel.build's."""
+    if hasattr(dwi, "dataobj") and hasattr(dwi, "affine"):  # a nibabel image
+        if affine is None:
+            affine = dwi.affine
+        dwi = _np.asanyarray(dwi.dataobj)
+    if affine is None:
+        raise InvalidArgumentError("LifeModel.build_arrays: affine is required with an array dwi")
+    if bvecs is None and hasattr(bvals, "bvals") and hasattr(bvals, "bvecs"):  # DIPY GradientTable
+        bvals, bvecs = bvals.bvals, bvals.bvecs
+    if bvals is None or bvecs is None or streamlines is None:
+        raise InvalidArgumentError("LifeModel.build_arrays: bvals, bvecs and streamlines are required")
+    bvals = _np.ascontiguousarray(bvals, dtype=_np.float64).ravel()
+    bvecs = _np.asarray(bvecs, dtype=_np.float64)
+    if bvecs.ndim == 2 and bvecs.shape[0] == 3 and bvecs.shape[1] == bvals.size and bvals.size != 3:
+        bvecs = bvecs.T  # FSL's three rows
+    points, offsets = _pack_streamlines(streamlines)
+    to_world = None if streamlines_affine is None else _np.ascontiguousarray(streamlines_affine, dtype=_np.float64)
+    return LifeModel._build_arrays(dwi, _np.ascontiguousarray(affine, dtype=_np.float64), bvals,
+                                   _np.ascontiguousarray(bvecs), points, offsets, to_world, dictionary_l,
+                                   axial_diffusivity, radial_diffusivity, b0_threshold, bad, nodes)
+
+
+LifeModel.build_arrays = staticmethod(_build_arrays)
+
+
 def life_rmse(model, w, engine=None):
     """Per-voxel RMSE of the signal before (Y) and after (Y - M w) the fit, as
     ``neurosolve life report`` computes it: two arrays of n_voxels entries."""

@@ -76,7 +76,9 @@ std::string dtype_name(nb::dlpack::dtype t) {
                     : t.code == (uint8_t)nb::dlpack::dtype_code::Int  ? "int"
                     : t.code == (uint8_t)nb::dlpack::dtype_code::UInt ? "uint"
                     : t.code == (uint8_t)nb::dlpack::dtype_code::Bool ? "bool"
-                                                                      : "other";
+                    : t.code == (uint8_t)nb::dlpack::dtype_code::Complex ? "complex"
+                    : t.code == (uint8_t)nb::dlpack::dtype_code::Bfloat  ? "bfloat"
+                                                                         : "other";
     return std::string(k) + std::to_string(t.bits) + (t.lanes != 1 ? "x" + std::to_string(t.lanes) : "");
 }
 
@@ -113,7 +115,7 @@ view take(nb::handle obj, const char *fn, const char *name, int64_t length, plac
                                           " dimensions, expected 1");
     // C-contiguous: strides (in elements) of a dense row-major array.
     int64_t expect = 1;
-    for (size_t i = v.arr.ndim(); i-- > 0;) {
+    for (size_t i = v.arr.size() ? v.arr.ndim() : 0; i-- > 0;) { // (an empty array has no layout to check)
         if (v.arr.shape(i) > 1 && v.arr.stride(i) != expect)
             fail(NS_ERR_INVALID_ARGUMENT,
                  std::string(fn) + ": " + name + " is not C-contiguous (stride " + std::to_string(v.arr.stride(i)) +
@@ -1215,6 +1217,96 @@ NB_MODULE(_core, m) {
             return lm;
         }, "dwi"_a, "bvals"_a, "bvecs"_a, "tracks"_a, "dictionary_l"_a = 0, "axial_diffusivity"_a = 1.0,
            "radial_diffusivity"_a = 0.0, "b0_threshold"_a = 50.0, "bad"_a = "error", "nodes"_a = "sum")
+        .def_static("_build_arrays", [](nb::handle dwi, nb::handle affine, nb::handle bvals, nb::handle bvecs,
+                                        nb::handle points, nb::handle offsets, nb::handle to_world, int32_t dictionary_l,
+                                        double axial_diffusivity, double radial_diffusivity, double b0_threshold,
+                                        const std::string &bad, const std::string &nodes) {
+            const char *fn = "LifeModel.build_arrays";
+            ns_life_build_options o;
+            ns_life_build_options_init(&o);
+            if (dictionary_l > 0) o.dictionary_l = dictionary_l; /* 0: the library's default (180) */
+            o.nodes = pick<ns_life_node_combination>("nodes", nodes, {{"sum", NS_LIFE_NODES_SUM}, {"mean", NS_LIFE_NODES_MEAN}});
+            o.axial_diffusivity = axial_diffusivity;
+            o.radial_diffusivity = radial_diffusivity;
+            o.b0_threshold = b0_threshold;
+            o.bad = pick<ns_life_bad_policy>("bad", bad, {{"error", NS_LIFE_BAD_ERROR}, {"skip", NS_LIFE_BAD_SKIP}});
+            // the image: 4-D, host memory, any strides, a real dtype of NIfTI's (no conversion)
+            any_array img;
+            if (!nb::try_cast<any_array>(dwi, img, false))
+                fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": dwi is not an array (numpy, or a nibabel image); got " +
+                                                  nb::inst_name(dwi).c_str());
+            if (img.device_type() != nb::device::cpu::value)
+                fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": dwi is " + device_name(img.device_type()) +
+                                                  " memory, expected host (cpu) memory");
+            if (img.ndim() != 4)
+                fail(NS_ERR_SIZE, std::string(fn) + ": dwi has " + std::to_string(img.ndim()) +
+                                      " dimensions, expected 4 (x, y, z, volume)");
+            const nb::dlpack::dtype dt = img.dtype();
+            const struct { nb::dlpack::dtype t; int32_t code; } codes[] = {
+                {nb::dtype<uint8_t>(), 2},   {nb::dtype<int16_t>(), 4},   {nb::dtype<int32_t>(), 8},
+                {nb::dtype<float>(), 16},    {nb::dtype<double>(), 64},   {nb::dtype<int8_t>(), 256},
+                {nb::dtype<uint16_t>(), 512}, {nb::dtype<uint32_t>(), 768}, {nb::dtype<int64_t>(), 1024},
+                {nb::dtype<uint64_t>(), 1280}};
+            ns_life_image im;
+            std::memset(&im, 0, sizeof im);
+            for (auto &c : codes)
+                if (dt == c.t) im.datatype = c.code;
+            if (!im.datatype)
+                fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": dwi has dtype " + dtype_name(dt) +
+                                                  ", expected a real dtype (u)int8/16/32/64, float32 or float64 "
+                                                  "(no conversion is made)");
+            im.data = img.data();
+            for (int k = 0; k < 4; ++k) {
+                im.dim[k] = (int64_t)img.shape(k);
+                im.stride[k] = img.stride(k);
+            }
+            view va = take<double>(affine, fn, "affine", 16, place::host, false, true);
+            if (va.arr.ndim() != 2 || va.arr.shape(0) != 4)
+                fail(NS_ERR_SIZE, std::string(fn) + ": affine must have shape (4, 4)");
+            std::memcpy(im.affine, va.ptr, sizeof im.affine);
+            view vb = take<double>(bvals, fn, "bvals", -1, place::host, false);
+            const int64_t n = (int64_t)vb.arr.size();
+            view vg = take<double>(bvecs, fn, "bvecs", 3 * n, place::host, false, true);
+            if (vg.arr.ndim() != 2 || vg.arr.shape(1) != 3)
+                fail(NS_ERR_SIZE, std::string(fn) + ": bvecs must have shape (n, 3)");
+            view vo = take<int64_t>(offsets, fn, "offsets", -1, place::host, false);
+            if (vo.arr.size() < 1) fail(NS_ERR_SIZE, std::string(fn) + ": offsets must have n + 1 >= 1 entries");
+            view vp = take<double>(points, fn, "points", -1, place::host, false, true);
+            if (vp.arr.ndim() != 2 || vp.arr.shape(1) != 3)
+                fail(NS_ERR_SIZE, std::string(fn) + ": points must have shape (m, 3)");
+            ns_life_streamlines tr;
+            tr.n = (int64_t)vo.arr.size() - 1;
+            tr.offset = (const int64_t *)vo.ptr;
+            tr.points = (const double *)vp.ptr;
+            tr.to_world = nullptr;
+            if (tr.n > 0 && tr.offset[tr.n] != (int64_t)vp.arr.shape(0))
+                fail(NS_ERR_SIZE, std::string(fn) + ": offsets[-1] = " + std::to_string(tr.offset[tr.n]) +
+                                      " but points has " + std::to_string(vp.arr.shape(0)) + " rows");
+            view vt;
+            if (!to_world.is_none()) {
+                vt = take<double>(to_world, fn, "streamlines_affine", 16, place::host, false, true);
+                if (vt.arr.ndim() != 2 || vt.arr.shape(0) != 4)
+                    fail(NS_ERR_SIZE, std::string(fn) + ": streamlines_affine must have shape (4, 4)");
+                tr.to_world = (const double *)vt.ptr;
+            }
+            if (n > INT32_MAX) fail(NS_ERR_SIZE, std::string(fn) + ": too many volumes");
+            auto lm = std::make_unique<LifeModel>();
+            {
+                nb::gil_scoped_release r;
+                ns_status st = ns_life_build_arrays(&im, (const double *)vb.ptr, (const double *)vg.ptr, (int32_t)n, &tr,
+                                                    &o, &lm->built);
+                if (st != NS_OK) {
+                    std::string msg = std::string(fn) + ": " + ns_last_error();
+                    nb::gil_scoped_acquire g;
+                    fail(st, msg);
+                }
+            }
+            lm->m = ns_life_built_model(lm->built);
+            return lm;
+        }, "dwi"_a, "affine"_a, "bvals"_a, "bvecs"_a, "points"_a, "offsets"_a, "to_world"_a = nb::none(),
+           "dictionary_l"_a = 0, "axial_diffusivity"_a = 1.0, "radial_diffusivity"_a = 0.0, "b0_threshold"_a = 50.0,
+           "bad"_a = "error", "nodes"_a = "sum",
+           "ns_life_build_arrays on packed arrays; use LifeModel.build_arrays (python/neurosolve/__init__.py).")
         .def_static("synth", [](int32_t n_theta, int32_t dictionary_l, int32_t n_fibers, std::vector<int32_t> grid,
                                 double mean_length, double active_fraction, double noise, uint64_t seed) {
             ns_life_synth_options o;
