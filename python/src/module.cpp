@@ -540,6 +540,99 @@ NB_MODULE(_core, m) {
     });
     m.def("_raise", [](int status, const std::string &msg) { fail((ns_status)status, msg); }); // for tests
 
+    // ------------------------------------------------------------ readers
+    m.def("_read_nifti", [](const std::string &path) {
+        ns_nifti_t *img = nullptr;
+        {
+            nb::gil_scoped_release r;
+            ns_status st = ns_nifti_read(path.c_str(), &img);
+            if (st != NS_OK) {
+                std::string msg = ns_last_error();
+                nb::gil_scoped_acquire g;
+                fail(st, msg);
+            }
+        }
+        std::unique_ptr<ns_nifti_t, void (*)(ns_nifti_t *)> hold(img, ns_nifti_destroy);
+        const ns_nifti_info *in = ns_nifti_get_info(img);
+        // float64 values (slope and intercept applied), in the file's order: axis 1 fastest
+        // (numpy's Fortran order, as nibabel gives it)
+        std::vector<size_t> shape((size_t)in->ndim);
+        for (int k = 0; k < in->ndim; ++k) shape[(size_t)k] = (size_t)in->dim[k];
+        const size_t n = (size_t)in->n_values;
+        double *buf = new double[n ? n : 1];
+        {
+            nb::gil_scoped_release r;
+            for (size_t q = 0; q < n; ++q) buf[q] = ns_nifti_value(img, (int64_t)q);
+        }
+        nb::capsule owner(buf, [](void *p) noexcept { delete[] (double *)p; });
+        std::vector<int64_t> strides((size_t)in->ndim);
+        int64_t st = 1;
+        for (int k = 0; k < in->ndim; ++k) {
+            strides[(size_t)k] = st;
+            st *= in->dim[k];
+        }
+        nb::dict d;
+        d["data"] = nb::cast(nb::ndarray<nb::numpy, double>(buf, shape.size(), shape.data(), owner, strides.data()),
+                             nb::rv_policy::automatic);
+        d["affine"] = to_numpy<double>(&in->affine[0][0], {4, 4});
+        d["pixdim"] = to_numpy<double>(in->pixdim, {7});
+        const char *dn = ns_nifti_datatype_name(in->datatype);
+        d["datatype"] = std::string(dn ? dn : "unknown");
+        d["slope"] = in->slope;
+        d["intercept"] = in->intercept;
+        d["affine_source"] = in->affine_source == NS_NIFTI_AFFINE_SFORM   ? "sform"
+                             : in->affine_source == NS_NIFTI_AFFINE_QFORM ? "qform"
+                                                                          : "pixdim";
+        d["big_endian"] = (bool)in->big_endian;
+        return d;
+    }, "path"_a, "ns_nifti_read: every value as float64 (Fortran order), the affine and the header fields.");
+    m.def("_read_gradients", [](const std::string &bvals, const std::string &bvecs) {
+        ns_gradients g;
+        check(ns_gradients_read(bvals.c_str(), bvecs.c_str(), &g));
+        nb::object b = to_numpy<double>(g.bvals, {(size_t)g.n}), v = to_numpy<double>(g.bvecs, {(size_t)g.n, 3});
+        ns_gradients_free(&g);
+        return nb::make_tuple(b, v);
+    }, "bvals"_a, "bvecs"_a);
+    m.def("_read_tracts", [](const std::string &path) {
+        ns_tracts_t *t = nullptr;
+        std::vector<double> pts;
+        std::vector<int64_t> off(1, 0);
+        double to_world[16];
+        int fmt = 0;
+        int64_t declared = -1;
+        {
+            nb::gil_scoped_release r;
+            ns_status st = ns_tracts_open(path.c_str(), &t);
+            while (st == NS_OK) {
+                const double *p;
+                int64_t k;
+                int end;
+                st = ns_tracts_next(t, &p, &k, &end);
+                if (st != NS_OK || end) break;
+                pts.insert(pts.end(), p, p + 3 * k);
+                off.push_back(off.back() + k);
+            }
+            if (st == NS_OK) {
+                fmt = (int)ns_tracts_get_format(t);
+                declared = ns_tracts_declared_count(t);
+                ns_tracts_to_world(t, to_world);
+            }
+            std::string msg = st != NS_OK ? ns_last_error() : "";
+            ns_tracts_close(t);
+            if (st != NS_OK) {
+                nb::gil_scoped_acquire g;
+                fail(st, msg);
+            }
+        }
+        nb::dict d;
+        d["points"] = to_numpy<double>(pts.data(), {pts.size() / 3, 3});
+        d["offsets"] = to_numpy<int64_t>(off.data(), {off.size()});
+        d["format"] = fmt == NS_TRACTS_TRK ? "trk" : fmt == NS_TRACTS_TCK ? "tck" : "trx";
+        d["declared_count"] = declared;
+        d["file_to_world"] = to_numpy<double>(to_world, {4, 4});
+        return d;
+    }, "path"_a, "ns_tracts_open / next: every streamline in world (RAS+ mm) coordinates, packed.");
+
     // --------------------------------------------------------------- Tree
     nb::class_<Tree>(m, "Tree", "A compartment tree: its parent array (parent[0] = -1, parent[i] < i).")
         .def("__init__", [](Tree *self, nb::handle parent) {
