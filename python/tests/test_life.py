@@ -244,3 +244,18 @@ def test_build_arrays_bad_input(model):
         build(img, None, bvals, bvecs, [])
     with pytest.raises(ns.InvalidArgumentError, match="bvals: entry 0 is -1"):
         build(img, None, np.r_[-1.0, bvals[1:]], bvecs, streams)
+    with pytest.raises(ns.InvalidArgumentError, match="dwi is not an array"):
+        build(data.tolist(), img.affine, bvals, bvecs, streams)
+
+
+def test_build_arrays_from_a_gradient_table(model):
+    """A DIPY GradientTable (anything with .bvals and .bvecs (n, 3)) as bvals."""
+    nib = pytest.importorskip("nibabel")
+
+    class GradientTable:  # the two attributes LifeModel.build_arrays reads from dipy.core.gradients
+        bvals = np.loadtxt(BVAL)
+        bvecs = np.loadtxt(BVEC).T
+
+    m = ns.LifeModel.build_arrays(nib.load(DWI), None, GradientTable(), None,
+                                  nib.streamlines.load(TRK).streamlines)
+    same_model(m, model)
