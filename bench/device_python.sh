@@ -53,5 +53,5 @@ if has bench; then
   step overhead 300 $PY "$ROOT/bench/python_overhead.py" --cells 1,10000,100000 --iters 60 \
       --frameworks numpy,torch-cpu,jax-cpu,cupy,torch,jax \
       --out "$FINAL/python_overhead.md" --csv "$FINAL/python_overhead.csv"
-  tail -n 30 "$LOG/overhead.log" >> "$SUM"
+  tail -n 80 "$LOG/overhead.log" >> "$SUM"
 fi
