@@ -3,7 +3,9 @@
 # install from the checkout (no network there: --no-build-isolation, the
 # image has nanobind and scikit-build-core; CUDA for sm_90 only), the whole
 # pytest suite with the GPU tests (CuPy, PyTorch, JAX), then the binding
-# overhead against the C call in the same run (bench/python_overhead.py).
+# overhead against the C call in the same run (bench/python_overhead.py:
+# numpy, PyTorch and JAX CPU tensors, CuPy, PyTorch and JAX CUDA arrays; each
+# through solve(a, b, d, rhs) and through bind(...).solve()).
 # Files in $OUT: summary.txt, pytest.txt, python_overhead.md/.csv, pip_tail.txt.
 # Usage: OUT=out bash bench/device_python.sh [STEP...]
 #   steps: install test bench (default: all three; a warm machine keeps the
@@ -48,7 +50,8 @@ if has test; then
   grep -c "test_gpu.py.*PASSED" "$LOG/pytest.log" | sed 's/^/GPU tests passed: /' >> "$SUM"
 fi
 if has bench; then
-  step overhead 300 $PY "$ROOT/bench/python_overhead.py" --cells 1,10000,100000 --repeats 20 --rounds 3 \
+  step overhead 300 $PY "$ROOT/bench/python_overhead.py" --cells 1,10000,100000 --iters 60 \
+      --frameworks numpy,torch-cpu,jax-cpu,cupy,torch,jax \
       --out "$FINAL/python_overhead.md" --csv "$FINAL/python_overhead.csv"
-  tail -n 30 "$LOG/overhead.log" >> "$SUM"
+  tail -n 80 "$LOG/overhead.log" >> "$SUM"
 fi

@@ -1,4 +1,5 @@
-/* LiFE model building (ns_life_build): a hand-made case whose tensor Phi,
+/* LiFE model building (ns_life_build, and ns_life_build_arrays on the same
+ * values in memory, which must give the same model): a hand-made case whose tensor Phi,
  * signal Y and dictionary D are worked out here node by node; the bad-input
  * policies; save/load of a built model; and the bundled real case (DIPY's
  * small_25 with 60 EuDX streamlines) built and fitted, the products checked
@@ -345,10 +346,176 @@ static void test_real_case(void) {
     ns_life_built_destroy(r);
 }
 
+
+/* Two built models are the same, array for array (bit for bit). */
+static int same_built(ns_life_built_t *x, ns_life_built_t *y) {
+    if (!x || !y) return 0;
+    ns_life_model_t *a = ns_life_built_model(x), *b = ns_life_built_model(y);
+    const int64_t nc = ns_life_model_n_coeffs(a);
+    const int32_t T = ns_life_model_n_theta(a), V = ns_life_model_n_voxels(a), F = ns_life_model_n_fibers(a);
+    if (nc != ns_life_model_n_coeffs(b) || T != ns_life_model_n_theta(b) || V != ns_life_model_n_voxels(b) ||
+        F != ns_life_model_n_fibers(b) || ns_life_model_n_atoms(a) != ns_life_model_n_atoms(b))
+        return 0;
+    return memcmp(ns_life_model_atom(a), ns_life_model_atom(b), (size_t)nc * 4) == 0 &&
+           memcmp(ns_life_model_voxel(a), ns_life_model_voxel(b), (size_t)nc * 4) == 0 &&
+           memcmp(ns_life_model_fiber(a), ns_life_model_fiber(b), (size_t)nc * 4) == 0 &&
+           memcmp(ns_life_model_value(a), ns_life_model_value(b), (size_t)nc * 8) == 0 &&
+           memcmp(ns_life_model_signal(a), ns_life_model_signal(b), (size_t)T * V * 8) == 0 &&
+           memcmp(ns_life_model_dictionary(a), ns_life_model_dictionary(b),
+                  (size_t)T * ns_life_model_n_atoms(a) * 8) == 0 &&
+           memcmp(ns_life_built_voxel_ijk(x), ns_life_built_voxel_ijk(y), (size_t)V * 12) == 0 &&
+           memcmp(ns_life_built_s0(x), ns_life_built_s0(y), (size_t)V * 8) == 0 &&
+           memcmp(ns_life_built_streamline(x), ns_life_built_streamline(y), (size_t)F * 8) == 0 &&
+           ns_life_built_stats(x)->nodes == ns_life_built_stats(y)->nodes &&
+           ns_life_built_stats(x)->streamlines == ns_life_built_stats(y)->streamlines;
+}
+
+/* The hand-made case from arrays: the image in Fortran order (float32, as
+ * nibabel holds a NIfTI image) and in C order (float64), the streamlines in
+ * world coordinates and in voxel coordinates with to_world; each gives the
+ * model that ns_life_build gives from the files. Then every bad input. */
+static void test_arrays(void) {
+    const int L = 12;
+    write_image(tmp("dwi.nii"), NT);
+    write_gradients(tmp("g.bval"), tmp("g.bvec"), NT, 0);
+    const double pts[][3] = {{0, 1, 1}, {0.5, 1, 1}, {1, 1, 1}, {1.5, 1, 1}, {2, 1, 1},
+                             {1, 0.8, 1}, {1, 1.2, 1}, {1.4, 1.2, 1}};
+    const int lens[2] = {5, 3};
+    write_tck(tmp("t.tck"), pts, lens, 2);
+    ns_life_build_options o;
+    ns_life_build_options_init(&o);
+    o.dictionary_l = L;
+    ns_life_built_t *ref = NULL, *r = NULL;
+    CHECK_OK(ns_life_build(tmp("dwi.nii"), tmp("g.bval"), tmp("g.bvec"), tmp("t.tck"), &o, &ref));
+    float f32[NT][NZ][NY][NX]; /* Fortran order of (i, j, k, t): i fastest */
+    double f64[NX][NY][NZ][NT]; /* C order: t fastest */
+    for (int t = 0; t < NT; ++t)
+        for (int k = 0; k < NZ; ++k)
+            for (int j = 0; j < NY; ++j)
+                for (int i = 0; i < NX; ++i) f64[i][j][k][t] = f32[t][k][j][i] = (float)value_at(i, j, k, t);
+    ns_life_image img = {f32, 16, {NX, NY, NZ, NT}, {1, NX, NX * NY, NX * NY * NZ}, {{0}}};
+    for (int rr = 0; rr < 3; ++rr)
+        for (int c = 0; c < 4; ++c) img.affine[rr][c] = SROW[4 * rr + c];
+    img.affine[3][3] = 1;
+    double bvecs[NT * 3], world[8 * 3];
+    for (int t = 0; t < NT; ++t)
+        for (int c = 0; c < 3; ++c) bvecs[3 * t + c] = BVEC[t][c];
+    for (int p = 0; p < 8; ++p)
+        world[3 * p] = 2 * pts[p][0] - 2, world[3 * p + 1] = pts[p][1] + 3, world[3 * p + 2] = pts[p][2];
+    const int64_t offset[3] = {0, 5, 8};
+    ns_life_streamlines tr = {2, offset, world, NULL};
+    CHECK_OK(ns_life_build_arrays(&img, BVAL, bvecs, NT, &tr, &o, &r));
+    CHECK_MSG(same_built(ref, r), "%s", "arrays (float32, Fortran order) differ from the files' model");
+    CHECK(r && strcmp(ns_life_built_tracks_path(r), "") == 0);
+    ns_life_built_destroy(r), r = NULL;
+    ns_life_image img64 = img;
+    img64.data = f64, img64.datatype = 64;
+    img64.stride[0] = NY * NZ * NT, img64.stride[1] = NZ * NT, img64.stride[2] = NT, img64.stride[3] = 1;
+    const double to_world[16] = {2, 0, 0, -2, 0, 1, 0, 3, 0, 0, 1, 0, 0, 0, 0, 1};
+    ns_life_streamlines trv = {2, offset, &pts[0][0], to_world}; /* voxel coordinates (DIPY's vox space) */
+    CHECK_OK(ns_life_build_arrays(&img64, BVAL, bvecs, NT, &trv, &o, &r));
+    CHECK_MSG(same_built(ref, r), "%s", "arrays (float64, C order, voxel streamlines) differ from the files' model");
+    ns_life_built_destroy(r), r = NULL;
+    /* bad input: each names the argument */
+    struct {
+        ns_status want;
+        const char *msg;
+    } cases[] = {{NS_ERR_INVALID_ARGUMENT, "dwi: datatype 32 is not"},
+                 {NS_ERR_SIZE, "bvals has 6 entries but dwi has 7 volumes"},
+                 {NS_ERR_INVALID_ARGUMENT, "bvals: entry 3 is -1"},
+                 {NS_ERR_NOT_FINITE, "tracks: streamline 1, point 2 is not finite"},
+                 {NS_ERR_INVALID_ARGUMENT, "tracks: offset[2] = 4 is below offset[1] = 5"},
+                 {NS_ERR_PARSE, "tracks: streamline 0, node 4"},
+                 {NS_ERR_PARSE, "tracks: streamline 1 has 1 point"},
+                 {NS_ERR_INVALID_ARGUMENT, "dwi: the affine must be finite"},
+                 {NS_ERR_EMPTY, "tracks: the tractogram holds no streamline"},
+                 {NS_ERR_SIZE, "dwi: a diffusion image needs 4 dimensions with >= 2 volumes"}};
+    for (int q = 0; q < (int)(sizeof cases / sizeof *cases); ++q) {
+        ns_life_image im = img;
+        double bv[NT], w[8 * 3];
+        memcpy(bv, BVAL, sizeof bv), memcpy(w, world, sizeof w);
+        int64_t off[3] = {0, 5, 8};
+        ns_life_streamlines t = {2, off, w, NULL};
+        int32_t nv = NT;
+        switch (q) {
+        case 0: im.datatype = 32; break; /* complex64 */
+        case 1: nv = NT - 1; break;
+        case 2: bv[3] = -1; break;
+        case 3: w[3 * 7 + 1] = NAN; break;
+        case 4: off[2] = 4; break;
+        case 5: w[3 * 4] = 2 * 3.6 - 2; break; /* node 4 of streamline 0 at i = 3.6 */
+        case 6: off[1] = 7; break;
+        case 7: im.affine[3][0] = 1; break;
+        case 8: t.n = 0; break;
+        case 9: im.dim[3] = 1, nv = 1; break;
+        }
+        ns_life_built_t *x = NULL;
+        const ns_status s = ns_life_build_arrays(&im, bv, bvecs, nv, &t, &o, &x);
+        CHECK_MSG(s == cases[q].want && strstr(ns_last_error(), cases[q].msg) && !x, "case %d: %d %s", q, (int)s,
+                  ns_last_error());
+    }
+    CHECK(ns_life_build_arrays(NULL, BVAL, bvecs, NT, &tr, &o, &r) == NS_ERR_INVALID_ARGUMENT &&
+          strstr(ns_last_error(), "dwi"));
+    CHECK(ns_life_build_arrays(&img, BVAL, bvecs, NT, NULL, &o, &r) == NS_ERR_INVALID_ARGUMENT &&
+          strstr(ns_last_error(), "tracks"));
+    ns_life_built_destroy(ref);
+}
+
+/* The bundled real case from arrays read with the library's own readers
+ * (the image as float64 values, the tractogram in world coordinates, packed):
+ * the same model as ns_life_build on the files, bit for bit. */
+static void test_real_case_arrays(void) {
+    const char *d = NS_SOURCE_DATA;
+    char dwi[512], bval[512], bvec[512], trk[512];
+    snprintf(dwi, sizeof dwi, "%s/small_25.nii.gz", d);
+    snprintf(bval, sizeof bval, "%s/small_25.bval", d);
+    snprintf(bvec, sizeof bvec, "%s/small_25.bvec", d);
+    snprintf(trk, sizeof trk, "%s/EuDX_small_25.trk", d);
+    ns_life_built_t *ref = NULL, *r = NULL;
+    CHECK_OK(ns_life_build(dwi, bval, bvec, trk, NULL, &ref));
+    ns_nifti_t *img = NULL;
+    ns_gradients gr;
+    ns_tracts_t *t = NULL;
+    CHECK_OK(ns_nifti_read(dwi, &img));
+    CHECK_OK(ns_gradients_read(bval, bvec, &gr));
+    CHECK_OK(ns_tracts_open(trk, &t));
+    if (!img || !t || !ref) return;
+    const ns_nifti_info *in = ns_nifti_get_info(img);
+    double *vals = malloc((size_t)in->n_values * sizeof *vals);
+    for (int64_t q = 0; q < in->n_values; ++q) vals[q] = ns_nifti_value(img, q);
+    ns_life_image im = {vals, 64, {in->dim[0], in->dim[1], in->dim[2], in->dim[3]},
+                        {1, in->dim[0], in->dim[0] * in->dim[1], in->dim[0] * in->dim[1] * in->dim[2]}, {{0}}};
+    memcpy(im.affine, in->affine, sizeof im.affine);
+    int64_t cap = 1 << 16, np = 0, ns_ = 0, *off = malloc(1001 * sizeof *off);
+    double *pts = malloc((size_t)cap * 3 * sizeof *pts);
+    off[0] = 0;
+    for (;;) {
+        const double *p;
+        int64_t n;
+        int end;
+        if (ns_tracts_next(t, &p, &n, &end) != NS_OK || end || ns_ >= 1000) break;
+        while (np + n > cap) cap *= 2, pts = realloc(pts, (size_t)cap * 3 * sizeof *pts);
+        memcpy(pts + 3 * np, p, (size_t)n * 3 * sizeof *pts);
+        np += n, off[++ns_] = np;
+    }
+    CHECK(ns_ == 60);
+    ns_life_streamlines tr = {ns_, off, pts, NULL};
+    CHECK_OK(ns_life_build_arrays(&im, gr.bvals, gr.bvecs, gr.n, &tr, NULL, &r));
+    CHECK_MSG(same_built(ref, r), "%s", "the bundled case from arrays differs from ns_life_build on its files");
+    ns_life_built_destroy(r);
+    ns_life_built_destroy(ref);
+    ns_tracts_close(t);
+    ns_nifti_destroy(img);
+    ns_gradients_free(&gr);
+    free(vals), free(off), free(pts);
+}
+
 int main(void) {
     if (tmpdir_make("ns_life_build")) return 1;
     test_hand_made();
     test_real_case();
+    test_arrays();
+    test_real_case_arrays();
     if (tmpdir_remove()) return 1;
     return check_summary("test_life_build");
 }

@@ -197,6 +197,46 @@ NS_API int64_t ns_life_built_n_streamlines(const ns_life_built_t *built);
 /* The source tractogram's path as given to ns_life_build ("" if unknown). */
 NS_API const char *ns_life_built_tracks_path(const ns_life_built_t *built);
 
+/* ---------------------------------------------- model build from arrays */
+
+/* A diffusion image in memory (what nibabel's img.dataobj / get_fdata() and
+ * DIPY hold): the value of voxel (i, j, k) in volume t is the element at
+ * data + i stride[0] + j stride[1] + k stride[2] + t stride[3] (strides in
+ * elements, any sign: C order, Fortran order or a view), of type `datatype`
+ * (a NIfTI code of ns_nifti_info: 2 uint8, 4 int16, 8 int32, 16 float32,
+ * 64 float64, 256 int8, 512 uint16, 768 uint32, 1024 int64, 1280 uint64). */
+typedef struct ns_life_image {
+    const void *data;
+    int32_t datatype;
+    int64_t dim[4];      /* nx, ny, nz, volumes */
+    int64_t stride[4];   /* [elements] */
+    double affine[4][4]; /* voxel (i, j, k, 1) -> world (RAS+ mm); last row 0 0 0 1 */
+} ns_life_image;
+
+/* Streamlines in memory, packed: streamline s is points offset[s] ..
+ * offset[s + 1] - 1 of `points` (x, y, z each). The points are world (RAS+ mm)
+ * coordinates, as nibabel's and DIPY's rasmm streamlines, unless `to_world`
+ * (row-major 4 x 4, or NULL for the identity) maps them there (DIPY's voxel
+ * space: the image's affine). */
+typedef struct ns_life_streamlines {
+    int64_t n;             /* streamlines */
+    const int64_t *offset; /* n + 1 entries, offset[0] = 0, non-decreasing */
+    const double *points;  /* 3 * offset[n] values */
+    const double *to_world;
+} ns_life_streamlines;
+
+/* ns_life_build on arrays in memory: the same model, voxel for voxel and
+ * coefficient for coefficient, as ns_life_build on files holding the same
+ * values. bvals has n_volumes entries [s/mm^2], bvecs n_volumes x 3 (row-major);
+ * n_volumes must be dwi->dim[3]. Nothing is copied but the gradient table;
+ * the arrays are only read during the call. Errors name the argument
+ * ("dwi", "bvals", "bvecs", "tracks") and the element. The built model has
+ * no source paths (ns_life_built_tracks_path gives ""); the progress
+ * callback gets streamlines (not bytes) done and in all. */
+NS_API ns_status ns_life_build_arrays(const ns_life_image *dwi, const double *bvals, const double *bvecs,
+                                      int32_t n_volumes, const ns_life_streamlines *tracks,
+                                      const ns_life_build_options *options, ns_life_built_t **out);
+
 /* Saves the model (ns_life_model_save) plus voxel_ijk.npy (int32 n x 3),
  * s0.npy (float64), streamlines.npy (int64) and build.txt (sources, options,
  * counts); load reads them back (the extras are optional: a model directory

@@ -12,6 +12,7 @@ from ._errors import (Error, InvalidArgumentError, OutOfMemoryError, IOError, Pa
                       TopologyError, SingularError, NotFiniteError, UnsupportedError, NoDeviceError,
                       CudaError, CusparseError, SizeError, EmptyError, DeviceMemoryError, InternalError)
 from ._core import (Tree, Morphology, Cell, Batch, HinesSolver, TridiagSolver, SimParams,  # noqa: F401
+                    BoundHinesSolve, BoundTridiagSolve,
                     LifeModel, LifeEngine, version, build_info, cuda_device_count, status_string,
                     hines_methods, hines_method_backend, tridiag_methods, backend_info, available_methods)
 from . import _core
@@ -72,6 +73,133 @@ def make_params(values=None, **kw):
 def solve_hines(batch, a, b, d, rhs, method="auto", backend="auto", **options):
     """One-shot Hines solve (create a solver, solve in place)."""
     HinesSolver(batch, method=method, backend=backend, **options).solve(a, b, d, rhs)
+
+
+class NiftiImage:
+    """A NIfTI-1 image read by the library (ns_nifti_read, docs/life_data.md): ``data`` holds every
+    value as float64 with the file's slope and intercept applied, in numpy's Fortran order (axis 1
+    fastest, as nibabel's arrays); ``affine`` maps voxel (i, j, k) to RAS+ mm (sform, else qform, else
+    pixdim: ``affine_source``); ``datatype`` is the file's (``int16``, ``float32``, ...)."""
+
+    def __init__(self, fields):
+        self.__dict__.update(fields)
+
+    @property
+    def shape(self):
+        return self.data.shape
+
+    def __repr__(self):
+        return f"NiftiImage(shape={self.shape}, datatype={self.datatype!r}, affine_source={self.affine_source!r})"
+
+
+def read_nifti(path):
+    """Read a NIfTI-1 image (.nii or .nii.gz) with the library's reader: a NiftiImage."""
+    return NiftiImage(_core._read_nifti(str(path)))
+
+
+def read_gradients(bvals, bvecs):
+    """Read FSL b-values and b-vectors (ns_gradients_read): (bvals (n,), bvecs (n, 3)), as stored."""
+    return _core._read_gradients(str(bvals), str(bvecs))
+
+
+class Streamlines:
+    """Streamlines read by the library (ns_tracts_open: .trk, .tck, .trx), in RAS+ mm, packed:
+    streamline s is ``points[offsets[s]:offsets[s + 1]]``; ``len``, indexing (a view) and iteration
+    work as for nibabel's ArraySequence. ``format`` is trk/tck/trx, ``declared_count`` the header's
+    count (-1 when it declares none), ``file_to_world`` the affine from the file's stored
+    coordinates to RAS+ mm."""
+
+    def __init__(self, fields):
+        self.__dict__.update(fields)
+
+    def __len__(self):
+        return len(self.offsets) - 1
+
+    def __getitem__(self, s):
+        n = len(self)
+        if not -n <= s < n:
+            raise IndexError(f"streamline {s} out of range ({n} streamlines)")
+        s %= n
+        return self.points[self.offsets[s]:self.offsets[s + 1]]
+
+    def __iter__(self):
+        return (self[s] for s in range(len(self)))
+
+    def __repr__(self):
+        return f"Streamlines({len(self)} streamlines, {len(self.points)} points, format={self.format!r})"
+
+
+def read_streamlines(path):
+    """Read a whole tractogram (.trk, .tck, .trx) with the library's readers: Streamlines in RAS+ mm."""
+    return Streamlines(_core._read_tracts(str(path)))
+
+
+def _pack_streamlines(streamlines):
+    """(points (m, 3) float64, offsets (n + 1,) int64) of streamlines given as a nibabel/DIPY
+    ArraySequence (Streamlines), a nibabel Tractogram or TractogramFile, or a sequence of (k, 3) arrays."""
+    if isinstance(streamlines, Streamlines):  # read_streamlines: packed already
+        return _np.ascontiguousarray(streamlines.points), _np.ascontiguousarray(streamlines.offsets)
+    if hasattr(streamlines, "streamlines") and not hasattr(streamlines, "get_data"):
+        streamlines = streamlines.streamlines  # nibabel Tractogram / TrkFile / TckFile, DIPY StatefulTractogram
+    if hasattr(streamlines, "get_data") and hasattr(streamlines, "_lengths"):  # nibabel ArraySequence
+        lengths = _np.asarray(streamlines._lengths, dtype=_np.int64)
+        points = _np.asarray(streamlines.get_data(), dtype=_np.float64).reshape(-1, 3)
+    else:
+        arrays = []
+        for k, s in enumerate(streamlines):
+            a = _np.asarray(s, dtype=_np.float64)
+            if a.ndim != 2 or a.shape[1] != 3:
+                raise InvalidArgumentError(f"LifeModel.build_arrays: streamline {k} has shape {a.shape}, "
+                                           "expected (points, 3)")
+            arrays.append(a)
+        lengths = _np.array([len(a) for a in arrays], dtype=_np.int64)
+        points = _np.concatenate(arrays) if arrays else _np.zeros((0, 3))
+    offsets = _np.zeros(len(lengths) + 1, dtype=_np.int64)
+    _np.cumsum(lengths, out=offsets[1:])
+    return _np.ascontiguousarray(points), offsets
+
+
+def _build_arrays(dwi, affine=None, bvals=None, bvecs=None, streamlines=None, streamlines_affine=None,
+                  dictionary_l=0, axial_diffusivity=1.0, radial_diffusivity=0.0, b0_threshold=50.0,
+                  bad="error", nodes="sum"):
+    """A LiFE model from arrays in memory (ns_life_build_arrays; docs/python.md).
+
+    dwi: a 4-D array (x, y, z, volume) of a real dtype, any memory order (not copied), a
+    nibabel image (its ``dataobj``, scaled as nibabel scales it, and its ``affine``) or a NiftiImage;
+    affine: voxel -> RAS+ mm (4 x 4; taken from a nibabel image when None);
+    bvals, bvecs: b-values [s/mm^2] and directions ((n, 3) or (3, n)), or a DIPY GradientTable as
+    ``bvals`` with ``bvecs=None``;
+    streamlines: nibabel/DIPY Streamlines, a nibabel Tractogram, neurosolve Streamlines
+    (read_streamlines) or a list of (k, 3) arrays, in RAS+ mm
+    (nibabel's and DIPY's rasmm), or in any space that ``streamlines_affine`` maps to RAS+ mm (DIPY's
+    voxel space: the image's affine). They are packed into one float64 array (a copy).
+    The other options are LifeModel.build's."""
+    if hasattr(dwi, "dataobj") and hasattr(dwi, "affine"):  # a nibabel image
+        if affine is None:
+            affine = dwi.affine
+        dwi = _np.asanyarray(dwi.dataobj)
+    elif isinstance(dwi, NiftiImage):  # read_nifti
+        if affine is None:
+            affine = dwi.affine
+        dwi = dwi.data
+    if affine is None:
+        raise InvalidArgumentError("LifeModel.build_arrays: affine is required with an array dwi")
+    if bvecs is None and hasattr(bvals, "bvals") and hasattr(bvals, "bvecs"):  # DIPY GradientTable
+        bvals, bvecs = bvals.bvals, bvals.bvecs
+    if bvals is None or bvecs is None or streamlines is None:
+        raise InvalidArgumentError("LifeModel.build_arrays: bvals, bvecs and streamlines are required")
+    bvals = _np.ascontiguousarray(bvals, dtype=_np.float64).ravel()
+    bvecs = _np.asarray(bvecs, dtype=_np.float64)
+    if bvecs.ndim == 2 and bvecs.shape[0] == 3 and bvecs.shape[1] == bvals.size and bvals.size != 3:
+        bvecs = bvecs.T  # FSL's three rows
+    points, offsets = _pack_streamlines(streamlines)
+    to_world = None if streamlines_affine is None else _np.ascontiguousarray(streamlines_affine, dtype=_np.float64)
+    return LifeModel._build_arrays(dwi, _np.ascontiguousarray(affine, dtype=_np.float64), bvals,
+                                   _np.ascontiguousarray(bvecs), points, offsets, to_world, dictionary_l,
+                                   axial_diffusivity, radial_diffusivity, b0_threshold, bad, nodes)
+
+
+LifeModel.build_arrays = staticmethod(_build_arrays)
 
 
 def life_rmse(model, w, engine=None):

@@ -76,7 +76,9 @@ std::string dtype_name(nb::dlpack::dtype t) {
                     : t.code == (uint8_t)nb::dlpack::dtype_code::Int  ? "int"
                     : t.code == (uint8_t)nb::dlpack::dtype_code::UInt ? "uint"
                     : t.code == (uint8_t)nb::dlpack::dtype_code::Bool ? "bool"
-                                                                      : "other";
+                    : t.code == (uint8_t)nb::dlpack::dtype_code::Complex ? "complex"
+                    : t.code == (uint8_t)nb::dlpack::dtype_code::Bfloat  ? "bfloat"
+                                                                         : "other";
     return std::string(k) + std::to_string(t.bits) + (t.lanes != 1 ? "x" + std::to_string(t.lanes) : "");
 }
 
@@ -113,7 +115,7 @@ view take(nb::handle obj, const char *fn, const char *name, int64_t length, plac
                                           " dimensions, expected 1");
     // C-contiguous: strides (in elements) of a dense row-major array.
     int64_t expect = 1;
-    for (size_t i = v.arr.ndim(); i-- > 0;) {
+    for (size_t i = v.arr.size() ? v.arr.ndim() : 0; i-- > 0;) { // (an empty array has no layout to check)
         if (v.arr.shape(i) > 1 && v.arr.stride(i) != expect)
             fail(NS_ERR_INVALID_ARGUMENT,
                  std::string(fn) + ": " + name + " is not C-contiguous (stride " + std::to_string(v.arr.stride(i)) +
@@ -366,6 +368,105 @@ std::vector<int32_t> cell_shape_of(nb::handle cell_shape, int64_t n_cells, const
     return cs;
 }
 
+// The four arrays of a Hines solve after their checks: all host (numpy) or
+// all CUDA memory (a mix is an error).
+struct HinesArrays {
+    view a, b, d, rhs;
+    bool host = true;
+};
+
+HinesArrays hines_arrays(const HinesSolver &s, const char *fn, nb::handle a, nb::handle b, nb::handle d,
+                         nb::handle rhs, nb::handle stream) {
+    HinesArrays v;
+    v.a = take<double>(a, fn, "a", s.n, place::any, false);
+    v.host = v.a.device == nb::device::cpu::value;
+    const place where = v.host ? place::host : place::cuda;
+    v.b = take<double>(b, fn, "b", s.n, where, false);
+    v.d = take<double>(d, fn, "d", s.n, where, true);
+    v.rhs = take<double>(rhs, fn, "rhs", s.n, where, true);
+    if (v.host && !stream.is_none())
+        fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": stream given for host (numpy) arrays");
+    return v;
+}
+
+// One solve on checked arrays, the GIL released.
+void hines_call(HinesSolver &s, const HinesArrays &v, void *stream) {
+    ns_status st;
+    {
+        nb::gil_scoped_release r;
+        std::lock_guard<std::mutex> lock(s.mu);
+        if (v.host)
+            st = ns_hines_solver_solve(s.s, (const double *)v.a.ptr, (const double *)v.b.ptr, (double *)v.d.ptr,
+                                       (double *)v.rhs.ptr);
+        else
+            st = ns_hines_solver_solve_device(s.s, (const double *)v.a.ptr, (const double *)v.b.ptr,
+                                              (double *)v.d.ptr, (double *)v.rhs.ptr, stream);
+    }
+    check(st);
+}
+
+// HinesSolver.bind: the imported arrays (nb::ndarray holds the DLPack export,
+// which keeps the memory alive), the stream object (a CuPy Stream destroys
+// its stream when collected) and the solver.
+struct HinesBound {
+    HinesArrays v;
+    void *stream = nullptr;
+    nb::object stream_obj, solver, arrays;
+};
+
+struct TridiagArrays {
+    view dl, d, du, x;
+    bool host = true;
+};
+
+TridiagArrays tridiag_arrays(const TridiagSolver &s, const char *fn, nb::handle dl, nb::handle d, nb::handle du,
+                             nb::handle x, nb::handle stream) {
+    const bool f32 = s.precision == NS_TRIDIAG_FLOAT32;
+    // at least `length` entries: a strided layout's natural allocation
+    // (n * stride) may be longer than its extent.
+    auto get = [&](nb::handle h, const char *name, place where) {
+        view v = f32 ? take<float>(h, fn, name, -1, where, true) : take<double>(h, fn, name, -1, where, true);
+        if ((int64_t)v.arr.size() < s.length)
+            fail(NS_ERR_SIZE, std::string(fn) + ": " + name + " has " + std::to_string(v.arr.size()) +
+                                  " elements, expected at least " + std::to_string(s.length));
+        return v;
+    };
+    TridiagArrays v;
+    v.dl = get(dl, "dl", place::any);
+    v.host = v.dl.device == nb::device::cpu::value;
+    const place where = v.host ? place::host : place::cuda;
+    v.d = get(d, "d", where);
+    v.du = get(du, "du", where);
+    v.x = get(x, "x", where);
+    if (v.host && !stream.is_none())
+        fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": stream given for host (numpy) arrays");
+    return v;
+}
+
+void tridiag_call(TridiagSolver &s, const TridiagArrays &v, void *stream) {
+    const bool f32 = s.precision == NS_TRIDIAG_FLOAT32;
+    ns_status st;
+    {
+        nb::gil_scoped_release r;
+        std::lock_guard<std::mutex> lock(s.mu);
+        if (!v.host)
+            st = ns_tridiag_solver_solve_device(s.s, v.dl.ptr, v.d.ptr, v.du.ptr, v.x.ptr, stream);
+        else if (f32)
+            st = ns_tridiag_solver_solve_f32(s.s, (const float *)v.dl.ptr, (const float *)v.d.ptr,
+                                             (const float *)v.du.ptr, (float *)v.x.ptr);
+        else
+            st = ns_tridiag_solver_solve(s.s, (const double *)v.dl.ptr, (const double *)v.d.ptr,
+                                         (const double *)v.du.ptr, (double *)v.x.ptr);
+    }
+    check(st);
+}
+
+struct TridiagBound {
+    TridiagArrays v;
+    void *stream = nullptr;
+    nb::object stream_obj, solver, arrays;
+};
+
 } // namespace
 
 NB_MODULE(_core, m) {
@@ -438,6 +539,99 @@ NB_MODULE(_core, m) {
         return v;
     });
     m.def("_raise", [](int status, const std::string &msg) { fail((ns_status)status, msg); }); // for tests
+
+    // ------------------------------------------------------------ readers
+    m.def("_read_nifti", [](const std::string &path) {
+        ns_nifti_t *img = nullptr;
+        {
+            nb::gil_scoped_release r;
+            ns_status st = ns_nifti_read(path.c_str(), &img);
+            if (st != NS_OK) {
+                std::string msg = ns_last_error();
+                nb::gil_scoped_acquire g;
+                fail(st, msg);
+            }
+        }
+        std::unique_ptr<ns_nifti_t, void (*)(ns_nifti_t *)> hold(img, ns_nifti_destroy);
+        const ns_nifti_info *in = ns_nifti_get_info(img);
+        // float64 values (slope and intercept applied), in the file's order: axis 1 fastest
+        // (numpy's Fortran order, as nibabel gives it)
+        std::vector<size_t> shape((size_t)in->ndim);
+        for (int k = 0; k < in->ndim; ++k) shape[(size_t)k] = (size_t)in->dim[k];
+        const size_t n = (size_t)in->n_values;
+        double *buf = new double[n ? n : 1];
+        {
+            nb::gil_scoped_release r;
+            for (size_t q = 0; q < n; ++q) buf[q] = ns_nifti_value(img, (int64_t)q);
+        }
+        nb::capsule owner(buf, [](void *p) noexcept { delete[] (double *)p; });
+        std::vector<int64_t> strides((size_t)in->ndim);
+        int64_t st = 1;
+        for (int k = 0; k < in->ndim; ++k) {
+            strides[(size_t)k] = st;
+            st *= in->dim[k];
+        }
+        nb::dict d;
+        d["data"] = nb::cast(nb::ndarray<nb::numpy, double>(buf, shape.size(), shape.data(), owner, strides.data()),
+                             nb::rv_policy::automatic);
+        d["affine"] = to_numpy<double>(&in->affine[0][0], {4, 4});
+        d["pixdim"] = to_numpy<double>(in->pixdim, {7});
+        const char *dn = ns_nifti_datatype_name(in->datatype);
+        d["datatype"] = std::string(dn ? dn : "unknown");
+        d["slope"] = in->slope;
+        d["intercept"] = in->intercept;
+        d["affine_source"] = in->affine_source == NS_NIFTI_AFFINE_SFORM   ? "sform"
+                             : in->affine_source == NS_NIFTI_AFFINE_QFORM ? "qform"
+                                                                          : "pixdim";
+        d["big_endian"] = (bool)in->big_endian;
+        return d;
+    }, "path"_a, "ns_nifti_read: every value as float64 (Fortran order), the affine and the header fields.");
+    m.def("_read_gradients", [](const std::string &bvals, const std::string &bvecs) {
+        ns_gradients g;
+        check(ns_gradients_read(bvals.c_str(), bvecs.c_str(), &g));
+        nb::object b = to_numpy<double>(g.bvals, {(size_t)g.n}), v = to_numpy<double>(g.bvecs, {(size_t)g.n, 3});
+        ns_gradients_free(&g);
+        return nb::make_tuple(b, v);
+    }, "bvals"_a, "bvecs"_a);
+    m.def("_read_tracts", [](const std::string &path) {
+        ns_tracts_t *t = nullptr;
+        std::vector<double> pts;
+        std::vector<int64_t> off(1, 0);
+        double to_world[16];
+        int fmt = 0;
+        int64_t declared = -1;
+        {
+            nb::gil_scoped_release r;
+            ns_status st = ns_tracts_open(path.c_str(), &t);
+            while (st == NS_OK) {
+                const double *p;
+                int64_t k;
+                int end;
+                st = ns_tracts_next(t, &p, &k, &end);
+                if (st != NS_OK || end) break;
+                pts.insert(pts.end(), p, p + 3 * k);
+                off.push_back(off.back() + k);
+            }
+            if (st == NS_OK) {
+                fmt = (int)ns_tracts_get_format(t);
+                declared = ns_tracts_declared_count(t);
+                ns_tracts_to_world(t, to_world);
+            }
+            std::string msg = st != NS_OK ? ns_last_error() : "";
+            ns_tracts_close(t);
+            if (st != NS_OK) {
+                nb::gil_scoped_acquire g;
+                fail(st, msg);
+            }
+        }
+        nb::dict d;
+        d["points"] = to_numpy<double>(pts.data(), {pts.size() / 3, 3});
+        d["offsets"] = to_numpy<int64_t>(off.data(), {off.size()});
+        d["format"] = fmt == NS_TRACTS_TRK ? "trk" : fmt == NS_TRACTS_TCK ? "tck" : "trx";
+        d["declared_count"] = declared;
+        d["file_to_world"] = to_numpy<double>(to_world, {4, 4});
+        return d;
+    }, "path"_a, "ns_tracts_open / next: every streamline in world (RAS+ mm) coordinates, packed.");
 
     // --------------------------------------------------------------- Tree
     nb::class_<Tree>(m, "Tree", "A compartment tree: its parent array (parent[0] = -1, parent[i] < i).")
@@ -731,37 +925,23 @@ NB_MODULE(_core, m) {
         .def_prop_ro("backend", [](const HinesSolver &s) { return std::string(ns_backend_name(ns_hines_solver_backend(s.s))); })
         .def_prop_ro("batch", [](const HinesSolver &s) { return s.batch; })
         .def("solve", [](HinesSolver &s, nb::handle a, nb::handle b, nb::handle d, nb::handle rhs, nb::handle stream) {
-            const char *fn = "HinesSolver.solve";
-            view va = take<double>(a, fn, "a", s.n, place::any, false);
-            const place where = va.device == nb::device::cpu::value ? place::host : place::cuda;
-            view vb = take<double>(b, fn, "b", s.n, where, false);
-            view vd = take<double>(d, fn, "d", s.n, where, true);
-            view vr = take<double>(rhs, fn, "rhs", s.n, where, true);
-            if (where == place::host) {
-                if (!stream.is_none())
-                    fail(NS_ERR_INVALID_ARGUMENT, "HinesSolver.solve: stream given for host (numpy) arrays");
-                ns_status st;
-                {
-                    nb::gil_scoped_release r;
-                    std::lock_guard<std::mutex> lock(s.mu);
-                    st = ns_hines_solver_solve(s.s, (const double *)va.ptr, (const double *)vb.ptr, (double *)vd.ptr,
-                                               (double *)vr.ptr);
-                }
-                check(st);
-            } else {
-                void *str = stream_of(stream);
-                ns_status st;
-                {
-                    nb::gil_scoped_release r;
-                    std::lock_guard<std::mutex> lock(s.mu);
-                    st = ns_hines_solver_solve_device(s.s, (const double *)va.ptr, (const double *)vb.ptr,
-                                                      (double *)vd.ptr, (double *)vr.ptr, str);
-                }
-                check(st);
-            }
+            HinesArrays v = hines_arrays(s, "HinesSolver.solve", a, b, d, rhs, stream);
+            hines_call(s, v, stream_of(stream));
         }, "a"_a, "b"_a, "d"_a, "rhs"_a, "stream"_a = nb::none(),
            "Solve in place: rhs becomes x, d is overwritten. Host arrays (numpy): synchronous. CUDA arrays "
            "(CuPy, PyTorch, JAX; any CUDA method): queued on `stream`, returns at once; call wait().")
+        .def("bind", [](nb::object self, nb::handle a, nb::handle b, nb::handle d, nb::handle rhs, nb::object stream) {
+            HinesSolver &s = nb::cast<HinesSolver &>(self);
+            auto bound = std::make_unique<HinesBound>();
+            bound->v = hines_arrays(s, "HinesSolver.bind", a, b, d, rhs, stream);
+            bound->stream = stream_of(stream);
+            bound->stream_obj = stream;
+            bound->solver = self;
+            bound->arrays = nb::make_tuple(a, b, d, rhs);
+            return bound;
+        }, "a"_a, "b"_a, "d"_a, "rhs"_a, "stream"_a = nb::none(),
+           "Check and import the four arrays (and the stream) once; the returned object's solve() then solves "
+           "them in place with no per-call array checks or DLPack imports (the hot loop of a simulation).")
         .def("wait", [](HinesSolver &s) {
             ns_status st;
             {
@@ -784,14 +964,8 @@ NB_MODULE(_core, m) {
     // followed by ns_hines_solver_wait (a stream sync), as the Python loop does.
     m.def("_bench_c_solve", [](HinesSolver &s, nb::handle a, nb::handle b, nb::handle d, nb::handle rhs,
                                nb::callable restore, int repeats, nb::handle stream) {
-        const char *fn = "_bench_c_solve";
-        view va = take<double>(a, fn, "a", s.n, place::any, false);
-        const bool host = va.device == nb::device::cpu::value;
-        const place where = host ? place::host : place::cuda;
-        view vb = take<double>(b, fn, "b", s.n, where, false);
-        view vd = take<double>(d, fn, "d", s.n, where, true);
-        view vr = take<double>(rhs, fn, "rhs", s.n, where, true);
-        void *str = host ? nullptr : stream_of(stream);
+        HinesArrays v = hines_arrays(s, "_bench_c_solve", a, b, d, rhs, stream);
+        void *str = stream_of(stream);
         std::vector<double> out;
         for (int k = 0; k < repeats; ++k) {
             restore(); // outside the timed region (it synchronises the device)
@@ -801,12 +975,12 @@ NB_MODULE(_core, m) {
                 nb::gil_scoped_release r;
                 std::lock_guard<std::mutex> lock(s.mu);
                 auto t0 = std::chrono::steady_clock::now();
-                if (host)
-                    st = ns_hines_solver_solve(s.s, (const double *)va.ptr, (const double *)vb.ptr, (double *)vd.ptr,
-                                               (double *)vr.ptr);
+                if (v.host)
+                    st = ns_hines_solver_solve(s.s, (const double *)v.a.ptr, (const double *)v.b.ptr,
+                                               (double *)v.d.ptr, (double *)v.rhs.ptr);
                 else {
-                    st = ns_hines_solver_solve_device(s.s, (const double *)va.ptr, (const double *)vb.ptr,
-                                                      (double *)vd.ptr, (double *)vr.ptr, str);
+                    st = ns_hines_solver_solve_device(s.s, (const double *)v.a.ptr, (const double *)v.b.ptr,
+                                                      (double *)v.d.ptr, (double *)v.rhs.ptr, str);
                     if (st == NS_OK) st = ns_hines_solver_wait(s.s);
                 }
                 dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -816,6 +990,25 @@ NB_MODULE(_core, m) {
         }
         return out;
     }, "solver"_a, "a"_a, "b"_a, "d"_a, "rhs"_a, "restore"_a, "repeats"_a, "stream"_a = nb::none());
+
+    nb::class_<HinesBound>(m, "BoundHinesSolve",
+                           "HinesSolver.bind(a, b, d, rhs, stream): four arrays checked and imported once.")
+        .def("solve", [](HinesBound &b) { hines_call(nb::cast<HinesSolver &>(b.solver), b.v, b.stream); },
+             "Solve the bound arrays in place (rhs becomes x); device arrays: queued on the bound stream.")
+        .def("wait", [](HinesBound &b) {
+            HinesSolver &s = nb::cast<HinesSolver &>(b.solver);
+            ns_status st;
+            {
+                nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(s.mu);
+                st = ns_hines_solver_wait(s.s);
+            }
+            check(st);
+        }, "HinesSolver.wait() of the solver.")
+        .def_prop_ro("solver", [](const HinesBound &b) { return b.solver; })
+        .def_prop_ro("arrays", [](const HinesBound &b) { return b.arrays; }, "(a, b, d, rhs) as given to bind.")
+        .def_prop_ro("stream", [](const HinesBound &b) { return b.stream_obj; })
+        .def_prop_ro("device", [](const HinesBound &b) { return b.v.host ? "cpu" : "cuda"; });
 
     // ------------------------------------------------------- TridiagSolver
     auto tridiag_options = [](const std::string &method, const std::string &layout, const std::string &precision,
@@ -872,45 +1065,24 @@ NB_MODULE(_core, m) {
         .def_prop_ro("length", [](const TridiagSolver &s) { return s.length; }, "Entries each array must hold.")
         .def("solve", [](TridiagSolver &s, nb::handle dl, nb::handle d, nb::handle du, nb::handle x,
                          nb::handle stream) {
-            const char *fn = "TridiagSolver.solve";
-            const bool f32 = s.precision == NS_TRIDIAG_FLOAT32;
-            // at least `length` entries: a strided layout's natural allocation
-            // (n * stride) may be longer than its extent.
-            auto get = [&](nb::handle h, const char *name, place where, bool writable) {
-                view v = f32 ? take<float>(h, fn, name, -1, where, writable)
-                             : take<double>(h, fn, name, -1, where, writable);
-                if ((int64_t)v.arr.size() < s.length)
-                    fail(NS_ERR_SIZE, std::string(fn) + ": " + name + " has " + std::to_string(v.arr.size()) +
-                                          " elements, expected at least " + std::to_string(s.length));
-                return v;
-            };
-            view vdl = get(dl, "dl", place::any, true);
-            const bool host = vdl.device == nb::device::cpu::value;
-            const place where = host ? place::host : place::cuda;
-            view vd = get(d, "d", where, true);
-            view vdu = get(du, "du", where, true);
-            view vx = get(x, "x", where, true);
-            if (host && !stream.is_none())
-                fail(NS_ERR_INVALID_ARGUMENT, "TridiagSolver.solve: stream given for host (numpy) arrays");
-            void *str = host ? nullptr : stream_of(stream);
-            ns_status st;
-            {
-                nb::gil_scoped_release r;
-                std::lock_guard<std::mutex> lock(s.mu);
-                if (!host)
-                    st = ns_tridiag_solver_solve_device(s.s, vdl.ptr, vd.ptr, vdu.ptr, vx.ptr, str);
-                else if (f32)
-                    st = ns_tridiag_solver_solve_f32(s.s, (const float *)vdl.ptr, (const float *)vd.ptr,
-                                                     (const float *)vdu.ptr, (float *)vx.ptr);
-                else
-                    st = ns_tridiag_solver_solve(s.s, (const double *)vdl.ptr, (const double *)vd.ptr,
-                                                 (const double *)vdu.ptr, (double *)vx.ptr);
-            }
-            check(st);
+            TridiagArrays v = tridiag_arrays(s, "TridiagSolver.solve", dl, d, du, x, stream);
+            tridiag_call(s, v, stream_of(stream));
         }, "dl"_a, "d"_a, "du"_a, "x"_a, "stream"_a = nb::none(),
            "Solve in place: x holds the right-hand side and becomes the solution. Host arrays: dl, d, du are "
            "read, synchronous. CUDA arrays (GPU methods): queued on `stream`, returns at once; call wait(). "
            "The kernel may overwrite du (or dl, d, du for cusparse-*) when the layout is the method's native one.")
+        .def("bind", [](nb::object self, nb::handle dl, nb::handle d, nb::handle du, nb::handle x, nb::object stream) {
+            TridiagSolver &s = nb::cast<TridiagSolver &>(self);
+            auto bound = std::make_unique<TridiagBound>();
+            bound->v = tridiag_arrays(s, "TridiagSolver.bind", dl, d, du, x, stream);
+            bound->stream = stream_of(stream);
+            bound->stream_obj = stream;
+            bound->solver = self;
+            bound->arrays = nb::make_tuple(dl, d, du, x);
+            return bound;
+        }, "dl"_a, "d"_a, "du"_a, "x"_a, "stream"_a = nb::none(),
+           "Check and import the four arrays (and the stream) once; the returned object's solve() then solves "
+           "them in place with no per-call checks or imports.")
         .def("wait", [](TridiagSolver &s) {
             ns_status st;
             {
@@ -927,6 +1099,25 @@ NB_MODULE(_core, m) {
             ns_tridiag_solver_timing(s.s, &t);
             return timing_dict(t);
         });
+
+    nb::class_<TridiagBound>(m, "BoundTridiagSolve",
+                             "TridiagSolver.bind(dl, d, du, x, stream): four arrays checked and imported once.")
+        .def("solve", [](TridiagBound &b) { tridiag_call(nb::cast<TridiagSolver &>(b.solver), b.v, b.stream); },
+             "Solve the bound arrays in place (x becomes the solution); device arrays: queued on the bound stream.")
+        .def("wait", [](TridiagBound &b) {
+            TridiagSolver &s = nb::cast<TridiagSolver &>(b.solver);
+            ns_status st;
+            {
+                nb::gil_scoped_release r;
+                std::lock_guard<std::mutex> lock(s.mu);
+                st = ns_tridiag_solver_wait(s.s);
+            }
+            check(st);
+        }, "TridiagSolver.wait() of the solver.")
+        .def_prop_ro("solver", [](const TridiagBound &b) { return b.solver; })
+        .def_prop_ro("arrays", [](const TridiagBound &b) { return b.arrays; }, "(dl, d, du, x) as given to bind.")
+        .def_prop_ro("stream", [](const TridiagBound &b) { return b.stream_obj; })
+        .def_prop_ro("device", [](const TridiagBound &b) { return b.v.host ? "cpu" : "cuda"; });
 
     // ----------------------------------------------------------- SimParams
     nb::class_<SimParams>(m, "SimParams", "Simulation parameters (docs/simulation.md): set by key, read from a file.")
@@ -1119,6 +1310,96 @@ NB_MODULE(_core, m) {
             return lm;
         }, "dwi"_a, "bvals"_a, "bvecs"_a, "tracks"_a, "dictionary_l"_a = 0, "axial_diffusivity"_a = 1.0,
            "radial_diffusivity"_a = 0.0, "b0_threshold"_a = 50.0, "bad"_a = "error", "nodes"_a = "sum")
+        .def_static("_build_arrays", [](nb::handle dwi, nb::handle affine, nb::handle bvals, nb::handle bvecs,
+                                        nb::handle points, nb::handle offsets, nb::handle to_world, int32_t dictionary_l,
+                                        double axial_diffusivity, double radial_diffusivity, double b0_threshold,
+                                        const std::string &bad, const std::string &nodes) {
+            const char *fn = "LifeModel.build_arrays";
+            ns_life_build_options o;
+            ns_life_build_options_init(&o);
+            if (dictionary_l > 0) o.dictionary_l = dictionary_l; /* 0: the library's default (180) */
+            o.nodes = pick<ns_life_node_combination>("nodes", nodes, {{"sum", NS_LIFE_NODES_SUM}, {"mean", NS_LIFE_NODES_MEAN}});
+            o.axial_diffusivity = axial_diffusivity;
+            o.radial_diffusivity = radial_diffusivity;
+            o.b0_threshold = b0_threshold;
+            o.bad = pick<ns_life_bad_policy>("bad", bad, {{"error", NS_LIFE_BAD_ERROR}, {"skip", NS_LIFE_BAD_SKIP}});
+            // the image: 4-D, host memory, any strides, a real dtype of NIfTI's (no conversion)
+            any_array img;
+            if (!nb::try_cast<any_array>(dwi, img, false))
+                fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": dwi is not an array (numpy, or a nibabel image); got " +
+                                                  nb::inst_name(dwi).c_str());
+            if (img.device_type() != nb::device::cpu::value)
+                fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": dwi is " + device_name(img.device_type()) +
+                                                  " memory, expected host (cpu) memory");
+            if (img.ndim() != 4)
+                fail(NS_ERR_SIZE, std::string(fn) + ": dwi has " + std::to_string(img.ndim()) +
+                                      " dimensions, expected 4 (x, y, z, volume)");
+            const nb::dlpack::dtype dt = img.dtype();
+            const struct { nb::dlpack::dtype t; int32_t code; } codes[] = {
+                {nb::dtype<uint8_t>(), 2},   {nb::dtype<int16_t>(), 4},   {nb::dtype<int32_t>(), 8},
+                {nb::dtype<float>(), 16},    {nb::dtype<double>(), 64},   {nb::dtype<int8_t>(), 256},
+                {nb::dtype<uint16_t>(), 512}, {nb::dtype<uint32_t>(), 768}, {nb::dtype<int64_t>(), 1024},
+                {nb::dtype<uint64_t>(), 1280}};
+            ns_life_image im;
+            std::memset(&im, 0, sizeof im);
+            for (auto &c : codes)
+                if (dt == c.t) im.datatype = c.code;
+            if (!im.datatype)
+                fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": dwi has dtype " + dtype_name(dt) +
+                                                  ", expected a real dtype (u)int8/16/32/64, float32 or float64 "
+                                                  "(no conversion is made)");
+            im.data = img.data();
+            for (int k = 0; k < 4; ++k) {
+                im.dim[k] = (int64_t)img.shape(k);
+                im.stride[k] = img.stride(k);
+            }
+            view va = take<double>(affine, fn, "affine", 16, place::host, false, true);
+            if (va.arr.ndim() != 2 || va.arr.shape(0) != 4)
+                fail(NS_ERR_SIZE, std::string(fn) + ": affine must have shape (4, 4)");
+            std::memcpy(im.affine, va.ptr, sizeof im.affine);
+            view vb = take<double>(bvals, fn, "bvals", -1, place::host, false);
+            const int64_t n = (int64_t)vb.arr.size();
+            view vg = take<double>(bvecs, fn, "bvecs", 3 * n, place::host, false, true);
+            if (vg.arr.ndim() != 2 || vg.arr.shape(1) != 3)
+                fail(NS_ERR_SIZE, std::string(fn) + ": bvecs must have shape (n, 3)");
+            view vo = take<int64_t>(offsets, fn, "offsets", -1, place::host, false);
+            if (vo.arr.size() < 1) fail(NS_ERR_SIZE, std::string(fn) + ": offsets must have n + 1 >= 1 entries");
+            view vp = take<double>(points, fn, "points", -1, place::host, false, true);
+            if (vp.arr.ndim() != 2 || vp.arr.shape(1) != 3)
+                fail(NS_ERR_SIZE, std::string(fn) + ": points must have shape (m, 3)");
+            ns_life_streamlines tr;
+            tr.n = (int64_t)vo.arr.size() - 1;
+            tr.offset = (const int64_t *)vo.ptr;
+            tr.points = (const double *)vp.ptr;
+            tr.to_world = nullptr;
+            if (tr.n > 0 && tr.offset[tr.n] != (int64_t)vp.arr.shape(0))
+                fail(NS_ERR_SIZE, std::string(fn) + ": offsets[-1] = " + std::to_string(tr.offset[tr.n]) +
+                                      " but points has " + std::to_string(vp.arr.shape(0)) + " rows");
+            view vt;
+            if (!to_world.is_none()) {
+                vt = take<double>(to_world, fn, "streamlines_affine", 16, place::host, false, true);
+                if (vt.arr.ndim() != 2 || vt.arr.shape(0) != 4)
+                    fail(NS_ERR_SIZE, std::string(fn) + ": streamlines_affine must have shape (4, 4)");
+                tr.to_world = (const double *)vt.ptr;
+            }
+            if (n > INT32_MAX) fail(NS_ERR_SIZE, std::string(fn) + ": too many volumes");
+            auto lm = std::make_unique<LifeModel>();
+            {
+                nb::gil_scoped_release r;
+                ns_status st = ns_life_build_arrays(&im, (const double *)vb.ptr, (const double *)vg.ptr, (int32_t)n, &tr,
+                                                    &o, &lm->built);
+                if (st != NS_OK) {
+                    std::string msg = std::string(fn) + ": " + ns_last_error();
+                    nb::gil_scoped_acquire g;
+                    fail(st, msg);
+                }
+            }
+            lm->m = ns_life_built_model(lm->built);
+            return lm;
+        }, "dwi"_a, "affine"_a, "bvals"_a, "bvecs"_a, "points"_a, "offsets"_a, "to_world"_a = nb::none(),
+           "dictionary_l"_a = 0, "axial_diffusivity"_a = 1.0, "radial_diffusivity"_a = 0.0, "b0_threshold"_a = 50.0,
+           "bad"_a = "error", "nodes"_a = "sum",
+           "ns_life_build_arrays on packed arrays; use LifeModel.build_arrays (python/neurosolve/__init__.py).")
         .def_static("synth", [](int32_t n_theta, int32_t dictionary_l, int32_t n_fibers, std::vector<int32_t> grid,
                                 double mean_length, double active_fraction, double noise, uint64_t seed) {
             ns_life_synth_options o;

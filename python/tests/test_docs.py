@@ -48,6 +48,15 @@ def test_example_life(tmp_path):
     assert "(58 streamlines)" in text
 
 
+def test_example_life_from_nibabel(tmp_path):
+    nib = pytest.importorskip("nibabel")
+    out = tmp_path / "p.trk"
+    text = run_example("life_fit.py", "--backend", "cpu", "--nibabel", "--pruned", str(out))
+    assert "the same model as from the files" in text and "fibers kept: 58 of 60" in text
+    assert "median 18.40 -> 11.27" in text and "(58 streamlines)" in text
+    assert len(nib.streamlines.load(str(out)).streamlines) == 58
+
+
 def test_example_cupy():
     if not has_gpu():
         pytest.skip("needs a GPU")

@@ -213,3 +213,66 @@ def test_life_cuda_engine():
     wg, rg = gpu.fit(max_iterations=50)
     wc, rc = cpu.fit(max_iterations=50)
     assert rg["objective"] == pytest.approx(rc["objective"], rel=1e-4)  # summation order differs
+
+
+def test_bound_device_solves(problem):
+    """bind() on CuPy (a stream object, kept alive by the bound object), PyTorch
+    and JAX arrays: repeated bound.solve() calls equal the CPU solve."""
+    batch, (a, b, d, rhs), ref = problem
+    s = ns.HinesSolver(batch, method="tree")
+    cp = pytest.importorskip("cupy")
+    bound = s.bind(*(cp.asarray(v) for v in (a, b, d, rhs)), stream=cp.cuda.Stream(non_blocking=True))
+    assert bound.device == "cuda" and bound.stream is not None
+    A, B, D, X = bound.arrays
+    for _ in range(3):
+        with bound.stream:
+            D[...] = cp.asarray(d)
+            X[...] = cp.asarray(rhs)
+        bound.solve()  # on bound.stream: after the copies above
+        bound.wait()
+        close(cp.asnumpy(X), ref)
+    with pytest.raises(ns.InvalidArgumentError, match="HinesSolver.bind: b is cpu memory"):
+        s.bind(A, b, D, X)
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        T = [torch.from_numpy(v).cuda() for v in (a, b, d, rhs)]
+        tb = s.bind(*T)
+        tb.solve()
+        tb.wait()
+        close(T[3].cpu().numpy(), ref)
+        with pytest.raises(ns.InvalidArgumentError, match="not C-contiguous"):
+            s.bind(T[0], T[1], T[2], torch.zeros(2 * len(rhs), dtype=torch.float64, device="cuda")[::2])
+    try:
+        import jax
+    except ImportError:
+        jax = None
+    if jax is not None and any(dev.platform == "gpu" for dev in jax.devices()):
+        jax.config.update("jax_enable_x64", True)
+        J = [jax.device_put(v, jax.devices("gpu")[0]) for v in (a, b, d, rhs)]
+        jax.block_until_ready(J)
+        jb = s.bind(*J)
+        jb.solve()
+        jb.wait()
+        close(np.asarray(J[3]), ref)
+
+
+def test_bound_tridiag_on_device():
+    cp = pytest.importorskip("cupy")
+    n, batch = 64, 500
+    rng = np.random.default_rng(3)
+    dl, du = rng.uniform(-1, 1, (2, n * batch))
+    d = np.abs(dl) + np.abs(du) + 1.0
+    x = rng.uniform(-1, 1, n * batch)
+    ref = x.copy()
+    ns.TridiagSolver(n, batch, method="sequential").solve(dl.copy(), d.copy(), du.copy(), ref)
+    s = ns.TridiagSolver(n, batch, method="warp")
+    arrs = [cp.asarray(v) for v in (dl, d, du, x)]
+    bound = s.bind(*arrs)
+    for _ in range(2):
+        arrs[3][...] = cp.asarray(x)
+        bound.solve()
+        bound.wait()
+        np.testing.assert_allclose(cp.asnumpy(arrs[3]), ref, rtol=1e-10, atol=1e-12)

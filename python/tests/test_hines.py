@@ -251,3 +251,95 @@ def test_views_are_solved_in_place():
     ns.HinesSolver(batch, method="openmp").solve(a, b, d.copy(), view)
     np.testing.assert_array_equal(big[5:5 + n], ref)
     assert (big[:5] == 7).all() and (big[5 + n:] == 7).all()
+
+
+def test_bound_solve_repeats_in_place():
+    """solver.bind(a, b, d, rhs) checks and imports once; every bound.solve() solves
+    the arrays' current contents in place, like solver.solve on the same arrays."""
+    batch = ns.Batch([ns.Tree.paper("medium-high", seed=1), ns.Tree.random("high", seed=3)], 40)
+    a, b, d0, r0 = batch.random_values(seed=11)
+    s = ns.HinesSolver(batch, method="openmp")
+    d, rhs = d0.copy(), r0.copy()
+    bound = s.bind(a, b, d, rhs)
+    assert bound.solver is s and bound.device == "cpu" and bound.arrays[3] is rhs and bound.stream is None
+    rng = np.random.default_rng(2)
+    for step in range(3):  # new right-hand sides written into the same arrays, as a simulation does
+        r_new = r0 * rng.uniform(0.5, 2.0, r0.size)
+        np.copyto(d, d0)
+        np.copyto(rhs, r_new)
+        bound.solve()
+        ref = r_new.copy()
+        ns.HinesSolver(batch, method="sequential").solve(a, b, d0.copy(), ref)
+        np.testing.assert_array_equal(rhs, ref)
+        check_against_scipy(batch, a, b, d0, r_new, rhs, cells=[0, 1, 39])
+    bound.wait()  # nothing queued on the host: returns at once
+
+
+def test_bound_keeps_arrays_alive_and_checks_once():
+    batch = ns.Batch([ns.Tree.paper("small-high")], 20)
+    a, b, d, rhs = batch.random_values(seed=3)
+    ref = rhs.copy()
+    ns.HinesSolver(batch, method="sequential").solve(a, b, d.copy(), ref)
+    s = ns.HinesSolver(batch, method="sequential")
+    bound = s.bind(a.copy(), b.copy(), d.copy(), rhs.copy())  # only the bound object refers to them
+    del s
+    import gc
+    gc.collect()
+    bound.solve()
+    np.testing.assert_array_equal(bound.arrays[3], ref)
+    # bind applies the checks of solve, naming the argument and the call
+    s = bound.solver
+    with pytest.raises(ns.InvalidArgumentError, match=r"HinesSolver.bind: d has dtype float32"):
+        s.bind(a, b, d.astype(np.float32), rhs)
+    with pytest.raises(ns.SizeError, match=r"HinesSolver.bind: rhs has"):
+        s.bind(a, b, d, rhs[:-1])
+    with pytest.raises(ns.InvalidArgumentError, match="not C-contiguous"):
+        s.bind(a, b, d, np.repeat(rhs, 2)[::2])
+    ro = rhs.copy()
+    ro.flags.writeable = False
+    with pytest.raises(ns.InvalidArgumentError, match="rhs is read-only"):
+        s.bind(a, b, d, ro)
+    with pytest.raises(ns.InvalidArgumentError, match="stream given for host"):
+        s.bind(a, b, d, rhs, stream=0)
+    with pytest.raises(ns.InvalidArgumentError, match="is not an array"):
+        s.bind(a, b, d, list(rhs))
+    with pytest.raises(TypeError):
+        bound.solve(rhs)  # bound.solve takes no arrays
+
+
+def test_bound_and_plain_solve_on_torch_and_jax_cpu_tensors():
+    """CPU tensors of other frameworks come in through DLPack, in place."""
+    batch = ns.Batch([ns.Tree.paper("small-high")], 50)
+    a, b, d, rhs = batch.random_values(seed=6)
+    ref = rhs.copy()
+    ns.HinesSolver(batch, method="sequential").solve(a, b, d.copy(), ref)
+    s = ns.HinesSolver(batch, method="openmp")
+    tried = 0
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        T = [torch.from_numpy(v.copy()) for v in (a, b, d, rhs)]
+        s.bind(*T).solve()
+        np.testing.assert_array_equal(T[3].numpy(), ref)
+        T = [torch.from_numpy(v.copy()) for v in (a, b, d, rhs)]
+        s.solve(*T)
+        np.testing.assert_array_equal(T[3].numpy(), ref)
+        with pytest.raises(ns.InvalidArgumentError, match="dtype float32"):
+            s.bind(T[0], T[1], T[2], T[3].float())
+        tried += 1
+    try:
+        import jax
+    except ImportError:
+        jax = None
+    if jax is not None:
+        jax.config.update("jax_enable_x64", True)
+        cpu = jax.devices("cpu")[0]
+        J = [jax.device_put(v.copy(), cpu) for v in (a, b, d, rhs)]
+        jax.block_until_ready(J)
+        s.bind(*J).solve()  # JAX's buffer written in place (docs/python.md)
+        np.testing.assert_array_equal(np.asarray(J[3]), ref)
+        tried += 1
+    if not tried:
+        pytest.skip("neither torch nor jax is installed")

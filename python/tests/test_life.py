@@ -162,3 +162,100 @@ def test_fit_progress(model):
         raise KeyError("from the callback")
     with pytest.raises(KeyError, match="from the callback"):
         e.fit(progress=boom)
+
+
+def same_model(a, b):
+    for k in ("atom", "voxel", "fiber", "value"):
+        np.testing.assert_array_equal(a.phi[k], b.phi[k])
+    for name in ("signal", "dictionary", "voxel_ijk", "streamline"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def test_build_arrays_from_nibabel_equals_the_command(cli_run):
+    """What a DIPY/nibabel user holds in memory (the image object, the gradient
+    arrays, the tractogram's streamlines in RASMM) gives the model of `neurosolve
+    life build` on the files, array for array, and the same weights as `life fit`."""
+    nib = pytest.importorskip("nibabel")
+    m_dir, w_path, _ = cli_run
+    img = nib.load(DWI)
+    trk = nib.streamlines.load(TRK)
+    model = ns.LifeModel.build_arrays(img, None, np.loadtxt(BVAL), np.loadtxt(BVEC), trk.streamlines)
+    same_model(model, ns.LifeModel.load(m_dir))
+    w, _ = ns.LifeEngine(model, backend="cpu", mw="naive", mty="naive", threads=1).fit()
+    np.testing.assert_array_equal(w, np.load(w_path))
+    assert model.n_fibers == 60
+    # the pruned streamlines, in memory: the input streamlines of the fibers kept
+    kept = [trk.streamlines[int(i)] for i in model.streamline[w > 0]]
+    assert len(kept) == int((w > 0).sum()) and all(len(s) >= 2 for s in kept)
+    with pytest.raises(ns.InvalidArgumentError, match="no source tractogram"):
+        model.write_pruned("never.trk", w)
+    assert not os.path.exists("never.trk")
+
+
+def test_build_arrays_layouts_and_spaces(model):
+    """C-order float64 data, Fortran-order uint8 data (nibabel's), a list of arrays,
+    and voxel-space streamlines with streamlines_affine: one model."""
+    nib = pytest.importorskip("nibabel")
+    img = nib.load(DWI)
+    data = np.asanyarray(img.dataobj)
+    assert data.dtype == np.uint8 and data.flags.f_contiguous
+    streams = list(nib.streamlines.load(TRK).streamlines)
+    bvals, bvecs = np.loadtxt(BVAL), np.loadtxt(BVEC)
+    same_model(ns.LifeModel.build_arrays(np.ascontiguousarray(data, dtype=np.float64), img.affine, bvals, bvecs.T,
+                                         streams), model)
+    inv = np.linalg.inv(img.affine)
+    vox = [s @ inv[:3, :3].T + inv[:3, 3] for s in streams]  # DIPY's voxel space
+    m2 = ns.LifeModel.build_arrays(data, img.affine, bvals, bvecs, vox, streamlines_affine=img.affine)
+    # the round trip through the inverse affine moves points by ~1e-15 mm: the same model unless a
+    # node sits exactly on a voxel boundary, which none of the 60 streamlines do
+    same_model(m2, model)
+
+
+def test_build_arrays_bad_input(model):
+    nib = pytest.importorskip("nibabel")
+    img = nib.load(DWI)
+    data = np.asanyarray(img.dataobj)
+    bvals, bvecs = np.loadtxt(BVAL), np.loadtxt(BVEC)
+    streams = list(nib.streamlines.load(TRK).streamlines)
+    build = ns.LifeModel.build_arrays
+    with pytest.raises(ns.InvalidArgumentError, match="dwi has dtype complex64"):
+        build(data.astype(np.complex64), img.affine, bvals, bvecs, streams)
+    with pytest.raises(ns.SizeError, match="dwi has 3 dimensions, expected 4"):
+        build(data[..., 0], img.affine, bvals, bvecs, streams)
+    with pytest.raises(ns.SizeError, match="bvals has 25 entries but dwi has 26 volumes"):
+        build(data, img.affine, bvals[:-1], bvecs[:, :-1], streams)
+    with pytest.raises(ns.SizeError, match="affine"):
+        build(data, img.affine[:3], bvals, bvecs, streams)
+    with pytest.raises(ns.InvalidArgumentError, match="affine is required"):
+        build(data, None, bvals, bvecs, streams)
+    with pytest.raises(ns.InvalidArgumentError, match="streamline 2 has shape"):
+        build(img, None, bvals, bvecs, streams[:2] + [np.zeros((4, 2))])
+    bad = [s.copy() for s in streams]
+    bad[7][3, 1] = np.nan
+    with pytest.raises(ns.NotFiniteError, match="tracks: streamline 7, point 3 is not finite"):
+        build(img, None, bvals, bvecs, bad)
+    bad = [s.copy() for s in streams]
+    bad[5] = bad[5] + 500.0
+    with pytest.raises(ns.ParseError, match=r"tracks: streamline 5, node 0 .* outside the 10 x 8 x 2 image of dwi"):
+        build(img, None, bvals, bvecs, bad)
+    skipped = build(img, None, bvals, bvecs, bad, bad="skip")
+    assert skipped.n_fibers == 59 and 5 not in skipped.streamline
+    with pytest.raises(ns.EmptyError, match="no streamline"):
+        build(img, None, bvals, bvecs, [])
+    with pytest.raises(ns.InvalidArgumentError, match="bvals: entry 0 is -1"):
+        build(img, None, np.r_[-1.0, bvals[1:]], bvecs, streams)
+    with pytest.raises(ns.InvalidArgumentError, match="dwi is not an array"):
+        build(data.tolist(), img.affine, bvals, bvecs, streams)
+
+
+def test_build_arrays_from_a_gradient_table(model):
+    """A DIPY GradientTable (anything with .bvals and .bvecs (n, 3)) as bvals."""
+    nib = pytest.importorskip("nibabel")
+
+    class GradientTable:  # the two attributes LifeModel.build_arrays reads from dipy.core.gradients
+        bvals = np.loadtxt(BVAL)
+        bvecs = np.loadtxt(BVEC).T
+
+    m = ns.LifeModel.build_arrays(nib.load(DWI), None, GradientTable(), None,
+                                  nib.streamlines.load(TRK).streamlines)
+    same_model(m, model)

@@ -110,3 +110,28 @@ def test_gpu_methods_without_gpu():
     for m in ("thomas-batch", "warp", "cusparse-strided"):
         with pytest.raises((ns.UnsupportedError, ns.NoDeviceError)):
             ns.TridiagSolver(16, 4, method=m)
+
+
+def test_bound_solve():
+    n, batch = 33, 200
+    rng = np.random.default_rng(4)
+    dl, du = rng.uniform(-1, 1, (2, n * batch))
+    d = np.abs(dl) + np.abs(du) + 1.0
+    s = ns.TridiagSolver(n, batch, method="openmp")
+    arrays = [dl.copy(), d.copy(), du.copy(), np.empty(n * batch)]
+    bound = s.bind(*arrays)
+    assert bound.solver is s and bound.device == "cpu"
+    for _ in range(2):
+        x = rng.uniform(-1, 1, n * batch)
+        np.copyto(arrays[3], x)
+        bound.solve()
+        ref = x.copy()
+        ns.TridiagSolver(n, batch, method="sequential").solve(dl.copy(), d.copy(), du.copy(), ref)
+        np.testing.assert_allclose(arrays[3], ref, rtol=1e-12)
+        # independent check of the first system
+        m = np.diag(d[:n]) + np.diag(dl[1:n], -1) + np.diag(du[:n - 1], 1)
+        np.testing.assert_allclose(m @ arrays[3][:n], x[:n], rtol=1e-10, atol=1e-12)
+    with pytest.raises(ns.SizeError, match="TridiagSolver.bind: x has"):
+        s.bind(dl, d, du, x[:-1])
+    with pytest.raises(ns.InvalidArgumentError, match="dtype float32"):
+        s.bind(dl, d, du, x.astype(np.float32))

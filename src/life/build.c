@@ -7,7 +7,10 @@
  * Two streaming passes over the tractogram keep memory bounded: pass 1
  * marks the voxels touched and counts each fiber's coefficients, pass 2
  * fills the model's arrays, sized exactly. Voxels are numbered in the
- * image's raster order (i fastest). */
+ * image's raster order (i fastest). The inputs come from files
+ * (ns_life_build) or from arrays in memory (ns_life_build_arrays); the
+ * builder reads both through the same few accessors (img_value, src_*), so
+ * the two give the same model for the same values. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
@@ -31,9 +34,13 @@ void ns_life_build_options_init(ns_life_build_options *o) {
 }
 
 typedef struct builder {
-    const char *dwi_path, *tracks_path;
+    const char *dwi_path, *tracks_path; /* file paths, or the argument names "dwi", "tracks" */
     const ns_life_build_options *o;
-    const ns_nifti_t *img;
+    const ns_nifti_t *img;      /* the image from a file, or NULL */
+    const ns_life_image *arr;   /* the image in memory, or NULL */
+    ns_tracts_t *t;             /* the tractogram from a file, or NULL */
+    const ns_life_streamlines *sl; /* the streamlines in memory, or NULL */
+    int64_t sl_next;            /* next streamline of sl */
     const ns_nifti_info *info;
     int64_t nx, ny, nz;
     double inv[3][4];     /* world -> voxel */
@@ -47,6 +54,60 @@ typedef struct builder {
 } builder;
 
 static int64_t lin_of(const builder *b, int64_t i, int64_t j, int64_t k) { return i + b->nx * (j + b->ny * k); }
+
+/* An element of an array image as a double. */
+static double arr_value(const ns_life_image *a, int64_t i, int64_t j, int64_t k, int64_t t) {
+    const int64_t e = i * a->stride[0] + j * a->stride[1] + k * a->stride[2] + t * a->stride[3];
+    switch (a->datatype) {
+    case 2: return ((const uint8_t *)a->data)[e];
+    case 4: return ((const int16_t *)a->data)[e];
+    case 8: return ((const int32_t *)a->data)[e];
+    case 16: return ((const float *)a->data)[e];
+    case 64: return ((const double *)a->data)[e];
+    case 256: return ((const int8_t *)a->data)[e];
+    case 512: return ((const uint16_t *)a->data)[e];
+    case 768: return ((const uint32_t *)a->data)[e];
+    case 1024: return (double)((const int64_t *)a->data)[e];
+    default: return (double)((const uint64_t *)a->data)[e]; /* 1280, checked before */
+    }
+}
+
+/* The value of voxel (i, j, k) in volume t. */
+static double img_value(const builder *b, int64_t i, int64_t j, int64_t k, int64_t t) {
+    if (b->arr) return arr_value(b->arr, i, j, k, t);
+    return ns_nifti_value(b->img, lin_of(b, i, j, k) + t * b->nx * b->ny * b->nz);
+}
+
+/* The streamline source: a file read streaming, or packed arrays. */
+static ns_status src_next(builder *b, const double **pts, int64_t *n, int *end) {
+    if (b->t) return ns_tracts_next(b->t, pts, n, end);
+    if (b->sl_next >= b->sl->n) {
+        *pts = NULL, *n = 0, *end = 1;
+        return NS_OK;
+    }
+    const int64_t s = b->sl_next++;
+    *pts = b->sl->points + 3 * b->sl->offset[s];
+    *n = b->sl->offset[s + 1] - b->sl->offset[s];
+    *end = 0;
+    return NS_OK;
+}
+
+static int64_t src_index(const builder *b) { return b->t ? ns_tracts_index(b->t) : b->sl_next; }
+
+static void src_progress(const builder *b, uint64_t *done, uint64_t *total) {
+    if (b->t) {
+        ns_tracts_progress(b->t, done, total);
+        return;
+    }
+    if (done) *done = (uint64_t)b->sl_next;
+    if (total) *total = (uint64_t)b->sl->n;
+}
+
+static ns_status src_rewind(builder *b) {
+    if (b->t) return ns_tracts_rewind(b->t);
+    b->sl_next = 0;
+    return NS_OK;
+}
 
 static int cmp_u64(const void *a, const void *b) {
     const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -153,13 +214,13 @@ typedef struct pass_state {
     uint64_t next_report, step;
 } pass_state;
 
-static ns_status report(const builder *b, ns_tracts_t *t, int pass, pass_state *ps, int final) {
+static ns_status report(const builder *b, int pass, pass_state *ps, int final) {
     if (!b->o->progress) return NS_OK;
     uint64_t done = 0, total = 0;
-    ns_tracts_progress(t, &done, &total);
+    src_progress(b, &done, &total);
     if (!final && done < ps->next_report) return NS_OK;
     ps->next_report = done + ps->step;
-    if (b->o->progress(pass, ns_tracts_index(t), done, total, b->o->progress_context))
+    if (b->o->progress(pass, src_index(b), done, total, b->o->progress_context))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: model build cancelled by the progress callback", b->tracks_path);
     return NS_OK;
 }
@@ -188,16 +249,14 @@ static ns_status signals(const builder *b, const ns_gradients *gr, const int32_t
                          int32_t n_b0, ns_life_built_t *out) {
     ns_life_model_t *m = out->model;
     const int32_t T = m->n_theta;
-    const int64_t nvox3 = b->nx * b->ny * b->nz;
     (void)gr;
     for (int32_t v = 0; v < m->n_voxels; ++v) {
         const int32_t *ijk = out->ijk + 3 * (int64_t)v;
-        const int64_t lin = lin_of(b, ijk[0], ijk[1], ijk[2]);
         double s0 = 0, mean = 0;
-        for (int32_t q = 0; q < n_b0; ++q) s0 += ns_nifti_value(b->img, lin + (int64_t)b0[q] * nvox3);
+        for (int32_t q = 0; q < n_b0; ++q) s0 += img_value(b, ijk[0], ijk[1], ijk[2], b0[q]);
         s0 /= n_b0;
         double *y = m->Y + (int64_t)v * T;
-        for (int32_t t = 0; t < T; ++t) mean += y[t] = ns_nifti_value(b->img, lin + (int64_t)dwi[t] * nvox3);
+        for (int32_t t = 0; t < T; ++t) mean += y[t] = img_value(b, ijk[0], ijk[1], ijk[2], dwi[t]);
         mean /= T;
         if (!isfinite(s0) || !isfinite(mean))
             return ns_fail(NS_ERR_NOT_FINITE, "%s: voxel (%d, %d, %d) has a NaN or Inf value", b->dwi_path, ijk[0],
@@ -258,7 +317,7 @@ static ns_status check_options(const ns_life_build_options *o) {
     return NS_OK;
 }
 
-static ns_status run(builder *b, ns_tracts_t *t, const ns_gradients *gr, const int32_t *b0, int32_t n_b0,
+static ns_status run(builder *b, const ns_gradients *gr, const int32_t *b0, int32_t n_b0,
                      const int32_t *dwi, int32_t n_dwi, ns_life_built_t *out) {
     ns_life_build_stats *st = &out->stats;
     const int64_t nvox3 = b->nx * b->ny * b->nz;
@@ -269,7 +328,7 @@ static ns_status run(builder *b, ns_tracts_t *t, const ns_gradients *gr, const i
     ns_status s = NS_OK;
     pass_state ps = {0, 0};
     uint64_t total = 0;
-    ns_tracts_progress(t, NULL, &total);
+    src_progress(b, NULL, &total);
     ps.step = total / 100 + 1;
     int64_t n_coeffs = 0, n_fibers = 0;
     /* pass 1 */
@@ -277,8 +336,8 @@ static ns_status run(builder *b, ns_tracts_t *t, const ns_gradients *gr, const i
         const double *pts;
         int64_t n, m;
         int end, drop;
-        if ((s = ns_tracts_next(t, &pts, &n, &end)) != NS_OK || end) break;
-        const int64_t idx = ns_tracts_index(t) - 1;
+        if ((s = src_next(b, &pts, &n, &end)) != NS_OK || end) break;
+        const int64_t idx = src_index(b) - 1;
         if ((s = streamline_keys(b, pts, n, idx, &m, &drop)) != NS_OK) break;
         if (n_per == cap_per) {
             cap_per = cap_per ? 2 * cap_per : 4096;
@@ -295,9 +354,9 @@ static ns_status run(builder *b, ns_tracts_t *t, const ns_gradients *gr, const i
             n_coeffs += d, ++n_fibers, st->nodes += m;
             for (int64_t i = 0; i < m; ++i) map[b->keys[i] / (uint64_t)b->n_atoms] = 0;
         }
-        if ((s = report(b, t, 1, &ps, 0)) != NS_OK) break;
+        if ((s = report(b, 1, &ps, 0)) != NS_OK) break;
     }
-    if (s == NS_OK) s = report(b, t, 1, &ps, 1);
+    if (s == NS_OK) s = report(b, 1, &ps, 1);
     st->streamlines = n_per;
     if (s == NS_OK && n_per == 0) s = ns_fail(NS_ERR_EMPTY, "%s: the tractogram holds no streamline", b->tracks_path);
     else if (s == NS_OK && n_fibers == 0)
@@ -328,7 +387,7 @@ static ns_status run(builder *b, ns_tracts_t *t, const ns_gradients *gr, const i
         s = dictionary(b, gr, dwi, out->model);
     }
     if (s == NS_OK) s = signals(b, gr, dwi, b0, n_b0, out);
-    if (s == NS_OK) s = ns_tracts_rewind(t);
+    if (s == NS_OK) s = src_rewind(b);
     /* pass 2 */
     ps.next_report = 0;
     int64_t k = 0, f = 0, idx = 0;
@@ -338,7 +397,7 @@ static ns_status run(builder *b, ns_tracts_t *t, const ns_gradients *gr, const i
         const double *pts;
         int64_t n, m;
         int end, drop;
-        if ((s = ns_tracts_next(t, &pts, &n, &end)) != NS_OK || end) break;
+        if ((s = src_next(b, &pts, &n, &end)) != NS_OK || end) break;
         if ((s = streamline_keys(b, pts, n, idx, &m, &drop)) != NS_OK) break;
         if (idx >= n_per || (drop ? per[idx] != -1 : per[idx] != distinct(b->keys, m))) {
             s = ns_fail(NS_ERR_IO, "%s: the file changed between the two passes (streamline %lld)", b->tracks_path,
@@ -368,9 +427,9 @@ static ns_status run(builder *b, ns_tracts_t *t, const ns_gradients *gr, const i
             ++f;
         }
         ++idx;
-        if ((s = report(b, t, 2, &ps, 0)) != NS_OK) break;
+        if ((s = report(b, 2, &ps, 0)) != NS_OK) break;
     }
-    if (s == NS_OK) s = report(b, t, 2, &ps, 1);
+    if (s == NS_OK) s = report(b, 2, &ps, 1);
     if (s == NS_OK && (idx != n_per || k != n_coeffs || f != n_fibers))
         s = ns_fail(NS_ERR_IO, "%s: the file changed between the two passes", b->tracks_path);
     /* pass 2 counted the dropped nodes again */
@@ -378,6 +437,52 @@ static ns_status run(builder *b, ns_tracts_t *t, const ns_gradients *gr, const i
     st->fibers = n_fibers;
     free(map);
     free(per);
+    return s;
+}
+
+/* The build once the inputs are at hand (b->img or b->arr with b->info, the
+ * gradient table, the streamlines: b->sl, or the file `open_tracks`, opened
+ * after the image and the table have passed their checks). */
+static ns_status build_model(builder *b, const char *bvals_name, const char *bvecs_name, ns_gradients *gr,
+                             const char *open_tracks, ns_life_built_t *r) {
+    const ns_life_build_options *o = b->o;
+    int32_t *b0 = NULL, *dwi = NULL, n_b0 = 0, n_dwi = 0;
+    ns_status s = volumes(b->dwi_path, bvals_name, bvecs_name, b->info, gr, o->b0_threshold, &b0, &n_b0, &dwi, &n_dwi);
+    if (s == NS_OK) {
+        b->nx = b->info->dim[0], b->ny = b->info->dim[1], b->nz = b->info->dim[2];
+        for (int c = 0; c < 3; ++c) {
+            const double (*A)[4] = b->info->affine;
+            b->vsize[c] = sqrt(A[0][c] * A[0][c] + A[1][c] * A[1][c] + A[2][c] * A[2][c]);
+        }
+        b->n_atoms = (o->dictionary_l - 1) * o->dictionary_l + 1;
+        r->stats.n_b0 = n_b0, r->stats.n_dwi = n_dwi;
+        r->stats.grid[0] = b->nx, r->stats.grid[1] = b->ny, r->stats.grid[2] = b->nz;
+        s = invert_affine(b->dwi_path, b->info->affine, b->inv);
+    }
+    if (s == NS_OK && b->sl && b->sl->to_world) { /* points -> world -> voxel in one matrix */
+        const double *T = b->sl->to_world;
+        double m[3][4];
+        for (int rr = 0; rr < 3; ++rr)
+            for (int c = 0; c < 4; ++c)
+                m[rr][c] = b->inv[rr][0] * T[c] + b->inv[rr][1] * T[4 + c] + b->inv[rr][2] * T[8 + c] +
+                           (c == 3 ? b->inv[rr][3] : 0.0);
+        memcpy(b->inv, m, sizeof m);
+    }
+    if (s == NS_OK && open_tracks) s = ns_tracts_open(open_tracks, &b->t);
+    if (s == NS_OK) s = run(b, gr, b0, n_b0, dwi, n_dwi, r);
+    if (s == NS_OK) {
+        r->n_streamlines = r->stats.streamlines;
+        const ns_life_model_t *m = r->model;
+        r->stats.peak_model_bytes = (double)m->n_coeffs * 20.0 + 8.0 * m->n_theta * ((double)m->n_atoms + m->n_voxels);
+        s = ns_life_model_validate(r->model);
+    }
+    ns_tracts_close(b->t);
+    b->t = NULL;
+    free(b0);
+    free(dwi);
+    free(b->vox);
+    free(b->keys);
+    b->vox = NULL, b->keys = NULL;
     return s;
 }
 
@@ -398,8 +503,6 @@ ns_status ns_life_build(const char *dwi_path, const char *bvals_path, const char
     r->options.progress = NULL, r->options.progress_context = NULL;
     ns_nifti_t *img = NULL;
     ns_gradients gr = {0, NULL, NULL};
-    ns_tracts_t *t = NULL;
-    int32_t *b0 = NULL, *dwi = NULL, n_b0 = 0, n_dwi = 0;
     builder b;
     memset(&b, 0, sizeof b);
     b.dwi_path = dwi_path, b.tracks_path = tracks_path, b.o = o, b.st = &r->stats;
@@ -408,34 +511,114 @@ ns_status ns_life_build(const char *dwi_path, const char *bvals_path, const char
     if (s == NS_OK) s = ns_gradients_read(bvals_path, bvecs_path, &gr);
     if (s == NS_OK) {
         b.img = img, b.info = ns_nifti_get_info(img);
-        s = volumes(dwi_path, bvals_path, bvecs_path, b.info, &gr, o->b0_threshold, &b0, &n_b0, &dwi, &n_dwi);
+        s = build_model(&b, bvals_path, bvecs_path, &gr, tracks_path, r);
     }
-    if (s == NS_OK) {
-        b.nx = b.info->dim[0], b.ny = b.info->dim[1], b.nz = b.info->dim[2];
-        for (int c = 0; c < 3; ++c) {
-            const double (*A)[4] = b.info->affine;
-            b.vsize[c] = sqrt(A[0][c] * A[0][c] + A[1][c] * A[1][c] + A[2][c] * A[2][c]);
-        }
-        b.n_atoms = (o->dictionary_l - 1) * o->dictionary_l + 1;
-        r->stats.n_b0 = n_b0, r->stats.n_dwi = n_dwi;
-        r->stats.grid[0] = b.nx, r->stats.grid[1] = b.ny, r->stats.grid[2] = b.nz;
-        s = invert_affine(dwi_path, b.info->affine, b.inv);
-    }
-    if (s == NS_OK) s = ns_tracts_open(tracks_path, &t);
-    if (s == NS_OK) s = run(&b, t, &gr, b0, n_b0, dwi, n_dwi, r);
-    if (s == NS_OK) {
-        r->n_streamlines = r->stats.streamlines;
-        const ns_life_model_t *m = r->model;
-        r->stats.peak_model_bytes = (double)m->n_coeffs * 20.0 + 8.0 * m->n_theta * ((double)m->n_atoms + m->n_voxels);
-        s = ns_life_model_validate(r->model);
-    }
-    ns_tracts_close(t);
     ns_nifti_destroy(img);
     ns_gradients_free(&gr);
-    free(b0);
-    free(dwi);
-    free(b.vox);
-    free(b.keys);
+    r->stats.seconds = now() - t0;
+    if (s != NS_OK) {
+        ns_life_built_destroy(r);
+        return s;
+    }
+    *out = r;
+    return NS_OK;
+}
+
+static int finite_affine(const double *A) {
+    for (int i = 0; i < 16; ++i)
+        if (!isfinite(A[i])) return 0;
+    return A[12] == 0 && A[13] == 0 && A[14] == 0 && A[15] == 1;
+}
+
+/* The arrays' own checks (the shared ones follow in build_model). */
+static ns_status check_arrays(const ns_life_image *dwi, const double *bvals, const double *bvecs, int32_t n_volumes,
+                              const ns_life_streamlines *tracks) {
+    if (!dwi || !dwi->data) return ns_fail(NS_ERR_INVALID_ARGUMENT, "dwi: no image (NULL)");
+    if (!bvals) return ns_fail(NS_ERR_INVALID_ARGUMENT, "bvals: NULL");
+    if (!bvecs) return ns_fail(NS_ERR_INVALID_ARGUMENT, "bvecs: NULL");
+    if (!tracks) return ns_fail(NS_ERR_INVALID_ARGUMENT, "tracks: NULL");
+    if (!ns_nifti_datatype_name(dwi->datatype))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "dwi: datatype %d is not one of the real types neurosolve reads "
+                       "(NIfTI codes 2, 4, 8, 16, 64, 256, 512, 768, 1024, 1280)", (int)dwi->datatype);
+    for (int c = 0; c < 4; ++c)
+        if (dwi->dim[c] < 1)
+            return ns_fail(NS_ERR_SIZE, "dwi: dimension %d has size %lld", c, (long long)dwi->dim[c]);
+    if (dwi->dim[0] > INT32_MAX || dwi->dim[1] > INT32_MAX || dwi->dim[2] > INT32_MAX ||
+        (double)dwi->dim[0] * (double)dwi->dim[1] * (double)dwi->dim[2] > 4e18)
+        return ns_fail(NS_ERR_SIZE, "dwi: %lld x %lld x %lld voxels is too large", (long long)dwi->dim[0],
+                       (long long)dwi->dim[1], (long long)dwi->dim[2]);
+    if (!finite_affine(&dwi->affine[0][0]))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "dwi: the affine must be finite with last row 0 0 0 1");
+    if (n_volumes != dwi->dim[3])
+        return ns_fail(NS_ERR_SIZE, "bvals has %d entries but dwi has %lld volumes", (int)n_volumes,
+                       (long long)dwi->dim[3]);
+    for (int32_t i = 0; i < n_volumes; ++i) {
+        if (!isfinite(bvals[i]) || bvals[i] < 0)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "bvals: entry %d is %g; b-values must be finite and >= 0", (int)i,
+                           bvals[i]);
+        for (int c = 0; c < 3; ++c)
+            if (!isfinite(bvecs[3 * i + c]))
+                return ns_fail(NS_ERR_NOT_FINITE, "bvecs: row %d is not finite", (int)i);
+    }
+    if (tracks->n < 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "tracks: %lld streamlines", (long long)tracks->n);
+    if (tracks->n > 0 && !tracks->offset) return ns_fail(NS_ERR_INVALID_ARGUMENT, "tracks: offset is NULL");
+    if (tracks->n > 0 && tracks->offset[0] != 0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "tracks: offset[0] = %lld, expected 0", (long long)tracks->offset[0]);
+    for (int64_t s = 0; s < tracks->n; ++s)
+        if (tracks->offset[s + 1] < tracks->offset[s])
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "tracks: offset[%lld] = %lld is below offset[%lld] = %lld",
+                           (long long)(s + 1), (long long)tracks->offset[s + 1], (long long)s,
+                           (long long)tracks->offset[s]);
+    const int64_t n_points = tracks->n > 0 ? tracks->offset[tracks->n] : 0;
+    if (n_points > 0 && !tracks->points) return ns_fail(NS_ERR_INVALID_ARGUMENT, "tracks: points is NULL");
+    for (int64_t s = 0; s < tracks->n; ++s)
+        for (int64_t p = tracks->offset[s]; p < tracks->offset[s + 1]; ++p)
+            if (!isfinite(tracks->points[3 * p]) || !isfinite(tracks->points[3 * p + 1]) ||
+                !isfinite(tracks->points[3 * p + 2]))
+                return ns_fail(NS_ERR_NOT_FINITE, "tracks: streamline %lld, point %lld is not finite", (long long)s,
+                               (long long)(p - tracks->offset[s]));
+    if (tracks->to_world && !finite_affine(tracks->to_world))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "tracks: to_world must be finite with last row 0 0 0 1");
+    return NS_OK;
+}
+
+ns_status ns_life_build_arrays(const ns_life_image *dwi, const double *bvals, const double *bvecs, int32_t n_volumes,
+                               const ns_life_streamlines *tracks, const ns_life_build_options *options,
+                               ns_life_built_t **out) {
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_build_arrays: out is NULL");
+    *out = NULL;
+    ns_status s = check_arrays(dwi, bvals, bvecs, n_volumes, tracks);
+    if (s != NS_OK) return s;
+    ns_life_build_options defaults;
+    ns_life_build_options_init(&defaults);
+    const ns_life_build_options *o = options ? options : &defaults;
+    if ((s = check_options(o)) != NS_OK) return s;
+    const double t0 = now();
+    ns_life_built_t *r = calloc(1, sizeof *r);
+    ns_gradients gr = {n_volumes, malloc((size_t)n_volumes * sizeof(double)), malloc((size_t)n_volumes * 3 * sizeof(double))};
+    if (!r || !gr.bvals || !gr.bvecs) {
+        free(r);
+        ns_gradients_free(&gr);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_life_build_arrays");
+    }
+    memcpy(gr.bvals, bvals, (size_t)n_volumes * sizeof(double));
+    memcpy(gr.bvecs, bvecs, (size_t)n_volumes * 3 * sizeof(double)); /* normalised in place by volumes() */
+    r->options = *o;
+    r->options.progress = NULL, r->options.progress_context = NULL;
+    ns_nifti_info info;
+    memset(&info, 0, sizeof info);
+    info.ndim = 4;
+    for (int c = 0; c < 7; ++c) info.dim[c] = c < 4 ? dwi->dim[c] : 1;
+    memcpy(info.affine, dwi->affine, sizeof info.affine);
+    info.datatype = dwi->datatype;
+    info.slope = 1, info.intercept = 0;
+    info.n_values = dwi->dim[0] * dwi->dim[1] * dwi->dim[2] * dwi->dim[3];
+    builder b;
+    memset(&b, 0, sizeof b);
+    b.dwi_path = "dwi", b.tracks_path = "tracks", b.o = o, b.st = &r->stats;
+    b.arr = dwi, b.info = &info, b.sl = tracks;
+    s = build_model(&b, "bvals", "bvecs", &gr, NULL, r);
+    ns_gradients_free(&gr);
     r->stats.seconds = now() - t0;
     if (s != NS_OK) {
         ns_life_built_destroy(r);
