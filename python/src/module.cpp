@@ -286,6 +286,35 @@ struct Simulation {
     ~Simulation() { ns_sim_destroy(s); }
 };
 
+// Simulation.read_var / write_var: the array where the simulation keeps its
+// state (device for CUDA, host for CPU), ns_sim_compartments values.
+ns_sim_var sim_var_of(const std::string &name) {
+    if (name == "v") return NS_SIM_VAR_V;
+    if (name == "m") return NS_SIM_VAR_HH_M;
+    if (name == "h") return NS_SIM_VAR_HH_H;
+    if (name == "n") return NS_SIM_VAR_HH_N;
+    fail(NS_ERR_INVALID_ARGUMENT, "Simulation state variable '" + name + "': expected one of v, m, h, n");
+    return NS_SIM_VAR_V;
+}
+
+void sim_var_call(Simulation &s, const std::string &name, nb::handle arr, nb::handle stream, bool read) {
+    const char *fn = read ? "Simulation.read_var" : "Simulation.write_var";
+    const ns_sim_var var = sim_var_of(name);
+    const bool cuda = ns_sim_backend(s.s) == NS_BACKEND_CUDA;
+    view v = take<double>(arr, fn, read ? "out" : "src", ns_sim_compartments(s.s), cuda ? place::cuda : place::host,
+                          read);
+    void *q = cuda ? stream_of(stream) : nullptr;
+    if (!cuda && !stream.is_none())
+        fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": stream given for a CPU simulation (host arrays, no stream)");
+    std::lock_guard<std::mutex> lock(s.mu);
+    ns_status st;
+    {
+        nb::gil_scoped_release r;
+        st = read ? ns_sim_read_var(s.s, var, (double *)v.ptr, q) : ns_sim_write_var(s.s, var, (const double *)v.ptr, q);
+    }
+    check(st);
+}
+
 struct LifeModel {
     ns_life_model_t *m = nullptr;
     ns_life_built_t *built = nullptr; // when the model came from ns_life_build / ns_life_built_load
@@ -1266,7 +1295,24 @@ NB_MODULE(_core, m) {
             d["h"] = h;
             d["n"] = nn;
             return d;
-        }, "cell"_a, "The state of one cell: dict of v, m, h, n (numpy copies, the cell's compartments).");
+        }, "cell"_a, "The state of one cell: dict of v, m, h, n (numpy copies, the cell's compartments).")
+        .def("cell_offset", [](const Simulation &s, int64_t cell) {
+            const int64_t o = ns_sim_cell_offset(s.s, cell);
+            if (o < 0)
+                fail(NS_ERR_INVALID_ARGUMENT, "Simulation.cell_offset: cell " + std::to_string(cell) + " out of range [0, " +
+                                                  std::to_string(ns_sim_cells(s.s)) + "]");
+            return o;
+        }, "cell"_a, "First compartment of `cell` in the Flat order of read_var / write_var (cells: the total).")
+        .def("read_var", [](Simulation &s, const std::string &var, nb::handle out, nb::handle stream) {
+            sim_var_call(s, var, out, stream, true);
+        }, "var"_a, "out"_a, "stream"_a = nb::none(),
+           "Copy one state variable ('v', 'm', 'h', 'n') of every compartment, Flat order, into `out` (float64, "
+           "ns_sim_compartments values): a CuPy/PyTorch/JAX device array queued on `stream` for a CUDA simulation, "
+           "a numpy array for a CPU one (docs/python.md, 'Coupling').")
+        .def("write_var", [](Simulation &s, const std::string &var, nb::handle src, nb::handle stream) {
+            sim_var_call(s, var, src, stream, false);
+        }, "var"_a, "src"_a, "stream"_a = nb::none(),
+           "Set one state variable of every compartment from `src` (as read_var); takes effect at the next step.");
 
     // ----------------------------------------------------------------- LiFE
     nb::class_<LifeModel>(m, "LifeModel", "A LiFE model (docs/life.md, docs/life_data.md).")

@@ -201,6 +201,32 @@ def test_simulation_on_gpu():
     np.testing.assert_allclose(runs[1][2], runs[0][2], rtol=0, atol=1e-7)
 
 
+def test_simulation_state_on_device():
+    """read_var/write_var on CuPy arrays on a stream of the caller's against
+    the CPU-side state() of a twin, with a coupling step (test_sim.py has the
+    CPU version and the checks)."""
+    cp = pytest.importorskip("cupy")
+    from test_sim import check_coupling, coupled_pair
+    cell = ns.read_swc(os.path.join(MORPH, "ca1_h10.swc")).discretize()
+    sim, twin = coupled_pair(cell, "cuda")
+    stream = cp.cuda.Stream(non_blocking=True)
+
+    def read(s, k):
+        out = cp.full(s.compartments, cp.nan)
+        s.read_var(k, out, stream=stream)
+        stream.synchronize()
+        return cp.asnumpy(out)
+
+    def write(s, k, x):
+        with stream:
+            dev = cp.asarray(x)
+        s.write_var(k, dev, stream=stream)
+
+    check_coupling(sim, twin, read, write)
+    with pytest.raises(ns.InvalidArgumentError, match="expected CUDA device memory"):
+        sim.read_var("v", np.empty(sim.compartments))
+
+
 def test_life_cuda_engine():
     from test_life import DWI, BVAL, BVEC, TRK
     m = ns.LifeModel.build(DWI, BVAL, BVEC, TRK)

@@ -111,6 +111,60 @@ def test_params_and_state(ca1):
     assert sim.spike_compartment(0) == cell.locate(0, 0.5)
 
 
+def coupled_pair(cell, backend):
+    """Two identical simulations, advanced 200 steps."""
+    sims = []
+    for _ in range(2):
+        sim = ns.Simulation([cell], 3, backend=backend)
+        for c in range(3):
+            sim.add_iclamp(c, cell.locate(0, 0.5), 1, 20, 0.5 + 0.3 * c)
+            sim.add_recording(c, cell.locate(0, 0.5))
+        sim.advance(200)
+        sims.append(sim)
+    return sims
+
+
+def check_coupling(sim, twin, read, write):
+    """read_var against the Flat concatenation of state(c) (the per-cell
+    accessor, an independent path); write_var seen by state(c) at once; then
+    a coupling step (the same change written to both) gives the same traces.
+    tests/test_sim_state.c checks write_var against ns_sim_set_state."""
+    n = sim.compartments
+    want = {k: np.concatenate([twin.state(c)[k] for c in range(3)]) for k in "vmhn"}
+    for k in "vmhn":
+        np.testing.assert_array_equal(read(sim, k), want[k])
+    assert [sim.cell_offset(c) for c in range(4)] == [0, n // 3, 2 * n // 3, n]
+    v = want["v"] + 0.5 * np.sin(np.arange(n))
+    write(sim, "v", v)
+    np.testing.assert_array_equal(np.concatenate([sim.state(c)["v"] for c in range(3)]), v)
+    write(twin, "v", v)
+    for s in (sim, twin):
+        s.advance(300)
+    np.testing.assert_array_equal(sim.traces, twin.traces)
+    np.testing.assert_array_equal(np.concatenate([sim.state(c)["v"] for c in range(3)]), read(twin, "v"))
+
+
+def test_state_vectors_cpu(ca1):
+    cell = ca1.discretize()
+    sim, twin = coupled_pair(cell, "cpu")
+
+    def read(s, k):
+        out = np.empty(s.compartments)
+        s.read_var(k, out)
+        return out
+
+    check_coupling(sim, twin, read, lambda s, k, x: s.write_var(k, np.ascontiguousarray(x)))
+    out = np.empty(sim.compartments)
+    with pytest.raises(ns.InvalidArgumentError, match="expected one of v, m, h, n"):
+        sim.read_var("x", out)
+    with pytest.raises(ns.SizeError):
+        sim.read_var("v", np.empty(3))
+    with pytest.raises(ns.InvalidArgumentError, match="stream"):
+        sim.read_var("v", out, stream=1)
+    with pytest.raises(ns.InvalidArgumentError, match="out of range"):
+        sim.cell_offset(4)
+
+
 def test_param_file(tmp_path):
     f = tmp_path / "p.par"
     f.write_text("dt = 0.01\nall.cm = 2\n")
