@@ -74,6 +74,7 @@ typedef struct cpu_shape {
 
 typedef struct cpu_block {
     int32_t shape, w;
+    int32_t split;                  /* 1: one cell run by every thread (run_split) */
     int64_t cell[NS_CPU_LANES_MAX]; /* the cells in lane order (ascending) */
     double *v, *m, *h, *n;          /* n * w each, v[node * w + lane] */
 } cpu_block;
@@ -88,6 +89,9 @@ typedef struct cpu_state {
     cpu_shape *shapes;
     double *store;         /* the blocks' state */
     int64_t max_nw;        /* largest n * w (scratch per thread) */
+    int64_t n_split;       /* blocks run by every thread, one after the other */
+    int64_t *split;        /* their indices */
+    double *split_d, *split_rhs; /* their shared scratch */
 } cpu_state;
 
 static void *aligned(size_t bytes) {
@@ -120,6 +124,9 @@ static void cpu_destroy(ns_sim_t *sim) {
     free(st->thread_begin);
     free(st->order);
     free(st->lane_of);
+    free(st->split);
+    free(st->split_d);
+    free(st->split_rhs);
     free(st->store);
     free(st);
     sim->backend_state = NULL;
@@ -229,27 +236,52 @@ static ns_status cpu_create(ns_sim_t *sim) {
             p += 4 * padded;
         }
     }
-    /* threads and their blocks */
-    st->threads = ns_cpu_threads(requested, st->n_blocks);
+    /* cells split across the threads (cpu_policy.h), then the threads and
+     * the other blocks' owners */
+    int64_t max_split = 0;
+    for (int64_t b = 0; b < st->n_blocks; ++b) {
+        cpu_block *blk = &st->blocks[b];
+        const int32_t n = sim->shapes[blk->shape].n;
+        blk->split = blk->w == 1 && ns_cpu_split(n, sim->n_comp, requested);
+        if (blk->split) {
+            st->n_split++;
+            if (n > max_split) max_split = n;
+        }
+    }
+    st->threads = st->n_split > 0 ? requested : ns_cpu_threads(requested, st->n_blocks);
     {
-        int64_t *weight = malloc((size_t)st->n_blocks * sizeof *weight);
-        int32_t *owner = malloc((size_t)st->n_blocks * sizeof *owner);
+        const int64_t rest = st->n_blocks - st->n_split;
+        int64_t *weight = malloc((size_t)(st->n_blocks + 1) * sizeof *weight);
+        int64_t *index = malloc((size_t)(st->n_blocks + 1) * sizeof *index);
+        int32_t *owner = malloc((size_t)(st->n_blocks + 1) * sizeof *owner);
         st->thread_begin = calloc((size_t)st->threads + 1, sizeof *st->thread_begin);
-        st->order = malloc((size_t)st->n_blocks * sizeof *st->order);
-        int ok = weight && owner && st->thread_begin && st->order;
+        st->order = malloc((size_t)(st->n_blocks + 1) * sizeof *st->order);
+        st->split = malloc((size_t)(st->n_split + 1) * sizeof *st->split);
+        st->split_d = aligned((size_t)max_split * sizeof(double));
+        st->split_rhs = aligned((size_t)max_split * sizeof(double));
+        int ok = weight && index && owner && st->thread_begin && st->order && st->split && st->split_d &&
+                 st->split_rhs;
         if (ok) {
-            for (int64_t b = 0; b < st->n_blocks; ++b)
-                weight[b] = (int64_t)sim->shapes[st->blocks[b].shape].n * st->blocks[b].w;
-            ok = ns_cpu_partition(st->n_blocks, weight, st->threads, owner) >= 0;
+            int64_t q = 0, p = 0;
+            for (int64_t b = 0; b < st->n_blocks; ++b) {
+                if (st->blocks[b].split) {
+                    st->split[p++] = b;
+                    continue;
+                }
+                index[q] = b;
+                weight[q++] = (int64_t)sim->shapes[st->blocks[b].shape].n * st->blocks[b].w;
+            }
+            ok = ns_cpu_partition(rest, weight, st->threads, owner) >= 0;
         }
         if (ok) {
-            for (int64_t b = 0; b < st->n_blocks; ++b) st->thread_begin[owner[b] + 1]++;
+            for (int64_t q = 0; q < rest; ++q) st->thread_begin[owner[q] + 1]++;
             for (int32_t t = 0; t < st->threads; ++t) st->thread_begin[t + 1] += st->thread_begin[t];
             int64_t *at = weight; /* reused as fill positions */
             for (int32_t t = 0; t < st->threads; ++t) at[t] = st->thread_begin[t];
-            for (int64_t b = 0; b < st->n_blocks; ++b) st->order[at[owner[b]]++] = b;
+            for (int64_t q = 0; q < rest; ++q) st->order[at[owner[q]]++] = index[q];
         }
         free(weight);
+        free(index);
         free(owner);
         if (!ok) goto oom;
     }
@@ -390,13 +422,236 @@ NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, int64_t b, int64_t e, const dou
     }
 }
 
-/* The local fault of one block: the first step one of its cells went
- * non-finite, and the lowest such cell. */
 typedef struct block_fault {
     int64_t step, cell;
     int32_t node;
     double value;
 } block_fault;
+
+/* The block's arrays for one width (restrict-qualified views). */
+typedef struct block_view {
+    const sim_shape *s;
+    const cpu_shape *cs;
+    const cpu_block *blk;
+    double *v, *m, *h, *gn;
+    const double *cap;
+} block_view;
+
+NS_ALWAYS_INLINE block_view view_of(const ns_sim_t *sim, const cpu_state *st, const cpu_block *blk) {
+    block_view bv;
+    bv.s = &sim->shapes[blk->shape];
+    bv.cs = &st->shapes[blk->shape];
+    bv.blk = blk;
+    bv.v = blk->v;
+    bv.m = blk->m;
+    bv.h = blk->h;
+    bv.gn = blk->n;
+    bv.cap = bv.cs->cap[log2w(blk->w)];
+    return bv;
+}
+
+/* The membrane pass of nodes [n0, n1) of a block at the half step tm: rhs
+ * and d from zero, pas, IClamp, hh and the capacitance, each node's terms in
+ * NEURON's order (the same values whatever the node range: a cell split
+ * across threads computes what it computes alone). */
+NS_ALWAYS_INLINE void membrane(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
+                               double tm, double *restrict d, double *restrict rhs) {
+    const cpu_shape *cs = bv->cs;
+    const sim_region *R = sim->region;
+    const double *restrict v = bv->v, *restrict m = bv->m, *restrict h = bv->h, *restrict gn = bv->gn;
+    const double *restrict cap = bv->cap;
+    for (int64_t q = (int64_t)n0 * W; q < (int64_t)n1 * W; ++q) {
+        rhs[q] = 0.0;
+        d[q] = 0.0;
+    }
+    for (int32_t u = 0; u < cs->n_runs; ++u) {
+        const cpu_run *run = &cs->runs[u];
+        if (run->region < 0 || !R[run->region].pas || run->end <= n0 || run->begin >= n1) continue;
+        const double g = R[run->region].g_pas, e = R[run->region].e_pas;
+        const int64_t q0 = (int64_t)(run->begin > n0 ? run->begin : n0) * W;
+        const int64_t q1 = (int64_t)(run->end < n1 ? run->end : n1) * W;
+        for (int64_t q = q0; q < q1; ++q) {
+            const double g1 = ns_pas_current(v[q] + .001, g, e);
+            const double i0 = ns_pas_current(v[q], g, e);
+            rhs[q] -= i0;
+            d[q] += (g1 - i0) / .001;
+        }
+    }
+    /* IClamp: an ELECTRODE_CURRENT in nA, turned into mA/cm^2 by 1e2/area;
+     * its slope is 0, so d is left alone */
+    for (int32_t j = 0; j < W; ++j) {
+        const int64_t c = bv->blk->cell[j];
+        for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q) {
+            const sim_stim *stim = &sim->stims[sim->stim_order[q]];
+            if (stim->node < n0 || stim->node >= n1) continue;
+            const double i = (tm < stim->del + stim->dur && tm >= stim->del) ? stim->amp : 0.0;
+            rhs[(int64_t)stim->node * W + j] += i * bv->s->stim_scale[stim->node];
+        }
+    }
+    /* hh, then the capacitance */
+    for (int32_t u = 0; u < cs->n_runs; ++u) {
+        const cpu_run *run = &cs->runs[u];
+        if (run->region < 0 || run->end <= n0 || run->begin >= n1) continue;
+        const sim_region *r = &R[run->region];
+        const int64_t q0 = (int64_t)(run->begin > n0 ? run->begin : n0) * W;
+        const int64_t q1 = (int64_t)(run->end < n1 ? run->end : n1) * W;
+        if (r->hh) {
+            const double gnabar = r->gnabar, gkbar = r->gkbar, gl = r->gl, el = r->el, ena = r->ena, ek = r->ek;
+            for (int64_t q = q0; q < q1; ++q) {
+                const double g1 = ns_hh_current(v[q] + .001, m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
+                const double i0 = ns_hh_current(v[q], m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
+                rhs[q] -= i0;
+                d[q] += (g1 - i0) / .001;
+                d[q] += cap[q];
+            }
+        } else {
+            for (int64_t q = q0; q < q1; ++q) d[q] += cap[q];
+        }
+    }
+}
+
+/* The hh gates of nodes [n0, n1) from the new v. */
+NS_ALWAYS_INLINE void gates_range(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0,
+                                  int32_t n1) {
+    const cpu_shape *cs = bv->cs;
+    for (int32_t u = 0; u < cs->n_runs; ++u) {
+        const cpu_run *run = &cs->runs[u];
+        if (run->region < 0 || !sim->region[run->region].hh || run->end <= n0 || run->begin >= n1) continue;
+        gates(sim, (int64_t)(run->begin > n0 ? run->begin : n0) * W, (int64_t)(run->end < n1 ? run->end : n1) * W,
+              bv->v, bv->m, bv->h, bv->gn);
+    }
+}
+
+/* The axial terms, the Hines solve (ns_hines_solve_one's arithmetic, every
+ * lane at once) and v += rhs; the spike node's old v into v_old. Returns
+ * nonzero when a pivot was zero or not finite (looked for afterwards). */
+NS_ALWAYS_INLINE int solve(const block_view *bv, const int32_t W, double *restrict d, double *restrict rhs,
+                           double *v_old) {
+    const sim_shape *s = bv->s;
+    const int32_t n = s->n;
+    const int64_t nw = (int64_t)n * W;
+    double *restrict v = bv->v;
+    const int32_t *restrict parent = s->parent;
+    const double *restrict a = s->a, *restrict b = s->b;
+    for (int32_t i = 1; i < n; ++i) {
+        const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
+        const double ai = a[i], bi = b[i];
+        for (int32_t j = 0; j < W; ++j) {
+            const double dv = v[pi + j] - v[ii + j];
+            rhs[ii + j] -= bi * dv;
+            rhs[pi + j] += ai * dv;
+            d[ii + j] -= bi;
+            d[pi + j] -= ai;
+        }
+    }
+    int bad = 0;
+    for (int32_t i = n - 1; i >= 1; --i) {
+        const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
+        const double ai = a[i], bi = b[i];
+        for (int32_t j = 0; j < W; ++j) {
+            const double piv = d[ii + j];
+            bad |= !(fabs(piv) <= DBL_MAX) | (piv == 0.0);
+            const double f = ai / piv;
+            d[pi + j] -= f * bi;
+            rhs[pi + j] -= f * rhs[ii + j];
+        }
+    }
+    for (int32_t j = 0; j < W; ++j) {
+        bad |= !(fabs(d[j]) <= DBL_MAX) | (d[j] == 0.0);
+        rhs[j] /= d[j];
+    }
+    for (int32_t i = 1; i < n; ++i) {
+        const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
+        const double bi = b[i];
+        for (int32_t j = 0; j < W; ++j) rhs[ii + j] = (rhs[ii + j] - bi * rhs[pi + j]) / d[ii + j];
+    }
+    const int64_t sp = (int64_t)s->spike_node * W;
+    for (int32_t j = 0; j < W; ++j) v_old[j] = v[sp + j];
+    for (int64_t q = 0; q < nw; ++q) v[q] += rhs[q];
+    return bad;
+}
+
+/* After the solve of step `step` (the `k`-th of `steps`): the faults (a bad
+ * pivot, or a non-finite v at a check step or the call's last step).
+ * Returns 1 on a fault (filled in), else 0. */
+NS_ALWAYS_INLINE int faults(const ns_sim_t *sim, const block_view *bv, const int32_t W, int bad, int64_t step,
+                            int64_t k, int64_t steps, const double *d, block_fault *fault) {
+    const int32_t n = bv->s->n;
+    const int64_t nw = (int64_t)n * W;
+    const double *v = bv->v;
+    const cpu_block *blk = bv->blk;
+    if (bad) {
+        /* the first bad pivot of each lane, from the leaves as the solve
+         * meets them (a pivot is final once its node is eliminated); the
+         * lowest cell of the block with one */
+        for (int32_t j = 0; j < W; ++j)
+            for (int32_t i = n - 1; i >= 0; --i) {
+                const double piv = d[(int64_t)i * W + j];
+                if (piv == 0.0 || !isfinite(piv)) {
+                    if (blk->cell[j] < fault->cell || fault->step != step) {
+                        fault->step = step;
+                        fault->cell = blk->cell[j];
+                        fault->node = i;
+                        fault->value = NAN;
+                    }
+                    break;
+                }
+            }
+        if (fault->step == step) return 1;
+    }
+    if ((step % sim->options.check_every) == 0 || k == steps - 1) {
+        int finite = 1;
+        for (int64_t q = 0; q < nw; ++q) finite &= fabs(v[q]) <= DBL_MAX;
+        if (!finite) {
+            for (int32_t j = 0; j < W; ++j)
+                for (int32_t i = 0; i < n; ++i) {
+                    const double x = v[(int64_t)i * W + j];
+                    if (!isfinite(x)) {
+                        if (fault->step != step || blk->cell[j] < fault->cell) {
+                            fault->step = step;
+                            fault->cell = blk->cell[j];
+                            fault->node = i;
+                            fault->value = x;
+                        }
+                        break;
+                    }
+                }
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Spikes (threshold crossings at the spike node, interpolated in time
+ * between tp and t) and the recorded sites at step `step`. Returns -1 when
+ * a spike could not be stored. */
+NS_ALWAYS_INLINE int spikes_and_records(ns_sim_t *sim, const block_view *bv, const int32_t W, const double *v_old,
+                                        double tp, double t, int64_t step) {
+    const double thr = sim->params.spike_threshold;
+    const double *v = bv->v;
+    const cpu_block *blk = bv->blk;
+    const int64_t sp = (int64_t)bv->s->spike_node * W;
+    for (int32_t j = 0; j < W; ++j) {
+        const double vs = v[sp + j];
+        if (v_old[j] < thr && vs >= thr) {
+            const double tc = tp + (t - tp) * (thr - v_old[j]) / (vs - v_old[j]);
+            if (ns_sim_push_spike(sim, blk->cell[j], tc) != 0) return -1;
+        }
+    }
+    const int64_t every = sim->options.record_every;
+    const int32_t nrec = sim->n_recs;
+    if (step % every == 0 && nrec > 0) {
+        double *row = sim->traces + (size_t)(step / every) * (size_t)nrec;
+        for (int32_t j = 0; j < W; ++j) {
+            const int64_t c = blk->cell[j];
+            for (int64_t q = sim->rec_begin[c]; q < sim->rec_begin[c + 1]; ++q) {
+                const int32_t site = sim->rec_order[q];
+                row[site] = v[(int64_t)sim->recs[site].node * W + j];
+            }
+        }
+    }
+    return 0;
+}
 
 /* Advance block `blk` (of W lanes) by `steps` steps from step count `step0`
  * at time t0. d and rhs are scratch of at least n * W. Returns 0, or 1 on a
@@ -404,174 +659,65 @@ typedef struct block_fault {
 NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, const int32_t W,
                                int64_t step0, int64_t steps, double t0, double *restrict d,
                                double *restrict rhs, block_fault *fault) {
-    const sim_shape *s = &sim->shapes[blk->shape];
-    const cpu_shape *cs = &st->shapes[blk->shape];
-    const int32_t n = s->n;
-    const int64_t nw = (int64_t)n * W;
-    double *restrict v = blk->v, *restrict m = blk->m, *restrict h = blk->h, *restrict gn = blk->n;
-    const double *restrict cap = cs->cap[log2w(W)];
-    const int32_t *restrict parent = s->parent;
-    const double *restrict a = s->a, *restrict b = s->b;
-    const sim_region *R = sim->region;
+    const block_view bv = view_of(sim, st, blk);
+    const int32_t n = bv.s->n;
     const double dt = sim->params.dt;
-    const double thr = sim->params.spike_threshold;
-    const int64_t every = sim->options.record_every, check = sim->options.check_every;
-    const int32_t nrec = sim->n_recs;
-    const int64_t sp = (int64_t)s->spike_node * W;
     double t = t0;
     for (int64_t k = 0; k < steps; ++k) {
         const double tp = t;
         const double tm = ns_sim_half_step(t, dt);
-        /* the zero start of rhs and d, and pas */
-        for (int64_t q = 0; q < nw; ++q) {
-            rhs[q] = 0.0;
-            d[q] = 0.0;
-        }
-        for (int32_t u = 0; u < cs->n_runs; ++u) {
-            const cpu_run *run = &cs->runs[u];
-            if (run->region < 0 || !R[run->region].pas) continue;
-            const double g = R[run->region].g_pas, e = R[run->region].e_pas;
-            for (int64_t q = (int64_t)run->begin * W; q < (int64_t)run->end * W; ++q) {
-                const double g1 = ns_pas_current(v[q] + .001, g, e);
-                const double i0 = ns_pas_current(v[q], g, e);
-                rhs[q] -= i0;
-                d[q] += (g1 - i0) / .001;
-            }
-        }
-        /* IClamp: an ELECTRODE_CURRENT in nA, turned into mA/cm^2 by 1e2/area;
-         * its slope is 0, so d is left alone */
-        for (int32_t j = 0; j < W; ++j) {
-            const int64_t c = blk->cell[j];
-            for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q) {
-                const sim_stim *stim = &sim->stims[sim->stim_order[q]];
-                const double i = (tm < stim->del + stim->dur && tm >= stim->del) ? stim->amp : 0.0;
-                rhs[(int64_t)stim->node * W + j] += i * s->stim_scale[stim->node];
-            }
-        }
-        /* hh, then the capacitance */
-        for (int32_t u = 0; u < cs->n_runs; ++u) {
-            const cpu_run *run = &cs->runs[u];
-            if (run->region < 0) continue;
-            const sim_region *r = &R[run->region];
-            const int64_t q0 = (int64_t)run->begin * W, q1 = (int64_t)run->end * W;
-            if (r->hh) {
-                const double gnabar = r->gnabar, gkbar = r->gkbar, gl = r->gl, el = r->el, ena = r->ena,
-                             ek = r->ek;
-                for (int64_t q = q0; q < q1; ++q) {
-                    const double g1 = ns_hh_current(v[q] + .001, m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
-                    const double i0 = ns_hh_current(v[q], m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
-                    rhs[q] -= i0;
-                    d[q] += (g1 - i0) / .001;
-                    d[q] += cap[q];
-                }
-            } else {
-                for (int64_t q = q0; q < q1; ++q) d[q] += cap[q];
-            }
-        }
-        /* axial terms */
-        for (int32_t i = 1; i < n; ++i) {
-            const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
-            const double ai = a[i], bi = b[i];
-            for (int32_t j = 0; j < W; ++j) {
-                const double dv = v[pi + j] - v[ii + j];
-                rhs[ii + j] -= bi * dv;
-                rhs[pi + j] += ai * dv;
-                d[ii + j] -= bi;
-                d[pi + j] -= ai;
-            }
-        }
-        /* Hines solve, every lane at once (ns_hines_solve_one's arithmetic);
-         * a pivot that is zero or not finite is looked for afterwards */
-        int bad = 0;
-        for (int32_t i = n - 1; i >= 1; --i) {
-            const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
-            const double ai = a[i], bi = b[i];
-            for (int32_t j = 0; j < W; ++j) {
-                const double piv = d[ii + j];
-                bad |= !(fabs(piv) <= DBL_MAX) | (piv == 0.0);
-                const double f = ai / piv;
-                d[pi + j] -= f * bi;
-                rhs[pi + j] -= f * rhs[ii + j];
-            }
-        }
-        for (int32_t j = 0; j < W; ++j) {
-            bad |= !(fabs(d[j]) <= DBL_MAX) | (d[j] == 0.0);
-            rhs[j] /= d[j];
-        }
-        for (int32_t i = 1; i < n; ++i) {
-            const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
-            const double bi = b[i];
-            for (int32_t j = 0; j < W; ++j) rhs[ii + j] = (rhs[ii + j] - bi * rhs[pi + j]) / d[ii + j];
-        }
-        double v_spike_old[NS_CPU_LANES_MAX];
-        for (int32_t j = 0; j < W; ++j) v_spike_old[j] = v[sp + j];
-        for (int64_t q = 0; q < nw; ++q) v[q] += rhs[q];
+        membrane(sim, &bv, W, 0, n, tm, d, rhs);
+        double v_old[NS_CPU_LANES_MAX];
+        const int bad = solve(&bv, W, d, rhs, v_old);
         t = ns_sim_half_step(tm, dt);
         const int64_t step = step0 + k + 1;
-        if (bad) {
-            /* the first bad pivot of each lane, from the leaves as the solve
-             * meets them (a pivot is final once its node is eliminated); the
-             * lowest cell of the block with one */
-            for (int32_t j = 0; j < W; ++j)
-                for (int32_t i = n - 1; i >= 0; --i) {
-                    const double piv = d[(int64_t)i * W + j];
-                    if (piv == 0.0 || !isfinite(piv)) {
-                        if (blk->cell[j] < fault->cell || fault->step != step) {
-                            fault->step = step;
-                            fault->cell = blk->cell[j];
-                            fault->node = i;
-                            fault->value = NAN;
-                        }
-                        break;
-                    }
-                }
-            if (fault->step == step) return 1;
-        }
-        if ((step % check) == 0 || k == steps - 1) {
-            int finite = 1;
-            for (int64_t q = 0; q < nw; ++q) finite &= fabs(v[q]) <= DBL_MAX;
-            if (!finite) {
-                for (int32_t j = 0; j < W; ++j)
-                    for (int32_t i = 0; i < n; ++i) {
-                        const double x = v[(int64_t)i * W + j];
-                        if (!isfinite(x)) {
-                            if (fault->step != step || blk->cell[j] < fault->cell) {
-                                fault->step = step;
-                                fault->cell = blk->cell[j];
-                                fault->node = i;
-                                fault->value = x;
-                            }
-                            break;
-                        }
-                    }
-                return 1;
-            }
-        }
-        /* hh gates from the new v */
-        for (int32_t u = 0; u < cs->n_runs; ++u) {
-            const cpu_run *run = &cs->runs[u];
-            if (run->region < 0 || !R[run->region].hh) continue;
-            gates(sim, (int64_t)run->begin * W, (int64_t)run->end * W, v, m, h, gn);
-        }
-        for (int32_t j = 0; j < W; ++j) {
-            const double vs = v[sp + j];
-            if (v_spike_old[j] < thr && vs >= thr) {
-                const double tc = tp + (t - tp) * (thr - v_spike_old[j]) / (vs - v_spike_old[j]);
-                if (ns_sim_push_spike(sim, blk->cell[j], tc) != 0) return -1;
-            }
-        }
-        if (step % every == 0 && nrec > 0) {
-            double *row = sim->traces + (size_t)(step / every) * (size_t)nrec;
-            for (int32_t j = 0; j < W; ++j) {
-                const int64_t c = blk->cell[j];
-                for (int64_t q = sim->rec_begin[c]; q < sim->rec_begin[c + 1]; ++q) {
-                    const int32_t site = sim->rec_order[q];
-                    row[site] = v[(int64_t)sim->recs[site].node * W + j];
-                }
-            }
-        }
+        if (faults(sim, &bv, W, bad, step, k, steps, d, fault)) return 1;
+        gates_range(sim, &bv, W, 0, n);
+        if (spikes_and_records(sim, &bv, W, v_old, tp, t, step) != 0) return -1;
     }
     return 0;
+}
+
+/* Advance one cell (a block of width 1) by `steps` steps with every thread
+ * of the parallel region (`team` threads, this one `me`): the membrane pass
+ * and the gates over node ranges of the threads, the solve on thread 0
+ * between two barriers. The same values as run_block's (node by node the
+ * same arithmetic), whatever the team. Every thread of the team must call
+ * it; `stop` is shared. Returns as run_block (on thread 0; the others 0). */
+NS_ALWAYS_INLINE int run_split(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, int32_t me, int32_t team,
+                               int64_t step0, int64_t steps, double t0, double *d, double *rhs, int *stop,
+                               block_fault *fault) {
+    const block_view bv = view_of(sim, st, blk);
+    const int32_t n = bv.s->n;
+    const int32_t n0 = (int32_t)((int64_t)n * me / team), n1 = (int32_t)((int64_t)n * (me + 1) / team);
+    const double dt = sim->params.dt;
+    double t = t0;
+    int r = 0;
+    for (int64_t k = 0; k < steps; ++k) {
+        const double tp = t;
+        const double tm = ns_sim_half_step(t, dt);
+        membrane(sim, &bv, 1, n0, n1, tm, d, rhs);
+        t = ns_sim_half_step(tm, dt);
+        const int64_t step = step0 + k + 1;
+#ifdef NS_HAVE_OPENMP
+#pragma omp barrier
+#endif
+        if (me == 0) {
+            double v_old[1];
+            const int bad = solve(&bv, 1, d, rhs, v_old);
+            if (faults(sim, &bv, 1, bad, step, k, steps, d, fault)) r = 1;
+            else if (spikes_and_records(sim, &bv, 1, v_old, tp, t, step) != 0) r = -1;
+            *stop = r != 0;
+        }
+#ifdef NS_HAVE_OPENMP
+#pragma omp barrier
+#endif
+        if (*stop) break;
+        gates_range(sim, &bv, 1, n0, n1);
+    }
+    /* the next membrane pass (or the caller) reads only this thread's nodes;
+     * the caller's barrier ends the call */
+    return r;
 }
 
 /* One function per width, so that the lane loops have a constant trip count;
@@ -598,12 +744,18 @@ NS_RUN_W(4)
 NS_RUN_W(8)
 #undef NS_RUN_W
 
+NS_CLONES static int run_split_1(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, int32_t me, int32_t team,
+                                 int64_t step0, int64_t steps, double t0, int *stop, block_fault *fault) {
+    return run_split(sim, st, blk, me, team, step0, steps, t0, st->split_d, st->split_rhs, stop, fault);
+}
+
 static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
     cpu_state *st = sim->backend_state;
     const int64_t step0 = sim->steps;
     const double t0 = sim->t;
     const int32_t threads = st->threads;
     int out_of_memory = 0;
+    int stop = 0; /* run_split's, shared */
 #ifdef NS_HAVE_OPENMP
 #pragma omp parallel num_threads(threads) if (threads > 1)
 #endif
@@ -616,6 +768,21 @@ static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         double *rhs = aligned((size_t)st->max_nw * sizeof *rhs);
         sim_fault mine = {INT64_MAX, -1, -1, 0.0};
         int oom = !d || !rhs;
+        /* the split cells first, every thread on each, then each thread's blocks */
+        for (int64_t q = 0; q < st->n_split; ++q) {
+            block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+            const int r = run_split_1(sim, st, &st->blocks[st->split[q]], t, threads, step0, steps, t0, &stop, &f);
+#ifdef NS_HAVE_OPENMP
+#pragma omp barrier
+#endif
+            if (r < 0) oom = 1;
+            if (r > 0 && (f.step < mine.step || (f.step == mine.step && f.cell < mine.cell))) {
+                mine.step = f.step;
+                mine.cell = f.cell;
+                mine.node = f.node;
+                mine.value = f.value;
+            }
+        }
         for (int64_t q = st->thread_begin[t]; q < st->thread_begin[t + 1] && !oom; ++q) {
             const cpu_block *blk = &st->blocks[st->order[q]];
             block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
