@@ -423,14 +423,15 @@ out:
  * one): mouselight_AA0059 (5,500 compartments) with three allen_rbp4 cells,
  * at 2, 3 and 5 threads, against one thread, bit for bit (traces at 24 sites
  * of the large cell, every cell's final state, spikes); and a fault in the
- * split cell (an IClamp of 1e308 nA) reported as with one thread. */
+ * split cell or in a small one beside it (an IClamp of 1e308 nA) reported as
+ * with one thread. */
 typedef struct split_run {
     double *traces, *state;
     int64_t samples, n_state, spikes;
     char error[512];
 } split_run;
 
-static void run_split_case(int threads, double amp, split_run *out) {
+static void run_split_case(int threads, int64_t fault_cell, double amp, split_run *out) {
     memset(out, 0, sizeof *out);
     ns_morph_t *m1 = NULL, *m2 = NULL;
     ns_cell_t *big = NULL, *small = NULL;
@@ -458,7 +459,7 @@ static void run_split_case(int threads, double amp, split_run *out) {
     for (int64_t c = 0; c < 4; ++c) {
         int32_t soma;
         CHECK_OK(ns_sim_locate(shapes[cell_shape[c]], 0, 0.5, &soma));
-        CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 1.0 + 0.5 * (double)c, 30.0, c == 1 ? amp : 0.3));
+        CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 1.0 + 0.5 * (double)c, 30.0, c == fault_cell ? amp : 0.3));
     }
     for (int32_t node = 0; node < 5500; node += 239) CHECK_OK(ns_sim_add_recording(sim, 1, node, NULL));
     const ns_status st = ns_sim_advance(sim, 800);
@@ -493,11 +494,11 @@ out:
 
 static void test_split_cell(void) {
     split_run one, many;
-    run_split_case(1, 1.0, &one);
+    run_split_case(1, 1, 1.0, &one);
     CHECK(one.traces && one.spikes >= 4);
     for (int q = 0; q < 3 && one.traces; ++q) {
         const int threads = q == 0 ? 2 : q == 1 ? 3 : 5;
-        run_split_case(threads, 1.0, &many);
+        run_split_case(threads, 1, 1.0, &many);
         CHECK_MSG(many.traces && many.samples == one.samples && many.spikes == one.spikes,
                   "split cell, %d threads: %lld spikes, %lld with one thread", threads, (long long)many.spikes,
                   (long long)one.spikes);
@@ -511,16 +512,21 @@ static void test_split_cell(void) {
     }
     free(one.traces);
     free(one.state);
-    /* a fault in the split cell: the same step, cell and node as one thread's */
-    run_split_case(1, 1e308, &one);
-    run_split_case(3, 1e308, &many);
-    CHECK_MSG(one.error[0] && strstr(one.error, "cell 1,") != NULL, "fault with one thread: '%s'", one.error);
-    CHECK_MSG(strcmp(one.error, many.error) == 0, "fault: '%s' with one thread, '%s' with 3", one.error,
-              many.error);
-    free(one.traces);
-    free(one.state);
-    free(many.traces);
-    free(many.state);
+    /* a fault in the split cell, then in a small cell while the large one
+     * runs split: the same step, cell and node as one thread's */
+    for (int64_t cell = 1; cell >= 0; --cell) {
+        run_split_case(1, cell, 1e308, &one);
+        run_split_case(3, cell, 1e308, &many);
+        char want[32];
+        snprintf(want, sizeof want, "cell %lld,", (long long)cell);
+        CHECK_MSG(one.error[0] && strstr(one.error, want) != NULL, "fault with one thread: '%s'", one.error);
+        CHECK_MSG(strcmp(one.error, many.error) == 0, "fault: '%s' with one thread, '%s' with 3", one.error,
+                  many.error);
+        free(one.traces);
+        free(one.state);
+        free(many.traces);
+        free(many.state);
+    }
 }
 
 int main(void) {

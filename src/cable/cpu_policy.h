@@ -33,7 +33,8 @@ int64_t ns_cpu_blocks(int64_t cells, int32_t wmax, int32_t *widths);
 
 /* Whether a cell of `n` compartments (a block of width 1) runs on all
  * `threads` threads, its membrane and gate passes split by node ranges and
- * its solve on one thread (step_cpu.c, run_split): when alone it exceeds one
+ * its solve on one thread while the others advance their own blocks
+ * (step_cpu.c, cpu_advance): when alone it exceeds one
  * thread's share of the `total` compartments (it would bound the run's
  * time: the 38,580-compartment cell of the bundled mix at 16 threads) and
  * it has at least NS_CPU_SPLIT_MIN_PER_THREAD compartments per thread.

@@ -91,7 +91,9 @@ typedef struct cpu_state {
     int64_t max_nw;        /* largest n * w (scratch per thread) */
     int64_t n_split;       /* blocks run by every thread, one after the other */
     int64_t *split;        /* their indices */
-    double *split_d, *split_rhs; /* their shared scratch */
+    int64_t *split_at;     /* each one's offset in the shared scratch */
+    double *split_d, *split_rhs; /* their shared scratch (d, rhs) */
+    int *split_stopped;    /* per split cell: stopped by a fault in this call */
 } cpu_state;
 
 static void *aligned(size_t bytes) {
@@ -125,6 +127,8 @@ static void cpu_destroy(ns_sim_t *sim) {
     free(st->order);
     free(st->lane_of);
     free(st->split);
+    free(st->split_at);
+    free(st->split_stopped);
     free(st->split_d);
     free(st->split_rhs);
     free(st->store);
@@ -238,14 +242,14 @@ static ns_status cpu_create(ns_sim_t *sim) {
     }
     /* cells split across the threads (cpu_policy.h), then the threads and
      * the other blocks' owners */
-    int64_t max_split = 0;
+    int64_t split_total = 0;
     for (int64_t b = 0; b < st->n_blocks; ++b) {
         cpu_block *blk = &st->blocks[b];
         const int32_t n = sim->shapes[blk->shape].n;
         blk->split = blk->w == 1 && ns_cpu_split(n, sim->n_comp, requested);
         if (blk->split) {
             st->n_split++;
-            if (n > max_split) max_split = n;
+            split_total += n;
         }
     }
     st->threads = st->n_split > 0 ? requested : ns_cpu_threads(requested, st->n_blocks);
@@ -257,21 +261,28 @@ static ns_status cpu_create(ns_sim_t *sim) {
         st->thread_begin = calloc((size_t)st->threads + 1, sizeof *st->thread_begin);
         st->order = malloc((size_t)(st->n_blocks + 1) * sizeof *st->order);
         st->split = malloc((size_t)(st->n_split + 1) * sizeof *st->split);
-        st->split_d = aligned((size_t)max_split * sizeof(double));
-        st->split_rhs = aligned((size_t)max_split * sizeof(double));
-        int ok = weight && index && owner && st->thread_begin && st->order && st->split && st->split_d &&
-                 st->split_rhs;
+        st->split_at = malloc((size_t)(st->n_split + 1) * sizeof *st->split_at);
+        st->split_stopped = calloc((size_t)(st->n_split + 1), sizeof *st->split_stopped);
+        st->split_d = aligned((size_t)split_total * sizeof(double));
+        st->split_rhs = aligned((size_t)split_total * sizeof(double));
+        int ok = weight && index && owner && st->thread_begin && st->order && st->split && st->split_at &&
+                 st->split_stopped && st->split_d && st->split_rhs;
         if (ok) {
             int64_t q = 0, p = 0;
             for (int64_t b = 0; b < st->n_blocks; ++b) {
                 if (st->blocks[b].split) {
+                    st->split_at[p] = p > 0 ? st->split_at[p - 1] + sim->shapes[st->blocks[st->split[p - 1]].shape].n : 0;
                     st->split[p++] = b;
                     continue;
                 }
                 index[q] = b;
                 weight[q++] = (int64_t)sim->shapes[st->blocks[b].shape].n * st->blocks[b].w;
             }
-            ok = ns_cpu_partition(rest, weight, st->threads, owner) >= 0;
+            /* threads below n_split solve a split cell each: the other
+             * blocks go to the threads from n_split on (n_split < threads: a
+             * split cell has more than 1/threads of the compartments) */
+            ok = ns_cpu_partition(rest, weight, st->threads - (int32_t)st->n_split, owner) >= 0;
+            for (int64_t x = 0; ok && x < rest; ++x) owner[x] += (int32_t)st->n_split;
         }
         if (ok) {
             for (int64_t q = 0; q < rest; ++q) st->thread_begin[owner[q] + 1]++;
@@ -653,17 +664,18 @@ NS_ALWAYS_INLINE int spikes_and_records(ns_sim_t *sim, const block_view *bv, con
     return 0;
 }
 
-/* Advance block `blk` (of W lanes) by `steps` steps from step count `step0`
- * at time t0. d and rhs are scratch of at least n * W. Returns 0, or 1 on a
- * fault (filled in), or -1 when a spike could not be stored. */
+/* Advance block `blk` (of W lanes) through steps k0 <= k < k1 of a call of
+ * `steps` steps from step count `step0`; t0 is the time at step k0. d and
+ * rhs are scratch of at least n * W. Returns 0, or 1 on a fault (filled
+ * in), or -1 when a spike could not be stored. */
 NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, const int32_t W,
-                               int64_t step0, int64_t steps, double t0, double *restrict d,
-                               double *restrict rhs, block_fault *fault) {
+                               int64_t step0, int64_t k0, int64_t k1, int64_t steps, double t0,
+                               double *restrict d, double *restrict rhs, block_fault *fault) {
     const block_view bv = view_of(sim, st, blk);
     const int32_t n = bv.s->n;
     const double dt = sim->params.dt;
     double t = t0;
-    for (int64_t k = 0; k < steps; ++k) {
+    for (int64_t k = k0; k < k1; ++k) {
         const double tp = t;
         const double tm = ns_sim_half_step(t, dt);
         membrane(sim, &bv, W, 0, n, tm, d, rhs);
@@ -676,48 +688,6 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
         if (spikes_and_records(sim, &bv, W, v_old, tp, t, step) != 0) return -1;
     }
     return 0;
-}
-
-/* Advance one cell (a block of width 1) by `steps` steps with every thread
- * of the parallel region (`team` threads, this one `me`): the membrane pass
- * and the gates over node ranges of the threads, the solve on thread 0
- * between two barriers. The same values as run_block's (node by node the
- * same arithmetic), whatever the team. Every thread of the team must call
- * it; `stop` is shared. Returns as run_block (on thread 0; the others 0). */
-NS_ALWAYS_INLINE int run_split(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, int32_t me, int32_t team,
-                               int64_t step0, int64_t steps, double t0, double *d, double *rhs, int *stop,
-                               block_fault *fault) {
-    const block_view bv = view_of(sim, st, blk);
-    const int32_t n = bv.s->n;
-    const int32_t n0 = (int32_t)((int64_t)n * me / team), n1 = (int32_t)((int64_t)n * (me + 1) / team);
-    const double dt = sim->params.dt;
-    double t = t0;
-    int r = 0;
-    for (int64_t k = 0; k < steps; ++k) {
-        const double tp = t;
-        const double tm = ns_sim_half_step(t, dt);
-        membrane(sim, &bv, 1, n0, n1, tm, d, rhs);
-        t = ns_sim_half_step(tm, dt);
-        const int64_t step = step0 + k + 1;
-#ifdef NS_HAVE_OPENMP
-#pragma omp barrier
-#endif
-        if (me == 0) {
-            double v_old[1];
-            const int bad = solve(&bv, 1, d, rhs, v_old);
-            if (faults(sim, &bv, 1, bad, step, k, steps, d, fault)) r = 1;
-            else if (spikes_and_records(sim, &bv, 1, v_old, tp, t, step) != 0) r = -1;
-            *stop = r != 0;
-        }
-#ifdef NS_HAVE_OPENMP
-#pragma omp barrier
-#endif
-        if (*stop) break;
-        gates_range(sim, &bv, 1, n0, n1);
-    }
-    /* the next membrane pass (or the caller) reads only this thread's nodes;
-     * the caller's barrier ends the call */
-    return r;
 }
 
 /* One function per width, so that the lane loops have a constant trip count;
@@ -735,8 +705,9 @@ NS_ALWAYS_INLINE int run_split(ns_sim_t *sim, const cpu_state *st, const cpu_blo
 #endif
 #define NS_RUN_W(W)                                                                                      \
     NS_CLONES static int run_block_##W(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, int64_t step0,   \
-                             int64_t steps, double t0, double *d, double *rhs, block_fault *fault) {    \
-        return run_block(sim, st, blk, W, step0, steps, t0, d, rhs, fault);                             \
+                                       int64_t k0, int64_t k1, int64_t steps, double t0, double *d, double *rhs, \
+                                       block_fault *fault) {                                                 \
+        return run_block(sim, st, blk, W, step0, k0, k1, steps, t0, d, rhs, fault);                         \
     }
 NS_RUN_W(1)
 NS_RUN_W(2)
@@ -744,9 +715,54 @@ NS_RUN_W(4)
 NS_RUN_W(8)
 #undef NS_RUN_W
 
-NS_CLONES static int run_split_1(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, int32_t me, int32_t team,
-                                 int64_t step0, int64_t steps, double t0, int *stop, block_fault *fault) {
-    return run_split(sim, st, blk, me, team, step0, steps, t0, st->split_d, st->split_rhs, stop, fault);
+/* The split cells' parts of one step (cpu_policy.h, ns_cpu_split): the
+ * membrane pass (part 0) or the gates (part 1) over this thread's node range
+ * of every split cell not stopped; or (part 2, on the cell's own thread) the
+ * solve, the faults, spikes and recording of split cell `s`. Node by node
+ * the arithmetic of run_block, so the same values whatever the team. */
+NS_CLONES static int split_part(ns_sim_t *sim, const cpu_state *st, int part, int64_t s, int32_t me, int32_t team,
+                                int64_t step0, int64_t k, int64_t steps, double tp, double t,
+                                block_fault *fault) {
+    if (part == 2) {
+        const block_view bv = view_of(sim, st, &st->blocks[st->split[s]]);
+        double *d = st->split_d + st->split_at[s], *rhs = st->split_rhs + st->split_at[s];
+        double v_old[1];
+        const int bad = solve(&bv, 1, d, rhs, v_old);
+        const int64_t step = step0 + k + 1;
+        if (faults(sim, &bv, 1, bad, step, k, steps, d, fault)) return 1;
+        return spikes_and_records(sim, &bv, 1, v_old, tp, t, step) != 0 ? -1 : 0;
+    }
+    const double tm = ns_sim_half_step(tp, sim->params.dt);
+    for (int64_t q = 0; q < st->n_split; ++q) {
+        if (st->split_stopped[q]) continue;
+        const block_view bv = view_of(sim, st, &st->blocks[st->split[q]]);
+        const int32_t n = bv.s->n;
+        const int32_t n0 = (int32_t)((int64_t)n * me / team), n1 = (int32_t)((int64_t)n * (me + 1) / team);
+        if (part == 0)
+            membrane(sim, &bv, 1, n0, n1, tm, st->split_d + st->split_at[q], st->split_rhs + st->split_at[q]);
+        else
+            gates_range(sim, &bv, 1, n0, n1);
+    }
+    return 0;
+}
+
+static int run_one(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, int64_t step0, int64_t k0, int64_t k1,
+                   int64_t steps, double t0, double *d, double *rhs, block_fault *f) {
+    switch (blk->w) {
+    case 8: return run_block_8(sim, st, blk, step0, k0, k1, steps, t0, d, rhs, f);
+    case 4: return run_block_4(sim, st, blk, step0, k0, k1, steps, t0, d, rhs, f);
+    case 2: return run_block_2(sim, st, blk, step0, k0, k1, steps, t0, d, rhs, f);
+    default: return run_block_1(sim, st, blk, step0, k0, k1, steps, t0, d, rhs, f);
+    }
+}
+
+static void keep_first(sim_fault *mine, const block_fault *f) {
+    if (f->step < mine->step || (f->step == mine->step && f->cell < mine->cell)) {
+        mine->step = f->step;
+        mine->cell = f->cell;
+        mine->node = f->node;
+        mine->value = f->value;
+    }
 }
 
 static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
@@ -755,7 +771,7 @@ static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
     const double t0 = sim->t;
     const int32_t threads = st->threads;
     int out_of_memory = 0;
-    int stop = 0; /* run_split's, shared */
+    for (int64_t q = 0; q < st->n_split; ++q) st->split_stopped[q] = 0;
 #ifdef NS_HAVE_OPENMP
 #pragma omp parallel num_threads(threads) if (threads > 1)
 #endif
@@ -768,38 +784,54 @@ static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         double *rhs = aligned((size_t)st->max_nw * sizeof *rhs);
         sim_fault mine = {INT64_MAX, -1, -1, 0.0};
         int oom = !d || !rhs;
-        /* the split cells first, every thread on each, then each thread's blocks */
-        for (int64_t q = 0; q < st->n_split; ++q) {
-            block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
-            const int r = run_split_1(sim, st, &st->blocks[st->split[q]], t, threads, step0, steps, t0, &stop, &f);
+        if (st->n_split == 0) {
+            /* each block through all the steps, one after the other */
+            for (int64_t q = st->thread_begin[t]; q < st->thread_begin[t + 1] && !oom; ++q) {
+                block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                const int r = run_one(sim, st, &st->blocks[st->order[q]], step0, 0, steps, steps, t0, d, rhs, &f);
+                if (r < 0) oom = 1;
+                if (r > 0) keep_first(&mine, &f);
+            }
+        } else {
+            /* step by step: every thread runs its node range of the split
+             * cells' membrane pass; a barrier; thread s < n_split solves split
+             * cell s while the other threads advance their own blocks by the
+             * step; a barrier; every thread runs its range of the gates */
+            const int64_t q0 = st->thread_begin[t], q1 = st->thread_begin[t + 1];
+            char *done = calloc((size_t)(q1 - q0 + 1), 1);
+            oom |= !done;
+            double tp = t0;
+            for (int64_t k = 0; k < steps; ++k) {
+                const double tn = ns_sim_half_step(ns_sim_half_step(tp, sim->params.dt), sim->params.dt);
+                split_part(sim, st, 0, 0, t, threads, step0, k, steps, tp, tn, NULL);
 #ifdef NS_HAVE_OPENMP
 #pragma omp barrier
 #endif
-            if (r < 0) oom = 1;
-            if (r > 0 && (f.step < mine.step || (f.step == mine.step && f.cell < mine.cell))) {
-                mine.step = f.step;
-                mine.cell = f.cell;
-                mine.node = f.node;
-                mine.value = f.value;
+                if (t < st->n_split) {
+                    if (!st->split_stopped[t]) {
+                        block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                        const int r = split_part(sim, st, 2, t, t, threads, step0, k, steps, tp, tn, &f);
+                        if (r < 0) oom = 1;
+                        if (r > 0) keep_first(&mine, &f);
+                        if (r != 0) st->split_stopped[t] = 1;
+                    }
+                } else if (done) {
+                    for (int64_t q = q0; q < q1; ++q) {
+                        if (done[q - q0]) continue;
+                        block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                        const int r = run_one(sim, st, &st->blocks[st->order[q]], step0, k, k + 1, steps, tp, d, rhs, &f);
+                        if (r < 0) oom = 1;
+                        if (r > 0) keep_first(&mine, &f);
+                        if (r != 0) done[q - q0] = 1;
+                    }
+                }
+#ifdef NS_HAVE_OPENMP
+#pragma omp barrier
+#endif
+                split_part(sim, st, 1, 0, t, threads, step0, k, steps, tp, tn, NULL);
+                tp = tn;
             }
-        }
-        for (int64_t q = st->thread_begin[t]; q < st->thread_begin[t + 1] && !oom; ++q) {
-            const cpu_block *blk = &st->blocks[st->order[q]];
-            block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
-            int r = 0;
-            switch (blk->w) {
-            case 8: r = run_block_8(sim, st, blk, step0, steps, t0, d, rhs, &f); break;
-            case 4: r = run_block_4(sim, st, blk, step0, steps, t0, d, rhs, &f); break;
-            case 2: r = run_block_2(sim, st, blk, step0, steps, t0, d, rhs, &f); break;
-            default: r = run_block_1(sim, st, blk, step0, steps, t0, d, rhs, &f); break;
-            }
-            if (r < 0) oom = 1;
-            if (r > 0 && (f.step < mine.step || (f.step == mine.step && f.cell < mine.cell))) {
-                mine.step = f.step;
-                mine.cell = f.cell;
-                mine.node = f.node;
-                mine.value = f.value;
-            }
+            free(done);
         }
         free(d);
         free(rhs);
