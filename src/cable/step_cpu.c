@@ -17,7 +17,11 @@
  * static set of blocks balanced by compartments (cpu_policy.h) and advances
  * each of its blocks through all the steps of the call before the next
  * (blocks are independent: no barrier, no waiting but the end of the call).
- * Never more threads than blocks.
+ * Never more threads than blocks, except with a cell larger than a thread's
+ * share (ns_cpu_split): then the call goes step by step, every thread runs
+ * its node range of that cell's membrane and gate passes, one thread its
+ * solve while the others advance their own blocks by the step (two
+ * barriers per step; docs/simulation.md, "A cell split across threads").
  *
  * One step is NEURON's nrn_fixed_step_thread (fadvance.cpp, treeset.cpp),
  * for every cell:
@@ -33,14 +37,14 @@
  *           d[i] -= b[i],                  d[p] -= a[i]
  *   Hines solve (triang from the leaves, bksub from the root); v += rhs
  *   t += dt/2
- *   hh gates by cnexp with the new v
+ *   hh gates by cnexp with the new v (x += (1 - exp(dt * (-1/tau))) * (inf - x))
  *
  * Mechanisms run one after the other over the whole cell, as NEURON runs them
  * (pas before IClamp before hh: NEURON's mechanism type order), so that the
  * sums at each node add in NEURON's order. Every lane performs the same
  * floating-point operations in the same order as one cell alone (the file is
- * compiled without contraction into fused multiply-adds, and exp is the C
- * library's), so the results do not depend on the block a cell lands in,
+ * compiled without contraction into fused multiply-adds, and exp_lanes is
+ * elementwise), so the results do not depend on the block a cell lands in,
  * nor on the thread count. */
 #include <float.h>
 #include <math.h>
@@ -74,7 +78,7 @@ typedef struct cpu_shape {
 
 typedef struct cpu_block {
     int32_t shape, w;
-    int32_t split;                  /* 1: one cell run by every thread (run_split) */
+    int32_t split;                  /* 1: one cell run by every thread (split_part) */
     int64_t cell[NS_CPU_LANES_MAX]; /* the cells in lane order (ascending) */
     double *v, *m, *h, *n;          /* n * w each, v[node * w + lane] */
 } cpu_block;
