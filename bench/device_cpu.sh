@@ -24,7 +24,7 @@
 # exceed the 64 MiB a call carries. Call (from the repository root):
 #   run(command="bash bench/device_cpu.sh", carry=[".whl/site"], timeout_s=600)
 # Usage elsewhere: bash bench/device_cpu.sh   (THREADS=16 CELLS=1000 STEPS=400; SKIP_CUDA=1: CPU-only
-# build; SKIP_MIXED=1: no mixed runs)
+# build; SKIP_MIXED=1: no mixed runs; SKIP_TUNE=1: no gather experiment at the end)
 set -uo pipefail
 OUT=${OUT:-cpu-results}
 mkdir -p "$OUT"
@@ -89,3 +89,26 @@ mkdir -p "$FEW"
 } 2>&1 | tee "$OUT/bench.txt"
 python3 bench/cpu_table.py "$OUT" "$FEW" "$T" | tee "$OUT/table.md"
 echo "total: $(( $(date +%s) - t0 )) s"
+# An experiment for the next pass, last so that it cannot cost the table: the rate table's
+# lookups as hardware gathers (gcc 12 emulates them with scalar loads under its generic tuning;
+# -mtune=icelake-server makes it emit vgatherdpd: 0.86x on the AMD dev box). A second CPU-only
+# build with that tuning, ours only, alternated with the main build, 3 rounds, 1 and T threads.
+if [ -z "${SKIP_TUNE:-}" ] && [ $(( $(date +%s) - t0 )) -lt 420 ]; then
+  {
+    echo "== gather experiment: -mtune=icelake-server against the main build (ms/step, allen_rbp4 x $CELLS)"
+    cmake -S . -B build-device-cpu-tune -DCMAKE_BUILD_TYPE=Release -DNS_CUDA=OFF -DNS_MPI=OFF -DNS_TESTS=OFF \
+      -DCMAKE_C_FLAGS=-mtune=icelake-server > /tmp/cpu-tune.log 2>&1 &&
+      cmake --build build-device-cpu-tune -j"$(nproc)" --target neurosolve_cli >> /tmp/cpu-tune.log 2>&1 ||
+      { tail -5 /tmp/cpu-tune.log; exit 0; }
+    for r in 1 2 3; do
+      for th in 1 "$T"; do
+        for b in "$BUILD" build-device-cpu-tune; do
+          ms=$(./$b/neurosolve bench sim --backend cpu --morph "$M" --cells "$CELLS" --steps 200 --threads "$th" 2>&1 |
+            awk '$1 == "cpu" {print $6}')
+          echo "round $r threads $th $b: $ms"
+        done
+      done
+    done
+    echo "total: $(( $(date +%s) - t0 )) s"
+  } 2>&1 | tee -a "$OUT/bench.txt"
+fi
