@@ -72,6 +72,18 @@ def main():
     for c in sorted(f1, key=int):
         if c in ft:
             print(f"| {c} | {f1[c]:.4f} | {ft[c]:.4f} | {f1[c] / ft[c]:.2f}x |")
+    b1 = {x["cells"]: float(x["ms_per_step"]) for x in rows(f"{few}/big_1.csv") if x["backend"] == "cpu"}
+    bt = {x["cells"]: float(x["ms_per_step"]) for x in rows(f"{few}/big_{t}.csv") if x["backend"] == "cpu"}
+    if b1 and bt:
+        print()
+        print(f"| split cell (38,580 compartments) | ms/step, 1 thread | ms/step, {t} threads | {t} threads vs 1 |")
+        print("|---:|---:|---:|---:|")
+        for c in sorted(b1, key=int):
+            if c in bt:
+                print(f"| {c} cell | {b1[c]:.3f} | {bt[c]:.3f} | {b1[c] / bt[c]:.2f}x |")
+                if bt[c] > b1[c] * 1.05:
+                    f1["split " + c] = b1[c]
+                    ft["split " + c] = bt[c]
     print()
     print("targets (issue 23):")
     for name in ("one shape (allen_rbp4)", "mixed (bundled x5)"):

@@ -9,6 +9,10 @@
 #   mixed:     the bundled morphologies Arbor's SWC loader accepts x 5 cells,
 #              the same three with 1 and 16 threads;
 #   few cells: 1, 4 and 16 cells with 1 and 16 threads (never slower with 16);
+#   split cell: the 38,580-compartment dense_Animal_2_Basal_2 alone with 1 and
+#              16 threads (at 16 it runs split across the threads, ns_cpu_split);
+#   mixed at 1 thread: ours and Arbor (no NEURON: its one-thread run of the mix
+#              takes minutes), 200 steps, for the 16/1 scaling of the mix;
 # (in that order, the mixed runs last: NEURON's Import3d set-up of the mix is the
 # slowest part; bench.txt keeps what ran if the call's limit cuts it short)
 # and print the table of ratios (bench/cpu_table.py). In $OUT (8 files at most):
@@ -20,7 +24,7 @@
 # exceed the 64 MiB a call carries. Call (from the repository root):
 #   run(command="bash bench/device_cpu.sh", carry=[".whl/site"], timeout_s=600)
 # Usage elsewhere: bash bench/device_cpu.sh   (THREADS=16 CELLS=1000 STEPS=400; SKIP_CUDA=1: CPU-only
-# build; SKIP_MIXED=1: no mixed runs)
+# build; SKIP_MIXED=1: no mixed runs; SKIP_TUNE=1: no gather experiment at the end)
 set -uo pipefail
 OUT=${OUT:-cpu-results}
 mkdir -p "$OUT"
@@ -41,12 +45,12 @@ cat "$OUT/host.txt"
 t0=$(date +%s)
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DNS_CUDA=$CUDA -DCMAKE_CUDA_ARCHITECTURES=90 -DNS_MPI=OFF \
   > /tmp/cpu-build.log 2>&1
-cmake --build "$BUILD" -j"$(nproc)" --target neurosolve_cli test_policy test_cable test_cable_neuron \
+cmake --build "$BUILD" -j"$(nproc)" --target neurosolve_cli test_policy test_exp_lanes test_cable test_cable_neuron \
   $([ $CUDA = ON ] && echo test_cable_cuda) >> /tmp/cpu-build.log 2>&1 || { tail -40 /tmp/cpu-build.log; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 NS=./$BUILD/neurosolve
 {
-  for t in test_policy test_cable test_cable_neuron test_cable_cuda; do
+  for t in test_policy test_exp_lanes test_cable test_cable_neuron test_cable_cuda; do
     [ -x "./$BUILD/tests/$t" ] || continue
     "./$BUILD/tests/$t" > /tmp/cpu-t.log 2>&1; echo "$t: exit $? $(tail -1 /tmp/cpu-t.log)"
     grep -E "FAIL" /tmp/cpu-t.log | head -10
@@ -65,6 +69,11 @@ mkdir -p "$FEW"
     echo "== few cells, $th thread(s)"
     "$NS" bench sim --backend cpu --morph "$M" --cells 1,4,16 --steps "$STEPS" --threads "$th" --csv "$FEW/few_$th.csv"
   done
+  for th in 1 "$T"; do
+    echo "== split cell (dense_Animal_2_Basal_2 alone), $th thread(s)"
+    "$NS" bench sim --backend cpu --morph data/morphologies/dense_Animal_2_Basal_2.swc --cells 1 --steps 100 \
+      --threads "$th" --csv "$FEW/big_$th.csv"
+  done
   # the mixed set at T threads (the target) unless MIXED_THREADS says more (e.g. "16 1"):
   # NEURON's Import3d set-up of the mix is the slowest part of the script
   for th in $([ -z "${SKIP_MIXED:-}" ] && echo "${MIXED_THREADS:-$T}"); do
@@ -72,6 +81,34 @@ mkdir -p "$FEW"
     "$NS" bench sim --mixed --per 5 --jitter 0 --gpu-methods auto --steps "$STEPS" --threads "$th" --arbor \
       --neuron-threads "$th" --csv "$OUT/mixed_$th.csv"
   done
+  if [ -z "${SKIP_MIXED:-}" ] && [ "$T" != 1 ]; then
+    echo "== mixed, 1 thread (ours and Arbor)"
+    "$NS" bench sim --mixed --per 5 --jitter 0 --gpu-methods auto --steps 200 --threads 1 --arbor \
+      --csv "$OUT/mixed_1.csv"
+  fi
 } 2>&1 | tee "$OUT/bench.txt"
 python3 bench/cpu_table.py "$OUT" "$FEW" "$T" | tee "$OUT/table.md"
 echo "total: $(( $(date +%s) - t0 )) s"
+# An experiment for the next pass, last so that it cannot cost the table: the rate table's
+# lookups as hardware gathers (gcc 12 emulates them with scalar loads under its generic tuning;
+# -mtune=icelake-server makes it emit vgatherdpd: 0.86x on the AMD dev box). A second CPU-only
+# build with that tuning, ours only, alternated with the main build, 3 rounds, 1 and T threads.
+if [ -z "${SKIP_TUNE:-}" ] && [ $(( $(date +%s) - t0 )) -lt 420 ]; then
+  {
+    echo "== gather experiment: -mtune=icelake-server against the main build (ms/step, allen_rbp4 x $CELLS)"
+    cmake -S . -B build-device-cpu-tune -DCMAKE_BUILD_TYPE=Release -DNS_CUDA=OFF -DNS_MPI=OFF -DNS_TESTS=OFF \
+      -DCMAKE_C_FLAGS=-mtune=icelake-server > /tmp/cpu-tune.log 2>&1 &&
+      cmake --build build-device-cpu-tune -j"$(nproc)" --target neurosolve_cli >> /tmp/cpu-tune.log 2>&1 ||
+      { tail -5 /tmp/cpu-tune.log; exit 0; }
+    for r in 1 2 3; do
+      for th in 1 "$T"; do
+        for b in "$BUILD" build-device-cpu-tune; do
+          ms=$(./$b/neurosolve bench sim --backend cpu --morph "$M" --cells "$CELLS" --steps 200 --threads "$th" 2>&1 |
+            awk '$1 == "cpu" {print $6}')
+          echo "round $r threads $th $b: $ms"
+        done
+      done
+    done
+    echo "total: $(( $(date +%s) - t0 )) s"
+  } 2>&1 | tee -a "$OUT/bench.txt"
+fi

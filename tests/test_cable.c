@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cable/cpu_policy.h"
 #include "cable/mech.h"
 #include "check.h"
 #include "lapack.h"
@@ -417,12 +418,124 @@ out:
     ns_cell_destroy(cell);
 }
 
+/* A large cell split across threads (cable/cpu_policy.h, ns_cpu_split: its
+ * membrane and gate passes over node ranges of every thread, its solve on
+ * one): mouselight_AA0059 (5,500 compartments) with three allen_rbp4 cells,
+ * at 2, 3 and 5 threads, against one thread, bit for bit (traces at 24 sites
+ * of the large cell, every cell's final state, spikes); and a fault in the
+ * split cell or in a small one beside it (an IClamp of 1e308 nA) reported as
+ * with one thread. */
+typedef struct split_run {
+    double *traces, *state;
+    int64_t samples, n_state, spikes;
+    char error[512];
+} split_run;
+
+static void run_split_case(int threads, int64_t fault_cell, double amp, split_run *out) {
+    memset(out, 0, sizeof *out);
+    ns_morph_t *m1 = NULL, *m2 = NULL;
+    ns_cell_t *big = NULL, *small = NULL;
+    ns_sim_t *sim = NULL;
+    CHECK_OK(ns_swc_read(NS_MORPHOLOGIES "/mouselight_AA0059_rootlast.swc", NULL, &m1));
+    CHECK_OK(ns_swc_read(NS_MORPHOLOGIES "/allen_rbp4_485574832.swc", NULL, &m2));
+    if (m1) CHECK_OK(ns_discretize(m1, NULL, &big));
+    if (m2) CHECK_OK(ns_discretize(m2, NULL, &small));
+    if (!big || !small) goto out;
+    const ns_cell_t *shapes[2] = {big, small};
+    const int32_t cell_shape[4] = {1, 0, 1, 1};
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.method = NS_HINES_OPENMP;
+    o.threads = threads;
+    o.record_every = 2;
+    CHECK_OK(ns_sim_create(2, shapes, 4, cell_shape, &p, &o, &sim));
+    if (!sim) goto out;
+    const int64_t n_big = ns_sim_compartments(sim) - 3 * 259;
+    CHECK_MSG(n_big == 5500, "mouselight_AA0059: %lld compartments, expected 5,500", (long long)n_big);
+    /* the decision under test: split at 2, 3, 5 threads, not at 1 */
+    CHECK(ns_cpu_split(5500, ns_sim_compartments(sim), threads) == (threads > 1));
+    for (int64_t c = 0; c < 4; ++c) {
+        int32_t soma;
+        CHECK_OK(ns_sim_locate(shapes[cell_shape[c]], 0, 0.5, &soma));
+        CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 1.0 + 0.5 * (double)c, 30.0, c == fault_cell ? amp : 0.3));
+    }
+    for (int32_t node = 0; node < 5500; node += 239) CHECK_OK(ns_sim_add_recording(sim, 1, node, NULL));
+    const ns_status st = ns_sim_advance(sim, 800);
+    if (st != NS_OK) {
+        snprintf(out->error, sizeof out->error, "%s", ns_last_error());
+        goto out;
+    }
+    int32_t sites;
+    const double *tr = ns_sim_traces(sim, &out->samples, &sites);
+    CHECK(sites == 24);
+    out->traces = malloc((size_t)(out->samples * sites) * sizeof *out->traces);
+    out->n_state = 4 * (5500 + 3 * 259);
+    out->state = malloc((size_t)out->n_state * sizeof *out->state);
+    if (!out->traces || !out->state) goto out;
+    memcpy(out->traces, tr, (size_t)(out->samples * sites) * sizeof *tr);
+    double *x = out->state;
+    for (int64_t c = 0; c < 4; ++c) {
+        const int64_t n = c == 1 ? 5500 : 259;
+        CHECK_OK(ns_sim_get_state(sim, c, x, x + n, x + 2 * n, x + 3 * n));
+        x += 4 * n;
+        int64_t cnt;
+        ns_sim_spikes(sim, c, &cnt);
+        out->spikes += cnt;
+    }
+out:
+    ns_sim_destroy(sim);
+    ns_cell_destroy(big);
+    ns_cell_destroy(small);
+    ns_morph_destroy(m1);
+    ns_morph_destroy(m2);
+}
+
+static void test_split_cell(void) {
+    split_run one, many;
+    run_split_case(1, 1, 1.0, &one);
+    CHECK(one.traces && one.spikes >= 4);
+    for (int q = 0; q < 3 && one.traces; ++q) {
+        const int threads = q == 0 ? 2 : q == 1 ? 3 : 5;
+        run_split_case(threads, 1, 1.0, &many);
+        CHECK_MSG(many.traces && many.samples == one.samples && many.spikes == one.spikes,
+                  "split cell, %d threads: %lld spikes, %lld with one thread", threads, (long long)many.spikes,
+                  (long long)one.spikes);
+        int same = many.traces && many.state && many.samples == one.samples;
+        for (int64_t i = 0; same && i < one.samples * 24; ++i) same = many.traces[i] == one.traces[i];
+        for (int64_t i = 0; same && i < one.n_state; ++i)
+            same = memcmp(&many.state[i], &one.state[i], sizeof(double)) == 0;
+        CHECK_MSG(same, "split cell, %d threads: traces or state differ from one thread", threads);
+        free(many.traces);
+        free(many.state);
+    }
+    free(one.traces);
+    free(one.state);
+    /* a fault in the split cell, then in a small cell while the large one
+     * runs split: the same step, cell and node as one thread's */
+    for (int64_t cell = 1; cell >= 0; --cell) {
+        run_split_case(1, cell, 1e308, &one);
+        run_split_case(3, cell, 1e308, &many);
+        char want[32];
+        snprintf(want, sizeof want, "cell %lld,", (long long)cell);
+        CHECK_MSG(one.error[0] && strstr(one.error, want) != NULL, "fault with one thread: '%s'", one.error);
+        CHECK_MSG(strcmp(one.error, many.error) == 0, "fault: '%s' with one thread, '%s' with 3", one.error,
+                  many.error);
+        free(one.traces);
+        free(one.state);
+        free(many.traces);
+        free(many.state);
+    }
+}
+
 int main(void) {
     test_passive_single();
     test_passive_steady();
     test_hh_rk4();
     test_rates();
     test_population();
+    test_split_cell();
     test_bad_input();
     return check_summary("test_cable");
 }

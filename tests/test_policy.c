@@ -126,6 +126,16 @@ int main(void) {
     CHECK(ns_cpu_lane_width(38580, 363000, 16) == 1);      /* the large cell of the mix: alone */
     CHECK(ns_cpu_lane_width(259, 363000, 16) == 8);        /* a small one of the mix: full blocks */
     CHECK(ns_cpu_lane_width(0, 10, 2) == 1 && ns_cpu_lane_width(5, 10, 0) == 1);
+    /* a cell split across the threads: when it exceeds one thread's share and
+     * has 1,024 compartments per thread */
+    CHECK(ns_cpu_split(38580, 369580, 16) == 1);           /* the large cell of the mix */
+    CHECK(ns_cpu_split(38580, 369580, 1) == 0);            /* one thread: nothing to split */
+    CHECK(ns_cpu_split(38580, 16LL * 38580, 16) == 0);     /* 16 of them: one per thread */
+    CHECK(ns_cpu_split(20000, 369580, 16) == 0);           /* below a share */
+    CHECK(ns_cpu_split(259, 259, 16) == 0);                /* one small cell: too small to split */
+    CHECK(ns_cpu_split(16384, 16384, 16) == 1);            /* one cell of 1,024 per thread */
+    CHECK(ns_cpu_split(16383, 16383, 16) == 0);
+    CHECK(ns_cpu_split(4096, 4096, 2) == 1 && ns_cpu_split(0, 0, 2) == 0);
     int32_t wd[16];
     CHECK(ns_cpu_blocks(5, 8, wd) == 2 && wd[0] == 4 && wd[1] == 1); /* no padded lanes */
     CHECK(ns_cpu_blocks(21, 8, wd) == 4 && wd[0] == 8 && wd[1] == 8 && wd[2] == 4 && wd[3] == 1);

@@ -23,6 +23,11 @@ int64_t ns_cpu_blocks(int64_t cells, int32_t wmax, int32_t *widths) {
     return k;
 }
 
+int ns_cpu_split(int32_t n, int64_t total, int32_t threads) {
+    if (threads <= 1 || n <= 0) return 0;
+    return (int64_t)n * threads > total && (int64_t)n >= (int64_t)NS_CPU_SPLIT_MIN_PER_THREAD * threads;
+}
+
 int32_t ns_cpu_threads(int32_t requested, int64_t blocks) {
     if (requested < 1) requested = 1;
     if (blocks < requested) requested = blocks < 1 ? 1 : (int32_t)blocks;

@@ -25,6 +25,22 @@ int32_t ns_cpu_lane_width(int32_t n, int64_t total, int32_t threads);
  * entries) and returns their count. */
 int64_t ns_cpu_blocks(int64_t cells, int32_t wmax, int32_t *widths);
 
+/* The least compartments per thread for a cell split across threads: the
+ * membrane and gate passes of 1,024 compartments (about 30 us on one core)
+ * against the two barriers per step the split costs (about 1-2 us at 16
+ * threads). */
+#define NS_CPU_SPLIT_MIN_PER_THREAD 1024
+
+/* Whether a cell of `n` compartments (a block of width 1) runs on all
+ * `threads` threads, its membrane and gate passes split by node ranges and
+ * its solve on one thread while the others advance their own blocks
+ * (step_cpu.c, cpu_advance): when alone it exceeds one
+ * thread's share of the `total` compartments (it would bound the run's
+ * time: the 38,580-compartment cell of the bundled mix at 16 threads) and
+ * it has at least NS_CPU_SPLIT_MIN_PER_THREAD compartments per thread.
+ * With a split cell all requested threads run (even with fewer blocks). */
+int ns_cpu_split(int32_t n, int64_t total, int32_t threads);
+
 /* Threads that run: the request, but never more than the blocks (a thread
  * without a block would only wait), and at least 1. */
 int32_t ns_cpu_threads(int32_t requested, int64_t blocks);

@@ -17,7 +17,11 @@
  * static set of blocks balanced by compartments (cpu_policy.h) and advances
  * each of its blocks through all the steps of the call before the next
  * (blocks are independent: no barrier, no waiting but the end of the call).
- * Never more threads than blocks.
+ * Never more threads than blocks, except with a cell larger than a thread's
+ * share (ns_cpu_split): then the call goes step by step, every thread runs
+ * its node range of that cell's membrane and gate passes, one thread its
+ * solve while the others advance their own blocks by the step (two
+ * barriers per step; docs/simulation.md, "A cell split across threads").
  *
  * One step is NEURON's nrn_fixed_step_thread (fadvance.cpp, treeset.cpp),
  * for every cell:
@@ -33,17 +37,18 @@
  *           d[i] -= b[i],                  d[p] -= a[i]
  *   Hines solve (triang from the leaves, bksub from the root); v += rhs
  *   t += dt/2
- *   hh gates by cnexp with the new v
+ *   hh gates by cnexp with the new v (x += (1 - exp(dt * (-1/tau))) * (inf - x))
  *
  * Mechanisms run one after the other over the whole cell, as NEURON runs them
  * (pas before IClamp before hh: NEURON's mechanism type order), so that the
  * sums at each node add in NEURON's order. Every lane performs the same
  * floating-point operations in the same order as one cell alone (the file is
- * compiled without contraction into fused multiply-adds, and exp is the C
- * library's), so the results do not depend on the block a cell lands in,
+ * compiled without contraction into fused multiply-adds, and exp_lanes is
+ * elementwise), so the results do not depend on the block a cell lands in,
  * nor on the thread count. */
 #include <float.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,16 +56,17 @@
 #ifdef NS_HAVE_OPENMP
 #include <omp.h>
 #endif
+#if defined(__unix__) || defined(__APPLE__)
+#include <sched.h>
+#define NS_YIELD() sched_yield()
+#else
+#define NS_YIELD() ((void)0)
+#endif
 
 #include "cable/cpu_policy.h"
+#include "cable/exp_lanes.h"
 #include "cable/sim_impl.h"
 #include "core/error.h"
-
-#if defined(__GNUC__) || defined(__clang__)
-#define NS_ALWAYS_INLINE static inline __attribute__((always_inline))
-#else
-#define NS_ALWAYS_INLINE static inline
-#endif
 
 #define ALIGN 64           /* [bytes] block arrays start on a cache line */
 #define CHUNK 64           /* lane-nodes per pass of the gate update */
@@ -79,6 +85,7 @@ typedef struct cpu_shape {
 
 typedef struct cpu_block {
     int32_t shape, w;
+    int32_t split;                  /* 1: one cell run by every thread (split_part) */
     int64_t cell[NS_CPU_LANES_MAX]; /* the cells in lane order (ascending) */
     double *v, *m, *h, *n;          /* n * w each, v[node * w + lane] */
 } cpu_block;
@@ -93,6 +100,11 @@ typedef struct cpu_state {
     cpu_shape *shapes;
     double *store;         /* the blocks' state */
     int64_t max_nw;        /* largest n * w (scratch per thread) */
+    int64_t n_split;       /* blocks run by every thread, one after the other */
+    int64_t *split;        /* their indices */
+    int64_t *split_at;     /* each one's offset in the shared scratch */
+    double *split_d, *split_rhs; /* their shared scratch (d, rhs) */
+    int *split_stopped;    /* per split cell: stopped by a fault in this call */
 } cpu_state;
 
 static void *aligned(size_t bytes) {
@@ -125,6 +137,11 @@ static void cpu_destroy(ns_sim_t *sim) {
     free(st->thread_begin);
     free(st->order);
     free(st->lane_of);
+    free(st->split);
+    free(st->split_at);
+    free(st->split_stopped);
+    free(st->split_d);
+    free(st->split_rhs);
     free(st->store);
     free(st);
     sim->backend_state = NULL;
@@ -234,27 +251,59 @@ static ns_status cpu_create(ns_sim_t *sim) {
             p += 4 * padded;
         }
     }
-    /* threads and their blocks */
-    st->threads = ns_cpu_threads(requested, st->n_blocks);
+    /* cells split across the threads (cpu_policy.h), then the threads and
+     * the other blocks' owners */
+    int64_t split_total = 0;
+    for (int64_t b = 0; b < st->n_blocks; ++b) {
+        cpu_block *blk = &st->blocks[b];
+        const int32_t n = sim->shapes[blk->shape].n;
+        blk->split = blk->w == 1 && ns_cpu_split(n, sim->n_comp, requested);
+        if (blk->split) {
+            st->n_split++;
+            split_total += n;
+        }
+    }
+    st->threads = st->n_split > 0 ? requested : ns_cpu_threads(requested, st->n_blocks);
     {
-        int64_t *weight = malloc((size_t)st->n_blocks * sizeof *weight);
-        int32_t *owner = malloc((size_t)st->n_blocks * sizeof *owner);
+        const int64_t rest = st->n_blocks - st->n_split;
+        int64_t *weight = malloc((size_t)(st->n_blocks + 1) * sizeof *weight);
+        int64_t *index = malloc((size_t)(st->n_blocks + 1) * sizeof *index);
+        int32_t *owner = malloc((size_t)(st->n_blocks + 1) * sizeof *owner);
         st->thread_begin = calloc((size_t)st->threads + 1, sizeof *st->thread_begin);
-        st->order = malloc((size_t)st->n_blocks * sizeof *st->order);
-        int ok = weight && owner && st->thread_begin && st->order;
+        st->order = malloc((size_t)(st->n_blocks + 1) * sizeof *st->order);
+        st->split = malloc((size_t)(st->n_split + 1) * sizeof *st->split);
+        st->split_at = malloc((size_t)(st->n_split + 1) * sizeof *st->split_at);
+        st->split_stopped = calloc((size_t)(st->n_split + 1), sizeof *st->split_stopped);
+        st->split_d = aligned((size_t)split_total * sizeof(double));
+        st->split_rhs = aligned((size_t)split_total * sizeof(double));
+        int ok = weight && index && owner && st->thread_begin && st->order && st->split && st->split_at &&
+                 st->split_stopped && st->split_d && st->split_rhs;
         if (ok) {
-            for (int64_t b = 0; b < st->n_blocks; ++b)
-                weight[b] = (int64_t)sim->shapes[st->blocks[b].shape].n * st->blocks[b].w;
-            ok = ns_cpu_partition(st->n_blocks, weight, st->threads, owner) >= 0;
+            int64_t q = 0, p = 0;
+            for (int64_t b = 0; b < st->n_blocks; ++b) {
+                if (st->blocks[b].split) {
+                    st->split_at[p] = p > 0 ? st->split_at[p - 1] + sim->shapes[st->blocks[st->split[p - 1]].shape].n : 0;
+                    st->split[p++] = b;
+                    continue;
+                }
+                index[q] = b;
+                weight[q++] = (int64_t)sim->shapes[st->blocks[b].shape].n * st->blocks[b].w;
+            }
+            /* threads below n_split solve a split cell each: the other
+             * blocks go to the threads from n_split on (n_split < threads: a
+             * split cell has more than 1/threads of the compartments) */
+            ok = ns_cpu_partition(rest, weight, st->threads - (int32_t)st->n_split, owner) >= 0;
+            for (int64_t x = 0; ok && x < rest; ++x) owner[x] += (int32_t)st->n_split;
         }
         if (ok) {
-            for (int64_t b = 0; b < st->n_blocks; ++b) st->thread_begin[owner[b] + 1]++;
+            for (int64_t q = 0; q < rest; ++q) st->thread_begin[owner[q] + 1]++;
             for (int32_t t = 0; t < st->threads; ++t) st->thread_begin[t + 1] += st->thread_begin[t];
             int64_t *at = weight; /* reused as fill positions */
             for (int32_t t = 0; t < st->threads; ++t) at[t] = st->thread_begin[t];
-            for (int64_t b = 0; b < st->n_blocks; ++b) st->order[at[owner[b]]++] = b;
+            for (int64_t q = 0; q < rest; ++q) st->order[at[owner[q]]++] = index[q];
         }
         free(weight);
+        free(index);
         free(owner);
         if (!ok) goto oom;
     }
@@ -318,53 +367,6 @@ NS_ALWAYS_INLINE double ns_select3(int a, double x, int b, double y, double z) {
     return a ? x : yz;
 }
 
-/* exp(x) in arithmetic the compiler vectorises (no table, no call): x =
- * k ln2 + r with |r| <= ln2/2 (ln2 in two parts, Cody and Waite), exp(r) by
- * its Taylor series to r^13/13! (truncation below 2^-60 of the result),
- * then 2^k in two factors (so that results down to the smallest subnormal
- * and up to DBL_MAX come out). Within 1 ulp of the C library's exp; where
- * they differ the last bit does (docs/simulation.md, "CPU loop": the effect
- * on traces). NaN in, NaN out; below -745.2: 0; above 709.8: Inf. */
-NS_ALWAYS_INLINE double exp_lanes(double x) {
-    const double inv_ln2 = 1.4426950408889634074, shift = 6755399441055744.0; /* 1.5 * 2^52 */
-    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
-    double xc = x < -746.0 ? -746.0 : x; /* NaN stays NaN here... */
-    xc = xc > 710.0 ? 710.0 : xc;
-    const double xs = xc == xc ? xc : 0.0; /* ...and 0 for the bits */
-    /* k = round(xs / ln2), its halves k1 + k2 = k, all as doubles: AVX2 has
-     * no 64-bit arithmetic shift, so no signed 64-bit integers here */
-    const double kd = (xs * inv_ln2 + shift) - shift;
-    const double k1 = (kd * 0.5 + shift) - shift, k2 = kd - k1; /* |k1|, |k2| <= 539 */
-    const double r = (xs - kd * ln2_hi) - kd * ln2_lo;
-    double p = 1.0 / 6227020800.0; /* 1/13! */
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
-    /* 2^k = 2^k1 * 2^k2, each exponent within the normal range: k + 1023 + shift
-     * holds k + 1023 in its low mantissa bits, shifted into the exponent field */
-    double e1 = k1 + (1023.0 + shift), e2 = k2 + (1023.0 + shift);
-    uint64_t b1, b2;
-    memcpy(&b1, &e1, sizeof b1);
-    memcpy(&b2, &e2, sizeof b2);
-    b1 <<= 52;
-    b2 <<= 52;
-    double s1, s2;
-    memcpy(&s1, &b1, sizeof s1);
-    memcpy(&s2, &b2, sizeof s2);
-    const double y = p * s1 * s2;
-    return xc == xc ? y : x;
-}
-
 /* The hh gates of lane-nodes [b, e) of one region by cnexp, in chunks: the
  * rates (table or exact), then the exponentials, then the update, each a
  * loop the compiler can vectorise but the middle one. */
@@ -423,16 +425,14 @@ NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, int64_t b, int64_t e, const dou
                 ntau[l] = q.ntau;
             }
         }
-        /* ns_cnexp, split around its exp: the rate -1/tau once, the target
-         * -(inf/tau)/(-1/tau) into the inf arrays, the exponentials, the update */
+        /* cnexp, x += (1 - exp(dt * (-1/tau))) * (inf - x), split around its
+         * exp: nocmodl's target -(inf/tau)/(-1/tau) is inf but for rounding,
+         * so it is inf here (two divisions fewer per gate; the GPU's on-chip
+         * loop does the same, docs/simulation.md "CPU loop") */
         for (int l = 0; l < len; ++l) {
-            const double rm = (-1.0) / mtau[l], rh = (-1.0) / htau[l], rn = (-1.0) / ntau[l];
-            ex[l] = dt * rm;
-            ex[len + l] = dt * rh;
-            ex[2 * len + l] = dt * rn;
-            minf[l] = -(minf[l] / mtau[l]) / rm;
-            hinf[l] = -(hinf[l] / htau[l]) / rh;
-            ninf[l] = -(ninf[l] / ntau[l]) / rn;
+            ex[l] = dt * ((-1.0) / mtau[l]);
+            ex[len + l] = dt * ((-1.0) / htau[l]);
+            ex[2 * len + l] = dt * ((-1.0) / ntau[l]);
         }
         for (int l = 0; l < 3 * len; ++l) ex[l] = exp_lanes(ex[l]);
         for (int l = 0; l < len; ++l) {
@@ -444,186 +444,259 @@ NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, int64_t b, int64_t e, const dou
     }
 }
 
-/* The local fault of one block: the first step one of its cells went
- * non-finite, and the lowest such cell. */
 typedef struct block_fault {
     int64_t step, cell;
     int32_t node;
     double value;
 } block_fault;
 
-/* Advance block `blk` (of W lanes) by `steps` steps from step count `step0`
- * at time t0. d and rhs are scratch of at least n * W. Returns 0, or 1 on a
- * fault (filled in), or -1 when a spike could not be stored. */
-NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, const int32_t W,
-                               int64_t step0, int64_t steps, double t0, double *restrict d,
-                               double *restrict rhs, block_fault *fault) {
-    const sim_shape *s = &sim->shapes[blk->shape];
-    const cpu_shape *cs = &st->shapes[blk->shape];
-    const int32_t n = s->n;
-    const int64_t nw = (int64_t)n * W;
-    double *restrict v = blk->v, *restrict m = blk->m, *restrict h = blk->h, *restrict gn = blk->n;
-    const double *restrict cap = cs->cap[log2w(W)];
-    const int32_t *restrict parent = s->parent;
-    const double *restrict a = s->a, *restrict b = s->b;
+/* The block's arrays for one width (restrict-qualified views). */
+typedef struct block_view {
+    const sim_shape *s;
+    const cpu_shape *cs;
+    const cpu_block *blk;
+    double *v, *m, *h, *gn;
+    const double *cap;
+} block_view;
+
+NS_ALWAYS_INLINE block_view view_of(const ns_sim_t *sim, const cpu_state *st, const cpu_block *blk) {
+    block_view bv;
+    bv.s = &sim->shapes[blk->shape];
+    bv.cs = &st->shapes[blk->shape];
+    bv.blk = blk;
+    bv.v = blk->v;
+    bv.m = blk->m;
+    bv.h = blk->h;
+    bv.gn = blk->n;
+    bv.cap = bv.cs->cap[log2w(blk->w)];
+    return bv;
+}
+
+/* The membrane pass of nodes [n0, n1) of a block at the half step tm: rhs
+ * and d from zero, pas, IClamp, hh and the capacitance, each node's terms in
+ * NEURON's order (the same values whatever the node range: a cell split
+ * across threads computes what it computes alone). */
+NS_ALWAYS_INLINE void membrane(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
+                               double tm, double *restrict d, double *restrict rhs) {
+    const cpu_shape *cs = bv->cs;
     const sim_region *R = sim->region;
-    const double dt = sim->params.dt;
-    const double thr = sim->params.spike_threshold;
-    const int64_t every = sim->options.record_every, check = sim->options.check_every;
-    const int32_t nrec = sim->n_recs;
-    const int64_t sp = (int64_t)s->spike_node * W;
-    double t = t0;
-    for (int64_t k = 0; k < steps; ++k) {
-        const double tp = t;
-        const double tm = ns_sim_half_step(t, dt);
-        /* the zero start of rhs and d, and pas */
-        for (int64_t q = 0; q < nw; ++q) {
-            rhs[q] = 0.0;
-            d[q] = 0.0;
+    const double *restrict v = bv->v, *restrict m = bv->m, *restrict h = bv->h, *restrict gn = bv->gn;
+    const double *restrict cap = bv->cap;
+    for (int64_t q = (int64_t)n0 * W; q < (int64_t)n1 * W; ++q) {
+        rhs[q] = 0.0;
+        d[q] = 0.0;
+    }
+    for (int32_t u = 0; u < cs->n_runs; ++u) {
+        const cpu_run *run = &cs->runs[u];
+        if (run->region < 0 || !R[run->region].pas || run->end <= n0 || run->begin >= n1) continue;
+        const double g = R[run->region].g_pas, e = R[run->region].e_pas;
+        const int64_t q0 = (int64_t)(run->begin > n0 ? run->begin : n0) * W;
+        const int64_t q1 = (int64_t)(run->end < n1 ? run->end : n1) * W;
+        for (int64_t q = q0; q < q1; ++q) {
+            const double g1 = ns_pas_current(v[q] + .001, g, e);
+            const double i0 = ns_pas_current(v[q], g, e);
+            rhs[q] -= i0;
+            d[q] += (g1 - i0) / .001;
         }
-        for (int32_t u = 0; u < cs->n_runs; ++u) {
-            const cpu_run *run = &cs->runs[u];
-            if (run->region < 0 || !R[run->region].pas) continue;
-            const double g = R[run->region].g_pas, e = R[run->region].e_pas;
-            for (int64_t q = (int64_t)run->begin * W; q < (int64_t)run->end * W; ++q) {
-                const double g1 = ns_pas_current(v[q] + .001, g, e);
-                const double i0 = ns_pas_current(v[q], g, e);
+    }
+    /* IClamp: an ELECTRODE_CURRENT in nA, turned into mA/cm^2 by 1e2/area;
+     * its slope is 0, so d is left alone */
+    for (int32_t j = 0; j < W; ++j) {
+        const int64_t c = bv->blk->cell[j];
+        for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q) {
+            const sim_stim *stim = &sim->stims[sim->stim_order[q]];
+            if (stim->node < n0 || stim->node >= n1) continue;
+            const double i = (tm < stim->del + stim->dur && tm >= stim->del) ? stim->amp : 0.0;
+            rhs[(int64_t)stim->node * W + j] += i * bv->s->stim_scale[stim->node];
+        }
+    }
+    /* hh, then the capacitance */
+    for (int32_t u = 0; u < cs->n_runs; ++u) {
+        const cpu_run *run = &cs->runs[u];
+        if (run->region < 0 || run->end <= n0 || run->begin >= n1) continue;
+        const sim_region *r = &R[run->region];
+        const int64_t q0 = (int64_t)(run->begin > n0 ? run->begin : n0) * W;
+        const int64_t q1 = (int64_t)(run->end < n1 ? run->end : n1) * W;
+        if (r->hh) {
+            const double gnabar = r->gnabar, gkbar = r->gkbar, gl = r->gl, el = r->el, ena = r->ena, ek = r->ek;
+            for (int64_t q = q0; q < q1; ++q) {
+                const double g1 = ns_hh_current(v[q] + .001, m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
+                const double i0 = ns_hh_current(v[q], m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
                 rhs[q] -= i0;
                 d[q] += (g1 - i0) / .001;
+                d[q] += cap[q];
             }
+        } else {
+            for (int64_t q = q0; q < q1; ++q) d[q] += cap[q];
         }
-        /* IClamp: an ELECTRODE_CURRENT in nA, turned into mA/cm^2 by 1e2/area;
-         * its slope is 0, so d is left alone */
+    }
+}
+
+/* The hh gates of nodes [n0, n1) from the new v. */
+NS_ALWAYS_INLINE void gates_range(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0,
+                                  int32_t n1) {
+    const cpu_shape *cs = bv->cs;
+    for (int32_t u = 0; u < cs->n_runs; ++u) {
+        const cpu_run *run = &cs->runs[u];
+        if (run->region < 0 || !sim->region[run->region].hh || run->end <= n0 || run->begin >= n1) continue;
+        gates(sim, (int64_t)(run->begin > n0 ? run->begin : n0) * W, (int64_t)(run->end < n1 ? run->end : n1) * W,
+              bv->v, bv->m, bv->h, bv->gn);
+    }
+}
+
+/* The axial terms, the Hines solve (ns_hines_solve_one's arithmetic, every
+ * lane at once) and v += rhs; the spike node's old v into v_old. Returns
+ * nonzero when a pivot was zero or not finite (looked for afterwards). */
+NS_ALWAYS_INLINE int solve(const block_view *bv, const int32_t W, double *restrict d, double *restrict rhs,
+                           double *v_old) {
+    const sim_shape *s = bv->s;
+    const int32_t n = s->n;
+    const int64_t nw = (int64_t)n * W;
+    double *restrict v = bv->v;
+    const int32_t *restrict parent = s->parent;
+    const double *restrict a = s->a, *restrict b = s->b;
+    for (int32_t i = 1; i < n; ++i) {
+        const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
+        const double ai = a[i], bi = b[i];
         for (int32_t j = 0; j < W; ++j) {
-            const int64_t c = blk->cell[j];
-            for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q) {
-                const sim_stim *stim = &sim->stims[sim->stim_order[q]];
-                const double i = (tm < stim->del + stim->dur && tm >= stim->del) ? stim->amp : 0.0;
-                rhs[(int64_t)stim->node * W + j] += i * s->stim_scale[stim->node];
-            }
+            const double dv = v[pi + j] - v[ii + j];
+            rhs[ii + j] -= bi * dv;
+            rhs[pi + j] += ai * dv;
+            d[ii + j] -= bi;
+            d[pi + j] -= ai;
         }
-        /* hh, then the capacitance */
-        for (int32_t u = 0; u < cs->n_runs; ++u) {
-            const cpu_run *run = &cs->runs[u];
-            if (run->region < 0) continue;
-            const sim_region *r = &R[run->region];
-            const int64_t q0 = (int64_t)run->begin * W, q1 = (int64_t)run->end * W;
-            if (r->hh) {
-                const double gnabar = r->gnabar, gkbar = r->gkbar, gl = r->gl, el = r->el, ena = r->ena,
-                             ek = r->ek;
-                for (int64_t q = q0; q < q1; ++q) {
-                    const double g1 = ns_hh_current(v[q] + .001, m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
-                    const double i0 = ns_hh_current(v[q], m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
-                    rhs[q] -= i0;
-                    d[q] += (g1 - i0) / .001;
-                    d[q] += cap[q];
+    }
+    int bad = 0;
+    for (int32_t i = n - 1; i >= 1; --i) {
+        const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
+        const double ai = a[i], bi = b[i];
+        for (int32_t j = 0; j < W; ++j) {
+            const double piv = d[ii + j];
+            bad |= !(fabs(piv) <= DBL_MAX) | (piv == 0.0);
+            const double f = ai / piv;
+            d[pi + j] -= f * bi;
+            rhs[pi + j] -= f * rhs[ii + j];
+        }
+    }
+    for (int32_t j = 0; j < W; ++j) {
+        bad |= !(fabs(d[j]) <= DBL_MAX) | (d[j] == 0.0);
+        rhs[j] /= d[j];
+    }
+    for (int32_t i = 1; i < n; ++i) {
+        const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
+        const double bi = b[i];
+        for (int32_t j = 0; j < W; ++j) rhs[ii + j] = (rhs[ii + j] - bi * rhs[pi + j]) / d[ii + j];
+    }
+    const int64_t sp = (int64_t)s->spike_node * W;
+    for (int32_t j = 0; j < W; ++j) v_old[j] = v[sp + j];
+    for (int64_t q = 0; q < nw; ++q) v[q] += rhs[q];
+    return bad;
+}
+
+/* After the solve of step `step` (the `k`-th of `steps`): the faults (a bad
+ * pivot, or a non-finite v at a check step or the call's last step).
+ * Returns 1 on a fault (filled in), else 0. */
+NS_ALWAYS_INLINE int faults(const ns_sim_t *sim, const block_view *bv, const int32_t W, int bad, int64_t step,
+                            int64_t k, int64_t steps, const double *d, block_fault *fault) {
+    const int32_t n = bv->s->n;
+    const int64_t nw = (int64_t)n * W;
+    const double *v = bv->v;
+    const cpu_block *blk = bv->blk;
+    if (bad) {
+        /* the first bad pivot of each lane, from the leaves as the solve
+         * meets them (a pivot is final once its node is eliminated); the
+         * lowest cell of the block with one */
+        for (int32_t j = 0; j < W; ++j)
+            for (int32_t i = n - 1; i >= 0; --i) {
+                const double piv = d[(int64_t)i * W + j];
+                if (piv == 0.0 || !isfinite(piv)) {
+                    if (blk->cell[j] < fault->cell || fault->step != step) {
+                        fault->step = step;
+                        fault->cell = blk->cell[j];
+                        fault->node = i;
+                        fault->value = NAN;
+                    }
+                    break;
                 }
-            } else {
-                for (int64_t q = q0; q < q1; ++q) d[q] += cap[q];
             }
-        }
-        /* axial terms */
-        for (int32_t i = 1; i < n; ++i) {
-            const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
-            const double ai = a[i], bi = b[i];
-            for (int32_t j = 0; j < W; ++j) {
-                const double dv = v[pi + j] - v[ii + j];
-                rhs[ii + j] -= bi * dv;
-                rhs[pi + j] += ai * dv;
-                d[ii + j] -= bi;
-                d[pi + j] -= ai;
-            }
-        }
-        /* Hines solve, every lane at once (ns_hines_solve_one's arithmetic);
-         * a pivot that is zero or not finite is looked for afterwards */
-        int bad = 0;
-        for (int32_t i = n - 1; i >= 1; --i) {
-            const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
-            const double ai = a[i], bi = b[i];
-            for (int32_t j = 0; j < W; ++j) {
-                const double piv = d[ii + j];
-                bad |= !(fabs(piv) <= DBL_MAX) | (piv == 0.0);
-                const double f = ai / piv;
-                d[pi + j] -= f * bi;
-                rhs[pi + j] -= f * rhs[ii + j];
-            }
-        }
-        for (int32_t j = 0; j < W; ++j) {
-            bad |= !(fabs(d[j]) <= DBL_MAX) | (d[j] == 0.0);
-            rhs[j] /= d[j];
-        }
-        for (int32_t i = 1; i < n; ++i) {
-            const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
-            const double bi = b[i];
-            for (int32_t j = 0; j < W; ++j) rhs[ii + j] = (rhs[ii + j] - bi * rhs[pi + j]) / d[ii + j];
-        }
-        double v_spike_old[NS_CPU_LANES_MAX];
-        for (int32_t j = 0; j < W; ++j) v_spike_old[j] = v[sp + j];
-        for (int64_t q = 0; q < nw; ++q) v[q] += rhs[q];
-        t = ns_sim_half_step(tm, dt);
-        const int64_t step = step0 + k + 1;
-        if (bad) {
-            /* the first bad pivot of each lane, from the leaves as the solve
-             * meets them (a pivot is final once its node is eliminated); the
-             * lowest cell of the block with one */
+        if (fault->step == step) return 1;
+    }
+    if ((step % sim->options.check_every) == 0 || k == steps - 1) {
+        int finite = 1;
+        for (int64_t q = 0; q < nw; ++q) finite &= fabs(v[q]) <= DBL_MAX;
+        if (!finite) {
             for (int32_t j = 0; j < W; ++j)
-                for (int32_t i = n - 1; i >= 0; --i) {
-                    const double piv = d[(int64_t)i * W + j];
-                    if (piv == 0.0 || !isfinite(piv)) {
-                        if (blk->cell[j] < fault->cell || fault->step != step) {
+                for (int32_t i = 0; i < n; ++i) {
+                    const double x = v[(int64_t)i * W + j];
+                    if (!isfinite(x)) {
+                        if (fault->step != step || blk->cell[j] < fault->cell) {
                             fault->step = step;
                             fault->cell = blk->cell[j];
                             fault->node = i;
-                            fault->value = NAN;
+                            fault->value = x;
                         }
                         break;
                     }
                 }
-            if (fault->step == step) return 1;
+            return 1;
         }
-        if ((step % check) == 0 || k == steps - 1) {
-            int finite = 1;
-            for (int64_t q = 0; q < nw; ++q) finite &= fabs(v[q]) <= DBL_MAX;
-            if (!finite) {
-                for (int32_t j = 0; j < W; ++j)
-                    for (int32_t i = 0; i < n; ++i) {
-                        const double x = v[(int64_t)i * W + j];
-                        if (!isfinite(x)) {
-                            if (fault->step != step || blk->cell[j] < fault->cell) {
-                                fault->step = step;
-                                fault->cell = blk->cell[j];
-                                fault->node = i;
-                                fault->value = x;
-                            }
-                            break;
-                        }
-                    }
-                return 1;
-            }
+    }
+    return 0;
+}
+
+/* Spikes (threshold crossings at the spike node, interpolated in time
+ * between tp and t) and the recorded sites at step `step`. Returns -1 when
+ * a spike could not be stored. */
+NS_ALWAYS_INLINE int spikes_and_records(ns_sim_t *sim, const block_view *bv, const int32_t W, const double *v_old,
+                                        double tp, double t, int64_t step) {
+    const double thr = sim->params.spike_threshold;
+    const double *v = bv->v;
+    const cpu_block *blk = bv->blk;
+    const int64_t sp = (int64_t)bv->s->spike_node * W;
+    for (int32_t j = 0; j < W; ++j) {
+        const double vs = v[sp + j];
+        if (v_old[j] < thr && vs >= thr) {
+            const double tc = tp + (t - tp) * (thr - v_old[j]) / (vs - v_old[j]);
+            if (ns_sim_push_spike(sim, blk->cell[j], tc) != 0) return -1;
         }
-        /* hh gates from the new v */
-        for (int32_t u = 0; u < cs->n_runs; ++u) {
-            const cpu_run *run = &cs->runs[u];
-            if (run->region < 0 || !R[run->region].hh) continue;
-            gates(sim, (int64_t)run->begin * W, (int64_t)run->end * W, v, m, h, gn);
-        }
+    }
+    const int64_t every = sim->options.record_every;
+    const int32_t nrec = sim->n_recs;
+    if (step % every == 0 && nrec > 0) {
+        double *row = sim->traces + (size_t)(step / every) * (size_t)nrec;
         for (int32_t j = 0; j < W; ++j) {
-            const double vs = v[sp + j];
-            if (v_spike_old[j] < thr && vs >= thr) {
-                const double tc = tp + (t - tp) * (thr - v_spike_old[j]) / (vs - v_spike_old[j]);
-                if (ns_sim_push_spike(sim, blk->cell[j], tc) != 0) return -1;
+            const int64_t c = blk->cell[j];
+            for (int64_t q = sim->rec_begin[c]; q < sim->rec_begin[c + 1]; ++q) {
+                const int32_t site = sim->rec_order[q];
+                row[site] = v[(int64_t)sim->recs[site].node * W + j];
             }
         }
-        if (step % every == 0 && nrec > 0) {
-            double *row = sim->traces + (size_t)(step / every) * (size_t)nrec;
-            for (int32_t j = 0; j < W; ++j) {
-                const int64_t c = blk->cell[j];
-                for (int64_t q = sim->rec_begin[c]; q < sim->rec_begin[c + 1]; ++q) {
-                    const int32_t site = sim->rec_order[q];
-                    row[site] = v[(int64_t)sim->recs[site].node * W + j];
-                }
-            }
-        }
+    }
+    return 0;
+}
+
+/* Advance block `blk` (of W lanes) through steps k0 <= k < k1 of a call of
+ * `steps` steps from step count `step0`; t0 is the time at step k0. d and
+ * rhs are scratch of at least n * W. Returns 0, or 1 on a fault (filled
+ * in), or -1 when a spike could not be stored. */
+NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, const int32_t W,
+                               int64_t step0, int64_t k0, int64_t k1, int64_t steps, double t0,
+                               double *restrict d, double *restrict rhs, block_fault *fault) {
+    const block_view bv = view_of(sim, st, blk);
+    const int32_t n = bv.s->n;
+    const double dt = sim->params.dt;
+    double t = t0;
+    for (int64_t k = k0; k < k1; ++k) {
+        const double tp = t;
+        const double tm = ns_sim_half_step(t, dt);
+        membrane(sim, &bv, W, 0, n, tm, d, rhs);
+        double v_old[NS_CPU_LANES_MAX];
+        const int bad = solve(&bv, W, d, rhs, v_old);
+        t = ns_sim_half_step(tm, dt);
+        const int64_t step = step0 + k + 1;
+        if (faults(sim, &bv, W, bad, step, k, steps, d, fault)) return 1;
+        gates_range(sim, &bv, W, 0, n);
+        if (spikes_and_records(sim, &bv, W, v_old, tp, t, step) != 0) return -1;
     }
     return 0;
 }
@@ -643,8 +716,9 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
 #endif
 #define NS_RUN_W(W)                                                                                      \
     NS_CLONES static int run_block_##W(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, int64_t step0,   \
-                             int64_t steps, double t0, double *d, double *rhs, block_fault *fault) {    \
-        return run_block(sim, st, blk, W, step0, steps, t0, d, rhs, fault);                             \
+                                       int64_t k0, int64_t k1, int64_t steps, double t0, double *d, double *rhs, \
+                                       block_fault *fault) {                                                 \
+        return run_block(sim, st, blk, W, step0, k0, k1, steps, t0, d, rhs, fault);                         \
     }
 NS_RUN_W(1)
 NS_RUN_W(2)
@@ -652,12 +726,91 @@ NS_RUN_W(4)
 NS_RUN_W(8)
 #undef NS_RUN_W
 
+/* The split cells' barrier (two per step): a sense-reversing counter that
+ * spins briefly, then yields the core at each look. OpenMP's barrier spins
+ * (GOMP: about 300,000 looks) before it sleeps; on a machine with other
+ * runnable work that kept the working thread off its core (this container,
+ * 2 cores: one 38,580-compartment cell took 10.1 ms per step on 2 threads
+ * with OMP_WAIT_POLICY=active, 2.1 with passive, 1.8-3.5 on one thread).
+ * A yield costs nothing when nothing else wants the core. The acquire and
+ * release orders make each thread's writes before the barrier visible to
+ * the others after it. */
+typedef struct split_barrier {
+    atomic_int count, sense;
+} split_barrier;
+
+static void split_wait(split_barrier *b, int *local_sense, int32_t team) {
+    const int mine = !*local_sense;
+    *local_sense = mine;
+    if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) == team - 1) {
+        atomic_store_explicit(&b->count, 0, memory_order_relaxed);
+        atomic_store_explicit(&b->sense, mine, memory_order_release);
+        return;
+    }
+    for (int looks = 0; atomic_load_explicit(&b->sense, memory_order_acquire) != mine; ++looks)
+        if (looks >= 64) NS_YIELD();
+}
+
+/* The split cells' parts of one step (cpu_policy.h, ns_cpu_split): the
+ * membrane pass (part 0) or the gates (part 1) over this thread's node range
+ * of every split cell not stopped; or (part 2, on the cell's own thread) the
+ * solve, the faults, spikes and recording of split cell `s`. Node by node
+ * the arithmetic of run_block, so the same values whatever the team. */
+NS_CLONES static int split_part(ns_sim_t *sim, const cpu_state *st, int part, int64_t s, int32_t me, int32_t team,
+                                int64_t step0, int64_t k, int64_t steps, double tp, double t,
+                                block_fault *fault) {
+    if (part == 2) {
+        const block_view bv = view_of(sim, st, &st->blocks[st->split[s]]);
+        double *d = st->split_d + st->split_at[s], *rhs = st->split_rhs + st->split_at[s];
+        double v_old[1];
+        const int bad = solve(&bv, 1, d, rhs, v_old);
+        const int64_t step = step0 + k + 1;
+        if (faults(sim, &bv, 1, bad, step, k, steps, d, fault)) return 1;
+        return spikes_and_records(sim, &bv, 1, v_old, tp, t, step) != 0 ? -1 : 0;
+    }
+    const double tm = ns_sim_half_step(tp, sim->params.dt);
+    for (int64_t q = 0; q < st->n_split; ++q) {
+        if (st->split_stopped[q]) continue;
+        const block_view bv = view_of(sim, st, &st->blocks[st->split[q]]);
+        const int32_t n = bv.s->n;
+        const int32_t n0 = (int32_t)((int64_t)n * me / team), n1 = (int32_t)((int64_t)n * (me + 1) / team);
+        if (part == 0)
+            membrane(sim, &bv, 1, n0, n1, tm, st->split_d + st->split_at[q], st->split_rhs + st->split_at[q]);
+        else
+            gates_range(sim, &bv, 1, n0, n1);
+    }
+    return 0;
+}
+
+static int run_one(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, int64_t step0, int64_t k0, int64_t k1,
+                   int64_t steps, double t0, double *d, double *rhs, block_fault *f) {
+    switch (blk->w) {
+    case 8: return run_block_8(sim, st, blk, step0, k0, k1, steps, t0, d, rhs, f);
+    case 4: return run_block_4(sim, st, blk, step0, k0, k1, steps, t0, d, rhs, f);
+    case 2: return run_block_2(sim, st, blk, step0, k0, k1, steps, t0, d, rhs, f);
+    default: return run_block_1(sim, st, blk, step0, k0, k1, steps, t0, d, rhs, f);
+    }
+}
+
+static void keep_first(sim_fault *mine, const block_fault *f) {
+    if (f->step < mine->step || (f->step == mine->step && f->cell < mine->cell)) {
+        mine->step = f->step;
+        mine->cell = f->cell;
+        mine->node = f->node;
+        mine->value = f->value;
+    }
+}
+
 static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
     cpu_state *st = sim->backend_state;
     const int64_t step0 = sim->steps;
     const double t0 = sim->t;
     const int32_t threads = st->threads;
     int out_of_memory = 0;
+    for (int64_t q = 0; q < st->n_split; ++q) st->split_stopped[q] = 0;
+    split_barrier barrier;
+    atomic_init(&barrier.count, 0);
+    atomic_init(&barrier.sense, 0);
 #ifdef NS_HAVE_OPENMP
 #pragma omp parallel num_threads(threads) if (threads > 1)
 #endif
@@ -670,23 +823,51 @@ static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         double *rhs = aligned((size_t)st->max_nw * sizeof *rhs);
         sim_fault mine = {INT64_MAX, -1, -1, 0.0};
         int oom = !d || !rhs;
-        for (int64_t q = st->thread_begin[t]; q < st->thread_begin[t + 1] && !oom; ++q) {
-            const cpu_block *blk = &st->blocks[st->order[q]];
-            block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
-            int r = 0;
-            switch (blk->w) {
-            case 8: r = run_block_8(sim, st, blk, step0, steps, t0, d, rhs, &f); break;
-            case 4: r = run_block_4(sim, st, blk, step0, steps, t0, d, rhs, &f); break;
-            case 2: r = run_block_2(sim, st, blk, step0, steps, t0, d, rhs, &f); break;
-            default: r = run_block_1(sim, st, blk, step0, steps, t0, d, rhs, &f); break;
+        if (st->n_split == 0) {
+            /* each block through all the steps, one after the other */
+            for (int64_t q = st->thread_begin[t]; q < st->thread_begin[t + 1] && !oom; ++q) {
+                block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                const int r = run_one(sim, st, &st->blocks[st->order[q]], step0, 0, steps, steps, t0, d, rhs, &f);
+                if (r < 0) oom = 1;
+                if (r > 0) keep_first(&mine, &f);
             }
-            if (r < 0) oom = 1;
-            if (r > 0 && (f.step < mine.step || (f.step == mine.step && f.cell < mine.cell))) {
-                mine.step = f.step;
-                mine.cell = f.cell;
-                mine.node = f.node;
-                mine.value = f.value;
+        } else {
+            /* step by step: every thread runs its node range of the split
+             * cells' membrane pass; a barrier; thread s < n_split solves split
+             * cell s while the other threads advance their own blocks by the
+             * step; a barrier; every thread runs its range of the gates */
+            const int64_t q0 = st->thread_begin[t], q1 = st->thread_begin[t + 1];
+            char *done = calloc((size_t)(q1 - q0 + 1), 1);
+            oom |= !done;
+            double tp = t0;
+            int sense = 0;
+            for (int64_t k = 0; k < steps; ++k) {
+                const double tn = ns_sim_half_step(ns_sim_half_step(tp, sim->params.dt), sim->params.dt);
+                split_part(sim, st, 0, 0, t, threads, step0, k, steps, tp, tn, NULL);
+                split_wait(&barrier, &sense, threads);
+                if (t < st->n_split) {
+                    if (!st->split_stopped[t]) {
+                        block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                        const int r = split_part(sim, st, 2, t, t, threads, step0, k, steps, tp, tn, &f);
+                        if (r < 0) oom = 1;
+                        if (r > 0) keep_first(&mine, &f);
+                        if (r != 0) st->split_stopped[t] = 1;
+                    }
+                } else if (done) {
+                    for (int64_t q = q0; q < q1; ++q) {
+                        if (done[q - q0]) continue;
+                        block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                        const int r = run_one(sim, st, &st->blocks[st->order[q]], step0, k, k + 1, steps, tp, d, rhs, &f);
+                        if (r < 0) oom = 1;
+                        if (r > 0) keep_first(&mine, &f);
+                        if (r != 0) done[q - q0] = 1;
+                    }
+                }
+                split_wait(&barrier, &sense, threads);
+                split_part(sim, st, 1, 0, t, threads, step0, k, steps, tp, tn, NULL);
+                tp = tn;
             }
+            free(done);
         }
         free(d);
         free(rhs);
