@@ -117,6 +117,10 @@ def run_case(name, case):
             nc.weight[0] = w
             ncs.append((nc, t))
         keep += ncs
+    if "CaDynamics_E2" in mechs:
+        # nocmodl writes GLOBAL defaults with 6 digits ("double F = 96485.3;"):
+        # give NEURON the file's value, so that both run the file as written
+        h.F_CaDynamics_E2 = 96485.3321233100184
     h.celsius = celsius
     h.dt = 0.025
     tv = h.Vector().record(h._ref_t)
