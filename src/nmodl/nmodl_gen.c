@@ -96,8 +96,10 @@ static int scope_push(gen *g, char *name, int arg) {
 
 /* ---- symbolic helpers for cnexp ---- */
 
+/* the nodes that the symbolic steps make live in the emit call's arena */
+static _Thread_local nm_arena *GAR;
 static ex *mk(ex_kind k, int op, ex *a, ex *b) {
-    ex *e = calloc(1, sizeof *e);
+    ex *e = nm_calloc(GAR, 1, sizeof *e);
     if (!e) return NULL;
     e->kind = k;
     e->op = op;
@@ -816,6 +818,8 @@ ns_status ns_nmodl_emit(const ns_nmodl_t *m, ns_nmodl_target target, char **text
     *text = NULL;
     buf b = {0};
     gen g = {0};
+    nm_arena ar = {0};
+    GAR = &ar;
     g.m = m;
     g.b = &b;
     int r = 0;
@@ -833,6 +837,8 @@ ns_status ns_nmodl_emit(const ns_nmodl_t *m, ns_nmodl_target target, char **text
     }
     free(g.scope);
     free(g.scope_arg);
+    nm_arena_free(&ar);
+    GAR = NULL;
     if (r || g.status) { free(b.s); return g.status ? g.status : ns_fail(NS_ERR_INTERNAL, "code generation failed"); }
     if (b.oom || !b.s) { free(b.s); return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory generating %s", m->name); }
     *text = b.s;

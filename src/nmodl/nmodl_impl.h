@@ -7,6 +7,15 @@
 
 #include "neurosolve/nmodl.h"
 
+/* Every allocation of a module's AST, freed at once (nmodl_arena.c). */
+typedef struct nm_arena {
+    void **p;
+    size_t n, cap;
+} nm_arena;
+void *nm_calloc(nm_arena *a, size_t n, size_t size);
+void *nm_realloc(nm_arena *a, void *old, size_t size); /* old: NULL or from this arena */
+void nm_arena_free(nm_arena *a);
+
 typedef enum ex_kind { EX_NUM, EX_VAR, EX_CALL, EX_NEG, EX_NOT, EX_BIN } ex_kind;
 
 typedef struct ex {
@@ -101,6 +110,7 @@ struct ns_nmodl {
     stlist *net_receive;
     char *net_weight;    /* the NET_RECEIVE argument */
     int n_fields, n_params, n_assigned, n_states, n_globals, table_size;
+    nm_arena arena;
 };
 
 #endif

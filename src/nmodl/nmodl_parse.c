@@ -45,6 +45,15 @@ static char *dupn(const char *s, size_t n) {
 }
 static char *dup(const char *s) { return dupn(s, strlen(s)); }
 
+/* The AST, token texts and name lists of the module being parsed live in its
+ * arena (freed by ns_nmodl_destroy): the parser's error paths leak nothing. */
+static _Thread_local nm_arena *AR;
+static char *ar_dupn(const char *s, size_t n) {
+    char *r = nm_calloc(AR, n + 1, 1);
+    if (r) memcpy(r, s, n);
+    return r;
+}
+
 static int perr(parser *p, ns_status status, int line, const char *fmt, ...) NS_PRINTF_LIKE(4, 5);
 static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
     if (p->status) return -1;
@@ -109,7 +118,7 @@ static int lex(parser *p) {
                 continue;
             if (len == 8 && !strncmp(s + b, "VERBATIM", 8))
                 return perr(p, NS_ERR_UNSUPPORTED, line, "VERBATIM is not supported (C code in a .mod file)");
-            tok t = {T_NAME, 0, line, b, i, dupn(s + b, len), 0};
+            tok t = {T_NAME, 0, line, b, i, ar_dupn(s + b, len), 0};
             if (!t.text || push(p, t)) return -1;
             continue;
         }
@@ -123,7 +132,7 @@ static int lex(parser *p) {
                 i += 2;
                 while (isdigit((unsigned char)s[i])) i++;
             }
-            tok t = {T_NUM, 0, line, b, i, dupn(s + b, i - b), 0};
+            tok t = {T_NUM, 0, line, b, i, ar_dupn(s + b, i - b), 0};
             if (!t.text) return -1;
             t.num = strtod(t.text, NULL);
             if (push(p, t)) return -1;
@@ -212,7 +221,7 @@ static int skip_limits(parser *p) {
 /* ---- expressions ---- */
 
 static ex *ex_new(ex_kind k) {
-    ex *e = calloc(1, sizeof *e);
+    ex *e = nm_calloc(AR, 1, sizeof *e);
     if (e) e->kind = k;
     return e;
 }
@@ -244,7 +253,7 @@ static ex *parse_primary(parser *p) {
                 for (;;) {
                     ex *a = parse_expr(p);
                     if (!a) return NULL;
-                    ex **na = realloc(e->args, (size_t)(e->n_args + 1) * sizeof *na);
+                    ex **na = nm_realloc(AR, e->args, (size_t)(e->n_args + 1) * sizeof *na);
                     if (!na) return NULL;
                     e->args = na;
                     e->args[e->n_args++] = a;
@@ -368,14 +377,14 @@ static ex *parse_expr(parser *p) {
 static stlist *parse_block(parser *p, block *owner);
 
 static int add_st(parser *p, stlist *l, st *s) {
-    st **n = realloc(l->s, (size_t)(l->n + 1) * sizeof *n);
+    st **n = nm_realloc(AR, l->s, (size_t)(l->n + 1) * sizeof *n);
     if (!n) return perr(p, NS_ERR_OUT_OF_MEMORY, s->line, "out of memory");
     l->s = n;
     l->s[l->n++] = s;
     return 0;
 }
 static int add_name(char ***list, int *n, char *name) {
-    char **nl = realloc(*list, (size_t)(*n + 1) * sizeof *nl);
+    char **nl = nm_realloc(AR, *list, (size_t)(*n + 1) * sizeof *nl);
     if (!nl) return -1;
     *list = nl;
     nl[(*n)++] = name;
@@ -389,7 +398,7 @@ static int parse_table(parser *p, block *owner) {
         return perr(p, NS_ERR_PARSE, line, "TABLE outside a FUNCTION or PROCEDURE");
     if (owner->n_args != 1)
         return perr(p, NS_ERR_UNSUPPORTED, line, "TABLE in %s: only one argument is supported", owner->name);
-    table_decl *t = calloc(1, sizeof *t);
+    table_decl *t = nm_calloc(AR, 1, sizeof *t);
     if (!t) return -1;
     owner->table = t;
     while (cur(p)->kind == T_NAME && !is_name(p, "DEPEND") && !is_name(p, "FROM")) {
@@ -421,7 +430,7 @@ static int parse_table(parser *p, block *owner) {
 
 static st *parse_statement(parser *p, stlist *l, block *owner) {
     tok *t = cur(p);
-    st *s = calloc(1, sizeof *s);
+    st *s = nm_calloc(AR, 1, sizeof *s);
     if (!s) return NULL;
     s->line = t->line;
     if (t->kind != T_NAME) {
@@ -443,17 +452,14 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
             if (is_punct(p, ',')) { p->pos++; continue; }
             break;
         }
-        free(s);
-        return (st *)l; /* marker: nothing to add */
+        return (st *)l; /* marker: nothing to add (s stays in the arena) */
     }
     if (!strcmp(t->text, "TABLE")) {
         if (parse_table(p, owner)) return NULL;
-        free(s);
         return (st *)l;
     }
     if (!strcmp(t->text, "UNITSOFF") || !strcmp(t->text, "UNITSON")) {
         p->pos++;
-        free(s);
         return (st *)l;
     }
     if (!strcmp(t->text, "SOLVE")) {
@@ -488,7 +494,7 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
         if (is_name(p, "else")) {
             p->pos++;
             if (is_name(p, "if")) {
-                stlist *el = calloc(1, sizeof *el);
+                stlist *el = nm_calloc(AR, 1, sizeof *el);
                 if (!el) return NULL;
                 st *inner = parse_statement(p, el, owner);
                 if (!inner || add_st(p, el, inner)) return NULL;
@@ -526,7 +532,7 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
 
 static stlist *parse_block(parser *p, block *owner) {
     if (expect(p, '{')) return NULL;
-    stlist *l = calloc(1, sizeof *l);
+    stlist *l = nm_calloc(AR, 1, sizeof *l);
     if (!l) return NULL;
     while (!is_punct(p, '}')) {
         if (cur(p)->kind == T_EOF) {
@@ -536,7 +542,7 @@ static stlist *parse_block(parser *p, block *owner) {
         if (is_punct(p, '{')) { /* a nested plain block */
             stlist *in = parse_block(p, owner);
             if (!in) return NULL;
-            st *s = calloc(1, sizeof *s);
+            st *s = nm_calloc(AR, 1, sizeof *s);
             if (!s) return NULL;
             s->kind = ST_IF;
             s->line = cur(p)->line;
@@ -814,7 +820,7 @@ static int add_block(parser *p, block *b) {
 }
 
 static int parse_callable(parser *p, int kind) {
-    block *b = calloc(1, sizeof *b);
+    block *b = nm_calloc(AR, 1, sizeof *b);
     if (!b) return -1;
     b->kind = kind;
     b->line = cur(p)->line;
@@ -1013,7 +1019,7 @@ static int finish(parser *p) {
     struct ns_nmodl *m = p->m;
     if (!p->seen_neuron || !m->name) return perr(p, NS_ERR_PARSE, 1, "no NEURON block with a SUFFIX or POINT_PROCESS");
     if (!m->breakpoint) {
-        m->breakpoint = calloc(1, sizeof *m->breakpoint);
+        m->breakpoint = nm_calloc(AR, 1, sizeof *m->breakpoint);
         if (!m->breakpoint) return -1;
     }
     /* SOLVE only in BREAKPOINT, at its top level */
@@ -1111,10 +1117,8 @@ static int finish(parser *p) {
             if (add_name(&scope, &n_scope, b->args[k])) goto fail;
         if (check_list(p, b->body, b, &scope, &n_scope)) goto fail;
     }
-    free(scope);
-    return 0;
+    return 0; /* scope lives in the arena */
 fail:
-    free(scope);
     return -1;
 }
 
@@ -1127,9 +1131,11 @@ ns_status ns_nmodl_parse_string(const char *text, const char *name, ns_nmodl_t *
     p.m = calloc(1, sizeof *p.m);
     if (!p.m) return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
     p.m->file = dup(p.file);
+    AR = &p.m->arena;
     if (lex(&p) == 0 && parse_top(&p) == 0) finish(&p);
     /* the tokens' texts are kept (the AST points at them); the array goes */
     free(p.toks);
+    AR = NULL;
     if (p.status) {
         /* the AST is leaked on error paths only through this small arena-less
          * design; keep it simple: the structure is freed shallowly */
@@ -1179,9 +1185,7 @@ void ns_nmodl_destroy(ns_nmodl_t *m) {
     for (int i = 0; i < m->n_vars; i++) free(m->vars[i].name);
     free(m->vars);
     for (int i = 0; i < m->n_ions; i++) free(m->ions[i].name);
-    free(m->currents);
-    free(m->range);
-    free(m->globals_decl);
+    nm_arena_free(&m->arena); /* the AST, the token texts and the name lists */
     free(m->name);
     free(m->file);
     free(m->blocks);
