@@ -72,7 +72,8 @@ static const char *emit(const char *text, ns_nmodl_target t) {
 int main(void) {
     all_files(MECH_DIR "/neuron");
     all_files(MECH_DIR "/bbp");
-    CHECK(n_files == 16);
+    all_files(MECH_DIR "/test");
+    CHECK(n_files == 17);
 
     /* the generated forms */
     {

@@ -196,6 +196,7 @@ static int spikes_of(const double *v, double v0, long steps, double *t, int cap)
 #endif
 static const tcase CASES[] = {
     {"hh", 6.3, -65, 50, {"hh"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0},
+    {"hhdi", 6.3, -65, 50, {"hhdi"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0},
     {"pas", 6.3, -65, 40, {"pas"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0},
     {"ExpSyn", 6.3, -70, 40, {"pas", "ExpSyn"},
      {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"ExpSyn", "tau", 2}, {"ExpSyn", "e", 0}}, {{0}},
@@ -492,10 +493,11 @@ int main(void) {
     if (tmpdir_make("ns_nmodl")) return 77;
     ns_mechanisms_build_options o = {0};
     o.keep_sources = 0;
-    ns_mech_library_t *libs[2] = {NULL, NULL};
-    const char *dirs[2] = {MECH_DIR "/neuron", MECH_DIR "/bbp"};
-    for (int k = 0; k < 2; ++k) {
-        char *lib = tmp(k ? "libbbp.so" : "libneuron.so");
+    ns_mech_library_t *libs[3] = {NULL, NULL, NULL};
+    const char *dirs[3] = {MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test"};
+    const char *names[3] = {"libneuron.so", "libbbp.so", "libtest.so"};
+    for (int k = 0; k < 3; ++k) {
+        char *lib = tmp(names[k]);
         ns_status s = ns_mechanisms_build(dirs[k], lib, &o);
         if (s == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "cannot run the compiler")) {
             printf("SKIP: no C compiler (%s)\n", ns_last_error());
@@ -509,9 +511,9 @@ int main(void) {
     }
     CHECK(ns_mech_library_count(libs[0]) == 4);
     CHECK(ns_mech_library_count(libs[1]) == 12);
-    hh_vs_mech_h(libs, 2);
-    for (size_t k = 0; k < sizeof CASES / sizeof *CASES; ++k) run_case(libs, 2, &CASES[k]);
-    for (int k = 0; k < 2; ++k) ns_mech_library_close(libs[k]);
+    hh_vs_mech_h(libs, 3);
+    for (size_t k = 0; k < sizeof CASES / sizeof *CASES; ++k) run_case(libs, 3, &CASES[k]);
+    for (int k = 0; k < 3; ++k) ns_mech_library_close(libs[k]);
     char *sdir = tmp("solvers");
     char cmd[700];
     snprintf(cmd, sizeof cmd, "mkdir -p %s", sdir);

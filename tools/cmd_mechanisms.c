@@ -104,13 +104,10 @@ static int list(int argc, char **argv) {
 }
 
 int cmd_mechanisms(int argc, char **argv) {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        if (argc < 2) {
-            usage_text();
-            return 2;
-        }
-        return usage_text();
-    }
+    if (argc < 2) return cli_usage_error("mechanisms", "needs an action (build, list, translate)");
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return usage_text();
+    for (int i = 2; i < argc; ++i)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage_text();
     if (!strcmp(argv[1], "list")) return list(argc - 1, argv + 1);
     int build = !strcmp(argv[1], "build");
     if (!build && strcmp(argv[1], "translate"))

@@ -26,6 +26,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BBP = os.path.join(ROOT, "data/mechanisms/bbp")
+TEST = os.path.join(ROOT, "data/mechanisms/test")  # hhdi.mod: hh.mod by derivimplicit
 OUT = os.path.join(ROOT, "tests/data/nmodl")
 EXPRELR = """
 FUNCTION exprelr(x) {
@@ -49,6 +50,7 @@ CHAN = lambda name, g: (34, -70, 120, {"pas": {"g": 1e-4, "e": -70}, name: g}, S
                         {"ena": 50, "ek": -85, "eca": 120}, False)
 CASES = {
     "hh": (6.3, -65, 50, {"hh": {}}, [(2, 30, 0.2)], [], None, {}, False),
+    "hhdi": (6.3, -65, 50, {"hhdi": {}}, [(2, 30, 0.2)], [], None, {}, False),
     "pas": (6.3, -65, 40, {"pas": {}}, [(5, 20, 0.1)], [], None, {}, False),
     "ExpSyn": (6.3, -70, 40, {"pas": {"g": 1e-4, "e": -70}}, [], [(5, 0.01), (15, 0.02)],
                ("ExpSyn", {"tau": 2, "e": 0}), {}, False),
@@ -164,6 +166,7 @@ def main():
                     text += EXPRELR
                 text += assigned_block(text)
                 open(os.path.join(work, f), "w").write(text)
+        shutil.copy(os.path.join(TEST, "hhdi.mod"), work)
         nrnivmodl = os.path.join(os.path.dirname(sys.executable), "nrnivmodl")
         subprocess.run([nrnivmodl], cwd=work, check=True, stdout=subprocess.DEVNULL)
         for name in CASES:

@@ -98,7 +98,7 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
     if (options) o = *options;
     const char *cc = o.cc ? o.cc : "cc";
     ns_status s = NS_OK;
-    strv mods = {0}, names = {0}, args = {0};
+    strv mods = {0}, names = {0}, args = {0}, written = {0};
     char *work = NULL, *inc = NULL, *abi = NULL, *tmp = NULL, *log = NULL;
     DIR *d = opendir(dir);
     if (!d) return ns_fail(NS_ERR_IO, "%s: cannot open the folder: %s", dir, strerror(errno));
@@ -122,6 +122,7 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
     if (mkdir(inc, 0755) && errno != EEXIST) { s = ns_fail(NS_ERR_IO, "%s: cannot create: %s", inc, strerror(errno)); goto done; }
     if (!(abi = join(inc, "mechanism.h"))) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
     if ((s = write_text(abi, ns_nmodl_abi_header))) goto done;
+    if (sv_add(&written, abi)) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
     /* compiler command line */
     if (o.nvcc) {
         char arch[64];
@@ -171,6 +172,7 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
             if (!fp) { free(text); ns_nmodl_destroy(m); s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
             s = write_text(fp, text);
             free(text);
+            if (!s && sv_add(&written, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
             if (!s && t > 0 && sv_add(&args, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
             free(fp);
             if (s) { ns_nmodl_destroy(m); goto done; }
@@ -194,6 +196,7 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
         if (!fp) { free(cat); s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
         s = write_text(fp, cat);
         free(cat);
+        if (!s && sv_add(&written, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
         if (!s && sv_add(&args, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
         free(fp);
         if (s) goto done;
@@ -216,29 +219,16 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
         remove(tmp);
         goto done;
     }
-    if (!o.keep_sources) {
-        for (int i = 0; i < args.n; i++) {
-            const char *a = args.s[i];
-            size_t n = strlen(a);
-            if (!strncmp(a, work, strlen(work)) && n > 2 && (!strcmp(a + n - 2, ".c") || !strcmp(a + n - 3, ".cu"))) {
-                remove(a);
-                if (strcmp(a + n - 11 < a ? a : a + n - 11, "catalogue.c")) {
-                    char *h = strdup(a);
-                    if (h) {
-                        char *dot = strrchr(h, '.');
-                        strcpy(dot, ".h");
-                        remove(h);
-                        free(h);
-                    }
-                }
-            }
-        }
-        remove(log);
-        remove(abi);
-        rmdir(inc);
+done:
+    /* the generated sources go unless asked for (also after a failure: a
+     * failed build leaves nothing; the compiler's log is in the message) */
+    if (!o.keep_sources && work) {
+        for (int i = 0; i < written.n; i++) remove(written.s[i]);
+        if (log) remove(log);
+        if (inc) rmdir(inc);
         rmdir(work);
     }
-done:
+    sv_free(&written);
     sv_free(&mods);
     sv_free(&names);
     sv_free(&args);
