@@ -485,7 +485,7 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put(b, "NS_MECH_FN void nsm_%s_dd_%s(" SIG ", double *f_) {\n    (void)i_; (void)node_; (void)v_;\n", name,
             bl->name);
         g->mode = M_DERIVIMPLICIT;
-        if (emit_list(g, bl->body, 4)) return -1;
+        if (emit_list(g, bl->body, 4)) { free(order); return -1; }
         put(b, "}\n\n");
         /* backward Euler by Newton's method with a finite-difference Jacobian,
          * as NEURON's derivimplicit (one step is exact for linear equations) */
@@ -528,7 +528,7 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put(b, "NS_MECH_FN void nsm_%s_d_%s(" SIG ") {\n    (void)i_; (void)node_; (void)v_;\n", name, bl->name);
         g->mode = method;
         if (method == M_EULER) put(b, "    double D_[%d];\n", n);
-        if (emit_list(g, bl->body, 4)) return -1;
+        if (emit_list(g, bl->body, 4)) { free(order); return -1; }
         if (method == M_EULER)
             for (int k = 0; k < n; k++) {
                 int f = find_var(g->m, order[k])->field;

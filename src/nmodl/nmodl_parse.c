@@ -631,7 +631,7 @@ static int parse_neuron(parser *p) {
             if (!ion) return -1;
             if (m->n_ions == 8) return perr(p, NS_ERR_UNSUPPORTED, t->line, "more than 8 ions");
             ion_use *u = &m->ions[m->n_ions];
-            u->name = dup(ion);
+            u->name = ar_dupn(ion, strlen(ion));
             u->charge = 0;
             for (size_t k = 0; k < sizeof KNOWN_IONS / sizeof *KNOWN_IONS; k++)
                 if (!strcmp(KNOWN_IONS[k].name, ion)) u->charge = KNOWN_IONS[k].charge;
@@ -1184,7 +1184,6 @@ void ns_nmodl_destroy(ns_nmodl_t *m) {
      * the module and freed here shallowly (names of vars and the lists). */
     for (int i = 0; i < m->n_vars; i++) free(m->vars[i].name);
     free(m->vars);
-    for (int i = 0; i < m->n_ions; i++) free(m->ions[i].name);
     nm_arena_free(&m->arena); /* the AST, the token texts and the name lists */
     free(m->name);
     free(m->file);
