@@ -416,7 +416,7 @@ static int emit_callable(gen *g, const block *bl) {
     const char *name = g->m->name;
     int tab = bl->table != NULL;
     emit_proto(g, bl, tab ? "_exact" : "");
-    put(b, " {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
+    put(b, " {\n    (void)p; (void)p; (void)i_; (void)node_; (void)v_;\n");
     if (bl->kind == B_FUNCTION) put(b, "    double ret_ = 0.0;\n");
     g->owner = bl;
     g->n_scope = 0;
@@ -482,7 +482,7 @@ static int emit_derivative(gen *g, const block *bl, int method) {
     g->owner = bl;
     g->n_scope = 0;
     if (method == M_DERIVIMPLICIT) {
-        put(b, "NS_MECH_FN void nsm_%s_dd_%s(" SIG ", double *f_) {\n    (void)i_; (void)node_; (void)v_;\n", name,
+        put(b, "NS_MECH_FN void nsm_%s_dd_%s(" SIG ", double *f_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n", name,
             bl->name);
         g->mode = M_DERIVIMPLICIT;
         if (emit_list(g, bl->body, 4)) { free(order); return -1; }
@@ -525,7 +525,7 @@ static int emit_derivative(gen *g, const block *bl, int method) {
                "    }\n}\n\n",
             name, bl->name, name, bl->name);
     } else {
-        put(b, "NS_MECH_FN void nsm_%s_d_%s(" SIG ") {\n    (void)i_; (void)node_; (void)v_;\n", name, bl->name);
+        put(b, "NS_MECH_FN void nsm_%s_d_%s(" SIG ") {\n    (void)p; (void)i_; (void)node_; (void)v_;\n", name, bl->name);
         g->mode = method;
         if (method == M_EULER) put(b, "    double D_[%d];\n", n);
         if (emit_list(g, bl->body, 4)) { free(order); return -1; }
@@ -585,7 +585,7 @@ static int emit_header(gen *g) {
         if (bl->kind == B_DERIVATIVE && emit_derivative(g, bl, s->method)) return -1;
     }
     /* init */
-    put(b, "NS_MECH_FN void nsm_%s_init_one(ns_mech_ppack *p, int i_, int node_) {\n    const double v_ = p->v[node_];\n", name);
+    put(b, "NS_MECH_FN void nsm_%s_init_one(ns_mech_ppack *p, int i_, int node_) {\n    const double v_ = p->v[node_];\n    (void)i_;\n", name);
     load_conc(g, 0);
     for (int i = 0; i < m->n_vars; i++)
         if (m->vars[i].cls == V_STATE && m->vars[i].ion < 0) put(b, "    p->field[%d][i_] = 0.0;\n", m->vars[i].field);
@@ -595,7 +595,7 @@ static int emit_header(gen *g) {
     load_conc(g, 1);
     put(b, "    (void)v_;\n}\n\n");
     /* the BREAKPOINT's currents at v_ */
-    put(b, "NS_MECH_FN double nsm_%s_cur(" SIG ") {\n    (void)i_; (void)node_;\n", name);
+    put(b, "NS_MECH_FN double nsm_%s_cur(" SIG ") {\n    (void)p; (void)i_; (void)node_;\n", name);
     if (emit_list(g, m->breakpoint, 4)) return -1;
     put(b, "    double c_ = 0.0;\n");
     for (int k = 0; k < m->n_currents; k++) {
@@ -631,7 +631,7 @@ static int emit_header(gen *g) {
     if (m->point) put(b, "    g_ *= w_;\n    rhs_ *= w_;\n");
     put(b, "    NSM_ADD(p->rhs[node_], -rhs_);\n    NSM_ADD(p->d[node_], g_);\n    (void)w_;\n}\n\n");
     /* state: NEURON's nrn_state */
-    put(b, "NS_MECH_FN void nsm_%s_state_one(ns_mech_ppack *p, int i_, int node_) {\n    const double v_ = p->v[node_];\n", name);
+    put(b, "NS_MECH_FN void nsm_%s_state_one(ns_mech_ppack *p, int i_, int node_) {\n    const double v_ = p->v[node_];\n    (void)i_;\n", name);
     load_conc(g, 0);
     for (int i = 0; i < m->breakpoint->n; i++) {
         const st *s = m->breakpoint->s[i];
