@@ -26,6 +26,7 @@ typedef struct ex {
     struct ex *a, *b;
     struct ex **args;
     int n_args;
+    int depth;       /* of the tree below (parser: bounded, the passes over it recurse) */
 } ex;
 
 typedef enum st_kind { ST_ASSIGN, ST_DERIV, ST_IF, ST_CALL, ST_SOLVE } st_kind;

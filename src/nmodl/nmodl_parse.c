@@ -34,7 +34,11 @@ typedef struct parser {
     ns_status status;
     struct ns_nmodl *m;
     int seen_breakpoint, seen_neuron;
+    int depth; /* nesting of expressions and blocks: bounded, so that no input overflows the stack */
 } parser;
+
+#define MAX_DEPTH 600 /* three per parenthesis: parse_expr, parse_unary, parse_power */
+#define MAX_TREE 2000
 
 static char *dupn(const char *s, size_t n) {
     char *r = malloc(n + 1);
@@ -227,6 +231,7 @@ static ex *ex_new(ex_kind k) {
 }
 
 static ex *parse_expr(parser *p);
+static int dmax(int a, int b) { return a > b ? a : b; }
 
 static ex *parse_primary(parser *p) {
     tok *t = cur(p);
@@ -257,6 +262,7 @@ static ex *parse_primary(parser *p) {
                     if (!na) return NULL;
                     e->args = na;
                     e->args[e->n_args++] = a;
+                    e->depth = dmax(e->depth, 1 + a->depth);
                     if (is_punct(p, ',')) { p->pos++; continue; }
                     break;
                 }
@@ -280,7 +286,17 @@ static ex *parse_primary(parser *p) {
 
 /* NMODL's precedence (nocmodl's parse1.y): || < && < comparisons < + - <
  * * / < unary - ! < ^ (right associative). */
+static ex *parse_power_(parser *p);
 static ex *parse_power(parser *p) {
+    if (++p->depth > MAX_DEPTH) {
+        perr(p, NS_ERR_PARSE, cur(p)->line, "nested more than %d deep", MAX_DEPTH);
+        return NULL;
+    }
+    ex *e = parse_power_(p);
+    p->depth--;
+    return e;
+}
+static ex *parse_power_(parser *p) {
     ex *a = parse_primary(p);
     if (!a) return NULL;
     if (is_punct(p, '^')) {
@@ -293,6 +309,7 @@ static ex *parse_power(parser *p) {
             b = ex_new(EX_NEG);
             if (!b) return NULL;
             b->a = c;
+            b->depth = 1 + c->depth;
         } else {
             b = parse_power(p);
         }
@@ -302,18 +319,32 @@ static ex *parse_power(parser *p) {
         e->op = '^';
         e->a = a;
         e->b = b;
+        e->depth = 1 + dmax(a->depth, b->depth);
         return e;
     }
     return a;
 }
+static ex *parse_unary_(parser *p);
 static ex *parse_unary(parser *p) {
+    if (++p->depth > MAX_DEPTH) {
+        perr(p, NS_ERR_PARSE, cur(p)->line, "nested more than %d deep", MAX_DEPTH);
+        return NULL;
+    }
+    ex *e = parse_unary_(p);
+    p->depth--;
+    return e;
+}
+static ex *parse_unary_(parser *p) {
     if (is_punct(p, '-') || is_punct(p, '!')) {
         int neg = is_punct(p, '-');
         p->pos++;
         ex *a = parse_unary(p);
         if (!a) return NULL;
         ex *e = ex_new(neg ? EX_NEG : EX_NOT);
-        if (e) e->a = a;
+        if (e) {
+            e->a = a;
+            e->depth = 1 + a->depth;
+        }
         return e;
     }
     if (is_punct(p, '+')) { p->pos++; return parse_unary(p); }
@@ -326,6 +357,7 @@ static ex *bin(int op, ex *a, ex *b) {
     e->op = op;
     e->a = a;
     e->b = b;
+    e->depth = 1 + dmax(a->depth, b->depth);
     return e;
 }
 static ex *parse_mul(parser *p) {
@@ -363,7 +395,21 @@ static ex *parse_and(parser *p) {
     }
     return a;
 }
+static ex *parse_expr_(parser *p);
 static ex *parse_expr(parser *p) {
+    if (++p->depth > MAX_DEPTH) {
+        perr(p, NS_ERR_PARSE, cur(p)->line, "nested more than %d deep", MAX_DEPTH);
+        return NULL;
+    }
+    ex *e = parse_expr_(p);
+    p->depth--;
+    if (e && e->depth > MAX_TREE) {
+        perr(p, NS_ERR_PARSE, cur(p)->line, "expression more than %d operations deep", MAX_TREE);
+        return NULL;
+    }
+    return e;
+}
+static ex *parse_expr_(parser *p) {
     ex *a = parse_and(p);
     while (a && is_punct(p, '|')) {
         p->pos++;
@@ -530,7 +576,17 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
     return NULL;
 }
 
+static stlist *parse_block_(parser *p, block *owner);
 static stlist *parse_block(parser *p, block *owner) {
+    if (++p->depth > MAX_DEPTH) {
+        perr(p, NS_ERR_PARSE, cur(p)->line, "nested more than %d deep", MAX_DEPTH);
+        return NULL;
+    }
+    stlist *l = parse_block_(p, owner);
+    p->depth--;
+    return l;
+}
+static stlist *parse_block_(parser *p, block *owner) {
     if (expect(p, '{')) return NULL;
     stlist *l = nm_calloc(AR, 1, sizeof *l);
     if (!l) return NULL;
