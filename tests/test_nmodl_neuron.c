@@ -11,6 +11,7 @@
  * Without a C compiler the test skips (77). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -408,6 +409,78 @@ static void hh_vs_mech_h(ns_mech_library_t *const *libs, int n_libs) {
     }
 }
 
+/* Many instances of each mechanism at scattered voltages: the contiguous path
+ * (node_begin) and the node_index path with a reversed order (and ion slots
+ * through ion.index) give bit-identical fields, node sums and ion sums. */
+#define NI 97
+typedef struct many {
+    double v[NI], rhs[NI], d[NI], e[8][NI], ci[8][NI], co[8][NI], i[8][NI], didv[8][NI];
+    double *fields, *fp[64], *globals, *table, weight[NI];
+    ns_mech_ion_view ions[8];
+    int index[NI];
+    ns_mech_ppack p;
+} many;
+
+static void many_setup(many *m, const ns_mech_desc *d, int scattered) {
+    memset(m, 0, offsetof(many, fields));
+    m->fields = calloc((size_t)d->n_fields * NI + 1, sizeof(double));
+    m->globals = calloc((size_t)d->n_globals + 1, sizeof(double));
+    m->table = calloc((size_t)d->table_size + 1, sizeof(double));
+    for (int k = 0; k < d->n_fields; ++k) {
+        m->fp[k] = m->fields + (size_t)k * NI;
+        for (int i = 0; i < NI; ++i) m->fp[k][i] = d->field_defaults[k] * (1.0 + 0.01 * (i % 7));
+    }
+    for (int k = 0; k < d->n_globals; ++k) m->globals[k] = d->global_defaults[k];
+    for (int i = 0; i < NI; ++i) {
+        int node = scattered ? NI - 1 - i : i; /* instance i sits at this node */
+        m->index[i] = node;
+        m->v[node] = -90.0 + 130.0 * i / (NI - 1);
+        m->weight[i] = 1e2 / AREA;
+        for (int j = 0; j < 8; ++j) {
+            m->e[j][node] = 50.0 - 100.0 * j / 7.0 + 0.1 * i;
+            m->ci[j][node] = 5e-5 * (1 + i % 5);
+            m->co[j][node] = 2.0;
+        }
+    }
+    for (int j = 0; j < d->n_ions && j < 8; ++j)
+        m->ions[j] = (ns_mech_ion_view){m->e[j], m->ci[j], m->co[j], m->i[j], m->didv[j], scattered ? m->index : NULL};
+    m->p = (ns_mech_ppack){NI, 0, scattered ? m->index : NULL, 0.0, DT, 34.0, m->v, m->rhs, m->d,
+                           d->kind == NS_MECH_POINT ? m->weight : NULL, m->fp, m->globals, m->table, m->ions};
+}
+
+static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
+    int n_mech = 0, bad = 0;
+    for (int l = 0; l < n_libs; ++l)
+        for (int k = 0; k < ns_mech_library_count(libs[l]); ++k) {
+            const ns_mech_desc *d = ns_mech_library_get(libs[l], k);
+            static many a, b;
+            many_setup(&a, d, 0);
+            many_setup(&b, d, 1);
+            for (int s = 0; s < 5; ++s) {
+                if (s == 0) { d->init(&a.p); d->init(&b.p); }
+                d->current(&a.p);
+                d->current(&b.p);
+                d->state(&a.p);
+                d->state(&b.p);
+                if (d->has_net_receive) { d->net_receive(&a.p, 3, 0.01); d->net_receive(&b.p, 3, 0.01); }
+            }
+            for (int i = 0; i < NI; ++i) {
+                int node = NI - 1 - i;
+                for (int f = 0; f < d->n_fields; ++f) bad += memcmp(&a.fp[f][i], &b.fp[f][i], sizeof(double)) != 0;
+                bad += a.rhs[i] != b.rhs[node] || a.d[i] != b.d[node];
+                for (int j = 0; j < d->n_ions; ++j)
+                    bad += a.i[j][i] != b.i[j][node] || a.didv[j][i] != b.didv[j][node] || a.ci[j][i] != b.ci[j][node];
+            }
+            bad += a.rhs[0] == 0.0 && d->kind == NS_MECH_DENSITY && strcmp(d->name, "CaDynamics_E2") != 0;
+            n_mech++;
+            free(a.fields); free(a.globals); free(a.table);
+            free(b.fields); free(b.globals); free(b.table);
+        }
+    printf("%d mechanisms x %d instances: contiguous and node_index paths equal (%d differences)\n", n_mech, NI, bad);
+    CHECK(n_mech == 17);
+    CHECK_MSG(bad == 0, "%d differences between the contiguous and the node_index paths", bad);
+}
+
 /* derivimplicit and euler on x' = (xinf - x)/tau against their closed forms,
  * a coupled pair for derivimplicit, and the library's errors. */
 static const char *SOLVERS_MOD =
@@ -512,6 +585,7 @@ int main(void) {
     CHECK(ns_mech_library_count(libs[0]) == 4);
     CHECK(ns_mech_library_count(libs[1]) == 12);
     hh_vs_mech_h(libs, 3);
+    many_paths(libs, 3);
     for (size_t k = 0; k < sizeof CASES / sizeof *CASES; ++k) run_case(libs, 3, &CASES[k]);
     for (int k = 0; k < 3; ++k) ns_mech_library_close(libs[k]);
     char *sdir = tmp("solvers");
