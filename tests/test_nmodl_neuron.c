@@ -484,11 +484,13 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
 /* derivimplicit and euler on x' = (xinf - x)/tau against their closed forms,
  * a coupled pair for derivimplicit, and the library's errors. */
 static const char *SOLVERS_MOD =
-    "NEURON { SUFFIX solvers RANGE tau, xinf }\n"
-    "PARAMETER { tau = 3 xinf = 2 }\n"
+    "NEURON { SUFFIX solvers RANGE tau, xinf, fv GLOBAL k }\n"
+    "PARAMETER { tau = 3 xinf = 2 k = 1 }\n"
+    "ASSIGNED { fv }\n"
     "STATE { x y z w }\n"
     "INITIAL { x = 0 y = 0 z = 0 w = 1 }\n"
-    "BREAKPOINT { SOLVE di METHOD derivimplicit SOLVE eu METHOD euler }\n"
+    "BREAKPOINT { SOLVE di METHOD derivimplicit SOLVE eu METHOD euler\n  fv = f(v) }\n"
+    "FUNCTION f(u) {\n  TABLE DEPEND k FROM -100 TO 100 WITH 200\n  f = k*u*u\n}\n"
     "DERIVATIVE di {\n  x' = (xinf - x)/tau\n  y' = x - y  : coupled to x\n}\n"
     "DERIVATIVE eu {\n  z' = (xinf - z)/tau\n  w' = -w*w : nonlinear is fine for euler\n}\n";
 
@@ -537,11 +539,27 @@ static void solvers(const char *dir) {
             }
             printf("derivimplicit and euler against their closed forms: max error %.2e\n", worst);
             CHECK(worst < 1e-9);
+            /* TABLE in a FUNCTION: at v = -65.3, entries -66 and -65, theta 0.7 */
+            int ifv, ik, iu;
+            CHECK_OK(ns_mech_field_index(d, "fv", &ifv));
+            CHECK_OK(ns_mech_global_index(d, "k", &ik));
+            CHECK_OK(ns_mech_global_index(d, "usetable_f", &iu));
+            c.v = -65.3;
+            d->current(&c.m[0].p);
+            double tab = 4356.0 + (-65.3 - (-100.0) - 34.0) * (4225.0 - 4356.0);
+            CHECK_MSG(fabs(c.m[0].fields[ifv] - tab) < 1e-9, "TABLE: %.12g, want %.12g", c.m[0].fields[ifv], tab);
+            c.m[0].globals[ik] = 2.0; /* a DEPEND global changed: state() rebuilds the table */
+            CHECK(d->table_update(&c.m[0].p) == 1 && d->table_update(&c.m[0].p) == 0);
+            d->current(&c.m[0].p);
+            CHECK(fabs(c.m[0].fields[ifv] - 2.0 * tab) < 1e-9);
+            c.m[0].globals[iu] = 0.0; /* usetable_f = 0: the exact function */
+            d->current(&c.m[0].p);
+            CHECK(fabs(c.m[0].fields[ifv] - 2.0 * 65.3 * 65.3) < 1e-9);
         }
         free_comp(&c);
         int idx = 0;
         CHECK(ns_mech_field_index(d, "tua", &idx) == NS_ERR_INVALID_ARGUMENT);
-        CHECK_MSG(strstr(ns_last_error(), "'tua'") && strstr(ns_last_error(), "tau, xinf, x, y, z, w"), "%s",
+        CHECK_MSG(strstr(ns_last_error(), "'tua'") && strstr(ns_last_error(), "tau, xinf, fv, x, y, z, w"), "%s",
                   ns_last_error());
     }
     ns_mech_library_close(l);
