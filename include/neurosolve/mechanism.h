@@ -43,7 +43,8 @@ typedef struct ns_mech_ion_view {
     double *ci, *co;  /* internal and external concentration [mM] */
     double *i;        /* total current of the ion [mA/cm^2]: zeroed by the loop before current() */
     double *didv;     /* its slope d i / d v [S/cm^2] */
-    const int *index; /* instance -> ion slot; NULL: the slot is the instance's node index */
+    const int *index; /* instance -> ion slot, used only with ppack.node_index; NULL (and always
+                         on the contiguous path): the slot is the instance's node index */
 } ns_mech_ion_view;
 
 /* The instances of one mechanism that one call runs over. For the CUDA entry

@@ -565,7 +565,7 @@ static int emit_header(gen *g) {
            "#else\n#define NS_MECH_FN static inline\n#endif\n#endif\n");
     put(b, "#ifndef NSM_EXPRELR\n#define NSM_EXPRELR\n/* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */\n"
            "NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }\n#endif\n");
-    put(b, "#undef NSM_ION\n#define NSM_ION(j) (p->ion[j].index ? p->ion[j].index[i_] : node_)\n");
+    put(b, "#undef NSM_ION\n#define NSM_ION(j) (p->node_index && p->ion[j].index ? p->ion[j].index[i_] : node_)\n");
     put(b, "#undef NSM_ADD\n#if defined(__CUDA_ARCH__) && %d\n#define NSM_ADD(a, x) atomicAdd(&(a), (x))\n#else\n"
            "#define NSM_ADD(a, x) ((a) += (x))\n#endif\n\n", m->point);
     for (int i = 0; i < m->n_blocks; i++) {
@@ -658,10 +658,18 @@ static void emit_loop(gen *g, const char *what) {
     const char *name = g->m->name;
     put(g->b, "static void nsm_%s_%s(ns_mech_ppack *p) {\n", name, what);
     if (g->m->table_size && strcmp(what, "current")) put(g->b, "    nsm_%s_table_update(p);\n", name);
+    /* The contiguous path: instance i alone touches node node_begin + i, its
+     * field entries and its ion slot, so no iteration depends on another
+     * (ivdep); a local copy of the ppack lets the compiler keep its pointers
+     * in registers. gcc then vectorises the loops without calls to exp. */
     put(g->b, "    const int n = p->n;\n"
               "    if (!p->node_index) {\n"
               "        const int b = p->node_begin;\n"
-              "        for (int i = 0; i < n; ++i) nsm_%s_%s_one(p, i, b + i);\n"
+              "        ns_mech_ppack q = *p;\n"
+              "        q.node_index = NULL; /* known here: ion slots are the nodes */\n"
+              "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC ivdep\n"
+              "#elif defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n#endif\n"
+              "        for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, b + i);\n"
               "    } else {\n"
               "        const int *ni = p->node_index;\n"
               "        for (int i = 0; i < n; ++i) nsm_%s_%s_one(p, i, ni[i]);\n"
