@@ -136,6 +136,10 @@ int main(void) {
         NS_ERR_INVALID_ARGUMENT, "function.mod:3:", "unknown function 'nosuch'");
     bad("nonlinear.mod", "NEURON { SUFFIX x }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d {\n"
         "  s' = -s*s\n}\n", NS_ERR_UNSUPPORTED, "nonlinear.mod:5:", "not linear");
+    bad("voltage.mod", "NEURON {\n VOLTAGE_PROCESS x\n}\n", NS_ERR_UNSUPPORTED, "voltage.mod:2:", "VOLTAGE_PROCESS");
+    c = emit("NEURON { SUFFIX mm RANGE y }\nASSIGNED { y }\nBREAKPOINT { SOLVE p\n y = max(v, 1) }\n"
+             "PROCEDURE p() { y = min(y, 2) }\n", NS_NMODL_HEADER);
+    CHECK(strstr(c, "fmax(v_, 1.0)") && strstr(c, "nsm_mm_p_p(p, i_, node_, v_);")); /* SOLVE of a PROCEDURE */
     bad("nosuffix.mod", "PARAMETER { g = 1 }\n", NS_ERR_PARSE, "nosuffix.mod", "SUFFIX");
     ns_nmodl_t *m = NULL;
     CHECK(ns_nmodl_parse_file(MECH_DIR "/nosuch.mod", &m) == NS_ERR_IO && m == NULL);

@@ -245,6 +245,7 @@ static void emit_ex(gen *g, const ex *e) {
         const block *bl = find_block(g->m, e->text);
         if (bl) put(b, "nsm_%s_%c_%s(p, i_, node_, v_", g->m->name, bl->kind == B_FUNCTION ? 'f' : 'p', e->text);
         else if (!strcmp(e->text, "exprelr")) put(b, "nsm_exprelr(");
+        else if (!strcmp(e->text, "min") || !strcmp(e->text, "max")) put(b, "f%s(", e->text); /* Arbor's */
         else put(b, "%s(", e->text);
         for (int i = 0; i < e->n_args; i++) {
             if (i || bl) put(b, ", ");

@@ -75,7 +75,9 @@ static const char *const UNSUPPORTED[] = {
     "DISCRETE", "FUNCTION_TABLE", "LONGITUDINAL_DIFFUSION", "ELECTRODE_CURRENT", "EXTERNAL",
     "BEFORE", "AFTER", "CONSERVE", "COMPARTMENT", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP",
     "STEADYSTATE", "WATCH", "FOR_NETCONS", "net_send", "net_event", "net_move", "WHILE",
-    "FROM", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "RANDOM", "NONSPECIFIC_CONDUCTANCE", NULL};
+    "FROM", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "RANDOM", "NONSPECIFIC_CONDUCTANCE",
+    /* Arbor's extensions */
+    "POST_EVENT", "JUNCTION_PROCESS", "VOLTAGE_PROCESS", "WHITE_NOISE", NULL};
 
 static int push(parser *p, tok t) {
     if (p->n == p->cap) {
@@ -977,7 +979,7 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line);
 static int builtin_arity(const char *f) {
     static const char *one[] = {"exp", "log", "log10", "sqrt", "fabs", "sin", "cos", "tan", "tanh", "sinh", "cosh",
                                 "floor", "ceil", "atan", "asin", "acos", "exprelr", "expm1", "log1p", "erf", NULL};
-    static const char *two[] = {"pow", "fmin", "fmax", "atan2", "fmod", NULL};
+    static const char *two[] = {"pow", "fmin", "fmax", "atan2", "fmod", "min", "max", NULL};
     for (int i = 0; one[i]; i++)
         if (!strcmp(one[i], f)) return 1;
     for (int i = 0; two[i]; i++)
