@@ -53,6 +53,8 @@ with tempfile.TemporaryDirectory() as tmp:
         ["life", "fit", "--help"], ["life", "build", "--help"], ["life", "report", "--help"],
         ["life", "info", "--help"], ["life", "synth", "model", "--help"], ["life", "fit", "model", "--help"],
         ["life", "report", "model", "w.npy", "--help"], ["simulate", CELL, "--help"],
+        ["mechanisms", "--help"], ["mechanisms", "build", "--help"], ["mechanisms", "list", "--help"],
+        ["mechanisms", "translate", "x.mod", "--help"],
     ]
     for args in helps:
         p = expect(args, 0, cwd=tmp)
@@ -117,6 +119,10 @@ with tempfile.TemporaryDirectory() as tmp:
             ["--fibers", "0"], ["--iters", "1"], ["--repeats", "0"], ["--L", "1"], ["--theta", "0"],
             ["--grid", "1,1,1"], ["--grid", "2048,2048,2048"], ["--threads", "0"], ["--length", "0"],
         ],
+        ("mechanisms",): [["nosuch"]],
+        ("mechanisms", "build"): [[], ["--frob"], ["a", "b"], ["-o"]],
+        ("mechanisms", "list"): [[], ["--frob"]],
+        ("mechanisms", "translate"): [[], ["x.mod", "--keep-sources"]],
         ("bench", "sim"): [
             ["--cells", "0"], ["--steps", "0"], ["--cpu-max", "-1"], ["--neuron", "0"], ["--backend", "x"],
             ["--gpu-methods", "x"],
@@ -129,6 +135,18 @@ with tempfile.TemporaryDirectory() as tmp:
     left = [f for f in os.listdir(tmp)]
     if left:
         failures.append(f"refused runs wrote files: {left}")
+
+    # mechanisms: runtime failures name the file (and line), nothing written
+    with open(os.path.join(tmp, "bad.mod"), "w") as f:
+        f.write("NEURON { SUFFIX bad }\nSTATE { a b }\nKINETIC k {\n  ~ a <-> b (1, 2)\n}\n")
+    p = expect(["mechanisms", "translate", "bad.mod", "-o", "."], 1, cwd=tmp)
+    if p is not None and "bad.mod:3:" not in p.stderr:
+        failures.append(f"mechanisms translate bad.mod: no file:line in {p.stderr!r}")
+    p = expect(["mechanisms", "build", ".", "-o", "lib.so"], 1, cwd=tmp)
+    if p is not None and ("KINETIC" not in p.stderr or os.path.exists(os.path.join(tmp, "lib.so"))):
+        failures.append(f"mechanisms build with bad.mod: {p.stderr!r}, files {os.listdir(tmp)}")
+    expect(["mechanisms", "list", "bad.mod"], 1, cwd=tmp)
+    count += 3
 
 print(f"{count - len(failures)} passed, {len(failures)} failed")
 for f in failures:

@@ -17,6 +17,7 @@ int cmd_solve(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_life(int argc, char **argv);
+int cmd_mechanisms(int argc, char **argv);
 
 /* bench subcommands (argv[0] is the bench kind, e.g. "hines"). */
 int bench_hines(int argc, char **argv);

@@ -16,6 +16,7 @@ static const struct {
     {"solve", cmd_solve, "solve a batch of Hines systems and check it"},
     {"simulate", cmd_simulate, "simulate cells (NEURON's hh, pas, IClamp): traces, spikes"},
     {"life", cmd_life, "LiFE connectome pruning: synth, build, fit, report, info"},
+    {"mechanisms", cmd_mechanisms, "NMODL mechanisms: build a library from .mod files, list one"},
     {"bench", cmd_bench, "benchmarks: hines, tridiag, life, sim, scale"},
 };
 
@@ -23,7 +24,7 @@ static void usage(FILE *out) {
     fprintf(out, "usage: neurosolve COMMAND [OPTIONS]   (neurosolve COMMAND --help for details)\n\n"
                  "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
-        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 }
 
 static int run(int argc, char **argv) {

@@ -14,5 +14,7 @@
 #include "neurosolve/life.h"
 #include "neurosolve/life_io.h"
 #include "neurosolve/output.h"
+#include "neurosolve/mechanism.h"
+#include "neurosolve/nmodl.h"
 
 #endif

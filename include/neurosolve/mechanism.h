@@ -1,0 +1,116 @@
+/* neurosolve: the mechanism ABI, what code generated from NMODL compiles against.
+ *
+ * A mechanism library (neurosolve mechanisms build DIR) exports one symbol,
+ * NS_MECH_CATALOGUE_SYMBOL, a function returning its ns_mech_catalogue. Each
+ * mechanism is described by an ns_mech_desc (names, defaults, ions, entry
+ * points) and runs over an ns_mech_ppack: a structure of arrays over the
+ * mechanism's instances, with a node index per instance into the loop's
+ * compartment arrays (docs/mechanisms.md, "ABI").
+ *
+ * This header is self-contained (no other neurosolve header) so that the
+ * generated C and CUDA need nothing else. C11 and C++ clean; no CUDA types. */
+#ifndef NEUROSOLVE_MECHANISM_H
+#define NEUROSOLVE_MECHANISM_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NS_MECH_ABI_VERSION 1
+#define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
+
+typedef enum ns_mech_kind {
+    NS_MECH_DENSITY = 0, /* SUFFIX: one instance per compartment, currents in mA/cm^2 */
+    NS_MECH_POINT = 1    /* POINT_PROCESS: currents in nA, scaled by weight = 1e2/area[um^2] */
+} ns_mech_kind;
+
+/* What a mechanism does with one ion (USEION), bit flags. */
+enum {
+    NS_MECH_ION_READ_E = 1,   /* reads the reversal potential (ena) */
+    NS_MECH_ION_READ_CI = 2,  /* reads the internal concentration (nai) */
+    NS_MECH_ION_READ_CO = 4,  /* reads the external concentration (nao) */
+    NS_MECH_ION_READ_I = 8,   /* reads the ion's total current (ina) */
+    NS_MECH_ION_WRITE_I = 16, /* contributes to the current: ion i += I, didv += dI/dv */
+    NS_MECH_ION_WRITE_CI = 32,/* writes the internal concentration (the loop then updates e by Nernst) */
+    NS_MECH_ION_WRITE_CO = 64 /* writes the external concentration */
+};
+
+/* One ion as the loop stores it: arrays over ion slots. */
+typedef struct ns_mech_ion_view {
+    double *e;        /* reversal potential [mV] */
+    double *ci, *co;  /* internal and external concentration [mM] */
+    double *i;        /* total current of the ion [mA/cm^2]: zeroed by the loop before current() */
+    double *didv;     /* its slope d i / d v [S/cm^2] */
+    const int *index; /* instance -> ion slot, used only with ppack.node_index; NULL (and always
+                         on the contiguous path): the slot is the instance's node index */
+} ns_mech_ion_view;
+
+/* The instances of one mechanism that one call runs over. For the CUDA entry
+ * points the structure itself is on the host (passed to the kernel by value)
+ * and every pointer in it, field and ion included, is device memory. */
+typedef struct ns_mech_ppack {
+    int n;                   /* instances */
+    int node_begin;          /* node_index NULL: instance i sits at node node_begin + i (fast path) */
+    const int *node_index;   /* else: instance -> node */
+    double t, dt, celsius;   /* [ms], [ms], [degC] */
+    double *v;               /* [mV] per node (read) */
+    double *rhs;             /* per node: current() subtracts I [mA/cm^2] */
+    double *d;               /* per node: current() adds dI/dv [S/cm^2] */
+    const double *weight;    /* point processes: per instance 1e2/area [1/um^2 * 1e2]; NULL for density */
+    double *const *field;    /* desc->n_fields arrays of n doubles: parameters, assigned, states */
+    double *global;          /* desc->n_globals values (GLOBAL parameters, usetable_*) */
+    double *table;           /* desc->table_size doubles (TABLE), kept by table_update */
+    const ns_mech_ion_view *ion; /* desc->n_ions views, in the order of desc->ions */
+} ns_mech_ppack;
+
+typedef struct ns_mech_ion_use {
+    const char *name; /* "na", "k", "ca", "cl" or a VALENCE ion */
+    int charge;
+    unsigned flags;   /* NS_MECH_ION_* */
+} ns_mech_ion_use;
+
+typedef void (*ns_mech_fn)(ns_mech_ppack *p);
+/* Returns 0 when the launch succeeded, -1 otherwise. */
+typedef int (*ns_mech_cuda_fn)(const ns_mech_ppack *p, void *stream);
+
+typedef struct ns_mech_desc {
+    int abi_version;                /* NS_MECH_ABI_VERSION */
+    const char *name;               /* SUFFIX or POINT_PROCESS name */
+    ns_mech_kind kind;
+    int n_fields;                   /* = n_params + n_assigned + n_states */
+    int n_params, n_assigned, n_states;
+    const char *const *field_names; /* parameters, then assigned, then states */
+    const double *field_defaults;   /* the PARAMETER values; 0 for the rest */
+    int n_globals;
+    const char *const *global_names;
+    const double *global_defaults;
+    int n_ions;
+    const ns_mech_ion_use *ions;
+    int table_size;                 /* doubles of ppack.table (0: no TABLE) */
+    int has_net_receive;
+    /* Host entry points over all n instances (vectorisable loops). init and
+     * state write states; current accumulates rhs, d and the ion currents. */
+    ns_mech_fn init, current, state;
+    void (*net_receive)(ns_mech_ppack *p, int instance, double weight);
+    /* Rebuild the TABLEs when usetable is on and celsius or a DEPEND global
+     * changed (host memory); returns 1 when it rebuilt them. NULL: no TABLE. */
+    int (*table_update)(ns_mech_ppack *p);
+    /* CUDA launchers, one thread per instance; NULL when built without CUDA.
+     * Point processes add into rhs, d and the ion arrays atomically. */
+    ns_mech_cuda_fn cuda_init, cuda_current, cuda_state;
+} ns_mech_desc;
+
+typedef struct ns_mech_catalogue {
+    int abi_version;
+    int n;
+    const ns_mech_desc *const *mechs;
+} ns_mech_catalogue;
+
+typedef const ns_mech_catalogue *(*ns_mech_catalogue_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

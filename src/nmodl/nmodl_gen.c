@@ -1,0 +1,855 @@
+/* The NMODL translator's back end: one description, written out as
+ *   NAME.h   per-instance static inline functions (host and device),
+ *   NAME.c   the host loops over instances, TABLE building and the ns_mech_desc,
+ *   NAME.cu  one-thread-per-instance kernels and their launchers,
+ * against include/neurosolve/mechanism.h. The arithmetic follows the C that
+ * NEURON's nocmodl generates (docs/mechanisms.md, "Numerics"). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "nmodl/nmodl_impl.h"
+
+typedef struct buf {
+    char *s;
+    size_t n, cap;
+    int oom;
+} buf;
+
+static void put(buf *b, const char *fmt, ...) NS_PRINTF_LIKE(2, 3);
+static void put(buf *b, const char *fmt, ...) {
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = b->cap - b->n;
+        int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? room : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) { b->oom = 1; return; }
+        if ((size_t)k < room && b->s) { b->n += (size_t)k; return; }
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        while (cap < b->n + (size_t)k + 1) cap *= 2;
+        char *ns = realloc(b->s, cap);
+        if (!ns) { b->oom = 1; return; }
+        b->s = ns;
+        b->cap = cap;
+    }
+}
+
+typedef struct gen {
+    const struct ns_nmodl *m;
+    buf *b;
+    char **scope;   /* LOCALs (C name L_x) and arguments (A_x) visible now */
+    int *scope_arg;
+    int n_scope, cap_scope;
+    const block *owner;
+    int mode;       /* statement mode for ST_DERIV: M_CNEXP, M_EULER (D_ temporaries), M_DERIVIMPLICIT (f_[k]) */
+    char **states;  /* the states of the DERIVATIVE block being written, in equation order */
+    int n_states;
+    ns_status status;
+} gen;
+
+static int gfail(gen *g, int line, const char *fmt, ...) NS_PRINTF_LIKE(3, 4);
+static int gfail(gen *g, int line, const char *fmt, ...) {
+    if (g->status) return -1;
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    g->status = ns_fail(NS_ERR_UNSUPPORTED, "%s:%d: %s", g->m->file, line, msg);
+    return -1;
+}
+
+static const var *find_var(const struct ns_nmodl *m, const char *name) {
+    for (int i = 0; i < m->n_vars; i++)
+        if (!strcmp(m->vars[i].name, name)) return &m->vars[i];
+    return NULL;
+}
+static const block *find_block(const struct ns_nmodl *m, const char *name) {
+    for (int i = 0; i < m->n_blocks; i++)
+        if (!strcmp(m->blocks[i]->name, name)) return m->blocks[i];
+    return NULL;
+}
+static int scope_find(const gen *g, const char *name) {
+    for (int i = g->n_scope - 1; i >= 0; i--)
+        if (!strcmp(g->scope[i], name)) return i;
+    return -1;
+}
+static int scope_push(gen *g, char *name, int arg) {
+    if (g->n_scope == g->cap_scope) {
+        int cap = g->cap_scope ? 2 * g->cap_scope : 32;
+        char **s = realloc(g->scope, (size_t)cap * sizeof *s);
+        int *a = realloc(g->scope_arg, (size_t)cap * sizeof *a);
+        if (s) g->scope = s;
+        if (a) g->scope_arg = a;
+        if (!s || !a) return -1;
+        g->cap_scope = cap;
+    }
+    g->scope[g->n_scope] = name;
+    g->scope_arg[g->n_scope++] = arg;
+    return 0;
+}
+
+/* ---- symbolic helpers for cnexp ---- */
+
+/* the nodes that the symbolic steps make live in the emit call's arena */
+static _Thread_local nm_arena *GAR;
+static ex *mk(ex_kind k, int op, ex *a, ex *b) {
+    ex *e = nm_calloc(GAR, 1, sizeof *e);
+    if (!e) return NULL;
+    e->kind = k;
+    e->op = op;
+    e->a = a;
+    e->b = b;
+    return e;
+}
+static ex *num(double v) {
+    ex *e = mk(EX_NUM, 0, NULL, NULL);
+    if (e) {
+        e->num = v;
+        e->text = v == 0 ? "0.0" : v == 1 ? "1.0" : "-1.0";
+    }
+    return e;
+}
+static int is_num(const ex *e, double v) { return e && e->kind == EX_NUM && e->num == v; }
+
+static ex *s_neg(ex *a) {
+    if (!a) return NULL;
+    if (is_num(a, 0)) return a;
+    if (a->kind == EX_NEG) return a->a;
+    return mk(EX_NEG, 0, a, NULL);
+}
+static ex *s_bin(int op, ex *a, ex *b) {
+    if (!a || !b) return NULL;
+    switch (op) {
+    case '+':
+        if (is_num(a, 0)) return b;
+        if (is_num(b, 0)) return a;
+        break;
+    case '-':
+        if (is_num(b, 0)) return a;
+        if (is_num(a, 0)) return s_neg(b);
+        break;
+    case '*':
+        if (is_num(a, 0) || is_num(b, 0)) return num(0);
+        if (is_num(a, 1)) return b;
+        if (is_num(b, 1)) return a;
+        break;
+    case '/':
+        if (is_num(a, 0)) return num(0);
+        if (is_num(b, 1)) return a;
+        break;
+    }
+    return mk(EX_BIN, op, a, b);
+}
+
+/* Does e depend on variable x (LOCALs are taken as constants, as nocmodl does)? */
+static int depends(const ex *e, const char *x) {
+    switch (e->kind) {
+    case EX_NUM: return 0;
+    case EX_VAR: return !strcmp(e->text, x);
+    case EX_CALL:
+        for (int i = 0; i < e->n_args; i++)
+            if (depends(e->args[i], x)) return 1;
+        return 0;
+    case EX_NEG:
+    case EX_NOT: return depends(e->a, x);
+    case EX_BIN: return depends(e->a, x) || depends(e->b, x);
+    }
+    return 0;
+}
+
+/* d e / d x, simplified; *nonlinear set where x enters other than polynomially. */
+static ex *diff(ex *e, const char *x, int *nonlinear) {
+    if (!depends(e, x)) return num(0);
+    switch (e->kind) {
+    case EX_VAR: return num(1);
+    case EX_NEG: return s_neg(diff(e->a, x, nonlinear));
+    case EX_BIN:
+        switch (e->op) {
+        case '+': return s_bin('+', diff(e->a, x, nonlinear), diff(e->b, x, nonlinear));
+        case '-': return s_bin('-', diff(e->a, x, nonlinear), diff(e->b, x, nonlinear));
+        case '*':
+            if (!depends(e->a, x)) return s_bin('*', e->a, diff(e->b, x, nonlinear));
+            if (!depends(e->b, x)) return s_bin('*', diff(e->a, x, nonlinear), e->b);
+            *nonlinear = 1;
+            return s_bin('+', s_bin('*', diff(e->a, x, nonlinear), e->b), s_bin('*', e->a, diff(e->b, x, nonlinear)));
+        case '/':
+            if (!depends(e->b, x)) return s_bin('/', diff(e->a, x, nonlinear), e->b);
+            *nonlinear = 1;
+            return num(0);
+        default: *nonlinear = 1; return num(0);
+        }
+    default: *nonlinear = 1; return num(0);
+    }
+}
+/* e with x replaced by 0, simplified */
+static ex *at_zero(ex *e, const char *x) {
+    if (!depends(e, x)) return e;
+    switch (e->kind) {
+    case EX_VAR: return num(0);
+    case EX_NEG: return s_neg(at_zero(e->a, x));
+    case EX_BIN: return s_bin(e->op, at_zero(e->a, x), at_zero(e->b, x));
+    default: return e; /* only reached for nonlinear equations, refused before */
+    }
+}
+
+/* ---- expressions ---- */
+
+static void emit_ex(gen *g, const ex *e);
+
+static void emit_var(gen *g, const char *name) {
+    buf *b = g->b;
+    int s = scope_find(g, name);
+    if (s >= 0) { put(b, "%s_%s", g->scope_arg[s] ? "A" : "L", name); return; }
+    if (g->owner && g->owner->kind == B_FUNCTION && !strcmp(g->owner->name, name)) { put(b, "ret_"); return; }
+    if (!strcmp(name, "v")) { put(b, "v_"); return; }
+    if (!strcmp(name, "t")) { put(b, "p->t"); return; }
+    if (!strcmp(name, "dt")) { put(b, "p->dt"); return; }
+    if (!strcmp(name, "celsius")) { put(b, "p->celsius"); return; }
+    const var *v = find_var(g->m, name);
+    if (!v) {
+        if (!strcmp(name, "FARADAY")) { put(b, "96485.33212331001"); return; }
+        put(b, "0.0");
+        return;
+    }
+    if (v->field >= 0) { put(b, "p->field[%d][i_]", v->field); return; }
+    if (v->global >= 0) { put(b, "p->global[%d]", v->global); return; }
+    if (v->cls == V_CONST) { put(b, "%.17g", v->value); return; }
+    if (v->ion >= 0) {
+        const char *arr = v->ion_what == 'e' ? "e" : v->ion_what == 'i' ? "i" : v->ion_what == 'c' ? "ci" : "co";
+        put(b, "p->ion[%d].%s[NSM_ION(%d)]", v->ion, arr, v->ion);
+        return;
+    }
+    put(b, "0.0");
+}
+
+static void emit_num(gen *g, const ex *e) {
+    if (e->text && strpbrk(e->text, ".eE")) put(g->b, "%s", e->text);
+    else if (e->text && e->text[0] != '-') put(g->b, "%s.0", e->text);
+    else put(g->b, "(%.17g)", e->num);
+}
+
+static void emit_ex(gen *g, const ex *e) {
+    buf *b = g->b;
+    switch (e->kind) {
+    case EX_NUM: emit_num(g, e); return;
+    case EX_VAR: emit_var(g, e->text); return;
+    case EX_NEG: put(b, "(-"); emit_ex(g, e->a); put(b, ")"); return;
+    case EX_NOT: put(b, "((double)!("); emit_ex(g, e->a); put(b, "))"); return;
+    case EX_CALL: {
+        const block *bl = find_block(g->m, e->text);
+        if (bl) put(b, "nsm_%s_%c_%s(p, i_, node_, v_", g->m->name, bl->kind == B_FUNCTION ? 'f' : 'p', e->text);
+        else if (!strcmp(e->text, "exprelr")) put(b, "nsm_exprelr(");
+        else if (!strcmp(e->text, "min") || !strcmp(e->text, "max")) put(b, "f%s(", e->text); /* Arbor's */
+        else put(b, "%s(", e->text);
+        for (int i = 0; i < e->n_args; i++) {
+            if (i || bl) put(b, ", ");
+            emit_ex(g, e->args[i]);
+        }
+        put(b, ")");
+        return;
+    }
+    case EX_BIN:
+        if (e->op == '^') {
+            put(b, "pow(");
+            emit_ex(g, e->a);
+            put(b, ", ");
+            emit_ex(g, e->b);
+            put(b, ")");
+            return;
+        }
+        const char *op;
+        char o[2] = {(char)e->op, 0};
+        switch (e->op) {
+        case 'l': op = "<="; break;
+        case 'g': op = ">="; break;
+        case 'e': op = "=="; break;
+        case 'n': op = "!="; break;
+        case '&': op = "&&"; break;
+        case '|': op = "||"; break;
+        default: op = o;
+        }
+        int logical = strchr("<>lgen&|", e->op) != NULL;
+        put(b, logical ? "((double)(" : "(");
+        emit_ex(g, e->a);
+        put(b, " %s ", op);
+        emit_ex(g, e->b);
+        put(b, logical ? "))" : ")");
+        return;
+    }
+}
+
+/* ---- statements ---- */
+
+static int state_index(const block *d, const char *name, char **order, int n) {
+    (void)d;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(order[i], name)) return i;
+    return -1;
+}
+/* the states of a DERIVATIVE block, in the order of their equations */
+static int collect_states(const stlist *l, char ***order, int *n) {
+    for (int i = 0; i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_DERIV) {
+            if (state_index(NULL, s->name, *order, *n) >= 0) continue;
+            char **o = realloc(*order, (size_t)(*n + 1) * sizeof *o);
+            if (!o) return -1;
+            *order = o;
+            o[(*n)++] = s->name;
+        } else if (s->kind == ST_IF) {
+            if (collect_states(s->then_, order, n)) return -1;
+            if (s->else_ && collect_states(s->else_, order, n)) return -1;
+        }
+    }
+    return 0;
+}
+
+
+static int emit_list(gen *g, const stlist *l, int indent);
+
+static int emit_st(gen *g, const st *s, int indent) {
+    buf *b = g->b;
+    switch (s->kind) {
+    case ST_ASSIGN:
+        put(b, "%*s", indent, "");
+        emit_var(g, s->name);
+        put(b, " = ");
+        emit_ex(g, s->e);
+        put(b, ";\n");
+        return 0;
+    case ST_CALL: {
+        const block *bl = find_block(g->m, s->e->text);
+        put(b, "%*s", indent, "");
+        if (!bl || bl->kind == B_FUNCTION) put(b, "(void)");
+        emit_ex(g, s->e);
+        put(b, ";\n");
+        return 0;
+    }
+    case ST_IF:
+        put(b, "%*sif (", indent, "");
+        emit_ex(g, s->e);
+        put(b, ") {\n");
+        if (emit_list(g, s->then_, indent + 4)) return -1;
+        if (s->else_) {
+            put(b, "%*s} else {\n", indent, "");
+            if (emit_list(g, s->else_, indent + 4)) return -1;
+        }
+        put(b, "%*s}\n", indent, "");
+        return 0;
+    case ST_SOLVE: return 0; /* handled by state() */
+    case ST_DERIV: {
+        int k = state_index(NULL, s->name, g->states, g->n_states);
+        if (g->mode == M_DERIVIMPLICIT) {
+            put(b, "%*sf_[%d] = ", indent, "", k);
+            emit_ex(g, s->e);
+            put(b, ";\n");
+            return 0;
+        }
+        if (g->mode == M_EULER) {
+            put(b, "%*sD_[%d] = ", indent, "", k);
+            emit_ex(g, s->e);
+            put(b, ";\n");
+            return 0;
+        }
+        /* cnexp: x' = a x + b  ->  x += (1 - exp(dt a)) (-b/a - x), nocmodl's form */
+        int nonlinear = 0;
+        ex *a = diff(s->e, s->name, &nonlinear);
+        if (!a) return gfail(g, s->line, "out of memory");
+        if (nonlinear || depends(a, s->name))
+            return gfail(g, s->line, "%s' is not linear in %s: METHOD cnexp needs a linear equation (use derivimplicit)",
+                         s->name, s->name);
+        ex *c = at_zero(s->e, s->name);
+        if (!c) return gfail(g, s->line, "out of memory");
+        put(b, "%*s", indent, "");
+        emit_var(g, s->name);
+        put(b, " = ");
+        emit_var(g, s->name);
+        if (is_num(a, 0)) {
+            put(b, " + p->dt * (");
+            emit_ex(g, c);
+            put(b, ");\n");
+        } else {
+            put(b, " + (1. - exp(p->dt * (");
+            emit_ex(g, a);
+            put(b, "))) * (-(");
+            emit_ex(g, c);
+            put(b, ") / (");
+            emit_ex(g, a);
+            put(b, ") - ");
+            emit_var(g, s->name);
+            put(b, ");\n");
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
+static int emit_list(gen *g, const stlist *l, int indent) {
+    int base = g->n_scope;
+    for (int i = 0; i < l->n_locals; i++) {
+        put(g->b, "%*sdouble L_%s = 0.0;\n", indent, "", l->locals[i]);
+        if (scope_push(g, l->locals[i], 0)) return gfail(g, 0, "out of memory");
+    }
+    for (int i = 0; i < l->n; i++)
+        if (emit_st(g, l->s[i], indent)) return -1;
+    g->n_scope = base;
+    return 0;
+}
+
+#define SIG "ns_mech_ppack *p, int i_, int node_, double v_"
+
+static void emit_proto(gen *g, const block *bl, const char *suffix) {
+    put(g->b, "NS_MECH_FN %s nsm_%s_%c_%s%s(" SIG, bl->kind == B_FUNCTION ? "double" : "void", g->m->name,
+        bl->kind == B_FUNCTION ? 'f' : 'p', bl->name, suffix);
+    for (int k = 0; k < bl->n_args; k++) put(g->b, ", double A_%s", bl->args[k]);
+    put(g->b, ")");
+}
+
+static int emit_callable(gen *g, const block *bl) {
+    buf *b = g->b;
+    const char *name = g->m->name;
+    int tab = bl->table != NULL;
+    emit_proto(g, bl, tab ? "_exact" : "");
+    put(b, " {\n    (void)p; (void)p; (void)i_; (void)node_; (void)v_;\n");
+    if (bl->kind == B_FUNCTION) put(b, "    double ret_ = 0.0;\n");
+    g->owner = bl;
+    g->n_scope = 0;
+    for (int k = 0; k < bl->n_args; k++)
+        if (scope_push(g, bl->args[k], 1)) return gfail(g, bl->line, "out of memory");
+    if (emit_list(g, bl->body, 4)) return -1;
+    if (bl->kind == B_FUNCTION) put(b, "    return ret_;\n");
+    put(b, "}\n\n");
+    if (tab) {
+        const table_decl *t = bl->table;
+        const var *u = NULL;
+        char un[160];
+        snprintf(un, sizeof un, "usetable_%s", bl->name);
+        u = find_var(g->m, un);
+        int head = 4 + t->n_depend, n1 = t->with + 1;
+        emit_proto(g, bl, "");
+        put(b, " {\n");
+        put(b, "    const double *T_ = p->table + %d;\n", t->offset);
+        put(b, "    if (p->global[%d] == 0.0 || T_[0] == 0.0)\n        ", u->global);
+        put(b, "%snsm_%s_%c_%s_exact(p, i_, node_, v_, A_%s);\n", bl->kind == B_FUNCTION ? "return " : "", name,
+            bl->kind == B_FUNCTION ? 'f' : 'p', bl->name, bl->args[0]);
+        if (bl->kind == B_PROCEDURE) put(b, "    if (p->global[%d] == 0.0 || T_[0] == 0.0) return;\n", u->global);
+        put(b, "    const double xi_ = T_[3] * (A_%s - T_[2]);\n", bl->args[0]);
+        int cols = bl->kind == B_FUNCTION ? 1 : t->n_names;
+        for (int pass = 0; pass < 4; pass++) {
+            const char *cond[] = {"isnan(xi_)", "xi_ <= 0.", NULL, NULL};
+            char c2[64];
+            snprintf(c2, sizeof c2, "xi_ >= %d.", t->with);
+            cond[2] = c2;
+            if (pass < 3) put(b, "    if (%s) {\n", cond[pass]);
+            else put(b, "    {\n        const int j_ = (int)xi_;\n        const double th_ = xi_ - (double)j_;\n");
+            for (int k = 0; k < cols; k++) {
+                char col[96];
+                snprintf(col, sizeof col, "T_[%d + j_ ", head + k * n1);
+                const char *lhs_fn = "return ";
+                char lhs[96];
+                if (bl->kind == B_PROCEDURE) {
+                    snprintf(lhs, sizeof lhs, "p->field[%d][i_] = ", find_var(g->m, t->names[k])->field);
+                    lhs_fn = lhs;
+                }
+                if (pass == 0) put(b, "        %sxi_;\n", lhs_fn);
+                else if (pass == 1) put(b, "        %sT_[%d];\n", lhs_fn, head + k * n1);
+                else if (pass == 2) put(b, "        %sT_[%d];\n", lhs_fn, head + k * n1 + t->with);
+                else put(b, "        %s%s] + th_ * (%s+ 1] - %s]);\n", lhs_fn, col, col, col);
+            }
+            if (pass < 3 && bl->kind == B_PROCEDURE) put(b, "        return;\n");
+            put(b, "    }\n");
+        }
+        put(b, "}\n\n");
+    }
+    g->owner = NULL;
+    return 0;
+}
+
+static int emit_derivative(gen *g, const block *bl, int method) {
+    buf *b = g->b;
+    const char *name = g->m->name;
+    char **order = NULL;
+    int n = 0;
+    if (collect_states(bl->body, &order, &n)) return gfail(g, bl->line, "out of memory");
+    g->states = order;
+    g->n_states = n;
+    g->owner = bl;
+    g->n_scope = 0;
+    if (method == M_DERIVIMPLICIT) {
+        put(b, "NS_MECH_FN void nsm_%s_dd_%s(" SIG ", double *f_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n", name,
+            bl->name);
+        g->mode = M_DERIVIMPLICIT;
+        if (emit_list(g, bl->body, 4)) { free(order); return -1; }
+        put(b, "}\n\n");
+        /* backward Euler by Newton's method with a finite-difference Jacobian,
+         * as NEURON's derivimplicit (one step is exact for linear equations) */
+        put(b, "NS_MECH_FN void nsm_%s_d_%s(" SIG ") {\n", name, bl->name);
+        put(b, "    enum { N_ = %d };\n    double x0_[N_], f0_[N_], f1_[N_], J_[N_][N_], r_[N_];\n", n);
+        for (int k = 0; k < n; k++) put(b, "    x0_[%d] = p->field[%d][i_];\n", k, find_var(g->m, order[k])->field);
+        put(b, "    double *x_[N_] = {");
+        for (int k = 0; k < n; k++) put(b, "%s&p->field[%d][i_]", k ? ", " : "", find_var(g->m, order[k])->field);
+        put(b, "};\n");
+        put(b, "    for (int it_ = 0; it_ < 20; ++it_) {\n"
+               "        nsm_%s_dd_%s(p, i_, node_, v_, f0_);\n"
+               "        for (int r = 0; r < N_; ++r) r_[r] = -(*x_[r] - x0_[r] - p->dt * f0_[r]);\n"
+               "        for (int c = 0; c < N_; ++c) {\n"
+               "            const double xs_ = *x_[c];\n"
+               "            const double h_ = 1e-7 * (fabs(xs_) > 1e-6 ? fabs(xs_) : 1e-6);\n"
+               "            *x_[c] = xs_ + h_;\n"
+               "            nsm_%s_dd_%s(p, i_, node_, v_, f1_);\n"
+               "            *x_[c] = xs_;\n"
+               "            for (int r = 0; r < N_; ++r) J_[r][c] = (r == c ? 1.0 : 0.0) - p->dt * (f1_[r] - f0_[r]) / h_;\n"
+               "        }\n"
+               "        for (int c = 0; c < N_; ++c) { /* Gaussian elimination, partial pivoting */\n"
+               "            int pv = c;\n"
+               "            for (int r = c + 1; r < N_; ++r) if (fabs(J_[r][c]) > fabs(J_[pv][c])) pv = r;\n"
+               "            if (pv != c) { for (int k = 0; k < N_; ++k) { double t_ = J_[c][k]; J_[c][k] = J_[pv][k]; J_[pv][k] = t_; } double t_ = r_[c]; r_[c] = r_[pv]; r_[pv] = t_; }\n"
+               "            for (int r = c + 1; r < N_; ++r) { const double f_ = J_[r][c] / J_[c][c]; for (int k = c; k < N_; ++k) J_[r][k] -= f_ * J_[c][k]; r_[r] -= f_ * r_[c]; }\n"
+               "        }\n"
+               "        double err_ = 0.0;\n"
+               "        for (int c = N_ - 1; c >= 0; --c) {\n"
+               "            double s_ = r_[c];\n"
+               "            for (int k = c + 1; k < N_; ++k) s_ -= J_[c][k] * r_[k];\n"
+               "            r_[c] = s_ / J_[c][c];\n"
+               "            *x_[c] += r_[c];\n"
+               "            const double e_ = fabs(r_[c]) / (fabs(*x_[c]) > 1e-9 ? fabs(*x_[c]) : 1e-9);\n"
+               "            if (e_ > err_) err_ = e_;\n"
+               "        }\n"
+               "        if (!(err_ > 1e-12)) break;\n"
+               "    }\n}\n\n",
+            name, bl->name, name, bl->name);
+    } else {
+        put(b, "NS_MECH_FN void nsm_%s_d_%s(" SIG ") {\n    (void)p; (void)i_; (void)node_; (void)v_;\n", name, bl->name);
+        g->mode = method;
+        if (method == M_EULER) put(b, "    double D_[%d];\n", n);
+        if (emit_list(g, bl->body, 4)) { free(order); return -1; }
+        if (method == M_EULER)
+            for (int k = 0; k < n; k++) {
+                int f = find_var(g->m, order[k])->field;
+                put(b, "    p->field[%d][i_] = p->field[%d][i_] + p->dt * D_[%d];\n", f, f, k);
+            }
+        put(b, "}\n\n");
+    }
+    free(order);
+    g->states = NULL;
+    g->n_states = 0;
+    g->owner = NULL;
+    return 0;
+}
+
+static void load_conc(gen *g, int store) {
+    const struct ns_nmodl *m = g->m;
+    for (int i = 0; i < m->n_vars; i++) {
+        const var *v = &m->vars[i];
+        if (v->ion < 0 || v->field < 0 || (v->ion_what != 'c' && v->ion_what != 'o')) continue;
+        const char *arr = v->ion_what == 'c' ? "ci" : "co";
+        if (store) put(g->b, "    p->ion[%d].%s[NSM_ION(%d)] = p->field[%d][i_];\n", v->ion, arr, v->ion, v->field);
+        else put(g->b, "    p->field[%d][i_] = p->ion[%d].%s[NSM_ION(%d)];\n", v->field, v->ion, arr, v->ion);
+    }
+}
+
+static int emit_header(gen *g) {
+    const struct ns_nmodl *m = g->m;
+    buf *b = g->b;
+    const char *name = m->name;
+    put(b, "/* Generated by neurosolve's NMODL translator from %s: do not edit.\n"
+           " * Per-instance functions of mechanism %s (host and device). */\n", m->file, name);
+    put(b, "#ifndef NSM_%s_H\n#define NSM_%s_H\n#include <math.h>\n#include \"neurosolve/mechanism.h\"\n\n", name, name);
+    put(b, "#ifndef NS_MECH_FN\n#ifdef __CUDACC__\n#define NS_MECH_FN static inline __host__ __device__\n"
+           "#else\n#define NS_MECH_FN static inline\n#endif\n#endif\n");
+    put(b, "#ifndef NSM_EXPRELR\n#define NSM_EXPRELR\n/* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */\n"
+           "NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }\n#endif\n");
+    put(b, "#undef NSM_ION\n#define NSM_ION(j) (p->node_index && p->ion[j].index ? p->ion[j].index[i_] : node_)\n");
+    put(b, "#undef NSM_ADD\n#if defined(__CUDA_ARCH__) && %d\n#define NSM_ADD(a, x) atomicAdd(&(a), (x))\n#else\n"
+           "#define NSM_ADD(a, x) ((a) += (x))\n#endif\n\n", m->point);
+    for (int i = 0; i < m->n_blocks; i++) {
+        const block *bl = m->blocks[i];
+        if (bl->kind == B_DERIVATIVE) continue;
+        emit_proto(g, bl, "");
+        put(b, ";\n");
+    }
+    put(b, "\n");
+    for (int i = 0; i < m->n_blocks; i++)
+        if (m->blocks[i]->kind != B_DERIVATIVE && emit_callable(g, m->blocks[i])) return -1;
+    /* DERIVATIVE blocks, by the method their SOLVE names */
+    for (int i = 0; i < m->breakpoint->n; i++) {
+        const st *s = m->breakpoint->s[i];
+        if (s->kind != ST_SOLVE) continue;
+        const block *bl = find_block(m, s->name);
+        if (bl->kind == B_DERIVATIVE && emit_derivative(g, bl, s->method)) return -1;
+    }
+    /* init */
+    put(b, "NS_MECH_FN void nsm_%s_init_one(ns_mech_ppack *p, int i_, int node_) {\n    const double v_ = p->v[node_];\n    (void)i_;\n", name);
+    load_conc(g, 0);
+    for (int i = 0; i < m->n_vars; i++)
+        if (m->vars[i].cls == V_STATE && m->vars[i].ion < 0) put(b, "    p->field[%d][i_] = 0.0;\n", m->vars[i].field);
+    g->n_scope = 0;
+    g->mode = M_CNEXP;
+    if (m->initial && emit_list(g, m->initial, 4)) return -1;
+    load_conc(g, 1);
+    put(b, "    (void)v_;\n}\n\n");
+    /* the BREAKPOINT's currents at v_ */
+    put(b, "NS_MECH_FN double nsm_%s_cur(" SIG ") {\n    (void)p; (void)i_; (void)node_;\n", name);
+    if (emit_list(g, m->breakpoint, 4)) return -1;
+    put(b, "    double c_ = 0.0;\n");
+    for (int k = 0; k < m->n_currents; k++) {
+        put(b, "    c_ += ");
+        emit_var(g, m->currents[k]);
+        put(b, ";\n");
+    }
+    put(b, "    (void)v_;\n    return c_;\n}\n\n");
+    /* current: NEURON's nrn_cur */
+    put(b, "NS_MECH_FN void nsm_%s_current_one(ns_mech_ppack *p, int i_, int node_) {\n", name);
+    put(b, "    const double v_ = p->v[node_];\n");
+    for (int i = 0; i < m->n_vars; i++) {
+        const var *v = &m->vars[i];
+        if (v->ion >= 0 && v->field >= 0 && (v->ion_what == 'c' || v->ion_what == 'o'))
+            put(b, "    p->field[%d][i_] = p->ion[%d].%s[NSM_ION(%d)];\n", v->field, v->ion,
+                v->ion_what == 'c' ? "ci" : "co", v->ion);
+    }
+    put(b, "    const double w_ = %s;\n", m->point ? "p->weight[i_]" : "1.0");
+    put(b, "    double g_ = nsm_%s_cur(p, i_, node_, v_ + .001);\n", name);
+    for (int k = 0; k < m->n_currents; k++) {
+        const var *v = find_var(m, m->currents[k]);
+        if (v->ion >= 0) put(b, "    const double di%d_ = p->field[%d][i_];\n", k, v->field);
+    }
+    put(b, "    double rhs_ = nsm_%s_cur(p, i_, node_, v_);\n", name);
+    for (int k = 0; k < m->n_currents; k++) {
+        const var *v = find_var(m, m->currents[k]);
+        if (v->ion < 0) continue;
+        put(b, "    NSM_ADD(p->ion[%d].didv[NSM_ION(%d)], (di%d_ - p->field[%d][i_]) / .001 * w_);\n", v->ion, v->ion, k,
+            v->field);
+        put(b, "    NSM_ADD(p->ion[%d].i[NSM_ION(%d)], p->field[%d][i_] * w_);\n", v->ion, v->ion, v->field);
+    }
+    put(b, "    g_ = (g_ - rhs_) / .001;\n");
+    if (m->point) put(b, "    g_ *= w_;\n    rhs_ *= w_;\n");
+    put(b, "    NSM_ADD(p->rhs[node_], -rhs_);\n    NSM_ADD(p->d[node_], g_);\n    (void)w_;\n}\n\n");
+    /* state: NEURON's nrn_state */
+    put(b, "NS_MECH_FN void nsm_%s_state_one(ns_mech_ppack *p, int i_, int node_) {\n    const double v_ = p->v[node_];\n    (void)i_;\n", name);
+    load_conc(g, 0);
+    for (int i = 0; i < m->breakpoint->n; i++) {
+        const st *s = m->breakpoint->s[i];
+        if (s->kind != ST_SOLVE) continue;
+        const block *bl = find_block(m, s->name);
+        put(b, "    nsm_%s_%s_%s(p, i_, node_, v_);\n", name, bl->kind == B_DERIVATIVE ? "d" : "p", s->name);
+    }
+    load_conc(g, 1);
+    put(b, "    (void)v_;\n}\n\n");
+    if (m->net_receive) {
+        put(b, "NS_MECH_FN void nsm_%s_net_receive_one(ns_mech_ppack *p, int i_, int node_, double A_%s) {\n"
+               "    const double v_ = p->v[node_];\n",
+            name, m->net_weight);
+        g->n_scope = 0;
+        if (scope_push(g, m->net_weight, 1)) return gfail(g, 0, "out of memory");
+        if (emit_list(g, m->net_receive, 4)) return -1;
+        put(b, "    (void)v_;\n}\n\n");
+    }
+    put(b, "#endif\n");
+    return 0;
+}
+
+static void emit_loop(gen *g, const char *what) {
+    const char *name = g->m->name;
+    put(g->b, "static void nsm_%s_%s(ns_mech_ppack *p) {\n", name, what);
+    if (g->m->table_size && strcmp(what, "current")) put(g->b, "    nsm_%s_table_update(p);\n", name);
+    /* The contiguous path: instance i alone touches node node_begin + i, its
+     * field entries and its ion slot, so no iteration depends on another
+     * (ivdep); a local copy of the ppack lets the compiler keep its pointers
+     * in registers. gcc then vectorises the loops without calls to exp. */
+    put(g->b, "    const int n = p->n;\n"
+              "    if (!p->node_index) {\n"
+              "        const int b = p->node_begin;\n"
+              "        ns_mech_ppack q = *p;\n"
+              "        q.node_index = NULL; /* known here: ion slots are the nodes */\n"
+              "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC ivdep\n"
+              "#elif defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n#endif\n"
+              "        for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, b + i);\n"
+              "    } else {\n"
+              "        const int *ni = p->node_index;\n"
+              "        for (int i = 0; i < n; ++i) nsm_%s_%s_one(p, i, ni[i]);\n"
+              "    }\n}\n\n",
+        name, what, name, what);
+}
+
+static void emit_strs(buf *b, const char *label, const char *const *s, int n) {
+    put(b, "static const char *const %s[] = {", label);
+    for (int i = 0; i < n; i++) put(b, "%s\"%s\"", i ? ", " : "", s[i]);
+    if (!n) put(b, "NULL");
+    put(b, "};\n");
+}
+
+static int emit_c(gen *g) {
+    const struct ns_nmodl *m = g->m;
+    buf *b = g->b;
+    const char *name = m->name;
+    if (m->table_size) {
+        put(b, "static int nsm_%s_table_update(ns_mech_ppack *p) {\n    int rebuilt = 0;\n    const double v_ = 0.0;\n"
+               "    const int i_ = 0, node_ = 0;\n    (void)v_; (void)i_; (void)node_;\n", name);
+        for (int i = 0; i < m->n_blocks; i++) {
+            const block *bl = m->blocks[i];
+            if (!bl->table) continue;
+            const table_decl *t = bl->table;
+            char un[160];
+            snprintf(un, sizeof un, "usetable_%s", bl->name);
+            const var *u = find_var(m, un);
+            put(b, "    if (p->global[%d] != 0.0) {\n        double *T_ = p->table + %d;\n", u->global, t->offset);
+            put(b, "        int need = T_[0] == 0.0 || T_[1] != p->celsius");
+            for (int k = 0; k < t->n_depend; k++) {
+                put(b, " || T_[%d] != ", 4 + k);
+                g->n_scope = 0;
+                emit_var(g, t->depend[k]);
+            }
+            put(b, ";\n        if (need) {\n");
+            put(b, "            double s_[%d];\n            double *f_[%d];\n", m->n_fields ? m->n_fields : 1,
+                m->n_fields ? m->n_fields : 1);
+            put(b, "            for (int k = 0; k < %d; ++k) { s_[k] = nsm_%s_defaults[k]; f_[k] = &s_[k]; }\n", m->n_fields,
+                name);
+            put(b, "            ns_mech_ppack q_ = *p;\n            q_.n = 1; q_.node_index = NULL; q_.node_begin = 0;"
+                   " q_.field = f_;\n            q_.table = NULL;\n");
+            put(b, "            const double tmin_ = ");
+            emit_ex(g, t->from);
+            put(b, ", tmax_ = ");
+            emit_ex(g, t->to);
+            put(b, ";\n            const double dx_ = (tmax_ - tmin_) / %d.;\n", t->with);
+            int head = 4 + t->n_depend, n1 = t->with + 1;
+            put(b, "            double x_ = tmin_;\n            for (int j_ = 0; j_ < %d; x_ += dx_, ++j_) {\n", n1);
+            if (bl->kind == B_FUNCTION) {
+                put(b, "                T_[%d + j_] = nsm_%s_f_%s_exact(&q_, 0, 0, x_, x_);\n", head, name, bl->name);
+            } else {
+                put(b, "                nsm_%s_p_%s_exact(&q_, 0, 0, x_, x_);\n", name, bl->name);
+                for (int k = 0; k < t->n_names; k++)
+                    put(b, "                T_[%d + j_] = s_[%d];\n", head + k * n1, find_var(m, t->names[k])->field);
+            }
+            put(b, "            }\n            T_[0] = 1.0;\n            T_[1] = p->celsius;\n            T_[2] = tmin_;\n"
+                   "            T_[3] = 1. / dx_;\n");
+            for (int k = 0; k < t->n_depend; k++) {
+                put(b, "            T_[%d] = ", 4 + k);
+                emit_var(g, t->depend[k]);
+                put(b, ";\n");
+            }
+            put(b, "            rebuilt = 1;\n        }\n    }\n");
+        }
+        put(b, "    return rebuilt;\n}\n\n");
+    }
+    emit_loop(g, "init");
+    emit_loop(g, "current");
+    emit_loop(g, "state");
+    if (m->net_receive)
+        put(b, "static void nsm_%s_net_receive(ns_mech_ppack *p, int i, double w) {\n"
+               "    nsm_%s_net_receive_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, w);\n}\n\n",
+            name, name);
+    return 0;
+}
+
+/* names and defaults go before the loops (the TABLE builder uses the defaults) */
+static void emit_desc_data(gen *g) {
+    const struct ns_nmodl *m = g->m;
+    buf *b = g->b;
+    const char *name = m->name;
+    const char **fn = calloc((size_t)m->n_fields + 1, sizeof *fn);
+    const char **gn = calloc((size_t)m->n_globals + 1, sizeof *gn);
+    if (!fn || !gn) { b->oom = 1; free(fn); free(gn); return; }
+    put(b, "static const double nsm_%s_defaults[] = {", name);
+    for (int f = 0; f < m->n_fields; f++)
+        for (int i = 0; i < m->n_vars; i++)
+            if (m->vars[i].field == f) {
+                fn[f] = m->vars[i].name;
+                put(b, "%s%.17g", f ? ", " : "", m->vars[i].cls == V_PARAM ? m->vars[i].value : 0.0);
+            }
+    if (!m->n_fields) put(b, "0.0");
+    put(b, "};\n");
+    char label[160];
+    snprintf(label, sizeof label, "nsm_%s_names", name);
+    emit_strs(b, label, fn, m->n_fields);
+    put(b, "static const double nsm_%s_gdefaults[] = {", name);
+    for (int k = 0; k < m->n_globals; k++)
+        for (int i = 0; i < m->n_vars; i++)
+            if (m->vars[i].global == k) {
+                gn[k] = m->vars[i].name;
+                put(b, "%s%.17g", k ? ", " : "", m->vars[i].value);
+            }
+    if (!m->n_globals) put(b, "0.0");
+    put(b, "};\n");
+    snprintf(label, sizeof label, "nsm_%s_gnames", name);
+    emit_strs(b, label, gn, m->n_globals);
+    put(b, "static const ns_mech_ion_use nsm_%s_ions[] = {", name);
+    for (int k = 0; k < m->n_ions; k++)
+        put(b, "%s{\"%s\", %d, %uu}", k ? ", " : "", m->ions[k].name, m->ions[k].charge, m->ions[k].flags);
+    if (!m->n_ions) put(b, "{NULL, 0, 0u}");
+    put(b, "};\n\n");
+    free(fn);
+    free(gn);
+}
+
+static void emit_desc(gen *g) {
+    const struct ns_nmodl *m = g->m;
+    const char *n = m->name;
+    put(g->b, "#ifdef NS_MECH_WITH_CUDA\nint nsm_%s_cuda_init(const ns_mech_ppack *, void *);\n"
+              "int nsm_%s_cuda_current(const ns_mech_ppack *, void *);\nint nsm_%s_cuda_state(const ns_mech_ppack *, void *);\n"
+              "#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state\n#else\n"
+              "#define NSM_CUDA_FNS(x) NULL, NULL, NULL\n#endif\n",
+        n, n, n);
+    put(g->b, "const ns_mech_desc nsm_%s_desc = {\n    NS_MECH_ABI_VERSION, \"%s\", %s,\n    %d, %d, %d, %d, nsm_%s_names, nsm_%s_defaults,\n"
+              "    %d, nsm_%s_gnames, nsm_%s_gdefaults,\n    %d, nsm_%s_ions,\n    %d, %d,\n"
+              "    nsm_%s_init, nsm_%s_current, nsm_%s_state,\n    %s%s%s,\n    %s%s%s,\n    NSM_CUDA_FNS(%s)};\n",
+        n, n, m->point ? "NS_MECH_POINT" : "NS_MECH_DENSITY", m->n_fields, m->n_params, m->n_assigned, m->n_states, n, n,
+        m->n_globals, n, n, m->n_ions, n, m->table_size, m->net_receive != NULL, n, n, n,
+        m->net_receive ? "nsm_" : "NULL", m->net_receive ? n : "", m->net_receive ? "_net_receive" : "",
+        m->table_size ? "nsm_" : "NULL", m->table_size ? n : "", m->table_size ? "_table_update" : "", n);
+}
+
+static void emit_cuda(gen *g) {
+    const char *n = g->m->name;
+    put(g->b, "/* Generated by neurosolve's NMODL translator from %s: do not edit. */\n#include \"%s.h\"\n"
+              "#include <cuda_runtime.h>\n\n", g->m->file, n);
+    const char *what[] = {"init", "current", "state"};
+    for (int k = 0; k < 3; k++) {
+        put(g->b, "__global__ void nsm_%s_k_%s(ns_mech_ppack pp) {\n"
+                  "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                  "    if (i < pp.n) nsm_%s_%s_one(&pp, i, pp.node_index ? pp.node_index[i] : pp.node_begin + i);\n}\n"
+                  "extern \"C\" int nsm_%s_cuda_%s(const ns_mech_ppack *p, void *stream) {\n"
+                  "    if (p->n <= 0) return 0;\n    const int threads = 128;\n"
+                  "    nsm_%s_k_%s<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p);\n"
+                  "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
+            n, what[k], n, what[k], n, what[k], n, what[k]);
+    }
+}
+
+ns_status ns_nmodl_emit(const ns_nmodl_t *m, ns_nmodl_target target, char **text) {
+    if (!m || !text) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_nmodl_emit: NULL argument");
+    *text = NULL;
+    buf b = {0};
+    gen g = {0};
+    nm_arena ar = {0};
+    GAR = &ar;
+    g.m = m;
+    g.b = &b;
+    int r = 0;
+    switch (target) {
+    case NS_NMODL_HEADER: r = emit_header(&g); break;
+    case NS_NMODL_C:
+        put(&b, "/* Generated by neurosolve's NMODL translator from %s: do not edit. */\n#include \"%s.h\"\n\n", m->file,
+            m->name);
+        emit_desc_data(&g);
+        r = emit_c(&g);
+        if (!r) emit_desc(&g);
+        break;
+    case NS_NMODL_CUDA: emit_cuda(&g); break;
+    default: free(b.s); return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_nmodl_emit: unknown target %d", (int)target);
+    }
+    free(g.scope);
+    free(g.scope_arg);
+    nm_arena_free(&ar);
+    GAR = NULL;
+    if (r || g.status) { free(b.s); return g.status ? g.status : ns_fail(NS_ERR_INTERNAL, "code generation failed"); }
+    if (b.oom || !b.s) { free(b.s); return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory generating %s", m->name); }
+    *text = b.s;
+    return NS_OK;
+}

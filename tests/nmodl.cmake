@@ -1,0 +1,12 @@
+# test_nmodl_cuda builds the mechanisms with the nvcc of this build, for its
+# first architecture (docs/mechanisms.md).
+if(NS_HAVE_CUDA AND TARGET test_nmodl_cuda)
+  list(GET CMAKE_CUDA_ARCHITECTURES 0 _ns_first_arch)
+  string(REGEX MATCH "[0-9]+" _ns_first_arch "${_ns_first_arch}")
+  if(NOT _ns_first_arch)
+    set(_ns_first_arch 90) # "native", "all": Hopper, as the build's default
+  endif()
+  target_compile_definitions(test_nmodl_cuda PRIVATE NS_NVCC="${CMAKE_CUDA_COMPILER}"
+    NS_CUDA_ARCH="sm_${_ns_first_arch}")
+  set_tests_properties(test_nmodl_cuda PROPERTIES TIMEOUT 900)
+endif()

@@ -1,0 +1,149 @@
+/* The NMODL translator without a compiler: every .mod file of
+ * data/mechanisms/ parses and generates its three sources; the generated C
+ * has nocmodl's forms (cnexp, the TABLE lookup, the current's slope); and
+ * bad input gets the error the docs promise (docs/mechanisms.md, "Errors"):
+ * syntax errors and unsupported constructs with file and line, unknown ions,
+ * undeclared names, cnexp on a nonlinear equation. */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "neurosolve/nmodl.h"
+
+#define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
+
+static int n_files = 0;
+
+static void all_files(const char *dir) {
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".mod")) continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ns_nmodl_t *m = NULL;
+        CHECK_OK(ns_nmodl_parse_file(path, &m));
+        if (!m) continue;
+        for (int t = 0; t < 3; ++t) {
+            char *text = NULL;
+            CHECK_OK(ns_nmodl_emit(m, (ns_nmodl_target)t, &text));
+            CHECK(text && strlen(text) > 100);
+            ns_nmodl_free(text);
+        }
+        ns_nmodl_destroy(m);
+        n_files++;
+    }
+    closedir(d);
+}
+
+/* parse `text` as NAME; expect `status` and every needle in the message */
+static void bad(const char *name, const char *text, ns_status status, const char *n1, const char *n2) {
+    ns_nmodl_t *m = NULL;
+    ns_status s = ns_nmodl_parse_string(text, name, &m);
+    char *out = NULL;
+    if (s == NS_OK) { /* some errors come from code generation */
+        s = ns_nmodl_emit(m, NS_NMODL_HEADER, &out);
+        ns_nmodl_free(out);
+        ns_nmodl_destroy(m);
+        m = NULL;
+    }
+    CHECK_MSG(s == status, "%s: got %s (%s)", name, ns_status_string(s), ns_last_error());
+    CHECK(m == NULL);
+    CHECK_MSG(strstr(ns_last_error(), n1) != NULL, "%s: '%s' not in \"%s\"", name, n1, ns_last_error());
+    if (n2) CHECK_MSG(strstr(ns_last_error(), n2) != NULL, "%s: '%s' not in \"%s\"", name, n2, ns_last_error());
+}
+
+static char *out = NULL; /* the last emit's text */
+static const char *emit(const char *text, ns_nmodl_target t) {
+    ns_nmodl_free(out);
+    out = NULL;
+    ns_nmodl_t *m = NULL;
+    CHECK_OK(ns_nmodl_parse_string(text, "t.mod", &m));
+    if (m) CHECK_OK(ns_nmodl_emit(m, t, &out));
+    ns_nmodl_destroy(m);
+    return out ? out : "";
+}
+
+int main(void) {
+    all_files(MECH_DIR "/neuron");
+    all_files(MECH_DIR "/bbp");
+    all_files(MECH_DIR "/test");
+    CHECK(n_files == 17);
+
+    /* the generated forms */
+    {
+        const char *hh;
+        ns_nmodl_t *m = NULL;
+        CHECK_OK(ns_nmodl_parse_file(MECH_DIR "/neuron/hh.mod", &m));
+        char *text = NULL;
+        if (m) CHECK_OK(ns_nmodl_emit(m, NS_NMODL_HEADER, &text));
+        hh = text ? text : "";
+        /* m' = (minf - m)/mtau by cnexp, nocmodl's arithmetic */
+        CHECK(strstr(hh, "p->field[15][i_] = p->field[15][i_] + (1. - exp(p->dt * (((-1.0) / p->field[12][i_])))) * "
+                         "(-((p->field[9][i_] / p->field[12][i_])) / (((-1.0) / p->field[12][i_])) - p->field[15][i_]);"));
+        /* the slope (I(v + .001) - I(v)) / .001 and the TABLE's clamped ends */
+        CHECK(strstr(hh, "nsm_hh_cur(p, i_, node_, v_ + .001)") && strstr(hh, "g_ = (g_ - rhs_) / .001;"));
+        CHECK(strstr(hh, "if (xi_ >= 200.) {") && strstr(hh, "const double xi_ = T_[3] * (A_v - T_[2]);"));
+        CHECK(strstr(hh, "q10 = pow(3.0, ((p->celsius - 6.3) / 10.0));"));
+        ns_nmodl_free(text);
+        ns_nmodl_destroy(m);
+    }
+    const char *ok = "NEURON { SUFFIX ok USEION ca READ cai, eca WRITE ica RANGE g }\n"
+                     "PARAMETER { g = 1 }\nSTATE { s }\n"
+                     "BREAKPOINT { SOLVE d METHOD cnexp\n ica = g*s*(v - eca) }\n"
+                     "DERIVATIVE d { s' = -s/2 + cai }\n";
+    const char *c = emit(ok, NS_NMODL_HEADER);
+    CHECK(strstr(c, "p->ion[0].ci[NSM_ION(0)]") && strstr(c, "p->ion[0].e[NSM_ION(0)]"));
+    CHECK(strstr(c, "NSM_ADD(p->ion[0].i[NSM_ION(0)]"));
+    c = emit("NEURON { SUFFIX k2 }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d { s' = 3 }\n",
+             NS_NMODL_HEADER);
+    CHECK(strstr(c, "p->field[0][i_] = p->field[0][i_] + p->dt * (3.0);")); /* x' = b: x += dt b */
+    c = emit("NEURON { POINT_PROCESS syn }\nSTATE { g }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
+             "DERIVATIVE d { g' = -g }\nNET_RECEIVE(w) { g = g + w }\n", NS_NMODL_CUDA);
+    CHECK(strstr(c, "__global__ void nsm_syn_k_current(ns_mech_ppack pp)"));
+    c = emit("NEURON { POINT_PROCESS syn }\nSTATE { g }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
+             "DERIVATIVE d { g' = -g }\nNET_RECEIVE(w) { g = g + w }\n", NS_NMODL_HEADER);
+    CHECK(strstr(c, "#if defined(__CUDA_ARCH__) && 1\n#define NSM_ADD(a, x) atomicAdd(&(a), (x))")); /* point: atomics */
+    CHECK(strstr(c, "nsm_syn_net_receive_one(ns_mech_ppack *p, int i_, int node_, double A_w)"));
+    c = emit("NEURON { SUFFIX x }\n", NS_NMODL_C); /* a mechanism with nothing in it */
+    CHECK(strstr(c, "const ns_mech_desc nsm_x_desc = {"));
+
+    /* errors: file, line, the construct */
+    bad("syntax.mod", "NEURON { SUFFIX x }\nPARAMETER { g = 1 }\nBREAKPOINT {\n  g = = 2\n}\n", NS_ERR_PARSE,
+        "syntax.mod:4:", "expected an expression");
+    bad("brace.mod", "NEURON { SUFFIX x }\nINITIAL {\n", NS_ERR_PARSE, "brace.mod:3:", "missing '}'");
+    bad("kinetic.mod", "NEURON { SUFFIX x }\nSTATE { a b }\n\nKINETIC k {\n  ~ a <-> b (1, 2)\n}\n",
+        NS_ERR_UNSUPPORTED, "kinetic.mod:4:", "KINETIC");
+    bad("verbatim.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n x = 1;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,
+        "verbatim.mod:3:", "VERBATIM");
+    bad("pointer.mod", "NEURON {\n SUFFIX x\n POINTER p\n}\n", NS_ERR_UNSUPPORTED, "pointer.mod:3:", "POINTER");
+    bad("electrode.mod", "NEURON {\n POINT_PROCESS x\n ELECTRODE_CURRENT i\n}\n", NS_ERR_UNSUPPORTED,
+        "electrode.mod:3:", "ELECTRODE_CURRENT");
+    bad("netsend.mod", "NEURON { POINT_PROCESS x }\nNET_RECEIVE(w) {\n  net_send(1, 1)\n}\n", NS_ERR_UNSUPPORTED,
+        "netsend.mod:3:", "net_send");
+    bad("sparse.mod", "NEURON { SUFFIX x }\nSTATE { s }\nBREAKPOINT {\n SOLVE d METHOD sparse\n}\nDERIVATIVE d { s' = 1 }\n",
+        NS_ERR_UNSUPPORTED, "sparse.mod:4:", "METHOD sparse");
+    bad("ion.mod", "NEURON {\n SUFFIX x\n USEION xx READ exx WRITE ixx\n}\n", NS_ERR_INVALID_ARGUMENT, "ion.mod:3:",
+        "unknown ion 'xx'");
+    bad("undeclared.mod", "NEURON { SUFFIX x NONSPECIFIC_CURRENT i }\nBREAKPOINT {\n  i = gbar*(v - 1)\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "undeclared.mod:3:", "'gbar' is not declared");
+    bad("function.mod", "NEURON { SUFFIX x NONSPECIFIC_CURRENT i }\nBREAKPOINT {\n  i = nosuch(v)\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "function.mod:3:", "unknown function 'nosuch'");
+    bad("nonlinear.mod", "NEURON { SUFFIX x }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d {\n"
+        "  s' = -s*s\n}\n", NS_ERR_UNSUPPORTED, "nonlinear.mod:5:", "not linear");
+    bad("voltage.mod", "NEURON {\n VOLTAGE_PROCESS x\n}\n", NS_ERR_UNSUPPORTED, "voltage.mod:2:", "VOLTAGE_PROCESS");
+    c = emit("NEURON { SUFFIX mm RANGE y }\nASSIGNED { y }\nBREAKPOINT { SOLVE p\n y = max(v, 1) }\n"
+             "PROCEDURE p() { y = min(y, 2) }\n", NS_NMODL_HEADER);
+    CHECK(strstr(c, "fmax(v_, 1.0)") && strstr(c, "nsm_mm_p_p(p, i_, node_, v_);")); /* SOLVE of a PROCEDURE */
+    bad("nosuffix.mod", "PARAMETER { g = 1 }\n", NS_ERR_PARSE, "nosuffix.mod", "SUFFIX");
+    ns_nmodl_t *m = NULL;
+    CHECK(ns_nmodl_parse_file(MECH_DIR "/nosuch.mod", &m) == NS_ERR_IO && m == NULL);
+    CHECK(strstr(ns_last_error(), "nosuch.mod"));
+    ns_nmodl_free(out);
+    return check_summary("test_nmodl");
+}

@@ -1,0 +1,171 @@
+/* The generated CUDA against the generated C: every mechanism of
+ * data/mechanisms/ built with nvcc (ns_mechanisms_build with nvcc), run over
+ * 4096 instances on the device (cuda_init, cuda_current, cuda_state: one
+ * thread per instance; point processes several to a node, so their sums go
+ * through atomicAdd) and on the host (init, current, state), then compared:
+ * fields, node sums and ion sums within 1e-9 relative (the device's exp and
+ * pow differ from glibc's in the last bit). Skips (77) without a CUDA build,
+ * a GPU or nvcc. bench/device_nmodl.sh runs it on the GPU host. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "neurosolve/neurosolve.h"
+#include "test_tmpdir.h"
+
+#ifndef NS_HAVE_CUDA
+int main(void) { CHECK_SKIP("built without CUDA"); }
+#else
+#include <cuda_runtime.h>
+
+#define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
+#define N 4096     /* instances */
+#define NODES 1024 /* point processes: 4 per node */
+#define STEPS 5
+
+static double worst_rel(const double *a, const double *b, int n) {
+    double w = 0;
+    for (int i = 0; i < n; ++i) {
+        double s = fmax(fabs(a[i]), fabs(b[i]));
+        double r = s > 1e-300 ? fabs(a[i] - b[i]) / s : 0.0;
+        if (!(r <= w)) w = r; /* NaN counts as worst */
+    }
+    return w;
+}
+
+#define CU(x)                                                                            \
+    do {                                                                                 \
+        cudaError_t e_ = (x);                                                            \
+        if (e_ != cudaSuccess) {                                                         \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            return -1;                                                                   \
+        }                                                                                \
+    } while (0)
+
+static void *dalloc_copy(const void *host, size_t bytes) {
+    void *d = NULL;
+    if (cudaMalloc(&d, bytes) != cudaSuccess) return NULL;
+    if (host && cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess) return NULL;
+    return d;
+}
+
+/* one mechanism: host run and device run from the same start; returns -1 on a CUDA failure */
+static int compare(const ns_mech_desc *d) {
+    const int point = d->kind == NS_MECH_POINT;
+    const int nodes = point ? NODES : N;
+    const int nf = d->n_fields, ni = d->n_ions;
+    double *f = malloc(sizeof(double) * (size_t)(nf ? nf : 1) * N);
+    double *v = malloc(sizeof(double) * nodes), *rhs = calloc((size_t)nodes, sizeof(double));
+    double *dd = calloc((size_t)nodes, sizeof(double)), *w = malloc(sizeof(double) * N);
+    double *ion = calloc((size_t)(ni ? ni : 1) * 5 * nodes, sizeof(double)); /* e ci co i didv per ion */
+    double *glob = malloc(sizeof(double) * (size_t)(d->n_globals + 1));
+    double *table = calloc((size_t)d->table_size + 1, sizeof(double));
+    int *index = malloc(sizeof(int) * N);
+    double *fp[64];
+    ns_mech_ion_view views[8];
+    if (!f || !v || !rhs || !dd || !w || !ion || !glob || !table || !index || nf > 64 || ni > 8) return -1;
+    for (int k = 0; k < nf; ++k) {
+        fp[k] = f + (size_t)k * N;
+        for (int i = 0; i < N; ++i) fp[k][i] = d->field_defaults[k] * (1.0 + 0.01 * (i % 7));
+    }
+    for (int k = 0; k < d->n_globals; ++k) glob[k] = d->global_defaults[k];
+    for (int n = 0; n < nodes; ++n) v[n] = -90.0 + 130.0 * n / (nodes - 1);
+    for (int i = 0; i < N; ++i) {
+        index[i] = point ? (i * 7) % NODES : i;
+        w[i] = 1e2 / (3.14159265358979 * 400.0);
+    }
+    for (int j = 0; j < ni; ++j) {
+        double *b = ion + (size_t)j * 5 * nodes;
+        for (int n = 0; n < nodes; ++n) {
+            b[n] = 50.0 - 30.0 * j + 0.01 * n;              /* e */
+            b[nodes + n] = 5e-5 * (1 + n % 5);              /* ci */
+            b[2 * nodes + n] = 2.0;                          /* co */
+        }
+        views[j] = (ns_mech_ion_view){b, b + nodes, b + 2 * nodes, b + 3 * nodes, b + 4 * nodes, NULL};
+    }
+    ns_mech_ppack hp = {N, 0, point ? index : NULL, 0.0, 0.025, 34.0, v, rhs, dd, point ? w : NULL, fp, glob, table, views};
+    if (d->table_update) d->table_update(&hp);
+    /* device copies of the same start */
+    double *d_f = dalloc_copy(f, sizeof(double) * (size_t)(nf ? nf : 1) * N);
+    double *d_v = dalloc_copy(v, sizeof(double) * nodes), *d_rhs = dalloc_copy(rhs, sizeof(double) * nodes);
+    double *d_d = dalloc_copy(dd, sizeof(double) * nodes), *d_w = dalloc_copy(w, sizeof(double) * N);
+    double *d_ion = dalloc_copy(ion, sizeof(double) * (size_t)(ni ? ni : 1) * 5 * nodes);
+    double *d_glob = dalloc_copy(glob, sizeof(double) * (size_t)(d->n_globals + 1));
+    double *d_table = dalloc_copy(table, sizeof(double) * (size_t)(d->table_size + 1));
+    int *d_index = dalloc_copy(index, sizeof(int) * N);
+    double *d_fp_host[64];
+    ns_mech_ion_view d_views_host[8];
+    for (int k = 0; k < nf; ++k) d_fp_host[k] = d_f + (size_t)k * N;
+    for (int j = 0; j < ni; ++j) {
+        double *b = d_ion + (size_t)j * 5 * nodes;
+        d_views_host[j] = (ns_mech_ion_view){b, b + nodes, b + 2 * nodes, b + 3 * nodes, b + 4 * nodes, NULL};
+    }
+    double **d_fp = dalloc_copy(d_fp_host, sizeof(double *) * (size_t)(nf ? nf : 1));
+    ns_mech_ion_view *d_views = dalloc_copy(d_views_host, sizeof(ns_mech_ion_view) * (size_t)(ni ? ni : 1));
+    if (!d_f || !d_v || !d_rhs || !d_d || !d_w || !d_ion || !d_glob || !d_table || !d_index || !d_fp || !d_views)
+        return -1;
+    ns_mech_ppack dp = {N, 0, point ? d_index : NULL, 0.0, 0.025, 34.0, d_v, d_rhs, d_d, point ? d_w : NULL,
+                        d_fp, d_glob, d_table, d_views};
+    CHECK(d->cuda_init && d->cuda_current && d->cuda_state);
+    if (!d->cuda_init) return 0;
+    d->init(&hp);
+    CHECK(d->cuda_init(&dp, NULL) == 0);
+    for (int s = 0; s < STEPS; ++s) {
+        d->current(&hp);
+        CHECK(d->cuda_current(&dp, NULL) == 0);
+        d->state(&hp);
+        CHECK(d->cuda_state(&dp, NULL) == 0);
+    }
+    CU(cudaDeviceSynchronize());
+    double *g_f = malloc(sizeof(double) * (size_t)(nf ? nf : 1) * N), *g_rhs = malloc(sizeof(double) * nodes);
+    double *g_d = malloc(sizeof(double) * nodes), *g_ion = malloc(sizeof(double) * (size_t)(ni ? ni : 1) * 5 * nodes);
+    if (!g_f || !g_rhs || !g_d || !g_ion) return -1;
+    CU(cudaMemcpy(g_f, d_f, sizeof(double) * (size_t)(nf ? nf : 1) * N, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(g_rhs, d_rhs, sizeof(double) * nodes, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(g_d, d_d, sizeof(double) * nodes, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(g_ion, d_ion, sizeof(double) * (size_t)(ni ? ni : 1) * 5 * nodes, cudaMemcpyDeviceToHost));
+    double wf = nf ? worst_rel(f, g_f, nf * N) : 0.0, wr = worst_rel(rhs, g_rhs, nodes), wd = worst_rel(dd, g_d, nodes);
+    double wi = ni ? worst_rel(ion, g_ion, ni * 5 * nodes) : 0.0;
+    printf("%-14s %s  fields %.1e  rhs %.1e  d %.1e  ions %.1e (relative)\n", d->name, point ? "point  " : "density", wf,
+           wr, wd, wi);
+    CHECK_MSG(wf < 1e-9 && wr < 1e-9 && wd < 1e-9 && wi < 1e-9, "%s: the device differs from the host", d->name);
+    void *all[] = {d_f, d_v, d_rhs, d_d, d_w, d_ion, d_glob, d_table, d_index, d_fp, d_views};
+    for (size_t k = 0; k < sizeof all / sizeof *all; ++k) cudaFree(all[k]);
+    free(f), free(v), free(rhs), free(dd), free(w), free(ion), free(glob), free(table), free(index);
+    free(g_f), free(g_rhs), free(g_d), free(g_ion);
+    return 0;
+}
+
+int main(void) {
+    int devices = 0;
+    if (ns_cuda_device_count(&devices) != NS_OK || devices == 0) CHECK_SKIP("no GPU");
+#ifndef NS_NVCC
+    CHECK_SKIP("no nvcc path");
+#else
+    if (tmpdir_make("ns_nmodl_cuda")) return 77;
+    ns_mechanisms_build_options o = {0};
+    o.nvcc = NS_NVCC;
+    o.cuda_arch = NS_CUDA_ARCH;
+    const char *dirs[3] = {MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test"};
+    const char *names[3] = {"libneuron.so", "libbbp.so", "libtest.so"};
+    int n_mech = 0;
+    for (int k = 0; k < 3; ++k) {
+        char *lib = tmp(names[k]);
+        CHECK_OK(ns_mechanisms_build(dirs[k], lib, &o));
+        ns_mech_library_t *l = NULL;
+        CHECK_OK(ns_mech_library_open(lib, &l));
+        if (!l) break;
+        for (int m = 0; m < ns_mech_library_count(l); ++m, ++n_mech)
+            CHECK_MSG(compare(ns_mech_library_get(l, m)) == 0, "%s: a CUDA call failed",
+                      ns_mech_library_get(l, m)->name);
+        ns_mech_library_close(l);
+    }
+    CHECK(n_mech == 17);
+    tmpdir_remove();
+    return check_summary("test_nmodl_cuda");
+#endif
+}
+#endif

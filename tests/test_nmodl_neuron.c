@@ -1,0 +1,615 @@
+/* The NMODL translator against NEURON, one mechanism at a time: the mechanism
+ * libraries are built from data/mechanisms/ with the system C compiler
+ * (ns_mechanisms_build, as `neurosolve mechanisms build` does), then one
+ * isopotential compartment (L = diam = 20 um, cm = 1 uF/cm^2) is integrated by
+ * NEURON's fixed-step scheme with the generated code and compared with the
+ * NEURON 9.0.2 traces in tests/data/nmodl/ (validation/nmodl_neuron_traces.py):
+ * RMS of v, spike times, and cai / eca where calcium is dynamic.
+ * Also: generated hh against the hand-written src/cable/mech.h (the same
+ * arithmetic: equal to 1e-12 mV), derivimplicit and euler against their
+ * closed forms, and the library's errors (unknown names, failed builds).
+ * Without a C compiler the test skips (77). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cable/mech.h"
+#include "check.h"
+#include "neurosolve/nmodl.h"
+#include "test_tmpdir.h"
+
+#define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
+#define TRACE_DIR NS_TEST_DATA "/nmodl"
+#define DT 0.025
+#define AREA (3.14159265358979323846 * 20.0 * 20.0) /* [um^2] NEURON's area of L = diam = 20 */
+#define MAX_MECH 16
+
+enum { ION_NA, ION_K, ION_CA, N_IONS };
+static const char *ION_NAMES[N_IONS] = {"na", "k", "ca"};
+
+typedef struct inst {
+    const ns_mech_desc *d;
+    double *fields;       /* n_fields values of the one instance */
+    double *fp[64];
+    double *globals;
+    double *table;
+    ns_mech_ion_view ions[8];
+    double weight;
+    ns_mech_ppack p;
+    int writes_ci[8];     /* ion index (ION_*) whose concentration it writes, per desc ion; -1 */
+} inst;
+
+typedef struct comp {
+    double v, rhs, d, t, celsius;
+    double e[N_IONS], ci[N_IONS], co[N_IONS], i[N_IONS], didv[N_IONS];
+    int n;
+    inst m[MAX_MECH];
+} comp;
+
+typedef struct param { const char *mech, *name; double value; } param;
+typedef struct clamp { double del, dur, amp; } clamp;
+typedef struct event { double t, w; } event;
+
+typedef struct tcase {
+    const char *name;
+    double celsius, v_init, tstop;
+    const char *mechs[MAX_MECH]; /* in NEURON's type order: pas, then the others by name */
+    param params[24];
+    clamp clamps[2];
+    event events[2];
+    double ena, ek, eca;         /* 0: NEURON's default */
+    int calcium;                 /* compare cai and eca too */
+} tcase;
+
+static const ns_mech_desc *find(ns_mech_library_t *const *libs, int n_libs, const char *name) {
+    for (int l = 0; l < n_libs; ++l)
+        for (int k = 0; k < ns_mech_library_count(libs[l]); ++k)
+            if (!strcmp(ns_mech_library_get(libs[l], k)->name, name)) return ns_mech_library_get(libs[l], k);
+    return NULL;
+}
+
+static int ion_of(const char *name) {
+    for (int k = 0; k < N_IONS; ++k)
+        if (!strcmp(ION_NAMES[k], name)) return k;
+    return -1;
+}
+
+static int add_mech(comp *c, const ns_mech_desc *d) {
+    inst *m = &c->m[c->n++];
+    memset(m, 0, sizeof *m);
+    m->d = d;
+    m->fields = calloc((size_t)d->n_fields + 1, sizeof(double));
+    m->globals = calloc((size_t)d->n_globals + 1, sizeof(double));
+    m->table = calloc((size_t)d->table_size + 1, sizeof(double));
+    if (!m->fields || !m->globals || !m->table || d->n_fields > 64) return -1;
+    for (int k = 0; k < d->n_fields; ++k) {
+        m->fields[k] = d->field_defaults[k];
+        m->fp[k] = &m->fields[k];
+    }
+    for (int k = 0; k < d->n_globals; ++k) m->globals[k] = d->global_defaults[k];
+    for (int k = 0; k < d->n_ions; ++k) {
+        int ion = ion_of(d->ions[k].name);
+        if (ion < 0) return -1;
+        m->ions[k] = (ns_mech_ion_view){&c->e[ion], &c->ci[ion], &c->co[ion], &c->i[ion], &c->didv[ion], NULL};
+        m->writes_ci[k] = (d->ions[k].flags & NS_MECH_ION_WRITE_CI) ? ion : -1;
+    }
+    m->weight = 1e2 / AREA;
+    m->p = (ns_mech_ppack){1, 0, NULL, 0.0, DT, c->celsius, &c->v, &c->rhs, &c->d,
+                           d->kind == NS_MECH_POINT ? &m->weight : NULL, m->fp, m->globals, m->table, m->ions};
+    return 0;
+}
+
+static void free_comp(comp *c) {
+    for (int k = 0; k < c->n; ++k) {
+        free(c->m[k].fields);
+        free(c->m[k].globals);
+        free(c->m[k].table);
+    }
+}
+
+static void nernst_after(comp *c, inst *m) {
+    for (int k = 0; k < m->d->n_ions; ++k)
+        if (m->writes_ci[k] >= 0) {
+            int ion = m->writes_ci[k];
+            c->e[ion] = ns_mech_nernst(c->ci[ion], c->co[ion], m->d->ions[k].charge, c->celsius);
+        }
+}
+
+/* NEURON's finitialize and fadvance for one compartment (fadvance.cpp,
+ * nrn_fixed_step_thread): events, t += dt/2, currents (pas, IClamp, the
+ * rest), v += rhs / d, t += dt/2, states; Nernst after a concentration write.
+ * Writes v (and cai, eca) of every step into out[step * 3 + {0,1,2}]. */
+static int simulate(comp *c, const tcase *tc, long steps, double *out) {
+    c->t = 0.0;
+    c->v = tc->v_init;
+    /* NEURON's ion defaults (na_ion, k_ion, ca_ion) */
+    const double e0[N_IONS] = {tc->ena ? tc->ena : 50.0, tc->ek ? tc->ek : -77.0, tc->eca ? tc->eca : 132.4579341637009};
+    const double ci0[N_IONS] = {10.0, 54.4, 5e-5}, co0[N_IONS] = {140.0, 2.5, 2.0};
+    for (int k = 0; k < N_IONS; ++k) {
+        c->e[k] = e0[k];
+        c->ci[k] = ci0[k];
+        c->co[k] = co0[k];
+    }
+    for (int j = 0; j < c->n; ++j) /* an ion whose concentration is written gets e by Nernst */
+        for (int k = 0; k < c->m[j].d->n_ions; ++k)
+            if (c->m[j].writes_ci[k] >= 0) nernst_after(c, &c->m[j]);
+    for (int j = 0; j < c->n; ++j) {
+        c->m[j].p.t = c->t;
+        c->m[j].d->init(&c->m[j].p);
+        nernst_after(c, &c->m[j]);
+    }
+    int delivered[2] = {0, 0};
+    for (long s = 0; s < steps; ++s) {
+        for (int e = 0; e < 2; ++e) /* NEURON delivers events due by t + dt/2 */
+            if (tc->events[e].w != 0.0 && !delivered[e] && tc->events[e].t <= c->t + 0.5 * DT) {
+                for (int j = 0; j < c->n; ++j)
+                    if (c->m[j].d->has_net_receive) c->m[j].d->net_receive(&c->m[j].p, 0, tc->events[e].w);
+                delivered[e] = 1;
+            }
+        c->t += 0.5 * DT;
+        c->rhs = c->d = 0.0;
+        for (int k = 0; k < N_IONS; ++k) c->i[k] = c->didv[k] = 0.0;
+        for (int j = 0; j < c->n; ++j) {
+            c->m[j].p.t = c->t;
+            c->m[j].d->current(&c->m[j].p);
+            if (j == 0) /* IClamp after pas: NEURON's type order */
+                for (int k = 0; k < 2; ++k)
+                    if (tc->clamps[k].amp != 0.0 && c->t < tc->clamps[k].del + tc->clamps[k].dur &&
+                        c->t >= tc->clamps[k].del)
+                        c->rhs += tc->clamps[k].amp * (1e2 / AREA);
+        }
+        c->d += 1.0 * 1e-3 / DT;
+        c->v += c->rhs / c->d;
+        c->t += 0.5 * DT;
+        /* NEURON recomputes e by Nernst at the start of the current phase
+         * (ion_cur), from the concentration of the step before: the same e in
+         * every current as here, but its recorded e lags one step */
+        out[3 * s + 2] = c->e[ION_CA];
+        for (int j = 0; j < c->n; ++j) {
+            c->m[j].p.t = c->t;
+            c->m[j].d->state(&c->m[j].p);
+            nernst_after(c, &c->m[j]);
+        }
+        out[3 * s] = c->v;
+        out[3 * s + 1] = c->ci[ION_CA];
+        if (!isfinite(c->v)) return -1;
+    }
+    return 0;
+}
+
+static int spikes_of(const double *v, double v0, long steps, double *t, int cap) {
+    int n = 0;
+    double prev = v0;
+    for (long s = 0; s < steps; ++s) {
+        if (prev < 0.0 && v[3 * s] >= 0.0 && n < cap)
+            t[n++] = s * DT + (0.0 - prev) * DT / (v[3 * s] - prev);
+        prev = v[3 * s];
+    }
+    return n;
+}
+
+/* zero-filled tails of the initialisers are intended */
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#endif
+static const tcase CASES[] = {
+    {"hh", 6.3, -65, 50, {"hh"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0},
+    {"hhdi", 6.3, -65, 50, {"hhdi"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0},
+    {"pas", 6.3, -65, 40, {"pas"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0},
+    {"ExpSyn", 6.3, -70, 40, {"pas", "ExpSyn"},
+     {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"ExpSyn", "tau", 2}, {"ExpSyn", "e", 0}}, {{0}},
+     {{5, 0.01}, {15, 0.02}}, 0, 0, 0, 0},
+    {"Exp2Syn", 6.3, -70, 40, {"pas", "Exp2Syn"},
+     {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Exp2Syn", "tau1", 0.5}, {"Exp2Syn", "tau2", 3}, {"Exp2Syn", "e", 0}},
+     {{0}}, {{5, 0.01}, {15, 0.02}}, 0, 0, 0, 0},
+#define CHAN(n, g, val)                                                                                      \
+    {n, 34, -70, 120, {"pas", n}, {{"pas", "g", 1e-4}, {"pas", "e", -70}, {n, g, val}},                      \
+     {{10, 40, 0.15}, {60, 40, -0.15}}, {{0}}, 50, -85, 120, 0}
+    CHAN("NaTs2_t", "gNaTs2_tbar", 0.01),
+    CHAN("NaTa_t", "gNaTa_tbar", 0.01),
+    CHAN("Nap_Et2", "gNap_Et2bar", 0.001),
+    CHAN("K_Pst", "gK_Pstbar", 0.01),
+    CHAN("K_Tst", "gK_Tstbar", 0.01),
+    CHAN("SKv3_1", "gSKv3_1bar", 0.01),
+    CHAN("Im", "gImbar", 0.001),
+    CHAN("Ih", "gIhbar", 0.001),
+    CHAN("Ca_HVA", "gCa_HVAbar", 0.001),
+    CHAN("Ca_LVAst", "gCa_LVAstbar", 0.001),
+    {"calcium", 34, -70, 200, {"pas", "CaDynamics_E2", "Ca_HVA", "Ca_LVAst", "SK_E2"},
+     {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"Ca_LVAst", "gCa_LVAstbar", 0.005},
+      {"CaDynamics_E2", "gamma", 0.05}, {"CaDynamics_E2", "decay", 80}, {"SK_E2", "gSK_E2bar", 0.01}},
+     {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
+    {"L5soma", 34, -80, 300,
+     {"pas", "CaDynamics_E2", "Ca_HVA", "Ca_LVAst", "Ih", "K_Pst", "K_Tst", "NaTs2_t", "Nap_Et2", "SK_E2", "SKv3_1"},
+     {{"NaTs2_t", "gNaTs2_tbar", 0.983955}, {"SKv3_1", "gSKv3_1bar", 0.303472}, {"SK_E2", "gSK_E2bar", 0.008407},
+      {"K_Tst", "gK_Tstbar", 0.0812}, {"K_Pst", "gK_Pstbar", 0.00223}, {"Nap_Et2", "gNap_Et2bar", 0.00172},
+      {"Ih", "gIhbar", 0.0002}, {"Ca_HVA", "gCa_HVAbar", 0.000994}, {"Ca_LVAst", "gCa_LVAstbar", 0.000333},
+      {"CaDynamics_E2", "gamma", 0.000609}, {"CaDynamics_E2", "decay", 210.485284}, {"pas", "g", 3.38e-5},
+      {"pas", "e", -90}},
+     {{20, 200, 0.25}}, {{0}}, 50, -85, 0, 1},
+};
+
+/* NEURON's trace: rows t, v[, cai, eca] every 4th step; "# spikes" line. */
+typedef struct ref {
+    int n, cols;
+    double *row; /* n * 4 */
+    double spikes[256];
+    int n_spikes;
+} ref;
+
+static int read_ref(const char *name, ref *r) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.csv", TRACE_DIR, name);
+    memset(r, 0, sizeof *r);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[4096];
+    int cap = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "# spikes", 8)) {
+            char *p = line + 8;
+            char *end;
+            for (double x = strtod(p, &end); end != p && r->n_spikes < 256; x = strtod(p, &end)) {
+                r->spikes[r->n_spikes++] = x;
+                p = end;
+            }
+            continue;
+        }
+        if (line[0] == '#') continue;
+        if (line[0] == 't') {
+            r->cols = strstr(line, "cai") ? 4 : 2;
+            continue;
+        }
+        if (r->n == cap) {
+            cap = cap ? 2 * cap : 4096;
+            double *nr = realloc(r->row, (size_t)cap * 4 * sizeof *nr);
+            if (!nr) { fclose(f); return -1; }
+            r->row = nr;
+        }
+        double *x = r->row + 4 * r->n;
+        x[2] = x[3] = 0;
+        if (sscanf(line, "%lf,%lf,%lf,%lf", &x[0], &x[1], &x[2], &x[3]) < 2) { fclose(f); return -1; }
+        r->n++;
+    }
+    fclose(f);
+    return 0;
+}
+
+static void run_case(ns_mech_library_t *const *libs, int n_libs, const tcase *tc) {
+    comp c;
+    memset(&c, 0, sizeof c);
+    c.celsius = tc->celsius;
+    for (int k = 0; k < MAX_MECH && tc->mechs[k]; ++k) {
+        const ns_mech_desc *d = find(libs, n_libs, tc->mechs[k]);
+        CHECK_MSG(d != NULL, "%s: no mechanism %s", tc->name, tc->mechs[k]);
+        if (!d || add_mech(&c, d)) { free_comp(&c); return; }
+    }
+    for (int k = 0; k < 24 && tc->params[k].mech; ++k) {
+        for (int j = 0; j < c.n; ++j)
+            if (!strcmp(c.m[j].d->name, tc->params[k].mech)) {
+                int idx = -1, gidx = -1;
+                if (ns_mech_field_index(c.m[j].d, tc->params[k].name, &idx) == NS_OK) c.m[j].fields[idx] = tc->params[k].value;
+                else {
+                    CHECK_OK(ns_mech_global_index(c.m[j].d, tc->params[k].name, &gidx));
+                    if (gidx >= 0) c.m[j].globals[gidx] = tc->params[k].value; /* pas e is RANGE; Ih's ehcn GLOBAL */
+                }
+            }
+    }
+    ref r;
+    CHECK_MSG(read_ref(tc->name, &r) == 0, "%s: cannot read the NEURON trace", tc->name);
+    long steps = (long)(tc->tstop / DT + 0.5);
+    double *out = malloc((size_t)steps * 3 * sizeof *out);
+    if (!out || !r.row) { free(out); free(r.row); free_comp(&c); return; }
+    CHECK_MSG(simulate(&c, tc, steps, out) == 0, "%s: not finite", tc->name);
+    /* compare at the recorded rows (row k is step 4k; row 0 is t = 0) */
+    double sum = 0, worst = 0, worst_ca = 0, worst_e = 0;
+    int n = 0;
+    for (int k = 1; k < r.n; ++k) {
+        long s = 4L * k - 1; /* out[s] is v after step s + 1 */
+        if (s >= steps) break;
+        double dv = out[3 * s] - r.row[4 * k + 1];
+        sum += dv * dv;
+        n++;
+        if (fabs(dv) > worst) worst = fabs(dv);
+        if (tc->calcium) {
+            double dc = fabs(out[3 * s + 1] - r.row[4 * k + 2]) / r.row[4 * k + 2];
+            double de = fabs(out[3 * s + 2] - r.row[4 * k + 3]);
+            if (dc > worst_ca) worst_ca = dc;
+            if (de > worst_e) worst_e = de;
+        }
+    }
+    double rms = n ? sqrt(sum / n) : INFINITY;
+    double sp[256];
+    int ns = spikes_of(out, tc->v_init, steps, sp, 256);
+    double dsp = 0;
+    for (int k = 0; k < ns && k < r.n_spikes; ++k)
+        if (fabs(sp[k] - r.spikes[k]) > dsp) dsp = fabs(sp[k] - r.spikes[k]);
+    printf("%-9s rows %5d  RMS %.3e mV  max %.3e mV  spikes %d (NEURON %d), max |dt| %.2e ms", tc->name, n, rms, worst,
+           ns, r.n_spikes, dsp);
+    if (tc->calcium) printf("  cai rel %.1e  eca %.1e mV", worst_ca, worst_e);
+    printf("\n");
+    CHECK_MSG(n >= 100, "%s: only %d rows", tc->name, n);
+    /* The issue's bounds are RMS 0.1 mV and 0.05 ms; the generated code does
+     * NEURON's arithmetic, so the traces agree to the CSV's 12 digits (measured:
+     * RMS <= 3e-9 mV, spikes within 4e-10 ms, L5soma included). The bounds
+     * below leave room for another libm's exp only. */
+    CHECK_MSG(rms < 1e-6, "%s: RMS %g mV", tc->name, rms);
+    CHECK_MSG(worst < 1e-4, "%s: max %g mV", tc->name, worst);
+    CHECK_MSG(ns == r.n_spikes, "%s: %d spikes, NEURON %d", tc->name, ns, r.n_spikes);
+    CHECK_MSG(dsp < 1e-5, "%s: spike times differ by %g ms", tc->name, dsp);
+    if (tc->calcium) {
+        CHECK_MSG(worst_ca < 1e-8, "%s: cai differs by %g (relative)", tc->name, worst_ca);
+        CHECK_MSG(worst_e < 1e-6, "%s: eca differs by %g mV", tc->name, worst_e);
+    }
+    free(out);
+    free(r.row);
+    free_comp(&c);
+}
+
+/* Generated hh against src/cable/mech.h (the CPU and GPU loops' hh), both
+ * with NEURON's default TABLE and exact rates: the same operations. */
+static void hh_vs_mech_h(ns_mech_library_t *const *libs, int n_libs) {
+    const ns_mech_desc *hh = find(libs, n_libs, "hh");
+    CHECK(hh != NULL);
+    if (!hh) return;
+    for (int usetable = 0; usetable < 2; ++usetable) {
+        const tcase *tc = &CASES[0];
+        comp c;
+        memset(&c, 0, sizeof c);
+        c.celsius = tc->celsius;
+        if (add_mech(&c, hh)) return;
+        int u = -1;
+        CHECK_OK(ns_mech_global_index(hh, "usetable_rates", &u));
+        c.m[0].globals[u] = usetable;
+        long steps = (long)(tc->tstop / DT + 0.5);
+        double *out = malloc((size_t)steps * 3 * sizeof *out);
+        if (!out) return;
+        CHECK(simulate(&c, tc, steps, out) == 0);
+        /* the same compartment with mech.h, as src/cable/sim.c sets it up */
+        static ns_hh_table table;
+        const double q10 = pow(3.0, ((tc->celsius - 6.3) / 10.0));
+        double xv = NS_HH_TABLE_VMIN;
+        for (int i = 0; i < NS_HH_TABLE_N; xv += NS_HH_TABLE_DV, ++i) {
+            ns_hh_rates r;
+            ns_hh_rates_exact(xv, q10, &r);
+            table.minf[i] = r.minf, table.mtau[i] = r.mtau, table.hinf[i] = r.hinf;
+            table.htau[i] = r.htau, table.ninf[i] = r.ninf, table.ntau[i] = r.ntau;
+        }
+        double v = tc->v_init, t = 0.0;
+        ns_hh_rates r;
+        ns_hh_rates_of(&table, usetable, q10, v, &r);
+        double m = r.minf, h = r.hinf, n = r.ninf, worst = 0, worst_gate = 0;
+        for (long s = 0; s < steps; ++s) {
+            t += 0.5 * DT;
+            double i1 = ns_hh_current(v + .001, m, h, n, 0.12, 0.036, 0.0003, -54.3, 50.0, -77.0);
+            double i0 = ns_hh_current(v, m, h, n, 0.12, 0.036, 0.0003, -54.3, 50.0, -77.0);
+            double rhs = -i0, d = (i1 - i0) / .001;
+            if (t < tc->clamps[0].del + tc->clamps[0].dur && t >= tc->clamps[0].del) rhs += tc->clamps[0].amp * (1e2 / AREA);
+            d += 1.0 * 1e-3 / DT;
+            v += rhs / d;
+            t += 0.5 * DT;
+            ns_hh_rates_of(&table, usetable, q10, v, &r);
+            m = ns_cnexp(m, r.minf, r.mtau, DT);
+            h = ns_cnexp(h, r.hinf, r.htau, DT);
+            n = ns_cnexp(n, r.ninf, r.ntau, DT);
+            if (fabs(out[3 * s] - v) > worst) worst = fabs(out[3 * s] - v);
+        }
+        int fm = -1;
+        CHECK_OK(ns_mech_field_index(hh, "m", &fm));
+        worst_gate = fabs(c.m[0].fields[fm] - m);
+        printf("hh generated vs mech.h (usetable %d): max |dv| %.3e mV over %ld steps, |dm| %.3e at the end\n", usetable,
+               worst, steps, worst_gate);
+        CHECK_MSG(worst <= 1e-12, "usetable %d: generated hh differs from mech.h by %g mV", usetable, worst);
+        CHECK(worst_gate <= 1e-12);
+        free(out);
+        free_comp(&c);
+    }
+}
+
+/* Many instances of each mechanism at scattered voltages: the contiguous path
+ * (node_begin) and the node_index path with a reversed order (and ion slots
+ * through ion.index) give bit-identical fields, node sums and ion sums. */
+#define NI 97
+typedef struct many {
+    double v[NI], rhs[NI], d[NI], e[8][NI], ci[8][NI], co[8][NI], i[8][NI], didv[8][NI];
+    double *fields, *fp[64], *globals, *table, weight[NI];
+    ns_mech_ion_view ions[8];
+    int index[NI];
+    ns_mech_ppack p;
+} many;
+
+static void many_setup(many *m, const ns_mech_desc *d, int scattered) {
+    memset(m, 0, offsetof(many, fields));
+    m->fields = calloc((size_t)d->n_fields * NI + 1, sizeof(double));
+    m->globals = calloc((size_t)d->n_globals + 1, sizeof(double));
+    m->table = calloc((size_t)d->table_size + 1, sizeof(double));
+    for (int k = 0; k < d->n_fields; ++k) {
+        m->fp[k] = m->fields + (size_t)k * NI;
+        for (int i = 0; i < NI; ++i) m->fp[k][i] = d->field_defaults[k] * (1.0 + 0.01 * (i % 7));
+    }
+    for (int k = 0; k < d->n_globals; ++k) m->globals[k] = d->global_defaults[k];
+    for (int i = 0; i < NI; ++i) {
+        int node = scattered ? NI - 1 - i : i; /* instance i sits at this node */
+        m->index[i] = node;
+        m->v[node] = -90.0 + 130.0 * i / (NI - 1);
+        m->weight[i] = 1e2 / AREA;
+        for (int j = 0; j < 8; ++j) {
+            m->e[j][node] = 50.0 - 100.0 * j / 7.0 + 0.1 * i;
+            m->ci[j][node] = 5e-5 * (1 + i % 5);
+            m->co[j][node] = 2.0;
+        }
+    }
+    for (int j = 0; j < d->n_ions && j < 8; ++j)
+        m->ions[j] = (ns_mech_ion_view){m->e[j], m->ci[j], m->co[j], m->i[j], m->didv[j], scattered ? m->index : NULL};
+    m->p = (ns_mech_ppack){NI, 0, scattered ? m->index : NULL, 0.0, DT, 34.0, m->v, m->rhs, m->d,
+                           d->kind == NS_MECH_POINT ? m->weight : NULL, m->fp, m->globals, m->table, m->ions};
+}
+
+static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
+    int n_mech = 0, bad = 0;
+    for (int l = 0; l < n_libs; ++l)
+        for (int k = 0; k < ns_mech_library_count(libs[l]); ++k) {
+            const ns_mech_desc *d = ns_mech_library_get(libs[l], k);
+            static many a, b;
+            many_setup(&a, d, 0);
+            many_setup(&b, d, 1);
+            for (int s = 0; s < 5; ++s) {
+                if (s == 0) { d->init(&a.p); d->init(&b.p); }
+                d->current(&a.p);
+                d->current(&b.p);
+                d->state(&a.p);
+                d->state(&b.p);
+                if (d->has_net_receive) { d->net_receive(&a.p, 3, 0.01); d->net_receive(&b.p, 3, 0.01); }
+            }
+            for (int i = 0; i < NI; ++i) {
+                int node = NI - 1 - i;
+                for (int f = 0; f < d->n_fields; ++f) bad += memcmp(&a.fp[f][i], &b.fp[f][i], sizeof(double)) != 0;
+                bad += a.rhs[i] != b.rhs[node] || a.d[i] != b.d[node];
+                for (int j = 0; j < d->n_ions; ++j)
+                    bad += a.i[j][i] != b.i[j][node] || a.didv[j][i] != b.didv[j][node] || a.ci[j][i] != b.ci[j][node];
+            }
+            bad += a.rhs[0] == 0.0 && d->kind == NS_MECH_DENSITY && strcmp(d->name, "CaDynamics_E2") != 0;
+            n_mech++;
+            free(a.fields); free(a.globals); free(a.table);
+            free(b.fields); free(b.globals); free(b.table);
+        }
+    printf("%d mechanisms x %d instances: contiguous and node_index paths equal (%d differences)\n", n_mech, NI, bad);
+    CHECK(n_mech == 17);
+    CHECK_MSG(bad == 0, "%d differences between the contiguous and the node_index paths", bad);
+}
+
+/* derivimplicit and euler on x' = (xinf - x)/tau against their closed forms,
+ * a coupled pair for derivimplicit, and the library's errors. */
+static const char *SOLVERS_MOD =
+    "NEURON { SUFFIX solvers RANGE tau, xinf, fv GLOBAL k }\n"
+    "PARAMETER { tau = 3 xinf = 2 k = 1 }\n"
+    "ASSIGNED { fv }\n"
+    "STATE { x y z w }\n"
+    "INITIAL { x = 0 y = 0 z = 0 w = 1 }\n"
+    "BREAKPOINT { SOLVE di METHOD derivimplicit SOLVE eu METHOD euler\n  fv = f(v) }\n"
+    "FUNCTION f(u) {\n  TABLE DEPEND k FROM -100 TO 100 WITH 200\n  f = k*u*u\n}\n"
+    "DERIVATIVE di {\n  x' = (xinf - x)/tau\n  y' = x - y  : coupled to x\n}\n"
+    "DERIVATIVE eu {\n  z' = (xinf - z)/tau\n  w' = -w*w : nonlinear is fine for euler\n}\n";
+
+static void solvers(const char *dir) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/solvers.mod", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    fputs(SOLVERS_MOD, f);
+    fclose(f);
+    char lib[600];
+    snprintf(lib, sizeof lib, "%s/libsolvers.so", dir);
+    CHECK_OK(ns_mechanisms_build(dir, lib, NULL));
+    ns_mech_library_t *l = NULL;
+    CHECK_OK(ns_mech_library_open(lib, &l));
+    if (!l) return;
+    const ns_mech_desc *d = NULL;
+    CHECK_OK(ns_mech_library_find(l, "solvers", &d));
+    CHECK(ns_mech_library_find(l, "nosuch", &d) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(ns_last_error(), "solvers") != NULL);
+    CHECK_OK(ns_mech_library_find(l, "solvers", &d));
+    if (d) {
+        comp c;
+        memset(&c, 0, sizeof c);
+        c.v = -65;
+        if (add_mech(&c, d) == 0) {
+            int ix, iy, iz, iw;
+            CHECK_OK(ns_mech_field_index(d, "x", &ix));
+            CHECK_OK(ns_mech_field_index(d, "y", &iy));
+            CHECK_OK(ns_mech_field_index(d, "z", &iz));
+            CHECK_OK(ns_mech_field_index(d, "w", &iw));
+            d->init(&c.m[0].p);
+            double x = 0, y = 0, z = 0, w = 1, worst = 0;
+            const double dt = 0.5;
+            c.m[0].p.dt = dt;
+            for (int s = 0; s < 40; ++s) {
+                d->state(&c.m[0].p);
+                /* backward Euler of the linear pair, solved exactly */
+                double xn = (x + dt * 2.0 / 3.0) / (1.0 + dt / 3.0);
+                double yn = (y + dt * xn) / (1.0 + dt);
+                double zn = z + dt * (2.0 - z) / 3.0, wn = w + dt * (-w * w);
+                x = xn, y = yn, z = zn, w = wn;
+                const double *F = c.m[0].fields;
+                double e = fmax(fmax(fabs(F[ix] - x), fabs(F[iy] - y)), fmax(fabs(F[iz] - z), fabs(F[iw] - w)));
+                if (e > worst) worst = e;
+            }
+            printf("derivimplicit and euler against their closed forms: max error %.2e\n", worst);
+            CHECK(worst < 1e-9);
+            /* TABLE in a FUNCTION: at v = -65.3, entries -66 and -65, theta 0.7 */
+            int ifv, ik, iu;
+            CHECK_OK(ns_mech_field_index(d, "fv", &ifv));
+            CHECK_OK(ns_mech_global_index(d, "k", &ik));
+            CHECK_OK(ns_mech_global_index(d, "usetable_f", &iu));
+            c.v = -65.3;
+            d->current(&c.m[0].p);
+            double tab = 4356.0 + (-65.3 - (-100.0) - 34.0) * (4225.0 - 4356.0);
+            CHECK_MSG(fabs(c.m[0].fields[ifv] - tab) < 1e-9, "TABLE: %.12g, want %.12g", c.m[0].fields[ifv], tab);
+            c.m[0].globals[ik] = 2.0; /* a DEPEND global changed: state() rebuilds the table */
+            CHECK(d->table_update(&c.m[0].p) == 1 && d->table_update(&c.m[0].p) == 0);
+            d->current(&c.m[0].p);
+            CHECK(fabs(c.m[0].fields[ifv] - 2.0 * tab) < 1e-9);
+            c.m[0].globals[iu] = 0.0; /* usetable_f = 0: the exact function */
+            d->current(&c.m[0].p);
+            CHECK(fabs(c.m[0].fields[ifv] - 2.0 * 65.3 * 65.3) < 1e-9);
+        }
+        free_comp(&c);
+        int idx = 0;
+        CHECK(ns_mech_field_index(d, "tua", &idx) == NS_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(ns_last_error(), "'tua'") && strstr(ns_last_error(), "tau, xinf, fv, x, y, z, w"), "%s",
+                  ns_last_error());
+    }
+    ns_mech_library_close(l);
+    /* a file the compiler rejects (a name that is a C keyword) and a file the
+     * translator rejects: errors, and no library left behind */
+    f = fopen(path, "w");
+    if (f) {
+        fputs("NEURON { SUFFIX bad }\nBREAKPOINT {\n  KINETIC\n}\n", f);
+        fclose(f);
+    }
+    remove(lib);
+    ns_status s = ns_mechanisms_build(dir, lib, NULL);
+    CHECK(s == NS_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(ns_last_error(), "solvers.mod:3") && strstr(ns_last_error(), "KINETIC"), "%s", ns_last_error());
+    FILE *g = fopen(lib, "r");
+    CHECK(g == NULL);
+    if (g) fclose(g);
+    CHECK(ns_mech_library_open(path, &l) == NS_ERR_IO); /* not a shared library */
+}
+
+int main(void) {
+    if (tmpdir_make("ns_nmodl")) return 77;
+    ns_mechanisms_build_options o = {0};
+    o.keep_sources = 0;
+    ns_mech_library_t *libs[3] = {NULL, NULL, NULL};
+    const char *dirs[3] = {MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test"};
+    const char *names[3] = {"libneuron.so", "libbbp.so", "libtest.so"};
+    for (int k = 0; k < 3; ++k) {
+        char *lib = tmp(names[k]);
+        ns_status s = ns_mechanisms_build(dirs[k], lib, &o);
+        if (s == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "cannot run the compiler")) {
+            printf("SKIP: no C compiler (%s)\n", ns_last_error());
+            tmpdir_remove();
+            return 77;
+        }
+        CHECK_OK(s);
+        if (s) { tmpdir_remove(); return check_summary("test_nmodl_neuron"); }
+        CHECK_OK(ns_mech_library_open(lib, &libs[k]));
+        if (!libs[k]) { tmpdir_remove(); return check_summary("test_nmodl_neuron"); }
+    }
+    CHECK(ns_mech_library_count(libs[0]) == 4);
+    CHECK(ns_mech_library_count(libs[1]) == 12);
+    hh_vs_mech_h(libs, 3);
+    many_paths(libs, 3);
+    for (size_t k = 0; k < sizeof CASES / sizeof *CASES; ++k) run_case(libs, 3, &CASES[k]);
+    for (int k = 0; k < 3; ++k) ns_mech_library_close(libs[k]);
+    char *sdir = tmp("solvers");
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", sdir);
+    if (system(cmd) == 0) solvers(sdir);
+    tmpdir_remove();
+    return check_summary("test_nmodl_neuron");
+}

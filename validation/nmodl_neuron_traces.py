@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""NEURON reference traces for the NMODL translator's per-mechanism tests.
+
+One isopotential compartment (L = diam = 20 um, cm = 1 uF/cm^2, nseg = 1) per
+case, run by NEURON's fixed-step method (dt = 0.025 ms) with the mechanisms
+compiled from the .mod files in data/mechanisms/ (nrnivmodl). Writes
+tests/data/nmodl/CASE.csv: '#' header lines (NEURON version, the case), then
+t, v [mV] (and cai [mM], eca [mV] where calcium is dynamic) every 4th step,
+and a '# spikes' line with the upward 0 mV crossings of the full-resolution
+trace (linear interpolation). tests/test_nmodl_neuron.c reads them.
+
+The BBP files are Arbor's versions, which differ from what NEURON's nocmodl
+accepts in two ways, so the copies compiled here get (1) FUNCTION exprelr(x)
+{ x / (exp(x) - 1), 1 where 1 + x == 1 } appended (Arbor's extension) and (2) an
+ASSIGNED block declaring v and the ion and NONSPECIFIC_CURRENT variables that
+Arbor lets a file leave undeclared. Nothing else changes.
+
+Run: python3 -m venv /work/venv-nmodl && /work/venv-nmodl/bin/pip install neuron==9.0.2
+     /work/venv-nmodl/bin/python validation/nmodl_neuron_traces.py
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BBP = os.path.join(ROOT, "data/mechanisms/bbp")
+TEST = os.path.join(ROOT, "data/mechanisms/test")  # hhdi.mod: hh.mod by derivimplicit
+OUT = os.path.join(ROOT, "tests/data/nmodl")
+EXPRELR = """
+FUNCTION exprelr(x) {
+    if (1.0 + x == 1.0) {
+        exprelr = 1.0
+    } else {
+        exprelr = x / (exp(x) - 1.0)
+    }
+}
+"""
+
+# name -> (celsius, v_init, tstop, mechanisms {name: {param: value}}, clamps [(del, dur, amp)],
+#          events [(t, weight)], point process or None, ions {var: value}, record calcium)
+L5 = {"NaTs2_t": {"gNaTs2_tbar": 0.983955}, "SKv3_1": {"gSKv3_1bar": 0.303472},
+      "SK_E2": {"gSK_E2bar": 0.008407}, "K_Tst": {"gK_Tstbar": 0.0812}, "K_Pst": {"gK_Pstbar": 0.00223},
+      "Nap_Et2": {"gNap_Et2bar": 0.00172}, "Ih": {"gIhbar": 0.0002}, "Ca_HVA": {"gCa_HVAbar": 0.000994},
+      "Ca_LVAst": {"gCa_LVAstbar": 0.000333}, "CaDynamics_E2": {"gamma": 0.000609, "decay": 210.485284},
+      "pas": {"g": 3.38e-5, "e": -90}}
+STEPS = [(10, 40, 0.15), (60, 40, -0.15)]
+CHAN = lambda name, g: (34, -70, 120, {"pas": {"g": 1e-4, "e": -70}, name: g}, STEPS, [], None,
+                        {"ena": 50, "ek": -85, "eca": 120}, False)
+CASES = {
+    "hh": (6.3, -65, 50, {"hh": {}}, [(2, 30, 0.2)], [], None, {}, False),
+    "hhdi": (6.3, -65, 50, {"hhdi": {}}, [(2, 30, 0.2)], [], None, {}, False),
+    "pas": (6.3, -65, 40, {"pas": {}}, [(5, 20, 0.1)], [], None, {}, False),
+    "ExpSyn": (6.3, -70, 40, {"pas": {"g": 1e-4, "e": -70}}, [], [(5, 0.01), (15, 0.02)],
+               ("ExpSyn", {"tau": 2, "e": 0}), {}, False),
+    "Exp2Syn": (6.3, -70, 40, {"pas": {"g": 1e-4, "e": -70}}, [], [(5, 0.01), (15, 0.02)],
+                ("Exp2Syn", {"tau1": 0.5, "tau2": 3, "e": 0}), {}, False),
+    "NaTs2_t": CHAN("NaTs2_t", {"gNaTs2_tbar": 0.01}),
+    "NaTa_t": CHAN("NaTa_t", {"gNaTa_tbar": 0.01}),
+    "Nap_Et2": CHAN("Nap_Et2", {"gNap_Et2bar": 0.001}),
+    "K_Pst": CHAN("K_Pst", {"gK_Pstbar": 0.01}),
+    "K_Tst": CHAN("K_Tst", {"gK_Tstbar": 0.01}),
+    "SKv3_1": CHAN("SKv3_1", {"gSKv3_1bar": 0.01}),
+    "Im": CHAN("Im", {"gImbar": 0.001}),
+    "Ih": CHAN("Ih", {"gIhbar": 0.001}),
+    "Ca_HVA": CHAN("Ca_HVA", {"gCa_HVAbar": 0.001}),
+    "Ca_LVAst": CHAN("Ca_LVAst", {"gCa_LVAstbar": 0.001}),
+    "calcium": (34, -70, 200, {"pas": {"g": 1e-4, "e": -70}, "Ca_HVA": {"gCa_HVAbar": 0.002},
+                               "Ca_LVAst": {"gCa_LVAstbar": 0.005}, "CaDynamics_E2": {"gamma": 0.05, "decay": 80},
+                               "SK_E2": {"gSK_E2bar": 0.01}},
+                [(20, 100, 0.3)], [], None, {"ek": -85}, True),
+    "L5soma": (34, -80, 300, L5, [(20, 200, 0.25)], [], None, {"ena": 50, "ek": -85}, True),
+}
+
+
+def assigned_block(text):
+    """ASSIGNED { v, the ion and nonspecific variables } minus the STATEs."""
+    import re
+    names = ["v"]
+    for m in re.finditer(r"USEION\s+\w+((?:\s+(?:READ|WRITE)\s+[\w\s,]+?)+)(?=\n)", text):
+        names += [w for w in re.split(r"[\s,]+", m.group(1)) if w and w not in ("READ", "WRITE")]
+    for m in re.finditer(r"NONSPECIFIC_CURRENT\s+([\w\s,]+?)(?=\n)", text):
+        names += [w for w in re.split(r"[\s,]+", m.group(1)) if w]
+    st = re.search(r"STATE\s*{([^}]*)}", text)
+    states = set(re.findall(r"[A-Za-z_]\w*", st.group(1))) if st else set()
+    keep = [n for n in dict.fromkeys(names) if n not in states and n not in ("FROM", "TO")]
+    return "\nASSIGNED {\n" + "".join(f"    {n}\n" for n in keep) + "}\n"
+
+
+def run_case(name, case):
+    from neuron import h
+    h.load_file("stdrun.hoc")
+    celsius, v_init, tstop, mechs, clamps, events, point, ions, calcium = case
+    soma = h.Section(name="soma")
+    soma.L = soma.diam = 20
+    soma.nseg = 1
+    soma.cm = 1
+    for m, params in mechs.items():
+        soma.insert(m)
+        for k, val in params.items():
+            setattr(soma(0.5), f"{k}_{m}", val)
+    for k, val in ions.items():  # the ions that the mechanisms use
+        if h.ismembrane(k[1:] + "_ion", sec=soma):
+            setattr(soma, k, val)
+    keep = []
+    for (d, dur, amp) in clamps:
+        c = h.IClamp(soma(0.5))
+        c.delay, c.dur, c.amp = d, dur, amp
+        keep.append(c)
+    if point:
+        syn = getattr(h, point[0])(soma(0.5))
+        for k, val in point[1].items():
+            setattr(syn, k, val)
+        keep.append(syn)
+        ncs = []
+        for (t, w) in events:  # one NetCon per event: its weight
+            nc = h.NetCon(None, syn)
+            nc.weight[0] = w
+            ncs.append((nc, t))
+        keep += ncs
+    if "CaDynamics_E2" in mechs:
+        # nocmodl writes GLOBAL defaults with 6 digits ("double F = 96485.3;"):
+        # give NEURON the file's value, so that both run the file as written
+        h.F_CaDynamics_E2 = 96485.3321233100184
+    h.celsius = celsius
+    h.dt = 0.025
+    tv = h.Vector().record(h._ref_t)
+    vv = h.Vector().record(soma(0.5)._ref_v)
+    cv = ev = None
+    if calcium:
+        cv = h.Vector().record(soma(0.5)._ref_cai)
+        ev = h.Vector().record(soma(0.5)._ref_eca)
+    h.finitialize(v_init)
+    if point:
+        for (nc, t) in ncs:
+            nc.event(t)
+    h.continuerun(tstop)
+    t, v = list(tv), list(vv)
+    spikes = [t[i - 1] + (0 - v[i - 1]) * (t[i] - t[i - 1]) / (v[i] - v[i - 1])
+              for i in range(1, len(v)) if v[i - 1] < 0 <= v[i]]
+    with open(os.path.join(OUT, f"{name}.csv"), "w") as f:
+        f.write(f"# NEURON {h.nrnversion(5)} ({h.nrnversion()}), written by validation/nmodl_neuron_traces.py\n")
+        f.write(f"# case {name}: celsius {celsius}, v_init {v_init}, tstop {tstop}, dt 0.025, L = diam = 20 um, cm 1\n")
+        f.write(f"# mechanisms {mechs}; clamps (del, dur, amp) {clamps}; events {events}; point {point}; ions {ions}\n")
+        f.write(f"# FARADAY {h.FARADAY!r} R {h.R!r}\n")
+        f.write("# spikes " + " ".join(f"{s:.12g}" for s in spikes) + "\n")
+        f.write("t,v,cai,eca\n" if calcium else "t,v\n")
+        for i in range(0, len(t), 4):
+            row = [t[i], v[i]] + ([cv[i], ev[i]] if calcium else [])
+            f.write(",".join(f"{x:.12g}" for x in row) + "\n")
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--run":  # child: one case, mechanisms loaded from cwd
+        run_case(sys.argv[2], CASES[sys.argv[2]])
+        return
+    os.makedirs(OUT, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="nmodl_neuron_")
+    try:
+        # hh, pas, ExpSyn and Exp2Syn: NEURON's built-ins are these very files
+        for f in sorted(os.listdir(BBP)):
+            if f.endswith(".mod"):
+                text = open(os.path.join(BBP, f)).read()
+                if "exprelr" in text:
+                    text += EXPRELR
+                text += assigned_block(text)
+                open(os.path.join(work, f), "w").write(text)
+        shutil.copy(os.path.join(TEST, "hhdi.mod"), work)
+        nrnivmodl = os.path.join(os.path.dirname(sys.executable), "nrnivmodl")
+        subprocess.run([nrnivmodl], cwd=work, check=True, stdout=subprocess.DEVNULL)
+        for name in CASES:
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--run", name], cwd=work, check=True)
+            print("wrote", os.path.join(OUT, name + ".csv"))
+    finally:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
