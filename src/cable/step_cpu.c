@@ -266,7 +266,10 @@ static ns_status cpu_create(ns_sim_t *sim) {
     st->threads = st->n_split > 0 ? requested : ns_cpu_threads(requested, st->n_blocks);
     {
         const int64_t rest = st->n_blocks - st->n_split;
-        int64_t *weight = malloc((size_t)(st->n_blocks + 1) * sizeof *weight);
+        /* weight is reused below as one fill position per thread: a split
+         * cell runs on `requested` threads, which can exceed the blocks */
+        const int64_t wlen = (st->n_blocks > st->threads ? st->n_blocks : st->threads) + 1;
+        int64_t *weight = malloc((size_t)wlen * sizeof *weight);
         int64_t *index = malloc((size_t)(st->n_blocks + 1) * sizeof *index);
         int32_t *owner = malloc((size_t)(st->n_blocks + 1) * sizeof *owner);
         st->thread_begin = calloc((size_t)st->threads + 1, sizeof *st->thread_begin);
