@@ -79,7 +79,9 @@ typedef struct ns_batch ns_batch_t;
 
 /* A batch of n_cells cells drawn from n_shapes trees. cell_shape[c] is the
  * shape of cell c; with cell_shape NULL, cell c has shape c % n_shapes.
- * The trees are copied (the caller may destroy them afterwards). */
+ * The trees are copied (the caller may destroy them afterwards). A batch of
+ * more compartments than an array of doubles can address (2^60) gives
+ * NS_ERR_SIZE. */
 NS_API ns_status ns_batch_create(int32_t n_shapes, const ns_tree_t *const *shapes, int64_t n_cells,
                                  const int32_t *cell_shape, ns_batch_t **out);
 NS_API void ns_batch_destroy(ns_batch_t *batch);
