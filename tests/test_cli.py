@@ -187,10 +187,13 @@ with tempfile.TemporaryDirectory() as tmp:
         have_mpl = True
     except ImportError:
         have_mpl = False
-    png = os.path.join(tmp, "plot.png")
+    # (a name a shell would take apart: the script runs without one)
+    pwned = os.path.join(os.getcwd(), "ns_cli_pwned")  # the command runs here
+    png = os.path.join(tmp, "plot it's ';touch ns_cli_pwned;' $(touch ns_cli_pwned).png")
     p = run(*sim, "--out", os.path.join(tmp, "plotted"), "--plot", png, code=0 if have_mpl else 1,
             stderr_has=None if have_mpl else "cannot import matplotlib")
     check(os.path.exists(png) == have_mpl, f"--plot: PNG exists {os.path.exists(png)}, matplotlib {have_mpl}")
+    check(not os.path.exists(pwned), "--plot: a shell ran the file name as commands")
     check("Traceback" not in p.stderr, f"--plot printed a traceback: {p.stderr!r}")
     check(not [f for f in os.listdir(tmp) if "partial" in f], f"temporary files left: {os.listdir(tmp)}")
     for f in os.listdir(tmp):

@@ -289,9 +289,7 @@ int life_report(int argc, char **argv) {
         }
     }
     if (rc == 0 && png) {
-        char extra[12288];
-        snprintf(extra, sizeof extra, "--weights '%s'%s%s%s", wpath, hist_path ? " --history '" : "",
-                 hist_path ? hist_path : "", hist_path ? "'" : "");
+        const char *extra[] = {"--weights", wpath, hist_path ? "--history" : NULL, hist_path, NULL};
         rc = cli_plot("bench/plot_life_report.py", csv, png, extra);
         if (rc == 0 && !as_json) printf("plot: %s\n", png);
     }
