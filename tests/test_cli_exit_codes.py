@@ -106,7 +106,8 @@ with tempfile.TemporaryDirectory() as tmp:
         ],
         ("bench", "hines"): [
             ["--cells", "0"], ["--repeats", "1"], ["--threads", "0"], ["--block-sizes", "0"],
-            ["--backend", "x"], ["--devices", "0"], ["--seed", "-1"],
+            ["--backend", "x"], ["--devices", "0"], ["--seed", "-1"], ["--methods", "x"],
+            ["--backend", "cuda", "--methods", "flat,x"],
         ],
         ("bench", "hines", "--mixed"): [["--repeats", "0"], ["--fine-threads", "0"], ["--ca1-length", "0"]],
         ("bench", "tridiag"): [
