@@ -199,6 +199,21 @@ with tempfile.TemporaryDirectory() as tmp:
     for f in os.listdir(tmp):
         if f.startswith("plot"):
             os.remove(os.path.join(tmp, f))
+    # a full disk while the second of the three files is written: none of
+    # them appears (the traces CSV used to be renamed into place before the
+    # NPY's failure was seen). Needs a small tmpfs: root and mount rights.
+    small = os.path.join(tmp, "small")
+    os.mkdir(small)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=56k", "tmpfs", small],
+                      capture_output=True).returncode == 0:
+        try:
+            # 30 kB of CSV (8 pages: fits) and 26 kB of NPY (7 pages: does not fit after it)
+            run("simulate", cell, "--tstop", "40", "--no-progress", "--out", os.path.join(small, "run"),
+                code=1, stderr_has="run_traces.npy: write failed: No space left on device")
+            check(os.listdir(small) == [], f"a full disk left {os.listdir(small)}")
+        finally:
+            subprocess.run(["umount", small])
+    os.rmdir(small)
     before = sorted(os.listdir(tmp))
     run(*sim, "--out", os.path.join(tmp, "run"), "--record", "c99999", code=1)
     check(sorted(os.listdir(tmp)) == before, f"a failed simulate changed {sorted(os.listdir(tmp))}")

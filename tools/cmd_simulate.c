@@ -240,6 +240,15 @@ static int write_results(const char *stem, const char *tag, int all, cli_sim *si
             for (int64_t q = 0; q < cnt; ++q) fprintf(g, "%lld,%s,%.6f\n", c, base, sp[q]);
         }
     }
+    /* A write error (a full disk) shows at the flush: look at every file
+     * before renaming any, so that one failing never leaves the others
+     * behind under result names. */
+    for (int k = 0; k < 3 && !bad; ++k) {
+        FILE *f = o[k] ? ns_output_stream(o[k]) : NULL;
+        errno = 0;
+        if (f && (fflush(f) != 0 || ferror(f)))
+            bad = cli_error("%s: write failed: %s", path[k], errno ? strerror(errno) : "write error");
+    }
     for (int k = 0; k < 3; ++k) {
         if (bad) ns_output_abort(o[k]);
         else if (o[k]) bad = cli_output_commit(o[k]);
