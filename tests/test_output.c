@@ -148,6 +148,14 @@ int main(void) {
         rmdir(at(longname));
     }
 
+    /* a failed open leaves *out NULL (docs/api.md), bad arguments included */
+    ns_output *bad = (ns_output *)&bad;
+    CHECK(ns_output_open("", &bad) == NS_ERR_INVALID_ARGUMENT && bad == NULL);
+    bad = (ns_output *)&bad;
+    CHECK(ns_output_open(NULL, &bad) == NS_ERR_INVALID_ARGUMENT && bad == NULL);
+    ns_output_dir *bad_dir = (ns_output_dir *)&bad_dir;
+    CHECK(ns_output_dir_open("", &bad_dir) == NS_ERR_INVALID_ARGUMENT && bad_dir == NULL);
+
     remove(at("a.csv"));
     remove(at("w.npy"));
     CHECK(rmdir(dir) == 0);

@@ -50,8 +50,9 @@ static void release(ns_output *o) {
 }
 
 ns_status ns_output_open(const char *path, ns_output **out) {
-    if (!path || !out || !*path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_open: no path");
-    *out = NULL;
+    if (out) *out = NULL;
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_open: out is NULL");
+    if (!path || !*path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_open: path is %s", path ? "empty" : "NULL");
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return ns_fail(NS_ERR_IO, "%s: cannot write: it is a directory", path);
@@ -142,8 +143,9 @@ static int move_entries(const char *from, const char *to) {
 }
 
 ns_status ns_output_dir_open(const char *path, ns_output_dir **out) {
-    if (!path || !out || !*path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_dir_open: no path");
-    *out = NULL;
+    if (out) *out = NULL;
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_dir_open: out is NULL");
+    if (!path || !*path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_dir_open: path is %s", path ? "empty" : "NULL");
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode))
         return ns_fail(NS_ERR_IO, "%s: cannot write a folder there: it is a file", path);
