@@ -215,6 +215,11 @@ static void check_one_compartment(void) {
     CHECK(r[0] == 0.5 && r[1] == 0.25 && r[2] == 0.125 && r[3] == 2.0 && r[4] == -3.0);
     ns_batch_destroy(batch);
     ns_tree_destroy(t);
+    /* an empty system reads nothing (it used to test the pivot d[0]) */
+    double *none = malloc(1);
+    CHECK(ns_hines_solve_one(0, (const int32_t *)none, (const double *)none, (const double *)none,
+                             (double *)none, (double *)none) == -1);
+    free(none);
 }
 
 /* Tree statistics on a hand-drawn tree:
