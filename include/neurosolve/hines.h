@@ -103,8 +103,10 @@ NS_API ns_status ns_batch_random_values(const ns_batch_t *batch, uint64_t seed,
 typedef struct ns_hines_solver ns_hines_solver_t;
 
 /* A solver prepared for one batch and method: plans the layout and, for GPU
- * methods, allocates device memory once (in chunks if the batch does not fit
- * into options->device_memory_limit). The batch must outlive the solver. */
+ * methods, allocates its device buffers once (in chunks if the batch does
+ * not fit into options->device_memory_limit; the host-array path's staging
+ * buffers are made by the first ns_hines_solver_solve and come on top of
+ * that limit, docs/methods.md). The batch must outlive the solver. */
 NS_API ns_status ns_hines_solver_create(const ns_batch_t *batch, const ns_solve_options *options,
                                         ns_hines_solver_t **out);
 NS_API void ns_hines_solver_destroy(ns_hines_solver_t *solver);
