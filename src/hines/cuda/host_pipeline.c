@@ -16,6 +16,7 @@
 
 #include "core/cuda/staging.h"
 #include "core/cuda_check.h"
+#include "core/device_impl.h"
 #include "core/timer.h"
 #include "hines/batch_impl.h"
 
@@ -77,7 +78,10 @@ void ns_host_pipeline_destroy(ns_host_pipeline *p) {
 static ns_status plan(ns_hines_solver_t *s, ns_host_pipeline *p) {
     const ns_batch_t *b = s->batch;
     const int64_t total = ns_batch_compartments(b);
-    int n_gpus = s->options.devices > 0 ? s->options.devices : 1;
+    /* devices 0: every usable GPU from the solver's on (hines.h), as the
+     * same-shape implementation counts them */
+    int n_gpus = s->options.devices > 0 ? s->options.devices : ns_cuda_usable_devices() - s->device;
+    if (n_gpus < 1) n_gpus = 1;
     if ((int64_t)n_gpus > b->n_cells) n_gpus = (int)b->n_cells;
     int64_t chunks = (int64_t)((4 * (size_t)total * sizeof(double) + NS_PIPELINE_CHUNK_BYTES - 1) /
                                NS_PIPELINE_CHUNK_BYTES);
