@@ -214,6 +214,15 @@ with tempfile.TemporaryDirectory() as tmp:
         finally:
             subprocess.run(["umount", small])
     os.rmdir(small)
+    # a plot or checkpoint path that cannot be written is refused before the
+    # run (it used to fail after it, leaving the plot's traces CSV behind)
+    os.mkdir(os.path.join(tmp, "adir"))
+    before = sorted(os.listdir(tmp))
+    run(*sim, "--plot", os.path.join(tmp, "adir"), code=1, stderr_has="it is a directory")
+    run(*sim, "--checkpoint", os.path.join(tmp, "adir"), code=1, stderr_has="it is a directory")
+    run(*sim, "--checkpoint", os.path.join(tmp, "missing", "c.ckpt"), code=1, stderr_has="No such file or directory")
+    check(sorted(os.listdir(tmp)) == before, f"refused plot/checkpoint paths changed {sorted(os.listdir(tmp))}")
+    os.rmdir(os.path.join(tmp, "adir"))
     before = sorted(os.listdir(tmp))
     run(*sim, "--out", os.path.join(tmp, "run"), "--record", "c99999", code=1)
     check(sorted(os.listdir(tmp)) == before, f"a failed simulate changed {sorted(os.listdir(tmp))}")

@@ -445,6 +445,16 @@ int cmd_simulate(int argc, char **argv) {
                                    out ? "--out" : "--plot", (int)sizeof stem - 2);
         if (check_output_folder(stem)) return 1; /* every rank: the same answer on a shared file system */
     }
+    /* the plot and the checkpoint are written after (or during) the run:
+     * a path they cannot take is refused before it, as for --out */
+    const char *later[2] = {plot, checkpoint};
+    for (int k = 0; k < 2; ++k) {
+        struct stat ls;
+        if (!later[k]) continue;
+        if (stat(later[k], &ls) == 0 && S_ISDIR(ls.st_mode))
+            return cli_error("%s: cannot write: it is a directory", later[k]);
+        if (check_output_folder(later[k])) return 1;
+    }
     if (!ra_given) mo.disc.Ra = params.Ra;
     if (n_stims == 0 && !no_stim) {
         parse_loc("soma", &stims[0].loc);
