@@ -187,15 +187,42 @@ with tempfile.TemporaryDirectory() as tmp:
         have_mpl = True
     except ImportError:
         have_mpl = False
-    png = os.path.join(tmp, "plot.png")
+    # (a name a shell would take apart: the script runs without one)
+    pwned = os.path.join(os.getcwd(), "ns_cli_pwned")  # the command runs here
+    png = os.path.join(tmp, "plot it's ';touch ns_cli_pwned;' $(touch ns_cli_pwned).png")
     p = run(*sim, "--out", os.path.join(tmp, "plotted"), "--plot", png, code=0 if have_mpl else 1,
             stderr_has=None if have_mpl else "cannot import matplotlib")
     check(os.path.exists(png) == have_mpl, f"--plot: PNG exists {os.path.exists(png)}, matplotlib {have_mpl}")
+    check(not os.path.exists(pwned), "--plot: a shell ran the file name as commands")
     check("Traceback" not in p.stderr, f"--plot printed a traceback: {p.stderr!r}")
     check(not [f for f in os.listdir(tmp) if "partial" in f], f"temporary files left: {os.listdir(tmp)}")
     for f in os.listdir(tmp):
         if f.startswith("plot"):
             os.remove(os.path.join(tmp, f))
+    # a full disk while the second of the three files is written: none of
+    # them appears (the traces CSV used to be renamed into place before the
+    # NPY's failure was seen). Needs a small tmpfs: root and mount rights.
+    small = os.path.join(tmp, "small")
+    os.mkdir(small)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=56k", "tmpfs", small],
+                      capture_output=True).returncode == 0:
+        try:
+            # 30 kB of CSV (8 pages: fits) and 26 kB of NPY (7 pages: does not fit after it)
+            run("simulate", cell, "--tstop", "40", "--no-progress", "--out", os.path.join(small, "run"),
+                code=1, stderr_has="run_traces.npy: write failed: No space left on device")
+            check(os.listdir(small) == [], f"a full disk left {os.listdir(small)}")
+        finally:
+            subprocess.run(["umount", small])
+    os.rmdir(small)
+    # a plot or checkpoint path that cannot be written is refused before the
+    # run (it used to fail after it, leaving the plot's traces CSV behind)
+    os.mkdir(os.path.join(tmp, "adir"))
+    before = sorted(os.listdir(tmp))
+    run(*sim, "--plot", os.path.join(tmp, "adir"), code=1, stderr_has="it is a directory")
+    run(*sim, "--checkpoint", os.path.join(tmp, "adir"), code=1, stderr_has="it is a directory")
+    run(*sim, "--checkpoint", os.path.join(tmp, "missing", "c.ckpt"), code=1, stderr_has="No such file or directory")
+    check(sorted(os.listdir(tmp)) == before, f"refused plot/checkpoint paths changed {sorted(os.listdir(tmp))}")
+    os.rmdir(os.path.join(tmp, "adir"))
     before = sorted(os.listdir(tmp))
     run(*sim, "--out", os.path.join(tmp, "run"), "--record", "c99999", code=1)
     check(sorted(os.listdir(tmp)) == before, f"a failed simulate changed {sorted(os.listdir(tmp))}")

@@ -83,6 +83,9 @@ with tempfile.TemporaryDirectory() as tmp:
             ["--method", "nope"], ["--scale", "0"], ["--scale", "nan"], ["--radii", "default:0"],
             ["--radii", "sometimes"], ["--roots", "maybe"], ["--nseg", "length:0"], ["--nseg", "d-lambda:0"],
             ["--nseg", "many"], ["--ra", "0"], ["--cm", "-1"], ["--no-such-option"],
+            # a prefix longer than the command keeps: it used to be cut, and
+            # the results written as ./traces.csv, ... (exit 0)
+            ["--out", "./" * 2000 + "run"],
         ],
         ("solve", "small-low"): [
             ["--cells", "0"], ["--cells", "1e3"], ["--tolerance", "-1"], ["--tolerance", "nan"],
@@ -108,7 +111,8 @@ with tempfile.TemporaryDirectory() as tmp:
         ],
         ("bench", "hines"): [
             ["--cells", "0"], ["--repeats", "1"], ["--threads", "0"], ["--block-sizes", "0"],
-            ["--backend", "x"], ["--devices", "0"], ["--seed", "-1"],
+            ["--backend", "x"], ["--devices", "0"], ["--seed", "-1"], ["--methods", "x"],
+            ["--backend", "cuda", "--methods", "flat,x"],
         ],
         ("bench", "hines", "--mixed"): [["--repeats", "0"], ["--fine-threads", "0"], ["--ca1-length", "0"]],
         ("bench", "tridiag"): [

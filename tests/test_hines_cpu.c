@@ -215,6 +215,11 @@ static void check_one_compartment(void) {
     CHECK(r[0] == 0.5 && r[1] == 0.25 && r[2] == 0.125 && r[3] == 2.0 && r[4] == -3.0);
     ns_batch_destroy(batch);
     ns_tree_destroy(t);
+    /* an empty system reads nothing (it used to test the pivot d[0]) */
+    double *none = malloc(1);
+    CHECK(ns_hines_solve_one(0, (const int32_t *)none, (const double *)none, (const double *)none,
+                             (double *)none, (double *)none) == -1);
+    free(none);
 }
 
 /* Tree statistics on a hand-drawn tree:
@@ -240,7 +245,26 @@ static void check_tree_stats(void) {
     ns_tree_destroy(t);
 }
 
+/* Cell counts whose arrays or offsets overflow: a status, never a wrapped
+ * allocation (2^62 cells: 4 * 2^62 bytes wraps to 0 and 8 * (2^62 + 1) to 8,
+ * so the loop that fills them wrote past both). */
+static void check_huge_batch(void) {
+    int32_t parent[3] = {-1, 0, 1};
+    ns_tree_t *t = NULL;
+    CHECK_OK(ns_tree_create(3, parent, &t));
+    ns_batch_t *batch = (ns_batch_t *)&batch;
+    const int64_t huge[3] = {(int64_t)1 << 62, INT64_MAX, ((int64_t)1 << 60) + 1};
+    for (int k = 0; k < 3; ++k) {
+        ns_status st = ns_batch_create(1, (const ns_tree_t *const *)&t, huge[k], NULL, &batch);
+        CHECK_MSG(st == NS_ERR_SIZE, "%lld cells: %s", (long long)huge[k], ns_status_string(st));
+        CHECK(batch == NULL);
+        CHECK_MSG(strstr(ns_last_error(), "cells") != NULL, "got '%s'", ns_last_error());
+    }
+    ns_tree_destroy(t);
+}
+
 int main(void) {
+    check_huge_batch();
     check_against_lapack(NS_HINES_SEQUENTIAL);
     check_against_lapack(NS_HINES_OPENMP);
     check_openmp_equals_sequential();

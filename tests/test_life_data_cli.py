@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import struct
+import subprocess
 import sys
 
 from cli_harness import Harness
@@ -347,6 +348,21 @@ with tempfile.TemporaryDirectory() as tmp:
     check(os.listdir(outdir) == [], f"a failed .tck pruning left {os.listdir(outdir)}")
     p = run("life", "report", model, w, "--csv", os.path.join(tmp, "no_such_dir", "r.csv"), expect=1)
     check("No such file or directory" in p.stderr, f"missing folder without its reason: {p.stderr}")
+    # a full disk under the RMSE CSV: no pruned tractogram either (it used to
+    # be written before the CSV's failure was seen). Needs a one-page tmpfs:
+    # root and mount rights.
+    small = os.path.join(tmp, "small")
+    os.mkdir(small)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", small], capture_output=True).returncode == 0:
+        try:
+            p = run("life", "report", model, w, "--pruned", os.path.join(outdir, "p.trk"),
+                    "--csv", os.path.join(small, "rmse.csv"), expect=1)
+            check("No space left on device" in p.stderr, f"full disk: {p.stderr}")
+            check(os.listdir(outdir) == [] and os.listdir(small) == [],
+                  f"a report whose CSV did not fit left {os.listdir(outdir)} {os.listdir(small)}")
+        finally:
+            subprocess.run(["umount", small])
+    os.rmdir(small)
 
     # bad inputs: one line naming the file
     bad_bval = os.path.join(tmp, "bad.bval")

@@ -53,6 +53,12 @@ int main(int argc, char **argv) {
     CHECK_OK(ns_hines_solve(global, &opt, ga, gb, gd, gx)); /* gx: the single-process solution */
 
     ns_mpi_batch_t *mb = NULL;
+    /* a cell count whose arrays would wrap size_t: a status on every rank
+     * (2^62 cells: the partition's 8 * 2^62-byte arrays wrapped to 0 bytes
+     * and were written past) */
+    ns_status huge = ns_mpi_batch_create(MPI_COMM_WORLD, 1, (const ns_tree_t *const *)trees, (int64_t)1 << 62,
+                                         NULL, &mb);
+    CHECK_MSG(huge == NS_ERR_SIZE && mb == NULL, "2^62 cells: %s: %s", ns_status_string(huge), ns_last_error());
     CHECK_OK(ns_mpi_batch_create(MPI_COMM_WORLD, 3, (const ns_tree_t *const *)trees, N, cell_shape, &mb));
     if (!mb) return mpi_test_finish("test_mpi_batch");
     CHECK(ns_mpi_batch_global_cells(mb) == N);

@@ -118,6 +118,44 @@ int main(void) {
     remove(at("model/x.npy"));
     rmdir(at("model"));
 
+    /* the longest names a folder takes (255 bytes): the temporary file's
+     * longer name (".NAME.partial-PID-N.EXT") used to fail with "File name too long" */
+    char longname[256];
+    memset(longname, 'n', 251);
+    memcpy(longname + 251, ".csv", 5);
+    ns_output *lo = NULL;
+    CHECK_OK(ns_output_open(at(longname), &lo));
+    if (lo) {
+        const char *tp = ns_output_temp_path(lo);
+        CHECK_MSG(strlen(strrchr(tp, '/') + 1) <= 255, "temporary name of %zu bytes", strlen(strrchr(tp, '/') + 1));
+        CHECK(strcmp(tp + strlen(tp) - 4, ".csv") == 0); /* the extension survives the cut */
+        fputs("long\n", ns_output_stream(lo));
+        CHECK_OK(ns_output_commit(lo));
+        slurp(at(longname), buf, sizeof buf);
+        CHECK(strcmp(buf, "long\n") == 0);
+        CHECK(remove(at(longname)) == 0);
+    }
+    longname[251] = '\0';
+    CHECK_OK(ns_output_dir_open(at(longname), &d));
+    if (d) {
+        snprintf(inner, sizeof inner, "%s/z.npy", ns_output_dir_path(d));
+        CHECK_OK(ns_life_vector_save(inner, v, 3));
+        CHECK_OK(ns_output_dir_commit(d));
+        char z[300];
+        snprintf(z, sizeof z, "%s/z.npy", longname);
+        CHECK(access(at(z), F_OK) == 0);
+        remove(at(z));
+        rmdir(at(longname));
+    }
+
+    /* a failed open leaves *out NULL (docs/api.md), bad arguments included */
+    ns_output *bad = (ns_output *)&bad;
+    CHECK(ns_output_open("", &bad) == NS_ERR_INVALID_ARGUMENT && bad == NULL);
+    bad = (ns_output *)&bad;
+    CHECK(ns_output_open(NULL, &bad) == NS_ERR_INVALID_ARGUMENT && bad == NULL);
+    ns_output_dir *bad_dir = (ns_output_dir *)&bad_dir;
+    CHECK(ns_output_dir_open("", &bad_dir) == NS_ERR_INVALID_ARGUMENT && bad_dir == NULL);
+
     remove(at("a.csv"));
     remove(at("w.npy"));
     CHECK(rmdir(dir) == 0);

@@ -165,6 +165,17 @@ int bench_hines(int argc, char **argv) {
     }
     if (large && n_cells < MAX_LIST) cells[n_cells++] = 256000;
     if (plot && !csv) return cli_usage_error("bench hines", "--plot needs --csv FILE");
+    { /* every --methods name is checked before any work, GPU or not */
+        char check_buf[sizeof methods_buf];
+        const char *names[16];
+        memcpy(check_buf, methods_buf, sizeof check_buf);
+        const int n = cli_split_list(check_buf, names, 16);
+        for (int k = 0; k < n; ++k) {
+            ns_hines_method m;
+            if (ns_hines_method_from_name(names[k], &m) != NS_OK)
+                return cli_usage_error("bench hines", "--methods: %s", ns_last_error());
+        }
+    }
 
     double copy_bw = -1.0;
     char device_name[256] = "none";

@@ -92,8 +92,10 @@ int cli_output_commit(ns_output *o);
 
 /* Run a Python plotting script from bench/ or tools/ on a CSV; 0 on success.
  * The PNG is written to a temporary name and renamed when the script
- * succeeded; a missing matplotlib is named as such. */
-int cli_plot(const char *script, const char *csv, const char *png, const char *extra);
+ * succeeded; a missing matplotlib is named as such. extra: more arguments
+ * for the script, NULL-terminated (or NULL). The script runs without a
+ * shell, so paths may hold any character. */
+int cli_plot(const char *script, const char *csv, const char *png, const char *const *extra);
 
 /* ------------------------------------------------------------------ MPI */
 /* tools/cli_mpi.c, docs/mpi.md: under an MPI launcher (and with MPI built

@@ -219,22 +219,42 @@ int cli_output_commit(ns_output *o) {
     return st == NS_OK ? 0 : cli_error("%s", ns_last_error());
 }
 
-int cli_plot(const char *script, const char *csv, const char *png, const char *extra) {
+/* Run argv[0] (searched in PATH) with argv, no shell in between (paths may
+ * hold any character); its exit status as from waitpid, or -1. */
+static int run_program(const char *const *argv) {
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    return status;
+}
+
+int cli_plot(const char *script, const char *csv, const char *png, const char *const *extra) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", NS_SOURCE_DIR, script);
     struct stat st;
     if (stat(path, &st) != 0) return cli_error("plot script %s not found", path);
-    if (system("python3 -c 'import matplotlib' >/dev/null 2>&1") != 0)
+    const char *probe[] = {"python3", "-c", "import matplotlib", NULL};
+    const int have = run_program(probe);
+    if (have < 0 || !WIFEXITED(have) || WEXITSTATUS(have) != 0)
         return cli_error("%s: not drawn: python3 cannot import matplotlib (pip install matplotlib)", png);
     ns_output *o = cli_output_open(png); /* the script writes the temporary file */
     if (!o) return 1;
-    char cmd[12288];
-    snprintf(cmd, sizeof cmd, "python3 '%s' '%s' '%s' %s", path, csv, ns_output_temp_path(o), extra ? extra : "");
-    int rc = system(cmd);
+    const char *argv[16] = {"python3", path, csv, ns_output_temp_path(o)};
+    int n = 4;
+    for (int k = 0; extra && extra[k] && n < 15; ++k) argv[n++] = extra[k];
+    argv[n] = NULL;
+    int rc = run_program(argv);
     if (rc != 0) {
         ns_output_abort(o);
         return cli_error("%s: not drawn: %s exited with status %d (its message is above)", png, script,
-                         WIFEXITED(rc) ? WEXITSTATUS(rc) : rc);
+                         rc >= 0 && WIFEXITED(rc) ? WEXITSTATUS(rc) : rc);
     }
     return cli_output_commit(o);
 }

@@ -149,17 +149,20 @@ static void write_npy(FILE *f, const double *data, long long rows, int cols) {
 /* --out PREFIX writes PREFIX_traces.csv, ...; an existing directory (or a
  * PREFIX ending in '/') gets DIR/traces.csv, ... (docs/cli.md). Without
  * --out, --plot P.png puts the traces next to the plot: P_traces.csv. */
-static void output_stem(const char *out, const char *plot, char *stem, size_t n) {
+static int output_stem(const char *out, const char *plot, char *stem, size_t n) {
     struct stat st;
     const size_t len = out ? strlen(out) : 0;
+    int w;
     if (out && len > 0 && (out[len - 1] == '/' || (stat(out, &st) == 0 && S_ISDIR(st.st_mode))))
-        snprintf(stem, n, "%s%s", out, out[len - 1] == '/' ? "" : "/");
+        w = snprintf(stem, n, "%s%s", out, out[len - 1] == '/' ? "" : "/");
     else if (out)
-        snprintf(stem, n, "%s_", out);
+        w = snprintf(stem, n, "%s_", out);
     else {
         const size_t p = strlen(plot);
-        snprintf(stem, n, "%.*s_", (int)(p > 4 && strcmp(plot + p - 4, ".png") == 0 ? p - 4 : p), plot);
+        w = snprintf(stem, n, "%.*s_", (int)(p > 4 && strcmp(plot + p - 4, ".png") == 0 ? p - 4 : p), plot);
     }
+    /* a cut prefix would write the results under other names */
+    return w >= 0 && (size_t)w < n;
 }
 
 static const char *csv_path_of(const char *stem, const char *name) {
@@ -239,6 +242,15 @@ static int write_results(const char *stem, const char *tag, int all, cli_sim *si
             base = base ? base + 1 : set->items[cell_shape[c]].name;
             for (int64_t q = 0; q < cnt; ++q) fprintf(g, "%lld,%s,%.6f\n", c, base, sp[q]);
         }
+    }
+    /* A write error (a full disk) shows at the flush: look at every file
+     * before renaming any, so that one failing never leaves the others
+     * behind under result names. */
+    for (int k = 0; k < 3 && !bad; ++k) {
+        FILE *f = o[k] ? ns_output_stream(o[k]) : NULL;
+        errno = 0;
+        if (f && (fflush(f) != 0 || ferror(f)))
+            bad = cli_error("%s: write failed: %s", path[k], errno ? strerror(errno) : "write error");
     }
     for (int k = 0; k < 3; ++k) {
         if (bad) ns_output_abort(o[k]);
@@ -428,8 +440,20 @@ int cmd_simulate(int argc, char **argv) {
         return cli_usage_error(cmd, "--checkpoint and --resume run in one process (not under MPI)");
     char stem[4000] = "";
     if (out || plot) {
-        output_stem(out, plot, stem, sizeof stem);
+        if (!output_stem(out, plot, stem, sizeof stem))
+            return cli_usage_error(cmd, "%s: the path is longer than the %d bytes an output prefix may have",
+                                   out ? "--out" : "--plot", (int)sizeof stem - 2);
         if (check_output_folder(stem)) return 1; /* every rank: the same answer on a shared file system */
+    }
+    /* the plot and the checkpoint are written after (or during) the run:
+     * a path they cannot take is refused before it, as for --out */
+    const char *later[2] = {plot, checkpoint};
+    for (int k = 0; k < 2; ++k) {
+        struct stat ls;
+        if (!later[k]) continue;
+        if (stat(later[k], &ls) == 0 && S_ISDIR(ls.st_mode))
+            return cli_error("%s: cannot write: it is a directory", later[k]);
+        if (check_output_folder(later[k])) return 1;
     }
     if (!ra_given) mo.disc.Ra = params.Ra;
     if (n_stims == 0 && !no_stim) {

@@ -2,6 +2,7 @@
  *   life build --dwi X.nii.gz --bvals X.bval --bvecs X.bvec --tracks T.trk|T.tck --out MODEL
  *   life report MODEL WEIGHTS [--pruned OUT.trk|.tck] [--csv FILE] [--plot FILE.png] */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,7 +230,11 @@ int life_report(int argc, char **argv) {
                     fprintf(c, "%d,%d,%d,%d,%.9g,%.9g,%.9g,%.9g\n", (int)v, ijk ? ijk[3 * v] : -1,
                             ijk ? ijk[3 * v + 1] : -1, ijk ? ijk[3 * v + 2] : -1, s0 ? s0[v] : NAN, before[v], after[v],
                             after_all[v]);
-                /* committed below, only if the pruned tractogram is written too */
+                /* committed below, only if the pruned tractogram is written too; a
+                 * write error (a full disk) is seen here, before that is written */
+                errno = 0;
+                if (fflush(c) != 0 || ferror(c))
+                    rc = cli_error("%s: write failed: %s", csv, errno ? strerror(errno) : "write error");
             }
         }
         int64_t written = -1;
@@ -289,9 +294,7 @@ int life_report(int argc, char **argv) {
         }
     }
     if (rc == 0 && png) {
-        char extra[12288];
-        snprintf(extra, sizeof extra, "--weights '%s'%s%s%s", wpath, hist_path ? " --history '" : "",
-                 hist_path ? hist_path : "", hist_path ? "'" : "");
+        const char *extra[] = {"--weights", wpath, hist_path ? "--history" : NULL, hist_path, NULL};
         rc = cli_plot("bench/plot_life_report.py", csv, png, extra);
         if (rc == 0 && !as_json) printf("plot: %s\n", png);
     }

@@ -79,7 +79,9 @@ typedef struct ns_batch ns_batch_t;
 
 /* A batch of n_cells cells drawn from n_shapes trees. cell_shape[c] is the
  * shape of cell c; with cell_shape NULL, cell c has shape c % n_shapes.
- * The trees are copied (the caller may destroy them afterwards). */
+ * The trees are copied (the caller may destroy them afterwards). A batch of
+ * more compartments than an array of doubles can address (2^60) gives
+ * NS_ERR_SIZE. */
 NS_API ns_status ns_batch_create(int32_t n_shapes, const ns_tree_t *const *shapes, int64_t n_cells,
                                  const int32_t *cell_shape, ns_batch_t **out);
 NS_API void ns_batch_destroy(ns_batch_t *batch);
@@ -101,8 +103,10 @@ NS_API ns_status ns_batch_random_values(const ns_batch_t *batch, uint64_t seed,
 typedef struct ns_hines_solver ns_hines_solver_t;
 
 /* A solver prepared for one batch and method: plans the layout and, for GPU
- * methods, allocates device memory once (in chunks if the batch does not fit
- * into options->device_memory_limit). The batch must outlive the solver. */
+ * methods, allocates its device buffers once (in chunks if the batch does
+ * not fit into options->device_memory_limit; the host-array path's staging
+ * buffers are made by the first ns_hines_solver_solve and come on top of
+ * that limit, docs/methods.md). The batch must outlive the solver. */
 NS_API ns_status ns_hines_solver_create(const ns_batch_t *batch, const ns_solve_options *options,
                                         ns_hines_solver_t **out);
 NS_API void ns_hines_solver_destroy(ns_hines_solver_t *solver);

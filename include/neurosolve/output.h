@@ -2,7 +2,8 @@
  *
  * Every file the library and the command write goes through this helper:
  * the data go to a temporary file in the destination's folder
- * (".NAME.partial-PID-N", removed on failure), which is renamed over NAME
+ * (".NAME.partial-PID-N", NAME cut where that would pass the file system's
+ * 255-byte name limit; removed on failure), which is renamed over NAME
  * only when everything was written and closed without error. A failed or
  * interrupted write therefore leaves no file that looks like a result, and
  * an existing NAME survives a failed overwrite unchanged. */

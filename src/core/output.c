@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,28 @@ struct ns_output {
 
 static atomic_uint serial;
 
+#ifndef NAME_MAX
+#define NAME_MAX 255
+#endif
+
+/* Room for ".", ".partial-PID-N" and the extension copied again. */
+#define TEMP_EXTRA 64
+
+/* The temporary name ".NAME.partial-PID-N.EXT" of `path` (its folder is the
+ * first `dir` bytes) in `temp` (`cap` >= strlen(path) + TEMP_EXTRA bytes).
+ * NAME is cut so that the name stays within the file system's NAME_MAX:
+ * any NAME that is valid itself gets a valid temporary name (uniqueness
+ * comes from PID-N, not from NAME). */
+static void temp_name(char *temp, size_t cap, const char *path, size_t dir, unsigned k, const char *ext) {
+    char tail[48];
+    snprintf(tail, sizeof tail, ".partial-%ld-%u", (long)getpid(), k);
+    size_t base = strlen(path + dir), ext_len = strlen(ext);
+    const size_t fixed = 1 + strlen(tail); /* the leading dot and the tail */
+    if (ext_len > NAME_MAX - fixed) ext_len = NAME_MAX - fixed;
+    if (base > NAME_MAX - fixed - ext_len) base = NAME_MAX - fixed - ext_len;
+    snprintf(temp, cap, "%.*s.%.*s%s%.*s", (int)dir, path, (int)base, path + dir, tail, (int)ext_len, ext);
+}
+
 static void release(ns_output *o) {
     free(o->path);
     free(o->temp);
@@ -27,14 +50,15 @@ static void release(ns_output *o) {
 }
 
 ns_status ns_output_open(const char *path, ns_output **out) {
-    if (!path || !out || !*path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_open: no path");
-    *out = NULL;
+    if (out) *out = NULL;
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_open: out is NULL");
+    if (!path || !*path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_open: path is %s", path ? "empty" : "NULL");
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return ns_fail(NS_ERR_IO, "%s: cannot write: it is a directory", path);
     ns_output *o = calloc(1, sizeof *o);
     const size_t n = strlen(path);
-    if (!o || !(o->path = malloc(n + 1)) || !(o->temp = malloc(n + 64))) {
+    if (!o || !(o->path = malloc(n + 1)) || !(o->temp = malloc(n + TEMP_EXTRA))) {
         if (o) release(o);
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: output", path);
     }
@@ -47,7 +71,7 @@ ns_status ns_output_open(const char *path, ns_output **out) {
         const unsigned k = atomic_fetch_add(&serial, 1u);
         const char *ext = strrchr(path + dir, '.');
         if (!ext || ext == path + dir) ext = "";
-        snprintf(o->temp, n + 64, "%.*s.%s.partial-%ld-%u%s", (int)dir, path, path + dir, (long)getpid(), k, ext);
+        temp_name(o->temp, n + TEMP_EXTRA, path, dir, k, ext);
         fd = open(o->temp, O_WRONLY | O_CREAT | O_EXCL, 0666); /* the umask applies, as to fopen */
         err = errno;
         if (fd < 0 && err != EEXIST) break;
@@ -119,15 +143,16 @@ static int move_entries(const char *from, const char *to) {
 }
 
 ns_status ns_output_dir_open(const char *path, ns_output_dir **out) {
-    if (!path || !out || !*path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_dir_open: no path");
-    *out = NULL;
+    if (out) *out = NULL;
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_dir_open: out is NULL");
+    if (!path || !*path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_output_dir_open: path is %s", path ? "empty" : "NULL");
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode))
         return ns_fail(NS_ERR_IO, "%s: cannot write a folder there: it is a file", path);
     ns_output_dir *d = calloc(1, sizeof *d);
     size_t n = strlen(path);
     while (n > 1 && path[n - 1] == '/') --n; /* "model/" is "model" */
-    if (!d || !(d->path = malloc(n + 1)) || !(d->temp = malloc(n + 64))) {
+    if (!d || !(d->path = malloc(n + 1)) || !(d->temp = malloc(n + TEMP_EXTRA))) {
         if (d) dir_release(d);
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: output folder", path);
     }
@@ -137,8 +162,7 @@ ns_status ns_output_dir_open(const char *path, ns_output_dir **out) {
     const size_t base = slash ? (size_t)(slash - d->path + 1) : 0;
     int ok = 0, err = 0;
     for (int attempt = 0; attempt < 100 && !ok; ++attempt) {
-        snprintf(d->temp, n + 64, "%.*s.%s.partial-%ld-%u", (int)base, d->path, d->path + base, (long)getpid(),
-                 atomic_fetch_add(&serial, 1u));
+        temp_name(d->temp, n + TEMP_EXTRA, d->path, base, atomic_fetch_add(&serial, 1u), "");
         ok = mkdir(d->temp, 0777) == 0;
         err = errno;
         if (!ok && err != EEXIST) break;

@@ -1,5 +1,7 @@
 /* Batches of Hines systems: shapes, cell-to-shape map, Flat offsets, and
  * random diagonally dominant values. */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +9,10 @@
 #include "core/rng.h"
 #include "hines/batch_impl.h"
 #include "tree/tree_impl.h"
+
+/* The most compartments a batch may have: each value array (doubles) must
+ * be addressable. */
+#define BATCH_MAX_COMPARTMENTS ((int64_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(double)))
 
 void ns_batch_destroy(ns_batch_t *batch) {
     if (!batch) return;
@@ -27,6 +33,12 @@ ns_status ns_batch_create(int32_t n_shapes, const ns_tree_t *const *shapes, int6
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "a batch needs at least one shape (shapes = %d)", (int)n_shapes);
     for (int32_t s = 0; s < n_shapes; ++s)
         if (!shapes[s]) return ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d is NULL", (int)s);
+    /* Every cell has at least one compartment, and the value arrays hold
+     * 8 bytes per compartment: more cells than that can address would wrap
+     * the sizes of the allocations below. */
+    if (n_cells > BATCH_MAX_COMPARTMENTS)
+        return ns_fail(NS_ERR_SIZE, "a batch of %lld cells is more than the %lld compartments a value array can hold",
+                       (long long)n_cells, (long long)BATCH_MAX_COMPARTMENTS);
 
     ns_batch_t *b = calloc(1, sizeof *b);
     if (!b) return ns_fail(NS_ERR_OUT_OF_MEMORY, "batch");
@@ -56,6 +68,12 @@ ns_status ns_batch_create(int32_t n_shapes, const ns_tree_t *const *shapes, int6
                            (long long)c, (int)s, (int)n_shapes);
         }
         b->cell_shape[c] = s;
+        if (b->cell_offset[c] > BATCH_MAX_COMPARTMENTS - ns_tree_size(b->shapes[s])) {
+            ns_batch_destroy(b);
+            return ns_fail(NS_ERR_SIZE, "a batch of %lld cells has more than the %lld compartments a value array "
+                           "can hold (at cell %lld)", (long long)n_cells, (long long)BATCH_MAX_COMPARTMENTS,
+                           (long long)c);
+        }
         b->cell_offset[c + 1] = b->cell_offset[c] + ns_tree_size(b->shapes[s]);
     }
     *out = b;

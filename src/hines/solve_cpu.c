@@ -17,6 +17,7 @@ static inline int bad_pivot(double p) { return p == 0.0 || !isfinite(p); }
 
 int32_t ns_hines_solve_one(int32_t n, const int32_t *parent, const double *a, const double *b,
                            double *d, double *rhs) {
+    if (n <= 0) return -1; /* nothing to solve: no d[0] to read */
     /* triang: eliminate the children's entries a[i] in their parents' rows,
      * from the leaves (highest index) towards the root. */
     for (int32_t i = n - 1; i >= 1; --i) {

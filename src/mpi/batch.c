@@ -2,6 +2,8 @@
  * compartment counts, each process holding an ns_batch_t of its own cells,
  * and gathers of Flat-layout arrays back into the global numbering. */
 #include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +69,11 @@ ns_status ns_mpi_cells_partition(MPI_Comm comm, int32_t n_shapes, const ns_tree_
     MPI_Comm_rank(comm, &out->rank);
     MPI_Comm_size(comm, &out->size);
     out->n_cells = n_cells;
+    /* each cell has a compartment or more, 8 bytes each in a value array:
+     * more cells than that can address would wrap the sizes below */
+    if (n_cells > (int64_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(double)))
+        return ns_fail(NS_ERR_SIZE, "a batch of %lld cells is more than the %lld compartments a value array can hold",
+                       (long long)n_cells, (long long)(PTRDIFF_MAX / (ptrdiff_t)sizeof(double)));
     int64_t *weight = malloc((size_t)n_cells * sizeof *weight);
     out->owner = malloc((size_t)n_cells * sizeof *out->owner);
     out->global_offset = malloc((size_t)(n_cells + 1) * sizeof *out->global_offset);

@@ -16,6 +16,7 @@
 
 #include "core/cuda/staging.h"
 #include "core/cuda_check.h"
+#include "core/device_impl.h"
 #include "core/timer.h"
 #include "hines/batch_impl.h"
 
@@ -39,13 +40,16 @@ typedef struct gpu {
     cudaStream_t q[2];
     cudaEvent_t k0[2], k1[2];
     double *buf[2][4];
+    /* this GPU's own staging: a stager records its slots' events on the
+     * copy's stream, and an event must belong to the stream's device
+     * (cudaEventRecord), so GPUs cannot share one */
+    ns_stager *stage;
 } gpu;
 
 struct ns_host_pipeline {
     int n_chunks, n_gpus;
     chunk c[NS_PIPELINE_MAX_CHUNKS];
     gpu *g;
-    ns_stager *stage;
 };
 
 void ns_host_pipeline_destroy(ns_host_pipeline *p) {
@@ -58,6 +62,7 @@ void ns_host_pipeline_destroy(ns_host_pipeline *p) {
     }
     for (int i = 0; i < p->n_gpus && p->g; ++i) {
         if (cudaSetDevice(p->g[i].device) != cudaSuccess) continue;
+        ns_stager_destroy(p->g[i].stage);
         for (int s = 0; s < 2; ++s) {
             for (int a = 0; a < 4; ++a) cudaFree(p->g[i].buf[s][a]);
             if (p->g[i].q[s]) cudaStreamDestroy(p->g[i].q[s]);
@@ -66,7 +71,6 @@ void ns_host_pipeline_destroy(ns_host_pipeline *p) {
         }
     }
     (void)cudaGetLastError();
-    ns_stager_destroy(p->stage);
     free(p->g);
     free(p);
 }
@@ -74,7 +78,10 @@ void ns_host_pipeline_destroy(ns_host_pipeline *p) {
 static ns_status plan(ns_hines_solver_t *s, ns_host_pipeline *p) {
     const ns_batch_t *b = s->batch;
     const int64_t total = ns_batch_compartments(b);
-    int n_gpus = s->options.devices > 0 ? s->options.devices : 1;
+    /* devices 0: every usable GPU from the solver's on (hines.h), as the
+     * same-shape implementation counts them */
+    int n_gpus = s->options.devices > 0 ? s->options.devices : ns_cuda_usable_devices() - s->device;
+    if (n_gpus < 1) n_gpus = 1;
     if ((int64_t)n_gpus > b->n_cells) n_gpus = (int)b->n_cells;
     int64_t chunks = (int64_t)((4 * (size_t)total * sizeof(double) + NS_PIPELINE_CHUNK_BYTES - 1) /
                                NS_PIPELINE_CHUNK_BYTES);
@@ -139,8 +146,10 @@ static ns_status setup(ns_hines_solver_t *s, ns_host_pipeline *p) {
             NS_CUDA_TRY(cudaEventCreate(&g->k1[q]));
             for (int a = 0; a < 4; ++a) NS_CUDA_TRY(cudaMalloc((void **)&g->buf[q][a], longest * sizeof(double)));
         }
+        e = ns_stager_create(&g->stage);
+        if (e != NS_OK) return e;
     }
-    return ns_stager_create(&p->stage);
+    return NS_OK;
 }
 
 /* The lowest failing cell over the chunks (chunk order is cell order). */
@@ -178,7 +187,7 @@ static ns_status queue(ns_host_pipeline *p, int k, const double *const host[4], 
     const double u0 = ns_time_ms();
     ns_status e = NS_OK;
     for (int i = 0; i < 4 && e == NS_OK; ++i)
-        e = ns_stage_upload(p->stage, g->buf[slot][i], host[i] + c->offset, (size_t)c->length * sizeof(double), q);
+        e = ns_stage_upload(g->stage, g->buf[slot][i], host[i] + c->offset, (size_t)c->length * sizeof(double), q);
     t->up += ns_time_ms() - u0;
     if (e != NS_OK) return e;
     NS_CUDA_TRY(cudaEventRecord(g->k0[slot], q));
@@ -196,7 +205,7 @@ static ns_status fetch(ns_host_pipeline *p, int k, double *rhs, timing *t, ns_st
     const int slot = slot_of(p, k);
     NS_CUDA_TRY(cudaSetDevice(g->device));
     const double w0 = ns_time_ms();
-    ns_status e = ns_stage_download(p->stage, rhs + c->offset, g->buf[slot][3], (size_t)c->length * sizeof(double),
+    ns_status e = ns_stage_download(g->stage, rhs + c->offset, g->buf[slot][3], (size_t)c->length * sizeof(double),
                                     g->q[slot]);
     t->down += ns_time_ms() - w0;
     if (e == NS_OK) e = wait_chunk(p, k, bad);
