@@ -24,7 +24,7 @@ static void help(void) {
            "synth options (defaults: the paper's structure, docs/life.md):\n"
            "  --fibers N         streamlines (50000)\n"
            "  --theta N          gradient directions (96)\n"
-           "  --L N              dictionary steps: (L-1)L+1 atoms (360 -> 129,241)\n"
+           "  --L N              dictionary steps: (L-1)L+1 atoms (180 -> 32,221, as life build)\n"
            "  --b B              b-value [s/mm^2] (2000)\n"
            "  --grid X,Y,Z       voxel grid (72,88,72: about 150,000-250,000 voxels touched)\n"
            "  --length L         mean streamline length [voxels] (90)\n"
@@ -38,6 +38,8 @@ static void help(void) {
            "  --out FILE         weights as a float64 NPY vector (weights.npy)\n"
            "  --history FILE     objective after each update (default: OUT with _history)\n"
            "  --lambda L         ReAl-LiFE L1 weight (0)\n"
+           "  --ridge R          Tikhonov weight relative to the mean squared column norm (0;\n"
+           "                     4 ranks true above false streamlines best on the phantoms)\n"
            "  --preconditioner   ENCODE's diagonal preconditioner\n"
            "  --tolg T --tolo T  ENCODE's absolute stopping tolerances (1e-5 each; 0 disables)\n"
            "  --rtolg R          stop when the projected gradient < R x its start (1e-3; 0 disables)\n"
@@ -204,6 +206,7 @@ static int fit(int argc, char **argv) {
         } else if (strcmp(a, "--out") == 0 && v) out = v, ++i;
         else if (strcmp(a, "--history") == 0 && v) hist_path = v, ++i;
         else if (strcmp(a, "--lambda") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.lambda), ++i;
+        else if (strcmp(a, "--ridge") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.ridge), ++i;
         else if (strcmp(a, "--tolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.tol_gradient), ++i;
         else if (strcmp(a, "--tolo") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.tol_objective), ++i;
         else if (strcmp(a, "--rtolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.rtol_gradient), ++i;
@@ -288,6 +291,7 @@ static int fit(int argc, char **argv) {
             json_int(&j, "updates", r.updates);
             json_string(&j, "stop", ns_life_stop_name(r.stop));
             json_double(&j, "objective", r.objective);
+            json_double(&j, "ridge_mu", r.ridge_mu);
             json_double(&j, "projected_gradient", r.projected_gradient);
             json_double(&j, "projected_gradient_start", r.projected_gradient_start);
             json_int(&j, "nonzero", r.nonzero);

@@ -1144,7 +1144,7 @@ NB_MODULE(_core, m) {
                 }
             }
             return lm;
-        }, "n_theta"_a = 96, "dictionary_l"_a = 360, "n_fibers"_a = 50000, "grid"_a = std::vector<int32_t>{72, 88, 72},
+        }, "n_theta"_a = 96, "dictionary_l"_a = 180, "n_fibers"_a = 50000, "grid"_a = std::vector<int32_t>{72, 88, 72},
            "mean_length"_a = 90.0, "active_fraction"_a = 0.5, "noise"_a = 0.0, "seed"_a = 1,
            "A synthetic model with known true weights (ns_life_synth, docs/life.md).")
         .def_prop_ro("true_weights", [](const LifeModel &lm) {

@@ -240,10 +240,10 @@ ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, d
     else ns_life_fit_options_init(&o);
     if (o.max_iterations < 1 || !(o.tol_gradient >= 0) || !(o.tol_objective >= 0) || !(o.rtol_gradient >= 0) ||
         !(o.rtol_objective >= 0) ||
-        !(o.lambda >= 0) || !isfinite(o.lambda))
+        !(o.lambda >= 0) || !isfinite(o.lambda) || !(o.ridge >= 0) || !isfinite(o.ridge))
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
-                       "ns_life_fit: max_iterations = %d must be >= 1, tolerances and lambda >= 0",
-                       (int)o.max_iterations);
+                       "ns_life_fit: max_iterations = %d must be >= 1, tolerances, lambda and ridge >= 0 "
+                       "(ridge = %g)", (int)o.max_iterations, o.ridge);
     if (o.w0)
         for (int32_t f = 0; f < e->model->n_fibers; ++f)
             if (!(o.w0[f] >= 0) || !isfinite(o.w0[f]))
@@ -252,9 +252,29 @@ ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, d
     ns_life_fit_result local;
     if (!result) result = &local;
     memset(result, 0, sizeof *result);
+    if (o.ridge > 0) {
+        /* relative -> absolute: mu = R x mean_f h_f, h summed over processes for a
+         * voxel-partitioned model (every process holds every fiber). From here on
+         * o.ridge is mu: the solver (sbbnnls.c) takes the absolute weight. */
+        const int32_t nf = e->model->n_fibers;
+        double *h = malloc((size_t)nf * sizeof *h);
+        if (!h) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ridge: %d fiber diagonal entries", (int)nf);
+        ns_life_diag(e->model, h);
+        double sum = 0.0;
+        for (int32_t f = 0; f < nf; ++f) sum += h[f];
+        free(h);
+        if (o.reduce) {
+            ns_status rs = o.reduce(&sum, 1, o.reduce_context);
+            if (rs != NS_OK) return rs;
+        }
+        o.ridge *= sum / nf;
+        result->ridge_mu = o.ridge;
+    }
     /* CUDA: reduce sums device fiber vectors through a host stage (sbbnnls.c) */
     const int caller = enter(e);
+    const double mu = result->ridge_mu;
     ns_status s = e->ops->fit(e, &o, w, history, result);
+    result->ridge_mu = mu;
     leave(e, caller);
     return s;
 }
