@@ -31,7 +31,12 @@ static void help(void) {
            "  --curvature C      random turn per 0.5-voxel step [rad] (0.05)\n"
            "  --active F         fraction of fibers with a non-zero true weight (0.5)\n"
            "  --noise S          Gaussian noise sd relative to the signal rms (0)\n"
-           "  --seed S           (1)\n\n"
+           "  --seed S           (1)\n"
+           "  --phantom          a ground-truth phantom instead (docs/life.md, \"Pruning quality\"):\n"
+           "                     DIR/dwi.nii, dwi.bval, dwi.bvec, tracks.tck, labels.npy, kinds.npy,\n"
+           "                     bundles.npy; options --streamlines N (10000) --false F (0.3)\n"
+           "                     --snr S (20; 0: none) --bundles B (12) --grid N (48) --theta N (30)\n"
+           "                     --b B (2000) --seed S (1)\n\n"
            "fit options:\n"
            "  --iters N          ENCODE's maxit (500): at most N-1 updates\n"
            "  --backend B        cpu, cuda or auto (auto)\n"
@@ -51,8 +56,41 @@ static void help(void) {
            "  --json             one JSON document on stdout\n");
 }
 
+/* life synth DIR --phantom: the ground-truth phantom (image, gradients, tractogram, truth). */
+static int synth_phantom(int argc, char **argv) {
+    const char *cmd = "life synth --phantom";
+    ns_life_phantom_options o;
+    ns_life_phantom_options_init(&o);
+    for (int i = 2; i < argc; ++i) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long x = 0;
+        int ok = 1;
+        if (strcmp(a, "--phantom") == 0) continue;
+        else if (strcmp(a, "--streamlines") == 0) ok = cli_parse_long(cmd, a, v, 2, 100000000, &x), o.n_streamlines = (int32_t)x, ++i;
+        else if (strcmp(a, "--false") == 0) ok = cli_parse_double(cmd, a, v, 0, 1, &o.false_fraction), ++i;
+        else if (strcmp(a, "--snr") == 0) ok = cli_parse_double(cmd, a, v, 0, 1e12, &o.snr), ++i;
+        else if (strcmp(a, "--bundles") == 0) ok = cli_parse_long(cmd, a, v, 2, 10000, &x), o.n_bundles = (int32_t)x, ++i;
+        else if (strcmp(a, "--grid") == 0) ok = cli_parse_long(cmd, a, v, 24, 512, &x), o.grid = (int32_t)x, ++i;
+        else if (strcmp(a, "--theta") == 0) ok = cli_parse_long(cmd, a, v, 2, 4096, &x), o.n_directions = (int32_t)x, ++i;
+        else if (strcmp(a, "--b") == 0) ok = cli_parse_double(cmd, a, v, 1, 1e5, &o.b_value), ++i;
+        else if (strcmp(a, "--seed") == 0) ok = cli_parse_long(cmd, a, v, 0, 1LL << 62, &x), o.seed = (uint64_t)x, ++i;
+        else return cli_usage_error(cmd, "unknown option or missing value '%s'", a);
+        if (!ok) return 2;
+    }
+    ns_life_phantom_stats ps;
+    ns_status s = ns_life_phantom_write(&o, argv[1], &ps);
+    if (s != NS_OK) return cli_status_error(cmd, s);
+    printf("%s: %lld streamlines (%lld true in %d bundles, %lld bridges, %lld random curves), %lld nodes, "
+           "%d^3 voxels of 2 mm, 2 b=0 + %d directions at b = %g, SNR %g\n",
+           argv[1], (long long)ps.n_streamlines, (long long)ps.n_true, (int)ps.n_bundles, (long long)ps.n_bridges,
+           (long long)ps.n_random, (long long)ps.n_nodes, (int)o.grid, (int)o.n_directions, o.b_value, o.snr);
+    return 0;
+}
+
 static int synth(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') return cli_usage_error("life synth", "missing output directory");
+    for (int i = 2; i < argc; ++i)
+        if (strcmp(argv[i], "--phantom") == 0) return synth_phantom(argc, argv);
     const char *dir = argv[1];
     ns_life_synth_options o;
     ns_life_synth_options_init(&o);

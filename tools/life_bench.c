@@ -37,7 +37,8 @@ static void help(void) {
            "  --quick              small models: fibers 5000,10000, L 60, iters 20, repeats 3\n"
            "  --csv FILE           write every row\n"
            "  --plot FILE.png      draw the figures (needs --csv and matplotlib)\n"
-           "  --json               one JSON document on stdout instead of the tables\n");
+           "  --json               one JSON document on stdout instead of the tables\n"
+           "  --quality DIR        pruning quality on a ground-truth phantom instead (bench life --quality --help)\n");
 }
 
 typedef struct row {
@@ -294,6 +295,8 @@ static void write_json(const bench *B, const char *device) {
 }
 
 int bench_life(int argc, char **argv) {
+    for (int i = 1; i < argc; ++i)
+        if (strcmp(argv[i], "--quality") == 0) return bench_life_quality(argc, argv);
     bench B;
     memset(&B, 0, sizeof B);
     B.cpu = 1, B.gpu = -1, B.repeats = 5, B.iters = 500, B.naive_iters = 4, B.copy_bw = -1;
