@@ -231,11 +231,12 @@ typedef struct ns_life_fit_options {
     double rtol_gradient;    /* (1e-3) */
     double lambda;           /* ReAl-LiFE L1 weight (0): gradient + lambda */
     /* Tikhonov (ridge) weight R, relative (0 = off): adds 0.5 mu ||w||^2 to the objective with
-     * mu = R x the mean over fibers of ENCODE's diagonal h_f (about the mean squared column
-     * norm of M), so R does not depend on the signal's scale. Spreads weight evenly over
-     * streamlines the data cannot tell apart instead of keeping an arbitrary few (NNLS's
-     * vertex solutions); docs/life.md, "Pruning quality", has the evidence (R = 4 on the
-     * phantoms). */
+     * mu = R ||M 1||^2 / n_fibers (the Rayleigh quotient of M^T M at equal weights, about its
+     * largest eigenvalue), so R depends neither on the signal's scale nor on the streamline
+     * density. Spreads weight evenly over streamlines the data cannot tell apart instead of
+     * keeping an arbitrary few (NNLS's vertex solutions); costs one product more. Evidence
+     * (docs/life.md, "Pruning quality"): R = 0.1 ranks true above false streamlines best on
+     * the phantoms. */
     double ridge;
     int preconditioner;      /* ENCODE's diagonal preconditioner (0 = off) */
     const double *w0;        /* start (NULL: zeros) */
