@@ -275,6 +275,38 @@ static void against_ridge(uint64_t seed, double noise, int precond, double R) {
     ns_life_model_destroy(m);
 }
 
+/* ns_life_roc_auc on ROCs small enough to check by hand. */
+static void roc_auc_hand(void) {
+    /* positives 0.9, 0.8, 0.3; negatives 0.8, 0, 0: pairs won 3 + (0.5 + 2) + 2 = 7.5 of 9 */
+    const double s1[] = {0.9, 0.8, 0.8, 0.3, 0.0, 0.0};
+    const int32_t l1[] = {1, 0, 1, 1, 0, 0};
+    double a = -1;
+    CHECK_OK(ns_life_roc_auc(s1, l1, 6, &a));
+    CHECK_MSG(fabs(a - 7.5 / 9.0) < 1e-15, "AUC %.17g, expected 7.5/9", a);
+    const double s2[] = {1, 2, 3, 4};
+    const int32_t up[] = {0, 0, 1, 1}, down[] = {1, 1, 0, 0};
+    CHECK_OK(ns_life_roc_auc(s2, up, 4, &a));
+    CHECK(a == 1.0);
+    CHECK_OK(ns_life_roc_auc(s2, down, 4, &a));
+    CHECK(a == 0.0);
+    const double tied[] = {0, 0, 0, 0, 0}; /* all weights pruned: no information */
+    const int32_t l3[] = {1, 0, 1, 1, 0};
+    CHECK_OK(ns_life_roc_auc(tied, l3, 5, &a));
+    CHECK(a == 0.5);
+    /* 1 positive above 2 of 3 negatives, tied with the third: (2 + 0.5) / 3 */
+    const double s4[] = {5, 5, 1, 2};
+    const int32_t l4[] = {1, 0, 0, 0};
+    CHECK_OK(ns_life_roc_auc(s4, l4, 4, &a));
+    CHECK(fabs(a - 2.5 / 3.0) < 1e-15);
+    const int32_t one_class[] = {1, 1, 1, 1}, bad_label[] = {1, 0, 2, 0};
+    CHECK(ns_life_roc_auc(s2, one_class, 4, &a) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(ns_last_error(), "both classes") != NULL);
+    CHECK(ns_life_roc_auc(s2, bad_label, 4, &a) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(ns_last_error(), "entry 2") != NULL);
+    const double nan_score[] = {1, NAN, 3, 4};
+    CHECK(ns_life_roc_auc(nan_score, up, 4, &a) == NS_ERR_INVALID_ARGUMENT);
+}
+
 static void variants_agree(void) {
     ns_life_model_t *m = tiny_model(96, 10, 200, 8, 0.1, 33);
     CHECK(m != NULL);
@@ -365,6 +397,7 @@ int main(void) {
     against_nnls(3, 0.3, 1);
     against_nnls(4, 1.0, 0);
     kkt_lambda(0.05);
+    roc_auc_hand();
     against_ridge(5, 0.3, 0, 0.1);
     against_ridge(6, 1.0, 0, 1.0);
     against_ridge(7, 0.3, 1, 0.1);
