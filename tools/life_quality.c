@@ -36,7 +36,7 @@ static void help(void) {
            "                       (10000, 0.3, 20, 12, 1)\n"
            "  --settings LIST      fits to score, comma-separated; each nnls, lambda=X (ReAl-LiFE L1),\n"
            "                       ridge=R (life fit --ridge) or a '+' combination\n"
-           "                       (default nnls,lambda=3e6,ridge=0.1)\n"
+           "                       (default nnls,lambda=3e6,ridge=0.2)\n"
            "  --nodes sum|mean --L N --axial A --radial R   the model (life build's defaults)\n"
            "  --iters N --rtolo R --rtolg R --threads T      the fit (life fit's defaults)\n"
            "  --csv FILE           one row per setting\n");
@@ -98,7 +98,7 @@ int bench_life_quality(int argc, char **argv) {
     lo.backend = NS_BACKEND_CPU;
     setting settings[MAX_SETTINGS];
     int n_settings = 0, phantom_given = 0;
-    if (!parse_settings("nnls,lambda=3e6,ridge=0.1", settings, &n_settings)) return 2;
+    if (!parse_settings("nnls,lambda=3e6,ridge=0.2", settings, &n_settings)) return 2;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long x = 0;
@@ -192,9 +192,10 @@ int bench_life_quality(int argc, char **argv) {
         time_t now = time(NULL);
         strftime(date, sizeof date, "%Y-%m-%d %H:%M", gmtime(&now));
         printf("neurosolve bench life --quality  %s UTC  %s: %d fibers (%lld true), %d voxels, %lld coefficients, "
-               "nodes %s, L %d, %s backend, %d threads\n",
+               "nodes %s, L %d, kernel axial %g radial %g, %s backend, %d threads\n",
                date, dir, (int)F, n_true, ns_life_model_n_voxels(m), (long long)ns_life_model_n_coeffs(m),
-               bo.nodes == NS_LIFE_NODES_SUM ? "sum" : "mean", (int)bo.dictionary_l,
+               bo.nodes == NS_LIFE_NODES_SUM ? "sum" : "mean", (int)bo.dictionary_l, bo.axial_diffusivity,
+               bo.radial_diffusivity,
                ns_backend_name(ns_life_engine_backend(e)), (int)ns_life_engine_threads(e));
         printf("%-22s %6s %8s %8s %7s %9s %6s %9s %8s %7s %7s  %s\n", "setting", "AUC", "vs bridges", "vs random",
                "kept", "precision", "recall", "prec@top", "residual", "updates", "seconds", "stop");
