@@ -9,7 +9,8 @@
 #   5. life fit --ridge 0.2 on the GPU against the CPU (fixed 30 updates: weights must agree).
 # DIPY travels unpacked in .whl/site-dipy (dipy 1.12.1 cp312 + nibabel, tqdm, trx-python,
 # packaging): carry ".whl/site-dipy". Without it step 3 runs neurosolve alone.
-# Usage: bash bench/device_lifeq.sh [STEP...]   (steps: build gputest phantoms dipy quality gpuridge)
+# Usage: bash bench/device_lifeq.sh [STEP...]   (default, in this order: build phantoms dipy quality gputest
+# gpuridge; the most important first, so that a run cut short still returns the DIPY table)
 # Files under $OUT (<= 8): summary.txt, dipy_bench.jsonl, quality.txt, quality_10k.csv,
 # quality_30k.csv, gpu_ridge.txt, machine.txt, logs.tgz. About 6-8 minutes.
 set -u
@@ -21,7 +22,7 @@ mkdir -p "$LOG"
 BUILD=${BUILD:-$ROOT/build-lifeq}
 NS=$BUILD/neurosolve
 P=/tmp/ns_lifeq_phantoms
-STEPS=${*:-build gputest phantoms dipy quality gpuridge}
+STEPS=${*:-build phantoms dipy quality gputest gpuridge}
 run() { # run NAME TIMEOUT CMD...
     local name=$1 t=$2; shift 2
     local t0=$(date +%s)
