@@ -7,8 +7,9 @@
 #      life build + life fit (defaults, fresh model folder) vs DIPY's FiberModel.fit, same run;
 #   4. bench life --quality on both phantoms (all cores);
 #   5. life fit --ridge 0.2 on the GPU against the CPU (fixed 30 updates: weights must agree).
-# DIPY travels unpacked in .whl/site-dipy (dipy 1.12.1 cp312 + nibabel, tqdm, trx-python,
-# packaging): carry ".whl/site-dipy". Without it step 3 runs neurosolve alone.
+# DIPY travels unpacked in .whl/site-dipy (dipy 1.12.1 cp312, nibabel 5.4.2, trx-python 0.6; numpy,
+# scipy, h5py, packaging and tqdm come from the image): carry ".whl/site-dipy" (39 MB). Without it
+# step 3 runs neurosolve alone.
 # Usage: bash bench/device_lifeq.sh [STEP...]   (default, in this order: build phantoms dipy quality gputest
 # gpuridge; the most important first, so that a run cut short still returns the DIPY table)
 # Files under $OUT (<= 8): summary.txt, dipy_bench.jsonl, quality.txt, quality_10k.csv,
