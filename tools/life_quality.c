@@ -99,6 +99,11 @@ int bench_life_quality(int argc, char **argv) {
     setting settings[MAX_SETTINGS];
     int n_settings = 0, phantom_given = 0;
     if (!parse_settings("nnls,lambda=3e6,ridge=0.2", settings, &n_settings)) return 2;
+    for (int i = 1; i < argc; ++i)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            help();
+            return 0;
+        }
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long x = 0;
