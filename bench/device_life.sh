@@ -146,7 +146,7 @@ fi
 # 4) Nsight Compute: the first two product launches (M w, then M^T y) of GPU-reference and of
 #    the AUTO choice at 500,000 fibers.
 if has ncu && command -v ncu > /dev/null; then
-  $NS life synth /tmp/m500k --fibers 500000 > /dev/null 2>&1
+  $NS life synth /tmp/m500k --fibers 500000 --L 360 > /dev/null 2>&1
   for v in naive-atom voxel-voxel; do
     timeout 50 ncu --clock-control none -k 'regex:ref_m|voxel_mw|key_mty' --launch-count 2 \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__t_bytes.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed_op_global_red.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed \

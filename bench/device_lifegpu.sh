@@ -55,7 +55,7 @@ if has products; then
 fi
 
 if has ncu && command -v ncu > /dev/null; then
-  $NS life synth /tmp/lifegpu_m500k --fibers 500000 > /dev/null 2>&1
+  $NS life synth /tmp/lifegpu_m500k --fibers 500000 --L 360 > /dev/null 2>&1
   for v in voxel-voxel voxel-f32d; do
     timeout 60 ncu --clock-control none -k 'regex:voxel_mw|key_mty|voxel_mty_f32' --launch-skip 2 --launch-count 2 \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__t_bytes.sum \

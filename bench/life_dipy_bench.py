@@ -1,22 +1,23 @@
 #!/usr/bin/env python3
 """End-to-end LiFE against DIPY on the same phantom in the same run (issue 21, part 5).
 
-    OMP_NUM_THREADS=2 python3 bench/life_dipy_bench.py NEUROSOLVE PHANTOM_DIR [--repeats 2] [--dipy]
+    neurosolve life synth P10K --phantom --streamlines 10000          (the phantom, docs/life.md)
+    taskset -c 0,1 env OMP_NUM_THREADS=2 python3 bench/life_dipy_bench.py NEUROSOLVE P10K [--repeats 2] [--dipy]
 
 neurosolve: `life build` + `life fit` with default settings (a fresh model folder each repeat, so the
 variant timing is paid every time); DIPY: dipy.tracking.life.FiberModel(gtab).fit(data, streamlines)
 (nibabel loads; model setup + its solver, default settings), run in a child process. Each side: wall
-seconds and peak resident memory (/usr/bin/time -v), and the relative residual
+seconds, CPU seconds and peak resident memory of the child (os.wait4's rusage), and the relative residual
 ||y - Mw|| / ||y|| of the demeaned signal in scanner units over the model's voxels (DIPY's is
 computed on its own model; both models hold the same voxels)."""
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 DIPY_CHILD = r'''
 import sys, json, time, numpy as np, nibabel as nib
@@ -44,15 +45,20 @@ np.save(sys.argv[2], beta)
 
 
 def timed(cmd, env=None):
-    p = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True, env=env)
+    """Run cmd; wall seconds, peak RSS [MB] and (timed.cpu) user + system CPU seconds of the child."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        _, status, ru = os.wait4(p.pid, 0)
+        sec = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
     if p.returncode != 0:
-        sys.exit(f"{cmd[0]} failed: {p.stderr[-2000:]}")
-    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", p.stderr).group(1)
-    sec = sum(float(x) * 60 ** i for i, x in enumerate(reversed(wall.split(":"))))
-    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr).group(1))
-    cpu = sum(float(re.search(rf"{k} time \(seconds\): (\S+)", p.stderr).group(1)) for k in ("User", "System"))
-    timed.cpu = cpu  # CPU seconds: the fairer measure on a loaded machine
-    return p.stdout, sec, rss / 1024.0
+        sys.exit(f"{cmd[0]} failed: {stderr[-2000:]}")
+    timed.cpu = ru.ru_utime + ru.ru_stime  # CPU seconds: the fairer measure on a loaded machine
+    return stdout, sec, ru.ru_maxrss / 1024.0
 
 
 def main():
@@ -91,6 +97,11 @@ def main():
                        "relative_residual": r["relative_residual"], "kept": r["kept"]}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
+                ns = rows[-2]
+                print(json.dumps({"repeat": rep, "wall_ratio": t / ns["total_s"], "cpu_ratio": timed.cpu / ns["cpu_s"],
+                                  "memory_ratio": mem / ns["peak_mb"],
+                                  "neurosolve_residual_at_or_below_dipy": ns["relative_residual"] <=
+                                  r["relative_residual"] + 1e-4}), flush=True)
 
 
 if __name__ == "__main__":

@@ -16,3 +16,13 @@ if(Python3_FOUND)
   set_tests_properties(life_cli PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "OMP_WAIT_POLICY=passive")
 endif()
+
+# The ground-truth phantom recomputed in numpy and the quality benchmark's AUC
+# against one computed from life fit's weights (about 5 s of CPU).
+if(Python3_FOUND)
+  add_test(NAME life_phantom
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_life_phantom.py
+            $<TARGET_FILE:neurosolve_cli>)
+  set_tests_properties(life_phantom PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                       ENVIRONMENT "OMP_WAIT_POLICY=passive")
+endif()

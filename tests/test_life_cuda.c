@@ -203,6 +203,43 @@ static void fits(ns_life_model_t *m) {
     free(ref), free(w);
 }
 
+/* The ridge (life fit --ridge) runs through the same vector operations on the device: 50
+ * updates on the GPU give the CPU's weights and the same mu. */
+static void ridge_fits(ns_life_model_t *m) {
+    const int64_t F = ns_life_model_n_fibers(m);
+    double *ref = malloc((size_t)F * 8), *w = malloc((size_t)F * 8);
+    ns_life_fit_options fo;
+    ns_life_fit_options_init(&fo);
+    fo.max_iterations = 51;
+    fo.tol_gradient = fo.tol_objective = 0.0;
+    fo.rtol_gradient = fo.rtol_objective = 0.0;
+    fo.ridge = 0.2;
+    for (int pre = 0; pre <= 1; ++pre) {
+        fo.preconditioner = pre;
+        ns_life_engine_t *e = NULL;
+        ns_life_fit_result rc, rg;
+        CHECK_OK(make_engine(m, NS_BACKEND_CPU, NS_LIFE_NAIVE, 0, &e));
+        CHECK_OK(ns_life_fit(e, &fo, ref, NULL, &rc));
+        ns_life_engine_destroy(e);
+        const ns_life_variant vs[2] = {NS_LIFE_VOXEL_VOXEL, NS_LIFE_COEFF_ATOM};
+        for (int i = 0; i < 2; ++i) {
+            e = NULL;
+            CHECK_OK(make_engine(m, NS_BACKEND_CUDA, vs[i], 0, &e));
+            if (!e) continue;
+            busy_default_stream();
+            CHECK_OK(ns_life_fit(e, &fo, w, NULL, &rg));
+            CHECK(rg.updates == 50);
+            CHECK_MSG(rc.ridge_mu > 0 && fabs(rg.ridge_mu - rc.ridge_mu) <= 1e-12 * rc.ridge_mu,
+                      "ridge mu %.17g (cuda) vs %.17g (cpu)", rg.ridge_mu, rc.ridge_mu);
+            const double err = rel_inf(w, ref, F);
+            CHECK_MSG(err <= 1e-9, "ridge, precond %d cuda %s: weights differ by %.3g", pre,
+                      ns_life_variant_name(vs[i]), err);
+            ns_life_engine_destroy(e);
+        }
+    }
+    free(ref), free(w);
+}
+
 int main(void) {
     int n = 0;
     if (ns_cuda_device_count(&n) != NS_OK || n == 0) CHECK_SKIP("no GPU");
@@ -211,6 +248,7 @@ int main(void) {
     if (!m) return check_summary("test_life_cuda");
     products(m, "n_theta 96");
     fits(m);
+    ridge_fits(m);
     /* too little device memory: a clear status, no crash */
     ns_life_engine_t *e = NULL;
     CHECK(make_engine(m, NS_BACKEND_CUDA, NS_LIFE_AUTO, 4096, &e) == NS_ERR_DEVICE_MEMORY);

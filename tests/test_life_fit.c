@@ -202,6 +202,111 @@ static void kkt_lambda(double lambda) {
     ns_life_model_destroy(m);
 }
 
+
+/* The ridge (Tikhonov) option against Lawson-Hanson on the augmented problem
+ * [M; sqrt(mu) I] w ~ [b; 0], mu = R ||M 1||^2 / cols computed here from the
+ * dense M: min 0.5 ||M w - b||^2 + 0.5 mu ||w||^2 over w >= 0. */
+static void against_ridge(uint64_t seed, double noise, int precond, double R) {
+    ns_life_model_t *m = tiny_model(16, 6, 25, 6, noise, seed);
+    CHECK(m != NULL);
+    if (!m) return;
+    csr c;
+    CHECK(csr_build(m, &c));
+    const int rows = (int)c.rows, cols = (int)c.cols, ra = rows + cols;
+    double *A = calloc((size_t)ra * cols, sizeof *A);
+    for (int r = 0; r < rows; ++r)
+        for (int64_t j = c.ptr[r]; j < c.ptr[r + 1]; ++j) A[(size_t)c.col[j] * ra + r] += c.val[j];
+    double m1 = 0.0; /* ||M 1||^2 */
+    for (int r = 0; r < rows; ++r) {
+        double s = 0.0;
+        for (int j = 0; j < cols; ++j) s += A[(size_t)j * ra + r];
+        m1 += s * s;
+    }
+    const double mu = R * m1 / cols;
+    for (int j = 0; j < cols; ++j) A[(size_t)j * ra + rows + j] = sqrt(mu);
+    const double *b0 = ns_life_model_signal(m);
+    double *b = calloc((size_t)ra, sizeof *b);
+    memcpy(b, b0, (size_t)rows * sizeof *b);
+    double *x_lh = malloc((size_t)cols * sizeof *x_lh), *w = malloc((size_t)cols * sizeof *w),
+           *w_nnls = malloc((size_t)cols * sizeof *w_nnls);
+    lawson_hanson(A, ra, cols, b, x_lh);
+    double ww = 0.0;
+    for (int j = 0; j < cols; ++j) ww += x_lh[j] * x_lh[j];
+    const double f_lh = objective(&c, x_lh, b0) + 0.5 * mu * ww;
+
+    ns_life_fit_options fo;
+    ns_life_fit_options_init(&fo);
+    fo.max_iterations = 20000;
+    fo.tol_gradient = 1e-13;
+    fo.tol_objective = 0.0;
+    fo.rtol_objective = fo.rtol_gradient = 0.0;
+    fo.preconditioner = precond;
+    ns_life_fit_result res;
+    CHECK_OK(fit(m, NS_LIFE_VOXEL_VOXEL, 2, &fo, w_nnls, NULL, &res)); /* no ridge */
+    CHECK(res.ridge_mu == 0.0);
+    fo.ridge = R;
+    CHECK_OK(fit(m, NS_LIFE_COEFF_ATOM, 2, &fo, w, NULL, &res));
+    ww = 0.0;
+    double diff = 0.0, scale = 0.0, moved = 0.0;
+    for (int j = 0; j < cols; ++j) {
+        ww += w[j] * w[j];
+        diff = fmax(diff, fabs(w[j] - x_lh[j]));
+        scale = fmax(scale, fabs(x_lh[j]));
+        moved = fmax(moved, fabs(w[j] - w_nnls[j]));
+    }
+    const double f_sbb = objective(&c, w, b0) + 0.5 * mu * ww;
+    printf("ridge R %g (mu %.6g, engine %.6g) seed %llu precond %d: LH %.12g, SBBNNLS %.12g (%d updates), "
+           "max |w - w_LH| %.2e of %.2e, moved %.2e from NNLS\n", R, mu, res.ridge_mu, (unsigned long long)seed,
+           precond, f_lh, f_sbb, (int)res.updates, diff, scale, moved);
+    CHECK_MSG(fabs(res.ridge_mu - mu) <= 1e-12 * mu, "mu %.17g vs %.17g", res.ridge_mu, mu);
+    CHECK_MSG(fabs(f_sbb - f_lh) <= 1e-9 * f_lh, "ridge objective %.15g vs LH %.15g", f_sbb, f_lh);
+    CHECK_MSG(fabs(res.objective - f_sbb) <= 1e-9 * f_sbb, "reported objective %.15g vs %.15g", res.objective, f_sbb);
+    CHECK_MSG(diff <= 1e-6 * scale, "weights differ from LH by %.3g", diff);
+    CHECK_MSG(moved > 1e-3 * scale, "the ridge did not change the weights (%.3g)", moved);
+    for (int j = 0; j < cols; ++j) CHECK(w[j] >= 0.0);
+    /* bad values */
+    fo.ridge = -1.0;
+    CHECK(fit(m, NS_LIFE_COEFF_ATOM, 1, &fo, w, NULL, &res) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(ns_last_error(), "ridge") != NULL);
+    fo.ridge = NAN;
+    CHECK(fit(m, NS_LIFE_COEFF_ATOM, 1, &fo, w, NULL, &res) == NS_ERR_INVALID_ARGUMENT);
+    free(A), free(b), free(x_lh), free(w), free(w_nnls);
+    csr_free(&c);
+    ns_life_model_destroy(m);
+}
+
+/* ns_life_roc_auc on ROCs small enough to check by hand. */
+static void roc_auc_hand(void) {
+    /* positives 0.9, 0.8, 0.3; negatives 0.8, 0, 0: pairs won 3 + (0.5 + 2) + 2 = 7.5 of 9 */
+    const double s1[] = {0.9, 0.8, 0.8, 0.3, 0.0, 0.0};
+    const int32_t l1[] = {1, 0, 1, 1, 0, 0};
+    double a = -1;
+    CHECK_OK(ns_life_roc_auc(s1, l1, 6, &a));
+    CHECK_MSG(fabs(a - 7.5 / 9.0) < 1e-15, "AUC %.17g, expected 7.5/9", a);
+    const double s2[] = {1, 2, 3, 4};
+    const int32_t up[] = {0, 0, 1, 1}, down[] = {1, 1, 0, 0};
+    CHECK_OK(ns_life_roc_auc(s2, up, 4, &a));
+    CHECK(a == 1.0);
+    CHECK_OK(ns_life_roc_auc(s2, down, 4, &a));
+    CHECK(a == 0.0);
+    const double tied[] = {0, 0, 0, 0, 0}; /* all weights pruned: no information */
+    const int32_t l3[] = {1, 0, 1, 1, 0};
+    CHECK_OK(ns_life_roc_auc(tied, l3, 5, &a));
+    CHECK(a == 0.5);
+    /* 1 positive above 2 of 3 negatives, tied with the third: (2 + 0.5) / 3 */
+    const double s4[] = {5, 5, 1, 2};
+    const int32_t l4[] = {1, 0, 0, 0};
+    CHECK_OK(ns_life_roc_auc(s4, l4, 4, &a));
+    CHECK(fabs(a - 2.5 / 3.0) < 1e-15);
+    const int32_t one_class[] = {1, 1, 1, 1}, bad_label[] = {1, 0, 2, 0};
+    CHECK(ns_life_roc_auc(s2, one_class, 4, &a) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(ns_last_error(), "both classes") != NULL);
+    CHECK(ns_life_roc_auc(s2, bad_label, 4, &a) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(ns_last_error(), "entry 2") != NULL);
+    const double nan_score[] = {1, NAN, 3, 4};
+    CHECK(ns_life_roc_auc(nan_score, up, 4, &a) == NS_ERR_INVALID_ARGUMENT);
+}
+
 static void variants_agree(void) {
     ns_life_model_t *m = tiny_model(96, 10, 200, 8, 0.1, 33);
     CHECK(m != NULL);
@@ -292,6 +397,10 @@ int main(void) {
     against_nnls(3, 0.3, 1);
     against_nnls(4, 1.0, 0);
     kkt_lambda(0.05);
+    roc_auc_hand();
+    against_ridge(5, 0.3, 0, 0.1);
+    against_ridge(6, 1.0, 0, 1.0);
+    against_ridge(7, 0.3, 1, 0.1);
     variants_agree();
     return check_summary("test_life_fit");
 }

@@ -94,6 +94,15 @@ int main(int argc, char **argv) {
     memcpy(w0, wl, (size_t)nf * sizeof *w0);
     MPI_Bcast(w0, nf, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     CHECK(memcmp(w0, wl, (size_t)nf * sizeof *w0) == 0);
+    /* the ridge: mu from ||M 1||^2 summed over processes, the same weights as one process */
+    fo.ridge = 0.1;
+    CHECK_OK(ns_life_fit(ge, &fo, wg, NULL, &rg));
+    CHECK_OK(ns_mpi_life_fit(MPI_COMM_WORLD, le, &fo, wl, NULL, &rl));
+    CHECK_MSG(rg.ridge_mu > 0 && fabs(rl.ridge_mu - rg.ridge_mu) <= 1e-12 * rg.ridge_mu,
+              "ridge mu %.17g (distributed) vs %.17g", rl.ridge_mu, rg.ridge_mu);
+    const double er = rel_inf(wl, wg, nf);
+    CHECK_MSG(er <= 1e-10, "ridge weights: %.3e from the single-process fit", er);
+    fo.ridge = 0.0;
     /* the preconditioner needs a sum SBBNNLS does not do: refused everywhere */
     fo.preconditioner = 1;
     CHECK(ns_mpi_life_fit(MPI_COMM_WORLD, le, &fo, wl, NULL, NULL) == NS_ERR_UNSUPPORTED);

@@ -16,7 +16,7 @@
 static void help(void) {
     printf("usage: mpirun -np K neurosolve bench scale [options]\n"
            "  --fibers N        synthetic model with N fibers (default 50000)\n"
-           "  --grid X,Y,Z --L N --theta N --seed S   the synthetic model (see life synth)\n"
+           "  --grid X,Y,Z --L N --theta N --seed S   the synthetic model (see life synth; L 360 here)\n"
            "  --model DIR       load a model directory instead (life synth --out DIR)\n"
            "  --iters N         SBBNNLS updates, fixed: tolerances off (default 50)\n"
            "  --backend cpu|cuda  (default auto: cuda when a GPU is usable)\n"
@@ -32,6 +32,7 @@ static void help(void) {
 int bench_scale(int argc, char **argv) {
     ns_life_synth_options so;
     ns_life_synth_options_init(&so);
+    so.dictionary_l = 360; /* the paper's models (ENCODE's L): the benchmark tables are on them */
     ns_life_options lo;
     ns_life_options_init(&lo);
     const char *model_dir = NULL, *out = NULL;

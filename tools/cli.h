@@ -24,6 +24,7 @@ int bench_hines(int argc, char **argv);
 int bench_hines_mixed(int argc, char **argv); /* bench hines --mixed */
 int bench_tridiag(int argc, char **argv);
 int bench_life(int argc, char **argv);
+int bench_life_quality(int argc, char **argv); /* bench life --quality (tools/life_quality.c) */
 int bench_life_scale(int argc, char **argv);
 int bench_sim(int argc, char **argv);
 int bench_scale(int argc, char **argv); /* MPI scaling (tools/bench_scale.c) */

@@ -24,20 +24,27 @@ static void help(void) {
            "synth options (defaults: the paper's structure, docs/life.md):\n"
            "  --fibers N         streamlines (50000)\n"
            "  --theta N          gradient directions (96)\n"
-           "  --L N              dictionary steps: (L-1)L+1 atoms (360 -> 129,241)\n"
+           "  --L N              dictionary steps: (L-1)L+1 atoms (180 -> 32,221, as life build)\n"
            "  --b B              b-value [s/mm^2] (2000)\n"
            "  --grid X,Y,Z       voxel grid (72,88,72: about 150,000-250,000 voxels touched)\n"
            "  --length L         mean streamline length [voxels] (90)\n"
            "  --curvature C      random turn per 0.5-voxel step [rad] (0.05)\n"
            "  --active F         fraction of fibers with a non-zero true weight (0.5)\n"
            "  --noise S          Gaussian noise sd relative to the signal rms (0)\n"
-           "  --seed S           (1)\n\n"
+           "  --seed S           (1)\n"
+           "  --phantom          a ground-truth phantom instead (docs/life.md, \"Pruning quality\"):\n"
+           "                     DIR/dwi.nii, dwi.bval, dwi.bvec, tracks.tck, labels.npy, kinds.npy,\n"
+           "                     bundles.npy; options --streamlines N (10000) --false F (0.3)\n"
+           "                     --snr S (20; 0: none) --bundles B (12) --grid N (48) --theta N (30)\n"
+           "                     --b B (2000) --seed S (1)\n\n"
            "fit options:\n"
            "  --iters N          ENCODE's maxit (500): at most N-1 updates\n"
            "  --backend B        cpu, cuda or auto (auto)\n"
            "  --out FILE         weights as a float64 NPY vector (weights.npy)\n"
            "  --history FILE     objective after each update (default: OUT with _history)\n"
            "  --lambda L         ReAl-LiFE L1 weight (0)\n"
+           "  --ridge R          Tikhonov weight relative to ||M 1||^2 / fibers (0; 0.1 ranks true\n"
+           "                     above false streamlines best on the phantoms, docs/life.md)\n"
            "  --preconditioner   ENCODE's diagonal preconditioner\n"
            "  --tolg T --tolo T  ENCODE's absolute stopping tolerances (1e-5 each; 0 disables)\n"
            "  --rtolg R          stop when the projected gradient < R x its start (1e-3; 0 disables)\n"
@@ -50,8 +57,41 @@ static void help(void) {
            "  --json             one JSON document on stdout\n");
 }
 
+/* life synth DIR --phantom: the ground-truth phantom (image, gradients, tractogram, truth). */
+static int synth_phantom(int argc, char **argv) {
+    const char *cmd = "life synth --phantom";
+    ns_life_phantom_options o;
+    ns_life_phantom_options_init(&o);
+    for (int i = 2; i < argc; ++i) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long x = 0;
+        int ok = 1;
+        if (strcmp(a, "--phantom") == 0) continue;
+        else if (strcmp(a, "--streamlines") == 0) ok = cli_parse_long(cmd, a, v, 2, 100000000, &x), o.n_streamlines = (int32_t)x, ++i;
+        else if (strcmp(a, "--false") == 0) ok = cli_parse_double(cmd, a, v, 0, 1, &o.false_fraction), ++i;
+        else if (strcmp(a, "--snr") == 0) ok = cli_parse_double(cmd, a, v, 0, 1e12, &o.snr), ++i;
+        else if (strcmp(a, "--bundles") == 0) ok = cli_parse_long(cmd, a, v, 2, 10000, &x), o.n_bundles = (int32_t)x, ++i;
+        else if (strcmp(a, "--grid") == 0) ok = cli_parse_long(cmd, a, v, 24, 512, &x), o.grid = (int32_t)x, ++i;
+        else if (strcmp(a, "--theta") == 0) ok = cli_parse_long(cmd, a, v, 2, 4096, &x), o.n_directions = (int32_t)x, ++i;
+        else if (strcmp(a, "--b") == 0) ok = cli_parse_double(cmd, a, v, 1, 1e5, &o.b_value), ++i;
+        else if (strcmp(a, "--seed") == 0) ok = cli_parse_long(cmd, a, v, 0, 1LL << 62, &x), o.seed = (uint64_t)x, ++i;
+        else return cli_usage_error(cmd, "unknown option or missing value '%s'", a);
+        if (!ok) return 2;
+    }
+    ns_life_phantom_stats ps;
+    ns_status s = ns_life_phantom_write(&o, argv[1], &ps);
+    if (s != NS_OK) return cli_status_error(cmd, s);
+    printf("%s: %lld streamlines (%lld true in %d bundles, %lld bridges, %lld random curves), %lld nodes, "
+           "%d^3 voxels of 2 mm, 2 b=0 + %d directions at b = %g, SNR %g\n",
+           argv[1], (long long)ps.n_streamlines, (long long)ps.n_true, (int)ps.n_bundles, (long long)ps.n_bridges,
+           (long long)ps.n_random, (long long)ps.n_nodes, (int)o.grid, (int)o.n_directions, o.b_value, o.snr);
+    return 0;
+}
+
 static int synth(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') return cli_usage_error("life synth", "missing output directory");
+    for (int i = 2; i < argc; ++i)
+        if (strcmp(argv[i], "--phantom") == 0) return synth_phantom(argc, argv);
     const char *dir = argv[1];
     ns_life_synth_options o;
     ns_life_synth_options_init(&o);
@@ -205,6 +245,7 @@ static int fit(int argc, char **argv) {
         } else if (strcmp(a, "--out") == 0 && v) out = v, ++i;
         else if (strcmp(a, "--history") == 0 && v) hist_path = v, ++i;
         else if (strcmp(a, "--lambda") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.lambda), ++i;
+        else if (strcmp(a, "--ridge") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.ridge), ++i;
         else if (strcmp(a, "--tolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.tol_gradient), ++i;
         else if (strcmp(a, "--tolo") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.tol_objective), ++i;
         else if (strcmp(a, "--rtolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.rtol_gradient), ++i;
@@ -289,6 +330,7 @@ static int fit(int argc, char **argv) {
             json_int(&j, "updates", r.updates);
             json_string(&j, "stop", ns_life_stop_name(r.stop));
             json_double(&j, "objective", r.objective);
+            json_double(&j, "ridge_mu", r.ridge_mu);
             json_double(&j, "projected_gradient", r.projected_gradient);
             json_double(&j, "projected_gradient_start", r.projected_gradient_start);
             json_int(&j, "nonzero", r.nonzero);

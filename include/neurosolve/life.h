@@ -91,7 +91,7 @@ NS_API ns_status ns_life_vector_load(const char *path, double **values, int64_t 
 
 typedef struct ns_life_synth_options {
     int32_t n_theta;        /* gradient directions on the sphere (96) */
-    int32_t dictionary_l;   /* ENCODE's L: (L - 1) * L + 1 atoms (360 -> 129,241) */
+    int32_t dictionary_l;   /* ENCODE's L: (L - 1) * L + 1 atoms (180 -> 32,221, as life build; ENCODE's 360 -> 129,241) */
     double b_value;         /* [s/mm^2] (2000) */
     double axial_diffusivity; /* [um^2/ms] of the stick (1.0, ENCODE's default) */
     int32_t n_fibers;       /* streamlines (50,000) */
@@ -235,6 +235,14 @@ typedef struct ns_life_fit_options {
     double rtol_objective;   /* (1e-5) */
     double rtol_gradient;    /* (1e-3) */
     double lambda;           /* ReAl-LiFE L1 weight (0): gradient + lambda */
+    /* Tikhonov (ridge) weight R, relative (0 = off): adds 0.5 mu ||w||^2 to the objective with
+     * mu = R ||M 1||^2 / n_fibers (the Rayleigh quotient of M^T M at equal weights, about its
+     * largest eigenvalue), so R depends neither on the signal's scale nor on the streamline
+     * density. Spreads weight evenly over streamlines the data cannot tell apart instead of
+     * keeping an arbitrary few (NNLS's vertex solutions); costs one product more. Evidence
+     * (docs/life.md, "Pruning quality"): R = 0.1 ranks true above false streamlines best on
+     * the phantoms. */
+    double ridge;
     int preconditioner;      /* ENCODE's diagonal preconditioner (0 = off) */
     const double *w0;        /* start (NULL: zeros) */
     ns_life_progress_fn progress;
@@ -256,7 +264,7 @@ typedef enum ns_life_stop {
 typedef struct ns_life_fit_result {
     int32_t updates;      /* weight updates performed (= history entries) */
     ns_life_stop stop;
-    double objective;     /* 0.5 ||M w - y||^2 at the result */
+    double objective;     /* 0.5 ||M w - y||^2 (+ 0.5 mu ||w||^2 with a ridge) at the result */
     double projected_gradient;
     double projected_gradient_start; /* at w0, before the first update */
     int64_t nonzero;      /* non-zero weights */
@@ -264,6 +272,7 @@ typedef struct ns_life_fit_result {
     double setup_seconds; /* of which the first gradient (2 products), before the first update [s]:
                              per update = (seconds - setup_seconds) / updates */
     int32_t mw_calls, mty_calls;
+    double ridge_mu;      /* the absolute ridge weight mu used (0 without a ridge) */
 } ns_life_fit_result;
 
 NS_API void ns_life_fit_options_init(ns_life_fit_options *options);

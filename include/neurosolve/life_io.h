@@ -244,6 +244,48 @@ NS_API ns_status ns_life_build_arrays(const ns_life_image *dwi, const double *bv
 NS_API ns_status ns_life_built_save(const ns_life_built_t *built, const char *directory);
 NS_API ns_status ns_life_built_load(const char *directory, ns_life_built_t **out);
 
+/* ------------------------------------------- ground-truth phantom, ROC AUC */
+/* A phantom with known true and false streamlines for measuring pruning
+ * quality (docs/life.md, "Pruning quality"; src/life/phantom.c has the exact
+ * geometry and signal): bundles of true streamlines, false "bridges" (one
+ * bundle, then a jump to another) and random smooth curves, a zeppelin +
+ * ball signal from the true streamlines only, Rician noise. */
+typedef struct ns_life_phantom_options {
+    int32_t n_streamlines;  /* (10,000) */
+    double false_fraction;  /* (0.3): half bridges, half random curves */
+    double snr;             /* S0 / noise sd (20); 0: no noise */
+    int32_t n_bundles;      /* (12) */
+    int32_t grid;           /* image side [voxels of 2 mm] (48) */
+    int32_t n_directions;   /* diffusion directions after 2 b=0 volumes (30) */
+    double b_value;         /* [s/mm^2] (2000) */
+    uint64_t seed;          /* (1) */
+} ns_life_phantom_options;
+
+typedef struct ns_life_phantom_stats {
+    int64_t n_streamlines, n_true, n_bridges, n_random, n_nodes;
+    int32_t n_bundles;
+} ns_life_phantom_stats;
+
+NS_API void ns_life_phantom_options_init(ns_life_phantom_options *options);
+/* Writes DIRECTORY/dwi.nii (float32, 2 mm voxels, sform diag(2, 2, 2)), dwi.bval, dwi.bvec
+ * (2 b=0 then the directions), tracks.tck (world mm), and int32 NPY vectors in the
+ * tractogram's order: labels.npy (1 true, 0 false), kinds.npy (0 true, 1 bridge,
+ * 2 random curve), bundles.npy (a true streamline's bundle, -1 for false ones). The
+ * folder appears only when every file was written. Deterministic for a seed. */
+NS_API ns_status ns_life_phantom_write(const ns_life_phantom_options *options, const char *directory,
+                                       ns_life_phantom_stats *stats);
+/* Reads DIRECTORY/labels.npy and kinds.npy (int32; malloc'ed, free() them):
+ * NS_ERR_IO/PARSE/SIZE naming the file for missing, malformed or inconsistent
+ * files (a label other than 0/1, a kind that disagrees with its label). */
+NS_API ns_status ns_life_phantom_read_truth(const char *directory, int32_t **labels, int32_t **kinds,
+                                            int64_t *n);
+
+/* Area under the ROC curve of `score` for telling label 1 from label 0: the
+ * probability that a random positive scores above a random negative, ties
+ * counting one half (Mann-Whitney U / (n1 n0)). Scores must be finite, labels
+ * 0 or 1, both classes present (else NS_ERR_INVALID_ARGUMENT naming the entry). */
+NS_API ns_status ns_life_roc_auc(const double *score, const int32_t *label, int64_t n, double *auc);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1471,7 +1471,7 @@ NB_MODULE(_core, m) {
                 }
             }
             return lm;
-        }, "n_theta"_a = 96, "dictionary_l"_a = 360, "n_fibers"_a = 50000, "grid"_a = std::vector<int32_t>{72, 88, 72},
+        }, "n_theta"_a = 96, "dictionary_l"_a = 180, "n_fibers"_a = 50000, "grid"_a = std::vector<int32_t>{72, 88, 72},
            "mean_length"_a = 90.0, "active_fraction"_a = 0.5, "noise"_a = 0.0, "seed"_a = 1,
            "A synthetic model with known true weights (ns_life_synth, docs/life.md).")
         .def_prop_ro("true_weights", [](const LifeModel &lm) {
@@ -1648,7 +1648,7 @@ NB_MODULE(_core, m) {
         }, "y"_a, "w = M^T y (n_fibers entries).")
         .def("fit", [](LifeEngine &e, int32_t max_iterations, double tol_gradient, double tol_objective, double lambda_,
                        bool preconditioner, nb::handle w0, nb::handle progress, double rtol_gradient,
-                       double rtol_objective) {
+                       double rtol_objective, double ridge) {
             ns_life_model_t *mm = nb::cast<LifeModel &>(e.model).m;
             const size_t nf = (size_t)ns_life_model_n_fibers(mm);
             ns_life_fit_options o;
@@ -1657,6 +1657,7 @@ NB_MODULE(_core, m) {
             o.tol_gradient = tol_gradient;
             o.tol_objective = tol_objective;
             o.lambda = lambda_;
+            o.ridge = ridge;
             o.preconditioner = preconditioner ? 1 : 0;
             if (rtol_gradient >= 0) o.rtol_gradient = rtol_gradient;   /* < 0: the library's default */
             if (rtol_objective >= 0) o.rtol_objective = rtol_objective;
@@ -1715,11 +1716,12 @@ NB_MODULE(_core, m) {
             d["setup_seconds"] = res.setup_seconds;
             d["mw_calls"] = res.mw_calls;
             d["mty_calls"] = res.mty_calls;
+            d["ridge_mu"] = res.ridge_mu;
             d["history"] = to_numpy<double>(hist.data(), {(size_t)std::max(res.updates, 0)});
             return nb::make_tuple(w, d);
         }, "max_iterations"_a = 500, "tol_gradient"_a = 1e-5, "tol_objective"_a = 1e-5, "lambda_"_a = 0.0,
            "preconditioner"_a = false, "w0"_a = nb::none(), "progress"_a = nb::none(), "rtol_gradient"_a = -1.0,
-           "rtol_objective"_a = -1.0,
-           "SBBNNLS (ENCODE's bbnnls); rtol_* < 0 take the library's defaults (docs/life.md); returns (w, result dict with the objective history). "
+           "rtol_objective"_a = -1.0, "ridge"_a = 0.0,
+           "SBBNNLS (ENCODE's bbnnls); rtol_* < 0 take the library's defaults; ridge: life fit --ridge (docs/life.md); returns (w, result dict with the objective history). "
            "progress(iteration, objective, nonzero) is called after every update; a true return stops.");
 }

@@ -98,6 +98,25 @@ def test_fit_options(model):
         e.fit(max_iterations=0)
 
 
+def test_fit_ridge(model):
+    """The ridge (docs/life.md): mu = R ||M 1||^2 / n_fibers, objective 0.5 ||Mw - y||^2 + 0.5 mu ||w||^2."""
+    e = ns.LifeEngine(model, backend="cpu", mw="naive", mty="naive", threads=1)
+    w0, r0 = e.fit(max_iterations=2000, tol_gradient=0, tol_objective=0, rtol_gradient=0, rtol_objective=0)
+    w, r = e.fit(max_iterations=2000, tol_gradient=0, tol_objective=0, rtol_gradient=0, rtol_objective=0, ridge=0.1)
+    y = model.signal.ravel()
+    mu = 0.1 * (e.mw(np.ones(model.n_fibers)) ** 2).sum() / model.n_fibers
+    assert r0["ridge_mu"] == 0 and abs(r["ridge_mu"] - mu) <= 1e-12 * mu
+    f = 0.5 * ((e.mw(w) - y) ** 2).sum() + 0.5 * mu * (w ** 2).sum()
+    assert abs(r["objective"] - f) <= 1e-9 * f
+    # stationarity of the ridge objective (KKT): g = M^T (Mw - y) + mu w, 0 where w > 0, >= 0 at 0
+    g = e.mty(e.mw(w) - y) + mu * w
+    scale = np.abs(e.mty(y)).max()
+    assert np.abs(g[w > 0]).max() <= 1e-6 * scale and g[w == 0].min(initial=0) >= -1e-6 * scale
+    assert np.abs(w - w0).max() > 1e-3 * np.abs(w0).max()  # it changes the weights
+    with pytest.raises(ns.InvalidArgumentError, match="ridge"):
+        e.fit(ridge=-1.0)
+
+
 def test_bad_life_input(tmp_path):
     with pytest.raises(ns.IOError, match="nope.nii"):
         ns.LifeModel.build(str(tmp_path / "nope.nii"), BVAL, BVEC, TRK)

@@ -240,10 +240,10 @@ ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, d
     else ns_life_fit_options_init(&o);
     if (o.max_iterations < 1 || !(o.tol_gradient >= 0) || !(o.tol_objective >= 0) || !(o.rtol_gradient >= 0) ||
         !(o.rtol_objective >= 0) ||
-        !(o.lambda >= 0) || !isfinite(o.lambda))
+        !(o.lambda >= 0) || !isfinite(o.lambda) || !(o.ridge >= 0) || !isfinite(o.ridge))
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
-                       "ns_life_fit: max_iterations = %d must be >= 1, tolerances and lambda >= 0",
-                       (int)o.max_iterations);
+                       "ns_life_fit: max_iterations = %d must be >= 1, tolerances, lambda and ridge >= 0 "
+                       "(ridge = %g)", (int)o.max_iterations, o.ridge);
     if (o.w0)
         for (int32_t f = 0; f < e->model->n_fibers; ++f)
             if (!(o.w0[f] >= 0) || !isfinite(o.w0[f]))
@@ -252,9 +252,34 @@ ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, d
     ns_life_fit_result local;
     if (!result) result = &local;
     memset(result, 0, sizeof *result);
+    if (o.ridge > 0) {
+        /* relative -> absolute: mu = R ||M 1||^2 / n_fibers, the Rayleigh quotient of M^T M
+         * at equal weights: about its largest eigenvalue (0.7x on the phantoms), the scale of
+         * a bundle of streamlines the data cannot tell apart, so one R suits every density
+         * (docs/life.md, "Pruning quality"). ||M 1||^2 is summed over processes for a
+         * voxel-partitioned model. From here on o.ridge is mu: the solver (sbbnnls.c) takes
+         * the absolute weight. */
+        const int32_t nf = e->model->n_fibers;
+        const int64_t ny = (int64_t)e->model->n_theta * e->model->n_voxels;
+        double *ones = malloc((size_t)nf * sizeof *ones), *y = malloc((size_t)ny * sizeof *y);
+        ns_status rs = ones && y ? NS_OK : ns_fail(NS_ERR_OUT_OF_MEMORY, "ridge: ||M 1||^2 (%lld values)",
+                                                 (long long)ny);
+        for (int32_t f = 0; rs == NS_OK && f < nf; ++f) ones[f] = 1.0;
+        if (rs == NS_OK) rs = ns_life_mw(e, ones, y);
+        double yy = 0.0;
+        for (int64_t i = 0; rs == NS_OK && i < ny; ++i) yy += y[i] * y[i];
+        free(ones);
+        free(y);
+        if (rs == NS_OK && o.reduce) rs = o.reduce(&yy, 1, o.reduce_context);
+        if (rs != NS_OK) return rs;
+        o.ridge *= yy / nf;
+        result->ridge_mu = o.ridge;
+    }
     /* CUDA: reduce sums device fiber vectors through a host stage (sbbnnls.c) */
     const int caller = enter(e);
+    const double mu = result->ridge_mu;
     ns_status s = e->ops->fit(e, &o, w, history, result);
+    result->ridge_mu = mu;
     leave(e, caller);
     return s;
 }

@@ -215,7 +215,7 @@ void ns_life_synth_options_init(ns_life_synth_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
     o->n_theta = 96;
-    o->dictionary_l = 360;
+    o->dictionary_l = 180; /* as life build (docs/life_data.md: accuracy per time) */
     o->b_value = 2000.0;
     o->axial_diffusivity = 1.0;
     o->n_fibers = 50000;

@@ -12,6 +12,11 @@
  *     x = max(x - alpha g, 0); oldg = g; (f, g) = grad(x)
  *
  * with f = 0.5 ||M x - y||^2 and g = M^T (M x - y) + lambda (ReAl-LiFE).
+ * A ridge (Tikhonov) weight mu (opt->ridge: absolute here, ns_life_fit turns
+ * the relative option into mu) runs the same iteration on the augmented
+ * matrix [M; sqrt(mu) I]: f += 0.5 mu ||w||^2, g += mu w, and in the step
+ * ||Ag||^2 += mu ||oldg||^2, q += mu oldg. Under the preconditioner
+ * (w = x / h) the identity is diag(1 / h).
  * ENCODE's preconditioner solves for x = h w with M' = M diag(1 / h),
  * h_f = sum over f's coefficients of value^2 ||D(:, atom)||^2, and returns
  * w = x / h. Written once over ns_life_vec_ops (host or device vectors). */
@@ -27,6 +32,8 @@ typedef struct solver {
     const ns_life_vec_ops *o;
     const ns_life_fit_options *opt;
     double *x, *g, *oldg, *q, *t, *hinv; /* fiber vectors */
+    double *nridge;                      /* -mu hinv^2 (or -mu): the ridge's diagonal, negated
+                                            (the vector operations have a -= but no +=) */
     double *b, *r, *Ag;                  /* voxel vectors */
     double *stage;                       /* host copy of a fiber vector for the reduce hook
                                             (device vectors only; NULL otherwise) */
@@ -89,6 +96,26 @@ static ns_status grad(solver *s, double *f) {
     *f = 0.5 * rr;
     TRY(apply_mt(s, s->r, s->g));
     if (s->opt->lambda != 0.0) TRY(o->add_scalar(o->ctx, s->g, s->opt->lambda, o->n_fib));
+    if (s->nridge) { /* g += mu w (w-space diagonal), f += 0.5 mu ||w||^2 */
+        double tx = 0.0;
+        TRY(o->copy(o->ctx, s->t, s->x, o->n_fib));
+        TRY(o->mul(o->ctx, s->t, s->nridge, o->n_fib));
+        TRY(o->sub(o->ctx, s->g, s->t, o->n_fib));
+        TRY(o->dot(o->ctx, s->t, s->x, o->n_fib, &tx));
+        *f -= 0.5 * tx;
+    }
+    return NS_OK;
+}
+
+/* -<v, nridge v> = mu ||v||^2 in w space (0 without a ridge); uses s->t. */
+static ns_status ridge_norm(solver *s, const double *v, double *r) {
+    const ns_life_vec_ops *o = s->o;
+    *r = 0.0;
+    if (!s->nridge) return NS_OK;
+    TRY(o->copy(o->ctx, s->t, v, o->n_fib));
+    TRY(o->mul(o->ctx, s->t, s->nridge, o->n_fib));
+    TRY(o->dot(o->ctx, s->t, v, o->n_fib, r));
+    *r = -*r;
     return NS_OK;
 }
 
@@ -97,15 +124,23 @@ static ns_status bb_step(solver *s, int32_t it, double *alpha, int *ok) {
     const ns_life_vec_ops *o = s->o;
     TRY(o->mask(o->ctx, s->oldg, s->x, s->g, o->n_fib));
     TRY(apply_m(s, s->oldg, s->Ag));
-    double num = 0.0, den = 0.0;
+    double num = 0.0, den = 0.0, rn = 0.0;
+    TRY(ridge_norm(s, s->oldg, &rn)); /* the ridge rows of [M; sqrt(mu) I] oldg */
     if (it % 2 == 0) {
         TRY(o->dot(o->ctx, s->oldg, s->oldg, o->n_fib, &num));
         TRY(o->dot(o->ctx, s->Ag, s->Ag, o->n_vox, &den));
         TRY(reduce(s, &den, 1));
+        den += rn;
     } else {
         TRY(o->dot(o->ctx, s->Ag, s->Ag, o->n_vox, &num));
         TRY(reduce(s, &num, 1));
+        num += rn;
         TRY(apply_mt(s, s->Ag, s->q));
+        if (s->nridge) { /* q += mu oldg */
+            TRY(o->copy(o->ctx, s->t, s->oldg, o->n_fib));
+            TRY(o->mul(o->ctx, s->t, s->nridge, o->n_fib));
+            TRY(o->sub(o->ctx, s->q, s->t, o->n_fib));
+        }
         TRY(o->mask(o->ctx, s->q, s->x, s->g, o->n_fib));
         TRY(o->dot(o->ctx, s->q, s->q, o->n_fib, &den));
     }
@@ -123,6 +158,13 @@ static ns_status run(solver *s, double *w, double *history) {
     double *h_host = NULL;
     if (opt->preconditioner) {
         TRY(o->precond(o->ctx, s->hinv));
+    }
+    if (s->nridge) { /* -mu (x hinv^2 under the preconditioner: 0.5 mu ||x / h||^2) */
+        TRY(o->fill(o->ctx, s->nridge, -opt->ridge, nf));
+        if (s->hinv) {
+            TRY(o->mul(o->ctx, s->nridge, s->hinv, nf));
+            TRY(o->mul(o->ctx, s->nridge, s->hinv, nf));
+        }
     }
     if (opt->w0) {
         /* x = h w0 under the preconditioner */
@@ -223,16 +265,18 @@ ns_status ns_life_sbbnnls(const ns_life_vec_ops *o, const ns_life_fit_options *o
         if (!own_history) return ns_fail(NS_ERR_OUT_OF_MEMORY, "objective history");
         history = own_history;
     }
-    double **fib[] = {&s.x, &s.g, &s.oldg, &s.q, &s.t, &s.hinv};
+    double **fib[] = {&s.x, &s.g, &s.oldg, &s.q, &s.t, &s.hinv, &s.nridge};
     double **vox[] = {&s.b, &s.r, &s.Ag};
     ns_status st = NS_OK;
-    const int n_fib_vectors = opt->preconditioner ? 6 : 5;
-    for (int i = 0; i < n_fib_vectors && st == NS_OK; ++i) st = o->alloc(o->ctx, o->n_fib, fib[i]);
+    for (int i = 0; i < 7 && st == NS_OK; ++i) {
+        if ((i == 5 && !opt->preconditioner) || (i == 6 && !(opt->ridge > 0))) continue;
+        st = o->alloc(o->ctx, o->n_fib, fib[i]);
+    }
     for (int i = 0; i < 3 && st == NS_OK; ++i) st = o->alloc(o->ctx, o->n_vox, vox[i]);
     if (st == NS_OK && opt->reduce && o->host_alloc) st = o->host_alloc(o->ctx, o->n_fib, &s.stage);
     if (st == NS_OK) st = run(&s, w, history);
     /* device vectors first: their release waits for queued copies from the stage */
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < 7; ++i)
         if (*fib[i]) o->release(o->ctx, *fib[i]);
     for (int i = 0; i < 3; ++i)
         if (*vox[i]) o->release(o->ctx, *vox[i]);
