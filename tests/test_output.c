@@ -13,7 +13,7 @@
 static char dir[256];
 
 static const char *at(const char *name) {
-    static char path[512];
+    static char path[1024]; /* dir (255) + "/" + the longest name used (299) */
     snprintf(path, sizeof path, "%s/%s", dir, name);
     return path;
 }
