@@ -479,7 +479,7 @@ NS_ALWAYS_INLINE block_view view_of(const ns_sim_t *sim, const cpu_state *st, co
  * and d from zero, pas, IClamp, hh and the capacitance, each node's terms in
  * NEURON's order (the same values whatever the node range: a cell split
  * across threads computes what it computes alone). */
-NS_ALWAYS_INLINE void membrane(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
+NS_ALWAYS_INLINE void membrane_pass(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
                                double tm, double *restrict d, double *restrict rhs) {
     const cpu_shape *cs = bv->cs;
     const sim_region *R = sim->region;
@@ -550,7 +550,7 @@ NS_ALWAYS_INLINE void gates_range(const ns_sim_t *sim, const block_view *bv, con
 /* The axial terms, the Hines solve (ns_hines_solve_one's arithmetic, every
  * lane at once) and v += rhs; the spike node's old v into v_old. Returns
  * nonzero when a pivot was zero or not finite (looked for afterwards). */
-NS_ALWAYS_INLINE int solve(const block_view *bv, const int32_t W, double *restrict d, double *restrict rhs,
+NS_ALWAYS_INLINE int solve_lanes(const block_view *bv, const int32_t W, double *restrict d, double *restrict rhs,
                            double *v_old) {
     const sim_shape *s = bv->s;
     const int32_t n = s->n;
@@ -692,9 +692,9 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
     for (int64_t k = k0; k < k1; ++k) {
         const double tp = t;
         const double tm = ns_sim_half_step(t, dt);
-        membrane(sim, &bv, W, 0, n, tm, d, rhs);
+        membrane_pass(sim, &bv, W, 0, n, tm, d, rhs);
         double v_old[NS_CPU_LANES_MAX];
-        const int bad = solve(&bv, W, d, rhs, v_old);
+        const int bad = solve_lanes(&bv, W, d, rhs, v_old);
         t = ns_sim_half_step(tm, dt);
         const int64_t step = step0 + k + 1;
         if (faults(sim, &bv, W, bad, step, k, steps, d, fault)) return 1;
@@ -766,7 +766,7 @@ NS_CLONES static int split_part(ns_sim_t *sim, const cpu_state *st, int part, in
         const block_view bv = view_of(sim, st, &st->blocks[st->split[s]]);
         double *d = st->split_d + st->split_at[s], *rhs = st->split_rhs + st->split_at[s];
         double v_old[1];
-        const int bad = solve(&bv, 1, d, rhs, v_old);
+        const int bad = solve_lanes(&bv, 1, d, rhs, v_old);
         const int64_t step = step0 + k + 1;
         if (faults(sim, &bv, 1, bad, step, k, steps, d, fault)) return 1;
         return spikes_and_records(sim, &bv, 1, v_old, tp, t, step) != 0 ? -1 : 0;
@@ -778,7 +778,7 @@ NS_CLONES static int split_part(ns_sim_t *sim, const cpu_state *st, int part, in
         const int32_t n = bv.s->n;
         const int32_t n0 = (int32_t)((int64_t)n * me / team), n1 = (int32_t)((int64_t)n * (me + 1) / team);
         if (part == 0)
-            membrane(sim, &bv, 1, n0, n1, tm, st->split_d + st->split_at[q], st->split_rhs + st->split_at[q]);
+            membrane_pass(sim, &bv, 1, n0, n1, tm, st->split_d + st->split_at[q], st->split_rhs + st->split_at[q]);
         else
             gates_range(sim, &bv, 1, n0, n1);
     }
