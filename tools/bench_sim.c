@@ -7,7 +7,7 @@
  * and written once (the matrix coefficients and parameters are constant and
  * counted by nobody's floor). Effective bandwidth = 64 B x compartments /
  * time per step, reported against the copy bandwidth on the GPU. */
-#define _POSIX_C_SOURCE 200809L /* popen, pclose, clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,12 +113,14 @@ static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, ns_hi
 
 double bench_sim_baseline(const char *script, const char *files, long long per, int steps, int threads,
                           long long *cells, long long *segments) {
-    char *cmd = malloc(strlen(files) + 8192);
-    if (!cmd) return -1.0;
-    sprintf(cmd, "python3 '%s/bench/%s_sim_bench.py' '%s' %lld %g 0.025 %d 2>/dev/null", NS_SOURCE_DIR, script,
-            files, per, steps * 0.025, threads);
-    FILE *f = popen(cmd, "r");
-    free(cmd);
+    char path[4096], per_s[32], tstop[64], threads_s[32];
+    snprintf(path, sizeof path, "%s/bench/%s_sim_bench.py", NS_SOURCE_DIR, script);
+    snprintf(per_s, sizeof per_s, "%lld", per);
+    snprintf(tstop, sizeof tstop, "%g", steps * 0.025);
+    snprintf(threads_s, sizeof threads_s, "%d", threads);
+    const char *argv[] = {"python3", path, files, per_s, tstop, "0.025", threads_s, NULL};
+    pid_t pid;
+    FILE *f = cli_program_output(argv, &pid); /* no shell: file names may hold any character */
     if (!f) return -1.0;
     char line[4096] = "";
     double wall = -1.0;
@@ -129,24 +131,27 @@ double bench_sim_baseline(const char *script, const char *files, long long per, 
         if (s) *segments = atoll(s + 11);
         if (c) *cells = atoll(c + 8);
     }
-    if (pclose(f) != 0 || wall <= 0) return -1.0;
+    if (cli_program_close(f, pid) != 0 || wall <= 0) return -1.0;
     return (double)*cells * steps / wall;
 }
 
 char *bench_sim_arbor_accepts(char **files, int n_files) {
     size_t z = 8192;
     for (int k = 0; k < n_files; ++k) z += strlen(files[k]) + 1;
-    char *cmd = malloc(z), *out = calloc(z, 1);
-    if (!cmd || !out) {
-        free(cmd);
+    char *list = malloc(z), *out = calloc(z, 1);
+    if (!list || !out) {
+        free(list);
         free(out);
         return NULL;
     }
-    int at = sprintf(cmd, "python3 '%s/bench/arbor_sim_bench.py' --accepts '", NS_SOURCE_DIR);
-    for (int k = 0; k < n_files; ++k) at += sprintf(cmd + at, "%s%s", k ? "," : "", files[k]);
-    sprintf(cmd + at, "' 2>/dev/null");
-    FILE *f = popen(cmd, "r");
-    free(cmd);
+    size_t at = 0;
+    list[0] = 0;
+    for (int k = 0; k < n_files; ++k) at += (size_t)sprintf(list + at, "%s%s", k ? "," : "", files[k]);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bench/arbor_sim_bench.py", NS_SOURCE_DIR);
+    const char *argv[] = {"python3", path, "--accepts", list, NULL};
+    pid_t pid;
+    FILE *f = cli_program_output(argv, &pid); /* no shell: file names may hold any character */
     size_t len = 0;
     if (f) {
         char line[4096];
@@ -156,7 +161,8 @@ char *bench_sim_arbor_accepts(char **files, int n_files) {
             len += (size_t)sprintf(out + len, "%s%s", len ? "," : "", line);
         }
     }
-    if (!f || pclose(f) != 0 || len == 0) {
+    free(list);
+    if (!f || cli_program_close(f, pid) != 0 || len == 0) {
         free(out);
         return NULL;
     }

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h> /* pid_t */
 
 #include "neurosolve/neurosolve.h"
 
@@ -97,6 +98,11 @@ int cli_output_commit(ns_output *o);
  * for the script, NULL-terminated (or NULL). The script runs without a
  * shell, so paths may hold any character. */
 int cli_plot(const char *script, const char *csv, const char *png, const char *const *extra);
+/* Run argv[0] (searched in PATH) with argv and no shell in between, its
+ * stderr discarded: a stream of its stdout (NULL when it cannot start), and
+ * cli_program_close for its exit code (-1: killed or not waited for). */
+FILE *cli_program_output(const char *const *argv, pid_t *pid);
+int cli_program_close(FILE *f, pid_t pid);
 
 /* ------------------------------------------------------------------ MPI */
 /* tools/cli_mpi.c, docs/mpi.md: under an MPI launcher (and with MPI built

@@ -1,5 +1,6 @@
 /* Shared helpers of the subcommands: messages, option parsing, data paths. */
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
@@ -233,6 +234,39 @@ static int run_program(const char *const *argv) {
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) return -1;
     return status;
+}
+
+FILE *cli_program_output(const char *const *argv, pid_t *pid) {
+    int fd[2];
+    if (pipe(fd) != 0) return NULL;
+    fflush(NULL);
+    *pid = fork();
+    if (*pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return NULL;
+    }
+    if (*pid == 0) {
+        dup2(fd[1], STDOUT_FILENO);
+        const int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) dup2(devnull, STDERR_FILENO);
+        close(fd[0]);
+        close(fd[1]);
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    FILE *f = fdopen(fd[0], "r");
+    if (!f) close(fd[0]);
+    return f;
+}
+
+int cli_program_close(FILE *f, pid_t pid) {
+    if (f) fclose(f);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 int cli_plot(const char *script, const char *csv, const char *png, const char *const *extra) {
