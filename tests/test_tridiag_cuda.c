@@ -623,6 +623,17 @@ static void test_singular(void) {
         CHECK(cudaMemcpy((double *)good[0] + bad, &minus1, 8, cudaMemcpyHostToDevice) == cudaSuccess);
         CHECK(cudaMemcpy((double *)good[1] + bad, &four, 8, cudaMemcpyHostToDevice) == cudaSuccess);
         CHECK(cudaMemcpy((double *)good[2] + bad, &minus1, 8, cudaMemcpyHostToDevice) == cudaSuccess);
+        /* the failed host call above left no report behind: a regular
+         * device call after it waits clean (the slot is reset after a
+         * failure, device calls do not reset it) */
+        CHECK_OK(ns_tridiag_solver_solve_device(solver, good[0], good[1], good[2], good[3], NULL));
+        CHECK_MSG(ns_tridiag_solver_wait(solver) == NS_OK, "%s: a regular device call after a failed host call: %s",
+                  ns_tridiag_method_name(m), ns_last_error());
+        for (int a = 0; a < 4; ++a)
+            CHECK(cudaMemcpy(good[a], hv[a], len * 8, cudaMemcpyHostToDevice) == cudaSuccess); /* solves overwrite x (and du) */
+        CHECK(cudaMemcpy((double *)good[0] + bad, &minus1, 8, cudaMemcpyHostToDevice) == cudaSuccess);
+        CHECK(cudaMemcpy((double *)good[1] + bad, &four, 8, cudaMemcpyHostToDevice) == cudaSuccess);
+        CHECK(cudaMemcpy((double *)good[2] + bad, &minus1, 8, cudaMemcpyHostToDevice) == cudaSuccess);
         CHECK_OK(ns_tridiag_solver_solve_device(solver, dv[0], dv[1], dv[2], dv[3], NULL));
         const int accumulate = m == NS_TRIDIAG_THOMAS_BATCH || m == NS_TRIDIAG_WARP;
         if (accumulate) CHECK_OK(ns_tridiag_solver_solve_device(solver, good[0], good[1], good[2], good[3], NULL));
