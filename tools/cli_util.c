@@ -1,4 +1,5 @@
 /* Shared helpers of the subcommands: messages, option parsing, data paths. */
+#define _POSIX_C_SOURCE 200809L /* fdopen, kill */
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
