@@ -27,6 +27,11 @@ static const char *help_text =
     "                         dt 0.025, tstop 100\n"
     "  --set KEY=VALUE        one parameter (after --params), e.g. --set dend.hh=0 --set dend.pas=1\n"
     "  --tstop MS --dt MS     shortcuts for --set tstop=MS / dt=MS\n"
+    "  --model FILE [--mechanisms LIB]\n"
+    "                         the membrane from NMODL mechanisms: the built-in pas, hh, ExpSyn,\n"
+    "                         Exp2Syn and LIB's (from `neurosolve mechanisms build`); FILE says\n"
+    "                         what is inserted where (docs/simulation.md, \"Models\"); the\n"
+    "                         params' hh and pas are then not used\n"
     "  --iclamp LOC:DEL:DUR:AMP\n"
     "                         a current clamp in every cell [ms, ms, nA]; AMP `auto` = 1.5e-4 nA\n"
     "                         per um^2 of the cell's membrane (repetitive firing with hh\n"
@@ -290,7 +295,9 @@ int cmd_simulate(int argc, char **argv) {
     stim_spec stims[MAX_ITEMS];
     loc_spec recs[MAX_ITEMS];
     int n_stims = 0, n_recs = 0;
-    const char *checkpoint = NULL, *resume = NULL;
+    const char *checkpoint = NULL, *resume = NULL, *mech_lib = NULL, *model_file = NULL;
+    ns_mech_library_t *lib = NULL;
+    ns_sim_model_t *model = NULL;
     double ck_times[MAX_ITEMS];
     int n_ck = 0;
     for (int i = 1; i < argc; ++i) {
@@ -389,6 +396,10 @@ int cmd_simulate(int argc, char **argv) {
             plot = val;
         } else if (strcmp(a, "--checkpoint") == 0) {
             checkpoint = val;
+        } else if (strcmp(a, "--mechanisms") == 0) {
+            mech_lib = val;
+        } else if (strcmp(a, "--model") == 0) {
+            model_file = val;
         } else if (strcmp(a, "--resume") == 0) {
             resume = val;
         } else if (strcmp(a, "--checkpoint-at") == 0) {
@@ -416,6 +427,9 @@ int cmd_simulate(int argc, char **argv) {
         if (ns_sim_params_parse(&params, sets[k], strlen(sets[k]), "--set") != NS_OK)
             return cli_usage_error(cmd, "%s", ns_last_error());
     }
+    if (mech_lib && !model_file) return cli_usage_error(cmd, "--mechanisms LIB needs --model FILE");
+    if ((checkpoint || resume) && model_file)
+        return cli_usage_error(cmd, "--checkpoint and --resume: a model's mechanism states are not saved yet");
     /* every value in range, and a step count that fits, before any work */
     int64_t n_steps = 0;
     if (ns_sim_params_check(&params) != NS_OK || ns_sim_count_steps(params.tstop, params.dt, &n_steps) != NS_OK)
@@ -518,6 +532,14 @@ int cmd_simulate(int argc, char **argv) {
         goto done;
     }
     for (long long c = 0; c < n_cells; ++c) cell_shape[c] = (int32_t)(c / cells_per);
+    if (model_file) {
+        if ((mech_lib && ns_mech_library_open(mech_lib, &lib) != NS_OK) || ns_sim_model_create(lib, &model) != NS_OK ||
+            ns_sim_model_read(model, model_file) != NS_OK) {
+            cli_error("model: %s", ns_last_error());
+            goto done;
+        }
+        so.model = model;
+    }
     ns_status st = cli_sim_create(set.count, cells, n_cells, cell_shape, &params, &so, &sim);
     if (st != NS_OK) {
         const long long bad = cli_failed_shape(ns_last_error());
@@ -740,6 +762,8 @@ done:
         for (int s = 0; site_names[s]; ++s) free(site_names[s]);
     free(site_names);
     cli_sim_destroy(sim);
+    ns_sim_model_destroy(model);
+    ns_mech_library_close(lib);
     free(cell_shape);
     free(cells);
     cli_shapes_free(&set);

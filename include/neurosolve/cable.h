@@ -26,6 +26,7 @@
 #include "neurosolve/status.h"
 #include "neurosolve/morph.h"
 #include "neurosolve/hines.h"
+#include "neurosolve/nmodl.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -94,6 +95,48 @@ NS_API ns_status ns_sim_params_read(ns_sim_params *params, const char *path);
 /* Check a whole parameter set (ns_sim_create does it too). */
 NS_API ns_status ns_sim_params_check(const ns_sim_params *params);
 
+/* ------------------------------------------------------------ models
+ * A model says which mechanisms of an NMODL library (ns_mech_library_open,
+ * docs/mechanisms.md) are inserted where, with which parameters and ion
+ * values (docs/simulation.md, "Models: mechanisms from NMODL"). Given to
+ * ns_sim_create through ns_sim_options.model, it replaces the hand-written
+ * membrane of ns_sim_params (hh, pas and their keys are then ignored; cm,
+ * celsius, v_init, dt, spike_threshold, Ra and tstop still apply).
+ *
+ * `where` is a region selector: soma, axon, basal, apical, other, dend
+ * (basal and apical) or all. Statements apply in the order given, node by
+ * node (a later one overrides an earlier one where both apply). An `expr` is
+ * a number or an expression in d, the path distance [um] from the root
+ * section's middle (NEURON's distance(soma(0.5), seg)) to the compartment's
+ * centre: + - * / ^, parentheses, comparisons (1 or 0), && || !, exp log
+ * sqrt fabs pow min max. The library must stay open while a model or a
+ * simulation made with it exists; the model may be destroyed after
+ * ns_sim_create. */
+typedef struct ns_sim_model ns_sim_model_t;
+
+/* library may be NULL: the built-in mechanisms only (pas, hh, ExpSyn, Exp2Syn, generated
+ * from NEURON's files; a library's mechanism of the same name takes precedence). */
+NS_API ns_status ns_sim_model_create(const ns_mech_library_t *library, ns_sim_model_t **out);
+NS_API void ns_sim_model_destroy(ns_sim_model_t *model);
+/* Insert a density mechanism of the library (NS_ERR_INVALID_ARGUMENT naming
+ * the library's mechanisms when it has no such one). */
+NS_API ns_status ns_sim_model_insert(ns_sim_model_t *model, const char *where, const char *mechanism);
+/* Set a RANGE parameter in NEURON's naming, NAME_MECH (gNaTs2_tbar_NaTs2_t,
+ * g_pas), or an ion's value: eX (reversal potential [mV]), Xi, Xo (initial
+ * concentrations [mM]) for an ion X (na, k, ca, cl or one a mechanism of the
+ * library declares). The mechanism must be inserted wherever the statement
+ * applies (checked at ns_sim_create, as NEURON checks a section). */
+NS_API ns_status ns_sim_model_set(ns_sim_model_t *model, const char *where, const char *name, const char *expr);
+/* A GLOBAL of a mechanism, NAME_MECH (usetable_hh). */
+NS_API ns_status ns_sim_model_set_global(ns_sim_model_t *model, const char *name, double value);
+/* Model text: one statement per line, '#' comments:
+ *   REGION.insert = MECH [MECH ...]
+ *   REGION.NAME = EXPR
+ *   global.NAME = NUMBER
+ * Errors read "NAME:LINE: reason". */
+NS_API ns_status ns_sim_model_parse(ns_sim_model_t *model, const char *text, size_t length, const char *name);
+NS_API ns_status ns_sim_model_read(ns_sim_model_t *model, const char *path);
+
 /* ------------------------------------------------------------ simulation */
 
 typedef struct ns_sim_options {
@@ -108,6 +151,8 @@ typedef struct ns_sim_options {
     int32_t device;          /* CUDA backend: device ordinal, or NS_DEVICE_CURRENT (the default):
                                 the device current on the calling thread at create; every call
                                 of the simulation runs on it and restores the caller's device */
+    const ns_sim_model_t *model; /* NULL: the hand-written hh and pas of ns_sim_params; else the
+                                    model's mechanisms (read during ns_sim_create only) */
 } ns_sim_options;
 
 NS_API void ns_sim_options_init(ns_sim_options *options);

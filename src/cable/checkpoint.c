@@ -175,6 +175,9 @@ static void header_of(const ns_sim_t *sim, ck_header *h) {
 
 ns_status ns_sim_save_state(ns_sim_t *sim, const char *path) {
     if (!sim || !path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_save_state: NULL argument");
+    if (sim->model)
+        return ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: a simulation of a model (NMODL mechanisms) cannot be "
+                                           "checkpointed yet: its mechanisms' states are not saved", path);
     if (sim->failed)
         return ns_fail(NS_ERR_NOT_FINITE, "checkpoint %s: the simulation stopped on NaN/Inf; its state is not saved",
                        path);
@@ -246,6 +249,9 @@ static ns_status get(ck_reader *r, void *data, size_t n) {
 
 ns_status ns_sim_restore_state(ns_sim_t *sim, const char *path) {
     if (!sim || !path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_restore_state: NULL argument");
+    if (sim->model)
+        return ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: a simulation of a model (NMODL mechanisms) cannot be "
+                                           "restored yet", path);
     ns_status st = ns_sim_index(sim);
     if (st != NS_OK) return st;
     FILE *f = fopen(path, "rb");

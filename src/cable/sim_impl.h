@@ -4,6 +4,7 @@
 #define NS_CABLE_SIM_IMPL_H
 
 #include "cable/mech.h"
+#include "cable/model_impl.h"
 #include "core/registry.h"
 #include "neurosolve/cable.h"
 
@@ -70,6 +71,7 @@ struct ns_sim {
     double *v, *m, *h, *n;
 
     sim_region region[NS_REGION_COUNT];
+    sim_model *model;      /* mechanisms from a library (ns_sim_options.model); NULL: hh and pas of params */
     double q10;
     ns_hh_table table;
     double cfac; /* 1e-3 / dt */

@@ -65,6 +65,7 @@
 
 #include "cable/cpu_policy.h"
 #include "cable/exp_lanes.h"
+#include "cable/model_cpu.h"
 #include "cable/sim_impl.h"
 #include "core/error.h"
 
@@ -88,6 +89,7 @@ typedef struct cpu_block {
     int32_t split;                  /* 1: one cell run by every thread (split_part) */
     int64_t cell[NS_CPU_LANES_MAX]; /* the cells in lane order (ascending) */
     double *v, *m, *h, *n;          /* n * w each, v[node * w + lane] */
+    model_block *mech;              /* a model's mechanisms (sim->model), else NULL */
 } cpu_block;
 
 typedef struct cpu_state {
@@ -133,6 +135,7 @@ static void cpu_destroy(ns_sim_t *sim) {
             for (int l = 0; l <= LOG2_LANES_MAX; ++l) free(st->shapes[k].cap[l]);
         }
     free(st->shapes);
+    for (int64_t b = 0; st->blocks && b < st->n_blocks; ++b) ns_model_block_free(st->blocks[b].mech);
     free(st->blocks);
     free(st->thread_begin);
     free(st->order);
@@ -251,13 +254,24 @@ static ns_status cpu_create(ns_sim_t *sim) {
             p += 4 * padded;
         }
     }
-    /* cells split across the threads (cpu_policy.h), then the threads and
-     * the other blocks' owners */
+    /* a model's mechanism instances per block */
+    for (int64_t b = 0; sim->model && b < st->n_blocks; ++b) {
+        cpu_block *blk = &st->blocks[b];
+        ns_status e = ns_model_block_create(sim->model, blk->shape, sim->shapes[blk->shape].n, blk->w, &blk->mech);
+        if (e != NS_OK) {
+            free(count);
+            free(wmax);
+            return e;
+        }
+    }
+    /* cells split across the threads (cpu_policy.h; not with a model's
+     * mechanisms yet: they run over whole blocks), then the threads and the
+     * other blocks' owners */
     int64_t split_total = 0;
     for (int64_t b = 0; b < st->n_blocks; ++b) {
         cpu_block *blk = &st->blocks[b];
         const int32_t n = sim->shapes[blk->shape].n;
-        blk->split = blk->w == 1 && ns_cpu_split(n, sim->n_comp, requested);
+        blk->split = blk->w == 1 && !sim->model && ns_cpu_split(n, sim->n_comp, requested);
         if (blk->split) {
             st->n_split++;
             split_total += n;
@@ -324,7 +338,14 @@ static ns_status cpu_load_state(ns_sim_t *sim);
 /* The host arrays' initial state (sim.c), into the lane blocks. */
 static ns_status cpu_init(ns_sim_t *sim) {
     ns_sim_init_host(sim);
-    return cpu_load_state(sim);
+    ns_status e = cpu_load_state(sim);
+    cpu_state *st = sim->backend_state;
+    for (int64_t b = 0; e == NS_OK && sim->model && b < st->n_blocks; ++b) {
+        cpu_block *blk = &st->blocks[b];
+        ns_model_block_init(sim->model, blk->mech, blk->shape, sim->shapes[blk->shape].n, blk->w, blk->v,
+                            sim->params.dt, sim->params.celsius);
+    }
+    return e;
 }
 
 static ns_status cpu_sync_state(ns_sim_t *sim) {
@@ -475,6 +496,41 @@ NS_ALWAYS_INLINE block_view view_of(const ns_sim_t *sim, const cpu_state *st, co
     return bv;
 }
 
+/* IClamp on nodes [n0, n1): an ELECTRODE_CURRENT in nA, turned into mA/cm^2
+ * by 1e2/area; its slope is 0, so d is left alone. */
+NS_ALWAYS_INLINE void clamps(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
+                             double tm, double *restrict rhs) {
+    for (int32_t j = 0; j < W; ++j) {
+        const int64_t c = bv->blk->cell[j];
+        for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q) {
+            const sim_stim *stim = &sim->stims[sim->stim_order[q]];
+            if (stim->node < n0 || stim->node >= n1) continue;
+            const double i = (tm < stim->del + stim->dur && tm >= stim->del) ? stim->amp : 0.0;
+            rhs[(int64_t)stim->node * W + j] += i * bv->s->stim_scale[stim->node];
+        }
+    }
+}
+
+/* The membrane pass of a model's mechanisms (model_cpu.c) at the half step
+ * tm: rhs and d from zero, the ions' currents from zero, the mechanisms in
+ * NEURON's type order with IClamp after pas, then the capacitance. */
+static void model_pass(const ns_sim_t *sim, const block_view *bv, const int32_t W, double tm, double *restrict d,
+                       double *restrict rhs) {
+    const int64_t nw = (int64_t)bv->s->n * W;
+    const sim_model *model = sim->model;
+    memset(rhs, 0, (size_t)nw * sizeof *rhs);
+    memset(d, 0, (size_t)nw * sizeof *d);
+    ns_model_block_zero_ions(model, bv->blk->mech);
+    const double dt = sim->params.dt, celsius = sim->params.celsius;
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        if (k == model->n_before_clamp) clamps(sim, bv, W, 0, bv->s->n, tm, rhs);
+        ns_model_block_current(model, bv->blk->mech, k, bv->v, rhs, d, tm, dt, celsius);
+    }
+    if (model->n_before_clamp == model->n_mechs) clamps(sim, bv, W, 0, bv->s->n, tm, rhs);
+    const double *restrict cap = bv->cap;
+    for (int64_t q = 0; q < nw; ++q) d[q] += cap[q];
+}
+
 /* The membrane pass of nodes [n0, n1) of a block at the half step tm: rhs
  * and d from zero, pas, IClamp, hh and the capacitance, each node's terms in
  * NEURON's order (the same values whatever the node range: a cell split
@@ -502,17 +558,7 @@ NS_ALWAYS_INLINE void membrane_pass(const ns_sim_t *sim, const block_view *bv, c
             d[q] += (g1 - i0) / .001;
         }
     }
-    /* IClamp: an ELECTRODE_CURRENT in nA, turned into mA/cm^2 by 1e2/area;
-     * its slope is 0, so d is left alone */
-    for (int32_t j = 0; j < W; ++j) {
-        const int64_t c = bv->blk->cell[j];
-        for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q) {
-            const sim_stim *stim = &sim->stims[sim->stim_order[q]];
-            if (stim->node < n0 || stim->node >= n1) continue;
-            const double i = (tm < stim->del + stim->dur && tm >= stim->del) ? stim->amp : 0.0;
-            rhs[(int64_t)stim->node * W + j] += i * bv->s->stim_scale[stim->node];
-        }
-    }
+    clamps(sim, bv, W, n0, n1, tm, rhs);
     /* hh, then the capacitance */
     for (int32_t u = 0; u < cs->n_runs; ++u) {
         const cpu_run *run = &cs->runs[u];
@@ -692,13 +738,16 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
     for (int64_t k = k0; k < k1; ++k) {
         const double tp = t;
         const double tm = ns_sim_half_step(t, dt);
-        membrane_pass(sim, &bv, W, 0, n, tm, d, rhs);
+        if (sim->model) model_pass(sim, &bv, W, tm, d, rhs);
+        else membrane_pass(sim, &bv, W, 0, n, tm, d, rhs);
         double v_old[NS_CPU_LANES_MAX];
         const int bad = solve_lanes(&bv, W, d, rhs, v_old);
         t = ns_sim_half_step(tm, dt);
         const int64_t step = step0 + k + 1;
         if (faults(sim, &bv, W, bad, step, k, steps, d, fault)) return 1;
-        gates_range(sim, &bv, W, 0, n);
+        if (sim->model)
+            ns_model_block_states(sim->model, blk->mech, bv.v, t, dt, sim->params.celsius);
+        else gates_range(sim, &bv, W, 0, n);
         if (spikes_and_records(sim, &bv, W, v_old, tp, t, step) != 0) return -1;
     }
     return 0;

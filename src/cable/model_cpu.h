@@ -1,0 +1,25 @@
+/* Private: the CPU loop's mechanism instances of one lane block (model_cpu.c). */
+#ifndef NS_CABLE_MODEL_CPU_H
+#define NS_CABLE_MODEL_CPU_H
+
+#include "cable/model_impl.h"
+
+typedef struct model_block model_block;
+
+/* The instances of every mechanism of `model` on w cells of shape `shape`
+ * (n compartments each). */
+ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n, int32_t w, model_block **out);
+void ns_model_block_free(model_block *b);
+/* NEURON's finitialize for the block: parameters, ion values, Nernst, the
+ * INITIAL blocks in type order at v (already v_init). */
+void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w, double *v,
+                         double dt, double celsius);
+/* Current phase: zero every ion's i and didv, then mechanism k's current()
+ * (rhs -= I, d += dI/dv) at time t. */
+void ns_model_block_zero_ions(const sim_model *model, model_block *b);
+void ns_model_block_current(const sim_model *model, model_block *b, int32_t k, double *v, double *rhs, double *d,
+                            double t, double dt, double celsius);
+/* State phase: every mechanism's state() at time t, Nernst after a writer. */
+void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius);
+
+#endif

@@ -1,0 +1,61 @@
+/* Private: a simulation's mechanisms from a library (ns_sim_model, model.c)
+ * resolved per shape, what the CPU and CUDA loops instantiate per cell. */
+#ifndef NS_CABLE_MODEL_IMPL_H
+#define NS_CABLE_MODEL_IMPL_H
+
+#include <stdint.h>
+
+#include "neurosolve/cable.h"
+#include "neurosolve/mechanism.h"
+#include "neurosolve/nmodl.h"
+
+#define NS_SIM_IONS_MAX 8      /* ions of one simulation */
+#define NS_SIM_MECH_IONS_MAX 8 /* USEIONs of one mechanism */
+
+typedef struct sim_ion {
+    char name[16];
+    int charge;
+    int write_c; /* a mechanism writes its concentration: e by Nernst (NEURON's ion style) */
+} sim_ion;
+
+/* One mechanism of the simulation, in NEURON's type order. */
+typedef struct sim_mech {
+    const ns_mech_desc *desc;
+    double *globals;                   /* desc->n_globals: the model's values */
+    int32_t ion[NS_SIM_MECH_IONS_MAX]; /* the simulation's ion of each desc->ions[k] */
+    int writes_c;                      /* writes some ion's concentration */
+} sim_mech;
+
+/* Mechanism m on one shape: the nodes where it is inserted (ascending) and
+ * its parameters there. */
+typedef struct sim_mech_shape {
+    int32_t n;
+    int32_t *node;
+    double *param; /* desc->n_params * n: parameter k of instance i at [k * n + i] */
+} sim_mech_shape;
+
+typedef struct sim_model {
+    int32_t n_mechs;
+    sim_mech *mechs;
+    int32_t n_before_clamp;    /* mechanisms before IClamp in NEURON's type order (pas) */
+    int32_t n_ions;
+    sim_ion ions[NS_SIM_IONS_MAX];
+    int32_t n_shapes;
+    sim_mech_shape *per_shape; /* [s * n_mechs + m] */
+    double **ion_init;         /* per shape: 3 * n_ions arrays of n: e, ci, co of ion j at
+                                  [(3 * j + q) * n + node] */
+} sim_model;
+
+/* Resolve `model` over the simulation's shapes (cells[k] is shape k, n[k] its
+ * node count): insertions, parameters and ion values per node. */
+ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, const ns_cell_t *const *cells,
+                               const ns_sim_params *params, sim_model **out);
+void ns_sim_model_free(sim_model *m);
+
+/* NEURON's Nernst potential over count nodes of one ion (e from ci, co). */
+static inline void ns_sim_model_nernst(const sim_ion *ion, double celsius, const double *ci, const double *co,
+                                       double *e, int64_t count) {
+    for (int64_t i = 0; i < count; ++i) e[i] = ns_mech_nernst(ci[i], co[i], ion->charge, celsius);
+}
+
+#endif
