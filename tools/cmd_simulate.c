@@ -623,13 +623,24 @@ int cmd_simulate(int argc, char **argv) {
     interrupted = 0;
     sigaction(SIGINT, &sa, &old_sa);
     ns_status run_st = NS_OK;
+    /* chunks of 1% of the run, or shorter: after the first (10 steps) each
+     * lasts about 0.2 s, so that SIGINT is seen soon on a slow run (under MPI
+     * every process takes the same chunks: 1%) */
+    const long long max_chunk = steps / 100 > 0 ? steps / 100 : 1;
+    long long adapt = cli_mpi_active() ? max_chunk : (max_chunk < 10 ? max_chunk : 10);
     while (done_steps < steps && !interrupted) {
-        long long chunk = steps / 100 > 0 ? steps / 100 : 1;
+        long long chunk = adapt;
         if (chunk > steps - done_steps) chunk = steps - done_steps;
+        const double before_ms = cli_sim_elapsed_ms(sim);
         if (next_ck < n_ck && done_steps + chunk > ck_steps[next_ck]) chunk = ck_steps[next_ck] - done_steps;
         run_st = cli_sim_advance(sim, chunk);
         if (run_st != NS_OK) break;
         done_steps += chunk;
+        if (!cli_mpi_active()) {
+            const double per_step_ms = (cli_sim_elapsed_ms(sim) - before_ms) / (double)chunk;
+            const double want = per_step_ms > 0.0 ? 200.0 / per_step_ms : (double)max_chunk;
+            adapt = want >= (double)max_chunk ? max_chunk : want < 1.0 ? 1 : (long long)want;
+        }
         if (next_ck < n_ck && done_steps == ck_steps[next_ck]) {
             if (save_checkpoint(sim, checkpoint)) {
                 sigaction(SIGINT, &old_sa, NULL);
