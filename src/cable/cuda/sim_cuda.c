@@ -19,6 +19,7 @@
 #include "core/cuda_check.h"
 #include "neurosolve/device.h"
 #include "hines/cuda/tree_backend.h"
+#include "cable/cuda/sim_model_cuda.h"
 
 #define PART_STEPS 2000  /* steps per launch */
 #define SPIKE_CAP 128    /* spikes per cell per launch (more is an error) */
@@ -71,6 +72,7 @@ typedef struct gpu_state {
      * recorded behind that work, waited for before the state changes again */
     cudaEvent_t external;
     int external_pending;
+    gpu_model *model;          /* a model's mechanisms (sim->model): every cell in the tree group */
 } gpu_state;
 
 static ns_status dalloc(gpu_group *gr, void **p, size_t bytes) {
@@ -104,6 +106,7 @@ static void free_state(gpu_state *s) {
         free(s->groups[k].cell_base);
         cudaFree(s->groups[k].flat_of);
     }
+    ns_gpu_model_free(s->model);
     free(s->groups);
     cudaFree(s->table);
     cudaFree(s->regions);
@@ -148,7 +151,10 @@ static void gpu_destroy(ns_sim_t *sim) {
 static ns_status choose_loops(ns_sim_t *sim, const int64_t *cells, int sms, int *loop, ns_sim_onchip_group *oc) {
     for (int32_t k = 0; k < sim->n_shapes; ++k) {
         loop[k] = LOOP_TREE;
-        if (cells[k] == 0 || sim->method == NS_HINES_TREE) continue;
+        if (sim->model && sim->method == NS_HINES_ONCHIP)
+            return ns_fail(NS_ERR_UNSUPPORTED, "simulation: a model's mechanisms run in the tree loop only (method "
+                                               "'tree' or 'auto')");
+        if (cells[k] == 0 || sim->method == NS_HINES_TREE || sim->model) continue;
         if (sim->method == NS_HINES_AUTO && !ns_sim_auto_needs_onchip(cells[k], sms)) continue;
         int fits = 0;
         ns_status st = ns_sim_onchip_prepare(&sim->shapes[k], sim->options.gpu_lanes, &oc[k], &fits);
@@ -328,6 +334,11 @@ static ns_status gpu_create(ns_sim_t *sim) {
             if (loop[k] == LOOP_TREE) need += comps * (12.0 * 8.0 + 13.0) + (double)cells[k] * 12.0;
             else need += comps * 8.0 * (oc[k].launch.in_shared ? 4.0 : 6.0);
             need += (double)cells[k] * (SPIKE_CAP * 8.0 + 4.0);
+            /* a model: each instance's fields and node index, each ion's 5 arrays */
+            for (int32_t m = 0; sim->model && m < sim->model->n_mechs; ++m)
+                need += (double)cells[k] * (double)sim->model->per_shape[(size_t)k * sim->model->n_mechs + m].n *
+                        (8.0 * sim->model->mechs[m].desc->n_fields + 4.0);
+            if (sim->model) need += comps * 40.0 * sim->model->n_ions;
         }
         size_t free_b = 0, total_b = 0;
         NS_CUDA_GOTO(cudaMemGetInfo(&free_b, &total_b), st, out);
@@ -415,6 +426,10 @@ static ns_status gpu_create(ns_sim_t *sim) {
             (st = dalloc(gr, (void **)&g->d, z)) != NS_OK || (st = dalloc(gr, (void **)&g->rhs, z)) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_count, (size_t)tree_cells * sizeof(int32_t))) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_t, (size_t)tree_cells * SPIKE_CAP * sizeof(double))) != NS_OK)
+            goto out;
+        if (sim->model &&
+            (st = ns_gpu_model_create(sim, gr->cell_id, gr->cell_base, tree_cells, g->v, g->rhs, g->d, &s->model)) !=
+                NS_OK)
             goto out;
     }
     /* the method the loops resolved to (AUTO: several loops in use) */
@@ -545,6 +560,10 @@ static ns_status gpu_init(ns_sim_t *sim) {
     for (int32_t k = 0; k < s->n_groups; ++k) {
         st = transfer_state(sim, &s->groups[k], 1);
         if (st != NS_OK) return st;
+        const gpu_group *gr = &s->groups[k];
+        if (s->model && gr->tree &&
+            (st = ns_gpu_model_init(sim, s->model, gr->cell_id, gr->cell_base, gr->g.cells, s->streams[0])) != NS_OK)
+            return st;
     }
     s->host_current = 1;
     return sync_sites(sim, s);
@@ -602,7 +621,26 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
             s->groups[k].g.fault = s->fault + k;
             const gpu_group *gr = &s->groups[k];
             cudaStream_t stream = s->streams[k % s->n_streams];
-            if (gr->tree) {
+            if (gr->tree && s->model) {
+                /* a model: step by step, the mechanisms' launchers around the tree loop's step */
+                const cudaStream_t one[3] = {stream, stream, stream};
+                double tk = t0;
+                for (int64_t k1 = 0; k1 < part; ++k1) {
+                    const double tmid = ns_sim_half_step(tk, run.dt);
+                    ns_status mst = ns_gpu_model_currents(sim, s->model, gr->g.rhs, gr->g.d, tmid, stream);
+                    if (mst != NS_OK) return mst;
+                    ns_sim_gpu_run r1 = run;
+                    r1.t0 = tk;
+                    r1.step0 = step0 + k1;
+                    r1.steps = 1;
+                    r1.k0 = k1;
+                    r1.continued = k1 > 0;
+                    r1.preassembled = 1;
+                    NS_CUDA_TRY(ns_sim_launch_tree(&gr->t, &gr->layout, &gr->g, &r1, one));
+                    tk = ns_sim_half_step(tmid, run.dt);
+                    if ((mst = ns_gpu_model_states(sim, s->model, tk, stream)) != NS_OK) return mst;
+                }
+            } else if (gr->tree) {
                 const cudaStream_t three[3] = {stream, s->streams[(k + 1) % s->n_streams],
                                                s->streams[(k + 2) % s->n_streams]};
                 NS_CUDA_TRY(ns_sim_launch_tree(&gr->t, &gr->layout, &gr->g, &run, three));

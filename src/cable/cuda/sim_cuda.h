@@ -64,6 +64,10 @@ typedef struct ns_sim_gpu_run {
     int32_t spike_cap;
     const ns_hh_table *table;   /* device */
     const sim_region *regions;  /* device, NS_REGION_COUNT */
+    /* a model's step (tree loop, one step per launch): */
+    int preassembled;           /* 1: rhs and d hold the mechanisms' currents (phase A loads them) */
+    int continued;              /* 1: spike counts go on from the group's spike_count */
+    int64_t k0;                 /* steps of the part before this launch (fault keys) */
 } ns_sim_gpu_run;
 
 

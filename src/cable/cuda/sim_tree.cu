@@ -11,7 +11,8 @@
 // single cells in shared memory, big cells in device memory). A step, phase by phase, each ended by
 // a block barrier (the same operations in the same order per node as
 // step_cpu.c, so the assembly is bit-identical to the CPU loop's):
-//   A  per node: pas current and slope into rhs, d
+//   A  per node: pas current and slope into rhs, d (a model's step: rhs and
+//      d as its mechanisms left them, sim_model_cuda.c)
 //   B  per cell: the current clamps, in the order they were added; the
 //      spike node's old v
 //   C  per node: hh current and slope, capacitance, then the axial terms:
@@ -70,14 +71,20 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
     const int32_t c = c0 + (int32_t)threadIdx.x;
     const int own = tm.rank() == 0 && c < c1;
     const int64_t cell_base = own ? t.cell_base[c] - base : 0;
-    int32_t spikes = 0;
+    int32_t spikes = own && r.continued ? g.spike_count[c] : 0;
     double v_old = 0.0;
     if (tm.rank() == 0 && threadIdx.x == 0) *stop = 0;
     for (int64_t k = 0; k < r.steps; ++k) {
         const double tp = tcur;
         const double tm_half = tcur + .5 * dt;
-        // A: pas
-        for (int32_t i = tid; i < N; i += nt) {
+        // A: pas (a model: its mechanisms' currents, assembled before the launch)
+        for (int32_t i = tid; i < N && r.preassembled; i += nt) {
+            if (SHARED) {
+                rhs[i] = g.rhs[base + i];
+                d[i] = g.d[base + i];
+            }
+        }
+        for (int32_t i = tid; i < N && !r.preassembled; i += nt) {
             double ri = 0.0, di = 0.0;
             const int reg = region[i];
             if (reg >= 0 && r.regions[reg].pas) {
@@ -168,7 +175,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
                 const int64_t node = (int64_t)(key & ((1ULL << 40) - 1));
                 int fault = key != NS_CONTRACT_PIVOT_NONE && node >= cell_base && node < cb1;
                 for (int64_t i = cell_base; i < cb1 && !fault; ++i) fault = !isfinite(tm.ld(v + i));
-                if (fault) atomicMin(g.fault, ((unsigned long long)(k + 1) << 24) | (unsigned long long)c);
+                if (fault) atomicMin(g.fault, ((unsigned long long)(r.k0 + k + 1) << 24) | (unsigned long long)c);
             }
             break;
         }

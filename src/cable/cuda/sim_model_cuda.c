@@ -1,0 +1,277 @@
+/* The GPU loop's mechanisms from a model (model_impl.h): every instance of
+ * the population on the device, the generated CUDA launchers per phase.
+ *
+ * The model's cells all run in the tree loop's group (sim_cuda.c), whose
+ * state is Flat in the group's cell order: instance i of mechanism m sits at
+ * node node_index[i] of those arrays. Per mechanism: the fields (n_fields
+ * arrays over its instances), the node indexes, the globals and TABLE
+ * storage (built on the host by table_update, copied); per ion used: e, ci,
+ * co, i, didv over the group's nodes. One step (gpu_advance):
+ *   rhs = d = 0, ions' i = didv = 0 (memsets)
+ *   current() of each mechanism in type order (the launchers, t + dt/2)
+ *   the tree loop's step (IClamp, capacitance, axial terms, solve, v)
+ *   state() of each mechanism (t + dt), Nernst after a writer. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cable/cuda/sim_model_cuda.h"
+#include "core/cuda_check.h"
+#include "core/error.h"
+
+typedef struct gpu_mech {
+    ns_mech_ppack p;       /* device pointers; t, dt, celsius set per call */
+    double *fields;        /* device: n_fields arrays of p.n */
+    void *allocs[6];
+    int n_allocs;
+} gpu_mech;
+
+struct gpu_model {
+    const sim_model *model;
+    int64_t nodes;
+    gpu_mech *m;
+    double *ion; /* device: per ion j, e, ci, co, i, didv at [(5 * j + q) * nodes] */
+};
+
+void ns_gpu_model_free(gpu_model *g) {
+    if (!g) return;
+    for (int32_t k = 0; g->m && k < g->model->n_mechs; ++k)
+        for (int a = 0; a < g->m[k].n_allocs; ++a) cudaFree(g->m[k].allocs[a]);
+    free(g->m);
+    cudaFree(g->ion);
+    free(g);
+}
+
+static ns_status alloc_up(gpu_mech *gm, void **dst, const void *src, size_t bytes) {
+    NS_CUDA_TRY(cudaMalloc(dst, bytes ? bytes : 8));
+    gm->allocs[gm->n_allocs++] = *dst;
+    if (src && bytes) NS_CUDA_TRY(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
+    return NS_OK;
+}
+
+ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const int64_t *cell_base, int64_t cells,
+                              double *v, double *rhs, double *d, gpu_model **out) {
+    *out = NULL;
+    const sim_model *model = sim->model;
+    gpu_model *g = calloc(1, sizeof *g);
+    if (!g) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
+    g->model = model;
+    g->nodes = cell_base[cells];
+    g->m = calloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1), sizeof *g->m);
+    ns_status st = NS_OK;
+    if (!g->m) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
+    if (st == NS_OK && cudaMalloc((void **)&g->ion, (size_t)(5 * (model->n_ions > 0 ? model->n_ions : 1)) *
+                                                         (size_t)g->nodes * sizeof(double)) != cudaSuccess)
+        st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: the ions of %lld compartments", (long long)g->nodes);
+    int32_t *nodes_h = NULL;
+    for (int32_t k = 0; k < model->n_mechs && st == NS_OK; ++k) {
+        const ns_mech_desc *desc = model->mechs[k].desc;
+        gpu_mech *gm = &g->m[k];
+        int64_t cnt = 0;
+        for (int64_t j = 0; j < cells; ++j)
+            cnt += model->per_shape[(size_t)sim->cell_shape[cell_id[j]] * model->n_mechs + k].n;
+        if (cnt >= INT32_MAX) {
+            st = ns_fail(NS_ERR_SIZE, "simulation: %lld instances of %s (the GPU loop takes < 2^31)",
+                         (long long)cnt, desc->name);
+            break;
+        }
+        const int nf = desc->n_fields;
+        nodes_h = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *nodes_h);
+        if (!nodes_h) {
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
+            break;
+        }
+        /* instances cell by cell (the group's order; ns_gpu_model_init sets the fields) */
+        int64_t q = 0;
+        for (int64_t j = 0; j < cells; ++j) {
+            const sim_mech_shape *ms = &model->per_shape[(size_t)sim->cell_shape[cell_id[j]] * model->n_mechs + k];
+            for (int32_t i = 0; i < ms->n; ++i, ++q) nodes_h[q] = (int32_t)(cell_base[j] + ms->node[i]);
+        }
+        double *fields_d = NULL, **fptr_d = NULL, *globals_d = NULL, *table_d = NULL;
+        int32_t *nodes_d = NULL;
+        ns_mech_ion_view *ions_d = NULL;
+        double *fptr_h[256];
+        ns_mech_ion_view views[NS_SIM_MECH_IONS_MAX];
+        if (nf > 256) st = ns_fail(NS_ERR_UNSUPPORTED, "simulation: %s has %d fields (GPU loop: at most 256)",
+                                   desc->name, nf);
+        if (st == NS_OK) st = alloc_up(gm, (void **)&fields_d, NULL, (size_t)nf * (size_t)cnt * sizeof(double));
+        gm->fields = fields_d;
+        if (st == NS_OK) st = alloc_up(gm, (void **)&nodes_d, nodes_h, (size_t)cnt * sizeof(int32_t));
+        for (int f = 0; st == NS_OK && f < nf; ++f) fptr_h[f] = fields_d + (size_t)f * (size_t)cnt;
+        if (st == NS_OK) st = alloc_up(gm, (void **)&fptr_d, fptr_h, (size_t)nf * sizeof(double *));
+        if (st == NS_OK)
+            st = alloc_up(gm, (void **)&globals_d, model->mechs[k].globals, (size_t)desc->n_globals * sizeof(double));
+        if (st == NS_OK) st = alloc_up(gm, (void **)&table_d, NULL, (size_t)desc->table_size * sizeof(double));
+        for (int j = 0; st == NS_OK && j < desc->n_ions; ++j) {
+            double *base = g->ion + (size_t)5 * (size_t)model->mechs[k].ion[j] * (size_t)g->nodes;
+            const size_t z = (size_t)g->nodes;
+            views[j] = (ns_mech_ion_view){base, base + z, base + 2 * z, base + 3 * z, base + 4 * z, NULL};
+        }
+        if (st == NS_OK)
+            st = alloc_up(gm, (void **)&ions_d, views, (size_t)desc->n_ions * sizeof(ns_mech_ion_view));
+        free(nodes_h);
+        nodes_h = NULL;
+        if (st != NS_OK) break;
+        memset(&gm->p, 0, sizeof gm->p);
+        gm->p.n = (int)cnt;
+        gm->p.node_index = nodes_d;
+        gm->p.v = v;
+        gm->p.rhs = rhs;
+        gm->p.d = d;
+        gm->p.field = fptr_d;
+        gm->p.global = globals_d;
+        gm->p.table = table_d;
+        gm->p.ion = ions_d;
+        if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
+            st = ns_fail(NS_ERR_UNSUPPORTED,
+                         "simulation: mechanism %s has no CUDA code: build its library with `neurosolve mechanisms "
+                         "build --cuda` (or use the CPU backend)",
+                         desc->name);
+    }
+    free(nodes_h);
+    if (st != NS_OK) {
+        ns_gpu_model_free(g);
+        return st;
+    }
+    *out = g;
+    return NS_OK;
+}
+
+static void set_time(gpu_mech *gm, double t, const ns_sim_t *sim) {
+    gm->p.t = t;
+    gm->p.dt = sim->params.dt;
+    gm->p.celsius = sim->params.celsius;
+}
+
+static ns_status launched(int rc, const char *what, const char *name) {
+    if (rc == 0) return NS_OK;
+    cudaError_t e = cudaGetLastError();
+    return ns_fail(NS_ERR_CUDA, "simulation: %s of %s: %s", what, name, cudaGetErrorString(e));
+}
+
+static ns_status nernst_of(const ns_sim_t *sim, gpu_model *g, const sim_mech *sm, cudaStream_t stream) {
+    const sim_model *model = g->model;
+    for (int32_t j = 0; j < model->n_ions; ++j) {
+        if (!model->ions[j].write_c) continue;
+        int mine = !sm;
+        for (int q = 0; sm && q < sm->desc->n_ions; ++q)
+            mine |= sm->ion[q] == j && (sm->desc->ions[q].flags & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO));
+        if (!mine) continue;
+        double *base = g->ion + (size_t)5 * (size_t)j * (size_t)g->nodes;
+        NS_CUDA_TRY(ns_sim_launch_nernst(base, base + g->nodes, base + 2 * g->nodes, g->nodes, model->ions[j].charge,
+                                         sim->params.celsius, stream));
+    }
+    return NS_OK;
+}
+
+ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
+                            int64_t cells, cudaStream_t stream) {
+    const sim_model *model = g->model;
+    /* ions from the model's values, per cell */
+    const size_t z = (size_t)g->nodes;
+    double *h = malloc(5 * z * sizeof *h);
+    if (!h) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: ion values");
+    ns_status st = NS_OK;
+    for (int32_t j = 0; j < model->n_ions && st == NS_OK; ++j) {
+        for (int64_t c = 0; c < cells; ++c) {
+            const int32_t s = sim->cell_shape[cell_id[c]];
+            const int32_t n = sim->shapes[s].n;
+            const double *init = model->ion_init[s];
+            for (int q = 0; q < 3; ++q)
+                memcpy(h + (size_t)q * z + (size_t)cell_base[c], init + (size_t)(3 * j + q) * (size_t)n,
+                       (size_t)n * sizeof *h);
+        }
+        memset(h + 3 * z, 0, 2 * z * sizeof *h);
+        if (cudaMemcpy(g->ion + 5 * (size_t)j * z, h, 5 * z * sizeof *h, cudaMemcpyHostToDevice) != cudaSuccess)
+            st = ns_fail(NS_ERR_CUDA, "simulation: ion upload");
+    }
+    free(h);
+    if (st != NS_OK) return st;
+    /* tables built on the host (they depend on celsius and the globals only) */
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        const ns_mech_desc *desc = model->mechs[k].desc;
+        gpu_mech *gm = &g->m[k];
+        if (desc->table_update && desc->table_size > 0) {
+            double *table = calloc((size_t)desc->table_size, sizeof *table);
+            if (!table) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: TABLE of %s", desc->name);
+            ns_mech_ppack hp;
+            memset(&hp, 0, sizeof hp);
+            hp.dt = sim->params.dt;
+            hp.celsius = sim->params.celsius;
+            hp.global = model->mechs[k].globals;
+            hp.table = table;
+            if (desc->table_update(&hp) &&
+                cudaMemcpy(gm->p.table, table, (size_t)desc->table_size * sizeof *table, cudaMemcpyHostToDevice) !=
+                    cudaSuccess)
+                st = ns_fail(NS_ERR_CUDA, "simulation: TABLE upload of %s", desc->name);
+            free(table);
+            if (st != NS_OK) return st;
+        }
+    }
+    /* fields: the parameters' values, the rest 0 (INITIAL sets them) */
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        const ns_mech_desc *desc = model->mechs[k].desc;
+        gpu_mech *gm = &g->m[k];
+        const int64_t cnt = gm->p.n;
+        if (cnt == 0) continue;
+        double *f = calloc((size_t)desc->n_fields * (size_t)cnt + 1, sizeof *f);
+        if (!f) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: fields");
+        int64_t q = 0;
+        for (int64_t c = 0; c < cells; ++c) {
+            const sim_mech_shape *ms = &model->per_shape[(size_t)sim->cell_shape[cell_id[c]] * model->n_mechs + k];
+            for (int32_t i = 0; i < ms->n; ++i, ++q)
+                for (int p = 0; p < desc->n_params; ++p)
+                    f[(size_t)p * (size_t)cnt + (size_t)q] = ms->param[(int64_t)p * ms->n + i];
+        }
+        if (cudaMemcpy(gm->fields, f, (size_t)desc->n_fields * (size_t)cnt * sizeof *f, cudaMemcpyHostToDevice) !=
+            cudaSuccess)
+            st = ns_fail(NS_ERR_CUDA, "simulation: field upload of %s", desc->name);
+        free(f);
+        if (st != NS_OK) return st;
+    }
+    /* NEURON's finitialize: Nernst, INITIAL in type order, Nernst after a writer */
+    if ((st = nernst_of(sim, g, NULL, stream)) != NS_OK) return st;
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        gpu_mech *gm = &g->m[k];
+        if (gm->p.n == 0) continue;
+        set_time(gm, 0.0, sim);
+        if ((st = launched(model->mechs[k].desc->cuda_init(&gm->p, stream), "INITIAL", model->mechs[k].desc->name)) !=
+            NS_OK)
+            return st;
+        if (model->mechs[k].writes_c && (st = nernst_of(sim, g, &model->mechs[k], stream)) != NS_OK) return st;
+    }
+    NS_CUDA_TRY(cudaStreamSynchronize(stream));
+    return NS_OK;
+}
+
+ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, double *d, double t,
+                                cudaStream_t stream) {
+    const sim_model *model = g->model;
+    NS_CUDA_TRY(cudaMemsetAsync(rhs, 0, (size_t)g->nodes * sizeof *rhs, stream));
+    NS_CUDA_TRY(cudaMemsetAsync(d, 0, (size_t)g->nodes * sizeof *d, stream));
+    for (int32_t j = 0; j < model->n_ions; ++j)
+        NS_CUDA_TRY(cudaMemsetAsync(g->ion + (size_t)(5 * j + 3) * (size_t)g->nodes, 0,
+                                    2 * (size_t)g->nodes * sizeof(double), stream));
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        gpu_mech *gm = &g->m[k];
+        if (gm->p.n == 0) continue;
+        set_time(gm, t, sim);
+        ns_status st = launched(model->mechs[k].desc->cuda_current(&gm->p, stream), "BREAKPOINT",
+                                model->mechs[k].desc->name);
+        if (st != NS_OK) return st;
+    }
+    return NS_OK;
+}
+
+ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaStream_t stream) {
+    const sim_model *model = g->model;
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        gpu_mech *gm = &g->m[k];
+        if (gm->p.n == 0) continue;
+        set_time(gm, t, sim);
+        ns_status st = launched(model->mechs[k].desc->cuda_state(&gm->p, stream), "SOLVE", model->mechs[k].desc->name);
+        if (st != NS_OK) return st;
+        if (model->mechs[k].writes_c && (st = nernst_of(sim, g, &model->mechs[k], stream)) != NS_OK) return st;
+    }
+    return NS_OK;
+}

@@ -1,0 +1,39 @@
+/* Private: the GPU loop's mechanisms from a model (sim_model_cuda.c) and the
+ * Nernst kernel (sim_model.cu). */
+#ifndef NS_CABLE_CUDA_SIM_MODEL_CUDA_H
+#define NS_CABLE_CUDA_SIM_MODEL_CUDA_H
+
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#include "cable/sim_impl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gpu_model gpu_model;
+
+/* The instances of the model's mechanisms in the tree group's cells (local
+ * cell j is global cell cell_id[j], its nodes from cell_base[j]); v, rhs and
+ * d are the group's device arrays. */
+ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const int64_t *cell_base, int64_t cells,
+                              double *v, double *rhs, double *d, gpu_model **out);
+void ns_gpu_model_free(gpu_model *g);
+/* NEURON's finitialize of the mechanisms (v already v_init on the device). */
+ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
+                            int64_t cells, cudaStream_t stream);
+/* rhs = d = 0, ions' i = didv = 0, then every mechanism's current at t. */
+ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, double *d, double t,
+                                cudaStream_t stream);
+/* Every mechanism's state at t (Nernst after a concentration writer). */
+ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaStream_t stream);
+
+/* e = NEURON's Nernst potential of (ci, co) over n nodes. */
+cudaError_t ns_sim_launch_nernst(double *e, const double *ci, const double *co, int64_t n, int charge, double celsius,
+                                 cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,226 @@
+/* A model's mechanisms on the GPU (src/cable/cuda/sim_model_cuda.c) against
+ * the CPU loop's (src/cable/model_cpu.c), an independent implementation of
+ * the same step (host entry points over lane blocks, the CPU Hines solve):
+ *   - the built-in hh (generated) everywhere and pas in the dendrites, on
+ *     three morphologies x 3 cells: spike times within 1e-6 ms, traces within
+ *     1e-6 mV (the GPU adds IClamp after the mechanisms, the CPU after pas:
+ *     sums in another order, and the GPU's exp);
+ *   - a multi-channel layer 5 model from data/mechanisms/bbp (12 BBP
+ *     mechanisms with calcium dynamics, distance-dependent Ih and a Ca hot
+ *     zone), its library built with cc and nvcc (--cuda): spike times within
+ *     1e-4 ms, RMS of v within 1e-4 mV per site over 300 ms;
+ *   - a model whose library has no CUDA code is refused naming the mechanism.
+ * Without a GPU the test skips (77); without nvcc, the BBP part says SKIPPED. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "neurosolve/neurosolve.h"
+#include "test_tmpdir.h"
+
+#define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
+
+static const char *HH_MODEL = "all.insert = hh\n"
+                              "dend.insert = pas\n"
+                              "dend.g_pas = 2e-4 * (1 + d / 500)\n"
+                              "dend.e_pas = -65\n"
+                              "dend.gnabar_hh = 0.06\n";
+
+static const char *L5_MODEL =
+    "all.insert = pas\n"
+    "all.e_pas = -90\n"
+    "all.g_pas = 3e-5\n"
+    "soma.insert = Ca_LVAst Ca_HVA SKv3_1 SK_E2 K_Tst K_Pst Nap_Et2 NaTa_t CaDynamics_E2 Ih\n"
+    "soma.ek = -85\n"
+    "soma.ena = 50\n"
+    "soma.gSKv3_1bar_SKv3_1 = 0.693\n"
+    "soma.gNaTa_tbar_NaTa_t = 2.04\n"
+    "soma.gamma_CaDynamics_E2 = 0.000501\n"
+    "soma.decay_CaDynamics_E2 = 460\n"
+    "axon.insert = NaTa_t K_Pst K_Tst SKv3_1 Nap_Et2 SK_E2 Ca_HVA Ca_LVAst CaDynamics_E2\n"
+    "axon.ek = -85\n"
+    "axon.ena = 50\n"
+    "axon.gNaTa_tbar_NaTa_t = 3.137968\n"
+    "axon.gSKv3_1bar_SKv3_1 = 1.021945\n"
+    "axon.gK_Pstbar_K_Pst = 0.973538\n"
+    "dend.insert = Ih\n"
+    "apical.insert = NaTs2_t SKv3_1 Im SK_E2 Ca_LVAst Ca_HVA CaDynamics_E2\n"
+    "apical.ek = -85\n"
+    "apical.ena = 50\n"
+    "apical.gIhbar_Ih = 0.0002*(-0.8696 + 2.087*exp(0.0031*d))\n"
+    "apical.gCa_LVAstbar_Ca_LVAst = 0.0187*(0.01 + 0.99*(d > 685)*(d < 885))\n";
+
+static ns_cell_t *load(const char *name, double Ra) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", NS_MORPHOLOGIES, name);
+    ns_morph_t *m = NULL;
+    CHECK_OK(ns_swc_read(path, NULL, &m));
+    ns_discretize_options o;
+    ns_discretize_options_init(&o);
+    o.Ra = Ra;
+    ns_cell_t *cell = NULL;
+    CHECK_OK(ns_discretize(m, &o, &cell));
+    ns_morph_destroy(m);
+    return cell;
+}
+
+/* Run one model on `backend`; spikes of every cell and traces at 2 sites per cell. */
+typedef struct run_out {
+    int64_t samples;
+    int32_t sites;
+    double *traces;
+    int64_t n_spikes[16];
+    double spikes[16][64];
+} run_out;
+
+static int run(ns_backend backend, int n_shapes, ns_cell_t **cells, int cells_per, const ns_sim_params *p,
+               const ns_sim_model_t *model, double tstop, double amp, run_out *out) {
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = backend;
+    o.method = backend == NS_BACKEND_CPU ? NS_HINES_SEQUENTIAL : NS_HINES_AUTO;
+    o.model = model;
+    ns_sim_t *sim = NULL;
+    const int64_t n = (int64_t)n_shapes * cells_per;
+    ns_status st = ns_sim_create(n_shapes, (const ns_cell_t *const *)cells, n, NULL, p, &o, &sim);
+    if (st != NS_OK) return -1;
+    for (int64_t c = 0; c < n; ++c) {
+        const int32_t soma = ns_sim_spike_compartment(sim, c);
+        CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 5.0 + 3.0 * (double)(c / n_shapes), tstop, amp * (1.0 + 0.2 * (c % 3))));
+        ns_cell_info ci;
+        ns_cell_get_info(cells[c % n_shapes], &ci);
+        CHECK_OK(ns_sim_add_recording(sim, c, soma, NULL));
+        CHECK_OK(ns_sim_add_recording(sim, c, ci.compartments * 2 / 3, NULL));
+    }
+    CHECK_OK(ns_sim_init(sim));
+    CHECK_OK(ns_sim_advance(sim, ns_sim_steps_for(sim, tstop)));
+    CHECK(ns_sim_method(sim) == (backend == NS_BACKEND_CPU ? NS_HINES_SEQUENTIAL : NS_HINES_TREE));
+    const double *t = ns_sim_traces(sim, &out->samples, &out->sites);
+    out->traces = malloc((size_t)(out->samples * out->sites) * sizeof(double));
+    memcpy(out->traces, t, (size_t)(out->samples * out->sites) * sizeof(double));
+    for (int64_t c = 0; c < n && c < 16; ++c) {
+        const double *s = ns_sim_spikes(sim, c, &out->n_spikes[c]);
+        for (int64_t q = 0; q < out->n_spikes[c] && q < 64; ++q) out->spikes[c][q] = s[q];
+    }
+    ns_sim_destroy(sim);
+    return 0;
+}
+
+static void compare(const char *what, const run_out *a, const run_out *b, int64_t cells, double tol_t, double tol_rms,
+                    double tol_max) {
+    CHECK(a->samples == b->samples && a->sites == b->sites);
+    int64_t total = 0;
+    double worst_t = 0.0;
+    for (int64_t c = 0; c < cells && c < 16; ++c) {
+        CHECK_MSG(a->n_spikes[c] == b->n_spikes[c], "%s: cell %lld: %lld spikes on the GPU, %lld on the CPU", what,
+                  (long long)c, (long long)a->n_spikes[c], (long long)b->n_spikes[c]);
+        for (int64_t q = 0; q < a->n_spikes[c] && q < b->n_spikes[c] && q < 64; ++q)
+            worst_t = fmax(worst_t, fabs(a->spikes[c][q] - b->spikes[c][q]));
+        total += a->n_spikes[c];
+    }
+    double worst_rms = 0.0, worst_max = 0.0;
+    for (int32_t k = 0; k < a->sites; ++k) {
+        double sum = 0.0;
+        for (int64_t s = 0; s < a->samples; ++s) {
+            const double d = a->traces[s * a->sites + k] - b->traces[s * a->sites + k];
+            sum += d * d;
+            worst_max = fmax(worst_max, fabs(d));
+        }
+        worst_rms = fmax(worst_rms, sqrt(sum / (double)a->samples));
+    }
+    printf("%s: %lld spikes, max spike-time difference %.2e ms, max RMS %.2e mV, max |dv| %.2e mV\n", what,
+           (long long)total, worst_t, worst_rms, worst_max);
+    CHECK_MSG(total > 0, "%s: no spikes (the clamps should make some)", what);
+    CHECK_MSG(worst_t <= tol_t, "%s: spike times differ by %g ms", what, worst_t);
+    CHECK_MSG(worst_rms <= tol_rms && worst_max <= tol_max, "%s: traces differ (RMS %g, max %g mV)", what, worst_rms,
+              worst_max);
+}
+
+static void free_out(run_out *o) { free(o->traces); }
+
+int main(void) {
+    int gpus = 0;
+    if (ns_cuda_device_count(&gpus) != NS_OK || gpus <= 0) CHECK_SKIP("no GPU (model mechanisms on the GPU)");
+
+    /* 1. built-in hh and pas */
+    {
+        const char *files[3] = {"ca1_h10.swc", "l5pc_bbp_axon.swc", "purk_dbbs.swc"};
+        ns_cell_t *cells[3];
+        for (int k = 0; k < 3; ++k) cells[k] = load(files[k], 35.4);
+        ns_sim_params p;
+        ns_sim_params_init(&p);
+        ns_sim_model_t *model = NULL;
+        CHECK_OK(ns_sim_model_create(NULL, &model));
+        CHECK_OK(ns_sim_model_parse(model, HH_MODEL, strlen(HH_MODEL), "hh.model"));
+        run_out g, c;
+        memset(&g, 0, sizeof g);
+        memset(&c, 0, sizeof c);
+        CHECK(run(NS_BACKEND_CUDA, 3, cells, 3, &p, model, 40.0, 2.0, &g) == 0);
+        CHECK(run(NS_BACKEND_CPU, 3, cells, 3, &p, model, 40.0, 2.0, &c) == 0);
+        compare("hh + pas(d), 3 shapes x 3 cells, GPU vs CPU", &g, &c, 9, 1e-6, 1e-6, 1e-5);
+        free_out(&g);
+        free_out(&c);
+        ns_sim_model_destroy(model);
+        for (int k = 0; k < 3; ++k) ns_cell_destroy(cells[k]);
+    }
+
+    /* 2. the BBP layer 5 model (cc and nvcc build its library) */
+    const int have_nvcc = system("nvcc --version > /dev/null 2>&1") == 0;
+    const int have_cc = system("cc --version > /dev/null 2>&1") == 0;
+    if (!have_nvcc || !have_cc) {
+        printf("BBP part SKIPPED: no %s\n", have_cc ? "nvcc" : "cc");
+        return check_summary("test_sim_model_cuda");
+    }
+    CHECK(tmpdir_make("ns_sim_model_cuda") == 0);
+    char lib_path[600], cpu_lib_path[600];
+    snprintf(lib_path, sizeof lib_path, "%s", tmp("libbbp_cuda.so"));
+    snprintf(cpu_lib_path, sizeof cpu_lib_path, "%s", tmp("libbbp.so"));
+    ns_mechanisms_build_options bo;
+    memset(&bo, 0, sizeof bo);
+    CHECK_OK(ns_mechanisms_build(MECH_DIR "/bbp", cpu_lib_path, &bo));
+    bo.nvcc = "nvcc";
+    CHECK_OK(ns_mechanisms_build(MECH_DIR "/bbp", lib_path, &bo));
+    ns_mech_library_t *lib = NULL, *cpu_lib = NULL;
+    CHECK_OK(ns_mech_library_open(lib_path, &lib));
+    CHECK_OK(ns_mech_library_open(cpu_lib_path, &cpu_lib));
+    ns_cell_t *l5[1] = {load("l5pc_bbp_axon.swc", 100.0)};
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    p.celsius = 34.0;
+    p.v_init = -80.0;
+    p.region[NS_REGION_BASAL].cm = p.region[NS_REGION_APICAL].cm = 2.0;
+    ns_sim_model_t *model = NULL;
+    CHECK_OK(ns_sim_model_create(lib, &model));
+    CHECK_OK(ns_sim_model_parse(model, L5_MODEL, strlen(L5_MODEL), "l5.model"));
+    run_out g, c;
+    memset(&g, 0, sizeof g);
+    memset(&c, 0, sizeof c);
+    CHECK(run(NS_BACKEND_CUDA, 1, l5, 2, &p, model, 300.0, 0.8, &g) == 0);
+    CHECK(run(NS_BACKEND_CPU, 1, l5, 2, &p, model, 300.0, 0.8, &c) == 0);
+    compare("BBP layer 5 model, 2 cells, GPU vs CPU", &g, &c, 2, 1e-4, 1e-4, 1e-2);
+    free_out(&g);
+    free_out(&c);
+    ns_sim_model_destroy(model);
+
+    /* 3. a library without CUDA code on the GPU: refused, naming a mechanism */
+    CHECK_OK(ns_sim_model_create(cpu_lib, &model));
+    CHECK_OK(ns_sim_model_parse(model, L5_MODEL, strlen(L5_MODEL), "l5.model"));
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = NS_BACKEND_CUDA;
+    o.model = model;
+    ns_sim_t *sim = NULL;
+    CHECK(ns_sim_create(1, (const ns_cell_t *const *)l5, 1, NULL, &p, &o, &sim) == NS_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(ns_last_error(), "has no CUDA code") != NULL, "message: %s", ns_last_error());
+    CHECK(sim == NULL);
+    ns_sim_model_destroy(model);
+    ns_mech_library_close(lib);
+    ns_mech_library_close(cpu_lib);
+    ns_cell_destroy(l5[0]);
+    tmpdir_remove();
+    return check_summary("test_sim_model_cuda");
+}
