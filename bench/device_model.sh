@@ -46,19 +46,19 @@ for step in $STEPS; do
       T="$FINAL/model_bench.txt"
       echo "# simulate timings, $(date -u +%F), $(nvidia-smi --query-gpu=name --format=csv,noheader), $(nproc) cores" > "$T"
       S="simulate --no-progress --json --iclamp soma:1:1000:auto --record soma"
-      for rep in 1 2; do
-        for cells in 1000 10000; do
+      for rep in ${REPS:-1 2}; do
+        for cells in ${HH_CELLS:-1000 10000}; do
           run "hh-gpu-hand-$cells-$rep" 200 "$NS" $S bundled --cells $((cells / 39)) --tstop 20 --backend cuda --method tree
           run "hh-gpu-gen-$cells-$rep" 200 "$NS" $S bundled --cells $((cells / 39)) --tstop 20 --backend cuda --model $P/hh.model
         done
         run "hh-cpu-hand-$rep" 200 "$NS" $S bundled --cells 26 --tstop 10 --backend cpu --threads 16
         run "hh-cpu-gen-$rep" 200 "$NS" $S bundled --cells 26 --tstop 10 --backend cpu --threads 16 --model $P/hh.model
       done
-      for cells in 1 100 1000 10000; do
+      for cells in ${L5_GPU_CELLS:-1 100 1000 10000}; do
         run "l5-gpu-$cells" 300 "$NS" $S "$ROOT/data/morphologies/l5pc_bbp_axon.swc" --cells $cells --tstop 20 \
             --params $P/l5.params --mechanisms $P/libbbp.so --model $P/l5.model --iclamp soma:1:100:0.8 --backend cuda
       done
-      for cells in 1 16 160; do
+      for cells in ${L5_CPU_CELLS:-1 16 160}; do
         run "l5-cpu16-$cells" 300 "$NS" $S "$ROOT/data/morphologies/l5pc_bbp_axon.swc" --cells $cells --tstop 20 \
             --params $P/l5.params --mechanisms $P/libbbp.so --model $P/l5.model --iclamp soma:1:100:0.8 --backend cpu \
             --threads 16
