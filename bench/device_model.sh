@@ -45,7 +45,7 @@ for step in $STEPS; do
       run build-bbp-cuda 300 "$NS" mechanisms build "$ROOT/data/mechanisms/bbp" -o $P/libbbp.so --cuda
       T="$FINAL/model_bench.txt"
       echo "# simulate timings, $(date -u +%F), $(nvidia-smi --query-gpu=name --format=csv,noheader), $(nproc) cores" > "$T"
-      S="simulate --no-progress --json --iclamp soma:1:1000:auto --record soma"
+      S="simulate --no-progress --json --iclamp soma:1:1000:auto --record soma --radii default:1"
       for rep in ${REPS:-1 2}; do
         for cells in ${HH_CELLS:-1000 10000}; do
           run "hh-gpu-hand-$cells-$rep" 200 "$NS" $S bundled --cells $((cells / 39)) --tstop 20 --backend cuda --method tree
