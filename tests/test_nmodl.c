@@ -83,8 +83,9 @@ int main(void) {
         char *text = NULL;
         if (m) CHECK_OK(ns_nmodl_emit(m, NS_NMODL_HEADER, &text));
         hh = text ? text : "";
-        /* m' = (minf - m)/mtau by cnexp, nocmodl's arithmetic */
-        CHECK(strstr(hh, "p->field[15][i_] = p->field[15][i_] + (1. - exp(p->dt * (((-1.0) / p->field[12][i_])))) * "
+        /* m' = (minf - m)/mtau by cnexp, nocmodl's arithmetic (nsm_exp: the
+         * C library's exp on the GPU, a vectorising polynomial on the host) */
+        CHECK(strstr(hh, "p->field[15][i_] = p->field[15][i_] + (1. - nsm_exp(p->dt * (((-1.0) / p->field[12][i_])))) * "
                          "(-((p->field[9][i_] / p->field[12][i_])) / (((-1.0) / p->field[12][i_])) - p->field[15][i_]);"));
         /* the slope (I(v + .001) - I(v)) / .001 and the TABLE's clamped ends */
         CHECK(strstr(hh, "nsm_hh_cur(p, i_, node_, v_ + .001)") && strstr(hh, "g_ = (g_ - rhs_) / .001;"));

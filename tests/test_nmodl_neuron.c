@@ -6,7 +6,7 @@
  * NEURON 9.0.2 traces in tests/data/nmodl/ (validation/nmodl_neuron_traces.py):
  * RMS of v, spike times, and cai / eca where calcium is dynamic.
  * Also: generated hh against the hand-written src/cable/mech.h (the same
- * arithmetic: equal to 1e-12 mV), derivimplicit and euler against their
+ * arithmetic but for exp, the host polynomial: within 1e-9 mV), derivimplicit and euler against their
  * closed forms, and the library's errors (unknown names, failed builds).
  * Without a C compiler the test skips (77). */
 #define _POSIX_C_SOURCE 200809L
@@ -402,8 +402,11 @@ static void hh_vs_mech_h(ns_mech_library_t *const *libs, int n_libs) {
         worst_gate = fabs(c.m[0].fields[fm] - m);
         printf("hh generated vs mech.h (usetable %d): max |dv| %.3e mV over %ld steps, |dm| %.3e at the end\n", usetable,
                worst, steps, worst_gate);
-        CHECK_MSG(worst <= 1e-12, "usetable %d: generated hh differs from mech.h by %g mV", usetable, worst);
-        CHECK(worst_gate <= 1e-12);
+        /* the generated host code's exp is a polynomial within 1 ulp of the C
+         * library's (mech.h's): 1e-9 mV leaves a margin of 20x over 2000
+         * steps of spiking (measured 4.4e-11 mV without the table) */
+        CHECK_MSG(worst <= 1e-9, "usetable %d: generated hh differs from mech.h by %g mV", usetable, worst);
+        CHECK(worst_gate <= 1e-9);
         free(out);
         free_comp(&c);
     }

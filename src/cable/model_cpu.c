@@ -20,7 +20,17 @@ typedef struct mech_block {
     double **field;   /* n_fields pointers into store */
     int *node_index;  /* cnt */
     ns_mech_ion_view ions[NS_SIM_MECH_IONS_MAX];
+    /* runs of consecutive nodes: one call each on the contiguous path
+     * (node_begin, vectorised loops) with the fields from the run's first
+     * instance; n_runs 0: one call over node_index */
+    int32_t n_runs;
+    ns_mech_ppack *runs;
+    double **run_field; /* n_runs * n_fields */
 } mech_block;
+
+/* Runs at least this long on average take the contiguous path (shorter
+ * ones cost a call each for little vector work). */
+#define MIN_MEAN_RUN 4
 
 struct model_block {
     int32_t n_mechs;
@@ -35,6 +45,8 @@ void ns_model_block_free(model_block *b) {
         free(b->m[k].store);
         free(b->m[k].field);
         free(b->m[k].node_index);
+        free(b->m[k].runs);
+        free(b->m[k].run_field);
     }
     free(b->m);
     free(b->ion);
@@ -79,6 +91,29 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         mb->p.global = globals;
         mb->p.table = table;
         mb->p.ion = mb->ions;
+        /* runs of consecutive nodes: instances (node, lane) are then
+         * consecutive lane-nodes from node * w */
+        int32_t runs = 0;
+        for (int32_t i = 0; i < ms->n; ++i) runs += i == 0 || ms->node[i] != ms->node[i - 1] + 1;
+        if (runs > 0 && ms->n >= MIN_MEAN_RUN * runs) {
+            mb->runs = malloc((size_t)runs * sizeof *mb->runs);
+            mb->run_field = malloc((size_t)runs * (size_t)(d->n_fields > 0 ? d->n_fields : 1) * sizeof *mb->run_field);
+            if (!mb->runs || !mb->run_field) goto oom;
+            for (int32_t i = 0; i < ms->n;) {
+                int32_t e = i + 1;
+                while (e < ms->n && ms->node[e] == ms->node[e - 1] + 1) ++e;
+                ns_mech_ppack *rp = &mb->runs[mb->n_runs];
+                double **rf = mb->run_field + (size_t)mb->n_runs * (size_t)d->n_fields;
+                for (int f = 0; f < d->n_fields; ++f) rf[f] = mb->field[f] + (int64_t)i * w;
+                *rp = mb->p;
+                rp->n = (e - i) * w;
+                rp->node_begin = ms->node[i] * w;
+                rp->node_index = NULL;
+                rp->field = rf;
+                mb->n_runs++;
+                i = e;
+            }
+        }
     }
     *out = b;
     return NS_OK;
@@ -104,13 +139,28 @@ static void nernst_ions(const sim_model *model, model_block *b, double celsius, 
     }
 }
 
-static void bind(mech_block *mb, double *v, double *rhs, double *d, double t, double dt, double celsius) {
-    mb->p.v = v;
-    mb->p.rhs = rhs;
-    mb->p.d = d;
-    mb->p.t = t;
-    mb->p.dt = dt;
-    mb->p.celsius = celsius;
+static void bind_one(ns_mech_ppack *p, double *v, double *rhs, double *d, double t, double dt, double celsius) {
+    p->v = v;
+    p->rhs = rhs;
+    p->d = d;
+    p->t = t;
+    p->dt = dt;
+    p->celsius = celsius;
+}
+
+/* Call fn over the block's instances of one mechanism: run by run, or once
+ * over node_index. */
+static void call(mech_block *mb, ns_mech_fn fn, double *v, double *rhs, double *d, double t, double dt,
+                 double celsius) {
+    if (mb->n_runs == 0) {
+        bind_one(&mb->p, v, rhs, d, t, dt, celsius);
+        fn(&mb->p);
+        return;
+    }
+    for (int32_t r = 0; r < mb->n_runs; ++r) {
+        bind_one(&mb->runs[r], v, rhs, d, t, dt, celsius);
+        fn(&mb->runs[r]);
+    }
 }
 
 void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w, double *v,
@@ -142,8 +192,7 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         mech_block *mb = &b->m[k];
         if (mb->p.n == 0) continue;
-        bind(mb, v, NULL, NULL, 0.0, dt, celsius);
-        model->mechs[k].desc->init(&mb->p);
+        call(mb, model->mechs[k].desc->init, v, NULL, NULL, 0.0, dt, celsius);
         if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
     }
 }
@@ -159,16 +208,14 @@ void ns_model_block_current(const sim_model *model, model_block *b, int32_t k, d
                             double t, double dt, double celsius) {
     mech_block *mb = &b->m[k];
     if (mb->p.n == 0) return;
-    bind(mb, v, rhs, d, t, dt, celsius);
-    model->mechs[k].desc->current(&mb->p);
+    call(mb, model->mechs[k].desc->current, v, rhs, d, t, dt, celsius);
 }
 
 void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius) {
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         mech_block *mb = &b->m[k];
         if (mb->p.n == 0) continue;
-        bind(mb, v, NULL, NULL, t, dt, celsius);
-        model->mechs[k].desc->state(&mb->p);
+        call(mb, model->mechs[k].desc->state, v, NULL, NULL, t, dt, celsius);
         if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
     }
 }
