@@ -41,8 +41,9 @@ enum {
 typedef struct ns_mech_ion_view {
     double *e;        /* reversal potential [mV] */
     double *ci, *co;  /* internal and external concentration [mM] */
-    double *i;        /* total current of the ion [mA/cm^2]: zeroed by the loop before current() */
-    double *didv;     /* its slope d i / d v [S/cm^2] */
+    double *i;        /* total current of the ion [mA/cm^2]: zeroed by the loop before current();
+                         NULL when no mechanism reads it (current() then skips it) */
+    double *didv;     /* its slope d i / d v [S/cm^2]; NULL as i */
     const int *index; /* instance -> ion slot, used only with ppack.node_index; NULL (and always
                          on the contiguous path): the slot is the instance's node index */
 } ns_mech_ion_view;

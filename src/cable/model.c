@@ -771,6 +771,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
                 r->ions[ion].charge = d->ions[j].charge;
             }
             sm->ion[j] = ion;
+            if (d->ions[j].flags & NS_MECH_ION_READ_I) r->ions[ion].read_i = 1;
             if (d->ions[j].flags & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO)) {
                 r->ions[ion].write_c = 1;
                 sm->writes_c = 1;

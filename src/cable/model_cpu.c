@@ -81,8 +81,9 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
             for (int32_t j = 0; j < w; ++j) mb->node_index[(int64_t)i * w + j] = ms->node[i] * w + j;
         for (int j = 0; j < d->n_ions; ++j) {
             double *base = b->ion + (size_t)5 * (size_t)sm->ion[j] * (size_t)b->nw;
-            mb->ions[j] = (ns_mech_ion_view){base, base + b->nw, base + 2 * b->nw, base + 3 * b->nw,
-                                             base + 4 * b->nw, NULL};
+            const int keep = model->ions[sm->ion[j]].read_i;
+            mb->ions[j] = (ns_mech_ion_view){base, base + b->nw, base + 2 * b->nw, keep ? base + 3 * b->nw : NULL,
+                                             keep ? base + 4 * b->nw : NULL, NULL};
         }
         memset(&mb->p, 0, sizeof mb->p);
         mb->p.n = (int)cnt;
@@ -199,6 +200,7 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
 
 void ns_model_block_zero_ions(const sim_model *model, model_block *b) {
     for (int32_t j = 0; j < model->n_ions; ++j) {
+        if (!model->ions[j].read_i) continue;
         double *base = b->ion + (size_t)(5 * j + 3) * (size_t)b->nw;
         memset(base, 0, 2 * (size_t)b->nw * sizeof *base);
     }

@@ -16,6 +16,7 @@ typedef struct sim_ion {
     char name[16];
     int charge;
     int write_c; /* a mechanism writes its concentration: e by Nernst (NEURON's ion style) */
+    int read_i;  /* a mechanism reads its current: the loops keep i and didv (else NULL views) */
 } sim_ion;
 
 /* One mechanism of the simulation, in NEURON's type order. */

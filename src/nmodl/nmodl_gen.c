@@ -651,9 +651,11 @@ static int emit_header(gen *g) {
     for (int k = 0; k < m->n_currents; k++) {
         const var *v = find_var(m, m->currents[k]);
         if (v->ion < 0) continue;
-        put(b, "    NSM_ADD(p->ion[%d].didv[NSM_ION(%d)], (di%d_ - p->field[%d][i_]) / .001 * w_);\n", v->ion, v->ion, k,
-            v->field);
-        put(b, "    NSM_ADD(p->ion[%d].i[NSM_ION(%d)], p->field[%d][i_] * w_);\n", v->ion, v->ion, v->field);
+        /* a loop passes NULL for an ion current nobody reads (ABI) */
+        put(b, "    if (p->ion[%d].didv) NSM_ADD(p->ion[%d].didv[NSM_ION(%d)], (di%d_ - p->field[%d][i_]) / .001 * w_);\n",
+            v->ion, v->ion, v->ion, k, v->field);
+        put(b, "    if (p->ion[%d].i) NSM_ADD(p->ion[%d].i[NSM_ION(%d)], p->field[%d][i_] * w_);\n", v->ion, v->ion,
+            v->ion, v->field);
     }
     put(b, "    g_ = (g_ - rhs_) / .001;\n");
     if (m->point) put(b, "    g_ *= w_;\n    rhs_ *= w_;\n");

@@ -191,10 +191,10 @@ NS_MECH_FN void nsm_hh_current_one(ns_mech_ppack *p, int i_, int node_) {
     const double di0_ = p->field[4][i_];
     const double di1_ = p->field[5][i_];
     double rhs_ = nsm_hh_cur(p, i_, node_, v_);
-    NSM_ADD(p->ion[0].didv[NSM_ION(0)], (di0_ - p->field[4][i_]) / .001 * w_);
-    NSM_ADD(p->ion[0].i[NSM_ION(0)], p->field[4][i_] * w_);
-    NSM_ADD(p->ion[1].didv[NSM_ION(1)], (di1_ - p->field[5][i_]) / .001 * w_);
-    NSM_ADD(p->ion[1].i[NSM_ION(1)], p->field[5][i_] * w_);
+    if (p->ion[0].didv) NSM_ADD(p->ion[0].didv[NSM_ION(0)], (di0_ - p->field[4][i_]) / .001 * w_);
+    if (p->ion[0].i) NSM_ADD(p->ion[0].i[NSM_ION(0)], p->field[4][i_] * w_);
+    if (p->ion[1].didv) NSM_ADD(p->ion[1].didv[NSM_ION(1)], (di1_ - p->field[5][i_]) / .001 * w_);
+    if (p->ion[1].i) NSM_ADD(p->ion[1].i[NSM_ION(1)], p->field[5][i_] * w_);
     g_ = (g_ - rhs_) / .001;
     NSM_ADD(p->rhs[node_], -rhs_);
     NSM_ADD(p->d[node_], g_);

@@ -105,7 +105,9 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         for (int j = 0; st == NS_OK && j < desc->n_ions; ++j) {
             double *base = g->ion + (size_t)5 * (size_t)model->mechs[k].ion[j] * (size_t)g->nodes;
             const size_t z = (size_t)g->nodes;
-            views[j] = (ns_mech_ion_view){base, base + z, base + 2 * z, base + 3 * z, base + 4 * z, NULL};
+            const int keep = model->ions[model->mechs[k].ion[j]].read_i; /* else no one reads i: NULL */
+            views[j] = (ns_mech_ion_view){base, base + z, base + 2 * z, keep ? base + 3 * z : NULL,
+                                          keep ? base + 4 * z : NULL, NULL};
         }
         if (st == NS_OK)
             st = alloc_up(gm, (void **)&ions_d, views, (size_t)desc->n_ions * sizeof(ns_mech_ion_view));
@@ -250,7 +252,8 @@ ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, 
     NS_CUDA_TRY(cudaMemsetAsync(rhs, 0, (size_t)g->nodes * sizeof *rhs, stream));
     NS_CUDA_TRY(cudaMemsetAsync(d, 0, (size_t)g->nodes * sizeof *d, stream));
     for (int32_t j = 0; j < model->n_ions; ++j)
-        NS_CUDA_TRY(cudaMemsetAsync(g->ion + (size_t)(5 * j + 3) * (size_t)g->nodes, 0,
+        if (model->ions[j].read_i)
+            NS_CUDA_TRY(cudaMemsetAsync(g->ion + (size_t)(5 * j + 3) * (size_t)g->nodes, 0,
                                     2 * (size_t)g->nodes * sizeof(double), stream));
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         gpu_mech *gm = &g->m[k];
