@@ -13,6 +13,11 @@ the stored NEURON reference (tests/data/neuron_l5/), without NEURON.
    as they are (sha256 in its header), is complete (1 s every 0.1 ms, under
    1 MB), and its header's spike times agree with the soma column (crossings of
    -20 mV recomputed from the 0.1 ms samples, within 0.1 ms) and number 5-15.
+4. tests/data/neuron_l5/l5pc_hay_segments.csv (NEURON's cm, g_pas and the
+   distance-dependent conductances of every segment after the model file)
+   agrees with the statements in force for each segment's region evaluated
+   here in Python at the segment's d; areas sum to the traces' header area;
+   a conductance is absent exactly where its mechanism is not inserted.
 
 Usage: test_neuron_l5_reference.py PROJECT_ROOT
 """
@@ -160,6 +165,60 @@ check(len(coarse) == len(spikes) and all(abs(a - b) < 0.1 for a, b in zip(coarse
 check(all(100.0 < s < 800.0 for s in spikes), "every spike while the clamp is on")
 check(all(r[-1] > 0 for r in rows) and max(r[-1] for r in rows) > 2 * rows[0][-1], "cai rises")
 
+# 4. the per-segment values: NEURON's, after the model file, against the file's
+# statements read here (the last one in force per region and name) through Python
+SEG = os.path.join(ROOT, "tests/data/neuron_l5/l5pc_hay_segments.csv")
+seg_head, seg_rows = {}, []
+with open(SEG) as f:
+    for line in f:
+        if line.startswith("#"):
+            if " = " in line:
+                k, v = line[1:].split(" = ", 1)
+                seg_head[k.strip()] = v.strip()
+        elif line.startswith("first_point_id,"):
+            seg_cols = line.strip().split(",")
+        else:
+            seg_rows.append(line.rstrip("\n").split(","))
+check(seg_head.get("model_sha256") == head.get("model_sha256"), "segments and traces from the same model file")
+check(len(seg_rows) == int(head["nseg"]), f"{len(seg_rows)} segment rows, nseg {head['nseg']}")
+area = sum(float(r[5]) for r in seg_rows)
+check(math.isclose(area, float(head["area"]), rel_tol=1e-9), f"segment areas sum to {area}, header {head['area']}")
+
+
+def in_force(region, name):
+    text = None
+    for s in statements:
+        if s["kind"] == "param" and s["name"] == name and region in s["regions"]:
+            text = s["text"]
+    return text
+
+
+def inserted(region, mech):
+    return any(s["kind"] == "insert" and region in s["regions"] and mech in s["mechs"] for s in statements)
+
+
+checked = 0
+for r in seg_rows:
+    region, d = r[1], float(r[4])
+    check(float(r[6]) == params["cm"][region], f"cm {r[6]} in {region}")
+    for name, cell in zip(seg_cols[7:], r[7:]):
+        mech = name.split("_", 1)[1]
+        if cell == "":
+            check(not inserted(region, mech), f"{name} missing in a {region} segment where {mech} is inserted")
+            continue
+        text = in_force(region, name)
+        check(text is not None, f"{name} in {region} is set by no statement")
+        if text is not None:
+            want = nmc.eval_python(text, d)
+            check(float(cell) == want or abs(float(cell) - want) <= 1e-15 * abs(want),
+                  f"{name} = {cell} at d = {d} in {region}, the file says {want}")
+            checked += 1
+soma_rows = [r for r in seg_rows if r[1] == "soma"]
+check(len(soma_rows) == 1 and float(soma_rows[0][4]) == 0.0, "one soma segment at d = 0")
+hot = [r for r in seg_rows if r[1] == "apical" and 685 < float(r[4]) < 885]
+check(len(hot) > 10 and all(float(r[9]) == 0.0187 for r in hot), f"{len(hot)} hot-zone segments at 0.0187")
+
 print("neuron_l5 reference:", "FAIL" if failures else "ok",
-      f"({len(CASES)} expressions, {len(statements)} statements, {len(spikes)} spikes)")
+      f"({len(CASES)} expressions, {len(statements)} statements, {len(spikes)} spikes, "
+      f"{checked} per-segment values)")
 sys.exit(1 if failures else 0)

@@ -28,7 +28,9 @@ are named by the SWC id of the section's first own point and x (neurosolve's
 ns_section_info.first_point_id and ns_sim_locate). Spikes: upward crossings
 of -20 mV at soma(0.5), linearly interpolated (neurosolve's rule).
 
-  --refs DIR         write DIR/<model>.csv (layout: tests/data/neuron_l5/README.md)
+  --refs DIR         write DIR/<model>.csv, the traces, and DIR/<model>_segments.csv,
+                     every segment's d, area, cm and distance-dependent parameters
+                     (layout: tests/data/neuron_l5/README.md)
   --neurosolve BIN   run `BIN simulate SWC --params P --mechanisms LIB --model M
                      --iclamp soma:DEL:DUR:AMP --record swc=ID:X ...` and compare
                      (spike count, largest spike-time difference, RMS per site)
@@ -429,9 +431,30 @@ def run_neuron(a, mechdir):
            "sites": [[lab, k, x, h.distance(soma(0.5), s(x)), s.name()] for lab, k, x, s in sites],
            "t": t, "traces": traces, "spikes": crossings(t, traces[0], params["spike_threshold"]),
            "neuron": h.nrnversion(5)}
+    out["segments"] = segment_table(h, secs, soma)
     if a.check:
         out["check"] = sanity(h, secs, statements, soma, sites, t, traces)
     return out
+
+
+SEGMENT_PARAMS = ("g_pas", "gIhbar_Ih", "gCa_LVAstbar_Ca_LVAst", "gCa_HVAbar_Ca_HVA")
+
+
+def segment_table(h, secs, soma):
+    """Per segment, in Import3d's section order: the section's first SWC id,
+    region, nseg, x, d, area, cm and the values of SEGMENT_PARAMS (None where
+    the mechanism is absent) as NEURON holds them after the model file."""
+    rows = []
+    for k, region, sec in secs:
+        for seg in sec:
+            vals = []
+            for nm in SEGMENT_PARAMS:
+                try:
+                    vals.append(getattr(seg, nm))
+                except (AttributeError, NameError):
+                    vals.append(None)
+            rows.append([k, region, sec.nseg, seg.x, h.distance(soma(0.5), seg), seg.area(), seg.cm] + vals)
+    return rows
 
 
 def sanity(h, secs, statements, soma, sites, t, traces):
@@ -540,7 +563,19 @@ def write_ref(d, out_dir):
         for i in range(0, len(d["t"]), every):
             f.write(f"{d['t'][i]:.4f}," + ",".join(f"{v[i]:.5f}" for v in tr[:-1]) + f",{tr[-1][i]:.6e}\n")
     os.replace(tmp, path)
-    return path
+    seg_path = os.path.join(out_dir, name + "_segments.csv")
+    with open(seg_path + ".tmp", "w") as f:
+        f.write(f"# NEURON {d['neuron']} per-segment values (validation/neuron_model_compare.py)\n")
+        f.write(f"# swc = {d['swc']}\n# model = {d['model']}\n# params = {d['params_file']}\n")
+        f.write(f"# model_sha256 = {d['model_sha256']}\n# params_sha256 = {d['params_sha256']}\n")
+        f.write("# one row per segment in Import3d's section order; d = h.distance(soma(0.5), seg) [um], "
+                "area [um^2], cm [uF/cm^2], conductances [S/cm^2], empty where the mechanism is absent\n")
+        f.write("first_point_id,region,nseg,x,d,area,cm," + ",".join(SEGMENT_PARAMS) + "\n")
+        for r in d["segments"]:
+            f.write(f"{r[0]},{r[1]},{r[2]},{r[3]:.17g},{r[4]:.17g},{r[5]:.17g},{r[6]:.17g},"
+                    + ",".join("" if v is None else f"{v:.17g}" for v in r[7:]) + "\n")
+    os.replace(seg_path + ".tmp", seg_path)
+    return path, seg_path
 
 
 # ---------------------------------------------------------------- neurosolve
@@ -628,9 +663,13 @@ def main():
         print("\n".join(d["check"]["lines"]))
     if a.refs:
         os.makedirs(a.refs, exist_ok=True)
-        print(f"wrote {write_ref(d, a.refs)}")
+        print("wrote " + " and ".join(write_ref(d, a.refs)))
     if a.neurosolve:
-        rows, spikes, summary = run_neurosolve(a.neurosolve, a, d)
+        try:
+            rows, spikes, summary = run_neurosolve(a.neurosolve, a, d)
+        except (RuntimeError, OSError, ValueError, KeyError) as e:
+            print(f"neuron_model_compare: {e}", file=sys.stderr)
+            return 1
         rms, dspike = compare(d, rows, spikes)
         ok = dspike <= 0.05 and max(rms) <= 0.1
         print("| model | nseg | amp [nA] | spikes NEURON / neurosolve | max spike-time difference [ms] | "
