@@ -106,6 +106,12 @@ params = nmc.read_params(PARAMS)
 check(params["celsius"] == 34 and params["v_init"] == -80 and params["dt"] == 0.025 and params["Ra"] == 100
       and params["tstop"] == 1000 and params["cm"]["apical"] == 2 and params["cm"]["basal"] == 2
       and params["cm"]["soma"] == 1 and not any(params["hh"].values()), f"l5pc_hay.params: {params}")
+leak = nmc.passive_statements(statements)
+check([(s["kind"], s.get("region"), s.get("name")) for s in leak] ==
+      [("insert", "all", None), ("param", "all", "e_pas"), ("param", "soma", "g_pas"), ("param", "apical", "g_pas"),
+       ("param", "basal", "g_pas"), ("param", "axon", "g_pas")], f"the model's leak statements: {leak}")
+check(nmc.uses_d(ih_tree := nmc.parse_expr("1 + max(2, exp(d))")) and not nmc.uses_d(nmc.parse_expr("exp(2) * -3")),
+      f"uses_d {ih_tree}")
 mechs = set()
 for s in statements:
     if s["kind"] == "insert":

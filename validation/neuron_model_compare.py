@@ -38,6 +38,10 @@ of -20 mV at soma(0.5), linearly interpolated (neurosolve's rule).
                      folder of data/mechanisms/bbp/*.mod and data/mechanisms/neuron/passive.mod)
   --check            print the sanity checks (rest, BAP, calcium, per-segment
                      parameters against an independent evaluation of the file)
+  --passive          with --neurosolve: the model's leak alone (pas, constant g_pas and
+                     e_pas per region) in NEURON and in today's `simulate` with its
+                     built-in pas (--set REGION.pas=1 ...): checks the discretisation,
+                     per-region cm, Ra, sites and this comparison without mechanisms
 
 Usage: python3 validation/neuron_model_compare.py [--swc F] [--params P]
        [--model M] [--amp NA] [--refs DIR] [--neurosolve BIN] [--check]
@@ -253,13 +257,14 @@ def read_model(path):
             bad = [m for m in mechs if not re.fullmatch(r"[A-Za-z_]\w*", m)]
             if bad:
                 raise ModelError(f"{where}: '{bad[0]}' is not a mechanism name")
-            out.append({"line": where, "kind": "insert", "regions": GROUPS[region], "mechs": mechs})
+            out.append({"line": where, "kind": "insert", "region": region, "regions": GROUPS[region],
+                        "mechs": mechs})
             continue
         try:
             tree = parse_expr(val)
         except ModelError as e:
             raise ModelError(f"{where}: {key} = {val}: {e}")
-        out.append({"line": where, "kind": "param", "regions": GROUPS[region], "name": name,
+        out.append({"line": where, "kind": "param", "region": region, "regions": GROUPS[region], "name": name,
                     "text": val, "tree": tree})
     return out
 
@@ -292,6 +297,26 @@ def read_params(path):
         else:
             raise ModelError(f"{where}: unknown key '{key}'")
     return p
+
+
+def uses_d(tree):
+    return tree[0] == "d" or any(isinstance(c, tuple) and uses_d(c) for c in tree[1:]) or \
+        (tree[0] == "call" and any(uses_d(c) for c in tree[2]))
+
+
+def passive_statements(statements):
+    """The model's leak alone: `pas` inserts and constant g_pas / e_pas, in
+    order (what neurosolve's built-in pas can run today: --passive)."""
+    out = []
+    for st in statements:
+        if st["kind"] == "insert" and "pas" in st["mechs"]:
+            out.append(dict(st, mechs=["pas"]))
+        elif st["kind"] == "param" and st["name"] in ("g_pas", "e_pas"):
+            if uses_d(st["tree"]):
+                raise ModelError(f"{st['line']}: --passive needs constant {st['name']} (neurosolve's "
+                                 "built-in pas is per region)")
+            out.append(st)
+    return out
 
 
 def crossings(t, v, thr):
@@ -389,6 +414,8 @@ def run_neuron(a, mechdir):
     neuron.load_mechanisms(mechdir)
     params = read_params(a.params)
     statements = read_model(a.model)
+    if a.passive:
+        statements = passive_statements(statements)
     secs, keep = build_cell(h, a.swc)
     soma = secs[0][2]
     nseg = 0
@@ -415,7 +442,8 @@ def run_neuron(a, mechdir):
     sites = pick_sites(h, secs, soma)
     tv = h.Vector().record(h._ref_t)
     vecs = [h.Vector().record(s(x)._ref_v) for _, _, x, s in sites]
-    cav = h.Vector().record(soma(0.5)._ref_cai)
+    has_ca = h.ismembrane("ca_ion", sec=soma)
+    cav = h.Vector().record(soma(0.5)._ref_cai) if has_ca else None
     h.finitialize(params["v_init"])
     steps = int(round(params["tstop"] / params["dt"]))
     t0 = time.perf_counter()
@@ -423,17 +451,18 @@ def run_neuron(a, mechdir):
         h.fadvance()
     wall = time.perf_counter() - t0
     t = list(tv)
-    traces = [list(v) for v in vecs] + [list(cav)]
+    traces = [list(v) for v in vecs]
+    cai = list(cav) if has_ca else None
     area = sum(seg.area() for _, _, sec in secs for seg in sec)
     out = {"swc": os.path.basename(a.swc), "model": os.path.basename(a.model),
            "params_file": os.path.basename(a.params), "params": params, "amp": a.amp, "delay": a.delay,
            "dur": a.dur, "nseg": nseg, "sections": len(secs), "area": area, "wall_s": wall, "steps": steps,
            "sites": [[lab, k, x, h.distance(soma(0.5), s(x)), s.name()] for lab, k, x, s in sites],
-           "t": t, "traces": traces, "spikes": crossings(t, traces[0], params["spike_threshold"]),
+           "t": t, "traces": traces, "cai": cai, "spikes": crossings(t, traces[0], params["spike_threshold"]),
            "neuron": h.nrnversion(5)}
     out["segments"] = segment_table(h, secs, soma)
     if a.check:
-        out["check"] = sanity(h, secs, statements, soma, sites, t, traces)
+        out["check"] = sanity(h, secs, statements, soma, sites, t, traces, cai)
     return out
 
 
@@ -457,7 +486,7 @@ def segment_table(h, secs, soma):
     return rows
 
 
-def sanity(h, secs, statements, soma, sites, t, traces):
+def sanity(h, secs, statements, soma, sites, t, traces, cai):
     """Numbers for --check (model sane; parameters independently evaluated)."""
     lines = []
     dt = t[1] - t[0]
@@ -465,15 +494,17 @@ def sanity(h, secs, statements, soma, sites, t, traces):
     for (lab, k, x, s), tr in zip(sites, traces):
         lines.append(f"{lab:7s} swc={k}:{x} ({s.name()}, d = {h.distance(soma(0.5), s(x)):.1f} um): "
                      f"v(99 ms) = {tr[before]:.3f} mV, max v = {max(tr):.2f} mV, min v = {min(tr):.2f} mV")
-    cai = traces[-1]
-    lines.append(f"cai at soma: {cai[0]:.3e} mM at t = 0, {cai[before]:.3e} at 99 ms, max {max(cai):.3e} "
-                 f"(t = {t[cai.index(max(cai))]:.2f} ms), {cai[-1]:.3e} at the end")
+    if cai is None:
+        lines.append("no calcium at the soma")
+    else:
+        lines.append(f"cai at soma: {cai[0]:.3e} mM at t = 0, {cai[before]:.3e} at 99 ms, max {max(cai):.3e} "
+                     f"(t = {t[cai.index(max(cai))]:.2f} ms), {cai[-1]:.3e} at the end")
     # backpropagation: peak time at each site after the first somatic spike
     sp = crossings(t, traces[0], THRESHOLD)
     if sp:
         i0 = int(sp[0] / dt)
         w = int(10.0 / dt)
-        for (lab, k, x, s), tr in zip(sites, traces[:-1]):
+        for (lab, k, x, s), tr in zip(sites, traces):
             seg = tr[i0 - int(2.0 / dt): i0 + w]
             j = max(range(len(seg)), key=seg.__getitem__)
             lines.append(f"first spike ({sp[0]:.3f} ms) seen at {lab}: peak {seg[j]:.2f} mV at "
@@ -525,6 +556,8 @@ def neuron_in_child(a):
                "--model", a.model, "--amp", str(a.amp), "--delay", str(a.delay), "--dur", str(a.dur)]
         if a.check:
             cmd.append("--check")
+        if a.passive:
+            cmd.append("--passive")
         r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"NEURON failed:\n{r.stderr[-3000:]}")
@@ -561,7 +594,7 @@ def write_ref(d, out_dir):
         f.write("t," + ",".join(f"v_{k}_{x}" for _, k, x, _, _ in d["sites"]) + f",cai_{k0}_0.5\n")
         tr = d["traces"]
         for i in range(0, len(d["t"]), every):
-            f.write(f"{d['t'][i]:.4f}," + ",".join(f"{v[i]:.5f}" for v in tr[:-1]) + f",{tr[-1][i]:.6e}\n")
+            f.write(f"{d['t'][i]:.4f}," + ",".join(f"{v[i]:.5f}" for v in tr) + f",{d['cai'][i]:.6e}\n")
     os.replace(tmp, path)
     seg_path = os.path.join(out_dir, name + "_segments.csv")
     with open(seg_path + ".tmp", "w") as f:
@@ -588,8 +621,25 @@ def neurosolve_command(binary, a, d, lib, prefix):
     return cmd
 
 
+def passive_command(binary, a, d, prefix):
+    """Today's CLI with its built-in pas: the parameter file, then the model's
+    leak statements as --set in file order."""
+    cmd = [binary, "simulate", a.swc, "--params", a.params]
+    for st in passive_statements(read_model(a.model)):
+        if st["kind"] == "insert":
+            cmd += ["--set", f"{st['region']}.pas=1"]
+        else:
+            cmd += ["--set", f"{st['region']}.{st['name']}={eval_expr(st['tree'], 0.0)!r}"]
+    cmd += ["--iclamp", f"soma:{d['delay']:g}:{d['dur']:g}:{d['amp']:g}", "--out", prefix, "--json", "--no-progress"]
+    for _, k, x, _, _ in d["sites"]:
+        cmd += ["--record", f"swc={k}:{x}"]
+    return cmd
+
+
 def run_neurosolve(binary, a, d):
     with tempfile.TemporaryDirectory() as tmp:
+        if a.passive:
+            return run_cli(passive_command(binary, a, d, os.path.join(tmp, "run")), tmp)
         lib = a.mechanisms
         if not lib:  # `mechanisms build` takes one folder: the BBP files and passive.mod side by side
             mods = os.path.join(tmp, "mod")
@@ -600,17 +650,21 @@ def run_neurosolve(binary, a, d):
             r = subprocess.run([binary, "mechanisms", "build", mods, "-o", lib], capture_output=True, text=True)
             if r.returncode != 0:
                 raise RuntimeError(f"neurosolve mechanisms build failed: {r.stderr.strip()}")
-        cmd = neurosolve_command(binary, a, d, lib, os.path.join(tmp, "run"))
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"neurosolve failed ({' '.join(cmd)}):\n{r.stderr.strip()}")
-        summary = json.loads(r.stdout)
-        rows = []
-        with open(os.path.join(tmp, "run_traces.csv")) as f:
-            f.readline()
-            for line in f:
-                rows.append([float(x) for x in line.split(",")])
-        return rows, summary["first_cells"][0]["spikes"], summary
+        return run_cli(neurosolve_command(binary, a, d, lib, os.path.join(tmp, "run")), tmp)
+
+
+def run_cli(cmd, tmp):
+    """Run `simulate` (writing tmp/run_*); returns (trace rows, soma spikes, summary)."""
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"neurosolve failed ({' '.join(cmd)}):\n{r.stderr.strip()}")
+    summary = json.loads(r.stdout)
+    rows = []
+    with open(os.path.join(tmp, "run_traces.csv")) as f:
+        f.readline()
+        for line in f:
+            rows.append([float(x) for x in line.split(",")])
+    return rows, summary["first_cells"][0]["spikes"], summary
 
 
 def compare(d, rows, spikes):
@@ -638,11 +692,15 @@ def main():
     ap.add_argument("--neurosolve")
     ap.add_argument("--mechanisms")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--passive", action="store_true")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         print(json.dumps(run_neuron(a, a.child)))
         return 0
+    if a.passive and a.refs:
+        print("neuron_model_compare: --passive is a check of today's CLI, not a reference: no --refs", file=sys.stderr)
+        return 2
     try:  # the files' errors before NEURON starts
         read_params(a.params)
         read_model(a.model)
@@ -675,7 +733,7 @@ def main():
         print("| model | nseg | amp [nA] | spikes NEURON / neurosolve | max spike-time difference [ms] | "
               "RMS difference per site [mV] |")
         print("|---|---|---|---|---|---|")
-        print(f"| {d['model']} | {d['nseg']} | {d['amp']} | {len(d['spikes'])} / {len(spikes)} | {dspike:.2e} | "
+        print(f"| {d['model']}{' (leak only)' if a.passive else ''} | {d['nseg']} | {d['amp']} | {len(d['spikes'])} / {len(spikes)} | {dspike:.2e} | "
               + " ".join(f"{r:.2e}" for r in rms) + f" |{'' if ok else ' FAIL'}")
         return 0 if ok else 1
     return 0
