@@ -159,7 +159,10 @@ for key, path in (("model_sha256", MODEL), ("params_sha256", PARAMS)):
 sites = head["sites"].split()
 check(columns == ["t"] + [f"v_{s.replace(':', '_')}" for s in sites] + [f"cai_{sites[0].split(':')[0]}_0.5"],
       f"columns {columns} follow the sites {sites}")
-check(len(sites) == 4 and sites[0] == "1:0.5", f"soma first, then apical, basal, axon: {sites}")
+labels = [x.split(":")[0] for x in head["site_names"].split()]
+check(labels == ["soma", "apical", "hotzone", "basal", "axon"] and sites[0] == "1:0.5", f"sites {labels} {sites}")
+dists = [float(x.split("d=")[1]) for x in head["site_names"].split()]
+check(400 <= dists[1] <= 600 and 685 < dists[2] < 885, f"apical and hot-zone sites at {dists[1:3]} um")
 check(len(rows) == 10001 and all(len(r) == len(columns) for r in rows), f"{len(rows)} rows")
 check(all(abs(r[0] - 0.1 * i) < 1e-9 for i, r in enumerate(rows)), "t every 0.1 ms from 0 to 1000")
 spikes = [float(x) for x in head["spikes"].split()]

@@ -22,8 +22,9 @@ Reads a neurosolve parameter file (docs/simulation.md) and a model file
   secondorder 0, h.finitialize(v_init) and fadvance to tstop.
 
 Recorded: v at soma(0.5), at the middle of an apical section 400-600 um from
-the soma (the thickest there: the trunk), of the basal section nearest to
-150 um and of the axon section nearest to 300 um, and cai at soma(0.5). Sites
+the soma (the thickest there: the trunk), of an apical section in the Ca hot
+zone 685-885 um (the thickest), of the basal section nearest to 150 um and of
+the axon section nearest to 300 um, and cai at soma(0.5). Sites
 are named by the SWC id of the section's first own point and x (neurosolve's
 ns_section_info.first_point_id and ns_sim_locate). Spikes: upward crossings
 of -20 mV at soma(0.5), linearly interpolated (neurosolve's rule).
@@ -391,7 +392,7 @@ def apply_model(h, secs, statements, soma):
 
 
 def pick_sites(h, secs, soma):
-    """(label, first_point_id, x, section) for soma, apical, basal and axon."""
+    """(label, first_point_id, x, section) for soma, apical, hotzone, basal and axon."""
     def dist(sec):
         return h.distance(soma(0.5), sec(0.5))
     sites = [("soma", secs[0][0], 0.5, secs[0][2])]
@@ -399,6 +400,10 @@ def pick_sites(h, secs, soma):
     if apical:  # the trunk: the thickest; ties by distance to 500 um
         s = max(apical, key=lambda s: (round(s[2](0.5).diam, 6), -abs(dist(s[2]) - 500.0)))
         sites.append(("apical", s[0], 0.5, s[2]))
+    hot = [s for s in secs if s[1] == "apical" and 685.0 < dist(s[2]) < 885.0]
+    if hot:  # the Ca hot zone of the model file: the thickest; ties by distance to 785 um
+        s = max(hot, key=lambda s: (round(s[2](0.5).diam, 6), -abs(dist(s[2]) - 785.0)))
+        sites.append(("hotzone", s[0], 0.5, s[2]))
     for label, region, target in (("basal", "basal", 150.0), ("axon", "axon", 300.0)):
         cand = [s for s in secs if s[1] == region]
         if cand:
