@@ -9,10 +9,12 @@ the stored NEURON reference (tests/data/neuron_l5/), without NEURON.
    reading (^ -> **) at distances 0..1400 um (the two evaluators are
    independent: a recursive-descent parser and Python's eval); the Ca hot zone
    and the Ih gradient have the values README.md states.
-3. tests/data/neuron_l5/l5pc_hay.csv belongs to the model and parameter files
-   as they are (sha256 in its header), is complete (1 s every 0.1 ms, under
-   1 MB), and its header's spike times agree with the soma column (crossings of
-   -20 mV recomputed from the 0.1 ms samples, within 0.1 ms) and number 5-15.
+3. tests/data/neuron_l5/l5pc_hay.csv and l5pc_hay_dend.csv belong to the
+   model and parameter files as they are (sha256 in their headers), are
+   complete (1 s every 0.1 ms, under 1 MB), their headers' spike times agree
+   with the soma column (crossings of -20 mV recomputed from the 0.1 ms
+   samples, within 0.1 ms) and number 5-15; the hot-zone pulse of the second
+   evokes a dendritic calcium spike that the first lacks.
 4. tests/data/neuron_l5/l5pc_hay_segments.csv (NEURON's cm, g_pas and the
    distance-dependent conductances of every segment after the model file)
    agrees with the statements in force for each segment's region evaluated
@@ -137,42 +139,63 @@ for d, want_lva, want_hva in ((600, 0.000187, 0.0000555), (685, 0.000187, 0.0000
 check(math.isclose(nmc.eval_expr(ih["tree"], 1258.158), 0.0002 * (-0.8696 + 2.087 * math.exp(3.6161)),
                    rel_tol=1e-12), "Ih at the longest apical path: Hay's value at normalised distance 1")
 
-# 3. the reference
-REF = os.path.join(ROOT, "tests/data/neuron_l5/l5pc_hay.csv")
-check(os.path.getsize(REF) < 1 << 20, f"{REF} is under 1 MB")
-head, rows = {}, []
-with open(REF) as f:
-    for line in f:
-        if line.startswith("#"):
-            if " = " in line:
-                k, v = line[1:].split(" = ", 1)
-                head[k.strip()] = v.strip()
-        elif line.startswith("t,"):
-            columns = line.strip().split(",")
-        else:
-            rows.append([float(x) for x in line.split(",")])
-for key, path in (("model_sha256", MODEL), ("params_sha256", PARAMS)):
-    with open(path, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
-    check(head.get(key) == digest, f"{REF} was written for another {os.path.basename(path)} "
-          "(run validation/neuron_model_compare.py --refs tests/data/neuron_l5)")
-sites = head["sites"].split()
-check(columns == ["t"] + [f"v_{s.replace(':', '_')}" for s in sites] + [f"cai_{sites[0].split(':')[0]}_0.5"],
-      f"columns {columns} follow the sites {sites}")
-labels = [x.split(":")[0] for x in head["site_names"].split()]
-check(labels == ["soma", "apical", "hotzone", "basal", "axon"] and sites[0] == "1:0.5", f"sites {labels} {sites}")
-dists = [float(x.split("d=")[1]) for x in head["site_names"].split()]
-check(400 <= dists[1] <= 600 and 685 < dists[2] < 885, f"apical and hot-zone sites at {dists[1:3]} um")
-check(len(rows) == 10001 and all(len(r) == len(columns) for r in rows), f"{len(rows)} rows")
-check(all(abs(r[0] - 0.1 * i) < 1e-9 for i, r in enumerate(rows)), "t every 0.1 ms from 0 to 1000")
-spikes = [float(x) for x in head["spikes"].split()]
-check(5 <= len(spikes) <= 15, f"{len(spikes)} spikes")
-t = [r[0] for r in rows]
-coarse = nmc.crossings(t, [r[1] for r in rows], -20.0)
-check(len(coarse) == len(spikes) and all(abs(a - b) < 0.1 for a, b in zip(coarse, spikes)),
-      f"header spikes {spikes} against the soma column's crossings {coarse}")
-check(all(100.0 < s < 800.0 for s in spikes), "every spike while the clamp is on")
-check(all(r[-1] > 0 for r in rows) and max(r[-1] for r in rows) > 2 * rows[0][-1], "cai rises")
+# 3. the references: the step protocol and the step plus a hot-zone pulse
+def read_reference(path):
+    head, rows, columns = {}, [], None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#"):
+                if " = " in line:
+                    k, v = line[1:].split(" = ", 1)
+                    head[k.strip()] = v.strip()
+            elif line.startswith("t,"):
+                columns = line.strip().split(",")
+            else:
+                rows.append([float(x) for x in line.split(",")])
+    return head, rows, columns
+
+
+def check_reference(name, iclamp):
+    path = os.path.join(ROOT, "tests/data/neuron_l5", name + ".csv")
+    check(os.path.getsize(path) < 1 << 20, f"{path} is under 1 MB")
+    head, rows, columns = read_reference(path)
+    for key, src in (("model_sha256", MODEL), ("params_sha256", PARAMS)):
+        with open(src, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        check(head.get(key) == digest, f"{path} was written for another {os.path.basename(src)} "
+              "(re-run the commands in tests/data/neuron_l5/README.md)")
+    check(head.get("iclamp") == iclamp, f"{name}: clamps {head.get('iclamp')}, want {iclamp}")
+    sites = head["sites"].split()
+    check(columns == ["t"] + [f"v_{s.replace(':', '_')}" for s in sites] + [f"cai_{sites[0].split(':')[0]}_0.5"],
+          f"columns {columns} follow the sites {sites}")
+    labels = [x.split(":")[0] for x in head["site_names"].split()]
+    check(labels == ["soma", "apical", "hotzone", "basal", "axon"] and sites[0] == "1:0.5",
+          f"sites {labels} {sites}")
+    dists = [float(x.split("d=")[1]) for x in head["site_names"].split()]
+    check(400 <= dists[1] <= 600 and 685 < dists[2] < 885, f"apical and hot-zone sites at {dists[1:3]} um")
+    check(len(rows) == 10001 and all(len(r) == len(columns) for r in rows), f"{len(rows)} rows")
+    check(all(abs(r[0] - 0.1 * i) < 1e-9 for i, r in enumerate(rows)), "t every 0.1 ms from 0 to 1000")
+    spikes = [float(x) for x in head["spikes"].split()]
+    check(5 <= len(spikes) <= 15, f"{len(spikes)} spikes")
+    t = [r[0] for r in rows]
+    coarse = nmc.crossings(t, [r[1] for r in rows], -20.0)
+    check(len(coarse) == len(spikes) and all(abs(a - b) < 0.1 for a, b in zip(coarse, spikes)),
+          f"header spikes {spikes} against the soma column's crossings {coarse}")
+    check(all(100.0 < s < 800.0 for s in spikes), "every spike while the clamp is on")
+    check(all(r[-1] > 0 for r in rows) and max(r[-1] for r in rows) > 2 * rows[0][-1], "cai rises")
+    return head, rows, spikes
+
+
+head, rows, spikes = check_reference("l5pc_hay", "soma:100:700:1.8")
+hot_site = head["sites"].split()[2]
+dhead, drows, dspikes = check_reference("l5pc_hay_dend", f"soma:100:700:1.8 swc={hot_site}:400:10:0.8")
+# the pulse's calcium spike: the hot zone stays above -20 mV for over 5 ms after the pulse ends,
+# and the soma's firing differs from the step protocol's only from the pulse on
+after = [r[3] for r in drows if 410.0 <= r[0] <= 430.0]
+check(sum(v > -20.0 for v in after) * 0.1 > 5.0, "a regenerative hot-zone depolarisation after the pulse")
+check(max(r[3] for r in rows if 400.0 <= r[0] <= 430.0) < -40.0, "no such depolarisation without the pulse")
+check([x for x in dspikes if x < 400.0] == [x for x in spikes if x < 400.0] and dspikes != spikes,
+      f"spikes {dspikes} against {spikes}")
 
 # 4. the per-segment values: NEURON's, after the model file, against the file's
 # statements read here (the last one in force per region and name) through Python

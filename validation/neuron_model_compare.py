@@ -18,7 +18,8 @@ Reads a neurosolve parameter file (docs/simulation.md) and a model file
   the BBP mechanisms (data/mechanisms/bbp) compiled by nrnivmodl as
   validation/nmodl_neuron_traces.py compiles them; pas is NEURON's own;
   F_CaDynamics_E2 set to the .mod file's value (nocmodl writes 6 digits);
-* an IClamp at soma(0.5) (default 100 ms to 800 ms, 1.8 nA), fixed step,
+* IClamps (`--iclamp LOC:DEL:DUR:AMP`, repeatable, `simulate --iclamp`
+  syntax with LOC soma or swc=ID:X; default soma:100:700:1.8), fixed step,
   secondorder 0, h.finitialize(v_init) and fadvance to tstop.
 
 Recorded: v at soma(0.5), at the middle of an apical section 400-600 um from
@@ -29,11 +30,11 @@ are named by the SWC id of the section's first own point and x (neurosolve's
 ns_section_info.first_point_id and ns_sim_locate). Spikes: upward crossings
 of -20 mV at soma(0.5), linearly interpolated (neurosolve's rule).
 
-  --refs DIR         write DIR/<model>.csv, the traces, and DIR/<model>_segments.csv,
+  --refs DIR         write DIR/NAME.csv, the traces, and DIR/MODEL_segments.csv,
                      every segment's d, area, cm and distance-dependent parameters
                      (layout: tests/data/neuron_l5/README.md)
   --neurosolve BIN   run `BIN simulate SWC --params P --mechanisms LIB --model M
-                     --iclamp soma:DEL:DUR:AMP --record swc=ID:X ...` and compare
+                     --iclamp LOC:DEL:DUR:AMP ... --record swc=ID:X ...` and compare
                      (spike count, largest spike-time difference, RMS per site)
   --mechanisms LIB   the library for --neurosolve (default: `BIN mechanisms build` on a
                      folder of data/mechanisms/bbp/*.mod and data/mechanisms/neuron/passive.mod)
@@ -45,7 +46,9 @@ of -20 mV at soma(0.5), linearly interpolated (neurosolve's rule).
                      per-region cm, Ra, sites and this comparison without mechanisms
 
 Usage: python3 validation/neuron_model_compare.py [--swc F] [--params P]
-       [--model M] [--amp NA] [--refs DIR] [--neurosolve BIN] [--check]
+       [--model M] [--iclamp LOC:DEL:DUR:AMP ...] [--name NAME] [--refs DIR]
+       [--neurosolve BIN [--passive]] [--check]
+  --name NAME        the reference's file name (default: the model file's stem)
 NEURON runs in a child process (Import3d's section names are global).
 """
 import argparse
@@ -66,7 +69,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 SWC = os.path.join(ROOT, "data/morphologies/l5pc_bbp_axon.swc")
 PARAMS = os.path.join(ROOT, "data/models/l5pc_hay.params")
 MODEL = os.path.join(ROOT, "data/models/l5pc_hay.model")
-DEL, DUR = 100.0, 700.0
+ICLAMP = "soma:100:700:1.8"
+# 1.8 nA: 12 soma spikes in 700 ms, regular (81-94 ms apart) after an onset
+# burst; 0.9 nA gave 5 irregular ones, 1.3 nA 8.
 
 
 def MOD_FILES():
@@ -76,7 +81,6 @@ def MOD_FILES():
         [os.path.join(ROOT, "data/mechanisms/neuron/passive.mod")]
 
 
-AMP = 1.8  # [nA]: 12 soma spikes in 700 ms, regular (81-94 ms apart) after an onset burst; 0.9 nA gave 5 irregular ones, 1.3 nA 8
 THRESHOLD = -20.0
 REF_DT = 0.1  # [ms] sample interval of the reference file
 F_FILE = 96485.3321233100184  # CaDynamics_E2.mod's F (nocmodl's default keeps 6 digits)
@@ -320,6 +324,24 @@ def passive_statements(statements):
     return out
 
 
+def parse_iclamp(spec):
+    """`LOC:DEL:DUR:AMP` as `simulate --iclamp` takes it, LOC = soma or
+    swc=ID:X. Returns (first_point_id or None for soma, x, del, dur, amp)."""
+    parts = spec.rsplit(":", 3)
+    try:
+        if len(parts) != 4:
+            raise ValueError
+        dl, du, am = (float(v) for v in parts[1:])
+        if parts[0] == "soma":
+            return None, 0.5, dl, du, am
+        m = re.fullmatch(r"swc=(\d+):([0-9.]+)", parts[0])
+        if not m or not 0.0 <= float(m.group(2)) <= 1.0:
+            raise ValueError
+        return int(m.group(1)), float(m.group(2)), dl, du, am
+    except ValueError:
+        raise ModelError(f"--iclamp LOC:DEL:DUR:AMP (LOC soma or swc=ID:X), got '{spec}'")
+
+
 def crossings(t, v, thr):
     out = []
     for k in range(1, len(v)):
@@ -442,8 +464,15 @@ def run_neuron(a, mechdir):
     h.celsius = params["celsius"]
     h.dt = params["dt"]
     h.secondorder = 0
-    stim = h.IClamp(soma(0.5))
-    stim.delay, stim.dur, stim.amp = a.delay, a.dur, a.amp
+    stims = []
+    for spec in a.iclamp:
+        k, x, dl, du, am = parse_iclamp(spec)
+        hit = [sec for key, _, sec in secs if key == k] if k is not None else [soma]
+        if not hit:
+            raise ModelError(f"--iclamp {spec}: no section starts at SWC id {k}")
+        stim = h.IClamp(hit[0](x))
+        stim.delay, stim.dur, stim.amp = dl, du, am
+        stims.append(stim)
     sites = pick_sites(h, secs, soma)
     tv = h.Vector().record(h._ref_t)
     vecs = [h.Vector().record(s(x)._ref_v) for _, _, x, s in sites]
@@ -460,8 +489,8 @@ def run_neuron(a, mechdir):
     cai = list(cav) if has_ca else None
     area = sum(seg.area() for _, _, sec in secs for seg in sec)
     out = {"swc": os.path.basename(a.swc), "model": os.path.basename(a.model),
-           "params_file": os.path.basename(a.params), "params": params, "amp": a.amp, "delay": a.delay,
-           "dur": a.dur, "nseg": nseg, "sections": len(secs), "area": area, "wall_s": wall, "steps": steps,
+           "params_file": os.path.basename(a.params), "params": params, "iclamp": a.iclamp,
+           "nseg": nseg, "sections": len(secs), "area": area, "wall_s": wall, "steps": steps,
            "sites": [[lab, k, x, h.distance(soma(0.5), s(x)), s.name()] for lab, k, x, s in sites],
            "t": t, "traces": traces, "cai": cai, "spikes": crossings(t, traces[0], params["spike_threshold"]),
            "neuron": h.nrnversion(5)}
@@ -558,7 +587,7 @@ def neuron_in_child(a):
     with tempfile.TemporaryDirectory(prefix="l5_mech_") as work:
         compile_bbp(work)
         cmd = [sys.executable, os.path.abspath(__file__), "--child", work, "--swc", a.swc, "--params", a.params,
-               "--model", a.model, "--amp", str(a.amp), "--delay", str(a.delay), "--dur", str(a.dur)]
+               "--model", a.model] + [f"--iclamp={c}" for c in a.iclamp]
         if a.check:
             cmd.append("--check")
         if a.passive:
@@ -572,7 +601,7 @@ def neuron_in_child(a):
 # ---------------------------------------------------------------- the reference file
 
 def write_ref(d, out_dir):
-    name = os.path.splitext(d["model"])[0]
+    name = d["name"]
     path = os.path.join(out_dir, name + ".csv")
     p = d["params"]
     every = int(round(REF_DT / p["dt"]))
@@ -587,7 +616,7 @@ def write_ref(d, out_dir):
         f.write(f"# protocol: Import3d, d_lambda 0.1 at 100 Hz with Ra {p['Ra']:g} and cm 1, celsius "
                 f"{p['celsius']:g}, v_init {p['v_init']:g}, dt {p['dt']:g}, tstop {p['tstop']:g}, secondorder 0, "
                 f"F_CaDynamics_E2 {F_FILE!r}\n")
-        f.write(f"# iclamp = soma:{d['delay']:g}:{d['dur']:g}:{d['amp']:g}\n")
+        f.write(f"# iclamp = {' '.join(d['iclamp'])}\n")
         f.write(f"# nseg = {d['nseg']}\n")
         f.write(f"# area = {d['area']:.6f}\n")
         f.write("# sites = " + " ".join(f"{k}:{x}" for _, k, x, _, _ in d["sites"]) + "\n")
@@ -601,7 +630,8 @@ def write_ref(d, out_dir):
         for i in range(0, len(d["t"]), every):
             f.write(f"{d['t'][i]:.4f}," + ",".join(f"{v[i]:.5f}" for v in tr) + f",{d['cai'][i]:.6e}\n")
     os.replace(tmp, path)
-    seg_path = os.path.join(out_dir, name + "_segments.csv")
+    # the cell alone (model, parameters, morphology; not the protocol): one file per model
+    seg_path = os.path.join(out_dir, os.path.splitext(d["model"])[0] + "_segments.csv")
     with open(seg_path + ".tmp", "w") as f:
         f.write(f"# NEURON {d['neuron']} per-segment values (validation/neuron_model_compare.py)\n")
         f.write(f"# swc = {d['swc']}\n# model = {d['model']}\n# params = {d['params_file']}\n")
@@ -620,7 +650,9 @@ def write_ref(d, out_dir):
 
 def neurosolve_command(binary, a, d, lib, prefix):
     cmd = [binary, "simulate", a.swc, "--params", a.params, "--mechanisms", lib, "--model", a.model,
-           "--iclamp", f"soma:{d['delay']:g}:{d['dur']:g}:{d['amp']:g}", "--out", prefix, "--json", "--no-progress"]
+           "--out", prefix, "--json", "--no-progress"]
+    for c in d["iclamp"]:
+        cmd += ["--iclamp", c]
     for _, k, x, _, _ in d["sites"]:
         cmd += ["--record", f"swc={k}:{x}"]
     return cmd
@@ -635,7 +667,9 @@ def passive_command(binary, a, d, prefix):
             cmd += ["--set", f"{st['region']}.pas=1"]
         else:
             cmd += ["--set", f"{st['region']}.{st['name']}={eval_expr(st['tree'], 0.0)!r}"]
-    cmd += ["--iclamp", f"soma:{d['delay']:g}:{d['dur']:g}:{d['amp']:g}", "--out", prefix, "--json", "--no-progress"]
+    for c in d["iclamp"]:
+        cmd += ["--iclamp", c]
+    cmd += ["--out", prefix, "--json", "--no-progress"]
     for _, k, x, _, _ in d["sites"]:
         cmd += ["--record", f"swc={k}:{x}"]
     return cmd
@@ -690,9 +724,8 @@ def main():
     ap.add_argument("--swc", default=SWC)
     ap.add_argument("--params", default=PARAMS)
     ap.add_argument("--model", default=MODEL)
-    ap.add_argument("--amp", type=float, default=AMP)
-    ap.add_argument("--delay", type=float, default=DEL)
-    ap.add_argument("--dur", type=float, default=DUR)
+    ap.add_argument("--iclamp", action="append")
+    ap.add_argument("--name")
     ap.add_argument("--refs")
     ap.add_argument("--neurosolve")
     ap.add_argument("--mechanisms")
@@ -703,21 +736,25 @@ def main():
     if a.child:
         print(json.dumps(run_neuron(a, a.child)))
         return 0
+    a.iclamp = a.iclamp or [ICLAMP]
     if a.passive and a.refs:
         print("neuron_model_compare: --passive is a check of today's CLI, not a reference: no --refs", file=sys.stderr)
         return 2
-    try:  # the files' errors before NEURON starts
+    try:  # the files' and clamps' errors before NEURON starts
         read_params(a.params)
         read_model(a.model)
+        for c in a.iclamp:
+            parse_iclamp(c)
     except (ModelError, OSError) as e:
         print(f"neuron_model_compare: {e}", file=sys.stderr)
         return 2
     d = neuron_in_child(a)
+    d["name"] = a.name or os.path.splitext(os.path.basename(a.model))[0]
     for key, path in (("model_sha256", a.model), ("params_sha256", a.params)):
         with open(path, "rb") as f:
             d[key] = hashlib.sha256(f.read()).hexdigest()
     print(f"NEURON {d['neuron']}: {d['swc']} + {d['model']}: {d['sections']} sections, {d['nseg']} segments, "
-          f"area {d['area']:.0f} um^2, IClamp {d['amp']} nA {d['delay']:g}-{d['delay'] + d['dur']:g} ms: "
+          f"area {d['area']:.0f} um^2, IClamp {' '.join(d['iclamp'])}: "
           f"{len(d['spikes'])} spikes; {d['steps']} steps in {d['wall_s']:.2f} s (fadvance loop, one thread)")
     print("spikes: " + " ".join(f"{s:.3f}" for s in d["spikes"]))
     for lab, k, x, dist, nm in d["sites"]:
@@ -735,10 +772,10 @@ def main():
             return 1
         rms, dspike = compare(d, rows, spikes)
         ok = dspike <= 0.05 and max(rms) <= 0.1
-        print("| model | nseg | amp [nA] | spikes NEURON / neurosolve | max spike-time difference [ms] | "
+        print("| model | nseg | clamps | spikes NEURON / neurosolve | max spike-time difference [ms] | "
               "RMS difference per site [mV] |")
         print("|---|---|---|---|---|---|")
-        print(f"| {d['model']}{' (leak only)' if a.passive else ''} | {d['nseg']} | {d['amp']} | {len(d['spikes'])} / {len(spikes)} | {dspike:.2e} | "
+        print(f"| {d['model']}{' (leak only)' if a.passive else ''} | {d['nseg']} | {' '.join(d['iclamp'])} | {len(d['spikes'])} / {len(spikes)} | {dspike:.2e} | "
               + " ".join(f"{r:.2e}" for r in rms) + f" |{'' if ok else ' FAIL'}")
         return 0 if ok else 1
     return 0
