@@ -593,6 +593,8 @@ def neuron_in_child(a):
         if a.passive:
             cmd.append("--passive")
         r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode == 2:  # a ModelError: its one line
+        raise RuntimeError(r.stderr.strip().splitlines()[-1])
     if r.returncode != 0:
         raise RuntimeError(f"NEURON failed:\n{r.stderr[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -734,7 +736,11 @@ def main():
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        print(json.dumps(run_neuron(a, a.child)))
+        try:
+            print(json.dumps(run_neuron(a, a.child)))
+        except ModelError as e:  # found while building the cell: the message alone
+            print(e, file=sys.stderr)
+            return 2
         return 0
     a.iclamp = a.iclamp or [ICLAMP]
     if a.passive and a.refs:
@@ -748,7 +754,11 @@ def main():
     except (ModelError, OSError) as e:
         print(f"neuron_model_compare: {e}", file=sys.stderr)
         return 2
-    d = neuron_in_child(a)
+    try:
+        d = neuron_in_child(a)
+    except RuntimeError as e:
+        print(f"neuron_model_compare: {e}", file=sys.stderr)
+        return 1
     d["name"] = a.name or os.path.splitext(os.path.basename(a.model))[0]
     for key, path in (("model_sha256", a.model), ("params_sha256", a.params)):
         with open(path, "rb") as f:
