@@ -543,6 +543,9 @@ def sanity(h, secs, statements, soma, sites, t, traces, cai):
             j = max(range(len(seg)), key=seg.__getitem__)
             lines.append(f"first spike ({sp[0]:.3f} ms) seen at {lab}: peak {seg[j]:.2f} mV at "
                          f"{t[i0 - int(2.0 / dt) + j]:.3f} ms (rise {seg[j] - tr[before]:.1f} mV over rest)")
+    if h.ismembrane("ca_ion", sec=soma):  # NEURON's value after finitialize: the run's last
+        lines.append(f"ions at soma(0.5) at the end: eca {soma(0.5).eca:.6f} mV (Nernst from cai "
+                     f"{soma(0.5).cai:.6e}, cao {soma(0.5).cao:g} mM), ek {soma(0.5).ek:g}, ena {soma(0.5).ena:g}")
     lmax = max(h.distance(soma(0.5), sec(1)) for _, r, sec in secs if r == "apical")
     lines.append(f"longest apical path from soma(0.5): {lmax:.3f} um")
     # per-segment parameters: NEURON's value against the file's expression in Python
