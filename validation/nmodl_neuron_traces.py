@@ -88,6 +88,24 @@ def assigned_block(text):
     return "\nASSIGNED {\n" + "".join(f"    {n}\n" for n in keep) + "}\n"
 
 
+def compile_bbp(work, extra=()):
+    """Copy data/mechanisms/bbp/*.mod (with the two additions above) and the
+    files in `extra` (unchanged) into the folder `work` and run nrnivmodl
+    there; neuron.load_mechanisms(work) then loads them.
+    validation/neuron_model_compare.py uses this too."""
+    for f in sorted(os.listdir(BBP)):
+        if f.endswith(".mod"):
+            text = open(os.path.join(BBP, f)).read()
+            if "exprelr" in text:
+                text += EXPRELR
+            text += assigned_block(text)
+            open(os.path.join(work, f), "w").write(text)
+    for f in extra:
+        shutil.copy(f, work)
+    nrnivmodl = os.path.join(os.path.dirname(sys.executable), "nrnivmodl")
+    subprocess.run([nrnivmodl], cwd=work, check=True, stdout=subprocess.DEVNULL)
+
+
 def run_case(name, case):
     from neuron import h
     h.load_file("stdrun.hoc")
@@ -159,16 +177,7 @@ def main():
     work = tempfile.mkdtemp(prefix="nmodl_neuron_")
     try:
         # hh, pas, ExpSyn and Exp2Syn: NEURON's built-ins are these very files
-        for f in sorted(os.listdir(BBP)):
-            if f.endswith(".mod"):
-                text = open(os.path.join(BBP, f)).read()
-                if "exprelr" in text:
-                    text += EXPRELR
-                text += assigned_block(text)
-                open(os.path.join(work, f), "w").write(text)
-        shutil.copy(os.path.join(TEST, "hhdi.mod"), work)
-        nrnivmodl = os.path.join(os.path.dirname(sys.executable), "nrnivmodl")
-        subprocess.run([nrnivmodl], cwd=work, check=True, stdout=subprocess.DEVNULL)
+        compile_bbp(work, extra=[os.path.join(TEST, "hhdi.mod")])
         for name in CASES:
             subprocess.run([sys.executable, os.path.abspath(__file__), "--run", name], cwd=work, check=True)
             print("wrote", os.path.join(OUT, name + ".csv"))
