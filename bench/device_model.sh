@@ -32,39 +32,41 @@ run configure 120 cmake -S "$ROOT" -B "$BUILD" -DNS_CUDA=ON -DNS_MPI=OFF -DNS_TE
 run build 300 cmake --build "$BUILD" -j 16
 P=/tmp/ns_model; mkdir -p $P
 printf 'all.insert = hh\n' > $P/hh.model
-printf 'celsius = 34\nv_init = -80\nRa = 100\ndend.cm = 2\n' > $P/l5.params
-sed -n '/^static const char \*L5_MODEL =/,/;$/p' "$ROOT/tests/test_sim_model_cuda.c" | grep -o '"[^"]*\\n"' \
-    | sed -e 's/^"//' -e 's/\\n"$//' > $P/l5.model
+L5="$ROOT/data/morphologies/l5pc_bbp_axon.swc --params $ROOT/data/models/l5pc_hay.params"
+L5M="--model $ROOT/data/models/l5pc_hay.model --mechanisms $P/libbbp.so --iclamp soma:1:1000:1.8"
+[ -d "$ROOT/.whl/site" ] && export PYTHONPATH="$ROOT/.whl/site${PYTHONPATH:+:$PYTHONPATH}" \
+    && export PATH="$ROOT/.whl/site/bin:$PATH"
 for step in $STEPS; do
   case $step in
     tests)
       for t in test_sim_model_cuda test_sim_model test_cable_cuda test_sim_state test_cable test_nmodl_neuron; do
         [ -x "$BUILD/tests/$t" ] && run "$t" 300 "$BUILD/tests/$t"
-      done ;;
+      done
+      run model_neuron_cuda 300 python3 "$ROOT/tests/test_model_neuron.py" "$NS" "$ROOT" cuda ;;
     bench)
       run build-bbp-cuda 300 "$NS" mechanisms build "$ROOT/data/mechanisms/bbp" -o $P/libbbp.so --cuda
       T="$FINAL/model_bench.txt"
       echo "# simulate timings, $(date -u +%F), $(nvidia-smi --query-gpu=name --format=csv,noheader), $(nproc) cores" > "$T"
-      S="simulate --no-progress --json --iclamp soma:1:1000:auto --record soma --radii default:1"
+      S="simulate --no-progress --json --record soma --radii default:1"
+      A="--iclamp soma:1:1000:auto"
       for rep in ${REPS:-1 2}; do
         for cells in ${HH_CELLS:-1000 10000}; do
-          run "hh-gpu-hand-$cells-$rep" 200 "$NS" $S bundled --cells $((cells / 39)) --tstop 20 --backend cuda --method tree
-          run "hh-gpu-gen-$cells-$rep" 200 "$NS" $S bundled --cells $((cells / 39)) --tstop 20 --backend cuda --model $P/hh.model
+          run "hh-gpu-hand-$cells-$rep" 200 "$NS" $S $A bundled --cells $((cells / 39)) --tstop 20 --backend cuda --method tree
+          run "hh-gpu-gen-$cells-$rep" 200 "$NS" $S $A bundled --cells $((cells / 39)) --tstop 20 --backend cuda --model $P/hh.model
         done
-        run "hh-cpu-hand-$rep" 200 "$NS" $S bundled --cells 26 --tstop 10 --backend cpu --threads 16
-        run "hh-cpu-gen-$rep" 200 "$NS" $S bundled --cells 26 --tstop 10 --backend cpu --threads 16 --model $P/hh.model
+        run "hh-cpu-hand-$rep" 200 "$NS" $S $A bundled --cells 26 --tstop 10 --backend cpu --threads 16
+        run "hh-cpu-gen-$rep" 200 "$NS" $S $A bundled --cells 26 --tstop 10 --backend cpu --threads 16 --model $P/hh.model
       done
       for cells in ${L5_GPU_CELLS:-1 100 1000 10000}; do
-        run "l5-gpu-$cells" 300 "$NS" $S "$ROOT/data/morphologies/l5pc_bbp_axon.swc" --cells $cells --tstop 20 \
-            --params $P/l5.params --mechanisms $P/libbbp.so --model $P/l5.model --iclamp soma:1:100:0.8 --backend cuda
+        run "l5-gpu-$cells" 300 "$NS" $S $L5 $L5M --cells $cells --tstop 20 --backend cuda
       done
       for cells in ${L5_CPU_CELLS:-1 16 160}; do
-        run "l5-cpu16-$cells" 300 "$NS" $S "$ROOT/data/morphologies/l5pc_bbp_axon.swc" --cells $cells --tstop 20 \
-            --params $P/l5.params --mechanisms $P/libbbp.so --model $P/l5.model --iclamp soma:1:100:0.8 --backend cpu \
-            --threads 16
+        run "l5-cpu16-$cells" 300 "$NS" $S $L5 $L5M --cells $cells --tstop 20 --backend cpu --threads 16
+        run "l5-neuron16-$cells" 300 python3 "$ROOT/bench/neuron_model_bench.py" "$ROOT/data/morphologies/l5pc_bbp_axon.swc" \
+            "$ROOT/data/models/l5pc_hay.params" "$ROOT/data/models/l5pc_hay.model" $cells 800 16 1.8
       done
       for f in "$LOG"/hh-*.log "$LOG"/l5-*.log; do
-        printf '%-28s %s\n' "$(basename "$f" .log)" "$(grep -o '"compartments":[0-9]*\|"wall_s":[0-9.e+-]*\|"compartment_steps_per_s":[0-9.e+-]*\|"spikes":[0-9]*' "$f" | head -4 | tr '\n' ' ')" >> "$T"
+        printf '%-28s %s\n' "$(basename "$f" .log)" "$(grep -o '"compartments":[0-9]*\|"segments": [0-9]*\|"wall_s": *[0-9.e+-]*\|"compartment_steps_per_s":[0-9.e+-]*\|"segment_steps_per_s": [0-9.e+-]*\|"spikes":[0-9]*' "$f" | head -4 | tr '\n' ' ')" >> "$T"
       done
       cat "$T" ;;
   esac

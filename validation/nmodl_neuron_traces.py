@@ -103,7 +103,11 @@ def compile_bbp(work, extra=()):
     for f in extra:
         shutil.copy(f, work)
     nrnivmodl = os.path.join(os.path.dirname(sys.executable), "nrnivmodl")
-    subprocess.run([nrnivmodl], cwd=work, check=True, stdout=subprocess.DEVNULL)
+    if not os.path.exists(nrnivmodl):  # a wheel installed elsewhere (--target): on PATH
+        nrnivmodl = shutil.which("nrnivmodl") or nrnivmodl
+    with open(nrnivmodl, "rb") as f:  # the wheel's Python wrapper: run it with this Python
+        cmd = [sys.executable, nrnivmodl] if b"python" in f.readline() else [nrnivmodl]
+    subprocess.run(cmd, cwd=work, check=True, stdout=subprocess.DEVNULL)
 
 
 def run_case(name, case):
