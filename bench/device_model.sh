@@ -36,6 +36,11 @@ L5="$ROOT/data/morphologies/l5pc_bbp_axon.swc --params $ROOT/data/models/l5pc_ha
 L5M="--model $ROOT/data/models/l5pc_hay.model --mechanisms $P/libbbp.so --iclamp soma:1:1000:1.8"
 [ -d "$ROOT/.whl/site" ] && export PYTHONPATH="$ROOT/.whl/site${PYTHONPATH:+:$PYTHONPATH}" \
     && export PATH="$ROOT/.whl/site/bin:$PATH"
+# the BBP mechanisms compiled for NEURON beforehand (the carried site has no nocmodl):
+#   python3 -c "import sys; sys.path.insert(0, 'validation'); import nmodl_neuron_traces as n; \
+#               n.compile_bbp('.whl/nrnmech_bbp')"
+# call: run(command="bash bench/device_model.sh", carry=[".whl/site", ".whl/nrnmech_bbp"])
+[ -d "$ROOT/.whl/nrnmech_bbp/x86_64" ] && export NRN_MECH_DIR="$ROOT/.whl/nrnmech_bbp"
 for step in $STEPS; do
   case $step in
     tests)
@@ -66,7 +71,7 @@ for step in $STEPS; do
             "$ROOT/data/models/l5pc_hay.params" "$ROOT/data/models/l5pc_hay.model" $cells 800 16 1.8
       done
       for f in "$LOG"/hh-*.log "$LOG"/l5-*.log; do
-        printf '%-28s %s\n' "$(basename "$f" .log)" "$(grep -o '"compartments":[0-9]*\|"segments": [0-9]*\|"wall_s": *[0-9.e+-]*\|"compartment_steps_per_s":[0-9.e+-]*\|"segment_steps_per_s": [0-9.e+-]*\|"spikes":[0-9]*' "$f" | head -4 | tr '\n' ' ')" >> "$T"
+        printf '%-28s %s\n' "$(basename "$f" .log)" "$(grep -o '"compartments":[0-9]*\|"segments": [0-9]*\|"wall_s": *[0-9.e+-]*\|"compartment_steps_per_s":[0-9.e+-]*\|"segment_steps_per_s": [0-9.e+-]*\|"spikes":[0-9]*\|"spikes_cell0": \[[^]]*\]' "$f" | head -5 | tr '\n' ' ')" >> "$T"
       done
       cat "$T" ;;
   esac

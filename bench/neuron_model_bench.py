@@ -8,6 +8,7 @@ cm 1), an IClamp at every soma(0.5), STEPS fixed steps with THREADS threads
 (ParallelContext.nthread, cache_efficient). Prints one line of JSON: cells,
 segments, steps, wall seconds of the steps (not the set-up), segment-steps per
 second, soma spikes of cell 0 (the correctness check against neurosolve's).
+NRN_MECH_DIR: a folder where nrnivmodl already compiled them (x86_64/).
 
 usage: neuron_model_bench.py SWC PARAMS MODEL CELLS STEPS THREADS AMP_NA
 """
@@ -36,8 +37,10 @@ def region(sec):
 def main():
     swc, params_path, model_path = sys.argv[1:4]
     cells, steps, threads, amp = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7])
-    work = tempfile.mkdtemp()
-    nnt.compile_bbp(work)
+    work = os.environ.get("NRN_MECH_DIR")  # the BBP mechanisms compiled before (device_model.sh)
+    if not work:
+        work = tempfile.mkdtemp()
+        nnt.compile_bbp(work)
     import neuron
     from neuron import h
     neuron.load_mechanisms(work)
