@@ -510,23 +510,37 @@ static ns_status model_set_global(ns_sim_model_t *m, const char *name, double va
     char prefix[96];
     const int mech = split_suffix(m, name, prefix, sizeof prefix);
     if (mech < 0) return unknown_name(m, fn, name);
+    const ns_mech_desc *d = m->descs[mech];
     int g;
-    ns_status st = ns_mech_global_index(m->descs[mech], prefix, &g);
-    if (st != NS_OK) {
+    ns_status st = ns_mech_global_index(d, prefix, &g);
+    /* NEURON's usetable_MECH is one flag for every TABLE of the mechanism;
+     * the translator keeps one per FUNCTION or PROCEDURE (usetable_rates):
+     * usetable_MECH sets them all */
+    int n_tables = 0;
+    if (st != NS_OK && strcmp(prefix, "usetable") == 0)
+        for (int k = 0; k < d->n_globals; ++k) n_tables += strncmp(d->global_names[k], "usetable_", 9) == 0;
+    if (st != NS_OK && n_tables == 0) {
         char pre[160];
         snprintf(pre, sizeof pre, "%s: %s", fn, name);
         ns_error_prefix(pre);
         return st;
     }
-    stmt *s = push(m);
-    if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
-    s->kind = ST_GLOBAL;
-    s->mech = mech;
-    s->field = g;
-    s->number = value;
-    set_where(s, fn);
-    snprintf(s->text, sizeof s->text, "global.%s", name);
-    ++m->n;
+    const int n0 = m->n;
+    for (int k = 0; k < (n_tables ? d->n_globals : 1); ++k) {
+        if (n_tables && strncmp(d->global_names[k], "usetable_", 9) != 0) continue;
+        stmt *s = push(m);
+        if (!s) {
+            m->n = n0; /* nothing added (a global statement owns no memory) */
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
+        }
+        s->kind = ST_GLOBAL;
+        s->mech = mech;
+        s->field = n_tables ? k : g;
+        s->number = value;
+        set_where(s, fn);
+        snprintf(s->text, sizeof s->text, "global.%s", name);
+        ++m->n;
+    }
     return NS_OK;
 }
 
