@@ -861,15 +861,15 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
                 }
                 if (s->kind == ST_SET && !ins[(size_t)i * nm + m]) {
                     st = ns_fail(NS_ERR_INVALID_ARGUMENT,
-                                 "%s: %s: %s is not inserted at compartment %d (region %s) of shape %d", s->where,
-                                 s->text, r->mechs[m].desc->name, (int)i,
-                                 ns_region_name(ns_region_of_swc_type(type[i])), (int)k);
+                                 "shape %d: %s: %s: %s is not inserted at compartment %d (region %s)", (int)k,
+                                 s->where, s->text, r->mechs[m].desc->name, (int)i,
+                                 ns_region_name(ns_region_of_swc_type(type[i])));
                     break;
                 }
                 const double x = expr_eval(&s->value, dist[i]);
                 if (!isfinite(x)) {
-                    st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s is %g at compartment %d of shape %d (d = %g um)",
-                                 s->where, s->text, x, (int)i, (int)k, dist[i]);
+                    st = ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: %s: %s is %g at compartment %d (d = %g um)",
+                                 (int)k, s->where, s->text, x, (int)i, dist[i]);
                     break;
                 }
                 if (s->kind == ST_SET) param[m][(int64_t)s->field * n + i] = x;
@@ -890,11 +890,10 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
                 for (int32_t i = 0; i < n; ++i)
                     if (ins[(size_t)i * nm + m] && (ion_set[(size_t)i * r->n_ions + ion] & need) != need) {
                         st = ns_fail(NS_ERR_INVALID_ARGUMENT,
-                                     "model: %s uses the ion %s, which has no default values and no mechanism "
-                                     "provides: set %s in the model (compartment %d of shape %d)",
-                                     d->name, r->ions[ion].name,
-                                     r->ions[ion].write_c ? "its concentrations Xi and Xo" : "its eX", (int)i,
-                                     (int)k);
+                                     "shape %d: model: %s uses the ion %s, which has no default values and no "
+                                     "mechanism provides: set %s in the model (compartment %d)",
+                                     (int)k, d->name, r->ions[ion].name,
+                                     r->ions[ion].write_c ? "its concentrations Xi and Xo" : "its eX", (int)i);
                         break;
                     }
             }
