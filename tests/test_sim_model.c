@@ -200,7 +200,7 @@ static const equiv_case EQUIV[] = {
 };
 
 static void model_equals_handwritten(ns_cell_t *const *cells) {
-    const double tstop = 25.0;
+    const double tstop = 15.0;
     for (size_t q = 0; q < sizeof EQUIV / sizeof *EQUIV; ++q) {
         const equiv_case *ec = &EQUIV[q];
         ns_sim_params p;
@@ -738,13 +738,12 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
      * finite somewhere (names the compartment), an ion no mechanism uses */
     ns_sim_t *sim = NULL;
     EXPECT(create_with("soma.insert = pas\nall.g_pas = 1e-4\n", l5, &sim), NS_ERR_INVALID_ARGUMENT,
-           "t.model:2", "all.g_pas", "pas is not inserted at compartment", "(region ");
+           "shape 0: t.model:2: all.g_pas: pas is not inserted at compartment", "(region ");
     CHECK(sim == NULL);
     EXPECT(create_with("all.insert = pas\ndend.g_pas = 1e-5*log(d - 1000)\n", l5, &sim), NS_ERR_INVALID_ARGUMENT,
-           "t.model:2", "dend.g_pas", "nan at compartment", "d = ");
+           "shape 0: t.model:2: dend.g_pas is ", "nan at compartment", "d = ");
     CHECK(sim == NULL);
-    EXPECT(create_with("all.insert = pas\nall.g_pas = 1/d\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "t.model:2",
-           "inf at compartment", "(d = 0 um)");
+    EXPECT(create_with("all.insert = pas\nall.g_pas = 1/d\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "shape 0: t.model:2: all.g_pas is inf at compartment", "(d = 0 um)");
     EXPECT(create_with("all.insert = pas\nall.ena = 60\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "t.model:2",
            "all.ena", "no inserted mechanism uses the ion na");
     CHECK(sim == NULL);

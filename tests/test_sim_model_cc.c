@@ -243,7 +243,7 @@ static void own_ion(const char *dir) {
         const ns_status s = ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim);
         if (!with_e) {
             CHECK_MSG(s == NS_ERR_INVALID_ARGUMENT, "%s", ns_status_string(s));
-            CHECK_MSG(strstr(ns_last_error(), "xleak uses the ion x") && strstr(ns_last_error(), "no default values") &&
+            CHECK_MSG(strstr(ns_last_error(), "shape 0: model: xleak uses the ion x") && strstr(ns_last_error(), "no default values") &&
                           strstr(ns_last_error(), "its eX") && strstr(ns_last_error(), "compartment"),
                       "\"%s\"", ns_last_error());
             CHECK(sim == NULL);
