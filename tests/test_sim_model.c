@@ -551,6 +551,30 @@ static void expression_semantics(const ns_cell_t *cell) {
         n_bad += s == NS_ERR_PARSE && strstr(msg, bad[k].needle) != NULL;
         ns_sim_model_destroy(m);
     }
+    /* nesting: refused beyond the limit instead of overflowing the stack
+     * (200,000 parentheses crashed the parser), accepted below it */
+    {
+        const size_t deep = 200000;
+        char *text = malloc(2 * deep + 2);
+        if (text) {
+            for (int kind = 0; kind < 3; ++kind) {
+                const size_t n = kind == 2 ? 80 : deep; /* 80 parentheses: within the limit */
+                size_t u = 0;
+                for (size_t k = 0; k < n; ++k) text[u++] = kind == 1 ? '-' : '(';
+                text[u++] = '2';
+                for (size_t k = 0; kind != 1 && k < n; ++k) text[u++] = ')';
+                text[u] = 0;
+                ns_status s;
+                const double x = eval_at0(cell, text, &s);
+                if (kind < 2) {
+                    CHECK_MSG(s == NS_ERR_PARSE && strstr(ns_last_error(), "nested too deeply") &&
+                                  strstr(ns_last_error(), "...: "),
+                              "%zu nested levels: %s (%.200s)", n, ns_status_string(s), ns_last_error());
+                } else CHECK_MSG(s == NS_OK && x == 2.0, "80 parentheses: %s", ns_last_error());
+            }
+            free(text);
+        }
+    }
     printf("expressions: %d of %zu values and %d of %zu errors as expected\n", n_ok, sizeof ok / sizeof *ok, n_bad,
            sizeof bad / sizeof *bad);
 }

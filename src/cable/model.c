@@ -36,8 +36,13 @@ typedef struct parser {
     const char *s, *p;
     expr *e;
     int stack, err;
+    int nest; /* recursion depth: parentheses, arguments, prefix operators, ^ */
     char msg[160];
 } parser;
+
+/* Deeper nesting is refused instead of overflowing the C stack (a model
+ * line of 200,000 '(' crashed the parser). */
+#define EXPR_NEST_MAX 256
 
 static void emit(parser *ps, op_kind k, double value, int push) {
     if (ps->err) return;
@@ -75,10 +80,22 @@ static int accept(parser *ps, const char *tok) {
 static void fail_at(parser *ps, const char *what) {
     if (ps->err) return;
     ps->err = 1;
-    snprintf(ps->msg, sizeof ps->msg, "%s at column %d of '%s'", what, (int)(ps->p - ps->s) + 1, ps->s);
+    snprintf(ps->msg, sizeof ps->msg, "%s at column %d", what, (int)(ps->p - ps->s) + 1);
 }
 
 static void p_or(parser *ps);
+
+/* 1 when one more level may be entered (counted in ps->nest), else the error. */
+static int nest_in(parser *ps) {
+    if (ps->err) return 0;
+    if (ps->nest >= EXPR_NEST_MAX) {
+        fail_at(ps, "expression nested too deeply (at most 256 levels: a parenthesis or a function's "
+                    "argument counts 3, a prefix operator or ^ 1)");
+        return 0;
+    }
+    ++ps->nest;
+    return 1;
+}
 
 static void p_primary(parser *ps) {
     skip(ps);
@@ -143,6 +160,7 @@ static void p_primary(parser *ps) {
 
 /* ^ binds tighter than unary minus and is right-associative (NMODL's rule). */
 static void p_power(parser *ps) {
+    if (!nest_in(ps)) return;
     p_primary(ps);
     if (accept(ps, "^")) {
         skip(ps);
@@ -153,9 +171,11 @@ static void p_power(parser *ps) {
         } else p_power(ps);
         emit(ps, OP_POW, 0, -1);
     }
+    --ps->nest;
 }
 
 static void p_unary(parser *ps) {
+    if (!nest_in(ps)) return;
     if (accept(ps, "-")) {
         p_unary(ps);
         emit(ps, OP_NEG, 0, 0);
@@ -165,6 +185,7 @@ static void p_unary(parser *ps) {
         p_unary(ps);
         emit(ps, OP_NOT, 0, 0);
     } else p_power(ps);
+    --ps->nest;
 }
 
 static void p_mul(parser *ps) {
@@ -210,16 +231,18 @@ static void p_and(parser *ps) {
 }
 
 static void p_or(parser *ps) {
+    if (!nest_in(ps)) return;
     p_and(ps);
     while (accept(ps, "||")) {
         p_and(ps);
         emit(ps, OP_OR, 0, -1);
     }
+    --ps->nest;
 }
 
 static ns_status expr_compile(const char *text, expr *out, char *msg, size_t msg_size) {
     memset(out, 0, sizeof *out);
-    parser ps = {text, text, out, 0, 0, {0}};
+    parser ps = {text, text, out, 0, 0, 0, {0}};
     p_or(&ps);
     skip(&ps);
     if (!ps.err && *ps.p) fail_at(&ps, "unexpected text");
@@ -490,7 +513,8 @@ static ns_status model_set(ns_sim_model_t *m, const char *where, const char *nam
     } else return unknown_name(m, fn, name);
     char msg[200];
     if (expr_compile(text, &s.value, msg, sizeof msg) != NS_OK)
-        return ns_fail(NS_ERR_PARSE, "%s: %s = %s: %s", fn, name, text, msg);
+        return ns_fail(NS_ERR_PARSE, "%s: %s = %.60s%s: %s", fn, name, text, strlen(text) > 60 ? "..." : "",
+                       msg); /* the reason after at most 60 characters of the text */
     stmt *slot = push(m);
     if (!slot) {
         free(s.value.ops);
