@@ -771,6 +771,29 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
     EXPECT(create_with("all.insert = pas\nall.ena = 60\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "t.model:2",
            "all.ena", "no inserted mechanism uses the ion na");
     CHECK(sim == NULL);
+    /* the GPU loops do not run a model's mechanisms yet: refused there,
+     * and the automatic backend is the CPU */
+    {
+        ns_sim_model_t *hh = model_of("all.insert = hh\n", "hh.model");
+        ns_sim_params p;
+        ns_sim_params_init(&p);
+        ns_sim_options o;
+        ns_sim_options_init(&o);
+        o.model = hh;
+        const ns_cell_t *shapes[1] = {one};
+        o.backend = NS_BACKEND_CUDA;
+        EXPECT(ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim), NS_ERR_UNSUPPORTED, "model", "CPU backend only");
+        CHECK(sim == NULL);
+        o.backend = NS_BACKEND_AUTO;
+        o.method = NS_HINES_ONCHIP;
+        EXPECT(ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim), NS_ERR_UNSUPPORTED, "model", "CPU backend only");
+        o.method = NS_HINES_AUTO;
+        CHECK_OK(ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim));
+        CHECK(sim && ns_sim_backend(sim) == NS_BACKEND_CPU);
+        ns_sim_destroy(sim);
+        sim = NULL;
+        ns_sim_model_destroy(hh);
+    }
     /* the model's simulation: no checkpoint (the mechanisms' states are not saved) */
     CHECK_OK(create_with("all.insert = hh pas\n", one, &sim));
     if (sim) {
