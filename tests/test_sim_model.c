@@ -340,12 +340,13 @@ static int read_distances(const char *path, dist_row **rows) {
     return n;
 }
 
-static void distances_against_neuron(const ns_cell_t *cell, const char *name) {
+/* profile: also the expressions per region (a cell with every region) */
+static void distances_against_neuron(const ns_cell_t *cell, const char *name, int profile) {
     char path[1024];
     snprintf(path, sizeof path, "%s/neuron_distances/%s.csv", NS_TEST_DATA, name);
     dist_row *rows = NULL;
     const int n_rows = read_distances(path, &rows);
-    CHECK_MSG(n_rows > 100, "%s: %d rows", path, n_rows);
+    CHECK_MSG(n_rows > 50, "%s: %d rows", path, n_rows);
     ns_cell_info ci;
     ns_cell_get_info(cell, &ci);
     const int32_t n = ci.compartments;
@@ -387,7 +388,7 @@ static void distances_against_neuron(const ns_cell_t *cell, const char *name) {
     for (int32_t i = 0; i < n; ++i) with_area += area[i] > 0.0;
     CHECK_MSG(bad_map == 0 && mapped == with_area, "%s: %d segments mapped to distinct compartments, %d not, %d "
               "compartments with membrane", name, mapped, bad_map, with_area);
-    double worst = 0.0, worst_g = 0.0, worst_e = 0.0, dmax = 0.0;
+    double worst = 0.0, worst_abs = 0.0, worst_g = 0.0, worst_e = 0.0, dmax = 0.0;
     int counted[NS_REGION_COUNT] = {0}, checked = 0, in_band = 0;
     for (int32_t i = 0; i < n; ++i) {
         if (!(area[i] > 0.0)) {
@@ -396,8 +397,12 @@ static void distances_against_neuron(const ns_cell_t *cell, const char *name) {
         }
         if (isnan(nd[i])) continue;
         checked++;
-        const double rel = fabs(d[i] - nd[i]) / fmax(nd[i], 1.0);
+        /* relative, but to at least 100 um: NEURON's 3D points are float32,
+         * an ulp is 3e-5 um at coordinates of 300 um (measured: 5e-5 um on
+         * allen_pvalb at d = 98 um, 1.1e-6 of it) */
+        const double rel = fabs(d[i] - nd[i]) / fmax(nd[i], 100.0);
         if (rel > worst) worst = rel;
+        if (fabs(d[i] - nd[i]) > worst_abs) worst_abs = fabs(d[i] - nd[i]);
         if (nd[i] > dmax) dmax = nd[i];
         const ns_region reg = ns_region_of_swc_type(type[i]);
         counted[reg]++;
@@ -422,16 +427,20 @@ static void distances_against_neuron(const ns_cell_t *cell, const char *name) {
         const double want_e = (reg == NS_REGION_APICAL || reg == NS_REGION_BASAL) ? -70 + x / 50 : -70.0;
         if (fabs(e[i] - want_e) > worst_e) worst_e = fabs(e[i] - want_e);
     }
-    printf("distances (%s): %d segments against NEURON's h.distance (up to %.1f um): max relative difference %.2e; "
-           "expressions: g_pas %.2e relative, e_pas %.2e mV; %d soma, %d axon, %d basal (%d in the band), %d apical\n",
-           name, checked, dmax, worst, worst_g, worst_e, counted[0], counted[1], counted[2], in_band, counted[3]);
+    printf("distances (%s): %d segments against NEURON's h.distance (up to %.1f um): max difference %.2e um, "
+           "%.2e relative (to >= 100 um); expressions: g_pas %.2e relative, e_pas %.2e mV; %d soma, %d axon, "
+           "%d basal (%d in 200-400 um), %d apical\n",
+           name, checked, dmax, worst_abs, worst, worst_g, worst_e, counted[0], counted[1], counted[2], in_band,
+           counted[3]);
     CHECK(checked == with_area);
     CHECK_MSG(worst < 1e-6, "%s: distance differs from NEURON's by %g (relative)", name, worst);
-    CHECK_MSG(worst_g < 1e-6 && worst_e < 1e-6, "%s: expression values differ: %g, %g", name, worst_g, worst_e);
-    /* every region and the band are exercised */
-    CHECK(counted[NS_REGION_SOMA] > 0 && counted[NS_REGION_AXON] > 0 && counted[NS_REGION_BASAL] > 0 &&
-          counted[NS_REGION_APICAL] > 0 && in_band > 0 && in_band < counted[NS_REGION_BASAL]);
-    CHECK(dmax > 500);
+    if (profile) {
+        CHECK_MSG(worst_g < 1e-6 && worst_e < 1e-6, "%s: expression values differ: %g, %g", name, worst_g, worst_e);
+        /* every region and the band are exercised */
+        CHECK(counted[NS_REGION_SOMA] > 0 && counted[NS_REGION_AXON] > 0 && counted[NS_REGION_BASAL] > 0 &&
+              counted[NS_REGION_APICAL] > 0 && in_band > 0 && in_band < counted[NS_REGION_BASAL]);
+        CHECK(dmax > 500);
+    }
     free(e);
 out:
     free(d);
@@ -817,7 +826,18 @@ int main(void) {
     ns_cell_t *one = one_compartment();
     if (cells[0] && cells[1] && cells[2] && one) {
         model_equals_handwritten(cells);
-        distances_against_neuron(cells[0], "l5pc_bbp_axon");
+        distances_against_neuron(cells[0], "l5pc_bbp_axon", 1);
+        distances_against_neuron(cells[1], "ca1_h10", 0);
+        distances_against_neuron(cells[2], "purk_dbbs", 0);
+        /* a soma contour (Import3d's soma rules) and a small Allen cell */
+        static const char *const more[2] = {"ngf_eNGC_contour", "allen_pvalb_469628681"};
+        for (int k = 0; k < 2; ++k) {
+            char file[128];
+            snprintf(file, sizeof file, "%s.swc", more[k]);
+            ns_cell_t *c = load_cell(file);
+            if (c) distances_against_neuron(c, more[k], 0);
+            ns_cell_destroy(c);
+        }
         expression_semantics(one);
         statement_order(cells[0]);
         bad_input(cells[0], one);
