@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cable/model_cpu.h"
 #include "cable/model_impl.h"
 #include "check.h"
 #include "neurosolve/neurosolve.h"
@@ -630,6 +631,56 @@ static void statement_order(const ns_cell_t *cell) {
     free(gk);
 }
 
+/* Ion values from expressions reach every lane of every block: ek per node
+ * in a population of 3 shapes x 5 cells (CPU, both methods), read back from
+ * the loop's ion arrays; ena stays NEURON's default. */
+static void ion_values_per_node(ns_cell_t *const *cells) {
+    ns_sim_model_t *m = model_of("all.insert = hh\nall.ek = -77 - d/1000\nsoma.ek = -90\n", "ions");
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    int bad = 0, checked = 0;
+    for (int meth = 0; meth < 2 && m; ++meth) {
+        ns_sim_options o;
+        ns_sim_options_init(&o);
+        o.method = meth ? NS_HINES_OPENMP : NS_HINES_SEQUENTIAL;
+        o.threads = 2;
+        o.model = m;
+        const ns_cell_t *shapes[3] = {cells[0], cells[1], cells[2]};
+        ns_sim_t *sim = NULL;
+        CHECK_OK(ns_sim_create(3, shapes, 3 * N_PER_SHAPE, NULL, &p, &o, &sim));
+        if (!sim) break;
+        CHECK_OK(ns_sim_advance(sim, 4));
+        for (int64_t c = 0; c < 3 * N_PER_SHAPE; ++c) {
+            const ns_cell_t *cell = shapes[c % 3];
+            ns_cell_info ci;
+            ns_cell_get_info(cell, &ci);
+            double *ek = malloc((size_t)ci.compartments * sizeof *ek), *ena = malloc((size_t)ci.compartments * sizeof *ena);
+            double *d = malloc((size_t)ci.compartments * sizeof *d);
+            ns_sim_model_t *id = model_of("all.insert = pas\nall.g_pas = d\n", "identity");
+            if (ek && ena && d && id && resolve_param(id, cell, "pas", "g", d) == 0) {
+                CHECK_OK(ns_sim_cpu_model_ion(sim, c, "k", 0, ek));
+                CHECK_OK(ns_sim_cpu_model_ion(sim, c, "na", 0, ena));
+                const double *area = ns_cell_area(cell);
+                const int32_t *type = ns_cell_type(cell);
+                for (int32_t i = 0; i < ci.compartments; ++i) {
+                    if (!(area[i] > 0.0)) continue;
+                    const double want = ns_region_of_swc_type(type[i]) == NS_REGION_SOMA ? -90.0 : -77 - d[i] / 1000;
+                    bad += ek[i] != want || ena[i] != 50.0;
+                    checked++;
+                }
+            }
+            ns_sim_model_destroy(id);
+            free(ek);
+            free(ena);
+            free(d);
+        }
+        ns_sim_destroy(sim);
+    }
+    printf("ion values per node: %d compartment values checked, %d wrong\n", checked, bad);
+    CHECK(bad == 0 && checked > 1000);
+    ns_sim_model_destroy(m);
+}
+
 /* ------------------------------------------------------ 4. bad input */
 
 #define EXPECT(call, status, ...)                                                                              \
@@ -840,6 +891,7 @@ int main(void) {
         }
         expression_semantics(one);
         statement_order(cells[0]);
+        ion_values_per_node(cells);
         bad_input(cells[0], one);
     }
     for (int k = 0; k < 3; ++k) ns_cell_destroy(cells[k]);
