@@ -164,7 +164,6 @@ static ns_status choose_backend(ns_sim_t *sim) {
                            ns_hines_method_name(me), ns_backend_name(be));
         be = impl->backend;
     } else {
-        if (be == NS_BACKEND_AUTO && sim->options.model) be = NS_BACKEND_CPU; /* below */
         if (be == NS_BACKEND_AUTO) {
             const ns_impl *cuda = ns_registry_for_backend(table, NS_BACKEND_CUDA);
             be = ns_sim_auto_backend(cuda && cuda->ops() ? ns_cuda_usable_devices() : 0);
@@ -176,11 +175,6 @@ static ns_status choose_backend(ns_sim_t *sim) {
          * shape group (src/cable/cuda/sim_cuda.c, docs/simulation.md) */
         if (be == NS_BACKEND_CPU) me = NS_HINES_OPENMP;
     }
-    /* a model's mechanisms run in the CPU loop only so far: the GPU loops
-     * would run the hand-written hh and pas, switched off by the model */
-    if (sim->options.model && be == NS_BACKEND_CUDA)
-        return ns_fail(NS_ERR_UNSUPPORTED, "simulation: a model's mechanisms run on the CPU backend only (the GPU "
-                                           "loops do not run them yet): backend cpu or auto");
     ns_status ready = ns_registry_ready(impl, "simulation");
     if (ready != NS_OK) return ready;
     sim->ops = impl->ops();
