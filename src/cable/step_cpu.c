@@ -954,6 +954,9 @@ ns_status ns_sim_cpu_model_ion(const ns_sim_t *sim, int64_t cell, const char *io
     for (int32_t k = 0; k < sim->model->n_ions; ++k)
         if (strcmp(sim->model->ions[k].name, ion) == 0) j = k;
     if (j < 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_cpu_model_ion: no ion %s", ion);
+    if (q >= 3 && !sim->model->ions[j].read_i)
+        return ns_fail(NS_ERR_UNSUPPORTED, "ns_sim_cpu_model_ion: no mechanism reads the current of %s (not kept)",
+                       ion);
     const cpu_state *st = sim->backend_state;
     const cpu_block *blk = &st->blocks[st->lane_of[cell] / NS_CPU_LANES_MAX];
     const int32_t lane = (int32_t)(st->lane_of[cell] % NS_CPU_LANES_MAX), w = blk->w;
