@@ -232,6 +232,60 @@ static const char *XLEAK_MOD = "NEURON { SUFFIX xleak USEION x READ ex WRITE ix 
                                "ASSIGNED { v (mV) ex (mV) ix (mA/cm2) }\n"
                                "BREAKPOINT { ix = g*(v - ex) }\n";
 
+/* writes xi from the current: e of x then follows Nernst, from xi and xo */
+static const char *XACC_MOD = "NEURON { SUFFIX xacc USEION x READ ix, xi WRITE xi VALENCE 1 RANGE k }\n"
+                              "PARAMETER { k = 0.01 }\n"
+                              "ASSIGNED { ix (mA/cm2) }\n"
+                              "STATE { xi (mM) }\n"
+                              "BREAKPOINT { SOLVE s METHOD cnexp }\n"
+                              "DERIVATIVE s { xi' = -k*ix }\n";
+
+/* A concentration writer of the own ion: refused without xi and xo (e is
+ * Nernst's then, a given ex is not enough), and with them e = Nernst(xi, xo)
+ * at every step while xi moves. */
+static void own_ion_written(ns_mech_library_t *lib, const ns_cell_t *cell, int32_t node) {
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = NS_BACKEND_CPU;
+    const ns_cell_t *shapes[1] = {cell};
+    for (int with_c = 0; with_c < 2; ++with_c) {
+        ns_sim_model_t *model = NULL;
+        CHECK_OK(ns_sim_model_create(lib, &model));
+        if (!model) return;
+        const char *text = with_c ? "all.insert = xleak xacc\nall.xi = 1\nall.xo = 10\nall.ex = -52\n"
+                                  : "all.insert = xleak xacc\nall.ex = -52\n";
+        CHECK_OK(ns_sim_model_parse(model, text, strlen(text), "xc.model"));
+        o.model = model;
+        ns_sim_t *sim = NULL;
+        const ns_status s = ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim);
+        if (!with_c) {
+            CHECK_MSG(s == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "xacc uses the ion x") &&
+                          strstr(ns_last_error(), "its concentrations Xi and Xo"),
+                      "%s: \"%s\"", ns_status_string(s), ns_last_error());
+            CHECK(sim == NULL);
+        } else {
+            CHECK_OK(s);
+            double e[8], ci[8], co[8], worst = 0.0, xi0 = 0.0;
+            for (int step = 0; sim && step <= 400; step += 100) {
+                if (step) CHECK_OK(ns_sim_advance(sim, 100));
+                CHECK_OK(ns_sim_cpu_model_ion(sim, 0, "x", 0, e));
+                CHECK_OK(ns_sim_cpu_model_ion(sim, 0, "x", 1, ci));
+                CHECK_OK(ns_sim_cpu_model_ion(sim, 0, "x", 2, co));
+                if (step == 0) xi0 = ci[node];
+                worst = fmax(worst, fabs(e[node] - ns_mech_nernst(ci[node], co[node], 1, p.celsius)));
+            }
+            printf("own ion x written by xacc: xi %.6g -> %.6g mM, e - Nernst(xi, xo) at most %.2e mV (ex = -52 "
+                   "ignored)\n", xi0, ci[node], worst);
+            CHECK(xi0 == 1.0 && co[node] == 10.0 && ci[node] != 1.0);
+            CHECK(worst == 0.0);
+            ns_sim_destroy(sim);
+        }
+        ns_sim_model_destroy(model);
+    }
+}
+
 static void own_ion(const char *dir) {
     char path[600], lib_path[600];
     snprintf(path, sizeof path, "%s/xleak.mod", dir);
@@ -240,6 +294,12 @@ static void own_ion(const char *dir) {
     CHECK(f != NULL);
     if (!f) return;
     fputs(XLEAK_MOD, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/xacc.mod", dir);
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(XACC_MOD, f);
     fclose(f);
     CHECK_OK(ns_mechanisms_build(dir, lib_path, NULL));
     ns_mech_library_t *lib = NULL;
@@ -293,6 +353,7 @@ static void own_ion(const char *dir) {
         }
         ns_sim_model_destroy(model);
     }
+    if (cell) own_ion_written(lib, cell, node);
     ns_cell_destroy(cell);
     ns_mech_library_close(lib);
 }
