@@ -839,6 +839,7 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
     if (sim) {
         char *path = tmp("model.ckpt");
         EXPECT(ns_sim_save_state(sim, path), NS_ERR_UNSUPPORTED, "model");
+        EXPECT(ns_sim_restore_state(sim, path), NS_ERR_UNSUPPORTED, "model", "cannot be restored");
         FILE *f = fopen(path, "rb");
         CHECK_MSG(f == NULL, "a refused checkpoint left %s", path);
         if (f) fclose(f);
