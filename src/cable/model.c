@@ -36,8 +36,13 @@ typedef struct parser {
     const char *s, *p;
     expr *e;
     int stack, err;
+    int nest; /* recursion depth: parentheses, arguments, prefix operators, ^ */
     char msg[160];
 } parser;
+
+/* Deeper nesting is refused instead of overflowing the C stack (a model
+ * line of 200,000 '(' crashed the parser). */
+#define EXPR_NEST_MAX 256
 
 static void emit(parser *ps, op_kind k, double value, int push) {
     if (ps->err) return;
@@ -75,10 +80,22 @@ static int accept(parser *ps, const char *tok) {
 static void fail_at(parser *ps, const char *what) {
     if (ps->err) return;
     ps->err = 1;
-    snprintf(ps->msg, sizeof ps->msg, "%s at column %d of '%s'", what, (int)(ps->p - ps->s) + 1, ps->s);
+    snprintf(ps->msg, sizeof ps->msg, "%s at column %d", what, (int)(ps->p - ps->s) + 1);
 }
 
 static void p_or(parser *ps);
+
+/* 1 when one more level may be entered (counted in ps->nest), else the error. */
+static int nest_in(parser *ps) {
+    if (ps->err) return 0;
+    if (ps->nest >= EXPR_NEST_MAX) {
+        fail_at(ps, "expression nested too deeply (at most 256 levels: a parenthesis or a function's "
+                    "argument counts 3, a prefix operator or ^ 1)");
+        return 0;
+    }
+    ++ps->nest;
+    return 1;
+}
 
 static void p_primary(parser *ps) {
     skip(ps);
@@ -143,6 +160,7 @@ static void p_primary(parser *ps) {
 
 /* ^ binds tighter than unary minus and is right-associative (NMODL's rule). */
 static void p_power(parser *ps) {
+    if (!nest_in(ps)) return;
     p_primary(ps);
     if (accept(ps, "^")) {
         skip(ps);
@@ -153,9 +171,11 @@ static void p_power(parser *ps) {
         } else p_power(ps);
         emit(ps, OP_POW, 0, -1);
     }
+    --ps->nest;
 }
 
 static void p_unary(parser *ps) {
+    if (!nest_in(ps)) return;
     if (accept(ps, "-")) {
         p_unary(ps);
         emit(ps, OP_NEG, 0, 0);
@@ -165,6 +185,7 @@ static void p_unary(parser *ps) {
         p_unary(ps);
         emit(ps, OP_NOT, 0, 0);
     } else p_power(ps);
+    --ps->nest;
 }
 
 static void p_mul(parser *ps) {
@@ -210,16 +231,18 @@ static void p_and(parser *ps) {
 }
 
 static void p_or(parser *ps) {
+    if (!nest_in(ps)) return;
     p_and(ps);
     while (accept(ps, "||")) {
         p_and(ps);
         emit(ps, OP_OR, 0, -1);
     }
+    --ps->nest;
 }
 
 static ns_status expr_compile(const char *text, expr *out, char *msg, size_t msg_size) {
     memset(out, 0, sizeof *out);
-    parser ps = {text, text, out, 0, 0, {0}};
+    parser ps = {text, text, out, 0, 0, 0, {0}};
     p_or(&ps);
     skip(&ps);
     if (!ps.err && *ps.p) fail_at(&ps, "unexpected text");
@@ -490,7 +513,8 @@ static ns_status model_set(ns_sim_model_t *m, const char *where, const char *nam
     } else return unknown_name(m, fn, name);
     char msg[200];
     if (expr_compile(text, &s.value, msg, sizeof msg) != NS_OK)
-        return ns_fail(NS_ERR_PARSE, "%s: %s = %s: %s", fn, name, text, msg);
+        return ns_fail(NS_ERR_PARSE, "%s: %s = %.60s%s: %s", fn, name, text, strlen(text) > 60 ? "..." : "",
+                       msg); /* the reason after at most 60 characters of the text */
     stmt *slot = push(m);
     if (!slot) {
         free(s.value.ops);
@@ -510,23 +534,37 @@ static ns_status model_set_global(ns_sim_model_t *m, const char *name, double va
     char prefix[96];
     const int mech = split_suffix(m, name, prefix, sizeof prefix);
     if (mech < 0) return unknown_name(m, fn, name);
+    const ns_mech_desc *d = m->descs[mech];
     int g;
-    ns_status st = ns_mech_global_index(m->descs[mech], prefix, &g);
-    if (st != NS_OK) {
+    ns_status st = ns_mech_global_index(d, prefix, &g);
+    /* NEURON's usetable_MECH is one flag for every TABLE of the mechanism;
+     * the translator keeps one per FUNCTION or PROCEDURE (usetable_rates):
+     * usetable_MECH sets them all */
+    int n_tables = 0;
+    if (st != NS_OK && strcmp(prefix, "usetable") == 0)
+        for (int k = 0; k < d->n_globals; ++k) n_tables += strncmp(d->global_names[k], "usetable_", 9) == 0;
+    if (st != NS_OK && n_tables == 0) {
         char pre[160];
         snprintf(pre, sizeof pre, "%s: %s", fn, name);
         ns_error_prefix(pre);
         return st;
     }
-    stmt *s = push(m);
-    if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
-    s->kind = ST_GLOBAL;
-    s->mech = mech;
-    s->field = g;
-    s->number = value;
-    set_where(s, fn);
-    snprintf(s->text, sizeof s->text, "global.%s", name);
-    ++m->n;
+    const int n0 = m->n;
+    for (int k = 0; k < (n_tables ? d->n_globals : 1); ++k) {
+        if (n_tables && strncmp(d->global_names[k], "usetable_", 9) != 0) continue;
+        stmt *s = push(m);
+        if (!s) {
+            m->n = n0; /* nothing added (a global statement owns no memory) */
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
+        }
+        s->kind = ST_GLOBAL;
+        s->mech = mech;
+        s->field = n_tables ? k : g;
+        s->number = value;
+        set_where(s, fn);
+        snprintf(s->text, sizeof s->text, "global.%s", name);
+        ++m->n;
+    }
     return NS_OK;
 }
 
@@ -847,15 +885,15 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
                 }
                 if (s->kind == ST_SET && !ins[(size_t)i * nm + m]) {
                     st = ns_fail(NS_ERR_INVALID_ARGUMENT,
-                                 "%s: %s: %s is not inserted at compartment %d (region %s) of shape %d", s->where,
-                                 s->text, r->mechs[m].desc->name, (int)i,
-                                 ns_region_name(ns_region_of_swc_type(type[i])), (int)k);
+                                 "shape %d: %s: %s: %s is not inserted at compartment %d (region %s)", (int)k,
+                                 s->where, s->text, r->mechs[m].desc->name, (int)i,
+                                 ns_region_name(ns_region_of_swc_type(type[i])));
                     break;
                 }
                 const double x = expr_eval(&s->value, dist[i]);
                 if (!isfinite(x)) {
-                    st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s is %g at compartment %d of shape %d (d = %g um)",
-                                 s->where, s->text, x, (int)i, (int)k, dist[i]);
+                    st = ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: %s: %s is %g at compartment %d (d = %g um)",
+                                 (int)k, s->where, s->text, x, (int)i, dist[i]);
                     break;
                 }
                 if (s->kind == ST_SET) param[m][(int64_t)s->field * n + i] = x;
@@ -876,11 +914,10 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
                 for (int32_t i = 0; i < n; ++i)
                     if (ins[(size_t)i * nm + m] && (ion_set[(size_t)i * r->n_ions + ion] & need) != need) {
                         st = ns_fail(NS_ERR_INVALID_ARGUMENT,
-                                     "model: %s uses the ion %s, which has no default values and no mechanism "
-                                     "provides: set %s in the model (compartment %d of shape %d)",
-                                     d->name, r->ions[ion].name,
-                                     r->ions[ion].write_c ? "its concentrations Xi and Xo" : "its eX", (int)i,
-                                     (int)k);
+                                     "shape %d: model: %s uses the ion %s, which has no default values and no "
+                                     "mechanism provides: set %s in the model (compartment %d)",
+                                     (int)k, d->name, r->ions[ion].name,
+                                     r->ions[ion].write_c ? "its concentrations Xi and Xo" : "its eX", (int)i);
                         break;
                     }
             }

@@ -221,3 +221,7 @@ void ns_model_block_states(const sim_model *model, model_block *b, double *v, do
         if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
     }
 }
+
+const double *ns_model_block_ion(const model_block *b, int32_t ion, int q) {
+    return b->ion + (size_t)(5 * ion + q) * (size_t)b->nw;
+}

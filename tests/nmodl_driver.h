@@ -1,0 +1,174 @@
+/* An independent one-compartment driver for generated mechanisms: NEURON's
+ * finitialize and fixed-step fadvance (fadvance.cpp, nrn_fixed_step_thread)
+ * for one isopotential compartment (L = diam = 20 um, cm = 1 uF/cm^2) in
+ * NEURON's order, validated against NEURON 9.0.2's traces by
+ * test_nmodl_neuron.c and used as the reference of the simulation's model
+ * loop by test_sim_model_cc.c. IClamp runs right after the first mechanism
+ * (pas in NEURON's type order). Include after check.h and neurosolve/nmodl.h. */
+#ifndef NS_TESTS_NMODL_DRIVER_H
+#define NS_TESTS_NMODL_DRIVER_H
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "neurosolve/nmodl.h"
+
+#define DT 0.025
+#define AREA (3.14159265358979323846 * 20.0 * 20.0) /* [um^2] NEURON's area of L = diam = 20 */
+#define MAX_MECH 16
+
+enum { ION_NA, ION_K, ION_CA, N_IONS };
+static const char *ION_NAMES[N_IONS] = {"na", "k", "ca"};
+
+typedef struct inst {
+    const ns_mech_desc *d;
+    double *fields;       /* n_fields values of the one instance */
+    double *fp[64];
+    double *globals;
+    double *table;
+    ns_mech_ion_view ions[8];
+    double weight;
+    ns_mech_ppack p;
+    int writes_ci[8];     /* ion index (ION_*) whose concentration it writes, per desc ion; -1 */
+} inst;
+
+typedef struct comp {
+    double v, rhs, d, t, celsius;
+    double e[N_IONS], ci[N_IONS], co[N_IONS], i[N_IONS], didv[N_IONS];
+    int n;
+    inst m[MAX_MECH];
+} comp;
+
+typedef struct param { const char *mech, *name; double value; } param;
+typedef struct clamp { double del, dur, amp; } clamp;
+typedef struct event { double t, w; } event;
+
+typedef struct tcase {
+    const char *name;
+    double celsius, v_init, tstop;
+    const char *mechs[MAX_MECH]; /* in NEURON's type order: pas, then the others by name */
+    param params[24];
+    clamp clamps[2];
+    event events[2];
+    double ena, ek, eca;         /* 0: NEURON's default */
+    int calcium;                 /* compare cai and eca too */
+} tcase;
+
+static const ns_mech_desc *find(ns_mech_library_t *const *libs, int n_libs, const char *name) {
+    for (int l = 0; l < n_libs; ++l)
+        for (int k = 0; k < ns_mech_library_count(libs[l]); ++k)
+            if (!strcmp(ns_mech_library_get(libs[l], k)->name, name)) return ns_mech_library_get(libs[l], k);
+    return NULL;
+}
+
+static int ion_of(const char *name) {
+    for (int k = 0; k < N_IONS; ++k)
+        if (!strcmp(ION_NAMES[k], name)) return k;
+    return -1;
+}
+
+static int add_mech(comp *c, const ns_mech_desc *d) {
+    inst *m = &c->m[c->n++];
+    memset(m, 0, sizeof *m);
+    m->d = d;
+    m->fields = calloc((size_t)d->n_fields + 1, sizeof(double));
+    m->globals = calloc((size_t)d->n_globals + 1, sizeof(double));
+    m->table = calloc((size_t)d->table_size + 1, sizeof(double));
+    if (!m->fields || !m->globals || !m->table || d->n_fields > 64) return -1;
+    for (int k = 0; k < d->n_fields; ++k) {
+        m->fields[k] = d->field_defaults[k];
+        m->fp[k] = &m->fields[k];
+    }
+    for (int k = 0; k < d->n_globals; ++k) m->globals[k] = d->global_defaults[k];
+    for (int k = 0; k < d->n_ions; ++k) {
+        int ion = ion_of(d->ions[k].name);
+        if (ion < 0) return -1;
+        m->ions[k] = (ns_mech_ion_view){&c->e[ion], &c->ci[ion], &c->co[ion], &c->i[ion], &c->didv[ion], NULL};
+        m->writes_ci[k] = (d->ions[k].flags & NS_MECH_ION_WRITE_CI) ? ion : -1;
+    }
+    m->weight = 1e2 / AREA;
+    m->p = (ns_mech_ppack){1, 0, NULL, 0.0, DT, c->celsius, &c->v, &c->rhs, &c->d,
+                           d->kind == NS_MECH_POINT ? &m->weight : NULL, m->fp, m->globals, m->table, m->ions};
+    return 0;
+}
+
+static void free_comp(comp *c) {
+    for (int k = 0; k < c->n; ++k) {
+        free(c->m[k].fields);
+        free(c->m[k].globals);
+        free(c->m[k].table);
+    }
+}
+
+static void nernst_after(comp *c, inst *m) {
+    for (int k = 0; k < m->d->n_ions; ++k)
+        if (m->writes_ci[k] >= 0) {
+            int ion = m->writes_ci[k];
+            c->e[ion] = ns_mech_nernst(c->ci[ion], c->co[ion], m->d->ions[k].charge, c->celsius);
+        }
+}
+
+/* NEURON's finitialize and fadvance for one compartment (fadvance.cpp,
+ * nrn_fixed_step_thread): events, t += dt/2, currents (pas, IClamp, the
+ * rest), v += rhs / d, t += dt/2, states; Nernst after a concentration write.
+ * Writes v (and cai, eca) of every step into out[step * 3 + {0,1,2}]. */
+static int simulate(comp *c, const tcase *tc, long steps, double *out) {
+    c->t = 0.0;
+    c->v = tc->v_init;
+    /* NEURON's ion defaults (na_ion, k_ion, ca_ion) */
+    const double e0[N_IONS] = {tc->ena ? tc->ena : 50.0, tc->ek ? tc->ek : -77.0, tc->eca ? tc->eca : 132.4579341637009};
+    const double ci0[N_IONS] = {10.0, 54.4, 5e-5}, co0[N_IONS] = {140.0, 2.5, 2.0};
+    for (int k = 0; k < N_IONS; ++k) {
+        c->e[k] = e0[k];
+        c->ci[k] = ci0[k];
+        c->co[k] = co0[k];
+    }
+    for (int j = 0; j < c->n; ++j) /* an ion whose concentration is written gets e by Nernst */
+        for (int k = 0; k < c->m[j].d->n_ions; ++k)
+            if (c->m[j].writes_ci[k] >= 0) nernst_after(c, &c->m[j]);
+    for (int j = 0; j < c->n; ++j) {
+        c->m[j].p.t = c->t;
+        c->m[j].d->init(&c->m[j].p);
+        nernst_after(c, &c->m[j]);
+    }
+    int delivered[2] = {0, 0};
+    for (long s = 0; s < steps; ++s) {
+        for (int e = 0; e < 2; ++e) /* NEURON delivers events due by t + dt/2 */
+            if (tc->events[e].w != 0.0 && !delivered[e] && tc->events[e].t <= c->t + 0.5 * DT) {
+                for (int j = 0; j < c->n; ++j)
+                    if (c->m[j].d->has_net_receive) c->m[j].d->net_receive(&c->m[j].p, 0, tc->events[e].w);
+                delivered[e] = 1;
+            }
+        c->t += 0.5 * DT;
+        c->rhs = c->d = 0.0;
+        for (int k = 0; k < N_IONS; ++k) c->i[k] = c->didv[k] = 0.0;
+        for (int j = 0; j < c->n; ++j) {
+            c->m[j].p.t = c->t;
+            c->m[j].d->current(&c->m[j].p);
+            if (j == 0) /* IClamp after pas: NEURON's type order */
+                for (int k = 0; k < 2; ++k)
+                    if (tc->clamps[k].amp != 0.0 && c->t < tc->clamps[k].del + tc->clamps[k].dur &&
+                        c->t >= tc->clamps[k].del)
+                        c->rhs += tc->clamps[k].amp * (1e2 / AREA);
+        }
+        c->d += 1.0 * 1e-3 / DT;
+        c->v += c->rhs / c->d;
+        c->t += 0.5 * DT;
+        /* NEURON recomputes e by Nernst at the start of the current phase
+         * (ion_cur), from the concentration of the step before: the same e in
+         * every current as here, but its recorded e lags one step */
+        out[3 * s + 2] = c->e[ION_CA];
+        for (int j = 0; j < c->n; ++j) {
+            c->m[j].p.t = c->t;
+            c->m[j].d->state(&c->m[j].p);
+            nernst_after(c, &c->m[j]);
+        }
+        out[3 * s] = c->v;
+        out[3 * s + 1] = c->ci[ION_CA];
+        if (!isfinite(c->v)) return -1;
+    }
+    return 0;
+}
+
+#endif
