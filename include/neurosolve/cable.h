@@ -180,6 +180,52 @@ NS_API ns_status ns_sim_locate(const ns_cell_t *cell, int32_t section, double x,
 NS_API ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartment, double delay,
                                    double duration, double amplitude);
 
+/* ------------------------------------------------------------ networks
+ * Synapses, spike sources and connections with NEURON's NetCon semantics
+ * (docs/networks.md). CPU simulations of a model only for now: a CUDA
+ * simulation refuses them with NS_ERR_UNSUPPORTED.
+ *
+ * Synapses, sources and connections take effect at the next ns_sim_init:
+ * ns_sim_advance refuses to run (NS_ERR_INVALID_ARGUMENT) while any was
+ * added or changed since. Identifiers count from 0 in the order of
+ * creation, synapses and sources each in their own numbering. */
+
+/* A point process with NET_RECEIVE (ExpSyn, Exp2Syn or a library's
+ * POINT_PROCESS) at a compartment of a cell, with the mechanism's default
+ * parameters; its currents [nA] scale by 1e2/area of the compartment (area
+ * 100 um^2 at a zero-area node, as NEURON). The simulation must have been
+ * created with a model (ns_sim_options.model): its catalogue names the
+ * mechanisms (NS_ERR_INVALID_ARGUMENT listing them when there is none of
+ * that name, or when it is a density mechanism or has no NET_RECEIVE). */
+NS_API ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, const char *mechanism,
+                                    int64_t *synapse);
+/* Set a PARAMETER of a synapse by its NMODL name (tau2, e): finite values
+ * only; an unknown name is refused naming the mechanism's parameters. */
+NS_API ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *name, double value);
+
+/* A spike detector (NEURON's NetCon source v(x) with a threshold): a spike
+ * is the first step end at which v of the compartment is above threshold
+ * [mV] after being at or below it; its time is that of the step end (not
+ * interpolated, as NEURON's fixed step). */
+NS_API ns_status ns_sim_add_detector(ns_sim_t *sim, int64_t cell, int32_t compartment, double threshold,
+                                     int64_t *source);
+/* A train of given spike times [ms] (finite, >= 0; copied and sorted), as
+ * NEURON's VecStim or a NetStim without noise: each a spike at exactly
+ * that time. */
+NS_API ns_status ns_sim_add_spike_source(ns_sim_t *sim, const double *times, int64_t count, int64_t *source);
+/* NEURON's NetCon from a source to a synapse: each spike of the source at
+ * time ts gives an event at ts + delay [ms] (delay > 0) that calls the
+ * synapse's NET_RECEIVE with `weight` (its units: uS for ExpSyn and
+ * Exp2Syn) at the start of the first step from t with ts + delay <= t + dt/2. */
+NS_API ns_status ns_sim_connect(ns_sim_t *sim, int64_t source, int64_t synapse, double weight, double delay);
+/* The spikes of a source so far [ms], ascending (a train: its times up to
+ * the simulation's time). NULL and 0 for an unknown source. */
+NS_API const double *ns_sim_source_spikes(const ns_sim_t *sim, int64_t source, int64_t *count);
+/* Counts: synapses, sources, connections. */
+NS_API int64_t ns_sim_synapses(const ns_sim_t *sim);
+NS_API int64_t ns_sim_sources(const ns_sim_t *sim);
+NS_API int64_t ns_sim_connections(const ns_sim_t *sim);
+
 /* Record v of a compartment every record_every steps (and at t = 0); *site
  * receives the recording's index (column of ns_sim_traces). */
 NS_API ns_status ns_sim_add_recording(ns_sim_t *sim, int64_t cell, int32_t compartment, int32_t *site);

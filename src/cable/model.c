@@ -690,16 +690,32 @@ void ns_sim_model_free(sim_model *m) {
     free(m->ion_init);
     free(m->per_shape);
     free(m->mechs);
+    free(m->descs);
     free(m);
 }
 
-/* NEURON's type order: pas, hh, ExpSyn, Exp2Syn (the built-in set), then the
- * library's other mechanisms in catalogue order (file names). */
+/* NEURON's type order of the built-in set: pas (type 4), [IClamp 7], ExpSyn
+ * (9), Exp2Syn (10), hh (17) in NEURON 9.0.2 (h.MechanismType's
+ * internal_type()), then the library's other mechanisms in catalogue order
+ * (file names, nrnivmodl's order). */
 static int type_rank(const char *name) {
-    static const char *const builtin[] = {"pas", "hh", "ExpSyn", "Exp2Syn"};
+    static const char *const builtin[] = {"pas", "ExpSyn", "Exp2Syn", "hh"};
     for (int k = 0; k < 4; ++k)
         if (strcmp(name, builtin[k]) == 0) return k;
     return 4;
+}
+
+static int32_t key_of(const char *name, int32_t desc) {
+    const int rank = type_rank(name);
+    return rank < 4 ? rank : 4 + desc;
+}
+
+int32_t ns_sim_model_key(const sim_model *m, int32_t desc) { return key_of(m->descs[desc]->name, desc); }
+
+int32_t ns_sim_model_find(const sim_model *m, const char *name) {
+    for (int32_t k = 0; k < m->n_descs; ++k)
+        if (strcmp(m->descs[k]->name, name) == 0) return k;
+    return -1;
 }
 
 /* NEURON's ion defaults (na_ion, k_ion, ca_ion at 6.3 degC): e, ci, co; the
@@ -763,6 +779,10 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
     }
     ns_status st = NS_OK;
+    /* the catalogue (library and built-ins), for the synapses (net.c) */
+    r->descs = malloc((size_t)(n_lib > 0 ? n_lib : 1) * sizeof *r->descs);
+    if (!r->descs) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+    for (int k = 0; k < n_lib && st == NS_OK; ++k) r->descs[r->n_descs++] = model->descs[k];
     /* the mechanisms inserted anywhere, in NEURON's type order */
     for (int k = 0; k < n_lib; ++k) lib_to[k] = -1;
     int n_used = 0;
@@ -779,6 +799,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
             const ns_mech_desc *d = model->descs[k];
             if (type_rank(d->name) != rank) continue;
             lib_to[k] = r->n_mechs;
+            r->mechs[r->n_mechs].key = key_of(d->name, k);
             r->mechs[r->n_mechs++].desc = d;
             if (rank == 0) r->n_before_clamp = r->n_mechs;
         }

@@ -225,3 +225,5 @@ void ns_model_block_states(const sim_model *model, model_block *b, double *v, do
 const double *ns_model_block_ion(const model_block *b, int32_t ion, int q) {
     return b->ion + (size_t)(5 * ion + q) * (size_t)b->nw;
 }
+
+double *ns_model_block_ion_data(model_block *b, int32_t ion) { return b->ion + (size_t)(5 * ion) * (size_t)b->nw; }

@@ -25,6 +25,9 @@ void ns_model_block_states(const sim_model *model, model_block *b, double *v, do
 /* Variable q (0 e, 1 ci, 2 co, 3 i, 4 didv) of the simulation's ion `ion`
  * over the block, at [node * w + lane]. */
 const double *ns_model_block_ion(const model_block *b, int32_t ion, int q);
+/* The block's storage of ion `ion`: e, ci, co, i, didv, each n * w (net.c's
+ * point processes share it). */
+double *ns_model_block_ion_data(model_block *b, int32_t ion);
 
 /* The same for one cell of a CPU simulation of a model (step_cpu.c), into
  * out[compartment]: for tests (the ion state is not public API yet). i and

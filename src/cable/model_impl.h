@@ -25,6 +25,7 @@ typedef struct sim_mech {
     double *globals;                   /* desc->n_globals: the model's values */
     int32_t ion[NS_SIM_MECH_IONS_MAX]; /* the simulation's ion of each desc->ions[k] */
     int writes_c;                      /* writes some ion's concentration */
+    int32_t key;                       /* NEURON's type order (ns_sim_model_key) */
 } sim_mech;
 
 /* Mechanism m on one shape: the nodes where it is inserted (ascending) and
@@ -45,7 +46,16 @@ typedef struct sim_model {
     sim_mech_shape *per_shape; /* [s * n_mechs + m] */
     double **ion_init;         /* per shape: 3 * n_ions arrays of n: e, ci, co of ion j at
                                   [(3 * j + q) * n + node] */
+    int32_t n_descs;           /* the catalogue: the library's mechanisms, then the built-ins */
+    const ns_mech_desc **descs; /* it does not shadow (the synapses' types, net.c) */
 } sim_model;
+
+/* A mechanism's place in NEURON's type order (ascending): pas 0, ExpSyn 1,
+ * Exp2Syn 2, hh 3 (IClamp runs between pas and ExpSyn), a library's other
+ * mechanisms 4 + their catalogue index. */
+int32_t ns_sim_model_key(const sim_model *m, int32_t desc);
+/* The catalogue index of a mechanism, -1 when there is none of that name. */
+int32_t ns_sim_model_find(const sim_model *m, const char *name);
 
 /* Resolve `model` over the simulation's shapes (cells[k] is shape k, n[k] its
  * node count): insertions, parameters and ion values per node. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cable/net_impl.h"
 #include "cable/sim_impl.h"
 #include "cable/sim_policy.h"
 #include "core/device_impl.h"
@@ -291,6 +292,7 @@ void ns_sim_destroy(ns_sim_t *sim) {
         for (int32_t k = 0; k < sim->n_shapes; ++k) shape_free(&sim->shapes[k]);
     free(sim->shapes);
     ns_sim_model_free(sim->model);
+    ns_net_free(sim->net);
     free(sim->cell_shape);
     free(sim->cell_offset);
     free(sim->v);
@@ -492,6 +494,10 @@ ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
     if (steps < 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_advance: %lld steps", (long long)steps);
     if (sim->failed)
         return ns_fail(NS_ERR_NOT_FINITE, "simulation: a previous run stopped on NaN/Inf; call ns_sim_init");
+    if (sim->net && sim->net->dirty)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "ns_sim_advance: synapses, sources or connections changed since ns_sim_init: call ns_sim_init "
+                       "(they take effect there, as NEURON's finitialize)");
     if (steps == 0) return NS_OK;
     ns_status st = ns_sim_index(sim);
     if (st != NS_OK) return st;
@@ -509,7 +515,7 @@ ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
     const double t0 = ns_time_ms();
     const double t_before = sim->t;
     const int caller = enter(sim);
-    st = sim->ops->advance(sim, steps, &fault);
+    st = sim->net ? ns_net_advance(sim, steps, &fault) : sim->ops->advance(sim, steps, &fault);
     leave(sim, caller);
     sim->elapsed_ms += ns_time_ms() - t0;
     if (st != NS_OK) {

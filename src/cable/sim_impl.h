@@ -72,6 +72,7 @@ struct ns_sim {
 
     sim_region region[NS_REGION_COUNT];
     sim_model *model;      /* mechanisms from a library (ns_sim_options.model); NULL: hh and pas of params */
+    struct sim_net *net;   /* synapses, sources, connections (net.c); NULL: none */
     double q10;
     ns_hh_table table;
     double cfac; /* 1e-3 / dt */

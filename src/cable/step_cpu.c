@@ -66,6 +66,7 @@
 #include "cable/cpu_policy.h"
 #include "cable/exp_lanes.h"
 #include "cable/model_cpu.h"
+#include "cable/net_impl.h"
 #include "cable/sim_impl.h"
 #include "core/error.h"
 
@@ -90,6 +91,7 @@ typedef struct cpu_block {
     int64_t cell[NS_CPU_LANES_MAX]; /* the cells in lane order (ascending) */
     double *v, *m, *h, *n;          /* n * w each, v[node * w + lane] */
     model_block *mech;              /* a model's mechanisms (sim->model), else NULL */
+    net_block *net;                 /* its synapses, events and detectors (sim->net's, net.c), else NULL */
 } cpu_block;
 
 typedef struct cpu_state {
@@ -345,6 +347,20 @@ static ns_status cpu_init(ns_sim_t *sim) {
         ns_model_block_init(sim->model, blk->mech, blk->shape, sim->shapes[blk->shape].n, blk->w, blk->v,
                             sim->params.dt, sim->params.celsius);
     }
+    /* the network's instances per block (net.c), after the density
+     * mechanisms' INITIAL, as NEURON's type order has them after pas */
+    for (int64_t b = 0; b < st->n_blocks; ++b) st->blocks[b].net = NULL;
+    if (e == NS_OK && sim->net) {
+        net_block_in *in = malloc((size_t)st->n_blocks * sizeof *in);
+        if (!in) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %lld blocks", (long long)st->n_blocks);
+        for (int64_t b = 0; b < st->n_blocks; ++b) {
+            cpu_block *blk = &st->blocks[b];
+            in[b] = (net_block_in){blk->shape, blk->w, blk->cell, blk->mech, blk->v};
+        }
+        e = ns_net_build(sim, st->n_blocks, in);
+        free(in);
+        for (int64_t b = 0; e == NS_OK && b < st->n_blocks; ++b) st->blocks[b].net = sim->net->blocks[b];
+    }
     return e;
 }
 
@@ -522,11 +538,20 @@ static void model_pass(const ns_sim_t *sim, const block_view *bv, const int32_t 
     memset(d, 0, (size_t)nw * sizeof *d);
     ns_model_block_zero_ions(model, bv->blk->mech);
     const double dt = sim->params.dt, celsius = sim->params.celsius;
+    /* the synapses' types (net.c) merged in by NEURON's type order: every
+     * one after IClamp, so after the mechanisms before it */
+    net_block *nb = bv->blk->net;
+    int32_t slot = 0;
+    const int32_t n_points = nb ? nb->n_points : 0;
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         if (k == model->n_before_clamp) clamps(sim, bv, W, 0, bv->s->n, tm, rhs);
+        if (k >= model->n_before_clamp)
+            for (; slot < n_points && nb->points[slot].key < model->mechs[k].key; ++slot)
+                ns_net_current(nb, slot, bv->v, rhs, d, tm, dt, celsius);
         ns_model_block_current(model, bv->blk->mech, k, bv->v, rhs, d, tm, dt, celsius);
     }
     if (model->n_before_clamp == model->n_mechs) clamps(sim, bv, W, 0, bv->s->n, tm, rhs);
+    for (; slot < n_points; ++slot) ns_net_current(nb, slot, bv->v, rhs, d, tm, dt, celsius);
     const double *restrict cap = bv->cap;
     for (int64_t q = 0; q < nw; ++q) d[q] += cap[q];
 }
@@ -738,6 +763,8 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
     for (int64_t k = k0; k < k1; ++k) {
         const double tp = t;
         const double tm = ns_sim_half_step(t, dt);
+        /* NEURON's deliver_net_events at the start of the step */
+        if (blk->net) ns_net_deliver(blk->net, bv.v, t, dt, sim->params.celsius);
         if (sim->model) model_pass(sim, &bv, W, tm, d, rhs);
         else membrane_pass(sim, &bv, W, 0, n, tm, d, rhs);
         double v_old[NS_CPU_LANES_MAX];
@@ -745,9 +772,13 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
         t = ns_sim_half_step(tm, dt);
         const int64_t step = step0 + k + 1;
         if (faults(sim, &bv, W, bad, step, k, steps, d, fault)) return 1;
-        if (sim->model)
+        if (sim->model) {
             ns_model_block_states(sim->model, blk->mech, bv.v, t, dt, sim->params.celsius);
-        else gates_range(sim, &bv, W, 0, n);
+            if (blk->net) {
+                ns_net_states(blk->net, bv.v, t, dt, sim->params.celsius);
+                if (ns_net_detect(blk->net, bv.v, t) != 0) return -1;
+            }
+        } else gates_range(sim, &bv, W, 0, n);
         if (spikes_and_records(sim, &bv, W, v_old, tp, t, step) != 0) return -1;
     }
     return 0;

@@ -1,0 +1,125 @@
+/* Private: a simulation's network (net.c, docs/networks.md): synapses
+ * (point processes with NET_RECEIVE), spike sources, connections, and the
+ * per-lane-block part that the CPU loop (step_cpu.c) runs: the synapses'
+ * instances, the block's event queue and the spikes its detectors found. */
+#ifndef NS_CABLE_NET_IMPL_H
+#define NS_CABLE_NET_IMPL_H
+
+#include <stdint.h>
+
+#include "cable/model_cpu.h"
+#include "cable/model_impl.h"
+
+struct sim_fault;
+
+typedef struct net_syn {
+    int64_t cell;
+    int32_t node;
+    int32_t desc;     /* index in the model's catalogue */
+    int64_t param_at; /* desc's n_params values in sim_net.params */
+} net_syn;
+
+typedef struct net_source {
+    int64_t cell;      /* a detector's cell; -1: a train of given times */
+    int32_t node;
+    double threshold;  /* [mV] */
+    double *times;     /* a train: ascending */
+    int64_t n_times, cursor; /* cursor: times already emitted */
+    double *spikes;    /* the source's spikes so far [ms] */
+    int64_t n_spikes, cap_spikes;
+} net_source;
+
+typedef struct net_conn {
+    int64_t source, synapse;
+    double weight, delay;
+} net_conn;
+
+/* An event for a synapse of one block: NET_RECEIVE of instance `inst` of the
+ * block's point type `slot` at time t; seq orders equal times. */
+typedef struct net_event {
+    double t;
+    int64_t seq;
+    int32_t slot, inst;
+    double weight;
+} net_event;
+
+typedef struct net_spike {
+    double t;
+    int64_t source;
+} net_spike;
+
+/* The instances of one point type on one block. */
+typedef struct net_point {
+    const ns_mech_desc *desc;
+    int32_t key; /* NEURON's type order (ns_sim_model_key) */
+    ns_mech_ppack p;
+    double *store; /* fields, then globals, then the table */
+    double **field;
+    int *node_index; /* node * w + lane */
+    double *weight;  /* 1e2 / area per instance */
+    ns_mech_ion_view ions[NS_SIM_MECH_IONS_MAX];
+} net_point;
+
+typedef struct net_block {
+    int32_t n_points; /* point types present, ascending key */
+    net_point *points;
+    net_event *heap;  /* binary min-heap on (t, seq) */
+    int64_t n_heap, cap_heap;
+    int32_t n_det;    /* detectors of the block's cells */
+    int64_t *det_source;
+    int64_t *det_at;  /* node * w + lane */
+    double *det_thr;
+    unsigned char *det_above;
+    net_spike *out;   /* spikes found since the last exchange */
+    int64_t n_out, cap_out;
+} net_block;
+
+typedef struct sim_net {
+    net_syn *syns;
+    int64_t n_syns, cap_syns;
+    double *params;
+    int64_t n_params, cap_params;
+    net_source *sources;
+    int64_t n_sources, cap_sources;
+    net_conn *conns;
+    int64_t n_conns, cap_conns;
+    int dirty; /* changed since the last ns_net_build (ns_sim_init) */
+    /* built by ns_net_build */
+    int64_t n_blocks;
+    net_block **blocks;
+    int64_t *out_begin, *out_order; /* connections by source (CSR, in order of creation) */
+    int64_t *syn_block;             /* synapse -> block, point slot, instance */
+    int32_t *syn_slot, *syn_inst;
+    double min_delay;               /* [ms] */
+    int64_t seq;
+    net_spike *gather;
+    int64_t cap_gather;
+} sim_net;
+
+/* What ns_net_build needs of one CPU lane block. */
+typedef struct net_block_in {
+    int32_t shape, w;
+    const int64_t *cell; /* w cells */
+    model_block *mech;   /* the block's density mechanisms (for the ions) */
+    double *v;           /* v[node * w + lane], at v_init */
+} net_block_in;
+
+void ns_net_free(sim_net *net);
+/* NEURON's finitialize for the network: the synapses' instances per block
+ * (rebuilt), their INITIAL, the detectors' state from v, no events, no
+ * spikes, trains from their start. */
+ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in);
+/* Advance `steps` steps in intervals of at most the minimum delay, the
+ * spikes of each interval exchanged after it (sim.c's ns_sim_advance). */
+ns_status ns_net_advance(ns_sim_t *sim, int64_t steps, struct sim_fault *fault);
+
+/* The CPU loop's calls for one block, at the start of a step from t: the
+ * events due by t + dt/2; a point type's current (slot); every point's
+ * state; the detectors at the step end t (-1: out of memory). */
+void ns_net_deliver(net_block *nb, double *v, double t, double dt, double celsius);
+void ns_net_current(net_block *nb, int32_t slot, double *v, double *rhs, double *d, double t, double dt,
+                    double celsius);
+void ns_net_states(net_block *nb, double *v, double t, double dt, double celsius);
+int ns_net_detect(net_block *nb, const double *v, double t);
+
+#endif

@@ -1,0 +1,401 @@
+/* Networks (docs/networks.md): synapses, spike sources, connections.
+ *   1. the ring network of tests/data/neuron_network/ (NEURON 9.0.2's
+ *      raster, validation/neuron_network_compare.py): 8 copies of a CA1
+ *      morphology with hh everywhere, Exp2Syn and ExpSyn, 18 connections with
+ *      delays 1 to 4.5 ms and a train; the same spikes per source and times
+ *      within 0.05 ms (issue 20's target), on the CPU with 1 and 2 threads and
+ *      sequentially, the three runs identical to the bit (rasters and a trace);
+ *   2. the delivery rule on a single compartment at rest: the first step that
+ *      moves v is the one from t with ts + delay <= t + dt/2, and an event's
+ *      effect is that of NET_RECEIVE's weight (two events of weight w equal
+ *      one of 2w to rounding);
+ *   3. bad input: each error's status and the element it names. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "neurosolve/neurosolve.h"
+
+#define RING_FILE NS_TEST_DATA "/neuron_network/ring8_ca1_ko20x-07.csv"
+#define MAX_SPIKES 4096
+#define TOL 0.05 /* [ms] */
+
+typedef struct ref {
+    int n_cells, syn_section_id;
+    double w_ring, w_side, threshold, dt, tstop;
+    double train[8];
+    int n_train;
+    char morphology[256];
+    int n;
+    int source[MAX_SPIKES];
+    double t[MAX_SPIKES];
+} ref;
+
+static int read_ref(const char *path, ref *r) {
+    memset(r, 0, sizeof *r);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#') {
+            char key[64];
+            int at = 0;
+            if (sscanf(line, "# %63s = %n", key, &at) != 1 || at == 0) continue;
+            const char *val = line + at;
+            if (!strcmp(key, "morphology")) sscanf(val, "%255s", r->morphology);
+            else if (!strcmp(key, "n_cells")) r->n_cells = atoi(val);
+            else if (!strcmp(key, "syn_section_first_point_id")) r->syn_section_id = atoi(val);
+            else if (!strcmp(key, "w_ring")) r->w_ring = strtod(val, NULL);
+            else if (!strcmp(key, "w_side")) r->w_side = strtod(val, NULL);
+            else if (!strcmp(key, "threshold")) r->threshold = strtod(val, NULL);
+            else if (!strcmp(key, "dt")) r->dt = strtod(val, NULL);
+            else if (!strcmp(key, "tstop")) r->tstop = strtod(val, NULL);
+            else if (!strcmp(key, "train")) {
+                char *end = (char *)val;
+                for (;;) {
+                    char *next;
+                    const double x = strtod(end, &next);
+                    if (next == end || r->n_train == 8) break;
+                    r->train[r->n_train++] = x;
+                    end = next;
+                }
+            }
+            continue;
+        }
+        int s;
+        double t;
+        if (sscanf(line, "%d,%lf", &s, &t) == 2 && r->n < MAX_SPIKES) {
+            r->source[r->n] = s;
+            r->t[r->n++] = t;
+        }
+    }
+    fclose(f);
+    return r->n_cells > 0 && r->n > 0 ? 0 : -1;
+}
+
+static ns_cell_t *load_cell(const char *file) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", NS_MORPHOLOGIES, file);
+    ns_morph_t *morph = NULL;
+    ns_cell_t *cell = NULL;
+    CHECK_OK(ns_swc_read(path, NULL, &morph));
+    if (morph) CHECK_OK(ns_discretize(morph, NULL, &cell)); /* d_lambda 0.1 at 100 Hz, Ra 35.4 */
+    ns_morph_destroy(morph);
+    return cell;
+}
+
+static ns_sim_model_t *model_of(const char *text) {
+    ns_sim_model_t *m = NULL;
+    CHECK_OK(ns_sim_model_create(NULL, &m));
+    if (m) CHECK_OK(ns_sim_model_parse(m, text, strlen(text), "test.model"));
+    return m;
+}
+
+/* The compartment at the middle of the section whose first own point has SWC id `id`. */
+static int32_t section_middle(const ns_cell_t *cell, int64_t id) {
+    ns_cell_info ci;
+    ns_cell_get_info(cell, &ci);
+    for (int32_t s = 0; s < ci.sections; ++s) {
+        ns_section_info si;
+        if (ns_cell_get_section(cell, s, &si) != NS_OK) return -1;
+        if (si.first_point_id == id) {
+            int32_t c = -1;
+            return ns_sim_locate(cell, s, 0.5, &c) == NS_OK ? c : -1;
+        }
+    }
+    return -1;
+}
+
+/* The raster of one run: spikes of source s at out[s * MAX_PER + k]. */
+#define MAX_PER 64
+typedef struct raster {
+    int64_t count[16];
+    double t[16 * MAX_PER];
+    double trace_end; /* v of cell 5's soma at the end */
+    double trace_sum;
+} raster;
+
+static void run_ring(const ref *r, const ns_cell_t *cell, ns_hines_method method, int threads, raster *out) {
+    memset(out, 0, sizeof *out);
+    ns_sim_model_t *model = model_of("all.insert = hh\n");
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    p.dt = r->dt;
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = NS_BACKEND_CPU;
+    o.method = method;
+    o.threads = threads;
+    o.model = model;
+    ns_sim_t *sim = NULL;
+    const ns_cell_t *shapes[1] = {cell};
+    CHECK_OK(ns_sim_create(1, shapes, r->n_cells, NULL, &p, &o, &sim));
+    ns_sim_model_destroy(model);
+    if (!sim) return;
+    const int N = r->n_cells;
+    const int32_t syn_node = section_middle(cell, r->syn_section_id);
+    CHECK_MSG(syn_node >= 0, "section with first point %d", r->syn_section_id);
+    int64_t exp2[16], exps[16], det[16], train;
+    for (int c = 0; c < N; ++c) {
+        CHECK_OK(ns_sim_add_synapse(sim, c, syn_node, "Exp2Syn", &exp2[c]));
+        CHECK_OK(ns_sim_synapse_set(sim, exp2[c], "tau1", 0.5));
+        CHECK_OK(ns_sim_synapse_set(sim, exp2[c], "tau2", 3.0));
+        CHECK_OK(ns_sim_synapse_set(sim, exp2[c], "e", 0.0));
+        CHECK_OK(ns_sim_add_synapse(sim, c, ns_sim_spike_compartment(sim, c), "ExpSyn", &exps[c]));
+        CHECK_OK(ns_sim_synapse_set(sim, exps[c], "tau", 2.0));
+        CHECK_OK(ns_sim_synapse_set(sim, exps[c], "e", 0.0));
+    }
+    for (int c = 0; c < N; ++c) {
+        CHECK_OK(ns_sim_add_detector(sim, c, ns_sim_spike_compartment(sim, c), r->threshold, &det[c]));
+        CHECK(det[c] == c);
+    }
+    for (int c = 0; c < N; ++c) {
+        CHECK_OK(ns_sim_connect(sim, det[c], exp2[(c + 1) % N], r->w_ring, 1.0 + 0.5 * c));
+        CHECK_OK(ns_sim_connect(sim, det[c], exps[(c + 2) % N], r->w_side, 2.0 + 0.25 * c));
+    }
+    CHECK_OK(ns_sim_add_spike_source(sim, r->train, r->n_train, &train));
+    CHECK(train == N);
+    CHECK_OK(ns_sim_connect(sim, train, exp2[0], r->w_ring, 1.0));
+    CHECK_OK(ns_sim_connect(sim, train, exps[3], r->w_side, 0.6));
+    CHECK(ns_sim_synapses(sim) == 2 * N && ns_sim_sources(sim) == N + 1 && ns_sim_connections(sim) == 2 * N + 2);
+    int32_t site = -1;
+    CHECK_OK(ns_sim_add_recording(sim, 5, ns_sim_spike_compartment(sim, 5), &site));
+    /* not yet initialised with the network */
+    ns_status s = ns_sim_advance(sim, 1);
+    CHECK(s == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "ns_sim_init"));
+    CHECK_OK(ns_sim_init(sim));
+    const int64_t steps = ns_sim_steps_for(sim, r->tstop);
+    /* in two calls: the interval loop continues across calls */
+    CHECK_OK(ns_sim_advance(sim, steps / 3));
+    CHECK_OK(ns_sim_advance(sim, steps - steps / 3));
+    for (int q = 0; q <= N; ++q) {
+        int64_t n = 0;
+        const double *x = ns_sim_source_spikes(sim, q, &n);
+        out->count[q] = n;
+        for (int64_t k = 0; k < n && k < MAX_PER; ++k) out->t[q * MAX_PER + k] = x[k];
+    }
+    int64_t samples = 0;
+    int32_t sites = 0;
+    const double *tr = ns_sim_traces(sim, &samples, &sites);
+    CHECK(sites == 1 && samples == steps + 1);
+    for (int64_t k = 0; tr && k < samples; ++k) out->trace_sum += tr[k];
+    out->trace_end = tr ? tr[samples - 1] : NAN;
+    ns_sim_destroy(sim);
+}
+
+static void test_ring(void) {
+    ref *r = malloc(sizeof *r);
+    if (!r || read_ref(RING_FILE, r) != 0) {
+        CHECK_MSG(0, "cannot read %s", RING_FILE);
+        free(r);
+        return;
+    }
+    ns_cell_t *cell = load_cell(r->morphology);
+    if (!cell) {
+        free(r);
+        return;
+    }
+    static raster runs[3];
+    run_ring(r, cell, NS_HINES_OPENMP, 1, &runs[0]);
+    run_ring(r, cell, NS_HINES_OPENMP, 2, &runs[1]);
+    run_ring(r, cell, NS_HINES_SEQUENTIAL, 0, &runs[2]);
+    /* against NEURON: per source, the same count and times within TOL */
+    double worst = 0.0;
+    int64_t total = 0;
+    for (int q = 0; q <= r->n_cells; ++q) {
+        int64_t n_ref = 0;
+        for (int k = 0; k < r->n; ++k) n_ref += r->source[k] == q;
+        CHECK_MSG(runs[0].count[q] == n_ref, "source %d: %lld spikes, NEURON %lld", q, (long long)runs[0].count[q],
+                  (long long)n_ref);
+        int64_t k = 0;
+        for (int i = 0; i < r->n; ++i) {
+            if (r->source[i] != q) continue;
+            if (k < runs[0].count[q] && k < MAX_PER) {
+                const double d = fabs(runs[0].t[q * MAX_PER + k] - r->t[i]);
+                if (d > worst) worst = d;
+                CHECK_MSG(d <= TOL, "source %d spike %lld: %.6f ms, NEURON %.6f", q, (long long)k,
+                          runs[0].t[q * MAX_PER + k], r->t[i]);
+            }
+            ++k;
+        }
+        total += n_ref;
+    }
+    printf("ring of %d cells: %lld spikes as NEURON's, largest time difference %.3g ms\n", r->n_cells,
+           (long long)total, worst);
+    /* the network ran: every cell spiked more than once */
+    for (int q = 0; q < r->n_cells; ++q) CHECK_MSG(runs[0].count[q] >= 2, "cell %d: %lld spikes", q,
+                                                   (long long)runs[0].count[q]);
+    /* any thread count, and the sequential loop: identical to the bit */
+    for (int k = 1; k < 3; ++k) {
+        CHECK(memcmp(runs[k].count, runs[0].count, sizeof runs[0].count) == 0);
+        CHECK(memcmp(runs[k].t, runs[0].t, sizeof runs[0].t) == 0);
+        CHECK(runs[k].trace_sum == runs[0].trace_sum && runs[k].trace_end == runs[0].trace_end);
+    }
+    ns_cell_destroy(cell);
+    free(r);
+}
+
+/* A single compartment 0 (a cylinder of 20 um by 20 um, pas at rest: e_pas =
+ * v_init) with an ExpSyn: v stays at v_init exactly until the event. */
+static ns_cell_t *cylinder(void) {
+    const ns_morph_point pts[2] = {{0, 0, 0, 10, 1, -1, 1, 1}, {20, 0, 0, 10, 1, 0, 2, 2}};
+    ns_morph_t *morph = NULL;
+    ns_cell_t *cell = NULL;
+    CHECK_OK(ns_morph_from_points("cylinder", pts, 2, &morph));
+    ns_discretize_options o;
+    ns_discretize_options_init(&o);
+    o.rule = NS_NSEG_ONE;
+    if (morph) CHECK_OK(ns_discretize(morph, &o, &cell));
+    ns_morph_destroy(morph);
+    return cell;
+}
+
+static ns_sim_t *passive_sim(const ns_cell_t *cell, int64_t n_cells, ns_backend backend) {
+    ns_sim_model_t *model = model_of("all.insert = pas\nall.e_pas = -65\n");
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = backend;
+    o.model = model;
+    ns_sim_t *sim = NULL;
+    const ns_cell_t *shapes[1] = {cell};
+    CHECK_OK(ns_sim_create(1, shapes, n_cells, NULL, &p, &o, &sim));
+    ns_sim_model_destroy(model);
+    return sim;
+}
+
+static void test_delivery(const ns_cell_t *cell) {
+    /* a spike at ts = 1.0 ms, delays 0.5 and 0.5125 (ts + delay exactly on
+     * and a quarter step past a half step): the first moving step starts at
+     * the first t with ts + delay <= t + dt/2 */
+    const double dt = 0.025, ts = 1.0;
+    const double delays[3] = {0.5, 0.5125, 0.52};
+    for (int k = 0; k < 3; ++k) {
+        ns_sim_t *sim = passive_sim(cell, 1, NS_BACKEND_CPU);
+        if (!sim) return;
+        int64_t syn = -1, src = -1;
+        int32_t site = -1;
+        CHECK_OK(ns_sim_add_synapse(sim, 0, 0, "ExpSyn", &syn));
+        CHECK_OK(ns_sim_add_spike_source(sim, &ts, 1, &src));
+        CHECK_OK(ns_sim_connect(sim, src, syn, 0.01, delays[k]));
+        CHECK_OK(ns_sim_add_recording(sim, 0, 0, &site));
+        CHECK_OK(ns_sim_init(sim));
+        CHECK_OK(ns_sim_advance(sim, 100));
+        int64_t samples = 0;
+        const double *tr = ns_sim_traces(sim, &samples, NULL);
+        /* the expected first step: smallest j with ts + delay <= t_j + dt/2,
+         * t_j by NEURON's half steps */
+        int64_t expect = -1;
+        double t = 0.0;
+        for (int64_t j = 0; j < 100 && expect < 0; ++j) {
+            if (ts + delays[k] <= t + .5 * dt) expect = j;
+            t = (t + .5 * dt) + .5 * dt;
+        }
+        int64_t first = -1;
+        for (int64_t j = 1; tr && j < samples && first < 0; ++j)
+            if (tr[j] != -65.0) first = j - 1; /* sample j is after step j - 1 */
+        CHECK_MSG(first == expect && expect > 0, "delay %g: v first moves in step %lld, expected %lld", delays[k],
+                  (long long)first, (long long)expect);
+        CHECK(tr && tr[samples - 1] > -65.0); /* an excitatory ExpSyn (e = 0) depolarises */
+        int64_t n = 0;
+        const double *x = ns_sim_source_spikes(sim, src, &n);
+        CHECK(n == 1 && x && x[0] == ts);
+        ns_sim_destroy(sim);
+    }
+    /* two events of weight w at one time act as one of 2w (NET_RECEIVE adds) */
+    double end[2];
+    for (int k = 0; k < 2; ++k) {
+        ns_sim_t *sim = passive_sim(cell, 1, NS_BACKEND_CPU);
+        if (!sim) return;
+        int64_t syn = -1, src = -1;
+        int32_t site = -1;
+        CHECK_OK(ns_sim_add_synapse(sim, 0, 0, "ExpSyn", &syn));
+        CHECK_OK(ns_sim_add_spike_source(sim, &ts, 1, &src));
+        CHECK_OK(ns_sim_connect(sim, src, syn, k ? 0.02 : 0.01, 1.0));
+        if (!k) CHECK_OK(ns_sim_connect(sim, src, syn, 0.01, 1.0));
+        CHECK_OK(ns_sim_add_recording(sim, 0, 0, &site));
+        CHECK_OK(ns_sim_init(sim));
+        CHECK_OK(ns_sim_advance(sim, 200));
+        int64_t samples = 0;
+        const double *tr = ns_sim_traces(sim, &samples, NULL);
+        end[k] = tr ? tr[samples - 1] : NAN;
+        ns_sim_destroy(sim);
+    }
+    CHECK_MSG(fabs(end[0] - end[1]) <= 1e-12 * fabs(end[1]) && end[0] > -65.0, "%.17g %.17g", end[0], end[1]);
+}
+
+#define EXPECT(expr, status, ...)                                                                          \
+    do {                                                                                                   \
+        const ns_status s_ = (expr);                                                                       \
+        const char *want_[] = {__VA_ARGS__};                                                               \
+        CHECK_MSG(s_ == (status), "%s gave %s: %s", #expr, ns_status_string(s_), ns_last_error());         \
+        for (size_t w_ = 0; w_ < sizeof want_ / sizeof *want_; ++w_)                                      \
+            CHECK_MSG(strstr(ns_last_error(), want_[w_]) != NULL, "%s: '%s' not in '%s'", #expr, want_[w_], \
+                      ns_last_error());                                                                    \
+    } while (0)
+
+static void test_errors(const ns_cell_t *cell) {
+    int64_t id = -1;
+    /* without a model */
+    {
+        ns_sim_params p;
+        ns_sim_params_init(&p);
+        ns_sim_options o;
+        ns_sim_options_init(&o);
+        o.backend = NS_BACKEND_CPU;
+        ns_sim_t *sim = NULL;
+        const ns_cell_t *shapes[1] = {cell};
+        CHECK_OK(ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim));
+        EXPECT(ns_sim_add_synapse(sim, 0, 0, "ExpSyn", &id), NS_ERR_INVALID_ARGUMENT, "model");
+        EXPECT(ns_sim_add_detector(sim, 0, 0, -20.0, &id), NS_ERR_INVALID_ARGUMENT, "model");
+        ns_sim_destroy(sim);
+    }
+    ns_sim_t *sim = passive_sim(cell, 2, NS_BACKEND_CPU);
+    if (!sim) return;
+    EXPECT(ns_sim_add_synapse(NULL, 0, 0, "ExpSyn", &id), NS_ERR_INVALID_ARGUMENT, "sim is NULL");
+    EXPECT(ns_sim_add_synapse(sim, 0, 0, "AMPA", &id), NS_ERR_INVALID_ARGUMENT, "no mechanism 'AMPA'", "ExpSyn",
+           "Exp2Syn");
+    EXPECT(ns_sim_add_synapse(sim, 0, 0, "hh", &id), NS_ERR_INVALID_ARGUMENT, "not a POINT_PROCESS", "'hh'");
+    EXPECT(ns_sim_add_synapse(sim, 2, 0, "ExpSyn", &id), NS_ERR_INVALID_ARGUMENT, "cell 2");
+    EXPECT(ns_sim_add_synapse(sim, 1, 7, "ExpSyn", &id), NS_ERR_INVALID_ARGUMENT, "compartment 7", "cell 1");
+    int64_t syn = -1, src = -1, det = -1;
+    CHECK_OK(ns_sim_add_synapse(sim, 1, 0, "Exp2Syn", &syn));
+    CHECK(syn == 0);
+    EXPECT(ns_sim_synapse_set(sim, syn, "tau", 1.0), NS_ERR_INVALID_ARGUMENT, "no parameter 'tau'", "tau1, tau2, e");
+    EXPECT(ns_sim_synapse_set(sim, syn, "tau2", NAN), NS_ERR_INVALID_ARGUMENT, "tau2");
+    EXPECT(ns_sim_synapse_set(sim, 5, "tau2", 1.0), NS_ERR_INVALID_ARGUMENT, "synapse 5");
+    EXPECT(ns_sim_add_detector(sim, 0, 9, -20.0, &det), NS_ERR_INVALID_ARGUMENT, "compartment 9");
+    EXPECT(ns_sim_add_detector(sim, 0, 0, NAN, &det), NS_ERR_INVALID_ARGUMENT, "threshold");
+    CHECK_OK(ns_sim_add_detector(sim, 0, 0, -20.0, &det));
+    const double bad[2] = {1.0, -2.0};
+    EXPECT(ns_sim_add_spike_source(sim, bad, 2, &src), NS_ERR_INVALID_ARGUMENT, "time 1", "-2");
+    EXPECT(ns_sim_add_spike_source(sim, NULL, 2, &src), NS_ERR_INVALID_ARGUMENT, "NULL");
+    CHECK_OK(ns_sim_add_spike_source(sim, bad, 1, &src));
+    CHECK(det == 0 && src == 1);
+    EXPECT(ns_sim_connect(sim, src, syn, 0.01, 0.0), NS_ERR_INVALID_ARGUMENT, "delay 0", "source 1", "synapse 0");
+    EXPECT(ns_sim_connect(sim, src, syn, 0.01, -1.0), NS_ERR_INVALID_ARGUMENT, "delay -1");
+    EXPECT(ns_sim_connect(sim, 4, syn, 0.01, 1.0), NS_ERR_INVALID_ARGUMENT, "source 4");
+    EXPECT(ns_sim_connect(sim, src, 3, 0.01, 1.0), NS_ERR_INVALID_ARGUMENT, "synapse 3");
+    EXPECT(ns_sim_connect(sim, src, syn, INFINITY, 1.0), NS_ERR_INVALID_ARGUMENT, "weight");
+    CHECK_OK(ns_sim_connect(sim, det, syn, 0.01, 1.0));
+    EXPECT(ns_sim_advance(sim, 1), NS_ERR_INVALID_ARGUMENT, "ns_sim_init");
+    CHECK_OK(ns_sim_init(sim));
+    CHECK_OK(ns_sim_advance(sim, 10));
+    CHECK(ns_sim_source_spikes(sim, 7, NULL) == NULL);
+    ns_sim_destroy(sim);
+}
+
+int main(void) {
+    test_ring();
+    ns_cell_t *cell = cylinder();
+    if (cell) {
+        test_delivery(cell);
+        test_errors(cell);
+    }
+    ns_cell_destroy(cell);
+    return check_summary("test_sim_network");
+}
