@@ -3,10 +3,13 @@
  *      raster, validation/neuron_network_compare.py): 8 copies of a CA1
  *      morphology with hh everywhere, Exp2Syn and ExpSyn, 18 connections with
  *      delays 1 to 4.5 ms and a train; the same spikes per source and times
- *      within 0.05 ms (issue 20's target), on the CPU with 1 and 2 threads and
+ *      within 0.05 ms (issue 20's target; they are NEURON's to 1e-12 ms:
+ *      step times plus NEURON's 1e-10), on the CPU with 1 and 2 threads and
  *      sequentially, the three runs identical to the bit (rasters and a trace);
  *   2. the delivery rule on a single compartment at rest: the first step that
- *      moves v is the one from t with ts + delay <= t + dt/2, and an event's
+ *      moves v is the one from t with ts + delay <= t + dt/2 (and NEURON's
+ *      step for the same delays), a detector above threshold at v_init fires
+ *      at t = 1e-10 as NEURON's does, and an event's
  *      effect is that of NET_RECEIVE's weight (two events of weight w equal
  *      one of 2w to rounding);
  *   3. bad input: each error's status and the element it names. */
@@ -225,6 +228,8 @@ static void test_ring(void) {
     }
     printf("ring of %d cells: %lld spikes as NEURON's, largest time difference %.3g ms\n", r->n_cells,
            (long long)total, worst);
+    /* the times are step times plus NEURON's 1e-10 ms: NEURON's own, not only within TOL */
+    CHECK_MSG(worst <= 1e-12, "largest difference %g ms", worst);
     /* the network ran: every cell spiked more than once */
     for (int q = 0; q < r->n_cells; ++q) CHECK_MSG(runs[0].count[q] >= 2, "cell %d: %lld spikes", q,
                                                    (long long)runs[0].count[q]);
@@ -273,8 +278,11 @@ static void test_delivery(const ns_cell_t *cell) {
      * and a quarter step past a half step): the first moving step starts at
      * the first t with ts + delay <= t + dt/2 */
     const double dt = 0.025, ts = 1.0;
-    const double delays[3] = {0.5, 0.5125, 0.52};
-    for (int k = 0; k < 3; ++k) {
+    const double delays[4] = {0.5, 0.5125, 0.52, 0.5124999};
+    /* NEURON 9.0.2's first moving step for these (a NetStim at 1 ms, a
+     * NetCon with the delay, an ExpSyn on a 20x20 um pas section at rest) */
+    const int64_t neuron_first[4] = {60, 61, 61, 60};
+    for (int k = 0; k < 4; ++k) {
         ns_sim_t *sim = passive_sim(cell, 1, NS_BACKEND_CPU);
         if (!sim) return;
         int64_t syn = -1, src = -1;
@@ -298,8 +306,8 @@ static void test_delivery(const ns_cell_t *cell) {
         int64_t first = -1;
         for (int64_t j = 1; tr && j < samples && first < 0; ++j)
             if (tr[j] != -65.0) first = j - 1; /* sample j is after step j - 1 */
-        CHECK_MSG(first == expect && expect > 0, "delay %g: v first moves in step %lld, expected %lld", delays[k],
-                  (long long)first, (long long)expect);
+        CHECK_MSG(first == expect && expect == neuron_first[k], "delay %g: v first moves in step %lld, expected %lld",
+                  delays[k], (long long)first, (long long)expect);
         CHECK(tr && tr[samples - 1] > -65.0); /* an excitatory ExpSyn (e = 0) depolarises */
         int64_t n = 0;
         const double *x = ns_sim_source_spikes(sim, src, &n);
@@ -326,6 +334,23 @@ static void test_delivery(const ns_cell_t *cell) {
         ns_sim_destroy(sim);
     }
     CHECK_MSG(fabs(end[0] - end[1]) <= 1e-12 * fabs(end[1]) && end[0] > -65.0, "%.17g %.17g", end[0], end[1]);
+    /* a detector whose threshold is below v_init fires at t = 0 (NEURON's
+     * flag starts false; its time is t + 1e-10, as NEURON records it), and
+     * not again while v stays above */
+    {
+        ns_sim_t *sim = passive_sim(cell, 1, NS_BACKEND_CPU);
+        if (!sim) return;
+        int64_t det = -1, syn = -1;
+        CHECK_OK(ns_sim_add_detector(sim, 0, 0, -70.0, &det));
+        CHECK_OK(ns_sim_add_synapse(sim, 0, 0, "ExpSyn", &syn));
+        CHECK_OK(ns_sim_connect(sim, det, syn, 0.0, 0.1));
+        CHECK_OK(ns_sim_init(sim));
+        CHECK_OK(ns_sim_advance(sim, 50));
+        int64_t n = 0;
+        const double *x = ns_sim_source_spikes(sim, det, &n);
+        CHECK_MSG(n == 1 && x && x[0] == 1e-10, "%lld spikes, first %g", (long long)n, x ? x[0] : NAN);
+        ns_sim_destroy(sim);
+    }
 }
 
 #define EXPECT(expr, status, ...)                                                                          \

@@ -2,11 +2,12 @@
  * NEURON's NetCon semantics, and the interval loop that exchanges spikes.
  *
  * The loop: ns_sim_advance runs the backend over intervals of at most the
- * minimum delay (in whole steps, L = floor(min_delay / dt), at least 1). A
- * spike found at the end of a step of an interval [T0, T0 + L dt] has an
- * event at ts + delay >= T0 + dt + min_delay, delivered at the start of the
- * first step from t with ts + delay <= t + dt/2, so at t >= T0 + L dt: in a
- * later interval. After each interval the blocks' spikes are gathered,
+ * minimum delay (in whole steps, L = floor(min_delay / dt + 1/4), at least
+ * 1). A spike found in an interval [T0, T0 + L dt] (at T0 at the earliest,
+ * the check at t = 0) has an event at ts + delay >= T0 + min_delay,
+ * delivered at the start of the first step from t = T0 + j dt with
+ * ts + delay <= t + dt/2, so j >= ceil(min_delay/dt - 1/2) >= L: in a later
+ * interval. After each interval the blocks' spikes are gathered,
  * sorted by (time, source), appended to the sources' rasters and turned into
  * events, connection by connection of each source, with one sequence number
  * each: the block queues order equal times by it, so the order of delivery
@@ -419,7 +420,7 @@ static ns_status block_build(ns_sim_t *sim, const net_block_in *in, const int64_
             nb->det_source[k] = det_order[q];
             nb->det_at[k] = (int64_t)s->node * in->w + j;
             nb->det_thr[k] = s->threshold;
-            nb->det_above[k] = in->v[nb->det_at[k]] > s->threshold;
+            nb->det_above[k] = 0; /* NEURON's flag starts false: v_init above the threshold is a spike at 0 */
         }
     return NS_OK;
 }
@@ -509,6 +510,12 @@ ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in) 
         net->sources[s].n_spikes = 0;
         net->sources[s].cursor = 0;
     }
+    /* NEURON's first check_thresh, at t = 0 (v = v_init) */
+    for (int64_t b = 0; b < n_blocks; ++b)
+        if (ns_net_detect(net->blocks[b], in[b].v, 0.0) != 0) {
+            free_built(net);
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: spikes at t = 0");
+        }
     net->seq = 0;
     net->dirty = 0;
     return NS_OK;
@@ -583,12 +590,17 @@ void ns_net_states(net_block *nb, double *v, double t, double dt, double celsius
     }
 }
 
+/* NEURON's PreSyn check: a spike at the step time plus teps = 1e-10 ms
+ * (netcvode.cpp, check_thresh: ps->check(nt, nt->_t, 1e-10), then
+ * send(tt + teps)): the recorded time and the events' base. */
+#define NS_NET_TEPS 1e-10
+
 int ns_net_detect(net_block *nb, const double *v, double t) {
     for (int32_t k = 0; k < nb->n_det; ++k) {
         const int above = v[nb->det_at[k]] > nb->det_thr[k];
         if (above && !nb->det_above[k]) {
             if (grow((void **)&nb->out, nb->n_out, &nb->cap_out, sizeof *nb->out) != 0) return -1;
-            nb->out[nb->n_out++] = (net_spike){t, nb->det_source[k]};
+            nb->out[nb->n_out++] = (net_spike){t + NS_NET_TEPS, nb->det_source[k]};
         }
         nb->det_above[k] = (unsigned char)above;
     }
