@@ -1,54 +1,55 @@
 #!/usr/bin/env python3
-"""A ring network in NEURON: the reference raster of tests/data/neuron_network/.
+"""Networks in NEURON: the reference rasters of tests/data/neuron_network/.
 
-The protocol (docs/networks.md, "Validation"), the same discretisation as
-validation/neuron_sim_compare.py: the morphology through NEURON's Import3d,
-nseg per section by the d_lambda rule (0.1 at 100 Hz, Ra 35.4, cm 1), hh in
-every section with its defaults, celsius 6.3, v_init -65 mV, dt 0.025 ms,
-fixed step, TSTOP ms. The first cell is built by Import3d; the others are
-copies (the same 3-d points, nseg and connections: Import3d cannot
-instantiate one file twice in a process).
+The discretisation is validation/neuron_sim_compare.py's: each morphology
+through NEURON's Import3d, nseg per section by the d_lambda rule (0.1 at
+100 Hz, Ra 35.4, cm 1), hh in every section with its defaults, celsius 6.3,
+v_init -65 mV, dt 0.025 ms, fixed step. Every cell is a copy of an imported
+morphology (the same 3-d points, nseg and connections: Import3d cannot
+instantiate one file twice in a process); the originals are deleted.
 
-N_CELLS cells in a ring. Cell i has
-  - an Exp2Syn (tau1 0.5 ms, tau2 3 ms, e 0 mV) in the middle of section
-    SYN_SECTION (Import3d's order, subsidiary sections left out), and
-  - an ExpSyn (tau 2 ms, e 0 mV) at the root section's middle (soma(0.5));
-  - a NetCon from v at its soma(0.5), threshold THRESHOLD, to the Exp2Syn of
-    cell (i + 1) % N with weight W_RING and delay 1 + 0.5 i ms, and to the
-    ExpSyn of cell (i + 2) % N with weight W_SIDE and delay 2 + 0.25 i ms.
-A NetStim without noise (spikes at TRAIN) drives the Exp2Syn of cell 0 with
-weight W_RING and delay 1 ms, and the ExpSyn of cell 3 with weight W_SIDE and
-delay 0.6 ms.
+Protocols (docs/networks.md, "Validation against NEURON"):
 
-Written: OUT.csv with the protocol as '# key = value' lines, then
-`source,time` rows: every spike of the cells' detectors (NetCon.record:
-source = cell) and of the train (source = N_CELLS), in time order.
+ring    8 copies of ca1_ko20x-07.swc, 200 ms. Cell i has an Exp2Syn (tau1
+        0.5 ms, tau2 3 ms, e 0 mV) in the middle of section n/2 (Import3d's
+        order) and an ExpSyn (tau 2 ms, e 0) at soma(0.5); cell i's soma
+        drives the Exp2Syn of cell i+1 (0.02 uS, delay 1 + 0.5 i ms) and the
+        ExpSyn of cell i+2 (0.002 uS, 2 + 0.25 i ms); a train (5 and 102.3 ms)
+        drives cell 0's Exp2Syn (0.02 uS, 1 ms) and cell 3's ExpSyn (0.002 uS,
+        0.6 ms).
+random  16 cells alternating ca1_ko20x-07.swc and ca1_h10.swc, 150 ms, seed
+        20: per cell two Exp2Syn (random tau1 0.2-1 ms, tau2 2-6 ms, e 0) in the
+        middle of random sections; every cell drives 3 random synapses of
+        other cells (weight 0.004-0.012 uS, delay 0.8-4 ms); 4 trains of 6
+        random times in [2, 120] ms each drive 3 random synapses (0.01-0.03
+        uS, 0.5-2 ms).
 
-Usage: python3 validation/neuron_network_compare.py MORPHOLOGY.swc OUT.csv
+Detectors: soma(0.5), threshold -20 mV (NetCon.record); sources are the
+cells' detectors (0 .. n_cells - 1), then the trains.
+
+Written: OUT.csv, the network as '# key = value' lines (what
+tests/test_sim_network.c builds: cell, synapse, train, connect), then
+`source,time` rows in time order.
+
+Usage: python3 validation/neuron_network_compare.py ring|random MORPHOLOGY_DIR OUT.csv
 """
 import os
+import random
 import sys
 
-N_CELLS = 8
 DT = 0.025
-TSTOP = 200.0
 THRESHOLD = -20.0
-W_RING = 0.02   # [uS]
-W_SIDE = 0.002  # [uS]
-TRAIN = (5.0, 102.3)
 
 
-def build(path):
-    from neuron import h
-    h.load_file("stdlib.hoc")
-    h.load_file("import3d.hoc")
+def import_cell(h, path):
+    """Import3d's sections of one file: [(first point id, section)] in its order."""
     reader = h.Import3d_SWC_read()
     reader.quiet = 1
     reader.input(path)
     gui = h.Import3d_GUI(reader, 0)
     gui.instantiate(None)
     byname = {sec.name(): sec for sec in h.allsec()}
-    secs = []  # Import3d order, as neurosolve numbers sections
+    secs = []
     for i in range(int(reader.sections.count())):
         isec = reader.sections.object(i)
         if isec.is_subsidiary:
@@ -59,90 +60,163 @@ def build(path):
         if nm not in byname:
             continue
         secs.append((int(reader.id.x[int(isec.id)]), byname[nm]))
-    for sec in h.allsec():
+    for _, sec in secs:
         sec.Ra = 35.4
         sec.cm = 1.0
         try:
             sec.nseg = int((sec.L / (0.1 * h.lambda_f(100, sec=sec)) + 0.9) / 2) * 2 + 1
         except RuntimeError:
             sec.nseg = 1
-        sec.insert("hh")
-    cells = [[s for _, s in secs]]
+    return secs
+
+
+def copy_cell(h, secs, tag):
     index = {s.name(): k for k, (_, s) in enumerate(secs)}
-    for c in range(1, N_CELLS):
-        copy = []
-        for k, (_, s) in enumerate(secs):
-            n = h.Section(name="cell%d_%d" % (c, k))
-            for j in range(int(s.n3d())):
-                n.pt3dadd(s.x3d(j), s.y3d(j), s.z3d(j), s.diam3d(j))
-            n.Ra, n.cm, n.nseg = s.Ra, s.cm, s.nseg
-            n.insert("hh")
-            copy.append(n)
-        for k, (_, s) in enumerate(secs):
-            ps = s.parentseg()
-            if ps is not None:
-                copy[k].connect(copy[index[ps.sec.name()]](ps.x), s.orientation())
-        cells.append(copy)
-    return h, secs, cells
+    copy = []
+    for k, (_, s) in enumerate(secs):
+        n = h.Section(name="%s_%d" % (tag, k))
+        for j in range(int(s.n3d())):
+            n.pt3dadd(s.x3d(j), s.y3d(j), s.z3d(j), s.diam3d(j))
+        n.Ra, n.cm, n.nseg = s.Ra, s.cm, s.nseg
+        n.insert("hh")
+        copy.append(n)
+    for k, (_, s) in enumerate(secs):
+        ps = s.parentseg()
+        if ps is not None:
+            copy[k].connect(copy[index[ps.sec.name()]](ps.x), s.orientation())
+    return copy
+
+
+def ring():
+    n = 8
+    cells = ["ca1_ko20x-07.swc"] * n
+    syns, conns = [], []  # syn: (cell, section index or -1 for the root's middle, mech, params)
+    for c in range(n):
+        syns.append((c, "half", "Exp2Syn", (("tau1", 0.5), ("tau2", 3.0), ("e", 0.0))))
+        syns.append((c, 0, "ExpSyn", (("tau", 2.0), ("e", 0.0))))
+    for c in range(n):
+        conns.append((c, 2 * ((c + 1) % n), 0.02, 1.0 + 0.5 * c))
+        conns.append((c, 2 * ((c + 2) % n) + 1, 0.002, 2.0 + 0.25 * c))
+    trains = [(5.0, 102.3)]
+    conns.append((n, 0, 0.02, 1.0))
+    conns.append((n, 7, 0.002, 0.6))
+    return cells, syns, trains, conns, 200.0
+
+
+def random_net():
+    rng = random.Random(20)
+    n = 16
+    cells = ["ca1_ko20x-07.swc" if c % 2 == 0 else "ca1_h10.swc" for c in range(n)]
+    syns, conns = [], []
+    for c in range(n):
+        for _ in range(2):
+            syns.append((c, ("random", rng.random()), "Exp2Syn",
+                         (("tau1", round(rng.uniform(0.2, 1.0), 3)), ("tau2", round(rng.uniform(2.0, 6.0), 3)),
+                          ("e", 0.0))))
+    for c in range(n):
+        others = [k for k in range(len(syns)) if syns[k][0] != c]
+        for k in rng.sample(others, 3):
+            conns.append((c, k, round(rng.uniform(0.004, 0.012), 5), round(rng.uniform(0.8, 4.0), 3)))
+    trains = []
+    for q in range(4):
+        trains.append(tuple(sorted(round(rng.uniform(2.0, 120.0), 3) for _ in range(6))))
+        for k in rng.sample(range(len(syns)), 3):
+            conns.append((n + q, k, round(rng.uniform(0.01, 0.03), 5), round(rng.uniform(0.5, 2.0), 3)))
+    return cells, syns, trains, conns, 150.0
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) != 4 or sys.argv[1] not in ("ring", "random"):
         sys.exit(__doc__)
-    path, out = sys.argv[1], sys.argv[2]
-    h, secs, cells = build(path)
-    syn_section = len(secs) // 2
+    protocol, mdir, out = sys.argv[1:]
+    cells, syns, trains, conns, tstop = ring() if protocol == "ring" else random_net()
+    from neuron import h
+    import neuron
+    h.load_file("stdlib.hoc")
+    h.load_file("import3d.hoc")
+    ids = {}  # per file: the sections' first point ids
+    built = [None] * len(cells)
+    for f in sorted(set(cells)):
+        secs = import_cell(h, os.path.join(mdir, f))
+        ids[f] = [i for i, _ in secs]
+        for c, g in enumerate(cells):
+            if g == f:
+                built[c] = copy_cell(h, secs, "cell%d" % c)
+        for _, s in secs:  # the originals go before the next import reuses their names
+            h.delete_section(sec=s)
     h.celsius = 6.3
     h.dt = DT
-    exp2, exps = [], []
-    for c in range(N_CELLS):
-        s = h.Exp2Syn(cells[c][syn_section](0.5))
-        s.tau1, s.tau2, s.e = 0.5, 3.0, 0.0
-        exp2.append(s)
-        e = h.ExpSyn(cells[c][0](0.5))
-        e.tau, e.e = 2.0, 0.0
-        exps.append(e)
-    ncs, recs = [], []
-    for c in range(N_CELLS):
-        soma = cells[c][0]
-        nc = h.NetCon(soma(0.5)._ref_v, exp2[(c + 1) % N_CELLS], sec=soma)
-        nc.threshold, nc.weight[0], nc.delay = THRESHOLD, W_RING, 1.0 + 0.5 * c
-        nc2 = h.NetCon(soma(0.5)._ref_v, exps[(c + 2) % N_CELLS], sec=soma)
-        nc2.threshold, nc2.weight[0], nc2.delay = THRESHOLD, W_SIDE, 2.0 + 0.25 * c
-        tv = h.Vector()
-        nc.record(tv)
-        ncs += [nc, nc2]
-        recs.append(tv)
-    stim = h.NetStim()
-    stim.start, stim.number, stim.interval, stim.noise = TRAIN[0], len(TRAIN), TRAIN[1] - TRAIN[0], 0
-    n1 = h.NetCon(stim, exp2[0])
-    n1.weight[0], n1.delay = W_RING, 1.0
-    n2 = h.NetCon(stim, exps[3])
-    n2.weight[0], n2.delay = W_SIDE, 0.6
-    tstim = h.Vector()
-    n1.record(tstim)
+    objs, lines = [], []
+    for c, f in enumerate(cells):
+        lines.append("cell = %s" % f)
+    for k, (c, where, mech, params) in enumerate(syns):
+        secs = ids[cells[c]]
+        if where == "half":
+            si = len(secs) // 2
+        elif isinstance(where, tuple):
+            si = int(where[1] * len(secs))
+        else:
+            si = where
+        s = getattr(h, mech)(built[c][si](0.5))
+        for name, value in params:
+            setattr(s, name, value)
+        objs.append(s)
+        lines.append("synapse = %d %d 0.5 %s %s" % (c, secs[si], mech,
+                                                  " ".join("%s=%.17g" % (a, b) for a, b in params)))
+    recs = []
+    sources = []
+    for c in range(len(cells)):
+        soma = built[c][0]
+        recs.append(h.Vector())
+        sources.append(("cell", c, soma))
+    for q, times in enumerate(trains):
+        lines.append("train = %s" % " ".join("%.17g" % t for t in times))
+        vs = h.VecStim() if hasattr(h, "VecStim") else None
+        if vs is None:  # NetStims without noise, one per time (VecStim is not built in)
+            stims = []
+            for t in times:
+                ns = h.NetStim()
+                ns.start, ns.number, ns.noise = t, 1, 0
+                stims.append(ns)
+            sources.append(("train", q, stims))
+        recs.append(h.Vector())
+    ncs = []
+    for src, syn, w, d in conns:
+        lines.append("connect = %d %d %.17g %.17g" % (src, syn, w, d))
+        kind, idx, obj = sources[src]
+        targets = [obj] if kind == "cell" else obj
+        for o in targets:
+            if kind == "cell":
+                nc = h.NetCon(o(0.5)._ref_v, objs[syn], sec=o)
+                nc.threshold = THRESHOLD
+            else:
+                nc = h.NetCon(o, objs[syn])
+            nc.weight[0], nc.delay = w, d
+            ncs.append(nc)
+    # recording: one NetCon per source with no target
+    for k, (kind, idx, obj) in enumerate(sources):
+        for o in ([obj] if kind == "cell" else obj):
+            if kind == "cell":
+                nc = h.NetCon(o(0.5)._ref_v, None, sec=o)
+                nc.threshold = THRESHOLD
+            else:
+                nc = h.NetCon(o, None)
+            nc.record(recs[k])
+            ncs.append(nc)
     h.finitialize(-65.0)
-    for _ in range(int(round(TSTOP / DT))):
+    for _ in range(int(round(tstop / DT))):
         h.fadvance()
-    rows = [(t, c) for c in range(N_CELLS) for t in recs[c]] + [(t, N_CELLS) for t in tstim]
-    rows.sort()
-    import neuron
+    rows = sorted((t, k) for k in range(len(sources)) for t in recs[k])
     with open(out + ".tmp", "w") as f:
-        f.write("# made by validation/neuron_network_compare.py with NEURON %s\n" % neuron.__version__)
-        f.write("# morphology = %s\n" % os.path.basename(path))
-        f.write("# n_cells = %d\n" % N_CELLS)
-        f.write("# syn_section = %d\n" % syn_section)
-        f.write("# syn_section_first_point_id = %d\n" % secs[syn_section][0])
-        f.write("# w_ring = %.17g\n# w_side = %.17g\n" % (W_RING, W_SIDE))
-        f.write("# train = %s\n" % " ".join("%.17g" % t for t in TRAIN))
-        f.write("# threshold = %.17g\n# dt = %.17g\n# tstop = %.17g\n" % (THRESHOLD, DT, TSTOP))
-        f.write("# train_recorded = %s\n" % " ".join("%.17g" % t for t in tstim))
+        f.write("# made by validation/neuron_network_compare.py %s with NEURON %s\n" % (protocol, neuron.__version__))
+        f.write("# dt = %.17g\n# tstop = %.17g\n# threshold = %.17g\n" % (DT, tstop, THRESHOLD))
+        for line in lines:
+            f.write("# %s\n" % line)
         f.write("source,time\n")
-        for t, c in rows:
-            f.write("%d,%.17g\n" % (c, t))
+        for t, k in rows:
+            f.write("%d,%.17g\n" % (k, t))
     os.replace(out + ".tmp", out)
-    counts = [len(r) for r in recs]
-    print("spikes per cell:", counts, "train:", list(tstim))
+    print(protocol, "spikes per source:", [len(r) for r in recs])
 
 
 if __name__ == "__main__":
