@@ -171,14 +171,12 @@ def main():
         sources.append(("cell", c, soma))
     for q, times in enumerate(trains):
         lines.append("train = %s" % " ".join("%.17g" % t for t in times))
-        vs = h.VecStim() if hasattr(h, "VecStim") else None
-        if vs is None:  # NetStims without noise, one per time (VecStim is not built in)
-            stims = []
-            for t in times:
-                ns = h.NetStim()
-                ns.start, ns.number, ns.noise = t, 1, 0
-                stims.append(ns)
-            sources.append(("train", q, stims))
+        stims = []  # NetStims without noise, one per time (VecStim is not built into NEURON)
+        for t in times:
+            ns = h.NetStim()
+            ns.start, ns.number, ns.noise = t, 1, 0
+            stims.append(ns)
+        sources.append(("train", q, stims))
         recs.append(h.Vector())
     ncs = []
     for src, syn, w, d in conns:
