@@ -2,7 +2,8 @@
  *   1. the networks of tests/data/neuron_network/ (NEURON 9.0.2's rasters,
  *      validation/neuron_network_compare.py): a ring of 8 copies of a CA1
  *      morphology with hh everywhere, Exp2Syn and ExpSyn, 18 connections with
- *      delays 1 to 4.5 ms and a train; a random network of 16 cells of two
+ *      delays 1 to 4.5 ms and a train; the same ring with delays of 0.01 to
+ *      0.22 ms (below and above dt: intervals of one step); a random network of 16 cells of two
  *      CA1 morphologies, 32 Exp2Syn, 48 connections and 4 trains of 6 spikes
  *      driving 12 more; the same spikes per source and times
  *      within 0.05 ms (issue 20's target; they are NEURON's to 1e-12 ms:
@@ -453,6 +454,7 @@ static void test_errors(const ns_cell_t *cell) {
 
 int main(void) {
     test_reference("ring8_ca1_ko20x-07.csv");
+    test_reference("ring8_short_delays.csv");
     test_reference("random16_ca1.csv");
     ns_cell_t *cell = cylinder();
     if (cell) {

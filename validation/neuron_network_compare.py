@@ -17,6 +17,9 @@ ring    8 copies of ca1_ko20x-07.swc, 200 ms. Cell i has an Exp2Syn (tau1
         ExpSyn of cell i+2 (0.002 uS, 2 + 0.25 i ms); a train (5 and 102.3 ms)
         drives cell 0's Exp2Syn (0.02 uS, 1 ms) and cell 3's ExpSyn (0.002 uS,
         0.6 ms).
+short   the ring with short delays on both of cell i's
+        connections (0.01 + 0.03 i ms for cell i: 0.01 to 0.22 ms, below and
+        above dt), 100 ms.
 random  16 cells alternating ca1_ko20x-07.swc and ca1_h10.swc, 150 ms, seed
         20: per cell two Exp2Syn (random tau1 0.2-1 ms, tau2 2-6 ms, e 0) in the
         middle of random sections; every cell drives 3 random synapses of
@@ -31,7 +34,7 @@ Written: OUT.csv, the network as '# key = value' lines (what
 tests/test_sim_network.c builds: cell, synapse, train, connect), then
 `source,time` rows in time order.
 
-Usage: python3 validation/neuron_network_compare.py ring|random MORPHOLOGY_DIR OUT.csv
+Usage: python3 validation/neuron_network_compare.py ring|short|random MORPHOLOGY_DIR OUT.csv
 """
 import os
 import random
@@ -103,6 +106,14 @@ def ring():
     return cells, syns, trains, conns, 200.0
 
 
+def short():
+    """The ring with delays below and around dt (0.01 + 0.03 i ms for cell i): one-step intervals."""
+    cells, syns, trains, conns, _ = ring()
+    conns = [(src, syn, w, round(0.01 + 0.03 * (k // 2), 5) if src < 8 else d)
+             for k, (src, syn, w, d) in enumerate(conns)]
+    return cells, syns, trains, conns, 100.0
+
+
 def random_net():
     rng = random.Random(20)
     n = 16
@@ -126,10 +137,10 @@ def random_net():
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in ("ring", "random"):
+    if len(sys.argv) != 4 or sys.argv[1] not in ("ring", "short", "random"):
         sys.exit(__doc__)
     protocol, mdir, out = sys.argv[1:]
-    cells, syns, trains, conns, tstop = ring() if protocol == "ring" else random_net()
+    cells, syns, trains, conns, tstop = {"ring": ring, "short": short, "random": random_net}[protocol]()
     from neuron import h
     import neuron
     h.load_file("stdlib.hoc")
