@@ -5,7 +5,12 @@
  *      driver of tests/nmodl_driver.h (NEURON's order, validated against
  *      NEURON 9.0.2 by test_nmodl_neuron.c): v and cai over 100 ms;
  *   2. an ion of the library's own (USEION x ... VALENCE 1) without NEURON's
- *      defaults: refused until the model gives its values, then used. */
+ *      defaults: refused until the model gives its values, then used;
+ *   3. a library's POINT_PROCESS with NET_RECEIVE as a synapse of a network
+ *      (docs/networks.md): MySyn, expsyn.mod renamed, gives the traces of
+ *      the built-in ExpSyn to the bit (pas + synapse: the same type order),
+ *      a library's globals apply, and the catalogue's synapses are listed
+ *      when a name is not one. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -358,6 +363,116 @@ static void own_ion(const char *dir) {
     ns_mech_library_close(lib);
 }
 
+/* v at the synapse's compartment, every step for 20 ms, of a one-compartment
+ * cell with pas and synapse `mech` driven by a train (2, 3 and 3 ms, weights
+ * 0.01 uS, delay 1 ms). */
+static void library_synapse_run(const ns_mech_library_t *lib, const char *mech, double *v, int64_t *samples) {
+    *samples = 0;
+    int32_t node = -1;
+    ns_cell_t *cell = one_compartment(&node);
+    ns_sim_model_t *model = NULL;
+    CHECK_OK(ns_sim_model_create(lib, &model));
+    const char *text = "all.insert = pas\nall.e_pas = -65\n";
+    if (model) CHECK_OK(ns_sim_model_parse(model, text, strlen(text), "syn.model"));
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = NS_BACKEND_CPU;
+    o.model = model;
+    ns_sim_t *sim = NULL;
+    const ns_cell_t *shapes[1] = {cell};
+    if (cell && model) CHECK_OK(ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim));
+    ns_sim_model_destroy(model);
+    if (sim) {
+        int64_t syn = -1, src = -1;
+        int32_t site = -1;
+        const double times[3] = {2.0, 3.0, 3.0};
+        CHECK_OK(ns_sim_add_synapse(sim, 0, node, mech, &syn));
+        CHECK_OK(ns_sim_synapse_set(sim, syn, "tau", 1.5));
+        CHECK_OK(ns_sim_add_spike_source(sim, times, 3, &src));
+        CHECK_OK(ns_sim_connect(sim, src, syn, 0.01, 1.0));
+        CHECK_OK(ns_sim_add_recording(sim, 0, node, &site));
+        CHECK_OK(ns_sim_init(sim));
+        CHECK_OK(ns_sim_advance(sim, 800));
+        const double *tr = ns_sim_traces(sim, samples, NULL);
+        if (tr) memcpy(v, tr, (size_t)*samples * sizeof *v);
+        ns_sim_destroy(sim);
+    }
+    ns_cell_destroy(cell);
+}
+
+static void library_synapse(const char *dir) {
+    /* expsyn.mod with another name, and a point process without NET_RECEIVE */
+    char path[600], lib_path[600];
+    snprintf(path, sizeof path, "%s/expsyn.mod", MECH_DIR "/neuron");
+    size_t n = 0;
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f) return;
+    char text[8192];
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    char *at = strstr(text, "POINT_PROCESS ExpSyn");
+    CHECK(at != NULL);
+    if (!at) return;
+    snprintf(path, sizeof path, "%s/mysyn.mod", dir);
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fwrite(text, 1, (size_t)(at - text), f);
+    fputs("POINT_PROCESS MySyn", f);
+    fputs(at + strlen("POINT_PROCESS ExpSyn"), f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/myclamp.mod", dir);
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs("NEURON { POINT_PROCESS MyClamp RANGE amp NONSPECIFIC_CURRENT i }\n"
+          "PARAMETER { amp = 0 (nA) }\nASSIGNED { i (nA) }\nBREAKPOINT { i = amp }\n", f);
+    fclose(f);
+    snprintf(lib_path, sizeof lib_path, "%s/libmysyn.so", dir);
+    CHECK_OK(ns_mechanisms_build(dir, lib_path, NULL));
+    ns_mech_library_t *lib = NULL;
+    CHECK_OK(ns_mech_library_open(lib_path, &lib));
+    if (!lib) return;
+    static double a[801], b[801];
+    int64_t na = 0, nb = 0;
+    library_synapse_run(lib, "MySyn", a, &na);
+    library_synapse_run(NULL, "ExpSyn", b, &nb);
+    CHECK(na == 801 && nb == 801);
+    CHECK(memcmp(a, b, (size_t)na * sizeof *a) == 0);
+    CHECK_MSG(a[800] > -65.0 && a[40] == -65.0, "v %.17g at 1 ms, %.17g at 20 ms", a[40], a[800]);
+    /* a point process without NET_RECEIVE is not a synapse; the message lists the catalogue's synapses */
+    int32_t node = -1;
+    ns_cell_t *cell = one_compartment(&node);
+    ns_sim_model_t *model = NULL;
+    CHECK_OK(ns_sim_model_create(lib, &model));
+    const char *mt = "all.insert = pas\n";
+    if (model) CHECK_OK(ns_sim_model_parse(model, mt, strlen(mt), "syn.model"));
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = NS_BACKEND_CPU;
+    o.model = model;
+    ns_sim_t *sim = NULL;
+    const ns_cell_t *shapes[1] = {cell};
+    if (cell && model) CHECK_OK(ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim));
+    ns_sim_model_destroy(model);
+    if (sim) {
+        int64_t id = -1;
+        CHECK(ns_sim_add_synapse(sim, 0, node, "MyClamp", &id) == NS_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(ns_last_error(), "not a POINT_PROCESS with NET_RECEIVE") &&
+                      strstr(ns_last_error(), "MySyn") && strstr(ns_last_error(), "ExpSyn"),
+                  "\"%s\"", ns_last_error());
+        ns_sim_destroy(sim);
+    }
+    ns_cell_destroy(cell);
+    ns_mech_library_close(lib);
+}
+
 int main(void) {
     if (tmpdir_make("ns_sim_model_cc")) return 1;
     char *bbp = tmp("libbbp.so");
@@ -378,6 +493,9 @@ int main(void) {
     char cmd[700];
     snprintf(cmd, sizeof cmd, "mkdir -p %s", xdir);
     if (system(cmd) == 0) own_ion(xdir);
+    char *sdir = tmp("synapse");
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", sdir);
+    if (system(cmd) == 0) library_synapse(sdir);
     tmpdir_remove();
     return check_summary("test_sim_model_cc");
 }
