@@ -843,6 +843,16 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
         FILE *f = fopen(path, "rb");
         CHECK_MSG(f == NULL, "a refused checkpoint left %s", path);
         if (f) fclose(f);
+        /* no built-in hh gates: m, h, n refused, v accepted */
+        const int64_t nc = ns_sim_compartments(sim);
+        double *buf = calloc((size_t)nc, sizeof *buf);
+        CHECK_OK(ns_sim_read_var(sim, NS_SIM_VAR_V, buf, NULL));
+        CHECK(buf && buf[0] == -65.0);
+        EXPECT(ns_sim_read_var(sim, NS_SIM_VAR_HH_M, buf, NULL), NS_ERR_UNSUPPORTED, "no built-in hh gates");
+        EXPECT(ns_sim_write_var(sim, NS_SIM_VAR_HH_N, buf, NULL), NS_ERR_UNSUPPORTED, "no built-in hh gates");
+        EXPECT(ns_sim_set_state(sim, 0, NULL, buf, NULL, NULL), NS_ERR_UNSUPPORTED, "m, h, n must be NULL");
+        CHECK_OK(ns_sim_set_state(sim, 0, buf, NULL, NULL, NULL));
+        free(buf);
         /* and it runs: a model of hh and pas on one compartment */
         CHECK_OK(ns_sim_advance(sim, 40));
         ns_sim_destroy(sim);

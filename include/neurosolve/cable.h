@@ -235,7 +235,9 @@ NS_API const double *ns_sim_traces(const ns_sim_t *sim, int64_t *samples, int32_
 NS_API const double *ns_sim_spikes(const ns_sim_t *sim, int64_t cell, int64_t *count);
 
 /* The state of one cell (arrays of the cell's compartment count; any may be
- * NULL). Gates of compartments without hh read 0. Not const: a GPU
+ * NULL). Gates of compartments without hh read 0 (every compartment of a
+ * simulation of a model: ns_sim_set_state, ns_sim_read_var and
+ * ns_sim_write_var refuse its gates with NS_ERR_UNSUPPORTED). Not const: a GPU
  * simulation first brings its host copy of the state up to date. */
 NS_API ns_status ns_sim_get_state(ns_sim_t *sim, int64_t cell, double *v, double *m, double *h, double *n);
 
