@@ -834,6 +834,9 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
            "shape 0: t.model:2: dend.g_pas is ", "nan at compartment", "d = ");
     CHECK(sim == NULL);
     EXPECT(create_with("all.insert = pas\nall.g_pas = 1/d\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "shape 0: t.model:2: all.g_pas is inf at compartment", "(d = 0 um)");
+    EXPECT(create_with("all.g_pas = 1e-4\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "t.model:1: all.g_pas",
+           "pas is not inserted anywhere"); /* found by fuzz_model: the mechanism's index was -1 */
+    CHECK(sim == NULL);
     EXPECT(create_with("all.insert = pas\nall.ena = 60\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "t.model:2",
            "all.ena", "no inserted mechanism uses the ion na");
     CHECK(sim == NULL);

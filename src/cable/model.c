@@ -904,6 +904,11 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
             if (s->kind == ST_GLOBAL) continue;
             const int m = s->kind == ST_ION ? -1 : lib_to[s->mech];
             const int ion = s->kind == ST_ION ? find_ion(r, s->ion) : -1;
+            if (s->kind == ST_SET && m < 0) { /* a parameter of a mechanism inserted nowhere */
+                st = ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: %s: %s: %s is not inserted anywhere", (int)k,
+                             s->where, s->text, model->descs[s->mech]->name);
+                break;
+            }
             for (int32_t i = 0; i < n && st == NS_OK; ++i) {
                 if (!(area[i] > 0.0)) continue; /* zero-area nodes carry no membrane */
                 if (!(s->regions & (1u << ns_region_of_swc_type(type[i])))) continue;
