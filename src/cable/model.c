@@ -849,9 +849,15 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
     }
     for (int q = 0; q < model->n && st == NS_OK; ++q) {
         const stmt *s = &model->stmts[q];
-        if (s->kind == ST_ION && find_ion(r, s->ion) < 0)
+        if (s->kind != ST_ION) continue;
+        const int ion = find_ion(r, s->ion);
+        if (ion < 0)
             st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s: no inserted mechanism uses the ion %s", s->where, s->text,
                          s->ion);
+        else if (s->which == ION_E && r->ions[ion].write_c) /* NEURON would overwrite it silently */
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                         "%s: %s: e%s follows from %si and %so by Nernst (a mechanism writes the concentration): "
+                         "set those instead", s->where, s->text, s->ion, s->ion, s->ion);
     }
     r->n_shapes = n_shapes;
     if (st == NS_OK) {
