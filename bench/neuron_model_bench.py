@@ -10,7 +10,7 @@ segments, steps, wall seconds of the steps (not the set-up), segment-steps per
 second, soma spikes of cell 0 (the correctness check against neurosolve's).
 NRN_MECH_DIR: a folder where nrnivmodl already compiled them (x86_64/).
 
-usage: neuron_model_bench.py SWC PARAMS MODEL CELLS STEPS THREADS AMP_NA
+usage: neuron_model_bench.py SWC PARAMS MODEL CELLS STEPS THREADS AMP_NA [DELAY_MS (1)]
 """
 import json
 import os
@@ -37,6 +37,7 @@ def region(sec):
 def main():
     swc, params_path, model_path = sys.argv[1:4]
     cells, steps, threads, amp = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7])
+    delay = float(sys.argv[8]) if len(sys.argv) > 8 else 1.0
     work = os.environ.get("NRN_MECH_DIR")  # the BBP mechanisms compiled before (device_model.sh)
     if not work:
         work = tempfile.mkdtemp()
@@ -71,7 +72,7 @@ def main():
             sec.cm = params["cm"][reg]
         nmc.apply_model(h, secs, statements, soma)
         st = h.IClamp(soma(0.5))
-        st.delay, st.dur, st.amp = 1.0, 1e9, amp
+        st.delay, st.dur, st.amp = delay, 1e9, amp
         stims.append(st)
         keep.append((cell, gui, reader))
     h.celsius = params["celsius"]

@@ -53,6 +53,19 @@ for np_ in (1, 2, 4):
     if ref["spikes"] < 9:
         fail(f"too few spikes ({ref['spikes']}) for the comparison to mean much")
 
+# a model (NMODL mechanisms: the built-in hh and pas with a distance gradient): the
+# same files for 1 and 2 processes
+model = os.path.join(tmp, "m.model")
+with open(model, "w") as f:
+    f.write("all.insert = hh\ndend.insert = pas\ndend.g_pas = 1e-4*(1 + d/300)\n")
+msim = ["simulate", *cells[:2], "--cells", "3", "--record-cells", "3", "--model", model, "--tstop", "15",
+        "--no-progress", "--json"]
+run([ns, *msim, "--out", os.path.join(tmp, "m1")])
+run([mpiexec, "-np", "2", *flags, ns, *msim, "--out", os.path.join(tmp, "m2")])
+for suffix in ("_traces.csv", "_spikes.csv"):
+    if not filecmp.cmp(os.path.join(tmp, "m1" + suffix), os.path.join(tmp, "m2" + suffix), shallow=False):
+        fail(f"model -np 2: {suffix} differs from the single-process file")
+
 solve = ["solve", "bundled", "--cells", "60", "--check", "--radii", "default:0.5", "--values", "cable", "--json"]
 ref = json.loads(run([ns, *solve]).stdout)
 for np_ in (2, 4):

@@ -733,7 +733,10 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
     ns_sim_model_destroy(NULL); /* safe */
     CHECK_OK(ns_sim_model_parse(m, NULL, 0, "empty")); /* nothing to do */
     /* unknown region, mechanism, names */
-    EXPECT(ns_sim_model_insert(m, "somma", "pas"), NS_ERR_INVALID_ARGUMENT, "'somma'", "soma, axon, basal, apical, other, dend or all");
+    EXPECT(ns_sim_model_insert(m, "somma", "pas"), NS_ERR_INVALID_ARGUMENT, "'somma'",
+           "soma, axon, basal, apical, other, dend, all, sec:K", "swc:ID");
+    EXPECT(ns_sim_model_insert(m, "sec:-1", "pas"), NS_ERR_INVALID_ARGUMENT, "'sec:-1'");
+    EXPECT(ns_sim_model_insert(m, "swc:12x", "pas"), NS_ERR_INVALID_ARGUMENT, "'swc:12x'");
     EXPECT(ns_sim_model_set(m, "dendrite", "g_pas", "1"), NS_ERR_INVALID_ARGUMENT, "'dendrite'");
     EXPECT(ns_sim_model_insert(m, "all", "kdr"), NS_ERR_INVALID_ARGUMENT, "'kdr'", "pas, hh, ExpSyn, Exp2Syn");
     EXPECT(ns_sim_model_insert(m, "all", "ExpSyn"), NS_ERR_UNSUPPORTED, "ExpSyn", "POINT_PROCESS");
@@ -831,6 +834,9 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
            "shape 0: t.model:2: dend.g_pas is ", "nan at compartment", "d = ");
     CHECK(sim == NULL);
     EXPECT(create_with("all.insert = pas\nall.g_pas = 1/d\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "shape 0: t.model:2: all.g_pas is inf at compartment", "(d = 0 um)");
+    EXPECT(create_with("all.g_pas = 1e-4\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "t.model:1: all.g_pas",
+           "pas is not inserted anywhere"); /* found by fuzz_model: the mechanism's index was -1 */
+    CHECK(sim == NULL);
     EXPECT(create_with("all.insert = pas\nall.ena = 60\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "t.model:2",
            "all.ena", "no inserted mechanism uses the ion na");
     CHECK(sim == NULL);
@@ -843,11 +849,71 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
         FILE *f = fopen(path, "rb");
         CHECK_MSG(f == NULL, "a refused checkpoint left %s", path);
         if (f) fclose(f);
+        /* no built-in hh gates: m, h, n refused, v accepted */
+        const int64_t nc = ns_sim_compartments(sim);
+        double *buf = calloc((size_t)nc, sizeof *buf);
+        CHECK_OK(ns_sim_read_var(sim, NS_SIM_VAR_V, buf, NULL));
+        CHECK(buf && buf[0] == -65.0);
+        EXPECT(ns_sim_read_var(sim, NS_SIM_VAR_HH_M, buf, NULL), NS_ERR_UNSUPPORTED, "no built-in hh gates");
+        EXPECT(ns_sim_write_var(sim, NS_SIM_VAR_HH_N, buf, NULL), NS_ERR_UNSUPPORTED, "no built-in hh gates");
+        EXPECT(ns_sim_set_state(sim, 0, NULL, buf, NULL, NULL), NS_ERR_UNSUPPORTED, "m, h, n must be NULL");
+        CHECK_OK(ns_sim_set_state(sim, 0, buf, NULL, NULL, NULL));
+        free(buf);
         /* and it runs: a model of hh and pas on one compartment */
         CHECK_OK(ns_sim_advance(sim, 40));
         ns_sim_destroy(sim);
     }
     printf("bad input: checked\n");
+}
+
+/* Statements for one section (sec:K, swc:ID): exactly that section's
+ * compartments take the value, against ns_cell_section and the sections'
+ * first SWC ids read here; a section no shape has is refused. */
+static void section_selectors(const ns_cell_t *cell) {
+    ns_cell_info ci;
+    ns_cell_get_info(cell, &ci);
+    const int32_t ksec = ci.sections / 2, kswc = ci.sections - 1;
+    ns_section_info si;
+    CHECK_OK(ns_cell_get_section(cell, kswc, &si));
+    char text[256];
+    snprintf(text, sizeof text, "all.insert = pas\nall.g_pas = 1e-4\nsec:%d.g_pas = 3e-4\nswc:%lld.g_pas = 5e-4\n",
+             (int)ksec, (long long)si.first_point_id);
+    ns_sim_model_t *m = NULL;
+    CHECK_OK(ns_sim_model_create(NULL, &m));
+    CHECK_OK(ns_sim_model_parse(m, text, strlen(text), "sec.model"));
+    double *g = malloc((size_t)ci.compartments * sizeof *g);
+    CHECK(g && resolve_param(m, cell, "pas", "g", g) == 0);
+    const double *area = ns_cell_area(cell);
+    const int32_t *sec = ns_cell_section(cell);
+    int64_t in_k = 0, in_swc = 0, wrong = 0;
+    for (int32_t i = 0; g && i < ci.compartments; ++i) {
+        if (!(area[i] > 0.0)) {
+            wrong += !isnan(g[i]);
+            continue;
+        }
+        const double want = sec[i] == kswc ? 5e-4 : sec[i] == ksec ? 3e-4 : 1e-4;
+        in_k += sec[i] == ksec;
+        in_swc += sec[i] == kswc;
+        wrong += g[i] != want;
+    }
+    CHECK_MSG(wrong == 0 && in_k > 0 && in_swc > 0, "sec:%d (%lld compartments), swc:%lld (%lld): %lld wrong values",
+              (int)ksec, (long long)in_k, (long long)si.first_point_id, (long long)in_swc, (long long)wrong);
+    free(g);
+    ns_sim_model_destroy(m);
+    /* a section no shape has */
+    CHECK_OK(ns_sim_model_create(NULL, &m));
+    snprintf(text, sizeof text, "all.insert = pas\nsec:%d.g_pas = 1e-3\n", (int)ci.sections + 5);
+    CHECK_OK(ns_sim_model_parse(m, text, strlen(text), "nosec.model"));
+    sim_model *r = NULL;
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    const ns_cell_t *shapes[1] = {cell};
+    EXPECT(ns_sim_model_resolve(m, 1, shapes, &p, &r), NS_ERR_INVALID_ARGUMENT, "nosec.model:2:",
+           "is no section with membrane of any shape");
+    CHECK(r == NULL);
+    ns_sim_model_destroy(m);
+    printf("section selectors: sec:%d %lld compartments, swc:%lld %lld compartments\n", (int)ksec, (long long)in_k,
+           (long long)si.first_point_id, (long long)in_swc);
 }
 
 int main(void) {
@@ -872,6 +938,7 @@ int main(void) {
         }
         expression_semantics(one);
         statement_order(cells[0]);
+        section_selectors(cells[0]);
         ion_values_per_node(cells);
         bad_input(cells[0], one);
     }

@@ -246,8 +246,9 @@ static const char *XACC_MOD = "NEURON { SUFFIX xacc USEION x READ ix, xi WRITE x
                               "DERIVATIVE s { xi' = -k*ix }\n";
 
 /* A concentration writer of the own ion: refused without xi and xo (e is
- * Nernst's then, a given ex is not enough), and with them e = Nernst(xi, xo)
- * at every step while xi moves. */
+ * Nernst's then), refused with an ex (it would be overwritten, as NEURON does
+ * silently), and with xi and xo e = Nernst(xi, xo) at every step while xi
+ * moves. */
 static void own_ion_written(ns_mech_library_t *lib, const ns_cell_t *cell, int32_t node) {
     ns_sim_params p;
     ns_sim_params_init(&p);
@@ -255,19 +256,25 @@ static void own_ion_written(ns_mech_library_t *lib, const ns_cell_t *cell, int32
     ns_sim_options_init(&o);
     o.backend = NS_BACKEND_CPU;
     const ns_cell_t *shapes[1] = {cell};
-    for (int with_c = 0; with_c < 2; ++with_c) {
+    static const char *const texts[3] = {"all.insert = xleak xacc\n",
+                                         "all.insert = xleak xacc\nall.xi = 1\nall.xo = 10\nall.ex = -52\n",
+                                         "all.insert = xleak xacc\nall.xi = 1\nall.xo = 10\n"};
+    for (int c = 0; c < 3; ++c) {
         ns_sim_model_t *model = NULL;
         CHECK_OK(ns_sim_model_create(lib, &model));
         if (!model) return;
-        const char *text = with_c ? "all.insert = xleak xacc\nall.xi = 1\nall.xo = 10\nall.ex = -52\n"
-                                  : "all.insert = xleak xacc\nall.ex = -52\n";
-        CHECK_OK(ns_sim_model_parse(model, text, strlen(text), "xc.model"));
+        CHECK_OK(ns_sim_model_parse(model, texts[c], strlen(texts[c]), "xc.model"));
         o.model = model;
         ns_sim_t *sim = NULL;
         const ns_status s = ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim);
-        if (!with_c) {
+        if (c == 0) {
             CHECK_MSG(s == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "xacc uses the ion x") &&
                           strstr(ns_last_error(), "its concentrations Xi and Xo"),
+                      "%s: \"%s\"", ns_status_string(s), ns_last_error());
+            CHECK(sim == NULL);
+        } else if (c == 1) {
+            CHECK_MSG(s == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "xc.model:4: all.ex") &&
+                          strstr(ns_last_error(), "ex follows from xi and xo by Nernst"),
                       "%s: \"%s\"", ns_status_string(s), ns_last_error());
             CHECK(sim == NULL);
         } else {
@@ -281,8 +288,8 @@ static void own_ion_written(ns_mech_library_t *lib, const ns_cell_t *cell, int32
                 if (step == 0) xi0 = ci[node];
                 worst = fmax(worst, fabs(e[node] - ns_mech_nernst(ci[node], co[node], 1, p.celsius)));
             }
-            printf("own ion x written by xacc: xi %.6g -> %.6g mM, e - Nernst(xi, xo) at most %.2e mV (ex = -52 "
-                   "ignored)\n", xi0, ci[node], worst);
+            printf("own ion x written by xacc: xi %.6g -> %.6g mM, e - Nernst(xi, xo) at most %.2e mV\n", xi0,
+                   ci[node], worst);
             CHECK(xi0 == 1.0 && co[node] == 10.0 && ci[node] != 1.0);
             CHECK(worst == 0.0);
             ns_sim_destroy(sim);

@@ -35,6 +35,9 @@ static void help(void) {
            "                        needs `pip install arbor`), speedups per cell-step\n"
            "  --threads T           CPU threads of our loop and of the NEURON and Arbor baselines\n"
            "                        (default: OpenMP's default for ours, 1 for the baselines)\n"
+           "  --model FILE [--mechanisms LIB] [--params FILE]\n"
+           "                        the membrane from NMODL mechanisms (docs/simulation.md, \"Models\");\n"
+           "                        --neuron then runs bench/neuron_model_bench.py with the same files\n"
            "  --csv FILE  --json\n"
            "  --mixed               populations of different real cells (bench sim --mixed --help)\n");
 }
@@ -53,11 +56,14 @@ static double now_ms(void) {
 }
 
 int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells, const int32_t *cell_shape,
-                   ns_backend be, ns_hines_method method, int lanes, int threads, int steps, sim_timing *t) {
+                   ns_backend be, ns_hines_method method, int lanes, int threads, int steps,
+                   const ns_sim_params *params, const ns_sim_model_t *model, sim_timing *t) {
     ns_sim_params p;
-    ns_sim_params_init(&p);
+    if (params) p = *params;
+    else ns_sim_params_init(&p);
     ns_sim_options o;
     ns_sim_options_init(&o);
+    o.model = model;
     o.backend = be;
     o.method = method;
     o.gpu_lanes = lanes;
@@ -93,9 +99,9 @@ int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells
 }
 
 static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, ns_hines_method method, int lanes,
-                    int threads, int steps, row *r) {
+                    int threads, int steps, const ns_sim_params *params, const ns_sim_model_t *model, row *r) {
     sim_timing t;
-    const int rc = bench_sim_time(1, &cell, cells, NULL, be, method, lanes, threads, steps, &t);
+    const int rc = bench_sim_time(1, &cell, cells, NULL, be, method, lanes, threads, steps, params, model, &t);
     if (rc) return rc;
     snprintf(r->backend, sizeof r->backend, "%s", t.backend);
     snprintf(r->method, sizeof r->method, "%s", t.method);
@@ -105,7 +111,8 @@ static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, ns_hi
     r->ms_per_step = t.ms_per_step;
     r->cell_steps_per_s = (double)cells / (t.ms_per_step * 1e-3);
     r->comp_steps_per_s = (double)r->compartments / (t.ms_per_step * 1e-3);
-    r->gbs = STATE_BYTES * (double)r->compartments / (r->ms_per_step * 1e-3) * 1e-9;
+    /* the floor counts hh's state: not a model's */
+    r->gbs = model ? -1.0 : STATE_BYTES * (double)r->compartments / (r->ms_per_step * 1e-3) * 1e-9;
     r->ratio = -1.0;
     r->vs_neuron = -1.0;
     return 0;
@@ -123,6 +130,31 @@ double bench_sim_baseline(const char *script, const char *files, long long per, 
     FILE *f = cli_program_output(argv, &pid); /* no shell: file names may hold any character */
     if (!f) return -1.0;
     char line[4096] = "";
+    double wall = -1.0;
+    while (fgets(line, sizeof line, f)) {
+        const char *w = strstr(line, "\"wall_s\":"), *s = strstr(line, "\"segments\":"),
+                   *c = strstr(line, "\"cells\":");
+        if (w) wall = atof(w + 9);
+        if (s) *segments = atoll(s + 11);
+        if (c) *cells = atoll(c + 8);
+    }
+    if (cli_program_close(f, pid) != 0 || wall <= 0) return -1.0;
+    return (double)*cells * steps / wall;
+}
+
+double bench_sim_baseline_model(const char *swc, const char *params_file, const char *model_file, long long per,
+                                int steps, int threads, double amp, long long *cells, long long *segments) {
+    char path[4096], per_s[32], steps_s[32], threads_s[32], amp_s[64];
+    snprintf(path, sizeof path, "%s/bench/neuron_model_bench.py", NS_SOURCE_DIR);
+    snprintf(per_s, sizeof per_s, "%lld", per);
+    snprintf(steps_s, sizeof steps_s, "%d", steps);
+    snprintf(threads_s, sizeof threads_s, "%d", threads);
+    snprintf(amp_s, sizeof amp_s, "%.17g", amp);
+    const char *argv[] = {"python3", path, swc, params_file, model_file, per_s, steps_s, threads_s, amp_s, "5.0", NULL};
+    pid_t pid;
+    FILE *f = cli_program_output(argv, &pid);
+    if (!f) return -1.0;
+    char line[8192] = "";
     double wall = -1.0;
     while (fgets(line, sizeof line, f)) {
         const char *w = strstr(line, "\"wall_s\":"), *s = strstr(line, "\"segments\":"),
@@ -184,7 +216,7 @@ int bench_sim(int argc, char **argv) {
     long long cells[MAX_LIST] = {1000, 10000, 100000, 1000000}, cpu_max = 100000, steps = 400,
               neuron_cells = 0, arbor_cells = 0, threads = 0;
     int n_cells = 4, cpu = 1, gpu = 1, as_json = 0;
-    const char *csv = NULL;
+    const char *csv = NULL, *model_file = NULL, *mech_lib = NULL, *params_file = NULL;
     ns_hines_method gpu_method[MAX_GPU] = {NS_HINES_ONCHIP, NS_HINES_TREE};
     int gpu_lanes[MAX_GPU] = {0, 0}, n_gpu = 2;
     for (int i = 1; i < argc; ++i) {
@@ -222,6 +254,9 @@ int bench_sim(int argc, char **argv) {
             }
             ++i;
         } else if (strcmp(o, "--csv") == 0 && v) csv = v, ++i;
+        else if (strcmp(o, "--model") == 0 && v) model_file = v, ++i;
+        else if (strcmp(o, "--mechanisms") == 0 && v) mech_lib = v, ++i;
+        else if (strcmp(o, "--params") == 0 && v) params_file = v, ++i;
         else if (strcmp(o, "--json") == 0) as_json = 1;
         else return cli_usage_error("bench sim", "unknown option or missing value '%s'", o);
         if (!ok) return 2;
@@ -236,10 +271,36 @@ int bench_sim(int argc, char **argv) {
         ns_status st = ns_cuda_copy_bandwidth(0, (size_t)1 << 30, 10, &copy_bw);
         if (st != NS_OK) return cli_status_error("measuring the copy bandwidth", st);
     }
+    if (mech_lib && !model_file) return cli_usage_error("bench sim", "--mechanisms LIB needs --model FILE");
+    ns_sim_params params;
+    ns_sim_params_init(&params);
+    if (model_file && neuron_cells > 0 && !params_file)
+        return cli_usage_error("bench sim", "--neuron with --model needs --params FILE (NEURON reads the same file)");
+    if (params_file) {
+        ns_status pst = ns_sim_params_read(&params, params_file);
+        if (pst != NS_OK) return cli_status_error("bench sim: parameters", pst);
+    }
+    if (model_file) /* the model runs in the tree loop (docs/simulation.md, "Models") */
+        for (int k = 0; k < n_gpu; ++k)
+            if (gpu_method[k] == NS_HINES_ONCHIP) gpu_method[k] = NS_HINES_TREE;
+    ns_mech_library_t *lib = NULL;
+    ns_sim_model_t *model = NULL;
+    if (model_file && ((mech_lib && ns_mech_library_open(mech_lib, &lib) != NS_OK) ||
+                       ns_sim_model_create(lib, &model) != NS_OK || ns_sim_model_read(model, model_file) != NS_OK)) {
+        cli_error("bench sim: model: %s", ns_last_error());
+        ns_sim_model_destroy(model);
+        ns_mech_library_close(lib);
+        return 1;
+    }
     cli_morph_options mo;
     cli_morph_options_init(&mo);
+    mo.disc.Ra = params.Ra;
     cli_shape_set set = {0};
-    if (cli_shapes_add(&set, morph, &mo, 1)) return 1;
+    if (cli_shapes_add(&set, morph, &mo, 1)) {
+        ns_sim_model_destroy(model);
+        ns_mech_library_close(lib);
+        return 1;
+    }
     const ns_cell_t *cell = set.items[0].cell;
 
     /* the baselines run with --threads threads (1 without it) */
@@ -248,8 +309,15 @@ int bench_sim(int argc, char **argv) {
     long long neuron_segments = 0, arbor_segments = 0;
     if (neuron_cells > 0) {
         long long built = 0;
-        neuron = bench_sim_baseline("neuron", morph, neuron_cells, (int)steps, base_threads, &built,
-                                    &neuron_segments);
+        if (model) {
+            ns_cell_info ci;
+            ns_cell_get_info(cell, &ci);
+            neuron = bench_sim_baseline_model(morph, params_file, model_file, neuron_cells,
+                                              (int)steps, base_threads, 1.5e-4 * ci.total_area, &built,
+                                              &neuron_segments);
+        } else
+            neuron = bench_sim_baseline("neuron", morph, neuron_cells, (int)steps, base_threads, &built,
+                                        &neuron_segments);
         if (neuron < 0) fprintf(stderr, "neurosolve bench sim: the NEURON baseline failed (pip install neuron)\n");
     }
     if (arbor_cells > 0) {
@@ -281,15 +349,16 @@ int bench_sim(int argc, char **argv) {
             memset(r, 0, sizeof *r);
             rc = time_row(cell, cells[k], be == 0 ? NS_BACKEND_CPU : NS_BACKEND_CUDA,
                           be == 0 ? NS_HINES_AUTO : gpu_method[be - 1], be == 0 ? 0 : gpu_lanes[be - 1],
-                          (int)threads, (int)steps, r);
+                          (int)threads, (int)steps, &params, model, r);
             if (rc) break;
-            if (be > 0 && copy_bw > 0) r->ratio = r->gbs / copy_bw;
+            if (be > 0 && copy_bw > 0 && r->gbs >= 0) r->ratio = r->gbs / copy_bw;
             if (neuron > 0) r->vs_neuron = r->cell_steps_per_s / neuron;
             r->vs_arbor = arbor > 0 ? r->cell_steps_per_s / arbor : -1.0;
             ++n_rows;
             if (!as_json) {
-                printf("%-5s %-12s %5d %9lld %12lld %10.4f %14.4g %14.4g %9.1f ", r->backend, r->method, r->lanes,
-                       r->cells, r->compartments, r->ms_per_step, r->cell_steps_per_s, r->comp_steps_per_s, r->gbs);
+                printf("%-5s %-12s %5d %9lld %12lld %10.4f %14.4g %14.4g ", r->backend, r->method, r->lanes,
+                       r->cells, r->compartments, r->ms_per_step, r->cell_steps_per_s, r->comp_steps_per_s);
+                if (r->gbs >= 0) printf("%9.1f ", r->gbs); else printf("%9s ", "-");
                 if (r->ratio >= 0) printf("%8.3f ", r->ratio); else printf("%8s ", "-");
                 if (r->vs_neuron >= 0) printf("%9.2fx ", r->vs_neuron); else printf("%10s ", "-");
                 if (r->vs_arbor >= 0) printf("%8.2fx\n", r->vs_arbor); else printf("%9s\n", "-");
@@ -298,6 +367,8 @@ int bench_sim(int argc, char **argv) {
         }
     }
     cli_shapes_free(&set);
+    ns_sim_model_destroy(model);
+    ns_mech_library_close(lib);
     if (!rc && csv) {
         ns_output *o = cli_output_open(csv);
         FILE *f = ns_output_stream(o);

@@ -16,9 +16,11 @@ typedef struct sim_timing {
 /* Build, run and time a population (cell c of shape cell_shape[c], or c mod
  * n_shapes); an IClamp of 1.5e-4 nA per um^2 of membrane at every cell's
  * spike compartment from 5 ms; recording off the hot path. 0, or 1 after
- * printing the error. threads: CPU threads (0: OpenMP's default). */
+ * printing the error. threads: CPU threads (0: OpenMP's default). params
+ * NULL: the defaults; model NULL: the hand-written hh of the parameters. */
 int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells, const int32_t *cell_shape,
-                   ns_backend be, ns_hines_method method, int lanes, int threads, int steps, sim_timing *t);
+                   ns_backend be, ns_hines_method method, int lanes, int threads, int steps,
+                   const ns_sim_params *params, const ns_sim_model_t *model, sim_timing *t);
 
 /* A baseline simulator's cell-steps per second on `per` copies of each
  * morphology of `files` (comma-separated) with `threads` threads, or -1;
@@ -26,6 +28,11 @@ int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells
  * (bench/neuron_sim_bench.py) or "arbor" (bench/arbor_sim_bench.py). */
 double bench_sim_baseline(const char *script, const char *files, long long per, int steps, int threads,
                           long long *cells, long long *segments);
+/* NEURON's cell-steps per second with a model (bench/neuron_model_bench.py:
+ * the model and parameter files, `per` copies of `swc`, an IClamp of `amp` nA
+ * from 5 ms), or -1. */
+double bench_sim_baseline_model(const char *swc, const char *params_file, const char *model_file, long long per,
+                                int steps, int threads, double amp, long long *cells, long long *segments);
 
 /* The files of `files` that Arbor's SWC loader accepts
  * (bench/arbor_sim_bench.py --accepts), comma-separated, or NULL. */

@@ -52,7 +52,7 @@ static int time_pop(int n_shapes, ns_cell_t **shapes, long long cells, const int
                     ns_hines_method method, int steps, mrow *r) {
     sim_timing t;
     const int rc = bench_sim_time(n_shapes, (const ns_cell_t *const *)shapes, cells, cell_shape, be, method, 0,
-                                  cpu_threads, steps, &t);
+                                  cpu_threads, steps, NULL, NULL, &t);
     if (rc) return rc;
     snprintf(r->backend, sizeof r->backend, "%s", t.backend);
     snprintf(r->method, sizeof r->method, "%s", t.method);

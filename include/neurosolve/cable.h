@@ -104,7 +104,9 @@ NS_API ns_status ns_sim_params_check(const ns_sim_params *params);
  * celsius, v_init, dt, spike_threshold, Ra and tstop still apply).
  *
  * `where` is a region selector: soma, axon, basal, apical, other, dend
- * (basal and apical) or all. Statements apply in the order given, node by
+ * (basal and apical) or all; or one section: sec:K (section index K of
+ * ns_cell_get_section) or swc:ID (the section whose first SWC point has id
+ * ID; one that no shape has is refused). Statements apply in the order given, node by
  * node (a later one overrides an earlier one where both apply). An `expr` is
  * a number or an expression in d, the path distance [um] from the root
  * section's middle (NEURON's distance(soma(0.5), seg)) to the compartment's
@@ -281,7 +283,9 @@ NS_API const double *ns_sim_traces(const ns_sim_t *sim, int64_t *samples, int32_
 NS_API const double *ns_sim_spikes(const ns_sim_t *sim, int64_t cell, int64_t *count);
 
 /* The state of one cell (arrays of the cell's compartment count; any may be
- * NULL). Gates of compartments without hh read 0. Not const: a GPU
+ * NULL). Gates of compartments without hh read 0 (every compartment of a
+ * simulation of a model: ns_sim_set_state, ns_sim_read_var and
+ * ns_sim_write_var refuse its gates with NS_ERR_UNSUPPORTED). Not const: a GPU
  * simulation first brings its host copy of the state up to date. */
 NS_API ns_status ns_sim_get_state(ns_sim_t *sim, int64_t cell, double *v, double *m, double *h, double *n);
 

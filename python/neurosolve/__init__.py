@@ -12,6 +12,7 @@ from ._errors import (Error, InvalidArgumentError, OutOfMemoryError, IOError, Pa
                       TopologyError, SingularError, NotFiniteError, UnsupportedError, NoDeviceError,
                       CudaError, CusparseError, SizeError, EmptyError, DeviceMemoryError, InternalError)
 from ._core import (Tree, Morphology, Cell, Batch, HinesSolver, TridiagSolver, SimParams,  # noqa: F401
+                    MechanismLibrary, Model, build_mechanisms,
                     BoundHinesSolve, BoundTridiagSolve,
                     LifeModel, LifeEngine, version, build_info, cuda_device_count, status_string,
                     hines_methods, hines_method_backend, tridiag_methods, backend_info, available_methods)
@@ -30,7 +31,8 @@ read_swc = Morphology.read
 
 class Simulation(_core.Simulation):
     """A population of cells (docs/simulation.md). ``params`` is a SimParams or a
-    dict of ns_sim_params_set keys (``{"all.gnabar_hh": 0.1, "celsius": 6.3}``)."""
+    dict of ns_sim_params_set keys (``{"all.gnabar_hh": 0.1, "celsius": 6.3}``).
+    ``model=`` a Model: the membrane from NMODL mechanisms (docs/simulation.md, "Models")."""
 
     def __init__(self, cells, n_cells=None, cell_shape=None, params=None, **options):
         cells = list(cells)

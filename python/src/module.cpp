@@ -273,9 +273,28 @@ struct SimParams {
     SimParams() { ns_sim_params_init(&p); }
 };
 
+// A mechanism library (ns_mech_library_open) and a model over it: the model
+// and every simulation made with it hold a reference to the library's
+// Python object, so that it stays open while they exist.
+struct MechLibrary {
+    ns_mech_library_t *lib = nullptr;
+    MechLibrary() = default;
+    MechLibrary(const MechLibrary &) = delete;
+    ~MechLibrary() { ns_mech_library_close(lib); }
+};
+
+struct Model {
+    ns_sim_model_t *m = nullptr;
+    nb::object library; // None: the built-in mechanisms only
+    Model() = default;
+    Model(const Model &) = delete;
+    ~Model() { ns_sim_model_destroy(m); }
+};
+
 struct Simulation {
     std::mutex mu; // one call at a time (the GIL is released during calls)
     ns_sim_t *s = nullptr;
+    nb::object library; // a model's mechanism library: open while the simulation exists
     std::vector<int32_t> shape_size; // compartments per shape
     std::vector<int32_t> cell_shape; // empty: c % n_shapes
     int32_t cell_size(int64_t c) const {
@@ -1186,11 +1205,105 @@ NB_MODULE(_core, m) {
             return d;
         }, "Every parameter; regions as nested dicts keyed by NEURON's names.");
 
+    // ----------------------------------------------------------- mechanisms and models
+    m.def("build_mechanisms", [](const std::string &dir, const std::string &out, nb::handle cc, nb::handle nvcc,
+                                 nb::handle cuda_arch, bool keep_sources) {
+        std::string ccs = cc.is_none() ? "" : nb::cast<std::string>(cc);
+        std::string nvccs = nvcc.is_none() ? "" : nb::cast<std::string>(nvcc);
+        std::string archs = cuda_arch.is_none() ? "" : nb::cast<std::string>(cuda_arch);
+        ns_mechanisms_build_options o{};
+        o.cc = ccs.empty() ? nullptr : ccs.c_str();
+        o.nvcc = nvccs.empty() ? nullptr : nvccs.c_str();
+        o.cuda_arch = archs.empty() ? nullptr : archs.c_str();
+        o.keep_sources = keep_sources ? 1 : 0;
+        ns_status st;
+        std::string msg;
+        {
+            nb::gil_scoped_release r;
+            st = ns_mechanisms_build(dir.c_str(), out.c_str(), &o);
+            if (st != NS_OK) msg = ns_last_error();
+        }
+        if (st != NS_OK) fail(st, msg);
+    }, "dir"_a, "out"_a, "cc"_a = nb::none(), "nvcc"_a = nb::none(), "cuda_arch"_a = nb::none(),
+       "keep_sources"_a = false,
+       "Translate every DIR/*.mod and compile them into the mechanism library OUT (docs/mechanisms.md); "
+       "nvcc: also the CUDA kernels.");
+    nb::class_<MechLibrary>(m, "MechanismLibrary", "A mechanism library built by build_mechanisms (docs/mechanisms.md).")
+        .def("__init__", [](MechLibrary *self, const std::string &path) {
+            ns_mech_library_t *lib = nullptr;
+            check(ns_mech_library_open(path.c_str(), &lib));
+            new (self) MechLibrary();
+            self->lib = lib;
+        }, "path"_a)
+        .def_prop_ro("names", [](const MechLibrary &l) {
+            std::vector<std::string> out;
+            for (int k = 0; k < ns_mech_library_count(l.lib); ++k) out.push_back(ns_mech_library_get(l.lib, k)->name);
+            return out;
+        }, "The mechanisms' names (SUFFIX or POINT_PROCESS), in the library's order.")
+        .def("describe", [](const MechLibrary &l, const std::string &name) {
+            const ns_mech_desc *d = nullptr;
+            check(ns_mech_library_find(l.lib, name.c_str(), &d));
+            nb::dict r;
+            r["kind"] = d->kind == NS_MECH_POINT ? "point" : "density";
+            std::vector<std::string> params, assigned, states, globals, ions;
+            for (int f = 0; f < d->n_fields; ++f)
+                (f < d->n_params ? params : f < d->n_params + d->n_assigned ? assigned : states).push_back(d->field_names[f]);
+            for (int g = 0; g < d->n_globals; ++g) globals.push_back(d->global_names[g]);
+            for (int j = 0; j < d->n_ions; ++j) ions.push_back(d->ions[j].name);
+            r["parameters"] = params;
+            r["assigned"] = assigned;
+            r["states"] = states;
+            r["globals"] = globals;
+            r["ions"] = ions;
+            return r;
+        }, "name"_a, "A mechanism's kind, parameters, assigned and state variables, GLOBALs and ions.");
+
+    nb::class_<Model>(m, "Model",
+                      "Which mechanisms are inserted where, with which parameters (docs/simulation.md, \"Models\").")
+        .def("__init__", [](Model *self, nb::handle library) {
+            const ns_mech_library_t *lib = nullptr;
+            if (!library.is_none()) {
+                if (!nb::isinstance<MechLibrary>(library))
+                    fail(NS_ERR_INVALID_ARGUMENT, "Model: library must be a MechanismLibrary or None, got " +
+                                                      std::string(nb::inst_name(library).c_str()));
+                lib = nb::cast<MechLibrary &>(library).lib;
+            }
+            ns_sim_model_t *mo = nullptr;
+            check(ns_sim_model_create(lib, &mo));
+            new (self) Model();
+            self->m = mo;
+            self->library = nb::borrow(library);
+        }, "library"_a = nb::none())
+        .def("insert", [](Model &mo, const std::string &where, const std::string &mech) {
+            check(ns_sim_model_insert(mo.m, where.c_str(), mech.c_str()));
+        }, "where"_a, "mechanism"_a)
+        .def("set", [](Model &mo, const std::string &where, const std::string &name, nb::handle value) {
+            std::string text;
+            if (nb::isinstance<nb::str>(value)) text = nb::cast<std::string>(value);
+            else {
+                const double x = nb::cast<double>(value);
+                char buf[64];
+                snprintf(buf, sizeof buf, "%.17g", x);
+                text = buf;
+            }
+            check(ns_sim_model_set(mo.m, where.c_str(), name.c_str(), text.c_str()));
+        }, "where"_a, "name"_a, "value"_a, "A RANGE parameter (NAME_MECH) or an ion value (eX, Xi, Xo): a number or "
+                                           "an expression in d, the distance from the soma [um].")
+        .def("set_global", [](Model &mo, const std::string &name, double value) {
+            check(ns_sim_model_set_global(mo.m, name.c_str(), value));
+        }, "name"_a, "value"_a)
+        .def("parse", [](Model &mo, const std::string &text, const std::string &name) {
+            check(ns_sim_model_parse(mo.m, text.data(), text.size(), name.c_str()));
+        }, "text"_a, "name"_a = "model")
+        .def("read", [](Model &mo, const std::string &path) { check(ns_sim_model_read(mo.m, path.c_str())); },
+             "path"_a);
+
     // ----------------------------------------------------------- Simulation
     nb::class_<Simulation>(m, "Simulation", "A population of cells simulated with NEURON's hh/pas and fixed step.")
         .def("__init__", [](Simulation *self, nb::handle shapes, int64_t n_cells, nb::handle cell_shape,
                             const SimParams &params, const std::string &backend, const std::string &method,
-                            int32_t threads, int32_t gpu_lanes, int32_t record_every, int32_t check_every) {
+                            int32_t threads, int32_t gpu_lanes, int32_t record_every, int32_t check_every,
+                            nb::handle model) {
             std::vector<const ns_cell_t *> sh;
             for (nb::handle h : shapes) {
                 if (!nb::isinstance<Cell>(h))
@@ -1207,6 +1320,14 @@ NB_MODULE(_core, m) {
             o.gpu_lanes = gpu_lanes;
             o.record_every = record_every;
             o.check_every = check_every;
+            nb::object library = nb::none();
+            if (!model.is_none()) {
+                if (!nb::isinstance<Model>(model))
+                    fail(NS_ERR_INVALID_ARGUMENT, "Simulation: model must be a neurosolve.Model, got " +
+                                                      std::string(nb::inst_name(model).c_str()));
+                o.model = nb::cast<Model &>(model).m;
+                library = nb::cast<Model &>(model).library;
+            }
             ns_sim_t *s = nullptr;
             {
                 nb::gil_scoped_release r;
@@ -1220,10 +1341,12 @@ NB_MODULE(_core, m) {
             }
             new (self) Simulation();
             self->s = s;
+            self->library = library;
             for (const ns_cell_t *c : sh) self->shape_size.push_back(ns_tree_size(ns_cell_tree(c)));
             self->cell_shape = cs;
         }, "cells"_a, "n_cells"_a, "cell_shape"_a = nb::none(), "params"_a = SimParams(), "backend"_a = "auto",
-           "method"_a = "auto", "threads"_a = 0, "gpu_lanes"_a = 0, "record_every"_a = 1, "check_every"_a = 1)
+           "method"_a = "auto", "threads"_a = 0, "gpu_lanes"_a = 0, "record_every"_a = 1, "check_every"_a = 1,
+           "model"_a = nb::none())
         .def("add_iclamp", [](Simulation &s, int64_t cell, int32_t compartment, double delay, double duration, double amplitude) {
             std::lock_guard<std::mutex> lock(s.mu);
             check(ns_sim_add_iclamp(s.s, cell, compartment, delay, duration, amplitude));

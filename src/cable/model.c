@@ -310,6 +310,8 @@ enum { ION_E = 0, ION_CI = 1, ION_CO = 2 };
 typedef struct stmt {
     stmt_kind kind;
     unsigned regions;  /* bit per ns_region */
+    int64_t section;   /* >= 0: only section `section` (sec:K) ... */
+    int64_t swc_id;    /* >= 0: ... or the section whose first SWC point has this id (swc:ID) */
     int mech;          /* library index (insert, set, global) */
     int field;         /* parameter index (set), global index (global) */
     char ion[16];      /* ion name (ST_ION) */
@@ -328,17 +330,34 @@ struct ns_sim_model {
     int n, cap;
 };
 
-static const char *const REGION_SELECTORS = "soma, axon, basal, apical, other, dend or all";
+static const char *const REGION_SELECTORS =
+    "soma, axon, basal, apical, other, dend, all, sec:K (section index K) or swc:ID (the section whose first SWC "
+    "point has id ID)";
 
-static int region_mask(const char *where, unsigned *mask) {
+typedef struct selector {
+    unsigned regions;
+    int64_t section, swc_id;
+} selector;
+
+/* A region name, or one section: sec:K, swc:ID. */
+static int region_mask(const char *where, selector *sel) {
+    sel->regions = (1u << NS_REGION_COUNT) - 1u;
+    sel->section = sel->swc_id = -1;
     for (int r = 0; r < NS_REGION_COUNT; ++r)
         if (strcmp(where, ns_region_name((ns_region)r)) == 0) {
-            *mask = 1u << r;
+            sel->regions = 1u << r;
             return 0;
         }
-    if (strcmp(where, "dend") == 0) *mask = (1u << NS_REGION_BASAL) | (1u << NS_REGION_APICAL);
-    else if (strcmp(where, "all") == 0) *mask = (1u << NS_REGION_COUNT) - 1u;
-    else return -1;
+    if (strcmp(where, "dend") == 0) sel->regions = (1u << NS_REGION_BASAL) | (1u << NS_REGION_APICAL);
+    else if (strcmp(where, "all") == 0) return 0;
+    else if (!strncmp(where, "sec:", 4) || !strncmp(where, "swc:", 4)) {
+        char *end;
+        errno = 0;
+        const long long k = strtoll(where + 4, &end, 10);
+        if (end == where + 4 || *end || errno == ERANGE || k < 0) return -1;
+        if (where[1] == 'e') sel->section = k;
+        else sel->swc_id = k;
+    } else return -1;
     return 0;
 }
 
@@ -403,8 +422,8 @@ static void set_where(stmt *s, const char *fn) { snprintf(s->where, sizeof s->wh
 static ns_status model_insert(ns_sim_model_t *m, const char *where, const char *mechanism, const char *ctx) {
     const char *fn = ctx ? ctx : "ns_sim_model_insert";
     if (!m || !mechanism) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: NULL argument", fn);
-    unsigned mask;
-    if (!where || region_mask(where, &mask) != 0) return bad_where(fn, where);
+    selector sel;
+    if (!where || region_mask(where, &sel) != 0) return bad_where(fn, where);
     int idx = -1;
     for (int k = 0; k < m->n_descs && idx < 0; ++k)
         if (strcmp(m->descs[k]->name, mechanism) == 0) idx = k;
@@ -421,10 +440,12 @@ static ns_status model_insert(ns_sim_model_t *m, const char *where, const char *
     stmt *s = push(m);
     if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
     s->kind = ST_INSERT;
-    s->regions = mask;
+    s->regions = sel.regions;
+    s->section = sel.section;
+    s->swc_id = sel.swc_id;
     s->mech = idx;
     set_where(s, fn);
-    snprintf(s->text, sizeof s->text, "insert %s", mechanism);
+    snprintf(s->text, sizeof s->text, "%s.insert %s", where, mechanism);
     ++m->n;
     return NS_OK;
 }
@@ -485,11 +506,13 @@ static ns_status model_set(ns_sim_model_t *m, const char *where, const char *nam
                            const char *ctx) {
     const char *fn = ctx ? ctx : "ns_sim_model_set";
     if (!m || !name || !text) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: NULL argument", fn);
-    unsigned mask;
-    if (!where || region_mask(where, &mask) != 0) return bad_where(fn, where);
+    selector sel;
+    if (!where || region_mask(where, &sel) != 0) return bad_where(fn, where);
     stmt s;
     memset(&s, 0, sizeof s);
-    s.regions = mask;
+    s.regions = sel.regions;
+    s.section = sel.section;
+    s.swc_id = sel.swc_id;
     char prefix[96];
     const int mech = split_suffix(m, name, prefix, sizeof prefix);
     if (mech >= 0) {
@@ -847,9 +870,15 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
     }
     for (int q = 0; q < model->n && st == NS_OK; ++q) {
         const stmt *s = &model->stmts[q];
-        if (s->kind == ST_ION && find_ion(r, s->ion) < 0)
+        if (s->kind != ST_ION) continue;
+        const int ion = find_ion(r, s->ion);
+        if (ion < 0)
             st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s: no inserted mechanism uses the ion %s", s->where, s->text,
                          s->ion);
+        else if (s->which == ION_E && r->ions[ion].write_c) /* NEURON would overwrite it silently */
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                         "%s: %s: e%s follows from %si and %so by Nernst (a mechanism writes the concentration): "
+                         "set those instead", s->where, s->text, s->ion, s->ion, s->ion);
     }
     r->n_shapes = n_shapes;
     if (st == NS_OK) {
@@ -857,6 +886,8 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
         r->ion_init = calloc((size_t)n_shapes, sizeof *r->ion_init);
         if (!r->per_shape || !r->ion_init) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
     }
+    unsigned char *matched = calloc((size_t)(model->n > 0 ? model->n : 1), 1); /* statements that applied */
+    if (!matched && st == NS_OK) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
     /* per shape: apply the statements node by node */
     for (int32_t k = 0; k < n_shapes && st == NS_OK; ++k) {
         const ns_cell_t *cell = cells[k];
@@ -865,13 +896,20 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
         const int32_t n = info.compartments;
         const double *area = ns_cell_area(cell);
         const int32_t *type = ns_cell_type(cell);
+        const int32_t *secn = ns_cell_section(cell);
+        int64_t *first_id = malloc((size_t)(info.sections > 0 ? info.sections : 1) * sizeof *first_id);
+        for (int32_t c = 0; first_id && c < info.sections; ++c) {
+            ns_section_info si;
+            first_id[c] = ns_cell_get_section(cell, c, &si) == NS_OK ? si.first_point_id : -1;
+        }
         const size_t nm = (size_t)(r->n_mechs > 0 ? r->n_mechs : 1);
         double *dist = malloc((size_t)n * sizeof *dist);
         unsigned char *ins = calloc((size_t)n * nm, 1);  /* [i * nm + m] */
         double **param = calloc(nm, sizeof *param);       /* per mech: n_params * n (all nodes) */
         unsigned char *ion_set = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), 1);
         r->ion_init[k] = malloc((size_t)(3 * (r->n_ions > 0 ? r->n_ions : 1)) * (size_t)n * sizeof(double));
-        if (!dist || !ins || !param || !ion_set || !r->ion_init[k]) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+        if (!dist || !ins || !param || !ion_set || !r->ion_init[k] || !first_id)
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
         for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
             const int np = r->mechs[m].desc->n_params;
             param[m] = malloc((size_t)(np > 0 ? np : 1) * (size_t)n * sizeof(double));
@@ -893,9 +931,17 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
             if (s->kind == ST_GLOBAL) continue;
             const int m = s->kind == ST_ION ? -1 : lib_to[s->mech];
             const int ion = s->kind == ST_ION ? find_ion(r, s->ion) : -1;
+            if (s->kind == ST_SET && m < 0) { /* a parameter of a mechanism inserted nowhere */
+                st = ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: %s: %s: %s is not inserted anywhere", (int)k,
+                             s->where, s->text, model->descs[s->mech]->name);
+                break;
+            }
             for (int32_t i = 0; i < n && st == NS_OK; ++i) {
                 if (!(area[i] > 0.0)) continue; /* zero-area nodes carry no membrane */
                 if (!(s->regions & (1u << ns_region_of_swc_type(type[i])))) continue;
+                if ((s->section >= 0 && secn[i] != s->section) || (s->swc_id >= 0 && first_id[secn[i]] != s->swc_id))
+                    continue;
+                matched[q] = 1;
                 if (s->kind == ST_INSERT) {
                     if (!ins[(size_t)i * nm + m]) {
                         ins[(size_t)i * nm + m] = 1;
@@ -969,7 +1015,17 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
         free(dist);
         free(ins);
         free(ion_set);
+        free(first_id);
     }
+    /* a section selector that names no section of any shape is a mistake */
+    for (int q = 0; q < model->n && st == NS_OK; ++q) {
+        const stmt *s = &model->stmts[q];
+        if (s->kind != ST_GLOBAL && (s->section >= 0 || s->swc_id >= 0) && !matched[q])
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s: %s%lld is no section with membrane of any shape",
+                         s->where, s->text, s->section >= 0 ? "sec:" : "swc:",
+                         (long long)(s->section >= 0 ? s->section : s->swc_id));
+    }
+    free(matched);
     free(lib_to);
     if (st != NS_OK) {
         ns_sim_model_free(r);

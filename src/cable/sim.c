@@ -611,6 +611,9 @@ ns_status ns_sim_set_state(ns_sim_t *sim, int64_t cell, const double *v, const d
     if (cell < 0 || cell >= sim->n_cells)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_set_state: cell %lld of %lld", (long long)cell,
                        (long long)sim->n_cells);
+    if (sim->model && (m || h || n))
+        return ns_fail(NS_ERR_UNSUPPORTED, "ns_sim_set_state: a model simulation has no built-in hh gates (m, h, n "
+                                           "must be NULL)");
     /* the other cells' host copy must be current before it is pushed back */
     if (sim->ops->sync_state && !sim->state_set) {
         const int caller = enter(sim);
@@ -653,6 +656,9 @@ static ns_status check_var(const ns_sim_t *sim, const char *who, ns_sim_var var,
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: var %d is not an ns_sim_var (0..%d)", who, (int)var,
                        NS_SIM_VAR_COUNT - 1);
     if (!flat) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: flat is NULL", who);
+    if (sim->model && var != NS_SIM_VAR_V)
+        return ns_fail(NS_ERR_UNSUPPORTED, "%s: a model simulation has no built-in hh gates (its states are its "
+                                           "mechanisms')", who);
     if (stream && !sim->ops->read_var)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: stream given for a %s simulation (host memory, no stream)", who,
                        sim->ops->name);

@@ -1,0 +1,86 @@
+"""Models from Python (docs/simulation.md, "Models"): NMODL mechanisms from the
+built-in set and from a library built here, against the hand-written hh and
+against NEURON's stored traces of the layer 5 model (tests/data/neuron_l5),
+and bad input."""
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import neurosolve as ns
+from conftest import MORPH, ROOT, TEST_DATA
+
+
+def soma_run(cell, params, model=None, tstop=30.0, cells=3):
+    sim = ns.Simulation([cell], cells, params=params, backend="cpu", model=model)
+    soma = sim.spike_compartment(0)
+    for c in range(cells):
+        sim.add_iclamp(c, soma, 2.0 + c, 20.0, 1.0 + 0.5 * c)
+        sim.add_recording(c, soma)
+    sim.init()
+    sim.run(tstop)
+    return sim.traces, [sim.spikes(c) for c in range(cells)]
+
+
+def test_model_hh_equals_hand_written_hh():
+    cell = ns.read_swc(os.path.join(MORPH, "ca1_h10.swc")).discretize()
+    model = ns.Model()
+    model.insert("all", "hh")
+    model.set("dend", "gnabar_hh", 0.06)
+    hand_t, hand_s = soma_run(cell, {"dend.gnabar_hh": 0.06})
+    gen_t, gen_s = soma_run(cell, ns.SimParams(), model)
+    assert sum(len(s) for s in hand_s) > 0
+    assert [len(s) for s in hand_s] == [len(s) for s in gen_s]
+    # the generated host code's exp is within 1 ulp of the C library's (docs/mechanisms.md)
+    assert np.max(np.abs(hand_t - gen_t)) < 1e-8
+    for a, b in zip(hand_s, gen_s):
+        assert np.max(np.abs(np.asarray(a) - np.asarray(b)), initial=0.0) < 1e-9
+
+
+def test_model_errors():
+    model = ns.Model()
+    with pytest.raises(ns.InvalidArgumentError, match="no mechanism 'NaTs2_t'"):
+        model.insert("soma", "NaTs2_t")
+    with pytest.raises(ns.InvalidArgumentError, match="region 'trunk'"):
+        model.insert("trunk", "hh")
+    model.insert("soma", "hh")
+    with pytest.raises(ns.InvalidArgumentError, match="gnabar"):
+        model.set("soma", "gxbar_hh", 1.0)
+    with pytest.raises(ns.ParseError, match="model.txt:2:"):
+        model.parse("soma.insert = pas\nsoma.g_pas = 1 +\n", "model.txt")
+    with pytest.raises(ns.UnsupportedError, match="POINT_PROCESS"):
+        model.insert("soma", "ExpSyn")
+    with pytest.raises(ns.InvalidArgumentError, match="MechanismLibrary"):
+        ns.Model("not a library")
+    cell = ns.read_swc(os.path.join(MORPH, "ca1_h10.swc")).discretize()
+    model.set("all", "gnabar_hh", 0.1)  # hh is not inserted in the dendrites
+    with pytest.raises(ns.InvalidArgumentError, match="not inserted at compartment"):
+        ns.Simulation([cell], 1, backend="cpu", model=model)
+
+
+@pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler")
+def test_l5_model_against_neuron(tmp_path):
+    lib_path = str(tmp_path / "libbbp.so")
+    ns.build_mechanisms(os.path.join(ROOT, "data", "mechanisms", "bbp"), lib_path)
+    lib = ns.MechanismLibrary(lib_path)
+    assert "CaDynamics_E2" in lib.names
+    assert lib.describe("CaDynamics_E2")["ions"] == ["ca"]
+    model = ns.Model(lib)
+    model.read(os.path.join(ROOT, "data", "models", "l5pc_hay.model"))
+    del lib  # the model keeps the library open
+    params = ns.SimParams()
+    params.read(os.path.join(ROOT, "data", "models", "l5pc_hay.params"))
+    cell = ns.read_swc(os.path.join(MORPH, "l5pc_bbp_axon.swc")).discretize(Ra=params.to_dict()["Ra"])
+    ref = os.path.join(TEST_DATA, "neuron_l5", "l5pc_hay.csv")
+    spikes = [float(x) for x in next(l for l in open(ref) if l.startswith("# spikes")).split("=")[1].split()]
+    sim = ns.Simulation([cell], 1, params=params, backend="cpu", model=model)
+    del model  # the simulation keeps the library open
+    soma = sim.spike_compartment(0)
+    sim.add_iclamp(0, soma, 100.0, 700.0, 1.8)
+    sim.init()
+    sim.run(300.0)  # the first 6 of NEURON's 12 spikes
+    ours = sim.spikes(0)
+    expect = [t for t in spikes if t < 300.0]
+    assert len(ours) == len(expect) == 6
+    assert np.max(np.abs(np.asarray(ours) - np.asarray(expect))) < 0.05
