@@ -311,11 +311,8 @@ static ns_status point_create(ns_sim_t *sim, const net_block_in *in, int32_t des
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %d synapses of a block", (int)cnt);
     for (int f = 0; f < d->n_fields; ++f) pt->field[f] = pt->store + (size_t)f * (size_t)cnt;
     double *globals = pt->store + (size_t)d->n_fields * (size_t)cnt;
+    /* the mod file's GLOBALs (a model's global statements name inserted density mechanisms) */
     for (int g = 0; g < d->n_globals; ++g) globals[g] = d->global_defaults[g];
-    /* the model's values of the globals where it inserts the mechanism too */
-    for (int32_t k = 0; k < m->n_mechs; ++k)
-        if (m->mechs[k].desc == d)
-            for (int g = 0; g < d->n_globals; ++g) globals[g] = m->mechs[k].globals[g];
     const sim_shape *s = &sim->shapes[in->shape];
     for (int32_t i = 0; i < cnt; ++i) {
         const net_syn *sy = &net->syns[syns[i]];
