@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "cable/builtin/builtin.h"
-#include "cable/model_cpu.h"
 #include "check.h"
 #include "neurosolve/neurosolve.h"
 #include "neurosolve/nmodl.h"
@@ -136,7 +135,7 @@ static void against_driver(ns_mech_library_t *lib, const tcase *tc, double tstop
     for (long s = 0; s < steps; ++s) {
         CHECK_OK(ns_sim_advance(sim, 1));
         for (int64_t k = 0; k < N_CELLS && calcium; ++k) {
-            ns_status st = ns_sim_cpu_model_ion(sim, k, "ca", 1, x);
+            ns_status st = ns_sim_get_model_var(sim, k, "cai", x);
             CHECK_OK(st);
             if (st != NS_OK) calcium = 0;
             cai[s * N_CELLS + k] = x[node];
@@ -188,7 +187,7 @@ static void against_driver(ns_mech_library_t *lib, const tcase *tc, double tstop
         CHECK_MSG(first && tr2 && samples2 == samples && sites2 == sites && memcmp(first, tr2, bytes) == 0,
                   "%s: a run after ns_sim_init differs from the first", tc->name);
         double ca_end[8];
-        if (tc->calcium && ns_sim_cpu_model_ion(sim, 0, "ca", 1, ca_end) == NS_OK)
+        if (tc->calcium && ns_sim_get_model_var(sim, 0, "cai", ca_end) == NS_OK)
             CHECK(ca_end[node] == cai[(steps - 1) * N_CELLS]);
         free(first);
     }
@@ -277,9 +276,9 @@ static void own_ion_written(ns_mech_library_t *lib, const ns_cell_t *cell, int32
             double e[8], ci[8], co[8], worst = 0.0, xi0 = 0.0;
             for (int step = 0; sim && step <= 400; step += 100) {
                 if (step) CHECK_OK(ns_sim_advance(sim, 100));
-                CHECK_OK(ns_sim_cpu_model_ion(sim, 0, "x", 0, e));
-                CHECK_OK(ns_sim_cpu_model_ion(sim, 0, "x", 1, ci));
-                CHECK_OK(ns_sim_cpu_model_ion(sim, 0, "x", 2, co));
+                CHECK_OK(ns_sim_get_model_var(sim, 0, "ex", e));
+                CHECK_OK(ns_sim_get_model_var(sim, 0, "xi", ci));
+                CHECK_OK(ns_sim_get_model_var(sim, 0, "xo", co));
                 if (step == 0) xi0 = ci[node];
                 worst = fmax(worst, fabs(e[node] - ns_mech_nernst(ci[node], co[node], 1, p.celsius)));
             }
@@ -348,7 +347,7 @@ static void own_ion(const char *dir) {
                 const double *tr = ns_sim_traces(sim, &samples, &sites);
                 const double v_end = tr ? tr[(samples - 1) * sites] : NAN;
                 double ex[8];
-                CHECK_OK(ns_sim_cpu_model_ion(sim, 0, "x", 0, ex));
+                CHECK_OK(ns_sim_get_model_var(sim, 0, "ex", ex));
                 /* backward Euler toward ex: v(t) - ex = (v0 - ex) / (1 + dt/tau)^steps */
                 const double want = -52.0 + (-65.0 + 52.0) * pow(1.0 / (1.0 + 0.025 / 0.5), (double)(samples - 1));
                 printf("own ion x: refused without ex; with ex = -52 mV v ends at %.12f mV (want %.12f), ex %.3f\n",

@@ -225,3 +225,5 @@ void ns_model_block_states(const sim_model *model, model_block *b, double *v, do
 const double *ns_model_block_ion(const model_block *b, int32_t ion, int q) {
     return b->ion + (size_t)(5 * ion + q) * (size_t)b->nw;
 }
+
+const double *ns_model_block_field(const model_block *b, int32_t k, int f) { return b->m[k].field[f]; }
