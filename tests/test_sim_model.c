@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cable/model_cpu.h"
 #include "cable/model_impl.h"
 #include "check.h"
 #include "neurosolve/neurosolve.h"
@@ -661,8 +660,8 @@ static void ion_values_per_node(ns_cell_t *const *cells) {
             double *d = malloc((size_t)ci.compartments * sizeof *d);
             ns_sim_model_t *id = model_of("all.insert = pas\nall.g_pas = d\n", "identity");
             if (ek && ena && d && id && resolve_param(id, cell, "pas", "g", d) == 0) {
-                CHECK_OK(ns_sim_cpu_model_ion(sim, c, "k", 0, ek));
-                CHECK_OK(ns_sim_cpu_model_ion(sim, c, "na", 0, ena));
+                CHECK_OK(ns_sim_get_model_var(sim, c, "ek", ek));
+                CHECK_OK(ns_sim_get_model_var(sim, c, "ena", ena));
                 const double *area = ns_cell_area(cell);
                 const int32_t *type = ns_cell_type(cell);
                 for (int32_t i = 0; i < ci.compartments; ++i) {
@@ -866,6 +865,81 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
     printf("bad input: checked\n");
 }
 
+/* ns_sim_get_model_var against an independent path: the hand-written hh's
+ * gates (ns_sim_get_state) after the same run, the parameters and ion values
+ * the model gives, NaN where a mechanism is absent, and the refusals. */
+static void model_var_reads(const ns_cell_t *cell) {
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = NS_BACKEND_CPU;
+    ns_sim_t *hand = NULL, *gen = NULL;
+    ns_sim_model_t *model = model_of("all.insert = hh\nsoma.gnabar_hh = 0.2\nsoma.ena = 55\n", "var.model");
+    ns_sim_params ph = p; /* the same membrane through the parameters */
+    ph.region[NS_REGION_SOMA].gnabar = 0.2;
+    ph.region[NS_REGION_SOMA].ena = 55.0;
+    CHECK_OK(ns_sim_create(1, &cell, 3, NULL, &ph, &o, &hand));
+    o.model = model;
+    CHECK_OK(ns_sim_create(1, &cell, 3, NULL, &p, &o, &gen));
+    ns_sim_model_destroy(model);
+    if (!hand || !gen) {
+        ns_sim_destroy(hand);
+        ns_sim_destroy(gen);
+        return;
+    }
+    for (int64_t c = 0; c < 3; ++c) {
+        CHECK_OK(ns_sim_add_iclamp(hand, c, ns_sim_spike_compartment(hand, c), 1.0, 5.0, 1.0 + c));
+        CHECK_OK(ns_sim_add_iclamp(gen, c, ns_sim_spike_compartment(gen, c), 1.0, 5.0, 1.0 + c));
+    }
+    CHECK_OK(ns_sim_advance(hand, 400));
+    CHECK_OK(ns_sim_advance(gen, 400));
+    ns_cell_info ci;
+    ns_cell_get_info(cell, &ci);
+    const int32_t n = ci.compartments;
+    double *m = malloc((size_t)n * 6 * sizeof *m);
+    if (!m) return;
+    double *h = m + n, *gn = m + 2 * n, *x = m + 3 * n, *y = m + 4 * n, *z = m + 5 * n;
+    const double *area = ns_cell_area(cell);
+    const int32_t *type = ns_cell_type(cell);
+    double worst = 0.0;
+    int64_t bad = 0;
+    for (int64_t c = 0; c < 3; ++c) {
+        CHECK_OK(ns_sim_get_state(hand, c, NULL, m, h, gn));
+        CHECK_OK(ns_sim_get_model_var(gen, c, "m_hh", x));
+        CHECK_OK(ns_sim_get_model_var(gen, c, "h_hh", y));
+        CHECK_OK(ns_sim_get_model_var(gen, c, "n_hh", z));
+        for (int32_t i = 0; i < n; ++i) {
+            if (!(area[i] > 0.0)) {
+                bad += !isnan(x[i]) || !isnan(y[i]) || !isnan(z[i]);
+                continue;
+            }
+            worst = fmax(worst, fmax(fabs(x[i] - m[i]), fmax(fabs(y[i] - h[i]), fabs(z[i] - gn[i]))));
+        }
+        CHECK_OK(ns_sim_get_model_var(gen, c, "gnabar_hh", x));
+        CHECK_OK(ns_sim_get_model_var(gen, c, "ena", y));
+        CHECK_OK(ns_sim_get_model_var(gen, c, "ki", z));
+        for (int32_t i = 0; i < n; ++i) {
+            if (!(area[i] > 0.0)) continue;
+            const int soma = ns_region_of_swc_type(type[i]) == NS_REGION_SOMA;
+            bad += x[i] != (soma ? 0.2 : 0.12) || y[i] != (soma ? 55.0 : 50.0) || z[i] != 54.4;
+        }
+    }
+    printf("ns_sim_get_model_var: hh's gates against the hand-written loop's within %.3g; %lld wrong values\n", worst,
+           (long long)bad);
+    CHECK_MSG(worst <= 1e-9 && bad == 0, "gates differ by %g, %lld wrong values", worst, (long long)bad);
+    /* refusals */
+    EXPECT(ns_sim_get_model_var(gen, 0, "m_NaTs2_t", x), NS_ERR_INVALID_ARGUMENT, "'m_NaTs2_t'", "hh", "ena");
+    EXPECT(ns_sim_get_model_var(gen, 0, "q_hh", x), NS_ERR_INVALID_ARGUMENT, "q", "minf");
+    EXPECT(ns_sim_get_model_var(gen, 0, "ina", x), NS_ERR_UNSUPPORTED, "no mechanism reads the current of na");
+    EXPECT(ns_sim_get_model_var(gen, 3, "m_hh", x), NS_ERR_INVALID_ARGUMENT, "cell 3 of 3");
+    EXPECT(ns_sim_get_model_var(hand, 0, "m_hh", x), NS_ERR_INVALID_ARGUMENT, "has no model");
+    EXPECT(ns_sim_get_model_var(gen, 0, NULL, x), NS_ERR_INVALID_ARGUMENT, "NULL");
+    free(m);
+    ns_sim_destroy(hand);
+    ns_sim_destroy(gen);
+}
+
 /* Statements for one section (sec:K, swc:ID): exactly that section's
  * compartments take the value, against ns_cell_section and the sections'
  * first SWC ids read here; a section no shape has is refused. */
@@ -939,6 +1013,7 @@ int main(void) {
         expression_semantics(one);
         statement_order(cells[0]);
         section_selectors(cells[0]);
+        model_var_reads(cells[1]);
         ion_values_per_node(cells);
         bad_input(cells[0], one);
     }

@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "cable/builtin/builtin.h"
-#include "cable/model_cpu.h"
 #include "check.h"
 #include "neurosolve/neurosolve.h"
 #include "neurosolve/nmodl.h"
@@ -141,7 +140,7 @@ static void against_driver(ns_mech_library_t *lib, const tcase *tc, double tstop
     for (long s = 0; s < steps; ++s) {
         CHECK_OK(ns_sim_advance(sim, 1));
         for (int64_t k = 0; k < N_CELLS && calcium; ++k) {
-            ns_status st = ns_sim_cpu_model_ion(sim, k, "ca", 1, x);
+            ns_status st = ns_sim_get_model_var(sim, k, "cai", x);
             CHECK_OK(st);
             if (st != NS_OK) calcium = 0;
             cai[s * N_CELLS + k] = x[node];
@@ -193,7 +192,7 @@ static void against_driver(ns_mech_library_t *lib, const tcase *tc, double tstop
         CHECK_MSG(first && tr2 && samples2 == samples && sites2 == sites && memcmp(first, tr2, bytes) == 0,
                   "%s: a run after ns_sim_init differs from the first", tc->name);
         double ca_end[8];
-        if (tc->calcium && ns_sim_cpu_model_ion(sim, 0, "ca", 1, ca_end) == NS_OK)
+        if (tc->calcium && ns_sim_get_model_var(sim, 0, "cai", ca_end) == NS_OK)
             CHECK(ca_end[node] == cai[(steps - 1) * N_CELLS]);
         free(first);
     }
@@ -274,7 +273,7 @@ static void own_ion_written(ns_mech_library_t *lib, const ns_cell_t *cell, int32
             CHECK(sim == NULL);
         } else if (c == 1) {
             CHECK_MSG(s == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "xc.model:4: all.ex") &&
-                          strstr(ns_last_error(), "ex follows from xi and xo by Nernst"),
+                          strstr(ns_last_error(), "so ex follows from xi and xo by Nernst there"),
                       "%s: \"%s\"", ns_status_string(s), ns_last_error());
             CHECK(sim == NULL);
         } else {
@@ -282,9 +281,9 @@ static void own_ion_written(ns_mech_library_t *lib, const ns_cell_t *cell, int32
             double e[8], ci[8], co[8], worst = 0.0, xi0 = 0.0;
             for (int step = 0; sim && step <= 400; step += 100) {
                 if (step) CHECK_OK(ns_sim_advance(sim, 100));
-                CHECK_OK(ns_sim_cpu_model_ion(sim, 0, "x", 0, e));
-                CHECK_OK(ns_sim_cpu_model_ion(sim, 0, "x", 1, ci));
-                CHECK_OK(ns_sim_cpu_model_ion(sim, 0, "x", 2, co));
+                CHECK_OK(ns_sim_get_model_var(sim, 0, "ex", e));
+                CHECK_OK(ns_sim_get_model_var(sim, 0, "xi", ci));
+                CHECK_OK(ns_sim_get_model_var(sim, 0, "xo", co));
                 if (step == 0) xi0 = ci[node];
                 worst = fmax(worst, fabs(e[node] - ns_mech_nernst(ci[node], co[node], 1, p.celsius)));
             }
@@ -353,7 +352,7 @@ static void own_ion(const char *dir) {
                 const double *tr = ns_sim_traces(sim, &samples, &sites);
                 const double v_end = tr ? tr[(samples - 1) * sites] : NAN;
                 double ex[8];
-                CHECK_OK(ns_sim_cpu_model_ion(sim, 0, "x", 0, ex));
+                CHECK_OK(ns_sim_get_model_var(sim, 0, "ex", ex));
                 /* backward Euler toward ex: v(t) - ex = (v0 - ex) / (1 + dt/tau)^steps */
                 const double want = -52.0 + (-65.0 + 52.0) * pow(1.0 / (1.0 + 0.025 / 0.5), (double)(samples - 1));
                 printf("own ion x: refused without ex; with ex = -52 mV v ends at %.12f mV (want %.12f), ex %.3f\n",
@@ -480,6 +479,77 @@ static void library_synapse(const char *dir) {
     ns_mech_library_close(lib);
 }
 
+/* NEURON's ion style is per section: where CaDynamics_E2 (which writes cai)
+ * is inserted, eca follows by Nernst from cai and cao; where only Ca_HVA is,
+ * eca keeps the model's value (or NEURON's default), and setting it there is
+ * allowed (where cai is written, refused). Checked on l5pc_bbp_axon with
+ * CaDynamics in the soma and axon only, against ns_mech_nernst per node. */
+static void nernst_per_section(ns_mech_library_t *lib) {
+    ns_morph_t *mo = NULL;
+    ns_cell_t *cell = NULL;
+    CHECK_OK(ns_swc_read(NS_MORPHOLOGIES "/l5pc_bbp_axon.swc", NULL, &mo));
+    if (mo) CHECK_OK(ns_discretize(mo, NULL, &cell));
+    ns_morph_destroy(mo);
+    if (!cell) return;
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    p.celsius = 34.0;
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = NS_BACKEND_CPU;
+    static const char *const text = "all.insert = pas Ca_HVA\nsoma.insert = CaDynamics_E2\naxon.insert = "
+                                    "CaDynamics_E2\ndend.eca = 120\nsoma.cai = 1e-4\n";
+    ns_sim_model_t *model = NULL;
+    CHECK_OK(ns_sim_model_create(lib, &model));
+    CHECK_OK(ns_sim_model_parse(model, text, strlen(text), "ca.model"));
+    o.model = model;
+    ns_sim_t *sim = NULL;
+    CHECK_OK(ns_sim_create(1, (const ns_cell_t *const *)&cell, 1, NULL, &p, &o, &sim));
+    ns_cell_info ci;
+    ns_cell_get_info(cell, &ci);
+    const int32_t n = ci.compartments;
+    double *e = malloc(3 * (size_t)n * sizeof *e);
+    if (sim && e) {
+        CHECK_OK(ns_sim_add_iclamp(sim, 0, ns_sim_spike_compartment(sim, 0), 1.0, 20.0, 2.0));
+        CHECK_OK(ns_sim_advance(sim, 800));
+        double *cai = e + n, *cao = e + 2 * n;
+        CHECK_OK(ns_sim_get_model_var(sim, 0, "eca", e));
+        CHECK_OK(ns_sim_get_model_var(sim, 0, "cai", cai));
+        CHECK_OK(ns_sim_get_model_var(sim, 0, "cao", cao));
+        const double *area = ns_cell_area(cell);
+        const int32_t *type = ns_cell_type(cell);
+        int64_t wrong = 0, nernst = 0, fixed = 0;
+        for (int32_t i = 0; i < n; ++i) {
+            if (!(area[i] > 0.0)) continue;
+            const ns_region r = ns_region_of_swc_type(type[i]);
+            if (r == NS_REGION_SOMA || r == NS_REGION_AXON) {
+                wrong += e[i] != ns_mech_nernst(cai[i], cao[i], 2, p.celsius) || cai[i] == 5e-5;
+                ++nernst;
+            } else if (r == NS_REGION_BASAL || r == NS_REGION_APICAL) {
+                wrong += e[i] != 120.0;
+                ++fixed;
+            }
+        }
+        printf("eca per section: Nernst at %lld compartments (CaDynamics_E2), 120 mV kept at %lld: %lld wrong\n",
+               (long long)nernst, (long long)fixed, (long long)wrong);
+        CHECK(wrong == 0 && nernst > 0 && fixed > 0);
+    }
+    free(e);
+    ns_sim_destroy(sim);
+    ns_sim_model_destroy(model);
+    /* eca where cai is written: refused */
+    CHECK_OK(ns_sim_model_create(lib, &model));
+    static const char *const bad = "all.insert = pas Ca_HVA CaDynamics_E2\nsoma.eca = 120\n";
+    CHECK_OK(ns_sim_model_parse(model, bad, strlen(bad), "bad.model"));
+    o.model = model;
+    sim = NULL;
+    CHECK(ns_sim_create(1, (const ns_cell_t *const *)&cell, 1, NULL, &p, &o, &sim) == NS_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(ns_last_error(), "bad.model:2: soma.eca") && strstr(ns_last_error(), "by Nernst there"), "%s",
+              ns_last_error());
+    ns_sim_model_destroy(model);
+    ns_cell_destroy(cell);
+}
+
 int main(void) {
     if (tmpdir_make("ns_sim_model_cc")) return 1;
     char *bbp = tmp("libbbp.so");
@@ -494,6 +564,7 @@ int main(void) {
     if (s == NS_OK) CHECK_OK(ns_mech_library_open(bbp, &lib));
     if (lib) {
         for (size_t k = 0; k < sizeof CASES / sizeof *CASES; ++k) against_driver(lib, &CASES[k], 100.0);
+        nernst_per_section(lib);
         ns_mech_library_close(lib);
     }
     char *xdir = tmp("xion");

@@ -73,6 +73,8 @@ typedef struct run_out {
     int64_t samples;
     int32_t sites;
     double *traces;
+    double *vars;   /* cell 0's model variables named in VARS, compartments each */
+    int32_t n_vars, n_comp;
     int64_t n_spikes[16];
     double spikes[16][64];
 } run_out;
@@ -99,6 +101,14 @@ static int run(ns_backend backend, int n_shapes, ns_cell_t **cells, int cells_pe
     CHECK_OK(ns_sim_init(sim));
     CHECK_OK(ns_sim_advance(sim, ns_sim_steps_for(sim, tstop)));
     CHECK(ns_sim_method(sim) == (backend == NS_BACKEND_CPU ? NS_HINES_SEQUENTIAL : NS_HINES_TREE));
+    /* the mechanisms' and ions' state of cell 0 (ns_sim_get_model_var) */
+    static const char *const VARS[4] = {"m_hh", "h_hh", "cai", "m_NaTa_t"};
+    out->n_comp = (int32_t)(ns_sim_cell_offset(sim, 1) - ns_sim_cell_offset(sim, 0));
+    out->vars = malloc(4 * (size_t)out->n_comp * sizeof *out->vars);
+    out->n_vars = 0;
+    for (int k = 0; out->vars && k < 4; ++k)
+        if (ns_sim_get_model_var(sim, 0, VARS[k], out->vars + (size_t)out->n_vars * out->n_comp) == NS_OK)
+            out->n_vars++;
     const double *t = ns_sim_traces(sim, &out->samples, &out->sites);
     out->traces = malloc((size_t)(out->samples * out->sites) * sizeof(double));
     memcpy(out->traces, t, (size_t)(out->samples * out->sites) * sizeof(double));
@@ -132,15 +142,30 @@ static void compare(const char *what, const run_out *a, const run_out *b, int64_
         }
         worst_rms = fmax(worst_rms, sqrt(sum / (double)a->samples));
     }
-    printf("%s: %lld spikes, max spike-time difference %.2e ms, max RMS %.2e mV, max |dv| %.2e mV\n", what,
-           (long long)total, worst_t, worst_rms, worst_max);
+    /* the model's variables read back from the device against the CPU's
+     * (NaN where a mechanism is absent: the same places) */
+    double worst_var = 0.0;
+    int nan_differ = 0;
+    CHECK(a->n_vars == b->n_vars && a->n_vars >= 2 && a->n_comp == b->n_comp);
+    for (int64_t k = 0; a->vars && b->vars && a->n_vars == b->n_vars && k < (int64_t)a->n_vars * a->n_comp; ++k) {
+        if (isnan(a->vars[k]) || isnan(b->vars[k])) nan_differ += isnan(a->vars[k]) != isnan(b->vars[k]);
+        else worst_var = fmax(worst_var, fabs(a->vars[k] - b->vars[k]) / fmax(fabs(b->vars[k]), 1e-12));
+    }
+    printf("%s: %lld spikes, max spike-time difference %.2e ms, max RMS %.2e mV, max |dv| %.2e mV; %d model variables "
+           "of cell 0 within %.2e relative\n", what, (long long)total, worst_t, worst_rms, worst_max, a->n_vars,
+           worst_var);
+    CHECK_MSG(nan_differ == 0 && worst_var <= 1e-6, "%s: model variables differ (%g relative, %d NaN places)", what,
+              worst_var, nan_differ);
     CHECK_MSG(total > 0, "%s: no spikes (the clamps should make some)", what);
     CHECK_MSG(worst_t <= tol_t, "%s: spike times differ by %g ms", what, worst_t);
     CHECK_MSG(worst_rms <= tol_rms && worst_max <= tol_max, "%s: traces differ (RMS %g, max %g mV)", what, worst_rms,
               worst_max);
 }
 
-static void free_out(run_out *o) { free(o->traces); }
+static void free_out(run_out *o) {
+    free(o->traces);
+    free(o->vars);
+}
 
 int main(void) {
     int gpus = 0;

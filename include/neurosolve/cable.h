@@ -296,6 +296,16 @@ NS_API ns_status ns_sim_get_state(ns_sim_t *sim, int64_t cell, double *v, double
 NS_API ns_status ns_sim_set_state(ns_sim_t *sim, int64_t cell, const double *v, const double *m, const double *h,
                                   const double *n);
 
+/* A variable of a model's mechanisms or ions in one cell (host array of the
+ * cell's compartment count), by NEURON's name: FIELD_MECH for any field of an
+ * inserted mechanism (parameter, assigned or state: m_NaTs2_t, gIhbar_Ih,
+ * ica_Ca_HVA), NaN at compartments without the mechanism; or an ion's eX, Xi,
+ * Xo (every compartment) and iX (its total current, kept only where some
+ * mechanism reads it: else NS_ERR_UNSUPPORTED). A simulation without a model,
+ * or an unknown name, is refused naming the names there are. A GPU
+ * simulation copies the cell's values from the device. */
+NS_API ns_status ns_sim_get_model_var(ns_sim_t *sim, int64_t cell, const char *name, double *values);
+
 /* ------------------------------------------- the whole state, in place
  * For coupling a simulation to other code (extracellular fields, gap
  * junctions, another simulator) between ns_sim_advance calls without a

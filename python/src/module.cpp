@@ -1419,6 +1419,15 @@ NB_MODULE(_core, m) {
             d["n"] = nn;
             return d;
         }, "cell"_a, "The state of one cell: dict of v, m, h, n (numpy copies, the cell's compartments).")
+        .def("model_var", [](Simulation &s, int64_t cell, const std::string &name) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            if (cell < 0 || cell >= ns_sim_cells(s.s))
+                fail(NS_ERR_INVALID_ARGUMENT, "Simulation.model_var: cell " + std::to_string(cell) + " out of range");
+            auto x = empty_numpy<double>((size_t)s.cell_size(cell));
+            check(ns_sim_get_model_var(s.s, cell, name.c_str(), x.data()));
+            return x;
+        }, "cell"_a, "name"_a, "A model's variable in one cell by NEURON's name (m_NaTs2_t, gIhbar_Ih, cai, eca): "
+                               "numpy copy over the cell's compartments, NaN where the mechanism is absent.")
         .def("cell_offset", [](const Simulation &s, int64_t cell) {
             const int64_t o = ns_sim_cell_offset(s.s, cell);
             if (o < 0)

@@ -84,3 +84,12 @@ def test_l5_model_against_neuron(tmp_path):
     expect = [t for t in spikes if t < 300.0]
     assert len(ours) == len(expect) == 6
     assert np.max(np.abs(np.asarray(ours) - np.asarray(expect))) < 0.05
+    # the soma's calcium at 300 ms against NEURON's cai column (its 7 significant digits)
+    rows = [l for l in open(ref) if not l.startswith("#")]
+    col = rows[0].strip().split(",").index("cai_1_0.5")
+    neuron_cai = next(float(r.split(",")[col]) for r in rows[1:] if abs(float(r.split(",")[0]) - 300.0) < 1e-9)
+    cai = sim.model_var(0, "cai")[soma]
+    assert abs(cai - neuron_cai) <= 1e-6 * neuron_cai
+    assert np.isnan(sim.model_var(0, "gIhbar_Ih")).any()  # Ih is not in the axon
+    with pytest.raises(ns.InvalidArgumentError, match="m_hh"):
+        sim.model_var(0, "m_hh")

@@ -710,7 +710,10 @@ void ns_sim_model_free(sim_model *m) {
         }
     if (m->ion_init)
         for (int32_t s = 0; s < m->n_shapes; ++s) free(m->ion_init[s]);
+    if (m->written)
+        for (int32_t s = 0; s < m->n_shapes; ++s) free(m->written[s]);
     free(m->ion_init);
+    free(m->written);
     free(m->per_shape);
     free(m->mechs);
     free(m->descs);
@@ -875,16 +878,13 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
         if (ion < 0)
             st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s: no inserted mechanism uses the ion %s", s->where, s->text,
                          s->ion);
-        else if (s->which == ION_E && r->ions[ion].write_c) /* NEURON would overwrite it silently */
-            st = ns_fail(NS_ERR_INVALID_ARGUMENT,
-                         "%s: %s: e%s follows from %si and %so by Nernst (a mechanism writes the concentration): "
-                         "set those instead", s->where, s->text, s->ion, s->ion, s->ion);
     }
     r->n_shapes = n_shapes;
     if (st == NS_OK) {
         r->per_shape = calloc((size_t)n_shapes * (size_t)(r->n_mechs > 0 ? r->n_mechs : 1), sizeof *r->per_shape);
         r->ion_init = calloc((size_t)n_shapes, sizeof *r->ion_init);
-        if (!r->per_shape || !r->ion_init) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+        r->written = calloc((size_t)n_shapes, sizeof *r->written);
+        if (!r->per_shape || !r->ion_init || !r->written) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
     }
     unsigned char *matched = calloc((size_t)(model->n > 0 ? model->n : 1), 1); /* statements that applied */
     if (!matched && st == NS_OK) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
@@ -907,8 +907,10 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
         unsigned char *ins = calloc((size_t)n * nm, 1);  /* [i * nm + m] */
         double **param = calloc(nm, sizeof *param);       /* per mech: n_params * n (all nodes) */
         unsigned char *ion_set = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), 1);
+        int32_t *user_e = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), sizeof *user_e); /* stmt + 1 */
+        unsigned char *written = r->written[k] = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), 1);
         r->ion_init[k] = malloc((size_t)(3 * (r->n_ions > 0 ? r->n_ions : 1)) * (size_t)n * sizeof(double));
-        if (!dist || !ins || !param || !ion_set || !r->ion_init[k] || !first_id)
+        if (!dist || !ins || !param || !ion_set || !user_e || !written || !r->ion_init[k] || !first_id)
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
         for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
             const int np = r->mechs[m].desc->n_params;
@@ -967,26 +969,50 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
                 else {
                     ion0[(3 * ion + s->which) * (int64_t)n + i] = x;
                     ion_set[(size_t)i * r->n_ions + ion] |= (unsigned char)(1u << s->which);
+                    if (s->which == ION_E) user_e[(size_t)i * r->n_ions + ion] = q + 1;
                 }
             }
         }
+        /* where a mechanism inserted at a node writes an ion's concentration,
+         * e follows by Nernst there (NEURON's ion style, per section) */
+        for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
+            const ns_mech_desc *d = r->mechs[m].desc;
+            for (int j = 0; j < d->n_ions; ++j)
+                if (d->ions[j].flags & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO))
+                    for (int32_t i = 0; i < n; ++i)
+                        if (ins[(size_t)i * nm + m]) written[(size_t)r->mechs[m].ion[j] * n + i] = 1;
+        }
+        /* an eX there would be overwritten (NEURON does so silently): refused */
+        for (int32_t j = 0; j < r->n_ions && st == NS_OK; ++j)
+            for (int32_t i = 0; i < n; ++i)
+                if (written[(size_t)j * n + i] && user_e[(size_t)i * r->n_ions + j]) {
+                    const stmt *s = &model->stmts[user_e[(size_t)i * r->n_ions + j] - 1];
+                    st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                                 "shape %d: %s: %s: at compartment %d a mechanism writes the concentration of %s, "
+                                 "so e%s follows from %si and %so by Nernst there (set those)",
+                                 (int)k, s->where, s->text, (int)i, r->ions[j].name, r->ions[j].name,
+                                 r->ions[j].name, r->ions[j].name);
+                    break;
+                }
         /* every ion a mechanism uses has values where it is used: a default
-         * ion (na, k, ca), or values the model gives (e unless some mechanism
-         * writes the concentrations, which then need ci and co) */
+         * ion (na, k, ca), or values the model gives (e where no mechanism
+         * writes the concentrations; ci and co where one does) */
         for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
             const ns_mech_desc *d = r->mechs[m].desc;
             for (int j = 0; j < d->n_ions && st == NS_OK; ++j) {
                 const int ion = r->mechs[m].ion[j];
-                const unsigned need = r->ions[ion].write_c ? 6u : 1u;
-                for (int32_t i = 0; i < n; ++i)
+                for (int32_t i = 0; i < n; ++i) {
+                    const int w = written[(size_t)ion * n + i];
+                    const unsigned need = w ? 6u : 1u;
                     if (ins[(size_t)i * nm + m] && (ion_set[(size_t)i * r->n_ions + ion] & need) != need) {
                         st = ns_fail(NS_ERR_INVALID_ARGUMENT,
                                      "shape %d: model: %s uses the ion %s, which has no default values and no "
                                      "mechanism provides: set %s in the model (compartment %d)",
                                      (int)k, d->name, r->ions[ion].name,
-                                     r->ions[ion].write_c ? "its concentrations Xi and Xo" : "its eX", (int)i);
+                                     w ? "its concentrations Xi and Xo" : "its eX", (int)i);
                         break;
                     }
+                }
             }
         }
         /* instances: the nodes where each mechanism is inserted */
@@ -1015,6 +1041,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
         free(dist);
         free(ins);
         free(ion_set);
+        free(user_e);
         free(first_id);
     }
     /* a section selector that names no section of any shape is a mistake */

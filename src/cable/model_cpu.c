@@ -36,7 +36,8 @@ struct model_block {
     int32_t n_mechs;
     mech_block *m;
     int64_t nw;
-    double *ion; /* per ion j: e, ci, co, i, didv at [(5 * j + q) * nw] */
+    double *ion;            /* per ion j: e, ci, co, i, didv at [(5 * j + q) * nw] */
+    unsigned char *written; /* per ion j at [j * nw]: e by Nernst at that lane-node */
 };
 
 void ns_model_block_free(model_block *b) {
@@ -50,6 +51,7 @@ void ns_model_block_free(model_block *b) {
     }
     free(b->m);
     free(b->ion);
+    free(b->written);
     free(b);
 }
 
@@ -61,7 +63,12 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
     b->nw = (int64_t)n * w;
     b->m = calloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1), sizeof *b->m);
     b->ion = malloc((size_t)(5 * (model->n_ions > 0 ? model->n_ions : 1)) * (size_t)b->nw * sizeof *b->ion);
-    if (!b->m || !b->ion) goto oom;
+    b->written = malloc((size_t)(model->n_ions > 0 ? model->n_ions : 1) * (size_t)b->nw);
+    if (!b->m || !b->ion || !b->written) goto oom;
+    for (int32_t j = 0; j < model->n_ions; ++j)
+        for (int32_t i = 0; i < n; ++i)
+            memset(b->written + (size_t)j * (size_t)b->nw + (size_t)i * (size_t)w,
+                   model->written[shape][(size_t)j * (size_t)n + (size_t)i], (size_t)w);
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         const sim_mech *sm = &model->mechs[k];
         const ns_mech_desc *d = sm->desc;
@@ -136,7 +143,8 @@ static void nernst_ions(const sim_model *model, model_block *b, double celsius, 
             if (!mine) continue;
         }
         double *base = b->ion + (size_t)5 * (size_t)j * (size_t)b->nw;
-        ns_sim_model_nernst(&model->ions[j], celsius, base + b->nw, base + 2 * b->nw, base, b->nw);
+        ns_sim_model_nernst(&model->ions[j], celsius, base + b->nw, base + 2 * b->nw,
+                            b->written + (size_t)j * (size_t)b->nw, base, b->nw);
     }
 }
 
@@ -227,3 +235,4 @@ const double *ns_model_block_ion(const model_block *b, int32_t ion, int q) {
 }
 
 double *ns_model_block_ion_data(model_block *b, int32_t ion) { return b->ion + (size_t)(5 * ion) * (size_t)b->nw; }
+const double *ns_model_block_field(const model_block *b, int32_t k, int f) { return b->m[k].field[f]; }

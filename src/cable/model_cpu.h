@@ -28,10 +28,11 @@ const double *ns_model_block_ion(const model_block *b, int32_t ion, int q);
 /* The block's storage of ion `ion`: e, ci, co, i, didv, each n * w (net.c's
  * point processes share it). */
 double *ns_model_block_ion_data(model_block *b, int32_t ion);
+/* Field f of mechanism k over the block's instances ((node, lane) order). */
+const double *ns_model_block_field(const model_block *b, int32_t k, int f);
 
 /* The same for one cell of a CPU simulation of a model (step_cpu.c), into
  * out[compartment]: for tests (the ion state is not public API yet). i and
  * didv exist only for an ion whose current some mechanism reads. */
-ns_status ns_sim_cpu_model_ion(const ns_sim_t *sim, int64_t cell, const char *ion, int q, double *out);
 
 #endif

@@ -15,7 +15,7 @@
 typedef struct sim_ion {
     char name[16];
     int charge;
-    int write_c; /* a mechanism writes its concentration: e by Nernst (NEURON's ion style) */
+    int write_c; /* a mechanism writes its concentration somewhere (see sim_model.written) */
     int read_i;  /* a mechanism reads its current: the loops keep i and didv (else NULL views) */
 } sim_ion;
 
@@ -46,6 +46,9 @@ typedef struct sim_model {
     sim_mech_shape *per_shape; /* [s * n_mechs + m] */
     double **ion_init;         /* per shape: 3 * n_ions arrays of n: e, ci, co of ion j at
                                   [(3 * j + q) * n + node] */
+    unsigned char **written;   /* per shape: [j * n + node] 1 where a mechanism inserted there writes
+                                  ion j's concentration: e follows by Nernst at that node only
+                                  (NEURON's ion style is per section) */
     int32_t n_descs;           /* the catalogue: the library's mechanisms, then the built-ins */
     const ns_mech_desc **descs; /* it does not shadow (the synapses' types, net.c) */
 } sim_model;
@@ -63,10 +66,12 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
                                const ns_sim_params *params, sim_model **out);
 void ns_sim_model_free(sim_model *m);
 
-/* NEURON's Nernst potential over count nodes of one ion (e from ci, co). */
+/* NEURON's Nernst potential over count nodes of one ion (e from ci, co)
+ * where written[i] is set. */
 static inline void ns_sim_model_nernst(const sim_ion *ion, double celsius, const double *ci, const double *co,
-                                       double *e, int64_t count) {
-    for (int64_t i = 0; i < count; ++i) e[i] = ns_mech_nernst(ci[i], co[i], ion->charge, celsius);
+                                       const unsigned char *written, double *e, int64_t count) {
+    for (int64_t i = 0; i < count; ++i)
+        if (written[i]) e[i] = ns_mech_nernst(ci[i], co[i], ion->charge, celsius);
 }
 
 #endif

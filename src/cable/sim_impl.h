@@ -121,6 +121,11 @@ struct sim_ops {
      * except the pointer and stream, which belong to the backend */
     ns_status (*read_var)(ns_sim_t *sim, ns_sim_var var, double *flat, void *stream);
     ns_status (*write_var)(ns_sim_t *sim, ns_sim_var var, const double *flat, void *stream);
+    /* ns_sim_get_model_var: field `field` of the model's mechanism `mech`
+     * (NaN where it is not inserted), or (mech < 0) array q (0 e, 1 ci, 2 co,
+     * 3 i) of ion `ion`, of one cell, into `out` (host) */
+    ns_status (*model_var)(ns_sim_t *sim, int64_t cell, int32_t mech, int32_t field, int32_t ion, int32_t q,
+                           double *out);
 };
 
 const sim_ops *ns_sim_cpu_ops(void);

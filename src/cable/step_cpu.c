@@ -967,31 +967,29 @@ static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
     return NS_OK;
 }
 
-const sim_ops *ns_sim_cpu_ops(void) {
-    /* no read_var / write_var: the host arrays after cpu_sync_state (sim.c) */
-    static const sim_ops ops = {"cpu",       cpu_create,     cpu_destroy,    cpu_init,
-                                cpu_advance, cpu_sync_state, cpu_load_state, NULL, NULL};
-    return &ops;
-}
-
-ns_status ns_sim_cpu_model_ion(const ns_sim_t *sim, int64_t cell, const char *ion, int q, double *out) {
-    if (!sim || !ion || !out || q < 0 || q > 4)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_cpu_model_ion: bad argument");
-    if (sim->ops != ns_sim_cpu_ops() || !sim->model || !sim->backend_state)
-        return ns_fail(NS_ERR_UNSUPPORTED, "ns_sim_cpu_model_ion: not a CPU simulation of a model");
-    if (cell < 0 || cell >= sim->n_cells)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_cpu_model_ion: no cell %lld", (long long)cell);
-    int32_t j = -1;
-    for (int32_t k = 0; k < sim->model->n_ions; ++k)
-        if (strcmp(sim->model->ions[k].name, ion) == 0) j = k;
-    if (j < 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_cpu_model_ion: no ion %s", ion);
-    if (q >= 3 && !sim->model->ions[j].read_i)
-        return ns_fail(NS_ERR_UNSUPPORTED, "ns_sim_cpu_model_ion: no mechanism reads the current of %s (not kept)",
-                       ion);
+/* A model's variable of one cell from its lane block. */
+static ns_status cpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_t field, int32_t ion, int32_t q,
+                               double *out) {
     const cpu_state *st = sim->backend_state;
     const cpu_block *blk = &st->blocks[st->lane_of[cell] / NS_CPU_LANES_MAX];
     const int32_t lane = (int32_t)(st->lane_of[cell] % NS_CPU_LANES_MAX), w = blk->w;
-    const double *x = ns_model_block_ion(blk->mech, j, q);
-    for (int32_t i = 0; i < sim->shapes[blk->shape].n; ++i) out[i] = x[(int64_t)i * w + lane];
+    const int32_t n = sim->shapes[blk->shape].n;
+    if (mech < 0) {
+        const double *x = ns_model_block_ion(blk->mech, ion, q);
+        for (int32_t i = 0; i < n; ++i) out[i] = x[(int64_t)i * w + lane];
+        return NS_OK;
+    }
+    const sim_mech_shape *ms = &sim->model->per_shape[(size_t)blk->shape * sim->model->n_mechs + mech];
+    const double *x = ns_model_block_field(blk->mech, mech, field);
+    for (int32_t i = 0; i < n; ++i) out[i] = NAN;
+    for (int32_t k = 0; k < ms->n; ++k) out[ms->node[k]] = x[(int64_t)k * w + lane];
     return NS_OK;
 }
+
+const sim_ops *ns_sim_cpu_ops(void) {
+    /* no read_var / write_var: the host arrays after cpu_sync_state (sim.c) */
+    static const sim_ops ops = {"cpu",          cpu_create,     cpu_destroy, cpu_init, cpu_advance,
+                                cpu_sync_state, cpu_load_state, NULL,        NULL,     cpu_model_var};
+    return &ops;
+}
+

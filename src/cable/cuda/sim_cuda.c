@@ -792,8 +792,21 @@ static ns_status gpu_write_var(ns_sim_t *sim, ns_sim_var var, const double *flat
     return gpu_var(sim, var, (double *)flat, stream, 0);
 }
 
+static ns_status gpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_t field, int32_t ion, int32_t q,
+                               double *out) {
+    gpu_state *s = (gpu_state *)sim->backend_state;
+    for (int32_t k = 0; k < s->n_groups; ++k) {
+        const gpu_group *gr = &s->groups[k];
+        if (!gr->tree) continue;
+        for (int64_t j = 0; j < gr->g.cells; ++j)
+            if (gr->cell_id[j] == cell)
+                return ns_gpu_model_var(sim, s->model, gr->cell_id, gr->cell_base, j, mech, field, ion, q, out);
+    }
+    return ns_fail(NS_ERR_INTERNAL, "ns_sim_get_model_var: cell %lld is in no tree group", (long long)cell);
+}
+
 const sim_ops *ns_sim_cuda_ops(void) {
-    static const sim_ops ops = {"cuda",   gpu_create, gpu_destroy,  gpu_init,     gpu_advance,
-                                gpu_sync, gpu_load,   gpu_read_var, gpu_write_var};
+    static const sim_ops ops = {"cuda",   gpu_create, gpu_destroy,  gpu_init,      gpu_advance,
+                                gpu_sync, gpu_load,   gpu_read_var, gpu_write_var, gpu_model_var};
     return &ops;
 }

@@ -30,7 +30,8 @@ struct gpu_model {
     const sim_model *model;
     int64_t nodes;
     gpu_mech *m;
-    double *ion; /* device: per ion j, e, ci, co, i, didv at [(5 * j + q) * nodes] */
+    double *ion;            /* device: per ion j, e, ci, co, i, didv at [(5 * j + q) * nodes] */
+    unsigned char *written; /* device: per ion j at [j * nodes]: e by Nernst there */
 };
 
 void ns_gpu_model_free(gpu_model *g) {
@@ -39,6 +40,7 @@ void ns_gpu_model_free(gpu_model *g) {
         for (int a = 0; a < g->m[k].n_allocs; ++a) cudaFree(g->m[k].allocs[a]);
     free(g->m);
     cudaFree(g->ion);
+    cudaFree(g->written);
     free(g);
 }
 
@@ -63,6 +65,22 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
     if (st == NS_OK && cudaMalloc((void **)&g->ion, (size_t)(5 * (model->n_ions > 0 ? model->n_ions : 1)) *
                                                          (size_t)g->nodes * sizeof(double)) != cudaSuccess)
         st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: the ions of %lld compartments", (long long)g->nodes);
+    /* where each ion's e follows by Nernst, per node of the group */
+    if (st == NS_OK && model->n_ions > 0) {
+        unsigned char *w = malloc((size_t)model->n_ions * (size_t)g->nodes);
+        if (!w) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
+        for (int32_t j = 0; w && j < model->n_ions; ++j)
+            for (int64_t c = 0; c < cells; ++c) {
+                const int32_t s = sim->cell_shape[cell_id[c]], n = sim->shapes[s].n;
+                memcpy(w + (size_t)j * (size_t)g->nodes + (size_t)cell_base[c], model->written[s] + (size_t)j * n,
+                       (size_t)n);
+            }
+        if (w && (cudaMalloc((void **)&g->written, (size_t)model->n_ions * (size_t)g->nodes) != cudaSuccess ||
+                  cudaMemcpy(g->written, w, (size_t)model->n_ions * (size_t)g->nodes, cudaMemcpyHostToDevice) !=
+                      cudaSuccess))
+            st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: the ions of %lld compartments", (long long)g->nodes);
+        free(w);
+    }
     int32_t *nodes_h = NULL;
     for (int32_t k = 0; k < model->n_mechs && st == NS_OK; ++k) {
         const ns_mech_desc *desc = model->mechs[k].desc;
@@ -160,7 +178,8 @@ static ns_status nernst_of(const ns_sim_t *sim, gpu_model *g, const sim_mech *sm
             mine |= sm->ion[q] == j && (sm->desc->ions[q].flags & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO));
         if (!mine) continue;
         double *base = g->ion + (size_t)5 * (size_t)j * (size_t)g->nodes;
-        NS_CUDA_TRY(ns_sim_launch_nernst(base, base + g->nodes, base + 2 * g->nodes, g->nodes, model->ions[j].charge,
+        NS_CUDA_TRY(ns_sim_launch_nernst(base, base + g->nodes, base + 2 * g->nodes,
+                                         g->written + (size_t)j * (size_t)g->nodes, g->nodes, model->ions[j].charge,
                                          sim->params.celsius, stream));
     }
     return NS_OK;
@@ -277,4 +296,32 @@ ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaS
         if (model->mechs[k].writes_c && (st = nernst_of(sim, g, &model->mechs[k], stream)) != NS_OK) return st;
     }
     return NS_OK;
+}
+
+ns_status ns_gpu_model_var(const ns_sim_t *sim, const gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
+                           int64_t j, int32_t mech, int32_t field, int32_t ion, int32_t q, double *out) {
+    const sim_model *model = g->model;
+    const int32_t shape = sim->cell_shape[cell_id[j]];
+    const int32_t n = sim->shapes[shape].n;
+    if (mech < 0) {
+        const double *src = g->ion + (size_t)(5 * ion + q) * (size_t)g->nodes + (size_t)cell_base[j];
+        NS_CUDA_TRY(cudaMemcpy(out, src, (size_t)n * sizeof *out, cudaMemcpyDeviceToHost));
+        return NS_OK;
+    }
+    /* the cell's instances follow those of the cells before it in the group */
+    int64_t first = 0;
+    for (int64_t c = 0; c < j; ++c)
+        first += model->per_shape[(size_t)sim->cell_shape[cell_id[c]] * model->n_mechs + mech].n;
+    const sim_mech_shape *ms = &model->per_shape[(size_t)shape * model->n_mechs + mech];
+    const gpu_mech *gm = &g->m[mech];
+    for (int32_t i = 0; i < n; ++i) out[i] = NAN;
+    if (ms->n == 0) return NS_OK;
+    double *buf = malloc((size_t)ms->n * sizeof *buf);
+    if (!buf) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_get_model_var");
+    const cudaError_t e = cudaMemcpy(buf, gm->fields + (size_t)field * (size_t)gm->p.n + (size_t)first,
+                                     (size_t)ms->n * sizeof *buf, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        for (int32_t k = 0; k < ms->n; ++k) out[ms->node[k]] = buf[k];
+    free(buf);
+    return e == cudaSuccess ? NS_OK : ns_fail(NS_ERR_CUDA, "ns_sim_get_model_var: %s", cudaGetErrorString(e));
 }

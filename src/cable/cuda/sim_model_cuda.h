@@ -29,9 +29,14 @@ ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, 
 /* Every mechanism's state at t (Nernst after a concentration writer). */
 ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaStream_t stream);
 
-/* e = NEURON's Nernst potential of (ci, co) over n nodes. */
-cudaError_t ns_sim_launch_nernst(double *e, const double *ci, const double *co, int64_t n, int charge, double celsius,
-                                 cudaStream_t stream);
+/* ns_sim_get_model_var for local cell j of the group (host `out`, the
+ * cell's compartment count; NaN where the mechanism is not inserted). */
+ns_status ns_gpu_model_var(const ns_sim_t *sim, const gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
+                           int64_t j, int32_t mech, int32_t field, int32_t ion, int32_t q, double *out);
+
+/* e = NEURON's Nernst potential of (ci, co) over the n nodes where written[i]. */
+cudaError_t ns_sim_launch_nernst(double *e, const double *ci, const double *co, const unsigned char *written, int64_t n,
+                                 int charge, double celsius, cudaStream_t stream);
 
 #ifdef __cplusplus
 }
