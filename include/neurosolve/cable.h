@@ -205,10 +205,11 @@ NS_API ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compart
  * only; an unknown name is refused naming the mechanism's parameters. */
 NS_API ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *name, double value);
 
-/* A spike detector (NEURON's NetCon source v(x) with a threshold): a spike
- * is the first step end at which v of the compartment is above threshold
- * [mV] after being at or below it; its time is that of the step end (not
- * interpolated, as NEURON's fixed step). */
+/* A spike detector (NEURON's NetCon source v(x) with a threshold): checked
+ * at t = 0 and at every step end, a spike is a check at which v of the
+ * compartment is above threshold [mV] and was not at the previous one (none
+ * before t = 0: v_init above it fires at once). Its time is the check's time
+ * plus 1e-10 ms, not interpolated, as NEURON's fixed step records it. */
 NS_API ns_status ns_sim_add_detector(ns_sim_t *sim, int64_t cell, int32_t compartment, double threshold,
                                      int64_t *source);
 /* A train of given spike times [ms] (finite, >= 0; copied and sorted), as
