@@ -5,7 +5,8 @@
 # the hand-written hh (GPU tree loop and CPU loop, 16 threads), and the BBP
 # layer 5 model on the GPU and the CPU. Logs in $OUT/model_logs.tgz, the
 # timing table in $OUT/model_bench.txt.
-# Usage: bash bench/device_model.sh [STEP...]  (default: tests bench)
+# Usage: bash bench/device_model.sh [STEP...]  (default: tests bench; also: ctest, the whole GPU build's
+# suite but the large tests)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FINAL=${OUT:-./out}
@@ -43,6 +44,8 @@ L5M="--model $ROOT/data/models/l5pc_hay.model --mechanisms $P/libbbp.so --iclamp
 [ -d "$ROOT/.whl/nrnmech_bbp/x86_64" ] && export NRN_MECH_DIR="$ROOT/.whl/nrnmech_bbp"
 for step in $STEPS; do
   case $step in
+    ctest)
+      run ctest-gpu 420 ctest --test-dir "$BUILD" -j 8 --output-on-failure -LE large ;;
     tests)
       for t in test_sim_model_cuda test_sim_model test_cable_cuda test_sim_state test_cable test_nmodl_neuron; do
         [ -x "$BUILD/tests/$t" ] && run "$t" 300 "$BUILD/tests/$t"
