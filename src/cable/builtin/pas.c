@@ -7,7 +7,17 @@ static const double nsm_pas_gdefaults[] = {0.0};
 static const char *const nsm_pas_gnames[] = {NULL};
 static const ns_mech_ion_use nsm_pas_ions[] = {{NULL, 0, 0u}};
 
-static void nsm_pas_init(ns_mech_ppack *p) {
+#undef NSM_LOOP
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && \
+    (defined(__GNUC__) || defined(__clang__)) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)
+#define NSM_LOOP static __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
+#elif defined(__GNUC__) || defined(__clang__)
+#define NSM_LOOP static __attribute__((flatten))
+#else
+#define NSM_LOOP static
+#endif
+
+NSM_LOOP void nsm_pas_init(ns_mech_ppack *p) {
     const int n = p->n;
     if (!p->node_index) {
         const int b = p->node_begin;
@@ -25,7 +35,7 @@ static void nsm_pas_init(ns_mech_ppack *p) {
     }
 }
 
-static void nsm_pas_current(ns_mech_ppack *p) {
+NSM_LOOP void nsm_pas_current(ns_mech_ppack *p) {
     const int n = p->n;
     if (!p->node_index) {
         const int b = p->node_begin;
@@ -43,7 +53,7 @@ static void nsm_pas_current(ns_mech_ppack *p) {
     }
 }
 
-static void nsm_pas_state(ns_mech_ppack *p) {
+NSM_LOOP void nsm_pas_state(ns_mech_ppack *p) {
     const int n = p->n;
     if (!p->node_index) {
         const int b = p->node_begin;
