@@ -807,14 +807,14 @@ static int emit_c(gen *g) {
         put(b, "    return rebuilt;\n}\n\n");
     }
     /* the loops: flattened (every call inlined, so that nothing stops the
-     * vectoriser) and, where the toolchain has ifuncs (glibc on x86-64),
+     * vectoriser; gcc inlines nothing into a clone otherwise) and, where the toolchain has ifuncs (glibc on x86-64),
      * compiled for AVX-512, AVX2 and the baseline, chosen at load time as the
      * hand-written CPU loop is (src/cable/step_cpu.c, NS_CLONES). No FMA
      * contraction in any of them (-ffp-contract=off), so that the clones
      * compute the same values. */
     put(b, "#undef NSM_LOOP\n"
-           "#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && \\\n"
-           "    (defined(__GNUC__) || defined(__clang__)) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)\n"
+           "#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && \\\n"
+           "    !defined(__clang__) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)\n"
            "#define NSM_LOOP static __attribute__((target_clones(\"avx512f\", \"avx2\", \"default\"), flatten))\n"
            "#elif defined(__GNUC__) || defined(__clang__)\n"
            "#define NSM_LOOP static __attribute__((flatten))\n"

@@ -8,8 +8,8 @@ static const char *const nsm_Exp2Syn_gnames[] = {NULL};
 static const ns_mech_ion_use nsm_Exp2Syn_ions[] = {{NULL, 0, 0u}};
 
 #undef NSM_LOOP
-#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && \
-    (defined(__GNUC__) || defined(__clang__)) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && \
+    !defined(__clang__) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)
 #define NSM_LOOP static __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
 #elif defined(__GNUC__) || defined(__clang__)
 #define NSM_LOOP static __attribute__((flatten))

@@ -46,8 +46,8 @@ static int nsm_hh_table_update(ns_mech_ppack *p) {
 }
 
 #undef NSM_LOOP
-#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && \
-    (defined(__GNUC__) || defined(__clang__)) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && \
+    !defined(__clang__) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)
 #define NSM_LOOP static __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
 #elif defined(__GNUC__) || defined(__clang__)
 #define NSM_LOOP static __attribute__((flatten))
