@@ -807,11 +807,13 @@ static int emit_c(gen *g) {
         put(b, "    return rebuilt;\n}\n\n");
     }
     /* the loops: flattened (every call inlined, so that nothing stops the
-     * vectoriser; gcc inlines nothing into a clone otherwise) and, where the toolchain has ifuncs (glibc on x86-64),
-     * compiled for AVX-512, AVX2 and the baseline, chosen at load time as the
+     * vectoriser; gcc inlines nothing into a clone otherwise) and, with gcc
+     * where the toolchain has ifuncs (glibc on x86-64), compiled for
+     * AVX-512, AVX2 and the baseline, chosen at load time as the
      * hand-written CPU loop is (src/cable/step_cpu.c, NS_CLONES). No FMA
      * contraction in any of them (-ffp-contract=off), so that the clones
-     * compute the same values. */
+     * compute the same values. Not with clang: it refuses flatten with
+     * target_clones, and without flatten inlines too little into a clone. */
     put(b, "#undef NSM_LOOP\n"
            "#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && \\\n"
            "    !defined(__clang__) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)\n"
