@@ -685,6 +685,26 @@ static int emit_header(gen *g) {
     return 0;
 }
 
+/* The two paths of one loop, at indentation ind. The contiguous path:
+ * instance i alone touches node node_begin + i, its field entries and its ion
+ * slot, so no iteration depends on another (ivdep). The node_index path: a
+ * density mechanism has one instance per node in a call, so the same holds
+ * (the loops gather v, and the model loop calls state() and init() of a
+ * density mechanism that way, docs/mechanisms.md); a point process's
+ * instances can share a node, so that loop stays as written. */
+static void emit_paths(gen *g, const char *what, const char *ind) {
+    const char *name = g->m->name;
+    static const char *ivdep = "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC ivdep\n"
+                               "#elif defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n#endif\n";
+    put(g->b, "%sif (!p->node_index) {\n", ind);
+    put(g->b, "%s    const int b = p->node_begin;\n", ind);
+    put(g->b, "%s    q.node_index = NULL; /* known here: ion slots are the nodes */\n", ind);
+    put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, b + i);\n", ivdep, ind, name, what);
+    put(g->b, "%s} else {\n%s    const int *ni = p->node_index;\n", ind, ind);
+    put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, ni[i]);\n%s}\n", g->m->point ? "" : ivdep, ind,
+        name, what, ind);
+}
+
 static void emit_loop(gen *g, const char *what) {
     const char *name = g->m->name;
     int ng = g->m->n_globals;
@@ -692,21 +712,15 @@ static void emit_loop(gen *g, const char *what) {
     /* every loop keeps the tables current, so that a tabled call in any of
      * them can read its table without testing it (emit_callable) */
     if (g->m->table_size) put(g->b, "    nsm_%s_table_update(p);\n", name);
-    /* The contiguous path: instance i alone touches node node_begin + i, its
-     * field entries and its ion slot, so no iteration depends on another
-     * (ivdep); a local copy of the ppack lets the compiler keep its pointers
-     * in registers, and a local copy of the GLOBALs lets it see that no
-     * instance's store changes them (usetable_NAME: the loop is unswitched
-     * on it). gcc then vectorises the loops without calls to libm. */
-    put(g->b, "    const int n = p->n;\n"
-              "    if (!p->node_index) {\n"
-              "        const int b = p->node_begin;\n"
-              "        ns_mech_ppack q = *p;\n"
-              "        q.node_index = NULL; /* known here: ion slots are the nodes */\n");
-    if (ng) put(g->b, "        double g_[%d];\n        memcpy(g_, p->global, sizeof g_);\n        q.global = g_;\n", ng);
-    /* With TABLEs, two loops: one where every usetable_NAME is not 0, set
-     * to 1 in the local copy for its duration (the value the lookups test
-     * is then a constant: no branch left), and one for the rest. */
+    /* A local copy of the ppack lets the compiler keep its pointers in
+     * registers, and a local copy of the GLOBALs lets it see that no
+     * instance's store changes them. gcc then vectorises the loops without
+     * calls to libm. */
+    put(g->b, "    const int n = p->n;\n    ns_mech_ppack q = *p;\n");
+    if (ng) put(g->b, "    double g_[%d];\n    memcpy(g_, p->global, sizeof g_);\n    q.global = g_;\n", ng);
+    /* With TABLEs, the loops twice: where every usetable_NAME is not 0, set
+     * to 1 in the local copy for their duration (the value the lookups test
+     * is then a constant: no branch left), and for the rest. */
     int nt = 0;
     for (int i = 0; i < g->m->n_blocks; i++) nt += g->m->blocks[i]->table != NULL;
     int *ut = nt ? calloc((size_t)nt, sizeof *ut) : NULL;
@@ -719,31 +733,22 @@ static void emit_loop(gen *g, const char *what) {
         snprintf(un, sizeof un, "usetable_%s", bl->name);
         ut[nt++] = find_var(g->m, un)->global;
     }
-    const char *ind = "        ";
     if (nt) {
-        put(g->b, "        if (");
+        put(g->b, "    if (");
         for (int k = 0; k < nt; k++) put(g->b, "%sg_[%d] != 0.0", k ? " && " : "", ut[k]);
         put(g->b, ") {\n");
-        for (int k = 0; k < nt; k++) put(g->b, "            const double u%d_ = g_[%d];\n            g_[%d] = 1.0;\n", k, ut[k], ut[k]);
-        ind = "            ";
+        for (int k = 0; k < nt; k++) put(g->b, "        const double u%d_ = g_[%d];\n        g_[%d] = 1.0;\n", k, ut[k], ut[k]);
+        emit_paths(g, what, "        ");
+        for (int k = 0; k < nt; k++) put(g->b, "        g_[%d] = u%d_;\n", ut[k], k);
+        put(g->b, "    } else {\n");
+        emit_paths(g, what, "        ");
+        put(g->b, "    }\n");
+    } else {
+        emit_paths(g, what, "    ");
     }
-    for (int pass = 0; pass < (nt ? 2 : 1); pass++) {
-        put(g->b, "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC ivdep\n"
-                  "#elif defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n#endif\n"
-                  "%sfor (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, b + i);\n", ind, name, what);
-        if (nt && pass == 0) {
-            for (int k = 0; k < nt; k++) put(g->b, "            g_[%d] = u%d_;\n", ut[k], k);
-            put(g->b, "        } else {\n");
-        }
-    }
-    if (nt) put(g->b, "        }\n");
     free(ut);
-    if (ng) put(g->b, "        if (memcmp(g_, p->global, sizeof g_)) memcpy(p->global, g_, sizeof g_);\n");
-    put(g->b, "    } else {\n"
-              "        const int *ni = p->node_index;\n"
-              "        for (int i = 0; i < n; ++i) nsm_%s_%s_one(p, i, ni[i]);\n"
-              "    }\n}\n\n",
-        name, what);
+    if (ng) put(g->b, "    if (memcmp(g_, p->global, sizeof g_)) memcpy(p->global, g_, sizeof g_);\n");
+    put(g->b, "}\n\n");
 }
 
 static void emit_strs(buf *b, const char *label, const char *const *s, int n) {

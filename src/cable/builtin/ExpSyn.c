@@ -19,9 +19,9 @@ static const ns_mech_ion_use nsm_ExpSyn_ions[] = {{NULL, 0, 0u}};
 
 NSM_LOOP void nsm_ExpSyn_init(ns_mech_ppack *p) {
     const int n = p->n;
+    ns_mech_ppack q = *p;
     if (!p->node_index) {
         const int b = p->node_begin;
-        ns_mech_ppack q = *p;
         q.node_index = NULL; /* known here: ion slots are the nodes */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
@@ -31,15 +31,15 @@ NSM_LOOP void nsm_ExpSyn_init(ns_mech_ppack *p) {
         for (int i = 0; i < n; ++i) nsm_ExpSyn_init_one(&q, i, b + i);
     } else {
         const int *ni = p->node_index;
-        for (int i = 0; i < n; ++i) nsm_ExpSyn_init_one(p, i, ni[i]);
+        for (int i = 0; i < n; ++i) nsm_ExpSyn_init_one(&q, i, ni[i]);
     }
 }
 
 NSM_LOOP void nsm_ExpSyn_current(ns_mech_ppack *p) {
     const int n = p->n;
+    ns_mech_ppack q = *p;
     if (!p->node_index) {
         const int b = p->node_begin;
-        ns_mech_ppack q = *p;
         q.node_index = NULL; /* known here: ion slots are the nodes */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
@@ -49,15 +49,15 @@ NSM_LOOP void nsm_ExpSyn_current(ns_mech_ppack *p) {
         for (int i = 0; i < n; ++i) nsm_ExpSyn_current_one(&q, i, b + i);
     } else {
         const int *ni = p->node_index;
-        for (int i = 0; i < n; ++i) nsm_ExpSyn_current_one(p, i, ni[i]);
+        for (int i = 0; i < n; ++i) nsm_ExpSyn_current_one(&q, i, ni[i]);
     }
 }
 
 NSM_LOOP void nsm_ExpSyn_state(ns_mech_ppack *p) {
     const int n = p->n;
+    ns_mech_ppack q = *p;
     if (!p->node_index) {
         const int b = p->node_begin;
-        ns_mech_ppack q = *p;
         q.node_index = NULL; /* known here: ion slots are the nodes */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
@@ -67,7 +67,7 @@ NSM_LOOP void nsm_ExpSyn_state(ns_mech_ppack *p) {
         for (int i = 0; i < n; ++i) nsm_ExpSyn_state_one(&q, i, b + i);
     } else {
         const int *ni = p->node_index;
-        for (int i = 0; i < n; ++i) nsm_ExpSyn_state_one(p, i, ni[i]);
+        for (int i = 0; i < n; ++i) nsm_ExpSyn_state_one(&q, i, ni[i]);
     }
 }
 

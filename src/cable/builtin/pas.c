@@ -19,9 +19,9 @@ static const ns_mech_ion_use nsm_pas_ions[] = {{NULL, 0, 0u}};
 
 NSM_LOOP void nsm_pas_init(ns_mech_ppack *p) {
     const int n = p->n;
+    ns_mech_ppack q = *p;
     if (!p->node_index) {
         const int b = p->node_begin;
-        ns_mech_ppack q = *p;
         q.node_index = NULL; /* known here: ion slots are the nodes */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
@@ -31,15 +31,20 @@ NSM_LOOP void nsm_pas_init(ns_mech_ppack *p) {
         for (int i = 0; i < n; ++i) nsm_pas_init_one(&q, i, b + i);
     } else {
         const int *ni = p->node_index;
-        for (int i = 0; i < n; ++i) nsm_pas_init_one(p, i, ni[i]);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n; ++i) nsm_pas_init_one(&q, i, ni[i]);
     }
 }
 
 NSM_LOOP void nsm_pas_current(ns_mech_ppack *p) {
     const int n = p->n;
+    ns_mech_ppack q = *p;
     if (!p->node_index) {
         const int b = p->node_begin;
-        ns_mech_ppack q = *p;
         q.node_index = NULL; /* known here: ion slots are the nodes */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
@@ -49,15 +54,20 @@ NSM_LOOP void nsm_pas_current(ns_mech_ppack *p) {
         for (int i = 0; i < n; ++i) nsm_pas_current_one(&q, i, b + i);
     } else {
         const int *ni = p->node_index;
-        for (int i = 0; i < n; ++i) nsm_pas_current_one(p, i, ni[i]);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n; ++i) nsm_pas_current_one(&q, i, ni[i]);
     }
 }
 
 NSM_LOOP void nsm_pas_state(ns_mech_ppack *p) {
     const int n = p->n;
+    ns_mech_ppack q = *p;
     if (!p->node_index) {
         const int b = p->node_begin;
-        ns_mech_ppack q = *p;
         q.node_index = NULL; /* known here: ion slots are the nodes */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
@@ -67,7 +77,12 @@ NSM_LOOP void nsm_pas_state(ns_mech_ppack *p) {
         for (int i = 0; i < n; ++i) nsm_pas_state_one(&q, i, b + i);
     } else {
         const int *ni = p->node_index;
-        for (int i = 0; i < n; ++i) nsm_pas_state_one(p, i, ni[i]);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n; ++i) nsm_pas_state_one(&q, i, ni[i]);
     }
 }
 
