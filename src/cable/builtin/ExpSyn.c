@@ -16,6 +16,9 @@ static const ns_mech_ion_use nsm_ExpSyn_ions[] = {{NULL, 0, 0u}};
 #else
 #define NSM_LOOP static
 #endif
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
 
 NSM_LOOP void nsm_ExpSyn_init(ns_mech_ppack *p) {
     const int n = p->n;

@@ -54,6 +54,9 @@ static int nsm_hh_table_update(ns_mech_ppack *p) {
 #else
 #define NSM_LOOP static
 #endif
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
 
 NSM_LOOP void nsm_hh_init(ns_mech_ppack *p) {
     nsm_hh_table_update(p);
