@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cable/builtin/builtin.h"
 #include "cable/model_impl.h"
 #include "check.h"
 #include "neurosolve/neurosolve.h"
@@ -988,11 +989,80 @@ static void section_selectors(const ns_cell_t *cell) {
     ns_sim_model_destroy(m);
     printf("section selectors: sec:%d %lld compartments, swc:%lld %lld compartments\n", (int)ksec, (long long)in_k,
            (long long)si.first_point_id, (long long)in_swc);
+/* The generated TABLE lookup (branch-free, nmodl_gen.c emit_callable) gives
+ * nocmodl's values: hh's rates after init() on the contiguous path and on the
+ * node_index path against nocmodl's branchy lookup written here (NaN: NaN,
+ * xi <= 0: the first entry, xi >= 200: the last, else linear), bit for bit,
+ * at both ends, just inside them, exactly on them, outside and NaN. */
+static void table_lookup_is_nocmodls(void) {
+    const ns_mech_catalogue *cat = ns_mech_builtin();
+    const ns_mech_desc *hh = NULL;
+    for (int k = 0; cat && k < cat->n; ++k)
+        if (!strcmp(cat->mechs[k]->name, "hh")) hh = cat->mechs[k];
+    CHECK(hh != NULL && hh->table_size == 5 + 6 * 201);
+    if (!hh || hh->table_size != 5 + 6 * 201) return;
+    enum { N = 12 };
+    const double vs[N] = {-250.0, -100.0, -99.9999, -99.0, -65.0, 3.3, 99.0, 99.9999, 100.0, 250.0, NAN, -INFINITY};
+    static const char *const cols[6] = {"minf", "mtau", "hinf", "htau", "ninf", "ntau"};
+    int fi[6];
+    for (int c = 0; c < 6; ++c) CHECK_OK(ns_mech_field_index(hh, cols[c], &fi[c]));
+    for (int path = 0; path < 2; ++path) {
+        double store[18][N], *field[18], global[1] = {1.0}, v[N], rhs[N] = {0}, d[N] = {0};
+        double *table = calloc((size_t)hh->table_size, sizeof *table);
+        double e[2][N], zero[2][N] = {{0}};
+        int ni[N];
+        for (int i = 0; i < N; ++i) { v[i] = vs[i]; ni[i] = i; e[0][i] = 50.0; e[1][i] = -77.0; }
+        for (int f = 0; f < hh->n_fields; ++f) {
+            field[f] = store[f];
+            for (int i = 0; i < N; ++i) store[f][i] = hh->field_defaults[f];
+        }
+        ns_mech_ion_view ion[2] = {{e[0], zero[0], zero[0], NULL, NULL, NULL}, {e[1], zero[1], zero[1], NULL, NULL, NULL}};
+        ns_mech_ppack p = {0};
+        p.n = N;
+        p.node_index = path ? ni : NULL;
+        p.dt = 0.025;
+        p.celsius = 6.3;
+        p.v = v;
+        p.rhs = rhs;
+        p.d = d;
+        p.field = field;
+        p.global = global;
+        p.table = table;
+        p.ion = ion;
+        if (!table) { CHECK(table != NULL); return; }
+        hh->init(&p);
+        CHECK(table[0] == 1.0 && global[0] == 1.0);
+        int bad = 0;
+        for (int i = 0; i < N; ++i) {
+            const double xi = table[3] * (vs[i] - table[2]);
+            for (int c = 0; c < 6; ++c) {
+                const double *col = table + 5 + 201 * c;
+                double want;
+                if (isnan(xi)) want = xi;
+                else if (xi <= 0.) want = col[0];
+                else if (xi >= 200.) want = col[200];
+                else {
+                    const int j = (int)xi;
+                    const double th = xi - (double)j;
+                    want = col[j] + th * (col[j + 1] - col[j]);
+                }
+                const double got = store[fi[c]][i];
+                if (!(got == want || (isnan(got) && isnan(want)))) {
+                    if (bad++ < 5)
+                        fprintf(stderr, "hh %s at v %g (%s path): %.17g, nocmodl's lookup %.17g\n", cols[c], vs[i],
+                                path ? "node_index" : "contiguous", got, want);
+                }
+            }
+        }
+        CHECK_MSG(bad == 0, "%d lookups differ from nocmodl's", bad);
+        free(table);
+    }
 }
 
 int main(void) {
     if (tmpdir_make("ns_sim_model")) return 1;
     builtins_are_generated();
+    table_lookup_is_nocmodls();
     ns_cell_t *cells[3] = {NULL, NULL, NULL};
     for (int k = 0; k < 3; ++k) cells[k] = load_cell(SHAPES[k]);
     ns_cell_t *one = one_compartment();

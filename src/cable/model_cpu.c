@@ -158,10 +158,14 @@ static void bind_one(ns_mech_ppack *p, double *v, double *rhs, double *d, double
 }
 
 /* Call fn over the block's instances of one mechanism: run by run, or once
- * over node_index. */
+ * over node_index (whole: always for init() and state() of a density
+ * mechanism, whose generated node_index loops vectorise with v gathered, so
+ * that the block's zero-area nodes, which split the runs, cost no short
+ * loops; current() scatters into rhs and d, which AVX2 cannot vectorise,
+ * and keeps the runs). */
 static void call(mech_block *mb, ns_mech_fn fn, double *v, double *rhs, double *d, double t, double dt,
-                 double celsius) {
-    if (mb->n_runs == 0) {
+                 double celsius, int whole) {
+    if (mb->n_runs == 0 || whole) {
         bind_one(&mb->p, v, rhs, d, t, dt, celsius);
         fn(&mb->p);
         return;
@@ -201,7 +205,8 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         mech_block *mb = &b->m[k];
         if (mb->p.n == 0) continue;
-        call(mb, model->mechs[k].desc->init, v, NULL, NULL, 0.0, dt, celsius);
+        call(mb, model->mechs[k].desc->init, v, NULL, NULL, 0.0, dt, celsius,
+             model->mechs[k].desc->kind == NS_MECH_DENSITY);
         if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
     }
 }
@@ -218,14 +223,15 @@ void ns_model_block_current(const sim_model *model, model_block *b, int32_t k, d
                             double t, double dt, double celsius) {
     mech_block *mb = &b->m[k];
     if (mb->p.n == 0) return;
-    call(mb, model->mechs[k].desc->current, v, rhs, d, t, dt, celsius);
+    call(mb, model->mechs[k].desc->current, v, rhs, d, t, dt, celsius, 0);
 }
 
 void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius) {
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         mech_block *mb = &b->m[k];
         if (mb->p.n == 0) continue;
-        call(mb, model->mechs[k].desc->state, v, NULL, NULL, t, dt, celsius);
+        call(mb, model->mechs[k].desc->state, v, NULL, NULL, t, dt, celsius,
+             model->mechs[k].desc->kind == NS_MECH_DENSITY);
         if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
     }
 }

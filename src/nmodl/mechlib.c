@@ -127,7 +127,8 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
     if (o.nvcc) {
         char arch[64];
         snprintf(arch, sizeof arch, "-arch=%s", o.cuda_arch ? o.cuda_arch : "sm_90");
-        const char *a[] = {o.nvcc, "-shared", "-O3", arch, "-Xcompiler", "-fPIC,-fvisibility=hidden,-ffp-contract=off",
+        const char *a[] = {o.nvcc, "-shared", "-O3", arch, "-Xcompiler",
+                           "-fPIC,-fvisibility=hidden,-ffp-contract=off,-fno-trapping-math",
                            "-DNS_MECH_WITH_CUDA", "-Wno-deprecated-gpu-targets", NULL};
         for (int i = 0; a[i]; i++)
             if (sv_add(&args, a[i])) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }

@@ -437,35 +437,36 @@ static int emit_callable(gen *g, const block *bl) {
         emit_proto(g, bl, "");
         put(b, " {\n");
         put(b, "    const double *T_ = p->table + %d;\n", t->offset);
-        put(b, "    if (p->global[%d] == 0.0 || T_[0] == 0.0)\n        ", u->global);
-        put(b, "%snsm_%s_%c_%s_exact(p, i_, node_, v_, A_%s);\n", bl->kind == B_FUNCTION ? "return " : "", name,
-            bl->kind == B_FUNCTION ? 'f' : 'p', bl->name, bl->args[0]);
-        if (bl->kind == B_PROCEDURE) put(b, "    if (p->global[%d] == 0.0 || T_[0] == 0.0) return;\n", u->global);
+        /* the exact procedure when usetable_NAME is 0; else nocmodl's lookup
+         * (NaN: NaN; xi <= 0: the first entry; xi >= WITH: the last; else
+         * linear) without branches, like the CPU loop's hand-written gates,
+         * so that the instance loops vectorise (the loops hoist the usetable
+         * test, emit_loop). The loops run table_update first, so the table
+         * is current whenever usetable_NAME is not 0. */
+        put(b, "    if (p->global[%d] == 0.0) %snsm_%s_%c_%s_exact(p, i_, node_, v_, A_%s);\n", u->global,
+            bl->kind == B_FUNCTION ? "return " : "{\n        ", name, bl->kind == B_FUNCTION ? 'f' : 'p', bl->name,
+            bl->args[0]);
+        if (bl->kind == B_PROCEDURE) put(b, "        return;\n    }\n");
         put(b, "    const double xi_ = T_[3] * (A_%s - T_[2]);\n", bl->args[0]);
+        /* as the CPU loop's gates (step_cpu.c): xs = xi when strictly
+         * inside, else 0 by a product (no constant index on any path, which
+         * would give the compiler branches with loads in them); the loads of
+         * entries j, j + 1 and both ends done whatever the case, then selects */
+        put(b, "    const int in_ = (xi_ > 0.) & (xi_ < %d.), hi_ = xi_ >= %d., nan_ = xi_ != xi_;\n", t->with, t->with);
+        put(b, "    const double xc_ = xi_ == xi_ ? xi_ : 0.0, xd_ = xc_ < %d. ? xc_ : %d.;\n", t->with + 1, t->with + 1);
+        put(b, "    const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;\n");
+        put(b, "    const int j_ = (int)xs_;\n    const double th_ = xs_ - (double)j_;\n");
         int cols = bl->kind == B_FUNCTION ? 1 : t->n_names;
-        for (int pass = 0; pass < 4; pass++) {
-            const char *cond[] = {"isnan(xi_)", "xi_ <= 0.", NULL, NULL};
-            char c2[64];
-            snprintf(c2, sizeof c2, "xi_ >= %d.", t->with);
-            cond[2] = c2;
-            if (pass < 3) put(b, "    if (%s) {\n", cond[pass]);
-            else put(b, "    {\n        const int j_ = (int)xi_;\n        const double th_ = xi_ - (double)j_;\n");
-            for (int k = 0; k < cols; k++) {
-                char col[96];
-                snprintf(col, sizeof col, "T_[%d + j_ ", head + k * n1);
-                const char *lhs_fn = "return ";
-                char lhs[96];
-                if (bl->kind == B_PROCEDURE) {
-                    snprintf(lhs, sizeof lhs, "p->field[%d][i_] = ", find_var(g->m, t->names[k])->field);
-                    lhs_fn = lhs;
-                }
-                if (pass == 0) put(b, "        %sxi_;\n", lhs_fn);
-                else if (pass == 1) put(b, "        %sT_[%d];\n", lhs_fn, head + k * n1);
-                else if (pass == 2) put(b, "        %sT_[%d];\n", lhs_fn, head + k * n1 + t->with);
-                else put(b, "        %s%s] + th_ * (%s+ 1] - %s]);\n", lhs_fn, col, col, col);
-            }
-            if (pass < 3 && bl->kind == B_PROCEDURE) put(b, "        return;\n");
-            put(b, "    }\n");
+        for (int k = 0; k < cols; k++) {
+            int c0 = head + k * n1;
+            char lhs[96];
+            if (bl->kind == B_PROCEDURE)
+                snprintf(lhs, sizeof lhs, "p->field[%d][i_] = ", find_var(g->m, t->names[k])->field);
+            else snprintf(lhs, sizeof lhs, "return ");
+            put(b, "    {\n        const double a_ = T_[%d + j_], b_ = T_[%d + j_ + 1], l_ = T_[%d], z_ = T_[%d];\n", c0, c0,
+                c0, c0 + t->with);
+            put(b, "        const double y_ = hi_ ? z_ : l_, w_ = nan_ ? xi_ : y_;\n");
+            put(b, "        %sin_ ? a_ + th_ * (b_ - a_) : w_;\n    }\n", lhs);
         }
         put(b, "}\n\n");
     }
@@ -684,27 +685,70 @@ static int emit_header(gen *g) {
     return 0;
 }
 
+/* The two paths of one loop, at indentation ind. The contiguous path:
+ * instance i alone touches node node_begin + i, its field entries and its ion
+ * slot, so no iteration depends on another (ivdep). The node_index path: a
+ * density mechanism has one instance per node in a call, so the same holds
+ * (the loops gather v, and the model loop calls state() and init() of a
+ * density mechanism that way, docs/mechanisms.md); a point process's
+ * instances can share a node, so that loop stays as written. */
+static void emit_paths(gen *g, const char *what, const char *ind) {
+    const char *name = g->m->name;
+    static const char *ivdep = "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC ivdep\n"
+                               "#elif defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n#endif\n";
+    put(g->b, "%sif (!p->node_index) {\n", ind);
+    put(g->b, "%s    const int b = p->node_begin;\n", ind);
+    put(g->b, "%s    q.node_index = NULL; /* known here: ion slots are the nodes */\n", ind);
+    put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, b + i);\n", ivdep, ind, name, what);
+    put(g->b, "%s} else {\n%s    const int *ni = p->node_index;\n", ind, ind);
+    put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, ni[i]);\n%s}\n", g->m->point ? "" : ivdep, ind,
+        name, what, ind);
+}
+
 static void emit_loop(gen *g, const char *what) {
     const char *name = g->m->name;
-    put(g->b, "static void nsm_%s_%s(ns_mech_ppack *p) {\n", name, what);
-    if (g->m->table_size && strcmp(what, "current")) put(g->b, "    nsm_%s_table_update(p);\n", name);
-    /* The contiguous path: instance i alone touches node node_begin + i, its
-     * field entries and its ion slot, so no iteration depends on another
-     * (ivdep); a local copy of the ppack lets the compiler keep its pointers
-     * in registers. gcc then vectorises the loops without calls to exp. */
-    put(g->b, "    const int n = p->n;\n"
-              "    if (!p->node_index) {\n"
-              "        const int b = p->node_begin;\n"
-              "        ns_mech_ppack q = *p;\n"
-              "        q.node_index = NULL; /* known here: ion slots are the nodes */\n"
-              "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC ivdep\n"
-              "#elif defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n#endif\n"
-              "        for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, b + i);\n"
-              "    } else {\n"
-              "        const int *ni = p->node_index;\n"
-              "        for (int i = 0; i < n; ++i) nsm_%s_%s_one(p, i, ni[i]);\n"
-              "    }\n}\n\n",
-        name, what, name, what);
+    int ng = g->m->n_globals;
+    put(g->b, "NSM_LOOP void nsm_%s_%s(ns_mech_ppack *p) {\n", name, what);
+    /* every loop keeps the tables current, so that a tabled call in any of
+     * them can read its table without testing it (emit_callable) */
+    if (g->m->table_size) put(g->b, "    nsm_%s_table_update(p);\n", name);
+    /* A local copy of the ppack lets the compiler keep its pointers in
+     * registers, and a local copy of the GLOBALs lets it see that no
+     * instance's store changes them. gcc then vectorises the loops without
+     * calls to libm. */
+    put(g->b, "    const int n = p->n;\n    ns_mech_ppack q = *p;\n");
+    if (ng) put(g->b, "    double g_[%d];\n    memcpy(g_, p->global, sizeof g_);\n    q.global = g_;\n", ng);
+    /* With TABLEs, the loops twice: where every usetable_NAME is not 0, set
+     * to 1 in the local copy for their duration (the value the lookups test
+     * is then a constant: no branch left), and for the rest. */
+    int nt = 0;
+    for (int i = 0; i < g->m->n_blocks; i++) nt += g->m->blocks[i]->table != NULL;
+    int *ut = nt ? calloc((size_t)nt, sizeof *ut) : NULL;
+    if (nt && !ut) { g->b->oom = 1; return; }
+    nt = 0;
+    for (int i = 0; i < g->m->n_blocks; i++) {
+        const block *bl = g->m->blocks[i];
+        if (!bl->table) continue;
+        char un[160];
+        snprintf(un, sizeof un, "usetable_%s", bl->name);
+        ut[nt++] = find_var(g->m, un)->global;
+    }
+    if (nt) {
+        put(g->b, "    if (");
+        for (int k = 0; k < nt; k++) put(g->b, "%sg_[%d] != 0.0", k ? " && " : "", ut[k]);
+        put(g->b, ") {\n");
+        for (int k = 0; k < nt; k++) put(g->b, "        const double u%d_ = g_[%d];\n        g_[%d] = 1.0;\n", k, ut[k], ut[k]);
+        emit_paths(g, what, "        ");
+        for (int k = 0; k < nt; k++) put(g->b, "        g_[%d] = u%d_;\n", ut[k], k);
+        put(g->b, "    } else {\n");
+        emit_paths(g, what, "        ");
+        put(g->b, "    }\n");
+    } else {
+        emit_paths(g, what, "    ");
+    }
+    free(ut);
+    if (ng) put(g->b, "    if (memcmp(g_, p->global, sizeof g_)) memcpy(p->global, g_, sizeof g_);\n");
+    put(g->b, "}\n\n");
 }
 
 static void emit_strs(buf *b, const char *label, const char *const *s, int n) {
@@ -767,6 +811,23 @@ static int emit_c(gen *g) {
         }
         put(b, "    return rebuilt;\n}\n\n");
     }
+    /* the loops: flattened (every call inlined, so that nothing stops the
+     * vectoriser; gcc inlines nothing into a clone otherwise) and, with gcc
+     * where the toolchain has ifuncs (glibc on x86-64), compiled for
+     * AVX-512, AVX2 and the baseline, chosen at load time as the
+     * hand-written CPU loop is (src/cable/step_cpu.c, NS_CLONES). No FMA
+     * contraction in any of them (-ffp-contract=off), so that the clones
+     * compute the same values. Not with clang: it refuses flatten with
+     * target_clones, and without flatten inlines too little into a clone. */
+    put(b, "#undef NSM_LOOP\n"
+           "#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && \\\n"
+           "    !defined(__clang__) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)\n"
+           "#define NSM_LOOP static __attribute__((target_clones(\"avx512f\", \"avx2\", \"default\"), flatten))\n"
+           "#elif defined(__GNUC__) || defined(__clang__)\n"
+           "#define NSM_LOOP static __attribute__((flatten))\n"
+           "#else\n#define NSM_LOOP static\n#endif\n"
+           /* a loop clang does not vectorise despite assume_safety is no error (-Werror builds) */
+           "#ifdef __clang__\n#pragma clang diagnostic ignored \"-Wpass-failed\"\n#endif\n\n");
     emit_loop(g, "init");
     emit_loop(g, "current");
     emit_loop(g, "state");

@@ -45,60 +45,173 @@ static int nsm_hh_table_update(ns_mech_ppack *p) {
     return rebuilt;
 }
 
-static void nsm_hh_init(ns_mech_ppack *p) {
+#undef NSM_LOOP
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && \
+    !defined(__clang__) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)
+#define NSM_LOOP static __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
+#elif defined(__GNUC__) || defined(__clang__)
+#define NSM_LOOP static __attribute__((flatten))
+#else
+#define NSM_LOOP static
+#endif
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
+
+NSM_LOOP void nsm_hh_init(ns_mech_ppack *p) {
     nsm_hh_table_update(p);
     const int n = p->n;
-    if (!p->node_index) {
-        const int b = p->node_begin;
-        ns_mech_ppack q = *p;
-        q.node_index = NULL; /* known here: ion slots are the nodes */
+    ns_mech_ppack q = *p;
+    double g_[1];
+    memcpy(g_, p->global, sizeof g_);
+    q.global = g_;
+    if (g_[0] != 0.0) {
+        const double u0_ = g_[0];
+        g_[0] = 1.0;
+        if (!p->node_index) {
+            const int b = p->node_begin;
+            q.node_index = NULL; /* known here: ion slots are the nodes */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
 #endif
-        for (int i = 0; i < n; ++i) nsm_hh_init_one(&q, i, b + i);
-    } else {
-        const int *ni = p->node_index;
-        for (int i = 0; i < n; ++i) nsm_hh_init_one(p, i, ni[i]);
-    }
-}
-
-static void nsm_hh_current(ns_mech_ppack *p) {
-    const int n = p->n;
-    if (!p->node_index) {
-        const int b = p->node_begin;
-        ns_mech_ppack q = *p;
-        q.node_index = NULL; /* known here: ion slots are the nodes */
+            for (int i = 0; i < n; ++i) nsm_hh_init_one(&q, i, b + i);
+        } else {
+            const int *ni = p->node_index;
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
 #endif
-        for (int i = 0; i < n; ++i) nsm_hh_current_one(&q, i, b + i);
+            for (int i = 0; i < n; ++i) nsm_hh_init_one(&q, i, ni[i]);
+        }
+        g_[0] = u0_;
     } else {
-        const int *ni = p->node_index;
-        for (int i = 0; i < n; ++i) nsm_hh_current_one(p, i, ni[i]);
+        if (!p->node_index) {
+            const int b = p->node_begin;
+            q.node_index = NULL; /* known here: ion slots are the nodes */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+            for (int i = 0; i < n; ++i) nsm_hh_init_one(&q, i, b + i);
+        } else {
+            const int *ni = p->node_index;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+            for (int i = 0; i < n; ++i) nsm_hh_init_one(&q, i, ni[i]);
+        }
     }
+    if (memcmp(g_, p->global, sizeof g_)) memcpy(p->global, g_, sizeof g_);
 }
 
-static void nsm_hh_state(ns_mech_ppack *p) {
+NSM_LOOP void nsm_hh_current(ns_mech_ppack *p) {
     nsm_hh_table_update(p);
     const int n = p->n;
-    if (!p->node_index) {
-        const int b = p->node_begin;
-        ns_mech_ppack q = *p;
-        q.node_index = NULL; /* known here: ion slots are the nodes */
+    ns_mech_ppack q = *p;
+    double g_[1];
+    memcpy(g_, p->global, sizeof g_);
+    q.global = g_;
+    if (g_[0] != 0.0) {
+        const double u0_ = g_[0];
+        g_[0] = 1.0;
+        if (!p->node_index) {
+            const int b = p->node_begin;
+            q.node_index = NULL; /* known here: ion slots are the nodes */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
 #endif
-        for (int i = 0; i < n; ++i) nsm_hh_state_one(&q, i, b + i);
+            for (int i = 0; i < n; ++i) nsm_hh_current_one(&q, i, b + i);
+        } else {
+            const int *ni = p->node_index;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+            for (int i = 0; i < n; ++i) nsm_hh_current_one(&q, i, ni[i]);
+        }
+        g_[0] = u0_;
     } else {
-        const int *ni = p->node_index;
-        for (int i = 0; i < n; ++i) nsm_hh_state_one(p, i, ni[i]);
+        if (!p->node_index) {
+            const int b = p->node_begin;
+            q.node_index = NULL; /* known here: ion slots are the nodes */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+            for (int i = 0; i < n; ++i) nsm_hh_current_one(&q, i, b + i);
+        } else {
+            const int *ni = p->node_index;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+            for (int i = 0; i < n; ++i) nsm_hh_current_one(&q, i, ni[i]);
+        }
     }
+    if (memcmp(g_, p->global, sizeof g_)) memcpy(p->global, g_, sizeof g_);
+}
+
+NSM_LOOP void nsm_hh_state(ns_mech_ppack *p) {
+    nsm_hh_table_update(p);
+    const int n = p->n;
+    ns_mech_ppack q = *p;
+    double g_[1];
+    memcpy(g_, p->global, sizeof g_);
+    q.global = g_;
+    if (g_[0] != 0.0) {
+        const double u0_ = g_[0];
+        g_[0] = 1.0;
+        if (!p->node_index) {
+            const int b = p->node_begin;
+            q.node_index = NULL; /* known here: ion slots are the nodes */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+            for (int i = 0; i < n; ++i) nsm_hh_state_one(&q, i, b + i);
+        } else {
+            const int *ni = p->node_index;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+            for (int i = 0; i < n; ++i) nsm_hh_state_one(&q, i, ni[i]);
+        }
+        g_[0] = u0_;
+    } else {
+        if (!p->node_index) {
+            const int b = p->node_begin;
+            q.node_index = NULL; /* known here: ion slots are the nodes */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+            for (int i = 0; i < n; ++i) nsm_hh_state_one(&q, i, b + i);
+        } else {
+            const int *ni = p->node_index;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+            for (int i = 0; i < n; ++i) nsm_hh_state_one(&q, i, ni[i]);
+        }
+    }
+    if (memcmp(g_, p->global, sizeof g_)) memcpy(p->global, g_, sizeof g_);
 }
 
 #ifdef NS_MECH_WITH_CUDA

@@ -94,46 +94,45 @@ NS_MECH_FN void nsm_hh_p_rates_exact(ns_mech_ppack *p, int i_, int node_, double
 
 NS_MECH_FN void nsm_hh_p_rates(ns_mech_ppack *p, int i_, int node_, double v_, double A_v) {
     const double *T_ = p->table + 0;
-    if (p->global[0] == 0.0 || T_[0] == 0.0)
+    if (p->global[0] == 0.0) {
         nsm_hh_p_rates_exact(p, i_, node_, v_, A_v);
-    if (p->global[0] == 0.0 || T_[0] == 0.0) return;
+        return;
+    }
     const double xi_ = T_[3] * (A_v - T_[2]);
-    if (isnan(xi_)) {
-        p->field[9][i_] = xi_;
-        p->field[12][i_] = xi_;
-        p->field[10][i_] = xi_;
-        p->field[13][i_] = xi_;
-        p->field[11][i_] = xi_;
-        p->field[14][i_] = xi_;
-        return;
-    }
-    if (xi_ <= 0.) {
-        p->field[9][i_] = T_[5];
-        p->field[12][i_] = T_[206];
-        p->field[10][i_] = T_[407];
-        p->field[13][i_] = T_[608];
-        p->field[11][i_] = T_[809];
-        p->field[14][i_] = T_[1010];
-        return;
-    }
-    if (xi_ >= 200.) {
-        p->field[9][i_] = T_[205];
-        p->field[12][i_] = T_[406];
-        p->field[10][i_] = T_[607];
-        p->field[13][i_] = T_[808];
-        p->field[11][i_] = T_[1009];
-        p->field[14][i_] = T_[1210];
-        return;
+    const int in_ = (xi_ > 0.) & (xi_ < 200.), hi_ = xi_ >= 200., nan_ = xi_ != xi_;
+    const double xc_ = xi_ == xi_ ? xi_ : 0.0, xd_ = xc_ < 201. ? xc_ : 201.;
+    const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;
+    const int j_ = (int)xs_;
+    const double th_ = xs_ - (double)j_;
+    {
+        const double a_ = T_[5 + j_], b_ = T_[5 + j_ + 1], l_ = T_[5], z_ = T_[205];
+        const double y_ = hi_ ? z_ : l_, w_ = nan_ ? xi_ : y_;
+        p->field[9][i_] = in_ ? a_ + th_ * (b_ - a_) : w_;
     }
     {
-        const int j_ = (int)xi_;
-        const double th_ = xi_ - (double)j_;
-        p->field[9][i_] = T_[5 + j_ ] + th_ * (T_[5 + j_ + 1] - T_[5 + j_ ]);
-        p->field[12][i_] = T_[206 + j_ ] + th_ * (T_[206 + j_ + 1] - T_[206 + j_ ]);
-        p->field[10][i_] = T_[407 + j_ ] + th_ * (T_[407 + j_ + 1] - T_[407 + j_ ]);
-        p->field[13][i_] = T_[608 + j_ ] + th_ * (T_[608 + j_ + 1] - T_[608 + j_ ]);
-        p->field[11][i_] = T_[809 + j_ ] + th_ * (T_[809 + j_ + 1] - T_[809 + j_ ]);
-        p->field[14][i_] = T_[1010 + j_ ] + th_ * (T_[1010 + j_ + 1] - T_[1010 + j_ ]);
+        const double a_ = T_[206 + j_], b_ = T_[206 + j_ + 1], l_ = T_[206], z_ = T_[406];
+        const double y_ = hi_ ? z_ : l_, w_ = nan_ ? xi_ : y_;
+        p->field[12][i_] = in_ ? a_ + th_ * (b_ - a_) : w_;
+    }
+    {
+        const double a_ = T_[407 + j_], b_ = T_[407 + j_ + 1], l_ = T_[407], z_ = T_[607];
+        const double y_ = hi_ ? z_ : l_, w_ = nan_ ? xi_ : y_;
+        p->field[10][i_] = in_ ? a_ + th_ * (b_ - a_) : w_;
+    }
+    {
+        const double a_ = T_[608 + j_], b_ = T_[608 + j_ + 1], l_ = T_[608], z_ = T_[808];
+        const double y_ = hi_ ? z_ : l_, w_ = nan_ ? xi_ : y_;
+        p->field[13][i_] = in_ ? a_ + th_ * (b_ - a_) : w_;
+    }
+    {
+        const double a_ = T_[809 + j_], b_ = T_[809 + j_ + 1], l_ = T_[809], z_ = T_[1009];
+        const double y_ = hi_ ? z_ : l_, w_ = nan_ ? xi_ : y_;
+        p->field[11][i_] = in_ ? a_ + th_ * (b_ - a_) : w_;
+    }
+    {
+        const double a_ = T_[1010 + j_], b_ = T_[1010 + j_ + 1], l_ = T_[1010], z_ = T_[1210];
+        const double y_ = hi_ ? z_ : l_, w_ = nan_ ? xi_ : y_;
+        p->field[14][i_] = in_ ? a_ + th_ * (b_ - a_) : w_;
     }
 }
 

@@ -7,11 +7,24 @@ static const double nsm_pas_gdefaults[] = {0.0};
 static const char *const nsm_pas_gnames[] = {NULL};
 static const ns_mech_ion_use nsm_pas_ions[] = {{NULL, 0, 0u}};
 
-static void nsm_pas_init(ns_mech_ppack *p) {
+#undef NSM_LOOP
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && \
+    !defined(__clang__) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)
+#define NSM_LOOP static __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
+#elif defined(__GNUC__) || defined(__clang__)
+#define NSM_LOOP static __attribute__((flatten))
+#else
+#define NSM_LOOP static
+#endif
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
+
+NSM_LOOP void nsm_pas_init(ns_mech_ppack *p) {
     const int n = p->n;
+    ns_mech_ppack q = *p;
     if (!p->node_index) {
         const int b = p->node_begin;
-        ns_mech_ppack q = *p;
         q.node_index = NULL; /* known here: ion slots are the nodes */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
@@ -21,15 +34,20 @@ static void nsm_pas_init(ns_mech_ppack *p) {
         for (int i = 0; i < n; ++i) nsm_pas_init_one(&q, i, b + i);
     } else {
         const int *ni = p->node_index;
-        for (int i = 0; i < n; ++i) nsm_pas_init_one(p, i, ni[i]);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n; ++i) nsm_pas_init_one(&q, i, ni[i]);
     }
 }
 
-static void nsm_pas_current(ns_mech_ppack *p) {
+NSM_LOOP void nsm_pas_current(ns_mech_ppack *p) {
     const int n = p->n;
+    ns_mech_ppack q = *p;
     if (!p->node_index) {
         const int b = p->node_begin;
-        ns_mech_ppack q = *p;
         q.node_index = NULL; /* known here: ion slots are the nodes */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
@@ -39,15 +57,20 @@ static void nsm_pas_current(ns_mech_ppack *p) {
         for (int i = 0; i < n; ++i) nsm_pas_current_one(&q, i, b + i);
     } else {
         const int *ni = p->node_index;
-        for (int i = 0; i < n; ++i) nsm_pas_current_one(p, i, ni[i]);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n; ++i) nsm_pas_current_one(&q, i, ni[i]);
     }
 }
 
-static void nsm_pas_state(ns_mech_ppack *p) {
+NSM_LOOP void nsm_pas_state(ns_mech_ppack *p) {
     const int n = p->n;
+    ns_mech_ppack q = *p;
     if (!p->node_index) {
         const int b = p->node_begin;
-        ns_mech_ppack q = *p;
         q.node_index = NULL; /* known here: ion slots are the nodes */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
@@ -57,7 +80,12 @@ static void nsm_pas_state(ns_mech_ppack *p) {
         for (int i = 0; i < n; ++i) nsm_pas_state_one(&q, i, b + i);
     } else {
         const int *ni = p->node_index;
-        for (int i = 0; i < n; ++i) nsm_pas_state_one(p, i, ni[i]);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n; ++i) nsm_pas_state_one(&q, i, ni[i]);
     }
 }
 
