@@ -989,6 +989,8 @@ static void section_selectors(const ns_cell_t *cell) {
     ns_sim_model_destroy(m);
     printf("section selectors: sec:%d %lld compartments, swc:%lld %lld compartments\n", (int)ksec, (long long)in_k,
            (long long)si.first_point_id, (long long)in_swc);
+}
+
 /* The generated TABLE lookup (branch-free, nmodl_gen.c emit_callable) gives
  * nocmodl's values: hh's rates after init() on the contiguous path and on the
  * node_index path against nocmodl's branchy lookup written here (NaN: NaN,
