@@ -566,32 +566,13 @@ static int emit_header(gen *g) {
     put(b, "#ifndef NSM_%s_H\n#define NSM_%s_H\n#include <math.h>\n#include \"neurosolve/mechanism.h\"\n\n", name, name);
     put(b, "#ifndef NS_MECH_FN\n#ifdef __CUDACC__\n#define NS_MECH_FN static inline __host__ __device__\n"
            "#else\n#define NS_MECH_FN static inline\n#endif\n#endif\n");
-    /* exp: the C library's on the GPU; on the host a polynomial the compiler
-     * vectorises (src/cable/exp_lanes.h's, within 1 ulp of the C library's),
+    /* exp: the C library's on the GPU; on the host the ABI's ns_mech_exp, a
+     * polynomial the compiler vectorises (within 1 ulp of the C library's),
      * so that the loops over instances with an exp vectorise too */
-    put(b, "#ifndef NSM_EXP\n#define NSM_EXP\n#include <stdint.h>\n#include <string.h>\n"
-           "/* exp: the C library's on the GPU; on the host a polynomial that vectorises (within 1 ulp) */\n"
+    put(b, "#ifndef NSM_EXP\n#define NSM_EXP\n"
+           "/* exp: the C library's on the GPU; on the host ns_mech_exp (mechanism.h), which vectorises */\n"
            "NS_MECH_FN double nsm_exp(double x) {\n#ifdef __CUDA_ARCH__\n    return exp(x);\n#else\n"
-           "    const double inv_ln2 = 1.4426950408889634074, shift = 6755399441055744.0;\n"
-           "    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;\n"
-           "    double xc = x < -746.0 ? -746.0 : x;\n    xc = xc > 710.0 ? 710.0 : xc;\n"
-           "    const double xs = xc == xc ? xc : 0.0;\n"
-           "    const double kd = (xs * inv_ln2 + shift) - shift;\n"
-           "    const double k1 = (kd * 0.5 + shift) - shift, k2 = kd - k1;\n"
-           "    const double r = (xs - kd * ln2_hi) - kd * ln2_lo;\n"
-           "    const double r2 = r * r, r4 = r2 * r2;\n"
-           "    const double b0 = 0.5000000000000001 + 0.16666666666666669 * r;\n"
-           "    const double b1 = 0.04166666666662413 + 0.008333333333330062 * r;\n"
-           "    const double b2 = 0.0013888888917213717 + 0.00019841269863053618 * r;\n"
-           "    const double b3 = 2.4801521295954376e-05 + 2.7557268459997064e-06 * r;\n"
-           "    const double b4 = 2.7620088445409746e-07 + 2.510038549551032e-08 * r;\n"
-           "    const double q = ((b0 + b1 * r2) + (b2 + b3 * r2) * r4) + b4 * (r4 * r4);\n"
-           "    const double pr = 1.0 + (r + r2 * q);\n"
-           "    double e1 = k1 + (1023.0 + shift), e2 = k2 + (1023.0 + shift);\n"
-           "    uint64_t u1, u2;\n    memcpy(&u1, &e1, sizeof u1);\n    memcpy(&u2, &e2, sizeof u2);\n"
-           "    u1 <<= 52;\n    u2 <<= 52;\n    double s1, s2;\n"
-           "    memcpy(&s1, &u1, sizeof s1);\n    memcpy(&s2, &u2, sizeof s2);\n"
-           "    const double y = pr * s1 * s2;\n    return xc == xc ? y : x;\n#endif\n}\n#endif\n");
+           "    return ns_mech_exp(x);\n#endif\n}\n#endif\n");
     put(b, "#ifndef NSM_EXPRELR\n#define NSM_EXPRELR\n/* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */\n"
            "NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }\n#endif\n");
     put(b, "#undef NSM_ION\n#define NSM_ION(j) (p->node_index && p->ion[j].index ? p->ion[j].index[i_] : node_)\n");

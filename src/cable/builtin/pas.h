@@ -14,40 +14,12 @@
 #endif
 #ifndef NSM_EXP
 #define NSM_EXP
-#include <stdint.h>
-#include <string.h>
-/* exp: the C library's on the GPU; on the host a polynomial that vectorises (within 1 ulp) */
+/* exp: the C library's on the GPU; on the host ns_mech_exp (mechanism.h), which vectorises */
 NS_MECH_FN double nsm_exp(double x) {
 #ifdef __CUDA_ARCH__
     return exp(x);
 #else
-    const double inv_ln2 = 1.4426950408889634074, shift = 6755399441055744.0;
-    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
-    double xc = x < -746.0 ? -746.0 : x;
-    xc = xc > 710.0 ? 710.0 : xc;
-    const double xs = xc == xc ? xc : 0.0;
-    const double kd = (xs * inv_ln2 + shift) - shift;
-    const double k1 = (kd * 0.5 + shift) - shift, k2 = kd - k1;
-    const double r = (xs - kd * ln2_hi) - kd * ln2_lo;
-    const double r2 = r * r, r4 = r2 * r2;
-    const double b0 = 0.5000000000000001 + 0.16666666666666669 * r;
-    const double b1 = 0.04166666666662413 + 0.008333333333330062 * r;
-    const double b2 = 0.0013888888917213717 + 0.00019841269863053618 * r;
-    const double b3 = 2.4801521295954376e-05 + 2.7557268459997064e-06 * r;
-    const double b4 = 2.7620088445409746e-07 + 2.510038549551032e-08 * r;
-    const double q = ((b0 + b1 * r2) + (b2 + b3 * r2) * r4) + b4 * (r4 * r4);
-    const double pr = 1.0 + (r + r2 * q);
-    double e1 = k1 + (1023.0 + shift), e2 = k2 + (1023.0 + shift);
-    uint64_t u1, u2;
-    memcpy(&u1, &e1, sizeof u1);
-    memcpy(&u2, &e2, sizeof u2);
-    u1 <<= 52;
-    u2 <<= 52;
-    double s1, s2;
-    memcpy(&s1, &u1, sizeof s1);
-    memcpy(&s2, &u2, sizeof s2);
-    const double y = pr * s1 * s2;
-    return xc == xc ? y : x;
+    return ns_mech_exp(x);
 #endif
 }
 #endif
