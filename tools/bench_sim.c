@@ -118,41 +118,11 @@ static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, ns_hi
     return 0;
 }
 
-double bench_sim_baseline(const char *script, const char *files, long long per, int steps, int threads,
-                          long long *cells, long long *segments) {
-    char path[4096], per_s[32], tstop[64], threads_s[32];
-    snprintf(path, sizeof path, "%s/bench/%s_sim_bench.py", NS_SOURCE_DIR, script);
-    snprintf(per_s, sizeof per_s, "%lld", per);
-    snprintf(tstop, sizeof tstop, "%g", steps * 0.025);
-    snprintf(threads_s, sizeof threads_s, "%d", threads);
-    const char *argv[] = {"python3", path, files, per_s, tstop, "0.025", threads_s, NULL};
+/* Run a baseline script (no shell) and read its JSON line: cells, segments
+ * and the wall seconds of `steps` steps; cell-steps per second, or -1. */
+static double run_baseline(const char *const *argv, int steps, long long *cells, long long *segments) {
     pid_t pid;
     FILE *f = cli_program_output(argv, &pid); /* no shell: file names may hold any character */
-    if (!f) return -1.0;
-    char line[4096] = "";
-    double wall = -1.0;
-    while (fgets(line, sizeof line, f)) {
-        const char *w = strstr(line, "\"wall_s\":"), *s = strstr(line, "\"segments\":"),
-                   *c = strstr(line, "\"cells\":");
-        if (w) wall = atof(w + 9);
-        if (s) *segments = atoll(s + 11);
-        if (c) *cells = atoll(c + 8);
-    }
-    if (cli_program_close(f, pid) != 0 || wall <= 0) return -1.0;
-    return (double)*cells * steps / wall;
-}
-
-double bench_sim_baseline_model(const char *swc, const char *params_file, const char *model_file, long long per,
-                                int steps, int threads, double amp, long long *cells, long long *segments) {
-    char path[4096], per_s[32], steps_s[32], threads_s[32], amp_s[64];
-    snprintf(path, sizeof path, "%s/bench/neuron_model_bench.py", NS_SOURCE_DIR);
-    snprintf(per_s, sizeof per_s, "%lld", per);
-    snprintf(steps_s, sizeof steps_s, "%d", steps);
-    snprintf(threads_s, sizeof threads_s, "%d", threads);
-    snprintf(amp_s, sizeof amp_s, "%.17g", amp);
-    const char *argv[] = {"python3", path, swc, params_file, model_file, per_s, steps_s, threads_s, amp_s, "5.0", NULL};
-    pid_t pid;
-    FILE *f = cli_program_output(argv, &pid);
     if (!f) return -1.0;
     char line[8192] = "";
     double wall = -1.0;
@@ -165,6 +135,29 @@ double bench_sim_baseline_model(const char *swc, const char *params_file, const 
     }
     if (cli_program_close(f, pid) != 0 || wall <= 0) return -1.0;
     return (double)*cells * steps / wall;
+}
+
+double bench_sim_baseline(const char *script, const char *files, long long per, int steps, int threads,
+                          long long *cells, long long *segments) {
+    char path[4096], per_s[32], tstop[64], threads_s[32];
+    snprintf(path, sizeof path, "%s/bench/%s_sim_bench.py", NS_SOURCE_DIR, script);
+    snprintf(per_s, sizeof per_s, "%lld", per);
+    snprintf(tstop, sizeof tstop, "%g", steps * 0.025);
+    snprintf(threads_s, sizeof threads_s, "%d", threads);
+    const char *argv[] = {"python3", path, files, per_s, tstop, "0.025", threads_s, NULL};
+    return run_baseline(argv, steps, cells, segments);
+}
+
+double bench_sim_baseline_model(const char *swc, const char *params_file, const char *model_file, long long per,
+                                int steps, int threads, double amp, long long *cells, long long *segments) {
+    char path[4096], per_s[32], steps_s[32], threads_s[32], amp_s[64];
+    snprintf(path, sizeof path, "%s/bench/neuron_model_bench.py", NS_SOURCE_DIR);
+    snprintf(per_s, sizeof per_s, "%lld", per);
+    snprintf(steps_s, sizeof steps_s, "%d", steps);
+    snprintf(threads_s, sizeof threads_s, "%d", threads);
+    snprintf(amp_s, sizeof amp_s, "%.17g", amp);
+    const char *argv[] = {"python3", path, swc, params_file, model_file, per_s, steps_s, threads_s, amp_s, "5.0", NULL};
+    return run_baseline(argv, steps, cells, segments);
 }
 
 char *bench_sim_arbor_accepts(char **files, int n_files) {
