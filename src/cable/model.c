@@ -450,27 +450,38 @@ static ns_status model_insert(ns_sim_model_t *m, const char *where, const char *
     return NS_OK;
 }
 
-/* An ion variable eX, Xi, Xo: 1 with ion and which set, else 0. */
+/* Which of an ion's variables `name` is: 0 eX, 1 Xi, 2 Xo, 3 iX (its
+ * current), or -1. */
+static int ion_var_of(const char *name, const char *ion) {
+    const size_t len = strlen(ion);
+    if (strlen(name) != len + 1) return -1;
+    if (name[0] == 'e' && !strcmp(name + 1, ion)) return 0;
+    if (name[0] == 'i' && !strcmp(name + 1, ion)) return 3;
+    if (!strncmp(name, ion, len)) return name[len] == 'i' ? 1 : name[len] == 'o' ? 2 : -1;
+    return -1;
+}
+
+/* The length of the mechanism name `mech` when `name` is FIELD_MECH (a
+ * non-empty FIELD, an underscore, then mech), else 0. */
+static size_t suffix_match(const char *name, const char *mech) {
+    const size_t n = strlen(name), ml = strlen(mech);
+    return ml + 2 <= n && name[n - ml - 1] == '_' && strcmp(name + n - ml, mech) == 0 ? ml : 0;
+}
+
+/* An ion variable eX, Xi, Xo of an ion NEURON knows (na, k, ca, cl) or a
+ * mechanism declares: 1 with ion and which set, else 0. */
 static int ion_name(const ns_sim_model_t *m, const char *name, char *ion, int *which) {
-    const size_t n = strlen(name);
-    char cand[3][16] = {{0}};
-    int kinds[3] = {ION_E, ION_CI, ION_CO};
-    if (n >= 2 && n < 16 && name[0] == 'e') snprintf(cand[0], 16, "%s", name + 1);
-    if (n >= 2 && n < 16 && name[n - 1] == 'i') snprintf(cand[1], 16, "%.*s", (int)(n - 1), name);
-    if (n >= 2 && n < 16 && name[n - 1] == 'o') snprintf(cand[2], 16, "%.*s", (int)(n - 1), name);
     static const char *const known[] = {"na", "k", "ca", "cl"};
-    for (int c = 0; c < 3; ++c) {
-        if (!cand[c][0]) continue;
-        int found = 0;
-        for (size_t q = 0; q < 4; ++q) found |= strcmp(cand[c], known[q]) == 0;
-        for (int k = 0; k < m->n_descs && !found; ++k) {
-            const ns_mech_desc *d = m->descs[k];
-            for (int j = 0; j < d->n_ions; ++j) found |= strcmp(d->ions[j].name, cand[c]) == 0;
-        }
-        if (found) {
-            memcpy(ion, cand[c], 16);
-            *which = kinds[c];
-            return 1;
+    for (int k = -1; k < m->n_descs; ++k) {
+        const int count = k < 0 ? 4 : m->descs[k]->n_ions;
+        for (int j = 0; j < count; ++j) {
+            const char *x = k < 0 ? known[j] : m->descs[k]->ions[j].name;
+            const int q = ion_var_of(name, x);
+            if (q >= 0 && q <= 2 && strlen(x) < 16) {
+                snprintf(ion, 16, "%s", x);
+                *which = q; /* ION_E, ION_CI, ION_CO */
+                return 1;
+            }
         }
     }
     return 0;
@@ -479,18 +490,13 @@ static int ion_name(const ns_sim_model_t *m, const char *name, char *ion, int *w
 /* NAME_MECH: the mechanism (library index) whose name ends `name` after an
  * underscore, and the prefix. */
 static int split_suffix(const ns_sim_model_t *m, const char *name, char *prefix, size_t prefix_size) {
-    const size_t n = strlen(name);
     int best = -1;
     size_t best_len = 0;
     for (int k = 0; k < m->n_descs; ++k) {
-        const char *mn = m->descs[k]->name;
-        const size_t ml = strlen(mn);
-        if (ml + 2 <= n && name[n - ml - 1] == '_' && strcmp(name + n - ml, mn) == 0 && ml > best_len) {
-            best = k;
-            best_len = ml;
-        }
+        const size_t ml = suffix_match(name, m->descs[k]->name);
+        if (ml > best_len) best = k, best_len = ml;
     }
-    if (best >= 0) snprintf(prefix, prefix_size, "%.*s", (int)(n - best_len - 1), name);
+    if (best >= 0) snprintf(prefix, prefix_size, "%.*s", (int)(strlen(name) - best_len - 1), name);
     return best;
 }
 
@@ -1060,4 +1066,40 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
     }
     *out = r;
     return NS_OK;
+}
+
+ns_status ns_sim_model_var_lookup(const sim_model *md, const char *name, int32_t *mech, int *field, int32_t *ion,
+                                  int *q) {
+    *mech = *ion = -1;
+    *field = *q = -1;
+    for (int32_t j = 0; j < md->n_ions && *ion < 0; ++j)
+        if ((*q = ion_var_of(name, md->ions[j].name)) >= 0) *ion = j;
+    if (*ion >= 0) {
+        if (*q == 3 && !md->ions[*ion].read_i)
+            return ns_fail(NS_ERR_UNSUPPORTED, "ns_sim_get_model_var: %s: no mechanism reads the current of %s, so "
+                                               "it is not kept", name, md->ions[*ion].name);
+        return NS_OK;
+    }
+    size_t best = 0; /* FIELD_MECH: the longest mechanism name that ends it */
+    for (int32_t k = 0; k < md->n_mechs; ++k) {
+        const size_t ml = suffix_match(name, md->mechs[k].desc->name);
+        if (ml > best) best = ml, *mech = k;
+    }
+    if (*mech >= 0) {
+        char prefix[128];
+        snprintf(prefix, sizeof prefix, "%.*s", (int)(strlen(name) - best - 1), name);
+        ns_status st = ns_mech_field_index(md->mechs[*mech].desc, prefix, field);
+        if (st != NS_OK) ns_error_prefix("ns_sim_get_model_var");
+        return st;
+    }
+    char list[512] = "";
+    size_t used = 0;
+    for (int32_t k = 0; k < md->n_mechs && used + 40 < sizeof list; ++k)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "", md->mechs[k].desc->name);
+    for (int32_t j = 0; j < md->n_ions && used + 40 < sizeof list; ++j)
+        used += (size_t)snprintf(list + used, sizeof list - used, ", ions e%s %si %so", md->ions[j].name,
+                                 md->ions[j].name, md->ions[j].name);
+    return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                   "ns_sim_get_model_var: '%s' is neither FIELD_MECH of an inserted mechanism (%s) nor an ion's "
+                   "value", name, list);
 }

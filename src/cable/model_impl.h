@@ -66,6 +66,11 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
                                const ns_sim_params *params, sim_model **out);
 void ns_sim_model_free(sim_model *m);
 
+/* ns_sim_get_model_var's name: field `field` of mechanism `mech`, or (ion >=
+ * 0) variable q (0 e, 1 ci, 2 co, 3 i) of ion `ion`; errors name the names. */
+ns_status ns_sim_model_var_lookup(const sim_model *m, const char *name, int32_t *mech, int *field, int32_t *ion,
+                                  int *q);
+
 /* NEURON's Nernst potential over count nodes of one ion (e from ci, co)
  * where written[i] is set. */
 static inline void ns_sim_model_nernst(const sim_ion *ion, double celsius, const double *ci, const double *co,

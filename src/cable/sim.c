@@ -711,49 +711,10 @@ ns_status ns_sim_get_model_var(ns_sim_t *sim, int64_t cell, const char *name, do
     if (cell < 0 || cell >= sim->n_cells)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_model_var: cell %lld of %lld", (long long)cell,
                        (long long)sim->n_cells);
-    const sim_model *md = sim->model;
-    int32_t mech = -1, field = -1, ion = -1, q = -1;
-    /* an ion's eX, Xi, Xo, iX */
-    for (int32_t j = 0; j < md->n_ions && ion < 0; ++j) {
-        const char *x = md->ions[j].name;
-        const size_t len = strlen(x), n = strlen(name);
-        if (n != len + 1) continue;
-        if (name[0] == 'e' && !strcmp(name + 1, x)) ion = j, q = 0;
-        else if (name[0] == 'i' && !strcmp(name + 1, x)) ion = j, q = 3;
-        else if (!strncmp(name, x, len) && name[len] == 'i') ion = j, q = 1;
-        else if (!strncmp(name, x, len) && name[len] == 'o') ion = j, q = 2;
-    }
-    if (ion >= 0 && q == 3 && !md->ions[ion].read_i)
-        return ns_fail(NS_ERR_UNSUPPORTED, "ns_sim_get_model_var: %s: no mechanism reads the current of %s, so it "
-                                           "is not kept", name, md->ions[ion].name);
-    /* FIELD_MECH: the longest mechanism name that ends it */
-    size_t best = 0;
-    for (int32_t k = 0; k < md->n_mechs && ion < 0; ++k) {
-        const char *mn = md->mechs[k].desc->name;
-        const size_t ml = strlen(mn), n = strlen(name);
-        if (ml + 2 <= n && name[n - ml - 1] == '_' && !strcmp(name + n - ml, mn) && ml > best) best = ml, mech = k;
-    }
-    if (mech >= 0) {
-        char prefix[128];
-        snprintf(prefix, sizeof prefix, "%.*s", (int)(strlen(name) - best - 1), name);
-        ns_status st = ns_mech_field_index(md->mechs[mech].desc, prefix, &field);
-        if (st != NS_OK) {
-            ns_error_prefix("ns_sim_get_model_var");
-            return st;
-        }
-    }
-    if (ion < 0 && mech < 0) {
-        char list[512] = "";
-        size_t used = 0;
-        for (int32_t k = 0; k < md->n_mechs && used + 40 < sizeof list; ++k)
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "", md->mechs[k].desc->name);
-        for (int32_t j = 0; j < md->n_ions && used + 40 < sizeof list; ++j)
-            used += (size_t)snprintf(list + used, sizeof list - used, ", ions e%s %si %so", md->ions[j].name,
-                                     md->ions[j].name, md->ions[j].name);
-        return ns_fail(NS_ERR_INVALID_ARGUMENT,
-                       "ns_sim_get_model_var: '%s' is neither FIELD_MECH of an inserted mechanism (%s) nor an ion's "
-                       "value", name, list);
-    }
+    int32_t mech, ion;
+    int field, q;
+    ns_status lst = ns_sim_model_var_lookup(sim->model, name, &mech, &field, &ion, &q);
+    if (lst != NS_OK) return lst;
     const int caller = enter(sim);
     ns_status st = sim->ops->model_var(sim, cell, mech, field, ion, q, values);
     leave(sim, caller);
