@@ -455,7 +455,8 @@ static void write_tck(const char *path, int f64, int be, const char *count, int 
         for (int p = 0; p <= s; ++p)
             for (int r = 0; r < 3; ++r) {
                 double v = 10 * s + p + 0.25 * r;
-                if (mixed && s == 1 && r == 1) v = NAN;
+                if (mixed == 1 && s == 1 && r == 1) v = NAN;
+                if (mixed == 2 && s == 1 && r > 0) v = r == 1 ? INFINITY : -INFINITY; /* +Inf and -Inf */
                 put_value(buf + n, v, f64 ? 64 : 16, be), n += es;
             }
         if (s < 2 || end_marker >= 0)
@@ -500,6 +501,8 @@ static void test_tck(void) {
     write_tck(tmp("cut.tck"), 0, 0, "3\n", 1, 0, 17);
     CHECK(read_all(tmp("cut.tck"), pts, lens, 16) == -1 && strstr(ns_last_error(), "truncated"));
     write_tck(tmp("mixed.tck"), 0, 0, "3\n", 1, 1, 0);
+    CHECK(read_all(tmp("mixed.tck"), pts, lens, 16) == -1 && strstr(ns_last_error(), "mixes"));
+    write_tck(tmp("mixed.tck"), 0, 0, "3\n", 1, 2, 0); /* isinf(-Inf) may be -1: (x, +Inf, -Inf) once passed */
     CHECK(read_all(tmp("mixed.tck"), pts, lens, 16) == -1 && strstr(ns_last_error(), "mixes"));
     write_tck(tmp("count.tck"), 0, 0, "4\n", 1, 0, 0);
     CHECK(read_all(tmp("count.tck"), pts, lens, 16) == -1 && strstr(ns_last_error(), "declares 4"));

@@ -119,7 +119,9 @@ ns_status ns_tck_next(ns_tracts_t *t, int64_t *n_points, int *end) {
         }
         const double x = value_at(b, t->f64, t->swap), y = value_at(b + tb / 3, t->f64, t->swap),
                      z = value_at(b + 2 * tb / 3, t->f64, t->swap);
-        const int nan = isnan(x) + isnan(y) + isnan(z), inf = isinf(x) + isinf(y) + isinf(z);
+        /* isinf(-Inf) may be -1 (glibc's builtin): count with != 0, or (x, +Inf, -Inf) sums to 0 */
+        const int nan = (isnan(x) != 0) + (isnan(y) != 0) + (isnan(z) != 0),
+                  inf = (isinf(x) != 0) + (isinf(y) != 0) + (isinf(z) != 0);
         if (nan == 3) break; /* end of this streamline */
         if (inf == 3) {
             if (m > 0)
