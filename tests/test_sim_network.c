@@ -15,7 +15,10 @@
  *      at t = 1e-10 as NEURON's does, and an event's
  *      effect is that of NET_RECEIVE's weight (two events of weight w equal
  *      one of 2w to rounding);
- *   3. bad input: each error's status and the element it names. */
+ *   3. bad input: each error's status and the element it names.
+ * The networks of 1. come from their network files (tests/data/neuron_network/
+ * *.net, ns_network_read and ns_network_create_sim): the parser is checked by
+ * the same rasters. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -26,33 +29,17 @@
 #include "neurosolve/neurosolve.h"
 
 #define MAX_SPIKES 4096
-#define MAX_ITEMS 256
-#define MAX_SHAPES 4
 #define MAX_SOURCES 64
 #define MAX_PER 64
 #define TOL 0.05 /* [ms] */
 
-/* A network as validation/neuron_network_compare.py writes it, and NEURON's raster. */
-typedef struct syn_spec {
-    int cell;
-    long long section_id; /* SWC id of the section's first own point */
-    double x;
-    char mech[32];
-    int n_params;
-    char name[4][16];
-    double value[4];
-} syn_spec;
-
+/* NEURON's raster and the run's settings from the reference CSV (its
+ * header's network lines are only counted: the network comes from the .net
+ * file beside it, through ns_network_read, so that the rasters check the
+ * parser too). */
 typedef struct ref {
     double dt, tstop, threshold;
-    int n_cells, n_syns, n_trains, n_conns, n_shapes;
-    char shape_file[MAX_SHAPES][128];
-    int cell_shape[MAX_ITEMS];
-    syn_spec syn[MAX_ITEMS];
-    int n_times[8];
-    double times[8][32];
-    int conn_src[MAX_ITEMS], conn_syn[MAX_ITEMS];
-    double conn_w[MAX_ITEMS], conn_d[MAX_ITEMS];
+    int n_cells, n_syns, n_trains, n_conns;
     int n;
     int source[MAX_SPIKES];
     double t[MAX_SPIKES];
@@ -63,7 +50,6 @@ static int read_ref(const char *path, ref *r) {
     FILE *f = fopen(path, "r");
     if (!f) return -1;
     char line[2048];
-    int bad = 0;
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#') {
             char key[64];
@@ -73,41 +59,10 @@ static int read_ref(const char *path, ref *r) {
             if (!strcmp(key, "dt")) r->dt = strtod(val, NULL);
             else if (!strcmp(key, "tstop")) r->tstop = strtod(val, NULL);
             else if (!strcmp(key, "threshold")) r->threshold = strtod(val, NULL);
-            else if (!strcmp(key, "cell") && r->n_cells < MAX_ITEMS) {
-                char file[128];
-                if (sscanf(val, "%127s", file) != 1) bad = 1;
-                int k = 0;
-                while (k < r->n_shapes && strcmp(r->shape_file[k], file) != 0) ++k;
-                if (k == r->n_shapes && k < MAX_SHAPES) snprintf(r->shape_file[r->n_shapes++], 128, "%s", file);
-                r->cell_shape[r->n_cells++] = k < MAX_SHAPES ? k : 0;
-            } else if (!strcmp(key, "synapse") && r->n_syns < MAX_ITEMS) {
-                syn_spec *y = &r->syn[r->n_syns++];
-                int used = 0;
-                if (sscanf(val, "%d %lld %lf %31s %n", &y->cell, &y->section_id, &y->x, y->mech, &used) != 4) bad = 1;
-                char *q = val + used, *tok;
-                while (y->n_params < 4 && (tok = strtok(q, " \n")) != NULL) {
-                    q = NULL;
-                    char *eq = strchr(tok, '=');
-                    if (!eq) continue;
-                    *eq = 0;
-                    snprintf(y->name[y->n_params], 16, "%s", tok);
-                    y->value[y->n_params++] = strtod(eq + 1, NULL);
-                }
-            } else if (!strcmp(key, "train") && r->n_trains < 8) {
-                const int q = r->n_trains++;
-                char *end = val;
-                for (;;) {
-                    char *next;
-                    const double x = strtod(end, &next);
-                    if (next == end || r->n_times[q] == 32) break;
-                    r->times[q][r->n_times[q]++] = x;
-                    end = next;
-                }
-            } else if (!strcmp(key, "connect") && r->n_conns < MAX_ITEMS) {
-                const int k = r->n_conns++;
-                if (sscanf(val, "%d %d %lf %lf", &r->conn_src[k], &r->conn_syn[k], &r->conn_w[k], &r->conn_d[k]) != 4)
-                    bad = 1;
-            }
+            else if (!strcmp(key, "cell")) r->n_cells++;
+            else if (!strcmp(key, "synapse")) r->n_syns++;
+            else if (!strcmp(key, "train")) r->n_trains++;
+            else if (!strcmp(key, "connect")) r->n_conns++;
             continue;
         }
         int s;
@@ -118,18 +73,7 @@ static int read_ref(const char *path, ref *r) {
         }
     }
     fclose(f);
-    return !bad && r->n_cells > 0 && r->n > 0 && r->n_conns > 0 && r->dt > 0 ? 0 : -1;
-}
-
-static ns_cell_t *load_cell(const char *file) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", NS_MORPHOLOGIES, file);
-    ns_morph_t *morph = NULL;
-    ns_cell_t *cell = NULL;
-    CHECK_OK(ns_swc_read(path, NULL, &morph));
-    if (morph) CHECK_OK(ns_discretize(morph, NULL, &cell)); /* d_lambda 0.1 at 100 Hz, Ra 35.4 */
-    ns_morph_destroy(morph);
-    return cell;
+    return r->n_cells > 0 && r->n > 0 && r->n_conns > 0 && r->dt > 0 ? 0 : -1;
 }
 
 static ns_sim_model_t *model_of(const char *text) {
@@ -139,21 +83,6 @@ static ns_sim_model_t *model_of(const char *text) {
     return m;
 }
 
-/* The compartment at x of the section whose first own point has SWC id `id`. */
-static int32_t section_at(const ns_cell_t *cell, long long id, double x) {
-    ns_cell_info ci;
-    ns_cell_get_info(cell, &ci);
-    for (int32_t s = 0; s < ci.sections; ++s) {
-        ns_section_info si;
-        if (ns_cell_get_section(cell, s, &si) != NS_OK) return -1;
-        if (si.first_point_id == id) {
-            int32_t c = -1;
-            return ns_sim_locate(cell, s, x, &c) == NS_OK ? c : -1;
-        }
-    }
-    return -1;
-}
-
 /* The raster of one run: spikes of source s at t[s * MAX_PER + k]. */
 typedef struct raster {
     int64_t count[MAX_SOURCES];
@@ -161,9 +90,8 @@ typedef struct raster {
     double trace_sum, trace_end; /* v at the soma of the last cell */
 } raster;
 
-static void run_net(const ref *r, ns_cell_t *const *shapes, ns_hines_method method, int threads, raster *out) {
+static void run_net(const ref *r, const ns_network_t *net, ns_hines_method method, int threads, raster *out) {
     memset(out, 0, sizeof *out);
-    ns_sim_model_t *model = model_of("all.insert = hh\n");
     ns_sim_params p;
     ns_sim_params_init(&p);
     p.dt = r->dt;
@@ -172,39 +100,14 @@ static void run_net(const ref *r, ns_cell_t *const *shapes, ns_hines_method meth
     o.backend = NS_BACKEND_CPU;
     o.method = method;
     o.threads = threads;
-    o.model = model;
     ns_sim_t *sim = NULL;
-    CHECK_OK(ns_sim_create(r->n_shapes, (const ns_cell_t *const *)shapes, r->n_cells, r->cell_shape, &p, &o, &sim));
-    ns_sim_model_destroy(model);
+    CHECK_OK(ns_network_create_sim(net, NULL, NULL, &p, &o, &sim));
     if (!sim) return;
-    for (int k = 0; k < r->n_syns; ++k) {
-        const syn_spec *y = &r->syn[k];
-        const int32_t node = section_at(shapes[r->cell_shape[y->cell]], y->section_id, y->x);
-        CHECK_MSG(node >= 0, "synapse %d: section with first point %lld", k, y->section_id);
-        int64_t id = -1;
-        CHECK_OK(ns_sim_add_synapse(sim, y->cell, node, y->mech, &id));
-        CHECK(id == k);
-        for (int q = 0; q < y->n_params; ++q) CHECK_OK(ns_sim_synapse_set(sim, id, y->name[q], y->value[q]));
-    }
-    for (int c = 0; c < r->n_cells; ++c) {
-        int64_t det = -1;
-        CHECK_OK(ns_sim_add_detector(sim, c, ns_sim_spike_compartment(sim, c), r->threshold, &det));
-        CHECK(det == c);
-    }
-    for (int q = 0; q < r->n_trains; ++q) {
-        int64_t src = -1;
-        CHECK_OK(ns_sim_add_spike_source(sim, r->times[q], r->n_times[q], &src));
-        CHECK(src == r->n_cells + q);
-    }
-    for (int k = 0; k < r->n_conns; ++k)
-        CHECK_OK(ns_sim_connect(sim, r->conn_src[k], r->conn_syn[k], r->conn_w[k], r->conn_d[k]));
-    CHECK(ns_sim_synapses(sim) == r->n_syns && ns_sim_sources(sim) == r->n_cells + r->n_trains &&
-          ns_sim_connections(sim) == r->n_conns);
+    /* the .net file built what the NEURON script's description lists */
+    CHECK(ns_sim_cells(sim) == r->n_cells && ns_sim_synapses(sim) == r->n_syns &&
+          ns_sim_sources(sim) == r->n_cells + r->n_trains && ns_sim_connections(sim) == r->n_conns);
     int32_t site = -1;
     CHECK_OK(ns_sim_add_recording(sim, r->n_cells - 1, ns_sim_spike_compartment(sim, r->n_cells - 1), &site));
-    /* not yet initialised with the network */
-    ns_status s = ns_sim_advance(sim, 1);
-    CHECK(s == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "ns_sim_init"));
     CHECK_OK(ns_sim_init(sim));
     const int64_t steps = ns_sim_steps_for(sim, r->tstop);
     /* in two calls: the interval loop continues across calls */
@@ -234,16 +137,22 @@ static void test_reference(const char *file) {
         free(r);
         return;
     }
-    ns_cell_t *shapes[MAX_SHAPES] = {NULL};
-    int ok = 1;
-    for (int k = 0; k < r->n_shapes; ++k) ok &= (shapes[k] = load_cell(r->shape_file[k])) != NULL;
+    /* the network file beside the CSV (validation/neuron_network_compare.py net) */
+    char net_path[1024];
+    snprintf(net_path, sizeof net_path, "%.*s.net", (int)(strlen(path) - 4), path);
+    ns_network_t *net = NULL;
+    CHECK_OK(ns_network_read(net_path, &net));
+    int ok = net != NULL;
     static raster runs[4];
     if (ok) {
-        run_net(r, shapes, NS_HINES_OPENMP, 1, &runs[0]);
-        run_net(r, shapes, NS_HINES_OPENMP, 2, &runs[1]);
-        run_net(r, shapes, NS_HINES_SEQUENTIAL, 0, &runs[2]);
-        run_net(r, shapes, NS_HINES_OPENMP, 4, &runs[3]); /* narrower lane blocks, more of them */
+        CHECK(ns_network_cells(net) == r->n_cells && ns_network_synapses(net) == r->n_syns &&
+              ns_network_sources(net) == r->n_cells + r->n_trains && ns_network_fixed_connections(net) == r->n_conns);
+        run_net(r, net, NS_HINES_OPENMP, 1, &runs[0]);
+        run_net(r, net, NS_HINES_OPENMP, 2, &runs[1]);
+        run_net(r, net, NS_HINES_SEQUENTIAL, 0, &runs[2]);
+        run_net(r, net, NS_HINES_OPENMP, 4, &runs[3]); /* narrower lane blocks, more of them */
     }
+    ns_network_destroy(net);
     /* against NEURON: per source, the same count and times within TOL */
     const int n_src = r->n_cells + r->n_trains;
     double worst = 0.0;
@@ -278,7 +187,6 @@ static void test_reference(const char *file) {
         CHECK(memcmp(runs[k].t, runs[0].t, sizeof runs[0].t) == 0);
         CHECK(runs[k].trace_sum == runs[0].trace_sum && runs[k].trace_end == runs[0].trace_end);
     }
-    for (int k = 0; k < r->n_shapes; ++k) ns_cell_destroy(shapes[k]);
     free(r);
 }
 
