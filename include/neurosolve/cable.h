@@ -231,6 +231,9 @@ NS_API ns_status ns_sim_connect(ns_sim_t *sim, int64_t source, int64_t synapse, 
 /* The spikes of a source so far [ms], ascending (a train: its times up to
  * the simulation's time). NULL and 0 for an unknown source. */
 NS_API const double *ns_sim_source_spikes(const ns_sim_t *sim, int64_t source, int64_t *count);
+/* The cell of a detector; -1 for a train or a Poisson source, -2 for an
+ * unknown source. */
+NS_API int64_t ns_sim_source_cell(const ns_sim_t *sim, int64_t source);
 /* Counts: synapses, sources, connections. */
 NS_API int64_t ns_sim_synapses(const ns_sim_t *sim);
 NS_API int64_t ns_sim_sources(const ns_sim_t *sim);
