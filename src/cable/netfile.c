@@ -391,7 +391,9 @@ static ns_status st_synapse(ctx *c, char **tok, int n) {
     stmt *s;
     ns_status st = group_for(c, tok[1], G_SYNAPSES, &g);
     if (st == NS_OK) st = new_stmt(c, S_SYN, &s);
-    if (st == NS_OK) st = parse_ref(c, tok[2], G_CELLS, "synapse cells", &s->a);
+    char what[96];
+    snprintf(what, sizeof what, "synapse %.64s", tok[1]);
+    if (st == NS_OK) st = parse_ref(c, tok[2], G_CELLS, what, &s->a);
     if (st == NS_OK) st = parse_loc(c, tok[3], &s->where);
     if (st != NS_OK) return st;
     if (!valid_name(tok[4])) return FAIL(c, "synapse %s: '%s' is not a mechanism name", tok[1], tok[4]);
@@ -420,7 +422,9 @@ static ns_status st_detector(ctx *c, char **tok, int n) {
     stmt *s;
     ns_status st = group_for(c, tok[1], G_SOURCES, &g);
     if (st == NS_OK) st = new_stmt(c, S_DET, &s);
-    if (st == NS_OK) st = parse_ref(c, tok[2], G_CELLS, "detector cells", &s->a);
+    char what[96];
+    snprintf(what, sizeof what, "detector %.64s", tok[1]);
+    if (st == NS_OK) st = parse_ref(c, tok[2], G_CELLS, what, &s->a);
     if (st == NS_OK) st = parse_loc(c, tok[3], &s->where);
     if (st != NS_OK) return st;
     if (!parse_num(tok[4], &s->threshold)) return FAIL(c, "detector %s: threshold '%s' is not a number", tok[1], tok[4]);
@@ -478,8 +482,8 @@ static ns_status st_connect(ctx *c, char **tok, int n) {
     if (n < 5) return FAIL(c, "expected: connect SOURCES SYNAPSES WEIGHT DELAY [all | p=P [seed=S]]");
     stmt *s;
     ns_status st = new_stmt(c, S_CONNECT, &s);
-    if (st == NS_OK) st = parse_ref(c, tok[1], G_SOURCES, "connect sources", &s->a);
-    if (st == NS_OK) st = parse_ref(c, tok[2], G_SYNAPSES, "connect synapses", &s->b);
+    if (st == NS_OK) st = parse_ref(c, tok[1], G_SOURCES, "connect", &s->a);
+    if (st == NS_OK) st = parse_ref(c, tok[2], G_SYNAPSES, "connect", &s->b);
     if (st != NS_OK) return st;
     if (!parse_num(tok[3], &s->weight)) return FAIL(c, "connect %s %s: weight '%s' is not a finite number", tok[1], tok[2], tok[3]);
     if (!parse_num(tok[4], &s->delay) || !(s->delay > 0.0))
