@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the readers for a bounded time (docs/fuzzing.md).
-#   fuzz/run.sh [SECONDS_PER_TARGET (20)] [TARGET...]   (targets: swc nifti params tracts life_files life_model checkpoint nmodl model)
+#   fuzz/run.sh [SECONDS_PER_TARGET (20)] [TARGET...]   (targets: swc nifti params tracts life_files life_model checkpoint nmodl model network)
 # Builds build-fuzz/ with clang, libFuzzer, ASan and UBSan (NS_FUZZ=ON), then runs
 # each target on a scratch copy of fuzz/corpus/TARGET (the repository's corpus is
 # not modified). A crash, leak, UB report or timeout fails the script and leaves
@@ -11,7 +11,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 src="$(dirname "$here")"
 secs="${1:-20}"
 shift || true
-targets=("${@:-swc nifti params tracts life_files life_model checkpoint nmodl model}")
+targets=("${@:-swc nifti params tracts life_files life_model checkpoint nmodl model network}")
 read -r -a targets <<< "${targets[*]}"
 build="${NS_FUZZ_BUILD:-$src/build-fuzz}"
 cc="${CC:-clang}"

@@ -224,6 +224,7 @@ static void test_errors(const ns_cell_t *cell) {
     BAD_PARSE(WITH("detector d c soma\n"), "bad.net:2:", "detector NAME CELLS LOC THRESHOLD");
     BAD_PARSE(WITH("train t 1 -2\n"), "bad.net:2:", "train t: time '-2'");
     BAD_PARSE(WITH("poisson p 1 -5 0 10 1\n"), "bad.net:2:", "rate '-5'");
+    BAD_PARSE(WITH("poisson p 1 2e6 0 10 1\n"), "bad.net:2:", "rate '2e6'", "0 to 1e6");
     BAD_PARSE(WITH("poisson p 1 5 10 3 1\n"), "bad.net:2:", "stop '3'");
     BAD_PARSE(WITH("poisson p 0 5 0 10 1\n"), "bad.net:2:", "COUNT '0'");
     BAD_PARSE(WITH("synapse s c soma ExpSyn\ndetector d c soma 0\nconnect d s 0.1 0\n"), "bad.net:4:",
@@ -439,6 +440,7 @@ static void test_poisson(const ns_cell_t *cell) {
         int64_t id = -1;
         EXPECT(ns_sim_add_poisson_source(sim, -1.0, 0, 10, 1, &id), NS_ERR_INVALID_ARGUMENT, "rate -1");
         EXPECT(ns_sim_add_poisson_source(sim, NAN, 0, 10, 1, &id), NS_ERR_INVALID_ARGUMENT, "rate");
+        EXPECT(ns_sim_add_poisson_source(sim, 2e6, 0, 10, 1, &id), NS_ERR_INVALID_ARGUMENT, "rate 2e+06", "1e6");
         EXPECT(ns_sim_add_poisson_source(sim, 10, -1, 10, 1, &id), NS_ERR_INVALID_ARGUMENT, "start -1");
         EXPECT(ns_sim_add_poisson_source(sim, 10, 5, 4, 1, &id), NS_ERR_INVALID_ARGUMENT, "stop 4");
         EXPECT(ns_sim_add_poisson_source(sim, 10, 5, NAN, 1, &id), NS_ERR_INVALID_ARGUMENT, "stop");

@@ -216,8 +216,8 @@ NS_API ns_status ns_sim_add_detector(ns_sim_t *sim, int64_t cell, int32_t compar
  * NEURON's VecStim or a NetStim without noise: each a spike at exactly
  * that time. */
 NS_API ns_status ns_sim_add_spike_source(ns_sim_t *sim, const double *times, int64_t count, int64_t *source);
-/* A Poisson source: a homogeneous Poisson process of rate_hz [Hz] (finite,
- * >= 0) on (start, stop) [ms] (0 <= start <= stop; stop may be INFINITY),
+/* A Poisson source: a homogeneous Poisson process of rate_hz [Hz] (0 to
+ * 1e6) on (start, stop) [ms] (0 <= start <= stop; stop may be INFINITY),
  * its times drawn from its own random stream of `seed`: the same spikes for
  * a seed whatever the thread count or the ns_sim_advance calls; drawn again
  * from the start at each ns_sim_init (docs/networks.md). */

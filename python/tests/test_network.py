@@ -169,3 +169,18 @@ def test_bad_input():
         sim.apply_network(net, [cell, cell])
     with pytest.raises(ns.InvalidArgumentError, match="names no model"):
         ns.Simulation.from_network(ns.Network.parse("cells c 1 a.swc\n"))
+
+
+def test_docs_example_network():
+    """data/networks/ring1000_poisson.net, docs/networks.md's example: the ids and counts it states."""
+    net = ns.Network.read(os.path.join(os.path.dirname(MORPH), "networks", "ring1000_poisson.net"))
+    assert net.n_cells == 1000 and net.n_synapses == 2000 and net.n_sources == 1021
+    assert net.morphologies == [os.path.join(os.path.dirname(MORPH), "networks", "../morphologies/ca1_h10.swc")]
+    sim = ns.Simulation.from_network(net, threads=2)
+    assert [sim.source_cell(s) for s in (0, 999, 1000, 1019, 1020)] == [0, 999, -1, -1, -1]
+    fixed = 999 + 1 + 1 + 100 * 100
+    p_conns = sim.n_connections - fixed  # bg x inh = 20 x 1000 pairs at p = 0.1
+    assert abs(p_conns - 2000) <= 5 * np.sqrt(2000 * 0.9), p_conns
+    sim.run(6.0)
+    np.testing.assert_array_equal(sim.source_spikes(1020), [5.0])  # the train's first spike
+    assert all(0 < t < 6.0 for s in range(1000, 1020) for t in sim.source_spikes(s))

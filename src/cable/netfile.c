@@ -462,8 +462,8 @@ static ns_status st_poisson(ctx *c, char **tok, int n) {
     int64_t seed;
     if (!parse_int(tok[2], 1, NET_MAX_ITEMS, &s->count))
         return FAIL(c, "poisson %s: COUNT '%s' must be an integer >= 1", tok[1], tok[2]);
-    if (!parse_num(tok[3], &s->rate) || s->rate < 0.0)
-        return FAIL(c, "poisson %s: rate '%s' must be a finite number >= 0 [Hz]", tok[1], tok[3]);
+    if (!parse_num(tok[3], &s->rate) || s->rate < 0.0 || s->rate > 1e6)
+        return FAIL(c, "poisson %s: rate '%s' must be a number from 0 to 1e6 [Hz]", tok[1], tok[3]);
     if (!parse_num(tok[4], &s->start) || s->start < 0.0)
         return FAIL(c, "poisson %s: start '%s' must be a finite number >= 0 [ms]", tok[1], tok[4]);
     if (strcmp(tok[5], "inf") == 0) s->stop = INFINITY;
