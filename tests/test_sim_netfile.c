@@ -182,6 +182,25 @@ static void test_groups(const ns_cell_t *cell) {
               (long long)n_conns[0], (long long)n_conns[1]);
     ns_sim_model_destroy(model);
     ns_network_destroy(net);
+    /* steps in ranges, and a reference of 3,000 items (over any line buffer) */
+    {
+        char *t = malloc(20000);
+        if (t) {
+            int w = snprintf(t, 20000, "cells a 10 x.swc\nsynapse s a[1-9:4] soma ExpSyn\nsynapse u a[");
+            for (int k = 0; k < 3000; ++k) w += snprintf(t + w, (size_t)(20000 - w), "%s%d", k ? "," : "", k % 10);
+            snprintf(t + w, (size_t)(20000 - w), "] c0 ExpSyn\n");
+            ns_network_t *g = parse(t);
+            CHECK(g && ns_network_synapses(g) == 3 + 3000);
+            ns_sim_t *gs = g ? make_sim(cell, 10, "all.insert = pas\n", 0) : NULL;
+            if (gs) {
+                CHECK_OK(ns_network_apply(g, gs, &cell));
+                CHECK(ns_sim_synapses(gs) == 3003);
+            }
+            ns_sim_destroy(gs);
+            ns_network_destroy(g);
+            free(t);
+        }
+    }
     /* p= at scale: 400 x 500 pairs at p = 0.01 */
     char big[512];
     snprintf(big, sizeof big, "cells a 500 x.swc\nsynapse s a soma ExpSyn\ndetector d a[0-399] soma 0\n"
@@ -215,6 +234,7 @@ static void test_errors(const ns_cell_t *cell) {
     BAD_PARSE(WITH("synapse s c[2] soma ExpSyn\n"), "bad.net:2:", "index 2 is outside c (2 cells)");
     BAD_PARSE(WITH("synapse s c[1-0] soma ExpSyn\n"), "bad.net:2:", "not a range");
     BAD_PARSE(WITH("synapse s c[x] soma ExpSyn\n"), "bad.net:2:", "'x'", "not an index");
+    BAD_PARSE(WITH("synapse s c[0-1:0] soma ExpSyn\n"), "bad.net:2:", "step '0'");
     BAD_PARSE(WITH("synapse s c sec:1(1.5) ExpSyn\n"), "bad.net:2:", "x must be a number in [0, 1]");
     BAD_PARSE(WITH("synapse s c dend ExpSyn\n"), "bad.net:2:", "location 'dend'");
     BAD_PARSE(WITH("synapse s c soma ExpSyn tau\n"), "bad.net:2:", "'tau': expected PARAM=VALUE");

@@ -184,3 +184,55 @@ def test_docs_example_network():
     sim.run(6.0)
     np.testing.assert_array_equal(sim.source_spikes(1020), [5.0])  # the train's first spike
     assert all(0 < t < 6.0 for s in range(1000, 1020) for t in sim.source_spikes(s))
+
+
+SMALL_SWC = """1 1 0 0 0 5 -1
+2 1 0 10 0 5 1
+3 3 0 20 0 1 2
+4 3 0 120 0 1 3
+5 3 10 0 0 1 1
+6 3 110 0 0 1 5
+"""
+
+
+def make_network(tmp_path, *args):
+    import subprocess
+    import sys
+    swc = tmp_path / "small.swc"
+    swc.write_text(SMALL_SWC)
+    out = tmp_path / "net.net"
+    script = os.path.join(os.path.dirname(MORPH), "..", "examples", "python", "make_network.py")
+    p = subprocess.run([sys.executable, script, args[0], str(swc), args[1], str(out), *args[2:]],
+                       capture_output=True, text=True, timeout=300, env=dict(os.environ))
+    assert p.returncode == 0, p.stdout + p.stderr
+    return out
+
+
+def test_generated_ring(tmp_path):
+    """examples/python/make_network.py ring: 1,200 cells, the wave goes round in order."""
+    net = ns.Network.read(str(make_network(tmp_path, "ring", "1200", "--synapses", "3", "--seed", "5")))
+    assert net.n_cells == 1200 and net.n_synapses == 3600 and net.n_sources == 1201
+    sim = ns.Simulation.from_network(net, threads=2)
+    assert sim.n_connections == 1201
+    sim.run(100.0)
+    first = [sim.source_spikes(c)[0] if len(sim.source_spikes(c)) else np.inf for c in range(1200)]
+    reached = int(np.sum(np.isfinite(first)))
+    assert 10 < reached < 1200
+    assert np.all(np.diff(first[:reached]) > 1.5)  # cell after cell, a delay apart
+
+
+def test_generated_random(tmp_path):
+    """make_network.py random: 1,000 cells, 10 targets each, Poisson background; counts and a run."""
+    path = make_network(tmp_path, "random", "1000", "--fan-out", "10", "--poisson", "50", "--rate", "40")
+    net = ns.Network.read(str(path))
+    assert net.n_cells == 1000 and net.n_synapses == 2000 and net.n_sources == 1050
+    sim = ns.Simulation.from_network(net, threads=2)
+    assert sim.n_connections == 1000 * 10 + 50 * 40
+    sim.run(30.0)
+    bg = sum(len(sim.source_spikes(s)) for s in range(1000, 1050))
+    assert abs(bg - 50 * 40 * 0.03) <= 5 * np.sqrt(50 * 40 * 0.03)
+    # the same file, the same raster
+    again = ns.Simulation.from_network(net, threads=1)
+    again.run(30.0)
+    for s in range(0, 1050, 7):
+        np.testing.assert_array_equal(sim.source_spikes(s), again.source_spikes(s))

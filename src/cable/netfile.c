@@ -11,7 +11,7 @@
  *   poisson NAME COUNT RATE_HZ START STOP SEED
  *   connect SOURCES SYNAPSES WEIGHT DELAY [all | p=P [seed=S]]
  * CELLS, SOURCES, SYNAPSES: REF[+REF...], REF = NAME or NAME[LIST], LIST =
- * ITEM[,ITEM...], ITEM = I or A-B (indices within the group, from 0); `cell`
+ * ITEM[,ITEM...], ITEM = I, A-B or A-B:STEP (indices within the group, from 0); `cell`
  * names every cell by its global number. A name used again by a statement
  * of its kind appends to the group. */
 #define _POSIX_C_SOURCE 200809L
@@ -219,12 +219,20 @@ static ns_status group_for(ctx *c, const char *name, gkind kind, group **out) {
     return NS_OK;
 }
 
+static ns_status parse_ref_in(ctx *c, char *buf, const char *text, gkind kind, const char *what, ids *out);
+
 /* REF[+REF...] with REF = NAME or NAME[LIST]: the members, in order. */
 static ns_status parse_ref(ctx *c, const char *text, gkind kind, const char *what, ids *out) {
+    char *buf = malloc(strlen(text) + 1);
+    if (!buf) return fail_at(c, NS_ERR_OUT_OF_MEMORY, "%s", what);
+    strcpy(buf, text);
+    ns_status st = parse_ref_in(c, buf, text, kind, what, out);
+    free(buf);
+    return st;
+}
+
+static ns_status parse_ref_in(ctx *c, char *buf, const char *text, gkind kind, const char *what, ids *out) {
     ns_network_t *net = c->net;
-    char buf[4096];
-    if (strlen(text) >= sizeof buf) return FAIL(c, "%s: a reference over %d characters", what, (int)sizeof buf - 1);
-    snprintf(buf, sizeof buf, "%s", text);
     char *save = NULL;
     for (char *ref = strtok_r(buf, "+", &save); ref; ref = strtok_r(NULL, "+", &save)) {
         char *br = strchr(ref, '[');
@@ -258,10 +266,16 @@ static ns_status parse_ref(ctx *c, const char *text, gkind kind, const char *wha
         int any = 0;
         for (char *item = strtok_r(list, ",", &isave); item; item = strtok_r(NULL, ",", &isave)) {
             any = 1;
-            int64_t lo, hi;
+            int64_t lo, hi, step = 1;
             char *dash = strchr(item + (*item == '-'), '-');
             if (dash) {
                 *dash = 0;
+                char *colon = strchr(dash + 1, ':');
+                if (colon) {
+                    *colon = 0;
+                    if (!parse_int(colon + 1, 1, INT32_MAX, &step))
+                        return FAIL(c, "%s: step '%s' in %s[...] is not an integer >= 1", what, colon + 1, ref);
+                }
                 if (!parse_int(item, 0, INT64_MAX, &lo) || !parse_int(dash + 1, 0, INT64_MAX, &hi) || hi < lo)
                     return FAIL(c, "%s: '%s-%s' in %s[...] is not a range A-B with 0 <= A <= B", what, item, dash + 1,
                                 ref);
@@ -271,7 +285,7 @@ static ns_status parse_ref(ctx *c, const char *text, gkind kind, const char *wha
             if (hi >= size)
                 return FAIL(c, "%s: index %lld is outside %s (%lld %s)", what, (long long)hi, ref, (long long)size,
                             KIND_NAME[kind]);
-            for (int64_t k = lo; k <= hi; ++k)
+            for (int64_t k = lo; k <= hi; k += step)
                 if (out->n >= NET_MAX_ITEMS || ids_push(out, g ? g->m.v[k] : k) != 0)
                     return fail_at(c, NS_ERR_SIZE, "%s: %lld members (at most %lld ids in all lists)", what,
                                    (long long)out->n, (long long)NET_MAX_ITEMS);
