@@ -88,7 +88,7 @@ struct ns_network {
     char *model_file;     /* resolved path */
     int model_line;
     char *model_text;     /* the model: lines, at their line numbers (others blank) */
-    size_t model_len;
+    size_t model_len, model_cap;
     int has_inline;
     group *groups;
     int32_t n_groups, cap_groups;
@@ -542,6 +542,18 @@ static ns_status st_connect(ctx *c, char **tok, int n) {
 
 /* ------------------------------------------------------------ parse */
 
+/* Room for `more` bytes after the model text (capacity doubling: a line each). */
+static int model_room(ns_network_t *net, size_t more) {
+    if (net->model_len + more <= net->model_cap) return 0;
+    size_t cap = net->model_cap ? net->model_cap : 256;
+    while (cap < net->model_len + more) cap *= 2;
+    char *p = realloc(net->model_text, cap);
+    if (!p) return -1;
+    net->model_text = p;
+    net->model_cap = cap;
+    return 0;
+}
+
 static ns_status parse_line(ctx *c, char *ln) {
     ns_network_t *net = c->net;
     while (isspace((unsigned char)*ln)) ++ln;
@@ -549,10 +561,8 @@ static ns_status parse_line(ctx *c, char *ln) {
         /* the statement goes to the model text at its own line number */
         const char *text = ln + 6;
         const size_t n = strlen(text);
-        char *p = realloc(net->model_text, net->model_len + n + 2);
-        if (!p) return fail_at(c, NS_ERR_OUT_OF_MEMORY, "model");
-        net->model_text = p;
-        memcpy(p + net->model_len, text, n);
+        if (model_room(net, n + 2) != 0) return fail_at(c, NS_ERR_OUT_OF_MEMORY, "model");
+        memcpy(net->model_text + net->model_len, text, n);
         net->model_len += n;
         net->has_inline = 1;
         return NS_OK;
@@ -604,12 +614,10 @@ ns_status ns_network_parse(const char *text, size_t length, const char *name, co
         st = parse_line(&c, ln);
         /* every line ends the model text, so that its line numbers are the file's */
         if (st == NS_OK) {
-            char *p = realloc(net->model_text, net->model_len + 2);
-            if (!p) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_network_parse");
+            if (model_room(net, 2) != 0) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_network_parse");
             else {
-                net->model_text = p;
-                p[net->model_len++] = '\n';
-                p[net->model_len] = 0;
+                net->model_text[net->model_len++] = '\n';
+                net->model_text[net->model_len] = 0;
             }
         }
     }
