@@ -200,8 +200,13 @@ int bench_life_quality(int argc, char **argv) {
         snprintf(parcels, sizeof parcels, "%s/parcels.nii", dir);
         int32_t *gs = NULL;
         int64_t ng_sl = 0;
-        s = ns_life_connection_groups(parcels, tck, ns_life_built_stats(built)->grid, &gs, &ng_sl, &n_groups);
-        if (s != NS_OK) rc = cli_status_error(cmd, s);
+        struct stat pb;
+        if (stat(parcels, &pb) != 0)
+            rc = cli_error("%s: %s is missing: group=G settings group the streamlines by its end-point parcels "
+                           "(life synth --phantom writes it; remake the phantom)", cmd, parcels);
+        else if ((s = ns_life_connection_groups(parcels, tck, ns_life_built_stats(built)->grid, &gs, &ng_sl,
+                                                &n_groups)) != NS_OK)
+            rc = cli_status_error(cmd, s);
         else if (ng_sl != n_sl) rc = cli_error("%s: %s has %lld streamlines, labels.npy %lld", cmd, tck, (long long)ng_sl,
                                                (long long)n_sl);
         else if (!(groups = malloc((size_t)F * sizeof *groups))) rc = cli_error("%s: out of memory", cmd);
