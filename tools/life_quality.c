@@ -37,7 +37,7 @@ static void help(void) {
            "  --settings LIST      fits to score, comma-separated; each nnls, lambda=X (ReAl-LiFE L1),\n"
            "                       ridge=R (life fit --ridge), group=G (life fit --group: groups by the\n"
            "                       endpoint parcels of DIR/parcels.nii) or a '+' combination\n"
-           "                       (default nnls,lambda=3e6,ridge=0.2,ridge=0.2+group=1)\n"
+           "                       (default nnls,lambda=3e6,ridge=0.2,group=1)\n"
            "  --nodes sum|mean --L N --axial A --radial R   the model (life build's defaults)\n"
            "  --iters N --rtolo R --rtolg R --threads T      the fit (life fit's defaults)\n"
            "  --csv FILE           one row per setting\n");
@@ -100,7 +100,7 @@ int bench_life_quality(int argc, char **argv) {
     lo.backend = NS_BACKEND_CPU;
     setting settings[MAX_SETTINGS];
     int n_settings = 0, phantom_given = 0;
-    if (!parse_settings("nnls,lambda=3e6,ridge=0.2,ridge=0.2+group=1", settings, &n_settings)) return 2;
+    if (!parse_settings("nnls,lambda=3e6,ridge=0.2,group=1", settings, &n_settings)) return 2;
     for (int i = 1; i < argc; ++i)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             help();
