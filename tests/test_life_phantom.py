@@ -19,6 +19,7 @@ independently with numpy (docs/life.md, "Pruning quality"):
 
     python3 tests/test_life_phantom.py NEUROSOLVE
 Exit 77 (skip) without numpy."""
+import json
 import os
 import subprocess
 import sys
@@ -254,6 +255,34 @@ with tempfile.TemporaryDirectory() as tmp:
         "--ridge", "0.1", "--group", "1", "--groups", gfile, "--quiet")
     check(np.array_equal(np.load(os.path.join(tmp, "wg2.npy")), w), "--groups FILE per streamline: same weights")
 
+    # label 0 at some end points: those streamlines get -1 (no connection)
+    raw = bytearray(open(os.path.join(dn, "parcels.nii"), "rb").read())
+    par0 = par.copy()
+    par0[par0 <= 8] = 0
+    par_path0 = os.path.join(tmp, "parcels0.nii")
+    open(par_path0, "wb").write(bytes(raw[:352]) + par0.astype("<i2").tobytes(order="F"))
+    mg0 = os.path.join(tmp, "model_groups0")
+    run("life", "build", "--dwi", f"{dn}/dwi.nii", "--bvals", f"{dn}/dwi.bval", "--bvecs", f"{dn}/dwi.bvec",
+        "--tracks", f"{dn}/tracks.tck", "--out", mg0, "--parcels", par_path0, "--quiet")
+    pairs0 = [tuple(sorted((par0[tuple(np.rint(q[0] / 2).astype(int))], par0[tuple(np.rint(q[-1] / 2).astype(int))])))
+              for q in slc]
+    uniq0 = sorted(set(q for q in pairs0 if q[0] > 0))
+    want0 = np.array([uniq0.index(q) if q[0] > 0 else -1 for q in pairs0])
+    got0 = np.load(os.path.join(mg0, "groups.npy"))
+    check((got0 == want0[fib]).all() and (got0 == -1).sum() > 50,
+          f"an end in label 0: no connection (-1) for {(got0 == -1).sum()} fibers, as numpy")
+    out = run("life", "fit", mg0, "--out", os.path.join(tmp, "w0.npy"), "--group", "1", "--threads", "1", "--quiet",
+              "--backend", "cpu", "--json")
+    js = json.loads(out)
+    check(js["groups"] == len(uniq0) + (got0 == -1).sum() and 0 < js["groups_nonzero"] < js["groups"],
+          f"each unconnected fiber is a group of its own ({js['groups']} groups, {js['groups_nonzero']} kept)")
+    # a label image with a non-integer value
+    fl = par.astype("<f4")
+    fl[3, 4, 5] = 2.5
+    hdr = bytearray(raw[:352])
+    hdr[70:74] = np.array([16, 32], "<i2").tobytes()
+    open(par_path0, "wb").write(bytes(hdr) + fl.tobytes(order="F"))
+
     def fails(args, text, rc=1):
         p = subprocess.run([EXE, *args], capture_output=True, text=True)
         check(p.returncode == rc and text in p.stderr, f"refused ({text}): {p.stderr.strip()[:160]}")
@@ -276,6 +305,8 @@ with tempfile.TemporaryDirectory() as tmp:
     check(not os.path.exists(bad_m), "no model after a refused parcellation")
     fails(["life", "build", "--dwi", f"{dn}/dwi.nii", "--bvals", f"{dn}/dwi.bval", "--bvecs", f"{dn}/dwi.bvec",
            "--tracks", f"{dn}/tracks.tck", "--out", bad_m, "--parcels", f"{dn}/dwi.nii"], "3 dimensions")
+    fails(["life", "build", "--dwi", f"{dn}/dwi.nii", "--bvals", f"{dn}/dwi.bval", "--bvecs", f"{dn}/dwi.bvec",
+           "--tracks", f"{dn}/tracks.tck", "--out", bad_m, "--parcels", par_path0], "holds 2.5")
     os.remove(os.path.join(dn, "parcels.nii"))
     fails(["bench", "life", "--quality", dn, "--settings", "group=1"], "parcels.nii")
 
