@@ -1864,7 +1864,7 @@ NB_MODULE(_core, m) {
            "preconditioner"_a = false, "w0"_a = nb::none(), "progress"_a = nb::none(), "rtol_gradient"_a = -1.0,
            "rtol_objective"_a = -1.0, "ridge"_a = 0.0, "group"_a = 0.0, "groups"_a = nb::none(),
            "SBBNNLS (ENCODE's bbnnls); rtol_* < 0 take the library's defaults; ridge: life fit --ridge (docs/life.md); "
-           "group > 0 with groups (int32, one per fiber, -1: alone): life fit --group, the group-sparse fit (FISTA, CPU); "
+           "group > 0 with groups (int32, one per fiber, -1: alone): life fit --group, the group-sparse fit (FISTA); "
            "returns (w, result dict with the objective history). "
            "progress(iteration, objective, nonzero) is called after every update; a true return stops.");
 }
