@@ -184,8 +184,8 @@ NS_API ns_status ns_mpi_sim_add_recording(ns_mpi_sim_t *sim, int64_t cell, int32
  * or source that does not exist, a delay <= 0, a non-finite weight or
  * threshold) fail on every process at once; those of the owner (an unknown
  * mechanism or parameter) on the owner at once and on every process at
- * ns_mpi_sim_init, which reports the first failure of these calls on any
- * process. *synapse / *source receive the global number (-1 on failure).
+ * ns_mpi_sim_init, which reports on every process the first failure of
+ * these calls on the lowest failing process. *synapse / *source receive the global number (-1 on failure).
  * The simulation needs a model (ns_sim_options.model) and the CPU backend,
  * as ns_sim's networks do. */
 NS_API ns_status ns_mpi_sim_add_synapse(ns_mpi_sim_t *sim, int64_t cell, int32_t compartment,

@@ -311,7 +311,7 @@ static ns_status exchange(ns_mpi_sim_t *s, ns_status local, const ns_net_spike *
     if (total > 0 && MPI_Allgatherv(n ? (const void *)mine : (const void *)&none, (int)(n * (int64_t)sizeof *mine),
                                     MPI_BYTE, x->recv, x->bytes, x->displs, MPI_BYTE, s->comm) != MPI_SUCCESS)
         return ns_fail(NS_ERR_IO, "network: MPI_Allgatherv of the spikes failed");
-    qsort(x->recv, (size_t)total, sizeof *x->recv, cmp_spike);
+    if (total > 1) qsort(x->recv, (size_t)total, sizeof *x->recv, cmp_spike);
     *n_all = total;
     return NS_OK;
 }
