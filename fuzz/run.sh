@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the readers for a bounded time (docs/fuzzing.md).
 #   fuzz/run.sh [SECONDS_PER_TARGET (20)] [TARGET...]   (targets: swc nifti params tracts life_files life_model checkpoint nmodl model network)
+#   NS_FUZZ_SEED=N (default 1): libFuzzer's seed, fixed so that CI explores the same inputs on every
+#   run (a finding is reproducible, not a lottery); set another seed, or 0 for a random one, to explore
 # Builds build-fuzz/ with clang, libFuzzer, ASan and UBSan (NS_FUZZ=ON), then runs
 # each target on a scratch copy of fuzz/corpus/TARGET (the repository's corpus is
 # not modified). A crash, leak, UB report or timeout fails the script and leaves
@@ -26,7 +28,7 @@ for t in "${targets[@]}"; do
   cp -r "$here/corpus/$t/." "$work/"
   [ -d "$here/regressions/$t" ] && cp -r "$here/regressions/$t/." "$work/"
   echo "fuzz $t: ${secs}s"
-  if ! "$build/fuzz/fuzz_$t" "$work" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  if ! "$build/fuzz/fuzz_$t" "$work" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -seed="${NS_FUZZ_SEED:-1}" -max_len=65536 \
        -artifact_prefix="$findings/" -print_final_stats=1 > "$build/fuzz/$t.log" 2>&1; then
     echo "fuzz $t: FAILED, input in $findings/ (log: $build/fuzz/$t.log)" >&2
     tail -40 "$build/fuzz/$t.log" >&2

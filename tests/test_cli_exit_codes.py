@@ -80,6 +80,9 @@ with tempfile.TemporaryDirectory() as tmp:
             ["--cells", "0"], ["--cells", "-5"], ["--record-every", "0"], ["--record-cells", "-1"],
             ["--threads", "-1"], ["--iclamp", "soma:1:-1:0.1"], ["--iclamp", "soma:1:2"],
             ["--iclamp", "soma:nan:1:0.1"], ["--record", "c-1"], ["--record", "0:2"], ["--backend", "gpu9"],
+            # out of range: refused as usage errors (were clamped to INT32/INT64_MAX before the lookup)
+            ["--record", "99999999999:0.5"], ["--record", "c99999999999999999999999"],
+            ["--record", "swc=99999999999999999999999:0.5"],
             ["--method", "nope"], ["--scale", "0"], ["--scale", "nan"], ["--radii", "default:0"],
             ["--radii", "sometimes"], ["--roots", "maybe"], ["--nseg", "length:0"], ["--nseg", "d-lambda:0"],
             ["--nseg", "many"], ["--ra", "0"], ["--cm", "-1"], ["--no-such-option"],

@@ -238,6 +238,19 @@ static void ridge_fits(ns_life_model_t *m) {
         }
     }
     free(ref), free(w);
+    /* the group penalty runs on the CPU only: the CUDA engine refuses it by name */
+    int32_t *groups = calloc((size_t)F, sizeof *groups);
+    ns_life_engine_t *e = NULL;
+    CHECK_OK(make_engine(m, NS_BACKEND_CUDA, NS_LIFE_VOXEL_VOXEL, 0, &e));
+    if (e) {
+        w = malloc((size_t)F * 8);
+        fo.group = 1.0, fo.groups = groups, fo.preconditioner = 0;
+        CHECK(ns_life_fit(e, &fo, w, NULL, NULL) == NS_ERR_UNSUPPORTED);
+        CHECK(strstr(ns_last_error(), "group") != NULL && strstr(ns_last_error(), "CPU") != NULL);
+        free(w);
+        ns_life_engine_destroy(e);
+    }
+    free(groups);
 }
 
 int main(void) {

@@ -390,6 +390,260 @@ static void device_option(void) {
     ns_life_model_destroy(m);
 }
 
+
+/* ---------------------------------------------------------- group sparsity */
+/* The group-sparse objective (COMMIT2-style, ns_life_fit_options.group) against
+ * a reference written here: dense M from the CSR, the step 1 / L with L the
+ * largest eigenvalue of M^T M + mu from 2,000 power iterations on the dense
+ * matrix (x 1.01), and 4,000 plain proximal gradient steps (ISTA: no
+ * momentum, no backtracking); lambda_g recomputed from its definition. */
+typedef struct gref {
+    int rows, cols;
+    double *A; /* column-major rows x cols */
+    const double *b;
+    double mu, l1, lam;
+    int ng;
+    const int *gid; /* compact group per column */
+    double *gs;     /* sqrt |g| */
+} gref;
+
+static void dense_grad(const gref *p, const double *w, double *g, double *f) {
+    double *r = malloc((size_t)p->rows * sizeof *r);
+    for (int i = 0; i < p->rows; ++i) r[i] = -p->b[i];
+    for (int j = 0; j < p->cols; ++j)
+        for (int i = 0; i < p->rows; ++i) r[i] += p->A[(size_t)j * p->rows + i] * w[j];
+    double rr = 0.0, ww = 0.0, sw = 0.0;
+    for (int i = 0; i < p->rows; ++i) rr += r[i] * r[i];
+    for (int j = 0; j < p->cols; ++j) {
+        double s = 0.0;
+        for (int i = 0; i < p->rows; ++i) s += p->A[(size_t)j * p->rows + i] * r[i];
+        g[j] = s + p->mu * w[j] + p->l1;
+        ww += w[j] * w[j], sw += w[j];
+    }
+    if (f) {
+        double *n2 = calloc((size_t)p->ng, sizeof *n2), pen = 0.0;
+        for (int j = 0; j < p->cols; ++j) n2[p->gid[j]] += w[j] * w[j];
+        for (int k = 0; k < p->ng; ++k) pen += p->gs[k] * sqrt(n2[k]);
+        *f = 0.5 * rr + 0.5 * p->mu * ww + p->l1 * sw + p->lam * pen;
+        free(n2);
+    }
+    free(r);
+}
+
+static void ista(const gref *p, double *w, int steps) {
+    /* L by power iteration on the dense M^T M */
+    double *v = malloc((size_t)p->cols * sizeof *v), *u = malloc((size_t)p->cols * sizeof *u);
+    double *mv = malloc((size_t)p->rows * sizeof *mv), L = 0.0;
+    for (int j = 0; j < p->cols; ++j) v[j] = 1.0 + 0.01 * j;
+    for (int it = 0; it < 2000; ++it) {
+        for (int i = 0; i < p->rows; ++i) mv[i] = 0.0;
+        for (int j = 0; j < p->cols; ++j)
+            for (int i = 0; i < p->rows; ++i) mv[i] += p->A[(size_t)j * p->rows + i] * v[j];
+        double n = 0.0;
+        for (int j = 0; j < p->cols; ++j) {
+            double s = 0.0;
+            for (int i = 0; i < p->rows; ++i) s += p->A[(size_t)j * p->rows + i] * mv[i];
+            u[j] = s, n += s * s;
+        }
+        n = sqrt(n);
+        L = n; /* ||M^T M v|| with ||v|| = 1 after the first step */
+        for (int j = 0; j < p->cols; ++j) v[j] = u[j] / n;
+    }
+    L = 1.01 * (L + p->mu);
+    double *g = malloc((size_t)p->cols * sizeof *g), *n2 = malloc((size_t)p->ng * sizeof *n2);
+    for (int j = 0; j < p->cols; ++j) w[j] = 0.0;
+    for (int it = 0; it < steps; ++it) {
+        dense_grad(p, w, g, NULL);
+        for (int k = 0; k < p->ng; ++k) n2[k] = 0.0;
+        for (int j = 0; j < p->cols; ++j) {
+            w[j] = fmax(0.0, w[j] - g[j] / L);
+            n2[p->gid[j]] += w[j] * w[j];
+        }
+        for (int j = 0; j < p->cols; ++j) {
+            const double n = sqrt(n2[p->gid[j]]), k = p->lam * p->gs[p->gid[j]] / L;
+            w[j] = n > k ? w[j] * (1.0 - k / n) : 0.0;
+        }
+    }
+    free(v), free(u), free(mv), free(g), free(n2);
+}
+
+static int cmp_d(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* KKT of the group problem at w: a zero group has ||[-grad_g]_+|| <= lam sqrt|g|; in a
+ * non-zero group grad_i + lam sqrt|g| w_i / ||w_g|| = 0 where w_i > 0 and grad_i >= 0
+ * where w_i = 0. Returns the worst violation relative to `scale`; counts the groups. */
+static double group_kkt(const gref *p, const double *w, double scale, int *zero_groups, int *nonzero_groups) {
+    double *g = malloc((size_t)p->cols * sizeof *g), *n2 = calloc((size_t)p->ng, sizeof *n2),
+           *neg = calloc((size_t)p->ng, sizeof *neg);
+    dense_grad(p, w, g, NULL);
+    for (int j = 0; j < p->cols; ++j) {
+        n2[p->gid[j]] += w[j] * w[j];
+        if (g[j] < 0) neg[p->gid[j]] += g[j] * g[j];
+    }
+    double worst = 0.0;
+    int z = 0, nz = 0;
+    for (int k = 0; k < p->ng; ++k) {
+        if (n2[k] == 0.0) ++z, worst = fmax(worst, sqrt(neg[k]) - p->lam * p->gs[k]);
+        else ++nz;
+    }
+    for (int j = 0; j < p->cols; ++j) {
+        const int k = p->gid[j];
+        if (n2[k] == 0.0) continue;
+        if (w[j] > 0) worst = fmax(worst, fabs(g[j] + p->lam * p->gs[k] * w[j] / sqrt(n2[k])));
+        else worst = fmax(worst, -g[j]);
+    }
+    *zero_groups = z, *nonzero_groups = nz;
+    free(g), free(n2), free(neg);
+    return worst / scale;
+}
+
+static void against_group(uint64_t seed, double R, double G, double l1, int singletons) {
+    ns_life_model_t *m = tiny_model(16, 6, 30, 6, 0.3, seed);
+    CHECK(m != NULL);
+    if (!m) return;
+    csr c;
+    CHECK(csr_build(m, &c));
+    gref p = {0};
+    p.rows = (int)c.rows, p.cols = (int)c.cols, p.b = ns_life_model_signal(m), p.l1 = l1;
+    p.A = calloc((size_t)p.rows * p.cols, sizeof *p.A);
+    for (int r = 0; r < p.rows; ++r)
+        for (int64_t j = c.ptr[r]; j < c.ptr[r + 1]; ++j) p.A[(size_t)c.col[j] * p.rows + r] += c.val[j];
+    double m1 = 0.0;
+    for (int r = 0; r < p.rows; ++r) {
+        double s = 0.0;
+        for (int j = 0; j < p.cols; ++j) s += p.A[(size_t)j * p.rows + r];
+        m1 += s * s;
+    }
+    p.mu = R * m1 / p.cols;
+    /* groups: fiber j in group (7 j) mod 5 (ids 10, 20, ...: not compact), every 7th fiber none (-1);
+     * with `singletons` every fiber alone */
+    int32_t *groups = malloc((size_t)p.cols * sizeof *groups);
+    int *gid = malloc((size_t)p.cols * sizeof *gid);
+    for (int j = 0; j < p.cols; ++j) groups[j] = singletons || j % 7 == 3 ? -1 : 10 * ((7 * j) % 5 + 1);
+    p.ng = singletons ? 0 : 5;
+    for (int j = 0; j < p.cols; ++j) gid[j] = groups[j] < 0 ? p.ng++ : groups[j] / 10 - 1;
+    p.gid = gid;
+    p.gs = calloc((size_t)p.ng, sizeof *p.gs);
+    for (int j = 0; j < p.cols; ++j) p.gs[gid[j]] += 1.0;
+    for (int k = 0; k < p.ng; ++k) p.gs[k] = sqrt(p.gs[k]);
+    /* lambda_g = G x median over groups of ||[-grad_g(0)]_+|| / sqrt |g| */
+    double *g0 = malloc((size_t)p.cols * sizeof *g0), *crit = calloc((size_t)p.ng, sizeof *crit);
+    double *zero = calloc((size_t)p.cols, sizeof *zero);
+    dense_grad(&p, zero, g0, NULL);
+    for (int j = 0; j < p.cols; ++j)
+        if (g0[j] < 0) crit[gid[j]] += g0[j] * g0[j];
+    for (int k = 0; k < p.ng; ++k) crit[k] = sqrt(crit[k]) / p.gs[k];
+    qsort(crit, (size_t)p.ng, sizeof *crit, cmp_d);
+    p.lam = G * (p.ng % 2 ? crit[p.ng / 2] : 0.5 * (crit[p.ng / 2 - 1] + crit[p.ng / 2]));
+
+    double *w_ref = malloc((size_t)p.cols * sizeof *w_ref), *w = malloc((size_t)p.cols * sizeof *w);
+    ista(&p, w_ref, 4000);
+    double f_ref = 0.0;
+    dense_grad(&p, w_ref, g0, &f_ref);
+
+    ns_life_fit_options fo;
+    ns_life_fit_options_init(&fo);
+    fo.max_iterations = 20000;
+    fo.tol_gradient = 0.0, fo.tol_objective = 0.0, fo.rtol_objective = 0.0;
+    fo.rtol_gradient = 1e-12;
+    fo.ridge = R, fo.group = G, fo.groups = groups, fo.lambda = l1;
+    ns_life_fit_result res;
+    double *hist = malloc((size_t)fo.max_iterations * sizeof *hist);
+    CHECK_OK(fit(m, NS_LIFE_VOXEL_VOXEL, 2, &fo, w, hist, &res));
+    double f_eng = 0.0, scale = 0.0, diff = 0.0, wmax = 0.0;
+    dense_grad(&p, w, g0, &f_eng);
+    for (int j = 0; j < p.cols; ++j) {
+        scale = fmax(scale, fabs(g0[j] - p.mu * w[j] - l1) + p.lam);
+        diff = fmax(diff, fabs(w[j] - w_ref[j]));
+        wmax = fmax(wmax, fabs(w_ref[j]));
+    }
+    int z = 0, nz = 0, zr = 0, nzr = 0;
+    const double kkt = group_kkt(&p, w, scale, &z, &nz), kkt_ref = group_kkt(&p, w_ref, scale, &zr, &nzr);
+    printf("group G %g (lambda_g %.6g, engine %.6g) R %g l1 %g seed %llu%s: %d groups, %d zero (reference %d); "
+           "objective %.12g vs ISTA %.12g; max |w - w_ISTA| %.2e of %.2e; KKT %.2e (ISTA %.2e); %d updates, %s\n",
+           G, p.lam, res.group_lambda, R, l1, (unsigned long long)seed, singletons ? " singletons" : "", p.ng, z, zr,
+           f_eng, f_ref, diff, wmax, kkt, kkt_ref, (int)res.updates, ns_life_stop_name(res.stop));
+    CHECK_MSG(fabs(res.group_lambda - p.lam) <= 1e-10 * p.lam, "lambda_g %.17g vs %.17g", res.group_lambda, p.lam);
+    CHECK(res.n_groups == p.ng && res.groups_nonzero == nz);
+    CHECK_MSG(fabs(f_eng - f_ref) <= 1e-9 * f_ref, "objective %.15g vs ISTA %.15g", f_eng, f_ref);
+    CHECK_MSG(fabs(res.objective - f_eng) <= 1e-9 * f_eng, "reported objective %.15g vs %.15g", res.objective, f_eng);
+    CHECK(res.updates > 0 && hist[res.updates - 1] == res.objective);
+    CHECK_MSG(kkt <= 1e-7, "KKT violation %.3g", kkt);
+    CHECK_MSG(kkt_ref <= 1e-6, "the reference is not converged: KKT %.3g", kkt_ref);
+    if (R > 0) CHECK_MSG(diff <= 1e-6 * wmax, "weights differ from ISTA by %.3g", diff); /* strongly convex */
+    /* both branches of the KKT conditions are exercised */
+    CHECK_MSG(z >= 1 && nz >= 1, "%d zero and %d non-zero groups", z, nz);
+    for (int j = 0; j < p.cols; ++j) CHECK(w[j] >= 0.0);
+    if (singletons && R > 0) {
+        /* every fiber alone: the group penalty is lambda_g sum w, i.e. SBBNNLS's L1 */
+        ns_life_fit_options fs = fo;
+        fs.group = 0.0, fs.groups = NULL, fs.lambda = l1 + p.lam;
+        fs.rtol_gradient = 0.0, fs.tol_gradient = 1e-13;
+        double *w_sbb = malloc((size_t)p.cols * sizeof *w_sbb);
+        ns_life_fit_result rs;
+        CHECK_OK(fit(m, NS_LIFE_NAIVE, 1, &fs, w_sbb, NULL, &rs));
+        const double e = rel_inf(w, w_sbb, p.cols);
+        printf("  singletons vs SBBNNLS with lambda = lambda_g: weights within %.2e\n", e);
+        CHECK_MSG(e <= 1e-6, "singleton groups vs SBBNNLS L1: %.3g", e);
+        free(w_sbb);
+    }
+    /* the same with every variant and thread count, and from a start w0 */
+    for (int v = NS_LIFE_NAIVE; v < NS_LIFE_VARIANT_COUNT; v += 3) {
+        double *w2 = malloc((size_t)p.cols * sizeof *w2);
+        CHECK_OK(fit(m, (ns_life_variant)v, v == NS_LIFE_NAIVE ? 1 : 2, &fo, w2, NULL, &res));
+        CHECK_MSG(rel_inf(w2, w, p.cols) <= 1e-6, "%s: %.3g", ns_life_variant_name((ns_life_variant)v),
+                  rel_inf(w2, w, p.cols));
+        free(w2);
+    }
+    fo.w0 = w_ref;
+    CHECK_OK(fit(m, NS_LIFE_COEFF_ATOM, 2, &fo, w, NULL, &res));
+    CHECK(fabs(res.objective - f_ref) <= 1e-9 * f_ref);
+    free(p.A), free(p.gs), free(groups), free(gid), free(g0), free(crit), free(zero), free(w_ref), free(w), free(hist);
+    csr_free(&c);
+    ns_life_model_destroy(m);
+}
+
+/* Bad group options, each with its message. */
+static void group_bad_input(void) {
+    ns_life_model_t *m = tiny_model(16, 6, 30, 6, 0.3, 41);
+    CHECK(m != NULL);
+    if (!m) return;
+    const int32_t F = ns_life_model_n_fibers(m);
+    int32_t *groups = calloc((size_t)F, sizeof *groups);
+    double *w = malloc((size_t)F * sizeof *w);
+    ns_life_fit_options fo;
+    ns_life_fit_options_init(&fo);
+    fo.groups = groups;
+    ns_life_fit_result res;
+    fo.group = -1.0;
+    CHECK(fit(m, NS_LIFE_NAIVE, 1, &fo, w, NULL, &res) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(ns_last_error(), "group = -1") != NULL);
+    fo.group = NAN;
+    CHECK(fit(m, NS_LIFE_NAIVE, 1, &fo, w, NULL, &res) == NS_ERR_INVALID_ARGUMENT);
+    fo.group = 1.0;
+    fo.groups = NULL;
+    CHECK(fit(m, NS_LIFE_NAIVE, 1, &fo, w, NULL, &res) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(ns_last_error(), "options.groups") != NULL);
+    fo.groups = groups;
+    fo.preconditioner = 1;
+    CHECK(fit(m, NS_LIFE_NAIVE, 1, &fo, w, NULL, &res) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(ns_last_error(), "preconditioner") != NULL);
+    fo.preconditioner = 0;
+    /* one group for all (at G = 0.5 not zero): runs; the progress callback stops it */
+    fo.group = 0.5;
+    int stop = 3;
+    fo.progress = stop_after;
+    fo.progress_context = &stop;
+    CHECK_OK(fit(m, NS_LIFE_NAIVE, 1, &fo, w, NULL, &res));
+    CHECK(res.updates == 3 && res.stop == NS_LIFE_STOP_USER && res.n_groups == 1);
+    CHECK(res.mty_calls == 1 + 8 + 3 && res.mw_calls >= 8 + 1 + 3);
+    free(groups), free(w);
+    ns_life_model_destroy(m);
+}
+
 int main(void) {
     device_option();
     against_nnls(1, 0.0, 0);
@@ -402,5 +656,11 @@ int main(void) {
     against_ridge(6, 1.0, 0, 1.0);
     against_ridge(7, 0.3, 1, 0.1);
     variants_agree();
+    against_group(51, 0.1, 1.0, 0.0, 0);
+    against_group(52, 0.2, 0.5, 0.0, 0);
+    against_group(53, 0.0, 1.0, 0.0, 0);
+    against_group(54, 0.1, 1.0, 0.01, 0);
+    against_group(55, 0.1, 0.7, 0.0, 1);
+    group_bad_input();
     return check_summary("test_life_fit");
 }

@@ -12,10 +12,14 @@ independently with numpy (docs/life.md, "Pruning quality"):
   near another; random curves are not bundle members;
 - noise: SNR 20 gives b=0 volumes with sd S0 / 20;
 - the quality benchmark's AUC equals a rank-based AUC computed here from `life fit`'s
-  weights of the same model and setting.
+  weights of the same model and setting (with the group penalty too);
+- parcels.nii recomputed from its definition (40 directions on a Fibonacci sphere), and the
+  connection groups of `life build --parcels` recomputed from the .tck end points; bad
+  parcellations and groups files refused.
 
     python3 tests/test_life_phantom.py NEUROSOLVE
 Exit 77 (skip) without numpy."""
+import json
 import os
 import subprocess
 import sys
@@ -57,7 +61,7 @@ def read_nifti(path):
     srow = np.frombuffer(raw[280:328], "<f4").reshape(3, 4)
     assert raw[344:348] == b"n+1\0"
     n = dim[1:1 + dim[0]]
-    data = np.frombuffer(raw[int(vox_offset):], "<f4")
+    data = np.frombuffer(raw[int(vox_offset):], {16: "<f4", 4: "<i2"}[int(datatype)])
     assert data.size == np.prod(n), (data.size, n)
     return data.reshape(tuple(n), order="F"), datatype, bitpix, sform_code, srow
 
@@ -192,12 +196,119 @@ with tempfile.TemporaryDirectory() as tmp:
             "--mty", "naive", "--quiet", *extra)
         w = np.load(w_path)
         a = auc(w, y)
-        got = float(rows[name][3])
+        got = float(rows[name][4])
         check(abs(a - got) < 1e-4, f"{name}: bench AUC {got:.6f} = numpy AUC {a:.6f}")
         kept = w > 0
-        check(int(rows[name][6]) == kept.sum(), f"{name}: kept {rows[name][6]} = {kept.sum()}")
-        check(abs(float(rows[name][7]) - (y[kept] == 1).mean()) < 1e-5, f"{name}: precision of the kept")
-    check(float(rows["ridge=0.1"][3]) > float(rows["nnls"][3]), "the ridge ranks better than plain NNLS here")
+        check(int(rows[name][7]) == kept.sum(), f"{name}: kept {rows[name][7]} = {kept.sum()}")
+        check(abs(float(rows[name][8]) - (y[kept] == 1).mean()) < 1e-5, f"{name}: precision of the kept")
+    check(float(rows["ridge=0.1"][4]) > float(rows["nnls"][4]), "the ridge ranks better than plain NNLS here")
+
+    # the endpoint parcellation, recomputed from its definition
+    par, pdt, _, _, psrow = read_nifti(os.path.join(dn, "parcels.nii"))
+    check(pdt == 4 and par.shape == (N, N, N) and np.allclose(psrow, srow), "parcels.nii: int16, the DWI's grid")
+    k = np.arange(40)
+    z = 1 - (2 * k + 1) / 40
+    u = np.stack([np.sqrt(1 - z * z) * np.cos(k * np.pi * (3 - np.sqrt(5))),
+                  np.sqrt(1 - z * z) * np.sin(k * np.pi * (3 - np.sqrt(5))), z], 1)
+    ijk = np.indices((N, N, N)).transpose(1, 2, 3, 0).astype(float) - c
+    want = np.where(np.linalg.norm(ijk, axis=3) <= R + 1.5, np.argmax(ijk @ u.T, axis=3) + 1, 0)
+    check((par == want).all(), f"parcels.nii equals its definition ({len(np.unique(par)) - 1} parcels)")
+
+    # connection groups: the pair of end-point parcels, numbered by sorted (low, high)
+    mg = os.path.join(tmp, "model_groups")
+    out = run("life", "build", "--dwi", f"{dn}/dwi.nii", "--bvals", f"{dn}/dwi.bval", "--bvecs", f"{dn}/dwi.bvec",
+              "--tracks", f"{dn}/tracks.tck", "--out", mg, "--parcels", f"{dn}/parcels.nii", "--quiet")
+    slc = read_tck(os.path.join(dn, "tracks.tck"))
+
+    def lab_at(p):
+        v = np.rint(p / 2.0).astype(int)
+        return par[v[0], v[1], v[2]]
+    pairs = [tuple(sorted((lab_at(s[0]), lab_at(s[-1])))) for s in slc]
+    uniq = sorted(set(q for q in pairs if q[0] > 0))
+    want_g = np.array([uniq.index(q) if q[0] > 0 else -1 for q in pairs])
+    got_g = np.load(os.path.join(mg, "groups.npy"))
+    fib = np.load(os.path.join(mg, "streamlines.npy"))
+    check(got_g.dtype == np.int32 and (got_g == want_g[fib]).all(),
+          f"groups.npy = numpy's end-point pairs ({len(uniq)} groups)")
+    per_bundle = [np.sort(np.bincount(want_g[bundle == b] + 1))[-4:].sum() / (bundle == b).sum() for b in range(nb)]
+    rnd = np.sort(np.bincount(want_g[kind == 2] + 1))[-4:].sum() / (kind == 2).sum()
+    check(min(per_bundle) > 0.8 and rnd < 0.5, f"a bundle's streamlines fall in a few connections: the 4 largest "
+          f"hold {np.round(per_bundle, 2)} of each, {rnd:.2f} of the random curves")
+
+    # the group fit: bench AUC = numpy AUC of life fit --group with the groups of life build --parcels
+    run("bench", "life", "--quality", dn, "--settings", "ridge=0.1+group=1", "--csv", csv, "--threads", "1")
+    row = open(csv).read().splitlines()[1].split(",")
+    w_path = os.path.join(tmp, "wg.npy")
+    out = run("life", "fit", mg, "--out", w_path, "--backend", "cpu", "--threads", "1", "--ridge", "0.1",
+              "--group", "1", "--quiet", "--json")
+    w = np.load(w_path)
+    yg = np.load(os.path.join(dn, "labels.npy"))[fib]
+    check(abs(auc(w, yg) - float(row[4])) < 1e-4, f"group: bench AUC {row[4]} = numpy AUC {auc(w, yg):.6f}")
+    check('"groups_nonzero"' in out and (w >= 0).all(), "life fit --group reports the groups kept")
+    gsum = np.bincount(got_g[got_g >= 0], weights=w[got_g >= 0])
+    check(((gsum == 0) & (np.bincount(got_g[got_g >= 0]) > 0)).any() and (gsum > 0).any(),
+          "some connections are dropped whole, some kept")
+    # the same groups given per streamline through --groups
+    gfile = os.path.join(tmp, "g_sl.npy")
+    np.save(gfile, want_g.astype(np.int64))
+    run("life", "fit", mg, "--out", os.path.join(tmp, "wg2.npy"), "--backend", "cpu", "--threads", "1",
+        "--ridge", "0.1", "--group", "1", "--groups", gfile, "--quiet")
+    check(np.array_equal(np.load(os.path.join(tmp, "wg2.npy")), w), "--groups FILE per streamline: same weights")
+
+    # label 0 at some end points: those streamlines get -1 (no connection)
+    raw = bytearray(open(os.path.join(dn, "parcels.nii"), "rb").read())
+    par0 = par.copy()
+    par0[par0 <= 8] = 0
+    par_path0 = os.path.join(tmp, "parcels0.nii")
+    open(par_path0, "wb").write(bytes(raw[:352]) + par0.astype("<i2").tobytes(order="F"))
+    mg0 = os.path.join(tmp, "model_groups0")
+    run("life", "build", "--dwi", f"{dn}/dwi.nii", "--bvals", f"{dn}/dwi.bval", "--bvecs", f"{dn}/dwi.bvec",
+        "--tracks", f"{dn}/tracks.tck", "--out", mg0, "--parcels", par_path0, "--quiet")
+    pairs0 = [tuple(sorted((par0[tuple(np.rint(q[0] / 2).astype(int))], par0[tuple(np.rint(q[-1] / 2).astype(int))])))
+              for q in slc]
+    uniq0 = sorted(set(q for q in pairs0 if q[0] > 0))
+    want0 = np.array([uniq0.index(q) if q[0] > 0 else -1 for q in pairs0])
+    got0 = np.load(os.path.join(mg0, "groups.npy"))
+    check((got0 == want0[fib]).all() and (got0 == -1).sum() > 50,
+          f"an end in label 0: no connection (-1) for {(got0 == -1).sum()} fibers, as numpy")
+    out = run("life", "fit", mg0, "--out", os.path.join(tmp, "w0.npy"), "--group", "1", "--threads", "1", "--quiet",
+              "--backend", "cpu", "--json")
+    js = json.loads(out)
+    check(js["groups"] == len(uniq0) + (got0 == -1).sum() and 0 < js["groups_nonzero"] < js["groups"],
+          f"each unconnected fiber is a group of its own ({js['groups']} groups, {js['groups_nonzero']} kept)")
+    # a label image with a non-integer value
+    fl = par.astype("<f4")
+    fl[3, 4, 5] = 2.5
+    hdr = bytearray(raw[:352])
+    hdr[70:74] = np.array([16, 32], "<i2").tobytes()
+    open(par_path0, "wb").write(bytes(hdr) + fl.tobytes(order="F"))
+
+    def fails(args, text, rc=1):
+        p = subprocess.run([EXE, *args], capture_output=True, text=True)
+        check(p.returncode == rc and text in p.stderr, f"refused ({text}): {p.stderr.strip()[:160]}")
+        return p
+    np.save(gfile, want_g[:-1].astype(np.int32))
+    fails(["life", "fit", mg, "--group", "1", "--groups", gfile, "--out", os.path.join(tmp, "x.npy")], "groups:")
+    check(not os.path.exists(os.path.join(tmp, "x.npy")), "no weights after a refused groups file")
+    np.save(gfile, np.full(len(fib), -2, np.int32))
+    fails(["life", "fit", mg, "--group", "1", "--groups", gfile], "= -2")
+    fails(["life", "fit", mg, "--group", "-1"], "--group", rc=2)
+    fails(["life", "fit", m, "--group", "1"], "life build --parcels")
+    # a parcellation of the wrong size, and one with non-integer labels: no model written
+    small = os.path.join(tmp, "small.nii")
+    raw = bytearray(open(os.path.join(dn, "parcels.nii"), "rb").read())
+    raw[42:44] = np.array([N - 1], "<i2").tobytes()
+    open(small, "wb").write(bytes(raw[:352 + 2 * (N - 1) * N * N]))
+    bad_m = os.path.join(tmp, "bad_model")
+    fails(["life", "build", "--dwi", f"{dn}/dwi.nii", "--bvals", f"{dn}/dwi.bval", "--bvecs", f"{dn}/dwi.bvec",
+           "--tracks", f"{dn}/tracks.tck", "--out", bad_m, "--parcels", small], "DWI's voxel grid")
+    check(not os.path.exists(bad_m), "no model after a refused parcellation")
+    fails(["life", "build", "--dwi", f"{dn}/dwi.nii", "--bvals", f"{dn}/dwi.bval", "--bvecs", f"{dn}/dwi.bvec",
+           "--tracks", f"{dn}/tracks.tck", "--out", bad_m, "--parcels", f"{dn}/dwi.nii"], "3 dimensions")
+    fails(["life", "build", "--dwi", f"{dn}/dwi.nii", "--bvals", f"{dn}/dwi.bval", "--bvecs", f"{dn}/dwi.bvec",
+           "--tracks", f"{dn}/tracks.tck", "--out", bad_m, "--parcels", par_path0], "holds 2.5")
+    os.remove(os.path.join(dn, "parcels.nii"))
+    fails(["bench", "life", "--quality", dn, "--settings", "group=1"], "parcels.nii")
 
     # bad input: a labels file that disagrees with the kinds
     np.save(os.path.join(dn, "labels.npy"), np.zeros(n_sl, np.int32))

@@ -102,6 +102,30 @@ int main(int argc, char **argv) {
               "ridge mu %.17g (distributed) vs %.17g", rl.ridge_mu, rg.ridge_mu);
     const double er = rel_inf(wl, wg, nf);
     CHECK_MSG(er <= 1e-10, "ridge weights: %.3e from the single-process fit", er);
+    /* the group penalty (FISTA): lambda_g from M^T y summed over processes, the same weights as
+     * one process, bit for bit on every process */
+    int32_t *groups = malloc((size_t)nf * sizeof *groups);
+    for (int32_t f = 0; f < nf; ++f) groups[f] = f % 5 == 4 ? -1 : f % 3;
+    fo.group = 1.0;
+    fo.groups = groups;
+    fo.rtol_gradient = 1e-10;
+    CHECK_OK(ns_life_fit(ge, &fo, wg, NULL, &rg));
+    CHECK_OK(ns_mpi_life_fit(MPI_COMM_WORLD, le, &fo, wl, NULL, &rl));
+    CHECK_MSG(rg.group_lambda > 0 && fabs(rl.group_lambda - rg.group_lambda) <= 1e-12 * rg.group_lambda,
+              "group lambda %.17g (distributed) vs %.17g", rl.group_lambda, rg.group_lambda);
+    const double eg = rel_inf(wl, wg, nf);
+    CHECK_MSG(eg <= 1e-9, "group weights: %.3e from the single-process fit (%d / %d updates)", eg, (int)rl.updates,
+              (int)rg.updates);
+    CHECK(rl.groups_nonzero == rg.groups_nonzero && rl.n_groups == rg.n_groups);
+    memcpy(w0, wl, (size_t)nf * sizeof *w0);
+    MPI_Bcast(w0, nf, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    CHECK(memcmp(w0, wl, (size_t)nf * sizeof *w0) == 0);
+    if (mpi_rank == 0)
+        printf("group fit: weights %.2e from one process, %d of %d groups non-zero\n", eg, (int)rl.groups_nonzero,
+               (int)rl.n_groups);
+    fo.group = 0.0;
+    fo.groups = NULL;
+    free(groups);
     fo.ridge = 0.0;
     /* the preconditioner needs a sum SBBNNLS does not do: refused everywhere */
     fo.preconditioner = 1;

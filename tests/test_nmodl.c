@@ -119,6 +119,11 @@ int main(void) {
     /* errors: file, line, the construct */
     bad("syntax.mod", "NEURON { SUFFIX x }\nPARAMETER { g = 1 }\nBREAKPOINT {\n  g = = 2\n}\n", NS_ERR_PARSE,
         "syntax.mod:4:", "expected an expression");
+    /* FROM/TO bounds that are not numbers, or cut by the end of the file (the fuzzer found the latter
+     * reading past the tokens) */
+    bad("from_eof.mod", "NEURON { SUFFIX x }\nSTATE {\n  z FROM", NS_ERR_PARSE, "from_eof.mod:3:", "after FROM");
+    bad("from_to.mod", "NEURON { SUFFIX x }\nSTATE {\n  z FROM 0 TOO 1\n}\n", NS_ERR_PARSE, "from_to.mod:3:", "expected TO");
+    bad("to_name.mod", "NEURON { SUFFIX x }\nSTATE {\n  z FROM -1 TO y\n}\n", NS_ERR_PARSE, "to_name.mod:3:", "after TO");
     bad("brace.mod", "NEURON { SUFFIX x }\nINITIAL {\n", NS_ERR_PARSE, "brace.mod:3:", "missing '}'");
     bad("kinetic.mod", "NEURON { SUFFIX x }\nSTATE { a b }\n\nKINETIC k {\n  ~ a <-> b (1, 2)\n}\n",
         NS_ERR_UNSUPPORTED, "kinetic.mod:4:", "KINETIC");

@@ -16,82 +16,17 @@
  *      effect is that of NET_RECEIVE's weight (two events of weight w equal
  *      one of 2w to rounding);
  *   3. bad input: each error's status and the element it names.
- * The networks of 1. come from their network files (tests/data/neuron_network/
- * *.net, ns_network_read and ns_network_create_sim): the parser is checked by
- * the same rasters. */
-#define _POSIX_C_SOURCE 200809L
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+ * In 1., the first run builds the network call by call from the reference's
+ * description (net_ref.h), the other three from the network file beside it
+ * (tests/data/neuron_network/ *.net, ns_network_read and
+ * ns_network_create_sim): identical to the bit, the parser is checked by the
+ * same rasters. */
+#include "net_ref.h"
 
-#include "check.h"
-#include "neurosolve/neurosolve.h"
-
-#define MAX_SPIKES 4096
-#define MAX_SOURCES 64
-#define MAX_PER 64
-#define TOL 0.05 /* [ms] */
-
-/* NEURON's raster and the run's settings from the reference CSV (its
- * header's network lines are only counted: the network comes from the .net
- * file beside it, through ns_network_read, so that the rasters check the
- * parser too). */
-typedef struct ref {
-    double dt, tstop, threshold;
-    int n_cells, n_syns, n_trains, n_conns;
-    int n;
-    int source[MAX_SPIKES];
-    double t[MAX_SPIKES];
-} ref;
-
-static int read_ref(const char *path, ref *r) {
-    memset(r, 0, sizeof *r);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    char line[2048];
-    while (fgets(line, sizeof line, f)) {
-        if (line[0] == '#') {
-            char key[64];
-            int at = 0;
-            if (sscanf(line, "# %63s = %n", key, &at) != 1 || at == 0) continue;
-            char *val = line + at;
-            if (!strcmp(key, "dt")) r->dt = strtod(val, NULL);
-            else if (!strcmp(key, "tstop")) r->tstop = strtod(val, NULL);
-            else if (!strcmp(key, "threshold")) r->threshold = strtod(val, NULL);
-            else if (!strcmp(key, "cell")) r->n_cells++;
-            else if (!strcmp(key, "synapse")) r->n_syns++;
-            else if (!strcmp(key, "train")) r->n_trains++;
-            else if (!strcmp(key, "connect")) r->n_conns++;
-            continue;
-        }
-        int s;
-        double t;
-        if (sscanf(line, "%d,%lf", &s, &t) == 2 && r->n < MAX_SPIKES) {
-            r->source[r->n] = s;
-            r->t[r->n++] = t;
-        }
-    }
-    fclose(f);
-    return r->n_cells > 0 && r->n > 0 && r->n_conns > 0 && r->dt > 0 ? 0 : -1;
-}
-
-static ns_sim_model_t *model_of(const char *text) {
-    ns_sim_model_t *m = NULL;
-    CHECK_OK(ns_sim_model_create(NULL, &m));
-    if (m) CHECK_OK(ns_sim_model_parse(m, text, strlen(text), "test.model"));
-    return m;
-}
-
-/* The raster of one run: spikes of source s at t[s * MAX_PER + k]. */
-typedef struct raster {
-    int64_t count[MAX_SOURCES];
-    double t[MAX_SOURCES * MAX_PER];
-    double trace_sum, trace_end; /* v at the soma of the last cell */
-} raster;
-
-static void run_net(const ref *r, const ns_network_t *net, ns_hines_method method, int threads, raster *out) {
+static void run_net(const ref *r, ns_cell_t *const *shapes, const ns_network_t *net, ns_hines_method method,
+                    int threads, raster *out) {
     memset(out, 0, sizeof *out);
+    ns_sim_model_t *model = model_of("all.insert = hh\n");
     ns_sim_params p;
     ns_sim_params_init(&p);
     p.dt = r->dt;
@@ -100,14 +35,31 @@ static void run_net(const ref *r, const ns_network_t *net, ns_hines_method metho
     o.backend = NS_BACKEND_CPU;
     o.method = method;
     o.threads = threads;
+    o.model = model;
     ns_sim_t *sim = NULL;
-    CHECK_OK(ns_network_create_sim(net, NULL, NULL, &p, &o, &sim));
-    if (!sim) return;
-    /* the .net file built what the NEURON script's description lists */
-    CHECK(ns_sim_cells(sim) == r->n_cells && ns_sim_synapses(sim) == r->n_syns &&
-          ns_sim_sources(sim) == r->n_cells + r->n_trains && ns_sim_connections(sim) == r->n_conns);
+    if (net) { /* from the network file (its model: hh everywhere) */
+        o.model = NULL;
+        CHECK_OK(ns_network_create_sim(net, NULL, NULL, &p, &o, &sim));
+        ns_sim_model_destroy(model);
+        if (!sim) return;
+        CHECK(ns_sim_cells(sim) == r->n_cells);
+        /* a change since the file's ns_sim_init (e = 0 as the file says) */
+        CHECK_OK(ns_sim_synapse_set(sim, 0, "e", 0.0));
+    } else {
+        CHECK_OK(ns_sim_create(r->n_shapes, (const ns_cell_t *const *)shapes, r->n_cells, r->cell_shape, &p, &o, &sim));
+        ns_sim_model_destroy(model);
+        if (!sim) return;
+        int32_t spike_compartment[MAX_ITEMS];
+        for (int c = 0; c < r->n_cells; ++c) spike_compartment[c] = ns_sim_spike_compartment(sim, c);
+        build_net(r, shapes, spike_compartment, sim, &net_calls_sim);
+    }
+    CHECK(ns_sim_synapses(sim) == r->n_syns && ns_sim_sources(sim) == r->n_cells + r->n_trains &&
+          ns_sim_connections(sim) == r->n_conns);
     int32_t site = -1;
     CHECK_OK(ns_sim_add_recording(sim, r->n_cells - 1, ns_sim_spike_compartment(sim, r->n_cells - 1), &site));
+    /* not yet initialised with the network */
+    ns_status s = ns_sim_advance(sim, 1);
+    CHECK(s == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "ns_sim_init"));
     CHECK_OK(ns_sim_init(sim));
     const int64_t steps = ns_sim_steps_for(sim, r->tstop);
     /* in two calls: the interval loop continues across calls */
@@ -137,46 +89,29 @@ static void test_reference(const char *file) {
         free(r);
         return;
     }
+    ns_cell_t *shapes[MAX_SHAPES] = {NULL};
+    int ok = 1;
+    for (int k = 0; k < r->n_shapes; ++k) ok &= (shapes[k] = load_cell(r->shape_file[k])) != NULL;
     /* the network file beside the CSV (validation/neuron_network_compare.py net) */
     char net_path[1024];
     snprintf(net_path, sizeof net_path, "%.*s.net", (int)(strlen(path) - 4), path);
     ns_network_t *net = NULL;
     CHECK_OK(ns_network_read(net_path, &net));
-    int ok = net != NULL;
+    ok &= net != NULL;
     static raster runs[4];
     if (ok) {
-        CHECK(ns_network_cells(net) == r->n_cells && ns_network_synapses(net) == r->n_syns &&
-              ns_network_sources(net) == r->n_cells + r->n_trains && ns_network_fixed_connections(net) == r->n_conns);
-        run_net(r, net, NS_HINES_OPENMP, 1, &runs[0]);
-        run_net(r, net, NS_HINES_OPENMP, 2, &runs[1]);
-        run_net(r, net, NS_HINES_SEQUENTIAL, 0, &runs[2]);
-        run_net(r, net, NS_HINES_OPENMP, 4, &runs[3]); /* narrower lane blocks, more of them */
+        CHECK(ns_network_cells(net) == r->n_cells && ns_network_morphologies(net) == r->n_shapes &&
+              ns_network_synapses(net) == r->n_syns && ns_network_sources(net) == r->n_cells + r->n_trains &&
+              ns_network_fixed_connections(net) == r->n_conns);
+        run_net(r, shapes, NULL, NS_HINES_OPENMP, 1, &runs[0]);
+        run_net(r, shapes, net, NS_HINES_OPENMP, 2, &runs[1]);
+        run_net(r, shapes, net, NS_HINES_SEQUENTIAL, 0, &runs[2]);
+        run_net(r, shapes, net, NS_HINES_OPENMP, 4, &runs[3]); /* narrower lane blocks, more of them */
     }
     ns_network_destroy(net);
     /* against NEURON: per source, the same count and times within TOL */
-    const int n_src = r->n_cells + r->n_trains;
-    double worst = 0.0;
     int64_t total = 0;
-    for (int q = 0; ok && q < n_src; ++q) {
-        int64_t n_ref = 0;
-        for (int k = 0; k < r->n; ++k) n_ref += r->source[k] == q;
-        CHECK_MSG(runs[0].count[q] == n_ref, "%s: source %d: %lld spikes, NEURON %lld", file, q,
-                  (long long)runs[0].count[q], (long long)n_ref);
-        int64_t k = 0;
-        for (int i = 0; i < r->n; ++i) {
-            if (r->source[i] != q) continue;
-            if (k < runs[0].count[q] && k < MAX_PER) {
-                const double d = fabs(runs[0].t[q * MAX_PER + k] - r->t[i]);
-                if (d > worst) worst = d;
-                CHECK_MSG(d <= TOL, "%s: source %d spike %lld: %.6f ms, NEURON %.6f", file, q, (long long)k,
-                          runs[0].t[q * MAX_PER + k], r->t[i]);
-            }
-            ++k;
-        }
-        total += n_ref;
-        /* the network ran: every cell spiked */
-        if (q < r->n_cells) CHECK_MSG(n_ref >= 2, "%s: cell %d: %lld spikes in NEURON", file, q, (long long)n_ref);
-    }
+    const double worst = ok ? check_against_neuron(file, r, &runs[0], &total) : INFINITY;
     printf("%s: %d cells, %d synapses, %d connections: %lld spikes as NEURON's, largest time difference %.3g ms\n",
            file, r->n_cells, r->n_syns, r->n_conns, (long long)total, worst);
     /* the times are step times plus NEURON's 1e-10 ms: NEURON's own, not only within TOL */
@@ -187,6 +122,7 @@ static void test_reference(const char *file) {
         CHECK(memcmp(runs[k].t, runs[0].t, sizeof runs[0].t) == 0);
         CHECK(runs[k].trace_sum == runs[0].trace_sum && runs[k].trace_end == runs[0].trace_end);
     }
+    for (int k = 0; k < r->n_shapes; ++k) ns_cell_destroy(shapes[k]);
     free(r);
 }
 

@@ -95,8 +95,9 @@ static int parse_loc(const char *text, loc_spec *l) {
     }
     if (text[0] == 'c') {
         l->kind = 3;
+        errno = 0;
         l->index = strtoll(text + 1, &end, 10);
-        return end != text + 1 && *end == '\0' && l->index >= 0;
+        return end != text + 1 && *end == '\0' && l->index >= 0 && errno != ERANGE;
     }
     const char *s = text;
     l->kind = 1;
@@ -104,8 +105,10 @@ static int parse_loc(const char *text, loc_spec *l) {
         l->kind = 2;
         s = text + 4;
     }
+    errno = 0;
     l->index = strtoll(s, &end, 10);
-    if (end == s || *end != ':') return 0;
+    if (end == s || *end != ':' || errno == ERANGE || (l->kind == 1 && l->index > INT32_MAX))
+        return 0; /* out of range: refused, not clamped */
     const char *xs = end + 1;
     l->x = strtod(xs, &end);
     return end != xs && *end == '\0' && l->x >= 0.0 && l->x <= 1.0 && l->index >= 0;
@@ -122,7 +125,7 @@ static int resolve_loc(const loc_spec *l, const ns_cell_t *cell, const char *nam
         return 0;
     }
     int32_t section = 0;
-    if (l->kind == 1) section = (int32_t)(l->index > INT32_MAX ? INT32_MAX : l->index);
+    if (l->kind == 1) section = (int32_t)l->index; /* parse_loc refused > INT32_MAX */
     if (l->kind == 2) {
         ns_cell_info ci;
         ns_cell_get_info(cell, &ci);

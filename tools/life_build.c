@@ -32,9 +32,14 @@ static int show(int pass, int64_t n, uint64_t done, uint64_t total, void *ctx) {
     return 0;
 }
 
+static int exists_path(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
 int life_build(int argc, char **argv) {
     const char *cmd = "life build";
-    const char *dwi = NULL, *bvals = NULL, *bvecs = NULL, *tracks = NULL, *out = NULL;
+    const char *dwi = NULL, *bvals = NULL, *bvecs = NULL, *tracks = NULL, *out = NULL, *parcels = NULL;
     ns_life_build_options o;
     ns_life_build_options_init(&o);
     int quiet = 0, as_json = 0;
@@ -47,6 +52,7 @@ int life_build(int argc, char **argv) {
         else if (strcmp(a, "--bvecs") == 0 && v) bvecs = v, ++i;
         else if (strcmp(a, "--tracks") == 0 && v) tracks = v, ++i;
         else if (strcmp(a, "--out") == 0 && v) out = v, ++i;
+        else if (strcmp(a, "--parcels") == 0 && v) parcels = v, ++i;
         else if (strcmp(a, "--L") == 0) ok = cli_parse_long(cmd, a, v, 2, 4096, &x), o.dictionary_l = (int32_t)x, ++i;
         else if (strcmp(a, "--axial") == 0) ok = cli_parse_double(cmd, a, v, 0, 100, &o.axial_diffusivity), ++i;
         else if (strcmp(a, "--radial") == 0) ok = cli_parse_double(cmd, a, v, 0, 100, &o.radial_diffusivity), ++i;
@@ -71,13 +77,49 @@ int life_build(int argc, char **argv) {
     ns_status s = ns_life_build(dwi, bvals, bvecs, tracks, &o, &r);
     if (o.progress) fputc('\n', stderr);
     if (s != NS_OK) return cli_status_error(cmd, s);
-    s = ns_life_built_save(r, out);
-    if (s != NS_OK) {
-        ns_life_built_destroy(r);
-        return cli_status_error(cmd, s);
-    }
     const ns_life_build_stats *st = ns_life_built_stats(r);
     ns_life_model_t *m = ns_life_built_model(r);
+    /* connection groups for life fit --group (docs/life.md, "Group sparsity"): computed before
+     * anything is written, so a bad parcellation leaves no model behind */
+    int32_t *groups = NULL, n_groups = 0;
+    long long unconnected = 0;
+    if (parcels) {
+        int32_t *gs = NULL;
+        int64_t n_sl = 0;
+        s = ns_life_connection_groups(parcels, tracks, st->grid, &gs, &n_sl, &n_groups);
+        const int32_t F = ns_life_model_n_fibers(m);
+        const int64_t *sl = ns_life_built_streamline(r);
+        if (s == NS_OK && !(groups = malloc((size_t)F * sizeof *groups))) {
+            free(gs);
+            ns_life_built_destroy(r);
+            return cli_error("%s: out of memory (groups)", cmd);
+        }
+        for (int32_t f = 0; s == NS_OK && f < F; ++f) groups[f] = gs[sl[f]], unconnected += groups[f] < 0;
+        free(gs);
+        if (s != NS_OK) {
+            free(groups);
+            ns_life_built_destroy(r);
+            return cli_status_error(cmd, s);
+        }
+    }
+    s = ns_life_built_save(r, out);
+    int rc = s == NS_OK ? 0 : cli_status_error(cmd, s);
+    char gpath[4096];
+    snprintf(gpath, sizeof gpath, "%s/groups.npy", out);
+    if (rc == 0 && groups) {
+        ns_output *og = cli_output_open(gpath);
+        if (!og) rc = 1;
+        else if ((s = ns_life_groups_save(ns_output_temp_path(og), groups, ns_life_model_n_fibers(m))) != NS_OK)
+            ns_output_abort(og), rc = cli_status_error(cmd, s);
+        else rc = cli_output_commit(og);
+    } else if (rc == 0 && exists_path(gpath) && unlink(gpath) != 0) { /* no stale groups of an earlier build */
+        rc = cli_error("%s: %s: cannot remove the groups of an earlier build: %s", cmd, gpath, strerror(errno));
+    }
+    free(groups);
+    if (rc != 0) {
+        ns_life_built_destroy(r);
+        return rc;
+    }
     if (as_json) {
         cli_json j;
         json_begin(&j, stdout);
@@ -96,6 +138,11 @@ int life_build(int argc, char **argv) {
         json_int(&j, "n_coeffs", ns_life_model_n_coeffs(m));
         json_double(&j, "model_bytes", st->peak_model_bytes);
         json_double(&j, "seconds", st->seconds);
+        if (parcels) {
+            json_string(&j, "groups", gpath);
+            json_int(&j, "n_groups", n_groups);
+            json_int(&j, "fibers_without_connection", unconnected);
+        }
         json_end(&j);
     } else {
         printf("%s: %lld streamlines -> %lld fibers (%lld dropped), %lld nodes (%lld outside, %lld without "
@@ -107,6 +154,9 @@ int life_build(int argc, char **argv) {
                (long long)st->grid[0], (long long)st->grid[1], (long long)st->grid[2], (int)st->n_b0,
                (int)st->n_dwi, ns_life_model_n_voxels(m), ns_life_model_n_atoms(m),
                (long long)ns_life_model_n_coeffs(m), st->peak_model_bytes / 1e6, st->seconds);
+        if (parcels)
+            printf("groups: %d connections (endpoint parcel pairs of %s), %lld fibers with an end in label 0 "
+                   "(a group each): %s\n", (int)n_groups, parcels, unconnected, gpath);
     }
     ns_life_built_destroy(r);
     return 0;

@@ -18,7 +18,7 @@
 
 typedef struct setting {
     char name[64];
-    double lambda, ridge;
+    double lambda, ridge, group;
 } setting;
 
 typedef struct quality_row {
@@ -35,8 +35,9 @@ static void help(void) {
            "  --streamlines N --false F --snr S --bundles B --seed S   the phantom when made\n"
            "                       (10000, 0.3, 20, 12, 1)\n"
            "  --settings LIST      fits to score, comma-separated; each nnls, lambda=X (ReAl-LiFE L1),\n"
-           "                       ridge=R (life fit --ridge) or a '+' combination\n"
-           "                       (default nnls,lambda=3e6,ridge=0.2)\n"
+           "                       ridge=R (life fit --ridge), group=G (life fit --group: groups by the\n"
+           "                       endpoint parcels of DIR/parcels.nii) or a '+' combination\n"
+           "                       (default nnls,lambda=3e6,ridge=0.2,group=1)\n"
            "  --nodes sum|mean --L N --axial A --radial R   the model (life build's defaults)\n"
            "  --iters N --rtolo R --rtolg R --threads T      the fit (life fit's defaults)\n"
            "  --csv FILE           one row per setting\n");
@@ -58,10 +59,11 @@ static int parse_settings(const char *text, setting *out, int *n) {
             if (strcmp(p, "nnls") == 0) continue;
             if (strncmp(p, "lambda=", 7) == 0) s->lambda = strtod(p + 7, &end);
             else if (strncmp(p, "ridge=", 6) == 0) s->ridge = strtod(p + 6, &end);
-            if (!end || *end || !(s->lambda >= 0) || !(s->ridge >= 0) || !isfinite(s->lambda) ||
-                !isfinite(s->ridge))
+            else if (strncmp(p, "group=", 6) == 0) s->group = strtod(p + 6, &end);
+            if (!end || *end || !(s->lambda >= 0) || !(s->ridge >= 0) || !(s->group >= 0) || !isfinite(s->lambda) ||
+                !isfinite(s->ridge) || !isfinite(s->group))
                 return cli_usage_error("bench life --quality",
-                                       "--settings: '%s' is not nnls, lambda=X or ridge=R (X, R >= 0)", p),
+                                       "--settings: '%s' is not nnls, lambda=X, ridge=R or group=G (X, R, G >= 0)", p),
                        0;
         }
     }
@@ -98,7 +100,7 @@ int bench_life_quality(int argc, char **argv) {
     lo.backend = NS_BACKEND_CPU;
     setting settings[MAX_SETTINGS];
     int n_settings = 0, phantom_given = 0;
-    if (!parse_settings("nnls,lambda=3e6,ridge=0.2", settings, &n_settings)) return 2;
+    if (!parse_settings("nnls,lambda=3e6,ridge=0.2,group=1", settings, &n_settings)) return 2;
     for (int i = 1; i < argc; ++i)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             help();
@@ -189,6 +191,29 @@ int bench_life_quality(int argc, char **argv) {
     double yy = 0.0;
     const double *Y = ns_life_model_signal(m);
     for (int64_t i = 0; i < nvox; ++i) yy += Y[i] * Y[i];
+    /* connection groups (settings with group=G): endpoint parcels of DIR/parcels.nii */
+    int32_t *groups = NULL, n_groups = 0;
+    int any_group = 0;
+    for (int k = 0; k < n_settings; ++k) any_group |= settings[k].group > 0;
+    if (rc == 0 && any_group) {
+        char parcels[4096];
+        snprintf(parcels, sizeof parcels, "%s/parcels.nii", dir);
+        int32_t *gs = NULL;
+        int64_t ng_sl = 0;
+        struct stat pb;
+        if (stat(parcels, &pb) != 0)
+            rc = cli_error("%s: %s is missing: group=G settings group the streamlines by its end-point parcels "
+                           "(life synth --phantom writes it; remake the phantom)", cmd, parcels);
+        else if ((s = ns_life_connection_groups(parcels, tck, ns_life_built_stats(built)->grid, &gs, &ng_sl,
+                                                &n_groups)) != NS_OK)
+            rc = cli_status_error(cmd, s);
+        else if (ng_sl != n_sl) rc = cli_error("%s: %s has %lld streamlines, labels.npy %lld", cmd, tck, (long long)ng_sl,
+                                               (long long)n_sl);
+        else if (!(groups = malloc((size_t)F * sizeof *groups))) rc = cli_error("%s: out of memory", cmd);
+        else
+            for (int32_t f = 0; f < F; ++f) groups[f] = gs[sl[f]];
+        free(gs);
+    }
     ns_life_engine_t *e = NULL;
     if (rc == 0 && (s = ns_life_engine_create(m, &lo, &e)) != NS_OK) rc = cli_status_error(cmd, s);
     quality_row rows[MAX_SETTINGS];
@@ -202,6 +227,12 @@ int bench_life_quality(int argc, char **argv) {
                bo.nodes == NS_LIFE_NODES_SUM ? "sum" : "mean", (int)bo.dictionary_l, bo.axial_diffusivity,
                bo.radial_diffusivity,
                ns_backend_name(ns_life_engine_backend(e)), (int)ns_life_engine_threads(e));
+        if (any_group) {
+            long long none = 0;
+            for (int32_t f = 0; f < F; ++f) none += groups[f] < 0;
+            printf("connection groups: %d endpoint-parcel pairs (%s/parcels.nii), %lld fibers with an end in "
+                   "label 0 (a group each)\n", (int)n_groups, dir, none);
+        }
         printf("%-22s %6s %8s %8s %7s %9s %6s %9s %8s %7s %7s  %s\n", "setting", "AUC", "vs bridges", "vs random",
                "kept", "precision", "recall", "prec@top", "residual", "updates", "seconds", "stop");
     }
@@ -209,6 +240,8 @@ int bench_life_quality(int argc, char **argv) {
         ns_life_fit_options o = fo;
         o.lambda = settings[k].lambda;
         o.ridge = settings[k].ridge;
+        o.group = settings[k].group;
+        o.groups = groups;
         ns_life_fit_result r;
         s = ns_life_fit(e, &o, w, NULL, &r);
         if (s != NS_OK) {
@@ -255,6 +288,9 @@ int bench_life_quality(int argc, char **argv) {
         printf("%-22s %6.3f %8.3f %8.3f %7lld %9.3f %6.3f %9.3f %8.4f %7d %7.2f  %s\n", q->s.name, q->auc,
                q->auc_bridges, q->auc_random, q->kept, q->precision, q->recall, q->precision_top, q->residual,
                q->updates, q->seconds, q->stop);
+        if (o.group > 0)
+            printf("%-22s group lambda %.4g (%g x the median group gradient norm at w = 0): %d of %d groups kept\n", "",
+                   r.group_lambda, o.group, (int)r.groups_nonzero, (int)r.n_groups);
         fflush(stdout);
     }
     if (rc == 0) printf("baseline precision (keep everything): %.3f\n", (double)n_true / F);
@@ -263,12 +299,12 @@ int bench_life_quality(int argc, char **argv) {
         if (!out) rc = 1;
         else {
             FILE *f = ns_output_stream(out);
-            fprintf(f, "setting,lambda,ridge,auc,auc_bridges,auc_random,kept,precision,recall,precision_top,"
+            fprintf(f, "setting,lambda,ridge,group,auc,auc_bridges,auc_random,kept,precision,recall,precision_top,"
                        "relative_residual,updates,seconds,stop,fibers,true\n");
             for (int k = 0; k < n_settings; ++k) {
                 const quality_row *q = &rows[k];
-                fprintf(f, "%s,%.17g,%.17g,%.6f,%.6f,%.6f,%lld,%.6f,%.6f,%.6f,%.6f,%d,%.4f,%s,%d,%lld\n", q->s.name,
-                        q->s.lambda, q->s.ridge, q->auc, q->auc_bridges, q->auc_random, q->kept, q->precision,
+                fprintf(f, "%s,%.17g,%.17g,%.17g,%.6f,%.6f,%.6f,%lld,%.6f,%.6f,%.6f,%.6f,%d,%.4f,%s,%d,%lld\n", q->s.name,
+                        q->s.lambda, q->s.ridge, q->s.group, q->auc, q->auc_bridges, q->auc_random, q->kept, q->precision,
                         q->recall, q->precision_top, q->residual, q->updates, q->seconds, q->stop, (int)F, n_true);
             }
             rc = cli_output_commit(out);
@@ -276,6 +312,6 @@ int bench_life_quality(int argc, char **argv) {
     }
     ns_life_engine_destroy(e);
     ns_life_built_destroy(built);
-    free(label_sl), free(kind_sl), free(lab), free(kind), free(tmp_l), free(w), free(tmp_w), free(y);
+    free(label_sl), free(kind_sl), free(lab), free(kind), free(tmp_l), free(w), free(tmp_w), free(y), free(groups);
     return rc;
 }

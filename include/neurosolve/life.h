@@ -243,6 +243,18 @@ typedef struct ns_life_fit_options {
      * (docs/life.md, "Pruning quality"): R = 0.1 ranks true above false streamlines best on
      * the phantoms. */
     double ridge;
+    /* COMMIT2-style group sparsity (docs/life.md, "Group sparsity"): adds
+     * lambda_g sum_g sqrt(|g|) ||w_g||_2 over the groups of `groups` (n_fibers entries: a
+     * group id >= 0 per fiber, e.g. the connection of its endpoint parcels; a negative id
+     * puts the fiber in a group of its own). `group` is relative: lambda_g = group x the
+     * median over groups of ||[-grad_g(0)]_+||_2 / sqrt(|g|), the value above which a
+     * group is zero at w = 0, so group = 1 leaves about half the groups out at the start.
+     * group > 0 needs `groups` and runs the accelerated proximal gradient solver (FISTA with
+     * backtracking; docs/life.md) instead of SBBNNLS, on the CPU backend (the CUDA backend
+     * refuses it: NS_ERR_UNSUPPORTED), with the ridge, lambda and w0 but without the
+     * preconditioner. 0 = off (the default). */
+    double group;
+    const int32_t *groups;
     int preconditioner;      /* ENCODE's diagonal preconditioner (0 = off) */
     const double *w0;        /* start (NULL: zeros) */
     ns_life_progress_fn progress;
@@ -273,13 +285,20 @@ typedef struct ns_life_fit_result {
                              per update = (seconds - setup_seconds) / updates */
     int32_t mw_calls, mty_calls;
     double ridge_mu;      /* the absolute ridge weight mu used (0 without a ridge) */
+    /* Group sparsity (options.group > 0; else 0): the absolute lambda_g used, the groups
+     * and the groups with a non-zero weight at the result. `objective` then includes
+     * lambda_g sum_g sqrt(|g|) ||w_g|| (and lambda sum w) and `projected_gradient` is the
+     * max norm of the proximal gradient mapping L (y - x+) of the last step. */
+    double group_lambda;
+    int32_t n_groups, groups_nonzero;
 } ns_life_fit_result;
 
 NS_API void ns_life_fit_options_init(ns_life_fit_options *options);
 NS_API const char *ns_life_stop_name(ns_life_stop stop);
 
 /* Solve min 0.5 ||M w - Y||^2 (+ lambda sum w), w >= 0, by SBBNNLS exactly as
- * ENCODE's bbnnls runs it (docs/life.md). w: n_fibers entries (output).
+ * ENCODE's bbnnls runs it (docs/life.md); with options.group > 0 the group-sparse
+ * objective above by FISTA (CPU backend). w: n_fibers entries (output).
  * history: NULL or max_iterations entries, receives the objective after
  * each update. With the CUDA backend every vector stays on the device. */
 NS_API ns_status ns_life_fit(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,

@@ -244,6 +244,23 @@ NS_API ns_status ns_life_build_arrays(const ns_life_image *dwi, const double *bv
 NS_API ns_status ns_life_built_save(const ns_life_built_t *built, const char *directory);
 NS_API ns_status ns_life_built_load(const char *directory, ns_life_built_t **out);
 
+/* ------------------------------------------------- connection groups */
+/* Groups for the group-sparse fit (ns_life_fit_options.group, docs/life.md, "Group
+ * sparsity"): streamline s's group is the unordered pair of labels of a parcellation
+ * under its two end points (nearest voxel centre, the parcellation's own affine), numbered
+ * 0 .. *n_groups - 1 in the order of (low, high) label; -1 when an end lies in label 0 or
+ * outside the image (no connection: the fit gives each such streamline a group of its
+ * own). The parcellation is a 3-D NIfTI of integer labels >= 0 (any datatype); with
+ * `grid` (the DWI's size, e.g. ns_life_built_stats' grid; NULL: no check) it must have
+ * that size (NS_ERR_SIZE). *groups has *n_streamlines entries in the tractogram's order,
+ * malloc'ed (free() it). Errors name the file (a non-integer label: the voxel). */
+NS_API ns_status ns_life_connection_groups(const char *parcels_path, const char *tracks_path, const int64_t grid[3],
+                                           int32_t **groups, int64_t *n_streamlines, int32_t *n_groups);
+/* A groups file: int32 NPY vector (save); int32 or int64 (load), every entry >= -1 (-1:
+ * no group), else NS_ERR_PARSE naming the entry. *groups is malloc'ed. */
+NS_API ns_status ns_life_groups_save(const char *path, const int32_t *groups, int64_t n);
+NS_API ns_status ns_life_groups_load(const char *path, int32_t **groups, int64_t *n);
+
 /* ------------------------------------------- ground-truth phantom, ROC AUC */
 /* A phantom with known true and false streamlines for measuring pruning
  * quality (docs/life.md, "Pruning quality"; src/life/phantom.c has the exact
@@ -270,7 +287,10 @@ NS_API void ns_life_phantom_options_init(ns_life_phantom_options *options);
 /* Writes DIRECTORY/dwi.nii (float32, 2 mm voxels, sform diag(2, 2, 2)), dwi.bval, dwi.bvec
  * (2 b=0 then the directions), tracks.tck (world mm), and int32 NPY vectors in the
  * tractogram's order: labels.npy (1 true, 0 false), kinds.npy (0 true, 1 bridge,
- * 2 random curve), bundles.npy (a true streamline's bundle, -1 for false ones). The
+ * 2 random curve), bundles.npy (a true streamline's bundle, -1 for false ones), and
+ * parcels.nii (int16, the image's grid: 40 parcels by direction from the centre, 1-40 on
+ * a Fibonacci sphere, for every voxel within R + 1.5 of the centre, 0 outside: the
+ * endpoint parcellation for ns_life_connection_groups). The
  * folder appears only when every file was written. Deterministic for a seed. */
 NS_API ns_status ns_life_phantom_write(const ns_life_phantom_options *options, const char *directory,
                                        ns_life_phantom_stats *stats);

@@ -170,15 +170,55 @@ NS_API ns_status ns_mpi_sim_add_iclamp(ns_mpi_sim_t *sim, int64_t cell, int32_t 
 NS_API ns_status ns_mpi_sim_add_recording(ns_mpi_sim_t *sim, int64_t cell, int32_t compartment,
                                           int32_t *site);
 
+/* Networks across processes (docs/networks.md, "MPI"): the calls of
+ * ns_sim_add_synapse, ns_sim_synapse_set, ns_sim_add_detector,
+ * ns_sim_add_spike_source and ns_sim_connect (include/neurosolve/cable.h)
+ * with global numbers. Like ns_mpi_sim_add_iclamp they are not collective,
+ * but every process must make the same calls in the same order with the
+ * same arguments: every process numbers every synapse and source (in call
+ * order, as ns_sim does), the owner of the cell creates the synapse or
+ * detector, every process with cells holds every train, and a connection is
+ * kept only by the owner of its synapse. ns_mpi_sim_init compares the calls
+ * of all processes (a hash of their arguments) and fails on every process
+ * when they differ. Checks that need no cell (a cell, compartment, synapse
+ * or source that does not exist, a delay <= 0, a non-finite weight or
+ * threshold) fail on every process at once; those of the owner (an unknown
+ * mechanism or parameter) on the owner at once and on every process at
+ * ns_mpi_sim_init, which reports on every process the first failure of
+ * these calls on the lowest failing process. *synapse / *source receive the global number (-1 on failure).
+ * The simulation needs a model (ns_sim_options.model) and the CPU backend,
+ * as ns_sim's networks do. */
+NS_API ns_status ns_mpi_sim_add_synapse(ns_mpi_sim_t *sim, int64_t cell, int32_t compartment,
+                                        const char *mechanism, int64_t *synapse);
+NS_API ns_status ns_mpi_sim_synapse_set(ns_mpi_sim_t *sim, int64_t synapse, const char *name, double value);
+NS_API ns_status ns_mpi_sim_add_detector(ns_mpi_sim_t *sim, int64_t cell, int32_t compartment, double threshold,
+                                         int64_t *source);
+NS_API ns_status ns_mpi_sim_add_spike_source(ns_mpi_sim_t *sim, const double *times, int64_t count,
+                                             int64_t *source);
+NS_API ns_status ns_mpi_sim_connect(ns_mpi_sim_t *sim, int64_t source, int64_t synapse, double weight,
+                                    double delay);
+/* Global counts (the same on every process). */
+NS_API int64_t ns_mpi_sim_synapses(const ns_mpi_sim_t *sim);
+NS_API int64_t ns_mpi_sim_sources(const ns_mpi_sim_t *sim);
+NS_API int64_t ns_mpi_sim_connections(const ns_mpi_sim_t *sim);
+
 /* Collective: ns_sim_init / ns_sim_advance on every process, then agree.
- * Cells do not interact (no synapses), so nothing else is exchanged during
- * a run. */
+ * Without synapses and sources the cells do not interact and nothing else
+ * is exchanged during a run. With them, ns_mpi_sim_init also compares the
+ * network calls and agrees on the smallest delay of all connections (the
+ * interval, the same on every process), and ns_mpi_sim_advance exchanges
+ * the spikes of every interval between all processes (an MPI_Allgather of
+ * counts and an MPI_Allgatherv of (time, source) pairs): the rasters and
+ * traces are those of one process to the bit, for any number of
+ * processes. A failure on one process during a run (a NaN) stops the run on
+ * every process at the next exchange, with that process's message. */
 NS_API ns_status ns_mpi_sim_init(ns_mpi_sim_t *sim);
 NS_API ns_status ns_mpi_sim_advance(ns_mpi_sim_t *sim, int64_t steps);
 
-/* Collective. Gather every recorded trace and every cell's spike times to
- * `root` (root < 0: to every process). Afterwards ns_mpi_sim_traces and
- * ns_mpi_sim_spikes answer with global results on the receiving processes.
+/* Collective. Gather every recorded trace, every cell's spike times and
+ * every source's raster to `root` (root < 0: to every process). Afterwards
+ * ns_mpi_sim_traces, ns_mpi_sim_spikes and ns_mpi_sim_source_spikes answer
+ * with global results on the receiving processes.
  * Recorded data are gathered, not written per process, so that the output
  * files of a run do not depend on the process count (docs/mpi.md). */
 NS_API ns_status ns_mpi_sim_gather(ns_mpi_sim_t *sim, int root);
@@ -189,6 +229,10 @@ NS_API const double *ns_mpi_sim_traces(const ns_mpi_sim_t *sim, int64_t *samples
 /* After ns_mpi_sim_gather, on a receiving process: spike times of a global
  * cell [ms]; NULL with *count = 0 elsewhere or before the gather. */
 NS_API const double *ns_mpi_sim_spikes(const ns_mpi_sim_t *sim, int64_t cell, int64_t *count);
+/* After ns_mpi_sim_gather, on a receiving process: the raster of a global
+ * source [ms] (as ns_sim_source_spikes); NULL with *count = 0 elsewhere or
+ * before the gather. */
+NS_API const double *ns_mpi_sim_source_spikes(const ns_mpi_sim_t *sim, int64_t source, int64_t *count);
 
 /* The process's own simulation (NULL when it owns no cells), for what the
  * distributed object does not forward (ns_sim_time, ns_sim_get_state with

@@ -1897,7 +1897,7 @@ NB_MODULE(_core, m) {
         }, "y"_a, "w = M^T y (n_fibers entries).")
         .def("fit", [](LifeEngine &e, int32_t max_iterations, double tol_gradient, double tol_objective, double lambda_,
                        bool preconditioner, nb::handle w0, nb::handle progress, double rtol_gradient,
-                       double rtol_objective, double ridge) {
+                       double rtol_objective, double ridge, double group, nb::handle groups) {
             ns_life_model_t *mm = nb::cast<LifeModel &>(e.model).m;
             const size_t nf = (size_t)ns_life_model_n_fibers(mm);
             ns_life_fit_options o;
@@ -1907,7 +1907,13 @@ NB_MODULE(_core, m) {
             o.tol_objective = tol_objective;
             o.lambda = lambda_;
             o.ridge = ridge;
+            o.group = group;
             o.preconditioner = preconditioner ? 1 : 0;
+            view vg;
+            if (!groups.is_none()) {
+                vg = take<int32_t>(groups, "LifeEngine.fit", "groups", (int64_t)nf, place::host, false);
+                o.groups = (const int32_t *)vg.ptr;
+            }
             if (rtol_gradient >= 0) o.rtol_gradient = rtol_gradient;   /* < 0: the library's default */
             if (rtol_objective >= 0) o.rtol_objective = rtol_objective;
             view v0;
@@ -1966,11 +1972,16 @@ NB_MODULE(_core, m) {
             d["mw_calls"] = res.mw_calls;
             d["mty_calls"] = res.mty_calls;
             d["ridge_mu"] = res.ridge_mu;
+            d["group_lambda"] = res.group_lambda;
+            d["n_groups"] = res.n_groups;
+            d["groups_nonzero"] = res.groups_nonzero;
             d["history"] = to_numpy<double>(hist.data(), {(size_t)std::max(res.updates, 0)});
             return nb::make_tuple(w, d);
         }, "max_iterations"_a = 500, "tol_gradient"_a = 1e-5, "tol_objective"_a = 1e-5, "lambda_"_a = 0.0,
            "preconditioner"_a = false, "w0"_a = nb::none(), "progress"_a = nb::none(), "rtol_gradient"_a = -1.0,
-           "rtol_objective"_a = -1.0, "ridge"_a = 0.0,
-           "SBBNNLS (ENCODE's bbnnls); rtol_* < 0 take the library's defaults; ridge: life fit --ridge (docs/life.md); returns (w, result dict with the objective history). "
+           "rtol_objective"_a = -1.0, "ridge"_a = 0.0, "group"_a = 0.0, "groups"_a = nb::none(),
+           "SBBNNLS (ENCODE's bbnnls); rtol_* < 0 take the library's defaults; ridge: life fit --ridge (docs/life.md); "
+           "group > 0 with groups (int32, one per fiber, -1: alone): life fit --group, the group-sparse fit (FISTA); "
+           "returns (w, result dict with the objective history). "
            "progress(iteration, objective, nonzero) is called after every update; a true return stops.");
 }

@@ -117,6 +117,44 @@ def test_fit_ridge(model):
         e.fit(ridge=-1.0)
 
 
+def test_fit_group(model):
+    """The group penalty (docs/life.md, "Group sparsity"): lambda_g = G x the median over groups of
+    ||[M^T y]_+ restricted to g|| / sqrt|g|; at the result the KKT conditions of
+    0.5 ||Mw - y||^2 + 0.5 mu ||w||^2 + lambda_g sum_g sqrt|g| ||w_g||, w >= 0, hold."""
+    e = ns.LifeEngine(model, backend="cpu", mw="naive", mty="naive", threads=1)
+    nf = model.n_fibers
+    groups = (np.arange(nf) % 4).astype(np.int32)
+    groups[::9] = -1  # alone
+    w, r = e.fit(max_iterations=5000, tol_gradient=0, tol_objective=0, rtol_gradient=1e-12, rtol_objective=0,
+                 ridge=0.1, group=1.0, groups=groups)
+    y = model.signal.ravel()
+    gid = groups.copy()
+    gid[groups < 0] = 4 + np.arange((groups < 0).sum())
+    size = np.bincount(gid)
+    c = np.sqrt(size)
+    b = e.mty(y)
+    crit = np.sqrt(np.bincount(gid, weights=np.maximum(b, 0) ** 2)) / c
+    lam = np.median(crit)
+    assert abs(r["group_lambda"] - lam) <= 1e-10 * lam and r["n_groups"] == len(size)
+    mu = r["ridge_mu"]
+    norms = np.sqrt(np.bincount(gid, weights=w ** 2))
+    f = 0.5 * ((e.mw(w) - y) ** 2).sum() + 0.5 * mu * (w ** 2).sum() + lam * (c * norms).sum()
+    assert abs(r["objective"] - f) <= 1e-9 * f
+    g = e.mty(e.mw(w) - y) + mu * w
+    scale = np.abs(b).max()
+    zero = norms[gid] == 0
+    assert zero.any() and (~zero).any() and r["groups_nonzero"] == (norms > 0).sum()
+    neg = np.sqrt(np.bincount(gid, weights=np.minimum(g, 0) ** 2))
+    assert (neg[norms == 0] <= lam * c[norms == 0] + 1e-6 * scale).all()
+    pos = (~zero) & (w > 0)
+    assert np.abs(g[pos] + lam * c[gid[pos]] * w[pos] / norms[gid[pos]]).max() <= 1e-6 * scale
+    assert g[(~zero) & (w == 0)].min(initial=0) >= -1e-6 * scale
+    with pytest.raises(ns.InvalidArgumentError, match="groups"):
+        e.fit(group=1.0)
+    with pytest.raises(ns.Error):
+        e.fit(group=1.0, groups=groups[:-1])
+
+
 def test_bad_life_input(tmp_path):
     with pytest.raises(ns.IOError, match="nope.nii"):
         ns.LifeModel.build(str(tmp_path / "nope.nii"), BVAL, BVEC, TRK)

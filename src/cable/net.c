@@ -11,7 +11,10 @@
  * sorted by (time, source), appended to the sources' rasters and turned into
  * events, connection by connection of each source, with one sequence number
  * each: the block queues order equal times by it, so the order of delivery
- * does not depend on the blocks (nor the threads). Trains put their spikes
+ * does not depend on the blocks (nor the threads); a distributed
+ * simulation (src/mpi/sim_net.c) makes the gathering and sorting one over
+ * the processes (net_exchange.h), so that it depends on the processes
+ * neither. Trains put their spikes
  * of the interval (ts <= its end) into the queues before it starts. A
  * step costs the detectors of a block and the events due; connections
  * whose source does not fire cost nothing. */
@@ -658,11 +661,14 @@ static int fan_out(sim_net *net, int64_t src, double t) {
     return 0;
 }
 
-/* The detectors' spikes of the interval, into the rasters and the queues. */
+/* The detectors' spikes of the interval, into the rasters and the queues:
+ * sorted by (time, source), or in the order a distributed simulation's
+ * exchange gives (every process's spikes, net_exchange.h), which it calls
+ * at every interval, with or without spikes. */
 static ns_status exchange(sim_net *net) {
     int64_t n = 0;
     for (int64_t b = 0; b < net->n_blocks; ++b) n += net->blocks[b]->n_out;
-    if (n == 0) return NS_OK;
+    if (n == 0 && !net->exchange_fn) return NS_OK;
     if (n > net->cap_gather) {
         net_spike *g = realloc(net->gather, (size_t)n * sizeof *g);
         if (!g) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %lld spikes", (long long)n);
@@ -676,11 +682,17 @@ static ns_status exchange(sim_net *net) {
         n += nb->n_out;
         nb->n_out = 0;
     }
-    qsort(net->gather, (size_t)n, sizeof *net->gather, cmp_spike);
-    for (int64_t k = 0; k < n; ++k) {
-        const net_spike *s = &net->gather[k];
+    const net_spike *all = net->gather;
+    int64_t n_all = n;
+    if (net->exchange_fn) {
+        const ns_status st = net->exchange_fn(net->exchange_context, net->gather, n, &all, &n_all);
+        if (st != NS_OK) return st;
+    } else
+        qsort(net->gather, (size_t)n, sizeof *net->gather, cmp_spike);
+    for (int64_t k = 0; k < n_all; ++k) {
+        const net_spike *s = &all[k];
         if (record(&net->sources[s->source], s->t) != 0 || fan_out(net, s->source, s->t) != 0)
-            return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: events of %lld spikes", (long long)n);
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: events of %lld spikes", (long long)n_all);
     }
     return NS_OK;
 }
@@ -707,14 +719,30 @@ static ns_status emit_trains(sim_net *net, double upto) {
     return NS_OK;
 }
 
+int64_t ns_net_interval(double min_delay, double dt, int64_t steps) {
+    if (!(min_delay < INFINITY)) return steps;
+    const double l = floor(min_delay / dt + .25); /* <= min_delay/dt + 1/2: see the top */
+    return l < 1.0 ? 1 : l > (double)steps ? steps : (int64_t)l;
+}
+
+ns_status ns_sim_set_exchange(ns_sim_t *sim, ns_net_exchange_fn fn, void *context, double min_delay) {
+    sim_net *net = NULL;
+    ns_status st = net_of(sim, "ns_sim_set_exchange", &net);
+    if (st != NS_OK) return st;
+    if (!(min_delay > 0.0))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_set_exchange: minimum delay %g ms", min_delay);
+    net->exchange_fn = fn;
+    net->exchange_context = context;
+    net->exchange_min_delay = min_delay;
+    net->dirty = 1;
+    return NS_OK;
+}
+
 ns_status ns_net_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
     sim_net *net = sim->net;
     const double dt = sim->params.dt;
-    int64_t interval = steps;
-    if (net->n_conns > 0) {
-        const double l = floor(net->min_delay / dt + .25); /* <= min_delay/dt + 1/2: see the top */
-        interval = l < 1.0 ? 1 : l > (double)steps ? steps : (int64_t)l;
-    }
+    const double min_delay = net->exchange_fn ? net->exchange_min_delay : net->n_conns > 0 ? net->min_delay : INFINITY;
+    const int64_t interval = ns_net_interval(min_delay, dt, steps);
     const int64_t steps0 = sim->steps;
     const double t0 = sim->t;
     ns_status st = NS_OK;

@@ -10,6 +10,7 @@
 #include "cable/model_cpu.h"
 #include "cable/model_impl.h"
 #include "core/rng.h"
+#include "cable/net_exchange.h"
 
 struct sim_fault;
 
@@ -50,10 +51,7 @@ typedef struct net_event {
     double weight;
 } net_event;
 
-typedef struct net_spike {
-    double t;
-    int64_t source;
-} net_spike;
+typedef ns_net_spike net_spike;
 
 /* The instances of one point type on one block. */
 typedef struct net_point {
@@ -101,6 +99,10 @@ typedef struct sim_net {
     int64_t seq;
     net_spike *gather;
     int64_t cap_gather;
+    /* a distributed simulation's exchange (net_exchange.h); NULL: none */
+    ns_net_exchange_fn exchange_fn;
+    void *exchange_context;
+    double exchange_min_delay; /* [ms] over all processes */
 } sim_net;
 
 /* What ns_net_build needs of one CPU lane block. */

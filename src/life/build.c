@@ -114,7 +114,7 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static ns_status invert_affine(const char *path, const double A[4][4], double inv[3][4]) {
+ns_status ns_life_invert_affine(const char *path, const double A[4][4], double inv[3][4]) {
     const double a = A[0][0], b = A[0][1], c = A[0][2], d = A[1][0], e = A[1][1], f = A[1][2], g = A[2][0],
                  h = A[2][1], k = A[2][2];
     const double det = a * (e * k - f * h) - b * (d * k - f * g) + c * (d * h - e * g);
@@ -457,7 +457,7 @@ static ns_status build_model(builder *b, const char *bvals_name, const char *bve
         b->n_atoms = (o->dictionary_l - 1) * o->dictionary_l + 1;
         r->stats.n_b0 = n_b0, r->stats.n_dwi = n_dwi;
         r->stats.grid[0] = b->nx, r->stats.grid[1] = b->ny, r->stats.grid[2] = b->nz;
-        s = invert_affine(b->dwi_path, b->info->affine, b->inv);
+        s = ns_life_invert_affine(b->dwi_path, b->info->affine, b->inv);
     }
     if (s == NS_OK && b->sl && b->sl->to_world) { /* points -> world -> voxel in one matrix */
         const double *T = b->sl->to_world;

@@ -16,6 +16,9 @@ struct ns_life_built {
 };
 
 /* Records the four source paths (made absolute when they exist). */
+/* World [mm] -> voxel: the inverse of a voxel-to-world affine (rows 0-2 of inv
+ * = [R^-1 | -R^-1 t]); NS_ERR_PARSE naming `path` when it is singular. */
+ns_status ns_life_invert_affine(const char *path, const double A[4][4], double inv[3][4]);
 ns_status ns_life_built_set_sources(ns_life_built_t *built, const char *dwi, const char *bvals,
                                     const char *bvecs, const char *tracks);
 

@@ -244,6 +244,17 @@ ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, d
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "ns_life_fit: max_iterations = %d must be >= 1, tolerances, lambda and ridge >= 0 "
                        "(ridge = %g)", (int)o.max_iterations, o.ridge);
+    if (!(o.group >= 0) || !isfinite(o.group))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: group = %g must be finite and >= 0 (0: off)", o.group);
+    if (o.group > 0 && !o.groups)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: group = %g needs options.groups (one group id per "
+                       "fiber)", o.group);
+    if (o.group > 0 && o.preconditioner)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: the group penalty (group = %g) and the "
+                       "preconditioner cannot be combined (the group fit needs none)", o.group);
+    if (o.group > 0 && !e->ops->group_fit)
+        return ns_fail(NS_ERR_UNSUPPORTED, "ns_life_fit: the group penalty (group = %g, life fit --group) runs "
+                       "on the CPU backend only, not on %s", o.group, e->ops->name);
     if (o.w0)
         for (int32_t f = 0; f < e->model->n_fibers; ++f)
             if (!(o.w0[f] >= 0) || !isfinite(o.w0[f]))
@@ -278,7 +289,7 @@ ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, d
     /* CUDA: reduce sums device fiber vectors through a host stage (sbbnnls.c) */
     const int caller = enter(e);
     const double mu = result->ridge_mu;
-    ns_status s = e->ops->fit(e, &o, w, history, result);
+    ns_status s = o.group > 0 ? e->ops->group_fit(e, &o, w, history, result) : e->ops->fit(e, &o, w, history, result);
     result->ridge_mu = mu;
     leave(e, caller);
     return s;
@@ -317,7 +328,8 @@ static ns_status cpu_product(ns_life_engine_t *e, ns_life_product p, ns_life_var
 static int cpu_supports(ns_life_variant v) { return v > NS_LIFE_AUTO && (int)v < NS_LIFE_VARIANT_COUNT; }
 
 const ns_life_backend_ops *ns_life_cpu_backend(void) {
-    static const ns_life_backend_ops ops = {"cpu", NULL, NULL, cpu_supports, cpu_product, NULL, ns_life_cpu_fit};
+    static const ns_life_backend_ops ops = {"cpu",       NULL,           NULL, cpu_supports, cpu_product, NULL,
+                                            ns_life_cpu_fit, ns_life_group_fit};
     return &ops;
 }
 

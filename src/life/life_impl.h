@@ -118,6 +118,10 @@ typedef struct ns_life_vec_ops {
 
 ns_status ns_life_sbbnnls(const ns_life_vec_ops *ops, const ns_life_fit_options *options,
                           double *w, double *history, ns_life_fit_result *result);
+/* FISTA for the group-sparse objective (group.c) on host vectors through the
+ * engine's products; options->ridge is the absolute mu. */
+ns_status ns_life_group_fit(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,
+                            double *history, ns_life_fit_result *result);
 /* SBBNNLS on the CPU backend (fit_cpu.c). */
 ns_status ns_life_cpu_fit(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,
                           double *history, ns_life_fit_result *result);
@@ -146,6 +150,9 @@ struct ns_life_backend_ops {
                       const double *in, double *out, int repeats, double *ms);
     ns_status (*fit)(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w, double *history,
                      ns_life_fit_result *result);
+    /* The group-sparse fit (options->group > 0; group.c); NULL: the backend refuses it */
+    ns_status (*group_fit)(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,
+                           double *history, ns_life_fit_result *result);
 };
 
 const ns_life_backend_ops *ns_life_cpu_backend(void);

@@ -212,6 +212,8 @@ static ns_status parse_header(const char *path, const unsigned char *h, ns_nifti
     return NS_OK;
 }
 
+enum { DATA_CHUNK = 64 << 20 }; /* first image-data buffer [bytes] */
+
 static void swap_bytes(unsigned char *p, int64_t n, int es) {
     for (int64_t i = 0; i < n; ++i, p += es)
         for (int a = 0, b = es - 1; a < b; ++a, --b) {
@@ -242,11 +244,25 @@ ns_status ns_nifti_read(const char *path, ns_nifti_t **out) {
         }
     }
     if (s == NS_OK) {
+        /* The buffer grows with the data read (doubling from 64 MiB), so a header that declares
+         * more than the file holds fails as truncated instead of allocating what it declares. */
         const uint64_t bytes = (uint64_t)img->info.n_values * (uint64_t)img->elem;
-        if (!(img->data = malloc(bytes ? bytes : 1)))
-            s = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: %llu bytes of image data", path, (unsigned long long)bytes);
-        else
-            s = gz_read_all(f, path, img->data, bytes, "image data", (uint64_t)off);
+        uint64_t cap = bytes < DATA_CHUNK ? bytes : DATA_CHUNK, got = 0;
+        if (!(img->data = malloc(cap ? cap : 1)))
+            s = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: %llu bytes of image data", path, (unsigned long long)cap);
+        while (s == NS_OK && got < bytes) {
+            if (got == cap) {
+                const uint64_t grown = bytes - cap < cap ? bytes : 2 * cap;
+                void *p = realloc(img->data, grown);
+                if (!p) {
+                    s = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: %llu bytes of image data", path, (unsigned long long)grown);
+                    break;
+                }
+                img->data = p, cap = grown;
+            }
+            s = gz_read_all(f, path, (unsigned char *)img->data + got, cap - got, "image data", (uint64_t)off + got);
+            got = cap;
+        }
         if (s == NS_OK && img->info.big_endian) swap_bytes(img->data, img->info.n_values, img->elem);
     }
     gzclose(f);

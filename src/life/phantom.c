@@ -212,15 +212,17 @@ static uint32_t fbits(float f) {
 
 static ns_status write_fail(const char *path) { return ns_fail(NS_ERR_IO, "%s: write failed", path); }
 
-/* NIfTI-1 single file, float32, little-endian, sform = diag(2, 2, 2) mm. */
-static ns_status write_nifti(const char *path, int32_t n, int32_t nvol, const float *data) {
+/* NIfTI-1 single file, little-endian, sform = diag(2, 2, 2) mm: float32 `data`
+ * (n^3 x nvol), or int16 `labels` (n^3, 3-D) when data is NULL. */
+static ns_status write_nifti(const char *path, int32_t n, int32_t nvol, const float *data, const int16_t *labels) {
     unsigned char h[352];
     memset(h, 0, sizeof h);
     put32(h, 0, 348);
-    const int dims[8] = {4, n, n, n, nvol, 1, 1, 1};
+    if (!data) nvol = 1;
+    const int dims[8] = {data ? 4 : 3, n, n, n, nvol, 1, 1, 1};
     for (int i = 0; i < 8; ++i) put16(h, 40 + 2 * i, dims[i]);
-    put16(h, 70, 16); /* datatype float32 */
-    put16(h, 72, 32); /* bitpix */
+    put16(h, 70, data ? 16 : 4);  /* datatype float32 / int16 */
+    put16(h, 72, data ? 32 : 16); /* bitpix */
     const float pix[8] = {1, PH_VOX, PH_VOX, PH_VOX, 1, 1, 1, 1};
     for (int i = 0; i < 8; ++i) put32(h, 76 + 4 * i, fbits(pix[i]));
     put32(h, 108, fbits(352.0f)); /* vox_offset */
@@ -236,8 +238,13 @@ static ns_status write_nifti(const char *path, int32_t n, int32_t nvol, const fl
     unsigned char buf[4096];
     for (int64_t i = 0; ok && i < count;) {
         int64_t m = 0;
-        for (; m < 1024 && i < count; ++m, ++i) put32(buf, (int)(4 * m), fbits(data[i]));
-        ok = fwrite(buf, 4, (size_t)m, f) == (size_t)m;
+        if (data) {
+            for (; m < 1024 && i < count; ++m, ++i) put32(buf, (int)(4 * m), fbits(data[i]));
+            ok = fwrite(buf, 4, (size_t)m, f) == (size_t)m;
+        } else {
+            for (; m < 2048 && i < count; ++m, ++i) put16(buf, (int)(2 * m), labels[i]);
+            ok = fwrite(buf, 2, (size_t)m, f) == (size_t)m;
+        }
     }
     if (fclose(f) != 0) ok = 0;
     return ok ? NS_OK : write_fail(path);
@@ -525,6 +532,34 @@ static ns_status write_tck(const char *path, const phantom *ph) {
     return ok ? NS_OK : write_fail(path);
 }
 
+/* The endpoint parcellation (parcels.nii): PH_PARCELS directions on a Fibonacci
+ * sphere; a voxel within R + 1.5 of the centre takes the label 1 + the index of the
+ * direction nearest to its own from the centre (every node of a streamline lies within
+ * R - 0.5 + sqrt(3)/2 after rounding to its voxel), others 0. Label i of the sphere:
+ * z = 1 - (2 i + 1) / PH_PARCELS, (x, y) = sqrt(1 - z^2) (cos, sin)(i pi (3 - sqrt 5)). */
+#define PH_PARCELS 40
+static void make_parcels(int32_t n, int16_t *lab) {
+    const double c = (n - 1) / 2.0, R = (n - 1) / 2.0 - 1.5, golden = pi * (3.0 - sqrt(5.0));
+    double u[PH_PARCELS][3];
+    for (int i = 0; i < PH_PARCELS; ++i) {
+        const double z = 1.0 - (2.0 * i + 1.0) / PH_PARCELS, rr = sqrt(1.0 - z * z);
+        u[i][0] = rr * cos(golden * i), u[i][1] = rr * sin(golden * i), u[i][2] = z;
+    }
+    for (int32_t k = 0; k < n; ++k)
+        for (int32_t j = 0; j < n; ++j)
+            for (int32_t i = 0; i < n; ++i) {
+                const double d[3] = {i - c, j - c, k - c};
+                const double r = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+                int best = 0;
+                double bd = -2.0;
+                for (int p = 0; p < PH_PARCELS; ++p) {
+                    const double dp = d[0] * u[p][0] + d[1] * u[p][1] + d[2] * u[p][2];
+                    if (dp > bd) bd = dp, best = p;
+                }
+                lab[i + (int64_t)n * (j + (int64_t)n * k)] = (int16_t)(r <= R + 1.5 ? best + 1 : 0);
+            }
+}
+
 ns_status ns_life_phantom_write(const ns_life_phantom_options *options, const char *directory,
                                 ns_life_phantom_stats *stats) {
     ns_life_phantom_options o;
@@ -566,7 +601,16 @@ ns_status ns_life_phantom_write(const ns_life_phantom_options *options, const ch
     if (st == NS_OK) st = ns_output_dir_open(directory, &od);
     char path[4096];
 #define PATH(name) (snprintf(path, sizeof path, "%s/%s", ns_output_dir_path(od), name), path)
-    if (st == NS_OK) st = write_nifti(PATH("dwi.nii"), N, nvol, img);
+    if (st == NS_OK) st = write_nifti(PATH("dwi.nii"), N, nvol, img, NULL);
+    if (st == NS_OK) {
+        int16_t *parcels = malloc((size_t)N * N * N * sizeof *parcels);
+        if (!parcels) st = OOM("parcels");
+        else {
+            make_parcels(N, parcels);
+            st = write_nifti(PATH("parcels.nii"), N, 1, NULL, parcels);
+            free(parcels);
+        }
+    }
     if (st == NS_OK) {
         char bvec[4096];
         snprintf(bvec, sizeof bvec, "%s/dwi.bvec", ns_output_dir_path(od));

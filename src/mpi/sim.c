@@ -1,8 +1,9 @@
 /* Distributed simulations: each process simulates the cells LPT gives it
  * (an ns_sim_t of its own), stimuli and recordings go to the owner of their
  * cell, and spikes and traces are gathered to one process (or all) at the
- * end. The cells of the model do not interact, so a run exchanges nothing
- * but one status agreement per ns_mpi_sim_advance call. */
+ * end. Without a network the cells do not interact, so a run exchanges
+ * nothing but one status agreement per ns_mpi_sim_advance call; with one,
+ * the spikes of every interval (sim_net.c). */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,30 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "mpi/mpi_impl.h"
-
-#define DETAIL_BYTES 1024
-
-struct ns_mpi_sim {
-    MPI_Comm comm;
-    ns_mpi_cells cells;
-    ns_sim_t *local;      /* NULL when this process owns no cell */
-    ns_sim_params params;
-    /* recordings by global site */
-    int32_t *site_owner, *site_local;
-    int32_t n_sites, cap_sites, n_local_sites;
-    /* the first failure of a non-collective call, reported at the next
-     * collective one */
-    ns_status pending;
-    char pending_detail[DETAIL_BYTES];
-    double wall_ms; /* ns_mpi_sim_advance calls, agreement included */
-    /* gathered results (receiving processes) */
-    int gathered;
-    double *traces;
-    int64_t samples;
-    int64_t *spike_offset; /* n_cells + 1 */
-    double *spike_times;
-};
+#include "mpi/sim_impl.h"
 
 void ns_mpi_sim_destroy(ns_mpi_sim_t *s) {
     if (!s) return;
@@ -45,6 +23,7 @@ void ns_mpi_sim_destroy(ns_mpi_sim_t *s) {
     free(s->traces);
     free(s->spike_offset);
     free(s->spike_times);
+    ns_mpi_net_free(&s->net);
     free(s);
 }
 
@@ -142,8 +121,7 @@ int32_t ns_mpi_sim_owner(const ns_mpi_sim_t *s, int64_t cell) {
     return s && cell >= 0 && cell < s->cells.n_cells ? s->cells.owner[cell] : -1;
 }
 
-/* Keep the first failure of a non-collective call for the next collective. */
-static ns_status defer(ns_mpi_sim_t *s, ns_status st) {
+ns_status ns_mpi_sim_defer(ns_mpi_sim_t *s, ns_status st) {
     if (st != NS_OK && s->pending == NS_OK) {
         s->pending = st;
         snprintf(s->pending_detail, sizeof s->pending_detail, "%s", ns_last_error());
@@ -173,7 +151,7 @@ ns_status ns_mpi_sim_add_iclamp(ns_mpi_sim_t *s, int64_t cell, int32_t compartme
         st = ns_sim_add_iclamp(s->local, ns_mpi_sim_local_cell(s, cell), compartment, delay, duration, amplitude);
         if (st != NS_OK) ns_error_prefix("iclamp");
     }
-    return defer(s, st);
+    return ns_mpi_sim_defer(s, st);
 }
 
 ns_status ns_mpi_sim_add_recording(ns_mpi_sim_t *s, int64_t cell, int32_t compartment, int32_t *site) {
@@ -199,31 +177,42 @@ ns_status ns_mpi_sim_add_recording(ns_mpi_sim_t *s, int64_t cell, int32_t compar
         if (site) *site = s->n_sites;
         s->n_sites++;
     }
-    return defer(s, st);
+    return ns_mpi_sim_defer(s, st);
 }
 
 ns_status ns_mpi_sim_init(ns_mpi_sim_t *s) {
     if (!s) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_mpi_sim_init: sim is NULL");
-    ns_status st = take_pending(s);
+    ns_status st = ns_mpi_agree(s->comm, take_pending(s));
+    if (st == NS_OK) st = ns_mpi_net_init(s);
     if (st == NS_OK && s->local) st = ns_sim_init(s->local);
     s->gathered = 0;
     s->wall_ms = 0.0;
-    return ns_mpi_agree(s->comm, st);
+    st = ns_mpi_agree(s->comm, st);
+    if (st == NS_OK) s->net.dirty = 0;
+    return st;
 }
 
 ns_status ns_mpi_sim_advance(ns_mpi_sim_t *s, int64_t steps) {
     if (!s) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_mpi_sim_advance: sim is NULL");
     const double t0 = MPI_Wtime();
     ns_status st = take_pending(s);
-    if (st == NS_OK && s->local) st = ns_sim_advance(s->local, steps);
+    if (st == NS_OK && s->net.dirty)
+        st = ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_mpi_sim_advance: synapses, sources or connections changed since "
+                                              "ns_mpi_sim_init: call it (they take effect there)");
+    const int64_t intervals = ns_mpi_net_begin(s, steps);
+    if (st == NS_OK && s->local) {
+        st = ns_sim_advance(s->local, steps);
+        /* A NaN names a local cell: say which global cell it is (a failure
+         * that an exchange brought from another process names its own). */
+        if (st != NS_OK && !s->net.failed) {
+            char prefix[64];
+            snprintf(prefix, sizeof prefix, "(cell numbers local to rank %d)", s->cells.rank);
+            ns_error_prefix(prefix);
+        }
+    }
     if (st == NS_OK && !s->local && steps < 0)
         st = ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_advance: steps = %lld", (long long)steps);
-    /* A NaN names a local cell: say which global cell it is. */
-    if (st != NS_OK && s->local) {
-        char prefix[64];
-        snprintf(prefix, sizeof prefix, "(cell numbers local to rank %d)", s->cells.rank);
-        ns_error_prefix(prefix);
-    }
+    st = ns_mpi_net_end(s, intervals, st);
     s->gathered = 0;
     st = ns_mpi_agree(s->comm, st);
     s->wall_ms += (MPI_Wtime() - t0) * 1e3;
@@ -300,86 +289,100 @@ static ns_status gather_traces(ns_mpi_sim_t *s, int root, int receiver, int *cou
     return st;
 }
 
-static ns_status gather_spikes(ns_mpi_sim_t *s, int root, int receiver, int *counts, int *displs, int64_t *len) {
+ns_status ns_mpi_gather_lists(ns_mpi_sim_t *s, int root, int receiver, int *counts, int *displs, int64_t *len,
+                              int64_t n_items, ns_mpi_holder_fn holder, ns_mpi_list_fn list, int64_t **offset,
+                              double **values) {
     const ns_mpi_cells *c = &s->cells;
     const int size = c->size;
-    int64_t *mine = malloc((size_t)(c->n_local > 0 ? c->n_local : 1) * sizeof *mine);
+    int64_t n_held = 0;
+    for (int64_t g = 0; g < n_items; ++g) n_held += holder(s, g) == c->rank;
+    int64_t *mine = malloc((size_t)(n_held > 0 ? n_held : 1) * sizeof *mine);
     int64_t *all_counts = NULL;
-    double *times = NULL, *all_times = NULL;
+    double *vals = NULL, *all_vals = NULL;
     int64_t n_mine = 0, total = 0;
     /* Everything that can fail locally is allocated before the first
      * agreement, so that no process skips a collective the others enter. */
     int64_t *spr = calloc((size_t)size, sizeof *spr);
-    int64_t *cell_cursor = calloc((size_t)size, sizeof *cell_cursor);
-    int64_t *time_cursor = calloc((size_t)size, sizeof *time_cursor);
+    int64_t *item_cursor = calloc((size_t)size, sizeof *item_cursor);
+    int64_t *val_cursor = calloc((size_t)size, sizeof *val_cursor);
     int *tcounts = malloc((size_t)size * sizeof *tcounts), *tdispls = malloc((size_t)size * sizeof *tdispls);
-    ns_status st = mine && spr && tcounts && tdispls && cell_cursor && time_cursor ? NS_OK : ns_fail(NS_ERR_OUT_OF_MEMORY, "spike gather");
-    for (int64_t k = 0; st == NS_OK && k < c->n_local; ++k) {
-        ns_sim_spikes(s->local, k, &mine[k]);
-        n_mine += mine[k];
-    }
-    if (st == NS_OK && !(times = malloc((size_t)(n_mine > 0 ? n_mine : 1) * sizeof *times)))
-        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%lld spikes", (long long)n_mine);
-    for (int64_t k = 0, o = 0; st == NS_OK && k < c->n_local; ++k) {
-        int64_t n;
-        const double *t = ns_sim_spikes(s->local, k, &n);
-        if (n) memcpy(times + o, t, (size_t)n * sizeof *times);
-        o += n;
-    }
-    /* 1. the spike count of every cell, in each rank's cell order */
+    ns_status st = mine && spr && tcounts && tdispls && item_cursor && val_cursor
+                       ? NS_OK
+                       : ns_fail(NS_ERR_OUT_OF_MEMORY, "gather of %lld lists", (long long)n_items);
+    /* the items this process holds, in increasing global number */
+    for (int64_t g = 0, k = 0; st == NS_OK && g < n_items; ++g)
+        if (holder(s, g) == c->rank) {
+            list(s, g, &mine[k]);
+            n_mine += mine[k++];
+        }
+    if (st == NS_OK && !(vals = malloc((size_t)(n_mine > 0 ? n_mine : 1) * sizeof *vals)))
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%lld values", (long long)n_mine);
+    for (int64_t g = 0, o = 0; st == NS_OK && g < n_items; ++g)
+        if (holder(s, g) == c->rank) {
+            int64_t n = 0;
+            const double *t = list(s, g, &n);
+            if (n) memcpy(vals + o, t, (size_t)n * sizeof *vals);
+            o += n;
+        }
+    /* 1. the length of every item's list, in each rank's item order */
     for (int r = 0; r < size; ++r) len[r] = 0;
-    for (int64_t g = 0; g < c->n_cells; ++g) len[c->owner[g]]++;
+    for (int64_t g = 0; g < n_items; ++g) len[holder(s, g)]++;
     if (st == NS_OK) st = counts_of(len, size, counts, displs, &total);
-    if (st == NS_OK && receiver && !(all_counts = malloc((size_t)c->n_cells * sizeof *all_counts)))
-        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "spike counts of %lld cells", (long long)c->n_cells);
+    if (st == NS_OK && receiver && !(all_counts = malloc((size_t)(n_items > 0 ? n_items : 1) * sizeof *all_counts)))
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "list lengths of %lld items", (long long)n_items);
     st = ns_mpi_agree(s->comm, st);
-    if (st == NS_OK && gatherv(mine, (int)c->n_local, all_counts, counts, displs, MPI_INT64_T, root, s->comm) !=
+    if (st == NS_OK && gatherv(mine, (int)n_held, all_counts, counts, displs, MPI_INT64_T, root, s->comm) !=
                            MPI_SUCCESS)
-        st = ns_fail(NS_ERR_IO, "MPI gather of the spike counts failed");
-    /* 2. the spike times, which are as many as the counts say */
-    int64_t n_spikes = 0;
+        st = ns_fail(NS_ERR_IO, "MPI gather of the list lengths failed");
+    /* 2. the values, which are as many as the lengths say */
+    int64_t n_values = 0;
     /* senders know only their own total: share the per-rank totals */
     if (st == NS_OK && MPI_Allgather(&n_mine, 1, MPI_INT64_T, spr, 1, MPI_INT64_T, s->comm) != MPI_SUCCESS)
-        st = ns_fail(NS_ERR_IO, "MPI_Allgather of spike totals failed");
-    for (int r = 0; st == NS_OK && r < size; ++r) len[r] = spr[r], n_spikes += spr[r];
+        st = ns_fail(NS_ERR_IO, "MPI_Allgather of list totals failed");
+    for (int r = 0; st == NS_OK && r < size; ++r) len[r] = spr[r], n_values += spr[r];
     int64_t tt = 0;
     if (st == NS_OK) st = counts_of(len, size, tcounts, tdispls, &tt);
-    if (st == NS_OK && receiver && !(all_times = malloc((size_t)(n_spikes > 0 ? n_spikes : 1) * sizeof *all_times)))
-        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%lld spikes", (long long)n_spikes);
+    if (st == NS_OK && receiver && !(all_vals = malloc((size_t)(n_values > 0 ? n_values : 1) * sizeof *all_vals)))
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%lld values", (long long)n_values);
     if (st == NS_OK) {
-        free(s->spike_offset);
-        free(s->spike_times);
-        s->spike_times = NULL;
-        s->spike_offset = receiver ? malloc((size_t)(c->n_cells + 1) * sizeof *s->spike_offset) : NULL;
-        if (receiver && (!s->spike_offset || !(s->spike_times = malloc((size_t)(n_spikes > 0 ? n_spikes : 1) * sizeof(double)))))
-            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%lld spikes", (long long)n_spikes);
+        free(*offset);
+        free(*values);
+        *values = NULL;
+        *offset = receiver ? malloc((size_t)(n_items + 1) * sizeof **offset) : NULL;
+        if (receiver && (!*offset || !(*values = malloc((size_t)(n_values > 0 ? n_values : 1) * sizeof(double)))))
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%lld values", (long long)n_values);
     }
     st = ns_mpi_agree(s->comm, st);
-    if (st == NS_OK && gatherv(times, (int)n_mine, all_times, tcounts, tdispls, MPI_DOUBLE, root, s->comm) !=
+    if (st == NS_OK && gatherv(vals, (int)n_mine, all_vals, tcounts, tdispls, MPI_DOUBLE, root, s->comm) !=
                            MPI_SUCCESS)
-        st = ns_fail(NS_ERR_IO, "MPI gather of the spike times failed");
+        st = ns_fail(NS_ERR_IO, "MPI gather of the lists failed");
     if (st == NS_OK && receiver) {
-        /* global offsets, then each cell's times from its owner's block */
-        s->spike_offset[0] = 0;
-        for (int64_t g = 0; g < c->n_cells; ++g) {
-            const int r = c->owner[g];
-            const int64_t n = all_counts[displs[r] + cell_cursor[r]++];
-            memcpy(s->spike_times + s->spike_offset[g], all_times + tdispls[r] + time_cursor[r],
-                   (size_t)n * sizeof(double));
-            time_cursor[r] += n;
-            s->spike_offset[g + 1] = s->spike_offset[g] + n;
+        /* global offsets, then each item's values from its holder's block */
+        (*offset)[0] = 0;
+        for (int64_t g = 0; g < n_items; ++g) {
+            const int r = holder(s, g);
+            const int64_t n = all_counts[displs[r] + item_cursor[r]++];
+            memcpy(*values + (*offset)[g], all_vals + tdispls[r] + val_cursor[r], (size_t)n * sizeof(double));
+            val_cursor[r] += n;
+            (*offset)[g + 1] = (*offset)[g] + n;
         }
     }
-    free(cell_cursor);
-    free(time_cursor);
+    free(item_cursor);
+    free(val_cursor);
     free(spr);
     free(tcounts);
     free(tdispls);
     free(mine);
-    free(times);
+    free(vals);
     free(all_counts);
-    free(all_times);
+    free(all_vals);
     return st;
+}
+
+/* Every cell's spike times, from its owner. */
+static int32_t cell_holder(const ns_mpi_sim_t *s, int64_t cell) { return s->cells.owner[cell]; }
+static const double *cell_spikes(const ns_mpi_sim_t *s, int64_t cell, int64_t *n) {
+    return ns_sim_spikes(s->local, ns_mpi_sim_local_cell(s, cell), n);
 }
 
 ns_status ns_mpi_sim_gather(ns_mpi_sim_t *s, int root) {
@@ -395,7 +398,10 @@ ns_status ns_mpi_sim_gather(ns_mpi_sim_t *s, int root) {
     const int receiver = root < 0 || rank == root;
     s->gathered = 0;
     if (st == NS_OK) st = gather_traces(s, root, receiver, counts, displs, len);
-    if (st == NS_OK) st = gather_spikes(s, root, receiver, counts, displs, len);
+    if (st == NS_OK)
+        st = ns_mpi_gather_lists(s, root, receiver, counts, displs, len, s->cells.n_cells, cell_holder, cell_spikes,
+                                 &s->spike_offset, &s->spike_times);
+    if (st == NS_OK) st = ns_mpi_net_gather(s, root, receiver, counts, displs, len);
     free(counts);
     free(displs);
     free(len);

@@ -163,7 +163,9 @@ static int lex(parser *p) {
 
 /* ---- token helpers ---- */
 
-static tok *cur(parser *p) { return &p->toks[p->pos]; }
+/* The current token; past the end it stays on the final T_EOF, so that a step over a token
+ * that was not checked can never read beyond the array (the fuzzer found `FROM` at EOF). */
+static tok *cur(parser *p) { return &p->toks[p->pos < p->n ? p->pos : p->n - 1]; }
 static int is_punct(parser *p, int c) { return cur(p)->kind == T_PUNCT && cur(p)->punct == c; }
 static int is_name(parser *p, const char *s) { return cur(p)->kind == T_NAME && !strcmp(cur(p)->text, s); }
 static const char *describe(tok *t) {
@@ -802,13 +804,14 @@ static int parse_decls(parser *p, int cls) {
         }
         if (skip_units(p) || skip_limits(p)) return -1;
         if (is_name(p, "FROM")) { /* STATE x FROM 0 TO 1: bounds are ignored by NEURON's solvers */
-            p->pos++;
-            if (is_punct(p, '-')) p->pos++;
-            p->pos++;
-            if (!is_name(p, "TO")) return perr(p, NS_ERR_PARSE, cur(p)->line, "expected TO");
-            p->pos++;
-            if (is_punct(p, '-')) p->pos++;
-            p->pos++;
+            for (int k = 0; k < 2; ++k) {
+                if (k == 1 && !is_name(p, "TO")) return perr(p, NS_ERR_PARSE, cur(p)->line, "expected TO, found %s", describe(cur(p)));
+                p->pos++;
+                if (is_punct(p, '-')) p->pos++;
+                if (cur(p)->kind != T_NUM)
+                    return perr(p, NS_ERR_PARSE, cur(p)->line, "expected a number after %s, found %s", k ? "TO" : "FROM", describe(cur(p)));
+                p->pos++;
+            }
         }
         if (is_special(t->text)) {
             if (!strcmp(t->text, "area") || !strcmp(t->text, "diam"))
