@@ -292,6 +292,68 @@ static void test_chain(const ns_cell_t *cell) {
     CHECK(first[0][0] < first[0][1] && first[0][1] < first[0][2] && first[0][3] == 1.0);
 }
 
+/* Poisson sources on every process with cells (ns_mpi_sim_add_poisson_source):
+ * 3 sources drive 4 passive cells whose detectors fire; the rasters of all
+ * sources and v at the end are those of one process, to the bit. */
+static void test_poisson(const ns_cell_t *cell) {
+    enum { NS = 3 + 4 };
+    double v_end[2][4];
+    int64_t counts[2][NS];
+    static double times[2][NS][64];
+    for (int run = 0; run < 2; ++run) {
+        ns_sim_t *sim = NULL;
+        ns_mpi_sim_t *ms = NULL;
+        if (run == 0) {
+            ns_sim_model_t *model = model_of("all.insert = pas\nall.e_pas = -65\n");
+            ns_sim_params p;
+            ns_sim_params_init(&p);
+            ns_sim_options o = cpu_options(model);
+            const ns_cell_t *shapes[1] = {cell};
+            CHECK_OK(ns_sim_create(1, shapes, 4, NULL, &p, &o, &sim));
+            ns_sim_model_destroy(model);
+            if (!sim) return;
+        } else if (!(ms = passive_mpi(cell, 4)))
+            return;
+        int64_t src[3], syn[4], det[4];
+        for (int k = 0; k < 3; ++k)
+            CHECK_OK(run ? ns_mpi_sim_add_poisson_source(ms, 150.0, 2.0, 45.0, 11 + (uint64_t)k, &src[k])
+                         : ns_sim_add_poisson_source(sim, 150.0, 2.0, 45.0, 11 + (uint64_t)k, &src[k]));
+        for (int c = 0; c < 4; ++c) {
+            CHECK_OK(run ? ns_mpi_sim_add_synapse(ms, c, 0, "ExpSyn", &syn[c]) : ns_sim_add_synapse(sim, c, 0, "ExpSyn", &syn[c]));
+            CHECK_OK(run ? ns_mpi_sim_add_detector(ms, c, 0, -64.8, &det[c])
+                         : ns_sim_add_detector(sim, c, 0, -64.8, &det[c]));
+        }
+        for (int c = 0; c < 4; ++c)
+            CHECK_OK(run ? ns_mpi_sim_connect(ms, src[c % 3], syn[c], 0.002, 0.5)
+                         : ns_sim_connect(sim, src[c % 3], syn[c], 0.002, 0.5));
+        for (int c = 0; c < 4; ++c) {
+            int32_t site = -1;
+            CHECK_OK(run ? ns_mpi_sim_add_recording(ms, c, 0, &site) : ns_sim_add_recording(sim, c, 0, &site));
+        }
+        CHECK_OK(run ? ns_mpi_sim_init(ms) : ns_sim_init(sim));
+        CHECK_OK(run ? ns_mpi_sim_advance(ms, 2000) : ns_sim_advance(sim, 2000));
+        if (run) CHECK_OK(ns_mpi_sim_gather(ms, -1));
+        int64_t samples = 0;
+        int32_t sites = 0;
+        const double *tr = run ? ns_mpi_sim_traces(ms, &samples, &sites) : ns_sim_traces(sim, &samples, &sites);
+        for (int c = 0; c < 4; ++c) v_end[run][c] = tr && sites == 4 ? tr[(samples - 1) * 4 + c] : NAN;
+        for (int q = 0; q < NS; ++q) {
+            int64_t n = 0;
+            const double *x = run ? ns_mpi_sim_source_spikes(ms, q, &n) : ns_sim_source_spikes(sim, q, &n);
+            counts[run][q] = n;
+            for (int64_t k = 0; k < n && k < 64; ++k) times[run][q][k] = x[k];
+        }
+        ns_sim_destroy(sim);
+        ns_mpi_sim_destroy(ms);
+    }
+    /* about 6 spikes per source in 43 ms; the cells fired */
+    for (int q = 0; q < NS; ++q)
+        CHECK_MSG(counts[0][q] >= 1 && counts[0][q] < 64, "poisson: source %d: %lld spikes", q, (long long)counts[0][q]);
+    CHECK(memcmp(counts[0], counts[1], sizeof counts[0]) == 0);
+    CHECK(memcmp(times[0], times[1], sizeof times[0]) == 0);
+    CHECK(memcmp(v_end[0], v_end[1], sizeof v_end[0]) == 0);
+}
+
 /* Equal times: cells 0 and 1 (identical, driven alike) spike at the same
  * time, and both reach cell 2's synapse after the same delay with weights
  * +1 and -1 uS; NET_RECEIVE adds them to g in delivery order, and
@@ -469,6 +531,7 @@ int main(int argc, char **argv) {
     ns_cell_t *cell = cylinder();
     if (cell) {
         test_chain(cell);
+        test_poisson(cell);
         test_ties(cell);
         test_errors(cell);
     }

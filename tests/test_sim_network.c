@@ -15,10 +15,16 @@
  *      at t = 1e-10 as NEURON's does, and an event's
  *      effect is that of NET_RECEIVE's weight (two events of weight w equal
  *      one of 2w to rounding);
- *   3. bad input: each error's status and the element it names. */
+ *   3. bad input: each error's status and the element it names.
+ * In 1., the first run builds the network call by call from the reference's
+ * description (net_ref.h), the other three from the network file beside it
+ * (tests/data/neuron_network/ *.net, ns_network_read and
+ * ns_network_create_sim): identical to the bit, the parser is checked by the
+ * same rasters. */
 #include "net_ref.h"
 
-static void run_net(const ref *r, ns_cell_t *const *shapes, ns_hines_method method, int threads, raster *out) {
+static void run_net(const ref *r, ns_cell_t *const *shapes, const ns_network_t *net, ns_hines_method method,
+                    int threads, raster *out) {
     memset(out, 0, sizeof *out);
     ns_sim_model_t *model = model_of("all.insert = hh\n");
     ns_sim_params p;
@@ -31,12 +37,22 @@ static void run_net(const ref *r, ns_cell_t *const *shapes, ns_hines_method meth
     o.threads = threads;
     o.model = model;
     ns_sim_t *sim = NULL;
-    CHECK_OK(ns_sim_create(r->n_shapes, (const ns_cell_t *const *)shapes, r->n_cells, r->cell_shape, &p, &o, &sim));
-    ns_sim_model_destroy(model);
-    if (!sim) return;
-    int32_t spike_compartment[MAX_ITEMS];
-    for (int c = 0; c < r->n_cells; ++c) spike_compartment[c] = ns_sim_spike_compartment(sim, c);
-    build_net(r, shapes, spike_compartment, sim, &net_calls_sim);
+    if (net) { /* from the network file (its model: hh everywhere) */
+        o.model = NULL;
+        CHECK_OK(ns_network_create_sim(net, NULL, NULL, &p, &o, &sim));
+        ns_sim_model_destroy(model);
+        if (!sim) return;
+        CHECK(ns_sim_cells(sim) == r->n_cells);
+        /* a change since the file's ns_sim_init (e = 0 as the file says) */
+        CHECK_OK(ns_sim_synapse_set(sim, 0, "e", 0.0));
+    } else {
+        CHECK_OK(ns_sim_create(r->n_shapes, (const ns_cell_t *const *)shapes, r->n_cells, r->cell_shape, &p, &o, &sim));
+        ns_sim_model_destroy(model);
+        if (!sim) return;
+        int32_t spike_compartment[MAX_ITEMS];
+        for (int c = 0; c < r->n_cells; ++c) spike_compartment[c] = ns_sim_spike_compartment(sim, c);
+        build_net(r, shapes, spike_compartment, sim, &net_calls_sim);
+    }
     CHECK(ns_sim_synapses(sim) == r->n_syns && ns_sim_sources(sim) == r->n_cells + r->n_trains &&
           ns_sim_connections(sim) == r->n_conns);
     int32_t site = -1;
@@ -76,13 +92,23 @@ static void test_reference(const char *file) {
     ns_cell_t *shapes[MAX_SHAPES] = {NULL};
     int ok = 1;
     for (int k = 0; k < r->n_shapes; ++k) ok &= (shapes[k] = load_cell(r->shape_file[k])) != NULL;
+    /* the network file beside the CSV (validation/neuron_network_compare.py net) */
+    char net_path[1024];
+    snprintf(net_path, sizeof net_path, "%.*s.net", (int)(strlen(path) - 4), path);
+    ns_network_t *net = NULL;
+    CHECK_OK(ns_network_read(net_path, &net));
+    ok &= net != NULL;
     static raster runs[4];
     if (ok) {
-        run_net(r, shapes, NS_HINES_OPENMP, 1, &runs[0]);
-        run_net(r, shapes, NS_HINES_OPENMP, 2, &runs[1]);
-        run_net(r, shapes, NS_HINES_SEQUENTIAL, 0, &runs[2]);
-        run_net(r, shapes, NS_HINES_OPENMP, 4, &runs[3]); /* narrower lane blocks, more of them */
+        CHECK(ns_network_cells(net) == r->n_cells && ns_network_morphologies(net) == r->n_shapes &&
+              ns_network_synapses(net) == r->n_syns && ns_network_sources(net) == r->n_cells + r->n_trains &&
+              ns_network_fixed_connections(net) == r->n_conns);
+        run_net(r, shapes, NULL, NS_HINES_OPENMP, 1, &runs[0]);
+        run_net(r, shapes, net, NS_HINES_OPENMP, 2, &runs[1]);
+        run_net(r, shapes, net, NS_HINES_SEQUENTIAL, 0, &runs[2]);
+        run_net(r, shapes, net, NS_HINES_OPENMP, 4, &runs[3]); /* narrower lane blocks, more of them */
     }
+    ns_network_destroy(net);
     /* against NEURON: per source, the same count and times within TOL */
     int64_t total = 0;
     const double worst = ok ? check_against_neuron(file, r, &runs[0], &total) : INFINITY;

@@ -16,6 +16,7 @@
 
 static const char *help_text =
     "usage: neurosolve simulate SHAPE... [options]\n"
+    "       neurosolve simulate --network FILE [options]\n"
     "\n"
     "Simulate cells with NEURON's fixed-step method (hh, pas, IClamp), record voltages and\n"
     "soma spikes. SHAPE is an SWC file, a directory of them or `bundled`.\n"
@@ -32,6 +33,11 @@ static const char *help_text =
     "                         Exp2Syn and LIB's (from `neurosolve mechanisms build`); FILE says\n"
     "                         what is inserted where (docs/simulation.md, \"Models\"); the\n"
     "                         params' hh and pas are then not used\n"
+    "  --network FILE         a network file (docs/networks.md, \"Network files\"): its cells,\n"
+    "                         model, synapses, detectors, spike trains, Poisson sources and\n"
+    "                         connections; no SHAPE or --cells then. CPU backend (the default\n"
+    "                         with --network); no current clamp unless --iclamp is given;\n"
+    "                         spikes.csv is the raster of the sources (source, cell, time)\n"
     "  --iclamp LOC:DEL:DUR:AMP\n"
     "                         a current clamp in every cell [ms, ms, nA]; AMP `auto` = 1.5e-4 nA\n"
     "                         per um^2 of the cell's membrane (repetitive firing with hh\n"
@@ -42,7 +48,9 @@ static const char *help_text =
     "  --backend cpu|cuda|auto  --method sequential|openmp|onchip|tree  --threads N\n"
     "  --gpu-lanes L          onchip: lanes per cell (1, 2, 4, ..., 32; default automatic)\n"
     "  --out PREFIX           write PREFIX_traces.csv, PREFIX_traces.npy (t and one column per\n"
-    "                         site) and PREFIX_spikes.csv (cell, morphology, time); an existing\n"
+    "                         site) and PREFIX_spikes.csv (cell, morphology, time; with --network\n"
+    "                         the sources' raster: source, cell (-1: a train or Poisson source),\n"
+    "                         time, in time order); an existing\n"
     "                         directory DIR (or DIR/) gets DIR/traces.csv, DIR/traces.npy,\n"
     "                         DIR/spikes.csv. Files appear only when complete\n"
     "  --plot FILE.png        draw the traces (bench/plot_traces.py, matplotlib)\n"
@@ -205,9 +213,46 @@ static void on_sigint(int sig) {
 /* Write the traces (CSV, and with --out NPY) and spikes under stem with
  * `tag` before the extensions ("" for results, ".partial" for the record of
  * an interrupted run); all files appear only when all were written. */
+typedef struct raster_spike {
+    double t;
+    int64_t source;
+} raster_spike;
+
+static int cmp_raster(const void *a, const void *b) {
+    const raster_spike *x = a, *y = b;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return (x->source > y->source) - (x->source < y->source);
+}
+
+/* The network's raster: every source's spikes, by (time, source); 0 or 1 after printing the error. */
+static int write_raster(FILE *g, ns_sim_t *sim) {
+    const int64_t n_src = ns_sim_sources(sim);
+    int64_t total = 0;
+    for (int64_t s = 0; s < n_src; ++s) {
+        int64_t cnt = 0;
+        ns_sim_source_spikes(sim, s, &cnt);
+        total += cnt;
+    }
+    raster_spike *all = malloc((size_t)(total > 0 ? total : 1) * sizeof *all);
+    if (!all) return cli_error("out of memory for %lld spikes", (long long)total);
+    int64_t n = 0;
+    for (int64_t s = 0; s < n_src; ++s) {
+        int64_t cnt = 0;
+        const double *x = ns_sim_source_spikes(sim, s, &cnt);
+        for (int64_t q = 0; q < cnt; ++q) all[n++] = (raster_spike){x[q], s};
+    }
+    qsort(all, (size_t)n, sizeof *all, cmp_raster);
+    fprintf(g, "source,cell,t_ms\n");
+    for (int64_t k = 0; k < n; ++k)
+        fprintf(g, "%lld,%lld,%.17g\n", (long long)all[k].source, (long long)ns_sim_source_cell(sim, all[k].source),
+                all[k].t);
+    free(all);
+    return 0;
+}
+
 static int write_results(const char *stem, const char *tag, int all, cli_sim *sim, char **site_names,
                          double every_ms, long long n_cells, const cli_shape_set *set, const int32_t *cell_shape,
-                         char *csv_path, size_t csv_len) {
+                         int network, char *csv_path, size_t csv_len) {
     int64_t samples;
     int32_t sites;
     const double *tr = cli_sim_traces(sim, &samples, &sites);
@@ -242,8 +287,9 @@ static int write_results(const char *stem, const char *tag, int all, cli_sim *si
     if (!bad && all) {
         write_npy(ns_output_stream(o[1]), table, samples, sites + 1);
         FILE *g = ns_output_stream(o[2]);
-        fprintf(g, "cell,morphology,t_ms\n");
-        for (long long c = 0; c < n_cells; ++c) {
+        if (network) bad = write_raster(g, cli_sim_local(sim));
+        else fprintf(g, "cell,morphology,t_ms\n");
+        for (long long c = 0; c < n_cells && !network; ++c) {
             int64_t cnt;
             const double *sp = cli_sim_spikes(sim, c, &cnt);
             const char *base = strrchr(set->items[cell_shape[c]].name, '/');
@@ -298,7 +344,10 @@ int cmd_simulate(int argc, char **argv) {
     stim_spec stims[MAX_ITEMS];
     loc_spec recs[MAX_ITEMS];
     int n_stims = 0, n_recs = 0;
-    const char *checkpoint = NULL, *resume = NULL, *mech_lib = NULL, *model_file = NULL;
+    const char *checkpoint = NULL, *resume = NULL, *mech_lib = NULL, *model_file = NULL, *network_file = NULL;
+    int cells_given = 0, backend_given = 0;
+    ns_network_t *net = NULL;
+    long long *first_cell = NULL;
     ns_mech_library_t *lib = NULL;
     ns_sim_model_t *model = NULL;
     double ck_times[MAX_ITEMS];
@@ -332,6 +381,9 @@ int cmd_simulate(int argc, char **argv) {
         ++i;
         if (strcmp(a, "--cells") == 0) {
             if (!cli_parse_long(cmd, a, val, 1, 100000000LL, &cells_per)) return 2;
+            cells_given = 1;
+        } else if (strcmp(a, "--network") == 0) {
+            network_file = val;
         } else if (strcmp(a, "--record-cells") == 0) {
             if (!cli_parse_long(cmd, a, val, 0, 1000000LL, &record_cells)) return 2;
         } else if (strcmp(a, "--params") == 0) {
@@ -381,6 +433,7 @@ int cmd_simulate(int argc, char **argv) {
         } else if (strcmp(a, "--backend") == 0) {
             if (ns_backend_from_name(val, &so.backend) != NS_OK)
                 return cli_usage_error(cmd, "unknown backend '%s'", val);
+            backend_given = 1;
         } else if (strcmp(a, "--method") == 0) {
             if (ns_hines_method_from_name(val, &so.method) != NS_OK)
                 return cli_usage_error(cmd, "unknown method '%s'", val);
@@ -418,7 +471,16 @@ int cmd_simulate(int argc, char **argv) {
             return cli_usage_error(cmd, "unknown option '%s'", a);
         }
     }
-    if (n_specs == 0) return cli_usage_error(cmd, "no morphology given (a file, a directory or `bundled`)");
+    if (network_file) {
+        if (n_specs > 0)
+            return cli_usage_error(cmd, "--network takes the cells from its file: no SHAPE arguments ('%s')", specs[0]);
+        if (cells_given) return cli_usage_error(cmd, "--network takes the cells from its file: no --cells");
+        if (checkpoint || resume)
+            return cli_usage_error(cmd, "--checkpoint and --resume: a network's state is not saved yet");
+        if (cli_mpi_active()) return cli_usage_error(cmd, "--network runs in one process (not under MPI) so far");
+        if (!backend_given) so.backend = NS_BACKEND_CPU; /* the CUDA loops have no networks yet */
+    } else if (n_specs == 0)
+        return cli_usage_error(cmd, "no morphology given (a file, a directory or `bundled`)");
     if (param_file) {
         ns_status st = ns_sim_params_read(&params, param_file);
         if (st != NS_OK) return cli_status_error("parameters", st);
@@ -473,6 +535,7 @@ int cmd_simulate(int argc, char **argv) {
         if (check_output_folder(later[k])) return 1;
     }
     if (!ra_given) mo.disc.Ra = params.Ra;
+    if (network_file && n_stims == 0) no_stim = 1; /* a network is driven by its sources */
     if (n_stims == 0 && !no_stim) {
         parse_loc("soma", &stims[0].loc);
         stims[0].del = 5.0;
@@ -494,6 +557,26 @@ int cmd_simulate(int argc, char **argv) {
     char **site_names = NULL;
     for (int k = 0; k < n_specs; ++k)
         if (cli_shapes_add(&set, specs[k], &mo, 1)) goto done;
+    if (network_file) {
+        ns_status nst = ns_network_read(network_file, &net);
+        if (nst != NS_OK) {
+            cli_error("network: %s", ns_last_error());
+            goto done;
+        }
+        /* the morphologies, one shape each, with the shared morphology options */
+        for (int32_t k = 0; k < ns_network_morphologies(net); ++k) {
+            if (set.count == MAX_ITEMS) {
+                cli_error("network: %s: more than %d morphologies", network_file, MAX_ITEMS);
+                goto done;
+            }
+            const int before = set.count;
+            if (cli_shapes_add(&set, ns_network_morphology(net, k), &mo, 1)) goto done;
+            if (set.count != before + 1) {
+                cli_error("network: %s: morphology %s is not one SWC file", network_file, ns_network_morphology(net, k));
+                goto done;
+            }
+        }
+    }
     cells = malloc((size_t)set.count * sizeof *cells);
     if (!cells) {
         cli_error("out of memory");
@@ -506,7 +589,7 @@ int cmd_simulate(int argc, char **argv) {
         }
         cells[k] = set.items[k].cell;
     }
-    const long long n_cells = cells_per * set.count;
+    const long long n_cells = net ? ns_network_cells(net) : cells_per * set.count;
     /* The memory the run needs is known before anything big is allocated:
      * the state (v, m, h, n and a work vector: 40 B per compartment), the
      * cells (24 B each) and the traces (kept by the simulation and copied
@@ -514,7 +597,14 @@ int cmd_simulate(int argc, char **argv) {
      * it exceeds the machine's memory instead of failing at the end. */
     {
         double comps = 0.0;
-        for (int k = 0; k < set.count; ++k) comps += (double)ns_tree_size(ns_cell_tree(cells[k])) * (double)cells_per;
+        for (int k = 0; k < set.count; ++k) {
+            double per = (double)cells_per;
+            if (net) {
+                per = 0.0;
+                for (long long c = 0; c < n_cells; ++c) per += ns_network_cell_morphology(net)[c] == k;
+            }
+            comps += (double)ns_tree_size(ns_cell_tree(cells[k])) * per;
+        }
         const double sites_all = (double)set.count * (double)(record_cells < cells_per ? record_cells : cells_per) * n_recs;
         const double samples_all = (double)n_steps / so.record_every + 1.0;
         /* under MPI each process holds its share of the cells; rank 0 gathers every trace */
@@ -534,9 +624,31 @@ int cmd_simulate(int argc, char **argv) {
         cli_error("out of memory for %lld cells", n_cells);
         goto done;
     }
-    for (long long c = 0; c < n_cells; ++c) cell_shape[c] = (int32_t)(c / cells_per);
+    for (long long c = 0; c < n_cells; ++c)
+        cell_shape[c] = net ? ns_network_cell_morphology(net)[c] : (int32_t)(c / cells_per);
+    if (net) {
+        /* the network's model, or --model: one of them */
+        if (mech_lib && ns_mech_library_open(mech_lib, &lib) != NS_OK) {
+            cli_error("model: %s", ns_last_error());
+            goto done;
+        }
+        if (ns_network_model(net, lib, &model) != NS_OK) {
+            cli_error("network: %s", ns_last_error());
+            goto done;
+        }
+        if (model && model_file) {
+            cli_error("network: %s names a model and --model %s is given: one of them only", network_file, model_file);
+            goto done;
+        }
+        if (!model && !model_file) {
+            cli_error("network: %s names no model (a `model FILE` or `model: STATEMENT` line, or --model FILE): "
+                      "synapses are mechanisms of a model", network_file);
+            goto done;
+        }
+        so.model = model;
+    }
     if (model_file) {
-        if ((mech_lib && ns_mech_library_open(mech_lib, &lib) != NS_OK) || ns_sim_model_create(lib, &model) != NS_OK ||
+        if ((mech_lib && !lib && ns_mech_library_open(mech_lib, &lib) != NS_OK) || ns_sim_model_create(lib, &model) != NS_OK ||
             ns_sim_model_read(model, model_file) != NS_OK) {
             cli_error("model: %s", ns_last_error());
             goto done;
@@ -561,7 +673,8 @@ int cmd_simulate(int argc, char **argv) {
             if (resolve_loc(&stims[q].loc, cells[k], set.items[k].name, &node)) goto done;
             double amp = stims[q].amp_auto ? 1.5e-4 * ci.total_area : stims[q].amp;
             if (stims[q].amp_auto) amp = round(amp * 1000.0) / 1000.0; /* as the validation script */
-            for (long long c = k * cells_per; c < (k + 1) * cells_per; ++c) {
+            for (long long c = 0; c < n_cells; ++c) {
+                if (cell_shape[c] != k) continue;
                 st = cli_sim_add_iclamp(sim, c, node, stims[q].del, stims[q].dur, amp);
                 if (st != NS_OK) {
                     cli_status_error("iclamp", st);
@@ -570,15 +683,25 @@ int cmd_simulate(int argc, char **argv) {
             }
         }
     }
+    /* the network's synapses, sources and connections */
+    if (net) {
+        st = ns_network_apply(net, cli_sim_local(sim), cells);
+        if (st != NS_OK) {
+            cli_error("network: %s", ns_last_error());
+            goto done;
+        }
+    }
     int n_sites = 0;
-    const long long rc_cells = record_cells < cells_per ? record_cells : cells_per;
+    const long long rc_cells = net ? record_cells : record_cells < cells_per ? record_cells : cells_per;
     site_names = calloc((size_t)(set.count * rc_cells * n_recs + 1), sizeof *site_names);
     if (!site_names) {
         cli_error("out of memory");
         goto done;
     }
     for (int k = 0; k < set.count; ++k)
-        for (long long c = k * cells_per; c < k * cells_per + rc_cells; ++c)
+        for (long long c = 0, taken = 0; c < n_cells && taken < rc_cells; ++c) {
+            if (cell_shape[c] != k) continue;
+            ++taken;
             for (int q = 0; q < n_recs; ++q) {
                 int32_t node, site;
                 if (resolve_loc(&recs[q], cells[k], set.items[k].name, &node)) goto done;
@@ -598,6 +721,12 @@ int cmd_simulate(int argc, char **argv) {
                 snprintf(site_names[n_sites], len, "%s#%lld@%s", base, c, recs[q].text);
                 n_sites++;
             }
+        }
+    /* a network takes effect at ns_sim_init (NEURON's finitialize) */
+    if (net && (st = ns_sim_init(cli_sim_local(sim))) != NS_OK) {
+        cli_status_error("network", st);
+        goto done;
+    }
     /* from a checkpoint: the state, time, traces and spikes so far */
     if (resume) {
         st = ns_sim_restore_state(cli_sim_local(sim), resume);
@@ -665,7 +794,7 @@ int cmd_simulate(int argc, char **argv) {
         if (run_st != NS_OK) {
             const long long bad = cli_failed_cell(ns_last_error());
             if (bad >= 0 && bad < n_cells) /* name the file the cell was built from */
-                cli_error("simulation: %s: %s: %s", set.items[bad / cells_per].name, ns_status_string(run_st),
+                cli_error("simulation: %s: %s: %s", set.items[cell_shape[bad]].name, ns_status_string(run_st),
                           ns_last_error());
             else
                 cli_status_error("simulation", run_st);
@@ -683,7 +812,7 @@ int cmd_simulate(int argc, char **argv) {
             cli_sim_traces(sim, &kept, NULL);
             char partial[4096];
             if (!write_results(stem, ".partial", out != NULL, sim, site_names, every_ms, n_cells, &set, cell_shape,
-                               partial, sizeof partial))
+                               net != NULL, partial, sizeof partial))
             {
                 if (out)
                     fprintf(stderr, "neurosolve: the traces up to t = %g ms (%lld samples) and the spikes until then "
@@ -708,6 +837,20 @@ int cmd_simulate(int argc, char **argv) {
     const double wall_s = cli_sim_elapsed_ms(sim) / 1000.0;
     const long long comps = cli_sim_compartments(sim);
     const double sps = wall_s > 0 ? (steps - first_step) / wall_s : 0.0;
+    /* the first cell of each morphology */
+    first_cell = malloc((size_t)set.count * sizeof *first_cell);
+    if (!first_cell) {
+        cli_error("out of memory");
+        goto done;
+    }
+    for (int k = 0; k < set.count; ++k) first_cell[k] = -1;
+    for (long long c = n_cells - 1; c >= 0; --c) first_cell[cell_shape[c]] = c;
+    long long source_spikes = 0;
+    for (int64_t q = 0; net && q < ns_sim_sources(cli_sim_local(sim)); ++q) {
+        int64_t cnt;
+        ns_sim_source_spikes(cli_sim_local(sim), q, &cnt);
+        source_spikes += cnt;
+    }
     long long total_spikes = 0;
     for (long long c = 0; c < n_cells; ++c) {
         int64_t cnt;
@@ -718,7 +861,7 @@ int cmd_simulate(int argc, char **argv) {
      * place only when all were written (ns_output) */
     char csv_path[4096] = "";
     if ((out || plot) && write_results(stem, "", out != NULL, sim, site_names, every_ms, n_cells, &set, cell_shape,
-                                       csv_path, sizeof csv_path))
+                                       net != NULL, csv_path, sizeof csv_path))
         goto done;
     if (as_json) {
         cli_json j;
@@ -736,9 +879,17 @@ int cmd_simulate(int argc, char **argv) {
         json_double(&j, "steps_per_s", sps);
         json_double(&j, "compartment_steps_per_s", sps * (double)comps);
         json_int(&j, "spikes", total_spikes);
+        if (net) {
+            ns_sim_t *ls = cli_sim_local(sim);
+            json_int(&j, "synapses", ns_sim_synapses(ls));
+            json_int(&j, "sources", ns_sim_sources(ls));
+            json_int(&j, "connections", ns_sim_connections(ls));
+            json_int(&j, "source_spikes", source_spikes);
+        }
         json_array_begin(&j, "first_cells"); /* the first cell of each morphology */
         for (int k = 0; k < set.count; ++k) {
-            long long c = k * cells_per;
+            long long c = first_cell[k];
+            if (c < 0) continue;
             int64_t cnt;
             const double *sp = cli_sim_spikes(sim, c, &cnt);
             json_object_begin(&j, NULL);
@@ -759,10 +910,17 @@ int cmd_simulate(int argc, char **argv) {
                ns_backend_name(cli_sim_backend(sim)), ns_hines_method_name(cli_sim_method(sim)), wall_s, sps,
                sps * (double)comps);
         printf("soma spikes (threshold %g mV): %lld in all cells\n", params.spike_threshold, total_spikes);
+        if (net) {
+            ns_sim_t *ls = cli_sim_local(sim);
+            printf("network %s: %lld synapses, %lld sources, %lld connections; %lld spikes of the sources\n",
+                   network_file, (long long)ns_sim_synapses(ls), (long long)ns_sim_sources(ls),
+                   (long long)ns_sim_connections(ls), source_spikes);
+        }
         for (int k = 0; k < set.count && k < 20; ++k) {
             int64_t cnt;
-            const double *sp = cli_sim_spikes(sim, k * cells_per, &cnt);
-            printf("  %-40s cell %lld: %lld spikes", set.items[k].name, k * cells_per, (long long)cnt);
+            if (first_cell[k] < 0) continue;
+            const double *sp = cli_sim_spikes(sim, first_cell[k], &cnt);
+            printf("  %-40s cell %lld: %lld spikes", set.items[k].name, first_cell[k], (long long)cnt);
             for (int64_t q = 0; q < cnt && q < 8; ++q) printf("%s%.3f", q ? " " : " at ", sp[q]);
             printf("%s\n", cnt > 8 ? " ..." : (cnt ? " ms" : ""));
         }
@@ -778,6 +936,8 @@ done:
     cli_sim_destroy(sim);
     ns_sim_model_destroy(model);
     ns_mech_library_close(lib);
+    ns_network_destroy(net);
+    free(first_cell);
     free(cell_shape);
     free(cells);
     cli_shapes_free(&set);

@@ -30,11 +30,14 @@ random  16 cells alternating ca1_ko20x-07.swc and ca1_h10.swc, 150 ms, seed
 Detectors: soma(0.5), threshold -20 mV (NetCon.record); sources are the
 cells' detectors (0 .. n_cells - 1), then the trains.
 
-Written: OUT.csv, the network as '# key = value' lines (what
-tests/test_sim_network.c builds: cell, synapse, train, connect), then
-`source,time` rows in time order.
+Written: OUT.csv, the network as '# key = value' lines (cell, synapse,
+train, connect), then `source,time` rows in time order; and OUT.net, the same
+network as a network file (docs/networks.md, "Network files"), which
+tests/test_sim_network.c reads with ns_network_read. `net OUT.csv` writes
+OUT.net from an existing OUT.csv (no NEURON needed).
 
 Usage: python3 validation/neuron_network_compare.py ring|short|random MORPHOLOGY_DIR OUT.csv
+       python3 validation/neuron_network_compare.py net OUT.csv
 """
 import os
 import random
@@ -136,7 +139,58 @@ def random_net():
     return cells, syns, trains, conns, 150.0
 
 
+def write_net(csv_path, morph_dir):
+    """OUT.net beside OUT.csv: the network of the CSV's '# key = value' header
+    in the native format; morphologies by paths relative to the .net file."""
+    head = {}
+    cells, syns, trains, conns = [], [], [], []
+    with open(csv_path) as f:
+        for line in f:
+            if not line.startswith("# ") or " = " not in line:
+                continue
+            key, val = line[2:].strip().split(" = ", 1)
+            if key == "cell":
+                cells.append(val)
+            elif key == "synapse":
+                syns.append(val.split())
+            elif key == "train":
+                trains.append(val)
+            elif key == "connect":
+                conns.append(val.split())
+            else:
+                head[key] = val
+    n = len(cells)
+    base = os.path.dirname(os.path.abspath(csv_path))
+    out = [
+        "# %s as a network file (validation/neuron_network_compare.py net)" % os.path.basename(csv_path),
+        "# sources: the cells' detectors spk[0..%d], then the trains stim[0..%d]" % (n - 1, len(trains) - 1),
+        "model: all.insert = hh",
+    ]
+    for k, f in enumerate(cells):  # consecutive cells of one file in one line
+        if k > 0 and cells[k - 1] == f:
+            out[-1] = out[-1].replace("cells c %d " % int(out[-1].split()[2]),
+                                      "cells c %d " % (int(out[-1].split()[2]) + 1), 1)
+            continue
+        out.append("cells c 1 %s" % os.path.relpath(os.path.join(morph_dir, f), base))
+    for c, sec_id, x, mech, *params in syns:
+        out.append("synapse syn cell[%s] swc:%s(%s) %s %s" % (c, sec_id, x, mech, " ".join(params)))
+    out.append("detector spk cell soma(0.5) %s" % head["threshold"])
+    for t in trains:
+        out.append("train stim %s" % t)
+    for src, syn, w, d in conns:
+        ref = "spk[%d]" % int(src) if int(src) < n else "stim[%d]" % (int(src) - n)
+        out.append("connect %s syn[%s] %s %s" % (ref, syn, w, d))
+    path = os.path.splitext(csv_path)[0] + ".net"
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(out) + "\n")
+    os.replace(path + ".tmp", path)
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "net":
+        here = os.path.dirname(os.path.abspath(__file__))
+        write_net(sys.argv[2], os.path.join(os.path.dirname(here), "data", "morphologies"))
+        return
     if len(sys.argv) != 4 or sys.argv[1] not in ("ring", "short", "random"):
         sys.exit(__doc__)
     protocol, mdir, out = sys.argv[1:]
@@ -225,6 +279,7 @@ def main():
         for t, k in rows:
             f.write("%d,%.17g\n" % (k, t))
     os.replace(out + ".tmp", out)
+    write_net(out, mdir)
     print(protocol, "spikes per source:", [len(r) for r in recs])
 
 

@@ -216,6 +216,13 @@ NS_API ns_status ns_sim_add_detector(ns_sim_t *sim, int64_t cell, int32_t compar
  * NEURON's VecStim or a NetStim without noise: each a spike at exactly
  * that time. */
 NS_API ns_status ns_sim_add_spike_source(ns_sim_t *sim, const double *times, int64_t count, int64_t *source);
+/* A Poisson source: a homogeneous Poisson process of rate_hz [Hz] (0 to
+ * 1e6) on (start, stop) [ms] (0 <= start <= stop; stop may be INFINITY),
+ * its times drawn from its own random stream of `seed`: the same spikes for
+ * a seed whatever the thread count or the ns_sim_advance calls; drawn again
+ * from the start at each ns_sim_init (docs/networks.md). */
+NS_API ns_status ns_sim_add_poisson_source(ns_sim_t *sim, double rate_hz, double start, double stop, uint64_t seed,
+                                           int64_t *source);
 /* NEURON's NetCon from a source to a synapse: each spike of the source at
  * time ts gives an event at ts + delay [ms] (delay > 0) that calls the
  * synapse's NET_RECEIVE with `weight` (its units: uS for ExpSyn and
@@ -224,6 +231,9 @@ NS_API ns_status ns_sim_connect(ns_sim_t *sim, int64_t source, int64_t synapse, 
 /* The spikes of a source so far [ms], ascending (a train: its times up to
  * the simulation's time). NULL and 0 for an unknown source. */
 NS_API const double *ns_sim_source_spikes(const ns_sim_t *sim, int64_t source, int64_t *count);
+/* The cell of a detector; -1 for a train or a Poisson source, -2 for an
+ * unknown source. */
+NS_API int64_t ns_sim_source_cell(const ns_sim_t *sim, int64_t source);
 /* Counts: synapses, sources, connections. */
 NS_API int64_t ns_sim_synapses(const ns_sim_t *sim);
 NS_API int64_t ns_sim_sources(const ns_sim_t *sim);

@@ -195,6 +195,10 @@ NS_API ns_status ns_mpi_sim_add_detector(ns_mpi_sim_t *sim, int64_t cell, int32_
                                          int64_t *source);
 NS_API ns_status ns_mpi_sim_add_spike_source(ns_mpi_sim_t *sim, const double *times, int64_t count,
                                              int64_t *source);
+/* A Poisson source (ns_sim_add_poisson_source): every process with cells
+ * draws the same times from the seed. */
+NS_API ns_status ns_mpi_sim_add_poisson_source(ns_mpi_sim_t *sim, double rate_hz, double start, double stop,
+                                               uint64_t seed, int64_t *source);
 NS_API ns_status ns_mpi_sim_connect(ns_mpi_sim_t *sim, int64_t source, int64_t synapse, double weight,
                                     double delay);
 /* Global counts (the same on every process). */

@@ -11,6 +11,7 @@
 #include "neurosolve/hines.h"
 #include "neurosolve/tridiag.h"
 #include "neurosolve/cable.h"
+#include "neurosolve/network.h"
 #include "neurosolve/life.h"
 #include "neurosolve/life_io.h"
 #include "neurosolve/output.h"

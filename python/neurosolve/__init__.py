@@ -12,7 +12,7 @@ from ._errors import (Error, InvalidArgumentError, OutOfMemoryError, IOError, Pa
                       TopologyError, SingularError, NotFiniteError, UnsupportedError, NoDeviceError,
                       CudaError, CusparseError, SizeError, EmptyError, DeviceMemoryError, InternalError)
 from ._core import (Tree, Morphology, Cell, Batch, HinesSolver, TridiagSolver, SimParams,  # noqa: F401
-                    MechanismLibrary, Model, build_mechanisms,
+                    MechanismLibrary, Model, Network, build_mechanisms,
                     BoundHinesSolve, BoundTridiagSolve,
                     LifeModel, LifeEngine, version, build_info, cuda_device_count, status_string,
                     hines_methods, hines_method_backend, tridiag_methods, backend_info, available_methods)
@@ -44,6 +44,36 @@ class Simulation(_core.Simulation):
             params = make_params(params)
         super().__init__(cells, n_cells, cell_shape, params, **options)
         self.params = params
+
+    @classmethod
+    def from_network(cls, network, params=None, library=None, cells=None, backend="cpu", **options):
+        """A simulation of a network file (docs/networks.md, "Network files"): a path or a
+        Network. Its morphologies are read and discretised (d_lambda 0.1 at 100 Hz with the
+        params' Ra) unless ``cells`` gives one Cell per morphology; the model is the file's
+        (mechanisms of ``library`` too) or ``model=``, not both. Initialised, ready to run."""
+        if not isinstance(network, Network):
+            network = Network.read(str(network))
+        if params is None:
+            params = SimParams()
+        elif isinstance(params, dict):
+            params = make_params(params)
+        own = network.model(library)
+        if own is not None and options.get("model") is not None:
+            raise InvalidArgumentError("Simulation.from_network: the network names a model and model= is given: "
+                                       "one of them only")
+        if own is None and options.get("model") is None:
+            raise InvalidArgumentError("Simulation.from_network: the network names no model (a `model` line) "
+                                       "and no model= is given")
+        if own is not None:
+            options["model"] = own
+        if cells is None:
+            ra = params.to_dict()["Ra"]
+            cells = [read_swc(p).discretize(Ra=ra) for p in network.morphologies]
+        cells = list(cells)
+        sim = cls(cells, network.n_cells, network.cell_morphology, params, backend=backend, **options)
+        sim.apply_network(network, cells)
+        sim.init()
+        return sim
 
     def run(self, tstop, progress=None, every_ms=10.0):
         """Advance to ``tstop`` ms from t = 0 (NEURON's run: round(tstop / dt) steps in all).

@@ -291,6 +291,13 @@ struct Model {
     ~Model() { ns_sim_model_destroy(m); }
 };
 
+struct Network {
+    ns_network_t *n = nullptr;
+    Network() = default;
+    Network(const Network &) = delete;
+    ~Network() { ns_network_destroy(n); }
+};
+
 struct Simulation {
     std::mutex mu; // one call at a time (the GIL is released during calls)
     ns_sim_t *s = nullptr;
@@ -1298,6 +1305,49 @@ NB_MODULE(_core, m) {
         .def("read", [](Model &mo, const std::string &path) { check(ns_sim_model_read(mo.m, path.c_str())); },
              "path"_a);
 
+    // ------------------------------------------------------------- Network
+    nb::class_<Network>(m, "Network", "A network file (docs/networks.md, \"Network files\"): cells, model, synapses, "
+                                      "sources, connections; applied with Simulation.apply_network or "
+                                      "Simulation.from_network.")
+        .def_static("read", [](const std::string &path) {
+            auto n = std::make_unique<Network>();
+            check(ns_network_read(path.c_str(), &n->n));
+            return n;
+        }, "path"_a, "Read a network file (morphology and model paths relative to its folder).")
+        .def_static("parse", [](const std::string &text, const std::string &name, nb::handle base_dir) {
+            auto n = std::make_unique<Network>();
+            std::string dir = base_dir.is_none() ? std::string() : nb::cast<std::string>(nb::str(base_dir));
+            check(ns_network_parse(text.data(), text.size(), name.c_str(), base_dir.is_none() ? nullptr : dir.c_str(), &n->n));
+            return n;
+        }, "text"_a, "name"_a = "network", "base_dir"_a = nb::none())
+        .def_prop_ro("n_cells", [](const Network &n) { return ns_network_cells(n.n); })
+        .def_prop_ro("morphologies", [](const Network &n) {
+            nb::list l;
+            for (int32_t k = 0; k < ns_network_morphologies(n.n); ++k) l.append(nb::str(ns_network_morphology(n.n, k)));
+            return l;
+        }, "The morphology paths, in order of first use.")
+        .def_prop_ro("cell_morphology", [](const Network &n) {
+            return to_numpy<int32_t>(ns_network_cell_morphology(n.n), {(size_t)ns_network_cells(n.n)});
+        }, "Each cell's index in morphologies.")
+        .def_prop_ro("n_synapses", [](const Network &n) { return ns_network_synapses(n.n); })
+        .def_prop_ro("n_sources", [](const Network &n) { return ns_network_sources(n.n); })
+        .def("model", [](const Network &n, nb::handle library) -> nb::object {
+            const ns_mech_library_t *lib = nullptr;
+            if (!library.is_none()) {
+                if (!nb::isinstance<MechLibrary>(library))
+                    fail(NS_ERR_INVALID_ARGUMENT, "Network.model: library must be a MechanismLibrary or None, got " +
+                                                      std::string(nb::inst_name(library).c_str()));
+                lib = nb::cast<MechLibrary &>(library).lib;
+            }
+            ns_sim_model_t *mo = nullptr;
+            check(ns_network_model(n.n, lib, &mo));
+            if (!mo) return nb::none();
+            auto m = std::make_unique<Model>();
+            m->m = mo;
+            m->library = nb::borrow(library);
+            return nb::cast(m.release(), nb::rv_policy::take_ownership);
+        }, "library"_a = nb::none(), "The network's model (None when the file names none).");
+
     // ----------------------------------------------------------- Simulation
     nb::class_<Simulation>(m, "Simulation", "A population of cells simulated with NEURON's hh/pas and fixed step.")
         .def("__init__", [](Simulation *self, nb::handle shapes, int64_t n_cells, nb::handle cell_shape,
@@ -1351,6 +1401,73 @@ NB_MODULE(_core, m) {
             std::lock_guard<std::mutex> lock(s.mu);
             check(ns_sim_add_iclamp(s.s, cell, compartment, delay, duration, amplitude));
         }, "cell"_a, "compartment"_a, "delay"_a, "duration"_a, "amplitude"_a)
+        .def("add_synapse", [](Simulation &s, int64_t cell, int32_t compartment, const std::string &mech) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            int64_t id = -1;
+            check(ns_sim_add_synapse(s.s, cell, compartment, mech.c_str(), &id));
+            return id;
+        }, "cell"_a, "compartment"_a, "mechanism"_a, "A synapse (ExpSyn, Exp2Syn, a library's point process); its id.")
+        .def("synapse_set", [](Simulation &s, int64_t synapse, const std::string &name, double value) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            check(ns_sim_synapse_set(s.s, synapse, name.c_str(), value));
+        }, "synapse"_a, "name"_a, "value"_a)
+        .def("add_detector", [](Simulation &s, int64_t cell, int32_t compartment, double threshold) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            int64_t id = -1;
+            check(ns_sim_add_detector(s.s, cell, compartment, threshold, &id));
+            return id;
+        }, "cell"_a, "compartment"_a, "threshold"_a = -20.0, "A spike detector (a source); its id.")
+        .def("add_spike_source", [](Simulation &s, std::vector<double> times) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            int64_t id = -1;
+            check(ns_sim_add_spike_source(s.s, times.data(), (int64_t)times.size(), &id));
+            return id;
+        }, "times"_a, "A train of given times [ms] (a source); its id.")
+        .def("add_poisson_source", [](Simulation &s, double rate_hz, double start, double stop, uint64_t seed) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            int64_t id = -1;
+            check(ns_sim_add_poisson_source(s.s, rate_hz, start, stop, seed, &id));
+            return id;
+        }, "rate_hz"_a, "start"_a = 0.0, "stop"_a = INFINITY, "seed"_a = 0,
+           "A Poisson source of rate_hz on (start, stop) ms, its own stream of seed; its id.")
+        .def("connect", [](Simulation &s, int64_t source, int64_t synapse, double weight, double delay) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            check(ns_sim_connect(s.s, source, synapse, weight, delay));
+        }, "source"_a, "synapse"_a, "weight"_a, "delay"_a)
+        .def("source_spikes", [](Simulation &s, int64_t source) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            if (source < 0 || source >= ns_sim_sources(s.s))
+                fail(NS_ERR_INVALID_ARGUMENT, "Simulation.source_spikes: source " + std::to_string(source) +
+                                                  " out of range [0, " + std::to_string(ns_sim_sources(s.s)) + ")");
+            int64_t n = 0;
+            const double *p = ns_sim_source_spikes(s.s, source, &n);
+            return to_numpy<double>(p, {(size_t)n});
+        }, "source"_a, "The source's spikes so far [ms], ascending.")
+        .def("source_cell", [](const Simulation &s, int64_t source) {
+            const int64_t c = ns_sim_source_cell(s.s, source);
+            if (c < -1)
+                fail(NS_ERR_INVALID_ARGUMENT, "Simulation.source_cell: source " + std::to_string(source) + " out of range");
+            return c;
+        }, "source"_a, "A detector's cell; -1 for a train or a Poisson source.")
+        .def_prop_ro("n_synapses", [](const Simulation &s) { return ns_sim_synapses(s.s); })
+        .def_prop_ro("n_sources", [](const Simulation &s) { return ns_sim_sources(s.s); })
+        .def_prop_ro("n_connections", [](const Simulation &s) { return ns_sim_connections(s.s); })
+        .def("apply_network", [](Simulation &s, const Network &n, nb::handle cells) {
+            std::vector<const ns_cell_t *> sh;
+            for (nb::handle h : cells) {
+                if (!nb::isinstance<Cell>(h))
+                    fail(NS_ERR_INVALID_ARGUMENT, "Simulation.apply_network: cells must be neurosolve.Cell objects, got " +
+                                                      std::string(nb::inst_name(h).c_str()));
+                sh.push_back(nb::cast<Cell &>(h).c);
+            }
+            if ((int64_t)sh.size() != ns_network_morphologies(n.n))
+                fail(NS_ERR_INVALID_ARGUMENT, "Simulation.apply_network: " + std::to_string(sh.size()) +
+                                                  " cells for the network's " +
+                                                  std::to_string(ns_network_morphologies(n.n)) + " morphologies");
+            std::lock_guard<std::mutex> lock(s.mu);
+            check(ns_network_apply(n.n, s.s, sh.data()));
+        }, "network"_a, "cells"_a,
+           "Create the network's synapses, sources and connections (cells: one discretised Cell per morphology).")
         .def("add_recording", [](Simulation &s, int64_t cell, int32_t compartment) {
             std::lock_guard<std::mutex> lock(s.mu);
             int32_t site = -1;

@@ -254,6 +254,34 @@ ns_status ns_sim_add_spike_source(ns_sim_t *sim, const double *times, int64_t co
     return NS_OK;
 }
 
+ns_status ns_sim_add_poisson_source(ns_sim_t *sim, double rate_hz, double start, double stop, uint64_t seed,
+                                    int64_t *source) {
+    const char *fn = "ns_sim_add_poisson_source";
+    sim_net *net = NULL;
+    ns_status st = net_of(sim, fn, &net);
+    if (st != NS_OK) return st;
+    /* at most 1 MHz: the intervals (mean 1e-3 ms) stay far above the spacing of doubles near any t */
+    if (!(rate_hz >= 0.0 && rate_hz <= 1e6))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: rate %g Hz (0 to 1e6 Hz only)", fn, rate_hz);
+    if (!isfinite(start) || start < 0.0 || isnan(stop) || stop < start)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: start %g ms, stop %g ms (0 <= start <= stop, start finite)", fn,
+                       start, stop);
+    net_source *s = new_source(net);
+    if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
+    s->cell = -1;
+    s->node = -1;
+    s->poisson = 1;
+    s->rate = rate_hz;
+    s->start = start;
+    s->stop = stop;
+    s->seed = seed;
+    ns_net_poisson_reset(s);
+    if (source) *source = net->n_sources;
+    net->n_sources++;
+    net->dirty = 1;
+    return NS_OK;
+}
+
 ns_status ns_sim_connect(ns_sim_t *sim, int64_t source, int64_t synapse, double weight, double delay) {
     const char *fn = "ns_sim_connect";
     sim_net *net = NULL;
@@ -509,6 +537,7 @@ ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in) 
     for (int64_t s = 0; s < net->n_sources; ++s) {
         net->sources[s].n_spikes = 0;
         net->sources[s].cursor = 0;
+        if (net->sources[s].poisson) ns_net_poisson_reset(&net->sources[s]);
     }
     /* NEURON's first check_thresh, at t = 0 (v = v_init) */
     for (int64_t b = 0; b < n_blocks; ++b)
@@ -668,7 +697,7 @@ static ns_status exchange(sim_net *net) {
     return NS_OK;
 }
 
-/* The trains' spikes at or before `upto`, into the rasters and the queues. */
+/* The trains' and Poisson sources' spikes at or before `upto`, into the rasters and the queues. */
 static ns_status emit_trains(sim_net *net, double upto) {
     for (int64_t s = 0; s < net->n_sources; ++s) {
         net_source *src = &net->sources[s];
@@ -677,6 +706,14 @@ static ns_status emit_trains(sim_net *net, double upto) {
             const double t = src->times[src->cursor++];
             if (record(src, t) != 0 || fan_out(net, s, t) != 0)
                 return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: events of spike source %lld", (long long)s);
+        }
+        /* a Poisson source: its spikes drawn ahead, interval by interval, in one
+         * sequence per seed (whatever the intervals, blocks or threads) */
+        while (src->poisson && src->next <= upto) {
+            const double t = src->next;
+            ns_net_poisson_draw(src);
+            if (record(src, t) != 0 || fan_out(net, s, t) != 0)
+                return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: events of Poisson source %lld", (long long)s);
         }
     }
     return NS_OK;

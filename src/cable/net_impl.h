@@ -9,6 +9,7 @@
 
 #include "cable/model_cpu.h"
 #include "cable/model_impl.h"
+#include "core/rng.h"
 #include "cable/net_exchange.h"
 
 struct sim_fault;
@@ -21,11 +22,17 @@ typedef struct net_syn {
 } net_syn;
 
 typedef struct net_source {
-    int64_t cell;      /* a detector's cell; -1: a train of given times */
+    int64_t cell;      /* a detector's cell; -1: a train of given times or a Poisson source */
     int32_t node;
     double threshold;  /* [mV] */
     double *times;     /* a train: ascending */
     int64_t n_times, cursor; /* cursor: times already emitted */
+    /* a Poisson source (net_poisson.c): rate [Hz], spikes in (start, stop) [ms],
+     * drawn from its own stream of `seed`; next: the next spike not yet emitted */
+    int poisson;
+    double rate, start, stop, next;
+    uint64_t seed;
+    ns_rng rng;
     double *spikes;    /* the source's spikes so far [ms] */
     int64_t n_spikes, cap_spikes;
 } net_source;
@@ -123,5 +130,10 @@ void ns_net_current(net_block *nb, int32_t slot, double *v, double *rhs, double 
                     double celsius);
 void ns_net_states(net_block *nb, double *v, double t, double dt, double celsius);
 int ns_net_detect(net_block *nb, const double *v, double t);
+
+/* Poisson sources (net_poisson.c): back to the first spike (ns_sim_init),
+ * and the next spike after the current one (INFINITY past stop). */
+void ns_net_poisson_reset(net_source *s);
+void ns_net_poisson_draw(net_source *s);
 
 #endif

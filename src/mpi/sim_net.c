@@ -209,6 +209,34 @@ ns_status ns_mpi_sim_add_spike_source(ns_mpi_sim_t *s, const double *times, int6
     return ns_mpi_sim_defer(s, st);
 }
 
+ns_status ns_mpi_sim_add_poisson_source(ns_mpi_sim_t *s, double rate_hz, double start, double stop, uint64_t seed,
+                                        int64_t *source) {
+    const char *fn = "ns_mpi_sim_add_poisson_source";
+    if (source) *source = -1;
+    if (!s) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: sim is NULL", fn);
+    mpi_net *x = &s->net;
+    ns_status st = NS_OK;
+    if (!(rate_hz >= 0.0 && rate_hz <= 1e6))
+        st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: rate %g Hz (0 to 1e6 Hz only)", fn, rate_hz);
+    else if (!isfinite(start) || start < 0.0 || isnan(stop) || stop < start)
+        st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: start %g ms, stop %g ms (0 <= start <= stop, start finite)", fn,
+                     start, stop);
+    int64_t g = -1;
+    if (st == NS_OK) st = new_source(s, fn, -1, &g);
+    if (st != NS_OK) return ns_mpi_sim_defer(s, st);
+    const double args[3] = {rate_hz, start, stop};
+    const int64_t sd = (int64_t)seed;
+    hash_call(x, 6, args, 3, &sd, 1, NULL);
+    /* every process with cells holds the source: the same times from the same seed */
+    if (s->local) {
+        int64_t id = -1;
+        st = ns_sim_add_poisson_source(s->local, rate_hz, start, stop, seed, &id);
+        if (st == NS_OK) st = map_local(x, id, g);
+    }
+    if (st == NS_OK && source) *source = g;
+    return ns_mpi_sim_defer(s, st);
+}
+
 ns_status ns_mpi_sim_connect(ns_mpi_sim_t *s, int64_t source, int64_t synapse, double weight, double delay) {
     const char *fn = "ns_mpi_sim_connect";
     if (!s) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: sim is NULL", fn);
