@@ -806,7 +806,7 @@ int cmd_simulate(int argc, char **argv) {
                 fprintf(stderr, "neurosolve: checkpoint at t = %g ms written to %s (continue with --resume %s)\n",
                         done_steps * params.dt, checkpoint, checkpoint);
         }
-        if (cli_mpi_size() > 1) {
+        if (cli_mpi_active()) { /* even one process under mpirun: its results are gathered at the end only */
             fprintf(stderr, "neurosolve: under MPI the partial traces stay with their processes: nothing written\n");
         } else if (out || plot) {
             int64_t kept;
