@@ -23,6 +23,7 @@
 #include "cable/builtin/builtin.h"
 #include "cable/model_impl.h"
 #include "check.h"
+#include "cell_cylinder.h"
 #include "neurosolve/neurosolve.h"
 #include "neurosolve/nmodl.h"
 #include "test_tmpdir.h"
@@ -451,20 +452,6 @@ out:
     free(g);
     free(nd);
     free(rows);
-}
-
-/* One compartment (a cylinder L = diam = 20 um, nseg 1) at d = 0. */
-static ns_cell_t *one_compartment(void) {
-    const ns_morph_point pts[2] = {{0, 0, 0, 10, 1, -1, 1, 1}, {20, 0, 0, 10, 1, 0, 2, 2}};
-    ns_morph_t *morph = NULL;
-    ns_cell_t *cell = NULL;
-    CHECK_OK(ns_morph_from_points("cylinder", pts, 2, &morph));
-    ns_discretize_options o;
-    ns_discretize_options_init(&o);
-    o.rule = NS_NSEG_ONE;
-    if (morph) CHECK_OK(ns_discretize(morph, &o, &cell));
-    ns_morph_destroy(morph);
-    return cell;
 }
 
 /* g_pas = EXPR at d = 0 on the one-compartment cell; NAN on an error. */
@@ -1067,7 +1054,7 @@ int main(void) {
     table_lookup_is_nocmodls();
     ns_cell_t *cells[3] = {NULL, NULL, NULL};
     for (int k = 0; k < 3; ++k) cells[k] = load_cell(SHAPES[k]);
-    ns_cell_t *one = one_compartment();
+    ns_cell_t *one = test_cylinder();
     if (cells[0] && cells[1] && cells[2] && one) {
         model_equals_handwritten(cells);
         distances_against_neuron(cells[0], "l5pc_bbp_axon", 1);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "cell_cylinder.h"
 #include "neurosolve/neurosolve.h"
 
 #define EXPECT(expr, status, ...)                                                                          \
@@ -30,20 +31,6 @@
             CHECK_MSG(strstr(ns_last_error(), want_[w_]) != NULL, "%s: '%s' not in '%s'", #expr, want_[w_], \
                       ns_last_error());                                                                    \
     } while (0)
-
-/* One compartment (a 20 um by 20 um cylinder, NS_NSEG_ONE). */
-static ns_cell_t *cylinder(void) {
-    const ns_morph_point pts[2] = {{0, 0, 0, 10, 1, -1, 1, 1}, {20, 0, 0, 10, 1, 0, 2, 2}};
-    ns_morph_t *morph = NULL;
-    ns_cell_t *cell = NULL;
-    CHECK_OK(ns_morph_from_points("cylinder", pts, 2, &morph));
-    ns_discretize_options o;
-    ns_discretize_options_init(&o);
-    o.rule = NS_NSEG_ONE;
-    if (morph) CHECK_OK(ns_discretize(morph, &o, &cell));
-    ns_morph_destroy(morph);
-    return cell;
-}
 
 static ns_sim_t *make_sim_dt(const ns_cell_t *cell, int64_t n, const char *model_text, int threads, double dt) {
     ns_sim_model_t *m = NULL;
@@ -484,7 +471,7 @@ static void test_poisson(const ns_cell_t *cell) {
 }
 
 int main(void) {
-    ns_cell_t *cell = cylinder();
+    ns_cell_t *cell = test_cylinder();
     if (cell) {
         test_ring(cell);
         test_groups(cell);
