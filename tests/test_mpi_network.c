@@ -201,20 +201,6 @@ static void test_reference(const char *file) {
     free(single);
 }
 
-/* A single compartment (a cylinder of 20 um by 20 um). */
-static ns_cell_t *cylinder(void) {
-    const ns_morph_point pts[2] = {{0, 0, 0, 10, 1, -1, 1, 1}, {20, 0, 0, 10, 1, 0, 2, 2}};
-    ns_morph_t *morph = NULL;
-    ns_cell_t *cell = NULL;
-    CHECK_OK(ns_morph_from_points("cylinder", pts, 2, &morph));
-    ns_discretize_options o;
-    ns_discretize_options_init(&o);
-    o.rule = NS_NSEG_ONE;
-    if (morph) CHECK_OK(ns_discretize(morph, &o, &cell));
-    ns_morph_destroy(morph);
-    return cell;
-}
-
 static ns_mpi_sim_t *passive_mpi(const ns_cell_t *cell, int64_t n_cells) {
     ns_sim_model_t *model = model_of("all.insert = pas\nall.e_pas = -65\n");
     ns_sim_params p;
@@ -528,7 +514,7 @@ int main(int argc, char **argv) {
     test_reference("ring8_ca1_ko20x-07.csv");
     test_reference("ring8_short_delays.csv");
     test_reference("random16_ca1.csv");
-    ns_cell_t *cell = cylinder();
+    ns_cell_t *cell = test_cylinder();
     if (cell) {
         test_chain(cell);
         test_poisson(cell);
