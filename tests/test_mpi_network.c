@@ -38,15 +38,6 @@ static ns_status mpi_connect(void *s, int64_t a, int64_t b, double w, double d) 
 static const net_calls net_calls_mpi = {mpi_add_synapse, mpi_synapse_set, mpi_add_detector, mpi_add_spike_source,
                                         mpi_connect};
 
-/* Does every process hold the same text (a message)? */
-static int same_everywhere(const char *text) {
-    const uint64_t h = ns_mpi_hash(NS_MPI_HASH_INIT, text, strlen(text) + 1);
-    uint64_t lo = 0, hi = 0;
-    MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    return lo == hi;
-}
-
 static ns_sim_options cpu_options(ns_sim_model_t *model) {
     ns_sim_options o;
     ns_sim_options_init(&o);
@@ -409,7 +400,7 @@ static void test_ties(const ns_cell_t *cell) {
         for (size_t w_ = 0; w_ < sizeof want_ / sizeof *want_; ++w_)                                      \
             CHECK_MSG(strstr(ns_last_error(), want_[w_]) != NULL, "%s: '%s' not in '%s'", #expr, want_[w_], \
                       ns_last_error());                                                                    \
-        CHECK_MSG(same_everywhere(ns_last_error()), "%s: the message differs between processes: %s", #expr,   \
+        CHECK_MSG(same_text_everywhere(ns_last_error()), "%s: the message differs between processes: %s", #expr,   \
                   ns_last_error());                                                                        \
     } while (0)
 
