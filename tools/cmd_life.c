@@ -17,7 +17,7 @@ static void help(void) {
            "       neurosolve life info MODEL            sizes of a model directory\n"
            "       neurosolve life build --dwi X.nii.gz --bvals X.bval --bvecs X.bvec --tracks T.trk|T.tck\n"
            "                             --out MODEL [--L 180] [--axial 1] [--radial 0] [--b0-threshold 50] [--nodes sum|mean]\n"
-           "                             [--parcels LABELS.nii] [--skip-bad] [--quiet] [--json]   model from real data\n"
+           "                             [--parcels LABELS.nii] [--skip-bad] [--threads T] [--quiet] [--json]   model from real data\n"
            "                             (--parcels: MODEL/groups.npy, the connection of each fiber's end points\n"
            "                             in an integer label image of the DWI's grid, for life fit --group)\n"
            "       neurosolve life report MODEL WEIGHTS [--history H] [--pruned OUT.trk|.tck] [--tracks T]\n"

@@ -190,10 +190,12 @@ NS_API ns_life_variant ns_life_engine_variant(const ns_life_engine_t *engine, ns
  * created (0 on the CPU, or when the choice was cached in the model or given
  * explicitly). */
 NS_API double ns_life_engine_selection_seconds(const ns_life_engine_t *engine);
-/* The variant AUTO runs a product with on the CPU backend: voxel-voxel for
- * both. A rule from measurements (docs/life.md, "Runtime selection"), so the
- * choice, and the fit, do not depend on the load of the machine. */
-NS_API ns_life_variant ns_life_cpu_auto_variant(ns_life_product product);
+/* The variant AUTO runs a product with on the CPU backend for a model's
+ * sizes: y = M w on voxel-voxel; w = M^T y on atom-atom when the model has at
+ * most 1.5 voxels per atom, else voxel-voxel. A rule from measurements
+ * (docs/life.md, "Runtime selection"), so the choice, and the fit, do not
+ * depend on the load of the machine. */
+NS_API ns_life_variant ns_life_cpu_auto_variant(ns_life_product product, int32_t n_voxels, int32_t n_atoms);
 /* CPU threads the products and the solver use (0 for CUDA): options.threads
  * when > 0, else OpenMP's default capped by the processors this process may
  * use and by the work (one thread per 16,384 coefficients): never more

@@ -74,23 +74,25 @@ static void random_fill(double *v, int64_t n, uint64_t stream) {
 }
 
 /* NS_LIFE_AUTO on the CPU: a rule from measurements, not a timing at run time (bench/README.md,
- * "CPU variants: the rule of AUTO"; bench/results/life_variants_cpu_2core_2026-11-24*.jsonl:
+ * "CPU variants: the rule of AUTO"; bench/results/life_variants_cpu_2core_2026-11-24{,b}.jsonl:
  * 15-update fits with every optimised layout of each product on small_25, the 10,000 and 30,000
- * phantoms and a synthetic 10,000-fiber model at 1 and 2 threads; and the 16-thread product table
- * of the 50,000-fiber model, bench/results/life_cpu16_h200_2026-11-22.txt): voxel-voxel for both
- * products.
- * y = M w: voxel-voxel writes each y column once; the atom-partitioned layouts pay for atomics
- *   on y from 2 threads on (2-4x slower); coeff-voxel is as fast on one thread, slower on more.
- * w = M^T y: voxel-voxel is the fastest or within the load noise at 2 threads on the phantoms,
- *   the fastest on the synthetic model at 1 thread (28 % ahead of atom-atom) and at 16 threads;
- *   the one case it loses is one thread on the phantoms (atom-atom 18-23 % faster for this
- *   product, ~8 % of the fit), where a second rule was not worth a second sorted copy.
+ * phantoms and a synthetic 10,000-fiber model, at 1 and 2 threads; and the 16-thread product
+ * table of the 50,000-fiber model, bench/results/life_cpu16_h200_2026-11-22.txt).
+ * y = M w: voxel-voxel everywhere. It writes each y column once; the atom-partitioned layouts pay
+ *   for atomics on y from 2 threads on (2-4x slower); coeff-voxel ties with it on one thread.
+ * w = M^T y: the layout that gathers the smaller array. atom-atom holds a dictionary column and
+ *   gathers the voxels' signal columns, voxel-voxel the reverse. With as many voxels as atoms
+ *   (phantoms: 0.99 and 1.23 voxels per atom) atom-atom was 7-23 % faster at 1 and 2 threads
+ *   (one 2-thread run of the 30,000 phantom: 10 % slower, within the load's noise); with 6.0
+ *   voxels per atom (synthetic, 96 directions) voxel-voxel 28 % faster, and with 1.8 (50,000
+ *   fibers, L = 360, 16 threads) 11 % faster. The threshold lies between 1.23 and 1.8.
  * The timing it replaces cost 15-19 % of `life build` + `life fit` at 10,000 streamlines and made
  * AUTO's choice, and so the fit's last digits, vary between runs. */
-#define NS_LIFE_CPU_AUTO NS_LIFE_VOXEL_VOXEL
-ns_life_variant ns_life_cpu_auto_variant(ns_life_product product) {
-    (void)product; /* the same layout for both products: one sorted copy of the model */
-    return NS_LIFE_CPU_AUTO;
+#define NS_LIFE_MTY_ATOM_MAX_VOXELS_PER_ATOM 1.5
+ns_life_variant ns_life_cpu_auto_variant(ns_life_product product, int32_t n_voxels, int32_t n_atoms) {
+    if (product == NS_LIFE_MTY && (double)n_voxels <= NS_LIFE_MTY_ATOM_MAX_VOXELS_PER_ATOM * n_atoms)
+        return NS_LIFE_ATOM_ATOM;
+    return NS_LIFE_VOXEL_VOXEL;
 }
 
 /* CUDA: each optimised variant is timed (one untimed run, then three timed runs; the products
@@ -99,7 +101,7 @@ ns_life_variant ns_life_cpu_auto_variant(ns_life_product product) {
 static ns_status select_variant(ns_life_engine_t *e, ns_life_product p) {
     ns_life_model_t *m = e->model;
     if (e->backend != NS_BACKEND_CUDA) {
-        e->variant[p] = ns_life_cpu_auto_variant(p);
+        e->variant[p] = ns_life_cpu_auto_variant(p, m->n_voxels, m->n_atoms);
         const ns_life_layout *l;
         return ns_life_layout_get(m, ns_life_variant_order(e->variant[p]), &l);
     }
