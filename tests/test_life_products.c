@@ -83,6 +83,17 @@ static void check_model(ns_life_model_t *m, const char *label) {
                   "%s: AUTO MTy threads %d: %s", label, threads,
                   ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)));
         CHECK(ns_life_engine_selection_seconds(e) == 0.0); /* no timing runs on the CPU */
+        /* AUTO's products are deterministic for a thread count (static chunks): bit for bit again */
+        double *w_again = malloc((size_t)F * sizeof *w_again);
+        if (w_again) {
+            CHECK_OK(ns_life_mty(e, y, w_out));
+            for (int rep = 0; rep < 3; ++rep) {
+                CHECK_OK(ns_life_mty(e, y, w_again));
+                CHECK_MSG(memcmp(w_again, w_out, (size_t)F * sizeof *w_out) == 0, "%s: AUTO MTy threads %d differs "
+                          "between calls", label, threads);
+            }
+            free(w_again);
+        }
         CHECK_OK(ns_life_mw(e, w, y_out));
         CHECK(rel_inf(y_out, y_ref, NY) <= 1e-12);
         CHECK_OK(ns_life_mty(e, y, w_out));

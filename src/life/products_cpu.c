@@ -266,9 +266,9 @@ static ns_status mw_opt(ns_life_model_t *m, const ns_life_layout *l, ns_life_var
 }
 
 /* w = M^T y: every thread sums into its own fiber vector (no atomics: the
- * paper uses atomics here, private accumulators measured faster and make the
- * static variants deterministic for a thread count); the vectors are then
- * added in thread order. */
+ * paper uses atomics here, private accumulators measured faster and make
+ * every variant deterministic for a thread count, the chunks being assigned
+ * statically); the vectors are then added in thread order. */
 static ns_status mty_opt(ns_life_model_t *m, const ns_life_layout *l, ns_life_variant variant,
                          int32_t nt, const double *y, double *w, ns_life_cpu_work *work) {
     const int64_t n = m->n_coeffs;
@@ -304,13 +304,16 @@ static ns_status mty_opt(ns_life_model_t *m, const ns_life_layout *l, ns_life_va
             break;
         case NS_LIFE_ATOM_ATOM: {
             const int32_t nc = (m->n_atoms + ATOM_CHUNK - 1) / ATOM_CHUNK;
-            NS_PRAGMA(omp for schedule(dynamic, 1))
+            /* chunk c on thread c % nt: which fiber vector a product lands in, and so the sums,
+             * depend on the thread count only (a dynamic schedule made AUTO's fits differ in the
+             * last digits from run to run) */
+            NS_PRAGMA(omp for schedule(static, 1))
             for (int32_t c = 0; c < nc; ++c) mty_atoms(m, l, y, c * ATOM_CHUNK, chunk_end(c, ATOM_CHUNK, m->n_atoms), mine);
             break;
         }
         default: { /* NS_LIFE_VOXEL_VOXEL */
             const int32_t nc = (m->n_voxels + VOXEL_CHUNK - 1) / VOXEL_CHUNK;
-            NS_PRAGMA(omp for schedule(dynamic, 1))
+            NS_PRAGMA(omp for schedule(static, 1)) /* deterministic for a thread count, as above */
             for (int32_t c = 0; c < nc; ++c) mty_voxels(m, l, y, c * VOXEL_CHUNK, chunk_end(c, VOXEL_CHUNK, m->n_voxels), mine);
             break;
         }
