@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 VARIANTS = ["coeff-atom", "coeff-voxel", "atom-atom", "voxel-voxel"]
-FIXED = {"mw": "atom-atom", "mty": "voxel-voxel"}  # the other product's variant while one is varied
+MTY_WHILE_MW_VARIES, MW_WHILE_MTY_VARIES = "atom-atom", "voxel-voxel"  # the other product's fixed variant
 
 
 def fit(exe, model, threads, mw, mty, iters, tmp):
@@ -57,7 +57,7 @@ def main():
             with tempfile.TemporaryDirectory() as tmp:
                 for r in range(a.rounds):
                     for prod, v in (plan if r % 2 == 0 else plan[::-1]):
-                        mw, mty = (v, FIXED["mw"]) if prod == "mw" else (FIXED["mty"], v)
+                        mw, mty = (v, MTY_WHILE_MW_VARIES) if prod == "mw" else (MW_WHILE_MTY_VARIES, v)
                         t0 = os.times()
                         j = fit(a.exe, m, t, mw, mty, a.iters, tmp)
                         t1 = os.times()
