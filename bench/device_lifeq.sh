@@ -6,14 +6,19 @@
 #   3. bench/life_dipy_bench.py under `taskset -c 0,1` with 2 threads everywhere: neurosolve
 #      life build + life fit (defaults, fresh model folder) vs DIPY's FiberModel.fit, same run;
 #   4. bench life --quality on both phantoms (all cores);
-#   5. life fit --ridge 0.2 on the GPU against the CPU (fixed 30 updates: weights must agree).
+#   5. life fit --ridge 0.2 on the GPU against the CPU (fixed 30 updates: weights must agree);
+#   6. variants: bench/life_variant_grid.py on the two phantoms' models at 2 and 16 threads (the
+#      measurements behind AUTO's CPU rule, ns_life_cpu_auto_variant), pinned like step 3 for 2.
 # DIPY travels unpacked in .whl/site-dipy (dipy 1.12.1 cp312, nibabel 5.4.2, trx-python 0.6; numpy,
 # scipy, h5py, packaging and tqdm come from the image): carry ".whl/site-dipy" (39 MB). Without it
 # step 3 runs neurosolve alone.
 # Usage: bash bench/device_lifeq.sh [STEP...]   (default, in this order: build phantoms dipy quality gputest
-# gpuridge; the most important first, so that a run cut short still returns the DIPY table)
+# gpuridge variants; the most important first, so that a run cut short still returns the DIPY table)
+# The end-to-end rerun for issue 21 after the CPU rule and the threaded build (wave lifespeed):
+#   bash bench/device_lifeq.sh build phantoms dipy variants      (about 5 minutes; no GPU needed)
 # Files under $OUT (<= 8): summary.txt, dipy_bench.jsonl, quality.txt, quality_10k.csv,
-# quality_30k.csv, gpu_ridge.txt, machine.txt, logs.tgz. About 6-8 minutes.
+# quality_30k.csv, gpu_ridge.txt, machine.txt, logs.tgz (holds variants.jsonl). About 6-8 minutes
+# (all steps; the variants step about 2 more).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FINAL=${OUT:-./out}
@@ -23,7 +28,7 @@ mkdir -p "$LOG"
 BUILD=${BUILD:-$ROOT/build-lifeq}
 NS=$BUILD/neurosolve
 P=/tmp/ns_lifeq_phantoms
-STEPS=${*:-build phantoms dipy quality gputest gpuridge}
+STEPS=${*:-build phantoms dipy quality gputest gpuridge variants}
 run() { # run NAME TIMEOUT CMD...
     local name=$1 t=$2; shift 2
     local t0=$(date +%s)
@@ -85,5 +90,19 @@ print(f"ridge 0.2, 30 updates: CPU objective {jc['objective']:.12e} mu {jc['ridg
 print(f"max |w_gpu - w_cpu| / max |w_cpu| = {d:.3e}: {'PASS' if d < 1e-8 else 'FAIL'}")
 EOF
       cat "$FINAL/gpu_ridge.txt" | tee -a "$FINAL/summary.txt" ;;
+    variants)
+      for c in P10K P30K; do
+        run "model-$c" 60 "$NS" life build --dwi "$P/$c/dwi.nii" --bvals "$P/$c/dwi.bval" --bvecs "$P/$c/dwi.bvec" \
+            --tracks "$P/$c/tracks.tck" --out "/tmp/ns_lifeq_vm$c" --quiet
+      done
+      run variants-2 200 env OMP_WAIT_POLICY=passive taskset -c 0,1 python3 "$ROOT/bench/life_variant_grid.py" "$NS" \
+          /tmp/ns_lifeq_vmP10K /tmp/ns_lifeq_vmP30K --threads 2 --rounds 2 --iters 10
+      run variants-16 120 env OMP_WAIT_POLICY=passive python3 "$ROOT/bench/life_variant_grid.py" "$NS" \
+          /tmp/ns_lifeq_vmP10K /tmp/ns_lifeq_vmP30K --threads 16 --rounds 2 --iters 10
+      cat "$LOG/variants-2.log" "$LOG/variants-16.log" > "$LOG/variants.jsonl"
+      grep summary "$LOG/variants.jsonl" | python3 -c "import sys, json
+for l in sys.stdin:
+    j = json.loads(l); print(j['summary'], j['threads'], j['product'], j['median_fit_s'], 'best', j['best'])" \
+          | tee -a "$FINAL/summary.txt" ;;
   esac
 done

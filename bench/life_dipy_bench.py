@@ -2,10 +2,11 @@
 """End-to-end LiFE against DIPY on the same phantom in the same run (issue 21, part 5).
 
     neurosolve life synth P10K --phantom --streamlines 10000          (the phantom, docs/life.md)
-    taskset -c 0,1 env OMP_NUM_THREADS=2 python3 bench/life_dipy_bench.py NEUROSOLVE P10K [--repeats 2] [--dipy]
+    taskset -c 0,1 env OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive python3 bench/life_dipy_bench.py NEUROSOLVE P10K [--repeats 2] [--dipy]
+    (python3 with dipy 1.12.1 and nibabel importable: PYTHONPATH=.whl/site-dipy on python 3.12, or a venv)
 
-neurosolve: `life build` + `life fit` with default settings (a fresh model folder each repeat, so the
-variant timing is paid every time); DIPY: dipy.tracking.life.FiberModel(gtab).fit(data, streamlines)
+neurosolve: `life build` + `life fit` with default settings (a fresh model folder each repeat; the CPU
+variants are chosen by a rule, ns_life_cpu_auto_variant, so selection_s is 0); DIPY: dipy.tracking.life.FiberModel(gtab).fit(data, streamlines)
 (nibabel loads; model setup + its solver, default settings), run in a child process. Each side: wall
 seconds, CPU seconds and peak resident memory of the child (os.wait4's rusage), and the relative residual
 ||y - Mw|| / ||y|| of the demeaned signal in scanner units over the model's voxels (DIPY's is

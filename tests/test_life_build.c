@@ -370,6 +370,45 @@ static int same_built(ns_life_built_t *x, ns_life_built_t *y) {
            ns_life_built_stats(x)->streamlines == ns_life_built_stats(y)->streamlines;
 }
 
+/* The build computes the streamlines' keys in batches on several threads and consumes them in
+ * order: the model must be bit for bit the one of one thread. A phantom of 9,000 streamlines
+ * (three batches of 4,096 or fewer) with its false random curves, on 1, 2 and 3 threads; a thread
+ * count of -1 is refused. */
+static void test_threads(void) {
+    ns_life_phantom_options po;
+    ns_life_phantom_options_init(&po);
+    po.n_streamlines = 9000;
+    po.grid = 32;
+    po.seed = 7;
+    char dir[512], dwi[600], bval[600], bvec[600], tck[600];
+    snprintf(dir, sizeof dir, "%s", tmp("phantom_threads"));
+    CHECK_OK(ns_life_phantom_write(&po, dir, NULL));
+    snprintf(dwi, sizeof dwi, "%s/dwi.nii", dir), snprintf(bval, sizeof bval, "%s/dwi.bval", dir);
+    snprintf(bvec, sizeof bvec, "%s/dwi.bvec", dir), snprintf(tck, sizeof tck, "%s/tracks.tck", dir);
+    ns_life_build_options o;
+    ns_life_build_options_init(&o);
+    o.bad = NS_LIFE_BAD_SKIP;
+    o.threads = 1;
+    ns_life_built_t *r1 = NULL;
+    CHECK_OK(ns_life_build(dwi, bval, bvec, tck, &o, &r1));
+    if (r1) CHECK(ns_life_built_stats(r1)->streamlines == 9000 && ns_life_built_stats(r1)->fibers > 8000);
+    for (int32_t t = 2; t <= 3 && r1; ++t) {
+        o.threads = t;
+        ns_life_built_t *rt = NULL;
+        CHECK_OK(ns_life_build(dwi, bval, bvec, tck, &o, &rt));
+        const ns_life_build_stats *a = ns_life_built_stats(r1), *b = rt ? ns_life_built_stats(rt) : NULL;
+        CHECK_MSG(same_built(r1, rt) && b && a->nodes_outside == b->nodes_outside &&
+                      a->nodes_zero_gradient == b->nodes_zero_gradient && a->streamlines_dropped == b->streamlines_dropped,
+                  "build on %d threads differs from one thread", (int)t);
+        ns_life_built_destroy(rt);
+    }
+    ns_life_built_destroy(r1);
+    o.threads = -1;
+    ns_life_built_t *rb = NULL;
+    ns_status s = ns_life_build(dwi, bval, bvec, tck, &o, &rb);
+    CHECK_MSG(s == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "threads = -1") && !rb, "%s", ns_last_error());
+}
+
 /* The hand-made case from arrays: the image in Fortran order (float32, as
  * nibabel holds a NIfTI image) and in C order (float64), the streamlines in
  * world coordinates and in voxel coordinates with to_world; each gives the
@@ -515,6 +554,7 @@ int main(void) {
     test_hand_made();
     test_real_case();
     test_arrays();
+    test_threads();
     test_real_case_arrays();
     if (tmpdir_remove()) return 1;
     return check_summary("test_life_build");

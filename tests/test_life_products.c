@@ -54,26 +54,58 @@ static void check_model(ns_life_model_t *m, const char *label) {
             ns_life_engine_destroy(e);
         }
     }
-    /* AUTO picks one of the optimised variants and caches it in the model */
+    /* AUTO on the CPU follows the measured rule (docs/life.md, Runtime selection): y = M w on
+     * voxel-voxel; w = M^T y on atom-atom with at most 1.5 voxels per atom, else voxel-voxel;
+     * whatever the thread count. The expectations are the documented rule on the measured model
+     * sizes (the phantoms and the synthetic models), not read back from the engine. */
+    CHECK(ns_life_cpu_auto_variant(NS_LIFE_MW, 31912, 32221) == NS_LIFE_VOXEL_VOXEL);   /* phantom 10,000 */
+    CHECK(ns_life_cpu_auto_variant(NS_LIFE_MTY, 31912, 32221) == NS_LIFE_ATOM_ATOM);
+    CHECK(ns_life_cpu_auto_variant(NS_LIFE_MTY, 39731, 32221) == NS_LIFE_ATOM_ATOM);    /* phantom 30,000 */
+    CHECK(ns_life_cpu_auto_variant(NS_LIFE_MTY, 48331, 32221) == NS_LIFE_ATOM_ATOM);    /* 1.5 per atom */
+    CHECK(ns_life_cpu_auto_variant(NS_LIFE_MTY, 48333, 32221) == NS_LIFE_VOXEL_VOXEL);
+    CHECK(ns_life_cpu_auto_variant(NS_LIFE_MW, 192534, 32221) == NS_LIFE_VOXEL_VOXEL);  /* synthetic 10,000 */
+    CHECK(ns_life_cpu_auto_variant(NS_LIFE_MTY, 192534, 32221) == NS_LIFE_VOXEL_VOXEL);
+    CHECK(ns_life_cpu_auto_variant(NS_LIFE_MTY, 234919, 129241) == NS_LIFE_VOXEL_VOXEL); /* 50,000, L 360 */
+    const int atom_mty = ns_life_model_n_voxels(m) <= 1.5 * ns_life_model_n_atoms(m);
+    for (int threads = 0; threads <= 3; ++threads) {
+        ns_life_options o;
+        ns_life_options_init(&o);
+        o.backend = NS_BACKEND_CPU;
+        o.threads = threads; /* 0: the default, one thread for this small model (< 16,384 coefficients) */
+        ns_life_engine_t *e = NULL;
+        CHECK_OK(ns_life_engine_create(m, &o, &e));
+        if (!e) continue;
+        const int used = threads ? threads : 1;
+        CHECK(ns_life_engine_threads(e) == used);
+        CHECK_MSG(ns_life_engine_variant(e, NS_LIFE_MW) == NS_LIFE_VOXEL_VOXEL, "%s: AUTO Mw threads %d: %s", label,
+                  threads, ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)));
+        CHECK_MSG(ns_life_engine_variant(e, NS_LIFE_MTY) == (atom_mty ? NS_LIFE_ATOM_ATOM : NS_LIFE_VOXEL_VOXEL),
+                  "%s: AUTO MTy threads %d: %s", label, threads,
+                  ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)));
+        CHECK(ns_life_engine_selection_seconds(e) == 0.0); /* no timing runs on the CPU */
+        /* AUTO's products are deterministic for a thread count (static chunks): bit for bit again */
+        double *w_again = malloc((size_t)F * sizeof *w_again);
+        if (w_again) {
+            CHECK_OK(ns_life_mty(e, y, w_out));
+            for (int rep = 0; rep < 3; ++rep) {
+                CHECK_OK(ns_life_mty(e, y, w_again));
+                CHECK_MSG(memcmp(w_again, w_out, (size_t)F * sizeof *w_out) == 0, "%s: AUTO MTy threads %d differs "
+                          "between calls", label, threads);
+            }
+            free(w_again);
+        }
+        CHECK_OK(ns_life_mw(e, w, y_out));
+        CHECK(rel_inf(y_out, y_ref, NY) <= 1e-12);
+        CHECK_OK(ns_life_mty(e, y, w_out));
+        CHECK(rel_inf(w_out, w_ref, F) <= 1e-12);
+        ns_life_engine_destroy(e);
+    }
     ns_life_options o;
     ns_life_options_init(&o);
     o.backend = NS_BACKEND_CPU;
     ns_life_engine_t *e = NULL;
     CHECK_OK(ns_life_engine_create(m, &o, &e));
     if (e) {
-        for (int p = 0; p < 2; ++p) {
-            const ns_life_variant v = ns_life_engine_variant(e, (ns_life_product)p);
-            CHECK(v >= NS_LIFE_COEFF_ATOM && v <= NS_LIFE_VOXEL_VOXEL);
-        }
-        CHECK_OK(ns_life_mw(e, w, y_out));
-        CHECK(rel_inf(y_out, y_ref, NY) <= 1e-12);
-        ns_life_engine_t *e2 = NULL;
-        CHECK_OK(ns_life_engine_create(m, &o, &e2));
-        if (e2)
-            for (int p = 0; p < 2; ++p)
-                CHECK(ns_life_engine_variant(e2, (ns_life_product)p) ==
-                      ns_life_engine_variant(e, (ns_life_product)p));
-        ns_life_engine_destroy(e2);
         /* the timing entry returns the same product */
         double ms[3];
         CHECK_OK(ns_life_time_product(e, NS_LIFE_MTY, NS_LIFE_COEFF_VOXEL, y, w_out, 3, ms));
@@ -96,6 +128,7 @@ int main(void) {
                ns_life_model_n_theta(m), ns_life_model_n_atoms(m), ns_life_model_n_voxels(m),
                ns_life_model_n_fibers(m), (long long)ns_life_model_n_coeffs(m));
         CHECK(ns_life_model_n_atoms(m) == 11 * 12 + 1);
+        CHECK(ns_life_model_n_voxels(m) > 1.5 * ns_life_model_n_atoms(m)); /* AUTO's w = M^T y: voxel-voxel */
         check_model(m, "n_theta 96");
         ns_life_model_destroy(m);
     }
@@ -104,6 +137,14 @@ int main(void) {
     CHECK(m != NULL);
     if (m) {
         check_model(m, "n_theta 7");
+        ns_life_model_destroy(m);
+    }
+    /* more atoms than voxels (as the phantoms): AUTO's w = M^T y on atom-atom */
+    m = tiny_model(32, 30, 50, 6, 0.0, 11);
+    CHECK(m != NULL);
+    if (m) {
+        CHECK(ns_life_model_n_voxels(m) <= 1.5 * ns_life_model_n_atoms(m));
+        check_model(m, "871 atoms");
         ns_life_model_destroy(m);
     }
     /* The synthetic signal is M w_true: check it through the CSR matrix. */

@@ -64,6 +64,7 @@ int life_build(int argc, char **argv) {
             else return cli_usage_error(cmd, "--nodes takes sum (original LiFE, DIPY) or mean (ENCODE), not '%s'", v);
             ++i;
         }
+        else if (strcmp(a, "--threads") == 0) ok = cli_parse_long(cmd, a, v, 1, 4096, &x), o.threads = (int32_t)x, ++i;
         else if (strcmp(a, "--quiet") == 0) quiet = 1;
         else if (strcmp(a, "--json") == 0) as_json = 1;
         else return cli_usage_error(cmd, "unknown option or missing value '%s'", a);

@@ -177,17 +177,25 @@ typedef struct ns_life_engine ns_life_engine_t;
 /* Prepares the products on a validated model (restructured copies, device
  * memory). The model must outlive the engine. A model that does not fit
  * into device memory fails with NS_ERR_DEVICE_MEMORY naming the bytes
- * needed and available. The AUTO selection is cached in the model, so a
- * second engine with the same backend and threads does not time again. */
+ * needed and available. AUTO on the CPU follows ns_life_cpu_auto_variant (a
+ * rule, no timing); on CUDA each optimised variant is timed once per model
+ * (cached in the model: a second CUDA engine does not time again). */
 NS_API ns_status ns_life_engine_create(ns_life_model_t *model, const ns_life_options *options,
                                        ns_life_engine_t **out);
 NS_API void ns_life_engine_destroy(ns_life_engine_t *engine);
 NS_API ns_backend ns_life_engine_backend(const ns_life_engine_t *engine);
 /* The variant a product runs with (AUTO resolved). */
 NS_API ns_life_variant ns_life_engine_variant(const ns_life_engine_t *engine, ns_life_product product);
-/* Seconds the AUTO selection spent timing variants when the engine was
- * created (0 when the choice was cached in the model or given explicitly). */
+/* Seconds the CUDA AUTO selection spent timing variants when the engine was
+ * created (0 on the CPU, or when the choice was cached in the model or given
+ * explicitly). */
 NS_API double ns_life_engine_selection_seconds(const ns_life_engine_t *engine);
+/* The variant AUTO runs a product with on the CPU backend for a model's
+ * sizes: y = M w on voxel-voxel; w = M^T y on atom-atom when the model has at
+ * most 1.5 voxels per atom, else voxel-voxel. A rule from measurements
+ * (docs/life.md, "Runtime selection"), so the choice, and the fit, do not
+ * depend on the load of the machine. */
+NS_API ns_life_variant ns_life_cpu_auto_variant(ns_life_product product, int32_t n_voxels, int32_t n_atoms);
 /* CPU threads the products and the solver use (0 for CUDA): options.threads
  * when > 0, else OpenMP's default capped by the processors this process may
  * use and by the work (one thread per 16,384 coefficients): never more

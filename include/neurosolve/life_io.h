@@ -157,6 +157,8 @@ typedef struct ns_life_build_options {
     double b0_threshold;       /* [s/mm^2]: volumes with b <= this are b = 0 (50) */
     ns_life_bad_policy bad;    /* NS_LIFE_BAD_ERROR */
     ns_life_node_combination nodes; /* NS_LIFE_NODES_SUM (original LiFE, DIPY) */
+    int32_t threads;           /* for the streamlines' keys (0: OpenMP's default capped by the
+                                  processors); the model is the same for every count */
     ns_life_build_progress_fn progress;
     void *progress_context;
 } ns_life_build_options;

@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/error.h"
 #include "life/build_impl.h"
@@ -46,12 +49,29 @@ typedef struct builder {
     double inv[3][4];     /* world -> voxel */
     double vsize[3];      /* voxel sizes [mm]: column norms of the affine */
     int32_t n_atoms;
-    /* per streamline scratch */
-    double *vox;          /* 3 per node */
-    uint64_t *keys;       /* voxel * n_atoms + atom per kept node */
-    int64_t cap;
+    int32_t threads;      /* for the keys of a batch (resolved from options.threads) */
     ns_life_build_stats *st;
 } builder;
+
+/* A batch of streamlines read in order; their keys are computed in parallel (each streamline's
+ * keys depend on it alone) and then consumed in order, so the model is the same for every
+ * thread count. */
+#define BATCH_STREAMLINES 4096
+#define BATCH_NODES (1 << 20)
+typedef struct batch {
+    int64_t n, cap_n, nodes, cap_nodes;
+    int64_t *off;     /* n + 1 node offsets */
+    double *pts, *vox; /* 3 per node: the points as read, in voxel coordinates */
+    uint64_t *keys;   /* from off[i]: streamline i's sorted keys (voxel * n_atoms + atom per kept node) */
+    int64_t *m, *outside, *zero; /* per streamline: keys, nodes outside, nodes without orientation */
+    int *drop, *bad;  /* dropped by the policy; failed (the error is raised again in order) */
+} batch;
+
+static void batch_free(batch *t) {
+    free(t->off), free(t->pts), free(t->vox), free(t->keys), free(t->m), free(t->outside), free(t->zero);
+    free(t->drop), free(t->bad);
+    memset(t, 0, sizeof *t);
+}
 
 static int64_t lin_of(const builder *b, int64_t i, int64_t j, int64_t k) { return i + b->nx * (j + b->ny * k); }
 
@@ -131,9 +151,9 @@ ns_status ns_life_invert_affine(const char *path, const double A[4][4], double i
 
 /* The keys of one streamline's kept nodes, sorted; *n_keys = 0 and *drop = 1
  * when the policy drops the whole streamline. */
-static ns_status streamline_keys(builder *b, const double *pts, int64_t n, int64_t s_idx, int64_t *n_keys,
-                                 int *drop) {
-    *n_keys = 0, *drop = 0;
+static ns_status streamline_keys(const builder *b, const double *pts, int64_t n, int64_t s_idx, double *vox,
+                                 uint64_t *keys, int64_t *n_keys, int *drop, int64_t *outside, int64_t *zero) {
+    *n_keys = 0, *drop = 0, *outside = 0, *zero = 0;
     if (n < 2) {
         if (b->o->bad == NS_LIFE_BAD_SKIP) {
             *drop = 1;
@@ -142,29 +162,18 @@ static ns_status streamline_keys(builder *b, const double *pts, int64_t n, int64
         return ns_fail(NS_ERR_PARSE, "%s: streamline %lld has %lld point%s; LiFE needs at least 2 (an orientation)",
                        b->tracks_path, (long long)s_idx, (long long)n, n == 1 ? "" : "s");
     }
-    if (n > b->cap) {
-        int64_t cap = b->cap ? b->cap : 1024;
-        while (cap < n) cap *= 2;
-        double *v = realloc(b->vox, (size_t)cap * 3 * sizeof *v);
-        if (v) b->vox = v;
-        uint64_t *k = realloc(b->keys, (size_t)cap * sizeof *k);
-        if (k) b->keys = k;
-        if (!v || !k) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: streamline %lld with %lld points", b->tracks_path,
-                                     (long long)s_idx, (long long)n);
-        b->cap = cap;
-    }
     for (int64_t i = 0; i < n; ++i)
         for (int r = 0; r < 3; ++r)
-            b->vox[3 * i + r] = b->inv[r][0] * pts[3 * i] + b->inv[r][1] * pts[3 * i + 1] +
+            vox[3 * i + r] = b->inv[r][0] * pts[3 * i] + b->inv[r][1] * pts[3 * i + 1] +
                                 b->inv[r][2] * pts[3 * i + 2] + b->inv[r][3];
     int64_t m = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const double *p = b->vox + 3 * i;
+        const double *p = vox + 3 * i;
         /* nearest voxel centre; numpy's round (half to even), as DIPY */
         const double ri = nearbyint(p[0]), rj = nearbyint(p[1]), rk = nearbyint(p[2]);
         if (!(ri >= 0 && rj >= 0 && rk >= 0 && ri < b->nx && rj < b->ny && rk < b->nz)) {
             if (b->o->bad == NS_LIFE_BAD_SKIP) {
-                ++b->st->nodes_outside;
+                ++*outside;
                 continue;
             }
             return ns_fail(NS_ERR_PARSE, "%s: streamline %lld, node %lld at world (%.2f, %.2f, %.2f) mm = voxel "
@@ -174,16 +183,16 @@ static ns_status streamline_keys(builder *b, const double *pts, int64_t n, int64
         }
         /* MATLAB's gradient: central differences inside, one-sided at the ends,
          * in voxel units, then to millimetres along the voxel axes. */
-        const double *lo = b->vox + 3 * (i > 0 ? i - 1 : 0), *hi = b->vox + 3 * (i < n - 1 ? i + 1 : n - 1);
+        const double *lo = vox + 3 * (i > 0 ? i - 1 : 0), *hi = vox + 3 * (i < n - 1 ? i + 1 : n - 1);
         const double h = (i > 0 && i < n - 1) ? 0.5 : 1.0;
         double g[3];
         for (int r = 0; r < 3; ++r) g[r] = (hi[r] - lo[r]) * h * b->vsize[r];
         if (!(g[0] * g[0] + g[1] * g[1] + g[2] * g[2] > 0)) {
-            ++b->st->nodes_zero_gradient;
+            ++*zero;
             continue;
         }
         const int32_t atom = ns_life_orientation_atom(b->o->dictionary_l, g);
-        b->keys[m++] = (uint64_t)lin_of(b, (int64_t)ri, (int64_t)rj, (int64_t)rk) * (uint64_t)b->n_atoms + (uint64_t)atom;
+        keys[m++] = (uint64_t)lin_of(b, (int64_t)ri, (int64_t)rj, (int64_t)rk) * (uint64_t)b->n_atoms + (uint64_t)atom;
     }
     if (m == 0) {
         if (b->o->bad == NS_LIFE_BAD_SKIP) {
@@ -193,9 +202,80 @@ static ns_status streamline_keys(builder *b, const double *pts, int64_t n, int64
         return ns_fail(NS_ERR_PARSE, "%s: streamline %lld has no node with an orientation (all points coincide)",
                        b->tracks_path, (long long)s_idx);
     }
-    qsort(b->keys, (size_t)m, sizeof *b->keys, cmp_u64);
+    qsort(keys, (size_t)m, sizeof *keys, cmp_u64);
     *n_keys = m;
     return NS_OK;
+}
+
+/* Reads up to BATCH_STREAMLINES streamlines (or BATCH_NODES nodes, at least one streamline);
+ * t->n = 0 at the end of the tractogram. */
+static ns_status batch_fill(builder *b, batch *t) {
+    t->n = 0, t->nodes = 0;
+    for (;;) {
+        if (t->n >= BATCH_STREAMLINES || t->nodes >= BATCH_NODES) return NS_OK;
+        const double *pts;
+        int64_t n;
+        int end;
+        ns_status s = src_next(b, &pts, &n, &end);
+        if (s != NS_OK || end) return s;
+        if (t->n + 1 >= t->cap_n) {
+            const int64_t cap = t->cap_n ? 2 * t->cap_n : BATCH_STREAMLINES + 1;
+            int64_t *off = realloc(t->off, (size_t)cap * sizeof *off);
+            if (off) t->off = off;
+            int64_t *m = off ? realloc(t->m, (size_t)cap * sizeof *m) : NULL;
+            if (m) t->m = m;
+            int64_t *o = m ? realloc(t->outside, (size_t)cap * sizeof *o) : NULL;
+            if (o) t->outside = o;
+            int64_t *z = o ? realloc(t->zero, (size_t)cap * sizeof *z) : NULL;
+            if (z) t->zero = z;
+            int *d = z ? realloc(t->drop, (size_t)cap * sizeof *d) : NULL;
+            if (d) t->drop = d;
+            int *x = d ? realloc(t->bad, (size_t)cap * sizeof *x) : NULL;
+            if (x) t->bad = x;
+            if (!x) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: streamline batch", b->tracks_path);
+            t->cap_n = cap;
+        }
+        if (t->nodes + n > t->cap_nodes) {
+            int64_t cap = t->cap_nodes ? t->cap_nodes : BATCH_NODES;
+            while (cap < t->nodes + n) cap *= 2;
+            double *p = realloc(t->pts, (size_t)cap * 3 * sizeof *p);
+            if (p) t->pts = p;
+            double *v = p ? realloc(t->vox, (size_t)cap * 3 * sizeof *v) : NULL;
+            if (v) t->vox = v;
+            uint64_t *k = v ? realloc(t->keys, (size_t)cap * sizeof *k) : NULL;
+            if (k) t->keys = k;
+            if (!k) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: streamline batch of %lld points", b->tracks_path,
+                                   (long long)(t->nodes + n));
+            t->cap_nodes = cap;
+        }
+        if (t->n == 0) t->off[0] = 0;
+        if (n > 0) memcpy(t->pts + 3 * t->nodes, pts, (size_t)n * 3 * sizeof *pts);
+        t->nodes += n;
+        t->off[++t->n] = t->nodes;
+    }
+}
+
+/* The keys of every streamline of the batch, on b->threads threads; first = the index of the
+ * batch's first streamline. A streamline that fails is marked bad (its message, set on a worker
+ * thread, is raised again on the caller's by batch_error). */
+static void batch_keys(const builder *b, batch *t, int64_t first) {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 16) num_threads(b->threads) if (b->threads > 1 && t->n > 16)
+#endif
+    for (int64_t i = 0; i < t->n; ++i) {
+        const int64_t o = t->off[i];
+        t->bad[i] = streamline_keys(b, t->pts + 3 * o, t->off[i + 1] - o, first + i, t->vox + 3 * o, t->keys + o,
+                                    &t->m[i], &t->drop[i], &t->outside[i], &t->zero[i]) != NS_OK;
+    }
+}
+
+static ns_status batch_error(const builder *b, batch *t, int64_t i, int64_t idx) {
+    const int64_t o = t->off[i];
+    int64_t m, out, zero;
+    int drop;
+    ns_status s = streamline_keys(b, t->pts + 3 * o, t->off[i + 1] - o, idx, t->vox + 3 * o, t->keys + o, &m, &drop,
+                                  &out, &zero);
+    return s != NS_OK ? s : ns_fail(NS_ERR_INTERNAL, "streamline %lld failed on a worker thread only", (long long)idx);
 }
 
 static int64_t distinct(const uint64_t *k, int64_t m) {
@@ -303,7 +383,23 @@ static ns_status volumes(const char *dwi_path, const char *bvals_path, const cha
     return NS_OK;
 }
 
+/* Threads for the keys: as given, else OpenMP's default capped by the processors this process
+ * may run on (never oversubscribed). */
+static int32_t build_threads(int32_t requested) {
+#ifdef _OPENMP
+    if (requested > 0) return requested;
+    int nt = omp_get_max_threads();
+    const int procs = omp_get_num_procs();
+    if (procs > 0 && nt > procs) nt = procs;
+    return nt < 1 ? 1 : (int32_t)nt;
+#else
+    (void)requested;
+    return 1;
+#endif
+}
+
 static ns_status check_options(const ns_life_build_options *o) {
+    if (o->threads < 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "threads = %d must be >= 0 (0: the default)", (int)o->threads);
     if (o->dictionary_l < 2 || o->dictionary_l > 4096)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "dictionary L = %d must be in [2, 4096]", (int)o->dictionary_l);
     if (!(o->axial_diffusivity >= 0) || !(o->radial_diffusivity >= 0) || !isfinite(o->axial_diffusivity) ||
@@ -332,29 +428,34 @@ static ns_status run(builder *b, const ns_gradients *gr, const int32_t *b0, int3
     ps.step = total / 100 + 1;
     int64_t n_coeffs = 0, n_fibers = 0;
     /* pass 1 */
-    for (;;) {
-        const double *pts;
-        int64_t n, m;
-        int end, drop;
-        if ((s = src_next(b, &pts, &n, &end)) != NS_OK || end) break;
-        const int64_t idx = src_index(b) - 1;
-        if ((s = streamline_keys(b, pts, n, idx, &m, &drop)) != NS_OK) break;
-        if (n_per == cap_per) {
-            cap_per = cap_per ? 2 * cap_per : 4096;
-            int64_t *p = realloc(per, (size_t)cap_per * sizeof *p);
-            if (!p) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "streamline table"); break; }
-            per = p;
+    batch bt;
+    memset(&bt, 0, sizeof bt);
+    for (int64_t first = 0; s == NS_OK;) {
+        if ((s = batch_fill(b, &bt)) != NS_OK || bt.n == 0) break;
+        batch_keys(b, &bt, first);
+        for (int64_t i = 0; i < bt.n; ++i) {
+            const int64_t idx = first + i;
+            if (bt.bad[i]) { s = batch_error(b, &bt, i, idx); break; }
+            if (n_per == cap_per) {
+                cap_per = cap_per ? 2 * cap_per : 4096;
+                int64_t *p = realloc(per, (size_t)cap_per * sizeof *p);
+                if (!p) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "streamline table"); break; }
+                per = p;
+            }
+            st->nodes_outside += bt.outside[i], st->nodes_zero_gradient += bt.zero[i];
+            if (bt.drop[i]) {
+                per[n_per++] = -1;
+                ++st->streamlines_dropped;
+            } else {
+                const uint64_t *keys = bt.keys + bt.off[i];
+                const int64_t m = bt.m[i], d = distinct(keys, m);
+                per[n_per++] = d;
+                n_coeffs += d, ++n_fibers, st->nodes += m;
+                for (int64_t j = 0; j < m; ++j) map[keys[j] / (uint64_t)b->n_atoms] = 0;
+            }
+            if ((s = report(b, 1, &ps, 0)) != NS_OK) break;
         }
-        if (drop) {
-            per[n_per++] = -1;
-            ++st->streamlines_dropped;
-        } else {
-            const int64_t d = distinct(b->keys, m);
-            per[n_per++] = d;
-            n_coeffs += d, ++n_fibers, st->nodes += m;
-            for (int64_t i = 0; i < m; ++i) map[b->keys[i] / (uint64_t)b->n_atoms] = 0;
-        }
-        if ((s = report(b, 1, &ps, 0)) != NS_OK) break;
+        first += bt.n;
     }
     if (s == NS_OK) s = report(b, 1, &ps, 1);
     st->streamlines = n_per;
@@ -392,48 +493,49 @@ static ns_status run(builder *b, const ns_gradients *gr, const int32_t *b0, int3
     ps.next_report = 0;
     int64_t k = 0, f = 0, idx = 0;
     ns_life_model_t *M = out->model;
-    const int64_t saved_outside = st->nodes_outside, saved_zero = st->nodes_zero_gradient;
     while (s == NS_OK) {
-        const double *pts;
-        int64_t n, m;
-        int end, drop;
-        if ((s = src_next(b, &pts, &n, &end)) != NS_OK || end) break;
-        if ((s = streamline_keys(b, pts, n, idx, &m, &drop)) != NS_OK) break;
-        if (idx >= n_per || (drop ? per[idx] != -1 : per[idx] != distinct(b->keys, m))) {
-            s = ns_fail(NS_ERR_IO, "%s: the file changed between the two passes (streamline %lld)", b->tracks_path,
-                        (long long)idx);
-            break;
-        }
-        if (!drop) {
-            out->streamline[f] = idx;
-            for (int64_t i = 0; i < m;) { /* one voxel: nodes i..e-1 */
-                const uint64_t lin = b->keys[i] / (uint64_t)b->n_atoms;
-                int64_t e = i;
-                while (e < m && b->keys[e] / (uint64_t)b->n_atoms == lin) ++e;
-                const int32_t v = map[lin];
-                for (int64_t r = i; r < e;) { /* one (voxel, atom): nodes r..q-1 */
-                    int64_t q = r;
-                    while (q < e && b->keys[q] == b->keys[r]) ++q;
-                    M->atom[k] = (int32_t)(b->keys[r] % (uint64_t)b->n_atoms);
-                    M->voxel[k] = v;
-                    M->fiber[k] = (int32_t)f;
-                    /* sum (original LiFE, DIPY): S0 x nodes; mean (ENCODE): / nodes in the voxel */
-                    M->value[k] = b->o->nodes == NS_LIFE_NODES_MEAN ? out->s0[v] * (double)(q - r) / (double)(e - i)
-                                                                    : out->s0[v] * (double)(q - r);
-                    ++k, r = q;
-                }
-                i = e;
+        if ((s = batch_fill(b, &bt)) != NS_OK || bt.n == 0) break;
+        batch_keys(b, &bt, idx);
+        for (int64_t i = 0; i < bt.n; ++i) {
+            if (bt.bad[i]) { s = batch_error(b, &bt, i, idx); break; }
+            const uint64_t *keys = bt.keys + bt.off[i];
+            const int64_t m = bt.m[i];
+            const int drop = bt.drop[i];
+            if (idx >= n_per || (drop ? per[idx] != -1 : per[idx] != distinct(keys, m))) {
+                s = ns_fail(NS_ERR_IO, "%s: the file changed between the two passes (streamline %lld)", b->tracks_path,
+                            (long long)idx);
+                break;
             }
-            ++f;
+            if (!drop) {
+                out->streamline[f] = idx;
+                for (int64_t j = 0; j < m;) { /* one voxel: nodes j..e-1 */
+                    const uint64_t lin = keys[j] / (uint64_t)b->n_atoms;
+                    int64_t e = j;
+                    while (e < m && keys[e] / (uint64_t)b->n_atoms == lin) ++e;
+                    const int32_t v = map[lin];
+                    for (int64_t r = j; r < e;) { /* one (voxel, atom): nodes r..q-1 */
+                        int64_t q = r;
+                        while (q < e && keys[q] == keys[r]) ++q;
+                        M->atom[k] = (int32_t)(keys[r] % (uint64_t)b->n_atoms);
+                        M->voxel[k] = v;
+                        M->fiber[k] = (int32_t)f;
+                        /* sum (original LiFE, DIPY): S0 x nodes; mean (ENCODE): / nodes in the voxel */
+                        M->value[k] = b->o->nodes == NS_LIFE_NODES_MEAN ? out->s0[v] * (double)(q - r) / (double)(e - j)
+                                                                        : out->s0[v] * (double)(q - r);
+                        ++k, r = q;
+                    }
+                    j = e;
+                }
+                ++f;
+            }
+            ++idx;
+            if ((s = report(b, 2, &ps, 0)) != NS_OK) break;
         }
-        ++idx;
-        if ((s = report(b, 2, &ps, 0)) != NS_OK) break;
     }
+    batch_free(&bt);
     if (s == NS_OK) s = report(b, 2, &ps, 1);
     if (s == NS_OK && (idx != n_per || k != n_coeffs || f != n_fibers))
         s = ns_fail(NS_ERR_IO, "%s: the file changed between the two passes", b->tracks_path);
-    /* pass 2 counted the dropped nodes again */
-    st->nodes_outside = saved_outside, st->nodes_zero_gradient = saved_zero;
     st->fibers = n_fibers;
     free(map);
     free(per);
@@ -455,6 +557,7 @@ static ns_status build_model(builder *b, const char *bvals_name, const char *bve
             b->vsize[c] = sqrt(A[0][c] * A[0][c] + A[1][c] * A[1][c] + A[2][c] * A[2][c]);
         }
         b->n_atoms = (o->dictionary_l - 1) * o->dictionary_l + 1;
+        b->threads = build_threads(o->threads);
         r->stats.n_b0 = n_b0, r->stats.n_dwi = n_dwi;
         r->stats.grid[0] = b->nx, r->stats.grid[1] = b->ny, r->stats.grid[2] = b->nz;
         s = ns_life_invert_affine(b->dwi_path, b->info->affine, b->inv);
@@ -480,9 +583,6 @@ static ns_status build_model(builder *b, const char *bvals_name, const char *bve
     b->t = NULL;
     free(b0);
     free(dwi);
-    free(b->vox);
-    free(b->keys);
-    b->vox = NULL, b->keys = NULL;
     return s;
 }
 

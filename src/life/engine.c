@@ -1,6 +1,6 @@
-/* The LiFE engine: backend choice, runtime selection of the fastest variant
- * of each product (the paper's hybrid: timed runs of each candidate (CPU one, CUDA three),
- * cached in the model), the products on host arrays and benchmark timing. */
+/* The LiFE engine: backend choice, AUTO's variant of each product (the CPU: a measured rule;
+ * CUDA: the paper's hybrid, three timed runs of each candidate, cached in the model), the
+ * products on host arrays and benchmark timing. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +15,7 @@
 static const ns_life_variant candidates[] = {NS_LIFE_COEFF_ATOM, NS_LIFE_COEFF_VOXEL,
                                              NS_LIFE_ATOM_ATOM, NS_LIFE_VOXEL_VOXEL};
 #define N_CANDIDATES 4
-#define SELECT_RUNS 3 /* CUDA; the CPU times one run per candidate */
+#define SELECT_RUNS 3 /* CUDA only: the CPU follows ns_life_cpu_auto_variant */
 
 /* A CUDA engine's calls run on its device and give the caller's current
  * device back (core/device_impl.h). */
@@ -73,12 +73,40 @@ static void random_fill(double *v, int64_t n, uint64_t stream) {
     for (int64_t i = 0; i < n; ++i) v[i] = ns_rng_uniform(&r, 0.1, 1.0);
 }
 
+/* NS_LIFE_AUTO on the CPU: a rule from measurements, not a timing at run time (bench/README.md,
+ * "CPU variants: the rule of AUTO"; bench/results/life_variants_cpu_2core_2026-11-24{,b}.jsonl:
+ * 15-update fits with every optimised layout of each product on small_25, the 10,000 and 30,000
+ * phantoms and a synthetic 10,000-fiber model, at 1 and 2 threads; and the 16-thread product
+ * table of the 50,000-fiber model, bench/results/life_cpu16_h200_2026-11-22.txt).
+ * y = M w: voxel-voxel everywhere. It writes each y column once; the atom-partitioned layouts pay
+ *   for atomics on y from 2 threads on (2-4x slower); coeff-voxel ties with it on one thread.
+ * w = M^T y: the layout that gathers the smaller array. atom-atom holds a dictionary column and
+ *   gathers the voxels' signal columns, voxel-voxel the reverse. With as many voxels as atoms
+ *   (phantoms: 0.99 and 1.23 voxels per atom) atom-atom was 7-23 % faster at 1 and 2 threads
+ *   (one 2-thread run of the 30,000 phantom: 10 % slower, within the load's noise); with 6.0
+ *   voxels per atom (synthetic, 96 directions) voxel-voxel 28 % faster, and with 1.8 (50,000
+ *   fibers, L = 360, 16 threads) 11 % faster. The threshold lies between 1.23 and 1.8.
+ * The timing it replaces cost 15-19 % of `life build` + `life fit` at 10,000 streamlines and made
+ * AUTO's choice, and so the fit's last digits, vary between runs. */
+#define NS_LIFE_MTY_ATOM_MAX_VOXELS_PER_ATOM 1.5
+ns_life_variant ns_life_cpu_auto_variant(ns_life_product product, int32_t n_voxels, int32_t n_atoms) {
+    if (product == NS_LIFE_MTY && (double)n_voxels <= NS_LIFE_MTY_ATOM_MAX_VOXELS_PER_ATOM * n_atoms)
+        return NS_LIFE_ATOM_ATOM;
+    return NS_LIFE_VOXEL_VOXEL;
+}
+
+/* CUDA: each optimised variant is timed (one untimed run, then three timed runs; the products
+ * take milliseconds there) and the fastest wins, as in the paper's hybrid; the choice is cached
+ * in the model so that later CUDA engines on it do not time again. */
 static ns_status select_variant(ns_life_engine_t *e, ns_life_product p) {
     ns_life_model_t *m = e->model;
-    const int b = e->backend == NS_BACKEND_CUDA;
-    const int32_t threads = b ? 0 : e->options.threads;
-    if (m->cached[b][p] != NS_LIFE_AUTO && (b || m->cached_threads == threads)) {
-        e->variant[p] = m->cached[b][p];
+    if (e->backend != NS_BACKEND_CUDA) {
+        e->variant[p] = ns_life_cpu_auto_variant(p, m->n_voxels, m->n_atoms);
+        const ns_life_layout *l;
+        return ns_life_layout_get(m, ns_life_variant_order(e->variant[p]), &l);
+    }
+    if (m->cuda_auto[p] != NS_LIFE_AUTO) {
+        e->variant[p] = m->cuda_auto[p];
         return NS_OK;
     }
     const double t_start = ns_time_ms();
@@ -90,24 +118,13 @@ static ns_status select_variant(ns_life_engine_t *e, ns_life_product p) {
     if (s == NS_OK) random_fill(in, n_in, (uint64_t)p);
     double best = INFINITY;
     ns_life_variant chosen = NS_LIFE_AUTO;
-    /* The restructured copies are built first (untimed), then one untimed run warms the buffers
-     * and each candidate is timed once: 1 + 4 runs instead of 4 x (1 + 3), since
-     * at 10,000 streamlines the selection cost more than the fit (bench/README.md). */
-    int warmed = 0;
     for (int c = 0; c < N_CANDIDATES && s == NS_OK; ++c) {
         const ns_life_variant v = candidates[c];
         if (!ns_life_engine_supports(e, v)) continue;
-        if (b) { /* the device keeps its own copies: one untimed run each, as before */
-            s = run_product(e, p, v, in, out);
-        } else {
-            const ns_life_layout *l;
-            s = ns_life_layout_get(m, ns_life_variant_order(v), &l);
-            if (s == NS_OK && !warmed) s = run_product(e, p, v, in, out), warmed = 1;
-        }
-        const int runs = b ? SELECT_RUNS : 1;
+        s = run_product(e, p, v, in, out); /* untimed */
         double ms[SELECT_RUNS], mean = 0.0;
-        if (s == NS_OK) s = ns_life_time_product(e, p, v, in, out, runs, ms);
-        for (int r = 0; r < runs && s == NS_OK; ++r) mean += ms[r] / runs;
+        if (s == NS_OK) s = ns_life_time_product(e, p, v, in, out, SELECT_RUNS, ms);
+        for (int r = 0; r < SELECT_RUNS && s == NS_OK; ++r) mean += ms[r] / SELECT_RUNS;
         if (s == NS_OK && mean < best) best = mean, chosen = v;
     }
     free(in);
@@ -116,8 +133,7 @@ static ns_status select_variant(ns_life_engine_t *e, ns_life_product p) {
     if (s != NS_OK) return s;
     if (chosen == NS_LIFE_AUTO) return ns_fail(NS_ERR_INTERNAL, "no LiFE variant could be timed");
     e->variant[p] = chosen;
-    m->cached[b][p] = chosen;
-    if (!b) m->cached_threads = threads;
+    m->cuda_auto[p] = chosen;
     return NS_OK;
 }
 

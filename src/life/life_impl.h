@@ -36,9 +36,8 @@ struct ns_life_model {
     double *w_true; /* NULL unless known */
     ns_life_layout original; /* a view of the arrays above (never freed) */
     ns_life_layout by_atom, by_voxel;
-    /* AUTO selection cache: [backend 0 cpu / 1 cuda][product]; 0 = none. */
-    ns_life_variant cached[2][2];
-    int32_t cached_threads;
+    /* CUDA AUTO's timed choice per product (NS_LIFE_AUTO = not timed yet); the CPU's is a rule. */
+    ns_life_variant cuda_auto[2];
 };
 
 /* The layout for an order (builds the sorted copies on first use). */
@@ -73,7 +72,7 @@ struct ns_life_engine {
     int device;                     /* CUDA: the GPU (options.device resolved); -1 on the CPU */
     ns_life_variant variant[2];
     ns_life_cpu_work work;
-    double selection_seconds; /* AUTO's timing runs at creation (0 when cached or explicit) */
+    double selection_seconds; /* CUDA AUTO's timing runs at creation (0 on the CPU, cached or explicit) */
     void *cuda; /* device state (src/life/cuda) */
 };
 

@@ -97,12 +97,26 @@ static inline double dot(int64_t T, const double *restrict a, const double *rest
 }
 
 /* The coefficients of voxel v (voxel-sorted copy) into column v of y. */
+/* Software prefetch of the column a coefficient PREFETCH_AHEAD places later gathers (a dictionary
+ * column for the voxel-keyed loops, a signal column for the atom-keyed w = M^T y): the hardware
+ * prefetchers do not follow these gathers. Only a hint: the results are the same bits. */
+#define PREFETCH_AHEAD 8
+static inline void prefetch_column(const double *c, int64_t T) {
+#if defined(__GNUC__) || defined(__clang__)
+    for (int64_t i = 0; i < T; i += 8) __builtin_prefetch(c + i, 0, 1);
+#else
+    (void)c, (void)T;
+#endif
+}
+
 static inline void mw_voxel(const ns_life_model_t *m, const ns_life_layout *l, const double *w,
                             int32_t v, double *restrict y) {
     const int64_t T = m->n_theta;
     double *yv = y + (int64_t)v * T;
     memset(yv, 0, (size_t)T * sizeof *yv);
-    for (int64_t k = l->start[v]; k < l->start[v + 1]; ++k) {
+    const int64_t end = l->start[v + 1], n = m->n_coeffs;
+    for (int64_t k = l->start[v]; k < end; ++k) {
+        if (k + PREFETCH_AHEAD < n) prefetch_column(m->D + (int64_t)l->atom[k + PREFETCH_AHEAD] * T, T);
         const double s = w[l->fiber[k]] * l->value[k];
         if (s == 0.0) continue; /* projected weights are often exactly 0 */
         axpy(T, s, m->D + (int64_t)l->atom[k] * T, yv);
@@ -196,8 +210,10 @@ NS_LIFE_CLONES static void mty_atoms(const ns_life_model_t *m, const ns_life_lay
     const int64_t T = m->n_theta;
     for (int32_t a = a0; a < a1; ++a) {
         const double *d = m->D + (int64_t)a * T;
-        for (int64_t k = l->start[a]; k < l->start[a + 1]; ++k)
+        for (int64_t k = l->start[a]; k < l->start[a + 1]; ++k) {
+            if (k + PREFETCH_AHEAD < m->n_coeffs) prefetch_column(y + (int64_t)l->voxel[k + PREFETCH_AHEAD] * T, T);
             mine[l->fiber[k]] += l->value[k] * dot(T, d, y + (int64_t)l->voxel[k] * T);
+        }
     }
 }
 
@@ -207,8 +223,10 @@ NS_LIFE_CLONES static void mty_voxels(const ns_life_model_t *m, const ns_life_la
     const int64_t T = m->n_theta;
     for (int32_t v = v0; v < v1; ++v) {
         const double *yv = y + (int64_t)v * T;
-        for (int64_t k = l->start[v]; k < l->start[v + 1]; ++k)
+        for (int64_t k = l->start[v]; k < l->start[v + 1]; ++k) {
+            if (k + PREFETCH_AHEAD < m->n_coeffs) prefetch_column(m->D + (int64_t)l->atom[k + PREFETCH_AHEAD] * T, T);
             mine[l->fiber[k]] += l->value[k] * dot(T, m->D + (int64_t)l->atom[k] * T, yv);
+        }
     }
 }
 
@@ -266,9 +284,9 @@ static ns_status mw_opt(ns_life_model_t *m, const ns_life_layout *l, ns_life_var
 }
 
 /* w = M^T y: every thread sums into its own fiber vector (no atomics: the
- * paper uses atomics here, private accumulators measured faster and make the
- * static variants deterministic for a thread count); the vectors are then
- * added in thread order. */
+ * paper uses atomics here, private accumulators measured faster and make
+ * every variant deterministic for a thread count, the chunks being assigned
+ * statically); the vectors are then added in thread order. */
 static ns_status mty_opt(ns_life_model_t *m, const ns_life_layout *l, ns_life_variant variant,
                          int32_t nt, const double *y, double *w, ns_life_cpu_work *work) {
     const int64_t n = m->n_coeffs;
@@ -304,13 +322,16 @@ static ns_status mty_opt(ns_life_model_t *m, const ns_life_layout *l, ns_life_va
             break;
         case NS_LIFE_ATOM_ATOM: {
             const int32_t nc = (m->n_atoms + ATOM_CHUNK - 1) / ATOM_CHUNK;
-            NS_PRAGMA(omp for schedule(dynamic, 1))
+            /* chunk c on thread c % nt: which fiber vector a product lands in, and so the sums,
+             * depend on the thread count only (a dynamic schedule made AUTO's fits differ in the
+             * last digits from run to run) */
+            NS_PRAGMA(omp for schedule(static, 1))
             for (int32_t c = 0; c < nc; ++c) mty_atoms(m, l, y, c * ATOM_CHUNK, chunk_end(c, ATOM_CHUNK, m->n_atoms), mine);
             break;
         }
         default: { /* NS_LIFE_VOXEL_VOXEL */
             const int32_t nc = (m->n_voxels + VOXEL_CHUNK - 1) / VOXEL_CHUNK;
-            NS_PRAGMA(omp for schedule(dynamic, 1))
+            NS_PRAGMA(omp for schedule(static, 1)) /* deterministic for a thread count, as above */
             for (int32_t c = 0; c < nc; ++c) mty_voxels(m, l, y, c * VOXEL_CHUNK, chunk_end(c, VOXEL_CHUNK, m->n_voxels), mine);
             break;
         }
