@@ -29,6 +29,7 @@
 #include "neurosolve/network.h"
 
 #define MAX_LIST 16
+#define MAX_REPEATS 25
 
 static void help(void) {
     printf("usage: neurosolve bench sim --network [options]\n"
@@ -45,6 +46,7 @@ static void help(void) {
            "  --delay MS            the ring's delay, the minimum delay (default 5 ms)\n"
            "  --weight US           the ring's weight (default 0.05 uS: enough to fire)\n"
            "  --seed N              the random connections' seed (default 1)\n"
+           "  --repeats N           runs of each, alternated, medians reported (default 3; 1 to 25)\n"
            "  --threads T           threads of our loop and of NEURON (default: OpenMP's default for\n"
            "                        ours, 1 for NEURON)\n"
            "  --backend cpu|cuda    cpu (default); the CUDA loops have no networks yet: refused\n"
@@ -198,7 +200,7 @@ static int compare_raster(const char *raster, const ns_sim_t *sim, long long *ne
 
 static int time_size(const char *dir, int keep, const char *morph, const ns_cell_t *cell, long long n, long long ring,
                      long long syn, double tstop, double delay, double weight, uint64_t seed, int threads,
-                     int neuron, net_row *r) {
+                     int neuron, int repeats, net_row *r) {
     char path[4200], raster[4300];
     snprintf(path, sizeof path, "%s/busyring_%lld.net", dir, n);
     if (write_net(path, morph, cell, n, ring, syn, delay, weight, seed)) return 1;
@@ -217,16 +219,23 @@ static int time_size(const char *dir, int keep, const char *morph, const ns_cell
     o.check_every = 100;
     const long long steps = (long long)llround(tstop / p.dt);
     ns_sim_t *sim = NULL, *bare = NULL;
-    /* the population alone: the same cells and model, no synapses */
+    /* the population alone (the same cells and model, no synapses) and the
+     * network, alternated `repeats` times from ns_sim_init: medians */
     if (st == NS_OK) st = ns_sim_create(1, &cell, n, NULL, &p, &o, &bare);
-    if (st == NS_OK) st = ns_sim_init(bare);
-    int rc = st == NS_OK ? run_steps(bare, steps, &r->bare_s) : cli_status_error("bench sim --network", st);
+    if (st == NS_OK) st = ns_sim_create(1, &cell, n, NULL, &p, &o, &sim);
+    if (st == NS_OK) st = ns_network_apply(net, sim, &cell);
+    int rc = st == NS_OK ? 0 : cli_status_error("bench sim --network", st);
+    double net_s[MAX_REPEATS], bare_s[MAX_REPEATS];
+    for (int q = 0; q < repeats && !rc; ++q) {
+        st = ns_sim_init(bare);
+        rc = st == NS_OK ? run_steps(bare, steps, &bare_s[q]) : cli_status_error("bench sim --network", st);
+        if (!rc) st = ns_sim_init(sim);
+        if (!rc) rc = st == NS_OK ? run_steps(sim, steps, &net_s[q]) : cli_status_error("bench sim --network", st);
+    }
     ns_sim_destroy(bare);
     if (!rc) {
-        st = ns_sim_create(1, &cell, n, NULL, &p, &o, &sim);
-        if (st == NS_OK) st = ns_network_apply(net, sim, &cell);
-        if (st == NS_OK) st = ns_sim_init(sim);
-        rc = st == NS_OK ? run_steps(sim, steps, &r->net_s) : cli_status_error("bench sim --network", st);
+        r->net_s = cli_median(net_s, repeats);
+        r->bare_s = cli_median(bare_s, repeats);
     }
     if (!rc) {
         r->cells = n;
@@ -269,7 +278,7 @@ int bench_sim_network(int argc, char **argv) {
     const char *cmd = "bench sim --network";
     char morph[4096];
     snprintf(morph, sizeof morph, "%s/ca1_ko20x-07.swc", cli_morphology_dir());
-    long long cells[MAX_LIST] = {1000, 4000}, ring = 10, syn = 10, threads = 0, seed = 1;
+    long long cells[MAX_LIST] = {1000, 4000}, ring = 10, syn = 10, threads = 0, seed = 1, repeats = 3;
     double tstop = 100.0, delay = 5.0, weight = 0.05;
     int n_cells = 2, neuron = 0, as_json = 0;
     const char *csv = NULL, *keep = NULL;
@@ -283,6 +292,7 @@ int bench_sim_network(int argc, char **argv) {
         else if (strcmp(o, "--ring") == 0) ok = cli_parse_long(cmd, o, v, 1, 1000000, &ring), ++i;
         else if (strcmp(o, "--synapses") == 0) ok = cli_parse_long(cmd, o, v, 1, 10000, &syn), ++i;
         else if (strcmp(o, "--threads") == 0) ok = cli_parse_long(cmd, o, v, 1, 4096, &threads), ++i;
+        else if (strcmp(o, "--repeats") == 0) ok = cli_parse_long(cmd, o, v, 1, MAX_REPEATS, &repeats), ++i;
         else if (strcmp(o, "--seed") == 0) ok = cli_parse_long(cmd, o, v, 0, INT64_MAX, &seed), ++i;
         else if (strcmp(o, "--tstop") == 0) ok = cli_parse_double(cmd, o, v, 0.025, 1e6, &tstop), ++i;
         else if (strcmp(o, "--delay") == 0) ok = cli_parse_double(cmd, o, v, 1e-6, 1e4, &delay), ++i;
@@ -350,7 +360,7 @@ int bench_sim_network(int argc, char **argv) {
         net_row *r = &rows[n_rows];
         memset(r, 0, sizeof *r);
         rc = time_size(dir, keep != NULL, abs_morph, cell, cells[k], ring, syn, tstop, delay, weight,
-                       (uint64_t)seed, nthr, neuron, r);
+                       (uint64_t)seed, nthr, neuron, (int)repeats, r);
         if (rc && !r->cells) break;
         ++n_rows;
         if (!as_json) {
