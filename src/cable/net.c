@@ -738,29 +738,48 @@ ns_status ns_sim_set_exchange(ns_sim_t *sim, ns_net_exchange_fn fn, void *contex
     return NS_OK;
 }
 
-ns_status ns_net_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
+void ns_net_loop_begin(ns_sim_t *sim, int64_t steps, net_loop *L) {
     sim_net *net = sim->net;
-    const double dt = sim->params.dt;
     const double min_delay = net->exchange_fn ? net->exchange_min_delay : net->n_conns > 0 ? net->min_delay : INFINITY;
-    const int64_t interval = ns_net_interval(min_delay, dt, steps);
-    const int64_t steps0 = sim->steps;
-    const double t0 = sim->t;
-    ns_status st = NS_OK;
-    for (int64_t done = 0; done < steps && st == NS_OK;) {
-        const int64_t len = steps - done < interval ? steps - done : interval;
-        double t1 = sim->t;
-        for (int64_t k = 0; k < len; ++k) t1 = ns_sim_half_step(ns_sim_half_step(t1, dt), dt);
-        st = emit_trains(net, t1);
-        if (st != NS_OK) break;
-        st = sim->ops->advance(sim, len, fault);
-        if (st != NS_OK || fault->step != INT64_MAX) break;
-        st = exchange(net);
-        sim->steps += len;
-        sim->t = t1;
-        done += len;
+    L->steps = steps;
+    L->interval = ns_net_interval(min_delay, sim->params.dt, steps);
+    L->done = 0;
+    L->len = 0;
+    L->steps0 = sim->steps;
+    L->t0 = sim->t;
+    L->t1 = sim->t;
+}
+
+int64_t ns_net_loop_next(ns_sim_t *sim, net_loop *L, const sim_fault *fault, ns_status *st) {
+    sim_net *net = sim->net;
+    if (L->len > 0) { /* the interval that ran: its spikes, and the clock to its end */
+        if (*st != NS_OK || fault->step != INT64_MAX) return 0;
+        *st = exchange(net);
+        sim->steps += L->len;
+        sim->t = L->t1;
+        L->done += L->len;
+        L->len = 0;
+        if (*st != NS_OK) return 0;
     }
+    if (*st != NS_OK || L->done >= L->steps) return 0;
+    const int64_t len = L->steps - L->done < L->interval ? L->steps - L->done : L->interval;
+    double t1 = sim->t;
+    for (int64_t k = 0; k < len; ++k) t1 = ns_sim_half_step(ns_sim_half_step(t1, sim->params.dt), sim->params.dt);
+    *st = emit_trains(net, t1);
+    if (*st != NS_OK) return 0;
+    L->len = len;
+    L->t1 = t1;
+    return len;
+}
+
+ns_status ns_net_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
+    if (!sim->ops->advance_net)
+        return ns_fail(NS_ERR_UNSUPPORTED, "networks: the %s loop has none", sim->ops->name);
+    net_loop L;
+    ns_net_loop_begin(sim, steps, &L);
+    const ns_status st = sim->ops->advance_net(sim, &L, fault);
     /* the caller (ns_sim_advance) accounts for the steps */
-    sim->steps = steps0;
-    sim->t = t0;
+    sim->steps = L.steps0;
+    sim->t = L.t0;
     return st;
 }
