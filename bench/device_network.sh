@@ -48,11 +48,11 @@ for step in $STEPS; do
           --neuron --repeats 3 --csv "$FINAL/network_bench.csv"
       cat "$LOG/busyring-$THREADS.log" >> "$T" ;;
     delay)
-      echo "# interval loop: minimum delay 5 ms against 0.025 ms, weight 0, 4,000 cells, 20 ms" >> "$T"
+      echo "# interval loop: minimum delay 5 ms against 0.025 ms, weight 0, ${DELAY_CELLS:-4000} cells, 20 ms" >> "$T"
       k=0
       for d in 5 0.025 5 0.025; do
         k=$((k + 1))
-        run "delay-$k-$d" 120 "$NS" bench sim --network --cells 4000 --tstop 20 --threads "$THREADS" --delay $d \
+        run "delay-$k-$d" 120 "$NS" bench sim --network --cells ${DELAY_CELLS:-4000} --tstop 20 --threads "$THREADS" --delay $d \
             --weight 0 --repeats 3
         echo "delay $d: $(tail -n 1 "$LOG/delay-$k-$d.log")" >> "$T"
       done ;;
