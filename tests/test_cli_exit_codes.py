@@ -140,6 +140,7 @@ with tempfile.TemporaryDirectory() as tmp:
             ["--synapses", "10001"], ["--tstop", "0"], ["--tstop", "nan"], ["--tstop", "-5"], ["--delay", "0"],
             ["--delay", "-1"], ["--delay", "inf"], ["--weight", "-0.1"], ["--weight", "nan"], ["--threads", "0"],
             ["--seed", "-1"], ["--repeats", "0"], ["--repeats", "26"], ["--backend", "cuda"], ["--backend", "gpu"], ["--cells", "5", "--ring", "10"],
+            ["--neuron", "--threads", "2", "--delay", "0.025"],
             ["--frob"], ["--csv"],
         ],
     }

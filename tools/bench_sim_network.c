@@ -310,6 +310,11 @@ int bench_sim_network(int argc, char **argv) {
         else return cli_usage_error(cmd, "unknown option or missing value '%s'", o);
         if (!ok) return 2;
     }
+    if (neuron && threads > 1 && delay < 0.05)
+        return cli_usage_error(cmd, "--neuron with --threads %lld needs --delay >= 0.05 ms: NEURON's threads refuse a "
+                                    "minimum delay below two steps (\"usable mindelay ... less than dt\"); use a longer delay "
+                                    "or --threads 1",
+                               threads);
     for (int k = 0; k < n_cells; ++k)
         if (cells[k] < ring) return cli_usage_error(cmd, "--cells %lld is smaller than --ring %lld", cells[k], ring);
     /* the morphology as ns_network_create_sim discretises it: defaults, the parameters' Ra */
