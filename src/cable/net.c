@@ -55,6 +55,9 @@ static void free_built(sim_net *net) {
     free(net->syn_block);
     free(net->syn_slot);
     free(net->syn_inst);
+    free(net->emit);
+    net->emit = NULL;
+    net->n_emit = 0;
     net->blocks = NULL;
     net->n_blocks = 0;
     net->out_begin = net->out_order = net->syn_block = NULL;
@@ -486,10 +489,14 @@ ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in) 
     net->syn_inst = malloc((size_t)(net->n_syns + 1) * sizeof *net->syn_inst);
     net->out_begin = calloc((size_t)net->n_sources + 1, sizeof *net->out_begin);
     net->out_order = malloc((size_t)(net->n_conns + 1) * sizeof *net->out_order);
+    net->emit = malloc((size_t)(net->n_sources + 1) * sizeof *net->emit);
     if (!cells || !net->blocks || !net->syn_block || !net->syn_slot || !net->syn_inst || !net->out_begin ||
-        !net->out_order)
+        !net->out_order || !net->emit)
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %lld synapses", (long long)net->n_syns);
     if (st == NS_OK) {
+        net->n_emit = 0; /* a loop interval visits these, not every detector */
+        for (int64_t k = 0; k < net->n_sources; ++k)
+            if (net->sources[k].cell < 0) net->emit[net->n_emit++] = k;
         net->n_blocks = n_blocks;
         for (int64_t k = 0; k < net->n_syns; ++k) cells[k] = net->syns[k].cell;
         st = by_cell(nc, net->n_syns, cells, &syn_begin, &syn_order);
@@ -699,9 +706,9 @@ static ns_status exchange(sim_net *net) {
 
 /* The trains' and Poisson sources' spikes at or before `upto`, into the rasters and the queues. */
 static ns_status emit_trains(sim_net *net, double upto) {
-    for (int64_t s = 0; s < net->n_sources; ++s) {
+    for (int64_t e = 0; e < net->n_emit; ++e) {
+        const int64_t s = net->emit[e];
         net_source *src = &net->sources[s];
-        if (src->cell >= 0) continue;
         while (src->cursor < src->n_times && src->times[src->cursor] <= upto) {
             const double t = src->times[src->cursor++];
             if (record(src, t) != 0 || fan_out(net, s, t) != 0)

@@ -93,6 +93,7 @@ typedef struct sim_net {
     int64_t n_blocks;
     net_block **blocks;
     int64_t *out_begin, *out_order; /* connections by source (CSR, in order of creation) */
+    int64_t *emit, n_emit;          /* the trains and Poisson sources, ascending (emit_trains) */
     int64_t *syn_block;             /* synapse -> block, point slot, instance */
     int32_t *syn_slot, *syn_inst;
     double min_delay;               /* [ms] */
