@@ -43,6 +43,19 @@ static int check_count = 0;
         }                                                                            \
     } while (0)
 
+/* The call must return `status` and ns_last_error() must hold every needle
+ * (strings, one or more): a refusal is checked by what it says, not only its code. */
+#define CHECK_FAILS(expr, status, ...)                                                              \
+    do {                                                                                            \
+        const ns_status check_f_ = (expr);                                                          \
+        const char *check_n_[] = {__VA_ARGS__};                                                     \
+        CHECK_MSG(check_f_ == (status), "%s gave %s: %s", #expr, ns_status_string(check_f_),        \
+                  ns_last_error());                                                                 \
+        for (size_t check_q_ = 0; check_q_ < sizeof check_n_ / sizeof *check_n_; ++check_q_)        \
+            CHECK_MSG(strstr(ns_last_error(), check_n_[check_q_]) != NULL, "%s: '%s' not in '%s'",   \
+                      #expr, check_n_[check_q_], ns_last_error());                                  \
+    } while (0)
+
 /* |a - b| <= tol * max(|b|, 1e-300): relative closeness. */
 static inline double check_rel(double a, double b) {
     double s = fabs(b) > 1e-300 ? fabs(b) : 1e-300;

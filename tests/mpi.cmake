@@ -70,4 +70,9 @@ if(Python3_FOUND)
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_mpi_cli.py
             $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR} ${NS_MPIEXEC} ${NS_MPIEXEC_FLAGS})
   set_tests_properties(mpi_cli PROPERTIES TIMEOUT 600 PROCESSORS 2 ENVIRONMENT "${NS_MPI_TEST_ENV}")
+  # simulate --network under mpirun: the same files as one process, NEURON's raster, bad input
+  add_test(NAME mpi_cli_network
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_mpi_cli_network.py
+            $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR} ${NS_MPIEXEC} ${NS_MPIEXEC_FLAGS})
+  set_tests_properties(mpi_cli_network PROPERTIES TIMEOUT 600 PROCESSORS 2 ENVIRONMENT "${NS_MPI_TEST_ENV}")
 endif()

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "cell_cylinder.h"
 #include "neurosolve/neurosolve.h"
 
 #define MAX_SPIKES 4096

@@ -4,8 +4,10 @@
 #define NS_TEST_MPI_COMMON_H
 
 #include <mpi.h>
+#include <string.h>
 
 #include "check.h"
+#include "neurosolve/mpi.h"
 
 static int mpi_rank = 0, mpi_size = 1;
 
@@ -13,6 +15,15 @@ static void mpi_test_init(int *argc, char ***argv) {
     MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+}
+
+/* Does every process hold the same text (a message)? */
+static inline int same_text_everywhere(const char *text) {
+    const uint64_t h = ns_mpi_hash(NS_MPI_HASH_INIT, text, strlen(text) + 1);
+    uint64_t lo = 0, hi = 0;
+    MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    return lo == hi;
 }
 
 static int mpi_test_finish(const char *name) {

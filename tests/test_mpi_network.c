@@ -38,15 +38,6 @@ static ns_status mpi_connect(void *s, int64_t a, int64_t b, double w, double d) 
 static const net_calls net_calls_mpi = {mpi_add_synapse, mpi_synapse_set, mpi_add_detector, mpi_add_spike_source,
                                         mpi_connect};
 
-/* Does every process hold the same text (a message)? */
-static int same_everywhere(const char *text) {
-    const uint64_t h = ns_mpi_hash(NS_MPI_HASH_INIT, text, strlen(text) + 1);
-    uint64_t lo = 0, hi = 0;
-    MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    return lo == hi;
-}
-
 static ns_sim_options cpu_options(ns_sim_model_t *model) {
     ns_sim_options o;
     ns_sim_options_init(&o);
@@ -199,20 +190,6 @@ static void test_reference(const char *file) {
     for (int k = 0; k < r->n_shapes; ++k) ns_cell_destroy(shapes[k]);
     free(r);
     free(single);
-}
-
-/* A single compartment (a cylinder of 20 um by 20 um). */
-static ns_cell_t *cylinder(void) {
-    const ns_morph_point pts[2] = {{0, 0, 0, 10, 1, -1, 1, 1}, {20, 0, 0, 10, 1, 0, 2, 2}};
-    ns_morph_t *morph = NULL;
-    ns_cell_t *cell = NULL;
-    CHECK_OK(ns_morph_from_points("cylinder", pts, 2, &morph));
-    ns_discretize_options o;
-    ns_discretize_options_init(&o);
-    o.rule = NS_NSEG_ONE;
-    if (morph) CHECK_OK(ns_discretize(morph, &o, &cell));
-    ns_morph_destroy(morph);
-    return cell;
 }
 
 static ns_mpi_sim_t *passive_mpi(const ns_cell_t *cell, int64_t n_cells) {
@@ -423,7 +400,7 @@ static void test_ties(const ns_cell_t *cell) {
         for (size_t w_ = 0; w_ < sizeof want_ / sizeof *want_; ++w_)                                      \
             CHECK_MSG(strstr(ns_last_error(), want_[w_]) != NULL, "%s: '%s' not in '%s'", #expr, want_[w_], \
                       ns_last_error());                                                                    \
-        CHECK_MSG(same_everywhere(ns_last_error()), "%s: the message differs between processes: %s", #expr,   \
+        CHECK_MSG(same_text_everywhere(ns_last_error()), "%s: the message differs between processes: %s", #expr,   \
                   ns_last_error());                                                                        \
     } while (0)
 
@@ -528,7 +505,7 @@ int main(int argc, char **argv) {
     test_reference("ring8_ca1_ko20x-07.csv");
     test_reference("ring8_short_delays.csv");
     test_reference("random16_ca1.csv");
-    ns_cell_t *cell = cylinder();
+    ns_cell_t *cell = test_cylinder();
     if (cell) {
         test_chain(cell);
         test_poisson(cell);

@@ -23,6 +23,7 @@
 #include "cable/builtin/builtin.h"
 #include "cable/model_impl.h"
 #include "check.h"
+#include "cell_cylinder.h"
 #include "neurosolve/neurosolve.h"
 #include "neurosolve/nmodl.h"
 #include "test_tmpdir.h"
@@ -453,20 +454,6 @@ out:
     free(rows);
 }
 
-/* One compartment (a cylinder L = diam = 20 um, nseg 1) at d = 0. */
-static ns_cell_t *one_compartment(void) {
-    const ns_morph_point pts[2] = {{0, 0, 0, 10, 1, -1, 1, 1}, {20, 0, 0, 10, 1, 0, 2, 2}};
-    ns_morph_t *morph = NULL;
-    ns_cell_t *cell = NULL;
-    CHECK_OK(ns_morph_from_points("cylinder", pts, 2, &morph));
-    ns_discretize_options o;
-    ns_discretize_options_init(&o);
-    o.rule = NS_NSEG_ONE;
-    if (morph) CHECK_OK(ns_discretize(morph, &o, &cell));
-    ns_morph_destroy(morph);
-    return cell;
-}
-
 /* g_pas = EXPR at d = 0 on the one-compartment cell; NAN on an error. */
 static double eval_at0(const ns_cell_t *cell, const char *expr, ns_status *status) {
     ns_sim_model_t *m = NULL;
@@ -686,16 +673,6 @@ static void ion_values_per_node(ns_cell_t *const *cells) {
 
 /* ------------------------------------------------------ 4. bad input */
 
-#define EXPECT(call, status, ...)                                                                              \
-    do {                                                                                                       \
-        const ns_status s_ = (call);                                                                           \
-        CHECK_MSG(s_ == (status), "%s: %s (%s)", #call, ns_status_string(s_), ns_last_error());                \
-        const char *needles_[] = {__VA_ARGS__};                                                                \
-        for (size_t q_ = 0; q_ < sizeof needles_ / sizeof *needles_; ++q_)                                     \
-            CHECK_MSG(strstr(ns_last_error(), needles_[q_]) != NULL, "%s: '%s' not in \"%s\"", #call,          \
-                      needles_[q_], ns_last_error());                                                          \
-    } while (0)
-
 static ns_status create_with(const char *text, const ns_cell_t *cell, ns_sim_t **sim) {
     ns_sim_model_t *m = model_of(text, "t.model");
     *sim = NULL;
@@ -717,37 +694,37 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
     CHECK_OK(ns_sim_model_create(NULL, &m));
     if (!m) return;
     /* NULL arguments */
-    EXPECT(ns_sim_model_create(NULL, NULL), NS_ERR_INVALID_ARGUMENT, "ns_sim_model_create");
-    EXPECT(ns_sim_model_insert(NULL, "all", "pas"), NS_ERR_INVALID_ARGUMENT, "NULL");
-    EXPECT(ns_sim_model_insert(m, NULL, "pas"), NS_ERR_INVALID_ARGUMENT, "region", "soma, axon");
-    EXPECT(ns_sim_model_insert(m, "all", NULL), NS_ERR_INVALID_ARGUMENT, "NULL");
-    EXPECT(ns_sim_model_set(NULL, "all", "g_pas", "1"), NS_ERR_INVALID_ARGUMENT, "NULL");
-    EXPECT(ns_sim_model_set(m, "all", NULL, "1"), NS_ERR_INVALID_ARGUMENT, "NULL");
-    EXPECT(ns_sim_model_set(m, "all", "g_pas", NULL), NS_ERR_INVALID_ARGUMENT, "NULL");
-    EXPECT(ns_sim_model_set_global(NULL, "usetable_hh", 0), NS_ERR_INVALID_ARGUMENT, "NULL");
-    EXPECT(ns_sim_model_set_global(m, NULL, 0), NS_ERR_INVALID_ARGUMENT, "NULL");
-    EXPECT(ns_sim_model_parse(NULL, "", 0, "x"), NS_ERR_INVALID_ARGUMENT, "NULL");
-    EXPECT(ns_sim_model_parse(m, NULL, 4, "x"), NS_ERR_INVALID_ARGUMENT, "NULL");
-    EXPECT(ns_sim_model_read(m, NULL), NS_ERR_INVALID_ARGUMENT, "NULL");
-    EXPECT(ns_sim_model_read(NULL, "x"), NS_ERR_INVALID_ARGUMENT, "NULL");
+    CHECK_FAILS(ns_sim_model_create(NULL, NULL), NS_ERR_INVALID_ARGUMENT, "ns_sim_model_create");
+    CHECK_FAILS(ns_sim_model_insert(NULL, "all", "pas"), NS_ERR_INVALID_ARGUMENT, "NULL");
+    CHECK_FAILS(ns_sim_model_insert(m, NULL, "pas"), NS_ERR_INVALID_ARGUMENT, "region", "soma, axon");
+    CHECK_FAILS(ns_sim_model_insert(m, "all", NULL), NS_ERR_INVALID_ARGUMENT, "NULL");
+    CHECK_FAILS(ns_sim_model_set(NULL, "all", "g_pas", "1"), NS_ERR_INVALID_ARGUMENT, "NULL");
+    CHECK_FAILS(ns_sim_model_set(m, "all", NULL, "1"), NS_ERR_INVALID_ARGUMENT, "NULL");
+    CHECK_FAILS(ns_sim_model_set(m, "all", "g_pas", NULL), NS_ERR_INVALID_ARGUMENT, "NULL");
+    CHECK_FAILS(ns_sim_model_set_global(NULL, "usetable_hh", 0), NS_ERR_INVALID_ARGUMENT, "NULL");
+    CHECK_FAILS(ns_sim_model_set_global(m, NULL, 0), NS_ERR_INVALID_ARGUMENT, "NULL");
+    CHECK_FAILS(ns_sim_model_parse(NULL, "", 0, "x"), NS_ERR_INVALID_ARGUMENT, "NULL");
+    CHECK_FAILS(ns_sim_model_parse(m, NULL, 4, "x"), NS_ERR_INVALID_ARGUMENT, "NULL");
+    CHECK_FAILS(ns_sim_model_read(m, NULL), NS_ERR_INVALID_ARGUMENT, "NULL");
+    CHECK_FAILS(ns_sim_model_read(NULL, "x"), NS_ERR_INVALID_ARGUMENT, "NULL");
     ns_sim_model_destroy(NULL); /* safe */
     CHECK_OK(ns_sim_model_parse(m, NULL, 0, "empty")); /* nothing to do */
     /* unknown region, mechanism, names */
-    EXPECT(ns_sim_model_insert(m, "somma", "pas"), NS_ERR_INVALID_ARGUMENT, "'somma'",
+    CHECK_FAILS(ns_sim_model_insert(m, "somma", "pas"), NS_ERR_INVALID_ARGUMENT, "'somma'",
            "soma, axon, basal, apical, other, dend, all, sec:K", "swc:ID");
-    EXPECT(ns_sim_model_insert(m, "sec:-1", "pas"), NS_ERR_INVALID_ARGUMENT, "'sec:-1'");
-    EXPECT(ns_sim_model_insert(m, "swc:12x", "pas"), NS_ERR_INVALID_ARGUMENT, "'swc:12x'");
-    EXPECT(ns_sim_model_set(m, "dendrite", "g_pas", "1"), NS_ERR_INVALID_ARGUMENT, "'dendrite'");
-    EXPECT(ns_sim_model_insert(m, "all", "kdr"), NS_ERR_INVALID_ARGUMENT, "'kdr'", "pas, hh, ExpSyn, Exp2Syn");
-    EXPECT(ns_sim_model_insert(m, "all", "ExpSyn"), NS_ERR_UNSUPPORTED, "ExpSyn", "POINT_PROCESS");
-    EXPECT(ns_sim_model_set(m, "all", "m_hh", "0.5"), NS_ERR_INVALID_ARGUMENT, "m_hh", "not a PARAMETER");
-    EXPECT(ns_sim_model_set(m, "all", "gnabarr_hh", "0.5"), NS_ERR_INVALID_ARGUMENT, "gnabarr_hh", "gnabar, gkbar, gl, el");
-    EXPECT(ns_sim_model_set(m, "all", "g_kdr", "0.5"), NS_ERR_INVALID_ARGUMENT, "'g_kdr'", "pas, hh");
-    EXPECT(ns_sim_model_set(m, "all", "conductance", "0.5"), NS_ERR_INVALID_ARGUMENT, "'conductance'", "eX, Xi, Xo");
-    EXPECT(ns_sim_model_set_global(m, "usetable_kdr", 0), NS_ERR_INVALID_ARGUMENT, "usetable_kdr");
-    EXPECT(ns_sim_model_set_global(m, "nosuch_hh", 0), NS_ERR_INVALID_ARGUMENT, "nosuch_hh", "usetable");
-    EXPECT(ns_sim_model_set_global(m, "usetable_hh", NAN), NS_ERR_INVALID_ARGUMENT, "usetable_hh", "finite");
-    EXPECT(ns_sim_model_read(m, "/nonexistent/dir/m.model"), NS_ERR_IO, "/nonexistent/dir/m.model");
+    CHECK_FAILS(ns_sim_model_insert(m, "sec:-1", "pas"), NS_ERR_INVALID_ARGUMENT, "'sec:-1'");
+    CHECK_FAILS(ns_sim_model_insert(m, "swc:12x", "pas"), NS_ERR_INVALID_ARGUMENT, "'swc:12x'");
+    CHECK_FAILS(ns_sim_model_set(m, "dendrite", "g_pas", "1"), NS_ERR_INVALID_ARGUMENT, "'dendrite'");
+    CHECK_FAILS(ns_sim_model_insert(m, "all", "kdr"), NS_ERR_INVALID_ARGUMENT, "'kdr'", "pas, hh, ExpSyn, Exp2Syn");
+    CHECK_FAILS(ns_sim_model_insert(m, "all", "ExpSyn"), NS_ERR_UNSUPPORTED, "ExpSyn", "POINT_PROCESS");
+    CHECK_FAILS(ns_sim_model_set(m, "all", "m_hh", "0.5"), NS_ERR_INVALID_ARGUMENT, "m_hh", "not a PARAMETER");
+    CHECK_FAILS(ns_sim_model_set(m, "all", "gnabarr_hh", "0.5"), NS_ERR_INVALID_ARGUMENT, "gnabarr_hh", "gnabar, gkbar, gl, el");
+    CHECK_FAILS(ns_sim_model_set(m, "all", "g_kdr", "0.5"), NS_ERR_INVALID_ARGUMENT, "'g_kdr'", "pas, hh");
+    CHECK_FAILS(ns_sim_model_set(m, "all", "conductance", "0.5"), NS_ERR_INVALID_ARGUMENT, "'conductance'", "eX, Xi, Xo");
+    CHECK_FAILS(ns_sim_model_set_global(m, "usetable_kdr", 0), NS_ERR_INVALID_ARGUMENT, "usetable_kdr");
+    CHECK_FAILS(ns_sim_model_set_global(m, "nosuch_hh", 0), NS_ERR_INVALID_ARGUMENT, "nosuch_hh", "usetable");
+    CHECK_FAILS(ns_sim_model_set_global(m, "usetable_hh", NAN), NS_ERR_INVALID_ARGUMENT, "usetable_hh", "finite");
+    CHECK_FAILS(ns_sim_model_read(m, "/nonexistent/dir/m.model"), NS_ERR_IO, "/nonexistent/dir/m.model");
     /* none of the failed calls added a statement: an empty model resolves
      * to no mechanisms */
     {
@@ -790,7 +767,7 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
         ns_sim_params_init(&p);
         sim_model *r = NULL;
         const ns_cell_t *shapes[1] = {one};
-        EXPECT(ns_sim_model_resolve(m2, 1, shapes, &p, &r), NS_ERR_INVALID_ARGUMENT, "m.model:2:",
+        CHECK_FAILS(ns_sim_model_resolve(m2, 1, shapes, &p, &r), NS_ERR_INVALID_ARGUMENT, "m.model:2:",
                "global.usetable_hh", "hh is not inserted anywhere");
         CHECK(r == NULL);
         ns_sim_model_destroy(m2);
@@ -802,7 +779,7 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
         const char *first = "all.insert = pas\nall.g_pas = 7e-5\n";
         const char *second = "soma.g_pas = 3e-5\nsoma.insert = hh\nsoma.e_pas = (1\n";
         CHECK_OK(ns_sim_model_parse(m2, first, strlen(first), "first.model"));
-        EXPECT(ns_sim_model_parse(m2, second, strlen(second), "second.model"), NS_ERR_PARSE, "second.model:3:",
+        CHECK_FAILS(ns_sim_model_parse(m2, second, strlen(second), "second.model"), NS_ERR_PARSE, "second.model:3:",
                "expected ')'");
         ns_sim_params p;
         ns_sim_params_init(&p);
@@ -818,7 +795,7 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
         }
         ns_sim_model_free(r);
         /* a NUL byte */
-        EXPECT(ns_sim_model_parse(m2, "all.g_pas = 1\0x", 15, "nul.model"), NS_ERR_PARSE, "nul.model", "NUL");
+        CHECK_FAILS(ns_sim_model_parse(m2, "all.g_pas = 1\0x", 15, "nul.model"), NS_ERR_PARSE, "nul.model", "NUL");
         ns_sim_model_destroy(m2);
     }
     ns_sim_model_destroy(m);
@@ -827,25 +804,25 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
      * (names the statement, compartment and region), a value that is not
      * finite somewhere (names the compartment), an ion no mechanism uses */
     ns_sim_t *sim = NULL;
-    EXPECT(create_with("soma.insert = pas\nall.g_pas = 1e-4\n", l5, &sim), NS_ERR_INVALID_ARGUMENT,
+    CHECK_FAILS(create_with("soma.insert = pas\nall.g_pas = 1e-4\n", l5, &sim), NS_ERR_INVALID_ARGUMENT,
            "shape 0: t.model:2: all.g_pas: pas is not inserted at compartment", "(region ");
     CHECK(sim == NULL);
-    EXPECT(create_with("all.insert = pas\ndend.g_pas = 1e-5*log(d - 1000)\n", l5, &sim), NS_ERR_INVALID_ARGUMENT,
+    CHECK_FAILS(create_with("all.insert = pas\ndend.g_pas = 1e-5*log(d - 1000)\n", l5, &sim), NS_ERR_INVALID_ARGUMENT,
            "shape 0: t.model:2: dend.g_pas is ", "nan at compartment", "d = ");
     CHECK(sim == NULL);
-    EXPECT(create_with("all.insert = pas\nall.g_pas = 1/d\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "shape 0: t.model:2: all.g_pas is inf at compartment", "(d = 0 um)");
-    EXPECT(create_with("all.g_pas = 1e-4\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "t.model:1: all.g_pas",
+    CHECK_FAILS(create_with("all.insert = pas\nall.g_pas = 1/d\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "shape 0: t.model:2: all.g_pas is inf at compartment", "(d = 0 um)");
+    CHECK_FAILS(create_with("all.g_pas = 1e-4\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "t.model:1: all.g_pas",
            "pas is not inserted anywhere"); /* found by fuzz_model: the mechanism's index was -1 */
     CHECK(sim == NULL);
-    EXPECT(create_with("all.insert = pas\nall.ena = 60\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "t.model:2",
+    CHECK_FAILS(create_with("all.insert = pas\nall.ena = 60\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "t.model:2",
            "all.ena", "no inserted mechanism uses the ion na");
     CHECK(sim == NULL);
     /* the model's simulation: no checkpoint (the mechanisms' states are not saved) */
     CHECK_OK(create_with("all.insert = hh pas\n", one, &sim));
     if (sim) {
         char *path = tmp("model.ckpt");
-        EXPECT(ns_sim_save_state(sim, path), NS_ERR_UNSUPPORTED, "model");
-        EXPECT(ns_sim_restore_state(sim, path), NS_ERR_UNSUPPORTED, "model", "cannot be restored");
+        CHECK_FAILS(ns_sim_save_state(sim, path), NS_ERR_UNSUPPORTED, "model");
+        CHECK_FAILS(ns_sim_restore_state(sim, path), NS_ERR_UNSUPPORTED, "model", "cannot be restored");
         FILE *f = fopen(path, "rb");
         CHECK_MSG(f == NULL, "a refused checkpoint left %s", path);
         if (f) fclose(f);
@@ -854,9 +831,9 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
         double *buf = calloc((size_t)nc, sizeof *buf);
         CHECK_OK(ns_sim_read_var(sim, NS_SIM_VAR_V, buf, NULL));
         CHECK(buf && buf[0] == -65.0);
-        EXPECT(ns_sim_read_var(sim, NS_SIM_VAR_HH_M, buf, NULL), NS_ERR_UNSUPPORTED, "no built-in hh gates");
-        EXPECT(ns_sim_write_var(sim, NS_SIM_VAR_HH_N, buf, NULL), NS_ERR_UNSUPPORTED, "no built-in hh gates");
-        EXPECT(ns_sim_set_state(sim, 0, NULL, buf, NULL, NULL), NS_ERR_UNSUPPORTED, "m, h, n must be NULL");
+        CHECK_FAILS(ns_sim_read_var(sim, NS_SIM_VAR_HH_M, buf, NULL), NS_ERR_UNSUPPORTED, "no built-in hh gates");
+        CHECK_FAILS(ns_sim_write_var(sim, NS_SIM_VAR_HH_N, buf, NULL), NS_ERR_UNSUPPORTED, "no built-in hh gates");
+        CHECK_FAILS(ns_sim_set_state(sim, 0, NULL, buf, NULL, NULL), NS_ERR_UNSUPPORTED, "m, h, n must be NULL");
         CHECK_OK(ns_sim_set_state(sim, 0, buf, NULL, NULL, NULL));
         free(buf);
         /* and it runs: a model of hh and pas on one compartment */
@@ -930,12 +907,12 @@ static void model_var_reads(const ns_cell_t *cell) {
            (long long)bad);
     CHECK_MSG(worst <= 1e-9 && bad == 0, "gates differ by %g, %lld wrong values", worst, (long long)bad);
     /* refusals */
-    EXPECT(ns_sim_get_model_var(gen, 0, "m_NaTs2_t", x), NS_ERR_INVALID_ARGUMENT, "'m_NaTs2_t'", "hh", "ena");
-    EXPECT(ns_sim_get_model_var(gen, 0, "q_hh", x), NS_ERR_INVALID_ARGUMENT, "q", "minf");
-    EXPECT(ns_sim_get_model_var(gen, 0, "ina", x), NS_ERR_UNSUPPORTED, "no mechanism reads the current of na");
-    EXPECT(ns_sim_get_model_var(gen, 3, "m_hh", x), NS_ERR_INVALID_ARGUMENT, "cell 3 of 3");
-    EXPECT(ns_sim_get_model_var(hand, 0, "m_hh", x), NS_ERR_INVALID_ARGUMENT, "has no model");
-    EXPECT(ns_sim_get_model_var(gen, 0, NULL, x), NS_ERR_INVALID_ARGUMENT, "NULL");
+    CHECK_FAILS(ns_sim_get_model_var(gen, 0, "m_NaTs2_t", x), NS_ERR_INVALID_ARGUMENT, "'m_NaTs2_t'", "hh", "ena");
+    CHECK_FAILS(ns_sim_get_model_var(gen, 0, "q_hh", x), NS_ERR_INVALID_ARGUMENT, "q", "minf");
+    CHECK_FAILS(ns_sim_get_model_var(gen, 0, "ina", x), NS_ERR_UNSUPPORTED, "no mechanism reads the current of na");
+    CHECK_FAILS(ns_sim_get_model_var(gen, 3, "m_hh", x), NS_ERR_INVALID_ARGUMENT, "cell 3 of 3");
+    CHECK_FAILS(ns_sim_get_model_var(hand, 0, "m_hh", x), NS_ERR_INVALID_ARGUMENT, "has no model");
+    CHECK_FAILS(ns_sim_get_model_var(gen, 0, NULL, x), NS_ERR_INVALID_ARGUMENT, "NULL");
     free(m);
     ns_sim_destroy(hand);
     ns_sim_destroy(gen);
@@ -983,7 +960,7 @@ static void section_selectors(const ns_cell_t *cell) {
     ns_sim_params p;
     ns_sim_params_init(&p);
     const ns_cell_t *shapes[1] = {cell};
-    EXPECT(ns_sim_model_resolve(m, 1, shapes, &p, &r), NS_ERR_INVALID_ARGUMENT, "nosec.model:2:",
+    CHECK_FAILS(ns_sim_model_resolve(m, 1, shapes, &p, &r), NS_ERR_INVALID_ARGUMENT, "nosec.model:2:",
            "is no section with membrane of any shape");
     CHECK(r == NULL);
     ns_sim_model_destroy(m);
@@ -1067,7 +1044,7 @@ int main(void) {
     table_lookup_is_nocmodls();
     ns_cell_t *cells[3] = {NULL, NULL, NULL};
     for (int k = 0; k < 3; ++k) cells[k] = load_cell(SHAPES[k]);
-    ns_cell_t *one = one_compartment();
+    ns_cell_t *one = test_cylinder();
     if (cells[0] && cells[1] && cells[2] && one) {
         model_equals_handwritten(cells);
         distances_against_neuron(cells[0], "l5pc_bbp_axon", 1);

@@ -19,6 +19,7 @@
 
 #include "cable/builtin/builtin.h"
 #include "check.h"
+#include "cell_cylinder.h"
 #include "neurosolve/neurosolve.h"
 #include "neurosolve/nmodl.h"
 #include "nmodl_driver.h"
@@ -28,15 +29,7 @@
 
 /* One compartment: a soma cylinder L = diam = 20 um, nseg 1 (the driver's). */
 static ns_cell_t *one_compartment(int32_t *node) {
-    const ns_morph_point pts[2] = {{0, 0, 0, 10, 1, -1, 1, 1}, {20, 0, 0, 10, 1, 0, 2, 2}};
-    ns_morph_t *morph = NULL;
-    ns_cell_t *cell = NULL;
-    CHECK_OK(ns_morph_from_points("cylinder", pts, 2, &morph));
-    ns_discretize_options o;
-    ns_discretize_options_init(&o);
-    o.rule = NS_NSEG_ONE;
-    if (morph) CHECK_OK(ns_discretize(morph, &o, &cell));
-    ns_morph_destroy(morph);
+    ns_cell_t *cell = test_cylinder();
     if (!cell) return NULL;
     ns_section_info si;
     CHECK_OK(ns_cell_get_section(cell, 0, &si));

@@ -19,31 +19,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "cell_cylinder.h"
 #include "neurosolve/neurosolve.h"
-
-#define EXPECT(expr, status, ...)                                                                          \
-    do {                                                                                                   \
-        const ns_status s_ = (expr);                                                                       \
-        const char *want_[] = {__VA_ARGS__};                                                               \
-        CHECK_MSG(s_ == (status), "%s gave %s: %s", #expr, ns_status_string(s_), ns_last_error());         \
-        for (size_t w_ = 0; w_ < sizeof want_ / sizeof *want_; ++w_)                                      \
-            CHECK_MSG(strstr(ns_last_error(), want_[w_]) != NULL, "%s: '%s' not in '%s'", #expr, want_[w_], \
-                      ns_last_error());                                                                    \
-    } while (0)
-
-/* One compartment (a 20 um by 20 um cylinder, NS_NSEG_ONE). */
-static ns_cell_t *cylinder(void) {
-    const ns_morph_point pts[2] = {{0, 0, 0, 10, 1, -1, 1, 1}, {20, 0, 0, 10, 1, 0, 2, 2}};
-    ns_morph_t *morph = NULL;
-    ns_cell_t *cell = NULL;
-    CHECK_OK(ns_morph_from_points("cylinder", pts, 2, &morph));
-    ns_discretize_options o;
-    ns_discretize_options_init(&o);
-    o.rule = NS_NSEG_ONE;
-    if (morph) CHECK_OK(ns_discretize(morph, &o, &cell));
-    ns_morph_destroy(morph);
-    return cell;
-}
 
 static ns_sim_t *make_sim_dt(const ns_cell_t *cell, int64_t n, const char *model_text, int threads, double dt) {
     ns_sim_model_t *m = NULL;
@@ -226,7 +203,7 @@ static void test_groups(const ns_cell_t *cell) {
 #define BAD_PARSE(text, ...)                                                                                    \
     do {                                                                                                        \
         ns_network_t *n_ = (ns_network_t *)1;                                                                   \
-        EXPECT(ns_network_parse(text, strlen(text), "bad.net", NULL, &n_), NS_ERR_PARSE, __VA_ARGS__);          \
+        CHECK_FAILS(ns_network_parse(text, strlen(text), "bad.net", NULL, &n_), NS_ERR_PARSE, __VA_ARGS__);          \
         CHECK(n_ == NULL);                                                                                      \
     } while (0)
 
@@ -270,10 +247,10 @@ static void test_errors(const ns_cell_t *cell) {
     {
         const char nul[] = "cells c 1 x.swc\n\0";
         ns_network_t *n = NULL;
-        EXPECT(ns_network_parse(nul, sizeof nul - 1, "bad.net", NULL, &n), NS_ERR_PARSE, "NUL");
+        CHECK_FAILS(ns_network_parse(nul, sizeof nul - 1, "bad.net", NULL, &n), NS_ERR_PARSE, "NUL");
     }
     ns_network_t *n = NULL;
-    EXPECT(ns_network_read("/nonexistent/x.net", &n), NS_ERR_IO, "/nonexistent/x.net");
+    CHECK_FAILS(ns_network_read("/nonexistent/x.net", &n), NS_ERR_IO, "/nonexistent/x.net");
     /* apply errors: FILE:LINE and the element, from the simulation's checks */
     const char *model = "all.insert = pas\n";
     struct {
@@ -303,13 +280,13 @@ static void test_errors(const ns_cell_t *cell) {
     /* the model line's errors name the network file's line */
     ns_network_t *net = parse("cells c 1 x.swc\n\nmodel: all.insert = hh kdr\n");
     ns_sim_model_t *m = NULL;
-    if (net) EXPECT(ns_network_model(net, NULL, &m), NS_ERR_INVALID_ARGUMENT, "t.net:3:", "no mechanism 'kdr'");
+    if (net) CHECK_FAILS(ns_network_model(net, NULL, &m), NS_ERR_INVALID_ARGUMENT, "t.net:3:", "no mechanism 'kdr'");
     CHECK(m == NULL);
     /* create_sim: no model at all; a morphology that is not there */
     ns_network_destroy(net);
     net = parse("cells c 1 /nonexistent/cell.swc\n");
     ns_sim_t *sim = NULL;
-    if (net) EXPECT(ns_network_create_sim(net, NULL, NULL, NULL, NULL, &sim), NS_ERR_INVALID_ARGUMENT, "no model");
+    if (net) CHECK_FAILS(ns_network_create_sim(net, NULL, NULL, NULL, NULL, &sim), NS_ERR_INVALID_ARGUMENT, "no model");
     ns_network_destroy(net);
     net = parse("cells c 1 /nonexistent/cell.swc\nmodel: all.insert = pas\n");
     if (net) {
@@ -464,13 +441,13 @@ static void test_poisson(const ns_cell_t *cell) {
     ns_sim_t *sim = make_sim(cell, 1, "all.insert = pas\n", 0);
     if (sim) {
         int64_t id = -1;
-        EXPECT(ns_sim_add_poisson_source(sim, -1.0, 0, 10, 1, &id), NS_ERR_INVALID_ARGUMENT, "rate -1");
-        EXPECT(ns_sim_add_poisson_source(sim, NAN, 0, 10, 1, &id), NS_ERR_INVALID_ARGUMENT, "rate");
-        EXPECT(ns_sim_add_poisson_source(sim, 2e6, 0, 10, 1, &id), NS_ERR_INVALID_ARGUMENT, "rate 2e+06", "1e6");
-        EXPECT(ns_sim_add_poisson_source(sim, 10, -1, 10, 1, &id), NS_ERR_INVALID_ARGUMENT, "start -1");
-        EXPECT(ns_sim_add_poisson_source(sim, 10, 5, 4, 1, &id), NS_ERR_INVALID_ARGUMENT, "stop 4");
-        EXPECT(ns_sim_add_poisson_source(sim, 10, 5, NAN, 1, &id), NS_ERR_INVALID_ARGUMENT, "stop");
-        EXPECT(ns_sim_add_poisson_source(NULL, 10, 5, 6, 1, &id), NS_ERR_INVALID_ARGUMENT, "sim is NULL");
+        CHECK_FAILS(ns_sim_add_poisson_source(sim, -1.0, 0, 10, 1, &id), NS_ERR_INVALID_ARGUMENT, "rate -1");
+        CHECK_FAILS(ns_sim_add_poisson_source(sim, NAN, 0, 10, 1, &id), NS_ERR_INVALID_ARGUMENT, "rate");
+        CHECK_FAILS(ns_sim_add_poisson_source(sim, 2e6, 0, 10, 1, &id), NS_ERR_INVALID_ARGUMENT, "rate 2e+06", "1e6");
+        CHECK_FAILS(ns_sim_add_poisson_source(sim, 10, -1, 10, 1, &id), NS_ERR_INVALID_ARGUMENT, "start -1");
+        CHECK_FAILS(ns_sim_add_poisson_source(sim, 10, 5, 4, 1, &id), NS_ERR_INVALID_ARGUMENT, "stop 4");
+        CHECK_FAILS(ns_sim_add_poisson_source(sim, 10, 5, NAN, 1, &id), NS_ERR_INVALID_ARGUMENT, "stop");
+        CHECK_FAILS(ns_sim_add_poisson_source(NULL, 10, 5, 6, 1, &id), NS_ERR_INVALID_ARGUMENT, "sim is NULL");
         CHECK(ns_sim_sources(sim) == 0);
         /* rate 0: a source without spikes */
         CHECK_OK(ns_sim_add_poisson_source(sim, 0.0, 0, INFINITY, 1, &id));
@@ -484,7 +461,7 @@ static void test_poisson(const ns_cell_t *cell) {
 }
 
 int main(void) {
-    ns_cell_t *cell = cylinder();
+    ns_cell_t *cell = test_cylinder();
     if (cell) {
         test_ring(cell);
         test_groups(cell);

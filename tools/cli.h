@@ -140,6 +140,19 @@ const double *cli_sim_spikes(const cli_sim *sim, int64_t cell, int64_t *count);
 const double *cli_sim_traces(const cli_sim *sim, int64_t *samples, int32_t *sites);
 ns_backend cli_sim_backend(const cli_sim *sim);
 ns_hines_method cli_sim_method(const cli_sim *sim);
+/* A network file's synapses, sources and connections (ns_network_apply, or
+ * under MPI the collective ns_network_apply_mpi: the same calls, a failure
+ * agreed by every process), then cli_sim_init (ns_sim_init /
+ * ns_mpi_sim_init) after the stimuli and recordings. The sources' rasters
+ * answer after cli_sim_finish (under MPI on rank 0 only); the counts and a
+ * source's cell on every process. */
+ns_status cli_sim_apply_network(cli_sim *sim, const ns_network_t *net, const ns_cell_t *const *shapes);
+ns_status cli_sim_init(cli_sim *sim);
+int64_t cli_sim_synapses(const cli_sim *sim);
+int64_t cli_sim_sources(const cli_sim *sim);
+int64_t cli_sim_connections(const cli_sim *sim);
+int64_t cli_sim_source_cell(const cli_sim *sim, int64_t source);
+const double *cli_sim_source_spikes(const cli_sim *sim, int64_t source, int64_t *count);
 /* The one ns_sim_t of a run in one process (checkpoints); NULL under MPI. */
 ns_sim_t *cli_sim_local(cli_sim *sim);
 

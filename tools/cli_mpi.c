@@ -228,6 +228,21 @@ ns_sim_t *cli_sim_local(cli_sim *s) { return s->dist ? NULL : s->local; }
 ns_hines_method cli_sim_method(const cli_sim *s) {
     return s->dist ? ns_mpi_sim_method(s->dist) : ns_sim_method(s->local);
 }
+ns_status cli_sim_apply_network(cli_sim *s, const ns_network_t *net, const ns_cell_t *const *shapes) {
+    return s->dist ? ns_network_apply_mpi(net, s->dist, shapes) : ns_network_apply(net, s->local, shapes);
+}
+ns_status cli_sim_init(cli_sim *s) { return s->dist ? ns_mpi_sim_init(s->dist) : ns_sim_init(s->local); }
+int64_t cli_sim_synapses(const cli_sim *s) { return s->dist ? ns_mpi_sim_synapses(s->dist) : ns_sim_synapses(s->local); }
+int64_t cli_sim_sources(const cli_sim *s) { return s->dist ? ns_mpi_sim_sources(s->dist) : ns_sim_sources(s->local); }
+int64_t cli_sim_connections(const cli_sim *s) {
+    return s->dist ? ns_mpi_sim_connections(s->dist) : ns_sim_connections(s->local);
+}
+int64_t cli_sim_source_cell(const cli_sim *s, int64_t source) {
+    return s->dist ? ns_mpi_sim_source_cell(s->dist, source) : ns_sim_source_cell(s->local, source);
+}
+const double *cli_sim_source_spikes(const cli_sim *s, int64_t source, int64_t *count) {
+    return s->dist ? ns_mpi_sim_source_spikes(s->dist, source, count) : ns_sim_source_spikes(s->local, source, count);
+}
 
 #else /* no MPI: single-process pass-throughs */
 
@@ -293,4 +308,15 @@ const double *cli_sim_traces(const cli_sim *s, int64_t *samples, int32_t *sites)
 ns_backend cli_sim_backend(const cli_sim *s) { return ns_sim_backend(s->local); }
 ns_hines_method cli_sim_method(const cli_sim *s) { return ns_sim_method(s->local); }
 ns_sim_t *cli_sim_local(cli_sim *s) { return s->local; }
+ns_status cli_sim_apply_network(cli_sim *s, const ns_network_t *net, const ns_cell_t *const *shapes) {
+    return ns_network_apply(net, s->local, shapes);
+}
+ns_status cli_sim_init(cli_sim *s) { return ns_sim_init(s->local); }
+int64_t cli_sim_synapses(const cli_sim *s) { return ns_sim_synapses(s->local); }
+int64_t cli_sim_sources(const cli_sim *s) { return ns_sim_sources(s->local); }
+int64_t cli_sim_connections(const cli_sim *s) { return ns_sim_connections(s->local); }
+int64_t cli_sim_source_cell(const cli_sim *s, int64_t source) { return ns_sim_source_cell(s->local, source); }
+const double *cli_sim_source_spikes(const cli_sim *s, int64_t source, int64_t *count) {
+    return ns_sim_source_spikes(s->local, source, count);
+}
 #endif

@@ -37,7 +37,9 @@ static const char *help_text =
     "                         model, synapses, detectors, spike trains, Poisson sources and\n"
     "                         connections; no SHAPE or --cells then. CPU backend (the default\n"
     "                         with --network); no current clamp unless --iclamp is given;\n"
-    "                         spikes.csv is the raster of the sources (source, cell, time)\n"
+    "                         spikes.csv is the raster of the sources (source, cell, time);\n"
+    "                         under mpirun the cells are spread over the processes, with\n"
+    "                         the same files\n"
     "  --iclamp LOC:DEL:DUR:AMP\n"
     "                         a current clamp in every cell [ms, ms, nA]; AMP `auto` = 1.5e-4 nA\n"
     "                         per um^2 of the cell's membrane (repetitive firing with hh\n"
@@ -225,12 +227,12 @@ static int cmp_raster(const void *a, const void *b) {
 }
 
 /* The network's raster: every source's spikes, by (time, source); 0 or 1 after printing the error. */
-static int write_raster(FILE *g, ns_sim_t *sim) {
-    const int64_t n_src = ns_sim_sources(sim);
+static int write_raster(FILE *g, const cli_sim *sim) {
+    const int64_t n_src = cli_sim_sources(sim);
     int64_t total = 0;
     for (int64_t s = 0; s < n_src; ++s) {
         int64_t cnt = 0;
-        ns_sim_source_spikes(sim, s, &cnt);
+        cli_sim_source_spikes(sim, s, &cnt);
         total += cnt;
     }
     raster_spike *all = malloc((size_t)(total > 0 ? total : 1) * sizeof *all);
@@ -238,13 +240,13 @@ static int write_raster(FILE *g, ns_sim_t *sim) {
     int64_t n = 0;
     for (int64_t s = 0; s < n_src; ++s) {
         int64_t cnt = 0;
-        const double *x = ns_sim_source_spikes(sim, s, &cnt);
+        const double *x = cli_sim_source_spikes(sim, s, &cnt);
         for (int64_t q = 0; q < cnt; ++q) all[n++] = (raster_spike){x[q], s};
     }
     qsort(all, (size_t)n, sizeof *all, cmp_raster);
     fprintf(g, "source,cell,t_ms\n");
     for (int64_t k = 0; k < n; ++k)
-        fprintf(g, "%lld,%lld,%.17g\n", (long long)all[k].source, (long long)ns_sim_source_cell(sim, all[k].source),
+        fprintf(g, "%lld,%lld,%.17g\n", (long long)all[k].source, (long long)cli_sim_source_cell(sim, all[k].source),
                 all[k].t);
     free(all);
     return 0;
@@ -287,7 +289,7 @@ static int write_results(const char *stem, const char *tag, int all, cli_sim *si
     if (!bad && all) {
         write_npy(ns_output_stream(o[1]), table, samples, sites + 1);
         FILE *g = ns_output_stream(o[2]);
-        if (network) bad = write_raster(g, cli_sim_local(sim));
+        if (network) bad = write_raster(g, sim);
         else fprintf(g, "cell,morphology,t_ms\n");
         for (long long c = 0; c < n_cells && !network; ++c) {
             int64_t cnt;
@@ -477,7 +479,6 @@ int cmd_simulate(int argc, char **argv) {
         if (cells_given) return cli_usage_error(cmd, "--network takes the cells from its file: no --cells");
         if (checkpoint || resume)
             return cli_usage_error(cmd, "--checkpoint and --resume: a network's state is not saved yet");
-        if (cli_mpi_active()) return cli_usage_error(cmd, "--network runs in one process (not under MPI) so far");
         if (!backend_given) so.backend = NS_BACKEND_CPU; /* the CUDA loops have no networks yet */
     } else if (n_specs == 0)
         return cli_usage_error(cmd, "no morphology given (a file, a directory or `bundled`)");
@@ -685,7 +686,7 @@ int cmd_simulate(int argc, char **argv) {
     }
     /* the network's synapses, sources and connections */
     if (net) {
-        st = ns_network_apply(net, cli_sim_local(sim), cells);
+        st = cli_sim_apply_network(sim, net, cells); /* under MPI: collective, a failure agreed */
         if (st != NS_OK) {
             cli_error("network: %s", ns_last_error());
             goto done;
@@ -723,7 +724,7 @@ int cmd_simulate(int argc, char **argv) {
             }
         }
     /* a network takes effect at ns_sim_init (NEURON's finitialize) */
-    if (net && (st = ns_sim_init(cli_sim_local(sim))) != NS_OK) {
+    if (net && (st = cli_sim_init(sim)) != NS_OK) {
         cli_status_error("network", st);
         goto done;
     }
@@ -805,7 +806,7 @@ int cmd_simulate(int argc, char **argv) {
                 fprintf(stderr, "neurosolve: checkpoint at t = %g ms written to %s (continue with --resume %s)\n",
                         done_steps * params.dt, checkpoint, checkpoint);
         }
-        if (cli_mpi_size() > 1) {
+        if (cli_mpi_active()) { /* even one process under mpirun: its results are gathered at the end only */
             fprintf(stderr, "neurosolve: under MPI the partial traces stay with their processes: nothing written\n");
         } else if (out || plot) {
             int64_t kept;
@@ -846,9 +847,9 @@ int cmd_simulate(int argc, char **argv) {
     for (int k = 0; k < set.count; ++k) first_cell[k] = -1;
     for (long long c = n_cells - 1; c >= 0; --c) first_cell[cell_shape[c]] = c;
     long long source_spikes = 0;
-    for (int64_t q = 0; net && q < ns_sim_sources(cli_sim_local(sim)); ++q) {
+    for (int64_t q = 0; net && q < cli_sim_sources(sim); ++q) {
         int64_t cnt;
-        ns_sim_source_spikes(cli_sim_local(sim), q, &cnt);
+        cli_sim_source_spikes(sim, q, &cnt);
         source_spikes += cnt;
     }
     long long total_spikes = 0;
@@ -880,10 +881,9 @@ int cmd_simulate(int argc, char **argv) {
         json_double(&j, "compartment_steps_per_s", sps * (double)comps);
         json_int(&j, "spikes", total_spikes);
         if (net) {
-            ns_sim_t *ls = cli_sim_local(sim);
-            json_int(&j, "synapses", ns_sim_synapses(ls));
-            json_int(&j, "sources", ns_sim_sources(ls));
-            json_int(&j, "connections", ns_sim_connections(ls));
+            json_int(&j, "synapses", cli_sim_synapses(sim));
+            json_int(&j, "sources", cli_sim_sources(sim));
+            json_int(&j, "connections", cli_sim_connections(sim));
             json_int(&j, "source_spikes", source_spikes);
         }
         json_array_begin(&j, "first_cells"); /* the first cell of each morphology */
@@ -911,10 +911,9 @@ int cmd_simulate(int argc, char **argv) {
                sps * (double)comps);
         printf("soma spikes (threshold %g mV): %lld in all cells\n", params.spike_threshold, total_spikes);
         if (net) {
-            ns_sim_t *ls = cli_sim_local(sim);
             printf("network %s: %lld synapses, %lld sources, %lld connections; %lld spikes of the sources\n",
-                   network_file, (long long)ns_sim_synapses(ls), (long long)ns_sim_sources(ls),
-                   (long long)ns_sim_connections(ls), source_spikes);
+                   network_file, (long long)cli_sim_synapses(sim), (long long)cli_sim_sources(sim),
+                   (long long)cli_sim_connections(sim), source_spikes);
         }
         for (int k = 0; k < set.count && k < 20; ++k) {
             int64_t cnt;

@@ -32,6 +32,7 @@
 #include "neurosolve/cable.h"
 #include "neurosolve/hines.h"
 #include "neurosolve/life.h"
+#include "neurosolve/network.h"
 #include "neurosolve/status.h"
 
 #ifdef __cplusplus
@@ -201,10 +202,29 @@ NS_API ns_status ns_mpi_sim_add_poisson_source(ns_mpi_sim_t *sim, double rate_hz
                                                uint64_t seed, int64_t *source);
 NS_API ns_status ns_mpi_sim_connect(ns_mpi_sim_t *sim, int64_t source, int64_t synapse, double weight,
                                     double delay);
+/* A source's cell, as ns_sim_source_cell: a detector's global cell, -1 for
+ * a train or a Poisson source, -2 for an unknown source; the same on every
+ * process. */
+NS_API int64_t ns_mpi_sim_source_cell(const ns_mpi_sim_t *sim, int64_t source);
 /* Global counts (the same on every process). */
 NS_API int64_t ns_mpi_sim_synapses(const ns_mpi_sim_t *sim);
 NS_API int64_t ns_mpi_sim_sources(const ns_mpi_sim_t *sim);
 NS_API int64_t ns_mpi_sim_connections(const ns_mpi_sim_t *sim);
+
+/* Collective. A network file's synapses, sources and connections
+ * (include/neurosolve/network.h, docs/networks.md "Network files") with the
+ * calls above: every process makes the calls ns_network_apply makes on a
+ * single simulation, in the same order with the same arguments (one
+ * traversal serves both), so that ids are the file's (after those the
+ * simulation has) and the run is the single simulation's to the bit.
+ * `sim` has the network's cells (ns_network_cells, cell c of shape
+ * shapes[ns_network_cell_morphology(net)[c]]); `shapes` (every process
+ * passes the same) locate the sections. On failure every process returns
+ * the failure that comes first in the file ("rank R of N: FILE:LINE: ..."
+ * and the element), whichever process found it (a mechanism or parameter
+ * name is checked by the owner of the cell); the simulation may then hold
+ * part of the network: destroy it. ns_mpi_sim_init is still needed. */
+NS_API ns_status ns_network_apply_mpi(const ns_network_t *net, ns_mpi_sim_t *sim, const ns_cell_t *const *shapes);
 
 /* Collective: ns_sim_init / ns_sim_advance on every process, then agree.
  * Without synapses and sources the cells do not interact and nothing else

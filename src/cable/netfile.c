@@ -25,6 +25,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "cable/netfile_apply.h"
 #include "neurosolve/network.h"
 
 /* Limits that keep a bad file from asking for unbounded memory or work. */
@@ -764,13 +765,18 @@ static ns_status at_line(const ns_network_t *net, const stmt *s, ns_status st) {
     return st;
 }
 
-static ns_status apply_connect(const ns_network_t *net, const stmt *s, ns_sim_t *sim, int64_t syn0, int64_t src0) {
+/* The connections of a connect line; *item: the index of the one being made. */
+static ns_status apply_connect(const ns_network_t *net, const stmt *s, const ns_network_calls *t, void *target,
+                               int64_t syn0, int64_t src0, int64_t *item) {
     ns_status st = NS_OK;
+    *item = 0;
     if (!s->pairs) {
         const int64_t n = s->a.n > s->b.n ? s->a.n : s->b.n;
-        for (int64_t k = 0; k < n && st == NS_OK; ++k)
-            st = ns_sim_connect(sim, src0 + s->a.v[s->a.n == 1 ? 0 : k], syn0 + s->b.v[s->b.n == 1 ? 0 : k],
-                                s->weight, s->delay);
+        for (int64_t k = 0; k < n && st == NS_OK; ++k) {
+            *item = k;
+            st = t->connect(target, src0 + s->a.v[s->a.n == 1 ? 0 : k], syn0 + s->b.v[s->b.n == 1 ? 0 : k],
+                            s->weight, s->delay);
+        }
         return at_line(net, s, st);
     }
     /* every pair, source-major; with p < 1 each kept after a draw of the line's own stream */
@@ -790,62 +796,105 @@ static ns_status apply_connect(const ns_network_t *net, const stmt *s, ns_sim_t 
             k += 1 + (int64_t)gap;
         }
         if (k >= pairs) break;
-        st = ns_sim_connect(sim, src0 + s->a.v[k / s->b.n], syn0 + s->b.v[k % s->b.n], s->weight, s->delay);
+        *item = k;
+        st = t->connect(target, src0 + s->a.v[k / s->b.n], syn0 + s->b.v[k % s->b.n], s->weight, s->delay);
     }
     return at_line(net, s, st);
 }
 
-ns_status ns_network_apply(const ns_network_t *net, ns_sim_t *sim, const ns_cell_t *const *shapes) {
-    if (!net || !sim || !shapes) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_apply: NULL argument");
-    if (ns_sim_cells(sim) != net->n_cells)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %lld cells, the simulation has %lld", net->name,
-                       (long long)net->n_cells, (long long)ns_sim_cells(sim));
-    for (int32_t k = 0; k < net->n_morph; ++k)
-        if (!shapes[k]) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_apply: shape %d (%s) is NULL", (int)k, net->morph[k]);
-    /* the simulation's cells have the shapes' sizes (a mismatch would put synapses elsewhere) */
-    for (int64_t c = 0; c < net->n_cells; ++c) {
-        const int64_t size = ns_sim_cell_offset(sim, c + 1) - ns_sim_cell_offset(sim, c);
-        if (size != ns_tree_size(ns_cell_tree(shapes[net->cell_morph[c]])))
-            return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: cell %lld of the simulation has %lld compartments, %s has %d",
-                           net->name, (long long)c, (long long)size, net->morph[net->cell_morph[c]],
-                           (int)ns_tree_size(ns_cell_tree(shapes[net->cell_morph[c]])));
-    }
-    const int64_t syn0 = ns_sim_synapses(sim), src0 = ns_sim_sources(sim);
+ns_status ns_network_apply_calls(const ns_network_t *net, const ns_network_calls *t, void *target,
+                                 const ns_cell_t *const *shapes, ns_network_failure *failed) {
+    if (!net || !t || !target || !shapes)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_apply: NULL argument");
+    ns_network_failure at = {-1, 0};
     ns_status st = NS_OK;
+    if (t->cells(target) != net->n_cells)
+        st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %lld cells, the simulation has %lld", net->name,
+                     (long long)net->n_cells, (long long)t->cells(target));
+    for (int32_t k = 0; k < net->n_morph && st == NS_OK; ++k)
+        if (!shapes[k])
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_apply: shape %d (%s) is NULL", (int)k, net->morph[k]);
+    /* the simulation's cells have the shapes' sizes (a mismatch would put synapses elsewhere) */
+    for (int64_t c = 0; c < net->n_cells && st == NS_OK; ++c) {
+        const int64_t size = t->cell_compartments(target, c);
+        if (size != ns_tree_size(ns_cell_tree(shapes[net->cell_morph[c]])))
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: cell %lld of the simulation has %lld compartments, %s has %d",
+                         net->name, (long long)c, (long long)size, net->morph[net->cell_morph[c]],
+                         (int)ns_tree_size(ns_cell_tree(shapes[net->cell_morph[c]])));
+    }
+    const int64_t syn0 = t->synapses(target), src0 = t->sources(target);
     for (int64_t q = 0; q < net->n_stmts && st == NS_OK; ++q) {
         const stmt *s = &net->stmts[q];
+        at.statement = q;
+        at.item = 0;
         switch (s->kind) {
         case S_SYN:
         case S_DET:
             for (int64_t k = 0; k < s->a.n && st == NS_OK; ++k) {
                 const int64_t c = s->a.v[k];
                 int32_t node = -1;
+                at.item = k;
                 st = locate(net, s, shapes[net->cell_morph[c]], c, &node);
                 if (st != NS_OK) break;
                 if (s->kind == S_DET) {
-                    st = at_line(net, s, ns_sim_add_detector(sim, c, node, s->threshold, NULL));
+                    st = at_line(net, s, t->add_detector(target, c, node, s->threshold, NULL));
                     continue;
                 }
                 int64_t id = -1;
-                st = at_line(net, s, ns_sim_add_synapse(sim, c, node, s->mech, &id));
+                st = at_line(net, s, t->add_synapse(target, c, node, s->mech, &id));
                 for (int p = 0; p < s->n_params && st == NS_OK; ++p)
-                    st = at_line(net, s, ns_sim_synapse_set(sim, id, s->pname[p], s->pvalue[p]));
+                    st = at_line(net, s, t->synapse_set(target, id, s->pname[p], s->pvalue[p]));
             }
             break;
         case S_TRAIN:
-            st = at_line(net, s, ns_sim_add_spike_source(sim, s->times, s->n_times, NULL));
+            st = at_line(net, s, t->add_spike_source(target, s->times, s->n_times, NULL));
             break;
         case S_POISSON:
             /* source k of the line: seed SEED + k */
-            for (int64_t k = 0; k < s->count && st == NS_OK; ++k)
-                st = at_line(net, s, ns_sim_add_poisson_source(sim, s->rate, s->start, s->stop, s->seed + (uint64_t)k, NULL));
+            for (int64_t k = 0; k < s->count && st == NS_OK; ++k) {
+                at.item = k;
+                st = at_line(net, s,
+                             t->add_poisson_source(target, s->rate, s->start, s->stop, s->seed + (uint64_t)k, NULL));
+            }
             break;
         case S_CONNECT:
-            st = apply_connect(net, s, sim, syn0, src0);
+            st = apply_connect(net, s, t, target, syn0, src0, &at.item);
             break;
         }
     }
+    if (st != NS_OK && failed) *failed = at;
     return st;
+}
+
+/* The single simulation's calls. */
+static ns_status sim_add_synapse(void *t, int64_t c, int32_t k, const char *m, int64_t *id) {
+    return ns_sim_add_synapse(t, c, k, m, id);
+}
+static ns_status sim_synapse_set(void *t, int64_t y, const char *n, double v) { return ns_sim_synapse_set(t, y, n, v); }
+static ns_status sim_add_detector(void *t, int64_t c, int32_t k, double thr, int64_t *id) {
+    return ns_sim_add_detector(t, c, k, thr, id);
+}
+static ns_status sim_add_spike_source(void *t, const double *x, int64_t n, int64_t *id) {
+    return ns_sim_add_spike_source(t, x, n, id);
+}
+static ns_status sim_add_poisson_source(void *t, double r, double a, double b, uint64_t seed, int64_t *id) {
+    return ns_sim_add_poisson_source(t, r, a, b, seed, id);
+}
+static ns_status sim_connect(void *t, int64_t a, int64_t b, double w, double d) { return ns_sim_connect(t, a, b, w, d); }
+static int64_t sim_cells(const void *t) { return ns_sim_cells(t); }
+static int64_t sim_cell_compartments(const void *t, int64_t c) {
+    return ns_sim_cell_offset(t, c + 1) - ns_sim_cell_offset(t, c);
+}
+static int64_t sim_synapses(const void *t) { return ns_sim_synapses(t); }
+static int64_t sim_sources(const void *t) { return ns_sim_sources(t); }
+
+static const ns_network_calls sim_calls = {sim_add_synapse,   sim_synapse_set, sim_add_detector,
+                                           sim_add_spike_source, sim_add_poisson_source, sim_connect,
+                                           sim_cells,         sim_cell_compartments, sim_synapses,
+                                           sim_sources};
+
+ns_status ns_network_apply(const ns_network_t *net, ns_sim_t *sim, const ns_cell_t *const *shapes) {
+    return ns_network_apply_calls(net, &sim_calls, sim, shapes, NULL);
 }
 
 ns_status ns_network_create_sim(const ns_network_t *net, const ns_mech_library_t *library,

@@ -274,6 +274,9 @@ ns_status ns_mpi_sim_connect(ns_mpi_sim_t *s, int64_t source, int64_t synapse, d
     return ns_mpi_sim_defer(s, st);
 }
 
+int64_t ns_mpi_sim_source_cell(const ns_mpi_sim_t *s, int64_t source) {
+    return s && source >= 0 && source < s->net.n_srcs ? s->net.src_cell[source] : -2;
+}
 int64_t ns_mpi_sim_synapses(const ns_mpi_sim_t *s) { return s ? s->net.n_syns : 0; }
 int64_t ns_mpi_sim_sources(const ns_mpi_sim_t *s) { return s ? s->net.n_srcs : 0; }
 int64_t ns_mpi_sim_connections(const ns_mpi_sim_t *s) { return s ? s->net.n_conns : 0; }
