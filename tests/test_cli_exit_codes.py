@@ -49,6 +49,7 @@ with tempfile.TemporaryDirectory() as tmp:
         ["--help"], ["info", "--help"], ["morph", "--help"], ["solve", "--help"], ["simulate", "--help"],
         ["bench", "--help"], ["bench", "hines", "--help"], ["bench", "hines", "--mixed", "--help"],
         ["bench", "tridiag", "--help"], ["bench", "life", "--help"], ["bench", "sim", "--help"],
+        ["bench", "sim", "--network", "--help"],
         ["bench", "scale", "--help"], ["life", "--help"], ["life", "synth", "--help"],
         ["life", "fit", "--help"], ["life", "build", "--help"], ["life", "report", "--help"],
         ["life", "info", "--help"], ["life", "synth", "model", "--help"], ["life", "fit", "model", "--help"],
@@ -133,6 +134,14 @@ with tempfile.TemporaryDirectory() as tmp:
         ("bench", "sim"): [
             ["--cells", "0"], ["--steps", "0"], ["--cpu-max", "-1"], ["--neuron", "0"], ["--backend", "x"],
             ["--gpu-methods", "x"],
+        ],
+        ("bench", "sim", "--network"): [
+            ["--cells", "0"], ["--cells", "2000000"], ["--cells", "x"], ["--ring", "0"], ["--synapses", "0"],
+            ["--synapses", "10001"], ["--tstop", "0"], ["--tstop", "nan"], ["--tstop", "-5"], ["--delay", "0"],
+            ["--delay", "-1"], ["--delay", "inf"], ["--weight", "-0.1"], ["--weight", "nan"], ["--threads", "0"],
+            ["--seed", "-1"], ["--repeats", "0"], ["--repeats", "26"], ["--backend", "cuda"], ["--backend", "gpu"], ["--cells", "5", "--ring", "10"],
+            ["--neuron", "--threads", "2", "--delay", "0.025"],
+            ["--frob"], ["--csv"],
         ],
     }
     for base, cases in bad.items():

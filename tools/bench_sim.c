@@ -39,7 +39,8 @@ static void help(void) {
            "                        the membrane from NMODL mechanisms (docs/simulation.md, \"Models\");\n"
            "                        --neuron then runs bench/neuron_model_bench.py with the same files\n"
            "  --csv FILE  --json\n"
-           "  --mixed               populations of different real cells (bench sim --mixed --help)\n");
+           "  --mixed               populations of different real cells (bench sim --mixed --help)\n"
+           "  --network             the busyring network benchmark (bench sim --network --help)\n");
 }
 
 typedef struct row {
@@ -204,6 +205,8 @@ int bench_sim_listed(const char *list, const char *file) {
 int bench_sim(int argc, char **argv) {
     for (int i = 1; i < argc; ++i)
         if (strcmp(argv[i], "--mixed") == 0) return bench_sim_mixed(argc, argv);
+    for (int i = 1; i < argc; ++i)
+        if (strcmp(argv[i], "--network") == 0) return bench_sim_network(argc, argv);
     char morph[4096];
     snprintf(morph, sizeof morph, "%s/allen_chat_614430666.swc", cli_morphology_dir());
     long long cells[MAX_LIST] = {1000, 10000, 100000, 1000000}, cpu_max = 100000, steps = 400,

@@ -41,5 +41,7 @@ char *bench_sim_arbor_accepts(char **files, int n_files);
 int bench_sim_listed(const char *list, const char *file);
 
 int bench_sim_mixed(int argc, char **argv);
+/* bench sim --network: the busyring benchmark (tools/bench_sim_network.c) */
+int bench_sim_network(int argc, char **argv);
 
 #endif

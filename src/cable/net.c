@@ -55,6 +55,9 @@ static void free_built(sim_net *net) {
     free(net->syn_block);
     free(net->syn_slot);
     free(net->syn_inst);
+    free(net->emit);
+    net->emit = NULL;
+    net->n_emit = 0;
     net->blocks = NULL;
     net->n_blocks = 0;
     net->out_begin = net->out_order = net->syn_block = NULL;
@@ -486,10 +489,14 @@ ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in) 
     net->syn_inst = malloc((size_t)(net->n_syns + 1) * sizeof *net->syn_inst);
     net->out_begin = calloc((size_t)net->n_sources + 1, sizeof *net->out_begin);
     net->out_order = malloc((size_t)(net->n_conns + 1) * sizeof *net->out_order);
+    net->emit = malloc((size_t)(net->n_sources + 1) * sizeof *net->emit);
     if (!cells || !net->blocks || !net->syn_block || !net->syn_slot || !net->syn_inst || !net->out_begin ||
-        !net->out_order)
+        !net->out_order || !net->emit)
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %lld synapses", (long long)net->n_syns);
     if (st == NS_OK) {
+        net->n_emit = 0; /* a loop interval visits these, not every detector */
+        for (int64_t k = 0; k < net->n_sources; ++k)
+            if (net->sources[k].cell < 0) net->emit[net->n_emit++] = k;
         net->n_blocks = n_blocks;
         for (int64_t k = 0; k < net->n_syns; ++k) cells[k] = net->syns[k].cell;
         st = by_cell(nc, net->n_syns, cells, &syn_begin, &syn_order);
@@ -699,9 +706,9 @@ static ns_status exchange(sim_net *net) {
 
 /* The trains' and Poisson sources' spikes at or before `upto`, into the rasters and the queues. */
 static ns_status emit_trains(sim_net *net, double upto) {
-    for (int64_t s = 0; s < net->n_sources; ++s) {
+    for (int64_t e = 0; e < net->n_emit; ++e) {
+        const int64_t s = net->emit[e];
         net_source *src = &net->sources[s];
-        if (src->cell >= 0) continue;
         while (src->cursor < src->n_times && src->times[src->cursor] <= upto) {
             const double t = src->times[src->cursor++];
             if (record(src, t) != 0 || fan_out(net, s, t) != 0)
@@ -738,29 +745,48 @@ ns_status ns_sim_set_exchange(ns_sim_t *sim, ns_net_exchange_fn fn, void *contex
     return NS_OK;
 }
 
-ns_status ns_net_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
+void ns_net_loop_begin(ns_sim_t *sim, int64_t steps, net_loop *L) {
     sim_net *net = sim->net;
-    const double dt = sim->params.dt;
     const double min_delay = net->exchange_fn ? net->exchange_min_delay : net->n_conns > 0 ? net->min_delay : INFINITY;
-    const int64_t interval = ns_net_interval(min_delay, dt, steps);
-    const int64_t steps0 = sim->steps;
-    const double t0 = sim->t;
-    ns_status st = NS_OK;
-    for (int64_t done = 0; done < steps && st == NS_OK;) {
-        const int64_t len = steps - done < interval ? steps - done : interval;
-        double t1 = sim->t;
-        for (int64_t k = 0; k < len; ++k) t1 = ns_sim_half_step(ns_sim_half_step(t1, dt), dt);
-        st = emit_trains(net, t1);
-        if (st != NS_OK) break;
-        st = sim->ops->advance(sim, len, fault);
-        if (st != NS_OK || fault->step != INT64_MAX) break;
-        st = exchange(net);
-        sim->steps += len;
-        sim->t = t1;
-        done += len;
+    L->steps = steps;
+    L->interval = ns_net_interval(min_delay, sim->params.dt, steps);
+    L->done = 0;
+    L->len = 0;
+    L->steps0 = sim->steps;
+    L->t0 = sim->t;
+    L->t1 = sim->t;
+}
+
+int64_t ns_net_loop_next(ns_sim_t *sim, net_loop *L, const sim_fault *fault, ns_status *st) {
+    sim_net *net = sim->net;
+    if (L->len > 0) { /* the interval that ran: its spikes, and the clock to its end */
+        if (*st != NS_OK || fault->step != INT64_MAX) return 0;
+        *st = exchange(net);
+        sim->steps += L->len;
+        sim->t = L->t1;
+        L->done += L->len;
+        L->len = 0;
+        if (*st != NS_OK) return 0;
     }
+    if (*st != NS_OK || L->done >= L->steps) return 0;
+    const int64_t len = L->steps - L->done < L->interval ? L->steps - L->done : L->interval;
+    double t1 = sim->t;
+    for (int64_t k = 0; k < len; ++k) t1 = ns_sim_half_step(ns_sim_half_step(t1, sim->params.dt), sim->params.dt);
+    *st = emit_trains(net, t1);
+    if (*st != NS_OK) return 0;
+    L->len = len;
+    L->t1 = t1;
+    return len;
+}
+
+ns_status ns_net_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
+    if (!sim->ops->advance_net)
+        return ns_fail(NS_ERR_UNSUPPORTED, "networks: the %s loop has none", sim->ops->name);
+    net_loop L;
+    ns_net_loop_begin(sim, steps, &L);
+    const ns_status st = sim->ops->advance_net(sim, &L, fault);
     /* the caller (ns_sim_advance) accounts for the steps */
-    sim->steps = steps0;
-    sim->t = t0;
+    sim->steps = L.steps0;
+    sim->t = L.t0;
     return st;
 }

@@ -93,6 +93,7 @@ typedef struct sim_net {
     int64_t n_blocks;
     net_block **blocks;
     int64_t *out_begin, *out_order; /* connections by source (CSR, in order of creation) */
+    int64_t *emit, n_emit;          /* the trains and Poisson sources, ascending (emit_trains) */
     int64_t *syn_block;             /* synapse -> block, point slot, instance */
     int32_t *syn_slot, *syn_inst;
     double min_delay;               /* [ms] */
@@ -119,8 +120,24 @@ void ns_net_free(sim_net *net);
  * spikes, trains from their start. */
 ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in);
 /* Advance `steps` steps in intervals of at most the minimum delay, the
- * spikes of each interval exchanged after it (sim.c's ns_sim_advance). */
+ * spikes of each interval exchanged after it (sim.c's ns_sim_advance):
+ * the backend's advance_net runs the intervals that ns_net_loop_next gives. */
 ns_status ns_net_advance(ns_sim_t *sim, int64_t steps, struct sim_fault *fault);
+
+/* The interval loop (net.c), for a backend's advance_net: one thread calls
+ * ns_net_loop_next between intervals (none running): it finishes the
+ * interval that ran (its spikes exchanged, sim->steps and sim->t moved to
+ * its end; not after a fault or an error) and prepares the next (the trains'
+ * and Poisson sources' spikes due by its end into the queues), returning its
+ * length: the backend then advances every block by that many steps from
+ * sim->steps. 0: done, or stopped (*st says why, else the fault). */
+typedef struct net_loop {
+    int64_t steps, interval, done, len;
+    int64_t steps0;
+    double t0, t1;
+} net_loop;
+void ns_net_loop_begin(ns_sim_t *sim, int64_t steps, net_loop *L);
+int64_t ns_net_loop_next(ns_sim_t *sim, net_loop *L, const struct sim_fault *fault, ns_status *st);
 
 /* The CPU loop's calls for one block, at the start of a step from t: the
  * events due by t + dt/2; a point type's current (slot); every point's

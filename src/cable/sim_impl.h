@@ -48,6 +48,7 @@ typedef struct sim_fault {
 } sim_fault;
 
 typedef struct sim_ops sim_ops;
+struct net_loop;
 
 struct ns_sim {
     ns_sim_params params;
@@ -126,6 +127,9 @@ struct sim_ops {
      * 3 i) of ion `ion`, of one cell, into `out` (host) */
     ns_status (*model_var)(ns_sim_t *sim, int64_t cell, int32_t mech, int32_t field, int32_t ion, int32_t q,
                            double *out);
+    /* a network's interval loop (net_impl.h, ns_net_loop_next; NULL: no
+     * networks on this backend) */
+    ns_status (*advance_net)(ns_sim_t *sim, struct net_loop *loop, sim_fault *fault);
 };
 
 const sim_ops *ns_sim_cpu_ops(void);

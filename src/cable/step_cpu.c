@@ -884,13 +884,21 @@ static void keep_first(sim_fault *mine, const block_fault *f) {
     }
 }
 
-static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
+/* Advance every block by `steps` steps from sim->steps; or, with a network
+ * (loop != NULL), by the intervals of ns_net_loop_next, all in one parallel
+ * region: after each interval the threads meet at a barrier, thread 0 (the
+ * calling thread) exchanges the interval's spikes and prepares the next
+ * interval alone, and a second barrier releases the others (one region and
+ * two barriers per interval rather than a region per interval: with a short
+ * minimum delay the interval is a step or two; bench/README.md,
+ * "Networks"). The blocks compute what they compute in one call per
+ * interval, so results do not depend on the thread count. */
+static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fault *fault) {
     cpu_state *st = sim->backend_state;
-    const int64_t step0 = sim->steps;
-    const double t0 = sim->t;
     const int32_t threads = st->threads;
     int out_of_memory = 0;
-    for (int64_t q = 0; q < st->n_split; ++q) st->split_stopped[q] = 0;
+    ns_status net_status = NS_OK;
+    int64_t shared_len = steps;
     split_barrier barrier;
     atomic_init(&barrier.count, 0);
     atomic_init(&barrier.sense, 0);
@@ -905,66 +913,102 @@ static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         double *d = aligned((size_t)st->max_nw * sizeof *d);
         double *rhs = aligned((size_t)st->max_nw * sizeof *rhs);
         sim_fault mine = {INT64_MAX, -1, -1, 0.0};
-        int oom = !d || !rhs;
-        if (st->n_split == 0) {
-            /* each block through all the steps, one after the other */
-            for (int64_t q = st->thread_begin[t]; q < st->thread_begin[t + 1] && !oom; ++q) {
-                block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
-                const int r = run_one(sim, st, &st->blocks[st->order[q]], step0, 0, steps, steps, t0, d, rhs, &f);
-                if (r < 0) oom = 1;
-                if (r > 0) keep_first(&mine, &f);
-            }
-        } else {
-            /* step by step: every thread runs its node range of the split
-             * cells' membrane pass; a barrier; thread s < n_split solves split
-             * cell s while the other threads advance their own blocks by the
-             * step; a barrier; every thread runs its range of the gates */
-            const int64_t q0 = st->thread_begin[t], q1 = st->thread_begin[t + 1];
-            char *done = calloc((size_t)(q1 - q0 + 1), 1);
-            oom |= !done;
-            double tp = t0;
-            int sense = 0;
-            for (int64_t k = 0; k < steps; ++k) {
-                const double tn = ns_sim_half_step(ns_sim_half_step(tp, sim->params.dt), sim->params.dt);
-                split_part(sim, st, 0, 0, t, threads, step0, k, steps, tp, tn, NULL);
-                split_wait(&barrier, &sense, threads);
-                if (t < st->n_split) {
-                    if (!st->split_stopped[t]) {
-                        block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
-                        const int r = split_part(sim, st, 2, t, t, threads, step0, k, steps, tp, tn, &f);
-                        if (r < 0) oom = 1;
-                        if (r > 0) keep_first(&mine, &f);
-                        if (r != 0) st->split_stopped[t] = 1;
-                    }
-                } else if (done) {
-                    for (int64_t q = q0; q < q1; ++q) {
-                        if (done[q - q0]) continue;
-                        block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
-                        const int r = run_one(sim, st, &st->blocks[st->order[q]], step0, k, k + 1, steps, tp, d, rhs, &f);
-                        if (r < 0) oom = 1;
-                        if (r > 0) keep_first(&mine, &f);
-                        if (r != 0) done[q - q0] = 1;
-                    }
-                }
-                split_wait(&barrier, &sense, threads);
-                split_part(sim, st, 1, 0, t, threads, step0, k, steps, tp, tn, NULL);
-                tp = tn;
-            }
-            free(done);
-        }
-        free(d);
-        free(rhs);
+        const int64_t q0 = st->thread_begin[t], q1 = st->thread_begin[t + 1];
+        char *done = st->n_split ? calloc((size_t)(q1 - q0 + 1), 1) : NULL;
+        int oom = !d || !rhs || (st->n_split && !done);
+        int sense = 0;
+        for (;;) {
+            if (loop) {
+                /* the previous interval's faults and failures, then one thread
+                 * between the intervals */
 #ifdef NS_HAVE_OPENMP
 #pragma omp critical(ns_sim_fault)
 #endif
-        {
-            if (oom) out_of_memory = 1;
-            if (mine.step < fault->step || (mine.step == fault->step && mine.cell < fault->cell)) *fault = mine;
+                {
+                    if (oom) out_of_memory = 1;
+                    if (mine.step < fault->step || (mine.step == fault->step && mine.cell < fault->cell))
+                        *fault = mine;
+                }
+                split_wait(&barrier, &sense, threads);
+                if (t == 0) {
+                    shared_len = out_of_memory ? 0 : ns_net_loop_next(sim, loop, fault, &net_status);
+                    for (int64_t q = 0; q < st->n_split; ++q) st->split_stopped[q] = 0;
+                }
+                split_wait(&barrier, &sense, threads);
+            }
+            const int64_t n_steps = shared_len, step0 = sim->steps;
+            const double t0 = sim->t;
+            if (n_steps <= 0) break;
+            if (st->n_split == 0) {
+                /* each block through all the steps, one after the other */
+                for (int64_t q = q0; q < q1 && !oom; ++q) {
+                    block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                    const int r = run_one(sim, st, &st->blocks[st->order[q]], step0, 0, n_steps, n_steps, t0, d, rhs, &f);
+                    if (r < 0) oom = 1;
+                    if (r > 0) keep_first(&mine, &f);
+                }
+            } else {
+                /* step by step: every thread runs its node range of the split
+                 * cells' membrane pass; a barrier; thread s < n_split solves split
+                 * cell s while the other threads advance their own blocks by the
+                 * step; a barrier; every thread runs its range of the gates */
+                if (done) memset(done, 0, (size_t)(q1 - q0 + 1));
+                double tp = t0;
+                for (int64_t k = 0; k < n_steps; ++k) {
+                    const double tn = ns_sim_half_step(ns_sim_half_step(tp, sim->params.dt), sim->params.dt);
+                    split_part(sim, st, 0, 0, t, threads, step0, k, n_steps, tp, tn, NULL);
+                    split_wait(&barrier, &sense, threads);
+                    if (t < st->n_split) {
+                        if (!st->split_stopped[t]) {
+                            block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                            const int r = split_part(sim, st, 2, t, t, threads, step0, k, n_steps, tp, tn, &f);
+                            if (r < 0) oom = 1;
+                            if (r > 0) keep_first(&mine, &f);
+                            if (r != 0) st->split_stopped[t] = 1;
+                        }
+                    } else if (done) {
+                        for (int64_t q = q0; q < q1; ++q) {
+                            if (done[q - q0]) continue;
+                            block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                            const int r = run_one(sim, st, &st->blocks[st->order[q]], step0, k, k + 1, n_steps, tp, d,
+                                                  rhs, &f);
+                            if (r < 0) oom = 1;
+                            if (r > 0) keep_first(&mine, &f);
+                            if (r != 0) done[q - q0] = 1;
+                        }
+                    }
+                    split_wait(&barrier, &sense, threads);
+                    split_part(sim, st, 1, 0, t, threads, step0, k, n_steps, tp, tn, NULL);
+                    tp = tn;
+                }
+            }
+            if (!loop) break;
+        }
+        free(done);
+        free(d);
+        free(rhs);
+        if (!loop) {
+#ifdef NS_HAVE_OPENMP
+#pragma omp critical(ns_sim_fault)
+#endif
+            {
+                if (oom) out_of_memory = 1;
+                if (mine.step < fault->step || (mine.step == fault->step && mine.cell < fault->cell)) *fault = mine;
+            }
         }
     }
-    (void)threads;
     if (out_of_memory) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: scratch or spike storage");
-    return NS_OK;
+    return net_status;
+}
+
+static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
+    for (int64_t q = 0; q < ((cpu_state *)sim->backend_state)->n_split; ++q)
+        ((cpu_state *)sim->backend_state)->split_stopped[q] = 0;
+    return cpu_steps(sim, steps, NULL, fault);
+}
+
+static ns_status cpu_advance_net(ns_sim_t *sim, net_loop *loop, sim_fault *fault) {
+    return cpu_steps(sim, 0, loop, fault);
 }
 
 /* A model's variable of one cell from its lane block. */
@@ -989,7 +1033,8 @@ static ns_status cpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_
 const sim_ops *ns_sim_cpu_ops(void) {
     /* no read_var / write_var: the host arrays after cpu_sync_state (sim.c) */
     static const sim_ops ops = {"cpu",          cpu_create,     cpu_destroy, cpu_init, cpu_advance,
-                                cpu_sync_state, cpu_load_state, NULL,        NULL,     cpu_model_var};
+                                cpu_sync_state, cpu_load_state, NULL,        NULL,     cpu_model_var,
+                                cpu_advance_net};
     return &ops;
 }
 
