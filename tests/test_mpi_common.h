@@ -12,7 +12,8 @@
 static int mpi_rank = 0, mpi_size = 1;
 
 static void mpi_test_init(int *argc, char ***argv) {
-    MPI_Init(argc, argv);
+    int provided = MPI_THREAD_SINGLE; /* FUNNELED: networks exchange from the OpenMP master thread */
+    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
 }

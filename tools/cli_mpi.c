@@ -37,7 +37,9 @@ static int launched_by_mpi(void) {
 
 void cli_mpi_begin(int *argc, char ***argv) {
     if (!launched_by_mpi()) return;
-    if (MPI_Init(argc, argv) != MPI_SUCCESS) return;
+    /* FUNNELED: a network's spike exchange runs on the master thread inside the OpenMP loop */
+    int provided = MPI_THREAD_SINGLE;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return;
     mpi_on = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);

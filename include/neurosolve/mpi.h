@@ -188,7 +188,10 @@ NS_API ns_status ns_mpi_sim_add_recording(ns_mpi_sim_t *sim, int64_t cell, int32
  * ns_mpi_sim_init, which reports on every process the first failure of
  * these calls on the lowest failing process. *synapse / *source receive the global number (-1 on failure).
  * The simulation needs a model (ns_sim_options.model) and the CPU backend,
- * as ns_sim's networks do. */
+ * as ns_sim's networks do, and MPI initialised with MPI_Init_thread at
+ * MPI_THREAD_FUNNELED or more (the spike exchange runs on the master thread
+ * of the OpenMP loop): ns_mpi_sim_init refuses a network otherwise
+ * (NS_ERR_UNSUPPORTED). */
 NS_API ns_status ns_mpi_sim_add_synapse(ns_mpi_sim_t *sim, int64_t cell, int32_t compartment,
                                         const char *mechanism, int64_t *synapse);
 NS_API ns_status ns_mpi_sim_synapse_set(ns_mpi_sim_t *sim, int64_t synapse, const char *name, double value);

@@ -189,6 +189,7 @@ ns_status ns_mpi_sim_init(ns_mpi_sim_t *s) {
     s->wall_ms = 0.0;
     st = ns_mpi_agree(s->comm, st);
     if (st == NS_OK) s->net.dirty = 0;
+    else s->net.on = 0; /* the same on every process: no exchange set up halfway */
     return st;
 }
 

@@ -379,15 +379,26 @@ ns_status ns_mpi_net_init(ns_mpi_sim_t *s) {
         return ns_fail(NS_ERR_IO, "network: MPI_Allreduce of the minimum delay failed");
     x->agreed_min_delay = all;
     /* the same on every process: the calls are */
-    x->on = x->n_syns > 0 || x->n_srcs > 0;
-    if (!x->on) return NS_OK;
+    /* on only once everything below succeeded: a failed init leaves no half-set exchange that a
+     * later advance would run (it refuses to run anyway: the network is still dirty) */
+    x->on = 0;
+    if (x->n_syns == 0 && x->n_srcs == 0) return NS_OK;
+    /* The CPU loop runs the intervals in one OpenMP region and calls the exchange from its
+     * master thread between barriers: MPI must allow that (MPI_THREAD_FUNNELED). */
+    int level = MPI_THREAD_SINGLE;
+    if (MPI_Query_thread(&level) != MPI_SUCCESS || level < MPI_THREAD_FUNNELED)
+        return ns_fail(NS_ERR_UNSUPPORTED, "network: MPI was initialised without thread support (MPI_Init); networks "
+                       "exchange spikes from the master thread of the OpenMP loop: initialise MPI with "
+                       "MPI_Init_thread(..., MPI_THREAD_FUNNELED, ...)");
     if (!x->counts) {
         x->counts = malloc((size_t)size * sizeof *x->counts);
         x->bytes = malloc((size_t)size * sizeof *x->bytes);
         x->displs = malloc((size_t)size * sizeof *x->displs);
         if (!x->counts || !x->bytes || !x->displs) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %d ranks", size);
     }
-    return s->local ? ns_sim_set_exchange(s->local, exchange_local, s, all) : NS_OK;
+    st = s->local ? ns_sim_set_exchange(s->local, exchange_local, s, all) : NS_OK;
+    x->on = st == NS_OK;
+    return st;
 }
 
 int64_t ns_mpi_net_begin(ns_mpi_sim_t *s, int64_t steps) {
