@@ -127,8 +127,8 @@ with tempfile.TemporaryDirectory() as tmp:
     bad(head + "cells d 1 nonexistent.swc\n", "nonexistent.swc")
     bad(f"cells c 2 {cell}\nsynapse s c soma ExpSyn\n", "names no model")
     bad(head, "names a model", extra=("--model", write("m.model", "all.insert = hh\n")))
-    # the CUDA loops have no networks: refused (by the library on a CUDA build, else for want of CUDA)
-    bad(head + "synapse s c soma ExpSyn\n", "cuda", extra=("--backend", "cuda"))
+    # the CUDA loops have no networks: a usage error up front, with or without a GPU or CUDA build
+    bad(head + "synapse s c soma ExpSyn\n", "CPU backend", "no networks", expect=2, extra=("--backend", "cuda"))
     p = h.run("simulate", "--network", os.path.join(tmp, "missing.net"), "--out", os.path.join(tmp, "bad"),
               expect=1)
     has(p, "missing.net: No such file or directory", "a missing network file")

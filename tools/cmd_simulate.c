@@ -479,7 +479,10 @@ int cmd_simulate(int argc, char **argv) {
         if (cells_given) return cli_usage_error(cmd, "--network takes the cells from its file: no --cells");
         if (checkpoint || resume)
             return cli_usage_error(cmd, "--checkpoint and --resume: a network's state is not saved yet");
-        if (!backend_given) so.backend = NS_BACKEND_CPU; /* the CUDA loops have no networks yet */
+        /* the CUDA loops have no networks yet: refused up front, GPU or not */
+        if (backend_given && so.backend == NS_BACKEND_CUDA)
+            return cli_usage_error(cmd, "--network runs on the CPU backend: the CUDA loops have no networks yet");
+        so.backend = NS_BACKEND_CPU;
     } else if (n_specs == 0)
         return cli_usage_error(cmd, "no morphology given (a file, a directory or `bundled`)");
     if (param_file) {
