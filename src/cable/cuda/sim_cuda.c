@@ -807,6 +807,7 @@ static ns_status gpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_
 
 const sim_ops *ns_sim_cuda_ops(void) {
     static const sim_ops ops = {"cuda",   gpu_create, gpu_destroy,  gpu_init,      gpu_advance,
-                                gpu_sync, gpu_load,   gpu_read_var, gpu_write_var, gpu_model_var};
+                                gpu_sync, gpu_load,   gpu_read_var, gpu_write_var, gpu_model_var,
+                                NULL /* advance_net: the GPU loops have no networks yet */};
     return &ops;
 }
