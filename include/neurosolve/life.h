@@ -258,9 +258,9 @@ typedef struct ns_life_fit_options {
      * median over groups of ||[-grad_g(0)]_+||_2 / sqrt(|g|), the value above which a
      * group is zero at w = 0, so group = 1 leaves about half the groups out at the start.
      * group > 0 needs `groups` and runs the accelerated proximal gradient solver (FISTA with
-     * backtracking; docs/life.md) instead of SBBNNLS, on the CPU backend (the CUDA backend
-     * refuses it: NS_ERR_UNSUPPORTED), with the ridge, lambda and w0 but without the
-     * preconditioner. 0 = off (the default). */
+     * backtracking; docs/life.md) instead of SBBNNLS, with the ridge, lambda and w0 but
+     * without the preconditioner; its vectors live on the host (with the CUDA backend the
+     * products run on the device, their vectors copied in and out each time). 0 = off. */
     double group;
     const int32_t *groups;
     int preconditioner;      /* ENCODE's diagonal preconditioner (0 = off) */
@@ -306,7 +306,7 @@ NS_API const char *ns_life_stop_name(ns_life_stop stop);
 
 /* Solve min 0.5 ||M w - Y||^2 (+ lambda sum w), w >= 0, by SBBNNLS exactly as
  * ENCODE's bbnnls runs it (docs/life.md); with options.group > 0 the group-sparse
- * objective above by FISTA (CPU backend). w: n_fibers entries (output).
+ * objective above by FISTA. w: n_fibers entries (output).
  * history: NULL or max_iterations entries, receives the objective after
  * each update. With the CUDA backend every vector stays on the device. */
 NS_API ns_status ns_life_fit(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,

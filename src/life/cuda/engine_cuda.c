@@ -522,6 +522,9 @@ ns_status ns_life_cuda_fit(ns_life_engine_t *e, const ns_life_fit_options *opt, 
 const ns_life_backend_ops *ns_life_cuda_backend(void) {
     static const ns_life_backend_ops ops = {"cuda",          ns_life_cuda_create, ns_life_cuda_destroy,
                                             ns_life_cuda_supports, ns_life_cuda_product, ns_life_cuda_time,
-                                            ns_life_cuda_fit,      NULL /* group fit: CPU only */};
+                                            ns_life_cuda_fit,
+                                            /* the group fit: host vectors, products on the device
+                                               through the engine's staging buffers (group.c) */
+                                            ns_life_group_fit};
     return &ops;
 }
