@@ -204,6 +204,43 @@ static ns_mpi_sim_t *passive_mpi(const ns_cell_t *cell, int64_t n_cells) {
     return ms;
 }
 
+/* The same passive cells in one ns_sim (the reference run). */
+static ns_sim_t *passive_sim(const ns_cell_t *cell, int64_t n_cells) {
+    ns_sim_model_t *model = model_of("all.insert = pas\nall.e_pas = -65\n");
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o = cpu_options(model);
+    ns_sim_t *sim = NULL;
+    const ns_cell_t *shapes[1] = {cell};
+    CHECK_OK(ns_sim_create(1, shapes, n_cells, NULL, &p, &o, &sim));
+    ns_sim_model_destroy(model);
+    return sim;
+}
+
+/* A run's end, one process (ms NULL) or several: a recording at compartment
+ * 0 of each of `cells` cells, init, `steps` steps, gather; v at the end per
+ * cell, and per source its spike count and first `cap` times. */
+static void finish_run(ns_sim_t *sim, ns_mpi_sim_t *ms, int cells, int sources, int64_t steps, double *v_end,
+                       int64_t *counts, double *times, int cap) {
+    for (int c = 0; c < cells; ++c) {
+        int32_t site = -1;
+        CHECK_OK(ms ? ns_mpi_sim_add_recording(ms, c, 0, &site) : ns_sim_add_recording(sim, c, 0, &site));
+    }
+    CHECK_OK(ms ? ns_mpi_sim_init(ms) : ns_sim_init(sim));
+    CHECK_OK(ms ? ns_mpi_sim_advance(ms, steps) : ns_sim_advance(sim, steps));
+    if (ms) CHECK_OK(ns_mpi_sim_gather(ms, -1));
+    int64_t samples = 0;
+    int32_t sites = 0;
+    const double *tr = ms ? ns_mpi_sim_traces(ms, &samples, &sites) : ns_sim_traces(sim, &samples, &sites);
+    for (int c = 0; c < cells; ++c) v_end[c] = tr && sites == cells ? tr[(samples - 1) * cells + c] : NAN;
+    for (int q = 0; q < sources; ++q) {
+        int64_t n = 0;
+        const double *x = ms ? ns_mpi_sim_source_spikes(ms, q, &n) : ns_sim_source_spikes(sim, q, &n);
+        counts[q] = n;
+        for (int k = 0; k < cap; ++k) times[(int64_t)q * cap + k] = k < n ? x[k] : NAN;
+    }
+}
+
 /* 3 passive cells: a train drives cell 0, whose detector (-64 mV) drives
  * cell 1, whose detector drives cell 2; one process and several alike. */
 static void test_chain(const ns_cell_t *cell) {
@@ -216,13 +253,7 @@ static void test_chain(const ns_cell_t *cell) {
         void *target = NULL;
         const net_calls *calls = NULL;
         if (run == 0) {
-            ns_sim_model_t *model = model_of("all.insert = pas\nall.e_pas = -65\n");
-            ns_sim_params p;
-            ns_sim_params_init(&p);
-            ns_sim_options o = cpu_options(model);
-            const ns_cell_t *shapes[1] = {cell};
-            CHECK_OK(ns_sim_create(1, shapes, 3, NULL, &p, &o, &sim));
-            ns_sim_model_destroy(model);
+            sim = passive_sim(cell, 3);
             target = sim;
             calls = &net_calls_sim;
         } else {
@@ -241,23 +272,7 @@ static void test_chain(const ns_cell_t *cell) {
         CHECK_OK(calls->connect(target, train, syn[0], 0.01, 0.5));
         CHECK_OK(calls->connect(target, det[0], syn[1], 0.01, 0.75));
         CHECK_OK(calls->connect(target, det[1], syn[2], 0.01, 1.0));
-        for (int c = 0; c < 3; ++c) {
-            int32_t site = -1;
-            CHECK_OK(run ? ns_mpi_sim_add_recording(ms, c, 0, &site) : ns_sim_add_recording(sim, c, 0, &site));
-        }
-        CHECK_OK(run ? ns_mpi_sim_init(ms) : ns_sim_init(sim));
-        CHECK_OK(run ? ns_mpi_sim_advance(ms, 1600) : ns_sim_advance(sim, 1600));
-        if (run) CHECK_OK(ns_mpi_sim_gather(ms, -1));
-        int64_t samples = 0;
-        int32_t sites = 0;
-        const double *tr = run ? ns_mpi_sim_traces(ms, &samples, &sites) : ns_sim_traces(sim, &samples, &sites);
-        for (int c = 0; c < 3; ++c) v_end[run][c] = tr && sites == 3 ? tr[(samples - 1) * 3 + c] : NAN;
-        for (int q = 0; q < 4; ++q) {
-            int64_t n = 0;
-            const double *x = run ? ns_mpi_sim_source_spikes(ms, q, &n) : ns_sim_source_spikes(sim, q, &n);
-            counts[run][q] = n;
-            first[run][q] = n ? x[0] : NAN;
-        }
+        finish_run(sim, run ? ms : NULL, 3, 4, 1600, v_end[run], counts[run], first[run], 1);
         ns_sim_destroy(sim);
         ns_mpi_sim_destroy(ms);
     }
@@ -281,14 +296,7 @@ static void test_poisson(const ns_cell_t *cell) {
         ns_sim_t *sim = NULL;
         ns_mpi_sim_t *ms = NULL;
         if (run == 0) {
-            ns_sim_model_t *model = model_of("all.insert = pas\nall.e_pas = -65\n");
-            ns_sim_params p;
-            ns_sim_params_init(&p);
-            ns_sim_options o = cpu_options(model);
-            const ns_cell_t *shapes[1] = {cell};
-            CHECK_OK(ns_sim_create(1, shapes, 4, NULL, &p, &o, &sim));
-            ns_sim_model_destroy(model);
-            if (!sim) return;
+            if (!(sim = passive_sim(cell, 4))) return;
         } else if (!(ms = passive_mpi(cell, 4)))
             return;
         int64_t src[3], syn[4], det[4];
@@ -303,23 +311,7 @@ static void test_poisson(const ns_cell_t *cell) {
         for (int c = 0; c < 4; ++c)
             CHECK_OK(run ? ns_mpi_sim_connect(ms, src[c % 3], syn[c], 0.002, 0.5)
                          : ns_sim_connect(sim, src[c % 3], syn[c], 0.002, 0.5));
-        for (int c = 0; c < 4; ++c) {
-            int32_t site = -1;
-            CHECK_OK(run ? ns_mpi_sim_add_recording(ms, c, 0, &site) : ns_sim_add_recording(sim, c, 0, &site));
-        }
-        CHECK_OK(run ? ns_mpi_sim_init(ms) : ns_sim_init(sim));
-        CHECK_OK(run ? ns_mpi_sim_advance(ms, 2000) : ns_sim_advance(sim, 2000));
-        if (run) CHECK_OK(ns_mpi_sim_gather(ms, -1));
-        int64_t samples = 0;
-        int32_t sites = 0;
-        const double *tr = run ? ns_mpi_sim_traces(ms, &samples, &sites) : ns_sim_traces(sim, &samples, &sites);
-        for (int c = 0; c < 4; ++c) v_end[run][c] = tr && sites == 4 ? tr[(samples - 1) * 4 + c] : NAN;
-        for (int q = 0; q < NS; ++q) {
-            int64_t n = 0;
-            const double *x = run ? ns_mpi_sim_source_spikes(ms, q, &n) : ns_sim_source_spikes(sim, q, &n);
-            counts[run][q] = n;
-            for (int64_t k = 0; k < n && k < 64; ++k) times[run][q][k] = x[k];
-        }
+        finish_run(sim, run ? ms : NULL, 4, NS, 2000, v_end[run], counts[run], &times[run][0][0], 64);
         ns_sim_destroy(sim);
         ns_mpi_sim_destroy(ms);
     }
@@ -394,12 +386,7 @@ static void test_ties(const ns_cell_t *cell) {
 
 #define EXPECT_ALL(expr, status, ...)                                                                      \
     do {                                                                                                   \
-        const ns_status s_ = (expr);                                                                       \
-        const char *want_[] = {__VA_ARGS__};                                                               \
-        CHECK_MSG(s_ == (status), "%s gave %s: %s", #expr, ns_status_string(s_), ns_last_error());         \
-        for (size_t w_ = 0; w_ < sizeof want_ / sizeof *want_; ++w_)                                      \
-            CHECK_MSG(strstr(ns_last_error(), want_[w_]) != NULL, "%s: '%s' not in '%s'", #expr, want_[w_], \
-                      ns_last_error());                                                                    \
+        CHECK_FAILS(expr, status, __VA_ARGS__);                                                            \
         CHECK_MSG(same_text_everywhere(ns_last_error()), "%s: the message differs between processes: %s", #expr,   \
                   ns_last_error());                                                                        \
     } while (0)
