@@ -155,6 +155,11 @@ typedef struct ns_sim_options {
                                 of the simulation runs on it and restores the caller's device */
     const ns_sim_model_t *model; /* NULL: the hand-written hh and pas of ns_sim_params; else the
                                     model's mechanisms (read during ns_sim_create only) */
+    const ns_sim_model_t *const *shape_models; /* NULL, or one model per shape (n_shapes
+                                    entries): shape k's mechanisms come from shape_models[k],
+                                    from `model` where an entry is NULL (every shape then needs
+                                    one). All of one mechanism library; a GLOBAL set by two of
+                                    them must agree. Read during ns_sim_create only. */
 } ns_sim_options;
 
 NS_API void ns_sim_options_init(ns_sim_options *options);

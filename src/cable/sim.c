@@ -242,12 +242,13 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
         if (st != NS_OK) goto fail;
         if (sim->shapes[k].n > sim->max_n) sim->max_n = sim->shapes[k].n;
     }
-    if (o.model) {
-        /* the model's mechanisms replace the hand-written hh and pas */
-        st = ns_sim_model_resolve(o.model, n_shapes, shapes, params, &sim->model);
+    if (o.model || o.shape_models) {
+        /* the models' mechanisms replace the hand-written hh and pas */
+        st = ns_sim_model_resolve(o.model, o.shape_models, n_shapes, shapes, params, &sim->model);
         if (st != NS_OK) goto fail;
         for (int r = 0; r < NS_REGION_COUNT; ++r) sim->region[r].hh = sim->region[r].pas = 0;
         sim->options.model = NULL; /* read during the call only */
+        sim->options.shape_models = NULL;
     }
     sim->cell_offset[0] = 0;
     for (int64_t c = 0; c < n_cells; ++c) {
