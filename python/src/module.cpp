@@ -1371,7 +1371,21 @@ NB_MODULE(_core, m) {
             o.record_every = record_every;
             o.check_every = check_every;
             nb::object library = nb::none();
-            if (!model.is_none()) {
+            std::vector<const ns_sim_model_t *> per_shape;
+            if (!model.is_none() && (nb::isinstance<nb::list>(model) || nb::isinstance<nb::tuple>(model))) {
+                // one model per shape (ns_sim_options.shape_models)
+                for (nb::handle h : model) {
+                    if (!nb::isinstance<Model>(h))
+                        fail(NS_ERR_INVALID_ARGUMENT, "Simulation: model must be a neurosolve.Model or one per "
+                                                      "shape, got " + std::string(nb::inst_name(h).c_str()));
+                    per_shape.push_back(nb::cast<Model &>(h).m);
+                    if (library.is_none()) library = nb::cast<Model &>(h).library;
+                }
+                if (per_shape.size() != sh.size())
+                    fail(NS_ERR_INVALID_ARGUMENT, "Simulation: " + std::to_string(per_shape.size()) +
+                                                      " models for " + std::to_string(sh.size()) + " shapes");
+                o.shape_models = per_shape.data();
+            } else if (!model.is_none()) {
                 if (!nb::isinstance<Model>(model))
                     fail(NS_ERR_INVALID_ARGUMENT, "Simulation: model must be a neurosolve.Model, got " +
                                                       std::string(nb::inst_name(model).c_str()));
