@@ -35,8 +35,8 @@ static const char *help_text =
     "                         params' hh and pas are then not used\n"
     "  --network FILE         a network file (docs/networks.md, \"Network files\"): its cells,\n"
     "                         model, synapses, detectors, spike trains, Poisson sources and\n"
-    "                         connections; no SHAPE or --cells then. CPU backend (the default\n"
-    "                         with --network); no current clamp unless --iclamp is given;\n"
+    "                         connections; no SHAPE or --cells then. CPU backend unless\n"
+    "                         --backend cuda (auto: the CPU); no current clamp unless --iclamp is given;\n"
     "                         spikes.csv is the raster of the sources (source, cell, time);\n"
     "                         under mpirun the cells are spread over the processes, with\n"
     "                         the same files\n"
@@ -479,10 +479,8 @@ int cmd_simulate(int argc, char **argv) {
         if (cells_given) return cli_usage_error(cmd, "--network takes the cells from its file: no --cells");
         if (checkpoint || resume)
             return cli_usage_error(cmd, "--checkpoint and --resume: a network's state is not saved yet");
-        /* the CUDA loops have no networks yet: refused up front, GPU or not */
-        if (backend_given && so.backend == NS_BACKEND_CUDA)
-            return cli_usage_error(cmd, "--network runs on the CPU backend: the CUDA loops have no networks yet");
-        so.backend = NS_BACKEND_CPU;
+        /* `auto`: the sim policy's choice for networks (the CPU, docs/networks.md); cuda asks for the GPU loop */
+        so.backend = ns_network_backend(so.backend);
     } else if (n_specs == 0)
         return cli_usage_error(cmd, "no morphology given (a file, a directory or `bundled`)");
     if (param_file) {
