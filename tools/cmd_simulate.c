@@ -347,7 +347,7 @@ int cmd_simulate(int argc, char **argv) {
     loc_spec recs[MAX_ITEMS];
     int n_stims = 0, n_recs = 0;
     const char *checkpoint = NULL, *resume = NULL, *mech_lib = NULL, *model_file = NULL, *network_file = NULL;
-    int cells_given = 0, backend_given = 0;
+    int cells_given = 0;
     ns_network_t *net = NULL;
     long long *first_cell = NULL;
     ns_mech_library_t *lib = NULL;
@@ -435,7 +435,6 @@ int cmd_simulate(int argc, char **argv) {
         } else if (strcmp(a, "--backend") == 0) {
             if (ns_backend_from_name(val, &so.backend) != NS_OK)
                 return cli_usage_error(cmd, "unknown backend '%s'", val);
-            backend_given = 1;
         } else if (strcmp(a, "--method") == 0) {
             if (ns_hines_method_from_name(val, &so.method) != NS_OK)
                 return cli_usage_error(cmd, "unknown method '%s'", val);
