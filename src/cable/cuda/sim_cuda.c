@@ -25,6 +25,7 @@
 
 #define PART_STEPS 2000  /* steps per launch */
 #define SPIKE_CAP 128    /* spikes per cell per launch (more is an error) */
+#define NET_MAX_INTERVAL 1000 /* steps per interval of a network (gpu_advance_net) */
 /* Shape groups run concurrently, group k on stream k % STREAMS: a
  * population of many morphologies with few cells each would otherwise run
  * one small kernel after another. */
@@ -851,6 +852,10 @@ static ns_status gpu_advance_net(ns_sim_t *sim, net_loop *L, sim_fault *fault) {
     if (!s->net || tree < 0)
         return ns_fail(NS_ERR_INTERNAL, "network: the GPU loop has no network state (ns_sim_init not called?)");
     const cudaStream_t stream = s->streams[tree % s->n_streams];
+    /* at most NET_MAX_INTERVAL steps per interval (shorter than the minimum
+     * delay is always correct): the spike buffer and the offsets stay small
+     * when the delays are long or there are no connections */
+    if (L->interval > NET_MAX_INTERVAL) L->interval = NET_MAX_INTERVAL;
     for (;;) {
         const int64_t len = ns_net_loop_next(sim, L, fault, &st);
         if (len == 0) break;

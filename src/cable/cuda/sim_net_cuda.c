@@ -114,10 +114,12 @@ static ns_status up(void **p, const void *src, size_t bytes, const char *what) {
     return st;
 }
 
-/* Room for the spikes of `checks` detector checks before a collect (a
- * detector fires at most once per check): the buffer cannot overflow. */
+/* Room for the spikes of `checks` detector checks before a collect: a
+ * detector fires when above its threshold and not above at the previous
+ * check, so at most once in two consecutive checks, ceil(checks / 2) times:
+ * the buffer cannot overflow. */
 static ns_status spike_room(gpu_net *gn, int64_t checks, cudaStream_t stream) {
-    const int64_t need = (int64_t)gn->n_det * checks;
+    const int64_t need = (int64_t)gn->n_det * ((checks + 1) / 2);
     if (need <= gn->cap_spikes) return NS_OK;
     ns_net_spike *p = NULL;
     ns_status st = dev_alloc((void **)&p, (size_t)need * sizeof *p, "the interval's spikes");
@@ -194,7 +196,7 @@ ns_status ns_gpu_net_create(ns_sim_t *sim, const int64_t *cell_id, const int64_t
     }
     free(local), free(node), free(thr), free(src), free(conn);
     /* NEURON's first check_thresh, at t = 0 (v = v_init) */
-    if (st == NS_OK) st = spike_room(gn, 2, stream);
+    if (st == NS_OK) st = spike_room(gn, 1, stream);
     if (st == NS_OK) st = ns_gpu_net_detect(gn, v, 0.0, stream);
     if (st != NS_OK) {
         ns_gpu_net_free(gn);
@@ -285,7 +287,7 @@ static ns_status dev_room(void **p, int64_t *cap, int64_t n, size_t size, const 
 
 ns_status ns_gpu_net_interval(ns_sim_t *sim, gpu_net *gn, int64_t len, cudaStream_t stream) {
     sim_net *net = sim->net;
-    ns_status st = spike_room(gn, len + 1, stream);
+    ns_status st = spike_room(gn, len + 1, stream); /* the interval's checks and a check at t = 0 */
     if (st != NS_OK) return st;
     /* the new events of the queued spikes, numbered as net.c numbered them */
     const int64_t live = gn->n_events - gn->consumed;
