@@ -7,8 +7,9 @@
 #   sanitize: compute-sanitizer memcheck on the CLI's GPU run of NEURON's ring (20 ms) and of the
 #          short-delay ring (one step per interval, 10 ms)
 #   bench: bench sim --network --backend cuda: the GPU loop with and without the network, the CPU loop
-#          with 16 threads and NEURON with 16 threads (--neuron) at 1,000 / 4,000 / 10,000 cells,
-#          rasters compared in the same run (the bench exits 1 when they differ)
+#          with 16 threads and NEURON with 16 threads (--neuron) at 10,000, 1,000 and 4,000 cells (one
+#          call per size, each within the time left of a 540 s budget: BUDGET=...), rasters compared in
+#          the same run (the bench exits 1 when they differ)
 # Output under $OUT: gpunet_tests.txt (summary + test tails), gpunet_bench.txt (the table),
 # gpunet_bench.csv, gpunet_logs.tgz (every log).
 # call: run(command="bash bench/device_gpunet.sh", carry=[".whl/site"], timeout_s=600)  (NEURON 9.0.2, cp312)
@@ -51,7 +52,7 @@ for step in $STEPS; do
   case $step in
     tests)
       run test_sim_network_cuda 180 "$BUILD/tests/test_sim_network_cuda"
-      run test_sim_model_cuda 120 "$BUILD/tests/test_sim_model_cuda"
+      run test_sim_model_cuda 90 "$BUILD/tests/test_sim_model_cuda"
       run test_policy 30 "$BUILD/tests/test_policy"
       run test_sim_network 120 "$BUILD/tests/test_sim_network"
       run cli_network 120 python3 "$ROOT/tests/test_cli_network.py" "$NS" "$ROOT" ;;
@@ -64,13 +65,21 @@ for step in $STEPS; do
           "$ROOT/tests/data/neuron_network/ring8_short_delays.net" --tstop 10 --backend cuda --no-progress \
           --out /tmp/ns_gpunet_san_short ;;
     bench)
+      # one size per call, 10,000 cells first (the target), each within the time left
       T="$FINAL/gpunet_bench.txt"
       echo "# bench sim --network --backend cuda, $(date -u +%F), $(nproc) cores, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), CPU loop and NEURON $THREADS threads" >> "$T"
-      left=$(( 560 - ($(date +%s) - START) ))
-      [ "$left" -lt 60 ] && { echo "bench skipped: ${left}s left" >> "$T"; continue; }
-      run "busyring-cuda" "$left" "$NS" bench sim --network --backend cuda --cells ${CELLS:-1000,4000,10000} \
-          --threads "$THREADS" --neuron --repeats 3 --csv "$FINAL/gpunet_bench.csv"
-      cat "$LOG/busyring-cuda.log" >> "$T" ;;
+      for n in ${CELLS:-10000 1000 4000}; do
+        left=$(( ${BUDGET:-540} - ($(date +%s) - START) ))
+        [ "$left" -lt 45 ] && { echo "$n cells: skipped, ${left}s left" >> "$T"; continue; }
+        run "busyring-cuda-$n" "$left" "$NS" bench sim --network --backend cuda --cells "$n" \
+            --threads "$THREADS" --neuron --repeats 3 --csv "$LOG/bench_$n.csv"
+        echo "rc=$? $(date -u +%T)" >> "$T"
+        cat "$LOG/busyring-cuda-$n.log" >> "$T"
+        if [ -f "$LOG/bench_$n.csv" ]; then
+          [ -f "$FINAL/gpunet_bench.csv" ] || head -n 1 "$LOG/bench_$n.csv" > "$FINAL/gpunet_bench.csv"
+          tail -n +2 "$LOG/bench_$n.csv" >> "$FINAL/gpunet_bench.csv"
+        fi
+      done ;;
   esac
 done
 cat "$LOG/summary.txt"
