@@ -139,7 +139,7 @@ with tempfile.TemporaryDirectory() as tmp:
             ["--cells", "0"], ["--cells", "2000000"], ["--cells", "x"], ["--ring", "0"], ["--synapses", "0"],
             ["--synapses", "10001"], ["--tstop", "0"], ["--tstop", "nan"], ["--tstop", "-5"], ["--delay", "0"],
             ["--delay", "-1"], ["--delay", "inf"], ["--weight", "-0.1"], ["--weight", "nan"], ["--threads", "0"],
-            ["--seed", "-1"], ["--repeats", "0"], ["--repeats", "26"], ["--backend", "cuda"], ["--backend", "gpu"], ["--cells", "5", "--ring", "10"],
+            ["--seed", "-1"], ["--repeats", "0"], ["--repeats", "26"], ["--backend", "gpu"], ["--cells", "5", "--ring", "10"],
             ["--neuron", "--threads", "2", "--delay", "0.025"],
             ["--frob"], ["--csv"],
         ],

@@ -156,5 +156,11 @@ bad("cellref", head + "synapse s c soma ExpSyn\ndetector d cell[4] soma -20\n", 
 bad("owner", head + "synapse s c soma ExpSyn\nsynapse t c[3] soma AMPA\ndetector d c[0] sec:999 -20\n", 2,
     "rank 1 of 2: FILE:4:", "no mechanism 'AMPA'", "cell 3")
 
+# the GPU loop has no MPI exchange: --backend cuda under mpirun is a usage error, GPU or not
+p = mpi(2, "simulate", "--network", os.path.join(DATA, "ring8_ca1_ko20x-07.net"), "--backend", "cuda", "--tstop", "1",
+        "--out", os.path.join(tmp, "bad_cuda"), "--no-progress", expect_rc=2)
+if "runs on the CPU backend" not in p.stderr:
+    fail(f"--backend cuda under mpirun: {p.stderr!r}")
+
 print("test_mpi_cli_network:", "FAILED" if failures else "all checks passed")
 sys.exit(1 if failures else 0)

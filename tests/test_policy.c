@@ -82,6 +82,9 @@ int main(void) {
     /* the simulation and LiFE: the GPU whenever one is usable */
     CHECK(ns_sim_auto_backend(1) == NS_BACKEND_CUDA);
     CHECK(ns_sim_auto_backend(0) == NS_BACKEND_CPU);
+    /* networks: `auto` keeps the CPU with or without a GPU (docs/networks.md, "The GPU loop") */
+    CHECK(ns_sim_auto_network_backend(1) == NS_BACKEND_CPU);
+    CHECK(ns_sim_auto_network_backend(0) == NS_BACKEND_CPU);
     CHECK(ns_life_auto_backend(1) == NS_BACKEND_CUDA);
     CHECK(ns_life_auto_backend(0) == NS_BACKEND_CPU);
     /* the registry: one implementation per method and batch, none swapped during create */

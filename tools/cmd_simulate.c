@@ -35,8 +35,8 @@ static const char *help_text =
     "                         params' hh and pas are then not used\n"
     "  --network FILE         a network file (docs/networks.md, \"Network files\"): its cells,\n"
     "                         model, synapses, detectors, spike trains, Poisson sources and\n"
-    "                         connections; no SHAPE or --cells then. CPU backend (the default\n"
-    "                         with --network); no current clamp unless --iclamp is given;\n"
+    "                         connections; no SHAPE or --cells then. CPU backend unless\n"
+    "                         --backend cuda (auto: the CPU); no current clamp unless --iclamp is given;\n"
     "                         spikes.csv is the raster of the sources (source, cell, time);\n"
     "                         under mpirun the cells are spread over the processes, with\n"
     "                         the same files\n"
@@ -347,7 +347,7 @@ int cmd_simulate(int argc, char **argv) {
     loc_spec recs[MAX_ITEMS];
     int n_stims = 0, n_recs = 0;
     const char *checkpoint = NULL, *resume = NULL, *mech_lib = NULL, *model_file = NULL, *network_file = NULL;
-    int cells_given = 0, backend_given = 0;
+    int cells_given = 0;
     ns_network_t *net = NULL;
     long long *first_cell = NULL;
     ns_mech_library_t *lib = NULL;
@@ -435,7 +435,6 @@ int cmd_simulate(int argc, char **argv) {
         } else if (strcmp(a, "--backend") == 0) {
             if (ns_backend_from_name(val, &so.backend) != NS_OK)
                 return cli_usage_error(cmd, "unknown backend '%s'", val);
-            backend_given = 1;
         } else if (strcmp(a, "--method") == 0) {
             if (ns_hines_method_from_name(val, &so.method) != NS_OK)
                 return cli_usage_error(cmd, "unknown method '%s'", val);
@@ -479,10 +478,8 @@ int cmd_simulate(int argc, char **argv) {
         if (cells_given) return cli_usage_error(cmd, "--network takes the cells from its file: no --cells");
         if (checkpoint || resume)
             return cli_usage_error(cmd, "--checkpoint and --resume: a network's state is not saved yet");
-        /* the CUDA loops have no networks yet: refused up front, GPU or not */
-        if (backend_given && so.backend == NS_BACKEND_CUDA)
-            return cli_usage_error(cmd, "--network runs on the CPU backend: the CUDA loops have no networks yet");
-        so.backend = NS_BACKEND_CPU;
+        /* `auto`: the sim policy's choice for networks (the CPU, docs/networks.md); cuda asks for the GPU loop */
+        so.backend = ns_network_backend(so.backend);
     } else if (n_specs == 0)
         return cli_usage_error(cmd, "no morphology given (a file, a directory or `bundled`)");
     if (param_file) {
@@ -521,6 +518,9 @@ int cmd_simulate(int argc, char **argv) {
     }
     if ((checkpoint || resume) && cli_mpi_active())
         return cli_usage_error(cmd, "--checkpoint and --resume run in one process (not under MPI)");
+    if (network_file && cli_mpi_active() && so.backend == NS_BACKEND_CUDA)
+        return cli_usage_error(cmd, "--network under mpirun runs on the CPU backend (the GPU loop has no MPI "
+                                    "exchange yet): drop --backend cuda");
     char stem[4000] = "";
     if (out || plot) {
         if (!output_stem(out, plot, stem, sizeof stem))

@@ -21,3 +21,8 @@ int ns_sim_auto_loop(const ns_sim_loop_facts *f) {
 }
 
 ns_backend ns_sim_auto_backend(int usable_gpus) { return usable_gpus > 0 ? NS_BACKEND_CUDA : NS_BACKEND_CPU; }
+
+ns_backend ns_sim_auto_network_backend(int usable_gpus) {
+    (void)usable_gpus;
+    return NS_BACKEND_CPU;
+}

@@ -31,6 +31,11 @@ int ns_sim_auto_loop(const ns_sim_loop_facts *facts);
  * usable, else the CPU (the rule since the GPU loop landed; the loops are
  * compared in bench/README.md, "Mixed populations"). */
 ns_backend ns_sim_auto_backend(int usable_gpus);
+/* The backend of a network (simulate --network) under `auto`: the CPU, GPU
+ * or not, until the GPU network loop is measured faster on the busyring
+ * benchmark (bench/README.md, "Networks"; docs/networks.md, "The GPU loop"):
+ * `--backend cuda` asks for it. */
+ns_backend ns_sim_auto_network_backend(int usable_gpus);
 /* Whether `auto` needs the onchip facts at all (it does not for shapes with
  * too few cells: they take the tree loop whatever their schedule). */
 int ns_sim_auto_needs_onchip(int64_t cells, int32_t sms);

@@ -29,6 +29,19 @@ ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, 
 /* Every mechanism's state at t (Nernst after a concentration writer). */
 ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaStream_t stream);
 
+/* A network's synapses (sim->net's, ns_net_build_device done) on the device:
+ * the point types in NEURON's type order, each instance's slot (type) and
+ * index within it into syn_slot / syn_inst (host, one per synapse); their
+ * INITIAL (after ns_gpu_model_init). Replaces the previous ones. */
+ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id,
+                                    const int64_t *cell_base, int64_t cells, int32_t *syn_slot, int32_t *syn_inst,
+                                    cudaStream_t stream);
+int32_t ns_gpu_model_points(const gpu_model *g);
+/* NET_RECEIVE of point type `slot` over the due events events[range[0] ..
+ * range[1]) (device; max bounds their count). */
+ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, const ns_mech_event *events,
+                               const int64_t *range, int64_t max, cudaStream_t stream);
+
 /* ns_sim_get_model_var for local cell j of the group (host `out`, the
  * cell's compartment count; NaN where the mechanism is not inserted). */
 ns_status ns_gpu_model_var(const ns_sim_t *sim, const gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
