@@ -17,6 +17,7 @@
  *      change; a NaN on one process in the middle of a run. */
 #ifdef NS_HAVE_MPI
 #include "net_ref.h"
+#include "neurosolve/device.h"
 #include "neurosolve/mpi.h"
 #include "test_mpi_common.h"
 
@@ -48,6 +49,17 @@ static ns_sim_options cpu_options(ns_sim_model_t *model) {
     return o;
 }
 
+/* The reference networks on `backend`: the CPU loop, or the GPU loop (every
+ * process on the current device). */
+static ns_sim_options options_on(ns_sim_model_t *model, ns_backend backend) {
+    ns_sim_options o = cpu_options(model);
+    if (backend == NS_BACKEND_CUDA) {
+        o.backend = NS_BACKEND_CUDA;
+        o.method = NS_HINES_AUTO;
+    }
+    return o;
+}
+
 /* The single-process run of r: its raster, soma spikes and soma traces. */
 typedef struct result {
     raster ras;                   /* every source */
@@ -57,13 +69,14 @@ typedef struct result {
     int64_t samples;
 } result;
 
-static void run_single(const ref *r, ns_cell_t *const *shapes, int32_t *spike_compartment, result *out) {
+static void run_single(const ref *r, ns_cell_t *const *shapes, int32_t *spike_compartment, ns_backend backend,
+                       result *out) {
     memset(out, 0, sizeof *out);
     ns_sim_model_t *model = model_of("all.insert = hh\n");
     ns_sim_params p;
     ns_sim_params_init(&p);
     p.dt = r->dt;
-    ns_sim_options o = cpu_options(model);
+    ns_sim_options o = options_on(model, backend);
     ns_sim_t *sim = NULL;
     CHECK_OK(ns_sim_create(r->n_shapes, (const ns_cell_t *const *)shapes, r->n_cells, r->cell_shape, &p, &o, &sim));
     ns_sim_model_destroy(model);
@@ -97,7 +110,8 @@ static void run_single(const ref *r, ns_cell_t *const *shapes, int32_t *spike_co
     ns_sim_destroy(sim);
 }
 
-static void test_reference(const char *file) {
+static void test_reference(const char *file, ns_backend backend) {
+    const char *on = backend == NS_BACKEND_CUDA ? " (GPU loop)" : "";
     char path[1024];
     snprintf(path, sizeof path, "%s/neuron_network/%s", NS_TEST_DATA, file);
     ref *r = malloc(sizeof *r);
@@ -112,13 +126,13 @@ static void test_reference(const char *file) {
     int ok = 1;
     for (int k = 0; k < r->n_shapes; ++k) ok &= (shapes[k] = load_cell(r->shape_file[k])) != NULL;
     int32_t spike_compartment[MAX_ITEMS];
-    if (ok) run_single(r, shapes, spike_compartment, single);
+    if (ok) run_single(r, shapes, spike_compartment, backend, single);
 
     ns_sim_model_t *model = model_of("all.insert = hh\n");
     ns_sim_params p;
     ns_sim_params_init(&p);
     p.dt = r->dt;
-    ns_sim_options o = cpu_options(model);
+    ns_sim_options o = options_on(model, backend);
     ns_mpi_sim_t *ms = NULL;
     if (ok)
         CHECK_OK(ns_mpi_sim_create(MPI_COMM_WORLD, r->n_shapes, (const ns_cell_t *const *)shapes, r->n_cells,
@@ -161,7 +175,7 @@ static void test_reference(const char *file) {
             }
             bits &= memcmp(mr->count, single->ras.count, sizeof mr->count) == 0;
             bits &= memcmp(mr->t, single->ras.t, sizeof mr->t) == 0;
-            CHECK_MSG(bits, "%s (root %d): the raster differs from one process's", file, root);
+            CHECK_MSG(bits, "%s%s (root %d): the raster differs from one process's", file, on, root);
             int64_t total = 0;
             const double worst = check_against_neuron(file, r, mr, &total);
             CHECK_MSG(worst <= 1e-12, "%s: largest difference %g ms", file, worst);
@@ -169,7 +183,7 @@ static void test_reference(const char *file) {
                 int64_t n = 0;
                 const double *x = ns_mpi_sim_spikes(ms, c, &n);
                 CHECK_MSG(n == single->n_spikes[c] && (n == 0 || memcmp(x, single->spikes[c], (size_t)n * sizeof *x) == 0),
-                          "%s: cell %d's soma spikes differ from one process's", file, c);
+                          "%s%s: cell %d's soma spikes differ from one process's", file, on, c);
             }
             int64_t samples = 0;
             int32_t sites = 0;
@@ -177,11 +191,11 @@ static void test_reference(const char *file) {
             CHECK(samples == single->samples && sites == r->n_cells && samples == steps + 1);
             CHECK_MSG(tr && single->traces && samples == single->samples &&
                           memcmp(tr, single->traces, (size_t)(samples * sites) * sizeof *tr) == 0,
-                      "%s: the soma traces differ from one process's", file);
+                      "%s%s: the soma traces differ from one process's", file, on);
             if (mpi_rank == 0 && root < 0)
-                printf("%s on %d processes: %lld spikes, the single-process run's to the bit, NEURON's within "
+                printf("%s%s on %d processes: %lld spikes, the single-process run's to the bit, NEURON's within "
                        "%.3g ms; %d connections between processes\n",
-                       file, mpi_size, (long long)total, worst, remote);
+                       file, on, mpi_size, (long long)total, worst, remote);
             free(mr);
         }
     }
@@ -489,9 +503,17 @@ static void test_errors(const ns_cell_t *cell) {
 
 int main(int argc, char **argv) {
     mpi_test_init(&argc, &argv);
-    test_reference("ring8_ca1_ko20x-07.csv");
-    test_reference("ring8_short_delays.csv");
-    test_reference("random16_ca1.csv");
+    static const char *const refs[3] = {"ring8_ca1_ko20x-07.csv", "ring8_short_delays.csv", "random16_ca1.csv"};
+    for (int k = 0; k < 3; ++k) test_reference(refs[k], NS_BACKEND_CPU);
+    /* the GPU loop over processes (every process on its current device), when
+     * every process has a GPU */
+    int gpus = 0, usable, all = 0;
+    usable = ns_cuda_device_count(&gpus) == NS_OK && gpus > 0;
+    MPI_Allreduce(&usable, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all)
+        for (int k = 0; k < 3; ++k) test_reference(refs[k], NS_BACKEND_CUDA);
+    else if (mpi_rank == 0)
+        printf("SKIPPED part: no GPU on some process (the networks on the GPU loop under MPI)\n");
     ns_cell_t *cell = test_cylinder();
     if (cell) {
         test_chain(cell);

@@ -518,9 +518,6 @@ int cmd_simulate(int argc, char **argv) {
     }
     if ((checkpoint || resume) && cli_mpi_active())
         return cli_usage_error(cmd, "--checkpoint and --resume run in one process (not under MPI)");
-    if (network_file && cli_mpi_active() && so.backend == NS_BACKEND_CUDA)
-        return cli_usage_error(cmd, "--network under mpirun runs on the CPU backend (the GPU loop has no MPI "
-                                    "exchange yet): drop --backend cuda");
     char stem[4000] = "";
     if (out || plot) {
         if (!output_stem(out, plot, stem, sizeof stem))

@@ -766,10 +766,6 @@ ns_status ns_sim_set_exchange(ns_sim_t *sim, ns_net_exchange_fn fn, void *contex
     sim_net *net = NULL;
     ns_status st = net_of(sim, "ns_sim_set_exchange", &net);
     if (st != NS_OK) return st;
-    if (sim->backend != NS_BACKEND_CPU)
-        return ns_fail(NS_ERR_UNSUPPORTED,
-                       "ns_sim_set_exchange: a distributed network runs on the CPU backend only (this simulation is %s)",
-                       ns_backend_name(sim->backend));
     if (!(min_delay > 0.0))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_set_exchange: minimum delay %g ms", min_delay);
     net->exchange_fn = fn;
