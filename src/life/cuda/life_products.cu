@@ -48,6 +48,32 @@ __device__ __forceinline__ double warp_sum(double x) {
     return x;
 }
 
+// w[f] += c for the 32 lanes' coefficients (lane j: fiber f, contribution c;
+// valid: lane j holds a coefficient). The coefficients of a voxel come from
+// a fiber about 1.6 times on average (a streamline changes its nearest atom
+// inside a voxel; 1.61 coefficients per (voxel, fiber) pair on the 50,000-
+// fiber model), and those of an atom often too, adjacent in the sorted copy
+// when the original order is by fiber: a run of equal fibers in consecutive
+// lanes is summed first (segmented suffix sums, warp-uniform branch taken
+// only when some run is longer than one lane) and its first lane issues the
+// one atomic. Runs are found by comparing neighbours, so a fiber that comes
+// back later in the batch simply starts a run of its own (still correct).
+__device__ __forceinline__ void add_runs(double *w, int32_t f, double c, bool valid, int lane) {
+    if (!valid) f = -1, c = 0.0; // invalid lanes: a run of their own, never added
+    const int32_t next = __shfl_down_sync(FULL, f, 1);
+    const unsigned last = __ballot_sync(FULL, lane == 31 || next != f); // bit j: j ends its run
+    if (last != FULL) {
+        const int end = lane + __ffs(last >> lane) - 1; // the last lane of this lane's run
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const double up = __shfl_down_sync(FULL, c, o);
+            if (lane + o <= end) c += up;
+        }
+    }
+    const bool head = lane == 0 || ((last >> (lane - 1)) & 1u);
+    if (valid && head) atomicAdd(&w[f], c);
+}
+
 template <int NT>
 __device__ __forceinline__ void flush_atomic(double *y, int32_t voxel, int tp, int lane, double *acc) {
     double *col = y + (int64_t)voxel * tp + lane;
@@ -126,7 +152,7 @@ __global__ void coeff_mty(const int32_t *atom, const int32_t *voxel, const int32
             p = warp_sum(p);
             if (lane == j) mine = p;
         }
-        if (k < n_coeffs) atomicAdd(&w[fiber[k]], mine * value[k]);
+        add_runs(w, k < n_coeffs ? fiber[k] : -1, k < n_coeffs ? mine * value[k] : 0.0, k < n_coeffs, lane);
     }
 }
 
@@ -334,7 +360,7 @@ voxel_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const
             const C got = __shfl_sync(FULL, p, from);
             if (lane >= t && lane < t + V) mine = (double)got;
         }
-        if (k < k1) atomicAdd(&w[__ldcs(fiber + k)], mine * __ldcs(value + k) * scale);
+        add_runs(w, k < k1 ? __ldcs(fiber + k) : -1, k < k1 ? mine * __ldcs(value + k) * scale : 0.0, k < k1, lane);
     }
 }
 
@@ -400,7 +426,7 @@ __global__ void atom_mty(const int64_t *start, const int32_t *voxel, const int32
             p = warp_sum(p);
             if (lane == j) mine = p;
         }
-        if (k < k1) atomicAdd(&w[fiber[k]], mine * value[k]);
+        add_runs(w, k < k1 ? fiber[k] : -1, k < k1 ? mine * value[k] : 0.0, k < k1, lane);
     }
 }
 
