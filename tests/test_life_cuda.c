@@ -253,6 +253,81 @@ static void ridge_fits(ns_life_model_t *m) {
     free(groups);
 }
 
+/* A model written by hand for the summing of equal-fiber runs in w = M^T y
+ * (life_products.cu, add_runs): in voxel order, voxel 0 holds runs of one
+ * fiber of lengths 1, 2, 3, a run across the boundary of the first two warp
+ * batches (lanes 29-31 and 0-4 of the next), a run longer than a batch (40),
+ * a fiber that comes back after others (not contiguous); voxel 1 a single
+ * coefficient, voxels 2 and 5 none (empty), voxel 3 a run of 33 (one lane
+ * past a batch), voxel 4 two fibers alternating (no run). n_fibers = 1 puts
+ * every coefficient on one fiber. The atom-sorted copy has runs too (fibers
+ * in original order within an atom). */
+static ns_life_model_t *runs_model(int32_t n_fibers, uint64_t seed) {
+    int32_t vox[256], fib[256];
+    int n = 0;
+#define PUT(v, f, count)                                          \
+    for (int i_ = 0; i_ < (count); ++i_) vox[n] = (v), fib[n] = (f), ++n
+    PUT(0, 1, 1); PUT(0, 2, 2); PUT(0, 0, 3); PUT(0, 5, 1); PUT(0, 6, 22); /* 29 so far */
+    PUT(0, 3, 8);                                                          /* lanes 29..36 */
+    PUT(0, 4, 40); PUT(0, 1, 2); PUT(0, 7, 1);                             /* fiber 1 again */
+    PUT(1, 8, 1);
+    PUT(3, 0, 33);
+    for (int i = 0; i < 9; ++i) { PUT(4, i % 2 ? 5 : 6, 1); }
+#undef PUT
+    const int32_t n_theta = 96, n_atoms = 50, n_voxels = 6;
+    ns_life_model_t *m = NULL;
+    if (ns_life_model_create(n_theta, n_atoms, n_voxels, n_fibers, n, &m) != NS_OK) return NULL;
+    srand((unsigned)seed);
+    int32_t *a = ns_life_model_atom(m), *v = ns_life_model_voxel(m), *f = ns_life_model_fiber(m);
+    double *val = ns_life_model_value(m), *D = ns_life_model_dictionary(m), *Y = ns_life_model_signal(m);
+    for (int k = 0; k < n; ++k) {
+        a[k] = rand() % 8; /* few atoms: an atom repeats inside a run, so atom-sorted runs too */
+        v[k] = vox[k];
+        f[k] = fib[k] % n_fibers;
+        val[k] = 0.5 + rand() / (double)RAND_MAX;
+    }
+    for (int64_t i = 0; i < (int64_t)n_theta * n_atoms; ++i) D[i] = rand() / (double)RAND_MAX - 0.5;
+    for (int64_t i = 0; i < (int64_t)n_theta * n_voxels; ++i) Y[i] = rand() / (double)RAND_MAX - 0.5;
+    if (ns_life_model_validate(m) != NS_OK) {
+        ns_life_model_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* Fits on the hand-made models: few fibers, so SBBNNLS reaches the optimum
+ * (or a zero step) long before 50 updates; every exact CUDA variant's
+ * converged weights against the CPU's (the optimum is unique: M has full
+ * column rank). */
+static void runs_fits(ns_life_model_t *m, const char *label) {
+    const int64_t F = ns_life_model_n_fibers(m);
+    double *ref = malloc((size_t)F * 8), *w = malloc((size_t)F * 8);
+    ns_life_fit_options fo;
+    ns_life_fit_options_init(&fo);
+    fo.max_iterations = 400;
+    fo.tol_gradient = fo.tol_objective = 0.0;
+    fo.rtol_objective = 0.0, fo.rtol_gradient = 1e-10;
+    ns_life_engine_t *e = NULL;
+    ns_life_fit_result res;
+    CHECK_OK(make_engine(m, NS_BACKEND_CPU, NS_LIFE_NAIVE, 0, &e));
+    CHECK_OK(ns_life_fit(e, &fo, ref, NULL, &res));
+    ns_life_engine_destroy(e);
+    double big = 0.0;
+    for (int64_t i = 0; i < F; ++i) big = ref[i] > big ? ref[i] : big;
+    CHECK_MSG(big > 0.0, "%s: the CPU fit kept no fiber", label);
+    for (int v = NS_LIFE_NAIVE; v <= NS_LIFE_VOXEL_VOXEL; ++v) {
+        e = NULL;
+        CHECK_OK(make_engine(m, NS_BACKEND_CUDA, (ns_life_variant)v, 0, &e));
+        if (!e) continue;
+        CHECK_OK(ns_life_fit(e, &fo, w, NULL, &res));
+        const double err = rel_inf(w, ref, F);
+        CHECK_MSG(err <= 1e-6, "%s cuda %s fit: weights differ by %.3g", label, ns_life_variant_name((ns_life_variant)v),
+                  err);
+        ns_life_engine_destroy(e);
+    }
+    free(ref), free(w);
+}
+
 int main(void) {
     int n = 0;
     if (ns_cuda_device_count(&n) != NS_OK || n == 0) CHECK_SKIP("no GPU");
@@ -277,6 +352,13 @@ int main(void) {
        models above have a few per voxel) */
     m = tiny_model(96, 12, 3000, 4, 0.1, 7);
     if (m) products(m, "dense voxels"), ns_life_model_destroy(m);
+    /* runs of equal fibers inside the warps' batches, empty voxels, one fiber */
+    m = runs_model(9, 11);
+    CHECK(m != NULL);
+    if (m) products(m, "fiber runs"), runs_fits(m, "fiber runs"), ns_life_model_destroy(m);
+    m = runs_model(1, 12);
+    CHECK(m != NULL);
+    if (m) products(m, "one fiber"), runs_fits(m, "one fiber"), ns_life_model_destroy(m);
     busy_free();
     return check_summary("test_life_cuda");
 }
