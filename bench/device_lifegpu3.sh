@@ -5,18 +5,20 @@
 #      at a788805, the kernels before this branch: one atomic per coefficient in w = M^T y) from
 #      build-lifegpu3-base/base.tar.gz when it is carried (skipped otherwise)
 #   2. test_life_cuda (every variant against CSR products, the hand-made models with runs of equal
-#      fibers across warp batches, empty voxels and one fiber; GPU fits against the CPU's),
+#      fibers across warp batches, empty voxels and one fiber, voxel-lr16d near the float64 products and
+#      adjoint, on a rank-20 dictionary too; GPU fits against the CPU's),
 #      test_life_products, test_life_fit, test_policy
-#   3. compute-sanitizer memcheck of every kernel that sums fiber runs (voxel-voxel, voxel-f32d,
-#      voxel-f16d, coeff-voxel, atom-atom) through `life fit` on two small models
+#   3. compute-sanitizer memcheck of every kernel that sums fiber runs and of voxel-lr16d's (voxel-voxel,
+#      voxel-f32d, voxel-f16d, voxel-lr16d, coeff-voxel, atom-atom) through `life fit` on two small models
 #   4. bench life on the 500,000-fiber model (generated in memory as in device_lifegpu2.sh: 96
 #      directions, L = 360) with this tree, then with the baseline: every variant, the copy bandwidth
 #      measured at the start of each run, every row checked against the CPU voxel-voxel product of the
 #      same input (max rel err column)
 #   5. fits on the GPU against the CPU on a 500,000-streamline model (bench life-scale, 5 updates on
-#      both, the default voxel-voxel and the opt-in voxel-f16d): max relative weight difference
-#   6. Nsight Compute (if ncu is there and time is left): voxel_mty of voxel-voxel and voxel-f16d
-#      (time, L2 bytes, atomics) on a 100,000-fiber model
+#      both; GPU voxel-voxel, voxel-f16d and voxel-lr16d against the CPU's voxel-voxel): max relative
+#      weight difference
+#   6. Nsight Compute (if ncu is there and time is left): the product kernels of voxel-voxel,
+#      voxel-f16d and voxel-lr16d (time, L2 bytes and hit rate, atomics) on a 100,000-fiber model
 # Usage (from the repository root): OUT=out bash bench/device_lifegpu3.sh [STEP...]
 #   steps: build tests memcheck products base fit ncu (default: all). At most 8 files go to $OUT:
 #   lifegpu3_summary.txt (read this first), _build.log, _tests.log, _memcheck.log, _products.csv,
@@ -76,7 +78,7 @@ if has tests; then
       timeout 180 $B/tests/$t; echo "$t rc $?"
     done
   } > "$OUT/lifegpu3_tests.log" 2>&1
-  grep -E "rc [0-9]|checks|fiber runs|one fiber|FAIL|CHECK|failed" "$OUT/lifegpu3_tests.log" | head -30 | tee -a "$SUM"
+  grep -E "rc [0-9]|checks|lr16d|FAIL|CHECK|failed" "$OUT/lifegpu3_tests.log" | head -30 | tee -a "$SUM"
   stamp "tests"
 fi
 
@@ -88,7 +90,7 @@ if has memcheck && ! late memcheck; then
     $NS life synth /tmp/lifegpu3_t40 --fibers 2000 --grid 8,10,8 --L 30 --theta 40 > /dev/null 2>&1
     : > /tmp/lifegpu3_memcheck.log
     for M in /tmp/lifegpu3_dense /tmp/lifegpu3_t40; do
-      for v in voxel-voxel voxel-f32d voxel-f16d coeff-voxel atom-atom; do
+      for v in voxel-voxel voxel-f32d voxel-f16d voxel-lr16d coeff-voxel atom-atom; do
         echo "=== $M $v" >> /tmp/lifegpu3_memcheck.log
         timeout 60 compute-sanitizer --tool memcheck --leak-check no $NS life fit $M --backend cuda --mw $v --mty $v \
           --iters 6 --tolg 0 --tolo 0 --rtolg 0 --rtolo 0 --quiet --out /tmp/lifegpu3_w.npy >> /tmp/lifegpu3_memcheck.log 2>&1
@@ -140,7 +142,7 @@ fi
 if has fit && ! late fit; then
   # the same model and the same 5 updates on the CPU (all cores) and the GPU: weights must agree
   : > "$OUT/lifegpu3_fit.txt"
-  for v in voxel-voxel voxel-f16d; do
+  for v in voxel-voxel voxel-f16d voxel-lr16d; do
     echo "=== variant $v" >> "$OUT/lifegpu3_fit.txt"
     timeout 120 $NS bench life-scale --fibers 500000 --iters 6 --cpu-iters 6 --variant $v --threads "$JOBS" \
       >> "$OUT/lifegpu3_fit.txt" 2>&1
@@ -153,14 +155,15 @@ fi
 if has ncu && ! late ncu && command -v ncu > /dev/null; then
   M=/tmp/lifegpu3_m100k
   $NS life synth $M --fibers 100000 > /dev/null 2>&1
-  for v in voxel-voxel voxel-f16d; do
-    # the second M^T y of a fit (the first M w runs at w = 0)
-    timeout 60 ncu --clock-control none -k 'regex:voxel_mty' --launch-skip 1 --launch-count 1 \
+  for v in voxel-voxel voxel-f16d voxel-lr16d; do
+    # after the first M w and M^T y of a fit (the first M w runs at w = 0): the next products' kernels
+    # (voxel-lr16d: lr_project + voxel_mty on the factor, voxel_mw on the factor + lr_expand)
+    timeout 60 ncu --clock-control none -k 'regex:voxel_m|lr_' --launch-skip 4 --launch-count 4 \
       --metrics gpu__time_duration.sum,lts__t_bytes.sum,lts__t_sector_hit_rate.pct,lts__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed_op_global_red.sum,dram__bytes_read.sum \
-      $NS life fit $M --backend cuda --mw $v --mty $v --iters 4 --tolg 0 --tolo 0 --rtolg 0 --rtolo 0 --quiet --out /tmp/lifegpu3_w.npy \
+      $NS life fit $M --backend cuda --mw $v --mty $v --iters 5 --tolg 0 --tolo 0 --rtolg 0 --rtolo 0 --quiet --out /tmp/lifegpu3_w.npy \
       > /tmp/lifegpu3_ncu_$v.txt 2>&1
     echo "ncu $v rc $?" | tee -a "$SUM"
-    grep -E "voxel_mty|gpu__time|lts__t_bytes|hit_rate|lts__throughput|global_red|dram__bytes" /tmp/lifegpu3_ncu_$v.txt | head -10 | tee -a "$SUM"
+    grep -E "voxel_m|lr_|gpu__time|lts__t_bytes|hit_rate|lts__throughput|global_red|dram__bytes" /tmp/lifegpu3_ncu_$v.txt | head -30 | tee -a "$SUM"
   done
   rm -rf $M
   stamp "ncu"

@@ -110,6 +110,64 @@ static void reduced_products(ns_life_model_t *m, const char *label, ns_life_vari
     free(keep), free(yq), free(wq), free(yo), free(wo);
 }
 
+/* voxel-lr16d: the products of D ~ U C (C in float16) near the float64 ones
+ * (the discarded singular values are below 2^-11 of the largest, C carries
+ * float16's 2^-11 rounding), the two products the adjoints of one operator
+ * (<M~ w, y> = <w, M~^T y> up to the float32 sums), and, for a dictionary of
+ * exact rank 20 (n_theta 96), near the float64 products although r = 32
+ * drops two thirds of the rows. */
+static void lowrank_products(ns_life_model_t *m, const char *label, const double *w, const double *y,
+                             const double *yr, const double *wr) {
+    const int64_t F = ns_life_model_n_fibers(m), NY = (int64_t)ns_life_model_n_theta(m) * ns_life_model_n_voxels(m);
+    double *yo = malloc((size_t)NY * 8), *wo = malloc((size_t)F * 8);
+    ns_life_engine_t *e = NULL;
+    CHECK_OK(make_engine(m, NS_BACKEND_CUDA, NS_LIFE_VOXEL_LR16D, 0, &e));
+    if (e) {
+        for (int64_t i = 0; i < NY; ++i) yo[i] = NAN;
+        for (int64_t i = 0; i < F; ++i) wo[i] = NAN;
+        CHECK_OK(ns_life_mw(e, w, yo));
+        CHECK_OK(ns_life_mty(e, y, wo));
+        const double a = rel_inf(yo, yr, NY), b = rel_inf(wo, wr, F);
+        CHECK_MSG(a <= 3e-3, "%s voxel-lr16d Mw: %.3g", label, a);
+        CHECK_MSG(b <= 3e-3, "%s voxel-lr16d MTy: %.3g", label, b);
+        double l = 0.0, r = 0.0, sl = 0.0, sr = 0.0;
+        for (int64_t i = 0; i < NY; ++i) l += yo[i] * y[i], sl += fabs(yo[i] * y[i]);
+        for (int64_t i = 0; i < F; ++i) r += w[i] * wo[i], sr += fabs(w[i] * wo[i]);
+        CHECK_MSG(fabs(l - r) <= 1e-5 * (sl > sr ? sl : sr), "%s voxel-lr16d adjoint: %.17g vs %.17g", label, l, r);
+        printf("%s voxel-lr16d: products within %.2e / %.2e (Mw / MTy) of the float64 ones, adjoint %.2e\n", label,
+               a, b, fabs(l - r) / (sl > sr ? sl : sr));
+        double ms[3];
+        CHECK_OK(ns_life_time_product(e, NS_LIFE_MW, NS_LIFE_VOXEL_LR16D, w, yo, 3, ms));
+        CHECK(rel_inf(yo, yr, NY) <= 3e-3);
+        ns_life_engine_destroy(e);
+    }
+    e = NULL;
+    CHECK(make_engine(m, NS_BACKEND_CPU, NS_LIFE_VOXEL_LR16D, 0, &e) == NS_ERR_UNSUPPORTED);
+    CHECK(e == NULL);
+    free(yo), free(wo);
+}
+
+/* A model whose dictionary has exact rank 20 (n_theta 96): D = B K with B
+ * (96 x 20) and K (20 x n_atoms) random. */
+static ns_life_model_t *rank20_model(void) {
+    ns_life_model_t *m = tiny_model(96, 12, 300, 10, 0.0, 21);
+    if (!m) return NULL;
+    const int32_t n = 96, A = ns_life_model_n_atoms(m);
+    double *D = ns_life_model_dictionary(m), B[96 * 20];
+    srand(21);
+    for (int i = 0; i < n * 20; ++i) B[i] = rand() / (double)RAND_MAX - 0.5;
+    for (int32_t a = 0; a < A; ++a) {
+        double k[20];
+        for (int j = 0; j < 20; ++j) k[j] = rand() / (double)RAND_MAX - 0.5;
+        for (int i = 0; i < n; ++i) {
+            double d = 0.0;
+            for (int j = 0; j < 20; ++j) d += B[j * n + i] * k[j];
+            D[(int64_t)a * n + i] = d;
+        }
+    }
+    return m;
+}
+
 static void products(ns_life_model_t *m, const char *label) {
     csr c;
     CHECK(csr_build(m, &c));
@@ -143,6 +201,7 @@ static void products(ns_life_model_t *m, const char *label) {
        float64 products */
     reduced_products(m, label, NS_LIFE_VOXEL_F32D, w, y, yr, wr, 1e-12, 1e-6);
     reduced_products(m, label, NS_LIFE_VOXEL_F16D, w, y, yr, wr, 1e-5, 2e-3);
+    lowrank_products(m, label, w, y, yr, wr);
     ns_life_engine_t *e = NULL;
     CHECK_OK(make_engine(m, NS_BACKEND_CUDA, NS_LIFE_AUTO, 0, &e));
     if (e) {
@@ -185,9 +244,9 @@ static void fits(ns_life_model_t *m) {
         }
         /* the reduced-precision dictionaries: the same 50 updates, weights near
            the float64 fit */
-        const ns_life_variant red[2] = {NS_LIFE_VOXEL_F32D, NS_LIFE_VOXEL_F16D};
-        const double tol[2] = {1e-3, 2e-3};
-        for (int r = 0; r < 2; ++r) {
+        const ns_life_variant red[3] = {NS_LIFE_VOXEL_F32D, NS_LIFE_VOXEL_F16D, NS_LIFE_VOXEL_LR16D};
+        const double tol[3] = {1e-3, 2e-3, 5e-3};
+        for (int r = 0; r < 3; ++r) {
             e = NULL;
             CHECK_OK(make_engine(m, NS_BACKEND_CUDA, red[r], 0, &e));
             if (!e) continue;
@@ -352,6 +411,10 @@ int main(void) {
        models above have a few per voxel) */
     m = tiny_model(96, 12, 3000, 4, 0.1, 7);
     if (m) products(m, "dense voxels"), ns_life_model_destroy(m);
+    /* voxel-lr16d on a dictionary of exact rank 20 (r = 32 keeps it whole) */
+    m = rank20_model();
+    CHECK(m != NULL);
+    if (m) products(m, "rank-20 dictionary"), ns_life_model_destroy(m);
     /* runs of equal fibers inside the warps' batches, empty voxels, one fiber */
     m = runs_model(9, 11);
     CHECK(m != NULL);

@@ -34,7 +34,7 @@ static void help(void) {
            "  --cpu-iters N      maxit on the CPU (default 5; 0 skips the CPU)\n"
            "  --backend B        cpu, cuda or all (default all: cuda when a GPU is usable)\n"
            "  --variant V        product variant of both products (default voxel-voxel; the CPU\n"
-           "                     runs voxel-voxel for the CUDA-only voxel-f32d and voxel-f16d)\n"
+           "                     runs voxel-voxel for the CUDA-only reduced-precision ones)\n"
            "  --threads T        CPU threads (default: OpenMP's)\n"
            "  --seed S           (1)\n"
            "  --csv FILE         one row per model and backend\n");
@@ -160,7 +160,7 @@ int bench_life_scale(int argc, char **argv) {
             result *r = gpu ? &g : &c;
             /* the reduced-precision dictionaries are CUDA only: the CPU's float64 fit is their reference */
             const ns_life_variant vb =
-                !gpu && (v == NS_LIFE_VOXEL_F32D || v == NS_LIFE_VOXEL_F16D) ? NS_LIFE_VOXEL_VOXEL : v;
+                !gpu && (int)v >= NS_LIFE_VARIANT_COUNT ? NS_LIFE_VOXEL_VOXEL : v;
             rc = fit(m, gpu ? NS_BACKEND_CUDA : NS_BACKEND_CPU, vb, threads, gpu ? iters : cpu_iters, gpu ? wg : wc, r);
             if (rc) break;
             have_g |= gpu;

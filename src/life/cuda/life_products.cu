@@ -430,6 +430,74 @@ __global__ void atom_mty(const int64_t *start, const int32_t *voxel, const int32
     }
 }
 
+// ------------------------------------------------ low-rank dictionary (voxel-lr16d)
+
+// voxel-lr16d factors the dictionary as D ~ U C (U: n_theta x r orthonormal
+// columns, the leading eigenvectors of D D^T; C = U^T D, r x n_atoms, kept in
+// scaled float16), so a gathered column is r entries instead of n_theta:
+//   y = M w:   P = C Z (the voxel kernel on C, r rows), then y(:, v) = U P(:, v)
+//   w = M^T y: Q(:, v) = U^T y(:, v), then the voxel kernel on C and Q
+// These two kernels apply U and U^T per voxel, LR_VOX voxels per warp (U is
+// read once per warp from L1/L2 and reused across them): lane l handles rows
+// (or components) l, l + 32, ...; the voxels' inputs are staged in shared
+// memory and read as broadcasts. Float64 throughout.
+#define LR_VOX 4
+#define LR_MAX 256 /* r and tp are at most NS_LIFE_MAX_THETA */
+
+// y(:, v) = U P(:, v) for every voxel; Ut is U^T (r x tp, row j = column j of
+// U, zero in rows n_theta..tp-1 of U), P is r x n_voxels. Writes every row of y.
+__global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
+lr_expand(const double *Ut, const double *P, int r, int tp, int32_t n_voxels, double *y) {
+    __shared__ double sp[WARPS_PER_BLOCK][LR_VOX][LR_MAX];
+    const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
+    const int64_t v0 = (((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * LR_VOX;
+    if (v0 >= n_voxels) return;
+    const int nb = n_voxels - v0 < LR_VOX ? (int)(n_voxels - v0) : LR_VOX;
+    for (int b = 0; b < LR_VOX; ++b)
+        for (int j = lane; j < r; j += 32) sp[wib][b][j] = b < nb ? __ldcs(P + (v0 + b) * r + j) : 0.0;
+    __syncwarp();
+    for (int row = lane; row < tp; row += 32) {
+        double acc[LR_VOX];
+#pragma unroll
+        for (int b = 0; b < LR_VOX; ++b) acc[b] = 0.0;
+        for (int j = 0; j < r; ++j) {
+            const double u = __ldg(Ut + (int64_t)j * tp + row);
+#pragma unroll
+            for (int b = 0; b < LR_VOX; ++b) acc[b] += u * sp[wib][b][j];
+        }
+#pragma unroll
+        for (int b = 0; b < LR_VOX; ++b)
+            if (b < nb) __stcs(y + (v0 + b) * tp + row, acc[b]);
+    }
+}
+
+// Q(:, v) = U^T y(:, v) for every voxel; Un is U (tp x r, row-major: entry
+// (row, j) at row * r + j; rows n_theta..tp-1 zero), y is tp x n_voxels.
+__global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
+lr_project(const double *Un, const double *y, int r, int tp, int n_theta, int32_t n_voxels, double *Q) {
+    __shared__ double sy[WARPS_PER_BLOCK][LR_VOX][LR_MAX];
+    const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
+    const int64_t v0 = (((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * LR_VOX;
+    if (v0 >= n_voxels) return;
+    const int nb = n_voxels - v0 < LR_VOX ? (int)(n_voxels - v0) : LR_VOX;
+    for (int b = 0; b < LR_VOX; ++b)
+        for (int i = lane; i < n_theta; i += 32) sy[wib][b][i] = b < nb ? __ldcs(y + (v0 + b) * tp + i) : 0.0;
+    __syncwarp();
+    for (int j = lane; j < r; j += 32) {
+        double acc[LR_VOX];
+#pragma unroll
+        for (int b = 0; b < LR_VOX; ++b) acc[b] = 0.0;
+        for (int i = 0; i < n_theta; ++i) {
+            const double u = __ldg(Un + (int64_t)i * r + j);
+#pragma unroll
+            for (int b = 0; b < LR_VOX; ++b) acc[b] += u * sy[wib][b][i];
+        }
+#pragma unroll
+        for (int b = 0; b < LR_VOX; ++b)
+            if (b < nb) Q[(v0 + b) * r + j] = acc[b];
+    }
+}
+
 // ------------------------------------------------------------ launchers
 
 static int grid_for(int64_t warps, int blocks_hint) {
@@ -484,6 +552,20 @@ static void launch_mty(ns_life_kernel kernel, const ns_life_dev_phi *p, int by_v
     }
 }
 
+template <int NT>
+static void launch_voxel_half_mw(const ns_life_dev_phi *p, const __half *C, double scale, const double *w,
+                                 double *P, int vgrid, int threads, cudaStream_t s) {
+    voxel_mw<NT, __half><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, 32 * NT, C,
+                                                   scale, w, P);
+}
+
+template <int NT>
+static void launch_voxel_half_mty(const ns_life_dev_phi *p, const __half *C, double scale, const double *Q,
+                                  double *w, int vgrid, int threads, cudaStream_t s) {
+    voxel_mty<NT, __half><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, 32 * NT, C,
+                                                    scale, Q, w);
+}
+
 #define NS_LIFE_DISPATCH(fn, ...)                 \
     switch (tp / 32) {                            \
     case 1: fn<1>(__VA_ARGS__); break;            \
@@ -535,5 +617,61 @@ extern "C" cudaError_t ns_life_launch_mty(ns_life_kernel kernel, const ns_life_d
     const bool reduced = kernel == NS_LIFE_K_VOXEL_F32D || kernel == NS_LIFE_K_VOXEL_F16D;
     if ((voxel && !p->start) || (reduced && (!by_voxel || !Dr))) return cudaErrorInvalidValue;
     NS_LIFE_DISPATCH(launch_mty, kernel, p, by_voxel, tp, D, Dr, scale, y, w, hint, s);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ns_life_launch_lr_mw(const ns_life_dev_phi *p, int32_t r, int32_t tp, int32_t n_voxels,
+                                            const void *C16, double scale, const double *Ut, double *P,
+                                            const double *w, double *y, cudaStream_t s) {
+    if (!p->start || p->n_keys != n_voxels || r < 32 || r % 32 || r > tp || tp > LR_MAX)
+        return cudaErrorInvalidValue;
+    if (p->n_coeffs > 0) {
+        /* P = C Z: the float16 voxel kernel on the r-row factor (writes every column) */
+        const int threads = 32 * WARPS_PER_BLOCK, vgrid = grid_for(p->n_keys, 0);
+        const __half *C = (const __half *)C16;
+        switch (r / 32) {
+        case 1: launch_voxel_half_mw<1>(p, C, scale, w, P, vgrid, threads, s); break;
+        case 2: launch_voxel_half_mw<2>(p, C, scale, w, P, vgrid, threads, s); break;
+        case 3: launch_voxel_half_mw<3>(p, C, scale, w, P, vgrid, threads, s); break;
+        case 4: launch_voxel_half_mw<4>(p, C, scale, w, P, vgrid, threads, s); break;
+        case 5: launch_voxel_half_mw<5>(p, C, scale, w, P, vgrid, threads, s); break;
+        case 6: launch_voxel_half_mw<6>(p, C, scale, w, P, vgrid, threads, s); break;
+        case 7: launch_voxel_half_mw<7>(p, C, scale, w, P, vgrid, threads, s); break;
+        case 8: launch_voxel_half_mw<8>(p, C, scale, w, P, vgrid, threads, s); break;
+        default: return cudaErrorInvalidValue;
+        }
+    } else {
+        cudaError_t e = cudaMemsetAsync(P, 0, (size_t)r * (size_t)n_voxels * sizeof(double), s);
+        if (e != cudaSuccess) return e;
+    }
+    lr_expand<<<grid_for(((int64_t)n_voxels + LR_VOX - 1) / LR_VOX, 0), 32 * WARPS_PER_BLOCK, 0, s>>>(
+        Ut, P, r, tp, n_voxels, y);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ns_life_launch_lr_mty(const ns_life_dev_phi *p, int32_t r, int32_t tp, int32_t n_theta,
+                                             int32_t n_voxels, int32_t n_fibers, const void *C16, double scale,
+                                             const double *Un, double *Q, const double *y, double *w,
+                                             cudaStream_t s) {
+    if (!p->start || p->n_keys != n_voxels || r < 32 || r % 32 || r > tp || tp > LR_MAX)
+        return cudaErrorInvalidValue;
+    cudaError_t e = cudaMemsetAsync(w, 0, (size_t)n_fibers * sizeof(double), s);
+    if (e != cudaSuccess) return e;
+    if (p->n_coeffs == 0) return cudaGetLastError();
+    lr_project<<<grid_for(((int64_t)n_voxels + LR_VOX - 1) / LR_VOX, 0), 32 * WARPS_PER_BLOCK, 0, s>>>(
+        Un, y, r, tp, n_theta, n_voxels, Q);
+    const int threads = 32 * WARPS_PER_BLOCK, vgrid = grid_for(p->n_keys, 0);
+    const __half *C = (const __half *)C16;
+    switch (r / 32) {
+    case 1: launch_voxel_half_mty<1>(p, C, scale, Q, w, vgrid, threads, s); break;
+    case 2: launch_voxel_half_mty<2>(p, C, scale, Q, w, vgrid, threads, s); break;
+    case 3: launch_voxel_half_mty<3>(p, C, scale, Q, w, vgrid, threads, s); break;
+    case 4: launch_voxel_half_mty<4>(p, C, scale, Q, w, vgrid, threads, s); break;
+    case 5: launch_voxel_half_mty<5>(p, C, scale, Q, w, vgrid, threads, s); break;
+    case 6: launch_voxel_half_mty<6>(p, C, scale, Q, w, vgrid, threads, s); break;
+    case 7: launch_voxel_half_mty<7>(p, C, scale, Q, w, vgrid, threads, s); break;
+    case 8: launch_voxel_half_mty<8>(p, C, scale, Q, w, vgrid, threads, s); break;
+    default: return cudaErrorInvalidValue;
+    }
     return cudaGetLastError();
 }
