@@ -437,65 +437,119 @@ __global__ void atom_mty(const int64_t *start, const int32_t *voxel, const int32
 // scaled float16), so a gathered column is r entries instead of n_theta:
 //   y = M w:   P = C Z (the voxel kernel on C, r rows), then y(:, v) = U P(:, v)
 //   w = M^T y: Q(:, v) = U^T y(:, v), then the voxel kernel on C and Q
-// These two kernels apply U and U^T per voxel, LR_VOX voxels per warp (U is
-// read once per warp from L1/L2 and reused across them): lane l handles rows
-// (or components) l, l + 32, ...; the voxels' inputs are staged in shared
-// memory and read as broadcasts. Float64 throughout.
-#define LR_VOX 4
-#define LR_MAX 256 /* r and tp are at most NS_LIFE_MAX_THETA */
+// These two kernels apply U and U^T per voxel, LR_VOX voxels per warp: lane l
+// holds rows (or components) l, l + 32, ... of all LR_VOX voxels in
+// registers, so each entry of U, read through L1, serves LR_VOX voxels, and
+// each staged input value (shared memory, a broadcast read) serves the
+// lane's NT rows. Float64 throughout. Dynamic shared memory: LR_VOX x tp
+// doubles per warp (24 KB per 4-warp block at tp = 96; fewer warps per block
+// above 48 KB).
+#define LR_VOX 8
+extern __shared__ double lr_smem[];
 
 // y(:, v) = U P(:, v) for every voxel; Ut is U^T (r x tp, row j = column j of
 // U, zero in rows n_theta..tp-1 of U), P is r x n_voxels. Writes every row of y.
+template <int NT>
 __global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
-lr_expand(const double *Ut, const double *P, int r, int tp, int32_t n_voxels, double *y) {
-    __shared__ double sp[WARPS_PER_BLOCK][LR_VOX][LR_MAX];
-    const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
+lr_expand(const double *Ut, const double *P, int r, int32_t n_voxels, double *y) {
+    constexpr int tp = 32 * NT;
+    const int lane = threadIdx.x & 31;
+    double *sp = lr_smem + (size_t)(threadIdx.x >> 5) * LR_VOX * tp; /* [b][j], j < r <= tp */
     const int64_t v0 = (((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * LR_VOX;
     if (v0 >= n_voxels) return;
     const int nb = n_voxels - v0 < LR_VOX ? (int)(n_voxels - v0) : LR_VOX;
     for (int b = 0; b < LR_VOX; ++b)
-        for (int j = lane; j < r; j += 32) sp[wib][b][j] = b < nb ? __ldcs(P + (v0 + b) * r + j) : 0.0;
+        for (int j = lane; j < r; j += 32) sp[b * tp + j] = b < nb ? __ldcs(P + (v0 + b) * r + j) : 0.0;
     __syncwarp();
-    for (int row = lane; row < tp; row += 32) {
-        double acc[LR_VOX];
+    double acc[NT][LR_VOX];
 #pragma unroll
-        for (int b = 0; b < LR_VOX; ++b) acc[b] = 0.0;
-        for (int j = 0; j < r; ++j) {
-            const double u = __ldg(Ut + (int64_t)j * tp + row);
+    for (int c = 0; c < NT; ++c)
 #pragma unroll
-            for (int b = 0; b < LR_VOX; ++b) acc[b] += u * sp[wib][b][j];
+        for (int b = 0; b < LR_VOX; ++b) acc[c][b] = 0.0;
+    for (int j = 0; j < r; ++j) {
+        double u[NT];
+#pragma unroll
+        for (int c = 0; c < NT; ++c) u[c] = __ldg(Ut + (int64_t)j * tp + lane + 32 * c);
+#pragma unroll
+        for (int b = 0; b < LR_VOX; ++b) {
+            const double pb = sp[b * tp + j];
+#pragma unroll
+            for (int c = 0; c < NT; ++c) acc[c][b] += u[c] * pb;
         }
-#pragma unroll
-        for (int b = 0; b < LR_VOX; ++b)
-            if (b < nb) __stcs(y + (v0 + b) * tp + row, acc[b]);
     }
+#pragma unroll
+    for (int b = 0; b < LR_VOX; ++b)
+        if (b < nb)
+#pragma unroll
+            for (int c = 0; c < NT; ++c) __stcs(y + (v0 + b) * tp + lane + 32 * c, acc[c][b]);
 }
 
 // Q(:, v) = U^T y(:, v) for every voxel; Un is U (tp x r, row-major: entry
-// (row, j) at row * r + j; rows n_theta..tp-1 zero), y is tp x n_voxels.
+// (row, j) at row * r + j; rows n_theta..tp-1 zero), y is tp x n_voxels,
+// Q is r x n_voxels (r <= tp: lane l holds components l + 32 c < r).
+template <int NT>
 __global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
-lr_project(const double *Un, const double *y, int r, int tp, int n_theta, int32_t n_voxels, double *Q) {
-    __shared__ double sy[WARPS_PER_BLOCK][LR_VOX][LR_MAX];
-    const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
+lr_project(const double *Un, const double *y, int r, int n_theta, int32_t n_voxels, double *Q) {
+    constexpr int tp = 32 * NT;
+    const int lane = threadIdx.x & 31;
+    double *sy = lr_smem + (size_t)(threadIdx.x >> 5) * LR_VOX * tp; /* [b][i], i < n_theta <= tp */
     const int64_t v0 = (((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * LR_VOX;
     if (v0 >= n_voxels) return;
     const int nb = n_voxels - v0 < LR_VOX ? (int)(n_voxels - v0) : LR_VOX;
     for (int b = 0; b < LR_VOX; ++b)
-        for (int i = lane; i < n_theta; i += 32) sy[wib][b][i] = b < nb ? __ldcs(y + (v0 + b) * tp + i) : 0.0;
+        for (int i = lane; i < n_theta; i += 32) sy[b * tp + i] = b < nb ? __ldcs(y + (v0 + b) * tp + i) : 0.0;
     __syncwarp();
-    for (int j = lane; j < r; j += 32) {
-        double acc[LR_VOX];
+    double acc[NT][LR_VOX];
 #pragma unroll
-        for (int b = 0; b < LR_VOX; ++b) acc[b] = 0.0;
-        for (int i = 0; i < n_theta; ++i) {
-            const double u = __ldg(Un + (int64_t)i * r + j);
+    for (int c = 0; c < NT; ++c)
 #pragma unroll
-            for (int b = 0; b < LR_VOX; ++b) acc[b] += u * sy[wib][b][i];
+        for (int b = 0; b < LR_VOX; ++b) acc[c][b] = 0.0;
+    for (int i = 0; i < n_theta; ++i) {
+        double u[NT];
+#pragma unroll
+        for (int c = 0; c < NT; ++c) u[c] = 32 * c + lane < r ? __ldg(Un + (int64_t)i * r + lane + 32 * c) : 0.0;
+#pragma unroll
+        for (int b = 0; b < LR_VOX; ++b) {
+            const double yb = sy[b * tp + i];
+#pragma unroll
+            for (int c = 0; c < NT; ++c) acc[c][b] += u[c] * yb;
         }
-#pragma unroll
-        for (int b = 0; b < LR_VOX; ++b)
-            if (b < nb) Q[(v0 + b) * r + j] = acc[b];
     }
+#pragma unroll
+    for (int b = 0; b < LR_VOX; ++b)
+        if (b < nb)
+#pragma unroll
+            for (int c = 0; c < NT; ++c)
+                if (32 * c + lane < r) Q[(v0 + b) * r + lane + 32 * c] = acc[c][b];
+}
+
+// Block shape of the two kernels: as many of the 4 warps as fit 48 KB of
+// dynamic shared memory (LR_VOX x tp doubles each).
+static void lr_shape(int tp, int32_t n_voxels, int *grid, int *threads, size_t *smem) {
+    int warps = WARPS_PER_BLOCK;
+    while (warps > 1 && (size_t)warps * LR_VOX * tp * sizeof(double) > 48 * 1024) --warps;
+    const int64_t groups = ((int64_t)n_voxels + LR_VOX - 1) / LR_VOX;
+    const int64_t blocks = (groups + warps - 1) / warps;
+    *grid = blocks < 1 ? 1 : (int)blocks;
+    *threads = 32 * warps;
+    *smem = (size_t)warps * LR_VOX * tp * sizeof(double);
+}
+
+template <int NT>
+static void launch_lr_expand(const double *Ut, const double *P, int r, int32_t n_voxels, double *y, cudaStream_t s) {
+    int grid = 0, threads = 0;
+    size_t smem = 0;
+    lr_shape(32 * NT, n_voxels, &grid, &threads, &smem);
+    lr_expand<NT><<<grid, threads, smem, s>>>(Ut, P, r, n_voxels, y);
+}
+
+template <int NT>
+static void launch_lr_project(const double *Un, const double *y, int r, int n_theta, int32_t n_voxels, double *Q,
+                              cudaStream_t s) {
+    int grid = 0, threads = 0;
+    size_t smem = 0;
+    lr_shape(32 * NT, n_voxels, &grid, &threads, &smem);
+    lr_project<NT><<<grid, threads, smem, s>>>(Un, y, r, n_theta, n_voxels, Q);
 }
 
 // ------------------------------------------------------------ launchers
@@ -623,7 +677,7 @@ extern "C" cudaError_t ns_life_launch_mty(ns_life_kernel kernel, const ns_life_d
 extern "C" cudaError_t ns_life_launch_lr_mw(const ns_life_dev_phi *p, int32_t r, int32_t tp, int32_t n_voxels,
                                             const void *C16, double scale, const double *Ut, double *P,
                                             const double *w, double *y, cudaStream_t s) {
-    if (!p->start || p->n_keys != n_voxels || r < 32 || r % 32 || r > tp || tp > LR_MAX)
+    if (!p->start || p->n_keys != n_voxels || r < 32 || r % 32 || r > tp || tp > NS_LIFE_MAX_THETA)
         return cudaErrorInvalidValue;
     if (p->n_coeffs > 0) {
         /* P = C Z: the float16 voxel kernel on the r-row factor (writes every column) */
@@ -644,8 +698,7 @@ extern "C" cudaError_t ns_life_launch_lr_mw(const ns_life_dev_phi *p, int32_t r,
         cudaError_t e = cudaMemsetAsync(P, 0, (size_t)r * (size_t)n_voxels * sizeof(double), s);
         if (e != cudaSuccess) return e;
     }
-    lr_expand<<<grid_for(((int64_t)n_voxels + LR_VOX - 1) / LR_VOX, 0), 32 * WARPS_PER_BLOCK, 0, s>>>(
-        Ut, P, r, tp, n_voxels, y);
+    NS_LIFE_DISPATCH(launch_lr_expand, Ut, P, r, n_voxels, y, s);
     return cudaGetLastError();
 }
 
@@ -653,13 +706,12 @@ extern "C" cudaError_t ns_life_launch_lr_mty(const ns_life_dev_phi *p, int32_t r
                                              int32_t n_voxels, int32_t n_fibers, const void *C16, double scale,
                                              const double *Un, double *Q, const double *y, double *w,
                                              cudaStream_t s) {
-    if (!p->start || p->n_keys != n_voxels || r < 32 || r % 32 || r > tp || tp > LR_MAX)
+    if (!p->start || p->n_keys != n_voxels || r < 32 || r % 32 || r > tp || tp > NS_LIFE_MAX_THETA)
         return cudaErrorInvalidValue;
     cudaError_t e = cudaMemsetAsync(w, 0, (size_t)n_fibers * sizeof(double), s);
     if (e != cudaSuccess) return e;
     if (p->n_coeffs == 0) return cudaGetLastError();
-    lr_project<<<grid_for(((int64_t)n_voxels + LR_VOX - 1) / LR_VOX, 0), 32 * WARPS_PER_BLOCK, 0, s>>>(
-        Un, y, r, tp, n_theta, n_voxels, Q);
+    NS_LIFE_DISPATCH(launch_lr_project, Un, y, r, n_theta, n_voxels, Q, s);
     const int threads = 32 * WARPS_PER_BLOCK, vgrid = grid_for(p->n_keys, 0);
     const __half *C = (const __half *)C16;
     switch (r / 32) {
