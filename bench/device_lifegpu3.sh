@@ -11,9 +11,9 @@
 #   3. compute-sanitizer memcheck of every kernel that sums fiber runs and of voxel-lr16d's (voxel-voxel,
 #      voxel-f32d, voxel-f16d, voxel-lr16d, coeff-voxel, atom-atom) through `life fit` on two small models
 #   4. bench life on the 500,000-fiber model (generated in memory as in device_lifegpu2.sh: 96
-#      directions, L = 360) with this tree, then with the baseline: every variant, the copy bandwidth
-#      measured at the start of each run, every row checked against the CPU voxel-voxel product of the
-#      same input (max rel err column)
+#      directions, L = 360) with this tree (and, after step 5, with the baseline): every variant, the
+#      copy bandwidth measured at the start of each run, every row checked against the CPU
+#      voxel-voxel product of the same input (max rel err column)
 #   5. fits on the GPU against the CPU on a 500,000-streamline model (bench life-scale, 5 updates on
 #      both; GPU voxel-voxel, voxel-f16d and voxel-lr16d against the CPU's voxel-voxel): max relative
 #      weight difference
@@ -25,7 +25,10 @@
 #   _products.txt, _base_products.txt, _fit.txt.
 # Device call: command "OUT=$OUT bash bench/device_lifegpu3.sh", carry ["build-lifegpu3-base"] (an
 # ignored folder holding base.tar.gz = `git archive --prefix=base/ a788805 | gzip`; without it the
-# baseline rows are skipped). Every step has its own timeout; steps after 420 s are skipped.
+# baseline rows are skipped; make it in the checkout with
+#   mkdir -p build-lifegpu3-base && git archive --prefix=base/ a788805 | gzip -1 > build-lifegpu3-base/base.tar.gz
+# ). Every step has its own timeout; steps that would start after 420 s are skipped. Order of
+# importance: build, tests, memcheck, products (this tree), fit, baseline products, ncu.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-./out}
@@ -127,6 +130,19 @@ if has products && ! late products; then
   stamp "products"
 fi
 
+if has fit && ! late fit; then
+  # the same model and the same 5 updates on the CPU (all cores) and the GPU: weights must agree
+  : > "$OUT/lifegpu3_fit.txt"
+  for v in voxel-voxel voxel-f16d voxel-lr16d; do
+    echo "=== variant $v" >> "$OUT/lifegpu3_fit.txt"
+    timeout 100 $NS bench life-scale --fibers 500000 --iters 6 --cpu-iters 6 --variant $v --threads "$JOBS" \
+      >> "$OUT/lifegpu3_fit.txt" 2>&1
+    echo "life-scale 500k $v rc $?" | tee -a "$SUM"
+  done
+  grep -iE "===|agree|differ|weights|ms per update|updates" "$OUT/lifegpu3_fit.txt" | head -20 | tee -a "$SUM"
+  stamp "fit"
+fi
+
 if has base && ! late base; then
   if [ -x $BB/b/neurosolve ]; then
     timeout 240 $BB/b/neurosolve bench life $BENCH_ARGS --csv /tmp/lifegpu3_base.csv > "$OUT/lifegpu3_base_products.txt" 2>&1
@@ -137,19 +153,6 @@ if has base && ! late base; then
     tail -20 /tmp/lifegpu3_base_build.log >> "$SUM" 2>/dev/null
   fi
   stamp "baseline"
-fi
-
-if has fit && ! late fit; then
-  # the same model and the same 5 updates on the CPU (all cores) and the GPU: weights must agree
-  : > "$OUT/lifegpu3_fit.txt"
-  for v in voxel-voxel voxel-f16d voxel-lr16d; do
-    echo "=== variant $v" >> "$OUT/lifegpu3_fit.txt"
-    timeout 120 $NS bench life-scale --fibers 500000 --iters 6 --cpu-iters 6 --variant $v --threads "$JOBS" \
-      >> "$OUT/lifegpu3_fit.txt" 2>&1
-    echo "life-scale 500k $v rc $?" | tee -a "$SUM"
-  done
-  grep -iE "===|agree|differ|weights|ms per update|updates" "$OUT/lifegpu3_fit.txt" | head -20 | tee -a "$SUM"
-  stamp "fit"
 fi
 
 if has ncu && ! late ncu && command -v ncu > /dev/null; then
