@@ -8,8 +8,10 @@
  * stream) would have them land late, e.g. zeroing the signal after it was
  * uploaded; that fault was seen only with several processes on the GPU until
  * this made it deterministic. */
+#define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include "test_life_common.h"
+#include "test_tmpdir.h"
 
 #ifdef NS_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -387,6 +389,37 @@ static void runs_fits(ns_life_model_t *m, const char *label) {
     free(ref), free(w);
 }
 
+/* Real data: DIPY's small_25 (60 EuDX streamlines, 25 directions, L = 180) as
+ * life build makes it, and a ground-truth phantom of 2,000 streamlines (30
+ * directions): every CUDA variant's products against CSR, and small_25's
+ * converged fits against the CPU's. */
+static void real_models(void) {
+    ns_life_build_options o;
+    ns_life_build_options_init(&o);
+    ns_life_built_t *r = NULL;
+#ifdef NS_SOURCE_DATA
+    CHECK_OK(ns_life_build(NS_SOURCE_DATA "/small_25.nii.gz", NS_SOURCE_DATA "/small_25.bval",
+                           NS_SOURCE_DATA "/small_25.bvec", NS_SOURCE_DATA "/EuDX_small_25.trk", &o, &r));
+    if (r) {
+        products(ns_life_built_model(r), "small_25");
+        runs_fits(ns_life_built_model(r), "small_25");
+        ns_life_built_destroy(r);
+        r = NULL;
+    }
+#endif
+    if (tmpdir_make("test_life_cuda")) {
+        CHECK_MSG(0, "cannot make a scratch directory");
+        return;
+    }
+    ns_life_phantom_options po;
+    ns_life_phantom_options_init(&po);
+    po.n_streamlines = 2000;
+    CHECK_OK(ns_life_phantom_write(&po, tmp("ph"), NULL));
+    CHECK_OK(ns_life_build(tmp("ph/dwi.nii"), tmp("ph/dwi.bval"), tmp("ph/dwi.bvec"), tmp("ph/tracks.tck"), &o, &r));
+    if (r) products(ns_life_built_model(r), "phantom 2000"), ns_life_built_destroy(r);
+    tmpdir_remove();
+}
+
 int main(void) {
     int n = 0;
     if (ns_cuda_device_count(&n) != NS_OK || n == 0) CHECK_SKIP("no GPU");
@@ -411,6 +444,7 @@ int main(void) {
        models above have a few per voxel) */
     m = tiny_model(96, 12, 3000, 4, 0.1, 7);
     if (m) products(m, "dense voxels"), ns_life_model_destroy(m);
+    real_models();
     /* voxel-lr16d on a dictionary of exact rank 20 (r = 32 keeps it whole) */
     m = rank20_model();
     CHECK(m != NULL);
