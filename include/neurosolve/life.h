@@ -143,17 +143,23 @@ typedef enum ns_life_variant {
     NS_LIFE_VOXEL_F32D = 8,  /* CUDA only, opt-in, never chosen by AUTO: voxel-voxel with the
                                 dictionary read as float32 (half the gathered bytes; arithmetic
                                 in float64; products within about 1e-7 relative, not 1e-12) */
-    NS_LIFE_VOXEL_F16D = 9   /* CUDA only, opt-in, never chosen by AUTO: voxel-voxel with the
+    NS_LIFE_VOXEL_F16D = 9,  /* CUDA only, opt-in, never chosen by AUTO: voxel-voxel with the
                                 dictionary read as float16 scaled by a power of two (a quarter
                                 of the gathered bytes; a voxel's products in float32, sums over
                                 lanes and coefficients' results in float64; products within
                                 about 1e-3 relative) */
+    NS_LIFE_VOXEL_LR16D = 10 /* CUDA only, opt-in, never chosen by AUTO: the dictionary factored
+                                as U C (C = U^T D keeps the r leading eigen-directions of D D^T,
+                                r a multiple of 32, the fewest whose discarded singular values
+                                are below 2^-11 of the largest), C in float16 as voxel-f16d; a
+                                gathered column has r entries instead of n_theta (64 instead of
+                                96 for ENCODE's stick dictionary; docs/life.md) */
 } ns_life_variant;
 /* The exact variants (1 .. NS_LIFE_VARIANT_COUNT - 1: every backend, 1e-12
  * of the naive products); NS_LIFE_VARIANT_ALL also counts the reduced-
  * precision ones. */
 #define NS_LIFE_VARIANT_COUNT 8
-#define NS_LIFE_VARIANT_ALL 10
+#define NS_LIFE_VARIANT_ALL 11
 
 NS_API const char *ns_life_variant_name(ns_life_variant variant);
 NS_API ns_status ns_life_variant_from_name(const char *name, ns_life_variant *variant);
