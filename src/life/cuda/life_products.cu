@@ -48,7 +48,8 @@ __device__ __forceinline__ double warp_sum(double x) {
     return x;
 }
 
-// w[f] += c for the 32 lanes' coefficients (lane j: fiber f, contribution c;
+// w[f] += c for the 32 lanes' coefficients (voxel_mty with a half-precision
+// dictionary: where it measured faster) (lane j: fiber f, contribution c;
 // valid: lane j holds a coefficient). The coefficients of a voxel come from
 // a fiber about 1.6 times on average (a streamline changes its nearest atom
 // inside a voxel; 1.61 coefficients per (voxel, fiber) pair on the 50,000-
@@ -152,7 +153,7 @@ __global__ void coeff_mty(const int32_t *atom, const int32_t *voxel, const int32
             p = warp_sum(p);
             if (lane == j) mine = p;
         }
-        add_runs(w, k < n_coeffs ? fiber[k] : -1, k < n_coeffs ? mine * value[k] : 0.0, k < n_coeffs, lane);
+        if (k < n_coeffs) atomicAdd(&w[fiber[k]], mine * value[k]);
     }
 }
 
@@ -360,7 +361,12 @@ voxel_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const
             const C got = __shfl_sync(FULL, p, from);
             if (lane >= t && lane < t + V) mine = (double)got;
         }
-        add_runs(w, k < k1 ? __ldcs(fiber + k) : -1, k < k1 ? mine * __ldcs(value + k) * scale : 0.0, k < k1, lane);
+        // the fiber runs pay only with a half-precision dictionary (H100, 500,000 fibers, same run
+        // before/after: f16d 2.13 -> 1.91 ms; float32 2.89 -> 3.50, float64 6.26 -> 6.33 ms)
+        if (sizeof(T) == 2)
+            add_runs(w, k < k1 ? __ldcs(fiber + k) : -1, k < k1 ? mine * __ldcs(value + k) * scale : 0.0, k < k1, lane);
+        else if (k < k1)
+            atomicAdd(&w[__ldcs(fiber + k)], mine * __ldcs(value + k) * scale);
     }
 }
 
@@ -426,7 +432,7 @@ __global__ void atom_mty(const int64_t *start, const int32_t *voxel, const int32
             p = warp_sum(p);
             if (lane == j) mine = p;
         }
-        add_runs(w, k < k1 ? fiber[k] : -1, k < k1 ? mine * value[k] : 0.0, k < k1, lane);
+        if (k < k1) atomicAdd(&w[fiber[k]], mine * value[k]);
     }
 }
 
