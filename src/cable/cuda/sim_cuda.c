@@ -20,6 +20,7 @@
 #include "neurosolve/device.h"
 #include "hines/cuda/tree_backend.h"
 #include "cable/cuda/sim_model_cuda.h"
+#include "cable/cuda/sim_fused.h"
 
 #define PART_STEPS 2000  /* steps per launch */
 #define SPIKE_CAP 128    /* spikes per cell per launch (more is an error) */
@@ -73,6 +74,7 @@ typedef struct gpu_state {
     cudaEvent_t external;
     int external_pending;
     gpu_model *model;          /* a model's mechanisms (sim->model): every cell in the tree group */
+    ns_sim_fused_state *fused; /* the model's built-in mechanisms in the tree kernel (sim_fused.h), or NULL */
 } gpu_state;
 
 static ns_status dalloc(gpu_group *gr, void **p, size_t bytes) {
@@ -106,6 +108,7 @@ static void free_state(gpu_state *s) {
         free(s->groups[k].cell_base);
         cudaFree(s->groups[k].flat_of);
     }
+    ns_sim_fused_free(s->fused);
     ns_gpu_model_free(s->model);
     free(s->groups);
     cudaFree(s->table);
@@ -431,6 +434,10 @@ static ns_status gpu_create(ns_sim_t *sim) {
             (st = ns_gpu_model_create(sim, gr->cell_id, gr->cell_base, tree_cells, g->v, g->rhs, g->d, &s->model)) !=
                 NS_OK)
             goto out;
+        /* fused or per step (sim_fused.h) */
+        if (sim->model && (st = ns_sim_fused_create(sim, s->model, gr->cell_id, gr->cell_base, tree_cells,
+                                                    &s->fused)) != NS_OK)
+            goto out;
     }
     /* the method the loops resolved to (AUTO: several loops in use) */
     if (used[LOOP_ONCHIP] + used[LOOP_TREE] == 1) sim->method = used[LOOP_ONCHIP] ? NS_HINES_ONCHIP : NS_HINES_TREE;
@@ -579,6 +586,9 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         for (int k = 0; k < s->n_streams; ++k) NS_CUDA_TRY(cudaStreamWaitEvent(s->streams[k], s->external, 0));
         s->external_pending = 0;
     }
+    /* a model: its mechanisms fused into the tree kernel, or per step (sim_fused.h) */
+    const ns_sim_fused *fused = NULL;
+    if (s->model && (sst = ns_sim_fused_pick(sim, s->fused, &fused)) != NS_OK) return sst;
     int64_t step0 = sim->steps;
     double t0 = sim->t;
     while (steps > 0) {
@@ -621,7 +631,12 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
             s->groups[k].g.fault = s->fault + k;
             const gpu_group *gr = &s->groups[k];
             cudaStream_t stream = s->streams[k % s->n_streams];
-            if (gr->tree && s->model) {
+            if (gr->tree && fused) {
+                /* the model's built-in mechanisms inside the tree kernel: the whole part in one launch */
+                const cudaStream_t three[3] = {stream, s->streams[(k + 1) % s->n_streams],
+                                               s->streams[(k + 2) % s->n_streams]};
+                NS_CUDA_TRY(ns_sim_launch_tree_fused(&gr->t, &gr->layout, &gr->g, &run, fused, three));
+            } else if (gr->tree && s->model) {
                 /* a model: step by step, the mechanisms' launchers around the tree loop's step */
                 const cudaStream_t one[3] = {stream, stream, stream};
                 double tk = t0;
