@@ -43,11 +43,16 @@ namespace {
 // instance q at one node, on a ppack of one instance whose every pointer is
 // a local: the node's v, rhs and d (vl, rl, dl), the ions' e, the fields
 // F[k] (i_ = node_ = 0). Inlined, the locals are registers: the parameters
-// and states are loaded (the assigned variables too in the last step of a
-// launch, LAST), the function runs, then the states are stored when
-// `states` and the assigned variables when LAST (a separate instance, so
-// that the other steps keep no assigned variable live to the end). NF
-// fields: NP parameters, then assigned, then NS states (sim_fused.h).
+// and states are loaded, the assigned variables start as UNSET (a NaN no
+// arithmetic makes: one read before it is written would poison v, and the
+// fault check stops the run), the function runs, then the states are
+// stored when `states`, and in the last step of a launch (LAST, a separate
+// instance so that the other steps keep no assigned variable live to the
+// end) the assigned variables that it set (the test folds at compile time
+// where the function always or never sets one). NF fields: NP parameters,
+// then assigned, then NS states (sim_fused.h).
+constexpr long long UNSET = 0x7ff4dead5eed0001LL;
+
 template <int NF, int NP, int NS, int NIONS, void (*FN)(ns_mech_ppack *, int, int), bool LAST>
 __device__ __forceinline__ void fused_one(const ns_sim_fused_mech &m, int64_t node, int32_t q, double *vl, double *rl,
                                           double *dl, bool states, double t, double dt, double celsius) {
@@ -56,7 +61,7 @@ __device__ __forceinline__ void fused_one(const ns_sim_fused_mech &m, int64_t no
 #pragma unroll
     for (int k = 0; k < NF; ++k) {
         const bool assigned = k >= NP && k < NF - NS;
-        F[k] = !assigned || LAST ? m.fields[(int64_t)k * m.count + q] : 0.0;
+        F[k] = assigned ? __longlong_as_double(UNSET) : m.fields[(int64_t)k * m.count + q];
         fp[k] = &F[k];
     }
     double e[NIONS > 0 ? NIONS : 1];
@@ -85,7 +90,7 @@ __device__ __forceinline__ void fused_one(const ns_sim_fused_mech &m, int64_t no
 #pragma unroll
     for (int k = NP; k < NF; ++k) {
         const bool assigned = k < NF - NS;
-        if (assigned ? LAST : states) m.fields[(int64_t)k * m.count + q] = F[k];
+        if (assigned ? LAST && __double_as_longlong(F[k]) != UNSET : states) m.fields[(int64_t)k * m.count + q] = F[k];
     }
 }
 
