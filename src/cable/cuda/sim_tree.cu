@@ -61,14 +61,16 @@ __device__ __forceinline__ void fused_one(const ns_sim_fused_mech &m, int64_t no
 #pragma unroll
     for (int k = 0; k < NF; ++k) {
         const bool assigned = k >= NP && k < NF - NS;
-        F[k] = assigned ? __longlong_as_double(UNSET) : m.fields[(int64_t)k * m.count + q];
+        // parameters through the read-only path (no phase writes them)
+        const double *x = m.fields + (int64_t)k * m.count + q;
+        F[k] = assigned ? __longlong_as_double(UNSET) : k < NP ? __ldg(x) : *x;
         fp[k] = &F[k];
     }
     double e[NIONS > 0 ? NIONS : 1];
     ns_mech_ion_view ion[NIONS > 0 ? NIONS : 1];
 #pragma unroll
     for (int j = 0; j < NIONS; ++j) {
-        e[j] = m.e[j][node];
+        e[j] = __ldg(m.e[j] + node);
         ion[j] = ns_mech_ion_view{&e[j], nullptr, nullptr, nullptr, nullptr, nullptr};
     }
     ns_mech_ppack p;
@@ -97,7 +99,7 @@ __device__ __forceinline__ void fused_one(const ns_sim_fused_mech &m, int64_t no
 // pas's current at `node` (phase A): rhs and d from 0, as the CPU loop's.
 __device__ __forceinline__ void fused_before_clamp(const ns_sim_fused &f, int64_t node, double vi, double &ri,
                                                    double &di, bool last, double t, double dt) {
-    const int32_t q = f.pas.inst ? f.pas.inst[node] : -1;
+    const int32_t q = f.pas.inst ? __ldg(f.pas.inst + node) : -1;
     if (q < 0) return;
     if (last)
         fused_one<NS_FUSED_PAS_FIELDS, NS_FUSED_PAS_PARAMS, 0, 0, nsm_pas_current_one, true>(f.pas, node, q, &vi, &ri,
@@ -110,7 +112,7 @@ __device__ __forceinline__ void fused_before_clamp(const ns_sim_fused &f, int64_
 // hh's current at `node` (phase C, after the clamps).
 __device__ __forceinline__ void fused_after_clamp(const ns_sim_fused &f, int64_t node, double vi, double &ri,
                                                   double &di, bool last, double t, double dt) {
-    const int32_t q = f.hh.inst ? f.hh.inst[node] : -1;
+    const int32_t q = f.hh.inst ? __ldg(f.hh.inst + node) : -1;
     if (q < 0) return;
     if (last)
         fused_one<NS_FUSED_HH_FIELDS, NS_FUSED_HH_PARAMS, NS_FUSED_HH_STATES, 2, nsm_hh_current_one, true>(
@@ -124,7 +126,7 @@ __device__ __forceinline__ void fused_after_clamp(const ns_sim_fused &f, int64_t
 // state() is empty).
 __device__ __forceinline__ void fused_states(const ns_sim_fused &f, int64_t node, double vi, bool last, double t,
                                              double dt) {
-    const int32_t q = f.hh.inst ? f.hh.inst[node] : -1;
+    const int32_t q = f.hh.inst ? __ldg(f.hh.inst + node) : -1;
     if (q < 0) return;
     double rl = 0.0, dl = 0.0;
     if (last)
