@@ -38,15 +38,23 @@ extern "C" {
 #define NS_FUSED_HH_STATES 3
 #define NS_FUSED_HH_FIELDS 18
 
-/* One built-in mechanism as the fused kernel reads it (device pointers). */
+/* One built-in mechanism as the fused kernel reads it (device pointers).
+ * Its parameters and the e of its ions (fixed: no concentration writer)
+ * are constant per instance and repeat from cell to cell of a shape (and
+ * often within one): the distinct tuples (NP parameters, then e per ion)
+ * are stored once, in `sets`, and each node names its instance and its
+ * tuple in one 8-byte load (the hand-written loop reads its region's
+ * parameters from a small table the same way). */
 typedef struct ns_sim_fused_mech {
-    const int32_t *inst;  /* per node of the tree group (Flat): its instance, -1 where the mechanism
-                             is not inserted; NULL: the model does not insert it */
-    double *fields;       /* n_fields arrays of `count` (field f of instance q at [f * count + q]) */
+    const int32_t *inst;  /* per node of the tree group (Flat), 2 each: its instance (-1 where the
+                             mechanism is not inserted) and its tuple in `sets`; NULL: the model
+                             does not insert it */
+    const double *sets;   /* the distinct tuples, NP + ions doubles each */
+    double *fields;       /* n_fields arrays of `count` (field f of instance q at [f * count + q]);
+                             the states (and assigned variables) are read and written here */
     int64_t count;        /* instances */
     double *global;       /* the globals (hh: usetable_rates) */
     const double *table;  /* TABLE storage (built on the host at init) */
-    const double *e[2];   /* hh: e of na and k per node of the group [mV] (fixed: no writer) */
 } ns_sim_fused_mech;
 
 typedef struct ns_sim_fused {

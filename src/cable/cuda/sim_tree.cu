@@ -54,23 +54,24 @@ namespace {
 constexpr long long UNSET = 0x7ff4dead5eed0001LL;
 
 template <int NF, int NP, int NS, int NIONS, void (*FN)(ns_mech_ppack *, int, int), bool LAST>
-__device__ __forceinline__ void fused_one(const ns_sim_fused_mech &m, int64_t node, int32_t q, double *vl, double *rl,
-                                          double *dl, bool states, double t, double dt, double celsius) {
+__device__ __forceinline__ void fused_one(const ns_sim_fused_mech &m, int2 qs, double *vl, double *rl, double *dl,
+                                          bool states, double t, double dt, double celsius) {
+    const int32_t q = qs.x;
+    // the instance's parameters and ions' e: its tuple (read-only path, shared by many nodes)
+    const double *tuple = m.sets + (int64_t)qs.y * (NP + NIONS);
     double F[NF];
     double *fp[NF];
 #pragma unroll
     for (int k = 0; k < NF; ++k) {
         const bool assigned = k >= NP && k < NF - NS;
-        // parameters through the read-only path (no phase writes them)
-        const double *x = m.fields + (int64_t)k * m.count + q;
-        F[k] = assigned ? __longlong_as_double(UNSET) : k < NP ? __ldg(x) : *x;
+        F[k] = assigned ? __longlong_as_double(UNSET) : k < NP ? __ldg(tuple + k) : m.fields[(int64_t)k * m.count + q];
         fp[k] = &F[k];
     }
     double e[NIONS > 0 ? NIONS : 1];
     ns_mech_ion_view ion[NIONS > 0 ? NIONS : 1];
 #pragma unroll
     for (int j = 0; j < NIONS; ++j) {
-        e[j] = __ldg(m.e[j] + node);
+        e[j] = __ldg(tuple + NP + j);
         ion[j] = ns_mech_ion_view{&e[j], nullptr, nullptr, nullptr, nullptr, nullptr};
     }
     ns_mech_ppack p;
@@ -99,42 +100,42 @@ __device__ __forceinline__ void fused_one(const ns_sim_fused_mech &m, int64_t no
 // pas's current at `node` (phase A): rhs and d from 0, as the CPU loop's.
 __device__ __forceinline__ void fused_before_clamp(const ns_sim_fused &f, int64_t node, double vi, double &ri,
                                                    double &di, bool last, double t, double dt) {
-    const int32_t q = f.pas.inst ? __ldg(f.pas.inst + node) : -1;
-    if (q < 0) return;
+    const int2 q = f.pas.inst ? __ldg(reinterpret_cast<const int2 *>(f.pas.inst) + node) : make_int2(-1, 0);
+    if (q.x < 0) return;
     if (last)
-        fused_one<NS_FUSED_PAS_FIELDS, NS_FUSED_PAS_PARAMS, 0, 0, nsm_pas_current_one, true>(f.pas, node, q, &vi, &ri,
+        fused_one<NS_FUSED_PAS_FIELDS, NS_FUSED_PAS_PARAMS, 0, 0, nsm_pas_current_one, true>(f.pas, q, &vi, &ri,
                                                                                              &di, false, t, dt, f.celsius);
     else
         fused_one<NS_FUSED_PAS_FIELDS, NS_FUSED_PAS_PARAMS, 0, 0, nsm_pas_current_one, false>(
-            f.pas, node, q, &vi, &ri, &di, false, t, dt, f.celsius);
+            f.pas, q, &vi, &ri, &di, false, t, dt, f.celsius);
 }
 
 // hh's current at `node` (phase C, after the clamps).
 __device__ __forceinline__ void fused_after_clamp(const ns_sim_fused &f, int64_t node, double vi, double &ri,
                                                   double &di, bool last, double t, double dt) {
-    const int32_t q = f.hh.inst ? __ldg(f.hh.inst + node) : -1;
-    if (q < 0) return;
+    const int2 q = f.hh.inst ? __ldg(reinterpret_cast<const int2 *>(f.hh.inst) + node) : make_int2(-1, 0);
+    if (q.x < 0) return;
     if (last)
         fused_one<NS_FUSED_HH_FIELDS, NS_FUSED_HH_PARAMS, NS_FUSED_HH_STATES, 2, nsm_hh_current_one, true>(
-            f.hh, node, q, &vi, &ri, &di, false, t, dt, f.celsius);
+            f.hh, q, &vi, &ri, &di, false, t, dt, f.celsius);
     else
         fused_one<NS_FUSED_HH_FIELDS, NS_FUSED_HH_PARAMS, NS_FUSED_HH_STATES, 2, nsm_hh_current_one, false>(
-            f.hh, node, q, &vi, &ri, &di, false, t, dt, f.celsius);
+            f.hh, q, &vi, &ri, &di, false, t, dt, f.celsius);
 }
 
 // hh's state at `node` (phase D, v the new one); pas has no STATE (its
 // state() is empty).
 __device__ __forceinline__ void fused_states(const ns_sim_fused &f, int64_t node, double vi, bool last, double t,
                                              double dt) {
-    const int32_t q = f.hh.inst ? __ldg(f.hh.inst + node) : -1;
-    if (q < 0) return;
+    const int2 q = f.hh.inst ? __ldg(reinterpret_cast<const int2 *>(f.hh.inst) + node) : make_int2(-1, 0);
+    if (q.x < 0) return;
     double rl = 0.0, dl = 0.0;
     if (last)
         fused_one<NS_FUSED_HH_FIELDS, NS_FUSED_HH_PARAMS, NS_FUSED_HH_STATES, 2, nsm_hh_state_one, true>(
-            f.hh, node, q, &vi, &rl, &dl, true, t, dt, f.celsius);
+            f.hh, q, &vi, &rl, &dl, true, t, dt, f.celsius);
     else
         fused_one<NS_FUSED_HH_FIELDS, NS_FUSED_HH_PARAMS, NS_FUSED_HH_STATES, 2, nsm_hh_state_one, false>(
-            f.hh, node, q, &vi, &rl, &dl, true, t, dt, f.celsius);
+            f.hh, q, &vi, &rl, &dl, true, t, dt, f.celsius);
 }
 
 // SHARED: d, rhs and the solve's up, down, lo of the group live in shared
