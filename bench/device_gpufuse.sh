@@ -11,7 +11,7 @@
 # rounds; and the layer 5 Hay model row (a library: stays per step).
 # Logs in $OUT/gpufuse_logs.tgz, the table in $OUT/gpufuse_bench.txt.
 # Call (no wheels needed): run(command="bash bench/device_gpufuse.sh", timeout_s=600)
-# Usage: bash bench/device_gpufuse.sh [STEP...]   (default: tests sanitize bench l5 cable)
+# Usage: bash bench/device_gpufuse.sh [STEP...]   (default: tests sanitize bench l5 ptxas cable)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FINAL=${OUT:-./out}
@@ -20,7 +20,7 @@ LOG=/tmp/ns_gpufuse_logs
 mkdir -p "$LOG"
 BUILD=$ROOT/build-gpu
 NS=$BUILD/neurosolve
-STEPS=${*:-tests sanitize bench l5 cable}
+STEPS=${*:-tests sanitize bench l5 ptxas cable}
 run() { # run NAME TIMEOUT CMD...
     local name=$1 t=$2; shift 2
     local t0=$(date +%s)
@@ -95,6 +95,12 @@ EOF
           --tstop 20 --backend cuda
       printf 'l5-gpu-10000 %s\n' "$(grep -o '"gpu_mechanisms":"[a-z-]*"\|"compartments":[0-9]*\|"wall_s":[0-9.e+-]*\|"compartment_steps_per_s":[0-9.e+-]*\|"spikes":[0-9]*' "$LOG/l5-gpu-10000.log" | tr '\n' ' ')" >> "$T"
       tail -n 1 "$T" ;;
+    ptxas)
+      # registers and spills of the tree kernel's instances (docs/mechanisms.md quotes them)
+      run ptxas 120 nvcc -arch=sm_90 -O3 -std=c++17 -I"$ROOT/include" -I"$ROOT/src" -I"$BUILD/include" -Xptxas -v \
+          -c "$ROOT/src/cable/cuda/sim_tree.cu" -o /tmp/ns_gpufuse_tree.o
+      grep -E "Compiling entry|stack frame|registers" "$LOG/ptxas.log" | sed 's/_ZN[0-9]*_GLOBAL__N__[a-z0-9_]*//' \
+          > "$FINAL/gpufuse_ptxas.txt" ;;
     cable)
       run test_cable_cuda 120 "$BUILD/tests/test_cable_cuda" ;;
   esac
