@@ -41,7 +41,7 @@ trap pack EXIT
 { date -u; nvidia-smi; nvcc --version; nproc; git -C "$ROOT" log --oneline -3; } > "$LOG/machine.txt" 2>&1
 run configure 120 cmake -S "$ROOT" -B "$BUILD" -DNS_CUDA=ON -DNS_MPI=OFF -DNS_TESTS=ON -DNS_PYTHON=OFF \
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
-run build 300 cmake --build "$BUILD" -j 16 --target neurosolve_cli test_policy test_sim_model_cuda test_cable_cuda
+run build 400 cmake --build "$BUILD" -j 16 --target neurosolve_cli test_policy test_sim_model_cuda test_cable_cuda
 P=/tmp/ns_gpufuse; mkdir -p $P
 printf 'all.insert = hh\n' > $P/hh.model
 printf 'all.insert = hh\ndend.insert = pas\ndend.g_pas = 2e-4\n' > $P/hhpas.model
