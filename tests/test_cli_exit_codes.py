@@ -77,7 +77,7 @@ with tempfile.TemporaryDirectory() as tmp:
             ["--dt", "abc"], ["--tstop", "nan"], ["--tstop", "-1"], ["--tstop", "inf"], ["--tstop", "1e300"],
             ["--tstop", "0.001"], ["--set", "Ra=0"], ["--set", "dt=0"], ["--set", "soma.gnabar_hh=-1"],
             ["--set", "nosuch=1"], ["--set", "Ra=abc"], ["--set", "Ra"], ["--set", "all.hh=2"],
-            ["--set", "celsius=nan"], ["--set", "Ra=0x10"], ["--dt", "0x1p-5"], ["--gpu-lanes", "3"], ["--gpu-lanes", "64"], ["--gpu-lanes", "-1"],
+            ["--set", "celsius=nan"], ["--set", "Ra=0x10"], ["--dt", "0x1p-5"], ["--gpu-lanes", "3"], ["--gpu-lanes", "64"], ["--gpu-lanes", "-1"], ["--gpu-mechanisms", "fast"],
             ["--cells", "0"], ["--cells", "-5"], ["--record-every", "0"], ["--record-cells", "-1"],
             ["--threads", "-1"], ["--iclamp", "soma:1:-1:0.1"], ["--iclamp", "soma:1:2"],
             ["--iclamp", "soma:nan:1:0.1"], ["--record", "c-1"], ["--record", "0:2"], ["--backend", "gpu9"],

@@ -49,6 +49,9 @@ static const char *help_text =
     "  --record-every N       record every N steps (default 1)\n"
     "  --backend cpu|cuda|auto  --method sequential|openmp|onchip|tree  --threads N\n"
     "  --gpu-lanes L          onchip: lanes per cell (1, 2, 4, ..., 32; default automatic)\n"
+    "  --gpu-mechanisms auto|fused|per-step  CUDA, --model: the built-in pas and hh fused into\n"
+    "                         the tree kernel, or a launch per mechanism and step (default auto:\n"
+    "                         fused where possible; docs/simulation.md)\n"
     "  --out PREFIX           write PREFIX_traces.csv, PREFIX_traces.npy (t and one column per\n"
     "                         site) and PREFIX_spikes.csv (cell, morphology, time; with --network\n"
     "                         the sources' raster: source, cell (-1: a train or Poisson source),\n"
@@ -65,7 +68,9 @@ static const char *help_text =
     "                         and recordings; docs/simulation.md, \"Checkpoints\")\n"
     "  --json                 summary as JSON on stdout\n"
     "  --no-progress          no progress bar (it is shown on a terminal for runs over ~1 s)\n"
-    "\n"
+    "\n";
+/* (two strings: C99 compilers need not take longer literals) */
+static const char *help_text_tail =
     "LOC: soma (the root section at x = 0.5) | SEC:X (section index) | swc=ID:X (the section\n"
     "whose first point has SWC id ID) | cN (compartment N).\n"
     "Spikes: upward crossings of spike_threshold (-20 mV) at soma(0.5), interpolated in time.\n"
@@ -358,7 +363,7 @@ int cmd_simulate(int argc, char **argv) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            printf("%s\n%s", help_text, cli_morph_options_help);
+            printf("%s%s\n%s", help_text, help_text_tail, cli_morph_options_help);
             return 0;
         }
         if (strcmp(a, "--ra") == 0) ra_given = 1;
@@ -447,6 +452,9 @@ int cmd_simulate(int argc, char **argv) {
             if (!cli_parse_long(cmd, a, val, 0, 32, &v)) return 2;
             if (v & (v - 1)) return cli_usage_error(cmd, "--gpu-lanes: '%s' is not 0, 1, 2, 4, 8, 16 or 32", val);
             so.gpu_lanes = (int32_t)v;
+        } else if (strcmp(a, "--gpu-mechanisms") == 0) {
+            if (ns_sim_gpu_mechanisms_from_name(val, &so.gpu_mechanisms) != NS_OK)
+                return cli_usage_error(cmd, "--gpu-mechanisms: '%s' is not auto, fused or per-step", val);
         } else if (strcmp(a, "--out") == 0) {
             out = val;
         } else if (strcmp(a, "--plot") == 0) {
@@ -869,6 +877,8 @@ int cmd_simulate(int argc, char **argv) {
         json_begin(&j, stdout);
         json_string(&j, "backend", ns_backend_name(cli_sim_backend(sim)));
         json_string(&j, "method", ns_hines_method_name(cli_sim_method(sim)));
+        if (cli_sim_local(sim) && ns_sim_gpu_mechanisms_of(cli_sim_local(sim)) != NS_SIM_GPU_MECHANISMS_AUTO)
+            json_string(&j, "gpu_mechanisms", ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms_of(cli_sim_local(sim))));
         json_int(&j, "morphologies", set.count);
         json_int(&j, "cells", n_cells);
         if (cli_mpi_size() > 1) json_int(&j, "processes", cli_mpi_size());

@@ -1353,7 +1353,7 @@ NB_MODULE(_core, m) {
         .def("__init__", [](Simulation *self, nb::handle shapes, int64_t n_cells, nb::handle cell_shape,
                             const SimParams &params, const std::string &backend, const std::string &method,
                             int32_t threads, int32_t gpu_lanes, int32_t record_every, int32_t check_every,
-                            nb::handle model) {
+                            nb::handle model, const std::string &gpu_mechanisms) {
             std::vector<const ns_cell_t *> sh;
             for (nb::handle h : shapes) {
                 if (!nb::isinstance<Cell>(h))
@@ -1370,6 +1370,7 @@ NB_MODULE(_core, m) {
             o.gpu_lanes = gpu_lanes;
             o.record_every = record_every;
             o.check_every = check_every;
+            check(ns_sim_gpu_mechanisms_from_name(gpu_mechanisms.c_str(), &o.gpu_mechanisms));
             nb::object library = nb::none();
             std::vector<const ns_sim_model_t *> per_shape;
             if (!model.is_none() && (nb::isinstance<nb::list>(model) || nb::isinstance<nb::tuple>(model))) {
@@ -1410,7 +1411,7 @@ NB_MODULE(_core, m) {
             self->cell_shape = cs;
         }, "cells"_a, "n_cells"_a, "cell_shape"_a = nb::none(), "params"_a = SimParams(), "backend"_a = "auto",
            "method"_a = "auto", "threads"_a = 0, "gpu_lanes"_a = 0, "record_every"_a = 1, "check_every"_a = 1,
-           "model"_a = nb::none())
+           "model"_a = nb::none(), "gpu_mechanisms"_a = "auto")
         .def("add_iclamp", [](Simulation &s, int64_t cell, int32_t compartment, double delay, double duration, double amplitude) {
             std::lock_guard<std::mutex> lock(s.mu);
             check(ns_sim_add_iclamp(s.s, cell, compartment, delay, duration, amplitude));
@@ -1514,6 +1515,9 @@ NB_MODULE(_core, m) {
         .def_prop_ro("method", [](const Simulation &s) { return std::string(ns_hines_method_name(ns_sim_method(s.s))); })
         .def_prop_ro("elapsed_ms", [](const Simulation &s) { return ns_sim_elapsed_ms(s.s); })
         .def_prop_ro("gpu_lanes", [](const Simulation &s) { return ns_sim_gpu_lanes(s.s); })
+        .def_prop_ro("gpu_mechanisms", [](const Simulation &s) {
+            return std::string(ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms_of(s.s)));
+        })
         .def("spike_compartment", [](const Simulation &s, int64_t cell) {
             if (cell < 0 || cell >= ns_sim_cells(s.s))
                 fail(NS_ERR_INVALID_ARGUMENT, "Simulation.spike_compartment: cell " + std::to_string(cell) + " out of range");

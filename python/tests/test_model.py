@@ -67,6 +67,17 @@ def test_model_per_shape():
         ns.Simulation([a, b], 2, backend="cpu", model=[hh])
 
 
+def test_model_gpu_mechanisms_option():
+    # the fused/per-step choice is the GPU's; on the CPU it is accepted and reported as "auto"
+    cell = ns.read_swc(os.path.join(MORPH, "ca1_h10.swc")).discretize()
+    model = ns.Model()
+    model.insert("all", "hh")
+    sim = ns.Simulation([cell], 1, backend="cpu", model=model, gpu_mechanisms="per-step")
+    assert sim.gpu_mechanisms == "auto"
+    with pytest.raises(ns.InvalidArgumentError, match="auto, fused, per-step"):
+        ns.Simulation([cell], 1, backend="cpu", model=model, gpu_mechanisms="fast")
+
+
 def test_model_errors():
     model = ns.Model()
     with pytest.raises(ns.InvalidArgumentError, match="no mechanism 'NaTs2_t'"):

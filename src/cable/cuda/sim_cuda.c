@@ -22,6 +22,7 @@
 #include "cable/cuda/sim_model_cuda.h"
 #include "cable/cuda/sim_net_cuda.h"
 #include "cable/net_impl.h"
+#include "cable/cuda/sim_fused.h"
 
 #define PART_STEPS 2000  /* steps per launch */
 #define SPIKE_CAP 128    /* spikes per cell per launch (more is an error) */
@@ -78,6 +79,7 @@ typedef struct gpu_state {
     gpu_model *model;          /* a model's mechanisms (sim->model): every cell in the tree group */
     gpu_net *net;              /* a network (sim->net, sim_net_cuda.c), on the tree group's stream */
     int64_t net_step;          /* the step within the network's interval */
+    ns_sim_fused_state *fused; /* the model's built-in mechanisms in the tree kernel (sim_fused.h), or NULL */
 } gpu_state;
 
 static ns_status dalloc(gpu_group *gr, void **p, size_t bytes) {
@@ -112,6 +114,7 @@ static void free_state(gpu_state *s) {
         cudaFree(s->groups[k].flat_of);
     }
     ns_gpu_net_free(s->net);
+    ns_sim_fused_free(s->fused);
     ns_gpu_model_free(s->model);
     free(s->groups);
     cudaFree(s->table);
@@ -437,6 +440,10 @@ static ns_status gpu_create(ns_sim_t *sim) {
             (st = ns_gpu_model_create(sim, gr->cell_id, gr->cell_base, tree_cells, g->v, g->rhs, g->d, &s->model)) !=
                 NS_OK)
             goto out;
+        /* fused or per step (sim_fused.h) */
+        if (sim->model && (st = ns_sim_fused_create(sim, s->model, gr->cell_id, gr->cell_base, tree_cells,
+                                                    &s->fused)) != NS_OK)
+            goto out;
     }
     /* the method the loops resolved to (AUTO: several loops in use) */
     if (used[LOOP_ONCHIP] + used[LOOP_TREE] == 1) sim->method = used[LOOP_ONCHIP] ? NS_HINES_ONCHIP : NS_HINES_TREE;
@@ -606,6 +613,9 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         for (int k = 0; k < s->n_streams; ++k) NS_CUDA_TRY(cudaStreamWaitEvent(s->streams[k], s->external, 0));
         s->external_pending = 0;
     }
+    /* a model: its mechanisms fused into the tree kernel, or per step (sim_fused.h) */
+    const ns_sim_fused *fused = NULL;
+    if (s->model && (sst = ns_sim_fused_pick(sim, s->fused, &fused)) != NS_OK) return sst;
     int64_t step0 = sim->steps;
     double t0 = sim->t;
     while (steps > 0) {
@@ -648,7 +658,12 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
             s->groups[k].g.fault = s->fault + k;
             const gpu_group *gr = &s->groups[k];
             cudaStream_t stream = s->streams[k % s->n_streams];
-            if (gr->tree && s->model) {
+            if (gr->tree && fused) {
+                /* the model's built-in mechanisms inside the tree kernel: the whole part in one launch */
+                const cudaStream_t three[3] = {stream, s->streams[(k + 1) % s->n_streams],
+                                               s->streams[(k + 2) % s->n_streams]};
+                NS_CUDA_TRY(ns_sim_launch_tree_fused(&gr->t, &gr->layout, &gr->g, &run, fused, three));
+            } else if (gr->tree && s->model) {
                 /* a model: step by step, the mechanisms' launchers around the tree loop's step */
                 const cudaStream_t one[3] = {stream, stream, stream};
                 double tk = t0;

@@ -65,6 +65,18 @@ void ns_gpu_model_free(gpu_model *g) {
     free(g);
 }
 
+void ns_gpu_model_arrays(const gpu_model *g, int32_t k, ns_gpu_mech_arrays *out) {
+    const gpu_mech *gm = &g->m[k];
+    const sim_mech *sm = &g->model->mechs[k];
+    memset(out, 0, sizeof *out);
+    out->count = gm->p.n;
+    out->fields = gm->fields;
+    out->global = gm->p.global;
+    out->table = gm->p.table;
+    for (int j = 0; j < sm->desc->n_ions && j < NS_SIM_MECH_IONS_MAX; ++j)
+        out->ion_e[j] = g->ion + (size_t)5 * (size_t)sm->ion[j] * (size_t)g->nodes;
+}
+
 static ns_status alloc_up(gpu_mech *gm, void **dst, const void *src, size_t bytes) {
     NS_CUDA_TRY(cudaMalloc(dst, bytes ? bytes : 8));
     gm->allocs[gm->n_allocs++] = *dst;

@@ -20,6 +20,16 @@ typedef struct gpu_model gpu_model;
 ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const int64_t *cell_base, int64_t cells,
                               double *v, double *rhs, double *d, gpu_model **out);
 void ns_gpu_model_free(gpu_model *g);
+/* Mechanism k's device storage, for the fused tree loop (sim_fused_cuda.c):
+ * its instances (count; in the group's cell order, each cell's in node
+ * order), fields (n_fields arrays of count), globals, table, and the e
+ * array of each of its ions (desc->ions order) over the group's nodes. */
+typedef struct ns_gpu_mech_arrays {
+    int64_t count;
+    double *fields, *global, *table;
+    double *ion_e[NS_SIM_MECH_IONS_MAX];
+} ns_gpu_mech_arrays;
+void ns_gpu_model_arrays(const gpu_model *g, int32_t k, ns_gpu_mech_arrays *out);
 /* NEURON's finitialize of the mechanisms (v already v_init on the device). */
 ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
                             int64_t cells, cudaStream_t stream);
