@@ -207,20 +207,6 @@ int main(void) {
         compare("hh + pas(d), 3 shapes x 3 cells, GPU per step vs CPU", &g, &c, 9, 1e-6, 1e-6, 1e-5);
         free_out(&g);
         free_out(&c);
-        /* a distributed network's exchange (MPI) stays on the CPU backend:
-         * refused on a CUDA simulation, naming the backend (networks
-         * themselves run there: test_sim_network_cuda) */
-        {
-            ns_sim_options o;
-            ns_sim_options_init(&o);
-            o.backend = NS_BACKEND_CUDA;
-            o.model = model;
-            ns_sim_t *sim = NULL;
-            CHECK_OK(ns_sim_create(1, (const ns_cell_t *const *)cells, 1, NULL, &p, &o, &sim));
-            CHECK(ns_sim_set_exchange(sim, NULL, NULL, 1.0) == NS_ERR_UNSUPPORTED);
-            CHECK_MSG(strstr(ns_last_error(), "CPU backend only") != NULL, "message: %s", ns_last_error());
-            ns_sim_destroy(sim);
-        }
         ns_sim_model_destroy(model);
         for (int k = 0; k < 3; ++k) ns_cell_destroy(cells[k]);
     }
