@@ -113,6 +113,154 @@ static void run_host(ns_sim_t *sim, ns_sim_t *twin) {
     free(got);
 }
 
+/* Between the part's memory (host or device) and a host buffer. */
+static void part_copy(void *dst, const void *src, size_t bytes, int to_host, int device, void *stream) {
+#ifdef NS_HAVE_CUDA
+    if (device >= 0) {
+        CHECK(cudaMemcpyAsync(dst, src, bytes, to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice,
+                              (cudaStream_t)stream) == cudaSuccess);
+        if (to_host) CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
+        return;
+    }
+#else
+    (void)to_host, (void)device, (void)stream;
+#endif
+    memcpy(dst, src, bytes);
+}
+
+/* The loop's own arrays (ns_sim_state_part): the layout each part
+ * describes (first/stride/node_pos) against its flat_of map, every
+ * compartment held once, the values against the twin's ns_sim_get_state;
+ * then a coupling step through the parts (v += 0.5 sin(Flat index), written
+ * in place, on `stream` for a GPU simulation) against the same change made
+ * on the twin cell by cell with ns_sim_set_state. exact: the twin runs the
+ * same loop (bit for bit); else it is the CPU loop (the GPU loops' agreement
+ * with it: traces within 1e-7 mV, spike times within 1e-9 ms). */
+static void run_parts(ns_sim_t *sim, ns_sim_t *twin, int exact, void *stream, const char *what) {
+    const int64_t n = ns_sim_compartments(sim), parts = ns_sim_state_parts(sim);
+    double *want[NS_SIM_VAR_COUNT];
+    for (int k = 0; k < NS_SIM_VAR_COUNT; ++k) want[k] = malloc((size_t)n * sizeof **want);
+    int32_t *seen = calloc((size_t)n, sizeof *seen);
+    CHECK_OK(ns_sim_advance(sim, 300));
+    CHECK_OK(ns_sim_advance(twin, 300));
+    gather_cells(twin, want);
+    CHECK_MSG(parts >= 1, "%s: %lld parts", what, (long long)parts);
+    int64_t positions = 0, wrong_layout = 0, wrong_value = 0;
+    double worst = 0.0;
+    for (int64_t k = 0; k < parts; ++k) {
+        ns_sim_part pt;
+        CHECK_OK(ns_sim_state_part(sim, k, &pt));
+        CHECK_MSG(pt.v && pt.m && pt.h && pt.n && pt.flat_of && pt.cell && pt.first && pt.stride >= 1,
+                  "%s: part %lld incomplete", what, (long long)k);
+        CHECK(pt.device == (ns_sim_backend(sim) == NS_BACKEND_CUDA ? 0 : -1));
+        const size_t z = (size_t)pt.size;
+        int64_t *flat_of = malloc((z ? z : 1) * sizeof *flat_of);
+        double *vals[4];
+        double *const src[4] = {pt.v, pt.m, pt.h, pt.n};
+        part_copy(flat_of, pt.flat_of, z * sizeof *flat_of, 1, pt.device, stream);
+        for (int a = 0; a < 4; ++a) {
+            vals[a] = malloc((z ? z : 1) * sizeof(double));
+            part_copy(vals[a], src[a], z * sizeof(double), 1, pt.device, stream);
+        }
+        /* the described layout, position by position */
+        char *hit = calloc(z ? z : 1, 1);
+        for (int64_t j = 0; j < pt.cells; ++j) {
+            const int64_t c = pt.cell[j], o = ns_sim_cell_offset(sim, c);
+            const int64_t cnt = ns_sim_cell_offset(sim, c + 1) - o;
+            for (int64_t i = 0; i < cnt; ++i) {
+                const int64_t p = pt.first[j] + (int64_t)pt.stride * (pt.node_pos ? pt.node_pos[i] : i);
+                if (p < 0 || p >= pt.size || hit[p] || flat_of[p] != o + i) {
+                    wrong_layout++;
+                    continue;
+                }
+                hit[p] = 1;
+            }
+        }
+        for (int64_t p = 0; p < pt.size; ++p) {
+            if (!hit[p] || flat_of[p] < 0 || flat_of[p] >= n) {
+                wrong_layout++;
+                continue;
+            }
+            seen[flat_of[p]]++;
+            for (int a = 0; a < 4; ++a) {
+                const double d = fabs(vals[a][p] - want[a][flat_of[p]]);
+                if (exact ? memcmp(&vals[a][p], &want[a][flat_of[p]], sizeof(double)) != 0 : !(d <= 1e-7)) wrong_value++;
+                if (d > worst) worst = d;
+            }
+            vals[0][p] += 0.5 * sin((double)flat_of[p]); /* the coupling step */
+        }
+        part_copy(src[0], vals[0], z * sizeof(double), 0, pt.device, stream);
+        positions += pt.size;
+        free(hit);
+        free(flat_of);
+        for (int a = 0; a < 4; ++a) free(vals[a]);
+    }
+    CHECK_OK(ns_sim_state_done(sim, stream));
+    int64_t not_once = 0;
+    for (int64_t i = 0; i < n; ++i) not_once += seen[i] != 1;
+    CHECK_MSG(positions == n && wrong_layout == 0 && not_once == 0,
+              "%s: parts hold %lld positions for %lld compartments; %lld positions off their layout, %lld "
+              "compartments not held exactly once",
+              what, (long long)positions, (long long)n, (long long)wrong_layout, (long long)not_once);
+    CHECK_MSG(wrong_value == 0, "%s: %lld part values differ from get_state (worst %g)", what, (long long)wrong_value,
+              worst);
+    perturb(want[0], n);
+    for (int64_t c = 0; c < ns_sim_cells(twin); ++c)
+        CHECK_OK(ns_sim_set_state(twin, c, want[0] + ns_sim_cell_offset(twin, c), NULL, NULL, NULL));
+    CHECK_OK(ns_sim_advance(sim, 400)); /* must wait for the writes queued on `stream` */
+    CHECK_OK(ns_sim_advance(twin, 400));
+    if (exact) {
+        check_twins(sim, twin, what);
+    } else {
+        int64_t sa, sb, spikes = 0;
+        int32_t na, nb;
+        const double *ta = ns_sim_traces(sim, &sa, &na), *tb = ns_sim_traces(twin, &sb, &nb);
+        double dv = 0.0, dt = 0.0;
+        CHECK(sa == sb && na == nb);
+        for (int64_t i = 0; sa == sb && na == nb && i < sa * na; ++i)
+            if (!(fabs(ta[i] - tb[i]) <= dv)) dv = fabs(ta[i] - tb[i]);
+        int counts = 1;
+        for (int64_t c = 0; c < ns_sim_cells(sim); ++c) {
+            int64_t x, y;
+            const double *xa = ns_sim_spikes(sim, c, &x), *xb = ns_sim_spikes(twin, c, &y);
+            counts &= x == y;
+            for (int64_t q = 0; x == y && q < x; ++q)
+                if (!(fabs(xa[q] - xb[q]) <= dt)) dt = fabs(xa[q] - xb[q]);
+            spikes += x;
+        }
+        CHECK_MSG(counts && spikes > 0 && dv <= 1e-7 && dt <= 1e-9,
+                  "%s against the CPU loop: traces within %g mV, spike times within %g ms, %lld spikes, counts %s", what,
+                  dv, dt, (long long)spikes, counts ? "equal" : "differ");
+        printf("%s: coupled through the parts, against the CPU loop coupled through set_state: traces within %.2g mV, "
+               "spike times within %.2g ms (%lld spikes)\n",
+               what, dv, dt, (long long)spikes);
+    }
+    /* the host accessor and the part agree after the steps (cell 0 of part 0, compartment 0) */
+    ns_sim_part pt;
+    CHECK_OK(ns_sim_state_part(sim, 0, &pt));
+    const int64_t p0 = pt.first[0] + (int64_t)pt.stride * (pt.node_pos ? pt.node_pos[0] : 0);
+    const int64_t c0 = pt.cell[0];
+    double v0 = 0.0, *v = malloc((size_t)(ns_sim_cell_offset(sim, c0 + 1) - ns_sim_cell_offset(sim, c0)) * sizeof *v);
+    part_copy(&v0, pt.v + p0, sizeof v0, 1, pt.device, stream);
+    CHECK_OK(ns_sim_get_state(sim, c0, v, NULL, NULL, NULL));
+    CHECK_MSG(memcmp(&v0, &v[0], sizeof v0) == 0, "%s: get_state (%.17g) and the part (%.17g) disagree", what, v[0],
+              v0);
+    free(v);
+    /* bad arguments named */
+    CHECK(ns_sim_state_part(sim, parts, &pt) == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "part") != NULL);
+    CHECK(ns_sim_state_part(sim, -1, &pt) == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "part") != NULL);
+    CHECK(ns_sim_state_part(sim, 0, NULL) == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "out") != NULL);
+    CHECK(ns_sim_state_part(NULL, 0, &pt) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(ns_sim_state_parts(NULL) == -1);
+    if (ns_sim_backend(sim) == NS_BACKEND_CPU)
+        CHECK(ns_sim_state_done(sim, (void *)want[0]) == NS_ERR_INVALID_ARGUMENT &&
+              strstr(ns_last_error(), "stream") != NULL);
+    printf("%s: %lld parts, layout and values as described, coupling through them as set_state\n", what,
+           (long long)parts);
+    free(seen);
+    for (int k = 0; k < NS_SIM_VAR_COUNT; ++k) free(want[k]);
+}
+
 #ifdef NS_HAVE_CUDA
 /* Device-memory variant: the same on a non-blocking stream of the caller's. */
 static void run_device(ns_sim_t *sim, ns_sim_t *twin, const char *what) {
@@ -185,6 +333,15 @@ int main(void) {
     if (a && b) run_host(a, b);
     ns_sim_destroy(a);
     ns_sim_destroy(b);
+    /* the loop's own arrays: sequential (blocks of 8, 4, 2, 1 lanes), and
+     * OpenMP with 2 threads (other block widths) */
+    for (int k = 0; k < 2; ++k) {
+        a = make_sim(NS_BACKEND_CPU, k ? NS_HINES_OPENMP : NS_HINES_SEQUENTIAL, cells);
+        b = make_sim(NS_BACKEND_CPU, NS_HINES_SEQUENTIAL, cells);
+        if (a && b) run_parts(a, b, 1, NULL, k ? "cpu openmp parts" : "cpu sequential parts");
+        ns_sim_destroy(a);
+        ns_sim_destroy(b);
+    }
     int devices = 0;
 #ifdef NS_HAVE_CUDA
     if (ns_cuda_device_count(&devices) == NS_OK && devices > 0) {
@@ -197,6 +354,20 @@ int main(void) {
             if (a && b) run_device(a, b, methods[k] == NS_HINES_ONCHIP ? "gpu onchip" : "gpu tree");
             ns_sim_destroy(a);
             ns_sim_destroy(b);
+            /* the loop's own arrays on a stream of the caller's: against the
+             * same GPU loop (bit for bit) and against the CPU loop */
+            cudaStream_t q = NULL;
+            CHECK(cudaStreamCreateWithFlags(&q, cudaStreamNonBlocking) == cudaSuccess);
+            for (int twin_cpu = 0; twin_cpu < 2; ++twin_cpu) {
+                a = make_sim(NS_BACKEND_CUDA, methods[k], cells);
+                b = twin_cpu ? make_sim(NS_BACKEND_CPU, NS_HINES_SEQUENTIAL, cells)
+                             : make_sim(NS_BACKEND_CUDA, methods[k], cells);
+                if (a && b)
+                    run_parts(a, b, !twin_cpu, q, methods[k] == NS_HINES_ONCHIP ? "gpu onchip parts" : "gpu tree parts");
+                ns_sim_destroy(a);
+                ns_sim_destroy(b);
+            }
+            cudaStreamDestroy(q);
         }
     }
 #endif
