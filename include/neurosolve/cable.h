@@ -359,7 +359,8 @@ NS_API ns_status ns_sim_write_var(ns_sim_t *sim, ns_sim_var var, const double *f
  * Zero-copy access to the state where the loop keeps it (docs/simulation.md,
  * "The loop's own state arrays"): no gather into a Flat array, no copy. The
  * state is held in parts, each in the layout of its kernel: a CUDA
- * simulation has one part per shape group (device memory of its GPU), a CPU
+ * simulation has one part per group of its loops (each shape of the onchip
+ * loop, and all the cells of the tree loop; device memory of its GPU), a CPU
  * simulation one per lane block (host memory). Part k holds `size` positions
  * of each variable; compartment i of its local cell j (global cell
  * cell[j]) is at position
