@@ -252,6 +252,8 @@ static void run_parts(ns_sim_t *sim, ns_sim_t *twin, int exact, void *stream, co
     CHECK(ns_sim_state_part(sim, 0, NULL) == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "out") != NULL);
     CHECK(ns_sim_state_part(NULL, 0, &pt) == NS_ERR_INVALID_ARGUMENT);
     CHECK(ns_sim_state_parts(NULL) == -1);
+    ns_sim_field fv;
+    CHECK(ns_sim_state_field(sim, 0, "m_hh", &fv) == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "no model") != NULL);
     if (ns_sim_backend(sim) == NS_BACKEND_CPU)
         CHECK(ns_sim_state_done(sim, (void *)want[0]) == NS_ERR_INVALID_ARGUMENT &&
               strstr(ns_last_error(), "stream") != NULL);
@@ -304,6 +306,68 @@ static void model_parts(ns_cell_t **cells, ns_backend backend, void *stream) {
     CHECK_OK(ns_sim_state_done(sim, stream));
     CHECK_MSG(wrong == 0 && positions == n, "model parts: %lld values differ from get_state, %lld positions of %lld",
               (long long)wrong, (long long)positions, (long long)n);
+    /* the mechanisms' and ions' own arrays (ns_sim_state_field): each entry
+     * against ns_sim_get_model_var at the compartment its position names,
+     * every hh compartment once; then written through the field and seen by
+     * ns_sim_get_model_var */
+    int64_t *cell_of = malloc((size_t)n * sizeof *cell_of);
+    for (int64_t c = 0; c < ns_sim_cells(sim); ++c)
+        for (int64_t i = ns_sim_cell_offset(sim, c); i < ns_sim_cell_offset(sim, c + 1); ++i) cell_of[i] = c;
+    static const char *const names[2] = {"m_hh", "ek"};
+    for (int a = 0; a < 2; ++a) {
+        double *ref = malloc((size_t)n * sizeof *ref);
+        for (int64_t c = 0; c < ns_sim_cells(sim); ++c)
+            CHECK_OK(ns_sim_get_model_var(sim, c, names[a], ref + ns_sim_cell_offset(sim, c)));
+        int32_t *held = calloc((size_t)n, sizeof *held);
+        int64_t bad = 0, entries = 0;
+        for (int64_t k = 0; k < ns_sim_state_parts(sim); ++k) {
+            ns_sim_part pt;
+            ns_sim_field f;
+            CHECK_OK(ns_sim_state_part(sim, k, &pt));
+            CHECK_OK(ns_sim_state_field(sim, k, names[a], &f));
+            CHECK(f.device == pt.device && (a == 1) == (f.pos == NULL));
+            const size_t zp = (size_t)pt.size, zf = (size_t)f.size;
+            int64_t *flat_of = malloc((zp ? zp : 1) * sizeof *flat_of);
+            int32_t *pos = malloc((zf ? zf : 1) * sizeof *pos);
+            double *x = malloc((zf ? zf : 1) * sizeof *x);
+            part_copy(flat_of, pt.flat_of, zp * sizeof *flat_of, 1, pt.device, stream);
+            if (f.pos) part_copy(pos, f.pos, zf * sizeof *pos, 1, f.device, stream);
+            else for (size_t q = 0; q < zf; ++q) pos[q] = (int32_t)q;
+            part_copy(x, f.data, zf * sizeof *x, 1, f.device, stream);
+            for (size_t q = 0; q < zf; ++q) {
+                if (pos[q] < 0 || pos[q] >= pt.size) {
+                    bad++;
+                    continue;
+                }
+                const int64_t i = flat_of[pos[q]];
+                held[i]++;
+                bad += memcmp(&x[q], &ref[i], sizeof x[q]) != 0;
+                x[q] = ref[i] = a == 0 ? 0.25 : -80.0 - 1e-3 * (double)i; /* written through the field */
+            }
+            part_copy(f.data, x, zf * sizeof *x, 0, f.device, stream);
+            entries += f.size;
+            free(flat_of), free(pos), free(x);
+        }
+        CHECK_OK(ns_sim_state_done(sim, stream));
+        int64_t not_once = 0;
+        for (int64_t i = 0; i < n; ++i) not_once += held[i] != (isnan(ref[i]) ? 0 : 1);
+        CHECK_MSG(bad == 0 && not_once == 0 && entries > 0,
+                  "model field %s: %lld entries differ from get_model_var or lie outside the part, %lld compartments "
+                  "not held once (%lld entries)",
+                  names[a], (long long)bad, (long long)not_once, (long long)entries);
+        double *after = malloc((size_t)n * sizeof *after);
+        for (int64_t c = 0; c < ns_sim_cells(sim); ++c)
+            CHECK_OK(ns_sim_get_model_var(sim, c, names[a], after + ns_sim_cell_offset(sim, c)));
+        int64_t unseen = 0;
+        for (int64_t i = 0; i < n; ++i) unseen += !(isnan(ref[i]) && isnan(after[i])) && memcmp(&after[i], &ref[i], 8);
+        CHECK_MSG(unseen == 0, "model field %s: %lld writes through the field not seen by get_model_var", names[a],
+                  (long long)unseen);
+        free(after), free(held), free(ref);
+    }
+    ns_sim_field f;
+    CHECK(ns_sim_state_field(sim, 0, "bogus_hh", &f) != NS_OK && strstr(ns_last_error(), "bogus") != NULL);
+    CHECK(ns_sim_state_field(sim, -1, "m_hh", &f) == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "part") != NULL);
+    free(cell_of);
     double *got = malloc((size_t)n * sizeof *got);
     for (int64_t c = 0; c < ns_sim_cells(sim); ++c)
         CHECK_OK(ns_sim_get_state(sim, c, got + ns_sim_cell_offset(sim, c), NULL, NULL, NULL));

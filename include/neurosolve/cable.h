@@ -408,6 +408,22 @@ NS_API ns_status ns_sim_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out
  * call is then optional). */
 NS_API ns_status ns_sim_state_done(ns_sim_t *sim, void *stream);
 
+/* A variable of a model's mechanisms or ions in part `part`, in place: the
+ * mechanism's own array (names as ns_sim_get_model_var: FIELD_MECH, or an
+ * ion's eX, Xi, Xo, iX). Entry q sits at position pos[q] of the part (the
+ * index into its v and flat_of); pos NULL: entry q is position q (ions).
+ * The same rules as ns_sim_state_part (ready when the call returns,
+ * ns_sim_state_done after changing it on a stream, valid until destroy).
+ * A simulation without a model, or an unknown name, is refused naming it. */
+typedef struct ns_sim_field {
+    double *data;       /* size entries, in the part's memory */
+    int64_t size;
+    const int32_t *pos; /* size entries, same memory; or NULL */
+    int32_t device;     /* the GPU whose memory holds them, -1: host memory */
+} ns_sim_field;
+
+NS_API ns_status ns_sim_state_field(ns_sim_t *sim, int64_t part, const char *name, ns_sim_field *out);
+
 /* ---------------------------------------------------------- checkpoints
  * A checkpoint (docs/simulation.md, "Checkpoints") holds the whole dynamic
  * state of a simulation: v and the hh gates of every compartment, t, the

@@ -735,6 +735,30 @@ ns_status ns_sim_state_done(ns_sim_t *sim, void *stream) {
     return st;
 }
 
+ns_status ns_sim_state_field(ns_sim_t *sim, int64_t part, const char *name, ns_sim_field *out) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: sim is NULL");
+    if (!name) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: name is NULL");
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: out is NULL");
+    if (!sim->model)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: %s: the simulation has no model (v and hh's gates: "
+                                                "ns_sim_state_part)",
+                       name);
+    const int64_t parts = sim->ops->state_parts(sim);
+    if (part < 0 || part >= parts)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: part %lld of %lld", (long long)part,
+                       (long long)parts);
+    int32_t mech, ion;
+    int field, q;
+    ns_status st = ns_sim_model_var_lookup(sim->model, name, &mech, &field, &ion, &q);
+    if (st != NS_OK) return st;
+    memset(out, 0, sizeof *out);
+    const int caller = enter(sim);
+    st = push_host_state(sim);
+    if (st == NS_OK) st = sim->ops->state_field(sim, part, mech, field, ion, q, out);
+    leave(sim, caller);
+    return st;
+}
+
 ns_status ns_sim_get_model_var(ns_sim_t *sim, int64_t cell, const char *name, double *values) {
     if (!sim || !name || !values) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_model_var: NULL argument");
     if (!sim->model)

@@ -136,6 +136,10 @@ struct sim_ops {
     int64_t (*state_parts)(const ns_sim_t *sim);
     ns_status (*state_part)(ns_sim_t *sim, int64_t part, ns_sim_part *out);
     ns_status (*state_done)(ns_sim_t *sim, void *stream);
+    /* ns_sim_state_field: field `field` of mechanism `mech`, or (mech < 0)
+     * array q of ion `ion` (ns_sim_model_var_lookup's answer), in part `part` */
+    ns_status (*state_field)(ns_sim_t *sim, int64_t part, int32_t mech, int32_t field, int32_t ion, int32_t q,
+                             ns_sim_field *out);
 };
 
 const sim_ops *ns_sim_cpu_ops(void);

@@ -1081,11 +1081,32 @@ static ns_status cpu_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
     return NS_OK;
 }
 
+/* ns_sim_state_field: the block's arrays of the model (model_cpu.c): a
+ * mechanism's field over its instances (node_index: their lane-nodes, the
+ * block's positions), an ion's array over the lane-nodes. */
+static ns_status cpu_state_field(ns_sim_t *sim, int64_t part, int32_t mech, int32_t field, int32_t ion, int32_t q,
+                                 ns_sim_field *out) {
+    cpu_state *st = sim->backend_state;
+    cpu_block *blk = &st->blocks[part];
+    const int64_t nw = (int64_t)sim->shapes[blk->shape].n * blk->w;
+    out->device = -1;
+    if (mech < 0) {
+        out->data = ns_model_block_ion_data(blk->mech, ion) + (size_t)q * (size_t)nw;
+        out->size = nw;
+        out->pos = NULL;
+        return NS_OK;
+    }
+    out->data = (double *)ns_model_block_field(blk->mech, mech, field);
+    out->size = ns_model_block_instances(blk->mech, mech);
+    out->pos = (const int32_t *)ns_model_block_node_index(blk->mech, mech);
+    return NS_OK;
+}
+
 const sim_ops *ns_sim_cpu_ops(void) {
     /* no read_var / write_var: the host arrays after cpu_sync_state (sim.c) */
     static const sim_ops ops = {"cpu",          cpu_create,     cpu_destroy, cpu_init, cpu_advance,
                                 cpu_sync_state, cpu_load_state, NULL,        NULL,     cpu_model_var,
-                                cpu_advance_net, cpu_state_parts, cpu_state_part, NULL};
+                                cpu_advance_net, cpu_state_parts, cpu_state_part, NULL, cpu_state_field};
     return &ops;
 }
 

@@ -916,9 +916,22 @@ static ns_status gpu_state_done(ns_sim_t *sim, void *stream) {
     return NS_OK;
 }
 
+/* ns_sim_state_field: a model runs in the tree group only; its arrays are
+ * sim_model_cuda.c's (instances in the group's node positions). */
+static ns_status gpu_state_field(ns_sim_t *sim, int64_t part, int32_t mech, int32_t field, int32_t ion, int32_t q,
+                                 ns_sim_field *out) {
+    gpu_state *s = (gpu_state *)sim->backend_state;
+    if (!s->model || !s->groups[part].tree)
+        return ns_fail(NS_ERR_INTERNAL, "ns_sim_state_field: part %lld holds no model", (long long)part);
+    for (int k = 0; k < s->n_streams; ++k) NS_CUDA_TRY(cudaStreamSynchronize(s->streams[k]));
+    ns_gpu_model_field(s->model, mech, field, ion, q, &out->data, &out->size, &out->pos);
+    out->device = sim->device;
+    return NS_OK;
+}
+
 const sim_ops *ns_sim_cuda_ops(void) {
     static const sim_ops ops = {"cuda",   gpu_create, gpu_destroy,  gpu_init,      gpu_advance,
                                 gpu_sync, gpu_load,   gpu_read_var, gpu_write_var, gpu_model_var,
-                                gpu_advance_net, gpu_state_parts, gpu_state_part, gpu_state_done};
+                                gpu_advance_net, gpu_state_parts, gpu_state_part, gpu_state_done, gpu_state_field};
     return &ops;
 }
