@@ -377,6 +377,33 @@ nb::dict sim_state_part(nb::handle self, int64_t part) {
     return d;
 }
 
+// Simulation.state_field: a model's variable in one part, in place (as
+// state_part: numpy views or DLPack arrays that keep the Simulation alive).
+nb::dict sim_state_field(nb::handle self, int64_t part, const std::string &name) {
+    Simulation &s = nb::cast<Simulation &>(self);
+    std::lock_guard<std::mutex> lock(s.mu);
+    ns_sim_field f;
+    ns_status st;
+    {
+        nb::gil_scoped_release r;
+        st = ns_sim_state_field(s.s, part, name.c_str(), &f);
+    }
+    check(st);
+    const size_t shape[1] = {(size_t)f.size};
+    auto wrap = [&](const void *ptr, nb::dlpack::dtype dt) -> nb::object {
+        if (!ptr) return nb::none();
+        if (f.device >= 0)
+            return nb::cast(nb::ndarray<>((void *)ptr, 1, shape, self, nullptr, dt, nb::device::cuda::value, f.device),
+                            nb::rv_policy::reference);
+        return nb::cast(nb::ndarray<nb::numpy>((void *)ptr, 1, shape, self, nullptr, dt), nb::rv_policy::reference);
+    };
+    nb::dict d;
+    d["data"] = wrap(f.data, nb::dtype<double>());
+    d["pos"] = wrap(f.pos, nb::dtype<int32_t>());
+    d["device"] = f.device;
+    return d;
+}
+
 struct LifeModel {
     ns_life_model_t *m = nullptr;
     ns_life_built_t *built = nullptr; // when the model came from ns_life_build / ns_life_built_load
@@ -1610,6 +1637,10 @@ NB_MODULE(_core, m) {
              "DLPack arrays of a CUDA one (cupy.from_dlpack, torch.from_dlpack), valid while the Simulation "
              "exists; and the layout: cell, first (numpy), stride, node_pos (numpy or None), device. Call "
              "state_done(stream) after changing them on a stream.")
+        .def("state_field", &sim_state_field, "part"_a, "name"_a,
+             "A model's variable (FIELD_MECH, or an ion's eX, Xi, Xo, iX) in one part, no copy: dict of data (the "
+             "mechanism's own array), pos (the part position of each entry, or None: entry q is position q) and "
+             "device; numpy views or DLPack arrays as state_part.")
         .def("state_done", [](Simulation &s, nb::handle stream) {
             const bool cuda = ns_sim_backend(s.s) == NS_BACKEND_CUDA;
             if (!cuda && !stream.is_none())

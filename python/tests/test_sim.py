@@ -209,6 +209,32 @@ def test_state_parts_cpu(ca1):
         sim.state_done(stream=1)
 
 
+def test_state_field_cpu(ca1):
+    """state_field of a model simulation (built-in hh): m_hh at the part
+    positions against model_var of the compartment each names; a write
+    through it is seen by model_var."""
+    cell = ca1.discretize()
+    model = ns.Model()
+    model.insert("all", "hh")
+    sim = ns.Simulation([cell], 3, backend="cpu", model=model)
+    sim.advance(40)
+    n = sim.compartments
+    ref = np.concatenate([sim.model_var(c, "m_hh") for c in range(3)])
+    held = np.zeros(n, dtype=np.int64)
+    for k in range(sim.state_parts):
+        p, f = sim.state_part(k), sim.state_field(k, "m_hh")
+        assert p["m"] is None and f["device"] == -1
+        flat = p["flat_of"][f["pos"]]
+        np.testing.assert_array_equal(f["data"], ref[flat])
+        held[flat] += 1
+        f["data"][:] = 0.125
+    assert ((held == 1) == ~np.isnan(ref)).all()
+    got = np.concatenate([sim.model_var(c, "m_hh") for c in range(3)])
+    assert (got[~np.isnan(ref)] == 0.125).all()
+    with pytest.raises(ns.InvalidArgumentError, match="bogus"):
+        sim.state_field(0, "bogus_hh")
+
+
 def test_param_file(tmp_path):
     f = tmp_path / "p.par"
     f.write_text("dt = 0.01\nall.cm = 2\n")
