@@ -113,6 +113,270 @@ static void run_host(ns_sim_t *sim, ns_sim_t *twin) {
     free(got);
 }
 
+/* Between the part's memory (host or device) and a host buffer. */
+static void part_copy(void *dst, const void *src, size_t bytes, int to_host, int device, void *stream) {
+#ifdef NS_HAVE_CUDA
+    if (device >= 0) {
+        CHECK(cudaMemcpyAsync(dst, src, bytes, to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice,
+                              (cudaStream_t)stream) == cudaSuccess);
+        if (to_host) CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
+        return;
+    }
+#else
+    (void)to_host, (void)device, (void)stream;
+#endif
+    memcpy(dst, src, bytes);
+}
+
+/* The loop's own arrays (ns_sim_state_part): the layout each part
+ * describes (first/stride/node_pos) against its flat_of map, every
+ * compartment held once, the values against the twin's ns_sim_get_state;
+ * then a coupling step through the parts (v += 0.5 sin(Flat index), written
+ * in place, on `stream` for a GPU simulation) against the same change made
+ * on the twin cell by cell with ns_sim_set_state. exact: the twin runs the
+ * same loop (bit for bit); else it is the CPU loop (the GPU loops' agreement
+ * with it: traces within 1e-7 mV, spike times within 1e-9 ms). */
+static void run_parts(ns_sim_t *sim, ns_sim_t *twin, int exact, void *stream, const char *what) {
+    const int64_t n = ns_sim_compartments(sim), parts = ns_sim_state_parts(sim);
+    double *want[NS_SIM_VAR_COUNT];
+    for (int k = 0; k < NS_SIM_VAR_COUNT; ++k) want[k] = malloc((size_t)n * sizeof **want);
+    int32_t *seen = calloc((size_t)n, sizeof *seen);
+    CHECK_OK(ns_sim_advance(sim, 300));
+    CHECK_OK(ns_sim_advance(twin, 300));
+    gather_cells(twin, want);
+    CHECK_MSG(parts >= 1, "%s: %lld parts", what, (long long)parts);
+    int64_t positions = 0, wrong_layout = 0, wrong_value = 0;
+    double worst = 0.0;
+    for (int64_t k = 0; k < parts; ++k) {
+        ns_sim_part pt;
+        CHECK_OK(ns_sim_state_part(sim, k, &pt));
+        CHECK_MSG(pt.v && pt.m && pt.h && pt.n && pt.flat_of && pt.cell && pt.first && pt.stride >= 1,
+                  "%s: part %lld incomplete", what, (long long)k);
+        CHECK(pt.device == (ns_sim_backend(sim) == NS_BACKEND_CUDA ? 0 : -1));
+        const size_t z = (size_t)pt.size;
+        int64_t *flat_of = malloc((z ? z : 1) * sizeof *flat_of);
+        double *vals[4];
+        double *const src[4] = {pt.v, pt.m, pt.h, pt.n};
+        part_copy(flat_of, pt.flat_of, z * sizeof *flat_of, 1, pt.device, stream);
+        for (int a = 0; a < 4; ++a) {
+            vals[a] = malloc((z ? z : 1) * sizeof(double));
+            part_copy(vals[a], src[a], z * sizeof(double), 1, pt.device, stream);
+        }
+        /* the described layout, position by position */
+        char *hit = calloc(z ? z : 1, 1);
+        for (int64_t j = 0; j < pt.cells; ++j) {
+            const int64_t c = pt.cell[j], o = ns_sim_cell_offset(sim, c);
+            const int64_t cnt = ns_sim_cell_offset(sim, c + 1) - o;
+            for (int64_t i = 0; i < cnt; ++i) {
+                const int64_t p = pt.first[j] + (int64_t)pt.stride * (pt.node_pos ? pt.node_pos[i] : i);
+                if (p < 0 || p >= pt.size || hit[p] || flat_of[p] != o + i) {
+                    wrong_layout++;
+                    continue;
+                }
+                hit[p] = 1;
+            }
+        }
+        for (int64_t p = 0; p < pt.size; ++p) {
+            if (!hit[p] || flat_of[p] < 0 || flat_of[p] >= n) {
+                wrong_layout++;
+                continue;
+            }
+            seen[flat_of[p]]++;
+            for (int a = 0; a < 4; ++a) {
+                const double d = fabs(vals[a][p] - want[a][flat_of[p]]);
+                if (exact ? memcmp(&vals[a][p], &want[a][flat_of[p]], sizeof(double)) != 0 : !(d <= 1e-7)) wrong_value++;
+                if (d > worst) worst = d;
+            }
+            vals[0][p] += 0.5 * sin((double)flat_of[p]); /* the coupling step */
+        }
+        part_copy(src[0], vals[0], z * sizeof(double), 0, pt.device, stream);
+        positions += pt.size;
+        free(hit);
+        free(flat_of);
+        for (int a = 0; a < 4; ++a) free(vals[a]);
+    }
+    CHECK_OK(ns_sim_state_done(sim, stream));
+    int64_t not_once = 0;
+    for (int64_t i = 0; i < n; ++i) not_once += seen[i] != 1;
+    CHECK_MSG(positions == n && wrong_layout == 0 && not_once == 0,
+              "%s: parts hold %lld positions for %lld compartments; %lld positions off their layout, %lld "
+              "compartments not held exactly once",
+              what, (long long)positions, (long long)n, (long long)wrong_layout, (long long)not_once);
+    CHECK_MSG(wrong_value == 0, "%s: %lld part values differ from get_state (worst %g)", what, (long long)wrong_value,
+              worst);
+    perturb(want[0], n);
+    for (int64_t c = 0; c < ns_sim_cells(twin); ++c)
+        CHECK_OK(ns_sim_set_state(twin, c, want[0] + ns_sim_cell_offset(twin, c), NULL, NULL, NULL));
+    CHECK_OK(ns_sim_advance(sim, 400)); /* must wait for the writes queued on `stream` */
+    CHECK_OK(ns_sim_advance(twin, 400));
+    if (exact) {
+        check_twins(sim, twin, what);
+    } else {
+        int64_t sa, sb, spikes = 0;
+        int32_t na, nb;
+        const double *ta = ns_sim_traces(sim, &sa, &na), *tb = ns_sim_traces(twin, &sb, &nb);
+        double dv = 0.0, dt = 0.0;
+        CHECK(sa == sb && na == nb);
+        for (int64_t i = 0; sa == sb && na == nb && i < sa * na; ++i)
+            if (!(fabs(ta[i] - tb[i]) <= dv)) dv = fabs(ta[i] - tb[i]);
+        int counts = 1;
+        for (int64_t c = 0; c < ns_sim_cells(sim); ++c) {
+            int64_t x, y;
+            const double *xa = ns_sim_spikes(sim, c, &x), *xb = ns_sim_spikes(twin, c, &y);
+            counts &= x == y;
+            for (int64_t q = 0; x == y && q < x; ++q)
+                if (!(fabs(xa[q] - xb[q]) <= dt)) dt = fabs(xa[q] - xb[q]);
+            spikes += x;
+        }
+        CHECK_MSG(counts && spikes > 0 && dv <= 1e-7 && dt <= 1e-9,
+                  "%s against the CPU loop: traces within %g mV, spike times within %g ms, %lld spikes, counts %s", what,
+                  dv, dt, (long long)spikes, counts ? "equal" : "differ");
+        printf("%s: coupled through the parts, against the CPU loop coupled through set_state: traces within %.2g mV, "
+               "spike times within %.2g ms (%lld spikes)\n",
+               what, dv, dt, (long long)spikes);
+    }
+    /* the host accessor and the part agree after the steps (cell 0 of part 0, compartment 0) */
+    ns_sim_part pt;
+    CHECK_OK(ns_sim_state_part(sim, 0, &pt));
+    const int64_t p0 = pt.first[0] + (int64_t)pt.stride * (pt.node_pos ? pt.node_pos[0] : 0);
+    const int64_t c0 = pt.cell[0];
+    double v0 = 0.0, *v = malloc((size_t)(ns_sim_cell_offset(sim, c0 + 1) - ns_sim_cell_offset(sim, c0)) * sizeof *v);
+    part_copy(&v0, pt.v + p0, sizeof v0, 1, pt.device, stream);
+    CHECK_OK(ns_sim_get_state(sim, c0, v, NULL, NULL, NULL));
+    CHECK_MSG(memcmp(&v0, &v[0], sizeof v0) == 0, "%s: get_state (%.17g) and the part (%.17g) disagree", what, v[0],
+              v0);
+    free(v);
+    /* bad arguments named */
+    CHECK(ns_sim_state_part(sim, parts, &pt) == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "part") != NULL);
+    CHECK(ns_sim_state_part(sim, -1, &pt) == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "part") != NULL);
+    CHECK(ns_sim_state_part(sim, 0, NULL) == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "out") != NULL);
+    CHECK(ns_sim_state_part(NULL, 0, &pt) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(ns_sim_state_parts(NULL) == -1);
+    ns_sim_field fv;
+    CHECK(ns_sim_state_field(sim, 0, "m_hh", &fv) == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "no model") != NULL);
+    if (ns_sim_backend(sim) == NS_BACKEND_CPU)
+        CHECK(ns_sim_state_done(sim, (void *)want[0]) == NS_ERR_INVALID_ARGUMENT &&
+              strstr(ns_last_error(), "stream") != NULL);
+    printf("%s: %lld parts, layout and values as described, coupling through them as set_state\n", what,
+           (long long)parts);
+    free(seen);
+    for (int k = 0; k < NS_SIM_VAR_COUNT; ++k) free(want[k]);
+}
+
+/* A simulation of a model (the built-in hh everywhere): its parts give v
+ * and no gates (the states are the mechanisms'), the values of v those of
+ * ns_sim_get_state; a write through them is seen by ns_sim_get_state. */
+static void model_parts(ns_cell_t **cells, ns_backend backend, void *stream) {
+    ns_sim_model_t *model = NULL;
+    CHECK_OK(ns_sim_model_create(NULL, &model));
+    CHECK_OK(ns_sim_model_insert(model, "all", "hh"));
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = backend;
+    o.model = model;
+    ns_sim_t *sim = NULL;
+    CHECK_OK(ns_sim_create(N_FILES, (const ns_cell_t *const *)cells, 12, NULL, &p, &o, &sim));
+    ns_sim_model_destroy(model);
+    if (!sim) return;
+    CHECK_OK(ns_sim_advance(sim, 100));
+    const int64_t n = ns_sim_compartments(sim);
+    double *want = malloc((size_t)n * sizeof *want);
+    for (int64_t c = 0; c < ns_sim_cells(sim); ++c)
+        CHECK_OK(ns_sim_get_state(sim, c, want + ns_sim_cell_offset(sim, c), NULL, NULL, NULL));
+    int64_t wrong = 0, positions = 0;
+    for (int64_t k = 0; k < ns_sim_state_parts(sim); ++k) {
+        ns_sim_part pt;
+        CHECK_OK(ns_sim_state_part(sim, k, &pt));
+        CHECK_MSG(pt.v && !pt.m && !pt.h && !pt.n, "model part %lld: v and no gates expected", (long long)k);
+        const size_t z = (size_t)pt.size;
+        int64_t *flat_of = malloc((z ? z : 1) * sizeof *flat_of);
+        double *v = malloc((z ? z : 1) * sizeof *v);
+        part_copy(flat_of, pt.flat_of, z * sizeof *flat_of, 1, pt.device, stream);
+        part_copy(v, pt.v, z * sizeof *v, 1, pt.device, stream);
+        for (size_t q = 0; q < z; ++q) {
+            wrong += memcmp(&v[q], &want[flat_of[q]], sizeof *v) != 0;
+            want[flat_of[q]] = v[q] = -30.0 + 1e-3 * (double)flat_of[q]; /* written through the part */
+        }
+        part_copy(pt.v, v, z * sizeof *v, 0, pt.device, stream);
+        positions += pt.size;
+        free(flat_of), free(v);
+    }
+    CHECK_OK(ns_sim_state_done(sim, stream));
+    CHECK_MSG(wrong == 0 && positions == n, "model parts: %lld values differ from get_state, %lld positions of %lld",
+              (long long)wrong, (long long)positions, (long long)n);
+    /* the mechanisms' and ions' own arrays (ns_sim_state_field): each entry
+     * against ns_sim_get_model_var at the compartment its position names,
+     * every hh compartment once; then written through the field and seen by
+     * ns_sim_get_model_var */
+    int64_t *cell_of = malloc((size_t)n * sizeof *cell_of);
+    for (int64_t c = 0; c < ns_sim_cells(sim); ++c)
+        for (int64_t i = ns_sim_cell_offset(sim, c); i < ns_sim_cell_offset(sim, c + 1); ++i) cell_of[i] = c;
+    static const char *const names[2] = {"m_hh", "ek"};
+    for (int a = 0; a < 2; ++a) {
+        double *ref = malloc((size_t)n * sizeof *ref);
+        for (int64_t c = 0; c < ns_sim_cells(sim); ++c)
+            CHECK_OK(ns_sim_get_model_var(sim, c, names[a], ref + ns_sim_cell_offset(sim, c)));
+        int32_t *held = calloc((size_t)n, sizeof *held);
+        int64_t bad = 0, entries = 0;
+        for (int64_t k = 0; k < ns_sim_state_parts(sim); ++k) {
+            ns_sim_part pt;
+            ns_sim_field f;
+            CHECK_OK(ns_sim_state_part(sim, k, &pt));
+            CHECK_OK(ns_sim_state_field(sim, k, names[a], &f));
+            CHECK(f.device == pt.device && (a == 1) == (f.pos == NULL));
+            const size_t zp = (size_t)pt.size, zf = (size_t)f.size;
+            int64_t *flat_of = malloc((zp ? zp : 1) * sizeof *flat_of);
+            int32_t *pos = malloc((zf ? zf : 1) * sizeof *pos);
+            double *x = malloc((zf ? zf : 1) * sizeof *x);
+            part_copy(flat_of, pt.flat_of, zp * sizeof *flat_of, 1, pt.device, stream);
+            if (f.pos) part_copy(pos, f.pos, zf * sizeof *pos, 1, f.device, stream);
+            else for (size_t q = 0; q < zf; ++q) pos[q] = (int32_t)q;
+            part_copy(x, f.data, zf * sizeof *x, 1, f.device, stream);
+            for (size_t q = 0; q < zf; ++q) {
+                if (pos[q] < 0 || pos[q] >= pt.size) {
+                    bad++;
+                    continue;
+                }
+                const int64_t i = flat_of[pos[q]];
+                held[i]++;
+                bad += memcmp(&x[q], &ref[i], sizeof x[q]) != 0;
+                x[q] = ref[i] = a == 0 ? 0.25 : -80.0 - 1e-3 * (double)i; /* written through the field */
+            }
+            part_copy(f.data, x, zf * sizeof *x, 0, f.device, stream);
+            entries += f.size;
+            free(flat_of), free(pos), free(x);
+        }
+        CHECK_OK(ns_sim_state_done(sim, stream));
+        int64_t not_once = 0;
+        for (int64_t i = 0; i < n; ++i) not_once += held[i] != (isnan(ref[i]) ? 0 : 1);
+        CHECK_MSG(bad == 0 && not_once == 0 && entries > 0,
+                  "model field %s: %lld entries differ from get_model_var or lie outside the part, %lld compartments "
+                  "not held once (%lld entries)",
+                  names[a], (long long)bad, (long long)not_once, (long long)entries);
+        double *after = malloc((size_t)n * sizeof *after);
+        for (int64_t c = 0; c < ns_sim_cells(sim); ++c)
+            CHECK_OK(ns_sim_get_model_var(sim, c, names[a], after + ns_sim_cell_offset(sim, c)));
+        int64_t unseen = 0;
+        for (int64_t i = 0; i < n; ++i) unseen += !(isnan(ref[i]) && isnan(after[i])) && memcmp(&after[i], &ref[i], 8);
+        CHECK_MSG(unseen == 0, "model field %s: %lld writes through the field not seen by get_model_var", names[a],
+                  (long long)unseen);
+        free(after), free(held), free(ref);
+    }
+    ns_sim_field f;
+    CHECK(ns_sim_state_field(sim, 0, "bogus_hh", &f) != NS_OK && strstr(ns_last_error(), "bogus") != NULL);
+    CHECK(ns_sim_state_field(sim, -1, "m_hh", &f) == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "part") != NULL);
+    free(cell_of);
+    double *got = malloc((size_t)n * sizeof *got);
+    for (int64_t c = 0; c < ns_sim_cells(sim); ++c)
+        CHECK_OK(ns_sim_get_state(sim, c, got + ns_sim_cell_offset(sim, c), NULL, NULL, NULL));
+    CHECK_MSG(same(got, want, n), "model parts: get_state does not see the writes through the parts");
+    CHECK_OK(ns_sim_advance(sim, 10));
+    free(got), free(want);
+    ns_sim_destroy(sim);
+}
+
 #ifdef NS_HAVE_CUDA
 /* Device-memory variant: the same on a non-blocking stream of the caller's. */
 static void run_device(ns_sim_t *sim, ns_sim_t *twin, const char *what) {
@@ -185,6 +449,16 @@ int main(void) {
     if (a && b) run_host(a, b);
     ns_sim_destroy(a);
     ns_sim_destroy(b);
+    model_parts(cells, NS_BACKEND_CPU, NULL);
+    /* the loop's own arrays: sequential (blocks of 8, 4, 2, 1 lanes), and
+     * OpenMP with 2 threads (other block widths) */
+    for (int k = 0; k < 2; ++k) {
+        a = make_sim(NS_BACKEND_CPU, k ? NS_HINES_OPENMP : NS_HINES_SEQUENTIAL, cells);
+        b = make_sim(NS_BACKEND_CPU, NS_HINES_SEQUENTIAL, cells);
+        if (a && b) run_parts(a, b, 1, NULL, k ? "cpu openmp parts" : "cpu sequential parts");
+        ns_sim_destroy(a);
+        ns_sim_destroy(b);
+    }
     int devices = 0;
 #ifdef NS_HAVE_CUDA
     if (ns_cuda_device_count(&devices) == NS_OK && devices > 0) {
@@ -197,6 +471,21 @@ int main(void) {
             if (a && b) run_device(a, b, methods[k] == NS_HINES_ONCHIP ? "gpu onchip" : "gpu tree");
             ns_sim_destroy(a);
             ns_sim_destroy(b);
+            /* the loop's own arrays on a stream of the caller's: against the
+             * same GPU loop (bit for bit) and against the CPU loop */
+            cudaStream_t q = NULL;
+            CHECK(cudaStreamCreateWithFlags(&q, cudaStreamNonBlocking) == cudaSuccess);
+            for (int twin_cpu = 0; twin_cpu < 2; ++twin_cpu) {
+                a = make_sim(NS_BACKEND_CUDA, methods[k], cells);
+                b = twin_cpu ? make_sim(NS_BACKEND_CPU, NS_HINES_SEQUENTIAL, cells)
+                             : make_sim(NS_BACKEND_CUDA, methods[k], cells);
+                if (a && b)
+                    run_parts(a, b, !twin_cpu, q, methods[k] == NS_HINES_ONCHIP ? "gpu onchip parts" : "gpu tree parts");
+                ns_sim_destroy(a);
+                ns_sim_destroy(b);
+            }
+            if (k == 1) model_parts(cells, NS_BACKEND_CUDA, q); /* a model runs in the tree loop */
+            cudaStreamDestroy(q);
         }
     }
 #endif

@@ -656,6 +656,77 @@ static void test_singular(void) {
     free(dl), free(d), free(du), free(x);
 }
 
+#ifdef NS_HAVE_CUDA
+/* cuSPARSE's wrappers find failures by scanning the result for Inf/NaN
+ * (thomas.cu, nonfinite_kernel: 16-byte vectors, then a scalar tail). A
+ * non-finite right-hand side entry makes its system's solution non-finite
+ * whatever the algorithm, so the device call's wait must name that system
+ * (the lowest one when several are), and a clean batch must pass: both
+ * precisions (double2 and float4 loads), a total that leaves a scalar tail
+ * (51 x 41) and one that does not (64 x 32), the bad entry in the last
+ * system (the tail's). */
+static void test_nonfinite_scan(void) {
+    const ns_tridiag_method methods[2] = {NS_TRIDIAG_CUSPARSE_STRIDED, NS_TRIDIAG_CUSPARSE_INTERLEAVED};
+    const int32_t sizes[2][2] = {{51, 41}, {64, 32}};
+    for (int mi = 0; mi < 2; ++mi)
+        for (int f32 = 0; f32 < 2; ++f32)
+            for (int z = 0; z < 2; ++z) {
+                const int32_t n = sizes[z][0], batch = sizes[z][1];
+                const size_t len = (size_t)n * (size_t)batch, es = f32 ? 4 : 8;
+                const int interleaved = ns_tridiag_method_layout(methods[mi]) == NS_TRIDIAG_INTERLEAVED;
+                ns_tridiag_options o;
+                ns_tridiag_options_init(&o);
+                o.method = methods[mi];
+                o.layout = interleaved ? NS_TRIDIAG_INTERLEAVED : NS_TRIDIAG_FLAT;
+                o.precision = f32 ? NS_TRIDIAG_FLOAT32 : NS_TRIDIAG_FLOAT64;
+                ns_tridiag_solver_t *solver = NULL;
+                CHECK_OK(ns_tridiag_solver_create(n, batch, &o, &solver));
+                void *h[4], *dv[4] = {NULL, NULL, NULL, NULL};
+                for (int a = 0; a < 4; ++a) {
+                    h[a] = malloc(len * es);
+                    CHECK(cudaMalloc(&dv[a], len * es) == cudaSuccess);
+                }
+                /* cases: (bad system, second bad system or -1, expected report or -1 for none) */
+                const int32_t cases[3][3] = {{5, batch - 1, 5}, {batch - 1, -1, batch - 1}, {-1, -1, -1}};
+                for (int c = 0; c < 3; ++c) {
+                    for (size_t i = 0; i < len; ++i) {
+                        const double v[4] = {-1.0, 4.0, -1.0, 1.0};
+                        for (int a = 0; a < 4; ++a) {
+                            if (f32) ((float *)h[a])[i] = (float)v[a];
+                            else ((double *)h[a])[i] = v[a];
+                        }
+                    }
+                    for (int b = 0; b < 2; ++b) {
+                        const int32_t sys = cases[c][b];
+                        if (sys < 0) continue;
+                        const int32_t k = b == 0 ? 7 : n - 1;
+                        const size_t at = interleaved ? (size_t)k * (size_t)batch + (size_t)sys
+                                                      : (size_t)sys * (size_t)n + (size_t)k;
+                        const double bad = b == 0 ? NAN : INFINITY;
+                        if (f32) ((float *)h[3])[at] = (float)bad;
+                        else ((double *)h[3])[at] = bad;
+                    }
+                    for (int a = 0; a < 4; ++a) CHECK(cudaMemcpy(dv[a], h[a], len * es, cudaMemcpyHostToDevice) == cudaSuccess);
+                    CHECK_OK(ns_tridiag_solver_solve_device(solver, dv[0], dv[1], dv[2], dv[3], NULL));
+                    const ns_status st = ns_tridiag_solver_wait(solver);
+                    char want[64];
+                    snprintf(want, sizeof want, "system %d ", (int)cases[c][2]);
+                    if (cases[c][2] < 0)
+                        CHECK_MSG(st == NS_OK, "%s %s %dx%d: a clean batch reported %s (%s)",
+                                  ns_tridiag_method_name(methods[mi]), f32 ? "f32" : "f64", (int)n, (int)batch,
+                                  ns_status_string(st), ns_last_error());
+                    else
+                        CHECK_MSG(st == NS_ERR_SINGULAR && strstr(ns_last_error(), want) != NULL,
+                                  "%s %s %dx%d: non-finite in system %d: %s (%s)", ns_tridiag_method_name(methods[mi]),
+                                  f32 ? "f32" : "f64", (int)n, (int)batch, (int)cases[c][2], ns_status_string(st),
+                                  ns_last_error());
+                }
+                for (int a = 0; a < 4; ++a) free(h[a]), cudaFree(dv[a]);
+                ns_tridiag_solver_destroy(solver);
+            }
+}
+#endif
+
 int main(void) {
     int gpus = 0;
     if (ns_cuda_device_count(&gpus) != NS_OK || gpus <= 0) CHECK_SKIP("no GPU (tridiagonal CUDA tests)");
@@ -665,6 +736,9 @@ int main(void) {
     test_two_threads();
     test_device_bad_input();
     test_singular();
+#ifdef NS_HAVE_CUDA
+    test_nonfinite_scan();
+#endif
     test_onchip_accuracy();
     return check_summary("test_tridiag_cuda");
 }

@@ -375,6 +375,75 @@ NS_API int64_t ns_sim_cell_offset(const ns_sim_t *sim, int64_t cell);
 NS_API ns_status ns_sim_read_var(ns_sim_t *sim, ns_sim_var var, double *flat, void *stream);
 NS_API ns_status ns_sim_write_var(ns_sim_t *sim, ns_sim_var var, const double *flat, void *stream);
 
+/* ------------------------------------------- the loop's own arrays
+ * Zero-copy access to the state where the loop keeps it (docs/simulation.md,
+ * "The loop's own state arrays"): no gather into a Flat array, no copy. The
+ * state is held in parts, each in the layout of its kernel: a CUDA
+ * simulation has one part per group of its loops (each shape of the onchip
+ * loop, and all the cells of the tree loop; device memory of its GPU), a CPU
+ * simulation one per lane block (host memory). Part k holds `size` positions
+ * of each variable; compartment i of its local cell j (global cell
+ * cell[j]) is at position
+ *     first[j] + stride * (node_pos ? node_pos[i] : i)
+ * and flat_of[p] is the Flat index (ns_sim_cell_offset(sim, cell) + i) of
+ * position p: a coupling kernel that works per position needs no other map.
+ * Every position belongs to one compartment; the parts together hold each
+ * compartment once. */
+typedef struct ns_sim_part {
+    double *v;              /* [mV] */
+    double *m, *h, *n;      /* hh's gates (0 where there is no hh); NULL in a simulation of a model */
+    int64_t size;           /* positions in each array */
+    const int64_t *flat_of; /* size entries, in the memory of v (device or host) */
+    int64_t cells;
+    const int64_t *cell;    /* host, cells entries: global cell indexes */
+    const int64_t *first;   /* host, cells entries */
+    int32_t stride;         /* positions between consecutive nodes of one cell (CPU lane block: its width) */
+    const int32_t *node_pos;/* host, the shape's compartment count entries (one-shape parts), or NULL */
+    int32_t device;         /* the GPU whose memory holds the arrays, -1: host memory */
+} ns_sim_part;
+
+/* Parts of the state (fixed at ns_sim_create); -1 for NULL. */
+NS_API int64_t ns_sim_state_parts(const ns_sim_t *sim);
+
+/* Describe part `part` (0 .. ns_sim_state_parts - 1). The arrays hold the
+ * current state when the call returns: a pending ns_sim_set_state /
+ * restore is applied first, and a CUDA simulation's own streams have
+ * finished (any stream of its GPU may then read and write them). The
+ * pointers stay valid until ns_sim_destroy; their values are the state
+ * between ns_sim_advance calls only (an advance changes them; after a
+ * NaN/Inf stop they are undefined until ns_sim_init). Written values take
+ * effect at the next step (non-finite ones make it fail as a NaN of the
+ * simulation does). An ns_sim_set_state, ns_sim_write_var of a CPU
+ * simulation or ns_sim_restore_state made after this call puts the host copy
+ * in charge until the next advance: writes through the part made after it
+ * are lost (call ns_sim_state_part again first). */
+NS_API ns_status ns_sim_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out);
+
+/* The caller's reads and writes of the parts are queued on `stream` (a
+ * cudaStream_t of the simulation's GPU, NULL: the legacy default stream):
+ * the next ns_sim_advance and every host accessor wait for that work, and
+ * the simulation's host copy is refreshed from the device when next read.
+ * Call it after the work is queued, before the next advance or accessor.
+ * A CPU simulation takes NULL (host writes are done when they return; the
+ * call is then optional). */
+NS_API ns_status ns_sim_state_done(ns_sim_t *sim, void *stream);
+
+/* A variable of a model's mechanisms or ions in part `part`, in place: the
+ * mechanism's own array (names as ns_sim_get_model_var: FIELD_MECH, or an
+ * ion's eX, Xi, Xo, iX). Entry q sits at position pos[q] of the part (the
+ * index into its v and flat_of); pos NULL: entry q is position q (ions).
+ * The same rules as ns_sim_state_part (ready when the call returns,
+ * ns_sim_state_done after changing it on a stream, valid until destroy).
+ * A simulation without a model, or an unknown name, is refused naming it. */
+typedef struct ns_sim_field {
+    double *data;       /* size entries, in the part's memory */
+    int64_t size;
+    const int32_t *pos; /* size entries, same memory; or NULL */
+    int32_t device;     /* the GPU whose memory holds them, -1: host memory */
+} ns_sim_field;
+
+NS_API ns_status ns_sim_state_field(ns_sim_t *sim, int64_t part, const char *name, ns_sim_field *out);
+
 /* ---------------------------------------------------------- checkpoints
  * A checkpoint (docs/simulation.md, "Checkpoints") holds the whole dynamic
  * state of a simulation: v and the hh gates of every compartment, t, the

@@ -341,6 +341,69 @@ void sim_var_call(Simulation &s, const std::string &name, nb::handle arr, nb::ha
     check(st);
 }
 
+// Simulation.state_part: the loop's own arrays of one part, as arrays that
+// keep the Simulation alive (numpy views for a CPU simulation; DLPack
+// producers for a CUDA one: cupy.from_dlpack, torch.from_dlpack, ...).
+nb::dict sim_state_part(nb::handle self, int64_t part) {
+    Simulation &s = nb::cast<Simulation &>(self);
+    std::lock_guard<std::mutex> lock(s.mu);
+    ns_sim_part p;
+    ns_status st;
+    {
+        nb::gil_scoped_release r;
+        st = ns_sim_state_part(s.s, part, &p);
+    }
+    check(st);
+    const size_t shape[1] = {(size_t)p.size};
+    auto wrap = [&](const void *ptr, nb::dlpack::dtype dt) -> nb::object {
+        if (!ptr) return nb::none();
+        if (p.device >= 0)
+            return nb::cast(nb::ndarray<>((void *)ptr, 1, shape, self, nullptr, dt, nb::device::cuda::value, p.device),
+                            nb::rv_policy::reference);
+        return nb::cast(nb::ndarray<nb::numpy>((void *)ptr, 1, shape, self, nullptr, dt), nb::rv_policy::reference);
+    };
+    nb::dict d;
+    d["v"] = wrap(p.v, nb::dtype<double>());
+    d["m"] = wrap(p.m, nb::dtype<double>());
+    d["h"] = wrap(p.h, nb::dtype<double>());
+    d["n"] = wrap(p.n, nb::dtype<double>());
+    d["flat_of"] = wrap(p.flat_of, nb::dtype<int64_t>());
+    d["cell"] = to_numpy<int64_t>(p.cell, {(size_t)p.cells});
+    d["first"] = to_numpy<int64_t>(p.first, {(size_t)p.cells});
+    d["stride"] = p.stride;
+    d["node_pos"] = p.node_pos && p.cells > 0 ? to_numpy<int32_t>(p.node_pos, {(size_t)s.cell_size(p.cell[0])})
+                                              : nb::none();
+    d["device"] = p.device;
+    return d;
+}
+
+// Simulation.state_field: a model's variable in one part, in place (as
+// state_part: numpy views or DLPack arrays that keep the Simulation alive).
+nb::dict sim_state_field(nb::handle self, int64_t part, const std::string &name) {
+    Simulation &s = nb::cast<Simulation &>(self);
+    std::lock_guard<std::mutex> lock(s.mu);
+    ns_sim_field f;
+    ns_status st;
+    {
+        nb::gil_scoped_release r;
+        st = ns_sim_state_field(s.s, part, name.c_str(), &f);
+    }
+    check(st);
+    const size_t shape[1] = {(size_t)f.size};
+    auto wrap = [&](const void *ptr, nb::dlpack::dtype dt) -> nb::object {
+        if (!ptr) return nb::none();
+        if (f.device >= 0)
+            return nb::cast(nb::ndarray<>((void *)ptr, 1, shape, self, nullptr, dt, nb::device::cuda::value, f.device),
+                            nb::rv_policy::reference);
+        return nb::cast(nb::ndarray<nb::numpy>((void *)ptr, 1, shape, self, nullptr, dt), nb::rv_policy::reference);
+    };
+    nb::dict d;
+    d["data"] = wrap(f.data, nb::dtype<double>());
+    d["pos"] = wrap(f.pos, nb::dtype<int32_t>());
+    d["device"] = f.device;
+    return d;
+}
+
 struct LifeModel {
     ns_life_model_t *m = nullptr;
     ns_life_built_t *built = nullptr; // when the model came from ns_life_build / ns_life_built_load
@@ -1570,6 +1633,28 @@ NB_MODULE(_core, m) {
                                                   std::to_string(ns_sim_cells(s.s)) + "]");
             return o;
         }, "cell"_a, "First compartment of `cell` in the Flat order of read_var / write_var (cells: the total).")
+        .def_prop_ro("state_parts", [](const Simulation &s) { return ns_sim_state_parts(s.s); },
+                     "Parts in which the loop keeps its state (state_part).")
+        .def("state_part", &sim_state_part, "part"_a,
+             "The loop's own state arrays of one part, no copy (docs/python.md, 'Coupling'): dict of v, m, h, n "
+             "(None for a model) and flat_of (the Flat index of each position), numpy views of a CPU simulation or "
+             "DLPack arrays of a CUDA one (cupy.from_dlpack, torch.from_dlpack), valid while the Simulation "
+             "exists; and the layout: cell, first (numpy), stride, node_pos (numpy or None), device. Call "
+             "state_done(stream) after changing them on a stream.")
+        .def("state_field", &sim_state_field, "part"_a, "name"_a,
+             "A model's variable (FIELD_MECH, or an ion's eX, Xi, Xo, iX) in one part, no copy: dict of data (the "
+             "mechanism's own array), pos (the part position of each entry, or None: entry q is position q) and "
+             "device; numpy views or DLPack arrays as state_part.")
+        .def("state_done", [](Simulation &s, nb::handle stream) {
+            const bool cuda = ns_sim_backend(s.s) == NS_BACKEND_CUDA;
+            if (!cuda && !stream.is_none())
+                fail(NS_ERR_INVALID_ARGUMENT, "Simulation.state_done: stream given for a CPU simulation (host arrays, no stream)");
+            void *q = cuda ? stream_of(stream) : nullptr;
+            std::lock_guard<std::mutex> lock(s.mu);
+            check(ns_sim_state_done(s.s, q));
+        }, "stream"_a = nb::none(),
+           "The caller's reads and writes of state_part arrays are queued on `stream`: the next advance and "
+           "accessor wait for them (ns_sim_state_done).")
         .def("read_var", [](Simulation &s, const std::string &var, nb::handle out, nb::handle stream) {
             sim_var_call(s, var, out, stream, true);
         }, "var"_a, "out"_a, "stream"_a = nb::none(),

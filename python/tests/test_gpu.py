@@ -227,6 +227,27 @@ def test_simulation_state_on_device():
         sim.read_var("v", np.empty(sim.compartments))
 
 
+def test_simulation_state_parts_on_device():
+    """state_part's DLPack arrays through CuPy on a stream of the caller's,
+    changed in place (test_sim.py's check_parts), against a twin changed
+    through write_var (bit for bit: the twin runs the same GPU loop)."""
+    cp = pytest.importorskip("cupy")
+    from test_sim import check_parts, coupled_pair
+    cell = ns.read_swc(os.path.join(MORPH, "ca1_h10.swc")).discretize()
+    sim, twin = coupled_pair(cell, "cuda")
+    stream = cp.cuda.Stream(non_blocking=True)
+
+    def to_host(arr):
+        return cp.asnumpy(cp.from_dlpack(arr))
+
+    def write(arr, x):
+        with stream:
+            cp.from_dlpack(arr)[:] = cp.asarray(x)
+
+    check_parts(sim, twin, to_host, write, lambda s: s.state_done(stream=stream),
+                lambda t, x: t.write_var("v", cp.asarray(x)))
+
+
 def test_life_cuda_engine():
     from test_life import DWI, BVAL, BVEC, TRK
     m = ns.LifeModel.build(DWI, BVAL, BVEC, TRK)

@@ -165,6 +165,76 @@ def test_state_vectors_cpu(ca1):
         sim.cell_offset(4)
 
 
+def check_parts(sim, twin, to_host, write, done, twin_write):
+    """state_part: each part's layout (cell, first, stride, node_pos) against
+    its flat_of, the values against the twin's state(c) (per-cell accessor),
+    then v += 0.5 sin(Flat index) written in place through the parts and the
+    same change on the twin through write_var: the same traces after 300
+    steps. to_host / write move a part's array (numpy or DLPack) to numpy and
+    back; done(sim) is state_done with the stream used; twin_write(twin, x)
+    the twin's write_var of v."""
+    n = sim.compartments
+    want = {k: np.concatenate([twin.state(c)[k] for c in range(3)]) for k in "vmhn"}
+    seen = np.zeros(n, dtype=np.int64)
+    for k in range(sim.state_parts):
+        p = sim.state_part(k)
+        flat = to_host(p["flat_of"])
+        for j, c in enumerate(p["cell"]):
+            o, cnt = sim.cell_offset(int(c)), sim.cell_offset(int(c) + 1) - sim.cell_offset(int(c))
+            i = np.arange(cnt) if p["node_pos"] is None else p["node_pos"][:cnt]
+            np.testing.assert_array_equal(flat[p["first"][j] + p["stride"] * i], o + np.arange(cnt))
+        seen[flat] += 1
+        for key in "vmhn":
+            np.testing.assert_array_equal(to_host(p[key]), want[key][flat])
+        write(p["v"], to_host(p["v"]) + 0.5 * np.sin(flat))
+    assert (seen == 1).all()
+    done(sim)
+    twin_write(twin, np.ascontiguousarray(want["v"] + 0.5 * np.sin(np.arange(n))))
+    for s in (sim, twin):
+        s.advance(300)
+    np.testing.assert_array_equal(sim.traces, twin.traces)
+
+
+def test_state_parts_cpu(ca1):
+    cell = ca1.discretize()
+    sim, twin = coupled_pair(cell, "cpu")
+
+    def write(arr, x):
+        arr[:] = x  # the loop's own memory
+
+    check_parts(sim, twin, np.asarray, write, lambda s: s.state_done(), lambda t, x: t.write_var("v", x))
+    with pytest.raises(ns.InvalidArgumentError, match="part"):
+        sim.state_part(sim.state_parts)
+    with pytest.raises(ns.InvalidArgumentError, match="stream"):
+        sim.state_done(stream=1)
+
+
+def test_state_field_cpu(ca1):
+    """state_field of a model simulation (built-in hh): m_hh at the part
+    positions against model_var of the compartment each names; a write
+    through it is seen by model_var."""
+    cell = ca1.discretize()
+    model = ns.Model()
+    model.insert("all", "hh")
+    sim = ns.Simulation([cell], 3, backend="cpu", model=model)
+    sim.advance(40)
+    n = sim.compartments
+    ref = np.concatenate([sim.model_var(c, "m_hh") for c in range(3)])
+    held = np.zeros(n, dtype=np.int64)
+    for k in range(sim.state_parts):
+        p, f = sim.state_part(k), sim.state_field(k, "m_hh")
+        assert p["m"] is None and f["device"] == -1
+        flat = p["flat_of"][f["pos"]]
+        np.testing.assert_array_equal(f["data"], ref[flat])
+        held[flat] += 1
+        f["data"][:] = 0.125
+    assert ((held == 1) == ~np.isnan(ref)).all()
+    got = np.concatenate([sim.model_var(c, "m_hh") for c in range(3)])
+    assert (got[~np.isnan(ref)] == 0.125).all()
+    with pytest.raises(ns.InvalidArgumentError, match="bogus"):
+        sim.state_field(0, "bogus_hh")
+
+
 def test_param_file(tmp_path):
     f = tmp_path / "p.par"
     f.write_text("dt = 0.01\nall.cm = 2\n")

@@ -30,6 +30,10 @@ const double *ns_model_block_ion(const model_block *b, int32_t ion, int q);
 double *ns_model_block_ion_data(model_block *b, int32_t ion);
 /* Field f of mechanism k over the block's instances ((node, lane) order). */
 const double *ns_model_block_field(const model_block *b, int32_t k, int f);
+/* Mechanism k's instances in the block: how many (n * lanes) and the
+ * lane-node of each (node * w + lane). */
+int64_t ns_model_block_instances(const model_block *b, int32_t k);
+const int *ns_model_block_node_index(const model_block *b, int32_t k);
 
 /* The same for one cell of a CPU simulation of a model (step_cpu.c), into
  * out[compartment]: for tests (the ion state is not public API yet). i and

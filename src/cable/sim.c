@@ -727,6 +727,60 @@ ns_status ns_sim_write_var(ns_sim_t *sim, ns_sim_var var, const double *flat, vo
     return copy_var(sim, "ns_sim_write_var", var, (double *)flat, stream, 0);
 }
 
+int64_t ns_sim_state_parts(const ns_sim_t *sim) { return sim ? sim->ops->state_parts(sim) : -1; }
+
+ns_status ns_sim_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_part: sim is NULL");
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_part: out is NULL");
+    const int64_t parts = sim->ops->state_parts(sim);
+    if (part < 0 || part >= parts)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_part: part %lld of %lld", (long long)part,
+                       (long long)parts);
+    memset(out, 0, sizeof *out);
+    const int caller = enter(sim);
+    ns_status st = push_host_state(sim); /* a pending ns_sim_set_state: into the loop's arrays first */
+    if (st == NS_OK) st = sim->ops->state_part(sim, part, out);
+    leave(sim, caller);
+    if (st == NS_OK && sim->model) out->m = out->h = out->n = NULL; /* a model's states are its mechanisms' */
+    return st;
+}
+
+ns_status ns_sim_state_done(ns_sim_t *sim, void *stream) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_done: sim is NULL");
+    if (stream && sim->device < 0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_done: stream given for a %s simulation (host memory, "
+                                                "no stream)",
+                       sim->ops->name);
+    const int caller = enter(sim);
+    ns_status st = sim->ops->state_done ? sim->ops->state_done(sim, stream) : NS_OK;
+    leave(sim, caller);
+    return st;
+}
+
+ns_status ns_sim_state_field(ns_sim_t *sim, int64_t part, const char *name, ns_sim_field *out) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: sim is NULL");
+    if (!name) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: name is NULL");
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: out is NULL");
+    if (!sim->model)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: %s: the simulation has no model (v and hh's gates: "
+                                                "ns_sim_state_part)",
+                       name);
+    const int64_t parts = sim->ops->state_parts(sim);
+    if (part < 0 || part >= parts)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: part %lld of %lld", (long long)part,
+                       (long long)parts);
+    int32_t mech, ion;
+    int field, q;
+    ns_status st = ns_sim_model_var_lookup(sim->model, name, &mech, &field, &ion, &q);
+    if (st != NS_OK) return st;
+    memset(out, 0, sizeof *out);
+    const int caller = enter(sim);
+    st = push_host_state(sim);
+    if (st == NS_OK) st = sim->ops->state_field(sim, part, mech, field, ion, q, out);
+    leave(sim, caller);
+    return st;
+}
+
 ns_status ns_sim_get_model_var(ns_sim_t *sim, int64_t cell, const char *name, double *values) {
     if (!sim || !name || !values) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_model_var: NULL argument");
     if (!sim->model)

@@ -131,6 +131,16 @@ struct sim_ops {
     /* a network's interval loop (net_impl.h, ns_net_loop_next; NULL: no
      * networks on this backend) */
     ns_status (*advance_net)(ns_sim_t *sim, struct net_loop *loop, sim_fault *fault);
+    /* ns_sim_state_parts / ns_sim_state_part / ns_sim_state_done: the loop's
+     * own arrays (sim.c has checked `part` and, for state_done, that a CPU
+     * simulation got no stream; the stream's device is the backend's) */
+    int64_t (*state_parts)(const ns_sim_t *sim);
+    ns_status (*state_part)(ns_sim_t *sim, int64_t part, ns_sim_part *out);
+    ns_status (*state_done)(ns_sim_t *sim, void *stream);
+    /* ns_sim_state_field: field `field` of mechanism `mech`, or (mech < 0)
+     * array q of ion `ion` (ns_sim_model_var_lookup's answer), in part `part` */
+    ns_status (*state_field)(ns_sim_t *sim, int64_t part, int32_t mech, int32_t field, int32_t ion, int32_t q,
+                             ns_sim_field *out);
 };
 
 const sim_ops *ns_sim_cpu_ops(void);

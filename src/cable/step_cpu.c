@@ -109,6 +109,9 @@ typedef struct cpu_state {
     int64_t *split_at;     /* each one's offset in the shared scratch */
     double *split_d, *split_rhs; /* their shared scratch (d, rhs) */
     int *split_stopped;    /* per split cell: stopped by a fault in this call */
+    int64_t *part_flat;    /* ns_sim_state_part: the Flat index of each block position, block by block
+                              (n_comp, made on first use) */
+    int64_t *part_base;    /* n_blocks + 1 into part_flat */
 } cpu_state;
 
 static void *aligned(size_t bytes) {
@@ -148,6 +151,8 @@ static void cpu_destroy(ns_sim_t *sim) {
     free(st->split_d);
     free(st->split_rhs);
     free(st->store);
+    free(st->part_flat);
+    free(st->part_base);
     free(st);
     sim->backend_state = NULL;
 }
@@ -1030,11 +1035,78 @@ static ns_status cpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_
     return NS_OK;
 }
 
+/* ns_sim_state_part: a part is a lane block, v[node * w + lane] (the
+ * blocks' arrays themselves; the host copy is refreshed from them whenever
+ * it is read, so writes need no notice). */
+static int64_t cpu_state_parts(const ns_sim_t *sim) {
+    return ((const cpu_state *)sim->backend_state)->n_blocks;
+}
+
+static ns_status cpu_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
+    static const int64_t lane[NS_CPU_LANES_MAX] = {0, 1, 2, 3, 4, 5, 6, 7};
+    cpu_state *st = sim->backend_state;
+    if (!st->part_flat) {
+        int64_t *base = malloc((size_t)(st->n_blocks + 1) * sizeof *base);
+        int64_t *flat = malloc((size_t)(sim->n_comp ? sim->n_comp : 1) * sizeof *flat);
+        if (!base || !flat) {
+            free(base), free(flat);
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_state_part: map of %lld compartments",
+                           (long long)sim->n_comp);
+        }
+        base[0] = 0;
+        for (int64_t b = 0; b < st->n_blocks; ++b) {
+            const cpu_block *blk = &st->blocks[b];
+            const int32_t n = sim->shapes[blk->shape].n, w = blk->w;
+            for (int32_t j = 0; j < w; ++j)
+                for (int32_t i = 0; i < n; ++i)
+                    flat[base[b] + (int64_t)i * w + j] = sim->cell_offset[blk->cell[j]] + i;
+            base[b + 1] = base[b] + (int64_t)n * w;
+        }
+        st->part_flat = flat;
+        st->part_base = base;
+    }
+    cpu_block *blk = &st->blocks[part];
+    out->v = blk->v;
+    out->m = blk->m;
+    out->h = blk->h;
+    out->n = blk->n;
+    out->size = st->part_base[part + 1] - st->part_base[part];
+    out->flat_of = st->part_flat + st->part_base[part];
+    out->cells = blk->w;
+    out->cell = blk->cell;
+    out->first = lane;
+    out->stride = blk->w;
+    out->node_pos = NULL;
+    out->device = -1;
+    return NS_OK;
+}
+
+/* ns_sim_state_field: the block's arrays of the model (model_cpu.c): a
+ * mechanism's field over its instances (node_index: their lane-nodes, the
+ * block's positions), an ion's array over the lane-nodes. */
+static ns_status cpu_state_field(ns_sim_t *sim, int64_t part, int32_t mech, int32_t field, int32_t ion, int32_t q,
+                                 ns_sim_field *out) {
+    cpu_state *st = sim->backend_state;
+    cpu_block *blk = &st->blocks[part];
+    const int64_t nw = (int64_t)sim->shapes[blk->shape].n * blk->w;
+    out->device = -1;
+    if (mech < 0) {
+        out->data = ns_model_block_ion_data(blk->mech, ion) + (size_t)q * (size_t)nw;
+        out->size = nw;
+        out->pos = NULL;
+        return NS_OK;
+    }
+    out->data = (double *)ns_model_block_field(blk->mech, mech, field);
+    out->size = ns_model_block_instances(blk->mech, mech);
+    out->pos = (const int32_t *)ns_model_block_node_index(blk->mech, mech);
+    return NS_OK;
+}
+
 const sim_ops *ns_sim_cpu_ops(void) {
     /* no read_var / write_var: the host arrays after cpu_sync_state (sim.c) */
     static const sim_ops ops = {"cpu",          cpu_create,     cpu_destroy, cpu_init, cpu_advance,
                                 cpu_sync_state, cpu_load_state, NULL,        NULL,     cpu_model_var,
-                                cpu_advance_net};
+                                cpu_advance_net, cpu_state_parts, cpu_state_part, NULL, cpu_state_field};
     return &ops;
 }
 

@@ -51,6 +51,8 @@ typedef struct gpu_group {
     int64_t *cell_base;       /* tree, host: first node of each local cell (cells + 1) */
     int64_t *flat_of;         /* device: the Flat index of each state position (made by the first
                                  ns_sim_read_var / ns_sim_write_var) */
+    int64_t *first;           /* onchip, host: first position of each local cell, j * n
+                                 (ns_sim_state_part; made on first use) */
     void *allocs[24];     /* shape constants, state, outputs */
     int n_allocs;
     void *site_allocs[12]; /* stimulus and recording indexes (replaced when they change) */
@@ -112,6 +114,7 @@ static void free_state(gpu_state *s) {
         free(s->groups[k].cell_id);
         free(s->groups[k].cell_base);
         cudaFree(s->groups[k].flat_of);
+        free(s->groups[k].first);
     }
     ns_gpu_net_free(s->net);
     ns_sim_fused_free(s->fused);
@@ -883,9 +886,67 @@ static ns_status gpu_advance_net(ns_sim_t *sim, net_loop *L, sim_fault *fault) {
     return st;
 }
 
+/* ns_sim_state_part: a part is a shape group, in its kernel's layout
+ * (state_index above). */
+static int64_t gpu_state_parts(const ns_sim_t *sim) { return ((const gpu_state *)sim->backend_state)->n_groups; }
+
+static ns_status gpu_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
+    gpu_state *s = (gpu_state *)sim->backend_state;
+    gpu_group *gr = &s->groups[part];
+    ns_status st = ensure_flat_map(sim, gr);
+    if (st != NS_OK) return st;
+    if (!gr->tree && !gr->first) {
+        gr->first = malloc((size_t)(gr->g.cells ? gr->g.cells : 1) * sizeof *gr->first);
+        if (!gr->first) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_state_part: cell positions");
+        for (int64_t j = 0; j < gr->g.cells; ++j) gr->first[j] = j * (int64_t)gr->g.n;
+    }
+    /* the loop's own work (launches, a model's initialisation) is finished:
+     * any stream may touch the arrays from here on */
+    for (int k = 0; k < s->n_streams; ++k) NS_CUDA_TRY(cudaStreamSynchronize(s->streams[k]));
+    s->host_current = 0; /* the caller may write: the host copy is read again when needed */
+    out->v = gr->g.v;
+    out->m = gr->g.m;
+    out->h = gr->g.h;
+    out->n = gr->g.gn;
+    out->size = (int64_t)state_size(gr);
+    out->flat_of = gr->flat_of;
+    out->cells = gr->g.cells;
+    out->cell = gr->cell_id;
+    out->first = gr->tree ? gr->cell_base : gr->first;
+    out->stride = 1;
+    out->node_pos = gr->onchip ? gr->oc.plan.data + gr->oc.plan.pos_of_node : NULL;
+    out->device = sim->device;
+    return NS_OK;
+}
+
+static ns_status gpu_state_done(ns_sim_t *sim, void *stream) {
+    gpu_state *s = (gpu_state *)sim->backend_state;
+    const cudaStream_t q = (cudaStream_t)stream;
+    ns_status st = ns_device_args_stream(sim->device, "ns_sim_state_done", q);
+    if (st != NS_OK) return st;
+    if (!s->external) NS_CUDA_TRY(cudaEventCreateWithFlags(&s->external, cudaEventDisableTiming));
+    NS_CUDA_TRY(cudaEventRecord(s->external, q));
+    s->external_pending = 1;
+    s->host_current = 0;
+    return NS_OK;
+}
+
+/* ns_sim_state_field: a model runs in the tree group only; its arrays are
+ * sim_model_cuda.c's (instances in the group's node positions). */
+static ns_status gpu_state_field(ns_sim_t *sim, int64_t part, int32_t mech, int32_t field, int32_t ion, int32_t q,
+                                 ns_sim_field *out) {
+    gpu_state *s = (gpu_state *)sim->backend_state;
+    if (!s->model || !s->groups[part].tree)
+        return ns_fail(NS_ERR_INTERNAL, "ns_sim_state_field: part %lld holds no model", (long long)part);
+    for (int k = 0; k < s->n_streams; ++k) NS_CUDA_TRY(cudaStreamSynchronize(s->streams[k]));
+    ns_gpu_model_field(s->model, mech, field, ion, q, &out->data, &out->size, &out->pos);
+    out->device = sim->device;
+    return NS_OK;
+}
+
 const sim_ops *ns_sim_cuda_ops(void) {
     static const sim_ops ops = {"cuda",   gpu_create, gpu_destroy,  gpu_init,      gpu_advance,
                                 gpu_sync, gpu_load,   gpu_read_var, gpu_write_var, gpu_model_var,
-                                gpu_advance_net};
+                                gpu_advance_net, gpu_state_parts, gpu_state_part, gpu_state_done, gpu_state_field};
     return &ops;
 }

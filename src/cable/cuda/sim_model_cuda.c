@@ -572,3 +572,17 @@ ns_status ns_gpu_model_var(const ns_sim_t *sim, const gpu_model *g, const int64_
     free(buf);
     return e == cudaSuccess ? NS_OK : ns_fail(NS_ERR_CUDA, "ns_sim_get_model_var: %s", cudaGetErrorString(e));
 }
+
+void ns_gpu_model_field(const gpu_model *g, int32_t mech, int32_t field, int32_t ion, int32_t q, double **data,
+                        int64_t *size, const int32_t **pos) {
+    if (mech < 0) {
+        *data = g->ion + (size_t)(5 * ion + q) * (size_t)g->nodes;
+        *size = g->nodes;
+        *pos = NULL;
+        return;
+    }
+    const gpu_mech *gm = &g->m[mech];
+    *data = gm->fields + (size_t)field * (size_t)gm->p.n;
+    *size = gm->p.n;
+    *pos = (const int32_t *)gm->p.node_index;
+}

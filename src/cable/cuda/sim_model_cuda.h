@@ -57,6 +57,12 @@ ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, 
 ns_status ns_gpu_model_var(const ns_sim_t *sim, const gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
                            int64_t j, int32_t mech, int32_t field, int32_t ion, int32_t q, double *out);
 
+/* ns_sim_state_field: field `field` of mechanism `mech` (its p.n instances at
+ * the group's nodes node_index), or (mech < 0) array q of ion `ion` over the
+ * group's nodes (pos NULL). */
+void ns_gpu_model_field(const gpu_model *g, int32_t mech, int32_t field, int32_t ion, int32_t q, double **data,
+                        int64_t *size, const int32_t **pos);
+
 /* e = NEURON's Nernst potential of (ci, co) over the n nodes where written[i]. */
 cudaError_t ns_sim_launch_nernst(double *e, const double *ci, const double *co, const unsigned char *written, int64_t n,
                                  int charge, double celsius, cudaStream_t stream);
