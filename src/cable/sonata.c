@@ -129,6 +129,7 @@ static ns_status resolve(const manifest *m, const char *text, const char *what, 
     char cur[SON_PATH], next[SON_PATH];
     if (strlen(text) >= sizeof cur) return ns_fail(NS_ERR_PARSE, "%s: %s: path too long", m->name, what);
     snprintf(cur, sizeof cur, "%s", text);
+    int anchored = 0; /* ${configdir} was put in: the path starts at the config's folder already */
     for (int round = 0;; ++round) {
         if (round == 16)
             return ns_fail(NS_ERR_PARSE, "%s: %s: '%s': the manifest's variables refer to each other in a cycle",
@@ -140,6 +141,7 @@ static ns_status resolve(const manifest *m, const char *text, const char *what, 
         if (strncmp(dollar, "${configdir}", 12) == 0) {
             nlen = 12;
             value = m->dir;
+            anchored |= dollar == cur;
         } else
             for (int k = 0; k < m->n; ++k) {
                 const size_t kl = strlen(m->key[k]);
@@ -160,7 +162,7 @@ static ns_status resolve(const manifest *m, const char *text, const char *what, 
         memcpy(cur, next, (size_t)w + 1);
     }
     int w;
-    if (cur[0] == '/' || !m->dir[0]) w = snprintf(out, len, "%s", cur);
+    if (cur[0] == '/' || anchored || !m->dir[0]) w = snprintf(out, len, "%s", cur);
     else w = snprintf(out, len, "%s/%s", m->dir, cur);
     if (w < 0 || (size_t)w >= len) return ns_fail(NS_ERR_PARSE, "%s: %s: path too long", m->name, what);
     return NS_OK;
