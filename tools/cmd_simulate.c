@@ -332,8 +332,8 @@ static int write_results(const char *stem, const char *tag, int all, cli_sim *si
         write_npy(ns_output_stream(o[1]), table, samples, sites + 1);
         FILE *g = ns_output_stream(o[2]);
         if (network) bad = write_raster(g, sim);
-        if (!bad && n_out == 4) bad = write_sonata_spikes(ns_output_temp_path(o[3]), path[3], network, sim);
         else fprintf(g, "cell,morphology,t_ms\n");
+        if (!bad && n_out == 4) bad = write_sonata_spikes(ns_output_temp_path(o[3]), path[3], network, sim);
         for (long long c = 0; c < n_cells && !network; ++c) {
             int64_t cnt;
             const double *sp = cli_sim_spikes(sim, c, &cnt);
