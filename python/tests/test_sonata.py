@@ -62,12 +62,19 @@ def test_from_network_matches_neuron(tmp_path):
         b = sorted(t for p, n, t in ref if (p, n) == key)
         assert len(a) == len(b), key
         assert np.max(np.abs(np.array(a) - np.array(b)), initial=0.0) <= 0.05, key
+
+
+def test_write_spikes(tmp_path):
+    net = read_or_skip()
+    h5py = pytest.importorskip("h5py")
+    sim = ns.Simulation.from_network(net)
+    sim.run(sim.params.to_dict()["tstop"])
+    ref = neuron_raster()
     # the spikes file: the cells' spikes, by time
     src = np.array([s for s in range(sim.n_sources) for _ in sim.source_spikes(s)], dtype=np.int64)
     t = np.concatenate([np.asarray(sim.source_spikes(s)) for s in range(sim.n_sources)])
     path = str(tmp_path / "spikes.h5")
     net.write_spikes(path, src, t)
-    h5py = pytest.importorskip("h5py")
     with h5py.File(path, "r") as f:
         ts = f["spikes/cells/timestamps"][()]
         assert len(ts) == sum(1 for p, _, _ in ref if p == "cells") and np.all(np.diff(ts) >= 0)
