@@ -985,7 +985,10 @@ static int simulate(int argc, char **argv) {
             for (int64_t q = 0; q < cnt && q < 8; ++q) printf("%s%.3f", q ? " " : " at ", sp[q]);
             printf("%s\n", cnt > 8 ? " ..." : (cnt ? " ms" : ""));
         }
-        if (out) printf("wrote %straces.csv, %straces.npy, %sspikes.csv\n", stem, stem, stem);
+        if (out) printf("wrote %straces.csv, %straces.npy, %sspikes.csv%s%s%s\n", stem, stem, stem,
+                        net && ns_network_populations(net) > 0 ? ", " : "",
+                        net && ns_network_populations(net) > 0 ? stem : "",
+                        net && ns_network_populations(net) > 0 ? "spikes.h5" : "");
     }
     if (plot && cli_plot("bench/plot_traces.py", csv_path, plot, NULL)) goto done;
     if (plot && !as_json) printf("plot: %s\n", plot);

@@ -1507,10 +1507,20 @@ static herr_t write_string_attr(hid_t obj, const char *name, const char *value) 
     return e;
 }
 
+/* Object creation properties without modification times: the same spikes give the same bytes
+ * (one process or many, today or tomorrow). */
+static hid_t untimed(hid_t cls) {
+    hid_t p = H5Pcreate(cls);
+    if (p >= 0) H5Pset_obj_track_times(p, 0);
+    return p;
+}
+
 static herr_t write_1d(hid_t g, const char *name, hid_t file_type, hid_t mem_type, int64_t n, const void *data) {
     hsize_t dims[1] = {(hsize_t)n};
     hid_t sp = H5Screate_simple(1, dims, NULL);
-    hid_t ds = H5Dcreate2(g, name, file_type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t dcpl = untimed(H5P_DATASET_CREATE);
+    hid_t ds = H5Dcreate2(g, name, file_type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (dcpl >= 0) H5Pclose(dcpl);
     herr_t e = ds < 0 ? -1 : n > 0 ? H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) : 0;
     if (e >= 0 && ds >= 0 && !strcmp(name, "timestamps")) e = write_string_attr(ds, "units", "ms");
     if (ds >= 0) H5Dclose(ds);
@@ -1543,7 +1553,8 @@ ns_status ns_network_write_spikes(const ns_network_t *net, const char *path, int
     quiet_on(&hq);
     hid_t f = st == NS_OK ? H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT) : H5I_INVALID_HID;
     if (st == NS_OK && f < 0) st = ns_fail(NS_ERR_IO, "%s: cannot create an HDF5 file", path);
-    hid_t top = st == NS_OK ? H5Gcreate2(f, "spikes", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : H5I_INVALID_HID;
+    hid_t gcpl = untimed(H5P_GROUP_CREATE);
+    hid_t top = st == NS_OK ? H5Gcreate2(f, "spikes", H5P_DEFAULT, gcpl, H5P_DEFAULT) : H5I_INVALID_HID;
     if (st == NS_OK && top < 0) st = ns_fail(NS_ERR_IO, "%s: cannot create /spikes", path);
     for (int32_t p = 0; p < n_pops && st == NS_OK; ++p) {
         if (!has[p]) continue;
@@ -1562,7 +1573,7 @@ ns_status ns_network_write_spikes(const ns_network_t *net, const char *path, int
             ts[k] = buf[k].t;
             ids[k] = (uint64_t)buf[k].node;
         }
-        hid_t g = st == NS_OK ? H5Gcreate2(top, ns_network_population(net, p), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
+        hid_t g = st == NS_OK ? H5Gcreate2(top, ns_network_population(net, p), H5P_DEFAULT, gcpl, H5P_DEFAULT)
                               : H5I_INVALID_HID;
         if (st == NS_OK &&
             (g < 0 || write_string_attr(g, "sorting", "by_time") < 0 ||
@@ -1574,6 +1585,7 @@ ns_status ns_network_write_spikes(const ns_network_t *net, const char *path, int
         free(ids);
     }
     if (top >= 0) H5Gclose(top);
+    if (gcpl >= 0) H5Pclose(gcpl);
     if (f >= 0 && H5Fclose(f) < 0 && st == NS_OK) st = ns_fail(NS_ERR_IO, "%s: closing failed", path);
     quiet_off(&hq);
     free(pop_of);
