@@ -148,6 +148,23 @@ with tempfile.TemporaryDirectory() as tmp:
                 fh.write(text.replace(a, b))
         return f
 
+    # node types without a model_template take the model of the run (--model); without one: refused
+    d = os.path.join(tmp, "nomodel")
+    shutil.copytree(DATA, d)
+    with open(os.path.join(d, "config.json")) as f:
+        text = f.read().replace("$BASE_DIR/../../../../data/morphologies", os.path.join(SRC, "data", "morphologies"))
+    with open(os.path.join(d, "config.json"), "w") as f:
+        f.write(text)
+    sub("network/cells_node_types.csv", "neurosolve:hh.model", "NULL")(d)
+    out3 = os.path.join(tmp, "run3") + "/"
+    os.mkdir(out3)
+    h.run("simulate", "--network", os.path.join(d, "config.json"), "--model", os.path.join(d, "components", "hh.model"),
+          "--out", out3, "--no-progress")
+    with open(out + "spikes.csv") as a, open(out3 + "spikes.csv") as b:
+        h.check(a.read() == b.read(), "the model given by --model changed the raster")
+    p = h.run("simulate", "--network", os.path.join(d, "config.json"), "--no-progress", expect=1)
+    has(p, "names no model", "no model anywhere")
+
     bad(rm("network/cells_cells_edges.h5"), "cells_cells_edges.h5: cannot open as HDF5")
     bad(rm("input_spikes.h5"), "input_spikes.h5: cannot open")
     bad(sub("network/cells_node_types.csv", "101 biophysical", "102 biophysical"), "node_type_id 101 is not in",

@@ -272,10 +272,13 @@ static int split_fields(char *line, char ***out, int *n_out) {
     return 0;
 }
 
-static int64_t *g_sort_ids;
-static int cmp_rows(const void *a, const void *b) {
-    const int64_t x = g_sort_ids[*(const int64_t *)a], y = g_sort_ids[*(const int64_t *)b];
-    return (x > y) - (x < y);
+typedef struct idrow {
+    int64_t id, row;
+} idrow;
+static int cmp_idrow(const void *a, const void *b) {
+    const idrow *x = a, *y = b;
+    if (x->id != y->id) return (x->id > y->id) - (x->id < y->id);
+    return (x->row > y->row) - (x->row < y->row);
 }
 
 static ns_status table_read(const char *path, const char *id_col, table *t) {
@@ -354,11 +357,13 @@ static ns_status table_read(const char *path, const char *id_col, table *t) {
     if (st == NS_OK && !t->col) st = ns_fail(NS_ERR_PARSE, "%s: empty (a header with %s first is needed)", path, id_col);
     if (st == NS_OK) {
         t->sorted = malloc((size_t)(t->nrow > 0 ? t->nrow : 1) * sizeof *t->sorted);
-        if (!t->sorted) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
-        for (int64_t k = 0; st == NS_OK && k < t->nrow; ++k) t->sorted[k] = k;
+        idrow *pairs = malloc((size_t)(t->nrow > 0 ? t->nrow : 1) * sizeof *pairs);
+        if (!t->sorted || !pairs) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
+        for (int64_t k = 0; st == NS_OK && k < t->nrow; ++k) pairs[k] = (idrow){t->id[k], k};
         if (st == NS_OK) {
-            g_sort_ids = t->id;
-            qsort(t->sorted, (size_t)t->nrow, sizeof *t->sorted, cmp_rows);
+            /* rows by id (no global state: readers may run in several threads) */
+            qsort(pairs, (size_t)t->nrow, sizeof *pairs, cmp_idrow);
+            for (int64_t k = 0; k < t->nrow; ++k) t->sorted[k] = pairs[k].row;
             for (int64_t k = 1; k < t->nrow && st == NS_OK; ++k)
                 if (t->id[t->sorted[k]] == t->id[t->sorted[k - 1]])
                     st = ns_fail(NS_ERR_PARSE, "%s:%d: %s %lld again (line %d)", path,
@@ -366,6 +371,7 @@ static ns_status table_read(const char *path, const char *id_col, table *t) {
                                  id_col, (long long)t->id[t->sorted[k]],
                                  t->line[t->sorted[k]] < t->line[t->sorted[k - 1]] ? t->line[t->sorted[k]] : t->line[t->sorted[k - 1]]);
         }
+        free(pairs);
     }
     if (st != NS_OK) table_free(t);
     return st;
