@@ -522,6 +522,9 @@ static void test_bad_input(void) {
     sed("net/network/input_cells_edge_types.csv", "3s# [0-9.e-]*$# x#");
     BAD(NS_ERR_PARSE, "input_cells_edge_types.csv:3: edge type 401: delay 'x' is not a number");
     copy_example();
+    sed("net/network/cells_cells_edge_types.csv", "2p");
+    BAD(NS_ERR_PARSE, "cells_cells_edge_types.csv:3: edge_type_id 300 again (line 2)");
+    copy_example();
     sed("net/components/exp2syn.json", "s#\"erev\"#\"gmax\"#");
     BAD(NS_ERR_UNSUPPORTED, "exp2syn.json: \"gmax\"", "BMTK's exp2syn reads tau1, tau2 and erev only");
     /* a point process by name: an unknown one fails when applied, naming the edge */
