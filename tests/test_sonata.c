@@ -319,7 +319,7 @@ static void h5_edit(const char *file, void (*edit)(hid_t)) {
 }
 
 static void write_i64(hid_t f, const char *path, int64_t n, const int64_t *v) {
-    H5Ldelete(f, path, H5P_DEFAULT);
+    if (H5Lexists(f, path, H5P_DEFAULT) > 0) H5Ldelete(f, path, H5P_DEFAULT);
     hsize_t d[1] = {(hsize_t)n};
     hid_t sp = H5Screate_simple(1, d, NULL);
     hid_t ds = H5Dcreate2(f, path, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -394,6 +394,18 @@ static void e_section(hid_t f) {
     H5Dwrite(ds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
     H5Dclose(ds);
 }
+static void write_f64(hid_t f, const char *path, int64_t n) {
+    if (H5Lexists(f, path, H5P_DEFAULT) > 0) H5Ldelete(f, path, H5P_DEFAULT);
+    hsize_t d[1] = {(hsize_t)n};
+    hid_t sp = H5Screate_simple(1, d, NULL);
+    hid_t ds = H5Dcreate2(f, path, H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    double v[64] = {0};
+    H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+    H5Dclose(ds);
+    H5Sclose(sp);
+}
+static void e_node_y(hid_t f) { write_f64(f, "/nodes/cells/0/y", 15); }
+static void e_node_x(hid_t f) { write_f64(f, "/nodes/cells/0/x", 15); }
 static void e_no_sections(hid_t f) { H5Ldelete(f, "/edges/cells_to_cells/0/afferent_section_id", H5P_DEFAULT); }
 static void e_population(hid_t f) {
     hid_t ds = H5Dopen2(f, "/edges/cells_to_cells/source_node_id", H5P_DEFAULT);
@@ -453,6 +465,9 @@ static void test_bad_input(void) {
          {"edge 7: edge_group_index 48 is outside group 0 (48 entries)", "", ""}},
         {"net/network/cells_cells_edges.h5", e_population, NS_ERR_PARSE,
          {"/edges/cells_to_cells/source_node_id: node_population 'cortex' is not a node population", "", ""}},
+        {"net/network/cells_nodes.h5", e_node_y, NS_ERR_PARSE, {"cells_nodes.h5: /nodes/cells/0: y has 15 entries, x 16", "", ""}},
+        {"net/network/cells_nodes.h5", e_node_x, NS_ERR_PARSE,
+         {"cells_nodes.h5: /nodes/cells", "node 15: node_group_index 15 is outside group 0 (15 entries)", ""}},
         {"net/network/cells_cells_edges.h5", e_no_sections, NS_ERR_UNSUPPORTED,
          {"/edges/cells_to_cells/0: no afferent_section_id", "nsyns", ""}},
     };

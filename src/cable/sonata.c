@@ -724,17 +724,31 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
             if (!p->kind || !p->cell || !p->source || !p->times || !p->n_times || !p->cap_times)
                 st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", p->where);
         }
-        /* the groups the nodes name: present, indices inside their datasets, no per-node model */
+        /* the groups the nodes name: present, datasets of one length, indices inside it, no per-node model */
+        int64_t *glen = NULL, *gids = NULL; /* per group seen: its id and its datasets' length (-1: none) */
+        int n_seen = 0;
         for (int64_t q = 0; q < n1 && st == NS_OK; ++q) {
-            char gname[32];
-            snprintf(gname, sizeof gname, "%lld", (long long)gid[q]);
-            if (gid[q] < 0 || !is_group(g, gname)) {
-                st = ns_fail(NS_ERR_PARSE, "%s: node %lld: node_group_id %lld: no group /nodes/%s/%s", p->where,
-                             (long long)q, (long long)gid[q], p->name, gname);
-                break;
-            }
-            if (q > 0 && gid[q] == gid[q - 1] && gix[q] > gix[q - 1]) { /* the common case: checked once per run */
-            } else {
+            int gi = 0;
+            while (gi < n_seen && gids[gi] != gid[q]) ++gi;
+            if (gi == n_seen) {
+                char gname[32];
+                snprintf(gname, sizeof gname, "%lld", (long long)gid[q]);
+                if (gid[q] < 0 || !is_group(g, gname)) {
+                    st = ns_fail(NS_ERR_PARSE, "%s: node %lld: node_group_id %lld: no group /nodes/%s/%s", p->where,
+                                 (long long)q, (long long)gid[q], p->name, gname);
+                    break;
+                }
+                int64_t *a = realloc(gids, (size_t)(n_seen + 1) * sizeof *a);
+                if (a) gids = a;
+                int64_t *b = realloc(glen, (size_t)(n_seen + 1) * sizeof *b);
+                if (b) glen = b;
+                if (!a || !b) {
+                    st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", p->where);
+                    break;
+                }
+                gids[n_seen] = gid[q];
+                glen[n_seen] = -1;
+                ++n_seen;
                 hid_t gg = H5Gopen2(g, gname, H5P_DEFAULT);
                 static const char *const per_node[] = {"morphology", "model_template", "model_type",
                                                        "model_processing", "dynamics_params"};
@@ -743,12 +757,41 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
                         st = ns_fail(NS_ERR_UNSUPPORTED,
                                      "%s/%s/%s: per-node %s is not read: give it per node type in %s", p->where, gname,
                                      per_node[w], per_node[w], csvpath);
+                char **dn = NULL;
+                int ndn = 0;
+                char gw[SON_PATH + 340];
+                snprintf(gw, sizeof gw, "%s/%s", p->where, gname);
+                if (st == NS_OK) st = h5_members(gg, gw, &dn, &ndn);
+                const char *first = NULL;
+                for (int w = 0; w < ndn && st == NS_OK; ++w) {
+                    hid_t o = H5Oopen(gg, dn[w], H5P_DEFAULT);
+                    if (o < 0) continue;
+                    if (H5Iget_type(o) == H5I_DATASET) {
+                        hid_t sp = H5Dget_space(o);
+                        hsize_t dims[8] = {0};
+                        const int nd = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+                        if (nd >= 1 && nd <= 8) H5Sget_simple_extent_dims(sp, dims, NULL);
+                        const int64_t len = nd >= 1 && nd <= 8 ? (int64_t)dims[0] : 0;
+                        if (glen[gi] >= 0 && len != glen[gi])
+                            st = ns_fail(NS_ERR_PARSE, "%s: %s has %lld entries, %s %lld", gw, dn[w], (long long)len,
+                                         first, (long long)glen[gi]);
+                        else if (glen[gi] < 0) {
+                            glen[gi] = len;
+                            first = dn[w];
+                        }
+                        if (sp >= 0) H5Sclose(sp);
+                    }
+                    H5Oclose(o);
+                }
+                free_names(dn, ndn);
                 H5Gclose(gg);
             }
-            if (st == NS_OK && gix[q] < 0)
-                st = ns_fail(NS_ERR_PARSE, "%s: node %lld: node_group_index %lld < 0", p->where, (long long)q,
-                             (long long)gix[q]);
+            if (st == NS_OK && (gix[q] < 0 || (glen[gi] >= 0 && gix[q] >= glen[gi])))
+                st = ns_fail(NS_ERR_PARSE, "%s: node %lld: node_group_index %lld is outside group %lld (%lld entries)",
+                             p->where, (long long)q, (long long)gix[q], (long long)gid[q], (long long)glen[gi]);
         }
+        free(gids);
+        free(glen);
         /* the types */
         int n_bio = 0, n_virt = 0;
         for (int64_t q = 0; q < n1 && st == NS_OK; ++q) {
