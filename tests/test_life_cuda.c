@@ -8,8 +8,10 @@
  * stream) would have them land late, e.g. zeroing the signal after it was
  * uploaded; that fault was seen only with several processes on the GPU until
  * this made it deterministic. */
+#define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include "test_life_common.h"
+#include "test_tmpdir.h"
 
 #ifdef NS_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -110,6 +112,64 @@ static void reduced_products(ns_life_model_t *m, const char *label, ns_life_vari
     free(keep), free(yq), free(wq), free(yo), free(wo);
 }
 
+/* voxel-lr16d: the products of D ~ U C (C in float16) near the float64 ones
+ * (the discarded singular values are below 2^-11 of the largest, C carries
+ * float16's 2^-11 rounding), the two products the adjoints of one operator
+ * (<M~ w, y> = <w, M~^T y> up to the float32 sums), and, for a dictionary of
+ * exact rank 20 (n_theta 96), near the float64 products although r = 32
+ * drops two thirds of the rows. */
+static void lowrank_products(ns_life_model_t *m, const char *label, const double *w, const double *y,
+                             const double *yr, const double *wr) {
+    const int64_t F = ns_life_model_n_fibers(m), NY = (int64_t)ns_life_model_n_theta(m) * ns_life_model_n_voxels(m);
+    double *yo = malloc((size_t)NY * 8), *wo = malloc((size_t)F * 8);
+    ns_life_engine_t *e = NULL;
+    CHECK_OK(make_engine(m, NS_BACKEND_CUDA, NS_LIFE_VOXEL_LR16D, 0, &e));
+    if (e) {
+        for (int64_t i = 0; i < NY; ++i) yo[i] = NAN;
+        for (int64_t i = 0; i < F; ++i) wo[i] = NAN;
+        CHECK_OK(ns_life_mw(e, w, yo));
+        CHECK_OK(ns_life_mty(e, y, wo));
+        const double a = rel_inf(yo, yr, NY), b = rel_inf(wo, wr, F);
+        CHECK_MSG(a <= 3e-3, "%s voxel-lr16d Mw: %.3g", label, a);
+        CHECK_MSG(b <= 3e-3, "%s voxel-lr16d MTy: %.3g", label, b);
+        double l = 0.0, r = 0.0, sl = 0.0, sr = 0.0;
+        for (int64_t i = 0; i < NY; ++i) l += yo[i] * y[i], sl += fabs(yo[i] * y[i]);
+        for (int64_t i = 0; i < F; ++i) r += w[i] * wo[i], sr += fabs(w[i] * wo[i]);
+        CHECK_MSG(fabs(l - r) <= 1e-5 * (sl > sr ? sl : sr), "%s voxel-lr16d adjoint: %.17g vs %.17g", label, l, r);
+        printf("%s voxel-lr16d: products within %.2e / %.2e (Mw / MTy) of the float64 ones, adjoint %.2e\n", label,
+               a, b, fabs(l - r) / (sl > sr ? sl : sr));
+        double ms[3];
+        CHECK_OK(ns_life_time_product(e, NS_LIFE_MW, NS_LIFE_VOXEL_LR16D, w, yo, 3, ms));
+        CHECK(rel_inf(yo, yr, NY) <= 3e-3);
+        ns_life_engine_destroy(e);
+    }
+    e = NULL;
+    CHECK(make_engine(m, NS_BACKEND_CPU, NS_LIFE_VOXEL_LR16D, 0, &e) == NS_ERR_UNSUPPORTED);
+    CHECK(e == NULL);
+    free(yo), free(wo);
+}
+
+/* A model whose dictionary has exact rank 20 (n_theta 96): D = B K with B
+ * (96 x 20) and K (20 x n_atoms) random. */
+static ns_life_model_t *rank20_model(void) {
+    ns_life_model_t *m = tiny_model(96, 12, 300, 10, 0.0, 21);
+    if (!m) return NULL;
+    const int32_t n = 96, A = ns_life_model_n_atoms(m);
+    double *D = ns_life_model_dictionary(m), B[96 * 20];
+    srand(21);
+    for (int i = 0; i < n * 20; ++i) B[i] = rand() / (double)RAND_MAX - 0.5;
+    for (int32_t a = 0; a < A; ++a) {
+        double k[20];
+        for (int j = 0; j < 20; ++j) k[j] = rand() / (double)RAND_MAX - 0.5;
+        for (int i = 0; i < n; ++i) {
+            double d = 0.0;
+            for (int j = 0; j < 20; ++j) d += B[j * n + i] * k[j];
+            D[(int64_t)a * n + i] = d;
+        }
+    }
+    return m;
+}
+
 static void products(ns_life_model_t *m, const char *label) {
     csr c;
     CHECK(csr_build(m, &c));
@@ -143,6 +203,7 @@ static void products(ns_life_model_t *m, const char *label) {
        float64 products */
     reduced_products(m, label, NS_LIFE_VOXEL_F32D, w, y, yr, wr, 1e-12, 1e-6);
     reduced_products(m, label, NS_LIFE_VOXEL_F16D, w, y, yr, wr, 1e-5, 2e-3);
+    lowrank_products(m, label, w, y, yr, wr);
     ns_life_engine_t *e = NULL;
     CHECK_OK(make_engine(m, NS_BACKEND_CUDA, NS_LIFE_AUTO, 0, &e));
     if (e) {
@@ -185,9 +246,9 @@ static void fits(ns_life_model_t *m) {
         }
         /* the reduced-precision dictionaries: the same 50 updates, weights near
            the float64 fit */
-        const ns_life_variant red[2] = {NS_LIFE_VOXEL_F32D, NS_LIFE_VOXEL_F16D};
-        const double tol[2] = {1e-3, 2e-3};
-        for (int r = 0; r < 2; ++r) {
+        const ns_life_variant red[3] = {NS_LIFE_VOXEL_F32D, NS_LIFE_VOXEL_F16D, NS_LIFE_VOXEL_LR16D};
+        const double tol[3] = {1e-3, 2e-3, 5e-3};
+        for (int r = 0; r < 3; ++r) {
             e = NULL;
             CHECK_OK(make_engine(m, NS_BACKEND_CUDA, red[r], 0, &e));
             if (!e) continue;
@@ -238,19 +299,150 @@ static void ridge_fits(ns_life_model_t *m) {
         }
     }
     free(ref), free(w);
-    /* the group penalty runs on the CPU only: the CUDA engine refuses it by name */
-    int32_t *groups = calloc((size_t)F, sizeof *groups);
+}
+
+/* The group fit with the products on the GPU (host vectors, group.c) against the CPU's,
+ * both converged (strongly convex with a ridge): weights within 1e-7, lambda_g 1e-12. */
+static void group_fits(ns_life_model_t *m) {
+    const int64_t F = ns_life_model_n_fibers(m);
+    double *ref = malloc((size_t)F * 8), *w = malloc((size_t)F * 8);
+    int32_t *groups = malloc((size_t)F * sizeof *groups);
+    for (int64_t f = 0; f < F; ++f) groups[f] = f % 11 == 5 ? -1 : (int32_t)(f % 7);
+    ns_life_fit_options fo;
+    ns_life_fit_options_init(&fo);
+    fo.max_iterations = 5000;
+    fo.tol_gradient = fo.tol_objective = fo.rtol_objective = 0.0;
+    fo.rtol_gradient = 1e-11;
+    fo.ridge = 0.1, fo.group = 1.0, fo.groups = groups;
     ns_life_engine_t *e = NULL;
-    CHECK_OK(make_engine(m, NS_BACKEND_CUDA, NS_LIFE_VOXEL_VOXEL, 0, &e));
-    if (e) {
-        w = malloc((size_t)F * 8);
-        fo.group = 1.0, fo.groups = groups, fo.preconditioner = 0;
-        CHECK(ns_life_fit(e, &fo, w, NULL, NULL) == NS_ERR_UNSUPPORTED);
-        CHECK(strstr(ns_last_error(), "group") != NULL && strstr(ns_last_error(), "CPU") != NULL);
-        free(w);
+    ns_life_fit_result rc, rg;
+    CHECK_OK(make_engine(m, NS_BACKEND_CPU, NS_LIFE_NAIVE, 0, &e));
+    CHECK_OK(ns_life_fit(e, &fo, ref, NULL, &rc));
+    ns_life_engine_destroy(e);
+    CHECK(rc.groups_nonzero > 0 && rc.groups_nonzero < rc.n_groups);
+    const ns_life_variant vs[2] = {NS_LIFE_VOXEL_VOXEL, NS_LIFE_COEFF_ATOM};
+    for (int i = 0; i < 2; ++i) {
+        e = NULL;
+        CHECK_OK(make_engine(m, NS_BACKEND_CUDA, vs[i], 0, &e));
+        if (!e) continue;
+        busy_default_stream();
+        CHECK_OK(ns_life_fit(e, &fo, w, NULL, &rg));
+        CHECK_MSG(fabs(rg.group_lambda - rc.group_lambda) <= 1e-12 * rc.group_lambda,
+                  "group lambda %.17g (cuda) vs %.17g (cpu)", rg.group_lambda, rc.group_lambda);
+        const double err = rel_inf(w, ref, F);
+        printf("group fit on cuda %s: %d updates (cpu %d), weights within %.2e of the cpu's\n",
+               ns_life_variant_name(vs[i]), (int)rg.updates, (int)rc.updates, err);
+        CHECK_MSG(err <= 1e-7, "group fit, cuda %s: weights differ by %.3g", ns_life_variant_name(vs[i]), err);
+        CHECK(rg.groups_nonzero == rc.groups_nonzero);
         ns_life_engine_destroy(e);
     }
-    free(groups);
+    free(ref), free(w), free(groups);
+}
+
+/* A model written by hand for the summing of equal-fiber runs in w = M^T y
+ * (life_products.cu, add_runs): in voxel order, voxel 0 holds runs of one
+ * fiber of lengths 1, 2, 3, a run across the boundary of the first two warp
+ * batches (lanes 29-31 and 0-4 of the next), a run longer than a batch (40),
+ * a fiber that comes back after others (not contiguous); voxel 1 a single
+ * coefficient, voxels 2 and 5 none (empty), voxel 3 a run of 33 (one lane
+ * past a batch), voxel 4 two fibers alternating (no run). n_fibers = 1 puts
+ * every coefficient on one fiber. The atom-sorted copy has runs too (fibers
+ * in original order within an atom). */
+static ns_life_model_t *runs_model(int32_t n_fibers, uint64_t seed) {
+    int32_t vox[256], fib[256];
+    int n = 0;
+#define PUT(v, f, count)                                          \
+    for (int i_ = 0; i_ < (count); ++i_) vox[n] = (v), fib[n] = (f), ++n
+    PUT(0, 1, 1); PUT(0, 2, 2); PUT(0, 0, 3); PUT(0, 5, 1); PUT(0, 6, 22); /* 29 so far */
+    PUT(0, 3, 8);                                                          /* lanes 29..36 */
+    PUT(0, 4, 40); PUT(0, 1, 2); PUT(0, 7, 1);                             /* fiber 1 again */
+    PUT(1, 8, 1);
+    PUT(3, 0, 33);
+    for (int i = 0; i < 9; ++i) { PUT(4, i % 2 ? 5 : 6, 1); }
+#undef PUT
+    const int32_t n_theta = 96, n_atoms = 50, n_voxels = 6;
+    ns_life_model_t *m = NULL;
+    if (ns_life_model_create(n_theta, n_atoms, n_voxels, n_fibers, n, &m) != NS_OK) return NULL;
+    srand((unsigned)seed);
+    int32_t *a = ns_life_model_atom(m), *v = ns_life_model_voxel(m), *f = ns_life_model_fiber(m);
+    double *val = ns_life_model_value(m), *D = ns_life_model_dictionary(m), *Y = ns_life_model_signal(m);
+    for (int k = 0; k < n; ++k) {
+        a[k] = rand() % 8; /* few atoms: an atom repeats inside a run, so atom-sorted runs too */
+        v[k] = vox[k];
+        f[k] = fib[k] % n_fibers;
+        val[k] = 0.5 + rand() / (double)RAND_MAX;
+    }
+    for (int64_t i = 0; i < (int64_t)n_theta * n_atoms; ++i) D[i] = rand() / (double)RAND_MAX - 0.5;
+    for (int64_t i = 0; i < (int64_t)n_theta * n_voxels; ++i) Y[i] = rand() / (double)RAND_MAX - 0.5;
+    if (ns_life_model_validate(m) != NS_OK) {
+        ns_life_model_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* Fits on the hand-made models: few fibers, so SBBNNLS reaches the optimum
+ * (or a zero step) long before 50 updates; every exact CUDA variant's
+ * converged weights against the CPU's (the optimum is unique: M has full
+ * column rank). */
+static void runs_fits(ns_life_model_t *m, const char *label) {
+    const int64_t F = ns_life_model_n_fibers(m);
+    double *ref = malloc((size_t)F * 8), *w = malloc((size_t)F * 8);
+    ns_life_fit_options fo;
+    ns_life_fit_options_init(&fo);
+    fo.max_iterations = 400;
+    fo.tol_gradient = fo.tol_objective = 0.0;
+    fo.rtol_objective = 0.0, fo.rtol_gradient = 1e-10;
+    ns_life_engine_t *e = NULL;
+    ns_life_fit_result res;
+    CHECK_OK(make_engine(m, NS_BACKEND_CPU, NS_LIFE_NAIVE, 0, &e));
+    CHECK_OK(ns_life_fit(e, &fo, ref, NULL, &res));
+    ns_life_engine_destroy(e);
+    double big = 0.0;
+    for (int64_t i = 0; i < F; ++i) big = ref[i] > big ? ref[i] : big;
+    CHECK_MSG(big > 0.0, "%s: the CPU fit kept no fiber", label);
+    for (int v = NS_LIFE_NAIVE; v <= NS_LIFE_VOXEL_VOXEL; ++v) {
+        e = NULL;
+        CHECK_OK(make_engine(m, NS_BACKEND_CUDA, (ns_life_variant)v, 0, &e));
+        if (!e) continue;
+        CHECK_OK(ns_life_fit(e, &fo, w, NULL, &res));
+        const double err = rel_inf(w, ref, F);
+        CHECK_MSG(err <= 1e-6, "%s cuda %s fit: weights differ by %.3g", label, ns_life_variant_name((ns_life_variant)v),
+                  err);
+        ns_life_engine_destroy(e);
+    }
+    free(ref), free(w);
+}
+
+/* Real data: DIPY's small_25 (60 EuDX streamlines, 25 directions, L = 180) as
+ * life build makes it, and a ground-truth phantom of 2,000 streamlines (30
+ * directions): every CUDA variant's products against CSR, and small_25's
+ * converged fits against the CPU's. */
+static void real_models(void) {
+    ns_life_build_options o;
+    ns_life_build_options_init(&o);
+    ns_life_built_t *r = NULL;
+#ifdef NS_SOURCE_DATA
+    CHECK_OK(ns_life_build(NS_SOURCE_DATA "/small_25.nii.gz", NS_SOURCE_DATA "/small_25.bval",
+                           NS_SOURCE_DATA "/small_25.bvec", NS_SOURCE_DATA "/EuDX_small_25.trk", &o, &r));
+    if (r) {
+        products(ns_life_built_model(r), "small_25");
+        runs_fits(ns_life_built_model(r), "small_25");
+        ns_life_built_destroy(r);
+        r = NULL;
+    }
+#endif
+    if (tmpdir_make("test_life_cuda")) {
+        CHECK_MSG(0, "cannot make a scratch directory");
+        return;
+    }
+    ns_life_phantom_options po;
+    ns_life_phantom_options_init(&po);
+    po.n_streamlines = 2000;
+    CHECK_OK(ns_life_phantom_write(&po, tmp("ph"), NULL));
+    CHECK_OK(ns_life_build(tmp("ph/dwi.nii"), tmp("ph/dwi.bval"), tmp("ph/dwi.bvec"), tmp("ph/tracks.tck"), &o, &r));
+    if (r) products(ns_life_built_model(r), "phantom 2000"), ns_life_built_destroy(r);
+    tmpdir_remove();
 }
 
 int main(void) {
@@ -262,6 +454,7 @@ int main(void) {
     products(m, "n_theta 96");
     fits(m);
     ridge_fits(m);
+    group_fits(m);
     /* too little device memory: a clear status, no crash */
     ns_life_engine_t *e = NULL;
     CHECK(make_engine(m, NS_BACKEND_CUDA, NS_LIFE_AUTO, 4096, &e) == NS_ERR_DEVICE_MEMORY);
@@ -277,6 +470,18 @@ int main(void) {
        models above have a few per voxel) */
     m = tiny_model(96, 12, 3000, 4, 0.1, 7);
     if (m) products(m, "dense voxels"), ns_life_model_destroy(m);
+    real_models();
+    /* voxel-lr16d on a dictionary of exact rank 20 (r = 32 keeps it whole) */
+    m = rank20_model();
+    CHECK(m != NULL);
+    if (m) products(m, "rank-20 dictionary"), ns_life_model_destroy(m);
+    /* runs of equal fibers inside the warps' batches, empty voxels, one fiber */
+    m = runs_model(9, 11);
+    CHECK(m != NULL);
+    if (m) products(m, "fiber runs"), runs_fits(m, "fiber runs"), ns_life_model_destroy(m);
+    m = runs_model(1, 12);
+    CHECK(m != NULL);
+    if (m) products(m, "one fiber"), runs_fits(m, "one fiber"), ns_life_model_destroy(m);
     busy_free();
     return check_summary("test_life_cuda");
 }

@@ -176,5 +176,31 @@ bad("cellref", head + "synapse s c soma ExpSyn\ndetector d cell[4] soma -20\n", 
 bad("owner", head + "synapse s c soma ExpSyn\nsynapse t c[3] soma AMPA\ndetector d c[0] sec:999 -20\n", 2,
     "rank 1 of 2: FILE:4:", "no mechanism 'AMPA'", "cell 3")
 
+# the GPU loop under mpirun (every rank on its bound GPU): NEURON's ring raster, the same bytes of
+# spikes.csv with 1 and 2 processes; without a GPU the run fails on every rank (no usable GPU)
+info = json.loads(run([ns, "info", "--json"]).stdout or "{}")
+if any(d.get("usable") for d in info.get("devices") or []):
+    ring = os.path.join(DATA, "ring8_ca1_ko20x-07.net")
+    outs = {}
+    for n in (1, 2):
+        o = os.path.join(tmp, f"gpu{n}")
+        mpi(n, "simulate", "--network", ring, "--backend", "cuda", "--tstop", "200", "--out", o, "--no-progress")
+        with open(o + "_spikes.csv", "rb") as f:
+            outs[n] = f.read()
+    if outs[1] != outs[2]:
+        fail("--backend cuda: spikes.csv differs between 1 and 2 processes")
+    got = raster(os.path.join(tmp, "gpu2_spikes.csv"))
+    ref, ref_cells = neuron_raster(os.path.join(DATA, "ring8_ca1_ko20x-07.csv"))
+    for s in range(ref_cells + 1):  # the detectors, then the train
+        a = [t for q, _, t in got if q == s]
+        b = [t for q, t in ref if q == s]
+        if len(a) != len(b) or any(abs(x - y) > 0.05 for x, y in zip(a, b)):
+            fail(f"--backend cuda under mpirun: source {s}: {a} vs NEURON {b}")
+    if len(got) != len(ref) or len(ref) < 30:
+        fail(f"--backend cuda under mpirun: {len(got)} spikes vs NEURON's {len(ref)}")
+    print(f"mpirun --backend cuda: the ring's {len(got)} spikes, NEURON's within 0.05 ms, np 1 = np 2")
+else:
+    print("SKIPPED part: no usable GPU (the ring on the GPU loop under mpirun)")
+
 print("test_mpi_cli_network:", "FAILED" if failures else "all checks passed")
 sys.exit(1 if failures else 0)

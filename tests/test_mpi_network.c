@@ -17,6 +17,7 @@
  *      change; a NaN on one process in the middle of a run. */
 #ifdef NS_HAVE_MPI
 #include "net_ref.h"
+#include "neurosolve/device.h"
 #include "neurosolve/mpi.h"
 #include "test_mpi_common.h"
 
@@ -48,6 +49,17 @@ static ns_sim_options cpu_options(ns_sim_model_t *model) {
     return o;
 }
 
+/* The reference networks on `backend`: the CPU loop, or the GPU loop (every
+ * process on the current device). */
+static ns_sim_options options_on(ns_sim_model_t *model, ns_backend backend) {
+    ns_sim_options o = cpu_options(model);
+    if (backend == NS_BACKEND_CUDA) {
+        o.backend = NS_BACKEND_CUDA;
+        o.method = NS_HINES_AUTO;
+    }
+    return o;
+}
+
 /* The single-process run of r: its raster, soma spikes and soma traces. */
 typedef struct result {
     raster ras;                   /* every source */
@@ -57,13 +69,14 @@ typedef struct result {
     int64_t samples;
 } result;
 
-static void run_single(const ref *r, ns_cell_t *const *shapes, int32_t *spike_compartment, result *out) {
+static void run_single(const ref *r, ns_cell_t *const *shapes, int32_t *spike_compartment, ns_backend backend,
+                       result *out) {
     memset(out, 0, sizeof *out);
     ns_sim_model_t *model = model_of("all.insert = hh\n");
     ns_sim_params p;
     ns_sim_params_init(&p);
     p.dt = r->dt;
-    ns_sim_options o = cpu_options(model);
+    ns_sim_options o = options_on(model, backend);
     ns_sim_t *sim = NULL;
     CHECK_OK(ns_sim_create(r->n_shapes, (const ns_cell_t *const *)shapes, r->n_cells, r->cell_shape, &p, &o, &sim));
     ns_sim_model_destroy(model);
@@ -97,7 +110,8 @@ static void run_single(const ref *r, ns_cell_t *const *shapes, int32_t *spike_co
     ns_sim_destroy(sim);
 }
 
-static void test_reference(const char *file) {
+static void test_reference(const char *file, ns_backend backend) {
+    const char *on = backend == NS_BACKEND_CUDA ? " (GPU loop)" : "";
     char path[1024];
     snprintf(path, sizeof path, "%s/neuron_network/%s", NS_TEST_DATA, file);
     ref *r = malloc(sizeof *r);
@@ -112,13 +126,13 @@ static void test_reference(const char *file) {
     int ok = 1;
     for (int k = 0; k < r->n_shapes; ++k) ok &= (shapes[k] = load_cell(r->shape_file[k])) != NULL;
     int32_t spike_compartment[MAX_ITEMS];
-    if (ok) run_single(r, shapes, spike_compartment, single);
+    if (ok) run_single(r, shapes, spike_compartment, backend, single);
 
     ns_sim_model_t *model = model_of("all.insert = hh\n");
     ns_sim_params p;
     ns_sim_params_init(&p);
     p.dt = r->dt;
-    ns_sim_options o = cpu_options(model);
+    ns_sim_options o = options_on(model, backend);
     ns_mpi_sim_t *ms = NULL;
     if (ok)
         CHECK_OK(ns_mpi_sim_create(MPI_COMM_WORLD, r->n_shapes, (const ns_cell_t *const *)shapes, r->n_cells,
@@ -161,7 +175,7 @@ static void test_reference(const char *file) {
             }
             bits &= memcmp(mr->count, single->ras.count, sizeof mr->count) == 0;
             bits &= memcmp(mr->t, single->ras.t, sizeof mr->t) == 0;
-            CHECK_MSG(bits, "%s (root %d): the raster differs from one process's", file, root);
+            CHECK_MSG(bits, "%s%s (root %d): the raster differs from one process's", file, on, root);
             int64_t total = 0;
             const double worst = check_against_neuron(file, r, mr, &total);
             CHECK_MSG(worst <= 1e-12, "%s: largest difference %g ms", file, worst);
@@ -169,7 +183,7 @@ static void test_reference(const char *file) {
                 int64_t n = 0;
                 const double *x = ns_mpi_sim_spikes(ms, c, &n);
                 CHECK_MSG(n == single->n_spikes[c] && (n == 0 || memcmp(x, single->spikes[c], (size_t)n * sizeof *x) == 0),
-                          "%s: cell %d's soma spikes differ from one process's", file, c);
+                          "%s%s: cell %d's soma spikes differ from one process's", file, on, c);
             }
             int64_t samples = 0;
             int32_t sites = 0;
@@ -177,11 +191,11 @@ static void test_reference(const char *file) {
             CHECK(samples == single->samples && sites == r->n_cells && samples == steps + 1);
             CHECK_MSG(tr && single->traces && samples == single->samples &&
                           memcmp(tr, single->traces, (size_t)(samples * sites) * sizeof *tr) == 0,
-                      "%s: the soma traces differ from one process's", file);
+                      "%s%s: the soma traces differ from one process's", file, on);
             if (mpi_rank == 0 && root < 0)
-                printf("%s on %d processes: %lld spikes, the single-process run's to the bit, NEURON's within "
+                printf("%s%s on %d processes: %lld spikes, the single-process run's to the bit, NEURON's within "
                        "%.3g ms; %d connections between processes\n",
-                       file, mpi_size, (long long)total, worst, remote);
+                       file, on, mpi_size, (long long)total, worst, remote);
             free(mr);
         }
     }
@@ -204,6 +218,43 @@ static ns_mpi_sim_t *passive_mpi(const ns_cell_t *cell, int64_t n_cells) {
     return ms;
 }
 
+/* The same passive cells in one ns_sim (the reference run). */
+static ns_sim_t *passive_sim(const ns_cell_t *cell, int64_t n_cells) {
+    ns_sim_model_t *model = model_of("all.insert = pas\nall.e_pas = -65\n");
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o = cpu_options(model);
+    ns_sim_t *sim = NULL;
+    const ns_cell_t *shapes[1] = {cell};
+    CHECK_OK(ns_sim_create(1, shapes, n_cells, NULL, &p, &o, &sim));
+    ns_sim_model_destroy(model);
+    return sim;
+}
+
+/* A run's end, one process (ms NULL) or several: a recording at compartment
+ * 0 of each of `cells` cells, init, `steps` steps, gather; v at the end per
+ * cell, and per source its spike count and first `cap` times. */
+static void finish_run(ns_sim_t *sim, ns_mpi_sim_t *ms, int cells, int sources, int64_t steps, double *v_end,
+                       int64_t *counts, double *times, int cap) {
+    for (int c = 0; c < cells; ++c) {
+        int32_t site = -1;
+        CHECK_OK(ms ? ns_mpi_sim_add_recording(ms, c, 0, &site) : ns_sim_add_recording(sim, c, 0, &site));
+    }
+    CHECK_OK(ms ? ns_mpi_sim_init(ms) : ns_sim_init(sim));
+    CHECK_OK(ms ? ns_mpi_sim_advance(ms, steps) : ns_sim_advance(sim, steps));
+    if (ms) CHECK_OK(ns_mpi_sim_gather(ms, -1));
+    int64_t samples = 0;
+    int32_t sites = 0;
+    const double *tr = ms ? ns_mpi_sim_traces(ms, &samples, &sites) : ns_sim_traces(sim, &samples, &sites);
+    for (int c = 0; c < cells; ++c) v_end[c] = tr && sites == cells ? tr[(samples - 1) * cells + c] : NAN;
+    for (int q = 0; q < sources; ++q) {
+        int64_t n = 0;
+        const double *x = ms ? ns_mpi_sim_source_spikes(ms, q, &n) : ns_sim_source_spikes(sim, q, &n);
+        counts[q] = n;
+        for (int k = 0; k < cap; ++k) times[(int64_t)q * cap + k] = k < n ? x[k] : NAN;
+    }
+}
+
 /* 3 passive cells: a train drives cell 0, whose detector (-64 mV) drives
  * cell 1, whose detector drives cell 2; one process and several alike. */
 static void test_chain(const ns_cell_t *cell) {
@@ -216,13 +267,7 @@ static void test_chain(const ns_cell_t *cell) {
         void *target = NULL;
         const net_calls *calls = NULL;
         if (run == 0) {
-            ns_sim_model_t *model = model_of("all.insert = pas\nall.e_pas = -65\n");
-            ns_sim_params p;
-            ns_sim_params_init(&p);
-            ns_sim_options o = cpu_options(model);
-            const ns_cell_t *shapes[1] = {cell};
-            CHECK_OK(ns_sim_create(1, shapes, 3, NULL, &p, &o, &sim));
-            ns_sim_model_destroy(model);
+            sim = passive_sim(cell, 3);
             target = sim;
             calls = &net_calls_sim;
         } else {
@@ -241,23 +286,7 @@ static void test_chain(const ns_cell_t *cell) {
         CHECK_OK(calls->connect(target, train, syn[0], 0.01, 0.5));
         CHECK_OK(calls->connect(target, det[0], syn[1], 0.01, 0.75));
         CHECK_OK(calls->connect(target, det[1], syn[2], 0.01, 1.0));
-        for (int c = 0; c < 3; ++c) {
-            int32_t site = -1;
-            CHECK_OK(run ? ns_mpi_sim_add_recording(ms, c, 0, &site) : ns_sim_add_recording(sim, c, 0, &site));
-        }
-        CHECK_OK(run ? ns_mpi_sim_init(ms) : ns_sim_init(sim));
-        CHECK_OK(run ? ns_mpi_sim_advance(ms, 1600) : ns_sim_advance(sim, 1600));
-        if (run) CHECK_OK(ns_mpi_sim_gather(ms, -1));
-        int64_t samples = 0;
-        int32_t sites = 0;
-        const double *tr = run ? ns_mpi_sim_traces(ms, &samples, &sites) : ns_sim_traces(sim, &samples, &sites);
-        for (int c = 0; c < 3; ++c) v_end[run][c] = tr && sites == 3 ? tr[(samples - 1) * 3 + c] : NAN;
-        for (int q = 0; q < 4; ++q) {
-            int64_t n = 0;
-            const double *x = run ? ns_mpi_sim_source_spikes(ms, q, &n) : ns_sim_source_spikes(sim, q, &n);
-            counts[run][q] = n;
-            first[run][q] = n ? x[0] : NAN;
-        }
+        finish_run(sim, run ? ms : NULL, 3, 4, 1600, v_end[run], counts[run], first[run], 1);
         ns_sim_destroy(sim);
         ns_mpi_sim_destroy(ms);
     }
@@ -281,14 +310,7 @@ static void test_poisson(const ns_cell_t *cell) {
         ns_sim_t *sim = NULL;
         ns_mpi_sim_t *ms = NULL;
         if (run == 0) {
-            ns_sim_model_t *model = model_of("all.insert = pas\nall.e_pas = -65\n");
-            ns_sim_params p;
-            ns_sim_params_init(&p);
-            ns_sim_options o = cpu_options(model);
-            const ns_cell_t *shapes[1] = {cell};
-            CHECK_OK(ns_sim_create(1, shapes, 4, NULL, &p, &o, &sim));
-            ns_sim_model_destroy(model);
-            if (!sim) return;
+            if (!(sim = passive_sim(cell, 4))) return;
         } else if (!(ms = passive_mpi(cell, 4)))
             return;
         int64_t src[3], syn[4], det[4];
@@ -303,23 +325,7 @@ static void test_poisson(const ns_cell_t *cell) {
         for (int c = 0; c < 4; ++c)
             CHECK_OK(run ? ns_mpi_sim_connect(ms, src[c % 3], syn[c], 0.002, 0.5)
                          : ns_sim_connect(sim, src[c % 3], syn[c], 0.002, 0.5));
-        for (int c = 0; c < 4; ++c) {
-            int32_t site = -1;
-            CHECK_OK(run ? ns_mpi_sim_add_recording(ms, c, 0, &site) : ns_sim_add_recording(sim, c, 0, &site));
-        }
-        CHECK_OK(run ? ns_mpi_sim_init(ms) : ns_sim_init(sim));
-        CHECK_OK(run ? ns_mpi_sim_advance(ms, 2000) : ns_sim_advance(sim, 2000));
-        if (run) CHECK_OK(ns_mpi_sim_gather(ms, -1));
-        int64_t samples = 0;
-        int32_t sites = 0;
-        const double *tr = run ? ns_mpi_sim_traces(ms, &samples, &sites) : ns_sim_traces(sim, &samples, &sites);
-        for (int c = 0; c < 4; ++c) v_end[run][c] = tr && sites == 4 ? tr[(samples - 1) * 4 + c] : NAN;
-        for (int q = 0; q < NS; ++q) {
-            int64_t n = 0;
-            const double *x = run ? ns_mpi_sim_source_spikes(ms, q, &n) : ns_sim_source_spikes(sim, q, &n);
-            counts[run][q] = n;
-            for (int64_t k = 0; k < n && k < 64; ++k) times[run][q][k] = x[k];
-        }
+        finish_run(sim, run ? ms : NULL, 4, NS, 2000, v_end[run], counts[run], &times[run][0][0], 64);
         ns_sim_destroy(sim);
         ns_mpi_sim_destroy(ms);
     }
@@ -394,12 +400,7 @@ static void test_ties(const ns_cell_t *cell) {
 
 #define EXPECT_ALL(expr, status, ...)                                                                      \
     do {                                                                                                   \
-        const ns_status s_ = (expr);                                                                       \
-        const char *want_[] = {__VA_ARGS__};                                                               \
-        CHECK_MSG(s_ == (status), "%s gave %s: %s", #expr, ns_status_string(s_), ns_last_error());         \
-        for (size_t w_ = 0; w_ < sizeof want_ / sizeof *want_; ++w_)                                      \
-            CHECK_MSG(strstr(ns_last_error(), want_[w_]) != NULL, "%s: '%s' not in '%s'", #expr, want_[w_], \
-                      ns_last_error());                                                                    \
+        CHECK_FAILS(expr, status, __VA_ARGS__);                                                            \
         CHECK_MSG(same_text_everywhere(ns_last_error()), "%s: the message differs between processes: %s", #expr,   \
                   ns_last_error());                                                                        \
     } while (0)
@@ -502,9 +503,17 @@ static void test_errors(const ns_cell_t *cell) {
 
 int main(int argc, char **argv) {
     mpi_test_init(&argc, &argv);
-    test_reference("ring8_ca1_ko20x-07.csv");
-    test_reference("ring8_short_delays.csv");
-    test_reference("random16_ca1.csv");
+    static const char *const refs[3] = {"ring8_ca1_ko20x-07.csv", "ring8_short_delays.csv", "random16_ca1.csv"};
+    for (int k = 0; k < 3; ++k) test_reference(refs[k], NS_BACKEND_CPU);
+    /* the GPU loop over processes (every process on its current device), when
+     * every process has a GPU */
+    int gpus = 0, usable, all = 0;
+    usable = ns_cuda_device_count(&gpus) == NS_OK && gpus > 0;
+    MPI_Allreduce(&usable, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all)
+        for (int k = 0; k < 3; ++k) test_reference(refs[k], NS_BACKEND_CUDA);
+    else if (mpi_rank == 0)
+        printf("SKIPPED part: no GPU on some process (the networks on the GPU loop under MPI)\n");
     ns_cell_t *cell = test_cylinder();
     if (cell) {
         test_chain(cell);

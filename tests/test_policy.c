@@ -7,7 +7,8 @@
  * query of this build. The GPU tests check the same decisions on the
  * device through the public API (test_hines_tree_cuda, test_cable_cuda,
  * test_hines_device_cuda). And the CPU simulation loop's lane-block and
- * thread decisions (cable/cpu_policy.c). */
+ * thread decisions (cable/cpu_policy.c), and whether a model's mechanisms
+ * run fused into the GPU tree kernel or per step (cable/sim_policy.c). */
 #include <string.h>
 
 #include "cable/cpu_policy.h"
@@ -82,6 +83,36 @@ int main(void) {
     /* the simulation and LiFE: the GPU whenever one is usable */
     CHECK(ns_sim_auto_backend(1) == NS_BACKEND_CUDA);
     CHECK(ns_sim_auto_backend(0) == NS_BACKEND_CPU);
+    /* networks: `auto` keeps the CPU with or without a GPU (docs/networks.md, "The GPU loop") */
+    CHECK(ns_sim_auto_network_backend(1) == NS_BACKEND_CPU);
+    CHECK(ns_sim_auto_network_backend(0) == NS_BACKEND_CPU);
+    /* a model on the GPU tree loop: its mechanisms fused into the tree
+     * kernel when they are all built-in (pas, hh), none writes a
+     * concentration and there is no network; per step otherwise; a FUSED
+     * request the facts rule out is refused (-1), a PER_STEP one honoured */
+    {
+        const int AUTO = NS_SIM_GPU_MECHANISMS_AUTO, FUSED = NS_SIM_GPU_MECHANISMS_FUSED,
+                  STEP = NS_SIM_GPU_MECHANISMS_PER_STEP;
+        ns_sim_mech_facts mf = {AUTO, 1, 0, 0};
+        CHECK(ns_sim_gpu_mechanisms_rule(&mf) == FUSED);          /* hh, pas: fused */
+        mf.requested = FUSED;
+        CHECK(ns_sim_gpu_mechanisms_rule(&mf) == FUSED);
+        mf.requested = STEP;
+        CHECK(ns_sim_gpu_mechanisms_rule(&mf) == STEP);           /* the bench's `before` */
+        const ns_sim_mech_facts library = {AUTO, 0, 0, 0}, writer = {AUTO, 1, 1, 0}, net = {AUTO, 1, 0, 1};
+        CHECK(ns_sim_gpu_mechanisms_rule(&library) == STEP);     /* the L5 model's library */
+        CHECK(ns_sim_gpu_mechanisms_rule(&writer) == STEP);      /* Nernst after a writer */
+        CHECK(ns_sim_gpu_mechanisms_rule(&net) == STEP);         /* a network's events */
+        ns_sim_mech_facts forced = library;
+        forced.requested = FUSED;
+        CHECK(ns_sim_gpu_mechanisms_rule(&forced) == -1);
+        forced = net;
+        forced.requested = FUSED;
+        CHECK(ns_sim_gpu_mechanisms_rule(&forced) == -1);
+        forced = writer;
+        forced.requested = STEP;
+        CHECK(ns_sim_gpu_mechanisms_rule(&forced) == STEP);
+    }
     CHECK(ns_life_auto_backend(1) == NS_BACKEND_CUDA);
     CHECK(ns_life_auto_backend(0) == NS_BACKEND_CPU);
     /* the registry: one implementation per method and batch, none swapped during create */

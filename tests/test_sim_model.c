@@ -308,7 +308,7 @@ static int resolve_param(const ns_sim_model_t *model, const ns_cell_t *cell, con
     ns_sim_params_init(&p);
     sim_model *r = NULL;
     const ns_cell_t *shapes[1] = {cell};
-    ns_status s = ns_sim_model_resolve(model, 1, shapes, &p, &r);
+    ns_status s = ns_sim_model_resolve(model, NULL, 1, shapes, &p, &r);
     if (s != NS_OK) return -1;
     int found = -1;
     for (int32_t m = 0; m < r->n_mechs; ++m)
@@ -732,7 +732,7 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
         ns_sim_params_init(&p);
         sim_model *r = NULL;
         const ns_cell_t *shapes[1] = {one};
-        CHECK_OK(ns_sim_model_resolve(m, 1, shapes, &p, &r));
+        CHECK_OK(ns_sim_model_resolve(m, NULL, 1, shapes, &p, &r));
         CHECK(r && r->n_mechs == 0 && r->n_ions == 0);
         ns_sim_model_free(r);
     }
@@ -767,7 +767,7 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
         ns_sim_params_init(&p);
         sim_model *r = NULL;
         const ns_cell_t *shapes[1] = {one};
-        CHECK_FAILS(ns_sim_model_resolve(m2, 1, shapes, &p, &r), NS_ERR_INVALID_ARGUMENT, "m.model:2:",
+        CHECK_FAILS(ns_sim_model_resolve(m2, NULL, 1, shapes, &p, &r), NS_ERR_INVALID_ARGUMENT, "m.model:2:",
                "global.usetable_hh", "hh is not inserted anywhere");
         CHECK(r == NULL);
         ns_sim_model_destroy(m2);
@@ -785,7 +785,7 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
         ns_sim_params_init(&p);
         sim_model *r = NULL;
         const ns_cell_t *shapes[1] = {l5};
-        CHECK_OK(ns_sim_model_resolve(m2, 1, shapes, &p, &r));
+        CHECK_OK(ns_sim_model_resolve(m2, NULL, 1, shapes, &p, &r));
         if (r) {
             CHECK(r->n_mechs == 1 && strcmp(r->mechs[0].desc->name, "pas") == 0);
             int bad = 0;
@@ -960,7 +960,7 @@ static void section_selectors(const ns_cell_t *cell) {
     ns_sim_params p;
     ns_sim_params_init(&p);
     const ns_cell_t *shapes[1] = {cell};
-    CHECK_FAILS(ns_sim_model_resolve(m, 1, shapes, &p, &r), NS_ERR_INVALID_ARGUMENT, "nosec.model:2:",
+    CHECK_FAILS(ns_sim_model_resolve(m, NULL, 1, shapes, &p, &r), NS_ERR_INVALID_ARGUMENT, "nosec.model:2:",
            "is no section with membrane of any shape");
     CHECK(r == NULL);
     ns_sim_model_destroy(m);
@@ -1038,6 +1038,110 @@ static void table_lookup_is_nocmodls(void) {
     }
 }
 
+
+/* ------------------------------------------ models per shape (shape_models) */
+
+/* Soma v of n_cells cells (cell c of shape c % n_shapes, the (c / n_shapes)-th
+ * of its shape, whose clamp grows with that rank) over 20 ms, `model` for
+ * every shape or shape_models per shape. NULL when the creation fails. */
+static double *run_shapes(const ns_cell_t *const *shapes, int32_t n_shapes, int64_t n_cells,
+                          const ns_sim_model_t *model, const ns_sim_model_t *const *shape_models, int64_t *samples) {
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = NS_BACKEND_CPU;
+    o.threads = 1;
+    o.model = model;
+    o.shape_models = shape_models;
+    ns_sim_t *sim = NULL;
+    CHECK_OK(ns_sim_create(n_shapes, shapes, n_cells, NULL, &p, &o, &sim));
+    if (!sim) return NULL;
+    for (int64_t c = 0; c < n_cells; ++c) {
+        const ns_cell_t *cell = shapes[c % n_shapes];
+        ns_cell_info ci;
+        ns_cell_get_info(cell, &ci);
+        int32_t soma;
+        CHECK_OK(ns_sim_locate(cell, 0, 0.5, &soma));
+        const double amp = 1.5e-4 * ci.total_area * (1.0 + 0.3 * (double)(c / n_shapes));
+        CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 2.0, 100.0, amp));
+        CHECK_OK(ns_sim_add_recording(sim, c, soma, NULL));
+    }
+    CHECK_OK(ns_sim_advance(sim, ns_sim_steps_for(sim, 20.0)));
+    int32_t sites = 0;
+    const double *tr = ns_sim_traces(sim, samples, &sites);
+    double *out = tr && sites == n_cells ? malloc((size_t)(*samples * sites) * sizeof *out) : NULL;
+    if (out) memcpy(out, tr, (size_t)(*samples * sites) * sizeof *out);
+    ns_sim_destroy(sim);
+    return out;
+}
+
+/* Two shapes under two models in one simulation: every cell's soma trace is
+ * the one of its shape simulated alone under its model, to the bit, and the
+ * two models give different traces (the per-shape choice shows); a GLOBAL
+ * that two models set differently, or a shape without a model, is refused. */
+static void models_per_shape(ns_cell_t *const *cells) {
+    ns_sim_model_t *a = model_of("all.insert = hh\n", "a.model");
+    ns_sim_model_t *b = model_of("all.insert = pas\nall.e_pas = -70\nsoma.insert = hh\nsoma.gnabar_hh = 0.2\n",
+                                 "b.model");
+    ns_sim_model_t *g0 = model_of("all.insert = hh\nglobal.usetable_hh = 0\n", "g0.model");
+    ns_sim_model_t *g1 = model_of("all.insert = hh\nglobal.usetable_hh = 1\n", "g1.model");
+    if (!a || !b || !g0 || !g1) goto done;
+    const ns_cell_t *both[2] = {cells[0], cells[1]};
+    enum { PER = 2 };
+    int64_t n_mix = 0, n_alone[2] = {0, 0}, n_swap = 0;
+    const ns_sim_model_t *per[2] = {a, b}, *swapped[2] = {b, a};
+    double *mix = run_shapes(both, 2, 2 * PER, NULL, per, &n_mix);
+    double *alone[2] = {run_shapes(&both[0], 1, PER, a, NULL, &n_alone[0]),
+                        run_shapes(&both[1], 1, PER, b, NULL, &n_alone[1])};
+    double *swap = run_shapes(both, 2, 2 * PER, NULL, swapped, &n_swap);
+    CHECK(mix && alone[0] && alone[1] && swap && n_mix > 100 && n_alone[0] == n_mix && n_alone[1] == n_mix &&
+          n_swap == n_mix);
+    if (mix && alone[0] && alone[1] && swap && n_alone[0] == n_mix && n_alone[1] == n_mix && n_swap == n_mix) {
+        for (int64_t c = 0; c < 2 * PER; ++c) {
+            int64_t differ = 0, moved = 0;
+            for (int64_t t = 0; t < n_mix; ++t) {
+                differ += memcmp(&mix[t * 2 * PER + c], &alone[c % 2][t * PER + c / 2], sizeof(double)) != 0;
+                moved += mix[t * 2 * PER + c] != swap[t * 2 * PER + c];
+            }
+            CHECK_MSG(differ == 0, "models per shape: cell %lld: %lld of %lld samples differ from its shape alone",
+                      (long long)c, (long long)differ, (long long)n_mix);
+            CHECK_MSG(moved > n_mix / 2, "models per shape: cell %lld: the other model changes only %lld samples",
+                      (long long)c, (long long)moved);
+        }
+    }
+    free(mix);
+    free(alone[0]);
+    free(alone[1]);
+    free(swap);
+    /* refusals */
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = NS_BACKEND_CPU;
+    ns_sim_t *sim = NULL;
+    const ns_sim_model_t *clash[2] = {g0, g1}, *agree[2] = {g0, g0}, *none[2] = {NULL, b};
+    o.shape_models = clash;
+    CHECK_FAILS(ns_sim_create(2, both, 2, NULL, &p, &o, &sim), NS_ERR_INVALID_ARGUMENT, "g1.model:2:",
+                "g0.model:2", "one value");
+    CHECK(sim == NULL);
+    o.shape_models = agree;
+    CHECK_OK(ns_sim_create(2, both, 2, NULL, &p, &o, &sim));
+    ns_sim_destroy(sim);
+    sim = NULL;
+    o.shape_models = none;
+    CHECK_FAILS(ns_sim_create(2, both, 2, NULL, &p, &o, &sim), NS_ERR_INVALID_ARGUMENT, "shape 0 has no model");
+    o.model = a; /* the default for the NULL entry */
+    CHECK_OK(ns_sim_create(2, both, 2, NULL, &p, &o, &sim));
+    ns_sim_destroy(sim);
+done:
+    ns_sim_model_destroy(a);
+    ns_sim_model_destroy(b);
+    ns_sim_model_destroy(g0);
+    ns_sim_model_destroy(g1);
+}
+
 int main(void) {
     if (tmpdir_make("ns_sim_model")) return 1;
     builtins_are_generated();
@@ -1065,6 +1169,7 @@ int main(void) {
         model_var_reads(cells[1]);
         ion_values_per_node(cells);
         bad_input(cells[0], one);
+        models_per_shape(cells);
     }
     for (int k = 0; k < 3; ++k) ns_cell_destroy(cells[k]);
     ns_cell_destroy(one);

@@ -10,6 +10,11 @@
  *     zone), its library built with cc and nvcc (--cuda): spike times within
  *     1e-4 ms, RMS of v within 1e-4 mV per site over 300 ms;
  *   - a model whose library has no CUDA code is refused naming the mechanism.
+ *   - the fused loop (pas and hh inside the tree kernel, sim_fused.h) that
+ *     `auto` picks for built-in mechanisms: against the per-step path and
+ *     the CPU loop (three models), assigned variables after a run, the
+ *     checkpoint refusal; the L5 model's library runs per step and a fused
+ *     request for it is refused.
  * Without a GPU the test skips (77); without nvcc, the BBP part says SKIPPED. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -19,6 +24,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "cable/net_exchange.h"
 #include "neurosolve/neurosolve.h"
 #include "test_tmpdir.h"
 
@@ -77,13 +83,15 @@ typedef struct run_out {
     int32_t n_vars, n_comp;
     int64_t n_spikes[16];
     double spikes[16][64];
+    ns_sim_gpu_mechanisms path; /* how the mechanisms ran (ns_sim_gpu_mechanisms_of) */
 } run_out;
 
-static int run(ns_backend backend, int n_shapes, ns_cell_t **cells, int cells_per, const ns_sim_params *p,
-               const ns_sim_model_t *model, double tstop, double amp, run_out *out) {
+static int run_path(ns_backend backend, ns_sim_gpu_mechanisms gm, int n_shapes, ns_cell_t **cells, int cells_per,
+                    const ns_sim_params *p, const ns_sim_model_t *model, double tstop, double amp, run_out *out) {
     ns_sim_options o;
     ns_sim_options_init(&o);
     o.backend = backend;
+    o.gpu_mechanisms = gm;
     o.method = backend == NS_BACKEND_CPU ? NS_HINES_SEQUENTIAL : NS_HINES_AUTO;
     o.model = model;
     ns_sim_t *sim = NULL;
@@ -101,12 +109,15 @@ static int run(ns_backend backend, int n_shapes, ns_cell_t **cells, int cells_pe
     CHECK_OK(ns_sim_init(sim));
     CHECK_OK(ns_sim_advance(sim, ns_sim_steps_for(sim, tstop)));
     CHECK(ns_sim_method(sim) == (backend == NS_BACKEND_CPU ? NS_HINES_SEQUENTIAL : NS_HINES_TREE));
-    /* the mechanisms' and ions' state of cell 0 (ns_sim_get_model_var) */
-    static const char *const VARS[4] = {"m_hh", "h_hh", "cai", "m_NaTa_t"};
+    out->path = ns_sim_gpu_mechanisms_of(sim);
+    /* the mechanisms' and ions' state of cell 0 (ns_sim_get_model_var):
+     * states, and RANGE assigned variables (the fused loop stores those in
+     * the last step of each launch only: sim_fused.h) */
+    static const char *const VARS[7] = {"m_hh", "h_hh", "cai", "m_NaTa_t", "ina_hh", "mtau_hh", "il_hh"};
     out->n_comp = (int32_t)(ns_sim_cell_offset(sim, 1) - ns_sim_cell_offset(sim, 0));
-    out->vars = malloc(4 * (size_t)out->n_comp * sizeof *out->vars);
+    out->vars = malloc(7 * (size_t)out->n_comp * sizeof *out->vars);
     out->n_vars = 0;
-    for (int k = 0; out->vars && k < 4; ++k)
+    for (int k = 0; out->vars && k < 7; ++k)
         if (ns_sim_get_model_var(sim, 0, VARS[k], out->vars + (size_t)out->n_vars * out->n_comp) == NS_OK)
             out->n_vars++;
     const double *t = ns_sim_traces(sim, &out->samples, &out->sites);
@@ -118,6 +129,11 @@ static int run(ns_backend backend, int n_shapes, ns_cell_t **cells, int cells_pe
     }
     ns_sim_destroy(sim);
     return 0;
+}
+
+static int run(ns_backend backend, int n_shapes, ns_cell_t **cells, int cells_per, const ns_sim_params *p,
+               const ns_sim_model_t *model, double tstop, double amp, run_out *out) {
+    return run_path(backend, NS_SIM_GPU_MECHANISMS_AUTO, n_shapes, cells, cells_per, p, model, tstop, amp, out);
 }
 
 static void compare(const char *what, const run_out *a, const run_out *b, int64_t cells, double tol_t, double tol_rms,
@@ -181,17 +197,19 @@ int main(void) {
         ns_sim_model_t *model = NULL;
         CHECK_OK(ns_sim_model_create(NULL, &model));
         CHECK_OK(ns_sim_model_parse(model, HH_MODEL, strlen(HH_MODEL), "hh.model"));
+        /* the per-step path (forced) against the CPU loop */
         run_out g, c;
         memset(&g, 0, sizeof g);
         memset(&c, 0, sizeof c);
-        CHECK(run(NS_BACKEND_CUDA, 3, cells, 3, &p, model, 40.0, 2.0, &g) == 0);
+        CHECK(run_path(NS_BACKEND_CUDA, NS_SIM_GPU_MECHANISMS_PER_STEP, 3, cells, 3, &p, model, 40.0, 2.0, &g) == 0);
         CHECK(run(NS_BACKEND_CPU, 3, cells, 3, &p, model, 40.0, 2.0, &c) == 0);
-        compare("hh + pas(d), 3 shapes x 3 cells, GPU vs CPU", &g, &c, 9, 1e-6, 1e-6, 1e-5);
+        CHECK(g.path == NS_SIM_GPU_MECHANISMS_PER_STEP && c.path == NS_SIM_GPU_MECHANISMS_AUTO);
+        compare("hh + pas(d), 3 shapes x 3 cells, GPU per step vs CPU", &g, &c, 9, 1e-6, 1e-6, 1e-5);
         free_out(&g);
         free_out(&c);
-        /* networks run on the CPU only so far (docs/networks.md): a CUDA
-         * simulation refuses synapses, sources and connections instead of
-         * ignoring their events */
+        /* a distributed network's exchange (MPI) stays on the CPU backend:
+         * refused on a CUDA simulation, naming the backend (networks
+         * themselves run there: test_sim_network_cuda) */
         {
             ns_sim_options o;
             ns_sim_options_init(&o);
@@ -199,16 +217,101 @@ int main(void) {
             o.model = model;
             ns_sim_t *sim = NULL;
             CHECK_OK(ns_sim_create(1, (const ns_cell_t *const *)cells, 1, NULL, &p, &o, &sim));
-            int64_t id = -1;
-            const double times[1] = {1.0};
-            CHECK(ns_sim_add_synapse(sim, 0, 0, "ExpSyn", &id) == NS_ERR_UNSUPPORTED);
+            CHECK(ns_sim_set_exchange(sim, NULL, NULL, 1.0) == NS_ERR_UNSUPPORTED);
             CHECK_MSG(strstr(ns_last_error(), "CPU backend only") != NULL, "message: %s", ns_last_error());
-            CHECK(ns_sim_add_detector(sim, 0, 0, -20.0, &id) == NS_ERR_UNSUPPORTED);
-            CHECK(ns_sim_add_spike_source(sim, times, 1, &id) == NS_ERR_UNSUPPORTED);
-            CHECK(ns_sim_connect(sim, 0, 0, 0.01, 1.0) == NS_ERR_UNSUPPORTED);
-            CHECK(ns_sim_synapses(sim) == 0 && ns_sim_sources(sim) == 0);
             ns_sim_destroy(sim);
         }
+        ns_sim_model_destroy(model);
+        for (int k = 0; k < 3; ++k) ns_cell_destroy(cells[k]);
+    }
+
+    /* 1b. the fused loop (src/cable/cuda/sim_fused.h: pas and hh inside the
+     * tree kernel, 2,000 steps per launch) chosen by `auto` for models of
+     * built-in mechanisms, against the per-step path and the CPU loop with
+     * the tolerances above: hh everywhere, hh with pas in the dendrites,
+     * pas and hh at every node (IClamp between them: the fused loop sums in
+     * the CPU loop's order, pas, IClamp, hh; the per-step path adds IClamp
+     * last). 60 ms = 2,400 steps: two launches, the states carried over and
+     * the assigned variables (ina_hh, mtau_hh, il_hh) read after the run. */
+    {
+        const char *files[3] = {"ca1_h10.swc", "l5pc_bbp_axon.swc", "purk_dbbs.swc"};
+        ns_cell_t *cells[3];
+        for (int k = 0; k < 3; ++k) cells[k] = load(files[k], 35.4);
+        ns_sim_params p;
+        ns_sim_params_init(&p);
+        static const char *const MODELS[3][2] = {
+            {"hh everywhere", "all.insert = hh\n"},
+            {"hh + pas(d)", NULL},
+            {"pas + hh everywhere", "all.insert = pas hh\nall.g_pas = 1e-4\nall.e_pas = -70\n"}};
+        for (int mi = 0; mi < 3; ++mi) {
+            const char *text = MODELS[mi][1] ? MODELS[mi][1] : HH_MODEL;
+            ns_sim_model_t *model = NULL;
+            CHECK_OK(ns_sim_model_create(NULL, &model));
+            CHECK_OK(ns_sim_model_parse(model, text, strlen(text), "fused.model"));
+            run_out f, g, c;
+            memset(&f, 0, sizeof f);
+            memset(&g, 0, sizeof g);
+            memset(&c, 0, sizeof c);
+            CHECK(run(NS_BACKEND_CUDA, 3, cells, 3, &p, model, 60.0, 2.0, &f) == 0);
+            CHECK(run_path(NS_BACKEND_CUDA, NS_SIM_GPU_MECHANISMS_PER_STEP, 3, cells, 3, &p, model, 60.0, 2.0, &g) ==
+                  0);
+            CHECK(run(NS_BACKEND_CPU, 3, cells, 3, &p, model, 60.0, 2.0, &c) == 0);
+            CHECK_MSG(f.path == NS_SIM_GPU_MECHANISMS_FUSED, "%s: auto ran %s", MODELS[mi][0],
+                      ns_sim_gpu_mechanisms_name(f.path));
+            CHECK(g.path == NS_SIM_GPU_MECHANISMS_PER_STEP);
+            char what[160];
+            snprintf(what, sizeof what, "%s, 3 shapes x 3 cells, GPU fused vs CPU", MODELS[mi][0]);
+            compare(what, &f, &c, 9, 1e-6, 1e-6, 1e-5);
+            snprintf(what, sizeof what, "%s, 3 shapes x 3 cells, GPU fused vs per step", MODELS[mi][0]);
+            compare(what, &f, &g, 9, 1e-6, 1e-6, 1e-5);
+            free_out(&f);
+            free_out(&g);
+            free_out(&c);
+            ns_sim_model_destroy(model);
+        }
+        /* pas's assigned current after a run, fused against per step (at
+         * rest in places: compared absolutely, in mA/cm^2), and a fused
+         * simulation refuses a checkpoint as every model does, leaving no file */
+        ns_sim_model_t *model = NULL;
+        CHECK_OK(ns_sim_model_create(NULL, &model));
+        CHECK_OK(ns_sim_model_parse(model, HH_MODEL, strlen(HH_MODEL), "hh.model"));
+        double *ipas[2] = {NULL, NULL};
+        int32_t n0 = 0;
+        CHECK(tmpdir_make("ns_sim_fused") == 0);
+        for (int path = 0; path < 2; ++path) {
+            ns_sim_options o;
+            ns_sim_options_init(&o);
+            o.backend = NS_BACKEND_CUDA;
+            o.model = model;
+            o.gpu_mechanisms = path == 0 ? NS_SIM_GPU_MECHANISMS_FUSED : NS_SIM_GPU_MECHANISMS_PER_STEP;
+            ns_sim_t *sim = NULL;
+            CHECK_OK(ns_sim_create(3, (const ns_cell_t *const *)cells, 3, NULL, &p, &o, &sim));
+            CHECK(ns_sim_gpu_mechanisms_of(sim) == o.gpu_mechanisms);
+            for (int64_t cl = 0; cl < 3; ++cl)
+                CHECK_OK(ns_sim_add_iclamp(sim, cl, ns_sim_spike_compartment(sim, cl), 1.0, 100.0, 1.5));
+            CHECK_OK(ns_sim_advance(sim, 2100));
+            n0 = (int32_t)(ns_sim_cell_offset(sim, 1) - ns_sim_cell_offset(sim, 0));
+            ipas[path] = malloc((size_t)n0 * sizeof(double));
+            CHECK_OK(ns_sim_get_model_var(sim, 0, "i_pas", ipas[path]));
+            if (path == 0) {
+                CHECK(ns_sim_save_state(sim, tmp("fused.ckpt")) == NS_ERR_UNSUPPORTED);
+                CHECK_MSG(access(tmp("fused.ckpt"), F_OK) != 0, "a refused checkpoint left a file");
+            }
+            ns_sim_destroy(sim);
+        }
+        double worst = 0.0;
+        int finite = 0, nan_differ = 0;
+        for (int32_t i = 0; ipas[0] && ipas[1] && i < n0; ++i) {
+            if (isnan(ipas[0][i]) || isnan(ipas[1][i])) nan_differ += isnan(ipas[0][i]) != isnan(ipas[1][i]);
+            else finite++, worst = fmax(worst, fabs(ipas[0][i] - ipas[1][i]));
+        }
+        printf("i_pas of cell 0 after 2,100 steps, fused vs per step: %d compartments, max difference %.2e mA/cm^2\n",
+               finite, worst);
+        CHECK_MSG(finite > 0 && nan_differ == 0 && worst <= 1e-9, "i_pas: %d finite, %d NaN places differ, %g", finite,
+                  nan_differ, worst);
+        free(ipas[0]);
+        free(ipas[1]);
+        tmpdir_remove();
         ns_sim_model_destroy(model);
         for (int k = 0; k < 3; ++k) ns_cell_destroy(cells[k]);
     }
@@ -247,6 +350,19 @@ int main(void) {
     CHECK(run(NS_BACKEND_CUDA, 1, l5, 2, &p, model, 300.0, 0.8, &g) == 0);
     CHECK(run(NS_BACKEND_CPU, 1, l5, 2, &p, model, 300.0, 0.8, &c) == 0);
     compare("BBP layer 5 model, 2 cells, GPU vs CPU", &g, &c, 2, 1e-4, 1e-4, 1e-2);
+    /* a library's mechanisms run per step; asking for the fused loop is refused */
+    CHECK(g.path == NS_SIM_GPU_MECHANISMS_PER_STEP);
+    {
+        ns_sim_options o;
+        ns_sim_options_init(&o);
+        o.backend = NS_BACKEND_CUDA;
+        o.model = model;
+        o.gpu_mechanisms = NS_SIM_GPU_MECHANISMS_FUSED;
+        ns_sim_t *sim = NULL;
+        CHECK(ns_sim_create(1, (const ns_cell_t *const *)l5, 1, NULL, &p, &o, &sim) == NS_ERR_UNSUPPORTED);
+        CHECK_MSG(strstr(ns_last_error(), "fused") != NULL, "message: %s", ns_last_error());
+        CHECK(sim == NULL);
+    }
     free_out(&g);
     free_out(&c);
     ns_sim_model_destroy(model);

@@ -49,7 +49,8 @@ static void help(void) {
            "  --repeats N           runs of each, alternated, medians reported (default 3; 1 to 25)\n"
            "  --threads T           threads of our loop and of NEURON (default: OpenMP's default for\n"
            "                        ours, 1 for NEURON)\n"
-           "  --backend cpu|cuda    cpu (default); the CUDA loops have no networks yet: refused\n"
+           "  --backend cpu|cuda    cpu (default); cuda: the GPU loop with and without the network,\n"
+           "                        and the CPU loop (--threads) on the network, rasters compared\n"
            "  --neuron              also NEURON (python3 with neuron importable) on every size\n"
            "  --keep-net DIR        keep the network files written (DIR/busyring_N.net)\n"
            "  --csv FILE  --json\n");
@@ -58,6 +59,7 @@ static void help(void) {
 typedef struct net_row {
     long long cells, compartments, synapses, connections, steps, spikes;
     double net_s, bare_s, neuron_s, max_diff;
+    double cpu_s, cpu_diff; /* --backend cuda: the CPU loop's network run, its raster's largest difference; cpu_s < 0: none */
     long long neuron_segments, neuron_spikes;
     int raster_ok; /* -1: no NEURON run */
 } net_row;
@@ -147,6 +149,29 @@ static double run_neuron(const char *net_path, const char *raster, double tstop,
     return wall;
 }
 
+/* Compare two simulations' rasters source by source (the GPU loop's with the
+ * CPU loop's): 1 when every source has the same count and every time is
+ * within 0.05 ms; *max_diff the largest difference. */
+static int compare_sims(const ns_sim_t *a, const ns_sim_t *b, double *max_diff) {
+    *max_diff = 0.0;
+    if (ns_sim_sources(a) != ns_sim_sources(b)) return 0;
+    int same = 1;
+    for (int64_t s = 0; s < ns_sim_sources(a); ++s) {
+        int64_t ca = 0, cb = 0;
+        const double *x = ns_sim_source_spikes(a, s, &ca), *y = ns_sim_source_spikes(b, s, &cb);
+        if (ca != cb) {
+            if (same)
+                fprintf(stderr, "neurosolve bench sim --network: source %lld: %lld spikes on the GPU, %lld on the CPU\n",
+                        (long long)s, (long long)ca, (long long)cb);
+            same = 0;
+            continue;
+        }
+        for (int64_t k = 0; k < ca; ++k)
+            if (fabs(x[k] - y[k]) > *max_diff) *max_diff = fabs(x[k] - y[k]);
+    }
+    return same && *max_diff <= 0.05;
+}
+
 /* Compare NEURON's raster with ours source by source: 1 when every source
  * has the same count and every time is within 0.05 ms (issue 20). */
 static int compare_raster(const char *raster, const ns_sim_t *sim, long long *neuron_spikes, double *max_diff) {
@@ -200,7 +225,7 @@ static int compare_raster(const char *raster, const ns_sim_t *sim, long long *ne
 
 static int time_size(const char *dir, int keep, const char *morph, const ns_cell_t *cell, long long n, long long ring,
                      long long syn, double tstop, double delay, double weight, uint64_t seed, int threads,
-                     int neuron, int repeats, net_row *r) {
+                     int neuron, int repeats, int cuda, net_row *r) {
     char path[4200], raster[4300];
     snprintf(path, sizeof path, "%s/busyring_%lld.net", dir, n);
     if (write_net(path, morph, cell, n, ring, syn, delay, weight, seed)) return 1;
@@ -213,7 +238,7 @@ static int time_size(const char *dir, int keep, const char *morph, const ns_cell
     ns_sim_options o;
     ns_sim_options_init(&o);
     o.model = model;
-    o.backend = NS_BACKEND_CPU;
+    o.backend = cuda ? NS_BACKEND_CUDA : NS_BACKEND_CPU;
     o.threads = threads;
     o.record_every = 1000000000; /* no recording on the hot path */
     o.check_every = 100;
@@ -236,6 +261,21 @@ static int time_size(const char *dir, int keep, const char *morph, const ns_cell
     if (!rc) {
         r->net_s = cli_median(net_s, repeats);
         r->bare_s = cli_median(bare_s, repeats);
+    }
+    /* the GPU loop: the CPU loop on the same network (one run), rasters compared */
+    r->cpu_s = -1.0;
+    if (!rc && cuda) {
+        ns_sim_t *cpu = NULL;
+        o.backend = NS_BACKEND_CPU;
+        st = ns_sim_create(1, &cell, n, NULL, &p, &o, &cpu);
+        if (st == NS_OK) st = ns_network_apply(net, cpu, &cell);
+        if (st == NS_OK) st = ns_sim_init(cpu);
+        rc = st == NS_OK ? run_steps(cpu, steps, &r->cpu_s) : cli_status_error("bench sim --network", st);
+        if (!rc && !compare_sims(sim, cpu, &r->cpu_diff))
+            rc = cli_error("bench sim --network: %lld cells: the GPU raster differs from the CPU loop's (largest "
+                           "difference %.3g ms)",
+                           n, r->cpu_diff);
+        ns_sim_destroy(cpu);
     }
     if (!rc) {
         r->cells = n;
@@ -280,7 +320,7 @@ int bench_sim_network(int argc, char **argv) {
     snprintf(morph, sizeof morph, "%s/ca1_ko20x-07.swc", cli_morphology_dir());
     long long cells[MAX_LIST] = {1000, 4000}, ring = 10, syn = 10, threads = 0, seed = 1, repeats = 3;
     double tstop = 100.0, delay = 5.0, weight = 0.05;
-    int n_cells = 2, neuron = 0, as_json = 0;
+    int n_cells = 2, neuron = 0, as_json = 0, cuda = 0;
     const char *csv = NULL, *keep = NULL;
     for (int i = 1; i < argc; ++i) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -298,10 +338,9 @@ int bench_sim_network(int argc, char **argv) {
         else if (strcmp(o, "--delay") == 0) ok = cli_parse_double(cmd, o, v, 1e-6, 1e4, &delay), ++i;
         else if (strcmp(o, "--weight") == 0) ok = cli_parse_double(cmd, o, v, 0.0, 1e3, &weight), ++i;
         else if (strcmp(o, "--backend") == 0 && v) {
-            if (strcmp(v, "cuda") == 0)
-                return cli_usage_error(cmd, "--backend cuda: the CUDA loops have no networks yet (docs/networks.md, "
-                                            "\"Not done yet\"); use --backend cpu");
-            if (strcmp(v, "cpu") != 0) return cli_usage_error(cmd, "--backend takes cpu (or cuda, not supported yet)");
+            if (strcmp(v, "cuda") == 0) cuda = 1;
+            else if (strcmp(v, "cpu") == 0) cuda = 0;
+            else return cli_usage_error(cmd, "--backend takes cpu or cuda, not '%s'", v);
             ++i;
         } else if (strcmp(o, "--neuron") == 0) neuron = 1;
         else if (strcmp(o, "--keep-net") == 0 && v) keep = v, ++i;
@@ -365,7 +404,7 @@ int bench_sim_network(int argc, char **argv) {
         net_row *r = &rows[n_rows];
         memset(r, 0, sizeof *r);
         rc = time_size(dir, keep != NULL, abs_morph, cell, cells[k], ring, syn, tstop, delay, weight,
-                       (uint64_t)seed, nthr, neuron, (int)repeats, r);
+                       (uint64_t)seed, nthr, neuron, (int)repeats, cuda, r);
         if (rc && !r->cells) break;
         ++n_rows;
         if (!as_json) {
@@ -376,6 +415,11 @@ int bench_sim_network(int argc, char **argv) {
                 printf("%10.3f %8.2fx %s (%lld, %.1e ms)\n", r->neuron_s, r->neuron_s / r->net_s,
                        r->raster_ok ? "same" : "DIFFERS", r->neuron_spikes, r->max_diff);
             else printf("%10s %9s %10s\n", "-", "-", "-");
+            if (r->cpu_s > 0)
+                printf("%8s the GPU loop above; the CPU loop (threads %s) on the network: %.3f s, %.3f us/cell-step, "
+                       "GPU %.2fx faster, rasters the same (largest difference %.1e ms)\n",
+                       "", nthr_s, r->cpu_s, r->cpu_s * 1e6 / ((double)r->cells * r->steps), r->cpu_s / r->net_s,
+                       r->cpu_diff);
             fflush(stdout);
         }
     }
@@ -387,14 +431,15 @@ int bench_sim_network(int argc, char **argv) {
         if (!f) return 1;
         fprintf(f, "cells,compartments,synapses,connections,steps,spikes,network_s,us_per_cell_step,bare_s,"
                    "net_over_bare,neuron_s,neuron_segments,neuron_spikes,vs_neuron,raster_max_diff_ms,threads,ring,"
-                   "synapses_per_cell,delay_ms\n");
+                   "synapses_per_cell,delay_ms,backend,cpu_network_s,gpu_cpu_raster_max_diff_ms\n");
         for (int k = 0; k < n_rows; ++k) {
             const net_row *r = &rows[k];
-            fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%lld,%lld,%.6g,%.6g,%d,%lld,%lld,%g\n",
+            fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%lld,%lld,%.6g,%.6g,%d,%lld,%lld,%g,%s,%.6g,%.6g\n",
                     r->cells, r->compartments, r->synapses, r->connections, r->steps, r->spikes, r->net_s,
                     r->net_s * 1e6 / ((double)r->cells * r->steps), r->bare_s, r->net_s / r->bare_s, r->neuron_s,
                     r->neuron_segments, r->neuron_spikes, r->neuron_s > 0 ? r->neuron_s / r->net_s : -1.0,
-                    r->raster_ok == 1 ? r->max_diff : -1.0, nthr, ring, syn, delay);
+                    r->raster_ok == 1 ? r->max_diff : -1.0, nthr, ring, syn, delay, cuda ? "cuda" : "cpu", r->cpu_s,
+                    r->cpu_s > 0 ? r->cpu_diff : -1.0);
         }
         if (cli_output_commit(o)) return 1;
     }
@@ -406,6 +451,7 @@ int bench_sim_network(int argc, char **argv) {
         json_int(&j, "synapses_per_cell", syn);
         json_double(&j, "delay_ms", delay);
         json_double(&j, "tstop_ms", tstop);
+        json_string(&j, "backend", cuda ? "cuda" : "cpu");
         json_array_begin(&j, "rows");
         for (int k = 0; k < n_rows; ++k) {
             const net_row *r = &rows[k];
@@ -417,6 +463,10 @@ int bench_sim_network(int argc, char **argv) {
             json_int(&j, "steps", r->steps);
             json_int(&j, "spikes", r->spikes);
             json_double(&j, "network_s", r->net_s);
+            if (r->cpu_s > 0) {
+                json_double(&j, "cpu_network_s", r->cpu_s);
+                json_double(&j, "gpu_cpu_raster_max_diff_ms", r->cpu_diff);
+            }
             json_double(&j, "us_per_cell_step", r->net_s * 1e6 / ((double)r->cells * r->steps));
             json_double(&j, "bare_s", r->bare_s);
             json_double(&j, "net_over_bare", r->net_s / r->bare_s);

@@ -48,7 +48,7 @@ static void help(void) {
            "  --ridge R          Tikhonov weight relative to ||M 1||^2 / fibers (0; 0.2 for pruning\n"
            "                     without a parcellation, docs/life.md)\n"
            "  --group G          COMMIT2-style group sparsity: + G x (median group gradient norm at 0) x\n"
-           "                     sum_g sqrt(|g|) ||w_g|| over connection groups, solved by FISTA on the CPU\n"
+           "                     sum_g sqrt(|g|) ||w_g|| over connection groups, solved by FISTA\n"
            "                     (0: off; G = 1 ranks best on the phantoms, AUC 0.98-0.99, docs/life.md)\n"
            "  --groups FILE      group of each fiber (int NPY, -1: none; default MODEL/groups.npy from\n"
            "                     life build --parcels); one entry per fiber or per tractogram streamline\n"
@@ -58,7 +58,7 @@ static void help(void) {
            "  --rtolo R          stop when the objective changes by < R x objective (1e-5; 0 disables)\n"
            "  --mw V --mty V     product variants (auto: timed; naive, naive-atom, naive-voxel,\n"
            "                     coeff-atom, coeff-voxel, atom-atom, voxel-voxel; CUDA only,\n"
-           "                     reduced-precision dictionary: voxel-f32d, voxel-f16d)\n"
+           "                     reduced-precision dictionary: voxel-f32d, voxel-f16d, voxel-lr16d)\n"
            "  --threads T        CPU threads (OpenMP's default)\n"
            "  --quiet            no progress bar\n"
            "  --json             one JSON document on stdout\n");

@@ -34,13 +34,13 @@ static const char *help_text =
     "                         what is inserted where (docs/simulation.md, \"Models\"); the\n"
     "                         params' hh and pas are then not used\n"
     ;
-/* the rest of the help (one literal of at most 4095 characters each) */
+/* the options from --network on (C99 compilers need not take literals over 4095 characters) */
 static const char *help_text2 =
     "  --network FILE         a network file (docs/networks.md, \"Network files\") or a SONATA\n"
     "                         config (.json; docs/networks.md, \"SONATA\"): its cells,\n"
     "                         model, synapses, detectors, spike trains, Poisson sources and\n"
-    "                         connections; no SHAPE or --cells then. CPU backend (the default\n"
-    "                         with --network); no current clamp unless --iclamp is given;\n"
+    "                         connections; no SHAPE or --cells then. CPU backend unless\n"
+    "                         --backend cuda (auto: the CPU); no current clamp unless --iclamp is given;\n"
     "                         spikes.csv is the raster of the sources (source, cell, time);\n"
     "                         under mpirun the cells are spread over the processes, with\n"
     "                         the same files. A SONATA config's run and conditions set tstop,\n"
@@ -58,6 +58,9 @@ static const char *help_text2 =
     "  --record-every N       record every N steps (default 1)\n"
     "  --backend cpu|cuda|auto  --method sequential|openmp|onchip|tree  --threads N\n"
     "  --gpu-lanes L          onchip: lanes per cell (1, 2, 4, ..., 32; default automatic)\n"
+    "  --gpu-mechanisms auto|fused|per-step  CUDA, --model: the built-in pas and hh fused into\n"
+    "                         the tree kernel, or a launch per mechanism and step (default auto:\n"
+    "                         fused where possible; docs/simulation.md)\n"
     "  --out PREFIX           write PREFIX_traces.csv, PREFIX_traces.npy (t and one column per\n"
     "                         site) and PREFIX_spikes.csv (cell, morphology, time; with --network\n"
     "                         the sources' raster: source, cell (-1: a train or Poisson source),\n"
@@ -74,7 +77,9 @@ static const char *help_text2 =
     "                         and recordings; docs/simulation.md, \"Checkpoints\")\n"
     "  --json                 summary as JSON on stdout\n"
     "  --no-progress          no progress bar (it is shown on a terminal for runs over ~1 s)\n"
-    "\n"
+    "\n";
+/* the notes at the end */
+static const char *help_text_tail =
     "LOC: soma (the root section at x = 0.5) | SEC:X (section index) | swc=ID:X (the section\n"
     "whose first point has SWC id ID) | cN (compartment N).\n"
     "Spikes: upward crossings of spike_threshold (-20 mV) at soma(0.5), interpolated in time.\n"
@@ -396,7 +401,7 @@ static int simulate(int argc, char **argv) {
     int n_stims = 0, n_recs = 0;
     const char *checkpoint = NULL, *resume = NULL, *mech_lib = NULL, *model_file = NULL, *network_file = NULL;
     const char *input_spikes = NULL;
-    int cells_given = 0, backend_given = 0;
+    int cells_given = 0;
     ns_network_t *net = NULL;
     long long *first_cell = NULL;
     ns_mech_library_t *lib = NULL;
@@ -407,7 +412,7 @@ static int simulate(int argc, char **argv) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            printf("%s%s\n%s", help_text, help_text2, cli_morph_options_help);
+            printf("%s%s%s\n%s", help_text, help_text2, help_text_tail, cli_morph_options_help);
             return 0;
         }
         if (strcmp(a, "--ra") == 0) ra_given = 1;
@@ -486,7 +491,6 @@ static int simulate(int argc, char **argv) {
         } else if (strcmp(a, "--backend") == 0) {
             if (ns_backend_from_name(val, &so.backend) != NS_OK)
                 return cli_usage_error(cmd, "unknown backend '%s'", val);
-            backend_given = 1;
         } else if (strcmp(a, "--method") == 0) {
             if (ns_hines_method_from_name(val, &so.method) != NS_OK)
                 return cli_usage_error(cmd, "unknown method '%s'", val);
@@ -499,6 +503,9 @@ static int simulate(int argc, char **argv) {
             if (!cli_parse_long(cmd, a, val, 0, 32, &v)) return 2;
             if (v & (v - 1)) return cli_usage_error(cmd, "--gpu-lanes: '%s' is not 0, 1, 2, 4, 8, 16 or 32", val);
             so.gpu_lanes = (int32_t)v;
+        } else if (strcmp(a, "--gpu-mechanisms") == 0) {
+            if (ns_sim_gpu_mechanisms_from_name(val, &so.gpu_mechanisms) != NS_OK)
+                return cli_usage_error(cmd, "--gpu-mechanisms: '%s' is not auto, fused or per-step", val);
         } else if (strcmp(a, "--out") == 0) {
             out = val;
         } else if (strcmp(a, "--plot") == 0) {
@@ -530,10 +537,8 @@ static int simulate(int argc, char **argv) {
         if (cells_given) return cli_usage_error(cmd, "--network takes the cells from its file: no --cells");
         if (checkpoint || resume)
             return cli_usage_error(cmd, "--checkpoint and --resume: a network's state is not saved yet");
-        /* the CUDA loops have no networks yet: refused up front, GPU or not */
-        if (backend_given && so.backend == NS_BACKEND_CUDA)
-            return cli_usage_error(cmd, "--network runs on the CPU backend: the CUDA loops have no networks yet");
-        so.backend = NS_BACKEND_CPU;
+        /* `auto`: the sim policy's choice for networks (the CPU, docs/networks.md); cuda asks for the GPU loop */
+        so.backend = ns_network_backend(so.backend);
     } else if (n_specs == 0)
         return cli_usage_error(cmd, "no morphology given (a file, a directory or `bundled`)");
     if (input_spikes && !network_file) return cli_usage_error(cmd, "--input-spikes needs --network CONFIG.json");
@@ -931,6 +936,8 @@ static int simulate(int argc, char **argv) {
         json_begin(&j, stdout);
         json_string(&j, "backend", ns_backend_name(cli_sim_backend(sim)));
         json_string(&j, "method", ns_hines_method_name(cli_sim_method(sim)));
+        if (cli_sim_local(sim) && ns_sim_gpu_mechanisms_of(cli_sim_local(sim)) != NS_SIM_GPU_MECHANISMS_AUTO)
+            json_string(&j, "gpu_mechanisms", ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms_of(cli_sim_local(sim))));
         json_int(&j, "morphologies", set.count);
         json_int(&j, "cells", n_cells);
         if (cli_mpi_size() > 1) json_int(&j, "processes", cli_mpi_size());

@@ -33,7 +33,8 @@ static void help(void) {
            "  --iters N          SBBNNLS maxit on the GPU (default 100; all run: tolerances 0)\n"
            "  --cpu-iters N      maxit on the CPU (default 5; 0 skips the CPU)\n"
            "  --backend B        cpu, cuda or all (default all: cuda when a GPU is usable)\n"
-           "  --variant V        product variant of both products (default voxel-voxel)\n"
+           "  --variant V        product variant of both products (default voxel-voxel; the CPU\n"
+           "                     runs voxel-voxel for the CUDA-only reduced-precision ones)\n"
            "  --threads T        CPU threads (default: OpenMP's)\n"
            "  --seed S           (1)\n"
            "  --csv FILE         one row per model and backend\n");
@@ -157,7 +158,10 @@ int bench_life_scale(int argc, char **argv) {
             const int gpu = b == 0;
             if ((gpu && !want_gpu) || (!gpu && !want_cpu)) continue;
             result *r = gpu ? &g : &c;
-            rc = fit(m, gpu ? NS_BACKEND_CUDA : NS_BACKEND_CPU, v, threads, gpu ? iters : cpu_iters, gpu ? wg : wc, r);
+            /* the reduced-precision dictionaries are CUDA only: the CPU's float64 fit is their reference */
+            const ns_life_variant vb =
+                !gpu && (int)v >= NS_LIFE_VARIANT_COUNT ? NS_LIFE_VOXEL_VOXEL : v;
+            rc = fit(m, gpu ? NS_BACKEND_CUDA : NS_BACKEND_CPU, vb, threads, gpu ? iters : cpu_iters, gpu ? wg : wc, r);
             if (rc) break;
             have_g |= gpu;
             double diff = -1.0;
@@ -178,7 +182,7 @@ int bench_life_scale(int argc, char **argv) {
                                   r->updates, diff);
             if (f)
                 fprintf(f, "%lld,%d,%lld,%.4f,%s,%s,%.4f,%.4f,%.4f,%d,%.4f,%.4f,%.4f,%.4f,%.10e,%.3e\n", fibers[k],
-                        (int)V, (long long)C, phi_gb, gpu ? "cuda" : "cpu", ns_life_variant_name(v), synth_s,
+                        (int)V, (long long)C, phi_gb, gpu ? "cuda" : "cpu", ns_life_variant_name(gpu ? v : vb), synth_s,
                         r->engine_s, r->fit_s, r->updates, r->ms_update, total, r->rss_gb, gpu ? dev_gb : 0.0,
                         r->objective, diff);
         }

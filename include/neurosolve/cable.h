@@ -141,6 +141,17 @@ NS_API ns_status ns_sim_model_read(ns_sim_model_t *model, const char *path);
 
 /* ------------------------------------------------------------ simulation */
 
+/* How the GPU tree loop runs a model's mechanisms (docs/simulation.md,
+ * "Models: the fused loop"). */
+typedef enum ns_sim_gpu_mechanisms {
+    NS_SIM_GPU_MECHANISMS_AUTO = 0,     /* fused where the rule allows (built-in density mechanisms
+                                           only, no network), else per step */
+    NS_SIM_GPU_MECHANISMS_FUSED = 1,    /* inside the tree kernel, many steps per launch; a model
+                                           the rule does not allow is refused (NS_ERR_UNSUPPORTED) */
+    NS_SIM_GPU_MECHANISMS_PER_STEP = 2  /* a launch per mechanism and phase around one-step tree
+                                           launches (any mechanism library, networks) */
+} ns_sim_gpu_mechanisms;
+
 typedef struct ns_sim_options {
     ns_backend backend;      /* NS_BACKEND_AUTO: CUDA when usable, else CPU */
     ns_hines_method method;  /* CPU: sequential or openmp; CUDA: onchip or tree
@@ -155,6 +166,13 @@ typedef struct ns_sim_options {
                                 of the simulation runs on it and restores the caller's device */
     const ns_sim_model_t *model; /* NULL: the hand-written hh and pas of ns_sim_params; else the
                                     model's mechanisms (read during ns_sim_create only) */
+    const ns_sim_model_t *const *shape_models; /* NULL, or one model per shape (n_shapes
+                                    entries): shape k's mechanisms come from shape_models[k],
+                                    from `model` where an entry is NULL (every shape then needs
+                                    one). All of one mechanism library; a GLOBAL set by two of
+                                    them must agree. Read during ns_sim_create only. */
+    ns_sim_gpu_mechanisms gpu_mechanisms; /* CUDA, a model: how the tree loop runs its
+                                    mechanisms (docs/simulation.md, "Models"); AUTO by default */
 } ns_sim_options;
 
 NS_API void ns_sim_options_init(ns_sim_options *options);
@@ -280,6 +298,13 @@ NS_API ns_hines_method ns_sim_method(const ns_sim_t *sim);
 /* Lanes per cell of the onchip loop: the common count of its shape groups,
  * 0 when no shape runs onchip, -1 when the groups differ. */
 NS_API int32_t ns_sim_gpu_lanes(const ns_sim_t *sim);
+/* How a CUDA simulation of a model runs its mechanisms: FUSED or PER_STEP
+ * (the resolved ns_sim_options.gpu_mechanisms); AUTO on the CPU or without
+ * a model. */
+NS_API ns_sim_gpu_mechanisms ns_sim_gpu_mechanisms_of(const ns_sim_t *sim);
+/* "auto", "fused", "per-step"; NULL for other values. */
+NS_API const char *ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms m);
+NS_API ns_status ns_sim_gpu_mechanisms_from_name(const char *name, ns_sim_gpu_mechanisms *out);
 
 /* The spike-detection compartment of a cell: the root section at x = 0.5. */
 NS_API int32_t ns_sim_spike_compartment(const ns_sim_t *sim, int64_t cell);

@@ -143,17 +143,23 @@ typedef enum ns_life_variant {
     NS_LIFE_VOXEL_F32D = 8,  /* CUDA only, opt-in, never chosen by AUTO: voxel-voxel with the
                                 dictionary read as float32 (half the gathered bytes; arithmetic
                                 in float64; products within about 1e-7 relative, not 1e-12) */
-    NS_LIFE_VOXEL_F16D = 9   /* CUDA only, opt-in, never chosen by AUTO: voxel-voxel with the
+    NS_LIFE_VOXEL_F16D = 9,  /* CUDA only, opt-in, never chosen by AUTO: voxel-voxel with the
                                 dictionary read as float16 scaled by a power of two (a quarter
                                 of the gathered bytes; a voxel's products in float32, sums over
                                 lanes and coefficients' results in float64; products within
                                 about 1e-3 relative) */
+    NS_LIFE_VOXEL_LR16D = 10 /* CUDA only, opt-in, never chosen by AUTO: the dictionary factored
+                                as U C (C = U^T D keeps the r leading eigen-directions of D D^T,
+                                r a multiple of 32, the fewest whose discarded singular values
+                                are below 2^-11 of the largest), C in float16 as voxel-f16d; a
+                                gathered column has r entries instead of n_theta (64 instead of
+                                96 for ENCODE's stick dictionary; docs/life.md) */
 } ns_life_variant;
 /* The exact variants (1 .. NS_LIFE_VARIANT_COUNT - 1: every backend, 1e-12
  * of the naive products); NS_LIFE_VARIANT_ALL also counts the reduced-
  * precision ones. */
 #define NS_LIFE_VARIANT_COUNT 8
-#define NS_LIFE_VARIANT_ALL 10
+#define NS_LIFE_VARIANT_ALL 11
 
 NS_API const char *ns_life_variant_name(ns_life_variant variant);
 NS_API ns_status ns_life_variant_from_name(const char *name, ns_life_variant *variant);
@@ -258,9 +264,9 @@ typedef struct ns_life_fit_options {
      * median over groups of ||[-grad_g(0)]_+||_2 / sqrt(|g|), the value above which a
      * group is zero at w = 0, so group = 1 leaves about half the groups out at the start.
      * group > 0 needs `groups` and runs the accelerated proximal gradient solver (FISTA with
-     * backtracking; docs/life.md) instead of SBBNNLS, on the CPU backend (the CUDA backend
-     * refuses it: NS_ERR_UNSUPPORTED), with the ridge, lambda and w0 but without the
-     * preconditioner. 0 = off (the default). */
+     * backtracking; docs/life.md) instead of SBBNNLS, with the ridge, lambda and w0 but
+     * without the preconditioner; its vectors live on the host (with the CUDA backend the
+     * products run on the device, their vectors copied in and out each time). 0 = off. */
     double group;
     const int32_t *groups;
     int preconditioner;      /* ENCODE's diagonal preconditioner (0 = off) */
@@ -306,7 +312,7 @@ NS_API const char *ns_life_stop_name(ns_life_stop stop);
 
 /* Solve min 0.5 ||M w - Y||^2 (+ lambda sum w), w >= 0, by SBBNNLS exactly as
  * ENCODE's bbnnls runs it (docs/life.md); with options.group > 0 the group-sparse
- * objective above by FISTA (CPU backend). w: n_fibers entries (output).
+ * objective above by FISTA. w: n_fibers entries (output).
  * history: NULL or max_iterations entries, receives the objective after
  * each update. With the CUDA backend every vector stays on the device. */
 NS_API ns_status ns_life_fit(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,

@@ -20,7 +20,8 @@
 extern "C" {
 #endif
 
-#define NS_MECH_ABI_VERSION 1
+/* 2: ns_mech_desc.cuda_net_receive (a library built for 1 is refused) */
+#define NS_MECH_ABI_VERSION 2
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
 /* exp for the host loops: the generated mechanisms' host code (nsm_exp; the
@@ -131,9 +132,23 @@ typedef struct ns_mech_ion_use {
     unsigned flags;   /* NS_MECH_ION_* */
 } ns_mech_ion_use;
 
+/* An event for a CUDA NET_RECEIVE launch (device memory): NET_RECEIVE of
+ * `instance` with `weight`, the mechanism's t set to `t` [ms]. */
+typedef struct ns_mech_event {
+    double t, weight;
+    int32_t instance, pad_;
+} ns_mech_event;
+
 typedef void (*ns_mech_fn)(ns_mech_ppack *p);
 /* Returns 0 when the launch succeeded, -1 otherwise. */
 typedef int (*ns_mech_cuda_fn)(const ns_mech_ppack *p, void *stream);
+/* A CUDA NET_RECEIVE launch over events[range[0] .. range[1]) (range: two
+ * device int64 read by the kernel, so that the host need not know them),
+ * grouped by instance and in delivery order within an instance: one thread
+ * applies an instance's events one after the other (deterministic). `max`
+ * (host) bounds range[1] - range[0] and sizes the grid. */
+typedef int (*ns_mech_cuda_net_fn)(const ns_mech_ppack *p, const ns_mech_event *events, const int64_t *range,
+                                   int64_t max, void *stream);
 
 typedef struct ns_mech_desc {
     int abi_version;                /* NS_MECH_ABI_VERSION */
@@ -160,6 +175,9 @@ typedef struct ns_mech_desc {
     /* CUDA launchers, one thread per instance; NULL when built without CUDA.
      * Point processes add into rhs, d and the ion arrays atomically. */
     ns_mech_cuda_fn cuda_init, cuda_current, cuda_state;
+    /* NET_RECEIVE over a device event list (ns_mech_cuda_net_fn); NULL without
+     * NET_RECEIVE or without CUDA (ABI version 2). */
+    ns_mech_cuda_net_fn cuda_net_receive;
 } ns_mech_desc;
 
 typedef struct ns_mech_catalogue {

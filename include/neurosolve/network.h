@@ -101,6 +101,12 @@ NS_API ns_status ns_network_model(const ns_network_t *net, const ns_mech_library
  * call. On error the simulation may hold part of the network: destroy it. */
 NS_API ns_status ns_network_apply(const ns_network_t *net, ns_sim_t *sim, const ns_cell_t *const *shapes);
 
+/* The backend a network runs on for `requested`: itself, or for
+ * NS_BACKEND_AUTO the sim policy's choice (the CPU, GPU or not:
+ * docs/networks.md, "The GPU loop"). ns_network_create_sim and `simulate
+ * --network` apply it. */
+NS_API ns_backend ns_network_backend(ns_backend requested);
+
 /* The whole path: read each morphology (ns_swc_read with default options,
  * ns_discretize with `disc`, NULL: defaults with params->Ra), the model
  * (options->model when given, else the network's; one of them is needed),

@@ -1383,7 +1383,7 @@ NB_MODULE(_core, m) {
         .def("__init__", [](Simulation *self, nb::handle shapes, int64_t n_cells, nb::handle cell_shape,
                             const SimParams &params, const std::string &backend, const std::string &method,
                             int32_t threads, int32_t gpu_lanes, int32_t record_every, int32_t check_every,
-                            nb::handle model) {
+                            nb::handle model, const std::string &gpu_mechanisms) {
             std::vector<const ns_cell_t *> sh;
             for (nb::handle h : shapes) {
                 if (!nb::isinstance<Cell>(h))
@@ -1400,8 +1400,23 @@ NB_MODULE(_core, m) {
             o.gpu_lanes = gpu_lanes;
             o.record_every = record_every;
             o.check_every = check_every;
+            check(ns_sim_gpu_mechanisms_from_name(gpu_mechanisms.c_str(), &o.gpu_mechanisms));
             nb::object library = nb::none();
-            if (!model.is_none()) {
+            std::vector<const ns_sim_model_t *> per_shape;
+            if (!model.is_none() && (nb::isinstance<nb::list>(model) || nb::isinstance<nb::tuple>(model))) {
+                // one model per shape (ns_sim_options.shape_models)
+                for (nb::handle h : model) {
+                    if (!nb::isinstance<Model>(h))
+                        fail(NS_ERR_INVALID_ARGUMENT, "Simulation: model must be a neurosolve.Model or one per "
+                                                      "shape, got " + std::string(nb::inst_name(h).c_str()));
+                    per_shape.push_back(nb::cast<Model &>(h).m);
+                    if (library.is_none()) library = nb::cast<Model &>(h).library;
+                }
+                if (per_shape.size() != sh.size())
+                    fail(NS_ERR_INVALID_ARGUMENT, "Simulation: " + std::to_string(per_shape.size()) +
+                                                      " models for " + std::to_string(sh.size()) + " shapes");
+                o.shape_models = per_shape.data();
+            } else if (!model.is_none()) {
                 if (!nb::isinstance<Model>(model))
                     fail(NS_ERR_INVALID_ARGUMENT, "Simulation: model must be a neurosolve.Model, got " +
                                                       std::string(nb::inst_name(model).c_str()));
@@ -1426,7 +1441,7 @@ NB_MODULE(_core, m) {
             self->cell_shape = cs;
         }, "cells"_a, "n_cells"_a, "cell_shape"_a = nb::none(), "params"_a = SimParams(), "backend"_a = "auto",
            "method"_a = "auto", "threads"_a = 0, "gpu_lanes"_a = 0, "record_every"_a = 1, "check_every"_a = 1,
-           "model"_a = nb::none())
+           "model"_a = nb::none(), "gpu_mechanisms"_a = "auto")
         .def("add_iclamp", [](Simulation &s, int64_t cell, int32_t compartment, double delay, double duration, double amplitude) {
             std::lock_guard<std::mutex> lock(s.mu);
             check(ns_sim_add_iclamp(s.s, cell, compartment, delay, duration, amplitude));
@@ -1530,6 +1545,9 @@ NB_MODULE(_core, m) {
         .def_prop_ro("method", [](const Simulation &s) { return std::string(ns_hines_method_name(ns_sim_method(s.s))); })
         .def_prop_ro("elapsed_ms", [](const Simulation &s) { return ns_sim_elapsed_ms(s.s); })
         .def_prop_ro("gpu_lanes", [](const Simulation &s) { return ns_sim_gpu_lanes(s.s); })
+        .def_prop_ro("gpu_mechanisms", [](const Simulation &s) {
+            return std::string(ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms_of(s.s)));
+        })
         .def("spike_compartment", [](const Simulation &s, int64_t cell) {
             if (cell < 0 || cell >= ns_sim_cells(s.s))
                 fail(NS_ERR_INVALID_ARGUMENT, "Simulation.spike_compartment: cell " + std::to_string(cell) + " out of range");

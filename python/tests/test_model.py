@@ -38,6 +38,46 @@ def test_model_hh_equals_hand_written_hh():
         assert np.max(np.abs(np.asarray(a) - np.asarray(b)), initial=0.0) < 1e-9
 
 
+def test_model_per_shape():
+    """One model per shape: each cell as its shape alone under its model, to the bit."""
+    a = ns.read_swc(os.path.join(MORPH, "ca1_h10.swc")).discretize()
+    b = ns.read_swc(os.path.join(MORPH, "purk_dbbs.swc")).discretize()
+    hh, mixed = ns.Model(), ns.Model()
+    hh.insert("all", "hh")
+    mixed.parse("all.insert = pas\nall.e_pas = -70\nsoma.insert = hh\n", "mixed.model")
+
+    def run(shapes, n, model):
+        sim = ns.Simulation(shapes, n, backend="cpu", model=model, threads=1)
+        for c in range(n):
+            soma = sim.spike_compartment(c)
+            sim.add_iclamp(c, soma, 2.0, 20.0, 1.0 + 0.5 * (c // len(shapes)))
+            sim.add_recording(c, soma)
+        sim.init()
+        sim.run(15.0)
+        return sim.traces
+
+    both = run([a, b], 4, [hh, mixed])
+    alone_a, alone_b = run([a], 2, hh), run([b], 2, mixed)
+    # one column per site: cell c's soma
+    assert np.array_equal(both[:, [0, 2]], alone_a)
+    assert np.array_equal(both[:, [1, 3]], alone_b)
+    swapped = run([a, b], 4, [mixed, hh])
+    assert not np.array_equal(both, swapped)
+    with pytest.raises(ns.InvalidArgumentError, match="1 models for 2 shapes"):
+        ns.Simulation([a, b], 2, backend="cpu", model=[hh])
+
+
+def test_model_gpu_mechanisms_option():
+    # the fused/per-step choice is the GPU's; on the CPU it is accepted and reported as "auto"
+    cell = ns.read_swc(os.path.join(MORPH, "ca1_h10.swc")).discretize()
+    model = ns.Model()
+    model.insert("all", "hh")
+    sim = ns.Simulation([cell], 1, backend="cpu", model=model, gpu_mechanisms="per-step")
+    assert sim.gpu_mechanisms == "auto"
+    with pytest.raises(ns.InvalidArgumentError, match="auto, fused, per-step"):
+        ns.Simulation([cell], 1, backend="cpu", model=model, gpu_mechanisms="fast")
+
+
 def test_model_errors():
     model = ns.Model()
     with pytest.raises(ns.InvalidArgumentError, match="no mechanism 'NaTs2_t'"):

@@ -44,6 +44,21 @@ def test_from_network_ring_matches_neuron():
         assert sim.source_cell(s) == (s if s < 8 else -1)
 
 
+def test_from_network_ring_on_the_gpu():
+    """backend="cuda": the GPU loop's raster, NEURON's within 0.05 ms (docs/networks.md, "The GPU loop")."""
+    from conftest import has_gpu
+    if not has_gpu():
+        pytest.skip("no usable GPU")
+    sim = ns.Simulation.from_network(os.path.join(NETS, "ring8_ca1_ko20x-07.net"), backend="cuda")
+    assert sim.backend == "cuda"
+    sim.run(200.0)
+    ref = neuron_raster(os.path.join(NETS, "ring8_ca1_ko20x-07.csv"))
+    for s in range(sim.n_sources):
+        got = sim.source_spikes(s)
+        want = [t for q, t in ref if q == s]
+        assert len(got) == len(want) and np.allclose(got, want, rtol=0, atol=0.05), s
+
+
 def test_calls_one_by_one():
     cell = cylinder()
     sim = ns.Simulation([cell], 3, model=model("all.insert = hh\n"), backend="cpu")

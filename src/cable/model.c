@@ -798,37 +798,87 @@ static int find_ion(sim_model *r, const char *name) {
     return -1;
 }
 
-ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, const ns_cell_t *const *cells,
-                               const ns_sim_params *params, sim_model **out) {
+/* The model of shape k: shape_models[k], or `model` where that is NULL. */
+static const ns_sim_model_t *model_of_shape(const ns_sim_model_t *model, const ns_sim_model_t *const *shape_models,
+                                            int32_t k) {
+    return shape_models && shape_models[k] ? shape_models[k] : model;
+}
+
+ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t *const *shape_models,
+                               int32_t n_shapes, const ns_cell_t *const *cells, const ns_sim_params *params,
+                               sim_model **out) {
     (void)params;
     *out = NULL;
-    const int n_lib = model->n_descs;
-    sim_model *r = calloc(1, sizeof *r);
-    int *lib_to = malloc((size_t)(n_lib > 0 ? n_lib : 1) * sizeof *lib_to);
-    if (!r || !lib_to) {
-        free(r);
-        free(lib_to);
+    /* the distinct models (usually one), in order of first use */
+    const ns_sim_model_t **uniq = malloc((size_t)(n_shapes > 0 ? n_shapes : 1) * sizeof *uniq);
+    int32_t *shape_u = malloc((size_t)(n_shapes > 0 ? n_shapes : 1) * sizeof *shape_u);
+    int32_t n_uniq = 0;
+    if (!uniq || !shape_u) {
+        free(uniq);
+        free(shape_u);
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
     }
     ns_status st = NS_OK;
+    for (int32_t k = 0; k < n_shapes && st == NS_OK; ++k) {
+        const ns_sim_model_t *mk = model_of_shape(model, shape_models, k);
+        if (!mk) {
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT, "model: shape %d has no model (shape_models[%d] and model are NULL)",
+                         (int)k, (int)k);
+            break;
+        }
+        int32_t u = 0;
+        while (u < n_uniq && uniq[u] != mk) ++u;
+        if (u == n_uniq) {
+            /* one catalogue for the simulation: the synapses and the type order */
+            int same = n_uniq == 0 || mk->n_descs == uniq[0]->n_descs;
+            for (int q = 0; same && n_uniq > 0 && q < mk->n_descs; ++q) same = mk->descs[q] == uniq[0]->descs[q];
+            if (!same) {
+                st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                             "model: the model of shape %d was made with another mechanism library than shape %d's "
+                             "(one library per simulation)", (int)k, 0);
+                break;
+            }
+            uniq[n_uniq++] = mk;
+        }
+        shape_u[k] = u;
+    }
+    if (st != NS_OK || n_uniq == 0) {
+        free(uniq);
+        free(shape_u);
+        return st != NS_OK ? st : ns_fail(NS_ERR_INVALID_ARGUMENT, "model: no shapes");
+    }
+    const ns_sim_model_t *const first = uniq[0];
+    const int n_lib = first->n_descs;
+    sim_model *r = calloc(1, sizeof *r);
+    int *lib_to = malloc((size_t)(n_lib > 0 ? n_lib : 1) * sizeof *lib_to);
+    const stmt ***gset = calloc((size_t)(n_lib > 0 ? n_lib : 1), sizeof *gset); /* per mech: who set each global */
+    if (!r || !lib_to || !gset) {
+        free(r);
+        free(lib_to);
+        free(gset);
+        free(uniq);
+        free(shape_u);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+    }
     /* the catalogue (library and built-ins), for the synapses (net.c) */
     r->descs = malloc((size_t)(n_lib > 0 ? n_lib : 1) * sizeof *r->descs);
     if (!r->descs) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
-    for (int k = 0; k < n_lib && st == NS_OK; ++k) r->descs[r->n_descs++] = model->descs[k];
-    /* the mechanisms inserted anywhere, in NEURON's type order */
+    for (int k = 0; k < n_lib && st == NS_OK; ++k) r->descs[r->n_descs++] = first->descs[k];
+    /* the mechanisms inserted anywhere by any model, in NEURON's type order */
     for (int k = 0; k < n_lib; ++k) lib_to[k] = -1;
     int n_used = 0;
-    for (int q = 0; q < model->n; ++q)
-        if (model->stmts[q].kind == ST_INSERT && lib_to[model->stmts[q].mech] == -1) {
-            lib_to[model->stmts[q].mech] = 0;
-            ++n_used;
-        }
+    for (int32_t u = 0; u < n_uniq; ++u)
+        for (int q = 0; q < uniq[u]->n; ++q)
+            if (uniq[u]->stmts[q].kind == ST_INSERT && lib_to[uniq[u]->stmts[q].mech] == -1) {
+                lib_to[uniq[u]->stmts[q].mech] = 0;
+                ++n_used;
+            }
     r->mechs = calloc((size_t)(n_used > 0 ? n_used : 1), sizeof *r->mechs);
     if (!r->mechs) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
     for (int rank = 0; rank <= 4 && st == NS_OK; ++rank)
         for (int k = 0; k < n_lib; ++k) {
             if (lib_to[k] < 0) continue;
-            const ns_mech_desc *d = model->descs[k];
+            const ns_mech_desc *d = first->descs[k];
             if (type_rank(d->name) != rank) continue;
             lib_to[k] = r->n_mechs;
             r->mechs[r->n_mechs].key = key_of(d->name, k);
@@ -845,7 +895,8 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
             break;
         }
         sm->globals = malloc((size_t)(d->n_globals > 0 ? d->n_globals : 1) * sizeof(double));
-        if (!sm->globals) {
+        gset[m] = calloc((size_t)(d->n_globals > 0 ? d->n_globals : 1), sizeof *gset[m]);
+        if (!sm->globals || !gset[m]) {
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
             break;
         }
@@ -869,22 +920,37 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
             }
         }
     }
-    for (int q = 0; q < model->n && st == NS_OK; ++q) {
-        const stmt *s = &model->stmts[q];
-        if (s->kind != ST_GLOBAL) continue;
-        if (lib_to[s->mech] < 0)
-            st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s: %s is not inserted anywhere", s->where, s->text,
-                         model->descs[s->mech]->name);
-        else r->mechs[lib_to[s->mech]].globals[s->field] = s->number;
-    }
-    for (int q = 0; q < model->n && st == NS_OK; ++q) {
-        const stmt *s = &model->stmts[q];
-        if (s->kind != ST_ION) continue;
-        const int ion = find_ion(r, s->ion);
-        if (ion < 0)
-            st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s: no inserted mechanism uses the ion %s", s->where, s->text,
-                         s->ion);
-    }
+    /* a GLOBAL is one value per simulation (as in NEURON): models that set
+     * it must agree */
+    for (int32_t u = 0; u < n_uniq && st == NS_OK; ++u)
+        for (int q = 0; q < uniq[u]->n && st == NS_OK; ++q) {
+            const stmt *s = &uniq[u]->stmts[q];
+            if (s->kind != ST_GLOBAL) continue;
+            const int m = lib_to[s->mech];
+            if (m < 0) {
+                st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s: %s is not inserted anywhere", s->where, s->text,
+                             first->descs[s->mech]->name);
+                break;
+            }
+            const stmt **who = gset[m];
+            const int other = who[s->field] && (who[s->field] < uniq[u]->stmts || who[s->field] >= uniq[u]->stmts + uniq[u]->n);
+            if (other && who[s->field]->number != s->number) {
+                st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                             "%s: %s = %.17g differs from %s's %.17g: a GLOBAL has one value in a simulation",
+                             s->where, s->text, s->number, who[s->field]->where, who[s->field]->number);
+                break;
+            }
+            who[s->field] = s;
+            r->mechs[m].globals[s->field] = s->number;
+        }
+    for (int32_t u = 0; u < n_uniq && st == NS_OK; ++u)
+        for (int q = 0; q < uniq[u]->n && st == NS_OK; ++q) {
+            const stmt *s = &uniq[u]->stmts[q];
+            if (s->kind != ST_ION) continue;
+            if (find_ion(r, s->ion) < 0)
+                st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s: no inserted mechanism uses the ion %s", s->where,
+                             s->text, s->ion);
+        }
     r->n_shapes = n_shapes;
     if (st == NS_OK) {
         r->per_shape = calloc((size_t)n_shapes * (size_t)(r->n_mechs > 0 ? r->n_mechs : 1), sizeof *r->per_shape);
@@ -892,10 +958,19 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
         r->written = calloc((size_t)n_shapes, sizeof *r->written);
         if (!r->per_shape || !r->ion_init || !r->written) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
     }
-    unsigned char *matched = calloc((size_t)(model->n > 0 ? model->n : 1), 1); /* statements that applied */
-    if (!matched && st == NS_OK) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
-    /* per shape: apply the statements node by node */
+    /* the statements that applied, per distinct model: at matched + moff[u] */
+    int64_t *moff = malloc((size_t)(n_uniq + 1) * sizeof *moff);
+    unsigned char *matched = NULL;
+    if (moff) {
+        moff[0] = 0;
+        for (int32_t u = 0; u < n_uniq; ++u) moff[u + 1] = moff[u] + uniq[u]->n;
+        matched = calloc((size_t)(moff[n_uniq] > 0 ? moff[n_uniq] : 1), 1);
+    }
+    if ((!moff || !matched) && st == NS_OK) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+    /* per shape: apply its model's statements node by node */
     for (int32_t k = 0; k < n_shapes && st == NS_OK; ++k) {
+        const ns_sim_model_t *mdl = uniq[shape_u[k]];
+        unsigned char *matched_k = matched + moff[shape_u[k]];
         const ns_cell_t *cell = cells[k];
         ns_cell_info info;
         ns_cell_get_info(cell, &info);
@@ -934,14 +1009,14 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
             if (has)
                 for (int32_t i = 0; i < n; ++i) ion_set[(size_t)i * r->n_ions + j] = 7;
         }
-        for (int q = 0; q < model->n && st == NS_OK; ++q) {
-            const stmt *s = &model->stmts[q];
+        for (int q = 0; q < mdl->n && st == NS_OK; ++q) {
+            const stmt *s = &mdl->stmts[q];
             if (s->kind == ST_GLOBAL) continue;
             const int m = s->kind == ST_ION ? -1 : lib_to[s->mech];
             const int ion = s->kind == ST_ION ? find_ion(r, s->ion) : -1;
             if (s->kind == ST_SET && m < 0) { /* a parameter of a mechanism inserted nowhere */
                 st = ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: %s: %s: %s is not inserted anywhere", (int)k,
-                             s->where, s->text, model->descs[s->mech]->name);
+                             s->where, s->text, mdl->descs[s->mech]->name);
                 break;
             }
             for (int32_t i = 0; i < n && st == NS_OK; ++i) {
@@ -949,7 +1024,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
                 if (!(s->regions & (1u << ns_region_of_swc_type(type[i])))) continue;
                 if ((s->section >= 0 && secn[i] != s->section) || (s->swc_id >= 0 && first_id[secn[i]] != s->swc_id))
                     continue;
-                matched[q] = 1;
+                matched_k[q] = 1;
                 if (s->kind == ST_INSERT) {
                     if (!ins[(size_t)i * nm + m]) {
                         ins[(size_t)i * nm + m] = 1;
@@ -992,7 +1067,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
         for (int32_t j = 0; j < r->n_ions && st == NS_OK; ++j)
             for (int32_t i = 0; i < n; ++i)
                 if (written[(size_t)j * n + i] && user_e[(size_t)i * r->n_ions + j]) {
-                    const stmt *s = &model->stmts[user_e[(size_t)i * r->n_ions + j] - 1];
+                    const stmt *s = &mdl->stmts[user_e[(size_t)i * r->n_ions + j] - 1];
                     st = ns_fail(NS_ERR_INVALID_ARGUMENT,
                                  "shape %d: %s: %s: at compartment %d a mechanism writes the concentration of %s, "
                                  "so e%s follows from %si and %so by Nernst there (set those)",
@@ -1050,15 +1125,22 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, co
         free(user_e);
         free(first_id);
     }
-    /* a section selector that names no section of any shape is a mistake */
-    for (int q = 0; q < model->n && st == NS_OK; ++q) {
-        const stmt *s = &model->stmts[q];
-        if (s->kind != ST_GLOBAL && (s->section >= 0 || s->swc_id >= 0) && !matched[q])
-            st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s: %s%lld is no section with membrane of any shape",
-                         s->where, s->text, s->section >= 0 ? "sec:" : "swc:",
-                         (long long)(s->section >= 0 ? s->section : s->swc_id));
-    }
+    /* a section selector that names no section of any of its model's shapes is a mistake */
+    for (int32_t u = 0; u < n_uniq && st == NS_OK; ++u)
+        for (int q = 0; q < uniq[u]->n && st == NS_OK; ++q) {
+            const stmt *s = &uniq[u]->stmts[q];
+            if (s->kind != ST_GLOBAL && (s->section >= 0 || s->swc_id >= 0) && !matched[moff[u] + q])
+                st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s: %s%lld is no section with membrane of any shape%s",
+                             s->where, s->text, s->section >= 0 ? "sec:" : "swc:",
+                             (long long)(s->section >= 0 ? s->section : s->swc_id),
+                             n_uniq > 1 ? " of this model" : "");
+        }
     free(matched);
+    free(moff);
+    for (int32_t m = 0; m < r->n_mechs; ++m) free(gset[m]);
+    free(gset);
+    free(uniq);
+    free(shape_u);
     free(lib_to);
     if (st != NS_OK) {
         ns_sim_model_free(r);

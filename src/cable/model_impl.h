@@ -60,10 +60,13 @@ int32_t ns_sim_model_key(const sim_model *m, int32_t desc);
 /* The catalogue index of a mechanism, -1 when there is none of that name. */
 int32_t ns_sim_model_find(const sim_model *m, const char *name);
 
-/* Resolve `model` over the simulation's shapes (cells[k] is shape k, n[k] its
- * node count): insertions, parameters and ion values per node. */
-ns_status ns_sim_model_resolve(const ns_sim_model_t *model, int32_t n_shapes, const ns_cell_t *const *cells,
-                               const ns_sim_params *params, sim_model **out);
+/* Resolve the models over the simulation's shapes (cells[k] is shape k, n[k]
+ * its node count): shape k's model is shape_models[k], or `model` where
+ * shape_models or its entry is NULL (one catalogue for all; a GLOBAL set by
+ * two models must agree); insertions, parameters and ion values per node. */
+ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t *const *shape_models,
+                               int32_t n_shapes, const ns_cell_t *const *cells, const ns_sim_params *params,
+                               sim_model **out);
 void ns_sim_model_free(sim_model *m);
 
 /* ns_sim_get_model_var's name: field `field` of mechanism `mech`, or (ion >=

@@ -76,6 +76,8 @@ void ns_net_free(sim_net *net) {
     free(net->params);
     free(net->conns);
     free(net->gather);
+    free(net->ext);
+    free(net->fan);
     free(net);
 }
 
@@ -93,9 +95,6 @@ static int grow(void **p, int64_t n, int64_t *cap, size_t size) {
 /* The network of a simulation that may have one: a CPU simulation of a model. */
 static ns_status net_of(ns_sim_t *sim, const char *fn, sim_net **out) {
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: sim is NULL", fn);
-    if (sim->backend != NS_BACKEND_CPU)
-        return ns_fail(NS_ERR_UNSUPPORTED, "%s: networks run on the CPU backend only so far (this simulation is %s)",
-                       fn, ns_backend_name(sim->backend));
     if (!sim->model)
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "%s: synapses need a simulation made with a model (ns_sim_options.model), whose catalogue "
@@ -554,6 +553,27 @@ ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in) 
         }
     net->seq = 0;
     net->dirty = 0;
+    net->device_fan = 0;
+    net->n_ext = net->n_fan = 0;
+    return NS_OK;
+}
+
+ns_status ns_net_build_device(ns_sim_t *sim) {
+    const ns_status st = ns_net_build(sim, 0, NULL);
+    if (st == NS_OK) sim->net->device_fan = 1;
+    return st;
+}
+
+ns_status ns_net_add_spikes(sim_net *net, const net_spike *spikes, int64_t n) {
+    if (net->n_ext + n > net->cap_ext) {
+        const int64_t c = net->n_ext + n > 2 * net->cap_ext ? net->n_ext + n : 2 * net->cap_ext;
+        net_spike *q = realloc(net->ext, (size_t)c * sizeof *q);
+        if (!q) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %lld spikes", (long long)(net->n_ext + n));
+        net->ext = q;
+        net->cap_ext = c;
+    }
+    if (n > 0) memcpy(net->ext + net->n_ext, spikes, (size_t)n * sizeof *spikes);
+    net->n_ext += n;
     return NS_OK;
 }
 
@@ -657,8 +677,16 @@ static int record(net_source *s, double t) {
     return 0;
 }
 
-/* The events of one spike of source `src` at time t. */
+/* The events of one spike of source `src` at time t: into the block queues,
+ * or for a device loop onto the list it fans out (the same numbering). */
 static int fan_out(sim_net *net, int64_t src, double t) {
+    if (net->device_fan) {
+        if (net->out_begin[src] == net->out_begin[src + 1]) return 0;
+        if (grow((void **)&net->fan, net->n_fan, &net->cap_fan, sizeof *net->fan) != 0) return -1;
+        net->fan[net->n_fan++] = (net_fan){t, src, net->seq};
+        net->seq += net->out_begin[src + 1] - net->out_begin[src];
+        return 0;
+    }
     for (int64_t q = net->out_begin[src]; q < net->out_begin[src + 1]; ++q) {
         const net_conn *c = &net->conns[net->out_order[q]];
         const net_event e = {t + c->delay, net->seq++, net->syn_slot[c->synapse], net->syn_inst[c->synapse],
@@ -673,7 +701,7 @@ static int fan_out(sim_net *net, int64_t src, double t) {
  * exchange gives (every process's spikes, net_exchange.h), which it calls
  * at every interval, with or without spikes. */
 static ns_status exchange(sim_net *net) {
-    int64_t n = 0;
+    int64_t n = net->n_ext; /* a device loop's */
     for (int64_t b = 0; b < net->n_blocks; ++b) n += net->blocks[b]->n_out;
     if (n == 0 && !net->exchange_fn) return NS_OK;
     if (n > net->cap_gather) {
@@ -682,7 +710,9 @@ static ns_status exchange(sim_net *net) {
         net->gather = g;
         net->cap_gather = n;
     }
-    n = 0;
+    if (net->n_ext) memcpy(net->gather, net->ext, (size_t)net->n_ext * sizeof *net->ext);
+    n = net->n_ext;
+    net->n_ext = 0;
     for (int64_t b = 0; b < net->n_blocks; ++b) {
         net_block *nb = net->blocks[b];
         if (nb->n_out) memcpy(net->gather + n, nb->out, (size_t)nb->n_out * sizeof *nb->out);

@@ -53,6 +53,14 @@ typedef struct net_event {
 
 typedef ns_net_spike net_spike;
 
+/* A spike to fan out on a device (sim_net.device_fan): its events take the
+ * sequence numbers seq, seq + 1, ... in the order of its source's
+ * connections (net.c's numbering, the CPU queues'). */
+typedef struct net_fan {
+    double t;
+    int64_t source, seq;
+} net_fan;
+
 /* The instances of one point type on one block. */
 typedef struct net_point {
     const ns_mech_desc *desc;
@@ -104,6 +112,14 @@ typedef struct sim_net {
     ns_net_exchange_fn exchange_fn;
     void *exchange_context;
     double exchange_min_delay; /* [ms] over all processes */
+    /* a device loop (the CUDA backend, sim_net_cuda.c): its detectors' spikes
+     * of the interval, added before the exchange (ns_net_add_spikes), and the
+     * spikes to fan out there (fan_out appends here instead of queueing) */
+    int device_fan;
+    net_spike *ext;
+    int64_t n_ext, cap_ext;
+    net_fan *fan;
+    int64_t n_fan, cap_fan;
 } sim_net;
 
 /* What ns_net_build needs of one CPU lane block. */
@@ -119,6 +135,12 @@ void ns_net_free(sim_net *net);
  * (rebuilt), their INITIAL, the detectors' state from v, no events, no
  * spikes, trains from their start. */
 ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in);
+/* The same for a device loop: no blocks (the backend holds the instances and
+ * detectors), spikes fanned out on the device (net->fan). */
+ns_status ns_net_build_device(ns_sim_t *sim);
+/* A device loop's detector spikes of the interval that ran, before
+ * ns_net_loop_next exchanges them (any order). */
+ns_status ns_net_add_spikes(sim_net *net, const net_spike *spikes, int64_t n);
 /* Advance `steps` steps in intervals of at most the minimum delay, the
  * spikes of each interval exchanged after it (sim.c's ns_sim_advance):
  * the backend's advance_net runs the intervals that ns_net_loop_next gives. */

@@ -27,6 +27,8 @@
 #include "core/rng.h"
 #include "cable/netfile_apply.h"
 #include "cable/netfile_build.h"
+#include "cable/sim_policy.h"
+#include "core/device_impl.h"
 #include "neurosolve/network.h"
 
 /* Limits that keep a bad file from asking for unbounded memory or work. */
@@ -1021,6 +1023,10 @@ ns_status ns_network_apply(const ns_network_t *net, ns_sim_t *sim, const ns_cell
     return ns_network_apply_calls(net, &sim_calls, sim, shapes, NULL);
 }
 
+ns_backend ns_network_backend(ns_backend requested) {
+    return requested == NS_BACKEND_AUTO ? ns_sim_auto_network_backend(ns_cuda_usable_devices()) : requested;
+}
+
 ns_status ns_network_create_sim(const ns_network_t *net, const ns_mech_library_t *library,
                                 const ns_discretize_options *disc, const ns_sim_params *params,
                                 const ns_sim_options *options, ns_sim_t **out) {
@@ -1032,6 +1038,7 @@ ns_status ns_network_create_sim(const ns_network_t *net, const ns_mech_library_t
     ns_sim_options o;
     if (options) o = *options;
     else ns_sim_options_init(&o);
+    o.backend = ns_network_backend(o.backend);
     ns_discretize_options d;
     if (disc) d = *disc;
     else {

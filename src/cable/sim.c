@@ -201,6 +201,9 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
     if (o.gpu_lanes < 0 || o.gpu_lanes > 32 || (o.gpu_lanes & (o.gpu_lanes - 1)) != 0)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: gpu_lanes = %d is not 0, 1, 2, 4, 8, 16 or 32",
                        (int)o.gpu_lanes);
+    if (o.gpu_mechanisms < NS_SIM_GPU_MECHANISMS_AUTO || o.gpu_mechanisms > NS_SIM_GPU_MECHANISMS_PER_STEP)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: gpu_mechanisms = %d is not AUTO, FUSED or PER_STEP",
+                       (int)o.gpu_mechanisms);
     if (o.device < NS_DEVICE_CURRENT)
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "ns_sim_create: device = %d is neither a device ordinal nor NS_DEVICE_CURRENT", (int)o.device);
@@ -242,12 +245,13 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
         if (st != NS_OK) goto fail;
         if (sim->shapes[k].n > sim->max_n) sim->max_n = sim->shapes[k].n;
     }
-    if (o.model) {
-        /* the model's mechanisms replace the hand-written hh and pas */
-        st = ns_sim_model_resolve(o.model, n_shapes, shapes, params, &sim->model);
+    if (o.model || o.shape_models) {
+        /* the models' mechanisms replace the hand-written hh and pas */
+        st = ns_sim_model_resolve(o.model, o.shape_models, n_shapes, shapes, params, &sim->model);
         if (st != NS_OK) goto fail;
         for (int r = 0; r < NS_REGION_COUNT; ++r) sim->region[r].hh = sim->region[r].pas = 0;
         sim->options.model = NULL; /* read during the call only */
+        sim->options.shape_models = NULL;
     }
     sim->cell_offset[0] = 0;
     for (int64_t c = 0; c < n_cells; ++c) {
@@ -563,6 +567,25 @@ int64_t ns_sim_compartments(const ns_sim_t *sim) { return sim ? sim->n_comp : 0;
 ns_backend ns_sim_backend(const ns_sim_t *sim) { return sim ? sim->backend : NS_BACKEND_AUTO; }
 ns_hines_method ns_sim_method(const ns_sim_t *sim) { return sim ? sim->method : NS_HINES_AUTO; }
 int32_t ns_sim_gpu_lanes(const ns_sim_t *sim) { return sim ? sim->gpu_lanes : 0; }
+ns_sim_gpu_mechanisms ns_sim_gpu_mechanisms_of(const ns_sim_t *sim) {
+    return sim ? sim->gpu_mechanisms : NS_SIM_GPU_MECHANISMS_AUTO;
+}
+
+static const char *const GPU_MECHANISMS[3] = {"auto", "fused", "per-step"};
+
+const char *ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms m) {
+    return (int)m >= 0 && (int)m < 3 ? GPU_MECHANISMS[m] : NULL;
+}
+
+ns_status ns_sim_gpu_mechanisms_from_name(const char *name, ns_sim_gpu_mechanisms *out) {
+    if (!name || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_gpu_mechanisms_from_name: NULL argument");
+    for (int k = 0; k < 3; ++k)
+        if (strcmp(name, GPU_MECHANISMS[k]) == 0) {
+            *out = (ns_sim_gpu_mechanisms)k;
+            return NS_OK;
+        }
+    return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown GPU mechanisms path '%s' (auto, fused, per-step)", name);
+}
 double ns_sim_elapsed_ms(const ns_sim_t *sim) { return sim ? sim->elapsed_ms : 0.0; }
 
 int32_t ns_sim_spike_compartment(const ns_sim_t *sim, int64_t cell) {

@@ -57,6 +57,7 @@ struct ns_sim {
     ns_hines_method method;
     int device;            /* CUDA: the GPU (options.device resolved); -1 on the CPU */
     int32_t gpu_lanes;     /* set by the CUDA loop: see ns_sim_gpu_lanes */
+    ns_sim_gpu_mechanisms gpu_mechanisms; /* set by the CUDA loop for a model: FUSED or PER_STEP */
     const sim_ops *ops;
     void *backend_state;
 

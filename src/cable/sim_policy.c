@@ -21,3 +21,19 @@ int ns_sim_auto_loop(const ns_sim_loop_facts *f) {
 }
 
 ns_backend ns_sim_auto_backend(int usable_gpus) { return usable_gpus > 0 ? NS_BACKEND_CUDA : NS_BACKEND_CPU; }
+
+ns_backend ns_sim_auto_network_backend(int usable_gpus) {
+    (void)usable_gpus;
+    return NS_BACKEND_CPU;
+}
+
+/* The fused tree loop runs the generated code of the built-in pas and hh
+ * inside the tree kernel; anything else (a library's mechanisms, Nernst
+ * after a concentration writer, a network's events) runs per step, in the
+ * launches that the generated CUDA of any library provides. */
+int ns_sim_gpu_mechanisms_rule(const ns_sim_mech_facts *f) {
+    const int fusable = f->builtin_only && !f->writes_concentration && !f->network;
+    if (f->requested == NS_SIM_GPU_MECHANISMS_PER_STEP) return NS_SIM_GPU_MECHANISMS_PER_STEP;
+    if (fusable) return NS_SIM_GPU_MECHANISMS_FUSED;
+    return f->requested == NS_SIM_GPU_MECHANISMS_FUSED ? -1 : NS_SIM_GPU_MECHANISMS_PER_STEP;
+}

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include "neurosolve/backend.h"
+#include "neurosolve/cable.h"
 
 enum { NS_SIM_LOOP_ONCHIP = 1, NS_SIM_LOOP_TREE = 2 };
 
@@ -31,6 +32,29 @@ int ns_sim_auto_loop(const ns_sim_loop_facts *facts);
  * usable, else the CPU (the rule since the GPU loop landed; the loops are
  * compared in bench/README.md, "Mixed populations"). */
 ns_backend ns_sim_auto_backend(int usable_gpus);
+/* The backend of a network (simulate --network) under `auto`: the CPU, GPU
+ * or not, until the GPU network loop is measured faster on the busyring
+ * benchmark (bench/README.md, "Networks"; docs/networks.md, "The GPU loop"):
+ * `--backend cuda` asks for it. */
+ns_backend ns_sim_auto_network_backend(int usable_gpus);
+
+/* How the GPU tree loop runs a model's mechanisms (ns_sim_options.
+ * gpu_mechanisms; docs/simulation.md, "Models: the fused loop"). */
+typedef struct ns_sim_mech_facts {
+    int requested;            /* ns_sim_gpu_mechanisms of the options */
+    int builtin_only;         /* every mechanism is one the fused kernel has (the built-in pas and
+                                 hh, with the field layout it was compiled for) */
+    int writes_concentration; /* a mechanism writes an ion's concentration (e by Nernst) */
+    int network;              /* the simulation has a network (synapses, sources, connections) */
+} ns_sim_mech_facts;
+
+/* NS_SIM_GPU_MECHANISMS_FUSED or NS_SIM_GPU_MECHANISMS_PER_STEP; -1 when
+ * FUSED is requested and the facts rule it out. Fused when asked for or
+ * AUTO, with built-in mechanisms only, no concentration writer and no
+ * network; per step otherwise (measured: bench/README.md, "Generated hh
+ * against the hand-written hh"). */
+int ns_sim_gpu_mechanisms_rule(const ns_sim_mech_facts *facts);
+
 /* Whether `auto` needs the onchip facts at all (it does not for shapes with
  * too few cells: they take the tree loop whatever their schedule). */
 int ns_sim_auto_needs_onchip(int64_t cells, int32_t sms);

@@ -269,8 +269,8 @@ ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, d
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: the group penalty (group = %g) and the "
                        "preconditioner cannot be combined (the group fit needs none)", o.group);
     if (o.group > 0 && !e->ops->group_fit)
-        return ns_fail(NS_ERR_UNSUPPORTED, "ns_life_fit: the group penalty (group = %g, life fit --group) runs "
-                       "on the CPU backend only, not on %s", o.group, e->ops->name);
+        return ns_fail(NS_ERR_UNSUPPORTED, "ns_life_fit: the group penalty (group = %g, life fit --group) does "
+                       "not run on the %s backend", o.group, e->ops->name);
     if (o.w0)
         for (int32_t f = 0; f < e->model->n_fibers; ++f)
             if (!(o.w0[f] >= 0) || !isfinite(o.w0[f]))

@@ -23,7 +23,8 @@
  *
  * so an update costs one product each way when L holds. The products go
  * through the engine (ns_life_mw / ns_life_mty: the CPU variants and threads
- * it chose); a voxel-partitioned model sums M^T results and voxel dot products
+ * it chose, or the CUDA kernels with the vectors copied through the engine's
+ * staging buffers); a voxel-partitioned model sums M^T results and voxel dot products
  * over processes through options.reduce, everything in fiber space being
  * replicated. Stops as SBBNNLS (docs/life.md), with the gradient mapping
  * L (y - x+) in place of the projected gradient and F (with the penalties) as

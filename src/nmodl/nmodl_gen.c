@@ -863,10 +863,16 @@ static void emit_desc(gen *g) {
     const struct ns_nmodl *m = g->m;
     const char *n = m->name;
     put(g->b, "#ifdef NS_MECH_WITH_CUDA\nint nsm_%s_cuda_init(const ns_mech_ppack *, void *);\n"
-              "int nsm_%s_cuda_current(const ns_mech_ppack *, void *);\nint nsm_%s_cuda_state(const ns_mech_ppack *, void *);\n"
-              "#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state\n#else\n"
-              "#define NSM_CUDA_FNS(x) NULL, NULL, NULL\n#endif\n",
+              "int nsm_%s_cuda_current(const ns_mech_ppack *, void *);\nint nsm_%s_cuda_state(const ns_mech_ppack *, void *);\n",
         n, n, n);
+    if (m->net_receive)
+        put(g->b, "int nsm_%s_cuda_net_receive(const ns_mech_ppack *, const ns_mech_event *, const int64_t *, int64_t, "
+                  "void *);\n#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state, "
+                  "nsm_##x##_cuda_net_receive\n#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#endif\n",
+            n);
+    else
+        put(g->b, "#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state, NULL\n"
+                  "#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#endif\n");
     put(g->b, "const ns_mech_desc nsm_%s_desc = {\n    NS_MECH_ABI_VERSION, \"%s\", %s,\n    %d, %d, %d, %d, nsm_%s_names, nsm_%s_defaults,\n"
               "    %d, nsm_%s_gnames, nsm_%s_gdefaults,\n    %d, nsm_%s_ions,\n    %d, %d,\n"
               "    nsm_%s_init, nsm_%s_current, nsm_%s_state,\n    %s%s%s,\n    %s%s%s,\n    NSM_CUDA_FNS(%s)};\n",
@@ -891,6 +897,28 @@ static void emit_cuda(gen *g) {
                   "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
             n, what[k], n, what[k], n, what[k], n, what[k]);
     }
+    if (g->m->net_receive)
+        /* the events of one step: an instance's events are adjacent, in
+         * delivery order; the thread at the first of them applies them all */
+        put(g->b, "__global__ void nsm_%s_k_net_receive(ns_mech_ppack pp, const ns_mech_event *ev, const int64_t *range) {\n"
+                  "    const int64_t b = range[0], e = range[1];\n"
+                  "    for (int64_t k = b + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < e;\n"
+                  "         k += (int64_t)gridDim.x * blockDim.x) {\n"
+                  "        const int i = ev[k].instance;\n"
+                  "        if (k > b && ev[k - 1].instance == i) continue;\n"
+                  "        const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;\n"
+                  "        for (int64_t q = k; q < e && ev[q].instance == i; ++q) {\n"
+                  "            pp.t = ev[q].t;\n"
+                  "            nsm_%s_net_receive_one(&pp, i, node, ev[q].weight);\n"
+                  "        }\n    }\n}\n"
+                  "extern \"C\" int nsm_%s_cuda_net_receive(const ns_mech_ppack *p, const ns_mech_event *events, "
+                  "const int64_t *range, int64_t max, void *stream) {\n"
+                  "    if (max <= 0) return 0;\n    const int threads = 128;\n"
+                  "    const int64_t want = (max + threads - 1) / threads;\n"
+                  "    const unsigned blocks = (unsigned)(want < 1024 ? want : 1024);\n"
+                  "    nsm_%s_k_net_receive<<<blocks, threads, 0, (cudaStream_t)stream>>>(*p, events, range);\n"
+                  "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
+            n, n, n, n);
 }
 
 ns_status ns_nmodl_emit(const ns_nmodl_t *m, ns_nmodl_target target, char **text) {

@@ -35,3 +35,25 @@ extern "C" int nsm_Exp2Syn_cuda_state(const ns_mech_ppack *p, void *stream) {
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
 
+__global__ void nsm_Exp2Syn_k_net_receive(ns_mech_ppack pp, const ns_mech_event *ev, const int64_t *range) {
+    const int64_t b = range[0], e = range[1];
+    for (int64_t k = b + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < e;
+         k += (int64_t)gridDim.x * blockDim.x) {
+        const int i = ev[k].instance;
+        if (k > b && ev[k - 1].instance == i) continue;
+        const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;
+        for (int64_t q = k; q < e && ev[q].instance == i; ++q) {
+            pp.t = ev[q].t;
+            nsm_Exp2Syn_net_receive_one(&pp, i, node, ev[q].weight);
+        }
+    }
+}
+extern "C" int nsm_Exp2Syn_cuda_net_receive(const ns_mech_ppack *p, const ns_mech_event *events, const int64_t *range, int64_t max, void *stream) {
+    if (max <= 0) return 0;
+    const int threads = 128;
+    const int64_t want = (max + threads - 1) / threads;
+    const unsigned blocks = (unsigned)(want < 1024 ? want : 1024);
+    nsm_Exp2Syn_k_net_receive<<<blocks, threads, 0, (cudaStream_t)stream>>>(*p, events, range);
+    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
+

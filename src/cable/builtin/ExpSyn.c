@@ -82,9 +82,10 @@ static void nsm_ExpSyn_net_receive(ns_mech_ppack *p, int i, double w) {
 int nsm_ExpSyn_cuda_init(const ns_mech_ppack *, void *);
 int nsm_ExpSyn_cuda_current(const ns_mech_ppack *, void *);
 int nsm_ExpSyn_cuda_state(const ns_mech_ppack *, void *);
-#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state
+int nsm_ExpSyn_cuda_net_receive(const ns_mech_ppack *, const ns_mech_event *, const int64_t *, int64_t, void *);
+#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state, nsm_##x##_cuda_net_receive
 #else
-#define NSM_CUDA_FNS(x) NULL, NULL, NULL
+#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL
 #endif
 const ns_mech_desc nsm_ExpSyn_desc = {
     NS_MECH_ABI_VERSION, "ExpSyn", NS_MECH_POINT,

@@ -93,9 +93,9 @@ NSM_LOOP void nsm_pas_state(ns_mech_ppack *p) {
 int nsm_pas_cuda_init(const ns_mech_ppack *, void *);
 int nsm_pas_cuda_current(const ns_mech_ppack *, void *);
 int nsm_pas_cuda_state(const ns_mech_ppack *, void *);
-#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state
+#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state, NULL
 #else
-#define NSM_CUDA_FNS(x) NULL, NULL, NULL
+#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL
 #endif
 const ns_mech_desc nsm_pas_desc = {
     NS_MECH_ABI_VERSION, "pas", NS_MECH_DENSITY,

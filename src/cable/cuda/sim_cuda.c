@@ -20,9 +20,13 @@
 #include "neurosolve/device.h"
 #include "hines/cuda/tree_backend.h"
 #include "cable/cuda/sim_model_cuda.h"
+#include "cable/cuda/sim_net_cuda.h"
+#include "cable/net_impl.h"
+#include "cable/cuda/sim_fused.h"
 
 #define PART_STEPS 2000  /* steps per launch */
 #define SPIKE_CAP 128    /* spikes per cell per launch (more is an error) */
+#define NET_MAX_INTERVAL 1000 /* steps per interval of a network (gpu_advance_net) */
 /* Shape groups run concurrently, group k on stream k % STREAMS: a
  * population of many morphologies with few cells each would otherwise run
  * one small kernel after another. */
@@ -73,6 +77,9 @@ typedef struct gpu_state {
     cudaEvent_t external;
     int external_pending;
     gpu_model *model;          /* a model's mechanisms (sim->model): every cell in the tree group */
+    gpu_net *net;              /* a network (sim->net, sim_net_cuda.c), on the tree group's stream */
+    int64_t net_step;          /* the step within the network's interval */
+    ns_sim_fused_state *fused; /* the model's built-in mechanisms in the tree kernel (sim_fused.h), or NULL */
 } gpu_state;
 
 static ns_status dalloc(gpu_group *gr, void **p, size_t bytes) {
@@ -106,6 +113,8 @@ static void free_state(gpu_state *s) {
         free(s->groups[k].cell_base);
         cudaFree(s->groups[k].flat_of);
     }
+    ns_gpu_net_free(s->net);
+    ns_sim_fused_free(s->fused);
     ns_gpu_model_free(s->model);
     free(s->groups);
     cudaFree(s->table);
@@ -431,6 +440,10 @@ static ns_status gpu_create(ns_sim_t *sim) {
             (st = ns_gpu_model_create(sim, gr->cell_id, gr->cell_base, tree_cells, g->v, g->rhs, g->d, &s->model)) !=
                 NS_OK)
             goto out;
+        /* fused or per step (sim_fused.h) */
+        if (sim->model && (st = ns_sim_fused_create(sim, s->model, gr->cell_id, gr->cell_base, tree_cells,
+                                                    &s->fused)) != NS_OK)
+            goto out;
     }
     /* the method the loops resolved to (AUTO: several loops in use) */
     if (used[LOOP_ONCHIP] + used[LOOP_TREE] == 1) sim->method = used[LOOP_ONCHIP] ? NS_HINES_ONCHIP : NS_HINES_TREE;
@@ -557,6 +570,8 @@ static ns_status gpu_init(ns_sim_t *sim) {
     gpu_state *s = (gpu_state *)sim->backend_state;
     ns_sim_init_host(sim);
     ns_status st = NS_OK;
+    ns_gpu_net_free(s->net);
+    s->net = NULL;
     for (int32_t k = 0; k < s->n_groups; ++k) {
         st = transfer_state(sim, &s->groups[k], 1);
         if (st != NS_OK) return st;
@@ -564,6 +579,25 @@ static ns_status gpu_init(ns_sim_t *sim) {
         if (s->model && gr->tree &&
             (st = ns_gpu_model_init(sim, s->model, gr->cell_id, gr->cell_base, gr->g.cells, s->streams[0])) != NS_OK)
             return st;
+        /* a network: its synapses' instances and INITIAL, its detectors and
+         * connections, the check at t = 0 (net.c's ns_net_build for the CPU) */
+        if (sim->net && s->model && gr->tree) {
+            const cudaStream_t stream = s->streams[k % s->n_streams];
+            if ((st = ns_net_build_device(sim)) != NS_OK) return st;
+            const int64_t n_syns = sim->net->n_syns;
+            int32_t *slot = malloc((size_t)(n_syns + 1) * sizeof *slot);
+            int32_t *inst = malloc((size_t)(n_syns + 1) * sizeof *inst);
+            if (!slot || !inst) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %lld synapses", (long long)n_syns);
+            if (st == NS_OK)
+                st = ns_gpu_model_points_build(sim, s->model, gr->cell_id, gr->cell_base, gr->g.cells, slot, inst,
+                                               stream);
+            if (st == NS_OK)
+                st = ns_gpu_net_create(sim, gr->cell_id, gr->cell_base, gr->g.cells, slot, inst,
+                                       ns_gpu_model_points(s->model), gr->g.v, stream, &s->net);
+            free(slot);
+            free(inst);
+            if (st != NS_OK) return st;
+        }
     }
     s->host_current = 1;
     return sync_sites(sim, s);
@@ -579,6 +613,9 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         for (int k = 0; k < s->n_streams; ++k) NS_CUDA_TRY(cudaStreamWaitEvent(s->streams[k], s->external, 0));
         s->external_pending = 0;
     }
+    /* a model: its mechanisms fused into the tree kernel, or per step (sim_fused.h) */
+    const ns_sim_fused *fused = NULL;
+    if (s->model && (sst = ns_sim_fused_pick(sim, s->fused, &fused)) != NS_OK) return sst;
     int64_t step0 = sim->steps;
     double t0 = sim->t;
     while (steps > 0) {
@@ -621,14 +658,23 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
             s->groups[k].g.fault = s->fault + k;
             const gpu_group *gr = &s->groups[k];
             cudaStream_t stream = s->streams[k % s->n_streams];
-            if (gr->tree && s->model) {
+            if (gr->tree && fused) {
+                /* the model's built-in mechanisms inside the tree kernel: the whole part in one launch */
+                const cudaStream_t three[3] = {stream, s->streams[(k + 1) % s->n_streams],
+                                               s->streams[(k + 2) % s->n_streams]};
+                NS_CUDA_TRY(ns_sim_launch_tree_fused(&gr->t, &gr->layout, &gr->g, &run, fused, three));
+            } else if (gr->tree && s->model) {
                 /* a model: step by step, the mechanisms' launchers around the tree loop's step */
                 const cudaStream_t one[3] = {stream, stream, stream};
                 double tk = t0;
                 for (int64_t k1 = 0; k1 < part; ++k1) {
                     const double tmid = ns_sim_half_step(tk, run.dt);
-                    ns_status mst = ns_gpu_model_currents(sim, s->model, gr->g.rhs, gr->g.d, tmid, stream);
-                    if (mst != NS_OK) return mst;
+                    ns_status mst = NS_OK;
+                    /* NEURON's deliver_net_events at the start of the step */
+                    if (s->net && (mst = ns_gpu_net_deliver(sim, s->net, s->model, s->net_step, stream)) != NS_OK)
+                        return mst;
+                    if ((mst = ns_gpu_model_currents(sim, s->model, gr->g.rhs, gr->g.d, tmid, stream)) != NS_OK)
+                        return mst;
                     ns_sim_gpu_run r1 = run;
                     r1.t0 = tk;
                     r1.step0 = step0 + k1;
@@ -639,6 +685,9 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
                     NS_CUDA_TRY(ns_sim_launch_tree(&gr->t, &gr->layout, &gr->g, &r1, one));
                     tk = ns_sim_half_step(tmid, run.dt);
                     if ((mst = ns_gpu_model_states(sim, s->model, tk, stream)) != NS_OK) return mst;
+                    /* the detectors after the states, as the CPU loop */
+                    if (s->net && (mst = ns_gpu_net_detect(s->net, gr->g.v, tk, stream)) != NS_OK) return mst;
+                    s->net_step++;
                 }
             } else if (gr->tree) {
                 const cudaStream_t three[3] = {stream, s->streams[(k + 1) % s->n_streams],
@@ -805,9 +854,38 @@ static ns_status gpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_
     return ns_fail(NS_ERR_INTERNAL, "ns_sim_get_model_var: cell %lld is in no tree group", (long long)cell);
 }
 
+/* A network's run (net.c's interval loop, the CPU loop's exchange): per
+ * interval, the device's events of the spikes queued for it (fan-out, sort,
+ * sim_net_cuda.c), the interval's steps (gpu_advance: delivery, synapses and
+ * detectors in the model's step), then its spikes to the host for the exchange. */
+static ns_status gpu_advance_net(ns_sim_t *sim, net_loop *L, sim_fault *fault) {
+    gpu_state *s = (gpu_state *)sim->backend_state;
+    ns_status st = NS_OK;
+    int32_t tree = -1;
+    for (int32_t k = 0; k < s->n_groups; ++k)
+        if (s->groups[k].tree) tree = k;
+    if (!s->net || tree < 0)
+        return ns_fail(NS_ERR_INTERNAL, "network: the GPU loop has no network state (ns_sim_init not called?)");
+    const cudaStream_t stream = s->streams[tree % s->n_streams];
+    /* at most NET_MAX_INTERVAL steps per interval (shorter than the minimum
+     * delay is always correct): the spike buffer and the offsets stay small
+     * when the delays are long or there are no connections */
+    if (L->interval > NET_MAX_INTERVAL) L->interval = NET_MAX_INTERVAL;
+    for (;;) {
+        const int64_t len = ns_net_loop_next(sim, L, fault, &st);
+        if (len == 0) break;
+        if ((st = ns_gpu_net_interval(sim, s->net, len, stream)) != NS_OK) break;
+        s->net_step = 0;
+        if ((st = gpu_advance(sim, len, fault)) != NS_OK) break;
+        if (fault->step != INT64_MAX) break;
+        if ((st = ns_gpu_net_collect(sim, s->net)) != NS_OK) break;
+    }
+    return st;
+}
+
 const sim_ops *ns_sim_cuda_ops(void) {
     static const sim_ops ops = {"cuda",   gpu_create, gpu_destroy,  gpu_init,      gpu_advance,
                                 gpu_sync, gpu_load,   gpu_read_var, gpu_write_var, gpu_model_var,
-                                NULL /* advance_net: the GPU loops have no networks yet */};
+                                gpu_advance_net};
     return &ops;
 }

@@ -20,6 +20,16 @@ typedef struct gpu_model gpu_model;
 ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const int64_t *cell_base, int64_t cells,
                               double *v, double *rhs, double *d, gpu_model **out);
 void ns_gpu_model_free(gpu_model *g);
+/* Mechanism k's device storage, for the fused tree loop (sim_fused_cuda.c):
+ * its instances (count; in the group's cell order, each cell's in node
+ * order), fields (n_fields arrays of count), globals, table, and the e
+ * array of each of its ions (desc->ions order) over the group's nodes. */
+typedef struct ns_gpu_mech_arrays {
+    int64_t count;
+    double *fields, *global, *table;
+    double *ion_e[NS_SIM_MECH_IONS_MAX];
+} ns_gpu_mech_arrays;
+void ns_gpu_model_arrays(const gpu_model *g, int32_t k, ns_gpu_mech_arrays *out);
 /* NEURON's finitialize of the mechanisms (v already v_init on the device). */
 ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
                             int64_t cells, cudaStream_t stream);
@@ -28,6 +38,19 @@ ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, 
                                 cudaStream_t stream);
 /* Every mechanism's state at t (Nernst after a concentration writer). */
 ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaStream_t stream);
+
+/* A network's synapses (sim->net's, ns_net_build_device done) on the device:
+ * the point types in NEURON's type order, each instance's slot (type) and
+ * index within it into syn_slot / syn_inst (host, one per synapse); their
+ * INITIAL (after ns_gpu_model_init). Replaces the previous ones. */
+ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id,
+                                    const int64_t *cell_base, int64_t cells, int32_t *syn_slot, int32_t *syn_inst,
+                                    cudaStream_t stream);
+int32_t ns_gpu_model_points(const gpu_model *g);
+/* NET_RECEIVE of point type `slot` over the due events events[range[0] ..
+ * range[1]) (device; max bounds their count). */
+ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, const ns_mech_event *events,
+                               const int64_t *range, int64_t max, cudaStream_t stream);
 
 /* ns_sim_get_model_var for local cell j of the group (host `out`, the
  * cell's compartment count; NaN where the mechanism is not inserted). */

@@ -22,24 +22,131 @@
 //   -  the tree solve (ns_contract_sweeps)
 //   D  per node: v += x, the fault check, the hh gates
 //   E  per cell: spike detection and recording
+// A model of built-in density mechanisms runs fused (FUSED, sim_fused.h):
+// the generated per-instance functions of pas in phase A, hh's current in
+// phase C and its state in phase D, in NEURON's type order (pas, IClamp,
+// hh: the CPU loop's per-node order), over per-node instance maps.
 #include "core/cuda_check.h"
 #include <math.h>
+#include <string.h>
 
 #include "cable/cuda/sim_cuda.h"
+#include "cable/cuda/sim_fused.h"
 #include "cable/mech.h"
 #include "hines/cuda/contract_sweeps.cuh"
+#include "cable/builtin/pas.h"
+#include "cable/builtin/hh.h"
 
 namespace {
+
+// One generated per-instance function (current_one or state_one) of
+// instance q at one node, on a ppack of one instance whose every pointer is
+// a local: the node's v, rhs and d (vl, rl, dl), the ions' e, the fields
+// F[k] (i_ = node_ = 0). Inlined, the locals are registers: the parameters
+// and states are loaded, the assigned variables start as UNSET (a NaN no
+// arithmetic makes: one read before it is written would poison v, and the
+// fault check stops the run), the function runs, then the states are
+// stored when `states`, and in the last step of a launch (LAST, a separate
+// instance so that the other steps keep no assigned variable live to the
+// end) the assigned variables that it set (the test folds at compile time
+// where the function always or never sets one). NF fields: NP parameters,
+// then assigned, then NS states (sim_fused.h).
+constexpr long long UNSET = 0x7ff4dead5eed0001LL;
+
+template <int NF, int NP, int NS, int NIONS, void (*FN)(ns_mech_ppack *, int, int), bool LAST>
+__device__ __forceinline__ void fused_one(const ns_sim_fused_mech &m, int2 qs, double *vl, double *rl, double *dl,
+                                          bool states, double t, double dt, double celsius) {
+    const int32_t q = qs.x;
+    // the instance's parameters and ions' e: its tuple (read-only path, shared by many nodes)
+    const double *tuple = m.sets + (int64_t)qs.y * (NP + NIONS);
+    double F[NF];
+    double *fp[NF];
+#pragma unroll
+    for (int k = 0; k < NF; ++k) {
+        const bool assigned = k >= NP && k < NF - NS;
+        F[k] = assigned ? __longlong_as_double(UNSET) : k < NP ? __ldg(tuple + k) : m.fields[(int64_t)k * m.count + q];
+        fp[k] = &F[k];
+    }
+    double e[NIONS > 0 ? NIONS : 1];
+    ns_mech_ion_view ion[NIONS > 0 ? NIONS : 1];
+#pragma unroll
+    for (int j = 0; j < NIONS; ++j) {
+        e[j] = __ldg(tuple + NP + j);
+        ion[j] = ns_mech_ion_view{&e[j], nullptr, nullptr, nullptr, nullptr, nullptr};
+    }
+    ns_mech_ppack p;
+    p.n = 1;
+    p.node_begin = 0;
+    p.node_index = nullptr;
+    p.t = t;
+    p.dt = dt;
+    p.celsius = celsius;
+    p.v = vl;
+    p.rhs = rl;
+    p.d = dl;
+    p.weight = nullptr;
+    p.field = fp;
+    p.global = m.global;
+    p.table = const_cast<double *>(m.table);
+    p.ion = ion;
+    FN(&p, 0, 0);
+#pragma unroll
+    for (int k = NP; k < NF; ++k) {
+        const bool assigned = k < NF - NS;
+        if (assigned ? LAST && __double_as_longlong(F[k]) != UNSET : states) m.fields[(int64_t)k * m.count + q] = F[k];
+    }
+}
+
+// pas's current at `node` (phase A): rhs and d from 0, as the CPU loop's.
+__device__ __forceinline__ void fused_before_clamp(const ns_sim_fused &f, int64_t node, double vi, double &ri,
+                                                   double &di, bool last, double t, double dt) {
+    const int2 q = f.pas.inst ? __ldg(reinterpret_cast<const int2 *>(f.pas.inst) + node) : make_int2(-1, 0);
+    if (q.x < 0) return;
+    if (last)
+        fused_one<NS_FUSED_PAS_FIELDS, NS_FUSED_PAS_PARAMS, 0, 0, nsm_pas_current_one, true>(f.pas, q, &vi, &ri,
+                                                                                             &di, false, t, dt, f.celsius);
+    else
+        fused_one<NS_FUSED_PAS_FIELDS, NS_FUSED_PAS_PARAMS, 0, 0, nsm_pas_current_one, false>(
+            f.pas, q, &vi, &ri, &di, false, t, dt, f.celsius);
+}
+
+// hh's current at `node` (phase C, after the clamps).
+__device__ __forceinline__ void fused_after_clamp(const ns_sim_fused &f, int64_t node, double vi, double &ri,
+                                                  double &di, bool last, double t, double dt) {
+    const int2 q = f.hh.inst ? __ldg(reinterpret_cast<const int2 *>(f.hh.inst) + node) : make_int2(-1, 0);
+    if (q.x < 0) return;
+    if (last)
+        fused_one<NS_FUSED_HH_FIELDS, NS_FUSED_HH_PARAMS, NS_FUSED_HH_STATES, 2, nsm_hh_current_one, true>(
+            f.hh, q, &vi, &ri, &di, false, t, dt, f.celsius);
+    else
+        fused_one<NS_FUSED_HH_FIELDS, NS_FUSED_HH_PARAMS, NS_FUSED_HH_STATES, 2, nsm_hh_current_one, false>(
+            f.hh, q, &vi, &ri, &di, false, t, dt, f.celsius);
+}
+
+// hh's state at `node` (phase D, v the new one); pas has no STATE (its
+// state() is empty).
+__device__ __forceinline__ void fused_states(const ns_sim_fused &f, int64_t node, double vi, bool last, double t,
+                                             double dt) {
+    const int2 q = f.hh.inst ? __ldg(reinterpret_cast<const int2 *>(f.hh.inst) + node) : make_int2(-1, 0);
+    if (q.x < 0) return;
+    double rl = 0.0, dl = 0.0;
+    if (last)
+        fused_one<NS_FUSED_HH_FIELDS, NS_FUSED_HH_PARAMS, NS_FUSED_HH_STATES, 2, nsm_hh_state_one, true>(
+            f.hh, q, &vi, &rl, &dl, true, t, dt, f.celsius);
+    else
+        fused_one<NS_FUSED_HH_FIELDS, NS_FUSED_HH_PARAMS, NS_FUSED_HH_STATES, 2, nsm_hh_state_one, false>(
+            f.hh, q, &vi, &rl, &dl, true, t, dt, f.celsius);
+}
 
 // SHARED: d, rhs and the solve's up, down, lo of the group live in shared
 // memory (groups that fit; Team = one block); else in device memory (big
 // cells; Team = a block, or a cluster of blocks where the GPU has them). In
 // a cluster, the per-cell phases run in its first block, and values that
 // other blocks wrote are loaded past L1 (Team::ld).
-template <bool SHARED, class Team>
-__global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
+template <bool SHARED, class Team, bool FUSED>
+__global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
     sim_tree_steps(ns_sim_tree t, ns_contract_dev p, const int32_t *__restrict__ list, int32_t team_blocks,
-                   ns_sim_gpu_group g, ns_sim_gpu_run r) {
+                   ns_sim_gpu_group g, ns_sim_gpu_run r, ns_sim_fused fz) {
     extern __shared__ double sm[];
     __shared__ unsigned long long bad_block;  // pivot key of this step (sweeps' atomicMin)
     __shared__ int stop_block;                // a cell of the group failed: the group stops
@@ -77,6 +184,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
     for (int64_t k = 0; k < r.steps; ++k) {
         const double tp = tcur;
         const double tm_half = tcur + .5 * dt;
+        const bool last = k == r.steps - 1; // FUSED: the assigned variables are stored
         // A: pas (a model: its mechanisms' currents, assembled before the launch)
         for (int32_t i = tid; i < N && r.preassembled; i += nt) {
             if (SHARED) {
@@ -87,7 +195,9 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
         for (int32_t i = tid; i < N && !r.preassembled; i += nt) {
             double ri = 0.0, di = 0.0;
             const int reg = region[i];
-            if (reg >= 0 && r.regions[reg].pas) {
+            if (FUSED) {
+                fused_before_clamp(fz, base + i, v[i], ri, di, last, tm_half, dt);
+            } else if (reg >= 0 && r.regions[reg].pas) {
                 const sim_region *q = &r.regions[reg];
                 const double vi = v[i];
                 const double g1 = ns_pas_current(vi + .001, q->g_pas, q->e_pas);
@@ -117,8 +227,9 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
             const int reg = region[i];
             double ri = tm.ld(rhs + i), di = d[i];
             const double vi = v[i];
+            if (FUSED) fused_after_clamp(fz, base + i, vi, ri, di, last, tm_half, dt);
             if (reg >= 0) {
-                if (r.regions[reg].hh) {
+                if (!FUSED && r.regions[reg].hh) {
                     const sim_region *q = &r.regions[reg];
                     const double mi = m[i], hi = h[i], ni = gn[i];
                     const double g1 =
@@ -158,6 +269,10 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
             const double vi = v[i] + tm.ld(rhs + i);
             v[i] = vi;
             if (check && !isfinite(vi)) *(volatile int *)stop = 1;
+            if (FUSED) {
+                fused_states(fz, base + i, vi, last, tm_half + .5 * dt, dt);
+                continue;
+            }
             const int reg = region[i];
             if (reg < 0 || !r.regions[reg].hh) continue;
             ns_hh_rates q;
@@ -201,38 +316,66 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS)
 
 }  // namespace
 
-extern "C" cudaError_t ns_sim_tree_setup(size_t shared_bytes) {
-    cudaError_t e = ns_cuda_allow_shared((const void *)sim_tree_steps<true, ns_block_team>, shared_bytes);
-    if (e == cudaSuccess) e = ns_cuda_allow_shared((const void *)sim_tree_steps<false, ns_block_team>, shared_bytes);
-    if (e == cudaSuccess) e = ns_cuda_allow_shared((const void *)sim_tree_steps<false, ns_cluster_team>, shared_bytes);
+namespace {
+
+template <bool FUSED>
+cudaError_t tree_setup(size_t shared_bytes) {
+    cudaError_t e =
+        ns_cuda_allow_shared((const void *)sim_tree_steps<true, ns_block_team, FUSED>, shared_bytes);
+    if (e == cudaSuccess)
+        e = ns_cuda_allow_shared((const void *)sim_tree_steps<false, ns_block_team, FUSED>, shared_bytes);
+    if (e == cudaSuccess)
+        e = ns_cuda_allow_shared((const void *)sim_tree_steps<false, ns_cluster_team, FUSED>, shared_bytes);
     return e;
 }
 
-extern "C" cudaError_t ns_sim_launch_tree(const ns_sim_tree *tree, const ns_contract_dev *layout,
-                                          const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
-                                          const cudaStream_t streams[3]) {
+template <bool FUSED>
+cudaError_t launch_tree(const ns_sim_tree *tree, const ns_contract_dev *layout, const ns_sim_gpu_group *group,
+                        const ns_sim_gpu_run *run, const ns_sim_fused &fz, const cudaStream_t streams[3]) {
     // small groups, single medium cells (shared memory), big cells (device
     // memory, a cluster of blocks each where the GPU has clusters): three
     // launches side by side
     if (layout->n_large > 0) return cudaErrorInvalidValue; /* the simulation's layout has no large class */
     if (layout->n_small > 0)
-        sim_tree_steps<true, ns_block_team>
+        sim_tree_steps<true, ns_block_team, FUSED>
             <<<(unsigned)layout->n_small, NS_SIM_TREE_THREADS, ns_contract_shared_bytes(layout->max_small_nodes),
-               streams[0]>>>(*tree, *layout, layout->small, 1, *group, *run);
+               streams[0]>>>(*tree, *layout, layout->small, 1, *group, *run, fz);
     if (layout->n_medium > 0)
-        sim_tree_steps<true, ns_block_team>
+        sim_tree_steps<true, ns_block_team, FUSED>
             <<<(unsigned)layout->n_medium, NS_SIM_TREE_THREADS, ns_contract_shared_bytes(layout->max_medium_nodes),
-               streams[1]>>>(*tree, *layout, layout->medium, 1, *group, *run);
+               streams[1]>>>(*tree, *layout, layout->medium, 1, *group, *run, fz);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess || layout->n_big == 0) return e;
     const size_t tail = ns_contract_shared_bytes(layout->max_tail_nodes);
     if (layout->cluster <= 1) {
-        sim_tree_steps<false, ns_block_team><<<(unsigned)layout->n_big, NS_SIM_TREE_THREADS, tail, streams[2]>>>(
-            *tree, *layout, layout->big, 1, *group, *run);
+        sim_tree_steps<false, ns_block_team, FUSED><<<(unsigned)layout->n_big, NS_SIM_TREE_THREADS, tail, streams[2]>>>(
+            *tree, *layout, layout->big, 1, *group, *run, fz);
         return cudaGetLastError();
     }
     cudaLaunchAttribute attr;
     const cudaLaunchConfig_t cfg = ns_contract_cluster_config(layout, NS_SIM_TREE_THREADS, tail, streams[2], &attr);
-    return cudaLaunchKernelEx(&cfg, sim_tree_steps<false, ns_cluster_team>, *tree, *layout, layout->big,
-                              (int32_t)layout->cluster, *group, *run);
+    return cudaLaunchKernelEx(&cfg, sim_tree_steps<false, ns_cluster_team, FUSED>, *tree, *layout, layout->big,
+                              (int32_t)layout->cluster, *group, *run, fz);
+}
+
+}  // namespace
+
+extern "C" cudaError_t ns_sim_tree_setup(size_t shared_bytes) {
+    cudaError_t e = tree_setup<false>(shared_bytes);
+    return e == cudaSuccess ? tree_setup<true>(shared_bytes) : e;
+}
+
+extern "C" cudaError_t ns_sim_launch_tree(const ns_sim_tree *tree, const ns_contract_dev *layout,
+                                          const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
+                                          const cudaStream_t streams[3]) {
+    ns_sim_fused none;
+    memset(&none, 0, sizeof none);
+    return launch_tree<false>(tree, layout, group, run, none, streams);
+}
+
+extern "C" cudaError_t ns_sim_launch_tree_fused(const ns_sim_tree *tree, const ns_contract_dev *layout,
+                                                const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
+                                                const ns_sim_fused *fused, const cudaStream_t streams[3]) {
+    if (run->preassembled) return cudaErrorInvalidValue; /* the fused loop assembles its own */
+    return launch_tree<true>(tree, layout, group, run, *fused, streams);
 }

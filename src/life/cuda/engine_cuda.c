@@ -30,6 +30,11 @@ typedef struct cuda_state {
     float *D32;                           /* the same in float32, made on first use (voxel-f32d) */
     void *D16;                            /* in float16 times 2^-k, made on first use (voxel-f16d) */
     double d16_scale;                     /* 2^k: D16's entries times it are D's */
+    void *C16;                            /* voxel-lr16d: C = U^T D (lr_r x n_atoms) in float16 x 2^-k */
+    double c16_scale;                     /* 2^k */
+    double *Ut, *Un;                      /* U^T (lr_r x tp) and U (tp x lr_r, row-major) */
+    double *lr_tmp;                       /* P or Q, lr_r x n_voxels */
+    int lr_r;                             /* rank kept (a multiple of 32), 0 until made */
     double *w_in, *w_out, *y_in, *y_out;  /* staging of the host-array products */
     dev_layout lay[3];
     cudaStream_t stream;
@@ -131,9 +136,137 @@ static ns_status load_d16(ns_life_engine_t *e) {
     return NS_OK;
 }
 
+/* Eigen-decomposition of the symmetric n x n matrix A (row-major, destroyed)
+ * by cyclic Jacobi rotations: eigenvalues in lam, eigenvectors in the columns
+ * of V (row-major). n <= NS_LIFE_MAX_THETA: a few sweeps of n^2/2 rotations. */
+static void jacobi_eig(double *A, int n, double *V, double *lam) {
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) V[i * n + j] = i == j;
+    for (int sweep = 0; sweep < 100; ++sweep) {
+        double off = 0.0, diag = 0.0;
+        for (int i = 0; i < n; ++i) {
+            diag += A[i * n + i] * A[i * n + i];
+            for (int j = i + 1; j < n; ++j) off += A[i * n + j] * A[i * n + j];
+        }
+        if (off <= 1e-32 * diag || off == 0.0) break;
+        for (int p = 0; p < n; ++p)
+            for (int q = p + 1; q < n; ++q) {
+                const double apq = A[p * n + q];
+                if (apq == 0.0) continue;
+                const double theta = (A[q * n + q] - A[p * n + p]) / (2.0 * apq);
+                const double t = theta >= 0 ? 1.0 / (theta + sqrt(theta * theta + 1.0))
+                                            : -1.0 / (-theta + sqrt(theta * theta + 1.0));
+                const double c = 1.0 / sqrt(t * t + 1.0), sn = t * c;
+                for (int k = 0; k < n; ++k) { /* A J */
+                    const double akp = A[k * n + p], akq = A[k * n + q];
+                    A[k * n + p] = c * akp - sn * akq;
+                    A[k * n + q] = sn * akp + c * akq;
+                }
+                for (int k = 0; k < n; ++k) { /* J^T (A J) */
+                    const double apk = A[p * n + k], aqk = A[q * n + k];
+                    A[p * n + k] = c * apk - sn * aqk;
+                    A[q * n + k] = sn * apk + c * aqk;
+                }
+                for (int k = 0; k < n; ++k) { /* V J */
+                    const double vkp = V[k * n + p], vkq = V[k * n + q];
+                    V[k * n + p] = c * vkp - sn * vkq;
+                    V[k * n + q] = sn * vkp + c * vkq;
+                }
+            }
+    }
+    for (int i = 0; i < n; ++i) lam[i] = A[i * n + i];
+}
+
+/* The factored dictionary of voxel-lr16d (docs/life.md), made on first use:
+ * G = D D^T, its eigenvectors by decreasing eigenvalue, r = the smallest
+ * multiple of 32 whose first discarded singular value sqrt(lambda_r) is at
+ * most 2^-11 (float16's unit roundoff) of the largest (or r = tp when none
+ * is), U = the first r eigenvectors (zero columns past n_theta), C = U^T D
+ * rounded to float16 as voxel-f16d rounds D (scaled by a power of two). */
+static ns_status load_dlr(ns_life_engine_t *e) {
+    cuda_state *st = e->cuda;
+    if (st->lr_r) return NS_OK;
+    const ns_life_model_t *m = e->model;
+    const int n = m->n_theta, tp = st->tp;
+    const int64_t A = m->n_atoms;
+    double *G = calloc((size_t)n * n, sizeof *G), *V = malloc((size_t)n * n * sizeof *V);
+    double *lam = malloc((size_t)n * sizeof *lam);
+    int *ord = malloc((size_t)n * sizeof *ord);
+    if (!G || !V || !lam || !ord) {
+        free(G), free(V), free(lam), free(ord);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "voxel-lr16d: the %d x %d Gram matrix", n, n);
+    }
+    for (int64_t a = 0; a < A; ++a) {
+        const double *d = m->D + a * n;
+        for (int i = 0; i < n; ++i)
+            for (int j = 0; j <= i; ++j) G[i * n + j] += d[i] * d[j];
+    }
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < i; ++j) G[j * n + i] = G[i * n + j];
+    jacobi_eig(G, n, V, lam);
+    for (int i = 0; i < n; ++i) ord[i] = i;
+    for (int i = 1; i < n; ++i) { /* insertion sort, decreasing eigenvalue */
+        const int k = ord[i];
+        int j = i - 1;
+        while (j >= 0 && lam[ord[j]] < lam[k]) ord[j + 1] = ord[j], --j;
+        ord[j + 1] = k;
+    }
+    const double top = sqrt(fmax(lam[ord[0]], 0.0));
+    int r = 32;
+    while (r < tp && r < n && sqrt(fmax(lam[ord[r]], 0.0)) > ldexp(top, -11)) r += 32;
+    if (r > tp) r = tp;
+    /* U (tp x r, row-major) and U^T (r x tp); columns past n_theta zero */
+    const size_t ub = (size_t)tp * (size_t)r * sizeof(double);
+    double *Un = calloc((size_t)tp * r, sizeof *Un), *Ut = calloc((size_t)tp * r, sizeof *Ut);
+    double *C = malloc((size_t)r * (size_t)A * sizeof *C);
+    ns_status s = NS_OK;
+    if (!Un || !Ut || !C) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "voxel-lr16d: the factored dictionary (%d x %lld)", r,
+                                      (long long)A);
+    for (int j = 0; s == NS_OK && j < r && j < n; ++j)
+        for (int i = 0; i < n; ++i) Un[(size_t)i * r + j] = Ut[(size_t)j * tp + i] = V[i * n + ord[j]];
+    double mx = 0.0;
+    for (int64_t a = 0; s == NS_OK && a < A; ++a) {
+        const double *d = m->D + a * n;
+        for (int j = 0; j < r; ++j) {
+            double c = 0.0;
+            for (int i = 0; i < n; ++i) c += Un[(size_t)i * r + j] * d[i];
+            C[a * r + j] = c;
+            mx = fmax(mx, fabs(c));
+        }
+    }
+    free(G), free(V), free(lam), free(ord);
+    double *Cd = NULL;
+    if (s == NS_OK) s = dev_alloc(st, (void **)&st->Ut, ub, "the voxel-lr16d factor U");
+    if (s == NS_OK) s = dev_alloc(st, (void **)&st->Un, ub, "the voxel-lr16d factor U");
+    if (s == NS_OK)
+        s = dev_alloc(st, (void **)&st->lr_tmp, (size_t)r * (size_t)m->n_voxels * 8, "the voxel-lr16d voxel scratch");
+    if (s == NS_OK) s = dev_alloc(st, &st->C16, (size_t)r * (size_t)A * 2, "the voxel-lr16d float16 factor");
+    if (s == NS_OK) s = dev_alloc(st, (void **)&Cd, (size_t)r * (size_t)A * 8, "the voxel-lr16d factor (staging)");
+    if (s == NS_OK) {
+        int ex = 0;
+        (void)frexp(mx > 0 ? mx : 1.0, &ex); /* mx < 2^ex */
+        st->c16_scale = ldexp(1.0, ex - 15);
+        cudaError_t err = cudaMemcpyAsync(st->Ut, Ut, ub, cudaMemcpyHostToDevice, st->stream);
+        if (err == cudaSuccess) err = cudaMemcpyAsync(st->Un, Un, ub, cudaMemcpyHostToDevice, st->stream);
+        if (err == cudaSuccess)
+            err = cudaMemcpyAsync(Cd, C, (size_t)r * (size_t)A * 8, cudaMemcpyHostToDevice, st->stream);
+        if (err == cudaSuccess) err = ns_life_to_half(Cd, st->C16, ldexp(1.0, 15 - ex), (int64_t)r * A, st->stream);
+        if (err == cudaSuccess) err = cudaStreamSynchronize(st->stream); /* once, outside any timed region */
+        if (err != cudaSuccess) s = ns_cuda_status(err, "voxel-lr16d factor upload", __FILE__, __LINE__);
+    }
+    if (Cd) {
+        (void)cudaFree(Cd);
+        st->used -= (size_t)r * (size_t)A * 8;
+    }
+    free(Un), free(Ut), free(C);
+    if (s == NS_OK) st->lr_r = r;
+    return s;
+}
+
 static ns_status load_reduced(ns_life_engine_t *e, ns_life_variant v) {
     if (v == NS_LIFE_VOXEL_F32D) return load_d32(e);
     if (v == NS_LIFE_VOXEL_F16D) return load_d16(e);
+    if (v == NS_LIFE_VOXEL_LR16D) return load_dlr(e);
     return NS_OK;
 }
 
@@ -177,6 +310,15 @@ static ns_status launch(ns_life_engine_t *e, ns_life_product p, ns_life_variant 
     ns_status s = phi_for(e, v, &phi, &kernel, &by_voxel);
     if (s != NS_OK) return s;
     const ns_life_model_t *m = e->model;
+    if (v == NS_LIFE_VOXEL_LR16D) {
+        cudaError_t err = p == NS_LIFE_MW
+            ? ns_life_launch_lr_mw(&phi, st->lr_r, st->tp, m->n_voxels, st->C16, st->c16_scale, st->Ut,
+                                   st->lr_tmp, in, out, st->stream)
+            : ns_life_launch_lr_mty(&phi, st->lr_r, st->tp, m->n_theta, m->n_voxels, m->n_fibers, st->C16,
+                                    st->c16_scale, st->Un, st->lr_tmp, in, out, st->stream);
+        return ns_cuda_status(err, p == NS_LIFE_MW ? "LiFE y = M w kernel (voxel-lr16d)"
+                                                   : "LiFE w = M^T y kernel (voxel-lr16d)", __FILE__, __LINE__);
+    }
     const int hint = st->sms * 32;
     const void *Dr = kernel == NS_LIFE_K_VOXEL_F32D ? (const void *)st->D32
                      : kernel == NS_LIFE_K_VOXEL_F16D ? (const void *)st->D16 : NULL;
@@ -267,6 +409,10 @@ void ns_life_cuda_destroy(ns_life_engine_t *e) {
         cudaFree(st->D);
         cudaFree(st->D32);
         cudaFree(st->D16);
+        cudaFree(st->C16);
+        cudaFree(st->Ut);
+        cudaFree(st->Un);
+        cudaFree(st->lr_tmp);
         cudaFree(st->w_in);
         cudaFree(st->w_out);
         cudaFree(st->y_in);
@@ -308,6 +454,8 @@ static ns_status setup(ns_life_engine_t *e, cuda_state *st) {
         if (orders[o]) need += layout_bytes(m, o);
     if (want[0] == NS_LIFE_VOXEL_F32D || want[1] == NS_LIFE_VOXEL_F32D) need += dict / 2;
     if (want[0] == NS_LIFE_VOXEL_F16D || want[1] == NS_LIFE_VOXEL_F16D) need += dict / 4;
+    if (want[0] == NS_LIFE_VOXEL_LR16D || want[1] == NS_LIFE_VOXEL_LR16D) /* at most r = tp: C, its staging, P/Q */
+        need += dict / 4 + dict + yv;
     if (need > st->budget)
         return ns_fail(NS_ERR_DEVICE_MEMORY,
                        "LiFE model (%lld coefficients, %d voxels, %d atoms, n_theta %d padded to %d) "
@@ -522,6 +670,9 @@ ns_status ns_life_cuda_fit(ns_life_engine_t *e, const ns_life_fit_options *opt, 
 const ns_life_backend_ops *ns_life_cuda_backend(void) {
     static const ns_life_backend_ops ops = {"cuda",          ns_life_cuda_create, ns_life_cuda_destroy,
                                             ns_life_cuda_supports, ns_life_cuda_product, ns_life_cuda_time,
-                                            ns_life_cuda_fit,      NULL /* group fit: CPU only */};
+                                            ns_life_cuda_fit,
+                                            /* the group fit: host vectors, products on the device
+                                               through the engine's staging buffers (group.c) */
+                                            ns_life_group_fit};
     return &ops;
 }

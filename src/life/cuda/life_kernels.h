@@ -55,6 +55,20 @@ cudaError_t ns_life_launch_mty(ns_life_kernel kernel, const ns_life_dev_phi *phi
                                int32_t n_theta, int32_t tp, int32_t n_fibers, const double *D,
                                const void *Dr, double scale, const double *y, double *w, int blocks_hint,
                                cudaStream_t stream);
+/* voxel-lr16d (docs/life.md): D ~ U C with C = U^T D (r x n_atoms, r a
+ * multiple of 32 <= tp <= NS_LIFE_MAX_THETA) in float16 times `scale`
+ * (C16's entries times scale are C's). y = M w: P = C Z (r x n_voxels,
+ * the float16 voxel kernel), then y(:, v) = U P(:, v) with Ut = U^T (r x tp,
+ * zero beyond n_theta), writing every row of y. w = M^T y: Q(:, v) =
+ * U^T y(:, v) with Un = U (tp x r, row-major), then the float16 voxel kernel
+ * on C and Q; w is zeroed first. P and Q: r x n_voxels scratch. `phi` is the
+ * voxel-sorted copy with one sub-vector per voxel. */
+cudaError_t ns_life_launch_lr_mw(const ns_life_dev_phi *phi, int32_t r, int32_t tp, int32_t n_voxels,
+                                 const void *C16, double scale, const double *Ut, double *P, const double *w,
+                                 double *y, cudaStream_t stream);
+cudaError_t ns_life_launch_lr_mty(const ns_life_dev_phi *phi, int32_t r, int32_t tp, int32_t n_theta,
+                                  int32_t n_voxels, int32_t n_fibers, const void *C16, double scale,
+                                  const double *Un, double *Q, const double *y, double *w, cudaStream_t stream);
 /* D32[i] = (float)D[i], n entries. */
 cudaError_t ns_life_to_float(const double *D, float *D32, int64_t n, cudaStream_t stream);
 /* D16[i] = float16((float)(D[i] * down)), round to nearest even (down: a
