@@ -6,7 +6,9 @@ morphologies, 16 cells: connections between processes) and a network of
 Poisson sources with a `p=` connect line; the raster is NEURON 9.0.2's (the
 same spikes, times within 0.05 ms). Bad input (an unknown cell, a mechanism
 that only the owner of a cell on rank 1 can find unknown) gives one error
-line naming FILE:LINE, exit 1 and no result file.
+line naming FILE:LINE, exit 1 and no result file. The SONATA example
+(tests/data/sonata/random16) gives the same spikes.csv, spikes.h5 and
+traces.npy bytes on 1, 2 and 4 processes (skipped without HDF5).
 usage: test_mpi_cli_network.py NEUROSOLVE SOURCE_DIR MPIEXEC [MPIEXEC_FLAGS...]"""
 import csv
 import filecmp
@@ -128,6 +130,24 @@ for name, path, tstop in (("random16", net, "150"), ("poisson", poisson, "60")):
         if not (50 < len(bg) < len(got)):
             fail(f"poisson: {len(bg)} Poisson spikes of {len(got)}")
         print(f"mpi cli poisson: {len(got)} spikes ({len(bg)} Poisson) on 1, 2, 4 processes, the same bytes")
+
+
+# the SONATA example (docs/networks.md, "SONATA"): spikes.h5 too, the same bytes on 1, 2, 4 processes
+config = os.path.join(src, "tests", "data", "sonata", "random16", "config.json")
+args = ["simulate", "--network", config, "--record-cells", "16", "--no-progress"]
+one = run([ns, *args, "--out", os.path.join(tmp, "sonata_p")], expect_rc=None)
+if one.returncode == 1 and "built without HDF5" in one.stderr:
+    print("mpi cli sonata: skipped (built without HDF5)")
+elif one.returncode != 0:
+    fail(f"sonata: {one.stderr}")
+else:
+    for np_ in (1, 2, 4):
+        prefix = os.path.join(tmp, f"sonata_mpi{np_}")
+        mpi(np_, *args, "--out", prefix)
+        for suffix in ("_spikes.csv", "_spikes.h5", "_traces.npy"):
+            if not filecmp.cmp(os.path.join(tmp, "sonata_p" + suffix), prefix + suffix, shallow=False):
+                fail(f"sonata -np {np_}: {suffix} differs from the run without mpirun")
+    print("mpi cli sonata: spikes.csv, spikes.h5 and traces.npy on 1, 2, 4 processes: the bytes of one process")
 
 
 def bad(name, text, np_, *want):

@@ -33,13 +33,22 @@ static const char *help_text =
     "                         Exp2Syn and LIB's (from `neurosolve mechanisms build`); FILE says\n"
     "                         what is inserted where (docs/simulation.md, \"Models\"); the\n"
     "                         params' hh and pas are then not used\n"
-    "  --network FILE         a network file (docs/networks.md, \"Network files\"): its cells,\n"
+    ;
+/* the options from --network on (C99 compilers need not take literals over 4095 characters) */
+static const char *help_text2 =
+    "  --network FILE         a network file (docs/networks.md, \"Network files\") or a SONATA\n"
+    "                         config (.json; docs/networks.md, \"SONATA\"): its cells,\n"
     "                         model, synapses, detectors, spike trains, Poisson sources and\n"
     "                         connections; no SHAPE or --cells then. CPU backend unless\n"
     "                         --backend cuda (auto: the CPU); no current clamp unless --iclamp is given;\n"
     "                         spikes.csv is the raster of the sources (source, cell, time);\n"
     "                         under mpirun the cells are spread over the processes, with\n"
-    "                         the same files\n"
+    "                         the same files. A SONATA config's run and conditions set tstop,\n"
+    "                         dt, celsius, v_init and spike_threshold (--params, --set, --tstop\n"
+    "                         and --dt override them) and the raster is also written as\n"
+    "                         spikes.h5 (SONATA spikes: /spikes/POPULATION/timestamps,node_ids)\n"
+    "  --input-spikes FILE    with a SONATA --network: the virtual nodes' spikes from FILE (a\n"
+    "                         SONATA spikes file) instead of the config's inputs\n"
     "  --iclamp LOC:DEL:DUR:AMP\n"
     "                         a current clamp in every cell [ms, ms, nA]; AMP `auto` = 1.5e-4 nA\n"
     "                         per um^2 of the cell's membrane (repetitive firing with hh\n"
@@ -69,7 +78,7 @@ static const char *help_text =
     "  --json                 summary as JSON on stdout\n"
     "  --no-progress          no progress bar (it is shown on a terminal for runs over ~1 s)\n"
     "\n";
-/* (two strings: C99 compilers need not take longer literals) */
+/* the notes at the end */
 static const char *help_text_tail =
     "LOC: soma (the root section at x = 0.5) | SEC:X (section index) | swc=ID:X (the section\n"
     "whose first point has SWC id ID) | cN (compartment N).\n"
@@ -257,22 +266,55 @@ static int write_raster(FILE *g, const cli_sim *sim) {
     return 0;
 }
 
+/* The raster as a SONATA spikes file (HDF5, written by the library at the
+ * temporary path of its ns_output); 0 or 1 after printing the error. */
+static int write_sonata_spikes(const char *temp_path, const char *path, const ns_network_t *net, const cli_sim *sim) {
+    const int64_t n_src = cli_sim_sources(sim);
+    int64_t total = 0;
+    for (int64_t s = 0; s < n_src; ++s) {
+        int64_t cnt = 0;
+        cli_sim_source_spikes(sim, s, &cnt);
+        total += cnt;
+    }
+    int64_t *src = malloc((size_t)(total > 0 ? total : 1) * sizeof *src);
+    double *t = malloc((size_t)(total > 0 ? total : 1) * sizeof *t);
+    int bad = 0;
+    if (!src || !t) bad = cli_error("out of memory for %lld spikes", (long long)total);
+    int64_t n = 0;
+    for (int64_t s = 0; s < n_src && !bad; ++s) {
+        int64_t cnt = 0;
+        const double *x = cli_sim_source_spikes(sim, s, &cnt);
+        for (int64_t q = 0; q < cnt; ++q) {
+            src[n] = s;
+            t[n++] = x[q];
+        }
+    }
+    if (!bad && ns_network_write_spikes(net, temp_path, n, src, t) != NS_OK)
+        bad = cli_error("%s: %s", path, ns_last_error());
+    free(src);
+    free(t);
+    return bad;
+}
+
 static int write_results(const char *stem, const char *tag, int all, cli_sim *sim, char **site_names,
                          double every_ms, long long n_cells, const cli_shape_set *set, const int32_t *cell_shape,
-                         int network, char *csv_path, size_t csv_len) {
+                         const ns_network_t *network, char *csv_path, size_t csv_len) {
     int64_t samples;
     int32_t sites;
     const double *tr = cli_sim_traces(sim, &samples, &sites);
-    ns_output *o[3] = {NULL, NULL, NULL}; /* traces csv, traces npy, spikes csv */
-    char path[3][4096];
-    char name[3][64];
+    ns_output *o[4] = {NULL, NULL, NULL, NULL}; /* traces csv, traces npy, spikes csv, spikes h5 (SONATA) */
+    char path[4][4096];
+    char name[4][64];
     snprintf(name[0], sizeof name[0], "traces%s.csv", tag);
     snprintf(name[1], sizeof name[1], "traces%s.npy", tag);
     snprintf(name[2], sizeof name[2], "spikes%s.csv", tag);
-    for (int k = 0; k < 3; ++k) snprintf(path[k], sizeof path[k], "%s", csv_path_of(stem, name[k]));
+    snprintf(name[3], sizeof name[3], "spikes%s.h5", tag);
+    for (int k = 0; k < 4; ++k) snprintf(path[k], sizeof path[k], "%s", csv_path_of(stem, name[k]));
     snprintf(csv_path, csv_len, "%s", path[0]);
+    /* a SONATA network's raster also as a SONATA spikes file */
+    const int n_out = all ? (network && ns_network_populations(network) > 0 ? 4 : 3) : 1;
     int bad = 0;
-    for (int k = 0; k < (all ? 3 : 1) && !bad; ++k) bad = !(o[k] = cli_output_open(path[k]));
+    for (int k = 0; k < n_out && !bad; ++k) bad = !(o[k] = cli_output_open(path[k]));
     double *table = bad ? NULL : malloc((size_t)samples * (size_t)(sites + 1) * sizeof *table);
     if (!bad && !table) bad = cli_error("out of memory for %lld samples of %d sites", (long long)samples, (int)sites);
     if (!bad) {
@@ -296,6 +338,7 @@ static int write_results(const char *stem, const char *tag, int all, cli_sim *si
         FILE *g = ns_output_stream(o[2]);
         if (network) bad = write_raster(g, sim);
         else fprintf(g, "cell,morphology,t_ms\n");
+        if (!bad && n_out == 4) bad = write_sonata_spikes(ns_output_temp_path(o[3]), path[3], network, sim);
         for (long long c = 0; c < n_cells && !network; ++c) {
             int64_t cnt;
             const double *sp = cli_sim_spikes(sim, c, &cnt);
@@ -307,13 +350,13 @@ static int write_results(const char *stem, const char *tag, int all, cli_sim *si
     /* A write error (a full disk) shows at the flush: look at every file
      * before renaming any, so that one failing never leaves the others
      * behind under result names. */
-    for (int k = 0; k < 3 && !bad; ++k) {
+    for (int k = 0; k < 4 && !bad; ++k) {
         FILE *f = o[k] ? ns_output_stream(o[k]) : NULL;
         errno = 0;
         if (f && (fflush(f) != 0 || ferror(f)))
             bad = cli_error("%s: write failed: %s", path[k], errno ? strerror(errno) : "write error");
     }
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < 4; ++k) {
         if (bad) ns_output_abort(o[k]);
         else if (o[k]) bad = cli_output_commit(o[k]);
         o[k] = NULL;
@@ -337,7 +380,12 @@ static void progress(double frac, double elapsed_s) {
     fflush(stderr);
 }
 
-int cmd_simulate(int argc, char **argv) {
+/* The network of the run: read before the parameters (a SONATA config's run
+ * settings come first) and freed by cmd_simulate whichever way the run
+ * ends (usage errors return early). */
+static ns_network_t *run_net;
+
+static int simulate(int argc, char **argv) {
     const char *cmd = "simulate";
     cli_morph_options mo;
     cli_morph_options_init(&mo);
@@ -352,6 +400,7 @@ int cmd_simulate(int argc, char **argv) {
     loc_spec recs[MAX_ITEMS];
     int n_stims = 0, n_recs = 0;
     const char *checkpoint = NULL, *resume = NULL, *mech_lib = NULL, *model_file = NULL, *network_file = NULL;
+    const char *input_spikes = NULL;
     int cells_given = 0;
     ns_network_t *net = NULL;
     long long *first_cell = NULL;
@@ -363,7 +412,7 @@ int cmd_simulate(int argc, char **argv) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            printf("%s%s\n%s", help_text, help_text_tail, cli_morph_options_help);
+            printf("%s%s%s\n%s", help_text, help_text2, help_text_tail, cli_morph_options_help);
             return 0;
         }
         if (strcmp(a, "--ra") == 0) ra_given = 1;
@@ -391,6 +440,8 @@ int cmd_simulate(int argc, char **argv) {
             cells_given = 1;
         } else if (strcmp(a, "--network") == 0) {
             network_file = val;
+        } else if (strcmp(a, "--input-spikes") == 0) {
+            input_spikes = val;
         } else if (strcmp(a, "--record-cells") == 0) {
             if (!cli_parse_long(cmd, a, val, 0, 1000000LL, &record_cells)) return 2;
         } else if (strcmp(a, "--params") == 0) {
@@ -490,6 +541,19 @@ int cmd_simulate(int argc, char **argv) {
         so.backend = ns_network_backend(so.backend);
     } else if (n_specs == 0)
         return cli_usage_error(cmd, "no morphology given (a file, a directory or `bundled`)");
+    if (input_spikes && !network_file) return cli_usage_error(cmd, "--input-spikes needs --network CONFIG.json");
+    if (network_file) {
+        /* a SONATA config's run settings (tstop, dt, celsius, v_init, spike_threshold) come
+         * first; --params, --set, --tstop and --dt override them */
+        ns_status nst = input_spikes ? ns_network_read_sonata(network_file, input_spikes, &net)
+                                     : ns_network_read(network_file, &net);
+        run_net = net;
+        if (nst == NS_OK) nst = ns_network_run_params(net, &params);
+        if (nst != NS_OK) {
+            cli_error("network: %s", ns_last_error());
+            return 1;
+        }
+    }
     if (param_file) {
         ns_status st = ns_sim_params_read(&params, param_file);
         if (st != NS_OK) return cli_status_error("parameters", st);
@@ -567,11 +631,6 @@ int cmd_simulate(int argc, char **argv) {
     for (int k = 0; k < n_specs; ++k)
         if (cli_shapes_add(&set, specs[k], &mo, 1)) goto done;
     if (network_file) {
-        ns_status nst = ns_network_read(network_file, &net);
-        if (nst != NS_OK) {
-            cli_error("network: %s", ns_last_error());
-            goto done;
-        }
         /* the morphologies, one shape each, with the shared morphology options */
         for (int32_t k = 0; k < ns_network_morphologies(net); ++k) {
             if (set.count == MAX_ITEMS) {
@@ -821,7 +880,7 @@ int cmd_simulate(int argc, char **argv) {
             cli_sim_traces(sim, &kept, NULL);
             char partial[4096];
             if (!write_results(stem, ".partial", out != NULL, sim, site_names, every_ms, n_cells, &set, cell_shape,
-                               net != NULL, partial, sizeof partial))
+                               net, partial, sizeof partial))
             {
                 if (out)
                     fprintf(stderr, "neurosolve: the traces up to t = %g ms (%lld samples) and the spikes until then "
@@ -870,7 +929,7 @@ int cmd_simulate(int argc, char **argv) {
      * place only when all were written (ns_output) */
     char csv_path[4096] = "";
     if ((out || plot) && write_results(stem, "", out != NULL, sim, site_names, every_ms, n_cells, &set, cell_shape,
-                                       net != NULL, csv_path, sizeof csv_path))
+                                       net, csv_path, sizeof csv_path))
         goto done;
     if (as_json) {
         cli_json j;
@@ -933,7 +992,10 @@ int cmd_simulate(int argc, char **argv) {
             for (int64_t q = 0; q < cnt && q < 8; ++q) printf("%s%.3f", q ? " " : " at ", sp[q]);
             printf("%s\n", cnt > 8 ? " ..." : (cnt ? " ms" : ""));
         }
-        if (out) printf("wrote %straces.csv, %straces.npy, %sspikes.csv\n", stem, stem, stem);
+        if (out) printf("wrote %straces.csv, %straces.npy, %sspikes.csv%s%s%s\n", stem, stem, stem,
+                        net && ns_network_populations(net) > 0 ? ", " : "",
+                        net && ns_network_populations(net) > 0 ? stem : "",
+                        net && ns_network_populations(net) > 0 ? "spikes.h5" : "");
     }
     if (plot && cli_plot("bench/plot_traces.py", csv_path, plot, NULL)) goto done;
     if (plot && !as_json) printf("plot: %s\n", plot);
@@ -945,10 +1007,16 @@ done:
     cli_sim_destroy(sim);
     ns_sim_model_destroy(model);
     ns_mech_library_close(lib);
-    ns_network_destroy(net);
     free(first_cell);
     free(cell_shape);
     free(cells);
     cli_shapes_free(&set);
+    return rc;
+}
+
+int cmd_simulate(int argc, char **argv) {
+    const int rc = simulate(argc, argv);
+    ns_network_destroy(run_net);
+    run_net = NULL;
     return rc;
 }

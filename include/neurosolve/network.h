@@ -29,8 +29,49 @@ typedef struct ns_network ns_network_t;
  * from (NULL: as given, from the working directory). */
 NS_API ns_status ns_network_parse(const char *text, size_t length, const char *name, const char *base_dir,
                                   ns_network_t **out);
-/* Read and parse a network file (paths relative to its folder; at most 256 MiB). */
+/* Read and parse a network file (paths relative to its folder; at most 256
+ * MiB). A file whose first character (after blanks) is '{' is a SONATA
+ * config: ns_network_read_sonata(path, NULL, out). */
 NS_API ns_status ns_network_read(const char *path, ns_network_t **out);
+
+/* SONATA (docs/networks.md, "SONATA"): a circuit or simulation config (JSON:
+ * manifest, components, networks.nodes/edges, run, conditions, inputs) and
+ * the nodes and edges files it names (HDF5) with their type tables (CSV)
+ * become the same description as a network file's: the biophysical nodes
+ * are the cells (populations in the config's order, nodes by id), each with
+ * a detector at soma(0.5) (run.spike_threshold, -15 mV by default as BMTK's)
+ * as sources 0 .. cells - 1, then one train per virtual node (its spikes
+ * from the config's spikes inputs, or from `input_spikes`, a SONATA spikes
+ * file, when not NULL); every edge a synapse of its own at its section and
+ * position plus a connection from its source. Errors name the file and the
+ * element (population, dataset, node, edge, type). NS_ERR_UNSUPPORTED
+ * ("built without HDF5") in a build without libhdf5. */
+NS_API ns_status ns_network_read_sonata(const char *config, const char *input_spikes, ns_network_t **out);
+/* A SONATA network's node populations (0 for a network file), and a
+ * source's population index and node id (NS_ERR_INVALID_ARGUMENT for a
+ * network file's description). */
+NS_API int32_t ns_network_populations(const ns_network_t *net);
+NS_API const char *ns_network_population(const ns_network_t *net, int32_t k);
+NS_API ns_status ns_network_source_node(const ns_network_t *net, int64_t source, int32_t *population,
+                                        int64_t *node_id);
+/* The config's run settings (run.tstop, run.dt, run.spike_threshold,
+ * conditions.celsius, conditions.v_init) set in `params` (those given
+ * only; nothing for a network file). */
+NS_API ns_status ns_network_run_params(const ns_network_t *net, ns_sim_params *params);
+/* SONATA's section `sonata_section` of a cell (BMTK's afferent_section_id:
+ * the index into NEURON's `all` after Import3d's instantiate, i.e. the
+ * sections sorted by SWC type, Import3d's order within a type) as the
+ * cell's section index (ns_cell_get_section). */
+NS_API ns_status ns_network_sonata_section(const ns_cell_t *cell, int32_t sonata_section, int32_t *section);
+/* Write spikes as a SONATA spikes file at `path` (HDF5; the caller makes it
+ * atomic, e.g. through ns_output_temp_path): /spikes/POP/timestamps [ms]
+ * and /spikes/POP/node_ids for each population with spikes, attribute
+ * sorting = "by_time"; spike k is source[k] at t[k] (sorted here by time,
+ * then node id). Only the detectors' sources (the biophysical nodes) are
+ * written: the trains of virtual nodes are the input. NS_ERR_UNSUPPORTED
+ * in a build without HDF5. */
+NS_API ns_status ns_network_write_spikes(const ns_network_t *net, const char *path, int64_t n, const int64_t *source,
+                                         const double *t);
 NS_API void ns_network_destroy(ns_network_t *net);
 
 /* Cells (numbered 0 .. n-1 in the order of the `cells` lines), their

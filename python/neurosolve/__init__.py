@@ -47,14 +47,16 @@ class Simulation(_core.Simulation):
 
     @classmethod
     def from_network(cls, network, params=None, library=None, cells=None, backend="cpu", **options):
-        """A simulation of a network file (docs/networks.md, "Network files"): a path or a
-        Network. Its morphologies are read and discretised (d_lambda 0.1 at 100 Hz with the
+        """A simulation of a network file or a SONATA config (docs/networks.md, "Network files",
+        "SONATA"): a path or a Network. Without ``params``, a SONATA config's run settings
+        (tstop, dt, celsius, v_init, spike_threshold) start from the defaults. Its morphologies are read and discretised (d_lambda 0.1 at 100 Hz with the
         params' Ra) unless ``cells`` gives one Cell per morphology; the model is the file's
         (mechanisms of ``library`` too) or ``model=``, not both. Initialised, ready to run."""
         if not isinstance(network, Network):
             network = Network.read(str(network))
         if params is None:
             params = SimParams()
+            network.apply_run_settings(params)  # a SONATA config's run and conditions
         elif isinstance(params, dict):
             params = make_params(params)
         own = network.model(library)

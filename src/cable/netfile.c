@@ -26,6 +26,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "cable/netfile_apply.h"
+#include "cable/netfile_build.h"
 #include "cable/sim_policy.h"
 #include "core/device_impl.h"
 #include "neurosolve/network.h"
@@ -60,7 +61,7 @@ typedef struct loc {
     char text[64];
 } loc;
 
-typedef enum { S_SYN, S_DET, S_TRAIN, S_POISSON, S_CONNECT } skind;
+typedef enum { S_SYN, S_DET, S_TRAIN, S_POISSON, S_CONNECT, S_EDGES } skind;
 
 typedef struct stmt {
     skind kind;
@@ -79,6 +80,7 @@ typedef struct stmt {
     uint64_t seed;        /* poisson, connect with p= */
     double weight, delay, p;
     int pairs;            /* connect: 0 pairwise (or one of them 1), 1 every pair (all, p=) */
+    ns_netbuild_edges *edges; /* S_EDGES (a SONATA edge population: netfile_build.h) */
 } stmt;
 
 struct ns_network {
@@ -98,6 +100,14 @@ struct ns_network {
     stmt *stmts;
     int64_t n_stmts, cap_stmts;
     int64_t n_syns, n_sources, n_fixed, n_expected;
+    /* SONATA (sonata.c): the node populations, each source's population and
+     * node id, and the config's run settings (NaN: not given) */
+    char **pops;
+    int32_t n_pops;
+    int32_t *src_pop;
+    int64_t *src_node;
+    int has_run;
+    double run_tstop, run_dt, run_celsius, run_v_init, run_threshold;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -128,6 +138,10 @@ static void stmt_free(stmt *s) {
     free(s->pname);
     free(s->pvalue);
     free(s->times);
+    if (s->edges) {
+        ns_netbuild_edges_free(s->edges);
+        free(s->edges);
+    }
 }
 
 void ns_network_destroy(ns_network_t *net) {
@@ -141,6 +155,10 @@ void ns_network_destroy(ns_network_t *net) {
     free(net->groups);
     for (int64_t s = 0; s < net->n_stmts; ++s) stmt_free(&net->stmts[s]);
     free(net->stmts);
+    for (int32_t k = 0; k < net->n_pops; ++k) free(net->pops[k]);
+    free(net->pops);
+    free(net->src_pop);
+    free(net->src_node);
     free(net);
 }
 
@@ -664,6 +682,13 @@ ns_status ns_network_read(const char *path, ns_network_t **out) {
     if (!buf) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
     else if (st == NS_OK && ferror(f)) st = ns_fail(NS_ERR_IO, "%s: read error", path);
     fclose(f);
+    /* a JSON object: a SONATA config (docs/networks.md, "SONATA") */
+    size_t first = 0;
+    while (st == NS_OK && first < n && isspace((unsigned char)buf[first])) ++first;
+    if (st == NS_OK && first < n && buf[first] == '{') {
+        free(buf);
+        return ns_network_read_sonata(path, NULL, out);
+    }
     if (st == NS_OK) {
         /* relative paths start from the file's folder */
         char *dir = malloc(strlen(path) + 2);
@@ -761,7 +786,8 @@ static ns_status locate(const ns_network_t *net, const stmt *s, const ns_cell_t 
 static ns_status at_line(const ns_network_t *net, const stmt *s, ns_status st) {
     if (st != NS_OK) {
         char where[300];
-        snprintf(where, sizeof where, "%s:%d", net->name, s->line);
+        if (s->line > 0) snprintf(where, sizeof where, "%s:%d", net->name, s->line);
+        else snprintf(where, sizeof where, "%s", net->name);
         ns_error_prefix(where);
     }
     return st;
@@ -802,6 +828,101 @@ static ns_status apply_connect(const ns_network_t *net, const stmt *s, const ns_
         st = t->connect(target, src0 + s->a.v[k / s->b.n], syn0 + s->b.v[k % s->b.n], s->weight, s->delay);
     }
     return at_line(net, s, st);
+}
+
+/* SONATA's section numbering (BMTK's `afferent_section_id`): the index into
+ * the `all` SectionList that Import3d's instantiate(cell) fills, which holds
+ * the sections grouped by SWC type in increasing type order (one array per
+ * type: soma, axon, dend, apic, dend_5, ...), each group in Import3d's
+ * section order (import3d_gui.hoc, set_nameindex and instantiate). Our
+ * sections are in Import3d's order: a stable sort by type gives BMTK's.
+ * order[k] = our section of SONATA section k. */
+static ns_status sonata_order(const ns_cell_t *cell, int32_t **out, int32_t *n_out) {
+    ns_cell_info ci;
+    ns_cell_get_info(cell, &ci);
+    const int32_t n = ci.sections;
+    int32_t *order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+    int32_t *type = malloc((size_t)(n > 0 ? n : 1) * sizeof *type);
+    if (!order || !type) {
+        free(order);
+        free(type);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "section order");
+    }
+    for (int32_t k = 0; k < n; ++k) {
+        ns_section_info si;
+        ns_cell_get_section(cell, k, &si);
+        type[k] = si.type;
+        order[k] = k;
+    }
+    /* insertion sort by type, stable (sections per cell: thousands at most) */
+    for (int32_t k = 1; k < n; ++k) {
+        const int32_t v = order[k];
+        int32_t q = k;
+        while (q > 0 && type[order[q - 1]] > type[v]) {
+            order[q] = order[q - 1];
+            --q;
+        }
+        order[q] = v;
+    }
+    free(type);
+    *out = order;
+    *n_out = n;
+    return NS_OK;
+}
+
+ns_status ns_network_sonata_section(const ns_cell_t *cell, int32_t sonata_section, int32_t *section) {
+    if (!cell || !section) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_sonata_section: NULL argument");
+    int32_t *order = NULL, n = 0;
+    ns_status st = sonata_order(cell, &order, &n);
+    if (st != NS_OK) return st;
+    if (sonata_section < 0 || sonata_section >= n)
+        st = ns_fail(NS_ERR_INVALID_ARGUMENT, "no section %d (%d sections)", (int)sonata_section, (int)n);
+    else *section = order[sonata_section];
+    free(order);
+    return st;
+}
+
+/* The edges of an edge block: per edge a synapse (its type's parameters,
+ * then the edge's own) and a connection from its source. */
+static ns_status apply_edges(const ns_network_t *net, const ns_netbuild_edges *e, const ns_network_calls *t,
+                             void *target, const ns_cell_t *const *shapes, int64_t src0, int64_t *item) {
+    ns_status st = NS_OK;
+    int32_t **order = calloc((size_t)net->n_morph, sizeof *order);
+    int32_t *n_order = calloc((size_t)net->n_morph, sizeof *n_order);
+    if (!order || !n_order) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", e->label);
+    for (int64_t k = 0; k < e->n && st == NS_OK; ++k) {
+        *item = k;
+        const int64_t c = e->cell[k];
+        const int32_t m = net->cell_morph[c];
+        if (!order[m] && (st = sonata_order(shapes[m], &order[m], &n_order[m])) != NS_OK) break;
+        const int32_t sec = e->section[k];
+        if (sec < 0 || sec >= n_order[m]) {
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                         "%s: edge %lld: target node %lld (%s) has no section %d (%d sections; SONATA's numbering)",
+                         e->label, (long long)k, (long long)e->node[k], net->morph[m], (int)sec, (int)n_order[m]);
+            break;
+        }
+        int32_t node = -1;
+        st = ns_sim_locate(shapes[m], order[m][sec], e->x[k], &node);
+        int64_t id = -1;
+        const ns_netbuild_syntype *ty = &e->types[e->type[k]];
+        if (st == NS_OK) st = t->add_synapse(target, c, node, ty->mech, &id);
+        for (int32_t p = 0; p < ty->n_params && st == NS_OK; ++p)
+            st = t->synapse_set(target, id, ty->name[p], ty->value[p]);
+        for (int32_t p = 0; p < e->n_pp && st == NS_OK; ++p)
+            if (!isnan(e->pp[k * e->n_pp + p])) st = t->synapse_set(target, id, e->pp_names[p], e->pp[k * e->n_pp + p]);
+        if (st == NS_OK) st = t->connect(target, src0 + e->src[k], id, e->weight[k], e->delay[k]);
+        if (st != NS_OK) {
+            char where[700];
+            snprintf(where, sizeof where, "%s: edge %lld (target node %lld, section %d(%g))", e->label, (long long)k,
+                     (long long)e->node[k], (int)sec, e->x[k]);
+            ns_error_prefix(where);
+        }
+    }
+    for (int32_t m = 0; order && m < net->n_morph; ++m) free(order[m]);
+    free(order);
+    free(n_order);
+    return st;
 }
 
 ns_status ns_network_apply_calls(const ns_network_t *net, const ns_network_calls *t, void *target,
@@ -861,6 +982,9 @@ ns_status ns_network_apply_calls(const ns_network_t *net, const ns_network_calls
             break;
         case S_CONNECT:
             st = apply_connect(net, s, t, target, syn0, src0, &at.item);
+            break;
+        case S_EDGES:
+            st = apply_edges(net, s->edges, t, target, shapes, src0, &at.item);
             break;
         }
     }
@@ -962,4 +1086,202 @@ ns_status ns_network_create_sim(const ns_network_t *net, const ns_mech_library_t
     }
     *out = sim;
     return NS_OK;
+}
+
+/* ------------------------------------------------------------ building (netfile_build.h) */
+
+ns_status ns_netbuild_create(const char *name, ns_network_t **out) {
+    ns_network_t *net = calloc(1, sizeof *net);
+    if (!net) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", name);
+    snprintf(net->name, sizeof net->name, "%s", name);
+    net->run_tstop = net->run_dt = net->run_celsius = net->run_v_init = net->run_threshold = NAN;
+    *out = net;
+    return NS_OK;
+}
+
+static ns_status build_stmt(ns_network_t *net, skind kind, stmt **out) {
+    ctx c = {net, NULL, 0};
+    return new_stmt(&c, kind, out);
+}
+
+ns_status ns_netbuild_cells(ns_network_t *net, int64_t count, const char *path) {
+    if (count < 1 || net->n_cells + count > NET_MAX_CELLS)
+        return ns_fail(NS_ERR_SIZE, "%s: %lld cells (at most %lld)", net->name, (long long)(net->n_cells + count),
+                       (long long)NET_MAX_CELLS);
+    int32_t k = 0;
+    while (k < net->n_morph && strcmp(net->morph[k], path) != 0) ++k;
+    if (k == net->n_morph) {
+        int64_t cap = net->cap_morph;
+        char *copy = malloc(strlen(path) + 1);
+        if (!copy || grow((void **)&net->morph, net->n_morph, &cap, sizeof *net->morph) != 0) {
+            free(copy);
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "morphologies");
+        }
+        strcpy(copy, path);
+        net->cap_morph = (int32_t)cap;
+        net->morph[net->n_morph++] = copy;
+    }
+    while (net->n_cells + count > net->cap_cells) {
+        const int64_t cap = net->cap_cells ? 2 * net->cap_cells : 64;
+        int32_t *p = realloc(net->cell_morph, (size_t)cap * sizeof *p);
+        if (!p) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%lld cells", (long long)(net->n_cells + count));
+        net->cell_morph = p;
+        net->cap_cells = cap;
+    }
+    for (int64_t q = 0; q < count; ++q) net->cell_morph[net->n_cells + q] = k;
+    net->n_cells += count;
+    return NS_OK;
+}
+
+ns_status ns_netbuild_model(ns_network_t *net, const char *path) {
+    free(net->model_file);
+    net->model_file = malloc(strlen(path) + 1);
+    if (!net->model_file) return ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+    strcpy(net->model_file, path);
+    return NS_OK;
+}
+
+ns_status ns_netbuild_detectors(ns_network_t *net, double threshold) {
+    if (net->n_cells == 0) return NS_OK;
+    stmt *s = NULL;
+    ns_status st = build_stmt(net, S_DET, &s);
+    if (st != NS_OK) return st;
+    s->where.kind = 0;
+    s->where.x = 0.5;
+    snprintf(s->where.text, sizeof s->where.text, "soma(0.5)");
+    s->threshold = threshold;
+    s->a.v = malloc((size_t)net->n_cells * sizeof *s->a.v);
+    if (!s->a.v) return ns_fail(NS_ERR_OUT_OF_MEMORY, "detectors");
+    for (int64_t c = 0; c < net->n_cells; ++c) s->a.v[c] = c;
+    s->a.n = s->a.cap = net->n_cells;
+    net->n_sources += net->n_cells;
+    return NS_OK;
+}
+
+ns_status ns_netbuild_train(ns_network_t *net, const double *times, int64_t count) {
+    if (net->n_sources + 1 > NET_MAX_ITEMS) return ns_fail(NS_ERR_SIZE, "%s: too many sources", net->name);
+    stmt *s = NULL;
+    ns_status st = build_stmt(net, S_TRAIN, &s);
+    if (st != NS_OK) return st;
+    s->times = malloc((size_t)(count > 0 ? count : 1) * sizeof *s->times);
+    if (!s->times) return ns_fail(NS_ERR_OUT_OF_MEMORY, "train");
+    if (count > 0) memcpy(s->times, times, (size_t)count * sizeof *times);
+    s->n_times = count;
+    net->n_sources += 1;
+    return NS_OK;
+}
+
+void ns_netbuild_edges_free(ns_netbuild_edges *e) {
+    if (!e) return;
+    free(e->src);
+    free(e->cell);
+    free(e->node);
+    free(e->section);
+    free(e->type);
+    free(e->x);
+    free(e->weight);
+    free(e->delay);
+    for (int32_t k = 0; e->types && k < e->n_types; ++k) {
+        free(e->types[k].name);
+        free(e->types[k].value);
+    }
+    free(e->types);
+    free(e->pp_names);
+    free(e->pp);
+    memset(e, 0, sizeof *e);
+}
+
+ns_status ns_netbuild_edges_add(ns_network_t *net, ns_netbuild_edges *block) {
+    ns_netbuild_edges *e = malloc(sizeof *e);
+    if (!e) {
+        ns_netbuild_edges_free(block);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", block->label);
+    }
+    *e = *block;
+    memset(block, 0, sizeof *block);
+    if (net->n_syns + e->n > NET_MAX_ITEMS) {
+        ns_status st = ns_fail(NS_ERR_SIZE, "%s: %lld synapses in all (at most %lld)", e->label,
+                               (long long)(net->n_syns + e->n), (long long)NET_MAX_ITEMS);
+        ns_netbuild_edges_free(e);
+        free(e);
+        return st;
+    }
+    stmt *s = NULL;
+    ns_status st = build_stmt(net, S_EDGES, &s);
+    if (st != NS_OK) {
+        ns_netbuild_edges_free(e);
+        free(e);
+        return st;
+    }
+    s->edges = e;
+    net->n_syns += e->n;
+    net->n_fixed += e->n;
+    return NS_OK;
+}
+
+ns_status ns_netbuild_populations(ns_network_t *net, int32_t n, const char *const *names) {
+    net->pops = calloc((size_t)(n > 0 ? n : 1), sizeof *net->pops);
+    if (!net->pops) return ns_fail(NS_ERR_OUT_OF_MEMORY, "populations");
+    for (int32_t k = 0; k < n; ++k) {
+        net->pops[k] = malloc(strlen(names[k]) + 1);
+        if (!net->pops[k]) return ns_fail(NS_ERR_OUT_OF_MEMORY, "populations");
+        strcpy(net->pops[k], names[k]);
+        net->n_pops = k + 1;
+    }
+    return NS_OK;
+}
+
+ns_status ns_netbuild_source_nodes(ns_network_t *net, const int32_t *population, const int64_t *node, int64_t n) {
+    net->src_pop = malloc((size_t)(n > 0 ? n : 1) * sizeof *net->src_pop);
+    net->src_node = malloc((size_t)(n > 0 ? n : 1) * sizeof *net->src_node);
+    if (!net->src_pop || !net->src_node) return ns_fail(NS_ERR_OUT_OF_MEMORY, "source nodes");
+    if (n > 0) {
+        memcpy(net->src_pop, population, (size_t)n * sizeof *population);
+        memcpy(net->src_node, node, (size_t)n * sizeof *node);
+    }
+    return NS_OK;
+}
+
+void ns_netbuild_run(ns_network_t *net, double tstop, double dt, double celsius, double v_init,
+                     double spike_threshold) {
+    net->has_run = 1;
+    net->run_tstop = tstop;
+    net->run_dt = dt;
+    net->run_celsius = celsius;
+    net->run_v_init = v_init;
+    net->run_threshold = spike_threshold;
+}
+
+ns_status ns_netbuild_finish(ns_network_t *net) {
+    if (net->n_cells == 0)
+        return ns_fail(NS_ERR_PARSE, "%s: no cells (no biophysical node in any population)", net->name);
+    return NS_OK;
+}
+
+/* ------------------------------------------------------------ SONATA accessors */
+
+int32_t ns_network_populations(const ns_network_t *net) { return net ? net->n_pops : 0; }
+const char *ns_network_population(const ns_network_t *net, int32_t k) {
+    return net && k >= 0 && k < net->n_pops ? net->pops[k] : NULL;
+}
+ns_status ns_network_source_node(const ns_network_t *net, int64_t source, int32_t *population, int64_t *node_id) {
+    if (!net || !population || !node_id) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_source_node: NULL argument");
+    if (!net->src_pop) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s is not a SONATA network: no node ids", net->name);
+    if (source < 0 || source >= net->n_sources)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: no source %lld (%lld sources)", net->name, (long long)source,
+                       (long long)net->n_sources);
+    *population = net->src_pop[source];
+    *node_id = net->src_node[source];
+    return NS_OK;
+}
+ns_status ns_network_run_params(const ns_network_t *net, ns_sim_params *p) {
+    if (!net || !p) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_run_params: NULL argument");
+    if (!net->has_run) return NS_OK;
+    ns_status st = NS_OK;
+    const char *key[5] = {"tstop", "dt", "celsius", "v_init", "spike_threshold"};
+    const double val[5] = {net->run_tstop, net->run_dt, net->run_celsius, net->run_v_init, net->run_threshold};
+    for (int k = 0; k < 5 && st == NS_OK; ++k)
+        if (!isnan(val[k])) st = ns_sim_params_set(p, key[k], val[k]);
+    if (st != NS_OK) ns_error_prefix(net->name);
+    return st;
 }
