@@ -62,7 +62,7 @@ with tempfile.TemporaryDirectory() as tmp:
     out = os.path.join(tmp, "run")
     missing = os.path.join(tmp, "nonexistent.model")
     p = h.run("simulate", *base, "--model", missing, "--out", out, expect=1)
-    has(p, f"model: {missing}: No such file or directory", "a missing model file")
+    has(p, f"model: {missing}: cannot open: No such file or directory", "a missing model file")
     p = h.run("simulate", *base, "--model", good, "--mechanisms", os.path.join(tmp, "no.so"), "--out", out, expect=1)
     has(p, "no.so", "a missing mechanism library")
     bad_parse = write("parse.model", "all.insert = hh\nsoma.gnabar_hh = 0.1 *\n")

@@ -153,6 +153,6 @@ with tempfile.TemporaryDirectory() as tmp:
     bad(head, "names a model", extra=("--model", write("m.model", "all.insert = hh\n")))
     p = h.run("simulate", "--network", os.path.join(tmp, "missing.net"), "--out", os.path.join(tmp, "bad"),
               expect=1)
-    has(p, "missing.net: No such file or directory", "a missing network file")
+    has(p, "missing.net: cannot open: No such file or directory", "a missing network file")
 
 h.finish("cli_network")

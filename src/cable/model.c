@@ -13,6 +13,7 @@
 #include "cable/builtin/builtin.h"
 #include "cable/model_impl.h"
 #include "core/error.h"
+#include "core/file.h"
 
 /* ------------------------------------------------------------ expressions
  * Compiled to a postfix program over a value stack. */
@@ -676,29 +677,9 @@ ns_status ns_sim_model_parse(ns_sim_model_t *m, const char *text, size_t length,
 
 ns_status ns_sim_model_read(ns_sim_model_t *m, const char *path) {
     if (!m || !path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_model_read: NULL argument");
-    FILE *f = fopen(path, "rb");
-    if (!f) return ns_fail(NS_ERR_IO, "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 14, n = 0;
-    char *buf = malloc(cap);
-    ns_status st = NS_OK;
-    while (buf) {
-        if (n == cap) {
-            if (cap >= ((size_t)64 << 20)) {
-                st = ns_fail(NS_ERR_SIZE, "%s: a model file over 64 MiB", path);
-                break;
-            }
-            char *b = realloc(buf, cap * 2);
-            if (!b) break;
-            buf = b;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    if (!buf) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
-    else if (st == NS_OK && ferror(f)) st = ns_fail(NS_ERR_IO, "%s: read error", path);
-    fclose(f);
+    char *buf = NULL;
+    size_t n = 0;
+    ns_status st = ns_file_read_all(path, (size_t)64 << 20, "model file", &buf, &n);
     if (st == NS_OK) st = ns_sim_model_parse(m, buf, n, path);
     free(buf);
     return st;

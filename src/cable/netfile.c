@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "core/rng.h"
 #include "cable/netfile_apply.h"
 #include "cable/netfile_build.h"
@@ -655,33 +656,9 @@ ns_status ns_network_parse(const char *text, size_t length, const char *name, co
 ns_status ns_network_read(const char *path, ns_network_t **out) {
     if (!path || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_read: NULL argument");
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return ns_fail(NS_ERR_IO, "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    ns_status st = NS_OK;
-    while (buf) {
-        if (n == cap) {
-            if (cap >= ((size_t)256 << 20)) {
-                st = ns_fail(NS_ERR_SIZE, "%s: a network file over 256 MiB", path);
-                break;
-            }
-            char *b = realloc(buf, cap * 2);
-            if (!b) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = b;
-            cap *= 2;
-        }
-        const size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    if (!buf) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
-    else if (st == NS_OK && ferror(f)) st = ns_fail(NS_ERR_IO, "%s: read error", path);
-    fclose(f);
+    char *buf = NULL;
+    size_t n = 0;
+    ns_status st = ns_file_read_all(path, (size_t)256 << 20, "network file", &buf, &n);
     /* a JSON object: a SONATA config (docs/networks.md, "SONATA") */
     size_t first = 0;
     while (st == NS_OK && first < n && isspace((unsigned char)buf[first])) ++first;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "neurosolve/cable.h"
 
 ns_region ns_region_of_swc_type(int32_t swc_type) {
@@ -253,34 +254,10 @@ ns_status ns_sim_params_parse(ns_sim_params *p, const char *text, size_t length,
 
 ns_status ns_sim_params_read(ns_sim_params *p, const char *path) {
     if (!p || !path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_params_read: NULL argument");
-    FILE *f = fopen(path, "rb");
-    if (!f) return ns_fail(NS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (len < cap) break;
-        if (cap >= ((size_t)1 << 24)) {
-            fclose(f);
-            free(buf);
-            return ns_fail(NS_ERR_PARSE, "%s: parameter file larger than 16 MiB", path);
-        }
-        char *grown = realloc(buf, cap *= 2);
-        if (!grown) {
-            free(buf);
-            buf = NULL;
-        } else {
-            buf = grown;
-        }
-    }
-    int read_error = ferror(f);
-    fclose(f);
-    if (!buf) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: reading the parameter file", path);
-    if (read_error) {
-        free(buf);
-        return ns_fail(NS_ERR_IO, "%s: read error", path);
-    }
+    char *buf = NULL;
+    size_t len = 0;
+    const ns_status rs = ns_file_read_all(path, (size_t)16 << 20, "parameter file", &buf, &len);
+    if (rs != NS_OK) return rs;
     ns_status st = ns_sim_params_parse(p, buf, len, path);
     free(buf);
     return st;

@@ -2,6 +2,7 @@
  * line and column of every error; depth bounded so that a hostile file
  * cannot exhaust the stack. */
 #define _POSIX_C_SOURCE 200809L
+#include "core/file.h"
 #include "core/json.h"
 
 #include <errno.h>
@@ -323,33 +324,9 @@ ns_status ns_json_parse(const char *text, size_t length, const char *name, ns_js
 ns_status ns_json_read(const char *path, ns_json **out) {
     if (!path || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_json_read: NULL argument");
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return ns_fail(NS_ERR_IO, "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 14, n = 0;
-    char *buf = malloc(cap);
-    ns_status st = NS_OK;
-    while (buf) {
-        if (n == cap) {
-            if (cap >= NS_JSON_MAX_FILE) {
-                st = ns_fail(NS_ERR_SIZE, "%s: a JSON file over %zu MiB", path, NS_JSON_MAX_FILE >> 20);
-                break;
-            }
-            char *b = realloc(buf, cap * 2);
-            if (!b) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = b;
-            cap *= 2;
-        }
-        const size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    if (!buf) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
-    else if (st == NS_OK && ferror(f)) st = ns_fail(NS_ERR_IO, "%s: read error", path);
-    fclose(f);
+    char *buf = NULL;
+    size_t n = 0;
+    ns_status st = ns_file_read_all(path, NS_JSON_MAX_FILE, "JSON file", &buf, &n);
     if (st == NS_OK) st = ns_json_parse(buf, n, path, out);
     free(buf);
     return st;
