@@ -116,13 +116,13 @@ int main(void) {
     /* Exp2Syn: i and g, not factor (set by INITIAL, read by NET_RECEIVE) */
     CHECK(strstr(emit_file(MECH_DIR "/neuron/exp2syn.mod"),
                  "static const unsigned char nsm_Exp2Syn_local[] = {0, 0, 0, 1, 1, 0, 0, 0};"));
-    /* fields: a, b, c, d, e, f, i (assigned in declaration order), s (state).
+    /* fields: i (the current first), a, b, c, d, e, f, then s (the state).
      * a: BREAKPOINT writes it in both branches before reading: local; b:
      * written in one branch only, then read: kept; c: read in the DERIVATIVE
      * before the BREAKPOINT's write (state() reads last step's value): kept;
      * d: written by a PROCEDURE before the read: local; e: the PROCEDURE
      * reads it before writing: kept; f: a LOCAL of the same name shadows it,
-     * and f itself is read: kept; i: the current */
+     * and f itself is read: kept; i: the current, written before summed */
     CHECK(strstr(emit("NEURON { SUFFIX lc NONSPECIFIC_CURRENT i RANGE a, b, c, d, e, f }\n"
                       "ASSIGNED { a b c d e f i }\nSTATE { s }\n"
                       "BREAKPOINT { SOLVE ds METHOD cnexp\n if (v > 0) { a = 1 b = 1 } else { a = 2 }\n"
@@ -130,7 +130,7 @@ int main(void) {
                       "DERIVATIVE ds { s' = -s + c }\n"
                       "PROCEDURE pr() { LOCAL f\n f = 1\n d = f\n e = e + 1 }\n",
                       NS_NMODL_C),
-                 "static const unsigned char nsm_lc_local[] = {1, 0, 0, 1, 0, 0, 1, 0};"));
+                 "static const unsigned char nsm_lc_local[] = {1, 1, 0, 0, 1, 0, 0, 0};"));
     const char *ok = "NEURON { SUFFIX ok USEION ca READ cai, eca WRITE ica RANGE g }\n"
                      "PARAMETER { g = 1 }\nSTATE { s }\n"
                      "BREAKPOINT { SOLVE d METHOD cnexp\n ica = g*s*(v - eca) }\n"

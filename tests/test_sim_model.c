@@ -913,9 +913,10 @@ static void model_var_reads(const ns_cell_t *cell) {
     {
         ns_sim_t *each = NULL;
         ns_sim_options oe = o;
-        oe.model = model_of("all.insert = hh\nsoma.gnabar_hh = 0.2\nsoma.ena = 55\n", "var.model");
+        ns_sim_model_t *me = model_of("all.insert = hh\nsoma.gnabar_hh = 0.2\nsoma.ena = 55\n", "var.model");
+        oe.model = me;
         CHECK_OK(ns_sim_create(1, &cell, 3, NULL, &p, &oe, &each));
-        ns_sim_model_destroy(oe.model);
+        ns_sim_model_destroy(me);
         static const char *const assigned[] = {"il_hh", "gna_hh", "gk_hh", "minf_hh", "hinf_hh", "ninf_hh",
                                                "mtau_hh", "htau_hh", "ntau_hh"};
         int64_t differ = 0, moved = 0;
