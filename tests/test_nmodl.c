@@ -69,16 +69,6 @@ static const char *emit(const char *text, ns_nmodl_target t) {
     return out ? out : "";
 }
 
-static const char *emit_file(const char *path) {
-    ns_nmodl_free(out);
-    out = NULL;
-    ns_nmodl_t *m = NULL;
-    CHECK_OK(ns_nmodl_parse_file(path, &m));
-    if (m) CHECK_OK(ns_nmodl_emit(m, NS_NMODL_C, &out));
-    ns_nmodl_destroy(m);
-    return out ? out : "";
-}
-
 int main(void) {
     all_files(MECH_DIR "/neuron");
     all_files(MECH_DIR "/bbp");
@@ -106,31 +96,6 @@ int main(void) {
         ns_nmodl_free(text);
         ns_nmodl_destroy(m);
     }
-    /* desc.field_local: the assigned fields that current(), state() and
-     * net_receive() each write before reading (docs/mechanisms.md, "ABI").
-     * hh: its 11 assigned (ina ... ntau: the currents and conductances of the
-     * BREAKPOINT, the rates of the TABLE'd PROCEDURE), not the parameters
-     * nor the states */
-    CHECK(strstr(emit_file(MECH_DIR "/neuron/hh.mod"),
-                 "static const unsigned char nsm_hh_local[] = {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0};"));
-    /* Exp2Syn: i and g, not factor (set by INITIAL, read by NET_RECEIVE) */
-    CHECK(strstr(emit_file(MECH_DIR "/neuron/exp2syn.mod"),
-                 "static const unsigned char nsm_Exp2Syn_local[] = {0, 0, 0, 1, 1, 0, 0, 0};"));
-    /* fields: i (the current first), a, b, c, d, e, f, then s (the state).
-     * a: BREAKPOINT writes it in both branches before reading: local; b:
-     * written in one branch only, then read: kept; c: read in the DERIVATIVE
-     * before the BREAKPOINT's write (state() reads last step's value): kept;
-     * d: written by a PROCEDURE before the read: local; e: the PROCEDURE
-     * reads it before writing: kept; f: a LOCAL of the same name shadows it,
-     * and f itself is read: kept; i: the current, written before summed */
-    CHECK(strstr(emit("NEURON { SUFFIX lc NONSPECIFIC_CURRENT i RANGE a, b, c, d, e, f }\n"
-                      "ASSIGNED { a b c d e f i }\nSTATE { s }\n"
-                      "BREAKPOINT { SOLVE ds METHOD cnexp\n if (v > 0) { a = 1 b = 1 } else { a = 2 }\n"
-                      " c = a + b\n pr()\n i = a + b + d + e + f }\n"
-                      "DERIVATIVE ds { s' = -s + c }\n"
-                      "PROCEDURE pr() { LOCAL f\n f = 1\n d = f\n e = e + 1 }\n",
-                      NS_NMODL_C),
-                 "static const unsigned char nsm_lc_local[] = {1, 1, 0, 0, 1, 0, 0, 0};"));
     const char *ok = "NEURON { SUFFIX ok USEION ca READ cai, eca WRITE ica RANGE g }\n"
                      "PARAMETER { g = 1 }\nSTATE { s }\n"
                      "BREAKPOINT { SOLVE d METHOD cnexp\n ica = g*s*(v - eca) }\n"

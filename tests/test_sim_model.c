@@ -906,47 +906,6 @@ static void model_var_reads(const ns_cell_t *cell) {
     printf("ns_sim_get_model_var: hh's gates against the hand-written loop's within %.3g; %lld wrong values\n", worst,
            (long long)bad);
     CHECK_MSG(worst <= 1e-9 && bad == 0, "gates differ by %g, %lld wrong values", worst, (long long)bad);
-    /* the assigned variables that the CPU loop keeps in scratch but on the
-     * last step of each advance (desc.field_local, model_cpu.c): after one
-     * call of 400 steps as after 400 calls of one step (every step stored),
-     * bit for bit, and not the values after init */
-    {
-        ns_sim_t *each = NULL;
-        ns_sim_options oe = o;
-        ns_sim_model_t *me = model_of("all.insert = hh\nsoma.gnabar_hh = 0.2\nsoma.ena = 55\n", "var.model");
-        oe.model = me;
-        CHECK_OK(ns_sim_create(1, &cell, 3, NULL, &p, &oe, &each));
-        ns_sim_model_destroy(me);
-        static const char *const assigned[] = {"il_hh", "gna_hh", "gk_hh", "minf_hh", "hinf_hh", "ninf_hh",
-                                               "mtau_hh", "htau_hh", "ntau_hh"};
-        int64_t differ = 0, moved = 0;
-        double *init_vals = malloc((size_t)n * 9 * 3 * sizeof *init_vals);
-        if (each && init_vals) {
-            for (int64_t c = 0; c < 3; ++c)
-                CHECK_OK(ns_sim_add_iclamp(each, c, ns_sim_spike_compartment(each, c), 1.0, 5.0, 1.0 + c));
-            for (int k = 0; k < 9; ++k)
-                for (int64_t c = 0; c < 3; ++c)
-                    CHECK_OK(ns_sim_get_model_var(each, c, assigned[k], init_vals + ((size_t)k * 3 + (size_t)c) * (size_t)n));
-            for (int s = 0; s < 400; ++s) CHECK_OK(ns_sim_advance(each, 1));
-            for (int k = 0; k < 9; ++k)
-                for (int64_t c = 0; c < 3; ++c) {
-                    CHECK_OK(ns_sim_get_model_var(gen, c, assigned[k], x));
-                    CHECK_OK(ns_sim_get_model_var(each, c, assigned[k], y));
-                    const double *x0 = init_vals + ((size_t)k * 3 + (size_t)c) * (size_t)n;
-                    for (int32_t i = 0; i < n; ++i) {
-                        if (!(area[i] > 0.0)) continue;
-                        differ += memcmp(&x[i], &y[i], sizeof x[i]) != 0;
-                        moved += x[i] != x0[i];
-                    }
-                }
-        }
-        printf("assigned variables after one call of 400 steps against 400 calls: %lld differ, %lld moved since init\n",
-               (long long)differ, (long long)moved);
-        CHECK_MSG(each && init_vals && differ == 0 && moved > 0, "%lld differ, %lld moved", (long long)differ,
-                  (long long)moved);
-        free(init_vals);
-        ns_sim_destroy(each);
-    }
     /* refusals */
     CHECK_FAILS(ns_sim_get_model_var(gen, 0, "m_NaTs2_t", x), NS_ERR_INVALID_ARGUMENT, "'m_NaTs2_t'", "hh", "ena");
     CHECK_FAILS(ns_sim_get_model_var(gen, 0, "q_hh", x), NS_ERR_INVALID_ARGUMENT, "q", "minf");

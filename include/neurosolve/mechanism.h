@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define NS_MECH_ABI_VERSION 2
+#define NS_MECH_ABI_VERSION 1
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
 /* exp for the host loops: the generated mechanisms' host code (nsm_exp; the
@@ -160,14 +160,6 @@ typedef struct ns_mech_desc {
     /* CUDA launchers, one thread per instance; NULL when built without CUDA.
      * Point processes add into rhs, d and the ion arrays atomically. */
     ns_mech_cuda_fn cuda_init, cuda_current, cuda_state;
-    /* n_fields flags (ABI 2): 1 where the field is a RANGE assigned variable
-     * that current(), state() and net_receive() each write before they read
-     * it (or leave alone): its value never carries from one call to the
-     * next, so a loop may point field[k] of such a call at scratch storage
-     * (the CPU loop does, but on the last step of each advance, so that the
-     * values it stores are the ones a reader sees). init() always gets the
-     * real storage. */
-    const unsigned char *field_local;
 } ns_mech_desc;
 
 typedef struct ns_mech_catalogue {

@@ -20,36 +20,24 @@ typedef struct mech_block {
     double **field;   /* n_fields pointers into store */
     int *node_index;  /* cnt */
     ns_mech_ion_view ions[NS_SIM_MECH_IONS_MAX];
-    /* current() and state() go segment by segment (density mechanisms):
-     * a run of at least RUN_MIN consecutive nodes is one call on the
-     * contiguous path in place; the shorter runs between them are packed
-     * into segments of at most SEG lane-nodes, each copied (whole nodes of
-     * w lanes) into the block's scratch, run on the contiguous path there
-     * and copied back (the values are moved, never combined: the results
-     * are the in-place call's bit for bit) */
-    int32_t n_segs;
-    ns_mech_ppack *seg;     /* n_segs */
-    double **seg_field;     /* n_segs * n_fields: the fields of the segment's instances */
-    double **seg_local;     /* the same with desc->field_local fields in the block's scratch */
-    int32_t *seg_node0;     /* per segment: its first node in seg_nodes */
-    int32_t *seg_nodes;     /* the nodes of the gathered segments */
+    /* runs of consecutive nodes: one call each on the contiguous path
+     * (node_begin, vectorised loops) with the fields from the run's first
+     * instance; n_runs 0: one call over node_index */
+    int32_t n_runs;
+    ns_mech_ppack *runs;
+    double **run_field; /* n_runs * n_fields */
 } mech_block;
 
-/* A run of at least this many nodes is called in place (w lanes each), in
- * pieces of at most SEG lane-nodes; shorter runs are gathered into segments
- * of at most SEG lane-nodes. */
-#define RUN_MIN 4
-#define SEG 128
+/* Runs at least this long on average take the contiguous path (shorter
+ * ones cost a call each for little vector work). */
+#define MIN_MEAN_RUN 4
 
 struct model_block {
     int32_t n_mechs;
     mech_block *m;
     int64_t nw;
-    int32_t w;
     double *ion;            /* per ion j: e, ci, co, i, didv at [(5 * j + q) * nw] */
     unsigned char *written; /* per ion j at [j * nw]: e by Nernst at that lane-node */
-    double *scratch;        /* v, rhs, d, then e, ci, co, i, didv per USEION: SEG each */
-    double *local;          /* SEG per field of the mechanism with the most fields: field_local's */
 };
 
 void ns_model_block_free(model_block *b) {
@@ -58,17 +46,12 @@ void ns_model_block_free(model_block *b) {
         free(b->m[k].store);
         free(b->m[k].field);
         free(b->m[k].node_index);
-        free(b->m[k].seg);
-        free(b->m[k].seg_field);
-        free(b->m[k].seg_local);
-        free(b->m[k].seg_node0);
-        free(b->m[k].seg_nodes);
+        free(b->m[k].runs);
+        free(b->m[k].run_field);
     }
     free(b->m);
     free(b->ion);
     free(b->written);
-    free(b->scratch);
-    free(b->local);
     free(b);
 }
 
@@ -78,16 +61,10 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
     if (!b) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: model block");
     b->n_mechs = model->n_mechs;
     b->nw = (int64_t)n * w;
-    b->w = w;
-    b->scratch = aligned_alloc(64, (size_t)(3 + 5 * NS_SIM_MECH_IONS_MAX) * SEG * sizeof(double));
-    int max_fields = 1;
-    for (int32_t k = 0; k < model->n_mechs; ++k)
-        if (model->mechs[k].desc->n_fields > max_fields) max_fields = model->mechs[k].desc->n_fields;
-    b->local = aligned_alloc(64, (size_t)max_fields * SEG * sizeof(double));
     b->m = calloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1), sizeof *b->m);
     b->ion = malloc((size_t)(5 * (model->n_ions > 0 ? model->n_ions : 1)) * (size_t)b->nw * sizeof *b->ion);
     b->written = malloc((size_t)(model->n_ions > 0 ? model->n_ions : 1) * (size_t)b->nw);
-    if (!b->m || !b->ion || !b->written || !b->scratch || !b->local) goto oom;
+    if (!b->m || !b->ion || !b->written) goto oom;
     for (int32_t j = 0; j < model->n_ions; ++j)
         for (int32_t i = 0; i < n; ++i)
             memset(b->written + (size_t)j * (size_t)b->nw + (size_t)i * (size_t)w,
@@ -122,59 +99,29 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         mb->p.global = globals;
         mb->p.table = table;
         mb->p.ion = mb->ions;
-        if (d->kind != NS_MECH_DENSITY || ms->n == 0) continue;
-        /* segments: runs of >= RUN_MIN nodes in place, the rest gathered */
-        const int nf = d->n_fields > 0 ? d->n_fields : 1;
-        const int32_t per = SEG / w; /* nodes per gathered segment */
-        int32_t segs = ms->n / per + 1; /* at most one per run and one per `per` nodes */
-        for (int32_t i = 0; i < ms->n; ++i) segs += i == 0 || ms->node[i] != ms->node[i - 1] + 1;
-        mb->seg = malloc((size_t)segs * sizeof *mb->seg);
-        mb->seg_field = malloc((size_t)segs * (size_t)nf * sizeof *mb->seg_field);
-        mb->seg_local = malloc((size_t)segs * (size_t)nf * sizeof *mb->seg_local);
-        mb->seg_node0 = malloc((size_t)(segs + 1) * sizeof *mb->seg_node0);
-        mb->seg_nodes = malloc((size_t)ms->n * sizeof *mb->seg_nodes);
-        if (!mb->seg || !mb->seg_field || !mb->seg_local || !mb->seg_node0 || !mb->seg_nodes) goto oom;
-        int32_t n_nodes = 0;
-        for (int32_t i = 0; i < ms->n;) {
-            int32_t e = i + 1;
-            while (e < ms->n && ms->node[e] == ms->node[e - 1] + 1) ++e;
-            int32_t g0 = i, g1 = i; /* a gathered segment: instances' nodes [g0, g1) */
-            if (e - i >= RUN_MIN) {
-                g1 = g0;
-                if (e - i > per) e = i + per; /* the rest of the run: the next segment */
-            } else {
-                /* extend over the following short runs while they fit */
-                g1 = e;
-                while (g1 < ms->n && g1 - g0 < per) {
-                    int32_t f = g1 + 1;
-                    while (f < ms->n && ms->node[f] == ms->node[f - 1] + 1) ++f;
-                    if (f - g1 >= RUN_MIN || f - g0 > per) break;
-                    g1 = f;
-                }
+        /* runs of consecutive nodes: instances (node, lane) are then
+         * consecutive lane-nodes from node * w */
+        int32_t runs = 0;
+        for (int32_t i = 0; i < ms->n; ++i) runs += i == 0 || ms->node[i] != ms->node[i - 1] + 1;
+        if (runs > 0 && ms->n >= MIN_MEAN_RUN * runs) {
+            mb->runs = malloc((size_t)runs * sizeof *mb->runs);
+            mb->run_field = malloc((size_t)runs * (size_t)(d->n_fields > 0 ? d->n_fields : 1) * sizeof *mb->run_field);
+            if (!mb->runs || !mb->run_field) goto oom;
+            for (int32_t i = 0; i < ms->n;) {
+                int32_t e = i + 1;
+                while (e < ms->n && ms->node[e] == ms->node[e - 1] + 1) ++e;
+                ns_mech_ppack *rp = &mb->runs[mb->n_runs];
+                double **rf = mb->run_field + (size_t)mb->n_runs * (size_t)d->n_fields;
+                for (int f = 0; f < d->n_fields; ++f) rf[f] = mb->field[f] + (int64_t)i * w;
+                *rp = mb->p;
+                rp->n = (e - i) * w;
+                rp->node_begin = ms->node[i] * w;
+                rp->node_index = NULL;
+                rp->field = rf;
+                mb->n_runs++;
+                i = e;
             }
-            ns_mech_ppack *sp = &mb->seg[mb->n_segs];
-            double **sf = mb->seg_field + (size_t)mb->n_segs * (size_t)nf;
-            double **sl = mb->seg_local + (size_t)mb->n_segs * (size_t)nf;
-            const int32_t i1 = g1 > g0 ? g1 : e;
-            for (int f = 0; f < d->n_fields; ++f) {
-                sf[f] = mb->field[f] + (int64_t)i * w;
-                sl[f] = d->field_local && d->field_local[f] ? b->local + (size_t)f * SEG : sf[f];
-            }
-            *sp = mb->p;
-            sp->n = (i1 - i) * w;
-            sp->node_index = NULL;
-            sp->field = sf;
-            mb->seg_node0[mb->n_segs] = n_nodes;
-            if (g1 > g0) {
-                sp->node_begin = 0; /* in the scratch */
-                for (int32_t q = g0; q < g1; ++q) mb->seg_nodes[n_nodes++] = ms->node[q];
-            } else {
-                sp->node_begin = ms->node[i] * w;
-            }
-            mb->n_segs++;
-            i = i1;
         }
-        mb->seg_node0[mb->n_segs] = n_nodes;
     }
     *out = b;
     return NS_OK;
@@ -210,110 +157,23 @@ static void bind_one(ns_mech_ppack *p, double *v, double *rhs, double *d, double
     p->celsius = celsius;
 }
 
-/* Call fn over the block's instances of one mechanism at once, over
- * node_index (init()). */
-static void call_all(mech_block *mb, ns_mech_fn fn, double *v, double *rhs, double *d, double t, double dt,
-                     double celsius) {
-    bind_one(&mb->p, v, rhs, d, t, dt, celsius);
-    fn(&mb->p);
-}
-
-/* Copy w lanes of each of the segment's nodes between a block array and
- * the scratch (in: block to scratch); W a constant per width, so that each
- * node's lanes are one or two vector moves. */
-#define MOVE_W(W)                                                                                        \
-    static void move_##W(double *restrict blk, double *restrict scr, const int32_t *nodes, int32_t n_nodes, \
-                         int in) {                                                                      \
-        if (in)                                                                                         \
-            for (int32_t k = 0; k < n_nodes; ++k)                                                       \
-                for (int l = 0; l < W; ++l) scr[k * W + l] = blk[(int64_t)nodes[k] * W + l];           \
-        else                                                                                            \
-            for (int32_t k = 0; k < n_nodes; ++k)                                                       \
-                for (int l = 0; l < W; ++l) blk[(int64_t)nodes[k] * W + l] = scr[k * W + l];           \
+/* Call fn over the block's instances of one mechanism: run by run, or once
+ * over node_index (whole: always for init() and state() of a density
+ * mechanism, whose generated node_index loops vectorise with v gathered, so
+ * that the block's zero-area nodes, which split the runs, cost no short
+ * loops; current() scatters into rhs and d, which AVX2 cannot vectorise,
+ * and keeps the runs). */
+static void call(mech_block *mb, ns_mech_fn fn, double *v, double *rhs, double *d, double t, double dt,
+                 double celsius, int whole) {
+    if (mb->n_runs == 0 || whole) {
+        bind_one(&mb->p, v, rhs, d, t, dt, celsius);
+        fn(&mb->p);
+        return;
     }
-MOVE_W(1)
-MOVE_W(2)
-MOVE_W(4)
-MOVE_W(8)
-#undef MOVE_W
-static inline void move_lanes(double *blk, double *scr, const int32_t *nodes, int32_t n_nodes, int32_t w, int in) {
-    switch (w) {
-    case 8: move_8(blk, scr, nodes, n_nodes, in); break;
-    case 4: move_4(blk, scr, nodes, n_nodes, in); break;
-    case 2: move_2(blk, scr, nodes, n_nodes, in); break;
-    default: move_1(blk, scr, nodes, n_nodes, in); break;
+    for (int32_t r = 0; r < mb->n_runs; ++r) {
+        bind_one(&mb->runs[r], v, rhs, d, t, dt, celsius);
+        fn(&mb->runs[r]);
     }
-}
-
-/* current() (rhs, d non-NULL) or state() of a density mechanism, segment
- * by segment (mech_block). A gathered segment copies in what the entry
- * point reads or adds to (v, rhs, d; per USEION what its flags say it
- * reads or writes: e, ci, co; the current and its slope where the loop keeps
- * them) and copies back what it may write (rhs, d and the currents; the
- * concentrations it writes). */
-static void call_segs(const model_block *b, mech_block *mb, const ns_mech_desc *dsc, ns_mech_fn fn, double *v,
-                      double *rhs, double *d, double t, double dt, double celsius, int keep) {
-    const int nf = dsc->n_fields > 0 ? dsc->n_fields : 1;
-    const int32_t w = b->w;
-    const int cur = rhs != NULL;
-    double *sv = b->scratch, *sr = sv + SEG, *sd = sr + SEG;
-    ns_mech_ion_view gv[NS_SIM_MECH_IONS_MAX];
-    for (int j = 0; j < dsc->n_ions; ++j) {
-        double *base = sd + SEG + (size_t)5 * SEG * (size_t)j;
-        gv[j] = (ns_mech_ion_view){base, base + SEG, base + 2 * SEG, mb->ions[j].i ? base + 3 * SEG : NULL,
-                                   mb->ions[j].didv ? base + 4 * SEG : NULL, NULL};
-    }
-    for (int32_t s = 0; s < mb->n_segs; ++s) {
-        ns_mech_ppack *sp = &mb->seg[s];
-        const int32_t *nodes = mb->seg_nodes + mb->seg_node0[s];
-        const int32_t nn = mb->seg_node0[s + 1] - mb->seg_node0[s];
-        sp->field = (keep ? mb->seg_field : mb->seg_local) + (size_t)s * (size_t)nf;
-        if (nn == 0) {
-            bind_one(sp, v, rhs, d, t, dt, celsius);
-            fn(sp);
-            continue;
-        }
-        move_lanes(v, sv, nodes, nn, w, 1);
-        if (cur) {
-            move_lanes(rhs, sr, nodes, nn, w, 1);
-            move_lanes(d, sd, nodes, nn, w, 1);
-        }
-        for (int j = 0; j < dsc->n_ions; ++j) {
-            const ns_mech_ion_view *bv = &mb->ions[j];
-            const unsigned fl = dsc->ions[j].flags;
-            if (fl & NS_MECH_ION_READ_E) move_lanes(bv->e, gv[j].e, nodes, nn, w, 1);
-            if (fl & (NS_MECH_ION_READ_CI | NS_MECH_ION_WRITE_CI)) move_lanes(bv->ci, gv[j].ci, nodes, nn, w, 1);
-            if (fl & (NS_MECH_ION_READ_CO | NS_MECH_ION_WRITE_CO)) move_lanes(bv->co, gv[j].co, nodes, nn, w, 1);
-            if (bv->i && (cur || (fl & NS_MECH_ION_READ_I))) move_lanes(bv->i, gv[j].i, nodes, nn, w, 1);
-            if (bv->didv && cur) move_lanes(bv->didv, gv[j].didv, nodes, nn, w, 1);
-        }
-        bind_one(sp, sv, cur ? sr : NULL, cur ? sd : NULL, t, dt, celsius);
-        sp->ion = gv;
-        fn(sp);
-        sp->ion = mb->ions;
-        if (cur) {
-            move_lanes(rhs, sr, nodes, nn, w, 0);
-            move_lanes(d, sd, nodes, nn, w, 0);
-        }
-        for (int j = 0; j < dsc->n_ions; ++j) {
-            const ns_mech_ion_view *bv = &mb->ions[j];
-            const unsigned fl = dsc->ions[j].flags;
-            if (cur && bv->i) move_lanes(bv->i, gv[j].i, nodes, nn, w, 0);
-            if (cur && bv->didv) move_lanes(bv->didv, gv[j].didv, nodes, nn, w, 0);
-            if (fl & NS_MECH_ION_WRITE_CI) move_lanes(bv->ci, gv[j].ci, nodes, nn, w, 0);
-            if (fl & NS_MECH_ION_WRITE_CO) move_lanes(bv->co, gv[j].co, nodes, nn, w, 0);
-        }
-    }
-}
-
-/* current() or state() over the block's instances: by segments for a
- * density mechanism, else (a point process) at once over node_index. keep
- * 0: the field_local fields in scratch (their stored values are then stale
- * until a call with keep 1). */
-static void call(const model_block *b, mech_block *mb, const ns_mech_desc *dsc, ns_mech_fn fn, double *v,
-                 double *rhs, double *d, double t, double dt, double celsius, int keep) {
-    if (dsc->kind == NS_MECH_DENSITY) call_segs(b, mb, dsc, fn, v, rhs, d, t, dt, celsius, keep);
-    else call_all(mb, fn, v, rhs, d, t, dt, celsius);
 }
 
 void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w, double *v,
@@ -345,7 +205,8 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         mech_block *mb = &b->m[k];
         if (mb->p.n == 0) continue;
-        call_all(mb, model->mechs[k].desc->init, v, NULL, NULL, 0.0, dt, celsius);
+        call(mb, model->mechs[k].desc->init, v, NULL, NULL, 0.0, dt, celsius,
+             model->mechs[k].desc->kind == NS_MECH_DENSITY);
         if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
     }
 }
@@ -359,18 +220,18 @@ void ns_model_block_zero_ions(const sim_model *model, model_block *b) {
 }
 
 void ns_model_block_current(const sim_model *model, model_block *b, int32_t k, double *v, double *rhs, double *d,
-                            double t, double dt, double celsius, int keep) {
+                            double t, double dt, double celsius) {
     mech_block *mb = &b->m[k];
     if (mb->p.n == 0) return;
-    call(b, mb, model->mechs[k].desc, model->mechs[k].desc->current, v, rhs, d, t, dt, celsius, keep);
+    call(mb, model->mechs[k].desc->current, v, rhs, d, t, dt, celsius, 0);
 }
 
-void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius,
-                           int keep) {
+void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius) {
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         mech_block *mb = &b->m[k];
         if (mb->p.n == 0) continue;
-        call(b, mb, model->mechs[k].desc, model->mechs[k].desc->state, v, NULL, NULL, t, dt, celsius, keep);
+        call(mb, model->mechs[k].desc->state, v, NULL, NULL, t, dt, celsius,
+             model->mechs[k].desc->kind == NS_MECH_DENSITY);
         if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
     }
 }

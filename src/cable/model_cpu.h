@@ -15,16 +15,12 @@ void ns_model_block_free(model_block *b);
 void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w, double *v,
                          double dt, double celsius);
 /* Current phase: zero every ion's i and didv, then mechanism k's current()
- * (rhs -= I, d += dI/dv) at time t. keep 0: the assigned variables that no
- * call reads before writing (desc->field_local) go to scratch and are not
- * stored; 1 (the last step of each advance): stored, for readers. */
+ * (rhs -= I, d += dI/dv) at time t. */
 void ns_model_block_zero_ions(const sim_model *model, model_block *b);
 void ns_model_block_current(const sim_model *model, model_block *b, int32_t k, double *v, double *rhs, double *d,
-                            double t, double dt, double celsius, int keep);
-/* State phase: every mechanism's state() at time t, Nernst after a writer
- * (keep as for current). */
-void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius,
-                           int keep);
+                            double t, double dt, double celsius);
+/* State phase: every mechanism's state() at time t, Nernst after a writer. */
+void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius);
 
 /* Variable q (0 e, 1 ci, 2 co, 3 i, 4 didv) of the simulation's ion `ion`
  * over the block, at [node * w + lane]. */

@@ -531,7 +531,7 @@ NS_ALWAYS_INLINE void clamps(const ns_sim_t *sim, const block_view *bv, const in
  * tm: rhs and d from zero, the ions' currents from zero, the mechanisms in
  * NEURON's type order with IClamp after pas, then the capacitance. */
 static void model_pass(const ns_sim_t *sim, const block_view *bv, const int32_t W, double tm, double *restrict d,
-                       double *restrict rhs, int keep) {
+                       double *restrict rhs) {
     const int64_t nw = (int64_t)bv->s->n * W;
     const sim_model *model = sim->model;
     memset(rhs, 0, (size_t)nw * sizeof *rhs);
@@ -548,7 +548,7 @@ static void model_pass(const ns_sim_t *sim, const block_view *bv, const int32_t 
         if (k >= model->n_before_clamp)
             for (; slot < n_points && nb->points[slot].key < model->mechs[k].key; ++slot)
                 ns_net_current(nb, slot, bv->v, rhs, d, tm, dt, celsius);
-        ns_model_block_current(model, bv->blk->mech, k, bv->v, rhs, d, tm, dt, celsius, keep);
+        ns_model_block_current(model, bv->blk->mech, k, bv->v, rhs, d, tm, dt, celsius);
     }
     if (model->n_before_clamp == model->n_mechs) clamps(sim, bv, W, 0, bv->s->n, tm, rhs);
     for (; slot < n_points; ++slot) ns_net_current(nb, slot, bv->v, rhs, d, tm, dt, celsius);
@@ -765,10 +765,7 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
         const double tm = ns_sim_half_step(t, dt);
         /* NEURON's deliver_net_events at the start of the step */
         if (blk->net) ns_net_deliver(blk->net, bv.v, t, dt, sim->params.celsius);
-        /* a model's assigned variables are stored on the call's last step
-         * only (model_cpu.h): what ns_sim_get_model_var reads after it */
-        const int keep = k == steps - 1;
-        if (sim->model) model_pass(sim, &bv, W, tm, d, rhs, keep);
+        if (sim->model) model_pass(sim, &bv, W, tm, d, rhs);
         else membrane_pass(sim, &bv, W, 0, n, tm, d, rhs);
         double v_old[NS_CPU_LANES_MAX];
         const int bad = solve_lanes(&bv, W, d, rhs, v_old);
@@ -776,7 +773,7 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
         const int64_t step = step0 + k + 1;
         if (faults(sim, &bv, W, bad, step, k, steps, d, fault)) return 1;
         if (sim->model) {
-            ns_model_block_states(sim->model, blk->mech, bv.v, t, dt, sim->params.celsius, keep);
+            ns_model_block_states(sim->model, blk->mech, bv.v, t, dt, sim->params.celsius);
             if (blk->net) {
                 ns_net_states(blk->net, bv.v, t, dt, sim->params.celsius);
                 if (ns_net_detect(blk->net, bv.v, t) != 0) return -1;

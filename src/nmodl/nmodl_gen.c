@@ -666,151 +666,6 @@ static int emit_header(gen *g) {
     return 0;
 }
 
-/* ---- fields whose value never carries between calls (desc.field_local) ----
- * Per entry point (current, state, net_receive), the fields it reads before it
- * has surely written them, walking the statements in order as they run:
- * PROCEDURE and FUNCTION bodies at their calls, both branches of an if (a
- * field is surely written after it only when both write it), a TABLE'd
- * block by its exact body (its lookup writes the same names and reads only
- * its DEPEND variables). LOCALs and arguments shadow fields. */
-typedef struct rw {
-    const struct ns_nmodl *m;
-    unsigned char *w, *r; /* surely written so far; read before written */
-    const char *scope[256];
-    int n_scope, depth, overflow;
-} rw;
-
-static int rw_field(rw *s, const char *name) {
-    for (int k = s->n_scope - 1; k >= 0; --k)
-        if (!strcmp(s->scope[k], name)) return -1;
-    const var *v = find_var(s->m, name);
-    return v ? v->field : -1;
-}
-static void rw_read(rw *s, const char *name) {
-    int f = rw_field(s, name);
-    if (f >= 0 && !s->w[f]) s->r[f] = 1;
-}
-static void rw_write(rw *s, const char *name) {
-    int f = rw_field(s, name);
-    if (f >= 0) s->w[f] = 1;
-}
-static void rw_push(rw *s, const char *name) {
-    if (s->n_scope < (int)(sizeof s->scope / sizeof *s->scope)) s->scope[s->n_scope++] = name;
-    else s->overflow = 1;
-}
-static void rw_list(rw *s, const stlist *l);
-static void rw_block(rw *s, const block *bl) {
-    if (++s->depth > 32) { /* recursion: give up, every field read */
-        s->overflow = 1;
-        --s->depth;
-        return;
-    }
-    int base = s->n_scope;
-    if (bl->kind == B_FUNCTION) rw_push(s, bl->name);
-    for (int k = 0; k < bl->n_args; ++k) rw_push(s, bl->args[k]);
-    if (bl->table)
-        for (int k = 0; k < bl->table->n_depend; ++k) rw_read(s, bl->table->depend[k]);
-    rw_list(s, bl->body);
-    s->n_scope = base;
-    --s->depth;
-}
-static void rw_ex(rw *s, const ex *e) {
-    if (!e) return;
-    switch (e->kind) {
-    case EX_NUM: return;
-    case EX_VAR: rw_read(s, e->text); return;
-    case EX_NEG:
-    case EX_NOT: rw_ex(s, e->a); return;
-    case EX_BIN: rw_ex(s, e->a); rw_ex(s, e->b); return;
-    case EX_CALL: {
-        for (int k = 0; k < e->n_args; ++k) rw_ex(s, e->args[k]);
-        const block *bl = find_block(s->m, e->text);
-        if (bl) rw_block(s, bl);
-        return;
-    }
-    }
-}
-static void rw_list(rw *s, const stlist *l) {
-    if (!l) return;
-    int base = s->n_scope;
-    const int nf = s->m->n_fields;
-    for (int k = 0; k < l->n_locals; ++k) rw_push(s, l->locals[k]);
-    for (int i = 0; i < l->n; ++i) {
-        const st *t = l->s[i];
-        switch (t->kind) {
-        case ST_ASSIGN: rw_ex(s, t->e); rw_write(s, t->name); break;
-        case ST_CALL: rw_ex(s, t->e); break;
-        case ST_DERIV: rw_read(s, t->name); rw_ex(s, t->e); rw_write(s, t->name); break;
-        case ST_SOLVE: break; /* state() */
-        case ST_IF: {
-            rw_ex(s, t->e);
-            unsigned char *w0 = malloc((size_t)nf + 1), *w1 = malloc((size_t)nf + 1);
-            if (!w0 || !w1) { free(w0); free(w1); s->overflow = 1; break; }
-            memcpy(w0, s->w, (size_t)nf);
-            rw_list(s, t->then_);
-            memcpy(w1, s->w, (size_t)nf);
-            memcpy(s->w, w0, (size_t)nf);
-            if (t->else_) rw_list(s, t->else_);
-            for (int f = 0; f < nf; ++f) s->w[f] = s->w[f] && w1[f];
-            free(w0);
-            free(w1);
-            break;
-        }
-        }
-    }
-    s->n_scope = base;
-}
-/* the ion concentrations kept as fields: loaded at the start of current()
- * and state() (writes), stored at the end of state() (reads) */
-static void rw_conc(rw *s, int store) {
-    for (int i = 0; i < s->m->n_vars; i++) {
-        const var *v = &s->m->vars[i];
-        if (v->ion < 0 || v->field < 0 || (v->ion_what != 'c' && v->ion_what != 'o')) continue;
-        if (store) rw_read(s, v->name);
-        else rw_write(s, v->name);
-    }
-}
-/* local[f] = 1 for the assigned fields no entry point reads before writing;
- * returns -1 when out of memory */
-static int field_local(const struct ns_nmodl *m, unsigned char *local) {
-    const int nf = m->n_fields;
-    rw s;
-    memset(&s, 0, sizeof s);
-    s.m = m;
-    s.w = calloc((size_t)nf + 1, 1);
-    unsigned char *rd = calloc((size_t)nf + 1, 1);
-    if (!s.w || !rd) { free(s.w); free(rd); return -1; }
-    s.r = rd;
-    /* current(): the concentrations, the BREAKPOINT's statements, the currents summed */
-    rw_conc(&s, 0);
-    rw_list(&s, m->breakpoint);
-    for (int k = 0; k < m->n_currents; k++) rw_read(&s, m->currents[k]);
-    /* state(): the concentrations, each SOLVE's block, the concentrations stored */
-    memset(s.w, 0, (size_t)nf);
-    rw_conc(&s, 0);
-    for (int i = 0; m->breakpoint && i < m->breakpoint->n; i++) {
-        const st *t = m->breakpoint->s[i];
-        if (t->kind != ST_SOLVE) continue;
-        const block *bl = find_block(m, t->name);
-        if (bl) rw_block(&s, bl);
-    }
-    rw_conc(&s, 1);
-    /* net_receive(), its weight an argument */
-    if (m->net_receive) {
-        memset(s.w, 0, (size_t)nf);
-        s.n_scope = 0;
-        rw_push(&s, m->net_weight);
-        rw_list(&s, m->net_receive);
-    }
-    for (int i = 0; i < m->n_vars; i++) {
-        const var *v = &m->vars[i];
-        if (v->field >= 0) local[v->field] = v->cls == V_ASSIGNED && !rd[v->field] && !s.overflow;
-    }
-    free(s.w);
-    free(rd);
-    return 0;
-}
-
 /* The two paths of one loop, at indentation ind. The contiguous path:
  * instance i alone touches node node_begin + i, its field entries and its ion
  * slot, so no iteration depends on another (ivdep). The node_index path: a
@@ -995,13 +850,6 @@ static void emit_desc_data(gen *g) {
     put(b, "};\n");
     snprintf(label, sizeof label, "nsm_%s_gnames", name);
     emit_strs(b, label, gn, m->n_globals);
-    unsigned char *loc = calloc((size_t)m->n_fields + 1, 1);
-    if (!loc || field_local(m, loc)) { b->oom = 1; free(loc); free(fn); free(gn); return; }
-    put(b, "static const unsigned char nsm_%s_local[] = {", name);
-    for (int f = 0; f < m->n_fields; f++) put(b, "%s%d", f ? ", " : "", loc[f]);
-    if (!m->n_fields) put(b, "0");
-    put(b, "};\n");
-    free(loc);
     put(b, "static const ns_mech_ion_use nsm_%s_ions[] = {", name);
     for (int k = 0; k < m->n_ions; k++)
         put(b, "%s{\"%s\", %d, %uu}", k ? ", " : "", m->ions[k].name, m->ions[k].charge, m->ions[k].flags);
@@ -1021,11 +869,11 @@ static void emit_desc(gen *g) {
         n, n, n);
     put(g->b, "const ns_mech_desc nsm_%s_desc = {\n    NS_MECH_ABI_VERSION, \"%s\", %s,\n    %d, %d, %d, %d, nsm_%s_names, nsm_%s_defaults,\n"
               "    %d, nsm_%s_gnames, nsm_%s_gdefaults,\n    %d, nsm_%s_ions,\n    %d, %d,\n"
-              "    nsm_%s_init, nsm_%s_current, nsm_%s_state,\n    %s%s%s,\n    %s%s%s,\n    NSM_CUDA_FNS(%s),\n    nsm_%s_local};\n",
+              "    nsm_%s_init, nsm_%s_current, nsm_%s_state,\n    %s%s%s,\n    %s%s%s,\n    NSM_CUDA_FNS(%s)};\n",
         n, n, m->point ? "NS_MECH_POINT" : "NS_MECH_DENSITY", m->n_fields, m->n_params, m->n_assigned, m->n_states, n, n,
         m->n_globals, n, n, m->n_ions, n, m->table_size, m->net_receive != NULL, n, n, n,
         m->net_receive ? "nsm_" : "NULL", m->net_receive ? n : "", m->net_receive ? "_net_receive" : "",
-        m->table_size ? "nsm_" : "NULL", m->table_size ? n : "", m->table_size ? "_table_update" : "", n, n);
+        m->table_size ? "nsm_" : "NULL", m->table_size ? n : "", m->table_size ? "_table_update" : "", n);
 }
 
 static void emit_cuda(gen *g) {

@@ -5,7 +5,6 @@ static const double nsm_ExpSyn_defaults[] = {0.10000000000000001, 0, 0, 0};
 static const char *const nsm_ExpSyn_names[] = {"tau", "e", "i", "g"};
 static const double nsm_ExpSyn_gdefaults[] = {0.0};
 static const char *const nsm_ExpSyn_gnames[] = {NULL};
-static const unsigned char nsm_ExpSyn_local[] = {0, 0, 1, 0};
 static const ns_mech_ion_use nsm_ExpSyn_ions[] = {{NULL, 0, 0u}};
 
 #undef NSM_LOOP
@@ -96,5 +95,4 @@ const ns_mech_desc nsm_ExpSyn_desc = {
     nsm_ExpSyn_init, nsm_ExpSyn_current, nsm_ExpSyn_state,
     nsm_ExpSyn_net_receive,
     NULL,
-    NSM_CUDA_FNS(ExpSyn),
-    nsm_ExpSyn_local};
+    NSM_CUDA_FNS(ExpSyn)};

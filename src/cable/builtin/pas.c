@@ -5,7 +5,6 @@ static const double nsm_pas_defaults[] = {0.001, -70, 0};
 static const char *const nsm_pas_names[] = {"g", "e", "i"};
 static const double nsm_pas_gdefaults[] = {0.0};
 static const char *const nsm_pas_gnames[] = {NULL};
-static const unsigned char nsm_pas_local[] = {0, 0, 1};
 static const ns_mech_ion_use nsm_pas_ions[] = {{NULL, 0, 0u}};
 
 #undef NSM_LOOP
@@ -107,5 +106,4 @@ const ns_mech_desc nsm_pas_desc = {
     nsm_pas_init, nsm_pas_current, nsm_pas_state,
     NULL,
     NULL,
-    NSM_CUDA_FNS(pas),
-    nsm_pas_local};
+    NSM_CUDA_FNS(pas)};
