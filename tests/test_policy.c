@@ -81,8 +81,11 @@ int main(void) {
     CHECK(hines_auto(NS_BACKEND_CUDA, 1, 16, 1, 10, 3000, 300) == NS_HINES_ONCHIP);         /* asked for CUDA */
     CHECK(hines_auto(NS_BACKEND_CUDA, 1, 16, 1, 256000, 256000 * 691LL, 691) == NS_HINES_INTERLEAVED);
     /* the simulation and LiFE: the GPU whenever one is usable */
-    CHECK(ns_sim_auto_backend(1) == NS_BACKEND_CUDA);
-    CHECK(ns_sim_auto_backend(0) == NS_BACKEND_CPU);
+    CHECK(ns_sim_auto_backend(1, 1) == NS_BACKEND_CUDA);
+    CHECK(ns_sim_auto_backend(0, 1) == NS_BACKEND_CPU);
+    /* a model whose library was built without CUDA code: the CPU, GPU or not */
+    CHECK(ns_sim_auto_backend(1, 0) == NS_BACKEND_CPU);
+    CHECK(ns_sim_auto_backend(0, 0) == NS_BACKEND_CPU);
     /* networks: `auto` keeps the CPU with or without a GPU (docs/networks.md, "The GPU loop") */
     CHECK(ns_sim_auto_network_backend(1) == NS_BACKEND_CPU);
     CHECK(ns_sim_auto_network_backend(0) == NS_BACKEND_CPU);

@@ -342,8 +342,9 @@ void sim_var_call(Simulation &s, const std::string &name, nb::handle arr, nb::ha
 }
 
 // Simulation.state_part: the loop's own arrays of one part, as arrays that
-// keep the Simulation alive (numpy views for a CPU simulation; DLPack
-// producers for a CUDA one: cupy.from_dlpack, torch.from_dlpack, ...).
+// keep the Simulation alive (numpy views for a CPU simulation; for a CUDA
+// one, array-API objects with __dlpack__ that can be imported any number of
+// times: cupy.from_dlpack, torch.from_dlpack, ...).
 nb::dict sim_state_part(nb::handle self, int64_t part) {
     Simulation &s = nb::cast<Simulation &>(self);
     std::lock_guard<std::mutex> lock(s.mu);
@@ -358,7 +359,8 @@ nb::dict sim_state_part(nb::handle self, int64_t part) {
     auto wrap = [&](const void *ptr, nb::dlpack::dtype dt) -> nb::object {
         if (!ptr) return nb::none();
         if (p.device >= 0)
-            return nb::cast(nb::ndarray<>((void *)ptr, 1, shape, self, nullptr, dt, nb::device::cuda::value, p.device),
+            return nb::cast(nb::ndarray<nb::array_api>((void *)ptr, 1, shape, self, nullptr, dt, nb::device::cuda::value,
+                                                       p.device),
                             nb::rv_policy::reference);
         return nb::cast(nb::ndarray<nb::numpy>((void *)ptr, 1, shape, self, nullptr, dt), nb::rv_policy::reference);
     };
@@ -393,7 +395,8 @@ nb::dict sim_state_field(nb::handle self, int64_t part, const std::string &name)
     auto wrap = [&](const void *ptr, nb::dlpack::dtype dt) -> nb::object {
         if (!ptr) return nb::none();
         if (f.device >= 0)
-            return nb::cast(nb::ndarray<>((void *)ptr, 1, shape, self, nullptr, dt, nb::device::cuda::value, f.device),
+            return nb::cast(nb::ndarray<nb::array_api>((void *)ptr, 1, shape, self, nullptr, dt, nb::device::cuda::value,
+                                                       f.device),
                             nb::rv_policy::reference);
         return nb::cast(nb::ndarray<nb::numpy>((void *)ptr, 1, shape, self, nullptr, dt), nb::rv_policy::reference);
     };

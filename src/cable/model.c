@@ -685,6 +685,14 @@ ns_status ns_sim_model_read(ns_sim_model_t *m, const char *path) {
     return st;
 }
 
+int ns_sim_model_has_cuda(const ns_sim_model_t *model) {
+    for (int q = 0; model && q < model->n; ++q) {
+        const ns_mech_desc *d = model->descs[model->stmts[q].mech];
+        if (model->stmts[q].kind == ST_INSERT && (!d->cuda_init || !d->cuda_current || !d->cuda_state)) return 0;
+    }
+    return 1;
+}
+
 /* ------------------------------------------------------------ resolution */
 
 void ns_sim_model_free(sim_model *m) {

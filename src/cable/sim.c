@@ -167,7 +167,10 @@ static ns_status choose_backend(ns_sim_t *sim) {
     } else {
         if (be == NS_BACKEND_AUTO) {
             const ns_impl *cuda = ns_registry_for_backend(table, NS_BACKEND_CUDA);
-            be = ns_sim_auto_backend(cuda && cuda->ops() ? ns_cuda_usable_devices() : 0);
+            int have_cuda = ns_sim_model_has_cuda(sim->options.model);
+            for (int32_t k = 0; sim->options.shape_models && k < sim->n_shapes; ++k)
+                have_cuda &= ns_sim_model_has_cuda(sim->options.shape_models[k]);
+            be = ns_sim_auto_backend(cuda && cuda->ops() ? ns_cuda_usable_devices() : 0, have_cuda);
         }
         if (be != NS_BACKEND_CPU && be != NS_BACKEND_CUDA)
             return ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation: unknown backend %d", (int)be);

@@ -20,7 +20,9 @@ int ns_sim_auto_loop(const ns_sim_loop_facts *f) {
     return NS_SIM_LOOP_TREE;
 }
 
-ns_backend ns_sim_auto_backend(int usable_gpus) { return usable_gpus > 0 ? NS_BACKEND_CUDA : NS_BACKEND_CPU; }
+ns_backend ns_sim_auto_backend(int usable_gpus, int mechanisms_have_cuda) {
+    return usable_gpus > 0 && mechanisms_have_cuda ? NS_BACKEND_CUDA : NS_BACKEND_CPU;
+}
 
 ns_backend ns_sim_auto_network_backend(int usable_gpus) {
     (void)usable_gpus;

@@ -29,9 +29,11 @@ typedef struct ns_sim_loop_facts {
 int ns_sim_auto_loop(const ns_sim_loop_facts *facts);
 
 /* The simulation's backend under NS_BACKEND_AUTO: CUDA whenever a GPU is
- * usable, else the CPU (the rule since the GPU loop landed; the loops are
- * compared in bench/README.md, "Mixed populations"). */
-ns_backend ns_sim_auto_backend(int usable_gpus);
+ * usable and the model's mechanisms (if any) have CUDA code, else the CPU
+ * (the rule since the GPU loop landed; the loops are compared in
+ * bench/README.md, "Mixed populations"; a library built without --cuda
+ * runs on the CPU instead of failing). */
+ns_backend ns_sim_auto_backend(int usable_gpus, int mechanisms_have_cuda);
 /* The backend of a network (simulate --network) under `auto`: the CPU, GPU
  * or not, until the GPU network loop is measured faster on the busyring
  * benchmark (bench/README.md, "Networks"; docs/networks.md, "The GPU loop"):
