@@ -804,8 +804,16 @@ static ns_status ensure_flat_map(ns_sim_t *sim, gpu_group *gr) {
         for (int32_t i = 0; i < n; ++i) map[state_index(gr, j, i)] = o + i;
     }
     ns_status st = NS_OK;
+    /* on the simulation's stream, then waited for: a cudaMemcpy from pageable
+     * memory may return before its DMA lands, and the map is read next on
+     * the caller's stream (non-blocking: no implicit order with the legacy
+     * stream). Without the wait, read_var and the state parts read a map
+     * still being written; on the H100 that showed only with other GPU
+     * processes running (test_sim_state) */
+    const cudaStream_t q = ((gpu_state *)sim->backend_state)->streams[0];
     cudaError_t e = cudaMalloc((void **)&gr->flat_of, (total ? total : 1) * sizeof *map);
-    if (e == cudaSuccess) e = cudaMemcpy(gr->flat_of, map, total * sizeof *map, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(gr->flat_of, map, total * sizeof *map, cudaMemcpyHostToDevice, q);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(q);
     if (e != cudaSuccess) {
         cudaFree(gr->flat_of);
         gr->flat_of = NULL;
@@ -847,6 +855,10 @@ static ns_status gpu_write_var(ns_sim_t *sim, ns_sim_var var, const double *flat
 static ns_status gpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_t field, int32_t ion, int32_t q,
                                double *out) {
     gpu_state *s = (gpu_state *)sim->backend_state;
+    if (s->external_pending) { /* a caller's stream may still write a field (ns_sim_state_field) */
+        NS_CUDA_TRY(cudaEventSynchronize(s->external));
+        s->external_pending = 0;
+    }
     for (int32_t k = 0; k < s->n_groups; ++k) {
         const gpu_group *gr = &s->groups[k];
         if (!gr->tree) continue;
