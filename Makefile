@@ -51,7 +51,7 @@ test-sanitize:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DNS_CUDA=OFF -DNS_SANITIZE=address,undefined $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -LE large
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -LE 'large|mpi_np'
 
 bench: build
 	$(NS) bench hines --backend all --large --csv bench/hines.csv --plot bench/hines.png
