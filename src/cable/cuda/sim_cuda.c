@@ -31,11 +31,10 @@
  * population of many morphologies with few cells each would otherwise run
  * one small kernel after another. */
 #define STREAMS 16
-/* Nodes per group of the tree loop (a block of NS_SIM_TREE_THREADS threads
- * with the group's d, rhs and solve scratch in shared memory: 40 bytes per
- * node, two blocks per SM) and groups per SM at least. */
-#define TREE_GROUP_NODES 2048
-#define TREE_MIN_GROUPS_PER_SM 2
+/* Blocks of the tree loop's small groups per SM that their shared memory
+ * leaves room for (a block of NS_SIM_TREE_THREADS threads with its group's d,
+ * rhs and solve scratch in shared memory: 40 bytes per node). */
+#define TREE_GROUPS_PER_SM 2
 
 enum { LOOP_ONCHIP = NS_SIM_LOOP_ONCHIP, LOOP_TREE = NS_SIM_LOOP_TREE };
 
@@ -188,6 +187,30 @@ static ns_status choose_loops(ns_sim_t *sim, const int64_t *cells, int sms, int 
     return NS_OK;
 }
 
+/* The most nodes per small group of the tree loop: the least cap with which
+ * the greedy packing (consecutive cells while they fit; a group then holds
+ * more than cap - largest + 1 nodes) fills whole waves of the `slots`
+ * groups the GPU runs at once, one wave if group_max allows. A partial last
+ * wave runs its few groups at the latency of a full one: H100, 2026-11-25,
+ * 10,000 busyring cells (56 compartments, fused hh) in groups of at most
+ * 2,048 nodes made 278 groups for 264 slots and took 60 us per step, 43.8
+ * us with 256-node groups (bench/README.md, "The tree loop's groups"). */
+static int32_t tree_group_cap(const ns_sim_t *sim, const gpu_group *gr, int32_t group_max, int64_t slots) {
+    int64_t total = 0;
+    int32_t largest = 1;
+    for (int64_t j = 0; j < gr->g.cells; ++j) {
+        const int32_t n = sim->shapes[sim->cell_shape[gr->cell_id[j]]].n;
+        if (n > group_max) continue; /* a group of its own (medium or big) */
+        total += n;
+        if (n > largest) largest = n;
+    }
+    if (total == 0 || largest >= group_max) return group_max;
+    for (int64_t waves = 1;; ++waves) {
+        const int64_t cap = (total + waves * slots - 1) / (waves * slots) + largest - 1;
+        if (cap <= group_max) return (int32_t)cap;
+    }
+}
+
 /* The tree group: the solver's layout of its cells (a batch of their
  * shapes) and the per-node constants, Flat in the group's cell order. */
 static ns_status setup_tree(ns_sim_t *sim, gpu_group *gr, const int *loop, int sms) {
@@ -228,13 +251,21 @@ static ns_status setup_tree(ns_sim_t *sim, gpu_group *gr, const int *loop, int s
         goto out;
     }
     if ((st = ns_batch_create(nt, (const ns_tree_t *const *)trees, N, cshape, &batch)) != NS_OK) goto out;
-    int optin = 0, dev = 0;
+    int optin = 0, per_sm = 0, dev = 0, resident = 0;
     NS_CUDA_GOTO(cudaGetDevice(&dev), st, out);
     NS_CUDA_GOTO(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), st, out);
+    NS_CUDA_GOTO(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev), st, out);
     /* a cell beyond the opt-in shared memory runs in device memory */
     const int32_t shared_nodes = (int32_t)(((size_t)optin - 64) / ns_contract_shared_bytes(1));
-    if ((st = ns_tree_layout_for(batch, TREE_GROUP_NODES, INT32_MAX, shared_nodes, TREE_MIN_GROUPS_PER_SM * sms,
-                                 NS_SIM_TREE_THREADS, shared_nodes, &L)) != NS_OK)
+    /* small groups: at most the nodes that TREE_GROUPS_PER_SM blocks per SM
+     * hold (1 KiB per block for the runtime) */
+    int32_t group_max = (int32_t)(((size_t)per_sm / TREE_GROUPS_PER_SM - 1024) / ns_contract_shared_bytes(1));
+    if (group_max > shared_nodes) group_max = shared_nodes;
+    NS_CUDA_GOTO(ns_sim_tree_setup(ns_contract_shared_bytes(group_max)), st, out);
+    NS_CUDA_GOTO(ns_sim_tree_resident(ns_contract_shared_bytes(group_max), &resident), st, out);
+    const int32_t cap = tree_group_cap(sim, gr, group_max, (int64_t)(resident > 0 ? resident : 1) * sms);
+    if ((st = ns_tree_layout_for(batch, cap, INT32_MAX, shared_nodes, 0, NS_SIM_TREE_THREADS, shared_nodes, &L)) !=
+        NS_OK)
         goto out;
     /* per-node constants; parents and children local to the node's group */
     const size_t n = (size_t)nodes;

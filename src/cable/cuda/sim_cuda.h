@@ -159,6 +159,10 @@ typedef struct ns_sim_tree {
 
 /* Allow the shared-memory kernel `bytes` of dynamic shared memory. */
 cudaError_t ns_sim_tree_setup(size_t bytes);
+/* Blocks of the small-group kernel (fused or not: the fewer) resident on
+ * one SM with `shared_bytes` of dynamic shared memory each (after
+ * ns_sim_tree_setup with at least that many bytes). */
+cudaError_t ns_sim_tree_resident(size_t shared_bytes, int *blocks_per_sm);
 /* Launch the three kinds of group (several cells, one cell in shared memory,
  * one cell in device memory) on the three streams. */
 cudaError_t ns_sim_launch_tree(const ns_sim_tree *tree, const ns_contract_dev *layout,

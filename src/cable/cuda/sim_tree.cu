@@ -365,6 +365,17 @@ extern "C" cudaError_t ns_sim_tree_setup(size_t shared_bytes) {
     return e == cudaSuccess ? tree_setup<true>(shared_bytes) : e;
 }
 
+extern "C" cudaError_t ns_sim_tree_resident(size_t shared_bytes, int *blocks_per_sm) {
+    int a = 0, b = 0;
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &a, sim_tree_steps<true, ns_block_team, false>, NS_SIM_TREE_THREADS, shared_bytes);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, sim_tree_steps<true, ns_block_team, true>,
+                                                          NS_SIM_TREE_THREADS, shared_bytes);
+    *blocks_per_sm = a < b ? a : b;
+    return e;
+}
+
 extern "C" cudaError_t ns_sim_launch_tree(const ns_sim_tree *tree, const ns_contract_dev *layout,
                                           const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
                                           const cudaStream_t streams[3]) {
