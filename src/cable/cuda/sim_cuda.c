@@ -31,9 +31,12 @@
  * population of many morphologies with few cells each would otherwise run
  * one small kernel after another. */
 #define STREAMS 16
-/* Blocks of the tree loop's small groups per SM that their shared memory
- * leaves room for (a block of NS_SIM_TREE_THREADS threads with its group's d,
- * rhs and solve scratch in shared memory: 40 bytes per node). */
+/* Nodes per small group of the tree loop at most (a block of
+ * NS_SIM_TREE_THREADS threads with the group's d, rhs and solve scratch in
+ * shared memory: 40 bytes per node, two blocks per SM), except to fill one
+ * wave (tree_group_cap): then up to what TREE_GROUPS_PER_SM blocks per SM
+ * hold in the device's shared memory. */
+#define TREE_GROUP_NODES 2048
 #define TREE_GROUPS_PER_SM 2
 
 enum { LOOP_ONCHIP = NS_SIM_LOOP_ONCHIP, LOOP_TREE = NS_SIM_LOOP_TREE };
@@ -187,28 +190,66 @@ static ns_status choose_loops(ns_sim_t *sim, const int64_t *cells, int sms, int 
     return NS_OK;
 }
 
-/* The most nodes per small group of the tree loop: the least cap with which
- * the greedy packing (consecutive cells while they fit; a group then holds
- * more than cap - largest + 1 nodes) fills whole waves of the `slots`
- * groups the GPU runs at once, one wave if group_max allows. A partial last
- * wave runs its few groups at the latency of a full one: H100, 2026-11-25,
- * 10,000 busyring cells (56 compartments, fused hh) in groups of at most
- * 2,048 nodes made 278 groups for 264 slots and took 60 us per step, 43.8
- * us with 256-node groups (bench/README.md, "The tree loop's groups"). */
-static int32_t tree_group_cap(const ns_sim_t *sim, const gpu_group *gr, int32_t group_max, int64_t slots) {
+/* Small groups of the tree loop that the greedy packing (consecutive cells
+ * while their nodes fit `cap` and the group has < NS_SIM_TREE_THREADS
+ * cells; ns_contract_layout_create) makes; a cell above cap is a group of its
+ * own of another class. */
+static int64_t tree_small_groups(const ns_sim_t *sim, const gpu_group *gr, int64_t cap) {
+    int64_t groups = 0, nodes = 0, cells = 0;
+    int open = 0;
+    for (int64_t j = 0; j < gr->g.cells; ++j) {
+        const int32_t n = sim->shapes[sim->cell_shape[gr->cell_id[j]]].n;
+        if (n > cap) {
+            open = 0;
+            continue;
+        }
+        if (open && nodes + n <= cap && cells < NS_SIM_TREE_THREADS) {
+            nodes += n, ++cells;
+            continue;
+        }
+        ++groups, nodes = n, cells = 1, open = 1;
+    }
+    return groups;
+}
+
+/* The most nodes per small group of the tree loop. The rule: the
+ * population's nodes spread over the `slots` blocks the GPU runs at once,
+ * at most TREE_GROUP_NODES; and where that packing leaves a partial second
+ * wave (slots < groups <= 2 slots) of small cells (at most half the cap),
+ * the least cap up to group_max that packs them into one wave: a greedy
+ * group then holds more than cap - largest nodes, so ceil(total / slots) +
+ * largest - 1 makes at most `slots` groups. The few groups of a partial wave
+ * run at the latency of a full one. Measured (H100, 2026-11-25,
+ * bench/device_treewaves.sh, bench/README.md "The tree loop's groups"):
+ * 10,000 busyring cells (56 compartments) made 278 groups for 264 slots and
+ * took 60 us per step with the fused hh, 44 us in one wave; a rule that
+ * filled whole waves everywhere (bigger groups for many waves and for mixed
+ * sizes) was 3-17 % slower on ca1_h10 x 10,000 and the bundled mixed
+ * population, so it applies only to the partial second wave. */
+static int32_t tree_group_cap(const ns_sim_t *sim, const gpu_group *gr, int32_t shared_nodes, int32_t group_max,
+                              int64_t slots) {
     int64_t total = 0;
+    for (int64_t j = 0; j < gr->g.cells; ++j) {
+        const int32_t n = sim->shapes[sim->cell_shape[gr->cell_id[j]]].n;
+        if (n <= shared_nodes) total += n;
+    }
+    int64_t cap = (total + slots - 1) / slots;
+    if (cap > TREE_GROUP_NODES) cap = TREE_GROUP_NODES;
+    if (cap < 1) cap = 1;
+    const int64_t groups = tree_small_groups(sim, gr, cap);
+    if (groups <= slots || groups > 2 * slots) return (int32_t)cap;
+    int64_t small = 0;
     int32_t largest = 1;
     for (int64_t j = 0; j < gr->g.cells; ++j) {
         const int32_t n = sim->shapes[sim->cell_shape[gr->cell_id[j]]].n;
-        if (n > group_max) continue; /* a group of its own (medium or big) */
-        total += n;
+        if (n > cap) continue;
+        small += n;
         if (n > largest) largest = n;
     }
-    if (total == 0 || largest >= group_max) return group_max;
-    for (int64_t waves = 1;; ++waves) {
-        const int64_t cap = (total + waves * slots - 1) / (waves * slots) + largest - 1;
-        if (cap <= group_max) return (int32_t)cap;
-    }
+    if (2 * (int64_t)largest > cap) return (int32_t)cap;
+    const int64_t one_wave = (small + slots - 1) / slots + largest - 1;
+    if (one_wave <= group_max && tree_small_groups(sim, gr, one_wave) <= slots) return (int32_t)one_wave;
+    return (int32_t)cap;
 }
 
 /* The tree group: the solver's layout of its cells (a batch of their
@@ -263,7 +304,7 @@ static ns_status setup_tree(ns_sim_t *sim, gpu_group *gr, const int *loop, int s
     if (group_max > shared_nodes) group_max = shared_nodes;
     NS_CUDA_GOTO(ns_sim_tree_setup(ns_contract_shared_bytes(group_max)), st, out);
     NS_CUDA_GOTO(ns_sim_tree_resident(ns_contract_shared_bytes(group_max), &resident), st, out);
-    const int32_t cap = tree_group_cap(sim, gr, group_max, (int64_t)(resident > 0 ? resident : 1) * sms);
+    const int32_t cap = tree_group_cap(sim, gr, shared_nodes, group_max, (int64_t)(resident > 0 ? resident : 1) * sms);
     if ((st = ns_tree_layout_for(batch, cap, INT32_MAX, shared_nodes, 0, NS_SIM_TREE_THREADS, shared_nodes, &L)) !=
         NS_OK)
         goto out;
