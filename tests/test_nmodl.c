@@ -83,10 +83,11 @@ int main(void) {
         char *text = NULL;
         if (m) CHECK_OK(ns_nmodl_emit(m, NS_NMODL_HEADER, &text));
         hh = text ? text : "";
-        /* m' = (minf - m)/mtau by cnexp, nocmodl's arithmetic (nsm_exp: the
-         * C library's exp on the GPU, a vectorising polynomial on the host) */
+        /* m' = (minf - m)/mtau by cnexp: nocmodl's arithmetic, with its
+         * target -(minf/mtau)/(-1/mtau) as minf (nsm_exp: the C library's exp
+         * on the GPU, a vectorising polynomial on the host) */
         CHECK(strstr(hh, "p->field[15][i_] = p->field[15][i_] + (1. - nsm_exp(p->dt * (((-1.0) / p->field[12][i_])))) * "
-                         "(-((p->field[9][i_] / p->field[12][i_])) / (((-1.0) / p->field[12][i_])) - p->field[15][i_]);"));
+                         "((p->field[9][i_]) - p->field[15][i_]);"));
         /* the slope (I(v + .001) - I(v)) / .001 and the TABLE's clamped ends */
         CHECK(strstr(hh, "nsm_hh_cur(p, i_, node_, v_ + .001)") && strstr(hh, "g_ = (g_ - rhs_) / .001;"));
         CHECK(strstr(hh, "hi_ = xi_ >= 200.") && strstr(hh, "const double xi_ = T_[3] * (A_v - T_[2]);"));
@@ -106,6 +107,15 @@ int main(void) {
     c = emit("NEURON { SUFFIX k2 }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d { s' = 3 }\n",
              NS_NMODL_HEADER);
     CHECK(strstr(c, "p->field[0][i_] = p->field[0][i_] + p->dt * (3.0);")); /* x' = b: x += dt b */
+    /* the target as inf only where the coefficient is -1/tau with the same tau */
+    c = emit("NEURON { SUFFIX k3 }\nPARAMETER { a = 1 b = 2 }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
+             "DERIVATIVE d { s' = (a - s)/b }\n",
+             NS_NMODL_HEADER);
+    CHECK(strstr(c, "* ((p->global[0]) - p->field[0][i_]);"));
+    c = emit("NEURON { SUFFIX k4 }\nPARAMETER { a = 1 b = 2 }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
+             "DERIVATIVE d { s' = (a - 2*s)/b }\n",
+             NS_NMODL_HEADER);
+    CHECK(strstr(c, "* (-((p->global[0] / p->global[1])) / (((-2.0) / p->global[1])) - p->field[0][i_]);"));
     c = emit("NEURON { POINT_PROCESS syn }\nSTATE { g }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
              "DERIVATIVE d { g' = -g }\nNET_RECEIVE(w) { g = g + w }\n", NS_NMODL_CUDA);
     CHECK(strstr(c, "__global__ void nsm_syn_k_current(ns_mech_ppack pp)"));

@@ -187,6 +187,26 @@ static ex *diff(ex *e, const char *x, int *nonlinear) {
     default: *nonlinear = 1; return num(0);
     }
 }
+/* Are x and y the same expression (structurally)? */
+static int ex_same(const ex *x, const ex *y) {
+    if (x == y) return 1;
+    if (!x || !y || x->kind != y->kind) return 0;
+    switch (x->kind) {
+    case EX_NUM: return x->num == y->num;
+    case EX_VAR: return !strcmp(x->text, y->text);
+    case EX_NEG:
+    case EX_NOT: return ex_same(x->a, y->a);
+    case EX_BIN: return x->op == y->op && ex_same(x->a, y->a) && ex_same(x->b, y->b);
+    case EX_CALL:
+        if (strcmp(x->text, y->text) || x->n_args != y->n_args) return 0;
+        for (int i = 0; i < x->n_args; i++)
+            if (!ex_same(x->args[i], y->args[i])) return 0;
+        return 1;
+    }
+    return 0;
+}
+static int is_minus_one(const ex *e) { return is_num(e, -1) || (e && e->kind == EX_NEG && is_num(e->a, 1)); }
+
 /* e with x replaced by 0, simplified */
 static ex *at_zero(ex *e, const char *x) {
     if (!depends(e, x)) return e;
@@ -378,11 +398,23 @@ static int emit_st(gen *g, const st *s, int indent) {
         } else {
             put(b, " + (1. - nsm_exp(p->dt * (");
             emit_ex(g, a);
-            put(b, "))) * (-(");
-            emit_ex(g, c);
-            put(b, ") / (");
-            emit_ex(g, a);
-            put(b, ") - ");
+            put(b, "))) * (");
+            if (c->kind == EX_BIN && c->op == '/' && a->kind == EX_BIN && a->op == '/' && is_minus_one(a->a) &&
+                ex_same(c->b, a->b)) {
+                /* x' = (inf - x)/tau: the target -(inf/tau)/(-1/tau) is inf
+                 * but for rounding, so it is inf (two divisions fewer per
+                 * state: the hand-written hh's gates, docs/mechanisms.md) */
+                put(b, "(");
+                emit_ex(g, c->a);
+                put(b, ")");
+            } else {
+                put(b, "-(");
+                emit_ex(g, c);
+                put(b, ") / (");
+                emit_ex(g, a);
+                put(b, ")");
+            }
+            put(b, " - ");
             emit_var(g, s->name);
             put(b, ");\n");
         }

@@ -122,9 +122,9 @@ NS_MECH_FN double nsm_hh_f_vtrap(ns_mech_ppack *p, int i_, int node_, double v_,
 NS_MECH_FN void nsm_hh_d_states(ns_mech_ppack *p, int i_, int node_, double v_) {
     (void)p; (void)i_; (void)node_; (void)v_;
     nsm_hh_p_rates(p, i_, node_, v_, v_);
-    p->field[15][i_] = p->field[15][i_] + (1. - nsm_exp(p->dt * (((-1.0) / p->field[12][i_])))) * (-((p->field[9][i_] / p->field[12][i_])) / (((-1.0) / p->field[12][i_])) - p->field[15][i_]);
-    p->field[16][i_] = p->field[16][i_] + (1. - nsm_exp(p->dt * (((-1.0) / p->field[13][i_])))) * (-((p->field[10][i_] / p->field[13][i_])) / (((-1.0) / p->field[13][i_])) - p->field[16][i_]);
-    p->field[17][i_] = p->field[17][i_] + (1. - nsm_exp(p->dt * (((-1.0) / p->field[14][i_])))) * (-((p->field[11][i_] / p->field[14][i_])) / (((-1.0) / p->field[14][i_])) - p->field[17][i_]);
+    p->field[15][i_] = p->field[15][i_] + (1. - nsm_exp(p->dt * (((-1.0) / p->field[12][i_])))) * ((p->field[9][i_]) - p->field[15][i_]);
+    p->field[16][i_] = p->field[16][i_] + (1. - nsm_exp(p->dt * (((-1.0) / p->field[13][i_])))) * ((p->field[10][i_]) - p->field[16][i_]);
+    p->field[17][i_] = p->field[17][i_] + (1. - nsm_exp(p->dt * (((-1.0) / p->field[14][i_])))) * ((p->field[11][i_]) - p->field[17][i_]);
 }
 
 NS_MECH_FN void nsm_hh_init_one(ns_mech_ppack *p, int i_, int node_) {

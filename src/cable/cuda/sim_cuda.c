@@ -302,12 +302,21 @@ static ns_status setup_tree(ns_sim_t *sim, gpu_group *gr, const int *loop, int s
      * hold (1 KiB per block for the runtime) */
     int32_t group_max = (int32_t)(((size_t)per_sm / TREE_GROUPS_PER_SM - 1024) / ns_contract_shared_bytes(1));
     if (group_max > shared_nodes) group_max = shared_nodes;
-    NS_CUDA_GOTO(ns_sim_tree_setup(ns_contract_shared_bytes(group_max)), st, out);
-    NS_CUDA_GOTO(ns_sim_tree_resident(ns_contract_shared_bytes(group_max), &resident), st, out);
-    const int32_t cap = tree_group_cap(sim, gr, shared_nodes, group_max, (int64_t)(resident > 0 ? resident : 1) * sms);
-    if ((st = ns_tree_layout_for(batch, cap, INT32_MAX, shared_nodes, 0, NS_SIM_TREE_THREADS, shared_nodes, &L)) !=
-        NS_OK)
-        goto out;
+    /* one shape: tree_group_cap; several: the population spread over
+     * TREE_GROUPS_PER_SM groups per SM, at most TREE_GROUP_NODES each (the
+     * rule before tree_group_cap: on the bundled mixed population x5 the cap
+     * was 11 % slower, H200, 2026-11-28, bench/README.md "The tree loop's
+     * groups") */
+    if (nt == 1) {
+        NS_CUDA_GOTO(ns_sim_tree_setup(ns_contract_shared_bytes(group_max)), st, out);
+        NS_CUDA_GOTO(ns_sim_tree_resident(ns_contract_shared_bytes(group_max), &resident), st, out);
+        const int32_t cap =
+            tree_group_cap(sim, gr, shared_nodes, group_max, (int64_t)(resident > 0 ? resident : 1) * sms);
+        st = ns_tree_layout_for(batch, cap, INT32_MAX, shared_nodes, 0, NS_SIM_TREE_THREADS, shared_nodes, &L);
+    } else
+        st = ns_tree_layout_for(batch, TREE_GROUP_NODES, INT32_MAX, shared_nodes, TREE_GROUPS_PER_SM * sms,
+                                NS_SIM_TREE_THREADS, shared_nodes, &L);
+    if (st != NS_OK) goto out;
     /* per-node constants; parents and children local to the node's group */
     const size_t n = (size_t)nodes;
     ha = malloc(n * sizeof *ha), hb = malloc(n * sizeof *hb), hcap = malloc(n * sizeof *hcap);
