@@ -3,7 +3,9 @@
  *      rasters: the ring, the ring with delays of 0.01 to 0.22 ms, one step
  *      per interval, and the random network of 16 cells) on the CUDA backend,
  *      built call by call: NEURON's spike count per source, every spike within
- *      0.05 ms of NEURON's and within 1e-6 ms of the CPU loop's run made here;
+ *      0.05 ms of NEURON's and within 1e-6 ms of the CPU loop's run made here,
+ *      under auto (the synapses, events and detectors inside the fused
+ *      kernel: the choice asserted) and on the per-step path alike;
  *      two GPU runs identical to the bit (rasters; the soma trace too for the
  *      rings, whose synapses of one type never share a node: docs say why);
  *      the interval loop continued across two ns_sim_advance calls;
@@ -23,7 +25,8 @@ static int gpu_ok(void) {
     return ns_cuda_device_count(&gpus) == NS_OK && gpus > 0;
 }
 
-static void run_ref(const ref *r, ns_cell_t *const *shapes, ns_backend backend, raster *out) {
+static void run_ref(const ref *r, ns_cell_t *const *shapes, ns_backend backend, ns_sim_gpu_mechanisms mechanisms,
+                    raster *out) {
     memset(out, 0, sizeof *out);
     ns_sim_model_t *model = model_of("all.insert = hh\n");
     ns_sim_params p;
@@ -34,6 +37,7 @@ static void run_ref(const ref *r, ns_cell_t *const *shapes, ns_backend backend, 
     o.backend = backend;
     o.threads = 1;
     o.model = model;
+    o.gpu_mechanisms = mechanisms;
     ns_sim_t *sim = NULL;
     CHECK_OK(ns_sim_create(r->n_shapes, (const ns_cell_t *const *)shapes, r->n_cells, r->cell_shape, &p, &o, &sim));
     ns_sim_model_destroy(model);
@@ -47,6 +51,11 @@ static void run_ref(const ref *r, ns_cell_t *const *shapes, ns_backend backend, 
     const int64_t steps = ns_sim_steps_for(sim, r->tstop);
     CHECK_OK(ns_sim_advance(sim, steps / 3));
     CHECK_OK(ns_sim_advance(sim, steps - steps / 3));
+    /* the GPU loop's choice: the network's built-in synapses inside the fused kernel under auto */
+    if (backend == NS_BACKEND_CUDA)
+        CHECK(ns_sim_gpu_mechanisms_of(sim) ==
+              (mechanisms == NS_SIM_GPU_MECHANISMS_PER_STEP ? NS_SIM_GPU_MECHANISMS_PER_STEP
+                                                            : NS_SIM_GPU_MECHANISMS_FUSED));
     for (int q = 0; q < r->n_cells + r->n_trains && q < MAX_SOURCES; ++q) {
         int64_t n = 0;
         const double *x = ns_sim_source_spikes(sim, q, &n);
@@ -73,28 +82,37 @@ static void test_reference(const char *file, int bitwise_trace) {
     ns_cell_t *shapes[MAX_SHAPES] = {NULL};
     int ok = 1;
     for (int k = 0; k < r->n_shapes; ++k) ok &= (shapes[k] = load_cell(r->shape_file[k])) != NULL;
-    static raster cpu, gpu[2];
+    static raster cpu, gpu[2], step;
+    const ns_sim_gpu_mechanisms AUTO = NS_SIM_GPU_MECHANISMS_AUTO;
     if (ok) {
-        run_ref(r, shapes, NS_BACKEND_CPU, &cpu);
-        run_ref(r, shapes, NS_BACKEND_CUDA, &gpu[0]);
-        run_ref(r, shapes, NS_BACKEND_CUDA, &gpu[1]);
+        run_ref(r, shapes, NS_BACKEND_CPU, AUTO, &cpu);
+        run_ref(r, shapes, NS_BACKEND_CUDA, AUTO, &gpu[0]);
+        run_ref(r, shapes, NS_BACKEND_CUDA, AUTO, &gpu[1]);
+        run_ref(r, shapes, NS_BACKEND_CUDA, NS_SIM_GPU_MECHANISMS_PER_STEP, &step);
     }
     int64_t total = 0;
     const double worst = ok ? check_against_neuron(file, r, &gpu[0], &total) : INFINITY;
-    double worst_cpu = 0.0;
+    /* the fused kernel (auto) and the per-step path against the CPU loop */
+    double worst_cpu = 0.0, worst_step = 0.0;
     for (int q = 0; ok && q < r->n_cells + r->n_trains && q < MAX_SOURCES; ++q) {
         CHECK_MSG(gpu[0].count[q] == cpu.count[q], "%s: source %d: GPU %lld spikes, CPU %lld", file, q,
                   (long long)gpu[0].count[q], (long long)cpu.count[q]);
-        for (int64_t k = 0; k < cpu.count[q] && k < gpu[0].count[q] && k < MAX_PER; ++k) {
+        CHECK_MSG(step.count[q] == cpu.count[q], "%s: source %d: GPU per step %lld spikes, CPU %lld", file, q,
+                  (long long)step.count[q], (long long)cpu.count[q]);
+        for (int64_t k = 0; k < cpu.count[q] && k < gpu[0].count[q] && k < step.count[q] && k < MAX_PER; ++k) {
             const double d = fabs(gpu[0].t[q * MAX_PER + k] - cpu.t[q * MAX_PER + k]);
+            const double e = fabs(step.t[q * MAX_PER + k] - cpu.t[q * MAX_PER + k]);
             if (d > worst_cpu) worst_cpu = d;
+            if (e > worst_step) worst_step = e;
         }
     }
-    printf("%s on the GPU: %lld spikes as NEURON's (largest difference %.3g ms), CPU loop's within %.3g ms; "
-           "soma trace end GPU %.17g, CPU %.17g\n",
-           file, (long long)total, worst, worst_cpu, gpu[0].trace_end, cpu.trace_end);
+    printf("%s on the GPU: %lld spikes as NEURON's (largest difference %.3g ms), CPU loop's within %.3g ms (per "
+           "step: %.3g ms); soma trace end GPU %.17g, per step %.17g, CPU %.17g\n",
+           file, (long long)total, worst, worst_cpu, worst_step, gpu[0].trace_end, step.trace_end, cpu.trace_end);
     CHECK_MSG(worst <= TOL, "%s: %g ms from NEURON", file, worst);
     CHECK_MSG(worst_cpu <= 1e-6, "%s: %g ms from the CPU loop", file, worst_cpu);
+    CHECK_MSG(worst_step <= 1e-6, "%s: per step, %g ms from the CPU loop", file, worst_step);
+
     /* two GPU runs: identical rasters (and traces where no atomics reorder sums) */
     CHECK(memcmp(gpu[1].count, gpu[0].count, sizeof gpu[0].count) == 0);
     CHECK(memcmp(gpu[1].t, gpu[0].t, sizeof gpu[0].t) == 0);

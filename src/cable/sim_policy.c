@@ -30,11 +30,12 @@ ns_backend ns_sim_auto_network_backend(int usable_gpus) {
 }
 
 /* The fused tree loop runs the generated code of the built-in pas and hh
- * inside the tree kernel; anything else (a library's mechanisms, Nernst
- * after a concentration writer, a network's events) runs per step, in the
- * launches that the generated CUDA of any library provides. */
+ * inside the tree kernel, and a network's built-in synapses (ExpSyn,
+ * Exp2Syn), events and detectors with them; anything else (a library's
+ * mechanisms or synapses, Nernst after a concentration writer) runs per
+ * step, in the launches that the generated CUDA of any library provides. */
 int ns_sim_gpu_mechanisms_rule(const ns_sim_mech_facts *f) {
-    const int fusable = f->builtin_only && !f->writes_concentration && !f->network;
+    const int fusable = f->builtin_only && !f->writes_concentration && (!f->network || f->network_fused);
     if (f->requested == NS_SIM_GPU_MECHANISMS_PER_STEP) return NS_SIM_GPU_MECHANISMS_PER_STEP;
     if (fusable) return NS_SIM_GPU_MECHANISMS_FUSED;
     return f->requested == NS_SIM_GPU_MECHANISMS_FUSED ? -1 : NS_SIM_GPU_MECHANISMS_PER_STEP;

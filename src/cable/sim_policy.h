@@ -48,13 +48,16 @@ typedef struct ns_sim_mech_facts {
                                  hh, with the field layout it was compiled for) */
     int writes_concentration; /* a mechanism writes an ion's concentration (e by Nernst) */
     int network;              /* the simulation has a network (synapses, sources, connections) */
+    int network_fused;        /* ...whose synapse types the fused kernel has (the built-in ExpSyn and
+                                 Exp2Syn, with the field layouts it was compiled for) */
 } ns_sim_mech_facts;
 
 /* NS_SIM_GPU_MECHANISMS_FUSED or NS_SIM_GPU_MECHANISMS_PER_STEP; -1 when
  * FUSED is requested and the facts rule it out. Fused when asked for or
- * AUTO, with built-in mechanisms only, no concentration writer and no
- * network; per step otherwise (measured: bench/README.md, "Generated hh
- * against the hand-written hh"). */
+ * AUTO, with built-in mechanisms only, no concentration writer, and no
+ * network or one of built-in synapses; per step otherwise (measured:
+ * bench/README.md, "Generated hh against the hand-written hh" and
+ * "Networks: busyring"). */
 int ns_sim_gpu_mechanisms_rule(const ns_sim_mech_facts *facts);
 
 /* Whether `auto` needs the onchip facts at all (it does not for shapes with

@@ -680,8 +680,14 @@ static ns_status gpu_init(ns_sim_t *sim) {
                                        ns_gpu_model_points(s->model), gr->g.v, stream, &s->net);
             free(slot);
             free(inst);
+            if (st == NS_OK) NS_CUDA_TRY(cudaStreamSynchronize(stream));
             if (st != NS_OK) return st;
         }
+        /* the network's synapses, events and detectors inside the fused kernel where the rule allows */
+        if (s->fused && gr->tree &&
+            (st = ns_sim_fused_net_build(sim, s->fused, s->model, sim->net ? s->net : NULL, gr->cell_base,
+                                         gr->g.cells)) != NS_OK)
+            return st;
     }
     s->host_current = 1;
     return sync_sites(sim, s);
@@ -743,10 +749,18 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
             const gpu_group *gr = &s->groups[k];
             cudaStream_t stream = s->streams[k % s->n_streams];
             if (gr->tree && fused) {
-                /* the model's built-in mechanisms inside the tree kernel: the whole part in one launch */
+                /* the model's built-in mechanisms inside the tree kernel: the whole part in one
+                 * launch; with a network, its share of the interval (the events and spike buffer
+                 * of sim_net_cuda.c, on the stream that sorted them, for all three kinds of group) */
+                ns_sim_fused f = *fused;
+                const int with_net = f.net.slots > 0 && s->net;
+                if (with_net) ns_sim_fused_net_bind(&f, s->net, s->net_step);
+                else f.net.slots = 0;
                 const cudaStream_t three[3] = {stream, s->streams[(k + 1) % s->n_streams],
                                                s->streams[(k + 2) % s->n_streams]};
-                NS_CUDA_TRY(ns_sim_launch_tree_fused(&gr->t, &gr->layout, &gr->g, &run, fused, three));
+                const cudaStream_t one[3] = {stream, stream, stream};
+                NS_CUDA_TRY(ns_sim_launch_tree_fused(&gr->t, &gr->layout, &gr->g, &run, &f, with_net ? one : three));
+                if (with_net) s->net_step += part;
             } else if (gr->tree && s->model) {
                 /* a model: step by step, the mechanisms' launchers around the tree loop's step */
                 const cudaStream_t one[3] = {stream, stream, stream};
@@ -806,8 +820,16 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
             const int64_t N = gr->g.cells;
             NS_CUDA_TRY(cudaMemcpy(s->spike_count_host, gr->g.spike_count, (size_t)N * sizeof(int32_t),
                                    cudaMemcpyDeviceToHost));
-            NS_CUDA_TRY(cudaMemcpy(s->spike_t_host, gr->g.spike_t, (size_t)N * SPIKE_CAP * sizeof(double),
-                                   cudaMemcpyDeviceToHost));
+            /* the counted spikes only: the first `most` of each cell's SPIKE_CAP slots (the whole
+             * buffer was 10 MB per launch at 10,000 cells) */
+            int32_t most = 0;
+            for (int64_t j = 0; j < N; ++j)
+                if (s->spike_count_host[j] > most) most = s->spike_count_host[j];
+            if (most > SPIKE_CAP) most = SPIKE_CAP;
+            if (most > 0)
+                NS_CUDA_TRY(cudaMemcpy2D(s->spike_t_host, SPIKE_CAP * sizeof(double), gr->g.spike_t,
+                                         SPIKE_CAP * sizeof(double), (size_t)most * sizeof(double), (size_t)N,
+                                         cudaMemcpyDeviceToHost));
             for (int64_t j = 0; j < N; ++j) {
                 const int32_t cnt = s->spike_count_host[j];
                 if (cnt > SPIKE_CAP)

@@ -23,6 +23,7 @@
 
 #include "cable/cuda/sim_cuda.h"
 #include "cable/cuda/sim_model_cuda.h"
+#include "cable/cuda/sim_net_cuda.h"
 #include "cable/sim_policy.h"
 
 #ifdef __cplusplus
@@ -57,10 +58,60 @@ typedef struct ns_sim_fused_mech {
     const double *table;  /* TABLE storage (built on the host at init) */
 } ns_sim_fused_mech;
 
+/* The network's synapse types the fused kernel runs (the built-in point
+ * processes: their generated functions, field layouts as compiled here). */
+#define NS_FUSED_POINT_SLOTS 2
+enum { NS_FUSED_EXPSYN = 1, NS_FUSED_EXP2SYN = 2 };
+#define NS_FUSED_EXPSYN_PARAMS 2
+#define NS_FUSED_EXPSYN_STATES 1
+#define NS_FUSED_EXPSYN_FIELDS 4
+#define NS_FUSED_EXP2SYN_PARAMS 3
+#define NS_FUSED_EXP2SYN_STATES 2
+#define NS_FUSED_EXP2SYN_FIELDS 8
+
+/* A network inside the fused kernel (docs/networks.md, "The GPU loop"):
+ * per step, NET_RECEIVE of the step's due events (the buckets that
+ * sim_net_cuda.c sorts before each interval), the synapses' currents and
+ * states at their nodes, and the detectors, all in the launch that runs the
+ * interval's steps. slots 0: no network. */
+typedef struct ns_sim_fused_net {
+    int32_t slots;                           /* the network's point types (gpu_model's slots), all before
+                                                hh in NEURON's type order (pas, ExpSyn, Exp2Syn, hh) */
+    int32_t kind[NS_FUSED_POINT_SLOTS];      /* NS_FUSED_EXPSYN, NS_FUSED_EXP2SYN per slot */
+    ns_mech_ppack pp[NS_FUSED_POINT_SLOTS];  /* each type's device storage (sim_model_cuda.c)... */
+    double *fields[NS_FUSED_POINT_SLOTS];    /* ...its fields (field f of instance q at [f * pp.n + q]) */
+    const int32_t *inst0[NS_FUSED_POINT_SLOTS];  /* per tree group cell + 1: its first instance */
+    const int32_t *snode_of[NS_FUSED_POINT_SLOTS]; /* per instance: its synapse node (below) */
+    /* the synapse nodes (nodes with synapses) of the tree group, by node: their node, and their
+     * synapses [snode_begin[k], snode_begin[k + 1]) of syn; syn_flag marks them per node */
+    int32_t n_snodes;
+    const int32_t *snode_node, *snode_begin;
+    const unsigned char *syn_flag;
+    const int32_t *syn;                      /* slot << 28 | instance, by node, then type, then instance */
+    /* this launch's share of the interval: its first step is step j0 of
+     * the interval's len; bucket j * slots + slot is [offsets[b],
+     * offsets[b + 1]) of events (offsets NULL: no event is due) */
+    const ns_mech_event *events;
+    const int64_t *offsets;
+    int64_t j0, len;
+    /* the detectors (sim_net_cuda.c's arrays) by node: det_node ascending,
+     * det_index the detector of each */
+    int32_t n_det;
+    const int32_t *det_node, *det_index;
+    const double *det_thr;
+    unsigned char *det_above;
+    const int64_t *det_source;
+    ns_net_spike *spikes;
+    unsigned long long *count;
+    int64_t cap;
+    double teps; /* spikes at t + teps (NEURON's check) */
+} ns_sim_fused_net;
+
 typedef struct ns_sim_fused {
     ns_sim_fused_mech pas; /* NEURON's type order: pas before IClamp... */
     ns_sim_fused_mech hh;  /* ...hh after it */
     double celsius;        /* [degC] */
+    ns_sim_fused_net net;
 } ns_sim_fused;
 
 /* The fused loop of a simulation's tree group (sim_fused_cuda.c). */
@@ -75,8 +126,18 @@ void ns_sim_fused_facts(const ns_sim_t *sim, ns_sim_mech_facts *facts);
 ns_status ns_sim_fused_create(ns_sim_t *sim, const gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
                               int64_t cells, ns_sim_fused_state **out);
 void ns_sim_fused_free(ns_sim_fused_state *s);
-/* At each advance: the rule again (a network added since runs per step);
- * *fused is what ns_sim_launch_tree_fused takes, NULL for the per-step path. */
+/* At init, after ns_gpu_net_create: the network's maps (its synapses by
+ * node, the detectors by node) where the rule fuses the network; none
+ * otherwise (the network then runs per step). */
+ns_status ns_sim_fused_net_build(ns_sim_t *sim, ns_sim_fused_state *s, const gpu_model *g, const gpu_net *gn,
+                                 const int64_t *cell_base, int64_t cells);
+/* Before a launch of the fused kernel with a network: the interval's events,
+ * offsets and spike buffer (sim_net_cuda.c's, which move between
+ * intervals), the launch's first step j0 of the interval. */
+void ns_sim_fused_net_bind(ns_sim_fused *f, const gpu_net *gn, int64_t j0);
+/* At each advance: the rule again (a network that the fused kernel does not
+ * run goes per step); *fused is what ns_sim_launch_tree_fused takes, NULL for
+ * the per-step path. */
 ns_status ns_sim_fused_pick(ns_sim_t *sim, const ns_sim_fused_state *s, const ns_sim_fused **fused);
 
 /* The tree loop's launch (ns_sim_launch_tree) with the fused mechanisms. */

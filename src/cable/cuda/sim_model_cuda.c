@@ -357,6 +357,14 @@ ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaS
 
 int32_t ns_gpu_model_points(const gpu_model *g) { return g->n_points; }
 
+void ns_gpu_model_point(const gpu_model *g, int32_t slot, const ns_mech_desc **desc, int32_t *key,
+                        ns_mech_ppack *pp, double **fields) {
+    *desc = g->pt_desc[slot];
+    *key = g->pt_key[slot];
+    *pp = g->pt[slot].p;
+    *fields = g->pt[slot].fields;
+}
+
 ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, const ns_mech_event *events,
                                const int64_t *range, int64_t max, cudaStream_t stream) {
     if (max <= 0) return NS_OK;

@@ -47,6 +47,11 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
                                     const int64_t *cell_base, int64_t cells, int32_t *syn_slot, int32_t *syn_inst,
                                     cudaStream_t stream);
 int32_t ns_gpu_model_points(const gpu_model *g);
+/* Point type `slot`: its descriptor, NEURON type key and device storage
+ * (pp: instances in the group's cell order, node_index into the group's
+ * nodes; fields: n_fields arrays of pp->n). */
+void ns_gpu_model_point(const gpu_model *g, int32_t slot, const ns_mech_desc **desc, int32_t *key,
+                        ns_mech_ppack *pp, double **fields);
 /* NET_RECEIVE of point type `slot` over the due events events[range[0] ..
  * range[1]) (device; max bounds their count). */
 ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, const ns_mech_event *events,

@@ -363,6 +363,23 @@ ns_status ns_gpu_net_deliver(const ns_sim_t *sim, gpu_net *gn, gpu_model *model,
     return NS_OK;
 }
 
+void ns_gpu_net_view_of(const gpu_net *gn, ns_gpu_net_view *out) {
+    memset(out, 0, sizeof *out);
+    out->slots = gn->slots;
+    out->n_det = gn->n_det;
+    out->det_node = gn->det_node;
+    out->det_thr = gn->det_thr;
+    out->det_above = gn->det_above;
+    out->det_source = gn->det_source;
+    out->spikes = gn->spikes;
+    out->count = &gn->counters->spikes;
+    out->cap = gn->cap_spikes;
+    out->events = gn->events[gn->cur];
+    out->offsets = gn->max > 0 ? gn->offsets : NULL;
+    out->len = gn->len;
+    out->teps = NS_NET_TEPS;
+}
+
 ns_status ns_gpu_net_collect(ns_sim_t *sim, gpu_net *gn) {
     net_counters c;
     NS_CUDA_TRY(cudaMemcpy(&c, gn->counters, sizeof c, cudaMemcpyDeviceToHost));

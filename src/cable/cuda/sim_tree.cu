@@ -25,7 +25,13 @@
 // A model of built-in density mechanisms runs fused (FUSED, sim_fused.h):
 // the generated per-instance functions of pas in phase A, hh's current in
 // phase C and its state in phase D, in NEURON's type order (pas, IClamp,
-// hh: the CPU loop's per-node order), over per-node instance maps.
+// hh: the CPU loop's per-node order), over per-node instance maps. With a
+// network (NET, sim_fused.h: built-in ExpSyn and Exp2Syn synapses) the
+// launch runs an interval's steps: at the start of each step the step's due
+// events (NET_RECEIVE, each instance's in order, by the thread of its node),
+// the synapses' currents in phase C (after hh, or before it, in type order)
+// and states in phase D (after hh's), and in phase E the detectors; the
+// events, spike buffer and detector flags are sim_net_cuda.c's.
 #include "core/cuda_check.h"
 #include <math.h>
 #include <string.h>
@@ -36,6 +42,8 @@
 #include "hines/cuda/contract_sweeps.cuh"
 #include "cable/builtin/pas.h"
 #include "cable/builtin/hh.h"
+#include "cable/builtin/ExpSyn.h"
+#include "cable/builtin/Exp2Syn.h"
 
 namespace {
 
@@ -97,6 +105,128 @@ __device__ __forceinline__ void fused_one(const ns_sim_fused_mech &m, int2 qs, d
     }
 }
 
+// One synapse's generated current_one or state_one (instance q of a point
+// type, NF fields: NP parameters, assigned, NS states) at group-local node
+// `node`: parameters and states from the type's fields, the assigned
+// variables UNSET locals as fused_one's; rhs, d and v are the group's
+// arrays (the generated current adds to rhs[node] and d[node] with atomics,
+// which need shared or device memory: the caller has stored the node's sums
+// there). States stored when `states`, the set assigned variables in LAST.
+template <int NF, int NP, int NS, void (*FN)(ns_mech_ppack *, int, int), bool LAST>
+__device__ __forceinline__ void fused_point(const ns_sim_fused_net &net, int slot, int32_t q, double *v, double *rhs,
+                                            double *d, int32_t node, bool states, double t, double dt,
+                                            double celsius) {
+    const ns_mech_ppack &pp = net.pp[slot];
+    double *fields = net.fields[slot];
+    const int64_t count = pp.n;
+    double F[NF];
+    double *fp[NF];
+#pragma unroll
+    for (int k = 0; k < NF; ++k) {
+        const bool assigned = k >= NP && k < NF - NS;
+        F[k] = assigned ? __longlong_as_double(UNSET) : fields[(int64_t)k * count + q];
+        fp[k] = &F[k];
+    }
+    ns_mech_ppack p;
+    p.n = 1;
+    p.node_begin = 0;
+    p.node_index = nullptr;
+    p.t = t;
+    p.dt = dt;
+    p.celsius = celsius;
+    p.v = v;
+    p.rhs = rhs;
+    p.d = d;
+    p.weight = pp.weight + q;
+    p.field = fp;
+    p.global = pp.global;
+    p.table = pp.table;
+    p.ion = nullptr;
+    FN(&p, 0, node);
+#pragma unroll
+    for (int k = NP; k < NF; ++k) {
+        const bool assigned = k < NF - NS;
+        if (assigned ? LAST && __double_as_longlong(F[k]) != UNSET : states) fields[(int64_t)k * count + q] = F[k];
+    }
+}
+
+// The first index of x[0 .. n) (ascending) not below `key`.
+__device__ __forceinline__ int32_t lower_bound32(const int32_t *x, int32_t n, int64_t key) {
+    int32_t lo = 0, hi = n;
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (x[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+// The synapses of synapse node k (group-local node i), in order: their
+// currents (phase C2; the generated code adds to rhs[i] and d[i]) or their
+// states (STATE, phase E: after the step's barrier, v final).
+template <bool STATE, bool LAST>
+__device__ __forceinline__ void net_snode(const ns_sim_fused_net &net, int32_t k, int32_t i, double *v, double *rhs,
+                                          double *d, double t, double dt, double celsius) {
+    for (int32_t e = net.snode_begin[k]; e < net.snode_begin[k + 1]; ++e) {
+        const int32_t code = net.syn[e], slot = code >> 28, q = code & ((1 << 28) - 1);
+        if (net.kind[slot] == NS_FUSED_EXPSYN)
+            fused_point<NS_FUSED_EXPSYN_FIELDS, NS_FUSED_EXPSYN_PARAMS, NS_FUSED_EXPSYN_STATES,
+                        STATE ? nsm_ExpSyn_state_one : nsm_ExpSyn_current_one, LAST>(net, slot, q, v, rhs, d, i, STATE,
+                                                                                     t, dt, celsius);
+        else
+            fused_point<NS_FUSED_EXP2SYN_FIELDS, NS_FUSED_EXP2SYN_PARAMS, NS_FUSED_EXP2SYN_STATES,
+                        STATE ? nsm_Exp2Syn_state_one : nsm_Exp2Syn_current_one, LAST>(net, slot, q, v, rhs, d, i,
+                                                                                       STATE, t, dt, celsius);
+    }
+}
+
+// Interval step j's due events of the group's instances (NEURON's
+// deliver_net_events at the start of the step): per type, bucket (j, slot)
+// holds them sorted by instance, then time and sequence; the group's
+// instances are [inst0[c0], inst0[c1]) (cells in order), found by binary
+// search. An instance's events are applied in order by the thread that runs
+// its synapse node in phases C2 and E (thread (k - s_lo) % nt of synapse
+// node k: the one thread that reads and writes the instance's fields, so
+// that no other block of a cluster sees stale values).
+__device__ __forceinline__ void net_deliver(const ns_sim_fused_net &net, int64_t j, int32_t c0, int32_t c1,
+                                            int32_t s_lo, int32_t tid, int32_t nt, double dt, double celsius) {
+    for (int32_t slot = 0; slot < net.slots; ++slot) {
+        const int64_t b = j * net.slots + slot;
+        int64_t lo = net.offsets[b], hi = net.offsets[b + 1];
+        if (lo >= hi) continue;
+        const int32_t i0 = net.inst0[slot][c0], i1 = net.inst0[slot][c1];
+        if (i0 >= i1) continue;
+        int64_t a = lo, z = hi;  // the first event of an instance >= i0
+        while (a < z) {
+            const int64_t mid = a + (z - a) / 2;
+            if (net.events[mid].instance < i0) a = mid + 1;
+            else z = mid;
+        }
+        lo = a;
+        z = hi;  // the first event of an instance >= i1
+        while (a < z) {
+            const int64_t mid = a + (z - a) / 2;
+            if (net.events[mid].instance < i1) a = mid + 1;
+            else z = mid;
+        }
+        hi = a;
+        for (int64_t e = lo; e < hi; ++e) {
+            const int32_t q = net.events[e].instance;
+            if (e > lo && net.events[e - 1].instance == q) continue;
+            if ((net.snode_of[slot][q] - s_lo) % nt != tid) continue;
+            ns_mech_ppack p = net.pp[slot];
+            p.dt = dt;
+            p.celsius = celsius;
+            const int32_t node = p.node_index[q];
+            for (int64_t k = e; k < hi && net.events[k].instance == q; ++k) {
+                p.t = net.events[k].t;
+                if (net.kind[slot] == NS_FUSED_EXPSYN) nsm_ExpSyn_net_receive_one(&p, q, node, net.events[k].weight);
+                else nsm_Exp2Syn_net_receive_one(&p, q, node, net.events[k].weight);
+            }
+        }
+    }
+}
+
 // pas's current at `node` (phase A): rhs and d from 0, as the CPU loop's.
 __device__ __forceinline__ void fused_before_clamp(const ns_sim_fused &f, int64_t node, double vi, double &ri,
                                                    double &di, bool last, double t, double dt) {
@@ -143,7 +273,7 @@ __device__ __forceinline__ void fused_states(const ns_sim_fused &f, int64_t node
 // cells; Team = a block, or a cluster of blocks where the GPU has them). In
 // a cluster, the per-cell phases run in its first block, and values that
 // other blocks wrote are loaded past L1 (Team::ld).
-template <bool SHARED, class Team, bool FUSED>
+template <bool SHARED, class Team, bool FUSED, bool NET = false>
 __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
     sim_tree_steps(ns_sim_tree t, ns_contract_dev p, const int32_t *__restrict__ list, int32_t team_blocks,
                    ns_sim_gpu_group g, ns_sim_gpu_run r, ns_sim_fused fz) {
@@ -181,10 +311,22 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
     int32_t spikes = own && r.continued ? g.spike_count[c] : 0;
     double v_old = 0.0;
     if (tm.rank() == 0 && threadIdx.x == 0) *stop = 0;
+    // NET: the group's detectors [det_lo, det_hi) and synapse nodes [s_lo, s_hi) (both by node)
+    int32_t det_lo = 0, det_hi = 0, s_lo = 0, s_hi = 0;
+    if (NET) {
+        const ns_sim_fused_net &net = fz.net;
+        det_lo = lower_bound32(net.det_node, net.n_det, base);
+        det_hi = lower_bound32(net.det_node, net.n_det, base + N);
+        s_lo = lower_bound32(net.snode_node, net.n_snodes, base);
+        s_hi = lower_bound32(net.snode_node, net.n_snodes, base + N);
+    }
     for (int64_t k = 0; k < r.steps; ++k) {
         const double tp = tcur;
         const double tm_half = tcur + .5 * dt;
         const bool last = k == r.steps - 1; // FUSED: the assigned variables are stored
+        // NET: the step's due events, before any current (read in C by the same thread)
+        if (NET && fz.net.offsets && fz.net.j0 + k < fz.net.len)
+            net_deliver(fz.net, fz.net.j0 + k, c0, c1, s_lo, tid, nt, dt, fz.celsius);
         // A: pas (a model: its mechanisms' currents, assembled before the launch)
         for (int32_t i = tid; i < N && r.preassembled; i += nt) {
             if (SHARED) {
@@ -227,6 +369,10 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
             const int reg = region[i];
             double ri = tm.ld(rhs + i), di = d[i];
             const double vi = v[i];
+            if (NET && fz.net.syn_flag[base + i]) {  // a synapse node: C2 goes on from here
+                rhs[i] = ri, d[i] = di;
+                continue;
+            }
             if (FUSED) fused_after_clamp(fz, base + i, vi, ri, di, last, tm_half, dt);
             if (reg >= 0) {
                 if (!FUSED && r.regions[reg].hh) {
@@ -256,6 +402,39 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
             d[i] = di;
             U[i] = b[i];
             W[i] = a[i];
+        }
+        // C2 (NET): the synapse nodes, a thread each (all lanes busy: the
+        // synapses are few and spread over the nodes): the synapses'
+        // currents in type and instance order (after IClamp, before hh:
+        // NEURON's type order), then hh, the capacitance and the axial terms
+        // as in C: every node's sums in the CPU loop's order
+        if (NET) {
+            tm.sync();
+            for (int32_t sk = s_lo + tid; sk < s_hi; sk += nt) {
+                const int32_t i = fz.net.snode_node[sk] - (int32_t)base;
+                if (last) net_snode<false, true>(fz.net, sk, i, v, rhs, d, tm_half, dt, fz.celsius);
+                else net_snode<false, false>(fz.net, sk, i, v, rhs, d, tm_half, dt, fz.celsius);
+                double ri = SHARED ? rhs[i] : __ldcg(rhs + i), di = SHARED ? d[i] : __ldcg(d + i);
+                const double vi = v[i];
+                fused_after_clamp(fz, base + i, vi, ri, di, last, tm_half, dt);
+                if (region[i] >= 0) di = di + cap[i];
+                const int32_t pi = parent[i];
+                if (pi >= 0) {
+                    const double dv = tm.ld(v + pi) - vi;
+                    ri -= b[i] * dv;
+                    di -= b[i];
+                }
+                for (int32_t q = cb[i]; q < cb[i + 1]; ++q) {
+                    const int32_t ch = t.child[q];
+                    const double dv = vi - tm.ld(v + ch);
+                    ri += a[ch] * dv;
+                    di -= a[ch];
+                }
+                rhs[i] = ri;
+                d[i] = di;
+                U[i] = b[i];
+                W[i] = a[i];
+            }
         }
         // the solve (starts and ends with a barrier); a big cell's last
         // rounds on a copy in shared memory
@@ -309,6 +488,26 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
                     row[g.rec_site[q]] = tm.ld(v + cell_base + g.rec_node[q]);
             }
         }
+        // NET: the synapses' states (after hh's, as the CPU loop; by the
+        // threads of C2), then the detectors (the per-step path's
+        // detect_kernel, after the states)
+        if (NET) {
+            const ns_sim_fused_net &net = fz.net;
+            for (int32_t sk = s_lo + tid; sk < s_hi; sk += nt) {
+                const int32_t i = net.snode_node[sk] - (int32_t)base;
+                if (last) net_snode<true, true>(net, sk, i, v, rhs, d, tcur, dt, fz.celsius);
+                else net_snode<true, false>(net, sk, i, v, rhs, d, tcur, dt, fz.celsius);
+            }
+            for (int32_t q = det_lo + tid; q < det_hi; q += nt) {
+                const int32_t kd = net.det_index[q];
+                const int a = tm.ld(v + (net.det_node[q] - base)) > net.det_thr[kd];
+                if (a && !net.det_above[kd]) {
+                    const unsigned long long at = atomicAdd(net.count, 1ULL);
+                    if (at < (unsigned long long)net.cap) net.spikes[at] = ns_net_spike{tcur + net.teps, net.det_source[kd]};
+                }
+                net.det_above[kd] = (unsigned char)a;
+            }
+        }
         // the next step's phase A writes rhs and d, which E does not read
     }
     if (own) g.spike_count[c] = spikes;
@@ -318,18 +517,18 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
 
 namespace {
 
-template <bool FUSED>
+template <bool FUSED, bool NET>
 cudaError_t tree_setup(size_t shared_bytes) {
     cudaError_t e =
-        ns_cuda_allow_shared((const void *)sim_tree_steps<true, ns_block_team, FUSED>, shared_bytes);
+        ns_cuda_allow_shared((const void *)sim_tree_steps<true, ns_block_team, FUSED, NET>, shared_bytes);
     if (e == cudaSuccess)
-        e = ns_cuda_allow_shared((const void *)sim_tree_steps<false, ns_block_team, FUSED>, shared_bytes);
+        e = ns_cuda_allow_shared((const void *)sim_tree_steps<false, ns_block_team, FUSED, NET>, shared_bytes);
     if (e == cudaSuccess)
-        e = ns_cuda_allow_shared((const void *)sim_tree_steps<false, ns_cluster_team, FUSED>, shared_bytes);
+        e = ns_cuda_allow_shared((const void *)sim_tree_steps<false, ns_cluster_team, FUSED, NET>, shared_bytes);
     return e;
 }
 
-template <bool FUSED>
+template <bool FUSED, bool NET>
 cudaError_t launch_tree(const ns_sim_tree *tree, const ns_contract_dev *layout, const ns_sim_gpu_group *group,
                         const ns_sim_gpu_run *run, const ns_sim_fused &fz, const cudaStream_t streams[3]) {
     // small groups, single medium cells (shared memory), big cells (device
@@ -337,32 +536,33 @@ cudaError_t launch_tree(const ns_sim_tree *tree, const ns_contract_dev *layout, 
     // launches side by side
     if (layout->n_large > 0) return cudaErrorInvalidValue; /* the simulation's layout has no large class */
     if (layout->n_small > 0)
-        sim_tree_steps<true, ns_block_team, FUSED>
+        sim_tree_steps<true, ns_block_team, FUSED, NET>
             <<<(unsigned)layout->n_small, NS_SIM_TREE_THREADS, ns_contract_shared_bytes(layout->max_small_nodes),
                streams[0]>>>(*tree, *layout, layout->small, 1, *group, *run, fz);
     if (layout->n_medium > 0)
-        sim_tree_steps<true, ns_block_team, FUSED>
+        sim_tree_steps<true, ns_block_team, FUSED, NET>
             <<<(unsigned)layout->n_medium, NS_SIM_TREE_THREADS, ns_contract_shared_bytes(layout->max_medium_nodes),
                streams[1]>>>(*tree, *layout, layout->medium, 1, *group, *run, fz);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess || layout->n_big == 0) return e;
     const size_t tail = ns_contract_shared_bytes(layout->max_tail_nodes);
     if (layout->cluster <= 1) {
-        sim_tree_steps<false, ns_block_team, FUSED><<<(unsigned)layout->n_big, NS_SIM_TREE_THREADS, tail, streams[2]>>>(
+        sim_tree_steps<false, ns_block_team, FUSED, NET><<<(unsigned)layout->n_big, NS_SIM_TREE_THREADS, tail, streams[2]>>>(
             *tree, *layout, layout->big, 1, *group, *run, fz);
         return cudaGetLastError();
     }
     cudaLaunchAttribute attr;
     const cudaLaunchConfig_t cfg = ns_contract_cluster_config(layout, NS_SIM_TREE_THREADS, tail, streams[2], &attr);
-    return cudaLaunchKernelEx(&cfg, sim_tree_steps<false, ns_cluster_team, FUSED>, *tree, *layout, layout->big,
+    return cudaLaunchKernelEx(&cfg, sim_tree_steps<false, ns_cluster_team, FUSED, NET>, *tree, *layout, layout->big,
                               (int32_t)layout->cluster, *group, *run, fz);
 }
 
 }  // namespace
 
 extern "C" cudaError_t ns_sim_tree_setup(size_t shared_bytes) {
-    cudaError_t e = tree_setup<false>(shared_bytes);
-    return e == cudaSuccess ? tree_setup<true>(shared_bytes) : e;
+    cudaError_t e = tree_setup<false, false>(shared_bytes);
+    if (e == cudaSuccess) e = tree_setup<true, false>(shared_bytes);
+    return e == cudaSuccess ? tree_setup<true, true>(shared_bytes) : e;
 }
 
 extern "C" cudaError_t ns_sim_tree_resident(size_t shared_bytes, int *blocks_per_sm) {
@@ -381,12 +581,13 @@ extern "C" cudaError_t ns_sim_launch_tree(const ns_sim_tree *tree, const ns_cont
                                           const cudaStream_t streams[3]) {
     ns_sim_fused none;
     memset(&none, 0, sizeof none);
-    return launch_tree<false>(tree, layout, group, run, none, streams);
+    return launch_tree<false, false>(tree, layout, group, run, none, streams);
 }
 
 extern "C" cudaError_t ns_sim_launch_tree_fused(const ns_sim_tree *tree, const ns_contract_dev *layout,
                                                 const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
                                                 const ns_sim_fused *fused, const cudaStream_t streams[3]) {
     if (run->preassembled) return cudaErrorInvalidValue; /* the fused loop assembles its own */
-    return launch_tree<true>(tree, layout, group, run, *fused, streams);
+    if (fused->net.slots > 0) return launch_tree<true, true>(tree, layout, group, run, *fused, streams);
+    return launch_tree<true, false>(tree, layout, group, run, *fused, streams);
 }
