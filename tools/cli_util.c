@@ -223,11 +223,16 @@ int cli_output_commit(ns_output *o) {
 
 /* Run argv[0] (searched in PATH) with argv, no shell in between (paths may
  * hold any character); its exit status as from waitpid, or -1. */
-static int run_program(const char *const *argv) {
+/* Run argv and wait; quiet: its output and errors to /dev/null (a probe). */
+static int run_program(const char *const *argv, int quiet) {
     fflush(NULL);
     const pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
+        if (quiet) {
+            const int devnull = open("/dev/null", O_WRONLY);
+            if (devnull >= 0) dup2(devnull, STDOUT_FILENO), dup2(devnull, STDERR_FILENO);
+        }
         execvp(argv[0], (char *const *)argv);
         _exit(127);
     }
@@ -276,7 +281,7 @@ int cli_plot(const char *script, const char *csv, const char *png, const char *c
     struct stat st;
     if (stat(path, &st) != 0) return cli_error("plot script %s not found", path);
     const char *probe[] = {"python3", "-c", "import matplotlib", NULL};
-    const int have = run_program(probe);
+    const int have = run_program(probe, 1); /* no traceback when matplotlib is missing */
     if (have < 0 || !WIFEXITED(have) || WEXITSTATUS(have) != 0)
         return cli_error("%s: not drawn: python3 cannot import matplotlib (pip install matplotlib)", png);
     ns_output *o = cli_output_open(png); /* the script writes the temporary file */
@@ -285,7 +290,7 @@ int cli_plot(const char *script, const char *csv, const char *png, const char *c
     int n = 4;
     for (int k = 0; extra && extra[k] && n < 15; ++k) argv[n++] = extra[k];
     argv[n] = NULL;
-    int rc = run_program(argv);
+    int rc = run_program(argv, 0);
     if (rc != 0) {
         ns_output_abort(o);
         return cli_error("%s: not drawn: %s exited with status %d (its message is above)", png, script,

@@ -145,11 +145,12 @@ NS_API ns_status ns_sim_model_read(ns_sim_model_t *model, const char *path);
  * "Models: the fused loop"). */
 typedef enum ns_sim_gpu_mechanisms {
     NS_SIM_GPU_MECHANISMS_AUTO = 0,     /* fused where the rule allows (built-in density mechanisms
-                                           only, no network), else per step */
+                                           only; a network of built-in synapses only), else per
+                                           step */
     NS_SIM_GPU_MECHANISMS_FUSED = 1,    /* inside the tree kernel, many steps per launch; a model
                                            the rule does not allow is refused (NS_ERR_UNSUPPORTED) */
     NS_SIM_GPU_MECHANISMS_PER_STEP = 2  /* a launch per mechanism and phase around one-step tree
-                                           launches (any mechanism library, networks) */
+                                           launches (any mechanism library, any synapse type) */
 } ns_sim_gpu_mechanisms;
 
 typedef struct ns_sim_options {

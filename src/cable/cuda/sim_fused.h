@@ -5,8 +5,11 @@
  * and phase around one-step tree launches (sim_model_cuda.c's per-step
  * path). Both paths use the same device storage (sim_model_cuda.c: the
  * fields, ions, globals and tables of each mechanism), so a simulation can
- * take either at any advance. The rule that picks one: sim_policy.h,
- * ns_sim_gpu_mechanisms_rule; docs/simulation.md, "Models: the fused loop".
+ * take either at any advance. A network whose synapse types are the built-in
+ * ExpSyn and Exp2Syn runs in the same kernel (ns_sim_fused_net below). The
+ * rule that picks one: sim_policy.h, ns_sim_gpu_mechanisms_rule;
+ * docs/simulation.md, "Models: the fused loop"; docs/networks.md, "The GPU
+ * loop".
  *
  * What the fused kernel stores per step: each mechanism's STATE variables
  * (hh: m, h, n). Its RANGE assigned variables (hh: ina, ik, il, gna, gk,
@@ -117,8 +120,6 @@ typedef struct ns_sim_fused {
 /* The fused loop of a simulation's tree group (sim_fused_cuda.c). */
 typedef struct ns_sim_fused_state ns_sim_fused_state;
 
-/* The facts of ns_sim_gpu_mechanisms_rule for the simulation's model. */
-void ns_sim_fused_facts(const ns_sim_t *sim, ns_sim_mech_facts *facts);
 /* At create, after ns_gpu_model_create: apply the rule (a FUSED request the
  * rule refuses: NS_ERR_UNSUPPORTED naming why), set sim->gpu_mechanisms and,
  * when fused, build the instance maps over the group's nodes (*out NULL

@@ -95,6 +95,8 @@ static int fused_point_kind(const ns_mech_desc *d) {
     return 0;
 }
 
+/* The facts of ns_sim_gpu_mechanisms_rule: the model's, and the network's
+ * maps when built (ns_sim_fused_net_build). */
 static void facts_of(const ns_sim_t *sim, const ns_sim_fused_state *s, ns_sim_mech_facts *f) {
     const sim_model *model = sim->model;
     memset(f, 0, sizeof *f);
@@ -107,8 +109,6 @@ static void facts_of(const ns_sim_t *sim, const ns_sim_fused_state *s, ns_sim_me
     f->network = sim->net != NULL;
     f->network_fused = s && s->net_ready;
 }
-
-void ns_sim_fused_facts(const ns_sim_t *sim, ns_sim_mech_facts *f) { facts_of(sim, NULL, f); }
 
 static void net_maps_free(ns_sim_fused_state *s) {
     for (int k = 0; k < NS_FUSED_POINT_SLOTS; ++k) {
@@ -218,7 +218,7 @@ ns_status ns_sim_fused_create(ns_sim_t *sim, const gpu_model *g, const int64_t *
                               int64_t cells, ns_sim_fused_state **out) {
     *out = NULL;
     ns_sim_mech_facts f;
-    ns_sim_fused_facts(sim, &f);
+    facts_of(sim, NULL, &f);
     f.network = 0; /* a network is added after create: its maps come at init, the rule again at each advance */
     const int path = ns_sim_gpu_mechanisms_rule(&f);
     if (path < 0)

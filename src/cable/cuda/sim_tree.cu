@@ -28,10 +28,11 @@
 // hh: the CPU loop's per-node order), over per-node instance maps. With a
 // network (NET, sim_fused.h: built-in ExpSyn and Exp2Syn synapses) the
 // launch runs an interval's steps: at the start of each step the step's due
-// events (NET_RECEIVE, each instance's in order, by the thread of its node),
-// the synapses' currents in phase C (after hh, or before it, in type order)
-// and states in phase D (after hh's), and in phase E the detectors; the
-// events, spike buffer and detector flags are sim_net_cuda.c's.
+// events (NET_RECEIVE, each instance's in order), phase C2 after C for the
+// nodes with synapses (a thread each: the synapses' currents, then hh, the
+// capacitance and the axial terms), and in phase E the synapses' states and
+// the detectors; the events, spike buffer and detector flags are
+// sim_net_cuda.c's (docs/networks.md, "The GPU loop").
 #include "core/cuda_check.h"
 #include <math.h>
 #include <string.h>
