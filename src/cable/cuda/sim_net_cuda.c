@@ -365,7 +365,6 @@ ns_status ns_gpu_net_deliver(const ns_sim_t *sim, gpu_net *gn, gpu_model *model,
 
 void ns_gpu_net_view_of(const gpu_net *gn, ns_gpu_net_view *out) {
     memset(out, 0, sizeof *out);
-    out->slots = gn->slots;
     out->n_det = gn->n_det;
     out->det_node = gn->det_node;
     out->det_thr = gn->det_thr;

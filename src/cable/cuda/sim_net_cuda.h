@@ -46,7 +46,7 @@ ns_status ns_gpu_net_collect(ns_sim_t *sim, gpu_net *gn);
  * (gpu_net's order), the spike buffer and its count, and the interval's
  * sorted events and bucket offsets (offsets NULL when no step delivers). */
 typedef struct ns_gpu_net_view {
-    int32_t slots, n_det;
+    int32_t n_det;
     const int32_t *det_node;
     const double *det_thr;
     unsigned char *det_above;
