@@ -325,7 +325,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
         const double tp = tcur;
         const double tm_half = tcur + .5 * dt;
         const bool last = k == r.steps - 1; // FUSED: the assigned variables are stored
-        // NET: the step's due events, before any current (read in C by the same thread)
+        // NET: the step's due events, before any current (read in C2 and E by the same thread)
         if (NET && fz.net.offsets && fz.net.j0 + k < fz.net.len)
             net_deliver(fz.net, fz.net.j0 + k, c0, c1, s_lo, tid, nt, dt, fz.celsius);
         // A: pas (a model: its mechanisms' currents, assembled before the launch)
