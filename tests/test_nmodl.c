@@ -91,8 +91,11 @@ int main(void) {
         /* the slope (I(v + .001) - I(v)) / .001 and the TABLE's clamped ends */
         CHECK(strstr(hh, "nsm_hh_cur(p, i_, node_, v_ + .001)") && strstr(hh, "g_ = (g_ - rhs_) / .001;"));
         CHECK(strstr(hh, "hi_ = xi_ >= 200.") && strstr(hh, "const double xi_ = T_[3] * (A_v - T_[2]);"));
-        /* the lookup has no branch: usetable is the only test, and the loops hoist it */
-        CHECK(strstr(hh, "p->field[9][i_] = in_ ? a_ + th_ * (b_ - a_) : w_;") && !strstr(hh, "if (xi_"));
+        /* the lookup has no branch and selects no loaded value (one
+         * interpolation for every case): usetable is the only test, and the
+         * loops hoist it */
+        CHECK(strstr(hh, "p->field[9][i_] = a_ + t_ * (b_ - a_);") && !strstr(hh, "if (xi_") &&
+              !strstr(hh, "? a_") && strstr(hh, "k_ = j_ * in_ + 200 * hi_, k1_ = k_ + (k_ < 200);"));
         CHECK(strstr(hh, "q10 = pow(3.0, ((p->celsius - 6.3) / 10.0));"));
         ns_nmodl_free(text);
         ns_nmodl_destroy(m);

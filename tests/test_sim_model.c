@@ -199,6 +199,14 @@ static const equiv_case EQUIV[] = {
      "soma.gnabar_hh = 0.15\naxon.gkbar_hh = 0.04\nall.ek = -80\nother.gl_hh = 0.0004\n",
      5},
     {"usetable_hh = 0", "usetable_hh = 0\n", "all.insert = hh\nglobal.usetable_hh = 0\n", 15},
+    /* the rate table's clamped ends (every reversal potential at +-160 mV
+     * holds v beyond +-100 mV): the hand-written loop's lookup against the
+     * generated one, whose ends table_lookup_is_nocmodls checks against
+     * nocmodl's */
+    {"table's upper end", "v_init = 160\nall.ena = 160\nall.ek = 160\nall.el_hh = 160\n",
+     "all.insert = hh\nall.ena = 160\nall.ek = 160\nall.el_hh = 160\n", 0},
+    {"table's lower end", "v_init = -160\nall.ena = -160\nall.ek = -160\nall.el_hh = -160\n",
+     "all.insert = hh\nall.ena = -160\nall.ek = -160\nall.el_hh = -160\n", 0},
 };
 
 static void model_equals_handwritten(ns_cell_t *const *cells) {

@@ -407,11 +407,6 @@ static ns_status cpu_load_state(ns_sim_t *sim) {
     return NS_OK;
 }
 
-NS_ALWAYS_INLINE double ns_select3(int a, double x, int b, double y, double z) {
-    const double yz = b ? y : z;
-    return a ? x : yz;
-}
-
 /* The hh gates of lane-nodes [b, e) of one region by cnexp, in chunks: the
  * rates (table or exact), then the exponentials, then the update, each a
  * loop the compiler can vectorise but the middle one. */
@@ -426,29 +421,35 @@ NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, int64_t b, int64_t e, const dou
         double minf[CHUNK], mtau[CHUNK], hinf[CHUNK], htau[CHUNK], ninf[CHUNK], ntau[CHUNK];
         double ex[3 * CHUNK];
         if (sim->params.usetable) {
-            /* nocmodl's table lookup (mech.h, ns_hh_rates_table) without branches */
+            /* nocmodl's table lookup (mech.h, ns_hh_rates_table) without
+             * branches: the entry i and the weight th of every case, so that
+             * one interpolation c0 + th (c1 - c0) gives them all, with loads
+             * that every path uses (inside: i = floor(xi), th = xi - i;
+             * xi >= N - 1: the last entry, c1 = c0, th = 0; xi <= 0: the
+             * first, th = 0; NaN: th = NaN). A value selected after its load
+             * made gcc 13 sink the load into the selected branch, and the
+             * loop stayed scalar (a masked gather; bench/README.md) */
 #if defined(_OPENMP) || defined(NS_HAVE_OPENMP_SIMD)
 #pragma omp simd
 #endif
             for (int l = 0; l < len; ++l) {
                 const double xi = (1.0 / NS_HH_TABLE_DV) * (v[k0 + l] - NS_HH_TABLE_VMIN);
                 const int inside = (xi > 0.0) & (xi < (double)(NS_HH_TABLE_N - 1));
+                const int high = xi >= (double)(NS_HH_TABLE_N - 1);
+                const int nan = xi != xi;
                 /* xs = inside ? xi : 0 in a form gcc vectorises: NaN to 0, the rest
                  * clamped to +-300, times 0 or 1 (xs = xi exactly when inside) */
                 const double xc = xi == xi ? xi : 0.0;
                 const double xd = xc < 300.0 ? xc : 300.0;
                 const double xs = (xd > -300.0 ? xd : -300.0) * (double)inside;
-                const int i = (int)xs;
-                const double theta = xs - (double)i;
-                const int high = xi >= (double)(NS_HH_TABLE_N - 1);
-                const int nan = xi != xi;
-                /* every load in range and done whatever the case, then selects, so
-                 * that the loop has no branch; the clamped ends are two scalars */
+                const int j = (int)xs;
+                const int i = j * inside + (NS_HH_TABLE_N - 1) * high;
+                const int i1 = i + (i < NS_HH_TABLE_N - 1);
+                const double th = (xs - (double)j) + (nan ? xi : 0.0);
 #define NS_LOOKUP(col, out)                                                                              \
     do {                                                                                                 \
-        const double c0 = col[i], c1 = col[i + 1];                                                       \
-        const double lo = col[0], hi = col[NS_HH_TABLE_N - 1];                                           \
-        out = ns_select3(inside, c0 + theta * (c1 - c0), nan, xi, high ? hi : lo);                       \
+        const double c0 = col[i], c1 = col[i1];                                                          \
+        out = c0 + th * (c1 - c0);                                                                       \
     } while (0)
                 NS_LOOKUP(t_minf, minf[l]);
                 NS_LOOKUP(t_mtau, mtau[l]);
@@ -809,9 +810,12 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
  * H100 host's Xeon the AVX-512 clone ran 1.25x the AVX2 one, 7.5 against
  * 9.4 ms per step of 1,000 allen_rbp4 cells, bench/README.md). No
  * FMA contraction in any of them (-ffp-contract=off), so the clones compute
- * the same values. */
+ * the same values. NS_NO_CLONES (with NSM_NO_CLONES for the generated
+ * mechanisms) builds one version for the compiler's target instead, for
+ * measuring one instruction set on a machine that has a wider one
+ * (bench/device_cpu3.sh). */
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(__INTEL_COMPILER)
+    !defined(__INTEL_COMPILER) && !defined(NS_NO_CLONES)
 #define NS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define NS_CLONES

@@ -134,7 +134,7 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
             if (sv_add(&args, a[i])) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
     } else {
         const char *a[] = {cc, "-std=c11", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-ffp-contract=off",
-                           "-fno-trapping-math", NULL};
+                           "-fno-trapping-math", "-fopenmp-simd", "-DNSM_OMP_SIMD", NULL};
         for (int i = 0; a[i]; i++)
             if (sv_add(&args, a[i])) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
     }

@@ -481,13 +481,18 @@ static int emit_callable(gen *g, const block *bl) {
         if (bl->kind == B_PROCEDURE) put(b, "        return;\n    }\n");
         put(b, "    const double xi_ = T_[3] * (A_%s - T_[2]);\n", bl->args[0]);
         /* as the CPU loop's gates (step_cpu.c): xs = xi when strictly
-         * inside, else 0 by a product (no constant index on any path, which
-         * would give the compiler branches with loads in them); the loads of
-         * entries j, j + 1 and both ends done whatever the case, then selects */
+         * inside, else 0 by a product; then the entry k and the weight t of
+         * every case, so that one interpolation a + t (b - a) gives them
+         * all with loads that every path uses: inside k = j, t = xs - j;
+         * xi >= WITH: k = WITH (b = a), t = 0; xi <= 0: k = 0, t = 0;
+         * NaN: t = NaN. No value is selected after a load: gcc 13 sinks
+         * such loads into the selected branch and then cannot vectorise
+         * them (a masked gather), bench/README.md */
         put(b, "    const int in_ = (xi_ > 0.) & (xi_ < %d.), hi_ = xi_ >= %d., nan_ = xi_ != xi_;\n", t->with, t->with);
         put(b, "    const double xc_ = xi_ == xi_ ? xi_ : 0.0, xd_ = xc_ < %d. ? xc_ : %d.;\n", t->with + 1, t->with + 1);
         put(b, "    const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;\n");
-        put(b, "    const int j_ = (int)xs_;\n    const double th_ = xs_ - (double)j_;\n");
+        put(b, "    const int j_ = (int)xs_, k_ = j_ * in_ + %d * hi_, k1_ = k_ + (k_ < %d);\n", t->with, t->with);
+        put(b, "    const double t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);\n");
         int cols = bl->kind == B_FUNCTION ? 1 : t->n_names;
         for (int k = 0; k < cols; k++) {
             int c0 = head + k * n1;
@@ -495,10 +500,8 @@ static int emit_callable(gen *g, const block *bl) {
             if (bl->kind == B_PROCEDURE)
                 snprintf(lhs, sizeof lhs, "p->field[%d][i_] = ", find_var(g->m, t->names[k])->field);
             else snprintf(lhs, sizeof lhs, "return ");
-            put(b, "    {\n        const double a_ = T_[%d + j_], b_ = T_[%d + j_ + 1], l_ = T_[%d], z_ = T_[%d];\n", c0, c0,
-                c0, c0 + t->with);
-            put(b, "        const double y_ = hi_ ? z_ : l_, w_ = nan_ ? xi_ : y_;\n");
-            put(b, "        %sin_ ? a_ + th_ * (b_ - a_) : w_;\n    }\n", lhs);
+            put(b, "    {\n        const double a_ = T_[%d + k_], b_ = T_[%d + k1_];\n", c0, c0);
+            put(b, "        %sa_ + t_ * (b_ - a_);\n    }\n", lhs);
         }
         put(b, "}\n\n");
     }
@@ -704,10 +707,17 @@ static int emit_header(gen *g) {
  * density mechanism has one instance per node in a call, so the same holds
  * (the loops gather v, and the model loop calls state() and init() of a
  * density mechanism that way, docs/mechanisms.md); a point process's
- * instances can share a node, so that loop stays as written. */
+ * instances can share a node, so that loop stays as written. Where the
+ * compiler takes OpenMP's simd pragma (-fopenmp or -fopenmp-simd with
+ * NSM_OMP_SIMD: the library's build and `mechanisms build` pass both), the
+ * loops say so with it, which also overrides the vectoriser's cost model:
+ * ivdep alone left the generated hh's state() loop scalar on the device
+ * host's compiler (2.4x the hand-written hh's time there against 1.3x on
+ * this container's gcc 12, bench/README.md). */
 static void emit_paths(gen *g, const char *what, const char *ind) {
     const char *name = g->m->name;
-    static const char *ivdep = "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC ivdep\n"
+    static const char *ivdep = "#if defined(_OPENMP) || defined(NSM_OMP_SIMD)\n#pragma omp simd\n"
+                               "#elif defined(__GNUC__) && !defined(__clang__)\n#pragma GCC ivdep\n"
                                "#elif defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n#endif\n";
     put(g->b, "%sif (!p->node_index) {\n", ind);
     put(g->b, "%s    const int b = p->node_begin;\n", ind);

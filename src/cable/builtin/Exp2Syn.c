@@ -26,7 +26,9 @@ NSM_LOOP void nsm_Exp2Syn_init(ns_mech_ppack *p) {
     if (!p->node_index) {
         const int b = p->node_begin;
         q.node_index = NULL; /* known here: ion slots are the nodes */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -44,7 +46,9 @@ NSM_LOOP void nsm_Exp2Syn_current(ns_mech_ppack *p) {
     if (!p->node_index) {
         const int b = p->node_begin;
         q.node_index = NULL; /* known here: ion slots are the nodes */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -62,7 +66,9 @@ NSM_LOOP void nsm_Exp2Syn_state(ns_mech_ppack *p) {
     if (!p->node_index) {
         const int b = p->node_begin;
         q.node_index = NULL; /* known here: ion slots are the nodes */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)

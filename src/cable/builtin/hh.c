@@ -71,7 +71,9 @@ NSM_LOOP void nsm_hh_init(ns_mech_ppack *p) {
         if (!p->node_index) {
             const int b = p->node_begin;
             q.node_index = NULL; /* known here: ion slots are the nodes */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -79,7 +81,9 @@ NSM_LOOP void nsm_hh_init(ns_mech_ppack *p) {
             for (int i = 0; i < n; ++i) nsm_hh_init_one(&q, i, b + i);
         } else {
             const int *ni = p->node_index;
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -91,7 +95,9 @@ NSM_LOOP void nsm_hh_init(ns_mech_ppack *p) {
         if (!p->node_index) {
             const int b = p->node_begin;
             q.node_index = NULL; /* known here: ion slots are the nodes */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -99,7 +105,9 @@ NSM_LOOP void nsm_hh_init(ns_mech_ppack *p) {
             for (int i = 0; i < n; ++i) nsm_hh_init_one(&q, i, b + i);
         } else {
             const int *ni = p->node_index;
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -123,7 +131,9 @@ NSM_LOOP void nsm_hh_current(ns_mech_ppack *p) {
         if (!p->node_index) {
             const int b = p->node_begin;
             q.node_index = NULL; /* known here: ion slots are the nodes */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -131,7 +141,9 @@ NSM_LOOP void nsm_hh_current(ns_mech_ppack *p) {
             for (int i = 0; i < n; ++i) nsm_hh_current_one(&q, i, b + i);
         } else {
             const int *ni = p->node_index;
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -143,7 +155,9 @@ NSM_LOOP void nsm_hh_current(ns_mech_ppack *p) {
         if (!p->node_index) {
             const int b = p->node_begin;
             q.node_index = NULL; /* known here: ion slots are the nodes */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -151,7 +165,9 @@ NSM_LOOP void nsm_hh_current(ns_mech_ppack *p) {
             for (int i = 0; i < n; ++i) nsm_hh_current_one(&q, i, b + i);
         } else {
             const int *ni = p->node_index;
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -175,7 +191,9 @@ NSM_LOOP void nsm_hh_state(ns_mech_ppack *p) {
         if (!p->node_index) {
             const int b = p->node_begin;
             q.node_index = NULL; /* known here: ion slots are the nodes */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -183,7 +201,9 @@ NSM_LOOP void nsm_hh_state(ns_mech_ppack *p) {
             for (int i = 0; i < n; ++i) nsm_hh_state_one(&q, i, b + i);
         } else {
             const int *ni = p->node_index;
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -195,7 +215,9 @@ NSM_LOOP void nsm_hh_state(ns_mech_ppack *p) {
         if (!p->node_index) {
             const int b = p->node_begin;
             q.node_index = NULL; /* known here: ion slots are the nodes */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -203,7 +225,9 @@ NSM_LOOP void nsm_hh_state(ns_mech_ppack *p) {
             for (int i = 0; i < n; ++i) nsm_hh_state_one(&q, i, b + i);
         } else {
             const int *ni = p->node_index;
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)

@@ -74,37 +74,31 @@ NS_MECH_FN void nsm_hh_p_rates(ns_mech_ppack *p, int i_, int node_, double v_, d
     const int in_ = (xi_ > 0.) & (xi_ < 200.), hi_ = xi_ >= 200., nan_ = xi_ != xi_;
     const double xc_ = xi_ == xi_ ? xi_ : 0.0, xd_ = xc_ < 201. ? xc_ : 201.;
     const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;
-    const int j_ = (int)xs_;
-    const double th_ = xs_ - (double)j_;
+    const int j_ = (int)xs_, k_ = j_ * in_ + 200 * hi_, k1_ = k_ + (k_ < 200);
+    const double t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);
     {
-        const double a_ = T_[5 + j_], b_ = T_[5 + j_ + 1], l_ = T_[5], z_ = T_[205];
-        const double y_ = hi_ ? z_ : l_, w_ = nan_ ? xi_ : y_;
-        p->field[9][i_] = in_ ? a_ + th_ * (b_ - a_) : w_;
+        const double a_ = T_[5 + k_], b_ = T_[5 + k1_];
+        p->field[9][i_] = a_ + t_ * (b_ - a_);
     }
     {
-        const double a_ = T_[206 + j_], b_ = T_[206 + j_ + 1], l_ = T_[206], z_ = T_[406];
-        const double y_ = hi_ ? z_ : l_, w_ = nan_ ? xi_ : y_;
-        p->field[12][i_] = in_ ? a_ + th_ * (b_ - a_) : w_;
+        const double a_ = T_[206 + k_], b_ = T_[206 + k1_];
+        p->field[12][i_] = a_ + t_ * (b_ - a_);
     }
     {
-        const double a_ = T_[407 + j_], b_ = T_[407 + j_ + 1], l_ = T_[407], z_ = T_[607];
-        const double y_ = hi_ ? z_ : l_, w_ = nan_ ? xi_ : y_;
-        p->field[10][i_] = in_ ? a_ + th_ * (b_ - a_) : w_;
+        const double a_ = T_[407 + k_], b_ = T_[407 + k1_];
+        p->field[10][i_] = a_ + t_ * (b_ - a_);
     }
     {
-        const double a_ = T_[608 + j_], b_ = T_[608 + j_ + 1], l_ = T_[608], z_ = T_[808];
-        const double y_ = hi_ ? z_ : l_, w_ = nan_ ? xi_ : y_;
-        p->field[13][i_] = in_ ? a_ + th_ * (b_ - a_) : w_;
+        const double a_ = T_[608 + k_], b_ = T_[608 + k1_];
+        p->field[13][i_] = a_ + t_ * (b_ - a_);
     }
     {
-        const double a_ = T_[809 + j_], b_ = T_[809 + j_ + 1], l_ = T_[809], z_ = T_[1009];
-        const double y_ = hi_ ? z_ : l_, w_ = nan_ ? xi_ : y_;
-        p->field[11][i_] = in_ ? a_ + th_ * (b_ - a_) : w_;
+        const double a_ = T_[809 + k_], b_ = T_[809 + k1_];
+        p->field[11][i_] = a_ + t_ * (b_ - a_);
     }
     {
-        const double a_ = T_[1010 + j_], b_ = T_[1010 + j_ + 1], l_ = T_[1010], z_ = T_[1210];
-        const double y_ = hi_ ? z_ : l_, w_ = nan_ ? xi_ : y_;
-        p->field[14][i_] = in_ ? a_ + th_ * (b_ - a_) : w_;
+        const double a_ = T_[1010 + k_], b_ = T_[1010 + k1_];
+        p->field[14][i_] = a_ + t_ * (b_ - a_);
     }
 }
 

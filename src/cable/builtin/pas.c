@@ -26,7 +26,9 @@ NSM_LOOP void nsm_pas_init(ns_mech_ppack *p) {
     if (!p->node_index) {
         const int b = p->node_begin;
         q.node_index = NULL; /* known here: ion slots are the nodes */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -34,7 +36,9 @@ NSM_LOOP void nsm_pas_init(ns_mech_ppack *p) {
         for (int i = 0; i < n; ++i) nsm_pas_init_one(&q, i, b + i);
     } else {
         const int *ni = p->node_index;
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -49,7 +53,9 @@ NSM_LOOP void nsm_pas_current(ns_mech_ppack *p) {
     if (!p->node_index) {
         const int b = p->node_begin;
         q.node_index = NULL; /* known here: ion slots are the nodes */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -57,7 +63,9 @@ NSM_LOOP void nsm_pas_current(ns_mech_ppack *p) {
         for (int i = 0; i < n; ++i) nsm_pas_current_one(&q, i, b + i);
     } else {
         const int *ni = p->node_index;
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -72,7 +80,9 @@ NSM_LOOP void nsm_pas_state(ns_mech_ppack *p) {
     if (!p->node_index) {
         const int b = p->node_begin;
         q.node_index = NULL; /* known here: ion slots are the nodes */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -80,7 +90,9 @@ NSM_LOOP void nsm_pas_state(ns_mech_ppack *p) {
         for (int i = 0; i < n; ++i) nsm_pas_state_one(&q, i, b + i);
     } else {
         const int *ni = p->node_index;
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #elif defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
