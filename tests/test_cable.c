@@ -431,7 +431,10 @@ typedef struct split_run {
     char error[512];
 } split_run;
 
-static void run_split_case(int threads, int64_t fault_cell, double amp, split_run *out) {
+/* n_big copies of the large cell (1: cells {small, big, small, small}; 3:
+ * {small, big, small, big, big, small}, split into a block of 2 lanes and
+ * one of 1 at 4 and 5 threads) */
+static void run_split_case(int threads, int n_big, int64_t fault_cell, double amp, split_run *out) {
     memset(out, 0, sizeof *out);
     ns_morph_t *m1 = NULL, *m2 = NULL;
     ns_cell_t *big = NULL, *small = NULL;
@@ -442,7 +445,9 @@ static void run_split_case(int threads, int64_t fault_cell, double amp, split_ru
     if (m2) CHECK_OK(ns_discretize(m2, NULL, &small));
     if (!big || !small) goto out;
     const ns_cell_t *shapes[2] = {big, small};
-    const int32_t cell_shape[4] = {1, 0, 1, 1};
+    const int32_t shape_of[2][6] = {{1, 0, 1, 1}, {1, 0, 1, 0, 0, 1}};
+    const int32_t *cell_shape = shape_of[n_big > 1];
+    const int64_t cells = 3 + n_big;
     ns_sim_params p;
     ns_sim_params_init(&p);
     ns_sim_options o;
@@ -450,13 +455,25 @@ static void run_split_case(int threads, int64_t fault_cell, double amp, split_ru
     o.method = NS_HINES_OPENMP;
     o.threads = threads;
     o.record_every = 2;
-    CHECK_OK(ns_sim_create(2, shapes, 4, cell_shape, &p, &o, &sim));
+    CHECK_OK(ns_sim_create(2, shapes, cells, cell_shape, &p, &o, &sim));
     if (!sim) goto out;
-    const int64_t n_big = ns_sim_compartments(sim) - 3 * 259;
-    CHECK_MSG(n_big == 5500, "mouselight_AA0059: %lld compartments, expected 5,500", (long long)n_big);
-    /* the decision under test: split at 2, 3, 5 threads, not at 1 */
-    CHECK(ns_cpu_split(5500, ns_sim_compartments(sim), threads) == (threads > 1));
-    for (int64_t c = 0; c < 4; ++c) {
+    const int64_t big_comps = ns_sim_compartments(sim) - 3 * 259;
+    CHECK_MSG(big_comps == 5500 * n_big, "mouselight_AA0059: %lld compartments, expected 5,500 x %d",
+              (long long)big_comps, n_big);
+    /* the decision under test: one copy split at 2, 3, 5 threads, not at
+     * 1; three copies (17,277 compartments) at 4 and 5 threads, in blocks
+     * of 2 and 1 lanes (the widest the count allows, step_cpu.c) */
+    const int split = n_big == 1 ? threads > 1 : threads == 4 || threads == 5;
+    CHECK(ns_cpu_split(5500, ns_sim_compartments(sim), threads) == split);
+    int lanes[NS_CPU_LANES_MAX + 1] = {0};
+    for (int64_t q = 0; q < ns_sim_state_parts(sim); ++q) {
+        ns_sim_part part;
+        CHECK_OK(ns_sim_state_part(sim, q, &part));
+        if (part.cells > 0 && cell_shape[part.cell[0]] == 0 && part.stride <= NS_CPU_LANES_MAX) lanes[part.stride]++;
+    }
+    CHECK_MSG(n_big == 1 ? lanes[1] == 1 : !split || (lanes[2] == 1 && lanes[1] == 1 && lanes[4] == 0),
+              "large cells in blocks of 1/2/4 lanes: %d %d %d", lanes[1], lanes[2], lanes[4]);
+    for (int64_t c = 0; c < cells; ++c) {
         int32_t soma;
         CHECK_OK(ns_sim_locate(shapes[cell_shape[c]], 0, 0.5, &soma));
         CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 1.0 + 0.5 * (double)c, 30.0, c == fault_cell ? amp : 0.3));
@@ -471,13 +488,13 @@ static void run_split_case(int threads, int64_t fault_cell, double amp, split_ru
     const double *tr = ns_sim_traces(sim, &out->samples, &sites);
     CHECK(sites == 24);
     out->traces = malloc((size_t)(out->samples * sites) * sizeof *out->traces);
-    out->n_state = 4 * (5500 + 3 * 259);
+    out->n_state = 4 * (5500 * n_big + 3 * 259);
     out->state = malloc((size_t)out->n_state * sizeof *out->state);
     if (!out->traces || !out->state) goto out;
     memcpy(out->traces, tr, (size_t)(out->samples * sites) * sizeof *tr);
     double *x = out->state;
-    for (int64_t c = 0; c < 4; ++c) {
-        const int64_t n = c == 1 ? 5500 : 259;
+    for (int64_t c = 0; c < cells; ++c) {
+        const int64_t n = cell_shape[c] == 0 ? 5500 : 259;
         CHECK_OK(ns_sim_get_state(sim, c, x, x + n, x + 2 * n, x + 3 * n));
         x += 4 * n;
         int64_t cnt;
@@ -492,16 +509,16 @@ out:
     ns_morph_destroy(m2);
 }
 
-static void test_split_cell(void) {
+static void split_cases(int n_big) {
     split_run one, many;
-    run_split_case(1, 1, 1.0, &one);
+    run_split_case(1, n_big, 1, 1.0, &one);
     CHECK(one.traces && one.spikes >= 4);
     /* 5 threads: more threads than blocks (3), which the thread partition
      * must size its scratch for (an overflow the sanitizer build catches) */
-    static const int thread_counts[3] = {2, 3, 5};
+    static const int thread_counts[2][3] = {{2, 3, 5}, {3, 4, 5}};
     for (int q = 0; q < 3 && one.traces; ++q) {
-        const int threads = thread_counts[q];
-        run_split_case(threads, 1, 1.0, &many);
+        const int threads = thread_counts[n_big > 1][q];
+        run_split_case(threads, n_big, 1, 1.0, &many);
         CHECK_MSG(many.traces && many.samples == one.samples && many.spikes == one.spikes,
                   "split cell, %d threads: %lld spikes, %lld with one thread", threads, (long long)many.spikes,
                   (long long)one.spikes);
@@ -517,19 +534,27 @@ static void test_split_cell(void) {
     free(one.state);
     /* a fault in the split cell, then in a small cell while the large one
      * runs split: the same step, cell and node as one thread's */
-    for (int64_t cell = 1; cell >= 0; --cell) {
-        run_split_case(1, cell, 1e308, &one);
-        run_split_case(3, cell, 1e308, &many);
+    const int fault_threads = n_big > 1 ? 4 : 3;
+    for (int64_t cell = n_big > 1 ? 3 : 1; cell >= 0; cell -= n_big > 1 ? 3 : 1) {
+        run_split_case(1, n_big, cell, 1e308, &one);
+        run_split_case(fault_threads, n_big, cell, 1e308, &many);
         char want[32];
         snprintf(want, sizeof want, "cell %lld,", (long long)cell);
         CHECK_MSG(one.error[0] && strstr(one.error, want) != NULL, "fault with one thread: '%s'", one.error);
-        CHECK_MSG(strcmp(one.error, many.error) == 0, "fault: '%s' with one thread, '%s' with 3", one.error,
-                  many.error);
+        CHECK_MSG(strcmp(one.error, many.error) == 0, "fault: '%s' with one thread, '%s' with %d", one.error,
+                  many.error, fault_threads);
         free(one.traces);
         free(one.state);
         free(many.traces);
         free(many.state);
     }
+}
+
+/* one large cell (a block of 1 lane), and three (blocks of 2 and 1: the
+ * fault in cell 3 is in the 2-lane block) */
+static void test_split_cell(void) {
+    split_cases(1);
+    split_cases(3);
 }
 
 int main(void) {

@@ -31,10 +31,11 @@ int64_t ns_cpu_blocks(int64_t cells, int32_t wmax, int32_t *widths);
  * threads). */
 #define NS_CPU_SPLIT_MIN_PER_THREAD 1024
 
-/* Whether a cell of `n` compartments (a block of width 1) runs on all
- * `threads` threads, its membrane and gate passes split by node ranges and
- * its solve on one thread while the others advance their own blocks
- * (step_cpu.c, cpu_advance): when alone it exceeds one
+/* Whether a cell of `n` compartments runs on all `threads` threads, its
+ * membrane and gate passes split by node ranges and its solve on one thread
+ * while the others advance their own blocks (step_cpu.c, cpu_steps; the
+ * copies of such a cell go in the widest lane blocks their count allows,
+ * each block split so, one solve per block): when alone it exceeds one
  * thread's share of the `total` compartments (it would bound the run's
  * time: the 38,580-compartment cell of the bundled mix at 16 threads) and
  * it has at least NS_CPU_SPLIT_MIN_PER_THREAD compartments per thread.

@@ -19,7 +19,8 @@
  * (blocks are independent: no barrier, no waiting but the end of the call).
  * Never more threads than blocks, except with a cell larger than a thread's
  * share (ns_cpu_split): then the call goes step by step, every thread runs
- * its node range of that cell's membrane and gate passes, one thread its
+ * its node range of the membrane and gate passes of that cell's blocks (its
+ * copies in the widest blocks their count allows), one thread a block's
  * solve while the others advance their own blocks by the step (two
  * barriers per step; docs/simulation.md, "A cell split across threads").
  *
@@ -189,7 +190,13 @@ static ns_status cpu_create(ns_sim_t *sim) {
     }
     /* blocks: the widest width per shape, then the cells in ascending order */
     for (int32_t k = 0; k < ns; ++k) {
-        wmax[k] = ns_cpu_lane_width(sim->shapes[k].n, sim->n_comp, requested);
+        /* a shape whose cells are split across the threads goes in the
+         * widest blocks its count allows: the split passes then vectorise
+         * across the lanes, and one solve serves the block's cells (the
+         * same chain of divisions, w lanes wide) */
+        wmax[k] = !sim->model && ns_cpu_split(sim->shapes[k].n, sim->n_comp, requested)
+                      ? NS_CPU_LANES_MAX
+                      : ns_cpu_lane_width(sim->shapes[k].n, sim->n_comp, requested);
         st->n_blocks += ns_cpu_blocks(count[k], wmax[k], NULL);
     }
     st->blocks = calloc((size_t)st->n_blocks, sizeof *st->blocks);
@@ -278,10 +285,10 @@ static ns_status cpu_create(ns_sim_t *sim) {
     for (int64_t b = 0; b < st->n_blocks; ++b) {
         cpu_block *blk = &st->blocks[b];
         const int32_t n = sim->shapes[blk->shape].n;
-        blk->split = blk->w == 1 && !sim->model && ns_cpu_split(n, sim->n_comp, requested);
+        blk->split = !sim->model && ns_cpu_split(n, sim->n_comp, requested);
         if (blk->split) {
             st->n_split++;
-            split_total += n;
+            split_total += (int64_t)n * blk->w;
         }
     }
     st->threads = st->n_split > 0 ? requested : ns_cpu_threads(requested, st->n_blocks);
@@ -306,7 +313,8 @@ static ns_status cpu_create(ns_sim_t *sim) {
             int64_t q = 0, p = 0;
             for (int64_t b = 0; b < st->n_blocks; ++b) {
                 if (st->blocks[b].split) {
-                    st->split_at[p] = p > 0 ? st->split_at[p - 1] + sim->shapes[st->blocks[st->split[p - 1]].shape].n : 0;
+                    const cpu_block *prev = p > 0 ? &st->blocks[st->split[p - 1]] : NULL;
+                    st->split_at[p] = prev ? st->split_at[p - 1] + (int64_t)sim->shapes[prev->shape].n * prev->w : 0;
                     st->split[p++] = b;
                     continue;
                 }
@@ -857,22 +865,42 @@ static void split_wait(split_barrier *b, int *local_sense, int32_t team) {
         if (looks >= 64) NS_YIELD();
 }
 
-/* The split cells' parts of one step (cpu_policy.h, ns_cpu_split): the
+/* The split blocks' parts of one step (cpu_policy.h, ns_cpu_split): the
  * membrane pass (part 0) or the gates (part 1) over this thread's node range
- * of every split cell not stopped; or (part 2, on the cell's own thread) the
- * solve, the faults, spikes and recording of split cell `s`. Node by node
- * the arithmetic of run_block, so the same values whatever the team. */
+ * of every split block not stopped; or (part 2, on the block's own thread)
+ * the solve, the faults, spikes and recording of split block `s`. Node by
+ * node and lane by lane the arithmetic of run_block, so the same values
+ * whatever the team and the block's width. */
+NS_ALWAYS_INLINE int split_solve(ns_sim_t *sim, const cpu_state *st, const block_view *bv, int64_t s,
+                                 const int32_t W, int64_t step0, int64_t k, int64_t steps, double tp, double t,
+                                 block_fault *fault) {
+    double *d = st->split_d + st->split_at[s], *rhs = st->split_rhs + st->split_at[s];
+    double v_old[NS_CPU_LANES_MAX];
+    const int bad = solve_lanes(bv, W, d, rhs, v_old);
+    const int64_t step = step0 + k + 1;
+    if (faults(sim, bv, W, bad, step, k, steps, d, fault)) return 1;
+    return spikes_and_records(sim, bv, W, v_old, tp, t, step) != 0 ? -1 : 0;
+}
+
+NS_ALWAYS_INLINE void split_range(const ns_sim_t *sim, const cpu_state *st, const block_view *bv, int64_t q,
+                                  const int32_t W, int part, int32_t n0, int32_t n1, double tm) {
+    if (part == 0)
+        membrane_pass(sim, bv, W, n0, n1, tm, st->split_d + st->split_at[q], st->split_rhs + st->split_at[q]);
+    else
+        gates_range(sim, bv, W, n0, n1);
+}
+
 NS_CLONES static int split_part(ns_sim_t *sim, const cpu_state *st, int part, int64_t s, int32_t me, int32_t team,
                                 int64_t step0, int64_t k, int64_t steps, double tp, double t,
                                 block_fault *fault) {
     if (part == 2) {
         const block_view bv = view_of(sim, st, &st->blocks[st->split[s]]);
-        double *d = st->split_d + st->split_at[s], *rhs = st->split_rhs + st->split_at[s];
-        double v_old[1];
-        const int bad = solve_lanes(&bv, 1, d, rhs, v_old);
-        const int64_t step = step0 + k + 1;
-        if (faults(sim, &bv, 1, bad, step, k, steps, d, fault)) return 1;
-        return spikes_and_records(sim, &bv, 1, v_old, tp, t, step) != 0 ? -1 : 0;
+        switch (bv.blk->w) {
+        case 8: return split_solve(sim, st, &bv, s, 8, step0, k, steps, tp, t, fault);
+        case 4: return split_solve(sim, st, &bv, s, 4, step0, k, steps, tp, t, fault);
+        case 2: return split_solve(sim, st, &bv, s, 2, step0, k, steps, tp, t, fault);
+        default: return split_solve(sim, st, &bv, s, 1, step0, k, steps, tp, t, fault);
+        }
     }
     const double tm = ns_sim_half_step(tp, sim->params.dt);
     for (int64_t q = 0; q < st->n_split; ++q) {
@@ -880,10 +908,12 @@ NS_CLONES static int split_part(ns_sim_t *sim, const cpu_state *st, int part, in
         const block_view bv = view_of(sim, st, &st->blocks[st->split[q]]);
         const int32_t n = bv.s->n;
         const int32_t n0 = (int32_t)((int64_t)n * me / team), n1 = (int32_t)((int64_t)n * (me + 1) / team);
-        if (part == 0)
-            membrane_pass(sim, &bv, 1, n0, n1, tm, st->split_d + st->split_at[q], st->split_rhs + st->split_at[q]);
-        else
-            gates_range(sim, &bv, 1, n0, n1);
+        switch (bv.blk->w) {
+        case 8: split_range(sim, st, &bv, q, 8, part, n0, n1, tm); break;
+        case 4: split_range(sim, st, &bv, q, 4, part, n0, n1, tm); break;
+        case 2: split_range(sim, st, &bv, q, 2, part, n0, n1, tm); break;
+        default: split_range(sim, st, &bv, q, 1, part, n0, n1, tm); break;
+        }
     }
     return 0;
 }
