@@ -515,8 +515,10 @@ static void split_cases(int n_big) {
     CHECK(one.traces && one.spikes >= 4);
     /* 5 threads: more threads than blocks (3), which the thread partition
      * must size its scratch for (an overflow the sanitizer build catches) */
-    static const int thread_counts[2][3] = {{2, 3, 5}, {3, 4, 5}};
-    for (int q = 0; q < 3 && one.traces; ++q) {
+    /* three copies: 3 threads (not split: 1-lane blocks against one
+     * thread's 2 + 1) and 4 (split blocks of 2 and 1) */
+    static const int thread_counts[2][3] = {{2, 3, 5}, {3, 4, 0}};
+    for (int q = 0; q < 3 && thread_counts[n_big > 1][q] && one.traces; ++q) {
         const int threads = thread_counts[n_big > 1][q];
         run_split_case(threads, n_big, 1, 1.0, &many);
         CHECK_MSG(many.traces && many.samples == one.samples && many.spikes == one.spikes,
