@@ -178,6 +178,38 @@ int main(void) {
     CHECK(ns_cpu_split(16384, 16384, 16) == 1);            /* one cell of 1,024 per thread */
     CHECK(ns_cpu_split(16383, 16383, 16) == 0);
     CHECK(ns_cpu_split(4096, 4096, 2) == 1 && ns_cpu_split(0, 0, 2) == 0);
+    {
+        /* the cut of a split cell's tree: subtrees of at most n / (threads *
+         * pieces) nodes that are index ranges; the top = their ancestors */
+        const int32_t parent[10] = {-1, 0, 1, 1, 0, 4, 5, 5, 4, 8};
+        ns_cpu_cut cut;
+        CHECK(ns_cpu_cut_make(10, parent, 2, 1, &cut) == 0); /* at most 5 nodes */
+        CHECK(cut.n_cuts == 3 && cut.root[0] == 1 && cut.end[0] == 4 && cut.root[1] == 5 && cut.end[1] == 8 &&
+              cut.root[2] == 8 && cut.end[2] == 10);
+        const int32_t top[5] = {0, -1 - 1, 4, -1 - 5, -1 - 8}; /* node 4 (6 nodes below) stays in the top */
+        CHECK(cut.n_top == 5 && memcmp(cut.top, top, sizeof top) == 0);
+        CHECK(cut.range[0] == 0 && cut.range[1] == 5 && cut.range[2] == 10); /* n / 2 = 5: a cut root */
+        CHECK(cut.cut_first[0] == 0 && cut.cut_first[1] == 1 && cut.cut_first[2] == 3);
+        ns_cpu_cut_free(&cut);
+        CHECK(ns_cpu_cut_make(10, parent, 3, 1, &cut) == 0); /* at most 3: the same cuts */
+        /* 10/3 = 3 is inside [1, 4): the nearer end, 4; 20/3 = 6 inside [5, 8): 5 */
+        CHECK(cut.n_cuts == 3 && cut.range[1] == 4 && cut.range[2] == 5 && cut.range[3] == 10);
+        CHECK(cut.cut_first[1] == 1 && cut.cut_first[2] == 1 && cut.cut_first[3] == 3);
+        ns_cpu_cut_free(&cut);
+        /* a subtree that is not an index range ({1, 3}) is not cut */
+        const int32_t gap[4] = {-1, 0, 0, 1};
+        CHECK(ns_cpu_cut_make(4, gap, 2, 1, &cut) == 0);
+        const int32_t top2[4] = {0, 1, -1 - 2, -1 - 3};
+        CHECK(cut.n_cuts == 2 && cut.n_top == 4 && memcmp(cut.top, top2, sizeof top2) == 0);
+        ns_cpu_cut_free(&cut);
+        ns_cpu_cut_free(NULL);
+    }
+    {
+        /* the loads a split cell's top leaves on its thread */
+        const int64_t w[3] = {4, 4, 4}, load0[2] = {6, 0};
+        int32_t own[3];
+        CHECK(ns_cpu_partition(3, w, 2, load0, own) == 10 && own[0] == 1 && own[1] == 1 && own[2] == 0);
+    }
     int32_t wd[16];
     CHECK(ns_cpu_blocks(5, 8, wd) == 2 && wd[0] == 4 && wd[1] == 1); /* no padded lanes */
     CHECK(ns_cpu_blocks(21, 8, wd) == 4 && wd[0] == 8 && wd[1] == 8 && wd[2] == 4 && wd[3] == 1);
@@ -194,18 +226,18 @@ int main(void) {
         const int64_t w[6] = {10, 3, 3, 3, 1, 4};
         int32_t own[6];
         /* 10 -> t0; 4, 3, 3 -> t1 (10); 3 -> t0 (tie: lowest, 13); 1 -> t1 (11) */
-        CHECK(ns_cpu_partition(6, w, 2, own) == 13);
+        CHECK(ns_cpu_partition(6, w, 2, NULL, own) == 13);
         int64_t load[2] = {0, 0};
         for (int b = 0; b < 6; ++b) load[own[b]] += w[b];
         CHECK(load[0] == 13 && load[1] == 11);
         CHECK(own[0] == 0); /* the largest block first, onto thread 0 */
-        CHECK(ns_cpu_partition(6, w, 1, own) == 24);
+        CHECK(ns_cpu_partition(6, w, 1, NULL, own) == 24);
         for (int b = 0; b < 6; ++b) CHECK(own[b] == 0);
         /* 125 equal blocks over 16 threads: 8 at most, every thread busy */
         int64_t eq[125];
         int32_t o2[125], per[16] = {0};
         for (int b = 0; b < 125; ++b) eq[b] = 8 * 307;
-        CHECK(ns_cpu_partition(125, eq, 16, o2) == 8 * 8 * 307);
+        CHECK(ns_cpu_partition(125, eq, 16, NULL, o2) == 8 * 8 * 307);
         for (int b = 0; b < 125; ++b) per[o2[b]]++;
         for (int t = 0; t < 16; ++t) CHECK(per[t] == 7 || per[t] == 8);
     }

@@ -31,25 +31,62 @@ int64_t ns_cpu_blocks(int64_t cells, int32_t wmax, int32_t *widths);
  * threads). */
 #define NS_CPU_SPLIT_MIN_PER_THREAD 1024
 
-/* Whether a cell of `n` compartments runs on all `threads` threads, its
- * membrane and gate passes split by node ranges and its solve on one thread
- * while the others advance their own blocks (step_cpu.c, cpu_steps; the
- * copies of such a cell go in the widest lane blocks their count allows,
- * each block split so, one solve per block): when alone it exceeds one
- * thread's share of the `total` compartments (it would bound the run's
- * time: the 38,580-compartment cell of the bundled mix at 16 threads) and
- * it has at least NS_CPU_SPLIT_MIN_PER_THREAD compartments per thread.
- * With a split cell all requested threads run (even with fewer blocks). */
+/* Whether a cell of `n` compartments runs on all `threads` threads (its
+ * node ranges, and the subtrees of its Hines solve, one set per thread;
+ * step_cpu.c, cpu_steps; the copies of such a cell go in the widest lane
+ * blocks their count allows, each block split so): when alone it exceeds
+ * one thread's share of the `total` compartments (it would bound the run's
+ * time: the 38,580-compartment cell of the bundled mix at 16 threads) and it
+ * has at least NS_CPU_SPLIT_MIN_PER_THREAD compartments per thread. With a
+ * split cell all requested threads run (even with fewer blocks). */
 int ns_cpu_split(int32_t n, int64_t total, int32_t threads);
+
+/* Subtrees of a split cell per thread: the cut subtrees have at most
+ * n / (threads * NS_CPU_SPLIT_PIECES) nodes, so that each thread's node
+ * range (whole subtrees) lies within that of its share n / threads. More
+ * pieces balance better and leave more nodes in the top, which one thread
+ * solves (docs/simulation.md, "A cell split across threads"). */
+#ifndef NS_CPU_SPLIT_PIECES
+#define NS_CPU_SPLIT_PIECES 8
+#endif
+
+/* The cut of a split cell's tree (parent[i] < i) for `threads` threads.
+ * A node whose subtree has at most n / (threads * pieces) nodes and is a
+ * contiguous index range [root, end), while its parent's is not so, roots
+ * a cut subtree; the other nodes (every ancestor of a cut root) form the
+ * top. Thread t owns the nodes [range[t], range[t + 1]), whole cut subtrees
+ * and the top nodes between them, the boundary nearest to n t / threads;
+ * its cut subtrees are cuts cut_first[t] .. cut_first[t + 1] - 1. The top's
+ * entries in ascending node order: a node i of the top as i, a cut root r
+ * (its link to its parent, which is in the top) as -1 - r. Eliminating each
+ * cut subtree up to its root, then the top's entries, then substituting
+ * back gives each node's d and rhs their terms in the order of the
+ * sequential solve (children in index order), so the same values. */
+typedef struct ns_cpu_cut {
+    int32_t threads;
+    int32_t *range;     /* threads + 1 */
+    int32_t *cut_first; /* threads + 1 into root, end */
+    int32_t n_cuts;
+    int32_t *root, *end; /* the cut subtrees [root, end), ascending */
+    int32_t n_top;
+    int32_t *top;        /* entries: i (a node of the top) or -1 - r (a cut root) */
+} ns_cpu_cut;
+
+/* Fills `cut` (zeroed first); 0, or -1 when out of memory (nothing then
+ * to free). */
+int ns_cpu_cut_make(int32_t n, const int32_t *parent, int32_t threads, int32_t pieces, ns_cpu_cut *cut);
+void ns_cpu_cut_free(ns_cpu_cut *cut);
 
 /* Threads that run: the request, but never more than the blocks (a thread
  * without a block would only wait), and at least 1. */
 int32_t ns_cpu_threads(int32_t requested, int64_t blocks);
 
 /* A static partition of `count` blocks of work `weight[b]` over `threads`
- * threads, balancing work (longest first onto the least-loaded thread, ties
- * to the lowest thread): owner[b] receives the thread of block b. Returns
- * the largest load of a thread, or -1 when out of memory. */
-int64_t ns_cpu_partition(int64_t count, const int64_t *weight, int32_t threads, int32_t *owner);
+ * threads that start with the loads `load0` (NULL: none), balancing work
+ * (longest first onto the least-loaded thread, ties to the lowest thread):
+ * owner[b] receives the thread of block b. Returns the largest load of a
+ * thread, or -1 when out of memory. */
+int64_t ns_cpu_partition(int64_t count, const int64_t *weight, int32_t threads, const int64_t *load0,
+                         int32_t *owner);
 
 #endif

@@ -19,10 +19,11 @@
  * (blocks are independent: no barrier, no waiting but the end of the call).
  * Never more threads than blocks, except with a cell larger than a thread's
  * share (ns_cpu_split): then the call goes step by step, every thread runs
- * its node range of the membrane and gate passes of that cell's blocks (its
- * copies in the widest blocks their count allows), one thread a block's
- * solve while the others advance their own blocks by the step (two
- * barriers per step; docs/simulation.md, "A cell split across threads").
+ * its node range of that cell's blocks (its copies in the widest blocks
+ * their count allows) and the Hines solve of the subtrees in it, one thread
+ * a block's top (ns_cpu_cut) while the others advance their own blocks by
+ * the step (two barriers per step; docs/simulation.md, "A cell split across
+ * threads").
  *
  * One step is NEURON's nrn_fixed_step_thread (fadvance.cpp, treeset.cpp),
  * for every cell:
@@ -118,6 +119,10 @@ typedef struct cpu_state {
     int64_t *split_at;     /* each one's offset in the shared scratch */
     double *split_d, *split_rhs; /* their shared scratch (d, rhs) */
     int *split_stopped;    /* per split cell: stopped by a fault in this call */
+    ns_cpu_cut *split_cut; /* per split block: its subtrees and node ranges per thread */
+    atomic_int *split_bad; /* per split block: a bad pivot in a cut subtree this step */
+    atomic_int *split_nan; /* per split block: v not finite in a node range at the last step */
+    int *split_spike_top;  /* per split block: its spike node is a node of the top */
     int64_t *part_flat;    /* ns_sim_state_part: the Flat index of each block position, block by block
                               (n_comp, made on first use) */
     int64_t *part_base;    /* n_blocks + 1 into part_flat */
@@ -158,6 +163,11 @@ static void cpu_destroy(ns_sim_t *sim) {
     free(st->split);
     free(st->split_at);
     free(st->split_stopped);
+    for (int64_t q = 0; st->split_cut && q < st->n_split; ++q) ns_cpu_cut_free(&st->split_cut[q]);
+    free(st->split_cut);
+    free(st->split_bad);
+    free(st->split_nan);
+    free(st->split_spike_top);
     free(st->split_d);
     free(st->split_rhs);
     free(st->store);
@@ -329,28 +339,44 @@ static ns_status cpu_create(ns_sim_t *sim) {
         st->split = malloc((size_t)(st->n_split + 1) * sizeof *st->split);
         st->split_at = malloc((size_t)(st->n_split + 1) * sizeof *st->split_at);
         st->split_stopped = calloc((size_t)(st->n_split + 1), sizeof *st->split_stopped);
+        st->split_cut = calloc((size_t)(st->n_split + 1), sizeof *st->split_cut);
+        st->split_bad = calloc((size_t)(st->n_split + 1), sizeof *st->split_bad);
+        st->split_nan = calloc((size_t)(st->n_split + 1), sizeof *st->split_nan);
+        st->split_spike_top = calloc((size_t)(st->n_split + 1), sizeof *st->split_spike_top);
         st->split_d = aligned((size_t)split_total * sizeof(double));
         st->split_rhs = aligned((size_t)split_total * sizeof(double));
+        int64_t *load0 = calloc((size_t)st->threads, sizeof *load0);
         int ok = weight && index && owner && st->thread_begin && st->order && st->split && st->split_at &&
-                 st->split_stopped && st->split_d && st->split_rhs;
+                 st->split_stopped && st->split_cut && st->split_bad && st->split_nan && st->split_spike_top && st->split_d &&
+                 st->split_rhs && load0;
         if (ok) {
             int64_t q = 0, p = 0;
-            for (int64_t b = 0; b < st->n_blocks; ++b) {
-                if (st->blocks[b].split) {
+            for (int64_t b = 0; ok && b < st->n_blocks; ++b) {
+                const cpu_block *blk = &st->blocks[b];
+                const sim_shape *sh = &sim->shapes[blk->shape];
+                if (blk->split) {
                     const cpu_block *prev = p > 0 ? &st->blocks[st->split[p - 1]] : NULL;
                     st->split_at[p] = prev ? st->split_at[p - 1] + (int64_t)sim->shapes[prev->shape].n * prev->w : 0;
+                    ok = ns_cpu_cut_make(sh->n, sh->parent, st->threads, NS_CPU_SPLIT_PIECES, &st->split_cut[p]) == 0;
+                    /* thread p solves the block's top while the others advance
+                     * their blocks: about a third of a compartment-step per entry */
+                    if (ok) load0[p] = (int64_t)st->split_cut[p].n_top * blk->w / 3;
+                    for (int32_t e = 0; ok && e < st->split_cut[p].n_top; ++e)
+                        if (st->split_cut[p].top[e] == sh->spike_node) st->split_spike_top[p] = 1;
+                    atomic_init(&st->split_bad[p], 0);
+                    atomic_init(&st->split_nan[p], 0);
                     st->split[p++] = b;
                     continue;
                 }
                 index[q] = b;
-                weight[q++] = (int64_t)sim->shapes[st->blocks[b].shape].n * st->blocks[b].w;
+                weight[q++] = (int64_t)sh->n * blk->w;
             }
-            /* threads below n_split solve a split cell each: the other
-             * blocks go to the threads from n_split on (n_split < threads: a
-             * split cell has more than 1/threads of the compartments) */
-            ok = ns_cpu_partition(rest, weight, st->threads - (int32_t)st->n_split, owner) >= 0;
-            for (int64_t x = 0; ok && x < rest; ++x) owner[x] += (int32_t)st->n_split;
+            /* the other blocks over every thread, those solving a top
+             * starting with its work (n_split < threads: a split cell has
+             * more than 1/threads of the compartments) */
+            ok = ok && ns_cpu_partition(rest, weight, st->threads, st->n_split ? load0 : NULL, owner) >= 0;
         }
+        free(load0);
         if (ok) {
             for (int64_t q = 0; q < rest; ++q) st->thread_begin[owner[q] + 1]++;
             for (int32_t t = 0; t < st->threads; ++t) st->thread_begin[t + 1] += st->thread_begin[t];
@@ -675,66 +701,149 @@ NS_ALWAYS_INLINE void gates_range(const ns_sim_t *sim, const block_view *bv, con
 }
 
 /* The axial terms, the Hines solve (ns_hines_solve_one's arithmetic, every
- * lane at once) and v += rhs; the spike node's old v into v_old. Returns
- * nonzero when a pivot was zero or not finite (looked for afterwards).
- * Each node's lane loop computes into locals, then stores: the lanes of a
- * node and of its parent never overlap, but the compiler cannot prove it
- * from the indexes and kept the loops scalar when they stored as they went
- * (8 scalar divisions per node in the elimination and in the back
- * substitution: 18 % of a run of 8-lane blocks of allen_rbp4, perf
- * annotate, 2026-11-28). The arithmetic per lane is unchanged. */
-NS_ALWAYS_INLINE int solve_lanes(const block_view *bv, const int32_t W, double *restrict d, double *restrict rhs,
-                           double *v_old) {
-    const sim_shape *s = bv->s;
-    const int32_t n = s->n;
-    const int64_t nw = (int64_t)n * W;
-    double *restrict v = bv->v;
-    const int32_t *restrict parent = s->parent;
-    const double *restrict a = s->a, *restrict b = s->b;
+ * lane at once) and v += rhs, node by node. Each node's lane loop computes
+ * into locals, then stores: the lanes of a node and of its parent never
+ * overlap, but the compiler cannot prove it from the indexes and kept the
+ * loops scalar when they stored as they went (8 scalar divisions per node in
+ * the elimination and in the back substitution: 18 % of a run of 8-lane
+ * blocks of allen_rbp4, perf annotate, 2026-11-28). The arithmetic per lane
+ * is unchanged. A node's own axial terms and its link to the parent are
+ * separate steps (axial_own, axial_link) for a split cell's cut subtree
+ * roots, whose parent belongs to the top (ns_cpu_cut). */
+typedef struct solve_view {
+    const int32_t *restrict parent;
+    const double *restrict a, *restrict b, *restrict v;
+    double *restrict d, *restrict rhs;
+} solve_view;
+
+NS_ALWAYS_INLINE solve_view solve_of(const block_view *bv, double *d, double *rhs) {
+    solve_view sv = {bv->s->parent, bv->s->a, bv->s->b, bv->v, d, rhs};
+    return sv;
+}
+
+/* node i's axial terms on itself (own) and on its parent (link) */
+NS_ALWAYS_INLINE void axial_node(const solve_view *sv, const int32_t W, int32_t i, int own, int link) {
+    const int64_t pi = (int64_t)sv->parent[i] * W, ii = (int64_t)i * W;
+    const double ai = sv->a[i], bi = sv->b[i];
     double x0[NS_CPU_LANES_MAX], x1[NS_CPU_LANES_MAX], x2[NS_CPU_LANES_MAX], x3[NS_CPU_LANES_MAX];
-    for (int32_t i = 1; i < n; ++i) {
-        const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
-        const double ai = a[i], bi = b[i];
-        for (int32_t j = 0; j < W; ++j) {
-            const double dv = v[pi + j] - v[ii + j];
-            x0[j] = rhs[ii + j] - bi * dv;
-            x1[j] = rhs[pi + j] + ai * dv;
-            x2[j] = d[ii + j] - bi;
-            x3[j] = d[pi + j] - ai;
-        }
-        for (int32_t j = 0; j < W; ++j) rhs[ii + j] = x0[j];
-        for (int32_t j = 0; j < W; ++j) rhs[pi + j] = x1[j];
-        for (int32_t j = 0; j < W; ++j) d[ii + j] = x2[j];
-        for (int32_t j = 0; j < W; ++j) d[pi + j] = x3[j];
-    }
-    int bad = 0;
-    for (int32_t i = n - 1; i >= 1; --i) {
-        const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
-        const double ai = a[i], bi = b[i];
-        for (int32_t j = 0; j < W; ++j) {
-            const double piv = d[ii + j];
-            bad |= !(fabs(piv) <= DBL_MAX) | (piv == 0.0);
-            const double f = ai / piv;
-            x0[j] = d[pi + j] - f * bi;
-            x1[j] = rhs[pi + j] - f * rhs[ii + j];
-        }
-        for (int32_t j = 0; j < W; ++j) d[pi + j] = x0[j];
-        for (int32_t j = 0; j < W; ++j) rhs[pi + j] = x1[j];
-    }
     for (int32_t j = 0; j < W; ++j) {
-        bad |= !(fabs(d[j]) <= DBL_MAX) | (d[j] == 0.0);
-        rhs[j] /= d[j];
+        const double dv = sv->v[pi + j] - sv->v[ii + j];
+        x0[j] = sv->rhs[ii + j] - bi * dv;
+        x1[j] = sv->rhs[pi + j] + ai * dv;
+        x2[j] = sv->d[ii + j] - bi;
+        x3[j] = sv->d[pi + j] - ai;
     }
-    for (int32_t i = 1; i < n; ++i) {
-        const int64_t pi = (int64_t)parent[i] * W, ii = (int64_t)i * W;
-        const double bi = b[i];
-        for (int32_t j = 0; j < W; ++j) x0[j] = (rhs[ii + j] - bi * rhs[pi + j]) / d[ii + j];
-        for (int32_t j = 0; j < W; ++j) rhs[ii + j] = x0[j];
+    if (own) {
+        for (int32_t j = 0; j < W; ++j) sv->rhs[ii + j] = x0[j];
+        for (int32_t j = 0; j < W; ++j) sv->d[ii + j] = x2[j];
     }
-    const int64_t sp = (int64_t)s->spike_node * W;
+    if (link) {
+        for (int32_t j = 0; j < W; ++j) sv->rhs[pi + j] = x1[j];
+        for (int32_t j = 0; j < W; ++j) sv->d[pi + j] = x3[j];
+    }
+}
+
+/* node i eliminated into its parent; nonzero when its pivot is zero or not
+ * finite */
+NS_ALWAYS_INLINE int eliminate_node(const solve_view *sv, const int32_t W, int32_t i) {
+    const int64_t pi = (int64_t)sv->parent[i] * W, ii = (int64_t)i * W;
+    const double ai = sv->a[i], bi = sv->b[i];
+    double x0[NS_CPU_LANES_MAX], x1[NS_CPU_LANES_MAX];
+    int bad = 0;
+    for (int32_t j = 0; j < W; ++j) {
+        const double piv = sv->d[ii + j];
+        bad |= !(fabs(piv) <= DBL_MAX) | (piv == 0.0);
+        const double f = ai / piv;
+        x0[j] = sv->d[pi + j] - f * bi;
+        x1[j] = sv->rhs[pi + j] - f * sv->rhs[ii + j];
+    }
+    for (int32_t j = 0; j < W; ++j) sv->d[pi + j] = x0[j];
+    for (int32_t j = 0; j < W; ++j) sv->rhs[pi + j] = x1[j];
+    return bad;
+}
+
+NS_ALWAYS_INLINE int solve_root(const solve_view *sv, const int32_t W) {
+    int bad = 0;
+    for (int32_t j = 0; j < W; ++j) {
+        bad |= !(fabs(sv->d[j]) <= DBL_MAX) | (sv->d[j] == 0.0);
+        sv->rhs[j] /= sv->d[j];
+    }
+    return bad;
+}
+
+NS_ALWAYS_INLINE void substitute_node(const solve_view *sv, const int32_t W, int32_t i) {
+    const int64_t pi = (int64_t)sv->parent[i] * W, ii = (int64_t)i * W;
+    const double bi = sv->b[i];
+    double x0[NS_CPU_LANES_MAX];
+    for (int32_t j = 0; j < W; ++j) x0[j] = (sv->rhs[ii + j] - bi * sv->rhs[pi + j]) / sv->d[ii + j];
+    for (int32_t j = 0; j < W; ++j) sv->rhs[ii + j] = x0[j];
+}
+
+/* The whole solve of a block; the spike node's old v into v_old. Returns
+ * nonzero when a pivot was zero or not finite (looked for afterwards). */
+NS_ALWAYS_INLINE int solve_lanes(const block_view *bv, const int32_t W, double *restrict d, double *restrict rhs,
+                                 double *v_old) {
+    const int32_t n = bv->s->n;
+    const solve_view sv = solve_of(bv, d, rhs);
+    for (int32_t i = 1; i < n; ++i) axial_node(&sv, W, i, 1, 1);
+    int bad = 0;
+    for (int32_t i = n - 1; i >= 1; --i) bad |= eliminate_node(&sv, W, i);
+    bad |= solve_root(&sv, W);
+    for (int32_t i = 1; i < n; ++i) substitute_node(&sv, W, i);
+    const int64_t sp = (int64_t)bv->s->spike_node * W, nw = (int64_t)n * W;
+    double *restrict v = bv->v;
     for (int32_t j = 0; j < W; ++j) v_old[j] = v[sp + j];
     for (int64_t q = 0; q < nw; ++q) v[q] += rhs[q];
     return bad;
+}
+
+/* The first bad pivot of each lane, from the leaves as the solve meets
+ * them (a pivot is final once its node is eliminated); the lowest cell of
+ * the block with one. Returns 1 when one was found (fault filled in). */
+NS_ALWAYS_INLINE int bad_fault(const block_view *bv, const int32_t W, int64_t step, const double *d,
+                               block_fault *fault) {
+    const int32_t n = bv->s->n;
+    for (int32_t j = 0; j < W; ++j)
+        for (int32_t i = n - 1; i >= 0; --i) {
+            const double piv = d[(int64_t)i * W + j];
+            if (piv == 0.0 || !isfinite(piv)) {
+                if (bv->blk->cell[j] < fault->cell || fault->step != step) {
+                    fault->step = step;
+                    fault->cell = bv->blk->cell[j];
+                    fault->node = i;
+                    fault->value = NAN;
+                }
+                break;
+            }
+        }
+    return fault->step == step;
+}
+
+/* The first non-finite v of each lane; the lowest cell of the block with
+ * one (fault filled in, returns 1), else 0. */
+NS_ALWAYS_INLINE int nonfinite_fault(const block_view *bv, const int32_t W, int64_t step, block_fault *fault) {
+    const int32_t n = bv->s->n;
+    int found = 0;
+    for (int32_t j = 0; j < W; ++j)
+        for (int32_t i = 0; i < n; ++i) {
+            const double x = bv->v[(int64_t)i * W + j];
+            if (!isfinite(x)) {
+                if (fault->step != step || bv->blk->cell[j] < fault->cell) {
+                    fault->step = step;
+                    fault->cell = bv->blk->cell[j];
+                    fault->node = i;
+                    fault->value = x;
+                }
+                found = 1;
+                break;
+            }
+        }
+    return found;
+}
+
+/* Whether step `step` (the `k`-th of `steps`) checks v for NaN/Inf. */
+NS_ALWAYS_INLINE int check_step(const ns_sim_t *sim, int64_t step, int64_t k, int64_t steps) {
+    return (step % sim->options.check_every) == 0 || k == steps - 1;
 }
 
 /* After the solve of step `step` (the `k`-th of `steps`): the faults (a bad
@@ -742,81 +851,45 @@ NS_ALWAYS_INLINE int solve_lanes(const block_view *bv, const int32_t W, double *
  * Returns 1 on a fault (filled in), else 0. */
 NS_ALWAYS_INLINE int faults(const ns_sim_t *sim, const block_view *bv, const int32_t W, int bad, int64_t step,
                             int64_t k, int64_t steps, const double *d, block_fault *fault) {
-    const int32_t n = bv->s->n;
-    const int64_t nw = (int64_t)n * W;
-    const double *v = bv->v;
-    const cpu_block *blk = bv->blk;
-    if (bad) {
-        /* the first bad pivot of each lane, from the leaves as the solve
-         * meets them (a pivot is final once its node is eliminated); the
-         * lowest cell of the block with one */
-        for (int32_t j = 0; j < W; ++j)
-            for (int32_t i = n - 1; i >= 0; --i) {
-                const double piv = d[(int64_t)i * W + j];
-                if (piv == 0.0 || !isfinite(piv)) {
-                    if (blk->cell[j] < fault->cell || fault->step != step) {
-                        fault->step = step;
-                        fault->cell = blk->cell[j];
-                        fault->node = i;
-                        fault->value = NAN;
-                    }
-                    break;
-                }
-            }
-        if (fault->step == step) return 1;
-    }
-    if ((step % sim->options.check_every) == 0 || k == steps - 1) {
+    if (bad && bad_fault(bv, W, step, d, fault)) return 1;
+    if (check_step(sim, step, k, steps)) {
+        const int64_t nw = (int64_t)bv->s->n * W;
         int finite = 1;
-        for (int64_t q = 0; q < nw; ++q) finite &= fabs(v[q]) <= DBL_MAX;
-        if (!finite) {
-            for (int32_t j = 0; j < W; ++j)
-                for (int32_t i = 0; i < n; ++i) {
-                    const double x = v[(int64_t)i * W + j];
-                    if (!isfinite(x)) {
-                        if (fault->step != step || blk->cell[j] < fault->cell) {
-                            fault->step = step;
-                            fault->cell = blk->cell[j];
-                            fault->node = i;
-                            fault->value = x;
-                        }
-                        break;
-                    }
-                }
-            return 1;
+        for (int64_t q = 0; q < nw; ++q) finite &= fabs(bv->v[q]) <= DBL_MAX;
+        if (!finite) return nonfinite_fault(bv, W, step, fault);
+    }
+    return 0;
+}
+
+/* Spikes: threshold crossings at the spike node, interpolated in time
+ * between tp and t. Returns -1 when a spike could not be stored. */
+NS_ALWAYS_INLINE int spikes(ns_sim_t *sim, const block_view *bv, const int32_t W, const double *v_old, double tp,
+                            double t) {
+    const double thr = sim->params.spike_threshold;
+    const int64_t sp = (int64_t)bv->s->spike_node * W;
+    for (int32_t j = 0; j < W; ++j) {
+        const double vs = bv->v[sp + j];
+        if (v_old[j] < thr && vs >= thr) {
+            const double tc = tp + (t - tp) * (thr - v_old[j]) / (vs - v_old[j]);
+            if (ns_sim_push_spike(sim, bv->blk->cell[j], tc) != 0) return -1;
         }
     }
     return 0;
 }
 
-/* Spikes (threshold crossings at the spike node, interpolated in time
- * between tp and t) and the recorded sites at step `step`. Returns -1 when
- * a spike could not be stored. */
-NS_ALWAYS_INLINE int spikes_and_records(ns_sim_t *sim, const block_view *bv, const int32_t W, const double *v_old,
-                                        double tp, double t, int64_t step) {
-    const double thr = sim->params.spike_threshold;
-    const double *v = bv->v;
-    const cpu_block *blk = bv->blk;
-    const int64_t sp = (int64_t)bv->s->spike_node * W;
-    for (int32_t j = 0; j < W; ++j) {
-        const double vs = v[sp + j];
-        if (v_old[j] < thr && vs >= thr) {
-            const double tc = tp + (t - tp) * (thr - v_old[j]) / (vs - v_old[j]);
-            if (ns_sim_push_spike(sim, blk->cell[j], tc) != 0) return -1;
-        }
-    }
+/* The recorded sites at nodes [n0, n1) at step `step`. */
+NS_ALWAYS_INLINE void records(ns_sim_t *sim, const block_view *bv, const int32_t W, int64_t step, int32_t n0,
+                              int32_t n1) {
     const int64_t every = sim->options.record_every;
-    const int32_t nrec = sim->n_recs;
-    if (step % every == 0 && nrec > 0) {
-        double *row = sim->traces + (size_t)(step / every) * (size_t)nrec;
-        for (int32_t j = 0; j < W; ++j) {
-            const int64_t c = blk->cell[j];
-            for (int64_t q = sim->rec_begin[c]; q < sim->rec_begin[c + 1]; ++q) {
-                const int32_t site = sim->rec_order[q];
-                row[site] = v[(int64_t)sim->recs[site].node * W + j];
-            }
+    if (step % every != 0 || sim->n_recs == 0) return;
+    double *row = sim->traces + (size_t)(step / every) * (size_t)sim->n_recs;
+    for (int32_t j = 0; j < W; ++j) {
+        const int64_t c = bv->blk->cell[j];
+        for (int64_t q = sim->rec_begin[c]; q < sim->rec_begin[c + 1]; ++q) {
+            const int32_t site = sim->rec_order[q], node = sim->recs[site].node;
+            if (node >= n0 && node < n1) row[site] = bv->v[(int64_t)node * W + j];
         }
     }
-    return 0;
 }
 
 /* Advance block `blk` (of W lanes) through steps k0 <= k < k1 of a call of
@@ -849,7 +922,8 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
                 if (ns_net_detect(blk->net, bv.v, t) != 0) return -1;
             }
         } else gates_range(sim, &bv, W, 0, n);
-        if (spikes_and_records(sim, &bv, W, v_old, tp, t, step) != 0) return -1;
+        if (spikes(sim, &bv, W, v_old, tp, t) != 0) return -1;
+        records(sim, &bv, W, step, 0, n);
     }
     return 0;
 }
@@ -907,58 +981,159 @@ static void split_wait(split_barrier *b, int *local_sense, int32_t team) {
         if (looks >= 64) NS_YIELD();
 }
 
-/* The split blocks' parts of one step (cpu_policy.h, ns_cpu_split): the
- * membrane pass (part 0) or the gates (part 1) over this thread's node range
- * of every split block not stopped; or (part 2, on the block's own thread)
- * the solve, the faults, spikes and recording of split block `s`. Node by
- * node and lane by lane the arithmetic of run_block, so the same values
- * whatever the team and the block's width. */
-NS_ALWAYS_INLINE int split_solve(ns_sim_t *sim, const cpu_state *st, const block_view *bv, int64_t s,
-                                 const int32_t W, int64_t step0, int64_t k, int64_t steps, double tp, double t,
+/* The split blocks' parts of one step (cpu_policy.h: ns_cpu_split,
+ * ns_cpu_cut). Thread `me` of the team owns the nodes [range[me],
+ * range[me + 1]) of each split block and the cut subtrees among them:
+ *   front (before the step's first barrier): the membrane pass of its
+ *     nodes, then its cut subtrees' axial terms and elimination up to their
+ *     roots (a bad pivot sets the block's split_bad);
+ *   top (between the barriers; thread s for split block s): the top's axial
+ *     terms and links, its elimination, the root, its back substitution,
+ *     and the faults: the NaN/Inf that the previous step's back parts found
+ *     (split_nan; reported with that step, whose v is still in place), or
+ *     a bad pivot of this step;
+ *   back (after the second barrier): its cut subtrees' back substitution,
+ *     then its nodes' v += rhs, the NaN/Inf check at check steps (setting
+ *     split_nan), the gates, the spikes (at the spike node) and the
+ *     recordings.
+ * Every node gets its terms in the order of the whole-block solve
+ * (ns_cpu_cut), and lane by lane the arithmetic of run_block, so the same
+ * values whatever the team and the block's width. After a fault the state
+ * is undefined (cable.h), and what the faulty step recorded or spiked is
+ * dropped by ns_sim_advance, so that the gates and recordings of the step
+ * whose NaN is found one step later do not matter. */
+NS_ALWAYS_INLINE void split_front_w(const ns_sim_t *sim, const cpu_state *st, const block_view *bv, int64_t q,
+                                    const int32_t W, int32_t me, double tm) {
+    const ns_cpu_cut *cut = &st->split_cut[q];
+    double *d = st->split_d + st->split_at[q], *rhs = st->split_rhs + st->split_at[q];
+    membrane_pass(sim, bv, W, cut->range[me], cut->range[me + 1], tm, d, rhs);
+    const solve_view sv = solve_of(bv, d, rhs);
+    int bad = 0;
+    for (int32_t c = cut->cut_first[me]; c < cut->cut_first[me + 1]; ++c) {
+        const int32_t r = cut->root[c], e = cut->end[c];
+        axial_node(&sv, W, r, 1, 0);
+        for (int32_t i = r + 1; i < e; ++i) axial_node(&sv, W, i, 1, 1);
+        for (int32_t i = e - 1; i > r; --i) bad |= eliminate_node(&sv, W, i);
+    }
+    if (bad) atomic_store_explicit(&st->split_bad[q], 1, memory_order_relaxed);
+}
+
+NS_ALWAYS_INLINE int split_top_w(ns_sim_t *sim, const cpu_state *st, const block_view *bv, int64_t s,
+                                 const int32_t W, int64_t step, int solve, double tp, double t,
                                  block_fault *fault) {
+    if (atomic_load_explicit(&st->split_nan[s], memory_order_relaxed)) return nonfinite_fault(bv, W, step - 1, fault);
+    if (!solve) return 0;
+    const ns_cpu_cut *cut = &st->split_cut[s];
     double *d = st->split_d + st->split_at[s], *rhs = st->split_rhs + st->split_at[s];
-    double v_old[NS_CPU_LANES_MAX];
-    const int bad = solve_lanes(bv, W, d, rhs, v_old);
-    const int64_t step = step0 + k + 1;
-    if (faults(sim, bv, W, bad, step, k, steps, d, fault)) return 1;
-    return spikes_and_records(sim, bv, W, v_old, tp, t, step) != 0 ? -1 : 0;
-}
-
-NS_ALWAYS_INLINE void split_range(const ns_sim_t *sim, const cpu_state *st, const block_view *bv, int64_t q,
-                                  const int32_t W, int part, int32_t n0, int32_t n1, double tm) {
-    if (part == 0)
-        membrane_pass(sim, bv, W, n0, n1, tm, st->split_d + st->split_at[q], st->split_rhs + st->split_at[q]);
-    else
-        gates_range(sim, bv, W, n0, n1);
-}
-
-NS_CLONES static int split_part(ns_sim_t *sim, const cpu_state *st, int part, int64_t s, int32_t me, int32_t team,
-                                int64_t step0, int64_t k, int64_t steps, double tp, double t,
-                                block_fault *fault) {
-    if (part == 2) {
-        const block_view bv = view_of(sim, st, &st->blocks[st->split[s]]);
-        switch (bv.blk->w) {
-        case 8: return split_solve(sim, st, &bv, s, 8, step0, k, steps, tp, t, fault);
-        case 4: return split_solve(sim, st, &bv, s, 4, step0, k, steps, tp, t, fault);
-        case 2: return split_solve(sim, st, &bv, s, 2, step0, k, steps, tp, t, fault);
-        default: return split_solve(sim, st, &bv, s, 1, step0, k, steps, tp, t, fault);
+    const solve_view sv = solve_of(bv, d, rhs);
+    const int32_t *top = cut->top, nt = cut->n_top;
+    for (int32_t e = 0; e < nt; ++e) {
+        if (top[e] > 0) axial_node(&sv, W, top[e], 1, 1);
+        else if (top[e] < 0) axial_node(&sv, W, -1 - top[e], 0, 1);
+    }
+    int bad = 0;
+    for (int32_t e = nt - 1; e >= 0; --e) {
+        const int32_t i = top[e] >= 0 ? top[e] : -1 - top[e];
+        if (i > 0) bad |= eliminate_node(&sv, W, i);
+    }
+    bad |= solve_root(&sv, W);
+    for (int32_t e = 0; e < nt; ++e) {
+        const int32_t i = top[e] >= 0 ? top[e] : -1 - top[e];
+        if (i > 0) substitute_node(&sv, W, i);
+    }
+    bad |= atomic_exchange_explicit(&st->split_bad[s], 0, memory_order_relaxed);
+    if (bad && bad_fault(bv, W, step, d, fault)) return 1;
+    /* v += rhs at the top's nodes here, so that the cut roots' axial terms
+     * of the next step (split_front, other threads) read their parents'
+     * new v; rhs = -0 there, which the back part's v += rhs keeps exact
+     * (x + -0 = x for every x) */
+    const int32_t sp = bv->s->spike_node;
+    double v_old[NS_CPU_LANES_MAX] = {0};
+    int spike_here = 0;
+    double *restrict v = bv->v;
+    for (int32_t e = 0; e < nt; ++e) {
+        const int32_t i = top[e];
+        if (i < 0) continue;
+        if (i == sp) {
+            spike_here = 1;
+            for (int32_t j = 0; j < W; ++j) v_old[j] = v[(int64_t)i * W + j];
+        }
+        for (int32_t j = 0; j < W; ++j) {
+            v[(int64_t)i * W + j] += rhs[(int64_t)i * W + j];
+            rhs[(int64_t)i * W + j] = -0.0;
         }
     }
-    const double tm = ns_sim_half_step(tp, sim->params.dt);
+    return spike_here && spikes(sim, bv, W, v_old, tp, t) != 0 ? -1 : 0;
+}
+
+NS_ALWAYS_INLINE int split_back_w(ns_sim_t *sim, const cpu_state *st, const block_view *bv, int64_t q,
+                                  const int32_t W, int32_t me, int64_t step, int check, double tp, double t) {
+    const ns_cpu_cut *cut = &st->split_cut[q];
+    double *d = st->split_d + st->split_at[q], *restrict rhs = st->split_rhs + st->split_at[q];
+    const solve_view sv = solve_of(bv, d, rhs);
+    for (int32_t c = cut->cut_first[me]; c < cut->cut_first[me + 1]; ++c)
+        for (int32_t i = cut->root[c] + 1; i < cut->end[c]; ++i) substitute_node(&sv, W, i);
+    const int32_t n0 = cut->range[me], n1 = cut->range[me + 1], sp = bv->s->spike_node;
+    const int has_spike_node = sp >= n0 && sp < n1 && !st->split_spike_top[q];
+    double v_old[NS_CPU_LANES_MAX] = {0};
+    double *restrict v = bv->v;
+    for (int32_t j = 0; has_spike_node && j < W; ++j) v_old[j] = v[(int64_t)sp * W + j];
+    for (int64_t x = (int64_t)n0 * W; x < (int64_t)n1 * W; ++x) v[x] += rhs[x];
+    if (check) {
+        int finite = 1;
+        for (int64_t x = (int64_t)n0 * W; x < (int64_t)n1 * W; ++x) finite &= fabs(v[x]) <= DBL_MAX;
+        if (!finite) atomic_store_explicit(&st->split_nan[q], 1, memory_order_relaxed);
+    }
+    gates_range(sim, bv, W, n0, n1);
+    records(sim, bv, W, step, n0, n1);
+    return has_spike_node ? spikes(sim, bv, W, v_old, tp, t) : 0;
+}
+
+#define NS_SPLIT_W(call)              \
+    switch (bv.blk->w) {              \
+    case 8: call(8); break;           \
+    case 4: call(4); break;           \
+    case 2: call(2); break;           \
+    default: call(1); break;          \
+    }
+
+NS_CLONES static void split_front(const ns_sim_t *sim, const cpu_state *st, int32_t me, double tm) {
     for (int64_t q = 0; q < st->n_split; ++q) {
         if (st->split_stopped[q]) continue;
         const block_view bv = view_of(sim, st, &st->blocks[st->split[q]]);
-        const int32_t n = bv.s->n;
-        const int32_t n0 = (int32_t)((int64_t)n * me / team), n1 = (int32_t)((int64_t)n * (me + 1) / team);
-        switch (bv.blk->w) {
-        case 8: split_range(sim, st, &bv, q, 8, part, n0, n1, tm); break;
-        case 4: split_range(sim, st, &bv, q, 4, part, n0, n1, tm); break;
-        case 2: split_range(sim, st, &bv, q, 2, part, n0, n1, tm); break;
-        default: split_range(sim, st, &bv, q, 1, part, n0, n1, tm); break;
-        }
+#define NS_FRONT(W) split_front_w(sim, st, &bv, q, W, me, tm)
+        NS_SPLIT_W(NS_FRONT)
+#undef NS_FRONT
     }
-    return 0;
 }
+
+/* The top of split block s at step `step` (solve = 0: only the NaN/Inf of
+ * the step before, after a call's last step). Returns 1 on a fault, -1
+ * when a spike could not be stored. */
+NS_CLONES static int split_top(ns_sim_t *sim, const cpu_state *st, int64_t s, int64_t step, int solve, double tp,
+                               double t, block_fault *fault) {
+    const block_view bv = view_of(sim, st, &st->blocks[st->split[s]]);
+    int r = 0;
+#define NS_TOP(W) r = split_top_w(sim, st, &bv, s, W, step, solve, tp, t, fault)
+    NS_SPLIT_W(NS_TOP)
+#undef NS_TOP
+    return r;
+}
+
+/* Returns -1 when a spike could not be stored. */
+NS_CLONES static int split_back(ns_sim_t *sim, const cpu_state *st, int32_t me, int64_t step, int check, double tp,
+                                double t) {
+    int r = 0;
+    for (int64_t q = 0; q < st->n_split; ++q) {
+        if (st->split_stopped[q]) continue;
+        const block_view bv = view_of(sim, st, &st->blocks[st->split[q]]);
+#define NS_BACK(W) r |= split_back_w(sim, st, &bv, q, W, me, step, check, tp, t)
+        NS_SPLIT_W(NS_BACK)
+#undef NS_BACK
+    }
+    return r;
+}
+#undef NS_SPLIT_W
 
 static int run_one(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, int64_t step0, int64_t k0, int64_t k1,
                    int64_t steps, double t0, double *d, double *rhs, block_fault *f) {
@@ -1043,38 +1218,48 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
                     if (r > 0) keep_first(&mine, &f);
                 }
             } else {
-                /* step by step: every thread runs its node range of the split
-                 * cells' membrane pass; a barrier; thread s < n_split solves split
-                 * cell s while the other threads advance their own blocks by the
-                 * step; a barrier; every thread runs its range of the gates */
+                /* step by step (split_front, split_top, split_back): every
+                 * thread its nodes and cut subtrees of the split blocks; a
+                 * barrier; thread s < n_split the top of split block s, then
+                 * every thread its own blocks by the step; a barrier; every
+                 * thread its back part. A last barrier, and the NaN/Inf of the
+                 * last step. */
                 if (done) memset(done, 0, (size_t)(q1 - q0 + 1));
                 double tp = t0;
                 for (int64_t k = 0; k < n_steps; ++k) {
                     const double tn = ns_sim_half_step(ns_sim_half_step(tp, sim->params.dt), sim->params.dt);
-                    split_part(sim, st, 0, 0, t, threads, step0, k, n_steps, tp, tn, NULL);
+                    const int64_t step = step0 + k + 1;
+                    split_front(sim, st, t, ns_sim_half_step(tp, sim->params.dt));
                     split_wait(&barrier, &sense, threads);
-                    if (t < st->n_split) {
-                        if (!st->split_stopped[t]) {
-                            block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
-                            const int r = split_part(sim, st, 2, t, t, threads, step0, k, n_steps, tp, tn, &f);
-                            if (r < 0) oom = 1;
-                            if (r > 0) keep_first(&mine, &f);
-                            if (r != 0) st->split_stopped[t] = 1;
-                        }
-                    } else if (done) {
-                        for (int64_t q = q0; q < q1; ++q) {
-                            if (done[q - q0]) continue;
-                            block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
-                            const int r = run_one(sim, st, &st->blocks[st->order[q]], step0, k, k + 1, n_steps, tp, d,
-                                                  rhs, &f);
-                            if (r < 0) oom = 1;
-                            if (r > 0) keep_first(&mine, &f);
-                            if (r != 0) done[q - q0] = 1;
+                    if (t < st->n_split && !st->split_stopped[t]) {
+                        block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                        const int r = split_top(sim, st, t, step, 1, tp, tn, &f);
+                        if (r < 0) oom = 1;
+                        if (r > 0) {
+                            keep_first(&mine, &f);
+                            st->split_stopped[t] = 1;
                         }
                     }
+                    for (int64_t q = q0; done && q < q1; ++q) {
+                        if (done[q - q0]) continue;
+                        block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                        const int r = run_one(sim, st, &st->blocks[st->order[q]], step0, k, k + 1, n_steps, tp, d,
+                                              rhs, &f);
+                        if (r < 0) oom = 1;
+                        if (r > 0) keep_first(&mine, &f);
+                        if (r != 0) done[q - q0] = 1;
+                    }
                     split_wait(&barrier, &sense, threads);
-                    split_part(sim, st, 1, 0, t, threads, step0, k, n_steps, tp, tn, NULL);
+                    if (split_back(sim, st, t, step, check_step(sim, step, k, n_steps), tp, tn) != 0) oom = 1;
                     tp = tn;
+                }
+                split_wait(&barrier, &sense, threads);
+                if (t < st->n_split && !st->split_stopped[t]) {
+                    block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                    if (split_top(sim, st, t, step0 + n_steps + 1, 0, tp, tp, &f) > 0) {
+                        keep_first(&mine, &f);
+                        st->split_stopped[t] = 1;
+                    }
                 }
             }
             if (!loop) break;
@@ -1097,8 +1282,12 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
 }
 
 static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
-    for (int64_t q = 0; q < ((cpu_state *)sim->backend_state)->n_split; ++q)
-        ((cpu_state *)sim->backend_state)->split_stopped[q] = 0;
+    cpu_state *st = sim->backend_state;
+    for (int64_t q = 0; q < st->n_split; ++q) {
+        st->split_stopped[q] = 0;
+        atomic_store(&st->split_bad[q], 0);
+        atomic_store(&st->split_nan[q], 0);
+    }
     return cpu_steps(sim, steps, NULL, fault);
 }
 
