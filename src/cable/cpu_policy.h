@@ -47,7 +47,7 @@ int ns_cpu_split(int32_t n, int64_t total, int32_t threads);
  * pieces balance better and leave more nodes in the top, which one thread
  * solves (docs/simulation.md, "A cell split across threads"). */
 #ifndef NS_CPU_SPLIT_PIECES
-#define NS_CPU_SPLIT_PIECES 8
+#define NS_CPU_SPLIT_PIECES 2
 #endif
 
 /* The cut of a split cell's tree (parent[i] < i) for `threads` threads.
