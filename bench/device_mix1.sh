@@ -4,7 +4,7 @@
 # clones (AVX-512 chosen on the host) and for AVX2 alone (-DNS_NO_CLONES
 # -DNSM_NO_CLONES -mavx2 -mfma), and of BASE (default: none) when set; at
 # one thread, alternated in two rounds: the bundled mix x 5 (the 40 shapes
-# Arbor reads; Arbor in the first round), dense_Animal_2_Basal_2 x 1, 4 and
+# Arbor reads; Arbor beside each of our runs), dense_Animal_2_Basal_2 x 1, 4 and
 # 8 (blocks of 1, 4 and 8 lanes) and allen_rbp4 x 1, 4, 8 and 1,000.
 # Correctness first: test_cable and test_cable_neuron of the clone build.
 # In $OUT: tests.txt rows.txt.
@@ -40,10 +40,9 @@ A=data/morphologies/allen_rbp4_485574832.swc
 {
   for round in 1 2; do
     for b in $VARIANTS; do
-      arb=; [ "$b" = clones ] && [ "$round" = 1 ] && arb=--arbor
       echo "== $b (round $round): bundled x 5, 1 thread"
       timeout 100 "/tmp/b-$b/neurosolve" bench sim --mixed --per 5 --jitter 0 --steps 20 --threads 1 --arbor 2>&1 |
-        grep -E "^Arbor|^bundled" | { [ -n "$arb" ] && cat || grep -v "^Arbor"; }
+        grep -E "^Arbor|^bundled"
       echo "== $b (round $round): dense x 1,4,8 (20 steps), allen_rbp4 x 1,4,8,1000 (200 steps), 1 thread"
       timeout 100 "/tmp/b-$b/neurosolve" bench sim --backend cpu --morph "$D" --cells 1,4,8 --steps 20 --threads 1 \
         2>&1 | grep -E "^cpu"
