@@ -88,10 +88,25 @@ typedef struct cpu_run {
     int32_t region;
 } cpu_run;
 
+/* A 1-lane block's elimination and back substitution as independent
+ * chains interleaved: the tree cut for SOLVE_STREAMS streams (ns_cpu_cut
+ * with as many "threads" and 2 pieces each); stream s eliminates the cut
+ * subtrees of range s, one node of each stream in turn, so that the
+ * divisions of different subtrees overlap; then the top (docs/simulation.md,
+ * "The 1-lane solve's streams"; wider blocks fill the divider with lanes). */
+#define SOLVE_STREAMS 8
+
 typedef struct cpu_shape {
     int32_t n_runs;
     cpu_run *runs;
+    int32_t n_top, *top;  /* ns_cpu_cut's top entries */
+    int32_t n_order;      /* SOLVE_STREAMS x the longest stream */
+    int32_t *order;       /* order[k * SOLVE_STREAMS + s]: stream s's k-th node to eliminate (its cut
+                             subtrees' nodes below their roots, each subtree from its last node), 0 past
+                             the stream's end */
     unsigned char *gate_mask; /* 1 at the hh nodes, for a 1-lane block's masked gate pass; else NULL */
+    int32_t masked_hh;        /* with gate_mask: the region whose hh parameters every hh node has (the
+                                 masked current pass), or -1 */
     double *cap[LOG2_LANES_MAX + 1]; /* cap repeated over w = 1, 2, 4, 8 lanes (those used) */
 } cpu_shape;
 
@@ -152,6 +167,8 @@ static void cpu_destroy(ns_sim_t *sim) {
         for (int32_t k = 0; k < sim->n_shapes; ++k) {
             free(st->shapes[k].runs);
             free(st->shapes[k].gate_mask);
+            free(st->shapes[k].top);
+            free(st->shapes[k].order);
             for (int l = 0; l <= LOG2_LANES_MAX; ++l) free(st->shapes[k].cap[l]);
         }
     free(st->shapes);
@@ -207,6 +224,31 @@ static ns_status cpu_create(ns_sim_t *sim) {
             cs->n_runs++;
         }
     }
+    /* the solve's streams of cut subtrees and its top */
+    for (int32_t k = 0; k < ns; ++k) {
+        const sim_shape *s = &sim->shapes[k];
+        cpu_shape *cs = &st->shapes[k];
+        ns_cpu_cut cut;
+        if (ns_cpu_cut_make(s->n, s->parent, SOLVE_STREAMS, 2, &cut) != 0) goto oom;
+        int32_t longest = 0;
+        for (int32_t t = 0; t < SOLVE_STREAMS; ++t) {
+            int32_t len = 0;
+            for (int32_t c = cut.cut_first[t]; c < cut.cut_first[t + 1]; ++c) len += cut.end[c] - cut.root[c] - 1;
+            if (len > longest) longest = len;
+        }
+        cs->n_order = longest * SOLVE_STREAMS;
+        cs->order = calloc((size_t)cs->n_order + 1, sizeof *cs->order);
+        cs->top = cut.top;
+        cs->n_top = cut.n_top;
+        cut.top = NULL;
+        for (int32_t t = 0; cs->order && t < SOLVE_STREAMS; ++t) {
+            int32_t len = 0;
+            for (int32_t c = cut.cut_first[t]; c < cut.cut_first[t + 1]; ++c)
+                for (int32_t i = cut.end[c] - 1; i > cut.root[c]; --i) cs->order[len++ * SOLVE_STREAMS + t] = i;
+        }
+        ns_cpu_cut_free(&cut);
+        if (!cs->order) goto oom;
+    }
     /* the masked gate pass of shapes whose hh runs are short */
     for (int32_t k = 0; k < ns; ++k) {
         const sim_shape *s = &sim->shapes[k];
@@ -221,6 +263,19 @@ static ns_status cpu_create(ns_sim_t *sim) {
         cs->gate_mask = malloc((size_t)s->n);
         if (!cs->gate_mask) goto oom;
         for (int32_t i = 0; i < s->n; ++i) cs->gate_mask[i] = s->region[i] >= 0 && sim->region[s->region[i]].hh;
+        /* the hh current masked too when every hh node has the same
+         * parameters (the default membrane) */
+        cs->masked_hh = -1;
+        int uniform = 1;
+        for (int32_t i = 0; i < s->n && uniform; ++i) {
+            if (!cs->gate_mask[i]) continue;
+            const sim_region *a = &sim->region[s->region[i]];
+            if (cs->masked_hh < 0) cs->masked_hh = s->region[i];
+            const sim_region *b = &sim->region[cs->masked_hh];
+            uniform = a->gnabar == b->gnabar && a->gkbar == b->gkbar && a->gl == b->gl && a->el == b->el &&
+                      a->ena == b->ena && a->ek == b->ek;
+        }
+        if (!uniform) cs->masked_hh = -1;
     }
     /* blocks: the widest width per shape, then the cells in ascending order */
     for (int32_t k = 0; k < ns; ++k) {
@@ -663,6 +718,23 @@ NS_ALWAYS_INLINE void membrane_pass(const ns_sim_t *sim, const block_view *bv, c
     }
     clamps(sim, bv, W, n0, n1, tm, rhs);
     /* hh, then the capacitance */
+    if (W == 1 && cs->gate_mask && cs->masked_hh >= 0) {
+        /* a 1-lane block of short hh runs: every node at once, the terms
+         * kept at the hh nodes (x - 0 = x and 0 + 0 = 0 elsewhere, where
+         * cap is 0 at zero-area nodes), as the masked gate pass */
+        const sim_region *r = &R[cs->masked_hh];
+        const double gnabar = r->gnabar, gkbar = r->gkbar, gl = r->gl, el = r->el, ena = r->ena, ek = r->ek;
+        const unsigned char *restrict mask = cs->gate_mask;
+        for (int64_t q = n0; q < n1; ++q) {
+            const double g1 = ns_hh_current(v[q] + .001, m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
+            const double i0 = ns_hh_current(v[q], m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
+            const double di = (g1 - i0) / .001;
+            rhs[q] -= mask[q] ? i0 : 0.0;
+            d[q] += mask[q] ? di : 0.0;
+            d[q] += cap[q];
+        }
+        return;
+    }
     for (int32_t u = 0; u < cs->n_runs; ++u) {
         const cpu_run *run = &cs->runs[u];
         if (run->region < 0 || run->end <= n0 || run->begin >= n1) continue;
@@ -787,9 +859,27 @@ NS_ALWAYS_INLINE int solve_lanes(const block_view *bv, const int32_t W, double *
     const solve_view sv = solve_of(bv, d, rhs);
     for (int32_t i = 1; i < n; ++i) axial_node(&sv, W, i, 1, 1);
     int bad = 0;
-    for (int32_t i = n - 1; i >= 1; --i) bad |= eliminate_node(&sv, W, i);
+    if (W > 1) {
+        for (int32_t i = n - 1; i >= 1; --i) bad |= eliminate_node(&sv, W, i);
+        bad |= solve_root(&sv, W);
+        for (int32_t i = 1; i < n; ++i) substitute_node(&sv, W, i);
+    } else {
+    const cpu_shape *cs = bv->cs;
+    const int32_t *restrict order = cs->order, *restrict top = cs->top;
+    for (int32_t k = 0; k < cs->n_order; ++k)
+        if (order[k]) bad |= eliminate_node(&sv, W, order[k]);
+    for (int32_t e = cs->n_top - 1; e >= 0; --e) {
+        const int32_t i = top[e] >= 0 ? top[e] : -1 - top[e];
+        if (i > 0) bad |= eliminate_node(&sv, W, i);
+    }
     bad |= solve_root(&sv, W);
-    for (int32_t i = 1; i < n; ++i) substitute_node(&sv, W, i);
+    for (int32_t e = 0; e < cs->n_top; ++e) {
+        const int32_t i = top[e] >= 0 ? top[e] : -1 - top[e];
+        if (i > 0) substitute_node(&sv, W, i);
+    }
+    for (int32_t k = cs->n_order - 1; k >= 0; --k)
+        if (order[k]) substitute_node(&sv, W, order[k]);
+    }
     const int64_t sp = (int64_t)bv->s->spike_node * W, nw = (int64_t)n * W;
     double *restrict v = bv->v;
     for (int32_t j = 0; j < W; ++j) v_old[j] = v[sp + j];
