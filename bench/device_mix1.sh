@@ -2,7 +2,8 @@
 # Issue 23, one thread on the device host: where the bundled mix's time goes
 # by block width and instruction set. Builds of the working tree with the
 # clones (AVX-512 chosen on the host) and for AVX2 alone (-DNS_NO_CLONES
-# -DNSM_NO_CLONES -mavx2 -mfma), and of BASE (default: none) when set; at
+# -DNSM_NO_CLONES -mavx2 -mfma; AVX2=0: not), and of BASE (default: none)
+# when set; at
 # one thread, alternated in two rounds: the bundled mix x 5 (the 40 shapes
 # Arbor reads; Arbor beside each of our runs), dense_Animal_2_Basal_2 x 1, 4 and
 # 8 (blocks of 1, 4 and 8 lanes) and allen_rbp4 x 1, 4, 8 and 1,000.
@@ -22,11 +23,14 @@ build() { # source dir cflags targets...
     -DCMAKE_C_FLAGS="$fl" > "$b.log" 2>&1 && cmake --build "$b" -j16 --target "$@" >> "$b.log" 2>&1 ||
     { tail -20 "$b.log"; return 1; }
 }
-VARIANTS="clones avx2"
+VARIANTS="clones"
 build . /tmp/b-clones "" neurosolve_cli test_cable test_cable_neuron || exit 1
-build . /tmp/b-avx2 "-DNS_NO_CLONES -DNSM_NO_CLONES -mavx2 -mfma" neurosolve_cli || exit 1
+if [ "${AVX2:-1}" = 1 ]; then
+  build . /tmp/b-avx2 "-DNS_NO_CLONES -DNSM_NO_CLONES -mavx2 -mfma" neurosolve_cli || exit 1
+  VARIANTS="$VARIANTS avx2"
+fi
 if [ -n "${BASE:-}" ]; then
-  rm -rf /tmp/base && git worktree add -f /tmp/base "$BASE" > /dev/null 2>&1 || { echo "no $BASE"; exit 1; }
+  rm -rf /tmp/base && git worktree prune && git worktree add -f /tmp/base "$BASE" > /dev/null 2>&1 || { echo "no $BASE"; exit 1; }
   build /tmp/base /tmp/b-base "" neurosolve_cli || exit 1
   VARIANTS="$VARIANTS base"
 fi

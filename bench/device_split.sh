@@ -52,7 +52,7 @@ D=data/morphologies/dense_Animal_2_Basal_2.swc
         2>&1 | grep -E "^cpu"
     done
   done
-  echo "== new: bundled x 5, 1 thread"
+  [ "${ONE:-1}" = 1 ] && echo "== new: bundled x 5, 1 thread" &&
   timeout 100 /tmp/b-new/neurosolve bench sim --mixed --per 5 --jitter 0 --steps 20 --threads 1 --arbor 2>&1 |
     grep -E "^Arbor|^bundled"
   for th in 16 1; do
