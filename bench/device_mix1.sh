@@ -8,6 +8,7 @@
 # Arbor reads; Arbor beside each of our runs), dense_Animal_2_Basal_2 x 1, 4 and
 # 8 (blocks of 1, 4 and 8 lanes) and allen_rbp4 x 1, 4, 8 and 1,000.
 # Correctness first: test_cable and test_cable_neuron of the clone build.
+# ROUNDS (default 2); WIDTHS=0 leaves out the dense and allen rows.
 # In $OUT: tests.txt rows.txt.
 # Call (arbor-0.12.2-cp312 wheel in .whl3/):
 #   run(command="OUT=\$OUT bash bench/device_mix1.sh", carry=[".whl3"], timeout_s=500)
@@ -42,11 +43,16 @@ done 2>&1 | tee "$OUT/tests.txt"
 D=data/morphologies/dense_Animal_2_Basal_2.swc
 A=data/morphologies/allen_rbp4_485574832.swc
 {
-  for round in 1 2; do
-    for b in $VARIANTS; do
+  # one untimed run first: the first run on a fresh machine was up to 40 %
+  # slower than the next ones (2026-11-28)
+  /tmp/b-clones/neurosolve bench sim --mixed --per 5 --jitter 0 --steps 20 --threads 1 > /dev/null 2>&1
+  for round in $(seq "${ROUNDS:-2}"); do
+    order=$VARIANTS; [ $((round % 2)) = 0 ] && order=$(echo $VARIANTS | tr ' ' '\n' | tac | tr '\n' ' ')
+    for b in $order; do
       echo "== $b (round $round): bundled x 5, 1 thread"
       timeout 100 "/tmp/b-$b/neurosolve" bench sim --mixed --per 5 --jitter 0 --steps 20 --threads 1 --arbor 2>&1 |
         grep -E "^Arbor|^bundled"
+      [ "${WIDTHS:-1}" = 1 ] || continue
       echo "== $b (round $round): dense x 1,4,8 (20 steps), allen_rbp4 x 1,4,8,1000 (200 steps), 1 thread"
       timeout 100 "/tmp/b-$b/neurosolve" bench sim --backend cpu --morph "$D" --cells 1,4,8 --steps 20 --threads 1 \
         2>&1 | grep -E "^cpu"
