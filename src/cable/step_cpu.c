@@ -779,9 +779,9 @@ NS_ALWAYS_INLINE void gates_range(const ns_sim_t *sim, const block_view *bv, con
  * loops scalar when they stored as they went (8 scalar divisions per node in
  * the elimination and in the back substitution: 18 % of a run of 8-lane
  * blocks of allen_rbp4, perf annotate, 2026-11-28). The arithmetic per lane
- * is unchanged. A node's own axial terms and its link to the parent are
- * separate steps (axial_own, axial_link) for a split cell's cut subtree
- * roots, whose parent belongs to the top (ns_cpu_cut). */
+ * is unchanged. A node's own axial terms and its link to the parent can be
+ * applied apart (axial_node's own and link) for the cut subtrees' roots,
+ * whose parent belongs to the top (ns_cpu_cut). */
 typedef struct solve_view {
     const int32_t *restrict parent;
     const double *restrict a, *restrict b, *restrict v;
@@ -851,34 +851,50 @@ NS_ALWAYS_INLINE void substitute_node(const solve_view *sv, const int32_t W, int
     for (int32_t j = 0; j < W; ++j) sv->rhs[ii + j] = x0[j];
 }
 
+/* The top of a cut (ns_cpu_cut): its nodes and the cut roots eliminated
+ * from the last entry (node 0 left to solve_root), then substituted from
+ * the first. */
+NS_ALWAYS_INLINE int top_eliminate(const solve_view *sv, const int32_t W, const int32_t *restrict top, int32_t nt) {
+    int bad = 0;
+    for (int32_t e = nt - 1; e >= 0; --e) {
+        const int32_t i = top[e] >= 0 ? top[e] : -1 - top[e];
+        if (i > 0) bad |= eliminate_node(sv, W, i);
+    }
+    return bad;
+}
+
+NS_ALWAYS_INLINE void top_substitute(const solve_view *sv, const int32_t W, const int32_t *restrict top, int32_t nt) {
+    for (int32_t e = 0; e < nt; ++e) {
+        const int32_t i = top[e] >= 0 ? top[e] : -1 - top[e];
+        if (i > 0) substitute_node(sv, W, i);
+    }
+}
+
 /* The whole solve of a block; the spike node's old v into v_old. Returns
- * nonzero when a pivot was zero or not finite (looked for afterwards). */
+ * nonzero when a pivot was zero or not finite (looked for afterwards). A
+ * 1-lane block eliminates its cut subtrees as SOLVE_STREAMS interleaved
+ * streams, then its top, and substitutes back in the reverse order; wider
+ * blocks node by node from the last. */
 NS_ALWAYS_INLINE int solve_lanes(const block_view *bv, const int32_t W, double *restrict d, double *restrict rhs,
                                  double *v_old) {
     const int32_t n = bv->s->n;
+    const cpu_shape *cs = bv->cs;
     const solve_view sv = solve_of(bv, d, rhs);
     for (int32_t i = 1; i < n; ++i) axial_node(&sv, W, i, 1, 1);
     int bad = 0;
-    if (W > 1) {
+    if (W == 1) {
+        const int32_t *restrict order = cs->order;
+        for (int32_t k = 0; k < cs->n_order; ++k)
+            if (order[k]) bad |= eliminate_node(&sv, W, order[k]);
+        bad |= top_eliminate(&sv, W, cs->top, cs->n_top);
+        bad |= solve_root(&sv, W);
+        top_substitute(&sv, W, cs->top, cs->n_top);
+        for (int32_t k = cs->n_order - 1; k >= 0; --k)
+            if (order[k]) substitute_node(&sv, W, order[k]);
+    } else {
         for (int32_t i = n - 1; i >= 1; --i) bad |= eliminate_node(&sv, W, i);
         bad |= solve_root(&sv, W);
         for (int32_t i = 1; i < n; ++i) substitute_node(&sv, W, i);
-    } else {
-    const cpu_shape *cs = bv->cs;
-    const int32_t *restrict order = cs->order, *restrict top = cs->top;
-    for (int32_t k = 0; k < cs->n_order; ++k)
-        if (order[k]) bad |= eliminate_node(&sv, W, order[k]);
-    for (int32_t e = cs->n_top - 1; e >= 0; --e) {
-        const int32_t i = top[e] >= 0 ? top[e] : -1 - top[e];
-        if (i > 0) bad |= eliminate_node(&sv, W, i);
-    }
-    bad |= solve_root(&sv, W);
-    for (int32_t e = 0; e < cs->n_top; ++e) {
-        const int32_t i = top[e] >= 0 ? top[e] : -1 - top[e];
-        if (i > 0) substitute_node(&sv, W, i);
-    }
-    for (int32_t k = cs->n_order - 1; k >= 0; --k)
-        if (order[k]) substitute_node(&sv, W, order[k]);
     }
     const int64_t sp = (int64_t)bv->s->spike_node * W, nw = (int64_t)n * W;
     double *restrict v = bv->v;
@@ -1121,16 +1137,9 @@ NS_ALWAYS_INLINE int split_top_w(ns_sim_t *sim, const cpu_state *st, const block
         if (top[e] > 0) axial_node(&sv, W, top[e], 1, 1);
         else if (top[e] < 0) axial_node(&sv, W, -1 - top[e], 0, 1);
     }
-    int bad = 0;
-    for (int32_t e = nt - 1; e >= 0; --e) {
-        const int32_t i = top[e] >= 0 ? top[e] : -1 - top[e];
-        if (i > 0) bad |= eliminate_node(&sv, W, i);
-    }
+    int bad = top_eliminate(&sv, W, top, nt);
     bad |= solve_root(&sv, W);
-    for (int32_t e = 0; e < nt; ++e) {
-        const int32_t i = top[e] >= 0 ? top[e] : -1 - top[e];
-        if (i > 0) substitute_node(&sv, W, i);
-    }
+    top_substitute(&sv, W, top, nt);
     bad |= atomic_exchange_explicit(&st->split_bad[s], 0, memory_order_relaxed);
     if (bad && bad_fault(bv, W, step, d, fault)) return 1;
     /* v += rhs at the top's nodes here, so that the cut roots' axial terms
