@@ -1094,14 +1094,15 @@ static void split_wait(split_barrier *b, int *local_sense, int32_t team) {
  *     nodes, then its cut subtrees' axial terms and elimination up to their
  *     roots (a bad pivot sets the block's split_bad);
  *   top (between the barriers; thread s for split block s): the top's axial
- *     terms and links, its elimination, the root, its back substitution,
- *     and the faults: the NaN/Inf that the previous step's back parts found
+ *     terms and links, its elimination, the root, its back substitution and
+ *     v += rhs at its nodes (and the spikes when the spike node is one), and
+ *     the faults: the NaN/Inf that the previous step's back parts found
  *     (split_nan; reported with that step, whose v is still in place), or
  *     a bad pivot of this step;
- *   back (after the second barrier): its cut subtrees' back substitution,
- *     then its nodes' v += rhs, the NaN/Inf check at check steps (setting
- *     split_nan), the gates, the spikes (at the spike node) and the
- *     recordings.
+ *   back (after the second barrier): its cut subtrees' back substitution
+ *     and v += rhs (the top's thread updated the top's nodes), then its
+ *     nodes' NaN/Inf check at check steps (setting split_nan), the gates,
+ *     the spikes (at the spike node) and the recordings.
  * Every node gets its terms in the order of the whole-block solve
  * (ns_cpu_cut), and lane by lane the arithmetic of run_block, so the same
  * values whatever the team and the block's width. After a fault the state
@@ -1142,10 +1143,10 @@ NS_ALWAYS_INLINE int split_top_w(ns_sim_t *sim, const cpu_state *st, const block
     top_substitute(&sv, W, top, nt);
     bad |= atomic_exchange_explicit(&st->split_bad[s], 0, memory_order_relaxed);
     if (bad && bad_fault(bv, W, step, d, fault)) return 1;
-    /* v += rhs at the top's nodes here, so that the cut roots' axial terms
-     * of the next step (split_front, other threads) read their parents'
-     * new v; rhs = -0 there, which the back part's v += rhs keeps exact
-     * (x + -0 = x for every x) */
+    /* v += rhs at the top's nodes here (the back parts update their cut
+     * subtrees only), so that the cut roots' axial terms of the next step
+     * (split_front, other threads) read their parents' new v with no write
+     * to it in flight */
     const int32_t sp = bv->s->spike_node;
     double v_old[NS_CPU_LANES_MAX] = {0};
     int spike_here = 0;
@@ -1157,10 +1158,7 @@ NS_ALWAYS_INLINE int split_top_w(ns_sim_t *sim, const cpu_state *st, const block
             spike_here = 1;
             for (int32_t j = 0; j < W; ++j) v_old[j] = v[(int64_t)i * W + j];
         }
-        for (int32_t j = 0; j < W; ++j) {
-            v[(int64_t)i * W + j] += rhs[(int64_t)i * W + j];
-            rhs[(int64_t)i * W + j] = -0.0;
-        }
+        for (int32_t j = 0; j < W; ++j) v[(int64_t)i * W + j] += rhs[(int64_t)i * W + j];
     }
     return spike_here && spikes(sim, bv, W, v_old, tp, t) != 0 ? -1 : 0;
 }
@@ -1170,14 +1168,15 @@ NS_ALWAYS_INLINE int split_back_w(ns_sim_t *sim, const cpu_state *st, const bloc
     const ns_cpu_cut *cut = &st->split_cut[q];
     double *d = st->split_d + st->split_at[q], *restrict rhs = st->split_rhs + st->split_at[q];
     const solve_view sv = solve_of(bv, d, rhs);
-    for (int32_t c = cut->cut_first[me]; c < cut->cut_first[me + 1]; ++c)
-        for (int32_t i = cut->root[c] + 1; i < cut->end[c]; ++i) substitute_node(&sv, W, i);
     const int32_t n0 = cut->range[me], n1 = cut->range[me + 1], sp = bv->s->spike_node;
     const int has_spike_node = sp >= n0 && sp < n1 && !st->split_spike_top[q];
     double v_old[NS_CPU_LANES_MAX] = {0};
     double *restrict v = bv->v;
     for (int32_t j = 0; has_spike_node && j < W; ++j) v_old[j] = v[(int64_t)sp * W + j];
-    for (int64_t x = (int64_t)n0 * W; x < (int64_t)n1 * W; ++x) v[x] += rhs[x];
+    for (int32_t c = cut->cut_first[me]; c < cut->cut_first[me + 1]; ++c) {
+        for (int32_t i = cut->root[c] + 1; i < cut->end[c]; ++i) substitute_node(&sv, W, i);
+        for (int64_t x = (int64_t)cut->root[c] * W; x < (int64_t)cut->end[c] * W; ++x) v[x] += rhs[x];
+    }
     if (check) {
         int finite = 1;
         for (int64_t x = (int64_t)n0 * W; x < (int64_t)n1 * W; ++x) finite &= fabs(v[x]) <= DBL_MAX;
