@@ -113,7 +113,7 @@ typedef struct cpu_shape {
 
 typedef struct cpu_block {
     int32_t shape, w;
-    int32_t split;                  /* 1: one cell run by every thread (split_part) */
+    int32_t split;                  /* 1: one cell run by every thread (split_front, split_top, split_back) */
     int64_t cell[NS_CPU_LANES_MAX]; /* the cells in lane order (ascending) */
     double *v, *m, *h, *n;          /* n * w each, v[node * w + lane] */
     model_block *mech;              /* a model's mechanisms (sim->model), else NULL */
