@@ -225,36 +225,12 @@ static ns_status cpu_create(ns_sim_t *sim) {
             cs->n_runs++;
         }
     }
-    /* the solve's streams of cut subtrees and its top */
-    for (int32_t k = 0; k < ns; ++k) {
-        const sim_shape *s = &sim->shapes[k];
-        cpu_shape *cs = &st->shapes[k];
-        ns_cpu_cut cut;
-        if (ns_cpu_cut_make(s->n, s->parent, SOLVE_STREAMS, 2, &cut) != 0) goto oom;
-        int32_t longest = 0;
-        for (int32_t t = 0; t < SOLVE_STREAMS; ++t) {
-            int32_t len = 0;
-            for (int32_t c = cut.cut_first[t]; c < cut.cut_first[t + 1]; ++c) len += cut.end[c] - cut.root[c] - 1;
-            if (len > longest) longest = len;
-        }
-        cs->n_order = longest * SOLVE_STREAMS;
-        cs->order = calloc((size_t)cs->n_order + 1, sizeof *cs->order);
-        cs->top = cut.top;
-        cs->n_top = cut.n_top;
-        cut.top = NULL;
-        for (int32_t t = 0; cs->order && t < SOLVE_STREAMS; ++t) {
-            int32_t len = 0;
-            for (int32_t c = cut.cut_first[t]; c < cut.cut_first[t + 1]; ++c)
-                for (int32_t i = cut.end[c] - 1; i > cut.root[c]; --i) cs->order[len++ * SOLVE_STREAMS + t] = i;
-        }
-        ns_cpu_cut_free(&cut);
-        if (!cs->order) goto oom;
-    }
     /* the masked gate pass of shapes whose hh runs are short */
     for (int32_t k = 0; k < ns; ++k) {
         const sim_shape *s = &sim->shapes[k];
         cpu_shape *cs = &st->shapes[k];
         int64_t hh_nodes = 0, hh_runs = 0;
+        cs->masked_hh = -1;
         for (int32_t u = 0; u < cs->n_runs; ++u)
             if (cs->runs[u].region >= 0 && sim->region[cs->runs[u].region].hh) {
                 hh_nodes += cs->runs[u].end - cs->runs[u].begin;
@@ -266,7 +242,6 @@ static ns_status cpu_create(ns_sim_t *sim) {
         for (int32_t i = 0; i < s->n; ++i) cs->gate_mask[i] = s->region[i] >= 0 && sim->region[s->region[i]].hh;
         /* the hh current masked too when every hh node has the same
          * parameters (the default membrane) */
-        cs->masked_hh = -1;
         int uniform = 1;
         for (int32_t i = 0; i < s->n && uniform; ++i) {
             if (!cs->gate_mask[i]) continue;
@@ -324,6 +299,33 @@ static ns_status cpu_create(ns_sim_t *sim) {
         }
         free(next);
         free(fill);
+    }
+    /* the solve's streams of cut subtrees and its top, for the shapes with a
+     * 1-lane block (solve_lanes) */
+    for (int64_t b = 0; b < st->n_blocks; ++b) {
+        const sim_shape *s = &sim->shapes[st->blocks[b].shape];
+        cpu_shape *cs = &st->shapes[st->blocks[b].shape];
+        if (st->blocks[b].w != 1 || cs->order) continue;
+        ns_cpu_cut cut;
+        if (ns_cpu_cut_make(s->n, s->parent, SOLVE_STREAMS, 2, &cut) != 0) goto oom;
+        int32_t longest = 0;
+        for (int32_t t = 0; t < SOLVE_STREAMS; ++t) {
+            int32_t len = 0;
+            for (int32_t c = cut.cut_first[t]; c < cut.cut_first[t + 1]; ++c) len += cut.end[c] - cut.root[c] - 1;
+            if (len > longest) longest = len;
+        }
+        cs->n_order = longest * SOLVE_STREAMS;
+        cs->order = calloc((size_t)cs->n_order + 1, sizeof *cs->order);
+        cs->top = cut.top;
+        cs->n_top = cut.n_top;
+        cut.top = NULL;
+        for (int32_t t = 0; cs->order && t < SOLVE_STREAMS; ++t) {
+            int32_t len = 0;
+            for (int32_t c = cut.cut_first[t]; c < cut.cut_first[t + 1]; ++c)
+                for (int32_t i = cut.end[c] - 1; i > cut.root[c]; --i) cs->order[len++ * SOLVE_STREAMS + t] = i;
+        }
+        ns_cpu_cut_free(&cut);
+        if (!cs->order) goto oom;
     }
     /* state storage, and the shapes' capacitance at the widths used */
     int64_t total = 0;
@@ -403,8 +405,8 @@ static ns_status cpu_create(ns_sim_t *sim) {
         st->split_rhs = aligned((size_t)split_total * sizeof(double));
         int64_t *load0 = calloc((size_t)st->threads, sizeof *load0);
         int ok = weight && index && owner && st->thread_begin && st->order && st->split && st->split_at &&
-                 st->split_stopped && st->split_cut && st->split_bad && st->split_nan && st->split_spike_top && st->split_d &&
-                 st->split_rhs && load0;
+                 st->split_stopped && st->split_cut && st->split_bad && st->split_nan && st->split_spike_top &&
+                 st->split_d && st->split_rhs && load0;
         if (ok) {
             int64_t q = 0, p = 0;
             for (int64_t b = 0; ok && b < st->n_blocks; ++b) {
@@ -948,6 +950,13 @@ NS_ALWAYS_INLINE int nonfinite_fault(const block_view *bv, const int32_t W, int6
     return found;
 }
 
+/* Whether x[q0 .. q1) are all finite (a loop that vectorises). */
+NS_ALWAYS_INLINE int all_finite(const double *restrict x, int64_t q0, int64_t q1) {
+    int finite = 1;
+    for (int64_t q = q0; q < q1; ++q) finite &= fabs(x[q]) <= DBL_MAX;
+    return finite;
+}
+
 /* Whether step `step` (the `k`-th of `steps`) checks v for NaN/Inf. */
 NS_ALWAYS_INLINE int check_step(const ns_sim_t *sim, int64_t step, int64_t k, int64_t steps) {
     return (step % sim->options.check_every) == 0 || k == steps - 1;
@@ -959,12 +968,8 @@ NS_ALWAYS_INLINE int check_step(const ns_sim_t *sim, int64_t step, int64_t k, in
 NS_ALWAYS_INLINE int faults(const ns_sim_t *sim, const block_view *bv, const int32_t W, int bad, int64_t step,
                             int64_t k, int64_t steps, const double *d, block_fault *fault) {
     if (bad && bad_fault(bv, W, step, d, fault)) return 1;
-    if (check_step(sim, step, k, steps)) {
-        const int64_t nw = (int64_t)bv->s->n * W;
-        int finite = 1;
-        for (int64_t q = 0; q < nw; ++q) finite &= fabs(bv->v[q]) <= DBL_MAX;
-        if (!finite) return nonfinite_fault(bv, W, step, fault);
-    }
+    if (check_step(sim, step, k, steps) && !all_finite(bv->v, 0, (int64_t)bv->s->n * W))
+        return nonfinite_fault(bv, W, step, fault);
     return 0;
 }
 
@@ -1178,11 +1183,8 @@ NS_ALWAYS_INLINE int split_back_w(ns_sim_t *sim, const cpu_state *st, const bloc
         for (int32_t i = cut->root[c] + 1; i < cut->end[c]; ++i) substitute_node(&sv, W, i);
         for (int64_t x = (int64_t)cut->root[c] * W; x < (int64_t)cut->end[c] * W; ++x) v[x] += rhs[x];
     }
-    if (check) {
-        int finite = 1;
-        for (int64_t x = (int64_t)n0 * W; x < (int64_t)n1 * W; ++x) finite &= fabs(v[x]) <= DBL_MAX;
-        if (!finite) atomic_store_explicit(&st->split_nan[q], 1, memory_order_relaxed);
-    }
+    if (check && !all_finite(v, (int64_t)n0 * W, (int64_t)n1 * W))
+        atomic_store_explicit(&st->split_nan[q], 1, memory_order_relaxed);
     gates_range(sim, bv, W, n0, n1);
     records(sim, bv, W, step, n0, n1);
     return has_spike_node ? spikes(sim, bv, W, v_old, tp, t) : 0;
