@@ -16,7 +16,9 @@
  * Threads: one parallel region per ns_sim_advance call; each thread owns a
  * static set of blocks balanced by compartments (cpu_policy.h) and advances
  * each of its blocks through all the steps of the call before the next
- * (blocks are independent: no barrier, no waiting but the end of the call).
+ * (blocks are independent: no barrier, no waiting but the end of the call);
+ * a thread done with its own blocks takes the blocks other threads have not
+ * started (a network's intervals keep to the owners).
  * Never more threads than blocks, except with a cell larger than a thread's
  * share (ns_cpu_split): then the call goes step by step, every thread runs
  * its node range of that cell's blocks (its copies in the widest blocks
@@ -120,12 +122,19 @@ typedef struct cpu_block {
     net_block *net;                 /* its synapses, events and detectors (sim->net's, net.c), else NULL */
 } cpu_block;
 
+/* A thread's next block, on a cache line of its own (other threads take
+ * from it once their own blocks are done). */
+typedef struct cpu_cursor {
+    _Alignas(ALIGN) atomic_llong q;
+} cpu_cursor;
+
 typedef struct cpu_state {
     int32_t threads;       /* threads that run (<= blocks) */
     int64_t n_blocks;
     cpu_block *blocks;
     int64_t *thread_begin; /* threads + 1 into `order` */
-    int64_t *order;        /* blocks, thread by thread */
+    int64_t *order;        /* blocks, thread by thread, each thread's longest first */
+    cpu_cursor *next;      /* per thread: its next block in `order` (taken by any thread, below) */
     int64_t *lane_of;      /* n_cells: block * NS_CPU_LANES_MAX + lane */
     cpu_shape *shapes;
     double *store;         /* the blocks' state */
@@ -147,6 +156,31 @@ typedef struct cpu_state {
 static void *aligned(size_t bytes) {
     const size_t z = (bytes + ALIGN - 1) / ALIGN * ALIGN;
     return aligned_alloc(ALIGN, z ? z : ALIGN);
+}
+
+/* index[0 .. count) and weight[0 .. count) by decreasing weight, equal
+ * weights in index order; 0, or -1 when out of memory */
+typedef struct weighted {
+    int64_t weight, index;
+} weighted;
+
+static int by_weight(const void *x, const void *y) {
+    const weighted *a = x, *b = y;
+    if (a->weight != b->weight) return a->weight > b->weight ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+static int sort_by_weight(int64_t count, int64_t *index, int64_t *weight) {
+    weighted *w = malloc((size_t)count * sizeof *w);
+    if (!w) return -1;
+    for (int64_t k = 0; k < count; ++k) w[k] = (weighted){weight[k], index[k]};
+    qsort(w, (size_t)count, sizeof *w, by_weight);
+    for (int64_t k = 0; k < count; ++k) {
+        weight[k] = w[k].weight;
+        index[k] = w[k].index;
+    }
+    free(w);
+    return 0;
 }
 
 static int log2w(int32_t w) { return w >= 8 ? 3 : w >= 4 ? 2 : w >= 2 ? 1 : 0; }
@@ -177,6 +211,7 @@ static void cpu_destroy(ns_sim_t *sim) {
     free(st->blocks);
     free(st->thread_begin);
     free(st->order);
+    free(st->next);
     free(st->lane_of);
     free(st->split);
     free(st->split_at);
@@ -394,6 +429,7 @@ static ns_status cpu_create(ns_sim_t *sim) {
         int32_t *owner = malloc((size_t)(st->n_blocks + 1) * sizeof *owner);
         st->thread_begin = calloc((size_t)st->threads + 1, sizeof *st->thread_begin);
         st->order = malloc((size_t)(st->n_blocks + 1) * sizeof *st->order);
+        st->next = aligned((size_t)st->threads * sizeof *st->next);
         st->split = malloc((size_t)(st->n_split + 1) * sizeof *st->split);
         st->split_at = malloc((size_t)(st->n_split + 1) * sizeof *st->split_at);
         st->split_stopped = calloc((size_t)(st->n_split + 1), sizeof *st->split_stopped);
@@ -404,7 +440,7 @@ static ns_status cpu_create(ns_sim_t *sim) {
         st->split_d = aligned((size_t)split_total * sizeof(double));
         st->split_rhs = aligned((size_t)split_total * sizeof(double));
         int64_t *load0 = calloc((size_t)st->threads, sizeof *load0);
-        int ok = weight && index && owner && st->thread_begin && st->order && st->split && st->split_at &&
+        int ok = weight && index && owner && st->thread_begin && st->order && st->next && st->split && st->split_at &&
                  st->split_stopped && st->split_cut && st->split_bad && st->split_nan && st->split_spike_top &&
                  st->split_d && st->split_rhs && load0;
         if (ok) {
@@ -429,6 +465,13 @@ static ns_status cpu_create(ns_sim_t *sim) {
                 index[q] = b;
                 weight[q++] = (int64_t)sh->n * blk->w;
             }
+            /* longest first (stably), so that each thread's list below ends
+             * with its shortest blocks, the ones other threads take */
+            for (int64_t k = 1; ok && k < q; ++k)
+                if (weight[k] > weight[k - 1]) {
+                    ok = sort_by_weight(q, index, weight) == 0;
+                    break;
+                }
             /* the other blocks over every thread, those solving a top
              * starting with its work (n_split < threads: a split cell has
              * more than 1/threads of the compartments) */
@@ -441,6 +484,7 @@ static ns_status cpu_create(ns_sim_t *sim) {
             int64_t *at = weight; /* reused as fill positions */
             for (int32_t t = 0; t < st->threads; ++t) at[t] = st->thread_begin[t];
             for (int64_t q = 0; q < rest; ++q) st->order[at[owner[q]]++] = index[q];
+            for (int32_t t = 0; t < st->threads; ++t) atomic_init(&st->next[t].q, st->thread_begin[t]);
         }
         free(weight);
         free(index);
@@ -1310,8 +1354,26 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
             const int64_t n_steps = shared_len, step0 = sim->steps;
             const double t0 = sim->t;
             if (n_steps <= 0) break;
-            if (st->n_split == 0) {
-                /* each block through all the steps, one after the other */
+            if (st->n_split == 0 && !loop) {
+                /* each block through all the steps, one after the other: the
+                 * thread's own blocks, then those that other threads have not
+                 * started yet (from the thread after it on), so that a core
+                 * that runs slower (another process on it) holds back the call
+                 * by one block at most, not by its whole share */
+                for (int32_t k = 0; k < threads && !oom; ++k) {
+                    const int32_t u = (t + k) % threads;
+                    const int64_t end = st->thread_begin[u + 1];
+                    for (int64_t q; !oom && (q = atomic_fetch_add_explicit(&st->next[u].q, 1, memory_order_relaxed)) < end;) {
+                        block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                        const int r = run_one(sim, st, &st->blocks[st->order[q]], step0, 0, n_steps, n_steps, t0, d, rhs, &f);
+                        if (r < 0) oom = 1;
+                        if (r > 0) keep_first(&mine, &f);
+                    }
+                }
+            } else if (st->n_split == 0) {
+                /* an interval of a network: the thread's own blocks (taking
+                 * others' would move a block's state between cores every
+                 * interval, which can be a step) */
                 for (int64_t q = q0; q < q1 && !oom; ++q) {
                     block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
                     const int r = run_one(sim, st, &st->blocks[st->order[q]], step0, 0, n_steps, n_steps, t0, d, rhs, &f);
@@ -1389,6 +1451,7 @@ static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         atomic_store(&st->split_bad[q], 0);
         atomic_store(&st->split_nan[q], 0);
     }
+    for (int32_t t = 0; t < st->threads; ++t) atomic_store_explicit(&st->next[t].q, st->thread_begin[t], memory_order_relaxed);
     return cpu_steps(sim, steps, NULL, fault);
 }
 
