@@ -7,6 +7,9 @@
 # With ARBOR=1 (and arbor-0.12.2-cp312 in .whl3/), then our CPU loop against
 # Arbor 0.12.2 (issue 23): `bench sim` of 1,000 allen_rbp4 cells at 1 and 16
 # threads and the bundled mix x 5 at 16 threads, base and new, with --arbor.
+# ARBOR_ROUNDS (default 1) rounds of those, alternated, after an untimed run;
+# MIX=0 leaves out the mix; BUSY=1 adds allen_rbp4 rows at 16 threads with core
+# 0 kept busy by another process; ROUNDS=0 skips the generated-hh rounds.
 # In $OUT: host.txt vec.txt runs.txt [arbor.txt].
 # Call: run(command="ARBOR=1 bash bench/device_genhh.sh", carry=[".whl3"], timeout_s=600)
 set -uo pipefail
@@ -24,9 +27,9 @@ build() { # source-dir build-dir
     { tail -30 "/tmp/$(basename "$2").log"; return 1; }
 }
 build /tmp/base /tmp/b-base || exit 1
-build . b-new "test_sim_model test_nmodl test_cable_neuron" || exit 1
+build . b-new "test_sim_model test_nmodl test_cable_neuron test_cable test_policy" || exit 1
 echo "builds: $(( $(date +%s) - t0 )) s"
-for t in test_sim_model test_nmodl test_cable_neuron; do
+for t in test_sim_model test_nmodl test_cable_neuron test_cable test_policy; do
   timeout 200 "./b-new/tests/$t" > /tmp/t.log 2>&1
   echo "$t: exit $? $(grep -c FAIL /tmp/t.log) FAIL lines; $(tail -1 /tmp/t.log)"
 done 2>&1 | tee "$OUT/tests.txt"
@@ -55,7 +58,7 @@ val() { grep -o "\"$1\":[0-9.e+-]*" "$2" | head -1 | cut -d: -f2; }
     done
   done
 } 2>&1 | tee "$OUT/runs.txt"
-python3 - "$OUT/runs.txt" <<'PY'
+[ "$ROUNDS" -gt 0 ] && python3 - "$OUT/runs.txt" <<'PY'
 import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1]) if l[0] != '#' and len(l.split()) >= 5]
 by = {}
@@ -72,18 +75,36 @@ if [ "${ARBOR:-0}" = 1 ] && ls .whl3/arbor-*.whl > /dev/null 2>&1; then
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
   M=data/morphologies/allen_rbp4_485574832.swc
   {
-    for th in 1 16; do
-      for b in base new; do
-        ns=$([ "$b" = base ] && echo /tmp/b-base/neurosolve || echo ./b-new/neurosolve)
-        echo "== $b: allen_rbp4 x 1000, $th thread(s)"
-        timeout 150 $ns bench sim --backend cpu --morph "$M" --cells 1000 --steps 400 --threads "$th" --arbor 1000 \
-          2>&1 | grep -E "^Arbor|^cpu"
+    # an untimed run first (the first run on a fresh machine was up to 40 %
+    # slower, 2026-11-28); then ARBOR_ROUNDS rounds, base and new in
+    # alternating order; with BUSY=1 also 16-thread rows while another process
+    # keeps core 0 busy (a loaded machine)
+    ./b-new/neurosolve bench sim --backend cpu --morph "$M" --cells 1000 --steps 100 --threads 16 > /dev/null 2>&1
+    for r in $(seq "${ARBOR_ROUNDS:-1}"); do
+      order="base new"; [ $((r % 2)) = 0 ] && order="new base"
+      for th in 1 16; do
+        for b in $order; do
+          ns=$([ "$b" = base ] && echo /tmp/b-base/neurosolve || echo ./b-new/neurosolve)
+          echo "== $b (round $r): allen_rbp4 x 1000, $th thread(s)"
+          timeout 150 $ns bench sim --backend cpu --morph "$M" --cells 1000 --steps 400 --threads "$th" --arbor 1000 \
+            2>&1 | grep -E "^Arbor|^cpu"
+        done
       done
-    done
-    for b in base new; do
-      ns=$([ "$b" = base ] && echo /tmp/b-base/neurosolve || echo ./b-new/neurosolve)
-      echo "== $b: bundled x 5, 16 threads"
-      timeout 150 $ns bench sim --mixed --per 5 --jitter 0 --steps 400 --threads 16 --arbor 2>&1 | grep -E "^Arbor|^bundled"
+      for b in $([ "${MIX:-1}" = 1 ] && echo $order); do
+        ns=$([ "$b" = base ] && echo /tmp/b-base/neurosolve || echo ./b-new/neurosolve)
+        echo "== $b (round $r): bundled x 5, 16 threads"
+        timeout 150 $ns bench sim --mixed --per 5 --jitter 0 --steps 400 --threads 16 --arbor 2>&1 | grep -E "^Arbor|^bundled"
+      done
+      if [ "${BUSY:-0}" = 1 ]; then
+        taskset -c 0 sh -c 'while :; do :; done' & spin=$!
+        for b in $order; do
+          ns=$([ "$b" = base ] && echo /tmp/b-base/neurosolve || echo ./b-new/neurosolve)
+          echo "== $b (round $r): allen_rbp4 x 1000, 16 threads, core 0 busy"
+          timeout 150 $ns bench sim --backend cpu --morph "$M" --cells 1000 --steps 400 --threads 16 --arbor 1000 \
+            2>&1 | grep -E "^Arbor|^cpu"
+        done
+        kill $spin
+      fi
     done
   } 2>&1 | tee "$OUT/arbor.txt"
 fi
