@@ -24,7 +24,8 @@
 # exceed the 64 MiB a call carries. Call (from the repository root):
 #   run(command="bash bench/device_cpu.sh", carry=[".whl/site"], timeout_s=600)
 # Usage elsewhere: bash bench/device_cpu.sh   (THREADS=16 CELLS=1000 STEPS=400; SKIP_CUDA=1: CPU-only
-# build; SKIP_MIXED=1: no mixed runs; SKIP_TUNE=1: no gather experiment at the end)
+# build; SKIP_MIXED=1: no mixed runs; SKIP_TUNE=1: no gather experiment at the end; MIX25=1: the
+# mix x 25, 1,000 cells, at 1 and 16 threads with Arbor)
 set -uo pipefail
 OUT=${OUT:-cpu-results}
 mkdir -p "$OUT"
@@ -60,6 +61,8 @@ M=data/morphologies/allen_rbp4_485574832.swc
 FEW=/tmp/cpu-few
 mkdir -p "$FEW"
 {
+  # untimed: the first run on a fresh machine was up to 40 % slower (2026-11-28)
+  "$NS" bench sim --backend cpu --morph "$M" --cells "$CELLS" --steps 100 --threads "$T" > /dev/null 2>&1
   for th in 1 "$T"; do
     echo "== one shape, $th thread(s)"
     "$NS" bench sim --backend cpu --morph "$M" --cells "$CELLS" --steps "$STEPS" --threads "$th" --arbor "$CELLS" --neuron "$CELLS" \
@@ -86,6 +89,12 @@ mkdir -p "$FEW"
     "$NS" bench sim --mixed --per 5 --jitter 0 --gpu-methods auto --steps 200 --threads 1 --arbor \
       --csv "$OUT/mixed_1.csv"
   fi
+  # MIX25=1: the mix x 25 (1,000 cells) at 1 and T threads, ours and Arbor, for
+  # the 16 / 1 scaling at >= 1,000 cells of a mixed population
+  for th in $([ "${MIX25:-0}" = 1 ] && echo 1 "$T"); do
+    echo "== mixed x 25 (1,000 cells), $th thread(s) (ours and Arbor)"
+    "$NS" bench sim --mixed --per 25 --jitter 0 --gpu-methods auto --steps 100 --threads "$th" --arbor
+  done
 } 2>&1 | tee "$OUT/bench.txt"
 python3 bench/cpu_table.py "$OUT" "$FEW" "$T" | tee "$OUT/table.md"
 echo "total: $(( $(date +%s) - t0 )) s"
