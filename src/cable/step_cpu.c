@@ -1299,6 +1299,16 @@ static void keep_first(sim_fault *mine, const block_fault *f) {
     }
 }
 
+/* Block b through all n_steps steps of a call; a fault into mine. Returns 1
+ * when a spike could not be stored, else 0. */
+static int run_call(ns_sim_t *sim, const cpu_state *st, int64_t b, int64_t step0, int64_t n_steps, double t0,
+                    double *d, double *rhs, sim_fault *mine) {
+    block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+    const int r = run_one(sim, st, &st->blocks[b], step0, 0, n_steps, n_steps, t0, d, rhs, &f);
+    if (r > 0) keep_first(mine, &f);
+    return r < 0;
+}
+
 /* Advance every block by `steps` steps from sim->steps; or, with a network
  * (loop != NULL), by the intervals of ns_net_loop_next, all in one parallel
  * region: after each interval the threads meet at a barrier, thread 0 (the
@@ -1363,23 +1373,14 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
                 for (int32_t k = 0; k < threads && !oom; ++k) {
                     const int32_t u = (t + k) % threads;
                     const int64_t end = st->thread_begin[u + 1];
-                    for (int64_t q; !oom && (q = atomic_fetch_add_explicit(&st->next[u].q, 1, memory_order_relaxed)) < end;) {
-                        block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
-                        const int r = run_one(sim, st, &st->blocks[st->order[q]], step0, 0, n_steps, n_steps, t0, d, rhs, &f);
-                        if (r < 0) oom = 1;
-                        if (r > 0) keep_first(&mine, &f);
-                    }
+                    for (int64_t q; !oom && (q = atomic_fetch_add_explicit(&st->next[u].q, 1, memory_order_relaxed)) < end;)
+                        oom |= run_call(sim, st, st->order[q], step0, n_steps, t0, d, rhs, &mine);
                 }
             } else if (st->n_split == 0) {
                 /* an interval of a network: the thread's own blocks (taking
                  * others' would move a block's state between cores every
                  * interval, which can be a step) */
-                for (int64_t q = q0; q < q1 && !oom; ++q) {
-                    block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
-                    const int r = run_one(sim, st, &st->blocks[st->order[q]], step0, 0, n_steps, n_steps, t0, d, rhs, &f);
-                    if (r < 0) oom = 1;
-                    if (r > 0) keep_first(&mine, &f);
-                }
+                for (int64_t q = q0; q < q1 && !oom; ++q) oom |= run_call(sim, st, st->order[q], step0, n_steps, t0, d, rhs, &mine);
             } else {
                 /* step by step (split_front, split_top, split_back): every
                  * thread its nodes and cut subtrees of the split blocks; a
