@@ -158,8 +158,6 @@ static void *aligned(size_t bytes) {
     return aligned_alloc(ALIGN, z ? z : ALIGN);
 }
 
-/* index[0 .. count) and weight[0 .. count) by decreasing weight, equal
- * weights in index order; 0, or -1 when out of memory */
 typedef struct weighted {
     int64_t weight, index;
 } weighted;
@@ -170,6 +168,8 @@ static int by_weight(const void *x, const void *y) {
     return (a->index > b->index) - (a->index < b->index);
 }
 
+/* index[0 .. count) and weight[0 .. count) by decreasing weight, equal
+ * weights in index order; 0, or -1 when out of memory */
 static int sort_by_weight(int64_t count, int64_t *index, int64_t *weight) {
     weighted *w = malloc((size_t)count * sizeof *w);
     if (!w) return -1;
@@ -1373,14 +1373,16 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
                 for (int32_t k = 0; k < threads && !oom; ++k) {
                     const int32_t u = (t + k) % threads;
                     const int64_t end = st->thread_begin[u + 1];
-                    for (int64_t q; !oom && (q = atomic_fetch_add_explicit(&st->next[u].q, 1, memory_order_relaxed)) < end;)
+                    int64_t q;
+                    while (!oom && (q = atomic_fetch_add_explicit(&st->next[u].q, 1, memory_order_relaxed)) < end)
                         oom |= run_call(sim, st, st->order[q], step0, n_steps, t0, d, rhs, &mine);
                 }
             } else if (st->n_split == 0) {
                 /* an interval of a network: the thread's own blocks (taking
                  * others' would move a block's state between cores every
                  * interval, which can be a step) */
-                for (int64_t q = q0; q < q1 && !oom; ++q) oom |= run_call(sim, st, st->order[q], step0, n_steps, t0, d, rhs, &mine);
+                for (int64_t q = q0; q < q1 && !oom; ++q)
+                    oom |= run_call(sim, st, st->order[q], step0, n_steps, t0, d, rhs, &mine);
             } else {
                 /* step by step (split_front, split_top, split_back): every
                  * thread its nodes and cut subtrees of the split blocks; a
@@ -1452,7 +1454,8 @@ static ns_status cpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         atomic_store(&st->split_bad[q], 0);
         atomic_store(&st->split_nan[q], 0);
     }
-    for (int32_t t = 0; t < st->threads; ++t) atomic_store_explicit(&st->next[t].q, st->thread_begin[t], memory_order_relaxed);
+    for (int32_t t = 0; t < st->threads; ++t)
+        atomic_store_explicit(&st->next[t].q, st->thread_begin[t], memory_order_relaxed);
     return cpu_steps(sim, steps, NULL, fault);
 }
 
