@@ -208,7 +208,7 @@ int main(void) {
         /* the loads a split cell's top leaves on its thread */
         const int64_t w[3] = {4, 4, 4}, load0[2] = {6, 0};
         int32_t own[3];
-        CHECK(ns_cpu_partition(3, w, 2, load0, own) == 10 && own[0] == 1 && own[1] == 1 && own[2] == 0);
+        CHECK(ns_cpu_partition(3, w, 2, load0, own, NULL) == 10 && own[0] == 1 && own[1] == 1 && own[2] == 0);
     }
     int32_t wd[16];
     CHECK(ns_cpu_blocks(5, 8, wd) == 2 && wd[0] == 4 && wd[1] == 1); /* no padded lanes */
@@ -226,18 +226,21 @@ int main(void) {
         const int64_t w[6] = {10, 3, 3, 3, 1, 4};
         int32_t own[6];
         /* 10 -> t0; 4, 3, 3 -> t1 (10); 3 -> t0 (tie: lowest, 13); 1 -> t1 (11) */
-        CHECK(ns_cpu_partition(6, w, 2, NULL, own) == 13);
+        CHECK(ns_cpu_partition(6, w, 2, NULL, own, NULL) == 13);
         int64_t load[2] = {0, 0};
         for (int b = 0; b < 6; ++b) load[own[b]] += w[b];
         CHECK(load[0] == 13 && load[1] == 11);
         CHECK(own[0] == 0); /* the largest block first, onto thread 0 */
-        CHECK(ns_cpu_partition(6, w, 1, NULL, own) == 24);
-        for (int b = 0; b < 6; ++b) CHECK(own[b] == 0);
+        /* the placing order: longest first, equal weights by block */
+        int64_t placed[6];
+        const int64_t want[6] = {0, 5, 1, 2, 3, 4};
+        CHECK(ns_cpu_partition(6, w, 1, NULL, own, placed) == 24);
+        for (int b = 0; b < 6; ++b) CHECK(own[b] == 0 && placed[b] == want[b]);
         /* 125 equal blocks over 16 threads: 8 at most, every thread busy */
         int64_t eq[125];
         int32_t o2[125], per[16] = {0};
         for (int b = 0; b < 125; ++b) eq[b] = 8 * 307;
-        CHECK(ns_cpu_partition(125, eq, 16, NULL, o2) == 8 * 8 * 307);
+        CHECK(ns_cpu_partition(125, eq, 16, NULL, o2, NULL) == 8 * 8 * 307);
         for (int b = 0; b < 125; ++b) per[o2[b]]++;
         for (int t = 0; t < 16; ++t) CHECK(per[t] == 7 || per[t] == 8);
     }

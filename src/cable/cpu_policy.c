@@ -128,7 +128,7 @@ static int by_weight(const void *x, const void *y) {
 }
 
 int64_t ns_cpu_partition(int64_t count, const int64_t *weight, int32_t threads, const int64_t *load0,
-                         int32_t *owner) {
+                         int32_t *owner, int64_t *order_out) {
     if (threads < 1) threads = 1;
     int64_t *load = calloc((size_t)threads, sizeof *load);
     wb *order = malloc((size_t)(count > 0 ? count : 1) * sizeof *order);
@@ -149,6 +149,7 @@ int64_t ns_cpu_partition(int64_t count, const int64_t *weight, int32_t threads, 
             if (load[t] < load[best]) best = t;
         owner[order[k].block] = best;
         load[best] += order[k].weight;
+        if (order_out) order_out[k] = order[k].block;
     }
     int64_t load_max = 0;
     for (int32_t t = 0; t < threads; ++t)

@@ -84,9 +84,10 @@ int32_t ns_cpu_threads(int32_t requested, int64_t blocks);
 /* A static partition of `count` blocks of work `weight[b]` over `threads`
  * threads that start with the loads `load0` (NULL: none), balancing work
  * (longest first onto the least-loaded thread, ties to the lowest thread):
- * owner[b] receives the thread of block b. Returns the largest load of a
- * thread, or -1 when out of memory. */
+ * owner[b] receives the thread of block b, and order_out (unless NULL) the
+ * blocks in the order they were placed (longest first). Returns the largest
+ * load of a thread, or -1 when out of memory. */
 int64_t ns_cpu_partition(int64_t count, const int64_t *weight, int32_t threads, const int64_t *load0,
-                         int32_t *owner);
+                         int32_t *owner, int64_t *order_out);
 
 #endif

@@ -158,31 +158,6 @@ static void *aligned(size_t bytes) {
     return aligned_alloc(ALIGN, z ? z : ALIGN);
 }
 
-typedef struct weighted {
-    int64_t weight, index;
-} weighted;
-
-static int by_weight(const void *x, const void *y) {
-    const weighted *a = x, *b = y;
-    if (a->weight != b->weight) return a->weight > b->weight ? -1 : 1;
-    return (a->index > b->index) - (a->index < b->index);
-}
-
-/* index[0 .. count) and weight[0 .. count) by decreasing weight, equal
- * weights in index order; 0, or -1 when out of memory */
-static int sort_by_weight(int64_t count, int64_t *index, int64_t *weight) {
-    weighted *w = malloc((size_t)count * sizeof *w);
-    if (!w) return -1;
-    for (int64_t k = 0; k < count; ++k) w[k] = (weighted){weight[k], index[k]};
-    qsort(w, (size_t)count, sizeof *w, by_weight);
-    for (int64_t k = 0; k < count; ++k) {
-        weight[k] = w[k].weight;
-        index[k] = w[k].index;
-    }
-    free(w);
-    return 0;
-}
-
 static int log2w(int32_t w) { return w >= 8 ? 3 : w >= 4 ? 2 : w >= 2 ? 1 : 0; }
 
 static int32_t requested_threads(const ns_sim_t *sim) {
@@ -427,6 +402,7 @@ static ns_status cpu_create(ns_sim_t *sim) {
         int64_t *weight = malloc((size_t)wlen * sizeof *weight);
         int64_t *index = malloc((size_t)(st->n_blocks + 1) * sizeof *index);
         int32_t *owner = malloc((size_t)(st->n_blocks + 1) * sizeof *owner);
+        int64_t *placed = malloc((size_t)(st->n_blocks + 1) * sizeof *placed);
         st->thread_begin = calloc((size_t)st->threads + 1, sizeof *st->thread_begin);
         st->order = malloc((size_t)(st->n_blocks + 1) * sizeof *st->order);
         st->next = aligned((size_t)st->threads * sizeof *st->next);
@@ -440,7 +416,7 @@ static ns_status cpu_create(ns_sim_t *sim) {
         st->split_d = aligned((size_t)split_total * sizeof(double));
         st->split_rhs = aligned((size_t)split_total * sizeof(double));
         int64_t *load0 = calloc((size_t)st->threads, sizeof *load0);
-        int ok = weight && index && owner && st->thread_begin && st->order && st->next && st->split && st->split_at &&
+        int ok = weight && index && owner && placed && st->thread_begin && st->order && st->next && st->split && st->split_at &&
                  st->split_stopped && st->split_cut && st->split_bad && st->split_nan && st->split_spike_top &&
                  st->split_d && st->split_rhs && load0;
         if (ok) {
@@ -465,17 +441,10 @@ static ns_status cpu_create(ns_sim_t *sim) {
                 index[q] = b;
                 weight[q++] = (int64_t)sh->n * blk->w;
             }
-            /* longest first (stably), so that each thread's list below ends
-             * with its shortest blocks, the ones other threads take */
-            for (int64_t k = 1; ok && k < q; ++k)
-                if (weight[k] > weight[k - 1]) {
-                    ok = sort_by_weight(q, index, weight) == 0;
-                    break;
-                }
             /* the other blocks over every thread, those solving a top
              * starting with its work (n_split < threads: a split cell has
              * more than 1/threads of the compartments) */
-            ok = ok && ns_cpu_partition(rest, weight, st->threads, st->n_split ? load0 : NULL, owner) >= 0;
+            ok = ok && ns_cpu_partition(rest, weight, st->threads, st->n_split ? load0 : NULL, owner, placed) >= 0;
         }
         free(load0);
         if (ok) {
@@ -483,12 +452,16 @@ static ns_status cpu_create(ns_sim_t *sim) {
             for (int32_t t = 0; t < st->threads; ++t) st->thread_begin[t + 1] += st->thread_begin[t];
             int64_t *at = weight; /* reused as fill positions */
             for (int32_t t = 0; t < st->threads; ++t) at[t] = st->thread_begin[t];
-            for (int64_t q = 0; q < rest; ++q) st->order[at[owner[q]]++] = index[q];
+            /* each thread's blocks in the order they were placed, longest
+             * first, so that its list ends with its shortest blocks, the ones
+             * other threads take */
+            for (int64_t k = 0; k < rest; ++k) st->order[at[owner[placed[k]]]++] = index[placed[k]];
             for (int32_t t = 0; t < st->threads; ++t) atomic_init(&st->next[t].q, st->thread_begin[t]);
         }
         free(weight);
         free(index);
         free(owner);
+        free(placed);
         if (!ok) goto oom;
     }
     free(count);
