@@ -574,6 +574,94 @@ static void test_split_cell(void) {
     split_cases(3);
 }
 
+/* The masked passes at every width (cable/cpu_policy.h, ns_cpu_masked):
+ * fly_OP1_diadem_axon (147 compartments, 99 with hh in 49 runs between
+ * zero-area nodes) x 16 at 1, 4, 8 and 16 threads runs in blocks of 8, 4, 2
+ * and 1 lanes (asserted), masked at 2 and 1 lanes and not at 8 or 4 (the
+ * decision asserted); traces at every node of cell 5, every cell's final
+ * state and spikes equal to one thread's bit for bit. */
+static void masked_run(int threads, int *width, double **traces, int64_t *samples, double **state,
+                       int64_t *spikes) {
+    ns_morph_t *m = NULL;
+    ns_cell_t *cell = NULL;
+    ns_sim_t *sim = NULL;
+    *traces = *state = NULL;
+    *width = 0;
+    *spikes = 0;
+    CHECK_OK(ns_swc_read(NS_MORPHOLOGIES "/fly_OP1_diadem_axon.swc", NULL, &m));
+    if (m) CHECK_OK(ns_discretize(m, NULL, &cell));
+    if (!cell) goto out;
+    const ns_cell_t *shapes[1] = {cell};
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.method = NS_HINES_OPENMP;
+    o.threads = threads;
+    CHECK_OK(ns_sim_create(1, shapes, 16, NULL, &p, &o, &sim));
+    if (!sim) goto out;
+    const int64_t n = ns_sim_compartments(sim) / 16;
+    CHECK_MSG(n == 147, "fly_OP1_diadem_axon: %lld compartments, expected 147", (long long)n);
+    for (int64_t q = 0; q < ns_sim_state_parts(sim); ++q) {
+        ns_sim_part part;
+        CHECK_OK(ns_sim_state_part(sim, q, &part));
+        if (*width == 0) *width = (int)part.stride;
+        if (*width != (int)part.stride) *width = -1;
+    }
+    int32_t soma;
+    CHECK_OK(ns_sim_locate(cell, 0, 0.5, &soma));
+    for (int64_t c = 0; c < 16; ++c) CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 1.0 + 0.3 * (double)c, 40.0, 0.2 + 0.02 * (double)c));
+    for (int32_t node = 0; node < n; ++node) CHECK_OK(ns_sim_add_recording(sim, 5, node, NULL));
+    CHECK_OK(ns_sim_advance(sim, 700));
+    CHECK_OK(ns_sim_advance(sim, 500));
+    int32_t sites;
+    const double *tr = ns_sim_traces(sim, samples, &sites);
+    *traces = malloc((size_t)(*samples * sites) * sizeof **traces);
+    *state = malloc((size_t)(16 * 4 * n) * sizeof **state);
+    if (!*traces || !*state || !tr) goto out;
+    memcpy(*traces, tr, (size_t)(*samples * sites) * sizeof *tr);
+    for (int64_t c = 0; c < 16; ++c) {
+        double *x = *state + 4 * n * c;
+        CHECK_OK(ns_sim_get_state(sim, c, x, x + n, x + 2 * n, x + 3 * n));
+        int64_t cnt;
+        ns_sim_spikes(sim, c, &cnt);
+        *spikes += cnt;
+    }
+out:
+    ns_sim_destroy(sim);
+    ns_cell_destroy(cell);
+    ns_morph_destroy(m);
+}
+
+static void test_masked_widths(void) {
+    /* the shape's hh runs (counted from the SWC's sections: 99 hh nodes in
+     * 49 runs) and the decision per width */
+    CHECK(ns_cpu_masked(99, 49, 147, 1) && ns_cpu_masked(99, 49, 147, 2));
+    CHECK(!ns_cpu_masked(99, 49, 147, 4) && !ns_cpu_masked(99, 49, 147, 8));
+    CHECK(!ns_cpu_masked(1, 1, 147, 1)); /* hh at the soma alone: not masked */
+    int w1;
+    double *tr1, *st1;
+    int64_t samples1, spikes1;
+    masked_run(1, &w1, &tr1, &samples1, &st1, &spikes1);
+    CHECK_MSG(w1 == 8 && spikes1 >= 16, "one thread: width %d, %lld spikes", w1, (long long)spikes1);
+    static const int threads[3] = {4, 8, 16}, widths[3] = {4, 2, 1};
+    for (int q = 0; q < 3 && tr1 && st1; ++q) {
+        int w;
+        double *tr, *st;
+        int64_t samples, spikes;
+        masked_run(threads[q], &w, &tr, &samples, &st, &spikes);
+        CHECK_MSG(w == widths[q], "%d threads: blocks of width %d, expected %d", threads[q], w, widths[q]);
+        int same = tr && st && samples == samples1 && spikes == spikes1;
+        for (int64_t i = 0; same && i < samples1 * 147; ++i) same = memcmp(&tr[i], &tr1[i], sizeof(double)) == 0;
+        for (int64_t i = 0; same && i < 16 * 4 * 147; ++i) same = memcmp(&st[i], &st1[i], sizeof(double)) == 0;
+        CHECK_MSG(same, "%d threads (width %d): traces, state or spikes differ from one thread", threads[q], w);
+        free(tr);
+        free(st);
+    }
+    free(tr1);
+    free(st1);
+}
+
 int main(void) {
     test_passive_single();
     test_passive_steady();
@@ -581,6 +669,7 @@ int main(void) {
     test_rates();
     test_population();
     test_split_cell();
+    test_masked_widths();
     test_bad_input();
     return check_summary("test_cable");
 }

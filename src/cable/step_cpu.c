@@ -77,14 +77,6 @@
 #define ALIGN 64           /* [bytes] block arrays start on a cache line */
 #define CHUNK 64           /* lane-nodes per pass of the gate update */
 #define LOG2_LANES_MAX 3   /* widths 1, 2, 4, 8 */
-/* A 1-lane block whose hh runs are shorter than this on average (in nodes)
- * runs its gate pass over every node of the range at once and keeps the
- * results at its hh nodes only (gate_mask): the runs between zero-area
- * nodes would otherwise run as the vector loops' scalar tails. At 8, the
- * 38,580-compartment dense_Animal_2_Basal_2 (runs of 2.3 nodes on average)
- * and the bundled mix's 1-lane blocks take it; bench/README.md. */
-#define MASKED_GATES_MEAN_RUN 8
-
 typedef struct cpu_run {
     int32_t begin, end; /* nodes [begin, end) of one region (-1: no membrane) */
     int32_t region;
@@ -107,10 +99,13 @@ typedef struct cpu_shape {
     int32_t *order;       /* order[k * SOLVE_STREAMS + s]: stream s's k-th node to eliminate (its cut
                              subtrees' nodes below their roots, each subtree from its last node), 0 past
                              the stream's end */
-    unsigned char *gate_mask; /* 1 at the hh nodes, for a 1-lane block's masked gate pass; else NULL */
-    int32_t masked_hh;        /* with gate_mask: the region whose hh parameters every hh node has (the
-                                 masked current pass), or -1 */
+    int64_t hh_nodes, hh_runs; /* nodes with hh, and their runs */
+    int32_t masked_hh;         /* the region whose hh parameters every hh node has (the masked current
+                                  pass), or -1 */
     double *cap[LOG2_LANES_MAX + 1]; /* cap repeated over w = 1, 2, 4, 8 lanes (those used) */
+    unsigned char *mask[LOG2_LANES_MAX + 1]; /* 1 at the hh nodes, repeated over w lanes, for the widths
+                                                whose blocks take the masked passes (ns_cpu_masked); else
+                                                NULL */
 } cpu_shape;
 
 typedef struct cpu_block {
@@ -176,7 +171,7 @@ static void cpu_destroy(ns_sim_t *sim) {
     if (st->shapes)
         for (int32_t k = 0; k < sim->n_shapes; ++k) {
             free(st->shapes[k].runs);
-            free(st->shapes[k].gate_mask);
+            for (int l = 0; l <= LOG2_LANES_MAX; ++l) free(st->shapes[k].mask[l]);
             free(st->shapes[k].top);
             free(st->shapes[k].order);
             for (int l = 0; l <= LOG2_LANES_MAX; ++l) free(st->shapes[k].cap[l]);
@@ -235,26 +230,21 @@ static ns_status cpu_create(ns_sim_t *sim) {
             cs->n_runs++;
         }
     }
-    /* the masked gate pass of shapes whose hh runs are short */
+    /* the hh runs of each shape (masked), and whether every hh node has the
+     * same hh parameters (the default membrane): then the hh current can be
+     * masked too */
     for (int32_t k = 0; k < ns; ++k) {
         const sim_shape *s = &sim->shapes[k];
         cpu_shape *cs = &st->shapes[k];
-        int64_t hh_nodes = 0, hh_runs = 0;
         cs->masked_hh = -1;
         for (int32_t u = 0; u < cs->n_runs; ++u)
             if (cs->runs[u].region >= 0 && sim->region[cs->runs[u].region].hh) {
-                hh_nodes += cs->runs[u].end - cs->runs[u].begin;
-                hh_runs++;
+                cs->hh_nodes += cs->runs[u].end - cs->runs[u].begin;
+                cs->hh_runs++;
             }
-        if (hh_runs == 0 || hh_nodes >= (int64_t)MASKED_GATES_MEAN_RUN * hh_runs) continue;
-        cs->gate_mask = malloc((size_t)s->n);
-        if (!cs->gate_mask) goto oom;
-        for (int32_t i = 0; i < s->n; ++i) cs->gate_mask[i] = s->region[i] >= 0 && sim->region[s->region[i]].hh;
-        /* the hh current masked too when every hh node has the same
-         * parameters (the default membrane) */
         int uniform = 1;
         for (int32_t i = 0; i < s->n && uniform; ++i) {
-            if (!cs->gate_mask[i]) continue;
+            if (s->region[i] < 0 || !sim->region[s->region[i]].hh) continue;
             const sim_region *a = &sim->region[s->region[i]];
             if (cs->masked_hh < 0) cs->masked_hh = s->region[i];
             const sim_region *b = &sim->region[cs->masked_hh];
@@ -353,6 +343,13 @@ static ns_status cpu_create(ns_sim_t *sim) {
             const sim_shape *s = &sim->shapes[blk->shape];
             for (int32_t i = 0; i < s->n; ++i)
                 for (int32_t j = 0; j < blk->w; ++j) cs->cap[l][(int64_t)i * blk->w + j] = s->cap[i];
+            if (ns_cpu_masked(cs->hh_nodes, cs->hh_runs, s->n, blk->w)) {
+                cs->mask[l] = malloc((size_t)nw);
+                if (!cs->mask[l]) goto oom;
+                for (int32_t i = 0; i < s->n; ++i)
+                    for (int32_t j = 0; j < blk->w; ++j)
+                        cs->mask[l][(int64_t)i * blk->w + j] = s->region[i] >= 0 && sim->region[s->region[i]].hh;
+            }
         }
     }
     st->store = aligned((size_t)total * sizeof(double));
@@ -650,6 +647,7 @@ typedef struct block_view {
     const cpu_block *blk;
     double *v, *m, *h, *gn;
     const double *cap;
+    const unsigned char *mask; /* the shape's mask at the block's width, or NULL */
 } block_view;
 
 NS_ALWAYS_INLINE block_view view_of(const ns_sim_t *sim, const cpu_state *st, const cpu_block *blk) {
@@ -662,6 +660,7 @@ NS_ALWAYS_INLINE block_view view_of(const ns_sim_t *sim, const cpu_state *st, co
     bv.h = blk->h;
     bv.gn = blk->n;
     bv.cap = bv.cs->cap[log2w(blk->w)];
+    bv.mask = bv.cs->mask[log2w(blk->w)];
     return bv;
 }
 
@@ -709,6 +708,18 @@ static void model_pass(const ns_sim_t *sim, const block_view *bv, const int32_t 
     for (int64_t q = 0; q < nw; ++q) d[q] += cap[q];
 }
 
+/* The first run of a shape that ends after node n0 (the runs cover the
+ * nodes in order), so that a pass over a node range visits only its runs. */
+NS_ALWAYS_INLINE int32_t first_run(const cpu_shape *cs, int32_t n0) {
+    int32_t lo = 0, hi = cs->n_runs;
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (cs->runs[mid].end <= n0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
 /* The membrane pass of nodes [n0, n1) of a block at the half step tm: rhs
  * and d from zero, pas, IClamp, hh and the capacitance, each node's terms in
  * NEURON's order (the same values whatever the node range: a cell split
@@ -723,9 +734,10 @@ NS_ALWAYS_INLINE void membrane_pass(const ns_sim_t *sim, const block_view *bv, c
         rhs[q] = 0.0;
         d[q] = 0.0;
     }
-    for (int32_t u = 0; u < cs->n_runs; ++u) {
+    const int32_t u0 = first_run(cs, n0);
+    for (int32_t u = u0; u < cs->n_runs && cs->runs[u].begin < n1; ++u) {
         const cpu_run *run = &cs->runs[u];
-        if (run->region < 0 || !R[run->region].pas || run->end <= n0 || run->begin >= n1) continue;
+        if (run->region < 0 || !R[run->region].pas) continue;
         const double g = R[run->region].g_pas, e = R[run->region].e_pas;
         const int64_t q0 = (int64_t)(run->begin > n0 ? run->begin : n0) * W;
         const int64_t q1 = (int64_t)(run->end < n1 ? run->end : n1) * W;
@@ -738,14 +750,14 @@ NS_ALWAYS_INLINE void membrane_pass(const ns_sim_t *sim, const block_view *bv, c
     }
     clamps(sim, bv, W, n0, n1, tm, rhs);
     /* hh, then the capacitance */
-    if (W == 1 && cs->gate_mask && cs->masked_hh >= 0) {
-        /* a 1-lane block of short hh runs: every node at once, the terms
-         * kept at the hh nodes (x - 0 = x and 0 + 0 = 0 elsewhere, where
-         * cap is 0 at zero-area nodes), as the masked gate pass */
+    if (bv->mask && cs->masked_hh >= 0) {
+        /* a block of short hh runs: every lane-node at once, the terms kept
+         * at the hh nodes (x - 0 = x and 0 + 0 = 0 elsewhere, where cap is
+         * 0 at zero-area nodes), as the masked gate pass */
         const sim_region *r = &R[cs->masked_hh];
         const double gnabar = r->gnabar, gkbar = r->gkbar, gl = r->gl, el = r->el, ena = r->ena, ek = r->ek;
-        const unsigned char *restrict mask = cs->gate_mask;
-        for (int64_t q = n0; q < n1; ++q) {
+        const unsigned char *restrict mask = bv->mask;
+        for (int64_t q = (int64_t)n0 * W; q < (int64_t)n1 * W; ++q) {
             const double g1 = ns_hh_current(v[q] + .001, m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
             const double i0 = ns_hh_current(v[q], m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
             const double di = (g1 - i0) / .001;
@@ -755,12 +767,15 @@ NS_ALWAYS_INLINE void membrane_pass(const ns_sim_t *sim, const block_view *bv, c
         }
         return;
     }
-    for (int32_t u = 0; u < cs->n_runs; ++u) {
+    /* a run's nodes have one region, so one capacitance (sim.c): read
+     * once per run, not per lane-node */
+    for (int32_t u = u0; u < cs->n_runs && cs->runs[u].begin < n1; ++u) {
         const cpu_run *run = &cs->runs[u];
-        if (run->region < 0 || run->end <= n0 || run->begin >= n1) continue;
+        if (run->region < 0) continue;
         const sim_region *r = &R[run->region];
         const int64_t q0 = (int64_t)(run->begin > n0 ? run->begin : n0) * W;
         const int64_t q1 = (int64_t)(run->end < n1 ? run->end : n1) * W;
+        const double c = bv->s->cap[run->begin];
         if (r->hh) {
             const double gnabar = r->gnabar, gkbar = r->gkbar, gl = r->gl, el = r->el, ena = r->ena, ek = r->ek;
             for (int64_t q = q0; q < q1; ++q) {
@@ -768,10 +783,10 @@ NS_ALWAYS_INLINE void membrane_pass(const ns_sim_t *sim, const block_view *bv, c
                 const double i0 = ns_hh_current(v[q], m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
                 rhs[q] -= i0;
                 d[q] += (g1 - i0) / .001;
-                d[q] += cap[q];
+                d[q] += c;
             }
         } else {
-            for (int64_t q = q0; q < q1; ++q) d[q] += cap[q];
+            for (int64_t q = q0; q < q1; ++q) d[q] += c;
         }
     }
 }
@@ -780,13 +795,13 @@ NS_ALWAYS_INLINE void membrane_pass(const ns_sim_t *sim, const block_view *bv, c
 NS_ALWAYS_INLINE void gates_range(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0,
                                   int32_t n1) {
     const cpu_shape *cs = bv->cs;
-    if (W == 1 && cs->gate_mask) {
-        gates(sim, n0, n1, bv->v, bv->m, bv->h, bv->gn, cs->gate_mask);
+    if (bv->mask) {
+        gates(sim, (int64_t)n0 * W, (int64_t)n1 * W, bv->v, bv->m, bv->h, bv->gn, bv->mask);
         return;
     }
-    for (int32_t u = 0; u < cs->n_runs; ++u) {
+    for (int32_t u = first_run(cs, n0); u < cs->n_runs && cs->runs[u].begin < n1; ++u) {
         const cpu_run *run = &cs->runs[u];
-        if (run->region < 0 || !sim->region[run->region].hh || run->end <= n0 || run->begin >= n1) continue;
+        if (run->region < 0 || !sim->region[run->region].hh) continue;
         gates(sim, (int64_t)(run->begin > n0 ? run->begin : n0) * W, (int64_t)(run->end < n1 ? run->end : n1) * W,
               bv->v, bv->m, bv->h, bv->gn, NULL);
     }
