@@ -574,21 +574,25 @@ static void test_split_cell(void) {
     split_cases(3);
 }
 
-/* The masked passes at every width (cable/cpu_policy.h, ns_cpu_masked):
- * fly_OP1_diadem_axon (147 compartments, 99 with hh in 49 runs between
- * zero-area nodes) x 16 at 1, 4, 8 and 16 threads runs in blocks of 8, 4, 2
- * and 1 lanes (asserted), masked at 2 and 1 lanes and not at 8 or 4 (the
- * decision asserted); traces at every node of cell 5, every cell's final
- * state and spikes equal to one thread's bit for bit. */
-static void masked_run(int threads, int *width, double **traces, int64_t *samples, double **state,
-                       int64_t *spikes) {
+/* The node order (cable/cpu_policy.h, ns_cpu_reorder) and the masked passes
+ * (ns_cpu_masked): a short-run cell in blocks of every width, and as a split
+ * cell, against one thread's 8-lane blocks bit for bit (traces at every node
+ * of one cell, every cell's final state, spikes). */
+typedef struct order_run {
+    int width; /* the blocks' width (-1: several) */
+    double *traces, *state;
+    int64_t samples, spikes;
+} order_run;
+
+static void order_case(const char *file, int32_t n_expected, int64_t cells, int threads, int64_t steps,
+                       order_run *out) {
     ns_morph_t *m = NULL;
     ns_cell_t *cell = NULL;
     ns_sim_t *sim = NULL;
-    *traces = *state = NULL;
-    *width = 0;
-    *spikes = 0;
-    CHECK_OK(ns_swc_read(NS_MORPHOLOGIES "/fly_OP1_diadem_axon.swc", NULL, &m));
+    memset(out, 0, sizeof *out);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", NS_MORPHOLOGIES, file);
+    CHECK_OK(ns_swc_read(path, NULL, &m));
     if (m) CHECK_OK(ns_discretize(m, NULL, &cell));
     if (!cell) goto out;
     const ns_cell_t *shapes[1] = {cell};
@@ -598,34 +602,39 @@ static void masked_run(int threads, int *width, double **traces, int64_t *sample
     ns_sim_options_init(&o);
     o.method = NS_HINES_OPENMP;
     o.threads = threads;
-    CHECK_OK(ns_sim_create(1, shapes, 16, NULL, &p, &o, &sim));
+    CHECK_OK(ns_sim_create(1, shapes, cells, NULL, &p, &o, &sim));
     if (!sim) goto out;
-    const int64_t n = ns_sim_compartments(sim) / 16;
-    CHECK_MSG(n == 147, "fly_OP1_diadem_axon: %lld compartments, expected 147", (long long)n);
+    const int64_t n = ns_sim_compartments(sim) / cells;
+    CHECK_MSG(n == n_expected, "%s: %lld compartments, expected %d", file, (long long)n, (int)n_expected);
+    if (n != n_expected) goto out;
     for (int64_t q = 0; q < ns_sim_state_parts(sim); ++q) {
         ns_sim_part part;
         CHECK_OK(ns_sim_state_part(sim, q, &part));
-        if (*width == 0) *width = (int)part.stride;
-        if (*width != (int)part.stride) *width = -1;
+        if (out->width == 0) out->width = (int)part.stride;
+        if (out->width != (int)part.stride) out->width = -1;
     }
     int32_t soma;
     CHECK_OK(ns_sim_locate(cell, 0, 0.5, &soma));
-    for (int64_t c = 0; c < 16; ++c) CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 1.0 + 0.3 * (double)c, 40.0, 0.2 + 0.02 * (double)c));
-    for (int32_t node = 0; node < n; ++node) CHECK_OK(ns_sim_add_recording(sim, 5, node, NULL));
-    CHECK_OK(ns_sim_advance(sim, 700));
-    CHECK_OK(ns_sim_advance(sim, 500));
-    int32_t sites;
-    const double *tr = ns_sim_traces(sim, samples, &sites);
-    *traces = malloc((size_t)(*samples * sites) * sizeof **traces);
-    *state = malloc((size_t)(16 * 4 * n) * sizeof **state);
-    if (!*traces || !*state || !tr) goto out;
-    memcpy(*traces, tr, (size_t)(*samples * sites) * sizeof *tr);
-    for (int64_t c = 0; c < 16; ++c) {
-        double *x = *state + 4 * n * c;
+    for (int64_t c = 0; c < cells; ++c)
+        CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 1.0 + 0.3 * (double)c, 40.0, 0.2 + 0.02 * (double)c));
+    const int32_t every = n > 200 ? n / 97 : 1; /* the recorded nodes of the last cell */
+    int32_t sites = 0;
+    for (int32_t node = 0; node < n; node += every, ++sites) CHECK_OK(ns_sim_add_recording(sim, cells - 1, node, NULL));
+    CHECK_OK(ns_sim_advance(sim, steps / 2));
+    CHECK_OK(ns_sim_advance(sim, steps - steps / 2));
+    int32_t got;
+    const double *tr = ns_sim_traces(sim, &out->samples, &got);
+    CHECK(got == sites);
+    out->traces = malloc((size_t)(out->samples * sites) * sizeof *out->traces);
+    out->state = malloc((size_t)(cells * 4 * n) * sizeof *out->state);
+    if (!out->traces || !out->state || !tr) goto out;
+    memcpy(out->traces, tr, (size_t)(out->samples * sites) * sizeof *tr);
+    for (int64_t c = 0; c < cells; ++c) {
+        double *x = out->state + 4 * n * c;
         CHECK_OK(ns_sim_get_state(sim, c, x, x + n, x + 2 * n, x + 3 * n));
         int64_t cnt;
         ns_sim_spikes(sim, c, &cnt);
-        *spikes += cnt;
+        out->spikes += cnt;
     }
 out:
     ns_sim_destroy(sim);
@@ -633,33 +642,62 @@ out:
     ns_morph_destroy(m);
 }
 
-static void test_masked_widths(void) {
-    /* the shape's hh runs (counted from the SWC's sections: 99 hh nodes in
-     * 49 runs) and the decision per width */
+/* whether b equals a bit for bit (traces of `sites` sites, state of cells x n) */
+static int order_same(const order_run *a, const order_run *b, int64_t sites, int64_t state) {
+    int same = a->traces && b->traces && a->state && b->state && a->samples == b->samples && a->spikes == b->spikes;
+    for (int64_t i = 0; same && i < a->samples * sites; ++i) same = memcmp(&a->traces[i], &b->traces[i], 8) == 0;
+    for (int64_t i = 0; same && i < state; ++i) same = memcmp(&a->state[i], &b->state[i], 8) == 0;
+    return same;
+}
+
+static void test_node_order(void) {
+    /* the decisions: fly_OP1_diadem_axon (147 compartments, 99 with hh in
+     * 49 runs) and dense_Animal_2_Basal_2 (38,580, 25,727 in 12,857 runs)
+     * reordered; allen_rbp4 (215 in 50 runs) too; mouselight_AA0059 (5,173
+     * in 330 runs) not; masked (when not reordered: a split cell) in blocks
+     * of 1 and 2 lanes, not 4 or 8, and never with hh at the soma alone */
+    CHECK(ns_cpu_reorder(99, 49) && ns_cpu_reorder(25727, 12857) && ns_cpu_reorder(215, 50));
+    CHECK(!ns_cpu_reorder(5173, 330) && !ns_cpu_reorder(0, 0));
     CHECK(ns_cpu_masked(99, 49, 147, 1) && ns_cpu_masked(99, 49, 147, 2));
     CHECK(!ns_cpu_masked(99, 49, 147, 4) && !ns_cpu_masked(99, 49, 147, 8));
-    CHECK(!ns_cpu_masked(1, 1, 147, 1)); /* hh at the soma alone: not masked */
-    int w1;
-    double *tr1, *st1;
-    int64_t samples1, spikes1;
-    masked_run(1, &w1, &tr1, &samples1, &st1, &spikes1);
-    CHECK_MSG(w1 == 8 && spikes1 >= 16, "one thread: width %d, %lld spikes", w1, (long long)spikes1);
-    static const int threads[3] = {4, 8, 16}, widths[3] = {4, 2, 1};
-    for (int q = 0; q < 3 && tr1 && st1; ++q) {
-        int w;
-        double *tr, *st;
-        int64_t samples, spikes;
-        masked_run(threads[q], &w, &tr, &samples, &st, &spikes);
-        CHECK_MSG(w == widths[q], "%d threads: blocks of width %d, expected %d", threads[q], w, widths[q]);
-        int same = tr && st && samples == samples1 && spikes == spikes1;
-        for (int64_t i = 0; same && i < samples1 * 147; ++i) same = memcmp(&tr[i], &tr1[i], sizeof(double)) == 0;
-        for (int64_t i = 0; same && i < 16 * 4 * 147; ++i) same = memcmp(&st[i], &st1[i], sizeof(double)) == 0;
-        CHECK_MSG(same, "%d threads (width %d): traces, state or spikes differ from one thread", threads[q], w);
-        free(tr);
-        free(st);
+    CHECK(!ns_cpu_masked(1, 1, 147, 1));
+    /* fly x 16 at 1, 4, 8 and 16 threads: blocks of 8, 4, 2 and 1 lanes */
+    order_run one, many;
+    order_case("fly_OP1_diadem_axon.swc", 147, 16, 1, 1200, &one);
+    CHECK_MSG(one.width == 8 && one.spikes >= 16, "one thread: width %d, %lld spikes", one.width,
+              (long long)one.spikes);
+    /* a build without OpenMP runs one thread whatever the request (8-lane
+     * blocks: the widths are then not checked, the values still are) */
+    static const int threads[3] = {16, 8, 4}, widths[3] = {1, 2, 4};
+    int openmp = 1;
+    for (int q = 0; q < 3 && one.traces; ++q) {
+        order_case("fly_OP1_diadem_axon.swc", 147, 16, threads[q], 1200, &many);
+        if (q == 0 && many.width == 8) {
+            openmp = 0;
+            printf("test_cable: no OpenMP in this build: the blocks' widths at 4-16 threads not checked\n");
+        }
+        CHECK_MSG(!openmp || many.width == widths[q], "%d threads: blocks of width %d, expected %d", threads[q],
+                  many.width, widths[q]);
+        CHECK_MSG(order_same(&one, &many, 147, 16 * 4 * 147), "%d threads (width %d): traces, state or spikes differ "
+                  "from one thread", threads[q], many.width);
+        free(many.traces);
+        free(many.state);
     }
-    free(tr1);
-    free(st1);
+    free(one.traces);
+    free(one.state);
+    /* dense_Animal_2_Basal_2 alone: reordered on one thread, split (its
+     * node ranges in place, masked 1-lane passes) on two */
+    CHECK(ns_cpu_split(38580, 38580, 2) && !ns_cpu_split(38580, 38580, 1));
+    order_case("dense_Animal_2_Basal_2.swc", 38580, 1, 1, 240, &one);
+    order_case("dense_Animal_2_Basal_2.swc", 38580, 1, 2, 240, &many);
+    CHECK_MSG(one.width == 1 && many.width == 1 && one.spikes >= 1, "dense: widths %d %d, %lld spikes", one.width,
+              many.width, (long long)one.spikes);
+    CHECK_MSG(order_same(&one, &many, (38580 + 396) / 397, 4 * 38580),
+              "dense_Animal_2_Basal_2: reordered (1 thread) and split (2 threads) differ");
+    free(one.traces);
+    free(one.state);
+    free(many.traces);
+    free(many.state);
 }
 
 int main(void) {
@@ -669,7 +707,7 @@ int main(void) {
     test_rates();
     test_population();
     test_split_cell();
-    test_masked_widths();
+    test_node_order();
     test_bad_input();
     return check_summary("test_cable");
 }

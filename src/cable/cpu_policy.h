@@ -92,6 +92,18 @@ void ns_cpu_cut_free(ns_cpu_cut *cut);
  * least half the nodes have hh (the masked passes compute every node's). */
 int ns_cpu_masked(int64_t hh_nodes, int64_t hh_runs, int32_t n, int32_t w);
 
+/* The node order of a shape's lane blocks (step_cpu.c): a shape whose hh
+ * runs (between zero-area nodes or other regions) average under
+ * NS_CPU_REORDER_RUN nodes keeps its membrane nodes region by region and its
+ * zero-area nodes after them in its blocks' arrays, so that its membrane and
+ * gate passes run over long runs; its solve visits the nodes in their order
+ * through the positions (the same arithmetic, node by node). Not for a cell
+ * split across threads (its threads own node ranges) nor with a model. */
+#ifndef NS_CPU_REORDER_RUN
+#define NS_CPU_REORDER_RUN 8
+#endif
+int ns_cpu_reorder(int64_t hh_nodes, int64_t hh_runs);
+
 /* Threads that run: the request, but never more than the blocks (a thread
  * without a block would only wait), and at least 1. */
 int32_t ns_cpu_threads(int32_t requested, int64_t blocks);

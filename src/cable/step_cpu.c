@@ -4,7 +4,9 @@
  * into blocks of w = 8, 4, 2 or 1 cells (cpu_policy.h: the widest that does
  * not exceed one thread's share of the work, then the rest of the cells in
  * decreasing powers of two, so that no lane is padding). A block keeps its
- * state interleaved, v[node * w + lane], so that
+ * state interleaved, v[pos(node) * w + lane] (pos: the node order of a
+ * shape with short runs, cpu_policy.h ns_cpu_reorder; else the node), so
+ * that
  *   - the membrane mechanisms run over runs of nodes of one region as flat
  *     arrays of (end - begin) * w doubles: the compiler vectorises them over
  *     nodes and cells alike (w = 1 included);
@@ -92,8 +94,11 @@ typedef struct cpu_run {
 #define SOLVE_STREAMS 8
 
 typedef struct cpu_shape {
+    int32_t *pos;  /* the node order (ns_cpu_reorder): node i's position in the block's arrays; NULL:
+                      position i */
+    int32_t *ppar; /* with pos: pos[parent[i]] (node 0: 0) */
     int32_t n_runs;
-    cpu_run *runs;
+    cpu_run *runs; /* runs of positions of one region */
     int32_t n_top, *top;  /* ns_cpu_cut's top entries */
     int32_t n_order;      /* SOLVE_STREAMS x the longest stream */
     int32_t *order;       /* order[k * SOLVE_STREAMS + s]: stream s's k-th node to eliminate (its cut
@@ -112,7 +117,7 @@ typedef struct cpu_block {
     int32_t shape, w;
     int32_t split;                  /* 1: one cell run by every thread (split_front, split_top, split_back) */
     int64_t cell[NS_CPU_LANES_MAX]; /* the cells in lane order (ascending) */
-    double *v, *m, *h, *n;          /* n * w each, v[node * w + lane] */
+    double *v, *m, *h, *n;          /* n * w each, v[pos(node) * w + lane] */
     model_block *mech;              /* a model's mechanisms (sim->model), else NULL */
     net_block *net;                 /* its synapses, events and detectors (sim->net's, net.c), else NULL */
 } cpu_block;
@@ -148,6 +153,9 @@ typedef struct cpu_state {
     int64_t *part_base;    /* n_blocks + 1 into part_flat */
 } cpu_state;
 
+/* Node i's position in its block's arrays (cpu_shape.pos). */
+static inline int32_t pos_of(const int32_t *pos, int32_t i) { return pos ? pos[i] : i; }
+
 static void *aligned(size_t bytes) {
     const size_t z = (bytes + ALIGN - 1) / ALIGN * ALIGN;
     return aligned_alloc(ALIGN, z ? z : ALIGN);
@@ -171,6 +179,8 @@ static void cpu_destroy(ns_sim_t *sim) {
     if (st->shapes)
         for (int32_t k = 0; k < sim->n_shapes; ++k) {
             free(st->shapes[k].runs);
+            free(st->shapes[k].pos);
+            free(st->shapes[k].ppar);
             for (int l = 0; l <= LOG2_LANES_MAX; ++l) free(st->shapes[k].mask[l]);
             free(st->shapes[k].top);
             free(st->shapes[k].order);
@@ -213,22 +223,51 @@ static ns_status cpu_create(ns_sim_t *sim) {
     st->lane_of = malloc((size_t)nc * sizeof *st->lane_of);
     if (!st->shapes || !count || !wmax || !st->lane_of) goto oom;
     for (int64_t c = 0; c < nc; ++c) count[sim->cell_shape[c]]++;
-    /* runs of one region per shape */
+    /* the node order of each shape (ns_cpu_reorder: its membrane nodes
+     * region by region, then its zero-area nodes, each in node order), then
+     * its runs of one region over the positions */
     for (int32_t k = 0; k < ns; ++k) {
         const sim_shape *s = &sim->shapes[k];
         cpu_shape *cs = &st->shapes[k];
+        int8_t *reg = malloc((size_t)s->n);
         cs->runs = malloc((size_t)s->n * sizeof *cs->runs);
-        if (!cs->runs) goto oom;
+        if (!reg || !cs->runs) {
+            free(reg);
+            goto oom;
+        }
+        int64_t hh_nodes = 0, hh_runs = 0;
         for (int32_t i = 0; i < s->n; ++i) {
-            if (cs->n_runs > 0 && cs->runs[cs->n_runs - 1].region == s->region[i]) {
+            const int hh = s->region[i] >= 0 && sim->region[s->region[i]].hh;
+            hh_nodes += hh;
+            hh_runs += hh && (i == 0 || s->region[i - 1] != s->region[i]);
+        }
+        const int split = !sim->model && ns_cpu_split(s->n, sim->n_comp, requested);
+        if (!sim->model && !split && ns_cpu_reorder(hh_nodes, hh_runs)) {
+            cs->pos = malloc((size_t)s->n * sizeof *cs->pos);
+            cs->ppar = malloc((size_t)s->n * sizeof *cs->ppar);
+            if (!cs->pos || !cs->ppar) {
+                free(reg);
+                goto oom;
+            }
+            int32_t next[INT8_MAX + 2] = {0}; /* by region, zero-area nodes (-1) as INT8_MAX + 1 */
+            for (int32_t i = 0; i < s->n; ++i) next[(s->region[i] < 0 ? INT8_MAX + 1 : s->region[i]) + 1]++;
+            for (int r = 1; r <= INT8_MAX + 1; ++r) next[r] += next[r - 1];
+            for (int32_t i = 0; i < s->n; ++i) cs->pos[i] = next[s->region[i] < 0 ? INT8_MAX + 1 : s->region[i]]++;
+            cs->ppar[0] = 0;
+            for (int32_t i = 1; i < s->n; ++i) cs->ppar[i] = cs->pos[s->parent[i]];
+        }
+        for (int32_t i = 0; i < s->n; ++i) reg[pos_of(cs->pos, i)] = s->region[i];
+        for (int32_t i = 0; i < s->n; ++i) {
+            if (cs->n_runs > 0 && cs->runs[cs->n_runs - 1].region == reg[i]) {
                 cs->runs[cs->n_runs - 1].end = i + 1;
                 continue;
             }
             cs->runs[cs->n_runs].begin = i;
             cs->runs[cs->n_runs].end = i + 1;
-            cs->runs[cs->n_runs].region = s->region[i];
+            cs->runs[cs->n_runs].region = reg[i];
             cs->n_runs++;
         }
+        free(reg);
     }
     /* the hh runs of each shape (masked), and whether every hh node has the
      * same hh parameters (the default membrane): then the hh current can be
@@ -342,13 +381,14 @@ static ns_status cpu_create(ns_sim_t *sim) {
             if (!cs->cap[l]) goto oom;
             const sim_shape *s = &sim->shapes[blk->shape];
             for (int32_t i = 0; i < s->n; ++i)
-                for (int32_t j = 0; j < blk->w; ++j) cs->cap[l][(int64_t)i * blk->w + j] = s->cap[i];
+                for (int32_t j = 0; j < blk->w; ++j) cs->cap[l][(int64_t)pos_of(cs->pos, i) * blk->w + j] = s->cap[i];
             if (ns_cpu_masked(cs->hh_nodes, cs->hh_runs, s->n, blk->w)) {
                 cs->mask[l] = malloc((size_t)nw);
                 if (!cs->mask[l]) goto oom;
                 for (int32_t i = 0; i < s->n; ++i)
                     for (int32_t j = 0; j < blk->w; ++j)
-                        cs->mask[l][(int64_t)i * blk->w + j] = s->region[i] >= 0 && sim->region[s->region[i]].hh;
+                        cs->mask[l][(int64_t)pos_of(cs->pos, i) * blk->w + j] =
+                            s->region[i] >= 0 && sim->region[s->region[i]].hh;
             }
         }
     }
@@ -505,9 +545,9 @@ static ns_status cpu_sync_state(ns_sim_t *sim) {
         const cpu_block *blk = &st->blocks[st->lane_of[c] / NS_CPU_LANES_MAX];
         const int32_t j = (int32_t)(st->lane_of[c] % NS_CPU_LANES_MAX), w = blk->w;
         const int64_t o = sim->cell_offset[c];
-        const int32_t n = sim->shapes[blk->shape].n;
+        const int32_t n = sim->shapes[blk->shape].n, *pos = st->shapes[blk->shape].pos;
         for (int32_t i = 0; i < n; ++i) {
-            const int64_t k = (int64_t)i * w + j;
+            const int64_t k = (int64_t)pos_of(pos, i) * w + j;
             sim->v[o + i] = blk->v[k];
             sim->m[o + i] = blk->m[k];
             sim->h[o + i] = blk->h[k];
@@ -525,9 +565,9 @@ static ns_status cpu_load_state(ns_sim_t *sim) {
         cpu_block *blk = &st->blocks[st->lane_of[c] / NS_CPU_LANES_MAX];
         const int32_t j = (int32_t)(st->lane_of[c] % NS_CPU_LANES_MAX), w = blk->w;
         const int64_t o = sim->cell_offset[c];
-        const int32_t n = sim->shapes[blk->shape].n;
+        const int32_t n = sim->shapes[blk->shape].n, *pos = st->shapes[blk->shape].pos;
         for (int32_t i = 0; i < n; ++i) {
-            const int64_t k = (int64_t)i * w + j;
+            const int64_t k = (int64_t)pos_of(pos, i) * w + j;
             blk->v[k] = sim->v[o + i];
             blk->m[k] = sim->m[o + i];
             blk->h[k] = sim->h[o + i];
@@ -674,7 +714,7 @@ NS_ALWAYS_INLINE void clamps(const ns_sim_t *sim, const block_view *bv, const in
             const sim_stim *stim = &sim->stims[sim->stim_order[q]];
             if (stim->node < n0 || stim->node >= n1) continue;
             const double i = (tm < stim->del + stim->dur && tm >= stim->del) ? stim->amp : 0.0;
-            rhs[(int64_t)stim->node * W + j] += i * bv->s->stim_scale[stim->node];
+            rhs[(int64_t)pos_of(bv->cs->pos, stim->node) * W + j] += i * bv->s->stim_scale[stim->node];
         }
     }
 }
@@ -775,7 +815,7 @@ NS_ALWAYS_INLINE void membrane_pass(const ns_sim_t *sim, const block_view *bv, c
         const sim_region *r = &R[run->region];
         const int64_t q0 = (int64_t)(run->begin > n0 ? run->begin : n0) * W;
         const int64_t q1 = (int64_t)(run->end < n1 ? run->end : n1) * W;
-        const double c = bv->s->cap[run->begin];
+        const double c = bv->cap[(int64_t)run->begin * W];
         if (r->hh) {
             const double gnabar = r->gnabar, gkbar = r->gkbar, gl = r->gl, el = r->el, ena = r->ena, ek = r->ek;
             for (int64_t q = q0; q < q1; ++q) {
@@ -818,19 +858,20 @@ NS_ALWAYS_INLINE void gates_range(const ns_sim_t *sim, const block_view *bv, con
  * applied apart (axial_node's own and link) for the cut subtrees' roots,
  * whose parent belongs to the top (ns_cpu_cut). */
 typedef struct solve_view {
-    const int32_t *restrict parent;
+    const int32_t *restrict pos;    /* the node order (cpu_shape.pos), or NULL */
+    const int32_t *restrict parent; /* the parents' positions */
     const double *restrict a, *restrict b, *restrict v;
     double *restrict d, *restrict rhs;
 } solve_view;
 
 NS_ALWAYS_INLINE solve_view solve_of(const block_view *bv, double *d, double *rhs) {
-    solve_view sv = {bv->s->parent, bv->s->a, bv->s->b, bv->v, d, rhs};
+    solve_view sv = {bv->cs->pos, bv->cs->ppar ? bv->cs->ppar : bv->s->parent, bv->s->a, bv->s->b, bv->v, d, rhs};
     return sv;
 }
 
 /* node i's axial terms on itself (own) and on its parent (link) */
 NS_ALWAYS_INLINE void axial_node(const solve_view *sv, const int32_t W, int32_t i, int own, int link) {
-    const int64_t pi = (int64_t)sv->parent[i] * W, ii = (int64_t)i * W;
+    const int64_t pi = (int64_t)sv->parent[i] * W, ii = (int64_t)pos_of(sv->pos, i) * W;
     const double ai = sv->a[i], bi = sv->b[i];
     double x0[NS_CPU_LANES_MAX], x1[NS_CPU_LANES_MAX], x2[NS_CPU_LANES_MAX], x3[NS_CPU_LANES_MAX];
     for (int32_t j = 0; j < W; ++j) {
@@ -853,7 +894,7 @@ NS_ALWAYS_INLINE void axial_node(const solve_view *sv, const int32_t W, int32_t 
 /* node i eliminated into its parent; nonzero when its pivot is zero or not
  * finite */
 NS_ALWAYS_INLINE int eliminate_node(const solve_view *sv, const int32_t W, int32_t i) {
-    const int64_t pi = (int64_t)sv->parent[i] * W, ii = (int64_t)i * W;
+    const int64_t pi = (int64_t)sv->parent[i] * W, ii = (int64_t)pos_of(sv->pos, i) * W;
     const double ai = sv->a[i], bi = sv->b[i];
     double x0[NS_CPU_LANES_MAX], x1[NS_CPU_LANES_MAX];
     int bad = 0;
@@ -870,16 +911,17 @@ NS_ALWAYS_INLINE int eliminate_node(const solve_view *sv, const int32_t W, int32
 }
 
 NS_ALWAYS_INLINE int solve_root(const solve_view *sv, const int32_t W) {
+    const int64_t r = (int64_t)pos_of(sv->pos, 0) * W;
     int bad = 0;
     for (int32_t j = 0; j < W; ++j) {
-        bad |= !(fabs(sv->d[j]) <= DBL_MAX) | (sv->d[j] == 0.0);
-        sv->rhs[j] /= sv->d[j];
+        bad |= !(fabs(sv->d[r + j]) <= DBL_MAX) | (sv->d[r + j] == 0.0);
+        sv->rhs[r + j] /= sv->d[r + j];
     }
     return bad;
 }
 
 NS_ALWAYS_INLINE void substitute_node(const solve_view *sv, const int32_t W, int32_t i) {
-    const int64_t pi = (int64_t)sv->parent[i] * W, ii = (int64_t)i * W;
+    const int64_t pi = (int64_t)sv->parent[i] * W, ii = (int64_t)pos_of(sv->pos, i) * W;
     const double bi = sv->b[i];
     double x0[NS_CPU_LANES_MAX];
     for (int32_t j = 0; j < W; ++j) x0[j] = (sv->rhs[ii + j] - bi * sv->rhs[pi + j]) / sv->d[ii + j];
@@ -931,7 +973,7 @@ NS_ALWAYS_INLINE int solve_lanes(const block_view *bv, const int32_t W, double *
         bad |= solve_root(&sv, W);
         for (int32_t i = 1; i < n; ++i) substitute_node(&sv, W, i);
     }
-    const int64_t sp = (int64_t)bv->s->spike_node * W, nw = (int64_t)n * W;
+    const int64_t sp = (int64_t)pos_of(bv->cs->pos, bv->s->spike_node) * W, nw = (int64_t)n * W;
     double *restrict v = bv->v;
     for (int32_t j = 0; j < W; ++j) v_old[j] = v[sp + j];
     for (int64_t q = 0; q < nw; ++q) v[q] += rhs[q];
@@ -946,7 +988,7 @@ NS_ALWAYS_INLINE int bad_fault(const block_view *bv, const int32_t W, int64_t st
     const int32_t n = bv->s->n;
     for (int32_t j = 0; j < W; ++j)
         for (int32_t i = n - 1; i >= 0; --i) {
-            const double piv = d[(int64_t)i * W + j];
+            const double piv = d[(int64_t)pos_of(bv->cs->pos, i) * W + j];
             if (piv == 0.0 || !isfinite(piv)) {
                 if (bv->blk->cell[j] < fault->cell || fault->step != step) {
                     fault->step = step;
@@ -967,7 +1009,7 @@ NS_ALWAYS_INLINE int nonfinite_fault(const block_view *bv, const int32_t W, int6
     int found = 0;
     for (int32_t j = 0; j < W; ++j)
         for (int32_t i = 0; i < n; ++i) {
-            const double x = bv->v[(int64_t)i * W + j];
+            const double x = bv->v[(int64_t)pos_of(bv->cs->pos, i) * W + j];
             if (!isfinite(x)) {
                 if (fault->step != step || bv->blk->cell[j] < fault->cell) {
                     fault->step = step;
@@ -1010,7 +1052,7 @@ NS_ALWAYS_INLINE int faults(const ns_sim_t *sim, const block_view *bv, const int
 NS_ALWAYS_INLINE int spikes(ns_sim_t *sim, const block_view *bv, const int32_t W, const double *v_old, double tp,
                             double t) {
     const double thr = sim->params.spike_threshold;
-    const int64_t sp = (int64_t)bv->s->spike_node * W;
+    const int64_t sp = (int64_t)pos_of(bv->cs->pos, bv->s->spike_node) * W;
     for (int32_t j = 0; j < W; ++j) {
         const double vs = bv->v[sp + j];
         if (v_old[j] < thr && vs >= thr) {
@@ -1031,7 +1073,7 @@ NS_ALWAYS_INLINE void records(ns_sim_t *sim, const block_view *bv, const int32_t
         const int64_t c = bv->blk->cell[j];
         for (int64_t q = sim->rec_begin[c]; q < sim->rec_begin[c + 1]; ++q) {
             const int32_t site = sim->rec_order[q], node = sim->recs[site].node;
-            if (node >= n0 && node < n1) row[site] = bv->v[(int64_t)node * W + j];
+            if (node >= n0 && node < n1) row[site] = bv->v[(int64_t)pos_of(bv->cs->pos, node) * W + j];
         }
     }
 }
@@ -1491,10 +1533,10 @@ static ns_status cpu_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
         base[0] = 0;
         for (int64_t b = 0; b < st->n_blocks; ++b) {
             const cpu_block *blk = &st->blocks[b];
-            const int32_t n = sim->shapes[blk->shape].n, w = blk->w;
+            const int32_t n = sim->shapes[blk->shape].n, w = blk->w, *pos = st->shapes[blk->shape].pos;
             for (int32_t j = 0; j < w; ++j)
                 for (int32_t i = 0; i < n; ++i)
-                    flat[base[b] + (int64_t)i * w + j] = sim->cell_offset[blk->cell[j]] + i;
+                    flat[base[b] + (int64_t)pos_of(pos, i) * w + j] = sim->cell_offset[blk->cell[j]] + i;
             base[b + 1] = base[b] + (int64_t)n * w;
         }
         st->part_flat = flat;
@@ -1511,7 +1553,7 @@ static ns_status cpu_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
     out->cell = blk->cell;
     out->first = lane;
     out->stride = blk->w;
-    out->node_pos = NULL;
+    out->node_pos = st->shapes[blk->shape].pos;
     out->device = -1;
     return NS_OK;
 }
