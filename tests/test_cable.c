@@ -651,16 +651,9 @@ static int order_same(const order_run *a, const order_run *b, int64_t sites, int
 }
 
 static void test_node_order(void) {
-    /* the decisions: fly_OP1_diadem_axon (147 compartments, 99 with hh in
-     * 49 runs) and dense_Animal_2_Basal_2 (38,580, 25,727 in 12,857 runs)
-     * reordered; allen_rbp4 (215 in 50 runs) too; mouselight_AA0059 (5,173
-     * in 330 runs) not; masked (when not reordered: a split cell) in blocks
-     * of 1 and 2 lanes, not 4 or 8, and never with hh at the soma alone */
-    CHECK(ns_cpu_reorder(99, 49) && ns_cpu_reorder(25727, 12857) && ns_cpu_reorder(215, 50));
-    CHECK(!ns_cpu_reorder(5173, 330) && !ns_cpu_reorder(0, 0));
-    CHECK(ns_cpu_masked(99, 49, 147, 1) && ns_cpu_masked(99, 49, 147, 2));
-    CHECK(!ns_cpu_masked(99, 49, 147, 4) && !ns_cpu_masked(99, 49, 147, 8));
-    CHECK(!ns_cpu_masked(1, 1, 147, 1));
+    /* fly_OP1_diadem_axon (147 compartments, 99 with hh in 49 runs) is
+     * reordered (test_policy asserts the decisions) */
+    CHECK(ns_cpu_reorder(99, 49));
     /* fly x 16 at 1, 4, 8 and 16 threads: blocks of 8, 4, 2 and 1 lanes */
     order_run one, many;
     order_case("fly_OP1_diadem_axon.swc", 147, 16, 1, 1200, &one);

@@ -186,6 +186,12 @@ int main(void) {
     CHECK(!ns_cpu_masked(25727, 12857, 38580, 4) && !ns_cpu_masked(25727, 12857, 38580, 8));
     CHECK(ns_cpu_masked(215, 50, 259, 1) && !ns_cpu_masked(215, 50, 259, 2));
     CHECK(!ns_cpu_masked(1, 1, 259, 1) && !ns_cpu_masked(0, 0, 259, 1));
+    /* the node order: shapes whose hh runs average under 8 nodes:
+     * dense_Animal_2_Basal_2, allen_rbp4, fly_OP1_diadem_axon (99 in 49
+     * runs); not mouselight_AA0059 (5,173 in 330 runs: 15.7), nor a shape
+     * without hh */
+    CHECK(ns_cpu_reorder(25727, 12857) && ns_cpu_reorder(215, 50) && ns_cpu_reorder(99, 49));
+    CHECK(!ns_cpu_reorder(5173, 330) && !ns_cpu_reorder(0, 0) && !ns_cpu_reorder(80, 10));
     CHECK(ns_cpu_split(16383, 16383, 16) == 0);
     CHECK(ns_cpu_split(4096, 4096, 2) == 1 && ns_cpu_split(0, 0, 2) == 0);
     {
