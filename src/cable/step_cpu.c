@@ -249,7 +249,7 @@ static ns_status cpu_create(ns_sim_t *sim) {
                 free(reg);
                 goto oom;
             }
-            int32_t next[INT8_MAX + 2] = {0}; /* by region, zero-area nodes (-1) as INT8_MAX + 1 */
+            int32_t next[INT8_MAX + 3] = {0}; /* start of each key: regions, zero-area nodes (-1) as INT8_MAX + 1 */
             for (int32_t i = 0; i < s->n; ++i) next[(s->region[i] < 0 ? INT8_MAX + 1 : s->region[i]) + 1]++;
             for (int r = 1; r <= INT8_MAX + 1; ++r) next[r] += next[r - 1];
             for (int32_t i = 0; i < s->n; ++i) cs->pos[i] = next[s->region[i] < 0 ? INT8_MAX + 1 : s->region[i]]++;
