@@ -418,6 +418,15 @@ out:
     ns_cell_destroy(cell);
 }
 
+/* Cell c's final state (n compartments: v, m, h, n) into x, and its spike
+ * count added to *spikes. */
+static void cell_result(ns_sim_t *sim, int64_t c, int64_t n, double *x, int64_t *spikes) {
+    CHECK_OK(ns_sim_get_state(sim, c, x, x + n, x + 2 * n, x + 3 * n));
+    int64_t cnt;
+    ns_sim_spikes(sim, c, &cnt);
+    *spikes += cnt;
+}
+
 /* A large cell split across threads (cable/cpu_policy.h, ns_cpu_split: its
  * membrane and gate passes over node ranges of every thread, its solve on
  * one): mouselight_AA0059 (5,500 compartments) with three allen_rbp4 cells,
@@ -498,11 +507,8 @@ static void run_split_case(int threads, int n_big, int64_t fault_cell, double am
     double *x = out->state;
     for (int64_t c = 0; c < cells; ++c) {
         const int64_t n = cell_shape[c] == 0 ? 5500 : 259;
-        CHECK_OK(ns_sim_get_state(sim, c, x, x + n, x + 2 * n, x + 3 * n));
+        cell_result(sim, c, n, x, &out->spikes);
         x += 4 * n;
-        int64_t cnt;
-        ns_sim_spikes(sim, c, &cnt);
-        out->spikes += cnt;
     }
 out:
     ns_sim_destroy(sim);
@@ -629,13 +635,7 @@ static void order_case(const char *file, int32_t n_expected, int64_t cells, int 
     out->state = malloc((size_t)(cells * 4 * n) * sizeof *out->state);
     if (!out->traces || !out->state || !tr) goto out;
     memcpy(out->traces, tr, (size_t)(out->samples * sites) * sizeof *tr);
-    for (int64_t c = 0; c < cells; ++c) {
-        double *x = out->state + 4 * n * c;
-        CHECK_OK(ns_sim_get_state(sim, c, x, x + n, x + 2 * n, x + 3 * n));
-        int64_t cnt;
-        ns_sim_spikes(sim, c, &cnt);
-        out->spikes += cnt;
-    }
+    for (int64_t c = 0; c < cells; ++c) cell_result(sim, c, n, out->state + 4 * n * c, &out->spikes);
 out:
     ns_sim_destroy(sim);
     ns_cell_destroy(cell);

@@ -153,6 +153,20 @@ typedef struct cpu_state {
     int64_t *part_base;    /* n_blocks + 1 into part_flat */
 } cpu_state;
 
+/* Whether region r (-1: a zero-area node) has hh. */
+static inline int has_hh(const ns_sim_t *sim, int r) { return r >= 0 && sim->region[r].hh; }
+
+/* The nodes with hh among reg[0 .. n) (regions in array order) and their
+ * runs (maximal sequences of one region). */
+static void hh_runs_of(const ns_sim_t *sim, const int8_t *reg, int32_t n, int64_t *nodes, int64_t *runs) {
+    *nodes = *runs = 0;
+    for (int32_t i = 0; i < n; ++i) {
+        const int hh = has_hh(sim, reg[i]);
+        *nodes += hh;
+        *runs += hh && (i == 0 || reg[i - 1] != reg[i]);
+    }
+}
+
 /* Node i's position in its block's arrays (cpu_shape.pos). */
 static inline int32_t pos_of(const int32_t *pos, int32_t i) { return pos ? pos[i] : i; }
 
@@ -235,12 +249,8 @@ static ns_status cpu_create(ns_sim_t *sim) {
             free(reg);
             goto oom;
         }
-        int64_t hh_nodes = 0, hh_runs = 0;
-        for (int32_t i = 0; i < s->n; ++i) {
-            const int hh = s->region[i] >= 0 && sim->region[s->region[i]].hh;
-            hh_nodes += hh;
-            hh_runs += hh && (i == 0 || s->region[i - 1] != s->region[i]);
-        }
+        int64_t hh_nodes, hh_runs;
+        hh_runs_of(sim, s->region, s->n, &hh_nodes, &hh_runs);
         const int split = !sim->model && ns_cpu_split(s->n, sim->n_comp, requested);
         if (!sim->model && !split && ns_cpu_reorder(hh_nodes, hh_runs)) {
             cs->pos = malloc((size_t)s->n * sizeof *cs->pos);
@@ -267,23 +277,18 @@ static ns_status cpu_create(ns_sim_t *sim) {
             cs->runs[cs->n_runs].region = reg[i];
             cs->n_runs++;
         }
+        hh_runs_of(sim, reg, s->n, &cs->hh_nodes, &cs->hh_runs); /* over the positions (masked) */
         free(reg);
     }
-    /* the hh runs of each shape (masked), and whether every hh node has the
-     * same hh parameters (the default membrane): then the hh current can be
-     * masked too */
+    /* whether every hh node of a shape has the same hh parameters (the
+     * default membrane): then the hh current can be masked too */
     for (int32_t k = 0; k < ns; ++k) {
         const sim_shape *s = &sim->shapes[k];
         cpu_shape *cs = &st->shapes[k];
         cs->masked_hh = -1;
-        for (int32_t u = 0; u < cs->n_runs; ++u)
-            if (cs->runs[u].region >= 0 && sim->region[cs->runs[u].region].hh) {
-                cs->hh_nodes += cs->runs[u].end - cs->runs[u].begin;
-                cs->hh_runs++;
-            }
         int uniform = 1;
         for (int32_t i = 0; i < s->n && uniform; ++i) {
-            if (s->region[i] < 0 || !sim->region[s->region[i]].hh) continue;
+            if (!has_hh(sim, s->region[i])) continue;
             const sim_region *a = &sim->region[s->region[i]];
             if (cs->masked_hh < 0) cs->masked_hh = s->region[i];
             const sim_region *b = &sim->region[cs->masked_hh];
@@ -387,8 +392,7 @@ static ns_status cpu_create(ns_sim_t *sim) {
                 if (!cs->mask[l]) goto oom;
                 for (int32_t i = 0; i < s->n; ++i)
                     for (int32_t j = 0; j < blk->w; ++j)
-                        cs->mask[l][(int64_t)pos_of(cs->pos, i) * blk->w + j] =
-                            s->region[i] >= 0 && sim->region[s->region[i]].hh;
+                        cs->mask[l][(int64_t)pos_of(cs->pos, i) * blk->w + j] = has_hh(sim, s->region[i]);
             }
         }
     }
