@@ -149,6 +149,49 @@ static void lowrank_products(ns_life_model_t *m, const char *label, const double
     free(yo), free(wo);
 }
 
+/* voxel-sh: the columns computed from the atoms' orientations (U^T f(u), fitted to D within
+ * 2^-16 of max |D| per entry) give products near the float64 ones (float32 arithmetic), the two
+ * products are the adjoints of one operator, and the CPU does not offer the variant. A model
+ * whose dictionary the basis cannot fit is refused when the engine is made (NS_ERR_UNSUPPORTED,
+ * naming voxel-sh); `must` says the model is one the variant serves (ENCODE's grid with enough
+ * atoms, a stick dictionary). Returns whether the engine was made. */
+static int sh_products(ns_life_model_t *m, const char *label, const double *w, const double *y, const double *yr,
+                       const double *wr, int must) {
+    const int64_t F = ns_life_model_n_fibers(m), NY = (int64_t)ns_life_model_n_theta(m) * ns_life_model_n_voxels(m);
+    ns_life_engine_t *e = NULL;
+    const ns_status st = make_engine(m, NS_BACKEND_CUDA, NS_LIFE_VOXEL_SH, 0, &e);
+    if (st == NS_ERR_UNSUPPORTED && !must) {
+        CHECK(e == NULL && strstr(ns_last_error(), "voxel-sh") != NULL);
+        printf("%s voxel-sh: refused (%s)\n", label, ns_last_error());
+        return 0;
+    }
+    CHECK_OK(st);
+    if (!e) return 0;
+    double *yo = malloc((size_t)NY * 8), *wo = malloc((size_t)F * 8);
+    for (int64_t i = 0; i < NY; ++i) yo[i] = NAN;
+    for (int64_t i = 0; i < F; ++i) wo[i] = NAN;
+    CHECK_OK(ns_life_mw(e, w, yo));
+    CHECK_OK(ns_life_mty(e, y, wo));
+    const double a = rel_inf(yo, yr, NY), b = rel_inf(wo, wr, F);
+    CHECK_MSG(a <= 5e-4, "%s voxel-sh Mw: %.3g", label, a);
+    CHECK_MSG(b <= 5e-4, "%s voxel-sh MTy: %.3g", label, b);
+    double l = 0.0, r = 0.0, sl = 0.0, sr = 0.0;
+    for (int64_t i = 0; i < NY; ++i) l += yo[i] * y[i], sl += fabs(yo[i] * y[i]);
+    for (int64_t i = 0; i < F; ++i) r += w[i] * wo[i], sr += fabs(w[i] * wo[i]);
+    CHECK_MSG(fabs(l - r) <= 1e-5 * (sl > sr ? sl : sr), "%s voxel-sh adjoint: %.17g vs %.17g", label, l, r);
+    printf("%s voxel-sh: products within %.2e / %.2e (Mw / MTy) of the float64 ones, adjoint %.2e\n", label, a, b,
+           fabs(l - r) / (sl > sr ? sl : sr));
+    double ms[3];
+    CHECK_OK(ns_life_time_product(e, NS_LIFE_MTY, NS_LIFE_VOXEL_SH, y, wo, 3, ms));
+    CHECK(rel_inf(wo, wr, F) <= 5e-4);
+    ns_life_engine_destroy(e);
+    e = NULL;
+    CHECK(make_engine(m, NS_BACKEND_CPU, NS_LIFE_VOXEL_SH, 0, &e) == NS_ERR_UNSUPPORTED);
+    CHECK(e == NULL);
+    free(yo), free(wo);
+    return 1;
+}
+
 /* A model whose dictionary has exact rank 20 (n_theta 96): D = B K with B
  * (96 x 20) and K (20 x n_atoms) random. */
 static ns_life_model_t *rank20_model(void) {
@@ -170,7 +213,9 @@ static ns_life_model_t *rank20_model(void) {
     return m;
 }
 
-static void products(ns_life_model_t *m, const char *label) {
+/* Every variant's products on `m`; must_sh: voxel-sh must serve it (sh_products). Returns
+ * whether voxel-sh did. */
+static int products_sh(ns_life_model_t *m, const char *label, int must_sh) {
     csr c;
     CHECK(csr_build(m, &c));
     const int64_t F = c.cols, NY = c.rows;
@@ -204,6 +249,7 @@ static void products(ns_life_model_t *m, const char *label) {
     reduced_products(m, label, NS_LIFE_VOXEL_F32D, w, y, yr, wr, 1e-12, 1e-6);
     reduced_products(m, label, NS_LIFE_VOXEL_F16D, w, y, yr, wr, 1e-5, 2e-3);
     lowrank_products(m, label, w, y, yr, wr);
+    const int sh = sh_products(m, label, w, y, yr, wr, must_sh);
     ns_life_engine_t *e = NULL;
     CHECK_OK(make_engine(m, NS_BACKEND_CUDA, NS_LIFE_AUTO, 0, &e));
     if (e) {
@@ -215,9 +261,13 @@ static void products(ns_life_model_t *m, const char *label) {
     ns_life_engine_destroy(e);
     free(w), free(wr), free(wo), free(y), free(yr), free(yo);
     csr_free(&c);
+    return sh;
 }
 
-static void fits(ns_life_model_t *m) {
+static void products(ns_life_model_t *m, const char *label) { (void)products_sh(m, label, 0); }
+
+/* fit_sh: voxel-sh must serve the model (else a refusal skips it). */
+static void fits_sh(ns_life_model_t *m, int fit_sh) {
     const int64_t F = ns_life_model_n_fibers(m);
     double *ref = malloc((size_t)F * 8), *w = malloc((size_t)F * 8);
     ns_life_fit_options fo;
@@ -246,11 +296,14 @@ static void fits(ns_life_model_t *m) {
         }
         /* the reduced-precision dictionaries: the same 50 updates, weights near
            the float64 fit */
-        const ns_life_variant red[3] = {NS_LIFE_VOXEL_F32D, NS_LIFE_VOXEL_F16D, NS_LIFE_VOXEL_LR16D};
-        const double tol[3] = {1e-3, 2e-3, 5e-3};
-        for (int r = 0; r < 3; ++r) {
+        const ns_life_variant red[4] = {NS_LIFE_VOXEL_F32D, NS_LIFE_VOXEL_F16D, NS_LIFE_VOXEL_LR16D,
+                                        NS_LIFE_VOXEL_SH};
+        const double tol[4] = {1e-3, 2e-3, 5e-3, 5e-3};
+        for (int r = 0; r < 4; ++r) {
             e = NULL;
-            CHECK_OK(make_engine(m, NS_BACKEND_CUDA, red[r], 0, &e));
+            const ns_status st = make_engine(m, NS_BACKEND_CUDA, red[r], 0, &e);
+            if (red[r] == NS_LIFE_VOXEL_SH && st == NS_ERR_UNSUPPORTED && !fit_sh) continue;
+            CHECK_OK(st);
             if (!e) continue;
             CHECK_OK(ns_life_fit(e, &fo, w, NULL, &res));
             CHECK(res.updates == 50);
@@ -263,6 +316,8 @@ static void fits(ns_life_model_t *m) {
     }
     free(ref), free(w);
 }
+
+static void fits(ns_life_model_t *m) { fits_sh(m, 0); }
 
 /* The ridge (life fit --ridge) runs through the same vector operations on the device: 50
  * updates on the GPU give the CPU's weights and the same mu. */
@@ -471,10 +526,38 @@ int main(void) {
     m = tiny_model(96, 12, 3000, 4, 0.1, 7);
     if (m) products(m, "dense voxels"), ns_life_model_destroy(m);
     real_models();
-    /* voxel-lr16d on a dictionary of exact rank 20 (r = 32 keeps it whole) */
+    /* voxel-sh on ENCODE's L = 30 grid (871 atoms): with 96 directions, padded 7 and 40, and
+       about 160 coefficients per voxel (each lane's share longer than one) */
+    m = tiny_model(96, 30, 300, 10, 0.1, 23);
+    CHECK(m != NULL);
+    if (m) {
+        CHECK(products_sh(m, "voxel-sh grid, n_theta 96", 1));
+        fits_sh(m, 1);
+        ns_life_model_destroy(m);
+    }
+    m = tiny_model(7, 30, 60, 5, 0.1, 24);
+    if (m) {
+        CHECK(products_sh(m, "voxel-sh grid, n_theta 7", 1));
+        ns_life_model_destroy(m);
+    }
+    m = tiny_model(40, 30, 80, 6, 0.1, 25);
+    if (m) {
+        CHECK(products_sh(m, "voxel-sh grid, n_theta 40", 1));
+        ns_life_model_destroy(m);
+    }
+    m = tiny_model(96, 30, 3000, 4, 0.1, 26);
+    if (m) {
+        CHECK(products_sh(m, "voxel-sh grid, dense voxels", 1));
+        ns_life_model_destroy(m);
+    }
+    /* voxel-lr16d on a dictionary of exact rank 20 (r = 32 keeps it whole); voxel-sh refuses
+       it (random in the orientation) */
     m = rank20_model();
     CHECK(m != NULL);
-    if (m) products(m, "rank-20 dictionary"), ns_life_model_destroy(m);
+    if (m) {
+        CHECK(!products_sh(m, "rank-20 dictionary", 0));
+        ns_life_model_destroy(m);
+    }
     /* runs of equal fibers inside the warps' batches, empty voxels, one fiber */
     m = runs_model(9, 11);
     CHECK(m != NULL);

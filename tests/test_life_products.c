@@ -4,6 +4,7 @@
  * skipping, thread counts 1..3, and the AUTO selection. */
 #include "check.h"
 #include "test_life_common.h"
+#include "life/life_impl.h"
 
 static void fill(double *v, int64_t n, unsigned seed, double zero_fraction) {
     srand(seed);
@@ -123,6 +124,79 @@ static void check_model(ns_life_model_t *m, const char *label) {
     csr_free(&c);
 }
 
+/* voxel-sh's fit (sh_basis.c). The basis spans the even polynomials of degree <= lmax on the
+ * sphere: a dictionary whose columns are (g_t . u)^n for n = 10 or 12 (random g_t) is fitted
+ * exactly at lmax = n and not below. The synthetic stick dictionary (exp, computed without the
+ * basis) is fitted within NS_LIFE_SH_TOL, at lmax 12 on ENCODE's L = 180 grid with b = 2000 (the
+ * degree docs/life.md names). A dictionary of random numbers, and atoms that are not ENCODE's
+ * grid, are refused with NS_ERR_UNSUPPORTED. */
+static void sh_fit(void) {
+    CHECK(ns_life_sh_count(10) == 66 && ns_life_sh_count(12) == 91 && ns_life_sh_count(16) == 153);
+    CHECK(ns_life_grid_l(32221) == 180 && ns_life_grid_l(129241) == 360 && ns_life_grid_l(32222) == 0);
+    ns_life_model_t *m = tiny_model(24, 30, 40, 6, 0.0, 17); /* 871 atoms */
+    CHECK(m != NULL);
+    if (!m) return;
+    const int32_t T = ns_life_model_n_theta(m), A = ns_life_model_n_atoms(m);
+    double *D = ns_life_model_dictionary(m), *U = NULL, err = 0.0;
+    int lmax = 0;
+    CHECK_OK(ns_life_sh_fit(m, NS_LIFE_SH_TOL, &lmax, &U, &err));
+    CHECK(lmax >= NS_LIFE_SH_LMIN && lmax <= NS_LIFE_SH_LMAX && err <= NS_LIFE_SH_TOL);
+    /* the fit reproduces D through the basis */
+    double worst = 0.0, big = 0.0, f[NS_LIFE_SH_MAX_COUNT], u[3];
+    for (int64_t i = 0; i < (int64_t)T * A; ++i) big = fmax(big, fabs(D[i]));
+    for (int32_t a = 0; a < A; ++a) {
+        ns_life_atom_orientation(30, a, u);
+        ns_life_sh_basis(lmax, u, f);
+        for (int32_t t = 0; t < T; ++t) {
+            double v = 0.0;
+            for (int j = 0; j < ns_life_sh_count(lmax); ++j) v += U[(size_t)j * T + t] * f[j];
+            worst = fmax(worst, fabs(v - D[(int64_t)a * T + t]));
+        }
+    }
+    CHECK_MSG(worst <= (1 + 1e-9) * err * big, "voxel-sh fit: %.3g against the reported %.3g", worst / big, err);
+    free(U);
+    /* polynomials of degree n in u */
+    double g[24 * 3];
+    srand(17);
+    for (int i = 0; i < 3 * T; ++i) g[i] = rand() / (double)RAND_MAX - 0.5;
+    for (int n = 10; n <= 12; n += 2) {
+        for (int32_t a = 0; a < A; ++a) {
+            ns_life_atom_orientation(30, a, u);
+            for (int32_t t = 0; t < T; ++t)
+                D[(int64_t)a * T + t] = pow(g[3 * t] * u[0] + g[3 * t + 1] * u[1] + g[3 * t + 2] * u[2], n);
+        }
+        U = NULL;
+        CHECK_OK(ns_life_sh_fit(m, 1e-10, &lmax, &U, &err));
+        CHECK_MSG(lmax == n && err <= 1e-10, "degree %d: fitted at lmax %d, error %.3g", n, lmax, err);
+        free(U);
+    }
+    /* random numbers: no smooth function of the orientation */
+    for (int64_t i = 0; i < (int64_t)T * A; ++i) D[i] = rand() / (double)RAND_MAX - 0.5;
+    U = NULL;
+    CHECK(ns_life_sh_fit(m, NS_LIFE_SH_TOL, &lmax, &U, &err) == NS_ERR_UNSUPPORTED && U == NULL);
+    ns_life_model_destroy(m);
+    /* the synthetic stick dictionary on ENCODE's L = 180 grid (32,221 atoms), b = 2000: lmax 12 */
+    m = tiny_model(96, 180, 20, 6, 0.0, 19);
+    CHECK(m != NULL);
+    if (m) {
+        U = NULL;
+        CHECK_OK(ns_life_sh_fit(m, NS_LIFE_SH_TOL, &lmax, &U, &err));
+        CHECK_MSG(lmax == 12 && err <= NS_LIFE_SH_TOL, "L = 180: lmax %d, error %.3g", lmax, err);
+        printf("voxel-sh on L = 180, 96 directions, b = 2000: lmax %d, largest entry error %.3g of max |D|\n", lmax,
+               err);
+        free(U);
+        ns_life_model_destroy(m);
+    }
+    /* 10 atoms: not ENCODE's grid */
+    m = NULL;
+    CHECK_OK(ns_life_model_create(8, 10, 4, 3, 5, &m));
+    if (m) {
+        U = NULL;
+        CHECK(ns_life_sh_fit(m, NS_LIFE_SH_TOL, &lmax, &U, &err) == NS_ERR_UNSUPPORTED && U == NULL);
+        ns_life_model_destroy(m);
+    }
+}
+
 int main(void) {
     /* the paper's 96 directions with a small dictionary and volume */
     ns_life_model_t *m = tiny_model(96, 12, 300, 10, 0.0, 3);
@@ -175,5 +249,6 @@ int main(void) {
         csr_free(&c);
         ns_life_model_destroy(m);
     }
+    sh_fit();
     return check_summary("test_life_products");
 }

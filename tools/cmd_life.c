@@ -58,7 +58,8 @@ static void help(void) {
            "  --rtolo R          stop when the objective changes by < R x objective (1e-5; 0 disables)\n"
            "  --mw V --mty V     product variants (auto: timed; naive, naive-atom, naive-voxel,\n"
            "                     coeff-atom, coeff-voxel, atom-atom, voxel-voxel; CUDA only,\n"
-           "                     reduced-precision dictionary: voxel-f32d, voxel-f16d, voxel-lr16d)\n"
+           "                     reduced-precision dictionary: voxel-f32d, voxel-f16d, voxel-lr16d,\n"
+           "                     voxel-sh: columns computed from the atoms' orientations)\n"
            "  --threads T        CPU threads (OpenMP's default)\n"
            "  --quiet            no progress bar\n"
            "  --json             one JSON document on stdout\n");

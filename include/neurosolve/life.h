@@ -148,18 +148,28 @@ typedef enum ns_life_variant {
                                 of the gathered bytes; a voxel's products in float32, sums over
                                 lanes and coefficients' results in float64; products within
                                 about 1e-3 relative) */
-    NS_LIFE_VOXEL_LR16D = 10 /* CUDA only, opt-in, never chosen by AUTO: the dictionary factored
+    NS_LIFE_VOXEL_LR16D = 10, /* CUDA only, opt-in, never chosen by AUTO: the dictionary factored
                                 as U C (C = U^T D keeps the r leading eigen-directions of D D^T,
                                 r a multiple of 32, the fewest whose discarded singular values
                                 are below 2^-11 of the largest), C in float16 as voxel-f16d; a
                                 gathered column has r entries instead of n_theta (64 instead of
                                 96 for ENCODE's stick dictionary; docs/life.md) */
+    NS_LIFE_VOXEL_SH = 11    /* CUDA only, opt-in, never chosen by AUTO: no dictionary in memory.
+                                Each coefficient's column is computed in registers from its atom's
+                                orientation on ENCODE's grid as U^T f(u), f the even spherical
+                                harmonics up to a degree lmax (10-16) in a cheap polynomial form, U
+                                fitted to D by least squares when the engine is made: the fewest
+                                harmonics whose largest entry error is <= 2^-16 of max |D|;
+                                float32 arithmetic, sums over lanes and results in float64. Needs
+                                (L - 1) L + 1 atoms (ENCODE's grid, as life build and life synth
+                                make) and a dictionary smooth in the orientation (stick and tensor
+                                models are); NS_ERR_UNSUPPORTED otherwise (docs/life.md) */
 } ns_life_variant;
 /* The exact variants (1 .. NS_LIFE_VARIANT_COUNT - 1: every backend, 1e-12
  * of the naive products); NS_LIFE_VARIANT_ALL also counts the reduced-
  * precision ones. */
 #define NS_LIFE_VARIANT_COUNT 8
-#define NS_LIFE_VARIANT_ALL 11
+#define NS_LIFE_VARIANT_ALL 12
 
 NS_API const char *ns_life_variant_name(ns_life_variant variant);
 NS_API ns_status ns_life_variant_from_name(const char *name, ns_life_variant *variant);

@@ -61,6 +61,28 @@ ns_status ns_life_cpu_product(ns_life_model_t *model, ns_life_product product,
  * default capped by the processors and by the work (n_coeffs). */
 int32_t ns_life_cpu_threads(int32_t requested, int64_t n_coeffs);
 
+/* ------------------------------------------------------------- voxel-sh */
+/* The dictionary as U^T f(u_a) (sh_basis.c; docs/life.md, "voxel-sh"): f the
+ * (lmax + 1)(lmax + 2) / 2 functions of sh_basis.c's header, lmax even in
+ * NS_LIFE_SH_LMIN .. NS_LIFE_SH_LMAX (the CUDA kernels are instantiated for
+ * these). NS_LIFE_SH_TOL: the largest entry error of the fit relative to
+ * max |D| that voxel-sh accepts: 2^-16, 16x below the float16 rounding of
+ * voxel-f16d's dictionary entries (2^-12 relative); on the 500,000-fiber
+ * benchmark model (L = 360, b = 2000) lmax 12 gives 9.2e-6. */
+#define NS_LIFE_SH_LMIN 10
+#define NS_LIFE_SH_LMAX 16
+#define NS_LIFE_SH_MAX_COUNT 153 /* (16 + 1)(16 + 2) / 2 */
+#define NS_LIFE_SH_TOL (1.0 / 65536.0)
+int ns_life_sh_count(int lmax);
+/* ENCODE's L for a grid of n_atoms = (L - 1) L + 1 atoms, else 0. */
+int32_t ns_life_grid_l(int32_t n_atoms);
+/* f(u) into f[0 .. ns_life_sh_count(lmax) - 1]; u a unit vector. */
+void ns_life_sh_basis(int lmax, const double u[3], double *f);
+/* The smallest lmax whose fit has an error <= tol; U (malloc'ed, the
+ * caller frees): R x n_theta, row-major (D(t, a) ~ sum_j U[j][t] f_j(u_a)).
+ * NS_ERR_UNSUPPORTED when the atoms are not ENCODE's grid or no lmax fits. */
+ns_status ns_life_sh_fit(const ns_life_model_t *model, double tol, int *lmax, double **U, double *err);
+
 /* ------------------------------------------------------------- engine */
 typedef struct ns_life_backend_ops ns_life_backend_ops;
 

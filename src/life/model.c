@@ -143,7 +143,7 @@ ns_status ns_life_model_validate(const ns_life_model_t *m) {
 
 static const char *variant_names[NS_LIFE_VARIANT_ALL] = {
     "auto", "naive", "naive-atom", "naive-voxel", "coeff-atom", "coeff-voxel", "atom-atom",
-    "voxel-voxel", "voxel-f32d", "voxel-f16d", "voxel-lr16d"};
+    "voxel-voxel", "voxel-f32d", "voxel-f16d", "voxel-lr16d", "voxel-sh"};
 
 const char *ns_life_variant_name(ns_life_variant v) {
     return (int)v >= 0 && (int)v < NS_LIFE_VARIANT_ALL ? variant_names[v] : "unknown";
@@ -158,7 +158,7 @@ ns_status ns_life_variant_from_name(const char *name, ns_life_variant *v) {
         }
     return ns_fail(NS_ERR_INVALID_ARGUMENT,
                    "unknown LiFE variant '%s' (auto, naive, naive-atom, naive-voxel, coeff-atom, "
-                   "coeff-voxel, atom-atom, voxel-voxel; CUDA: voxel-f32d, voxel-f16d, voxel-lr16d)", name);
+                   "coeff-voxel, atom-atom, voxel-voxel; CUDA: voxel-f32d, voxel-f16d, voxel-lr16d, voxel-sh)", name);
 }
 
 const char *ns_life_product_name(ns_life_product p) {
@@ -188,7 +188,8 @@ int ns_life_variant_order(ns_life_variant v) {
     case NS_LIFE_VOXEL_VOXEL:
     case NS_LIFE_VOXEL_F32D:
     case NS_LIFE_VOXEL_F16D:
-    case NS_LIFE_VOXEL_LR16D: return NS_LIFE_ORDER_VOXEL;
+    case NS_LIFE_VOXEL_LR16D:
+    case NS_LIFE_VOXEL_SH: return NS_LIFE_ORDER_VOXEL;
     default: return NS_LIFE_ORDER_ORIGINAL;
     }
 }

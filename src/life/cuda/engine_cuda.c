@@ -35,6 +35,11 @@ typedef struct cuda_state {
     double *Ut, *Un;                      /* U^T (lr_r x tp) and U (tp x lr_r, row-major) */
     double *lr_tmp;                       /* P or Q, lr_r x n_voxels */
     int lr_r;                             /* rank kept (a multiple of 32), 0 until made */
+    float *sh_um, *sh_uq;                 /* voxel-sh: U^T (R x tp) and U (tp x padded R), float32 */
+    int32_t *sh_order;                    /* voxels by decreasing coefficient count */
+    int32_t sh_busy, sh_l;                /* voxels with coefficients; ENCODE's L of the atoms */
+    int sh_lmax, sh_grid[2];              /* degree of the fit (0 until made); persistent grids */
+    double sh_err;                        /* the fit's largest entry error over max |D| */
     double *w_in, *w_out, *y_in, *y_out;  /* staging of the host-array products */
     dev_layout lay[3];
     cudaStream_t stream;
@@ -263,7 +268,68 @@ static ns_status load_dlr(ns_life_engine_t *e) {
     return s;
 }
 
+/* voxel-sh (docs/life.md): the fit U of the dictionary over its atoms'
+ * orientations (sh_basis.c, on the host), its two float32 layouts, and the
+ * voxels by decreasing coefficient count (a counting sort of the voxel-sorted
+ * copy's sub-vector lengths, voxels in order within a count), made once. */
+static ns_status load_sh(ns_life_engine_t *e) {
+    cuda_state *st = e->cuda;
+    if (st->sh_lmax) return NS_OK;
+    const ns_life_model_t *m = e->model;
+    const ns_life_layout *l = NULL;
+    ns_status s = ns_life_layout_get(e->model, NS_LIFE_ORDER_VOXEL, &l);
+    if (s != NS_OK) return s;
+    int lmax = 0;
+    double *U = NULL, err = 0.0;
+    if ((s = ns_life_sh_fit(m, NS_LIFE_SH_TOL, &lmax, &U, &err)) != NS_OK) return s;
+    const int R = ns_life_sh_count(lmax), RP = ns_life_sh_padded(lmax), tp = st->tp, T = m->n_theta;
+    const int32_t V = m->n_voxels;
+    float *um = calloc((size_t)R * tp, sizeof *um), *uq = calloc((size_t)tp * RP, sizeof *uq);
+    int32_t *order = malloc((size_t)V * sizeof *order);
+    int64_t most = 0;
+    for (int32_t v = 0; v < V; ++v) most = l->start[v + 1] - l->start[v] > most ? l->start[v + 1] - l->start[v] : most;
+    int64_t *first = calloc((size_t)most + 2, sizeof *first);
+    if (!um || !uq || !order || !first) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "voxel-sh: the basis matrices");
+    if (s == NS_OK) {
+        for (int j = 0; j < R; ++j)
+            for (int t = 0; t < T; ++t) um[(size_t)j * tp + t] = uq[(size_t)t * RP + j] = (float)U[(size_t)j * T + t];
+        /* first[c]: where voxels with c coefficients start when counts decrease */
+        for (int32_t v = 0; v < V; ++v) ++first[most - (l->start[v + 1] - l->start[v])];
+        int64_t at = 0;
+        for (int64_t c = 0; c <= most; ++c) {
+            const int64_t n = first[c];
+            first[c] = at;
+            at += n;
+        }
+        st->sh_busy = (int32_t)(V - first[most]); /* those with count 0 come last */
+        for (int32_t v = 0; v < V; ++v) order[first[most - (l->start[v + 1] - l->start[v])]++] = v;
+    }
+    free(U), free(first);
+    const size_t umb = (size_t)R * tp * sizeof(float), uqb = (size_t)tp * RP * sizeof(float);
+    if (s == NS_OK) s = dev_alloc(st, (void **)&st->sh_um, umb, "the voxel-sh basis matrix");
+    if (s == NS_OK) s = dev_alloc(st, (void **)&st->sh_uq, uqb, "the voxel-sh basis matrix");
+    if (s == NS_OK) s = dev_alloc(st, (void **)&st->sh_order, (size_t)V * sizeof(int32_t), "the voxel-sh voxel order");
+    if (s == NS_OK) {
+        cudaError_t err2 = cudaMemcpyAsync(st->sh_um, um, umb, cudaMemcpyHostToDevice, st->stream);
+        if (err2 == cudaSuccess) err2 = cudaMemcpyAsync(st->sh_uq, uq, uqb, cudaMemcpyHostToDevice, st->stream);
+        if (err2 == cudaSuccess)
+            err2 = cudaMemcpyAsync(st->sh_order, order, (size_t)V * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                   st->stream);
+        if (err2 == cudaSuccess) err2 = ns_life_sh_prepare(lmax, tp, T, st->sms, st->sh_grid);
+        if (err2 == cudaSuccess) err2 = cudaStreamSynchronize(st->stream); /* once, outside any timed region */
+        if (err2 != cudaSuccess) s = ns_cuda_status(err2, "voxel-sh upload", __FILE__, __LINE__);
+    }
+    free(um), free(uq), free(order);
+    if (s == NS_OK) {
+        st->sh_lmax = lmax;
+        st->sh_err = err;
+        st->sh_l = ns_life_grid_l(m->n_atoms);
+    }
+    return s;
+}
+
 static ns_status load_reduced(ns_life_engine_t *e, ns_life_variant v) {
+    if (v == NS_LIFE_VOXEL_SH) return load_sh(e);
     if (v == NS_LIFE_VOXEL_F32D) return load_d32(e);
     if (v == NS_LIFE_VOXEL_F16D) return load_d16(e);
     if (v == NS_LIFE_VOXEL_LR16D) return load_dlr(e);
@@ -318,6 +384,15 @@ static ns_status launch(ns_life_engine_t *e, ns_life_product p, ns_life_variant 
                                     st->c16_scale, st->Un, st->lr_tmp, in, out, st->stream);
         return ns_cuda_status(err, p == NS_LIFE_MW ? "LiFE y = M w kernel (voxel-lr16d)"
                                                    : "LiFE w = M^T y kernel (voxel-lr16d)", __FILE__, __LINE__);
+    }
+    if (v == NS_LIFE_VOXEL_SH) {
+        cudaError_t err = p == NS_LIFE_MW
+            ? ns_life_launch_sh_mw(&phi, st->sh_lmax, st->tp, m->n_voxels, st->sh_l, st->sh_um, st->sh_order, in,
+                                   out, st->sh_grid[0], st->stream)
+            : ns_life_launch_sh_mty(&phi, st->sh_lmax, st->tp, m->n_theta, st->sh_busy, m->n_fibers, st->sh_l,
+                                    st->sh_uq, st->sh_order, in, out, st->sh_grid[1], st->stream);
+        return ns_cuda_status(err, p == NS_LIFE_MW ? "LiFE y = M w kernel (voxel-sh)"
+                                                   : "LiFE w = M^T y kernel (voxel-sh)", __FILE__, __LINE__);
     }
     const int hint = st->sms * 32;
     const void *Dr = kernel == NS_LIFE_K_VOXEL_F32D ? (const void *)st->D32
@@ -413,6 +488,9 @@ void ns_life_cuda_destroy(ns_life_engine_t *e) {
         cudaFree(st->Ut);
         cudaFree(st->Un);
         cudaFree(st->lr_tmp);
+        cudaFree(st->sh_um);
+        cudaFree(st->sh_uq);
+        cudaFree(st->sh_order);
         cudaFree(st->w_in);
         cudaFree(st->w_out);
         cudaFree(st->y_in);
@@ -456,6 +534,9 @@ static ns_status setup(ns_life_engine_t *e, cuda_state *st) {
     if (want[0] == NS_LIFE_VOXEL_F16D || want[1] == NS_LIFE_VOXEL_F16D) need += dict / 4;
     if (want[0] == NS_LIFE_VOXEL_LR16D || want[1] == NS_LIFE_VOXEL_LR16D) /* at most r = tp: C, its staging, P/Q */
         need += dict / 4 + dict + yv;
+    if (want[0] == NS_LIFE_VOXEL_SH || want[1] == NS_LIFE_VOXEL_SH) /* U in two layouts at the largest degree, the order */
+        need += (size_t)st->tp * (NS_LIFE_SH_MAX_COUNT + ns_life_sh_padded(NS_LIFE_SH_LMAX)) * sizeof(float) +
+                (size_t)m->n_voxels * sizeof(int32_t);
     if (need > st->budget)
         return ns_fail(NS_ERR_DEVICE_MEMORY,
                        "LiFE model (%lld coefficients, %d voxels, %d atoms, n_theta %d padded to %d) "
@@ -501,6 +582,9 @@ ns_status ns_life_cuda_create(ns_life_engine_t *e) {
     st->device = e->device;
     st->tp = (m->n_theta + 31) / 32 * 32;
     s = setup(e, st);
+    /* voxel-sh asked for: the fit now, so that a dictionary it cannot serve fails here */
+    if (s == NS_OK && (e->options.mw_variant == NS_LIFE_VOXEL_SH || e->options.mty_variant == NS_LIFE_VOXEL_SH))
+        s = load_sh(e);
     if (s != NS_OK) ns_life_cuda_destroy(e);
     return s;
 }
