@@ -165,6 +165,11 @@ ns_status ns_life_sh_fit(const ns_life_model_t *m, double tol, int *lmax, double
                        "atoms' orientations are unknown", (int)m->n_atoms);
     double best = INFINITY;
     int best_l = 0;
+    if ((int64_t)m->n_atoms < 2 * (int64_t)ns_life_sh_count(NS_LIFE_SH_LMIN))
+        return ns_fail(NS_ERR_UNSUPPORTED,
+                       "voxel-sh: %d atoms are too few to fit the %d functions of degree %d (at least %d; use "
+                       "another variant)", (int)m->n_atoms, ns_life_sh_count(NS_LIFE_SH_LMIN), NS_LIFE_SH_LMIN,
+                       2 * ns_life_sh_count(NS_LIFE_SH_LMIN));
     for (int l = NS_LIFE_SH_LMIN; l <= NS_LIFE_SH_LMAX; l += 2) {
         const int R = ns_life_sh_count(l);
         if ((int64_t)m->n_atoms < 2 * (int64_t)R) break; /* too few atoms to pin the fit down */

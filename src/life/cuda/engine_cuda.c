@@ -301,7 +301,7 @@ static ns_status load_sh(ns_life_engine_t *e) {
             first[c] = at;
             at += n;
         }
-        st->sh_busy = (int32_t)(V - first[most]); /* those with count 0 come last */
+        st->sh_busy = (int32_t)first[most]; /* those with count 0 come last */
         for (int32_t v = 0; v < V; ++v) order[first[most - (l->start[v + 1] - l->start[v])]++] = v;
     }
     free(U), free(first);

@@ -6,9 +6,11 @@
 // through L2, which bound the gathering voxel kernels (life_products.cu):
 //   y = M w:    P(:, v) = sum_k s_k f(u_k) (s_k = Phi_k w_fiber), y(:, v) = U^T P(:, v)
 //   w = M^T y:  Q(:, v) = U y(:, v), w_fiber += Phi_k f(u_k) . Q(:, v)
-// GV = 8 lanes per voxel (4 voxels per warp); each lane takes a contiguous
-// share of its voxel's coefficients (runs of equal fibers then meet in one
-// lane and are summed before their atomic). U stays in shared memory for the
+// GV = 8 lanes per voxel (4 voxels per warp). In w = M^T y each lane takes a
+// contiguous share of its voxel's coefficients (runs of equal fibers then
+// meet in one lane and are summed before their atomic); in y = M w the lanes
+// interleave (coalesced loads). Both load SH_BATCH coefficients at a time so
+// that their memory latencies overlap. U stays in shared memory for the
 // block's life (persistent blocks: one load per block), the voxels go to the
 // warps in order of decreasing coefficient count (`order`), so the 4 voxels
 // of a warp have similar work. float32 arithmetic; y and the contributions
@@ -20,6 +22,7 @@
 #define FULL 0xffffffffu
 #define SH_GV 8      /* lanes per voxel */
 #define SH_WARPS 4   /* warps per block */
+#define SH_BATCH 4   /* coefficients a lane loads at once */
 
 // Features of the basis of degree LMAX; RP: R rounded up to 4 x SH_GV (each
 // lane of a voxel owns RL = RP / SH_GV consecutive ones when forming Q).
@@ -159,17 +162,31 @@ sh_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const dou
         const int64_t slot = quad * 4 + grp;
         const bool have = slot < n_voxels;
         const int32_t vox = have ? order[slot] : 0;
-        int64_t k = 0, end = 0;
-        if (have) lane_share(start[vox], start[vox + 1], r, &k, &end);
+        const int64_t k1 = have ? start[vox + 1] : 0;
         float P[R];
 #pragma unroll
         for (int j = 0; j < R; ++j) P[j] = 0.f;
-        for (; k < end; ++k) {
-            const double s = __ldg(w + __ldg(fiber + k)) * __ldg(value + k);
-            if (s == 0.0) continue;
-            float x, yy, z;
-            atom_dir(__ldg(atom + k), L, inv_l, inv_lm1, x, yy, z);
-            sh_add<LMAX>(x, yy, z, (float)s, P);
+        // lane r takes coefficients k0 + r, k0 + r + GV, ... (coalesced in the group), SH_BATCH
+        // at a time: their loads, then their w gathers, are in flight together
+        for (int64_t base = (have ? start[vox] : 0) + r; base < k1; base += SH_GV * SH_BATCH) {
+            int32_t f[SH_BATCH], a[SH_BATCH];
+            double v[SH_BATCH], s[SH_BATCH];
+#pragma unroll
+            for (int i = 0; i < SH_BATCH; ++i) {
+                const int64_t k = base + SH_GV * i;
+                f[i] = k < k1 ? __ldcs(fiber + k) : -1;
+                a[i] = k < k1 ? __ldcs(atom + k) : 0;
+                v[i] = k < k1 ? __ldcs(value + k) : 0.0;
+            }
+#pragma unroll
+            for (int i = 0; i < SH_BATCH; ++i) s[i] = f[i] >= 0 ? __ldg(w + f[i]) * v[i] : 0.0;
+#pragma unroll
+            for (int i = 0; i < SH_BATCH; ++i)
+                if (s[i] != 0.0) {
+                    float x, yy, z;
+                    atom_dir(a[i], L, inv_l, inv_lm1, x, yy, z);
+                    sh_add<LMAX>(x, yy, z, (float)s[i], P);
+                }
         }
 #pragma unroll
         for (int o = SH_GV / 2; o > 0; o >>= 1)
@@ -243,16 +260,27 @@ sh_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const do
         lane_share(start[vox], start[vox + 1], r, &k, &end);
         int32_t run = -1; // the fiber of the run being summed
         double sum = 0.0;
-        for (; k < end; ++k) {
-            float x, yy, z;
-            atom_dir(__ldg(atom + k), L, inv_l, inv_lm1, x, yy, z);
-            const double c = (double)sh_dot<LMAX>(x, yy, z, q) * __ldg(value + k);
-            const int32_t f = __ldg(fiber + k);
-            if (f != run) {
-                if (run >= 0) atomicAdd(w + run, sum);
-                run = f, sum = c;
-            } else {
-                sum += c;
+        for (; k < end; k += SH_BATCH) { // SH_BATCH coefficients' loads in flight together
+            int32_t f[SH_BATCH], a[SH_BATCH];
+            double v[SH_BATCH];
+#pragma unroll
+            for (int i = 0; i < SH_BATCH; ++i) {
+                f[i] = k + i < end ? __ldg(fiber + k + i) : -1;
+                a[i] = k + i < end ? __ldg(atom + k + i) : 0;
+                v[i] = k + i < end ? __ldg(value + k + i) : 0.0;
+            }
+#pragma unroll
+            for (int i = 0; i < SH_BATCH; ++i) {
+                if (f[i] < 0) break;
+                float x, yy, z;
+                atom_dir(a[i], L, inv_l, inv_lm1, x, yy, z);
+                const double c = (double)sh_dot<LMAX>(x, yy, z, q) * v[i];
+                if (f[i] != run) {
+                    if (run >= 0) atomicAdd(w + run, sum);
+                    run = f[i], sum = c;
+                } else {
+                    sum += c;
+                }
             }
         }
         if (run >= 0) atomicAdd(w + run, sum);
