@@ -14,8 +14,11 @@
 #      both; GPU voxel-voxel and voxel-sh against the CPU's voxel-voxel): max relative weight difference
 #   6. Nsight Compute of the voxel-sh kernels on a 100,000-fiber model (time, issue slots, registers,
 #      achieved occupancy, L2 and DRAM bytes)
+#   tune (not in the default steps): TUNE="name:nvcc flags;name:flags;..." builds the CLI once per entry
+#      (CMAKE_CUDA_FLAGS, in parallel; e.g. "b8:-DSH_BATCH=8;m4:-DSH_MINB=4") and runs the voxel-sh and
+#      voxel-f16d product rows of each on the 500,000-fiber model, in turn, ROUNDS (2) times
 # Usage (from the repository root): OUT=out bash bench/device_lifesh.sh [STEP...]
-#   steps: build tests memcheck products fit ncu (default: all). Files in $OUT: lifesh_summary.txt (read
+#   steps: build tests memcheck products fit ncu tune (default: all but tune). Files in $OUT: lifesh_summary.txt (read
 #   this first), _build.log, _tests.log, _memcheck.log, _products.csv, _products.txt, _fit.txt, _ncu.txt.
 # Device call: command "OUT=$OUT bash bench/device_lifesh.sh". Steps that would start after 480 s are
 # skipped.
@@ -117,5 +120,28 @@ if has ncu && ! late ncu && command -v ncu > /dev/null; then
   grep -E "sh_m|gpu__time|inst_executed|pipe_|warps_active|registers|lts__t_bytes|dram__bytes|global_red|shared" "$OUT/lifesh_ncu.txt" | head -30 | tee -a "$SUM"
   rm -rf $M
   stamp "ncu"
+fi
+if has tune && [ -n "${TUNE:-}" ]; then
+  IFS=';' read -ra CFGS <<< "$TUNE"
+  for c in "${CFGS[@]}"; do
+    name=${c%%:*}; flags=${c#*:}
+    ( cmake -S "$ROOT" -B /tmp/lifesh_t_$name -DNS_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release \
+        -DNS_TESTS=OFF -DNS_MPI=OFF "-DCMAKE_CUDA_FLAGS=$flags" && \
+      timeout 300 cmake --build /tmp/lifesh_t_$name -j"$JOBS" --target neurosolve_cli ) > /tmp/lifesh_t_$name.log 2>&1 &
+  done
+  wait
+  stamp "tune builds"
+  for round in $(seq 1 "${ROUNDS:-2}"); do
+    for c in "${CFGS[@]}"; do
+      name=${c%%:*}
+      [ -x /tmp/lifesh_t_$name/neurosolve ] || { echo "tune $name: no build" | tee -a "$SUM"; tail -5 /tmp/lifesh_t_$name.log >> "$SUM"; continue; }
+      timeout 120 /tmp/lifesh_t_$name/neurosolve bench life $BENCH_ARGS --variants voxel-sh,voxel-f16d \
+        --csv /tmp/lifesh_t.csv > /tmp/lifesh_t.txt 2>&1
+      awk -F, -v n="$name" -v r="$round" 'NR > 1 && $1 == "products" && $5 == "cuda" {
+          printf "tune %-8s round %s %-4s %-11s %-7s %8.3f ms  %.3f of copy  err %s\n", n, r, $6, $7, $8, $9, $11, $12 }' \
+        /tmp/lifesh_t.csv | tee -a "$SUM"
+    done
+  done
+  stamp "tune"
 fi
 stamp "done"

@@ -24,6 +24,7 @@ static void help(void) {
            "  --fibers N,...       fiber counts (default 50000,100000,150000,200000,250000,500000)\n"
            "  --products-at N      fiber count of the per-variant product table (default: the largest)\n"
            "  --no-products        skip the per-variant product table\n"
+           "  --variants V,...     only these variants in the product table (default: every one)\n"
            "  --ref-variant V      CPU variant that checks the product rows (default naive, one\n"
            "                       thread; another variant runs on --threads: faster on large models)\n"
            "  --iters N            SBBNNLS maxit of the overall rows (default 500)\n"
@@ -80,6 +81,7 @@ static double rel_inf(const double *a, const double *b, int64_t n) {
 typedef struct bench {
     int cpu, gpu, repeats, iters, naive_iters, ref_iters, threads;
     ns_life_variant ref; /* CPU variant of the product check */
+    unsigned only;       /* bit v: variant v in the product table (0: every one) */
     double copy_bw;
     rows out;
 } bench;
@@ -120,6 +122,7 @@ static int products(bench *B, ns_life_model_t *m, long long fibers) {
                 if (s != NS_OK) return cli_status_error("bench life: naive product", s);
                 for (int v = NS_LIFE_NAIVE; v < NS_LIFE_VARIANT_ALL && s == NS_OK; ++v) {
                     if (!b && v >= NS_LIFE_VARIANT_COUNT) continue; /* CUDA-only variants */
+                    if (B->only && !(B->only & (1u << v))) continue;
                     /* the sequential naive loops are the slow baseline: time them once on the CPU */
                     ns_life_engine_t *e = NULL;
                     s = engine(m, be, (ns_life_variant)v, B->threads, &e);
@@ -340,6 +343,17 @@ int bench_life(int argc, char **argv) {
         else if (strcmp(o, "--ref-variant") == 0 && v) {
             if (ns_life_variant_from_name(v, &B.ref) != NS_OK || B.ref == NS_LIFE_AUTO)
                 return cli_usage_error("bench life", "--ref-variant takes a variant name (naive, voxel-voxel, ...)");
+            ++i;
+        }
+        else if (strcmp(o, "--variants") == 0 && v) {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", v);
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                ns_life_variant lv;
+                if (ns_life_variant_from_name(tok, &lv) != NS_OK || lv == NS_LIFE_AUTO)
+                    return cli_usage_error("bench life", "--variants takes variant names (voxel-voxel,voxel-sh,...): '%s'", tok);
+                B.only |= 1u << lv;
+            }
             ++i;
         }
         else if (strcmp(o, "--csv") == 0 && v) csv = v, ++i;

@@ -36,6 +36,7 @@ typedef struct cuda_state {
     double *lr_tmp;                       /* P or Q, lr_r x n_voxels */
     int lr_r;                             /* rank kept (a multiple of 32), 0 until made */
     float *sh_um, *sh_uq;                 /* voxel-sh: U^T (R x tp) and U (tp x padded R), float32 */
+    float *sh_ang;                        /* the grid's angles (life_kernels.h) */
     int32_t *sh_order;                    /* voxels by decreasing coefficient count */
     int32_t sh_busy, sh_l;                /* voxels with coefficients; ENCODE's L of the atoms */
     int sh_lmax, sh_grid[2];              /* degree of the fit (0 until made); persistent grids */
@@ -283,14 +284,20 @@ static ns_status load_sh(ns_life_engine_t *e) {
     double *U = NULL, err = 0.0;
     if ((s = ns_life_sh_fit(m, NS_LIFE_SH_TOL, &lmax, &U, &err)) != NS_OK) return s;
     const int R = ns_life_sh_count(lmax), RP = ns_life_sh_padded(lmax), tp = st->tp, T = m->n_theta;
-    const int32_t V = m->n_voxels;
+    const int32_t V = m->n_voxels, L = ns_life_grid_l(m->n_atoms);
     float *um = calloc((size_t)R * tp, sizeof *um), *uq = calloc((size_t)tp * RP, sizeof *uq);
+    float *ang = malloc((size_t)2 * (2 * L - 1) * sizeof *ang);
     int32_t *order = malloc((size_t)V * sizeof *order);
     int64_t most = 0;
     for (int32_t v = 0; v < V; ++v) most = l->start[v + 1] - l->start[v] > most ? l->start[v + 1] - l->start[v] : most;
     int64_t *first = calloc((size_t)most + 2, sizeof *first);
-    if (!um || !uq || !order || !first) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "voxel-sh: the basis matrices");
+    if (!um || !uq || !ang || !order || !first) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "voxel-sh: the basis matrices");
     if (s == NS_OK) {
+        /* the grid's angles as ns_life_atom_orientation makes them */
+        const double pi = 3.14159265358979323846;
+        for (int32_t i = 0; i < L; ++i) ang[2 * i] = (float)cos(i * pi / L), ang[2 * i + 1] = (float)sin(i * pi / L);
+        for (int32_t j = 0; j < L - 1; ++j)
+            ang[2 * (L + j)] = (float)sin((j + 1) * pi / L), ang[2 * (L + j) + 1] = (float)cos((j + 1) * pi / L);
         for (int j = 0; j < R; ++j)
             for (int t = 0; t < T; ++t) um[(size_t)j * tp + t] = uq[(size_t)t * RP + j] = (float)U[(size_t)j * T + t];
         /* first[c]: where voxels with c coefficients start when counts decrease */
@@ -309,21 +316,24 @@ static ns_status load_sh(ns_life_engine_t *e) {
     if (s == NS_OK) s = dev_alloc(st, (void **)&st->sh_um, umb, "the voxel-sh basis matrix");
     if (s == NS_OK) s = dev_alloc(st, (void **)&st->sh_uq, uqb, "the voxel-sh basis matrix");
     if (s == NS_OK) s = dev_alloc(st, (void **)&st->sh_order, (size_t)V * sizeof(int32_t), "the voxel-sh voxel order");
+    const size_t angb = (size_t)2 * (2 * L - 1) * sizeof(float);
+    if (s == NS_OK) s = dev_alloc(st, (void **)&st->sh_ang, angb, "the voxel-sh angles");
     if (s == NS_OK) {
         cudaError_t err2 = cudaMemcpyAsync(st->sh_um, um, umb, cudaMemcpyHostToDevice, st->stream);
         if (err2 == cudaSuccess) err2 = cudaMemcpyAsync(st->sh_uq, uq, uqb, cudaMemcpyHostToDevice, st->stream);
         if (err2 == cudaSuccess)
             err2 = cudaMemcpyAsync(st->sh_order, order, (size_t)V * sizeof(int32_t), cudaMemcpyHostToDevice,
                                    st->stream);
-        if (err2 == cudaSuccess) err2 = ns_life_sh_prepare(lmax, tp, T, st->sms, st->sh_grid);
+        if (err2 == cudaSuccess) err2 = cudaMemcpyAsync(st->sh_ang, ang, angb, cudaMemcpyHostToDevice, st->stream);
+        if (err2 == cudaSuccess) err2 = ns_life_sh_prepare(lmax, tp, T, L, st->sms, st->sh_grid);
         if (err2 == cudaSuccess) err2 = cudaStreamSynchronize(st->stream); /* once, outside any timed region */
         if (err2 != cudaSuccess) s = ns_cuda_status(err2, "voxel-sh upload", __FILE__, __LINE__);
     }
-    free(um), free(uq), free(order);
+    free(um), free(uq), free(ang), free(order);
     if (s == NS_OK) {
         st->sh_lmax = lmax;
         st->sh_err = err;
-        st->sh_l = ns_life_grid_l(m->n_atoms);
+        st->sh_l = L;
     }
     return s;
 }
@@ -387,10 +397,10 @@ static ns_status launch(ns_life_engine_t *e, ns_life_product p, ns_life_variant 
     }
     if (v == NS_LIFE_VOXEL_SH) {
         cudaError_t err = p == NS_LIFE_MW
-            ? ns_life_launch_sh_mw(&phi, st->sh_lmax, st->tp, m->n_voxels, st->sh_l, st->sh_um, st->sh_order, in,
-                                   out, st->sh_grid[0], st->stream)
+            ? ns_life_launch_sh_mw(&phi, st->sh_lmax, st->tp, m->n_voxels, st->sh_l, st->sh_um, st->sh_ang,
+                                   st->sh_order, in, out, st->sh_grid[0], st->stream)
             : ns_life_launch_sh_mty(&phi, st->sh_lmax, st->tp, m->n_theta, st->sh_busy, m->n_fibers, st->sh_l,
-                                    st->sh_uq, st->sh_order, in, out, st->sh_grid[1], st->stream);
+                                    st->sh_uq, st->sh_ang, st->sh_order, in, out, st->sh_grid[1], st->stream);
         return ns_cuda_status(err, p == NS_LIFE_MW ? "LiFE y = M w kernel (voxel-sh)"
                                                    : "LiFE w = M^T y kernel (voxel-sh)", __FILE__, __LINE__);
     }
@@ -491,6 +501,7 @@ void ns_life_cuda_destroy(ns_life_engine_t *e) {
         cudaFree(st->sh_um);
         cudaFree(st->sh_uq);
         cudaFree(st->sh_order);
+        cudaFree(st->sh_ang);
         cudaFree(st->w_in);
         cudaFree(st->w_out);
         cudaFree(st->y_in);
@@ -536,7 +547,7 @@ static ns_status setup(ns_life_engine_t *e, cuda_state *st) {
         need += dict / 4 + dict + yv;
     if (want[0] == NS_LIFE_VOXEL_SH || want[1] == NS_LIFE_VOXEL_SH) /* U in two layouts at the largest degree, the order */
         need += (size_t)st->tp * (NS_LIFE_SH_MAX_COUNT + ns_life_sh_padded(NS_LIFE_SH_LMAX)) * sizeof(float) +
-                (size_t)m->n_voxels * sizeof(int32_t);
+                (size_t)m->n_voxels * sizeof(int32_t) + (size_t)4 * ns_life_grid_l(m->n_atoms) * sizeof(float);
     if (need > st->budget)
         return ns_fail(NS_ERR_DEVICE_MEMORY,
                        "LiFE model (%lld coefficients, %d voxels, %d atoms, n_theta %d padded to %d) "

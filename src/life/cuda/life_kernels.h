@@ -75,19 +75,20 @@ cudaError_t ns_life_launch_lr_mty(const ns_life_dev_phi *phi, int32_t r, int32_t
  * their persistent grids (grid[0]: y = M w, grid[1]: w = M^T y) for `sms`
  * multiprocessors; call it once before the launches. Um: U^T, R rows of tp
  * floats (R = (lmax + 1)(lmax + 2) / 2; rows n_theta.. of U zero); Uq: U as
- * tp rows of ns_life_sh_padded(lmax) floats (features R.. zero). order: the
+ * tp rows of ns_life_sh_padded(lmax) floats (features R.. zero). ang: 2 L - 1
+ * float pairs, (cos, sin) of i pi / L for i < L, then (sin, cos) of
+ * (j + 1) pi / L for j < L - 1 (the grid's angles). order: the
  * voxels by decreasing coefficient count, those with none last; n_busy of
  * them have coefficients. y = M w writes every row of y; w = M^T y zeroes w
  * first. `phi` is the voxel-sorted copy with one sub-vector per voxel. */
 int ns_life_sh_padded(int lmax);
-cudaError_t ns_life_sh_prepare(int lmax, int32_t tp, int32_t n_theta, int sms, int grid[2]);
+cudaError_t ns_life_sh_prepare(int lmax, int32_t tp, int32_t n_theta, int32_t L, int sms, int grid[2]);
 cudaError_t ns_life_launch_sh_mw(const ns_life_dev_phi *phi, int lmax, int32_t tp, int32_t n_voxels, int32_t L,
-                                 const float *Um, const int32_t *order, const double *w, double *y, int grid,
-                                 cudaStream_t stream);
+                                 const float *Um, const float *ang, const int32_t *order, const double *w, double *y,
+                                 int grid, cudaStream_t stream);
 cudaError_t ns_life_launch_sh_mty(const ns_life_dev_phi *phi, int lmax, int32_t tp, int32_t n_theta,
-                                  int32_t n_busy, int32_t n_fibers, int32_t L, const float *Uq,
-                                  const int32_t *order, const double *y, double *w, int grid,
-                                  cudaStream_t stream);
+                                  int32_t n_busy, int32_t n_fibers, int32_t L, const float *Uq, const float *ang,
+                                  const int32_t *order, const double *y, double *w, int grid, cudaStream_t stream);
 /* D32[i] = (float)D[i], n entries. */
 cudaError_t ns_life_to_float(const double *D, float *D32, int64_t n, cudaStream_t stream);
 /* D16[i] = float16((float)(D[i] * down)), round to nearest even (down: a

@@ -1,7 +1,7 @@
 // voxel-sh (docs/life.md, "voxel-sh"): the LiFE products with no dictionary in
 // memory. A dictionary column is U^T f(u_a), f the sh_basis.c functions of the
 // atom's orientation u_a on ENCODE's grid (R = (lmax + 1)(lmax + 2) / 2 of
-// them), so per coefficient a lane computes u_a (two sincospi) and f (about
+// them), so per coefficient a lane computes u_a (a table of angles) and f (about
 // 2 R float32 operations, no memory) instead of gathering n_theta entries
 // through L2, which bound the gathering voxel kernels (life_products.cu):
 //   y = M w:    P(:, v) = sum_k s_k f(u_k) (s_k = Phi_k w_fiber), y(:, v) = U^T P(:, v)
@@ -22,7 +22,18 @@
 #define FULL 0xffffffffu
 #define SH_GV 8      /* lanes per voxel */
 #define SH_WARPS 4   /* warps per block */
+#ifndef SH_BATCH
 #define SH_BATCH 4   /* coefficients a lane loads at once */
+#endif
+#ifndef SH_PIPE
+#define SH_PIPE 0    /* 1: a batch's loads go out before the previous batch is computed */
+#endif
+#ifndef SH_MINB_MW
+#define SH_MINB_MW 4 /* blocks per SM the registers must allow: y = M w (H200, 500,000 fibers: */
+#endif               /* 1.045 ms at 4, 1.33 at 1: 128 registers, 36 bytes spilled) */
+#ifndef SH_MINB_MTY
+#define SH_MINB_MTY 1 /* w = M^T y (1.11 ms at 1, 1.22 at 4: 160 bytes spilled) */
+#endif
 
 // Features of the basis of degree LMAX; RP: R rounded up to 4 x SH_GV (each
 // lane of a voxel owns RL = RP / SH_GV consecutive ones when forming Q).
@@ -30,8 +41,11 @@ __host__ __device__ constexpr int sh_count(int lmax) { return (lmax + 1) * (lmax
 __host__ __device__ constexpr int sh_padded(int lmax) { return (sh_count(lmax) + 4 * SH_GV - 1) / (4 * SH_GV) * (4 * SH_GV); }
 
 // The orientation of atom a on ENCODE's grid of L steps (ns_life_atom_orientation):
-// atom 0 the zenith, else p = i pi / L, t = j pi / L with a - 1 = i (L - 1) + j - 1.
-__device__ __forceinline__ void atom_dir(int32_t a, int L, float inv_l, float inv_lm1, float &x, float &y,
+// atom 0 the zenith, else (cos p sin t, sin p sin t, cos t) with p = i pi / L,
+// t = (j + 1) pi / L, a - 1 = i (L - 1) + j. ang: (cos, sin) of p for i < L,
+// then (sin, cos) of t for j < L - 1 (made on the host in float64; in shared
+// memory here: two table reads instead of two sincospi per coefficient).
+__device__ __forceinline__ void atom_dir(int32_t a, int L, float inv_lm1, const float2 *ang, float &x, float &y,
                                          float &z) {
     if (a <= 0) {
         x = 0.f, y = 0.f, z = 1.f;
@@ -41,10 +55,17 @@ __device__ __forceinline__ void atom_dir(int32_t a, int L, float inv_l, float in
     int i = (int)((float)b * inv_lm1), j = b - i * (L - 1);
     if (j < 0) --i, j += L - 1;
     else if (j >= L - 1) ++i, j -= L - 1;
-    float sp, cp, st, ct;
-    sincospif((float)i * inv_l, &sp, &cp);
-    sincospif((float)(j + 1) * inv_l, &st, &ct);
-    x = cp * st, y = sp * st, z = ct;
+    const float2 p = ang[i], t = ang[L + j];
+    x = p.x * t.x, y = p.y * t.x, z = t.y;
+}
+
+// The shared memory of a block: the U layout (`floats` of them) then the angle table.
+__device__ __forceinline__ const float2 *load_smem(float *su, const float *U, int floats, const float2 *ang, int L) {
+    for (int i = threadIdx.x; i < floats; i += blockDim.x) su[i] = U[i];
+    float2 *sa = reinterpret_cast<float2 *>(su + (floats + 1) / 2 * 2);
+    for (int i = threadIdx.x; i < 2 * L - 1; i += blockDim.x) sa[i] = ang[i];
+    __syncthreads();
+    return sa;
 }
 
 // The Chebyshev terms T_k(2 z^2 - 1) (k <= LMAX / 2) and z times them.
@@ -146,16 +167,16 @@ __device__ __forceinline__ void lane_share(int64_t k0, int64_t k1, int r, int64_
 // y = M w. Um: U^T in shared memory, row j (feature) of tp floats; every
 // voxel in `order` (n_voxels of them) gets all tp rows of y written.
 template <int LMAX>
-__global__ void __launch_bounds__(32 * SH_WARPS)
+__global__ void __launch_bounds__(32 * SH_WARPS, SH_MINB_MW)
 sh_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const double *value,
-      const int32_t *order, int32_t n_voxels, int tp, int L, const float *Um, const double *w, double *y) {
+      const int32_t *order, int32_t n_voxels, int tp, int L, const float *Um, const float2 *ang, const double *w,
+      double *y) {
     constexpr int R = sh_count(LMAX);
     float *su = sh_smem;
-    for (int i = threadIdx.x; i < R * tp; i += blockDim.x) su[i] = Um[i];
-    __syncthreads();
+    const float2 *sa = load_smem(su, Um, R * tp, ang, L);
     const int lane = threadIdx.x & 31, grp = lane / SH_GV, r = lane % SH_GV;
     const int tl = tp / SH_GV; /* rows per lane: a multiple of 4 (tp is a multiple of 32) */
-    const float inv_l = 1.f / (float)L, inv_lm1 = 1.f / (float)(L - 1);
+    const float inv_lm1 = 1.f / (float)(L - 1);
     const int64_t n_warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
     for (int64_t quad = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; quad * 4 < n_voxels;
          quad += n_warps) {
@@ -168,6 +189,31 @@ sh_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const dou
         for (int j = 0; j < R; ++j) P[j] = 0.f;
         // lane r takes coefficients k0 + r, k0 + r + GV, ... (coalesced in the group), SH_BATCH
         // at a time: their loads, then their w gathers, are in flight together
+#if SH_PIPE
+        // the next batch's loads go out before this batch is computed
+        int32_t fn[SH_BATCH], an[SH_BATCH];
+        double vn[SH_BATCH];
+        int64_t base = (have ? start[vox] : 0) + r;
+#pragma unroll
+        for (int i = 0; i < SH_BATCH; ++i) {
+            const int64_t k = base + SH_GV * i;
+            fn[i] = k < k1 ? __ldcs(fiber + k) : -1;
+            an[i] = k < k1 ? __ldcs(atom + k) : 0;
+            vn[i] = k < k1 ? __ldcs(value + k) : 0.0;
+        }
+        for (; base < k1; base += SH_GV * SH_BATCH) {
+            int32_t a[SH_BATCH];
+            double s[SH_BATCH];
+#pragma unroll
+            for (int i = 0; i < SH_BATCH; ++i) s[i] = fn[i] >= 0 ? __ldg(w + fn[i]) * vn[i] : 0.0, a[i] = an[i];
+#pragma unroll
+            for (int i = 0; i < SH_BATCH; ++i) {
+                const int64_t k = base + SH_GV * (SH_BATCH + i);
+                fn[i] = k < k1 ? __ldcs(fiber + k) : -1;
+                an[i] = k < k1 ? __ldcs(atom + k) : 0;
+                vn[i] = k < k1 ? __ldcs(value + k) : 0.0;
+            }
+#else
         for (int64_t base = (have ? start[vox] : 0) + r; base < k1; base += SH_GV * SH_BATCH) {
             int32_t f[SH_BATCH], a[SH_BATCH];
             double v[SH_BATCH], s[SH_BATCH];
@@ -180,11 +226,12 @@ sh_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const dou
             }
 #pragma unroll
             for (int i = 0; i < SH_BATCH; ++i) s[i] = f[i] >= 0 ? __ldg(w + f[i]) * v[i] : 0.0;
+#endif
 #pragma unroll
             for (int i = 0; i < SH_BATCH; ++i)
                 if (s[i] != 0.0) {
                     float x, yy, z;
-                    atom_dir(a[i], L, inv_l, inv_lm1, x, yy, z);
+                    atom_dir(a[i], L, inv_lm1, sa, x, yy, z);
                     sh_add<LMAX>(x, yy, z, (float)s[i], P);
                 }
         }
@@ -215,16 +262,15 @@ sh_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const dou
 // coefficients. rows: n_theta rounded up to even (rows beyond n_theta are
 // zero in y and in U).
 template <int LMAX>
-__global__ void __launch_bounds__(32 * SH_WARPS)
+__global__ void __launch_bounds__(32 * SH_WARPS, SH_MINB_MTY)
 sh_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const double *value,
-       const int32_t *order, int32_t n_busy, int tp, int rows, int L, const float *Uq, const double *y,
-       double *w) {
+       const int32_t *order, int32_t n_busy, int tp, int rows, int L, const float *Uq, const float2 *ang,
+       const double *y, double *w) {
     constexpr int R = sh_count(LMAX), RP = sh_padded(LMAX), RL = RP / SH_GV;
     float *su = sh_smem;
-    for (int i = threadIdx.x; i < rows * RP; i += blockDim.x) su[i] = Uq[i];
-    __syncthreads();
+    const float2 *sa = load_smem(su, Uq, rows * RP, ang, L);
     const int lane = threadIdx.x & 31, grp = lane / SH_GV, r = lane % SH_GV;
-    const float inv_l = 1.f / (float)L, inv_lm1 = 1.f / (float)(L - 1);
+    const float inv_lm1 = 1.f / (float)(L - 1);
     const int64_t n_warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
     for (int64_t quad = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; quad * 4 < n_busy;
          quad += n_warps) {
@@ -237,6 +283,7 @@ sh_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const do
         for (int i = 0; i < RL; ++i) qm[i] = 0.f;
         if (have) {
             const double *yv = y + (int64_t)vox * tp;
+#pragma unroll 8
             for (int t = 0; t < rows; t += 2) {
                 const double2 yy = __ldcs(reinterpret_cast<const double2 *>(yv + t));
                 const float y0 = (float)yy.x, y1 = (float)yy.y;
@@ -260,6 +307,27 @@ sh_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const do
         lane_share(start[vox], start[vox + 1], r, &k, &end);
         int32_t run = -1; // the fiber of the run being summed
         double sum = 0.0;
+#if SH_PIPE
+        int32_t fn[SH_BATCH], an[SH_BATCH];
+        double vn[SH_BATCH];
+#pragma unroll
+        for (int i = 0; i < SH_BATCH; ++i) {
+            fn[i] = k + i < end ? __ldg(fiber + k + i) : -1;
+            an[i] = k + i < end ? __ldg(atom + k + i) : 0;
+            vn[i] = k + i < end ? __ldg(value + k + i) : 0.0;
+        }
+        for (; k < end; k += SH_BATCH) {
+            int32_t f[SH_BATCH], a[SH_BATCH];
+            double v[SH_BATCH];
+#pragma unroll
+            for (int i = 0; i < SH_BATCH; ++i) {
+                f[i] = fn[i], a[i] = an[i], v[i] = vn[i];
+                const int64_t kn = k + SH_BATCH + i;
+                fn[i] = kn < end ? __ldg(fiber + kn) : -1;
+                an[i] = kn < end ? __ldg(atom + kn) : 0;
+                vn[i] = kn < end ? __ldg(value + kn) : 0.0;
+            }
+#else
         for (; k < end; k += SH_BATCH) { // SH_BATCH coefficients' loads in flight together
             int32_t f[SH_BATCH], a[SH_BATCH];
             double v[SH_BATCH];
@@ -269,11 +337,12 @@ sh_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const do
                 a[i] = k + i < end ? __ldg(atom + k + i) : 0;
                 v[i] = k + i < end ? __ldg(value + k + i) : 0.0;
             }
+#endif
 #pragma unroll
             for (int i = 0; i < SH_BATCH; ++i) {
                 if (f[i] < 0) break;
                 float x, yy, z;
-                atom_dir(a[i], L, inv_l, inv_lm1, x, yy, z);
+                atom_dir(a[i], L, inv_lm1, sa, x, yy, z);
                 const double c = (double)sh_dot<LMAX>(x, yy, z, q) * v[i];
                 if (f[i] != run) {
                     if (run >= 0) atomicAdd(w + run, sum);
@@ -287,8 +356,9 @@ sh_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const do
     }
 }
 
-template <int LMAX> static size_t mw_smem(int tp) { return (size_t)sh_count(LMAX) * tp * sizeof(float); }
-template <int LMAX> static size_t mty_smem(int rows) { return (size_t)sh_padded(LMAX) * rows * sizeof(float); }
+static size_t with_angles(size_t floats, int L) { return ((floats + 1) / 2 * 2) * sizeof(float) + (2 * (size_t)L - 1) * sizeof(float2); }
+template <int LMAX> static size_t mw_smem(int tp, int L) { return with_angles((size_t)sh_count(LMAX) * tp, L); }
+template <int LMAX> static size_t mty_smem(int rows, int L) { return with_angles((size_t)sh_padded(LMAX) * rows, L); }
 static int even_rows(int n_theta) { return (n_theta + 1) / 2 * 2; }
 
 // Persistent blocks: as many as are resident at once (at least one per SM).
@@ -303,33 +373,33 @@ template <typename K> static cudaError_t grid_of(K kernel, size_t smem, int sms,
     return cudaSuccess;
 }
 
-template <int LMAX> static cudaError_t prepare(int tp, int n_theta, int sms, int grid[2]) {
-    cudaError_t e = grid_of(sh_mw<LMAX>, mw_smem<LMAX>(tp), sms, &grid[0]);
-    return e == cudaSuccess ? grid_of(sh_mty<LMAX>, mty_smem<LMAX>(even_rows(n_theta)), sms, &grid[1]) : e;
+template <int LMAX> static cudaError_t prepare(int tp, int n_theta, int L, int sms, int grid[2]) {
+    cudaError_t e = grid_of(sh_mw<LMAX>, mw_smem<LMAX>(tp, L), sms, &grid[0]);
+    return e == cudaSuccess ? grid_of(sh_mty<LMAX>, mty_smem<LMAX>(even_rows(n_theta), L), sms, &grid[1]) : e;
 }
 
 extern "C" int ns_life_sh_padded(int lmax) { return sh_padded(lmax); }
 
-extern "C" cudaError_t ns_life_sh_prepare(int lmax, int32_t tp, int32_t n_theta, int sms, int grid[2]) {
-    if (tp % 32 || tp > NS_LIFE_MAX_THETA || n_theta > tp || n_theta < 1) return cudaErrorInvalidValue;
+extern "C" cudaError_t ns_life_sh_prepare(int lmax, int32_t tp, int32_t n_theta, int32_t L, int sms, int grid[2]) {
+    if (tp % 32 || tp > NS_LIFE_MAX_THETA || n_theta > tp || n_theta < 1 || L < 2) return cudaErrorInvalidValue;
     switch (lmax) {
-    case 10: return prepare<10>(tp, n_theta, sms, grid);
-    case 12: return prepare<12>(tp, n_theta, sms, grid);
-    case 14: return prepare<14>(tp, n_theta, sms, grid);
-    case 16: return prepare<16>(tp, n_theta, sms, grid);
+    case 10: return prepare<10>(tp, n_theta, L, sms, grid);
+    case 12: return prepare<12>(tp, n_theta, L, sms, grid);
+    case 14: return prepare<14>(tp, n_theta, L, sms, grid);
+    case 16: return prepare<16>(tp, n_theta, L, sms, grid);
     default: return cudaErrorInvalidValue;
     }
 }
 
 extern "C" cudaError_t ns_life_launch_sh_mw(const ns_life_dev_phi *p, int lmax, int32_t tp, int32_t n_voxels,
-                                            int32_t L, const float *Um, const int32_t *order, const double *w,
-                                            double *y, int grid, cudaStream_t s) {
+                                            int32_t L, const float *Um, const float *ang, const int32_t *order,
+                                            const double *w, double *y, int grid, cudaStream_t s) {
     if (!p->start || p->n_keys != n_voxels || tp % 32 || tp > NS_LIFE_MAX_THETA || L < 2 || grid < 1)
         return cudaErrorInvalidValue;
     const int threads = 32 * SH_WARPS;
 #define NS_SH_MW(l)                                                                                            \
-    sh_mw<l><<<grid, threads, mw_smem<l>(tp), s>>>(p->start, p->atom, p->fiber, p->value, order, n_voxels, tp, L, \
-                                                   Um, w, y)
+    sh_mw<l><<<grid, threads, mw_smem<l>(tp, L), s>>>(p->start, p->atom, p->fiber, p->value, order, n_voxels, tp, \
+                                                      L, Um, (const float2 *)ang, w, y)
     switch (lmax) {
     case 10: NS_SH_MW(10); break;
     case 12: NS_SH_MW(12); break;
@@ -343,16 +413,16 @@ extern "C" cudaError_t ns_life_launch_sh_mw(const ns_life_dev_phi *p, int lmax, 
 
 extern "C" cudaError_t ns_life_launch_sh_mty(const ns_life_dev_phi *p, int lmax, int32_t tp, int32_t n_theta,
                                              int32_t n_busy, int32_t n_fibers, int32_t L, const float *Uq,
-                                             const int32_t *order, const double *y, double *w, int grid,
-                                             cudaStream_t s) {
+                                             const float *ang, const int32_t *order, const double *y, double *w,
+                                             int grid, cudaStream_t s) {
     if (!p->start || tp % 32 || tp > NS_LIFE_MAX_THETA || n_theta > tp || L < 2 || grid < 1)
         return cudaErrorInvalidValue;
     cudaError_t e = cudaMemsetAsync(w, 0, (size_t)n_fibers * sizeof(double), s);
     if (e != cudaSuccess || n_busy == 0) return e;
     const int rows = even_rows(n_theta), threads = 32 * SH_WARPS;
 #define NS_SH_MTY(l)                                                                                           \
-    sh_mty<l><<<grid, threads, mty_smem<l>(rows), s>>>(p->start, p->atom, p->fiber, p->value, order, n_busy, tp, \
-                                                       rows, L, Uq, y, w)
+    sh_mty<l><<<grid, threads, mty_smem<l>(rows, L), s>>>(p->start, p->atom, p->fiber, p->value, order, n_busy, \
+                                                          tp, rows, L, Uq, (const float2 *)ang, y, w)
     switch (lmax) {
     case 10: NS_SH_MTY(10); break;
     case 12: NS_SH_MTY(12); break;
