@@ -15,7 +15,7 @@
 #   6. Nsight Compute of the voxel-sh kernels on a 100,000-fiber model (time, issue slots, registers,
 #      achieved occupancy, L2 and DRAM bytes)
 #   tune (not in the default steps): TUNE="name:nvcc flags;name:flags;..." builds the CLI once per entry
-#      (CMAKE_CUDA_FLAGS, in parallel; e.g. "b8:-DSH_BATCH=8;m4:-DSH_MINB=4") and runs the voxel-sh and
+#      (CMAKE_CUDA_FLAGS, in parallel; e.g. "b8:-DSH_BATCH=8;mw3:-DSH_MINB_MW=3", life_sh.cu's knobs) and runs the voxel-sh and
 #      voxel-f16d product rows of each on the 500,000-fiber model, in turn, ROUNDS (2) times
 # Usage (from the repository root): OUT=out bash bench/device_lifesh.sh [STEP...]
 #   steps: build tests memcheck products fit ncu tune (default: all but tune). Files in $OUT: lifesh_summary.txt (read

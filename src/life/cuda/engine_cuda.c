@@ -40,7 +40,6 @@ typedef struct cuda_state {
     int32_t *sh_order;                    /* voxels by decreasing coefficient count */
     int32_t sh_busy, sh_l;                /* voxels with coefficients; ENCODE's L of the atoms */
     int sh_lmax, sh_grid[2];              /* degree of the fit (0 until made); persistent grids */
-    double sh_err;                        /* the fit's largest entry error over max |D| */
     double *w_in, *w_out, *y_in, *y_out;  /* staging of the host-array products */
     dev_layout lay[3];
     cudaStream_t stream;
@@ -332,7 +331,6 @@ static ns_status load_sh(ns_life_engine_t *e) {
     free(um), free(uq), free(ang), free(order);
     if (s == NS_OK) {
         st->sh_lmax = lmax;
-        st->sh_err = err;
         st->sh_l = L;
     }
     return s;

@@ -25,9 +25,6 @@
 #ifndef SH_BATCH
 #define SH_BATCH 4   /* coefficients a lane loads at once */
 #endif
-#ifndef SH_PIPE
-#define SH_PIPE 0    /* 1: a batch's loads go out before the previous batch is computed */
-#endif
 #ifndef SH_MINB_MW
 #define SH_MINB_MW 4 /* blocks per SM the registers must allow: y = M w (H200, 500,000 fibers: */
 #endif               /* 1.045 ms at 4, 1.33 at 1: 128 registers, 36 bytes spilled) */
@@ -189,31 +186,6 @@ sh_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const dou
         for (int j = 0; j < R; ++j) P[j] = 0.f;
         // lane r takes coefficients k0 + r, k0 + r + GV, ... (coalesced in the group), SH_BATCH
         // at a time: their loads, then their w gathers, are in flight together
-#if SH_PIPE
-        // the next batch's loads go out before this batch is computed
-        int32_t fn[SH_BATCH], an[SH_BATCH];
-        double vn[SH_BATCH];
-        int64_t base = (have ? start[vox] : 0) + r;
-#pragma unroll
-        for (int i = 0; i < SH_BATCH; ++i) {
-            const int64_t k = base + SH_GV * i;
-            fn[i] = k < k1 ? __ldcs(fiber + k) : -1;
-            an[i] = k < k1 ? __ldcs(atom + k) : 0;
-            vn[i] = k < k1 ? __ldcs(value + k) : 0.0;
-        }
-        for (; base < k1; base += SH_GV * SH_BATCH) {
-            int32_t a[SH_BATCH];
-            double s[SH_BATCH];
-#pragma unroll
-            for (int i = 0; i < SH_BATCH; ++i) s[i] = fn[i] >= 0 ? __ldg(w + fn[i]) * vn[i] : 0.0, a[i] = an[i];
-#pragma unroll
-            for (int i = 0; i < SH_BATCH; ++i) {
-                const int64_t k = base + SH_GV * (SH_BATCH + i);
-                fn[i] = k < k1 ? __ldcs(fiber + k) : -1;
-                an[i] = k < k1 ? __ldcs(atom + k) : 0;
-                vn[i] = k < k1 ? __ldcs(value + k) : 0.0;
-            }
-#else
         for (int64_t base = (have ? start[vox] : 0) + r; base < k1; base += SH_GV * SH_BATCH) {
             int32_t f[SH_BATCH], a[SH_BATCH];
             double v[SH_BATCH], s[SH_BATCH];
@@ -226,7 +198,6 @@ sh_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const dou
             }
 #pragma unroll
             for (int i = 0; i < SH_BATCH; ++i) s[i] = f[i] >= 0 ? __ldg(w + f[i]) * v[i] : 0.0;
-#endif
 #pragma unroll
             for (int i = 0; i < SH_BATCH; ++i)
                 if (s[i] != 0.0) {
@@ -307,27 +278,6 @@ sh_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const do
         lane_share(start[vox], start[vox + 1], r, &k, &end);
         int32_t run = -1; // the fiber of the run being summed
         double sum = 0.0;
-#if SH_PIPE
-        int32_t fn[SH_BATCH], an[SH_BATCH];
-        double vn[SH_BATCH];
-#pragma unroll
-        for (int i = 0; i < SH_BATCH; ++i) {
-            fn[i] = k + i < end ? __ldg(fiber + k + i) : -1;
-            an[i] = k + i < end ? __ldg(atom + k + i) : 0;
-            vn[i] = k + i < end ? __ldg(value + k + i) : 0.0;
-        }
-        for (; k < end; k += SH_BATCH) {
-            int32_t f[SH_BATCH], a[SH_BATCH];
-            double v[SH_BATCH];
-#pragma unroll
-            for (int i = 0; i < SH_BATCH; ++i) {
-                f[i] = fn[i], a[i] = an[i], v[i] = vn[i];
-                const int64_t kn = k + SH_BATCH + i;
-                fn[i] = kn < end ? __ldg(fiber + kn) : -1;
-                an[i] = kn < end ? __ldg(atom + kn) : 0;
-                vn[i] = kn < end ? __ldg(value + kn) : 0.0;
-            }
-#else
         for (; k < end; k += SH_BATCH) { // SH_BATCH coefficients' loads in flight together
             int32_t f[SH_BATCH], a[SH_BATCH];
             double v[SH_BATCH];
@@ -337,7 +287,6 @@ sh_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const do
                 a[i] = k + i < end ? __ldg(atom + k + i) : 0;
                 v[i] = k + i < end ? __ldg(value + k + i) : 0.0;
             }
-#endif
 #pragma unroll
             for (int i = 0; i < SH_BATCH; ++i) {
                 if (f[i] < 0) break;
