@@ -112,52 +112,58 @@ static void reduced_products(ns_life_model_t *m, const char *label, ns_life_vari
     free(keep), free(yq), free(wq), free(yo), free(wo);
 }
 
-/* voxel-lr16d: the products of D ~ U C (C in float16) near the float64 ones
- * (the discarded singular values are below 2^-11 of the largest, C carries
- * float16's 2^-11 rounding), the two products the adjoints of one operator
- * (<M~ w, y> = <w, M~^T y> up to the float32 sums), and, for a dictionary of
- * exact rank 20 (n_theta 96), near the float64 products although r = 32
- * drops two thirds of the rows. */
-static void lowrank_products(ns_life_model_t *m, const char *label, const double *w, const double *y,
-                             const double *yr, const double *wr) {
+/* An approximating variant v on the engine e: its products within tol of the float64 ones (yr,
+ * wr), the two products the adjoints of one operator (<M~ w, y> = <w, M~^T y> within 1e-5 of the
+ * sums of magnitudes, float32 sums), a timed run giving the same product; the CPU does not offer
+ * v. Destroys e. */
+static void near_products(ns_life_model_t *m, ns_life_engine_t *e, ns_life_variant v, const char *label,
+                          const double *w, const double *y, const double *yr, const double *wr, double tol) {
+    const char *name = ns_life_variant_name(v);
     const int64_t F = ns_life_model_n_fibers(m), NY = (int64_t)ns_life_model_n_theta(m) * ns_life_model_n_voxels(m);
     double *yo = malloc((size_t)NY * 8), *wo = malloc((size_t)F * 8);
-    ns_life_engine_t *e = NULL;
-    CHECK_OK(make_engine(m, NS_BACKEND_CUDA, NS_LIFE_VOXEL_LR16D, 0, &e));
-    if (e) {
-        for (int64_t i = 0; i < NY; ++i) yo[i] = NAN;
-        for (int64_t i = 0; i < F; ++i) wo[i] = NAN;
-        CHECK_OK(ns_life_mw(e, w, yo));
-        CHECK_OK(ns_life_mty(e, y, wo));
-        const double a = rel_inf(yo, yr, NY), b = rel_inf(wo, wr, F);
-        CHECK_MSG(a <= 3e-3, "%s voxel-lr16d Mw: %.3g", label, a);
-        CHECK_MSG(b <= 3e-3, "%s voxel-lr16d MTy: %.3g", label, b);
-        double l = 0.0, r = 0.0, sl = 0.0, sr = 0.0;
-        for (int64_t i = 0; i < NY; ++i) l += yo[i] * y[i], sl += fabs(yo[i] * y[i]);
-        for (int64_t i = 0; i < F; ++i) r += w[i] * wo[i], sr += fabs(w[i] * wo[i]);
-        CHECK_MSG(fabs(l - r) <= 1e-5 * (sl > sr ? sl : sr), "%s voxel-lr16d adjoint: %.17g vs %.17g", label, l, r);
-        printf("%s voxel-lr16d: products within %.2e / %.2e (Mw / MTy) of the float64 ones, adjoint %.2e\n", label,
-               a, b, fabs(l - r) / (sl > sr ? sl : sr));
-        double ms[3];
-        CHECK_OK(ns_life_time_product(e, NS_LIFE_MW, NS_LIFE_VOXEL_LR16D, w, yo, 3, ms));
-        CHECK(rel_inf(yo, yr, NY) <= 3e-3);
-        ns_life_engine_destroy(e);
-    }
+    for (int64_t i = 0; i < NY; ++i) yo[i] = NAN;
+    for (int64_t i = 0; i < F; ++i) wo[i] = NAN;
+    CHECK_OK(ns_life_mw(e, w, yo));
+    CHECK_OK(ns_life_mty(e, y, wo));
+    const double a = rel_inf(yo, yr, NY), b = rel_inf(wo, wr, F);
+    CHECK_MSG(a <= tol, "%s %s Mw: %.3g", label, name, a);
+    CHECK_MSG(b <= tol, "%s %s MTy: %.3g", label, name, b);
+    double l = 0.0, r = 0.0, sl = 0.0, sr = 0.0;
+    for (int64_t i = 0; i < NY; ++i) l += yo[i] * y[i], sl += fabs(yo[i] * y[i]);
+    for (int64_t i = 0; i < F; ++i) r += w[i] * wo[i], sr += fabs(w[i] * wo[i]);
+    CHECK_MSG(fabs(l - r) <= 1e-5 * (sl > sr ? sl : sr), "%s %s adjoint: %.17g vs %.17g", label, name, l, r);
+    printf("%s %s: products within %.2e / %.2e (Mw / MTy) of the float64 ones, adjoint %.2e\n", label, name, a, b,
+           fabs(l - r) / (sl > sr ? sl : sr));
+    double ms[3];
+    CHECK_OK(ns_life_time_product(e, NS_LIFE_MW, v, w, yo, 3, ms));
+    CHECK(rel_inf(yo, yr, NY) <= tol);
+    CHECK_OK(ns_life_time_product(e, NS_LIFE_MTY, v, y, wo, 3, ms));
+    CHECK(rel_inf(wo, wr, F) <= tol);
+    ns_life_engine_destroy(e);
     e = NULL;
-    CHECK(make_engine(m, NS_BACKEND_CPU, NS_LIFE_VOXEL_LR16D, 0, &e) == NS_ERR_UNSUPPORTED);
+    CHECK(make_engine(m, NS_BACKEND_CPU, v, 0, &e) == NS_ERR_UNSUPPORTED);
     CHECK(e == NULL);
     free(yo), free(wo);
 }
 
+/* voxel-lr16d: the products of D ~ U C (C in float16) near the float64 ones
+ * (the discarded singular values are below 2^-11 of the largest, C carries
+ * float16's 2^-11 rounding) and, for a dictionary of exact rank 20 (n_theta
+ * 96), although r = 32 drops two thirds of the rows. */
+static void lowrank_products(ns_life_model_t *m, const char *label, const double *w, const double *y,
+                             const double *yr, const double *wr) {
+    ns_life_engine_t *e = NULL;
+    CHECK_OK(make_engine(m, NS_BACKEND_CUDA, NS_LIFE_VOXEL_LR16D, 0, &e));
+    if (e) near_products(m, e, NS_LIFE_VOXEL_LR16D, label, w, y, yr, wr, 3e-3);
+}
+
 /* voxel-sh: the columns computed from the atoms' orientations (U^T f(u), fitted to D within
- * 2^-16 of max |D| per entry) give products near the float64 ones (float32 arithmetic), the two
- * products are the adjoints of one operator, and the CPU does not offer the variant. A model
+ * 2^-16 of max |D| per entry) give products near the float64 ones (float32 arithmetic). A model
  * whose dictionary the basis cannot fit is refused when the engine is made (NS_ERR_UNSUPPORTED,
  * naming voxel-sh); `must` says the model is one the variant serves (ENCODE's grid with enough
  * atoms, a stick dictionary). Returns whether the engine was made. */
 static int sh_products(ns_life_model_t *m, const char *label, const double *w, const double *y, const double *yr,
                        const double *wr, int must) {
-    const int64_t F = ns_life_model_n_fibers(m), NY = (int64_t)ns_life_model_n_theta(m) * ns_life_model_n_voxels(m);
     ns_life_engine_t *e = NULL;
     const ns_status st = make_engine(m, NS_BACKEND_CUDA, NS_LIFE_VOXEL_SH, 0, &e);
     if (st == NS_ERR_UNSUPPORTED && !must) {
@@ -167,28 +173,7 @@ static int sh_products(ns_life_model_t *m, const char *label, const double *w, c
     }
     CHECK_OK(st);
     if (!e) return 0;
-    double *yo = malloc((size_t)NY * 8), *wo = malloc((size_t)F * 8);
-    for (int64_t i = 0; i < NY; ++i) yo[i] = NAN;
-    for (int64_t i = 0; i < F; ++i) wo[i] = NAN;
-    CHECK_OK(ns_life_mw(e, w, yo));
-    CHECK_OK(ns_life_mty(e, y, wo));
-    const double a = rel_inf(yo, yr, NY), b = rel_inf(wo, wr, F);
-    CHECK_MSG(a <= 5e-4, "%s voxel-sh Mw: %.3g", label, a);
-    CHECK_MSG(b <= 5e-4, "%s voxel-sh MTy: %.3g", label, b);
-    double l = 0.0, r = 0.0, sl = 0.0, sr = 0.0;
-    for (int64_t i = 0; i < NY; ++i) l += yo[i] * y[i], sl += fabs(yo[i] * y[i]);
-    for (int64_t i = 0; i < F; ++i) r += w[i] * wo[i], sr += fabs(w[i] * wo[i]);
-    CHECK_MSG(fabs(l - r) <= 1e-5 * (sl > sr ? sl : sr), "%s voxel-sh adjoint: %.17g vs %.17g", label, l, r);
-    printf("%s voxel-sh: products within %.2e / %.2e (Mw / MTy) of the float64 ones, adjoint %.2e\n", label, a, b,
-           fabs(l - r) / (sl > sr ? sl : sr));
-    double ms[3];
-    CHECK_OK(ns_life_time_product(e, NS_LIFE_MTY, NS_LIFE_VOXEL_SH, y, wo, 3, ms));
-    CHECK(rel_inf(wo, wr, F) <= 5e-4);
-    ns_life_engine_destroy(e);
-    e = NULL;
-    CHECK(make_engine(m, NS_BACKEND_CPU, NS_LIFE_VOXEL_SH, 0, &e) == NS_ERR_UNSUPPORTED);
-    CHECK(e == NULL);
-    free(yo), free(wo);
+    near_products(m, e, NS_LIFE_VOXEL_SH, label, w, y, yr, wr, 5e-4);
     return 1;
 }
 
