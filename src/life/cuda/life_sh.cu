@@ -29,7 +29,7 @@
 #define SH_MINB_MW 4 /* blocks per SM the registers must allow: y = M w (H200, 500,000 fibers: */
 #endif               /* 1.045 ms at 4, 1.33 at 1: 128 registers, 36 bytes spilled) */
 #ifndef SH_MINB_MTY
-#define SH_MINB_MTY 3 /* w = M^T y */
+#define SH_MINB_MTY 1 /* w = M^T y (1.11 ms at 1, 1.22 at 4: 160 bytes spilled) */
 #endif
 
 // Features of the basis of degree LMAX; RP: R rounded up to 4 x SH_GV (each
@@ -287,19 +287,12 @@ sh_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const do
                 a[i] = k + i < end ? __ldg(atom + k + i) : 0;
                 v[i] = k + i < end ? __ldg(value + k + i) : 0.0;
             }
-            // the batch's dot products first, independent of each other (a dot product alone is a
-            // chain of dependent multiply-adds), then their runs
-            float d[SH_BATCH];
-#pragma unroll
-            for (int i = 0; i < SH_BATCH; ++i) {
-                float x, yy, z;
-                atom_dir(a[i], L, inv_lm1, sa, x, yy, z);
-                d[i] = sh_dot<LMAX>(x, yy, z, q);
-            }
 #pragma unroll
             for (int i = 0; i < SH_BATCH; ++i) {
                 if (f[i] < 0) break;
-                const double c = (double)d[i] * v[i];
+                float x, yy, z;
+                atom_dir(a[i], L, inv_lm1, sa, x, yy, z);
+                const double c = (double)sh_dot<LMAX>(x, yy, z, q) * v[i];
                 if (f[i] != run) {
                     if (run >= 0) atomicAdd(w + run, sum);
                     run = f[i], sum = c;
