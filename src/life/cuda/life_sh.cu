@@ -26,8 +26,9 @@
 #define SH_BATCH 4   /* coefficients a lane loads at once */
 #endif
 #ifndef SH_MINB_MW
-#define SH_MINB_MW 4 /* blocks per SM the registers must allow: y = M w (H200, 500,000 fibers: */
-#endif               /* 1.045 ms at 4, 1.33 at 1: 128 registers, 36 bytes spilled) */
+#define SH_MINB_MW 4 /* blocks per SM the registers must allow: y = M w up to lmax 12 (H200, */
+#endif               /* 500,000 fibers: 1.045 ms at 4, 1.33 at 1: 128 registers, 36 bytes spilled; */
+                     /* lmax 14 and 16 would spill 0.8 and 2.4 KB at 128, so they are not held) */
 #ifndef SH_MINB_MTY
 #define SH_MINB_MTY 1 /* w = M^T y (1.11 ms at 1, 1.22 at 4: 160 bytes spilled) */
 #endif
@@ -85,14 +86,12 @@ __device__ __forceinline__ void sh_radial(float z, float *T, float *zT) {
 __host__ __device__ constexpr int sh_terms(int lmax, int m) { return m % 2 == 0 ? (lmax - m) / 2 + 1 : (lmax - m + 1) / 2; }
 
 template <int LMAX, int M, int J> struct sh_order_m {
-    // acc += f(u)_{J..} . q_{J..}; (re, im) = Re, Im (x + i y)^(M - 1) on entry
-    static __device__ __forceinline__ void dot(float x, float y, const float *T, const float *zT, float re,
-                                               float im, const float *q, float &acc) {
-        if (M > 0) {
-            const float r2 = re * x - im * y;
-            im = re * y + im * x;
-            re = r2;
-        }
+    // The dot product of orders M.. as Horner's scheme in w = x + i y: with c_m = dc_m - i ds_m
+    // (dc_m, ds_m: the order's radial terms against q's cosine and sine features),
+    // f(u) . q = Re sum_m c_m w^m, and h_M = c_M + w h_(M+1) (returned as hr + i hi): 4
+    // multiply-adds per order where forming w^m and adding re dc + im ds took 6.
+    static __device__ __forceinline__ void dot(float x, float y, const float *T, const float *zT, const float *q,
+                                               float &hr, float &hi) {
         constexpr int K = sh_terms(LMAX, M);
         float dc = 0.f, ds = 0.f;
 #pragma unroll
@@ -101,9 +100,10 @@ template <int LMAX, int M, int J> struct sh_order_m {
             dc = fmaf(p, q[J + (M > 0 ? 2 * k : k)], dc);
             if (M > 0) ds = fmaf(p, q[J + 2 * k + 1], ds);
         }
-        acc = fmaf(dc, re, acc);
-        if (M > 0) acc = fmaf(ds, im, acc);
-        sh_order_m<LMAX, M + 1, J + (M > 0 ? 2 * K : K)>::dot(x, y, T, zT, re, im, q, acc);
+        float ur = 0.f, ui = 0.f;
+        sh_order_m<LMAX, M + 1, J + (M > 0 ? 2 * K : K)>::dot(x, y, T, zT, q, ur, ui);
+        hr = fmaf(ur, x, fmaf(-ui, y, dc));
+        hi = fmaf(ur, y, fmaf(ui, x, -ds));
     }
     // P_{J..} += s f(u)_{J..}
     static __device__ __forceinline__ void add(float x, float y, const float *T, const float *zT, float re,
@@ -129,8 +129,10 @@ template <int LMAX, int M, int J> struct sh_order_m {
     }
 };
 template <int LMAX, int J> struct sh_order_m<LMAX, LMAX + 1, J> {
-    static __device__ __forceinline__ void dot(float, float, const float *, const float *, float, float,
-                                               const float *, float &) {}
+    static __device__ __forceinline__ void dot(float, float, const float *, const float *, const float *, float &hr,
+                                               float &hi) {
+        hr = 0.f, hi = 0.f;
+    }
     static __device__ __forceinline__ void add(float, float, const float *, const float *, float, float, float,
                                                float *) {}
 };
@@ -138,10 +140,10 @@ template <int LMAX, int J> struct sh_order_m<LMAX, LMAX + 1, J> {
 // f(u) . q (q: R values in registers, sh_basis.c's order).
 template <int LMAX>
 __device__ __forceinline__ float sh_dot(float x, float y, float z, const float *q) {
-    float T[LMAX / 2 + 1], zT[LMAX / 2 + 1], acc = 0.f;
+    float T[LMAX / 2 + 1], zT[LMAX / 2 + 1], hr, hi;
     sh_radial<LMAX>(z, T, zT);
-    sh_order_m<LMAX, 0, 0>::dot(x, y, T, zT, 1.f, 0.f, q, acc);
-    return acc;
+    sh_order_m<LMAX, 0, 0>::dot(x, y, T, zT, q, hr, hi);
+    return hr;
 }
 
 // P += s f(u) (P: R values in registers).
@@ -164,7 +166,7 @@ __device__ __forceinline__ void lane_share(int64_t k0, int64_t k1, int r, int64_
 // y = M w. Um: U^T in shared memory, row j (feature) of tp floats; every
 // voxel in `order` (n_voxels of them) gets all tp rows of y written.
 template <int LMAX>
-__global__ void __launch_bounds__(32 * SH_WARPS, SH_MINB_MW)
+__global__ void __launch_bounds__(32 * SH_WARPS, LMAX <= 12 ? SH_MINB_MW : 1)
 sh_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const double *value,
       const int32_t *order, int32_t n_voxels, int tp, int L, const float *Um, const float2 *ang, const double *w,
       double *y) {
