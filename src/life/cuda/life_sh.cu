@@ -30,7 +30,7 @@
 #endif               /* 500,000 fibers: 1.045 ms at 4, 1.33 at 1: 128 registers, 36 bytes spilled; */
                      /* lmax 14 and 16 would spill 0.8 and 2.4 KB at 128, so they are not held) */
 #ifndef SH_MINB_MTY
-#define SH_MINB_MTY 1 /* w = M^T y (1.11 ms at 1, 1.22 at 4: 160 bytes spilled) */
+#define SH_MINB_MTY 1 /* w = M^T y: not held (3 blocks at 159-162 registers; at 128, before the Horner form: 160 bytes spilled, 1.22 ms against 1.11) */
 #endif
 
 // Features of the basis of degree LMAX; RP: R rounded up to 4 x SH_GV (each
