@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "life/life_impl.h"
+#include "neurosolve/life_io.h"
 
 #ifdef _OPENMP
 #define NS_PRAGMA(x) _Pragma(#x)
@@ -34,21 +35,6 @@ static void directions(int32_t n, double *g) {
         g[3 * i + 1] = r * sin(golden * i);
         g[3 * i + 2] = z;
     }
-}
-
-/* ENCODE's orientations for L steps: atom 0 is the zenith, then
- * (cos p sin t, sin p sin t, cos t) for p = i pi/L (i = 0..L-1, slow) and
- * t = j pi/L (j = 1..L-1, fast): (L - 1) L + 1 atoms. */
-static void orientation(int32_t L, int32_t atom, double *u) {
-    if (atom == 0) {
-        u[0] = 0.0, u[1] = 0.0, u[2] = 1.0;
-        return;
-    }
-    const int32_t i = (atom - 1) / (L - 1), j = (atom - 1) % (L - 1) + 1;
-    const double p = i * pi / L, t = j * pi / L;
-    u[0] = cos(p) * sin(t);
-    u[1] = sin(p) * sin(t);
-    u[2] = cos(t);
 }
 
 /* The atom whose orientation is closest on the (L x L) angle grid to the
@@ -76,7 +62,7 @@ static ns_status dictionary(const ns_life_synth_options *o, ns_life_model_t *m) 
     NS_PRAGMA(omp parallel for schedule(static))
     for (int32_t a = 0; a < m->n_atoms; ++a) {
         double u[3];
-        orientation(o->dictionary_l, a, u);
+        ns_life_atom_orientation(o->dictionary_l, a, u); /* ENCODE's grid (orient.c) */
         double *col = m->D + (int64_t)a * T;
         double mean = 0.0;
         for (int32_t t = 0; t < T; ++t) {
