@@ -351,7 +351,8 @@ int bench_life(int argc, char **argv) {
             for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
                 ns_life_variant lv;
                 if (ns_life_variant_from_name(tok, &lv) != NS_OK || lv == NS_LIFE_AUTO)
-                    return cli_usage_error("bench life", "--variants takes variant names (voxel-voxel,voxel-sh,...): '%s'", tok);
+                    return cli_usage_error("bench life", "--variants takes variant names (voxel-voxel,voxel-sh,...): '%s'",
+                                           tok);
                 B.only |= 1u << lv;
             }
             ++i;

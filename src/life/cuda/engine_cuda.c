@@ -543,7 +543,7 @@ static ns_status setup(ns_life_engine_t *e, cuda_state *st) {
     if (want[0] == NS_LIFE_VOXEL_F16D || want[1] == NS_LIFE_VOXEL_F16D) need += dict / 4;
     if (want[0] == NS_LIFE_VOXEL_LR16D || want[1] == NS_LIFE_VOXEL_LR16D) /* at most r = tp: C, its staging, P/Q */
         need += dict / 4 + dict + yv;
-    if (want[0] == NS_LIFE_VOXEL_SH || want[1] == NS_LIFE_VOXEL_SH) /* U in two layouts at the largest degree, the order */
+    if (want[0] == NS_LIFE_VOXEL_SH || want[1] == NS_LIFE_VOXEL_SH) /* U twice at the largest degree, order, angles */
         need += (size_t)st->tp * (NS_LIFE_SH_MAX_COUNT + ns_life_sh_padded(NS_LIFE_SH_LMAX)) * sizeof(float) +
                 (size_t)m->n_voxels * sizeof(int32_t) + (size_t)4 * ns_life_grid_l(m->n_atoms) * sizeof(float);
     if (need > st->budget)

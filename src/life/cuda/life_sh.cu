@@ -30,13 +30,15 @@
 #endif               /* 500,000 fibers: 1.045 ms at 4, 1.33 at 1: 128 registers, 36 bytes spilled; */
                      /* lmax 14 and 16 would spill 0.8 and 2.4 KB at 128, so they are not held) */
 #ifndef SH_MINB_MTY
-#define SH_MINB_MTY 1 /* w = M^T y: not held (3 blocks at 159-162 registers; at 128, before the Horner form: 160 bytes spilled, 1.22 ms against 1.11) */
-#endif
+#define SH_MINB_MTY 1 /* w = M^T y: not held (3 blocks at 159-162 registers; at 128, before the */
+#endif                /* Horner form: 160 bytes spilled, 1.22 ms against 1.11) */
 
 // Features of the basis of degree LMAX; RP: R rounded up to 4 x SH_GV (each
 // lane of a voxel owns RL = RP / SH_GV consecutive ones when forming Q).
 __host__ __device__ constexpr int sh_count(int lmax) { return (lmax + 1) * (lmax + 2) / 2; }
-__host__ __device__ constexpr int sh_padded(int lmax) { return (sh_count(lmax) + 4 * SH_GV - 1) / (4 * SH_GV) * (4 * SH_GV); }
+__host__ __device__ constexpr int sh_padded(int lmax) {
+    return (sh_count(lmax) + 4 * SH_GV - 1) / (4 * SH_GV) * (4 * SH_GV);
+}
 
 // The orientation of atom a on ENCODE's grid of L steps (ns_life_atom_orientation):
 // atom 0 the zenith, else (cos p sin t, sin p sin t, cos t) with p = i pi / L,
@@ -83,7 +85,9 @@ __device__ __forceinline__ void sh_radial(float z, float *T, float *zT) {
 // recursion over m rather than a loop, so that every register index is known
 // at compile time at every degree (a loop over m left the arrays in local
 // memory from lmax 14 on).
-__host__ __device__ constexpr int sh_terms(int lmax, int m) { return m % 2 == 0 ? (lmax - m) / 2 + 1 : (lmax - m + 1) / 2; }
+__host__ __device__ constexpr int sh_terms(int lmax, int m) {
+    return m % 2 == 0 ? (lmax - m) / 2 + 1 : (lmax - m + 1) / 2;
+}
 
 template <int LMAX, int M, int J> struct sh_order_m {
     // The dot product of orders M.. as Horner's scheme in w = x + i y: with c_m = dc_m - i ds_m
@@ -307,7 +311,9 @@ sh_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const do
     }
 }
 
-static size_t with_angles(size_t floats, int L) { return ((floats + 1) / 2 * 2) * sizeof(float) + (2 * (size_t)L - 1) * sizeof(float2); }
+static size_t with_angles(size_t floats, int L) {
+    return ((floats + 1) / 2 * 2) * sizeof(float) + (2 * (size_t)L - 1) * sizeof(float2);
+}
 template <int LMAX> static size_t mw_smem(int tp, int L) { return with_angles((size_t)sh_count(LMAX) * tp, L); }
 template <int LMAX> static size_t mty_smem(int rows, int L) { return with_angles((size_t)sh_padded(LMAX) * rows, L); }
 static int even_rows(int n_theta) { return (n_theta + 1) / 2 * 2; }
