@@ -27,6 +27,18 @@ static inline ns_life_model_t *tiny_model(int32_t n_theta, int32_t L, int32_t n_
     return m;
 }
 
+/* The models of voxel-sh's higher degrees (64 directions, ENCODE's L = 40 grid, b-value b):
+ * test_life_products asserts the degree each needs, test_life_cuda runs its kernels on them. */
+static inline ns_life_model_t *b_value_model(double b) {
+    ns_life_synth_options o;
+    ns_life_synth_options_init(&o);
+    o.n_theta = 64, o.dictionary_l = 40, o.n_fibers = 300, o.b_value = b;
+    o.grid[0] = 10, o.grid[1] = 12, o.grid[2] = 10, o.mean_length = 8, o.curvature = 0.3, o.seed = 27;
+    ns_life_model_t *m = NULL;
+    if (ns_life_synth(&o, &m) != NS_OK) return NULL;
+    return m;
+}
+
 /* M as CSR (rows n_theta * n_voxels, columns n_fibers), duplicates summed. */
 typedef struct csr {
     int64_t rows, cols;

@@ -538,12 +538,8 @@ int main(void) {
     /* higher b: the stick dictionary needs more harmonics (lmax 14 at b = 3000, 16 at b = 4500 on
        this grid: test_life_products asserts the degrees), the kernels' other instantiations */
     for (int k = 0; k < 2; ++k) {
-        ns_life_synth_options o;
-        ns_life_synth_options_init(&o);
-        o.n_theta = 64, o.dictionary_l = 40, o.n_fibers = 300, o.b_value = k ? 4500.0 : 3000.0;
-        o.grid[0] = 10, o.grid[1] = 12, o.grid[2] = 10, o.mean_length = 8, o.curvature = 0.3, o.seed = 27;
-        m = NULL;
-        CHECK_OK(ns_life_synth(&o, &m));
+        m = b_value_model(k ? 4500.0 : 3000.0);
+        CHECK(m != NULL);
         if (m) {
             CHECK(products_sh(m, k ? "voxel-sh grid, b 4500 (lmax 16)" : "voxel-sh grid, b 3000 (lmax 14)", 1));
             ns_life_model_destroy(m);

@@ -190,16 +190,13 @@ static void sh_fit(void) {
     /* higher b needs more harmonics: lmax 14 at b = 3000, 16 at b = 4500 (64 directions, L = 40;
        test_life_cuda runs the kernels of these degrees on the same models) */
     for (int k = 0; k < 2; ++k) {
-        ns_life_synth_options o;
-        ns_life_synth_options_init(&o);
-        o.n_theta = 64, o.dictionary_l = 40, o.n_fibers = 300, o.b_value = k ? 4500.0 : 3000.0;
-        o.grid[0] = 10, o.grid[1] = 12, o.grid[2] = 10, o.mean_length = 8, o.curvature = 0.3, o.seed = 27;
-        m = NULL;
-        CHECK_OK(ns_life_synth(&o, &m));
+        m = b_value_model(k ? 4500.0 : 3000.0);
+        CHECK(m != NULL);
         if (!m) continue;
         U = NULL;
         CHECK_OK(ns_life_sh_fit(m, NS_LIFE_SH_TOL, &lmax, &U, &err));
-        CHECK_MSG(lmax == (k ? 16 : 14) && err <= NS_LIFE_SH_TOL, "b %g: lmax %d, error %.3g", o.b_value, lmax, err);
+        CHECK_MSG(lmax == (k ? 16 : 14) && err <= NS_LIFE_SH_TOL, "b %d: lmax %d, error %.3g", k ? 4500 : 3000, lmax,
+                  err);
         free(U);
         ns_life_model_destroy(m);
     }
