@@ -86,15 +86,14 @@ int main(void) {
         /* m' = (minf - m)/mtau by cnexp: nocmodl's arithmetic, with its
          * target -(minf/mtau)/(-1/mtau) as minf (nsm_exp: the C library's exp
          * on the GPU, a vectorising polynomial on the host) */
-        CHECK(strstr(hh, "p->field[15][i_] = p->field[15][i_] + (1. - nsm_exp(p->dt * (((-1.0) / p->field[12][i_])))) * "
-                         "((p->field[9][i_]) - p->field[15][i_]);"));
+        CHECK(strstr(hh, "(*F15_) = (*F15_) + (1. - nsm_exp(p->dt * (((-1.0) / (*F12_))))) * (((*F9_)) - (*F15_));"));
         /* the slope (I(v + .001) - I(v)) / .001 and the TABLE's clamped ends */
-        CHECK(strstr(hh, "nsm_hh_cur(p, i_, node_, v_ + .001)") && strstr(hh, "g_ = (g_ - rhs_) / .001;"));
+        CHECK(strstr(hh, "nsm_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_ + .001)") && strstr(hh, "g_ = (g_ - rhs_) / .001;"));
         CHECK(strstr(hh, "hi_ = xi_ >= 200.") && strstr(hh, "const double xi_ = T_[3] * (A_v - T_[2]);"));
         /* the lookup has no branch and selects no loaded value (one
          * interpolation for every case): usetable is the only test, and the
          * loops hoist it */
-        CHECK(strstr(hh, "p->field[9][i_] = a_ + t_ * (b_ - a_);") && !strstr(hh, "if (xi_") &&
+        CHECK(strstr(hh, "(*F9_) = a_ + t_ * (b_ - a_);") && !strstr(hh, "if (xi_") &&
               !strstr(hh, "? a_") && strstr(hh, "k_ = j_ * in_ + 200 * hi_, k1_ = k_ + (k_ < 200);"));
         CHECK(strstr(hh, "q10 = pow(3.0, ((p->celsius - 6.3) / 10.0));"));
         ns_nmodl_free(text);
@@ -109,23 +108,26 @@ int main(void) {
     CHECK(strstr(c, "NSM_ADD(p->ion[0].i[NSM_ION(0)]"));
     c = emit("NEURON { SUFFIX k2 }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d { s' = 3 }\n",
              NS_NMODL_HEADER);
-    CHECK(strstr(c, "p->field[0][i_] = p->field[0][i_] + p->dt * (3.0);")); /* x' = b: x += dt b */
+    CHECK(strstr(c, "(*F0_) = (*F0_) + p->dt * (3.0);")); /* x' = b: x += dt b */
     /* the target as inf only where the coefficient is -1/tau with the same tau */
     c = emit("NEURON { SUFFIX k3 }\nPARAMETER { a = 1 b = 2 }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
              "DERIVATIVE d { s' = (a - s)/b }\n",
              NS_NMODL_HEADER);
-    CHECK(strstr(c, "* ((p->global[0]) - p->field[0][i_]);"));
+    CHECK(strstr(c, "* ((p->global[0]) - (*F0_));"));
     c = emit("NEURON { SUFFIX k4 }\nPARAMETER { a = 1 b = 2 }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
              "DERIVATIVE d { s' = (a - 2*s)/b }\n",
              NS_NMODL_HEADER);
-    CHECK(strstr(c, "* (-((p->global[0] / p->global[1])) / (((-2.0) / p->global[1])) - p->field[0][i_]);"));
+    CHECK(strstr(c, "* (-((p->global[0] / p->global[1])) / (((-2.0) / p->global[1])) - (*F0_));"));
     c = emit("NEURON { POINT_PROCESS syn }\nSTATE { g }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
              "DERIVATIVE d { g' = -g }\nNET_RECEIVE(w) { g = g + w }\n", NS_NMODL_CUDA);
     CHECK(strstr(c, "__global__ void nsm_syn_k_current(ns_mech_ppack pp)"));
     c = emit("NEURON { POINT_PROCESS syn }\nSTATE { g }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
              "DERIVATIVE d { g' = -g }\nNET_RECEIVE(w) { g = g + w }\n", NS_NMODL_HEADER);
     CHECK(strstr(c, "#if defined(__CUDA_ARCH__) && 1\n#define NSM_ADD(a, x) atomicAdd(&(a), (x))")); /* point: atomics */
-    CHECK(strstr(c, "nsm_syn_net_receive_one(ns_mech_ppack *p, int i_, int node_, double A_w)"));
+    CHECK(strstr(c, "nsm_syn_net_receive_F(ns_mech_ppack *p, double *F0_, int i_, int node_, double A_w)"));
+    /* the entry points on the ppack's arrays: each field's address */
+    CHECK(strstr(c, "nsm_syn_net_receive_one(ns_mech_ppack *p, int i_, int node_, double w_) {\n"
+                    "    nsm_syn_net_receive_F(p, &p->field[0][i_], i_, node_, w_);"));
     c = emit("NEURON { SUFFIX x }\n", NS_NMODL_C); /* a mechanism with nothing in it */
     CHECK(strstr(c, "const ns_mech_desc nsm_x_desc = {"));
 
@@ -160,7 +162,7 @@ int main(void) {
     bad("voltage.mod", "NEURON {\n VOLTAGE_PROCESS x\n}\n", NS_ERR_UNSUPPORTED, "voltage.mod:2:", "VOLTAGE_PROCESS");
     c = emit("NEURON { SUFFIX mm RANGE y }\nASSIGNED { y }\nBREAKPOINT { SOLVE p\n y = max(v, 1) }\n"
              "PROCEDURE p() { y = min(y, 2) }\n", NS_NMODL_HEADER);
-    CHECK(strstr(c, "fmax(v_, 1.0)") && strstr(c, "nsm_mm_p_p(p, i_, node_, v_);")); /* SOLVE of a PROCEDURE */
+    CHECK(strstr(c, "fmax(v_, 1.0)") && strstr(c, "nsm_mm_p_p(p, F0_, i_, node_, v_);")); /* SOLVE of a PROCEDURE */
     bad("nosuffix.mod", "PARAMETER { g = 1 }\n", NS_ERR_PARSE, "nosuffix.mod", "SUFFIX");
     ns_nmodl_t *m = NULL;
     CHECK(ns_nmodl_parse_file(MECH_DIR "/nosuch.mod", &m) == NS_ERR_IO && m == NULL);

@@ -349,7 +349,7 @@ static ns_status point_create(ns_sim_t *sim, const net_block_in *in, int32_t des
     const sim_shape *s = &sim->shapes[in->shape];
     for (int32_t i = 0; i < cnt; ++i) {
         const net_syn *sy = &net->syns[syns[i]];
-        pt->node_index[i] = sy->node * in->w + lane[i];
+        pt->node_index[i] = (in->pos ? in->pos[sy->node] : sy->node) * in->w + lane[i];
         pt->weight[i] = s->stim_scale[sy->node]; /* 1e2 / area, area 100 at zero-area nodes */
         for (int p = 0; p < d->n_params; ++p) pt->field[p][i] = net->params[sy->param_at + p];
     }
@@ -448,7 +448,7 @@ static ns_status block_build(ns_sim_t *sim, const net_block_in *in, const int64_
         for (int64_t q = det_begin[in->cell[j]]; q < det_begin[in->cell[j] + 1]; ++q, ++k) {
             const net_source *s = &net->sources[det_order[q]];
             nb->det_source[k] = det_order[q];
-            nb->det_at[k] = (int64_t)s->node * in->w + j;
+            nb->det_at[k] = (int64_t)(in->pos ? in->pos[s->node] : s->node) * in->w + j;
             nb->det_thr[k] = s->threshold;
             nb->det_above[k] = 0; /* NEURON's flag starts false: v_init above the threshold is a spike at 0 */
         }

@@ -127,7 +127,8 @@ typedef struct net_block_in {
     int32_t shape, w;
     const int64_t *cell; /* w cells */
     model_block *mech;   /* the block's density mechanisms (for the ions) */
-    double *v;           /* v[node * w + lane], at v_init */
+    double *v;           /* v[pos[node] * w + lane], at v_init */
+    const int32_t *pos;  /* the block's node order (step_cpu.c's cpu_shape.pos), NULL: node */
 } net_block_in;
 
 void ns_net_free(sim_net *net);

@@ -74,6 +74,7 @@
 #include "cable/model_cpu.h"
 #include "cable/net_impl.h"
 #include "cable/sim_impl.h"
+#include "cable/sim_policy.h"
 #include "core/error.h"
 
 #define ALIGN 64           /* [bytes] block arrays start on a cache line */
@@ -153,8 +154,9 @@ typedef struct cpu_state {
     int64_t *part_base;    /* n_blocks + 1 into part_flat */
 } cpu_state;
 
-/* Whether region r (-1: a zero-area node) has hh. */
-static inline int has_hh(const ns_sim_t *sim, int r) { return r >= 0 && sim->region[r].hh; }
+/* Whether region r (-1: a zero-area node) has hh; with a model, whether it
+ * has a membrane (its mechanisms are inserted at nodes with area only). */
+static inline int has_hh(const ns_sim_t *sim, int r) { return r >= 0 && (sim->model || sim->region[r].hh); }
 
 /* The nodes with hh among reg[0 .. n) (regions in array order) and their
  * runs (maximal sequences of one region). */
@@ -224,6 +226,35 @@ static void cpu_destroy(ns_sim_t *sim) {
     sim->backend_state = NULL;
 }
 
+/* How the loop runs a model's mechanisms: the GPU's rule (sim_policy.h,
+ * ns_sim_gpu_mechanisms_rule) over the CPU's facts, fused (model_cpu.c,
+ * ns_model_block_fused_*) or per step; at create, and at each advance with
+ * the network's synapse types. */
+static ns_status cpu_mechanisms(ns_sim_t *sim, const cpu_state *st) {
+    if (!sim->model) return NS_OK;
+    ns_sim_mech_facts f;
+    memset(&f, 0, sizeof f);
+    f.requested = (int)sim->options.gpu_mechanisms;
+    f.builtin_only = ns_model_fusable(sim->model);
+    for (int32_t k = 0; k < sim->model->n_mechs; ++k) f.writes_concentration |= sim->model->mechs[k].writes_c != 0;
+    f.network_fused = 1;
+    for (int64_t b = 0; b < st->n_blocks; ++b) {
+        const net_block *nb = st->blocks[b].net;
+        f.network |= nb != NULL;
+        for (int32_t t = 0; nb && t < nb->n_points; ++t) f.network_fused &= ns_model_point_fusable(nb->points[t].desc);
+    }
+    const int path = ns_sim_gpu_mechanisms_rule(&f);
+    if (path < 0)
+        return ns_fail(NS_ERR_UNSUPPORTED,
+                       "simulation: gpu_mechanisms = fused, but the CPU loop's fused pass runs the built-in pas and hh "
+                       "(with hh's rate table) only (%s): use auto or per-step",
+                       !f.builtin_only ? "the model has other mechanisms, or hh without its table"
+                       : f.writes_concentration ? "a mechanism writes a concentration"
+                                                : "the network has synapse types it does not run");
+    sim->gpu_mechanisms = (ns_sim_gpu_mechanisms)path;
+    return NS_OK;
+}
+
 static ns_status cpu_create(ns_sim_t *sim) {
     cpu_state *st = calloc(1, sizeof *st);
     if (!st) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: CPU layout");
@@ -252,7 +283,7 @@ static ns_status cpu_create(ns_sim_t *sim) {
         int64_t hh_nodes, hh_runs;
         hh_runs_of(sim, s->region, s->n, &hh_nodes, &hh_runs);
         const int split = !sim->model && ns_cpu_split(s->n, sim->n_comp, requested);
-        if (!sim->model && !split && ns_cpu_reorder(hh_nodes, hh_runs)) {
+        if (!split && ns_cpu_reorder(hh_nodes, hh_runs)) {
             cs->pos = malloc((size_t)s->n * sizeof *cs->pos);
             cs->ppar = malloc((size_t)s->n * sizeof *cs->ppar);
             if (!cs->pos || !cs->ppar) {
@@ -387,7 +418,7 @@ static ns_status cpu_create(ns_sim_t *sim) {
             const sim_shape *s = &sim->shapes[blk->shape];
             for (int32_t i = 0; i < s->n; ++i)
                 for (int32_t j = 0; j < blk->w; ++j) cs->cap[l][(int64_t)pos_of(cs->pos, i) * blk->w + j] = s->cap[i];
-            if (ns_cpu_masked(cs->hh_nodes, cs->hh_runs, s->n, blk->w)) {
+            if (!sim->model && ns_cpu_masked(cs->hh_nodes, cs->hh_runs, s->n, blk->w)) {
                 cs->mask[l] = malloc((size_t)nw);
                 if (!cs->mask[l]) goto oom;
                 for (int32_t i = 0; i < s->n; ++i)
@@ -414,7 +445,8 @@ static ns_status cpu_create(ns_sim_t *sim) {
     /* a model's mechanism instances per block */
     for (int64_t b = 0; sim->model && b < st->n_blocks; ++b) {
         cpu_block *blk = &st->blocks[b];
-        ns_status e = ns_model_block_create(sim->model, blk->shape, sim->shapes[blk->shape].n, blk->w, &blk->mech);
+        ns_status e = ns_model_block_create(sim->model, blk->shape, sim->shapes[blk->shape].n, blk->w,
+                                            st->shapes[blk->shape].pos, &blk->mech);
         if (e != NS_OK) {
             free(count);
             free(wmax);
@@ -507,7 +539,7 @@ static ns_status cpu_create(ns_sim_t *sim) {
     }
     free(count);
     free(wmax);
-    return NS_OK;
+    return cpu_mechanisms(sim, st);
 oom:
     free(count);
     free(wmax);
@@ -516,6 +548,7 @@ oom:
 
 static ns_status cpu_load_state(ns_sim_t *sim);
 
+
 /* The host arrays' initial state (sim.c), into the lane blocks. */
 static ns_status cpu_init(ns_sim_t *sim) {
     ns_sim_init_host(sim);
@@ -523,8 +556,8 @@ static ns_status cpu_init(ns_sim_t *sim) {
     cpu_state *st = sim->backend_state;
     for (int64_t b = 0; e == NS_OK && sim->model && b < st->n_blocks; ++b) {
         cpu_block *blk = &st->blocks[b];
-        ns_model_block_init(sim->model, blk->mech, blk->shape, sim->shapes[blk->shape].n, blk->w, blk->v,
-                            sim->params.dt, sim->params.celsius);
+        ns_model_block_init(sim->model, blk->mech, blk->shape, sim->shapes[blk->shape].n, blk->w,
+                            st->shapes[blk->shape].pos, blk->v, sim->params.dt, sim->params.celsius);
     }
     /* the network's instances per block (net.c), after the density
      * mechanisms' INITIAL, as NEURON's type order has them after pas */
@@ -534,7 +567,7 @@ static ns_status cpu_init(ns_sim_t *sim) {
         if (!in) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %lld blocks", (long long)st->n_blocks);
         for (int64_t b = 0; b < st->n_blocks; ++b) {
             cpu_block *blk = &st->blocks[b];
-            in[b] = (net_block_in){blk->shape, blk->w, blk->cell, blk->mech, blk->v};
+            in[b] = (net_block_in){blk->shape, blk->w, blk->cell, blk->mech, blk->v, st->shapes[blk->shape].pos};
         }
         e = ns_net_build(sim, st->n_blocks, in);
         free(in);
@@ -750,6 +783,21 @@ static void model_pass(const ns_sim_t *sim, const block_view *bv, const int32_t 
     for (; slot < n_points; ++slot) ns_net_current(nb, slot, bv->v, rhs, d, tm, dt, celsius);
     const double *restrict cap = bv->cap;
     for (int64_t q = 0; q < nw; ++q) d[q] += cap[q];
+}
+
+/* The same pass for a block that takes the fused pass (model_cpu.c,
+ * ns_model_block_fused): rhs and d from zero and pas, the clamps, the
+ * synapses (built-in types, all before hh in NEURON's order), hh
+ * and the capacitance, each node's terms in model_pass's order. */
+static void fused_pass(const ns_sim_t *sim, const block_view *bv, const int32_t W, double tm, double *restrict d,
+                       double *restrict rhs, int last) {
+    const sim_model *model = sim->model;
+    const double dt = sim->params.dt, celsius = sim->params.celsius;
+    ns_model_block_fused_first(model, bv->blk->mech, W, bv->v, rhs, d, tm, dt, celsius, last);
+    clamps(sim, bv, W, 0, bv->s->n, tm, rhs);
+    net_block *nb = bv->blk->net;
+    for (int32_t slot = 0; nb && slot < nb->n_points; ++slot) ns_net_current(nb, slot, bv->v, rhs, d, tm, dt, celsius);
+    ns_model_block_fused_second(model, bv->blk->mech, W, bv->v, rhs, d, bv->cap, tm, dt, celsius, last);
 }
 
 /* The first run of a shape that ends after node n0 (the runs cover the
@@ -1092,13 +1140,15 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
     const block_view bv = view_of(sim, st, blk);
     const int32_t n = bv.s->n;
     const double dt = sim->params.dt;
+    const int fused = sim->model && sim->gpu_mechanisms == NS_SIM_GPU_MECHANISMS_FUSED;
     double t = t0;
     for (int64_t k = k0; k < k1; ++k) {
         const double tp = t;
         const double tm = ns_sim_half_step(t, dt);
         /* NEURON's deliver_net_events at the start of the step */
         if (blk->net) ns_net_deliver(blk->net, bv.v, t, dt, sim->params.celsius);
-        if (sim->model) model_pass(sim, &bv, W, tm, d, rhs);
+        if (fused) fused_pass(sim, &bv, W, tm, d, rhs, k == steps - 1);
+        else if (sim->model) model_pass(sim, &bv, W, tm, d, rhs);
         else membrane_pass(sim, &bv, W, 0, n, tm, d, rhs);
         double v_old[NS_CPU_LANES_MAX];
         const int bad = solve_lanes(&bv, W, d, rhs, v_old);
@@ -1106,7 +1156,9 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
         const int64_t step = step0 + k + 1;
         if (faults(sim, &bv, W, bad, step, k, steps, d, fault)) return 1;
         if (sim->model) {
-            ns_model_block_states(sim->model, blk->mech, bv.v, t, dt, sim->params.celsius);
+            if (fused)
+                ns_model_block_fused_states(sim->model, blk->mech, W, bv.v, t, dt, sim->params.celsius, k == steps - 1);
+            else ns_model_block_states(sim->model, blk->mech, bv.v, t, dt, sim->params.celsius);
             if (blk->net) {
                 ns_net_states(blk->net, bv.v, t, dt, sim->params.celsius);
                 if (ns_net_detect(blk->net, bv.v, t) != 0) return -1;
@@ -1354,6 +1406,8 @@ static int run_call(ns_sim_t *sim, const cpu_state *st, int64_t b, int64_t step0
  * interval, so results do not depend on the thread count. */
 static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fault *fault) {
     cpu_state *st = sim->backend_state;
+    const ns_status path = cpu_mechanisms(sim, st);
+    if (path != NS_OK) return path;
     const int32_t threads = st->threads;
     int out_of_memory = 0;
     ns_status net_status = NS_OK;
@@ -1506,7 +1560,8 @@ static ns_status cpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_
     const int32_t n = sim->shapes[blk->shape].n;
     if (mech < 0) {
         const double *x = ns_model_block_ion(blk->mech, ion, q);
-        for (int32_t i = 0; i < n; ++i) out[i] = x[(int64_t)i * w + lane];
+        const int32_t *pos = st->shapes[blk->shape].pos;
+        for (int32_t i = 0; i < n; ++i) out[i] = x[(int64_t)pos_of(pos, i) * w + lane];
         return NS_OK;
     }
     const sim_mech_shape *ms = &sim->model->per_shape[(size_t)blk->shape * sim->model->n_mechs + mech];

@@ -49,8 +49,22 @@ typedef struct gen {
     int mode;       /* statement mode for ST_DERIV: M_CNEXP, M_EULER (D_ temporaries), M_DERIVIMPLICIT (f_[k]) */
     char **states;  /* the states of the DERIVATIVE block being written, in equation order */
     int n_states;
+    int field_direct; /* fields as p->field[k][i_] (the TABLE builder), else through the F pointers */
     ns_status status;
 } gen;
+
+/* The per-instance functions reach the instance's fields through one
+ * pointer each, F0_ .. F<n-1>_ (parameters, assigned, states: the
+ * descriptor's order), ahead of i_ and node_: the _one wrappers pass the
+ * addresses in the ppack's arrays, and a loop that keeps an instance's
+ * fields in locals (the CPU loop's fused pass, docs/mechanisms.md "ABI")
+ * passes theirs, which the compiler then keeps in registers. */
+static void put_fparams(gen *g) {
+    for (int k = 0; k < g->m->n_fields; k++) put(g->b, "double *F%d_, ", k);
+}
+static void put_fargs(gen *g) {
+    for (int k = 0; k < g->m->n_fields; k++) put(g->b, "F%d_, ", k);
+}
 
 static int gfail(gen *g, int line, const char *fmt, ...) NS_PRINTF_LIKE(3, 4);
 static int gfail(gen *g, int line, const char *fmt, ...) {
@@ -237,7 +251,11 @@ static void emit_var(gen *g, const char *name) {
         put(b, "0.0");
         return;
     }
-    if (v->field >= 0) { put(b, "p->field[%d][i_]", v->field); return; }
+    if (v->field >= 0) {
+        if (g->field_direct) put(b, "p->field[%d][i_]", v->field);
+        else put(b, "(*F%d_)", v->field);
+        return;
+    }
     if (v->global >= 0) { put(b, "p->global[%d]", v->global); return; }
     if (v->cls == V_CONST) { put(b, "%.17g", v->value); return; }
     if (v->ion >= 0) {
@@ -263,7 +281,11 @@ static void emit_ex(gen *g, const ex *e) {
     case EX_NOT: put(b, "((double)!("); emit_ex(g, e->a); put(b, "))"); return;
     case EX_CALL: {
         const block *bl = find_block(g->m, e->text);
-        if (bl) put(b, "nsm_%s_%c_%s(p, i_, node_, v_", g->m->name, bl->kind == B_FUNCTION ? 'f' : 'p', e->text);
+        if (bl) {
+            put(b, "nsm_%s_%c_%s(p, ", g->m->name, bl->kind == B_FUNCTION ? 'f' : 'p', e->text);
+            put_fargs(g);
+            put(b, "i_, node_, v_");
+        }
         else if (!strcmp(e->text, "exprelr")) put(b, "nsm_exprelr(");
         else if (!strcmp(e->text, "exp")) put(b, "nsm_exp(");
         else if (!strcmp(e->text, "min") || !strcmp(e->text, "max")) put(b, "f%s(", e->text); /* Arbor's */
@@ -436,11 +458,24 @@ static int emit_list(gen *g, const stlist *l, int indent) {
     return 0;
 }
 
-#define SIG "ns_mech_ppack *p, int i_, int node_, double v_"
+/* the parameters of every per-instance function: the ppack, the fields'
+ * pointers, the instance, its node and v */
+static void put_sig(gen *g) {
+    put(g->b, "ns_mech_ppack *p, ");
+    put_fparams(g);
+    put(g->b, "int i_, int node_, double v_");
+}
+/* the arguments of a call of one, inside another */
+static void put_call(gen *g, const char *fn) {
+    put(g->b, "%s(p, ", fn);
+    put_fargs(g);
+    put(g->b, "i_, node_, v_");
+}
 
 static void emit_proto(gen *g, const block *bl, const char *suffix) {
-    put(g->b, "NS_MECH_FN %s nsm_%s_%c_%s%s(" SIG, bl->kind == B_FUNCTION ? "double" : "void", g->m->name,
+    put(g->b, "NS_MECH_FN %s nsm_%s_%c_%s%s(", bl->kind == B_FUNCTION ? "double" : "void", g->m->name,
         bl->kind == B_FUNCTION ? 'f' : 'p', bl->name, suffix);
+    put_sig(g);
     for (int k = 0; k < bl->n_args; k++) put(g->b, ", double A_%s", bl->args[k]);
     put(g->b, ")");
 }
@@ -475,9 +510,11 @@ static int emit_callable(gen *g, const block *bl) {
          * so that the instance loops vectorise (the loops hoist the usetable
          * test, emit_loop). The loops run table_update first, so the table
          * is current whenever usetable_NAME is not 0. */
-        put(b, "    if (p->global[%d] == 0.0) %snsm_%s_%c_%s_exact(p, i_, node_, v_, A_%s);\n", u->global,
-            bl->kind == B_FUNCTION ? "return " : "{\n        ", name, bl->kind == B_FUNCTION ? 'f' : 'p', bl->name,
-            bl->args[0]);
+        char fn[200];
+        snprintf(fn, sizeof fn, "nsm_%s_%c_%s_exact", name, bl->kind == B_FUNCTION ? 'f' : 'p', bl->name);
+        put(b, "    if (p->global[%d] == 0.0) %s", u->global, bl->kind == B_FUNCTION ? "return " : "{\n        ");
+        put_call(g, fn);
+        put(b, ", A_%s);\n", bl->args[0]);
         if (bl->kind == B_PROCEDURE) put(b, "        return;\n    }\n");
         put(b, "    const double xi_ = T_[3] * (A_%s - T_[2]);\n", bl->args[0]);
         /* as the CPU loop's gates (step_cpu.c): xs = xi when strictly
@@ -498,7 +535,7 @@ static int emit_callable(gen *g, const block *bl) {
             int c0 = head + k * n1;
             char lhs[96];
             if (bl->kind == B_PROCEDURE)
-                snprintf(lhs, sizeof lhs, "p->field[%d][i_] = ", find_var(g->m, t->names[k])->field);
+                snprintf(lhs, sizeof lhs, "(*F%d_) = ", find_var(g->m, t->names[k])->field);
             else snprintf(lhs, sizeof lhs, "return ");
             put(b, "    {\n        const double a_ = T_[%d + k_], b_ = T_[%d + k1_];\n", c0, c0);
             put(b, "        %sa_ + t_ * (b_ - a_);\n    }\n", lhs);
@@ -520,27 +557,34 @@ static int emit_derivative(gen *g, const block *bl, int method) {
     g->owner = bl;
     g->n_scope = 0;
     if (method == M_DERIVIMPLICIT) {
-        put(b, "NS_MECH_FN void nsm_%s_dd_%s(" SIG ", double *f_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n", name,
-            bl->name);
+        put(b, "NS_MECH_FN void nsm_%s_dd_%s(", name, bl->name);
+        put_sig(g);
+        put(b, ", double *f_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
         g->mode = M_DERIVIMPLICIT;
         if (emit_list(g, bl->body, 4)) { free(order); return -1; }
         put(b, "}\n\n");
         /* backward Euler by Newton's method with a finite-difference Jacobian,
          * as NEURON's derivimplicit (one step is exact for linear equations) */
-        put(b, "NS_MECH_FN void nsm_%s_d_%s(" SIG ") {\n", name, bl->name);
+        put(b, "NS_MECH_FN void nsm_%s_d_%s(", name, bl->name);
+        put_sig(g);
+        put(b, ") {\n");
         put(b, "    enum { N_ = %d };\n    double x0_[N_], f0_[N_], f1_[N_], J_[N_][N_], r_[N_];\n", n);
-        for (int k = 0; k < n; k++) put(b, "    x0_[%d] = p->field[%d][i_];\n", k, find_var(g->m, order[k])->field);
+        for (int k = 0; k < n; k++) put(b, "    x0_[%d] = *F%d_;\n", k, find_var(g->m, order[k])->field);
         put(b, "    double *x_[N_] = {");
-        for (int k = 0; k < n; k++) put(b, "%s&p->field[%d][i_]", k ? ", " : "", find_var(g->m, order[k])->field);
+        for (int k = 0; k < n; k++) put(b, "%sF%d_", k ? ", " : "", find_var(g->m, order[k])->field);
         put(b, "};\n");
-        put(b, "    for (int it_ = 0; it_ < 20; ++it_) {\n"
-               "        nsm_%s_dd_%s(p, i_, node_, v_, f0_);\n"
+        char dd[200];
+        snprintf(dd, sizeof dd, "nsm_%s_dd_%s", name, bl->name);
+        put(b, "    for (int it_ = 0; it_ < 20; ++it_) {\n        ");
+        put_call(g, dd);
+        put(b, ", f0_);\n"
                "        for (int r = 0; r < N_; ++r) r_[r] = -(*x_[r] - x0_[r] - p->dt * f0_[r]);\n"
                "        for (int c = 0; c < N_; ++c) {\n"
                "            const double xs_ = *x_[c];\n"
                "            const double h_ = 1e-7 * (fabs(xs_) > 1e-6 ? fabs(xs_) : 1e-6);\n"
-               "            *x_[c] = xs_ + h_;\n"
-               "            nsm_%s_dd_%s(p, i_, node_, v_, f1_);\n"
+               "            *x_[c] = xs_ + h_;\n            ");
+        put_call(g, dd);
+        put(b, ", f1_);\n"
                "            *x_[c] = xs_;\n"
                "            for (int r = 0; r < N_; ++r) J_[r][c] = (r == c ? 1.0 : 0.0) - p->dt * (f1_[r] - f0_[r]) / h_;\n"
                "        }\n"
@@ -560,17 +604,18 @@ static int emit_derivative(gen *g, const block *bl, int method) {
                "            if (e_ > err_) err_ = e_;\n"
                "        }\n"
                "        if (!(err_ > 1e-12)) break;\n"
-               "    }\n}\n\n",
-            name, bl->name, name, bl->name);
+               "    }\n}\n\n");
     } else {
-        put(b, "NS_MECH_FN void nsm_%s_d_%s(" SIG ") {\n    (void)p; (void)i_; (void)node_; (void)v_;\n", name, bl->name);
+        put(b, "NS_MECH_FN void nsm_%s_d_%s(", name, bl->name);
+        put_sig(g);
+        put(b, ") {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
         g->mode = method;
         if (method == M_EULER) put(b, "    double D_[%d];\n", n);
         if (emit_list(g, bl->body, 4)) { free(order); return -1; }
         if (method == M_EULER)
             for (int k = 0; k < n; k++) {
                 int f = find_var(g->m, order[k])->field;
-                put(b, "    p->field[%d][i_] = p->field[%d][i_] + p->dt * D_[%d];\n", f, f, k);
+                put(b, "    *F%d_ = *F%d_ + p->dt * D_[%d];\n", f, f, k);
             }
         put(b, "}\n\n");
     }
@@ -587,8 +632,8 @@ static void load_conc(gen *g, int store) {
         const var *v = &m->vars[i];
         if (v->ion < 0 || v->field < 0 || (v->ion_what != 'c' && v->ion_what != 'o')) continue;
         const char *arr = v->ion_what == 'c' ? "ci" : "co";
-        if (store) put(g->b, "    p->ion[%d].%s[NSM_ION(%d)] = p->field[%d][i_];\n", v->ion, arr, v->ion, v->field);
-        else put(g->b, "    p->field[%d][i_] = p->ion[%d].%s[NSM_ION(%d)];\n", v->field, v->ion, arr, v->ion);
+        if (store) put(g->b, "    p->ion[%d].%s[NSM_ION(%d)] = *F%d_;\n", v->ion, arr, v->ion, v->field);
+        else put(g->b, "    *F%d_ = p->ion[%d].%s[NSM_ION(%d)];\n", v->field, v->ion, arr, v->ion);
     }
 }
 
@@ -630,17 +675,21 @@ static int emit_header(gen *g) {
         if (bl->kind == B_DERIVATIVE && emit_derivative(g, bl, s->method)) return -1;
     }
     /* init */
-    put(b, "NS_MECH_FN void nsm_%s_init_one(ns_mech_ppack *p, int i_, int node_) {\n    const double v_ = p->v[node_];\n    (void)i_;\n", name);
+    put(b, "NS_MECH_FN void nsm_%s_init_F(ns_mech_ppack *p, ", name);
+    put_fparams(g);
+    put(b, "int i_, int node_) {\n    const double v_ = p->v[node_];\n    (void)i_;\n");
     load_conc(g, 0);
     for (int i = 0; i < m->n_vars; i++)
-        if (m->vars[i].cls == V_STATE && m->vars[i].ion < 0) put(b, "    p->field[%d][i_] = 0.0;\n", m->vars[i].field);
+        if (m->vars[i].cls == V_STATE && m->vars[i].ion < 0) put(b, "    *F%d_ = 0.0;\n", m->vars[i].field);
     g->n_scope = 0;
     g->mode = M_CNEXP;
     if (m->initial && emit_list(g, m->initial, 4)) return -1;
     load_conc(g, 1);
     put(b, "    (void)v_;\n}\n\n");
     /* the BREAKPOINT's currents at v_ */
-    put(b, "NS_MECH_FN double nsm_%s_cur(" SIG ") {\n    (void)p; (void)i_; (void)node_;\n", name);
+    put(b, "NS_MECH_FN double nsm_%s_cur(", name);
+    put_sig(g);
+    put(b, ") {\n    (void)p; (void)i_; (void)node_;\n");
     if (emit_list(g, m->breakpoint, 4)) return -1;
     put(b, "    double c_ = 0.0;\n");
     for (int k = 0; k < m->n_currents; k++) {
@@ -650,52 +699,74 @@ static int emit_header(gen *g) {
     }
     put(b, "    (void)v_;\n    return c_;\n}\n\n");
     /* current: NEURON's nrn_cur */
-    put(b, "NS_MECH_FN void nsm_%s_current_one(ns_mech_ppack *p, int i_, int node_) {\n", name);
+    put(b, "NS_MECH_FN void nsm_%s_current_F(ns_mech_ppack *p, ", name);
+    put_fparams(g);
+    put(b, "int i_, int node_) {\n");
     put(b, "    const double v_ = p->v[node_];\n");
     for (int i = 0; i < m->n_vars; i++) {
         const var *v = &m->vars[i];
         if (v->ion >= 0 && v->field >= 0 && (v->ion_what == 'c' || v->ion_what == 'o'))
-            put(b, "    p->field[%d][i_] = p->ion[%d].%s[NSM_ION(%d)];\n", v->field, v->ion,
+            put(b, "    *F%d_ = p->ion[%d].%s[NSM_ION(%d)];\n", v->field, v->ion,
                 v->ion_what == 'c' ? "ci" : "co", v->ion);
     }
     put(b, "    const double w_ = %s;\n", m->point ? "p->weight[i_]" : "1.0");
-    put(b, "    double g_ = nsm_%s_cur(p, i_, node_, v_ + .001);\n", name);
+    char cur[160];
+    snprintf(cur, sizeof cur, "nsm_%s_cur", name);
+    put(b, "    double g_ = ");
+    put_call(g, cur);
+    put(b, " + .001);\n");
     for (int k = 0; k < m->n_currents; k++) {
         const var *v = find_var(m, m->currents[k]);
-        if (v->ion >= 0) put(b, "    const double di%d_ = p->field[%d][i_];\n", k, v->field);
+        if (v->ion >= 0) put(b, "    const double di%d_ = *F%d_;\n", k, v->field);
     }
-    put(b, "    double rhs_ = nsm_%s_cur(p, i_, node_, v_);\n", name);
+    put(b, "    double rhs_ = ");
+    put_call(g, cur);
+    put(b, ");\n");
     for (int k = 0; k < m->n_currents; k++) {
         const var *v = find_var(m, m->currents[k]);
         if (v->ion < 0) continue;
         /* a loop passes NULL for an ion current nobody reads (ABI) */
-        put(b, "    if (p->ion[%d].didv) NSM_ADD(p->ion[%d].didv[NSM_ION(%d)], (di%d_ - p->field[%d][i_]) / .001 * w_);\n",
+        put(b, "    if (p->ion[%d].didv) NSM_ADD(p->ion[%d].didv[NSM_ION(%d)], (di%d_ - *F%d_) / .001 * w_);\n",
             v->ion, v->ion, v->ion, k, v->field);
-        put(b, "    if (p->ion[%d].i) NSM_ADD(p->ion[%d].i[NSM_ION(%d)], p->field[%d][i_] * w_);\n", v->ion, v->ion,
+        put(b, "    if (p->ion[%d].i) NSM_ADD(p->ion[%d].i[NSM_ION(%d)], *F%d_ * w_);\n", v->ion, v->ion,
             v->ion, v->field);
     }
     put(b, "    g_ = (g_ - rhs_) / .001;\n");
     if (m->point) put(b, "    g_ *= w_;\n    rhs_ *= w_;\n");
     put(b, "    NSM_ADD(p->rhs[node_], -rhs_);\n    NSM_ADD(p->d[node_], g_);\n    (void)w_;\n}\n\n");
     /* state: NEURON's nrn_state */
-    put(b, "NS_MECH_FN void nsm_%s_state_one(ns_mech_ppack *p, int i_, int node_) {\n    const double v_ = p->v[node_];\n    (void)i_;\n", name);
+    put(b, "NS_MECH_FN void nsm_%s_state_F(ns_mech_ppack *p, ", name);
+    put_fparams(g);
+    put(b, "int i_, int node_) {\n    const double v_ = p->v[node_];\n    (void)i_;\n");
     load_conc(g, 0);
     for (int i = 0; i < m->breakpoint->n; i++) {
         const st *s = m->breakpoint->s[i];
         if (s->kind != ST_SOLVE) continue;
         const block *bl = find_block(m, s->name);
-        put(b, "    nsm_%s_%s_%s(p, i_, node_, v_);\n", name, bl->kind == B_DERIVATIVE ? "d" : "p", s->name);
+        char fn[200];
+        snprintf(fn, sizeof fn, "nsm_%s_%s_%s", name, bl->kind == B_DERIVATIVE ? "d" : "p", s->name);
+        put(b, "    ");
+        put_call(g, fn);
+        put(b, ");\n");
     }
     load_conc(g, 1);
     put(b, "    (void)v_;\n}\n\n");
     if (m->net_receive) {
-        put(b, "NS_MECH_FN void nsm_%s_net_receive_one(ns_mech_ppack *p, int i_, int node_, double A_%s) {\n"
-               "    const double v_ = p->v[node_];\n",
-            name, m->net_weight);
+        put(b, "NS_MECH_FN void nsm_%s_net_receive_F(ns_mech_ppack *p, ", name);
+        put_fparams(g);
+        put(b, "int i_, int node_, double A_%s) {\n    const double v_ = p->v[node_];\n", m->net_weight);
         g->n_scope = 0;
         if (scope_push(g, m->net_weight, 1)) return gfail(g, 0, "out of memory");
         if (emit_list(g, m->net_receive, 4)) return -1;
         put(b, "    (void)v_;\n}\n\n");
+    }
+    /* the entry points on the ppack's arrays */
+    static const char *const entry[] = {"init", "current", "state", "net_receive"};
+    for (int k = 0; k < (m->net_receive ? 4 : 3); k++) {
+        put(b, "NS_MECH_FN void nsm_%s_%s_one(ns_mech_ppack *p, int i_, int node_%s) {\n    nsm_%s_%s_F(p, ", name,
+            entry[k], k == 3 ? ", double w_" : "", name, entry[k]);
+        for (int f = 0; f < m->n_fields; f++) put(b, "&p->field[%d][i_], ", f);
+        put(b, "i_, node_%s);\n}\n\n", k == 3 ? ", w_" : "");
     }
     put(b, "#endif\n");
     return 0;
@@ -785,6 +856,7 @@ static int emit_c(gen *g) {
     const struct ns_nmodl *m = g->m;
     buf *b = g->b;
     const char *name = m->name;
+    g->field_direct = 1; /* a DEPEND on a field reads the first instance's, as before */
     if (m->table_size) {
         put(b, "static int nsm_%s_table_update(ns_mech_ppack *p) {\n    int rebuilt = 0;\n    const double v_ = 0.0;\n"
                "    const int i_ = 0, node_ = 0;\n    (void)v_; (void)i_; (void)node_;\n", name);
@@ -816,10 +888,11 @@ static int emit_c(gen *g) {
             put(b, ";\n            const double dx_ = (tmax_ - tmin_) / %d.;\n", t->with);
             int head = 4 + t->n_depend, n1 = t->with + 1;
             put(b, "            double x_ = tmin_;\n            for (int j_ = 0; j_ < %d; x_ += dx_, ++j_) {\n", n1);
-            if (bl->kind == B_FUNCTION) {
-                put(b, "                T_[%d + j_] = nsm_%s_f_%s_exact(&q_, 0, 0, x_, x_);\n", head, name, bl->name);
-            } else {
-                put(b, "                nsm_%s_p_%s_exact(&q_, 0, 0, x_, x_);\n", name, bl->name);
+            if (bl->kind == B_FUNCTION) put(b, "                T_[%d + j_] = nsm_%s_f_%s_exact(&q_, ", head, name, bl->name);
+            else put(b, "                nsm_%s_p_%s_exact(&q_, ", name, bl->name);
+            for (int f = 0; f < m->n_fields; f++) put(b, "&s_[%d], ", f);
+            put(b, "0, 0, x_, x_);\n");
+            if (bl->kind == B_PROCEDURE) {
                 for (int k = 0; k < t->n_names; k++)
                     put(b, "                T_[%d + j_] = s_[%d];\n", head + k * n1, find_var(m, t->names[k])->field);
             }
@@ -834,6 +907,7 @@ static int emit_c(gen *g) {
         }
         put(b, "    return rebuilt;\n}\n\n");
     }
+    g->field_direct = 0;
     /* the loops: flattened (every call inlined, so that nothing stops the
      * vectoriser; gcc inlines nothing into a clone otherwise) and, with gcc
      * where the toolchain has ifuncs (glibc on x86-64), compiled for

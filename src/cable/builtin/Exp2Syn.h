@@ -38,47 +38,47 @@ NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / ex
 #endif
 
 
-NS_MECH_FN void nsm_Exp2Syn_d_state(ns_mech_ppack *p, int i_, int node_, double v_) {
+NS_MECH_FN void nsm_Exp2Syn_d_state(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, int node_, double v_) {
     (void)p; (void)i_; (void)node_; (void)v_;
-    p->field[6][i_] = p->field[6][i_] + (1. - nsm_exp(p->dt * (((-1.0) / p->field[0][i_])))) * (-(0.0) / (((-1.0) / p->field[0][i_])) - p->field[6][i_]);
-    p->field[7][i_] = p->field[7][i_] + (1. - nsm_exp(p->dt * (((-1.0) / p->field[1][i_])))) * (-(0.0) / (((-1.0) / p->field[1][i_])) - p->field[7][i_]);
+    (*F6_) = (*F6_) + (1. - nsm_exp(p->dt * (((-1.0) / (*F0_))))) * (-(0.0) / (((-1.0) / (*F0_))) - (*F6_));
+    (*F7_) = (*F7_) + (1. - nsm_exp(p->dt * (((-1.0) / (*F1_))))) * (-(0.0) / (((-1.0) / (*F1_))) - (*F7_));
 }
 
-NS_MECH_FN void nsm_Exp2Syn_init_one(ns_mech_ppack *p, int i_, int node_) {
+NS_MECH_FN void nsm_Exp2Syn_init_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, int node_) {
     const double v_ = p->v[node_];
     (void)i_;
-    p->field[6][i_] = 0.0;
-    p->field[7][i_] = 0.0;
+    *F6_ = 0.0;
+    *F7_ = 0.0;
     double L_tp = 0.0;
-    if (((double)((p->field[0][i_] / p->field[1][i_]) > 0.9999))) {
-        p->field[0][i_] = (0.9999 * p->field[1][i_]);
+    if (((double)(((*F0_) / (*F1_)) > 0.9999))) {
+        (*F0_) = (0.9999 * (*F1_));
     }
-    if (((double)((p->field[0][i_] / p->field[1][i_]) < 1e-9))) {
-        p->field[0][i_] = (p->field[1][i_] * 1e-9);
+    if (((double)(((*F0_) / (*F1_)) < 1e-9))) {
+        (*F0_) = ((*F1_) * 1e-9);
     }
-    p->field[6][i_] = 0.0;
-    p->field[7][i_] = 0.0;
-    L_tp = (((p->field[0][i_] * p->field[1][i_]) / (p->field[1][i_] - p->field[0][i_])) * log((p->field[1][i_] / p->field[0][i_])));
-    p->field[5][i_] = ((-nsm_exp(((-L_tp) / p->field[0][i_]))) + nsm_exp(((-L_tp) / p->field[1][i_])));
-    p->field[5][i_] = (1.0 / p->field[5][i_]);
+    (*F6_) = 0.0;
+    (*F7_) = 0.0;
+    L_tp = ((((*F0_) * (*F1_)) / ((*F1_) - (*F0_))) * log(((*F1_) / (*F0_))));
+    (*F5_) = ((-nsm_exp(((-L_tp) / (*F0_)))) + nsm_exp(((-L_tp) / (*F1_))));
+    (*F5_) = (1.0 / (*F5_));
     (void)v_;
 }
 
-NS_MECH_FN double nsm_Exp2Syn_cur(ns_mech_ppack *p, int i_, int node_, double v_) {
+NS_MECH_FN double nsm_Exp2Syn_cur(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, int node_, double v_) {
     (void)p; (void)i_; (void)node_;
-    p->field[4][i_] = (p->field[7][i_] - p->field[6][i_]);
-    p->field[3][i_] = (p->field[4][i_] * (v_ - p->field[2][i_]));
+    (*F4_) = ((*F7_) - (*F6_));
+    (*F3_) = ((*F4_) * (v_ - (*F2_)));
     double c_ = 0.0;
-    c_ += p->field[3][i_];
+    c_ += (*F3_);
     (void)v_;
     return c_;
 }
 
-NS_MECH_FN void nsm_Exp2Syn_current_one(ns_mech_ppack *p, int i_, int node_) {
+NS_MECH_FN void nsm_Exp2Syn_current_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, int node_) {
     const double v_ = p->v[node_];
     const double w_ = p->weight[i_];
-    double g_ = nsm_Exp2Syn_cur(p, i_, node_, v_ + .001);
-    double rhs_ = nsm_Exp2Syn_cur(p, i_, node_, v_);
+    double g_ = nsm_Exp2Syn_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, i_, node_, v_ + .001);
+    double rhs_ = nsm_Exp2Syn_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, i_, node_, v_);
     g_ = (g_ - rhs_) / .001;
     g_ *= w_;
     rhs_ *= w_;
@@ -87,18 +87,34 @@ NS_MECH_FN void nsm_Exp2Syn_current_one(ns_mech_ppack *p, int i_, int node_) {
     (void)w_;
 }
 
-NS_MECH_FN void nsm_Exp2Syn_state_one(ns_mech_ppack *p, int i_, int node_) {
+NS_MECH_FN void nsm_Exp2Syn_state_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, int node_) {
     const double v_ = p->v[node_];
     (void)i_;
-    nsm_Exp2Syn_d_state(p, i_, node_, v_);
+    nsm_Exp2Syn_d_state(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, i_, node_, v_);
     (void)v_;
 }
 
-NS_MECH_FN void nsm_Exp2Syn_net_receive_one(ns_mech_ppack *p, int i_, int node_, double A_weight) {
+NS_MECH_FN void nsm_Exp2Syn_net_receive_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, int node_, double A_weight) {
     const double v_ = p->v[node_];
-    p->field[6][i_] = (p->field[6][i_] + (A_weight * p->field[5][i_]));
-    p->field[7][i_] = (p->field[7][i_] + (A_weight * p->field[5][i_]));
+    (*F6_) = ((*F6_) + (A_weight * (*F5_)));
+    (*F7_) = ((*F7_) + (A_weight * (*F5_)));
     (void)v_;
+}
+
+NS_MECH_FN void nsm_Exp2Syn_init_one(ns_mech_ppack *p, int i_, int node_) {
+    nsm_Exp2Syn_init_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], i_, node_);
+}
+
+NS_MECH_FN void nsm_Exp2Syn_current_one(ns_mech_ppack *p, int i_, int node_) {
+    nsm_Exp2Syn_current_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], i_, node_);
+}
+
+NS_MECH_FN void nsm_Exp2Syn_state_one(ns_mech_ppack *p, int i_, int node_) {
+    nsm_Exp2Syn_state_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], i_, node_);
+}
+
+NS_MECH_FN void nsm_Exp2Syn_net_receive_one(ns_mech_ppack *p, int i_, int node_, double w_) {
+    nsm_Exp2Syn_net_receive_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], i_, node_, w_);
 }
 
 #endif

@@ -38,33 +38,33 @@ NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / ex
 #endif
 
 
-NS_MECH_FN void nsm_ExpSyn_d_state(ns_mech_ppack *p, int i_, int node_, double v_) {
+NS_MECH_FN void nsm_ExpSyn_d_state(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, int i_, int node_, double v_) {
     (void)p; (void)i_; (void)node_; (void)v_;
-    p->field[3][i_] = p->field[3][i_] + (1. - nsm_exp(p->dt * (((-1.0) / p->field[0][i_])))) * (-(0.0) / (((-1.0) / p->field[0][i_])) - p->field[3][i_]);
+    (*F3_) = (*F3_) + (1. - nsm_exp(p->dt * (((-1.0) / (*F0_))))) * (-(0.0) / (((-1.0) / (*F0_))) - (*F3_));
 }
 
-NS_MECH_FN void nsm_ExpSyn_init_one(ns_mech_ppack *p, int i_, int node_) {
+NS_MECH_FN void nsm_ExpSyn_init_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, int i_, int node_) {
     const double v_ = p->v[node_];
     (void)i_;
-    p->field[3][i_] = 0.0;
-    p->field[3][i_] = 0.0;
+    *F3_ = 0.0;
+    (*F3_) = 0.0;
     (void)v_;
 }
 
-NS_MECH_FN double nsm_ExpSyn_cur(ns_mech_ppack *p, int i_, int node_, double v_) {
+NS_MECH_FN double nsm_ExpSyn_cur(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, int i_, int node_, double v_) {
     (void)p; (void)i_; (void)node_;
-    p->field[2][i_] = (p->field[3][i_] * (v_ - p->field[1][i_]));
+    (*F2_) = ((*F3_) * (v_ - (*F1_)));
     double c_ = 0.0;
-    c_ += p->field[2][i_];
+    c_ += (*F2_);
     (void)v_;
     return c_;
 }
 
-NS_MECH_FN void nsm_ExpSyn_current_one(ns_mech_ppack *p, int i_, int node_) {
+NS_MECH_FN void nsm_ExpSyn_current_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, int i_, int node_) {
     const double v_ = p->v[node_];
     const double w_ = p->weight[i_];
-    double g_ = nsm_ExpSyn_cur(p, i_, node_, v_ + .001);
-    double rhs_ = nsm_ExpSyn_cur(p, i_, node_, v_);
+    double g_ = nsm_ExpSyn_cur(p, F0_, F1_, F2_, F3_, i_, node_, v_ + .001);
+    double rhs_ = nsm_ExpSyn_cur(p, F0_, F1_, F2_, F3_, i_, node_, v_);
     g_ = (g_ - rhs_) / .001;
     g_ *= w_;
     rhs_ *= w_;
@@ -73,17 +73,33 @@ NS_MECH_FN void nsm_ExpSyn_current_one(ns_mech_ppack *p, int i_, int node_) {
     (void)w_;
 }
 
-NS_MECH_FN void nsm_ExpSyn_state_one(ns_mech_ppack *p, int i_, int node_) {
+NS_MECH_FN void nsm_ExpSyn_state_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, int i_, int node_) {
     const double v_ = p->v[node_];
     (void)i_;
-    nsm_ExpSyn_d_state(p, i_, node_, v_);
+    nsm_ExpSyn_d_state(p, F0_, F1_, F2_, F3_, i_, node_, v_);
     (void)v_;
 }
 
-NS_MECH_FN void nsm_ExpSyn_net_receive_one(ns_mech_ppack *p, int i_, int node_, double A_weight) {
+NS_MECH_FN void nsm_ExpSyn_net_receive_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, int i_, int node_, double A_weight) {
     const double v_ = p->v[node_];
-    p->field[3][i_] = (p->field[3][i_] + A_weight);
+    (*F3_) = ((*F3_) + A_weight);
     (void)v_;
+}
+
+NS_MECH_FN void nsm_ExpSyn_init_one(ns_mech_ppack *p, int i_, int node_) {
+    nsm_ExpSyn_init_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], i_, node_);
+}
+
+NS_MECH_FN void nsm_ExpSyn_current_one(ns_mech_ppack *p, int i_, int node_) {
+    nsm_ExpSyn_current_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], i_, node_);
+}
+
+NS_MECH_FN void nsm_ExpSyn_state_one(ns_mech_ppack *p, int i_, int node_) {
+    nsm_ExpSyn_state_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], i_, node_);
+}
+
+NS_MECH_FN void nsm_ExpSyn_net_receive_one(ns_mech_ppack *p, int i_, int node_, double w_) {
+    nsm_ExpSyn_net_receive_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], i_, node_, w_);
 }
 
 #endif

@@ -26,7 +26,7 @@ static int nsm_hh_table_update(ns_mech_ppack *p) {
             const double dx_ = (tmax_ - tmin_) / 200.;
             double x_ = tmin_;
             for (int j_ = 0; j_ < 201; x_ += dx_, ++j_) {
-                nsm_hh_p_rates_exact(&q_, 0, 0, x_, x_);
+                nsm_hh_p_rates_exact(&q_, &s_[0], &s_[1], &s_[2], &s_[3], &s_[4], &s_[5], &s_[6], &s_[7], &s_[8], &s_[9], &s_[10], &s_[11], &s_[12], &s_[13], &s_[14], &s_[15], &s_[16], &s_[17], 0, 0, x_, x_);
                 T_[5 + j_] = s_[9];
                 T_[206 + j_] = s_[12];
                 T_[407 + j_] = s_[10];

@@ -37,37 +37,37 @@ NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / ex
 #define NSM_ADD(a, x) ((a) += (x))
 #endif
 
-NS_MECH_FN void nsm_hh_p_rates(ns_mech_ppack *p, int i_, int node_, double v_, double A_v);
-NS_MECH_FN double nsm_hh_f_vtrap(ns_mech_ppack *p, int i_, int node_, double v_, double A_x, double A_y);
+NS_MECH_FN void nsm_hh_p_rates(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_, double A_v);
+NS_MECH_FN double nsm_hh_f_vtrap(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_, double A_x, double A_y);
 
-NS_MECH_FN void nsm_hh_p_rates_exact(ns_mech_ppack *p, int i_, int node_, double v_, double A_v) {
+NS_MECH_FN void nsm_hh_p_rates_exact(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_, double A_v) {
     (void)p; (void)p; (void)i_; (void)node_; (void)v_;
     double L_alpha = 0.0;
     double L_beta = 0.0;
     double L_sum = 0.0;
     double L_q10 = 0.0;
     L_q10 = pow(3.0, ((p->celsius - 6.3) / 10.0));
-    L_alpha = (.1 * nsm_hh_f_vtrap(p, i_, node_, v_, (-(A_v + 40.0)), 10.0));
+    L_alpha = (.1 * nsm_hh_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_, (-(A_v + 40.0)), 10.0));
     L_beta = (4.0 * nsm_exp(((-(A_v + 65.0)) / 18.0)));
     L_sum = (L_alpha + L_beta);
-    p->field[12][i_] = (1.0 / (L_q10 * L_sum));
-    p->field[9][i_] = (L_alpha / L_sum);
+    (*F12_) = (1.0 / (L_q10 * L_sum));
+    (*F9_) = (L_alpha / L_sum);
     L_alpha = (.07 * nsm_exp(((-(A_v + 65.0)) / 20.0)));
     L_beta = (1.0 / (nsm_exp(((-(A_v + 35.0)) / 10.0)) + 1.0));
     L_sum = (L_alpha + L_beta);
-    p->field[13][i_] = (1.0 / (L_q10 * L_sum));
-    p->field[10][i_] = (L_alpha / L_sum);
-    L_alpha = (.01 * nsm_hh_f_vtrap(p, i_, node_, v_, (-(A_v + 55.0)), 10.0));
+    (*F13_) = (1.0 / (L_q10 * L_sum));
+    (*F10_) = (L_alpha / L_sum);
+    L_alpha = (.01 * nsm_hh_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_, (-(A_v + 55.0)), 10.0));
     L_beta = (.125 * nsm_exp(((-(A_v + 65.0)) / 80.0)));
     L_sum = (L_alpha + L_beta);
-    p->field[14][i_] = (1.0 / (L_q10 * L_sum));
-    p->field[11][i_] = (L_alpha / L_sum);
+    (*F14_) = (1.0 / (L_q10 * L_sum));
+    (*F11_) = (L_alpha / L_sum);
 }
 
-NS_MECH_FN void nsm_hh_p_rates(ns_mech_ppack *p, int i_, int node_, double v_, double A_v) {
+NS_MECH_FN void nsm_hh_p_rates(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_, double A_v) {
     const double *T_ = p->table + 0;
     if (p->global[0] == 0.0) {
-        nsm_hh_p_rates_exact(p, i_, node_, v_, A_v);
+        nsm_hh_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_, A_v);
         return;
     }
     const double xi_ = T_[3] * (A_v - T_[2]);
@@ -78,31 +78,31 @@ NS_MECH_FN void nsm_hh_p_rates(ns_mech_ppack *p, int i_, int node_, double v_, d
     const double t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);
     {
         const double a_ = T_[5 + k_], b_ = T_[5 + k1_];
-        p->field[9][i_] = a_ + t_ * (b_ - a_);
+        (*F9_) = a_ + t_ * (b_ - a_);
     }
     {
         const double a_ = T_[206 + k_], b_ = T_[206 + k1_];
-        p->field[12][i_] = a_ + t_ * (b_ - a_);
+        (*F12_) = a_ + t_ * (b_ - a_);
     }
     {
         const double a_ = T_[407 + k_], b_ = T_[407 + k1_];
-        p->field[10][i_] = a_ + t_ * (b_ - a_);
+        (*F10_) = a_ + t_ * (b_ - a_);
     }
     {
         const double a_ = T_[608 + k_], b_ = T_[608 + k1_];
-        p->field[13][i_] = a_ + t_ * (b_ - a_);
+        (*F13_) = a_ + t_ * (b_ - a_);
     }
     {
         const double a_ = T_[809 + k_], b_ = T_[809 + k1_];
-        p->field[11][i_] = a_ + t_ * (b_ - a_);
+        (*F11_) = a_ + t_ * (b_ - a_);
     }
     {
         const double a_ = T_[1010 + k_], b_ = T_[1010 + k1_];
-        p->field[14][i_] = a_ + t_ * (b_ - a_);
+        (*F14_) = a_ + t_ * (b_ - a_);
     }
 }
 
-NS_MECH_FN double nsm_hh_f_vtrap(ns_mech_ppack *p, int i_, int node_, double v_, double A_x, double A_y) {
+NS_MECH_FN double nsm_hh_f_vtrap(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_, double A_x, double A_y) {
     (void)p; (void)p; (void)i_; (void)node_; (void)v_;
     double ret_ = 0.0;
     if (((double)(fabs((A_x / A_y)) < 1e-6))) {
@@ -113,64 +113,76 @@ NS_MECH_FN double nsm_hh_f_vtrap(ns_mech_ppack *p, int i_, int node_, double v_,
     return ret_;
 }
 
-NS_MECH_FN void nsm_hh_d_states(ns_mech_ppack *p, int i_, int node_, double v_) {
+NS_MECH_FN void nsm_hh_d_states(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_) {
     (void)p; (void)i_; (void)node_; (void)v_;
-    nsm_hh_p_rates(p, i_, node_, v_, v_);
-    p->field[15][i_] = p->field[15][i_] + (1. - nsm_exp(p->dt * (((-1.0) / p->field[12][i_])))) * ((p->field[9][i_]) - p->field[15][i_]);
-    p->field[16][i_] = p->field[16][i_] + (1. - nsm_exp(p->dt * (((-1.0) / p->field[13][i_])))) * ((p->field[10][i_]) - p->field[16][i_]);
-    p->field[17][i_] = p->field[17][i_] + (1. - nsm_exp(p->dt * (((-1.0) / p->field[14][i_])))) * ((p->field[11][i_]) - p->field[17][i_]);
+    nsm_hh_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_, v_);
+    (*F15_) = (*F15_) + (1. - nsm_exp(p->dt * (((-1.0) / (*F12_))))) * (((*F9_)) - (*F15_));
+    (*F16_) = (*F16_) + (1. - nsm_exp(p->dt * (((-1.0) / (*F13_))))) * (((*F10_)) - (*F16_));
+    (*F17_) = (*F17_) + (1. - nsm_exp(p->dt * (((-1.0) / (*F14_))))) * (((*F11_)) - (*F17_));
 }
 
-NS_MECH_FN void nsm_hh_init_one(ns_mech_ppack *p, int i_, int node_) {
+NS_MECH_FN void nsm_hh_init_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_) {
     const double v_ = p->v[node_];
     (void)i_;
-    p->field[15][i_] = 0.0;
-    p->field[16][i_] = 0.0;
-    p->field[17][i_] = 0.0;
-    nsm_hh_p_rates(p, i_, node_, v_, v_);
-    p->field[15][i_] = p->field[9][i_];
-    p->field[16][i_] = p->field[10][i_];
-    p->field[17][i_] = p->field[11][i_];
+    *F15_ = 0.0;
+    *F16_ = 0.0;
+    *F17_ = 0.0;
+    nsm_hh_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_, v_);
+    (*F15_) = (*F9_);
+    (*F16_) = (*F10_);
+    (*F17_) = (*F11_);
     (void)v_;
 }
 
-NS_MECH_FN double nsm_hh_cur(ns_mech_ppack *p, int i_, int node_, double v_) {
+NS_MECH_FN double nsm_hh_cur(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_) {
     (void)p; (void)i_; (void)node_;
-    p->field[7][i_] = ((((p->field[0][i_] * p->field[15][i_]) * p->field[15][i_]) * p->field[15][i_]) * p->field[16][i_]);
-    p->field[4][i_] = (p->field[7][i_] * (v_ - p->ion[0].e[NSM_ION(0)]));
-    p->field[8][i_] = ((((p->field[1][i_] * p->field[17][i_]) * p->field[17][i_]) * p->field[17][i_]) * p->field[17][i_]);
-    p->field[5][i_] = (p->field[8][i_] * (v_ - p->ion[1].e[NSM_ION(1)]));
-    p->field[6][i_] = (p->field[2][i_] * (v_ - p->field[3][i_]));
+    (*F7_) = (((((*F0_) * (*F15_)) * (*F15_)) * (*F15_)) * (*F16_));
+    (*F4_) = ((*F7_) * (v_ - p->ion[0].e[NSM_ION(0)]));
+    (*F8_) = (((((*F1_) * (*F17_)) * (*F17_)) * (*F17_)) * (*F17_));
+    (*F5_) = ((*F8_) * (v_ - p->ion[1].e[NSM_ION(1)]));
+    (*F6_) = ((*F2_) * (v_ - (*F3_)));
     double c_ = 0.0;
-    c_ += p->field[4][i_];
-    c_ += p->field[5][i_];
-    c_ += p->field[6][i_];
+    c_ += (*F4_);
+    c_ += (*F5_);
+    c_ += (*F6_);
     (void)v_;
     return c_;
 }
 
-NS_MECH_FN void nsm_hh_current_one(ns_mech_ppack *p, int i_, int node_) {
+NS_MECH_FN void nsm_hh_current_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_) {
     const double v_ = p->v[node_];
     const double w_ = 1.0;
-    double g_ = nsm_hh_cur(p, i_, node_, v_ + .001);
-    const double di0_ = p->field[4][i_];
-    const double di1_ = p->field[5][i_];
-    double rhs_ = nsm_hh_cur(p, i_, node_, v_);
-    if (p->ion[0].didv) NSM_ADD(p->ion[0].didv[NSM_ION(0)], (di0_ - p->field[4][i_]) / .001 * w_);
-    if (p->ion[0].i) NSM_ADD(p->ion[0].i[NSM_ION(0)], p->field[4][i_] * w_);
-    if (p->ion[1].didv) NSM_ADD(p->ion[1].didv[NSM_ION(1)], (di1_ - p->field[5][i_]) / .001 * w_);
-    if (p->ion[1].i) NSM_ADD(p->ion[1].i[NSM_ION(1)], p->field[5][i_] * w_);
+    double g_ = nsm_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_ + .001);
+    const double di0_ = *F4_;
+    const double di1_ = *F5_;
+    double rhs_ = nsm_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_);
+    if (p->ion[0].didv) NSM_ADD(p->ion[0].didv[NSM_ION(0)], (di0_ - *F4_) / .001 * w_);
+    if (p->ion[0].i) NSM_ADD(p->ion[0].i[NSM_ION(0)], *F4_ * w_);
+    if (p->ion[1].didv) NSM_ADD(p->ion[1].didv[NSM_ION(1)], (di1_ - *F5_) / .001 * w_);
+    if (p->ion[1].i) NSM_ADD(p->ion[1].i[NSM_ION(1)], *F5_ * w_);
     g_ = (g_ - rhs_) / .001;
     NSM_ADD(p->rhs[node_], -rhs_);
     NSM_ADD(p->d[node_], g_);
     (void)w_;
 }
 
-NS_MECH_FN void nsm_hh_state_one(ns_mech_ppack *p, int i_, int node_) {
+NS_MECH_FN void nsm_hh_state_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_) {
     const double v_ = p->v[node_];
     (void)i_;
-    nsm_hh_d_states(p, i_, node_, v_);
+    nsm_hh_d_states(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_);
     (void)v_;
+}
+
+NS_MECH_FN void nsm_hh_init_one(ns_mech_ppack *p, int i_, int node_) {
+    nsm_hh_init_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], &p->field[8][i_], &p->field[9][i_], &p->field[10][i_], &p->field[11][i_], &p->field[12][i_], &p->field[13][i_], &p->field[14][i_], &p->field[15][i_], &p->field[16][i_], &p->field[17][i_], i_, node_);
+}
+
+NS_MECH_FN void nsm_hh_current_one(ns_mech_ppack *p, int i_, int node_) {
+    nsm_hh_current_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], &p->field[8][i_], &p->field[9][i_], &p->field[10][i_], &p->field[11][i_], &p->field[12][i_], &p->field[13][i_], &p->field[14][i_], &p->field[15][i_], &p->field[16][i_], &p->field[17][i_], i_, node_);
+}
+
+NS_MECH_FN void nsm_hh_state_one(ns_mech_ppack *p, int i_, int node_) {
+    nsm_hh_state_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], &p->field[8][i_], &p->field[9][i_], &p->field[10][i_], &p->field[11][i_], &p->field[12][i_], &p->field[13][i_], &p->field[14][i_], &p->field[15][i_], &p->field[16][i_], &p->field[17][i_], i_, node_);
 }
 
 #endif

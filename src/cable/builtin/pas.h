@@ -38,36 +38,48 @@ NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / ex
 #endif
 
 
-NS_MECH_FN void nsm_pas_init_one(ns_mech_ppack *p, int i_, int node_) {
+NS_MECH_FN void nsm_pas_init_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, int i_, int node_) {
     const double v_ = p->v[node_];
     (void)i_;
     (void)v_;
 }
 
-NS_MECH_FN double nsm_pas_cur(ns_mech_ppack *p, int i_, int node_, double v_) {
+NS_MECH_FN double nsm_pas_cur(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, int i_, int node_, double v_) {
     (void)p; (void)i_; (void)node_;
-    p->field[2][i_] = (p->field[0][i_] * (v_ - p->field[1][i_]));
+    (*F2_) = ((*F0_) * (v_ - (*F1_)));
     double c_ = 0.0;
-    c_ += p->field[2][i_];
+    c_ += (*F2_);
     (void)v_;
     return c_;
 }
 
-NS_MECH_FN void nsm_pas_current_one(ns_mech_ppack *p, int i_, int node_) {
+NS_MECH_FN void nsm_pas_current_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, int i_, int node_) {
     const double v_ = p->v[node_];
     const double w_ = 1.0;
-    double g_ = nsm_pas_cur(p, i_, node_, v_ + .001);
-    double rhs_ = nsm_pas_cur(p, i_, node_, v_);
+    double g_ = nsm_pas_cur(p, F0_, F1_, F2_, i_, node_, v_ + .001);
+    double rhs_ = nsm_pas_cur(p, F0_, F1_, F2_, i_, node_, v_);
     g_ = (g_ - rhs_) / .001;
     NSM_ADD(p->rhs[node_], -rhs_);
     NSM_ADD(p->d[node_], g_);
     (void)w_;
 }
 
-NS_MECH_FN void nsm_pas_state_one(ns_mech_ppack *p, int i_, int node_) {
+NS_MECH_FN void nsm_pas_state_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, int i_, int node_) {
     const double v_ = p->v[node_];
     (void)i_;
     (void)v_;
+}
+
+NS_MECH_FN void nsm_pas_init_one(ns_mech_ppack *p, int i_, int node_) {
+    nsm_pas_init_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], i_, node_);
+}
+
+NS_MECH_FN void nsm_pas_current_one(ns_mech_ppack *p, int i_, int node_) {
+    nsm_pas_current_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], i_, node_);
+}
+
+NS_MECH_FN void nsm_pas_state_one(ns_mech_ppack *p, int i_, int node_) {
+    nsm_pas_state_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], i_, node_);
 }
 
 #endif
