@@ -114,10 +114,13 @@ typedef struct run_out {
     int64_t n_spikes[3 * N_PER_SHAPE];
     double *spikes[3 * N_PER_SHAPE];
     int64_t total_spikes;
+    ns_sim_gpu_mechanisms path; /* how the loop ran the mechanisms */
+    double *vars;               /* the model's variables asked for, cells 0 .. 2, after the run */
 } run_out;
 
 static void run_out_free(run_out *r) {
     free(r->traces);
+    free(r->vars);
     for (int c = 0; c < 3 * N_PER_SHAPE; ++c) free(r->spikes[c]);
     memset(r, 0, sizeof *r);
 }
@@ -125,8 +128,9 @@ static void run_out_free(run_out *r) {
 /* 3 shapes x 5 cells (cell c has shape c % 3), a clamp at every soma whose
  * amplitude grows with the cell, v recorded at the soma and three other
  * compartments of every cell. */
-static int run_pop(ns_cell_t *const *cells, const ns_sim_params *p, const ns_sim_model_t *model,
-                   ns_hines_method method, double tstop, run_out *out) {
+static int run_pop_with(ns_cell_t *const *cells, const ns_sim_params *p, const ns_sim_model_t *model,
+                        ns_hines_method method, ns_sim_gpu_mechanisms mechanisms, const char *const *vars, double tstop,
+                        run_out *out) {
     memset(out, 0, sizeof *out);
     ns_sim_options o;
     ns_sim_options_init(&o);
@@ -134,6 +138,7 @@ static int run_pop(ns_cell_t *const *cells, const ns_sim_params *p, const ns_sim
     o.method = method;
     o.threads = method == NS_HINES_OPENMP ? 2 : 1;
     o.model = model;
+    o.gpu_mechanisms = mechanisms;
     const ns_cell_t *shapes[3] = {cells[0], cells[1], cells[2]};
     ns_sim_t *sim = NULL;
     ns_status s = ns_sim_create(3, shapes, 3 * N_PER_SHAPE, NULL, p, &o, &sim);
@@ -154,6 +159,22 @@ static int run_pop(ns_cell_t *const *cells, const ns_sim_params *p, const ns_sim
         for (int k = 0; k < MAX_SITES; ++k) CHECK_OK(ns_sim_add_recording(sim, c, nodes[k], NULL));
     }
     CHECK_OK(ns_sim_advance(sim, ns_sim_steps_for(sim, tstop)));
+    out->path = ns_sim_gpu_mechanisms_of(sim);
+    int n_vars = 0, total = 0;
+    while (vars && vars[n_vars]) ++n_vars;
+    for (int c = 0; c < 3; ++c) {
+        ns_cell_info ci;
+        ns_cell_get_info(shapes[c], &ci);
+        total += ci.compartments;
+    }
+    if (n_vars) out->vars = malloc((size_t)(n_vars * total) * sizeof(double));
+    for (int k = 0, at = 0; out->vars && k < n_vars; ++k)
+        for (int c = 0; c < 3; ++c) {
+            ns_cell_info ci;
+            ns_cell_get_info(shapes[c], &ci);
+            CHECK_OK(ns_sim_get_model_var(sim, c, vars[k], out->vars + at));
+            at += ci.compartments;
+        }
     const double *tr = ns_sim_traces(sim, &out->samples, &out->sites);
     out->traces = malloc((size_t)(out->samples * out->sites) * sizeof(double));
     if (out->traces && tr) memcpy(out->traces, tr, (size_t)(out->samples * out->sites) * sizeof(double));
@@ -165,6 +186,11 @@ static int run_pop(ns_cell_t *const *cells, const ns_sim_params *p, const ns_sim
     }
     ns_sim_destroy(sim);
     return 0;
+}
+
+static int run_pop(ns_cell_t *const *cells, const ns_sim_params *p, const ns_sim_model_t *model,
+                   ns_hines_method method, double tstop, run_out *out) {
+    return run_pop_with(cells, p, model, method, NS_SIM_GPU_MECHANISMS_AUTO, NULL, tstop, out);
 }
 
 static ns_sim_model_t *model_of(const char *text, const char *name) {
@@ -289,6 +315,93 @@ static void model_equals_handwritten(ns_cell_t *const *cells) {
             }
             run_out_free(&a);
             run_out_free(&b);
+        }
+        ns_sim_model_destroy(model);
+    }
+}
+
+/* ------------------------- 2b. the CPU loop's fused pass == its per-step path */
+
+/* The fused pass (src/cable/model_cpu.c) runs the generated per-instance
+ * functions that the per-step path runs, on locals, each node's terms in the
+ * same order: the same traces, spike times and, after the run (the
+ * assigned variables are stored in a call's last step), model variables,
+ * bit for bit. The rule's decision (sim_policy.h, the GPU's) is asserted:
+ * auto fuses a model of the built-in pas and hh with hh's table, not one
+ * without the table; fused is refused then. */
+static void fused_equals_per_step(ns_cell_t *const *cells) {
+    static const char *const HH[] = {"m_hh", "n_hh", "ina_hh", "ik_hh", "il_hh", "gna_hh", "minf_hh", "ntau_hh", NULL};
+    static const char *const HH_PAS[] = {"h_hh", "gk_hh", "hinf_hh", "mtau_hh", "i_pas", "g_pas", NULL};
+    static const struct {
+        const char *name, *model;
+        const char *const *vars;
+        int fused;
+    } CASES[] = {
+        {"hh everywhere", "all.insert = hh\n", HH, 1},
+        {"hh soma+axon, pas dend, values per region",
+         "soma.insert = hh pas\naxon.insert = hh\nother.insert = hh\ndend.insert = pas\n"
+         "dend.g_pas = 5e-5\ndend.e_pas = -60\nsoma.g_pas = 2e-4\nsoma.gnabar_hh = 0.15\n"
+         "axon.gkbar_hh = 0.04\nall.ek = -80\nother.gl_hh = 0.0004\n",
+         HH_PAS, 1},
+        {"usetable_hh = 0", "all.insert = hh\nglobal.usetable_hh = 0\n", HH, 0},
+    };
+    for (size_t q = 0; q < sizeof CASES / sizeof *CASES; ++q) {
+        ns_sim_params p;
+        ns_sim_params_init(&p);
+        ns_sim_model_t *model = model_of(CASES[q].model, CASES[q].name);
+        if (!model) continue;
+        run_out a, b;
+        if (run_pop_with(cells, &p, model, NS_HINES_OPENMP, NS_SIM_GPU_MECHANISMS_PER_STEP, CASES[q].vars, 15.0, &a) ||
+            run_pop_with(cells, &p, model, NS_HINES_OPENMP, NS_SIM_GPU_MECHANISMS_AUTO, CASES[q].vars, 15.0, &b)) {
+            run_out_free(&a);
+            ns_sim_model_destroy(model);
+            continue;
+        }
+        CHECK_MSG(a.path == NS_SIM_GPU_MECHANISMS_PER_STEP, "%s: per-step asked, %d ran", CASES[q].name, (int)a.path);
+        CHECK_MSG(b.path == (CASES[q].fused ? NS_SIM_GPU_MECHANISMS_FUSED : NS_SIM_GPU_MECHANISMS_PER_STEP),
+                  "%s: auto ran %d", CASES[q].name, (int)b.path);
+        int64_t differ = 0, vars_differ = 0, spikes_differ = 0;
+        CHECK(a.samples == b.samples && a.sites == b.sites && a.traces && b.traces);
+        for (int64_t k = 0; a.traces && b.traces && a.samples == b.samples && k < a.samples * a.sites; ++k)
+            differ += memcmp(&a.traces[k], &b.traces[k], sizeof(double)) != 0;
+        for (int c = 0; c < 3 * N_PER_SHAPE; ++c) {
+            spikes_differ += a.n_spikes[c] != b.n_spikes[c];
+            for (int64_t k = 0; a.n_spikes[c] == b.n_spikes[c] && k < a.n_spikes[c]; ++k)
+                spikes_differ += memcmp(&a.spikes[c][k], &b.spikes[c][k], sizeof(double)) != 0;
+        }
+        int n_vars = 0, total = 0;
+        while (CASES[q].vars[n_vars]) ++n_vars;
+        for (int c = 0; c < 3; ++c) {
+            ns_cell_info ci;
+            ns_cell_get_info(cells[c], &ci);
+            total += ci.compartments;
+        }
+        int64_t finite = 0;
+        for (int64_t k = 0; a.vars && b.vars && k < (int64_t)n_vars * total; ++k) {
+            vars_differ += memcmp(&a.vars[k], &b.vars[k], sizeof(double)) != 0;
+            finite += isfinite(a.vars[k]) && a.vars[k] != 0.0;
+        }
+        printf("fused vs per-step (%s): %lld samples x %d sites, %lld differ; %lld spikes, %lld differ; %d "
+               "variables x %d compartments (%lld finite, nonzero), %lld differ\n",
+               CASES[q].name, (long long)a.samples, a.sites, (long long)differ, (long long)a.total_spikes,
+               (long long)spikes_differ, n_vars, total, (long long)finite, (long long)vars_differ);
+        CHECK_MSG(differ == 0 && spikes_differ == 0 && vars_differ == 0, "%s: the fused pass differs", CASES[q].name);
+        CHECK_MSG(a.total_spikes >= 15 && finite > (int64_t)total, "%s: the protocol exercises too little",
+                  CASES[q].name);
+        run_out_free(&a);
+        run_out_free(&b);
+        if (!CASES[q].fused) {
+            /* fused asked for a model the pass does not run: refused */
+            ns_sim_options o;
+            ns_sim_options_init(&o);
+            o.backend = NS_BACKEND_CPU;
+            o.model = model;
+            o.gpu_mechanisms = NS_SIM_GPU_MECHANISMS_FUSED;
+            const ns_cell_t *one = cells[0];
+            ns_sim_t *sim = NULL;
+            CHECK_FAILS(ns_sim_create(1, &one, 1, NULL, &p, &o, &sim), NS_ERR_UNSUPPORTED, "hh's rate table");
+            CHECK(sim == NULL);
+            ns_sim_destroy(sim);
         }
         ns_sim_model_destroy(model);
     }
@@ -1160,6 +1273,7 @@ int main(void) {
     ns_cell_t *one = test_cylinder();
     if (cells[0] && cells[1] && cells[2] && one) {
         model_equals_handwritten(cells);
+        fused_equals_per_step(cells);
         distances_against_neuron(cells[0], "l5pc_bbp_axon", 1);
         distances_against_neuron(cells[1], "ca1_h10", 0);
         distances_against_neuron(cells[2], "purk_dbbs", 0);
