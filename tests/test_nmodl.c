@@ -86,7 +86,11 @@ int main(void) {
         /* m' = (minf - m)/mtau by cnexp: nocmodl's arithmetic, with its
          * target -(minf/mtau)/(-1/mtau) as minf (nsm_exp: the C library's exp
          * on the GPU, a vectorising polynomial on the host) */
-        CHECK(strstr(hh, "(*F15_) = (*F15_) + (1. - nsm_exp(p->dt * (((-1.0) / (*F12_))))) * (((*F9_)) - (*F15_));"));
+        CHECK(strstr(hh, "*a0_ = p->dt * (((-1.0) / (*F12_)));") && strstr(hh, "*t0_ = ((*F9_));") &&
+              strstr(hh, "(*F15_) = (*F15_) + (1. - e0_) * (t0_ - (*F15_));"));
+        /* in three stages (nmodl_gen.c, cnexp_staged), joined for one instance */
+        CHECK(strstr(hh, "nsm_hh_d_states_post(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, "
+                         "F13_, F14_, F15_, F16_, F17_, i_, nsm_exp(a0_), t0_, nsm_exp(a1_), t1_, nsm_exp(a2_), t2_);"));
         /* the slope (I(v + .001) - I(v)) / .001 and the TABLE's clamped ends */
         CHECK(strstr(hh, "nsm_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_ + .001)") && strstr(hh, "g_ = (g_ - rhs_) / .001;"));
         CHECK(strstr(hh, "hi_ = xi_ >= 200.") && strstr(hh, "const double xi_ = T_[3] * (A_v - T_[2]);"));
@@ -113,11 +117,17 @@ int main(void) {
     c = emit("NEURON { SUFFIX k3 }\nPARAMETER { a = 1 b = 2 }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
              "DERIVATIVE d { s' = (a - s)/b }\n",
              NS_NMODL_HEADER);
-    CHECK(strstr(c, "* ((p->global[0]) - (*F0_));"));
+    CHECK(strstr(c, "*t0_ = (p->global[0]);"));
     c = emit("NEURON { SUFFIX k4 }\nPARAMETER { a = 1 b = 2 }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
              "DERIVATIVE d { s' = (a - 2*s)/b }\n",
              NS_NMODL_HEADER);
-    CHECK(strstr(c, "* (-((p->global[0] / p->global[1])) / (((-2.0) / p->global[1])) - (*F0_));"));
+    CHECK(strstr(c, "*t0_ = -((p->global[0] / p->global[1])) / (((-2.0) / p->global[1]));"));
+    /* an equation reading a state that an earlier one updates: in place, in order (cnexp) */
+    c = emit("NEURON { SUFFIX k5 }\nSTATE { x y }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
+             "DERIVATIVE d { x' = -x\n y' = x - y }\n",
+             NS_NMODL_HEADER);
+    CHECK(!strstr(c, "_pre(") && strstr(c, "(*F1_) = (*F1_) + (1. - nsm_exp(p->dt * ((-1.0)))) * (-((*F0_)) / ((-1.0)) - "
+                                           "(*F1_));"));
     c = emit("NEURON { POINT_PROCESS syn }\nSTATE { g }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
              "DERIVATIVE d { g' = -g }\nNET_RECEIVE(w) { g = g + w }\n", NS_NMODL_CUDA);
     CHECK(strstr(c, "__global__ void nsm_syn_k_current(ns_mech_ppack pp)"));

@@ -486,25 +486,55 @@ FUSED_INLINE void hh_current(const mech_block *mb, const ns_mech_ppack *pp, doub
     }
 }
 
-/* hh's state over lane-nodes [q0, q1) from instance i0 */
+/* hh's state over lane-nodes [q0, q1) from instance i0, in chunks of
+ * FUSED_CHUNK lane-nodes, each in the three stages of the generated cnexp
+ * (nmodl_gen.c, cnexp_staged: the rates, exponents and targets; the
+ * exponentials; the updates), the arithmetic of nsm_hh_state_F: one loop
+ * per stage keeps few values live, where one loop over the whole function
+ * kept the AVX-512 clone spilling (473 stack operands, gcc 13). */
+#define FUSED_CHUNK 64
 FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, int64_t q0, int64_t q1, int64_t i0,
                            const int uniform, const int last) {
     FUSED_HH_FIELD_PTRS;
-    FUSED_SIMD
-    for (int q = (int)q0; q < (int)q1; ++q) {
-        const int i = (int)i0 + (q - (int)q0);
-        FUSED_HH_LOCALS;
-        nsm_hh_state_F((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q);
-        P15[i] = F15;
-        P16[i] = F16;
-        P17[i] = F17;
-        if (last) {
-            P9[i] = F9;
-            P10[i] = F10;
-            P11[i] = F11;
-            P12[i] = F12;
-            P13[i] = F13;
-            P14[i] = F14;
+    const double *restrict v = pp->v;
+    for (int c0 = (int)q0; c0 < (int)q1; c0 += FUSED_CHUNK) {
+        const int len = (int)q1 - c0 < FUSED_CHUNK ? (int)q1 - c0 : FUSED_CHUNK;
+        double A[3 * FUSED_CHUNK], T[3 * FUSED_CHUNK];
+        FUSED_SIMD
+        for (int l = 0; l < len; ++l) {
+            const int q = c0 + l, i = (int)i0 + (q - (int)q0);
+            FUSED_HH_LOCALS;
+            double a0, t0, a1, t1, a2, t2;
+            nsm_hh_d_states_pre((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q, v[q], &a0, &t0, &a1, &t1, &a2, &t2);
+            A[l] = a0;
+            A[FUSED_CHUNK + l] = a1;
+            A[2 * FUSED_CHUNK + l] = a2;
+            T[l] = t0;
+            T[FUSED_CHUNK + l] = t1;
+            T[2 * FUSED_CHUNK + l] = t2;
+            if (last) {
+                P9[i] = F9;
+                P10[i] = F10;
+                P11[i] = F11;
+                P12[i] = F12;
+                P13[i] = F13;
+                P14[i] = F14;
+            }
+        }
+        for (int k = 0; k < 3; ++k) {
+            double *restrict x = A + k * FUSED_CHUNK;
+            FUSED_SIMD
+            for (int l = 0; l < len; ++l) x[l] = nsm_exp(x[l]);
+        }
+        FUSED_SIMD
+        for (int l = 0; l < len; ++l) {
+            const int q = c0 + l, i = (int)i0 + (q - (int)q0);
+            FUSED_HH_LOCALS;
+            nsm_hh_d_states_post((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, A[l], T[l], A[FUSED_CHUNK + l],
+                                 T[FUSED_CHUNK + l], A[2 * FUSED_CHUNK + l], T[2 * FUSED_CHUNK + l]);
+            P15[i] = F15;
+            P16[i] = F16;
+            P17[i] = F17;
         }
     }
 }

@@ -50,6 +50,7 @@ typedef struct gen {
     char **states;  /* the states of the DERIVATIVE block being written, in equation order */
     int n_states;
     int field_direct; /* fields as p->field[k][i_] (the TABLE builder), else through the F pointers */
+    int staged;       /* cnexp equations as their first stage: *a<k>_ and *t<k>_ (cnexp_staged) */
     ns_status status;
 } gen;
 
@@ -356,6 +357,26 @@ static int collect_states(const stlist *l, char ***order, int *n) {
 
 static int emit_list(gen *g, const stlist *l, int indent);
 
+/* cnexp's target of x' = a x + c(x = 0): -c/a, nocmodl's form */
+static void emit_cnexp_target(gen *g, const ex *a, const ex *c) {
+    buf *b = g->b;
+    if (c->kind == EX_BIN && c->op == '/' && a->kind == EX_BIN && a->op == '/' && is_minus_one(a->a) &&
+        ex_same(c->b, a->b)) {
+        /* x' = (inf - x)/tau: the target -(inf/tau)/(-1/tau) is inf but for
+         * rounding, so it is inf (two divisions fewer per state: the
+         * hand-written hh's gates, docs/mechanisms.md) */
+        put(b, "(");
+        emit_ex(g, c->a);
+        put(b, ")");
+    } else {
+        put(b, "-(");
+        emit_ex(g, c);
+        put(b, ") / (");
+        emit_ex(g, a);
+        put(b, ")");
+    }
+}
+
 static int emit_st(gen *g, const st *s, int indent) {
     buf *b = g->b;
     switch (s->kind) {
@@ -409,6 +430,15 @@ static int emit_st(gen *g, const st *s, int indent) {
                          s->name, s->name);
         ex *c = at_zero(s->e, s->name);
         if (!c) return gfail(g, s->line, "out of memory");
+        if (g->staged) {
+            /* the first stage (cnexp_staged): the exponent and the target */
+            put(b, "%*s*a%d_ = p->dt * (", indent, "", k);
+            emit_ex(g, a);
+            put(b, ");\n%*s*t%d_ = ", indent, "", k);
+            emit_cnexp_target(g, a, c);
+            put(b, ";\n");
+            return 0;
+        }
         put(b, "%*s", indent, "");
         emit_var(g, s->name);
         put(b, " = ");
@@ -421,21 +451,7 @@ static int emit_st(gen *g, const st *s, int indent) {
             put(b, " + (1. - nsm_exp(p->dt * (");
             emit_ex(g, a);
             put(b, "))) * (");
-            if (c->kind == EX_BIN && c->op == '/' && a->kind == EX_BIN && a->op == '/' && is_minus_one(a->a) &&
-                ex_same(c->b, a->b)) {
-                /* x' = (inf - x)/tau: the target -(inf/tau)/(-1/tau) is inf
-                 * but for rounding, so it is inf (two divisions fewer per
-                 * state: the hand-written hh's gates, docs/mechanisms.md) */
-                put(b, "(");
-                emit_ex(g, c->a);
-                put(b, ")");
-            } else {
-                put(b, "-(");
-                emit_ex(g, c);
-                put(b, ") / (");
-                emit_ex(g, a);
-                put(b, ")");
-            }
+            emit_cnexp_target(g, a, c);
             put(b, " - ");
             emit_var(g, s->name);
             put(b, ");\n");
@@ -546,6 +562,39 @@ static int emit_callable(gen *g, const block *bl) {
     return 0;
 }
 
+/* Whether a cnexp DERIVATIVE block runs in stages: its equations after its
+ * other statements, none inside an if, each x' = a x + b with a not 0, and
+ * none reading a state that an earlier one updates (cnexp updates the
+ * states in order). Then nsm_NAME_d_BLOCK is three stages, the same
+ * arithmetic as the equations written in place: _pre (the statements, then
+ * each equation's exponent dt a and target -b/a), the exponentials, _post
+ * (x += (1 - exp(dt a)) (target - x)); a loop over many instances can run
+ * each stage over a chunk of them (the CPU loop's fused pass, model_cpu.c),
+ * which keeps few values live at once as the hand-written gates do. */
+static int cnexp_staged(const stlist *l) {
+    int seen = 0;
+    for (int i = 0; i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_DERIV) {
+            int nonlinear = 0;
+            ex *a = diff(s->e, s->name, &nonlinear);
+            if (!a || nonlinear || depends(a, s->name) || is_num(a, 0)) return 0;
+            for (int j = 0; j < i; j++)
+                if (l->s[j]->kind == ST_DERIV && depends(s->e, l->s[j]->name)) return 0;
+            seen = 1;
+        } else if (seen) {
+            return 0;
+        } else if (s->kind == ST_IF) {
+            char **order = NULL;
+            int n = 0;
+            const int bad = collect_states(s->then_, &order, &n) || (s->else_ && collect_states(s->else_, &order, &n));
+            free(order);
+            if (bad || n > 0) return 0;
+        }
+    }
+    return seen;
+}
+
 static int emit_derivative(gen *g, const block *bl, int method) {
     buf *b = g->b;
     const char *name = g->m->name;
@@ -605,6 +654,38 @@ static int emit_derivative(gen *g, const block *bl, int method) {
                "        }\n"
                "        if (!(err_ > 1e-12)) break;\n"
                "    }\n}\n\n");
+    } else if (method == M_CNEXP && cnexp_staged(bl->body)) {
+        put(b, "NS_MECH_FN void nsm_%s_d_%s_pre(", name, bl->name);
+        put_sig(g);
+        for (int k = 0; k < n; k++) put(b, ", double *a%d_, double *t%d_", k, k);
+        put(b, ") {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
+        g->mode = method;
+        g->staged = 1;
+        const int r = emit_list(g, bl->body, 4);
+        g->staged = 0;
+        if (r) { free(order); return -1; }
+        put(b, "}\n\nNS_MECH_FN void nsm_%s_d_%s_post(ns_mech_ppack *p, ", name, bl->name);
+        put_fparams(g);
+        put(b, "int i_");
+        for (int k = 0; k < n; k++) put(b, ", double e%d_, double t%d_", k, k);
+        put(b, ") {\n    (void)p; (void)i_;\n");
+        for (int k = 0; k < n; k++) {
+            const int f = find_var(g->m, order[k])->field;
+            put(b, "    (*F%d_) = (*F%d_) + (1. - e%d_) * (t%d_ - (*F%d_));\n", f, f, k, k, f);
+        }
+        put(b, "}\n\nNS_MECH_FN void nsm_%s_d_%s(", name, bl->name);
+        put_sig(g);
+        put(b, ") {\n    double ");
+        for (int k = 0; k < n; k++) put(b, "%sa%d_, t%d_", k ? ", " : "", k, k);
+        put(b, ";\n    nsm_%s_d_%s_pre(p, ", name, bl->name);
+        put_fargs(g);
+        put(b, "i_, node_, v_");
+        for (int k = 0; k < n; k++) put(b, ", &a%d_, &t%d_", k, k);
+        put(b, ");\n    nsm_%s_d_%s_post(p, ", name, bl->name);
+        put_fargs(g);
+        put(b, "i_");
+        for (int k = 0; k < n; k++) put(b, ", nsm_exp(a%d_), t%d_", k, k);
+        put(b, ");\n}\n\n");
     } else {
         put(b, "NS_MECH_FN void nsm_%s_d_%s(", name, bl->name);
         put_sig(g);

@@ -38,10 +38,24 @@ NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / ex
 #endif
 
 
-NS_MECH_FN void nsm_Exp2Syn_d_state(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, int node_, double v_) {
+NS_MECH_FN void nsm_Exp2Syn_d_state_pre(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, int node_, double v_, double *a0_, double *t0_, double *a1_, double *t1_) {
     (void)p; (void)i_; (void)node_; (void)v_;
-    (*F6_) = (*F6_) + (1. - nsm_exp(p->dt * (((-1.0) / (*F0_))))) * (-(0.0) / (((-1.0) / (*F0_))) - (*F6_));
-    (*F7_) = (*F7_) + (1. - nsm_exp(p->dt * (((-1.0) / (*F1_))))) * (-(0.0) / (((-1.0) / (*F1_))) - (*F7_));
+    *a0_ = p->dt * (((-1.0) / (*F0_)));
+    *t0_ = -(0.0) / (((-1.0) / (*F0_)));
+    *a1_ = p->dt * (((-1.0) / (*F1_)));
+    *t1_ = -(0.0) / (((-1.0) / (*F1_)));
+}
+
+NS_MECH_FN void nsm_Exp2Syn_d_state_post(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, double e0_, double t0_, double e1_, double t1_) {
+    (void)p; (void)i_;
+    (*F6_) = (*F6_) + (1. - e0_) * (t0_ - (*F6_));
+    (*F7_) = (*F7_) + (1. - e1_) * (t1_ - (*F7_));
+}
+
+NS_MECH_FN void nsm_Exp2Syn_d_state(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, int node_, double v_) {
+    double a0_, t0_, a1_, t1_;
+    nsm_Exp2Syn_d_state_pre(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, i_, node_, v_, &a0_, &t0_, &a1_, &t1_);
+    nsm_Exp2Syn_d_state_post(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, i_, nsm_exp(a0_), t0_, nsm_exp(a1_), t1_);
 }
 
 NS_MECH_FN void nsm_Exp2Syn_init_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, int node_) {

@@ -38,9 +38,21 @@ NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / ex
 #endif
 
 
-NS_MECH_FN void nsm_ExpSyn_d_state(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, int i_, int node_, double v_) {
+NS_MECH_FN void nsm_ExpSyn_d_state_pre(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, int i_, int node_, double v_, double *a0_, double *t0_) {
     (void)p; (void)i_; (void)node_; (void)v_;
-    (*F3_) = (*F3_) + (1. - nsm_exp(p->dt * (((-1.0) / (*F0_))))) * (-(0.0) / (((-1.0) / (*F0_))) - (*F3_));
+    *a0_ = p->dt * (((-1.0) / (*F0_)));
+    *t0_ = -(0.0) / (((-1.0) / (*F0_)));
+}
+
+NS_MECH_FN void nsm_ExpSyn_d_state_post(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, int i_, double e0_, double t0_) {
+    (void)p; (void)i_;
+    (*F3_) = (*F3_) + (1. - e0_) * (t0_ - (*F3_));
+}
+
+NS_MECH_FN void nsm_ExpSyn_d_state(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, int i_, int node_, double v_) {
+    double a0_, t0_;
+    nsm_ExpSyn_d_state_pre(p, F0_, F1_, F2_, F3_, i_, node_, v_, &a0_, &t0_);
+    nsm_ExpSyn_d_state_post(p, F0_, F1_, F2_, F3_, i_, nsm_exp(a0_), t0_);
 }
 
 NS_MECH_FN void nsm_ExpSyn_init_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, int i_, int node_) {

@@ -113,12 +113,28 @@ NS_MECH_FN double nsm_hh_f_vtrap(ns_mech_ppack *p, double *F0_, double *F1_, dou
     return ret_;
 }
 
-NS_MECH_FN void nsm_hh_d_states(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_) {
+NS_MECH_FN void nsm_hh_d_states_pre(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_, double *a0_, double *t0_, double *a1_, double *t1_, double *a2_, double *t2_) {
     (void)p; (void)i_; (void)node_; (void)v_;
     nsm_hh_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_, v_);
-    (*F15_) = (*F15_) + (1. - nsm_exp(p->dt * (((-1.0) / (*F12_))))) * (((*F9_)) - (*F15_));
-    (*F16_) = (*F16_) + (1. - nsm_exp(p->dt * (((-1.0) / (*F13_))))) * (((*F10_)) - (*F16_));
-    (*F17_) = (*F17_) + (1. - nsm_exp(p->dt * (((-1.0) / (*F14_))))) * (((*F11_)) - (*F17_));
+    *a0_ = p->dt * (((-1.0) / (*F12_)));
+    *t0_ = ((*F9_));
+    *a1_ = p->dt * (((-1.0) / (*F13_)));
+    *t1_ = ((*F10_));
+    *a2_ = p->dt * (((-1.0) / (*F14_)));
+    *t2_ = ((*F11_));
+}
+
+NS_MECH_FN void nsm_hh_d_states_post(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, double e0_, double t0_, double e1_, double t1_, double e2_, double t2_) {
+    (void)p; (void)i_;
+    (*F15_) = (*F15_) + (1. - e0_) * (t0_ - (*F15_));
+    (*F16_) = (*F16_) + (1. - e1_) * (t1_ - (*F16_));
+    (*F17_) = (*F17_) + (1. - e2_) * (t2_ - (*F17_));
+}
+
+NS_MECH_FN void nsm_hh_d_states(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_) {
+    double a0_, t0_, a1_, t1_, a2_, t2_;
+    nsm_hh_d_states_pre(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_, &a0_, &t0_, &a1_, &t1_, &a2_, &t2_);
+    nsm_hh_d_states_post(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, nsm_exp(a0_), t0_, nsm_exp(a1_), t1_, nsm_exp(a2_), t2_);
 }
 
 NS_MECH_FN void nsm_hh_init_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_) {
