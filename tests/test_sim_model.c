@@ -130,7 +130,7 @@ static void run_out_free(run_out *r) {
  * compartments of every cell. */
 static int run_pop_with(ns_cell_t *const *cells, const ns_sim_params *p, const ns_sim_model_t *model,
                         ns_hines_method method, ns_sim_gpu_mechanisms mechanisms, const char *const *vars, double tstop,
-                        run_out *out) {
+                        int write_gnabar, run_out *out) {
     memset(out, 0, sizeof *out);
     ns_sim_options o;
     ns_sim_options_init(&o);
@@ -158,6 +158,12 @@ static int run_pop_with(ns_cell_t *const *cells, const ns_sim_params *p, const n
                                           ci.compartments - 1};
         for (int k = 0; k < MAX_SITES; ++k) CHECK_OK(ns_sim_add_recording(sim, c, nodes[k], NULL));
     }
+    if (write_gnabar) /* gnabar_hh through the loop's own arrays: 0 at every third instance */
+        for (int64_t k = 0; k < ns_sim_state_parts(sim); ++k) {
+            ns_sim_field f;
+            CHECK_OK(ns_sim_state_field(sim, k, "gnabar_hh", &f));
+            for (int64_t q = 0; q < f.size; q += 3) f.data[q] = 0.0;
+        }
     CHECK_OK(ns_sim_advance(sim, ns_sim_steps_for(sim, tstop)));
     out->path = ns_sim_gpu_mechanisms_of(sim);
     int n_vars = 0, total = 0;
@@ -190,7 +196,7 @@ static int run_pop_with(ns_cell_t *const *cells, const ns_sim_params *p, const n
 
 static int run_pop(ns_cell_t *const *cells, const ns_sim_params *p, const ns_sim_model_t *model,
                    ns_hines_method method, double tstop, run_out *out) {
-    return run_pop_with(cells, p, model, method, NS_SIM_GPU_MECHANISMS_AUTO, NULL, tstop, out);
+    return run_pop_with(cells, p, model, method, NS_SIM_GPU_MECHANISMS_AUTO, NULL, tstop, 0, out);
 }
 
 static ns_sim_model_t *model_of(const char *text, const char *name) {
@@ -335,24 +341,30 @@ static void fused_equals_per_step(ns_cell_t *const *cells) {
     static const struct {
         const char *name, *model;
         const char *const *vars;
-        int fused;
+        int fused, write;
     } CASES[] = {
-        {"hh everywhere", "all.insert = hh\n", HH, 1},
+        {"hh everywhere", "all.insert = hh\n", HH, 1, 0},
+        /* parameters written in place: the fused pass, which reads a segment's
+         * parameters once, then reads every instance's */
+        {"hh everywhere, gnabar_hh written through ns_sim_state_field", "all.insert = hh\n", HH, 1, 1},
         {"hh soma+axon, pas dend, values per region",
          "soma.insert = hh pas\naxon.insert = hh\nother.insert = hh\ndend.insert = pas\n"
          "dend.g_pas = 5e-5\ndend.e_pas = -60\nsoma.g_pas = 2e-4\nsoma.gnabar_hh = 0.15\n"
          "axon.gkbar_hh = 0.04\nall.ek = -80\nother.gl_hh = 0.0004\n",
-         HH_PAS, 1},
-        {"usetable_hh = 0", "all.insert = hh\nglobal.usetable_hh = 0\n", HH, 0},
+         HH_PAS, 1, 0},
+        {"usetable_hh = 0", "all.insert = hh\nglobal.usetable_hh = 0\n", HH, 0, 0},
     };
+    int64_t spikes_unwritten = -1;
     for (size_t q = 0; q < sizeof CASES / sizeof *CASES; ++q) {
         ns_sim_params p;
         ns_sim_params_init(&p);
         ns_sim_model_t *model = model_of(CASES[q].model, CASES[q].name);
         if (!model) continue;
         run_out a, b;
-        if (run_pop_with(cells, &p, model, NS_HINES_OPENMP, NS_SIM_GPU_MECHANISMS_PER_STEP, CASES[q].vars, 15.0, &a) ||
-            run_pop_with(cells, &p, model, NS_HINES_OPENMP, NS_SIM_GPU_MECHANISMS_AUTO, CASES[q].vars, 15.0, &b)) {
+        if (run_pop_with(cells, &p, model, NS_HINES_OPENMP, NS_SIM_GPU_MECHANISMS_PER_STEP, CASES[q].vars, 15.0,
+                         CASES[q].write, &a) ||
+            run_pop_with(cells, &p, model, NS_HINES_OPENMP, NS_SIM_GPU_MECHANISMS_AUTO, CASES[q].vars, 15.0,
+                         CASES[q].write, &b)) {
             run_out_free(&a);
             ns_sim_model_destroy(model);
             continue;
@@ -388,6 +400,10 @@ static void fused_equals_per_step(ns_cell_t *const *cells) {
         CHECK_MSG(differ == 0 && spikes_differ == 0 && vars_differ == 0, "%s: the fused pass differs", CASES[q].name);
         CHECK_MSG(a.total_spikes >= 15 && finite > (int64_t)total, "%s: the protocol exercises too little",
                   CASES[q].name);
+        if (q == 0) spikes_unwritten = a.total_spikes;
+        if (CASES[q].write) /* the writes matter */
+            CHECK_MSG(a.total_spikes != spikes_unwritten, "%s: %lld spikes, as many as without the writes",
+                      CASES[q].name, (long long)a.total_spikes);
         run_out_free(&a);
         run_out_free(&b);
         if (!CASES[q].fused) {

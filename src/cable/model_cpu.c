@@ -381,6 +381,10 @@ const double *ns_model_block_ion(const model_block *b, int32_t ion, int q) {
 
 double *ns_model_block_ion_data(model_block *b, int32_t ion) { return b->ion + (size_t)(5 * ion) * (size_t)b->nw; }
 const double *ns_model_block_field(const model_block *b, int32_t k, int f) { return b->m[k].field[f]; }
+
+void ns_model_block_expose(model_block *b) {
+    for (int32_t s = 0; s < b->n_segs; ++s) b->segs[s].uniform[0] = b->segs[s].uniform[1] = 0;
+}
 int64_t ns_model_block_instances(const model_block *b, int32_t k) { return b->m[k].p.n; }
 const int *ns_model_block_node_index(const model_block *b, int32_t k) { return b->m[k].node_index; }
 

@@ -1632,6 +1632,7 @@ static ns_status cpu_state_field(ns_sim_t *sim, int64_t part, int32_t mech, int3
         out->pos = NULL;
         return NS_OK;
     }
+    ns_model_block_expose(blk->mech); /* a parameter written there is used from the next step */
     out->data = (double *)ns_model_block_field(blk->mech, mech, field);
     out->size = ns_model_block_instances(blk->mech, mech);
     out->pos = (const int32_t *)ns_model_block_node_index(blk->mech, mech);
