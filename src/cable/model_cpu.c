@@ -177,11 +177,18 @@ static ns_status fused_segments(const sim_model *model, model_block *b, int32_t 
         for (int f = 0; f < 2; ++f) {
             sg->uniform[f] = 0;
             if (sg->inst[f] < 0) continue;
-            const int np = model->mechs[b->fused_k[f]].desc->n_params;
+            const sim_mech *sm = &model->mechs[b->fused_k[f]];
+            const int np = sm->desc->n_params;
             int same = 1;
             for (int k = 0; k < np && same; ++k) {
                 const double *x = ms[f]->param + (size_t)k * (size_t)ms[f]->n + (size_t)sg->inst[f];
                 for (int32_t i = 1; i < sg->n1 - sg->n0 && same; ++i) same = x[i] == x[0];
+            }
+            /* and the e of its ions (fixed: no concentration is written) */
+            for (int j = 0; j < sm->desc->n_ions && same; ++j) {
+                const double *e = model->ion_init[shape] + (size_t)3 * (size_t)sm->ion[j] * (size_t)n;
+                const int32_t *node = ms[f]->node + sg->inst[f];
+                for (int32_t i = 1; i < sg->n1 - sg->n0 && same; ++i) same = e[node[i]] == e[node[0]];
             }
             sg->uniform[f] = same;
         }
@@ -447,12 +454,14 @@ FUSED_INLINE void pas_current(const mech_block *mb, const ns_mech_ppack *pp, dou
 }
 
 /* hh's fields as locals: the parameters (once for a uniform segment), the
- * assigned variables 0 (set before read), the states */
+ * assigned variables 0 (set before read), the states; the e of its ions
+ * (ena, ek: once for a uniform segment) */
 #define FUSED_HH_LOCALS                                                                                    \
     double F0 = uniform ? u0 : P0[i], F1 = uniform ? u1 : P1[i], F2 = uniform ? u2 : P2[i];               \
     double F3 = uniform ? u3 : P3[i];                                                                      \
     double F4 = 0.0, F5 = 0.0, F6 = 0.0, F7 = 0.0, F8 = 0.0, F9 = 0.0, F10 = 0.0, F11 = 0.0, F12 = 0.0;  \
-    double F13 = 0.0, F14 = 0.0, F15 = P15[i], F16 = P16[i], F17 = P17[i]
+    double F13 = 0.0, F14 = 0.0, F15 = P15[i], F16 = P16[i], F17 = P17[i];                              \
+    double I0 = uniform ? ue0 : E0[q], I1 = uniform ? ue1 : E1[q]
 /* the fields' arrays as restrict pointers of their own, the parameters of
  * instance i0 */
 #define FUSED_HH_FIELD_PTRS                                                                                \
@@ -463,10 +472,12 @@ FUSED_INLINE void pas_current(const mech_block *mb, const ns_mech_ppack *pp, dou
     double *restrict P12 = mb->field[12], *restrict P13 = mb->field[13], *restrict P14 = mb->field[14];    \
     double *restrict P15 = mb->field[15], *restrict P16 = mb->field[16], *restrict P17 = mb->field[17];    \
     const double u0 = P0[i0], u1 = P1[i0], u2 = P2[i0], u3 = P3[i0];                                      \
+    const double *restrict E0 = pp->ion[0].e, *restrict E1 = pp->ion[1].e; /* ena, ek */                  \
+    const double ue0 = E0[q0], ue1 = E1[q0];                                                                \
     (void)P4, (void)P5, (void)P6, (void)P7, (void)P8, (void)P9, (void)P10, (void)P11, (void)P12, (void)P13,     \
         (void)P14
 #define FUSED_HH_ARGS \
-    &F0, &F1, &F2, &F3, &F4, &F5, &F6, &F7, &F8, &F9, &F10, &F11, &F12, &F13, &F14, &F15, &F16, &F17
+    &F0, &F1, &F2, &F3, &F4, &F5, &F6, &F7, &F8, &F9, &F10, &F11, &F12, &F13, &F14, &F15, &F16, &F17, &I0, &I1
 
 /* hh's current over lane-nodes [q0, q1) from instance i0, then the
  * capacitance */

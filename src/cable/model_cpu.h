@@ -47,9 +47,9 @@ const double *ns_model_block_ion(const model_block *b, int32_t ion, int q);
 /* The block's storage of ion `ion`: e, ci, co, i, didv, each n * w (net.c's
  * point processes share it). */
 double *ns_model_block_ion_data(model_block *b, int32_t ion);
-/* The block's fields are handed out for writing (ns_sim_state_field): the
- * fused pass then reads every instance's parameters, none once per
- * segment. */
+/* The block's fields or ions are handed out for writing
+ * (ns_sim_state_field): the fused pass then reads every instance's
+ * parameters and ions' e, none once per segment. */
 void ns_model_block_expose(model_block *b);
 /* Field f of mechanism k over the block's instances ((node, lane) order). */
 const double *ns_model_block_field(const model_block *b, int32_t k, int f);

@@ -1627,6 +1627,7 @@ static ns_status cpu_state_field(ns_sim_t *sim, int64_t part, int32_t mech, int3
     const int64_t nw = (int64_t)sim->shapes[blk->shape].n * blk->w;
     out->device = -1;
     if (mech < 0) {
+        ns_model_block_expose(blk->mech); /* an e written there is used from the next step */
         out->data = ns_model_block_ion_data(blk->mech, ion) + (size_t)q * (size_t)nw;
         out->size = nw;
         out->pos = NULL;

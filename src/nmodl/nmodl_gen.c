@@ -60,11 +60,43 @@ typedef struct gen {
  * addresses in the ppack's arrays, and a loop that keeps an instance's
  * fields in locals (the CPU loop's fused pass, docs/mechanisms.md "ABI")
  * passes theirs, which the compiler then keeps in registers. */
+/* An ion variable that is no field (ena, ek, cai read only, ...): the
+ * functions reach it through a pointer too, I<k>_ in the order of the
+ * model's variables (the wrappers pass the ion slot's address). */
+static int is_ion_input(const var *v) { return v->ion >= 0 && v->field < 0; }
+static const char *ion_array(const var *v) {
+    return v->ion_what == 'e' ? "e" : v->ion_what == 'i' ? "i" : v->ion_what == 'c' ? "ci" : "co";
+}
+static int ion_input_index(const struct ns_nmodl *m, const var *v) {
+    int k = 0;
+    for (int i = 0; i < m->n_vars && &m->vars[i] != v; i++) k += is_ion_input(&m->vars[i]);
+    return k;
+}
 static void put_fparams(gen *g) {
     for (int k = 0; k < g->m->n_fields; k++) put(g->b, "double *F%d_, ", k);
+    for (int i = 0, k = 0; i < g->m->n_vars; i++)
+        if (is_ion_input(&g->m->vars[i])) put(g->b, "double *I%d_, ", k++);
 }
 static void put_fargs(gen *g) {
     for (int k = 0; k < g->m->n_fields; k++) put(g->b, "F%d_, ", k);
+    for (int i = 0, k = 0; i < g->m->n_vars; i++)
+        if (is_ion_input(&g->m->vars[i])) put(g->b, "I%d_, ", k++);
+}
+/* the wrappers' arguments: the addresses in the ppack's arrays of instance
+ * i_ at node_ (fields: `field` "&p->field[%d][i_]" or, in the TABLE
+ * builder, "&s_[%d]"; ion slots at NSM_ION, or there zeros of its own: a
+ * table is built on the host, where a GPU loop's ppack has no ions) */
+static void put_addresses(gen *g, const char *field, int table) {
+    for (int f = 0; f < g->m->n_fields; f++) {
+        put(g->b, field, f);
+        put(g->b, ", ");
+    }
+    for (int i = 0; i < g->m->n_vars; i++) {
+        const var *v = &g->m->vars[i];
+        if (!is_ion_input(v)) continue;
+        if (table) put(g->b, "&ion_[%d], ", ion_input_index(g->m, v));
+        else put(g->b, "&p->ion[%d].%s[NSM_ION(%d)], ", v->ion, ion_array(v), v->ion);
+    }
 }
 
 static int gfail(gen *g, int line, const char *fmt, ...) NS_PRINTF_LIKE(3, 4);
@@ -260,8 +292,8 @@ static void emit_var(gen *g, const char *name) {
     if (v->global >= 0) { put(b, "p->global[%d]", v->global); return; }
     if (v->cls == V_CONST) { put(b, "%.17g", v->value); return; }
     if (v->ion >= 0) {
-        const char *arr = v->ion_what == 'e' ? "e" : v->ion_what == 'i' ? "i" : v->ion_what == 'c' ? "ci" : "co";
-        put(b, "p->ion[%d].%s[NSM_ION(%d)]", v->ion, arr, v->ion);
+        if (g->field_direct) put(b, "p->ion[%d].%s[NSM_ION(%d)]", v->ion, ion_array(v), v->ion);
+        else put(b, "(*I%d_)", ion_input_index(g->m, v));
         return;
     }
     put(b, "0.0");
@@ -846,7 +878,7 @@ static int emit_header(gen *g) {
     for (int k = 0; k < (m->net_receive ? 4 : 3); k++) {
         put(b, "NS_MECH_FN void nsm_%s_%s_one(ns_mech_ppack *p, int i_, int node_%s) {\n    nsm_%s_%s_F(p, ", name,
             entry[k], k == 3 ? ", double w_" : "", name, entry[k]);
-        for (int f = 0; f < m->n_fields; f++) put(b, "&p->field[%d][i_], ", f);
+        put_addresses(g, "&p->field[%d][i_]", 0);
         put(b, "i_, node_%s);\n}\n\n", k == 3 ? ", w_" : "");
     }
     put(b, "#endif\n");
@@ -958,6 +990,9 @@ static int emit_c(gen *g) {
             put(b, ";\n        if (need) {\n");
             put(b, "            double s_[%d];\n            double *f_[%d];\n", m->n_fields ? m->n_fields : 1,
                 m->n_fields ? m->n_fields : 1);
+            int n_ion = 0;
+            for (int k = 0; k < m->n_vars; k++) n_ion += is_ion_input(&m->vars[k]);
+            if (n_ion) put(b, "            double ion_[%d] = {0.0};\n", n_ion);
             put(b, "            for (int k = 0; k < %d; ++k) { s_[k] = nsm_%s_defaults[k]; f_[k] = &s_[k]; }\n", m->n_fields,
                 name);
             put(b, "            ns_mech_ppack q_ = *p;\n            q_.n = 1; q_.node_index = NULL; q_.node_begin = 0;"
@@ -971,7 +1006,7 @@ static int emit_c(gen *g) {
             put(b, "            double x_ = tmin_;\n            for (int j_ = 0; j_ < %d; x_ += dx_, ++j_) {\n", n1);
             if (bl->kind == B_FUNCTION) put(b, "                T_[%d + j_] = nsm_%s_f_%s_exact(&q_, ", head, name, bl->name);
             else put(b, "                nsm_%s_p_%s_exact(&q_, ", name, bl->name);
-            for (int f = 0; f < m->n_fields; f++) put(b, "&s_[%d], ", f);
+            put_addresses(g, "&s_[%d]", 1);
             put(b, "0, 0, x_, x_);\n");
             if (bl->kind == B_PROCEDURE) {
                 for (int k = 0; k < t->n_names; k++)

@@ -18,6 +18,7 @@ static int nsm_hh_table_update(ns_mech_ppack *p) {
         if (need) {
             double s_[18];
             double *f_[18];
+            double ion_[2] = {0.0};
             for (int k = 0; k < 18; ++k) { s_[k] = nsm_hh_defaults[k]; f_[k] = &s_[k]; }
             ns_mech_ppack q_ = *p;
             q_.n = 1; q_.node_index = NULL; q_.node_begin = 0; q_.field = f_;
@@ -26,7 +27,7 @@ static int nsm_hh_table_update(ns_mech_ppack *p) {
             const double dx_ = (tmax_ - tmin_) / 200.;
             double x_ = tmin_;
             for (int j_ = 0; j_ < 201; x_ += dx_, ++j_) {
-                nsm_hh_p_rates_exact(&q_, &s_[0], &s_[1], &s_[2], &s_[3], &s_[4], &s_[5], &s_[6], &s_[7], &s_[8], &s_[9], &s_[10], &s_[11], &s_[12], &s_[13], &s_[14], &s_[15], &s_[16], &s_[17], 0, 0, x_, x_);
+                nsm_hh_p_rates_exact(&q_, &s_[0], &s_[1], &s_[2], &s_[3], &s_[4], &s_[5], &s_[6], &s_[7], &s_[8], &s_[9], &s_[10], &s_[11], &s_[12], &s_[13], &s_[14], &s_[15], &s_[16], &s_[17], &ion_[0], &ion_[1], 0, 0, x_, x_);
                 T_[5 + j_] = s_[9];
                 T_[206 + j_] = s_[12];
                 T_[407 + j_] = s_[10];

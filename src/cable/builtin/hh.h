@@ -37,17 +37,17 @@ NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / ex
 #define NSM_ADD(a, x) ((a) += (x))
 #endif
 
-NS_MECH_FN void nsm_hh_p_rates(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_, double A_v);
-NS_MECH_FN double nsm_hh_f_vtrap(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_, double A_x, double A_y);
+NS_MECH_FN void nsm_hh_p_rates(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_, double v_, double A_v);
+NS_MECH_FN double nsm_hh_f_vtrap(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_, double v_, double A_x, double A_y);
 
-NS_MECH_FN void nsm_hh_p_rates_exact(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_, double A_v) {
+NS_MECH_FN void nsm_hh_p_rates_exact(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_, double v_, double A_v) {
     (void)p; (void)p; (void)i_; (void)node_; (void)v_;
     double L_alpha = 0.0;
     double L_beta = 0.0;
     double L_sum = 0.0;
     double L_q10 = 0.0;
     L_q10 = pow(3.0, ((p->celsius - 6.3) / 10.0));
-    L_alpha = (.1 * nsm_hh_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_, (-(A_v + 40.0)), 10.0));
+    L_alpha = (.1 * nsm_hh_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, (-(A_v + 40.0)), 10.0));
     L_beta = (4.0 * nsm_exp(((-(A_v + 65.0)) / 18.0)));
     L_sum = (L_alpha + L_beta);
     (*F12_) = (1.0 / (L_q10 * L_sum));
@@ -57,17 +57,17 @@ NS_MECH_FN void nsm_hh_p_rates_exact(ns_mech_ppack *p, double *F0_, double *F1_,
     L_sum = (L_alpha + L_beta);
     (*F13_) = (1.0 / (L_q10 * L_sum));
     (*F10_) = (L_alpha / L_sum);
-    L_alpha = (.01 * nsm_hh_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_, (-(A_v + 55.0)), 10.0));
+    L_alpha = (.01 * nsm_hh_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, (-(A_v + 55.0)), 10.0));
     L_beta = (.125 * nsm_exp(((-(A_v + 65.0)) / 80.0)));
     L_sum = (L_alpha + L_beta);
     (*F14_) = (1.0 / (L_q10 * L_sum));
     (*F11_) = (L_alpha / L_sum);
 }
 
-NS_MECH_FN void nsm_hh_p_rates(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_, double A_v) {
+NS_MECH_FN void nsm_hh_p_rates(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_, double v_, double A_v) {
     const double *T_ = p->table + 0;
     if (p->global[0] == 0.0) {
-        nsm_hh_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_, A_v);
+        nsm_hh_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, A_v);
         return;
     }
     const double xi_ = T_[3] * (A_v - T_[2]);
@@ -102,7 +102,7 @@ NS_MECH_FN void nsm_hh_p_rates(ns_mech_ppack *p, double *F0_, double *F1_, doubl
     }
 }
 
-NS_MECH_FN double nsm_hh_f_vtrap(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_, double A_x, double A_y) {
+NS_MECH_FN double nsm_hh_f_vtrap(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_, double v_, double A_x, double A_y) {
     (void)p; (void)p; (void)i_; (void)node_; (void)v_;
     double ret_ = 0.0;
     if (((double)(fabs((A_x / A_y)) < 1e-6))) {
@@ -113,9 +113,9 @@ NS_MECH_FN double nsm_hh_f_vtrap(ns_mech_ppack *p, double *F0_, double *F1_, dou
     return ret_;
 }
 
-NS_MECH_FN void nsm_hh_d_states_pre(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_, double *a0_, double *t0_, double *a1_, double *t1_, double *a2_, double *t2_) {
+NS_MECH_FN void nsm_hh_d_states_pre(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_, double v_, double *a0_, double *t0_, double *a1_, double *t1_, double *a2_, double *t2_) {
     (void)p; (void)i_; (void)node_; (void)v_;
-    nsm_hh_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_, v_);
+    nsm_hh_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, v_);
     *a0_ = p->dt * (((-1.0) / (*F12_)));
     *t0_ = ((*F9_));
     *a1_ = p->dt * (((-1.0) / (*F13_)));
@@ -124,38 +124,38 @@ NS_MECH_FN void nsm_hh_d_states_pre(ns_mech_ppack *p, double *F0_, double *F1_, 
     *t2_ = ((*F11_));
 }
 
-NS_MECH_FN void nsm_hh_d_states_post(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, double e0_, double t0_, double e1_, double t1_, double e2_, double t2_) {
+NS_MECH_FN void nsm_hh_d_states_post(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, double e0_, double t0_, double e1_, double t1_, double e2_, double t2_) {
     (void)p; (void)i_;
     (*F15_) = (*F15_) + (1. - e0_) * (t0_ - (*F15_));
     (*F16_) = (*F16_) + (1. - e1_) * (t1_ - (*F16_));
     (*F17_) = (*F17_) + (1. - e2_) * (t2_ - (*F17_));
 }
 
-NS_MECH_FN void nsm_hh_d_states(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_) {
+NS_MECH_FN void nsm_hh_d_states(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_, double v_) {
     double a0_, t0_, a1_, t1_, a2_, t2_;
-    nsm_hh_d_states_pre(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_, &a0_, &t0_, &a1_, &t1_, &a2_, &t2_);
-    nsm_hh_d_states_post(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, nsm_exp(a0_), t0_, nsm_exp(a1_), t1_, nsm_exp(a2_), t2_);
+    nsm_hh_d_states_pre(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, &a0_, &t0_, &a1_, &t1_, &a2_, &t2_);
+    nsm_hh_d_states_post(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, nsm_exp(a0_), t0_, nsm_exp(a1_), t1_, nsm_exp(a2_), t2_);
 }
 
-NS_MECH_FN void nsm_hh_init_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_) {
+NS_MECH_FN void nsm_hh_init_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_) {
     const double v_ = p->v[node_];
     (void)i_;
     *F15_ = 0.0;
     *F16_ = 0.0;
     *F17_ = 0.0;
-    nsm_hh_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_, v_);
+    nsm_hh_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, v_);
     (*F15_) = (*F9_);
     (*F16_) = (*F10_);
     (*F17_) = (*F11_);
     (void)v_;
 }
 
-NS_MECH_FN double nsm_hh_cur(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_, double v_) {
+NS_MECH_FN double nsm_hh_cur(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_, double v_) {
     (void)p; (void)i_; (void)node_;
     (*F7_) = (((((*F0_) * (*F15_)) * (*F15_)) * (*F15_)) * (*F16_));
-    (*F4_) = ((*F7_) * (v_ - p->ion[0].e[NSM_ION(0)]));
+    (*F4_) = ((*F7_) * (v_ - (*I0_)));
     (*F8_) = (((((*F1_) * (*F17_)) * (*F17_)) * (*F17_)) * (*F17_));
-    (*F5_) = ((*F8_) * (v_ - p->ion[1].e[NSM_ION(1)]));
+    (*F5_) = ((*F8_) * (v_ - (*I1_)));
     (*F6_) = ((*F2_) * (v_ - (*F3_)));
     double c_ = 0.0;
     c_ += (*F4_);
@@ -165,13 +165,13 @@ NS_MECH_FN double nsm_hh_cur(ns_mech_ppack *p, double *F0_, double *F1_, double 
     return c_;
 }
 
-NS_MECH_FN void nsm_hh_current_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_) {
+NS_MECH_FN void nsm_hh_current_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_) {
     const double v_ = p->v[node_];
     const double w_ = 1.0;
-    double g_ = nsm_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_ + .001);
+    double g_ = nsm_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_ + .001);
     const double di0_ = *F4_;
     const double di1_ = *F5_;
-    double rhs_ = nsm_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_);
+    double rhs_ = nsm_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_);
     if (p->ion[0].didv) NSM_ADD(p->ion[0].didv[NSM_ION(0)], (di0_ - *F4_) / .001 * w_);
     if (p->ion[0].i) NSM_ADD(p->ion[0].i[NSM_ION(0)], *F4_ * w_);
     if (p->ion[1].didv) NSM_ADD(p->ion[1].didv[NSM_ION(1)], (di1_ - *F5_) / .001 * w_);
@@ -182,23 +182,23 @@ NS_MECH_FN void nsm_hh_current_F(ns_mech_ppack *p, double *F0_, double *F1_, dou
     (void)w_;
 }
 
-NS_MECH_FN void nsm_hh_state_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, int i_, int node_) {
+NS_MECH_FN void nsm_hh_state_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_) {
     const double v_ = p->v[node_];
     (void)i_;
-    nsm_hh_d_states(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, i_, node_, v_);
+    nsm_hh_d_states(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_);
     (void)v_;
 }
 
 NS_MECH_FN void nsm_hh_init_one(ns_mech_ppack *p, int i_, int node_) {
-    nsm_hh_init_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], &p->field[8][i_], &p->field[9][i_], &p->field[10][i_], &p->field[11][i_], &p->field[12][i_], &p->field[13][i_], &p->field[14][i_], &p->field[15][i_], &p->field[16][i_], &p->field[17][i_], i_, node_);
+    nsm_hh_init_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], &p->field[8][i_], &p->field[9][i_], &p->field[10][i_], &p->field[11][i_], &p->field[12][i_], &p->field[13][i_], &p->field[14][i_], &p->field[15][i_], &p->field[16][i_], &p->field[17][i_], &p->ion[0].e[NSM_ION(0)], &p->ion[1].e[NSM_ION(1)], i_, node_);
 }
 
 NS_MECH_FN void nsm_hh_current_one(ns_mech_ppack *p, int i_, int node_) {
-    nsm_hh_current_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], &p->field[8][i_], &p->field[9][i_], &p->field[10][i_], &p->field[11][i_], &p->field[12][i_], &p->field[13][i_], &p->field[14][i_], &p->field[15][i_], &p->field[16][i_], &p->field[17][i_], i_, node_);
+    nsm_hh_current_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], &p->field[8][i_], &p->field[9][i_], &p->field[10][i_], &p->field[11][i_], &p->field[12][i_], &p->field[13][i_], &p->field[14][i_], &p->field[15][i_], &p->field[16][i_], &p->field[17][i_], &p->ion[0].e[NSM_ION(0)], &p->ion[1].e[NSM_ION(1)], i_, node_);
 }
 
 NS_MECH_FN void nsm_hh_state_one(ns_mech_ppack *p, int i_, int node_) {
-    nsm_hh_state_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], &p->field[8][i_], &p->field[9][i_], &p->field[10][i_], &p->field[11][i_], &p->field[12][i_], &p->field[13][i_], &p->field[14][i_], &p->field[15][i_], &p->field[16][i_], &p->field[17][i_], i_, node_);
+    nsm_hh_state_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], &p->field[8][i_], &p->field[9][i_], &p->field[10][i_], &p->field[11][i_], &p->field[12][i_], &p->field[13][i_], &p->field[14][i_], &p->field[15][i_], &p->field[16][i_], &p->field[17][i_], &p->ion[0].e[NSM_ION(0)], &p->ion[1].e[NSM_ION(1)], i_, node_);
 }
 
 #endif
