@@ -141,16 +141,20 @@ NS_API ns_status ns_sim_model_read(ns_sim_model_t *model, const char *path);
 
 /* ------------------------------------------------------------ simulation */
 
-/* How the GPU tree loop runs a model's mechanisms (docs/simulation.md,
- * "Models: the fused loop"). */
+/* How the GPU tree loop and the CPU loop run a model's mechanisms
+ * (docs/simulation.md, "Models: the fused loop"; the name is the GPU's,
+ * where it came first). */
 typedef enum ns_sim_gpu_mechanisms {
     NS_SIM_GPU_MECHANISMS_AUTO = 0,     /* fused where the rule allows (built-in density mechanisms
                                            only; a network of built-in synapses only), else per
                                            step */
-    NS_SIM_GPU_MECHANISMS_FUSED = 1,    /* inside the tree kernel, many steps per launch; a model
-                                           the rule does not allow is refused (NS_ERR_UNSUPPORTED) */
-    NS_SIM_GPU_MECHANISMS_PER_STEP = 2  /* a launch per mechanism and phase around one-step tree
-                                           launches (any mechanism library, any synapse type) */
+    NS_SIM_GPU_MECHANISMS_FUSED = 1,    /* GPU: inside the tree kernel, many steps per launch; CPU:
+                                           inside the loop's own passes (the CPU rule also needs hh's
+                                           rate table); a model the rule does not allow is refused
+                                           (NS_ERR_UNSUPPORTED) */
+    NS_SIM_GPU_MECHANISMS_PER_STEP = 2  /* GPU: a launch per mechanism and phase around one-step tree
+                                           launches; CPU: the generated loops, a call per mechanism
+                                           and phase (any mechanism library, any synapse type) */
 } ns_sim_gpu_mechanisms;
 
 typedef struct ns_sim_options {
@@ -172,8 +176,9 @@ typedef struct ns_sim_options {
                                     from `model` where an entry is NULL (every shape then needs
                                     one). All of one mechanism library; a GLOBAL set by two of
                                     them must agree. Read during ns_sim_create only. */
-    ns_sim_gpu_mechanisms gpu_mechanisms; /* CUDA, a model: how the tree loop runs its
-                                    mechanisms (docs/simulation.md, "Models"); AUTO by default */
+    ns_sim_gpu_mechanisms gpu_mechanisms; /* a model: how the GPU's tree loop or the CPU loop
+                                    runs its mechanisms (docs/simulation.md, "Models"); AUTO by
+                                    default */
 } ns_sim_options;
 
 NS_API void ns_sim_options_init(ns_sim_options *options);
@@ -299,9 +304,9 @@ NS_API ns_hines_method ns_sim_method(const ns_sim_t *sim);
 /* Lanes per cell of the onchip loop: the common count of its shape groups,
  * 0 when no shape runs onchip, -1 when the groups differ. */
 NS_API int32_t ns_sim_gpu_lanes(const ns_sim_t *sim);
-/* How a CUDA simulation of a model runs its mechanisms: FUSED or PER_STEP
- * (the resolved ns_sim_options.gpu_mechanisms); AUTO on the CPU or without
- * a model. */
+/* How a simulation of a model runs its mechanisms: FUSED or PER_STEP (the
+ * resolved ns_sim_options.gpu_mechanisms, one rule for the GPU's tree loop
+ * and the CPU loop); AUTO without a model. */
 NS_API ns_sim_gpu_mechanisms ns_sim_gpu_mechanisms_of(const ns_sim_t *sim);
 /* "auto", "fused", "per-step"; NULL for other values. */
 NS_API const char *ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms m);

@@ -68,12 +68,13 @@ def test_model_per_shape():
 
 
 def test_model_gpu_mechanisms_option():
-    # the fused/per-step choice is the GPU's; on the CPU it is accepted and reported as "auto"
+    # the fused/per-step choice, one rule for the GPU and the CPU loop: the built-in hh fuses under auto
     cell = ns.read_swc(os.path.join(MORPH, "ca1_h10.swc")).discretize()
     model = ns.Model()
     model.insert("all", "hh")
     sim = ns.Simulation([cell], 1, backend="cpu", model=model, gpu_mechanisms="per-step")
-    assert sim.gpu_mechanisms == "auto"
+    assert sim.gpu_mechanisms == "per-step"
+    assert ns.Simulation([cell], 1, backend="cpu", model=model).gpu_mechanisms == "fused"
     with pytest.raises(ns.InvalidArgumentError, match="auto, fused, per-step"):
         ns.Simulation([cell], 1, backend="cpu", model=model, gpu_mechanisms="fast")
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cable/builtin/builtin.h"
 #include "cable/builtin/hh.h"
 #include "cable/builtin/pas.h"
 #include "cable/model_cpu.h"
@@ -43,21 +44,16 @@ typedef struct mech_block {
 
 /* The fused pass (ns_model_block_fused_*): a model whose mechanisms are the
  * built-in pas and hh runs their generated per-instance functions
- * (nsm_pas_current_F, nsm_hh_current_F, nsm_hh_state_F) inside the loop's
- * own passes over a block's lane-nodes, as the GPU's fused loop does
- * (src/cable/cuda/sim_fused.h): an instance's fields in locals, which the
- * compiler keeps in vector registers; the parameters of a segment whose
- * instances share them loaded once; the assigned variables stored in the
- * call's last step only (ns_sim_get_model_var then reads what the per-step
- * path leaves: no assigned variable of pas or hh is read before it is
- * written in a phase). The field layouts it is written for: */
-#define FUSED_PAS_PARAMS 2 /* g, e; then i */
-#define FUSED_PAS_FIELDS 3
-#define FUSED_HH_PARAMS 4  /* gnabar, gkbar, gl, el; then 11 assigned; then m, h, n */
-#define FUSED_HH_FIELDS 18
-#define FUSED_HH_CUR_SET0 4 /* current() sets ina, ik, il, gna, gk: fields 4 .. 8 */
-#define FUSED_HH_CUR_SET1 9
-#define FUSED_HH_STATE_SET1 15 /* state() sets minf .. ntau: fields 9 .. 14, and the states */
+ * (nsm_pas_current_F, nsm_hh_current_F, and nsm_hh_state_F's stages)
+ * inside the loop's own passes over a block's lane-nodes, as the GPU's
+ * fused loop does (src/cable/cuda/sim_fused.h): an instance's fields in
+ * locals, which the compiler keeps in vector registers; the parameters and
+ * ions' e of a segment whose instances share them loaded once; the
+ * assigned variables stored in the call's last step only
+ * (ns_sim_get_model_var then reads what the per-step path leaves: no
+ * assigned variable of pas or hh is read before it is written in a phase;
+ * hh's current() sets fields 4 .. 8, its state() 9 .. 14). The field
+ * layouts: builtin.h, NS_FUSED_*. */
 
 /* Nodes [n0, n1) of a block where each fused mechanism (0 pas, 1 hh) is
  * inserted at every node or at none: its instance ordinal at n0 (-1: none)
@@ -111,9 +107,10 @@ static int fusable(const sim_model *model, int32_t k_of[2]) {
         if (model->ions[j].write_c || model->ions[j].read_i) return 0;
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         const ns_mech_desc *d = model->mechs[k].desc;
-        if (d == &nsm_pas_desc && d->n_fields == FUSED_PAS_FIELDS && d->n_params == FUSED_PAS_PARAMS && k_of[0] < 0)
+        if (d == &nsm_pas_desc && d->n_fields == NS_FUSED_PAS_FIELDS && d->n_params == NS_FUSED_PAS_PARAMS &&
+            k_of[0] < 0)
             k_of[0] = k;
-        else if (d == &nsm_hh_desc && d->n_fields == FUSED_HH_FIELDS && d->n_params == FUSED_HH_PARAMS &&
+        else if (d == &nsm_hh_desc && d->n_fields == NS_FUSED_HH_FIELDS && d->n_params == NS_FUSED_HH_PARAMS &&
                  d->n_ions == 2 && d->n_globals == 1 && model->mechs[k].globals[0] != 0.0 && k_of[1] < 0)
             k_of[1] = k;
         else return 0;
@@ -148,7 +145,8 @@ static ns_status fused_segments(const sim_model *model, model_block *b, int32_t 
         for (int32_t i = 0; i < n; ++i) {
             int cont = i > 0;
             for (int f = 0; f < 2 && cont; ++f) {
-                const int32_t a = ord[(size_t)f * (size_t)n + (size_t)i - 1], c = ord[(size_t)f * (size_t)n + (size_t)i];
+                const int32_t *o = ord + (size_t)f * (size_t)n;
+                const int32_t a = o[i - 1], c = o[i];
                 cont = (a < 0 && c < 0) || (a >= 0 && c == a + 1);
             }
             if (!cont) {

@@ -6,4 +6,15 @@
 
 const ns_mech_catalogue *ns_mech_builtin(void);
 
+/* The field layouts the fused loops are written for (the GPU's tree kernel,
+ * src/cable/cuda/sim_fused.h; the CPU loop's fused pass, model_cpu.c):
+ * parameters, assigned variables, states, the generated descriptors'
+ * counts. Both refuse to fuse a descriptor that differs (e.g. after a
+ * translator change). */
+#define NS_FUSED_PAS_PARAMS 2 /* g, e; then i */
+#define NS_FUSED_PAS_FIELDS 3
+#define NS_FUSED_HH_PARAMS 4  /* gnabar, gkbar, gl, el; then ina, ik, il, gna, gk, minf .. ntau */
+#define NS_FUSED_HH_STATES 3  /* m, h, n */
+#define NS_FUSED_HH_FIELDS 18
+
 #endif

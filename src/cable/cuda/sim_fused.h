@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
+#include "cable/builtin/builtin.h"
 #include "cable/cuda/sim_cuda.h"
 #include "cable/cuda/sim_model_cuda.h"
 #include "cable/cuda/sim_net_cuda.h"
@@ -33,14 +34,6 @@
 extern "C" {
 #endif
 
-/* The field layout the fused kernel is compiled for (parameters, assigned,
- * states: the generated descriptors' counts; sim_fused_cuda.c refuses to
- * fuse a descriptor that differs, e.g. after a translator change). */
-#define NS_FUSED_PAS_PARAMS 2
-#define NS_FUSED_PAS_FIELDS 3
-#define NS_FUSED_HH_PARAMS 4
-#define NS_FUSED_HH_STATES 3
-#define NS_FUSED_HH_FIELDS 18
 
 /* One built-in mechanism as the fused kernel reads it (device pointers).
  * Its parameters and the e of its ions (fixed: no concentration writer)
