@@ -552,6 +552,19 @@ FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, int64_
     }
 }
 
+/* fn(args..., uniform, last) with both flags as constants, so that each of
+ * the four combinations is compiled on its own */
+#define FUSED_CALL(fn, uniform, last, ...)                                                                \
+    do {                                                                                                 \
+        if (uniform) {                                                                                   \
+            if (last) fn(__VA_ARGS__, 1, 1);                                                             \
+            else fn(__VA_ARGS__, 1, 0);                                                                  \
+        } else {                                                                                         \
+            if (last) fn(__VA_ARGS__, 0, 1);                                                             \
+            else fn(__VA_ARGS__, 0, 0);                                                                  \
+        }                                                                                                \
+    } while (0)
+
 FUSED_FN void fused_first(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
                           double t, double dt, double celsius, int last) {
     const int32_t k = b->fused_k[0];
@@ -569,13 +582,7 @@ FUSED_FN void fused_first(const sim_model *model, model_block *b, int32_t w, dou
             continue;
         }
         const int64_t i0 = (int64_t)sg->inst[0] * w;
-        if (sg->uniform[0]) {
-            if (last) pas_current(mb, &pp, rhs, d, q0, q1, i0, 1, 1);
-            else pas_current(mb, &pp, rhs, d, q0, q1, i0, 1, 0);
-        } else {
-            if (last) pas_current(mb, &pp, rhs, d, q0, q1, i0, 0, 1);
-            else pas_current(mb, &pp, rhs, d, q0, q1, i0, 0, 0);
-        }
+        FUSED_CALL(pas_current, sg->uniform[0], last, mb, &pp, rhs, d, q0, q1, i0);
     }
     (void)model;
 }
@@ -602,13 +609,7 @@ FUSED_FN void fused_second(const sim_model *model, model_block *b, int32_t w, do
             continue;
         }
         const int64_t i0 = (int64_t)sg->inst[1] * w;
-        if (sg->uniform[1]) {
-            if (last) hh_current(mb, &pp, d, cap, q0, q1, i0, 1, 1);
-            else hh_current(mb, &pp, d, cap, q0, q1, i0, 1, 0);
-        } else {
-            if (last) hh_current(mb, &pp, d, cap, q0, q1, i0, 0, 1);
-            else hh_current(mb, &pp, d, cap, q0, q1, i0, 0, 0);
-        }
+        FUSED_CALL(hh_current, sg->uniform[1], last, mb, &pp, d, cap, q0, q1, i0);
     }
 }
 
@@ -625,13 +626,7 @@ FUSED_FN void fused_states(const sim_model *model, model_block *b, int32_t w, do
         const fused_seg *sg = &b->segs[s];
         if (sg->inst[1] < 0) continue;
         const int64_t q0 = (int64_t)sg->n0 * w, q1 = (int64_t)sg->n1 * w, i0 = (int64_t)sg->inst[1] * w;
-        if (sg->uniform[1]) {
-            if (last) hh_state(mb, &pp, q0, q1, i0, 1, 1);
-            else hh_state(mb, &pp, q0, q1, i0, 1, 0);
-        } else {
-            if (last) hh_state(mb, &pp, q0, q1, i0, 0, 1);
-            else hh_state(mb, &pp, q0, q1, i0, 0, 0);
-        }
+        FUSED_CALL(hh_state, sg->uniform[1], last, mb, &pp, q0, q1, i0);
     }
 }
 
