@@ -68,8 +68,8 @@ typedef struct fused_seg {
 struct model_block {
     int32_t n_mechs;
     mech_block *m;
-    int32_t fused_k[2]; /* the model's mechanism index of pas and hh, -1 when absent; fused_k[0] = -2:
-                           the model does not take the fused pass */
+    int32_t fused_k[2]; /* a model that can take the fused pass (fusable): the mechanism index of its
+                           pas and hh, -1 when absent */
     int32_t n_segs;
     fused_seg *segs;
     int64_t nw;
@@ -265,7 +265,6 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         }
     }
 #undef NEXT_AT
-    b->fused_k[0] = -2;
     if (fusable(model, b->fused_k) && fused_segments(model, b, shape, n, pos) != NS_OK) goto oom;
     *out = b;
     return NS_OK;

@@ -548,7 +548,6 @@ oom:
 
 static ns_status cpu_load_state(ns_sim_t *sim);
 
-
 /* The host arrays' initial state (sim.c), into the lane blocks. */
 static ns_status cpu_init(ns_sim_t *sim) {
     ns_sim_init_host(sim);
