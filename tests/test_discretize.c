@@ -250,6 +250,9 @@ static void check_matrix(const ns_cell_t *c, const char *what) {
     CHECK_MSG(dominance, "%s: d - |off-diagonals| must be > 0 (>= 0 at zero-area nodes)", what);
     CHECK(a[0] == 0.0 && b[0] == 0.0);
     CHECK(ns_cell_matrix(c, cm, 0.0, NS_FORM_NEURON, a, b, d) == NS_ERR_INVALID_ARGUMENT);
+    /* finite cm and dt whose capacitance overflows: refused, no inf returned */
+    CHECK(ns_cell_matrix(c, 1e300, 1e-300, NS_FORM_NEURON, a, b, d) == NS_ERR_NOT_FINITE &&
+          strstr(ns_last_error(), "overflows the matrix") != NULL);
     free(a); free(b); free(d); free(as); free(bs); free(ds); free(dense_diag); free(offsum);
 }
 
@@ -486,6 +489,10 @@ static void test_geometry_overflow(void) {
                           NS_ERR_NOT_FINITE, "huge_xyz.swc:2: point id 2: its distance to its parent overflows");
     expect_geometry_error("huge_soma.swc", "1 1 0 0 0 1e200 -1\n2 3 1 0 0 1 1\n", NS_ERR_NOT_FINITE,
                           "huge_soma.swc:1: section 0");
+    /* a conductance that is finite but whose matrix row 1e2 g / A is not
+     * (radii of 1e153 over a 0.1 um neurite; found by fuzz_swc, 2026-11-29) */
+    expect_geometry_error("huge_row.swc", "1 1 0 0 0 1e153 -1\n2 3 .1 0 0 1e153 1\n", NS_ERR_NOT_FINITE,
+                          "huge_row.swc:2: section 1 (SWC ids 2-2)");
     expect_geometry_error("zero_neurite.swc", "# soma and a neurite of zero length\n1 1 0 0 0 5 -1\n2 3 0 0 0 1 1\n"
                           "3 3 0 0 0 1 2\n4 3 0 0 0 1 3\n", NS_ERR_PARSE,
                           "zero_neurite.swc:3: section 1 (SWC ids 2-4) has zero length");

@@ -5,6 +5,8 @@
 
 #include "neurosolve/morph.h"
 
+#define JUNCTION_AREA 100.0 /* NEURON's nominal area of zero-area nodes [um^2] (the matrix rows) */
+
 struct ns_cell {
     ns_tree_t *tree;        /* compartments in Hines order */
     double *area;           /* [um^2] per node; 0 at zero-area junction nodes */

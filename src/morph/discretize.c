@@ -257,10 +257,17 @@ static void fill_info(ns_cell_t *c) {
 }
 
 /* Areas and conductances from finite points can still overflow (radii near
- * 1e154 make y1 * y2 infinite, a conductance 1 / 0); name the section. */
+ * 1e154 make y1 * y2 infinite, a conductance 1 / 0), and so can the cable
+ * matrix's rows, 1e2 g / A with the node's and its parent's area (a
+ * conductance near DBL_MAX over a small area: radii near 1e153 over a short
+ * neurite, found by fuzz_swc); name the section. */
 static ns_status check_geometry(const ns_cell_t *c, const disc_sections *S, const ns_morph_t *morph) {
+    const int32_t *parent = ns_tree_parent(c->tree);
     for (int32_t v = 0; v < c->info.compartments; ++v) {
-        if (isfinite(c->area[v]) && c->area[v] >= 0.0 && isfinite(c->g_axial[v]) && c->g_axial[v] >= 0.0)
+        const double g = c->g_axial[v], A = c->area[v] > 0.0 ? c->area[v] : JUNCTION_AREA;
+        const double Ap = v > 0 && c->area[parent[v]] > 0.0 ? c->area[parent[v]] : JUNCTION_AREA;
+        if (isfinite(c->area[v]) && c->area[v] >= 0.0 && isfinite(g) && g >= 0.0 && isfinite(1e2 * g / A) &&
+            isfinite(1e2 * g / Ap))
             continue;
         const int32_t k = c->section[v];
         const ns_morph_point *p = &morph->points[S->sec[k].first];

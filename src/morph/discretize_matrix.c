@@ -16,7 +16,6 @@
 #include "core/error.h"
 #include "morph/cell_impl.h"
 
-#define JUNCTION_AREA 100.0 /* NEURON's nominal area of zero-area nodes [um^2] */
 
 ns_status ns_cell_matrix(const ns_cell_t *cell, double cm, double dt, ns_matrix_form form,
                          double *a, double *b, double *d) {
@@ -54,5 +53,13 @@ ns_status ns_cell_matrix(const ns_cell_t *cell, double cm, double dt, ns_matrix_
         d[i] -= b[i];
         d[parent[i]] -= a[i];
     }
+    /* rows the discretisation let through can still overflow with extreme
+     * cm / dt or many children: refused, not returned as inf */
+    for (int32_t i = 0; i < n; ++i)
+        if (!isfinite(a[i]) || !isfinite(b[i]) || !isfinite(d[i]))
+            return ns_fail(NS_ERR_NOT_FINITE,
+                           "ns_cell_matrix: compartment %d: a %g, b %g, d %g: the geometry, cm = %g or dt = %g "
+                           "overflows the matrix",
+                           (int)i, a[i], b[i], d[i], cm, dt);
     return NS_OK;
 }
