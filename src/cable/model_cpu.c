@@ -405,6 +405,11 @@ const int *ns_model_block_node_index(const model_block *b, int32_t k) { return b
 #else
 #define FUSED_FN static
 #endif
+/* a loop clang does not vectorise despite the pragma is no error (-Werror
+ * builds), as in the generated loops */
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
 #if defined(_OPENMP) || defined(NS_HAVE_OPENMP_SIMD)
 #define FUSED_SIMD _Pragma("omp simd")
 #else
