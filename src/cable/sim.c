@@ -574,6 +574,20 @@ ns_sim_gpu_mechanisms ns_sim_gpu_mechanisms_of(const ns_sim_t *sim) {
     return sim ? sim->gpu_mechanisms : NS_SIM_GPU_MECHANISMS_AUTO;
 }
 
+ns_status ns_sim_mechanisms_path(ns_sim_t *sim, const ns_sim_mech_facts *f, const char *loop) {
+    const int path = ns_sim_gpu_mechanisms_rule(f);
+    if (path < 0)
+        return ns_fail(NS_ERR_UNSUPPORTED,
+                       "simulation: gpu_mechanisms = fused, but %s runs the built-in pas and hh (with hh's rate "
+                       "table) and a network of the built-in ExpSyn and Exp2Syn only (%s): use auto or per-step",
+                       loop,
+                       !f->builtin_only ? "the model has other mechanisms, or hh without its table"
+                       : f->writes_concentration ? "a mechanism writes a concentration"
+                                                 : "the network has synapse types it does not run");
+    sim->gpu_mechanisms = (ns_sim_gpu_mechanisms)path;
+    return NS_OK;
+}
+
 static const char *const GPU_MECHANISMS[3] = {"auto", "fused", "per-step"};
 
 const char *ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms m) {

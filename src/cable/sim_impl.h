@@ -160,6 +160,12 @@ ns_status ns_sim_grow_traces(ns_sim_t *sim, int64_t upto);
 /* Rebuild the per-cell stimulus and recording indexes if needed. */
 ns_status ns_sim_index(ns_sim_t *sim);
 
+/* The mechanisms' path for facts f (sim_policy.h, ns_sim_gpu_mechanisms_rule),
+ * set on sim; `fused` asked for where `loop` ("the CPU loop's fused pass",
+ * "the GPU's fused loop") cannot run it: NS_ERR_UNSUPPORTED naming why. */
+struct ns_sim_mech_facts;
+ns_status ns_sim_mechanisms_path(ns_sim_t *sim, const struct ns_sim_mech_facts *f, const char *loop);
+
 /* NEURON's time after k half steps from t (t += 0.5 * dt each). */
 static inline double ns_sim_half_step(double t, double dt) { return t + .5 * dt; }
 

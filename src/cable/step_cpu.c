@@ -243,16 +243,7 @@ static ns_status cpu_mechanisms(ns_sim_t *sim, const cpu_state *st) {
         f.network |= nb != NULL;
         for (int32_t t = 0; nb && t < nb->n_points; ++t) f.network_fused &= ns_model_point_fusable(nb->points[t].desc);
     }
-    const int path = ns_sim_gpu_mechanisms_rule(&f);
-    if (path < 0)
-        return ns_fail(NS_ERR_UNSUPPORTED,
-                       "simulation: gpu_mechanisms = fused, but the CPU loop's fused pass runs the built-in pas and hh "
-                       "(with hh's rate table) only (%s): use auto or per-step",
-                       !f.builtin_only ? "the model has other mechanisms, or hh without its table"
-                       : f.writes_concentration ? "a mechanism writes a concentration"
-                                                : "the network has synapse types it does not run");
-    sim->gpu_mechanisms = (ns_sim_gpu_mechanisms)path;
-    return NS_OK;
+    return ns_sim_mechanisms_path(sim, &f, "the CPU loop's fused pass");
 }
 
 static ns_status cpu_create(ns_sim_t *sim) {

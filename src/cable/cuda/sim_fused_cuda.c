@@ -220,19 +220,12 @@ ns_status ns_sim_fused_create(ns_sim_t *sim, const gpu_model *g, const int64_t *
     ns_sim_mech_facts f;
     facts_of(sim, NULL, &f);
     f.network = 0; /* a network is added after create: its maps come at init, the rule again at each advance */
-    const int path = ns_sim_gpu_mechanisms_rule(&f);
-    if (path < 0)
-        return ns_fail(NS_ERR_UNSUPPORTED,
-                       "simulation: gpu_mechanisms = fused, but the fused loop runs the built-in pas and hh only "
-                       "(%s): use auto or per-step",
-                       !f.builtin_only ? "the model has other mechanisms"
-                       : f.writes_concentration ? "a mechanism writes a concentration"
-                                                : "the network has synapse types it does not run");
-    sim->gpu_mechanisms = (ns_sim_gpu_mechanisms)path;
-    if (path != NS_SIM_GPU_MECHANISMS_FUSED) return NS_OK;
+    ns_status st = ns_sim_mechanisms_path(sim, &f, "the GPU's fused loop");
+    if (st != NS_OK) return st;
+    if (sim->gpu_mechanisms != NS_SIM_GPU_MECHANISMS_FUSED) return NS_OK;
     ns_sim_fused_state *s = calloc(1, sizeof *s);
     if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: fused mechanisms");
-    ns_status st = build(sim, g, cell_id, cell_base, cells, s);
+    st = build(sim, g, cell_id, cell_base, cells, s);
     if (st != NS_OK) {
         ns_sim_fused_free(s);
         return st;
@@ -420,17 +413,12 @@ ns_status ns_sim_fused_pick(ns_sim_t *sim, const ns_sim_fused_state *s, const ns
     if (!sim->model) return NS_OK;
     ns_sim_mech_facts f;
     facts_of(sim, s, &f);
-    const int path = ns_sim_gpu_mechanisms_rule(&f);
-    if (path < 0)
-        return ns_fail(NS_ERR_UNSUPPORTED, "simulation: gpu_mechanisms = fused, but the network has synapse types "
-                                           "the fused loop does not run (ExpSyn and Exp2Syn only): use auto or "
-                                           "per-step");
+    const ns_status st = ns_sim_mechanisms_path(sim, &f, "the GPU's fused loop");
+    if (st != NS_OK) return st;
     /* maps built at create when the rule allowed fusion then */
-    if (path == NS_SIM_GPU_MECHANISMS_FUSED && s) {
+    if (sim->gpu_mechanisms == NS_SIM_GPU_MECHANISMS_FUSED && s)
         *fused = &s->f;
-        sim->gpu_mechanisms = NS_SIM_GPU_MECHANISMS_FUSED;
-    } else {
+    else
         sim->gpu_mechanisms = NS_SIM_GPU_MECHANISMS_PER_STEP;
-    }
     return NS_OK;
 }
