@@ -77,27 +77,33 @@ NS_MECH_FN void nsm_hh_p_rates(ns_mech_ppack *p, double *F0_, double *F1_, doubl
     const int j_ = (int)xs_, k_ = j_ * in_ + 200 * hi_, k1_ = k_ + (k_ < 200);
     const double t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);
     {
-        const double a_ = T_[5 + k_], b_ = T_[5 + k1_];
+        const double *c_ = T_ + 5;
+        const double a_ = c_[k_], b_ = c_[k1_];
         (*F9_) = a_ + t_ * (b_ - a_);
     }
     {
-        const double a_ = T_[206 + k_], b_ = T_[206 + k1_];
+        const double *c_ = T_ + 206;
+        const double a_ = c_[k_], b_ = c_[k1_];
         (*F12_) = a_ + t_ * (b_ - a_);
     }
     {
-        const double a_ = T_[407 + k_], b_ = T_[407 + k1_];
+        const double *c_ = T_ + 407;
+        const double a_ = c_[k_], b_ = c_[k1_];
         (*F10_) = a_ + t_ * (b_ - a_);
     }
     {
-        const double a_ = T_[608 + k_], b_ = T_[608 + k1_];
+        const double *c_ = T_ + 608;
+        const double a_ = c_[k_], b_ = c_[k1_];
         (*F13_) = a_ + t_ * (b_ - a_);
     }
     {
-        const double a_ = T_[809 + k_], b_ = T_[809 + k1_];
+        const double *c_ = T_ + 809;
+        const double a_ = c_[k_], b_ = c_[k1_];
         (*F11_) = a_ + t_ * (b_ - a_);
     }
     {
-        const double a_ = T_[1010 + k_], b_ = T_[1010 + k1_];
+        const double *c_ = T_ + 1010;
+        const double a_ = c_[k_], b_ = c_[k1_];
         (*F14_) = a_ + t_ * (b_ - a_);
     }
 }
