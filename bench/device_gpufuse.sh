@@ -41,7 +41,7 @@ trap pack EXIT
 { date -u; nvidia-smi; nvcc --version; nproc; git -C "$ROOT" log --oneline -3; } > "$LOG/machine.txt" 2>&1
 run configure 120 cmake -S "$ROOT" -B "$BUILD" -DNS_CUDA=ON -DNS_MPI=OFF -DNS_TESTS=ON -DNS_PYTHON=OFF \
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
-run build 400 cmake --build "$BUILD" -j 16 --target neurosolve_cli test_policy test_sim_model_cuda test_cable_cuda
+run build 400 cmake --build "$BUILD" -j 16 --target neurosolve_cli test_policy test_sim_model_cuda test_cable_cuda test_sim_state
 P=/tmp/ns_gpufuse; mkdir -p $P
 printf 'all.insert = hh\n' > $P/hh.model
 printf 'all.insert = hh\ndend.insert = pas\ndend.g_pas = 2e-4\n' > $P/hhpas.model
@@ -54,7 +54,9 @@ for step in $STEPS; do
     tests)
       run test_policy 60 "$BUILD/tests/test_policy"
       run test_sim_model_cuda 300 "$BUILD/tests/test_sim_model_cuda"
-      grep -E "fused|per step|vs CPU|i_pas" "$LOG/test_sim_model_cuda.log" > "$FINAL/gpufuse_tests.txt" ;;
+      run test_sim_state 200 "$BUILD/tests/test_sim_state"
+      grep -E "fused|per step|vs CPU|i_pas|written" "$LOG/test_sim_model_cuda.log" "$LOG/test_sim_state.log" \
+        > "$FINAL/gpufuse_tests.txt" ;;
     sanitize)
       S=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
       M=$ROOT/data/morphologies

@@ -96,13 +96,13 @@ int main(void) {
     {
         const int AUTO = NS_SIM_GPU_MECHANISMS_AUTO, FUSED = NS_SIM_GPU_MECHANISMS_FUSED,
                   STEP = NS_SIM_GPU_MECHANISMS_PER_STEP;
-        ns_sim_mech_facts mf = {AUTO, 1, 0, 0, 0};
+        ns_sim_mech_facts mf = {AUTO, 1, 0, 0, 0, 0};
         CHECK(ns_sim_gpu_mechanisms_rule(&mf) == FUSED);          /* hh, pas: fused */
         mf.requested = FUSED;
         CHECK(ns_sim_gpu_mechanisms_rule(&mf) == FUSED);
         mf.requested = STEP;
         CHECK(ns_sim_gpu_mechanisms_rule(&mf) == STEP);           /* the bench's `before` */
-        const ns_sim_mech_facts library = {AUTO, 0, 0, 0, 0}, writer = {AUTO, 1, 1, 0, 0}, net = {AUTO, 1, 0, 1, 0};
+        const ns_sim_mech_facts library = {AUTO, 0, 0, 0, 0, 0}, writer = {AUTO, 1, 1, 0, 0, 0}, net = {AUTO, 1, 0, 1, 0, 0};
         CHECK(ns_sim_gpu_mechanisms_rule(&library) == STEP);     /* the L5 model's library */
         CHECK(ns_sim_gpu_mechanisms_rule(&writer) == STEP);      /* Nernst after a writer */
         CHECK(ns_sim_gpu_mechanisms_rule(&net) == STEP);         /* a network of other synapses: per step */
@@ -114,6 +114,10 @@ int main(void) {
         syn = writer;
         syn.network = syn.network_fused = 1;
         CHECK(ns_sim_gpu_mechanisms_rule(&syn) == STEP);         /* a writer stays per step */
+        ns_sim_mech_facts exposed = {AUTO, 1, 0, 0, 0, 1};       /* gnabar_hh handed out on the GPU */
+        CHECK(ns_sim_gpu_mechanisms_rule(&exposed) == STEP);
+        exposed.requested = FUSED;
+        CHECK(ns_sim_gpu_mechanisms_rule(&exposed) == -1);
         ns_sim_mech_facts forced = library;
         forced.requested = FUSED;
         CHECK(ns_sim_gpu_mechanisms_rule(&forced) == -1);

@@ -581,9 +581,11 @@ ns_status ns_sim_mechanisms_path(ns_sim_t *sim, const ns_sim_mech_facts *f, cons
                        "simulation: gpu_mechanisms = fused, but %s runs the built-in pas and hh (with hh's rate "
                        "table) and a network of the built-in ExpSyn and Exp2Syn only (%s): use auto or per-step",
                        loop,
-                       !f->builtin_only ? "the model has other mechanisms, or hh without its table"
-                       : f->writes_concentration ? "a mechanism writes a concentration"
-                                                 : "the network has synapse types it does not run");
+                       !f->builtin_only           ? "the model has other mechanisms, or hh without its table"
+                       : f->writes_concentration  ? "a mechanism writes a concentration"
+                       : f->parameters_exposed    ? "ns_sim_state_field handed out a parameter's or an ion's array, and "
+                                                    "the fused loop reads the copies it made at create"
+                                                  : "the network has synapse types it does not run");
     sim->gpu_mechanisms = (ns_sim_gpu_mechanisms)path;
     return NS_OK;
 }

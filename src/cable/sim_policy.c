@@ -32,10 +32,13 @@ ns_backend ns_sim_auto_network_backend(int usable_gpus) {
 /* The fused tree loop runs the generated code of the built-in pas and hh
  * inside the tree kernel, and a network's built-in synapses (ExpSyn,
  * Exp2Syn), events and detectors with them; anything else (a library's
- * mechanisms or synapses, Nernst after a concentration writer) runs per
- * step, in the launches that the generated CUDA of any library provides. */
+ * mechanisms or synapses, Nernst after a concentration writer, parameters
+ * or ions' e that the caller may write through ns_sim_state_field, where
+ * the fused kernel reads the copies it made at create) runs per step, in
+ * the launches that the generated CUDA of any library provides. */
 int ns_sim_gpu_mechanisms_rule(const ns_sim_mech_facts *f) {
-    const int fusable = f->builtin_only && !f->writes_concentration && (!f->network || f->network_fused);
+    const int fusable = f->builtin_only && !f->writes_concentration && (!f->network || f->network_fused) &&
+                        !f->parameters_exposed;
     if (f->requested == NS_SIM_GPU_MECHANISMS_PER_STEP) return NS_SIM_GPU_MECHANISMS_PER_STEP;
     if (fusable) return NS_SIM_GPU_MECHANISMS_FUSED;
     return f->requested == NS_SIM_GPU_MECHANISMS_FUSED ? -1 : NS_SIM_GPU_MECHANISMS_PER_STEP;

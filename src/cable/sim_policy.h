@@ -50,12 +50,15 @@ typedef struct ns_sim_mech_facts {
     int network;              /* the simulation has a network (synapses, sources, connections) */
     int network_fused;        /* ...whose synapse types the fused kernel has (the built-in ExpSyn and
                                  Exp2Syn, with the field layouts it was compiled for) */
+    int parameters_exposed;   /* a parameter's or an ion's array was handed out (ns_sim_state_field) to
+                                 a loop whose fused kernel reads copies made at create (the GPU's) */
 } ns_sim_mech_facts;
 
 /* NS_SIM_GPU_MECHANISMS_FUSED or NS_SIM_GPU_MECHANISMS_PER_STEP; -1 when
  * FUSED is requested and the facts rule it out. Fused when asked for or
- * AUTO, with built-in mechanisms only, no concentration writer, and no
- * network or one of built-in synapses; per step otherwise (measured:
+ * AUTO, with built-in mechanisms only, no concentration writer, no
+ * network or one of built-in synapses, and no parameter array handed out
+ * to a kernel that reads copies; per step otherwise (measured:
  * bench/README.md, "Generated hh against the hand-written hh" and
  * "Networks: busyring"). */
 int ns_sim_gpu_mechanisms_rule(const ns_sim_mech_facts *facts);

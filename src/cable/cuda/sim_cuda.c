@@ -1054,6 +1054,9 @@ static ns_status gpu_state_field(ns_sim_t *sim, int64_t part, int32_t mech, int3
     if (!s->model || !s->groups[part].tree)
         return ns_fail(NS_ERR_INTERNAL, "ns_sim_state_field: part %lld holds no model", (long long)part);
     for (int k = 0; k < s->n_streams; ++k) NS_CUDA_TRY(cudaStreamSynchronize(s->streams[k]));
+    /* a parameter or an ion's array the caller may write: the fused kernel
+     * reads copies of them, so the model runs per step from now on */
+    if (mech < 0 || field < sim->model->mechs[mech].desc->n_params) ns_sim_fused_expose(s->fused);
     ns_gpu_model_field(s->model, mech, field, ion, q, &out->data, &out->size, &out->pos);
     out->device = sim->device;
     return NS_OK;

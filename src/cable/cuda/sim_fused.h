@@ -120,6 +120,10 @@ typedef struct ns_sim_fused_state ns_sim_fused_state;
 ns_status ns_sim_fused_create(ns_sim_t *sim, const gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
                               int64_t cells, ns_sim_fused_state **out);
 void ns_sim_fused_free(ns_sim_fused_state *s);
+/* ns_sim_state_field handed out a parameter's or an ion's array: the
+ * kernel's copies (the tuples) may be stale, so the rule takes the per-step
+ * path from the next advance on (ns_sim_fused_pick). */
+void ns_sim_fused_expose(ns_sim_fused_state *s);
 /* At init, after ns_gpu_net_create: the network's maps (its synapses by
  * node, the detectors by node) where the rule fuses the network; none
  * otherwise (the network then runs per step). */

@@ -16,6 +16,7 @@ struct ns_sim_fused_state {
     ns_sim_fused f;
     int32_t *inst[2]; /* device: the maps of pas and hh (NULL where not inserted) */
     double *sets[2];  /* device: their distinct tuples */
+    int exposed; /* ns_sim_fused_expose: the parameters' arrays handed out (the tuples may be stale) */
     /* a network's maps (ns_sim_fused_net_build; device) */
     int net_ready;
     int32_t *inst0[NS_FUSED_POINT_SLOTS], *snode_of[NS_FUSED_POINT_SLOTS];
@@ -108,6 +109,11 @@ static void facts_of(const ns_sim_t *sim, const ns_sim_fused_state *s, ns_sim_me
     }
     f->network = sim->net != NULL;
     f->network_fused = s && s->net_ready;
+    f->parameters_exposed = s && s->exposed;
+}
+
+void ns_sim_fused_expose(ns_sim_fused_state *s) {
+    if (s) s->exposed = 1;
 }
 
 static void net_maps_free(ns_sim_fused_state *s) {
