@@ -46,9 +46,12 @@ test:
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of the C code (CUDA off:
-# the sanitizers do not instrument device code and CI has no GPU).
+# the sanitizers do not instrument device code and CI has no GPU), at -O1 as
+# ASan advises: its tests ran 2.3-3.6x faster than at -O0 (test_sim_state 32
+# against 116 s on 2 cores, 2026-11-29), asserts kept (Debug).
 test-sanitize:
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DNS_CUDA=OFF -DNS_SANITIZE=address,undefined $(CMAKE_FLAGS)
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g" \
+	  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DNS_CUDA=OFF -DNS_SANITIZE=address,undefined $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -LE 'large|mpi_np'
