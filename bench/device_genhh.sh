@@ -8,7 +8,8 @@
 # Arbor 0.12.2 (issue 23): `bench sim` of 1,000 allen_rbp4 cells at 1 and 16
 # threads and the bundled mix x 5 at 16 threads, base and new, with --arbor.
 # ARBOR_ROUNDS (default 1) rounds of those, alternated, after an untimed run;
-# MIX=0 leaves out the mix; BUSY=1 adds allen_rbp4 rows at 16 threads with core
+# MIX=0 leaves out the mix; BENCHSIM=1 adds `bench sim` rows (1,000 allen_rbp4
+# cells, one call of 400 steps) to the generated-hh rounds; BUSY=1 adds allen_rbp4 rows at 16 threads with core
 # 0 kept busy by another process; ROUNDS=0 skips the generated-hh rounds.
 # In $OUT: host.txt vec.txt runs.txt [arbor.txt].
 # Call: run(command="ARBOR=1 bash bench/device_genhh.sh", carry=[".whl3"], timeout_s=600)
@@ -55,6 +56,16 @@ val() { grep -o "\"$1\":[0-9.e+-]*" "$2" | head -1 | cut -d: -f2; }
           --no-progress $extra > /tmp/o.json 2>/tmp/e.txt || tail -2 /tmp/e.txt
         echo "$1 $2 $th $r $(val compartment_steps_per_s /tmp/o.json) $(val spikes /tmp/o.json)"
       done
+      # BENCHSIM=1: also `bench sim` (one call of 400 steps) of 1,000 allen_rbp4 cells
+      [ "${BENCHSIM:-0}" = 1 ] && for run in "base hand" "base gen" "new hand" "new gen"; do
+        set -- $run
+        ns=$([ "$1" = base ] && echo /tmp/b-base/neurosolve || echo ./b-new/neurosolve)
+        extra=""
+        [ "$2" = gen ] && extra="--model /tmp/hh.model"
+        timeout 120 $ns bench sim --backend cpu --morph data/morphologies/allen_rbp4_485574832.swc --cells 1000 \
+          --threads "$th" $extra --json > /tmp/b.json 2>/tmp/e.txt || tail -2 /tmp/e.txt
+        echo "$1 $2-benchsim $th $r $(val compartment_steps_per_s /tmp/b.json)"
+      done
     done
   done
 } 2>&1 | tee "$OUT/runs.txt"
@@ -65,10 +76,13 @@ by = {}
 for b, p, th, r, rate, *sp in rows:
     by.setdefault((b, p, th), []).append(float(rate))
 for th in ('1', '16'):
-    ref = st.median(by[('new', 'hand', th)])
-    for k in sorted(by):
-        if k[2] == th:
-            print(f"threads {th:>2} {k[0]:4} {k[1]:5}: median {st.median(by[k]):.4g} comp-steps/s, {st.median(by[k]) / ref:.3f} of new hand")
+    for tool in ('', '-benchsim'):
+        if ('new', 'hand' + tool, th) not in by:
+            continue
+        ref = st.median(by[('new', 'hand' + tool, th)])
+        for k in sorted(by):
+            if k[2] == th and k[1].endswith(tool) and (tool or '-' not in k[1]):
+                print(f"threads {th:>2} {k[0]:4} {k[1]:14}: median {st.median(by[k]):.4g} comp-steps/s, {st.median(by[k]) / ref:.3f} of new hand{tool}")
 PY
 if [ "${ARBOR:-0}" = 1 ] && ls .whl3/arbor-*.whl > /dev/null 2>&1; then
   pip install --no-deps --quiet --target /tmp/site .whl3/arbor-*.whl > /tmp/pip.log 2>&1 || tail -5 /tmp/pip.log

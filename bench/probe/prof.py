@@ -1,5 +1,5 @@
 """Copy the source tree to $1 with timers (rdtsc) around the passes of the CPU
-loop's run_block (built-in hh only), summed per block width over all threads
+loop's run_block (built-in hh, or a model: the fused pass or the generated loops), summed per block width over all threads
 and printed at exit: cycles per lane-node-step of the membrane pass, the solve
 (axial terms, elimination, substitution, v += rhs), the fault check and the
 gates. A probe for bench/README.md ("Narrow blocks of large cells"); never
@@ -16,7 +16,7 @@ s = s.replace('#include "core/error.h"\n', '''#include "core/error.h"
 #include <x86intrin.h>
 static _Atomic unsigned long long prof_c[4][4], prof_ln[4];
 __attribute__((destructor)) static void prof_print(void) {
-    static const char *name[4] = {"membrane", "solve", "faults", "gates"};
+    static const char *name[4] = {"membrane", "solve", "faults", "gates/states"};
     for (int l = 0; l < 4; ++l) {
         if (!prof_ln[l]) continue;
         fprintf(stderr, "PROF w=%d lane-node-steps %.3g:", 1 << l, (double)prof_ln[l]);
@@ -25,7 +25,8 @@ __attribute__((destructor)) static void prof_print(void) {
     }
 }
 ''', 1)
-old = '''        if (sim->model) model_pass(sim, &bv, W, tm, d, rhs);
+old = '''        if (fused) fused_pass(sim, &bv, W, tm, d, rhs, k == steps - 1);
+        else if (sim->model) model_pass(sim, &bv, W, tm, d, rhs);
         else membrane_pass(sim, &bv, W, 0, n, tm, d, rhs);
         double v_old[NS_CPU_LANES_MAX];
         const int bad = solve_lanes(&bv, W, d, rhs, v_old);
@@ -33,7 +34,8 @@ old = '''        if (sim->model) model_pass(sim, &bv, W, tm, d, rhs);
         const int64_t step = step0 + k + 1;
         if (faults(sim, &bv, W, bad, step, k, steps, d, fault)) return 1;'''
 new = '''        unsigned long long c0 = __rdtsc();
-        if (sim->model) model_pass(sim, &bv, W, tm, d, rhs);
+        if (fused) fused_pass(sim, &bv, W, tm, d, rhs, k == steps - 1);
+        else if (sim->model) model_pass(sim, &bv, W, tm, d, rhs);
         else membrane_pass(sim, &bv, W, 0, n, tm, d, rhs);
         unsigned long long c1 = __rdtsc();
         double v_old[NS_CPU_LANES_MAX];
