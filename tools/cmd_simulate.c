@@ -826,10 +826,10 @@ static int simulate(int argc, char **argv) {
     /* chunks: after the first (10 steps) each lasts about 0.2 s, so that
      * SIGINT is seen soon on a slow run, and at most 1% of the run where a
      * progress bar is drawn (under MPI every process takes the same chunks:
-     * 1%). Without the bar a fast run takes few calls: a call's last step
-     * stores what the fused mechanisms keep in registers (the assigned
-     * variables, docs/simulation.md), and a run of 400 steps in chunks of 4
-     * stored them every fourth step. */
+     * 1%). Without the bar a fast run takes few calls, each of which costs
+     * its threads' start and, with fused mechanisms, the assigned variables
+     * stored in its last step (docs/simulation.md): a run of 400 steps took
+     * 100 calls of 4 steps. */
     const long long max_chunk = show || cli_mpi_active() ? (steps / 100 > 0 ? steps / 100 : 1) : steps;
     long long adapt = cli_mpi_active() ? max_chunk : (max_chunk < 10 ? max_chunk : 10);
     while (done_steps < steps && !interrupted) {
