@@ -16,7 +16,6 @@
 #include "core/error.h"
 #include "morph/cell_impl.h"
 
-
 ns_status ns_cell_matrix(const ns_cell_t *cell, double cm, double dt, ns_matrix_form form,
                          double *a, double *b, double *d) {
     if (!cell || !a || !b || !d) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_cell_matrix: NULL argument");
