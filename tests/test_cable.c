@@ -444,8 +444,10 @@ typedef struct split_run {
  * {small, big, small, big, big, small}, split into a block of 2 lanes and
  * one of 1 at 4 and 5 threads) */
 /* `first`: steps of a first ns_sim_advance call before the rest of the
- * 800 (0: one call) */
-static void run_split_case(int threads, int n_big, int64_t fault_cell, double amp, int64_t first, split_run *out) {
+ * 800 (0: one call); check_every: the option (steps between the NaN/Inf
+ * checks of v) */
+static void run_split_case(int threads, int n_big, int64_t fault_cell, double amp, int64_t first, int32_t check_every,
+                           split_run *out) {
     memset(out, 0, sizeof *out);
     ns_morph_t *m1 = NULL, *m2 = NULL;
     ns_cell_t *big = NULL, *small = NULL;
@@ -466,6 +468,7 @@ static void run_split_case(int threads, int n_big, int64_t fault_cell, double am
     o.method = NS_HINES_OPENMP;
     o.threads = threads;
     o.record_every = 2;
+    o.check_every = check_every;
     CHECK_OK(ns_sim_create(2, shapes, cells, cell_shape, &p, &o, &sim));
     if (!sim) goto out;
     const int64_t big_comps = ns_sim_compartments(sim) - 3 * 259;
@@ -520,7 +523,7 @@ out:
 
 static void split_cases(int n_big) {
     split_run one, many;
-    run_split_case(1, n_big, 1, 1.0, 0, &one);
+    run_split_case(1, n_big, 1, 1.0, 0, 1, &one);
     CHECK(one.traces && one.spikes >= 4);
     /* 5 threads: more threads than blocks (3), which the thread partition
      * must size its scratch for (an overflow the sanitizer build catches) */
@@ -529,7 +532,7 @@ static void split_cases(int n_big) {
     static const int thread_counts[2][3] = {{2, 3, 5}, {3, 4, 0}};
     for (int q = 0; q < 3 && thread_counts[n_big > 1][q] && one.traces; ++q) {
         const int threads = thread_counts[n_big > 1][q];
-        run_split_case(threads, n_big, 1, 1.0, 0, &many);
+        run_split_case(threads, n_big, 1, 1.0, 0, 1, &many);
         CHECK_MSG(many.traces && many.samples == one.samples && many.spikes == one.spikes,
                   "split cell, %d threads: %lld spikes, %lld with one thread", threads, (long long)many.spikes,
                   (long long)one.spikes);
@@ -547,8 +550,8 @@ static void split_cases(int n_big) {
      * runs split: the same step, cell and node as one thread's */
     const int fault_threads = n_big > 1 ? 4 : 3;
     for (int64_t cell = n_big > 1 ? 3 : 1; cell >= 0; cell -= n_big > 1 ? 3 : 1) {
-        run_split_case(1, n_big, cell, 1e308, 0, &one);
-        run_split_case(fault_threads, n_big, cell, 1e308, 0, &many);
+        run_split_case(1, n_big, cell, 1e308, 0, 1, &one);
+        run_split_case(fault_threads, n_big, cell, 1e308, 0, 1, &many);
         char want[32];
         snprintf(want, sizeof want, "cell %lld,", (long long)cell);
         CHECK_MSG(one.error[0] && strstr(one.error, want) != NULL, "fault with one thread: '%s'", one.error);
@@ -562,9 +565,22 @@ static void split_cases(int n_big) {
         if (fault_step > 1 && fault_step < 800) {
             free(many.traces);
             free(many.state);
-            run_split_case(fault_threads, n_big, cell, 1e308, fault_step, &many);
+            run_split_case(fault_threads, n_big, cell, 1e308, fault_step, 1, &many);
             CHECK_MSG(strcmp(one.error, many.error) == 0, "fault at a call's end: '%s' with one thread, '%s' with %d",
                       one.error, many.error, fault_threads);
+            /* v checked every 1,000 steps only: the bad pivots (NaN from
+             * the step after v's Inf) find the fault, at the next step, in
+             * the whole-block solve (blocks of 1 and 2 lanes) and in the
+             * split one alike */
+            for (int q = 0; q < 2; ++q) {
+                free(many.traces);
+                free(many.state);
+                run_split_case(q ? fault_threads : 1, n_big, cell, 1e308, 0, 1000, &many);
+                const char *at2 = strstr(many.error, "(step ");
+                CHECK_MSG(at2 && atoll(at2 + 6) == fault_step + 1 && strstr(many.error, "v = nan"),
+                          "fault by the pivots, %d threads: '%s' (v checked at every step: '%s')",
+                          q ? fault_threads : 1, many.error, one.error);
+            }
         }
         free(one.traces);
         free(one.state);

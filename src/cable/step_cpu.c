@@ -85,14 +85,18 @@ typedef struct cpu_run {
     int32_t region;
 } cpu_run;
 
-/* A 1-lane block's elimination and back substitution as independent
+/* A narrow block's elimination and back substitution as independent
  * chains interleaved: the tree cut for SOLVE_STREAMS streams (ns_cpu_cut
  * with as many "threads" and 2 pieces each); stream s eliminates the cut
  * subtrees of range s, one node of each stream in turn, so that the
  * divisions of different subtrees overlap; then the top (docs/simulation.md,
- * "The 1-lane solve's streams": 8 is what the H200 host measured; wider
- * blocks fill the divider with lanes). */
+ * "The narrow blocks' solve streams": 8 is what the H200 host measured for 1
+ * lane; blocks of 1 and 2 lanes take them, wider blocks fill the divider
+ * with lanes). */
 #define SOLVE_STREAMS 8
+#ifndef SOLVE_STREAMS_W_MAX
+#define SOLVE_STREAMS_W_MAX 2
+#endif
 
 typedef struct cpu_shape {
     int32_t *pos;  /* the node order (ns_cpu_reorder): node i's position in the block's arrays; NULL:
@@ -367,11 +371,11 @@ static ns_status cpu_create(ns_sim_t *sim) {
         free(fill);
     }
     /* the solve's streams of cut subtrees and its top, for the shapes with a
-     * 1-lane block (solve_lanes) */
+     * block of at most SOLVE_STREAMS_W_MAX lanes (solve_lanes) */
     for (int64_t b = 0; b < st->n_blocks; ++b) {
         const sim_shape *s = &sim->shapes[st->blocks[b].shape];
         cpu_shape *cs = &st->shapes[st->blocks[b].shape];
-        if (st->blocks[b].w != 1 || cs->order) continue;
+        if (st->blocks[b].w > SOLVE_STREAMS_W_MAX || cs->order) continue;
         ns_cpu_cut cut;
         if (ns_cpu_cut_make(s->n, s->parent, SOLVE_STREAMS, 2, &cut) != 0) goto oom;
         int32_t longest = 0;
@@ -933,22 +937,33 @@ NS_ALWAYS_INLINE void axial_node(const solve_view *sv, const int32_t W, int32_t 
     }
 }
 
-/* node i eliminated into its parent; nonzero when its pivot is zero or not
- * finite */
-NS_ALWAYS_INLINE int eliminate_node(const solve_view *sv, const int32_t W, int32_t i) {
+/* A pivot that is zero or not finite: the solve of its lane failed. */
+NS_ALWAYS_INLINE int bad_pivot(double piv) { return !(fabs(piv) <= DBL_MAX) | (piv == 0.0); }
+
+/* node i eliminated into its parent. Its pivot d[i] is final from here on
+ * (only i's children change it, before), so the pivots are checked after the
+ * elimination (solve_lanes, split_front_w, top_eliminate), not in its chain
+ * of divisions: a check per node in the chain took the 1-lane elimination
+ * from about 8 to 15 cycles per node and the 8-lane one from 2.6 to 4 per
+ * lane-node (this container, bench/probe/prof.py, 2026-11-29; the values
+ * are the same). */
+NS_ALWAYS_INLINE void eliminate_node(const solve_view *sv, const int32_t W, int32_t i) {
     const int64_t pi = (int64_t)sv->parent[i] * W, ii = (int64_t)pos_of(sv->pos, i) * W;
     const double ai = sv->a[i], bi = sv->b[i];
     double x0[NS_CPU_LANES_MAX], x1[NS_CPU_LANES_MAX];
-    int bad = 0;
     for (int32_t j = 0; j < W; ++j) {
-        const double piv = sv->d[ii + j];
-        bad |= !(fabs(piv) <= DBL_MAX) | (piv == 0.0);
-        const double f = ai / piv;
+        const double f = ai / sv->d[ii + j];
         x0[j] = sv->d[pi + j] - f * bi;
         x1[j] = sv->rhs[pi + j] - f * sv->rhs[ii + j];
     }
     for (int32_t j = 0; j < W; ++j) sv->d[pi + j] = x0[j];
     for (int32_t j = 0; j < W; ++j) sv->rhs[pi + j] = x1[j];
+}
+
+/* Whether any pivot of d[q0 .. q1) is bad (a loop that vectorises). */
+NS_ALWAYS_INLINE int any_bad_pivot(const double *restrict d, int64_t q0, int64_t q1) {
+    int bad = 0;
+    for (int64_t q = q0; q < q1; ++q) bad |= bad_pivot(d[q]);
     return bad;
 }
 
@@ -956,7 +971,7 @@ NS_ALWAYS_INLINE int solve_root(const solve_view *sv, const int32_t W) {
     const int64_t r = (int64_t)pos_of(sv->pos, 0) * W;
     int bad = 0;
     for (int32_t j = 0; j < W; ++j) {
-        bad |= !(fabs(sv->d[r + j]) <= DBL_MAX) | (sv->d[r + j] == 0.0);
+        bad |= bad_pivot(sv->d[r + j]);
         sv->rhs[r + j] /= sv->d[r + j];
     }
     return bad;
@@ -973,13 +988,11 @@ NS_ALWAYS_INLINE void substitute_node(const solve_view *sv, const int32_t W, int
 /* The top of a cut (ns_cpu_cut): its nodes and the cut roots eliminated
  * from the last entry (node 0 left to solve_root), then substituted from
  * the first. */
-NS_ALWAYS_INLINE int top_eliminate(const solve_view *sv, const int32_t W, const int32_t *restrict top, int32_t nt) {
-    int bad = 0;
+NS_ALWAYS_INLINE void top_eliminate(const solve_view *sv, const int32_t W, const int32_t *restrict top, int32_t nt) {
     for (int32_t e = nt - 1; e >= 0; --e) {
         const int32_t i = top[e] >= 0 ? top[e] : -1 - top[e];
-        if (i > 0) bad |= eliminate_node(sv, W, i);
+        if (i > 0) eliminate_node(sv, W, i);
     }
-    return bad;
 }
 
 NS_ALWAYS_INLINE void top_substitute(const solve_view *sv, const int32_t W, const int32_t *restrict top, int32_t nt) {
@@ -990,35 +1003,39 @@ NS_ALWAYS_INLINE void top_substitute(const solve_view *sv, const int32_t W, cons
 }
 
 /* The whole solve of a block; the spike node's old v into v_old. Returns
- * nonzero when a pivot was zero or not finite (looked for afterwards). A
- * 1-lane block eliminates its cut subtrees as SOLVE_STREAMS interleaved
- * streams, then its top, and substitutes back in the reverse order; wider
- * blocks node by node from the last. */
+ * nonzero when a pivot was zero or not finite (looked for afterwards, in
+ * the pass of v += rhs). A block of at most SOLVE_STREAMS_W_MAX lanes
+ * eliminates its cut subtrees as SOLVE_STREAMS interleaved streams, then
+ * its top, and substitutes back in the reverse order; wider blocks node by
+ * node from the last. */
 NS_ALWAYS_INLINE int solve_lanes(const block_view *bv, const int32_t W, double *restrict d, double *restrict rhs,
                                  double *v_old) {
     const int32_t n = bv->s->n;
     const cpu_shape *cs = bv->cs;
     const solve_view sv = solve_of(bv, d, rhs);
     for (int32_t i = 1; i < n; ++i) axial_node(&sv, W, i, 1, 1);
-    int bad = 0;
-    if (W == 1) {
+    if (W <= SOLVE_STREAMS_W_MAX) {
         const int32_t *restrict order = cs->order;
         for (int32_t k = 0; k < cs->n_order; ++k)
-            if (order[k]) bad |= eliminate_node(&sv, W, order[k]);
-        bad |= top_eliminate(&sv, W, cs->top, cs->n_top);
-        bad |= solve_root(&sv, W);
+            if (order[k]) eliminate_node(&sv, W, order[k]);
+        top_eliminate(&sv, W, cs->top, cs->n_top);
+        solve_root(&sv, W);
         top_substitute(&sv, W, cs->top, cs->n_top);
         for (int32_t k = cs->n_order - 1; k >= 0; --k)
             if (order[k]) substitute_node(&sv, W, order[k]);
     } else {
-        for (int32_t i = n - 1; i >= 1; --i) bad |= eliminate_node(&sv, W, i);
-        bad |= solve_root(&sv, W);
+        for (int32_t i = n - 1; i >= 1; --i) eliminate_node(&sv, W, i);
+        solve_root(&sv, W);
         for (int32_t i = 1; i < n; ++i) substitute_node(&sv, W, i);
     }
     const int64_t sp = (int64_t)pos_of(bv->cs->pos, bv->s->spike_node) * W, nw = (int64_t)n * W;
     double *restrict v = bv->v;
     for (int32_t j = 0; j < W; ++j) v_old[j] = v[sp + j];
-    for (int64_t q = 0; q < nw; ++q) v[q] += rhs[q];
+    int bad = 0;
+    for (int64_t q = 0; q < nw; ++q) {
+        v[q] += rhs[q];
+        bad |= bad_pivot(d[q]);
+    }
     return bad;
 }
 
@@ -1246,7 +1263,8 @@ NS_ALWAYS_INLINE void split_front_w(const ns_sim_t *sim, const cpu_state *st, co
         const int32_t r = cut->root[c], e = cut->end[c];
         axial_node(&sv, W, r, 1, 0);
         for (int32_t i = r + 1; i < e; ++i) axial_node(&sv, W, i, 1, 1);
-        for (int32_t i = e - 1; i > r; --i) bad |= eliminate_node(&sv, W, i);
+        for (int32_t i = e - 1; i > r; --i) eliminate_node(&sv, W, i);
+        bad |= any_bad_pivot(d, (int64_t)(r + 1) * W, (int64_t)e * W);
     }
     if (bad) atomic_store_explicit(&st->split_bad[q], 1, memory_order_relaxed);
 }
@@ -1264,8 +1282,12 @@ NS_ALWAYS_INLINE int split_top_w(ns_sim_t *sim, const cpu_state *st, const block
         if (top[e] > 0) axial_node(&sv, W, top[e], 1, 1);
         else if (top[e] < 0) axial_node(&sv, W, -1 - top[e], 0, 1);
     }
-    int bad = top_eliminate(&sv, W, top, nt);
-    bad |= solve_root(&sv, W);
+    top_eliminate(&sv, W, top, nt);
+    int bad = solve_root(&sv, W);
+    for (int32_t e = 0; e < nt; ++e) {
+        const int64_t q = (int64_t)(top[e] >= 0 ? top[e] : -1 - top[e]) * W;
+        bad |= any_bad_pivot(d, q, q + W);
+    }
     top_substitute(&sv, W, top, nt);
     bad |= atomic_exchange_explicit(&st->split_bad[s], 0, memory_order_relaxed);
     if (bad && bad_fault(bv, W, step, d, fault)) return 1;
