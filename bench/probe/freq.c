@@ -39,7 +39,7 @@ static double vecfma(long n, double x) {
 int main(int argc, char **argv) {
     const long n = argc > 1 ? atol(argv[1]) : 400000000L;
     for (int kind = 0; kind < 2; ++kind) {
-        double lo = 1e30, hi = 0, sink = 0;
+        double lo = 1e30, hi = 0, sink = 0, each[1024] = {0}, speed = 0;
 #pragma omp parallel reduction(min : lo) reduction(max : hi) reduction(+ : sink)
         {
             sink += kind ? vecfma(n / 100, 1.0) : chain(n / 100, 1.0); /* warm up */
@@ -48,9 +48,15 @@ int main(int argc, char **argv) {
             t = (omp_get_wtime() - t) / (double)(kind ? n / 4 : n) * 1e9;
             lo = t < lo ? t : lo;
             hi = t > hi ? t : hi;
+            if (omp_get_thread_num() < 1024) each[omp_get_thread_num()] = t;
         }
-        printf("threads %d %s: ns/iteration fastest %.4f slowest %.4f (%g)\n", omp_get_max_threads(),
-               kind ? "vector fma x8" : "scalar add chain", lo, hi, sink);
+        printf("threads %d %s: ns/iteration fastest %.4f slowest %.4f; each:", omp_get_max_threads(),
+               kind ? "vector fma x8" : "scalar add chain", lo, hi);
+        for (int t = 0; t < omp_get_max_threads() && t < 1024; ++t) {
+            printf(" %.3f", each[t]);
+            speed += lo / each[t];
+        }
+        printf("; sum of speeds / the fastest %.2f (%g)\n", speed, sink);
     }
     return 0;
 }
