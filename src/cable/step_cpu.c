@@ -942,7 +942,7 @@ NS_ALWAYS_INLINE int bad_pivot(double piv) { return !(fabs(piv) <= DBL_MAX) | (p
 
 /* node i eliminated into its parent. Its pivot d[i] is final from here on
  * (only i's children change it, before), so the pivots are checked after the
- * elimination (solve_lanes, split_front_w, top_eliminate), not in its chain
+ * elimination (solve_lanes, split_front_w, split_top_w), not in its chain
  * of divisions: a check per node in the chain took the 1-lane elimination
  * from about 8 to 15 cycles per node and the 8-lane one from 2.6 to 4 per
  * lane-node (this container, bench/probe/prof.py, 2026-11-29; the values
