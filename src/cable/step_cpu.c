@@ -38,7 +38,7 @@
  *   IClamp: rhs += i(t) * 1e2 / area  (in the order the clamps were added)
  *   hh:     rhs -= i(v),              d += (i(v + .001) - i(v)) / .001
  *   d += cm * 1e-3/dt
- *   axial, for every node i with parent p in index order:
+ *   axial, for every node i with parent p:
  *           rhs[i] -= b[i] (v[p] - v[i]),  rhs[p] += a[i] (v[p] - v[i])
  *           d[i] -= b[i],                  d[p] -= a[i]
  *   Hines solve (triang from the leaves, bksub from the root); v += rhs
@@ -47,7 +47,10 @@
  *
  * Mechanisms run one after the other over the whole cell, as NEURON runs them
  * (pas before IClamp before hh: NEURON's mechanism type order), so that the
- * sums at each node add in NEURON's order. Every lane performs the same
+ * sums at each node add in NEURON's order. The axial terms of d do not
+ * depend on v: they are added with the capacitance, as one constant per
+ * node (diagonal_constant); those of rhs are added by the elimination, node
+ * by node from the leaves (eliminate_node). Every lane performs the same
  * floating-point operations in the same order as one cell alone (the file is
  * compiled without contraction into fused multiply-adds, and exp_lanes is
  * elementwise), so the results do not depend on the block a cell lands in,
@@ -78,7 +81,25 @@
 #include "core/error.h"
 
 #define ALIGN 64           /* [bytes] block arrays start on a cache line */
+/* The run_block_W below: one function per width, so that the lane loops have a constant trip count;
+ * on x86-64 Linux with gcc or clang, each compiled for AVX-512, AVX2 and the
+ * baseline, chosen at load time by the CPU (function multiversioning; on the
+ * H100 host's Xeon the AVX-512 clone ran 1.25x the AVX2 one, 7.5 against
+ * 9.4 ms per step of 1,000 allen_rbp4 cells, bench/README.md). No
+ * FMA contraction in any of them (-ffp-contract=off), so the clones compute
+ * the same values. NS_NO_CLONES (with NSM_NO_CLONES for the generated
+ * mechanisms) builds one version for the compiler's target instead, for
+ * measuring one instruction set on a machine that has a wider one
+ * (bench/device_cpu3.sh). */
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(__INTEL_COMPILER) && !defined(NS_NO_CLONES)
+#define NS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define NS_CLONES_ON 1
+#else
+#define NS_CLONES
+#endif
 #define CHUNK 64           /* lane-nodes per pass of the gate update */
+#define ROW 16             /* doubles per row of hh's rate table (table_rows) */
 #define LOG2_LANES_MAX 3   /* widths 1, 2, 4, 8 */
 typedef struct cpu_run {
     int32_t begin, end; /* nodes [begin, end) of one region (-1: no membrane) */
@@ -143,6 +164,8 @@ typedef struct cpu_state {
     int64_t *lane_of;      /* n_cells: block * NS_CPU_LANES_MAX + lane */
     cpu_shape *shapes;
     double *store;         /* the blocks' state */
+    double *rows;          /* hh's rate table as rows (table_rows), NS_HH_TABLE_N x ROW */
+    int transpose;         /* rates_of_rows transposes (rows_transpose) */
     int64_t max_nw;        /* largest n * w (scratch per thread) */
     int64_t n_split;       /* blocks run by every thread, one after the other */
     int64_t *split;        /* their indices */
@@ -179,6 +202,56 @@ static inline int32_t pos_of(const int32_t *pos, int32_t i) { return pos ? pos[i
 static void *aligned(size_t bytes) {
     const size_t z = (bytes + ALIGN - 1) / ALIGN * ALIGN;
     return aligned_alloc(ALIGN, z ? z : ALIGN);
+}
+
+/* Each node's constant part of d: its capacitance (cm 1e-3/dt, 0 at
+ * zero-area nodes), then its axial terms in NEURON's index order, its own
+ * (-b[i]) and its children's links (-a[c]); neither depends on v, so the
+ * membrane passes add it with the capacitance, and the elimination
+ * (eliminate_node) does not carry them in its chain of divisions. */
+static void diagonal_constant(const sim_shape *s, double *dc) {
+    for (int32_t i = 0; i < s->n; ++i) dc[i] = s->cap[i];
+    for (int32_t i = 1; i < s->n; ++i) {
+        dc[i] -= s->b[i];
+        dc[s->parent[i]] -= s->a[i];
+    }
+}
+
+/* hh's rate table as rows for the gates' lookup (gates): entry i's six
+ * columns (minf, mtau, hinf, htau, ninf, ntau) and two zeros, then their
+ * differences to entry i + 1 (zeros at the last entry) and two zeros, so
+ * that a lane-node's six rates are two loads and one multiply-add of 8
+ * lanes, and 8 lane-nodes' rates a transpose (rates_of_rows), where the
+ * columns took 12 gathers. Built from sim->table at every call, which
+ * follows celsius. */
+static void table_rows(const ns_hh_table *t, double *rows) {
+    const double *col[6] = {t->minf, t->mtau, t->hinf, t->htau, t->ninf, t->ntau};
+    for (int i = 0; i < NS_HH_TABLE_N; ++i) {
+        const int i1 = i + (i < NS_HH_TABLE_N - 1);
+        for (int k = 0; k < ROW / 2; ++k) {
+            rows[i * ROW + k] = k < 6 ? col[k][i] : 0.0;
+            rows[i * ROW + ROW / 2 + k] = k < 6 ? col[k][i1] - col[k][i] : 0.0;
+        }
+    }
+}
+
+/* Whether the gates' lookup transposes 8 rows at a time (rates_of_rows):
+ * where the run_block clone taken is the AVX-512 one, or the build's
+ * target has AVX-512. Elsewhere it gathers from the rows, faster there:
+ * the AVX2 clone took 36 cycles per lane-node in the gates gathering
+ * and 45 transposing (allen_rbp4, this container, 2026-11-29).
+ * NS_CPU_ROWS_GATHER (CI's gcc build without OpenMP) gathers always, so
+ * that the tests run both forms; their values are the same. */
+static int rows_transpose(void) {
+#if defined(NS_CPU_ROWS_GATHER) || !(defined(__GNUC__) || defined(__clang__))
+    return 0;
+#elif defined(__AVX512F__)
+    return 1;
+#elif defined(NS_CLONES_ON)
+    return __builtin_cpu_supports("avx512f");
+#else
+    return 0;
+#endif
 }
 
 static int log2w(int32_t w) { return w >= 8 ? 3 : w >= 4 ? 2 : w >= 2 ? 1 : 0; }
@@ -224,6 +297,7 @@ static void cpu_destroy(ns_sim_t *sim) {
     free(st->split_d);
     free(st->split_rhs);
     free(st->store);
+    free(st->rows);
     free(st->part_flat);
     free(st->part_base);
     free(st);
@@ -411,8 +485,12 @@ static ns_status cpu_create(ns_sim_t *sim) {
             cs->cap[l] = aligned((size_t)nw * sizeof(double));
             if (!cs->cap[l]) goto oom;
             const sim_shape *s = &sim->shapes[blk->shape];
+            double *dc = malloc((size_t)s->n * sizeof *dc);
+            if (!dc) goto oom;
+            diagonal_constant(s, dc);
             for (int32_t i = 0; i < s->n; ++i)
-                for (int32_t j = 0; j < blk->w; ++j) cs->cap[l][(int64_t)pos_of(cs->pos, i) * blk->w + j] = s->cap[i];
+                for (int32_t j = 0; j < blk->w; ++j) cs->cap[l][(int64_t)pos_of(cs->pos, i) * blk->w + j] = dc[i];
+            free(dc);
             if (!sim->model && ns_cpu_masked(cs->hh_nodes, cs->hh_runs, s->n, blk->w)) {
                 cs->mask[l] = malloc((size_t)nw);
                 if (!cs->mask[l]) goto oom;
@@ -423,7 +501,9 @@ static ns_status cpu_create(ns_sim_t *sim) {
         }
     }
     st->store = aligned((size_t)total * sizeof(double));
-    if (!st->store) goto oom;
+    st->rows = aligned((size_t)NS_HH_TABLE_N * ROW * sizeof(double));
+    if (!st->store || !st->rows) goto oom;
+    st->transpose = rows_transpose();
     {
         double *p = st->store;
         for (int64_t b = 0; b < st->n_blocks; ++b) {
@@ -608,29 +688,99 @@ static ns_status cpu_load_state(ns_sim_t *sim) {
     return NS_OK;
 }
 
+/* The six rates of lane-nodes l < len from rows (table_rows) at entries ix
+ * with weights th: c0 + th (c1 - c0), as ns_hh_rates_table computes them.
+ * With gcc or clang, 8 lane-nodes at a time as vectors of 8 doubles (the
+ * compiler's instructions for each target clone): each row's interpolation
+ * in one multiply-add, then the 8 x 8 transpose. The columns' loads were
+ * 12 gathers per 8 lane-nodes, and gathers scale worst of the core's
+ * work on the H200 host: 16 threads gathered 11-12x one thread, where they
+ * multiplied-added 13.4x (bench/probe/freq.c, bench/README.md, "One pass of
+ * axial terms and elimination"). */
+#if defined(__GNUC__) || defined(__clang__)
+typedef double ns_v8d __attribute__((vector_size(64)));
+#if defined(__clang__)
+#define NS_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+typedef long long ns_v8l __attribute__((vector_size(64)));
+#define NS_SHUF(a, b, ...) __builtin_shuffle(a, b, (ns_v8l){__VA_ARGS__})
+#endif
+NS_ALWAYS_INLINE void row_rates(const double *restrict rows, int i, double th, ns_v8d *out) {
+    ns_v8d c, s;
+    memcpy(&c, rows + (size_t)i * ROW, sizeof c);
+    memcpy(&s, rows + (size_t)i * ROW + ROW / 2, sizeof s);
+    const ns_v8d t = {th, th, th, th, th, th, th, th};
+    *out = c + t * s;
+}
+#endif
+
+NS_ALWAYS_INLINE void rates_of_rows(const double *restrict rows, int transpose, const int *restrict ix,
+                                    const double *restrict th, int len, double *restrict minf,
+                                    double *restrict mtau, double *restrict hinf, double *restrict htau,
+                                    double *restrict ninf, double *restrict ntau) {
+    int l0 = 0;
+#if defined(__GNUC__) || defined(__clang__)
+    for (int l = 0; transpose && l + 8 <= len; l += 8, l0 = l) {
+        ns_v8d r[8];
+        for (int k = 0; k < 8; ++k) row_rates(rows, ix[l + k], th[l + k], &r[k]);
+        const ns_v8d r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3], r4 = r[4], r5 = r[5], r6 = r[6], r7 = r[7];
+        /* pairs of rows: their even columns, their odd columns */
+        const ns_v8d e01 = NS_SHUF(r0, r1, 0, 8, 2, 10, 4, 12, 6, 14), o01 = NS_SHUF(r0, r1, 1, 9, 3, 11, 5, 13, 7, 15);
+        const ns_v8d e23 = NS_SHUF(r2, r3, 0, 8, 2, 10, 4, 12, 6, 14), o23 = NS_SHUF(r2, r3, 1, 9, 3, 11, 5, 13, 7, 15);
+        const ns_v8d e45 = NS_SHUF(r4, r5, 0, 8, 2, 10, 4, 12, 6, 14), o45 = NS_SHUF(r4, r5, 1, 9, 3, 11, 5, 13, 7, 15);
+        const ns_v8d e67 = NS_SHUF(r6, r7, 0, 8, 2, 10, 4, 12, 6, 14), o67 = NS_SHUF(r6, r7, 1, 9, 3, 11, 5, 13, 7, 15);
+        /* four rows: columns 0 and 4, 1 and 5, 2 and 6, 3 and 7 */
+        const ns_v8d a04 = NS_SHUF(e01, e23, 0, 1, 8, 9, 4, 5, 12, 13), a26 = NS_SHUF(e01, e23, 2, 3, 10, 11, 6, 7, 14, 15);
+        const ns_v8d a15 = NS_SHUF(o01, o23, 0, 1, 8, 9, 4, 5, 12, 13), a37 = NS_SHUF(o01, o23, 2, 3, 10, 11, 6, 7, 14, 15);
+        const ns_v8d b04 = NS_SHUF(e45, e67, 0, 1, 8, 9, 4, 5, 12, 13), b26 = NS_SHUF(e45, e67, 2, 3, 10, 11, 6, 7, 14, 15);
+        const ns_v8d b15 = NS_SHUF(o45, o67, 0, 1, 8, 9, 4, 5, 12, 13), b37 = NS_SHUF(o45, o67, 2, 3, 10, 11, 6, 7, 14, 15);
+        /* eight rows: one column each */
+        const ns_v8d c0 = NS_SHUF(a04, b04, 0, 1, 2, 3, 8, 9, 10, 11), c4 = NS_SHUF(a04, b04, 4, 5, 6, 7, 12, 13, 14, 15);
+        const ns_v8d c1 = NS_SHUF(a15, b15, 0, 1, 2, 3, 8, 9, 10, 11), c5 = NS_SHUF(a15, b15, 4, 5, 6, 7, 12, 13, 14, 15);
+        const ns_v8d c2 = NS_SHUF(a26, b26, 0, 1, 2, 3, 8, 9, 10, 11), c3 = NS_SHUF(a37, b37, 0, 1, 2, 3, 8, 9, 10, 11);
+        memcpy(minf + l, &c0, sizeof c0);
+        memcpy(mtau + l, &c1, sizeof c1);
+        memcpy(hinf + l, &c2, sizeof c2);
+        memcpy(htau + l, &c3, sizeof c3);
+        memcpy(ninf + l, &c4, sizeof c4);
+        memcpy(ntau + l, &c5, sizeof c5);
+    }
+#else
+    (void)transpose;
+#endif
+#if defined(_OPENMP) || defined(NS_HAVE_OPENMP_SIMD)
+#pragma omp simd
+#endif
+    for (int l = l0; l < len; ++l) {
+        const double *restrict c = rows + (size_t)ix[l] * ROW, *restrict s = c + ROW / 2;
+        minf[l] = c[0] + th[l] * s[0];
+        mtau[l] = c[1] + th[l] * s[1];
+        hinf[l] = c[2] + th[l] * s[2];
+        htau[l] = c[3] + th[l] * s[3];
+        ninf[l] = c[4] + th[l] * s[4];
+        ntau[l] = c[5] + th[l] * s[5];
+    }
+}
+
 /* The hh gates of lane-nodes [b, e) of one region by cnexp, in chunks: the
  * rates (table or exact), then the exponentials, then the update, each a
  * loop the compiler can vectorise but the middle one. */
-NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, int64_t b, int64_t e, const double *restrict v,
-                            double *restrict m, double *restrict h, double *restrict gn,
-                            const unsigned char *restrict mask) {
+NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, const double *restrict rows, int transpose, int64_t b, int64_t e,
+                            const double *restrict v, double *restrict m, double *restrict h,
+                            double *restrict gn, const unsigned char *restrict mask) {
     const double dt = sim->params.dt;
-    const double *restrict t_minf = sim->table.minf, *restrict t_mtau = sim->table.mtau;
-    const double *restrict t_hinf = sim->table.hinf, *restrict t_htau = sim->table.htau;
-    const double *restrict t_ninf = sim->table.ninf, *restrict t_ntau = sim->table.ntau;
     for (int64_t k0 = b; k0 < e; k0 += CHUNK) {
         const int len = (int)(e - k0 < CHUNK ? e - k0 : CHUNK);
         double minf[CHUNK], mtau[CHUNK], hinf[CHUNK], htau[CHUNK], ninf[CHUNK], ntau[CHUNK];
-        double ex[3 * CHUNK];
+        double ex[3 * CHUNK], th[CHUNK];
+        int ix[CHUNK];
         if (sim->params.usetable) {
             /* nocmodl's table lookup (mech.h, ns_hh_rates_table) without
              * branches: the entry i and the weight th of every case, so that
-             * one interpolation c0 + th (c1 - c0) gives them all, with loads
-             * that every path uses (inside: i = floor(xi), th = xi - i;
-             * xi >= N - 1: the last entry, c1 = c0, th = 0; xi <= 0: the
-             * first, th = 0; NaN: th = NaN). A value selected after its load
-             * made gcc 13 sink the load into the selected branch, and the
-             * loop stayed scalar (a masked gather; bench/README.md) */
+             * one interpolation c0 + th (c1 - c0) gives them all
+             * (rates_of_rows; inside: i = floor(xi), th = xi - i; xi >= N -
+             * 1: the last entry, c1 = c0, th = 0; xi <= 0: the first, th =
+             * 0; NaN: th = NaN) */
 #if defined(_OPENMP) || defined(NS_HAVE_OPENMP_SIMD)
 #pragma omp simd
 #endif
@@ -645,22 +795,10 @@ NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, int64_t b, int64_t e, const dou
                 const double xd = xc < 300.0 ? xc : 300.0;
                 const double xs = (xd > -300.0 ? xd : -300.0) * (double)inside;
                 const int j = (int)xs;
-                const int i = j * inside + (NS_HH_TABLE_N - 1) * high;
-                const int i1 = i + (i < NS_HH_TABLE_N - 1);
-                const double th = (xs - (double)j) + (nan ? xi : 0.0);
-#define NS_LOOKUP(col, out)                                                                              \
-    do {                                                                                                 \
-        const double c0 = col[i], c1 = col[i1];                                                          \
-        out = c0 + th * (c1 - c0);                                                                       \
-    } while (0)
-                NS_LOOKUP(t_minf, minf[l]);
-                NS_LOOKUP(t_mtau, mtau[l]);
-                NS_LOOKUP(t_hinf, hinf[l]);
-                NS_LOOKUP(t_htau, htau[l]);
-                NS_LOOKUP(t_ninf, ninf[l]);
-                NS_LOOKUP(t_ntau, ntau[l]);
-#undef NS_LOOKUP
+                ix[l] = j * inside + (NS_HH_TABLE_N - 1) * high;
+                th[l] = (xs - (double)j) + (nan ? xi : 0.0);
             }
+            rates_of_rows(rows, transpose, ix, th, len, minf, mtau, hinf, htau, ninf, ntau);
         } else {
             for (int l = 0; l < len; ++l) {
                 ns_hh_rates q;
@@ -676,11 +814,19 @@ NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, int64_t b, int64_t e, const dou
         /* cnexp, x += (1 - exp(dt * (-1/tau))) * (inf - x), split around its
          * exp: nocmodl's target -(inf/tau)/(-1/tau) is inf but for rounding,
          * so it is inf here (two divisions fewer per gate; the GPU's on-chip
-         * loop does the same, docs/simulation.md "CPU loop") */
+         * loop does the same, docs/simulation.md "CPU loop"). The three
+         * exponents dt (-1/tau) from one division, -dt / (mtau htau ntau),
+         * times the other two taus (within a few ulps of three divisions,
+         * while the product stays within double range: each tau between
+         * 1e-100 and 1e100 ms, where hh's are 1e-4 to 1e3 at any sane
+         * temperature; the table's are always so): the gates took 18 instead of 20-26 cycles per
+         * lane-node on the H200 host, one thread (bench/README.md, "One
+         * pass of axial terms and elimination") */
         for (int l = 0; l < len; ++l) {
-            ex[l] = dt * ((-1.0) / mtau[l]);
-            ex[len + l] = dt * ((-1.0) / htau[l]);
-            ex[2 * len + l] = dt * ((-1.0) / ntau[l]);
+            const double mh = mtau[l] * htau[l], r = (-dt) / (mh * ntau[l]);
+            ex[l] = r * (htau[l] * ntau[l]);
+            ex[len + l] = r * (mtau[l] * ntau[l]);
+            ex[2 * len + l] = r * mh;
         }
         for (int l = 0; l < 3 * len; ++l) ex[l] = exp_lanes(ex[l]);
         if (!mask)
@@ -719,6 +865,8 @@ typedef struct block_view {
     double *v, *m, *h, *gn;
     const double *cap;
     const unsigned char *mask; /* the shape's mask at the block's width, or NULL */
+    const double *rows;        /* hh's rate table as rows (cpu_state.rows) */
+    int transpose;             /* cpu_state.transpose */
 } block_view;
 
 NS_ALWAYS_INLINE block_view view_of(const ns_sim_t *sim, const cpu_state *st, const cpu_block *blk) {
@@ -732,6 +880,8 @@ NS_ALWAYS_INLINE block_view view_of(const ns_sim_t *sim, const cpu_state *st, co
     bv.gn = blk->n;
     bv.cap = bv.cs->cap[log2w(blk->w)];
     bv.mask = bv.cs->mask[log2w(blk->w)];
+    bv.rows = st->rows;
+    bv.transpose = st->transpose;
     return bv;
 }
 
@@ -838,8 +988,8 @@ NS_ALWAYS_INLINE void membrane_pass(const ns_sim_t *sim, const block_view *bv, c
     /* hh, then the capacitance */
     if (bv->mask && cs->masked_hh >= 0) {
         /* a block of short hh runs: every lane-node at once, the terms kept
-         * at the hh nodes (x - 0 = x and 0 + 0 = 0 elsewhere, where cap is
-         * 0 at zero-area nodes), as the masked gate pass */
+         * at the hh nodes (x - 0 = x and 0 + 0 = 0 elsewhere), as the
+         * masked gate pass */
         const sim_region *r = &R[cs->masked_hh];
         const double gnabar = r->gnabar, gkbar = r->gkbar, gl = r->gl, el = r->el, ena = r->ena, ek = r->ek;
         const unsigned char *restrict mask = bv->mask;
@@ -853,26 +1003,22 @@ NS_ALWAYS_INLINE void membrane_pass(const ns_sim_t *sim, const block_view *bv, c
         }
         return;
     }
-    /* a run's nodes have one region, so one capacitance (sim.c): read
-     * once per run, not per lane-node */
     for (int32_t u = u0; u < cs->n_runs && cs->runs[u].begin < n1; ++u) {
         const cpu_run *run = &cs->runs[u];
-        if (run->region < 0) continue;
-        const sim_region *r = &R[run->region];
         const int64_t q0 = (int64_t)(run->begin > n0 ? run->begin : n0) * W;
         const int64_t q1 = (int64_t)(run->end < n1 ? run->end : n1) * W;
-        const double c = bv->cap[(int64_t)run->begin * W];
-        if (r->hh) {
+        const sim_region *r = run->region < 0 ? NULL : &R[run->region];
+        if (r && r->hh) {
             const double gnabar = r->gnabar, gkbar = r->gkbar, gl = r->gl, el = r->el, ena = r->ena, ek = r->ek;
             for (int64_t q = q0; q < q1; ++q) {
                 const double g1 = ns_hh_current(v[q] + .001, m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
                 const double i0 = ns_hh_current(v[q], m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
                 rhs[q] -= i0;
                 d[q] += (g1 - i0) / .001;
-                d[q] += c;
+                d[q] += cap[q];
             }
         } else {
-            for (int64_t q = q0; q < q1; ++q) d[q] += c;
+            for (int64_t q = q0; q < q1; ++q) d[q] += cap[q];
         }
     }
 }
@@ -882,27 +1028,24 @@ NS_ALWAYS_INLINE void gates_range(const ns_sim_t *sim, const block_view *bv, con
                                   int32_t n1) {
     const cpu_shape *cs = bv->cs;
     if (bv->mask) {
-        gates(sim, (int64_t)n0 * W, (int64_t)n1 * W, bv->v, bv->m, bv->h, bv->gn, bv->mask);
+        gates(sim, bv->rows, bv->transpose, (int64_t)n0 * W, (int64_t)n1 * W, bv->v, bv->m, bv->h, bv->gn, bv->mask);
         return;
     }
     for (int32_t u = first_run(cs, n0); u < cs->n_runs && cs->runs[u].begin < n1; ++u) {
         const cpu_run *run = &cs->runs[u];
         if (run->region < 0 || !sim->region[run->region].hh) continue;
-        gates(sim, (int64_t)(run->begin > n0 ? run->begin : n0) * W, (int64_t)(run->end < n1 ? run->end : n1) * W,
+        gates(sim, bv->rows, bv->transpose, (int64_t)(run->begin > n0 ? run->begin : n0) * W, (int64_t)(run->end < n1 ? run->end : n1) * W,
               bv->v, bv->m, bv->h, bv->gn, NULL);
     }
 }
 
-/* The axial terms, the Hines solve (ns_hines_solve_one's arithmetic, every
- * lane at once) and v += rhs, node by node. Each node's lane loop computes
- * into locals, then stores: the lanes of a node and of its parent never
- * overlap, but the compiler cannot prove it from the indexes and kept the
- * loops scalar when they stored as they went (8 scalar divisions per node in
- * the elimination and in the back substitution: 18 % of a run of 8-lane
- * blocks of allen_rbp4, perf annotate, 2026-11-28). The arithmetic per lane
- * is unchanged. A node's own axial terms and its link to the parent can be
- * applied apart (axial_node's own and link) for the cut subtrees' roots,
- * whose parent belongs to the top (ns_cpu_cut). */
+/* The Hines solve with the axial terms of rhs, every lane at once, and
+ * v += rhs, node by node. Each node's lane loop computes into locals, then
+ * stores: the lanes of a node and of its parent never overlap, but the
+ * compiler cannot prove it from the indexes and kept the loops scalar when
+ * they stored as they went (8 scalar divisions per node in the elimination
+ * and in the back substitution: 18 % of a run of 8-lane blocks of
+ * allen_rbp4, perf annotate, 2026-11-28). */
 typedef struct solve_view {
     const int32_t *restrict pos;    /* the node order (cpu_shape.pos), or NULL */
     const int32_t *restrict parent; /* the parents' positions */
@@ -915,49 +1058,44 @@ NS_ALWAYS_INLINE solve_view solve_of(const block_view *bv, double *d, double *rh
     return sv;
 }
 
-/* node i's axial terms on itself (own) and on its parent (link) */
-NS_ALWAYS_INLINE void axial_node(const solve_view *sv, const int32_t W, int32_t i, int own, int link) {
+/* A pivot that is zero or not finite: the solve of its lane failed. */
+NS_ALWAYS_INLINE int bad_pivot(double piv) { return !(fabs(piv) <= DBL_MAX) | (piv == 0.0); }
+
+/* node i's axial terms on rhs (on itself and on its parent; their part of
+ * d is constant, in cap: diagonal_constant), then i eliminated into its
+ * parent, in one pass from the leaves. i's children were eliminated before
+ * it, so each rhs gets its children's terms in the order of elimination,
+ * then its own; every path (whole blocks, streams, split cells) eliminates
+ * the children of a node in descending order, so they compute the same
+ * values. The pivot's reciprocal replaces it in d: one division per node
+ * here, a multiplication in the back substitution (substitute_node). The
+ * pivot is final from here on, so the pivots are checked afterwards
+ * (solve_lanes, split_front_w, split_top_w; 1/x is zero or not finite
+ * where x is), not in the elimination's chain of divisions: a check per
+ * node in the chain took the 1-lane elimination from about 8 to 15 cycles
+ * per node and the 8-lane one from 2.6 to 4 per lane-node (this container,
+ * bench/probe/prof.py, 2026-11-29). The axial pass folded in and the
+ * reciprocal took the 8-lane solve from 8.4 to 5.8 cycles per lane-node on
+ * the H200 host, one thread (bench/README.md, "One pass of axial terms and
+ * elimination"). */
+NS_ALWAYS_INLINE void eliminate_node(const solve_view *sv, const int32_t W, int32_t i) {
     const int64_t pi = (int64_t)sv->parent[i] * W, ii = (int64_t)pos_of(sv->pos, i) * W;
     const double ai = sv->a[i], bi = sv->b[i];
     double x0[NS_CPU_LANES_MAX], x1[NS_CPU_LANES_MAX], x2[NS_CPU_LANES_MAX], x3[NS_CPU_LANES_MAX];
     for (int32_t j = 0; j < W; ++j) {
         const double dv = sv->v[pi + j] - sv->v[ii + j];
-        x0[j] = sv->rhs[ii + j] - bi * dv;
-        x1[j] = sv->rhs[pi + j] + ai * dv;
-        x2[j] = sv->d[ii + j] - bi;
-        x3[j] = sv->d[pi + j] - ai;
+        const double ri = sv->rhs[ii + j] - bi * dv;
+        const double inv = 1.0 / sv->d[ii + j];
+        const double f = ai * inv;
+        x0[j] = ri;
+        x1[j] = inv;
+        x2[j] = sv->d[pi + j] - f * bi;
+        x3[j] = (sv->rhs[pi + j] + ai * dv) - f * ri;
     }
-    if (own) {
-        for (int32_t j = 0; j < W; ++j) sv->rhs[ii + j] = x0[j];
-        for (int32_t j = 0; j < W; ++j) sv->d[ii + j] = x2[j];
-    }
-    if (link) {
-        for (int32_t j = 0; j < W; ++j) sv->rhs[pi + j] = x1[j];
-        for (int32_t j = 0; j < W; ++j) sv->d[pi + j] = x3[j];
-    }
-}
-
-/* A pivot that is zero or not finite: the solve of its lane failed. */
-NS_ALWAYS_INLINE int bad_pivot(double piv) { return !(fabs(piv) <= DBL_MAX) | (piv == 0.0); }
-
-/* node i eliminated into its parent. Its pivot d[i] is final from here on
- * (only i's children change it, before), so the pivots are checked after the
- * elimination (solve_lanes, split_front_w, split_top_w), not in its chain
- * of divisions: a check per node in the chain took the 1-lane elimination
- * from about 8 to 15 cycles per node and the 8-lane one from 2.6 to 4 per
- * lane-node (this container, bench/probe/prof.py, 2026-11-29; the values
- * are the same). */
-NS_ALWAYS_INLINE void eliminate_node(const solve_view *sv, const int32_t W, int32_t i) {
-    const int64_t pi = (int64_t)sv->parent[i] * W, ii = (int64_t)pos_of(sv->pos, i) * W;
-    const double ai = sv->a[i], bi = sv->b[i];
-    double x0[NS_CPU_LANES_MAX], x1[NS_CPU_LANES_MAX];
-    for (int32_t j = 0; j < W; ++j) {
-        const double f = ai / sv->d[ii + j];
-        x0[j] = sv->d[pi + j] - f * bi;
-        x1[j] = sv->rhs[pi + j] - f * sv->rhs[ii + j];
-    }
-    for (int32_t j = 0; j < W; ++j) sv->d[pi + j] = x0[j];
-    for (int32_t j = 0; j < W; ++j) sv->rhs[pi + j] = x1[j];
+    for (int32_t j = 0; j < W; ++j) sv->rhs[ii + j] = x0[j];
+    for (int32_t j = 0; j < W; ++j) sv->d[ii + j] = x1[j];
+    for (int32_t j = 0; j < W; ++j) sv->d[pi + j] = x2[j];
+    for (int32_t j = 0; j < W; ++j) sv->rhs[pi + j] = x3[j];
 }
 
 /* Whether any pivot of d[q0 .. q1) is bad (a loop that vectorises). */
@@ -981,7 +1119,7 @@ NS_ALWAYS_INLINE void substitute_node(const solve_view *sv, const int32_t W, int
     const int64_t pi = (int64_t)sv->parent[i] * W, ii = (int64_t)pos_of(sv->pos, i) * W;
     const double bi = sv->b[i];
     double x0[NS_CPU_LANES_MAX];
-    for (int32_t j = 0; j < W; ++j) x0[j] = (sv->rhs[ii + j] - bi * sv->rhs[pi + j]) / sv->d[ii + j];
+    for (int32_t j = 0; j < W; ++j) x0[j] = (sv->rhs[ii + j] - bi * sv->rhs[pi + j]) * sv->d[ii + j];
     for (int32_t j = 0; j < W; ++j) sv->rhs[ii + j] = x0[j];
 }
 
@@ -1013,7 +1151,6 @@ NS_ALWAYS_INLINE int solve_lanes(const block_view *bv, const int32_t W, double *
     const int32_t n = bv->s->n;
     const cpu_shape *cs = bv->cs;
     const solve_view sv = solve_of(bv, d, rhs);
-    for (int32_t i = 1; i < n; ++i) axial_node(&sv, W, i, 1, 1);
     if (W <= SOLVE_STREAMS_W_MAX) {
         const int32_t *restrict order = cs->order;
         for (int32_t k = 0; k < cs->n_order; ++k)
@@ -1177,22 +1314,6 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
     return 0;
 }
 
-/* One function per width, so that the lane loops have a constant trip count;
- * on x86-64 Linux with gcc or clang, each compiled for AVX-512, AVX2 and the
- * baseline, chosen at load time by the CPU (function multiversioning; on the
- * H100 host's Xeon the AVX-512 clone ran 1.25x the AVX2 one, 7.5 against
- * 9.4 ms per step of 1,000 allen_rbp4 cells, bench/README.md). No
- * FMA contraction in any of them (-ffp-contract=off), so the clones compute
- * the same values. NS_NO_CLONES (with NSM_NO_CLONES for the generated
- * mechanisms) builds one version for the compiler's target instead, for
- * measuring one instruction set on a machine that has a wider one
- * (bench/device_cpu3.sh). */
-#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(__INTEL_COMPILER) && !defined(NS_NO_CLONES)
-#define NS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define NS_CLONES
-#endif
 #define NS_RUN_W(W)                                                                                      \
     NS_CLONES static int run_block_##W(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, int64_t step0,   \
                                        int64_t k0, int64_t k1, int64_t steps, double t0, double *d, double *rhs, \
@@ -1234,12 +1355,12 @@ static void split_wait(split_barrier *b, int *local_sense, int32_t team) {
  * ns_cpu_cut). Thread `me` of the team owns the nodes [range[me],
  * range[me + 1]) of each split block and the cut subtrees among them:
  *   front (before the step's first barrier): the membrane pass of its
- *     nodes, then its cut subtrees' axial terms and elimination up to their
- *     roots (a bad pivot sets the block's split_bad);
- *   top (between the barriers; thread s for split block s): the top's axial
- *     terms and links, its elimination, the root, its back substitution and
- *     v += rhs at its nodes (and the spikes when the spike node is one), and
- *     the faults: the NaN/Inf that the previous step's back parts found
+ *     nodes, then its cut subtrees' elimination (with the axial terms) up to
+ *     their roots (a bad pivot sets the block's split_bad);
+ *   top (between the barriers; thread s for split block s): the
+ *     elimination of the cut roots and of the top's nodes, the root, its
+ *     back substitution and v += rhs at its nodes (and the spikes when the
+ *     spike node is one), and the faults: the NaN/Inf that the previous step's back parts found
  *     (split_nan; reported with that step, whose v is still in place), or
  *     a bad pivot of this step;
  *   back (after the second barrier): its cut subtrees' back substitution
@@ -1261,8 +1382,6 @@ NS_ALWAYS_INLINE void split_front_w(const ns_sim_t *sim, const cpu_state *st, co
     int bad = 0;
     for (int32_t c = cut->cut_first[me]; c < cut->cut_first[me + 1]; ++c) {
         const int32_t r = cut->root[c], e = cut->end[c];
-        axial_node(&sv, W, r, 1, 0);
-        for (int32_t i = r + 1; i < e; ++i) axial_node(&sv, W, i, 1, 1);
         for (int32_t i = e - 1; i > r; --i) eliminate_node(&sv, W, i);
         bad |= any_bad_pivot(d, (int64_t)(r + 1) * W, (int64_t)e * W);
     }
@@ -1278,10 +1397,6 @@ NS_ALWAYS_INLINE int split_top_w(ns_sim_t *sim, const cpu_state *st, const block
     double *d = st->split_d + st->split_at[s], *rhs = st->split_rhs + st->split_at[s];
     const solve_view sv = solve_of(bv, d, rhs);
     const int32_t *top = cut->top, nt = cut->n_top;
-    for (int32_t e = 0; e < nt; ++e) {
-        if (top[e] > 0) axial_node(&sv, W, top[e], 1, 1);
-        else if (top[e] < 0) axial_node(&sv, W, -1 - top[e], 0, 1);
-    }
     top_eliminate(&sv, W, top, nt);
     int bad = solve_root(&sv, W);
     for (int32_t e = 0; e < nt; ++e) {
@@ -1292,9 +1407,9 @@ NS_ALWAYS_INLINE int split_top_w(ns_sim_t *sim, const cpu_state *st, const block
     bad |= atomic_exchange_explicit(&st->split_bad[s], 0, memory_order_relaxed);
     if (bad && bad_fault(bv, W, step, d, fault)) return 1;
     /* v += rhs at the top's nodes here (the back parts update their cut
-     * subtrees only), so that the cut roots' axial terms of the next step
-     * (split_front, other threads) read their parents' new v with no write
-     * to it in flight */
+     * subtrees only), so that the next step's front (the membrane pass of
+     * the top's nodes, other threads) reads their new v with no write to it
+     * in flight */
     const int32_t sp = bv->s->spike_node;
     double v_old[NS_CPU_LANES_MAX] = {0};
     int spike_here = 0;
@@ -1420,6 +1535,7 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
     cpu_state *st = sim->backend_state;
     const ns_status path = cpu_mechanisms(sim, st);
     if (path != NS_OK) return path;
+    table_rows(&sim->table, st->rows);
     const int32_t threads = st->threads;
     int out_of_memory = 0;
     ns_status net_status = NS_OK;
