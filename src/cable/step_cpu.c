@@ -111,13 +111,26 @@ typedef struct cpu_run {
  * with as many "threads" and 2 pieces each); stream s eliminates the cut
  * subtrees of range s, one node of each stream in turn, so that the
  * divisions of different subtrees overlap; then the top (docs/simulation.md,
- * "The narrow blocks' solve streams": 8 is what the H200 host measured for 1
- * lane; blocks of 1 and 2 lanes take them, wider blocks fill the divider
- * with lanes). */
-#define SOLVE_STREAMS 8
+ * "The narrow blocks' solve streams"; blocks of 1 and 2 lanes take them,
+ * wider blocks fill the divider with lanes). 4 streams: with the shape's
+ * part read as one sequence (solve_entry), the H200 host's 2-lane solve took
+ * 12.7 cycles per lane-node at 16 threads against 14.7 with 8 streams, and
+ * the 1-lane one 17.5 with either at one thread (bench/README.md, "One pass
+ * of axial terms and elimination"; -DSOLVE_STREAMS=N for another count). */
+#ifndef SOLVE_STREAMS
+#define SOLVE_STREAMS 4
+#endif
 #ifndef SOLVE_STREAMS_W_MAX
 #define SOLVE_STREAMS_W_MAX 2
 #endif
+
+/* A node of a narrow block's solve streams: what its elimination and back
+ * substitution read of the shape, in the streams' order (cpu_shape.order),
+ * so that the streams read the shape in one sequence. */
+typedef struct solve_entry {
+    int32_t at, parent; /* the node's position and its parent's (-1: past the stream's end) */
+    double a, b;        /* the node's a and b */
+} solve_entry;
 
 typedef struct cpu_shape {
     int32_t *pos;  /* the node order (ns_cpu_reorder): node i's position in the block's arrays; NULL:
@@ -127,9 +140,8 @@ typedef struct cpu_shape {
     cpu_run *runs; /* runs of positions of one region */
     int32_t n_top, *top;  /* ns_cpu_cut's top entries */
     int32_t n_order;      /* SOLVE_STREAMS x the longest stream */
-    int32_t *order;       /* order[k * SOLVE_STREAMS + s]: stream s's k-th node to eliminate (its cut
-                             subtrees' nodes below their roots, each subtree from its last node), 0 past
-                             the stream's end */
+    solve_entry *order;   /* order[k * SOLVE_STREAMS + s]: stream s's k-th node to eliminate (its cut
+                             subtrees' nodes below their roots, each subtree from its last node) */
     int64_t hh_nodes, hh_runs; /* nodes with hh, and their runs */
     int32_t masked_hh;         /* the region whose hh parameters every hh node has (the masked current
                                   pass), or -1 */
@@ -459,14 +471,17 @@ static ns_status cpu_create(ns_sim_t *sim) {
             if (len > longest) longest = len;
         }
         cs->n_order = longest * SOLVE_STREAMS;
-        cs->order = calloc((size_t)cs->n_order + 1, sizeof *cs->order);
+        cs->order = malloc(((size_t)cs->n_order + 1) * sizeof *cs->order);
         cs->top = cut.top;
         cs->n_top = cut.n_top;
         cut.top = NULL;
+        for (int32_t k = 0; cs->order && k < cs->n_order; ++k) cs->order[k] = (solve_entry){-1, 0, 0.0, 0.0};
         for (int32_t t = 0; cs->order && t < SOLVE_STREAMS; ++t) {
             int32_t len = 0;
             for (int32_t c = cut.cut_first[t]; c < cut.cut_first[t + 1]; ++c)
-                for (int32_t i = cut.end[c] - 1; i > cut.root[c]; --i) cs->order[len++ * SOLVE_STREAMS + t] = i;
+                for (int32_t i = cut.end[c] - 1; i > cut.root[c]; --i)
+                    cs->order[len++ * SOLVE_STREAMS + t] =
+                        (solve_entry){pos_of(cs->pos, i), cs->ppar ? cs->ppar[i] : s->parent[i], s->a[i], s->b[i]};
         }
         ns_cpu_cut_free(&cut);
         if (!cs->order) goto oom;
@@ -1078,9 +1093,8 @@ NS_ALWAYS_INLINE int bad_pivot(double piv) { return !(fabs(piv) <= DBL_MAX) | (p
  * reciprocal took the 8-lane solve from 8.4 to 5.8 cycles per lane-node on
  * the H200 host, one thread (bench/README.md, "One pass of axial terms and
  * elimination"). */
-NS_ALWAYS_INLINE void eliminate_node(const solve_view *sv, const int32_t W, int32_t i) {
-    const int64_t pi = (int64_t)sv->parent[i] * W, ii = (int64_t)pos_of(sv->pos, i) * W;
-    const double ai = sv->a[i], bi = sv->b[i];
+NS_ALWAYS_INLINE void eliminate_at(const solve_view *sv, const int32_t W, int64_t ii, int64_t pi, double ai,
+                                   double bi) {
     double x0[NS_CPU_LANES_MAX], x1[NS_CPU_LANES_MAX], x2[NS_CPU_LANES_MAX], x3[NS_CPU_LANES_MAX];
     for (int32_t j = 0; j < W; ++j) {
         const double dv = sv->v[pi + j] - sv->v[ii + j];
@@ -1096,6 +1110,10 @@ NS_ALWAYS_INLINE void eliminate_node(const solve_view *sv, const int32_t W, int3
     for (int32_t j = 0; j < W; ++j) sv->d[ii + j] = x1[j];
     for (int32_t j = 0; j < W; ++j) sv->d[pi + j] = x2[j];
     for (int32_t j = 0; j < W; ++j) sv->rhs[pi + j] = x3[j];
+}
+
+NS_ALWAYS_INLINE void eliminate_node(const solve_view *sv, const int32_t W, int32_t i) {
+    eliminate_at(sv, W, (int64_t)pos_of(sv->pos, i) * W, (int64_t)sv->parent[i] * W, sv->a[i], sv->b[i]);
 }
 
 /* Whether any pivot of d[q0 .. q1) is bad (a loop that vectorises). */
@@ -1115,12 +1133,14 @@ NS_ALWAYS_INLINE int solve_root(const solve_view *sv, const int32_t W) {
     return bad;
 }
 
-NS_ALWAYS_INLINE void substitute_node(const solve_view *sv, const int32_t W, int32_t i) {
-    const int64_t pi = (int64_t)sv->parent[i] * W, ii = (int64_t)pos_of(sv->pos, i) * W;
-    const double bi = sv->b[i];
+NS_ALWAYS_INLINE void substitute_at(const solve_view *sv, const int32_t W, int64_t ii, int64_t pi, double bi) {
     double x0[NS_CPU_LANES_MAX];
     for (int32_t j = 0; j < W; ++j) x0[j] = (sv->rhs[ii + j] - bi * sv->rhs[pi + j]) * sv->d[ii + j];
     for (int32_t j = 0; j < W; ++j) sv->rhs[ii + j] = x0[j];
+}
+
+NS_ALWAYS_INLINE void substitute_node(const solve_view *sv, const int32_t W, int32_t i) {
+    substitute_at(sv, W, (int64_t)pos_of(sv->pos, i) * W, (int64_t)sv->parent[i] * W, sv->b[i]);
 }
 
 /* The top of a cut (ns_cpu_cut): its nodes and the cut roots eliminated
@@ -1152,14 +1172,15 @@ NS_ALWAYS_INLINE int solve_lanes(const block_view *bv, const int32_t W, double *
     const cpu_shape *cs = bv->cs;
     const solve_view sv = solve_of(bv, d, rhs);
     if (W <= SOLVE_STREAMS_W_MAX) {
-        const int32_t *restrict order = cs->order;
+        const solve_entry *restrict order = cs->order;
         for (int32_t k = 0; k < cs->n_order; ++k)
-            if (order[k]) eliminate_node(&sv, W, order[k]);
+            if (order[k].at >= 0)
+                eliminate_at(&sv, W, (int64_t)order[k].at * W, (int64_t)order[k].parent * W, order[k].a, order[k].b);
         top_eliminate(&sv, W, cs->top, cs->n_top);
         solve_root(&sv, W);
         top_substitute(&sv, W, cs->top, cs->n_top);
         for (int32_t k = cs->n_order - 1; k >= 0; --k)
-            if (order[k]) substitute_node(&sv, W, order[k]);
+            if (order[k].at >= 0) substitute_at(&sv, W, (int64_t)order[k].at * W, (int64_t)order[k].parent * W, order[k].b);
     } else {
         for (int32_t i = n - 1; i >= 1; --i) eliminate_node(&sv, W, i);
         solve_root(&sv, W);
