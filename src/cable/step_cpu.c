@@ -115,8 +115,9 @@ typedef struct cpu_run {
  * wider blocks fill the divider with lanes). 4 streams: with the shape's
  * part read as one sequence (solve_entry), the H200 host's 2-lane solve took
  * 12.7 cycles per lane-node at 16 threads against 14.7 with 8 streams, and
- * the 1-lane one 17.5 with either at one thread (bench/README.md, "One pass
- * of axial terms and elimination"; -DSOLVE_STREAMS=N for another count). */
+ * the 1-lane one 17.5 with either at one thread (bench/README.md, "The
+ * solve in one pass, the rate table as rows"; -DSOLVE_STREAMS=N for another
+ * count). */
 #ifndef SOLVE_STREAMS
 #define SOLVE_STREAMS 4
 #endif
@@ -710,8 +711,8 @@ static ns_status cpu_load_state(ns_sim_t *sim) {
  * in one multiply-add, then the 8 x 8 transpose. The columns' loads were
  * 12 gathers per 8 lane-nodes, and gathers scale worst of the core's
  * work on the H200 host: 16 threads gathered 11-12x one thread, where they
- * multiplied-added 13.4x (bench/probe/freq.c, bench/README.md, "One pass of
- * axial terms and elimination"). */
+ * multiplied-added 13.4x (bench/probe/freq.c; bench/README.md, "The solve
+ * in one pass, the rate table as rows"). */
 #if defined(__GNUC__) || defined(__clang__)
 typedef double ns_v8d __attribute__((vector_size(64)));
 #if defined(__clang__)
@@ -745,13 +746,19 @@ NS_ALWAYS_INLINE void rates_of_rows(const double *restrict rows, int transpose, 
         const ns_v8d e45 = NS_SHUF(r4, r5, 0, 8, 2, 10, 4, 12, 6, 14), o45 = NS_SHUF(r4, r5, 1, 9, 3, 11, 5, 13, 7, 15);
         const ns_v8d e67 = NS_SHUF(r6, r7, 0, 8, 2, 10, 4, 12, 6, 14), o67 = NS_SHUF(r6, r7, 1, 9, 3, 11, 5, 13, 7, 15);
         /* four rows: columns 0 and 4, 1 and 5, 2 and 6, 3 and 7 */
-        const ns_v8d a04 = NS_SHUF(e01, e23, 0, 1, 8, 9, 4, 5, 12, 13), a26 = NS_SHUF(e01, e23, 2, 3, 10, 11, 6, 7, 14, 15);
-        const ns_v8d a15 = NS_SHUF(o01, o23, 0, 1, 8, 9, 4, 5, 12, 13), a37 = NS_SHUF(o01, o23, 2, 3, 10, 11, 6, 7, 14, 15);
-        const ns_v8d b04 = NS_SHUF(e45, e67, 0, 1, 8, 9, 4, 5, 12, 13), b26 = NS_SHUF(e45, e67, 2, 3, 10, 11, 6, 7, 14, 15);
-        const ns_v8d b15 = NS_SHUF(o45, o67, 0, 1, 8, 9, 4, 5, 12, 13), b37 = NS_SHUF(o45, o67, 2, 3, 10, 11, 6, 7, 14, 15);
+        const ns_v8d a04 = NS_SHUF(e01, e23, 0, 1, 8, 9, 4, 5, 12, 13);
+        const ns_v8d a26 = NS_SHUF(e01, e23, 2, 3, 10, 11, 6, 7, 14, 15);
+        const ns_v8d a15 = NS_SHUF(o01, o23, 0, 1, 8, 9, 4, 5, 12, 13);
+        const ns_v8d a37 = NS_SHUF(o01, o23, 2, 3, 10, 11, 6, 7, 14, 15);
+        const ns_v8d b04 = NS_SHUF(e45, e67, 0, 1, 8, 9, 4, 5, 12, 13);
+        const ns_v8d b26 = NS_SHUF(e45, e67, 2, 3, 10, 11, 6, 7, 14, 15);
+        const ns_v8d b15 = NS_SHUF(o45, o67, 0, 1, 8, 9, 4, 5, 12, 13);
+        const ns_v8d b37 = NS_SHUF(o45, o67, 2, 3, 10, 11, 6, 7, 14, 15);
         /* eight rows: one column each */
-        const ns_v8d c0 = NS_SHUF(a04, b04, 0, 1, 2, 3, 8, 9, 10, 11), c4 = NS_SHUF(a04, b04, 4, 5, 6, 7, 12, 13, 14, 15);
-        const ns_v8d c1 = NS_SHUF(a15, b15, 0, 1, 2, 3, 8, 9, 10, 11), c5 = NS_SHUF(a15, b15, 4, 5, 6, 7, 12, 13, 14, 15);
+        const ns_v8d c0 = NS_SHUF(a04, b04, 0, 1, 2, 3, 8, 9, 10, 11);
+        const ns_v8d c4 = NS_SHUF(a04, b04, 4, 5, 6, 7, 12, 13, 14, 15);
+        const ns_v8d c1 = NS_SHUF(a15, b15, 0, 1, 2, 3, 8, 9, 10, 11);
+        const ns_v8d c5 = NS_SHUF(a15, b15, 4, 5, 6, 7, 12, 13, 14, 15);
         const ns_v8d c2 = NS_SHUF(a26, b26, 0, 1, 2, 3, 8, 9, 10, 11), c3 = NS_SHUF(a37, b37, 0, 1, 2, 3, 8, 9, 10, 11);
         memcpy(minf + l, &c0, sizeof c0);
         memcpy(mtau + l, &c1, sizeof c1);
@@ -834,9 +841,10 @@ NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, const double *restrict rows, in
          * times the other two taus (within a few ulps of three divisions,
          * while the product stays within double range: each tau between
          * 1e-100 and 1e100 ms, where hh's are 1e-4 to 1e3 at any sane
-         * temperature; the table's are always so): the gates took 18 instead of 20-26 cycles per
-         * lane-node on the H200 host, one thread (bench/README.md, "One
-         * pass of axial terms and elimination") */
+         * temperature; the table's are always so): the gates took 18
+         * instead of 20-26 cycles per lane-node on the H200 host, one
+         * thread (bench/README.md, "The solve in one pass, the rate table
+         * as rows") */
         for (int l = 0; l < len; ++l) {
             const double mh = mtau[l] * htau[l], r = (-dt) / (mh * ntau[l]);
             ex[l] = r * (htau[l] * ntau[l]);
@@ -1049,7 +1057,8 @@ NS_ALWAYS_INLINE void gates_range(const ns_sim_t *sim, const block_view *bv, con
     for (int32_t u = first_run(cs, n0); u < cs->n_runs && cs->runs[u].begin < n1; ++u) {
         const cpu_run *run = &cs->runs[u];
         if (run->region < 0 || !sim->region[run->region].hh) continue;
-        gates(sim, bv->rows, bv->transpose, (int64_t)(run->begin > n0 ? run->begin : n0) * W, (int64_t)(run->end < n1 ? run->end : n1) * W,
+        gates(sim, bv->rows, bv->transpose, (int64_t)(run->begin > n0 ? run->begin : n0) * W,
+              (int64_t)(run->end < n1 ? run->end : n1) * W,
               bv->v, bv->m, bv->h, bv->gn, NULL);
     }
 }
@@ -1091,8 +1100,8 @@ NS_ALWAYS_INLINE int bad_pivot(double piv) { return !(fabs(piv) <= DBL_MAX) | (p
  * per node and the 8-lane one from 2.6 to 4 per lane-node (this container,
  * bench/probe/prof.py, 2026-11-29). The axial pass folded in and the
  * reciprocal took the 8-lane solve from 8.4 to 5.8 cycles per lane-node on
- * the H200 host, one thread (bench/README.md, "One pass of axial terms and
- * elimination"). */
+ * the H200 host, one thread (bench/README.md, "The solve in one pass, the
+ * rate table as rows"). */
 NS_ALWAYS_INLINE void eliminate_at(const solve_view *sv, const int32_t W, int64_t ii, int64_t pi, double ai,
                                    double bi) {
     double x0[NS_CPU_LANES_MAX], x1[NS_CPU_LANES_MAX], x2[NS_CPU_LANES_MAX], x3[NS_CPU_LANES_MAX];
@@ -1180,7 +1189,8 @@ NS_ALWAYS_INLINE int solve_lanes(const block_view *bv, const int32_t W, double *
         solve_root(&sv, W);
         top_substitute(&sv, W, cs->top, cs->n_top);
         for (int32_t k = cs->n_order - 1; k >= 0; --k)
-            if (order[k].at >= 0) substitute_at(&sv, W, (int64_t)order[k].at * W, (int64_t)order[k].parent * W, order[k].b);
+            if (order[k].at >= 0)
+                substitute_at(&sv, W, (int64_t)order[k].at * W, (int64_t)order[k].parent * W, order[k].b);
     } else {
         for (int32_t i = n - 1; i >= 1; --i) eliminate_node(&sv, W, i);
         solve_root(&sv, W);
