@@ -251,8 +251,9 @@ static void table_rows(const ns_hh_table *t, double *rows) {
 /* Whether the gates' lookup transposes 8 rows at a time (rates_of_rows):
  * where the run_block clone taken is the AVX-512 one, or the build's
  * target has AVX-512. Elsewhere it gathers from the rows, faster there:
- * the AVX2 clone took 36 cycles per lane-node in the gates gathering
- * and 45 transposing (allen_rbp4, this container, 2026-11-29).
+ * an AVX2-only build (-mavx2 -DNS_NO_CLONES) took 36 cycles per lane-node
+ * in the gates gathering and 45 transposing (allen_rbp4, this container,
+ * 2026-11-29).
  * NS_CPU_ROWS_GATHER (CI's gcc build without OpenMP) gathers always, so
  * that the tests run both forms; their values are the same. */
 static int rows_transpose(void) {
@@ -841,8 +842,8 @@ NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, const double *restrict rows, in
          * times the other two taus (within a few ulps of three divisions,
          * while the product stays within double range: each tau between
          * 1e-100 and 1e100 ms, where hh's are 1e-4 to 1e3 at any sane
-         * temperature; the table's are always so): the gates took 18
-         * instead of 20-26 cycles per lane-node on the H200 host, one
+         * temperature; the table's are always so): the gates took 17.9-20.8
+         * instead of 20.4-26.0 cycles per lane-node on the H200 host, one
          * thread (bench/README.md, "The solve in one pass, the rate table
          * as rows") */
         for (int l = 0; l < len; ++l) {
