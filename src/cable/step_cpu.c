@@ -178,6 +178,7 @@ typedef struct cpu_state {
     cpu_shape *shapes;
     double *store;         /* the blocks' state */
     double *rows;          /* hh's rate table as rows (table_rows), NS_HH_TABLE_N x ROW */
+    double rows_q10;       /* the q10 the rows were built for (NaN: none yet) */
     int transpose;         /* rates_of_rows transposes (rows_transpose) */
     int64_t max_nw;        /* largest n * w (scratch per thread) */
     int64_t n_split;       /* blocks run by every thread, one after the other */
@@ -235,8 +236,8 @@ static void diagonal_constant(const sim_shape *s, double *dc) {
  * differences to entry i + 1 (zeros at the last entry) and two zeros, so
  * that a lane-node's six rates are two loads and one multiply-add of 8
  * lanes, and 8 lane-nodes' rates a transpose (rates_of_rows), where the
- * columns took 12 gathers. Built from sim->table at every call, which
- * follows celsius. */
+ * columns took 12 gathers. Built from sim->table when its q10 (the
+ * temperature's factor, all the table depends on) changes. */
 static void table_rows(const ns_hh_table *t, double *rows) {
     const double *col[6] = {t->minf, t->mtau, t->hinf, t->htau, t->ninf, t->ntau};
     for (int i = 0; i < NS_HH_TABLE_N; ++i) {
@@ -521,6 +522,7 @@ static ns_status cpu_create(ns_sim_t *sim) {
     st->rows = aligned((size_t)NS_HH_TABLE_N * ROW * sizeof(double));
     if (!st->store || !st->rows) goto oom;
     st->transpose = rows_transpose();
+    st->rows_q10 = NAN;
     {
         double *p = st->store;
         for (int64_t b = 0; b < st->n_blocks; ++b) {
@@ -738,35 +740,31 @@ NS_ALWAYS_INLINE void rates_of_rows(const double *restrict rows, int transpose, 
     int l0 = 0;
 #if defined(__GNUC__) || defined(__clang__)
     for (int l = 0; transpose && l + 8 <= len; l += 8, l0 = l) {
-        ns_v8d r[8];
+        ns_v8d r[8], e[4], o[4], q[8], c[8];
         for (int k = 0; k < 8; ++k) row_rates(rows, ix[l + k], th[l + k], &r[k]);
-        const ns_v8d r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3], r4 = r[4], r5 = r[5], r6 = r[6], r7 = r[7];
         /* pairs of rows: their even columns, their odd columns */
-        const ns_v8d e01 = NS_SHUF(r0, r1, 0, 8, 2, 10, 4, 12, 6, 14), o01 = NS_SHUF(r0, r1, 1, 9, 3, 11, 5, 13, 7, 15);
-        const ns_v8d e23 = NS_SHUF(r2, r3, 0, 8, 2, 10, 4, 12, 6, 14), o23 = NS_SHUF(r2, r3, 1, 9, 3, 11, 5, 13, 7, 15);
-        const ns_v8d e45 = NS_SHUF(r4, r5, 0, 8, 2, 10, 4, 12, 6, 14), o45 = NS_SHUF(r4, r5, 1, 9, 3, 11, 5, 13, 7, 15);
-        const ns_v8d e67 = NS_SHUF(r6, r7, 0, 8, 2, 10, 4, 12, 6, 14), o67 = NS_SHUF(r6, r7, 1, 9, 3, 11, 5, 13, 7, 15);
-        /* four rows: columns 0 and 4, 1 and 5, 2 and 6, 3 and 7 */
-        const ns_v8d a04 = NS_SHUF(e01, e23, 0, 1, 8, 9, 4, 5, 12, 13);
-        const ns_v8d a26 = NS_SHUF(e01, e23, 2, 3, 10, 11, 6, 7, 14, 15);
-        const ns_v8d a15 = NS_SHUF(o01, o23, 0, 1, 8, 9, 4, 5, 12, 13);
-        const ns_v8d a37 = NS_SHUF(o01, o23, 2, 3, 10, 11, 6, 7, 14, 15);
-        const ns_v8d b04 = NS_SHUF(e45, e67, 0, 1, 8, 9, 4, 5, 12, 13);
-        const ns_v8d b26 = NS_SHUF(e45, e67, 2, 3, 10, 11, 6, 7, 14, 15);
-        const ns_v8d b15 = NS_SHUF(o45, o67, 0, 1, 8, 9, 4, 5, 12, 13);
-        const ns_v8d b37 = NS_SHUF(o45, o67, 2, 3, 10, 11, 6, 7, 14, 15);
-        /* eight rows: one column each */
-        const ns_v8d c0 = NS_SHUF(a04, b04, 0, 1, 2, 3, 8, 9, 10, 11);
-        const ns_v8d c4 = NS_SHUF(a04, b04, 4, 5, 6, 7, 12, 13, 14, 15);
-        const ns_v8d c1 = NS_SHUF(a15, b15, 0, 1, 2, 3, 8, 9, 10, 11);
-        const ns_v8d c5 = NS_SHUF(a15, b15, 4, 5, 6, 7, 12, 13, 14, 15);
-        const ns_v8d c2 = NS_SHUF(a26, b26, 0, 1, 2, 3, 8, 9, 10, 11), c3 = NS_SHUF(a37, b37, 0, 1, 2, 3, 8, 9, 10, 11);
-        memcpy(minf + l, &c0, sizeof c0);
-        memcpy(mtau + l, &c1, sizeof c1);
-        memcpy(hinf + l, &c2, sizeof c2);
-        memcpy(htau + l, &c3, sizeof c3);
-        memcpy(ninf + l, &c4, sizeof c4);
-        memcpy(ntau + l, &c5, sizeof c5);
+        for (int k = 0; k < 4; ++k) {
+            e[k] = NS_SHUF(r[2 * k], r[2 * k + 1], 0, 8, 2, 10, 4, 12, 6, 14);
+            o[k] = NS_SHUF(r[2 * k], r[2 * k + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+        }
+        /* rows 4 h to 4 h + 3: q[4 h + k] holds their columns k and k + 4 */
+        for (int h = 0; h < 2; ++h) {
+            q[4 * h] = NS_SHUF(e[2 * h], e[2 * h + 1], 0, 1, 8, 9, 4, 5, 12, 13);
+            q[4 * h + 1] = NS_SHUF(o[2 * h], o[2 * h + 1], 0, 1, 8, 9, 4, 5, 12, 13);
+            q[4 * h + 2] = NS_SHUF(e[2 * h], e[2 * h + 1], 2, 3, 10, 11, 6, 7, 14, 15);
+            q[4 * h + 3] = NS_SHUF(o[2 * h], o[2 * h + 1], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+        /* the eight rows' column k */
+        for (int k = 0; k < 4; ++k) {
+            c[k] = NS_SHUF(q[k], q[4 + k], 0, 1, 2, 3, 8, 9, 10, 11);
+            c[k + 4] = NS_SHUF(q[k], q[4 + k], 4, 5, 6, 7, 12, 13, 14, 15);
+        }
+        memcpy(minf + l, &c[0], sizeof c[0]);
+        memcpy(mtau + l, &c[1], sizeof c[1]);
+        memcpy(hinf + l, &c[2], sizeof c[2]);
+        memcpy(htau + l, &c[3], sizeof c[3]);
+        memcpy(ninf + l, &c[4], sizeof c[4]);
+        memcpy(ntau + l, &c[5], sizeof c[5]);
     }
 #else
     (void)transpose;
@@ -1567,7 +1565,10 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
     cpu_state *st = sim->backend_state;
     const ns_status path = cpu_mechanisms(sim, st);
     if (path != NS_OK) return path;
-    table_rows(&sim->table, st->rows);
+    if (!(st->rows_q10 == sim->q10)) {
+        table_rows(&sim->table, st->rows);
+        st->rows_q10 = sim->q10;
+    }
     const int32_t threads = st->threads;
     int out_of_memory = 0;
     ns_status net_status = NS_OK;
