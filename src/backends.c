@@ -13,7 +13,7 @@
 #include <omp.h>
 #endif
 
-#include "cable/sim_impl.h"
+#include "sim/sim_impl.h"
 #include "core/device_impl.h"
 #include "core/error.h"
 #include "core/registry.h"

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cable/cpu_policy.h"
-#include "cable/mech.h"
+#include "sim/cpu/policy.h"
+#include "sim/membrane.h"
 #include "check.h"
 #include "lapack.h"
 #include "neurosolve/neurosolve.h"

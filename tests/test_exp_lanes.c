@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cable/exp_lanes.h"
+#include "sim/cpu/exp_lanes.h"
 #include "check.h"
 
 static int64_t ulps(double a, double b) {

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cable/mech.h"
+#include "sim/membrane.h"
 #include "check.h"
 #include "neurosolve/nmodl.h"
 #include "test_tmpdir.h"

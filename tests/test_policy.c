@@ -11,8 +11,8 @@
  * run fused into the GPU tree kernel or per step (cable/sim_policy.c). */
 #include <string.h>
 
-#include "cable/cpu_policy.h"
-#include "cable/sim_policy.h"
+#include "sim/cpu/policy.h"
+#include "sim/policy.h"
 #include "check.h"
 #include "core/registry.h"
 #include "hines/batch_impl.h"

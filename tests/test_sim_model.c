@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cable/builtin/builtin.h"
-#include "cable/model_impl.h"
+#include "mech/builtin/builtin.h"
+#include "mech/model_impl.h"
 #include "check.h"
 #include "cell_cylinder.h"
 #include "neurosolve/neurosolve.h"
@@ -82,7 +82,7 @@ static void builtins_are_generated(void) {
         for (int t = 0; t < 3; ++t) {
             char *text = NULL;
             CHECK_OK(ns_nmodl_emit(m, (ns_nmodl_target)t, &text));
-            snprintf(path, sizeof path, "%s/src/cable/builtin/%s.%s", SRC_DIR, files[k][1], ext[t]);
+            snprintf(path, sizeof path, "%s/src/mech/builtin/%s.%s", SRC_DIR, files[k][1], ext[t]);
             size_t n = 0;
             char *file = read_all(path, &n);
             CHECK_MSG(file != NULL, "cannot read %s", path);
@@ -92,7 +92,7 @@ static void builtins_are_generated(void) {
                 while (at < n && at < tn && text[at] == file[at]) ++at;
                 CHECK_MSG(tn == n && at == n,
                           "%s differs from the translator's output for %s.mod (%zu and %zu bytes, first difference "
-                          "at byte %zu): regenerate (src/cable/builtin/README.md)",
+                          "at byte %zu): regenerate (src/mech/builtin/README.md)",
                           path, files[k][0], n, tn, at);
                 compared++;
             }
@@ -101,7 +101,7 @@ static void builtins_are_generated(void) {
         }
         ns_nmodl_destroy(m);
     }
-    printf("built-ins: %d generated files equal to src/cable/builtin/\n", compared);
+    printf("built-ins: %d generated files equal to src/mech/builtin/\n", compared);
     CHECK(compared == 12);
 }
 

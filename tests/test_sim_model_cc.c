@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cable/builtin/builtin.h"
+#include "mech/builtin/builtin.h"
 #include "check.h"
 #include "cell_cylinder.h"
 #include "neurosolve/neurosolve.h"

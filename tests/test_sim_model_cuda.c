@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cable/net_exchange.h"
+#include "net/exchange.h"
 #include "neurosolve/neurosolve.h"
 #include "test_tmpdir.h"
 

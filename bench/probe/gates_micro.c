@@ -19,9 +19,9 @@
 #include <string.h>
 #include <time.h>
 #include <x86intrin.h>
-#include "cable/builtin/hh.h"
-#include "cable/exp_lanes.h"
-#include "cable/mech.h"
+#include "mech/builtin/hh.h"
+#include "sim/cpu/exp_lanes.h"
+#include "sim/membrane.h"
 
 #define NL (300 * 8)
 #define CHUNK 64

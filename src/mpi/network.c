@@ -4,7 +4,7 @@
  * calls of a single simulation, in its order, with its arguments. */
 #include <stdint.h>
 
-#include "cable/netfile_apply.h"
+#include "io/netfile_apply.h"
 #include "core/error.h"
 #include "mpi/sim_impl.h"
 

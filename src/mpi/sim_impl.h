@@ -3,7 +3,7 @@
 #ifndef NS_MPI_SIM_IMPL_H
 #define NS_MPI_SIM_IMPL_H
 
-#include "cable/net_exchange.h"
+#include "net/exchange.h"
 #include "mpi/mpi_impl.h"
 
 #define NS_MPI_DETAIL_BYTES 1024

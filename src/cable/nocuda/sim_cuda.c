@@ -1,4 +1,0 @@
-/* A build without CUDA has no GPU simulation loop. */
-#include "cable/sim_impl.h"
-
-const sim_ops *ns_sim_cuda_ops(void) { return NULL; }

@@ -1,0 +1,1264 @@
+/* Network files (docs/networks.md, "Network files"): the native text format
+ * of a network, parsed into a description (ns_network_t) that is applied to
+ * a simulation through the public network calls of cable.h.
+ *
+ * One statement per line, '#' starts a comment, tokens split at blanks:
+ *   cells NAME COUNT FILE.swc
+ *   model FILE | model: STATEMENT
+ *   synapse NAME CELLS LOC MECH [PARAM=VALUE ...]
+ *   detector NAME CELLS LOC THRESHOLD
+ *   train NAME T [T ...]
+ *   poisson NAME COUNT RATE_HZ START STOP SEED
+ *   connect SOURCES SYNAPSES WEIGHT DELAY [all | p=P [seed=S]]
+ * CELLS, SOURCES, SYNAPSES: REF[+REF...], REF = NAME or NAME[LIST], LIST =
+ * ITEM[,ITEM...], ITEM = I, A-B or A-B:STEP (indices within the group, from 0); `cell`
+ * names every cell by its global number. A name used again by a statement
+ * of its kind appends to the group. */
+#define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/file.h"
+#include "core/rng.h"
+#include "io/netfile_apply.h"
+#include "io/netfile_build.h"
+#include "sim/policy.h"
+#include "core/device_impl.h"
+#include "neurosolve/network.h"
+
+/* Limits that keep a bad file from asking for unbounded memory or work. */
+#define NET_MAX_CELLS (INT64_C(1) << 24)
+#define NET_MAX_ITEMS (INT64_C(1) << 26)  /* synapses, sources, and the ids all lists hold together */
+#define NET_MAX_PAIRS (INT64_C(1) << 40)  /* pairs a connect line with all or p= considers */
+#define NET_MAX_CONNS (INT64_C(1) << 30)  /* connections (expected, for p=) of all lines */
+#define NET_NAME 64
+#define NET_CONNECT_STREAM UINT64_C(0x636f6e6e656374) /* "connect": the rng stream of p= draws */
+
+typedef enum { G_CELLS, G_SYNAPSES, G_SOURCES } gkind;
+static const char *const KIND_NAME[] = {"cells", "synapses", "sources"};
+
+typedef struct ids {
+    int64_t *v;
+    int64_t n, cap;
+} ids;
+
+typedef struct group {
+    char name[NET_NAME];
+    gkind kind;
+    int line; /* first line */
+    ids m;
+} group;
+
+typedef struct loc {
+    int kind; /* 0 soma (root section), 1 sec:K, 2 swc:ID, 3 compartment cN */
+    int64_t index;
+    double x;
+    char text[64];
+} loc;
+
+typedef enum { S_SYN, S_DET, S_TRAIN, S_POISSON, S_CONNECT, S_EDGES } skind;
+
+typedef struct stmt {
+    skind kind;
+    int line;
+    ids a, b;             /* cells (synapse, detector) or sources (connect); synapses (connect) */
+    loc where;
+    char mech[NET_NAME];
+    int n_params;
+    char (*pname)[NET_NAME];
+    double *pvalue;
+    double threshold;
+    double *times;
+    int64_t n_times;
+    int64_t count;        /* poisson */
+    double rate, start, stop;
+    uint64_t seed;        /* poisson, connect with p= */
+    double weight, delay, p;
+    int pairs;            /* connect: 0 pairwise (or one of them 1), 1 every pair (all, p=) */
+    ns_netbuild_edges *edges; /* S_EDGES (a SONATA edge population: netfile_build.h) */
+} stmt;
+
+struct ns_network {
+    char name[256];
+    int64_t n_cells;
+    int32_t *cell_morph;
+    int64_t cap_cells;
+    char **morph;
+    int32_t n_morph, cap_morph;
+    char *model_file;     /* resolved path */
+    int model_line;
+    char *model_text;     /* the model: lines, at their line numbers (others blank) */
+    size_t model_len, model_cap;
+    int has_inline;
+    group *groups;
+    int32_t n_groups, cap_groups;
+    stmt *stmts;
+    int64_t n_stmts, cap_stmts;
+    int64_t n_syns, n_sources, n_fixed, n_expected;
+    /* SONATA (sonata.c): the node populations, each source's population and
+     * node id, and the config's run settings (NaN: not given) */
+    char **pops;
+    int32_t n_pops;
+    int32_t *src_pop;
+    int64_t *src_node;
+    int has_run;
+    double run_tstop, run_dt, run_celsius, run_v_init, run_threshold;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static int grow(void **p, int64_t n, int64_t *cap, size_t size) {
+    if (n < *cap) return 0;
+    const int64_t c = *cap ? 2 * *cap : 8;
+    void *q = realloc(*p, (size_t)c * size);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* Ids held by all lists of the description being parsed (NET_MAX_ITEMS). */
+static _Thread_local int64_t ids_held;
+
+static int ids_push(ids *s, int64_t v) {
+    if (++ids_held > NET_MAX_ITEMS) return -1;
+    if (grow((void **)&s->v, s->n, &s->cap, sizeof *s->v) != 0) return -1;
+    s->v[s->n++] = v;
+    return 0;
+}
+
+static void stmt_free(stmt *s) {
+    free(s->a.v);
+    free(s->b.v);
+    free(s->pname);
+    free(s->pvalue);
+    free(s->times);
+    if (s->edges) {
+        ns_netbuild_edges_free(s->edges);
+        free(s->edges);
+    }
+}
+
+void ns_network_destroy(ns_network_t *net) {
+    if (!net) return;
+    free(net->cell_morph);
+    for (int32_t k = 0; k < net->n_morph; ++k) free(net->morph[k]);
+    free(net->morph);
+    free(net->model_file);
+    free(net->model_text);
+    for (int32_t g = 0; g < net->n_groups; ++g) free(net->groups[g].m.v);
+    free(net->groups);
+    for (int64_t s = 0; s < net->n_stmts; ++s) stmt_free(&net->stmts[s]);
+    free(net->stmts);
+    for (int32_t k = 0; k < net->n_pops; ++k) free(net->pops[k]);
+    free(net->pops);
+    free(net->src_pop);
+    free(net->src_node);
+    free(net);
+}
+
+/* The parser's state: the file's name and the line, for messages. */
+typedef struct ctx {
+    ns_network_t *net;
+    const char *base;
+    int line;
+} ctx;
+
+#define FAIL(c, ...) fail_at(c, NS_ERR_PARSE, __VA_ARGS__)
+
+static ns_status fail_at(const ctx *c, ns_status st, const char *fmt, ...) NS_PRINTF_LIKE(3, 4);
+static ns_status fail_at(const ctx *c, ns_status st, const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ns_fail(st, "%s:%d: %s", c->net->name, c->line, msg);
+}
+
+static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+    if (!*s || isspace((unsigned char)*s)) return 0;
+    char *end;
+    errno = 0;
+    const long long v = strtoll(s, &end, 10);
+    if (*end || errno == ERANGE || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_num(const char *s, double *out) {
+    if (!*s || isspace((unsigned char)*s)) return 0;
+    char *end;
+    errno = 0;
+    const double v = strtod(s, &end);
+    if (*end || !isfinite(v)) return 0;
+    *out = v;
+    return 1;
+}
+
+static int valid_name(const char *s) {
+    if (!isalpha((unsigned char)*s) && *s != '_') return 0;
+    size_t n = 0;
+    for (; *s; ++s, ++n)
+        if (!isalnum((unsigned char)*s) && *s != '_') return 0;
+    return n < NET_NAME;
+}
+
+static group *find_group(ns_network_t *net, const char *name) {
+    for (int32_t g = 0; g < net->n_groups; ++g)
+        if (strcmp(net->groups[g].name, name) == 0) return &net->groups[g];
+    return NULL;
+}
+
+/* The group NAME of `kind` a statement adds to: new, or one of the same kind. */
+static ns_status group_for(ctx *c, const char *name, gkind kind, group **out) {
+    if (!valid_name(name))
+        return FAIL(c, "'%s' is not a name (letters, digits and _, not starting with a digit, < %d characters)", name,
+                    NET_NAME);
+    if (strcmp(name, "cell") == 0) return FAIL(c, "'cell' is reserved (every cell by its number)");
+    group *g = find_group(c->net, name);
+    if (g && g->kind != kind)
+        return FAIL(c, "'%s' names %s (line %d), not %s", name, KIND_NAME[g->kind], g->line, KIND_NAME[kind]);
+    if (!g) {
+        ns_network_t *net = c->net;
+        int64_t cap = net->cap_groups;
+        if (grow((void **)&net->groups, net->n_groups, &cap, sizeof *net->groups) != 0)
+            return fail_at(c, NS_ERR_OUT_OF_MEMORY, "groups");
+        net->cap_groups = (int32_t)cap;
+        g = &net->groups[net->n_groups++];
+        memset(g, 0, sizeof *g);
+        snprintf(g->name, sizeof g->name, "%s", name);
+        g->kind = kind;
+        g->line = c->line;
+    }
+    *out = g;
+    return NS_OK;
+}
+
+static ns_status parse_ref_in(ctx *c, char *buf, const char *text, gkind kind, const char *what, ids *out);
+
+/* REF[+REF...] with REF = NAME or NAME[LIST]: the members, in order. */
+static ns_status parse_ref(ctx *c, const char *text, gkind kind, const char *what, ids *out) {
+    char *buf = malloc(strlen(text) + 1);
+    if (!buf) return fail_at(c, NS_ERR_OUT_OF_MEMORY, "%s", what);
+    strcpy(buf, text);
+    ns_status st = parse_ref_in(c, buf, text, kind, what, out);
+    free(buf);
+    return st;
+}
+
+static ns_status parse_ref_in(ctx *c, char *buf, const char *text, gkind kind, const char *what, ids *out) {
+    ns_network_t *net = c->net;
+    char *save = NULL;
+    for (char *ref = strtok_r(buf, "+", &save); ref; ref = strtok_r(NULL, "+", &save)) {
+        char *br = strchr(ref, '[');
+        char *list = NULL;
+        if (br) {
+            const size_t n = strlen(br);
+            if (n < 2 || br[n - 1] != ']') return FAIL(c, "%s '%s': expected NAME[LIST]", what, ref);
+            br[n - 1] = 0;
+            *br = 0;
+            list = br + 1;
+        }
+        const group *g = NULL;
+        int64_t size;
+        if (kind == G_CELLS && strcmp(ref, "cell") == 0) size = net->n_cells;
+        else {
+            g = find_group(net, ref);
+            if (!g) return FAIL(c, "%s: no %s named '%s'", what, KIND_NAME[kind], ref);
+            if (g->kind != kind)
+                return FAIL(c, "%s: '%s' names %s (line %d), not %s", what, ref, KIND_NAME[g->kind], g->line,
+                            KIND_NAME[kind]);
+            size = g->m.n;
+        }
+        if (!list) {
+            for (int64_t k = 0; k < size; ++k)
+                if (out->n >= NET_MAX_ITEMS || ids_push(out, g ? g->m.v[k] : k) != 0)
+                    return fail_at(c, NS_ERR_SIZE, "%s: %lld members (at most %lld ids in all lists)", what,
+                                   (long long)out->n, (long long)NET_MAX_ITEMS);
+            continue;
+        }
+        char *isave = NULL;
+        int any = 0;
+        for (char *item = strtok_r(list, ",", &isave); item; item = strtok_r(NULL, ",", &isave)) {
+            any = 1;
+            int64_t lo, hi, step = 1;
+            char *dash = strchr(item + (*item == '-'), '-');
+            if (dash) {
+                *dash = 0;
+                char *colon = strchr(dash + 1, ':');
+                if (colon) {
+                    *colon = 0;
+                    if (!parse_int(colon + 1, 1, INT32_MAX, &step))
+                        return FAIL(c, "%s: step '%s' in %s[...] is not an integer >= 1", what, colon + 1, ref);
+                }
+                if (!parse_int(item, 0, INT64_MAX, &lo) || !parse_int(dash + 1, 0, INT64_MAX, &hi) || hi < lo)
+                    return FAIL(c, "%s: '%s-%s' in %s[...] is not a range A-B with 0 <= A <= B", what, item, dash + 1,
+                                ref);
+            } else if (!parse_int(item, 0, INT64_MAX, &lo))
+                return FAIL(c, "%s: '%s' in %s[...] is not an index >= 0", what, item, ref);
+            else hi = lo;
+            if (hi >= size)
+                return FAIL(c, "%s: index %lld is outside %s (%lld %s)", what, (long long)hi, ref, (long long)size,
+                            KIND_NAME[kind]);
+            for (int64_t k = lo; k <= hi; k += step)
+                if (out->n >= NET_MAX_ITEMS || ids_push(out, g ? g->m.v[k] : k) != 0)
+                    return fail_at(c, NS_ERR_SIZE, "%s: %lld members (at most %lld ids in all lists)", what,
+                                   (long long)out->n, (long long)NET_MAX_ITEMS);
+        }
+        if (!any) return FAIL(c, "%s: empty list in %s[]", what, ref);
+    }
+    if (out->n == 0) return FAIL(c, "%s: '%s' has no members", what, text);
+    return NS_OK;
+}
+
+/* soma | soma(X) | sec:K[(X)] | swc:ID[(X)] | cN */
+static ns_status parse_loc(ctx *c, const char *text, loc *l) {
+    memset(l, 0, sizeof *l);
+    snprintf(l->text, sizeof l->text, "%s", text);
+    char buf[128];
+    if (strlen(text) >= sizeof buf) return FAIL(c, "location '%.40s...' is too long", text);
+    snprintf(buf, sizeof buf, "%s", text);
+    l->x = 0.5;
+    char *par = strchr(buf, '(');
+    if (par) {
+        const size_t n = strlen(par);
+        if (par[n - 1] != ')') return FAIL(c, "location '%s': expected WHERE(X)", text);
+        par[n - 1] = 0;
+        *par = 0;
+        if (!parse_num(par + 1, &l->x) || l->x < 0.0 || l->x > 1.0)
+            return FAIL(c, "location '%s': x must be a number in [0, 1]", text);
+    }
+    if (strcmp(buf, "soma") == 0) l->kind = 0;
+    else if (strncmp(buf, "sec:", 4) == 0 && parse_int(buf + 4, 0, INT32_MAX, &l->index)) l->kind = 1;
+    else if (strncmp(buf, "swc:", 4) == 0 && parse_int(buf + 4, 0, INT64_MAX, &l->index)) l->kind = 2;
+    else if (buf[0] == 'c' && !par && parse_int(buf + 1, 0, INT32_MAX, &l->index)) l->kind = 3;
+    else
+        return FAIL(c, "location '%s': expected soma, sec:K, swc:ID (each optionally with (X)) or cN (a compartment)",
+                    text);
+    return NS_OK;
+}
+
+static ns_status resolve_path(ctx *c, const char *file, char **out) {
+    const size_t n = strlen(file) + (c->base ? strlen(c->base) : 0) + 2;
+    *out = malloc(n);
+    if (!*out) return fail_at(c, NS_ERR_OUT_OF_MEMORY, "path");
+    if (file[0] == '/' || !c->base || !*c->base) snprintf(*out, n, "%s", file);
+    else snprintf(*out, n, "%s/%s", c->base, file);
+    return NS_OK;
+}
+
+static ns_status new_stmt(ctx *c, skind kind, stmt **out) {
+    ns_network_t *net = c->net;
+    if (grow((void **)&net->stmts, net->n_stmts, &net->cap_stmts, sizeof *net->stmts) != 0)
+        return fail_at(c, NS_ERR_OUT_OF_MEMORY, "statements");
+    stmt *s = &net->stmts[net->n_stmts++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->line = c->line;
+    *out = s;
+    return NS_OK;
+}
+
+/* Add `n` new members numbered from `first` to a group. */
+static ns_status add_members(ctx *c, group *g, int64_t first, int64_t n) {
+    for (int64_t k = 0; k < n; ++k)
+        if (ids_push(&g->m, first + k) != 0)
+            return fail_at(c, NS_ERR_SIZE, "%s: %lld members (at most %lld ids in all lists)", g->name,
+                           (long long)g->m.n, (long long)NET_MAX_ITEMS);
+    return NS_OK;
+}
+
+/* ------------------------------------------------------------ statements */
+
+static ns_status st_cells(ctx *c, char **tok, int n) {
+    ns_network_t *net = c->net;
+    if (n != 4) return FAIL(c, "expected: cells NAME COUNT FILE.swc");
+    group *g;
+    ns_status st = group_for(c, tok[1], G_CELLS, &g);
+    if (st != NS_OK) return st;
+    int64_t count;
+    if (!parse_int(tok[2], 1, NET_MAX_CELLS, &count) || net->n_cells + count > NET_MAX_CELLS)
+        return FAIL(c, "cells %s: COUNT '%s' must be an integer from 1 (at most %lld cells in all)", tok[1], tok[2],
+                    (long long)NET_MAX_CELLS);
+    char *path;
+    if ((st = resolve_path(c, tok[3], &path)) != NS_OK) return st;
+    int32_t k = 0;
+    while (k < net->n_morph && strcmp(net->morph[k], path) != 0) ++k;
+    if (k == net->n_morph) {
+        int64_t cap = net->cap_morph;
+        if (grow((void **)&net->morph, net->n_morph, &cap, sizeof *net->morph) != 0) {
+            free(path);
+            return fail_at(c, NS_ERR_OUT_OF_MEMORY, "morphologies");
+        }
+        net->cap_morph = (int32_t)cap;
+        net->morph[net->n_morph++] = path;
+    } else free(path);
+    while (net->n_cells + count > net->cap_cells) {
+        const int64_t cap = net->cap_cells ? 2 * net->cap_cells : 64;
+        int32_t *p = realloc(net->cell_morph, (size_t)cap * sizeof *p);
+        if (!p) return fail_at(c, NS_ERR_OUT_OF_MEMORY, "%lld cells", (long long)(net->n_cells + count));
+        net->cell_morph = p;
+        net->cap_cells = cap;
+    }
+    for (int64_t q = 0; q < count; ++q) net->cell_morph[net->n_cells + q] = k;
+    st = add_members(c, g, net->n_cells, count);
+    net->n_cells += count;
+    return st;
+}
+
+static ns_status st_model(ctx *c, char **tok, int n) {
+    ns_network_t *net = c->net;
+    if (n != 2) return FAIL(c, "expected: model FILE (or model: STATEMENT)");
+    if (net->model_file) return FAIL(c, "a second model file (the first on line %d)", net->model_line);
+    net->model_line = c->line;
+    return resolve_path(c, tok[1], &net->model_file);
+}
+
+static ns_status st_synapse(ctx *c, char **tok, int n) {
+    if (n < 5) return FAIL(c, "expected: synapse NAME CELLS LOC MECH [PARAM=VALUE ...]");
+    group *g;
+    stmt *s;
+    ns_status st = group_for(c, tok[1], G_SYNAPSES, &g);
+    if (st == NS_OK) st = new_stmt(c, S_SYN, &s);
+    char what[96];
+    snprintf(what, sizeof what, "synapse %.64s", tok[1]);
+    if (st == NS_OK) st = parse_ref(c, tok[2], G_CELLS, what, &s->a);
+    if (st == NS_OK) st = parse_loc(c, tok[3], &s->where);
+    if (st != NS_OK) return st;
+    if (!valid_name(tok[4])) return FAIL(c, "synapse %s: '%s' is not a mechanism name", tok[1], tok[4]);
+    snprintf(s->mech, sizeof s->mech, "%s", tok[4]);
+    s->n_params = n - 5;
+    s->pname = calloc((size_t)(n - 5 + 1), sizeof *s->pname);
+    s->pvalue = calloc((size_t)(n - 5 + 1), sizeof *s->pvalue);
+    if (!s->pname || !s->pvalue) return fail_at(c, NS_ERR_OUT_OF_MEMORY, "synapse");
+    for (int k = 5; k < n; ++k) {
+        char *eq = strchr(tok[k], '=');
+        if (!eq) return FAIL(c, "synapse %s: '%s': expected PARAM=VALUE", tok[1], tok[k]);
+        *eq = 0;
+        if (!valid_name(tok[k]) || !parse_num(eq + 1, &s->pvalue[k - 5]))
+            return FAIL(c, "synapse %s: '%s=%s': expected PARAM=NUMBER (finite)", tok[1], tok[k], eq + 1);
+        snprintf(s->pname[k - 5], NET_NAME, "%s", tok[k]);
+    }
+    if (c->net->n_syns + s->a.n > NET_MAX_ITEMS) return FAIL(c, "synapse %s: too many synapses", tok[1]);
+    st = add_members(c, g, c->net->n_syns, s->a.n);
+    c->net->n_syns += s->a.n;
+    return st;
+}
+
+static ns_status st_detector(ctx *c, char **tok, int n) {
+    if (n != 5) return FAIL(c, "expected: detector NAME CELLS LOC THRESHOLD");
+    group *g;
+    stmt *s;
+    ns_status st = group_for(c, tok[1], G_SOURCES, &g);
+    if (st == NS_OK) st = new_stmt(c, S_DET, &s);
+    char what[96];
+    snprintf(what, sizeof what, "detector %.64s", tok[1]);
+    if (st == NS_OK) st = parse_ref(c, tok[2], G_CELLS, what, &s->a);
+    if (st == NS_OK) st = parse_loc(c, tok[3], &s->where);
+    if (st != NS_OK) return st;
+    if (!parse_num(tok[4], &s->threshold)) return FAIL(c, "detector %s: threshold '%s' is not a number", tok[1], tok[4]);
+    if (c->net->n_sources + s->a.n > NET_MAX_ITEMS) return FAIL(c, "detector %s: too many sources", tok[1]);
+    st = add_members(c, g, c->net->n_sources, s->a.n);
+    c->net->n_sources += s->a.n;
+    return st;
+}
+
+static ns_status st_train(ctx *c, char **tok, int n) {
+    if (n < 3) return FAIL(c, "expected: train NAME T [T ...] (times in ms)");
+    group *g;
+    stmt *s;
+    ns_status st = group_for(c, tok[1], G_SOURCES, &g);
+    if (st == NS_OK) st = new_stmt(c, S_TRAIN, &s);
+    if (st != NS_OK) return st;
+    s->times = malloc((size_t)(n - 2) * sizeof *s->times);
+    if (!s->times) return fail_at(c, NS_ERR_OUT_OF_MEMORY, "train");
+    for (int k = 2; k < n; ++k)
+        if (!parse_num(tok[k], &s->times[k - 2]) || s->times[k - 2] < 0.0)
+            return FAIL(c, "train %s: time '%s' must be a finite number >= 0 [ms]", tok[1], tok[k]);
+    s->n_times = n - 2;
+    st = add_members(c, g, c->net->n_sources, 1);
+    c->net->n_sources += 1;
+    return st;
+}
+
+static ns_status st_poisson(ctx *c, char **tok, int n) {
+    if (n != 7) return FAIL(c, "expected: poisson NAME COUNT RATE_HZ START STOP SEED");
+    group *g;
+    stmt *s;
+    ns_status st = group_for(c, tok[1], G_SOURCES, &g);
+    if (st == NS_OK) st = new_stmt(c, S_POISSON, &s);
+    if (st != NS_OK) return st;
+    int64_t seed;
+    if (!parse_int(tok[2], 1, NET_MAX_ITEMS, &s->count))
+        return FAIL(c, "poisson %s: COUNT '%s' must be an integer >= 1", tok[1], tok[2]);
+    if (!parse_num(tok[3], &s->rate) || s->rate < 0.0 || s->rate > 1e6)
+        return FAIL(c, "poisson %s: rate '%s' must be a number from 0 to 1e6 [Hz]", tok[1], tok[3]);
+    if (!parse_num(tok[4], &s->start) || s->start < 0.0)
+        return FAIL(c, "poisson %s: start '%s' must be a finite number >= 0 [ms]", tok[1], tok[4]);
+    if (strcmp(tok[5], "inf") == 0) s->stop = INFINITY;
+    else if (!parse_num(tok[5], &s->stop) || s->stop < s->start)
+        return FAIL(c, "poisson %s: stop '%s' must be a number >= start (%g ms) or inf", tok[1], tok[5], s->start);
+    if (!parse_int(tok[6], 0, INT64_MAX, &seed))
+        return FAIL(c, "poisson %s: seed '%s' must be an integer >= 0", tok[1], tok[6]);
+    s->seed = (uint64_t)seed;
+    if (c->net->n_sources + s->count > NET_MAX_ITEMS) return FAIL(c, "poisson %s: too many sources", tok[1]);
+    st = add_members(c, g, c->net->n_sources, s->count);
+    c->net->n_sources += s->count;
+    return st;
+}
+
+static ns_status st_connect(ctx *c, char **tok, int n) {
+    if (n < 5) return FAIL(c, "expected: connect SOURCES SYNAPSES WEIGHT DELAY [all | p=P [seed=S]]");
+    stmt *s;
+    ns_status st = new_stmt(c, S_CONNECT, &s);
+    if (st == NS_OK) st = parse_ref(c, tok[1], G_SOURCES, "connect", &s->a);
+    if (st == NS_OK) st = parse_ref(c, tok[2], G_SYNAPSES, "connect", &s->b);
+    if (st != NS_OK) return st;
+    if (!parse_num(tok[3], &s->weight)) return FAIL(c, "connect %s %s: weight '%s' is not a finite number", tok[1], tok[2], tok[3]);
+    if (!parse_num(tok[4], &s->delay) || !(s->delay > 0.0))
+        return FAIL(c, "connect %s %s: delay '%s' must be a number > 0 [ms]", tok[1], tok[2], tok[4]);
+    s->p = 1.0;
+    int has_p = 0, has_seed = 0;
+    for (int k = 5; k < n; ++k) {
+        int64_t seed;
+        if (strcmp(tok[k], "all") == 0) s->pairs = 1;
+        else if (strncmp(tok[k], "p=", 2) == 0) {
+            if (!parse_num(tok[k] + 2, &s->p) || s->p < 0.0 || s->p > 1.0)
+                return FAIL(c, "connect %s %s: '%s': p must be in [0, 1]", tok[1], tok[2], tok[k]);
+            s->pairs = has_p = 1;
+        } else if (strncmp(tok[k], "seed=", 5) == 0) {
+            if (!parse_int(tok[k] + 5, 0, INT64_MAX, &seed))
+                return FAIL(c, "connect %s %s: '%s': seed must be an integer >= 0", tok[1], tok[2], tok[k]);
+            s->seed = (uint64_t)seed;
+            has_seed = 1;
+        } else return FAIL(c, "connect %s %s: unknown option '%s' (all, p=P, seed=S)", tok[1], tok[2], tok[k]);
+    }
+    if (has_seed && !has_p) return FAIL(c, "connect %s %s: seed= without p=", tok[1], tok[2]);
+    if (s->pairs) {
+        if ((double)s->a.n * (double)s->b.n > (double)NET_MAX_PAIRS)
+            return FAIL(c, "connect %s %s: %lld x %lld pairs is more than %lld", tok[1], tok[2], (long long)s->a.n,
+                        (long long)s->b.n, (long long)NET_MAX_PAIRS);
+        c->net->n_expected += (int64_t)((double)s->a.n * (double)s->b.n * s->p);
+        if (!has_p) c->net->n_fixed += s->a.n * s->b.n;
+    } else {
+        if (s->a.n != s->b.n && s->a.n != 1 && s->b.n != 1)
+            return FAIL(c,
+                        "connect %s %s: %lld sources and %lld synapses: pairs need equal counts or one of them 1 "
+                        "(`all` or p= connect every pair)",
+                        tok[1], tok[2], (long long)s->a.n, (long long)s->b.n);
+        c->net->n_fixed += s->a.n > s->b.n ? s->a.n : s->b.n;
+        c->net->n_expected += s->a.n > s->b.n ? s->a.n : s->b.n;
+    }
+    if (c->net->n_expected > NET_MAX_CONNS)
+        return fail_at(c, NS_ERR_SIZE, "connect %s %s: more than %lld connections in all", tok[1], tok[2],
+                       (long long)NET_MAX_CONNS);
+    return NS_OK;
+}
+
+/* ------------------------------------------------------------ parse */
+
+/* Room for `more` bytes after the model text (capacity doubling: a line each). */
+static int model_room(ns_network_t *net, size_t more) {
+    if (net->model_len + more <= net->model_cap) return 0;
+    size_t cap = net->model_cap ? net->model_cap : 256;
+    while (cap < net->model_len + more) cap *= 2;
+    char *p = realloc(net->model_text, cap);
+    if (!p) return -1;
+    net->model_text = p;
+    net->model_cap = cap;
+    return 0;
+}
+
+static ns_status parse_line(ctx *c, char *ln) {
+    ns_network_t *net = c->net;
+    while (isspace((unsigned char)*ln)) ++ln;
+    if (strncmp(ln, "model:", 6) == 0) {
+        /* the statement goes to the model text at its own line number */
+        const char *text = ln + 6;
+        const size_t n = strlen(text);
+        if (model_room(net, n + 2) != 0) return fail_at(c, NS_ERR_OUT_OF_MEMORY, "model");
+        memcpy(net->model_text + net->model_len, text, n);
+        net->model_len += n;
+        net->has_inline = 1;
+        return NS_OK;
+    }
+    char *hash = strchr(ln, '#');
+    if (hash) *hash = 0;
+    /* fields: at most one per two characters */
+    char **tok = malloc((strlen(ln) / 2 + 2) * sizeof *tok);
+    if (!tok) return fail_at(c, NS_ERR_OUT_OF_MEMORY, "a line of %zu characters", strlen(ln));
+    int n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(ln, " \t\r\v\f", &save); t; t = strtok_r(NULL, " \t\r\v\f", &save)) tok[n++] = t;
+    ns_status st = NS_OK;
+    if (n == 0) st = NS_OK;
+    else if (strcmp(tok[0], "cells") == 0) st = st_cells(c, tok, n);
+    else if (strcmp(tok[0], "model") == 0) st = st_model(c, tok, n);
+    else if (strcmp(tok[0], "synapse") == 0) st = st_synapse(c, tok, n);
+    else if (strcmp(tok[0], "detector") == 0) st = st_detector(c, tok, n);
+    else if (strcmp(tok[0], "train") == 0) st = st_train(c, tok, n);
+    else if (strcmp(tok[0], "poisson") == 0) st = st_poisson(c, tok, n);
+    else if (strcmp(tok[0], "connect") == 0) st = st_connect(c, tok, n);
+    else st = FAIL(c, "unknown statement '%.64s' (cells, model, synapse, detector, train, poisson, connect)", tok[0]);
+    free(tok);
+    return st;
+}
+
+ns_status ns_network_parse(const char *text, size_t length, const char *name, const char *base_dir,
+                           ns_network_t **out) {
+    if (!out || (!text && length)) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_parse: NULL argument");
+    *out = NULL;
+    ns_network_t *net = calloc(1, sizeof *net);
+    char *buf = malloc(length + 1);
+    if (!net || !buf) {
+        free(net);
+        free(buf);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_network_parse");
+    }
+    snprintf(net->name, sizeof net->name, "%s", name ? name : "network");
+    if (length) memcpy(buf, text, length);
+    buf[length] = 0;
+    ns_status st = NS_OK;
+    ids_held = 0;
+    if (memchr(buf, 0, length)) st = ns_fail(NS_ERR_PARSE, "%s: a NUL byte in the text", net->name);
+    ctx c = {net, base_dir, 0};
+    for (char *ln = buf, *next; ln && st == NS_OK; ln = next) {
+        next = strchr(ln, '\n');
+        if (next) *next++ = 0;
+        ++c.line;
+        st = parse_line(&c, ln);
+        /* every line ends the model text, so that its line numbers are the file's */
+        if (st == NS_OK) {
+            if (model_room(net, 2) != 0) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_network_parse");
+            else {
+                net->model_text[net->model_len++] = '\n';
+                net->model_text[net->model_len] = 0;
+            }
+        }
+    }
+    free(buf);
+    if (st == NS_OK && net->n_cells == 0) st = ns_fail(NS_ERR_PARSE, "%s: no cells (a `cells NAME COUNT FILE` line)", net->name);
+    if (st != NS_OK) {
+        ns_network_destroy(net);
+        return st;
+    }
+    *out = net;
+    return NS_OK;
+}
+
+ns_status ns_network_read(const char *path, ns_network_t **out) {
+    if (!path || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_read: NULL argument");
+    *out = NULL;
+    char *buf = NULL;
+    size_t n = 0;
+    ns_status st = ns_file_read_all(path, (size_t)256 << 20, "network file", &buf, &n);
+    /* a JSON object: a SONATA config (docs/networks.md, "SONATA") */
+    size_t first = 0;
+    while (st == NS_OK && first < n && isspace((unsigned char)buf[first])) ++first;
+    if (st == NS_OK && first < n && buf[first] == '{') {
+        free(buf);
+        return ns_network_read_sonata(path, NULL, out);
+    }
+    if (st == NS_OK) {
+        /* relative paths start from the file's folder */
+        char *dir = malloc(strlen(path) + 2);
+        if (!dir) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
+        else {
+            strcpy(dir, path);
+            char *slash = strrchr(dir, '/');
+            if (!slash) strcpy(dir, ".");
+            else if (slash == dir) dir[1] = 0;
+            else *slash = 0;
+            st = ns_network_parse(buf, n, path, dir, out);
+            free(dir);
+        }
+    }
+    free(buf);
+    return st;
+}
+
+/* ------------------------------------------------------------ accessors */
+
+int64_t ns_network_cells(const ns_network_t *net) { return net ? net->n_cells : 0; }
+int32_t ns_network_morphologies(const ns_network_t *net) { return net ? net->n_morph : 0; }
+const char *ns_network_morphology(const ns_network_t *net, int32_t k) {
+    return net && k >= 0 && k < net->n_morph ? net->morph[k] : NULL;
+}
+const int32_t *ns_network_cell_morphology(const ns_network_t *net) { return net ? net->cell_morph : NULL; }
+int64_t ns_network_synapses(const ns_network_t *net) { return net ? net->n_syns : 0; }
+int64_t ns_network_sources(const ns_network_t *net) { return net ? net->n_sources : 0; }
+int64_t ns_network_fixed_connections(const ns_network_t *net) { return net ? net->n_fixed : 0; }
+
+ns_status ns_network_model(const ns_network_t *net, const ns_mech_library_t *library, ns_sim_model_t **out) {
+    if (!net || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_model: NULL argument");
+    *out = NULL;
+    if (!net->model_file && !net->has_inline) return NS_OK;
+    ns_sim_model_t *m = NULL;
+    ns_status st = ns_sim_model_create(library, &m);
+    if (st == NS_OK && net->model_file) {
+        st = ns_sim_model_read(m, net->model_file);
+        if (st != NS_OK) {
+            char where[300];
+            snprintf(where, sizeof where, "%s:%d: model", net->name, net->model_line);
+            ns_error_prefix(where);
+        }
+    }
+    if (st == NS_OK && net->has_inline) st = ns_sim_model_parse(m, net->model_text, net->model_len, net->name);
+    if (st != NS_OK) {
+        ns_sim_model_destroy(m);
+        return st;
+    }
+    *out = m;
+    return NS_OK;
+}
+
+/* ------------------------------------------------------------ apply */
+
+/* The compartment of a location in a cell. */
+static ns_status locate(const ns_network_t *net, const stmt *s, const ns_cell_t *cell, int64_t c, int32_t *node) {
+    const loc *l = &s->where;
+    if (l->kind == 3) {
+        const int32_t n = ns_tree_size(ns_cell_tree(cell));
+        if (l->index >= n)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s:%d: cell %lld: compartment %lld is outside the cell (%d compartments)",
+                           net->name, s->line, (long long)c, (long long)l->index, (int)n);
+        *node = (int32_t)l->index;
+        return NS_OK;
+    }
+    ns_cell_info ci;
+    ns_cell_get_info(cell, &ci);
+    int32_t section = 0; /* soma: the root section */
+    if (l->kind == 1) {
+        if (l->index >= ci.sections)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s:%d: cell %lld (%s): no section %lld (%d sections)", net->name,
+                           s->line, (long long)c, net->morph[net->cell_morph[c]], (long long)l->index,
+                           (int)ci.sections);
+        section = (int32_t)l->index;
+    } else if (l->kind == 2) {
+        section = -1;
+        for (int32_t k = 0; k < ci.sections && section < 0; ++k) {
+            ns_section_info si;
+            if (ns_cell_get_section(cell, k, &si) == NS_OK && si.first_point_id == l->index) section = k;
+        }
+        if (section < 0)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s:%d: cell %lld (%s): no section starts at SWC id %lld",
+                           net->name, s->line, (long long)c, net->morph[net->cell_morph[c]], (long long)l->index);
+    }
+    ns_status st = ns_sim_locate(cell, section, l->x, node);
+    if (st != NS_OK) {
+        char where[400];
+        snprintf(where, sizeof where, "%s:%d: cell %lld: %s", net->name, s->line, (long long)c, l->text);
+        ns_error_prefix(where);
+    }
+    return st;
+}
+
+static ns_status at_line(const ns_network_t *net, const stmt *s, ns_status st) {
+    if (st != NS_OK) {
+        char where[300];
+        if (s->line > 0) snprintf(where, sizeof where, "%s:%d", net->name, s->line);
+        else snprintf(where, sizeof where, "%s", net->name);
+        ns_error_prefix(where);
+    }
+    return st;
+}
+
+/* The connections of a connect line; *item: the index of the one being made. */
+static ns_status apply_connect(const ns_network_t *net, const stmt *s, const ns_network_calls *t, void *target,
+                               int64_t syn0, int64_t src0, int64_t *item) {
+    ns_status st = NS_OK;
+    *item = 0;
+    if (!s->pairs) {
+        const int64_t n = s->a.n > s->b.n ? s->a.n : s->b.n;
+        for (int64_t k = 0; k < n && st == NS_OK; ++k) {
+            *item = k;
+            st = t->connect(target, src0 + s->a.v[s->a.n == 1 ? 0 : k], syn0 + s->b.v[s->b.n == 1 ? 0 : k],
+                            s->weight, s->delay);
+        }
+        return at_line(net, s, st);
+    }
+    /* every pair, source-major; with p < 1 each kept after a draw of the line's own stream */
+    ns_rng rng;
+    ns_rng_seed(&rng, s->seed, NET_CONNECT_STREAM);
+    const int64_t pairs = s->a.n * s->b.n;
+    /* p < 1: the gaps between kept pairs are geometric (a Bernoulli draw per
+     * pair, in a cost proportional to the pairs kept) */
+    const double lq = s->p < 1.0 ? log1p(-s->p) : 0.0;
+    for (int64_t k = -1; st == NS_OK;) {
+        if (s->p >= 1.0) ++k;
+        else if (s->p <= 0.0) break;
+        else {
+            const double u = (double)((ns_rng_next(&rng) >> 11) + 1) * (1.0 / 9007199254740992.0); /* (0, 1] */
+            const double gap = floor(log(u) / lq);
+            if (!(gap < (double)(pairs - k))) break;
+            k += 1 + (int64_t)gap;
+        }
+        if (k >= pairs) break;
+        *item = k;
+        st = t->connect(target, src0 + s->a.v[k / s->b.n], syn0 + s->b.v[k % s->b.n], s->weight, s->delay);
+    }
+    return at_line(net, s, st);
+}
+
+/* SONATA's section numbering (BMTK's `afferent_section_id`): the index into
+ * the `all` SectionList that Import3d's instantiate(cell) fills, which holds
+ * the sections grouped by SWC type in increasing type order (one array per
+ * type: soma, axon, dend, apic, dend_5, ...), each group in Import3d's
+ * section order (import3d_gui.hoc, set_nameindex and instantiate). Our
+ * sections are in Import3d's order: a stable sort by type gives BMTK's.
+ * order[k] = our section of SONATA section k. */
+static ns_status sonata_order(const ns_cell_t *cell, int32_t **out, int32_t *n_out) {
+    ns_cell_info ci;
+    ns_cell_get_info(cell, &ci);
+    const int32_t n = ci.sections;
+    int32_t *order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+    int32_t *type = malloc((size_t)(n > 0 ? n : 1) * sizeof *type);
+    if (!order || !type) {
+        free(order);
+        free(type);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "section order");
+    }
+    for (int32_t k = 0; k < n; ++k) {
+        ns_section_info si;
+        ns_cell_get_section(cell, k, &si);
+        type[k] = si.type;
+        order[k] = k;
+    }
+    /* insertion sort by type, stable (sections per cell: thousands at most) */
+    for (int32_t k = 1; k < n; ++k) {
+        const int32_t v = order[k];
+        int32_t q = k;
+        while (q > 0 && type[order[q - 1]] > type[v]) {
+            order[q] = order[q - 1];
+            --q;
+        }
+        order[q] = v;
+    }
+    free(type);
+    *out = order;
+    *n_out = n;
+    return NS_OK;
+}
+
+ns_status ns_network_sonata_section(const ns_cell_t *cell, int32_t sonata_section, int32_t *section) {
+    if (!cell || !section) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_sonata_section: NULL argument");
+    int32_t *order = NULL, n = 0;
+    ns_status st = sonata_order(cell, &order, &n);
+    if (st != NS_OK) return st;
+    if (sonata_section < 0 || sonata_section >= n)
+        st = ns_fail(NS_ERR_INVALID_ARGUMENT, "no section %d (%d sections)", (int)sonata_section, (int)n);
+    else *section = order[sonata_section];
+    free(order);
+    return st;
+}
+
+/* The edges of an edge block: per edge a synapse (its type's parameters,
+ * then the edge's own) and a connection from its source. */
+static ns_status apply_edges(const ns_network_t *net, const ns_netbuild_edges *e, const ns_network_calls *t,
+                             void *target, const ns_cell_t *const *shapes, int64_t src0, int64_t *item) {
+    ns_status st = NS_OK;
+    int32_t **order = calloc((size_t)net->n_morph, sizeof *order);
+    int32_t *n_order = calloc((size_t)net->n_morph, sizeof *n_order);
+    if (!order || !n_order) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", e->label);
+    for (int64_t k = 0; k < e->n && st == NS_OK; ++k) {
+        *item = k;
+        const int64_t c = e->cell[k];
+        const int32_t m = net->cell_morph[c];
+        if (!order[m] && (st = sonata_order(shapes[m], &order[m], &n_order[m])) != NS_OK) break;
+        const int32_t sec = e->section[k];
+        if (sec < 0 || sec >= n_order[m]) {
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                         "%s: edge %lld: target node %lld (%s) has no section %d (%d sections; SONATA's numbering)",
+                         e->label, (long long)k, (long long)e->node[k], net->morph[m], (int)sec, (int)n_order[m]);
+            break;
+        }
+        int32_t node = -1;
+        st = ns_sim_locate(shapes[m], order[m][sec], e->x[k], &node);
+        int64_t id = -1;
+        const ns_netbuild_syntype *ty = &e->types[e->type[k]];
+        if (st == NS_OK) st = t->add_synapse(target, c, node, ty->mech, &id);
+        for (int32_t p = 0; p < ty->n_params && st == NS_OK; ++p)
+            st = t->synapse_set(target, id, ty->name[p], ty->value[p]);
+        for (int32_t p = 0; p < e->n_pp && st == NS_OK; ++p)
+            if (!isnan(e->pp[k * e->n_pp + p])) st = t->synapse_set(target, id, e->pp_names[p], e->pp[k * e->n_pp + p]);
+        if (st == NS_OK) st = t->connect(target, src0 + e->src[k], id, e->weight[k], e->delay[k]);
+        if (st != NS_OK) {
+            char where[700];
+            snprintf(where, sizeof where, "%s: edge %lld (target node %lld, section %d(%g))", e->label, (long long)k,
+                     (long long)e->node[k], (int)sec, e->x[k]);
+            ns_error_prefix(where);
+        }
+    }
+    for (int32_t m = 0; order && m < net->n_morph; ++m) free(order[m]);
+    free(order);
+    free(n_order);
+    return st;
+}
+
+ns_status ns_network_apply_calls(const ns_network_t *net, const ns_network_calls *t, void *target,
+                                 const ns_cell_t *const *shapes, ns_network_failure *failed) {
+    if (!net || !t || !target || !shapes)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_apply: NULL argument");
+    ns_network_failure at = {-1, 0};
+    ns_status st = NS_OK;
+    if (t->cells(target) != net->n_cells)
+        st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %lld cells, the simulation has %lld", net->name,
+                     (long long)net->n_cells, (long long)t->cells(target));
+    for (int32_t k = 0; k < net->n_morph && st == NS_OK; ++k)
+        if (!shapes[k])
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_apply: shape %d (%s) is NULL", (int)k, net->morph[k]);
+    /* the simulation's cells have the shapes' sizes (a mismatch would put synapses elsewhere) */
+    for (int64_t c = 0; c < net->n_cells && st == NS_OK; ++c) {
+        const int64_t size = t->cell_compartments(target, c);
+        if (size != ns_tree_size(ns_cell_tree(shapes[net->cell_morph[c]])))
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: cell %lld of the simulation has %lld compartments, %s has %d",
+                         net->name, (long long)c, (long long)size, net->morph[net->cell_morph[c]],
+                         (int)ns_tree_size(ns_cell_tree(shapes[net->cell_morph[c]])));
+    }
+    const int64_t syn0 = t->synapses(target), src0 = t->sources(target);
+    for (int64_t q = 0; q < net->n_stmts && st == NS_OK; ++q) {
+        const stmt *s = &net->stmts[q];
+        at.statement = q;
+        at.item = 0;
+        switch (s->kind) {
+        case S_SYN:
+        case S_DET:
+            for (int64_t k = 0; k < s->a.n && st == NS_OK; ++k) {
+                const int64_t c = s->a.v[k];
+                int32_t node = -1;
+                at.item = k;
+                st = locate(net, s, shapes[net->cell_morph[c]], c, &node);
+                if (st != NS_OK) break;
+                if (s->kind == S_DET) {
+                    st = at_line(net, s, t->add_detector(target, c, node, s->threshold, NULL));
+                    continue;
+                }
+                int64_t id = -1;
+                st = at_line(net, s, t->add_synapse(target, c, node, s->mech, &id));
+                for (int p = 0; p < s->n_params && st == NS_OK; ++p)
+                    st = at_line(net, s, t->synapse_set(target, id, s->pname[p], s->pvalue[p]));
+            }
+            break;
+        case S_TRAIN:
+            st = at_line(net, s, t->add_spike_source(target, s->times, s->n_times, NULL));
+            break;
+        case S_POISSON:
+            /* source k of the line: seed SEED + k */
+            for (int64_t k = 0; k < s->count && st == NS_OK; ++k) {
+                at.item = k;
+                st = at_line(net, s,
+                             t->add_poisson_source(target, s->rate, s->start, s->stop, s->seed + (uint64_t)k, NULL));
+            }
+            break;
+        case S_CONNECT:
+            st = apply_connect(net, s, t, target, syn0, src0, &at.item);
+            break;
+        case S_EDGES:
+            st = apply_edges(net, s->edges, t, target, shapes, src0, &at.item);
+            break;
+        }
+    }
+    if (st != NS_OK && failed) *failed = at;
+    return st;
+}
+
+/* The single simulation's calls. */
+static ns_status sim_add_synapse(void *t, int64_t c, int32_t k, const char *m, int64_t *id) {
+    return ns_sim_add_synapse(t, c, k, m, id);
+}
+static ns_status sim_synapse_set(void *t, int64_t y, const char *n, double v) { return ns_sim_synapse_set(t, y, n, v); }
+static ns_status sim_add_detector(void *t, int64_t c, int32_t k, double thr, int64_t *id) {
+    return ns_sim_add_detector(t, c, k, thr, id);
+}
+static ns_status sim_add_spike_source(void *t, const double *x, int64_t n, int64_t *id) {
+    return ns_sim_add_spike_source(t, x, n, id);
+}
+static ns_status sim_add_poisson_source(void *t, double r, double a, double b, uint64_t seed, int64_t *id) {
+    return ns_sim_add_poisson_source(t, r, a, b, seed, id);
+}
+static ns_status sim_connect(void *t, int64_t a, int64_t b, double w, double d) { return ns_sim_connect(t, a, b, w, d); }
+static int64_t sim_cells(const void *t) { return ns_sim_cells(t); }
+static int64_t sim_cell_compartments(const void *t, int64_t c) {
+    return ns_sim_cell_offset(t, c + 1) - ns_sim_cell_offset(t, c);
+}
+static int64_t sim_synapses(const void *t) { return ns_sim_synapses(t); }
+static int64_t sim_sources(const void *t) { return ns_sim_sources(t); }
+
+static const ns_network_calls sim_calls = {sim_add_synapse,   sim_synapse_set, sim_add_detector,
+                                           sim_add_spike_source, sim_add_poisson_source, sim_connect,
+                                           sim_cells,         sim_cell_compartments, sim_synapses,
+                                           sim_sources};
+
+ns_status ns_network_apply(const ns_network_t *net, ns_sim_t *sim, const ns_cell_t *const *shapes) {
+    return ns_network_apply_calls(net, &sim_calls, sim, shapes, NULL);
+}
+
+ns_backend ns_network_backend(ns_backend requested) {
+    return requested == NS_BACKEND_AUTO ? ns_sim_auto_network_backend(ns_cuda_usable_devices()) : requested;
+}
+
+ns_status ns_network_create_sim(const ns_network_t *net, const ns_mech_library_t *library,
+                                const ns_discretize_options *disc, const ns_sim_params *params,
+                                const ns_sim_options *options, ns_sim_t **out) {
+    if (!net || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_create_sim: NULL argument");
+    *out = NULL;
+    ns_sim_params p;
+    if (params) p = *params;
+    else ns_sim_params_init(&p);
+    ns_sim_options o;
+    if (options) o = *options;
+    else ns_sim_options_init(&o);
+    o.backend = ns_network_backend(o.backend);
+    ns_discretize_options d;
+    if (disc) d = *disc;
+    else {
+        ns_discretize_options_init(&d);
+        d.Ra = p.Ra;
+    }
+    ns_sim_model_t *model = NULL;
+    ns_status st = ns_network_model(net, library, &model);
+    if (st != NS_OK) return st;
+    if (model && o.model) {
+        ns_sim_model_destroy(model);
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s names a model (line %d) and one was given as well: one of them only",
+                       net->name, net->model_file ? net->model_line : 0);
+    }
+    if (!model && !o.model)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "%s: no model (a `model FILE` or `model: STATEMENT` line, or ns_sim_options.model): synapses "
+                       "are mechanisms of a model",
+                       net->name);
+    if (model) o.model = model;
+    ns_cell_t **shapes = calloc((size_t)net->n_morph, sizeof *shapes);
+    if (!shapes) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", net->name);
+    for (int32_t k = 0; k < net->n_morph && st == NS_OK; ++k) {
+        ns_morph_t *m = NULL;
+        st = ns_swc_read(net->morph[k], NULL, &m);
+        if (st == NS_OK) st = ns_discretize(m, &d, &shapes[k]);
+        ns_morph_destroy(m);
+        if (st != NS_OK) {
+            char where[300];
+            snprintf(where, sizeof where, "%s: morphology %s", net->name, net->morph[k]);
+            ns_error_prefix(where);
+        }
+    }
+    ns_sim_t *sim = NULL;
+    if (st == NS_OK)
+        st = ns_sim_create(net->n_morph, (const ns_cell_t *const *)shapes, net->n_cells, net->cell_morph, &p, &o, &sim);
+    if (st == NS_OK) st = ns_network_apply(net, sim, (const ns_cell_t *const *)shapes);
+    if (st == NS_OK) st = ns_sim_init(sim);
+    for (int32_t k = 0; shapes && k < net->n_morph; ++k) ns_cell_destroy(shapes[k]);
+    free(shapes);
+    ns_sim_model_destroy(model);
+    if (st != NS_OK) {
+        ns_sim_destroy(sim);
+        return st;
+    }
+    *out = sim;
+    return NS_OK;
+}
+
+/* ------------------------------------------------------------ building (netfile_build.h) */
+
+ns_status ns_netbuild_create(const char *name, ns_network_t **out) {
+    ns_network_t *net = calloc(1, sizeof *net);
+    if (!net) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", name);
+    snprintf(net->name, sizeof net->name, "%s", name);
+    net->run_tstop = net->run_dt = net->run_celsius = net->run_v_init = net->run_threshold = NAN;
+    *out = net;
+    return NS_OK;
+}
+
+static ns_status build_stmt(ns_network_t *net, skind kind, stmt **out) {
+    ctx c = {net, NULL, 0};
+    return new_stmt(&c, kind, out);
+}
+
+ns_status ns_netbuild_cells(ns_network_t *net, int64_t count, const char *path) {
+    if (count < 1 || net->n_cells + count > NET_MAX_CELLS)
+        return ns_fail(NS_ERR_SIZE, "%s: %lld cells (at most %lld)", net->name, (long long)(net->n_cells + count),
+                       (long long)NET_MAX_CELLS);
+    int32_t k = 0;
+    while (k < net->n_morph && strcmp(net->morph[k], path) != 0) ++k;
+    if (k == net->n_morph) {
+        int64_t cap = net->cap_morph;
+        char *copy = malloc(strlen(path) + 1);
+        if (!copy || grow((void **)&net->morph, net->n_morph, &cap, sizeof *net->morph) != 0) {
+            free(copy);
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "morphologies");
+        }
+        strcpy(copy, path);
+        net->cap_morph = (int32_t)cap;
+        net->morph[net->n_morph++] = copy;
+    }
+    while (net->n_cells + count > net->cap_cells) {
+        const int64_t cap = net->cap_cells ? 2 * net->cap_cells : 64;
+        int32_t *p = realloc(net->cell_morph, (size_t)cap * sizeof *p);
+        if (!p) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%lld cells", (long long)(net->n_cells + count));
+        net->cell_morph = p;
+        net->cap_cells = cap;
+    }
+    for (int64_t q = 0; q < count; ++q) net->cell_morph[net->n_cells + q] = k;
+    net->n_cells += count;
+    return NS_OK;
+}
+
+ns_status ns_netbuild_model(ns_network_t *net, const char *path) {
+    free(net->model_file);
+    net->model_file = malloc(strlen(path) + 1);
+    if (!net->model_file) return ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+    strcpy(net->model_file, path);
+    return NS_OK;
+}
+
+ns_status ns_netbuild_detectors(ns_network_t *net, double threshold) {
+    if (net->n_cells == 0) return NS_OK;
+    stmt *s = NULL;
+    ns_status st = build_stmt(net, S_DET, &s);
+    if (st != NS_OK) return st;
+    s->where.kind = 0;
+    s->where.x = 0.5;
+    snprintf(s->where.text, sizeof s->where.text, "soma(0.5)");
+    s->threshold = threshold;
+    s->a.v = malloc((size_t)net->n_cells * sizeof *s->a.v);
+    if (!s->a.v) return ns_fail(NS_ERR_OUT_OF_MEMORY, "detectors");
+    for (int64_t c = 0; c < net->n_cells; ++c) s->a.v[c] = c;
+    s->a.n = s->a.cap = net->n_cells;
+    net->n_sources += net->n_cells;
+    return NS_OK;
+}
+
+ns_status ns_netbuild_train(ns_network_t *net, const double *times, int64_t count) {
+    if (net->n_sources + 1 > NET_MAX_ITEMS) return ns_fail(NS_ERR_SIZE, "%s: too many sources", net->name);
+    stmt *s = NULL;
+    ns_status st = build_stmt(net, S_TRAIN, &s);
+    if (st != NS_OK) return st;
+    s->times = malloc((size_t)(count > 0 ? count : 1) * sizeof *s->times);
+    if (!s->times) return ns_fail(NS_ERR_OUT_OF_MEMORY, "train");
+    if (count > 0) memcpy(s->times, times, (size_t)count * sizeof *times);
+    s->n_times = count;
+    net->n_sources += 1;
+    return NS_OK;
+}
+
+void ns_netbuild_edges_free(ns_netbuild_edges *e) {
+    if (!e) return;
+    free(e->src);
+    free(e->cell);
+    free(e->node);
+    free(e->section);
+    free(e->type);
+    free(e->x);
+    free(e->weight);
+    free(e->delay);
+    for (int32_t k = 0; e->types && k < e->n_types; ++k) {
+        free(e->types[k].name);
+        free(e->types[k].value);
+    }
+    free(e->types);
+    free(e->pp_names);
+    free(e->pp);
+    memset(e, 0, sizeof *e);
+}
+
+ns_status ns_netbuild_edges_add(ns_network_t *net, ns_netbuild_edges *block) {
+    ns_netbuild_edges *e = malloc(sizeof *e);
+    if (!e) {
+        ns_netbuild_edges_free(block);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", block->label);
+    }
+    *e = *block;
+    memset(block, 0, sizeof *block);
+    if (net->n_syns + e->n > NET_MAX_ITEMS) {
+        ns_status st = ns_fail(NS_ERR_SIZE, "%s: %lld synapses in all (at most %lld)", e->label,
+                               (long long)(net->n_syns + e->n), (long long)NET_MAX_ITEMS);
+        ns_netbuild_edges_free(e);
+        free(e);
+        return st;
+    }
+    stmt *s = NULL;
+    ns_status st = build_stmt(net, S_EDGES, &s);
+    if (st != NS_OK) {
+        ns_netbuild_edges_free(e);
+        free(e);
+        return st;
+    }
+    s->edges = e;
+    net->n_syns += e->n;
+    net->n_fixed += e->n;
+    return NS_OK;
+}
+
+ns_status ns_netbuild_populations(ns_network_t *net, int32_t n, const char *const *names) {
+    net->pops = calloc((size_t)(n > 0 ? n : 1), sizeof *net->pops);
+    if (!net->pops) return ns_fail(NS_ERR_OUT_OF_MEMORY, "populations");
+    for (int32_t k = 0; k < n; ++k) {
+        net->pops[k] = malloc(strlen(names[k]) + 1);
+        if (!net->pops[k]) return ns_fail(NS_ERR_OUT_OF_MEMORY, "populations");
+        strcpy(net->pops[k], names[k]);
+        net->n_pops = k + 1;
+    }
+    return NS_OK;
+}
+
+ns_status ns_netbuild_source_nodes(ns_network_t *net, const int32_t *population, const int64_t *node, int64_t n) {
+    net->src_pop = malloc((size_t)(n > 0 ? n : 1) * sizeof *net->src_pop);
+    net->src_node = malloc((size_t)(n > 0 ? n : 1) * sizeof *net->src_node);
+    if (!net->src_pop || !net->src_node) return ns_fail(NS_ERR_OUT_OF_MEMORY, "source nodes");
+    if (n > 0) {
+        memcpy(net->src_pop, population, (size_t)n * sizeof *population);
+        memcpy(net->src_node, node, (size_t)n * sizeof *node);
+    }
+    return NS_OK;
+}
+
+void ns_netbuild_run(ns_network_t *net, double tstop, double dt, double celsius, double v_init,
+                     double spike_threshold) {
+    net->has_run = 1;
+    net->run_tstop = tstop;
+    net->run_dt = dt;
+    net->run_celsius = celsius;
+    net->run_v_init = v_init;
+    net->run_threshold = spike_threshold;
+}
+
+ns_status ns_netbuild_finish(ns_network_t *net) {
+    if (net->n_cells == 0)
+        return ns_fail(NS_ERR_PARSE, "%s: no cells (no biophysical node in any population)", net->name);
+    return NS_OK;
+}
+
+/* ------------------------------------------------------------ SONATA accessors */
+
+int32_t ns_network_populations(const ns_network_t *net) { return net ? net->n_pops : 0; }
+const char *ns_network_population(const ns_network_t *net, int32_t k) {
+    return net && k >= 0 && k < net->n_pops ? net->pops[k] : NULL;
+}
+ns_status ns_network_source_node(const ns_network_t *net, int64_t source, int32_t *population, int64_t *node_id) {
+    if (!net || !population || !node_id) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_source_node: NULL argument");
+    if (!net->src_pop) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s is not a SONATA network: no node ids", net->name);
+    if (source < 0 || source >= net->n_sources)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: no source %lld (%lld sources)", net->name, (long long)source,
+                       (long long)net->n_sources);
+    *population = net->src_pop[source];
+    *node_id = net->src_node[source];
+    return NS_OK;
+}
+ns_status ns_network_run_params(const ns_network_t *net, ns_sim_params *p) {
+    if (!net || !p) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_run_params: NULL argument");
+    if (!net->has_run) return NS_OK;
+    ns_status st = NS_OK;
+    const char *key[5] = {"tstop", "dt", "celsius", "v_init", "spike_threshold"};
+    const double val[5] = {net->run_tstop, net->run_dt, net->run_celsius, net->run_v_init, net->run_threshold};
+    for (int k = 0; k < 5 && st == NS_OK; ++k)
+        if (!isnan(val[k])) st = ns_sim_params_set(p, key[k], val[k]);
+    if (st != NS_OK) ns_error_prefix(net->name);
+    return st;
+}

@@ -1,0 +1,1646 @@
+/* SONATA input and output (docs/networks.md, "SONATA"): a config (JSON),
+ * nodes and edges (HDF5) with their type tables (CSV) read into the network
+ * description of netfile.c (through netfile_build.h), so that one apply
+ * (ns_network_apply, ns_network_apply_mpi, ns_network_create_sim) serves
+ * both formats; and the raster written as a SONATA spikes file. HDF5 is
+ * optional: without it (NS_HAVE_HDF5 undefined) both calls answer
+ * NS_ERR_UNSUPPORTED. */
+#define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/json.h"
+#include "io/netfile_build.h"
+#include "neurosolve/network.h"
+
+#ifndef NS_HAVE_HDF5
+
+ns_status ns_network_read_sonata(const char *config, const char *input_spikes, ns_network_t **out) {
+    (void)input_spikes;
+    if (out) *out = NULL;
+    return ns_fail(NS_ERR_UNSUPPORTED, "%s: SONATA needs HDF5: neurosolve was built without HDF5 (libhdf5)",
+                   config ? config : "(null)");
+}
+
+ns_status ns_network_write_spikes(const ns_network_t *net, const char *path, int64_t n, const int64_t *source,
+                                  const double *t) {
+    (void)net, (void)n, (void)source, (void)t;
+    return ns_fail(NS_ERR_UNSUPPORTED, "%s: SONATA spikes need HDF5: neurosolve was built without HDF5 (libhdf5)",
+                   path ? path : "(null)");
+}
+
+#else
+#include <hdf5.h>
+
+#define SON_PATH 4096
+#define SON_MAX_TYPES 1000000
+#define SON_MAX_ROWS (INT64_C(1) << 26)
+
+/* ------------------------------------------------------------ HDF5 quiet */
+
+/* The library never prints: HDF5's automatic error stack printing is off
+ * while a call runs, and restored after. */
+typedef struct h5quiet {
+    H5E_auto2_t fn;
+    void *data;
+} h5quiet;
+static void quiet_on(h5quiet *q) {
+    H5Eget_auto2(H5E_DEFAULT, &q->fn, &q->data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+static void quiet_off(const h5quiet *q) { H5Eset_auto2(H5E_DEFAULT, q->fn, q->data); }
+
+/* ------------------------------------------------------------ paths */
+
+static void dir_of(const char *path, char *dir, size_t len) {
+    snprintf(dir, len, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, len, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+}
+
+typedef struct manifest {
+    int n;
+    char **key, **val;
+    char dir[SON_PATH]; /* the config's folder: ${configdir} and relative paths */
+    char name[SON_PATH];
+} manifest;
+
+static void manifest_free(manifest *m) {
+    for (int k = 0; k < m->n; ++k) {
+        free(m->key[k]);
+        free(m->val[k]);
+    }
+    free(m->key);
+    free(m->val);
+    memset(m, 0, sizeof *m);
+}
+
+/* DIR/FILE into out; 0 when it does not fit. */
+static int join(char *out, size_t len, const char *dir, const char *file) {
+    const int w = snprintf(out, len, "%s/%s", dir, file);
+    return w >= 0 && (size_t)w < len;
+}
+
+static char *dup_str(const char *s) {
+    char *d = malloc(strlen(s) + 1);
+    if (d) strcpy(d, s);
+    return d;
+}
+
+static ns_status manifest_load(manifest *m, const ns_json *root, const char *config) {
+    memset(m, 0, sizeof *m);
+    dir_of(config, m->dir, sizeof m->dir);
+    snprintf(m->name, sizeof m->name, "%s", config);
+    const ns_json *man = ns_json_get(root, "manifest");
+    if (!man) return NS_OK;
+    if (man->kind != NS_JSON_OBJECT)
+        return ns_fail(NS_ERR_PARSE, "%s: manifest (line %d) is %s, not an object", config, man->line,
+                       ns_json_kind_name(man->kind));
+    m->key = calloc(man->n + 1, sizeof *m->key);
+    m->val = calloc(man->n + 1, sizeof *m->val);
+    if (!m->key || !m->val) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: manifest", config);
+    for (size_t k = 0; k < man->n; ++k) {
+        if (man->items[k].kind != NS_JSON_STRING)
+            return ns_fail(NS_ERR_PARSE, "%s: manifest.%s (line %d) is %s, not a string", config, man->keys[k],
+                           man->items[k].line, ns_json_kind_name(man->items[k].kind));
+        if (man->keys[k][0] != '$' || !man->keys[k][1])
+            return ns_fail(NS_ERR_PARSE, "%s: manifest key '%s' (line %d) does not start with '$'", config,
+                           man->keys[k], man->items[k].line);
+        m->key[m->n] = dup_str(man->keys[k]);
+        m->val[m->n] = dup_str(man->items[k].string);
+        if (!m->key[m->n] || !m->val[m->n]) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: manifest", config);
+        m->n++;
+    }
+    return NS_OK;
+}
+
+/* A path of the config: ${configdir} and the manifest's $NAMEs substituted
+ * (longest name first; at most 16 rounds, more is a cycle), then relative
+ * to the config's folder. `what` names the entry in errors. */
+static ns_status resolve(const manifest *m, const char *text, const char *what, char *out, size_t len) {
+    char cur[SON_PATH], next[SON_PATH];
+    if (strlen(text) >= sizeof cur) return ns_fail(NS_ERR_PARSE, "%s: %s: path too long", m->name, what);
+    snprintf(cur, sizeof cur, "%s", text);
+    int anchored = 0; /* ${configdir} was put in: the path starts at the config's folder already */
+    for (int round = 0;; ++round) {
+        if (round == 16)
+            return ns_fail(NS_ERR_PARSE, "%s: %s: '%s': the manifest's variables refer to each other in a cycle",
+                           m->name, what, text);
+        const char *dollar = strchr(cur, '$');
+        if (!dollar) break;
+        size_t nlen = 0;
+        const char *value = NULL;
+        if (strncmp(dollar, "${configdir}", 12) == 0) {
+            nlen = 12;
+            value = m->dir;
+            anchored |= dollar == cur;
+        } else
+            for (int k = 0; k < m->n; ++k) {
+                const size_t kl = strlen(m->key[k]);
+                if (kl > nlen && strncmp(dollar, m->key[k], kl) == 0 && !isalnum((unsigned char)dollar[kl]) &&
+                    dollar[kl] != '_') {
+                    nlen = kl;
+                    value = m->val[k];
+                }
+            }
+        if (!value) {
+            size_t q = 1;
+            while (dollar[q] && (isalnum((unsigned char)dollar[q]) || dollar[q] == '_' || dollar[q] == '{' || dollar[q] == '}')) ++q;
+            return ns_fail(NS_ERR_PARSE, "%s: %s: '%s': unknown manifest variable '%.*s'", m->name, what, text,
+                           (int)q, dollar);
+        }
+        const int w = snprintf(next, sizeof next, "%.*s%s%s", (int)(dollar - cur), cur, value, dollar + nlen);
+        if (w < 0 || (size_t)w >= sizeof next) return ns_fail(NS_ERR_PARSE, "%s: %s: path too long", m->name, what);
+        memcpy(cur, next, (size_t)w + 1);
+    }
+    int w;
+    if (cur[0] == '/' || anchored || !m->dir[0]) w = snprintf(out, len, "%s", cur);
+    else w = snprintf(out, len, "%s/%s", m->dir, cur);
+    if (w < 0 || (size_t)w >= len) return ns_fail(NS_ERR_PARSE, "%s: %s: path too long", m->name, what);
+    return NS_OK;
+}
+
+static ns_status get_string(const manifest *m, const ns_json *obj, const char *key, const char *what, int required,
+                            const char **out) {
+    *out = NULL;
+    const ns_json *v = ns_json_get(obj, key);
+    if (!v) return required ? ns_fail(NS_ERR_PARSE, "%s: %s: no \"%s\"", m->name, what, key) : NS_OK;
+    if (v->kind != NS_JSON_STRING)
+        return ns_fail(NS_ERR_PARSE, "%s: %s.%s (line %d) is %s, not a string", m->name, what, key, v->line,
+                       ns_json_kind_name(v->kind));
+    *out = v->string;
+    return NS_OK;
+}
+
+static ns_status get_number(const manifest *m, const ns_json *obj, const char *key, const char *what, double *out) {
+    *out = NAN;
+    const ns_json *v = ns_json_get(obj, key);
+    if (!v) return NS_OK;
+    if (v->kind != NS_JSON_NUMBER)
+        return ns_fail(NS_ERR_PARSE, "%s: %s.%s (line %d) is %s, not a number", m->name, what, key, v->line,
+                       ns_json_kind_name(v->kind));
+    *out = v->number;
+    return NS_OK;
+}
+
+/* ------------------------------------------------------------ type tables (CSV) */
+
+/* A space-separated table with a header (BMTK's node_types.csv and
+ * edge_types.csv): fields split at single spaces, "double quotes" around a
+ * field with spaces, NULL or an empty field: no value. */
+typedef struct table {
+    char file[SON_PATH];
+    int ncol;
+    char **col;
+    int64_t nrow;
+    char **cell;  /* nrow * ncol, NULL: no value */
+    int64_t *id;  /* column 0 (the type id) per row */
+    int *line;
+    int64_t *sorted; /* rows by id */
+} table;
+
+static void table_free(table *t) {
+    for (int k = 0; k < t->ncol; ++k) free(t->col[k]);
+    free(t->col);
+    for (int64_t k = 0; k < t->nrow * t->ncol; ++k) free(t->cell[k]);
+    free(t->cell);
+    free(t->id);
+    free(t->line);
+    free(t->sorted);
+    memset(t, 0, sizeof *t);
+}
+
+/* Split one line into fields (malloc'd strings; NULL for NULL/empty). */
+static int split_fields(char *line, char ***out, int *n_out) {
+    int cap = 8, n = 0;
+    char **f = malloc((size_t)cap * sizeof *f);
+    if (!f) return -1;
+    char *p = line;
+    for (;;) {
+        char buf[SON_PATH];
+        size_t k = 0;
+        if (*p == '"') {
+            ++p;
+            while (*p && *p != '"') {
+                if (k + 1 < sizeof buf) buf[k++] = *p;
+                ++p;
+            }
+            if (*p != '"') {
+                for (int q = 0; q < n; ++q) free(f[q]);
+                free(f);
+                return -2;
+            }
+            ++p;
+        } else
+            while (*p && *p != ' ') {
+                if (k + 1 < sizeof buf) buf[k++] = *p;
+                ++p;
+            }
+        buf[k] = 0;
+        if (n == cap) {
+            cap *= 2;
+            char **g = realloc(f, (size_t)cap * sizeof *g);
+            if (!g) {
+                for (int q = 0; q < n; ++q) free(f[q]);
+                free(f);
+                return -1;
+            }
+            f = g;
+        }
+        f[n++] = (k == 0 || strcmp(buf, "NULL") == 0) ? NULL : dup_str(buf);
+        if (*p == ' ') {
+            ++p;
+            continue;
+        }
+        if (*p) { /* text right after a closing quote */
+            for (int q = 0; q < n; ++q) free(f[q]);
+            free(f);
+            return -2;
+        }
+        break;
+    }
+    *out = f;
+    *n_out = n;
+    return 0;
+}
+
+typedef struct idrow {
+    int64_t id, row;
+} idrow;
+static int cmp_idrow(const void *a, const void *b) {
+    const idrow *x = a, *y = b;
+    if (x->id != y->id) return (x->id > y->id) - (x->id < y->id);
+    return (x->row > y->row) - (x->row < y->row);
+}
+
+static ns_status table_read(const char *path, const char *id_col, table *t) {
+    memset(t, 0, sizeof *t);
+    snprintf(t->file, sizeof t->file, "%s", path);
+    FILE *f = fopen(path, "r");
+    if (!f) return ns_fail(NS_ERR_IO, "%s: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    int lineno = 0;
+    int64_t rcap = 0;
+    ns_status st = NS_OK;
+    while (st == NS_OK && (got = getline(&line, &cap, f)) >= 0) {
+        ++lineno;
+        while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r')) line[--got] = 0;
+        if (got == 0) continue;
+        char **fields;
+        int nf;
+        const int r = split_fields(line, &fields, &nf);
+        if (r == -1) {
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s:%d", path, lineno);
+            break;
+        }
+        if (r == -2) {
+            st = ns_fail(NS_ERR_PARSE, "%s:%d: an unterminated quote or text after a closing quote", path, lineno);
+            break;
+        }
+        if (!t->col) {
+            t->col = fields;
+            t->ncol = nf;
+            for (int k = 0; k < nf && st == NS_OK; ++k)
+                if (!fields[k]) st = ns_fail(NS_ERR_PARSE, "%s:%d: column %d of the header has no name", path, lineno, k + 1);
+            if (st == NS_OK && strcmp(fields[0], id_col) != 0)
+                st = ns_fail(NS_ERR_PARSE, "%s:%d: the first column is '%s', not %s (space-separated columns)", path,
+                             lineno, fields[0], id_col);
+            continue;
+        }
+        if (nf != t->ncol) {
+            st = ns_fail(NS_ERR_PARSE, "%s:%d: %d fields, the header has %d (space-separated)", path, lineno, nf,
+                         t->ncol);
+        } else if (t->nrow >= SON_MAX_TYPES) {
+            st = ns_fail(NS_ERR_SIZE, "%s:%d: more than %d types", path, lineno, SON_MAX_TYPES);
+        } else {
+            if (t->nrow == rcap) {
+                rcap = rcap ? 2 * rcap : 16;
+                char **c = realloc(t->cell, (size_t)(rcap * t->ncol) * sizeof *c);
+                if (c) t->cell = c;
+                int64_t *i = realloc(t->id, (size_t)rcap * sizeof *i);
+                if (i) t->id = i;
+                int *l = realloc(t->line, (size_t)rcap * sizeof *l);
+                if (l) t->line = l;
+                if (!c || !i || !l) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
+            }
+            if (st == NS_OK) {
+                char *end = NULL;
+                errno = 0;
+                const long long id = fields[0] ? strtoll(fields[0], &end, 10) : 0;
+                if (!fields[0] || *end || errno) st = ns_fail(NS_ERR_PARSE, "%s:%d: %s '%s' is not an integer", path,
+                                                             lineno, id_col, fields[0] ? fields[0] : "NULL");
+                else {
+                    memcpy(&t->cell[t->nrow * t->ncol], fields, (size_t)nf * sizeof *fields);
+                    t->id[t->nrow] = id;
+                    t->line[t->nrow] = lineno;
+                    t->nrow++;
+                    free(fields);
+                    continue;
+                }
+            }
+        }
+        for (int k = 0; k < nf; ++k) free(fields[k]);
+        free(fields);
+    }
+    free(line);
+    fclose(f);
+    if (st == NS_OK && !t->col) st = ns_fail(NS_ERR_PARSE, "%s: empty (a header with %s first is needed)", path, id_col);
+    if (st == NS_OK) {
+        t->sorted = malloc((size_t)(t->nrow > 0 ? t->nrow : 1) * sizeof *t->sorted);
+        idrow *pairs = malloc((size_t)(t->nrow > 0 ? t->nrow : 1) * sizeof *pairs);
+        if (!t->sorted || !pairs) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
+        for (int64_t k = 0; st == NS_OK && k < t->nrow; ++k) pairs[k] = (idrow){t->id[k], k};
+        if (st == NS_OK) {
+            /* rows by id (no global state: readers may run in several threads) */
+            qsort(pairs, (size_t)t->nrow, sizeof *pairs, cmp_idrow);
+            for (int64_t k = 0; k < t->nrow; ++k) t->sorted[k] = pairs[k].row;
+            for (int64_t k = 1; k < t->nrow && st == NS_OK; ++k)
+                if (t->id[t->sorted[k]] == t->id[t->sorted[k - 1]])
+                    st = ns_fail(NS_ERR_PARSE, "%s:%d: %s %lld again (line %d)", path,
+                                 t->line[t->sorted[k]] > t->line[t->sorted[k - 1]] ? t->line[t->sorted[k]] : t->line[t->sorted[k - 1]],
+                                 id_col, (long long)t->id[t->sorted[k]],
+                                 t->line[t->sorted[k]] < t->line[t->sorted[k - 1]] ? t->line[t->sorted[k]] : t->line[t->sorted[k - 1]]);
+        }
+        free(pairs);
+    }
+    if (st != NS_OK) table_free(t);
+    return st;
+}
+
+static int64_t table_row(const table *t, int64_t id) {
+    int64_t lo = 0, hi = t->nrow - 1;
+    while (lo <= hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        const int64_t v = t->id[t->sorted[mid]];
+        if (v == id) return t->sorted[mid];
+        if (v < id) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+static int table_col(const table *t, const char *name) {
+    for (int k = 0; k < t->ncol; ++k)
+        if (strcmp(t->col[k], name) == 0) return k;
+    return -1;
+}
+
+static const char *table_get(const table *t, int64_t row, int col) {
+    return col < 0 ? NULL : t->cell[row * t->ncol + col];
+}
+
+/* ------------------------------------------------------------ HDF5 datasets */
+
+static int h5_exists(hid_t loc, const char *name) { return H5Lexists(loc, name, H5P_DEFAULT) > 0; }
+
+/* A 1-D dataset of numbers read as int64 (integers only) or double. */
+static ns_status h5_read(hid_t g, const char *name, const char *where, int want_int, void **out, int64_t *n) {
+    *out = NULL;
+    *n = 0;
+    if (!h5_exists(g, name)) return ns_fail(NS_ERR_PARSE, "%s: no dataset '%s'", where, name);
+    hid_t ds = H5Dopen2(g, name, H5P_DEFAULT);
+    if (ds < 0) return ns_fail(NS_ERR_PARSE, "%s: '%s' is not a dataset", where, name);
+    ns_status st = NS_OK;
+    hid_t sp = H5Dget_space(ds), ty = H5Dget_type(ds);
+    const H5T_class_t cls = ty >= 0 ? H5Tget_class(ty) : H5T_NO_CLASS;
+    hsize_t dims[2] = {0, 0};
+    if (sp < 0 || H5Sget_simple_extent_ndims(sp) != 1)
+        st = ns_fail(NS_ERR_PARSE, "%s/%s: not a one-dimensional dataset", where, name);
+    else if (cls != H5T_INTEGER && (want_int || cls != H5T_FLOAT))
+        st = ns_fail(NS_ERR_PARSE, "%s/%s: %s expected", where, name, want_int ? "integers" : "numbers");
+    else {
+        H5Sget_simple_extent_dims(sp, dims, NULL);
+        if (dims[0] > (hsize_t)SON_MAX_ROWS)
+            st = ns_fail(NS_ERR_SIZE, "%s/%s: %llu entries (at most %lld)", where, name, (unsigned long long)dims[0],
+                         (long long)SON_MAX_ROWS);
+    }
+    if (st == NS_OK) {
+        void *buf = malloc((size_t)(dims[0] > 0 ? dims[0] : 1) * 8);
+        if (!buf) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s/%s", where, name);
+        else if (dims[0] > 0 &&
+                 H5Dread(ds, want_int ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+            free(buf);
+            st = ns_fail(NS_ERR_IO, "%s/%s: read failed", where, name);
+        } else {
+            *out = buf;
+            *n = (int64_t)dims[0];
+        }
+    }
+    if (ty >= 0) H5Tclose(ty);
+    if (sp >= 0) H5Sclose(sp);
+    H5Dclose(ds);
+    return st;
+}
+
+/* A string attribute (fixed or variable length). */
+static ns_status h5_attr_string(hid_t obj, const char *attr, const char *where, char *out, size_t len) {
+    if (H5Aexists(obj, attr) <= 0) return ns_fail(NS_ERR_PARSE, "%s: no attribute '%s'", where, attr);
+    hid_t a = H5Aopen(obj, attr, H5P_DEFAULT);
+    if (a < 0) return ns_fail(NS_ERR_PARSE, "%s: attribute '%s' cannot be opened", where, attr);
+    hid_t ty = H5Aget_type(a);
+    ns_status st = NS_OK;
+    if (ty < 0 || H5Tget_class(ty) != H5T_STRING) st = ns_fail(NS_ERR_PARSE, "%s: attribute '%s' is not a string", where, attr);
+    else if (H5Tis_variable_str(ty) > 0) {
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, H5T_VARIABLE);
+        H5Tset_cset(mt, H5Tget_cset(ty));
+        char *s = NULL;
+        if (H5Aread(a, mt, &s) < 0 || !s) st = ns_fail(NS_ERR_IO, "%s: attribute '%s': read failed", where, attr);
+        else {
+            snprintf(out, len, "%s", s);
+            H5free_memory(s);
+        }
+        H5Tclose(mt);
+    } else {
+        const size_t sz = H5Tget_size(ty);
+        char *buf = calloc(sz + 1, 1);
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, sz + 1);
+        if (!buf) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", where);
+        else if (H5Aread(a, mt, buf) < 0) st = ns_fail(NS_ERR_IO, "%s: attribute '%s': read failed", where, attr);
+        else snprintf(out, len, "%s", buf);
+        H5Tclose(mt);
+        free(buf);
+    }
+    if (ty >= 0) H5Tclose(ty);
+    H5Aclose(a);
+    return st;
+}
+
+/* The names of a group's members, in HDF5's name order. */
+static ns_status h5_members(hid_t g, const char *where, char ***names, int *n) {
+    H5G_info_t info;
+    *names = NULL;
+    *n = 0;
+    if (H5Gget_info(g, &info) < 0) return ns_fail(NS_ERR_PARSE, "%s: not a group", where);
+    if (info.nlinks > 100000) return ns_fail(NS_ERR_SIZE, "%s: %llu members", where, (unsigned long long)info.nlinks);
+    char **v = calloc(info.nlinks + 1, sizeof *v);
+    if (!v) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", where);
+    for (hsize_t k = 0; k < info.nlinks; ++k) {
+        char buf[256];
+        if (H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, k, buf, sizeof buf, H5P_DEFAULT) < 0 ||
+            !(v[k] = dup_str(buf))) {
+            for (hsize_t q = 0; q < k; ++q) free(v[q]);
+            free(v);
+            return ns_fail(NS_ERR_PARSE, "%s: member %llu cannot be named", where, (unsigned long long)k);
+        }
+    }
+    *names = v;
+    *n = (int)info.nlinks;
+    return NS_OK;
+}
+
+static void free_names(char **v, int n) {
+    for (int k = 0; k < n; ++k) free(v[k]);
+    free(v);
+}
+
+static int is_group(hid_t loc, const char *name) {
+    if (!h5_exists(loc, name)) return 0;
+    hid_t o = H5Oopen(loc, name, H5P_DEFAULT);
+    if (o < 0) return 0;
+    const int yes = H5Iget_type(o) == H5I_GROUP;
+    H5Oclose(o);
+    return yes;
+}
+
+/* ------------------------------------------------------------ the reader */
+
+typedef struct pop {
+    char name[256];
+    char where[SON_PATH + 300]; /* "FILE: /nodes/NAME" */
+    int64_t n;
+    int virtual_;               /* every node virtual (1), every node biophysical (0); mixed: -1 */
+    int64_t *kind;              /* per node: 1 biophysical, 2 virtual */
+    int64_t *cell;              /* per node: the cell (biophysical) or -1 */
+    int64_t *source;            /* per node: the source (detector or train) */
+    double **times;             /* virtual: spike times per node */
+    int64_t *n_times, *cap_times;
+    int has_input;
+} pop;
+
+typedef struct reader {
+    manifest man;     /* of the config with the networks (the circuit) */
+    manifest sim;     /* of the config with run and inputs */
+    ns_json *cfg, *circuit;
+    char morph_dir[SON_PATH], model_dir[SON_PATH], syn_dir[SON_PATH];
+    int has_morph_dir, has_model_dir, has_syn_dir;
+    pop *pops;
+    int n_pops;
+    ns_network_t *net;
+    double threshold;
+} reader;
+
+static void reader_free(reader *r) {
+    for (int k = 0; k < r->n_pops; ++k) {
+        pop *p = &r->pops[k];
+        free(p->kind);
+        free(p->cell);
+        free(p->source);
+        for (int64_t q = 0; p->times && q < p->n; ++q) free(p->times[q]);
+        free(p->times);
+        free(p->n_times);
+        free(p->cap_times);
+    }
+    free(r->pops);
+    manifest_free(&r->man);
+    manifest_free(&r->sim);
+    ns_json_free(r->cfg);
+    ns_json_free(r->circuit);
+}
+
+static pop *find_pop(reader *r, const char *name) {
+    for (int k = 0; k < r->n_pops; ++k)
+        if (strcmp(r->pops[k].name, name) == 0) return &r->pops[k];
+    return NULL;
+}
+
+static ns_status components(reader *r, const ns_json *root) {
+    const ns_json *c = ns_json_get(root, "components");
+    if (c && c->kind != NS_JSON_OBJECT)
+        return ns_fail(NS_ERR_PARSE, "%s: components (line %d) is %s, not an object", r->man.name, c->line,
+                       ns_json_kind_name(c->kind));
+    struct {
+        const char *key;
+        char *dst;
+        int *has;
+    } dirs[3] = {{"morphologies_dir", r->morph_dir, &r->has_morph_dir},
+                 {"biophysical_neuron_models_dir", r->model_dir, &r->has_model_dir},
+                 {"synaptic_models_dir", r->syn_dir, &r->has_syn_dir}};
+    for (int k = 0; k < 3; ++k) {
+        const char *s;
+        ns_status st = get_string(&r->man, c, dirs[k].key, "components", 0, &s);
+        if (st == NS_OK && s) {
+            char what[128];
+            snprintf(what, sizeof what, "components.%s", dirs[k].key);
+            st = resolve(&r->man, s, what, dirs[k].dst, SON_PATH);
+            *dirs[k].has = 1;
+        }
+        if (st != NS_OK) return st;
+    }
+    return NS_OK;
+}
+
+/* The nodes of one networks.nodes entry. */
+static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *model_path, size_t model_len,
+                            char *model_from, size_t from_len) {
+    char what[64], h5path[SON_PATH], csvpath[SON_PATH];
+    snprintf(what, sizeof what, "networks.nodes[%d]", idx);
+    if (entry->kind != NS_JSON_OBJECT)
+        return ns_fail(NS_ERR_PARSE, "%s: %s (line %d) is %s, not an object", r->man.name, what, entry->line,
+                       ns_json_kind_name(entry->kind));
+    const char *s1, *s2;
+    ns_status st = get_string(&r->man, entry, "nodes_file", what, 1, &s1);
+    if (st == NS_OK) st = get_string(&r->man, entry, "node_types_file", what, 1, &s2);
+    if (st == NS_OK) st = resolve(&r->man, s1, what, h5path, sizeof h5path);
+    if (st == NS_OK) st = resolve(&r->man, s2, what, csvpath, sizeof csvpath);
+    if (st != NS_OK) return st;
+    table types;
+    if ((st = table_read(csvpath, "node_type_id", &types)) != NS_OK) return st;
+    const int c_model_type = table_col(&types, "model_type"), c_morph = table_col(&types, "morphology"),
+              c_template = table_col(&types, "model_template"), c_proc = table_col(&types, "model_processing");
+    if (c_model_type < 0) {
+        st = ns_fail(NS_ERR_PARSE, "%s: no column model_type", csvpath);
+        table_free(&types);
+        return st;
+    }
+    /* every type's meaning, checked before any node */
+    for (int64_t row = 0; row < types.nrow && st == NS_OK; ++row) {
+        const char *mt = table_get(&types, row, c_model_type), *tpl = table_get(&types, row, c_template);
+        const char *proc = table_get(&types, row, c_proc);
+        const long long id = (long long)types.id[row];
+        const int line = types.line[row];
+        if (!mt) st = ns_fail(NS_ERR_PARSE, "%s:%d: node type %lld: no model_type", csvpath, line, id);
+        else if (strcmp(mt, "virtual") == 0) continue;
+        else if (strcmp(mt, "biophysical") != 0)
+            st = ns_fail(NS_ERR_UNSUPPORTED,
+                         "%s:%d: node type %lld: model_type '%s' is not read (biophysical and virtual only)", csvpath,
+                         line, id, mt);
+        else if (!table_get(&types, row, c_morph))
+            st = ns_fail(NS_ERR_PARSE, "%s:%d: node type %lld: a biophysical type needs a morphology", csvpath, line, id);
+        else if (proc)
+            st = ns_fail(NS_ERR_UNSUPPORTED,
+                         "%s:%d: node type %lld: model_processing '%s' is not applied (it changes the sections, "
+                         "e.g. BMTK's aibs_perisomatic axon stub): leave it empty",
+                         csvpath, line, id, proc);
+        else if (tpl) {
+            if (strncmp(tpl, "neurosolve:", 11) != 0 || !tpl[11])
+                st = ns_fail(NS_ERR_UNSUPPORTED,
+                             "%s:%d: node type %lld: model_template '%s': only neurosolve:FILE (a neurosolve model "
+                             "file, docs/simulation.md) is read; NEURON hoc templates and Allen's genome JSON are not "
+                             "(leave it empty and give one model to the run)",
+                             csvpath, line, id, tpl);
+            else {
+                char path[SON_PATH];
+                if (r->has_model_dir && tpl[11] != '/') {
+                    if (!join(path, sizeof path, r->model_dir, tpl + 11))
+                        st = ns_fail(NS_ERR_PARSE, "%s:%d: node type %lld: path too long", csvpath, line, id);
+                } else st = resolve(&r->man, tpl + 11, "model_template", path, sizeof path);
+                char from[SON_PATH + 64];
+                snprintf(from, sizeof from, "%s:%d", csvpath, line);
+                if (st == NS_OK && model_path[0] && strcmp(model_path, path) != 0)
+                    st = ns_fail(NS_ERR_UNSUPPORTED,
+                                 "%s: node type %lld: model %s, but %s names %s: one model per network (per-type "
+                                 "models are not supported yet)",
+                                 from, id, path, model_from, model_path);
+                else if (st == NS_OK && !model_path[0]) {
+                    snprintf(model_path, model_len, "%s", path);
+                    snprintf(model_from, from_len, "%s", from);
+                }
+            }
+        }
+    }
+    h5quiet hq;
+    quiet_on(&hq);
+    hid_t f = st == NS_OK ? H5Fopen(h5path, H5F_ACC_RDONLY, H5P_DEFAULT) : H5I_INVALID_HID;
+    if (st == NS_OK && f < 0) st = ns_fail(NS_ERR_IO, "%s: cannot open as HDF5", h5path);
+    hid_t nodes = H5I_INVALID_HID;
+    if (st == NS_OK && !is_group(f, "nodes")) st = ns_fail(NS_ERR_PARSE, "%s: no group /nodes", h5path);
+    if (st == NS_OK) nodes = H5Gopen2(f, "nodes", H5P_DEFAULT);
+    char **names = NULL;
+    int n_names = 0;
+    if (st == NS_OK) {
+        char where[SON_PATH + 16];
+        snprintf(where, sizeof where, "%s: /nodes", h5path);
+        st = h5_members(nodes, where, &names, &n_names);
+        if (st == NS_OK && n_names == 0) st = ns_fail(NS_ERR_PARSE, "%s: no population in /nodes", h5path);
+    }
+    for (int k = 0; k < n_names && st == NS_OK; ++k) {
+        if (find_pop(r, names[k])) {
+            st = ns_fail(NS_ERR_PARSE, "%s: population '%s' again (node population names are unique)", h5path, names[k]);
+            break;
+        }
+        pop *np = realloc(r->pops, (size_t)(r->n_pops + 1) * sizeof *np);
+        if (!np) {
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", h5path);
+            break;
+        }
+        r->pops = np;
+        pop *p = &r->pops[r->n_pops++];
+        memset(p, 0, sizeof *p);
+        snprintf(p->name, sizeof p->name, "%s", names[k]);
+        snprintf(p->where, sizeof p->where, "%s: /nodes/%s", h5path, names[k]);
+        if (!is_group(nodes, names[k])) {
+            st = ns_fail(NS_ERR_PARSE, "%s: not a group", p->where);
+            break;
+        }
+        hid_t g = H5Gopen2(nodes, names[k], H5P_DEFAULT);
+        int64_t *type_id = NULL, *gid = NULL, *gix = NULL, *nid = NULL;
+        int64_t n1 = 0, n2 = 0, n3 = 0, n4 = 0;
+        st = h5_read(g, "node_type_id", p->where, 1, (void **)&type_id, &n1);
+        if (st == NS_OK) st = h5_read(g, "node_group_id", p->where, 1, (void **)&gid, &n2);
+        if (st == NS_OK) st = h5_read(g, "node_group_index", p->where, 1, (void **)&gix, &n3);
+        if (st == NS_OK && (n2 != n1 || n3 != n1))
+            st = ns_fail(NS_ERR_PARSE, "%s: node_type_id has %lld entries, node_group_id %lld, node_group_index %lld",
+                         p->where, (long long)n1, (long long)n2, (long long)n3);
+        if (st == NS_OK && h5_exists(g, "node_id")) {
+            st = h5_read(g, "node_id", p->where, 1, (void **)&nid, &n4);
+            if (st == NS_OK && n4 != n1)
+                st = ns_fail(NS_ERR_PARSE, "%s: node_id has %lld entries, node_type_id %lld", p->where, (long long)n4,
+                             (long long)n1);
+            for (int64_t q = 0; q < n4 && st == NS_OK; ++q)
+                if (nid[q] != q)
+                    st = ns_fail(NS_ERR_UNSUPPORTED, "%s/node_id: entry %lld is %lld: node ids 0 .. n-1 in order only",
+                                 p->where, (long long)q, (long long)nid[q]);
+        }
+        p->n = n1;
+        if (st == NS_OK) {
+            p->kind = calloc((size_t)(n1 + 1), sizeof *p->kind);
+            p->cell = malloc((size_t)(n1 + 1) * sizeof *p->cell);
+            p->source = malloc((size_t)(n1 + 1) * sizeof *p->source);
+            p->times = calloc((size_t)(n1 + 1), sizeof *p->times);
+            p->n_times = calloc((size_t)(n1 + 1), sizeof *p->n_times);
+            p->cap_times = calloc((size_t)(n1 + 1), sizeof *p->cap_times);
+            if (!p->kind || !p->cell || !p->source || !p->times || !p->n_times || !p->cap_times)
+                st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", p->where);
+        }
+        /* the groups the nodes name: present, datasets of one length, indices inside it, no per-node model */
+        int64_t *glen = NULL, *gids = NULL; /* per group seen: its id and its datasets' length (-1: none) */
+        int n_seen = 0;
+        for (int64_t q = 0; q < n1 && st == NS_OK; ++q) {
+            int gi = 0;
+            while (gi < n_seen && gids[gi] != gid[q]) ++gi;
+            if (gi == n_seen) {
+                char gname[32];
+                snprintf(gname, sizeof gname, "%lld", (long long)gid[q]);
+                if (gid[q] < 0 || !is_group(g, gname)) {
+                    st = ns_fail(NS_ERR_PARSE, "%s: node %lld: node_group_id %lld: no group /nodes/%s/%s", p->where,
+                                 (long long)q, (long long)gid[q], p->name, gname);
+                    break;
+                }
+                int64_t *a = realloc(gids, (size_t)(n_seen + 1) * sizeof *a);
+                if (a) gids = a;
+                int64_t *b = realloc(glen, (size_t)(n_seen + 1) * sizeof *b);
+                if (b) glen = b;
+                if (!a || !b) {
+                    st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", p->where);
+                    break;
+                }
+                gids[n_seen] = gid[q];
+                glen[n_seen] = -1;
+                ++n_seen;
+                hid_t gg = H5Gopen2(g, gname, H5P_DEFAULT);
+                static const char *const per_node[] = {"morphology", "model_template", "model_type",
+                                                       "model_processing", "dynamics_params"};
+                for (int w = 0; w < 5 && st == NS_OK; ++w)
+                    if (h5_exists(gg, per_node[w]))
+                        st = ns_fail(NS_ERR_UNSUPPORTED,
+                                     "%s/%s/%s: per-node %s is not read: give it per node type in %s", p->where, gname,
+                                     per_node[w], per_node[w], csvpath);
+                char **dn = NULL;
+                int ndn = 0;
+                char gw[SON_PATH + 340];
+                snprintf(gw, sizeof gw, "%s/%s", p->where, gname);
+                if (st == NS_OK) st = h5_members(gg, gw, &dn, &ndn);
+                const char *first = NULL;
+                for (int w = 0; w < ndn && st == NS_OK; ++w) {
+                    hid_t o = H5Oopen(gg, dn[w], H5P_DEFAULT);
+                    if (o < 0) continue;
+                    if (H5Iget_type(o) == H5I_DATASET) {
+                        hid_t sp = H5Dget_space(o);
+                        hsize_t dims[8] = {0};
+                        const int nd = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+                        if (nd >= 1 && nd <= 8) H5Sget_simple_extent_dims(sp, dims, NULL);
+                        const int64_t len = nd >= 1 && nd <= 8 ? (int64_t)dims[0] : 0;
+                        if (glen[gi] >= 0 && len != glen[gi])
+                            st = ns_fail(NS_ERR_PARSE, "%s: %s has %lld entries, %s %lld", gw, dn[w], (long long)len,
+                                         first, (long long)glen[gi]);
+                        else if (glen[gi] < 0) {
+                            glen[gi] = len;
+                            first = dn[w];
+                        }
+                        if (sp >= 0) H5Sclose(sp);
+                    }
+                    H5Oclose(o);
+                }
+                free_names(dn, ndn);
+                H5Gclose(gg);
+            }
+            if (st == NS_OK && (gix[q] < 0 || (glen[gi] >= 0 && gix[q] >= glen[gi])))
+                st = ns_fail(NS_ERR_PARSE, "%s: node %lld: node_group_index %lld is outside group %lld (%lld entries)",
+                             p->where, (long long)q, (long long)gix[q], (long long)gid[q], (long long)glen[gi]);
+        }
+        free(gids);
+        free(glen);
+        /* the types */
+        int n_bio = 0, n_virt = 0;
+        for (int64_t q = 0; q < n1 && st == NS_OK; ++q) {
+            const int64_t row = table_row(&types, type_id[q]);
+            if (row < 0) {
+                st = ns_fail(NS_ERR_PARSE, "%s: node %lld: node_type_id %lld is not in %s", p->where, (long long)q,
+                             (long long)type_id[q], csvpath);
+                break;
+            }
+            const int virt = strcmp(table_get(&types, row, c_model_type), "virtual") == 0;
+            p->kind[q] = virt ? 2 : 1;
+            p->cell[q] = -1;
+            n_virt += virt;
+            n_bio += !virt;
+            if (!virt) {
+                const char *m = table_get(&types, row, c_morph);
+                char path[SON_PATH];
+                const int has_ext = strrchr(m, '.') && !strchr(strrchr(m, '.'), '/');
+                int w;
+                if (m[0] == '/' || !r->has_morph_dir) {
+                    st = resolve(&r->man, m, "morphology", path, sizeof path);
+                    w = (int)strlen(path);
+                    if (st == NS_OK && !has_ext) w = snprintf(path + w, sizeof path - (size_t)w, ".swc") + w;
+                } else
+                    w = snprintf(path, sizeof path, "%s/%s%s", r->morph_dir, m, has_ext ? "" : ".swc");
+                if (st == NS_OK && (w < 0 || (size_t)w >= sizeof path))
+                    st = ns_fail(NS_ERR_PARSE, "%s: node %lld: morphology path too long", p->where, (long long)q);
+                if (st == NS_OK) {
+                    p->cell[q] = ns_network_cells(r->net);
+                    st = ns_netbuild_cells(r->net, 1, path);
+                }
+            }
+        }
+        p->virtual_ = n_bio == 0 ? 1 : n_virt == 0 ? 0 : -1;
+        free(type_id);
+        free(gid);
+        free(gix);
+        free(nid);
+        H5Gclose(g);
+    }
+    free_names(names, n_names);
+    if (nodes >= 0) H5Gclose(nodes);
+    if (f >= 0) H5Fclose(f);
+    quiet_off(&hq);
+    table_free(&types);
+    return st;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A SONATA spikes file: /spikes/POP/{timestamps,node_ids} for the virtual
+ * populations (`only`: that population; NULL: every one in the file). */
+static ns_status read_spikes(reader *r, const char *path, const char *only) {
+    h5quiet hq;
+    quiet_on(&hq);
+    ns_status st = NS_OK;
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) st = ns_fail(NS_ERR_IO, "%s: cannot open as HDF5 (a SONATA spikes file)", path);
+    hid_t sp = H5I_INVALID_HID;
+    if (st == NS_OK && !is_group(f, "spikes")) st = ns_fail(NS_ERR_PARSE, "%s: no group /spikes", path);
+    if (st == NS_OK) sp = H5Gopen2(f, "spikes", H5P_DEFAULT);
+    char **names = NULL;
+    int n_names = 0;
+    if (st == NS_OK) {
+        char where[SON_PATH + 16];
+        snprintf(where, sizeof where, "%s: /spikes", path);
+        st = h5_members(sp, where, &names, &n_names);
+    }
+    if (st == NS_OK && only && !is_group(sp, only))
+        st = ns_fail(NS_ERR_PARSE, "%s: no population /spikes/%s (the input's node_set)", path, only);
+    int used = 0;
+    for (int k = 0; k < n_names && st == NS_OK; ++k) {
+        if (only && strcmp(names[k], only) != 0) continue;
+        char where[SON_PATH + 300];
+        snprintf(where, sizeof where, "%s: /spikes/%s", path, names[k]);
+        if (!is_group(sp, names[k])) {
+            if (only) st = ns_fail(NS_ERR_PARSE, "%s: not a group (old-style /spikes/timestamps is not read)", where);
+            continue;
+        }
+        pop *p = find_pop(r, names[k]);
+        if (!p) {
+            st = ns_fail(NS_ERR_PARSE, "%s: no node population '%s' in the network", where, names[k]);
+            break;
+        }
+        if (p->virtual_ != 1) {
+            st = ns_fail(NS_ERR_PARSE, "%s: population '%s' is not virtual: input spikes drive virtual nodes only",
+                         where, names[k]);
+            break;
+        }
+        hid_t g = H5Gopen2(sp, names[k], H5P_DEFAULT);
+        double *t = NULL;
+        int64_t *id = NULL, nt = 0, ni = 0;
+        st = h5_read(g, "timestamps", where, 0, (void **)&t, &nt);
+        if (st == NS_OK) st = h5_read(g, "node_ids", where, 1, (void **)&id, &ni);
+        if (st == NS_OK && nt != ni)
+            st = ns_fail(NS_ERR_PARSE, "%s: timestamps has %lld entries, node_ids %lld", where, (long long)nt,
+                         (long long)ni);
+        for (int64_t s = 0; s < nt && st == NS_OK; ++s) {
+            if (id[s] < 0 || id[s] >= p->n)
+                st = ns_fail(NS_ERR_PARSE, "%s: spike %lld: node id %lld is outside population %s (%lld nodes)", where,
+                             (long long)s, (long long)id[s], p->name, (long long)p->n);
+            else if (!isfinite(t[s]) || t[s] < 0.0)
+                st = ns_fail(NS_ERR_PARSE, "%s: spike %lld: time %g ms (finite and >= 0 only)", where, (long long)s,
+                             t[s]);
+            else {
+                const int64_t v = id[s];
+                if (p->n_times[v] == p->cap_times[v]) {
+                    const int64_t c = p->cap_times[v] ? 2 * p->cap_times[v] : 8;
+                    double *x = realloc(p->times[v], (size_t)c * sizeof *x);
+                    if (!x) {
+                        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", where);
+                        break;
+                    }
+                    p->times[v] = x;
+                    p->cap_times[v] = c;
+                }
+                p->times[v][p->n_times[v]++] = t[s];
+            }
+        }
+        p->has_input = 1;
+        ++used;
+        free(t);
+        free(id);
+        H5Gclose(g);
+    }
+    if (st == NS_OK && used == 0) st = ns_fail(NS_ERR_PARSE, "%s: no population of spikes in /spikes", path);
+    free_names(names, n_names);
+    if (sp >= 0) H5Gclose(sp);
+    if (f >= 0) H5Fclose(f);
+    quiet_off(&hq);
+    return st;
+}
+
+static ns_status read_inputs(reader *r, const char *input_spikes) {
+    if (input_spikes) return read_spikes(r, input_spikes, NULL);
+    const ns_json *in = ns_json_get(r->cfg, "inputs");
+    if (!in) return NS_OK;
+    if (in->kind != NS_JSON_OBJECT)
+        return ns_fail(NS_ERR_PARSE, "%s: inputs (line %d) is %s, not an object", r->sim.name, in->line,
+                       ns_json_kind_name(in->kind));
+    for (size_t k = 0; k < in->n; ++k) {
+        char what[300];
+        snprintf(what, sizeof what, "inputs.%.200s", in->keys[k]);
+        const ns_json *e = &in->items[k];
+        const char *type, *module, *file, *node_set;
+        ns_status st = get_string(&r->sim, e, "input_type", what, 1, &type);
+        if (st == NS_OK) st = get_string(&r->sim, e, "module", what, 0, &module);
+        if (st == NS_OK) st = get_string(&r->sim, e, "input_file", what, 1, &file);
+        if (st == NS_OK) st = get_string(&r->sim, e, "node_set", what, 1, &node_set);
+        if (st != NS_OK) return st;
+        if (strcmp(type, "spikes") != 0)
+            return ns_fail(NS_ERR_UNSUPPORTED, "%s: %s (line %d): input_type '%s' is not read (spikes only)",
+                           r->sim.name, what, e->line, type);
+        if (module && strcmp(module, "sonata") != 0 && strcmp(module, "h5") != 0)
+            return ns_fail(NS_ERR_UNSUPPORTED,
+                           "%s: %s (line %d): module '%s' is not read (sonata or h5: a SONATA spikes file)",
+                           r->sim.name, what, e->line, module);
+        char path[SON_PATH];
+        if ((st = resolve(&r->sim, file, what, path, sizeof path)) != NS_OK) return st;
+        pop *p = find_pop(r, node_set);
+        if (!p)
+            return ns_fail(NS_ERR_PARSE, "%s: %s: node_set '%s' is not a node population of the network (node set "
+                           "files are not read)", r->sim.name, what, node_set);
+        if ((st = read_spikes(r, path, node_set)) != NS_OK) return st;
+    }
+    return NS_OK;
+}
+
+/* A synapse type of an edge type: BMTK's exp2syn/expsyn, or a point process by name. */
+typedef struct mapped {
+    char mech[NS_NETBUILD_NAME];
+    int bmtk; /* 1 exp2syn, 2 expsyn, 0 a library's point process */
+} mapped;
+
+/* A dynamics parameter's name on the mechanism (BMTK's names for its two
+ * built-ins: erev is e; expsyn's tau1 is tau). NULL: refused. */
+static const char *param_name(const mapped *m, const char *key) {
+    if (m->bmtk == 1) {
+        if (!strcmp(key, "tau1") || !strcmp(key, "tau2")) return key;
+        if (!strcmp(key, "erev")) return "e";
+        return NULL;
+    }
+    if (m->bmtk == 2) {
+        if (!strcmp(key, "tau1")) return "tau";
+        if (!strcmp(key, "erev")) return "e";
+        return NULL;
+    }
+    return key;
+}
+
+static ns_status syntype_of(reader *r, const table *types, int64_t row, const char *csvpath,
+                            ns_netbuild_syntype *out, mapped *m) {
+    memset(out, 0, sizeof *out);
+    memset(m, 0, sizeof *m);
+    const int line = types->line[row];
+    const long long id = (long long)types->id[row];
+    const char *tpl = table_get(types, row, table_col(types, "model_template"));
+    const char *dyn = table_get(types, row, table_col(types, "dynamics_params"));
+    const char *wf = table_get(types, row, table_col(types, "weight_function"));
+    if (!tpl) return ns_fail(NS_ERR_PARSE, "%s:%d: edge type %lld: no model_template (exp2syn, expsyn or a "
+                             "POINT_PROCESS)", csvpath, line, id);
+    if (wf && strcmp(wf, "wmax") != 0)
+        return ns_fail(NS_ERR_UNSUPPORTED, "%s:%d: edge type %lld: weight_function '%s' is not applied (BMTK's Python "
+                       "functions are not run): syn_weight is the weight", csvpath, line, id, wf);
+    if (!strcmp(tpl, "exp2syn")) m->bmtk = 1, snprintf(m->mech, sizeof m->mech, "Exp2Syn");
+    else if (!strcmp(tpl, "expsyn")) m->bmtk = 2, snprintf(m->mech, sizeof m->mech, "ExpSyn");
+    else {
+        size_t k = 0;
+        while (tpl[k] && (isalnum((unsigned char)tpl[k]) || tpl[k] == '_')) ++k;
+        if (tpl[k] || k == 0 || k >= NS_NETBUILD_NAME || isdigit((unsigned char)tpl[0]))
+            return ns_fail(NS_ERR_PARSE, "%s:%d: edge type %lld: model_template '%s' is not a mechanism name", csvpath,
+                           line, id, tpl);
+        snprintf(m->mech, sizeof m->mech, "%s", tpl);
+    }
+    snprintf(out->mech, sizeof out->mech, "%s", m->mech);
+    if (!dyn) return NS_OK;
+    char path[SON_PATH];
+    if (r->has_syn_dir && dyn[0] != '/') {
+        if (!join(path, sizeof path, r->syn_dir, dyn))
+            return ns_fail(NS_ERR_PARSE, "%s:%d: edge type %lld: path too long", csvpath, line, id);
+    } else {
+        ns_status st = resolve(&r->man, dyn, "dynamics_params", path, sizeof path);
+        if (st != NS_OK) return st;
+    }
+    ns_json *j = NULL;
+    ns_status st = ns_json_read(path, &j);
+    if (st != NS_OK) {
+        char where[SON_PATH + 80];
+        snprintf(where, sizeof where, "%s:%d: edge type %lld: dynamics_params", csvpath, line, id);
+        ns_error_prefix(where);
+        return st;
+    }
+    if (j->kind != NS_JSON_OBJECT) st = ns_fail(NS_ERR_PARSE, "%s: not an object", path);
+    out->name = calloc(j->n + 1, sizeof *out->name);
+    out->value = calloc(j->n + 1, sizeof *out->value);
+    if (st == NS_OK && (!out->name || !out->value)) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
+    for (size_t k = 0; k < j->n && st == NS_OK; ++k) {
+        if (!strcmp(j->keys[k], "level_of_detail")) continue; /* BMTK's note of the model, a string */
+        const char *pn = param_name(m, j->keys[k]);
+        if (!pn)
+            st = ns_fail(NS_ERR_UNSUPPORTED, "%s: \"%s\" (line %d): BMTK's %s reads tau1%s and erev only", path,
+                         j->keys[k], j->items[k].line, tpl, m->bmtk == 1 ? ", tau2" : "");
+        else if (j->items[k].kind != NS_JSON_NUMBER)
+            st = ns_fail(NS_ERR_PARSE, "%s: \"%s\" (line %d) is %s, not a number", path, j->keys[k], j->items[k].line,
+                         ns_json_kind_name(j->items[k].kind));
+        else if (strlen(pn) >= NS_NETBUILD_NAME)
+            st = ns_fail(NS_ERR_PARSE, "%s: \"%s\": name too long", path, j->keys[k]);
+        else {
+            snprintf(out->name[out->n_params], NS_NETBUILD_NAME, "%s", pn);
+            out->value[out->n_params++] = j->items[k].number;
+        }
+    }
+    ns_json_free(j);
+    return st;
+}
+
+static ns_status read_edges(reader *r, const ns_json *entry, int idx) {
+    char what[64], h5path[SON_PATH], csvpath[SON_PATH];
+    snprintf(what, sizeof what, "networks.edges[%d]", idx);
+    if (entry->kind != NS_JSON_OBJECT)
+        return ns_fail(NS_ERR_PARSE, "%s: %s (line %d) is %s, not an object", r->man.name, what, entry->line,
+                       ns_json_kind_name(entry->kind));
+    const char *s1, *s2;
+    ns_status st = get_string(&r->man, entry, "edges_file", what, 1, &s1);
+    if (st == NS_OK) st = get_string(&r->man, entry, "edge_types_file", what, 1, &s2);
+    if (st == NS_OK) st = resolve(&r->man, s1, what, h5path, sizeof h5path);
+    if (st == NS_OK) st = resolve(&r->man, s2, what, csvpath, sizeof csvpath);
+    if (st != NS_OK) return st;
+    table types;
+    if ((st = table_read(csvpath, "edge_type_id", &types)) != NS_OK) return st;
+    /* every type's synapse, checked before any edge */
+    ns_netbuild_syntype *syn = calloc((size_t)(types.nrow + 1), sizeof *syn);
+    mapped *maps = calloc((size_t)(types.nrow + 1), sizeof *maps);
+    double *tw = malloc((size_t)(types.nrow + 1) * sizeof *tw), *td = malloc((size_t)(types.nrow + 1) * sizeof *td);
+    if (!syn || !maps || !tw || !td) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", csvpath);
+    const int c_w = table_col(&types, "syn_weight"), c_d = table_col(&types, "delay");
+    for (int64_t row = 0; row < types.nrow && st == NS_OK; ++row) {
+        st = syntype_of(r, &types, row, csvpath, &syn[row], &maps[row]);
+        const char *sv[2] = {table_get(&types, row, c_w), table_get(&types, row, c_d)};
+        double *dst[2] = {&tw[row], &td[row]};
+        for (int k = 0; k < 2 && st == NS_OK; ++k) {
+            *dst[k] = NAN;
+            if (!sv[k]) continue;
+            char *end;
+            *dst[k] = strtod(sv[k], &end);
+            if (*end || !isfinite(*dst[k]))
+                st = ns_fail(NS_ERR_PARSE, "%s:%d: edge type %lld: %s '%s' is not a number", csvpath, types.line[row],
+                             (long long)types.id[row], k ? "delay" : "syn_weight", sv[k]);
+        }
+    }
+    h5quiet hq;
+    quiet_on(&hq);
+    hid_t f = st == NS_OK ? H5Fopen(h5path, H5F_ACC_RDONLY, H5P_DEFAULT) : H5I_INVALID_HID;
+    if (st == NS_OK && f < 0) st = ns_fail(NS_ERR_IO, "%s: cannot open as HDF5", h5path);
+    hid_t edges = H5I_INVALID_HID;
+    if (st == NS_OK && !is_group(f, "edges")) st = ns_fail(NS_ERR_PARSE, "%s: no group /edges", h5path);
+    if (st == NS_OK) edges = H5Gopen2(f, "edges", H5P_DEFAULT);
+    char **names = NULL;
+    int n_names = 0;
+    if (st == NS_OK) {
+        char where[SON_PATH + 16];
+        snprintf(where, sizeof where, "%s: /edges", h5path);
+        st = h5_members(edges, where, &names, &n_names);
+    }
+    for (int k = 0; k < n_names && st == NS_OK; ++k) {
+        char where[SON_PATH + 300];
+        snprintf(where, sizeof where, "%s: /edges/%s", h5path, names[k]);
+        if (!is_group(edges, names[k])) {
+            st = ns_fail(NS_ERR_PARSE, "%s: not a group", where);
+            break;
+        }
+        hid_t g = H5Gopen2(edges, names[k], H5P_DEFAULT);
+        int64_t *src = NULL, *tgt = NULL, *tid = NULL, *gid = NULL, *gix = NULL, n[5] = {0};
+        st = h5_read(g, "source_node_id", where, 1, (void **)&src, &n[0]);
+        if (st == NS_OK) st = h5_read(g, "target_node_id", where, 1, (void **)&tgt, &n[1]);
+        if (st == NS_OK) st = h5_read(g, "edge_type_id", where, 1, (void **)&tid, &n[2]);
+        if (st == NS_OK) st = h5_read(g, "edge_group_id", where, 1, (void **)&gid, &n[3]);
+        if (st == NS_OK) st = h5_read(g, "edge_group_index", where, 1, (void **)&gix, &n[4]);
+        static const char *const dsn[5] = {"source_node_id", "target_node_id", "edge_type_id", "edge_group_id",
+                                           "edge_group_index"};
+        for (int w = 1; w < 5 && st == NS_OK; ++w)
+            if (n[w] != n[0])
+                st = ns_fail(NS_ERR_PARSE, "%s: %s has %lld entries, source_node_id %lld", where, dsn[w],
+                             (long long)n[w], (long long)n[0]);
+        char spop_name[256] = "", tpop_name[256] = "";
+        pop *sp = NULL, *tp = NULL;
+        if (st == NS_OK) {
+            char w2[SON_PATH + 340];
+            snprintf(w2, sizeof w2, "%s/source_node_id", where);
+            hid_t ds = H5Dopen2(g, "source_node_id", H5P_DEFAULT);
+            st = h5_attr_string(ds, "node_population", w2, spop_name, sizeof spop_name);
+            H5Dclose(ds);
+            if (st == NS_OK) {
+                snprintf(w2, sizeof w2, "%s/target_node_id", where);
+                ds = H5Dopen2(g, "target_node_id", H5P_DEFAULT);
+                st = h5_attr_string(ds, "node_population", w2, tpop_name, sizeof tpop_name);
+                H5Dclose(ds);
+            }
+            if (st == NS_OK && !(sp = find_pop(r, spop_name)))
+                st = ns_fail(NS_ERR_PARSE, "%s/source_node_id: node_population '%s' is not a node population of the "
+                             "network", where, spop_name);
+            if (st == NS_OK && !(tp = find_pop(r, tpop_name)))
+                st = ns_fail(NS_ERR_PARSE, "%s/target_node_id: node_population '%s' is not a node population of the "
+                             "network", where, tpop_name);
+        }
+        ns_netbuild_edges e;
+        memset(&e, 0, sizeof e);
+        const int64_t ne = n[0];
+        if (st == NS_OK) {
+            const size_t wl = strlen(where);
+            /* the end of a long path: the population stays readable */
+            const char *tail = wl >= sizeof e.label ? where + wl - (sizeof e.label - 4) : where;
+            memcpy(e.label, wl >= sizeof e.label ? "..." : "", wl >= sizeof e.label ? 3 : 0);
+            memcpy(e.label + (wl >= sizeof e.label ? 3 : 0), tail, strlen(tail) + 1);
+            e.n = ne;
+            const size_t m = (size_t)(ne > 0 ? ne : 1);
+            e.src = malloc(m * 8), e.cell = malloc(m * 8), e.node = malloc(m * 8);
+            e.section = malloc(m * 4), e.type = malloc(m * 4);
+            e.x = malloc(m * 8), e.weight = malloc(m * 8), e.delay = malloc(m * 8);
+            if (!e.src || !e.cell || !e.node || !e.section || !e.type || !e.x || !e.weight || !e.delay)
+                st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", where);
+        }
+        /* the groups: their datasets, read once each */
+        typedef struct egroup {
+            int64_t id, len;
+            double *w, *d, *x, *nsyns;
+            int64_t *sec;
+            int n_pp;
+            char (*pp_name)[NS_NETBUILD_NAME];
+            double **pp;
+        } egroup;
+        egroup *groups = NULL;
+        int n_groups = 0;
+        /* the per-edge dynamics names of all groups (one column each in the block) */
+        char (*pp_names)[NS_NETBUILD_NAME] = NULL;
+        int n_pp = 0;
+        for (int64_t q = 0; q < ne && st == NS_OK; ++q) {
+            int gi = 0;
+            while (gi < n_groups && groups[gi].id != gid[q]) ++gi;
+            if (gi < n_groups) continue;
+            char gname[32];
+            snprintf(gname, sizeof gname, "%lld", (long long)gid[q]);
+            if (gid[q] < 0 || !is_group(g, gname)) {
+                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: edge_group_id %lld: no group %s/%s", where, (long long)q,
+                             (long long)gid[q], names[k], gname);
+                break;
+            }
+            egroup *ng = realloc(groups, (size_t)(n_groups + 1) * sizeof *ng);
+            if (!ng) {
+                st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", where);
+                break;
+            }
+            groups = ng;
+            egroup *eg = &groups[n_groups++];
+            memset(eg, 0, sizeof *eg);
+            eg->id = gid[q];
+            eg->len = -1;
+            char gw[SON_PATH + 340];
+            snprintf(gw, sizeof gw, "%s/%s", where, gname);
+            hid_t gg = H5Gopen2(g, gname, H5P_DEFAULT);
+            struct {
+                const char *name, *alt;
+                void **dst;
+                int is_int;
+            } want[5] = {{"syn_weight", NULL, (void **)&eg->w, 0},
+                         {"delay", NULL, (void **)&eg->d, 0},
+                         {"afferent_section_id", "sec_id", (void **)&eg->sec, 1},
+                         {"afferent_section_pos", "sec_x", (void **)&eg->x, 0},
+                         {"nsyns", NULL, (void **)&eg->nsyns, 0}};
+            for (int w = 0; w < 5 && st == NS_OK; ++w) {
+                const char *nm = h5_exists(gg, want[w].name) ? want[w].name
+                                 : want[w].alt && h5_exists(gg, want[w].alt) ? want[w].alt : NULL;
+                if (!nm) continue;
+                int64_t len;
+                st = h5_read(gg, nm, gw, want[w].is_int, want[w].dst, &len);
+                if (st == NS_OK && eg->len >= 0 && len != eg->len)
+                    st = ns_fail(NS_ERR_PARSE, "%s/%s has %lld entries, other datasets of the group %lld", gw, nm,
+                                 (long long)len, (long long)eg->len);
+                eg->len = len;
+            }
+            if (st == NS_OK && !eg->sec)
+                st = ns_fail(NS_ERR_UNSUPPORTED,
+                             "%s: no afferent_section_id (or sec_id): synapses placed at run time (BMTK's nsyns with "
+                             "target_sections and distance_range) are not read",
+                             gw);
+            if (st == NS_OK && !eg->x)
+                st = ns_fail(NS_ERR_PARSE, "%s: no afferent_section_pos (or sec_x) beside the section ids", gw);
+            if (st == NS_OK && is_group(gg, "dynamics_params")) {
+                hid_t dg = H5Gopen2(gg, "dynamics_params", H5P_DEFAULT);
+                char **dn = NULL;
+                int ndn = 0;
+                char dw[SON_PATH + 400];
+                snprintf(dw, sizeof dw, "%s/dynamics_params", gw);
+                st = h5_members(dg, dw, &dn, &ndn);
+                eg->pp_name = calloc((size_t)ndn + 1, sizeof *eg->pp_name);
+                eg->pp = calloc((size_t)ndn + 1, sizeof *eg->pp);
+                if (st == NS_OK && (!eg->pp_name || !eg->pp)) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", dw);
+                for (int w = 0; w < ndn && st == NS_OK; ++w) {
+                    int64_t len;
+                    if (strlen(dn[w]) >= NS_NETBUILD_NAME) {
+                        st = ns_fail(NS_ERR_PARSE, "%s/%s: name too long", dw, dn[w]);
+                        break;
+                    }
+                    st = h5_read(dg, dn[w], dw, 0, (void **)&eg->pp[w], &len);
+                    if (st == NS_OK && len != eg->len)
+                        st = ns_fail(NS_ERR_PARSE, "%s/%s has %lld entries, other datasets of the group %lld", dw,
+                                     dn[w], (long long)len, (long long)eg->len);
+                    snprintf(eg->pp_name[w], NS_NETBUILD_NAME, "%s", dn[w]);
+                    eg->n_pp = w + 1;
+                }
+                free_names(dn, ndn);
+                H5Gclose(dg);
+            }
+            H5Gclose(gg);
+        }
+        /* each edge */
+        for (int64_t q = 0; q < ne && st == NS_OK; ++q) {
+            int gi = 0;
+            while (gi < n_groups && groups[gi].id != gid[q]) ++gi;
+            const egroup *eg = &groups[gi];
+            const int64_t row = table_row(&types, tid[q]);
+            const int64_t ix = gix[q];
+            if (row < 0) {
+                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: edge_type_id %lld is not in %s", where, (long long)q,
+                             (long long)tid[q], csvpath);
+                break;
+            }
+            if (ix < 0 || ix >= eg->len) {
+                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: edge_group_index %lld is outside group %lld (%lld entries)",
+                             where, (long long)q, (long long)ix, (long long)eg->id, (long long)eg->len);
+                break;
+            }
+            if (src[q] < 0 || src[q] >= sp->n) {
+                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: source node %lld is outside population %s (%lld nodes)",
+                             where, (long long)q, (long long)src[q], sp->name, (long long)sp->n);
+                break;
+            }
+            if (tgt[q] < 0 || tgt[q] >= tp->n) {
+                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: target node %lld is outside population %s (%lld nodes)",
+                             where, (long long)q, (long long)tgt[q], tp->name, (long long)tp->n);
+                break;
+            }
+            if (tp->kind[tgt[q]] != 1) {
+                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: target node %lld of %s is virtual (no synapse there)", where,
+                             (long long)q, (long long)tgt[q], tp->name);
+                break;
+            }
+            if (eg->nsyns && eg->nsyns[ix] != 1.0) {
+                st = ns_fail(NS_ERR_UNSUPPORTED, "%s: edge %lld: nsyns %g: one synapse per edge only", where,
+                             (long long)q, eg->nsyns[ix]);
+                break;
+            }
+            const double w = eg->w ? eg->w[ix] : tw[row], d = eg->d ? eg->d[ix] : td[row];
+            if (isnan(w) || isnan(d)) {
+                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: no %s (a dataset of group %lld or a column of %s)", where,
+                             (long long)q, isnan(w) ? "syn_weight" : "delay", (long long)eg->id, csvpath);
+                break;
+            }
+            if (!isfinite(w) || !(d > 0.0) || !isfinite(d)) {
+                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: %s %g (%s)", where, (long long)q,
+                             !isfinite(w) ? "syn_weight" : "delay", !isfinite(w) ? w : d,
+                             !isfinite(w) ? "finite only" : "a delay must be > 0 ms");
+                break;
+            }
+            const double x = eg->x[ix];
+            if (!(x >= 0.0 && x <= 1.0)) {
+                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: afferent_section_pos %g is not in [0, 1]", where,
+                             (long long)q, x);
+                break;
+            }
+            if (eg->sec[ix] < 0 || eg->sec[ix] > INT32_MAX) {
+                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: afferent_section_id %lld < 0", where, (long long)q,
+                             (long long)eg->sec[ix]);
+                break;
+            }
+            e.src[q] = sp->source[src[q]];
+            e.cell[q] = tp->cell[tgt[q]];
+            e.node[q] = tgt[q];
+            e.section[q] = (int32_t)eg->sec[ix];
+            e.type[q] = (int32_t)row;
+            e.x[q] = x;
+            e.weight[q] = w;
+            e.delay[q] = d;
+        }
+        /* the per-edge dynamics: the union of the groups' names, NaN where a group has none */
+        for (int gi = 0; gi < n_groups && st == NS_OK; ++gi)
+            for (int w = 0; w < groups[gi].n_pp && st == NS_OK; ++w) {
+                int have = 0;
+                while (have < n_pp && strcmp(pp_names[have], groups[gi].pp_name[w]) != 0) ++have;
+                if (have < n_pp) continue;
+                char (*nn)[NS_NETBUILD_NAME] = realloc(pp_names, (size_t)(n_pp + 1) * sizeof *nn);
+                if (!nn) {
+                    st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", where);
+                    break;
+                }
+                pp_names = nn;
+                snprintf(pp_names[n_pp++], NS_NETBUILD_NAME, "%s", groups[gi].pp_name[w]);
+            }
+        if (st == NS_OK && n_pp > 0) {
+            e.pp = malloc((size_t)(ne > 0 ? ne : 1) * (size_t)n_pp * sizeof *e.pp);
+            e.pp_names = calloc((size_t)n_pp, sizeof *e.pp_names);
+            if (!e.pp || !e.pp_names) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", where);
+            e.n_pp = n_pp;
+        }
+        for (int64_t q = 0; q < ne && st == NS_OK && n_pp > 0; ++q) {
+            int gi = 0;
+            while (gi < n_groups && groups[gi].id != gid[q]) ++gi;
+            const mapped *m = &maps[e.type[q]];
+            for (int p = 0; p < n_pp && st == NS_OK; ++p) {
+                e.pp[q * n_pp + p] = NAN;
+                for (int w = 0; w < groups[gi].n_pp; ++w)
+                    if (!strcmp(groups[gi].pp_name[w], pp_names[p])) e.pp[q * n_pp + p] = groups[gi].pp[w][gix[q]];
+                if (isnan(e.pp[q * n_pp + p])) continue;
+                /* names as the mechanism has them (BMTK's exp2syn/expsyn: erev is e) */
+                const char *pn = param_name(m, pp_names[p]);
+                if (!pn)
+                    st = ns_fail(NS_ERR_UNSUPPORTED, "%s: edge %lld: dynamics_params/%s: BMTK's %s reads tau1%s and erev only",
+                                 where, (long long)q, pp_names[p], m->bmtk == 1 ? "exp2syn" : "expsyn",
+                                 m->bmtk == 1 ? ", tau2" : "");
+                else if (!isfinite(e.pp[q * n_pp + p]))
+                    st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: dynamics_params/%s is %g", where, (long long)q,
+                                 pp_names[p], e.pp[q * n_pp + p]);
+            }
+        }
+        /* the mapped names: the same mapping for every edge of a name when the types agree on it */
+        for (int p = 0; p < n_pp && st == NS_OK; ++p) {
+            const char *pn = NULL;
+            for (int64_t q = 0; q < ne && st == NS_OK; ++q) {
+                if (isnan(e.pp[q * n_pp + p])) continue;
+                const char *this_pn = param_name(&maps[e.type[q]], pp_names[p]);
+                if (pn && strcmp(pn, this_pn) != 0)
+                    st = ns_fail(NS_ERR_UNSUPPORTED, "%s: dynamics_params/%s means %s and %s for edges of different "
+                                 "synapse types: one population per synapse model", where, pp_names[p], pn, this_pn);
+                pn = this_pn;
+            }
+            snprintf(e.pp_names[p], NS_NETBUILD_NAME, "%s", pn ? pn : pp_names[p]);
+        }
+        if (st == NS_OK) {
+            /* the types, copied into the block */
+            e.types = calloc((size_t)(types.nrow + 1), sizeof *e.types);
+            if (!e.types) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", where);
+            e.n_types = (int32_t)types.nrow;
+            for (int64_t t = 0; t < types.nrow && st == NS_OK; ++t) {
+                e.types[t] = syn[t];
+                e.types[t].name = calloc((size_t)syn[t].n_params + 1, sizeof *e.types[t].name);
+                e.types[t].value = calloc((size_t)syn[t].n_params + 1, sizeof *e.types[t].value);
+                if (!e.types[t].name || !e.types[t].value) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", where);
+                else {
+                    memcpy(e.types[t].name, syn[t].name, (size_t)syn[t].n_params * sizeof *syn[t].name);
+                    memcpy(e.types[t].value, syn[t].value, (size_t)syn[t].n_params * sizeof *syn[t].value);
+                }
+            }
+        }
+        if (st == NS_OK) st = ns_netbuild_edges_add(r->net, &e); /* takes the arrays */
+        else ns_netbuild_edges_free(&e);
+        for (int gi = 0; gi < n_groups; ++gi) {
+            free(groups[gi].w);
+            free(groups[gi].d);
+            free(groups[gi].x);
+            free(groups[gi].nsyns);
+            free(groups[gi].sec);
+            for (int w = 0; w < groups[gi].n_pp; ++w) free(groups[gi].pp[w]);
+            free(groups[gi].pp);
+            free(groups[gi].pp_name);
+        }
+        free(groups);
+        free(pp_names);
+        free(src);
+        free(tgt);
+        free(tid);
+        free(gid);
+        free(gix);
+        H5Gclose(g);
+    }
+    free_names(names, n_names);
+    if (edges >= 0) H5Gclose(edges);
+    if (f >= 0) H5Fclose(f);
+    quiet_off(&hq);
+    for (int64_t row = 0; syn && row < types.nrow; ++row) {
+        free(syn[row].name);
+        free(syn[row].value);
+    }
+    free(syn);
+    free(maps);
+    free(tw);
+    free(td);
+    table_free(&types);
+    return st;
+}
+
+static ns_status read_all(reader *r, const char *config, const char *input_spikes) {
+    ns_status st = ns_json_read(config, &r->cfg);
+    if (st != NS_OK) return st;
+    if (r->cfg->kind != NS_JSON_OBJECT) return ns_fail(NS_ERR_PARSE, "%s: not a JSON object", config);
+    if ((st = manifest_load(&r->sim, r->cfg, config)) != NS_OK) return st;
+    /* a simulation config names its circuit config in "network" */
+    const ns_json *root = r->cfg;
+    const char *circuit = NULL;
+    if (!ns_json_get(r->cfg, "networks")) {
+        if ((st = get_string(&r->sim, r->cfg, "network", "config", 0, &circuit)) != NS_OK) return st;
+        if (!circuit)
+            return ns_fail(NS_ERR_PARSE, "%s: neither \"networks\" (a circuit config) nor \"network\" (a simulation "
+                           "config naming its circuit config)", config);
+        char path[SON_PATH];
+        if ((st = resolve(&r->sim, circuit, "network", path, sizeof path)) != NS_OK) return st;
+        if ((st = ns_json_read(path, &r->circuit)) != NS_OK) return st;
+        if (r->circuit->kind != NS_JSON_OBJECT) return ns_fail(NS_ERR_PARSE, "%s: not a JSON object", path);
+        root = r->circuit;
+        if ((st = manifest_load(&r->man, root, path)) != NS_OK) return st;
+    } else if ((st = manifest_load(&r->man, root, config)) != NS_OK)
+        return st;
+    if ((st = components(r, root)) != NS_OK) return st;
+    const ns_json *nets = ns_json_get(root, "networks");
+    if (!nets || nets->kind != NS_JSON_OBJECT)
+        return ns_fail(NS_ERR_PARSE, "%s: \"networks\" must be an object with \"nodes\" and \"edges\"", r->man.name);
+    const ns_json *nodes = ns_json_get(nets, "nodes"), *edges = ns_json_get(nets, "edges");
+    if (!nodes || nodes->kind != NS_JSON_ARRAY || nodes->n == 0)
+        return ns_fail(NS_ERR_PARSE, "%s: networks.nodes must be a non-empty array", r->man.name);
+    if (edges && edges->kind != NS_JSON_ARRAY)
+        return ns_fail(NS_ERR_PARSE, "%s: networks.edges (line %d) must be an array", r->man.name, edges->line);
+    /* run settings */
+    double run[5];
+    const ns_json *rn = ns_json_get(r->cfg, "run"), *cond = ns_json_get(r->cfg, "conditions");
+    if ((st = get_number(&r->sim, rn, "tstop", "run", &run[0])) != NS_OK ||
+        (st = get_number(&r->sim, rn, "dt", "run", &run[1])) != NS_OK ||
+        (st = get_number(&r->sim, cond, "celsius", "conditions", &run[2])) != NS_OK ||
+        (st = get_number(&r->sim, cond, "v_init", "conditions", &run[3])) != NS_OK ||
+        (st = get_number(&r->sim, rn, "spike_threshold", "run", &run[4])) != NS_OK)
+        return st;
+    r->threshold = isnan(run[4]) ? -15.0 : run[4]; /* BMTK's default */
+    char name[SON_PATH];
+    snprintf(name, sizeof name, "%s", config);
+    if ((st = ns_netbuild_create(name, &r->net)) != NS_OK) return st;
+    ns_netbuild_run(r->net, run[0], run[1], run[2], run[3], r->threshold);
+    char model[SON_PATH] = "", model_from[SON_PATH + 64] = "";
+    for (size_t k = 0; k < nodes->n && st == NS_OK; ++k)
+        st = read_nodes(r, &nodes->items[k], (int)k, model, sizeof model, model_from, sizeof model_from);
+    if (st == NS_OK && model[0]) st = ns_netbuild_model(r->net, model);
+    if (st == NS_OK) st = ns_netbuild_finish(r->net);
+    /* sources: the detectors of the cells, then the trains of the virtual nodes */
+    if (st == NS_OK) st = ns_netbuild_detectors(r->net, r->threshold);
+    int64_t n_src = ns_network_cells(r->net);
+    for (int k = 0; k < r->n_pops && st == NS_OK; ++k)
+        for (int64_t q = 0; q < r->pops[k].n; ++q)
+            if (r->pops[k].kind[q] == 1) r->pops[k].source[q] = r->pops[k].cell[q];
+    if (st == NS_OK) st = read_inputs(r, input_spikes);
+    for (int k = 0; k < r->n_pops && st == NS_OK; ++k) {
+        pop *p = &r->pops[k];
+        if (p->virtual_ == -1)
+            return ns_fail(NS_ERR_UNSUPPORTED, "%s: biophysical and virtual nodes in one population (one kind per "
+                           "population)", p->where);
+        if (p->virtual_ != 1) continue;
+        if (!p->has_input)
+            return ns_fail(NS_ERR_PARSE, "%s: virtual population '%s' has no spikes (an \"inputs\" entry of "
+                           "input_type spikes with node_set '%s', or an input spikes file)", p->where, p->name, p->name);
+        for (int64_t q = 0; q < p->n && st == NS_OK; ++q) {
+            qsort(p->times[q], (size_t)p->n_times[q], sizeof(double), cmp_double);
+            p->source[q] = n_src++;
+            st = ns_netbuild_train(r->net, p->times[q], p->n_times[q]);
+        }
+    }
+    /* the sources' nodes, for the spikes file */
+    if (st == NS_OK) {
+        int32_t *sp = malloc((size_t)(n_src + 1) * sizeof *sp);
+        int64_t *sn = malloc((size_t)(n_src + 1) * sizeof *sn);
+        const char **pn = malloc((size_t)(r->n_pops + 1) * sizeof *pn);
+        if (!sp || !sn || !pn) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", config);
+        for (int k = 0; k < r->n_pops && st == NS_OK; ++k) {
+            pn[k] = r->pops[k].name;
+            for (int64_t q = 0; q < r->pops[k].n; ++q) {
+                sp[r->pops[k].source[q]] = k;
+                sn[r->pops[k].source[q]] = q;
+            }
+        }
+        if (st == NS_OK) st = ns_netbuild_populations(r->net, r->n_pops, pn);
+        if (st == NS_OK) st = ns_netbuild_source_nodes(r->net, sp, sn, n_src);
+        free(sp);
+        free(sn);
+        free(pn);
+    }
+    for (size_t k = 0; edges && k < edges->n && st == NS_OK; ++k) st = read_edges(r, &edges->items[k], (int)k);
+    return st;
+}
+
+ns_status ns_network_read_sonata(const char *config, const char *input_spikes, ns_network_t **out) {
+    if (!config || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_read_sonata: NULL argument");
+    *out = NULL;
+    reader r;
+    memset(&r, 0, sizeof r);
+    ns_status st = read_all(&r, config, input_spikes);
+    if (st != NS_OK) ns_network_destroy(r.net);
+    else *out = r.net;
+    reader_free(&r);
+    return st;
+}
+
+/* ------------------------------------------------------------ spikes output */
+
+typedef struct spk {
+    double t;
+    int64_t node;
+} spk;
+static int cmp_spk(const void *a, const void *b) {
+    const spk *x = a, *y = b;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return (x->node > y->node) - (x->node < y->node);
+}
+
+static herr_t write_string_attr(hid_t obj, const char *name, const char *value) {
+    hid_t ty = H5Tcopy(H5T_C_S1);
+    H5Tset_size(ty, H5T_VARIABLE);
+    H5Tset_cset(ty, H5T_CSET_UTF8);
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(obj, name, ty, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t e = a < 0 ? -1 : H5Awrite(a, ty, &value);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    H5Tclose(ty);
+    return e;
+}
+
+/* Object creation properties without modification times: the same spikes give the same bytes
+ * (one process or many, today or tomorrow). */
+static hid_t untimed(hid_t cls) {
+    hid_t p = H5Pcreate(cls);
+    if (p >= 0) H5Pset_obj_track_times(p, 0);
+    return p;
+}
+
+static herr_t write_1d(hid_t g, const char *name, hid_t file_type, hid_t mem_type, int64_t n, const void *data) {
+    hsize_t dims[1] = {(hsize_t)n};
+    hid_t sp = H5Screate_simple(1, dims, NULL);
+    hid_t dcpl = untimed(H5P_DATASET_CREATE);
+    hid_t ds = H5Dcreate2(g, name, file_type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    herr_t e = ds < 0 ? -1 : n > 0 ? H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) : 0;
+    if (e >= 0 && ds >= 0 && !strcmp(name, "timestamps")) e = write_string_attr(ds, "units", "ms");
+    if (ds >= 0) H5Dclose(ds);
+    H5Sclose(sp);
+    return e;
+}
+
+ns_status ns_network_write_spikes(const ns_network_t *net, const char *path, int64_t n, const int64_t *source,
+                                  const double *t) {
+    if (!net || !path || n < 0 || (n > 0 && (!source || !t)))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_write_spikes: NULL argument");
+    const int32_t n_pops = ns_network_populations(net);
+    if (n_pops == 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: not a SONATA network (no node populations)", path);
+    const int64_t n_cells = ns_network_cells(net);
+    int32_t *pop_of = malloc((size_t)(n > 0 ? n : 1) * sizeof *pop_of);
+    spk *buf = malloc((size_t)(n > 0 ? n : 1) * sizeof *buf);
+    ns_status st = pop_of && buf ? NS_OK : ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
+    int *has = calloc((size_t)n_pops, sizeof *has);
+    if (!has) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
+    for (int64_t k = 0; k < n && st == NS_OK; ++k) {
+        int64_t node;
+        if (source[k] < 0 || source[k] >= ns_network_sources(net))
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: spike %lld: no source %lld", path, (long long)k, (long long)source[k]);
+        else if (!isfinite(t[k]))
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: spike %lld: time %g", path, (long long)k, t[k]);
+        else if ((st = ns_network_source_node(net, source[k], &pop_of[k], &node)) == NS_OK && source[k] < n_cells)
+            has[pop_of[k]] = 1;
+    }
+    h5quiet hq;
+    quiet_on(&hq);
+    hid_t f = st == NS_OK ? H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT) : H5I_INVALID_HID;
+    if (st == NS_OK && f < 0) st = ns_fail(NS_ERR_IO, "%s: cannot create an HDF5 file", path);
+    hid_t gcpl = untimed(H5P_GROUP_CREATE);
+    hid_t top = st == NS_OK ? H5Gcreate2(f, "spikes", H5P_DEFAULT, gcpl, H5P_DEFAULT) : H5I_INVALID_HID;
+    if (st == NS_OK && top < 0) st = ns_fail(NS_ERR_IO, "%s: cannot create /spikes", path);
+    for (int32_t p = 0; p < n_pops && st == NS_OK; ++p) {
+        if (!has[p]) continue;
+        int64_t m = 0;
+        for (int64_t k = 0; k < n; ++k) {
+            int32_t pp;
+            int64_t node;
+            if (source[k] < n_cells && pop_of[k] == p && ns_network_source_node(net, source[k], &pp, &node) == NS_OK)
+                buf[m++] = (spk){t[k], node};
+        }
+        qsort(buf, (size_t)m, sizeof *buf, cmp_spk);
+        double *ts = malloc((size_t)(m > 0 ? m : 1) * sizeof *ts);
+        uint64_t *ids = malloc((size_t)(m > 0 ? m : 1) * sizeof *ids);
+        if (!ts || !ids) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
+        for (int64_t k = 0; k < m && st == NS_OK; ++k) {
+            ts[k] = buf[k].t;
+            ids[k] = (uint64_t)buf[k].node;
+        }
+        hid_t g = st == NS_OK ? H5Gcreate2(top, ns_network_population(net, p), H5P_DEFAULT, gcpl, H5P_DEFAULT)
+                              : H5I_INVALID_HID;
+        if (st == NS_OK &&
+            (g < 0 || write_string_attr(g, "sorting", "by_time") < 0 ||
+             write_1d(g, "timestamps", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, m, ts) < 0 ||
+             write_1d(g, "node_ids", H5T_STD_U64LE, H5T_NATIVE_UINT64, m, ids) < 0))
+            st = ns_fail(NS_ERR_IO, "%s: writing /spikes/%s failed", path, ns_network_population(net, p));
+        if (g >= 0) H5Gclose(g);
+        free(ts);
+        free(ids);
+    }
+    if (top >= 0) H5Gclose(top);
+    if (gcpl >= 0) H5Pclose(gcpl);
+    if (f >= 0 && H5Fclose(f) < 0 && st == NS_OK) st = ns_fail(NS_ERR_IO, "%s: closing failed", path);
+    quiet_off(&hq);
+    free(pop_of);
+    free(buf);
+    free(has);
+    return st;
+}
+
+#endif /* NS_HAVE_HDF5 */

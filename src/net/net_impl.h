@@ -1,0 +1,179 @@
+/* Private: a simulation's network (net.c, docs/networks.md): synapses
+ * (point processes with NET_RECEIVE), spike sources, connections, and the
+ * per-lane-block part that the CPU loop (step_cpu.c) runs: the synapses'
+ * instances, the block's event queue and the spikes its detectors found. */
+#ifndef NS_CABLE_NET_IMPL_H
+#define NS_CABLE_NET_IMPL_H
+
+#include <stdint.h>
+
+#include "sim/cpu/mechanisms.h"
+#include "mech/model_impl.h"
+#include "core/rng.h"
+#include "net/exchange.h"
+
+struct sim_fault;
+
+typedef struct net_syn {
+    int64_t cell;
+    int32_t node;
+    int32_t desc;     /* index in the model's catalogue */
+    int64_t param_at; /* desc's n_params values in sim_net.params */
+} net_syn;
+
+typedef struct net_source {
+    int64_t cell;      /* a detector's cell; -1: a train of given times or a Poisson source */
+    int32_t node;
+    double threshold;  /* [mV] */
+    double *times;     /* a train: ascending */
+    int64_t n_times, cursor; /* cursor: times already emitted */
+    /* a Poisson source (net_poisson.c): rate [Hz], spikes in (start, stop) [ms],
+     * drawn from its own stream of `seed`; next: the next spike not yet emitted */
+    int poisson;
+    double rate, start, stop, next;
+    uint64_t seed;
+    ns_rng rng;
+    double *spikes;    /* the source's spikes so far [ms] */
+    int64_t n_spikes, cap_spikes;
+} net_source;
+
+typedef struct net_conn {
+    int64_t source, synapse;
+    double weight, delay;
+} net_conn;
+
+/* An event for a synapse of one block: NET_RECEIVE of instance `inst` of the
+ * block's point type `slot` at time t; seq orders equal times. */
+typedef struct net_event {
+    double t;
+    int64_t seq;
+    int32_t slot, inst;
+    double weight;
+} net_event;
+
+typedef ns_net_spike net_spike;
+
+/* A spike to fan out on a device (sim_net.device_fan): its events take the
+ * sequence numbers seq, seq + 1, ... in the order of its source's
+ * connections (net.c's numbering, the CPU queues'). */
+typedef struct net_fan {
+    double t;
+    int64_t source, seq;
+} net_fan;
+
+/* The instances of one point type on one block. */
+typedef struct net_point {
+    const ns_mech_desc *desc;
+    int32_t key; /* NEURON's type order (ns_sim_model_key) */
+    ns_mech_ppack p;
+    double *store; /* fields, then globals, then the table */
+    double **field;
+    int *node_index; /* node * w + lane */
+    double *weight;  /* 1e2 / area per instance */
+    ns_mech_ion_view ions[NS_SIM_MECH_IONS_MAX];
+} net_point;
+
+typedef struct net_block {
+    int32_t n_points; /* point types present, ascending key */
+    net_point *points;
+    net_event *heap;  /* binary min-heap on (t, seq) */
+    int64_t n_heap, cap_heap;
+    int32_t n_det;    /* detectors of the block's cells */
+    int64_t *det_source;
+    int64_t *det_at;  /* node * w + lane */
+    double *det_thr;
+    unsigned char *det_above;
+    net_spike *out;   /* spikes found since the last exchange */
+    int64_t n_out, cap_out;
+} net_block;
+
+typedef struct sim_net {
+    net_syn *syns;
+    int64_t n_syns, cap_syns;
+    double *params;
+    int64_t n_params, cap_params;
+    net_source *sources;
+    int64_t n_sources, cap_sources;
+    net_conn *conns;
+    int64_t n_conns, cap_conns;
+    int dirty; /* changed since the last ns_net_build (ns_sim_init) */
+    /* built by ns_net_build */
+    int64_t n_blocks;
+    net_block **blocks;
+    int64_t *out_begin, *out_order; /* connections by source (CSR, in order of creation) */
+    int64_t *emit, n_emit;          /* the trains and Poisson sources, ascending (emit_trains) */
+    int64_t *syn_block;             /* synapse -> block, point slot, instance */
+    int32_t *syn_slot, *syn_inst;
+    double min_delay;               /* [ms] */
+    int64_t seq;
+    net_spike *gather;
+    int64_t cap_gather;
+    /* a distributed simulation's exchange (net_exchange.h); NULL: none */
+    ns_net_exchange_fn exchange_fn;
+    void *exchange_context;
+    double exchange_min_delay; /* [ms] over all processes */
+    /* a device loop (the CUDA backend, sim_net_cuda.c): its detectors' spikes
+     * of the interval, added before the exchange (ns_net_add_spikes), and the
+     * spikes to fan out there (fan_out appends here instead of queueing) */
+    int device_fan;
+    net_spike *ext;
+    int64_t n_ext, cap_ext;
+    net_fan *fan;
+    int64_t n_fan, cap_fan;
+} sim_net;
+
+/* What ns_net_build needs of one CPU lane block. */
+typedef struct net_block_in {
+    int32_t shape, w;
+    const int64_t *cell; /* w cells */
+    model_block *mech;   /* the block's density mechanisms (for the ions) */
+    double *v;           /* v[pos[node] * w + lane], at v_init */
+    const int32_t *pos;  /* the block's node order (step_cpu.c's cpu_shape.pos), NULL: node */
+} net_block_in;
+
+void ns_net_free(sim_net *net);
+/* NEURON's finitialize for the network: the synapses' instances per block
+ * (rebuilt), their INITIAL, the detectors' state from v, no events, no
+ * spikes, trains from their start. */
+ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in);
+/* The same for a device loop: no blocks (the backend holds the instances and
+ * detectors), spikes fanned out on the device (net->fan). */
+ns_status ns_net_build_device(ns_sim_t *sim);
+/* A device loop's detector spikes of the interval that ran, before
+ * ns_net_loop_next exchanges them (any order). */
+ns_status ns_net_add_spikes(sim_net *net, const net_spike *spikes, int64_t n);
+/* Advance `steps` steps in intervals of at most the minimum delay, the
+ * spikes of each interval exchanged after it (sim.c's ns_sim_advance):
+ * the backend's advance_net runs the intervals that ns_net_loop_next gives. */
+ns_status ns_net_advance(ns_sim_t *sim, int64_t steps, struct sim_fault *fault);
+
+/* The interval loop (net.c), for a backend's advance_net: one thread calls
+ * ns_net_loop_next between intervals (none running): it finishes the
+ * interval that ran (its spikes exchanged, sim->steps and sim->t moved to
+ * its end; not after a fault or an error) and prepares the next (the trains'
+ * and Poisson sources' spikes due by its end into the queues), returning its
+ * length: the backend then advances every block by that many steps from
+ * sim->steps. 0: done, or stopped (*st says why, else the fault). */
+typedef struct net_loop {
+    int64_t steps, interval, done, len;
+    int64_t steps0;
+    double t0, t1;
+} net_loop;
+void ns_net_loop_begin(ns_sim_t *sim, int64_t steps, net_loop *L);
+int64_t ns_net_loop_next(ns_sim_t *sim, net_loop *L, const struct sim_fault *fault, ns_status *st);
+
+/* The CPU loop's calls for one block, at the start of a step from t: the
+ * events due by t + dt/2; a point type's current (slot); every point's
+ * state; the detectors at the step end t (-1: out of memory). */
+void ns_net_deliver(net_block *nb, double *v, double t, double dt, double celsius);
+void ns_net_current(net_block *nb, int32_t slot, double *v, double *rhs, double *d, double t, double dt,
+                    double celsius);
+void ns_net_states(net_block *nb, double *v, double t, double dt, double celsius);
+int ns_net_detect(net_block *nb, const double *v, double t);
+
+/* Poisson sources (net_poisson.c): back to the first spike (ns_sim_init),
+ * and the next spike after the current one (INFINITY past stop). */
+void ns_net_poisson_reset(net_source *s);
+void ns_net_poisson_draw(net_source *s);
+
+#endif

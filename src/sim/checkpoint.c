@@ -1,0 +1,426 @@
+/* Checkpoints of a simulation (include/neurosolve/cable.h, docs/simulation.md).
+ *
+ * The state of the cells goes through ns_sim_get_state / ns_sim_set_state
+ * only (per cell, compartments in the cell's order), never through a
+ * backend's arrays, so the file does not depend on how a loop lays out its
+ * state (CPU, GPU groups) and a checkpoint of one backend resumes on another.
+ *
+ * File layout (native little-endian; the byte-order word refuses others):
+ *
+ *   header, 96 bytes
+ *     char[8] magic "NSSIMCKP"     u32 version (1)     u32 byte order 0x01020304
+ *     u64 header bytes (96)        u64 payload bytes   u64 checksum (FNV-1a 64 of the payload)
+ *     u64 fingerprint              i64 cells           i64 compartments
+ *     i64 stimuli                  i32 sites           i32 record_every
+ *     f64 dt [ms]                  u64 reserved (0)
+ *   payload
+ *     f64 t [ms]   i64 steps   i64 samples
+ *     per cell: v, m, h, n (each the cell's compartment count of f64)
+ *     traces: samples x sites f64 (row-major, as ns_sim_traces)
+ *     per cell: i64 spike count, then the spike times (f64)
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim_impl.h"
+#include "core/error.h"
+#include "neurosolve/output.h"
+
+#define CK_MAGIC "NSSIMCKP"
+#define CK_VERSION 1u
+#define CK_ORDER 0x01020304u
+#define CK_HEADER 96
+
+typedef struct ck_header {
+    uint32_t version, order;
+    uint64_t header_bytes, payload_bytes, checksum, fingerprint;
+    int64_t cells, comps, stims;
+    int32_t sites, every;
+    double dt;
+} ck_header;
+
+/* FNV-1a, 64 bits. */
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+static uint64_t fnv(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; ++i) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+static uint64_t fnv_i64(uint64_t h, int64_t x) { return fnv(h, &x, sizeof x); }
+static uint64_t fnv_f64(uint64_t h, double x) { return fnv(h, &x, sizeof x); }
+
+/* What a run's results depend on, apart from its dynamic state. */
+static uint64_t fingerprint(const ns_sim_t *sim) {
+    uint64_t h = FNV_OFFSET;
+    const ns_sim_params *p = &sim->params;
+    for (int r = 0; r < NS_REGION_COUNT; ++r) {
+        const ns_membrane *m = &p->region[r];
+        h = fnv_f64(h, m->cm);
+        h = fnv_i64(h, m->hh);
+        h = fnv_f64(h, m->gnabar);
+        h = fnv_f64(h, m->gkbar);
+        h = fnv_f64(h, m->gl);
+        h = fnv_f64(h, m->el);
+        h = fnv_f64(h, m->ena);
+        h = fnv_f64(h, m->ek);
+        h = fnv_i64(h, m->pas);
+        h = fnv_f64(h, m->g_pas);
+        h = fnv_f64(h, m->e_pas);
+    }
+    h = fnv_f64(h, p->celsius);
+    h = fnv_f64(h, p->v_init);
+    h = fnv_f64(h, p->dt);
+    h = fnv_i64(h, p->usetable);
+    h = fnv_f64(h, p->spike_threshold);
+    h = fnv_f64(h, p->Ra); /* also in a and b; tstop is not: a resumed run may go further */
+    h = fnv_i64(h, sim->options.record_every);
+    h = fnv_i64(h, sim->n_shapes);
+    for (int32_t k = 0; k < sim->n_shapes; ++k) {
+        const sim_shape *s = &sim->shapes[k];
+        const size_t z = (size_t)s->n;
+        h = fnv_i64(h, s->n);
+        h = fnv(h, s->parent, z * sizeof *s->parent);
+        h = fnv(h, s->a, z * sizeof *s->a);
+        h = fnv(h, s->b, z * sizeof *s->b);
+        h = fnv(h, s->cap, z * sizeof *s->cap);
+        h = fnv(h, s->stim_scale, z * sizeof *s->stim_scale);
+        h = fnv(h, s->region, z * sizeof *s->region);
+    }
+    h = fnv_i64(h, sim->n_cells);
+    h = fnv(h, sim->cell_shape, (size_t)sim->n_cells * sizeof *sim->cell_shape);
+    h = fnv_i64(h, sim->n_stims);
+    for (int64_t k = 0; k < sim->n_stims; ++k) {
+        const sim_stim *s = &sim->stims[k];
+        h = fnv_i64(h, s->cell);
+        h = fnv_i64(h, s->node);
+        h = fnv_f64(h, s->del);
+        h = fnv_f64(h, s->dur);
+        h = fnv_f64(h, s->amp);
+    }
+    h = fnv_i64(h, sim->n_recs);
+    for (int32_t k = 0; k < sim->n_recs; ++k) {
+        h = fnv_i64(h, sim->recs[k].cell);
+        h = fnv_i64(h, sim->recs[k].node);
+    }
+    return h;
+}
+
+/* ------------------------------------------------------------- writing */
+
+typedef struct ck_writer {
+    FILE *f;
+    uint64_t hash, bytes;
+} ck_writer;
+
+static void put(ck_writer *w, const void *data, size_t n) {
+    if (!n) return;
+    fwrite(data, 1, n, w->f);
+    w->hash = fnv(w->hash, data, n);
+    w->bytes += n;
+}
+static void put_i64(ck_writer *w, int64_t x) { put(w, &x, sizeof x); }
+
+static void encode_header(unsigned char *b, const ck_header *h) {
+    memset(b, 0, CK_HEADER);
+    memcpy(b, CK_MAGIC, 8);
+    memcpy(b + 8, &h->version, 4);
+    memcpy(b + 12, &h->order, 4);
+    memcpy(b + 16, &h->header_bytes, 8);
+    memcpy(b + 24, &h->payload_bytes, 8);
+    memcpy(b + 32, &h->checksum, 8);
+    memcpy(b + 40, &h->fingerprint, 8);
+    memcpy(b + 48, &h->cells, 8);
+    memcpy(b + 56, &h->comps, 8);
+    memcpy(b + 64, &h->stims, 8);
+    memcpy(b + 72, &h->sites, 4);
+    memcpy(b + 76, &h->every, 4);
+    memcpy(b + 80, &h->dt, 8);
+}
+
+static void decode_header(const unsigned char *b, ck_header *h) {
+    memcpy(&h->version, b + 8, 4);
+    memcpy(&h->order, b + 12, 4);
+    memcpy(&h->header_bytes, b + 16, 8);
+    memcpy(&h->payload_bytes, b + 24, 8);
+    memcpy(&h->checksum, b + 32, 8);
+    memcpy(&h->fingerprint, b + 40, 8);
+    memcpy(&h->cells, b + 48, 8);
+    memcpy(&h->comps, b + 56, 8);
+    memcpy(&h->stims, b + 64, 8);
+    memcpy(&h->sites, b + 72, 4);
+    memcpy(&h->every, b + 76, 4);
+    memcpy(&h->dt, b + 80, 8);
+}
+
+static void header_of(const ns_sim_t *sim, ck_header *h) {
+    memset(h, 0, sizeof *h);
+    h->version = CK_VERSION;
+    h->order = CK_ORDER;
+    h->header_bytes = CK_HEADER;
+    h->fingerprint = fingerprint(sim);
+    h->cells = sim->n_cells;
+    h->comps = sim->n_comp;
+    h->stims = sim->n_stims;
+    h->sites = sim->n_recs;
+    h->every = sim->options.record_every;
+    h->dt = sim->params.dt;
+}
+
+ns_status ns_sim_save_state(ns_sim_t *sim, const char *path) {
+    if (!sim || !path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_save_state: NULL argument");
+    if (sim->model)
+        return ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: a simulation of a model (NMODL mechanisms) cannot be "
+                                           "checkpointed yet: its mechanisms' states are not saved", path);
+    if (sim->failed)
+        return ns_fail(NS_ERR_NOT_FINITE, "checkpoint %s: the simulation stopped on NaN/Inf; its state is not saved",
+                       path);
+    ns_status st = ns_sim_index(sim);
+    if (st != NS_OK) return st;
+    double *buf = malloc((size_t)(sim->max_n > 0 ? sim->max_n : 1) * 4 * sizeof *buf);
+    if (!buf) return ns_fail(NS_ERR_OUT_OF_MEMORY, "checkpoint %s: %d compartments", path, (int)sim->max_n);
+    ns_output *o = NULL;
+    st = ns_output_open(path, &o);
+    if (st != NS_OK) {
+        free(buf);
+        return st;
+    }
+    ck_header h;
+    header_of(sim, &h);
+    unsigned char hb[CK_HEADER];
+    encode_header(hb, &h);
+    ck_writer w = {ns_output_stream(o), FNV_OFFSET, 0};
+    fwrite(hb, 1, CK_HEADER, w.f); /* rewritten with the sizes and checksum below */
+    put(&w, &sim->t, sizeof sim->t);
+    put_i64(&w, sim->steps);
+    put_i64(&w, sim->samples);
+    for (int64_t c = 0; c < sim->n_cells && st == NS_OK; ++c) {
+        const size_t n = (size_t)(sim->cell_offset[c + 1] - sim->cell_offset[c]);
+        st = ns_sim_get_state(sim, c, buf, buf + n, buf + 2 * n, buf + 3 * n);
+        if (st == NS_OK) put(&w, buf, 4 * n * sizeof *buf);
+    }
+    if (st == NS_OK) {
+        put(&w, sim->traces, (size_t)sim->samples * (size_t)sim->n_recs * sizeof(double));
+        for (int64_t c = 0; c < sim->n_cells; ++c) {
+            put_i64(&w, sim->n_spikes[c]);
+            put(&w, sim->spikes[c], (size_t)sim->n_spikes[c] * sizeof(double));
+        }
+        h.payload_bytes = w.bytes;
+        h.checksum = w.hash;
+        encode_header(hb, &h);
+        if (fseek(w.f, 0, SEEK_SET) != 0) {
+            st = ns_fail(NS_ERR_IO, "checkpoint %s: %s", path, strerror(errno));
+        } else {
+            fwrite(hb, 1, CK_HEADER, w.f);
+        }
+    }
+    free(buf);
+    if (st != NS_OK) {
+        ns_output_abort(o);
+        return st;
+    }
+    return ns_output_commit(o);
+}
+
+/* ------------------------------------------------------------- reading */
+
+typedef struct ck_reader {
+    FILE *f;
+    const char *path;
+    uint64_t left; /* payload bytes not read yet */
+} ck_reader;
+
+static ns_status get(ck_reader *r, void *data, size_t n) {
+    if (n > r->left)
+        return ns_fail(NS_ERR_PARSE, "checkpoint %s: the data end before the %s they announce", r->path,
+                       "sizes");
+    if (n && fread(data, 1, n, r->f) != n)
+        return ns_fail(NS_ERR_IO, "checkpoint %s: read failed: %s", r->path,
+                       ferror(r->f) ? strerror(errno) : "unexpected end of file");
+    r->left -= n;
+    return NS_OK;
+}
+
+ns_status ns_sim_restore_state(ns_sim_t *sim, const char *path) {
+    if (!sim || !path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_restore_state: NULL argument");
+    if (sim->model)
+        return ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: a simulation of a model (NMODL mechanisms) cannot be "
+                                           "restored yet", path);
+    ns_status st = ns_sim_index(sim);
+    if (st != NS_OK) return st;
+    FILE *f = fopen(path, "rb");
+    if (!f) return ns_fail(NS_ERR_IO, "checkpoint %s: %s", path, strerror(errno));
+    unsigned char hb[CK_HEADER];
+    ck_header h;
+    double *buf = NULL, *traces = NULL, **spikes = NULL;
+    int64_t *n_spikes = NULL;
+    if (fread(hb, 1, CK_HEADER, f) != CK_HEADER) {
+        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: shorter than its %d-byte header", path, CK_HEADER);
+        goto out;
+    }
+    if (memcmp(hb, CK_MAGIC, 8) != 0) {
+        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: not a neurosolve simulation checkpoint (magic bytes)", path);
+        goto out;
+    }
+    decode_header(hb, &h);
+    if (h.order != CK_ORDER) {
+        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: written on a machine of another byte order", path);
+        goto out;
+    }
+    if (h.version != CK_VERSION) {
+        st = ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: version %u, this build reads version %u", path,
+                     (unsigned)h.version, CK_VERSION);
+        goto out;
+    }
+    if (h.header_bytes != CK_HEADER) {
+        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: header size %llu, expected %d", path,
+                     (unsigned long long)h.header_bytes, CK_HEADER);
+        goto out;
+    }
+    /* the file's size against the header's */
+    if (fseek(f, 0, SEEK_END) != 0) {
+        st = ns_fail(NS_ERR_IO, "checkpoint %s: %s", path, strerror(errno));
+        goto out;
+    }
+    const long size = ftell(f);
+    if (size < 0 || (uint64_t)size != CK_HEADER + h.payload_bytes) {
+        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: %ld bytes, the header says %llu (truncated or extended)", path,
+                     size, (unsigned long long)(CK_HEADER + h.payload_bytes));
+        goto out;
+    }
+    /* which simulation it belongs to, most telling difference first */
+    if (h.cells != sim->n_cells || h.comps != sim->n_comp)
+        st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                     "checkpoint %s: made for %lld cells of %lld compartments in all, this simulation has %lld "
+                     "cells of %lld",
+                     path, (long long)h.cells, (long long)h.comps, (long long)sim->n_cells, (long long)sim->n_comp);
+    else if (h.dt != sim->params.dt)
+        st = ns_fail(NS_ERR_INVALID_ARGUMENT, "checkpoint %s: made with dt = %.17g ms, this simulation has %.17g",
+                     path, h.dt, sim->params.dt);
+    else if (h.sites != sim->n_recs || h.every != sim->options.record_every)
+        st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                     "checkpoint %s: made with %d recording sites every %d steps, this simulation has %d every %d",
+                     path, (int)h.sites, (int)h.every, (int)sim->n_recs, (int)sim->options.record_every);
+    else if (h.stims != sim->n_stims)
+        st = ns_fail(NS_ERR_INVALID_ARGUMENT, "checkpoint %s: made with %lld stimuli, this simulation has %lld",
+                     path, (long long)h.stims, (long long)sim->n_stims);
+    else if (h.fingerprint != fingerprint(sim))
+        st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                     "checkpoint %s: made for another simulation of the same size (the shapes, parameters, "
+                     "stimuli or recording sites differ)",
+                     path);
+    if (st != NS_OK) goto out;
+    /* the checksum, before anything is changed */
+    {
+        unsigned char chunk[1 << 16];
+        uint64_t hash = FNV_OFFSET, left = h.payload_bytes;
+        fseek(f, CK_HEADER, SEEK_SET);
+        while (left > 0) {
+            const size_t n = left < sizeof chunk ? (size_t)left : sizeof chunk;
+            if (fread(chunk, 1, n, f) != n) {
+                st = ns_fail(NS_ERR_IO, "checkpoint %s: read failed", path);
+                goto out;
+            }
+            hash = fnv(hash, chunk, n);
+            left -= n;
+        }
+        if (hash != h.checksum) {
+            st = ns_fail(NS_ERR_PARSE, "checkpoint %s: checksum mismatch (the file is damaged)", path);
+            goto out;
+        }
+    }
+    fseek(f, CK_HEADER, SEEK_SET);
+    ck_reader r = {f, path, h.payload_bytes};
+    double t;
+    int64_t steps, samples;
+    if ((st = get(&r, &t, sizeof t)) != NS_OK || (st = get(&r, &steps, sizeof steps)) != NS_OK ||
+        (st = get(&r, &samples, sizeof samples)) != NS_OK)
+        goto out;
+    if (!isfinite(t) || t < 0.0 || steps < 0 || steps > NS_SIM_MAX_STEPS ||
+        samples != steps / sim->options.record_every + 1) {
+        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: t = %g ms, %lld steps and %lld samples do not agree", path, t,
+                     (long long)steps, (long long)samples);
+        goto out;
+    }
+    /* the sizes the counts imply must fit in the file before anything is
+     * allocated for them */
+    if ((uint64_t)sim->n_comp > r.left / 32 ||
+        (sim->n_recs > 0 && (uint64_t)samples > (r.left - (uint64_t)sim->n_comp * 32) / 8 / (uint64_t)sim->n_recs)) {
+        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: %lld samples of %d sites and %lld compartments do not fit in its %llu "
+                     "bytes", path, (long long)samples, (int)sim->n_recs, (long long)sim->n_comp,
+                     (unsigned long long)h.payload_bytes);
+        goto out;
+    }
+    /* read everything into new buffers first: a damaged file changes nothing */
+    const size_t nstate = (size_t)sim->n_comp * 4;
+    buf = malloc((nstate ? nstate : 1) * sizeof *buf);
+    const size_t ntr = (size_t)samples * (size_t)sim->n_recs;
+    traces = malloc((ntr ? ntr : 1) * sizeof *traces);
+    spikes = calloc((size_t)sim->n_cells, sizeof *spikes);
+    n_spikes = calloc((size_t)sim->n_cells, sizeof *n_spikes);
+    if (!buf || !traces || !spikes || !n_spikes) {
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "checkpoint %s: %lld compartments, %lld samples", path,
+                     (long long)sim->n_comp, (long long)samples);
+        goto out;
+    }
+    if ((st = get(&r, buf, nstate * sizeof *buf)) != NS_OK) goto out;
+    if ((st = get(&r, traces, ntr * sizeof *traces)) != NS_OK) goto out;
+    for (int64_t c = 0; c < sim->n_cells; ++c) {
+        if ((st = get(&r, &n_spikes[c], sizeof n_spikes[c])) != NS_OK) goto out;
+        if (n_spikes[c] < 0 || (uint64_t)n_spikes[c] > r.left / sizeof(double)) {
+            st = ns_fail(NS_ERR_PARSE, "checkpoint %s: cell %lld: %lld spikes do not fit in the file", path,
+                         (long long)c, (long long)n_spikes[c]);
+            goto out;
+        }
+        spikes[c] = malloc((size_t)(n_spikes[c] ? n_spikes[c] : 1) * sizeof(double));
+        if (!spikes[c]) {
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "checkpoint %s: spikes of cell %lld", path, (long long)c);
+            goto out;
+        }
+        if ((st = get(&r, spikes[c], (size_t)n_spikes[c] * sizeof(double))) != NS_OK) goto out;
+    }
+    if (r.left != 0) {
+        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: %llu bytes after the data", path, (unsigned long long)r.left);
+        goto out;
+    }
+    for (size_t i = 0; i < nstate; ++i)
+        if (!isfinite(buf[i])) {
+            st = ns_fail(NS_ERR_PARSE, "checkpoint %s: a non-finite state value", path);
+            goto out;
+        }
+    /* apply: state through the accessor, then time and results */
+    if ((st = ns_sim_grow_traces(sim, samples)) != NS_OK) goto out;
+    for (int64_t c = 0, off = 0; c < sim->n_cells; ++c) {
+        const int64_t n = sim->cell_offset[c + 1] - sim->cell_offset[c];
+        st = ns_sim_set_state(sim, c, buf + off, buf + off + n, buf + off + 2 * n, buf + off + 3 * n);
+        if (st != NS_OK) goto out;
+        off += 4 * n;
+    }
+    if (ntr) memcpy(sim->traces, traces, ntr * sizeof *traces);
+    for (int64_t c = 0; c < sim->n_cells; ++c) {
+        free(sim->spikes[c]);
+        sim->spikes[c] = spikes[c];
+        sim->n_spikes[c] = sim->cap_spikes[c] = n_spikes[c] ? n_spikes[c] : 1;
+        sim->n_spikes[c] = n_spikes[c];
+        spikes[c] = NULL;
+    }
+    sim->t = t;
+    sim->steps = steps;
+    sim->samples = samples;
+    sim->failed = 0;
+out:
+    fclose(f);
+    free(buf);
+    free(traces);
+    if (spikes)
+        for (int64_t c = 0; c < sim->n_cells; ++c) free(spikes[c]);
+    free(spikes);
+    free(n_spikes);
+    return st;
+}

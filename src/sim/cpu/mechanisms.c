@@ -1,0 +1,648 @@
+/* The CPU loop's mechanisms from a model (model_impl.h): the instances of
+ * one lane block (w cells of one shape, state v[pos(node) * w + lane]) and the
+ * calls of the generated host entry points over them.
+ *
+ * Per block and mechanism: the instances in (node, lane) order, each with
+ * node_index = pos(node) * w + lane, the fields as n_fields arrays over them, a
+ * copy of the globals and the TABLE storage (table_update runs inside the
+ * generated init and state, so each block keeps its own: no two threads
+ * write one table); per ion used: e, ci, co, i, didv over the block's
+ * lane-nodes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mech/builtin/builtin.h"
+#include "mech/builtin/hh.h"
+#include "mech/builtin/pas.h"
+#include "sim/cpu/mechanisms.h"
+#include "core/error.h"
+
+extern const ns_mech_desc nsm_pas_desc, nsm_hh_desc, nsm_ExpSyn_desc, nsm_Exp2Syn_desc;
+
+typedef struct mech_block {
+    ns_mech_ppack p;
+    double *store;    /* n_fields * cnt fields, then globals, then the table */
+    double **field;   /* n_fields pointers into store */
+    int *node_index;  /* cnt */
+    ns_mech_ion_view ions[NS_SIM_MECH_IONS_MAX];
+    /* runs of consecutive nodes: one call each on the contiguous path
+     * (node_begin, vectorised loops) with the fields from the run's first
+     * instance; n_runs 0: one call over node_index */
+    int32_t n_runs;
+    ns_mech_ppack *runs;
+    double **run_field; /* n_runs * n_fields */
+} mech_block;
+
+/* Runs at least this many lane-nodes long on average (nodes x w) take the
+ * contiguous path (shorter ones cost a call each for little vector work);
+ * the rest one call over node_index, whose current() loop does not
+ * vectorise (it scatters into rhs and d). Counted in lane-nodes, so that a
+ * block of 4 or 8 lanes always takes the runs (8 lanes: about 4.5 % less CPU
+ * time for the generated hh than counting nodes, bench/README.md; the same
+ * values either way: every instance's arithmetic is the same on both paths). */
+#define MIN_MEAN_RUN 4
+
+/* The fused pass (ns_model_block_fused_*): a model whose mechanisms are the
+ * built-in pas and hh runs their generated per-instance functions
+ * (nsm_pas_current_F, nsm_hh_current_F, and nsm_hh_state_F's stages)
+ * inside the loop's own passes over a block's lane-nodes, as the GPU's
+ * fused loop does (src/cable/cuda/sim_fused.h): an instance's fields in
+ * locals, which the compiler keeps in vector registers; the parameters and
+ * ions' e of a segment whose instances share them loaded once; the
+ * assigned variables stored in the call's last step only
+ * (ns_sim_get_model_var then reads what the per-step path leaves: no
+ * assigned variable of pas or hh is read before it is written in a phase;
+ * hh's current() sets fields 4 .. 8, its state() 9 .. 14). The field
+ * layouts: builtin.h, NS_FUSED_*. */
+
+/* Nodes [n0, n1) of a block where each fused mechanism (0 pas, 1 hh) is
+ * inserted at every node or at none: its instance ordinal at n0 (-1: none)
+ * and whether the instances' parameters are all those of the first
+ * (uniform: loaded once). The segments cover the shape's nodes in order. */
+typedef struct fused_seg {
+    int32_t n0, n1;
+    int32_t inst[2];
+    int32_t uniform[2];
+} fused_seg;
+
+struct model_block {
+    int32_t n_mechs;
+    mech_block *m;
+    int32_t fused_k[2]; /* a model that can take the fused pass (fusable): the mechanism index of its
+                           pas and hh, -1 when absent */
+    int32_t n_segs;
+    fused_seg *segs;
+    int64_t nw;
+    double *ion;            /* per ion j: e, ci, co, i, didv at [(5 * j + q) * nw] */
+    unsigned char *written; /* per ion j at [j * nw]: e by Nernst at that lane-node */
+};
+
+void ns_model_block_free(model_block *b) {
+    if (!b) return;
+    for (int32_t k = 0; k < b->n_mechs && b->m; ++k) {
+        free(b->m[k].store);
+        free(b->m[k].field);
+        free(b->m[k].node_index);
+        free(b->m[k].runs);
+        free(b->m[k].run_field);
+    }
+    free(b->m);
+    free(b->segs);
+    free(b->ion);
+    free(b->written);
+    free(b);
+}
+
+/* Node i's position in the block's arrays (pos: step_cpu.c's node order, NULL: i). */
+static inline int32_t position(const int32_t *pos, int32_t i) { return pos ? pos[i] : i; }
+
+/* Whether the model can take the fused pass (k_of: its pas and hh, -1
+ * where absent): every mechanism the built-in pas or hh with the layouts
+ * above, hh's rate table in use (usetable_hh, its one GLOBAL: the loop is
+ * written for the table), and no ion whose current a mechanism reads or
+ * whose concentration one writes. */
+static int fusable(const sim_model *model, int32_t k_of[2]) {
+    k_of[0] = k_of[1] = -1;
+    for (int32_t j = 0; j < model->n_ions; ++j)
+        if (model->ions[j].write_c || model->ions[j].read_i) return 0;
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        const ns_mech_desc *d = model->mechs[k].desc;
+        if (d == &nsm_pas_desc && d->n_fields == NS_FUSED_PAS_FIELDS && d->n_params == NS_FUSED_PAS_PARAMS &&
+            k_of[0] < 0)
+            k_of[0] = k;
+        else if (d == &nsm_hh_desc && d->n_fields == NS_FUSED_HH_FIELDS && d->n_params == NS_FUSED_HH_PARAMS &&
+                 d->n_ions == 2 && d->n_globals == 1 && model->mechs[k].globals[0] != 0.0 && k_of[1] < 0)
+            k_of[1] = k;
+        else return 0;
+    }
+    return 1;
+}
+
+int ns_model_fusable(const sim_model *model) {
+    int32_t k_of[2];
+    return model && fusable(model, k_of);
+}
+
+int ns_model_point_fusable(const ns_mech_desc *d) { return d == &nsm_ExpSyn_desc || d == &nsm_Exp2Syn_desc; }
+
+/* The block's segments (fused_seg) over the shape's n nodes. */
+static ns_status fused_segments(const sim_model *model, model_block *b, int32_t shape, int32_t n,
+                                const int32_t *pos) {
+    int32_t *ord = malloc(2 * (size_t)(n > 0 ? n : 1) * sizeof *ord); /* per mechanism and position: the ordinal
+                                                                         of the instance there, -1 */
+    if (!ord) return NS_ERR_OUT_OF_MEMORY;
+    const sim_mech_shape *ms[2] = {NULL, NULL};
+    for (int f = 0; f < 2; ++f) {
+        for (int32_t i = 0; i < n; ++i) ord[(size_t)f * (size_t)n + (size_t)i] = -1;
+        if (b->fused_k[f] < 0) continue;
+        ms[f] = &model->per_shape[(size_t)shape * model->n_mechs + b->fused_k[f]];
+        for (int32_t i = 0; i < ms[f]->n; ++i) ord[(size_t)f * (size_t)n + (size_t)position(pos, ms[f]->node[i])] = i;
+    }
+    /* a position continues the segment when each mechanism is absent at both
+     * or at the next ordinal */
+    for (int pass = 0; pass < 2; ++pass) {
+        int32_t count = 0;
+        for (int32_t i = 0; i < n; ++i) {
+            int cont = i > 0;
+            for (int f = 0; f < 2 && cont; ++f) {
+                const int32_t *o = ord + (size_t)f * (size_t)n;
+                const int32_t a = o[i - 1], c = o[i];
+                cont = (a < 0 && c < 0) || (a >= 0 && c == a + 1);
+            }
+            if (!cont) {
+                if (pass == 1) {
+                    if (count > 0) b->segs[count - 1].n1 = i;
+                    fused_seg *sg = &b->segs[count];
+                    sg->n0 = i;
+                    for (int f = 0; f < 2; ++f) sg->inst[f] = ord[(size_t)f * (size_t)n + (size_t)i];
+                }
+                ++count;
+            }
+        }
+        if (pass == 0) {
+            b->segs = malloc((size_t)(count > 0 ? count : 1) * sizeof *b->segs);
+            if (!b->segs) {
+                free(ord);
+                return NS_ERR_OUT_OF_MEMORY;
+            }
+            b->n_segs = count;
+        } else if (count > 0) b->segs[count - 1].n1 = n;
+    }
+    free(ord);
+    /* uniform: every instance's parameters those of the segment's first */
+    for (int32_t s = 0; s < b->n_segs; ++s) {
+        fused_seg *sg = &b->segs[s];
+        for (int f = 0; f < 2; ++f) {
+            sg->uniform[f] = 0;
+            if (sg->inst[f] < 0) continue;
+            const sim_mech *sm = &model->mechs[b->fused_k[f]];
+            const int np = sm->desc->n_params;
+            int same = 1;
+            for (int k = 0; k < np && same; ++k) {
+                const double *x = ms[f]->param + (size_t)k * (size_t)ms[f]->n + (size_t)sg->inst[f];
+                for (int32_t i = 1; i < sg->n1 - sg->n0 && same; ++i) same = x[i] == x[0];
+            }
+            /* and the e of its ions (fixed: no concentration is written) */
+            for (int j = 0; j < sm->desc->n_ions && same; ++j) {
+                const double *e = model->ion_init[shape] + (size_t)3 * (size_t)sm->ion[j] * (size_t)n;
+                const int32_t *node = ms[f]->node + sg->inst[f];
+                for (int32_t i = 1; i < sg->n1 - sg->n0 && same; ++i) same = e[node[i]] == e[node[0]];
+            }
+            sg->uniform[f] = same;
+        }
+    }
+    return NS_OK;
+}
+
+ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n, int32_t w, const int32_t *pos,
+                                model_block **out) {
+    *out = NULL;
+    model_block *b = calloc(1, sizeof *b);
+    if (!b) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: model block");
+    b->n_mechs = model->n_mechs;
+    b->nw = (int64_t)n * w;
+    b->m = calloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1), sizeof *b->m);
+    b->ion = malloc((size_t)(5 * (model->n_ions > 0 ? model->n_ions : 1)) * (size_t)b->nw * sizeof *b->ion);
+    b->written = malloc((size_t)(model->n_ions > 0 ? model->n_ions : 1) * (size_t)b->nw);
+    if (!b->m || !b->ion || !b->written) goto oom;
+    for (int32_t j = 0; j < model->n_ions; ++j)
+        for (int32_t i = 0; i < n; ++i)
+            memset(b->written + (size_t)j * (size_t)b->nw + (size_t)position(pos, i) * (size_t)w,
+                   model->written[shape][(size_t)j * (size_t)n + (size_t)i], (size_t)w);
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        const sim_mech *sm = &model->mechs[k];
+        const ns_mech_desc *d = sm->desc;
+        const sim_mech_shape *ms = &model->per_shape[(size_t)shape * model->n_mechs + k];
+        mech_block *mb = &b->m[k];
+        const int64_t cnt = (int64_t)ms->n * w;
+        const size_t doubles = (size_t)d->n_fields * (size_t)cnt + (size_t)d->n_globals + (size_t)d->table_size + 1;
+        mb->store = calloc(doubles, sizeof(double));
+        mb->field = malloc((size_t)(d->n_fields > 0 ? d->n_fields : 1) * sizeof *mb->field);
+        mb->node_index = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *mb->node_index);
+        if (!mb->store || !mb->field || !mb->node_index) goto oom;
+        for (int f = 0; f < d->n_fields; ++f) mb->field[f] = mb->store + (size_t)f * (size_t)cnt;
+        double *globals = mb->store + (size_t)d->n_fields * (size_t)cnt;
+        double *table = globals + d->n_globals;
+        for (int g = 0; g < d->n_globals; ++g) globals[g] = sm->globals[g];
+        for (int32_t i = 0; i < ms->n; ++i)
+            for (int32_t j = 0; j < w; ++j) mb->node_index[(int64_t)i * w + j] = position(pos, ms->node[i]) * w + j;
+        for (int j = 0; j < d->n_ions; ++j) {
+            double *base = b->ion + (size_t)5 * (size_t)sm->ion[j] * (size_t)b->nw;
+            const int keep = model->ions[sm->ion[j]].read_i;
+            mb->ions[j] = (ns_mech_ion_view){base, base + b->nw, base + 2 * b->nw, keep ? base + 3 * b->nw : NULL,
+                                             keep ? base + 4 * b->nw : NULL, NULL};
+        }
+        memset(&mb->p, 0, sizeof mb->p);
+        mb->p.n = (int)cnt;
+        mb->p.node_index = mb->node_index;
+        mb->p.field = mb->field;
+        mb->p.global = globals;
+        mb->p.table = table;
+        mb->p.ion = mb->ions;
+        /* runs of instances at consecutive positions: instances (node, lane)
+         * are then consecutive lane-nodes from position * w */
+#define NEXT_AT(i) (position(pos, ms->node[i]) == position(pos, ms->node[(i) - 1]) + 1)
+        int32_t runs = 0;
+        for (int32_t i = 0; i < ms->n; ++i) runs += i == 0 || !NEXT_AT(i);
+        if (runs > 0 && (int64_t)ms->n * w >= (int64_t)MIN_MEAN_RUN * runs) {
+            mb->runs = malloc((size_t)runs * sizeof *mb->runs);
+            mb->run_field = malloc((size_t)runs * (size_t)(d->n_fields > 0 ? d->n_fields : 1) * sizeof *mb->run_field);
+            if (!mb->runs || !mb->run_field) goto oom;
+            for (int32_t i = 0; i < ms->n;) {
+                int32_t e = i + 1;
+                while (e < ms->n && NEXT_AT(e)) ++e;
+                ns_mech_ppack *rp = &mb->runs[mb->n_runs];
+                double **rf = mb->run_field + (size_t)mb->n_runs * (size_t)d->n_fields;
+                for (int f = 0; f < d->n_fields; ++f) rf[f] = mb->field[f] + (int64_t)i * w;
+                *rp = mb->p;
+                rp->n = (e - i) * w;
+                rp->node_begin = position(pos, ms->node[i]) * w;
+                rp->node_index = NULL;
+                rp->field = rf;
+                mb->n_runs++;
+                i = e;
+            }
+        }
+    }
+#undef NEXT_AT
+    if (fusable(model, b->fused_k) && fused_segments(model, b, shape, n, pos) != NS_OK) goto oom;
+    *out = b;
+    return NS_OK;
+oom:
+    ns_model_block_free(b);
+    return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: mechanisms of a block of %d cells of %d compartments", (int)w,
+                   (int)n);
+}
+
+/* e by Nernst over the block for the ions whose concentration is written. */
+static void nernst_ions(const sim_model *model, model_block *b, double celsius, unsigned only_mech_ions,
+                        const sim_mech *sm) {
+    for (int32_t j = 0; j < model->n_ions; ++j) {
+        if (!model->ions[j].write_c) continue;
+        if (only_mech_ions) {
+            int mine = 0;
+            for (int q = 0; q < sm->desc->n_ions; ++q)
+                mine |= sm->ion[q] == j && (sm->desc->ions[q].flags & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO));
+            if (!mine) continue;
+        }
+        double *base = b->ion + (size_t)5 * (size_t)j * (size_t)b->nw;
+        ns_sim_model_nernst(&model->ions[j], celsius, base + b->nw, base + 2 * b->nw,
+                            b->written + (size_t)j * (size_t)b->nw, base, b->nw);
+    }
+}
+
+static void bind_one(ns_mech_ppack *p, double *v, double *rhs, double *d, double t, double dt, double celsius) {
+    p->v = v;
+    p->rhs = rhs;
+    p->d = d;
+    p->t = t;
+    p->dt = dt;
+    p->celsius = celsius;
+}
+
+/* Call fn over the block's instances of one mechanism: run by run, or once
+ * over node_index (whole: always for init() and state() of a density
+ * mechanism, whose generated node_index loops vectorise with v gathered, so
+ * that the block's zero-area nodes, which split the runs, cost no short
+ * loops; current() scatters into rhs and d, which AVX2 cannot vectorise,
+ * and keeps the runs). */
+static void call(mech_block *mb, ns_mech_fn fn, double *v, double *rhs, double *d, double t, double dt,
+                 double celsius, int whole) {
+    if (mb->n_runs == 0 || whole) {
+        bind_one(&mb->p, v, rhs, d, t, dt, celsius);
+        fn(&mb->p);
+        return;
+    }
+    for (int32_t r = 0; r < mb->n_runs; ++r) {
+        bind_one(&mb->runs[r], v, rhs, d, t, dt, celsius);
+        fn(&mb->runs[r]);
+    }
+}
+
+void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w,
+                         const int32_t *pos, double *v, double dt, double celsius) {
+    /* ions from the model's values (NEURON's defaults where it gives none) */
+    const double *init = model->ion_init[shape];
+    for (int32_t j = 0; j < model->n_ions; ++j)
+        for (int q = 0; q < 3; ++q) {
+            double *dst = b->ion + (size_t)(5 * j + q) * (size_t)b->nw;
+            const double *src = init + (size_t)(3 * j + q) * (size_t)n;
+            for (int32_t i = 0; i < n; ++i)
+                for (int32_t l = 0; l < w; ++l) dst[(int64_t)position(pos, i) * w + l] = src[i];
+        }
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        const ns_mech_desc *d = model->mechs[k].desc;
+        const sim_mech_shape *ms = &model->per_shape[(size_t)shape * model->n_mechs + k];
+        mech_block *mb = &b->m[k];
+        for (int f = 0; f < d->n_fields; ++f) {
+            double *x = mb->field[f];
+            for (int32_t i = 0; i < ms->n; ++i)
+                for (int32_t l = 0; l < w; ++l)
+                    x[(int64_t)i * w + l] = f < d->n_params ? ms->param[(int64_t)f * ms->n + i] : 0.0;
+        }
+    }
+    /* NEURON's finitialize: e by Nernst where a concentration is written,
+     * then each mechanism's INITIAL in type order (Nernst again after one
+     * that writes a concentration) */
+    nernst_ions(model, b, celsius, 0, NULL);
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        mech_block *mb = &b->m[k];
+        if (mb->p.n == 0) continue;
+        call(mb, model->mechs[k].desc->init, v, NULL, NULL, 0.0, dt, celsius,
+             model->mechs[k].desc->kind == NS_MECH_DENSITY);
+        if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
+    }
+}
+
+void ns_model_block_zero_ions(const sim_model *model, model_block *b) {
+    for (int32_t j = 0; j < model->n_ions; ++j) {
+        if (!model->ions[j].read_i) continue;
+        double *base = b->ion + (size_t)(5 * j + 3) * (size_t)b->nw;
+        memset(base, 0, 2 * (size_t)b->nw * sizeof *base);
+    }
+}
+
+void ns_model_block_current(const sim_model *model, model_block *b, int32_t k, double *v, double *rhs, double *d,
+                            double t, double dt, double celsius) {
+    mech_block *mb = &b->m[k];
+    if (mb->p.n == 0) return;
+    call(mb, model->mechs[k].desc->current, v, rhs, d, t, dt, celsius, 0);
+}
+
+void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius) {
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        mech_block *mb = &b->m[k];
+        if (mb->p.n == 0) continue;
+        call(mb, model->mechs[k].desc->state, v, NULL, NULL, t, dt, celsius,
+             model->mechs[k].desc->kind == NS_MECH_DENSITY);
+        if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
+    }
+}
+
+const double *ns_model_block_ion(const model_block *b, int32_t ion, int q) {
+    return b->ion + (size_t)(5 * ion + q) * (size_t)b->nw;
+}
+
+double *ns_model_block_ion_data(model_block *b, int32_t ion) { return b->ion + (size_t)(5 * ion) * (size_t)b->nw; }
+const double *ns_model_block_field(const model_block *b, int32_t k, int f) { return b->m[k].field[f]; }
+
+void ns_model_block_expose(model_block *b) {
+    for (int32_t s = 0; s < b->n_segs; ++s) b->segs[s].uniform[0] = b->segs[s].uniform[1] = 0;
+}
+int64_t ns_model_block_instances(const model_block *b, int32_t k) { return b->m[k].p.n; }
+const int *ns_model_block_node_index(const model_block *b, int32_t k) { return b->m[k].node_index; }
+
+/* ---- the fused pass ---- */
+
+/* As the generated loops (nmodl_gen.c): every call inlined into one
+ * function per instruction set, chosen at load time, so that the
+ * per-instance functions' fields stay in vector registers. */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__INTEL_COMPILER) && !defined(NS_NO_CLONES)
+#define FUSED_FN static __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
+#elif defined(__GNUC__) || defined(__clang__)
+#define FUSED_FN static __attribute__((flatten))
+#else
+#define FUSED_FN static
+#endif
+/* a loop clang does not vectorise despite the pragma is no error (-Werror
+ * builds), as in the generated loops */
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
+#if defined(_OPENMP) || defined(NS_HAVE_OPENMP_SIMD)
+#define FUSED_SIMD _Pragma("omp simd")
+#else
+#define FUSED_SIMD
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#define FUSED_INLINE static inline __attribute__((always_inline))
+#else
+#define FUSED_INLINE static inline
+#endif
+
+/* Mechanism mb's ppack over the block's lane-nodes (instance i at
+ * lane-node q: the loops pass both), its globals `global`. */
+FUSED_INLINE ns_mech_ppack fused_pack(const mech_block *mb, double *v, double *rhs, double *d, double t, double dt,
+                                      double celsius, double *global) {
+    ns_mech_ppack p = mb->p;
+    p.node_index = NULL;
+    p.node_begin = 0;
+    p.v = v;
+    p.rhs = rhs;
+    p.d = d;
+    p.t = t;
+    p.dt = dt;
+    p.celsius = celsius;
+    p.global = global;
+    return p;
+}
+
+/* pas's current over lane-nodes [q0, q1) from instance i0, rhs and d from
+ * zero there first */
+FUSED_INLINE void pas_current(const mech_block *mb, const ns_mech_ppack *pp, double *restrict rhs, double *restrict d,
+                              int64_t q0, int64_t q1, int64_t i0, const int uniform, const int last) {
+    double *restrict P0 = mb->field[0], *restrict P1 = mb->field[1], *restrict P2 = mb->field[2];
+    const double u0 = P0[i0], u1 = P1[i0];
+    FUSED_SIMD
+    for (int q = (int)q0; q < (int)q1; ++q) {
+        const int i = (int)i0 + (q - (int)q0);
+        double F0 = uniform ? u0 : P0[i], F1 = uniform ? u1 : P1[i], F2 = 0.0;
+        rhs[q] = 0.0;
+        d[q] = 0.0;
+        nsm_pas_current_F((ns_mech_ppack *)pp, &F0, &F1, &F2, i, q);
+        if (last) P2[i] = F2;
+    }
+}
+
+/* hh's fields as locals: the parameters (once for a uniform segment), the
+ * assigned variables 0 (set before read), the states; the e of its ions
+ * (ena, ek: once for a uniform segment) */
+#define FUSED_HH_LOCALS                                                                                    \
+    double F0 = uniform ? u0 : P0[i], F1 = uniform ? u1 : P1[i], F2 = uniform ? u2 : P2[i];               \
+    double F3 = uniform ? u3 : P3[i];                                                                      \
+    double F4 = 0.0, F5 = 0.0, F6 = 0.0, F7 = 0.0, F8 = 0.0, F9 = 0.0, F10 = 0.0, F11 = 0.0, F12 = 0.0;  \
+    double F13 = 0.0, F14 = 0.0, F15 = P15[i], F16 = P16[i], F17 = P17[i];                              \
+    double I0 = uniform ? ue0 : E0[q], I1 = uniform ? ue1 : E1[q]
+/* the fields' arrays as restrict pointers of their own, the parameters of
+ * instance i0 */
+#define FUSED_HH_FIELD_PTRS                                                                                \
+    double *restrict P0 = mb->field[0], *restrict P1 = mb->field[1], *restrict P2 = mb->field[2];          \
+    double *restrict P3 = mb->field[3], *restrict P4 = mb->field[4], *restrict P5 = mb->field[5];          \
+    double *restrict P6 = mb->field[6], *restrict P7 = mb->field[7], *restrict P8 = mb->field[8];          \
+    double *restrict P9 = mb->field[9], *restrict P10 = mb->field[10], *restrict P11 = mb->field[11];      \
+    double *restrict P12 = mb->field[12], *restrict P13 = mb->field[13], *restrict P14 = mb->field[14];    \
+    double *restrict P15 = mb->field[15], *restrict P16 = mb->field[16], *restrict P17 = mb->field[17];    \
+    const double u0 = P0[i0], u1 = P1[i0], u2 = P2[i0], u3 = P3[i0];                                      \
+    const double *restrict E0 = pp->ion[0].e, *restrict E1 = pp->ion[1].e; /* ena, ek */                  \
+    const double ue0 = E0[q0], ue1 = E1[q0];                                                                \
+    (void)P4, (void)P5, (void)P6, (void)P7, (void)P8, (void)P9, (void)P10, (void)P11, (void)P12, (void)P13,     \
+        (void)P14
+#define FUSED_HH_ARGS \
+    &F0, &F1, &F2, &F3, &F4, &F5, &F6, &F7, &F8, &F9, &F10, &F11, &F12, &F13, &F14, &F15, &F16, &F17, &I0, &I1
+
+/* hh's current over lane-nodes [q0, q1) from instance i0, then the
+ * capacitance */
+FUSED_INLINE void hh_current(const mech_block *mb, const ns_mech_ppack *pp, double *restrict d,
+                             const double *restrict cap, int64_t q0, int64_t q1, int64_t i0, const int uniform,
+                             const int last) {
+    FUSED_HH_FIELD_PTRS;
+    FUSED_SIMD
+    for (int q = (int)q0; q < (int)q1; ++q) {
+        const int i = (int)i0 + (q - (int)q0);
+        FUSED_HH_LOCALS;
+        nsm_hh_current_F((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q);
+        if (last) {
+            P4[i] = F4;
+            P5[i] = F5;
+            P6[i] = F6;
+            P7[i] = F7;
+            P8[i] = F8;
+        }
+        d[q] += cap[q];
+    }
+}
+
+/* hh's state over lane-nodes [q0, q1) from instance i0, in chunks of
+ * FUSED_CHUNK lane-nodes, each in the three stages of the generated cnexp
+ * (nmodl_gen.c, cnexp_staged: the rates, exponents and targets; the
+ * exponentials; the updates), the arithmetic of nsm_hh_state_F: one loop
+ * per stage keeps few values live, where one loop over the whole function
+ * kept the AVX-512 clone spilling (473 stack operands, gcc 13). */
+#define FUSED_CHUNK 64
+FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, int64_t q0, int64_t q1, int64_t i0,
+                           const int uniform, const int last) {
+    FUSED_HH_FIELD_PTRS;
+    const double *restrict v = pp->v;
+    for (int c0 = (int)q0; c0 < (int)q1; c0 += FUSED_CHUNK) {
+        const int len = (int)q1 - c0 < FUSED_CHUNK ? (int)q1 - c0 : FUSED_CHUNK;
+        double A[3 * FUSED_CHUNK], T[3 * FUSED_CHUNK];
+        FUSED_SIMD
+        for (int l = 0; l < len; ++l) {
+            const int q = c0 + l, i = (int)i0 + (q - (int)q0);
+            FUSED_HH_LOCALS;
+            double a0, t0, a1, t1, a2, t2;
+            nsm_hh_d_states_pre((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q, v[q], &a0, &t0, &a1, &t1, &a2, &t2);
+            A[l] = a0;
+            A[FUSED_CHUNK + l] = a1;
+            A[2 * FUSED_CHUNK + l] = a2;
+            T[l] = t0;
+            T[FUSED_CHUNK + l] = t1;
+            T[2 * FUSED_CHUNK + l] = t2;
+            if (last) {
+                P9[i] = F9;
+                P10[i] = F10;
+                P11[i] = F11;
+                P12[i] = F12;
+                P13[i] = F13;
+                P14[i] = F14;
+            }
+        }
+        for (int k = 0; k < 3; ++k) {
+            double *restrict x = A + k * FUSED_CHUNK;
+            FUSED_SIMD
+            for (int l = 0; l < len; ++l) x[l] = nsm_exp(x[l]);
+        }
+        FUSED_SIMD
+        for (int l = 0; l < len; ++l) {
+            const int q = c0 + l, i = (int)i0 + (q - (int)q0);
+            FUSED_HH_LOCALS;
+            nsm_hh_d_states_post((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, A[l], T[l], A[FUSED_CHUNK + l],
+                                 T[FUSED_CHUNK + l], A[2 * FUSED_CHUNK + l], T[2 * FUSED_CHUNK + l]);
+            P15[i] = F15;
+            P16[i] = F16;
+            P17[i] = F17;
+        }
+    }
+}
+
+/* fn(args..., uniform, last) with both flags as constants, so that each of
+ * the four combinations is compiled on its own */
+#define FUSED_CALL(fn, uniform, last, ...)                                                                \
+    do {                                                                                                 \
+        if (uniform) {                                                                                   \
+            if (last) fn(__VA_ARGS__, 1, 1);                                                             \
+            else fn(__VA_ARGS__, 1, 0);                                                                  \
+        } else {                                                                                         \
+            if (last) fn(__VA_ARGS__, 0, 1);                                                             \
+            else fn(__VA_ARGS__, 0, 0);                                                                  \
+        }                                                                                                \
+    } while (0)
+
+FUSED_FN void fused_first(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
+                          double t, double dt, double celsius, int last) {
+    const int32_t k = b->fused_k[0];
+    mech_block *mb = k >= 0 ? &b->m[k] : NULL;
+    ns_mech_ppack pp;
+    if (mb) pp = fused_pack(mb, v, rhs, d, t, dt, celsius, mb->p.global);
+    for (int32_t s = 0; s < b->n_segs; ++s) {
+        const fused_seg *sg = &b->segs[s];
+        const int64_t q0 = (int64_t)sg->n0 * w, q1 = (int64_t)sg->n1 * w;
+        if (sg->inst[0] < 0) {
+            for (int64_t q = q0; q < q1; ++q) {
+                rhs[q] = 0.0;
+                d[q] = 0.0;
+            }
+            continue;
+        }
+        const int64_t i0 = (int64_t)sg->inst[0] * w;
+        FUSED_CALL(pas_current, sg->uniform[0], last, mb, &pp, rhs, d, q0, q1, i0);
+    }
+    (void)model;
+}
+
+FUSED_FN void fused_second(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
+                           const double *cap, double t, double dt, double celsius, int last) {
+    const int32_t k = b->fused_k[1];
+    mech_block *mb = k >= 0 ? &b->m[k] : NULL;
+    double g1[1] = {1.0}; /* usetable_hh: on (ns_model_block_fused) */
+    ns_mech_ppack pp;
+    ns_mech_ion_view ions[2] = {{0}}; /* e only: no ion current is kept (fusable), so no branch on it in the loop */
+    if (mb) {
+        bind_one(&mb->p, v, NULL, NULL, t, dt, celsius);
+        model->mechs[k].desc->table_update(&mb->p); /* celsius changed: the table again, as every loop does */
+        pp = fused_pack(mb, v, rhs, d, t, dt, celsius, g1);
+        for (int j = 0; j < 2; ++j) ions[j] = (ns_mech_ion_view){mb->ions[j].e, NULL, NULL, NULL, NULL, NULL};
+        pp.ion = ions;
+    }
+    for (int32_t s = 0; s < b->n_segs; ++s) {
+        const fused_seg *sg = &b->segs[s];
+        const int64_t q0 = (int64_t)sg->n0 * w, q1 = (int64_t)sg->n1 * w;
+        if (sg->inst[1] < 0) {
+            for (int64_t q = q0; q < q1; ++q) d[q] += cap[q];
+            continue;
+        }
+        const int64_t i0 = (int64_t)sg->inst[1] * w;
+        FUSED_CALL(hh_current, sg->uniform[1], last, mb, &pp, d, cap, q0, q1, i0);
+    }
+}
+
+FUSED_FN void fused_states(const sim_model *model, model_block *b, int32_t w, double *v, double t, double dt,
+                           double celsius, int last) {
+    const int32_t k = b->fused_k[1];
+    if (k < 0) return; /* pas has no state */
+    mech_block *mb = &b->m[k];
+    double g1[1] = {1.0};
+    bind_one(&mb->p, v, NULL, NULL, t, dt, celsius);
+    model->mechs[k].desc->table_update(&mb->p);
+    const ns_mech_ppack pp = fused_pack(mb, v, NULL, NULL, t, dt, celsius, g1);
+    for (int32_t s = 0; s < b->n_segs; ++s) {
+        const fused_seg *sg = &b->segs[s];
+        if (sg->inst[1] < 0) continue;
+        const int64_t q0 = (int64_t)sg->n0 * w, q1 = (int64_t)sg->n1 * w, i0 = (int64_t)sg->inst[1] * w;
+        FUSED_CALL(hh_state, sg->uniform[1], last, mb, &pp, q0, q1, i0);
+    }
+}
+
+void ns_model_block_fused_first(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
+                                double t, double dt, double celsius, int last) {
+    fused_first(model, b, w, v, rhs, d, t, dt, celsius, last);
+}
+void ns_model_block_fused_second(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
+                                 const double *cap, double t, double dt, double celsius, int last) {
+    fused_second(model, b, w, v, rhs, d, cap, t, dt, celsius, last);
+}
+void ns_model_block_fused_states(const sim_model *model, model_block *b, int32_t w, double *v, double t, double dt,
+                                 double celsius, int last) {
+    fused_states(model, b, w, v, t, dt, celsius, last);
+}

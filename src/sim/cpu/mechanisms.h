@@ -1,0 +1,65 @@
+/* Private: the CPU loop's mechanism instances of one lane block (model_cpu.c). */
+#ifndef NS_CABLE_MODEL_CPU_H
+#define NS_CABLE_MODEL_CPU_H
+
+#include "mech/model_impl.h"
+
+typedef struct model_block model_block;
+
+/* The instances of every mechanism of `model` on w cells of shape `shape`
+ * (n compartments each), node i's values at lane-nodes pos[i] * w + lane
+ * (pos: the CPU loop's node order, cpu_shape.pos; NULL: i * w + lane). */
+ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n, int32_t w, const int32_t *pos,
+                                model_block **out);
+void ns_model_block_free(model_block *b);
+/* NEURON's finitialize for the block: parameters, ion values, Nernst, the
+ * INITIAL blocks in type order at v (already v_init). */
+void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w,
+                         const int32_t *pos, double *v, double dt, double celsius);
+/* Current phase: zero every ion's i and didv, then mechanism k's current()
+ * (rhs -= I, d += dI/dv) at time t. */
+void ns_model_block_zero_ions(const sim_model *model, model_block *b);
+void ns_model_block_current(const sim_model *model, model_block *b, int32_t k, double *v, double *rhs, double *d,
+                            double t, double dt, double celsius);
+/* State phase: every mechanism's state() at time t, Nernst after a writer. */
+void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius);
+
+/* The fused pass (model_cpu.c), for a model that can take it
+ * (ns_model_fusable: the built-in pas and hh, hh's table in use, no ion
+ * current read nor concentration written) and a network whose synapse
+ * types are all built-in ones (ns_model_point_fusable: ExpSyn, Exp2Syn,
+ * before hh in NEURON's type order). Per step, at the half step t: first
+ * rhs and d from zero and pas's current; (the loop's clamps and synapses);
+ * second hh's current and the capacitance cap; after the solve the states.
+ * `last`: the call's last step (the assigned variables are stored then). */
+int ns_model_fusable(const sim_model *model);
+int ns_model_point_fusable(const ns_mech_desc *desc);
+void ns_model_block_fused_first(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
+                                double t, double dt, double celsius, int last);
+void ns_model_block_fused_second(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
+                                 const double *cap, double t, double dt, double celsius, int last);
+void ns_model_block_fused_states(const sim_model *model, model_block *b, int32_t w, double *v, double t, double dt,
+                                 double celsius, int last);
+
+/* Variable q (0 e, 1 ci, 2 co, 3 i, 4 didv) of the simulation's ion `ion`
+ * over the block, at [pos[node] * w + lane]. */
+const double *ns_model_block_ion(const model_block *b, int32_t ion, int q);
+/* The block's storage of ion `ion`: e, ci, co, i, didv, each n * w (net.c's
+ * point processes share it). */
+double *ns_model_block_ion_data(model_block *b, int32_t ion);
+/* The block's fields or ions are handed out for writing
+ * (ns_sim_state_field): the fused pass then reads every instance's
+ * parameters and ions' e, none once per segment. */
+void ns_model_block_expose(model_block *b);
+/* Field f of mechanism k over the block's instances ((node, lane) order). */
+const double *ns_model_block_field(const model_block *b, int32_t k, int f);
+/* Mechanism k's instances in the block: how many (n * lanes) and the
+ * lane-node of each (pos[node] * w + lane). */
+int64_t ns_model_block_instances(const model_block *b, int32_t k);
+const int *ns_model_block_node_index(const model_block *b, int32_t k);
+
+/* The same for one cell of a CPU simulation of a model (step_cpu.c), into
+ * out[compartment]: for tests (the ion state is not public API yet). i and
+ * didv exist only for an ion whose current some mechanism reads. */
+
+#endif

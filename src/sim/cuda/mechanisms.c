@@ -1,0 +1,596 @@
+/* The GPU loop's mechanisms from a model (model_impl.h): every instance of
+ * the population on the device, the generated CUDA launchers per phase.
+ *
+ * The model's cells all run in the tree loop's group (sim_cuda.c), whose
+ * state is Flat in the group's cell order: instance i of mechanism m sits at
+ * node node_index[i] of those arrays. Per mechanism: the fields (n_fields
+ * arrays over its instances), the node indexes, the globals and TABLE
+ * storage (built on the host by table_update, copied); per ion used: e, ci,
+ * co, i, didv over the group's nodes. One step (gpu_advance):
+ *   rhs = d = 0, ions' i = didv = 0 (memsets)
+ *   current() of each mechanism in type order (the launchers, t + dt/2)
+ *   the tree loop's step (IClamp, capacitance, axial terms, solve, v)
+ *   state() of each mechanism (t + dt), Nernst after a writer. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/cuda/mechanisms.h"
+#include "net/net_impl.h"
+#include "core/cuda_check.h"
+#include "core/error.h"
+
+typedef struct gpu_mech {
+    ns_mech_ppack p;       /* device pointers; t, dt, celsius set per call */
+    double *fields;        /* device: n_fields arrays of p.n */
+    void *allocs[8];
+    int n_allocs;
+} gpu_mech;
+
+struct gpu_model {
+    const sim_model *model;
+    int64_t nodes;
+    double *v, *rhs, *d; /* the group's (device) */
+    gpu_mech *m;
+    double *ion;            /* device: per ion j, e, ci, co, i, didv at [(5 * j + q) * nodes] */
+    unsigned char *written; /* device: per ion j at [j * nodes]: e by Nernst there */
+    /* a network's synapses (ns_gpu_model_points): the point types present, in
+     * NEURON's type order, their instances in the group's cell order */
+    int32_t n_points;
+    gpu_mech *pt;
+    const ns_mech_desc **pt_desc;
+    int32_t *pt_key;
+};
+
+static void points_free(gpu_model *g) {
+    for (int32_t k = 0; g->pt && k < g->n_points; ++k)
+        for (int a = 0; a < g->pt[k].n_allocs; ++a) cudaFree(g->pt[k].allocs[a]);
+    free(g->pt);
+    free(g->pt_desc);
+    free(g->pt_key);
+    g->pt = NULL;
+    g->pt_desc = NULL;
+    g->pt_key = NULL;
+    g->n_points = 0;
+}
+
+void ns_gpu_model_free(gpu_model *g) {
+    if (!g) return;
+    for (int32_t k = 0; g->m && k < g->model->n_mechs; ++k)
+        for (int a = 0; a < g->m[k].n_allocs; ++a) cudaFree(g->m[k].allocs[a]);
+    free(g->m);
+    points_free(g);
+    cudaFree(g->ion);
+    cudaFree(g->written);
+    free(g);
+}
+
+void ns_gpu_model_arrays(const gpu_model *g, int32_t k, ns_gpu_mech_arrays *out) {
+    const gpu_mech *gm = &g->m[k];
+    const sim_mech *sm = &g->model->mechs[k];
+    memset(out, 0, sizeof *out);
+    out->count = gm->p.n;
+    out->fields = gm->fields;
+    out->global = gm->p.global;
+    out->table = gm->p.table;
+    for (int j = 0; j < sm->desc->n_ions && j < NS_SIM_MECH_IONS_MAX; ++j)
+        out->ion_e[j] = g->ion + (size_t)5 * (size_t)sm->ion[j] * (size_t)g->nodes;
+}
+
+static ns_status alloc_up(gpu_mech *gm, void **dst, const void *src, size_t bytes) {
+    NS_CUDA_TRY(cudaMalloc(dst, bytes ? bytes : 8));
+    gm->allocs[gm->n_allocs++] = *dst;
+    if (src && bytes) NS_CUDA_TRY(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
+    return NS_OK;
+}
+
+ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const int64_t *cell_base, int64_t cells,
+                              double *v, double *rhs, double *d, gpu_model **out) {
+    *out = NULL;
+    const sim_model *model = sim->model;
+    gpu_model *g = calloc(1, sizeof *g);
+    if (!g) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
+    g->model = model;
+    g->nodes = cell_base[cells];
+    g->v = v;
+    g->rhs = rhs;
+    g->d = d;
+    g->m = calloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1), sizeof *g->m);
+    ns_status st = NS_OK;
+    if (!g->m) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
+    if (st == NS_OK && cudaMalloc((void **)&g->ion, (size_t)(5 * (model->n_ions > 0 ? model->n_ions : 1)) *
+                                                         (size_t)g->nodes * sizeof(double)) != cudaSuccess)
+        st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: the ions of %lld compartments", (long long)g->nodes);
+    /* where each ion's e follows by Nernst, per node of the group */
+    if (st == NS_OK && model->n_ions > 0) {
+        unsigned char *w = malloc((size_t)model->n_ions * (size_t)g->nodes);
+        if (!w) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
+        for (int32_t j = 0; w && j < model->n_ions; ++j)
+            for (int64_t c = 0; c < cells; ++c) {
+                const int32_t s = sim->cell_shape[cell_id[c]], n = sim->shapes[s].n;
+                memcpy(w + (size_t)j * (size_t)g->nodes + (size_t)cell_base[c], model->written[s] + (size_t)j * n,
+                       (size_t)n);
+            }
+        if (w && (cudaMalloc((void **)&g->written, (size_t)model->n_ions * (size_t)g->nodes) != cudaSuccess ||
+                  cudaMemcpy(g->written, w, (size_t)model->n_ions * (size_t)g->nodes, cudaMemcpyHostToDevice) !=
+                      cudaSuccess))
+            st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: the ions of %lld compartments", (long long)g->nodes);
+        free(w);
+    }
+    int32_t *nodes_h = NULL;
+    for (int32_t k = 0; k < model->n_mechs && st == NS_OK; ++k) {
+        const ns_mech_desc *desc = model->mechs[k].desc;
+        gpu_mech *gm = &g->m[k];
+        int64_t cnt = 0;
+        for (int64_t j = 0; j < cells; ++j)
+            cnt += model->per_shape[(size_t)sim->cell_shape[cell_id[j]] * model->n_mechs + k].n;
+        if (cnt >= INT32_MAX) {
+            st = ns_fail(NS_ERR_SIZE, "simulation: %lld instances of %s (the GPU loop takes < 2^31)",
+                         (long long)cnt, desc->name);
+            break;
+        }
+        const int nf = desc->n_fields;
+        nodes_h = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *nodes_h);
+        if (!nodes_h) {
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
+            break;
+        }
+        /* instances cell by cell (the group's order; ns_gpu_model_init sets the fields) */
+        int64_t q = 0;
+        for (int64_t j = 0; j < cells; ++j) {
+            const sim_mech_shape *ms = &model->per_shape[(size_t)sim->cell_shape[cell_id[j]] * model->n_mechs + k];
+            for (int32_t i = 0; i < ms->n; ++i, ++q) nodes_h[q] = (int32_t)(cell_base[j] + ms->node[i]);
+        }
+        double *fields_d = NULL, **fptr_d = NULL, *globals_d = NULL, *table_d = NULL;
+        int32_t *nodes_d = NULL;
+        ns_mech_ion_view *ions_d = NULL;
+        double *fptr_h[256];
+        ns_mech_ion_view views[NS_SIM_MECH_IONS_MAX];
+        if (nf > 256) st = ns_fail(NS_ERR_UNSUPPORTED, "simulation: %s has %d fields (GPU loop: at most 256)",
+                                   desc->name, nf);
+        if (st == NS_OK) st = alloc_up(gm, (void **)&fields_d, NULL, (size_t)nf * (size_t)cnt * sizeof(double));
+        gm->fields = fields_d;
+        if (st == NS_OK) st = alloc_up(gm, (void **)&nodes_d, nodes_h, (size_t)cnt * sizeof(int32_t));
+        for (int f = 0; st == NS_OK && f < nf; ++f) fptr_h[f] = fields_d + (size_t)f * (size_t)cnt;
+        if (st == NS_OK) st = alloc_up(gm, (void **)&fptr_d, fptr_h, (size_t)nf * sizeof(double *));
+        if (st == NS_OK)
+            st = alloc_up(gm, (void **)&globals_d, model->mechs[k].globals, (size_t)desc->n_globals * sizeof(double));
+        if (st == NS_OK) st = alloc_up(gm, (void **)&table_d, NULL, (size_t)desc->table_size * sizeof(double));
+        for (int j = 0; st == NS_OK && j < desc->n_ions; ++j) {
+            double *base = g->ion + (size_t)5 * (size_t)model->mechs[k].ion[j] * (size_t)g->nodes;
+            const size_t z = (size_t)g->nodes;
+            const int keep = model->ions[model->mechs[k].ion[j]].read_i; /* else no one reads i: NULL */
+            views[j] = (ns_mech_ion_view){base, base + z, base + 2 * z, keep ? base + 3 * z : NULL,
+                                          keep ? base + 4 * z : NULL, NULL};
+        }
+        if (st == NS_OK)
+            st = alloc_up(gm, (void **)&ions_d, views, (size_t)desc->n_ions * sizeof(ns_mech_ion_view));
+        free(nodes_h);
+        nodes_h = NULL;
+        if (st != NS_OK) break;
+        memset(&gm->p, 0, sizeof gm->p);
+        gm->p.n = (int)cnt;
+        gm->p.node_index = nodes_d;
+        gm->p.v = v;
+        gm->p.rhs = rhs;
+        gm->p.d = d;
+        gm->p.field = fptr_d;
+        gm->p.global = globals_d;
+        gm->p.table = table_d;
+        gm->p.ion = ions_d;
+        if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
+            st = ns_fail(NS_ERR_UNSUPPORTED,
+                         "simulation: mechanism %s has no CUDA code: build its library with `neurosolve mechanisms "
+                         "build --cuda` (or use the CPU backend)",
+                         desc->name);
+    }
+    free(nodes_h);
+    if (st != NS_OK) {
+        ns_gpu_model_free(g);
+        return st;
+    }
+    *out = g;
+    return NS_OK;
+}
+
+static void set_time(gpu_mech *gm, double t, const ns_sim_t *sim) {
+    gm->p.t = t;
+    gm->p.dt = sim->params.dt;
+    gm->p.celsius = sim->params.celsius;
+}
+
+static ns_status launched(int rc, const char *what, const char *name) {
+    if (rc == 0) return NS_OK;
+    cudaError_t e = cudaGetLastError();
+    return ns_fail(NS_ERR_CUDA, "simulation: %s of %s: %s", what, name, cudaGetErrorString(e));
+}
+
+static ns_status nernst_of(const ns_sim_t *sim, gpu_model *g, const sim_mech *sm, cudaStream_t stream) {
+    const sim_model *model = g->model;
+    for (int32_t j = 0; j < model->n_ions; ++j) {
+        if (!model->ions[j].write_c) continue;
+        int mine = !sm;
+        for (int q = 0; sm && q < sm->desc->n_ions; ++q)
+            mine |= sm->ion[q] == j && (sm->desc->ions[q].flags & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO));
+        if (!mine) continue;
+        double *base = g->ion + (size_t)5 * (size_t)j * (size_t)g->nodes;
+        NS_CUDA_TRY(ns_sim_launch_nernst(base, base + g->nodes, base + 2 * g->nodes,
+                                         g->written + (size_t)j * (size_t)g->nodes, g->nodes, model->ions[j].charge,
+                                         sim->params.celsius, stream));
+    }
+    return NS_OK;
+}
+
+ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
+                            int64_t cells, cudaStream_t stream) {
+    const sim_model *model = g->model;
+    /* ions from the model's values, per cell */
+    const size_t z = (size_t)g->nodes;
+    double *h = malloc(5 * z * sizeof *h);
+    if (!h) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: ion values");
+    ns_status st = NS_OK;
+    for (int32_t j = 0; j < model->n_ions && st == NS_OK; ++j) {
+        for (int64_t c = 0; c < cells; ++c) {
+            const int32_t s = sim->cell_shape[cell_id[c]];
+            const int32_t n = sim->shapes[s].n;
+            const double *init = model->ion_init[s];
+            for (int q = 0; q < 3; ++q)
+                memcpy(h + (size_t)q * z + (size_t)cell_base[c], init + (size_t)(3 * j + q) * (size_t)n,
+                       (size_t)n * sizeof *h);
+        }
+        memset(h + 3 * z, 0, 2 * z * sizeof *h);
+        if (cudaMemcpy(g->ion + 5 * (size_t)j * z, h, 5 * z * sizeof *h, cudaMemcpyHostToDevice) != cudaSuccess)
+            st = ns_fail(NS_ERR_CUDA, "simulation: ion upload");
+    }
+    free(h);
+    if (st != NS_OK) return st;
+    /* tables built on the host (they depend on celsius and the globals only) */
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        const ns_mech_desc *desc = model->mechs[k].desc;
+        gpu_mech *gm = &g->m[k];
+        if (desc->table_update && desc->table_size > 0) {
+            double *table = calloc((size_t)desc->table_size, sizeof *table);
+            if (!table) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: TABLE of %s", desc->name);
+            ns_mech_ppack hp;
+            memset(&hp, 0, sizeof hp);
+            hp.dt = sim->params.dt;
+            hp.celsius = sim->params.celsius;
+            hp.global = model->mechs[k].globals;
+            hp.table = table;
+            if (desc->table_update(&hp) &&
+                cudaMemcpy(gm->p.table, table, (size_t)desc->table_size * sizeof *table, cudaMemcpyHostToDevice) !=
+                    cudaSuccess)
+                st = ns_fail(NS_ERR_CUDA, "simulation: TABLE upload of %s", desc->name);
+            free(table);
+            if (st != NS_OK) return st;
+        }
+    }
+    /* fields: the parameters' values, the rest 0 (INITIAL sets them) */
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        const ns_mech_desc *desc = model->mechs[k].desc;
+        gpu_mech *gm = &g->m[k];
+        const int64_t cnt = gm->p.n;
+        if (cnt == 0) continue;
+        double *f = calloc((size_t)desc->n_fields * (size_t)cnt + 1, sizeof *f);
+        if (!f) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: fields");
+        int64_t q = 0;
+        for (int64_t c = 0; c < cells; ++c) {
+            const sim_mech_shape *ms = &model->per_shape[(size_t)sim->cell_shape[cell_id[c]] * model->n_mechs + k];
+            for (int32_t i = 0; i < ms->n; ++i, ++q)
+                for (int p = 0; p < desc->n_params; ++p)
+                    f[(size_t)p * (size_t)cnt + (size_t)q] = ms->param[(int64_t)p * ms->n + i];
+        }
+        if (cudaMemcpy(gm->fields, f, (size_t)desc->n_fields * (size_t)cnt * sizeof *f, cudaMemcpyHostToDevice) !=
+            cudaSuccess)
+            st = ns_fail(NS_ERR_CUDA, "simulation: field upload of %s", desc->name);
+        free(f);
+        if (st != NS_OK) return st;
+    }
+    /* NEURON's finitialize: Nernst, INITIAL in type order, Nernst after a writer */
+    if ((st = nernst_of(sim, g, NULL, stream)) != NS_OK) return st;
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        gpu_mech *gm = &g->m[k];
+        if (gm->p.n == 0) continue;
+        set_time(gm, 0.0, sim);
+        if ((st = launched(model->mechs[k].desc->cuda_init(&gm->p, stream), "INITIAL", model->mechs[k].desc->name)) !=
+            NS_OK)
+            return st;
+        if (model->mechs[k].writes_c && (st = nernst_of(sim, g, &model->mechs[k], stream)) != NS_OK) return st;
+    }
+    NS_CUDA_TRY(cudaStreamSynchronize(stream));
+    return NS_OK;
+}
+
+static ns_status point_current(const ns_sim_t *sim, gpu_model *g, int32_t slot, double t, cudaStream_t stream) {
+    gpu_mech *gm = &g->pt[slot];
+    set_time(gm, t, sim);
+    return launched(g->pt_desc[slot]->cuda_current(&gm->p, stream), "BREAKPOINT", g->pt_desc[slot]->name);
+}
+
+ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, double *d, double t,
+                                cudaStream_t stream) {
+    const sim_model *model = g->model;
+    NS_CUDA_TRY(cudaMemsetAsync(rhs, 0, (size_t)g->nodes * sizeof *rhs, stream));
+    NS_CUDA_TRY(cudaMemsetAsync(d, 0, (size_t)g->nodes * sizeof *d, stream));
+    for (int32_t j = 0; j < model->n_ions; ++j)
+        if (model->ions[j].read_i)
+            NS_CUDA_TRY(cudaMemsetAsync(g->ion + (size_t)(5 * j + 3) * (size_t)g->nodes, 0,
+                                    2 * (size_t)g->nodes * sizeof(double), stream));
+    /* the synapses' types merged in by NEURON's type order, as the CPU loop
+     * (step_cpu.c, model_pass): each after the mechanisms before IClamp */
+    int32_t slot = 0;
+    ns_status st = NS_OK;
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        if (k >= model->n_before_clamp)
+            for (; slot < g->n_points && g->pt_key[slot] < model->mechs[k].key; ++slot)
+                if ((st = point_current(sim, g, slot, t, stream)) != NS_OK) return st;
+        gpu_mech *gm = &g->m[k];
+        if (gm->p.n == 0) continue;
+        set_time(gm, t, sim);
+        st = launched(model->mechs[k].desc->cuda_current(&gm->p, stream), "BREAKPOINT", model->mechs[k].desc->name);
+        if (st != NS_OK) return st;
+    }
+    for (; slot < g->n_points; ++slot)
+        if ((st = point_current(sim, g, slot, t, stream)) != NS_OK) return st;
+    return NS_OK;
+}
+
+ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaStream_t stream) {
+    const sim_model *model = g->model;
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        gpu_mech *gm = &g->m[k];
+        if (gm->p.n == 0) continue;
+        set_time(gm, t, sim);
+        ns_status st = launched(model->mechs[k].desc->cuda_state(&gm->p, stream), "SOLVE", model->mechs[k].desc->name);
+        if (st != NS_OK) return st;
+        if (model->mechs[k].writes_c && (st = nernst_of(sim, g, &model->mechs[k], stream)) != NS_OK) return st;
+    }
+    /* the synapses after the density mechanisms, as the CPU loop */
+    for (int32_t k = 0; k < g->n_points; ++k) {
+        gpu_mech *gm = &g->pt[k];
+        set_time(gm, t, sim);
+        ns_status st = launched(g->pt_desc[k]->cuda_state(&gm->p, stream), "SOLVE", g->pt_desc[k]->name);
+        if (st != NS_OK) return st;
+    }
+    return NS_OK;
+}
+
+int32_t ns_gpu_model_points(const gpu_model *g) { return g->n_points; }
+
+void ns_gpu_model_point(const gpu_model *g, int32_t slot, const ns_mech_desc **desc, int32_t *key,
+                        ns_mech_ppack *pp, double **fields) {
+    *desc = g->pt_desc[slot];
+    *key = g->pt_key[slot];
+    *pp = g->pt[slot].p;
+    *fields = g->pt[slot].fields;
+}
+
+ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, const ns_mech_event *events,
+                               const int64_t *range, int64_t max, cudaStream_t stream) {
+    if (max <= 0) return NS_OK;
+    gpu_mech *gm = &g->pt[slot];
+    set_time(gm, 0.0, sim); /* each event sets t */
+    return launched(g->pt_desc[slot]->cuda_net_receive(&gm->p, events, range, max, stream), "NET_RECEIVE",
+                    g->pt_desc[slot]->name);
+}
+
+static int cmp_pair(const void *a, const void *b) {
+    const int32_t x = ((const int32_t *)a)[0], y = ((const int32_t *)b)[0];
+    return (x > y) - (x < y);
+}
+
+ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
+                                    int64_t cells, int32_t *syn_slot, int32_t *syn_inst, cudaStream_t stream) {
+    points_free(g);
+    const sim_net *net = sim->net;
+    const sim_model *model = g->model;
+    if (!net || net->n_syns == 0) return NS_OK;
+    /* the local cell of each global cell (-1: not in the group) */
+    int64_t *local = malloc((size_t)sim->n_cells * sizeof *local);
+    int32_t *pairs = malloc((size_t)(2 * (net->n_syns + 1)) * sizeof *pairs); /* (key, desc) of the types */
+    ns_status st = local && pairs ? NS_OK : ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU synapses");
+    int32_t n_types = 0;
+    for (int64_t c = 0; st == NS_OK && c < sim->n_cells; ++c) local[c] = -1;
+    for (int64_t j = 0; st == NS_OK && j < cells; ++j) local[cell_id[j]] = j;
+    for (int64_t q = 0; st == NS_OK && q < net->n_syns; ++q) {
+        if (local[net->syns[q].cell] < 0) {
+            st = ns_fail(NS_ERR_INTERNAL, "network: the cell %lld of synapse %lld is not in the GPU tree group",
+                         (long long)net->syns[q].cell, (long long)q);
+            break;
+        }
+        int seen = 0;
+        for (int32_t t = 0; t < n_types; ++t) seen |= pairs[2 * t + 1] == net->syns[q].desc;
+        if (!seen) {
+            pairs[2 * n_types] = ns_sim_model_key(model, net->syns[q].desc);
+            pairs[2 * n_types + 1] = net->syns[q].desc;
+            n_types++;
+        }
+    }
+    if (st == NS_OK) qsort(pairs, (size_t)n_types, 2 * sizeof *pairs, cmp_pair);
+    if (st == NS_OK) {
+        g->pt = calloc((size_t)(n_types > 0 ? n_types : 1), sizeof *g->pt);
+        g->pt_desc = calloc((size_t)(n_types > 0 ? n_types : 1), sizeof *g->pt_desc);
+        g->pt_key = calloc((size_t)(n_types > 0 ? n_types : 1), sizeof *g->pt_key);
+        if (!g->pt || !g->pt_desc || !g->pt_key) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU synapses");
+    }
+    /* instances of a type: by local cell, then synapse id (a counting pass per type) */
+    int64_t *ids = NULL;
+    int32_t *nodes_h = NULL;
+    double *w_h = NULL, *f_h = NULL;
+    for (int32_t t = 0; t < n_types && st == NS_OK; ++t) {
+        const int32_t di = pairs[2 * t + 1];
+        const ns_mech_desc *d = model->descs[di];
+        g->pt_desc[t] = d;
+        g->pt_key[t] = pairs[2 * t];
+        g->n_points = t + 1;
+        gpu_mech *gm = &g->pt[t];
+        if (!d->cuda_init || !d->cuda_current || !d->cuda_state || !d->cuda_net_receive) {
+            st = ns_fail(NS_ERR_UNSUPPORTED,
+                         "network: synapse type %s has no CUDA code: build its library with `neurosolve mechanisms "
+                         "build --cuda` (or use the CPU backend)",
+                         d->name);
+            break;
+        }
+        int64_t cnt = 0;
+        for (int64_t q = 0; q < net->n_syns; ++q) cnt += net->syns[q].desc == di;
+        if (cnt >= INT32_MAX) {
+            st = ns_fail(NS_ERR_SIZE, "network: %lld synapses of %s (the GPU loop takes < 2^31)", (long long)cnt,
+                         d->name);
+            break;
+        }
+        /* by local cell, stable in synapse id */
+        int64_t *begin = calloc((size_t)cells + 1, sizeof *begin);
+        ids = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *ids);
+        nodes_h = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *nodes_h);
+        w_h = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *w_h);
+        f_h = calloc((size_t)d->n_fields * (size_t)cnt + 1, sizeof *f_h);
+        if (!begin || !ids || !nodes_h || !w_h || !f_h) {
+            free(begin);
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU synapses");
+            break;
+        }
+        for (int64_t q = 0; q < net->n_syns; ++q)
+            if (net->syns[q].desc == di) begin[local[net->syns[q].cell] + 1]++;
+        for (int64_t j = 0; j < cells; ++j) begin[j + 1] += begin[j];
+        for (int64_t q = 0; q < net->n_syns; ++q)
+            if (net->syns[q].desc == di) ids[begin[local[net->syns[q].cell]]++] = q;
+        free(begin);
+        for (int64_t i = 0; i < cnt; ++i) {
+            const net_syn *sy = &net->syns[ids[i]];
+            const int64_t j = local[sy->cell];
+            nodes_h[i] = (int32_t)(cell_base[j] + sy->node);
+            w_h[i] = sim->shapes[sim->cell_shape[sy->cell]].stim_scale[sy->node]; /* 1e2 / area, as the CPU */
+            for (int p = 0; p < d->n_params; ++p) f_h[(size_t)p * (size_t)cnt + (size_t)i] = net->params[sy->param_at + p];
+            syn_slot[ids[i]] = t;
+            syn_inst[ids[i]] = (int32_t)i;
+        }
+        const int nf = d->n_fields;
+        double *fields_d = NULL, **fptr_d = NULL, *globals_d = NULL, *table_d = NULL, *w_d = NULL;
+        int32_t *nodes_d = NULL;
+        ns_mech_ion_view *ions_d = NULL;
+        double *fptr_h[256];
+        ns_mech_ion_view views[NS_SIM_MECH_IONS_MAX];
+        if (nf > 256) st = ns_fail(NS_ERR_UNSUPPORTED, "network: %s has %d fields (GPU loop: at most 256)", d->name, nf);
+        if (d->n_ions > NS_SIM_MECH_IONS_MAX)
+            st = ns_fail(NS_ERR_UNSUPPORTED, "network: %s uses %d ions (at most %d)", d->name, d->n_ions,
+                         NS_SIM_MECH_IONS_MAX);
+        if (st == NS_OK) st = alloc_up(gm, (void **)&fields_d, f_h, (size_t)nf * (size_t)cnt * sizeof(double));
+        gm->fields = fields_d;
+        if (st == NS_OK) st = alloc_up(gm, (void **)&nodes_d, nodes_h, (size_t)cnt * sizeof(int32_t));
+        if (st == NS_OK) st = alloc_up(gm, (void **)&w_d, w_h, (size_t)cnt * sizeof(double));
+        for (int f = 0; st == NS_OK && f < nf; ++f) fptr_h[f] = fields_d + (size_t)f * (size_t)cnt;
+        if (st == NS_OK) st = alloc_up(gm, (void **)&fptr_d, fptr_h, (size_t)nf * sizeof(double *));
+        /* the mod file's GLOBALs, as the CPU loop's synapses */
+        if (st == NS_OK)
+            st = alloc_up(gm, (void **)&globals_d, d->global_defaults, (size_t)d->n_globals * sizeof(double));
+        if (st == NS_OK) st = alloc_up(gm, (void **)&table_d, NULL, (size_t)d->table_size * sizeof(double));
+        if (st == NS_OK && d->table_update && d->table_size > 0) {
+            double *table = calloc((size_t)d->table_size, sizeof *table);
+            double *glob = malloc((size_t)(d->n_globals > 0 ? d->n_globals : 1) * sizeof *glob);
+            if (!table || !glob) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: TABLE of %s", d->name);
+            if (st == NS_OK) {
+                memcpy(glob, d->global_defaults, (size_t)d->n_globals * sizeof *glob);
+                ns_mech_ppack hp;
+                memset(&hp, 0, sizeof hp);
+                hp.dt = sim->params.dt;
+                hp.celsius = sim->params.celsius;
+                hp.global = glob;
+                hp.table = table;
+                if (d->table_update(&hp)) {
+                    if (cudaMemcpy(table_d, table, (size_t)d->table_size * sizeof *table, cudaMemcpyHostToDevice) !=
+                        cudaSuccess)
+                        st = ns_fail(NS_ERR_CUDA, "network: TABLE upload of %s", d->name);
+                    if (st == NS_OK && d->n_globals > 0 &&
+                        cudaMemcpy(globals_d, glob, (size_t)d->n_globals * sizeof *glob, cudaMemcpyHostToDevice) !=
+                            cudaSuccess)
+                        st = ns_fail(NS_ERR_CUDA, "network: globals of %s", d->name);
+                }
+            }
+            free(table);
+            free(glob);
+        }
+        for (int j = 0; st == NS_OK && j < d->n_ions; ++j) {
+            int32_t ion = -1;
+            for (int32_t q = 0; q < model->n_ions; ++q)
+                if (strcmp(model->ions[q].name, d->ions[j].name) == 0) ion = q;
+            if (ion < 0) {
+                st = ns_fail(NS_ERR_UNSUPPORTED,
+                             "network: synapse type %s uses the ion %s, which no mechanism of the model uses", d->name,
+                             d->ions[j].name);
+                break;
+            }
+            double *base = g->ion + (size_t)5 * (size_t)ion * (size_t)g->nodes;
+            const size_t z = (size_t)g->nodes;
+            const int keep = model->ions[ion].read_i;
+            views[j] = (ns_mech_ion_view){base, base + z, base + 2 * z, keep ? base + 3 * z : NULL,
+                                          keep ? base + 4 * z : NULL, NULL};
+        }
+        if (st == NS_OK)
+            st = alloc_up(gm, (void **)&ions_d, views, (size_t)d->n_ions * sizeof(ns_mech_ion_view));
+        free(ids), free(nodes_h), free(w_h), free(f_h);
+        ids = NULL, nodes_h = NULL, w_h = NULL, f_h = NULL;
+        if (st != NS_OK) break;
+        memset(&gm->p, 0, sizeof gm->p);
+        gm->p.n = (int)cnt;
+        gm->p.node_index = nodes_d;
+        gm->p.v = g->v;
+        gm->p.rhs = g->rhs;
+        gm->p.d = g->d;
+        gm->p.weight = w_d;
+        gm->p.field = fptr_d;
+        gm->p.global = globals_d;
+        gm->p.table = table_d;
+        gm->p.ion = ions_d;
+        /* finitialize: INITIAL in type order, after the density mechanisms' */
+        set_time(gm, 0.0, sim);
+        st = launched(d->cuda_init(&gm->p, stream), "INITIAL", d->name);
+    }
+    free(ids), free(nodes_h), free(w_h), free(f_h);
+    free(local);
+    free(pairs);
+    if (st == NS_OK) NS_CUDA_TRY(cudaStreamSynchronize(stream));
+    if (st != NS_OK) points_free(g);
+    return st;
+}
+
+ns_status ns_gpu_model_var(const ns_sim_t *sim, const gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
+                           int64_t j, int32_t mech, int32_t field, int32_t ion, int32_t q, double *out) {
+    const sim_model *model = g->model;
+    const int32_t shape = sim->cell_shape[cell_id[j]];
+    const int32_t n = sim->shapes[shape].n;
+    if (mech < 0) {
+        const double *src = g->ion + (size_t)(5 * ion + q) * (size_t)g->nodes + (size_t)cell_base[j];
+        NS_CUDA_TRY(cudaMemcpy(out, src, (size_t)n * sizeof *out, cudaMemcpyDeviceToHost));
+        return NS_OK;
+    }
+    /* the cell's instances follow those of the cells before it in the group */
+    int64_t first = 0;
+    for (int64_t c = 0; c < j; ++c)
+        first += model->per_shape[(size_t)sim->cell_shape[cell_id[c]] * model->n_mechs + mech].n;
+    const sim_mech_shape *ms = &model->per_shape[(size_t)shape * model->n_mechs + mech];
+    const gpu_mech *gm = &g->m[mech];
+    for (int32_t i = 0; i < n; ++i) out[i] = NAN;
+    if (ms->n == 0) return NS_OK;
+    double *buf = malloc((size_t)ms->n * sizeof *buf);
+    if (!buf) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_get_model_var");
+    const cudaError_t e = cudaMemcpy(buf, gm->fields + (size_t)field * (size_t)gm->p.n + (size_t)first,
+                                     (size_t)ms->n * sizeof *buf, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        for (int32_t k = 0; k < ms->n; ++k) out[ms->node[k]] = buf[k];
+    free(buf);
+    return e == cudaSuccess ? NS_OK : ns_fail(NS_ERR_CUDA, "ns_sim_get_model_var: %s", cudaGetErrorString(e));
+}
+
+void ns_gpu_model_field(const gpu_model *g, int32_t mech, int32_t field, int32_t ion, int32_t q, double **data,
+                        int64_t *size, const int32_t **pos) {
+    if (mech < 0) {
+        *data = g->ion + (size_t)(5 * ion + q) * (size_t)g->nodes;
+        *size = g->nodes;
+        *pos = NULL;
+        return;
+    }
+    const gpu_mech *gm = &g->m[mech];
+    *data = gm->fields + (size_t)field * (size_t)gm->p.n;
+    *size = gm->p.n;
+    *pos = (const int32_t *)gm->p.node_index;
+}

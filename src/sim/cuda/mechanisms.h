@@ -1,0 +1,78 @@
+/* Private: the GPU loop's mechanisms from a model (sim_model_cuda.c) and the
+ * Nernst kernel (sim_model.cu). */
+#ifndef NS_CABLE_CUDA_SIM_MODEL_CUDA_H
+#define NS_CABLE_CUDA_SIM_MODEL_CUDA_H
+
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#include "sim/sim_impl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gpu_model gpu_model;
+
+/* The instances of the model's mechanisms in the tree group's cells (local
+ * cell j is global cell cell_id[j], its nodes from cell_base[j]); v, rhs and
+ * d are the group's device arrays. */
+ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const int64_t *cell_base, int64_t cells,
+                              double *v, double *rhs, double *d, gpu_model **out);
+void ns_gpu_model_free(gpu_model *g);
+/* Mechanism k's device storage, for the fused tree loop (sim_fused_cuda.c):
+ * its instances (count; in the group's cell order, each cell's in node
+ * order), fields (n_fields arrays of count), globals, table, and the e
+ * array of each of its ions (desc->ions order) over the group's nodes. */
+typedef struct ns_gpu_mech_arrays {
+    int64_t count;
+    double *fields, *global, *table;
+    double *ion_e[NS_SIM_MECH_IONS_MAX];
+} ns_gpu_mech_arrays;
+void ns_gpu_model_arrays(const gpu_model *g, int32_t k, ns_gpu_mech_arrays *out);
+/* NEURON's finitialize of the mechanisms (v already v_init on the device). */
+ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
+                            int64_t cells, cudaStream_t stream);
+/* rhs = d = 0, ions' i = didv = 0, then every mechanism's current at t. */
+ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, double *d, double t,
+                                cudaStream_t stream);
+/* Every mechanism's state at t (Nernst after a concentration writer). */
+ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaStream_t stream);
+
+/* A network's synapses (sim->net's, ns_net_build_device done) on the device:
+ * the point types in NEURON's type order, each instance's slot (type) and
+ * index within it into syn_slot / syn_inst (host, one per synapse); their
+ * INITIAL (after ns_gpu_model_init). Replaces the previous ones. */
+ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id,
+                                    const int64_t *cell_base, int64_t cells, int32_t *syn_slot, int32_t *syn_inst,
+                                    cudaStream_t stream);
+int32_t ns_gpu_model_points(const gpu_model *g);
+/* Point type `slot`: its descriptor, NEURON type key and device storage
+ * (pp: instances in the group's cell order, node_index into the group's
+ * nodes; fields: n_fields arrays of pp->n). */
+void ns_gpu_model_point(const gpu_model *g, int32_t slot, const ns_mech_desc **desc, int32_t *key,
+                        ns_mech_ppack *pp, double **fields);
+/* NET_RECEIVE of point type `slot` over the due events events[range[0] ..
+ * range[1]) (device; max bounds their count). */
+ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, const ns_mech_event *events,
+                               const int64_t *range, int64_t max, cudaStream_t stream);
+
+/* ns_sim_get_model_var for local cell j of the group (host `out`, the
+ * cell's compartment count; NaN where the mechanism is not inserted). */
+ns_status ns_gpu_model_var(const ns_sim_t *sim, const gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
+                           int64_t j, int32_t mech, int32_t field, int32_t ion, int32_t q, double *out);
+
+/* ns_sim_state_field: field `field` of mechanism `mech` (its p.n instances at
+ * the group's nodes node_index), or (mech < 0) array q of ion `ion` over the
+ * group's nodes (pos NULL). */
+void ns_gpu_model_field(const gpu_model *g, int32_t mech, int32_t field, int32_t ion, int32_t q, double **data,
+                        int64_t *size, const int32_t **pos);
+
+/* e = NEURON's Nernst potential of (ci, co) over the n nodes where written[i]. */
+cudaError_t ns_sim_launch_nernst(double *e, const double *ci, const double *co, const unsigned char *written, int64_t n,
+                                 int charge, double celsius, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

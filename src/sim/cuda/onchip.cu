@@ -1,0 +1,307 @@
+// The on-chip GPU simulation loop (docs/simulation.md, "GPU loops"): a warp
+// holds 32 / L cells of one shape, L lanes per cell, and keeps their whole
+// state (v, m, h, n) and scratch (d, rhs) in shared memory for every step of
+// a launch. Device memory sees the state once per launch (read at the start,
+// written at the end), the recorded samples and the spikes; a step is
+// arithmetic and shared-memory traffic only. Cells whose image does not fit
+// a block run the same code with kShared = false: the state stays where it
+// lives in device memory, d and rhs in the group's scratch (32 lanes).
+//
+// One step, NEURON's order of operations (step_cpu.c):
+//   1. per compartment (all 32 lanes over the warp's cells): pas, IClamp, hh
+//      currents and slopes, capacitance, then the axial terms gathered at the
+//      node (its own term first, then its children in increasing compartment
+//      order: the order in which the CPU loop's scatter adds them);
+//   2. the Hines solve by the on-chip schedule (onchip_sweeps.cuh): backward
+//      sweep by height storing G = b/d' over d and F = rhs'/d' over rhs,
+//      forward sweep x = F - G x_parent over rhs;
+//   3. per compartment: v += x, NaN check, hh gates by cnexp from the new v,
+//      spike detection at the spike compartment; then recording.
+// Everything is in position order (the schedule's renumbering: each run of
+// the tree is a contiguous range); the host converts stimulus, recording and
+// spike compartments to positions, and the state to and from this layout.
+#include "core/cuda_check.h"
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "sim/cuda/step.h"
+#include "sim/membrane.h"
+#include "hines/cuda/onchip_sweeps.cuh"
+
+namespace {
+
+// cnexp for x' = (inf - x) / tau in its algebraically equal short form
+// (one reciprocal instead of nocmodl's three divisions; results differ from
+// mech.h's ns_cnexp by rounding only).
+__device__ __forceinline__ double cnexp_short(double x, double inf, double tau, double dt) {
+    return fma(1.0 - exp(-dt * onchip_rcp(tau)), inf - x, x);
+}
+
+// The current's slope (I(v + .001) - I(v)) / .001, as a product (1e3 differs
+// from 1 / .001 by rounding only).
+__device__ __forceinline__ double slope(double i1, double i0) { return (i1 - i0) * 1e3; }
+
+// One cell's arrays (position order): in the warp's shared memory, or (cells
+// too large for it) the state in device memory where it lives and d, rhs in
+// the group's scratch.
+struct CellView {
+    double *v, *m, *h, *gn, *d, *rhs;
+};
+
+template <bool kShared>
+__device__ __forceinline__ CellView cell_view(double *wbase, int cs, int n, int c, const ns_sim_gpu_group &g,
+                                              long long j) {
+    if constexpr (kShared) {
+        double *v = wbase + c * cs;
+        return CellView{v, v + n, v + 2 * n, v + 3 * n, v + 4 * n, v + 5 * n};
+    } else {
+        const long long o = j * n;
+        return CellView{g.v + o, g.m + o, g.h + o, g.gn + o, g.d + o, g.rhs + o};
+    }
+}
+
+// kShared: the cells' images and the shape's constants in shared memory
+// (the on-chip loop); otherwise everything stays in device memory (L1/L2)
+// and only the warp structure remains (cells that do not fit a block).
+template <int L, bool kShared>
+__global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group g, ns_sim_gpu_run r) {
+    constexpr int C = NS_ONCHIP_LANES / L;
+    extern __shared__ __align__(16) double smem[];
+    __shared__ sim_region regions[NS_REGION_COUNT];
+    __shared__ ns_hh_table table;  // 9.6 KB, read at every gate update
+    // The schedule's core and the shape's constants, once per block.
+    const int core4 = (s.core + 3) / 4;
+    {
+        int4 *dst = reinterpret_cast<int4 *>(smem);
+        const int4 *core = reinterpret_cast<const int4 *>(s.base);
+        const int4 *consts = reinterpret_cast<const int4 *>(o.consts);
+        if (kShared) {
+            for (int k = threadIdx.x; k < core4; k += blockDim.x) dst[k] = __ldg(core + k);
+            for (int k = threadIdx.x; k < o.const_words; k += blockDim.x) dst[core4 + k] = __ldg(consts + k);
+        }
+        if (threadIdx.x < NS_REGION_COUNT) regions[threadIdx.x] = r.regions[threadIdx.x];
+        const double *src = reinterpret_cast<const double *>(r.table);
+        double *tab = reinterpret_cast<double *>(&table);
+        for (int k = threadIdx.x; k < (int)(sizeof table / sizeof(double)); k += blockDim.x) tab[k] = __ldg(src + k);
+    }
+    __syncthreads();
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int role = lane & (L - 1);
+    const int mine = lane / L;
+    const long long c0 = ((long long)blockIdx.x * (blockDim.x >> 5) + warp) * C;
+    if (c0 >= g.cells) return;  // whole warps only
+    const int nc = g.cells - c0 < C ? (int)(g.cells - c0) : C;
+
+    const int32_t *const sched = kShared ? reinterpret_cast<const int32_t *>(smem) : s.base;
+    const OnchipTables tables = onchip_tables(s, sched);
+
+    const int n = s.n;
+    // Shape constants (ns_sim_onchip_const_bytes layout), position order.
+    const double *const sa =
+        kShared ? reinterpret_cast<const double *>(smem + core4 * 2) : static_cast<const double *>(o.consts);
+    const double *const sb = sa + n;
+    const double *const scap = sb + n;
+    const int32_t *const spar = reinterpret_cast<const int32_t *>(scap + n);
+    const int32_t *const schild_begin = spar + n;
+    const int32_t *const schild = schild_begin + n + 1;
+    const int8_t *const sregion = reinterpret_cast<const int8_t *>(schild + (n > 1 ? n - 1 : 1));
+
+    const int cs = ns_sim_onchip_cell_doubles(n);
+    double *const wbase = smem + (size_t)(core4 + o.const_words) * 2 + (size_t)warp * C * cs;
+    // cell c of the warp: cell_view(c) (shared: v, m, h, n, d, rhs at wbase + c * cs + {0, ..., 5} * n)
+
+    // Load the state: element e of the warp's range is (cell e / n, position e % n).
+    const long long g0 = c0 * n;
+    const int total = nc * n;
+    for (int e = lane; kShared && e < total; e += 32) {
+        const int c = e / n, p = e - c * n;
+        double *cell = wbase + c * cs;
+        cell[p] = g.v[g0 + e];
+        cell[n + p] = g.m[g0 + e];
+        cell[2 * n + p] = g.h[g0 + e];
+        cell[3 * n + p] = g.gn[g0 + e];
+    }
+    if (lane < nc) g.spike_count[c0 + lane] = 0;
+    __syncwarp();
+
+    const double dt = r.dt;
+    const int sp = g.spike_node;          // a position
+    unsigned alive = nc == 32 ? 0xFFFFFFFFu : ((1u << nc) - 1u);  // bit c: cell c still runs
+    double t = r.t0;
+    for (long long k = 0; k < r.steps && alive; ++k) {
+        const double tp = t;
+        const double tm = t + .5 * dt;
+        // 1. membrane, stimulus, capacitance, axial terms
+        for (int c = 0; c < nc; ++c) {
+            if (!(alive >> c & 1u)) continue;
+            const long long j = c0 + c;
+            const CellView cv = cell_view<kShared>(wbase, cs, n, c, g, j);
+            const double *const v = cv.v, *const m = cv.m, *const h = cv.h, *const gn = cv.gn;
+            double *const d = cv.d, *const rhs = cv.rhs;
+            const long long st0 = g.stim_begin[j], st1 = g.stim_begin[j + 1];
+            for (int p = lane; p < n; p += 32) {
+                const int reg = sregion[p];
+                const double vi = v[p];
+                double ri = 0.0, di = 0.0;
+                if (reg >= 0 && regions[reg].pas) {
+                    const sim_region *q = &regions[reg];
+                    const double g1 = ns_pas_current(vi + .001, q->g_pas, q->e_pas);
+                    const double i0 = ns_pas_current(vi, q->g_pas, q->e_pas);
+                    ri -= i0;
+                    di += slope(g1, i0);
+                }
+                for (long long q = st0; q < st1; ++q) {
+                    if (g.stim_node[q] != p) continue;
+                    const double i = (tm < g.stim_del[q] + g.stim_dur[q] && tm >= g.stim_del[q]) ? g.stim_amp[q] : 0.0;
+                    ri += i * g.stim_scale[q];
+                }
+                if (reg >= 0) {
+                    if (regions[reg].hh) {
+                        const sim_region *q = &regions[reg];
+                        const double g1 = ns_hh_current(vi + .001, m[p], h[p], gn[p], q->gnabar, q->gkbar, q->gl,
+                                                        q->el, q->ena, q->ek);
+                        const double i0 =
+                            ns_hh_current(vi, m[p], h[p], gn[p], q->gnabar, q->gkbar, q->gl, q->el, q->ena, q->ek);
+                        ri -= i0;
+                        di += slope(g1, i0);
+                    }
+                    di += scap[p];
+                }
+                const int par = spar[p];
+                if (par >= 0) {
+                    const double dv = v[par] - vi;
+                    ri -= sb[p] * dv;
+                    di -= sb[p];
+                }
+                for (int q = schild_begin[p]; q < schild_begin[p + 1]; ++q) {
+                    const int ch = schild[q];
+                    const double dv = vi - v[ch];
+                    ri += sa[ch] * dv;
+                    di -= sa[ch];
+                }
+                d[p] = di;
+                rhs[p] = ri;
+            }
+        }
+        __syncwarp();
+
+        // 2. the Hines solve of this lane's cell (G over d, F then x over rhs)
+        const CellView sv = cell_view<kShared>(wbase, cs, n, mine, g, c0 + (mine < nc ? mine : 0));
+        const bool bad = onchip_backward<L>(tables, s.n_bwd, role, sa, sb, sv.d, sv.rhs, nullptr) >= 0;
+        onchip_forward<L>(tables, s.n_fwd, role, sv.d, sv.rhs);
+
+        // 3. v += x, NaN check, gates, spikes
+        t = tm + .5 * dt;
+        const long long step = r.step0 + k + 1;
+        const bool check = (step % r.check) == 0 || k == r.steps - 1;
+        unsigned fault = bad && mine < nc ? 1u << mine : 0u;
+        for (int c = 0; c < nc; ++c) {
+            if (!(alive >> c & 1u)) continue;
+            const CellView cv = cell_view<kShared>(wbase, cs, n, c, g, c0 + c);
+            double *const v = cv.v, *const m = cv.m, *const h = cv.h, *const gn = cv.gn;
+            const double *const x = cv.rhs;
+            for (int p = lane; p < n; p += 32) {
+                const double v_old = v[p];
+                const double vi = v_old + x[p];
+                v[p] = vi;
+                if (check && !isfinite(vi)) fault |= 1u << c;
+                const int reg = sregion[p];
+                if (reg >= 0 && regions[reg].hh) {
+                    ns_hh_rates q;
+                    ns_hh_rates_of(&table, r.usetable, r.q10, vi, &q);
+                    m[p] = cnexp_short(m[p], q.minf, q.mtau, dt);
+                    h[p] = cnexp_short(h[p], q.hinf, q.htau, dt);
+                    gn[p] = cnexp_short(gn[p], q.ninf, q.ntau, dt);
+                }
+                if (p == sp && v_old < r.threshold && vi >= r.threshold) {
+                    const long long j = c0 + c;
+                    const int count = g.spike_count[j];
+                    if (count < r.spike_cap)
+                        g.spike_t[j * r.spike_cap + count] = tp + (t - tp) * (r.threshold - v_old) / (vi - v_old);
+                    g.spike_count[j] = count + 1;
+                }
+            }
+        }
+#if __CUDA_ARCH__ >= 800
+        fault = __reduce_or_sync(0xFFFFFFFFu, fault) & alive;
+#else
+        // __reduce_or_sync needs sm_80: the same bitwise OR over the warp
+        for (int o = 16; o > 0; o >>= 1) fault |= __shfl_xor_sync(0xFFFFFFFFu, fault, o);
+        fault &= alive;
+#endif
+        if (fault) {
+            if (lane < nc && (fault >> lane & 1u))
+                atomicMin(g.fault, ((unsigned long long)(k + 1) << 24) | (unsigned long long)(c0 + lane));
+            alive &= ~fault;
+        }
+        __syncwarp();
+        // recording (cells that faulted this step record nothing, as on the CPU)
+        if (step % r.every == 0) {
+            double *row = g.traces + (step / r.every - r.first_sample) * r.n_sites;
+            for (int c = 0; c < nc; ++c) {
+                if (!(alive >> c & 1u)) continue;
+                const long long j = c0 + c;
+                const double *v = cell_view<kShared>(wbase, cs, n, c, g, j).v;
+                for (long long q = g.rec_begin[j] + lane; q < g.rec_begin[j + 1]; q += 32)
+                    row[g.rec_site[q]] = v[g.rec_node[q]];
+            }
+        }
+    }
+    __syncwarp();
+    for (int e = lane; kShared && e < total; e += 32) {
+        const int c = e / n, p = e - c * n;
+        const double *cell = wbase + c * cs;
+        g.v[g0 + e] = cell[p];
+        g.m[g0 + e] = cell[n + p];
+        g.h[g0 + e] = cell[2 * n + p];
+        g.gn[g0 + e] = cell[3 * n + p];
+    }
+}
+
+typedef void (*kernel_fn)(ns_onchip_sched, ns_sim_onchip, ns_sim_gpu_group, ns_sim_gpu_run);
+
+// shared: 1, 2, 4, ..., 32 lanes per cell; in device memory: 32 lanes
+kernel_fn pick(int lanes, bool shared) {
+    if (!shared) return lanes == 32 ? sim_onchip<32, false> : nullptr;
+    switch (lanes) {
+    case 1: return sim_onchip<1, true>;
+    case 2: return sim_onchip<2, true>;
+    case 4: return sim_onchip<4, true>;
+    case 8: return sim_onchip<8, true>;
+    case 16: return sim_onchip<16, true>;
+    case 32: return sim_onchip<32, true>;
+    default: return nullptr;
+    }
+}
+
+}  // namespace
+
+extern "C" cudaError_t ns_sim_onchip_setup(int lanes, size_t bytes) {
+    const kernel_fn k = pick(lanes, true);
+    if (!k) return cudaErrorInvalidValue;
+    cudaError_t e = ns_cuda_allow_shared((const void *)k, bytes);
+    if (e != cudaSuccess) return e;
+    return cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                (int)cudaSharedmemCarveoutMaxShared);
+}
+
+extern "C" cudaError_t ns_sim_onchip_occupancy(int lanes, int warps, size_t bytes, int *blocks) {
+    const kernel_fn k = pick(lanes, true);
+    if (!k) return cudaErrorInvalidValue;
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, warps * NS_ONCHIP_LANES, bytes);
+}
+
+extern "C" cudaError_t ns_sim_launch_onchip(const ns_onchip_sched *sched, const ns_sim_onchip *o,
+                                            const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
+                                            cudaStream_t stream) {
+    if (group->cells <= 0) return cudaSuccess;
+    const kernel_fn k = pick(sched->lanes, o->in_shared);
+    if (!k) return cudaErrorInvalidValue;
+    const int64_t per_block = (int64_t)o->warps * (NS_ONCHIP_LANES / sched->lanes);
+    const long long blocks = (group->cells + per_block - 1) / per_block;
+    const size_t smem =
+        o->in_shared ? ns_sim_onchip_block_bytes(sched->n, sched->lanes, sched->core, o->const_words, o->warps) : 0;
+    k<<<(unsigned)blocks, o->warps * NS_ONCHIP_LANES, smem, stream>>>(*sched, *o, *group, *run);
+    return cudaGetLastError();
+}

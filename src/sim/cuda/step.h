@@ -1,0 +1,183 @@
+/* Private: the GPU simulation loops' launchers (sim_onchip.cu: a warp per
+ * 32 / L cells of one shape with the state in shared memory; sim_tree.cu:
+ * the tree-contraction groups of any shapes) and the data they read. Plain
+ * C so that sim_cuda.c can fill it.
+ *
+ * A group keeps its state in the layout of its kernel:
+ *   onchip: position pos(i) of local cell j at [j * n + pos(i)] (Flat in
+ *           the on-chip schedule's position order; stimulus, recording and
+ *           spike compartments are positions too);
+ *   tree:   Flat, the group's cells in order, each in its tree order.
+ * Both kernels run many steps per launch with no host round trip: assembly,
+ * mechanisms, stimulus, Hines solve, update, gates, spike detection and
+ * recording into device buffers. */
+#ifndef NS_CABLE_CUDA_SIM_CUDA_H
+#define NS_CABLE_CUDA_SIM_CUDA_H
+
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#include "sim/sim_impl.h"
+#include "hines/cuda/hines_kernels.h"
+#include "hines/cuda/onchip_plan.h"
+#include "hines/cuda/contract_cuda.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* No fault: the device fault key stays at this value. A fault stores
+ * min(key, (step << 24) | local cell) (the step within the launch, < 2^40;
+ * groups hold < 2^24 cells per launch, see sim_cuda.c). */
+#define NS_SIM_FAULT_NONE 0xFFFFFFFFFFFFFFFFULL
+
+typedef struct ns_sim_gpu_group {
+    int32_t n;            /* compartments per cell (onchip) */
+    int64_t cells;        /* N, cells in the group */
+    int32_t spike_node;   /* position (onchip; the tree loop has one per cell) */
+    /* state (device, the group's layout) and scratch (tree; onchip in device memory) */
+    double *v, *m, *h, *gn, *d, *rhs;
+    /* stimuli per local cell (device CSR); stim_scale = 1e2 / area of the
+     * stimulated node (nA -> mA/cm^2) */
+    const int64_t *stim_begin; /* cells + 1 */
+    const int32_t *stim_node;
+    const double *stim_del, *stim_dur, *stim_amp, *stim_scale;
+    /* recordings per local cell (device CSR): node and global site index */
+    const int64_t *rec_begin; /* cells + 1 */
+    const int32_t *rec_node;
+    const int32_t *rec_site;
+    /* outputs of one launch (device) */
+    double *traces;              /* rows x n_sites, row 0 = first sample of the launch */
+    int32_t *spike_count;        /* cells */
+    double *spike_t;             /* cells x spike_cap */
+    unsigned long long *fault;   /* one key */
+} ns_sim_gpu_group;
+
+typedef struct ns_sim_gpu_run {
+    double t0, dt, threshold, q10;
+    int usetable;
+    int64_t step0;          /* step count before the launch */
+    int64_t steps;          /* steps in the launch */
+    int64_t every, check;   /* record_every, check_every */
+    int64_t first_sample;   /* global index of traces row 0 */
+    int32_t n_sites;
+    int32_t spike_cap;
+    const ns_hh_table *table;   /* device */
+    const sim_region *regions;  /* device, NS_REGION_COUNT */
+    /* a model's step (tree loop, one step per launch): */
+    int preassembled;           /* 1: rhs and d hold the mechanisms' currents (phase A loads them) */
+    int continued;              /* 1: spike counts go on from the group's spike_count */
+    int64_t k0;                 /* steps of the part before this launch (fault keys) */
+} ns_sim_gpu_run;
+
+
+/* ------------------------------------------------------------ onchip loop */
+
+/* A shape's constants for the onchip loop, packed in position order:
+ * doubles a, b, cap [n each]; int32 parent position (-1 at the root) [n],
+ * child_begin [n + 1], child positions grouped by parent in increasing
+ * compartment order [max(n - 1, 1)]; int8 region [n]; zero padding to a
+ * multiple of 16 bytes. */
+static inline size_t ns_sim_onchip_const_bytes(int32_t n) {
+    const size_t bytes = 3 * (size_t)n * sizeof(double) +
+                         (2 * (size_t)n + 1 + (size_t)(n > 1 ? n - 1 : 1)) * sizeof(int32_t) + (size_t)n;
+    return (bytes + 15) / 16 * 16;
+}
+
+typedef struct ns_sim_onchip {
+    const void *consts;  /* device, ns_sim_onchip_const_bytes(n) */
+    int32_t const_words; /* 16-byte words of consts */
+    int32_t warps;       /* warps per CUDA block */
+    int32_t in_shared;   /* 1: images in shared memory; 0: state in device memory
+                            (the group's v, m, h, gn, and d, rhs scratch), 32 lanes */
+} ns_sim_onchip;
+
+/* Doubles of shared memory per cell: v, m, h, n, d, rhs and one of padding
+ * (cells an odd number of doubles apart: different banks). */
+NS_HOST_DEVICE static inline int ns_sim_onchip_cell_doubles(int32_t n) { return 6 * n + 1; }
+
+/* Static shared memory of the onchip kernel [bytes]: the hh rate table and
+ * the regions' parameters (plus alignment slack). */
+#define NS_SIM_ONCHIP_STATIC_BYTES (sizeof(ns_hh_table) + NS_REGION_COUNT * sizeof(sim_region) + 64)
+
+/* Dynamic shared memory of one block [bytes]: the schedule's core, the
+ * constants, the warps' cells. */
+static inline size_t ns_sim_onchip_block_bytes(int32_t n, int32_t lanes, int32_t core, int32_t const_words,
+                                               int warps) {
+    return ((size_t)core * sizeof(int32_t) + 15) / 16 * 16 + (size_t)const_words * 16 +
+           (size_t)warps * (size_t)(NS_ONCHIP_LANES / lanes) * (size_t)ns_sim_onchip_cell_doubles(n) *
+               sizeof(double);
+}
+
+/* A shape group's onchip preparation (sim_onchip_prep.c). */
+typedef struct ns_sim_onchip_group {
+    ns_onchip_plan plan;    /* host; plan.data NULL: not prepared */
+    int32_t *plan_dev;      /* device copy of plan.data */
+    void *consts_dev;       /* device, packed constants */
+    ns_onchip_sched sched;  /* bound to plan_dev */
+    ns_sim_onchip launch;
+} ns_sim_onchip_group;
+
+/* Plan, pack and upload a shape for the onchip loop with `lanes` lanes per
+ * cell (0: automatic; more lanes when the choice does not fit); a shape
+ * whose image fits no block's shared memory gets the loop in device memory
+ * (launch.in_shared = 0, 32 lanes). *fits = 0 (and NS_OK) only beyond the
+ * schedule's size limit (NS_ONCHIP_MAX_N). */
+ns_status ns_sim_onchip_prepare(const sim_shape *shape, int32_t lanes, ns_sim_onchip_group *out, int *fits);
+void ns_sim_onchip_release(ns_sim_onchip_group *group);
+
+/* Allow the lane count's kernel `bytes` of dynamic shared memory and prefer
+ * shared memory over L1 (once per device; sim_onchip_prep.c passes the
+ * device's whole opt-in). */
+cudaError_t ns_sim_onchip_setup(int lanes, size_t bytes);
+cudaError_t ns_sim_onchip_occupancy(int lanes, int warps, size_t bytes, int *blocks);
+cudaError_t ns_sim_launch_onchip(const ns_onchip_sched *sched, const ns_sim_onchip *onchip,
+                                 const ns_sim_gpu_group *group, const ns_sim_gpu_run *run, cudaStream_t stream);
+
+/* ------------------------------------------------------------ tree loop */
+
+/* Threads of a block of the tree loop; a group holds at most this many
+ * cells (one thread per cell in the per-cell phases). */
+#define NS_SIM_TREE_THREADS 512
+
+/* The cells that the tree loop runs (sim_tree.cu): the group's
+ * ns_sim_gpu_group holds their state Flat (cells in order) plus d and rhs;
+ * these are the per-node constants (Flat), the per-cell bases and the
+ * solver's scratch. Parents and children are local to the node's group. */
+typedef struct ns_sim_tree {
+    const double *a, *b, *cap;
+    const int8_t *region;
+    const int32_t *parent;      /* group-local, -1 at a cell's root */
+    const int32_t *child_begin; /* nodes + 1, into child */
+    const int32_t *child;       /* group-local, increasing per node */
+    const int64_t *cell_base;   /* cells + 1: first node of each cell */
+    const int32_t *spike_node;  /* per cell, cell-local */
+    const int32_t *g_cell0;     /* groups + 1: first cell of each group */
+    double *up, *down, *lo;     /* the solve's scratch, Flat */
+    unsigned long long *flags;  /* 2 per big group: pivot key and stop flag of a cluster */
+} ns_sim_tree;
+
+/* Allow the shared-memory kernel `bytes` of dynamic shared memory. */
+cudaError_t ns_sim_tree_setup(size_t bytes);
+/* Blocks of the small-group kernel (fused or not: the fewer) resident on
+ * one SM with `shared_bytes` of dynamic shared memory each (after
+ * ns_sim_tree_setup with at least that many bytes). */
+cudaError_t ns_sim_tree_resident(size_t shared_bytes, int *blocks_per_sm);
+/* Launch the three kinds of group (several cells, one cell in shared memory,
+ * one cell in device memory) on the three streams. */
+cudaError_t ns_sim_launch_tree(const ns_sim_tree *tree, const ns_contract_dev *layout,
+                               const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
+                               const cudaStream_t streams[3]);
+
+/* ------------------------------------------------------------ state access */
+
+/* Copy `count` values between a group's state array in its layout and the
+ * caller's Flat array through flat_of (the Flat index of each layout
+ * position): to_flat 1 gathers into flat, 0 scatters from it (sim_state.cu). */
+cudaError_t ns_sim_launch_state_copy(double *state, const int64_t *flat_of, int64_t count, double *flat, int to_flat,
+                                     cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

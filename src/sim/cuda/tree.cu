@@ -1,0 +1,594 @@
+// The GPU simulation loop for any population (mixed shapes, large cells):
+// the cells are laid out in groups of the tree-contraction solver
+// (src/hines/contract.h), one CUDA block per group runs `run.steps` of
+// NEURON's fixed step with no host round trip, and the Hines solve of every
+// step is the solver's own block sweep (ns_contract_sweeps), so a cell of
+// 38,580 compartments is solved in 15 rounds instead of walking its chain.
+//
+// State is Flat (the population's cells in order, each cell's compartments
+// in its tree order) in device memory; d, rhs and the solve's scratch are in
+// shared memory for groups that fit (three launches: several-cell groups,
+// single cells in shared memory, big cells in device memory). A step, phase by phase, each ended by
+// a block barrier (the same operations in the same order per node as
+// step_cpu.c, so the assembly is bit-identical to the CPU loop's):
+//   A  per node: pas current and slope into rhs, d (a model's step: rhs and
+//      d as its mechanisms left them, sim_model_cuda.c)
+//   B  per cell: the current clamps, in the order they were added; the
+//      spike node's old v
+//   C  per node: hh current and slope, capacitance, then the axial terms:
+//      its own (parent) first, then its children in increasing order
+//      (NEURON adds a child's term to the parent row when it reaches the
+//      child, i.e. in increasing child order after the parent's own)
+//   -  the tree solve (ns_contract_sweeps)
+//   D  per node: v += x, the fault check, the hh gates
+//   E  per cell: spike detection and recording
+// A model of built-in density mechanisms runs fused (FUSED, sim_fused.h):
+// the generated per-instance functions of pas in phase A, hh's current in
+// phase C and its state in phase D, in NEURON's type order (pas, IClamp,
+// hh: the CPU loop's per-node order), over per-node instance maps. With a
+// network (NET, sim_fused.h: built-in ExpSyn and Exp2Syn synapses) the
+// launch runs an interval's steps: at the start of each step the step's due
+// events (NET_RECEIVE, each instance's in order), phase C2 after C for the
+// nodes with synapses (a thread each: the synapses' currents, then hh, the
+// capacitance and the axial terms), and in phase E the synapses' states and
+// the detectors; the events, spike buffer and detector flags are
+// sim_net_cuda.c's (docs/networks.md, "The GPU loop").
+#include "core/cuda_check.h"
+#include <math.h>
+#include <string.h>
+
+#include "sim/cuda/step.h"
+#include "sim/cuda/fused.h"
+#include "sim/membrane.h"
+#include "hines/cuda/contract_sweeps.cuh"
+#include "mech/builtin/pas.h"
+#include "mech/builtin/hh.h"
+#include "mech/builtin/ExpSyn.h"
+#include "mech/builtin/Exp2Syn.h"
+
+namespace {
+
+// One generated per-instance function (current_one or state_one) of
+// instance q at one node, on a ppack of one instance whose every pointer is
+// a local: the node's v, rhs and d (vl, rl, dl), the ions' e, the fields
+// F[k] (i_ = node_ = 0). Inlined, the locals are registers: the parameters
+// and states are loaded, the assigned variables start as UNSET (a NaN no
+// arithmetic makes: one read before it is written would poison v, and the
+// fault check stops the run), the function runs, then the states are
+// stored when `states`, and in the last step of a launch (LAST, a separate
+// instance so that the other steps keep no assigned variable live to the
+// end) the assigned variables that it set (the test folds at compile time
+// where the function always or never sets one). NF fields: NP parameters,
+// then assigned, then NS states (sim_fused.h).
+constexpr long long UNSET = 0x7ff4dead5eed0001LL;
+
+template <int NF, int NP, int NS, int NIONS, void (*FN)(ns_mech_ppack *, int, int), bool LAST>
+__device__ __forceinline__ void fused_one(const ns_sim_fused_mech &m, int2 qs, double *vl, double *rl, double *dl,
+                                          bool states, double t, double dt, double celsius) {
+    const int32_t q = qs.x;
+    // the instance's parameters and ions' e: its tuple (read-only path, shared by many nodes)
+    const double *tuple = m.sets + (int64_t)qs.y * (NP + NIONS);
+    double F[NF];
+    double *fp[NF];
+#pragma unroll
+    for (int k = 0; k < NF; ++k) {
+        const bool assigned = k >= NP && k < NF - NS;
+        F[k] = assigned ? __longlong_as_double(UNSET) : k < NP ? __ldg(tuple + k) : m.fields[(int64_t)k * m.count + q];
+        fp[k] = &F[k];
+    }
+    double e[NIONS > 0 ? NIONS : 1];
+    ns_mech_ion_view ion[NIONS > 0 ? NIONS : 1];
+#pragma unroll
+    for (int j = 0; j < NIONS; ++j) {
+        e[j] = __ldg(tuple + NP + j);
+        ion[j] = ns_mech_ion_view{&e[j], nullptr, nullptr, nullptr, nullptr, nullptr};
+    }
+    ns_mech_ppack p;
+    p.n = 1;
+    p.node_begin = 0;
+    p.node_index = nullptr;
+    p.t = t;
+    p.dt = dt;
+    p.celsius = celsius;
+    p.v = vl;
+    p.rhs = rl;
+    p.d = dl;
+    p.weight = nullptr;
+    p.field = fp;
+    p.global = m.global;
+    p.table = const_cast<double *>(m.table);
+    p.ion = ion;
+    FN(&p, 0, 0);
+#pragma unroll
+    for (int k = NP; k < NF; ++k) {
+        const bool assigned = k < NF - NS;
+        if (assigned ? LAST && __double_as_longlong(F[k]) != UNSET : states) m.fields[(int64_t)k * m.count + q] = F[k];
+    }
+}
+
+// One synapse's generated current_one or state_one (instance q of a point
+// type, NF fields: NP parameters, assigned, NS states) at group-local node
+// `node`: parameters and states from the type's fields, the assigned
+// variables UNSET locals as fused_one's; rhs, d and v are the group's
+// arrays (the generated current adds to rhs[node] and d[node] with atomics,
+// which need shared or device memory: the caller has stored the node's sums
+// there). States stored when `states`, the set assigned variables in LAST.
+template <int NF, int NP, int NS, void (*FN)(ns_mech_ppack *, int, int), bool LAST>
+__device__ __forceinline__ void fused_point(const ns_sim_fused_net &net, int slot, int32_t q, double *v, double *rhs,
+                                            double *d, int32_t node, bool states, double t, double dt,
+                                            double celsius) {
+    const ns_mech_ppack &pp = net.pp[slot];
+    double *fields = net.fields[slot];
+    const int64_t count = pp.n;
+    double F[NF];
+    double *fp[NF];
+#pragma unroll
+    for (int k = 0; k < NF; ++k) {
+        const bool assigned = k >= NP && k < NF - NS;
+        F[k] = assigned ? __longlong_as_double(UNSET) : fields[(int64_t)k * count + q];
+        fp[k] = &F[k];
+    }
+    ns_mech_ppack p;
+    p.n = 1;
+    p.node_begin = 0;
+    p.node_index = nullptr;
+    p.t = t;
+    p.dt = dt;
+    p.celsius = celsius;
+    p.v = v;
+    p.rhs = rhs;
+    p.d = d;
+    p.weight = pp.weight + q;
+    p.field = fp;
+    p.global = pp.global;
+    p.table = pp.table;
+    p.ion = nullptr;
+    FN(&p, 0, node);
+#pragma unroll
+    for (int k = NP; k < NF; ++k) {
+        const bool assigned = k < NF - NS;
+        if (assigned ? LAST && __double_as_longlong(F[k]) != UNSET : states) fields[(int64_t)k * count + q] = F[k];
+    }
+}
+
+// The first index of x[0 .. n) (ascending) not below `key`.
+__device__ __forceinline__ int32_t lower_bound32(const int32_t *x, int32_t n, int64_t key) {
+    int32_t lo = 0, hi = n;
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (x[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+// The synapses of synapse node k (group-local node i), in order: their
+// currents (phase C2; the generated code adds to rhs[i] and d[i]) or their
+// states (STATE, phase E: after the step's barrier, v final).
+template <bool STATE, bool LAST>
+__device__ __forceinline__ void net_snode(const ns_sim_fused_net &net, int32_t k, int32_t i, double *v, double *rhs,
+                                          double *d, double t, double dt, double celsius) {
+    for (int32_t e = net.snode_begin[k]; e < net.snode_begin[k + 1]; ++e) {
+        const int32_t code = net.syn[e], slot = code >> 28, q = code & ((1 << 28) - 1);
+        if (net.kind[slot] == NS_FUSED_EXPSYN)
+            fused_point<NS_FUSED_EXPSYN_FIELDS, NS_FUSED_EXPSYN_PARAMS, NS_FUSED_EXPSYN_STATES,
+                        STATE ? nsm_ExpSyn_state_one : nsm_ExpSyn_current_one, LAST>(net, slot, q, v, rhs, d, i, STATE,
+                                                                                     t, dt, celsius);
+        else
+            fused_point<NS_FUSED_EXP2SYN_FIELDS, NS_FUSED_EXP2SYN_PARAMS, NS_FUSED_EXP2SYN_STATES,
+                        STATE ? nsm_Exp2Syn_state_one : nsm_Exp2Syn_current_one, LAST>(net, slot, q, v, rhs, d, i,
+                                                                                       STATE, t, dt, celsius);
+    }
+}
+
+// Interval step j's due events of the group's instances (NEURON's
+// deliver_net_events at the start of the step): per type, bucket (j, slot)
+// holds them sorted by instance, then time and sequence; the group's
+// instances are [inst0[c0], inst0[c1]) (cells in order), found by binary
+// search. An instance's events are applied in order by the thread that runs
+// its synapse node in phases C2 and E (thread (k - s_lo) % nt of synapse
+// node k: the one thread that reads and writes the instance's fields, so
+// that no other block of a cluster sees stale values).
+__device__ __forceinline__ void net_deliver(const ns_sim_fused_net &net, int64_t j, int32_t c0, int32_t c1,
+                                            int32_t s_lo, int32_t tid, int32_t nt, double dt, double celsius) {
+    for (int32_t slot = 0; slot < net.slots; ++slot) {
+        const int64_t b = j * net.slots + slot;
+        int64_t lo = net.offsets[b], hi = net.offsets[b + 1];
+        if (lo >= hi) continue;
+        const int32_t i0 = net.inst0[slot][c0], i1 = net.inst0[slot][c1];
+        if (i0 >= i1) continue;
+        int64_t a = lo, z = hi;  // the first event of an instance >= i0
+        while (a < z) {
+            const int64_t mid = a + (z - a) / 2;
+            if (net.events[mid].instance < i0) a = mid + 1;
+            else z = mid;
+        }
+        lo = a;
+        z = hi;  // the first event of an instance >= i1
+        while (a < z) {
+            const int64_t mid = a + (z - a) / 2;
+            if (net.events[mid].instance < i1) a = mid + 1;
+            else z = mid;
+        }
+        hi = a;
+        for (int64_t e = lo; e < hi; ++e) {
+            const int32_t q = net.events[e].instance;
+            if (e > lo && net.events[e - 1].instance == q) continue;
+            if ((net.snode_of[slot][q] - s_lo) % nt != tid) continue;
+            ns_mech_ppack p = net.pp[slot];
+            p.dt = dt;
+            p.celsius = celsius;
+            const int32_t node = p.node_index[q];
+            for (int64_t k = e; k < hi && net.events[k].instance == q; ++k) {
+                p.t = net.events[k].t;
+                if (net.kind[slot] == NS_FUSED_EXPSYN) nsm_ExpSyn_net_receive_one(&p, q, node, net.events[k].weight);
+                else nsm_Exp2Syn_net_receive_one(&p, q, node, net.events[k].weight);
+            }
+        }
+    }
+}
+
+// pas's current at `node` (phase A): rhs and d from 0, as the CPU loop's.
+__device__ __forceinline__ void fused_before_clamp(const ns_sim_fused &f, int64_t node, double vi, double &ri,
+                                                   double &di, bool last, double t, double dt) {
+    const int2 q = f.pas.inst ? __ldg(reinterpret_cast<const int2 *>(f.pas.inst) + node) : make_int2(-1, 0);
+    if (q.x < 0) return;
+    if (last)
+        fused_one<NS_FUSED_PAS_FIELDS, NS_FUSED_PAS_PARAMS, 0, 0, nsm_pas_current_one, true>(f.pas, q, &vi, &ri,
+                                                                                             &di, false, t, dt, f.celsius);
+    else
+        fused_one<NS_FUSED_PAS_FIELDS, NS_FUSED_PAS_PARAMS, 0, 0, nsm_pas_current_one, false>(
+            f.pas, q, &vi, &ri, &di, false, t, dt, f.celsius);
+}
+
+// hh's current at `node` (phase C, after the clamps).
+__device__ __forceinline__ void fused_after_clamp(const ns_sim_fused &f, int64_t node, double vi, double &ri,
+                                                  double &di, bool last, double t, double dt) {
+    const int2 q = f.hh.inst ? __ldg(reinterpret_cast<const int2 *>(f.hh.inst) + node) : make_int2(-1, 0);
+    if (q.x < 0) return;
+    if (last)
+        fused_one<NS_FUSED_HH_FIELDS, NS_FUSED_HH_PARAMS, NS_FUSED_HH_STATES, 2, nsm_hh_current_one, true>(
+            f.hh, q, &vi, &ri, &di, false, t, dt, f.celsius);
+    else
+        fused_one<NS_FUSED_HH_FIELDS, NS_FUSED_HH_PARAMS, NS_FUSED_HH_STATES, 2, nsm_hh_current_one, false>(
+            f.hh, q, &vi, &ri, &di, false, t, dt, f.celsius);
+}
+
+// hh's state at `node` (phase D, v the new one); pas has no STATE (its
+// state() is empty).
+__device__ __forceinline__ void fused_states(const ns_sim_fused &f, int64_t node, double vi, bool last, double t,
+                                             double dt) {
+    const int2 q = f.hh.inst ? __ldg(reinterpret_cast<const int2 *>(f.hh.inst) + node) : make_int2(-1, 0);
+    if (q.x < 0) return;
+    double rl = 0.0, dl = 0.0;
+    if (last)
+        fused_one<NS_FUSED_HH_FIELDS, NS_FUSED_HH_PARAMS, NS_FUSED_HH_STATES, 2, nsm_hh_state_one, true>(
+            f.hh, q, &vi, &rl, &dl, true, t, dt, f.celsius);
+    else
+        fused_one<NS_FUSED_HH_FIELDS, NS_FUSED_HH_PARAMS, NS_FUSED_HH_STATES, 2, nsm_hh_state_one, false>(
+            f.hh, q, &vi, &rl, &dl, true, t, dt, f.celsius);
+}
+
+// SHARED: d, rhs and the solve's up, down, lo of the group live in shared
+// memory (groups that fit; Team = one block); else in device memory (big
+// cells; Team = a block, or a cluster of blocks where the GPU has them). In
+// a cluster, the per-cell phases run in its first block, and values that
+// other blocks wrote are loaded past L1 (Team::ld).
+template <bool SHARED, class Team, bool FUSED, bool NET = false>
+__global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
+    sim_tree_steps(ns_sim_tree t, ns_contract_dev p, const int32_t *__restrict__ list, int32_t team_blocks,
+                   ns_sim_gpu_group g, ns_sim_gpu_run r, ns_sim_fused fz) {
+    extern __shared__ double sm[];
+    __shared__ unsigned long long bad_block;  // pivot key of this step (sweeps' atomicMin)
+    __shared__ int stop_block;                // a cell of the group failed: the group stops
+    const Team tm;
+    const int32_t slot = blockIdx.x / team_blocks;
+    const int32_t grp = list[slot];
+    const int32_t tmpl = p.g_tmpl[grp];
+    const int32_t N = p.t_nodes[tmpl];
+    const int64_t base = p.g_base[grp];
+    const int32_t c0 = t.g_cell0[grp], c1 = t.g_cell0[grp + 1];
+    // a team of several blocks keeps its flags in device memory
+    unsigned long long *bad = team_blocks > 1 ? t.flags + 2 * slot : &bad_block;
+    int *stop = team_blocks > 1 ? (int *)(t.flags + 2 * slot + 1) : &stop_block;
+    double *v = g.v + base, *m = g.m + base, *h = g.h + base, *gn = g.gn + base;
+    double *d, *rhs, *U, *W, *Lo;
+    if (SHARED) {
+        d = sm, rhs = d + N, U = rhs + N, W = U + N, Lo = W + N;
+    } else {
+        d = g.d + base, rhs = g.rhs + base, U = t.up + base, W = t.down + base, Lo = t.lo + base;
+    }
+    const double *a = t.a + base, *b = t.b + base, *cap = t.cap + base;
+    const int8_t *region = t.region + base;
+    const int32_t *parent = t.parent + base, *cb = t.child_begin + base;
+    const double dt = r.dt;
+    const int32_t tid = tm.tid(), nt = tm.size();
+    double tcur = r.t0;
+    // thread j of the first block owns cell c0 + j in phases B and E (groups
+    // hold at most NS_SIM_TREE_THREADS cells)
+    const int32_t c = c0 + (int32_t)threadIdx.x;
+    const int own = tm.rank() == 0 && c < c1;
+    const int64_t cell_base = own ? t.cell_base[c] - base : 0;
+    int32_t spikes = own && r.continued ? g.spike_count[c] : 0;
+    double v_old = 0.0;
+    if (tm.rank() == 0 && threadIdx.x == 0) *stop = 0;
+    // NET: the group's detectors [det_lo, det_hi) and synapse nodes [s_lo, s_hi) (both by node)
+    int32_t det_lo = 0, det_hi = 0, s_lo = 0, s_hi = 0;
+    if (NET) {
+        const ns_sim_fused_net &net = fz.net;
+        det_lo = lower_bound32(net.det_node, net.n_det, base);
+        det_hi = lower_bound32(net.det_node, net.n_det, base + N);
+        s_lo = lower_bound32(net.snode_node, net.n_snodes, base);
+        s_hi = lower_bound32(net.snode_node, net.n_snodes, base + N);
+    }
+    for (int64_t k = 0; k < r.steps; ++k) {
+        const double tp = tcur;
+        const double tm_half = tcur + .5 * dt;
+        const bool last = k == r.steps - 1; // FUSED: the assigned variables are stored
+        // NET: the step's due events, before any current (read in C2 and E by the same thread)
+        if (NET && fz.net.offsets && fz.net.j0 + k < fz.net.len)
+            net_deliver(fz.net, fz.net.j0 + k, c0, c1, s_lo, tid, nt, dt, fz.celsius);
+        // A: pas (a model: its mechanisms' currents, assembled before the launch)
+        for (int32_t i = tid; i < N && r.preassembled; i += nt) {
+            if (SHARED) {
+                rhs[i] = g.rhs[base + i];
+                d[i] = g.d[base + i];
+            }
+        }
+        for (int32_t i = tid; i < N && !r.preassembled; i += nt) {
+            double ri = 0.0, di = 0.0;
+            const int reg = region[i];
+            if (FUSED) {
+                fused_before_clamp(fz, base + i, v[i], ri, di, last, tm_half, dt);
+            } else if (reg >= 0 && r.regions[reg].pas) {
+                const sim_region *q = &r.regions[reg];
+                const double vi = v[i];
+                const double g1 = ns_pas_current(vi + .001, q->g_pas, q->e_pas);
+                const double i0 = ns_pas_current(vi, q->g_pas, q->e_pas);
+                ri -= i0;
+                di += (g1 - i0) / .001;
+            }
+            rhs[i] = ri;
+            d[i] = di;
+        }
+        tm.sync();
+        // B: clamps, one thread per cell (every thread has read last step's
+        // `bad` before A's barrier: reset it here)
+        if (tm.rank() == 0 && threadIdx.x == 0) *bad = NS_CONTRACT_PIVOT_NONE;
+        if (own) {
+            for (int64_t s = g.stim_begin[c]; s < g.stim_begin[c + 1]; ++s) {
+                const double i =
+                    (tm_half < g.stim_del[s] + g.stim_dur[s] && tm_half >= g.stim_del[s]) ? g.stim_amp[s] : 0.0;
+                double *x = rhs + cell_base + g.stim_node[s];
+                *x = tm.ld(x) + i * g.stim_scale[s];
+            }
+            v_old = tm.ld(v + cell_base + t.spike_node[c]);
+        }
+        tm.sync();
+        // C: hh, capacitance, axial
+        for (int32_t i = tid; i < N; i += nt) {
+            const int reg = region[i];
+            double ri = tm.ld(rhs + i), di = d[i];
+            const double vi = v[i];
+            if (NET && fz.net.syn_flag[base + i]) {  // a synapse node: C2 goes on from here
+                rhs[i] = ri, d[i] = di;
+                continue;
+            }
+            if (FUSED) fused_after_clamp(fz, base + i, vi, ri, di, last, tm_half, dt);
+            if (reg >= 0) {
+                if (!FUSED && r.regions[reg].hh) {
+                    const sim_region *q = &r.regions[reg];
+                    const double mi = m[i], hi = h[i], ni = gn[i];
+                    const double g1 =
+                        ns_hh_current(vi + .001, mi, hi, ni, q->gnabar, q->gkbar, q->gl, q->el, q->ena, q->ek);
+                    const double i0 = ns_hh_current(vi, mi, hi, ni, q->gnabar, q->gkbar, q->gl, q->el, q->ena, q->ek);
+                    ri -= i0;
+                    di += (g1 - i0) / .001;
+                }
+                di = di + cap[i];
+            }
+            const int32_t pi = parent[i];  // group-local, -1 at a root
+            if (pi >= 0) {
+                const double dv = tm.ld(v + pi) - vi;
+                ri -= b[i] * dv;
+                di -= b[i];
+            }
+            for (int32_t q = cb[i]; q < cb[i + 1]; ++q) {
+                const int32_t ch = t.child[q];  // group-local
+                const double dv = vi - tm.ld(v + ch);
+                ri += a[ch] * dv;
+                di -= a[ch];
+            }
+            rhs[i] = ri;
+            d[i] = di;
+            U[i] = b[i];
+            W[i] = a[i];
+        }
+        // C2 (NET): the synapse nodes, a thread each (all lanes busy: the
+        // synapses are few and spread over the nodes): the synapses'
+        // currents in type and instance order (after IClamp, before hh:
+        // NEURON's type order), then hh, the capacitance and the axial terms
+        // as in C: every node's sums in the CPU loop's order
+        if (NET) {
+            tm.sync();
+            for (int32_t sk = s_lo + tid; sk < s_hi; sk += nt) {
+                const int32_t i = fz.net.snode_node[sk] - (int32_t)base;
+                if (last) net_snode<false, true>(fz.net, sk, i, v, rhs, d, tm_half, dt, fz.celsius);
+                else net_snode<false, false>(fz.net, sk, i, v, rhs, d, tm_half, dt, fz.celsius);
+                double ri = SHARED ? rhs[i] : __ldcg(rhs + i), di = SHARED ? d[i] : __ldcg(d + i);
+                const double vi = v[i];
+                fused_after_clamp(fz, base + i, vi, ri, di, last, tm_half, dt);
+                if (region[i] >= 0) di = di + cap[i];
+                const int32_t pi = parent[i];
+                if (pi >= 0) {
+                    const double dv = tm.ld(v + pi) - vi;
+                    ri -= b[i] * dv;
+                    di -= b[i];
+                }
+                for (int32_t q = cb[i]; q < cb[i + 1]; ++q) {
+                    const int32_t ch = t.child[q];
+                    const double dv = vi - tm.ld(v + ch);
+                    ri += a[ch] * dv;
+                    di -= a[ch];
+                }
+                rhs[i] = ri;
+                d[i] = di;
+                U[i] = b[i];
+                W[i] = a[i];
+            }
+        }
+        // the solve (starts and ends with a barrier); a big cell's last
+        // rounds on a copy in shared memory
+        ns_contract_sweeps(tm, p, tmpl, d, rhs, U, W, Lo, 0, bad, SHARED ? nullptr : sm);
+        tcur = tm_half + .5 * dt;
+        const int64_t step = r.step0 + k + 1;
+        const unsigned long long key_now = *(volatile unsigned long long *)bad;
+        const int check = key_now != NS_CONTRACT_PIVOT_NONE || (step % r.check) == 0 || k == r.steps - 1;
+        // D: v, the fault check, gates
+        for (int32_t i = tid; i < N; i += nt) {
+            const double vi = v[i] + tm.ld(rhs + i);
+            v[i] = vi;
+            if (check && !isfinite(vi)) *(volatile int *)stop = 1;
+            if (FUSED) {
+                fused_states(fz, base + i, vi, last, tm_half + .5 * dt, dt);
+                continue;
+            }
+            const int reg = region[i];
+            if (reg < 0 || !r.regions[reg].hh) continue;
+            ns_hh_rates q;
+            ns_hh_rates_of(r.table, r.usetable, r.q10, vi, &q);
+            m[i] = ns_cnexp(m[i], q.minf, q.mtau, dt);
+            h[i] = ns_cnexp(h[i], q.hinf, q.htau, dt);
+            gn[i] = ns_cnexp(gn[i], q.ninf, q.ntau, dt);
+        }
+        tm.sync();
+        const unsigned long long key = *(volatile unsigned long long *)bad;
+        if (*(volatile int *)stop || key != NS_CONTRACT_PIVOT_NONE) {  // the same decision in every thread
+            // the failed cells: non-finite v, or the cell of the bad pivot
+            if (own) {
+                const int64_t cb1 = t.cell_base[c + 1] - base;
+                const int64_t node = (int64_t)(key & ((1ULL << 40) - 1));
+                int fault = key != NS_CONTRACT_PIVOT_NONE && node >= cell_base && node < cb1;
+                for (int64_t i = cell_base; i < cb1 && !fault; ++i) fault = !isfinite(tm.ld(v + i));
+                if (fault) atomicMin(g.fault, ((unsigned long long)(r.k0 + k + 1) << 24) | (unsigned long long)c);
+            }
+            break;
+        }
+        // E: spikes and recording, one thread per cell
+        if (own) {
+            const double v_new = tm.ld(v + cell_base + t.spike_node[c]);
+            if (v_old < r.threshold && v_new >= r.threshold) {
+                if (spikes < r.spike_cap)
+                    g.spike_t[(int64_t)c * r.spike_cap + spikes] =
+                        tp + (tcur - tp) * (r.threshold - v_old) / (v_new - v_old);
+                ++spikes;
+            }
+            if (g.rec_begin[c + 1] > g.rec_begin[c] && step % r.every == 0) {
+                double *row = g.traces + (step / r.every - r.first_sample) * r.n_sites;
+                for (int64_t q = g.rec_begin[c]; q < g.rec_begin[c + 1]; ++q)
+                    row[g.rec_site[q]] = tm.ld(v + cell_base + g.rec_node[q]);
+            }
+        }
+        // NET: the synapses' states (after hh's, as the CPU loop; by the
+        // threads of C2), then the detectors (the per-step path's
+        // detect_kernel, after the states)
+        if (NET) {
+            const ns_sim_fused_net &net = fz.net;
+            for (int32_t sk = s_lo + tid; sk < s_hi; sk += nt) {
+                const int32_t i = net.snode_node[sk] - (int32_t)base;
+                if (last) net_snode<true, true>(net, sk, i, v, rhs, d, tcur, dt, fz.celsius);
+                else net_snode<true, false>(net, sk, i, v, rhs, d, tcur, dt, fz.celsius);
+            }
+            for (int32_t q = det_lo + tid; q < det_hi; q += nt) {
+                const int32_t kd = net.det_index[q];
+                const int a = tm.ld(v + (net.det_node[q] - base)) > net.det_thr[kd];
+                if (a && !net.det_above[kd]) {
+                    const unsigned long long at = atomicAdd(net.count, 1ULL);
+                    if (at < (unsigned long long)net.cap) net.spikes[at] = ns_net_spike{tcur + net.teps, net.det_source[kd]};
+                }
+                net.det_above[kd] = (unsigned char)a;
+            }
+        }
+        // the next step's phase A writes rhs and d, which E does not read
+    }
+    if (own) g.spike_count[c] = spikes;
+}
+
+}  // namespace
+
+namespace {
+
+template <bool FUSED, bool NET>
+cudaError_t tree_setup(size_t shared_bytes) {
+    cudaError_t e =
+        ns_cuda_allow_shared((const void *)sim_tree_steps<true, ns_block_team, FUSED, NET>, shared_bytes);
+    if (e == cudaSuccess)
+        e = ns_cuda_allow_shared((const void *)sim_tree_steps<false, ns_block_team, FUSED, NET>, shared_bytes);
+    if (e == cudaSuccess)
+        e = ns_cuda_allow_shared((const void *)sim_tree_steps<false, ns_cluster_team, FUSED, NET>, shared_bytes);
+    return e;
+}
+
+template <bool FUSED, bool NET>
+cudaError_t launch_tree(const ns_sim_tree *tree, const ns_contract_dev *layout, const ns_sim_gpu_group *group,
+                        const ns_sim_gpu_run *run, const ns_sim_fused &fz, const cudaStream_t streams[3]) {
+    // small groups, single medium cells (shared memory), big cells (device
+    // memory, a cluster of blocks each where the GPU has clusters): three
+    // launches side by side
+    if (layout->n_large > 0) return cudaErrorInvalidValue; /* the simulation's layout has no large class */
+    if (layout->n_small > 0)
+        sim_tree_steps<true, ns_block_team, FUSED, NET>
+            <<<(unsigned)layout->n_small, NS_SIM_TREE_THREADS, ns_contract_shared_bytes(layout->max_small_nodes),
+               streams[0]>>>(*tree, *layout, layout->small, 1, *group, *run, fz);
+    if (layout->n_medium > 0)
+        sim_tree_steps<true, ns_block_team, FUSED, NET>
+            <<<(unsigned)layout->n_medium, NS_SIM_TREE_THREADS, ns_contract_shared_bytes(layout->max_medium_nodes),
+               streams[1]>>>(*tree, *layout, layout->medium, 1, *group, *run, fz);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess || layout->n_big == 0) return e;
+    const size_t tail = ns_contract_shared_bytes(layout->max_tail_nodes);
+    if (layout->cluster <= 1) {
+        sim_tree_steps<false, ns_block_team, FUSED, NET><<<(unsigned)layout->n_big, NS_SIM_TREE_THREADS, tail, streams[2]>>>(
+            *tree, *layout, layout->big, 1, *group, *run, fz);
+        return cudaGetLastError();
+    }
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = ns_contract_cluster_config(layout, NS_SIM_TREE_THREADS, tail, streams[2], &attr);
+    return cudaLaunchKernelEx(&cfg, sim_tree_steps<false, ns_cluster_team, FUSED, NET>, *tree, *layout, layout->big,
+                              (int32_t)layout->cluster, *group, *run, fz);
+}
+
+}  // namespace
+
+extern "C" cudaError_t ns_sim_tree_setup(size_t shared_bytes) {
+    cudaError_t e = tree_setup<false, false>(shared_bytes);
+    if (e == cudaSuccess) e = tree_setup<true, false>(shared_bytes);
+    return e == cudaSuccess ? tree_setup<true, true>(shared_bytes) : e;
+}
+
+extern "C" cudaError_t ns_sim_tree_resident(size_t shared_bytes, int *blocks_per_sm) {
+    int a = 0, b = 0;
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &a, sim_tree_steps<true, ns_block_team, false>, NS_SIM_TREE_THREADS, shared_bytes);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, sim_tree_steps<true, ns_block_team, true>,
+                                                          NS_SIM_TREE_THREADS, shared_bytes);
+    *blocks_per_sm = a < b ? a : b;
+    return e;
+}
+
+extern "C" cudaError_t ns_sim_launch_tree(const ns_sim_tree *tree, const ns_contract_dev *layout,
+                                          const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
+                                          const cudaStream_t streams[3]) {
+    ns_sim_fused none;
+    memset(&none, 0, sizeof none);
+    return launch_tree<false, false>(tree, layout, group, run, none, streams);
+}
+
+extern "C" cudaError_t ns_sim_launch_tree_fused(const ns_sim_tree *tree, const ns_contract_dev *layout,
+                                                const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
+                                                const ns_sim_fused *fused, const cudaStream_t streams[3]) {
+    if (run->preassembled) return cudaErrorInvalidValue; /* the fused loop assembles its own */
+    if (fused->net.slots > 0) return launch_tree<true, true>(tree, layout, group, run, *fused, streams);
+    return launch_tree<true, false>(tree, layout, group, run, *fused, streams);
+}

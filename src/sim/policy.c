@@ -1,0 +1,45 @@
+/* The GPU simulation's `auto` rule (sim_policy.h). Measured on an H100
+ * (bench/README.md, "Mixed populations"): the tree loop matched or beat
+ * the onchip loop on every real morphology from 300 compartments up (1.0x
+ * at 2,000 cells of ca1_h10, path 300; 2.2-5.5x for l5pc, ec3 and the
+ * mouselight tracing, paths 461-1,148) and at 100 cells of every shape;
+ * onchip kept a small lead only for small cells in large counts
+ * (dg_granule, 94 compartments, path 75: 7.8e9 against 7.2e9
+ * compartment-steps/s at 2,000 cells). The one-thread-per-cell loop, which
+ * lost to the tree loop by 6x on the bundled reference shape, is gone. */
+#include "sim/policy.h"
+
+int ns_sim_auto_needs_onchip(int64_t cells, int32_t sms) {
+    return cells >= (int64_t)sms * NS_SIM_AUTO_ONCHIP_MIN_CELLS_PER_SM;
+}
+
+int ns_sim_auto_loop(const ns_sim_loop_facts *f) {
+    if (ns_sim_auto_needs_onchip(f->cells, f->sms) && f->onchip_fits && f->onchip_shared &&
+        f->onchip_path <= NS_SIM_AUTO_ONCHIP_MAX_PATH)
+        return NS_SIM_LOOP_ONCHIP;
+    return NS_SIM_LOOP_TREE;
+}
+
+ns_backend ns_sim_auto_backend(int usable_gpus, int mechanisms_have_cuda) {
+    return usable_gpus > 0 && mechanisms_have_cuda ? NS_BACKEND_CUDA : NS_BACKEND_CPU;
+}
+
+ns_backend ns_sim_auto_network_backend(int usable_gpus) {
+    (void)usable_gpus;
+    return NS_BACKEND_CPU;
+}
+
+/* The fused tree loop runs the generated code of the built-in pas and hh
+ * inside the tree kernel, and a network's built-in synapses (ExpSyn,
+ * Exp2Syn), events and detectors with them; anything else (a library's
+ * mechanisms or synapses, Nernst after a concentration writer, parameters
+ * or ions' e that the caller may write through ns_sim_state_field, where
+ * the fused kernel reads the copies it made at create) runs per step, in
+ * the launches that the generated CUDA of any library provides. */
+int ns_sim_gpu_mechanisms_rule(const ns_sim_mech_facts *f) {
+    const int fusable = f->builtin_only && !f->writes_concentration && (!f->network || f->network_fused) &&
+                        !f->parameters_exposed;
+    if (f->requested == NS_SIM_GPU_MECHANISMS_PER_STEP) return NS_SIM_GPU_MECHANISMS_PER_STEP;
+    if (fusable) return NS_SIM_GPU_MECHANISMS_FUSED;
+    return f->requested == NS_SIM_GPU_MECHANISMS_FUSED ? -1 : NS_SIM_GPU_MECHANISMS_PER_STEP;
+}

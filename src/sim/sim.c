@@ -1,0 +1,831 @@
+/* The simulation handle: shapes' constants, stimuli, recordings, results and
+ * the run loop that hands the steps to a backend (step_cpu.c, cuda/). */
+#include <math.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/net_impl.h"
+#include "sim/sim_impl.h"
+#include "sim/policy.h"
+#include "core/device_impl.h"
+#include "core/error.h"
+#include "core/timer.h"
+#include "neurosolve/device.h"
+
+void ns_sim_options_init(ns_sim_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->backend = NS_BACKEND_AUTO;
+    o->method = NS_HINES_AUTO;
+    o->threads = 0;
+    o->record_every = 1;
+    o->check_every = 1;
+    o->device = NS_DEVICE_CURRENT;
+}
+
+/* A CUDA simulation's calls run on its device and give the caller's
+ * current device back (core/device_impl.h). */
+static int enter(const ns_sim_t *sim) {
+    if (sim->device < 0) return -1;
+    const int caller = ns_cuda_save_device();
+    if (caller != sim->device) ns_cuda_restore_device(sim->device);
+    return caller;
+}
+
+static void leave(const ns_sim_t *sim, int caller) {
+    if (sim->device >= 0 && caller != sim->device) ns_cuda_restore_device(caller);
+}
+
+ns_status ns_sim_locate(const ns_cell_t *cell, int32_t section, double x, int32_t *compartment) {
+    if (!cell || !compartment) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_locate: NULL argument");
+    ns_section_info si;
+    ns_cell_info ci;
+    ns_cell_get_info(cell, &ci);
+    if (section < 0 || section >= ci.sections)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "location: section %d is not in the cell (%d sections)",
+                       (int)section, (int)ci.sections);
+    if (!(x >= 0.0 && x <= 1.0))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "location: x = %g must be in [0, 1]", x);
+    ns_status st = ns_cell_get_section(cell, section, &si);
+    if (st != NS_OK) return st;
+    /* NEURON's node_index: the segment containing x */
+    int32_t j = (int32_t)(x * (double)si.nseg);
+    if (j > si.nseg - 1) j = si.nseg - 1;
+    if (j < 0) j = 0;
+    *compartment = si.first_node + j;
+    return NS_OK;
+}
+
+static void shape_free(sim_shape *s) {
+    free(s->parent);
+    free(s->a);
+    free(s->b);
+    free(s->cap);
+    free(s->stim_scale);
+    free(s->region);
+    free(s->section);
+    free(s->x);
+}
+
+static ns_status shape_build(sim_shape *s, const ns_cell_t *cell, const ns_sim_params *p, int32_t k) {
+    const ns_tree_t *tree = ns_cell_tree(cell);
+    const int32_t n = tree ? ns_tree_size(tree) : 0;
+    if (n <= 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: empty cell", (int)k);
+    s->n = n;
+    size_t z = (size_t)n;
+    s->parent = malloc(z * sizeof *s->parent);
+    s->a = malloc(z * sizeof *s->a);
+    s->b = malloc(z * sizeof *s->b);
+    s->cap = malloc(z * sizeof *s->cap);
+    s->stim_scale = malloc(z * sizeof *s->stim_scale);
+    s->region = malloc(z * sizeof *s->region);
+    s->section = malloc(z * sizeof *s->section);
+    s->x = malloc(z * sizeof *s->x);
+    if (!s->parent || !s->a || !s->b || !s->cap || !s->stim_scale || !s->region || !s->section || !s->x)
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "shape %d: %d compartments", (int)k, (int)n);
+    memcpy(s->parent, ns_tree_parent(tree), z * sizeof *s->parent);
+    /* a and b are NEURON's (treeset.cpp connection_coef); the d that the
+     * matrix call also returns is rebuilt every step, so it is scratch here. */
+    ns_status st = ns_cell_matrix(cell, 1.0, p->dt, NS_FORM_NEURON, s->a, s->b, s->cap);
+    if (st != NS_OK) {
+        char where[48];
+        snprintf(where, sizeof where, "shape %d", (int)k);
+        ns_error_prefix(where);
+        return st;
+    }
+    const double *area = ns_cell_area(cell);
+    const int32_t *type = ns_cell_type(cell);
+    const int32_t *sec = ns_cell_section(cell);
+    const double *x = ns_cell_position(cell);
+    const double cfac = .001 / p->dt; /* NEURON's nrn_cap_jacob factor */
+    for (int32_t i = 0; i < n; ++i) {
+        if (!(area[i] >= 0.0) || !isfinite(area[i]))
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: compartment %d has area %g um^2", (int)k,
+                           (int)i, area[i]);
+        const int membrane = area[i] > 0.0;
+        const ns_region r = ns_region_of_swc_type(type[i]);
+        s->region[i] = membrane ? (int8_t)r : (int8_t)-1;
+        s->cap[i] = membrane ? cfac * p->region[r].cm : 0.0;
+        s->stim_scale[i] = 1.e2 / (membrane ? area[i] : 100.0);
+        s->section[i] = sec[i];
+        s->x[i] = x[i];
+    }
+    return ns_sim_locate(cell, 0, 0.5, &s->spike_node);
+}
+
+static void resolve_regions(ns_sim_t *sim) {
+    for (int r = 0; r < NS_REGION_COUNT; ++r) {
+        const ns_membrane *m = &sim->params.region[r];
+        sim_region *q = &sim->region[r];
+        q->hh = m->hh;
+        q->pas = m->pas;
+        q->gnabar = m->gnabar;
+        q->gkbar = m->gkbar;
+        q->gl = m->gl;
+        q->el = m->el;
+        q->ena = m->ena;
+        q->ek = m->ek;
+        q->g_pas = m->g_pas;
+        q->e_pas = m->e_pas;
+    }
+    /* hh.mod: q10 = 3^((celsius - 6.3)/10), and the TABLE built with
+     * _x += _dx from -100 (exact integers here) */
+    sim->q10 = pow(3.0, ((sim->params.celsius - 6.3) / 10.0));
+    double xv = NS_HH_TABLE_VMIN;
+    for (int i = 0; i < NS_HH_TABLE_N; xv += NS_HH_TABLE_DV, ++i) {
+        ns_hh_rates r;
+        ns_hh_rates_exact(xv, sim->q10, &r);
+        sim->table.minf[i] = r.minf;
+        sim->table.mtau[i] = r.mtau;
+        sim->table.hinf[i] = r.hinf;
+        sim->table.htau[i] = r.htau;
+        sim->table.ninf[i] = r.ninf;
+        sim->table.ntau[i] = r.ntau;
+    }
+    sim->cfac = .001 / sim->params.dt;
+}
+
+/* The backend and loop through the family's table (core/registry.h) and
+ * its auto rule (sim_policy.c). */
+static ns_status choose_backend(ns_sim_t *sim) {
+    ns_backend be = sim->options.backend;
+    ns_hines_method me = sim->options.method;
+    const ns_impl_table table = ns_sim_impls();
+    const ns_impl *impl = NULL;
+    if (me != NS_HINES_AUTO) {
+        impl = ns_registry_find(table, (int32_t)me, NULL);
+        if (!impl)
+            return ns_fail(NS_ERR_UNSUPPORTED,
+                           "simulation: method '%s' is not a simulation loop (sequential, openmp, onchip, tree)",
+                           ns_hines_method_name(me));
+        if (be != NS_BACKEND_AUTO && be != impl->backend)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation: method '%s' does not run on backend '%s'",
+                           ns_hines_method_name(me), ns_backend_name(be));
+        be = impl->backend;
+    } else {
+        if (be == NS_BACKEND_AUTO) {
+            const ns_impl *cuda = ns_registry_for_backend(table, NS_BACKEND_CUDA);
+            int have_cuda = ns_sim_model_has_cuda(sim->options.model);
+            for (int32_t k = 0; sim->options.shape_models && k < sim->n_shapes; ++k)
+                have_cuda &= ns_sim_model_has_cuda(sim->options.shape_models[k]);
+            be = ns_sim_auto_backend(cuda && cuda->ops() ? ns_cuda_usable_devices() : 0, have_cuda);
+        }
+        if (be != NS_BACKEND_CPU && be != NS_BACKEND_CUDA)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation: unknown backend %d", (int)be);
+        impl = ns_registry_for_backend(table, be);
+        /* the CPU: openmp; CUDA: AUTO stays AUTO, the GPU loop chooses per
+         * shape group (src/cable/cuda/sim_cuda.c, docs/simulation.md) */
+        if (be == NS_BACKEND_CPU) me = NS_HINES_OPENMP;
+    }
+    ns_status ready = ns_registry_ready(impl, "simulation");
+    if (ready != NS_OK) return ready;
+    sim->ops = impl->ops();
+    sim->backend = be;
+    sim->method = me;
+    if (be == NS_BACKEND_CUDA) return ns_cuda_resolve_device(sim->options.device, "simulation", &sim->device);
+    return NS_OK;
+}
+
+ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_t n_cells,
+                        const int32_t *cell_shape, const ns_sim_params *params,
+                        const ns_sim_options *options, ns_sim_t **out) {
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: out is NULL");
+    *out = NULL;
+    if (n_shapes <= 0 || !shapes)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: %d shapes", (int)n_shapes);
+    if (n_cells <= 0) return ns_fail(NS_ERR_EMPTY, "ns_sim_create: %lld cells", (long long)n_cells);
+    ns_status st = ns_sim_params_check(params);
+    if (st != NS_OK) return st;
+    ns_sim_options o;
+    if (options) o = *options;
+    else ns_sim_options_init(&o);
+    if (o.gpu_lanes < 0 || o.gpu_lanes > 32 || (o.gpu_lanes & (o.gpu_lanes - 1)) != 0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: gpu_lanes = %d is not 0, 1, 2, 4, 8, 16 or 32",
+                       (int)o.gpu_lanes);
+    if (o.gpu_mechanisms < NS_SIM_GPU_MECHANISMS_AUTO || o.gpu_mechanisms > NS_SIM_GPU_MECHANISMS_PER_STEP)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: gpu_mechanisms = %d is not AUTO, FUSED or PER_STEP",
+                       (int)o.gpu_mechanisms);
+    if (o.device < NS_DEVICE_CURRENT)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "ns_sim_create: device = %d is neither a device ordinal nor NS_DEVICE_CURRENT", (int)o.device);
+    if (o.record_every < 1 || o.check_every < 1 || o.threads < 0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "ns_sim_create: record_every = %d and check_every = %d must be >= 1, threads = %d >= 0",
+                       (int)o.record_every, (int)o.check_every, (int)o.threads);
+    for (int32_t k = 0; k < n_shapes; ++k)
+        if (!shapes[k]) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: shape %d is NULL", (int)k);
+    if (cell_shape)
+        for (int64_t c = 0; c < n_cells; ++c)
+            if (cell_shape[c] < 0 || cell_shape[c] >= n_shapes)
+                return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: cell %lld has shape %d of %d",
+                               (long long)c, (int)cell_shape[c], (int)n_shapes);
+
+    ns_sim_t *sim = calloc(1, sizeof *sim);
+    if (!sim) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_create");
+    sim->device = -1;
+    sim->params = *params;
+    sim->options = o;
+    sim->n_shapes = n_shapes;
+    sim->n_cells = n_cells;
+    st = choose_backend(sim);
+    if (st != NS_OK) goto fail;
+    resolve_regions(sim);
+    sim->shapes = calloc((size_t)n_shapes, sizeof *sim->shapes);
+    sim->cell_shape = malloc((size_t)n_cells * sizeof *sim->cell_shape);
+    sim->cell_offset = malloc((size_t)(n_cells + 1) * sizeof *sim->cell_offset);
+    sim->spikes = calloc((size_t)n_cells, sizeof *sim->spikes);
+    sim->n_spikes = calloc((size_t)n_cells, sizeof *sim->n_spikes);
+    sim->cap_spikes = calloc((size_t)n_cells, sizeof *sim->cap_spikes);
+    if (!sim->shapes || !sim->cell_shape || !sim->cell_offset || !sim->spikes || !sim->n_spikes ||
+        !sim->cap_spikes) {
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_create: %lld cells", (long long)n_cells);
+        goto fail;
+    }
+    for (int32_t k = 0; k < n_shapes; ++k) {
+        st = shape_build(&sim->shapes[k], shapes[k], params, k);
+        if (st != NS_OK) goto fail;
+        if (sim->shapes[k].n > sim->max_n) sim->max_n = sim->shapes[k].n;
+    }
+    if (o.model || o.shape_models) {
+        /* the models' mechanisms replace the hand-written hh and pas */
+        st = ns_sim_model_resolve(o.model, o.shape_models, n_shapes, shapes, params, &sim->model);
+        if (st != NS_OK) goto fail;
+        for (int r = 0; r < NS_REGION_COUNT; ++r) sim->region[r].hh = sim->region[r].pas = 0;
+        sim->options.model = NULL; /* read during the call only */
+        sim->options.shape_models = NULL;
+    }
+    sim->cell_offset[0] = 0;
+    for (int64_t c = 0; c < n_cells; ++c) {
+        sim->cell_shape[c] = cell_shape ? cell_shape[c] : (int32_t)(c % n_shapes);
+        sim->cell_offset[c + 1] = sim->cell_offset[c] + sim->shapes[sim->cell_shape[c]].n;
+    }
+    sim->n_comp = sim->cell_offset[n_cells];
+    size_t z = (size_t)sim->n_comp;
+    sim->v = malloc(z * sizeof *sim->v);
+    sim->m = malloc(z * sizeof *sim->m);
+    sim->h = malloc(z * sizeof *sim->h);
+    sim->n = malloc(z * sizeof *sim->n);
+    if (!sim->v || !sim->m || !sim->h || !sim->n) {
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_create: state of %lld compartments",
+                     (long long)sim->n_comp);
+        goto fail;
+    }
+    sim->dirty = 1;
+    {
+        const int caller = enter(sim);
+        st = sim->ops->create(sim);
+        leave(sim, caller);
+    }
+    if (st != NS_OK) goto fail;
+    st = ns_sim_init(sim);
+    if (st != NS_OK) goto fail;
+    *out = sim;
+    return NS_OK;
+fail:
+    ns_sim_destroy(sim);
+    return st;
+}
+
+void ns_sim_destroy(ns_sim_t *sim) {
+    if (!sim) return;
+    if (sim->ops && sim->ops->destroy) {
+        const int caller = enter(sim);
+        sim->ops->destroy(sim);
+        leave(sim, caller);
+    }
+    if (sim->shapes)
+        for (int32_t k = 0; k < sim->n_shapes; ++k) shape_free(&sim->shapes[k]);
+    free(sim->shapes);
+    ns_sim_model_free(sim->model);
+    ns_net_free(sim->net);
+    free(sim->cell_shape);
+    free(sim->cell_offset);
+    free(sim->v);
+    free(sim->m);
+    free(sim->h);
+    free(sim->n);
+    free(sim->stims);
+    free(sim->recs);
+    free(sim->stim_begin);
+    free(sim->stim_order);
+    free(sim->rec_begin);
+    free(sim->rec_order);
+    free(sim->traces);
+    if (sim->spikes)
+        for (int64_t c = 0; c < sim->n_cells; ++c) free(sim->spikes[c]);
+    free(sim->spikes);
+    free(sim->n_spikes);
+    free(sim->cap_spikes);
+    free(sim);
+}
+
+static ns_status grow_traces(ns_sim_t *sim, int64_t upto);
+ns_status ns_sim_grow_traces(ns_sim_t *sim, int64_t upto) { return grow_traces(sim, upto); }
+
+static ns_status check_site(const ns_sim_t *sim, const char *what, int64_t cell, int32_t node) {
+    if (cell < 0 || cell >= sim->n_cells)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: cell %lld is not in the simulation (%lld cells)", what,
+                       (long long)cell, (long long)sim->n_cells);
+    const int32_t n = sim->shapes[sim->cell_shape[cell]].n;
+    if (node < 0 || node >= n)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: compartment %d is outside cell %lld (%d compartments)",
+                       what, (int)node, (long long)cell, (int)n);
+    return NS_OK;
+}
+
+ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartment, double delay,
+                            double duration, double amplitude) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_add_iclamp: sim is NULL");
+    ns_status st = check_site(sim, "IClamp", cell, compartment);
+    if (st != NS_OK) return st;
+    if (!isfinite(delay) || !isfinite(duration) || !isfinite(amplitude) || duration < 0.0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "IClamp in cell %lld, compartment %d: del = %g ms, dur = %g ms, amp = %g nA must be finite "
+                       "with dur >= 0",
+                       (long long)cell, (int)compartment, delay, duration, amplitude);
+    if (sim->n_stims == sim->cap_stims) {
+        int64_t cap = sim->cap_stims ? 2 * sim->cap_stims : 16;
+        sim_stim *grown = realloc(sim->stims, (size_t)cap * sizeof *grown);
+        if (!grown) return ns_fail(NS_ERR_OUT_OF_MEMORY, "IClamp: %lld stimuli", (long long)cap);
+        sim->stims = grown;
+        sim->cap_stims = cap;
+    }
+    sim_stim *s = &sim->stims[sim->n_stims++];
+    s->cell = cell;
+    s->node = compartment;
+    s->del = delay;
+    s->dur = duration;
+    s->amp = amplitude;
+    sim->dirty = 1;
+    return NS_OK;
+}
+
+ns_status ns_sim_add_recording(ns_sim_t *sim, int64_t cell, int32_t compartment, int32_t *site) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_add_recording: sim is NULL");
+    ns_status st = check_site(sim, "recording", cell, compartment);
+    if (st != NS_OK) return st;
+    if (sim->steps > 0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "recording: add sites before the first step (or after ns_sim_init)");
+    if (sim->n_recs == sim->cap_recs) {
+        if (sim->cap_recs > INT32_MAX / 4) return ns_fail(NS_ERR_SIZE, "recording: too many sites");
+        int32_t cap = sim->cap_recs ? 2 * sim->cap_recs : 16;
+        sim_rec *grown = realloc(sim->recs, (size_t)cap * sizeof *grown);
+        if (!grown) return ns_fail(NS_ERR_OUT_OF_MEMORY, "recording: %d sites", (int)cap);
+        sim->recs = grown;
+        sim->cap_recs = cap;
+    }
+    sim->recs[sim->n_recs].cell = cell;
+    sim->recs[sim->n_recs].node = compartment;
+    if (site) *site = sim->n_recs;
+    sim->n_recs++;
+    sim->dirty = 1;
+    /* the trace buffer's row length changed: start it again with sample 0
+     * (only sample 0 exists before the first step) */
+    free(sim->traces);
+    sim->traces = NULL;
+    sim->cap_samples = 0;
+    ns_status gs = grow_traces(sim, 1);
+    if (gs != NS_OK) return gs;
+    for (int32_t k = 0; k < sim->n_recs; ++k) sim->traces[k] = sim->params.v_init;
+    sim->samples = 1;
+    return NS_OK;
+}
+
+ns_status ns_sim_index(ns_sim_t *sim) {
+    if (!sim->dirty) return NS_OK;
+    const int64_t nc = sim->n_cells;
+    free(sim->stim_begin);
+    free(sim->stim_order);
+    free(sim->rec_begin);
+    free(sim->rec_order);
+    sim->stim_begin = calloc((size_t)nc + 1, sizeof *sim->stim_begin);
+    sim->stim_order = malloc((size_t)(sim->n_stims ? sim->n_stims : 1) * sizeof *sim->stim_order);
+    sim->rec_begin = calloc((size_t)nc + 1, sizeof *sim->rec_begin);
+    sim->rec_order = malloc((size_t)(sim->n_recs ? sim->n_recs : 1) * sizeof *sim->rec_order);
+    if (!sim->stim_begin || !sim->stim_order || !sim->rec_begin || !sim->rec_order)
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: indexes of %lld cells", (long long)nc);
+    /* counting sort by cell, keeping the order of addition within a cell
+     * (NEURON applies point processes of one node in creation order) */
+    for (int64_t k = 0; k < sim->n_stims; ++k) sim->stim_begin[sim->stims[k].cell + 1]++;
+    for (int64_t c = 0; c < nc; ++c) sim->stim_begin[c + 1] += sim->stim_begin[c];
+    for (int64_t k = 0; k < sim->n_recs; ++k) sim->rec_begin[sim->recs[k].cell + 1]++;
+    for (int64_t c = 0; c < nc; ++c) sim->rec_begin[c + 1] += sim->rec_begin[c];
+    int64_t *fill = malloc((size_t)nc * sizeof *fill);
+    if (!fill) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: indexes of %lld cells", (long long)nc);
+    memcpy(fill, sim->stim_begin, (size_t)nc * sizeof *fill);
+    for (int64_t k = 0; k < sim->n_stims; ++k) sim->stim_order[fill[sim->stims[k].cell]++] = k;
+    memcpy(fill, sim->rec_begin, (size_t)nc * sizeof *fill);
+    for (int32_t k = 0; k < sim->n_recs; ++k) sim->rec_order[fill[sim->recs[k].cell]++] = k;
+    free(fill);
+    sim->dirty = 0;
+    return NS_OK;
+}
+
+/* Room for samples [0, upto) in the trace buffer. */
+static ns_status grow_traces(ns_sim_t *sim, int64_t upto) {
+    if (sim->n_recs == 0 || upto <= sim->cap_samples) return NS_OK;
+    int64_t cap = sim->cap_samples ? sim->cap_samples : 256;
+    while (cap < upto) cap *= 2;
+    double *grown = realloc(sim->traces, (size_t)cap * (size_t)sim->n_recs * sizeof *grown);
+    if (!grown)
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "recording: %lld samples of %d sites", (long long)cap,
+                       (int)sim->n_recs);
+    sim->traces = grown;
+    sim->cap_samples = cap;
+    return NS_OK;
+}
+
+int ns_sim_push_spike(ns_sim_t *sim, int64_t cell, double t) {
+    if (sim->n_spikes[cell] == sim->cap_spikes[cell]) {
+        int64_t cap = sim->cap_spikes[cell] ? 2 * sim->cap_spikes[cell] : 8;
+        double *grown = realloc(sim->spikes[cell], (size_t)cap * sizeof *grown);
+        if (!grown) return -1;
+        sim->spikes[cell] = grown;
+        sim->cap_spikes[cell] = cap;
+    }
+    sim->spikes[cell][sim->n_spikes[cell]++] = t;
+    return 0;
+}
+
+ns_status ns_sim_init(ns_sim_t *sim) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_init: sim is NULL");
+    ns_status st = ns_sim_index(sim);
+    if (st != NS_OK) return st;
+    sim->t = 0.0;
+    sim->steps = 0;
+    sim->failed = 0;
+    sim->state_set = 0;
+    sim->samples = 0;
+    for (int64_t c = 0; c < sim->n_cells; ++c) sim->n_spikes[c] = 0;
+    const int caller = enter(sim);
+    st = sim->ops->init(sim);
+    leave(sim, caller);
+    if (st != NS_OK) return st;
+    st = grow_traces(sim, 1);
+    if (st != NS_OK) return st;
+    /* sample 0: v_init everywhere */
+    for (int32_t k = 0; k < sim->n_recs; ++k) sim->traces[k] = sim->params.v_init;
+    sim->samples = 1;
+    return NS_OK;
+}
+
+void ns_sim_init_host(ns_sim_t *sim) {
+    /* hh's INITIAL at v_init: rates(v); m = minf; h = hinf; n = ninf (the
+     * same for every hh compartment); 0 where there is no hh */
+    ns_hh_rates q;
+    ns_hh_rates_of(&sim->table, sim->params.usetable, sim->q10, sim->params.v_init, &q);
+    for (int64_t c = 0; c < sim->n_cells; ++c) {
+        const sim_shape *s = &sim->shapes[sim->cell_shape[c]];
+        const int64_t o = sim->cell_offset[c];
+        for (int32_t i = 0; i < s->n; ++i) {
+            const int r = s->region[i];
+            const int hh = r >= 0 && sim->region[r].hh;
+            sim->v[o + i] = sim->params.v_init;
+            sim->m[o + i] = hh ? q.minf : 0.0;
+            sim->h[o + i] = hh ? q.hinf : 0.0;
+            sim->n[o + i] = hh ? q.ninf : 0.0;
+        }
+    }
+}
+
+/* Drop spikes after time t [ms] (a failed run keeps what came before). */
+static void trim_spikes(ns_sim_t *sim, double t) {
+    for (int64_t c = 0; c < sim->n_cells; ++c)
+        while (sim->n_spikes[c] > 0 && sim->spikes[c][sim->n_spikes[c] - 1] > t) sim->n_spikes[c]--;
+}
+
+ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_advance: sim is NULL");
+    if (steps < 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_advance: %lld steps", (long long)steps);
+    if (sim->failed)
+        return ns_fail(NS_ERR_NOT_FINITE, "simulation: a previous run stopped on NaN/Inf; call ns_sim_init");
+    if (sim->net && sim->net->dirty)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "ns_sim_advance: synapses, sources or connections changed since ns_sim_init: call ns_sim_init "
+                       "(they take effect there, as NEURON's finitialize)");
+    if (steps == 0) return NS_OK;
+    ns_status st = ns_sim_index(sim);
+    if (st != NS_OK) return st;
+    const int64_t every = sim->options.record_every;
+    st = grow_traces(sim, (sim->steps + steps) / every + 1);
+    if (st != NS_OK) return st;
+    if (sim->state_set && sim->ops->load_state) {
+        const int caller = enter(sim);
+        st = sim->ops->load_state(sim);
+        leave(sim, caller);
+        if (st != NS_OK) return st;
+    }
+    sim->state_set = 0;
+    sim_fault fault = {INT64_MAX, -1, -1, 0.0};
+    const double t0 = ns_time_ms();
+    const double t_before = sim->t;
+    const int caller = enter(sim);
+    st = sim->net ? ns_net_advance(sim, steps, &fault) : sim->ops->advance(sim, steps, &fault);
+    leave(sim, caller);
+    sim->elapsed_ms += ns_time_ms() - t0;
+    if (st != NS_OK) {
+        /* keep what the completed calls recorded (sim->samples is unchanged):
+         * drop the spikes of the failed call */
+        sim->failed = 1;
+        trim_spikes(sim, t_before);
+        return st;
+    }
+    if (fault.step != INT64_MAX) {
+        sim->failed = 1;
+        const sim_shape *s = &sim->shapes[sim->cell_shape[fault.cell]];
+        /* the time of the step's end, as NEURON's t would read */
+        double t = 0.0, t_good = 0.0;
+        for (int64_t k = 0; k < fault.step; ++k) {
+            t_good = t;
+            t = ns_sim_half_step(ns_sim_half_step(t, sim->params.dt), sim->params.dt);
+        }
+        /* every cell ran at least to the step before the fault: the samples
+         * and spikes up to it are results (ns_sim_traces, ns_sim_spikes) */
+        sim->samples = (fault.step - 1) / every + 1;
+        trim_spikes(sim, t_good);
+        return ns_fail(NS_ERR_NOT_FINITE,
+                       "simulation: NaN/Inf (v = %g) in cell %lld, compartment %d (section %d, x = %g) at t = %g ms "
+                       "(step %lld)",
+                       fault.value, (long long)fault.cell, (int)fault.node, (int)s->section[fault.node],
+                       s->x[fault.node], t, (long long)fault.step);
+    }
+    sim->steps += steps;
+    for (int64_t k = 0; k < steps; ++k) sim->t = ns_sim_half_step(ns_sim_half_step(sim->t, sim->params.dt), sim->params.dt);
+    sim->samples = sim->steps / every + 1;
+    return NS_OK;
+}
+
+int64_t ns_sim_steps_for(const ns_sim_t *sim, double tstop) {
+    if (!sim || !(tstop > 0.0)) return 0;
+    int64_t steps = 0;
+    return ns_sim_count_steps(tstop, sim->params.dt, &steps) == NS_OK ? steps : -1;
+}
+
+double ns_sim_time(const ns_sim_t *sim) { return sim ? sim->t : 0.0; }
+int64_t ns_sim_step_count(const ns_sim_t *sim) { return sim ? sim->steps : 0; }
+int64_t ns_sim_cells(const ns_sim_t *sim) { return sim ? sim->n_cells : 0; }
+int64_t ns_sim_compartments(const ns_sim_t *sim) { return sim ? sim->n_comp : 0; }
+ns_backend ns_sim_backend(const ns_sim_t *sim) { return sim ? sim->backend : NS_BACKEND_AUTO; }
+ns_hines_method ns_sim_method(const ns_sim_t *sim) { return sim ? sim->method : NS_HINES_AUTO; }
+int32_t ns_sim_gpu_lanes(const ns_sim_t *sim) { return sim ? sim->gpu_lanes : 0; }
+ns_sim_gpu_mechanisms ns_sim_gpu_mechanisms_of(const ns_sim_t *sim) {
+    return sim ? sim->gpu_mechanisms : NS_SIM_GPU_MECHANISMS_AUTO;
+}
+
+ns_status ns_sim_mechanisms_path(ns_sim_t *sim, const ns_sim_mech_facts *f, const char *loop) {
+    const int path = ns_sim_gpu_mechanisms_rule(f);
+    if (path < 0)
+        return ns_fail(NS_ERR_UNSUPPORTED,
+                       "simulation: gpu_mechanisms = fused, but %s runs the built-in pas and hh (with hh's rate "
+                       "table) and a network of the built-in ExpSyn and Exp2Syn only (%s): use auto or per-step",
+                       loop,
+                       !f->builtin_only           ? "the model has other mechanisms, or hh without its table"
+                       : f->writes_concentration  ? "a mechanism writes a concentration"
+                       : f->parameters_exposed    ? "ns_sim_state_field handed out a parameter's or an ion's array, and "
+                                                    "the fused loop reads the copies it made at create"
+                                                  : "the network has synapse types it does not run");
+    sim->gpu_mechanisms = (ns_sim_gpu_mechanisms)path;
+    return NS_OK;
+}
+
+static const char *const GPU_MECHANISMS[3] = {"auto", "fused", "per-step"};
+
+const char *ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms m) {
+    return (int)m >= 0 && (int)m < 3 ? GPU_MECHANISMS[m] : NULL;
+}
+
+ns_status ns_sim_gpu_mechanisms_from_name(const char *name, ns_sim_gpu_mechanisms *out) {
+    if (!name || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_gpu_mechanisms_from_name: NULL argument");
+    for (int k = 0; k < 3; ++k)
+        if (strcmp(name, GPU_MECHANISMS[k]) == 0) {
+            *out = (ns_sim_gpu_mechanisms)k;
+            return NS_OK;
+        }
+    return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown GPU mechanisms path '%s' (auto, fused, per-step)", name);
+}
+double ns_sim_elapsed_ms(const ns_sim_t *sim) { return sim ? sim->elapsed_ms : 0.0; }
+
+int32_t ns_sim_spike_compartment(const ns_sim_t *sim, int64_t cell) {
+    if (!sim || cell < 0 || cell >= sim->n_cells) return -1;
+    return sim->shapes[sim->cell_shape[cell]].spike_node;
+}
+
+const double *ns_sim_traces(const ns_sim_t *sim, int64_t *samples, int32_t *sites) {
+    if (samples) *samples = sim ? sim->samples : 0;
+    if (sites) *sites = sim ? sim->n_recs : 0;
+    return sim ? sim->traces : NULL;
+}
+
+const double *ns_sim_spikes(const ns_sim_t *sim, int64_t cell, int64_t *count) {
+    if (!sim || cell < 0 || cell >= sim->n_cells) {
+        if (count) *count = 0;
+        return NULL;
+    }
+    if (count) *count = sim->n_spikes[cell];
+    return sim->spikes[cell];
+}
+
+ns_status ns_sim_get_state(ns_sim_t *sim, int64_t cell, double *v, double *m, double *h, double *n) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_state: sim is NULL");
+    if (cell < 0 || cell >= sim->n_cells)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_state: cell %lld of %lld", (long long)cell,
+                       (long long)sim->n_cells);
+    if (sim->ops->sync_state && !sim->state_set) { /* after ns_sim_set_state the host copy is the state */
+        const int caller = enter(sim);
+        ns_status st = sim->ops->sync_state(sim);
+        leave(sim, caller);
+        if (st != NS_OK) return st;
+    }
+    const int64_t o = sim->cell_offset[cell];
+    const size_t z = (size_t)(sim->cell_offset[cell + 1] - o) * sizeof(double);
+    if (v) memcpy(v, sim->v + o, z);
+    if (m) memcpy(m, sim->m + o, z);
+    if (h) memcpy(h, sim->h + o, z);
+    if (n) memcpy(n, sim->n + o, z);
+    return NS_OK;
+}
+
+ns_status ns_sim_set_state(ns_sim_t *sim, int64_t cell, const double *v, const double *m, const double *h,
+                           const double *n) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_set_state: sim is NULL");
+    if (cell < 0 || cell >= sim->n_cells)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_set_state: cell %lld of %lld", (long long)cell,
+                       (long long)sim->n_cells);
+    if (sim->model && (m || h || n))
+        return ns_fail(NS_ERR_UNSUPPORTED, "ns_sim_set_state: a model simulation has no built-in hh gates (m, h, n "
+                                           "must be NULL)");
+    /* the other cells' host copy must be current before it is pushed back */
+    if (sim->ops->sync_state && !sim->state_set) {
+        const int caller = enter(sim);
+        ns_status st = sim->ops->sync_state(sim);
+        leave(sim, caller);
+        if (st != NS_OK) return st;
+    }
+    const int64_t o = sim->cell_offset[cell];
+    const int32_t cnt = (int32_t)(sim->cell_offset[cell + 1] - o);
+    const double *src[4] = {v, m, h, n};
+    double *dst[4] = {sim->v + o, sim->m + o, sim->h + o, sim->n + o};
+    static const char *const names[4] = {"v", "m", "h", "n"};
+    for (int a = 0; a < 4; ++a) {
+        if (!src[a]) continue;
+        for (int32_t i = 0; i < cnt; ++i)
+            if (!isfinite(src[a][i]))
+                return ns_fail(NS_ERR_NOT_FINITE, "ns_sim_set_state: cell %lld, compartment %d: %s = %g",
+                               (long long)cell, (int)i, names[a], src[a][i]);
+    }
+    for (int a = 0; a < 4; ++a)
+        if (src[a]) memcpy(dst[a], src[a], (size_t)cnt * sizeof(double));
+    sim->state_set = 1;
+    return NS_OK;
+}
+
+int64_t ns_sim_cell_offset(const ns_sim_t *sim, int64_t cell) {
+    if (!sim || cell < 0 || cell > sim->n_cells) return -1;
+    return sim->cell_offset[cell];
+}
+
+/* The host array of a variable (sim_impl.h: Flat, the host copy). */
+static double *host_var(ns_sim_t *sim, ns_sim_var var) {
+    double *const arrays[NS_SIM_VAR_COUNT] = {sim->v, sim->m, sim->h, sim->n};
+    return arrays[var];
+}
+
+static ns_status check_var(const ns_sim_t *sim, const char *who, ns_sim_var var, const void *flat, void *stream) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: sim is NULL", who);
+    if ((int)var < 0 || var >= NS_SIM_VAR_COUNT)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: var %d is not an ns_sim_var (0..%d)", who, (int)var,
+                       NS_SIM_VAR_COUNT - 1);
+    if (!flat) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: flat is NULL", who);
+    if (sim->model && var != NS_SIM_VAR_V)
+        return ns_fail(NS_ERR_UNSUPPORTED, "%s: a model simulation has no built-in hh gates (its states are its "
+                                           "mechanisms')", who);
+    if (stream && !sim->ops->read_var)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: stream given for a %s simulation (host memory, no stream)", who,
+                       sim->ops->name);
+    return NS_OK;
+}
+
+/* Host changes (ns_sim_set_state) go to the backend before its memory is
+ * read or written there. */
+static ns_status push_host_state(ns_sim_t *sim) {
+    if (!sim->state_set || !sim->ops->load_state) return NS_OK;
+    ns_status st = sim->ops->load_state(sim);
+    if (st == NS_OK) sim->state_set = 0;
+    return st;
+}
+
+/* Both directions: the backend's memory (its read_var / write_var), or the
+ * host arrays (brought up to date first, marked as the state after a write). */
+static ns_status copy_var(ns_sim_t *sim, const char *who, ns_sim_var var, double *flat, void *stream, int read) {
+    ns_status st = check_var(sim, who, var, flat, stream);
+    if (st != NS_OK) return st;
+    const int caller = enter(sim);
+    if (sim->ops->read_var) {
+        st = push_host_state(sim);
+        if (st == NS_OK) st = read ? sim->ops->read_var(sim, var, flat, stream) : sim->ops->write_var(sim, var, flat, stream);
+    } else {
+        if (sim->ops->sync_state && !sim->state_set) st = sim->ops->sync_state(sim);
+        const size_t bytes = (size_t)sim->n_comp * sizeof(double);
+        if (st == NS_OK && read) memcpy(flat, host_var(sim, var), bytes);
+        if (st == NS_OK && !read) {
+            memcpy(host_var(sim, var), flat, bytes);
+            sim->state_set = 1;
+        }
+    }
+    leave(sim, caller);
+    return st;
+}
+
+ns_status ns_sim_read_var(ns_sim_t *sim, ns_sim_var var, double *flat, void *stream) {
+    return copy_var(sim, "ns_sim_read_var", var, flat, stream, 1);
+}
+
+ns_status ns_sim_write_var(ns_sim_t *sim, ns_sim_var var, const double *flat, void *stream) {
+    return copy_var(sim, "ns_sim_write_var", var, (double *)flat, stream, 0);
+}
+
+int64_t ns_sim_state_parts(const ns_sim_t *sim) { return sim ? sim->ops->state_parts(sim) : -1; }
+
+ns_status ns_sim_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_part: sim is NULL");
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_part: out is NULL");
+    const int64_t parts = sim->ops->state_parts(sim);
+    if (part < 0 || part >= parts)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_part: part %lld of %lld", (long long)part,
+                       (long long)parts);
+    memset(out, 0, sizeof *out);
+    const int caller = enter(sim);
+    ns_status st = push_host_state(sim); /* a pending ns_sim_set_state: into the loop's arrays first */
+    if (st == NS_OK) st = sim->ops->state_part(sim, part, out);
+    leave(sim, caller);
+    if (st == NS_OK && sim->model) out->m = out->h = out->n = NULL; /* a model's states are its mechanisms' */
+    return st;
+}
+
+ns_status ns_sim_state_done(ns_sim_t *sim, void *stream) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_done: sim is NULL");
+    if (stream && sim->device < 0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_done: stream given for a %s simulation (host memory, "
+                                                "no stream)",
+                       sim->ops->name);
+    const int caller = enter(sim);
+    ns_status st = sim->ops->state_done ? sim->ops->state_done(sim, stream) : NS_OK;
+    leave(sim, caller);
+    return st;
+}
+
+ns_status ns_sim_state_field(ns_sim_t *sim, int64_t part, const char *name, ns_sim_field *out) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: sim is NULL");
+    if (!name) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: name is NULL");
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: out is NULL");
+    if (!sim->model)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: %s: the simulation has no model (v and hh's gates: "
+                                                "ns_sim_state_part)",
+                       name);
+    const int64_t parts = sim->ops->state_parts(sim);
+    if (part < 0 || part >= parts)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: part %lld of %lld", (long long)part,
+                       (long long)parts);
+    int32_t mech, ion;
+    int field, q;
+    ns_status st = ns_sim_model_var_lookup(sim->model, name, &mech, &field, &ion, &q);
+    if (st != NS_OK) return st;
+    memset(out, 0, sizeof *out);
+    const int caller = enter(sim);
+    st = push_host_state(sim);
+    if (st == NS_OK) st = sim->ops->state_field(sim, part, mech, field, ion, q, out);
+    leave(sim, caller);
+    return st;
+}
+
+ns_status ns_sim_get_model_var(ns_sim_t *sim, int64_t cell, const char *name, double *values) {
+    if (!sim || !name || !values) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_model_var: NULL argument");
+    if (!sim->model)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_model_var: %s: the simulation has no model", name);
+    if (cell < 0 || cell >= sim->n_cells)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_model_var: cell %lld of %lld", (long long)cell,
+                       (long long)sim->n_cells);
+    int32_t mech, ion;
+    int field, q;
+    ns_status lst = ns_sim_model_var_lookup(sim->model, name, &mech, &field, &ion, &q);
+    if (lst != NS_OK) return lst;
+    const int caller = enter(sim);
+    ns_status st = sim->ops->model_var(sim, cell, mech, field, ion, q, values);
+    leave(sim, caller);
+    return st;
+}
+
+/* The family's implementations (core/registry.h): the GPU loops take the
+ * solver's onchip and tree kernels (docs/simulation.md). */
+static const void *impl_cpu(void) { return ns_sim_cpu_ops(); }
+static const void *impl_cuda(void) { return ns_sim_cuda_ops(); }
+static const ns_impl impls[] = {
+    {NS_FAMILY_SIM, NS_BACKEND_CPU, "cpu", NS_METHOD_BIT(NS_HINES_SEQUENTIAL) | NS_METHOD_BIT(NS_HINES_OPENMP),
+     impl_cpu, NULL},
+    {NS_FAMILY_SIM, NS_BACKEND_CUDA, "cuda", NS_METHOD_BIT(NS_HINES_ONCHIP) | NS_METHOD_BIT(NS_HINES_TREE), impl_cuda,
+     NULL},
+};
+
+ns_impl_table ns_sim_impls(void) { return NS_IMPL_TABLE(impls); }

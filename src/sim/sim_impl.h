@@ -1,0 +1,172 @@
+/* Private: the simulation handle, its per-shape constants and the backend
+ * table that the CPU loop (step_cpu.c) and the CUDA loop (cuda/) fill. */
+#ifndef NS_CABLE_SIM_IMPL_H
+#define NS_CABLE_SIM_IMPL_H
+
+#include "sim/membrane.h"
+#include "mech/model_impl.h"
+#include "core/registry.h"
+#include "neurosolve/cable.h"
+
+/* Constants of one shape, shared by all its cells (NEURON's per-node data). */
+typedef struct sim_shape {
+    int32_t n;
+    int32_t *parent;
+    double *a, *b;        /* NEURON's connection coefficients [S/cm^2; uS at zero-area nodes] */
+    double *cap;          /* (1e-3/dt) * cm [S/cm^2]; 0 at zero-area nodes (no capacitance) */
+    double *stim_scale;   /* 1e2 / area [1/um^2 * 1e2]; area 100 at zero-area nodes, as NEURON */
+    int8_t *region;       /* ns_region of the node, -1 at zero-area nodes (no membrane) */
+    int32_t *section;     /* for error messages */
+    double *x;
+    int32_t spike_node;   /* root section at x = 0.5 */
+} sim_shape;
+
+/* Resolved membrane of one region (what the loops read). */
+typedef struct sim_region {
+    int hh, pas;
+    double gnabar, gkbar, gl, el, ena, ek;
+    double g_pas, e_pas;
+} sim_region;
+
+typedef struct sim_stim {
+    int64_t cell;
+    int32_t node;
+    double del, dur, amp; /* [ms], [ms], [nA] */
+} sim_stim;
+
+typedef struct sim_rec {
+    int64_t cell;
+    int32_t node;
+} sim_rec;
+
+/* A failure found during a run: the earliest step, then the lowest cell. */
+typedef struct sim_fault {
+    int64_t step; /* step count after which v was not finite; INT64_MAX: none */
+    int64_t cell;
+    int32_t node;
+    double value;
+} sim_fault;
+
+typedef struct sim_ops sim_ops;
+struct net_loop;
+
+struct ns_sim {
+    ns_sim_params params;
+    ns_sim_options options;
+    ns_backend backend;
+    ns_hines_method method;
+    int device;            /* CUDA: the GPU (options.device resolved); -1 on the CPU */
+    int32_t gpu_lanes;     /* set by the CUDA loop: see ns_sim_gpu_lanes */
+    ns_sim_gpu_mechanisms gpu_mechanisms; /* set by the CUDA loop for a model: FUSED or PER_STEP */
+    const sim_ops *ops;
+    void *backend_state;
+
+    int32_t n_shapes;
+    sim_shape *shapes;
+    int32_t max_n;
+    int64_t n_cells;
+    int32_t *cell_shape;   /* n_cells */
+    int64_t *cell_offset;  /* n_cells + 1: Flat layout of the state */
+    int64_t n_comp;
+
+    /* state, Flat layout (host copy; the CUDA loop keeps its own on the device) */
+    double *v, *m, *h, *n;
+
+    sim_region region[NS_REGION_COUNT];
+    sim_model *model;      /* mechanisms from a library (ns_sim_options.model); NULL: hh and pas of params */
+    struct sim_net *net;   /* synapses, sources, connections (net.c); NULL: none */
+    double q10;
+    ns_hh_table table;
+    double cfac; /* 1e-3 / dt */
+
+    /* stimuli and recordings as added, and per-cell indexes of them (CSR over
+     * cells, rebuilt when `dirty`) */
+    sim_stim *stims;
+    int64_t n_stims, cap_stims;
+    sim_rec *recs;
+    int32_t n_recs, cap_recs;
+    int64_t *stim_begin; /* n_cells + 1 into stim_order */
+    int64_t *stim_order;
+    int64_t *rec_begin;  /* n_cells + 1 into rec_order (site indices) */
+    int32_t *rec_order;
+    int dirty;
+
+    /* results */
+    double *traces; /* samples x n_recs */
+    int64_t samples, cap_samples;
+    double **spikes; /* per cell */
+    int64_t *n_spikes, *cap_spikes;
+
+    double t;        /* [ms] */
+    int64_t steps;
+    double elapsed_ms;
+    int failed;      /* a NaN stopped the last run: ns_sim_init is needed */
+    int state_set;   /* ns_sim_set_state changed the host copy: push it before the next step */
+};
+
+struct sim_ops {
+    const char *name;
+    ns_status (*create)(ns_sim_t *sim);
+    void (*destroy)(ns_sim_t *sim);
+    /* v = v_init, gates at steady state (host arrays as well) */
+    ns_status (*init)(ns_sim_t *sim);
+    /* advance `steps` steps from sim->steps; record into sim->traces (grown by
+     * the caller for the new samples) and append spikes; fill *fault */
+    ns_status (*advance)(ns_sim_t *sim, int64_t steps, sim_fault *fault);
+    /* bring the state of the host arrays up to date (NULL: they always are) */
+    ns_status (*sync_state)(ns_sim_t *sim);
+    /* make the backend's state that of the host arrays, after ns_sim_set_state
+     * (NULL: the host arrays are the state) */
+    ns_status (*load_state)(ns_sim_t *sim);
+    /* ns_sim_read_var / ns_sim_write_var on the backend's own memory (NULL:
+     * the host arrays, after sync_state); sim.c has checked the arguments
+     * except the pointer and stream, which belong to the backend */
+    ns_status (*read_var)(ns_sim_t *sim, ns_sim_var var, double *flat, void *stream);
+    ns_status (*write_var)(ns_sim_t *sim, ns_sim_var var, const double *flat, void *stream);
+    /* ns_sim_get_model_var: field `field` of the model's mechanism `mech`
+     * (NaN where it is not inserted), or (mech < 0) array q (0 e, 1 ci, 2 co,
+     * 3 i) of ion `ion`, of one cell, into `out` (host) */
+    ns_status (*model_var)(ns_sim_t *sim, int64_t cell, int32_t mech, int32_t field, int32_t ion, int32_t q,
+                           double *out);
+    /* a network's interval loop (net_impl.h, ns_net_loop_next; NULL: no
+     * networks on this backend) */
+    ns_status (*advance_net)(ns_sim_t *sim, struct net_loop *loop, sim_fault *fault);
+    /* ns_sim_state_parts / ns_sim_state_part / ns_sim_state_done: the loop's
+     * own arrays (sim.c has checked `part` and, for state_done, that a CPU
+     * simulation got no stream; the stream's device is the backend's) */
+    int64_t (*state_parts)(const ns_sim_t *sim);
+    ns_status (*state_part)(ns_sim_t *sim, int64_t part, ns_sim_part *out);
+    ns_status (*state_done)(ns_sim_t *sim, void *stream);
+    /* ns_sim_state_field: field `field` of mechanism `mech`, or (mech < 0)
+     * array q of ion `ion` (ns_sim_model_var_lookup's answer), in part `part` */
+    ns_status (*state_field)(ns_sim_t *sim, int64_t part, int32_t mech, int32_t field, int32_t ion, int32_t q,
+                             ns_sim_field *out);
+};
+
+const sim_ops *ns_sim_cpu_ops(void);
+/* The initial state in the host arrays (v = v_init, hh gates at their
+ * steady state): every backend's init starts from it. */
+void ns_sim_init_host(ns_sim_t *sim);
+/* The family's implementations (core/registry.h), in sim.c. */
+ns_impl_table ns_sim_impls(void);
+const sim_ops *ns_sim_cuda_ops(void); /* NULL without CUDA */
+
+/* Append a spike time to a cell's list (0 or -1 when out of memory). */
+int ns_sim_push_spike(ns_sim_t *sim, int64_t cell, double t);
+
+/* Room for trace samples [0, upto) (checkpoint.c restores them). */
+ns_status ns_sim_grow_traces(ns_sim_t *sim, int64_t upto);
+
+/* Rebuild the per-cell stimulus and recording indexes if needed. */
+ns_status ns_sim_index(ns_sim_t *sim);
+
+/* The mechanisms' path for facts f (sim_policy.h, ns_sim_gpu_mechanisms_rule),
+ * set on sim; `fused` asked for where `loop` ("the CPU loop's fused pass",
+ * "the GPU's fused loop") cannot run it: NS_ERR_UNSUPPORTED naming why. */
+struct ns_sim_mech_facts;
+ns_status ns_sim_mechanisms_path(ns_sim_t *sim, const struct ns_sim_mech_facts *f, const char *loop);
+
+/* NEURON's time after k half steps from t (t += 0.5 * dt each). */
+static inline double ns_sim_half_step(double t, double dt) { return t + .5 * dt; }
+
+#endif
