@@ -307,7 +307,7 @@ static void test_population(void) {
     }
     CHECK_MSG(same == 0.0, "OpenMP differs from sequential by %g mV", same);
     CHECK_MSG(policy < 1e-8, "NEURON's node set differs from the minimal one by %g mV", policy);
-    /* other thread counts give other lane blocks (cable/cpu_policy.c: widths
+    /* other thread counts give other lane blocks (sim/cpu/policy.c: widths
      * 8 to 1, 1 to 61 threads): every cell's result is the same bit for bit */
     const int counts[4] = {1, 3, 7, 61};
     for (int q = 0; q < 4; ++q) {
@@ -427,7 +427,7 @@ static void cell_result(ns_sim_t *sim, int64_t c, int64_t n, double *x, int64_t 
     *spikes += cnt;
 }
 
-/* A large cell split across threads (cable/cpu_policy.h, ns_cpu_split: its
+/* A large cell split across threads (sim/cpu/policy.h, ns_cpu_split: its
  * membrane and gate passes over node ranges of every thread, its solve on
  * one): mouselight_AA0059 (5,500 compartments) with three allen_rbp4 cells,
  * at 2, 3 and 5 threads, against one thread, bit for bit (traces at 24 sites
@@ -476,7 +476,7 @@ static void run_split_case(int threads, int n_big, int64_t fault_cell, double am
               (long long)big_comps, n_big);
     /* the decision under test: one copy split at 2, 3, 5 threads, not at
      * 1; three copies (17,277 compartments) at 4 and 5 threads, in blocks
-     * of 2 and 1 lanes (the widest the count allows, step_cpu.c) */
+     * of 2 and 1 lanes (the widest the count allows, sim/cpu/step.c) */
     const int split = n_big == 1 ? threads > 1 : threads == 4 || threads == 5;
     CHECK(ns_cpu_split(5500, ns_sim_compartments(sim), threads) == split);
     int lanes[NS_CPU_LANES_MAX + 1] = {0};
@@ -558,7 +558,7 @@ static void split_cases(int n_big) {
         CHECK_MSG(strcmp(one.error, many.error) == 0, "fault: '%s' with one thread, '%s' with %d", one.error,
                   many.error, fault_threads);
         /* the faulty step the last of a call: a split block finds a NaN
-         * of its node ranges after the step's last barrier (step_cpu.c) */
+         * of its node ranges after the step's last barrier (sim/cpu/step.c) */
         const char *at = strstr(one.error, "(step ");
         const long long fault_step = at ? atoll(at + 6) : 0;
         CHECK_MSG(fault_step > 1 && fault_step < 800, "fault step %lld ('%s')", fault_step, one.error);
@@ -596,7 +596,7 @@ static void test_split_cell(void) {
     split_cases(3);
 }
 
-/* The node order (cable/cpu_policy.h, ns_cpu_reorder) and the masked passes
+/* The node order (sim/cpu/policy.h, ns_cpu_reorder) and the masked passes
  * (ns_cpu_masked): a short-run cell in blocks of every width, and as a split
  * cell, against one thread's 8-lane blocks bit for bit (traces at every node
  * of one cell, every cell's final state, spikes). */

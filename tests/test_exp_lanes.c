@@ -1,4 +1,4 @@
-/* The CPU loop's vector exp (src/cable/exp_lanes.h) against the C library's
+/* The CPU loop's vector exp (src/sim/cpu/exp_lanes.h) against the C library's
  * exp: within 1 ulp everywhere the loop can call it (2 million random
  * arguments over the whole finite range, dense over the cnexp range
  * dt * (-1/tau) in [-5, 0] and around 0), the results that differ at all

@@ -5,7 +5,7 @@
  * NEURON's fixed-step scheme with the generated code and compared with the
  * NEURON 9.0.2 traces in tests/data/nmodl/ (validation/nmodl_neuron_traces.py):
  * RMS of v, spike times, and cai / eca where calcium is dynamic.
- * Also: generated hh against the hand-written src/cable/mech.h (the same
+ * Also: generated hh against the hand-written src/sim/membrane.h (the same
  * arithmetic but for exp, the host polynomial: within 1e-9 mV), derivimplicit and euler against their
  * closed forms, and the library's errors (unknown names, failed builds).
  * Without a C compiler the test skips (77). */
@@ -194,7 +194,7 @@ static void run_case(ns_mech_library_t *const *libs, int n_libs, const tcase *tc
     free_comp(&c);
 }
 
-/* Generated hh against src/cable/mech.h (the CPU and GPU loops' hh), both
+/* Generated hh against src/sim/membrane.h (the CPU and GPU loops' hh), both
  * with NEURON's default TABLE and exact rates: the same operations. */
 static void hh_vs_mech_h(ns_mech_library_t *const *libs, int n_libs) {
     const ns_mech_desc *hh = find(libs, n_libs, "hh");
@@ -213,7 +213,7 @@ static void hh_vs_mech_h(ns_mech_library_t *const *libs, int n_libs) {
         double *out = malloc((size_t)steps * 3 * sizeof *out);
         if (!out) return;
         CHECK(simulate(&c, tc, steps, out) == 0);
-        /* the same compartment with mech.h, as src/cable/sim.c sets it up */
+        /* the same compartment with sim/membrane.h, as src/sim/sim.c sets it up */
         static ns_hh_table table;
         const double q10 = pow(3.0, ((tc->celsius - 6.3) / 10.0));
         double xv = NS_HH_TABLE_VMIN;
@@ -245,12 +245,12 @@ static void hh_vs_mech_h(ns_mech_library_t *const *libs, int n_libs) {
         int fm = -1;
         CHECK_OK(ns_mech_field_index(hh, "m", &fm));
         worst_gate = fabs(c.m[0].fields[fm] - m);
-        printf("hh generated vs mech.h (usetable %d): max |dv| %.3e mV over %ld steps, |dm| %.3e at the end\n", usetable,
+        printf("hh generated vs sim/membrane.h (usetable %d): max |dv| %.3e mV over %ld steps, |dm| %.3e at the end\n", usetable,
                worst, steps, worst_gate);
         /* the generated host code's exp is a polynomial within 1 ulp of the C
-         * library's (mech.h's): 1e-9 mV leaves a margin of 20x over 2000
+         * library's (sim/membrane.h's): 1e-9 mV leaves a margin of 20x over 2000
          * steps of spiking (measured 4.4e-11 mV without the table) */
-        CHECK_MSG(worst <= 1e-9, "usetable %d: generated hh differs from mech.h by %g mV", usetable, worst);
+        CHECK_MSG(worst <= 1e-9, "usetable %d: generated hh differs from sim/membrane.h by %g mV", usetable, worst);
         CHECK(worst_gate <= 1e-9);
         free(out);
         free_comp(&c);

@@ -1,14 +1,14 @@
 /* The `auto` decisions, without a GPU (issues 14, 15): the Hines family's
  * one rule (hines/policy.c: backend, then method), the GPU simulation's
- * per-shape loop rule (cable/sim_policy.c) and LiFE's backend rule on
+ * per-shape loop rule (sim/policy.c) and LiFE's backend rule on
  * representative inputs, with the shared memory and SM count of an
  * H100/H200; the registry's routing of every Hines method (which
  * implementation takes a one-shape and a mixed batch); and the capability
  * query of this build. The GPU tests check the same decisions on the
  * device through the public API (test_hines_tree_cuda, test_cable_cuda,
  * test_hines_device_cuda). And the CPU simulation loop's lane-block and
- * thread decisions (cable/cpu_policy.c), and whether a model's mechanisms
- * run fused into the GPU tree kernel or per step (cable/sim_policy.c). */
+ * thread decisions (sim/cpu/policy.c), and whether a model's mechanisms
+ * run fused into the GPU tree kernel or per step (sim/policy.c). */
 #include <string.h>
 
 #include "sim/cpu/policy.h"
@@ -164,7 +164,7 @@ int main(void) {
     const ns_status tree = ns_method_available(NS_FAMILY_HINES, NS_HINES_TREE);
     CHECK_MSG(tree == (!have_cuda ? NS_ERR_UNSUPPORTED : gpus ? NS_OK : NS_ERR_NO_DEVICE), "tree: %s (%s)",
               ns_status_string(tree), ns_last_error());
-    /* the CPU loop (cable/cpu_policy.c): lane width, blocks, threads, partition */
+    /* the CPU loop (sim/cpu/policy.c): lane width, blocks, threads, partition */
     CHECK(ns_cpu_lane_width(307, 1000LL * 307, 16) == 8);  /* 1,000 L5 cells: full blocks */
     CHECK(ns_cpu_lane_width(307, 1000LL * 307, 1) == 8);
     CHECK(ns_cpu_lane_width(307, 16LL * 307, 16) == 1);    /* 16 cells, 16 threads: one cell per block */

@@ -1,6 +1,6 @@
 /* Models (ns_sim_model: NMODL mechanisms in the cable simulation) without a
  * C compiler (the built-in pas, hh, ExpSyn, Exp2Syn):
- *   1. src/cable/builtin/ is the translator's output for data/mechanisms/neuron
+ *   1. src/mech/builtin/ is the translator's output for data/mechanisms/neuron
  *      (regenerated in memory, compared byte for byte);
  *   2. a model `all.insert = hh` (and hh + pas per region, ion and hh
  *      parameters, usetable_hh = 0) gives traces and spike times bit-identical
@@ -328,11 +328,11 @@ static void model_equals_handwritten(ns_cell_t *const *cells) {
 
 /* ------------------------- 2b. the CPU loop's fused pass == its per-step path */
 
-/* The fused pass (src/cable/model_cpu.c) runs the generated per-instance
+/* The fused pass (src/sim/cpu/mechanisms.c) runs the generated per-instance
  * functions that the per-step path runs, on locals, each node's terms in the
  * same order: the same traces, spike times and, after the run (the
  * assigned variables are stored in a call's last step), model variables,
- * bit for bit. The rule's decision (sim_policy.h, the GPU's) is asserted:
+ * bit for bit. The rule's decision (sim/policy.h, the GPU's) is asserted:
  * auto fuses a model of the built-in pas and hh with hh's table, not one
  * without the table; fused is refused then. */
 static void fused_equals_per_step(ns_cell_t *const *cells) {

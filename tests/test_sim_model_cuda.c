@@ -1,5 +1,5 @@
-/* A model's mechanisms on the GPU (src/cable/cuda/sim_model_cuda.c) against
- * the CPU loop's (src/cable/model_cpu.c), an independent implementation of
+/* A model's mechanisms on the GPU (src/sim/cuda/mechanisms.c) against
+ * the CPU loop's (src/sim/cpu/mechanisms.c), an independent implementation of
  * the same step (host entry points over lane blocks, the CPU Hines solve):
  *   - the built-in hh (generated) everywhere and pas in the dendrites, on
  *     three morphologies x 3 cells: spike times within 1e-6 ms, traces within
@@ -10,7 +10,7 @@
  *     zone), its library built with cc and nvcc (--cuda): spike times within
  *     1e-4 ms, RMS of v within 1e-4 mV per site over 300 ms;
  *   - a model whose library has no CUDA code is refused naming the mechanism.
- *   - the fused loop (pas and hh inside the tree kernel, sim_fused.h) that
+ *   - the fused loop (pas and hh inside the tree kernel, sim/cuda/fused.h) that
  *     `auto` picks for built-in mechanisms: against the per-step path and
  *     the CPU loop (three models), assigned variables after a run, the
  *     checkpoint refusal; the L5 model's library runs per step and a fused
@@ -112,7 +112,7 @@ static int run_path(ns_backend backend, ns_sim_gpu_mechanisms gm, int n_shapes, 
     out->path = ns_sim_gpu_mechanisms_of(sim);
     /* the mechanisms' and ions' state of cell 0 (ns_sim_get_model_var):
      * states, and RANGE assigned variables (the fused loop stores those in
-     * the last step of each launch only: sim_fused.h) */
+     * the last step of each launch only: sim/cuda/fused.h) */
     static const char *const VARS[7] = {"m_hh", "h_hh", "cai", "m_NaTa_t", "ina_hh", "mtau_hh", "il_hh"};
     out->n_comp = (int32_t)(ns_sim_cell_offset(sim, 1) - ns_sim_cell_offset(sim, 0));
     out->vars = malloc(7 * (size_t)out->n_comp * sizeof *out->vars);
@@ -212,7 +212,7 @@ int main(void) {
         for (int k = 0; k < 3; ++k) ns_cell_destroy(cells[k]);
     }
 
-    /* 1b. the fused loop (src/cable/cuda/sim_fused.h: pas and hh inside the
+    /* 1b. the fused loop (src/sim/cuda/fused.h: pas and hh inside the
      * tree kernel, 2,000 steps per launch) chosen by `auto` for models of
      * built-in mechanisms, against the per-step path and the CPU loop with
      * the tolerances above: hh everywhere, hh with pas in the dendrites,

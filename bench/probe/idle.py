@@ -10,7 +10,7 @@ dst = sys.argv[1]
 def skip(folder, names):
     return [x for x in names if x == '.git' or (folder == '.' and x.startswith(('build', '.whl')))]
 shutil.copytree('.', dst, ignore=skip, dirs_exist_ok=True)
-p = dst + '/src/cable/step_cpu.c'
+p = dst + '/src/sim/cpu/step.c'
 s = open(p).read()
 s = s.replace('#include "core/error.h"\n', '''#include "core/error.h"
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Private: the backend registry's mechanism (core). Each family lists its
  * implementations in one table of its own (hines/solver.c, tridiag/solver.c,
- * cable/sim.c, life/engine.c): the backend each runs on, the methods it
+ * sim/sim.c, life/engine.c): the backend each runs on, the methods it
  * runs, its ops table (the family's own type; NULL when the build lacks the
  * backend) and, where several implementations share a method, which
  * problems it takes. Families never test `if (cuda)`: they find the

@@ -69,7 +69,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
                                sim_model **out);
 void ns_sim_model_free(sim_model *m);
 /* 1 when every mechanism the model inserts has CUDA launchers (or model is
- * NULL), 0 otherwise (the backend's auto rule, sim_policy.c). */
+ * NULL), 0 otherwise (the backend's auto rule, sim/policy.c). */
 int ns_sim_model_has_cuda(const ns_sim_model_t *model);
 
 /* ns_sim_get_model_var's name: field `field` of mechanism `mech`, or (ion >=

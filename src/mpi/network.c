@@ -1,5 +1,5 @@
 /* Network files over MPI processes (docs/networks.md, "MPI"): the traversal
- * of ns_network_apply (src/cable/netfile.c, one implementation for both
+ * of ns_network_apply (src/io/netfile.c, one implementation for both
  * targets) with the ns_mpi_sim_* calls, so that every process makes the
  * calls of a single simulation, in its order, with its arguments. */
 #include <stdint.h>

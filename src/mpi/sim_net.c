@@ -9,7 +9,7 @@
  * which for a detector of another process is a proxy: an empty train whose
  * spikes come from the exchange.
  *
- * The exchange (net.c calls it through net_exchange.h after every
+ * The exchange (net.c calls it through net/exchange.h after every
  * interval): the counts of every process's new spikes (MPI_Allgather; a
  * negative count announces a failure, which every process then agrees
  * on), their (time, global source) pairs (MPI_Allgatherv), sorted by
@@ -347,7 +347,7 @@ static ns_status exchange(ns_mpi_sim_t *s, ns_status local, const ns_net_spike *
     return NS_OK;
 }
 
-/* The local simulation's exchange (net_exchange.h): local numbers in and out. */
+/* The local simulation's exchange (net/exchange.h): local numbers in and out. */
 static ns_status exchange_local(void *context, ns_net_spike *mine, int64_t n, const ns_net_spike **all,
                                 int64_t *n_all) {
     ns_mpi_sim_t *s = context;

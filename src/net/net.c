@@ -13,7 +13,7 @@
  * each: the block queues order equal times by it, so the order of delivery
  * does not depend on the blocks (nor the threads); a distributed
  * simulation (src/mpi/sim_net.c) makes the gathering and sorting one over
- * the processes (net_exchange.h), so that it depends on the processes
+ * the processes (net/exchange.h), so that it depends on the processes
  * neither. Trains put their spikes
  * of the interval (ts <= its end) into the queues before it starts. A
  * step costs the detectors of a block and the events due; connections
@@ -698,7 +698,7 @@ static int fan_out(sim_net *net, int64_t src, double t) {
 
 /* The detectors' spikes of the interval, into the rasters and the queues:
  * sorted by (time, source), or in the order a distributed simulation's
- * exchange gives (every process's spikes, net_exchange.h), which it calls
+ * exchange gives (every process's spikes, net/exchange.h), which it calls
  * at every interval, with or without spikes. */
 static ns_status exchange(sim_net *net) {
     int64_t n = net->n_ext; /* a device loop's */

@@ -1,6 +1,6 @@
 /* Private: a simulation's network (net.c, docs/networks.md): synapses
  * (point processes with NET_RECEIVE), spike sources, connections, and the
- * per-lane-block part that the CPU loop (step_cpu.c) runs: the synapses'
+ * per-lane-block part that the CPU loop (sim/cpu/step.c) runs: the synapses'
  * instances, the block's event queue and the spikes its detectors found. */
 #ifndef NS_CABLE_NET_IMPL_H
 #define NS_CABLE_NET_IMPL_H
@@ -27,7 +27,7 @@ typedef struct net_source {
     double threshold;  /* [mV] */
     double *times;     /* a train: ascending */
     int64_t n_times, cursor; /* cursor: times already emitted */
-    /* a Poisson source (net_poisson.c): rate [Hz], spikes in (start, stop) [ms],
+    /* a Poisson source (net/poisson.c): rate [Hz], spikes in (start, stop) [ms],
      * drawn from its own stream of `seed`; next: the next spike not yet emitted */
     int poisson;
     double rate, start, stop, next;
@@ -108,11 +108,11 @@ typedef struct sim_net {
     int64_t seq;
     net_spike *gather;
     int64_t cap_gather;
-    /* a distributed simulation's exchange (net_exchange.h); NULL: none */
+    /* a distributed simulation's exchange (net/exchange.h); NULL: none */
     ns_net_exchange_fn exchange_fn;
     void *exchange_context;
     double exchange_min_delay; /* [ms] over all processes */
-    /* a device loop (the CUDA backend, sim_net_cuda.c): its detectors' spikes
+    /* a device loop (the CUDA backend, sim/cuda/network.c): its detectors' spikes
      * of the interval, added before the exchange (ns_net_add_spikes), and the
      * spikes to fan out there (fan_out appends here instead of queueing) */
     int device_fan;
@@ -128,7 +128,7 @@ typedef struct net_block_in {
     const int64_t *cell; /* w cells */
     model_block *mech;   /* the block's density mechanisms (for the ions) */
     double *v;           /* v[pos[node] * w + lane], at v_init */
-    const int32_t *pos;  /* the block's node order (step_cpu.c's cpu_shape.pos), NULL: node */
+    const int32_t *pos;  /* the block's node order (sim/cpu/step.c's cpu_shape.pos), NULL: node */
 } net_block_in;
 
 void ns_net_free(sim_net *net);
@@ -171,7 +171,7 @@ void ns_net_current(net_block *nb, int32_t slot, double *v, double *rhs, double 
 void ns_net_states(net_block *nb, double *v, double t, double dt, double celsius);
 int ns_net_detect(net_block *nb, const double *v, double t);
 
-/* Poisson sources (net_poisson.c): back to the first spike (ns_sim_init),
+/* Poisson sources (net/poisson.c): back to the first spike (ns_sim_init),
  * and the next spike after the current one (INFINITY past stop). */
 void ns_net_poisson_reset(net_source *s);
 void ns_net_poisson_draw(net_source *s);

@@ -565,7 +565,7 @@ static int emit_callable(gen *g, const block *bl) {
         put(b, ", A_%s);\n", bl->args[0]);
         if (bl->kind == B_PROCEDURE) put(b, "        return;\n    }\n");
         put(b, "    const double xi_ = T_[3] * (A_%s - T_[2]);\n", bl->args[0]);
-        /* as the CPU loop's gates (step_cpu.c): xs = xi when strictly
+        /* as the CPU loop's gates (sim/cpu/step.c): xs = xi when strictly
          * inside, else 0 by a product; then the entry k and the weight t of
          * every case, so that one interpolation a + t (b - a) gives them
          * all with loads that every path uses: inside k = j, t = xs - j;
@@ -606,7 +606,7 @@ static int emit_callable(gen *g, const block *bl) {
  * arithmetic as the equations written in place: _pre (the statements, then
  * each equation's exponent dt a and target -b/a), the exponentials, _post
  * (x += (1 - exp(dt a)) (target - x)); a loop over many instances can run
- * each stage over a chunk of them (the CPU loop's fused pass, model_cpu.c),
+ * each stage over a chunk of them (the CPU loop's fused pass, sim/cpu/mechanisms.c),
  * which keeps few values live at once as the hand-written gates do. */
 static int cnexp_staged(const stlist *l) {
     int seen = 0;
@@ -1033,7 +1033,7 @@ static int emit_c(gen *g) {
      * vectoriser; gcc inlines nothing into a clone otherwise) and, with gcc
      * where the toolchain has ifuncs (glibc on x86-64), compiled for
      * AVX-512, AVX2 and the baseline, chosen at load time as the
-     * hand-written CPU loop is (src/cable/step_cpu.c, NS_CLONES). No FMA
+     * hand-written CPU loop is (src/sim/cpu/step.c, NS_CLONES). No FMA
      * contraction in any of them (-ffp-contract=off), so that the clones
      * compute the same values. Not with clang: it refuses flatten with
      * target_clones, and without flatten inlines too little into a clone. */

@@ -1,4 +1,4 @@
-/* The GPU simulation's `auto` rule (sim_policy.h). Measured on an H100
+/* The GPU simulation's `auto` rule (sim/policy.h). Measured on an H100
  * (bench/README.md, "Mixed populations"): the tree loop matched or beat
  * the onchip loop on every real morphology from 300 compartments up (1.0x
  * at 2,000 cells of ca1_h10, path 300; 2.2-5.5x for l5pc, ec3 and the

@@ -1,5 +1,5 @@
 /* The simulation handle: shapes' constants, stimuli, recordings, results and
- * the run loop that hands the steps to a backend (step_cpu.c, cuda/). */
+ * the run loop that hands the steps to a backend (sim/cpu/step.c, cuda/). */
 #include <math.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -148,7 +148,7 @@ static void resolve_regions(ns_sim_t *sim) {
 }
 
 /* The backend and loop through the family's table (core/registry.h) and
- * its auto rule (sim_policy.c). */
+ * its auto rule (sim/policy.c). */
 static ns_status choose_backend(ns_sim_t *sim) {
     ns_backend be = sim->options.backend;
     ns_hines_method me = sim->options.method;
@@ -176,7 +176,7 @@ static ns_status choose_backend(ns_sim_t *sim) {
             return ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation: unknown backend %d", (int)be);
         impl = ns_registry_for_backend(table, be);
         /* the CPU: openmp; CUDA: AUTO stays AUTO, the GPU loop chooses per
-         * shape group (src/cable/cuda/sim_cuda.c, docs/simulation.md) */
+         * shape group (src/sim/cuda/step.c, docs/simulation.md) */
         if (be == NS_BACKEND_CPU) me = NS_HINES_OPENMP;
     }
     ns_status ready = ns_registry_ready(impl, "simulation");

@@ -1,5 +1,5 @@
 /* Private: the simulation handle, its per-shape constants and the backend
- * table that the CPU loop (step_cpu.c) and the CUDA loop (cuda/) fill. */
+ * table that the CPU loop (sim/cpu/step.c) and the CUDA loop (cuda/) fill. */
 #ifndef NS_CABLE_SIM_IMPL_H
 #define NS_CABLE_SIM_IMPL_H
 
@@ -160,7 +160,7 @@ ns_status ns_sim_grow_traces(ns_sim_t *sim, int64_t upto);
 /* Rebuild the per-cell stimulus and recording indexes if needed. */
 ns_status ns_sim_index(ns_sim_t *sim);
 
-/* The mechanisms' path for facts f (sim_policy.h, ns_sim_gpu_mechanisms_rule),
+/* The mechanisms' path for facts f (sim/policy.h, ns_sim_gpu_mechanisms_rule),
  * set on sim; `fused` asked for where `loop` ("the CPU loop's fused pass",
  * "the GPU's fused loop") cannot run it: NS_ERR_UNSUPPORTED naming why. */
 struct ns_sim_mech_facts;

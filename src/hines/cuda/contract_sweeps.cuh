@@ -1,7 +1,7 @@
 // The tree-contraction sweeps of one group by one *team* of threads (the
 // method: src/hines/contract.h). Shared by the solver kernels
-// (contract_kernel.cu) and the GPU simulation loop (src/cable/cuda/
-// sim_tree.cu): one implementation of the solve.
+// (contract_kernel.cu) and the GPU simulation loop
+// (src/sim/cuda/tree.cu): one implementation of the solve.
 //
 // A team is one CUDA block (ns_block_team), or every block of a thread-block
 // cluster (ns_cluster_team, Hopper and later: a big cell spread over the SMs

@@ -1,7 +1,7 @@
 // Private (CUDA): the two sweeps of the on-chip schedule over one cell's
 // shared-memory image, shared by the Hines solver's on-chip kernel
 // (kernel_onchip.cu) and the on-chip simulation loop
-// (src/cable/cuda/sim_onchip.cu). docs/methods.md, "onchip".
+// (src/sim/cuda/onchip.cu). docs/methods.md, "onchip".
 //
 // Backward sweep (triang), by height: a lane takes a run whose child runs
 // are done, folds them into the run's last node, then walks to the run's

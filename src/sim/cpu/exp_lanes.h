@@ -1,5 +1,5 @@
 /* Private: exp in arithmetic the compiler vectorises, for the CPU loop
- * (step_cpu.c) and its test (tests/test_exp_lanes.c). Include it only in
+ * (sim/cpu/step.c) and its test (tests/test_exp_lanes.c). Include it only in
  * files compiled without contraction into fused multiply-adds
  * (-ffp-contract=off), so that every build computes the same values. */
 #ifndef NS_CABLE_EXP_LANES_H

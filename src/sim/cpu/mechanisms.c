@@ -46,7 +46,7 @@ typedef struct mech_block {
  * built-in pas and hh runs their generated per-instance functions
  * (nsm_pas_current_F, nsm_hh_current_F, and nsm_hh_state_F's stages)
  * inside the loop's own passes over a block's lane-nodes, as the GPU's
- * fused loop does (src/cable/cuda/sim_fused.h): an instance's fields in
+ * fused loop does (src/sim/cuda/fused.h): an instance's fields in
  * locals, which the compiler keeps in vector registers; the parameters and
  * ions' e of a segment whose instances share them loaded once; the
  * assigned variables stored in the call's last step only
@@ -93,7 +93,7 @@ void ns_model_block_free(model_block *b) {
     free(b);
 }
 
-/* Node i's position in the block's arrays (pos: step_cpu.c's node order, NULL: i). */
+/* Node i's position in the block's arrays (pos: sim/cpu/step.c's node order, NULL: i). */
 static inline int32_t position(const int32_t *pos, int32_t i) { return pos ? pos[i] : i; }
 
 /* Whether the model can take the fused pass (k_of: its pas and hh, -1

@@ -1,4 +1,4 @@
-/* Private: the CPU loop's mechanism instances of one lane block (model_cpu.c). */
+/* Private: the CPU loop's mechanism instances of one lane block (sim/cpu/mechanisms.c). */
 #ifndef NS_CABLE_MODEL_CPU_H
 #define NS_CABLE_MODEL_CPU_H
 
@@ -24,7 +24,7 @@ void ns_model_block_current(const sim_model *model, model_block *b, int32_t k, d
 /* State phase: every mechanism's state() at time t, Nernst after a writer. */
 void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius);
 
-/* The fused pass (model_cpu.c), for a model that can take it
+/* The fused pass (sim/cpu/mechanisms.c), for a model that can take it
  * (ns_model_fusable: the built-in pas and hh, hh's table in use, no ion
  * current read nor concentration written) and a network whose synapse
  * types are all built-in ones (ns_model_point_fusable: ExpSyn, Exp2Syn,
@@ -58,7 +58,7 @@ const double *ns_model_block_field(const model_block *b, int32_t k, int f);
 int64_t ns_model_block_instances(const model_block *b, int32_t k);
 const int *ns_model_block_node_index(const model_block *b, int32_t k);
 
-/* The same for one cell of a CPU simulation of a model (step_cpu.c), into
+/* The same for one cell of a CPU simulation of a model (sim/cpu/step.c), into
  * out[compartment]: for tests (the ion state is not public API yet). i and
  * didv exist only for an ion whose current some mechanism reads. */
 

@@ -1,4 +1,4 @@
-/* The CPU loop's decisions (cpu_policy.h). */
+/* The CPU loop's decisions (sim/cpu/policy.h). */
 #include "sim/cpu/policy.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* Private: the CPU simulation loop's decisions (step_cpu.c) as pure
+/* Private: the CPU simulation loop's decisions (sim/cpu/step.c) as pure
  * functions, unit-tested in tests/test_policy.c: how many cells of a shape
  * share one lane block, how many threads run, and which thread runs which
  * block. The rules and the measurements behind them: docs/simulation.md,
@@ -33,7 +33,7 @@ int64_t ns_cpu_blocks(int64_t cells, int32_t wmax, int32_t *widths);
 
 /* Whether a cell of `n` compartments runs on all `threads` threads (its
  * node ranges, and the subtrees of its Hines solve, one set per thread;
- * step_cpu.c, cpu_steps; the copies of such a cell go in the widest lane
+ * sim/cpu/step.c, cpu_steps; the copies of such a cell go in the widest lane
  * blocks their count allows, each block split so): when alone it exceeds
  * one thread's share of the `total` compartments (it would bound the run's
  * time: the 38,580-compartment cell of the bundled mix at 16 threads) and it
@@ -77,7 +77,7 @@ typedef struct ns_cpu_cut {
 int ns_cpu_cut_make(int32_t n, const int32_t *parent, int32_t threads, int32_t pieces, ns_cpu_cut *cut);
 void ns_cpu_cut_free(ns_cpu_cut *cut);
 
-/* The masked passes (step_cpu.c): a block whose hh runs (the runs of nodes
+/* The masked passes (sim/cpu/step.c): a block whose hh runs (the runs of nodes
  * between zero-area or hh-free nodes) are short runs its hh current and gate
  * passes over every lane-node of the range at once and keeps the results at
  * its hh nodes only, rather than run by run, where the vector loops would
@@ -92,7 +92,7 @@ void ns_cpu_cut_free(ns_cpu_cut *cut);
  * least half the nodes have hh (the masked passes compute every node's). */
 int ns_cpu_masked(int64_t hh_nodes, int64_t hh_runs, int32_t n, int32_t w);
 
-/* The node order of a shape's lane blocks (step_cpu.c): a shape whose hh
+/* The node order of a shape's lane blocks (sim/cpu/step.c): a shape whose hh
  * runs (between zero-area nodes or other regions) average under
  * NS_CPU_REORDER_RUN nodes keeps its membrane nodes region by region and its
  * zero-area nodes after them in its blocks' arrays, so that its membrane and

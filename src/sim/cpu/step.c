@@ -1,11 +1,11 @@
 /* The CPU loop: cells of one shape side by side in lane blocks.
  *
  * Layout (docs/simulation.md, "CPU loop"). The cells of a shape are grouped
- * into blocks of w = 8, 4, 2 or 1 cells (cpu_policy.h: the widest that does
+ * into blocks of w = 8, 4, 2 or 1 cells (sim/cpu/policy.h: the widest that does
  * not exceed one thread's share of the work, then the rest of the cells in
  * decreasing powers of two, so that no lane is padding). A block keeps its
  * state interleaved, v[pos(node) * w + lane] (pos: the node order of a
- * shape with short runs, cpu_policy.h ns_cpu_reorder; else the node), so
+ * shape with short runs, sim/cpu/policy.h ns_cpu_reorder; else the node), so
  * that
  *   - the membrane mechanisms run over runs of nodes of one region as flat
  *     arrays of (end - begin) * w doubles: the compiler vectorises them over
@@ -16,7 +16,7 @@
  * when the state is read (sync_state).
  *
  * Threads: one parallel region per ns_sim_advance call; each thread owns a
- * static set of blocks balanced by compartments (cpu_policy.h) and advances
+ * static set of blocks balanced by compartments (sim/cpu/policy.h) and advances
  * each of its blocks through all the steps of the call before the next
  * (blocks are independent: no barrier, no waiting but the end of the call);
  * a thread done with its own blocks takes the blocks other threads have not
@@ -319,8 +319,8 @@ static void cpu_destroy(ns_sim_t *sim) {
     sim->backend_state = NULL;
 }
 
-/* How the loop runs a model's mechanisms: the GPU's rule (sim_policy.h,
- * ns_sim_gpu_mechanisms_rule) over the CPU's facts, fused (model_cpu.c,
+/* How the loop runs a model's mechanisms: the GPU's rule (sim/policy.h,
+ * ns_sim_gpu_mechanisms_rule) over the CPU's facts, fused (sim/cpu/mechanisms.c,
  * ns_model_block_fused_*) or per step; at create, and at each advance with
  * the network's synapse types. */
 static ns_status cpu_mechanisms(ns_sim_t *sim, const cpu_state *st) {
@@ -547,7 +547,7 @@ static ns_status cpu_create(ns_sim_t *sim) {
             return e;
         }
     }
-    /* cells split across the threads (cpu_policy.h; not with a model's
+    /* cells split across the threads (sim/cpu/policy.h; not with a model's
      * mechanisms yet: they run over whole blocks), then the threads and the
      * other blocks' owners */
     int64_t split_total = 0;
@@ -796,7 +796,7 @@ NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, const double *restrict rows, in
         double ex[3 * CHUNK], th[CHUNK];
         int ix[CHUNK];
         if (sim->params.usetable) {
-            /* nocmodl's table lookup (mech.h, ns_hh_rates_table) without
+            /* nocmodl's table lookup (sim/membrane.h, ns_hh_rates_table) without
              * branches: the entry i and the weight th of every case, so that
              * one interpolation c0 + th (c1 - c0) gives them all
              * (rates_of_rows; inside: i = floor(xi), th = xi - i; xi >= N -
@@ -922,7 +922,7 @@ NS_ALWAYS_INLINE void clamps(const ns_sim_t *sim, const block_view *bv, const in
     }
 }
 
-/* The membrane pass of a model's mechanisms (model_cpu.c) at the half step
+/* The membrane pass of a model's mechanisms (sim/cpu/mechanisms.c) at the half step
  * tm: rhs and d from zero, the ions' currents from zero, the mechanisms in
  * NEURON's type order with IClamp after pas, then the capacitance. */
 static void model_pass(const ns_sim_t *sim, const block_view *bv, const int32_t W, double tm, double *restrict d,
@@ -951,7 +951,7 @@ static void model_pass(const ns_sim_t *sim, const block_view *bv, const int32_t 
     for (int64_t q = 0; q < nw; ++q) d[q] += cap[q];
 }
 
-/* The same pass for a block that takes the fused pass (model_cpu.c,
+/* The same pass for a block that takes the fused pass (sim/cpu/mechanisms.c,
  * ns_model_block_fused): rhs and d from zero and pas, the clamps, the
  * synapses (built-in types, all before hh in NEURON's order), hh
  * and the capacitance, each node's terms in model_pass's order. */
@@ -1381,7 +1381,7 @@ static void split_wait(split_barrier *b, int *local_sense, int32_t team) {
         if (looks >= 64) NS_YIELD();
 }
 
-/* The split blocks' parts of one step (cpu_policy.h: ns_cpu_split,
+/* The split blocks' parts of one step (sim/cpu/policy.h: ns_cpu_split,
  * ns_cpu_cut). Thread `me` of the team owns the nodes [range[me],
  * range[me + 1]) of each split block and the cut subtrees among them:
  *   front (before the step's first barrier): the membrane pass of its
@@ -1778,7 +1778,7 @@ static ns_status cpu_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
     return NS_OK;
 }
 
-/* ns_sim_state_field: the block's arrays of the model (model_cpu.c): a
+/* ns_sim_state_field: the block's arrays of the model (sim/cpu/mechanisms.c): a
  * mechanism's field over its instances (node_index: their lane-nodes, the
  * block's positions), an ion's array over the lane-nodes. */
 static ns_status cpu_state_field(ns_sim_t *sim, int64_t part, int32_t mech, int32_t field, int32_t ion, int32_t q,

@@ -1,6 +1,6 @@
-/* The fused tree loop, host side (sim_fused.h): the rule's facts about a
+/* The fused tree loop, host side (sim/cuda/fused.h): the rule's facts about a
  * model, and the per-node instance maps of its built-in mechanisms over the
- * tree group, pointing into the per-step path's storage (sim_model_cuda.c). */
+ * tree group, pointing into the per-step path's storage (sim/cuda/mechanisms.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +9,7 @@
 #include "core/cuda_check.h"
 #include "core/error.h"
 
-/* the generated descriptors (src/cable/builtin/), compiled into the library */
+/* the generated descriptors (src/mech/builtin/), compiled into the library */
 extern const ns_mech_desc nsm_pas_desc, nsm_hh_desc, nsm_ExpSyn_desc, nsm_Exp2Syn_desc;
 
 struct ns_sim_fused_state {

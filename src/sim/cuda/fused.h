@@ -1,13 +1,13 @@
 /* Private: the fused tree loop of a model whose mechanisms are all built-in
  * density mechanisms (pas, hh): their generated per-instance functions
- * (src/cable/builtin/pas.h, hh.h) run inside the tree kernel's phases
- * (sim_tree.cu), many steps per launch, instead of a launch per mechanism
- * and phase around one-step tree launches (sim_model_cuda.c's per-step
- * path). Both paths use the same device storage (sim_model_cuda.c: the
+ * (src/mech/builtin/pas.h, hh.h) run inside the tree kernel's phases
+ * (sim/cuda/tree.cu), many steps per launch, instead of a launch per mechanism
+ * and phase around one-step tree launches (sim/cuda/mechanisms.c's per-step
+ * path). Both paths use the same device storage (sim/cuda/mechanisms.c: the
  * fields, ions, globals and tables of each mechanism), so a simulation can
  * take either at any advance. A network whose synapse types are the built-in
  * ExpSyn and Exp2Syn runs in the same kernel (ns_sim_fused_net below). The
- * rule that picks one: sim_policy.h, ns_sim_gpu_mechanisms_rule;
+ * rule that picks one: sim/policy.h, ns_sim_gpu_mechanisms_rule;
  * docs/simulation.md, "Models: the fused loop"; docs/networks.md, "The GPU
  * loop".
  *
@@ -67,14 +67,14 @@ enum { NS_FUSED_EXPSYN = 1, NS_FUSED_EXP2SYN = 2 };
 
 /* A network inside the fused kernel (docs/networks.md, "The GPU loop"):
  * per step, NET_RECEIVE of the step's due events (the buckets that
- * sim_net_cuda.c sorts before each interval), the synapses' currents and
+ * sim/cuda/network.c sorts before each interval), the synapses' currents and
  * states at their nodes, and the detectors, all in the launch that runs the
  * interval's steps. slots 0: no network. */
 typedef struct ns_sim_fused_net {
     int32_t slots;                           /* the network's point types (gpu_model's slots), all before
                                                 hh in NEURON's type order (pas, ExpSyn, Exp2Syn, hh) */
     int32_t kind[NS_FUSED_POINT_SLOTS];      /* NS_FUSED_EXPSYN, NS_FUSED_EXP2SYN per slot */
-    ns_mech_ppack pp[NS_FUSED_POINT_SLOTS];  /* each type's device storage (sim_model_cuda.c)... */
+    ns_mech_ppack pp[NS_FUSED_POINT_SLOTS];  /* each type's device storage (sim/cuda/mechanisms.c)... */
     double *fields[NS_FUSED_POINT_SLOTS];    /* ...its fields (field f of instance q at [f * pp.n + q]) */
     const int32_t *inst0[NS_FUSED_POINT_SLOTS];  /* per tree group cell + 1: its first instance */
     const int32_t *snode_of[NS_FUSED_POINT_SLOTS]; /* per instance: its synapse node (below) */
@@ -90,7 +90,7 @@ typedef struct ns_sim_fused_net {
     const ns_mech_event *events;
     const int64_t *offsets;
     int64_t j0, len;
-    /* the detectors (sim_net_cuda.c's arrays) by node: det_node ascending,
+    /* the detectors (sim/cuda/network.c's arrays) by node: det_node ascending,
      * det_index the detector of each */
     int32_t n_det;
     const int32_t *det_node, *det_index;
@@ -110,7 +110,7 @@ typedef struct ns_sim_fused {
     ns_sim_fused_net net;
 } ns_sim_fused;
 
-/* The fused loop of a simulation's tree group (sim_fused_cuda.c). */
+/* The fused loop of a simulation's tree group (sim/cuda/fused.c). */
 typedef struct ns_sim_fused_state ns_sim_fused_state;
 
 /* At create, after ns_gpu_model_create: apply the rule (a FUSED request the
@@ -130,7 +130,7 @@ void ns_sim_fused_expose(ns_sim_fused_state *s);
 ns_status ns_sim_fused_net_build(ns_sim_t *sim, ns_sim_fused_state *s, const gpu_model *g, const gpu_net *gn,
                                  const int64_t *cell_base, int64_t cells);
 /* Before a launch of the fused kernel with a network: the interval's events,
- * offsets and spike buffer (sim_net_cuda.c's, which move between
+ * offsets and spike buffer (sim/cuda/network.c's, which move between
  * intervals), the launch's first step j0 of the interval. */
 void ns_sim_fused_net_bind(ns_sim_fused *f, const gpu_net *gn, int64_t j0);
 /* At each advance: the rule again (a network that the fused kernel does not

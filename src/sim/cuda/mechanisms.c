@@ -1,7 +1,7 @@
 /* The GPU loop's mechanisms from a model (model_impl.h): every instance of
  * the population on the device, the generated CUDA launchers per phase.
  *
- * The model's cells all run in the tree loop's group (sim_cuda.c), whose
+ * The model's cells all run in the tree loop's group (sim/cuda/step.c), whose
  * state is Flat in the group's cell order: instance i of mechanism m sits at
  * node node_index[i] of those arrays. Per mechanism: the fields (n_fields
  * arrays over its instances), the node indexes, the globals and TABLE
@@ -317,7 +317,7 @@ ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, 
             NS_CUDA_TRY(cudaMemsetAsync(g->ion + (size_t)(5 * j + 3) * (size_t)g->nodes, 0,
                                     2 * (size_t)g->nodes * sizeof(double), stream));
     /* the synapses' types merged in by NEURON's type order, as the CPU loop
-     * (step_cpu.c, model_pass): each after the mechanisms before IClamp */
+     * (sim/cpu/step.c, model_pass): each after the mechanisms before IClamp */
     int32_t slot = 0;
     ns_status st = NS_OK;
     for (int32_t k = 0; k < model->n_mechs; ++k) {

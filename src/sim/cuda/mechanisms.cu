@@ -1,5 +1,5 @@
 // The Nernst potential over a model's nodes where a mechanism writes the
-// ion's concentration (sim_model_cuda.c): NEURON 9's
+// ion's concentration (sim/cuda/mechanisms.c): NEURON 9's
 // nrn_nernst with its 2019 SI constants, the arithmetic of ns_mech_nernst.
 #include "sim/cuda/mechanisms.h"
 

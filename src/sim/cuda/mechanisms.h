@@ -1,5 +1,5 @@
-/* Private: the GPU loop's mechanisms from a model (sim_model_cuda.c) and the
- * Nernst kernel (sim_model.cu). */
+/* Private: the GPU loop's mechanisms from a model (sim/cuda/mechanisms.c) and the
+ * Nernst kernel (sim/cuda/mechanisms.cu). */
 #ifndef NS_CABLE_CUDA_SIM_MODEL_CUDA_H
 #define NS_CABLE_CUDA_SIM_MODEL_CUDA_H
 
@@ -20,7 +20,7 @@ typedef struct gpu_model gpu_model;
 ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const int64_t *cell_base, int64_t cells,
                               double *v, double *rhs, double *d, gpu_model **out);
 void ns_gpu_model_free(gpu_model *g);
-/* Mechanism k's device storage, for the fused tree loop (sim_fused_cuda.c):
+/* Mechanism k's device storage, for the fused tree loop (sim/cuda/fused.c):
  * its instances (count; in the group's cell order, each cell's in node
  * order), fields (n_fields arrays of count), globals, table, and the e
  * array of each of its ions (desc->ions order) over the group's nodes. */

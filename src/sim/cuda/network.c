@@ -1,7 +1,7 @@
 /* A network on the GPU loop (docs/networks.md, "The GPU loop"): the
  * detectors, the interval's spike buffer, the connections by source and the
  * pending events live in device memory; net.c's interval loop and exchange
- * are the CPU loop's (sim_cuda.c's advance_net calls them).
+ * are the CPU loop's (sim/cuda/step.c's advance_net calls them).
  *
  * Per interval of len steps (ns_gpu_net_interval, all on the tree group's
  * stream, no host wait): the spikes that the exchange (and the trains of

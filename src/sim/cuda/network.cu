@@ -1,5 +1,5 @@
 // A network on the GPU loop: detection, fan-out, bucketing and sorting of
-// the pending events (sim_net_cuda.c drives them; docs/networks.md).
+// the pending events (sim/cuda/network.c drives them; docs/networks.md).
 #include <cub/device/device_merge_sort.cuh>
 
 #include "sim/cuda/network.h"

@@ -1,4 +1,4 @@
-/* Private: a network on the GPU loop (sim_net_cuda.c, kernels in sim_net.cu;
+/* Private: a network on the GPU loop (sim/cuda/network.c, kernels in sim/cuda/network.cu;
  * docs/networks.md, "The GPU loop"): the detectors, the spike buffer, the
  * connections by source (CSR) and the pending events, all in device memory. */
 #ifndef NS_CABLE_CUDA_SIM_NET_CUDA_H
@@ -17,7 +17,7 @@ extern "C" {
 typedef struct gpu_net gpu_net;
 typedef struct gpu_model gpu_model;
 
-/* The host side (sim_net_cuda.c), on the tree group's stream. */
+/* The host side (sim/cuda/network.c), on the tree group's stream. */
 #ifndef __CUDACC__
 #include "sim/sim_impl.h"
 /* After ns_net_build_device and ns_gpu_model_points_build (syn_slot,
@@ -42,7 +42,7 @@ ns_status ns_gpu_net_collect(ns_sim_t *sim, gpu_net *gn);
 #endif
 
 /* The device arrays that the fused kernel reads and writes in place of
- * ns_gpu_net_deliver and ns_gpu_net_detect (sim_fused.h): the detectors
+ * ns_gpu_net_deliver and ns_gpu_net_detect (sim/cuda/fused.h): the detectors
  * (gpu_net's order), the spike buffer and its count, and the interval's
  * sorted events and bucket offsets (offsets NULL when no step delivers). */
 typedef struct ns_gpu_net_view {

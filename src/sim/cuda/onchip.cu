@@ -7,7 +7,7 @@
 // a block run the same code with kShared = false: the state stays where it
 // lives in device memory, d and rhs in the group's scratch (32 lanes).
 //
-// One step, NEURON's order of operations (step_cpu.c):
+// One step, NEURON's order of operations (sim/cpu/step.c):
 //   1. per compartment (all 32 lanes over the warp's cells): pas, IClamp, hh
 //      currents and slopes, capacitance, then the axial terms gathered at the
 //      node (its own term first, then its children in increasing compartment
@@ -32,7 +32,7 @@ namespace {
 
 // cnexp for x' = (inf - x) / tau in its algebraically equal short form
 // (one reciprocal instead of nocmodl's three divisions; results differ from
-// mech.h's ns_cnexp by rounding only).
+// sim/membrane.h's ns_cnexp by rounding only).
 __device__ __forceinline__ double cnexp_short(double x, double inf, double tau, double dt) {
     return fma(1.0 - exp(-dt * onchip_rcp(tau)), inf - x, x);
 }

@@ -2,7 +2,7 @@
  * with the onchip loop (a warp per 32 / L cells of one shape, state in
  * shared memory) or, for every shape that does not run onchip, one
  * population-wide group of the tree loop
- * (sim_tree.cu: the solver's tree-contraction groups, any shapes, one
+ * (sim/cuda/tree.cu: the solver's tree-contraction groups, any shapes, one
  * launch); the state kept on the device, steps launched in parts of at
  * most PART_STEPS with the recorded samples and spike times copied out
  * after each part (no host round trip per step). Initialisation runs on the
@@ -81,9 +81,9 @@ typedef struct gpu_state {
     cudaEvent_t external;
     int external_pending;
     gpu_model *model;          /* a model's mechanisms (sim->model): every cell in the tree group */
-    gpu_net *net;              /* a network (sim->net, sim_net_cuda.c), on the tree group's stream */
+    gpu_net *net;              /* a network (sim->net, sim/cuda/network.c), on the tree group's stream */
     int64_t net_step;          /* the step within the network's interval */
-    ns_sim_fused_state *fused; /* the model's built-in mechanisms in the tree kernel (sim_fused.h), or NULL */
+    ns_sim_fused_state *fused; /* the model's built-in mechanisms in the tree kernel (sim/cuda/fused.h), or NULL */
 } gpu_state;
 
 static ns_status dalloc(gpu_group *gr, void **p, size_t bytes) {
@@ -524,7 +524,7 @@ static ns_status gpu_create(ns_sim_t *sim) {
             (st = ns_gpu_model_create(sim, gr->cell_id, gr->cell_base, tree_cells, g->v, g->rhs, g->d, &s->model)) !=
                 NS_OK)
             goto out;
-        /* fused or per step (sim_fused.h) */
+        /* fused or per step (sim/cuda/fused.h) */
         if (sim->model && (st = ns_sim_fused_create(sim, s->model, gr->cell_id, gr->cell_base, tree_cells,
                                                     &s->fused)) != NS_OK)
             goto out;
@@ -703,7 +703,7 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         for (int k = 0; k < s->n_streams; ++k) NS_CUDA_TRY(cudaStreamWaitEvent(s->streams[k], s->external, 0));
         s->external_pending = 0;
     }
-    /* a model: its mechanisms fused into the tree kernel, or per step (sim_fused.h) */
+    /* a model: its mechanisms fused into the tree kernel, or per step (sim/cuda/fused.h) */
     const ns_sim_fused *fused = NULL;
     if (s->model && (sst = ns_sim_fused_pick(sim, s->fused, &fused)) != NS_OK) return sst;
     int64_t step0 = sim->steps;
@@ -751,7 +751,7 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
             if (gr->tree && fused) {
                 /* the model's built-in mechanisms inside the tree kernel: the whole part in one
                  * launch; with a network, its share of the interval (the events and spike buffer
-                 * of sim_net_cuda.c, on the stream that sorted them, for all three kinds of group) */
+                 * of sim/cuda/network.c, on the stream that sorted them, for all three kinds of group) */
                 ns_sim_fused f = *fused;
                 const int with_net = f.net.slots > 0 && s->net;
                 if (with_net) ns_sim_fused_net_bind(&f, s->net, s->net_step);
@@ -974,7 +974,7 @@ static ns_status gpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_
 
 /* A network's run (net.c's interval loop, the CPU loop's exchange): per
  * interval, the device's events of the spikes queued for it (fan-out, sort,
- * sim_net_cuda.c), the interval's steps (gpu_advance: delivery, synapses and
+ * sim/cuda/network.c), the interval's steps (gpu_advance: delivery, synapses and
  * detectors in the model's step), then its spikes to the host for the exchange. */
 static ns_status gpu_advance_net(ns_sim_t *sim, net_loop *L, sim_fault *fault) {
     gpu_state *s = (gpu_state *)sim->backend_state;
@@ -1047,7 +1047,7 @@ static ns_status gpu_state_done(ns_sim_t *sim, void *stream) {
 }
 
 /* ns_sim_state_field: a model runs in the tree group only; its arrays are
- * sim_model_cuda.c's (instances in the group's node positions). */
+ * sim/cuda/mechanisms.c's (instances in the group's node positions). */
 static ns_status gpu_state_field(ns_sim_t *sim, int64_t part, int32_t mech, int32_t field, int32_t ion, int32_t q,
                                  ns_sim_field *out) {
     gpu_state *s = (gpu_state *)sim->backend_state;

@@ -1,7 +1,7 @@
-/* Private: the GPU simulation loops' launchers (sim_onchip.cu: a warp per
- * 32 / L cells of one shape with the state in shared memory; sim_tree.cu:
+/* Private: the GPU simulation loops' launchers (sim/cuda/onchip.cu: a warp per
+ * 32 / L cells of one shape with the state in shared memory; sim/cuda/tree.cu:
  * the tree-contraction groups of any shapes) and the data they read. Plain
- * C so that sim_cuda.c can fill it.
+ * C so that sim/cuda/step.c can fill it.
  *
  * A group keeps its state in the layout of its kernel:
  *   onchip: position pos(i) of local cell j at [j * n + pos(i)] (Flat in
@@ -28,7 +28,7 @@ extern "C" {
 
 /* No fault: the device fault key stays at this value. A fault stores
  * min(key, (step << 24) | local cell) (the step within the launch, < 2^40;
- * groups hold < 2^24 cells per launch, see sim_cuda.c). */
+ * groups hold < 2^24 cells per launch, see sim/cuda/step.c). */
 #define NS_SIM_FAULT_NONE 0xFFFFFFFFFFFFFFFFULL
 
 typedef struct ns_sim_gpu_group {
@@ -109,7 +109,7 @@ static inline size_t ns_sim_onchip_block_bytes(int32_t n, int32_t lanes, int32_t
                sizeof(double);
 }
 
-/* A shape group's onchip preparation (sim_onchip_prep.c). */
+/* A shape group's onchip preparation (sim/cuda/onchip_prep.c). */
 typedef struct ns_sim_onchip_group {
     ns_onchip_plan plan;    /* host; plan.data NULL: not prepared */
     int32_t *plan_dev;      /* device copy of plan.data */
@@ -127,7 +127,7 @@ ns_status ns_sim_onchip_prepare(const sim_shape *shape, int32_t lanes, ns_sim_on
 void ns_sim_onchip_release(ns_sim_onchip_group *group);
 
 /* Allow the lane count's kernel `bytes` of dynamic shared memory and prefer
- * shared memory over L1 (once per device; sim_onchip_prep.c passes the
+ * shared memory over L1 (once per device; sim/cuda/onchip_prep.c passes the
  * device's whole opt-in). */
 cudaError_t ns_sim_onchip_setup(int lanes, size_t bytes);
 cudaError_t ns_sim_onchip_occupancy(int lanes, int warps, size_t bytes, int *blocks);
@@ -140,7 +140,7 @@ cudaError_t ns_sim_launch_onchip(const ns_onchip_sched *sched, const ns_sim_onch
  * cells (one thread per cell in the per-cell phases). */
 #define NS_SIM_TREE_THREADS 512
 
-/* The cells that the tree loop runs (sim_tree.cu): the group's
+/* The cells that the tree loop runs (sim/cuda/tree.cu): the group's
  * ns_sim_gpu_group holds their state Flat (cells in order) plus d and rhs;
  * these are the per-node constants (Flat), the per-cell bases and the
  * solver's scratch. Parents and children are local to the node's group. */
@@ -173,7 +173,7 @@ cudaError_t ns_sim_launch_tree(const ns_sim_tree *tree, const ns_contract_dev *l
 
 /* Copy `count` values between a group's state array in its layout and the
  * caller's Flat array through flat_of (the Flat index of each layout
- * position): to_flat 1 gathers into flat, 0 scatters from it (sim_state.cu). */
+ * position): to_flat 1 gathers into flat, 0 scatters from it (sim/cuda/state.cu). */
 cudaError_t ns_sim_launch_state_copy(double *state, const int64_t *flat_of, int64_t count, double *flat, int to_flat,
                                      cudaStream_t stream);
 

@@ -10,9 +10,9 @@
 // shared memory for groups that fit (three launches: several-cell groups,
 // single cells in shared memory, big cells in device memory). A step, phase by phase, each ended by
 // a block barrier (the same operations in the same order per node as
-// step_cpu.c, so the assembly is bit-identical to the CPU loop's):
+// sim/cpu/step.c, so the assembly is bit-identical to the CPU loop's):
 //   A  per node: pas current and slope into rhs, d (a model's step: rhs and
-//      d as its mechanisms left them, sim_model_cuda.c)
+//      d as its mechanisms left them, sim/cuda/mechanisms.c)
 //   B  per cell: the current clamps, in the order they were added; the
 //      spike node's old v
 //   C  per node: hh current and slope, capacitance, then the axial terms:
@@ -22,17 +22,17 @@
 //   -  the tree solve (ns_contract_sweeps)
 //   D  per node: v += x, the fault check, the hh gates
 //   E  per cell: spike detection and recording
-// A model of built-in density mechanisms runs fused (FUSED, sim_fused.h):
+// A model of built-in density mechanisms runs fused (FUSED, sim/cuda/fused.h):
 // the generated per-instance functions of pas in phase A, hh's current in
 // phase C and its state in phase D, in NEURON's type order (pas, IClamp,
 // hh: the CPU loop's per-node order), over per-node instance maps. With a
-// network (NET, sim_fused.h: built-in ExpSyn and Exp2Syn synapses) the
+// network (NET, sim/cuda/fused.h: built-in ExpSyn and Exp2Syn synapses) the
 // launch runs an interval's steps: at the start of each step the step's due
 // events (NET_RECEIVE, each instance's in order), phase C2 after C for the
 // nodes with synapses (a thread each: the synapses' currents, then hh, the
 // capacitance and the axial terms), and in phase E the synapses' states and
 // the detectors; the events, spike buffer and detector flags are
-// sim_net_cuda.c's (docs/networks.md, "The GPU loop").
+// sim/cuda/network.c's (docs/networks.md, "The GPU loop").
 #include "core/cuda_check.h"
 #include <math.h>
 #include <string.h>
@@ -59,7 +59,7 @@ namespace {
 // instance so that the other steps keep no assigned variable live to the
 // end) the assigned variables that it set (the test folds at compile time
 // where the function always or never sets one). NF fields: NP parameters,
-// then assigned, then NS states (sim_fused.h).
+// then assigned, then NS states (sim/cuda/fused.h).
 constexpr long long UNSET = 0x7ff4dead5eed0001LL;
 
 template <int NF, int NP, int NS, int NIONS, void (*FN)(ns_mech_ppack *, int, int), bool LAST>
