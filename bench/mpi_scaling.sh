@@ -12,7 +12,7 @@
 # with the efficiency / speedup against the 1-process run of the same script.
 set -euo pipefail
 BUILD=${1:-build}
-OUT=${2:-bench/results}
+OUT=${2:-bench-out/mpi}
 NS="$BUILD/neurosolve"
 PROCS=${PROCS:-"1 2 4"}
 CELLS_PER_GPU=${CELLS_PER_GPU:-100000}

@@ -38,7 +38,7 @@ def main():
     swc, params_path, model_path = sys.argv[1:4]
     cells, steps, threads, amp = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7])
     delay = float(sys.argv[8]) if len(sys.argv) > 8 else 1.0
-    work = os.environ.get("NRN_MECH_DIR")  # the BBP mechanisms compiled before (device_model.sh)
+    work = os.environ.get("NRN_MECH_DIR")  # the BBP mechanisms compiled before (bench/grid.sh sim)
     if not work:
         work = tempfile.mkdtemp()
         nnt.compile_bbp(work)

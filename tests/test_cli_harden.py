@@ -49,7 +49,7 @@ with tempfile.TemporaryDirectory() as tmp:
         return os.path.join(tmp, name)
 
     # a mixed population (two morphologies), several sites, record_every 3, on
-    # the CPU (bit for bit; bench/device_harden.sh checks the GPU loops)
+    # the CPU (bit for bit; on a GPU host, bench/grid.sh check runs the GPU loops' tests)
     base = ["simulate", CELL, CELL2, "--cells", "3", "--record-cells", "2", "--record", "soma",
             "--record", "c7", "--record-every", "3", "--no-progress", "--backend", "cpu"]
     run(*base, "--tstop", "30", "--out", t("full"))

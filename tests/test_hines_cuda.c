@@ -521,7 +521,7 @@ int main(void) {
     if (ns_cuda_device_info(0, &info) == NS_OK)
         printf("device 0: %s (sm_%d%d), %d visible\n", info.name, info.major, info.minor, devices);
     if (getenv("NS_TEST_QUICK")) {
-        /* A small subset for compute-sanitizer (bench/device_hines.sh). */
+        /* A small subset for compute-sanitizer (bench/grid.sh check). */
         test_cell_counts();
         test_tiny_cells();
         test_bad_pivots();

@@ -5,7 +5,8 @@
  * through atomicAdd) and on the host (init, current, state), then compared:
  * fields, node sums and ion sums within 1e-9 relative (the device's exp and
  * pow differ from glibc's in the last bit). Skips (77) without a CUDA build,
- * a GPU or nvcc. bench/device_nmodl.sh runs it on the GPU host. */
+ * a GPU or nvcc. `bash bench/grid.sh check` runs it on a GPU host (and under
+ * compute-sanitizer memcheck). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>

@@ -1079,7 +1079,7 @@ NB_MODULE(_core, m) {
             return timing_dict(t);
         });
 
-    // Benchmark helper (bench/device_python.sh): the same solve called from C
+    // Benchmark helper (bench/python_overhead.py): the same solve called from C
     // in a loop, restoring the inputs before each call outside the timed
     // region; returns the per-call wall times [s]. Device arrays: each call is
     // followed by ns_hines_solver_wait (a stream sync), as the Python loop does.

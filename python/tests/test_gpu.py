@@ -2,8 +2,8 @@
 caller's stream, GPU methods on host arrays, the CUDA simulation and LiFE
 engine. Every result is compared with the CPU solve of the same inputs (itself
 checked against scipy in test_hines.py / test_tridiag.py). Skips cleanly
-without a GPU or in a build without CUDA; bench/device_python.sh runs it on
-the device machine."""
+without a GPU or in a build without CUDA; `bash bench/grid.sh python` runs it
+on a GPU host."""
 import os
 
 import numpy as np

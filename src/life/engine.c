@@ -73,11 +73,11 @@ static void random_fill(double *v, int64_t n, uint64_t stream) {
     for (int64_t i = 0; i < n; ++i) v[i] = ns_rng_uniform(&r, 0.1, 1.0);
 }
 
-/* NS_LIFE_AUTO on the CPU: a rule from measurements, not a timing at run time (bench/README.md,
- * "CPU variants: the rule of AUTO"; bench/results/life_variants_cpu_2core_2026-11-24{,b}.jsonl:
+/* NS_LIFE_AUTO on the CPU: a rule from measurements, not a timing at run time (bench/README.md at 01b826c,
+ * "CPU variants: the rule of AUTO"; 01b826c:bench/results/life_variants_cpu_2core_2026-11-24{,b}.jsonl:
  * 15-update fits with every optimised layout of each product on small_25, the 10,000 and 30,000
  * phantoms and a synthetic 10,000-fiber model, at 1 and 2 threads; and the 16-thread product
- * table of the 50,000-fiber model, bench/results/life_cpu16_h200_2026-11-22.txt).
+ * table of the 50,000-fiber model, 01b826c:bench/results/life_cpu16_h200_2026-11-22.txt).
  * y = M w: voxel-voxel everywhere. It writes each y column once; the atom-partitioned layouts pay
  *   for atomics on y from 2 threads on (2-4x slower); coeff-voxel ties with it on one thread.
  * w = M^T y: the layout that gathers the smaller array. atom-atom holds a dictionary column and

@@ -90,7 +90,7 @@
  * the same values. NS_NO_CLONES (with NSM_NO_CLONES for the generated
  * mechanisms) builds one version for the compiler's target instead, for
  * measuring one instruction set on a machine that has a wider one
- * (bench/device_cpu3.sh). */
+ * (`-mavx2 -DNS_NO_CLONES -DNSM_NO_CLONES` in CMAKE_C_FLAGS). */
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && \
     !defined(__INTEL_COMPILER) && !defined(NS_NO_CLONES)
 #define NS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -115,7 +115,7 @@ typedef struct cpu_run {
  * wider blocks fill the divider with lanes). 4 streams: with the shape's
  * part read as one sequence (solve_entry), the H200 host's 2-lane solve took
  * 12.7 cycles per lane-node at 16 threads against 14.7 with 8 streams, and
- * the 1-lane one 17.5 with either at one thread (bench/README.md, "The
+ * the 1-lane one 17.5 with either at one thread (bench/README.md at 01b826c, "The
  * solve in one pass, the rate table as rows"; -DSOLVE_STREAMS=N for another
  * count). */
 #ifndef SOLVE_STREAMS
@@ -714,7 +714,7 @@ static ns_status cpu_load_state(ns_sim_t *sim) {
  * in one multiply-add, then the 8 x 8 transpose. The columns' loads were
  * 12 gathers per 8 lane-nodes, and gathers scale worst of the core's
  * work on the H200 host: 16 threads gathered 11-12x one thread, where they
- * multiplied-added 13.4x (bench/probe/freq.c; bench/README.md, "The solve
+ * multiplied-added 13.4x (bench/probe/freq.c; bench/README.md at 01b826c, "The solve
  * in one pass, the rate table as rows"). */
 #if defined(__GNUC__) || defined(__clang__)
 typedef double ns_v8d __attribute__((vector_size(64)));
@@ -842,7 +842,7 @@ NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, const double *restrict rows, in
          * 1e-100 and 1e100 ms, where hh's are 1e-4 to 1e3 at any sane
          * temperature; the table's are always so): the gates took 17.9-20.8
          * instead of 20.4-26.0 cycles per lane-node on the H200 host, one
-         * thread (bench/README.md, "The solve in one pass, the rate table
+         * thread (bench/README.md at 01b826c, "The solve in one pass, the rate table
          * as rows") */
         for (int l = 0; l < len; ++l) {
             const double mh = mtau[l] * htau[l], r = (-dt) / (mh * ntau[l]);
@@ -1099,7 +1099,7 @@ NS_ALWAYS_INLINE int bad_pivot(double piv) { return !(fabs(piv) <= DBL_MAX) | (p
  * per node and the 8-lane one from 2.6 to 4 per lane-node (this container,
  * bench/probe/prof.py, 2026-11-29). The axial pass folded in and the
  * reciprocal took the 8-lane solve from 8.4 to 5.8 cycles per lane-node on
- * the H200 host, one thread (bench/README.md, "The solve in one pass, the
+ * the H200 host, one thread (bench/README.md at 01b826c, "The solve in one pass, the
  * rate table as rows"). */
 NS_ALWAYS_INLINE void eliminate_at(const solve_view *sv, const int32_t W, int64_t ii, int64_t pi, double ai,
                                    double bi) {

@@ -220,7 +220,7 @@ static int64_t tree_small_groups(const ns_sim_t *sim, const gpu_group *gr, int64
  * group then holds more than cap - largest nodes, so ceil(total / slots) +
  * largest - 1 makes at most `slots` groups. The few groups of a partial wave
  * run at the latency of a full one. Measured (H100, 2026-11-25,
- * bench/device_treewaves.sh, bench/README.md "The tree loop's groups"):
+ * bench/README.md at 01b826c "The tree loop's groups"):
  * 10,000 busyring cells (56 compartments) made 278 groups for 264 slots and
  * took 60 us per step with the fused hh, 44 us in one wave; a rule that
  * filled whole waves everywhere (bigger groups for many waves and for mixed
@@ -305,7 +305,7 @@ static ns_status setup_tree(ns_sim_t *sim, gpu_group *gr, const int *loop, int s
     /* one shape: tree_group_cap; several: the population spread over
      * TREE_GROUPS_PER_SM groups per SM, at most TREE_GROUP_NODES each (the
      * rule before tree_group_cap: on the bundled mixed population x5 the cap
-     * was 11 % slower, H200, 2026-11-28, bench/README.md "The tree loop's
+     * was 11 % slower, H200, 2026-11-28, bench/README.md at 01b826c "The tree loop's
      * groups") */
     if (nt == 1) {
         NS_CUDA_GOTO(ns_sim_tree_setup(ns_contract_shared_bytes(group_max)), st, out);
