@@ -208,8 +208,9 @@ NS_API ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartm
 
 /* ------------------------------------------------------------ networks
  * Synapses, spike sources and connections with NEURON's NetCon semantics
- * (docs/networks.md). CPU simulations of a model only for now: a CUDA
- * simulation refuses them with NS_ERR_UNSUPPORTED.
+ * (docs/networks.md). A simulation created with a model (ns_sim_options.model)
+ * takes them, on the CPU loop and on the GPU's tree loop, where a model runs
+ * (docs/networks.md, "The GPU loop").
  *
  * Synapses, sources and connections take effect at the next ns_sim_init:
  * ns_sim_advance refuses to run (NS_ERR_INVALID_ARGUMENT) while any was
