@@ -4,15 +4,14 @@
  * threads, four cells per thread and 16,384 compartments (below, the
  * threads cost more than they save), else sequential.
  * The CUDA methods, from measurements on an H100
- * and an H200 (bench/README.md, docs/methods.md):
- *   - several shapes: `tree` (tree contraction; 3.4x-8x faster than the
- *     best earlier mixed method, fine-grained, from 1,000 to 10,000 cells of
- *     the bundled mix, and the only method whose large cells do not walk a
- *     serial chain);
+ * and an H200 (bench/README.md, "Hines, same-shape batches" and "Mixed
+ * populations, the solver"; docs/methods.md):
+ *   - several shapes: `tree` (tree contraction; faster than the earlier
+ *     mixed methods on the bundled mix, and the only method whose large
+ *     cells do not walk a serial chain);
  *   - one shape whose cell does not fit the onchip kernel (its shared-memory
- *     image or its schedule's 16-bit fields): `tree` (the largest bundled
- *     cell: 0.22 ms against 21.9 ms one thread per cell);
- *   - one shape: `onchip` for cells of up to 128 compartments (1.25-1.4x
+ *     image or its schedule's 16-bit fields): `tree`;
+ *   - one shape: `onchip` for cells of up to 128 compartments (faster than
  *     Full-Interleaved at 256,000 cells) and for batches of up to 25,600
  *     cells; `interleaved` for larger cells in larger batches. */
 #include "hines/policy.h"

@@ -27,8 +27,8 @@
 void ns_life_build_options_init(ns_life_build_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
-    o->dictionary_l = 180; /* 1 degree; ENCODE's 360 costs 1.5-2.8x per update for the same weights
-                              (bench/README.md at 01b826c, "LiFE: model choices") */
+    o->dictionary_l = 180; /* 1 degree; ENCODE's 360 costs more per update for the same weights
+                              (docs/life.md; bench/README.md at 01b826c, "LiFE: model choices") */
     o->axial_diffusivity = 1.0;
     o->radial_diffusivity = 0.0;
     o->b0_threshold = 50.0;

@@ -79,15 +79,14 @@ static void random_fill(double *v, int64_t n, uint64_t stream) {
  * phantoms and a synthetic 10,000-fiber model, at 1 and 2 threads; and the 16-thread product
  * table of the 50,000-fiber model, 01b826c:bench/results/life_cpu16_h200_2026-11-22.txt).
  * y = M w: voxel-voxel everywhere. It writes each y column once; the atom-partitioned layouts pay
- *   for atomics on y from 2 threads on (2-4x slower); coeff-voxel ties with it on one thread.
+ *   for atomics on y from 2 threads on; coeff-voxel ties with it on one thread.
  * w = M^T y: the layout that gathers the smaller array. atom-atom holds a dictionary column and
- *   gathers the voxels' signal columns, voxel-voxel the reverse. With as many voxels as atoms
- *   (phantoms: 0.99 and 1.23 voxels per atom) atom-atom was 7-23 % faster at 1 and 2 threads
- *   (one 2-thread run of the 30,000 phantom: 10 % slower, within the load's noise); with 6.0
- *   voxels per atom (synthetic, 96 directions) voxel-voxel 28 % faster, and with 1.8 (50,000
- *   fibers, L = 360, 16 threads) 11 % faster. The threshold lies between 1.23 and 1.8.
- * The timing it replaces cost 15-19 % of `life build` + `life fit` at 10,000 streamlines and made
- * AUTO's choice, and so the fit's last digits, vary between runs. */
+ *   gathers the voxels' signal columns, voxel-voxel the reverse. With about as many voxels as
+ *   atoms (phantoms: 0.99 and 1.23 voxels per atom) atom-atom was the faster; with 6.0 voxels per
+ *   atom (synthetic, 96 directions) and with 1.8 (50,000 fibers, L = 360) voxel-voxel. The
+ *   threshold lies between 1.23 and 1.8.
+ * The timing it replaces was a large share of `life build` + `life fit` at 10,000 streamlines and
+ *   made AUTO's choice, and so the fit's last digits, vary between runs. */
 #define NS_LIFE_MTY_ATOM_MAX_VOXELS_PER_ATOM 1.5
 ns_life_variant ns_life_cpu_auto_variant(ns_life_product product, int32_t n_voxels, int32_t n_atoms) {
     if (product == NS_LIFE_MTY && (double)n_voxels <= NS_LIFE_MTY_ATOM_MAX_VOXELS_PER_ATOM * n_atoms)

@@ -148,9 +148,8 @@ static void voxel_splits(const ns_life_layout *l, int64_t n_coeffs, int32_t part
 /* The optimised loops over ranges of keys or coefficients, compiled for AVX-512, AVX2 and
  * the baseline and chosen at load time by the CPU (function multiversioning, as the cable
  * loop's): the default x86-64 target has only SSE2, two doubles a lane, and the inner loops over
- * theta are what the products spend their time on (perf: 91 % of a fit). Measured on this
- * 2-core AVX2 machine (loaded): 1.2x less solver time for 30 updates on the 10,000-streamline
- * phantom, one thread, best of 6 (3.74 against 4.48 s; bench/README.md). The clones differ
+ * theta are what the products spend their time on (most of a fit; measured faster than the
+ * SSE2 build, docs/life.md, "CPU details"). The clones differ
  * from each other (and from the naive loops) only in rounding (the simd reduction order), far
  * inside the 1e-12 the variants are checked to. */
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && \

@@ -588,8 +588,7 @@ static int emit_callable(gen *g, const block *bl) {
             /* the column as a pointer of its own, indexed by k_ and k1_:
              * the columns then share their index vectors, where gcc
              * emulating the gathers of T_[c0 + k_] extracted each column's
-             * own (426 against 149 lane extractions per vector iteration,
-             * 1.12-1.22x the hand-written gates' time; bench/README.md) */
+             * own (docs/mechanisms.md, "Speed") */
             put(b, "    {\n        const double *c_ = T_ + %d;\n        const double a_ = c_[k_], b_ = c_[k1_];\n", c0);
             put(b, "        %sa_ + t_ * (b_ - a_);\n    }\n", lhs);
         }
@@ -900,9 +899,8 @@ static int emit_header(gen *g) {
  * compiler takes OpenMP's simd pragma (-fopenmp or -fopenmp-simd with
  * NSM_OMP_SIMD: the library's build and `mechanisms build` pass both), the
  * loops say so with it, which also overrides the vectoriser's cost model:
- * ivdep alone left the generated hh's state() loop scalar on the device
- * host's compiler (2.4x the hand-written hh's time there against 1.3x on
- * this container's gcc 12, bench/README.md). */
+ * ivdep alone left the generated hh's state() loop scalar with gcc 13
+ * (docs/mechanisms.md, "Speed"). */
 static void emit_paths(gen *g, const char *what, const char *ind) {
     const char *name = g->m->name;
     static const char *ivdep = "#if defined(_OPENMP) || defined(NSM_OMP_SIMD)\n#pragma omp simd\n"

@@ -1,12 +1,8 @@
 /* The GPU simulation's `auto` rule (sim/policy.h). Measured on an H100
- * (bench/README.md, "Mixed populations"): the tree loop matched or beat
- * the onchip loop on every real morphology from 300 compartments up (1.0x
- * at 2,000 cells of ca1_h10, path 300; 2.2-5.5x for l5pc, ec3 and the
- * mouselight tracing, paths 461-1,148) and at 100 cells of every shape;
- * onchip kept a small lead only for small cells in large counts
- * (dg_granule, 94 compartments, path 75: 7.8e9 against 7.2e9
- * compartment-steps/s at 2,000 cells). The one-thread-per-cell loop, which
- * lost to the tree loop by 6x on the bundled reference shape, is gone. */
+ * (bench/README.md, "The GPU loops", per morphology): the tree loop
+ * matched or beat the onchip loop on every real morphology from 300
+ * compartments up and at 100 cells of every shape; onchip kept a small
+ * lead only for small cells (short critical paths) in large counts. */
 #include "sim/policy.h"
 
 int ns_sim_auto_needs_onchip(int64_t cells, int32_t sms) {

@@ -78,13 +78,13 @@ int ns_tridiag_method_variable(ns_tridiag_method method) {
 #define NS_TRIDIAG_BLOCK_MAX_N 8192
 
 /* Below this many unknowns in all, a GPU solve from host arrays costs more
- * in transfers and launches (>= ~20 us) than the CPU needs for all of it. */
+ * in transfers and launches than the CPU needs for all of it. */
 #define NS_TRIDIAG_AUTO_GPU_MIN_UNKNOWNS 16384
 /* Below this many unknowns OpenMP's start-up costs more than it saves. */
 #define NS_TRIDIAG_AUTO_OPENMP_MIN_UNKNOWNS 65536
 
-/* The rule of docs/tridiag.md, "Choosing a method", from the H200 runs of
- * 2026-11-22 (bench/README.md (batched tridiagonal)): warp fastest at every point of grid a
+/* The rule of docs/tridiag.md, "Choosing a method", from the H200 runs
+ * (bench/README.md, "Batched tridiagonal"): warp fastest at every point of grid a
  * (n 64-512), block at every point of grid b (n 1,024-8,192), in both
  * precisions; within them the kernel picks its shape from n and batch. */
 ns_tridiag_method ns_tridiag_auto_method(int32_t n, int64_t batch, ns_tridiag_precision precision,

@@ -11,11 +11,11 @@
 
 /* Slot size and count: 3 slots of 16 MiB keep the copy engine busy while
  * host threads fill the next slot, and pinning 48 MiB costs little at
- * create. Host threads per chunk: memcpy from pageable memory reached about
- * 39 GB/s with 8 threads on the 16-core H100 host and less with 16 (28.7
- * GB/s: the two pageable streams of a solve compete for memory bandwidth),
- * under the 55 GB/s of its PCIe 5 link from pinned memory (bench/README.md,
- * "Host arrays"). */
+ * create. Host threads per chunk: memcpy from pageable memory was fastest
+ * with 8 threads on the 16-core H100 host and slower with 16 (the two
+ * pageable streams of a solve compete for memory bandwidth), still under
+ * its PCIe 5 link's rate from pinned memory (bench/README.md, "Host arrays
+ * and device arrays"). */
 #define NS_STAGE_SLOT_BYTES ((size_t)16 << 20)
 #define NS_STAGE_SLOTS 3
 #define NS_STAGE_THREADS 8

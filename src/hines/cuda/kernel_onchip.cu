@@ -13,7 +13,7 @@
 // Each CUDA block first copies the schedule's core (run descriptors, step
 // tables, child positions; a few KB) into shared memory: read at every run
 // start, it would otherwise wait on L2 behind the streaming traffic
-// (measured: 1.5-4 thousand cycles per run start).
+// (docs/methods.md, "onchip").
 #include "core/cuda_check.h"
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>

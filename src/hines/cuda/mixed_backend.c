@@ -115,12 +115,12 @@ static ns_status upload_tables(mstate *st, int n, const void *const *src, const 
 
 /* Whether the fine-grained groups run with their images in shared memory
  * (mixed_fine_shared.cu): all of them when one cell of every shape fits one
- * block's opt-in shared memory, else none. Measured (bench/README.md, mixed
- * shapes): with its images in shared memory, a same-shape batch of 100,000
- * cells ran 1.8x faster, but the bundled mix, whose largest cell (38,580
- * compartments) must stay in device memory, ran 1.9x slower than with every
- * group in device memory (also with the two kinds of group on separate
- * streams). ns_solve_options.fine_shared: NS_FINE_SHARED_NEVER, _AB (a and b
+ * block's opt-in shared memory, else none. Measured (bench/README.md at 01b826c,
+ * "Fine-grained with the group in shared memory"): the shared images speed
+ * up a large same-shape batch, but the bundled mix, whose largest cell
+ * (38,580 compartments) must stay in device memory, ran slower with the
+ * two kinds of group mixed than with every group in device memory (also
+ * on separate streams). ns_solve_options.fine_shared: NS_FINE_SHARED_NEVER, _AB (a and b
  * in shared memory too) or _AUTO (d and rhs only). */
 static void fine_shared_choice(mstate *st, const ns_mixed_shapes *shapes, int32_t mode) {
     st->fine_shared = mode != NS_FINE_SHARED_NEVER;

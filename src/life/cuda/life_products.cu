@@ -361,8 +361,8 @@ voxel_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const
             const C got = __shfl_sync(FULL, p, from);
             if (lane >= t && lane < t + V) mine = (double)got;
         }
-        // the fiber runs pay only with a half-precision dictionary (H100, 500,000 fibers, same run
-        // before/after: f16d 2.13 -> 1.91 ms; float32 2.89 -> 3.50, float64 6.26 -> 6.33 ms)
+        // the fiber runs pay only with a half-precision dictionary (slower with float32 and
+        // float64; docs/life.md, "Runs of equal fibers")
         if (sizeof(T) == 2)
             add_runs(w, k < k1 ? __ldcs(fiber + k) : -1, k < k1 ? mine * __ldcs(value + k) * scale : 0.0, k < k1, lane);
         else if (k < k1)

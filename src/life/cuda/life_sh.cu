@@ -26,12 +26,12 @@
 #define SH_BATCH 4   /* coefficients a lane loads at once */
 #endif
 #ifndef SH_MINB_MW
-#define SH_MINB_MW 4 /* blocks per SM the registers must allow: y = M w up to lmax 12 (H200, */
-#endif               /* 500,000 fibers: 1.045 ms at 4, 1.33 at 1: 128 registers, 36 bytes spilled; */
+#define SH_MINB_MW 4 /* blocks per SM the registers must allow: y = M w up to lmax 12, faster */
+#endif               /* at 4 than at 1 (128 registers, 36 bytes spilled; docs/life.md, "voxel-sh"); */
                      /* lmax 14 and 16 would spill 0.8 and 2.4 KB at 128, so they are not held) */
 #ifndef SH_MINB_MTY
 #define SH_MINB_MTY 1 /* w = M^T y: not held (3 blocks at 159-162 registers; at 128, before the */
-#endif                /* Horner form: 160 bytes spilled, 1.22 ms against 1.11) */
+#endif                /* Horner form: 160 bytes spilled and slower) */
 
 // Features of the basis of degree LMAX; RP: R rounded up to 4 x SH_GV (each
 // lane of a voxel owns RL = RP / SH_GV consecutive ones when forming Q).

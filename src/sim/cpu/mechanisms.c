@@ -37,8 +37,8 @@ typedef struct mech_block {
  * contiguous path (shorter ones cost a call each for little vector work);
  * the rest one call over node_index, whose current() loop does not
  * vectorise (it scatters into rhs and d). Counted in lane-nodes, so that a
- * block of 4 or 8 lanes always takes the runs (8 lanes: about 4.5 % less CPU
- * time for the generated hh than counting nodes, bench/README.md; the same
+ * block of 4 or 8 lanes always takes the runs (measured faster for the
+ * generated hh than counting nodes, docs/mechanisms.md, "Speed"; the same
  * values either way: every instance's arithmetic is the same on both paths). */
 #define MIN_MEAN_RUN 4
 

@@ -26,9 +26,9 @@ int32_t ns_cpu_lane_width(int32_t n, int64_t total, int32_t threads);
 int64_t ns_cpu_blocks(int64_t cells, int32_t wmax, int32_t *widths);
 
 /* The least compartments per thread for a cell split across threads: the
- * membrane and gate passes of 1,024 compartments (about 30 us on one core)
- * against the two barriers per step the split costs (about 1-2 us at 16
- * threads). */
+ * membrane and gate passes of 1,024 compartments take an order of magnitude
+ * longer than the two barriers per step the split costs (docs/simulation.md,
+ * "A cell split across threads"). */
 #define NS_CPU_SPLIT_MIN_PER_THREAD 1024
 
 /* Whether a cell of `n` compartments runs on all `threads` threads (its

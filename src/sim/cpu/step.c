@@ -83,9 +83,9 @@
 #define ALIGN 64           /* [bytes] block arrays start on a cache line */
 /* The run_block_W below: one function per width, so that the lane loops have a constant trip count;
  * on x86-64 Linux with gcc or clang, each compiled for AVX-512, AVX2 and the
- * baseline, chosen at load time by the CPU (function multiversioning; on the
- * H100 host's Xeon the AVX-512 clone ran 1.25x the AVX2 one, 7.5 against
- * 9.4 ms per step of 1,000 allen_rbp4 cells, bench/README.md). No
+ * baseline, chosen at load time by the CPU (function multiversioning; the
+ * AVX-512 clone is the faster on the hosts measured, bench/README.md at 01b826c,
+ * "The H200 host, 2026-11-28: gcc 13 and the rate table, split blocks"). No
  * FMA contraction in any of them (-ffp-contract=off), so the clones compute
  * the same values. NS_NO_CLONES (with NSM_NO_CLONES for the generated
  * mechanisms) builds one version for the compiler's target instead, for
@@ -113,9 +113,8 @@ typedef struct cpu_run {
  * divisions of different subtrees overlap; then the top (docs/simulation.md,
  * "The narrow blocks' solve streams"; blocks of 1 and 2 lanes take them,
  * wider blocks fill the divider with lanes). 4 streams: with the shape's
- * part read as one sequence (solve_entry), the H200 host's 2-lane solve took
- * 12.7 cycles per lane-node at 16 threads against 14.7 with 8 streams, and
- * the 1-lane one 17.5 with either at one thread (bench/README.md at 01b826c, "The
+ * part read as one sequence (solve_entry), the 2-lane solve was faster
+ * with 4 than with 8 and the 1-lane one the same (bench/README.md at 01b826c, "The
  * solve in one pass, the rate table as rows"; -DSOLVE_STREAMS=N for another
  * count). */
 #ifndef SOLVE_STREAMS
@@ -251,10 +250,9 @@ static void table_rows(const ns_hh_table *t, double *rows) {
 
 /* Whether the gates' lookup transposes 8 rows at a time (rates_of_rows):
  * where the run_block clone taken is the AVX-512 one, or the build's
- * target has AVX-512. Elsewhere it gathers from the rows, faster there:
- * an AVX2-only build (-mavx2 -DNS_NO_CLONES) took 36 cycles per lane-node
- * in the gates gathering and 45 transposing (allen_rbp4, this container,
- * 2026-11-29).
+ * target has AVX-512. Elsewhere it gathers from the rows, faster there
+ * (an AVX2-only build, -mavx2 -DNS_NO_CLONES; bench/README.md at 01b826c,
+ * "The solve in one pass, the rate table as rows").
  * NS_CPU_ROWS_GATHER (CI's gcc build without OpenMP) gathers always, so
  * that the tests run both forms; their values are the same. */
 static int rows_transpose(void) {
@@ -713,8 +711,7 @@ static ns_status cpu_load_state(ns_sim_t *sim) {
  * compiler's instructions for each target clone): each row's interpolation
  * in one multiply-add, then the 8 x 8 transpose. The columns' loads were
  * 12 gathers per 8 lane-nodes, and gathers scale worst of the core's
- * work on the H200 host: 16 threads gathered 11-12x one thread, where they
- * multiplied-added 13.4x (bench/probe/freq.c; bench/README.md at 01b826c, "The solve
+ * work with the thread count (bench/probe/freq.c; bench/README.md at 01b826c, "The solve
  * in one pass, the rate table as rows"). */
 #if defined(__GNUC__) || defined(__clang__)
 typedef double ns_v8d __attribute__((vector_size(64)));
@@ -840,10 +837,9 @@ NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, const double *restrict rows, in
          * times the other two taus (within a few ulps of three divisions,
          * while the product stays within double range: each tau between
          * 1e-100 and 1e100 ms, where hh's are 1e-4 to 1e3 at any sane
-         * temperature; the table's are always so): the gates took 17.9-20.8
-         * instead of 20.4-26.0 cycles per lane-node on the H200 host, one
-         * thread (bench/README.md at 01b826c, "The solve in one pass, the rate table
-         * as rows") */
+         * temperature; the table's are always so), faster than three
+         * divisions (bench/README.md at 01b826c, "The solve in one pass, the rate
+         * table as rows") */
         for (int l = 0; l < len; ++l) {
             const double mh = mtau[l] * htau[l], r = (-dt) / (mh * ntau[l]);
             ex[l] = r * (htau[l] * ntau[l]);
@@ -1066,9 +1062,9 @@ NS_ALWAYS_INLINE void gates_range(const ns_sim_t *sim, const block_view *bv, con
  * v += rhs, node by node. Each node's lane loop computes into locals, then
  * stores: the lanes of a node and of its parent never overlap, but the
  * compiler cannot prove it from the indexes and kept the loops scalar when
- * they stored as they went (8 scalar divisions per node in the elimination
- * and in the back substitution: 18 % of a run of 8-lane blocks of
- * allen_rbp4, perf annotate, 2026-11-28). */
+ * they stored as they went (scalar divisions in the elimination and in the
+ * back substitution; bench/README.md at 01b826c, "The solve's lane loops
+ * vectorised"). */
 typedef struct solve_view {
     const int32_t *restrict pos;    /* the node order (cpu_shape.pos), or NULL */
     const int32_t *restrict parent; /* the parents' positions */
@@ -1094,13 +1090,11 @@ NS_ALWAYS_INLINE int bad_pivot(double piv) { return !(fabs(piv) <= DBL_MAX) | (p
  * here, a multiplication in the back substitution (substitute_node). The
  * pivot is final from here on, so the pivots are checked afterwards
  * (solve_lanes, split_front_w, split_top_w; 1/x is zero or not finite
- * where x is), not in the elimination's chain of divisions: a check per
- * node in the chain took the 1-lane elimination from about 8 to 15 cycles
- * per node and the 8-lane one from 2.6 to 4 per lane-node (this container,
- * bench/probe/prof.py, 2026-11-29). The axial pass folded in and the
- * reciprocal took the 8-lane solve from 8.4 to 5.8 cycles per lane-node on
- * the H200 host, one thread (bench/README.md at 01b826c, "The solve in one pass, the
- * rate table as rows"). */
+ * where x is), not in the elimination's chain of divisions, where a check
+ * per node slowed the elimination (bench/probe/prof.py; bench/README.md at 01b826c,
+ * "The machine's ceiling, the solve's pivot check"); the axial pass folded
+ * in and the reciprocal are faster again (same file, "The solve in one
+ * pass, the rate table as rows"). */
 NS_ALWAYS_INLINE void eliminate_at(const solve_view *sv, const int32_t W, int64_t ii, int64_t pi, double ai,
                                    double bi) {
     double x0[NS_CPU_LANES_MAX], x1[NS_CPU_LANES_MAX], x2[NS_CPU_LANES_MAX], x3[NS_CPU_LANES_MAX];
@@ -1359,9 +1353,9 @@ NS_RUN_W(8)
 /* The split cells' barrier (two per step): a sense-reversing counter that
  * spins briefly, then yields the core at each look. OpenMP's barrier spins
  * (GOMP: about 300,000 looks) before it sleeps; on a machine with other
- * runnable work that kept the working thread off its core (this container,
- * 2 cores: one 38,580-compartment cell took 10.1 ms per step on 2 threads
- * with OMP_WAIT_POLICY=active, 2.1 with passive, 1.8-3.5 on one thread).
+ * runnable work that kept the working thread off its core (a loaded
+ * 2-core machine ran one split cell several times slower on 2 threads with
+ * OMP_WAIT_POLICY=active than with passive or on one thread).
  * A yield costs nothing when nothing else wants the core. The acquire and
  * release orders make each thread's writes before the barrier visible to
  * the others after it. */

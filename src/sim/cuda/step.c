@@ -219,12 +219,11 @@ static int64_t tree_small_groups(const ns_sim_t *sim, const gpu_group *gr, int64
  * the least cap up to group_max that packs them into one wave: a greedy
  * group then holds more than cap - largest nodes, so ceil(total / slots) +
  * largest - 1 makes at most `slots` groups. The few groups of a partial wave
- * run at the latency of a full one. Measured (H100, 2026-11-25,
- * bench/README.md at 01b826c "The tree loop's groups"):
- * 10,000 busyring cells (56 compartments) made 278 groups for 264 slots and
- * took 60 us per step with the fused hh, 44 us in one wave; a rule that
- * filled whole waves everywhere (bigger groups for many waves and for mixed
- * sizes) was 3-17 % slower on ca1_h10 x 10,000 and the bundled mixed
+ * run at the latency of a full one. Measured (bench/README.md at 01b826c,
+ * "The tree loop's groups"): one wave instead of a partial second one
+ * speeds up a busyring population of 10,000 small cells; a rule that
+ * filled whole waves everywhere (bigger groups for many waves and for
+ * mixed sizes) was slower on ca1_h10 x 10,000 and the bundled mixed
  * population, so it applies only to the partial second wave. */
 static int32_t tree_group_cap(const ns_sim_t *sim, const gpu_group *gr, int32_t shared_nodes, int32_t group_max,
                               int64_t slots) {

@@ -507,9 +507,9 @@ cudaError_t launch_typed(const ns_td_args *a, int block, int M, int tps, cudaStr
 // Threads that keep an H100/H200 busy (132 SMs x 2,048): below this the
 // shape trades rows per thread for threads.
 constexpr long long kFillThreads = 1LL << 18;
-// The warp method prefers M = 16 down to batch * G = 2^14 lanes (H200,
-// 2026-11-22: M = 16 was fastest or within 6% at n = 64-512 x 2,560-256,000;
-// M = 8 won by 2-6% only below ~16K lanes).
+// The warp method prefers M = 16 down to batch * G = 2^14 lanes: M = 16 was
+// the fastest, or close, from 2,560 to 256,000 systems of 64-512 unknowns,
+// M = 8 only below ~16K lanes (H200, bench/README.md, "Batched tridiagonal").
 constexpr long long kWarpFillDivisor = 16;
 
 } // namespace
