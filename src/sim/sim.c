@@ -437,18 +437,6 @@ static ns_status grow_traces(ns_sim_t *sim, int64_t upto) {
     return NS_OK;
 }
 
-int ns_sim_push_spike(ns_sim_t *sim, int64_t cell, double t) {
-    if (sim->n_spikes[cell] == sim->cap_spikes[cell]) {
-        int64_t cap = sim->cap_spikes[cell] ? 2 * sim->cap_spikes[cell] : 8;
-        double *grown = realloc(sim->spikes[cell], (size_t)cap * sizeof *grown);
-        if (!grown) return -1;
-        sim->spikes[cell] = grown;
-        sim->cap_spikes[cell] = cap;
-    }
-    sim->spikes[cell][sim->n_spikes[cell]++] = t;
-    return 0;
-}
-
 ns_status ns_sim_init(ns_sim_t *sim) {
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_init: sim is NULL");
     ns_status st = ns_sim_index(sim);
@@ -469,25 +457,6 @@ ns_status ns_sim_init(ns_sim_t *sim) {
     for (int32_t k = 0; k < sim->n_recs; ++k) sim->traces[k] = sim->params.v_init;
     sim->samples = 1;
     return NS_OK;
-}
-
-void ns_sim_init_host(ns_sim_t *sim) {
-    /* hh's INITIAL at v_init: rates(v); m = minf; h = hinf; n = ninf (the
-     * same for every hh compartment); 0 where there is no hh */
-    ns_hh_rates q;
-    ns_hh_rates_of(&sim->table, sim->params.usetable, sim->q10, sim->params.v_init, &q);
-    for (int64_t c = 0; c < sim->n_cells; ++c) {
-        const sim_shape *s = &sim->shapes[sim->cell_shape[c]];
-        const int64_t o = sim->cell_offset[c];
-        for (int32_t i = 0; i < s->n; ++i) {
-            const int r = s->region[i];
-            const int hh = r >= 0 && sim->region[r].hh;
-            sim->v[o + i] = sim->params.v_init;
-            sim->m[o + i] = hh ? q.minf : 0.0;
-            sim->h[o + i] = hh ? q.hinf : 0.0;
-            sim->n[o + i] = hh ? q.ninf : 0.0;
-        }
-    }
 }
 
 /* Drop spikes after time t [ms] (a failed run keeps what came before). */
@@ -572,22 +541,6 @@ ns_hines_method ns_sim_method(const ns_sim_t *sim) { return sim ? sim->method : 
 int32_t ns_sim_gpu_lanes(const ns_sim_t *sim) { return sim ? sim->gpu_lanes : 0; }
 ns_sim_gpu_mechanisms ns_sim_gpu_mechanisms_of(const ns_sim_t *sim) {
     return sim ? sim->gpu_mechanisms : NS_SIM_GPU_MECHANISMS_AUTO;
-}
-
-ns_status ns_sim_mechanisms_path(ns_sim_t *sim, const ns_sim_mech_facts *f, const char *loop) {
-    const int path = ns_sim_gpu_mechanisms_rule(f);
-    if (path < 0)
-        return ns_fail(NS_ERR_UNSUPPORTED,
-                       "simulation: gpu_mechanisms = fused, but %s runs the built-in pas and hh (with hh's rate "
-                       "table) and a network of the built-in ExpSyn and Exp2Syn only (%s): use auto or per-step",
-                       loop,
-                       !f->builtin_only           ? "the model has other mechanisms, or hh without its table"
-                       : f->writes_concentration  ? "a mechanism writes a concentration"
-                       : f->parameters_exposed    ? "ns_sim_state_field handed out a parameter's or an ion's array, and "
-                                                    "the fused loop reads the copies it made at create"
-                                                  : "the network has synapse types it does not run");
-    sim->gpu_mechanisms = (ns_sim_gpu_mechanisms)path;
-    return NS_OK;
 }
 
 static const char *const GPU_MECHANISMS[3] = {"auto", "fused", "per-step"};
