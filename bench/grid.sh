@@ -98,7 +98,7 @@ for grid in "$@"; do
             "$D/ca1_h10.swc" "$D/dg_granule_1220882a.swc" --cells 70 --tstop 1 --backend cuda --method onchip \
             --record-cells 3 --no-progress --out "$OUT/check-sim"
           step "check-$tool-sim-tree" 300 compute-sanitizer --tool $tool --error-exitcode 9 "$NS" simulate \
-            bundled --cells 2 --tstop 1 --backend cuda --method tree --record-cells 3 --no-progress --out "$OUT/check-sim"
+            bundled --radii default:0.5 --cells 2 --tstop 1 --backend cuda --method tree --record-cells 3 --no-progress --out "$OUT/check-sim"
           step "check-$tool-hines" 300 compute-sanitizer --tool $tool --error-exitcode 9 "$NS" solve \
             "$D/ca1_h10.swc" --cells 300 --backend cuda --method auto
           step "check-$tool-tridiag" 300 compute-sanitizer --tool $tool --error-exitcode 9 "$NS" bench tridiag \
