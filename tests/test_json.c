@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "core/json.h"
@@ -81,6 +82,31 @@ int main(void) {
         const char text[] = "\"a\0b\"";
         ns_json *r = NULL;
         CHECK_FAILS(ns_json_parse(text, sizeof text - 1, "t.json", &r), NS_ERR_PARSE, "control character 0x00");
+    }
+    {
+        /* 300,000 keys (issue 47: the duplicate check compared every key with
+         * every earlier one, 147 s): all distinct, then the same object with
+         * its first key repeated last; both in well under a second */
+        const size_t nk = 300000;
+        char *big = malloc(nk * 24 + 64);
+        size_t len = 0;
+        big[len++] = '{';
+        for (size_t k = 0; k < nk; ++k) len += (size_t)sprintf(big + len, "%s\"k%zu\": %zu", k ? "," : "", k, k);
+        const size_t body = len;
+        len += (size_t)sprintf(big + len, "}");
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        ns_json *o = NULL;
+        CHECK_OK(ns_json_parse(big, len, "big.json", &o));
+        CHECK(o && o->n == nk && ns_json_get(o, "k299999") && ns_json_get(o, "k299999")->number == 299999.0);
+        ns_json_free(o);
+        len = body + (size_t)sprintf(big + body, ", \"k0\": 1}");
+        o = (ns_json *)1;
+        CHECK_FAILS(ns_json_parse(big, len, "big.json", &o), NS_ERR_PARSE, "duplicate key \"k0\"");
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        const double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        CHECK_MSG(s < 5.0, "300,000 keys took %.2f s", s);
+        free(big);
     }
     ns_json *r = (ns_json *)1;
     CHECK_FAILS(ns_json_read("/nonexistent/c.json", &r), NS_ERR_IO, "/nonexistent/c.json");

@@ -20,7 +20,8 @@ static int usage_text(void) {
 
 static int write_file(const char *dir, const char *name, const char *ext, const char *text) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s%s", dir, name, ext);
+    if ((size_t)snprintf(path, sizeof path, "%s/%s%s", dir, name, ext) >= sizeof path)
+        return cli_error("%s/%s%s: the path is longer than %zu bytes", dir, name, ext, sizeof path - 1);
     FILE *f = fopen(path, "wb");
     if (!f) return cli_error("%s: cannot create", path);
     size_t n = strlen(text);
