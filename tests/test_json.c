@@ -57,7 +57,8 @@ int main(void) {
     REFUSED("{\"a\": 1,}", "t.json:1:9: expected a key");
     REFUSED("{\n  \"a\": 01}", "t.json:2:8: a number with a leading zero");
     REFUSED("[NaN]", "unexpected 'N'");
-    REFUSED("[1e999]", "out of range");
+    REFUSED("[1e999]", "t.json:1:2: '1e999' is beyond the range of a double");
+    REFUSED("[1e-320]", "t.json:1:2: '1e-320' is too close to 0 for a double");
     REFUSED("[.5]", "unexpected '.'");
     REFUSED("[1.]", "a digit must follow '.'");
     REFUSED("[1e]", "a digit must follow the exponent");

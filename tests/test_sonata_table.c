@@ -48,8 +48,10 @@ int main(void) {
     REFUSED_S("edge_type_id a\n", NS_ERR_PARSE, "t.csv:1: the first column is 'edge_type_id', not node_type_id");
     REFUSED_S("node_type_id a\n1 x\n1 y\n", NS_ERR_PARSE, "t.csv:3: node_type_id 1 again (line 2)");
     REFUSED_S("node_type_id a\n1\n", NS_ERR_PARSE, "t.csv:2: 1 fields, the header has 2");
-    REFUSED_S("node_type_id a\nx1 y\n", NS_ERR_PARSE, "t.csv:2: node_type_id 'x1' is not an integer");
-    REFUSED_S("node_type_id a\n99999999999999999999 y\n", NS_ERR_PARSE, "is not an integer");
+    REFUSED_S("node_type_id a\nx1 y\n", NS_ERR_PARSE, "t.csv:2: node_type_id: 'x1' is not an integer");
+    REFUSED_S("node_type_id a\n0x1 y\n", NS_ERR_PARSE, "t.csv:2: node_type_id: '0x1' is not an integer");
+    REFUSED_S("node_type_id a\nNULL y\n", NS_ERR_PARSE, "t.csv:2: node_type_id: no value");
+    REFUSED_S("node_type_id a\n99999999999999999999 y\n", NS_ERR_INVALID_ARGUMENT, "t.csv:2: node_type_id: '99999999999999999999' is out of range");
     REFUSED_S("node_type_id a\n1 \"y\n", NS_ERR_PARSE, "t.csv:2: an unterminated quote");
     REFUSED_S("node_type_id a\n1 \"y\"z\n", NS_ERR_PARSE, "t.csv:2: an unterminated quote or text after");
     REFUSED("node_type_id a\n1 \0\n", sizeof "node_type_id a\n1 \0\n" - 1, NS_ERR_PARSE, "t.csv:2: a NUL byte");

@@ -100,20 +100,22 @@ typedef struct stim_spec {
     int amp_auto;
 } stim_spec;
 
+/* LOC: soma | cN | K:X | swc=ID:X, its numbers through the one reader
+ * (neurosolve/number.h): c-0 and hex are refused like in files */
 static int parse_loc(const char *text, loc_spec *l) {
     memset(l, 0, sizeof *l);
     snprintf(l->text, sizeof l->text, "%s", text);
-    char *end;
     if (strcmp(text, "soma") == 0) {
         l->kind = 0;
         l->x = 0.5;
         return 1;
     }
+    int64_t index = 0;
     if (text[0] == 'c') {
         l->kind = 3;
-        errno = 0;
-        l->index = strtoll(text + 1, &end, 10);
-        return end != text + 1 && *end == '\0' && l->index >= 0 && errno != ERANGE;
+        if (ns_integer_parse(text + 1, 0, INT64_MAX, &index) != NS_OK) return 0;
+        l->index = index;
+        return 1;
     }
     const char *s = text;
     l->kind = 1;
@@ -121,13 +123,30 @@ static int parse_loc(const char *text, loc_spec *l) {
         l->kind = 2;
         s = text + 4;
     }
-    errno = 0;
-    l->index = strtoll(s, &end, 10);
-    if (end == s || *end != ':' || errno == ERANGE || (l->kind == 1 && l->index > INT32_MAX))
-        return 0; /* out of range: refused, not clamped */
-    const char *xs = end + 1;
-    l->x = strtod(xs, &end);
-    return end != xs && *end == '\0' && l->x >= 0.0 && l->x <= 1.0 && l->index >= 0;
+    const char *colon = strchr(s, ':');
+    char num[64];
+    if (!colon || (size_t)(colon - s) >= sizeof num) return 0;
+    snprintf(num, sizeof num, "%.*s", (int)(colon - s), s);
+    /* out of range: refused, not clamped */
+    if (ns_integer_parse(num, 0, l->kind == 1 ? INT32_MAX : INT64_MAX, &index) != NS_OK) return 0;
+    l->index = index;
+    return ns_number_parse(colon + 1, 0.0, 1.0, &l->x) == NS_OK;
+}
+
+/* The checks of a run's values (ns_sim_params_check) and at least one step;
+ * 0 with the reason in why. */
+static int params_usable(const ns_sim_params *p, int64_t *n_steps, char *why, size_t size) {
+    *n_steps = 0;
+    if (ns_sim_params_check(p) != NS_OK || ns_sim_count_steps(p->tstop, p->dt, n_steps) != NS_OK) {
+        snprintf(why, size, "%s", ns_last_error());
+        return 0;
+    }
+    if (*n_steps < 1) {
+        snprintf(why, size, "tstop = %g ms is less than half a step of dt = %g ms: nothing to simulate", p->tstop,
+                 p->dt);
+        return 0;
+    }
+    return 1;
 }
 
 /* The compartment of a location in a cell; prints the error. */
@@ -519,14 +538,20 @@ static int simulate(int argc, char **argv) {
         } else if (strcmp(a, "--resume") == 0) {
             resume = val;
         } else if (strcmp(a, "--checkpoint-at") == 0) {
-            char tmp[1024];
-            snprintf(tmp, sizeof tmp, "%s", val);
-            for (char *save = NULL, *tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            /* every item a time: "5,,6" and a trailing comma are refused */
+            for (const char *p = val;;) {
+                const size_t n = strcspn(p, ",");
+                char tok[64];
                 if (n_ck == MAX_ITEMS) return cli_usage_error(cmd, "--checkpoint-at: at most %d times", MAX_ITEMS);
+                if (n == 0 || n >= sizeof tok)
+                    return cli_usage_error(cmd, "--checkpoint-at T1,T2,...: %s item in '%s'",
+                                           n ? "a too long" : "an empty", val);
+                snprintf(tok, sizeof tok, "%.*s", (int)n, p);
                 if (!cli_parse_double(cmd, "--checkpoint-at", tok, 0.0, 1e15, &ck_times[n_ck])) return 2;
                 n_ck++;
+                if (!p[n]) break;
+                p += n + 1;
             }
-            if (n_ck == 0) return cli_usage_error(cmd, "--checkpoint-at T1,T2,...: no time in '%s'", val);
         } else {
             return cli_usage_error(cmd, "unknown option '%s'", a);
         }
@@ -554,10 +579,15 @@ static int simulate(int argc, char **argv) {
             return 1;
         }
     }
+    const ns_sim_params net_params = params;
     if (param_file) {
         ns_status st = ns_sim_params_read(&params, param_file);
         if (st != NS_OK) return cli_status_error("parameters", st);
     }
+    /* the values of the files (network or SONATA config, then --params) before
+     * the options: when the run's values fail the check below and these do
+     * too, the fault is in a file (exit 1, docs/cli.md), else in an option */
+    const ns_sim_params file_params = params;
     for (int k = 0; k < n_sets; ++k) {
         /* one line of a parameter file: the same parser and the same rules */
         if (!strchr(sets[k], '=') || strpbrk(sets[k], "\n#"))
@@ -570,11 +600,17 @@ static int simulate(int argc, char **argv) {
         return cli_usage_error(cmd, "--checkpoint and --resume: a model's mechanism states are not saved yet");
     /* every value in range, and a step count that fits, before any work */
     int64_t n_steps = 0;
-    if (ns_sim_params_check(&params) != NS_OK || ns_sim_count_steps(params.tstop, params.dt, &n_steps) != NS_OK)
-        return cli_usage_error(cmd, "%s", ns_last_error());
-    if (n_steps < 1)
-        return cli_usage_error(cmd, "tstop = %g ms is less than half a step of dt = %g ms: nothing to simulate",
-                               params.tstop, params.dt);
+    char why[600];
+    if (!params_usable(&params, &n_steps, why, sizeof why)) {
+        int64_t ignored;
+        char file_why[600];
+        if ((param_file || network_file) && !params_usable(&file_params, &ignored, file_why, sizeof file_why)) {
+            const int net_fault = network_file && !params_usable(&net_params, &ignored, file_why, sizeof file_why);
+            cli_error("parameters: %s: %s", net_fault || !param_file ? network_file : param_file, file_why);
+            return 1;
+        }
+        return cli_usage_error(cmd, "%s", why);
+    }
     /* checkpoint times as step counts, in order, within the run */
     int64_t ck_steps[MAX_ITEMS];
     if (n_ck > 0 && !checkpoint) return cli_usage_error(cmd, "--checkpoint-at needs --checkpoint FILE");

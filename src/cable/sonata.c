@@ -19,6 +19,7 @@
 #include "cable/netfile_build.h"
 #include "cable/sonata_table.h"
 #include "neurosolve/network.h"
+#include "neurosolve/number.h"
 
 #ifndef NS_HAVE_HDF5
 
@@ -873,11 +874,12 @@ static ns_status read_edges(reader *r, const ns_json *entry, int idx) {
         for (int k = 0; k < 2 && st == NS_OK; ++k) {
             *dst[k] = NAN;
             if (!sv[k]) continue;
-            char *end;
-            *dst[k] = strtod(sv[k], &end);
-            if (*end || !isfinite(*dst[k]))
-                st = ns_fail(NS_ERR_PARSE, "%s:%d: edge type %lld: %s '%s' is not a number", csvpath, types.line[row],
-                             (long long)types.id[row], k ? "delay" : "syn_weight", sv[k]);
+            if ((st = ns_number_parse(sv[k], -HUGE_VAL, HUGE_VAL, dst[k])) != NS_OK) {
+                char pre[SON_PATH + 160];
+                snprintf(pre, sizeof pre, "%s:%d: edge type %lld: %s", csvpath, types.line[row],
+                         (long long)types.id[row], k ? "delay" : "syn_weight");
+                ns_error_prefix(pre);
+            }
         }
     }
     h5quiet hq;

@@ -2,13 +2,13 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cable/sonata_table.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "core/file.h"
+#include "neurosolve/number.h"
 
 void ns_son_table_free(ns_son_table *t) {
     if (!t) return;
@@ -119,12 +119,15 @@ static ns_status add_row(ns_son_table *t, int64_t *rcap, char **fields, int nf, 
         if (!c || !i || !l) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s:%d", path, lineno);
         *rcap = cap;
     }
-    char *end = NULL;
-    errno = 0;
-    const long long id = fields[0] ? strtoll(fields[0], &end, 10) : 0;
-    if (!fields[0] || *end || errno || end == fields[0])
-        return ns_fail(NS_ERR_PARSE, "%s:%d: %s '%s' is not an integer", path, lineno, id_col,
-                       fields[0] ? fields[0] : "NULL");
+    int64_t id = 0;
+    if (!fields[0]) return ns_fail(NS_ERR_PARSE, "%s:%d: %s: no value", path, lineno, id_col);
+    const ns_status st = ns_integer_parse(fields[0], INT64_MIN, INT64_MAX, &id); /* neurosolve/number.h */
+    if (st != NS_OK) {
+        char pre[4200];
+        snprintf(pre, sizeof pre, "%s:%d: %s", path, lineno, id_col);
+        ns_error_prefix(pre);
+        return st;
+    }
     memcpy(&t->cell[t->nrow * t->ncol], fields, (size_t)nf * sizeof *fields);
     t->id[t->nrow] = id;
     t->line[t->nrow] = lineno;

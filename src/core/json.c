@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/number.h"
 
 typedef struct jp {
     const char *s, *end, *name;
@@ -182,13 +183,11 @@ static int parse_number(jp *j, double *out) {
         if (p >= j->end || *p < '0' || *p > '9') return jfail(j, "a digit must follow the exponent");
         while (p < j->end && *p >= '0' && *p <= '9') ++p;
     }
-    char tmp[128];
-    if ((size_t)(p - a) >= sizeof tmp) return jfail(j, "a number of more than %d characters", (int)sizeof tmp - 1);
-    memcpy(tmp, a, (size_t)(p - a));
-    tmp[p - a] = 0;
-    errno = 0;
-    const double v = strtod(tmp, NULL);
-    if (!isfinite(v)) return jfail(j, "number %s is out of range", tmp);
+    if (p - a > 127) return jfail(j, "a number of more than 127 characters");
+    /* JSON's grammar above, the value through the one number reader
+     * (neurosolve/number.h): overflow and subnormals refused as everywhere */
+    double v;
+    if (ns_number_span(a, (size_t)(p - a), -HUGE_VAL, HUGE_VAL, &v) != NS_OK) return jfail(j, "%s", ns_last_error());
     *out = v;
     j->p = p;
     return 0;
@@ -256,7 +255,7 @@ static int keyset_add(keyset *ks, char **keys, size_t n) {
     return 0;
 }
 
-static int parse_members_in(jp *j, ns_json *v, int depth, int object, keyset *ks);
+static int parse_members_in(jp *j, ns_json *v, int depth, int object, keyset *seen);
 
 /* An array or an object: members until the closing bracket. */
 static int parse_members(jp *j, ns_json *v, int depth, int object) {
@@ -266,7 +265,7 @@ static int parse_members(jp *j, ns_json *v, int depth, int object) {
     return r;
 }
 
-static int parse_members_in(jp *j, ns_json *v, int depth, int object, keyset *ks) {
+static int parse_members_in(jp *j, ns_json *v, int depth, int object, keyset *seen) {
     const char close = object ? '}' : ']';
     ++j->p;
     size_t cap = 0;
@@ -293,7 +292,7 @@ static int parse_members_in(jp *j, ns_json *v, int depth, int object, keyset *ks
             if (j->p >= j->end || *j->p != '"') return jfail(j, "expected a key (a string)");
             if (parse_string(j, &key) != 0) return -1;
             v->keys[v->n] = key;
-            const int dup = keyset_add(ks, v->keys, v->n);
+            const int dup = keyset_add(seen, v->keys, v->n);
             if (dup != 0) {
                 if (dup > 0) jfail(j, "duplicate key \"%.100s\"", key);
                 else jfail(j, "out of memory");
