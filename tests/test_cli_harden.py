@@ -120,6 +120,44 @@ with tempfile.TemporaryDirectory() as tmp:
               read(t("cont_spikes.csv")) == read(t("ref_spikes.csv")),
               "resumed after SIGINT: differs from the uninterrupted run")
 
+    # SIGTERM (what schedulers send first) saves the checkpoint as SIGINT does
+    p = subprocess.Popen([BIN, *long, "--out", t("term"), "--checkpoint", t("term.ckpt")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    check(p.poll() is None, "the long run ended before SIGTERM: make it longer")
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=120)
+    count += 1
+    if p.returncode != 1 or "interrupted (SIGTERM) at t = " not in err or "written to " + t("term.ckpt") not in err:
+        failures.append(f"SIGTERM: exit {p.returncode}, stderr {err!r}")
+    names = sorted(os.listdir(tmp))
+    check("term.ckpt" in names and "term_traces.partial.csv" in names and "term_traces.csv" not in names,
+          f"SIGTERM: {names}")
+    check(not [n for n in names if n.startswith(".")], f"SIGTERM: temporary files left: {names}")
+
+    # a temporary that a killed run left (SIGKILL during the final write: no
+    # code runs) is recognised by its dead PID and removed by the next write of
+    # that file; one of a live process (this one) is left alone
+    dead = 4194304
+    while True:
+        try:
+            os.kill(dead, 0)
+            dead -= 1
+        except ProcessLookupError:
+            break
+        except PermissionError:
+            dead -= 1
+    stale = [f".stale_traces.csv.partial-{dead}-0.csv", f".stale_spikes.csv.partial-{dead}-3.csv"]
+    live = f".stale_traces.csv.partial-{os.getpid()}-0.csv"
+    for n in stale + [live]:
+        with open(t(n), "w") as f:
+            f.write("time,v\n0,")
+    run("simulate", CELL, "--tstop", "1", "--no-progress", "--out", t("stale"))
+    names = sorted(os.listdir(tmp))
+    check(not set(stale) & set(names) and live in names and "stale_traces.csv" in names,
+          f"stale temporaries: {[n for n in names if n.startswith('.')]}")
+    os.remove(t(live))
+
     # NaN (in cell 2, the second morphology): the samples before it are kept
     # as partial files, no result
     run("simulate", CELL, os.path.join(SRC, "data", "morphologies", "hip_K-18.swc"), "--cells", "2", "--tstop", "5",

@@ -70,7 +70,7 @@ static const char *help_text2 =
     "  --plot FILE.png        draw the traces (bench/plot_traces.py, matplotlib)\n"
     "  --checkpoint FILE      save the whole state (v, gates, t, traces and spikes so far) to FILE\n"
     "                         at the --checkpoint-at times (without them: at tstop) and when\n"
-    "                         interrupted by SIGINT\n"
+    "                         interrupted by SIGINT or SIGTERM\n"
     "  --checkpoint-at T1,T2  times [ms] (rounded to steps, 0 < T <= tstop) to save at; each save\n"
     "                         replaces FILE (atomically)\n"
     "  --resume FILE          continue from a checkpoint to tstop (same shapes, options, stimuli\n"
@@ -83,7 +83,7 @@ static const char *help_text_tail =
     "LOC: soma (the root section at x = 0.5) | SEC:X (section index) | swc=ID:X (the section\n"
     "whose first point has SWC id ID) | cN (compartment N).\n"
     "Spikes: upward crossings of spike_threshold (-20 mV) at soma(0.5), interpolated in time.\n"
-    "Interrupted (Ctrl-C / SIGINT, NaN, a GPU failure): what was recorded so far goes to\n"
+    "Interrupted (Ctrl-C / SIGINT, SIGTERM, NaN, a GPU failure): what was recorded so far goes to\n"
     "PREFIX_traces.partial.csv, .partial.npy and PREFIX_spikes.partial.csv (never to the result names),\n"
     "the exit status is 1.\n";
 
@@ -238,11 +238,32 @@ static int check_output_folder(const char *stem) {
     return 0;
 }
 
-/* SIGINT: the run stops between two chunks and keeps what it recorded. */
+/* SIGINT and SIGTERM (what schedulers send first): the run stops between two
+ * chunks, keeps what it recorded and saves its checkpoint. The handlers stay
+ * until the command returns, so that a signal during the final writes lets
+ * them finish (no temporaries left); a second signal ends the process at once. */
 static volatile sig_atomic_t interrupted = 0;
-static void on_sigint(int sig) {
-    interrupted = 1;
-    signal(sig, SIG_DFL); /* a second Ctrl-C ends the process at once (signal() is async-signal-safe) */
+static void on_signal(int sig) {
+    interrupted = sig;
+    signal(sig, SIG_DFL); /* signal() is async-signal-safe */
+}
+static struct sigaction old_int, old_term;
+static int catching = 0;
+static void catch_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    interrupted = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    catching = 1;
+}
+static void release_signals(void) {
+    if (!catching) return;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    catching = 0;
 }
 
 /* Write the traces (CSV, and with --out NPY) and spikes under stem with
@@ -852,12 +873,7 @@ static int simulate(int argc, char **argv) {
     long long done_steps = first_step;
     int shown = 0, next_ck = 0;
     while (next_ck < n_ck && ck_steps[next_ck] <= first_step) ++next_ck;
-    struct sigaction sa, old_sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    interrupted = 0;
-    sigaction(SIGINT, &sa, &old_sa);
+    catch_signals();
     ns_status run_st = NS_OK;
     /* chunks: after the first (10 steps) each lasts about 0.2 s, so that
      * SIGINT is seen soon on a slow run, and at most 1% of the run where a
@@ -882,10 +898,7 @@ static int simulate(int argc, char **argv) {
             adapt = want >= (double)max_chunk ? max_chunk : want < 1.0 ? 1 : (long long)want;
         }
         if (next_ck < n_ck && done_steps == ck_steps[next_ck]) {
-            if (save_checkpoint(sim, checkpoint)) {
-                sigaction(SIGINT, &old_sa, NULL);
-                goto done;
-            }
+            if (save_checkpoint(sim, checkpoint)) goto done;
             ++next_ck;
         }
         double el = cli_sim_elapsed_ms(sim) / 1000.0;
@@ -894,10 +907,10 @@ static int simulate(int argc, char **argv) {
             shown = 1;
         }
     }
-    sigaction(SIGINT, &old_sa, NULL);
+    const int stopped_by = interrupted; /* a signal after the last step: the results are written in full */
     if (shown) fputc('\n', stderr);
     const double every_ms = so.record_every * params.dt;
-    if (run_st != NS_OK || interrupted) {
+    if (run_st != NS_OK || stopped_by) {
         /* what was recorded so far, under names that say it is partial */
         if (run_st != NS_OK) {
             const long long bad = cli_failed_cell(ns_last_error());
@@ -907,8 +920,8 @@ static int simulate(int argc, char **argv) {
             else
                 cli_status_error("simulation", run_st);
         } else {
-            cli_error("simulation interrupted (SIGINT) at t = %g ms, step %lld of %lld", done_steps * params.dt,
-                      done_steps, steps);
+            cli_error("simulation interrupted (%s) at t = %g ms, step %lld of %lld",
+                      stopped_by == SIGTERM ? "SIGTERM" : "SIGINT", done_steps * params.dt, done_steps, steps);
             if (checkpoint && !save_checkpoint(sim, checkpoint))
                 fprintf(stderr, "neurosolve: checkpoint at t = %g ms written to %s (continue with --resume %s)\n",
                         done_steps * params.dt, checkpoint, checkpoint);
@@ -1056,6 +1069,7 @@ done:
 
 int cmd_simulate(int argc, char **argv) {
     const int rc = simulate(argc, argv);
+    release_signals();
     ns_network_destroy(run_net);
     run_net = NULL;
     return rc;
