@@ -238,6 +238,13 @@ static int check_output_folder(const char *stem) {
     return 0;
 }
 
+/* What one input spike of a network costs, for the estimate before a run:
+ * memory (its source and time, its raster row) and a row of spikes.csv
+ * ("source,cell,t_ms"); above SPIKES_NOTE spikes the estimate is printed. */
+#define SPIKE_BYTES 25.0
+#define SPIKE_CSV_BYTES 26.0
+#define SPIKES_NOTE 1e7
+
 /* SIGINT and SIGTERM (what schedulers send first): the run stops between two
  * chunks, keeps what it recorded and saves its checkpoint. The handlers stay
  * until the command returns, so that a signal during the final writes lets
@@ -732,16 +739,27 @@ static int simulate(int argc, char **argv) {
         }
         const double sites_all = (double)set.count * (double)(record_cells < cells_per ? record_cells : cells_per) * n_recs;
         const double samples_all = (double)n_steps / so.record_every + 1.0;
+        /* the network's inputs (trains, Poisson sources: their mean count):
+         * each spike is kept (source and time, and its raster row: about
+         * SPIKE_BYTES of memory) and written as a row of spikes.csv (about
+         * SPIKE_CSV_BYTES) */
+        const double in_spikes = net ? ns_network_expected_input_spikes(net, params.tstop) : 0.0;
         /* under MPI each process holds its share of the cells; rank 0 gathers every trace */
-        const double need = (40.0 * comps + 24.0 * (double)n_cells) / cli_mpi_size() + 16.0 * samples_all * sites_all;
+        const double need = (40.0 * comps + 24.0 * (double)n_cells) / cli_mpi_size() + 16.0 * samples_all * sites_all +
+                            SPIKE_BYTES * in_spikes;
         const double have = cli_physical_memory();
         if (have > 0 && need > have) {
-            cli_error("simulate: %lld cells (%.3g compartments) and %.3g trace samples of %.0f sites need at least "
-                      "%.1f GB, more than the %.1f GB of memory of this machine (fewer --cells, a larger "
-                      "--record-every or a shorter --tstop)",
-                      n_cells, comps, samples_all, sites_all, need / 1e9, have / 1e9);
+            cli_error("simulate: %lld cells (%.3g compartments), %.3g trace samples of %.0f sites and %.3g input "
+                      "spikes need at least %.1f GB, more than the %.1f GB of memory of this machine (fewer --cells, "
+                      "a larger --record-every, a shorter --tstop or lower input rates)",
+                      n_cells, comps, samples_all, sites_all, in_spikes, need / 1e9, have / 1e9);
             goto done;
         }
+        if (in_spikes > SPIKES_NOTE && cli_mpi_rank() == 0)
+            fprintf(stderr,
+                    "neurosolve: note: the network's inputs give about %.3g spikes up to tstop = %g ms: about %.1f GB "
+                    "of memory and %.1f GB of spikes.csv\n",
+                    in_spikes, params.tstop, SPIKE_BYTES * in_spikes / 1e9, SPIKE_CSV_BYTES * in_spikes / 1e9);
     }
     /* cells of one morphology are contiguous: cell c has shape c / cells_per */
     cell_shape = malloc((size_t)n_cells * sizeof *cell_shape);

@@ -715,6 +715,21 @@ int64_t ns_network_synapses(const ns_network_t *net) { return net ? net->n_syns 
 int64_t ns_network_sources(const ns_network_t *net) { return net ? net->n_sources : 0; }
 int64_t ns_network_fixed_connections(const ns_network_t *net) { return net ? net->n_fixed : 0; }
 
+double ns_network_expected_input_spikes(const ns_network_t *net, double tstop) {
+    if (!net || !(tstop > 0.0)) return 0.0;
+    double n = 0.0;
+    for (int64_t q = 0; q < net->n_stmts; ++q) {
+        const stmt *s = &net->stmts[q];
+        if (s->kind == S_TRAIN)
+            for (int64_t k = 0; k < s->n_times; ++k) n += s->times[k] <= tstop;
+        else if (s->kind == S_POISSON) {
+            const double end = s->stop < tstop ? s->stop : tstop;
+            if (end > s->start) n += (double)s->count * s->rate * 1e-3 * (end - s->start);
+        }
+    }
+    return n;
+}
+
 ns_status ns_network_model(const ns_network_t *net, const ns_mech_library_t *library, ns_sim_model_t **out) {
     if (!net || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_model: NULL argument");
     *out = NULL;
