@@ -97,22 +97,13 @@ ns_status ns_integer_parse(const char *text, int64_t min, int64_t max, int64_t *
         if (mag > (UINT64_MAX - d) / 10) over = 1;
         else mag = mag * 10 + d;
     }
-    int in = !over;
-    int64_t v = 0;
-    if (in && neg) {
-        if (mag > (uint64_t)INT64_MAX + 1) in = 0;
-        else v = mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag;
-        if (mag == 0 && min >= 0) in = 0; /* "-0" */
-    } else if (in) {
-        if (mag > (uint64_t)INT64_MAX) in = 0;
-        else v = (int64_t)mag;
-    }
-    if (!in || v < min || v > max) {
+    if (over || mag > (uint64_t)INT64_MAX + (neg ? 1u : 0u))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "'%.*s%s' is out of range: beyond 64 bits", SHOW(text, n));
+    const int64_t v = !neg ? (int64_t)mag : mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag;
+    if (v < min || v > max || (neg && mag == 0 && min >= 0)) { /* "-0" is below a minimum of 0 */
         char lo[32], hi[32];
         snprintf(lo, sizeof lo, "%lld", (long long)min);
         snprintf(hi, sizeof hi, "%lld", (long long)max);
-        if (min == INT64_MIN && max == INT64_MAX)
-            return ns_fail(NS_ERR_INVALID_ARGUMENT, "'%.*s%s' is out of range: beyond 64 bits", SHOW(text, n));
         if (max == INT64_MAX)
             return ns_fail(NS_ERR_INVALID_ARGUMENT, "'%.*s%s' is out of range: below %s", SHOW(text, n), lo);
         if (min == INT64_MIN)
