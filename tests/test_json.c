@@ -65,6 +65,11 @@ int main(void) {
     REFUSED("// c\n{}", "t.json:1:1: unexpected '/'");
     REFUSED("{\"a\" 1}", "expected ':' after a key");
     REFUSED("{\"a\": 1, \"a\": 2}", "duplicate key \"a\"");
+    /* past 16 keys the check goes through a hash of the keys: a repeat of an early key and of a late one */
+    REFUSED("{\"0\":0,\"1\":0,\"2\":0,\"3\":0,\"4\":0,\"5\":0,\"6\":0,\"7\":0,\"8\":0,\"9\":0,\"a\":0,\"b\":0,"
+            "\"c\":0,\"d\":0,\"e\":0,\"f\":0,\"g\":0,\"3\":1}", "t.json:1:", "duplicate key \"3\"");
+    REFUSED("{\"0\":0,\"1\":0,\"2\":0,\"3\":0,\"4\":0,\"5\":0,\"6\":0,\"7\":0,\"8\":0,\"9\":0,\"a\":0,\"b\":0,"
+            "\"c\":0,\"d\":0,\"e\":0,\"f\":0,\"g\":0,\"h\":0,\"g\":1}", "duplicate key \"g\"");
     REFUSED("\"a\tb\"", "control character 0x09");
     REFUSED("\"\\x\"", "unknown escape \\'x'");
     REFUSED("\"\\u12g4\"", "\\u needs 4 hex digits");

@@ -925,7 +925,8 @@ static int simulate(int argc, char **argv) {
             shown = 1;
         }
     }
-    const int stopped_by = interrupted; /* a signal after the last step: the results are written in full */
+    /* a signal after the last step: the results are complete and written in full */
+    const int stopped_by = done_steps < steps ? interrupted : 0;
     if (shown) fputc('\n', stderr);
     const double every_ms = so.record_every * params.dt;
     if (run_st != NS_OK || stopped_by) {

@@ -217,7 +217,8 @@ static void free_value(ns_json *v) {
 
 /* The keys of one object as a hash set of their indices (open addressing,
  * linear probing, at most half full), so that the duplicate check costs
- * O(1) per key instead of a scan of the keys before it. */
+ * O(1) per key instead of a scan of the keys before it (objects of up to 16
+ * keys are scanned: no table). */
 typedef struct keyset {
     size_t *slot; /* index + 1; 0: empty */
     size_t mask;  /* capacity - 1 (a power of two), 0 before the first key */
@@ -238,6 +239,11 @@ static void keyset_put(keyset *ks, char **keys, size_t index) {
 /* Adds keys[n] (keys 0..n-1 are in the set): 1 when it duplicates one of
  * them, -1 when out of memory, else 0. */
 static int keyset_add(keyset *ks, char **keys, size_t n) {
+    if (n < 16) { /* a small object: a scan, no table */
+        for (size_t k = 0; k < n; ++k)
+            if (strcmp(keys[k], keys[n]) == 0) return 1;
+        return 0;
+    }
     if (2 * (n + 1) > ks->mask + 1 || !ks->slot) {
         size_t cap = ks->mask ? 2 * (ks->mask + 1) : 16;
         while (2 * (n + 1) > cap) cap *= 2;
