@@ -91,8 +91,8 @@ int main(void) {
     }
     {
         /* 300,000 keys (issue 47: the duplicate check compared every key with
-         * every earlier one, 147 s): all distinct, then the same object with
-         * its first key repeated last; both in well under a second */
+         * every earlier one): all distinct, then the same object with
+         * its first key repeated last */
         const size_t nk = 300000;
         char *big = malloc(nk * 24 + 64);
         size_t len = 0;
@@ -111,7 +111,9 @@ int main(void) {
         CHECK_FAILS(ns_json_parse(big, len, "big.json", &o), NS_ERR_PARSE, "duplicate key \"k0\"");
         clock_gettime(CLOCK_MONOTONIC, &t1);
         const double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-        CHECK_MSG(s < 5.0, "300,000 keys took %.2f s", s);
+        /* a bound far above the linear check's time in any build (the sanitizers' included)
+         * and far below the quadratic check's */
+        CHECK_MSG(s < 30.0, "300,000 keys took %.2f s", s);
         free(big);
     }
     ns_json *r = (ns_json *)1;

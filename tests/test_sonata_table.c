@@ -84,7 +84,7 @@ int main(void) {
         const double t0 = seconds();
         ns_son_table z;
         CHECK_FAILS(ns_son_table_read("/dev/zero", "node_type_id", &z), NS_ERR_SIZE, "/dev/zero: a type table over 16 MiB");
-        CHECK_MSG(seconds() - t0 < 5.0, "/dev/zero took %.1f s", seconds() - t0);
+        CHECK_MSG(seconds() - t0 < 20.0, "/dev/zero took %.1f s", seconds() - t0);
         CHECK_FAILS(ns_son_table_read("/nonexistent/t.csv", "node_type_id", &z), NS_ERR_IO, "/nonexistent/t.csv");
     }
     return check_summary("test_sonata_table");
