@@ -135,6 +135,18 @@ with tempfile.TemporaryDirectory() as tmp:
           f"SIGTERM: {names}")
     check(not [n for n in names if n.startswith(".")], f"SIGTERM: temporary files left: {names}")
 
+    # the result files' size is announced before the run (4e7 samples of one
+    # site: about 1.5 GB); stopped at once by SIGTERM
+    p = subprocess.Popen([BIN, "simulate", CELL, "--tstop", "1e6", "--no-progress", "--out", t("huge")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    note = p.stderr.readline()
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=120)
+    check("note: the result files will take about 1.5 GB (4e+07 trace samples of 1 sites)" in note, f"no note: {note!r}")
+    for n in os.listdir(tmp):
+        if n.startswith("huge"):
+            os.remove(t(n))
+
     # a temporary that a killed run left (SIGKILL during the final write: no
     # code runs) is recognised by its dead PID and removed by the next write of
     # that file; one of a live process (this one) is left alone

@@ -244,6 +244,8 @@ static int check_output_folder(const char *stem) {
 #define SPIKE_BYTES 25.0
 #define SPIKE_CSV_BYTES 26.0
 #define SPIKES_NOTE 1e7
+/* Result files above this size [bytes] are announced before the run. */
+#define OUTPUT_NOTE_BYTES 1e9
 
 /* SIGINT and SIGTERM (what schedulers send first): the run stops between two
  * chunks, keeps what it recorded and saves its checkpoint. The handlers stay
@@ -755,6 +757,14 @@ static int simulate(int argc, char **argv) {
                       n_cells, comps, samples_all, sites_all, in_spikes, need / 1e9, have / 1e9);
             goto done;
         }
+        /* the files: a traces.csv row of t ("%.4f") and a value (",%.6f") per site, a traces.npy
+         * row of 8 bytes per column, a spikes.csv row per input spike (the cells' own
+         * spikes are not known before the run) */
+        const double out_bytes = samples_all * (10.0 + 11.0 * sites_all + 8.0 * (sites_all + 1.0)) +
+                                 SPIKE_CSV_BYTES * in_spikes;
+        if ((out || plot) && out_bytes > OUTPUT_NOTE_BYTES && cli_mpi_rank() == 0)
+            fprintf(stderr, "neurosolve: note: the result files will take about %.1f GB (%.3g trace samples of %.0f "
+                    "sites%s)\n", out_bytes / 1e9, samples_all, sites_all, in_spikes > 0 ? " and the inputs' spikes" : "");
         if (in_spikes > SPIKES_NOTE && cli_mpi_rank() == 0)
             fprintf(stderr,
                     "neurosolve: note: the network's inputs give about %.3g spikes up to tstop = %g ms: about %.1f GB "
