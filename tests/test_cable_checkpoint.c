@@ -5,12 +5,16 @@
  *      record_every 3 and a save between two recorded samples;
  *   2. refusals: another parameter set, another population, other recording
  *      sites, other stimuli, a truncated file, a flipped byte, a file that
- *      is no checkpoint, a missing file; the simulation is unchanged after
+ *      is no checkpoint, a missing file, and under a valid checksum a t that
+ *      is not the steps', a gate outside [0, 1], NaN in v or a trace, spike
+ *      times negative, NaN or past t; the simulation is unchanged after
  *      each;
  *   3. ns_sim_set_state refuses non-finite values; a failed run is not saved;
  *   4. a NaN stop keeps the samples and spikes every cell reached before it
  *      (they equal those of a run without the faulty cell). */
 #define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+
 #include "checkpoint_common.h"
 #include "test_tmpdir.h"
 
@@ -87,6 +91,32 @@ static int copy_file(const char *from, const char *to, long keep, long flip) {
     return 0;
 }
 
+/* A copy of `from` with the f64 at payload offset `at` replaced by `value`
+ * and the checksum rewritten: damaged contents under a valid checksum. */
+static int patch_f64(const char *from, const char *to, long at, double value) {
+    FILE *f = fopen(from, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)size);
+    const int ok = b && fread(b, 1, (size_t)size, f) == (size_t)size && 96 + at + 8 <= size;
+    fclose(f);
+    if (!ok) {
+        free(b);
+        return -1;
+    }
+    memcpy(b + 96 + at, &value, 8);
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 of the payload (src/sim/checkpoint.c) */
+    for (long i = 96; i < size; ++i) h = (h ^ b[i]) * 0x100000001b3ULL;
+    memcpy(b + 32, &h, 8);
+    FILE *g = fopen(to, "wb");
+    const int w = g && fwrite(b, 1, (size_t)size, g) == (size_t)size;
+    if (g) fclose(g);
+    free(b);
+    return w ? 0 : -1;
+}
+
 /* The restore fails with `status` and a message holding `what`, and leaves
  * the simulation where it was (step 0, one sample). */
 static void refused(ns_sim_t *sim, const char *file, ns_status status, const char *what) {
@@ -143,6 +173,41 @@ static void test_refusals(void) {
     CHECK(copy_file(good, tmp("version.ckpt"), -1, 8) == 0);
     refused(sim, tmp("version.ckpt"), NS_ERR_UNSUPPORTED, "version");
     refused(sim, tmp("missing.ckpt"), NS_ERR_IO, "No such file");
+    /* issue 47: values that passed a valid checksum into spikes.csv and
+     * traces.csv (payload: t, steps, samples, then v, m, h, n per cell, the
+     * traces, per cell the spike count and times) */
+    if (sim) {
+        const long comps = (long)ns_sim_compartments(sim), n0 = (long)ns_tree_size(ns_cell_tree(cells[0]));
+        int64_t samples = 0;
+        int32_t sites = 0;
+        ns_sim_traces(sim, &samples, &sites);
+        const long traces = 24 + 32 * comps, spikes0 = traces + 8 * (200 / EVERY + 1) * (long)sites;
+        CHECK(patch_f64(good, tmp("t.ckpt"), 0, 1.0) == 0);
+        refused(sim, tmp("t.ckpt"), NS_ERR_PARSE, "t = 1 ms is not 200 steps of dt = 0.025 ms");
+        CHECK(patch_f64(good, tmp("t2.ckpt"), 0, 5.0 * (1 + 1e-9)) == 0);
+        refused(sim, tmp("t2.ckpt"), NS_ERR_PARSE, "is not 200 steps");
+        CHECK(patch_f64(good, tmp("gate.ckpt"), 24 + 8 * n0, 1.5) == 0); /* m of cell 0, compartment 0 */
+        refused(sim, tmp("gate.ckpt"), NS_ERR_PARSE, "m = 1.5 (a gate must be in [0, 1])");
+        CHECK(patch_f64(good, tmp("v.ckpt"), 24, NAN) == 0);
+        refused(sim, tmp("v.ckpt"), NS_ERR_PARSE, "cell 0, compartment 0: v = nan (not finite)");
+        CHECK(patch_f64(good, tmp("trace.ckpt"), traces + 8, NAN) == 0);
+        refused(sim, tmp("trace.ckpt"), NS_ERR_PARSE, "trace sample 0 of site 1 is nan");
+        /* cell 0's first spike (it spikes by 5 ms: checked) */
+        int64_t n_sp = 0;
+        ns_sim_t *chk = make(NS_HINES_SEQUENTIAL, 6.3);
+        if (chk) {
+            CHECK_OK(ns_sim_restore_state(chk, good));
+            ns_sim_spikes(chk, 0, &n_sp);
+        }
+        ns_sim_destroy(chk);
+        CHECK(n_sp > 0);
+        CHECK(patch_f64(good, tmp("spike.ckpt"), spikes0 + 8, -1.0) == 0);
+        refused(sim, tmp("spike.ckpt"), NS_ERR_PARSE, "cell 0: spike 0 at -1 ms");
+        CHECK(patch_f64(good, tmp("spike2.ckpt"), spikes0 + 8, NAN) == 0);
+        refused(sim, tmp("spike2.ckpt"), NS_ERR_PARSE, "cell 0: spike 0 at nan ms");
+        CHECK(patch_f64(good, tmp("spike3.ckpt"), spikes0 + 8, 6.0) == 0);
+        refused(sim, tmp("spike3.ckpt"), NS_ERR_PARSE, "in order in [0, t = 5 ms]");
+    }
     /* and the good one still restores into it */
     if (sim) {
         CHECK_OK(ns_sim_restore_state(sim, good));

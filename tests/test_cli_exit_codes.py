@@ -71,6 +71,7 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # out-of-range option values: exit 2 (refused before any work)
     sim = ["simulate", CELL, "--no-progress", "--tstop", "1"]
+    sim_file = ["simulate", CELL, "--no-progress"]
     bad = {
         tuple(sim): [
             ["--dt", "0"], ["--dt", "-1"], ["--dt", "nan"], ["--dt", "inf"], ["--dt", "1e-300"],
@@ -87,6 +88,12 @@ with tempfile.TemporaryDirectory() as tmp:
             ["--method", "nope"], ["--scale", "0"], ["--scale", "nan"], ["--radii", "default:0"],
             ["--radii", "sometimes"], ["--roots", "maybe"], ["--nseg", "length:0"], ["--nseg", "d-lambda:0"],
             ["--nseg", "many"], ["--ra", "0"], ["--cm", "-1"], ["--no-such-option"],
+            # issue 47: accepted before (c-0 as compartment 0, an empty time, a
+            # v of 1e299, hex after a ':'); 1e-320 refused for what it is
+            ["--record", "c-0"], ["--record", "5:0x1"], ["--record", "swc=-0:0.5"],
+            ["--checkpoint", "c.ckpt", "--checkpoint-at", "5,,6"], ["--checkpoint", "c.ckpt", "--checkpoint-at", "5,"],
+            ["--set", "v_init=1e300"], ["--set", "spike_threshold=-2e4"], ["--iclamp", "soma:1e-320:1:1"],
+            ["--iclamp", "soma:1:1:0x1"], ["--tstop", "1e999"],
             # a prefix longer than the command keeps: it used to be cut, and
             # the results written as ./traces.csv, ... (exit 0)
             ["--out", "./" * 2000 + "run"],
@@ -151,6 +158,59 @@ with tempfile.TemporaryDirectory() as tmp:
     left = [f for f in os.listdir(tmp)]
     if left:
         failures.append(f"refused runs wrote files: {left}")
+
+    # the same values inside files: exit 1 naming the file (docs/cli.md), with
+    # the one number reader's messages (issue 47: dt=1e-300 or tstop < dt/2 in
+    # a parameter file exited 2, hex was read in model and network files)
+    def file_case(name, text, args, needle):
+        global count
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        p = expect([*sim_file, *[a.replace("FILE", path) for a in args]], 1, cwd=tmp)
+        count += 1
+        if p is not None and needle not in p.stderr:
+            failures.append(f"{name}: {needle!r} not in {p.stderr!r}")
+        os.remove(path)
+
+    file_case("p1.params", "dt = 1e-300\n", ["--params", "FILE"], "p1.params: tstop = 100 ms with dt = 1e-300 ms")
+    file_case("p2.params", "dt = 2\ntstop = 0.5\n", ["--params", "FILE"], "p2.params: tstop = 0.5 ms is less than half a step")
+    file_case("p3.params", "dt = 0\n", ["--params", "FILE"], "p3.params:1: dt = 0 ms: must be > 0")
+    file_case("p4.params", "v_init = 1e300\n", ["--params", "FILE"], "p4.params:1: v_init = 1e+300 mV: must be in")
+    file_case("p5.params", "celsius = 1e-320\n", ["--params", "FILE"],
+              "p5.params:1: celsius: '1e-320' is too close to 0 for a double")
+    file_case("p6.params", "celsius = 0x10\n", ["--params", "FILE"], "p6.params:1: celsius: '0x10' is not a decimal number")
+    file_case("m1.model", "all.insert = hh\nall.gnabar_hh = 0x10\n", ["--model", "FILE"],
+              "m1.model:2: gnabar_hh = 0x10: '0x10' is not a decimal number")
+    file_case("m2.model", "all.insert = hh\nall.nai = -1\n", ["--model", "FILE"],
+              "m2.model:2: all.nai is -1 at compartment 1 (d = 0 um): a concentration must be >= 0 mM")
+    cells = os.path.join(SRC, "data", "morphologies", "ca1_h10.swc")
+    net = ["--network", "FILE"]
+    sim_net = ["simulate", "--no-progress", "--tstop", "1"]
+    for name, text, needle in [
+        ("n1.net", f"cells c 1 {cells}\ntrain t 0x10\n", "n1.net:2: train t: time 1 [ms]: '0x10' is not a decimal number"),
+        ("n2.net", f"cells c 1 {cells}\ntrain t 1e-320\n", "n2.net:2: train t: time 1 [ms]: '1e-320' is too close to 0"),
+        ("n3.net", f"cells c 1 {cells}\nsynapse s c c-0 ExpSyn\n", "n3.net:2: location 'c-0'"),
+    ]:
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        count += 1
+        p = run([*sim_net, "--network", path], cwd=tmp)
+        if p is None or p.returncode != 1 or needle not in p.stderr:
+            failures.append(f"{name}: exit {p and p.returncode}, {needle!r} not in {p and p.stderr!r}")
+        os.remove(path)
+    # a file's value fine, the option's not: the option's fault (exit 2)
+    path = os.path.join(tmp, "ok.params")
+    with open(path, "w") as f:
+        f.write("dt = 0.5\n")
+    expect([*sim, "--params", path, "--tstop", "0.2"], 2, cwd=tmp)
+    # a file's bad value overridden by an option: fine
+    with open(path, "w") as f:
+        f.write("dt = 1e-300\n")
+    expect([*sim, "--params", path, "--dt", "0.025", "--out", os.path.join(tmp, "o")], 0, cwd=tmp)
+    for n in os.listdir(tmp):
+        os.remove(os.path.join(tmp, n))
 
     # mechanisms: runtime failures name the file (and line), nothing written
     with open(os.path.join(tmp, "bad.mod"), "w") as f:

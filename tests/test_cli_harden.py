@@ -120,12 +120,114 @@ with tempfile.TemporaryDirectory() as tmp:
               read(t("cont_spikes.csv")) == read(t("ref_spikes.csv")),
               "resumed after SIGINT: differs from the uninterrupted run")
 
+    # SIGTERM (what schedulers send first) saves the checkpoint as SIGINT does
+    p = subprocess.Popen([BIN, *long, "--out", t("term"), "--checkpoint", t("term.ckpt")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    check(p.poll() is None, "the long run ended before SIGTERM: make it longer")
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=120)
+    count += 1
+    if p.returncode != 1 or "interrupted (SIGTERM) at t = " not in err or "written to " + t("term.ckpt") not in err:
+        failures.append(f"SIGTERM: exit {p.returncode}, stderr {err!r}")
+    names = sorted(os.listdir(tmp))
+    check("term.ckpt" in names and "term_traces.partial.csv" in names and "term_traces.csv" not in names,
+          f"SIGTERM: {names}")
+    check(not [n for n in names if n.startswith(".")], f"SIGTERM: temporary files left: {names}")
+
+    # the result files' size is announced before the run (4e7 samples of one
+    # site: about 1.5 GB); stopped at once by SIGTERM
+    p = subprocess.Popen([BIN, "simulate", CELL, "--tstop", "1e6", "--no-progress", "--out", t("huge")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    note = p.stderr.readline()
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=120)
+    check("note: the result files will take about 1.5 GB (4e+07 trace samples of 1 sites)" in note, f"no note: {note!r}")
+    for n in os.listdir(tmp):
+        if n.startswith("huge"):
+            os.remove(t(n))
+
+    # a temporary that a killed run left (SIGKILL during the final write: no
+    # code runs) is recognised by its dead PID and removed by the next write of
+    # that file; one of a live process (this one) is left alone
+    dead = 4194304
+    while True:
+        try:
+            os.kill(dead, 0)
+            dead -= 1
+        except ProcessLookupError:
+            break
+        except PermissionError:
+            dead -= 1
+    stale = [f".stale_traces.csv.partial-{dead}-0.csv", f".stale_spikes.csv.partial-{dead}-3.csv"]
+    live = f".stale_traces.csv.partial-{os.getpid()}-0.csv"
+    for n in stale + [live]:
+        with open(t(n), "w") as f:
+            f.write("time,v\n0,")
+    run("simulate", CELL, "--tstop", "1", "--no-progress", "--out", t("stale"))
+    names = sorted(os.listdir(tmp))
+    check(not set(stale) & set(names) and live in names and "stale_traces.csv" in names,
+          f"stale temporaries: {[n for n in names if n.startswith('.')]}")
+    os.remove(t(live))
+
     # NaN (in cell 2, the second morphology): the samples before it are kept
     # as partial files, no result
     run("simulate", CELL, os.path.join(SRC, "data", "morphologies", "hip_K-18.swc"), "--cells", "2", "--tstop", "5",
         "--no-progress", "--set", "soma.ena=1e308", "--out", t("nan"), code=1, stderr_has="nan_traces.partial.csv")
     check(not os.path.exists(t("nan_traces.csv")) and os.path.exists(t("nan_traces.partial.csv")),
           f"NaN: {sorted(os.listdir(tmp))}")
+
+# mechanisms build (issue 47): a catalogue of long mechanism names (each
+# written twice into a buffer of 200 bytes per name: the heap was corrupted);
+# the build folders: a failed build leaves nothing, a build without
+# --keep-sources leaves an earlier build's kept (and edited) LIB.src/ as it is,
+# a build with --keep-sources refuses to replace it
+with tempfile.TemporaryDirectory() as tmp:
+    mods = os.path.join(tmp, "mods")
+    os.mkdir(mods)
+    names = [f"m{k:02d}" + "a" * 117 for k in range(12)]
+    for k, n in enumerate(names):
+        with open(os.path.join(mods, f"m{k:02d}.mod"), "w") as f:
+            f.write(f"NEURON {{ SUFFIX {n}\n RANGE g }}\nPARAMETER {{ g = 0.001 }}\nBREAKPOINT {{ }}\n")
+    lib = os.path.join(tmp, "lib.so")
+    p = subprocess.run([BIN, "mechanisms", "build", mods, "-o", lib, "--keep-sources"], capture_output=True, text=True)
+    if "cannot run the compiler" in p.stderr:
+        print("note: no C compiler: mechanisms build not checked")
+    else:
+        count += 1
+        if p.returncode != 0:
+            failures.append(f"mechanisms build of 12 long names: exit {p.returncode}: {p.stderr[-2000:]}")
+        listed = run("mechanisms", "list", lib, "--json")
+        got = [m["name"] for m in json.loads(listed.stdout or '{"mechanisms": []}')["mechanisms"]]
+        check(got == names, f"mechanisms list: {got}")
+        kept = lib + ".src"
+        catalogue = os.path.join(kept, "catalogue.c")
+        check(os.path.isfile(catalogue), f"--keep-sources: {sorted(os.listdir(tmp))}")
+        with open(catalogue, "a") as f:
+            f.write("/* the user's edit */\n")
+        edited = read(catalogue)
+        # without --keep-sources: the kept folder is not touched
+        run("mechanisms", "build", mods, "-o", lib)
+        check(read(catalogue) == edited and len(os.listdir(kept)) == 2 * len(names) + 2,
+              f"a build without --keep-sources changed {kept}: {sorted(os.listdir(kept))}")
+        # with --keep-sources: refused before any work, the folder kept
+        before = read(lib)
+        run("mechanisms", "build", mods, "-o", lib, "--keep-sources", code=1,
+            stderr_has=kept + " already exists (sources kept by an earlier build")
+        check(read(catalogue) == edited and read(lib) == before, "a refused --keep-sources build changed its files")
+        # a failed build (a file that does not translate, then a compiler
+        # that fails) leaves no library and no folder
+        with open(os.path.join(mods, "zz.mod"), "w") as f:
+            f.write("NEURON { SUFFIX zz }\nBREAKPOINT { x = }\n")
+        lib2 = os.path.join(tmp, "lib2.so")
+        run("mechanisms", "build", mods, "-o", lib2, "--keep-sources", code=1, stderr_has="zz.mod:2:")
+        os.remove(os.path.join(mods, "zz.mod"))
+        env = dict(os.environ, CC="false")
+        p = subprocess.run([BIN, "mechanisms", "build", mods, "-o", lib2, "--keep-sources"], capture_output=True,
+                           text=True, env=env)
+        check(p.returncode == 1 and "'false' failed" in p.stderr, f"CC=false: exit {p.returncode}: {p.stderr!r}")
+        left = sorted(n for n in os.listdir(tmp) if n.startswith("lib2"))
+        check(left == [], f"failed builds left {left}")
 
 # runtime errors name the input they concern: a LiFE engine that cannot be
 # prepared (here: the CUDA backend where no GPU is usable) names the model

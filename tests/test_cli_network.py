@@ -122,6 +122,15 @@ with tempfile.TemporaryDirectory() as tmp:
     except (ValueError, KeyError, IndexError, OSError) as e:
         h.check(False, f"poisson run: {e}")
 
+    # Poisson sources in the estimate before the run (issue 47: 1e8 spikes,
+    # 2.5 GB of memory and a 2.6 GB spikes.csv came without a word): about
+    # 1e13 spikes are refused at once (exit 1) with the estimate
+    flood = write("flood.net", f"cells c 1 {cell}\nmodel: all.insert = hh\npoisson bg 10000 1e6 0 inf 1\n")
+    p = h.run("simulate", "--network", flood, "--tstop", "1e6", "--out", os.path.join(tmp, "flood"), "--no-progress",
+              expect=1)
+    has(p, "1e+13 input spikes need at least", "Poisson sources beyond the machine's memory")
+    h.check(not [n for n in os.listdir(tmp) if n.startswith("flood_")], "a refused run wrote files")
+
     # usage errors: exit 2 before any work
     ring = os.path.join(DATA, "ring8_ca1_ko20x-07.net")
     p = h.run("simulate", "--network", ring, os.path.join(MORPH, "ca1_h10.swc"), expect=2)

@@ -207,6 +207,20 @@ static void test_hand_made(void) {
         CHECK(strstr(ns_life_built_tracks_path(r2), "t.tck") != NULL);
         ns_life_built_destroy(r2);
     }
+    /* build.txt's counts through the one number reader (issue 47: strtol read
+     * hex and cut 2^40 to 32 bits without a word) */
+    {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/build.txt", tmp("model"));
+        FILE *b = fopen(path, "a");
+        if (b) {
+            fputs("n_b0 0x10\n", b);
+            fclose(b);
+        }
+        r2 = (ns_life_built_t *)1;
+        CHECK_FAILS(ns_life_built_load(tmp("model"), &r2), NS_ERR_PARSE, "build.txt: n_b0: '0x10' is not an integer");
+        CHECK(r2 == NULL);
+    }
     ns_life_built_destroy(r);
 
     /* policies: a one-point streamline and one outside the image */

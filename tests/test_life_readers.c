@@ -275,7 +275,9 @@ static void test_gradients(void) {
     ns_gradients_free(&g);
     EXPECT_FAIL(ns_gradients_read(tmp("b4.bval"), tmp("a.bvec"), &g), NS_ERR_SIZE, "a.bvec has 9 numbers");
     write_text(tmp("x.bval"), "0 1000 abc\n");
-    EXPECT_FAIL(ns_gradients_read(tmp("x.bval"), tmp("a.bvec"), &g), NS_ERR_PARSE, "x.bval:1: 'abc'");
+    EXPECT_FAIL(ns_gradients_read(tmp("x.bval"), tmp("a.bvec"), &g), NS_ERR_PARSE, "x.bval:1: 'abc' is not a decimal number");
+    write_text(tmp("h.bval"), "0 0x3e8 2000\n"); /* the one number reader: no hex (strtod read 1000) */
+    EXPECT_FAIL(ns_gradients_read(tmp("h.bval"), tmp("a.bvec"), &g), NS_ERR_PARSE, "h.bval:1: '0x3e8' is not a decimal number");
     write_text(tmp("n.bval"), "0 -5 1000\n");
     EXPECT_FAIL(ns_gradients_read(tmp("n.bval"), tmp("a.bvec"), &g), NS_ERR_PARSE, "negative");
     write_text(tmp("e.bval"), "\n\n");

@@ -672,7 +672,12 @@ static void expression_semantics(const ns_cell_t *cell) {
         {"min(1, 2", "expected ')'"},
         {"1 & 2", "unexpected text"},
         {"dd", "unknown name"},
-        {"1e999", "bad number"},
+        {"1e999", "'1e999' is beyond the range of a double"},
+        /* the one number reader (issue 47: 0x10 was read as 16) */
+        {"0x10", "'0x10' is not a decimal number"},
+        {"2*0x1p3", "'0x1p3' is not a decimal number"},
+        {"1e-320", "'1e-320' is too close to 0 for a double"},
+        {"1.5.2", "'1.5.2' is not a decimal number"},
         {"*2", "expected a number"},
     };
     int n_bad = 0;
@@ -879,11 +884,13 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
         {"all.insert = pas\nall.g_pas = 1+\n", "m.model:2:"},
         {"\n# comment\nall.insert = pas\n  no equals sign\n", "m.model:4: expected REGION.NAME = VALUE"},
         {"all.insert = pas\nall.g_pas =\n", "m.model:2: empty name or value"},
-        {"global.usetable_hh = off\n", "m.model:1: global.usetable_hh = off: a number is needed"},
+        {"global.usetable_hh = off\n", "m.model:1: global.usetable_hh: 'off' is not a decimal number"},
         {"all.insert = pas\nglobal.usetable_hh = 0\n", "m.model:2:"},
         {"all.insert = pas kdr\n", "m.model:1: no mechanism 'kdr'"},
         {"all.insert = pas\nall.g_pas = 1\nbogus.g_pas = 2\n", "m.model:3: region 'bogus'"},
         {"all.insert = pas\nsoma.m_hh = 1\n", "m.model:2: m_hh"},
+        {"global.usetable_hh = 0x1\n", "m.model:1: global.usetable_hh: '0x1' is not a decimal number"},
+        {"all.insert = pas\nall.g_pas = 0x10\n", "m.model:2: g_pas = 0x10: '0x10' is not a decimal number"},
     };
     ns_sim_model_t *m2 = NULL;
     CHECK_OK(ns_sim_model_create(NULL, &m2));
@@ -954,6 +961,13 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
     CHECK(sim == NULL);
     CHECK_FAILS(create_with("all.insert = pas\nall.ena = 60\n", l5, &sim), NS_ERR_INVALID_ARGUMENT, "t.model:2",
            "all.ena", "no inserted mechanism uses the ion na");
+    CHECK(sim == NULL);
+    /* a negative concentration (issue 47: all.nai = -1 was accepted) */
+    CHECK_FAILS(create_with("all.insert = hh\nall.nai = -1\n", l5, &sim), NS_ERR_INVALID_ARGUMENT,
+                "shape 0: t.model:2: all.nai is -1 at compartment", "a concentration must be >= 0 mM");
+    CHECK(sim == NULL);
+    CHECK_FAILS(create_with("all.insert = hh\nsoma.nao = -1 - d\n", l5, &sim), NS_ERR_INVALID_ARGUMENT,
+                "t.model:2: soma.nao is");
     CHECK(sim == NULL);
     /* the model's simulation: no checkpoint (the mechanisms' states are not saved) */
     CHECK_OK(create_with("all.insert = hh pas\n", one, &sim));

@@ -220,23 +220,27 @@ static void test_errors(const ns_cell_t *cell) {
     BAD_PARSE(WITH("synapse s c sec:1(1.5) ExpSyn\n"), "bad.net:2:", "x must be a number in [0, 1]");
     BAD_PARSE(WITH("synapse s c dend ExpSyn\n"), "bad.net:2:", "location 'dend'");
     BAD_PARSE(WITH("synapse s c soma ExpSyn tau\n"), "bad.net:2:", "'tau': expected PARAM=VALUE");
-    BAD_PARSE(WITH("synapse s c soma ExpSyn tau=nan\n"), "bad.net:2:", "tau=nan");
+    BAD_PARSE(WITH("synapse s c soma ExpSyn tau=nan\n"), "bad.net:2:", "synapse s: tau: 'nan' is not a decimal number");
     BAD_PARSE(WITH("synapse c c soma ExpSyn\n"), "bad.net:2:", "'c' names cells (line 1), not synapses");
     BAD_PARSE(WITH("synapse cell c soma ExpSyn\n"), "bad.net:2:", "'cell' is reserved");
     BAD_PARSE(WITH("detector d c soma\n"), "bad.net:2:", "detector NAME CELLS LOC THRESHOLD");
-    BAD_PARSE(WITH("train t 1 -2\n"), "bad.net:2:", "train t: time '-2'");
-    BAD_PARSE(WITH("poisson p 1 -5 0 10 1\n"), "bad.net:2:", "rate '-5'");
-    BAD_PARSE(WITH("poisson p 1 2e6 0 10 1\n"), "bad.net:2:", "rate '2e6'", "0 to 1e6");
-    BAD_PARSE(WITH("poisson p 1 5 10 3 1\n"), "bad.net:2:", "stop '3'");
-    BAD_PARSE(WITH("poisson p 0 5 0 10 1\n"), "bad.net:2:", "COUNT '0'");
+    BAD_PARSE(WITH("train t 1 -2\n"), "bad.net:2:", "train t: time 2 [ms]: '-2' is out of range: below 0");
+    /* the one number reader (issue 47: train times, like --record, took hex) */
+    BAD_PARSE(WITH("train t 0x10\n"), "bad.net:2:", "train t: time 1 [ms]: '0x10' is not a decimal number");
+    BAD_PARSE(WITH("train t 1e-320\n"), "bad.net:2:", "'1e-320' is too close to 0 for a double");
+    BAD_PARSE(WITH("synapse s c c-0 ExpSyn\n"), "bad.net:2:", "location 'c-0'");
+    BAD_PARSE(WITH("poisson p 1 -5 0 10 1\n"), "bad.net:2:", "poisson p: rate [Hz]: '-5' is out of range: not in [0, 1e+06]");
+    BAD_PARSE(WITH("poisson p 1 2e6 0 10 1\n"), "bad.net:2:", "poisson p: rate [Hz]: '2e6' is out of range");
+    BAD_PARSE(WITH("poisson p 1 5 10 3 1\n"), "bad.net:2:", "poisson p: stop [ms] (>= start or inf): '3' is out of range: below 10");
+    BAD_PARSE(WITH("poisson p 0 5 0 10 1\n"), "bad.net:2:", "poisson p: COUNT: '0' is out of range");
     BAD_PARSE(WITH("synapse s c soma ExpSyn\ndetector d c soma 0\nconnect d s 0.1 0\n"), "bad.net:4:",
               "connect d s: delay '0' must be a number > 0");
     BAD_PARSE(WITH("synapse s c soma ExpSyn\ndetector d c soma 0\nconnect d s 0.1 -1\n"), "bad.net:4:", "delay '-1'");
-    BAD_PARSE(WITH("synapse s c soma ExpSyn\ndetector d c soma 0\nconnect d s inf 1\n"), "bad.net:4:", "weight 'inf'");
+    BAD_PARSE(WITH("synapse s c soma ExpSyn\ndetector d c soma 0\nconnect d s inf 1\n"), "bad.net:4:", "connect d s: weight: 'inf' is not a decimal number");
     BAD_PARSE(WITH("synapse s c soma ExpSyn\ndetector d c soma 0\nconnect s d 0.1 1\n"), "bad.net:4:",
               "'s' names synapses (line 2), not sources");
     BAD_PARSE(WITH("synapse s c soma ExpSyn\ndetector d c soma 0\nconnect d s[0] 0.1 1 p=2\n"), "bad.net:4:",
-              "p must be in [0, 1]");
+              "connect d s[0]: p: '2' is out of range: not in [0, 1]");
     BAD_PARSE(WITH("synapse s c soma ExpSyn\ndetector d c soma 0\nconnect d s[0] 0.1 1 seed=2\n"), "bad.net:4:",
               "seed= without p=");
     BAD_PARSE(WITH("synapse s c soma ExpSyn\ntrain t 1\ntrain t 2\ntrain t 3\nconnect t s 0.1 1\n"), "bad.net:6:",

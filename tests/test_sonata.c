@@ -535,7 +535,7 @@ static void test_bad_input(void) {
     copy_example();
     sed("net/network/input_cells_edge_types.csv", "2s#exp2syn exp2syn.json#exp2syn \"\"#");
     sed("net/network/input_cells_edge_types.csv", "3s# [0-9.e-]*$# x#");
-    BAD(NS_ERR_PARSE, "input_cells_edge_types.csv:3: edge type 401: delay 'x' is not a number");
+    BAD(NS_ERR_PARSE, "input_cells_edge_types.csv:3: edge type 401: delay: 'x' is not a decimal number");
     copy_example();
     sed("net/network/cells_cells_edge_types.csv", "2p");
     BAD(NS_ERR_PARSE, "cells_cells_edge_types.csv:3: edge_type_id 300 again (line 2)");

@@ -241,7 +241,10 @@ int bench_sim(int argc, char **argv) {
             for (int k = 0; k < n_gpu; ++k) {
                 gpu_lanes[k] = 0;
                 char *colon = strchr((char *)items[k], ':');
-                if (colon) *colon = 0, gpu_lanes[k] = atoi(colon + 1);
+                int64_t lanes = 0;
+                if (colon && ns_integer_parse(colon + 1, 0, 32, &lanes) != NS_OK)
+                    return cli_usage_error("bench sim", "--gpu-methods: '%s': %s", v, ns_last_error());
+                if (colon) *colon = 0, gpu_lanes[k] = (int)lanes;
                 if (ns_hines_method_from_name(items[k], &gpu_method[k]) != NS_OK ||
                     (gpu_method[k] != NS_HINES_ONCHIP && gpu_method[k] != NS_HINES_TREE &&
                      gpu_method[k] != NS_HINES_AUTO) ||

@@ -93,17 +93,17 @@ long long cli_failed_shape(const char *detail) {
     return -1;
 }
 
+/* Every number of an option goes through the library's one reader
+ * (neurosolve/number.h): the grammar, ranges and messages of the files. */
 int cli_parse_long(const char *command, const char *option, const char *text, long long min,
                    long long max, long long *value) {
     if (!text) {
         cli_usage_error(command, "%s needs a value", option);
         return 0;
     }
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end != '\0' || v < min || v > max) {
-        cli_usage_error(command, "%s: '%s' is not an integer in [%lld, %lld]", option, text, min, max);
+    int64_t v;
+    if (ns_integer_parse(text, min, max, &v) != NS_OK) {
+        cli_usage_error(command, "%s: %s", option, ns_last_error());
         return 0;
     }
     *value = v;
@@ -116,15 +116,10 @@ int cli_parse_double(const char *command, const char *option, const char *text, 
         cli_usage_error(command, "%s needs a value", option);
         return 0;
     }
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (strspn(text, "+-.0123456789eE") != strlen(text)) end = (char *)text; /* decimal only: no hex */
-    if (errno || end == text || *end != '\0' || !(v >= min && v <= max)) {
-        cli_usage_error(command, "%s: '%s' is not a number in [%g, %g]", option, text, min, max);
+    if (ns_number_parse(text, min, max, value) != NS_OK) {
+        cli_usage_error(command, "%s: %s", option, ns_last_error());
         return 0;
     }
-    *value = v;
     return 1;
 }
 
@@ -135,22 +130,26 @@ int cli_parse_long_list(const char *command, const char *option, const char *tex
         cli_usage_error(command, "%s needs a comma-separated list", option);
         return 0;
     }
-    const char *p = text;
-    while (*p) {
+    for (const char *p = text;;) {
+        const size_t n = strcspn(p, ",");
+        char item[64];
         if (*count >= cap) {
             cli_usage_error(command, "%s: at most %d values", option, cap);
             return 0;
         }
-        char *end = NULL;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (errno || end == p || (*end != ',' && *end != '\0') || v < min || v > max) {
-            cli_usage_error(command, "%s: '%s' is not a list of integers in [%lld, %lld]", option,
-                            text, min, max);
+        if (n == 0) {
+            cli_usage_error(command, "%s: an empty item in '%s'", option, text);
+            return 0;
+        }
+        snprintf(item, sizeof item, "%.*s", (int)(n < sizeof item ? n : sizeof item - 1), p);
+        int64_t v;
+        if (n >= sizeof item || ns_integer_parse(item, min, max, &v) != NS_OK) {
+            cli_usage_error(command, "%s: %s", option, n >= sizeof item ? "an item of more than 63 characters" : ns_last_error());
             return 0;
         }
         values[(*count)++] = v;
-        p = *end == ',' ? end + 1 : end;
+        if (!p[n]) break;
+        p += n + 1;
     }
     return 1;
 }

@@ -18,19 +18,15 @@ static int usage_text(void) {
     return 0;
 }
 
+/* DIR/NAME.EXT through ns_output: it appears only when complete. */
 static int write_file(const char *dir, const char *name, const char *ext, const char *text) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s%s", dir, name, ext);
-    FILE *f = fopen(path, "wb");
-    if (!f) return cli_error("%s: cannot create", path);
-    size_t n = strlen(text);
-    int bad = fwrite(text, 1, n, f) != n;
-    bad |= fclose(f) != 0;
-    if (bad) {
-        remove(path);
-        return cli_error("%s: write error", path);
-    }
-    return 0;
+    if ((size_t)snprintf(path, sizeof path, "%s/%s%s", dir, name, ext) >= sizeof path)
+        return cli_error("%s/%s%s: the path is longer than %zu bytes", dir, name, ext, sizeof path - 1);
+    ns_output *o = cli_output_open(path);
+    if (!o) return 1;
+    fputs(text, ns_output_stream(o));
+    return cli_output_commit(o);
 }
 
 static void print_names(const char *label, const char *const *names, int from, int to) {

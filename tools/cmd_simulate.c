@@ -70,7 +70,7 @@ static const char *help_text2 =
     "  --plot FILE.png        draw the traces (bench/plot_traces.py, matplotlib)\n"
     "  --checkpoint FILE      save the whole state (v, gates, t, traces and spikes so far) to FILE\n"
     "                         at the --checkpoint-at times (without them: at tstop) and when\n"
-    "                         interrupted by SIGINT\n"
+    "                         interrupted by SIGINT or SIGTERM\n"
     "  --checkpoint-at T1,T2  times [ms] (rounded to steps, 0 < T <= tstop) to save at; each save\n"
     "                         replaces FILE (atomically)\n"
     "  --resume FILE          continue from a checkpoint to tstop (same shapes, options, stimuli\n"
@@ -83,7 +83,7 @@ static const char *help_text_tail =
     "LOC: soma (the root section at x = 0.5) | SEC:X (section index) | swc=ID:X (the section\n"
     "whose first point has SWC id ID) | cN (compartment N).\n"
     "Spikes: upward crossings of spike_threshold (-20 mV) at soma(0.5), interpolated in time.\n"
-    "Interrupted (Ctrl-C / SIGINT, NaN, a GPU failure): what was recorded so far goes to\n"
+    "Interrupted (Ctrl-C / SIGINT, SIGTERM, NaN, a GPU failure): what was recorded so far goes to\n"
     "PREFIX_traces.partial.csv, .partial.npy and PREFIX_spikes.partial.csv (never to the result names),\n"
     "the exit status is 1.\n";
 
@@ -100,20 +100,22 @@ typedef struct stim_spec {
     int amp_auto;
 } stim_spec;
 
+/* LOC: soma | cN | K:X | swc=ID:X, its numbers through the one reader
+ * (neurosolve/number.h): c-0 and hex are refused like in files */
 static int parse_loc(const char *text, loc_spec *l) {
     memset(l, 0, sizeof *l);
     snprintf(l->text, sizeof l->text, "%s", text);
-    char *end;
     if (strcmp(text, "soma") == 0) {
         l->kind = 0;
         l->x = 0.5;
         return 1;
     }
+    int64_t index = 0;
     if (text[0] == 'c') {
         l->kind = 3;
-        errno = 0;
-        l->index = strtoll(text + 1, &end, 10);
-        return end != text + 1 && *end == '\0' && l->index >= 0 && errno != ERANGE;
+        if (ns_integer_parse(text + 1, 0, INT64_MAX, &index) != NS_OK) return 0;
+        l->index = index;
+        return 1;
     }
     const char *s = text;
     l->kind = 1;
@@ -121,13 +123,30 @@ static int parse_loc(const char *text, loc_spec *l) {
         l->kind = 2;
         s = text + 4;
     }
-    errno = 0;
-    l->index = strtoll(s, &end, 10);
-    if (end == s || *end != ':' || errno == ERANGE || (l->kind == 1 && l->index > INT32_MAX))
-        return 0; /* out of range: refused, not clamped */
-    const char *xs = end + 1;
-    l->x = strtod(xs, &end);
-    return end != xs && *end == '\0' && l->x >= 0.0 && l->x <= 1.0 && l->index >= 0;
+    const char *colon = strchr(s, ':');
+    char num[64];
+    if (!colon || (size_t)(colon - s) >= sizeof num) return 0;
+    snprintf(num, sizeof num, "%.*s", (int)(colon - s), s);
+    /* out of range: refused, not clamped */
+    if (ns_integer_parse(num, 0, l->kind == 1 ? INT32_MAX : INT64_MAX, &index) != NS_OK) return 0;
+    l->index = index;
+    return ns_number_parse(colon + 1, 0.0, 1.0, &l->x) == NS_OK;
+}
+
+/* The checks of a run's values (ns_sim_params_check) and at least one step;
+ * 0 with the reason in why. */
+static int params_usable(const ns_sim_params *p, int64_t *n_steps, char *why, size_t size) {
+    *n_steps = 0;
+    if (ns_sim_params_check(p) != NS_OK || ns_sim_count_steps(p->tstop, p->dt, n_steps) != NS_OK) {
+        snprintf(why, size, "%s", ns_last_error());
+        return 0;
+    }
+    if (*n_steps < 1) {
+        snprintf(why, size, "tstop = %g ms is less than half a step of dt = %g ms: nothing to simulate", p->tstop,
+                 p->dt);
+        return 0;
+    }
+    return 1;
 }
 
 /* The compartment of a location in a cell; prints the error. */
@@ -219,11 +238,41 @@ static int check_output_folder(const char *stem) {
     return 0;
 }
 
-/* SIGINT: the run stops between two chunks and keeps what it recorded. */
+/* What one input spike of a network costs, for the estimate before a run:
+ * memory (its source and time, its raster row) and a row of spikes.csv
+ * ("source,cell,t_ms"); above SPIKES_NOTE spikes the estimate is printed. */
+#define SPIKE_BYTES 25.0
+#define SPIKE_CSV_BYTES 26.0
+#define SPIKES_NOTE 1e7
+/* Result files above this size [bytes] are announced before the run. */
+#define OUTPUT_NOTE_BYTES 1e9
+
+/* SIGINT and SIGTERM (what schedulers send first): the run stops between two
+ * chunks, keeps what it recorded and saves its checkpoint. The handlers stay
+ * until the command returns, so that a signal during the final writes lets
+ * them finish (no temporaries left); a second signal ends the process at once. */
 static volatile sig_atomic_t interrupted = 0;
-static void on_sigint(int sig) {
-    interrupted = 1;
-    signal(sig, SIG_DFL); /* a second Ctrl-C ends the process at once (signal() is async-signal-safe) */
+static void on_signal(int sig) {
+    interrupted = sig;
+    signal(sig, SIG_DFL); /* signal() is async-signal-safe */
+}
+static struct sigaction old_int, old_term;
+static int catching = 0;
+static void catch_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    interrupted = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    catching = 1;
+}
+static void release_signals(void) {
+    if (!catching) return;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    catching = 0;
 }
 
 /* Write the traces (CSV, and with --out NPY) and spikes under stem with
@@ -519,14 +568,20 @@ static int simulate(int argc, char **argv) {
         } else if (strcmp(a, "--resume") == 0) {
             resume = val;
         } else if (strcmp(a, "--checkpoint-at") == 0) {
-            char tmp[1024];
-            snprintf(tmp, sizeof tmp, "%s", val);
-            for (char *save = NULL, *tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            /* every item a time: "5,,6" and a trailing comma are refused */
+            for (const char *p = val;;) {
+                const size_t n = strcspn(p, ",");
+                char tok[64];
                 if (n_ck == MAX_ITEMS) return cli_usage_error(cmd, "--checkpoint-at: at most %d times", MAX_ITEMS);
+                if (n == 0 || n >= sizeof tok)
+                    return cli_usage_error(cmd, "--checkpoint-at T1,T2,...: %s item in '%s'",
+                                           n ? "a too long" : "an empty", val);
+                snprintf(tok, sizeof tok, "%.*s", (int)n, p);
                 if (!cli_parse_double(cmd, "--checkpoint-at", tok, 0.0, 1e15, &ck_times[n_ck])) return 2;
                 n_ck++;
+                if (!p[n]) break;
+                p += n + 1;
             }
-            if (n_ck == 0) return cli_usage_error(cmd, "--checkpoint-at T1,T2,...: no time in '%s'", val);
         } else {
             return cli_usage_error(cmd, "unknown option '%s'", a);
         }
@@ -554,10 +609,15 @@ static int simulate(int argc, char **argv) {
             return 1;
         }
     }
+    const ns_sim_params net_params = params;
     if (param_file) {
         ns_status st = ns_sim_params_read(&params, param_file);
         if (st != NS_OK) return cli_status_error("parameters", st);
     }
+    /* the values of the files (network or SONATA config, then --params) before
+     * the options: when the run's values fail the check below and these do
+     * too, the fault is in a file (exit 1, docs/cli.md), else in an option */
+    const ns_sim_params file_params = params;
     for (int k = 0; k < n_sets; ++k) {
         /* one line of a parameter file: the same parser and the same rules */
         if (!strchr(sets[k], '=') || strpbrk(sets[k], "\n#"))
@@ -570,11 +630,17 @@ static int simulate(int argc, char **argv) {
         return cli_usage_error(cmd, "--checkpoint and --resume: a model's mechanism states are not saved yet");
     /* every value in range, and a step count that fits, before any work */
     int64_t n_steps = 0;
-    if (ns_sim_params_check(&params) != NS_OK || ns_sim_count_steps(params.tstop, params.dt, &n_steps) != NS_OK)
-        return cli_usage_error(cmd, "%s", ns_last_error());
-    if (n_steps < 1)
-        return cli_usage_error(cmd, "tstop = %g ms is less than half a step of dt = %g ms: nothing to simulate",
-                               params.tstop, params.dt);
+    char why[600];
+    if (!params_usable(&params, &n_steps, why, sizeof why)) {
+        int64_t ignored;
+        char file_why[600];
+        if ((param_file || network_file) && !params_usable(&file_params, &ignored, file_why, sizeof file_why)) {
+            const int net_fault = network_file && !params_usable(&net_params, &ignored, file_why, sizeof file_why);
+            cli_error("parameters: %s: %s", net_fault || !param_file ? network_file : param_file, file_why);
+            return 1;
+        }
+        return cli_usage_error(cmd, "%s", why);
+    }
     /* checkpoint times as step counts, in order, within the run */
     int64_t ck_steps[MAX_ITEMS];
     if (n_ck > 0 && !checkpoint) return cli_usage_error(cmd, "--checkpoint-at needs --checkpoint FILE");
@@ -675,16 +741,35 @@ static int simulate(int argc, char **argv) {
         }
         const double sites_all = (double)set.count * (double)(record_cells < cells_per ? record_cells : cells_per) * n_recs;
         const double samples_all = (double)n_steps / so.record_every + 1.0;
+        /* the network's inputs (trains, Poisson sources: their mean count):
+         * each spike is kept (source and time, and its raster row: about
+         * SPIKE_BYTES of memory) and written as a row of spikes.csv (about
+         * SPIKE_CSV_BYTES) */
+        const double in_spikes = net ? ns_network_expected_input_spikes(net, params.tstop) : 0.0;
         /* under MPI each process holds its share of the cells; rank 0 gathers every trace */
-        const double need = (40.0 * comps + 24.0 * (double)n_cells) / cli_mpi_size() + 16.0 * samples_all * sites_all;
+        const double need = (40.0 * comps + 24.0 * (double)n_cells) / cli_mpi_size() + 16.0 * samples_all * sites_all +
+                            SPIKE_BYTES * in_spikes;
         const double have = cli_physical_memory();
         if (have > 0 && need > have) {
-            cli_error("simulate: %lld cells (%.3g compartments) and %.3g trace samples of %.0f sites need at least "
-                      "%.1f GB, more than the %.1f GB of memory of this machine (fewer --cells, a larger "
-                      "--record-every or a shorter --tstop)",
-                      n_cells, comps, samples_all, sites_all, need / 1e9, have / 1e9);
+            cli_error("simulate: %lld cells (%.3g compartments), %.3g trace samples of %.0f sites and %.3g input "
+                      "spikes need at least %.1f GB, more than the %.1f GB of memory of this machine (fewer --cells, "
+                      "a larger --record-every, a shorter --tstop or lower input rates)",
+                      n_cells, comps, samples_all, sites_all, in_spikes, need / 1e9, have / 1e9);
             goto done;
         }
+        /* the files: a traces.csv row of t ("%.4f") and a value (",%.6f") per site, a traces.npy
+         * row of 8 bytes per column, a spikes.csv row per input spike (the cells' own
+         * spikes are not known before the run) */
+        const double out_bytes = samples_all * (10.0 + 11.0 * sites_all + 8.0 * (sites_all + 1.0)) +
+                                 SPIKE_CSV_BYTES * in_spikes;
+        if ((out || plot) && out_bytes > OUTPUT_NOTE_BYTES && cli_mpi_rank() == 0)
+            fprintf(stderr, "neurosolve: note: the result files will take about %.1f GB (%.3g trace samples of %.0f "
+                    "sites%s)\n", out_bytes / 1e9, samples_all, sites_all, in_spikes > 0 ? " and the inputs' spikes" : "");
+        if (in_spikes > SPIKES_NOTE && cli_mpi_rank() == 0)
+            fprintf(stderr,
+                    "neurosolve: note: the network's inputs give about %.3g spikes up to tstop = %g ms: about %.1f GB "
+                    "of memory and %.1f GB of spikes.csv\n",
+                    in_spikes, params.tstop, SPIKE_BYTES * in_spikes / 1e9, SPIKE_CSV_BYTES * in_spikes / 1e9);
     }
     /* cells of one morphology are contiguous: cell c has shape c / cells_per */
     cell_shape = malloc((size_t)n_cells * sizeof *cell_shape);
@@ -816,12 +901,7 @@ static int simulate(int argc, char **argv) {
     long long done_steps = first_step;
     int shown = 0, next_ck = 0;
     while (next_ck < n_ck && ck_steps[next_ck] <= first_step) ++next_ck;
-    struct sigaction sa, old_sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    interrupted = 0;
-    sigaction(SIGINT, &sa, &old_sa);
+    catch_signals();
     ns_status run_st = NS_OK;
     /* chunks: after the first (10 steps) each lasts about 0.2 s, so that
      * SIGINT is seen soon on a slow run, and at most 1% of the run where a
@@ -846,10 +926,7 @@ static int simulate(int argc, char **argv) {
             adapt = want >= (double)max_chunk ? max_chunk : want < 1.0 ? 1 : (long long)want;
         }
         if (next_ck < n_ck && done_steps == ck_steps[next_ck]) {
-            if (save_checkpoint(sim, checkpoint)) {
-                sigaction(SIGINT, &old_sa, NULL);
-                goto done;
-            }
+            if (save_checkpoint(sim, checkpoint)) goto done;
             ++next_ck;
         }
         double el = cli_sim_elapsed_ms(sim) / 1000.0;
@@ -858,10 +935,11 @@ static int simulate(int argc, char **argv) {
             shown = 1;
         }
     }
-    sigaction(SIGINT, &old_sa, NULL);
+    /* a signal after the last step: the results are complete and written in full */
+    const int stopped_by = done_steps < steps ? interrupted : 0;
     if (shown) fputc('\n', stderr);
     const double every_ms = so.record_every * params.dt;
-    if (run_st != NS_OK || interrupted) {
+    if (run_st != NS_OK || stopped_by) {
         /* what was recorded so far, under names that say it is partial */
         if (run_st != NS_OK) {
             const long long bad = cli_failed_cell(ns_last_error());
@@ -871,8 +949,8 @@ static int simulate(int argc, char **argv) {
             else
                 cli_status_error("simulation", run_st);
         } else {
-            cli_error("simulation interrupted (SIGINT) at t = %g ms, step %lld of %lld", done_steps * params.dt,
-                      done_steps, steps);
+            cli_error("simulation interrupted (%s) at t = %g ms, step %lld of %lld",
+                      stopped_by == SIGTERM ? "SIGTERM" : "SIGINT", done_steps * params.dt, done_steps, steps);
             if (checkpoint && !save_checkpoint(sim, checkpoint))
                 fprintf(stderr, "neurosolve: checkpoint at t = %g ms written to %s (continue with --resume %s)\n",
                         done_steps * params.dt, checkpoint, checkpoint);
@@ -1020,6 +1098,7 @@ done:
 
 int cmd_simulate(int argc, char **argv) {
     const int rc = simulate(argc, argv);
+    release_signals();
     ns_network_destroy(run_net);
     run_net = NULL;
     return rc;

@@ -55,13 +55,11 @@ static int parse_settings(const char *text, setting *out, int *n) {
         char part[128];
         snprintf(part, sizeof part, "%s", items[i]);
         for (char *save = NULL, *p = strtok_r(part, "+", &save); p; p = strtok_r(NULL, "+", &save)) {
-            char *end = NULL;
             if (strcmp(p, "nnls") == 0) continue;
-            if (strncmp(p, "lambda=", 7) == 0) s->lambda = strtod(p + 7, &end);
-            else if (strncmp(p, "ridge=", 6) == 0) s->ridge = strtod(p + 6, &end);
-            else if (strncmp(p, "group=", 6) == 0) s->group = strtod(p + 6, &end);
-            if (!end || *end || !(s->lambda >= 0) || !(s->ridge >= 0) || !(s->group >= 0) || !isfinite(s->lambda) ||
-                !isfinite(s->ridge) || !isfinite(s->group))
+            /* the one number reader (neurosolve/number.h) */
+            double *dst = strncmp(p, "lambda=", 7) == 0 ? &s->lambda : strncmp(p, "ridge=", 6) == 0 ? &s->ridge
+                        : strncmp(p, "group=", 6) == 0 ? &s->group : NULL;
+            if (!dst || ns_number_parse(strchr(p, '=') + 1, 0.0, HUGE_VAL, dst) != NS_OK)
                 return cli_usage_error("bench life --quality",
                                        "--settings: '%s' is not nnls, lambda=X, ridge=R or group=G (X, R, G >= 0)", p),
                        0;

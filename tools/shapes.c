@@ -174,16 +174,26 @@ static int add_file(cli_shape_set *set, const char *path, const cli_morph_option
     return push(set, base ? base + 1 : path, copy, cell);
 }
 
+/* PREFIX X:Y with both integers read by the one number reader (neurosolve/number.h). */
+static int two_integers(const char *spec, const char *prefix, int64_t *x, int64_t *y) {
+    const size_t n = strlen(prefix);
+    if (strncmp(spec, prefix, n) != 0) return 0;
+    const char *colon = strchr(spec + n, ':');
+    char a[32];
+    if (!colon || (size_t)(colon - spec - n) >= sizeof a) return 0;
+    snprintf(a, sizeof a, "%.*s", (int)(colon - spec - n), spec + n);
+    return ns_integer_parse(a, INT64_MIN, INT64_MAX, x) == NS_OK && ns_integer_parse(colon + 1, INT64_MIN, INT64_MAX, y) == NS_OK;
+}
+
 static int add_generated(cli_shape_set *set, const char *spec, uint64_t seed) {
     ns_tree_t *t = NULL;
     ns_status st;
-    long long x = 0, y = 0;
-    char tail;
-    if (sscanf(spec, "tree:%lld:%lld%c", &x, &y, &tail) == 2) {
+    int64_t x = 0, y = 0;
+    if (two_integers(spec, "tree:", &x, &y)) {
         if (x < 1 || x > 100000000 || y < 1 || y > x)
             return cli_error("%s: needs 1 <= BRANCHES <= SIZE <= 1e8", spec);
         st = ns_generate_tree((int32_t)x, (int32_t)y, seed, &t);
-    } else if (sscanf(spec, "binary:%lld:%lld%c", &x, &y, &tail) == 2) {
+    } else if (two_integers(spec, "binary:", &x, &y)) {
         if (x < 1 || x > 100000000 || y < 1 || y > 30) return cli_error("%s: needs SIZE >= 1 and 1 <= LEVELS <= 30", spec);
         st = ns_generate_binary_tree((int32_t)x, (int32_t)y, &t);
     } else if (strncmp(spec, "random:", 7) == 0) {

@@ -77,13 +77,19 @@ typedef struct ns_sim_params {
 
 NS_API void ns_sim_params_init(ns_sim_params *params);
 
+/* v_init and spike_threshold are membrane potentials: |value| at most this
+ * [mV] (v_init = 1e300 ran to the end with v near 1e299). */
+#define NS_SIM_MAX_POTENTIAL 1e4
+
 /* Set one parameter by name (the parameter file's keys, docs/simulation.md):
  *   REGION.NAME with REGION one of soma, axon, basal, apical, other, dend
  *   (basal and apical) or all, and NAME one of cm, hh, gnabar_hh, gkbar_hh,
  *   gl_hh, el_hh, ena, ek, pas, g_pas, e_pas (hh and pas take 0 or 1);
  *   celsius, v_init, dt, usetable_hh, spike_threshold, Ra, tstop.
  * Unknown names and out-of-range values (negative cm or conductance, dt <= 0,
- * Ra <= 0, non-finite values) give NS_ERR_INVALID_ARGUMENT naming the key. */
+ * Ra <= 0, |v_init| or |spike_threshold| above NS_SIM_MAX_POTENTIAL,
+ * non-finite values) give NS_ERR_INVALID_ARGUMENT naming the key. The
+ * parameter file's numbers are read by ns_number_parse (neurosolve/number.h). */
 NS_API ns_status ns_sim_params_set(ns_sim_params *params, const char *key, double value);
 
 /* Parse `key = value` lines ('#' starts a comment; blank lines are skipped)

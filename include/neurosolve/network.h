@@ -87,6 +87,10 @@ NS_API const int32_t *ns_network_cell_morphology(const ns_network_t *net);
 NS_API int64_t ns_network_synapses(const ns_network_t *net);
 NS_API int64_t ns_network_sources(const ns_network_t *net);
 NS_API int64_t ns_network_fixed_connections(const ns_network_t *net);
+/* The spikes the network's inputs give up to tstop [ms]: every train time
+ * <= tstop, and for Poisson sources their mean count (count x rate x the
+ * time they fire within [0, tstop]); for the cost estimate before a run. */
+NS_API double ns_network_expected_input_spikes(const ns_network_t *net, double tstop);
 
 /* The network's model (its `model FILE` line, then its `model:` lines),
  * mechanisms from the built-ins and `library` (may be NULL). *out is NULL

@@ -15,6 +15,7 @@
 #include "neurosolve/life.h"
 #include "neurosolve/life_io.h"
 #include "neurosolve/output.h"
+#include "neurosolve/number.h"
 #include "neurosolve/mechanism.h"
 #include "neurosolve/nmodl.h"
 

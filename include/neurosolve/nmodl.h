@@ -45,14 +45,18 @@ typedef struct ns_mechanisms_build_options {
     const char *cc;      /* C compiler; NULL: "cc" */
     const char *nvcc;    /* NULL: no CUDA; else the nvcc to compile the kernels with */
     const char *cuda_arch; /* e.g. "sm_90"; NULL: "sm_90" */
-    const char *workdir; /* where the generated sources go; NULL: OUT.src/ beside the library */
-    int keep_sources;    /* keep the generated sources (else removed after a successful build) */
+    const char *workdir; /* where keep_sources puts the generated sources; NULL: OUT.src/ beside the library */
+    int keep_sources;    /* keep the sources of a successful build in workdir, which must not exist (an
+                            earlier build's folder is never replaced); else nothing is kept */
 } ns_mechanisms_build_options;
 
 /* Translate every DIR/ *.mod (sorted by name) and compile them into the
  * shared library `out_lib` exporting NS_MECH_CATALOGUE_SYMBOL. The library is
  * written under a temporary name and renamed: a failed build leaves no file
- * at out_lib. The compiler's messages come back in ns_last_error(). */
+ * at out_lib. The sources are generated and compiled in a new private folder
+ * (OUT.src.partial-XXXXXX), removed after the build (failed or not) or, with
+ * keep_sources, renamed to workdir. The compiler's messages come back in
+ * ns_last_error(). */
 NS_API ns_status ns_mechanisms_build(const char *dir, const char *out_lib,
                                      const ns_mechanisms_build_options *options);
 

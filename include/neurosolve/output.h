@@ -6,7 +6,11 @@
  * 255-byte name limit; removed on failure), which is renamed over NAME
  * only when everything was written and closed without error. A failed or
  * interrupted write therefore leaves no file that looks like a result, and
- * an existing NAME survives a failed overwrite unchanged. */
+ * an existing NAME survives a failed overwrite unchanged. A process killed
+ * before it could remove its temporary (SIGKILL, a crash) leaves it behind:
+ * the next open of NAME (or of the folder NAME) removes every temporary of
+ * NAME whose PID no longer runs on this machine (kill(PID, 0) answers
+ * ESRCH); those of live processes stay. */
 #ifndef NEUROSOLVE_OUTPUT_H
 #define NEUROSOLVE_OUTPUT_H
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/number.h"
 
 typedef struct jp {
     const char *s, *end, *name;
@@ -182,13 +183,11 @@ static int parse_number(jp *j, double *out) {
         if (p >= j->end || *p < '0' || *p > '9') return jfail(j, "a digit must follow the exponent");
         while (p < j->end && *p >= '0' && *p <= '9') ++p;
     }
-    char tmp[128];
-    if ((size_t)(p - a) >= sizeof tmp) return jfail(j, "a number of more than %d characters", (int)sizeof tmp - 1);
-    memcpy(tmp, a, (size_t)(p - a));
-    tmp[p - a] = 0;
-    errno = 0;
-    const double v = strtod(tmp, NULL);
-    if (!isfinite(v)) return jfail(j, "number %s is out of range", tmp);
+    if (p - a > 127) return jfail(j, "a number of more than 127 characters");
+    /* JSON's grammar above, the value through the one number reader
+     * (neurosolve/number.h): overflow and subnormals refused as everywhere */
+    double v;
+    if (ns_number_span(a, (size_t)(p - a), -HUGE_VAL, HUGE_VAL, &v) != NS_OK) return jfail(j, "%s", ns_last_error());
     *out = v;
     j->p = p;
     return 0;
@@ -216,8 +215,63 @@ static void free_value(ns_json *v) {
     free(v->keys);
 }
 
+/* The keys of one object as a hash set of their indices (open addressing,
+ * linear probing, at most half full), so that the duplicate check costs
+ * O(1) per key instead of a scan of the keys before it (objects of up to 16
+ * keys are scanned: no table). */
+typedef struct keyset {
+    size_t *slot; /* index + 1; 0: empty */
+    size_t mask;  /* capacity - 1 (a power of two), 0 before the first key */
+} keyset;
+
+static uint64_t key_hash(const char *s) { /* FNV-1a */
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; ++s) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static void keyset_put(keyset *ks, char **keys, size_t index) {
+    size_t i = (size_t)key_hash(keys[index]) & ks->mask;
+    while (ks->slot[i]) i = (i + 1) & ks->mask;
+    ks->slot[i] = index + 1;
+}
+
+/* Adds keys[n] (keys 0..n-1 are in the set): 1 when it duplicates one of
+ * them, -1 when out of memory, else 0. */
+static int keyset_add(keyset *ks, char **keys, size_t n) {
+    if (n < 16) { /* a small object: a scan, no table */
+        for (size_t k = 0; k < n; ++k)
+            if (strcmp(keys[k], keys[n]) == 0) return 1;
+        return 0;
+    }
+    if (2 * (n + 1) > ks->mask + 1 || !ks->slot) {
+        size_t cap = ks->mask ? 2 * (ks->mask + 1) : 16;
+        while (2 * (n + 1) > cap) cap *= 2;
+        size_t *slot = calloc(cap, sizeof *slot);
+        if (!slot) return -1;
+        free(ks->slot);
+        ks->slot = slot;
+        ks->mask = cap - 1;
+        for (size_t k = 0; k < n; ++k) keyset_put(ks, keys, k);
+    }
+    size_t i = (size_t)key_hash(keys[n]) & ks->mask;
+    for (; ks->slot[i]; i = (i + 1) & ks->mask)
+        if (strcmp(keys[ks->slot[i] - 1], keys[n]) == 0) return 1;
+    ks->slot[i] = n + 1;
+    return 0;
+}
+
+static int parse_members_in(jp *j, ns_json *v, int depth, int object, keyset *seen);
+
 /* An array or an object: members until the closing bracket. */
 static int parse_members(jp *j, ns_json *v, int depth, int object) {
+    keyset ks = {NULL, 0};
+    const int r = parse_members_in(j, v, depth, object, &ks);
+    free(ks.slot);
+    return r;
+}
+
+static int parse_members_in(jp *j, ns_json *v, int depth, int object, keyset *seen) {
     const char close = object ? '}' : ']';
     ++j->p;
     size_t cap = 0;
@@ -243,19 +297,20 @@ static int parse_members(jp *j, ns_json *v, int depth, int object) {
         if (object) {
             if (j->p >= j->end || *j->p != '"') return jfail(j, "expected a key (a string)");
             if (parse_string(j, &key) != 0) return -1;
-            for (size_t k = 0; k < v->n; ++k)
-                if (strcmp(v->keys[k], key) == 0) {
-                    jfail(j, "duplicate key \"%.100s\"", key);
-                    free(key);
-                    return -1;
-                }
+            v->keys[v->n] = key;
+            const int dup = keyset_add(seen, v->keys, v->n);
+            if (dup != 0) {
+                if (dup > 0) jfail(j, "duplicate key \"%.100s\"", key);
+                else jfail(j, "out of memory");
+                free(key);
+                return -1;
+            }
             skip_ws(j);
             if (j->p >= j->end || *j->p != ':') {
                 free(key);
                 return jfail(j, "expected ':' after a key");
             }
             ++j->p;
-            v->keys[v->n] = key;
         }
         memset(&v->items[v->n], 0, sizeof v->items[v->n]);
         ++v->n; /* counted now so that a failure frees it */

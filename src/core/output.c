@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,56 @@ static void temp_name(char *temp, size_t cap, const char *path, size_t dir, unsi
     snprintf(temp, cap, "%.*s.%.*s%s%.*s", (int)dir, path, (int)base, path + dir, tail, (int)ext_len, ext);
 }
 
+static int move_entries(const char *from, const char *to);
+static void move_entries_unlink(const char *from) { move_entries(from, NULL); }
+
+/* Whether `name` (an entry of NAME's folder) is a temporary of NAME
+ * (".NAME.partial-PID-N.EXT", NAME and EXT possibly cut as temp_name cuts
+ * them) left by a process that no longer runs: its PID answers ESRCH. Not
+ * this process's, not a live one's (EPERM: another user's, alive). */
+static int stale_temp(const char *name, const char *base, const char *ext) {
+    if (name[0] != '.') return 0;
+    const char *tag = strstr(name + 1, ".partial-");
+    if (!tag) return 0;
+    const size_t plen = (size_t)(tag - name - 1), blen = strlen(base), nlen = strlen(name);
+    /* NAME itself, or a prefix of it in a name cut at NAME_MAX */
+    if (plen > blen || strncmp(name + 1, base, plen) != 0 || (plen < blen && nlen < NAME_MAX)) return 0;
+    const char *p = tag + 9;
+    char *end;
+    errno = 0;
+    const long pid = strtol(p, &end, 10);
+    if (end == p || *end != '-' || errno || pid <= 0 || pid > INT_MAX) return 0;
+    p = end + 1;
+    if (*p < '0' || *p > '9') return 0;
+    while (*p >= '0' && *p <= '9') ++p;
+    const size_t elen = strlen(p), want = strlen(ext);
+    if (elen > want || strncmp(p, ext, elen) != 0 || (elen < want && nlen < NAME_MAX)) return 0;
+    if ((pid_t)pid == getpid()) return 0;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Removes the temporaries of `path` (folder: its first `dir` bytes) that a
+ * killed run left (SIGKILL, a crash, a power cut: no code ran to remove
+ * them), so that they do not pile up next to the results. */
+static void remove_stale(const char *path, size_t dir, const char *ext, int is_dir) {
+    char folder[4096];
+    if (dir >= sizeof folder) return;
+    snprintf(folder, sizeof folder, "%.*s", (int)(dir ? dir : 1), dir ? path : ".");
+    DIR *d = opendir(folder);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!stale_temp(e->d_name, path + dir, ext)) continue;
+        char full[4096 + NAME_MAX + 2];
+        snprintf(full, sizeof full, "%s%s%s", folder, dir ? "" : "/", e->d_name);
+        if (is_dir) {
+            move_entries_unlink(full);
+            rmdir(full);
+        } else
+            unlink(full);
+    }
+    closedir(d);
+}
+
 static void release(ns_output *o) {
     free(o->path);
     free(o->temp);
@@ -67,10 +119,11 @@ ns_status ns_output_open(const char *path, ns_output **out) {
     const char *slash = strrchr(path, '/');
     const size_t dir = slash ? (size_t)(slash - path + 1) : 0;
     int fd = -1, err = 0;
+    const char *ext = strrchr(path + dir, '.');
+    if (!ext || ext == path + dir) ext = "";
+    remove_stale(path, dir, ext, 0);
     for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
         const unsigned k = atomic_fetch_add(&serial, 1u);
-        const char *ext = strrchr(path + dir, '.');
-        if (!ext || ext == path + dir) ext = "";
         temp_name(o->temp, n + TEMP_EXTRA, path, dir, k, ext);
         fd = open(o->temp, O_WRONLY | O_CREAT | O_EXCL, 0666); /* the umask applies, as to fopen */
         err = errno;
@@ -161,6 +214,7 @@ ns_status ns_output_dir_open(const char *path, ns_output_dir **out) {
     const char *slash = strrchr(d->path, '/');
     const size_t base = slash ? (size_t)(slash - d->path + 1) : 0;
     int ok = 0, err = 0;
+    remove_stale(d->path, base, "", 1);
     for (int attempt = 0; attempt < 100 && !ok; ++attempt) {
         temp_name(d->temp, n + TEMP_EXTRA, d->path, base, atomic_fetch_add(&serial, 1u), "");
         ok = mkdir(d->temp, 0777) == 0;

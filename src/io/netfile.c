@@ -31,6 +31,7 @@
 #include "sim/policy.h"
 #include "core/device_impl.h"
 #include "neurosolve/network.h"
+#include "neurosolve/number.h"
 
 /* Limits that keep a bad file from asking for unbounded memory or work. */
 #define NET_MAX_CELLS (INT64_C(1) << 24)
@@ -182,24 +183,41 @@ static ns_status fail_at(const ctx *c, ns_status st, const char *fmt, ...) {
     return ns_fail(st, "%s:%d: %s", c->net->name, c->line, msg);
 }
 
+/* Numbers through the one reader (neurosolve/number.h): the same grammar as
+ * every other file and option. parse_int and parse_num answer 1 or 0 (the
+ * caller names what was expected); num and integer fail with "FILE:LINE:
+ * WHAT: REASON", the reader's reason. */
 static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
-    if (!*s || isspace((unsigned char)*s)) return 0;
-    char *end;
-    errno = 0;
-    const long long v = strtoll(s, &end, 10);
-    if (*end || errno == ERANGE || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
+    return ns_integer_parse(s, lo, hi, out) == NS_OK;
 }
 
-static int parse_num(const char *s, double *out) {
-    if (!*s || isspace((unsigned char)*s)) return 0;
-    char *end;
-    errno = 0;
-    const double v = strtod(s, &end);
-    if (*end || !isfinite(v)) return 0;
-    *out = v;
-    return 1;
+static int parse_num(const char *s, double *out) { return ns_number_parse(s, -HUGE_VAL, HUGE_VAL, out) == NS_OK; }
+
+static ns_status num(const ctx *c, const char *text, double min, double max, double *out, const char *fmt, ...)
+    NS_PRINTF_LIKE(6, 7);
+static ns_status num(const ctx *c, const char *text, double min, double max, double *out, const char *fmt, ...) {
+    if (ns_number_parse(text, min, max, out) == NS_OK) return NS_OK;
+    char what[256], why[320];
+    snprintf(why, sizeof why, "%s", ns_last_error());
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return FAIL(c, "%s: %s", what, why);
+}
+
+static ns_status integer(const ctx *c, const char *text, int64_t min, int64_t max, int64_t *out, const char *fmt, ...)
+    NS_PRINTF_LIKE(6, 7);
+static ns_status integer(const ctx *c, const char *text, int64_t min, int64_t max, int64_t *out, const char *fmt,
+                         ...) {
+    if (ns_integer_parse(text, min, max, out) == NS_OK) return NS_OK;
+    char what[256], why[320];
+    snprintf(why, sizeof why, "%s", ns_last_error());
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return FAIL(c, "%s: %s", what, why);
 }
 
 static int valid_name(const char *s) {
@@ -442,8 +460,9 @@ static ns_status st_synapse(ctx *c, char **tok, int n) {
         char *eq = strchr(tok[k], '=');
         if (!eq) return FAIL(c, "synapse %s: '%s': expected PARAM=VALUE", tok[1], tok[k]);
         *eq = 0;
-        if (!valid_name(tok[k]) || !parse_num(eq + 1, &s->pvalue[k - 5]))
-            return FAIL(c, "synapse %s: '%s=%s': expected PARAM=NUMBER (finite)", tok[1], tok[k], eq + 1);
+        if (!valid_name(tok[k])) return FAIL(c, "synapse %s: '%s=%s': expected PARAM=NUMBER", tok[1], tok[k], eq + 1);
+        if ((st = num(c, eq + 1, -HUGE_VAL, HUGE_VAL, &s->pvalue[k - 5], "synapse %s: %s", tok[1], tok[k])) != NS_OK)
+            return st;
         snprintf(s->pname[k - 5], NET_NAME, "%s", tok[k]);
     }
     if (c->net->n_syns + s->a.n > NET_MAX_ITEMS) return FAIL(c, "synapse %s: too many synapses", tok[1]);
@@ -463,7 +482,9 @@ static ns_status st_detector(ctx *c, char **tok, int n) {
     if (st == NS_OK) st = parse_ref(c, tok[2], G_CELLS, what, &s->a);
     if (st == NS_OK) st = parse_loc(c, tok[3], &s->where);
     if (st != NS_OK) return st;
-    if (!parse_num(tok[4], &s->threshold)) return FAIL(c, "detector %s: threshold '%s' is not a number", tok[1], tok[4]);
+    if ((st = num(c, tok[4], -NS_SIM_MAX_POTENTIAL, NS_SIM_MAX_POTENTIAL, &s->threshold, "detector %s: threshold [mV]",
+                  tok[1])) != NS_OK)
+        return st;
     if (c->net->n_sources + s->a.n > NET_MAX_ITEMS) return FAIL(c, "detector %s: too many sources", tok[1]);
     st = add_members(c, g, c->net->n_sources, s->a.n);
     c->net->n_sources += s->a.n;
@@ -480,8 +501,8 @@ static ns_status st_train(ctx *c, char **tok, int n) {
     s->times = malloc((size_t)(n - 2) * sizeof *s->times);
     if (!s->times) return fail_at(c, NS_ERR_OUT_OF_MEMORY, "train");
     for (int k = 2; k < n; ++k)
-        if (!parse_num(tok[k], &s->times[k - 2]) || s->times[k - 2] < 0.0)
-            return FAIL(c, "train %s: time '%s' must be a finite number >= 0 [ms]", tok[1], tok[k]);
+        if ((st = num(c, tok[k], 0.0, HUGE_VAL, &s->times[k - 2], "train %s: time %d [ms]", tok[1], k - 1)) != NS_OK)
+            return st;
     s->n_times = n - 2;
     st = add_members(c, g, c->net->n_sources, 1);
     c->net->n_sources += 1;
@@ -496,17 +517,15 @@ static ns_status st_poisson(ctx *c, char **tok, int n) {
     if (st == NS_OK) st = new_stmt(c, S_POISSON, &s);
     if (st != NS_OK) return st;
     int64_t seed;
-    if (!parse_int(tok[2], 1, NET_MAX_ITEMS, &s->count))
-        return FAIL(c, "poisson %s: COUNT '%s' must be an integer >= 1", tok[1], tok[2]);
-    if (!parse_num(tok[3], &s->rate) || s->rate < 0.0 || s->rate > 1e6)
-        return FAIL(c, "poisson %s: rate '%s' must be a number from 0 to 1e6 [Hz]", tok[1], tok[3]);
-    if (!parse_num(tok[4], &s->start) || s->start < 0.0)
-        return FAIL(c, "poisson %s: start '%s' must be a finite number >= 0 [ms]", tok[1], tok[4]);
-    if (strcmp(tok[5], "inf") == 0) s->stop = INFINITY;
-    else if (!parse_num(tok[5], &s->stop) || s->stop < s->start)
-        return FAIL(c, "poisson %s: stop '%s' must be a number >= start (%g ms) or inf", tok[1], tok[5], s->start);
-    if (!parse_int(tok[6], 0, INT64_MAX, &seed))
-        return FAIL(c, "poisson %s: seed '%s' must be an integer >= 0", tok[1], tok[6]);
+    if ((st = integer(c, tok[2], 1, NET_MAX_ITEMS, &s->count, "poisson %s: COUNT", tok[1])) != NS_OK ||
+        (st = num(c, tok[3], 0.0, 1e6, &s->rate, "poisson %s: rate [Hz]", tok[1])) != NS_OK ||
+        (st = num(c, tok[4], 0.0, HUGE_VAL, &s->start, "poisson %s: start [ms]", tok[1])) != NS_OK)
+        return st;
+    if (strcmp(tok[5], "inf") == 0) s->stop = INFINITY; /* a word of the statement, not a number */
+    else if ((st = num(c, tok[5], s->start, HUGE_VAL, &s->stop, "poisson %s: stop [ms] (>= start or inf)", tok[1])) !=
+             NS_OK)
+        return st;
+    if ((st = integer(c, tok[6], 0, INT64_MAX, &seed, "poisson %s: seed", tok[1])) != NS_OK) return st;
     s->seed = (uint64_t)seed;
     if (c->net->n_sources + s->count > NET_MAX_ITEMS) return FAIL(c, "poisson %s: too many sources", tok[1]);
     st = add_members(c, g, c->net->n_sources, s->count);
@@ -521,21 +540,21 @@ static ns_status st_connect(ctx *c, char **tok, int n) {
     if (st == NS_OK) st = parse_ref(c, tok[1], G_SOURCES, "connect", &s->a);
     if (st == NS_OK) st = parse_ref(c, tok[2], G_SYNAPSES, "connect", &s->b);
     if (st != NS_OK) return st;
-    if (!parse_num(tok[3], &s->weight)) return FAIL(c, "connect %s %s: weight '%s' is not a finite number", tok[1], tok[2], tok[3]);
-    if (!parse_num(tok[4], &s->delay) || !(s->delay > 0.0))
-        return FAIL(c, "connect %s %s: delay '%s' must be a number > 0 [ms]", tok[1], tok[2], tok[4]);
+    if ((st = num(c, tok[3], -HUGE_VAL, HUGE_VAL, &s->weight, "connect %s %s: weight", tok[1], tok[2])) != NS_OK ||
+        (st = num(c, tok[4], -HUGE_VAL, HUGE_VAL, &s->delay, "connect %s %s: delay [ms]", tok[1], tok[2])) != NS_OK)
+        return st;
+    if (!(s->delay > 0.0)) return FAIL(c, "connect %s %s: delay '%s' must be a number > 0 [ms]", tok[1], tok[2], tok[4]);
     s->p = 1.0;
     int has_p = 0, has_seed = 0;
     for (int k = 5; k < n; ++k) {
         int64_t seed;
         if (strcmp(tok[k], "all") == 0) s->pairs = 1;
         else if (strncmp(tok[k], "p=", 2) == 0) {
-            if (!parse_num(tok[k] + 2, &s->p) || s->p < 0.0 || s->p > 1.0)
-                return FAIL(c, "connect %s %s: '%s': p must be in [0, 1]", tok[1], tok[2], tok[k]);
+            if ((st = num(c, tok[k] + 2, 0.0, 1.0, &s->p, "connect %s %s: p", tok[1], tok[2])) != NS_OK) return st;
             s->pairs = has_p = 1;
         } else if (strncmp(tok[k], "seed=", 5) == 0) {
-            if (!parse_int(tok[k] + 5, 0, INT64_MAX, &seed))
-                return FAIL(c, "connect %s %s: '%s': seed must be an integer >= 0", tok[1], tok[2], tok[k]);
+            if ((st = integer(c, tok[k] + 5, 0, INT64_MAX, &seed, "connect %s %s: seed", tok[1], tok[2])) != NS_OK)
+                return st;
             s->seed = (uint64_t)seed;
             has_seed = 1;
         } else return FAIL(c, "connect %s %s: unknown option '%s' (all, p=P, seed=S)", tok[1], tok[2], tok[k]);
@@ -664,6 +683,21 @@ const int32_t *ns_network_cell_morphology(const ns_network_t *net) { return net 
 int64_t ns_network_synapses(const ns_network_t *net) { return net ? net->n_syns : 0; }
 int64_t ns_network_sources(const ns_network_t *net) { return net ? net->n_sources : 0; }
 int64_t ns_network_fixed_connections(const ns_network_t *net) { return net ? net->n_fixed : 0; }
+
+double ns_network_expected_input_spikes(const ns_network_t *net, double tstop) {
+    if (!net || !(tstop > 0.0)) return 0.0;
+    double n = 0.0;
+    for (int64_t q = 0; q < net->n_stmts; ++q) {
+        const stmt *s = &net->stmts[q];
+        if (s->kind == S_TRAIN)
+            for (int64_t k = 0; k < s->n_times; ++k) n += s->times[k] <= tstop;
+        else if (s->kind == S_POISSON) {
+            const double end = s->stop < tstop ? s->stop : tstop;
+            if (end > s->start) n += (double)s->count * s->rate * 1e-3 * (end - s->start);
+        }
+    }
+    return n;
+}
 
 ns_status ns_network_model(const ns_network_t *net, const ns_mech_library_t *library, ns_sim_model_t **out) {
     if (!net || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_model: NULL argument");

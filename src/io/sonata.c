@@ -17,7 +17,9 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "io/netfile_build.h"
+#include "io/sonata_table.h"
 #include "neurosolve/network.h"
+#include "neurosolve/number.h"
 
 #ifndef NS_HAVE_HDF5
 
@@ -39,7 +41,6 @@ ns_status ns_network_write_spikes(const ns_network_t *net, const char *path, int
 #include <hdf5.h>
 
 #define SON_PATH 4096
-#define SON_MAX_TYPES 1000000
 #define SON_MAX_ROWS (INT64_C(1) << 26)
 
 /* ------------------------------------------------------------ HDF5 quiet */
@@ -191,213 +192,8 @@ static ns_status get_number(const manifest *m, const ns_json *obj, const char *k
     return NS_OK;
 }
 
-/* ------------------------------------------------------------ type tables (CSV) */
+/* ------------------------------------------------------------ type tables (CSV): sonata_table.h */
 
-/* A space-separated table with a header (BMTK's node_types.csv and
- * edge_types.csv): fields split at single spaces, "double quotes" around a
- * field with spaces, NULL or an empty field: no value. */
-typedef struct table {
-    char file[SON_PATH];
-    int ncol;
-    char **col;
-    int64_t nrow;
-    char **cell;  /* nrow * ncol, NULL: no value */
-    int64_t *id;  /* column 0 (the type id) per row */
-    int *line;
-    int64_t *sorted; /* rows by id */
-} table;
-
-static void table_free(table *t) {
-    for (int k = 0; k < t->ncol; ++k) free(t->col[k]);
-    free(t->col);
-    for (int64_t k = 0; k < t->nrow * t->ncol; ++k) free(t->cell[k]);
-    free(t->cell);
-    free(t->id);
-    free(t->line);
-    free(t->sorted);
-    memset(t, 0, sizeof *t);
-}
-
-/* Split one line into fields (malloc'd strings; NULL for NULL/empty). */
-static int split_fields(char *line, char ***out, int *n_out) {
-    int cap = 8, n = 0;
-    char **f = malloc((size_t)cap * sizeof *f);
-    if (!f) return -1;
-    char *p = line;
-    for (;;) {
-        char buf[SON_PATH];
-        size_t k = 0;
-        if (*p == '"') {
-            ++p;
-            while (*p && *p != '"') {
-                if (k + 1 < sizeof buf) buf[k++] = *p;
-                ++p;
-            }
-            if (*p != '"') {
-                for (int q = 0; q < n; ++q) free(f[q]);
-                free(f);
-                return -2;
-            }
-            ++p;
-        } else
-            while (*p && *p != ' ') {
-                if (k + 1 < sizeof buf) buf[k++] = *p;
-                ++p;
-            }
-        buf[k] = 0;
-        if (n == cap) {
-            cap *= 2;
-            char **g = realloc(f, (size_t)cap * sizeof *g);
-            if (!g) {
-                for (int q = 0; q < n; ++q) free(f[q]);
-                free(f);
-                return -1;
-            }
-            f = g;
-        }
-        f[n++] = (k == 0 || strcmp(buf, "NULL") == 0) ? NULL : dup_str(buf);
-        if (*p == ' ') {
-            ++p;
-            continue;
-        }
-        if (*p) { /* text right after a closing quote */
-            for (int q = 0; q < n; ++q) free(f[q]);
-            free(f);
-            return -2;
-        }
-        break;
-    }
-    *out = f;
-    *n_out = n;
-    return 0;
-}
-
-typedef struct idrow {
-    int64_t id, row;
-} idrow;
-static int cmp_idrow(const void *a, const void *b) {
-    const idrow *x = a, *y = b;
-    if (x->id != y->id) return (x->id > y->id) - (x->id < y->id);
-    return (x->row > y->row) - (x->row < y->row);
-}
-
-static ns_status table_read(const char *path, const char *id_col, table *t) {
-    memset(t, 0, sizeof *t);
-    snprintf(t->file, sizeof t->file, "%s", path);
-    FILE *f = fopen(path, "r");
-    if (!f) return ns_fail(NS_ERR_IO, "%s: %s", path, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t got;
-    int lineno = 0;
-    int64_t rcap = 0;
-    ns_status st = NS_OK;
-    while (st == NS_OK && (got = getline(&line, &cap, f)) >= 0) {
-        ++lineno;
-        while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r')) line[--got] = 0;
-        if (got == 0) continue;
-        char **fields;
-        int nf;
-        const int r = split_fields(line, &fields, &nf);
-        if (r == -1) {
-            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s:%d", path, lineno);
-            break;
-        }
-        if (r == -2) {
-            st = ns_fail(NS_ERR_PARSE, "%s:%d: an unterminated quote or text after a closing quote", path, lineno);
-            break;
-        }
-        if (!t->col) {
-            t->col = fields;
-            t->ncol = nf;
-            for (int k = 0; k < nf && st == NS_OK; ++k)
-                if (!fields[k]) st = ns_fail(NS_ERR_PARSE, "%s:%d: column %d of the header has no name", path, lineno, k + 1);
-            if (st == NS_OK && strcmp(fields[0], id_col) != 0)
-                st = ns_fail(NS_ERR_PARSE, "%s:%d: the first column is '%s', not %s (space-separated columns)", path,
-                             lineno, fields[0], id_col);
-            continue;
-        }
-        if (nf != t->ncol) {
-            st = ns_fail(NS_ERR_PARSE, "%s:%d: %d fields, the header has %d (space-separated)", path, lineno, nf,
-                         t->ncol);
-        } else if (t->nrow >= SON_MAX_TYPES) {
-            st = ns_fail(NS_ERR_SIZE, "%s:%d: more than %d types", path, lineno, SON_MAX_TYPES);
-        } else {
-            if (t->nrow == rcap) {
-                rcap = rcap ? 2 * rcap : 16;
-                char **c = realloc(t->cell, (size_t)(rcap * t->ncol) * sizeof *c);
-                if (c) t->cell = c;
-                int64_t *i = realloc(t->id, (size_t)rcap * sizeof *i);
-                if (i) t->id = i;
-                int *l = realloc(t->line, (size_t)rcap * sizeof *l);
-                if (l) t->line = l;
-                if (!c || !i || !l) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
-            }
-            if (st == NS_OK) {
-                char *end = NULL;
-                errno = 0;
-                const long long id = fields[0] ? strtoll(fields[0], &end, 10) : 0;
-                if (!fields[0] || *end || errno) st = ns_fail(NS_ERR_PARSE, "%s:%d: %s '%s' is not an integer", path,
-                                                             lineno, id_col, fields[0] ? fields[0] : "NULL");
-                else {
-                    memcpy(&t->cell[t->nrow * t->ncol], fields, (size_t)nf * sizeof *fields);
-                    t->id[t->nrow] = id;
-                    t->line[t->nrow] = lineno;
-                    t->nrow++;
-                    free(fields);
-                    continue;
-                }
-            }
-        }
-        for (int k = 0; k < nf; ++k) free(fields[k]);
-        free(fields);
-    }
-    free(line);
-    fclose(f);
-    if (st == NS_OK && !t->col) st = ns_fail(NS_ERR_PARSE, "%s: empty (a header with %s first is needed)", path, id_col);
-    if (st == NS_OK) {
-        t->sorted = malloc((size_t)(t->nrow > 0 ? t->nrow : 1) * sizeof *t->sorted);
-        idrow *pairs = malloc((size_t)(t->nrow > 0 ? t->nrow : 1) * sizeof *pairs);
-        if (!t->sorted || !pairs) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
-        for (int64_t k = 0; st == NS_OK && k < t->nrow; ++k) pairs[k] = (idrow){t->id[k], k};
-        if (st == NS_OK) {
-            /* rows by id (no global state: readers may run in several threads) */
-            qsort(pairs, (size_t)t->nrow, sizeof *pairs, cmp_idrow);
-            for (int64_t k = 0; k < t->nrow; ++k) t->sorted[k] = pairs[k].row;
-            for (int64_t k = 1; k < t->nrow && st == NS_OK; ++k)
-                if (t->id[t->sorted[k]] == t->id[t->sorted[k - 1]])
-                    st = ns_fail(NS_ERR_PARSE, "%s:%d: %s %lld again (line %d)", path,
-                                 t->line[t->sorted[k]] > t->line[t->sorted[k - 1]] ? t->line[t->sorted[k]] : t->line[t->sorted[k - 1]],
-                                 id_col, (long long)t->id[t->sorted[k]],
-                                 t->line[t->sorted[k]] < t->line[t->sorted[k - 1]] ? t->line[t->sorted[k]] : t->line[t->sorted[k - 1]]);
-        }
-        free(pairs);
-    }
-    if (st != NS_OK) table_free(t);
-    return st;
-}
-
-static int64_t table_row(const table *t, int64_t id) {
-    int64_t lo = 0, hi = t->nrow - 1;
-    while (lo <= hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        const int64_t v = t->id[t->sorted[mid]];
-        if (v == id) return t->sorted[mid];
-        if (v < id) lo = mid + 1;
-        else hi = mid - 1;
-    }
-    return -1;
-}
-
-static int table_col(const table *t, const char *name) {
-    for (int k = 0; k < t->ncol; ++k)
-        if (strcmp(t->col[k], name) == 0) return k;
-    return -1;
-}
-
-static const char *table_get(const table *t, int64_t row, int col) {
-    return col < 0 ? NULL : t->cell[row * t->ncol + col];
-}
 
 /* ------------------------------------------------------------ HDF5 datasets */
 
@@ -605,19 +401,19 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
     if (st == NS_OK) st = resolve(&r->man, s1, what, h5path, sizeof h5path);
     if (st == NS_OK) st = resolve(&r->man, s2, what, csvpath, sizeof csvpath);
     if (st != NS_OK) return st;
-    table types;
-    if ((st = table_read(csvpath, "node_type_id", &types)) != NS_OK) return st;
-    const int c_model_type = table_col(&types, "model_type"), c_morph = table_col(&types, "morphology"),
-              c_template = table_col(&types, "model_template"), c_proc = table_col(&types, "model_processing");
+    ns_son_table types;
+    if ((st = ns_son_table_read(csvpath, "node_type_id", &types)) != NS_OK) return st;
+    const int c_model_type = ns_son_table_col(&types, "model_type"), c_morph = ns_son_table_col(&types, "morphology"),
+              c_template = ns_son_table_col(&types, "model_template"), c_proc = ns_son_table_col(&types, "model_processing");
     if (c_model_type < 0) {
         st = ns_fail(NS_ERR_PARSE, "%s: no column model_type", csvpath);
-        table_free(&types);
+        ns_son_table_free(&types);
         return st;
     }
     /* every type's meaning, checked before any node */
     for (int64_t row = 0; row < types.nrow && st == NS_OK; ++row) {
-        const char *mt = table_get(&types, row, c_model_type), *tpl = table_get(&types, row, c_template);
-        const char *proc = table_get(&types, row, c_proc);
+        const char *mt = ns_son_table_get(&types, row, c_model_type), *tpl = ns_son_table_get(&types, row, c_template);
+        const char *proc = ns_son_table_get(&types, row, c_proc);
         const long long id = (long long)types.id[row];
         const int line = types.line[row];
         if (!mt) st = ns_fail(NS_ERR_PARSE, "%s:%d: node type %lld: no model_type", csvpath, line, id);
@@ -626,7 +422,7 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "%s:%d: node type %lld: model_type '%s' is not read (biophysical and virtual only)", csvpath,
                          line, id, mt);
-        else if (!table_get(&types, row, c_morph))
+        else if (!ns_son_table_get(&types, row, c_morph))
             st = ns_fail(NS_ERR_PARSE, "%s:%d: node type %lld: a biophysical type needs a morphology", csvpath, line, id);
         else if (proc)
             st = ns_fail(NS_ERR_UNSUPPORTED,
@@ -795,19 +591,19 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
         /* the types */
         int n_bio = 0, n_virt = 0;
         for (int64_t q = 0; q < n1 && st == NS_OK; ++q) {
-            const int64_t row = table_row(&types, type_id[q]);
+            const int64_t row = ns_son_table_row(&types, type_id[q]);
             if (row < 0) {
                 st = ns_fail(NS_ERR_PARSE, "%s: node %lld: node_type_id %lld is not in %s", p->where, (long long)q,
                              (long long)type_id[q], csvpath);
                 break;
             }
-            const int virt = strcmp(table_get(&types, row, c_model_type), "virtual") == 0;
+            const int virt = strcmp(ns_son_table_get(&types, row, c_model_type), "virtual") == 0;
             p->kind[q] = virt ? 2 : 1;
             p->cell[q] = -1;
             n_virt += virt;
             n_bio += !virt;
             if (!virt) {
-                const char *m = table_get(&types, row, c_morph);
+                const char *m = ns_son_table_get(&types, row, c_morph);
                 char path[SON_PATH];
                 const int has_ext = strrchr(m, '.') && !strchr(strrchr(m, '.'), '/');
                 int w;
@@ -836,7 +632,7 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
     if (nodes >= 0) H5Gclose(nodes);
     if (f >= 0) H5Fclose(f);
     quiet_off(&hq);
-    table_free(&types);
+    ns_son_table_free(&types);
     return st;
 }
 
@@ -985,15 +781,15 @@ static const char *param_name(const mapped *m, const char *key) {
     return key;
 }
 
-static ns_status syntype_of(reader *r, const table *types, int64_t row, const char *csvpath,
+static ns_status syntype_of(reader *r, const ns_son_table *types, int64_t row, const char *csvpath,
                             ns_netbuild_syntype *out, mapped *m) {
     memset(out, 0, sizeof *out);
     memset(m, 0, sizeof *m);
     const int line = types->line[row];
     const long long id = (long long)types->id[row];
-    const char *tpl = table_get(types, row, table_col(types, "model_template"));
-    const char *dyn = table_get(types, row, table_col(types, "dynamics_params"));
-    const char *wf = table_get(types, row, table_col(types, "weight_function"));
+    const char *tpl = ns_son_table_get(types, row, ns_son_table_col(types, "model_template"));
+    const char *dyn = ns_son_table_get(types, row, ns_son_table_col(types, "dynamics_params"));
+    const char *wf = ns_son_table_get(types, row, ns_son_table_col(types, "weight_function"));
     if (!tpl) return ns_fail(NS_ERR_PARSE, "%s:%d: edge type %lld: no model_template (exp2syn, expsyn or a "
                              "POINT_PROCESS)", csvpath, line, id);
     if (wf && strcmp(wf, "wmax") != 0)
@@ -1063,26 +859,27 @@ static ns_status read_edges(reader *r, const ns_json *entry, int idx) {
     if (st == NS_OK) st = resolve(&r->man, s1, what, h5path, sizeof h5path);
     if (st == NS_OK) st = resolve(&r->man, s2, what, csvpath, sizeof csvpath);
     if (st != NS_OK) return st;
-    table types;
-    if ((st = table_read(csvpath, "edge_type_id", &types)) != NS_OK) return st;
+    ns_son_table types;
+    if ((st = ns_son_table_read(csvpath, "edge_type_id", &types)) != NS_OK) return st;
     /* every type's synapse, checked before any edge */
     ns_netbuild_syntype *syn = calloc((size_t)(types.nrow + 1), sizeof *syn);
     mapped *maps = calloc((size_t)(types.nrow + 1), sizeof *maps);
     double *tw = malloc((size_t)(types.nrow + 1) * sizeof *tw), *td = malloc((size_t)(types.nrow + 1) * sizeof *td);
     if (!syn || !maps || !tw || !td) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", csvpath);
-    const int c_w = table_col(&types, "syn_weight"), c_d = table_col(&types, "delay");
+    const int c_w = ns_son_table_col(&types, "syn_weight"), c_d = ns_son_table_col(&types, "delay");
     for (int64_t row = 0; row < types.nrow && st == NS_OK; ++row) {
         st = syntype_of(r, &types, row, csvpath, &syn[row], &maps[row]);
-        const char *sv[2] = {table_get(&types, row, c_w), table_get(&types, row, c_d)};
+        const char *sv[2] = {ns_son_table_get(&types, row, c_w), ns_son_table_get(&types, row, c_d)};
         double *dst[2] = {&tw[row], &td[row]};
         for (int k = 0; k < 2 && st == NS_OK; ++k) {
             *dst[k] = NAN;
             if (!sv[k]) continue;
-            char *end;
-            *dst[k] = strtod(sv[k], &end);
-            if (*end || !isfinite(*dst[k]))
-                st = ns_fail(NS_ERR_PARSE, "%s:%d: edge type %lld: %s '%s' is not a number", csvpath, types.line[row],
-                             (long long)types.id[row], k ? "delay" : "syn_weight", sv[k]);
+            if ((st = ns_number_parse(sv[k], -HUGE_VAL, HUGE_VAL, dst[k])) != NS_OK) {
+                char pre[SON_PATH + 160];
+                snprintf(pre, sizeof pre, "%s:%d: edge type %lld: %s", csvpath, types.line[row],
+                         (long long)types.id[row], k ? "delay" : "syn_weight");
+                ns_error_prefix(pre);
+            }
         }
     }
     h5quiet hq;
@@ -1255,7 +1052,7 @@ static ns_status read_edges(reader *r, const ns_json *entry, int idx) {
             int gi = 0;
             while (gi < n_groups && groups[gi].id != gid[q]) ++gi;
             const egroup *eg = &groups[gi];
-            const int64_t row = table_row(&types, tid[q]);
+            const int64_t row = ns_son_table_row(&types, tid[q]);
             const int64_t ix = gix[q];
             if (row < 0) {
                 st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: edge_type_id %lld is not in %s", where, (long long)q,
@@ -1421,7 +1218,7 @@ static ns_status read_edges(reader *r, const ns_json *entry, int idx) {
     free(maps);
     free(tw);
     free(td);
-    table_free(&types);
+    ns_son_table_free(&types);
     return st;
 }
 

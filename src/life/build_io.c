@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "neurosolve/number.h"
 #include "neurosolve/output.h"
 #include "life/build_impl.h"
 #include "life/life_impl.h"
@@ -168,15 +169,27 @@ ns_status ns_life_built_load(const char *dir, ns_life_built_t **out) {
             if (slot) {
                 free(*slot);
                 if (!(*slot = dup_str(v))) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
-            } else if (strcmp(line, "streamlines") == 0) r->n_streamlines = strtoll(v, NULL, 10);
-            else if (strcmp(line, "dictionary_l") == 0) r->options.dictionary_l = (int32_t)strtol(v, NULL, 10);
-            else if (strcmp(line, "node_combination") == 0 && (strcmp(v, "mean") == 0 || strcmp(v, "sum") == 0))
+            } else if (strcmp(line, "node_combination") == 0 && (strcmp(v, "mean") == 0 || strcmp(v, "sum") == 0))
                 r->options.nodes = strcmp(v, "mean") == 0 ? NS_LIFE_NODES_MEAN : NS_LIFE_NODES_SUM;
-            else if (strcmp(line, "fibers") == 0) r->stats.fibers = strtoll(v, NULL, 10);
-            else if (strcmp(line, "nodes") == 0) r->stats.nodes = strtoll(v, NULL, 10);
-            else if (strcmp(line, "n_b0") == 0) r->stats.n_b0 = (int32_t)strtol(v, NULL, 10);
-            else if (strcmp(line, "n_dwi") == 0) r->stats.n_dwi = (int32_t)strtol(v, NULL, 10);
-            else if (strcmp(line, "streamlines_dropped") == 0) r->stats.streamlines_dropped = strtoll(v, NULL, 10);
+            else {
+                /* the counts, through the one number reader (neurosolve/number.h), in range */
+                static const char *const key[] = {"streamlines", "dictionary_l", "fibers", "nodes", "n_b0", "n_dwi",
+                                                  "streamlines_dropped"};
+                int64_t *const dst64[] = {&r->n_streamlines, NULL, &r->stats.fibers, &r->stats.nodes, NULL, NULL,
+                                          &r->stats.streamlines_dropped};
+                int32_t *const dst32[] = {NULL, &r->options.dictionary_l, NULL, NULL, &r->stats.n_b0,
+                                          &r->stats.n_dwi, NULL};
+                for (int k = 0; k < 7; ++k) {
+                    if (strcmp(line, key[k]) != 0) continue;
+                    int64_t x = 0;
+                    if ((s = ns_integer_parse(v, 0, dst64[k] ? INT64_MAX : INT32_MAX, &x)) != NS_OK) {
+                        char pre[4200];
+                        snprintf(pre, sizeof pre, "%.4096s: %.64s", path, line);
+                        ns_error_prefix(pre);
+                    } else if (dst64[k]) *dst64[k] = x;
+                    else *dst32[k] = (int32_t)x;
+                }
+            }
         }
         fclose(f);
         r->stats.streamlines = r->n_streamlines;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/number.h"
 #include "neurosolve/life_io.h"
 
 typedef struct table {
@@ -36,15 +37,13 @@ static ns_status read_numbers(const char *path, table *t) {
         for (;;) {
             while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n' || *p == ',') ++p;
             if (!*p || *p == '#') break;
-            char *end = NULL;
-            errno = 0;
-            const double x = strtod(p, &end);
-            if (end == p || !isfinite(x)) {
-                char tok[32];
-                size_t k = 0;
-                while (p[k] && p[k] != ' ' && p[k] != '\t' && p[k] != '\n' && k + 1 < sizeof tok) tok[k] = p[k], ++k;
-                tok[k] = '\0';
-                s = ns_fail(NS_ERR_PARSE, "%s:%d: '%s' is not a finite number", path, lineno, tok);
+            /* a field up to the next separator, through the one number reader (neurosolve/number.h) */
+            char *end = p + strcspn(p, " \t\r\n,#");
+            double x;
+            if ((s = ns_number_span(p, (size_t)(end - p), -HUGE_VAL, HUGE_VAL, &x)) != NS_OK) {
+                char pre[4200];
+                snprintf(pre, sizeof pre, "%s:%d", path, lineno);
+                ns_error_prefix(pre);
                 break;
             }
             if (t->n == t->cap) {

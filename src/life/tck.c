@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "neurosolve/number.h"
 #include "neurosolve/output.h"
 #include "life/tracts_impl.h"
 
@@ -62,15 +63,15 @@ ns_status ns_tck_open(ns_tracts_t *t) {
             else if (strcmp(v, "Float64BE") == 0) t->f64 = 1, t->swap = 1;
             else s = ns_fail(NS_ERR_UNSUPPORTED, "%s:%d: datatype '%s' (Float32LE/BE, Float64LE/BE are read)", t->path, lineno, v);
         } else if ((v = value_of(line, "file"))) {
-            char *end = NULL;
+            int64_t o = 0;
             if (v[0] != '.' || v[1] != ' ')
                 s = ns_fail(NS_ERR_UNSUPPORTED, "%s:%d: 'file: %s': only data in the same file ('. OFFSET') is read", t->path, lineno, v);
-            else if ((offset = strtoll(v + 2, &end, 10)) <= 0 || *end)
+            else if (ns_integer_parse(v + 2, 1, INT64_MAX, &o) != NS_OK) /* neurosolve/number.h */
                 s = ns_fail(NS_ERR_PARSE, "%s:%d: bad data offset in 'file: %s'", t->path, lineno, v);
+            else offset = o;
         } else if ((v = value_of(line, "count"))) {
-            char *end = NULL;
-            const long long c = strtoll(v, &end, 10);
-            if (end == v || *end || c < 0) s = ns_fail(NS_ERR_PARSE, "%s:%d: bad count '%s'", t->path, lineno, v);
+            int64_t c = 0;
+            if (ns_integer_parse(v, 0, INT64_MAX, &c) != NS_OK) s = ns_fail(NS_ERR_PARSE, "%s:%d: bad count '%s'", t->path, lineno, v);
             else t->declared = c;
         }
     }

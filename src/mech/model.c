@@ -14,6 +14,7 @@
 #include "mech/model_impl.h"
 #include "core/error.h"
 #include "core/file.h"
+#include "core/number.h"
 
 /* ------------------------------------------------------------ expressions
  * Compiled to a postfix program over a value stack. */
@@ -108,14 +109,18 @@ static void p_primary(parser *ps) {
         return;
     }
     if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
-        char *end;
-        errno = 0;
-        double x = strtod(p, &end);
-        if (end == p || errno == ERANGE || !isfinite(x)) {
-            fail_at(ps, "bad number");
+        /* the one number reader (neurosolve/number.h): the word that starts
+         * here (digits, letters, '.', '_') must be one decimal number, so that
+         * 0x10 is refused, not read as 16 */
+        size_t n = ns_number_length(p, strlen(p));
+        const char *w = p + n;
+        while (isalnum((unsigned char)*w) || *w == '_' || *w == '.') ++w;
+        double x = 0.0;
+        if (ns_number_span(p, (size_t)(w - p), -HUGE_VAL, HUGE_VAL, &x) != NS_OK) {
+            fail_at(ps, ns_last_error());
             return;
         }
-        ps->p = end;
+        ps->p = w;
         emit(ps, OP_NUM, x, 1);
         return;
     }
@@ -352,10 +357,8 @@ static int region_mask(const char *where, selector *sel) {
     if (strcmp(where, "dend") == 0) sel->regions = (1u << NS_REGION_BASAL) | (1u << NS_REGION_APICAL);
     else if (strcmp(where, "all") == 0) return 0;
     else if (!strncmp(where, "sec:", 4) || !strncmp(where, "swc:", 4)) {
-        char *end;
-        errno = 0;
-        const long long k = strtoll(where + 4, &end, 10);
-        if (end == where + 4 || *end || errno == ERANGE || k < 0) return -1;
+        int64_t k;
+        if (ns_integer_parse(where + 4, 0, INT64_MAX, &k) != NS_OK) return -1;
         if (where[1] == 'e') sel->section = k;
         else sel->swc_id = k;
     } else return -1;
@@ -654,12 +657,12 @@ ns_status ns_sim_model_parse(ns_sim_model_t *m, const char *text, size_t length,
             break;
         }
         if (strcmp(region, "global") == 0) {
-            char *end;
-            errno = 0;
-            double x = strtod(value, &end);
-            if (end == value || *trim(end) || errno == ERANGE)
-                st = ns_fail(NS_ERR_PARSE, "%s: global.%s = %s: a number is needed", where, key, value);
-            else st = model_set_global(m, key, x, where);
+            double x = 0.0;
+            if ((st = ns_number_parse(value, -HUGE_VAL, HUGE_VAL, &x)) != NS_OK) {
+                char pre[600];
+                snprintf(pre, sizeof pre, "%s: global.%s", where, key);
+                ns_error_prefix(pre);
+            } else st = model_set_global(m, key, x, where);
         } else if (strcmp(key, "insert") == 0) {
             char *tok_save = NULL;
             for (char *tok = strtok_r(value, " \t,", &tok_save); tok && st == NS_OK;
@@ -1033,6 +1036,12 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
                 if (!isfinite(x)) {
                     st = ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: %s: %s is %g at compartment %d (d = %g um)",
                                  (int)k, s->where, s->text, x, (int)i, dist[i]);
+                    break;
+                }
+                if (s->kind == ST_ION && s->which != ION_E && x < 0.0) {
+                    st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                                 "shape %d: %s: %s is %g at compartment %d (d = %g um): a concentration must be >= 0 "
+                                 "mM", (int)k, s->where, s->text, x, (int)i, dist[i]);
                     break;
                 }
                 if (s->kind == ST_SET) param[m][(int64_t)s->field * n + i] = x;

@@ -1,13 +1,15 @@
 /* The nrnivmodl-like workflow (translate a folder of .mod files and compile
  * them into a shared library with the system compiler) and the loading of
  * such a library's catalogue (dlopen). POSIX only. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* nftw */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <ftw.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +28,23 @@ extern const char ns_nmodl_abi_header[];
 
 static char *join(const char *a, const char *b) {
     size_t na = strlen(a), nb = strlen(b);
+    if (na > SIZE_MAX - nb - 2) return NULL;
     char *r = malloc(na + nb + 2);
     if (!r) return NULL;
     memcpy(r, a, na);
     r[na] = '/';
     memcpy(r + na + 1, b, nb + 1);
+    return r;
+}
+
+/* a + b (either may be "") as a new string; NULL when out of memory */
+static char *concat(const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b);
+    if (na > SIZE_MAX - nb - 1) return NULL;
+    char *r = malloc(na + nb + 1);
+    if (!r) return NULL;
+    memcpy(r, a, na);
+    memcpy(r + na, b, nb + 1);
     return r;
 }
 
@@ -46,14 +60,16 @@ static ns_status write_text(const char *path, const char *text) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* a NULL-terminated list of strings (argv) */
 typedef struct strv {
     char **s;
-    int n, cap;
+    size_t n, cap;
 } strv;
 static int sv_add(strv *v, const char *s) {
     if (v->n + 1 >= v->cap) {
-        int cap = v->cap ? 2 * v->cap : 32;
-        char **n = realloc(v->s, (size_t)cap * sizeof *n);
+        if (v->cap > SIZE_MAX / 2 / sizeof *v->s) return -1;
+        size_t cap = v->cap ? 2 * v->cap : 32;
+        char **n = realloc(v->s, cap * sizeof *n);
         if (!n) return -1;
         v->s = n;
         v->cap = cap;
@@ -63,9 +79,48 @@ static int sv_add(strv *v, const char *s) {
     return 0;
 }
 static void sv_free(strv *v) {
-    for (int i = 0; i < v->n; i++) free(v->s[i]);
+    for (size_t i = 0; i < v->n; i++) free(v->s[i]);
     free(v->s);
 }
+
+/* A growing text (the catalogue): sizes in size_t, checked; on failure the
+ * text is dropped and every later append is a no-op. */
+typedef struct text {
+    char *s;
+    size_t n, cap;
+    int failed;
+} text;
+static void tx_add(text *t, const char *a) {
+    if (t->failed) return;
+    const size_t na = strlen(a);
+    if (na > SIZE_MAX / 2 - t->n - 1) t->failed = 1;
+    else if (t->n + na + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 4096;
+        while (cap < t->n + na + 1) cap *= 2;
+        char *s = realloc(t->s, cap);
+        if (!s) t->failed = 1;
+        else {
+            t->s = s;
+            t->cap = cap;
+        }
+    }
+    if (t->failed) {
+        free(t->s);
+        t->s = NULL;
+        return;
+    }
+    memcpy(t->s + t->n, a, na + 1);
+    t->n += na;
+}
+
+/* Removes a folder this build made and everything in it (what the compiler
+ * may have left too); not followed through links. */
+static int remove_entry(const char *path, const struct stat *info, int flag, struct FTW *ftw) {
+    (void)info, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+static void remove_tree(const char *dir) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* Run argv with stdout and stderr into log; 0 when it exited with 0. */
 static ns_status run(char **argv, const char *log) {
@@ -92,14 +147,22 @@ static ns_status run(char **argv, const char *log) {
                    WIFEXITED(wst) ? WEXITSTATUS(wst) : (WIFSIGNALED(wst) ? WTERMSIG(wst) : -1), msg);
 }
 
+#define OOM()                                                   \
+    do {                                                        \
+        s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");     \
+        goto done;                                              \
+    } while (0)
+
 ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mechanisms_build_options *options) {
     if (!dir || !out_lib) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_mechanisms_build: NULL argument");
     ns_mechanisms_build_options o = {0};
     if (options) o = *options;
     const char *cc = o.cc ? o.cc : "cc";
     ns_status s = NS_OK;
-    strv mods = {0}, names = {0}, args = {0}, written = {0};
-    char *work = NULL, *inc = NULL, *abi = NULL, *tmp = NULL, *log = NULL;
+    strv mods = {0}, names = {0}, args = {0};
+    text cat = {0};
+    char *keep = NULL, *work = NULL, *inc = NULL, *abi = NULL, *tmp = NULL, *log = NULL, *arch = NULL;
+    int work_made = 0;
     DIR *d = opendir(dir);
     if (!d) return ns_fail(NS_ERR_IO, "%s: cannot open the folder: %s", dir, strerror(errno));
     struct dirent *de;
@@ -107,108 +170,126 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
         size_t n = strlen(de->d_name);
         if (n > 4 && !strcmp(de->d_name + n - 4, ".mod") && sv_add(&mods, de->d_name)) {
             closedir(d);
-            s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
-            goto done;
+            OOM();
         }
     }
     closedir(d);
     if (mods.n == 0) { s = ns_fail(NS_ERR_EMPTY, "%s: no .mod files", dir); goto done; }
-    qsort(mods.s, (size_t)mods.n, sizeof *mods.s, cmp_str);
-    if (o.workdir) work = strdup(o.workdir);
-    else if ((work = malloc(strlen(out_lib) + 5))) sprintf(work, "%s.src", out_lib);
-    if (!work) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
-    if (mkdir(work, 0755) && errno != EEXIST) { s = ns_fail(NS_ERR_IO, "%s: cannot create: %s", work, strerror(errno)); goto done; }
-    if (!(inc = join(work, "neurosolve"))) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
-    if (mkdir(inc, 0755) && errno != EEXIST) { s = ns_fail(NS_ERR_IO, "%s: cannot create: %s", inc, strerror(errno)); goto done; }
-    if (!(abi = join(inc, "mechanism.h"))) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
+    qsort(mods.s, mods.n, sizeof *mods.s, cmp_str);
+    /* The sources are generated and compiled in a new private folder
+     * (LIB.src.partial-XXXXXX), removed after the build; with keep_sources it
+     * becomes LIB.src/ (or o.workdir) when the build succeeds. A folder of
+     * that name from an earlier build (whose files may have been edited) is
+     * never written into nor removed: without keep_sources it is left as it
+     * is, with keep_sources the build is refused before any work. */
+    if (!(keep = o.workdir ? strdup(o.workdir) : concat(out_lib, ".src"))) OOM();
+    if (o.keep_sources) {
+        struct stat info;
+        if (lstat(keep, &info) == 0) {
+            s = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                        "%s already exists (sources kept by an earlier build, perhaps edited): remove or rename "
+                        "it to keep the sources of this build",
+                        keep);
+            goto done;
+        }
+    }
+    if (!(work = concat(keep, ".partial-XXXXXX"))) OOM();
+    if (!mkdtemp(work)) { s = ns_fail(NS_ERR_IO, "%s: cannot create: %s", work, strerror(errno)); goto done; }
+    work_made = 1;
+    if (!(inc = join(work, "neurosolve"))) OOM();
+    if (mkdir(inc, 0755)) { s = ns_fail(NS_ERR_IO, "%s: cannot create: %s", inc, strerror(errno)); goto done; }
+    if (!(abi = join(inc, "mechanism.h"))) OOM();
     if ((s = write_text(abi, ns_nmodl_abi_header))) goto done;
-    if (sv_add(&written, abi)) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
     /* compiler command line */
     if (o.nvcc) {
-        char arch[64];
-        snprintf(arch, sizeof arch, "-arch=%s", o.cuda_arch ? o.cuda_arch : "sm_90");
+        if (!(arch = concat("-arch=", o.cuda_arch ? o.cuda_arch : "sm_90"))) OOM();
         const char *a[] = {o.nvcc, "-shared", "-O3", arch, "-Xcompiler",
                            "-fPIC,-fvisibility=hidden,-ffp-contract=off,-fno-trapping-math",
                            "-DNS_MECH_WITH_CUDA", "-Wno-deprecated-gpu-targets", NULL};
         for (int i = 0; a[i]; i++)
-            if (sv_add(&args, a[i])) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
+            if (sv_add(&args, a[i])) OOM();
     } else {
         const char *a[] = {cc, "-std=c11", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-ffp-contract=off",
                            "-fno-trapping-math", "-fopenmp-simd", "-DNSM_OMP_SIMD", NULL};
         for (int i = 0; a[i]; i++)
-            if (sv_add(&args, a[i])) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
+            if (sv_add(&args, a[i])) OOM();
     }
     {
-        char *iflag = malloc(strlen(work) + 3);
-        if (!iflag) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
-        sprintf(iflag, "-I%s", work);
+        char *iflag = concat("-I", work);
+        if (!iflag) OOM();
         int bad = sv_add(&args, iflag);
         free(iflag);
-        if (bad) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
+        if (bad) OOM();
     }
     /* translate */
-    for (int i = 0; i < mods.n; i++) {
+    for (size_t i = 0; i < mods.n; i++) {
         char *path = join(dir, mods.s[i]);
-        if (!path) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
+        if (!path) OOM();
         ns_nmodl_t *m = NULL;
         s = ns_nmodl_parse_file(path, &m);
         free(path);
         if (s) goto done;
-        for (int k = 0; k < names.n; k++)
+        for (size_t k = 0; k < names.n; k++)
             if (!strcmp(names.s[k], m->name)) {
                 s = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: mechanism %s is defined twice in %s", mods.s[i], m->name, dir);
                 ns_nmodl_destroy(m);
                 goto done;
             }
-        if (sv_add(&names, m->name)) { ns_nmodl_destroy(m); s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
+        if (sv_add(&names, m->name)) {
+            ns_nmodl_destroy(m);
+            OOM();
+        }
         const ns_nmodl_target targets[] = {NS_NMODL_HEADER, NS_NMODL_C, NS_NMODL_CUDA};
         const char *ext[] = {".h", ".c", ".cu"};
         for (int t = 0; t < (o.nvcc ? 3 : 2); t++) {
-            char *text = NULL;
-            s = ns_nmodl_emit(m, targets[t], &text);
+            char *code = NULL;
+            s = ns_nmodl_emit(m, targets[t], &code);
             if (s) { ns_nmodl_destroy(m); goto done; }
-            char fname[300];
-            snprintf(fname, sizeof fname, "%s%s", m->name, ext[t]);
-            char *fp = join(work, fname);
-            if (!fp) { free(text); ns_nmodl_destroy(m); s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
-            s = write_text(fp, text);
-            free(text);
-            if (!s && sv_add(&written, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+            char *fname = concat(m->name, ext[t]);
+            char *fp = fname ? join(work, fname) : NULL;
+            free(fname);
+            if (!fp) { free(code); ns_nmodl_destroy(m); OOM(); }
+            s = write_text(fp, code);
+            free(code);
             if (!s && t > 0 && sv_add(&args, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
             free(fp);
             if (s) { ns_nmodl_destroy(m); goto done; }
         }
         ns_nmodl_destroy(m);
     }
-    /* the catalogue */
+    /* the catalogue: each name twice, however long */
+    tx_add(&cat, "/* Generated by neurosolve mechanisms build: do not edit. */\n#include \"neurosolve/mechanism.h\"\n");
+    for (size_t k = 0; k < names.n; k++) {
+        tx_add(&cat, "extern const ns_mech_desc nsm_");
+        tx_add(&cat, names.s[k]);
+        tx_add(&cat, "_desc;\n");
+    }
+    tx_add(&cat, "static const ns_mech_desc *const mechs[] = {");
+    for (size_t k = 0; k < names.n; k++) {
+        tx_add(&cat, k ? ", &nsm_" : "&nsm_");
+        tx_add(&cat, names.s[k]);
+        tx_add(&cat, "_desc");
+    }
     {
-        size_t cap = 1024 + (size_t)names.n * 200;
-        char *cat = malloc(cap), *c = cat;
-        if (!cat) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
-        c += sprintf(c, "/* Generated by neurosolve mechanisms build: do not edit. */\n#include \"neurosolve/mechanism.h\"\n");
-        for (int k = 0; k < names.n; k++) c += sprintf(c, "extern const ns_mech_desc nsm_%s_desc;\n", names.s[k]);
-        c += sprintf(c, "static const ns_mech_desc *const mechs[] = {");
-        for (int k = 0; k < names.n; k++) c += sprintf(c, "%s&nsm_%s_desc", k ? ", " : "", names.s[k]);
-        sprintf(c, "};\nstatic const ns_mech_catalogue cat = {NS_MECH_ABI_VERSION, %d, mechs};\n"
-                   "__attribute__((visibility(\"default\"))) const ns_mech_catalogue *ns_mech_catalogue_v1(void);\n"
-                   "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat; }\n",
-                names.n);
+        char tail[400];
+        snprintf(tail, sizeof tail,
+                 "};\nstatic const ns_mech_catalogue cat = {NS_MECH_ABI_VERSION, %zu, mechs};\n"
+                 "__attribute__((visibility(\"default\"))) const ns_mech_catalogue *ns_mech_catalogue_v1(void);\n"
+                 "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat; }\n",
+                 names.n);
+        tx_add(&cat, tail);
+    }
+    if (cat.failed) OOM();
+    {
         char *fp = join(work, "catalogue.c");
-        if (!fp) { free(cat); s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
-        s = write_text(fp, cat);
-        free(cat);
-        if (!s && sv_add(&written, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!fp) OOM();
+        s = write_text(fp, cat.s);
         if (!s && sv_add(&args, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
         free(fp);
         if (s) goto done;
     }
-    if (!(tmp = malloc(strlen(out_lib) + 16)) || !(log = join(work, "build.log"))) {
-        s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
-        goto done;
-    }
-    sprintf(tmp, "%s.partial", out_lib);
-    remove(log);
-    if (sv_add(&args, "-o") || sv_add(&args, tmp) || sv_add(&args, "-lm")) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
+    if (!(tmp = concat(out_lib, ".partial")) || !(log = join(work, "build.log"))) OOM();
+    if (sv_add(&args, "-o") || sv_add(&args, tmp) || sv_add(&args, "-lm")) OOM();
     s = run(args.s, log);
     if (s) {
         remove(tmp);
@@ -220,26 +301,30 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
         remove(tmp);
         goto done;
     }
-done:
-    /* the generated sources go unless asked for (also after a failure: a
-     * failed build leaves nothing; the compiler's log is in the message) */
-    if (!o.keep_sources && work) {
-        for (int i = 0; i < written.n; i++) remove(written.s[i]);
-        if (log) remove(log);
-        if (inc) rmdir(inc);
-        rmdir(work);
+    if (o.keep_sources) {
+        remove(log);
+        if (rename(work, keep) == 0) work_made = 0;
+        else s = ns_fail(NS_ERR_IO, "%s (the library was built): cannot keep its sources as %s: %s", out_lib, keep,
+                         strerror(errno));
     }
-    sv_free(&written);
+done:
+    /* the private folder goes, after a failure too: a failed build leaves
+     * nothing (the compiler's output is in the message) */
+    if (work_made) remove_tree(work);
     sv_free(&mods);
     sv_free(&names);
     sv_free(&args);
+    free(cat.s);
+    free(keep);
     free(work);
     free(inc);
     free(abi);
     free(tmp);
     free(log);
+    free(arch);
     return s;
 }
+#undef OOM
 
 struct ns_mech_library {
     void *handle;

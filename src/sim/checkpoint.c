@@ -20,6 +20,7 @@
  *     per cell: i64 spike count, then the spike times (f64)
  */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -247,6 +248,41 @@ static ns_status get(ck_reader *r, void *data, size_t n) {
     return NS_OK;
 }
 
+static ns_status check_contents(const ns_sim_t *sim, const char *path, double t, int64_t steps, const double *state,
+                                const double *traces, size_t ntr, double *const *spikes, const int64_t *n_spikes) {
+    /* t as the loop accumulates it (two half steps a step, ns_sim_advance):
+     * within the rounding bound of 2 steps additions of the exact steps * dt */
+    const double exact = (double)steps * sim->params.dt;
+    if (!(fabs(t - exact) <= 2.0 * (double)steps * DBL_EPSILON * exact + 1e-12 * sim->params.dt))
+        return ns_fail(NS_ERR_PARSE, "checkpoint %s: t = %.17g ms is not %lld steps of dt = %g ms", path, t,
+                       (long long)steps, sim->params.dt);
+    static const char *const name[4] = {"v", "m", "h", "n"};
+    for (int64_t c = 0, off = 0; c < sim->n_cells; ++c) {
+        const int64_t n = sim->cell_offset[c + 1] - sim->cell_offset[c];
+        for (int q = 0; q < 4; ++q)
+            for (int64_t i = 0; i < n; ++i) {
+                const double x = state[off + q * n + i];
+                if (!isfinite(x) || (q > 0 && !(x >= 0.0 && x <= 1.0)))
+                    return ns_fail(NS_ERR_PARSE, "checkpoint %s: cell %lld, compartment %lld: %s = %g (%s)", path,
+                                   (long long)c, (long long)i, name[q], x,
+                                   q ? "a gate must be in [0, 1]" : "not finite");
+            }
+        off += 4 * n;
+    }
+    for (size_t i = 0; i < ntr; ++i)
+        if (!isfinite(traces[i]))
+            return ns_fail(NS_ERR_PARSE, "checkpoint %s: trace sample %zu of site %zu is %g", path,
+                           i / (size_t)sim->n_recs, i % (size_t)sim->n_recs, traces[i]);
+    for (int64_t c = 0; c < sim->n_cells; ++c)
+        for (int64_t k = 0; k < n_spikes[c]; ++k) {
+            const double s = spikes[c][k];
+            if (!(s >= 0.0 && s <= t) || (k > 0 && !(s >= spikes[c][k - 1])))
+                return ns_fail(NS_ERR_PARSE, "checkpoint %s: cell %lld: spike %lld at %g ms (spike times are in "
+                               "order in [0, t = %g ms])", path, (long long)c, (long long)k, s, t);
+        }
+    return NS_OK;
+}
+
 ns_status ns_sim_restore_state(ns_sim_t *sim, const char *path) {
     if (!sim || !path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_restore_state: NULL argument");
     if (sim->model)
@@ -389,11 +425,10 @@ ns_status ns_sim_restore_state(ns_sim_t *sim, const char *path) {
         st = ns_fail(NS_ERR_PARSE, "checkpoint %s: %llu bytes after the data", path, (unsigned long long)r.left);
         goto out;
     }
-    for (size_t i = 0; i < nstate; ++i)
-        if (!isfinite(buf[i])) {
-            st = ns_fail(NS_ERR_PARSE, "checkpoint %s: a non-finite state value", path);
-            goto out;
-        }
+    /* the contents checked like any input, even under a valid checksum:
+     * finite values, gates in [0, 1], t where the steps put it, spike times
+     * in order within [0, t] */
+    if ((st = check_contents(sim, path, t, steps, buf, traces, ntr, spikes, n_spikes)) != NS_OK) goto out;
     /* apply: state through the accessor, then time and results */
     if ((st = ns_sim_grow_traces(sim, samples)) != NS_OK) goto out;
     for (int64_t c = 0, off = 0; c < sim->n_cells; ++c) {

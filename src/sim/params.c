@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "neurosolve/cable.h"
+#include "neurosolve/number.h"
 
 void ns_sim_params_init(ns_sim_params *p) {
     if (!p) return;
@@ -71,8 +72,12 @@ static ns_status set_global(ns_sim_params *p, const char *key, double value) {
     ns_status st = check_value(key, V_ANY, value);
     if (st != NS_OK) return st;
     if (strcmp(key, "celsius") == 0) p->celsius = value;
-    else if (strcmp(key, "v_init") == 0) p->v_init = value;
-    else if (strcmp(key, "spike_threshold") == 0) p->spike_threshold = value;
+    else if (strcmp(key, "v_init") == 0 || strcmp(key, "spike_threshold") == 0) {
+        if (!(fabs(value) <= NS_SIM_MAX_POTENTIAL))
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s = %g mV: must be in [-%g, %g] mV", key, value,
+                           NS_SIM_MAX_POTENTIAL, NS_SIM_MAX_POTENTIAL);
+        *(key[0] == 'v' ? &p->v_init : &p->spike_threshold) = value;
+    }
     else if (strcmp(key, "dt") == 0) {
         if (!(value > 0.0)) return ns_fail(NS_ERR_INVALID_ARGUMENT, "dt = %g ms: must be > 0", value);
         p->dt = value;
@@ -156,6 +161,9 @@ ns_status ns_sim_params_check(const ns_sim_params *p) {
     if (st != NS_OK) return st;
     if (!isfinite(p->celsius) || !isfinite(p->v_init) || !isfinite(p->spike_threshold))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "celsius, v_init and spike_threshold must be finite");
+    if (!(fabs(p->v_init) <= NS_SIM_MAX_POTENTIAL) || !(fabs(p->spike_threshold) <= NS_SIM_MAX_POTENTIAL))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "v_init = %g mV, spike_threshold = %g mV: must be in [-%g, %g] mV",
+                       p->v_init, p->spike_threshold, NS_SIM_MAX_POTENTIAL, NS_SIM_MAX_POTENTIAL);
     if (!(p->Ra > 0.0) || !isfinite(p->Ra))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "Ra = %g ohm cm: must be > 0", p->Ra);
     if (p->usetable != 0 && p->usetable != 1)
@@ -192,20 +200,21 @@ static ns_status parse_line(ns_sim_params *p, char *line, const char *name, long
     if (*s == '\0') return ns_fail(NS_ERR_PARSE, "%s:%ld: missing key before '='", name, lineno);
     char *v = eq + 1;
     while (*v == ' ' || *v == '\t') ++v;
-    /* decimal only, as in SWC files (docs/swc.md): no hex, nan or inf */
+    /* the one number reader (neurosolve/number.h): decimal only, no hex, nan or inf */
     size_t len = strcspn(v, " \t\r");
-    if (len == 0) return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: expected a number", name, lineno, s);
-    if (strspn(v, "+-.0123456789eE") < len)
-        return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: '%.*s' is not a decimal number (hex, nan and inf are not read)",
-                       name, lineno, s, (int)len, v);
-    char *end = NULL;
-    errno = 0;
-    double value = strtod(v, &end);
-    if (end == v) return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: expected a number", name, lineno, s);
+    char *end = v + len;
     while (*end == ' ' || *end == '\t' || *end == '\r') ++end;
     if (*end != '\0')
-        return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: trailing text '%s' after the number", name, lineno,
-                       s, end);
+        return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: trailing text '%s' after the number", name, lineno, s, end);
+    v[len] = '\0';
+    double value = 0.0;
+    const ns_status nst = ns_number_parse(v, -HUGE_VAL, HUGE_VAL, &value);
+    if (nst != NS_OK) {
+        char prefix[600];
+        snprintf(prefix, sizeof prefix, "%.400s:%ld: %.100s", name, lineno, s);
+        ns_error_prefix(prefix);
+        return nst;
+    }
     ns_status st = ns_sim_params_set(p, s, value);
     if (st != NS_OK) {
         char prefix[600];
