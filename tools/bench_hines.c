@@ -165,6 +165,7 @@ int bench_hines(int argc, char **argv) {
     }
     if (large && n_cells < MAX_LIST) cells[n_cells++] = 256000;
     if (plot && !csv) return cli_usage_error("bench hines", "--plot needs --csv FILE");
+    cli_plot_check(plot);
     { /* every --methods name is checked before any work, GPU or not */
         char check_buf[sizeof methods_buf];
         const char *names[16];

@@ -87,6 +87,7 @@ static int synth_phantom(int argc, char **argv) {
         if (!ok) return 2;
     }
     ns_life_phantom_stats ps;
+    if (cli_make_parent_dir(argv[1])) return 1;
     ns_status s = ns_life_phantom_write(&o, argv[1], &ps);
     if (s != NS_OK) return cli_status_error(cmd, s);
     printf("%s: %lld streamlines (%lld true in %d bundles, %lld bridges, %lld random curves), %lld nodes, "
@@ -134,6 +135,10 @@ static int synth(int argc, char **argv) {
     ns_life_model_t *m = NULL;
     ns_status s = ns_life_synth(&o, &m);
     if (s != NS_OK) return cli_status_error("life synth", s);
+    if (cli_make_parent_dir(dir)) {
+        ns_life_model_destroy(m);
+        return 1;
+    }
     s = ns_life_model_save(m, dir);
     if (s != NS_OK) {
         ns_life_model_destroy(m);
@@ -247,7 +252,8 @@ static int fit(int argc, char **argv) {
         int ok = 1;
         if (strcmp(a, "--iters") == 0) ok = cli_parse_long("life fit", a, v, 1, 100000000, &x), fo.max_iterations = (int32_t)x, ++i;
         else if (strcmp(a, "--backend") == 0 && v) {
-            if (ns_backend_from_name(v, &o.backend) != NS_OK) return cli_usage_error("life fit", "--backend takes cpu, cuda or auto");
+            const int bad = cli_parse_backend("life fit", a, v, &o.backend);
+            if (bad) return bad;
             ++i;
         } else if (strcmp(a, "--out") == 0 && v) out = v, ++i;
         else if (strcmp(a, "--history") == 0 && v) hist_path = v, ++i;

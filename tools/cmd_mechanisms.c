@@ -132,7 +132,7 @@ int cmd_mechanisms(int argc, char **argv) {
         if (s) return cli_status_error("mechanisms translate", s);
         const ns_nmodl_target targets[] = {NS_NMODL_HEADER, NS_NMODL_C, NS_NMODL_CUDA};
         const char *ext[] = {".h", ".c", ".cu"};
-        int rc = 0;
+        int rc = out ? cli_make_dirs(out) : 0;
         for (int t = 0; t < (cuda ? 3 : 2) && !rc; ++t) {
             char *text = NULL;
             s = ns_nmodl_emit(m, targets[t], &text);
@@ -150,6 +150,7 @@ int cmd_mechanisms(int argc, char **argv) {
     o.cuda_arch = arch;
     o.keep_sources = keep;
     const char *lib = out ? out : "libmechanisms.so";
+    if (cli_make_parent_dir(lib)) return 1;
     ns_status s = ns_mechanisms_build(in, lib, &o);
     if (s) return cli_status_error("mechanisms build", s);
     ns_mech_library_t *l = NULL;
