@@ -40,10 +40,13 @@ run: build
 	$(NS) solve bundled --radii default:0.5 --values cable --cells 5400 --check
 	$(NS) bench hines --backend all --cells 256,2560
 
+# After ctest: the tests that skipped all or part of their checks, with the
+# reasons (ctest's summary names them without the reasons).
+SKIPPED = python3 tests/scripts/skipped.py
 test:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DNS_TESTS=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$(JOBS)
-	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS); rc=$$?; $(SKIPPED) $(BUILD); exit $$rc
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of the C code (CUDA off:
 # the sanitizers do not instrument device code and CI has no GPU), at -O1 as
@@ -54,7 +57,8 @@ test-sanitize:
 	  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DNS_CUDA=OFF -DNS_SANITIZE=address,undefined $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -LE 'large|mpi_np'
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -LE 'large|mpi_np'; \
+	  rc=$$?; $(SKIPPED) $(ASAN_BUILD); exit $$rc
 
 bench: build
 	$(NS) bench hines --backend all --large --csv bench/hines.csv --plot bench/hines.png
