@@ -119,6 +119,19 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write("all.insert = hh\nsec:3(0.5).insert = pas\n")
     has(h.run(*SIM, "--model", mdl, expect=1), "is not one of", "a model selector with x")
 
+# per-subcommand --help: that subcommand's usage and options only
+fit = h.run("life", "fit", "--help").stdout
+h.check(fit.startswith("usage: neurosolve life fit") and "--iters N" in fit and "synth options" not in fit
+        and "life report" not in fit, f"life fit --help: {fit[:300]!r}")
+rep = h.run("life", "report", "x", "--help").stdout
+h.check(rep.startswith("usage: neurosolve life report") and "fit options" not in rep, f"life report --help: {rep!r}")
+lst = h.run("mechanisms", "list", "--help").stdout
+h.check(lst.startswith("usage: neurosolve mechanisms list") and "mechanisms build" not in lst,
+        f"mechanisms list --help: {lst!r}")
+everything = h.run("life", "--help").stdout
+h.check(all(f"neurosolve life {s}" in everything for s in ("synth", "fit", "info", "build", "report")),
+        "life --help lists every subcommand")
+
 # a failed SWC-id lookup says where to find the ids
 p = h.run(*SIM, "--record", "swc:99999", expect=1)
 has(p, "no section starts at SWC id 99999", "swc:99999")

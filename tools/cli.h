@@ -46,6 +46,10 @@ long long cli_failed_cell(const char *detail);
 /* The shape named by "shape N" in an error detail (ns_sim_create), or -1. */
 long long cli_failed_shape(const char *detail);
 
+/* The 1-minute load average when it exceeds the CPUs of this machine (other
+ * processes then take CPU time from a benchmark), else 0. */
+double cli_machine_loaded(int *cpus);
+
 /* Bytes of physical memory of this machine (sysconf), or -1 if unknown. */
 double cli_physical_memory(void);
 

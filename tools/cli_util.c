@@ -1,4 +1,5 @@
 /* Shared helpers of the subcommands: messages, option parsing, data paths. */
+#define _DEFAULT_SOURCE /* getloadavg */
 #define _POSIX_C_SOURCE 200809L /* fdopen, kill */
 #include <errno.h>
 #include <fcntl.h>
@@ -72,6 +73,14 @@ void cli_solve_env(ns_solve_options *o) {
     if (fine) o->fine_shared = strcmp(fine, "0") == 0 ? NS_FINE_SHARED_NEVER
                                : strcmp(fine, "ab") == 0 ? NS_FINE_SHARED_AB
                                                          : NS_FINE_SHARED_AUTO;
+}
+
+double cli_machine_loaded(int *cpus) {
+    double load[1] = {0.0};
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus) *cpus = n > 0 ? (int)n : 1;
+    if (n <= 0 || getloadavg(load, 1) != 1) return 0.0;
+    return load[0] > (double)n ? load[0] : 0.0;
 }
 
 double cli_physical_memory(void) {

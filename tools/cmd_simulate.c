@@ -332,6 +332,8 @@ static void progress(double frac, double elapsed_s) {
     fprintf(stderr, "\r[");
     for (int i = 0; i < width; ++i) fputc(i < fill ? '#' : '.', stderr);
     fprintf(stderr, "] %5.1f%%  %.1f s", 100.0 * frac, elapsed_s);
+    if (frac > 0.0 && frac < 1.0) fprintf(stderr, ", about %.0f s left   ", elapsed_s / frac * (1.0 - frac));
+    else fprintf(stderr, "%20s", "");
     fflush(stderr);
 }
 

@@ -47,6 +47,12 @@ typedef struct ns_mechanisms_build_options {
     const char *cuda_arch; /* e.g. "sm_90"; NULL: "sm_90" */
     const char *workdir; /* where the generated sources go; NULL: OUT.src/ beside the library */
     int keep_sources;    /* keep the generated sources (else removed after a successful build) */
+    /* Optional: called before each compiler run (one per generated source,
+     * then the link) with the step (0-based), the number of steps and what
+     * it does ("NaTs2_t.c", "linking"), and once more at the end with step ==
+     * steps; the library itself never prints. */
+    void (*progress)(void *user, int step, int steps, const char *what);
+    void *progress_user;
 } ns_mechanisms_build_options;
 
 /* Translate every DIR/ *.mod (sorted by name) and compile them into the

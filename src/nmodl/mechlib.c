@@ -98,7 +98,7 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
     if (options) o = *options;
     const char *cc = o.cc ? o.cc : "cc";
     ns_status s = NS_OK;
-    strv mods = {0}, names = {0}, args = {0}, written = {0};
+    strv mods = {0}, names = {0}, args = {0}, written = {0}, srcs = {0}, objs = {0}, one = {0};
     char *work = NULL, *inc = NULL, *abi = NULL, *tmp = NULL, *log = NULL;
     DIR *d = opendir(dir);
     if (!d) return ns_fail(NS_ERR_IO, "%s: cannot open the folder: %s", dir, strerror(errno));
@@ -127,13 +127,13 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
     if (o.nvcc) {
         char arch[64];
         snprintf(arch, sizeof arch, "-arch=%s", o.cuda_arch ? o.cuda_arch : "sm_90");
-        const char *a[] = {o.nvcc, "-shared", "-O3", arch, "-Xcompiler",
+        const char *a[] = {o.nvcc, "-O3", arch, "-Xcompiler",
                            "-fPIC,-fvisibility=hidden,-ffp-contract=off,-fno-trapping-math",
                            "-DNS_MECH_WITH_CUDA", "-Wno-deprecated-gpu-targets", NULL};
         for (int i = 0; a[i]; i++)
             if (sv_add(&args, a[i])) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
     } else {
-        const char *a[] = {cc, "-std=c11", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-ffp-contract=off",
+        const char *a[] = {cc, "-std=c11", "-O3", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off",
                            "-fno-trapping-math", "-fopenmp-simd", "-DNSM_OMP_SIMD", NULL};
         for (int i = 0; a[i]; i++)
             if (sv_add(&args, a[i])) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
@@ -174,7 +174,7 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
             s = write_text(fp, text);
             free(text);
             if (!s && sv_add(&written, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
-            if (!s && t > 0 && sv_add(&args, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+            if (!s && t > 0 && sv_add(&srcs, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
             free(fp);
             if (s) { ns_nmodl_destroy(m); goto done; }
         }
@@ -198,7 +198,7 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
         s = write_text(fp, cat);
         free(cat);
         if (!s && sv_add(&written, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
-        if (!s && sv_add(&args, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!s && sv_add(&srcs, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
         free(fp);
         if (s) goto done;
     }
@@ -208,13 +208,36 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
     }
     sprintf(tmp, "%s.partial", out_lib);
     remove(log);
-    if (sv_add(&args, "-o") || sv_add(&args, tmp) || sv_add(&args, "-lm")) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
-    s = run(args.s, log);
-    if (s) {
-        remove(tmp);
-        ns_error_prefix("building the mechanism library");
-        goto done;
+    /* one compiler run per source (a step of progress each), then the link */
+    for (int i = 0; i <= srcs.n; i++) {
+        const char *slash = i < srcs.n ? strrchr(srcs.s[i], '/') : NULL;
+        if (o.progress) o.progress(o.progress_user, i, srcs.n + 1, i < srcs.n ? (slash ? slash + 1 : srcs.s[i]) : "linking");
+        sv_free(&one);
+        memset(&one, 0, sizeof one);
+        for (int k = 0; k < args.n; k++)
+            if (sv_add(&one, args.s[k])) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
+        if (i < srcs.n) {
+            char *obj = malloc(strlen(srcs.s[i]) + 3);
+            if (!obj) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
+            sprintf(obj, "%s.o", srcs.s[i]);
+            int bad = sv_add(&one, "-c") || sv_add(&one, srcs.s[i]) || sv_add(&one, "-o") || sv_add(&one, obj) ||
+                      sv_add(&objs, obj) || sv_add(&written, obj);
+            free(obj);
+            if (bad) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
+        } else {
+            if (sv_add(&one, "-shared")) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
+            for (int k = 0; k < objs.n; k++)
+                if (sv_add(&one, objs.s[k])) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
+            if (sv_add(&one, "-o") || sv_add(&one, tmp) || sv_add(&one, "-lm")) { s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); goto done; }
+        }
+        s = run(one.s, log);
+        if (s) {
+            remove(tmp);
+            ns_error_prefix("building the mechanism library");
+            goto done;
+        }
     }
+    if (o.progress) o.progress(o.progress_user, srcs.n + 1, srcs.n + 1, "done");
     if (rename(tmp, out_lib)) {
         s = ns_fail(NS_ERR_IO, "%s: cannot rename to %s: %s", tmp, out_lib, strerror(errno));
         remove(tmp);
@@ -233,6 +256,9 @@ done:
     sv_free(&mods);
     sv_free(&names);
     sv_free(&args);
+    sv_free(&srcs);
+    sv_free(&objs);
+    sv_free(&one);
     free(work);
     free(inc);
     free(abi);
