@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -16,18 +17,27 @@ int life_report(int argc, char **argv);
 
 typedef struct bar {
     int tty;
+    int pass;            /* the pass being timed */
+    struct timespec t0;  /* its start */
 } bar;
 
-/* Progress on stderr, redrawn in place: pass, streamlines, percent of the file. */
+/* Progress on stderr, redrawn in place: pass, streamlines, percent of the
+ * file, and the time left in this pass (each pass reads the whole file). */
 static int show(int pass, int64_t n, uint64_t done, uint64_t total, void *ctx) {
-    (void)ctx;
+    bar *p = ctx;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (pass != p->pass) p->pass = pass, p->t0 = now;
+    const double el = (double)(now.tv_sec - p->t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - p->t0.tv_nsec);
     const int width = 30;
     const double frac = total ? (double)done / (double)total : 1.0;
+    char left[48] = "";
+    if (frac > 0.0 && frac < 1.0) snprintf(left, sizeof left, ", about %.0f s left in it", el / frac * (1.0 - frac));
     char b[64];
     for (int i = 0; i < width; ++i) b[i] = i < (int)(frac * width) ? '#' : '.';
     b[width] = '\0';
-    fprintf(stderr, "\r[%s] pass %d/2 (%s)  %lld streamlines  %5.1f %%", b, pass,
-            pass == 1 ? "counting" : "filling", (long long)n, 100.0 * frac);
+    fprintf(stderr, "\r[%s] pass %d/2 (%s)  %lld streamlines  %5.1f %%%s   ", b, pass,
+            pass == 1 ? "counting" : "filling", (long long)n, 100.0 * frac, left);
     fflush(stderr);
     return 0;
 }
@@ -72,7 +82,7 @@ int life_build(int argc, char **argv) {
     }
     if (!dwi || !bvals || !bvecs || !tracks || !out)
         return cli_usage_error(cmd, "--dwi, --bvals, --bvecs, --tracks and --out are required");
-    bar b = {isatty(fileno(stderr))};
+    bar b = {isatty(fileno(stderr)), 0, {0, 0}};
     if (!quiet && !as_json && b.tty) o.progress = show, o.progress_context = &b;
     ns_life_built_t *r = NULL;
     ns_status s = ns_life_build(dwi, bvals, bvecs, tracks, &o, &r);

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -1632,6 +1633,9 @@ NB_MODULE(_core, m) {
             check(st);
         }, "steps"_a)
         .def("steps_for", [](const Simulation &s, double tstop) {
+            if (!(tstop >= 0.0) || !std::isfinite(tstop)) /* as the command line's --tstop */
+                fail(NS_ERR_INVALID_ARGUMENT, "Simulation.steps_for: tstop = " + std::to_string(tstop) +
+                                                  " ms must be a finite number >= 0");
             int64_t n = ns_sim_steps_for(s.s, tstop);
             if (n < 0) check(NS_ERR_INVALID_ARGUMENT);
             return n;

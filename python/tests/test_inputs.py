@@ -29,6 +29,12 @@ def test_run_refuses_bad_tstop(ca1, tstop):
     assert sim.step_count == 0
 
 
+@pytest.mark.parametrize("tstop", [-1.0, float("nan"), float("inf")])
+def test_steps_for_refuses_bad_tstop(ca1, tstop):
+    with pytest.raises(ns.InvalidArgumentError, match="Simulation.steps_for: tstop = "):
+        ns.Simulation([ca1.discretize()], 1).steps_for(tstop)
+
+
 def test_run_refuses_a_time_already_passed(ca1):
     sim = clamped(ca1.discretize())
     sim.run(2.0)
