@@ -26,16 +26,13 @@ build:
 # docs/simulation.md), traces and plot in out/; then every bundled
 # morphology read, discretised and solved as a checked batch of passive
 # cable systems, and the CPU (and GPU, when present) benchmark.
-# The plot needs python3 with matplotlib; without them it is skipped (one
-# line says so) and the run goes on.
+# The plot needs python3 with matplotlib; without it simulate warns that the
+# plot is skipped, writes the traces and the run goes on.
 SIM_CELLS := ca1_h10 purk_dbbs l5pc_bbp_axon allen_rbp4_485574832 dg_granule_1220882a str_chin
-HAVE_MATPLOTLIB = $(shell python3 -c 'import matplotlib' >/dev/null 2>&1 && echo yes)
 run: build
-	mkdir -p out
 	$(NS) info
-	$(if $(HAVE_MATPLOTLIB),,@echo "plot skipped: python3 with matplotlib not found (pip install matplotlib); traces in out/sim_traces.csv")
 	$(NS) simulate $(SIM_CELLS:%=data/morphologies/%.swc) --record soma --tstop 100 \
-	  --out out/sim $(if $(HAVE_MATPLOTLIB),--plot out/sim.png)
+	  --out out/sim --plot out/sim.png
 	$(NS) morph data/morphologies --radii default:0.5
 	$(NS) solve bundled --radii default:0.5 --values cable --cells 5400 --check
 	$(NS) bench hines --backend all --cells 256,2560
