@@ -50,6 +50,9 @@ EXCLUDED = [
     (r"--mechanisms libbbp\.so", "needs libbbp.so from the excluded `mechanisms build data/mechanisms/bbp`"),
     (r"--params l5\.params|--model l5\.model", "names the files the text before it writes (l5.params, l5.model)"),
     (r"^bash \.ci/run\b", "CI itself (26 minutes)"),
+    (r"solve small-low big-high --cells 100000 --check", "38 million unknowns: 1.8 GB and seconds of CPU (more "
+                                                          "under the sanitizers); cli_solve_bundled_check runs "
+                                                          "solve --check on every bundled morphology"),
 ]
 
 COMMAND = re.compile(r"^(\$ )?((build/)?neurosolve (info|morph|solve|simulate|life|mechanisms|bench)\b|"
