@@ -22,7 +22,8 @@ static const struct {
 };
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: neurosolve COMMAND [OPTIONS]   (neurosolve COMMAND --help for details)\n\n"
+    fprintf(out, "usage: neurosolve COMMAND [OPTIONS]   (neurosolve COMMAND --help for details;\n"
+                 "       every option takes its value as --opt VALUE or --opt=VALUE)\n\n"
                  "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
