@@ -9,13 +9,16 @@
 # their own virtual environment, not into the one that tests the wheel.
 #
 # Usage: bash python/build_wheel.sh OUTDIR [extra pip -C settings...]
-#   default settings: -C cmake.define.NS_CUDA=OFF (a CPU wheel)
+#   default settings: -C cmake.define.NS_CUDA=OFF -C cmake.define.NS_HDF5=OFF
+#   -C cmake.define.NS_MPI=OFF (a CPU wheel that links no libhdf5 or MPI)
 # Writes OUTDIR/wheelhouse/neurosolve-*-manylinux_*.whl and prints its path.
 set -euo pipefail
 OUTDIR=${1:?usage: build_wheel.sh OUTDIR [-C key=value ...]}
 shift
 SETTINGS=("$@")
-[ ${#SETTINGS[@]} -eq 0 ] && SETTINGS=(-C cmake.define.NS_CUDA=OFF)
+# CPU only and self-contained: no CUDA, no libhdf5, no MPI (pyproject.toml's
+# defaults use what the machine has, as the CMake build does)
+[ ${#SETTINGS[@]} -eq 0 ] && SETTINGS=(-C cmake.define.NS_CUDA=OFF -C cmake.define.NS_HDF5=OFF -C cmake.define.NS_MPI=OFF)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PYTHON:-python3}
 mkdir -p "$OUTDIR"

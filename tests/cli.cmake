@@ -30,3 +30,19 @@ add_test(NAME cli_harden
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_harden.py
           $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli_harden PROPERTIES TIMEOUT 600)
+
+# Inputs people type (issue 45): --opt=value, errors naming the wrong part,
+# NEURON's section names against NEURON 9's Import3d (tests/data/
+# neuron_section_names.csv, validation/neuron_section_names.py), morph --sections.
+add_test(NAME cli_inputs
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_inputs.py
+          $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_inputs PROPERTIES TIMEOUT 300)
+
+# Every shell command of README.md and docs/*.md runs as typed (issue 45),
+# but those the test's allow-list excludes with a reason (GPU, MPI, NEURON,
+# builds, downloads); each error example fails with its documented line.
+add_test(NAME doc_commands
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_doc_commands.py
+          $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(doc_commands PROPERTIES TIMEOUT 600)

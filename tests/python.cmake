@@ -7,7 +7,15 @@
 if(NS_PYTHON_BUILT)
   add_test(NAME python_pytest
     COMMAND ${NS_PYTHON_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/run_pytest.py
-            ${PROJECT_SOURCE_DIR}/python/tests -q -p no:cacheprovider)
+            ${PROJECT_SOURCE_DIR}/python/tests -q -rs -p no:cacheprovider)
   set_tests_properties(python_pytest PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
     ENVIRONMENT "PYTHONPATH=${PROJECT_BINARY_DIR}/python;NS_CLI=$<TARGET_FILE:neurosolve_cli>;OMP_WAIT_POLICY=passive")
+else()
+  # Not built (no nanobind, no Python development files, NS_PYTHON=OFF or a
+  # sanitizer build): a test that says so, so that the skip shows in ctest's
+  # summary and in `make test`'s list of skipped tests.
+  add_test(NAME python_pytest
+    COMMAND ${CMAKE_COMMAND} -E echo
+            "SKIPPED: the Python extension is not built (NS_PYTHON=${NS_PYTHON}; it needs Python's development files and nanobind: pip install nanobind; docs/python.md)")
+  set_tests_properties(python_pytest PROPERTIES SKIP_REGULAR_EXPRESSION "SKIPPED")
 endif()

@@ -5,6 +5,7 @@ usage: test_cli.py PATH/TO/neurosolve SOURCE_DIR
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -162,8 +163,9 @@ with tempfile.TemporaryDirectory() as tmp:
         "--tstop", "5", "--no-progress", "--set", "soma.ena=1e308", code=1,
         stderr_has="simulation: hip_K-18.swc: NaN or Inf in the data: simulation: NaN/Inf (v = inf) in cell 2")
 
-# --out: a prefix, or an existing directory to write into; a missing folder is
-# refused before the run with the OS reason; outputs appear only when complete
+# --out: a prefix, or an existing directory to write into; missing folders are
+# created (mkdir -p), a path that cannot be a folder is refused before the run;
+# outputs appear only when complete
 with tempfile.TemporaryDirectory() as tmp:
     cell = os.path.join(MORPH, "ca1_h10.swc")
     sim = ["simulate", cell, "--tstop", "2", "--no-progress"]
@@ -178,10 +180,18 @@ with tempfile.TemporaryDirectory() as tmp:
     check(not os.path.exists(sub + "_traces.csv"), "--out DIR wrote DIR_traces.csv next to the directory")
     with open(os.path.join(sub, "traces.csv")) as f:
         check(len(f.read().splitlines()) == 82, "traces.csv: header + 81 samples")
-    run(*sim, "--out", os.path.join(tmp, "missing", "run"), code=1, stderr_has="No such file or directory")
-    check(not os.path.exists(os.path.join(tmp, "missing")), "--out into a missing folder created it")
-    # --plot: drawn through a temporary name; without matplotlib the message says so
-    # (no traceback, no PNG), with it the PNG appears
+    run(*sim, "--out", os.path.join(tmp, "missing", "deeper", "run"))
+    check(sorted(os.listdir(os.path.join(tmp, "missing", "deeper"))) ==
+          ["run_spikes.csv", "run_traces.csv", "run_traces.npy"], "--out into missing folders: not created")
+    run(*sim, "--out", os.path.join(tmp, "missing", "sub") + "/")
+    check(sorted(os.listdir(os.path.join(tmp, "missing", "sub"))) == ["spikes.csv", "traces.csv", "traces.npy"],
+          "--out DIR/ for a missing DIR: not created")
+    shutil.rmtree(os.path.join(tmp, "missing"))
+    open(os.path.join(tmp, "afile"), "w").close()
+    run(*sim, "--out", os.path.join(tmp, "afile", "run"), code=1, stderr_has="afile is not a folder")
+    os.remove(os.path.join(tmp, "afile"))
+    # --plot: drawn through a temporary name; without matplotlib a warning before
+    # the run says so (no traceback, no PNG) and the run succeeds; with it the PNG appears
     try:
         import matplotlib  # noqa: F401
         have_mpl = True
@@ -190,8 +200,10 @@ with tempfile.TemporaryDirectory() as tmp:
     # (a name a shell would take apart: the script runs without one)
     pwned = os.path.join(os.getcwd(), "ns_cli_pwned")  # the command runs here
     png = os.path.join(tmp, "plot it's ';touch ns_cli_pwned;' $(touch ns_cli_pwned).png")
-    p = run(*sim, "--out", os.path.join(tmp, "plotted"), "--plot", png, code=0 if have_mpl else 1,
-            stderr_has=None if have_mpl else "cannot import matplotlib")
+    p = run(*sim, "--out", os.path.join(tmp, "plotted"), "--plot", png,
+            stderr_has=None if have_mpl else "plot skipped: python3 cannot import matplotlib")
+    check(os.path.exists(os.path.join(tmp, "plotted_traces.csv")), "--plot: the traces were not written")
+    check(("plot: " in p.stdout) == have_mpl, f"--plot: 'plot:' line with matplotlib {have_mpl}: {p.stdout!r}")
     check(os.path.exists(png) == have_mpl, f"--plot: PNG exists {os.path.exists(png)}, matplotlib {have_mpl}")
     check(not os.path.exists(pwned), "--plot: a shell ran the file name as commands")
     check("Traceback" not in p.stderr, f"--plot printed a traceback: {p.stderr!r}")
@@ -199,6 +211,23 @@ with tempfile.TemporaryDirectory() as tmp:
     for f in os.listdir(tmp):
         if f.startswith("plot"):
             os.remove(os.path.join(tmp, f))
+    # a python3 that cannot import matplotlib (no site-packages) first on PATH:
+    # the warning comes before the run, the run succeeds with its other files
+    fake = os.path.join(tmp, "nompl")
+    os.mkdir(fake)
+    with open(os.path.join(fake, "python3"), "w") as f:
+        f.write(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n")
+    os.chmod(os.path.join(fake, "python3"), 0o755)
+    env = dict(os.environ, PATH=fake + os.pathsep + os.environ.get("PATH", ""))
+    q = subprocess.run([BIN, *sim, "--out", os.path.join(tmp, "nompl_run", "r"), "--plot",
+                        os.path.join(tmp, "nompl_run", "r.png")], capture_output=True, text=True, env=env)
+    check(q.returncode == 0 and "warning: " in q.stderr and "plot skipped" in q.stderr and "plot: " not in q.stdout,
+          f"--plot without matplotlib: exit {q.returncode}, {q.stderr!r}")
+    check(sorted(os.listdir(os.path.join(tmp, "nompl_run"))) == ["r_spikes.csv", "r_traces.csv", "r_traces.npy"],
+          f"--plot without matplotlib wrote {sorted(os.listdir(os.path.join(tmp, 'nompl_run')))}")
+    check(q.stderr.count("plot skipped") == 1, f"the warning is given once: {q.stderr!r}")
+    shutil.rmtree(fake)
+    shutil.rmtree(os.path.join(tmp, "nompl_run"))
     # a full disk while the second of the three files is written: none of
     # them appears (the traces CSV used to be renamed into place before the
     # NPY's failure was seen). Needs a small tmpfs: root and mount rights.
@@ -220,7 +249,9 @@ with tempfile.TemporaryDirectory() as tmp:
     before = sorted(os.listdir(tmp))
     run(*sim, "--plot", os.path.join(tmp, "adir"), code=1, stderr_has="it is a directory")
     run(*sim, "--checkpoint", os.path.join(tmp, "adir"), code=1, stderr_has="it is a directory")
-    run(*sim, "--checkpoint", os.path.join(tmp, "missing", "c.ckpt"), code=1, stderr_has="No such file or directory")
+    open(os.path.join(tmp, "afile"), "w").close()
+    run(*sim, "--checkpoint", os.path.join(tmp, "afile", "c.ckpt"), code=1, stderr_has="afile is not a folder")
+    os.remove(os.path.join(tmp, "afile"))
     check(sorted(os.listdir(tmp)) == before, f"refused plot/checkpoint paths changed {sorted(os.listdir(tmp))}")
     os.rmdir(os.path.join(tmp, "adir"))
     before = sorted(os.listdir(tmp))

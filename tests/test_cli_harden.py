@@ -229,9 +229,8 @@ with tempfile.TemporaryDirectory() as tmp:
         left = sorted(n for n in os.listdir(tmp) if n.startswith("lib2"))
         check(left == [], f"failed builds left {left}")
 
-# runtime errors name the input they concern: a LiFE engine that cannot be
-# prepared (here: the CUDA backend where no GPU is usable) names the model
-# folder, in fit and in report
+# --backend cuda where no GPU is usable is refused before any work, naming
+# the option and the backends usable here, in fit and in report
 info = json.loads(run("info", "--json").stdout or "{}")
 if not info.get("devices"):
     with tempfile.TemporaryDirectory() as tmp:
@@ -240,12 +239,12 @@ if not info.get("devices"):
         w = os.path.join(tmp, "w.npy")
         run("life", "fit", model, "--out", w, "--quiet")
         run("life", "fit", model, "--backend", "cuda", "--out", os.path.join(tmp, "w2.npy"), code=1,
-            stderr_has="life fit: " + model + ": preparing the products: ")
-        run("life", "report", model, w, "--backend", "cuda", code=1,
-            stderr_has="life report: " + model + ": preparing the products: ")
+            stderr_has="--backend cuda: no usable GPU: ")
+        run("life", "report", model, w, "--backend=gpu", code=1,
+            stderr_has="the backends usable here are cpu and auto")
         check(not os.path.exists(os.path.join(tmp, "w2.npy")), "a failed life fit wrote its weights")
 else:
-    print("note: the LiFE engine error is checked where no GPU is usable")
+    print("note: the refusal of --backend cuda is checked where no GPU is usable")
 
 print(f"{count - len(failures)} passed, {len(failures)} failed")
 for f in failures:

@@ -4,6 +4,7 @@ documented names, dtypes and shapes; the signal is M w_true for M built here
 from Phi with numpy; fit's weights reach scipy's nnls objective (when scipy is
 installed); C-order matrices load too; bad input gives one error line."""
 import os
+import shutil
 import sys
 
 from cli_harness import Harness
@@ -122,16 +123,20 @@ with tempfile.TemporaryDirectory() as tmp:
     w4 = os.path.join(tmp, "w4.npy")
     open(w4, "wb").write(b"old weights")
     p = run("life", "fit", d, "--iters", "5", "--quiet", "--backend", "cpu", "--out", w4,
-            "--history", os.path.join(tmp, "no_dir", "h.npy"), expect=1)
-    check("No such file or directory" in p.stderr, p.stderr)
+            "--history", os.path.join(w4, "h.npy"), expect=1)
+    check("w4.npy is not a folder" in p.stderr, p.stderr)
     check(open(w4, "rb").read() == b"old weights", "a failed fit changed the existing weights file")
     run("life", "fit", d, "--iters", "5", "--quiet", "--backend", "cpu", "--out", w4)
     check(np.load(w4).shape == (30,) and np.load(os.path.join(tmp, "w4_history.npy")).shape == (4,), "fit outputs")
 
-    # a model folder appears only when complete; a missing parent folder names the reason
-    p = run("life", "synth", os.path.join(tmp, "no_parent", "m"), "--fibers", "5", "--theta", "8", "--L", "4",
-            "--grid", "4,4,4", "--length", "3", expect=1)
-    check("No such file or directory" in p.stderr and not os.path.exists(os.path.join(tmp, "no_parent")), p.stderr)
+    # a model folder appears only when complete; missing parent folders are
+    # created (mkdir -p); a parent that is a file is named
+    synth_small = ["--fibers", "5", "--theta", "8", "--L", "4", "--grid", "4,4,4", "--length", "3"]
+    run("life", "synth", os.path.join(tmp, "no_parent", "deeper", "m"), *synth_small)
+    check(os.listdir(os.path.join(tmp, "no_parent", "deeper", "m")) != [], "synth into missing folders")
+    shutil.rmtree(os.path.join(tmp, "no_parent"))
+    p = run("life", "synth", os.path.join(w4, "m"), *synth_small, expect=1)
+    check("w4.npy is not a folder" in p.stderr, p.stderr)
     check(not [f for f in os.listdir(tmp) if "partial" in f], f"temporary folders left: {os.listdir(tmp)}")
 
 harness.finish("test_life_cli")

@@ -350,8 +350,10 @@ with tempfile.TemporaryDirectory() as tmp:
     open(trunc_tck, "wb").write(open(tck, "rb").read()[:-30])  # no end marker, last point cut
     run("life", "report", model2, w, "--tracks", trunc_tck, "--pruned", os.path.join(outdir, "p.tck"), expect=1)
     check(os.listdir(outdir) == [], f"a failed .tck pruning left {os.listdir(outdir)}")
-    p = run("life", "report", model, w, "--csv", os.path.join(tmp, "no_such_dir", "r.csv"), expect=1)
-    check("No such file or directory" in p.stderr, f"missing folder without its reason: {p.stderr}")
+    run("life", "report", model, w, "--csv", os.path.join(tmp, "no_such_dir", "sub", "r.csv"))
+    check(os.path.isfile(os.path.join(tmp, "no_such_dir", "sub", "r.csv")), "--csv into missing folders")
+    p = run("life", "report", model, w, "--csv", os.path.join(w, "r.csv"), expect=1)
+    check("is not a folder" in p.stderr, f"a file as the folder without its reason: {p.stderr}")
     # a full disk under the RMSE CSV: no pruned tractogram either (it used to
     # be written before the CSV's failure was seen). Needs a one-page tmpfs:
     # root and mount rights.

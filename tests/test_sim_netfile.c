@@ -217,7 +217,7 @@ static void test_errors(const ns_cell_t *cell) {
     BAD_PARSE(WITH("synapse s c[1-0] soma ExpSyn\n"), "bad.net:2:", "not a range");
     BAD_PARSE(WITH("synapse s c[x] soma ExpSyn\n"), "bad.net:2:", "'x'", "not an index");
     BAD_PARSE(WITH("synapse s c[0-1:0] soma ExpSyn\n"), "bad.net:2:", "step '0'");
-    BAD_PARSE(WITH("synapse s c sec:1(1.5) ExpSyn\n"), "bad.net:2:", "x must be a number in [0, 1]");
+    BAD_PARSE(WITH("synapse s c sec:1(1.5) ExpSyn\n"), "bad.net:2:", "x '1.5' is not a number in [0, 1]");
     BAD_PARSE(WITH("synapse s c dend ExpSyn\n"), "bad.net:2:", "location 'dend'");
     BAD_PARSE(WITH("synapse s c soma ExpSyn tau\n"), "bad.net:2:", "'tau': expected PARAM=VALUE");
     BAD_PARSE(WITH("synapse s c soma ExpSyn tau=nan\n"), "bad.net:2:", "synapse s: tau: 'nan' is not a decimal number");

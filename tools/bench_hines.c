@@ -165,6 +165,7 @@ int bench_hines(int argc, char **argv) {
     }
     if (large && n_cells < MAX_LIST) cells[n_cells++] = 256000;
     if (plot && !csv) return cli_usage_error("bench hines", "--plot needs --csv FILE");
+    cli_plot_check(plot);
     { /* every --methods name is checked before any work, GPU or not */
         char check_buf[sizeof methods_buf];
         const char *names[16];
@@ -210,6 +211,8 @@ int bench_hines(int argc, char **argv) {
     int rc = 0;
     for (int k = 0; k < n_shapes && !rc; ++k) rc = cli_shapes_add(&set, shape_specs[k], &mo, (uint64_t)seed);
     rows out = {0};
+    int cpus = 1;
+    double loaded = cli_machine_loaded(&cpus);
 
     if (!as_json && !rc)
         printf("%-12s %5s %5s %8s %-20s %8s %10s %9s %8s %7s %9s\n", "shape", "size", "brnch", "cells",
@@ -288,8 +291,8 @@ int bench_hines(int argc, char **argv) {
                     char mname[40];
                     if (r->block_size) snprintf(mname, sizeof mname, "%s/%d", r->method, r->block_size);
                     else snprintf(mname, sizeof mname, "%s", r->method);
-                    printf("%-12.12s %5d %5d %8lld %-20s %8.3f %9.1fx %9.1f ", r->shape, r->size,
-                           r->branches, r->cells, mname, r->ms, r->speedup, r->gbs);
+                    printf("%-12.12s %5d %5d %8lld %-20s %8.3f %9.*fx %9.1f ", r->shape, r->size,
+                           r->branches, r->cells, mname, r->ms, r->speedup < 10.0 ? 2 : 1, r->speedup, r->gbs);
                     if (r->ratio >= 0) printf("%8.3f ", r->ratio); else printf("%8s ", "-");
                     if (r->layout_ms >= 0) printf("%7.3f ", r->layout_ms); else printf("%7s ", "-");
                     printf("%9.1e\n", r->error);
@@ -302,6 +305,12 @@ int bench_hines(int argc, char **argv) {
         }
     }
     cli_shapes_free(&set);
+    const double loaded_end = cli_machine_loaded(NULL);
+    if (loaded_end > loaded) loaded = loaded_end;
+    if (loaded > 0.0 && !rc) /* stderr: --json keeps one document on stdout */
+        fprintf(stderr, "neurosolve bench hines: note: the load average (%.1f) was above this machine's %d CPUs: "
+                "other processes took CPU time, so these timings and speed-ups are noisy (compare runs on an "
+                "idle machine)\n", loaded, cpus);
 
     if (!rc && csv) {
         ns_output *o = cli_output_open(csv);

@@ -243,7 +243,7 @@ int bench_sim_mixed(int argc, char **argv) {
         free(jc), free(js);
     }
     if (!rc && csv) {
-        FILE *f = fopen(csv, "w");
+        FILE *f = cli_make_parent_dir(csv) ? NULL : fopen(csv, "w");
         if (!f) rc = cli_error("%s: cannot write", csv);
         else {
             fprintf(f, "population,shapes,cells,compartments,backend,method,setup_s,ms_per_step,cell_steps_per_s,"

@@ -638,6 +638,7 @@ int bench_tridiag(int argc, char **argv) {
         }
     }
     if (plot && !csv) return cli_usage_error(cmd, "--plot needs --csv FILE");
+    cli_plot_check(plot);
     o.json = json;
     if ((o.n_ns || o.n_batches) && o.grid_a + o.grid_b != 1)
         return cli_usage_error(cmd, "--n/--batch replace the sizes of one grid: add --grid a or --grid b");

@@ -46,6 +46,10 @@ long long cli_failed_cell(const char *detail);
 /* The shape named by "shape N" in an error detail (ns_sim_create), or -1. */
 long long cli_failed_shape(const char *detail);
 
+/* The 1-minute load average when it exceeds the CPUs of this machine (other
+ * processes then take CPU time from a benchmark), else 0. */
+double cli_machine_loaded(int *cpus);
+
 /* Bytes of physical memory of this machine (sysconf), or -1 if unknown. */
 double cli_physical_memory(void);
 
@@ -61,6 +65,11 @@ int cli_parse_long(const char *command, const char *option, const char *text, lo
                    long long max, long long *value);
 int cli_parse_double(const char *command, const char *option, const char *text, double min,
                      double max, double *value);
+/* --backend NAME: auto, cpu, cuda (gpu: the same as cuda). A name that is
+ * none of them is a usage error listing them (returns 2); cuda where no GPU
+ * is usable is refused before any work, naming the backends that are
+ * (returns 1); 0 on success. */
+int cli_parse_backend(const char *command, const char *option, const char *text, ns_backend *backend);
 /* A comma-separated list of integers ("256,2560,25600"); at most `cap`. */
 int cli_parse_long_list(const char *command, const char *option, const char *text,
                         long long min, long long max, long long *values, int cap, int *count);
@@ -90,14 +99,25 @@ double cli_median(double *values, int n);
  * and returns NULL; cli_output_commit prints it and returns 1 on failure
  * (0 on success); cli_output_abort drops a started output. */
 ns_output *cli_output_open(const char *path);
+/* Create a folder and its missing parents, as `mkdir -p` (0 on success, 1
+ * after printing the error); cli_make_parent_dir: the folder a file goes
+ * to. cli_output_open does the latter: every output's folder is created. */
+int cli_make_dirs(const char *dir);
+int cli_make_parent_dir(const char *path);
 int cli_output_commit(ns_output *o);
 
 /* Run a Python plotting script from bench/ or tools/ on a CSV; 0 on success.
  * The PNG is written to a temporary name and renamed when the script
- * succeeded; a missing matplotlib is named as such. extra: more arguments
+ * succeeded. Plots are optional: without matplotlib it prints a warning
+ * (cli_plot_skipped) and returns 0, so that a run that did its work
+ * succeeds; commands warn before the work (cli_plot_available) too. extra: more arguments
  * for the script, NULL-terminated (or NULL). The script runs without a
  * shell, so paths may hold any character. */
 int cli_plot(const char *script, const char *csv, const char *png, const char *const *extra);
+int cli_plot_available(void);         /* python3 imports matplotlib (probed once) */
+int cli_plot_skipped(const char *png); /* the warning (once); returns 0 */
+/* Before the work: the warning now when png is given and cannot be drawn. */
+int cli_plot_check(const char *png);
 /* Run argv[0] (searched in PATH) with argv and no shell in between, its
  * stderr discarded: a stream of its stdout (NULL when it cannot start), and
  * cli_program_close for its exit code (-1: killed or not waited for). */

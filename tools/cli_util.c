@@ -1,4 +1,5 @@
 /* Shared helpers of the subcommands: messages, option parsing, data paths. */
+#define _DEFAULT_SOURCE /* getloadavg */
 #define _POSIX_C_SOURCE 200809L /* fdopen, kill */
 #include <errno.h>
 #include <fcntl.h>
@@ -74,6 +75,14 @@ void cli_solve_env(ns_solve_options *o) {
                                                          : NS_FINE_SHARED_AUTO;
 }
 
+double cli_machine_loaded(int *cpus) {
+    double load[1] = {0.0};
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus) *cpus = n > 0 ? (int)n : 1;
+    if (n <= 0 || getloadavg(load, 1) != 1) return 0.0;
+    return load[0] > (double)n ? load[0] : 0.0;
+}
+
 double cli_physical_memory(void) {
     const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
     return pages > 0 && size > 0 ? (double)pages * (double)size : -1.0;
@@ -121,6 +130,24 @@ int cli_parse_double(const char *command, const char *option, const char *text, 
         return 0;
     }
     return 1;
+}
+
+int cli_parse_backend(const char *command, const char *option, const char *text, ns_backend *backend) {
+    if (!text) return cli_usage_error(command, "%s needs a value: auto, cpu or cuda", option);
+    if (ns_backend_from_name(text, backend) != NS_OK) {
+        ns_clear_error();
+        return cli_usage_error(command, "%s: '%s' is not a backend: auto, cpu or cuda (gpu is cuda)", option, text);
+    }
+    if (*backend != NS_BACKEND_CUDA) return 0;
+    ns_build_info b;
+    ns_get_build_info(&b);
+    int usable = 0;
+    const ns_status st = b.cuda ? ns_cuda_device_count(&usable) : NS_ERR_UNSUPPORTED;
+    ns_clear_error();
+    if (st == NS_OK && usable > 0) return 0;
+    return cli_error("%s %s: no usable GPU: %s; the backends usable here are cpu and auto", option, text,
+                     !b.cuda ? "this build has no CUDA backend (docs/install.md)"
+                             : "none is visible, or none this build has code for (neurosolve info)");
 }
 
 int cli_parse_long_list(const char *command, const char *option, const char *text, long long min,
@@ -205,7 +232,41 @@ double cli_median(double *values, int n) {
     return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+int cli_make_dirs(const char *dir) {
+    char buf[4096];
+    const size_t n = strlen(dir);
+    if (n == 0) return 0;
+    if (n >= sizeof buf) return cli_error("%s: cannot create the folder: the path is too long", dir);
+    memcpy(buf, dir, n + 1);
+    /* each prefix ending before a '/', then the whole path, as mkdir -p */
+    for (size_t k = 1; k <= n; ++k) {
+        if (k < n && buf[k] != '/') continue;
+        const char saved = buf[k];
+        buf[k] = '\0';
+        struct stat st;
+        if (stat(buf, &st) != 0) {
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST) /* EEXIST: another process made it */
+                return cli_error("%s: cannot create the folder %s: %s", dir, buf, strerror(errno));
+        } else if (!S_ISDIR(st.st_mode)) {
+            return cli_error("%s: cannot create the folder: %s is not a folder", dir, buf);
+        }
+        buf[k] = saved;
+    }
+    return 0;
+}
+
+int cli_make_parent_dir(const char *path) {
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+        return cli_error("%s: the path is too long", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return 0; /* the current folder, or / */
+    *slash = '\0';
+    return cli_make_dirs(dir);
+}
+
 ns_output *cli_output_open(const char *path) {
+    if (cli_make_parent_dir(path)) return NULL;
     ns_output *o = NULL;
     ns_status st = ns_output_open(path, &o);
     if (st != NS_OK) {
@@ -274,15 +335,35 @@ int cli_program_close(FILE *f, pid_t pid) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+int cli_plot_check(const char *png) {
+    if (png && !cli_plot_available()) cli_plot_skipped(png);
+    return 0;
+}
+
+int cli_plot_available(void) {
+    static int known = -1;
+    if (known < 0) {
+        const char *probe[] = {"python3", "-c", "import matplotlib", NULL};
+        const int have = run_program(probe, 1); /* no traceback when matplotlib is missing */
+        known = have >= 0 && WIFEXITED(have) && WEXITSTATUS(have) == 0;
+    }
+    return known;
+}
+
+int cli_plot_skipped(const char *png) {
+    static int warned = 0; /* once per run: before the work, not again at its end */
+    if (warned++) return 0;
+    fprintf(stderr, "neurosolve: warning: %s: plot skipped: python3 cannot import matplotlib "
+                    "(pip install matplotlib); the other results are written\n", png);
+    return 0;
+}
+
 int cli_plot(const char *script, const char *csv, const char *png, const char *const *extra) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", NS_SOURCE_DIR, script);
     struct stat st;
     if (stat(path, &st) != 0) return cli_error("plot script %s not found", path);
-    const char *probe[] = {"python3", "-c", "import matplotlib", NULL};
-    const int have = run_program(probe, 1); /* no traceback when matplotlib is missing */
-    if (have < 0 || !WIFEXITED(have) || WEXITSTATUS(have) != 0)
-        return cli_error("%s: not drawn: python3 cannot import matplotlib (pip install matplotlib)", png);
+    if (!cli_plot_available()) return cli_plot_skipped(png);
     ns_output *o = cli_output_open(png); /* the script writes the temporary file */
     if (!o) return 1;
     const char *argv[16] = {"python3", path, csv, ns_output_temp_path(o)};

@@ -7,62 +7,83 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 
-static void help(void) {
-    printf("usage: neurosolve life synth DIR [options]   write a synthetic model\n"
-           "       neurosolve life fit MODEL [options]   fit fiber weights (SBBNNLS)\n"
-           "       neurosolve life info MODEL            sizes of a model directory\n"
-           "       neurosolve life build --dwi X.nii.gz --bvals X.bval --bvecs X.bvec --tracks T.trk|T.tck\n"
-           "                             --out MODEL [--L 180] [--axial 1] [--radial 0] [--b0-threshold 50] [--nodes sum|mean]\n"
-           "                             [--parcels LABELS.nii] [--skip-bad] [--threads T] [--quiet] [--json]   model from real data\n"
-           "                             (--parcels: MODEL/groups.npy, the connection of each fiber's end points\n"
-           "                             in an integer label image of the DWI's grid, for life fit --group)\n"
-           "       neurosolve life report MODEL WEIGHTS [--history H] [--pruned OUT.trk|.tck] [--tracks T]\n"
-           "                             [--csv FILE] [--plot FILE.png] [--threshold 0] [--json]\n"
-           "                             RMSE per voxel, fibers kept, pruned tractogram (docs/life_data.md)\n\n"
-           "synth options (defaults: the paper's structure, docs/life.md):\n"
-           "  --fibers N         streamlines (50000)\n"
-           "  --theta N          gradient directions (96)\n"
-           "  --L N              dictionary steps: (L-1)L+1 atoms (180 -> 32,221, as life build)\n"
-           "  --b B              b-value [s/mm^2] (2000)\n"
-           "  --grid X,Y,Z       voxel grid (72,88,72: about 150,000-250,000 voxels touched)\n"
-           "  --length L         mean streamline length [voxels] (90)\n"
-           "  --curvature C      random turn per 0.5-voxel step [rad] (0.05)\n"
-           "  --active F         fraction of fibers with a non-zero true weight (0.5)\n"
-           "  --noise S          Gaussian noise sd relative to the signal rms (0)\n"
-           "  --seed S           (1)\n"
-           "  --phantom          a ground-truth phantom instead (docs/life.md, \"Pruning quality\"):\n"
-           "                     DIR/dwi.nii, dwi.bval, dwi.bvec, tracks.tck, labels.npy, kinds.npy,\n"
-           "                     bundles.npy; options --streamlines N (10000) --false F (0.3)\n"
-           "                     --snr S (20; 0: none) --bundles B (12) --grid N (48) --theta N (30)\n"
-           "                     --b B (2000) --seed S (1)\n\n"
-           "fit options:\n"
-           "  --iters N          ENCODE's maxit (500): at most N-1 updates\n"
-           "  --backend B        cpu, cuda or auto (auto)\n"
-           "  --out FILE         weights as a float64 NPY vector (weights.npy)\n"
-           "  --history FILE     objective after each update (default: OUT with _history)\n"
-           "  --lambda L         ReAl-LiFE L1 weight (0)\n"
-           "  --ridge R          Tikhonov weight relative to ||M 1||^2 / fibers (0; 0.2 for pruning\n"
-           "                     without a parcellation, docs/life.md)\n"
-           "  --group G          COMMIT2-style group sparsity: + G x (median group gradient norm at 0) x\n"
-           "                     sum_g sqrt(|g|) ||w_g|| over connection groups, solved by FISTA\n"
-           "                     (0: off; G = 1 ranks best on the phantoms, AUC 0.98-0.99, docs/life.md)\n"
-           "  --groups FILE      group of each fiber (int NPY, -1: none; default MODEL/groups.npy from\n"
-           "                     life build --parcels); one entry per fiber or per tractogram streamline\n"
-           "  --preconditioner   ENCODE's diagonal preconditioner (not with --group)\n"
-           "  --tolg T --tolo T  ENCODE's absolute stopping tolerances (1e-5 each; 0 disables)\n"
-           "  --rtolg R          stop when the projected gradient < R x its start (1e-3; 0 disables)\n"
-           "  --rtolo R          stop when the objective changes by < R x objective (1e-5; 0 disables)\n"
-           "  --mw V --mty V     product variants (auto: timed; naive, naive-atom, naive-voxel,\n"
-           "                     coeff-atom, coeff-voxel, atom-atom, voxel-voxel; CUDA only,\n"
-           "                     reduced-precision dictionary: voxel-f32d, voxel-f16d, voxel-lr16d,\n"
-           "                     voxel-sh: columns computed from the atoms' orientations)\n"
-           "  --threads T        CPU threads (OpenMP's default)\n"
-           "  --quiet            no progress bar\n"
-           "  --json             one JSON document on stdout\n");
+/* The usage of each subcommand, and of all (`life --help`). */
+static const char *const usage_synth =
+    "usage: neurosolve life synth DIR [options]   write a synthetic model\n";
+static const char *const usage_fit =
+    "       neurosolve life fit MODEL [options]   fit fiber weights (SBBNNLS)\n";
+static const char *const usage_info =
+    "       neurosolve life info MODEL            sizes of a model directory\n";
+static const char *const usage_build =
+    "       neurosolve life build --dwi X.nii.gz --bvals X.bval --bvecs X.bvec --tracks T.trk|T.tck\n"
+    "                             --out MODEL [--L 180] [--axial 1] [--radial 0] [--b0-threshold 50] [--nodes sum|mean]\n"
+    "                             [--parcels LABELS.nii] [--skip-bad] [--threads T] [--quiet] [--json]   model from real data\n"
+    "                             (--parcels: MODEL/groups.npy, the connection of each fiber's end points\n"
+    "                             in an integer label image of the DWI's grid, for life fit --group)\n";
+static const char *const usage_report =
+    "       neurosolve life report MODEL WEIGHTS [--history H] [--pruned OUT.trk|.tck] [--tracks T]\n"
+    "                             [--csv FILE] [--plot FILE.png] [--threshold 0] [--json]\n"
+    "                             RMSE per voxel, fibers kept, pruned tractogram (docs/life_data.md)\n\n";
+static const char *const options_synth =
+    "synth options (defaults: the paper's structure, docs/life.md):\n"
+    "  --fibers N         streamlines (50000)\n"
+    "  --theta N          gradient directions (96)\n"
+    "  --L N              dictionary steps: (L-1)L+1 atoms (180 -> 32,221, as life build)\n"
+    "  --b B              b-value [s/mm^2] (2000)\n"
+    "  --grid X,Y,Z       voxel grid (72,88,72: about 150,000-250,000 voxels touched)\n"
+    "  --length L         mean streamline length [voxels] (90)\n"
+    "  --curvature C      random turn per 0.5-voxel step [rad] (0.05)\n"
+    "  --active F         fraction of fibers with a non-zero true weight (0.5)\n"
+    "  --noise S          Gaussian noise sd relative to the signal rms (0)\n"
+    "  --seed S           (1)\n"
+    "  --phantom          a ground-truth phantom instead (docs/life.md, \"Pruning quality\"):\n"
+    "                     DIR/dwi.nii, dwi.bval, dwi.bvec, tracks.tck, labels.npy, kinds.npy,\n"
+    "                     bundles.npy; options --streamlines N (10000) --false F (0.3)\n"
+    "                     --snr S (20; 0: none) --bundles B (12) --grid N (48) --theta N (30)\n"
+    "                     --b B (2000) --seed S (1)\n\n";
+static const char *const options_fit =
+    "fit options:\n"
+    "  --iters N          ENCODE's maxit (500): at most N-1 updates\n"
+    "  --backend B        cpu, cuda or auto (auto)\n"
+    "  --out FILE         weights as a float64 NPY vector (weights.npy)\n"
+    "  --history FILE     objective after each update (default: OUT with _history)\n"
+    "  --lambda L         ReAl-LiFE L1 weight (0)\n"
+    "  --ridge R          Tikhonov weight relative to ||M 1||^2 / fibers (0; 0.2 for pruning\n"
+    "                     without a parcellation, docs/life.md)\n"
+    "  --group G          COMMIT2-style group sparsity: + G x (median group gradient norm at 0) x\n"
+    "                     sum_g sqrt(|g|) ||w_g|| over connection groups, solved by FISTA\n"
+    "                     (0: off; G = 1 ranks best on the phantoms, AUC 0.98-0.99, docs/life.md)\n"
+    "  --groups FILE      group of each fiber (int NPY, -1: none; default MODEL/groups.npy from\n"
+    "                     life build --parcels); one entry per fiber or per tractogram streamline\n"
+    "  --preconditioner   ENCODE's diagonal preconditioner (not with --group)\n"
+    "  --tolg T --tolo T  ENCODE's absolute stopping tolerances (1e-5 each; 0 disables)\n"
+    "  --rtolg R          stop when the projected gradient < R x its start (1e-3; 0 disables)\n"
+    "  --rtolo R          stop when the objective changes by < R x objective (1e-5; 0 disables)\n"
+    "  --mw V --mty V     product variants (auto: timed; naive, naive-atom, naive-voxel,\n"
+    "                     coeff-atom, coeff-voxel, atom-atom, voxel-voxel; CUDA only,\n"
+    "                     reduced-precision dictionary: voxel-f32d, voxel-f16d, voxel-lr16d,\n"
+    "                     voxel-sh: columns computed from the atoms' orientations)\n"
+    "  --threads T        CPU threads (OpenMP's default)\n"
+    "  --quiet            no progress bar\n"
+    "  --json             one JSON document on stdout\n";
+
+/* `life --help` (sub NULL): every subcommand; `life SUB --help`: that one's. */
+static void help(const char *sub) {
+    if (!sub) {
+        printf("%s%s%s%s%s%s%s", usage_synth, usage_fit, usage_info, usage_build, usage_report, options_synth,
+               options_fit);
+        return;
+    }
+    const char *u = !strcmp(sub, "synth") ? usage_synth : !strcmp(sub, "fit") ? usage_fit
+                  : !strcmp(sub, "info") ? usage_info : !strcmp(sub, "build") ? usage_build : usage_report;
+    printf("usage: %s", strstr(u, "neurosolve life"));
+    if (!strcmp(sub, "synth")) printf("\n%s", options_synth);
+    if (!strcmp(sub, "fit")) printf("\n%s", options_fit);
 }
 
 /* life synth DIR --phantom: the ground-truth phantom (image, gradients, tractogram, truth). */
@@ -87,6 +108,7 @@ static int synth_phantom(int argc, char **argv) {
         if (!ok) return 2;
     }
     ns_life_phantom_stats ps;
+    if (cli_make_parent_dir(argv[1])) return 1;
     ns_status s = ns_life_phantom_write(&o, argv[1], &ps);
     if (s != NS_OK) return cli_status_error(cmd, s);
     printf("%s: %lld streamlines (%lld true in %d bundles, %lld bridges, %lld random curves), %lld nodes, "
@@ -134,6 +156,10 @@ static int synth(int argc, char **argv) {
     ns_life_model_t *m = NULL;
     ns_status s = ns_life_synth(&o, &m);
     if (s != NS_OK) return cli_status_error("life synth", s);
+    if (cli_make_parent_dir(dir)) {
+        ns_life_model_destroy(m);
+        return 1;
+    }
     s = ns_life_model_save(m, dir);
     if (s != NS_OK) {
         ns_life_model_destroy(m);
@@ -175,18 +201,25 @@ static int info(int argc, char **argv) {
 typedef struct progress {
     int32_t total;
     int tty;
+    struct timespec start;
 } progress;
 
-/* A one-line bar on stderr, redrawn in place: iteration, objective, non-zero weights. */
+/* A one-line bar on stderr, redrawn in place: iteration, objective, non-zero
+ * weights, and the time left at most (the fit may converge before --iters). */
 static int show(int32_t it, double f, int64_t nnz, void *ctx) {
     const progress *p = ctx;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const double el = (double)(now.tv_sec - p->start.tv_sec) + 1e-9 * (double)(now.tv_nsec - p->start.tv_nsec);
+    char left[48] = "";
+    if (it > 0 && p->total > it) snprintf(left, sizeof left, "  at most %.0f s left", el / it * (p->total - it));
     const int width = 30;
     const int done = p->total > 0 ? (int)((double)it * width / p->total) : width;
     char bar[64];
     for (int i = 0; i < width; ++i) bar[i] = i < done ? '#' : '.';
     bar[width] = '\0';
-    fprintf(stderr, "\r[%s] iteration %d/%d  objective %.6e  non-zero weights %lld", bar, (int)it,
-            (int)p->total, f, (long long)nnz);
+    fprintf(stderr, "\r[%s] iteration %d/%d  objective %.6e  non-zero weights %lld%s   ", bar, (int)it,
+            (int)p->total, f, (long long)nnz, left);
     fflush(stderr);
     return 0;
 }
@@ -247,7 +280,8 @@ static int fit(int argc, char **argv) {
         int ok = 1;
         if (strcmp(a, "--iters") == 0) ok = cli_parse_long("life fit", a, v, 1, 100000000, &x), fo.max_iterations = (int32_t)x, ++i;
         else if (strcmp(a, "--backend") == 0 && v) {
-            if (ns_backend_from_name(v, &o.backend) != NS_OK) return cli_usage_error("life fit", "--backend takes cpu, cuda or auto");
+            const int bad = cli_parse_backend("life fit", a, v, &o.backend);
+            if (bad) return bad;
             ++i;
         } else if (strcmp(a, "--out") == 0 && v) out = v, ++i;
         else if (strcmp(a, "--history") == 0 && v) hist_path = v, ++i;
@@ -299,7 +333,8 @@ static int fit(int argc, char **argv) {
         ns_life_model_destroy(m);
         return cli_error("life fit: %s: preparing the products: %s: %s", dir, ns_status_string(s), ns_last_error());
     }
-    progress p = {fo.max_iterations - 1, isatty(fileno(stderr))};
+    progress p = {fo.max_iterations - 1, isatty(fileno(stderr)), {0, 0}};
+    clock_gettime(CLOCK_MONOTONIC, &p.start);
     if (!quiet && !as_json && p.tty) {
         fo.progress = show;
         fo.progress_context = &p;
@@ -399,13 +434,17 @@ int life_report(int argc, char **argv);
 
 int cmd_life(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        help();
+        help(NULL);
         return argc < 2 ? 2 : 0;
     }
-    /* `life SUBCOMMAND ... --help` prints the help and touches no file */
+    /* `life SUBCOMMAND ... --help` prints that subcommand's help and touches no file */
+    static const char *const subs[] = {"synth", "fit", "info", "build", "report"};
     for (int i = 2; i < argc; ++i)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            help();
+            const char *sub = NULL;
+            for (size_t k = 0; k < sizeof subs / sizeof *subs; ++k)
+                if (strcmp(argv[1], subs[k]) == 0) sub = subs[k];
+            help(sub);
             return 0;
         }
     if (strcmp(argv[1], "synth") == 0) return synth(argc - 1, argv + 1);

@@ -1,21 +1,58 @@
 /* neurosolve mechanisms: build a mechanism library from a folder of NMODL
  * files (like NEURON's nrnivmodl), list a library's mechanisms, or write the
  * generated sources of one file (docs/mechanisms.md). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h> /* isatty */
 
 #include "cli.h"
 
-static int usage_text(void) {
-    printf("usage: neurosolve mechanisms build DIR [-o LIB] [--cuda] [--nvcc NVCC] [--arch sm_XX] [--keep-sources]\n"
-           "       neurosolve mechanisms list LIB [--json]\n"
-           "       neurosolve mechanisms translate FILE.mod [-o DIR] [--cuda]\n"
-           "build: translate every DIR/*.mod and compile them with the C compiler ($CC, else cc;\n"
-           "       nvcc too with --cuda) into LIB (default libmechanisms.so).\n"
-           "list: the mechanisms of LIB with their parameters, assigned and state variables,\n"
-           "      GLOBALs and ions.\n"
-           "translate: write NAME.h, NAME.c (and NAME.cu with --cuda) into DIR (default .).\n");
+/* `mechanisms --help` (action NULL): every action; `mechanisms ACTION --help`: that one's. */
+static int usage_text(const char *action) {
+    static const char *const text[][2] = {
+        {"build", "neurosolve mechanisms build DIR [-o LIB] [--cuda] [--nvcc NVCC] [--arch sm_XX] [--keep-sources]\n"
+                  "build: translate every DIR/*.mod and compile them with the C compiler ($CC, else cc;\n"
+                  "       nvcc too with --cuda) into LIB (default libmechanisms.so; its folder is created),\n"
+                  "       one compiler run per file (on a terminal: the file, the time and the time left).\n"},
+        {"list", "neurosolve mechanisms list LIB [--json]\n"
+                 "list: the mechanisms of LIB with their parameters, assigned and state variables,\n"
+                 "      GLOBALs and ions.\n"},
+        {"translate", "neurosolve mechanisms translate FILE.mod [-o DIR] [--cuda]\n"
+                      "translate: write NAME.h, NAME.c (and NAME.cu with --cuda) into DIR (default .).\n"},
+    };
+    int shown = 0;
+    for (int k = 0; k < 3; ++k)
+        if (!action || !strcmp(action, text[k][0])) printf("%s%s", shown++ ? "" : "usage: ", text[k][1]);
+    if (!shown) return usage_text(NULL);
     return 0;
+}
+
+/* Progress of a build on a terminal: the file being compiled, the elapsed
+ * time and, from the second file on, an estimate of the time left. */
+typedef struct build_progress {
+    double start;
+} build_progress;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void on_progress(void *user, int step, int steps, const char *what) {
+    build_progress *p = user;
+    const double el = now_s() - p->start;
+    if (step >= steps) {
+        fprintf(stderr, "\r%-78s\r", "");
+        fflush(stderr);
+        return;
+    }
+    char left[48] = "";
+    if (step > 0) snprintf(left, sizeof left, ", about %.0f s left", el / step * (steps - step));
+    fprintf(stderr, "\rmechanisms build: [%d/%d] %-28.28s %.0f s%s   ", step + 1, steps, what, el, left);
+    fflush(stderr);
 }
 
 /* DIR/NAME.EXT through ns_output: it appears only when complete. */
@@ -101,9 +138,9 @@ static int list(int argc, char **argv) {
 
 int cmd_mechanisms(int argc, char **argv) {
     if (argc < 2) return cli_usage_error("mechanisms", "needs an action (build, list, translate)");
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return usage_text();
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return usage_text(NULL);
     for (int i = 2; i < argc; ++i)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage_text();
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage_text(argv[1]);
     if (!strcmp(argv[1], "list")) return list(argc - 1, argv + 1);
     int build = !strcmp(argv[1], "build");
     if (!build && strcmp(argv[1], "translate"))
@@ -128,7 +165,7 @@ int cmd_mechanisms(int argc, char **argv) {
         if (s) return cli_status_error("mechanisms translate", s);
         const ns_nmodl_target targets[] = {NS_NMODL_HEADER, NS_NMODL_C, NS_NMODL_CUDA};
         const char *ext[] = {".h", ".c", ".cu"};
-        int rc = 0;
+        int rc = out ? cli_make_dirs(out) : 0;
         for (int t = 0; t < (cuda ? 3 : 2) && !rc; ++t) {
             char *text = NULL;
             s = ns_nmodl_emit(m, targets[t], &text);
@@ -145,8 +182,15 @@ int cmd_mechanisms(int argc, char **argv) {
     if (cuda) o.nvcc = nvcc ? nvcc : "nvcc";
     o.cuda_arch = arch;
     o.keep_sources = keep;
+    build_progress bp = {now_s()};
+    if (isatty(2)) { /* on a terminal: the file being compiled and the time left */
+        o.progress = on_progress;
+        o.progress_user = &bp;
+    }
     const char *lib = out ? out : "libmechanisms.so";
+    if (cli_make_parent_dir(lib)) return 1;
     ns_status s = ns_mechanisms_build(in, lib, &o);
+    if (s && o.progress) on_progress(&bp, 1, 1, ""); /* clear the line before the error */
     if (s) return cli_status_error("mechanisms build", s);
     ns_mech_library_t *l = NULL;
     s = ns_mech_library_open(lib, &l);

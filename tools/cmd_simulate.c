@@ -80,8 +80,10 @@ static const char *help_text2 =
     "\n";
 /* the notes at the end */
 static const char *help_text_tail =
-    "LOC: soma (the root section at x = 0.5) | SEC:X (section index) | swc=ID:X (the section\n"
-    "whose first point has SWC id ID) | cN (compartment N).\n"
+    "LOC: soma (the root section at x = 0.5) | NEURON's names dend[3](0.5), apic[12](0.3), axon[0],\n"
+    "soma[0] (Import3d's numbering; `neurosolve morph FILE --sections` lists them) | sec:K(X) or\n"
+    "K:X (section index K) | swc:ID(X) or swc=ID:X (the section whose first point has SWC id ID) |\n"
+    "cN (compartment N); X defaults to 0.5 (docs/simulation.md, \"Locations\").\n"
     "Spikes: upward crossings of spike_threshold (-20 mV) at soma(0.5), interpolated in time.\n"
     "Interrupted (Ctrl-C / SIGINT, SIGTERM, NaN, a GPU failure): what was recorded so far goes to\n"
     "PREFIX_traces.partial.csv, .partial.npy and PREFIX_spikes.partial.csv (never to the result names),\n"
@@ -89,9 +91,7 @@ static const char *help_text_tail =
 
 typedef struct loc_spec {
     char text[128];
-    int kind; /* 0 soma, 1 section:x, 2 swc id:x, 3 compartment */
-    long long index;
-    double x;
+    ns_location loc; /* the one location grammar (include/neurosolve/morph.h) */
 } loc_spec;
 
 typedef struct stim_spec {
@@ -100,37 +100,11 @@ typedef struct stim_spec {
     int amp_auto;
 } stim_spec;
 
-/* LOC: soma | cN | K:X | swc=ID:X, its numbers through the one reader
- * (neurosolve/number.h): c-0 and hex are refused like in files */
+/* 0, or 1 with ns_last_error() naming the part of the text that is wrong. */
 static int parse_loc(const char *text, loc_spec *l) {
     memset(l, 0, sizeof *l);
     snprintf(l->text, sizeof l->text, "%s", text);
-    if (strcmp(text, "soma") == 0) {
-        l->kind = 0;
-        l->x = 0.5;
-        return 1;
-    }
-    int64_t index = 0;
-    if (text[0] == 'c') {
-        l->kind = 3;
-        if (ns_integer_parse(text + 1, 0, INT64_MAX, &index) != NS_OK) return 0;
-        l->index = index;
-        return 1;
-    }
-    const char *s = text;
-    l->kind = 1;
-    if (strncmp(text, "swc=", 4) == 0) {
-        l->kind = 2;
-        s = text + 4;
-    }
-    const char *colon = strchr(s, ':');
-    char num[64];
-    if (!colon || (size_t)(colon - s) >= sizeof num) return 0;
-    snprintf(num, sizeof num, "%.*s", (int)(colon - s), s);
-    /* out of range: refused, not clamped */
-    if (ns_integer_parse(num, 0, l->kind == 1 ? INT32_MAX : INT64_MAX, &index) != NS_OK) return 0;
-    l->index = index;
-    return ns_number_parse(colon + 1, 0.0, 1.0, &l->x) == NS_OK;
+    return ns_location_parse(text, &l->loc) != NS_OK;
 }
 
 /* The checks of a run's values (ns_sim_params_check) and at least one step;
@@ -151,31 +125,8 @@ static int params_usable(const ns_sim_params *p, int64_t *n_steps, char *why, si
 
 /* The compartment of a location in a cell; prints the error. */
 static int resolve_loc(const loc_spec *l, const ns_cell_t *cell, const char *name, int32_t *node) {
-    ns_status st;
-    if (l->kind == 3) {
-        int32_t n = ns_tree_size(ns_cell_tree(cell));
-        if (l->index >= n)
-            return cli_error("%s: compartment %lld is outside the cell (%d compartments)", name, l->index, (int)n);
-        *node = (int32_t)l->index;
-        return 0;
-    }
-    int32_t section = 0;
-    if (l->kind == 1) section = (int32_t)l->index; /* parse_loc refused > INT32_MAX */
-    if (l->kind == 2) {
-        ns_cell_info ci;
-        ns_cell_get_info(cell, &ci);
-        section = -1;
-        for (int32_t k = 0; k < ci.sections; ++k) {
-            ns_section_info si;
-            if (ns_cell_get_section(cell, k, &si) == NS_OK && si.first_point_id == l->index) {
-                section = k;
-                break;
-            }
-        }
-        if (section < 0) return cli_error("%s: no section starts at SWC id %lld", name, l->index);
-    }
-    st = ns_sim_locate(cell, section, l->x, node);
-    if (st != NS_OK) return cli_error("%s: %s: %s", name, l->text, ns_last_error());
+    if (ns_location_compartment(cell, &l->loc, node) != NS_OK)
+        return cli_error("%s: %s: %s", name, l->text, ns_last_error());
     return 0;
 }
 
@@ -222,9 +173,10 @@ static const char *csv_path_of(const char *stem, const char *name) {
     return path;
 }
 
-/* The folder the outputs go to must exist and be writable: checked before
- * the run, so that a long simulation does not fail at its end. */
+/* The folder the outputs go to is created (as mkdir -p) and must be
+ * writable: before the run, so that a long simulation does not fail at its end. */
 static int check_output_folder(const char *stem) {
+    if (cli_make_parent_dir(stem)) return 1;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", stem);
     char *slash = strrchr(dir, '/');
@@ -426,6 +378,8 @@ static void progress(double frac, double elapsed_s) {
     fprintf(stderr, "\r[");
     for (int i = 0; i < width; ++i) fputc(i < fill ? '#' : '.', stderr);
     fprintf(stderr, "] %5.1f%%  %.1f s", 100.0 * frac, elapsed_s);
+    if (frac > 0.0 && frac < 1.0) fprintf(stderr, ", about %.0f s left   ", elapsed_s / frac * (1.0 - frac));
+    else fprintf(stderr, "%20s", "");
     fflush(stderr);
 }
 
@@ -442,7 +396,7 @@ static int simulate(int argc, char **argv) {
     ns_sim_params_init(&params);
     ns_sim_options so;
     ns_sim_options_init(&so);
-    const char *specs[MAX_ITEMS], *sets[MAX_ITEMS], *param_file = NULL, *out = NULL, *plot = NULL;
+    const char *specs[MAX_ITEMS], *sets[MAX_ITEMS], *set_option[MAX_ITEMS], *set_value[MAX_ITEMS], *param_file = NULL, *out = NULL, *plot = NULL;
     int n_specs = 0, n_sets = 0, as_json = 0, no_progress = 0, ra_given = 0, no_stim = 0;
     long long cells_per = 1, record_cells = 1;
     stim_spec stims[MAX_ITEMS];
@@ -501,6 +455,8 @@ static int simulate(int argc, char **argv) {
             if (strcmp(a, "--set") == 0) snprintf(buf[n_sets], sizeof buf[0], "%s", val);
             else snprintf(buf[n_sets], sizeof buf[0], "%s=%s", a + 2, val);
             sets[n_sets] = buf[n_sets];
+            set_option[n_sets] = a; /* messages name the option the user typed */
+            set_value[n_sets] = val;
             n_sets++;
         } else if (strcmp(a, "--iclamp") == 0) {
             if (strcmp(val, "none") == 0) {
@@ -522,7 +478,8 @@ static int simulate(int argc, char **argv) {
                 }
             }
             stim_spec *s = &stims[n_stims];
-            if (!ok || !parse_loc(tmp, &s->loc)) return cli_usage_error(cmd, "--iclamp LOC:DEL:DUR:AMP, got '%s'", val);
+            if (!ok) return cli_usage_error(cmd, "--iclamp %s: expected LOC:DEL:DUR:AMP (four fields)", val);
+            if (parse_loc(tmp, &s->loc)) return cli_usage_error(cmd, "--iclamp %s: %s", val, ns_last_error());
             if (!cli_parse_double(cmd, "--iclamp DEL", f[0], -1e9, 1e9, &s->del) ||
                 !cli_parse_double(cmd, "--iclamp DUR", f[1], 0.0, 1e9, &s->dur))
                 return 2;
@@ -531,15 +488,15 @@ static int simulate(int argc, char **argv) {
             n_stims++;
         } else if (strcmp(a, "--record") == 0) {
             if (n_recs == MAX_ITEMS) return cli_usage_error(cmd, "at most %d --record", MAX_ITEMS);
-            if (!parse_loc(val, &recs[n_recs])) return cli_usage_error(cmd, "--record LOC, got '%s'", val);
+            if (parse_loc(val, &recs[n_recs])) return cli_usage_error(cmd, "--record %s: %s", val, ns_last_error());
             n_recs++;
         } else if (strcmp(a, "--record-every") == 0) {
             long long v;
             if (!cli_parse_long(cmd, a, val, 1, 1000000000LL, &v)) return 2;
             so.record_every = (int32_t)v;
         } else if (strcmp(a, "--backend") == 0) {
-            if (ns_backend_from_name(val, &so.backend) != NS_OK)
-                return cli_usage_error(cmd, "unknown backend '%s'", val);
+            const int bad = cli_parse_backend(cmd, a, val, &so.backend);
+            if (bad) return bad;
         } else if (strcmp(a, "--method") == 0) {
             if (ns_hines_method_from_name(val, &so.method) != NS_OK)
                 return cli_usage_error(cmd, "unknown method '%s'", val);
@@ -621,9 +578,14 @@ static int simulate(int argc, char **argv) {
     for (int k = 0; k < n_sets; ++k) {
         /* one line of a parameter file: the same parser and the same rules */
         if (!strchr(sets[k], '=') || strpbrk(sets[k], "\n#"))
-            return cli_usage_error(cmd, "--set KEY=VALUE, got '%s'", sets[k]);
-        if (ns_sim_params_parse(&params, sets[k], strlen(sets[k]), "--set") != NS_OK)
-            return cli_usage_error(cmd, "%s", ns_last_error());
+            return cli_usage_error(cmd, "%s: '%s' is not KEY=VALUE", set_option[k], set_value[k]);
+        if (ns_sim_params_parse(&params, sets[k], strlen(sets[k]), set_option[k]) != NS_OK) {
+            /* "OPTION:1: detail" -> "OPTION VALUE: detail" */
+            const char *msg = ns_last_error();
+            const size_t n = strlen(set_option[k]);
+            if (strncmp(msg, set_option[k], n) == 0 && strncmp(msg + n, ":1: ", 4) == 0) msg += n + 4;
+            return cli_usage_error(cmd, "%s %s: %s", set_option[k], set_value[k], msg);
+        }
     }
     if (mech_lib && !model_file) return cli_usage_error(cmd, "--mechanisms LIB needs --model FILE");
     if ((checkpoint || resume) && model_file)
@@ -673,6 +635,7 @@ static int simulate(int argc, char **argv) {
             return cli_error("%s: cannot write: it is a directory", later[k]);
         if (check_output_folder(later[k])) return 1;
     }
+    cli_plot_check(plot); /* without matplotlib: the warning now, the results still written */
     if (!ra_given) mo.disc.Ra = params.Ra;
     if (network_file && n_stims == 0) no_stim = 1; /* a network is driven by its sources */
     if (n_stims == 0 && !no_stim) {
@@ -1080,7 +1043,7 @@ static int simulate(int argc, char **argv) {
                         net && ns_network_populations(net) > 0 ? "spikes.h5" : "");
     }
     if (plot && cli_plot("bench/plot_traces.py", csv_path, plot, NULL)) goto done;
-    if (plot && !as_json) printf("plot: %s\n", plot);
+    if (plot && !as_json && cli_plot_available()) printf("plot: %s\n", plot);
     rc = 0;
 done:
     if (site_names)

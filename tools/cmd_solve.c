@@ -127,8 +127,7 @@ int cmd_solve(int argc, char **argv) {
             if (st != NS_OK) rc = cli_usage_error("solve", "%s", v ? ns_last_error() : "--method needs a value");
             ++i;
         } else if (strcmp(o, "--backend") == 0) {
-            ns_status st = v ? ns_backend_from_name(v, &args.opt.backend) : NS_ERR_INVALID_ARGUMENT;
-            if (st != NS_OK) rc = cli_usage_error("solve", "%s", v ? ns_last_error() : "--backend needs a value");
+            rc = cli_parse_backend("solve", o, v, &args.opt.backend);
             ++i;
         } else if (strcmp(o, "--values") == 0) {
             if (v && strcmp(v, "random") == 0) args.cable = 0;

@@ -364,6 +364,7 @@ int bench_life(int argc, char **argv) {
         if (!ok) return 2;
     }
     if (plot && !csv) return cli_usage_error("bench life", "--plot needs --csv FILE");
+    cli_plot_check(plot);
     if (quick) {
         if (!fibers_given) fibers[0] = 5000, fibers[1] = 10000, n_fibers = 2;
         so.dictionary_l = 60;

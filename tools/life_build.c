@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -16,18 +17,27 @@ int life_report(int argc, char **argv);
 
 typedef struct bar {
     int tty;
+    int pass;            /* the pass being timed */
+    struct timespec t0;  /* its start */
 } bar;
 
-/* Progress on stderr, redrawn in place: pass, streamlines, percent of the file. */
+/* Progress on stderr, redrawn in place: pass, streamlines, percent of the
+ * file, and the time left in this pass (each pass reads the whole file). */
 static int show(int pass, int64_t n, uint64_t done, uint64_t total, void *ctx) {
-    (void)ctx;
+    bar *p = ctx;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (pass != p->pass) p->pass = pass, p->t0 = now;
+    const double el = (double)(now.tv_sec - p->t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - p->t0.tv_nsec);
     const int width = 30;
     const double frac = total ? (double)done / (double)total : 1.0;
+    char left[48] = "";
+    if (frac > 0.0 && frac < 1.0) snprintf(left, sizeof left, ", about %.0f s left in it", el / frac * (1.0 - frac));
     char b[64];
     for (int i = 0; i < width; ++i) b[i] = i < (int)(frac * width) ? '#' : '.';
     b[width] = '\0';
-    fprintf(stderr, "\r[%s] pass %d/2 (%s)  %lld streamlines  %5.1f %%", b, pass,
-            pass == 1 ? "counting" : "filling", (long long)n, 100.0 * frac);
+    fprintf(stderr, "\r[%s] pass %d/2 (%s)  %lld streamlines  %5.1f %%%s   ", b, pass,
+            pass == 1 ? "counting" : "filling", (long long)n, 100.0 * frac, left);
     fflush(stderr);
     return 0;
 }
@@ -72,7 +82,7 @@ int life_build(int argc, char **argv) {
     }
     if (!dwi || !bvals || !bvecs || !tracks || !out)
         return cli_usage_error(cmd, "--dwi, --bvals, --bvecs, --tracks and --out are required");
-    bar b = {isatty(fileno(stderr))};
+    bar b = {isatty(fileno(stderr)), 0, {0, 0}};
     if (!quiet && !as_json && b.tty) o.progress = show, o.progress_context = &b;
     ns_life_built_t *r = NULL;
     ns_status s = ns_life_build(dwi, bvals, bvecs, tracks, &o, &r);
@@ -103,8 +113,8 @@ int life_build(int argc, char **argv) {
             return cli_status_error(cmd, s);
         }
     }
-    s = ns_life_built_save(r, out);
-    int rc = s == NS_OK ? 0 : cli_status_error(cmd, s);
+    int rc = cli_make_parent_dir(out);
+    if (rc == 0 && (s = ns_life_built_save(r, out)) != NS_OK) rc = cli_status_error(cmd, s);
     char gpath[4096];
     snprintf(gpath, sizeof gpath, "%s/groups.npy", out);
     if (rc == 0 && groups) {
@@ -198,7 +208,8 @@ int life_report(int argc, char **argv) {
         else if (strcmp(a, "--plot") == 0 && v) png = v, ++i;
         else if (strcmp(a, "--threshold") == 0) ok = cli_parse_double(cmd, a, v, 0, 1e300, &threshold), ++i;
         else if (strcmp(a, "--backend") == 0 && v) {
-            if (ns_backend_from_name(v, &eo.backend) != NS_OK) return cli_usage_error(cmd, "--backend takes cpu, cuda or auto");
+            const int bad = cli_parse_backend(cmd, a, v, &eo.backend);
+            if (bad) return bad;
             ++i;
         } else if (strcmp(a, "--json") == 0) as_json = 1;
         else return cli_usage_error(cmd, "unknown option or missing value '%s'", a);
@@ -210,6 +221,7 @@ int life_report(int argc, char **argv) {
         snprintf(hbuf, sizeof hbuf, "%.*s_history.npy", (int)(n > 4 && strcmp(wpath + n - 4, ".npy") == 0 ? n - 4 : n), wpath);
         hist_path = exists(hbuf) ? hbuf : NULL;
     }
+    cli_plot_check(png);
     if (png && !csv) {
         const size_t n = strlen(png);
         snprintf(cbuf, sizeof cbuf, "%.*s_rmse.csv", (int)(n > 4 && strcmp(png + n - 4, ".png") == 0 ? n - 4 : n), png);
@@ -292,6 +304,7 @@ int life_report(int argc, char **argv) {
         if (rc == 0 && pruned) {
             const char *src = tracks ? tracks : ns_life_built_tracks_path(r);
             if (!src[0]) rc = cli_error("%s records no source tractogram: give --tracks", dir);
+            else if (cli_make_parent_dir(pruned)) rc = 1;
             else if ((s = ns_tracts_write_subset(src, pruned, keep, ns, &written)) != NS_OK) rc = cli_status_error(cmd, s);
         }
         if (csv_out && rc == 0) rc = cli_output_commit(csv_out);
@@ -347,7 +360,7 @@ int life_report(int argc, char **argv) {
     if (rc == 0 && png) {
         const char *extra[] = {"--weights", wpath, hist_path ? "--history" : NULL, hist_path, NULL};
         rc = cli_plot("bench/plot_life_report.py", csv, png, extra);
-        if (rc == 0 && !as_json) printf("plot: %s\n", png);
+        if (rc == 0 && !as_json && cli_plot_available()) printf("plot: %s\n", png);
     }
     free(keep);
     free(w), free(hist), free(y), free(before), free(after), free(after_all);

@@ -2,6 +2,7 @@
  * this table drives the dispatch and `--help` (tests/test_cli.py checks that
  * docs/cli.md has a section for every command). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -21,7 +22,8 @@ static const struct {
 };
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: neurosolve COMMAND [OPTIONS]   (neurosolve COMMAND --help for details)\n\n"
+    fprintf(out, "usage: neurosolve COMMAND [OPTIONS]   (neurosolve COMMAND --help for details;\n"
+                 "       every option takes its value as --opt VALUE or --opt=VALUE)\n\n"
                  "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
@@ -53,7 +55,34 @@ static int run(int argc, char **argv) {
     return 2;
 }
 
+/* `--opt=value` is `--opt value` for every command and option: each such
+ * argument is split at its first '=' before any command sees it (a value
+ * that itself starts with `--` and holds a '=' is split too: write it as
+ * `--opt=--x=y`, whose value is taken whole). NULL when memory runs out. */
+static char **split_long_options(int *argc, char **argv) {
+    char **out = malloc((size_t)(2 * *argc + 1) * sizeof *out);
+    if (!out) return NULL;
+    int n = 0;
+    for (int i = 0; i < *argc; ++i) {
+        char *a = argv[i], *eq = a ? strchr(a, '=') : NULL;
+        if (i > 0 && a[0] == '-' && a[1] == '-' && a[2] != '\0' && a[2] != '=' && eq) {
+            *eq = '\0'; /* argv's strings are ours to change (C11 5.1.2.2.1) */
+            out[n++] = a;
+            out[n++] = eq + 1;
+        } else {
+            out[n++] = a;
+        }
+    }
+    out[n] = NULL;
+    *argc = n;
+    return out;
+}
+
 int main(int argc, char **argv) {
     cli_mpi_begin(&argc, &argv); /* under mpirun: MPI, a GPU per process (tools/cli_mpi.c) */
-    return cli_mpi_end(run(argc, argv));
+    char **args = split_long_options(&argc, argv);
+    if (!args) return cli_mpi_end(cli_error("out of memory"));
+    const int rc = run(argc, args);
+    free(args);
+    return cli_mpi_end(rc);
 }

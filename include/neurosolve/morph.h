@@ -177,6 +177,48 @@ typedef struct ns_section_info {
  * one). NS_ERR_INVALID_ARGUMENT for an index out of range. */
 NS_API ns_status ns_cell_get_section(const ns_cell_t *cell, int32_t section, ns_section_info *info);
 
+/* Locations on a cell: one grammar for the command line (--iclamp, --record),
+ * model files, network files and Python:
+ *   soma, soma(X)            the root section (the soma where there is one)
+ *   NAME[K], NAME[K](X)      NEURON's names as Import3d gives them: soma, axon,
+ *                            dend, apic, and dend_T for SWC type T > 4 (or 0);
+ *                            NAME[K] is the K-th section of that type in the
+ *                            cell's section order, which is Import3d's
+ *   sec:K, sec:K(X)          section K (ns_cell_get_section)
+ *   swc:ID, swc:ID(X)        the section whose first own SWC point has id ID
+ *   cN                       compartment N (no X)
+ * and the command line's older forms K:X (section K) and swc=ID:X.
+ * X in [0, 1] (0.5 when not given). */
+typedef enum ns_location_kind {
+    NS_LOCATION_ROOT = 0,    /* soma, soma(X) */
+    NS_LOCATION_NAMED,       /* NAME[K]: type, index */
+    NS_LOCATION_SECTION,     /* sec:K, K:X: index */
+    NS_LOCATION_SWC_ID,      /* swc:ID, swc=ID:X: index is the SWC id */
+    NS_LOCATION_COMPARTMENT  /* cN: index */
+} ns_location_kind;
+
+typedef struct ns_location {
+    ns_location_kind kind;
+    int32_t type;   /* NS_LOCATION_NAMED: 1 soma, 2 axon, 3 dend, 4 apic, other: dend_TYPE */
+    int64_t index;
+    double x;       /* in [0, 1]; 0.5 unless given */
+    int32_t has_x;  /* 1 when the text gave X */
+} ns_location;
+
+/* Parse a location. NS_ERR_PARSE naming the part that is wrong (the name,
+ * the index, x) and the forms above. */
+NS_API ns_status ns_location_parse(const char *text, ns_location *location);
+/* The section a location names in a cell (a compartment: the section that
+ * holds it). NS_ERR_INVALID_ARGUMENT when there is none, saying how many
+ * sections of that name the cell has. */
+NS_API ns_status ns_location_section(const ns_cell_t *cell, const ns_location *location, int32_t *section);
+/* The compartment at a location: NEURON's node_index of the segment that
+ * holds x (ns_sim_locate), or cN. */
+NS_API ns_status ns_location_compartment(const ns_cell_t *cell, const ns_location *location, int32_t *compartment);
+/* NEURON's name of a section ("soma[0]", "dend[3]", "dend_16[2]"); the
+ * text is cut to fit size (which must be > 0). */
+NS_API ns_status ns_section_name(const ns_cell_t *cell, int32_t section, char *name, size_t size);
+
 /* The compartment tree (Hines order). Owned by the cell. */
 NS_API const ns_tree_t *ns_cell_tree(const ns_cell_t *cell);
 /* Per compartment: membrane area [um^2] (0 for NEURON's zero-area junction

@@ -48,6 +48,12 @@ typedef struct ns_mechanisms_build_options {
     const char *workdir; /* where keep_sources puts the generated sources; NULL: OUT.src/ beside the library */
     int keep_sources;    /* keep the sources of a successful build in workdir, which must not exist (an
                             earlier build's folder is never replaced); else nothing is kept */
+    /* Optional: called before each compiler run (one per generated source,
+     * then the link) with the step (0-based), the number of steps and what
+     * it does ("NaTs2_t.c", "linking"), and once more at the end with step ==
+     * steps; the library itself never prints. */
+    void (*progress)(void *user, int step, int steps, const char *what);
+    void *progress_user;
 } ns_mechanisms_build_options;
 
 /* Translate every DIR/ *.mod (sorted by name) and compile them into the

@@ -6,6 +6,9 @@ neurosolve._core). Arrays are numpy arrays on the host and any DLPack array
 (CuPy, PyTorch, JAX) on the GPU; they are used in place, never converted:
 a wrong dtype, length, layout or device raises InvalidArgumentError / SizeError.
 """
+import math as _math
+import numbers as _numbers
+
 import numpy as _np
 
 from ._errors import (Error, InvalidArgumentError, OutOfMemoryError, IOError, ParseError,  # noqa: F401,A004
@@ -83,7 +86,14 @@ class Simulation(_core.Simulation):
         ``progress(t, step_count)`` (optional) is called after every ``every_ms`` of simulated
         time and at the end; a true return stops the run there. The steps are the same as in
         one advance() (the C loop has no callback: the run is advanced in chunks)."""
+        _check_number("Simulation.run", "tstop", tstop, 0.0)
+        _check_number("Simulation.run", "every_ms", every_ms, 0.0, low_open=True)
+        if progress is not None and not callable(progress):
+            raise InvalidArgumentError(f"Simulation.run: progress = {progress!r} is not callable")
         total = self.steps_for(tstop)
+        if total < self.step_count:
+            raise InvalidArgumentError(f"Simulation.run: tstop = {tstop!r} ms is before the simulation's time "
+                                       f"t = {self.time:g} ms (step {self.step_count}): it runs forward only")
         if progress is None:
             if total > self.step_count:
                 self.advance(total - self.step_count)
@@ -93,6 +103,18 @@ class Simulation(_core.Simulation):
             self.advance(min(chunk, total - self.step_count))
             if progress(self.time, self.step_count):
                 return
+
+
+def _check_number(fn, name, value, low, low_open=False):
+    """A numeric argument as the command line checks its options: a real number
+    (not a bool), finite, >= low (> low with low_open); else InvalidArgumentError
+    naming the function, the argument and the value."""
+    if isinstance(value, bool) or not isinstance(value, _numbers.Real):
+        raise InvalidArgumentError(f"{fn}: {name} = {value!r} is not a number")
+    v = float(value)
+    if not _math.isfinite(v) or (v <= low if low_open else v < low):
+        raise InvalidArgumentError(f"{fn}: {name} = {value!r} must be a finite number "
+                                   f"{'>' if low_open else '>='} {low:g}")
 
 
 def make_params(values=None, **kw):

@@ -10,6 +10,7 @@
 // released around every call that can take time.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/filesystem.h> /* paths: str or os.PathLike */
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 #include <nanobind/stl/tuple.h>
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -454,6 +456,29 @@ nb::dict timing_dict(const ns_solve_timing &t) {
     return d;
 }
 
+/* One section's fields (Cell.get_section, Cell.sections). */
+nb::dict section_dict(const ns_cell_t *cell, int32_t k) {
+    ns_section_info s;
+    check(ns_cell_get_section(cell, k, &s));
+    char name[48];
+    check(ns_section_name(cell, k, name, sizeof name));
+    nb::dict d;
+    d["name"] = std::string(name);
+    d["region"] = std::string(ns_region_name(ns_region_of_swc_type(s.type)));
+    d["parent"] = s.parent;
+    d["parent_x"] = s.parent_x;
+    d["type"] = s.type;
+    d["nseg"] = s.nseg;
+    d["first_node"] = s.first_node;
+    d["length"] = s.length;
+    d["area"] = s.area;
+    d["ri_sum"] = s.ri_sum;
+    d["n3d"] = s.n3d;
+    d["first_point_id"] = s.first_point_id;
+    d["last_point_id"] = s.last_point_id;
+    return d;
+}
+
 ns_swc_options swc_options(const std::string &roots, const std::string &radii, double default_radius, double scale) {
     ns_swc_options o;
     ns_swc_options_init(&o);
@@ -662,7 +687,7 @@ NB_MODULE(_core, m) {
     m.def("_raise", [](int status, const std::string &msg) { fail((ns_status)status, msg); }); // for tests
 
     // ------------------------------------------------------------ readers
-    m.def("_read_nifti", [](const std::string &path) {
+    m.def("_read_nifti", [](const std::filesystem::path &path) {
         ns_nifti_t *img = nullptr;
         {
             nb::gil_scoped_release r;
@@ -707,14 +732,14 @@ NB_MODULE(_core, m) {
         d["big_endian"] = (bool)in->big_endian;
         return d;
     }, "path"_a, "ns_nifti_read: every value as float64 (Fortran order), the affine and the header fields.");
-    m.def("_read_gradients", [](const std::string &bvals, const std::string &bvecs) {
+    m.def("_read_gradients", [](const std::filesystem::path &bvals, const std::filesystem::path &bvecs) {
         ns_gradients g;
         check(ns_gradients_read(bvals.c_str(), bvecs.c_str(), &g));
         nb::object b = to_numpy<double>(g.bvals, {(size_t)g.n}), v = to_numpy<double>(g.bvecs, {(size_t)g.n, 3});
         ns_gradients_free(&g);
         return nb::make_tuple(b, v);
     }, "bvals"_a, "bvecs"_a);
-    m.def("_read_tracts", [](const std::string &path) {
+    m.def("_read_tracts", [](const std::filesystem::path &path) {
         ns_tracts_t *t = nullptr;
         std::vector<double> pts;
         std::vector<int64_t> off(1, 0);
@@ -794,7 +819,7 @@ NB_MODULE(_core, m) {
 
     // ---------------------------------------------------------- Morphology
     nb::class_<Morphology>(m, "Morphology", "A checked SWC morphology (docs/swc.md).")
-        .def_static("read", [](const std::string &path, const std::string &roots, const std::string &radii,
+        .def_static("read", [](const std::filesystem::path &path, const std::string &roots, const std::string &radii,
                                double default_radius, double scale) {
             ns_swc_options o = swc_options(roots, radii, default_radius, scale);
             ns_morph_t *mo = nullptr;
@@ -929,23 +954,32 @@ NB_MODULE(_core, m) {
         .def_prop_ro("type", [](const Cell &c) { return to_numpy<int32_t>(ns_cell_type(c.c), {(size_t)c.size()}); })
         .def_prop_ro("section", [](const Cell &c) { return to_numpy<int32_t>(ns_cell_section(c.c), {(size_t)c.size()}); })
         .def_prop_ro("position", [](const Cell &c) { return to_numpy<double>(ns_cell_position(c.c), {(size_t)c.size()}); })
-        .def("get_section", [](const Cell &c, int32_t k) {
-            ns_section_info s;
-            check(ns_cell_get_section(c.c, k, &s));
-            nb::dict d;
-            d["parent"] = s.parent;
-            d["parent_x"] = s.parent_x;
-            d["type"] = s.type;
-            d["nseg"] = s.nseg;
-            d["first_node"] = s.first_node;
-            d["length"] = s.length;
-            d["area"] = s.area;
-            d["ri_sum"] = s.ri_sum;
-            d["n3d"] = s.n3d;
-            d["first_point_id"] = s.first_point_id;
-            d["last_point_id"] = s.last_point_id;
-            return d;
-        }, "section"_a)
+        .def("get_section", [](const Cell &c, int32_t k) { return section_dict(c.c, k); }, "section"_a,
+             "One section as a dict: NEURON's name, region, parent, parent_x, type, nseg, first_node, length, "
+             "area, ri_sum, n3d, first_point_id, last_point_id.")
+        .def("sections", [](const Cell &c) {
+            nb::list out;
+            ns_cell_info ci;
+            ns_cell_get_info(c.c, &ci);
+            for (int32_t k = 0; k < ci.sections; ++k) out.append(section_dict(c.c, k));
+            return out;
+        }, "Every section as get_section's dict, in order (`neurosolve morph FILE --sections`).")
+        .def("find_section", [](const Cell &c, const std::string &where) {
+            ns_location l;
+            int32_t k = -1;
+            check(ns_location_parse(where.c_str(), &l));
+            check(ns_location_section(c.c, &l, &k));
+            return k;
+        }, "location"_a, "The section index of a location: dend[3], sec:4, swc:8, soma (docs/simulation.md, "
+                         "\"Locations\").")
+        .def("locate", [](const Cell &c, const std::string &where) {
+            ns_location l;
+            int32_t k = -1;
+            check(ns_location_parse(where.c_str(), &l));
+            check(ns_location_compartment(c.c, &l, &k));
+            return k;
+        }, "location"_a, "The compartment at a location: dend[3](0.5), apic[12](0.3), sec:4(0.5), swc:8(0.5), "
+                         "soma, c12 (the command line's grammar).")
         .def("locate", [](const Cell &c, int32_t section, double x) {
             int32_t k = -1;
             check(ns_sim_locate(c.c, section, x, &k));
@@ -1248,7 +1282,7 @@ NB_MODULE(_core, m) {
         .def("parse", [](SimParams &p, const std::string &text, const std::string &name) {
             check(ns_sim_params_parse(&p.p, text.data(), text.size(), name.c_str()));
         }, "text"_a, "name"_a = "<string>")
-        .def("read", [](SimParams &p, const std::string &path) { check(ns_sim_params_read(&p.p, path.c_str())); }, "path"_a)
+        .def("read", [](SimParams &p, const std::filesystem::path &path) { check(ns_sim_params_read(&p.p, path.c_str())); }, "path"_a)
         .def("check", [](const SimParams &p) { check(ns_sim_params_check(&p.p)); })
         .def("to_dict", [](const SimParams &p) {
             nb::dict d;
@@ -1279,7 +1313,7 @@ NB_MODULE(_core, m) {
         }, "Every parameter; regions as nested dicts keyed by NEURON's names.");
 
     // ----------------------------------------------------------- mechanisms and models
-    m.def("build_mechanisms", [](const std::string &dir, const std::string &out, nb::handle cc, nb::handle nvcc,
+    m.def("build_mechanisms", [](const std::filesystem::path &dir, const std::filesystem::path &out, nb::handle cc, nb::handle nvcc,
                                  nb::handle cuda_arch, bool keep_sources) {
         std::string ccs = cc.is_none() ? "" : nb::cast<std::string>(cc);
         std::string nvccs = nvcc.is_none() ? "" : nb::cast<std::string>(nvcc);
@@ -1302,7 +1336,7 @@ NB_MODULE(_core, m) {
        "Translate every DIR/*.mod and compile them into the mechanism library OUT (docs/mechanisms.md); "
        "nvcc: also the CUDA kernels.");
     nb::class_<MechLibrary>(m, "MechanismLibrary", "A mechanism library built by build_mechanisms (docs/mechanisms.md).")
-        .def("__init__", [](MechLibrary *self, const std::string &path) {
+        .def("__init__", [](MechLibrary *self, const std::filesystem::path &path) {
             ns_mech_library_t *lib = nullptr;
             check(ns_mech_library_open(path.c_str(), &lib));
             new (self) MechLibrary();
@@ -1368,27 +1402,27 @@ NB_MODULE(_core, m) {
         .def("parse", [](Model &mo, const std::string &text, const std::string &name) {
             check(ns_sim_model_parse(mo.m, text.data(), text.size(), name.c_str()));
         }, "text"_a, "name"_a = "model")
-        .def("read", [](Model &mo, const std::string &path) { check(ns_sim_model_read(mo.m, path.c_str())); },
+        .def("read", [](Model &mo, const std::filesystem::path &path) { check(ns_sim_model_read(mo.m, path.c_str())); },
              "path"_a);
 
     // ------------------------------------------------------------- Network
     nb::class_<Network>(m, "Network", "A network file (docs/networks.md, \"Network files\"): cells, model, synapses, "
                                       "sources, connections; applied with Simulation.apply_network or "
                                       "Simulation.from_network.")
-        .def_static("read", [](const std::string &path) {
+        .def_static("read", [](const std::filesystem::path &path) {
             auto n = std::make_unique<Network>();
             check(ns_network_read(path.c_str(), &n->n));
             return n;
         }, "path"_a, "Read a network file (morphology and model paths relative to its folder).")
         .def_static("parse", [](const std::string &text, const std::string &name, nb::handle base_dir) {
             auto n = std::make_unique<Network>();
-            std::string dir = base_dir.is_none() ? std::string() : nb::cast<std::string>(nb::str(base_dir));
+            std::string dir = base_dir.is_none() ? std::string() : nb::cast<std::string>(nb::module_::import_("os").attr("fspath")(base_dir));
             check(ns_network_parse(text.data(), text.size(), name.c_str(), base_dir.is_none() ? nullptr : dir.c_str(), &n->n));
             return n;
         }, "text"_a, "name"_a = "network", "base_dir"_a = nb::none())
-        .def_static("read_sonata", [](const std::string &config, nb::handle input_spikes) {
+        .def_static("read_sonata", [](const std::filesystem::path &config, nb::handle input_spikes) {
             auto n = std::make_unique<Network>();
-            std::string sp = input_spikes.is_none() ? std::string() : nb::cast<std::string>(nb::str(input_spikes));
+            std::string sp = input_spikes.is_none() ? std::string() : nb::cast<std::string>(nb::module_::import_("os").attr("fspath")(input_spikes));
             check(ns_network_read_sonata(config.c_str(), input_spikes.is_none() ? nullptr : sp.c_str(), &n->n));
             return n;
         }, "config"_a, "input_spikes"_a = nb::none(),
@@ -1408,7 +1442,7 @@ NB_MODULE(_core, m) {
         }, "source"_a, "A SONATA source's (population, node id).")
         .def("apply_run_settings", [](const Network &n, SimParams &p) { check(ns_network_run_params(n.n, &p.p)); },
              "params"_a, "Set the SONATA config's tstop, dt, celsius, v_init and spike_threshold in params.")
-        .def("write_spikes", [](const Network &n, const std::string &path, nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig> sources,
+        .def("write_spikes", [](const Network &n, const std::filesystem::path &path, nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig> sources,
                                 nb::ndarray<const double, nb::ndim<1>, nb::c_contig> times) {
             if (sources.shape(0) != times.shape(0))
                 fail(NS_ERR_INVALID_ARGUMENT, "Network.write_spikes: " + std::to_string(sources.shape(0)) + " sources and " +
@@ -1599,6 +1633,9 @@ NB_MODULE(_core, m) {
             check(st);
         }, "steps"_a)
         .def("steps_for", [](const Simulation &s, double tstop) {
+            if (!(tstop >= 0.0) || !std::isfinite(tstop)) /* as the command line's --tstop */
+                fail(NS_ERR_INVALID_ARGUMENT, "Simulation.steps_for: tstop = " + std::to_string(tstop) +
+                                                  " ms must be a finite number >= 0");
             int64_t n = ns_sim_steps_for(s.s, tstop);
             if (n < 0) check(NS_ERR_INVALID_ARGUMENT);
             return n;
@@ -1701,7 +1738,7 @@ NB_MODULE(_core, m) {
 
     // ----------------------------------------------------------------- LiFE
     nb::class_<LifeModel>(m, "LifeModel", "A LiFE model (docs/life.md, docs/life_data.md).")
-        .def_static("load", [](const std::string &dir) {
+        .def_static("load", [](const std::filesystem::path &dir) {
             auto lm = std::make_unique<LifeModel>();
             {
                 nb::gil_scoped_release r;
@@ -1715,8 +1752,8 @@ NB_MODULE(_core, m) {
             lm->m = ns_life_built_model(lm->built);
             return lm;
         }, "directory"_a)
-        .def_static("build", [](const std::string &dwi, const std::string &bvals, const std::string &bvecs,
-                                const std::string &tracks, int32_t dictionary_l, double axial_diffusivity,
+        .def_static("build", [](const std::filesystem::path &dwi, const std::filesystem::path &bvals,
+                                const std::filesystem::path &bvecs, const std::filesystem::path &tracks, int32_t dictionary_l, double axial_diffusivity,
                                 double radial_diffusivity, double b0_threshold, const std::string &bad,
                                 const std::string &nodes) {
             ns_life_build_options o;
@@ -1903,12 +1940,12 @@ NB_MODULE(_core, m) {
         .def_prop_ro("tracks_path", [](const LifeModel &lm) {
             return std::string(lm.built ? ns_life_built_tracks_path(lm.built) : "");
         })
-        .def("write_pruned", [](const LifeModel &lm, const std::string &out, nb::handle w, double threshold,
-                                const std::string &tracks) {
+        .def("write_pruned", [](const LifeModel &lm, const std::filesystem::path &out, nb::handle w, double threshold,
+                                const std::filesystem::path &tracks) {
             const char *fn = "LifeModel.write_pruned";
             const int32_t F = ns_life_model_n_fibers(lm.m);
             view vw = take<double>(w, fn, "w", F, place::host, false);
-            const std::string src = !tracks.empty() ? tracks : std::string(lm.built ? ns_life_built_tracks_path(lm.built) : "");
+            const std::string src = !tracks.empty() ? tracks.string() : std::string(lm.built ? ns_life_built_tracks_path(lm.built) : "");
             if (src.empty())
                 fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": the model records no source tractogram: give tracks=");
             const int64_t n = lm.built && ns_life_built_n_streamlines(lm.built) > 0 ? ns_life_built_n_streamlines(lm.built) : F;
@@ -1931,7 +1968,7 @@ NB_MODULE(_core, m) {
         }, "out"_a, "w"_a, "threshold"_a = 0.0, "tracks"_a = "",
            "Write the streamlines of the fibers with w > threshold to `out` in the source's format "
            "(ns_tracts_write_subset, as `neurosolve life report --pruned`); returns the count written.")
-        .def("save", [](const LifeModel &lm, const std::string &dir) {
+        .def("save", [](const LifeModel &lm, const std::filesystem::path &dir) {
             if (lm.built)
                 check(ns_life_built_save(lm.built, dir.c_str()));
             else

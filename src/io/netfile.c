@@ -57,9 +57,7 @@ typedef struct group {
 } group;
 
 typedef struct loc {
-    int kind; /* 0 soma (root section), 1 sec:K, 2 swc:ID, 3 compartment cN */
-    int64_t index;
-    double x;
+    ns_location at; /* the one location grammar (ns_location_parse) */
     char text[64];
 } loc;
 
@@ -184,14 +182,12 @@ static ns_status fail_at(const ctx *c, ns_status st, const char *fmt, ...) {
 }
 
 /* Numbers through the one reader (neurosolve/number.h): the same grammar as
- * every other file and option. parse_int and parse_num answer 1 or 0 (the
+ * every other file and option. parse_int answers 1 or 0 (the
  * caller names what was expected); num and integer fail with "FILE:LINE:
  * WHAT: REASON", the reader's reason. */
 static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     return ns_integer_parse(s, lo, hi, out) == NS_OK;
 }
-
-static int parse_num(const char *s, double *out) { return ns_number_parse(s, -HUGE_VAL, HUGE_VAL, out) == NS_OK; }
 
 static ns_status num(const ctx *c, const char *text, double min, double max, double *out, const char *fmt, ...)
     NS_PRINTF_LIKE(6, 7);
@@ -336,30 +332,15 @@ static ns_status parse_ref_in(ctx *c, char *buf, const char *text, gkind kind, c
     return NS_OK;
 }
 
-/* soma | soma(X) | sec:K[(X)] | swc:ID[(X)] | cN */
+/* A location: ns_location_parse's grammar (soma, dend[3](0.5), sec:K(X), swc:ID(X), cN, ...). */
 static ns_status parse_loc(ctx *c, const char *text, loc *l) {
     memset(l, 0, sizeof *l);
     snprintf(l->text, sizeof l->text, "%s", text);
-    char buf[128];
-    if (strlen(text) >= sizeof buf) return FAIL(c, "location '%.40s...' is too long", text);
-    snprintf(buf, sizeof buf, "%s", text);
-    l->x = 0.5;
-    char *par = strchr(buf, '(');
-    if (par) {
-        const size_t n = strlen(par);
-        if (par[n - 1] != ')') return FAIL(c, "location '%s': expected WHERE(X)", text);
-        par[n - 1] = 0;
-        *par = 0;
-        if (!parse_num(par + 1, &l->x) || l->x < 0.0 || l->x > 1.0)
-            return FAIL(c, "location '%s': x must be a number in [0, 1]", text);
+    if (ns_location_parse(text, &l->at) != NS_OK) {
+        char msg[512]; /* a copy: the message is formatted into the error buffer */
+        snprintf(msg, sizeof msg, "%s", ns_last_error());
+        return FAIL(c, "%s", msg);
     }
-    if (strcmp(buf, "soma") == 0) l->kind = 0;
-    else if (strncmp(buf, "sec:", 4) == 0 && parse_int(buf + 4, 0, INT32_MAX, &l->index)) l->kind = 1;
-    else if (strncmp(buf, "swc:", 4) == 0 && parse_int(buf + 4, 0, INT64_MAX, &l->index)) l->kind = 2;
-    else if (buf[0] == 'c' && !par && parse_int(buf + 1, 0, INT32_MAX, &l->index)) l->kind = 3;
-    else
-        return FAIL(c, "location '%s': expected soma, sec:K, swc:ID (each optionally with (X)) or cN (a compartment)",
-                    text);
     return NS_OK;
 }
 
@@ -727,37 +708,11 @@ ns_status ns_network_model(const ns_network_t *net, const ns_mech_library_t *lib
 /* The compartment of a location in a cell. */
 static ns_status locate(const ns_network_t *net, const stmt *s, const ns_cell_t *cell, int64_t c, int32_t *node) {
     const loc *l = &s->where;
-    if (l->kind == 3) {
-        const int32_t n = ns_tree_size(ns_cell_tree(cell));
-        if (l->index >= n)
-            return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s:%d: cell %lld: compartment %lld is outside the cell (%d compartments)",
-                           net->name, s->line, (long long)c, (long long)l->index, (int)n);
-        *node = (int32_t)l->index;
-        return NS_OK;
-    }
-    ns_cell_info ci;
-    ns_cell_get_info(cell, &ci);
-    int32_t section = 0; /* soma: the root section */
-    if (l->kind == 1) {
-        if (l->index >= ci.sections)
-            return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s:%d: cell %lld (%s): no section %lld (%d sections)", net->name,
-                           s->line, (long long)c, net->morph[net->cell_morph[c]], (long long)l->index,
-                           (int)ci.sections);
-        section = (int32_t)l->index;
-    } else if (l->kind == 2) {
-        section = -1;
-        for (int32_t k = 0; k < ci.sections && section < 0; ++k) {
-            ns_section_info si;
-            if (ns_cell_get_section(cell, k, &si) == NS_OK && si.first_point_id == l->index) section = k;
-        }
-        if (section < 0)
-            return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s:%d: cell %lld (%s): no section starts at SWC id %lld",
-                           net->name, s->line, (long long)c, net->morph[net->cell_morph[c]], (long long)l->index);
-    }
-    ns_status st = ns_sim_locate(cell, section, l->x, node);
+    ns_status st = ns_location_compartment(cell, &l->at, node);
     if (st != NS_OK) {
         char where[400];
-        snprintf(where, sizeof where, "%s:%d: cell %lld: %s", net->name, s->line, (long long)c, l->text);
+        snprintf(where, sizeof where, "%s:%d: cell %lld (%s)", net->name, s->line, (long long)c,
+                 net->morph[net->cell_morph[c]]);
         ns_error_prefix(where);
     }
     return st;
@@ -1126,8 +1081,8 @@ ns_status ns_netbuild_detectors(ns_network_t *net, double threshold) {
     stmt *s = NULL;
     ns_status st = build_stmt(net, S_DET, &s);
     if (st != NS_OK) return st;
-    s->where.kind = 0;
-    s->where.x = 0.5;
+    s->where.at.kind = NS_LOCATION_ROOT;
+    s->where.at.x = 0.5;
     snprintf(s->where.text, sizeof s->where.text, "soma(0.5)");
     s->threshold = threshold;
     s->a.v = malloc((size_t)net->n_cells * sizeof *s->a.v);

@@ -316,8 +316,9 @@ enum { ION_E = 0, ION_CI = 1, ION_CO = 2 };
 typedef struct stmt {
     stmt_kind kind;
     unsigned regions;  /* bit per ns_region */
-    int64_t section;   /* >= 0: only section `section` (sec:K) ... */
-    int64_t swc_id;    /* >= 0: ... or the section whose first SWC point has this id (swc:ID) */
+    int has_loc;       /* 1: only the section `loc` names (sec:K, swc:ID, dend[3]) */
+    ns_location loc;
+    char loc_text[48]; /* its text, for messages */
     int mech;          /* library index (insert, set, global) */
     int field;         /* parameter index (set), global index (global) */
     char ion[16];      /* ion name (ST_ION) */
@@ -337,18 +338,21 @@ struct ns_sim_model {
 };
 
 static const char *const REGION_SELECTORS =
-    "soma, axon, basal, apical, other, dend, all, sec:K (section index K) or swc:ID (the section whose first SWC "
-    "point has id ID)";
+    "soma, axon, basal, apical, other, dend, all, sec:K (section index K), swc:ID (the section whose first SWC "
+    "point has id ID) or one section by NEURON's name (dend[3], apic[12], axon[0]; `neurosolve morph FILE "
+    "--sections` lists them)";
 
 typedef struct selector {
     unsigned regions;
-    int64_t section, swc_id;
+    int has_loc;
+    ns_location loc;
 } selector;
 
-/* A region name, or one section: sec:K, swc:ID. */
+/* A region name, or one whole section (ns_location_parse's grammar without
+ * x): sec:K, swc:ID, dend[3]. */
 static int region_mask(const char *where, selector *sel) {
     sel->regions = (1u << NS_REGION_COUNT) - 1u;
-    sel->section = sel->swc_id = -1;
+    sel->has_loc = 0;
     for (int r = 0; r < NS_REGION_COUNT; ++r)
         if (strcmp(where, ns_region_name((ns_region)r)) == 0) {
             sel->regions = 1u << r;
@@ -356,12 +360,14 @@ static int region_mask(const char *where, selector *sel) {
         }
     if (strcmp(where, "dend") == 0) sel->regions = (1u << NS_REGION_BASAL) | (1u << NS_REGION_APICAL);
     else if (strcmp(where, "all") == 0) return 0;
-    else if (!strncmp(where, "sec:", 4) || !strncmp(where, "swc:", 4)) {
-        int64_t k;
-        if (ns_integer_parse(where + 4, 0, INT64_MAX, &k) != NS_OK) return -1;
-        if (where[1] == 'e') sel->section = k;
-        else sel->swc_id = k;
-    } else return -1;
+    else if (ns_location_parse(where, &sel->loc) == NS_OK && !sel->loc.has_x &&
+             (sel->loc.kind == NS_LOCATION_SECTION || sel->loc.kind == NS_LOCATION_SWC_ID ||
+              sel->loc.kind == NS_LOCATION_NAMED))
+        sel->has_loc = 1;
+    else {
+        ns_clear_error();
+        return -1;
+    }
     return 0;
 }
 
@@ -445,8 +451,9 @@ static ns_status model_insert(ns_sim_model_t *m, const char *where, const char *
     if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
     s->kind = ST_INSERT;
     s->regions = sel.regions;
-    s->section = sel.section;
-    s->swc_id = sel.swc_id;
+    s->has_loc = sel.has_loc;
+    s->loc = sel.loc;
+    snprintf(s->loc_text, sizeof s->loc_text, "%s", where);
     s->mech = idx;
     set_where(s, fn);
     snprintf(s->text, sizeof s->text, "%s.insert %s", where, mechanism);
@@ -521,8 +528,9 @@ static ns_status model_set(ns_sim_model_t *m, const char *where, const char *nam
     stmt s;
     memset(&s, 0, sizeof s);
     s.regions = sel.regions;
-    s.section = sel.section;
-    s.swc_id = sel.swc_id;
+    s.has_loc = sel.has_loc;
+    s.loc = sel.loc;
+    snprintf(s.loc_text, sizeof s.loc_text, "%s", where);
     char prefix[96];
     const int mech = split_suffix(m, name, prefix, sizeof prefix);
     if (mech >= 0) {
@@ -970,11 +978,6 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         const double *area = ns_cell_area(cell);
         const int32_t *type = ns_cell_type(cell);
         const int32_t *secn = ns_cell_section(cell);
-        int64_t *first_id = malloc((size_t)(info.sections > 0 ? info.sections : 1) * sizeof *first_id);
-        for (int32_t c = 0; first_id && c < info.sections; ++c) {
-            ns_section_info si;
-            first_id[c] = ns_cell_get_section(cell, c, &si) == NS_OK ? si.first_point_id : -1;
-        }
         const size_t nm = (size_t)(r->n_mechs > 0 ? r->n_mechs : 1);
         double *dist = malloc((size_t)n * sizeof *dist);
         unsigned char *ins = calloc((size_t)n * nm, 1);  /* [i * nm + m] */
@@ -983,7 +986,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         int32_t *user_e = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), sizeof *user_e); /* stmt + 1 */
         unsigned char *written = r->written[k] = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), 1);
         r->ion_init[k] = malloc((size_t)(3 * (r->n_ions > 0 ? r->n_ions : 1)) * (size_t)n * sizeof(double));
-        if (!dist || !ins || !param || !ion_set || !user_e || !written || !r->ion_init[k] || !first_id)
+        if (!dist || !ins || !param || !ion_set || !user_e || !written || !r->ion_init[k])
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
         for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
             const int np = r->mechs[m].desc->n_params;
@@ -1011,11 +1014,15 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
                              s->where, s->text, mdl->descs[s->mech]->name);
                 break;
             }
+            int32_t only = -1; /* the one section of a section selector; none in this shape: skipped */
+            if (s->has_loc && ns_location_section(cell, &s->loc, &only) != NS_OK) {
+                ns_clear_error();
+                continue;
+            }
             for (int32_t i = 0; i < n && st == NS_OK; ++i) {
                 if (!(area[i] > 0.0)) continue; /* zero-area nodes carry no membrane */
                 if (!(s->regions & (1u << ns_region_of_swc_type(type[i])))) continue;
-                if ((s->section >= 0 && secn[i] != s->section) || (s->swc_id >= 0 && first_id[secn[i]] != s->swc_id))
-                    continue;
+                if (s->has_loc && secn[i] != only) continue;
                 matched_k[q] = 1;
                 if (s->kind == ST_INSERT) {
                     if (!ins[(size_t)i * nm + m]) {
@@ -1121,17 +1128,14 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         free(ins);
         free(ion_set);
         free(user_e);
-        free(first_id);
     }
     /* a section selector that names no section of any of its model's shapes is a mistake */
     for (int32_t u = 0; u < n_uniq && st == NS_OK; ++u)
         for (int q = 0; q < uniq[u]->n && st == NS_OK; ++q) {
             const stmt *s = &uniq[u]->stmts[q];
-            if (s->kind != ST_GLOBAL && (s->section >= 0 || s->swc_id >= 0) && !matched[moff[u] + q])
-                st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s: %s%lld is no section with membrane of any shape%s",
-                             s->where, s->text, s->section >= 0 ? "sec:" : "swc:",
-                             (long long)(s->section >= 0 ? s->section : s->swc_id),
-                             n_uniq > 1 ? " of this model" : "");
+            if (s->kind != ST_GLOBAL && s->has_loc && !matched[moff[u] + q])
+                st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s: %s is no section with membrane of any shape%s",
+                             s->where, s->text, s->loc_text, n_uniq > 1 ? " of this model" : "");
         }
     free(matched);
     free(moff);

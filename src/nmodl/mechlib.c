@@ -159,7 +159,7 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
     if (options) o = *options;
     const char *cc = o.cc ? o.cc : "cc";
     ns_status s = NS_OK;
-    strv mods = {0}, names = {0}, args = {0};
+    strv mods = {0}, names = {0}, args = {0}, srcs = {0}, objs = {0}, one = {0};
     text cat = {0};
     char *keep = NULL, *work = NULL, *inc = NULL, *abi = NULL, *tmp = NULL, *log = NULL, *arch = NULL;
     int work_made = 0;
@@ -203,13 +203,13 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
     /* compiler command line */
     if (o.nvcc) {
         if (!(arch = concat("-arch=", o.cuda_arch ? o.cuda_arch : "sm_90"))) OOM();
-        const char *a[] = {o.nvcc, "-shared", "-O3", arch, "-Xcompiler",
+        const char *a[] = {o.nvcc, "-O3", arch, "-Xcompiler",
                            "-fPIC,-fvisibility=hidden,-ffp-contract=off,-fno-trapping-math",
                            "-DNS_MECH_WITH_CUDA", "-Wno-deprecated-gpu-targets", NULL};
         for (int i = 0; a[i]; i++)
             if (sv_add(&args, a[i])) OOM();
     } else {
-        const char *a[] = {cc, "-std=c11", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-ffp-contract=off",
+        const char *a[] = {cc, "-std=c11", "-O3", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off",
                            "-fno-trapping-math", "-fopenmp-simd", "-DNSM_OMP_SIMD", NULL};
         for (int i = 0; a[i]; i++)
             if (sv_add(&args, a[i])) OOM();
@@ -251,7 +251,7 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
             if (!fp) { free(code); ns_nmodl_destroy(m); OOM(); }
             s = write_text(fp, code);
             free(code);
-            if (!s && t > 0 && sv_add(&args, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+            if (!s && t > 0 && sv_add(&srcs, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
             free(fp);
             if (s) { ns_nmodl_destroy(m); goto done; }
         }
@@ -284,18 +284,41 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
         char *fp = join(work, "catalogue.c");
         if (!fp) OOM();
         s = write_text(fp, cat.s);
-        if (!s && sv_add(&args, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!s && sv_add(&srcs, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
         free(fp);
         if (s) goto done;
     }
     if (!(tmp = concat(out_lib, ".partial")) || !(log = join(work, "build.log"))) OOM();
-    if (sv_add(&args, "-o") || sv_add(&args, tmp) || sv_add(&args, "-lm")) OOM();
-    s = run(args.s, log);
-    if (s) {
-        remove(tmp);
-        ns_error_prefix("building the mechanism library");
-        goto done;
+    /* one compiler run per source (a step of progress each), then the link */
+    for (size_t i = 0; i <= srcs.n; i++) {
+        const char *slash = i < srcs.n ? strrchr(srcs.s[i], '/') : NULL;
+        if (o.progress)
+            o.progress(o.progress_user, (int)i, (int)srcs.n + 1, i < srcs.n ? (slash ? slash + 1 : srcs.s[i]) : "linking");
+        sv_free(&one);
+        memset(&one, 0, sizeof one);
+        for (size_t k = 0; k < args.n; k++)
+            if (sv_add(&one, args.s[k])) OOM();
+        if (i < srcs.n) {
+            char *obj = concat(srcs.s[i], ".o");
+            int bad = !obj || sv_add(&one, "-c") || sv_add(&one, srcs.s[i]) || sv_add(&one, "-o") || sv_add(&one, obj) ||
+                      sv_add(&objs, obj);
+            free(obj);
+            if (bad) OOM();
+        } else {
+            if (sv_add(&one, "-shared")) OOM();
+            for (size_t k = 0; k < objs.n; k++)
+                if (sv_add(&one, objs.s[k])) OOM();
+            if (sv_add(&one, "-o") || sv_add(&one, tmp) || sv_add(&one, "-lm")) OOM();
+        }
+        s = run(one.s, log);
+        if (s) {
+            remove(tmp);
+            ns_error_prefix("building the mechanism library");
+            goto done;
+        }
     }
+    if (o.progress) o.progress(o.progress_user, (int)srcs.n + 1, (int)srcs.n + 1, "done");
+    for (size_t k = 0; k < objs.n; k++) remove(objs.s[k]); /* kept sources are sources */
     if (rename(tmp, out_lib)) {
         s = ns_fail(NS_ERR_IO, "%s: cannot rename to %s: %s", tmp, out_lib, strerror(errno));
         remove(tmp);
@@ -314,6 +337,9 @@ done:
     sv_free(&mods);
     sv_free(&names);
     sv_free(&args);
+    sv_free(&srcs);
+    sv_free(&objs);
+    sv_free(&one);
     free(cat.s);
     free(keep);
     free(work);
