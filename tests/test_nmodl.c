@@ -250,6 +250,12 @@ int main(void) {
                     "{\n    (void)p; (void)i_; (void)node_;\n    (*F2_) = v_;\n"));
     CHECK(strstr(c, "    const double v_ = p->v[node_];\n    (*F0_) = p->ion[0].e[NSM_ION(0)];\n"));
     CHECK(strstr(c, "(*F2_) = ((*F2_) + 10.0);") && !strstr(c, "p->v[node_] =") && !strstr(c, "p->ion[0].e[NSM_ION(0)] ="));
+    /* TABLE DEPEND dt (Mainen's and Migliore's files), a FUNCTION reading its own value, a module LOCAL
+     * that is also ASSIGNED (one variable, as in nocmodl) */
+    c = emit("NEURON { SUFFIX td RANGE y }\nASSIGNED { y }\nLOCAL y\nBREAKPOINT { r(v) }\n"
+             "PROCEDURE r(u) {\n TABLE y DEPEND dt FROM -10 TO 10 WITH 20\n y = f(u)\n}\n"
+             "FUNCTION f(x) {\n f = x\n f = 2*f\n}\n", NS_NMODL_C);
+    CHECK(strstr(c, "T_[4] != p->dt") && strstr(c, "T_[4] = p->dt;") && strstr(c, "nsm_td_names[] = {\"y\"}"));
     /* a RANGE name never declared: ignored, as nocmodl does */
     c = emit("NEURON {\n SUFFIX rg\n RANGE gCa, g\n}\nPARAMETER { g = 1 }\n", NS_NMODL_C);
     CHECK(strstr(c, "nsm_rg_names[] = {\"g\"}"));

@@ -1107,6 +1107,12 @@ static int parse_top(parser *p) {
                 char *name = expect_name(p);
                 int size = 0;
                 if (!name || parse_dim(p, &size)) return -1;
+                var *old = find_var(m, name);
+                if (old && old->cls == V_ASSIGNED && old->size == size) { /* also ASSIGNED: nocmodl takes it as one */
+                    if (!is_punct(p, ',')) break;
+                    p->pos++;
+                    continue;
+                }
                 var *v = add_var(p, name, V_ASSIGNED, 0, n->line);
                 if (!v) return -1;
                 v->size = size;
@@ -1466,13 +1472,13 @@ static int finish(parser *p) {
                             b->name);
         }
         for (int k = 0; k < t->n_depend; k++) {
-            /* a GLOBAL, celsius, or a RANGE variable (as nocmodl, the table then
-             * follows the value of the first instance: the builder's) */
+            /* a GLOBAL, celsius, dt, or a RANGE variable (as nocmodl, the table
+             * then follows the value of the first instance: the builder's) */
             var *v = find_var(m, t->depend[k]);
-            if (strcmp(t->depend[k], "celsius") &&
+            if (strcmp(t->depend[k], "celsius") && strcmp(t->depend[k], "dt") &&
                 (!v || v->size || (v->cls != V_GLOBAL && v->cls != V_PARAM && v->cls != V_ASSIGNED)))
                 return perr(p, NS_ERR_INVALID_ARGUMENT, b->line,
-                            "TABLE DEPEND %s in %s: not a PARAMETER, an ASSIGNED or celsius", t->depend[k], b->name);
+                            "TABLE DEPEND %s in %s: not a PARAMETER, an ASSIGNED, celsius or dt", t->depend[k], b->name);
         }
         t->offset = (int)tsize;
         long long cols = b->kind == B_FUNCTION ? 1 : t->n_names;
@@ -1509,6 +1515,8 @@ static int finish(parser *p) {
     for (int i = 0; i < m->n_blocks; i++) {
         block *b = m->blocks[i];
         n_scope = 0;
+        /* a FUNCTION's name is its value, which its body may read too */
+        if (b->kind == B_FUNCTION && scope_add(p, &scope, &n_scope, b->name, 0)) goto fail;
         for (int k = 0; k < b->n_args; k++)
             if (scope_add(p, &scope, &n_scope, b->args[k], 0)) goto fail;
         if (check_list(p, b->body, b, &scope, &n_scope)) goto fail;
