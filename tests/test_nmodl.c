@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "neurosolve/nmodl.h"
+#include "test_tmpdir.h"
 
 #define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
 
@@ -256,6 +257,37 @@ int main(void) {
              "PROCEDURE r(u) {\n TABLE y DEPEND dt FROM -10 TO 10 WITH 20\n y = f(u)\n}\n"
              "FUNCTION f(x) {\n f = x\n f = 2*f\n}\n", NS_NMODL_C);
     CHECK(strstr(c, "T_[4] != p->dt") && strstr(c, "T_[4] = p->dt;") && strstr(c, "nsm_td_names[] = {\"y\"}"));
+    /* INCLUDE "file": relative to the .mod file's folder; errors name the included file and its line */
+    if (tmpdir_make("ns_nmodl_inc") == 0) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "mkdir -p %s", tmp("sub"));
+        FILE *f = system(cmd) == 0 ? fopen(tmp("inc.mod"), "w") : NULL;
+        if (f) {
+            fputs("NEURON { SUFFIX inc RANGE y }\nASSIGNED { y }\nINCLUDE \"sub/body.inc\"\n", f);
+            fclose(f);
+        }
+        for (int k = 0; k < 2; ++k) {
+            f = fopen(tmp("sub/body.inc"), "w");
+            if (f) {
+                fputs(k ? "BREAKPOINT {\n  y = 1\n  y = = 2\n}\n" : "BREAKPOINT {\n  y = 7\n}\n", f);
+                fclose(f);
+            }
+            ns_nmodl_t *mi = NULL;
+            ns_status si = ns_nmodl_parse_file(tmp("inc.mod"), &mi);
+            if (k == 0) {
+                CHECK_OK(si);
+                char *text = NULL;
+                if (mi) CHECK_OK(ns_nmodl_emit(mi, NS_NMODL_HEADER, &text));
+                CHECK(text && strstr(text, "(*F0_) = 7.0;"));
+                ns_nmodl_free(text);
+            } else {
+                CHECK(si == NS_ERR_PARSE && strstr(ns_last_error(), "body.inc:3: expected an expression"));
+            }
+            ns_nmodl_destroy(mi);
+        }
+        bad("noinc.mod", "NEURON { SUFFIX x }\nINCLUDE \"a.inc\"\n", NS_ERR_UNSUPPORTED, "noinc.mod:2:", "INCLUDE");
+        tmpdir_remove();
+    }
     /* a RANGE name never declared: ignored, as nocmodl does */
     c = emit("NEURON {\n SUFFIX rg\n RANGE gCa, g\n}\nPARAMETER { g = 1 }\n", NS_NMODL_C);
     CHECK(strstr(c, "nsm_rg_names[] = {\"g\"}"));

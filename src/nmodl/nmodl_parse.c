@@ -15,13 +15,19 @@
 
 /* ---- lexer ---- */
 
+/* A token's line: the line in its file, plus the file's index (the file, its
+ * INCLUDEs) times 2^LINE_BITS; a file of at most 64 MiB has fewer lines. */
+#define LINE_BITS 27
+#define NM_MAX_FILES 8
+
 enum { T_EOF, T_NAME, T_NUM, T_PUNCT, T_STR, T_RETURN /* VERBATIM return 0; ENDVERBATIM */ };
 
 typedef struct tok {
     int kind;
     int punct;     /* T_PUNCT: one character or 'l' (<=), 'g' (>=), 'e' (==), 'n' (!=), '&', '|' */
     int line;
-    size_t start, end; /* in the source text */
+    size_t start, end; /* in the source text src */
+    const char *src;
     char *text;    /* T_NAME, T_NUM, T_STR (with its quotes) */
     double num;
 } tok;
@@ -29,6 +35,9 @@ typedef struct tok {
 typedef struct parser {
     const char *src;
     const char *file;
+    const char *dir;   /* the .mod file's folder (INCLUDE); NULL: parsed from a string */
+    const char *files[NM_MAX_FILES]; /* the file and those it INCLUDEs: a token's line says which */
+    int n_files;
     tok *toks;
     int n, cap, pos;
     ns_status status;
@@ -70,7 +79,8 @@ static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    p->status = ns_fail(status, "%s:%d: %s", p->file, line, msg);
+    const int f = line >> LINE_BITS;
+    p->status = ns_fail(status, "%s:%d: %s", f < p->n_files ? p->files[f] : p->file, line & ((1 << LINE_BITS) - 1), msg);
     return -1;
 }
 
@@ -123,10 +133,42 @@ static int verbatim_kind(const char *s, size_t n) {
     return i == n ? 1 : -1;
 }
 
-static int lex(parser *p) {
-    const char *s = p->src;
+static int read_text(const char *path, char **out, ns_status *status);
+
+/* INCLUDE "file" at s (after the keyword): the file, relative to the .mod
+ * file's folder, lexed in place (nocmodl also searches the working folder
+ * and $MODL_INCLUDE, which a library does not read). */
+static int lex(parser *p, const char *s, int file);
+static int lex_include(parser *p, const char *s, size_t *i, int line) {
+    while (s[*i] == ' ' || s[*i] == '\t') (*i)++;
+    if (s[*i] != '"') return perr(p, NS_ERR_PARSE, line, "INCLUDE needs a file name in quotes");
+    size_t b = ++*i;
+    while (s[*i] && s[*i] != '"' && !is_eol(s[*i])) (*i)++;
+    if (s[*i] != '"') return perr(p, NS_ERR_PARSE, line, "INCLUDE: a file name without its closing '\"'");
+    char *name = ar_dupn(s + b, *i - b);
+    (*i)++;
+    if (!name) return perr(p, NS_ERR_OUT_OF_MEMORY, line, "out of memory");
+    if (!p->dir) return perr(p, NS_ERR_UNSUPPORTED, line, "INCLUDE \"%s\" in text without a file (parse the file)", name);
+    if (p->n_files == NM_MAX_FILES)
+        return perr(p, NS_ERR_UNSUPPORTED, line, "INCLUDE \"%s\": more than %d files", name, NM_MAX_FILES - 1);
+    size_t n = strlen(p->dir) + strlen(name) + 2;
+    char *path = nm_calloc(AR, n, 1);
+    if (!path) return perr(p, NS_ERR_OUT_OF_MEMORY, line, "out of memory");
+    snprintf(path, n, "%s%s%s", name[0] == '/' ? "" : p->dir, name[0] == '/' || !p->dir[0] ? "" : "/", name);
+    char *text = NULL;
+    ns_status rs = NS_OK;
+    if (read_text(path, &text, &rs)) return perr(p, rs, line, "INCLUDE \"%s\": %s", name, ns_last_error());
+    char *kept = ar_dupn(text, strlen(text)); /* the tokens point into it */
+    free(text);
+    if (!kept) return perr(p, NS_ERR_OUT_OF_MEMORY, line, "out of memory");
+    const char *slash = strrchr(name, '/');
+    p->files[p->n_files] = slash ? slash + 1 : name;
+    return lex(p, kept, p->n_files++);
+}
+
+static int lex(parser *p, const char *s, int file) {
     size_t i = 0;
-    int line = 1;
+    int line = (file << LINE_BITS) + 1;
     while (s[i]) {
         char c = s[i];
         if (is_eol(c)) { line++; i += eol_len(s + i); continue; }
@@ -140,7 +182,7 @@ static int lex(parser *p) {
             while (s[i] && s[i] != '"' && !is_eol(s[i])) i += s[i] == '\\' && s[i + 1] && !is_eol(s[i + 1]) ? 2 : 1;
             if (s[i] != '"') return perr(p, NS_ERR_PARSE, line, "a string without its closing '\"'");
             i++;
-            tok t = {T_STR, 0, line, b, i, ar_dupn(s + b, i - b), 0};
+            tok t = {T_STR, 0, line, b, i, s, ar_dupn(s + b, i - b), 0};
             if (!t.text || push(p, t)) return -1;
             continue;
         }
@@ -159,6 +201,10 @@ static int lex(parser *p) {
                 i = (size_t)(e - s) + 10;
                 continue;
             }
+            if (len == 7 && !strncmp(s + b, "INCLUDE", 7)) {
+                if (lex_include(p, s, &i, line)) return -1;
+                continue;
+            }
             if ((len == 8 && (!strncmp(s + b, "UNITSOFF", 8))) || (len == 7 && !strncmp(s + b, "UNITSON", 7)) ||
                 (len == 10 && !strncmp(s + b, "THREADSAFE", 10)))
                 continue;
@@ -170,14 +216,14 @@ static int lex(parser *p) {
                     return perr(p, NS_ERR_UNSUPPORTED, line,
                                 "VERBATIM is not supported (C code in a .mod file; only an empty block or `return 0;`)");
                 if (kind == 1) {
-                    tok t = {T_RETURN, 0, line, b, i, NULL, 0};
+                    tok t = {T_RETURN, 0, line, b, i, s, NULL, 0};
                     if (push(p, t)) return -1;
                 }
                 line += count_lines(s + i, (size_t)(e - (s + i)));
                 i = (size_t)(e - s) + 11;
                 continue;
             }
-            tok t = {T_NAME, 0, line, b, i, ar_dupn(s + b, len), 0};
+            tok t = {T_NAME, 0, line, b, i, s, ar_dupn(s + b, len), 0};
             if (!t.text || push(p, t)) return -1;
             continue;
         }
@@ -191,7 +237,7 @@ static int lex(parser *p) {
                 i += 2;
                 while (isdigit((unsigned char)s[i])) i++;
             }
-            tok t = {T_NUM, 0, line, b, i, ar_dupn(s + b, i - b), 0};
+            tok t = {T_NUM, 0, line, b, i, s, ar_dupn(s + b, i - b), 0};
             if (!t.text) return -1;
             t.num = strtod(t.text, NULL);
             if (!isfinite(t.num))
@@ -211,9 +257,9 @@ static int lex(parser *p) {
         } else {
             return perr(p, NS_ERR_PARSE, line, "unexpected character '%c'", c);
         }
-        if (push(p, (tok){T_PUNCT, punct, line, b, i, NULL, 0})) return -1;
+        if (push(p, (tok){T_PUNCT, punct, line, b, i, s, NULL, 0})) return -1;
     }
-    return push(p, (tok){T_EOF, 0, line, i, i, NULL, 0});
+    return file ? 0 : push(p, (tok){T_EOF, 0, line, i, i, s, NULL, 0});
 }
 
 /* ---- token helpers ---- */
@@ -985,10 +1031,14 @@ static char *units_text(parser *p) {
         perr(p, NS_ERR_PARSE, cur(p)->line, "expected units in parentheses, found %s", describe(cur(p)));
         return NULL;
     }
-    size_t b = cur(p)->end;
+    const tok *open = cur(p);
     if (skip_units(p)) return NULL;
-    size_t e = p->toks[p->pos - 1].start;
-    return ar_dupn(p->src + b, e - b);
+    const tok *close = &p->toks[p->pos - 1];
+    if (close->src != open->src) { /* an INCLUDE inside the parentheses */
+        perr(p, NS_ERR_PARSE, open->line, "units cut by an INCLUDE");
+        return NULL;
+    }
+    return ar_dupn(open->src + open->end, close->start - open->end);
 }
 
 /* UNITS: `(a) = (b)` names are ignored (NEURON's files are written in
@@ -1527,23 +1577,23 @@ fail:
     return -1;
 }
 
-ns_status ns_nmodl_parse_string(const char *text, const char *name, ns_nmodl_t **out) {
-    if (!text || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_nmodl_parse_string: NULL argument");
+static ns_status parse_text(const char *text, const char *name, const char *dir, ns_nmodl_t **out) {
     *out = NULL;
     parser p = {0};
     p.src = text;
     p.file = name ? name : "<string>";
+    p.dir = dir;
+    p.files[0] = p.file;
+    p.n_files = 1;
     p.m = calloc(1, sizeof *p.m);
     if (!p.m) return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
     p.m->file = dup(p.file);
     AR = &p.m->arena;
-    if (lex(&p) == 0 && parse_top(&p) == 0) finish(&p);
+    if (lex(&p, text, 0) == 0 && parse_top(&p) == 0) finish(&p);
     /* the tokens' texts are kept (the AST points at them); the array goes */
     free(p.toks);
     AR = NULL;
     if (p.status) {
-        /* the AST is leaked on error paths only through this small arena-less
-         * design; keep it simple: the structure is freed shallowly */
         ns_nmodl_destroy(p.m);
         return p.status;
     }
@@ -1551,19 +1601,24 @@ ns_status ns_nmodl_parse_string(const char *text, const char *name, ns_nmodl_t *
     return NS_OK;
 }
 
-ns_status ns_nmodl_parse_file(const char *path, ns_nmodl_t **out) {
-    if (!path || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_nmodl_parse_file: NULL argument");
+ns_status ns_nmodl_parse_string(const char *text, const char *name, ns_nmodl_t **out) {
+    if (!text || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_nmodl_parse_string: NULL argument");
+    return parse_text(text, name, NULL, out);
+}
+
+/* The text of the file at path (at most 64 MiB, no NUL byte), malloc'd; -1 with *status. */
+static int read_text(const char *path, char **out, ns_status *status) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
-    if (!f) return ns_fail(NS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return *status = ns_fail(NS_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), -1;
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
-    if (!buf) { fclose(f); return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); }
+    if (!buf) { fclose(f); return *status = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"), -1; }
     for (;;) {
         if (n + 1 >= cap) {
-            if (cap > ((size_t)64 << 20)) { free(buf); fclose(f); return ns_fail(NS_ERR_SIZE, "%s: larger than 64 MiB", path); }
+            if (cap > ((size_t)64 << 20)) { free(buf); fclose(f); return *status = ns_fail(NS_ERR_SIZE, "%s: larger than 64 MiB", path), -1; }
             char *nb = realloc(buf, cap *= 2);
-            if (!nb) { free(buf); fclose(f); return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); }
+            if (!nb) { free(buf); fclose(f); return *status = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"), -1; }
             buf = nb;
         }
         size_t r = fread(buf + n, 1, cap - n - 1, f);
@@ -1572,11 +1627,24 @@ ns_status ns_nmodl_parse_file(const char *path, ns_nmodl_t **out) {
     }
     int err = ferror(f);
     fclose(f);
-    if (err) { free(buf); return ns_fail(NS_ERR_IO, "%s: read error", path); }
+    if (err) { free(buf); return *status = ns_fail(NS_ERR_IO, "%s: read error", path), -1; }
     buf[n] = 0;
-    if (memchr(buf, 0, n)) { free(buf); return ns_fail(NS_ERR_PARSE, "%s: binary file (NUL byte)", path); }
+    if (memchr(buf, 0, n)) { free(buf); return *status = ns_fail(NS_ERR_PARSE, "%s: binary file (NUL byte)", path), -1; }
+    *out = buf;
+    return 0;
+}
+
+ns_status ns_nmodl_parse_file(const char *path, ns_nmodl_t **out) {
+    if (!path || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_nmodl_parse_file: NULL argument");
+    *out = NULL;
+    char *buf = NULL;
+    ns_status s = NS_OK;
+    if (read_text(path, &buf, &s)) return s;
     const char *base = strrchr(path, '/');
-    ns_status s = ns_nmodl_parse_string(buf, base ? base + 1 : path, out);
+    char *dir = base ? dupn(path, (size_t)(base - path)) : dup(".");
+    if (!dir) { free(buf); return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); }
+    s = parse_text(buf, base ? base + 1 : path, dir[0] || !base ? dir : "/", out);
+    free(dir);
     free(buf);
     return s;
 }
