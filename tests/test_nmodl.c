@@ -71,7 +71,8 @@ static const char *emit(const char *text, ns_nmodl_target t) {
     return out ? out : "";
 }
 
-/* UNITS constants: NEURON 9.0.2's nocmodl values (validation/nmodl_units_constants.py) */
+/* UNITS constants: NEURON 9.0.2's nocmodl values (validation/nmodl_units_constants.py), after the
+ * file's definitions (mM) = (milli/liter) (um) = (micron); like nocmodl, no check of dimensions */
 static const struct {
     const char *what, *unit;
     double value;
@@ -95,6 +96,10 @@ static const struct {
     {"(faraday)", "(millicoulomb)", 0x1.700ff507e44fbp+26}, /* 96485332.12331001 */
     {"(e)", "(millicoulomb)", 0x1.716fd0c15cdcdp-53}, /* 1.602176634e-16 */
     {"(1)", "(1/mole)", 0x1.fe185ca57c518p+78}, /* 6.0221407600000005e+23 */
+    {"(1)", "(mM)", 0x1.0000000000001p+0}, /* 1.0000000000000002 */
+    {"(um)", "(m)", 0x1.0c6f7a0b5ed8dp-20}, /* 1e-06 */
+    {"(faraday)", "(joule)", 0x1.78e555060882cp+16}, /* 96485.33212331001 */
+    {"(1)", "(liter)", 0x1.f3ffffffffffep+9}, /* 999.9999999999998 */
 };
 
 static const char *emit(const char *text, ns_nmodl_target t);
@@ -103,7 +108,8 @@ static void units_constants(void) {
     int bad = 0;
     for (size_t k = 0; k < sizeof UNITS_REF / sizeof *UNITS_REF; ++k) {
         char mod[300];
-        snprintf(mod, sizeof mod, "NEURON { SUFFIX u RANGE x }\nUNITS { C = %s %s }\nASSIGNED { x }\nBREAKPOINT { x = C }\n",
+        snprintf(mod, sizeof mod, "NEURON { SUFFIX u RANGE x }\nUNITS { (mM) = (milli/liter) (um) = (micron) C = %s %s }\n"
+                 "ASSIGNED { x }\nBREAKPOINT { x = C }\n",
                  UNITS_REF[k].what, UNITS_REF[k].unit);
         const char *c = strstr(emit(mod, NS_NMODL_HEADER), "(*F0_) = "); /* written with 17 digits: exact */
         CHECK_MSG(c != NULL, "%s %s", UNITS_REF[k].what, UNITS_REF[k].unit);
@@ -302,8 +308,6 @@ int main(void) {
     bad("mutual.mod", "NEURON { SUFFIX x }\nPROCEDURE a() {\n  b()\n}\nPROCEDURE b() {\n  LOCAL y\n  y = c(1)\n}\n"
         "FUNCTION c(x) {\n  a()\n}\n", NS_ERR_UNSUPPORTED, "mutual.mod:10:", "c calls a, which leads back to c");
     bad("inf.mod", "NEURON { SUFFIX x }\nCONSTANT {\n  big = 1e999\n}\n", NS_ERR_PARSE, "inf.mod:3:", "1e999");
-    bad("units.mod", "NEURON { SUFFIX x }\nUNITS {\n  F = (faraday) (joule)\n}\n", NS_ERR_UNSUPPORTED, "units.mod:3:",
-        "not conformable");
     bad("unit.mod", "NEURON { SUFFIX x }\nUNITS {\n  F = (faradays) (coulomb)\n  G = (wibble) (1)\n}\n",
         NS_ERR_UNSUPPORTED, "unit.mod:4:", "unknown unit 'wibble'");
     bad("index.mod", "NEURON { SUFFIX x }\nASSIGNED { a[3] }\nBREAKPOINT {\n  a[3] = 1\n}\n", NS_ERR_INVALID_ARGUMENT,

@@ -2,7 +2,8 @@
 """The values NEURON's translator gives UNITS-block constants, for the
 translator's tests (tests/test_nmodl.c, `UNITS_REF`).
 
-Writes one .mod file with a constant per (units) (units) pair below, runs
+Writes one .mod file with a constant per (units) (units) pair below (after the
+definitions DEFS), runs
 NEURON's nocmodl on it and prints the C table of names, units and the values
 nocmodl wrote (C99 hex floats, exact). nocmodl reads its units database
 (nrnunits.lib) from the NEURON installation: NEURON 9.0.2 gives the 2019 SI
@@ -22,7 +23,10 @@ PAIRS = [
     ("pi", "1"), ("e", "coulombs"), ("e", "coulomb"), ("boltzmann", "joule/kelvin"), ("k", "joule/degC"),
     ("mole", "1"), ("planck", "joule-sec"), ("hbar", "joule-sec"), ("faraday", "millicoulomb"),
     ("e", "millicoulomb"), ("1", "1/mole"),
+    ("1", "mM"), ("um", "m"), ("faraday", "joule"), ("1", "liter"),  # the file's definitions; no dimension check
 ]
+# definitions the file's UNITS block makes first (tests/test_nmodl.c writes the same)
+DEFS = "(mM) = (milli/liter) (um) = (micron)"
 
 
 def main():
@@ -31,7 +35,7 @@ def main():
     nocmodl = os.path.join(data, "bin", "nocmodl")
     env = dict(os.environ, NMODLHOME=data)
     work = tempfile.mkdtemp(prefix="nmodl_units_")
-    lines = ["NEURON { SUFFIX u }", "UNITS {"]
+    lines = ["NEURON { SUFFIX u }", "UNITS {", "    " + DEFS]
     for i, (a, b) in enumerate(PAIRS):
         lines.append(f"    C{i} = ({a}) ({b})")
     lines.append("}")

@@ -16,9 +16,11 @@ void *nm_calloc(nm_arena *a, size_t n, size_t size);
 void *nm_realloc(nm_arena *a, void *old, size_t size); /* old: NULL or from this arena */
 void nm_arena_free(nm_arena *a);
 
-/* value = the factor from units `from` to units `to` (nmodl_units.c); -1 with
- * a message for an unknown name or units of different dimensions */
-int nm_units_convert(const char *from, const char *to, double *value, char *msg, size_t nmsg);
+/* value = the factor of units `from` over that of units `to` (nmodl_units.c),
+ * with the file's definitions alias[2k] = alias[2k + 1]; -1 with a message
+ * for an unknown name */
+int nm_units_convert(const char *from, const char *to, const char *const *alias, int n_alias, double *value, char *msg,
+                     size_t nmsg);
 
 typedef enum ex_kind { EX_NUM, EX_VAR, EX_CALL, EX_NEG, EX_NOT, EX_BIN, EX_STR } ex_kind;
 

@@ -1041,17 +1041,25 @@ static char *units_text(parser *p) {
     return ar_dupn(open->src + open->end, close->start - open->end);
 }
 
-/* UNITS: `(a) = (b)` names are ignored (NEURON's files are written in
- * consistent units); named constants `NAME = number (units)` (the number),
- * `NAME = (u1) (u2)` and `NAME = (u1) -> (u2)` (u1 in units of u2, from the
- * units database of nmodl_units.c, as nocmodl computes them). */
+/* UNITS: `(a) = (b)` defines the name a for the constants that follow (the
+ * expressions are not converted: NEURON's files are written in consistent
+ * units); named constants `NAME = number (units)` (the number), `NAME = (u1)
+ * (u2)` and `NAME = (u1) -> (u2)` (u1 in units of u2, from the units
+ * database of nmodl_units.c, as nocmodl computes them). */
 static int parse_units(parser *p) {
+    const char **alias = NULL;
+    int n_alias = 0;
     if (expect(p, '{')) return -1;
     while (!is_punct(p, '}')) {
         if (cur(p)->kind == T_EOF) return perr(p, NS_ERR_PARSE, cur(p)->line, "missing '}'");
-        if (is_punct(p, '(')) {
-            if (skip_units(p)) return -1;
-            if (expect(p, '=') || skip_units(p)) return -1;
+        if (is_punct(p, '(')) { /* (a) = (b): a defined as b, for the constants below */
+            char *a = units_text(p), *b;
+            if (!a || expect(p, '=') || !(b = units_text(p))) return -1;
+            const char **na = nm_realloc(AR, alias, (size_t)(n_alias + 1) * 2 * sizeof *na);
+            if (!na) return perr(p, NS_ERR_OUT_OF_MEMORY, cur(p)->line, "out of memory");
+            alias = na;
+            alias[2 * n_alias] = a;
+            alias[2 * n_alias++ + 1] = b;
             continue;
         }
         if (cur(p)->kind == T_NAME) {
@@ -1074,7 +1082,7 @@ static int parse_units(parser *p) {
                 char *unit = units_text(p);
                 if (!unit) return -1;
                 char msg[200];
-                if (nm_units_convert(what, unit, &value, msg, sizeof msg))
+                if (nm_units_convert(what, unit, alias, n_alias, &value, msg, sizeof msg))
                     return perr(p, NS_ERR_UNSUPPORTED, t->line, "UNITS %s = (%.60s) (%.60s): %s", t->text, what, unit,
                                 msg);
             }

@@ -1,13 +1,14 @@
 /* The units of a UNITS block's named constants, as NEURON's translator
  * evaluates them against its units database (nrnunits.lib, NEURON 9: the
- * 2019 SI values of e, k, the mole, h). A unit expression is a product of
- * terms, numbers or names with an optional power (cm2), separated by spaces
- * or '-'; everything after a '/' divides. A name is looked up as written,
- * then without a plural 's', then as a prefix (milli, m, kilo, k, ...)
- * followed by a name. Each value is a factor and the powers of five base
- * dimensions (m, kg, sec, coul, K); the mole is a number (6.02214076e23), as
- * in nrnunits.lib. The table holds the names that .mod files use for
- * constants; a name outside it is an error naming it. */
+ * 2019 SI values of e, k, the mole, h) and the file's own `(a) = (b)`
+ * definitions. A unit expression is a product of terms, numbers or names
+ * with an optional power (cm2), separated by spaces or '-'; everything after
+ * a '/' divides. A name is looked up among the file's definitions, then in
+ * the table as written, then without a plural 's', then as a prefix (milli,
+ * m, kilo, k, ...) alone or followed by a name. The value of `NAME = (u1) (u2)` is
+ * the factor of u1 over that of u2; like nocmodl, no check that the two
+ * have the same dimensions. The table holds the names that .mod files use
+ * for constants; a name outside it is an error naming it. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,18 +16,17 @@
 
 #include "nmodl/nmodl_impl.h"
 
-enum { N_DIM = 5 };
+typedef struct uctx {
+    const char *const *alias; /* the file's (a) = (b): alias[2k] a, alias[2k + 1] b */
+    int n_alias;
+    char bad[64];             /* the first name not found */
+} uctx;
 
-typedef struct uval {
-    double f;
-    int dim[N_DIM];
-} uval;
-
-/* name, definition (in the syntax above; "!k" is base dimension k) */
+/* name, definition (in the syntax above; "!" is a base unit: m, kg, sec, coul, K) */
 static const struct {
     const char *name, *def;
 } UNITS[] = {
-    {"m", "!0"}, {"kg", "!1"}, {"sec", "!2"}, {"coul", "!3"}, {"K", "!4"},
+    {"m", "!"}, {"kg", "!"}, {"sec", "!"}, {"coul", "!"}, {"K", "!"},
     {"pi", "3.14159265358979323846"}, {"two", "2"}, {"mole", "6.02214076e23"},
     {"e", "1.602176634e-19 coul"},
     {"second", "sec"}, {"s", "sec"}, {"minute", "60 sec"}, {"min", "minute"}, {"hour", "60 min"}, {"hr", "hour"},
@@ -59,31 +59,37 @@ static const struct {
     {"f", 1e-15}, {"a", 1e-18}, {"z", 1e-21}, {"y", 1e-24},
 };
 
-static int eval(const char *s, size_t n, uval *out, int depth, char *bad, size_t nbad);
+static int eval(const char *s, size_t n, double *out, int depth, uctx *c);
 
-static int lookup_exact(const char *name, size_t n, uval *out, int depth, char *bad, size_t nbad) {
+static int lookup_exact(const char *name, size_t n, double *out, int depth, uctx *c) {
+    for (int i = 0; i < c->n_alias; i++) {
+        const char *a = c->alias[2 * i], *d = c->alias[2 * i + 1];
+        if (strlen(a) == n && !strncmp(a, name, n)) return eval(d, strlen(d), out, depth + 1, c);
+    }
     for (size_t i = 0; i < sizeof UNITS / sizeof *UNITS; i++) {
         if (strlen(UNITS[i].name) != n || strncmp(UNITS[i].name, name, n)) continue;
         const char *d = UNITS[i].def;
         if (d[0] == '!') {
-            memset(out, 0, sizeof *out);
-            out->f = 1.0;
-            out->dim[d[1] - '0'] = 1;
+            *out = 1.0;
             return 0;
         }
-        return eval(d, strlen(d), out, depth + 1, bad, nbad);
+        return eval(d, strlen(d), out, depth + 1, c);
     }
     return -1;
 }
 
-static int lookup(const char *name, size_t n, uval *out, int depth, char *bad, size_t nbad) {
-    if (lookup_exact(name, n, out, depth, bad, nbad) == 0) return 0;
-    if (n > 1 && name[n - 1] == 's' && lookup_exact(name, n - 1, out, depth, bad, nbad) == 0) return 0;
+static int lookup(const char *name, size_t n, double *out, int depth, uctx *c) {
+    if (lookup_exact(name, n, out, depth, c) == 0) return 0;
+    if (n > 1 && name[n - 1] == 's' && lookup_exact(name, n - 1, out, depth, c) == 0) return 0;
     for (size_t i = 0; i < sizeof PREFIXES / sizeof *PREFIXES; i++) {
         size_t k = strlen(PREFIXES[i].name);
+        if (k == n && !strncmp(PREFIXES[i].name, name, k)) { /* a prefix alone: (milli/liter) */
+            *out = PREFIXES[i].f;
+            return 0;
+        }
         if (k >= n || strncmp(PREFIXES[i].name, name, k)) continue;
-        if (lookup(name + k, n - k, out, depth + 1, bad, nbad) == 0) {
-            out->f *= PREFIXES[i].f;
+        if (lookup(name + k, n - k, out, depth + 1, c) == 0) {
+            *out *= PREFIXES[i].f;
             return 0;
         }
     }
@@ -91,68 +97,56 @@ static int lookup(const char *name, size_t n, uval *out, int depth, char *bad, s
 }
 
 /* s[0..n): the product of its terms; after '/' they divide */
-static int eval(const char *s, size_t n, uval *out, int depth, char *bad, size_t nbad) {
-    memset(out, 0, sizeof *out);
-    out->f = 1.0;
+static int eval(const char *s, size_t n, double *out, int depth, uctx *c) {
+    *out = 1.0;
     if (depth > 16) return -1;
     int divide = 0;
     size_t i = 0;
     while (i < n) {
-        char c = s[i];
-        if (isspace((unsigned char)c) || c == '-' || c == '*') { i++; continue; }
-        if (c == '/') { divide = 1; i++; continue; }
-        uval t;
-        if (isdigit((unsigned char)c) || c == '.') {
+        char ch = s[i];
+        if (isspace((unsigned char)ch) || ch == '-' || ch == '*') { i++; continue; }
+        if (ch == '/') { divide = 1; i++; continue; }
+        double t;
+        if (isdigit((unsigned char)ch) || ch == '.') {
             char num[64];
             size_t b = i;
             while (i < n && (isdigit((unsigned char)s[i]) || s[i] == '.' ||
-                             ((s[i] == 'e' || s[i] == 'E') && i + 1 < n && (isdigit((unsigned char)s[i + 1]) || s[i + 1] == '-' || s[i + 1] == '+')) ||
+                             ((s[i] == 'e' || s[i] == 'E') && i + 1 < n &&
+                              (isdigit((unsigned char)s[i + 1]) || s[i + 1] == '-' || s[i + 1] == '+')) ||
                              ((s[i] == '-' || s[i] == '+') && i > b && (s[i - 1] == 'e' || s[i - 1] == 'E'))))
                 i++;
             if (i - b >= sizeof num) return -1;
             memcpy(num, s + b, i - b);
             num[i - b] = 0;
-            memset(&t, 0, sizeof t);
-            t.f = strtod(num, NULL);
-        } else if (isalpha((unsigned char)c) || c == '_') {
+            t = strtod(num, NULL);
+        } else if (isalpha((unsigned char)ch) || ch == '_') {
             size_t b = i;
             while (i < n && (isalpha((unsigned char)s[i]) || s[i] == '_')) i++;
-            if (lookup(s + b, i - b, &t, depth, bad, nbad)) {
-                if (!bad[0]) snprintf(bad, nbad, "%.*s", (int)(i - b > 60 ? 60 : i - b), s + b);
+            if (lookup(s + b, i - b, &t, depth, c)) {
+                if (!c->bad[0]) snprintf(c->bad, sizeof c->bad, "%.*s", (int)(i - b > 60 ? 60 : i - b), s + b);
                 return -1;
             }
             int pw = 0;
             while (i < n && isdigit((unsigned char)s[i]) && pw < 10) pw = 10 * pw + (s[i++] - '0');
-            if (pw > 1) {
-                uval u = t;
-                for (int k = 1; k < pw; k++) {
-                    t.f *= u.f;
-                    for (int d = 0; d < N_DIM; d++) t.dim[d] += u.dim[d];
-                }
-            }
+            for (double u = t; pw > 1; pw--) t *= u;
         } else {
-            if (!bad[0]) snprintf(bad, nbad, "%c", c);
+            if (!c->bad[0]) snprintf(c->bad, sizeof c->bad, "%c", ch);
             return -1;
         }
-        if (divide) out->f /= t.f;
-        else out->f *= t.f;
-        for (int d = 0; d < N_DIM; d++) out->dim[d] += divide ? -t.dim[d] : t.dim[d];
+        if (divide) *out /= t;
+        else *out *= t;
     }
     return 0;
 }
 
-int nm_units_convert(const char *from, const char *to, double *value, char *msg, size_t nmsg) {
-    uval a, b;
-    char bad[64] = {0};
-    if (eval(from, strlen(from), &a, 0, bad, sizeof bad) || eval(to, strlen(to), &b, 0, bad, sizeof bad)) {
-        snprintf(msg, nmsg, "unknown unit '%s'", bad[0] ? bad : "?");
+int nm_units_convert(const char *from, const char *to, const char *const *alias, int n_alias, double *value, char *msg,
+                     size_t nmsg) {
+    uctx c = {alias, n_alias, {0}};
+    double a, b;
+    if (eval(from, strlen(from), &a, 0, &c) || eval(to, strlen(to), &b, 0, &c)) {
+        snprintf(msg, nmsg, "unknown unit '%s'", c.bad[0] ? c.bad : "?");
         return -1;
     }
-    for (int d = 0; d < N_DIM; d++)
-        if (a.dim[d] != b.dim[d]) {
-            snprintf(msg, nmsg, "the units (%.60s) and (%.60s) are not conformable", from, to);
-            return -1;
-        }
-    *value = a.f / b.f;
+    *value = a / b;
     return 0;
 }
