@@ -115,8 +115,8 @@ static int count_lines(const char *s, size_t n) {
     return k;
 }
 
-/* VERBATIM ... ENDVERBATIM with nothing but blanks, comments' absence and
- * `return 0;` inside: 0 (empty), 1 (return 0;), -1 (C code). */
+/* What a VERBATIM ... ENDVERBATIM block holds: 0 blanks only, 1 `return 0;`
+ * and blanks, -1 other C code. */
 static int verbatim_kind(const char *s, size_t n) {
     size_t i = 0;
     while (i < n && isspace((unsigned char)s[i])) i++;
@@ -1156,10 +1156,10 @@ static int parse_top(parser *p) {
                 p->pos++;
             } while (depth > 0);
         } else if (!strcmp(k, "LOCAL")) {
-            /* a module-level LOCAL: in NEURON one value per thread, which every
-             * block of the instance being computed shares; here a field per
-             * instance (the same values wherever an instance writes it before
-             * it reads it, and thread-safe) */
+            /* a module-level LOCAL: in NEURON one value per thread, shared by
+             * every instance; here a field per instance (the same results
+             * wherever an instance writes it before it reads it, and
+             * thread-safe) */
             for (;;) {
                 tok *n = cur(p);
                 char *name = expect_name(p);
