@@ -310,6 +310,21 @@ int main(void) {
     bad("inf.mod", "NEURON { SUFFIX x }\nCONSTANT {\n  big = 1e999\n}\n", NS_ERR_PARSE, "inf.mod:3:", "1e999");
     bad("unit.mod", "NEURON { SUFFIX x }\nUNITS {\n  F = (faradays) (coulomb)\n  G = (wibble) (1)\n}\n",
         NS_ERR_UNSUPPORTED, "unit.mod:4:", "unknown unit 'wibble'");
+    /* units defined by each other ten times over, eight deep (1e8 lookups), and a name of 150 prefixes:
+     * bounded work, then an error */
+    {
+        char mod[1200];
+        size_t n = (size_t)snprintf(mod, sizeof mod, "NEURON { SUFFIX x }\nUNITS {\n");
+        for (int k = 0; k < 8; k++)
+            n += (size_t)snprintf(mod + n, sizeof mod - n, "  (u%c) = (u%c u%c u%c u%c u%c u%c u%c u%c u%c u%c)\n", 'a' + k,
+                                  'b' + k, 'b' + k, 'b' + k, 'b' + k, 'b' + k, 'b' + k, 'b' + k, 'b' + k, 'b' + k, 'b' + k);
+        snprintf(mod + n, sizeof mod - n, "  C = (ua) (1)\n}\n");
+        bad("bomb.mod", mod, NS_ERR_UNSUPPORTED, "bomb.mod:11:", "more than 100000 steps");
+        n = (size_t)snprintf(mod, sizeof mod, "NEURON { SUFFIX x }\nUNITS {\n  C = (");
+        for (int k = 0; k < 150; k++) n += (size_t)snprintf(mod + n, sizeof mod - n, "da");
+        snprintf(mod + n, sizeof mod - n, "q) (1)\n}\n");
+        bad("prefixes.mod", mod, NS_ERR_UNSUPPORTED, "prefixes.mod:3:", "unknown unit 'dadada");
+    }
     bad("index.mod", "NEURON { SUFFIX x }\nASSIGNED { a[3] }\nBREAKPOINT {\n  a[3] = 1\n}\n", NS_ERR_INVALID_ARGUMENT,
         "index.mod:4:", "a[3]: out of");
     bad("noindex.mod", "NEURON { SUFFIX x }\nASSIGNED { a[3] }\nBREAKPOINT {\n  a = 1\n}\n", NS_ERR_INVALID_ARGUMENT,

@@ -20,7 +20,10 @@ typedef struct uctx {
     const char *const *alias; /* the file's (a) = (b): alias[2k] a, alias[2k + 1] b */
     int n_alias;
     char bad[64];             /* the first name not found */
+    long steps;               /* lookups so far: bounded, for files that define units by each other */
 } uctx;
+
+enum { MAX_STEPS = 100000, MAX_PREFIXES = 2 };
 
 /* name, definition (in the syntax above; "!" is a base unit: m, kg, sec, coul, K) */
 static const struct {
@@ -78,7 +81,9 @@ static int lookup_exact(const char *name, size_t n, double *out, int depth, uctx
     return -1;
 }
 
-static int lookup(const char *name, size_t n, double *out, int depth, uctx *c) {
+/* npre: the prefixes already taken off the name */
+static int lookup(const char *name, size_t n, double *out, int depth, uctx *c, int npre) {
+    if (++c->steps > MAX_STEPS) return -1;
     if (lookup_exact(name, n, out, depth, c) == 0) return 0;
     if (n > 1 && name[n - 1] == 's' && lookup_exact(name, n - 1, out, depth, c) == 0) return 0;
     for (size_t i = 0; i < sizeof PREFIXES / sizeof *PREFIXES; i++) {
@@ -87,8 +92,8 @@ static int lookup(const char *name, size_t n, double *out, int depth, uctx *c) {
             *out = PREFIXES[i].f;
             return 0;
         }
-        if (k >= n || strncmp(PREFIXES[i].name, name, k)) continue;
-        if (lookup(name + k, n - k, out, depth + 1, c) == 0) {
+        if (k >= n || npre >= MAX_PREFIXES || strncmp(PREFIXES[i].name, name, k)) continue;
+        if (lookup(name + k, n - k, out, depth + 1, c, npre + 1) == 0) {
             *out *= PREFIXES[i].f;
             return 0;
         }
@@ -122,7 +127,7 @@ static int eval(const char *s, size_t n, double *out, int depth, uctx *c) {
         } else if (isalpha((unsigned char)ch) || ch == '_') {
             size_t b = i;
             while (i < n && (isalpha((unsigned char)s[i]) || s[i] == '_')) i++;
-            if (lookup(s + b, i - b, &t, depth, c)) {
+            if (lookup(s + b, i - b, &t, depth, c, 0)) {
                 if (!c->bad[0]) snprintf(c->bad, sizeof c->bad, "%.*s", (int)(i - b > 60 ? 60 : i - b), s + b);
                 return -1;
             }
@@ -141,10 +146,11 @@ static int eval(const char *s, size_t n, double *out, int depth, uctx *c) {
 
 int nm_units_convert(const char *from, const char *to, const char *const *alias, int n_alias, double *value, char *msg,
                      size_t nmsg) {
-    uctx c = {alias, n_alias, {0}};
+    uctx c = {alias, n_alias, {0}, 0};
     double a, b;
     if (eval(from, strlen(from), &a, 0, &c) || eval(to, strlen(to), &b, 0, &c)) {
-        snprintf(msg, nmsg, "unknown unit '%s'", c.bad[0] ? c.bad : "?");
+        if (c.steps > MAX_STEPS) snprintf(msg, nmsg, "the units' definitions take more than %d steps", MAX_STEPS);
+        else snprintf(msg, nmsg, "unknown unit '%s'", c.bad[0] ? c.bad : "?");
         return -1;
     }
     *value = a / b;
