@@ -358,7 +358,7 @@ int main(void) {
             n += (size_t)snprintf(mod + n, cap - n, " }\nPROCEDURE r(u) {\n  TABLE");
             for (int k = 0; k < 2200; k++) n += (size_t)snprintf(mod + n, cap - n, "%s a%d", k ? "," : "", k);
             snprintf(mod + n, cap - n, " FROM 0 TO 1 WITH 1000000\n}\n");
-            bad("table.mod", mod, NS_ERR_SIZE, "table.mod:3:", "the TABLEs need 2200002204 values");
+            bad("table.mod", mod, NS_ERR_SIZE, "table.mod:4:", "the TABLEs need 2200002204 values");
             free(mod);
         }
     }

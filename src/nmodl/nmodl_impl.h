@@ -69,6 +69,7 @@ typedef struct table_decl {
     int with;            /* intervals: n + 1 entries */
     int offset;          /* into ppack.table */
     int usetable;        /* the GLOBAL usetable_NAME: index into ppack.global */
+    int line;            /* of the TABLE statement */
 } table_decl;
 
 enum { B_FUNCTION, B_PROCEDURE, B_DERIVATIVE };

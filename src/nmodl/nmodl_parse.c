@@ -589,6 +589,7 @@ static int parse_table(parser *p, block *owner) {
         return perr(p, NS_ERR_UNSUPPORTED, line, "TABLE in %s: only one argument is supported", owner->name);
     table_decl *t = nm_calloc(AR, 1, sizeof *t);
     if (!t) return -1;
+    t->line = line;
     owner->table = t;
     while (cur(p)->kind == T_NAME && !is_name(p, "DEPEND") && !is_name(p, "FROM")) {
         if (add_name(&t->names, &t->n_names, p->toks[p->pos++].text)) return -1;
@@ -1526,7 +1527,7 @@ static int finish(parser *p) {
         for (int k = 0; k < t->n_names; k++) {
             var *v = find_var(m, t->names[k]);
             if (!v || v->field < 0 || v->cls != V_ASSIGNED)
-                return perr(p, NS_ERR_INVALID_ARGUMENT, b->line, "TABLE %s in %s: not an ASSIGNED variable", t->names[k],
+                return perr(p, NS_ERR_INVALID_ARGUMENT, t->line, "TABLE %s in %s: not an ASSIGNED variable", t->names[k],
                             b->name);
         }
         for (int k = 0; k < t->n_depend; k++) {
@@ -1535,14 +1536,14 @@ static int finish(parser *p) {
             var *v = find_var(m, t->depend[k]);
             if (strcmp(t->depend[k], "celsius") && strcmp(t->depend[k], "dt") &&
                 (!v || v->size || (v->cls != V_GLOBAL && v->cls != V_PARAM && v->cls != V_ASSIGNED)))
-                return perr(p, NS_ERR_INVALID_ARGUMENT, b->line,
+                return perr(p, NS_ERR_INVALID_ARGUMENT, t->line,
                             "TABLE DEPEND %s in %s: not a PARAMETER, an ASSIGNED, celsius or dt", t->depend[k], b->name);
         }
         t->offset = (int)tsize;
         long long cols = b->kind == B_FUNCTION ? 1 : t->n_names;
         tsize += 4 + t->n_depend + cols * (t->with + 1LL);
         if (tsize > MAX_TABLE)
-            return perr(p, NS_ERR_SIZE, b->line, "the TABLEs need %lld values, more than %d (lower WITH)", tsize,
+            return perr(p, NS_ERR_SIZE, t->line, "the TABLEs need %lld values, more than %d (lower WITH)", tsize,
                         MAX_TABLE);
         /* usetable_<name> is a GLOBAL, 1 by default, as NEURON has it */
         size_t nl = strlen(b->name) + 10;
