@@ -6,11 +6,13 @@
  * undeclared names, cnexp on a nonlinear equation. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "neurosolve/nmodl.h"
+#include "test_tmpdir.h"
 
 #define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
 
@@ -69,11 +71,63 @@ static const char *emit(const char *text, ns_nmodl_target t) {
     return out ? out : "";
 }
 
+/* UNITS constants: NEURON 9.0.2's nocmodl values (validation/nmodl_units_constants.py), after the
+ * file's definitions (mM) = (milli/liter) (um) = (micron); like nocmodl, no check of dimensions */
+static const struct {
+    const char *what, *unit;
+    double value;
+} UNITS_REF[] = {
+    {"(faraday)", "(coulomb)", 0x1.78e555060882cp+16}, /* 96485.33212331001 */
+    {"(faraday)", "(coulombs)", 0x1.78e555060882cp+16}, /* 96485.33212331001 */
+    {"(faraday)", "(kilocoulombs)", 0x1.81f0fae775425p+6}, /* 96.48533212331002 */
+    {"(faraday)", "(coul)", 0x1.78e555060882cp+16}, /* 96485.33212331001 */
+    {"(k-mole)", "(joule/degC)", 0x1.0a1013e8990bep+3}, /* 8.31446261815324 */
+    {"(R)", "(joule/degC)", 0x1.0a1013e8990bep+3}, /* 8.31446261815324 */
+    {"(R)", "(millivolt-coulomb/degC)", 0x1.03d3b37125759p+13}, /* 8314.462618153239 */
+    {"(R)", "(joule/kelvin)", 0x1.0a1013e8990bep+3}, /* 8.31446261815324 */
+    {"(pi)", "(1)", 0x1.921fb54442d18p+1}, /* 3.141592653589793 */
+    {"(e)", "(coulombs)", 0x1.7a4da290c1653p-63}, /* 1.602176634e-19 */
+    {"(e)", "(coulomb)", 0x1.7a4da290c1653p-63}, /* 1.602176634e-19 */
+    {"(boltzmann)", "(joule/kelvin)", 0x1.0b0e6d55e647cp-76}, /* 1.380649e-23 */
+    {"(k)", "(joule/degC)", 0x1.0b0e6d55e647cp-76}, /* 1.380649e-23 */
+    {"(mole)", "(1)", 0x1.fe185ca57c517p+78}, /* 6.02214076e+23 */
+    {"(planck)", "(joule-sec)", 0x1.b860bde023111p-111}, /* 6.62607015e-34 */
+    {"(hbar)", "(joule-sec)", 0x1.185a7057c690dp-113}, /* 1.0545718176461565e-34 */
+    {"(faraday)", "(millicoulomb)", 0x1.700ff507e44fbp+26}, /* 96485332.12331001 */
+    {"(e)", "(millicoulomb)", 0x1.716fd0c15cdcdp-53}, /* 1.602176634e-16 */
+    {"(1)", "(1/mole)", 0x1.fe185ca57c518p+78}, /* 6.0221407600000005e+23 */
+    {"(1)", "(mM)", 0x1.0000000000001p+0}, /* 1.0000000000000002 */
+    {"(um)", "(m)", 0x1.0c6f7a0b5ed8dp-20}, /* 1e-06 */
+    {"(faraday)", "(joule)", 0x1.78e555060882cp+16}, /* 96485.33212331001 */
+    {"(1)", "(liter)", 0x1.f3ffffffffffep+9}, /* 999.9999999999998 */
+};
+
+static const char *emit(const char *text, ns_nmodl_target t);
+
+static void units_constants(void) {
+    int bad = 0;
+    for (size_t k = 0; k < sizeof UNITS_REF / sizeof *UNITS_REF; ++k) {
+        char mod[300];
+        snprintf(mod, sizeof mod, "NEURON { SUFFIX u RANGE x }\nUNITS { (mM) = (milli/liter) (um) = (micron) C = %s %s }\n"
+                 "ASSIGNED { x }\nBREAKPOINT { x = C }\n",
+                 UNITS_REF[k].what, UNITS_REF[k].unit);
+        const char *c = strstr(emit(mod, NS_NMODL_HEADER), "(*F0_) = "); /* written with 17 digits: exact */
+        CHECK_MSG(c != NULL, "%s %s", UNITS_REF[k].what, UNITS_REF[k].unit);
+        if (!c) continue;
+        double got = strtod(c + 9, NULL);
+        bad += got != UNITS_REF[k].value;
+        CHECK_MSG(got == UNITS_REF[k].value, "UNITS C = %s %s: %.17g, nocmodl %.17g", UNITS_REF[k].what,
+                  UNITS_REF[k].unit, got, UNITS_REF[k].value);
+    }
+    printf("UNITS constants: %zu against nocmodl's, %d differ\n", sizeof UNITS_REF / sizeof *UNITS_REF, bad);
+}
+
 int main(void) {
     all_files(MECH_DIR "/neuron");
     all_files(MECH_DIR "/bbp");
     all_files(MECH_DIR "/test");
-    CHECK(n_files == 17);
+    CHECK(n_files == 19);
+    units_constants();
 
     /* the generated forms */
     {
@@ -174,6 +228,140 @@ int main(void) {
              "PROCEDURE p() { y = min(y, 2) }\n", NS_NMODL_HEADER);
     CHECK(strstr(c, "fmax(v_, 1.0)") && strstr(c, "nsm_mm_p_p(p, F0_, i_, node_, v_);")); /* SOLVE of a PROCEDURE */
     bad("nosuffix.mod", "PARAMETER { g = 1 }\n", NS_ERR_PARSE, "nosuffix.mod", "SUFFIX");
+
+    /* NMODL's language (issue 39): the generated forms */
+    c = emit("NEURON { SUFFIX neg RANGE x }\nCONSTANT { k = -6 }\nASSIGNED { x }\n"
+             "BREAKPOINT { x = v / -k + 0.001 (mV) * v }\n", NS_NMODL_HEADER);
+    CHECK(strstr(c, "(*F0_) = ((v_ / (-(-6))) + (0.001 * v_));") && !strstr(c, "--")); /* not C's decrement */
+    c = emit("NEURON { SUFFIX pf RANGE x }\nASSIGNED { x }\nBREAKPOINT { x = 1\n printf(\"x %g\\n\", x) }\n",
+             NS_NMODL_HEADER);
+    CHECK(strstr(c, "#include <stdio.h>") &&
+          strstr(c, "#ifndef __CUDA_ARCH__\n    (void)printf(\"x %g\\n\", (*F0_));\n#endif\n")); /* host only */
+    /* FROM and WHILE; a RANGE array through its pointers, a LOCAL array, a GLOBAL array */
+    c = emit("NEURON { SUFFIX ar RANGE a }\nPARAMETER { g[2] = 3 }\nASSIGNED { a[3] }\nLOCAL s[2]\n"
+             "BREAKPOINT {\n LOCAL k[2]\n FROM i = 2 TO 0 BY -1 { a[i] = g[1] + i }\n"
+             " k[0] = 1\n WHILE (k[0] < 4) { k[0] = k[0] * 2 }\n s[1] = k[0] }\n", NS_NMODL_HEADER);
+    CHECK(strstr(c, "double *const X0_[3] = {F0_, F1_, F2_};") &&
+          strstr(c, "for (int I_i = (int)(2.0); I_i >= (0.0); I_i += -1) {") &&
+          strstr(c, "(*X0_[(int)(((double)I_i))]) = (p->global[0 + (int)(1.0)] + ((double)I_i));") &&
+          strstr(c, "double L_k[2] = {0.0};") && strstr(c, "while (((double)(L_k[(int)(0.0)] < 4.0))) {") &&
+          strstr(c, "(*X3_[(int)(1.0)]) = L_k[(int)(0.0)];"));
+    c = emit("NEURON { SUFFIX ar RANGE a }\nPARAMETER { g[2] = 3 }\nASSIGNED { a[3] }\nBREAKPOINT { a[0] = g[1] }\n",
+             NS_NMODL_C);
+    CHECK(strstr(c, "nsm_ar_names[] = {\"a[0]\", \"a[1]\", \"a[2]\"}") && strstr(c, "nsm_ar_gdefaults[] = {3, 3}"));
+    /* v and a written READ ion variable: the mechanism's copies, set at each entry point */
+    c = emit("NEURON { SUFFIX vc USEION na READ ena WRITE ina }\nASSIGNED { ina ena }\n"
+             "BREAKPOINT { ena = ena + 5\n rates()\n ina = v - ena }\nPROCEDURE rates() { v = v + 10 }\n",
+             NS_NMODL_HEADER);
+    CHECK(strstr(c, "nsm_vc_cur(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, int i_, int node_, double v_) "
+                    "{\n    (void)p; (void)i_; (void)node_;\n    (*F2_) = v_;\n"));
+    CHECK(strstr(c, "    const double v_ = p->v[node_];\n    (*F0_) = p->ion[0].e[NSM_ION(0)];\n"));
+    CHECK(strstr(c, "(*F2_) = ((*F2_) + 10.0);") && !strstr(c, "p->v[node_] =") && !strstr(c, "p->ion[0].e[NSM_ION(0)] ="));
+    /* TABLE DEPEND dt (Mainen's and Migliore's files), a FUNCTION reading its own value, a module LOCAL
+     * that is also ASSIGNED (one variable, as in nocmodl) */
+    c = emit("NEURON { SUFFIX td RANGE y }\nASSIGNED { y }\nLOCAL y\nBREAKPOINT { r(v) }\n"
+             "PROCEDURE r(u) {\n TABLE y DEPEND dt FROM -10 TO 10 WITH 20\n y = f(u)\n}\n"
+             "FUNCTION f(x) {\n f = x\n f = 2*f\n}\n", NS_NMODL_C);
+    CHECK(strstr(c, "T_[4] != p->dt") && strstr(c, "T_[4] = p->dt;") && strstr(c, "nsm_td_names[] = {\"y\"}"));
+    /* INCLUDE "file": relative to the .mod file's folder; errors name the included file and its line */
+    if (tmpdir_make("ns_nmodl_inc") == 0) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "mkdir -p %s", tmp("sub"));
+        FILE *f = system(cmd) == 0 ? fopen(tmp("inc.mod"), "w") : NULL;
+        if (f) {
+            fputs("NEURON { SUFFIX inc RANGE y }\nASSIGNED { y }\nINCLUDE \"sub/body.inc\"\n", f);
+            fclose(f);
+        }
+        for (int k = 0; k < 2; ++k) {
+            f = fopen(tmp("sub/body.inc"), "w");
+            if (f) {
+                fputs(k ? "BREAKPOINT {\n  y = 1\n  y = = 2\n}\n" : "BREAKPOINT {\n  y = 7\n}\n", f);
+                fclose(f);
+            }
+            ns_nmodl_t *mi = NULL;
+            ns_status si = ns_nmodl_parse_file(tmp("inc.mod"), &mi);
+            if (k == 0) {
+                CHECK_OK(si);
+                char *text = NULL;
+                if (mi) CHECK_OK(ns_nmodl_emit(mi, NS_NMODL_HEADER, &text));
+                CHECK(text && strstr(text, "(*F0_) = 7.0;"));
+                ns_nmodl_free(text);
+            } else {
+                CHECK(si == NS_ERR_PARSE && strstr(ns_last_error(), "body.inc:3: expected an expression"));
+            }
+            ns_nmodl_destroy(mi);
+        }
+        bad("noinc.mod", "NEURON { SUFFIX x }\nINCLUDE \"a.inc\"\n", NS_ERR_UNSUPPORTED, "noinc.mod:2:", "INCLUDE");
+        tmpdir_remove();
+    }
+    /* a RANGE name never declared: ignored, as nocmodl does */
+    c = emit("NEURON {\n SUFFIX rg\n RANGE gCa, g\n}\nPARAMETER { g = 1 }\n", NS_NMODL_C);
+    CHECK(strstr(c, "nsm_rg_names[] = {\"g\"}"));
+    /* CRLF and CR-only line ends: errors give the right line */
+    bad("crlf.mod", "NEURON { SUFFIX x }\r\nPARAMETER { g = 1 }\r\nBREAKPOINT {\r\n  g = = 2\r\n}\r\n", NS_ERR_PARSE,
+        "crlf.mod:4:", "expected an expression");
+    bad("cr.mod", "NEURON { SUFFIX x }\rPARAMETER { g = 1 }\rCOMMENT\r\rENDCOMMENT\rBREAKPOINT {\r  g = = 2\r}\r",
+        NS_ERR_PARSE, "cr.mod:7:", "expected an expression");
+    bad("global.mod", "NEURON {\n SUFFIX x\n GLOBAL nope\n}\n", NS_ERR_INVALID_ARGUMENT, "global.mod:3:", "GLOBAL nope");
+    bad("recursion.mod", "NEURON { SUFFIX x }\nFUNCTION f(x) {\n  f = 1 + f(x - 1)\n}\n", NS_ERR_UNSUPPORTED,
+        "recursion.mod:3:", "recursion");
+    bad("mutual.mod", "NEURON { SUFFIX x }\nPROCEDURE a() {\n  b()\n}\nPROCEDURE b() {\n  LOCAL y\n  y = c(1)\n}\n"
+        "FUNCTION c(x) {\n  a()\n}\n", NS_ERR_UNSUPPORTED, "mutual.mod:10:", "c calls a, which leads back to c");
+    bad("inf.mod", "NEURON { SUFFIX x }\nCONSTANT {\n  big = 1e999\n}\n", NS_ERR_PARSE, "inf.mod:3:", "1e999");
+    bad("unit.mod", "NEURON { SUFFIX x }\nUNITS {\n  F = (faradays) (coulomb)\n  G = (wibble) (1)\n}\n",
+        NS_ERR_UNSUPPORTED, "unit.mod:4:", "unknown unit 'wibble'");
+    /* units defined by each other ten times over, eight deep (1e8 lookups), and a name of 150 prefixes:
+     * bounded work, then an error */
+    {
+        char mod[1200];
+        size_t n = (size_t)snprintf(mod, sizeof mod, "NEURON { SUFFIX x }\nUNITS {\n");
+        for (int k = 0; k < 8; k++)
+            n += (size_t)snprintf(mod + n, sizeof mod - n, "  (u%c) = (u%c u%c u%c u%c u%c u%c u%c u%c u%c u%c)\n", 'a' + k,
+                                  'b' + k, 'b' + k, 'b' + k, 'b' + k, 'b' + k, 'b' + k, 'b' + k, 'b' + k, 'b' + k, 'b' + k);
+        snprintf(mod + n, sizeof mod - n, "  C = (ua) (1)\n}\n");
+        bad("bomb.mod", mod, NS_ERR_UNSUPPORTED, "bomb.mod:11:", "more than 100000 steps");
+        n = (size_t)snprintf(mod, sizeof mod, "NEURON { SUFFIX x }\nUNITS {\n  C = (");
+        for (int k = 0; k < 150; k++) n += (size_t)snprintf(mod + n, sizeof mod - n, "da");
+        snprintf(mod + n, sizeof mod - n, "q) (1)\n}\n");
+        bad("prefixes.mod", mod, NS_ERR_UNSUPPORTED, "prefixes.mod:3:", "unknown unit 'dadada");
+    }
+    bad("index.mod", "NEURON { SUFFIX x }\nASSIGNED { a[3] }\nBREAKPOINT {\n  a[3] = 1\n}\n", NS_ERR_INVALID_ARGUMENT,
+        "index.mod:4:", "a[3]: out of");
+    bad("noindex.mod", "NEURON { SUFFIX x }\nASSIGNED { a[3] }\nBREAKPOINT {\n  a = 1\n}\n", NS_ERR_INVALID_ARGUMENT,
+        "noindex.mod:4:", "needs an index");
+    bad("statearr.mod", "NEURON { SUFFIX x }\nSTATE {\n  s[2]\n}\n", NS_ERR_UNSUPPORTED, "statearr.mod:3:",
+        "STATE arrays");
+    bad("by.mod", "NEURON { SUFFIX x }\nBREAKPOINT {\n  FROM i = 0 TO 3 BY 0.5 { }\n}\n", NS_ERR_PARSE, "by.mod:3:",
+        "BY needs");
+    bad("vreturn.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n return 0;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,
+        "vreturn.mod:3:", "FUNCTION or PROCEDURE");
+    /* issue 47: a 140-character PROCEDURE name with a TABLE (fixed buffers crashed the translator) */
+    {
+        char name[141], mod[1200];
+        memset(name, 'p', 140);
+        name[140] = 0;
+        snprintf(mod, sizeof mod, "NEURON { SUFFIX x RANGE y }\nASSIGNED { y }\nBREAKPOINT { %s(v) }\n"
+                 "PROCEDURE %s(u) {\n  TABLE y FROM -100 TO 100 WITH 10\n  y = u\n}\n", name, name);
+        char want[200];
+        snprintf(want, sizeof want, "\"usetable_%s\"", name);
+        CHECK(strstr(emit(mod, NS_NMODL_C), want) != NULL);
+        emit(mod, NS_NMODL_HEADER);
+        emit(mod, NS_NMODL_CUDA);
+    }
+    /* issue 47: TABLE sizes (2200 columns of 1000001 overflowed an int) */
+    {
+        size_t cap = 2200 * 12 + 400;
+        char *mod = malloc(cap);
+        if (mod) {
+            size_t n = (size_t)snprintf(mod, cap, "NEURON { SUFFIX x }\nASSIGNED {");
+            for (int k = 0; k < 2200; k++) n += (size_t)snprintf(mod + n, cap - n, " a%d", k);
+            n += (size_t)snprintf(mod + n, cap - n, " }\nPROCEDURE r(u) {\n  TABLE");
+            for (int k = 0; k < 2200; k++) n += (size_t)snprintf(mod + n, cap - n, "%s a%d", k ? "," : "", k);
+            snprintf(mod + n, cap - n, " FROM 0 TO 1 WITH 1000000\n}\n");
+            bad("table.mod", mod, NS_ERR_SIZE, "table.mod:4:", "the TABLEs need 2200002204 values");
+            free(mod);
+        }
+    }
     ns_nmodl_t *m = NULL;
     CHECK(ns_nmodl_parse_file(MECH_DIR "/nosuch.mod", &m) == NS_ERR_IO && m == NULL);
     CHECK(strstr(ns_last_error(), "nosuch.mod"));

@@ -164,7 +164,7 @@ int main(void) {
                       ns_mech_library_get(l, m)->name);
         ns_mech_library_close(l);
     }
-    CHECK(n_mech == 17);
+    CHECK(n_mech == 19);
     tmpdir_remove();
     return check_summary("test_nmodl_cuda");
 #endif

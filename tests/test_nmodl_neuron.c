@@ -44,6 +44,11 @@ static const tcase CASES[] = {
     {"hh", 6.3, -65, 50, {"hh"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0},
     {"hhdi", 6.3, -65, 50, {"hhdi"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0},
     {"pas", 6.3, -65, 40, {"pas"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0},
+    /* NMODL's language (data/mechanisms/test/lang.mod): units after numbers, UNITS
+     * constants, module LOCALs, arrays, FROM/WHILE, v and ena as the mechanism's
+     * copies, VERBATIM return 0, SOLVE after a statement; a file with CR-only line ends */
+    {"lang", 20, -65, 60, {"lang"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0},
+    {"langcr", 6.3, -65, 40, {"langcr"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0},
     {"ExpSyn", 6.3, -70, 40, {"pas", "ExpSyn"},
      {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"ExpSyn", "tau", 2}, {"ExpSyn", "e", 0}}, {{0}},
      {{5, 0.01}, {15, 0.02}}, 0, 0, 0, 0},
@@ -325,7 +330,7 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
             free(b.fields); free(b.globals); free(b.table);
         }
     printf("%d mechanisms x %d instances: contiguous and node_index paths equal (%d differences)\n", n_mech, NI, bad);
-    CHECK(n_mech == 17);
+    CHECK(n_mech == 19);
     CHECK_MSG(bad == 0, "%d differences between the contiguous and the node_index paths", bad);
 }
 
@@ -450,6 +455,7 @@ int main(void) {
     }
     CHECK(ns_mech_library_count(libs[0]) == 4);
     CHECK(ns_mech_library_count(libs[1]) == 12);
+    CHECK(ns_mech_library_count(libs[2]) == 3);
     hh_vs_mech_h(libs, 3);
     many_paths(libs, 3);
     for (size_t k = 0; k < sizeof CASES / sizeof *CASES; ++k) run_case(libs, 3, &CASES[k]);

@@ -26,7 +26,10 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BBP = os.path.join(ROOT, "data/mechanisms/bbp")
-TEST = os.path.join(ROOT, "data/mechanisms/test")  # hhdi.mod: hh.mod by derivimplicit
+# hhdi.mod: hh.mod by derivimplicit; lang.mod, langcr.mod: NMODL's language (units after numbers,
+# UNITS constants, module LOCALs, arrays, loops, v and ena as the mechanism's copies, VERBATIM
+# return 0, CR-only line ends)
+TEST = os.path.join(ROOT, "data/mechanisms/test")
 OUT = os.path.join(ROOT, "tests/data/nmodl")
 EXPRELR = """
 FUNCTION exprelr(x) {
@@ -52,6 +55,8 @@ CASES = {
     "hh": (6.3, -65, 50, {"hh": {}}, [(2, 30, 0.2)], [], None, {}, False),
     "hhdi": (6.3, -65, 50, {"hhdi": {}}, [(2, 30, 0.2)], [], None, {}, False),
     "pas": (6.3, -65, 40, {"pas": {}}, [(5, 20, 0.1)], [], None, {}, False),
+    "lang": (20, -65, 60, {"lang": {}}, [(2, 30, 0.2)], [], None, {}, False),
+    "langcr": (6.3, -65, 40, {"langcr": {}}, [(5, 20, 0.1)], [], None, {}, False),
     "ExpSyn": (6.3, -70, 40, {"pas": {"g": 1e-4, "e": -70}}, [], [(5, 0.01), (15, 0.02)],
                ("ExpSyn", {"tau": 2, "e": 0}), {}, False),
     "Exp2Syn": (6.3, -70, 40, {"pas": {"g": 1e-4, "e": -70}}, [], [(5, 0.01), (15, 0.02)],
@@ -181,7 +186,7 @@ def main():
     work = tempfile.mkdtemp(prefix="nmodl_neuron_")
     try:
         # hh, pas, ExpSyn and Exp2Syn: NEURON's built-ins are these very files
-        compile_bbp(work, extra=[os.path.join(TEST, "hhdi.mod")])
+        compile_bbp(work, extra=[os.path.join(TEST, f) for f in ("hhdi.mod", "lang.mod", "langcr.mod")])
         for name in CASES:
             subprocess.run([sys.executable, os.path.abspath(__file__), "--run", name], cwd=work, check=True)
             print("wrote", os.path.join(OUT, name + ".csv"))

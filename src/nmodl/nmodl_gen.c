@@ -197,7 +197,8 @@ static ex *s_bin(int op, ex *a, ex *b) {
 /* Does e depend on variable x (LOCALs are taken as constants, as nocmodl does)? */
 static int depends(const ex *e, const char *x) {
     switch (e->kind) {
-    case EX_NUM: return 0;
+    case EX_NUM:
+    case EX_STR: return 0;
     case EX_VAR: return !strcmp(e->text, x);
     case EX_CALL:
         for (int i = 0; i < e->n_args; i++)
@@ -240,7 +241,8 @@ static int ex_same(const ex *x, const ex *y) {
     if (!x || !y || x->kind != y->kind) return 0;
     switch (x->kind) {
     case EX_NUM: return x->num == y->num;
-    case EX_VAR: return !strcmp(x->text, y->text);
+    case EX_VAR: return !strcmp(x->text, y->text) && (x->a ? y->a && ex_same(x->a, y->a) : !y->a);
+    case EX_STR: return !strcmp(x->text, y->text);
     case EX_NEG:
     case EX_NOT: return ex_same(x->a, y->a);
     case EX_BIN: return x->op == y->op && ex_same(x->a, y->a) && ex_same(x->b, y->b);
@@ -269,34 +271,94 @@ static ex *at_zero(ex *e, const char *x) {
 
 static void emit_ex(gen *g, const ex *e);
 
-static void emit_var(gen *g, const char *name) {
+static void emit_index(gen *g, const ex *ix) {
+    put(g->b, "[(int)(");
+    emit_ex(g, ix);
+    put(g->b, ")]");
+}
+
+/* name, or its element ix (NULL: a scalar) */
+static void emit_var(gen *g, const char *name, const ex *ix) {
     buf *b = g->b;
     int s = scope_find(g, name);
-    if (s >= 0) { put(b, "%s_%s", g->scope_arg[s] ? "A" : "L", name); return; }
+    if (s >= 0) {
+        if (g->scope_arg[s] == 2) { put(b, "((double)I_%s)", name); return; } /* FROM's integer */
+        put(b, "%s_%s", g->scope_arg[s] ? "A" : "L", name);
+        if (ix) emit_index(g, ix);
+        return;
+    }
     if (g->owner && g->owner->kind == B_FUNCTION && !strcmp(g->owner->name, name)) { put(b, "ret_"); return; }
-    if (!strcmp(name, "v")) { put(b, "v_"); return; }
+    const var *v = find_var(g->m, name);
+    if (!strcmp(name, "v") && !v) { put(b, "v_"); return; } /* (a v that the file writes is a field) */
     if (!strcmp(name, "t")) { put(b, "p->t"); return; }
     if (!strcmp(name, "dt")) { put(b, "p->dt"); return; }
     if (!strcmp(name, "celsius")) { put(b, "p->celsius"); return; }
-    const var *v = find_var(g->m, name);
     if (!v) {
         if (!strcmp(name, "FARADAY")) { put(b, "96485.33212331001"); return; }
         put(b, "0.0");
         return;
     }
     if (v->field >= 0) {
-        if (g->field_direct) put(b, "p->field[%d][i_]", v->field);
-        else put(b, "(*F%d_)", v->field);
+        if (ix && g->field_direct) {
+            put(b, "p->field[%d + (int)(", v->field);
+            emit_ex(g, ix);
+            put(b, ")][i_]");
+        } else if (ix) {
+            put(b, "(*X%d_", v->field);
+            emit_index(g, ix);
+            put(b, ")");
+        } else if (g->field_direct) {
+            put(b, "p->field[%d][i_]", v->field);
+        } else {
+            put(b, "(*F%d_)", v->field);
+        }
         return;
     }
-    if (v->global >= 0) { put(b, "p->global[%d]", v->global); return; }
-    if (v->cls == V_CONST) { put(b, "%.17g", v->value); return; }
+    if (v->global >= 0) {
+        if (ix) {
+            put(b, "p->global[%d + (int)(", v->global);
+            emit_ex(g, ix);
+            put(b, ")]");
+        } else {
+            put(b, "p->global[%d]", v->global);
+        }
+        return;
+    }
+    if (v->cls == V_CONST) { /* a negative one parenthesised: `x / -k` is not C's `--` */
+        put(b, signbit(v->value) ? "(%.17g)" : "%.17g", v->value);
+        return;
+    }
     if (v->ion >= 0) {
         if (g->field_direct) put(b, "p->ion[%d].%s[NSM_ION(%d)]", v->ion, ion_array(v), v->ion);
         else put(b, "(*I%d_)", ion_input_index(g->m, v));
         return;
     }
     put(b, "0.0");
+}
+
+/* The pointers to the fields of each array, X<first field>_, for an index
+ * known at run time (at the top of a function with the F pointers). */
+static void put_arrays(gen *g, int indent) {
+    for (int i = 0; i < g->m->n_vars; i++) {
+        const var *v = &g->m->vars[i];
+        if (!v->size || v->field < 0) continue;
+        put(g->b, "%*sdouble *const X%d_[%d] = {", indent, "", v->field, v->size);
+        for (int k = 0; k < v->size; k++) put(g->b, "%sF%d_", k ? ", " : "", v->field + k);
+        put(g->b, "};\n%*s(void)X%d_;\n", indent, "", v->field);
+    }
+}
+
+/* NEURON's per-instance copies (var.copy_in): v from the node's voltage
+ * (v_: `what` 'v'), READ ion variables that the file writes from the ion
+ * (`what` 'i'), at an entry point, as nocmodl's `v = _v; ena = _ion_ena;` */
+static void load_copies(gen *g, int what) {
+    for (int i = 0; i < g->m->n_vars; i++) {
+        const var *v = &g->m->vars[i];
+        if (!v->copy_in) continue;
+        if (v->ion < 0 && what == 'v') put(g->b, "    (*F%d_) = v_;\n", v->field);
+        if (v->ion >= 0 && what == 'i')
+            put(g->b, "    (*F%d_) = p->ion[%d].%s[NSM_ION(%d)];\n", v->field, v->ion, ion_array(v), v->ion);
+    }
 }
 
 static void emit_num(gen *g, const ex *e) {
@@ -309,7 +371,8 @@ static void emit_ex(gen *g, const ex *e) {
     buf *b = g->b;
     switch (e->kind) {
     case EX_NUM: emit_num(g, e); return;
-    case EX_VAR: emit_var(g, e->text); return;
+    case EX_VAR: emit_var(g, e->text, e->a); return;
+    case EX_STR: put(b, "%s", e->text); return;
     case EX_NEG: put(b, "(-"); emit_ex(g, e->a); put(b, ")"); return;
     case EX_NOT: put(b, "((double)!("); emit_ex(g, e->a); put(b, "))"); return;
     case EX_CALL: {
@@ -414,19 +477,48 @@ static int emit_st(gen *g, const st *s, int indent) {
     switch (s->kind) {
     case ST_ASSIGN:
         put(b, "%*s", indent, "");
-        emit_var(g, s->name);
+        emit_var(g, s->name, s->index);
         put(b, " = ");
         emit_ex(g, s->e);
         put(b, ";\n");
         return 0;
     case ST_CALL: {
         const block *bl = find_block(g->m, s->e->text);
+        /* printf: the host's, as NEURON's; nothing on the GPU */
+        const int host = !bl && !strcmp(s->e->text, "printf");
+        if (host) put(b, "#ifndef __CUDA_ARCH__\n");
         put(b, "%*s", indent, "");
         if (!bl || bl->kind == B_FUNCTION) put(b, "(void)");
         emit_ex(g, s->e);
         put(b, ";\n");
+        if (host) put(b, "#endif\n");
         return 0;
     }
+    case ST_WHILE:
+        put(b, "%*swhile (", indent, "");
+        emit_ex(g, s->e);
+        put(b, ") {\n");
+        if (emit_list(g, s->then_, indent + 4)) return -1;
+        put(b, "%*s}\n", indent, "");
+        return 0;
+    case ST_FROM: {
+        /* nocmodl's loop: an int from the first bound, compared with the second
+         * (evaluated each time) by <= (>= for a negative step) */
+        put(b, "%*sfor (int I_%s = (int)(", indent, "", s->name);
+        emit_ex(g, s->e);
+        put(b, "); I_%s %s (", s->name, s->method < 0 ? ">=" : "<=");
+        emit_ex(g, s->to);
+        put(b, "); I_%s += %d) {\n", s->name, s->method);
+        if (scope_push(g, s->name, 2)) return gfail(g, s->line, "out of memory");
+        const int r = emit_list(g, s->then_, indent + 4);
+        g->n_scope--;
+        if (r) return -1;
+        put(b, "%*s}\n", indent, "");
+        return 0;
+    }
+    case ST_RETURN: /* VERBATIM return 0; ENDVERBATIM */
+        put(b, "%*sreturn%s;\n", indent, "", g->owner && g->owner->kind == B_FUNCTION ? " 0.0" : "");
+        return 0;
     case ST_IF:
         put(b, "%*sif (", indent, "");
         emit_ex(g, s->e);
@@ -472,9 +564,9 @@ static int emit_st(gen *g, const st *s, int indent) {
             return 0;
         }
         put(b, "%*s", indent, "");
-        emit_var(g, s->name);
+        emit_var(g, s->name, NULL);
         put(b, " = ");
-        emit_var(g, s->name);
+        emit_var(g, s->name, NULL);
         if (is_num(a, 0)) {
             put(b, " + p->dt * (");
             emit_ex(g, c);
@@ -485,7 +577,7 @@ static int emit_st(gen *g, const st *s, int indent) {
             put(b, "))) * (");
             emit_cnexp_target(g, a, c);
             put(b, " - ");
-            emit_var(g, s->name);
+            emit_var(g, s->name, NULL);
             put(b, ");\n");
         }
         return 0;
@@ -497,7 +589,10 @@ static int emit_st(gen *g, const st *s, int indent) {
 static int emit_list(gen *g, const stlist *l, int indent) {
     int base = g->n_scope;
     for (int i = 0; i < l->n_locals; i++) {
-        put(g->b, "%*sdouble L_%s = 0.0;\n", indent, "", l->locals[i]);
+        if (l->local_size && l->local_size[i])
+            put(g->b, "%*sdouble L_%s[%d] = {0.0};\n", indent, "", l->locals[i], l->local_size[i]);
+        else
+            put(g->b, "%*sdouble L_%s = 0.0;\n", indent, "", l->locals[i]);
         if (scope_push(g, l->locals[i], 0)) return gfail(g, 0, "out of memory");
     }
     for (int i = 0; i < l->n; i++)
@@ -513,9 +608,9 @@ static void put_sig(gen *g) {
     put_fparams(g);
     put(g->b, "int i_, int node_, double v_");
 }
-/* the arguments of a call of one, inside another */
-static void put_call(gen *g, const char *fn) {
-    put(g->b, "%s(p, ", fn);
+/* a call of one, inside another: nsm_MECH_KIND[_BLOCK][SUFFIX](arguments */
+static void put_call(gen *g, const char *kind, const char *bname, const char *suffix) {
+    put(g->b, "nsm_%s_%s%s%s%s(p, ", g->m->name, kind, bname ? "_" : "", bname ? bname : "", suffix);
     put_fargs(g);
     put(g->b, "i_, node_, v_");
 }
@@ -530,10 +625,10 @@ static void emit_proto(gen *g, const block *bl, const char *suffix) {
 
 static int emit_callable(gen *g, const block *bl) {
     buf *b = g->b;
-    const char *name = g->m->name;
     int tab = bl->table != NULL;
     emit_proto(g, bl, tab ? "_exact" : "");
     put(b, " {\n    (void)p; (void)p; (void)i_; (void)node_; (void)v_;\n");
+    put_arrays(g, 4);
     if (bl->kind == B_FUNCTION) put(b, "    double ret_ = 0.0;\n");
     g->owner = bl;
     g->n_scope = 0;
@@ -544,10 +639,6 @@ static int emit_callable(gen *g, const block *bl) {
     put(b, "}\n\n");
     if (tab) {
         const table_decl *t = bl->table;
-        const var *u = NULL;
-        char un[160];
-        snprintf(un, sizeof un, "usetable_%s", bl->name);
-        u = find_var(g->m, un);
         int head = 4 + t->n_depend, n1 = t->with + 1;
         emit_proto(g, bl, "");
         put(b, " {\n");
@@ -558,10 +649,8 @@ static int emit_callable(gen *g, const block *bl) {
          * so that the instance loops vectorise (the loops hoist the usetable
          * test, emit_loop). The loops run table_update first, so the table
          * is current whenever usetable_NAME is not 0. */
-        char fn[200];
-        snprintf(fn, sizeof fn, "nsm_%s_%c_%s_exact", name, bl->kind == B_FUNCTION ? 'f' : 'p', bl->name);
-        put(b, "    if (p->global[%d] == 0.0) %s", u->global, bl->kind == B_FUNCTION ? "return " : "{\n        ");
-        put_call(g, fn);
+        put(b, "    if (p->global[%d] == 0.0) %s", t->usetable, bl->kind == B_FUNCTION ? "return " : "{\n        ");
+        put_call(g, bl->kind == B_FUNCTION ? "f" : "p", bl->name, "_exact");
         put(b, ", A_%s);\n", bl->args[0]);
         if (bl->kind == B_PROCEDURE) put(b, "        return;\n    }\n");
         put(b, "    const double xi_ = T_[3] * (A_%s - T_[2]);\n", bl->args[0]);
@@ -581,16 +670,15 @@ static int emit_callable(gen *g, const block *bl) {
         int cols = bl->kind == B_FUNCTION ? 1 : t->n_names;
         for (int k = 0; k < cols; k++) {
             int c0 = head + k * n1;
-            char lhs[96];
-            if (bl->kind == B_PROCEDURE)
-                snprintf(lhs, sizeof lhs, "(*F%d_) = ", find_var(g->m, t->names[k])->field);
-            else snprintf(lhs, sizeof lhs, "return ");
+
             /* the column as a pointer of its own, indexed by k_ and k1_:
              * the columns then share their index vectors, where gcc
              * emulating the gathers of T_[c0 + k_] extracted each column's
              * own (docs/mechanisms.md, "Speed") */
             put(b, "    {\n        const double *c_ = T_ + %d;\n        const double a_ = c_[k_], b_ = c_[k1_];\n", c0);
-            put(b, "        %sa_ + t_ * (b_ - a_);\n    }\n", lhs);
+            if (bl->kind == B_PROCEDURE) put(b, "        (*F%d_) = ", find_var(g->m, t->names[k])->field);
+            else put(b, "        return ");
+            put(b, "a_ + t_ * (b_ - a_);\n    }\n");
         }
         put(b, "}\n\n");
     }
@@ -645,6 +733,7 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put(b, "NS_MECH_FN void nsm_%s_dd_%s(", name, bl->name);
         put_sig(g);
         put(b, ", double *f_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
+        put_arrays(g, 4);
         g->mode = M_DERIVIMPLICIT;
         if (emit_list(g, bl->body, 4)) { free(order); return -1; }
         put(b, "}\n\n");
@@ -658,17 +747,15 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put(b, "    double *x_[N_] = {");
         for (int k = 0; k < n; k++) put(b, "%sF%d_", k ? ", " : "", find_var(g->m, order[k])->field);
         put(b, "};\n");
-        char dd[200];
-        snprintf(dd, sizeof dd, "nsm_%s_dd_%s", name, bl->name);
         put(b, "    for (int it_ = 0; it_ < 20; ++it_) {\n        ");
-        put_call(g, dd);
+        put_call(g, "dd", bl->name, "");
         put(b, ", f0_);\n"
                "        for (int r = 0; r < N_; ++r) r_[r] = -(*x_[r] - x0_[r] - p->dt * f0_[r]);\n"
                "        for (int c = 0; c < N_; ++c) {\n"
                "            const double xs_ = *x_[c];\n"
                "            const double h_ = 1e-7 * (fabs(xs_) > 1e-6 ? fabs(xs_) : 1e-6);\n"
                "            *x_[c] = xs_ + h_;\n            ");
-        put_call(g, dd);
+        put_call(g, "dd", bl->name, "");
         put(b, ", f1_);\n"
                "            *x_[c] = xs_;\n"
                "            for (int r = 0; r < N_; ++r) J_[r][c] = (r == c ? 1.0 : 0.0) - p->dt * (f1_[r] - f0_[r]) / h_;\n"
@@ -695,6 +782,7 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put_sig(g);
         for (int k = 0; k < n; k++) put(b, ", double *a%d_, double *t%d_", k, k);
         put(b, ") {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
+        put_arrays(g, 4);
         g->mode = method;
         g->staged = 1;
         const int r = emit_list(g, bl->body, 4);
@@ -726,6 +814,7 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put(b, "NS_MECH_FN void nsm_%s_d_%s(", name, bl->name);
         put_sig(g);
         put(b, ") {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
+        put_arrays(g, 4);
         g->mode = method;
         if (method == M_EULER) put(b, "    double D_[%d];\n", n);
         if (emit_list(g, bl->body, 4)) { free(order); return -1; }
@@ -747,7 +836,7 @@ static void load_conc(gen *g, int store) {
     const struct ns_nmodl *m = g->m;
     for (int i = 0; i < m->n_vars; i++) {
         const var *v = &m->vars[i];
-        if (v->ion < 0 || v->field < 0 || (v->ion_what != 'c' && v->ion_what != 'o')) continue;
+        if (v->ion < 0 || v->field < 0 || v->copy_in || (v->ion_what != 'c' && v->ion_what != 'o')) continue;
         const char *arr = v->ion_what == 'c' ? "ci" : "co";
         if (store) put(g->b, "    p->ion[%d].%s[NSM_ION(%d)] = *F%d_;\n", v->ion, arr, v->ion, v->field);
         else put(g->b, "    *F%d_ = p->ion[%d].%s[NSM_ION(%d)];\n", v->field, v->ion, arr, v->ion);
@@ -760,7 +849,8 @@ static int emit_header(gen *g) {
     const char *name = m->name;
     put(b, "/* Generated by neurosolve's NMODL translator from %s: do not edit.\n"
            " * Per-instance functions of mechanism %s (host and device). */\n", m->file, name);
-    put(b, "#ifndef NSM_%s_H\n#define NSM_%s_H\n#include <math.h>\n#include \"neurosolve/mechanism.h\"\n\n", name, name);
+    put(b, "#ifndef NSM_%s_H\n#define NSM_%s_H\n#include <math.h>\n%s#include \"neurosolve/mechanism.h\"\n\n", name, name,
+        m->uses_printf ? "#include <stdio.h>\n" : "");
     put(b, "#ifndef NS_MECH_FN\n#ifdef __CUDACC__\n#define NS_MECH_FN static inline __host__ __device__\n"
            "#else\n#define NS_MECH_FN static inline\n#endif\n#endif\n");
     /* exp: the C library's on the GPU; on the host the ABI's ns_mech_exp, a
@@ -795,6 +885,9 @@ static int emit_header(gen *g) {
     put(b, "NS_MECH_FN void nsm_%s_init_F(ns_mech_ppack *p, ", name);
     put_fparams(g);
     put(b, "int i_, int node_) {\n    const double v_ = p->v[node_];\n    (void)i_;\n");
+    put_arrays(g, 4);
+    load_copies(g, 'v');
+    load_copies(g, 'i');
     load_conc(g, 0);
     for (int i = 0; i < m->n_vars; i++)
         if (m->vars[i].cls == V_STATE && m->vars[i].ion < 0) put(b, "    *F%d_ = 0.0;\n", m->vars[i].field);
@@ -807,11 +900,13 @@ static int emit_header(gen *g) {
     put(b, "NS_MECH_FN double nsm_%s_cur(", name);
     put_sig(g);
     put(b, ") {\n    (void)p; (void)i_; (void)node_;\n");
+    put_arrays(g, 4);
+    load_copies(g, 'v');
     if (emit_list(g, m->breakpoint, 4)) return -1;
     put(b, "    double c_ = 0.0;\n");
     for (int k = 0; k < m->n_currents; k++) {
         put(b, "    c_ += ");
-        emit_var(g, m->currents[k]);
+        emit_var(g, m->currents[k], NULL);
         put(b, ";\n");
     }
     put(b, "    (void)v_;\n    return c_;\n}\n\n");
@@ -820,24 +915,23 @@ static int emit_header(gen *g) {
     put_fparams(g);
     put(b, "int i_, int node_) {\n");
     put(b, "    const double v_ = p->v[node_];\n");
+    load_copies(g, 'i');
     for (int i = 0; i < m->n_vars; i++) {
         const var *v = &m->vars[i];
-        if (v->ion >= 0 && v->field >= 0 && (v->ion_what == 'c' || v->ion_what == 'o'))
+        if (v->ion >= 0 && v->field >= 0 && !v->copy_in && (v->ion_what == 'c' || v->ion_what == 'o'))
             put(b, "    *F%d_ = p->ion[%d].%s[NSM_ION(%d)];\n", v->field, v->ion,
                 v->ion_what == 'c' ? "ci" : "co", v->ion);
     }
     put(b, "    const double w_ = %s;\n", m->point ? "p->weight[i_]" : "1.0");
-    char cur[160];
-    snprintf(cur, sizeof cur, "nsm_%s_cur", name);
     put(b, "    double g_ = ");
-    put_call(g, cur);
+    put_call(g, "cur", NULL, "");
     put(b, " + .001);\n");
     for (int k = 0; k < m->n_currents; k++) {
         const var *v = find_var(m, m->currents[k]);
         if (v->ion >= 0) put(b, "    const double di%d_ = *F%d_;\n", k, v->field);
     }
     put(b, "    double rhs_ = ");
-    put_call(g, cur);
+    put_call(g, "cur", NULL, "");
     put(b, ");\n");
     for (int k = 0; k < m->n_currents; k++) {
         const var *v = find_var(m, m->currents[k]);
@@ -855,15 +949,15 @@ static int emit_header(gen *g) {
     put(b, "NS_MECH_FN void nsm_%s_state_F(ns_mech_ppack *p, ", name);
     put_fparams(g);
     put(b, "int i_, int node_) {\n    const double v_ = p->v[node_];\n    (void)i_;\n");
+    load_copies(g, 'v');
+    load_copies(g, 'i');
     load_conc(g, 0);
     for (int i = 0; i < m->breakpoint->n; i++) {
         const st *s = m->breakpoint->s[i];
         if (s->kind != ST_SOLVE) continue;
         const block *bl = find_block(m, s->name);
-        char fn[200];
-        snprintf(fn, sizeof fn, "nsm_%s_%s_%s", name, bl->kind == B_DERIVATIVE ? "d" : "p", s->name);
         put(b, "    ");
-        put_call(g, fn);
+        put_call(g, bl->kind == B_DERIVATIVE ? "d" : "p", s->name, "");
         put(b, ");\n");
     }
     load_conc(g, 1);
@@ -872,6 +966,9 @@ static int emit_header(gen *g) {
         put(b, "NS_MECH_FN void nsm_%s_net_receive_F(ns_mech_ppack *p, ", name);
         put_fparams(g);
         put(b, "int i_, int node_, double A_%s) {\n    const double v_ = p->v[node_];\n", m->net_weight);
+        put_arrays(g, 4);
+        load_copies(g, 'v');
+        load_copies(g, 'i');
         g->n_scope = 0;
         if (scope_push(g, m->net_weight, 1)) return gfail(g, 0, "out of memory");
         if (emit_list(g, m->net_receive, 4)) return -1;
@@ -939,9 +1036,7 @@ static void emit_loop(gen *g, const char *what) {
     for (int i = 0; i < g->m->n_blocks; i++) {
         const block *bl = g->m->blocks[i];
         if (!bl->table) continue;
-        char un[160];
-        snprintf(un, sizeof un, "usetable_%s", bl->name);
-        ut[nt++] = find_var(g->m, un)->global;
+        ut[nt++] = bl->table->usetable;
     }
     if (nt) {
         put(g->b, "    if (");
@@ -961,8 +1056,8 @@ static void emit_loop(gen *g, const char *what) {
     put(g->b, "}\n\n");
 }
 
-static void emit_strs(buf *b, const char *label, const char *const *s, int n) {
-    put(b, "static const char *const %s[] = {", label);
+static void emit_strs(buf *b, const char *mech, const char *label, const char *const *s, int n) {
+    put(b, "static const char *const nsm_%s_%s[] = {", mech, label);
     for (int i = 0; i < n; i++) put(b, "%s\"%s\"", i ? ", " : "", s[i]);
     if (!n) put(b, "NULL");
     put(b, "};\n");
@@ -980,15 +1075,12 @@ static int emit_c(gen *g) {
             const block *bl = m->blocks[i];
             if (!bl->table) continue;
             const table_decl *t = bl->table;
-            char un[160];
-            snprintf(un, sizeof un, "usetable_%s", bl->name);
-            const var *u = find_var(m, un);
-            put(b, "    if (p->global[%d] != 0.0) {\n        double *T_ = p->table + %d;\n", u->global, t->offset);
+            put(b, "    if (p->global[%d] != 0.0) {\n        double *T_ = p->table + %d;\n", t->usetable, t->offset);
             put(b, "        int need = T_[0] == 0.0 || T_[1] != p->celsius");
             for (int k = 0; k < t->n_depend; k++) {
                 put(b, " || T_[%d] != ", 4 + k);
                 g->n_scope = 0;
-                emit_var(g, t->depend[k]);
+                emit_var(g, t->depend[k], NULL);
             }
             put(b, ";\n        if (need) {\n");
             put(b, "            double s_[%d];\n            double *f_[%d];\n", m->n_fields ? m->n_fields : 1,
@@ -1019,7 +1111,7 @@ static int emit_c(gen *g) {
                    "            T_[3] = 1. / dx_;\n");
             for (int k = 0; k < t->n_depend; k++) {
                 put(b, "            T_[%d] = ", 4 + k);
-                emit_var(g, t->depend[k]);
+                emit_var(g, t->depend[k], NULL);
                 put(b, ";\n");
             }
             put(b, "            rebuilt = 1;\n        }\n    }\n");
@@ -1054,6 +1146,15 @@ static int emit_c(gen *g) {
     return 0;
 }
 
+/* the name of element k of v: "x", or "x[k]" for an array (in the emit call's arena) */
+static const char *element_name(const var *v, int k) {
+    if (!v->size) return v->name;
+    size_t n = strlen(v->name) + 16;
+    char *s = nm_calloc(GAR, n, 1);
+    if (s) snprintf(s, n, "%s[%d]", v->name, k);
+    return s ? s : v->name;
+}
+
 /* names and defaults go before the loops (the TABLE builder uses the defaults) */
 static void emit_desc_data(gen *g) {
     const struct ns_nmodl *m = g->m;
@@ -1061,30 +1162,25 @@ static void emit_desc_data(gen *g) {
     const char *name = m->name;
     const char **fn = calloc((size_t)m->n_fields + 1, sizeof *fn);
     const char **gn = calloc((size_t)m->n_globals + 1, sizeof *gn);
-    if (!fn || !gn) { b->oom = 1; free(fn); free(gn); return; }
+    double *fd = calloc((size_t)m->n_fields + 1, sizeof *fd), *gd = calloc((size_t)m->n_globals + 1, sizeof *gd);
+    if (!fn || !gn || !fd || !gd) { b->oom = 1; free(fn); free(gn); free(fd); free(gd); return; }
+    for (int i = 0; i < m->n_vars; i++) {
+        const var *v = &m->vars[i];
+        for (int k = 0; k < (v->size ? v->size : 1); k++) {
+            if (v->field >= 0) fn[v->field + k] = element_name(v, k), fd[v->field + k] = v->cls == V_PARAM ? v->value : 0.0;
+            if (v->global >= 0) gn[v->global + k] = element_name(v, k), gd[v->global + k] = v->value;
+        }
+    }
     put(b, "static const double nsm_%s_defaults[] = {", name);
-    for (int f = 0; f < m->n_fields; f++)
-        for (int i = 0; i < m->n_vars; i++)
-            if (m->vars[i].field == f) {
-                fn[f] = m->vars[i].name;
-                put(b, "%s%.17g", f ? ", " : "", m->vars[i].cls == V_PARAM ? m->vars[i].value : 0.0);
-            }
+    for (int f = 0; f < m->n_fields; f++) put(b, "%s%.17g", f ? ", " : "", fd[f]);
     if (!m->n_fields) put(b, "0.0");
     put(b, "};\n");
-    char label[160];
-    snprintf(label, sizeof label, "nsm_%s_names", name);
-    emit_strs(b, label, fn, m->n_fields);
+    emit_strs(b, name, "names", fn, m->n_fields);
     put(b, "static const double nsm_%s_gdefaults[] = {", name);
-    for (int k = 0; k < m->n_globals; k++)
-        for (int i = 0; i < m->n_vars; i++)
-            if (m->vars[i].global == k) {
-                gn[k] = m->vars[i].name;
-                put(b, "%s%.17g", k ? ", " : "", m->vars[i].value);
-            }
+    for (int k = 0; k < m->n_globals; k++) put(b, "%s%.17g", k ? ", " : "", gd[k]);
     if (!m->n_globals) put(b, "0.0");
     put(b, "};\n");
-    snprintf(label, sizeof label, "nsm_%s_gnames", name);
-    emit_strs(b, label, gn, m->n_globals);
+    emit_strs(b, name, "gnames", gn, m->n_globals);
     put(b, "static const ns_mech_ion_use nsm_%s_ions[] = {", name);
     for (int k = 0; k < m->n_ions; k++)
         put(b, "%s{\"%s\", %d, %uu}", k ? ", " : "", m->ions[k].name, m->ions[k].charge, m->ions[k].flags);
@@ -1092,6 +1188,8 @@ static void emit_desc_data(gen *g) {
     put(b, "};\n\n");
     free(fn);
     free(gn);
+    free(fd);
+    free(gd);
 }
 
 static void emit_desc(gen *g) {

@@ -16,26 +16,36 @@ void *nm_calloc(nm_arena *a, size_t n, size_t size);
 void *nm_realloc(nm_arena *a, void *old, size_t size); /* old: NULL or from this arena */
 void nm_arena_free(nm_arena *a);
 
-typedef enum ex_kind { EX_NUM, EX_VAR, EX_CALL, EX_NEG, EX_NOT, EX_BIN } ex_kind;
+/* value = the factor of units `from` over that of units `to` (nmodl_units.c),
+ * with the file's definitions alias[2k] = alias[2k + 1]; -1 with a message
+ * for an unknown name */
+int nm_units_convert(const char *from, const char *to, const char *const *alias, int n_alias, double *value, char *msg,
+                     size_t nmsg);
+
+typedef enum ex_kind { EX_NUM, EX_VAR, EX_CALL, EX_NEG, EX_NOT, EX_BIN, EX_STR } ex_kind;
 
 typedef struct ex {
     ex_kind kind;
     int op;          /* EX_BIN: '+', '-', '*', '/', '^', '<', '>', 'l' (<=), 'g' (>=), 'e' (==), 'n' (!=), '&', '|' */
     double num;      /* EX_NUM */
-    char *text;      /* EX_NUM: source text; EX_VAR, EX_CALL: name */
-    struct ex *a, *b;
+    char *text;      /* EX_NUM: source text; EX_VAR, EX_CALL: name; EX_STR: the literal with its quotes */
+    struct ex *a, *b; /* EX_VAR: a is the index of an array element (NULL: a scalar) */
     struct ex **args;
     int n_args;
     int depth;       /* of the tree below (parser: bounded, the passes over it recurse) */
 } ex;
 
-typedef enum st_kind { ST_ASSIGN, ST_DERIV, ST_IF, ST_CALL, ST_SOLVE } st_kind;
+/* ST_WHILE: while (e) then_; ST_FROM: FROM name = e TO to [BY by] then_ (name an
+ * integer); ST_RETURN: a VERBATIM block that is only `return 0;` */
+typedef enum st_kind { ST_ASSIGN, ST_DERIV, ST_IF, ST_CALL, ST_SOLVE, ST_WHILE, ST_FROM, ST_RETURN } st_kind;
 
 typedef struct st {
     st_kind kind;
     int line;
     char *name;          /* ST_ASSIGN, ST_DERIV: the variable; ST_SOLVE: the block */
     ex *e;               /* value, condition or call */
+    ex *index;           /* ST_ASSIGN: the element of an array (NULL: a scalar) */
+    ex *to, *by;         /* ST_FROM */
     struct stlist *then_, *else_;
     int method;          /* ST_SOLVE */
 } st;
@@ -44,6 +54,7 @@ typedef struct stlist {
     st **s;
     int n;
     char **locals;       /* LOCAL names of this block */
+    int *local_size;     /* per LOCAL: 0 (a scalar) or its array size */
     int n_locals;
 } stlist;
 
@@ -57,6 +68,8 @@ typedef struct table_decl {
     ex *from, *to;
     int with;            /* intervals: n + 1 entries */
     int offset;          /* into ppack.table */
+    int usetable;        /* the GLOBAL usetable_NAME: index into ppack.global */
+    int line;            /* of the TABLE statement */
 } table_decl;
 
 enum { B_FUNCTION, B_PROCEDURE, B_DERIVATIVE };
@@ -83,6 +96,9 @@ typedef struct var {
     int ion;             /* ion index for ion variables (-1) */
     int ion_what;        /* 'e', 'i', 'c' (ci), 'o' (co) */
     int line;
+    int size;            /* an array of this many (fields or globals from field/global on); 0: a scalar */
+    int copy_in;         /* a field the entry points set from the node's v (v) or from the ion (a READ ion
+                            variable that the file writes): NEURON's per-instance copy */
 } var;
 
 typedef struct ion_use {
@@ -104,6 +120,7 @@ struct ns_nmodl {
     char **range;
     int n_range;
     char **globals_decl;
+    int *globals_line;   /* the line of each GLOBAL name */
     int n_globals_decl;
     block **blocks;
     int n_blocks;
@@ -111,6 +128,7 @@ struct ns_nmodl {
     stlist *net_receive;
     char *net_weight;    /* the NET_RECEIVE argument */
     int n_fields, n_params, n_assigned, n_states, n_globals, table_size;
+    int uses_printf;
     nm_arena arena;
 };
 

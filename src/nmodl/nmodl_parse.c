@@ -15,29 +15,42 @@
 
 /* ---- lexer ---- */
 
-enum { T_EOF, T_NAME, T_NUM, T_PUNCT };
+/* A token's line: the line in its file, plus the file's index (the file, its
+ * INCLUDEs) times 2^LINE_BITS; a file of at most 64 MiB has fewer lines. */
+#define LINE_BITS 27
+#define NM_MAX_FILES 8
+
+enum { T_EOF, T_NAME, T_NUM, T_PUNCT, T_STR, T_RETURN /* VERBATIM return 0; ENDVERBATIM */ };
 
 typedef struct tok {
     int kind;
     int punct;     /* T_PUNCT: one character or 'l' (<=), 'g' (>=), 'e' (==), 'n' (!=), '&', '|' */
     int line;
-    size_t start, end; /* in the source text */
-    char *text;    /* T_NAME, T_NUM */
+    size_t start, end; /* in the source text src */
+    const char *src;
+    char *text;    /* T_NAME, T_NUM, T_STR (with its quotes) */
     double num;
 } tok;
 
 typedef struct parser {
     const char *src;
     const char *file;
+    const char *dir;   /* the .mod file's folder (INCLUDE); NULL: parsed from a string */
+    const char *files[NM_MAX_FILES]; /* the file and those it INCLUDEs: a token's line says which */
+    int n_files;
     tok *toks;
     int n, cap, pos;
     ns_status status;
     struct ns_nmodl *m;
     int seen_breakpoint, seen_neuron;
     int depth; /* nesting of expressions and blocks: bounded, so that no input overflows the stack */
+    int *scope_size; /* check_list's scope: per name 0 (a scalar), the size of an array, -1 (FROM's integer) */
+    int cap_scope_size;
 } parser;
 
 #define MAX_DEPTH 600 /* three per parenthesis: parse_expr, parse_unary, parse_power */
+#define MAX_SLOTS 1000000 /* fields, and GLOBALs, of a mechanism */
+#define MAX_TABLE 100000000 /* values of a mechanism's TABLEs (800 MB) */
 #define MAX_TREE 2000
 
 static char *dupn(const char *s, size_t n) {
@@ -66,7 +79,8 @@ static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    p->status = ns_fail(status, "%s:%d: %s", p->file, line, msg);
+    const int f = line >> LINE_BITS;
+    p->status = ns_fail(status, "%s:%d: %s", f < p->n_files ? p->files[f] : p->file, line & ((1 << LINE_BITS) - 1), msg);
     return -1;
 }
 
@@ -74,8 +88,7 @@ static const char *const UNSUPPORTED[] = {
     "KINETIC", "VERBATIM", "POINTER", "BBCOREPOINTER", "LINEAR", "NONLINEAR", "PARTIAL",
     "DISCRETE", "FUNCTION_TABLE", "LONGITUDINAL_DIFFUSION", "ELECTRODE_CURRENT", "EXTERNAL",
     "BEFORE", "AFTER", "CONSERVE", "COMPARTMENT", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP",
-    "STEADYSTATE", "WATCH", "FOR_NETCONS", "net_send", "net_event", "net_move", "WHILE",
-    "FROM", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "RANDOM", "NONSPECIFIC_CONDUCTANCE",
+    "STEADYSTATE", "WATCH", "FOR_NETCONS", "net_send", "net_event", "net_move", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "RANDOM", "NONSPECIFIC_CONDUCTANCE",
     /* Arbor's extensions */
     "POST_EVENT", "JUNCTION_PROCESS", "VOLTAGE_PROCESS", "WHITE_NOISE", NULL};
 
@@ -91,16 +104,86 @@ static int push(parser *p, tok t) {
     return 0;
 }
 
-static int lex(parser *p) {
-    const char *s = p->src;
+/* A line ends at LF, CRLF or a CR alone (old Mac files), as nocmodl reads them. */
+static int is_eol(char c) { return c == '\n' || c == '\r'; }
+/* the length of the line end at s (0: none) */
+static size_t eol_len(const char *s) { return s[0] == '\r' && s[1] == '\n' ? 2 : is_eol(s[0]) ? 1 : 0; }
+static int count_lines(const char *s, size_t n) {
+    int k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '\n' || (s[i] == '\r' && (i + 1 >= n || s[i + 1] != '\n'))) k++;
+    return k;
+}
+
+/* What a VERBATIM ... ENDVERBATIM block holds: 0 blanks only, 1 `return 0;`
+ * and blanks, -1 other C code. */
+static int verbatim_kind(const char *s, size_t n) {
     size_t i = 0;
-    int line = 1;
+    while (i < n && isspace((unsigned char)s[i])) i++;
+    if (i == n) return 0;
+    if (n - i < 6 || strncmp(s + i, "return", 6)) return -1;
+    i += 6;
+    while (i < n && isspace((unsigned char)s[i])) i++;
+    if (i == n || s[i] != '0') return -1;
+    i++;
+    while (i < n && isspace((unsigned char)s[i])) i++;
+    if (i == n || s[i] != ';') return -1;
+    i++;
+    while (i < n && isspace((unsigned char)s[i])) i++;
+    return i == n ? 1 : -1;
+}
+
+static int read_text(const char *path, char **out, ns_status *status);
+
+/* INCLUDE "file" at s (after the keyword): the file, relative to the .mod
+ * file's folder, lexed in place (nocmodl also searches the working folder
+ * and $MODL_INCLUDE, which a library does not read). */
+static int lex(parser *p, const char *s, int file);
+static int lex_include(parser *p, const char *s, size_t *i, int line) {
+    while (s[*i] == ' ' || s[*i] == '\t') (*i)++;
+    if (s[*i] != '"') return perr(p, NS_ERR_PARSE, line, "INCLUDE needs a file name in quotes");
+    size_t b = ++*i;
+    while (s[*i] && s[*i] != '"' && !is_eol(s[*i])) (*i)++;
+    if (s[*i] != '"') return perr(p, NS_ERR_PARSE, line, "INCLUDE: a file name without its closing '\"'");
+    char *name = ar_dupn(s + b, *i - b);
+    (*i)++;
+    if (!name) return perr(p, NS_ERR_OUT_OF_MEMORY, line, "out of memory");
+    if (!p->dir) return perr(p, NS_ERR_UNSUPPORTED, line, "INCLUDE \"%s\" in text without a file (parse the file)", name);
+    if (p->n_files == NM_MAX_FILES)
+        return perr(p, NS_ERR_UNSUPPORTED, line, "INCLUDE \"%s\": more than %d files", name, NM_MAX_FILES - 1);
+    size_t n = strlen(p->dir) + strlen(name) + 2;
+    char *path = nm_calloc(AR, n, 1);
+    if (!path) return perr(p, NS_ERR_OUT_OF_MEMORY, line, "out of memory");
+    snprintf(path, n, "%s%s%s", name[0] == '/' ? "" : p->dir, name[0] == '/' || !p->dir[0] ? "" : "/", name);
+    char *text = NULL;
+    ns_status rs = NS_OK;
+    if (read_text(path, &text, &rs)) return perr(p, rs, line, "INCLUDE \"%s\": %s", name, ns_last_error());
+    char *kept = ar_dupn(text, strlen(text)); /* the tokens point into it */
+    free(text);
+    if (!kept) return perr(p, NS_ERR_OUT_OF_MEMORY, line, "out of memory");
+    const char *slash = strrchr(name, '/');
+    p->files[p->n_files] = slash ? slash + 1 : name;
+    return lex(p, kept, p->n_files++);
+}
+
+static int lex(parser *p, const char *s, int file) {
+    size_t i = 0;
+    int line = (file << LINE_BITS) + 1;
     while (s[i]) {
         char c = s[i];
-        if (c == '\n') { line++; i++; continue; }
+        if (is_eol(c)) { line++; i += eol_len(s + i); continue; }
         if (isspace((unsigned char)c)) { i++; continue; }
         if (c == ':' || c == '?') { /* comment to the end of the line */
-            while (s[i] && s[i] != '\n') i++;
+            while (s[i] && !is_eol(s[i])) i++;
+            continue;
+        }
+        if (c == '"') { /* a string: printf's format, INCLUDE's file */
+            size_t b = i++;
+            while (s[i] && s[i] != '"' && !is_eol(s[i])) i += s[i] == '\\' && s[i + 1] && !is_eol(s[i + 1]) ? 2 : 1;
+            if (s[i] != '"') return perr(p, NS_ERR_PARSE, line, "a string without its closing '\"'");
+            i++;
+            tok t = {T_STR, 0, line, b, i, s, ar_dupn(s + b, i - b), 0};
+            if (!t.text || push(p, t)) return -1;
             continue;
         }
         if (isalpha((unsigned char)c) || c == '_') {
@@ -108,23 +191,39 @@ static int lex(parser *p) {
             while (isalnum((unsigned char)s[i]) || s[i] == '_') i++;
             size_t len = i - b;
             if (len == 5 && !strncmp(s + b, "TITLE", 5)) {
-                while (s[i] && s[i] != '\n') i++;
+                while (s[i] && !is_eol(s[i])) i++;
                 continue;
             }
             if (len == 7 && !strncmp(s + b, "COMMENT", 7)) {
                 const char *e = strstr(s + i, "ENDCOMMENT");
                 if (!e) return perr(p, NS_ERR_PARSE, line, "COMMENT without ENDCOMMENT");
-                for (; s + i < e; i++)
-                    if (s[i] == '\n') line++;
-                i += 10;
+                line += count_lines(s + i, (size_t)(e - (s + i)));
+                i = (size_t)(e - s) + 10;
+                continue;
+            }
+            if (len == 7 && !strncmp(s + b, "INCLUDE", 7)) {
+                if (lex_include(p, s, &i, line)) return -1;
                 continue;
             }
             if ((len == 8 && (!strncmp(s + b, "UNITSOFF", 8))) || (len == 7 && !strncmp(s + b, "UNITSON", 7)) ||
                 (len == 10 && !strncmp(s + b, "THREADSAFE", 10)))
                 continue;
-            if (len == 8 && !strncmp(s + b, "VERBATIM", 8))
-                return perr(p, NS_ERR_UNSUPPORTED, line, "VERBATIM is not supported (C code in a .mod file)");
-            tok t = {T_NAME, 0, line, b, i, ar_dupn(s + b, len), 0};
+            if (len == 8 && !strncmp(s + b, "VERBATIM", 8)) {
+                /* empty, or only `return 0;` (ST_RETURN): what most real files' VERBATIM blocks hold */
+                const char *e = strstr(s + i, "ENDVERBATIM");
+                int kind = e ? verbatim_kind(s + i, (size_t)(e - (s + i))) : -1;
+                if (kind < 0)
+                    return perr(p, NS_ERR_UNSUPPORTED, line,
+                                "VERBATIM is not supported (C code in a .mod file; only an empty block or `return 0;`)");
+                if (kind == 1) {
+                    tok t = {T_RETURN, 0, line, b, i, s, NULL, 0};
+                    if (push(p, t)) return -1;
+                }
+                line += count_lines(s + i, (size_t)(e - (s + i)));
+                i = (size_t)(e - s) + 11;
+                continue;
+            }
+            tok t = {T_NAME, 0, line, b, i, s, ar_dupn(s + b, len), 0};
             if (!t.text || push(p, t)) return -1;
             continue;
         }
@@ -138,9 +237,11 @@ static int lex(parser *p) {
                 i += 2;
                 while (isdigit((unsigned char)s[i])) i++;
             }
-            tok t = {T_NUM, 0, line, b, i, ar_dupn(s + b, i - b), 0};
+            tok t = {T_NUM, 0, line, b, i, s, ar_dupn(s + b, i - b), 0};
             if (!t.text) return -1;
             t.num = strtod(t.text, NULL);
+            if (!isfinite(t.num))
+                return perr(p, NS_ERR_PARSE, line, "the number %.40s is out of the range of a double", t.text);
             if (push(p, t)) return -1;
             continue;
         }
@@ -151,14 +252,14 @@ static int lex(parser *p) {
             i += 2;
         } else if ((c == '&' && s[i + 1] == '&') || (c == '|' && s[i + 1] == '|')) {
             i += 2;
-        } else if (strchr("{}()=,'+-*/^<>!~", c)) {
+        } else if (strchr("{}()[]=,'+-*/^<>!~", c)) {
             i++;
         } else {
             return perr(p, NS_ERR_PARSE, line, "unexpected character '%c'", c);
         }
-        if (push(p, (tok){T_PUNCT, punct, line, b, i, NULL, 0})) return -1;
+        if (push(p, (tok){T_PUNCT, punct, line, b, i, s, NULL, 0})) return -1;
     }
-    return push(p, (tok){T_EOF, 0, line, i, i, NULL, 0});
+    return file ? 0 : push(p, (tok){T_EOF, 0, line, i, i, s, NULL, 0});
 }
 
 /* ---- token helpers ---- */
@@ -171,6 +272,8 @@ static int is_name(parser *p, const char *s) { return cur(p)->kind == T_NAME && 
 static const char *describe(tok *t) {
     static _Thread_local char buf[64];
     if (t->kind == T_EOF) return "end of file";
+    if (t->kind == T_RETURN) return "VERBATIM return 0; ENDVERBATIM";
+    if (t->kind == T_STR) return "a string";
     if (t->kind == T_PUNCT) {
         switch (t->punct) {
         case 'l': return "'<='";
@@ -245,6 +348,14 @@ static ex *parse_primary(parser *p) {
         if (!e) return NULL;
         e->num = t->num;
         e->text = t->text;
+        /* `0.001 (mV)`: a units annotation, which nocmodl checks and drops (no factor) */
+        if (skip_units(p)) return NULL;
+        return e;
+    }
+    if (t->kind == T_STR) {
+        p->pos++;
+        ex *e = ex_new(EX_STR);
+        if (e) e->text = t->text;
         return e;
     }
     if (t->kind == T_NAME) {
@@ -275,7 +386,13 @@ static ex *parse_primary(parser *p) {
             return e;
         }
         ex *e = ex_new(EX_VAR);
-        if (e) e->text = t->text;
+        if (!e) return NULL;
+        e->text = t->text;
+        if (is_punct(p, '[')) { /* an array's element */
+            p->pos++;
+            if (!(e->a = parse_expr(p)) || expect(p, ']')) return NULL;
+            e->depth = 1 + e->a->depth;
+        }
         return e;
     }
     if (is_punct(p, '(')) {
@@ -441,6 +558,28 @@ static int add_name(char ***list, int *n, char *name) {
     return 0;
 }
 
+static var *find_var(struct ns_nmodl *m, const char *name);
+
+/* An array's size after its name, `[n]` (0 where there is none). */
+static int parse_dim(parser *p, int *size) {
+    *size = 0;
+    if (!is_punct(p, '[')) return 0;
+    p->pos++;
+    double n = cur(p)->num;
+    if (cur(p)->kind == T_NAME) { /* a DEFINE'd size */
+        var *d = find_var(p->m, cur(p)->text);
+        n = d && d->cls == V_CONST ? d->value : 0;
+    } else if (cur(p)->kind != T_NUM) {
+        n = 0;
+    }
+    if (!(n >= 1 && n <= 1e6) || n != (int)n)
+        return perr(p, NS_ERR_PARSE, cur(p)->line, "an array size must be an integer in [1, 1000000], found %s",
+                    describe(cur(p)));
+    p->pos++;
+    *size = (int)n;
+    return expect(p, ']');
+}
+
 static int parse_table(parser *p, block *owner) {
     int line = cur(p)->line;
     p->pos++; /* TABLE */
@@ -450,6 +589,7 @@ static int parse_table(parser *p, block *owner) {
         return perr(p, NS_ERR_UNSUPPORTED, line, "TABLE in %s: only one argument is supported", owner->name);
     table_decl *t = nm_calloc(AR, 1, sizeof *t);
     if (!t) return -1;
+    t->line = line;
     owner->table = t;
     while (cur(p)->kind == T_NAME && !is_name(p, "DEPEND") && !is_name(p, "FROM")) {
         if (add_name(&t->names, &t->n_names, p->toks[p->pos++].text)) return -1;
@@ -483,6 +623,11 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
     st *s = nm_calloc(AR, 1, sizeof *s);
     if (!s) return NULL;
     s->line = t->line;
+    if (t->kind == T_RETURN) {
+        p->pos++;
+        s->kind = ST_RETURN;
+        return s;
+    }
     if (t->kind != T_NAME) {
         if (is_punct(p, '~'))
             perr(p, NS_ERR_UNSUPPORTED, t->line, "reaction statements ('~', KINETIC) are not supported");
@@ -498,11 +643,41 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
         p->pos++;
         for (;;) {
             char *n = expect_name(p);
-            if (!n || add_name(&l->locals, &l->n_locals, n)) return NULL;
+            int size = 0;
+            if (!n || parse_dim(p, &size)) return NULL;
+            int *ns = nm_realloc(AR, l->local_size, (size_t)(l->n_locals + 1) * sizeof *ns);
+            if (!ns) return NULL;
+            l->local_size = ns;
+            ns[l->n_locals] = size;
+            if (add_name(&l->locals, &l->n_locals, n) || skip_units(p)) return NULL;
             if (is_punct(p, ',')) { p->pos++; continue; }
             break;
         }
         return (st *)l; /* marker: nothing to add (s stays in the arena) */
+    }
+    if (!strcmp(t->text, "WHILE") || !strcmp(t->text, "while")) {
+        p->pos++;
+        s->kind = ST_WHILE;
+        if (expect(p, '(') || !(s->e = parse_expr(p)) || expect(p, ')')) return NULL;
+        if (!(s->then_ = parse_block(p, owner))) return NULL;
+        return s;
+    }
+    if (!strcmp(t->text, "FROM")) { /* FROM i = a TO b [BY c] { }: i an integer, the bounds included */
+        p->pos++;
+        s->kind = ST_FROM;
+        if (!(s->name = expect_name(p)) || expect(p, '=') || !(s->e = parse_expr(p))) return NULL;
+        if (!is_name(p, "TO")) {
+            perr(p, NS_ERR_PARSE, cur(p)->line, "FROM %s: expected TO, found %s", s->name, describe(cur(p)));
+            return NULL;
+        }
+        p->pos++;
+        if (!(s->to = parse_expr(p))) return NULL;
+        if (is_name(p, "BY")) {
+            p->pos++;
+            if (!(s->by = parse_expr(p))) return NULL;
+        }
+        if (!(s->then_ = parse_block(p, owner))) return NULL;
+        return s;
     }
     if (!strcmp(t->text, "TABLE")) {
         if (parse_table(p, owner)) return NULL;
@@ -562,6 +737,14 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
         s->name = t->text;
         if (expect(p, '=') || !(s->e = parse_expr(p))) return NULL;
         return s;
+    }
+    if (is_punct(p, '[')) { /* an array's element: x[i] = e */
+        p->pos++;
+        if (!(s->index = parse_expr(p)) || expect(p, ']')) return NULL;
+        if (!is_punct(p, '=')) {
+            perr(p, NS_ERR_PARSE, cur(p)->line, "expected '=' after '%s[...]', found %s", t->text, describe(cur(p)));
+            return NULL;
+        }
     }
     if (is_punct(p, '=')) {
         p->pos++;
@@ -766,8 +949,15 @@ static int parse_neuron(parser *p) {
         } else if (!strcmp(t->text, "RANGE") || !strcmp(t->text, "GLOBAL")) {
             int range = !strcmp(t->text, "RANGE");
             for (;;) {
+                int line = cur(p)->line;
                 char *n = expect_name(p);
                 if (!n) return -1;
+                if (!range) {
+                    int *gl = nm_realloc(AR, m->globals_line, (size_t)(m->n_globals_decl + 1) * sizeof *gl);
+                    if (!gl) return -1;
+                    m->globals_line = gl;
+                    gl[m->n_globals_decl] = line;
+                }
                 if (range ? add_name(&m->range, &m->n_range, n) : add_name(&m->globals_decl, &m->n_globals_decl, n))
                     return -1;
                 if (!is_punct(p, ',')) break;
@@ -793,7 +983,11 @@ static int parse_decls(parser *p, int cls) {
         if (t->kind != T_NAME) return perr(p, NS_ERR_PARSE, t->line, "expected a name, found %s", describe(t));
         p->pos++;
         double value = 0;
-        int has_value = 0;
+        int has_value = 0, size = 0;
+        if (parse_dim(p, &size)) return -1;
+        if (size && (cls == V_STATE || cls == V_CONST))
+            return perr(p, NS_ERR_UNSUPPORTED, t->line, "%s arrays are not supported ('%s')",
+                        cls == V_STATE ? "STATE" : "CONSTANT", t->text);
         if (is_punct(p, '=')) {
             p->pos++;
             int neg = 0;
@@ -823,46 +1017,76 @@ static int parse_decls(parser *p, int cls) {
             if (v->ion >= 0 || v->cls == V_ASSIGNED) continue;
         }
         if (cls == V_STATE && has_value) return perr(p, NS_ERR_PARSE, t->line, "STATE '%s' with a value", t->text);
-        if (!add_var(p, t->text, cls, value, t->line)) return -1;
+        var *v = add_var(p, t->text, cls, value, t->line);
+        if (!v) return -1;
+        v->size = size;
     }
     p->pos++;
     return 0;
 }
 
-/* UNITS: (a) = (b) pairs are ignored; NAME = (faraday) (coulomb) style constants. */
+/* The text inside a units annotation "(...)" at the current token (without
+ * the parentheses), stepped over; NULL (and an error) where there is none. */
+static char *units_text(parser *p) {
+    if (!is_punct(p, '(')) {
+        perr(p, NS_ERR_PARSE, cur(p)->line, "expected units in parentheses, found %s", describe(cur(p)));
+        return NULL;
+    }
+    const tok *open = cur(p);
+    if (skip_units(p)) return NULL;
+    const tok *close = &p->toks[p->pos - 1];
+    if (close->src != open->src) { /* an INCLUDE inside the parentheses */
+        perr(p, NS_ERR_PARSE, open->line, "units cut by an INCLUDE");
+        return NULL;
+    }
+    return ar_dupn(open->src + open->end, close->start - open->end);
+}
+
+/* UNITS: `(a) = (b)` defines the name a for the constants that follow (the
+ * expressions are not converted: NEURON's files are written in consistent
+ * units); named constants `NAME = number (units)` (the number), `NAME = (u1)
+ * (u2)` and `NAME = (u1) -> (u2)` (u1 in units of u2, from the units
+ * database of nmodl_units.c, as nocmodl computes them). */
 static int parse_units(parser *p) {
+    const char **alias = NULL;
+    int n_alias = 0;
     if (expect(p, '{')) return -1;
     while (!is_punct(p, '}')) {
         if (cur(p)->kind == T_EOF) return perr(p, NS_ERR_PARSE, cur(p)->line, "missing '}'");
-        if (is_punct(p, '(')) {
-            if (skip_units(p)) return -1;
-            if (expect(p, '=') || skip_units(p)) return -1;
+        if (is_punct(p, '(')) { /* (a) = (b): a defined as b, for the constants below */
+            char *a = units_text(p), *b;
+            if (!a || expect(p, '=') || !(b = units_text(p))) return -1;
+            const char **na = nm_realloc(AR, alias, (size_t)(n_alias + 1) * 2 * sizeof *na);
+            if (!na) return perr(p, NS_ERR_OUT_OF_MEMORY, cur(p)->line, "out of memory");
+            alias = na;
+            alias[2 * n_alias] = a;
+            alias[2 * n_alias++ + 1] = b;
             continue;
         }
         if (cur(p)->kind == T_NAME) {
             tok *t = &p->toks[p->pos++];
             if (expect(p, '=')) return -1;
-            size_t b = cur(p)->start;
-            if (skip_units(p)) return -1;
-            char what[64] = {0};
-            size_t k = 0;
-            for (size_t i = b; i < p->toks[p->pos - 1].end && k < 63; i++)
-                if (!isspace((unsigned char)p->src[i])) what[k++] = p->src[i];
-            b = cur(p)->start;
-            if (skip_units(p)) return -1;
-            char unit[64] = {0};
-            k = 0;
-            for (size_t i = b; i < p->toks[p->pos - 1].end && k < 63; i++)
-                if (!isspace((unsigned char)p->src[i])) unit[k++] = p->src[i];
             double value;
-            /* NEURON 9's nrnunits.lib (2019 SI): faraday, R */
-            if (!strcmp(what, "(faraday)") && !strcmp(unit, "(coulomb)")) value = 96485.33212331001;
-            else if (!strcmp(what, "(faraday)") && !strcmp(unit, "(kilocoulombs)")) value = 96.48533212331001;
-            else if (!strcmp(what, "(k-mole)") && !strcmp(unit, "(joule/degC)")) value = 8.31446261815324;
-            else if (!strcmp(what, "(R)") && !strcmp(unit, "(joule/degC)")) value = 8.31446261815324;
-            else
-                return perr(p, NS_ERR_UNSUPPORTED, t->line, "UNITS constant %s = %s %s is not supported", t->text,
-                            what, unit);
+            if (cur(p)->kind == T_NUM || is_punct(p, '-')) {
+                int neg = is_punct(p, '-');
+                if (neg) p->pos++;
+                if (cur(p)->kind != T_NUM)
+                    return perr(p, NS_ERR_PARSE, cur(p)->line, "UNITS %s: expected a number, found %s", t->text,
+                                describe(cur(p)));
+                value = p->toks[p->pos++].num * (neg ? -1 : 1);
+                if (units_text(p) == NULL) return -1;
+            } else {
+                char *what = units_text(p);
+                if (!what) return -1;
+                if (is_punct(p, '-') && p->toks[p->pos + 1].kind == T_PUNCT && p->toks[p->pos + 1].punct == '>')
+                    p->pos += 2; /* (u1) -> (u2) */
+                char *unit = units_text(p);
+                if (!unit) return -1;
+                char msg[200];
+                if (nm_units_convert(what, unit, alias, n_alias, &value, msg, sizeof msg))
+                    return perr(p, NS_ERR_UNSUPPORTED, t->line, "UNITS %s = (%.60s) (%.60s): %s", t->text, what, unit,
+                                msg);
+            }
             if (!add_var(p, t->text, V_CONST, value, t->line)) return -1;
             continue;
         }
@@ -932,6 +1156,28 @@ static int parse_top(parser *p) {
                 if (is_punct(p, '}')) depth--;
                 p->pos++;
             } while (depth > 0);
+        } else if (!strcmp(k, "LOCAL")) {
+            /* a module-level LOCAL: in NEURON one value per thread, shared by
+             * every instance; here a field per instance (the same results
+             * wherever an instance writes it before it reads it, and
+             * thread-safe) */
+            for (;;) {
+                tok *n = cur(p);
+                char *name = expect_name(p);
+                int size = 0;
+                if (!name || parse_dim(p, &size)) return -1;
+                var *old = find_var(m, name);
+                if (old && old->cls == V_ASSIGNED && old->size == size) { /* also ASSIGNED: nocmodl takes it as one */
+                    if (!is_punct(p, ',')) break;
+                    p->pos++;
+                    continue;
+                }
+                var *v = add_var(p, name, V_ASSIGNED, 0, n->line);
+                if (!v) return -1;
+                v->size = size;
+                if (!is_punct(p, ',')) break;
+                p->pos++;
+            }
         } else if (!strcmp(k, "DEFINE")) {
             char *n = expect_name(p);
             if (!n) return -1;
@@ -989,15 +1235,51 @@ static int builtin_arity(const char *f) {
         if (!strcmp(two[i], f)) return 2;
     return -1;
 }
+/* The size of the innermost scope entry `name` (scope_size: 0 a scalar, n an
+ * array, -1 a FROM loop's integer), or -2 where it is not in scope. */
+static int scope_size_of(parser *p, char **scope, int n_scope, const char *name) {
+    for (int i = n_scope - 1; i >= 0; i--)
+        if (!strcmp(scope[i], name)) return p->scope_size[i];
+    return -2;
+}
+static int scope_add(parser *p, char ***scope, int *n_scope, char *name, int size) {
+    if (*n_scope >= p->cap_scope_size) {
+        int cap = p->cap_scope_size ? 2 * p->cap_scope_size : 64;
+        int *n = nm_realloc(AR, p->scope_size, (size_t)cap * sizeof *n);
+        if (!n) return perr(p, NS_ERR_OUT_OF_MEMORY, 1, "out of memory");
+        p->scope_size = n;
+        p->cap_scope_size = cap;
+    }
+    p->scope_size[*n_scope] = size;
+    return add_name(scope, n_scope, name);
+}
+/* a name with or without an index: arrays only with one, the rest only without */
+static int check_index(parser *p, const char *name, const ex *index, char **scope, int n_scope, int line) {
+    int size = scope_size_of(p, scope, n_scope, name);
+    if (size == -2) {
+        var *v = find_var(p->m, name);
+        size = v ? v->size : 0;
+    }
+    if (index && size <= 0) return perr(p, NS_ERR_INVALID_ARGUMENT, line, "'%s' is not an array", name);
+    if (!index && size > 0) return perr(p, NS_ERR_INVALID_ARGUMENT, line, "the array '%s' needs an index", name);
+    if (index && index->kind == EX_NUM && !(index->num >= 0 && index->num < size))
+        return perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s[%g]: out of the array's %d elements", name, index->num, size);
+    return 0;
+}
 static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
     switch (e->kind) {
     case EX_NUM: return 0;
+    case EX_STR: return perr(p, NS_ERR_PARSE, line, "a string outside printf");
     case EX_VAR:
-        if (in_list(locals, n_locals, e->text) || is_special(e->text) || find_var(p->m, e->text)) return 0;
+        if (e->a && check_ex(p, e->a, locals, n_locals, line)) return -1;
+        if (in_list(locals, n_locals, e->text) || is_special(e->text) || find_var(p->m, e->text))
+            return check_index(p, e->text, e->a, locals, n_locals, line);
         if (!strcmp(e->text, "FARADAY")) return 0;
         return perr(p, NS_ERR_INVALID_ARGUMENT, line, "'%s' is not declared", e->text);
     case EX_CALL: {
         block *b = find_block(p->m, e->text);
+        if (!b && !strcmp(e->text, "printf"))
+            return perr(p, NS_ERR_UNSUPPORTED, line, "printf as a value (it is supported as a statement)");
         int ar = builtin_arity(e->text);
         if (b && b->kind == B_DERIVATIVE) return perr(p, NS_ERR_PARSE, line, "DERIVATIVE %s called as a function", e->text);
         if (!b && ar < 0) {
@@ -1024,13 +1306,15 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
 static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_scope) {
     int base = *n_scope;
     for (int i = 0; i < l->n_locals; i++)
-        if (add_name(scope, n_scope, l->locals[i])) return -1;
+        if (scope_add(p, scope, n_scope, l->locals[i], l->local_size ? l->local_size[i] : 0)) return -1;
     for (int i = 0; i < l->n; i++) {
         st *s = l->s[i];
         switch (s->kind) {
         case ST_ASSIGN: {
             int fn_ret = owner && owner->kind == B_FUNCTION && !strcmp(owner->name, s->name);
-            if (!fn_ret && !in_list(*scope, *n_scope, s->name)) {
+            int local = scope_size_of(p, *scope, *n_scope, s->name);
+            if (local == -1) return perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is FROM's loop variable", s->name);
+            if (!fn_ret && local == -2) {
                 var *v = find_var(p->m, s->name);
                 if (!v) {
                     if (is_special(s->name))
@@ -1040,6 +1324,8 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
                 if (v->cls == V_CONST || v->cls == V_ION_READ)
                     return perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is read-only here", s->name);
             }
+            if (!fn_ret && check_index(p, s->name, s->index, *scope, *n_scope, s->line)) return -1;
+            if (s->index && check_ex(p, s->index, *scope, *n_scope, s->line)) return -1;
             if (check_ex(p, s->e, *scope, *n_scope, s->line)) return -1;
             break;
         }
@@ -1052,11 +1338,40 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
             break;
         }
         case ST_IF:
+        case ST_WHILE:
             if (check_ex(p, s->e, *scope, *n_scope, s->line)) return -1;
             if (check_list(p, s->then_, owner, scope, n_scope)) return -1;
             if (s->else_ && check_list(p, s->else_, owner, scope, n_scope)) return -1;
             break;
+        case ST_FROM: {
+            if (check_ex(p, s->e, *scope, *n_scope, s->line) || check_ex(p, s->to, *scope, *n_scope, s->line))
+                return -1;
+            /* BY: an integer constant, as nocmodl's grammar has it (the step, in method) */
+            const ex *by = s->by && s->by->kind == EX_NEG ? s->by->a : s->by;
+            double step = !s->by ? 1 : by->kind == EX_NUM ? (s->by->kind == EX_NEG ? -by->num : by->num) : 0;
+            if (step == 0 || step != (int)step || fabs(step) > 1e6)
+                return perr(p, NS_ERR_PARSE, s->line, "FROM %s: BY needs a nonzero integer", s->name);
+            s->method = (int)step;
+            int at = *n_scope;
+            if (scope_add(p, scope, n_scope, s->name, -1) || check_list(p, s->then_, owner, scope, n_scope)) return -1;
+            *n_scope = at;
+            break;
+        }
+        case ST_RETURN:
+            if (!owner || owner->kind == B_DERIVATIVE)
+                return perr(p, NS_ERR_UNSUPPORTED, s->line,
+                            "VERBATIM return 0; is supported in a FUNCTION or PROCEDURE only");
+            break;
         case ST_CALL: {
+            const ex *e = s->e;
+            if (!find_block(p->m, e->text) && !strcmp(e->text, "printf")) { /* printf("format", args): the host's */
+                if (e->n_args < 1 || e->args[0]->kind != EX_STR)
+                    return perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "printf needs a format string first");
+                p->m->uses_printf = 1;
+                for (int k = 1; k < e->n_args; k++)
+                    if (check_ex(p, e->args[k], *scope, *n_scope, s->line)) return -1;
+                break;
+            }
             if (check_ex(p, s->e, *scope, *n_scope, s->line)) return -1;
             break;
         }
@@ -1076,6 +1391,88 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
     return 0;
 }
 
+/* Is name a LOCAL of l or an enclosing list (scope), or an argument? */
+typedef struct wscope {
+    const stlist *l;
+    const struct wscope *up;
+} wscope;
+static int shadowed(const wscope *w, char **args, int n_args, const char *name) {
+    for (; w; w = w->up)
+        if (in_list(w->l->locals, w->l->n_locals, name)) return 1;
+    return in_list(args, n_args, name);
+}
+static int mark_writes(parser *p, const stlist *l, const wscope *up, char **args, int n_args) {
+    wscope w = {l, up};
+    for (int i = 0; i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_ASSIGN && !shadowed(&w, args, n_args, s->name)) {
+            var *v = find_var(p->m, s->name);
+            if (!v && !strcmp(s->name, "v")) {
+                /* v = v + 10 in a PROCEDURE: NEURON's mechanism has its own copy of
+                 * v, set from the node's at each entry; the membrane keeps its own */
+                if (!(v = add_var(p, "v", V_ASSIGNED, 0, s->line))) return -1;
+                v->copy_in = 1;
+            } else if (v && v->cls == V_ION_READ) {
+                v->cls = V_ASSIGNED; /* written READ ion variable: a copy, set from the ion at each entry */
+                v->copy_in = 1;
+            }
+        }
+        if (s->kind == ST_IF || s->kind == ST_WHILE || s->kind == ST_FROM) {
+            if (mark_writes(p, s->then_, &w, args, n_args)) return -1;
+            if (s->else_ && mark_writes(p, s->else_, &w, args, n_args)) return -1;
+        }
+    }
+    return 0;
+}
+
+/* FUNCTIONs and PROCEDUREs must not call themselves, directly or through
+ * others: the generated code inlines calls (NEURON's recurses; no real file
+ * we know relies on it). A depth-first search of the call graph; state per
+ * block: 0 unseen, 1 on the path, 2 done. */
+static int calls_in_list(parser *p, const stlist *l, int from, int *state);
+static int visit_block(parser *p, int b, int *state) {
+    if (state[b] == 2) return 0;
+    if (state[b] == 1) return 1;
+    state[b] = 1;
+    if (calls_in_list(p, p->m->blocks[b]->body, b, state)) return 1;
+    state[b] = 2;
+    return 0;
+}
+static int calls_in_ex(parser *p, const ex *e, int from, int *state, int line) {
+    if (!e) return 0;
+    if (e->kind == EX_CALL) {
+        for (int i = 0; i < p->m->n_blocks; i++)
+            if (!strcmp(p->m->blocks[i]->name, e->text) && visit_block(p, i, state)) {
+                const block *b = p->m->blocks[from];
+                perr(p, NS_ERR_UNSUPPORTED, line, "recursion is not supported: %s calls %s, which leads back to %s",
+                     b->name, e->text, b->name);
+                return 1;
+            }
+        for (int i = 0; i < e->n_args; i++)
+            if (calls_in_ex(p, e->args[i], from, state, line)) return 1;
+        return 0;
+    }
+    return calls_in_ex(p, e->a, from, state, line) || calls_in_ex(p, e->b, from, state, line);
+}
+static int calls_in_list(parser *p, const stlist *l, int from, int *state) {
+    for (int i = 0; i < l->n; i++) {
+        const st *s = l->s[i];
+        if (calls_in_ex(p, s->e, from, state, s->line) || calls_in_ex(p, s->index, from, state, s->line) ||
+            calls_in_ex(p, s->to, from, state, s->line) || calls_in_ex(p, s->by, from, state, s->line))
+            return 1;
+        if (s->then_ && calls_in_list(p, s->then_, from, state)) return 1;
+        if (s->else_ && calls_in_list(p, s->else_, from, state)) return 1;
+    }
+    return 0;
+}
+static int no_recursion(parser *p) {
+    int *state = nm_calloc(AR, (size_t)p->m->n_blocks + 1, sizeof *state);
+    if (!state) return perr(p, NS_ERR_OUT_OF_MEMORY, 1, "out of memory");
+    for (int i = 0; i < p->m->n_blocks; i++)
+        if (visit_block(p, i, state)) return -1;
+    return 0;
+}
+
 static int finish(parser *p) {
     struct ns_nmodl *m = p->m;
     if (!p->seen_neuron || !m->name) return perr(p, NS_ERR_PARSE, 1, "no NEURON block with a SUFFIX or POINT_PROCESS");
@@ -1083,39 +1480,46 @@ static int finish(parser *p) {
         m->breakpoint = nm_calloc(AR, 1, sizeof *m->breakpoint);
         if (!m->breakpoint) return -1;
     }
-    /* SOLVE only in BREAKPOINT, at its top level */
+    /* v and READ ion variables that the file assigns: per-instance copies (NEURON's) */
+    if (m->initial && mark_writes(p, m->initial, NULL, NULL, 0)) return -1;
+    if (mark_writes(p, m->breakpoint, NULL, NULL, 0)) return -1;
+    if (m->net_receive && mark_writes(p, m->net_receive, NULL, &m->net_weight, 1)) return -1;
+    for (int i = 0; i < m->n_blocks; i++)
+        if (mark_writes(p, m->blocks[i]->body, NULL, m->blocks[i]->args, m->blocks[i]->n_args)) return -1;
     for (int i = 0; i < m->n_vars; i++) {
         var *v = &m->vars[i];
         if (v->cls == V_PARAM && in_list(m->globals_decl, m->n_globals_decl, v->name)) v->cls = V_GLOBAL;
         /* NEURON: a PARAMETER that is not RANGE is GLOBAL */
         if (v->cls == V_PARAM && !in_list(m->range, m->n_range, v->name)) v->cls = V_GLOBAL;
     }
-    for (int i = 0; i < m->n_range; i++) {
-        var *v = find_var(m, m->range[i]);
-        if (!v) return perr(p, NS_ERR_INVALID_ARGUMENT, 1, "RANGE %s: not declared in PARAMETER, ASSIGNED or STATE",
-                            m->range[i]);
-    }
+    /* a RANGE name that is never declared is ignored, as nocmodl does; a GLOBAL one is an error there too */
     for (int i = 0; i < m->n_globals_decl; i++) {
         var *v = find_var(m, m->globals_decl[i]);
-        if (!v) return perr(p, NS_ERR_INVALID_ARGUMENT, 1, "GLOBAL %s: not declared", m->globals_decl[i]);
+        if (!v)
+            return perr(p, NS_ERR_INVALID_ARGUMENT, m->globals_line[i],
+                        "GLOBAL %s: not declared in PARAMETER or ASSIGNED", m->globals_decl[i]);
     }
     /* fields: parameters, assigned (GLOBAL assigned are per instance: they
      * are written before they are read, CoreNEURON does the same), states */
-    int nf = 0;
+    /* an array takes `size` consecutive fields (globals); the sums are bounded by
+     * the number of variables times parse_dim's 1e6 */
+    long long nf = 0;
     for (int i = 0; i < m->n_vars; i++)
-        if (m->vars[i].cls == V_PARAM) m->vars[i].field = nf++;
-    m->n_params = nf;
+        if (m->vars[i].cls == V_PARAM) m->vars[i].field = (int)nf, nf += m->vars[i].size ? m->vars[i].size : 1;
+    m->n_params = (int)nf;
     for (int i = 0; i < m->n_vars; i++)
-        if (m->vars[i].cls == V_ASSIGNED) m->vars[i].field = nf++;
-    m->n_assigned = nf - m->n_params;
+        if (m->vars[i].cls == V_ASSIGNED) m->vars[i].field = (int)nf, nf += m->vars[i].size ? m->vars[i].size : 1;
+    m->n_assigned = (int)nf - m->n_params;
     for (int i = 0; i < m->n_vars; i++)
-        if (m->vars[i].cls == V_STATE) m->vars[i].field = nf++;
-    m->n_states = nf - m->n_params - m->n_assigned;
-    m->n_fields = nf;
-    int ng = 0;
+        if (m->vars[i].cls == V_STATE) m->vars[i].field = (int)nf, nf += m->vars[i].size ? m->vars[i].size : 1;
+    long long ng = 0;
     for (int i = 0; i < m->n_vars; i++)
-        if (m->vars[i].cls == V_GLOBAL) m->vars[i].global = ng++;
-    int tsize = 0;
+        if (m->vars[i].cls == V_GLOBAL) m->vars[i].global = (int)ng, ng += m->vars[i].size ? m->vars[i].size : 1;
+    if (nf > MAX_SLOTS || ng > MAX_SLOTS)
+        return perr(p, NS_ERR_SIZE, 1, "%lld fields and %lld GLOBALs per instance: more than %d", nf, ng, MAX_SLOTS);
+    m->n_states = (int)nf - m->n_params - m->n_assigned;
+    m->n_fields = (int)nf;
+    long long tsize = 0;
     for (int i = 0; i < m->n_blocks; i++) {
         block *b = m->blocks[i];
         if (!b->table) continue;
@@ -1123,83 +1527,82 @@ static int finish(parser *p) {
         for (int k = 0; k < t->n_names; k++) {
             var *v = find_var(m, t->names[k]);
             if (!v || v->field < 0 || v->cls != V_ASSIGNED)
-                return perr(p, NS_ERR_INVALID_ARGUMENT, b->line, "TABLE %s in %s: not an ASSIGNED variable", t->names[k],
+                return perr(p, NS_ERR_INVALID_ARGUMENT, t->line, "TABLE %s in %s: not an ASSIGNED variable", t->names[k],
                             b->name);
         }
         for (int k = 0; k < t->n_depend; k++) {
+            /* a GLOBAL, celsius, dt, or a RANGE variable (as nocmodl, the table
+             * then follows the value of the first instance: the builder's) */
             var *v = find_var(m, t->depend[k]);
-            if (strcmp(t->depend[k], "celsius") && (!v || v->cls != V_GLOBAL))
-                return perr(p, NS_ERR_INVALID_ARGUMENT, b->line, "TABLE DEPEND %s in %s: not a GLOBAL", t->depend[k],
-                            b->name);
+            if (strcmp(t->depend[k], "celsius") && strcmp(t->depend[k], "dt") &&
+                (!v || v->size || (v->cls != V_GLOBAL && v->cls != V_PARAM && v->cls != V_ASSIGNED)))
+                return perr(p, NS_ERR_INVALID_ARGUMENT, t->line,
+                            "TABLE DEPEND %s in %s: not a PARAMETER, an ASSIGNED, celsius or dt", t->depend[k], b->name);
         }
-        t->offset = tsize;
-        int cols = b->kind == B_FUNCTION ? 1 : t->n_names;
-        tsize += 4 + t->n_depend + cols * (t->with + 1);
-        b->table->with = t->with;
+        t->offset = (int)tsize;
+        long long cols = b->kind == B_FUNCTION ? 1 : t->n_names;
+        tsize += 4 + t->n_depend + cols * (t->with + 1LL);
+        if (tsize > MAX_TABLE)
+            return perr(p, NS_ERR_SIZE, t->line, "the TABLEs need %lld values, more than %d (lower WITH)", tsize,
+                        MAX_TABLE);
         /* usetable_<name> is a GLOBAL, 1 by default, as NEURON has it */
-        char name[128];
-        snprintf(name, sizeof name, "usetable_%s", b->name);
+        size_t nl = strlen(b->name) + 10;
+        char *name = nm_calloc(AR, nl, 1);
+        if (!name) return -1;
+        snprintf(name, nl, "usetable_%s", b->name);
         var *u = add_var(p, name, V_GLOBAL, 1, b->line);
         if (!u) return -1;
-        u->global = ng++;
+        if (ng >= MAX_SLOTS) return perr(p, NS_ERR_SIZE, b->line, "more than %d GLOBALs", MAX_SLOTS);
+        t->usetable = u->global = (int)ng++;
     }
-    m->n_globals = ng;
-    m->table_size = tsize;
+    m->n_globals = (int)ng;
+    m->table_size = (int)tsize;
     /* names and calls */
     char **scope = NULL;
     int n_scope = 0;
     if (m->initial && check_list(p, m->initial, NULL, &scope, &n_scope)) goto fail;
     if (check_list(p, m->breakpoint, NULL, &scope, &n_scope)) goto fail;
-    for (int i = 0; i < m->breakpoint->n; i++) {
-        st *s = m->breakpoint->s[i];
-        if (s->kind == ST_SOLVE && i != 0) {
-            /* NEURON runs SOLVE in nrn_state wherever it stands; we take it
-             * from the top only (where every real file has it). */
-            for (int k = 0; k < i; k++)
-                if (m->breakpoint->s[k]->kind != ST_SOLVE) {
-                    perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE after other statements in BREAKPOINT is not supported");
-                    goto fail;
-                }
-        }
-    }
     if (m->net_receive) {
         if (!m->point) {
             perr(p, NS_ERR_UNSUPPORTED, 1, "NET_RECEIVE in a density mechanism (SUFFIX %s)", m->name);
             goto fail;
         }
-        if (add_name(&scope, &n_scope, m->net_weight)) goto fail;
+        if (scope_add(p, &scope, &n_scope, m->net_weight, 0)) goto fail;
         if (check_list(p, m->net_receive, NULL, &scope, &n_scope)) goto fail;
         n_scope = 0;
     }
     for (int i = 0; i < m->n_blocks; i++) {
         block *b = m->blocks[i];
         n_scope = 0;
+        /* a FUNCTION's name is its value, which its body may read too */
+        if (b->kind == B_FUNCTION && scope_add(p, &scope, &n_scope, b->name, 0)) goto fail;
         for (int k = 0; k < b->n_args; k++)
-            if (add_name(&scope, &n_scope, b->args[k])) goto fail;
+            if (scope_add(p, &scope, &n_scope, b->args[k], 0)) goto fail;
         if (check_list(p, b->body, b, &scope, &n_scope)) goto fail;
     }
+    if (no_recursion(p)) goto fail;
     return 0; /* scope lives in the arena */
 fail:
     return -1;
 }
 
-ns_status ns_nmodl_parse_string(const char *text, const char *name, ns_nmodl_t **out) {
-    if (!text || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_nmodl_parse_string: NULL argument");
+static ns_status parse_text(const char *text, const char *name, const char *dir, ns_nmodl_t **out) {
     *out = NULL;
     parser p = {0};
     p.src = text;
     p.file = name ? name : "<string>";
+    p.dir = dir;
+    p.files[0] = p.file;
+    p.n_files = 1;
     p.m = calloc(1, sizeof *p.m);
     if (!p.m) return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
     p.m->file = dup(p.file);
     AR = &p.m->arena;
-    if (lex(&p) == 0 && parse_top(&p) == 0) finish(&p);
+    if (lex(&p, text, 0) == 0 && parse_top(&p) == 0) finish(&p);
     /* the tokens' texts are kept (the AST points at them); the array goes */
     free(p.toks);
     AR = NULL;
     if (p.status) {
-        /* the AST is leaked on error paths only through this small arena-less
-         * design; keep it simple: the structure is freed shallowly */
         ns_nmodl_destroy(p.m);
         return p.status;
     }
@@ -1207,19 +1610,24 @@ ns_status ns_nmodl_parse_string(const char *text, const char *name, ns_nmodl_t *
     return NS_OK;
 }
 
-ns_status ns_nmodl_parse_file(const char *path, ns_nmodl_t **out) {
-    if (!path || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_nmodl_parse_file: NULL argument");
+ns_status ns_nmodl_parse_string(const char *text, const char *name, ns_nmodl_t **out) {
+    if (!text || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_nmodl_parse_string: NULL argument");
+    return parse_text(text, name, NULL, out);
+}
+
+/* The text of the file at path (at most 64 MiB, no NUL byte), malloc'd; -1 with *status. */
+static int read_text(const char *path, char **out, ns_status *status) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
-    if (!f) return ns_fail(NS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return *status = ns_fail(NS_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), -1;
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
-    if (!buf) { fclose(f); return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); }
+    if (!buf) { fclose(f); return *status = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"), -1; }
     for (;;) {
         if (n + 1 >= cap) {
-            if (cap > ((size_t)64 << 20)) { free(buf); fclose(f); return ns_fail(NS_ERR_SIZE, "%s: larger than 64 MiB", path); }
+            if (cap > ((size_t)64 << 20)) { free(buf); fclose(f); return *status = ns_fail(NS_ERR_SIZE, "%s: larger than 64 MiB", path), -1; }
             char *nb = realloc(buf, cap *= 2);
-            if (!nb) { free(buf); fclose(f); return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); }
+            if (!nb) { free(buf); fclose(f); return *status = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"), -1; }
             buf = nb;
         }
         size_t r = fread(buf + n, 1, cap - n - 1, f);
@@ -1228,11 +1636,24 @@ ns_status ns_nmodl_parse_file(const char *path, ns_nmodl_t **out) {
     }
     int err = ferror(f);
     fclose(f);
-    if (err) { free(buf); return ns_fail(NS_ERR_IO, "%s: read error", path); }
+    if (err) { free(buf); return *status = ns_fail(NS_ERR_IO, "%s: read error", path), -1; }
     buf[n] = 0;
-    if (memchr(buf, 0, n)) { free(buf); return ns_fail(NS_ERR_PARSE, "%s: binary file (NUL byte)", path); }
+    if (memchr(buf, 0, n)) { free(buf); return *status = ns_fail(NS_ERR_PARSE, "%s: binary file (NUL byte)", path), -1; }
+    *out = buf;
+    return 0;
+}
+
+ns_status ns_nmodl_parse_file(const char *path, ns_nmodl_t **out) {
+    if (!path || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_nmodl_parse_file: NULL argument");
+    *out = NULL;
+    char *buf = NULL;
+    ns_status s = NS_OK;
+    if (read_text(path, &buf, &s)) return s;
     const char *base = strrchr(path, '/');
-    ns_status s = ns_nmodl_parse_string(buf, base ? base + 1 : path, out);
+    char *dir = base ? dupn(path, (size_t)(base - path)) : dup(".");
+    if (!dir) { free(buf); return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); }
+    s = parse_text(buf, base ? base + 1 : path, dir[0] || !base ? dir : "/", out);
+    free(dir);
     free(buf);
     return s;
 }

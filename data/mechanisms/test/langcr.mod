@@ -1,0 +1,1 @@
+TITLE langcr: a leak in a file with CR-only line ends (old Mac files): neurosolve's own file (BSD-3-Clause, as the project)NEURON {    SUFFIX langcr    NONSPECIFIC_CURRENT i    RANGE g, e}PARAMETER {    g = 0.0002 (S/cm2)    e = -60 (mV)}ASSIGNED { v (mV) i (mA/cm2) }BREAKPOINT {    i = g*(v - e) + 0.0001 (mA/cm2)}

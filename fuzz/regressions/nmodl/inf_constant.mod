@@ -1,0 +1,2 @@
+NEURON { SUFFIX x }
+CONSTANT { big = 1e999 }
