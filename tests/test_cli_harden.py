@@ -185,7 +185,7 @@ with tempfile.TemporaryDirectory() as tmp:
 with tempfile.TemporaryDirectory() as tmp:
     mods = os.path.join(tmp, "mods")
     os.mkdir(mods)
-    names = [f"m{k:02d}" + "a" * 117 for k in range(12)]
+    names = [f"m{k:02d}" + "a" * 237 for k in range(12)]
     for k, n in enumerate(names):
         with open(os.path.join(mods, f"m{k:02d}.mod"), "w") as f:
             f.write(f"NEURON {{ SUFFIX {n}\n RANGE g }}\nPARAMETER {{ g = 0.001 }}\nBREAKPOINT {{ }}\n")
