@@ -691,7 +691,13 @@ static int emit_kinetic(gen *g, const block *bl) {
             else put(b, "    J_[%d] = 0.0;\n", r * n + c);
         }
     }
-    put(b, "}\n\nNS_MECH_FN void nsm_%s_ks_%s(", name, bl->name);
+    /* the solver is called, not inlined into the flattened loops (a 13-state
+     * scheme inlined into every clone and path took gcc 11 s; its Newton
+     * loop does not vectorise over instances anyway) */
+    put(b, "}\n\n#ifndef NSM_NOINLINE\n#if defined(__CUDACC__)\n#define NSM_NOINLINE __noinline__\n"
+           "#elif defined(__GNUC__) || defined(__clang__)\n#define NSM_NOINLINE __attribute__((noinline))\n"
+           "#else\n#define NSM_NOINLINE\n#endif\n#endif\n");
+    put(b, "NS_MECH_FN NSM_NOINLINE void nsm_%s_ks_%s(", name, bl->name);
     put_sig(g);
     put(b, ", double dt_, int one_) {\n");
     put(b, "    enum { N_ = %d };\n    double x0_[N_], r_[N_], c_[N_], J_[N_][N_];\n    double *x_[N_] = {", n);
