@@ -46,7 +46,7 @@ typedef struct st {
     char *name;          /* ST_ASSIGN, ST_DERIV: the variable; ST_SOLVE: the block */
     ex *e;               /* value, condition or call */
     struct stlist *then_, *else_;
-    int method;          /* ST_SOLVE */
+    int method;          /* ST_SOLVE; ST_CONSERVE: the row it replaces (nm_kinetic_lower) */
     int steady;          /* ST_SOLVE: SOLVE ... STEADYSTATE method (INITIAL) */
     /* ST_REACTION: lhs <-> rhs (e, e2), lhs -> rhs (e), lhs << (e) (react '<->', '->', '<<');
      * ST_CONSERVE: lhs = e; ST_COMPARTMENT: e {lhs} */

@@ -18,7 +18,6 @@
 
 typedef struct lower {
     struct ns_nmodl *m;
-    block *b;
     kinetic *k;
     ns_status status;
 } lower;
@@ -62,7 +61,8 @@ static ex *mk(lower *L, ex_kind kind, int op, ex *a, ex *b) {
     e->op = op;
     e->a = a;
     e->b = b;
-    e->depth = 1 + (a ? a->depth : 0) + (b ? b->depth : 0);
+    const int da = a ? a->depth : 0, db = b ? b->depth : 0;
+    e->depth = 1 + (da > db ? da : db);
     return e;
 }
 static ex *bin(lower *L, int op, ex *a, ex *b) { return a && b ? mk(L, EX_BIN, op, a, b) : NULL; }
@@ -125,10 +125,10 @@ static int collect(lower *L, const stlist *l) {
 
 /* the COMPARTMENT sizes and the rows the CONSERVEs replace (nocmodl: the
  * equation of the last state the statement names, the first of its list) */
-static int compartments(lower *L, const stlist *l) {
+static int compartments(lower *L, stlist *l) {
     kinetic *k = L->k;
     for (int i = 0; i < l->n; i++) {
-        const st *s = l->s[i];
+        st *s = l->s[i];
         if (s->kind == ST_IF) {
             if (compartments(L, s->then_) || (s->else_ && compartments(L, s->else_))) return -1;
         } else if (s->kind == ST_COMPARTMENT) {
@@ -146,7 +146,7 @@ static int compartments(lower *L, const stlist *l) {
             }
             if (r < 0) return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "CONSERVE: every state it names is conserved already");
             k->conserve[r] = 1;
-            ((st *)s)->method = r; /* the row, for the lowering below */
+            s->method = r; /* the row it replaces, for lower_conserve */
         }
     }
     return 0;
@@ -328,7 +328,7 @@ static int add_local(lower *L, stlist *l, const char *name) {
 }
 
 ns_status nm_kinetic_lower(struct ns_nmodl *m, block *b) {
-    lower L = {m, b, NULL, NS_OK};
+    lower L = {m, NULL, NS_OK};
     kinetic *k = nm_calloc(&m->arena, 1, sizeof *k);
     if (!k) return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
     L.k = k;
