@@ -47,7 +47,7 @@ typedef struct event { double t, w; } event;
 typedef struct tcase {
     const char *name;
     double celsius, v_init, tstop;
-    const char *mechs[MAX_MECH]; /* in NEURON's type order: pas, then the others by name */
+    const char *mechs[MAX_MECH]; /* in NEURON's order: pas, those that write a concentration, the others by name */
     param params[24];
     clamp clamps[2];
     event events[2];

@@ -83,8 +83,9 @@ static const tcase CASES[] = {
     {"minipump", 6.3, -65, 40, {"pas", "minipump"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "Z"},
     {"minipump_ss", 6.3, -65, 40, {"pas", "minipump"}, {{"minipump", "run_steady_state", 1}}, {{5, 20, 0.1}},
      {{0, 0}}, 0, 0, 0, 0, "Z"},
-    {"cabuf", 34, -70, 200, {"pas", "Ca_HVA", "cabuf"}, {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.0005}},
-     {{20, 100, 0.03}}, {{0}}, 0, 0, 0, 1},
+    {"cabuf", 34, -70, 200, {"pas", "cabuf", "Ca_HVA", "SK_E2"},
+     {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}},
+     {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
 };
 
 /* NEURON's trace: rows t, v[, cai, eca] every 4th step; "# spikes" line. */
