@@ -47,12 +47,13 @@ typedef struct event { double t, w; } event;
 typedef struct tcase {
     const char *name;
     double celsius, v_init, tstop;
-    const char *mechs[MAX_MECH]; /* in NEURON's type order: pas, then the others by name */
+    const char *mechs[MAX_MECH]; /* in NEURON's order: pas, those that write a concentration, the others by name */
     param params[24];
     clamp clamps[2];
     event events[2];
     double ena, ek, eca;         /* 0: NEURON's default */
     int calcium;                 /* compare cai and eca too */
+    const char *probe;           /* or compare this field of the last mechanism (one without a current) */
 } tcase;
 
 static const ns_mech_desc *find(ns_mech_library_t *const *libs, int n_libs, const char *name) {
@@ -112,8 +113,10 @@ static void nernst_after(comp *c, inst *m) {
 /* NEURON's finitialize and fadvance for one compartment (fadvance.cpp,
  * nrn_fixed_step_thread): events, t += dt/2, currents (pas, IClamp, the
  * rest), v += rhs / d, t += dt/2, states; Nernst after a concentration write.
- * Writes v (and cai, eca) of every step into out[step * 3 + {0,1,2}]. */
+ * Writes v (and cai or the probed field, eca) of every step into out[step * 3 + {0,1,2}]. */
 static int simulate(comp *c, const tcase *tc, long steps, double *out) {
+    int probe = -1;
+    if (tc->probe && ns_mech_field_index(c->m[c->n - 1].d, tc->probe, &probe) != NS_OK) return -1;
     c->t = 0.0;
     c->v = tc->v_init;
     /* NEURON's ion defaults (na_ion, k_ion, ca_ion) */
@@ -165,7 +168,7 @@ static int simulate(comp *c, const tcase *tc, long steps, double *out) {
             nernst_after(c, &c->m[j]);
         }
         out[3 * s] = c->v;
-        out[3 * s + 1] = c->ci[ION_CA];
+        out[3 * s + 1] = probe >= 0 ? c->m[c->n - 1].fields[probe] : c->ci[ION_CA];
         if (!isfinite(c->v)) return -1;
     }
     return 0;

@@ -214,12 +214,12 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # mechanisms: runtime failures name the file (and line), nothing written
     with open(os.path.join(tmp, "bad.mod"), "w") as f:
-        f.write("NEURON { SUFFIX bad }\nSTATE { a b }\nKINETIC k {\n  ~ a <-> b (1, 2)\n}\n")
+        f.write("NEURON { SUFFIX bad }\nSTATE { a b }\nPARTIAL k {\n  a' = 1\n}\n")
     p = expect(["mechanisms", "translate", "bad.mod", "-o", "."], 1, cwd=tmp)
     if p is not None and "bad.mod:3:" not in p.stderr:
         failures.append(f"mechanisms translate bad.mod: no file:line in {p.stderr!r}")
     p = expect(["mechanisms", "build", ".", "-o", "lib.so"], 1, cwd=tmp)
-    if p is not None and ("KINETIC" not in p.stderr or os.path.exists(os.path.join(tmp, "lib.so"))):
+    if p is not None and ("PARTIAL" not in p.stderr or os.path.exists(os.path.join(tmp, "lib.so"))):
         failures.append(f"mechanisms build with bad.mod: {p.stderr!r}, files {os.listdir(tmp)}")
     expect(["mechanisms", "list", "bad.mod"], 1, cwd=tmp)
     count += 3

@@ -126,7 +126,8 @@ int main(void) {
     all_files(MECH_DIR "/neuron");
     all_files(MECH_DIR "/bbp");
     all_files(MECH_DIR "/test");
-    CHECK(n_files == 19);
+    all_files(MECH_DIR "/kinetic");
+    CHECK(n_files == 25);
     units_constants();
 
     /* the generated forms */
@@ -204,8 +205,40 @@ int main(void) {
     bad("from_to.mod", "NEURON { SUFFIX x }\nSTATE {\n  z FROM 0 TOO 1\n}\n", NS_ERR_PARSE, "from_to.mod:3:", "expected TO");
     bad("to_name.mod", "NEURON { SUFFIX x }\nSTATE {\n  z FROM -1 TO y\n}\n", NS_ERR_PARSE, "to_name.mod:3:", "after TO");
     bad("brace.mod", "NEURON { SUFFIX x }\nINITIAL {\n", NS_ERR_PARSE, "brace.mod:3:", "missing '}'");
-    bad("kinetic.mod", "NEURON { SUFFIX x }\nSTATE { a b }\n\nKINETIC k {\n  ~ a <-> b (1, 2)\n}\n",
-        NS_ERR_UNSUPPORTED, "kinetic.mod:4:", "KINETIC");
+    bad("partial.mod", "NEURON { SUFFIX x }\nSTATE { a b }\n\nPARTIAL k {\n  a' = 1\n}\n", NS_ERR_UNSUPPORTED,
+        "partial.mod:4:", "PARTIAL");
+    /* KINETIC: the lowering's errors and decisions (the solver against NEURON: test_nmodl_neuron.c) */
+    bad("kcnexp.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nBREAKPOINT {\n SOLVE k METHOD cnexp\n}\nKINETIC k {\n"
+        "  ~ a <-> b (1, 2)\n}\n", NS_ERR_UNSUPPORTED, "kcnexp.mod:4:", "needs METHOD sparse");
+    bad("kflux.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nKINETIC k {\n  ~ a <-> b (1, 2)\n  ~ b << (1)\n"
+        "  CONSERVE a + b = 1\n}\n", NS_ERR_INVALID_ARGUMENT, "kflux.mod:5:", "'b' is conserved and has a flux");
+    bad("kcons.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nPARAMETER { c = 1 }\nKINETIC k {\n  ~ a <-> b (1, 2)\n"
+        "  CONSERVE a + c = 1\n}\n", NS_ERR_INVALID_ARGUMENT, "kcons.mod:6:", "CONSERVE: 'c' is not a STATE");
+    bad("kreact.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nKINETIC k {\n  ~ a <> b (1, 2)\n}\n", NS_ERR_PARSE,
+        "kreact.mod:4:", "expected '<->', '->' or '<<'");
+    bad("koutside.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nINITIAL {\n  ~ a <-> b (1, 2)\n}\n", NS_ERR_PARSE,
+        "koutside.mod:4:", "outside a KINETIC block");
+    bad("kss.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nBREAKPOINT {\n SOLVE k STEADYSTATE sparse\n}\nKINETIC k {\n"
+        "  ~ a <-> b (1, 2)\n}\n", NS_ERR_UNSUPPORTED, "kss.mod:4:", "only in INITIAL");
+    bad("kinit.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nINITIAL {\n SOLVE k METHOD sparse\n}\nKINETIC k {\n"
+        "  ~ a <-> b (1, 2)\n}\n", NS_ERR_UNSUPPORTED, "kinit.mod:4:", "STEADYSTATE sparse");
+    bad("kcall.mod", "NEURON { SUFFIX x RANGE y }\nASSIGNED { y }\nSTATE { a b }\nBREAKPOINT {\n y = k()\n}\n"
+        "KINETIC k {\n  ~ a <-> b (1, 2)\n}\n", NS_ERR_PARSE, "kcall.mod:5:", "KINETIC k called as a function");
+    /* a first-order scheme: one Newton step (nocmodl's _linmat 1), CONSERVE replacing the row of its last
+     * state, mass action's matrix with the rates held constant; a second-order one iterates */
+    c = emit("NEURON { SUFFIX k3 }\nPARAMETER { kf = 1 kb = 2 }\nSTATE { c o }\nINITIAL { SOLVE k STEADYSTATE sparse }\n"
+             "BREAKPOINT { SOLVE k METHOD sparse }\nKINETIC k {\n  ~ c <-> o (kf, kb)\n  CONSERVE c + o = 1\n}\n",
+             NS_NMODL_HEADER);
+    CHECK(strstr(c, "L_f_flux = (p->global[0] * (*F0_));") && strstr(c, "L_kinF_0 = (L_kinF_0 - (L_f_flux - L_b_flux));"));
+    CHECK(strstr(c, "L_kinJ_0_0 = (L_kinJ_0_0 + L_kinT_);") && strstr(c, "L_kinF_1 = 1.0;"));
+    CHECK(strstr(c, "L_kinJ_1_1 = 1.0;") && strstr(c, "L_kinF_1 = (L_kinF_1 - (*F1_));"));
+    CHECK(strstr(c, "r_[0] += -(1.0 / dt_) * (*x_[0] - x0_[0]) * c_[0];") && !strstr(c, "r_[1] +="));
+    CHECK(strstr(c, "_ks_k(p, F0_, F1_, i_, node_, v_, p->dt, 1);"));
+    CHECK(strstr(c, "_ks_k(p, F0_, F1_, i_, node_, v_, 1e9, 0);") && strstr(c, "nsm_k3_ss_k(p, F0_, F1_, i_, node_, v_);"));
+    c = emit("NEURON { SUFFIX k4 }\nSTATE { a b ab }\nBREAKPOINT { SOLVE k METHOD sparse }\nKINETIC k {\n"
+             "  COMPARTMENT 2 {a}\n  ~ a + b <-> ab (3, 4)\n}\n", NS_NMODL_HEADER);
+    CHECK(strstr(c, "_ks_k(p, F0_, F1_, F2_, i_, node_, v_, p->dt, 0);") && strstr(c, "c_[0] = 2.0;"));
+    CHECK(strstr(c, "L_f_flux = ((3.0 * (*F0_)) * (*F1_));") && strstr(c, "L_kinT_ = (3.0 * (*F1_));"));
     bad("verbatim.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n x = 1;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,
         "verbatim.mod:3:", "VERBATIM");
     bad("pointer.mod", "NEURON {\n SUFFIX x\n POINTER p\n}\n", NS_ERR_UNSUPPORTED, "pointer.mod:3:", "POINTER");
@@ -214,7 +247,7 @@ int main(void) {
     bad("netsend.mod", "NEURON { POINT_PROCESS x }\nNET_RECEIVE(w) {\n  net_send(1, 1)\n}\n", NS_ERR_UNSUPPORTED,
         "netsend.mod:3:", "net_send");
     bad("sparse.mod", "NEURON { SUFFIX x }\nSTATE { s }\nBREAKPOINT {\n SOLVE d METHOD sparse\n}\nDERIVATIVE d { s' = 1 }\n",
-        NS_ERR_UNSUPPORTED, "sparse.mod:4:", "METHOD sparse");
+        NS_ERR_PARSE, "sparse.mod:4:", "METHOD sparse needs a KINETIC block");
     bad("ion.mod", "NEURON {\n SUFFIX x\n USEION xx READ exx WRITE ixx\n}\n", NS_ERR_INVALID_ARGUMENT, "ion.mod:3:",
         "unknown ion 'xx'");
     bad("undeclared.mod", "NEURON { SUFFIX x NONSPECIFIC_CURRENT i }\nBREAKPOINT {\n  i = gbar*(v - 1)\n}\n",

@@ -150,10 +150,10 @@ int main(void) {
     ns_mechanisms_build_options o = {0};
     o.nvcc = NS_NVCC;
     o.cuda_arch = NS_CUDA_ARCH;
-    const char *dirs[3] = {MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test"};
-    const char *names[3] = {"libneuron.so", "libbbp.so", "libtest.so"};
+    const char *dirs[4] = {MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test", MECH_DIR "/kinetic"};
+    const char *names[4] = {"libneuron.so", "libbbp.so", "libtest.so", "libkinetic.so"};
     int n_mech = 0;
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < 4; ++k) {
         char *lib = tmp(names[k]);
         CHECK_OK(ns_mechanisms_build(dirs[k], lib, &o));
         ns_mech_library_t *l = NULL;
@@ -164,7 +164,7 @@ int main(void) {
                       ns_mech_library_get(l, m)->name);
         ns_mech_library_close(l);
     }
-    CHECK(n_mech == 19);
+    CHECK(n_mech == 25);
     tmpdir_remove();
     return check_summary("test_nmodl_cuda");
 #endif

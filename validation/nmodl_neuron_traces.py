@@ -5,7 +5,8 @@ One isopotential compartment (L = diam = 20 um, cm = 1 uF/cm^2, nseg = 1) per
 case, run by NEURON's fixed-step method (dt = 0.025 ms) with the mechanisms
 compiled from the .mod files in data/mechanisms/ (nrnivmodl). Writes
 tests/data/nmodl/CASE.csv: '#' header lines (NEURON version, the case), then
-t, v [mV] (and cai [mM], eca [mV] where calcium is dynamic) every 4th step,
+t, v [mV] (and cai [mM], eca [mV] where calcium is dynamic, or a probed
+variable of a mechanism without a current) every 4th step,
 and a '# spikes' line with the upward 0 mV crossings of the full-resolution
 trace (linear interpolation). tests/test_nmodl_neuron.c reads them.
 
@@ -28,8 +29,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BBP = os.path.join(ROOT, "data/mechanisms/bbp")
 # hhdi.mod: hh.mod by derivimplicit; lang.mod, langcr.mod: NMODL's language (units after numbers,
 # UNITS constants, module LOCALs, arrays, loops, v and ena as the mechanism's copies, VERBATIM
-# return 0, CR-only line ends)
+# return 0, CR-only line ends); cabuf.mod: calcium with a buffer as a KINETIC scheme
 TEST = os.path.join(ROOT, "data/mechanisms/test")
+KINETIC = os.path.join(ROOT, "data/mechanisms/kinetic")  # NEURON's KINETIC test files
 OUT = os.path.join(ROOT, "tests/data/nmodl")
 EXPRELR = """
 FUNCTION exprelr(x) {
@@ -42,7 +44,9 @@ FUNCTION exprelr(x) {
 """
 
 # name -> (celsius, v_init, tstop, mechanisms {name: {param: value}}, clamps [(del, dur, amp)],
-#          events [(t, weight)], point process or None, ions {var: value}, record calcium)
+#          events [(t, weight)], point process or None, ions {var: value}, record calcium[, probe])
+# (a parameter that is no RANGE variable is set as the GLOBAL name_mech; probe: a
+# RANGE variable recorded as the third column, for a mechanism without a current)
 L5 = {"NaTs2_t": {"gNaTs2_tbar": 0.983955}, "SKv3_1": {"gSKv3_1bar": 0.303472},
       "SK_E2": {"gSK_E2bar": 0.008407}, "K_Tst": {"gK_Tstbar": 0.0812}, "K_Pst": {"gK_Pstbar": 0.00223},
       "Nap_Et2": {"gNap_Et2bar": 0.00172}, "Ih": {"gIhbar": 0.0002}, "Ca_HVA": {"gCa_HVAbar": 0.000994},
@@ -76,6 +80,19 @@ CASES = {
                                "SK_E2": {"gSK_E2bar": 0.01}},
                 [(20, 100, 0.3)], [], None, {"ek": -85}, True),
     "L5soma": (34, -80, 300, L5, [(20, 200, 0.25)], [], None, {"ena": 50, "ek": -85}, True),
+    # KINETIC schemes (METHOD sparse)
+    "hhkin": (6.3, -65, 50, {"hhkin": {}}, [(2, 30, 0.2)], [], None, {}, False),
+    "X2Y": (6.3, -65, 40, {"pas": {}, "X2Y": {}}, [(5, 20, 0.1)], [], None, {}, False),
+    "side_effects": (6.3, -65, 40, {"pas": {}, "side_effects": {}}, [(5, 20, 0.1)], [], None, {}, False),
+    "glia": (6.3, -65, 40, {"pas": {}, "glia": {}}, [(5, 20, 0.1)], [], None, {}, False, "C2"),
+    "minipump": (6.3, -65, 40, {"pas": {}, "minipump": {}}, [(5, 20, 0.1)], [], None, {}, False, "Z"),
+    "minipump_ss": (6.3, -65, 40, {"pas": {}, "minipump": {"run_steady_state": 1}}, [(5, 20, 0.1)], [], None, {},
+                    False, "Z"),
+    # NEURON runs a mechanism that writes a concentration (cabuf) before the others, whatever its
+    # name (memb_order_, nrn_writes_conc): tests/test_nmodl_neuron.c lists it second
+    "cabuf": (34, -70, 200, {"pas": {"g": 1e-4, "e": -70}, "Ca_HVA": {"gCa_HVAbar": 0.002},
+                             "SK_E2": {"gSK_E2bar": 0.01}, "cabuf": {}},
+              [(20, 100, 0.3)], [], None, {"ek": -85}, True),
 }
 
 
@@ -118,7 +135,8 @@ def compile_bbp(work, extra=()):
 def run_case(name, case):
     from neuron import h
     h.load_file("stdrun.hoc")
-    celsius, v_init, tstop, mechs, clamps, events, point, ions, calcium = case
+    celsius, v_init, tstop, mechs, clamps, events, point, ions, calcium = case[:9]
+    probe = case[9] if len(case) > 9 else None
     soma = h.Section(name="soma")
     soma.L = soma.diam = 20
     soma.nseg = 1
@@ -126,7 +144,10 @@ def run_case(name, case):
     for m, params in mechs.items():
         soma.insert(m)
         for k, val in params.items():
-            setattr(soma(0.5), f"{k}_{m}", val)
+            if hasattr(soma(0.5), f"{k}_{m}"):
+                setattr(soma(0.5), f"{k}_{m}", val)
+            else:  # a GLOBAL
+                setattr(h, f"{k}_{m}", val)
     for k, val in ions.items():  # the ions that the mechanisms use
         if h.ismembrane(k[1:] + "_ion", sec=soma):
             setattr(soma, k, val)
@@ -158,6 +179,9 @@ def run_case(name, case):
     if calcium:
         cv = h.Vector().record(soma(0.5)._ref_cai)
         ev = h.Vector().record(soma(0.5)._ref_eca)
+    if probe:
+        mech = [m for m in mechs if m != "pas"][0]
+        cv = h.Vector().record(getattr(soma(0.5), f"_ref_{probe}_{mech}"))
     h.finitialize(v_init)
     if point:
         for (nc, t) in ncs:
@@ -172,9 +196,9 @@ def run_case(name, case):
         f.write(f"# mechanisms {mechs}; clamps (del, dur, amp) {clamps}; events {events}; point {point}; ions {ions}\n")
         f.write(f"# FARADAY {h.FARADAY!r} R {h.R!r}\n")
         f.write("# spikes " + " ".join(f"{s:.12g}" for s in spikes) + "\n")
-        f.write("t,v,cai,eca\n" if calcium else "t,v\n")
+        f.write("t,v,cai,eca\n" if calcium else f"t,v,probe {probe}\n" if probe else "t,v\n")
         for i in range(0, len(t), 4):
-            row = [t[i], v[i]] + ([cv[i], ev[i]] if calcium else [])
+            row = [t[i], v[i]] + ([cv[i], ev[i]] if calcium else [cv[i]] if probe else [])
             f.write(",".join(f"{x:.12g}" for x in row) + "\n")
 
 
@@ -182,12 +206,14 @@ def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--run":  # child: one case, mechanisms loaded from cwd
         run_case(sys.argv[2], CASES[sys.argv[2]])
         return
+    only = sys.argv[1:]  # case names (default: all)
     os.makedirs(OUT, exist_ok=True)
     work = tempfile.mkdtemp(prefix="nmodl_neuron_")
     try:
         # hh, pas, ExpSyn and Exp2Syn: NEURON's built-ins are these very files
-        compile_bbp(work, extra=[os.path.join(TEST, f) for f in ("hhdi.mod", "lang.mod", "langcr.mod")])
-        for name in CASES:
+        compile_bbp(work, extra=[os.path.join(TEST, f) for f in ("hhdi.mod", "lang.mod", "langcr.mod", "cabuf.mod")] +
+                    [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])
+        for name in only or CASES:
             subprocess.run([sys.executable, os.path.abspath(__file__), "--run", name], cwd=work, check=True)
             print("wrote", os.path.join(OUT, name + ".csv"))
     finally:

@@ -451,6 +451,7 @@ static int collect_states(const stlist *l, char ***order, int *n) {
 
 
 static int emit_list(gen *g, const stlist *l, int indent);
+static void put_call(gen *g, const char *kind, const char *bname, const char *suffix);
 
 /* cnexp's target of x' = a x + c(x = 0): -c/a, nocmodl's form */
 static void emit_cnexp_target(gen *g, const ex *a, const ex *c) {
@@ -530,7 +531,16 @@ static int emit_st(gen *g, const st *s, int indent) {
         }
         put(b, "%*s}\n", indent, "");
         return 0;
-    case ST_SOLVE: return 0; /* handled by state() */
+    case ST_SOLVE: /* BREAKPOINT's: state(); INITIAL's STEADYSTATE: here */
+        if (s->steady) {
+            put(b, "%*s", indent, "");
+            put_call(g, "ss", s->name, "");
+            put(b, ");\n");
+        }
+        return 0;
+    case ST_REACTION:
+    case ST_CONSERVE:
+    case ST_COMPARTMENT: return gfail(g, s->line, "a KINETIC statement outside a KINETIC block");
     case ST_DERIV: {
         int k = state_index(NULL, s->name, g->states, g->n_states);
         if (g->mode == M_DERIVIMPLICIT) {
@@ -719,6 +729,115 @@ static int cnexp_staged(const stlist *l) {
     return seen;
 }
 
+/* Solve J_ r_ = r_ in place (N_ x N_, double J_[N_][N_]): Gaussian
+ * elimination with partial pivoting, per instance (the systems are small). */
+static void put_gauss(buf *b) {
+    put(b, "        for (int c = 0; c < N_; ++c) { /* Gaussian elimination, partial pivoting */\n"
+           "            int pv = c;\n"
+           "            for (int r = c + 1; r < N_; ++r) if (fabs(J_[r][c]) > fabs(J_[pv][c])) pv = r;\n"
+           "            if (pv != c) { for (int k = 0; k < N_; ++k) { double t_ = J_[c][k]; J_[c][k] = J_[pv][k]; J_[pv][k] = t_; } double t_ = r_[c]; r_[c] = r_[pv]; r_[pv] = t_; }\n"
+           "            for (int r = c + 1; r < N_; ++r) { const double f_ = J_[r][c] / J_[c][c]; for (int k = c; k < N_; ++k) J_[r][k] -= f_ * J_[c][k]; r_[r] -= f_ * r_[c]; }\n"
+           "        }\n"
+           "        for (int c = N_ - 1; c >= 0; --c) {\n"
+           "            double s_ = r_[c];\n"
+           "            for (int k = c + 1; k < N_; ++k) s_ -= J_[c][k] * r_[k];\n"
+           "            r_[c] = s_ / J_[c][c];\n"
+           "        }\n");
+}
+
+/* A KINETIC block (lowered by nmodl_kinetic.c): nsm_NAME_kf_BLOCK writes the
+ * rows' fluxes f_, the matrix J_ (-d flux/d state, nocmodl's terms; a
+ * CONSERVE row its equation) and the COMPARTMENT sizes c_ at the current
+ * states; nsm_NAME_ks_BLOCK is NEURON's sparse(): Newton on the implicit
+ * Euler step c (x - x0)/dt = f(x), one iteration where one_ (nocmodl's
+ * _linmat), else until the sum of |dx| is at most 1e-6 with negative states
+ * set to 0 (at most 22 iterations), then the body once more at the result
+ * where it writes more than its LOCALs; nsm_NAME_d_BLOCK a step of dt and
+ * nsm_NAME_ss_BLOCK NEURON's _ss_sparse (the same with dt = 1e9). */
+static int emit_kinetic(gen *g, const block *bl) {
+    buf *b = g->b;
+    const char *name = g->m->name;
+    const kinetic *k = bl->kin;
+    const int n = k->n;
+    g->owner = bl;
+    g->n_scope = 0;
+    g->mode = M_SPARSE;
+    put(b, "NS_MECH_FN void nsm_%s_kf_%s(", name, bl->name);
+    put_sig(g);
+    put(b, ", double *f_, double *J_, double *c_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
+    if (emit_list(g, bl->body, 4)) return -1;
+    for (int r = 0; r < n; r++) {
+        put(b, "    f_[%d] = L_kinF_%d;\n    c_[%d] = ", r, r, r);
+        if (k->cap[r]) emit_ex(g, k->cap[r]);
+        else put(b, "1.0");
+        put(b, ";\n");
+        for (int c = 0; c < n; c++) {
+            if (k->jac[r * n + c]) put(b, "    J_[%d] = L_kinJ_%d_%d;\n", r * n + c, r, c);
+            else put(b, "    J_[%d] = 0.0;\n", r * n + c);
+        }
+    }
+    /* the solver is called, not inlined into the flattened loops (a 13-state
+     * scheme inlined into every clone and path took gcc 11 s; its Newton
+     * loop does not vectorise over instances anyway) */
+    put(b, "}\n\n#ifndef NSM_NOINLINE\n#if defined(__CUDACC__)\n#define NSM_NOINLINE __noinline__\n"
+           "#elif defined(__GNUC__) || defined(__clang__)\n#define NSM_NOINLINE __attribute__((noinline))\n"
+           "#else\n#define NSM_NOINLINE\n#endif\n#endif\n");
+    put(b, "NS_MECH_FN NSM_NOINLINE void nsm_%s_ks_%s(", name, bl->name);
+    put_sig(g);
+    put(b, ", double dt_, int one_) {\n");
+    put(b, "    enum { N_ = %d };\n    double x0_[N_], r_[N_], c_[N_], J_[N_][N_];\n    double *x_[N_] = {", n);
+    for (int r = 0; r < n; r++) put(b, "%sF%d_", r ? ", " : "", find_var(g->m, k->states[r])->field);
+    put(b, "};\n    for (int r = 0; r < N_; ++r) x0_[r] = *x_[r];\n");
+    put(b, "    for (int it_ = 0; it_ < 22; ++it_) {\n        ");
+    put_call(g, "kf", bl->name, "");
+    put(b, ", r_, &J_[0][0], c_);\n");
+    for (int r = 0; r < n; r++)
+        if (!k->conserve[r])
+            put(b, "        r_[%d] += -(1.0 / dt_) * (*x_[%d] - x0_[%d]) * c_[%d];\n"
+                   "        J_[%d][%d] += (1.0 / dt_) * c_[%d];\n", r, r, r, r, r, r, r);
+    put_gauss(b);
+    put(b, "        double err_ = 0.0;\n"
+           "        for (int r = 0; r < N_; ++r) {\n"
+           "            *x_[r] += r_[r];\n"
+           "            if (!one_ && *x_[r] < 0.0) *x_[r] = 0.0;\n"
+           "            err_ += fabs(r_[r]);\n"
+           "        }\n"
+           "        if (one_ || !(err_ > 1e-6)) break;\n    }\n");
+    if (k->side_effects) { /* NEURON's sparse() ends with the block at the new states */
+        put(b, "    ");
+        put_call(g, "kf", bl->name, "");
+        put(b, ", r_, &J_[0][0], c_);\n");
+    }
+    put(b, "}\n\n");
+    put(b, "NS_MECH_FN void nsm_%s_d_%s(", name, bl->name);
+    put_sig(g);
+    put(b, ") {\n    ");
+    put_call(g, "ks", bl->name, "");
+    put(b, ", p->dt, %d);\n}\n\n", k->linear);
+    put(b, "NS_MECH_FN void nsm_%s_ss_%s(", name, bl->name);
+    put_sig(g);
+    put(b, ") {\n");
+    if (k->linear) {
+        put(b, "    ");
+        put_call(g, "ks", bl->name, "");
+        put(b, ", 1e9, 0);\n");
+    } else {
+        put(b, "    for (int i = 0; i < 7; ++i) {\n        ");
+        put_call(g, "ks", bl->name, "");
+        put(b, ", 1e9, 1);\n        int ok_ = 1;\n");
+        for (int r = 0; r < n; r++) {
+            const int f = find_var(g->m, k->states[r])->field;
+            put(b, "        if (*F%d_ < -1e-6) { *F%d_ = 0.0; ok_ = 0; }\n", f, f);
+        }
+        put(b, "        if (ok_) {\n            ");
+        put_call(g, "ks", bl->name, "");
+        put(b, ", 1e9, 0);\n            break;\n        }\n    }\n");
+    }
+    put(b, "}\n\n");
+    g->owner = NULL;
+    return 0;
+}
+
 static int emit_derivative(gen *g, const block *bl, int method) {
     buf *b = g->b;
     const char *name = g->m->name;
@@ -759,18 +878,10 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put(b, ", f1_);\n"
                "            *x_[c] = xs_;\n"
                "            for (int r = 0; r < N_; ++r) J_[r][c] = (r == c ? 1.0 : 0.0) - p->dt * (f1_[r] - f0_[r]) / h_;\n"
-               "        }\n"
-               "        for (int c = 0; c < N_; ++c) { /* Gaussian elimination, partial pivoting */\n"
-               "            int pv = c;\n"
-               "            for (int r = c + 1; r < N_; ++r) if (fabs(J_[r][c]) > fabs(J_[pv][c])) pv = r;\n"
-               "            if (pv != c) { for (int k = 0; k < N_; ++k) { double t_ = J_[c][k]; J_[c][k] = J_[pv][k]; J_[pv][k] = t_; } double t_ = r_[c]; r_[c] = r_[pv]; r_[pv] = t_; }\n"
-               "            for (int r = c + 1; r < N_; ++r) { const double f_ = J_[r][c] / J_[c][c]; for (int k = c; k < N_; ++k) J_[r][k] -= f_ * J_[c][k]; r_[r] -= f_ * r_[c]; }\n"
-               "        }\n"
-               "        double err_ = 0.0;\n"
+               "        }\n");
+        put_gauss(b);
+        put(b, "        double err_ = 0.0;\n"
                "        for (int c = N_ - 1; c >= 0; --c) {\n"
-               "            double s_ = r_[c];\n"
-               "            for (int k = c + 1; k < N_; ++k) s_ -= J_[c][k] * r_[k];\n"
-               "            r_[c] = s_ / J_[c][c];\n"
                "            *x_[c] += r_[c];\n"
                "            const double e_ = fabs(r_[c]) / (fabs(*x_[c]) > 1e-9 ? fabs(*x_[c]) : 1e-9);\n"
                "            if (e_ > err_) err_ = e_;\n"
@@ -867,13 +978,16 @@ static int emit_header(gen *g) {
            "#define NSM_ADD(a, x) ((a) += (x))\n#endif\n\n", m->point);
     for (int i = 0; i < m->n_blocks; i++) {
         const block *bl = m->blocks[i];
-        if (bl->kind == B_DERIVATIVE) continue;
+        if (bl->kind == B_DERIVATIVE || bl->kind == B_KINETIC) continue;
         emit_proto(g, bl, "");
         put(b, ";\n");
     }
     put(b, "\n");
     for (int i = 0; i < m->n_blocks; i++)
-        if (m->blocks[i]->kind != B_DERIVATIVE && emit_callable(g, m->blocks[i])) return -1;
+        if (m->blocks[i]->kind != B_DERIVATIVE && m->blocks[i]->kind != B_KINETIC && emit_callable(g, m->blocks[i]))
+            return -1;
+    for (int i = 0; i < m->n_blocks; i++)
+        if (m->blocks[i]->kind == B_KINETIC && emit_kinetic(g, m->blocks[i])) return -1;
     /* DERIVATIVE blocks, by the method their SOLVE names */
     for (int i = 0; i < m->breakpoint->n; i++) {
         const st *s = m->breakpoint->s[i];
@@ -957,7 +1071,7 @@ static int emit_header(gen *g) {
         if (s->kind != ST_SOLVE) continue;
         const block *bl = find_block(m, s->name);
         put(b, "    ");
-        put_call(g, bl->kind == B_DERIVATIVE ? "d" : "p", s->name, "");
+        put_call(g, bl->kind == B_PROCEDURE ? "p" : "d", s->name, ""); /* DERIVATIVE, KINETIC: d */
         put(b, ");\n");
     }
     load_conc(g, 1);

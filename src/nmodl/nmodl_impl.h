@@ -37,7 +37,15 @@ typedef struct ex {
 
 /* ST_WHILE: while (e) then_; ST_FROM: FROM name = e TO to [BY by] then_ (name an
  * integer); ST_RETURN: a VERBATIM block that is only `return 0;` */
-typedef enum st_kind { ST_ASSIGN, ST_DERIV, ST_IF, ST_CALL, ST_SOLVE, ST_WHILE, ST_FROM, ST_RETURN } st_kind;
+typedef enum st_kind {
+    ST_ASSIGN, ST_DERIV, ST_IF, ST_CALL, ST_SOLVE, ST_WHILE, ST_FROM, ST_RETURN,
+    ST_REACTION, ST_CONSERVE, ST_COMPARTMENT /* KINETIC only: lowered by nmodl_kinetic.c */
+} st_kind;
+/* A term of a reaction or CONSERVE: num x name. */
+typedef struct rterm {
+    char *name;
+    int num;
+} rterm;
 
 typedef struct st {
     st_kind kind;
@@ -47,7 +55,14 @@ typedef struct st {
     ex *index;           /* ST_ASSIGN: the element of an array (NULL: a scalar) */
     ex *to, *by;         /* ST_FROM */
     struct stlist *then_, *else_;
-    int method;          /* ST_SOLVE */
+    int method;          /* ST_SOLVE; ST_CONSERVE: the row it replaces (nm_kinetic_lower) */
+    int steady;          /* ST_SOLVE: SOLVE ... STEADYSTATE method (INITIAL) */
+    /* ST_REACTION: lhs <-> rhs (e, e2), lhs -> rhs (e), lhs << (e) (react '<->', '->', '<<');
+     * ST_CONSERVE: lhs = e; ST_COMPARTMENT: e {lhs} */
+    rterm *lhs, *rhs;
+    int n_lhs, n_rhs;
+    ex *e2;
+    int react;           /* 'R' (<->), '>' (->), '<' (<<) */
 } st;
 
 typedef struct stlist {
@@ -58,7 +73,7 @@ typedef struct stlist {
     int n_locals;
 } stlist;
 
-enum { M_NONE, M_CNEXP, M_DERIVIMPLICIT, M_EULER };
+enum { M_NONE, M_CNEXP, M_DERIVIMPLICIT, M_EULER, M_SPARSE };
 
 typedef struct table_decl {
     char **names;        /* PROCEDURE: the tabulated variables; FUNCTION: none */
@@ -72,7 +87,22 @@ typedef struct table_decl {
     int line;            /* of the TABLE statement */
 } table_decl;
 
-enum { B_FUNCTION, B_PROCEDURE, B_DERIVATIVE };
+enum { B_FUNCTION, B_PROCEDURE, B_DERIVATIVE, B_KINETIC };
+
+/* A KINETIC block after nm_kinetic_lower: its body computes, for the states
+ * at their current values, each row's flux sum into the LOCAL kinF_<r> and
+ * the Jacobian entries -d(flux r)/d(state c) (nocmodl's _MATELM: mass action
+ * with the rates held constant, no << flux) into kinJ_<r>_<c>; a CONSERVE row
+ * holds total - sum(num cap x) and its coefficients instead. */
+typedef struct kinetic {
+    char **states;       /* the rows: each STATE a reaction, flux or CONSERVE names */
+    int n;
+    int linear;          /* nocmodl's _linmat: every reaction first order (one Newton step) */
+    int *conserve;       /* per row: 1 where a CONSERVE equation replaces it */
+    ex **cap;            /* per row: the COMPARTMENT size, or NULL (1) */
+    unsigned char *jac;  /* n x n: 1 where kinJ_<r>_<c> exists */
+    int side_effects;    /* the body writes a non-LOCAL or calls a PROCEDURE: run it once more at the result */
+} kinetic;
 
 typedef struct block {
     int kind;
@@ -82,6 +112,7 @@ typedef struct block {
     int n_args;
     stlist *body;
     table_decl *table;
+    kinetic *kin;        /* B_KINETIC, once lowered */
 } block;
 
 /* A variable of the mechanism. */
@@ -131,5 +162,10 @@ struct ns_nmodl {
     int uses_printf;
     nm_arena arena;
 };
+
+/* nmodl_kinetic.c: lower KINETIC block b of m (its reactions, CONSERVE and
+ * COMPARTMENT statements) into statements and b->kin; errors name m's file
+ * and the line. */
+ns_status nm_kinetic_lower(struct ns_nmodl *m, block *b);
 
 #endif

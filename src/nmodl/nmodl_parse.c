@@ -43,6 +43,7 @@ typedef struct parser {
     ns_status status;
     struct ns_nmodl *m;
     int seen_breakpoint, seen_neuron;
+    int in_initial; /* check_list is in INITIAL (where SOLVE ... STEADYSTATE goes) */
     int depth; /* nesting of expressions and blocks: bounded, so that no input overflows the stack */
     int *scope_size; /* check_list's scope: per name 0 (a scalar), the size of an array, -1 (FROM's integer) */
     int cap_scope_size;
@@ -85,10 +86,10 @@ static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
 }
 
 static const char *const UNSUPPORTED[] = {
-    "KINETIC", "VERBATIM", "POINTER", "BBCOREPOINTER", "LINEAR", "NONLINEAR", "PARTIAL",
+    "VERBATIM", "POINTER", "BBCOREPOINTER", "LINEAR", "NONLINEAR", "PARTIAL",
     "DISCRETE", "FUNCTION_TABLE", "LONGITUDINAL_DIFFUSION", "ELECTRODE_CURRENT", "EXTERNAL",
-    "BEFORE", "AFTER", "CONSERVE", "COMPARTMENT", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP",
-    "STEADYSTATE", "WATCH", "FOR_NETCONS", "net_send", "net_event", "net_move", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "RANDOM", "NONSPECIFIC_CONDUCTANCE",
+    "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP", "WATCH", "FOR_NETCONS", "net_send", "net_event",
+    "net_move", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "RANDOM", "NONSPECIFIC_CONDUCTANCE",
     /* Arbor's extensions */
     "POST_EVENT", "JUNCTION_PROCESS", "VOLTAGE_PROCESS", "WHITE_NOISE", NULL};
 
@@ -583,7 +584,7 @@ static int parse_dim(parser *p, int *size) {
 static int parse_table(parser *p, block *owner) {
     int line = cur(p)->line;
     p->pos++; /* TABLE */
-    if (!owner || owner->kind == B_DERIVATIVE)
+    if (!owner || owner->kind == B_DERIVATIVE || owner->kind == B_KINETIC)
         return perr(p, NS_ERR_PARSE, line, "TABLE outside a FUNCTION or PROCEDURE");
     if (owner->n_args != 1)
         return perr(p, NS_ERR_UNSUPPORTED, line, "TABLE in %s: only one argument is supported", owner->name);
@@ -618,11 +619,95 @@ static int parse_table(parser *p, block *owner) {
     return 0;
 }
 
+/* KINETIC: the terms of a reaction or CONSERVE, [n] NAME + [n] NAME ... */
+static int parse_rterms(parser *p, rterm **out, int *n) {
+    for (;;) {
+        int num = 1, line = cur(p)->line;
+        if (cur(p)->kind == T_NUM) {
+            double d = cur(p)->num;
+            if (d != (int)d || d < 1 || d > 100)
+                return perr(p, NS_ERR_PARSE, line, "a stoichiometric coefficient must be a positive integer");
+            num = (int)d;
+            p->pos++;
+        }
+        char *name = expect_name(p);
+        if (!name) return -1;
+        if (is_punct(p, '['))
+            return perr(p, NS_ERR_UNSUPPORTED, line, "array states in a reaction ('%s[...]') are not supported", name);
+        rterm *r = nm_realloc(AR, *out, (size_t)(*n + 1) * sizeof *r);
+        if (!r) return perr(p, NS_ERR_OUT_OF_MEMORY, line, "out of memory");
+        *out = r;
+        r[*n].name = name;
+        r[*n].num = num;
+        ++*n;
+        if (!is_punct(p, '+')) return 0;
+        p->pos++;
+    }
+}
+/* ~ lhs <-> rhs (kf, kb) | ~ lhs -> rhs (kf) | ~ lhs << (flux) */
+static int parse_reaction(parser *p, st *s) {
+    p->pos++; /* ~ */
+    s->kind = ST_REACTION;
+    if (parse_rterms(p, &s->lhs, &s->n_lhs)) return -1;
+    tok *a = cur(p), *b = &p->toks[p->pos + 1 < p->n ? p->pos + 1 : p->n - 1];
+    tok *c = &p->toks[p->pos + 2 < p->n ? p->pos + 2 : p->n - 1];
+    int bi = a->kind == T_PUNCT && b->kind == T_PUNCT, tri = bi && c->kind == T_PUNCT;
+    if (tri && a->punct == '<' && b->punct == '-' && c->punct == '>') {
+        s->react = 'R';
+        p->pos += 3;
+    } else if (bi && a->punct == '<' && b->punct == '<') {
+        s->react = '<';
+        p->pos += 2;
+    } else if (bi && a->punct == '-' && b->punct == '>') {
+        s->react = '>';
+        p->pos += 2;
+    } else {
+        return perr(p, NS_ERR_PARSE, a->line, "reaction: expected '<->', '->' or '<<', found %s", describe(a));
+    }
+    if (s->react == '<') {
+        if (s->n_lhs != 1 || s->lhs[0].num != 1)
+            return perr(p, NS_ERR_PARSE, s->line, "'<<' takes one state on its left");
+        if (expect(p, '(') || !(s->e = parse_expr(p)) || expect(p, ')')) return -1;
+        return 0;
+    }
+    if (parse_rterms(p, &s->rhs, &s->n_rhs) || expect(p, '(') || !(s->e = parse_expr(p))) return -1;
+    if (s->react == 'R' && (expect(p, ',') || !(s->e2 = parse_expr(p)))) return -1;
+    return expect(p, ')');
+}
+
 static st *parse_statement(parser *p, stlist *l, block *owner) {
     tok *t = cur(p);
     st *s = nm_calloc(AR, 1, sizeof *s);
     if (!s) return NULL;
     s->line = t->line;
+    int in_kinetic = owner && owner->kind == B_KINETIC;
+    if (in_kinetic && is_punct(p, '~')) return parse_reaction(p, s) ? NULL : s;
+    if (in_kinetic && (is_name(p, "CONSERVE") || is_name(p, "COMPARTMENT"))) {
+        p->pos++;
+        if (!strcmp(t->text, "CONSERVE")) {
+            s->kind = ST_CONSERVE;
+            if (parse_rterms(p, &s->lhs, &s->n_lhs) || expect(p, '=') || !(s->e = parse_expr(p))) return NULL;
+            return s;
+        }
+        s->kind = ST_COMPARTMENT;
+        if (!(s->e = parse_expr(p))) return NULL;
+        if (is_punct(p, ',')) {
+            perr(p, NS_ERR_UNSUPPORTED, s->line, "COMPARTMENT with an index (array states) is not supported");
+            return NULL;
+        }
+        if (expect(p, '{')) return NULL;
+        while (!is_punct(p, '}')) {
+            char *n = expect_name(p);
+            if (!n) return NULL;
+            rterm *r = nm_realloc(AR, s->lhs, (size_t)(s->n_lhs + 1) * sizeof *r);
+            if (!r) return NULL;
+            s->lhs = r;
+            r[s->n_lhs].name = n;
+            r[s->n_lhs++].num = 1;
+        }
+        p->pos++;
+        return s;
+    }
     if (t->kind == T_RETURN) {
         p->pos++;
         s->kind = ST_RETURN;
@@ -630,7 +715,7 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
     }
     if (t->kind != T_NAME) {
         if (is_punct(p, '~'))
-            perr(p, NS_ERR_UNSUPPORTED, t->line, "reaction statements ('~', KINETIC) are not supported");
+            perr(p, NS_ERR_PARSE, t->line, "a reaction ('~') outside a KINETIC block");
         else
             perr(p, NS_ERR_PARSE, t->line, "expected a statement, found %s", describe(t));
         return NULL;
@@ -699,15 +784,22 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
             if (!strcmp(m, "cnexp")) s->method = M_CNEXP;
             else if (!strcmp(m, "derivimplicit")) s->method = M_DERIVIMPLICIT;
             else if (!strcmp(m, "euler")) s->method = M_EULER;
+            else if (!strcmp(m, "sparse")) s->method = M_SPARSE;
             else {
-                perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s METHOD %s is not supported (cnexp, derivimplicit, euler)",
-                     s->name, m);
+                perr(p, NS_ERR_UNSUPPORTED, s->line,
+                     "SOLVE %s METHOD %s is not supported (cnexp, derivimplicit, euler, sparse)", s->name, m);
                 return NULL;
             }
-        }
-        if (is_name(p, "STEADYSTATE")) {
-            perr(p, NS_ERR_UNSUPPORTED, cur(p)->line, "STEADYSTATE is not supported");
-            return NULL;
+        } else if (is_name(p, "STEADYSTATE")) {
+            p->pos++;
+            char *m = expect_name(p);
+            if (!m) return NULL;
+            s->steady = 1;
+            if (!strcmp(m, "sparse")) s->method = M_SPARSE;
+            else {
+                perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s STEADYSTATE %s is not supported (sparse)", s->name, m);
+                return NULL;
+            }
         }
         return s;
     }
@@ -1113,7 +1205,7 @@ static int parse_callable(parser *p, int kind) {
     for (int i = 0; i < p->m->n_blocks; i++)
         if (!strcmp(p->m->blocks[i]->name, b->name))
             return perr(p, NS_ERR_PARSE, b->line, "'%s' defined twice", b->name);
-    if (kind != B_DERIVATIVE) {
+    if (kind != B_DERIVATIVE && kind != B_KINETIC) {
         if (expect(p, '(')) return -1;
         while (!is_punct(p, ')')) {
             char *a = expect_name(p);
@@ -1189,6 +1281,8 @@ static int parse_top(parser *p) {
             if (!(*dst = parse_block(p, NULL))) return -1;
         } else if (!strcmp(k, "DERIVATIVE")) {
             if (parse_callable(p, B_DERIVATIVE)) return -1;
+        } else if (!strcmp(k, "KINETIC")) {
+            if (parse_callable(p, B_KINETIC)) return -1;
         } else if (!strcmp(k, "PROCEDURE")) {
             if (parse_callable(p, B_PROCEDURE)) return -1;
         } else if (!strcmp(k, "FUNCTION")) {
@@ -1281,7 +1375,9 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
         if (!b && !strcmp(e->text, "printf"))
             return perr(p, NS_ERR_UNSUPPORTED, line, "printf as a value (it is supported as a statement)");
         int ar = builtin_arity(e->text);
-        if (b && b->kind == B_DERIVATIVE) return perr(p, NS_ERR_PARSE, line, "DERIVATIVE %s called as a function", e->text);
+        if (b && (b->kind == B_DERIVATIVE || b->kind == B_KINETIC))
+            return perr(p, NS_ERR_PARSE, line, "%s %s called as a function", b->kind == B_KINETIC ? "KINETIC" : "DERIVATIVE",
+                        e->text);
         if (!b && ar < 0) {
             if (unsupported_name(e->text)) return perr(p, NS_ERR_UNSUPPORTED, line, "%s is not supported", e->text);
             return perr(p, NS_ERR_INVALID_ARGUMENT, line, "unknown function '%s'", e->text);
@@ -1375,11 +1471,27 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
             if (check_ex(p, s->e, *scope, *n_scope, s->line)) return -1;
             break;
         }
+        case ST_REACTION:
+        case ST_CONSERVE:
+        case ST_COMPARTMENT: /* lowered before the checks (nm_kinetic_lower) */
+            return perr(p, NS_ERR_PARSE, s->line, "a KINETIC statement outside a KINETIC block");
         case ST_SOLVE: {
             block *b = find_block(p->m, s->name);
             if (!b) return perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "SOLVE %s: no such block", s->name);
             if (b->kind == B_DERIVATIVE && s->method == M_NONE)
                 return perr(p, NS_ERR_PARSE, s->line, "SOLVE %s needs a METHOD", s->name);
+            if (b->kind == B_KINETIC && s->method != M_SPARSE)
+                return perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s: a KINETIC block needs METHOD sparse", s->name);
+            if (b->kind == B_DERIVATIVE && s->method == M_SPARSE)
+                return perr(p, NS_ERR_PARSE, s->line, "SOLVE %s: METHOD sparse needs a KINETIC block", s->name);
+            {
+                const int in_initial = p->in_initial;
+                if (s->steady && !in_initial)
+                    return perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s STEADYSTATE: only in INITIAL", s->name);
+                if (!s->steady && in_initial)
+                    return perr(p, NS_ERR_UNSUPPORTED, s->line,
+                                "SOLVE %s in INITIAL: only SOLVE ... STEADYSTATE sparse is supported there", s->name);
+            }
             if (b->kind == B_FUNCTION || (b->kind == B_PROCEDURE && (s->method != M_NONE || b->n_args)))
                 return perr(p, NS_ERR_PARSE, s->line, "SOLVE %s: not a DERIVATIVE block", s->name);
             if (p->m->breakpoint == NULL) return perr(p, NS_ERR_PARSE, s->line, "SOLVE outside BREAKPOINT");
@@ -1557,10 +1669,14 @@ static int finish(parser *p) {
     }
     m->n_globals = (int)ng;
     m->table_size = (int)tsize;
+    for (int i = 0; i < m->n_blocks; i++)
+        if (m->blocks[i]->kind == B_KINETIC && (p->status = nm_kinetic_lower(m, m->blocks[i]))) return -1;
     /* names and calls */
     char **scope = NULL;
     int n_scope = 0;
+    p->in_initial = 1;
     if (m->initial && check_list(p, m->initial, NULL, &scope, &n_scope)) goto fail;
+    p->in_initial = 0;
     if (check_list(p, m->breakpoint, NULL, &scope, &n_scope)) goto fail;
     if (m->net_receive) {
         if (!m->point) {

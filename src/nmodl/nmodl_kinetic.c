@@ -1,0 +1,372 @@
+/* KINETIC blocks: the reactions, fluxes, CONSERVE and COMPARTMENT statements
+ * of a block lowered into ordinary statements (assignments to LOCALs) that
+ * compute, at the states' current values, what NEURON's nocmodl writes into
+ * the sparse solver's right-hand side and matrix (docs/mechanisms.md,
+ * "Numerics"): per row (a STATE of the scheme) the flux sum kinF_<r> and the
+ * entries kinJ_<r>_<c> = -d(flux r)/d(state c) of mass action with the rate
+ * expressions held constant (nocmodl's _MATELM terms; a `<<` flux adds no
+ * entry); a row that a CONSERVE replaces holds total - sum(num cap x) and the
+ * coefficients num cap. The code generator (nmodl_gen.c) wraps the body in
+ * NEURON's Newton iteration of the implicit Euler step. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "nmodl/nmodl_impl.h"
+
+typedef struct lower {
+    struct ns_nmodl *m;
+    kinetic *k;
+    ns_status status;
+} lower;
+
+static int lfail(lower *L, ns_status s, int line, const char *fmt, ...) NS_PRINTF_LIKE(4, 5);
+static int lfail(lower *L, ns_status s, int line, const char *fmt, ...) {
+    if (L->status) return -1;
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    L->status = ns_fail(s, "%s:%d: %s", L->m->file, line, msg);
+    return -1;
+}
+static int oom(lower *L, int line) { return lfail(L, NS_ERR_OUT_OF_MEMORY, line, "out of memory"); }
+
+static const var *find_var(const struct ns_nmodl *m, const char *name) {
+    for (int i = 0; i < m->n_vars; i++)
+        if (!strcmp(m->vars[i].name, name)) return &m->vars[i];
+    return NULL;
+}
+static int row_of(const kinetic *k, const char *name) {
+    for (int i = 0; i < k->n; i++)
+        if (!strcmp(k->states[i], name)) return i;
+    return -1;
+}
+
+/* ---- expressions in the module's arena ---- */
+
+static char *adup(lower *L, const char *s) {
+    size_t n = strlen(s) + 1;
+    char *r = nm_calloc(&L->m->arena, n, 1);
+    if (r) memcpy(r, s, n);
+    return r;
+}
+static ex *mk(lower *L, ex_kind kind, int op, ex *a, ex *b) {
+    ex *e = nm_calloc(&L->m->arena, 1, sizeof *e);
+    if (!e) return NULL;
+    e->kind = kind;
+    e->op = op;
+    e->a = a;
+    e->b = b;
+    const int da = a ? a->depth : 0, db = b ? b->depth : 0;
+    e->depth = 1 + (da > db ? da : db);
+    return e;
+}
+static ex *bin(lower *L, int op, ex *a, ex *b) { return a && b ? mk(L, EX_BIN, op, a, b) : NULL; }
+static ex *var_ex(lower *L, const char *name) {
+    ex *e = mk(L, EX_VAR, 0, NULL, NULL);
+    if (e && !(e->text = adup(L, name))) return NULL;
+    return e;
+}
+static ex *num_ex(lower *L, int v) {
+    ex *e = mk(L, EX_NUM, 0, NULL, NULL);
+    char t[24];
+    snprintf(t, sizeof t, "%d", v);
+    if (e) {
+        e->num = v;
+        if (!(e->text = adup(L, t))) return NULL;
+    }
+    return e;
+}
+static void fname(char *out, size_t n, int r) { snprintf(out, n, "kinF_%d", r); }
+static void jname(char *out, size_t n, int r, int c) { snprintf(out, n, "kinJ_%d_%d", r, c); }
+
+/* ---- the rows ---- */
+
+static int add_row(lower *L, const char *name) {
+    kinetic *k = L->k;
+    if (row_of(k, name) >= 0) return 0;
+    char **s = nm_realloc(&L->m->arena, k->states, (size_t)(k->n + 1) * sizeof *s);
+    if (!s) return -1;
+    k->states = s;
+    s[k->n++] = (char *)name;
+    return 0;
+}
+/* every STATE a reaction, flux or CONSERVE names, in the order they appear */
+static int collect(lower *L, const stlist *l) {
+    for (int i = 0; i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_IF) {
+            if (collect(L, s->then_) || (s->else_ && collect(L, s->else_))) return -1;
+            continue;
+        }
+        if (s->kind != ST_REACTION && s->kind != ST_CONSERVE) continue;
+        for (int side = 0; side < 2; side++) {
+            const rterm *t = side ? s->rhs : s->lhs;
+            const int n = side ? s->n_rhs : s->n_lhs;
+            for (int j = 0; j < n; j++) {
+                const var *v = find_var(L->m, t[j].name);
+                if (!v) return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is not declared", t[j].name);
+                if (v->cls != V_STATE) {
+                    if (s->kind == ST_CONSERVE || s->react == '<')
+                        return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "%s: '%s' is not a STATE",
+                                     s->kind == ST_CONSERVE ? "CONSERVE" : "'<<'", t[j].name);
+                    continue; /* a constant factor of the flux (nocmodl's non-state reactant) */
+                }
+                if (add_row(L, t[j].name)) return oom(L, s->line);
+            }
+        }
+    }
+    return 0;
+}
+
+/* the COMPARTMENT sizes and the rows the CONSERVEs replace (nocmodl: the
+ * equation of the last state the statement names, the first of its list) */
+static int compartments(lower *L, stlist *l) {
+    kinetic *k = L->k;
+    for (int i = 0; i < l->n; i++) {
+        st *s = l->s[i];
+        if (s->kind == ST_IF) {
+            if (compartments(L, s->then_) || (s->else_ && compartments(L, s->else_))) return -1;
+        } else if (s->kind == ST_COMPARTMENT) {
+            for (int j = 0; j < s->n_lhs; j++) {
+                if (!find_var(L->m, s->lhs[j].name))
+                    return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "COMPARTMENT: '%s' is not declared", s->lhs[j].name);
+                const int r = row_of(k, s->lhs[j].name);
+                if (r >= 0) k->cap[r] = s->e; /* a state outside the scheme: nothing to scale */
+            }
+        } else if (s->kind == ST_CONSERVE) {
+            int r = -1;
+            for (int j = s->n_lhs - 1; j >= 0 && r < 0; j--) {
+                const int c = row_of(k, s->lhs[j].name);
+                if (!k->conserve[c]) r = c;
+            }
+            if (r < 0) return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "CONSERVE: every state it names is conserved already");
+            k->conserve[r] = 1;
+            s->method = r; /* the row it replaces, for lower_conserve */
+        }
+    }
+    return 0;
+}
+
+/* ---- the statements ---- */
+
+typedef struct out {
+    st **s;
+    int n;
+} out;
+
+static int emit(lower *L, out *o, int line, const char *lhs, ex *e) {
+    if (!e) return oom(L, line);
+    st *s = nm_calloc(&L->m->arena, 1, sizeof *s);
+    st **n = nm_realloc(&L->m->arena, o->s, (size_t)(o->n + 1) * sizeof *n);
+    if (!s || !n) return oom(L, line);
+    s->kind = ST_ASSIGN;
+    s->line = line;
+    if (!(s->name = adup(L, lhs))) return oom(L, line);
+    s->e = e;
+    o->s = n;
+    n[o->n++] = s;
+    return 0;
+}
+/* name += e (sign +1) or name -= e (sign -1) */
+static int accumulate(lower *L, out *o, int line, const char *name, int sign, ex *e) {
+    return emit(L, o, line, name, bin(L, sign > 0 ? '+' : '-', var_ex(L, name), e));
+}
+/* rate * the product of a side's terms (each num times), one term's count less by `less` */
+static ex *mass(lower *L, ex *rate, const rterm *t, int n, int less) {
+    ex *e = rate;
+    for (int j = 0; j < n && e; j++)
+        for (int q = 0; q < t[j].num - (j == less); q++) e = bin(L, '*', e, var_ex(L, t[j].name));
+    return e;
+}
+
+static int lower_reaction(lower *L, out *o, const st *s) {
+    kinetic *k = L->k;
+    char nm[64];
+    if (s->react == '<') { /* ~ x << (flux): f_flux = 0, b_flux = flux, into x's row */
+        const int r = row_of(k, s->lhs[0].name);
+        if (k->conserve[r]) return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is conserved and has a flux", s->lhs[0].name);
+        fname(nm, sizeof nm, r);
+        if (emit(L, o, s->line, "f_flux", num_ex(L, 0)) || emit(L, o, s->line, "b_flux", s->e) ||
+            accumulate(L, o, s->line, nm, 1, var_ex(L, "b_flux")))
+            return -1;
+        return 0;
+    }
+    ex *rate[2] = {s->e, s->react == 'R' ? s->e2 : NULL};
+    const rterm *side[2] = {s->lhs, s->rhs};
+    const int ns[2] = {s->n_lhs, s->n_rhs};
+    if (emit(L, o, s->line, "f_flux", mass(L, rate[0], side[0], ns[0], -1)) ||
+        emit(L, o, s->line, "b_flux", rate[1] ? mass(L, rate[1], side[1], ns[1], -1) : num_ex(L, 0)))
+        return -1;
+    /* the rows: the left side loses f - b, the right side gains it */
+    for (int j = 0; j < 2; j++)
+        for (int q = 0; q < ns[j]; q++) {
+            const int r = row_of(k, side[j][q].name);
+            if (r < 0 || k->conserve[r]) continue;
+            fname(nm, sizeof nm, r);
+            ex *d = bin(L, '-', var_ex(L, "f_flux"), var_ex(L, "b_flux"));
+            if (side[j][q].num != 1) d = bin(L, '*', num_ex(L, side[j][q].num), d);
+            if (accumulate(L, o, s->line, nm, j ? 1 : -1, d)) return -1;
+        }
+    /* the matrix: d(side j's flux)/d(state c) = rate_j num_c prod(others);
+     * nocmodl's _linmat is 0 once a side with a state has a second factor */
+    for (int j = 0; j < 2; j++) {
+        if (!rate[j]) continue;
+        int factors = 0, states = 0;
+        for (int q = 0; q < ns[j]; q++) {
+            factors += side[j][q].num;
+            states += row_of(k, side[j][q].name) >= 0;
+        }
+        if (states && factors > 1) k->linear = 0;
+        for (int q = 0; q < ns[j]; q++) {
+            const int c = row_of(k, side[j][q].name);
+            if (c < 0) continue;
+            ex *term = mass(L, rate[j], side[j], ns[j], q);
+            if (side[j][q].num != 1) term = bin(L, '*', term, num_ex(L, side[j][q].num));
+            if (emit(L, o, s->line, "kinT_", term)) return -1;
+            for (int j1 = 0; j1 < 2; j1++)
+                for (int q1 = 0; q1 < ns[j1]; q1++) {
+                    const int r = row_of(k, side[j1][q1].name);
+                    if (r < 0 || k->conserve[r]) continue;
+                    jname(nm, sizeof nm, r, c);
+                    k->jac[r * k->n + c] = 1;
+                    ex *t = var_ex(L, "kinT_");
+                    if (side[j1][q1].num != 1) t = bin(L, '*', num_ex(L, side[j1][q1].num), t);
+                    if (accumulate(L, o, s->line, nm, j == j1 ? 1 : -1, t)) return -1;
+                }
+        }
+    }
+    return 0;
+}
+
+static int lower_conserve(lower *L, out *o, const st *s) {
+    kinetic *k = L->k;
+    const int r = s->method;
+    char f[64], nm[64];
+    fname(f, sizeof f, r);
+    if (emit(L, o, s->line, f, s->e)) return -1;
+    for (int j = s->n_lhs - 1; j >= 0; j--) { /* nocmodl's order: the last term first */
+        const int c = row_of(k, s->lhs[j].name);
+        ex *coef = num_ex(L, s->lhs[j].num);
+        if (k->cap[c]) coef = bin(L, '*', coef, k->cap[c]);
+        jname(nm, sizeof nm, r, c);
+        k->jac[r * k->n + c] = 1;
+        if (emit(L, o, s->line, nm, coef)) return -1;
+        ex *x = var_ex(L, s->lhs[j].name);
+        if (k->cap[c]) x = bin(L, '*', x, k->cap[c]);
+        if (s->lhs[j].num != 1) x = bin(L, '*', x, num_ex(L, s->lhs[j].num));
+        if (accumulate(L, o, s->line, f, -1, x)) return -1;
+    }
+    return 0;
+}
+
+static int lower_list(lower *L, stlist *l) {
+    out o = {0};
+    for (int i = 0; i < l->n; i++) {
+        st *s = l->s[i];
+        switch (s->kind) {
+        case ST_REACTION:
+            if (lower_reaction(L, &o, s)) return -1;
+            break;
+        case ST_CONSERVE:
+            if (lower_conserve(L, &o, s)) return -1;
+            break;
+        case ST_COMPARTMENT: break;
+        case ST_DERIV: return lfail(L, NS_ERR_PARSE, s->line, "%s' = ... in a KINETIC block", s->name);
+        case ST_SOLVE: return lfail(L, NS_ERR_PARSE, s->line, "SOLVE in a KINETIC block");
+        case ST_WHILE:
+        case ST_FROM: /* reactions over array states: not yet (docs/mechanisms.md) */
+            return lfail(L, NS_ERR_UNSUPPORTED, s->line, "a %s loop in a KINETIC block is not supported",
+                         s->kind == ST_WHILE ? "WHILE" : "FROM");
+        case ST_RETURN: return lfail(L, NS_ERR_UNSUPPORTED, s->line, "VERBATIM in a KINETIC block is not supported");
+        case ST_IF:
+            if (lower_list(L, s->then_) || (s->else_ && lower_list(L, s->else_))) return -1;
+            /* fall through */
+        case ST_ASSIGN:
+        case ST_CALL: {
+            st **n = nm_realloc(&L->m->arena, o.s, (size_t)(o.n + 1) * sizeof *n);
+            if (!n) return oom(L, s->line);
+            o.s = n;
+            n[o.n++] = s;
+            break;
+        }
+        }
+    }
+    l->s = o.s;
+    l->n = o.n;
+    return 0;
+}
+
+/* Does the body write anything but its LOCALs, or call a PROCEDURE? (NEURON
+ * runs the block once more at the new states: what it writes is of them.) */
+static int side_effects(const struct ns_nmodl *m, const stlist *l, char **locals, int n_locals) {
+    for (int i = 0; i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_CALL) {
+            for (int b = 0; b < m->n_blocks; b++)
+                if (!strcmp(m->blocks[b]->name, s->e->text) && m->blocks[b]->kind == B_PROCEDURE) return 1;
+        } else if (s->kind == ST_ASSIGN) {
+            int local = 0;
+            for (int k = 0; k < n_locals && !local; k++) local = !strcmp(locals[k], s->name);
+            for (int k = 0; k < l->n_locals && !local; k++) local = !strcmp(l->locals[k], s->name);
+            if (!local) return 1;
+        } else if (s->kind == ST_IF) {
+            if (side_effects(m, s->then_, locals, n_locals) || (s->else_ && side_effects(m, s->else_, locals, n_locals)))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+static int add_local(lower *L, stlist *l, const char *name) {
+    for (int i = 0; i < l->n_locals; i++)
+        if (!strcmp(l->locals[i], name)) return 0;
+    char **n = nm_realloc(&L->m->arena, l->locals, (size_t)(l->n_locals + 1) * sizeof *n);
+    if (!n) return oom(L, 0);
+    l->locals = n;
+    int *sz = nm_realloc(&L->m->arena, l->local_size, (size_t)(l->n_locals + 1) * sizeof *sz);
+    if (!sz) return oom(L, 0);
+    l->local_size = sz;
+    sz[l->n_locals] = 0; /* a scalar */
+    if (!(n[l->n_locals++] = adup(L, name))) return oom(L, 0);
+    return 0;
+}
+
+ns_status nm_kinetic_lower(struct ns_nmodl *m, block *b) {
+    lower L = {m, NULL, NS_OK};
+    kinetic *k = nm_calloc(&m->arena, 1, sizeof *k);
+    if (!k) return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+    L.k = k;
+    if (collect(&L, b->body)) return L.status;
+    if (k->n == 0) return ns_fail(NS_ERR_PARSE, "%s:%d: KINETIC %s has no reaction", m->file, b->line, b->name);
+    k->conserve = nm_calloc(&m->arena, (size_t)k->n, sizeof *k->conserve);
+    k->cap = nm_calloc(&m->arena, (size_t)k->n, sizeof *k->cap);
+    k->jac = nm_calloc(&m->arena, (size_t)k->n * (size_t)k->n, 1);
+    if (!k->conserve || !k->cap || !k->jac) return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+    if (compartments(&L, b->body)) return L.status;
+    k->linear = 1; /* until a reaction says otherwise (lower_reaction) */
+    if (lower_list(&L, b->body)) return L.status;
+    for (int i = 0; i < b->body->n_locals; i++)
+        if (!strncmp(b->body->locals[i], "kinF_", 5) || !strncmp(b->body->locals[i], "kinJ_", 5) ||
+            !strcmp(b->body->locals[i], "kinT_"))
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s:%d: KINETIC %s: the LOCAL name '%s' is reserved", m->file,
+                          b->line, b->name, b->body->locals[i]);
+    k->side_effects = side_effects(m, b->body, b->body->locals, b->body->n_locals);
+    if (add_local(&L, b->body, "f_flux") || add_local(&L, b->body, "b_flux") || add_local(&L, b->body, "kinT_"))
+        return L.status;
+    char nm[64];
+    for (int r = 0; r < k->n; r++) {
+        fname(nm, sizeof nm, r);
+        if (add_local(&L, b->body, nm)) return L.status;
+        for (int c = 0; c < k->n; c++) {
+            jname(nm, sizeof nm, r, c);
+            if (k->jac[r * k->n + c] && add_local(&L, b->body, nm)) return L.status;
+        }
+    }
+    b->kin = k;
+    return NS_OK;
+}
