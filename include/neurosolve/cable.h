@@ -112,7 +112,8 @@ NS_API ns_status ns_sim_params_check(const ns_sim_params *params);
  * `where` is a region selector: soma, axon, basal, apical, other, dend
  * (basal and apical) or all; or one section: sec:K (section index K of
  * ns_cell_get_section) or swc:ID (the section whose first SWC point has id
- * ID; one that no shape has is refused). Statements apply in the order given, node by
+ * ID; one that no shape has is refused), or one segment of it: sec:K(X),
+ * swc:ID(X) (NEURON's sec(x), the segment containing x). Statements apply in the order given, node by
  * node (a later one overrides an earlier one where both apply). An `expr` is
  * a number or an expression in d, the path distance [um] from the root
  * section's middle (NEURON's distance(soma(0.5), seg)) to the compartment's

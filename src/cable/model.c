@@ -313,6 +313,7 @@ typedef struct stmt {
     unsigned regions;  /* bit per ns_region */
     int64_t section;   /* >= 0: only section `section` (sec:K) ... */
     int64_t swc_id;    /* >= 0: ... or the section whose first SWC point has this id (swc:ID) */
+    double x;          /* >= 0: only that section's segment containing x (sec:K(X), swc:ID(X)) */
     int mech;          /* library index (insert, set, global) */
     int field;         /* parameter index (set), global index (global) */
     char ion[16];      /* ion name (ST_ION) */
@@ -333,17 +334,20 @@ struct ns_sim_model {
 
 static const char *const REGION_SELECTORS =
     "soma, axon, basal, apical, other, dend, all, sec:K (section index K) or swc:ID (the section whose first SWC "
-    "point has id ID)";
+    "point has id ID), either with (X) for its segment containing x = X";
 
 typedef struct selector {
     unsigned regions;
     int64_t section, swc_id;
+    double x;
 } selector;
 
-/* A region name, or one section: sec:K, swc:ID. */
+/* A region name, or one section: sec:K, swc:ID, or one segment: sec:K(X), swc:ID(X) (NEURON's
+ * sec(x): the segment containing x, 0 <= X <= 1). */
 static int region_mask(const char *where, selector *sel) {
     sel->regions = (1u << NS_REGION_COUNT) - 1u;
     sel->section = sel->swc_id = -1;
+    sel->x = -1.0;
     for (int r = 0; r < NS_REGION_COUNT; ++r)
         if (strcmp(where, ns_region_name((ns_region)r)) == 0) {
             sel->regions = 1u << r;
@@ -355,11 +359,27 @@ static int region_mask(const char *where, selector *sel) {
         char *end;
         errno = 0;
         const long long k = strtoll(where + 4, &end, 10);
-        if (end == where + 4 || *end || errno == ERANGE || k < 0) return -1;
+        if (end == where + 4 || errno == ERANGE || k < 0) return -1;
+        if (*end == '(') {
+            const char *xs = end + 1;
+            if (strspn(xs, "+-.0123456789eE") == 0) return -1; /* decimal only, no nan or inf */
+            const double x = strtod(xs, &end);
+            if (end == xs || *end != ')' || end[1] || !(x >= 0.0 && x <= 1.0)) return -1;
+            sel->x = x;
+        } else if (*end) return -1;
         if (where[1] == 'e') sel->section = k;
         else sel->swc_id = k;
     } else return -1;
     return 0;
+}
+
+/* Is the segment at position pos (its centre, (j + 0.5) / nseg) the one containing x? NEURON's
+ * sec(x): segment int(x nseg), the last one for x = 1. */
+static int in_segment(double pos, int32_t nseg, double x) {
+    int32_t j = (int32_t)(x * nseg), jp = (int32_t)(pos * nseg);
+    if (j > nseg - 1) j = nseg - 1;
+    if (jp > nseg - 1) jp = nseg - 1;
+    return j == jp;
 }
 
 ns_status ns_sim_model_create(const ns_mech_library_t *library, ns_sim_model_t **out) {
@@ -444,6 +464,7 @@ static ns_status model_insert(ns_sim_model_t *m, const char *where, const char *
     s->regions = sel.regions;
     s->section = sel.section;
     s->swc_id = sel.swc_id;
+    s->x = sel.x;
     s->mech = idx;
     set_where(s, fn);
     snprintf(s->text, sizeof s->text, "%s.insert %s", where, mechanism);
@@ -520,6 +541,7 @@ static ns_status model_set(ns_sim_model_t *m, const char *where, const char *nam
     s.regions = sel.regions;
     s.section = sel.section;
     s.swc_id = sel.swc_id;
+    s.x = sel.x;
     char prefix[96];
     const int mech = split_suffix(m, name, prefix, sizeof prefix);
     if (mech >= 0) {
@@ -641,7 +663,8 @@ ns_status ns_sim_model_parse(ns_sim_model_t *m, const char *text, size_t length,
         if (!*s) continue;
         snprintf(where, sizeof where, "%s:%d", name, line);
         char *eq = strchr(s, '=');
-        char *dot = strchr(s, '.');
+        char *close = strchr(s, ')'); /* sec:K(X).NAME: the dot after the position */
+        char *dot = strchr(close && (!eq || close < eq) ? close : s, '.');
         if (!eq || !dot || dot > eq) {
             st = ns_fail(NS_ERR_PARSE, "%s: expected REGION.NAME = VALUE (or REGION.insert = MECH ...)", where);
             break;
@@ -968,9 +991,13 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         const int32_t *type = ns_cell_type(cell);
         const int32_t *secn = ns_cell_section(cell);
         int64_t *first_id = malloc((size_t)(info.sections > 0 ? info.sections : 1) * sizeof *first_id);
-        for (int32_t c = 0; first_id && c < info.sections; ++c) {
+        int32_t *nseg = malloc((size_t)(info.sections > 0 ? info.sections : 1) * sizeof *nseg);
+        const double *pos = ns_cell_position(cell);
+        for (int32_t c = 0; first_id && nseg && c < info.sections; ++c) {
             ns_section_info si;
-            first_id[c] = ns_cell_get_section(cell, c, &si) == NS_OK ? si.first_point_id : -1;
+            const int got = ns_cell_get_section(cell, c, &si) == NS_OK;
+            first_id[c] = got ? si.first_point_id : -1;
+            nseg[c] = got ? si.nseg : 1;
         }
         const size_t nm = (size_t)(r->n_mechs > 0 ? r->n_mechs : 1);
         double *dist = malloc((size_t)n * sizeof *dist);
@@ -980,7 +1007,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         int32_t *user_e = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), sizeof *user_e); /* stmt + 1 */
         unsigned char *written = r->written[k] = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), 1);
         r->ion_init[k] = malloc((size_t)(3 * (r->n_ions > 0 ? r->n_ions : 1)) * (size_t)n * sizeof(double));
-        if (!dist || !ins || !param || !ion_set || !user_e || !written || !r->ion_init[k] || !first_id)
+        if (!dist || !ins || !param || !ion_set || !user_e || !written || !r->ion_init[k] || !first_id || !nseg)
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
         for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
             const int np = r->mechs[m].desc->n_params;
@@ -1013,6 +1040,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
                 if (!(s->regions & (1u << ns_region_of_swc_type(type[i])))) continue;
                 if ((s->section >= 0 && secn[i] != s->section) || (s->swc_id >= 0 && first_id[secn[i]] != s->swc_id))
                     continue;
+                if (s->x >= 0.0 && !in_segment(pos[i], nseg[secn[i]], s->x)) continue;
                 matched_k[q] = 1;
                 if (s->kind == ST_INSERT) {
                     if (!ins[(size_t)i * nm + m]) {
@@ -1113,6 +1141,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         free(ion_set);
         free(user_e);
         free(first_id);
+        free(nseg);
     }
     /* a section selector that names no section of any of its model's shapes is a mistake */
     for (int32_t u = 0; u < n_uniq && st == NS_OK; ++u)
