@@ -323,6 +323,15 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
         for nm in mechs_used:
             if nm not in lib_names and nm not in BUILTIN_MECHANISMS:
                 miss.append(f"mechanism {nm}: not in the mechanism library")
+    # GLOBALs: those the library declares (and hh's usetable), at NEURON's values
+    for nm in mechs_used:
+        names = ["usetable"] if nm == "hh" else []
+        if lib_names is not None and nm in lib_names:
+            names = list(lib.describe(nm)["globals"])
+        for g in names:
+            full = g if g.endswith("_" + nm) else f"{g}_{nm}"
+            if hasattr(h, full):
+                m_lines.append(f"global.{full} = {_fmt(getattr(h, full))}")
     # point processes, network objects, callbacks
     secset = {s.hoc_internal_name(): i for i, s in enumerate(secs)}
     for ic in h.List("IClamp"):
