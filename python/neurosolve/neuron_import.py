@@ -8,7 +8,8 @@ segment, ion values and styles, celsius, v_init, dt, tstop and the IClamps - and
   section's first point, the copy of its parent's point, is the parent's SWC point), so that
   neurosolve's Import3d rules (docs/discretisation.md) rebuild NEURON's sections;
 * ``NAME.params``: celsius, v_init, dt, tstop, cm per region, Ra, and every section's nseg as
-  NEURON has it (``swc:ID.nseg``: "NEURON's nseg as recorded");
+  NEURON has it (``swc:ID.nseg``: "NEURON's nseg as recorded"), spike times by NetCon's
+  convention (``netcon_spikes = 1``);
 * ``NAME.model``: per section (``swc:ID``) the inserted mechanisms, each PARAMETER's value
   (``swc:ID(X).NAME`` where it varies along the section: any distribution rule comes across as
   values), ion reversal potentials or initial concentrations by NEURON's ion style;
@@ -40,6 +41,8 @@ class NeuronImport:
     kind); ``iclamps`` (``(swc_id, x, delay, dur, amp)``); ``sections`` (NEURON section name ->
     SWC id of its first point, the ``swc:ID`` key); ``not_captured`` (what could not be taken
     over); ``geometry`` (largest relative difference of L, area and resistance against NEURON);
+    ``moved_to_other`` (sections written with an `other` SWC type so that an SWC file keeps them
+    apart from their parent: their cm is region `other`'s);
     ``mechanisms`` (the density mechanisms the model needs)."""
 
     def __init__(self):
@@ -51,9 +54,37 @@ class NeuronImport:
         self.geometry = 0.0
         self.mechanisms = []
         self.nseg = 0
+        self.library = None
+        self.moved_to_other = []
 
-    def command(self, neurosolve="neurosolve", mechanisms="LIB.so", extra=()):
-        """The ``neurosolve simulate`` argument list that runs the written files."""
+    @classmethod
+    def read(cls, prefix):
+        """The files from_neuron wrote with ``out=DIR, name=NAME``: ``NeuronImport.read("DIR/NAME")``
+        (NAME.swc, .model, .params and the IClamps of NAME.command), to run them without NEURON."""
+        res = cls()
+        prefix = str(prefix)
+        res.swc, res.params, res.model = prefix + ".swc", prefix + ".params", prefix + ".model"
+        res.command_file = prefix + ".command"
+        for kind, path in (("swc", res.swc), ("params", res.params), ("model", res.model)):
+            with open(path) as f:
+                res.texts[kind] = f.read()
+        with open(res.command_file) as f:
+            words = f.read().split()
+        for k, w in enumerate(words[:-1]):
+            if w == "--iclamp" and words[k + 1].startswith("swc="):
+                sid, x, dl, du, amp = words[k + 1][4:].split(":")
+                res.iclamps.append((int(sid), float(x), float(dl), float(du), float(amp)))
+            if w == "--mechanisms":
+                res.library = words[k + 1]
+        for line in res.texts["model"].splitlines():
+            if ".insert = " in line:
+                res.mechanisms += [m for m in line.split("=", 1)[1].split() if m not in res.mechanisms]
+        return res
+
+    def command(self, neurosolve="neurosolve", mechanisms=None, extra=()):
+        """The ``neurosolve simulate`` argument list that runs the written files (``mechanisms``:
+        the library's path; default the one given to from_neuron, else LIB.so)."""
+        mechanisms = mechanisms or self.library or "LIB.so"
         cmd = [neurosolve, "simulate", self.swc or "NAME.swc", "--params", self.params or "NAME.params",
                "--model", self.model or "NAME.model"]
         if any(m not in BUILTIN_MECHANISMS for m in self.mechanisms):
@@ -166,6 +197,7 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
     # SWC types: from the names; consecutive same-type sections joined end to end would be read as one
     # section by Import3d's rules, so `other` sections alternate between types 5, 6, 7.
     stype = [0] * len(secs)
+    renamed = []  # sections moved to the region `other` (cm by that region)
     order = []
     stack = [roots[0]]
     while stack:
@@ -174,10 +206,16 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
         stack.extend(reversed(children[i]))
     for i in order:
         t = _type_of(secs[i].name(), tmap)
-        if t is None:
+        p_ = parent[i]
+        lone = p_ >= 0 and px[i] == 1.0 and sum(px[c] == 1.0 for c in children[p_]) == 1
+        if t is None or (lone and t == stype[p_]):
+            # a lone child at its parent's end with the parent's type would continue the parent's
+            # section in an SWC file: an `other` type (5, 6, 7 alternating along a chain) keeps it apart
+            if lone and t is not None:
+                renamed.append(i)
             t = 5
-            if parent[i] >= 0 and stype[parent[i]] >= 5:
-                t = 5 + (stype[parent[i]] - 4) % 3
+            if p_ >= 0 and stype[p_] >= 5:
+                t = 5 + (stype[p_] - 4) % 3
         stype[i] = t
     pts = [_pt3d(s) for s in secs]
     # SWC points
@@ -232,11 +270,7 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
                 first_id[i] = prev
         first_pt[i] = first_id[i]
         last_id[i] = prev
-        # a lone same-type child at the parent's end would continue the parent's section
-        same = [c for c in children[p_] if px[c] == 1.0]
-        if x == 1.0 and len(same) == 1 and stype[p_] == t and t <= 4 and parent[p_] >= 0:
-            miss.append(f"{s.name()}: the only child of {secs[p_].name()} at its end with the same type: "
-                        f"an SWC file joins them into one section (give the child another name/type)")
+    res.moved_to_other = [secs[i].name() for i in renamed]
     for i, s in enumerate(secs):
         res.sections[s.name()] = first_id[i]
         res.nseg += int(s.nseg)
@@ -247,7 +281,7 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
     ra = max(ra_counts, key=ra_counts.get)
     cm_region = {}
     p_lines = [f"# NEURON {h.nrnversion(5)} model captured by neurosolve.from_neuron (docs/neuron_import.md)",
-               "all.hh = 0", f"celsius = {_fmt(h.celsius)}", f"v_init = {_fmt(h.v_init)}", f"dt = {_fmt(h.dt)}",
+               "all.hh = 0", "netcon_spikes = 1", f"celsius = {_fmt(h.celsius)}", f"v_init = {_fmt(h.v_init)}", f"dt = {_fmt(h.dt)}",
                f"tstop = {_fmt(h.tstop)}", f"Ra = {_fmt(ra)}"]
     for i, s in enumerate(secs):
         cms = {seg.cm for seg in s}
@@ -269,6 +303,8 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
     if library is not None:
         from . import MechanismLibrary
         lib = library if not isinstance(library, (str, os.PathLike)) else MechanismLibrary(str(library))
+        if isinstance(library, (str, os.PathLike)):
+            res.library = os.path.abspath(str(library))
         lib_names = set(lib.names)
     pnames = {}
     mechs_used = []
