@@ -579,6 +579,7 @@ static void test_section_spec(void) {
         {"axons.nseg = 3\n", "unknown location"},
         {"soma.Ra = -1\n", "must be > 0"},
         {"soma.nseg = x\n", "not a decimal number"},
+        {"Ra = 0\n", "cell.params:1: Ra = 0 ohm cm: must be > 0"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
         c = make_spec(p, 6, bad[k].text, NS_ERR_PARSE);

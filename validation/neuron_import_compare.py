@@ -168,8 +168,10 @@ def main():
         ok = same and dspike <= 0.05 and rms <= 0.05 and not d["not_captured"]
         print(f"NEURON {d['neuron']}: {os.path.basename(a.setup)}: {d['sections']} sections, {d['nseg']} segments; "
               f"written files against NEURON's sections: largest relative difference {d['geometry']:.1e}")
-        for m in d["not_captured"]:
+        for m in d["not_captured"][:10]:
             print(f"not captured: {m}")
+        if len(d["not_captured"]) > 10:
+            print(f"not captured: ... {len(d['not_captured']) - 10} more")
         print(f"spikes NEURON / neurosolve: {len(d['spikes'])} / {len(spikes)}; largest spike-time difference "
               f"{dspike:.2e} ms; soma RMS {rms:.2e} mV over {d['t'][n - 1]:.0f} ms")
         print(f"wall: NEURON {d['wall']:.1f} s (fadvance loop), neurosolve {wall:.1f} s (simulate), "

@@ -51,7 +51,11 @@ int disc_spec_key(const char *key, double value, char *why, size_t why_size) {
     const char *dot = strchr(key, '.');
     if (!dot) {
         if (strcmp(key, "Ra") != 0) return 0;
-        return 1; /* the parameters check Ra > 0 themselves */
+        if (!(value > 0.0) || !isfinite(value)) {
+            snprintf(why, why_size, "Ra = %g ohm cm: must be > 0", value);
+            return -1;
+        }
+        return 1;
     }
     const char *name = dot + 1;
     const size_t len = (size_t)(dot - key);
