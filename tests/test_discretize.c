@@ -569,6 +569,16 @@ static void test_section_spec(void) {
         }
         ns_cell_destroy(c);
     }
+    /* start_diam: the copied parent point's diameter (a frustum 3 -> 2 um over 900 um) */
+    c = make_spec(p, 6, "swc:4.start_diam = 3\n", NS_OK);
+    if (c) {
+        ns_section_info s;
+        ns_cell_get_section(c, 2, &s);
+        const double want = PI / 2 * (3.0 + 2.0) * sqrt(900.0 * 900.0 + 0.25);
+        CHECK_MSG(s.first_point_id == 4 && check_rel(s.area, want) < 1e-12, "start_diam: area %.9g, frustum %.9g",
+                  s.area, want);
+        ns_cell_destroy(c);
+    }
     /* bad statements: file and line, the construct */
     const struct { const char *text, *needle; } bad[] = {
         {"soma.nseg = 3\nsec:9.nseg = 3\n", "cell.params:2: sec:9.nseg"},
@@ -580,6 +590,10 @@ static void test_section_spec(void) {
         {"soma.Ra = -1\n", "must be > 0"},
         {"soma.nseg = x\n", "not a decimal number"},
         {"Ra = 0\n", "cell.params:1: Ra = 0 ohm cm: must be > 0"},
+        {"sec:0.start_diam = 2\n", "does not start with a copy of its parent's point"},
+        {"sec:1.start_diam = 2\n", "does not start with a copy"}, /* joined at the soma's middle */
+        {"basal.start_diam = 2\n", "start_diam is set per section"},
+        {"swc:4.start_diam = 0\n", "must be > 0"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
         c = make_spec(p, 6, bad[k].text, NS_ERR_PARSE);

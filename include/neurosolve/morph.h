@@ -143,6 +143,9 @@ typedef struct ns_discretize_options {
      *   LOC.nseg = N   that many segments (1..32767), in place of the rule
      *   LOC.Ra = X     the section's Ra [ohm cm] (its resistances and its d_lambda)
      *   REGION.cm = X  the d_lambda rule's cm for the region's sections
+     *   SEC.start_diam = X  (SEC: sec:K or swc:ID) the diameter [um] of the section's first
+     *                  3-D point, the copy of its parent's point (Import3d gives it the
+     *                  parent's diameter; NEURON sections built otherwise may differ)
      *   Ra = X         every section's Ra
      * LOC: soma, axon, basal, apical, other, dend, all (by SWC type), sec:K (section
      * index, ns_cell_get_section's numbering) or swc:ID (the section whose first point

@@ -198,6 +198,7 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
     # section by Import3d's rules, so `other` sections alternate between types 5, 6, 7.
     stype = [0] * len(secs)
     renamed = []  # sections moved to the region `other` (cm by that region)
+    start_diam = []  # (section, diameter of its first 3-D point) where Import3d's copy differs
     order = []
     stack = [roots[0]]
     while stack:
@@ -254,12 +255,14 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
             attach, at = last_id[p_], None
             miss.append(f"{s.name()}: attached at {secs[p_].name()}({x:g}): neurosolve attaches at x = 0, 1 "
                         f"or the soma's middle only")
-        if x == 1.0 and stype[p_] != 1 and P and at is not None and P[0][3] != at[3]:
-            miss.append(f"{s.name()}: starts with diameter {P[0][3]:g} at the end of {secs[p_].name()} (diameter "
-                        f"{at[3]:g}): in an SWC file a child's first point is its parent's point (Import3d's rule)")
         own = P
         if at is not None and P and all(abs(P[0][c] - at[c]) <= 1e-9 * max(1.0, abs(at[c])) for c in range(3)):
             own = P[1:]  # the copy of the parent point (Import3d's rule)
+            # Import3d gives the copy the parent point's diameter (a neurite on a soma: its own first
+            # point's); a section that starts with another one says so (swc:ID.start_diam)
+            copy_d = own[0][3] if own and stype[p_] == 1 and t != 1 else at[3]
+            if P[0][3] != copy_d:
+                start_diam.append((i, P[0][3]))
         if not own:
             miss.append(f"{s.name()}: no 3-D points of its own")
             own = P[-1:]
@@ -294,6 +297,8 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
         if len(cms) > 1:
             miss.append(f"region {region}: cm {sorted(cms)} differ between sections; neurosolve takes cm per region")
         p_lines.append(f"{region}.cm = {_fmt(min(cms))}")
+    for i, d in start_diam:
+        p_lines.append(f"swc:{first_id[i]}.start_diam = {_fmt(d)}")
     for i, s in enumerate(secs):
         p_lines.append(f"swc:{first_id[i]}.nseg = {int(s.nseg)}")
         if s.Ra != ra:

@@ -59,7 +59,7 @@ def test_from_neuron_against_neuron(tmp_path):
     dend.connect(soma(1))
     tuft = [h.Section(name=f"apic[{k}]") for k in range(2)]
     for k, s in enumerate(tuft):
-        s.L, s.diam, s.nseg = 150.0 + 30 * k, 1.5, 5 + 2 * k
+        s.L, s.diam, s.nseg = 150.0 + 30 * k, 1.0 + 0.5 * k, 5 + 2 * k  # apic[0] thinner: start_diam
         s.connect(dend(1))
     for s in (soma, dend, *tuft):
         s.insert("pas")
@@ -74,6 +74,7 @@ def test_from_neuron_against_neuron(tmp_path):
     h.celsius, h.v_init, h.dt, h.tstop = 6.3, -65.0, 0.025, 50.0
     imp = ns.from_neuron([soma, dend, *tuft], out=tmp_path, name="toy")
     assert imp.nseg == 1 + 13 + 5 + 7 and imp.geometry < 1e-6 and not imp.not_captured
+    assert f"swc:{imp.sections['apic[0]']}.start_diam = 1.0" in imp.texts["params"]
     assert "(" in imp.texts["model"] and f"swc:{imp.sections['apic[1]']}.Ra = 140.0" in imp.texts["params"]
     sim = imp.simulation()
     cell = ns.read_swc(imp.swc).discretize(sections=imp.texts["params"])

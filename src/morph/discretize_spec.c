@@ -3,8 +3,9 @@
  * parameter file's grammar, `LOC.NAME = VALUE` with LOC a region (soma, axon,
  * basal, apical, other, dend, all: the section's SWC type), sec:K (section
  * index, Import3d's order) or swc:ID (the section whose first point has SWC
- * id ID), applied in order to the sections. A bare `Ra = X` sets every
- * section's Ra; other keys of a parameter file are skipped. */
+ * id ID), applied in order to the sections: nseg, Ra, REGION.cm (the d_lambda
+ * rule's) and start_diam (a section's first 3-D point's diameter). A bare
+ * `Ra = X` sets every section's Ra; other keys of a parameter file are skipped. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -60,10 +61,15 @@ int disc_spec_key(const char *key, double value, char *why, size_t why_size) {
     const char *name = dot + 1;
     const size_t len = (size_t)(dot - key);
     const int section = (len > 4 && strncmp(key, "sec:", 4) == 0) || (len > 4 && strncmp(key, "swc:", 4) == 0);
-    if (strcmp(name, "nseg") != 0 && strcmp(name, "Ra") != 0) {
+    if (strcmp(name, "start_diam") == 0 && !section) {
+        snprintf(why, why_size, "%s: start_diam is set per section (sec:K, swc:ID)", key);
+        return -1;
+    }
+    if (strcmp(name, "nseg") != 0 && strcmp(name, "Ra") != 0 && strcmp(name, "start_diam") != 0) {
         if (section) {
             snprintf(why, why_size,
-                     "%s: a section (sec:K, swc:ID) takes nseg and Ra only (cm is set per region, REGION.cm)", key);
+                     "%s: a section (sec:K, swc:ID) takes nseg, Ra and start_diam only (cm is set per region, "
+                     "REGION.cm)", key);
             return -1;
         }
         return 0;
@@ -84,7 +90,7 @@ int disc_spec_key(const char *key, double value, char *why, size_t why_size) {
             return -1;
         }
     } else if (!(value > 0.0) || !isfinite(value)) {
-        snprintf(why, why_size, "%s = %g ohm cm: must be > 0", key, value);
+        snprintf(why, why_size, "%s = %g %s: must be > 0", key, value, strcmp(name, "Ra") == 0 ? "ohm cm" : "um");
         return -1;
     }
     return 1;
@@ -110,6 +116,7 @@ static ns_status apply(disc_sections *S, const ns_morph_point *pts, const char *
     }
     const char *dot = strchr(key, '.');
     const int is_nseg = dot && strcmp(dot + 1, "nseg") == 0;
+    const int is_diam = dot && strcmp(dot + 1, "start_diam") == 0;
     int matched = 0;
     for (int32_t k = 0; k < S->n; ++k) {
         disc_section *s = &S->sec[k];
@@ -120,7 +127,14 @@ static ns_status apply(disc_sections *S, const ns_morph_point *pts, const char *
         else hit = (region_mask(key, (size_t)(dot - key)) & type_bit(s->type)) != 0;
         if (!hit) continue;
         matched = 1;
-        if (is_nseg) s->nseg = (int32_t)value;
+        if (is_diam) {
+            /* the diameter of the copied parent point, its first 3-D point (Import3d takes the
+             * parent point's; NEURON sections built otherwise may start with their own) */
+            if (s->parent < 0 || s->n3d != s->last - s->first + 2)
+                return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: section %d does not start with a copy of its parent's "
+                               "point (the root, or a child joined at the soma's middle)", name, lineno, key, (int)k);
+            S->pts[s->pt_begin].d = value;
+        } else if (is_nseg) s->nseg = (int32_t)value;
         else s->Ra = value;
     }
     if (!matched && dot && (strncmp(key, "sec:", 4) == 0 || strncmp(key, "swc:", 4) == 0))

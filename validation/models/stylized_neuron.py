@@ -23,7 +23,7 @@ trunk.connect(soma(1))
 tufts = []
 for k in range(2):
     s = h.Section(name=f"apic[{k + 1}]")  # noqa: F821
-    s.L, s.diam, s.nseg = 250.0 + 40 * k, 3.0, 9
+    s.L, s.diam, s.nseg = 250.0 + 40 * k, 2.0, 9  # thinner than the trunk: start_diam
     s.connect(trunk(1))
     tufts.append(s)
 for s in h.allsec():  # noqa: F821
