@@ -1,6 +1,7 @@
 """Hay et al. 2011's layer 5 pyramidal cell built in NEURON the way a NEURON user has it: the
 bundled morphology through Import3d, nseg by Hay's template rule (L5PCtemplate.hoc's
-geom_nseg: nseg = 1 + 2 int(L / 40), set before the biophysics), then the biophysics of
+geom_nseg: nseg = 1 + 2 int(L / 40), set before the biophysics; NS_HAY_SEGLEN replaces the 40
+for a finer grid), then the biophysics of
 data/models/l5pc_hay.model and l5pc_hay.params applied section by section (NEURON computes the
 distance-dependent values), an IClamp at the soma. A setup file for
 validation/neuron_import_compare.py: it runs with `h` (NEURON) and ROOT (the repository) given
@@ -18,7 +19,7 @@ statements = nmc.read_model(os.path.join(ROOT, "data/models/l5pc_hay.model"))  #
 secs, keep = nmc.build_cell(h, os.path.join(ROOT, "data/morphologies/l5pc_bbp_axon.swc"))  # noqa: F821
 soma = secs[0][2]
 for _, region, sec in secs:
-    sec.nseg = 1 + 2 * int(sec.L / 40.0)  # Hay's geom_nseg
+    sec.nseg = 1 + 2 * int(sec.L / float(os.environ.get("NS_HAY_SEGLEN", "40")))  # Hay's geom_nseg
     sec.Ra = params["Ra"]
     sec.cm = params["cm"][region]
 h.F_CaDynamics_E2 = nmc.F_FILE  # noqa: F821
