@@ -13,6 +13,7 @@ segment, ion values and styles, celsius, v_init, dt, tstop and the IClamps - and
 * ``NAME.model``: per section (``swc:ID``) the inserted mechanisms, each PARAMETER's value
   (``swc:ID(X).NAME`` where it varies along the section: any distribution rule comes across as
   values), ion reversal potentials or initial concentrations by NEURON's ion style;
+* ``NAME.net`` (where the model has them): synapses, NetStim trains and NetCons as a network file;
 * ``NAME.command``: the ``neurosolve simulate`` line with the IClamps.
 
 The written files are read back here (``ns.read_swc(...).discretize(sections=...)``) and every
@@ -28,6 +29,7 @@ from ._errors import InvalidArgumentError, UnsupportedError
 # Section names -> SWC type (Import3d's names; the part after the last '.' of a template cell).
 DEFAULT_TYPES = {"soma": 1, "axon": 2, "dend": 3, "apic": 4}
 BUILTIN_MECHANISMS = ("pas", "hh")
+SYNAPSES = ("ExpSyn", "Exp2Syn")  # neurosolve's built-in synapse types
 REGION_OF_TYPE = {1: "soma", 2: "axon", 3: "basal", 4: "apical"}
 # NEURON's ion style bits (nrnoc/eion.cpp): the concentration style in the low 2 bits
 # (3: a state some mechanism writes), e computed at initialisation (040) and at every step (0100).
@@ -48,7 +50,7 @@ class NeuronImport:
     ``mechanisms`` (the density mechanisms the model needs)."""
 
     def __init__(self):
-        self.swc = self.model = self.params = self.command_file = None
+        self.swc = self.model = self.params = self.command_file = self.network = None
         self.texts = {}
         self.iclamps = []
         self.sections = {}
@@ -67,9 +69,13 @@ class NeuronImport:
         prefix = str(prefix)
         res.swc, res.params, res.model = prefix + ".swc", prefix + ".params", prefix + ".model"
         res.command_file = prefix + ".command"
-        for kind, path in (("swc", res.swc), ("params", res.params), ("model", res.model)):
-            with open(path) as f:
-                res.texts[kind] = f.read()
+        if os.path.exists(prefix + ".net"):
+            res.network = prefix + ".net"
+        for kind, path in (("swc", res.swc), ("params", res.params), ("model", res.model),
+                           ("network", res.network)):
+            if path:
+                with open(path) as f:
+                    res.texts[kind] = f.read()
         with open(res.command_file) as f:
             words = f.read().split()
         for k, w in enumerate(words[:-1]):
@@ -87,8 +93,8 @@ class NeuronImport:
         """The ``neurosolve simulate`` argument list that runs the written files (``mechanisms``:
         the library's path; default the one given to from_neuron, else LIB.so)."""
         mechanisms = mechanisms or self.library or "LIB.so"
-        cmd = [neurosolve, "simulate", self.swc or "NAME.swc", "--params", self.params or "NAME.params",
-               "--model", self.model or "NAME.model"]
+        cmd = [neurosolve, "simulate"] + (["--network", self.network] if self.network else [self.swc or "NAME.swc"])
+        cmd += ["--params", self.params or "NAME.params", "--model", self.model or "NAME.model"]
         if any(m not in BUILTIN_MECHANISMS for m in self.mechanisms):
             cmd += ["--mechanisms", mechanisms]
         for sid, x, dl, du, amp in self.iclamps:
@@ -107,7 +113,13 @@ class NeuronImport:
         model.parse(self.texts["model"], self.model or "<model>")
         cell = read_swc(self.swc).discretize(Ra=params.to_dict()["Ra"], sections=self.texts["params"],
                                             sections_name=self.params or "<params>")
-        sim = Simulation([cell], n_cells, params=params, model=model, **options)
+        if self.network:
+            if n_cells != 1:
+                raise InvalidArgumentError("NeuronImport.simulation: a model with synapses runs as its one cell")
+            sim = Simulation.from_network(self.network, params=params, library=library, cells=[cell], model=model,
+                                          **options)
+        else:
+            sim = Simulation([cell], n_cells, params=params, model=model, **options)
         index = section_index(cell)
         for c in range(n_cells):
             for sid, x, dl, du, amp in self.iclamps:
@@ -382,35 +394,91 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
         if seg is None or seg.sec.hoc_internal_name() not in secset:
             continue
         res.iclamps.append((first_id[secset[seg.sec.hoc_internal_name()]], seg.x, ic.delay, ic.dur, ic.amp))
+    # synapses (point processes with NET_RECEIVE that neurosolve has), NetStims, NetCons -> NAME.net
+    syn_types = set(SYNAPSES) | ({n for n in lib_names if lib.describe(n)["kind"] != "density"}
+                                 if lib_names is not None else set())
     mt = h.MechanismType(1)
     r = h.ref("")
+    synapses, stims = {}, {}  # hoc object name -> network line name
+    net_lines = []
     for k in range(int(mt.count())):
         mt.select(k)
         mt.selected(r)
-        if r[0] == "IClamp":
+        kind = r[0]
+        if kind == "IClamp":
             continue
-        n = int(h.List(r[0]).count())
-        if n:
-            miss.append(f"{n} {r[0]} point process(es): not captured (IClamps only)")
-    for what in ("NetCon", "FInitializeHandler"):
-        n = int(h.List(what).count())
-        if n:
-            miss.append(f"{n} {what} object(s): not captured")
+        objs = list(h.List(kind))
+        if not objs:
+            continue
+        if kind == "NetStim":
+            for o in objs:
+                if o.noise != 0:
+                    miss.append(f"{o.hname()}: noise = {o.noise:g} (a random train): not captured")
+                    continue
+                times, t_ev = [], o.start  # NetStim.mod with noise 0: start, then + interval each time
+                for _ in range(int(o.number)):
+                    times.append(t_ev)
+                    t_ev = t_ev + o.interval
+                label = f"stim{len(stims)}"
+                stims[o.hname()] = label
+                net_lines.append(f"train {label} " + " ".join(_fmt(t) for t in times) if times else None)
+            continue
+        if kind not in syn_types:
+            miss.append(f"{len(objs)} {kind} point process(es): not captured (IClamps, synapses of neurosolve's "
+                        f"catalogue and NetStims without noise only)")
+            continue
+        ms = h.MechanismStandard(kind, 1)
+        names = []
+        for q in range(int(ms.count())):
+            ms.name(r, q)
+            names.append(r[0])
+        for o in objs:
+            seg = o.get_segment()
+            if seg is None or seg.sec.hoc_internal_name() not in secset:
+                continue
+            label = f"syn{len(synapses)}"
+            synapses[o.hname()] = label
+            sid = first_id[secset[seg.sec.hoc_internal_name()]]
+            vals = " ".join(f"{q}={_fmt(getattr(o, q))}" for q in names)
+            net_lines.append(f"synapse {label} imported swc:{sid}({_fmt(seg.x)}) {kind} {vals}".rstrip())
+    for nc in h.List("NetCon"):
+        src, tgt = nc.pre(), nc.syn()
+        if tgt is None:
+            continue  # a spike recorder: no effect on the run
+        if tgt.hname() not in synapses or src is None or src.hname() not in stims:
+            miss.append(f"NetCon {src.hname() if src is not None else 'from a voltage'} -> {tgt.hname()}: "
+                        f"not captured (NetStim -> captured synapse only)")
+            continue
+        if nc.wcnt() > 1:
+            miss.append(f"NetCon -> {tgt.hname()}: {int(nc.wcnt())} weights, only weight[0] is taken")
+        net_lines.append(f"connect {stims[src.hname()]} {synapses[tgt.hname()]} {_fmt(nc.weight[0])} "
+                         f"{_fmt(nc.delay)}")
+    net_lines = [ln for ln in net_lines if ln]
+    n = int(h.List("FInitializeHandler").count())
+    if n:
+        miss.append(f"{n} FInitializeHandler object(s): not captured")
     if int(h.CVode().active()):
         miss.append("CVode is active: neurosolve runs NEURON's fixed step (secondorder 0)")
     if int(h.secondorder):
         miss.append(f"secondorder = {int(h.secondorder)}: neurosolve runs secondorder 0")
     res.texts = {"swc": "# SWC written by neurosolve.from_neuron from NEURON's 3-D points\n" + "\n".join(lines) + "\n",
                  "params": "\n".join(p_lines) + "\n", "model": "\n".join(m_lines) + "\n"}
+    if net_lines:
+        res.texts["network"] = ("# NEURON's synapses, NetStims and NetCons, captured by neurosolve.from_neuron\n"
+                                f"cells imported 1 {name}.swc\n" + "\n".join(net_lines) + "\n")
     if miss and strict:
         raise UnsupportedError("from_neuron: not captured:\n  " + "\n  ".join(miss))
     if out is not None:
         os.makedirs(out, exist_ok=True)
         base = os.path.join(str(out), name)
         res.swc, res.params, res.model = base + ".swc", base + ".params", base + ".model"
-        for kind, path in (("swc", res.swc), ("params", res.params), ("model", res.model)):
-            with open(path, "w") as f:
-                f.write(res.texts[kind])
+        if "network" in res.texts:
+            res.network = base + ".net"
+        for kind, path in (("swc", res.swc), ("params", res.params), ("model", res.model),
+                           ("network", res.network)):
+            if path:
+                with open(path, "w") as f:
+                    f.write(res.texts[kind])
         res.command_file = base + ".command"
         with open(res.command_file, "w") as f:
             f.write(" ".join(res.command()) + "\n")

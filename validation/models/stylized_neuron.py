@@ -49,3 +49,10 @@ axon.gnabar_hh = 0.3
 stim = h.IClamp(soma(0.5))  # noqa: F821
 stim.delay, stim.dur, stim.amp = 10.0, 150.0, 1.0
 h.celsius, h.v_init, h.dt, h.tstop = 6.3, -66.0, 0.025, 200.0  # noqa: F821
+# a synapse on the second tuft driven by a regular NetStim (a network file's train and connect)
+syn = h.ExpSyn(tufts[1](0.5))  # noqa: F821
+syn.tau, syn.e = 3.0, 0.0
+netstim = h.NetStim()  # noqa: F821
+netstim.start, netstim.interval, netstim.number, netstim.noise = 165.0, 4.0, 6, 0
+netcon = h.NetCon(netstim, syn)  # noqa: F821
+netcon.weight[0], netcon.delay = 0.02, 1.5
