@@ -100,5 +100,14 @@ def test_from_neuron_against_neuron(tmp_path):
         ns.from_neuron([soma, dend, *tuft, odd])
     part = ns.from_neuron([soma, dend, *tuft, odd], strict=False)
     assert any("odd" in m for m in part.not_captured)
+    noisy = h.NetStim()
+    noisy.noise = 0.5
+    syn = h.ExpSyn(dend(0.5))
+    link = h.NetCon(noisy, syn)
+    part = ns.from_neuron([soma, dend, *tuft, odd], strict=False)
+    assert any("noise = 0.5" in m for m in part.not_captured)
+    assert any(m.startswith("NetCon") and "not captured" in m for m in part.not_captured)
+    assert "synapse syn0 imported" in part.texts["network"] and "connect" not in part.texts["network"]
+    del link, noisy, syn
     with pytest.raises(ns.InvalidArgumentError, match="not among the sections"):
         ns.from_neuron([dend, *tuft])
