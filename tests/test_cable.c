@@ -764,6 +764,23 @@ static void test_spike_conventions(void) {
     ns_sim_params p;
     ns_sim_params_init(&p);
     CHECK(ns_sim_params_set(&p, "netcon_spikes", 2) == NS_ERR_INVALID_ARGUMENT);
+    /* v_init above the threshold: NetCon reports 1e-10 ms (NEURON 9.0.2: a soma with hh,
+     * finitialize(0), threshold -20: NetCon.record gives [1e-10]); the interpolated rule nothing */
+    for (int netcon = 0; netcon < 2; ++netcon) {
+        ns_sim_params_init(&p);
+        p.v_init = 0.0;
+        p.netcon_spikes = netcon;
+        const ns_cell_t *shapes[1] = {cell};
+        ns_sim_t *sim = NULL;
+        CHECK_OK(ns_sim_create(1, shapes, 1, NULL, &p, NULL, &sim));
+        if (!sim) continue;
+        CHECK_OK(ns_sim_advance(sim, 40));
+        int64_t n = 0;
+        const double *s = ns_sim_spikes(sim, 0, &n);
+        if (netcon) CHECK_MSG(n >= 1 && s[0] == 1e-10, "v_init 0: %lld NetCon spikes, first %g", (long long)n, n ? s[0] : -1.0);
+        else CHECK_MSG(n == 0 || s[0] > 0.0, "v_init 0: interpolated spike at %g", n ? s[0] : -1.0);
+        ns_sim_destroy(sim);
+    }
     for (int k = 0; k < 2; ++k) {
         free(tr[k]);
         free(sp[k]);

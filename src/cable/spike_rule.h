@@ -21,6 +21,10 @@
 NS_SPIKE_FN int ns_spike_step(int netcon, double thr, double tp, double v_old, double t, double v_new,
                               double *ts) {
     if (netcon) {
+        if (tp == 0.0 && v_old > thr) { /* NEURON's check at finitialize: v_init above the threshold */
+            *ts = NS_SPIKE_TEPS;
+            return 1;
+        }
         if (!(v_old > thr) && v_new > thr) {
             *ts = t + NS_SPIKE_TEPS;
             return 1;
