@@ -85,8 +85,8 @@ NS_API void ns_sim_params_init(ns_sim_params *params);
  *   (basal and apical) or all, and NAME one of cm, hh, gnabar_hh, gkbar_hh,
  *   gl_hh, el_hh, ena, ek, pas, g_pas, e_pas (hh and pas take 0 or 1);
  *   celsius, v_init, dt, usetable_hh, spike_threshold, netcon_spikes (0 or 1),
- *   Ra, tstop. The discretisation's per-section keys LOC.nseg and LOC.Ra
- *   (LOC a region, sec:K or swc:ID) are checked and otherwise ignored: give
+ *   Ra, tstop. The discretisation's per-section keys LOC.nseg, LOC.Ra (LOC a
+ *   region, sec:K or swc:ID) and SEC.start_diam are checked and otherwise ignored: give
  *   the same text to ns_discretize_options.sections.
  * Unknown names and out-of-range values (negative cm or conductance, dt <= 0,
  * Ra <= 0, non-finite values) give NS_ERR_INVALID_ARGUMENT naming the key. */

@@ -118,7 +118,7 @@ ns_status ns_sim_params_set(ns_sim_params *p, const char *key, double value) {
     if (!p || !key) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_params_set: NULL argument");
     const char *dot = strchr(key, '.');
     if (!dot) return set_global(p, key, value);
-    /* LOC.nseg, LOC.Ra: the discretisation's (ns_discretize_options.sections) */
+    /* LOC.nseg, LOC.Ra, SEC.start_diam: the discretisation's (ns_discretize_options.sections) */
     char why[400];
     const int disc = disc_spec_key(key, value, why, sizeof why);
     if (disc < 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s", why);
@@ -145,7 +145,7 @@ ns_status ns_sim_params_set(ns_sim_params *p, const char *key, double value) {
     if (!membrane_field(&p->region[0], name, &kind, &flag) && !flag)
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "unknown parameter '%s' (cm, hh, gnabar_hh, gkbar_hh, gl_hh, el_hh, ena, ek, "
-                       "pas, g_pas, e_pas; the discretisation's nseg, Ra)", key);
+                       "pas, g_pas, e_pas; the discretisation's nseg, Ra, start_diam)", key);
     ns_status st = check_value(key, kind, value);
     if (st != NS_OK) return st;
     for (int r = 0; r < NS_REGION_COUNT; ++r) {
