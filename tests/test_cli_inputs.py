@@ -116,8 +116,8 @@ with tempfile.TemporaryDirectory() as tmp:
     p = h.run(*SIM, "--model", mdl, expect=1)
     has(p, "apic[99999] is no section with membrane of any shape", "a model's missing NEURON name")
     with open(mdl, "w") as f:
-        f.write("all.insert = hh\nsec:3(0.5).insert = pas\n")
-    has(h.run(*SIM, "--model", mdl, expect=1), "is not one of", "a model selector with x")
+        f.write("all.insert = hh\nsec:3(1.5).insert = pas\n")
+    has(h.run(*SIM, "--model", mdl, expect=1), "is not one of", "a model selector with x outside [0, 1]")
 
 # per-subcommand --help: that subcommand's usage and options only
 fit = h.run("life", "fit", "--help").stdout

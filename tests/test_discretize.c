@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "neurosolve/cable.h"
 #include "neurosolve/morph.h"
 
 #define PI 3.14159265358979323846
@@ -509,6 +510,107 @@ static void test_geometry_overflow(void) {
     ns_morph_destroy(m);
 }
 
+/* Per-section statements (ns_discretize_options.sections): nseg by region,
+ * sec:K and swc:ID in file order; Ra per section (resistances and d_lambda);
+ * the regions' cm in d_lambda; errors naming file and line. The references
+ * are the formulas: NEURON's d_lambda with the section's own cm and Ra, and
+ * the Y junction's resistances (test_y_junction) scaled by Ra. */
+static ns_cell_t *make_spec(const ns_morph_point *p, int n, const char *text, ns_status want) {
+    ns_morph_t *m = NULL;
+    ns_cell_t *c = NULL;
+    CHECK_OK(ns_morph_from_points("test", p, n, &m));
+    if (!m) return NULL;
+    ns_discretize_options o;
+    ns_discretize_options_init(&o);
+    o.sections = text;
+    o.sections_length = strlen(text);
+    o.sections_name = "cell.params";
+    ns_status st = ns_discretize(m, &o, &c);
+    CHECK_MSG(st == want, "'%s': status %d, expected %d (%s)", text, (int)st, (int)want, ns_last_error());
+    ns_morph_destroy(m);
+    return c;
+}
+
+static void test_section_spec(void) {
+    /* soma (1 point) - basal 0 -> 100 um forking into basal (id 4) and apical (id 5) */
+    ns_morph_point p[6] = {pt(0, 0, 0, 5.0, 1, -1, 1),     pt(20, 0, 0, 1.0, 3, 0, 2),
+                           pt(620, 0, 0, 1.0, 3, 1, 3),    pt(620, 900, 0, 1.0, 3, 2, 4),
+                           pt(1220, 0, 0, 1.0, 4, 2, 5),   pt(1820, 0, 0, 1.0, 4, 4, 6)};
+    ns_cell_t *c = make_spec(p, 6, "all.nseg = 3\nsec:1.nseg = 7\nswc:5.nseg = 2\n", NS_OK);
+    if (c) {
+        ns_section_info s[4];
+        ns_cell_info info;
+        ns_cell_get_info(c, &info);
+        CHECK(info.sections == 4);
+        for (int k = 0; k < 4 && k < info.sections; ++k) ns_cell_get_section(c, k, &s[k]);
+        CHECK_MSG(s[0].nseg == 3 && s[1].nseg == 7 && s[2].nseg == 3 && s[3].nseg == 2,
+                  "nseg %d %d %d %d, want 3 7 3 2 (a later statement wins)", s[0].nseg, s[1].nseg, s[2].nseg,
+                  s[3].nseg);
+        CHECK(s[3].first_point_id == 5);
+        ns_cell_destroy(c);
+    }
+    /* d_lambda with each section's cm and Ra: the parameter file's keys, other keys skipped */
+    const double f = 100.0, d = 2.0;
+    const char *text = "all.hh = 0  # not ours\nRa = 100\nbasal.cm = 2\napical.cm = 0.5\nswc:4.Ra = 400\n"
+                       "celsius = 34\n";
+    c = make_spec(p, 6, text, NS_OK);
+    if (c) {
+        const double cm[4] = {1.0, 2.0, 2.0, 0.5}, Ra[4] = {100, 100, 400, 100};
+        for (int k = 1; k < 4; ++k) {
+            ns_section_info s;
+            ns_cell_get_section(c, k, &s);
+            const double lambda = 1e5 * sqrt(d / (4 * PI * f * Ra[k] * cm[k]));
+            const int expect = (int)((s.length / (0.1 * lambda) + 0.9) / 2) * 2 + 1;
+            CHECK_MSG(s.nseg == expect && s.Ra == Ra[k], "section %d: nseg %d Ra %g, NEURON's formula %d with Ra %g cm %g",
+                      k, s.nseg, s.Ra, expect, Ra[k], cm[k]);
+            /* a cylinder: the summed resistance is Ra L / (pi r^2) */
+            CHECK_MSG(check_rel(s.ri_sum, r_cyl(Ra[k], s.length, 1.0)) < 1e-12, "section %d: ri_sum %g, want %g", k,
+                      s.ri_sum, r_cyl(Ra[k], s.length, 1.0));
+        }
+        ns_cell_destroy(c);
+    }
+    /* start_diam: the copied parent point's diameter (a frustum 3 -> 2 um over 900 um) */
+    c = make_spec(p, 6, "swc:4.start_diam = 3\n", NS_OK);
+    if (c) {
+        ns_section_info s;
+        ns_cell_get_section(c, 2, &s);
+        const double want = PI / 2 * (3.0 + 2.0) * sqrt(900.0 * 900.0 + 0.25);
+        CHECK_MSG(s.first_point_id == 4 && check_rel(s.area, want) < 1e-12, "start_diam: area %.9g, frustum %.9g",
+                  s.area, want);
+        ns_cell_destroy(c);
+    }
+    /* bad statements: file and line, the construct */
+    const struct { const char *text, *needle; } bad[] = {
+        {"soma.nseg = 3\nsec:9.nseg = 3\n", "cell.params:2: sec:9.nseg"},
+        {"swc:77.Ra = 10\n", "cell.params:1: swc:77.Ra"},
+        {"\nsoma.nseg = 2.5\n", "cell.params:2: soma.nseg = 2.5"},
+        {"all.nseg = 0\n", "whole number"},
+        {"sec:1.cm = 2\n", "cm is set per region"},
+        {"axons.nseg = 3\n", "unknown location"},
+        {"soma.Ra = -1\n", "must be > 0"},
+        {"soma.nseg = x\n", "not a decimal number"},
+        {"Ra = 0\n", "cell.params:1: Ra = 0 ohm cm: must be > 0"},
+        {"sec:0.start_diam = 2\n", "does not start with a copy of its parent's point"},
+        {"sec:1.start_diam = 2\n", "does not start with a copy"}, /* joined at the soma's middle */
+        {"basal.start_diam = 2\n", "start_diam is set per section"},
+        {"swc:4.start_diam = 0\n", "must be > 0"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
+        c = make_spec(p, 6, bad[k].text, NS_ERR_PARSE);
+        CHECK_MSG(strstr(ns_last_error(), bad[k].needle) != NULL, "'%s': error '%s' lacks '%s'", bad[k].text,
+                  ns_last_error(), bad[k].needle);
+        ns_cell_destroy(c);
+    }
+    /* the parameter file accepts the same keys and refuses the same mistakes */
+    ns_sim_params sp;
+    ns_sim_params_init(&sp);
+    const char *ok = "sec:3.nseg = 5\nswc:4.Ra = 200\ndend.nseg = 9\nRa = 80\n";
+    CHECK_OK(ns_sim_params_parse(&sp, ok, strlen(ok), "p"));
+    CHECK(sp.Ra == 80.0);
+    CHECK(ns_sim_params_set(&sp, "sec:1.cm", 2.0) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(ns_sim_params_set(&sp, "soma.nseg", 0.5) == NS_ERR_INVALID_ARGUMENT);
+}
+
 int main(void) {
     test_geometry_overflow();
     test_cylinder();
@@ -516,6 +618,7 @@ int main(void) {
     test_y_junction();
     test_somas();
     test_nseg();
+    test_section_spec();
     test_bad_input();
     {
         ns_morph_point p[4] = {pt(0, 0, 0, 1.0, 3, -1, 1), pt(50, 0, 0, 1.0, 3, 0, 2),

@@ -45,6 +45,8 @@ EXCLUDED = [
     (r"^(mpirun|mpiexec)\b", "needs MPI processes: tests/test_mpi_cli*.py run these forms (ctest label mpi_np)"),
     (r"--backend cuda|--cuda\b", "needs a GPU (the GPU tests run on the GPU host)"),
     (r"--neuron\b", "needs NEURON (not installed in CI)"),
+    (r"neuron_import_compare\.py|imported/", "needs NEURON (not installed in CI): neuron_import_cpu and "
+                                              "python/tests/test_neuron_import.py check the import without it"),
     (r"mechanisms build data/mechanisms/bbp\b", "compiles the 13 BBP mechanisms (about a minute on 2 cores): "
                                                 "tests/test_cli_model.py builds mechanism libraries"),
     (r"--mechanisms libbbp\.so", "needs libbbp.so from the excluded `mechanisms build data/mechanisms/bbp`"),

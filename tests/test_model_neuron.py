@@ -94,6 +94,7 @@ def main():
             cmd = [BIN, "simulate", os.path.join(ROOT, "data", "morphologies", h["swc"]),
                    "--params", os.path.join(ROOT, "data", "models", h["params"]),
                    "--model", os.path.join(ROOT, "data", "models", h["model"]), "--mechanisms", lib,
+                   "--cm", "1",  # the reference's grid: d_lambda with cm 1, not the regions' cm
                    "--record-every", "4", "--out", out, "--no-progress", "--backend", BACKEND, "--tstop", str(tstop)]
             for c in h["iclamp"].split():
                 cmd += ["--iclamp", c]

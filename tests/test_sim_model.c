@@ -1120,6 +1120,56 @@ static void section_selectors(const ns_cell_t *cell) {
            (long long)si.first_point_id, (long long)in_swc);
 }
 
+/* One segment (sec:K(X), swc:ID(X), NEURON's sec(x)): only the compartment
+ * that ns_sim_locate gives for (K, X) takes the value, for x at a segment's
+ * centre, at its boundary (the right one), 0 and 1; a later statement wins. */
+static void segment_selectors(const ns_cell_t *cell) {
+    ns_cell_info ci;
+    ns_cell_get_info(cell, &ci);
+    int32_t k = -1;
+    ns_section_info si;
+    for (int32_t c = 0; c < ci.sections && k < 0; ++c)
+        if (ns_cell_get_section(cell, c, &si) == NS_OK && si.nseg >= 3) k = c;
+    CHECK_MSG(k >= 0, "no section with 3 or more segments");
+    if (k < 0) return;
+    const double xs[4] = {0.5 / si.nseg, 2.0 / si.nseg, 0.0, 1.0};
+    const double vals[4] = {2e-4, 3e-4, 4e-4, 5e-4};
+    char text[600];
+    int used = snprintf(text, sizeof text, "all.insert = pas\nall.g_pas = 1e-4\n");
+    for (int q = 0; q < 4; ++q)
+        used += snprintf(text + used, sizeof text - (size_t)used, "%s:%lld(%.17g).g_pas = %g\n", q % 2 ? "swc" : "sec",
+                         q % 2 ? (long long)si.first_point_id : (long long)k, xs[q], vals[q]);
+    ns_sim_model_t *m = NULL;
+    CHECK_OK(ns_sim_model_create(NULL, &m));
+    CHECK_OK(ns_sim_model_parse(m, text, strlen(text), "seg.model"));
+    double *g = malloc((size_t)ci.compartments * sizeof *g);
+    CHECK(g && resolve_param(m, cell, "pas", "g", g) == 0);
+    double want_at[4];
+    int32_t comp[4];
+    for (int q = 0; q < 4; ++q) {
+        CHECK_OK(ns_sim_locate(cell, k, xs[q], &comp[q]));
+        want_at[q] = vals[q];
+    }
+    const double *area = ns_cell_area(cell);
+    int64_t wrong = 0;
+    for (int32_t i = 0; g && i < ci.compartments; ++i) {
+        if (!(area[i] > 0.0)) continue;
+        double want = 1e-4;
+        for (int q = 0; q < 4; ++q)
+            if (comp[q] == i) want = want_at[q];
+        wrong += g[i] != want;
+    }
+    CHECK_MSG(wrong == 0 && comp[0] != comp[1] && comp[2] == comp[0], "segment selectors on section %d (nseg %d): %lld wrong",
+              (int)k, (int)si.nseg, (long long)wrong);
+    free(g);
+    ns_sim_model_destroy(m);
+    CHECK_OK(ns_sim_model_create(NULL, &m));
+    CHECK_FAILS(ns_sim_model_insert(m, "sec:1(1.5)", "pas"), NS_ERR_INVALID_ARGUMENT, "'sec:1(1.5)'");
+    CHECK_FAILS(ns_sim_model_insert(m, "soma(0.5)", "pas"), NS_ERR_INVALID_ARGUMENT, "'soma(0.5)'");
+    CHECK_FAILS(ns_sim_model_insert(m, "swc:3(nan)", "pas"), NS_ERR_INVALID_ARGUMENT, "'swc:3(nan)'");
+    ns_sim_model_destroy(m);
+}
+
 /* The generated TABLE lookup (branch-free, nmodl_gen.c emit_callable) gives
  * nocmodl's values: hh's rates after init() on the contiguous path and on the
  * node_index path against nocmodl's branchy lookup written here (NaN: NaN,
@@ -1319,6 +1369,7 @@ int main(void) {
         expression_semantics(one);
         statement_order(cells[0]);
         section_selectors(cells[0]);
+        segment_selectors(cells[0]);
         model_var_reads(cells[1]);
         ion_values_per_node(cells);
         bad_input(cells[0], one);

@@ -28,6 +28,9 @@ static const char *help_text =
     "                         dt 0.025, tstop 100\n"
     "  --set KEY=VALUE        one parameter (after --params), e.g. --set dend.hh=0 --set dend.pas=1\n"
     "  --tstop MS --dt MS     shortcuts for --set tstop=MS / dt=MS\n"
+    "  --spike-times interpolated|netcon\n"
+    "                         spike times: the interpolated crossing (default) or NEURON's NetCon\n"
+    "                         convention (--set netcon_spikes=1; docs/simulation.md, Spike times)\n"
     "  --model FILE [--mechanisms LIB]\n"
     "                         the membrane from NMODL mechanisms: the built-in pas, hh, ExpSyn,\n"
     "                         Exp2Syn and LIB's (from `neurosolve mechanisms build`); FILE says\n"
@@ -396,8 +399,9 @@ static int simulate(int argc, char **argv) {
     ns_sim_params_init(&params);
     ns_sim_options so;
     ns_sim_options_init(&so);
-    const char *specs[MAX_ITEMS], *sets[MAX_ITEMS], *set_option[MAX_ITEMS], *set_value[MAX_ITEMS], *param_file = NULL, *out = NULL, *plot = NULL;
-    int n_specs = 0, n_sets = 0, as_json = 0, no_progress = 0, ra_given = 0, no_stim = 0;
+    const char *specs[MAX_ITEMS], *sets[MAX_ITEMS], *set_option[MAX_ITEMS], *set_value[MAX_ITEMS], *param_file = NULL,
+               *out = NULL, *plot = NULL;
+    int n_specs = 0, n_sets = 0, as_json = 0, no_progress = 0, ra_given = 0, cm_given = 0, no_stim = 0;
     long long cells_per = 1, record_cells = 1;
     stim_spec stims[MAX_ITEMS];
     loc_spec recs[MAX_ITEMS];
@@ -419,6 +423,7 @@ static int simulate(int argc, char **argv) {
             return 0;
         }
         if (strcmp(a, "--ra") == 0) ra_given = 1;
+        if (strcmp(a, "--cm") == 0) cm_given = 1;
         int r = cli_morph_option(cmd, argc, argv, &i, &mo);
         if (r < 0) return 2;
         if (r > 0) continue;
@@ -458,6 +463,11 @@ static int simulate(int argc, char **argv) {
             set_option[n_sets] = a; /* messages name the option the user typed */
             set_value[n_sets] = val;
             n_sets++;
+        } else if (strcmp(a, "--spike-times") == 0) {
+            if (n_sets == MAX_ITEMS) return cli_usage_error(cmd, "at most %d --set", MAX_ITEMS);
+            if (val && strcmp(val, "netcon") == 0) sets[n_sets++] = "netcon_spikes=1";
+            else if (val && strcmp(val, "interpolated") == 0) sets[n_sets++] = "netcon_spikes=0";
+            else return cli_usage_error(cmd, "--spike-times takes interpolated or netcon");
         } else if (strcmp(a, "--iclamp") == 0) {
             if (strcmp(val, "none") == 0) {
                 no_stim = 1;
@@ -637,6 +647,44 @@ static int simulate(int argc, char **argv) {
     }
     cli_plot_check(plot); /* without matplotlib: the warning now, the results still written */
     if (!ra_given) mo.disc.Ra = params.Ra;
+    /* the discretisation's per-section statements (nseg, Ra, the regions' cm for d_lambda) come
+     * from the same parameter text; --cm and --ra given on the command line override them */
+    char *disc_text = NULL;
+    if (param_file || n_sets > 0 || cm_given || ra_given) {
+        size_t cap = 1024, len = 0;
+        FILE *pf = param_file ? fopen(param_file, "rb") : NULL;
+        if (param_file && !pf) return cli_error("%s: cannot open: %s", param_file, strerror(errno));
+        disc_text = malloc(cap);
+        size_t got = 1;
+        while (disc_text && pf && got > 0) {
+            if (len + 512 >= cap) {
+                char *grown = realloc(disc_text, cap *= 2);
+                if (!grown) break;
+                disc_text = grown;
+            }
+            got = fread(disc_text + len, 1, cap - len - 512, pf);
+            len += got;
+        }
+        if (pf) fclose(pf);
+        for (int k = 0; disc_text && k < n_sets + 2; ++k) {
+            char one[200] = "";
+            if (k < n_sets) snprintf(one, sizeof one, "\n%s", sets[k]);
+            else if (k == n_sets && cm_given) snprintf(one, sizeof one, "\nall.cm = %.17g", mo.disc.cm);
+            else if (k == n_sets + 1 && ra_given) snprintf(one, sizeof one, "\nRa = %.17g", mo.disc.Ra);
+            const size_t n1 = strlen(one);
+            if (len + n1 + 1 >= cap) {
+                char *grown = realloc(disc_text, cap = len + n1 + 1024);
+                if (!grown) break;
+                disc_text = grown;
+            }
+            memcpy(disc_text + len, one, n1 + 1);
+            len += n1;
+        }
+        if (!disc_text) return cli_error("out of memory");
+        mo.disc.sections = disc_text;
+        mo.disc.sections_length = len;
+        mo.disc.sections_name = param_file ? param_file : "--set";
+    }
     if (network_file && n_stims == 0) no_stim = 1; /* a network is driven by its sources */
     if (n_stims == 0 && !no_stim) {
         parse_loc("soma", &stims[0].loc);
@@ -1056,6 +1104,7 @@ done:
     free(cell_shape);
     free(cells);
     cli_shapes_free(&set);
+    free(disc_text);
     return rc;
 }
 

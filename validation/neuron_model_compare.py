@@ -8,9 +8,9 @@ Reads a neurosolve parameter file (docs/simulation.md) and a model file
 * the SWC file through Import3d; regions by the SWC type of each section
   (1 soma, 2 axon, 3 basal, 4 apical, other types `other`);
 * nseg per section by NEURON's d_lambda rule (0.1 at 100 Hz) with the
-  parameter file's Ra and cm = 1: neurosolve's discretisation uses
-  params.Ra and its own cm option (`--cm`, default 1), never the per-region
-  cm, so NEURON's lambda_f is taken before the regions' cm are set;
+  parameter file's Ra and cm = 1, NEURON's lambda_f taken before the
+  regions' cm are set (neurosolve: `simulate --cm 1`, which overrides the
+  regions' cm in its d_lambda rule);
 * the parameter file's per-region cm and hh switches (hh on everywhere
   unless switched off, as in neurosolve), celsius, v_init, dt, tstop;
 * the model file's statements in file order, per section (insert) and per
@@ -655,7 +655,7 @@ def write_ref(d, out_dir):
 
 def neurosolve_command(binary, a, d, lib, prefix):
     cmd = [binary, "simulate", a.swc, "--params", a.params, "--mechanisms", lib, "--model", a.model,
-           "--out", prefix, "--json", "--no-progress"]
+           "--cm", "1", "--out", prefix, "--json", "--no-progress"]
     for c in d["iclamp"]:
         cmd += ["--iclamp", c]
     for _, k, x, _, _ in d["sites"]:
@@ -666,7 +666,7 @@ def neurosolve_command(binary, a, d, lib, prefix):
 def passive_command(binary, a, d, prefix):
     """Today's CLI with its built-in pas: the parameter file, then the model's
     leak statements as --set in file order."""
-    cmd = [binary, "simulate", a.swc, "--params", a.params]
+    cmd = [binary, "simulate", a.swc, "--params", a.params, "--cm", "1"]
     for st in passive_statements(read_model(a.model)):
         if st["kind"] == "insert":
             cmd += ["--set", f"{st['region']}.pas=1"]

@@ -24,6 +24,9 @@ steps (the same rule as neurosolve's).
                        print per morphology: spikes, the largest spike-time
                        difference and the RMS voltage difference per site
   --usetable 0|1       hh's rate table (default 1, NEURON's default)
+  --spike-times netcon compare NEURON's NetCon.record times at soma(0.5)
+                       (threshold -20 mV) with `simulate --spike-times netcon`
+                       instead of the interpolated crossings of both
 
 Usage: python3 validation/neuron_sim_compare.py [--refs DIR] [--neurosolve BIN] FILE.swc...
 Each file runs in its own NEURON process (Import3d section names collide).
@@ -106,6 +109,10 @@ def run_neuron(path, usetable):
             sites.append((secs[k][0], 0.5, secs[k][1]))
     tv = h.Vector().record(h._ref_t)
     vecs = [h.Vector().record(s(x)._ref_v) for _, x, s in sites]
+    netcon = h.NetCon(root(0.5)._ref_v, None, sec=root)  # NEURON's own spike times (--spike-times netcon)
+    netcon.threshold = -20.0
+    nc_times = h.Vector()
+    netcon.record(nc_times)
     h.finitialize(-65.0)
     steps = int(round(TSTOP / DT))
     for _ in range(steps):
@@ -114,7 +121,8 @@ def run_neuron(path, usetable):
     traces = [list(v) for v in vecs]
     return {"file": os.path.basename(path), "amp": amp, "area": area, "nseg": nseg,
             "sections": len(secs), "sites": [[k, x] for k, x, _ in sites], "t": t,
-            "traces": traces, "spikes": crossings(t, traces[0]), "usetable": usetable,
+            "traces": traces, "spikes": crossings(t, traces[0]), "netcon_spikes": list(nc_times),
+            "usetable": usetable,
             "neuron": h.nrnversion(5) if hasattr(h, "nrnversion") else "?"}
 
 
@@ -145,13 +153,13 @@ def write_ref(d, out_dir):
     return path
 
 
-def run_neurosolve(binary, path, d, usetable):
+def run_neurosolve(binary, path, d, usetable, spike_times="interpolated"):
     with tempfile.TemporaryDirectory() as tmp:
         par = os.path.join(tmp, "params.txt")
         with open(par, "w") as f:
             f.write(f"usetable_hh = {usetable}\ndt = {DT}\ntstop = {TSTOP}\ncelsius = 6.3\n")
         cmd = [binary, "simulate", path, "--params", par, "--iclamp", f"soma:{DEL}:{DUR}:{d['amp']}",
-               "--out", os.path.join(tmp, "run"), "--json"]
+               "--out", os.path.join(tmp, "run"), "--json", "--spike-times", spike_times]
         for k, x in d["sites"]:
             cmd += ["--record", f"swc={k}:{x}"]
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -189,6 +197,7 @@ def main():
     ap.add_argument("--refs")
     ap.add_argument("--neurosolve")
     ap.add_argument("--usetable", type=int, default=1)
+    ap.add_argument("--spike-times", choices=("interpolated", "netcon"), default="interpolated")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -205,7 +214,9 @@ def main():
             os.makedirs(a.refs, exist_ok=True)
             print(f"wrote {write_ref(d, a.refs)} ({len(d['spikes'])} spikes)", file=sys.stderr)
         if a.neurosolve:
-            rows, spikes = run_neurosolve(a.neurosolve, path, d, a.usetable)
+            rows, spikes = run_neurosolve(a.neurosolve, path, d, a.usetable, a.spike_times)
+            if a.spike_times == "netcon":
+                d["spikes"] = d["netcon_spikes"]
             rms, dspike = compare(d, rows, spikes)
             ok = dspike <= 0.05 and max(rms) <= 0.1
             bad += not ok

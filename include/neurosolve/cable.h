@@ -69,6 +69,9 @@ typedef struct ns_sim_params {
     double dt;              /* [ms] 0.025 */
     int usetable;           /* usetable_hh: 1 (rates from the 1-mV table), 0 (exact) */
     double spike_threshold; /* [mV] -20: soma spikes are upward crossings of it */
+    int netcon_spikes;      /* soma spike times: 0 (default) the crossing interpolated between the
+                               steps; 1 NEURON's NetCon convention, the end of the first step with
+                               v > spike_threshold plus 1e-10 ms (docs/simulation.md, "Spike times") */
     /* Read by callers, not by ns_sim_create (kept here so that one parameter
      * file describes a run): */
     double Ra;              /* [ohm cm] 35.4: pass to ns_discretize_options.Ra */
@@ -85,7 +88,10 @@ NS_API void ns_sim_params_init(ns_sim_params *params);
  *   REGION.NAME with REGION one of soma, axon, basal, apical, other, dend
  *   (basal and apical) or all, and NAME one of cm, hh, gnabar_hh, gkbar_hh,
  *   gl_hh, el_hh, ena, ek, pas, g_pas, e_pas (hh and pas take 0 or 1);
- *   celsius, v_init, dt, usetable_hh, spike_threshold, Ra, tstop.
+ *   celsius, v_init, dt, usetable_hh, spike_threshold, netcon_spikes (0 or 1),
+ *   Ra, tstop. The discretisation's per-section keys LOC.nseg, LOC.Ra (LOC a
+ *   region, sec:K or swc:ID) and SEC.start_diam are checked and otherwise ignored: give
+ *   the same text to ns_discretize_options.sections.
  * Unknown names and out-of-range values (negative cm or conductance, dt <= 0,
  * Ra <= 0, |v_init| or |spike_threshold| above NS_SIM_MAX_POTENTIAL,
  * non-finite values) give NS_ERR_INVALID_ARGUMENT naming the key. The
@@ -112,7 +118,8 @@ NS_API ns_status ns_sim_params_check(const ns_sim_params *params);
  * `where` is a region selector: soma, axon, basal, apical, other, dend
  * (basal and apical) or all; or one section: sec:K (section index K of
  * ns_cell_get_section) or swc:ID (the section whose first SWC point has id
- * ID; one that no shape has is refused). Statements apply in the order given, node by
+ * ID; one that no shape has is refused), or one segment of it: sec:K(X),
+ * swc:ID(X) (NEURON's sec(x), the segment containing x). Statements apply in the order given, node by
  * node (a later one overrides an earlier one where both apply). An `expr` is
  * a number or an expression in d, the path distance [um] from the root
  * section's middle (NEURON's distance(soma(0.5), seg)) to the compartment's
@@ -328,7 +335,9 @@ NS_API int32_t ns_sim_spike_compartment(const ns_sim_t *sim, int64_t cell);
 NS_API const double *ns_sim_traces(const ns_sim_t *sim, int64_t *samples, int32_t *sites);
 
 /* Soma spike times of a cell [ms]: upward crossings of spike_threshold at the
- * spike compartment, linearly interpolated between the two steps. */
+ * spike compartment, linearly interpolated between the two steps, or with
+ * ns_sim_params.netcon_spikes NEURON's NetCon times (the end of the first
+ * step above the threshold plus 1e-10 ms). */
 NS_API const double *ns_sim_spikes(const ns_sim_t *sim, int64_t cell, int64_t *count);
 
 /* The state of one cell (arrays of the cell's compartment count; any may be

@@ -138,6 +138,22 @@ typedef struct ns_discretize_options {
     double Ra;          /* [ohm cm] axial resistivity, default 35.4 (NEURON's) */
     double cm;          /* [uF/cm^2] specific capacitance, default 1 */
     ns_junction_policy junctions; /* default NS_JUNCTIONS_MINIMAL */
+    /* Per-section settings (docs/discretisation.md, "Per-section nseg, Ra and cm"), NULL for
+     * none: text in the parameter file's grammar, applied in order to the sections:
+     *   LOC.nseg = N   that many segments (1..32767), in place of the rule
+     *   LOC.Ra = X     the section's Ra [ohm cm] (its resistances and its d_lambda)
+     *   REGION.cm = X  the d_lambda rule's cm for the region's sections
+     *   SEC.start_diam = X  (SEC: sec:K or swc:ID) the diameter [um] of the section's first
+     *                  3-D point, the copy of its parent's point (Import3d gives it the
+     *                  parent's diameter; NEURON sections built otherwise may differ)
+     *   Ra = X         every section's Ra
+     * LOC: soma, axon, basal, apical, other, dend, all (by SWC type), sec:K (section
+     * index, ns_cell_get_section's numbering) or swc:ID (the section whose first point
+     * has SWC id ID). Other keys are skipped, so a whole parameter file can be given.
+     * Errors read "sections_name:LINE: reason". Read during ns_discretize only. */
+    const char *sections;
+    size_t sections_length;
+    const char *sections_name;
 } ns_discretize_options;
 
 NS_API void ns_discretize_options_init(ns_discretize_options *options);
@@ -163,6 +179,7 @@ typedef struct ns_section_info {
     double parent_x;         /* NEURON's parentx: where it attaches on the parent (0, 0.5 or 1) */
     int32_t type;            /* SWC type of its first point */
     int32_t nseg;            /* segments (compartments with membrane) */
+    double Ra;               /* [ohm cm] its axial resistivity */
     int32_t first_node;      /* compartment of its first segment in ns_cell_tree() */
     double length;           /* [um] NEURON's L (arc length of its 3D points) */
     double area;             /* [um^2] membrane area summed over its segments */

@@ -21,6 +21,7 @@ from ._core import (Tree, Morphology, Cell, Batch, HinesSolver, TridiagSolver, S
                     hines_methods, hines_method_backend, tridiag_methods, backend_info, available_methods)
 from . import _core
 from . import _errors
+from .neuron_import import from_neuron, NeuronImport  # noqa: F401
 
 # The short descriptions come from the library (ns_status_string).
 for _s, _c in _errors.BY_STATUS.items():

@@ -469,6 +469,7 @@ nb::dict section_dict(const ns_cell_t *cell, int32_t k) {
     d["parent_x"] = s.parent_x;
     d["type"] = s.type;
     d["nseg"] = s.nseg;
+    d["Ra"] = s.Ra;
     d["first_node"] = s.first_node;
     d["length"] = s.length;
     d["area"] = s.area;
@@ -911,7 +912,8 @@ NB_MODULE(_core, m) {
             return d;
         }, "The kept points as numpy arrays (copies): xyz (n, 3), r, type, parent, id, line.")
         .def("discretize", [](const Morphology &mo, const std::string &rule, double d_lambda, double frequency,
-                              double max_length, double Ra, double cm, const std::string &junctions) {
+                              double max_length, double Ra, double cm, const std::string &junctions,
+                              nb::handle sections, const std::string &sections_name) {
             ns_discretize_options o;
             ns_discretize_options_init(&o);
             o.rule = pick<ns_nseg_rule>("rule", rule,
@@ -923,11 +925,20 @@ NB_MODULE(_core, m) {
             o.cm = cm;
             o.junctions = pick<ns_junction_policy>("junctions", junctions,
                                                    {{"minimal", NS_JUNCTIONS_MINIMAL}, {"neuron", NS_JUNCTIONS_NEURON}});
+            std::string text;
+            if (!sections.is_none()) {
+                text = nb::cast<std::string>(sections);
+                o.sections = text.c_str();
+                o.sections_length = text.size();
+                o.sections_name = sections_name.c_str();
+            }
             ns_cell_t *c = nullptr;
             check(ns_discretize(mo.m, &o, &c));
             return std::make_unique<Cell>(c);
         }, "rule"_a = "d_lambda", "d_lambda"_a = 0.1, "frequency"_a = 100.0, "max_length"_a = 20.0, "Ra"_a = 35.4,
-           "cm"_a = 1.0, "junctions"_a = "minimal");
+           "cm"_a = 1.0, "junctions"_a = "minimal", "sections"_a = nb::none(), "sections_name"_a = "<sections>",
+           "Discretise (docs/discretisation.md). sections: per-section statements in the parameter file's "
+           "grammar (LOC.nseg, LOC.Ra, REGION.cm, Ra; a whole parameter file's text may be given).");
 
     // ---------------------------------------------------------------- Cell
     nb::class_<Cell>(m, "Cell", "A discretised cell: compartments in Hines order (docs/discretisation.md).")
@@ -955,7 +966,7 @@ NB_MODULE(_core, m) {
         .def_prop_ro("section", [](const Cell &c) { return to_numpy<int32_t>(ns_cell_section(c.c), {(size_t)c.size()}); })
         .def_prop_ro("position", [](const Cell &c) { return to_numpy<double>(ns_cell_position(c.c), {(size_t)c.size()}); })
         .def("get_section", [](const Cell &c, int32_t k) { return section_dict(c.c, k); }, "section"_a,
-             "One section as a dict: NEURON's name, region, parent, parent_x, type, nseg, first_node, length, "
+             "One section as a dict: NEURON's name, region, parent, parent_x, type, nseg, Ra, first_node, length, "
              "area, ri_sum, n3d, first_point_id, last_point_id.")
         .def("sections", [](const Cell &c) {
             nb::list out;
@@ -1307,6 +1318,7 @@ NB_MODULE(_core, m) {
             d["dt"] = p.p.dt;
             d["usetable_hh"] = p.p.usetable;
             d["spike_threshold"] = p.p.spike_threshold;
+            d["netcon_spikes"] = p.p.netcon_spikes;
             d["Ra"] = p.p.Ra;
             d["tstop"] = p.p.tstop;
             return d;

@@ -316,7 +316,8 @@ enum { ION_E = 0, ION_CI = 1, ION_CO = 2 };
 typedef struct stmt {
     stmt_kind kind;
     unsigned regions;  /* bit per ns_region */
-    int has_loc;       /* 1: only the section `loc` names (sec:K, swc:ID, dend[3]) */
+    int has_loc;       /* 1: only the section `loc` names (sec:K, swc:ID, dend[3]); with loc.has_x only
+                          its segment containing x (NEURON's sec(x)) */
     ns_location loc;
     char loc_text[48]; /* its text, for messages */
     int mech;          /* library index (insert, set, global) */
@@ -340,7 +341,7 @@ struct ns_sim_model {
 static const char *const REGION_SELECTORS =
     "soma, axon, basal, apical, other, dend, all, sec:K (section index K), swc:ID (the section whose first SWC "
     "point has id ID) or one section by NEURON's name (dend[3], apic[12], axon[0]; `neurosolve morph FILE "
-    "--sections` lists them)";
+    "--sections` lists them), each with (X) for its segment containing x = X";
 
 typedef struct selector {
     unsigned regions;
@@ -348,8 +349,9 @@ typedef struct selector {
     ns_location loc;
 } selector;
 
-/* A region name, or one whole section (ns_location_parse's grammar without
- * x): sec:K, swc:ID, dend[3]. */
+/* A region name, or one section (ns_location_parse's grammar): sec:K, swc:ID,
+ * dend[3], or one segment: sec:K(X), swc:ID(X), dend[3](X) (NEURON's sec(x):
+ * the segment containing x, 0 <= X <= 1). */
 static int region_mask(const char *where, selector *sel) {
     sel->regions = (1u << NS_REGION_COUNT) - 1u;
     sel->has_loc = 0;
@@ -360,7 +362,7 @@ static int region_mask(const char *where, selector *sel) {
         }
     if (strcmp(where, "dend") == 0) sel->regions = (1u << NS_REGION_BASAL) | (1u << NS_REGION_APICAL);
     else if (strcmp(where, "all") == 0) return 0;
-    else if (ns_location_parse(where, &sel->loc) == NS_OK && !sel->loc.has_x &&
+    else if (ns_location_parse(where, &sel->loc) == NS_OK &&
              (sel->loc.kind == NS_LOCATION_SECTION || sel->loc.kind == NS_LOCATION_SWC_ID ||
               sel->loc.kind == NS_LOCATION_NAMED))
         sel->has_loc = 1;
@@ -369,6 +371,15 @@ static int region_mask(const char *where, selector *sel) {
         return -1;
     }
     return 0;
+}
+
+/* Is the segment at position pos (its centre, (j + 0.5) / nseg) the one containing x? NEURON's
+ * sec(x): segment int(x nseg), the last one for x = 1. */
+static int in_segment(double pos, int32_t nseg, double x) {
+    int32_t j = (int32_t)(x * nseg), jp = (int32_t)(pos * nseg);
+    if (j > nseg - 1) j = nseg - 1;
+    if (jp > nseg - 1) jp = nseg - 1;
+    return j == jp;
 }
 
 ns_status ns_sim_model_create(const ns_mech_library_t *library, ns_sim_model_t **out) {
@@ -652,7 +663,8 @@ ns_status ns_sim_model_parse(ns_sim_model_t *m, const char *text, size_t length,
         if (!*s) continue;
         snprintf(where, sizeof where, "%s:%d", name, line);
         char *eq = strchr(s, '=');
-        char *dot = strchr(s, '.');
+        char *close = strchr(s, ')'); /* sec:K(X).NAME: the dot after the position */
+        char *dot = strchr(close && (!eq || close < eq) ? close : s, '.');
         if (!eq || !dot || dot > eq) {
             st = ns_fail(NS_ERR_PARSE, "%s: expected REGION.NAME = VALUE (or REGION.insert = MECH ...)", where);
             break;
@@ -978,6 +990,12 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         const double *area = ns_cell_area(cell);
         const int32_t *type = ns_cell_type(cell);
         const int32_t *secn = ns_cell_section(cell);
+        int32_t *nseg = malloc((size_t)(info.sections > 0 ? info.sections : 1) * sizeof *nseg);
+        const double *pos = ns_cell_position(cell);
+        for (int32_t c = 0; nseg && c < info.sections; ++c) {
+            ns_section_info si;
+            nseg[c] = ns_cell_get_section(cell, c, &si) == NS_OK ? si.nseg : 1;
+        }
         const size_t nm = (size_t)(r->n_mechs > 0 ? r->n_mechs : 1);
         double *dist = malloc((size_t)n * sizeof *dist);
         unsigned char *ins = calloc((size_t)n * nm, 1);  /* [i * nm + m] */
@@ -986,7 +1004,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         int32_t *user_e = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), sizeof *user_e); /* stmt + 1 */
         unsigned char *written = r->written[k] = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), 1);
         r->ion_init[k] = malloc((size_t)(3 * (r->n_ions > 0 ? r->n_ions : 1)) * (size_t)n * sizeof(double));
-        if (!dist || !ins || !param || !ion_set || !user_e || !written || !r->ion_init[k])
+        if (!dist || !ins || !param || !ion_set || !user_e || !written || !r->ion_init[k] || !nseg)
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
         for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
             const int np = r->mechs[m].desc->n_params;
@@ -1023,6 +1041,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
                 if (!(area[i] > 0.0)) continue; /* zero-area nodes carry no membrane */
                 if (!(s->regions & (1u << ns_region_of_swc_type(type[i])))) continue;
                 if (s->has_loc && secn[i] != only) continue;
+                if (s->has_loc && s->loc.has_x && !in_segment(pos[i], nseg[secn[i]], s->loc.x)) continue;
                 matched_k[q] = 1;
                 if (s->kind == ST_INSERT) {
                     if (!ins[(size_t)i * nm + m]) {
@@ -1128,6 +1147,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         free(ins);
         free(ion_set);
         free(user_e);
+        free(nseg);
     }
     /* a section selector that names no section of any of its model's shapes is a mistake */
     for (int32_t u = 0; u < n_uniq && st == NS_OK; ++u)

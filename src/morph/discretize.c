@@ -116,12 +116,13 @@ static ns_status build_full(const disc_sections *S, const ns_discretize_options 
             }
         }
         f->at0_node[k] = hang;
-        disc_segments(s, S->pts, o->Ra, area, rhalf);
+        disc_segments(s, S->pts, area, rhalf);
         ns_section_info *si = &info[k];
         si->parent = s->parent;
         si->parent_x = s->parent_x;
         si->type = s->type;
         si->nseg = s->nseg;
+        si->Ra = s->Ra;
         si->first_node = next;
         si->length = s->length;
         si->n3d = s->n3d;
@@ -297,7 +298,20 @@ ns_status ns_discretize(const ns_morph_t *morph, const ns_discretize_options *op
     disc_sections S;
     st = disc_build_sections(morph->points, morph->n_points, morph->name, &S);
     if (st != NS_OK) return st;
-    for (int32_t k = 0; k < S.n; ++k) S.sec[k].nseg = disc_nseg(&S.sec[k], S.pts, &o);
+    for (int32_t k = 0; k < S.n; ++k) {
+        S.sec[k].Ra = o.Ra;
+        S.sec[k].cm = o.cm;
+        S.sec[k].nseg = 0;
+    }
+    if (o.sections) {
+        st = disc_apply_spec(&S, morph->points, o.sections, o.sections_length, o.sections_name);
+        if (st != NS_OK) {
+            disc_sections_free(&S);
+            return st;
+        }
+    }
+    for (int32_t k = 0; k < S.n; ++k)
+        if (S.sec[k].nseg == 0) S.sec[k].nseg = disc_nseg(&S.sec[k], S.pts, &o);
 
     ns_cell_t *c = calloc(1, sizeof *c);
     full_nodes f;

@@ -15,7 +15,6 @@
 #include "morph/discretize_impl.h"
 
 #define NS_PI 3.14159265358979323846
-#define NSEG_MAX 32767 /* NEURON's limit on nseg */
 
 int32_t disc_nseg(const disc_section *sec, const disc_pt3d *pts, const ns_discretize_options *o) {
     const disc_pt3d *q = pts + sec->pt_begin;
@@ -34,11 +33,11 @@ int32_t disc_nseg(const disc_section *sec, const disc_pt3d *pts, const ns_discre
         /* stdlib.hoc lambda_f(): the section's length in AC length
          * constants, integrated over the 3D points, then
          * nseg = int((L/(d_lambda*lambda_f) + 0.9)/2)*2 + 1 */
-        if (o->cm == 0.0) return 1; /* lambda_f returns 1e10 */
+        if (sec->cm == 0.0) return 1; /* lambda_f returns 1e10 */
         double lam = 0.0;
         for (int32_t j = 1; j < sec->n3d; ++j)
             lam += (q[j].arc - q[j - 1].arc) / sqrt(q[j - 1].d + q[j].d);
-        lam *= sqrt(2.0) * 1e-5 * sqrt(4.0 * NS_PI * o->frequency * o->Ra * o->cm);
+        lam *= sqrt(2.0) * 1e-5 * sqrt(4.0 * NS_PI * o->frequency * sec->Ra * sec->cm);
         if (!(lam > 0.0)) return 1;
         double lambda_f = L / lam;
         n = floor((L / (o->d_lambda * lambda_f) + 0.9) / 2.0) * 2.0 + 1.0;
@@ -58,7 +57,7 @@ static void add_piece(double x1, double y1, double x2, double y2, double *area, 
     *rsum += prod > 0.0 ? delta / prod : 1e15;
 }
 
-void disc_segments(const disc_section *sec, const disc_pt3d *pts, double Ra, double *area,
+void disc_segments(const disc_section *sec, const disc_pt3d *pts, double *area,
                    double *rhalf) {
     const disc_pt3d *q = pts + sec->pt_begin;
     const int32_t nseg = sec->nseg, nh = 2 * nseg;
@@ -87,5 +86,5 @@ void disc_segments(const disc_section *sec, const disc_pt3d *pts, double Ra, dou
     for (int32_t i = 0; i < nh; ++i)
         if (rhalf[i] == 0.0) add_piece(xl, dl, xl, dl, &area[i / 2], &rhalf[i]);
     for (int32_t k = 0; k < nseg; ++k) area[k] *= 0.5 * NS_PI;
-    for (int32_t i = 0; i < nh; ++i) rhalf[i] *= Ra / NS_PI * 4e-2;
+    for (int32_t i = 0; i < nh; ++i) rhalf[i] *= sec->Ra / NS_PI * 4e-2;
 }

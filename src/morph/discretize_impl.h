@@ -24,8 +24,10 @@ typedef struct disc_section {
     int64_t first, last;  /* own points (indices into the morphology) */
     int64_t pt_begin;     /* first 3D point in disc_sections.pts */
     int32_t n3d;
-    int32_t nseg;
+    int32_t nseg;         /* 0 until set by a statement or the rule */
     double length;        /* [um] */
+    double Ra;            /* [ohm cm] the section's axial resistivity */
+    double cm;            /* [uF/cm^2] the d_lambda rule's capacitance */
 } disc_section;
 
 typedef struct disc_sections {
@@ -40,13 +42,28 @@ ns_status disc_build_sections(const ns_morph_point *points, int64_t n, const cha
                               disc_sections *out);
 void disc_sections_free(disc_sections *s);
 
-/* Stage 2: nseg of one section under the options (NEURON's rules). */
+#define NSEG_MAX 32767 /* NEURON's limit on nseg */
+
+/* Stage 2: the per-section statements of ns_discretize_options.sections
+ * (discretize_spec.c): nseg, Ra and the d_lambda cm of the sections they
+ * name. Errors read "NAME:LINE: reason". */
+ns_status disc_apply_spec(disc_sections *S, const ns_morph_point *pts, const char *text, size_t length,
+                          const char *name);
+/* Is `key` (with its value) a per-section discretisation statement:
+ * LOC.nseg or LOC.Ra for a region, sec:K or swc:ID, sec:K.start_diam or
+ * swc:ID.start_diam, or a bare Ra? 1 yes,
+ * 0 no (REGION.cm, any other key), -1 a malformed one (why is filled). The
+ * parameter file's reader accepts what this accepts. */
+int disc_spec_key(const char *key, double value, char *why, size_t why_size);
+
+/* Stage 2: nseg of one section under the options (NEURON's rules), with
+ * the section's own Ra and cm. */
 int32_t disc_nseg(const disc_section *sec, const disc_pt3d *pts, const ns_discretize_options *o);
 
 /* Stage 2: NEURON's diam_from_list over the section's 3D points. Fills
  * area[k] [um^2] for k < nseg and rhalf[h] [MOhm] for the 2*nseg half
- * segments (left half of segment k is 2k, right half 2k+1). */
-void disc_segments(const disc_section *sec, const disc_pt3d *pts, double Ra, double *area,
-                   double *rhalf);
+ * segments (left half of segment k is 2k, right half 2k+1), with the
+ * section's Ra. */
+void disc_segments(const disc_section *sec, const disc_pt3d *pts, double *area, double *rhalf);
 
 #endif

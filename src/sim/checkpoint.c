@@ -80,6 +80,7 @@ static uint64_t fingerprint(const ns_sim_t *sim) {
     h = fnv_f64(h, p->dt);
     h = fnv_i64(h, p->usetable);
     h = fnv_f64(h, p->spike_threshold);
+    if (p->netcon_spikes) h = fnv_i64(h, p->netcon_spikes); /* (older checkpoints keep their key) */
     h = fnv_f64(h, p->Ra); /* also in a and b; tstop is not: a resumed run may go further */
     h = fnv_i64(h, sim->options.record_every);
     h = fnv_i64(h, sim->n_shapes);

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
+#include "morph/discretize_impl.h"
 #include "neurosolve/cable.h"
 #include "neurosolve/number.h"
 
@@ -91,10 +92,14 @@ static ns_status set_global(ns_sim_params *p, const char *key, double value) {
         st = check_value(key, V_FLAG, value);
         if (st != NS_OK) return st;
         p->usetable = (int)value;
+    } else if (strcmp(key, "netcon_spikes") == 0) {
+        st = check_value(key, V_FLAG, value);
+        if (st != NS_OK) return st;
+        p->netcon_spikes = (int)value;
     } else {
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "unknown parameter '%s' (globals: celsius, v_init, dt, usetable_hh, "
-                       "spike_threshold, Ra, tstop; per region: REGION.NAME)", key);
+                       "spike_threshold, netcon_spikes, Ra, tstop; per region: REGION.NAME)", key);
     }
     return NS_OK;
 }
@@ -103,6 +108,11 @@ ns_status ns_sim_params_set(ns_sim_params *p, const char *key, double value) {
     if (!p || !key) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_params_set: NULL argument");
     const char *dot = strchr(key, '.');
     if (!dot) return set_global(p, key, value);
+    /* LOC.nseg, LOC.Ra, SEC.start_diam: the discretisation's (ns_discretize_options.sections) */
+    char why[400];
+    const int disc = disc_spec_key(key, value, why, sizeof why);
+    if (disc < 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s", why);
+    if (disc > 0) return NS_OK;
     /* REGION.NAME: the regions it covers as a bit set */
     size_t len = (size_t)(dot - key);
     unsigned mask = 0;
@@ -125,7 +135,7 @@ ns_status ns_sim_params_set(ns_sim_params *p, const char *key, double value) {
     if (!membrane_field(&p->region[0], name, &kind, &flag) && !flag)
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "unknown parameter '%s' (cm, hh, gnabar_hh, gkbar_hh, gl_hh, el_hh, ena, ek, "
-                       "pas, g_pas, e_pas)", key);
+                       "pas, g_pas, e_pas; the discretisation's nseg, Ra, start_diam)", key);
     ns_status st = check_value(key, kind, value);
     if (st != NS_OK) return st;
     for (int r = 0; r < NS_REGION_COUNT; ++r) {
@@ -168,6 +178,8 @@ ns_status ns_sim_params_check(const ns_sim_params *p) {
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "Ra = %g ohm cm: must be > 0", p->Ra);
     if (p->usetable != 0 && p->usetable != 1)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "usetable_hh = %d: must be 0 or 1", p->usetable);
+    if (p->netcon_spikes != 0 && p->netcon_spikes != 1)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "netcon_spikes = %d: must be 0 or 1", p->netcon_spikes);
     for (int r = 0; r < NS_REGION_COUNT; ++r) {
         const ns_membrane *m = &p->region[r];
         const char *rn = ns_region_name((ns_region)r);

@@ -78,6 +78,7 @@
 #include "net/net_impl.h"
 #include "sim/sim_impl.h"
 #include "sim/policy.h"
+#include "sim/spike_rule.h"
 #include "core/error.h"
 
 #define ALIGN 64           /* [bytes] block arrays start on a cache line */
@@ -1267,18 +1268,18 @@ NS_ALWAYS_INLINE int faults(const ns_sim_t *sim, const block_view *bv, const int
     return 0;
 }
 
-/* Spikes: threshold crossings at the spike node, interpolated in time
- * between tp and t. Returns -1 when a spike could not be stored. */
+/* Spikes: threshold crossings at the spike node by the parameters' rule
+ * (spike_rule.h). Returns -1 when a spike could not be stored. */
 NS_ALWAYS_INLINE int spikes(ns_sim_t *sim, const block_view *bv, const int32_t W, const double *v_old, double tp,
                             double t) {
     const double thr = sim->params.spike_threshold;
+    const int netcon = sim->params.netcon_spikes;
     const int64_t sp = (int64_t)pos_of(bv->cs->pos, bv->s->spike_node) * W;
     for (int32_t j = 0; j < W; ++j) {
-        const double vs = bv->v[sp + j];
-        if (v_old[j] < thr && vs >= thr) {
-            const double tc = tp + (t - tp) * (thr - v_old[j]) / (vs - v_old[j]);
-            if (ns_sim_push_spike(sim, bv->blk->cell[j], tc) != 0) return -1;
-        }
+        double tc;
+        if (ns_spike_step(netcon, thr, tp, v_old[j], t, bv->v[sp + j], &tc) &&
+            ns_sim_push_spike(sim, bv->blk->cell[j], tc) != 0)
+            return -1;
     }
     return 0;
 }

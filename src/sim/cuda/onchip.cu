@@ -214,11 +214,11 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                     h[p] = cnexp_short(h[p], q.hinf, q.htau, dt);
                     gn[p] = cnexp_short(gn[p], q.ninf, q.ntau, dt);
                 }
-                if (p == sp && v_old < r.threshold && vi >= r.threshold) {
+                double ts;
+                if (p == sp && ns_spike_step(r.netcon, r.threshold, tp, v_old, t, vi, &ts)) {
                     const long long j = c0 + c;
                     const int count = g.spike_count[j];
-                    if (count < r.spike_cap)
-                        g.spike_t[j * r.spike_cap + count] = tp + (t - tp) * (r.threshold - v_old) / (vi - v_old);
+                    if (count < r.spike_cap) g.spike_t[j * r.spike_cap + count] = ts;
                     g.spike_count[j] = count + 1;
                 }
             }

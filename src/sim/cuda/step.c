@@ -731,6 +731,7 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         run.t0 = t0;
         run.dt = sim->params.dt;
         run.threshold = sim->params.spike_threshold;
+        run.netcon = sim->params.netcon_spikes;
         run.q10 = sim->q10;
         run.usetable = sim->params.usetable;
         run.step0 = step0;

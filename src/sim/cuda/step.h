@@ -14,6 +14,7 @@
 #ifndef NS_CABLE_CUDA_SIM_CUDA_H
 #define NS_CABLE_CUDA_SIM_CUDA_H
 
+#include "sim/spike_rule.h"
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
@@ -56,6 +57,7 @@ typedef struct ns_sim_gpu_group {
 typedef struct ns_sim_gpu_run {
     double t0, dt, threshold, q10;
     int usetable;
+    int netcon;             /* soma spikes by NetCon's rule (spike_rule.h) */
     int64_t step0;          /* step count before the launch */
     int64_t steps;          /* steps in the launch */
     int64_t every, check;   /* record_every, check_every */

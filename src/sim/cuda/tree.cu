@@ -477,10 +477,9 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
         // E: spikes and recording, one thread per cell
         if (own) {
             const double v_new = tm.ld(v + cell_base + t.spike_node[c]);
-            if (v_old < r.threshold && v_new >= r.threshold) {
-                if (spikes < r.spike_cap)
-                    g.spike_t[(int64_t)c * r.spike_cap + spikes] =
-                        tp + (tcur - tp) * (r.threshold - v_old) / (v_new - v_old);
+            double ts;
+            if (ns_spike_step(r.netcon, r.threshold, tp, v_old, tcur, v_new, &ts)) {
+                if (spikes < r.spike_cap) g.spike_t[(int64_t)c * r.spike_cap + spikes] = ts;
                 ++spikes;
             }
             if (g.rec_begin[c + 1] > g.rec_begin[c] && step % r.every == 0) {

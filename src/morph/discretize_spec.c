@@ -1,0 +1,204 @@
+/* Per-section nseg, Ra and cm of ns_discretize_options.sections
+ * (docs/discretisation.md, "Per-section nseg, Ra and cm"): statements in the
+ * parameter file's grammar, `LOC.NAME = VALUE` with LOC a region (soma, axon,
+ * basal, apical, other, dend, all: the section's SWC type), sec:K (section
+ * index, Import3d's order) or swc:ID (the section whose first point has SWC
+ * id ID), applied in order to the sections: nseg, Ra, REGION.cm (the d_lambda
+ * rule's) and start_diam (a section's first 3-D point's diameter). A bare
+ * `Ra = X` sets every section's Ra; other keys of a parameter file are skipped. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "neurosolve/number.h"
+#include "morph/discretize_impl.h"
+
+#define NSEG_MAX 32767
+
+/* Region bits of an SWC type: soma 1, axon 2, basal 4, apical 8, other 16. */
+static unsigned type_bit(int32_t type) {
+    switch (type) {
+    case NS_SWC_SOMA: return 1u;
+    case NS_SWC_AXON: return 2u;
+    case NS_SWC_BASAL: return 4u;
+    case NS_SWC_APICAL: return 8u;
+    default: return 16u;
+    }
+}
+
+static unsigned region_mask(const char *loc, size_t len) {
+    static const struct { const char *name; unsigned mask; } regions[] = {
+        {"soma", 1u}, {"axon", 2u}, {"basal", 4u}, {"apical", 8u}, {"other", 16u}, {"dend", 12u}, {"all", 31u},
+    };
+    for (size_t r = 0; r < sizeof regions / sizeof regions[0]; ++r)
+        if (strlen(regions[r].name) == len && strncmp(loc, regions[r].name, len) == 0) return regions[r].mask;
+    return 0;
+}
+
+/* sec:K, swc:ID: an integer >= 0 through the one number reader
+ * (neurosolve/number.h); -1 if not. */
+static long long parse_index(const char *s, size_t len) {
+    char buf[32];
+    int64_t v;
+    if (len == 0 || len >= sizeof buf) return -1;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    if (ns_integer_parse(buf, 0, INT64_MAX, &v) != NS_OK) {
+        ns_clear_error();
+        return -1;
+    }
+    return (long long)v;
+}
+
+int disc_spec_key(const char *key, double value, char *why, size_t why_size) {
+    const char *dot = strchr(key, '.');
+    if (!dot) {
+        if (strcmp(key, "Ra") != 0) return 0;
+        if (!(value > 0.0) || !isfinite(value)) {
+            snprintf(why, why_size, "Ra = %g ohm cm: must be > 0", value);
+            return -1;
+        }
+        return 1;
+    }
+    const char *name = dot + 1;
+    const size_t len = (size_t)(dot - key);
+    const int section = (len > 4 && strncmp(key, "sec:", 4) == 0) || (len > 4 && strncmp(key, "swc:", 4) == 0);
+    if (strcmp(name, "start_diam") == 0 && !section) {
+        snprintf(why, why_size, "%s: start_diam is set per section (sec:K, swc:ID)", key);
+        return -1;
+    }
+    if (strcmp(name, "nseg") != 0 && strcmp(name, "Ra") != 0 && strcmp(name, "start_diam") != 0) {
+        if (section) {
+            snprintf(why, why_size,
+                     "%s: a section (sec:K, swc:ID) takes nseg, Ra and start_diam only (cm is set per region, "
+                     "REGION.cm)", key);
+            return -1;
+        }
+        return 0;
+    }
+    if (section) {
+        if (parse_index(key + 4, len - 4) < 0) {
+            snprintf(why, why_size, "%s: '%.*s' is not a section index or SWC id", key, (int)(len - 4), key + 4);
+            return -1;
+        }
+    } else if (!region_mask(key, len)) {
+        snprintf(why, why_size, "%s: unknown location '%.*s' (soma, axon, basal, apical, other, dend, all, sec:K, swc:ID)",
+                 key, (int)len, key);
+        return -1;
+    }
+    if (strcmp(name, "nseg") == 0) {
+        if (!(value >= 1.0 && value <= NSEG_MAX) || value != floor(value)) {
+            snprintf(why, why_size, "%s = %g: nseg must be a whole number in [1, %d]", key, value, NSEG_MAX);
+            return -1;
+        }
+    } else if (!(value > 0.0) || !isfinite(value)) {
+        snprintf(why, why_size, "%s = %g %s: must be > 0", key, value, strcmp(name, "Ra") == 0 ? "ohm cm" : "um");
+        return -1;
+    }
+    return 1;
+}
+
+/* Apply one statement. */
+static ns_status apply(disc_sections *S, const ns_morph_point *pts, const char *key, double value,
+                       const char *name, long lineno) {
+    char why[400];
+    const int r = disc_spec_key(key, value, why, sizeof why);
+    if (r < 0) return ns_fail(NS_ERR_PARSE, "%s:%ld: %s", name, lineno, why);
+    if (r == 0) {
+        const char *dot = strchr(key, '.');
+        /* REGION.cm: the d_lambda rule's cm of those sections */
+        if (!dot || strcmp(dot + 1, "cm") != 0) return NS_OK;
+        const unsigned mask = region_mask(key, (size_t)(dot - key));
+        if (!mask) return NS_OK; /* the parameters refuse it */
+        if (!(value >= 0.0) || !isfinite(value))
+            return ns_fail(NS_ERR_PARSE, "%s:%ld: %s = %g uF/cm^2: must be >= 0", name, lineno, key, value);
+        for (int32_t k = 0; k < S->n; ++k)
+            if (mask & type_bit(S->sec[k].type)) S->sec[k].cm = value;
+        return NS_OK;
+    }
+    const char *dot = strchr(key, '.');
+    const int is_nseg = dot && strcmp(dot + 1, "nseg") == 0;
+    const int is_diam = dot && strcmp(dot + 1, "start_diam") == 0;
+    int matched = 0;
+    for (int32_t k = 0; k < S->n; ++k) {
+        disc_section *s = &S->sec[k];
+        int hit;
+        if (!dot) hit = 1;
+        else if (strncmp(key, "sec:", 4) == 0) hit = parse_index(key + 4, (size_t)(dot - key) - 4) == k;
+        else if (strncmp(key, "swc:", 4) == 0) hit = parse_index(key + 4, (size_t)(dot - key) - 4) == pts[s->first].id;
+        else hit = (region_mask(key, (size_t)(dot - key)) & type_bit(s->type)) != 0;
+        if (!hit) continue;
+        matched = 1;
+        if (is_diam) {
+            /* the diameter of the copied parent point, its first 3-D point (Import3d takes the
+             * parent point's; NEURON sections built otherwise may start with their own) */
+            if (s->parent < 0 || s->n3d != s->last - s->first + 2)
+                return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: section %d does not start with a copy of its parent's "
+                               "point (the root, or a child joined at the soma's middle)", name, lineno, key, (int)k);
+            S->pts[s->pt_begin].d = value;
+        } else if (is_nseg) s->nseg = (int32_t)value;
+        else s->Ra = value;
+    }
+    if (!matched && dot && (strncmp(key, "sec:", 4) == 0 || strncmp(key, "swc:", 4) == 0))
+        return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: the morphology has no such section (%d sections, Import3d's order)",
+                       name, lineno, key, (int)S->n);
+    return NS_OK;
+}
+
+ns_status disc_apply_spec(disc_sections *S, const ns_morph_point *pts, const char *text, size_t length,
+                          const char *name) {
+    if (!name) name = "<sections>";
+    char line[1024];
+    long lineno = 0;
+    size_t i = 0;
+    while (i < length) {
+        size_t j = i;
+        while (j < length && text[j] != '\n') ++j;
+        ++lineno;
+        if (j - i >= sizeof line)
+            return ns_fail(NS_ERR_PARSE, "%s:%ld: line longer than %zu characters", name, lineno, sizeof line - 1);
+        memcpy(line, text + i, j - i);
+        line[j - i] = '\0';
+        i = j + 1;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        char *s = line;
+        while (*s == ' ' || *s == '\t' || *s == '\r') ++s;
+        if (*s == '\0') continue;
+        char *eq = strchr(s, '=');
+        if (!eq) return ns_fail(NS_ERR_PARSE, "%s:%ld: expected 'key = value'", name, lineno);
+        char *kend = eq;
+        while (kend > s && (kend[-1] == ' ' || kend[-1] == '\t')) --kend;
+        *kend = '\0';
+        char *v = eq + 1;
+        while (*v == ' ' || *v == '\t') ++v;
+        size_t len = strcspn(v, " \t\r");
+        char num[64];
+        double value = NAN;
+        int is_num = len > 0 && len < sizeof num;
+        if (is_num) {
+            memcpy(num, v, len);
+            num[len] = '\0';
+            is_num = ns_number_parse(num, -HUGE_VAL, HUGE_VAL, &value) == NS_OK; /* the one reader */
+            if (!is_num) ns_clear_error();
+        }
+        char *end = v + len;
+        if (!is_num) {
+            /* not a number: a key of ours is an error, any other is the parameters' business */
+            char why[400];
+            if (disc_spec_key(s, 1.0, why, sizeof why) != 0 ||
+                ((kend = strchr(s, '.')) && strcmp(kend + 1, "cm") == 0))
+                return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: '%.*s' is not a decimal number", name, lineno, s,
+                               (int)len, v);
+            continue;
+        }
+        while (*end == ' ' || *end == '\t' || *end == '\r') ++end;
+        if (*end != '\0')
+            return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: trailing text '%s' after the number", name, lineno, s, end);
+        ns_status st = apply(S, pts, s, value, name, lineno);
+        if (st != NS_OK) return st;
+    }
+    return NS_OK;
+}

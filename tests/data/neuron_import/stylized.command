@@ -1,0 +1,1 @@
+neurosolve simulate --network /work/wt/neuron-import/tests/data/neuron_import/stylized.net --params /work/wt/neuron-import/tests/data/neuron_import/stylized.params --model /work/wt/neuron-import/tests/data/neuron_import/stylized.model --iclamp swc=1:0.5:10.0:150.0:1.0

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""A NEURON model against its import into neurosolve (docs/neuron_import.md).
+
+    python3 validation/neuron_import_compare.py --neurosolve build/neurosolve \
+        --mod data/mechanisms/bbp validation/models/l5pc_hay_neuron.py
+
+SETUP is a Python file that builds a model in NEURON: it runs with `h` (neuron.h) and ROOT
+(the repository) given, after the .mod files of every --mod folder are compiled by nrnivmodl
+and loaded (NEURON 9 needs two additions to the BBP files: validation/nmodl_neuron_traces.py's
+compile_bbp; neurosolve builds the unchanged files with `mechanisms build`). NEURON's own
+mechanisms (pas, hh, ExpSyn, Exp2Syn) are built into both: give no folder holding them. It may set
+`sections` (a list) or `cell` (an object with an `all` SectionList); otherwise every section
+is taken. Then, in one NEURON process: neurosolve.from_neuron writes the model's files (with
+the library, so that every mechanism is checked), and NEURON runs to h.tstop with its fixed
+step, recording v at the root section's middle and its NetCon spike times (threshold -20 mV).
+neurosolve runs the written files with `simulate --spike-times netcon`. Printed: sections,
+segments, the geometry check, spikes of both, the largest spike-time difference, the RMS of
+the soma traces, the wall times. Exit 1 when the spike counts differ, a spike is more than
+0.05 ms off or the RMS exceeds 0.05 mV (the issue's targets).
+
+--keep DIR keeps the written files (NAME.swc, .model, .params, .command) and the library.
+--refs DIR writes the files there with NAME_neuron.csv (NEURON's soma trace every 0.1 ms, its
+spike times, the simulate arguments): tests/data/neuron_import/ is made this way.
+The neurosolve package is imported from --python (default build/python).
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "validation"))
+THRESHOLD = -20.0
+
+
+def compile_neuron(mod_dirs, work):
+    from nmodl_neuron_traces import compile_bbp
+    bbp = os.path.realpath(os.path.join(ROOT, "data/mechanisms/bbp"))
+    extra = []
+    for d in mod_dirs:
+        if os.path.realpath(d) != bbp:
+            extra += [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".mod")]
+    if any(os.path.realpath(d) == bbp for d in mod_dirs):
+        compile_bbp(work, extra)
+        return
+    for f in extra:
+        shutil.copy(f, work)
+    subprocess.run(["nrnivmodl"], cwd=work, check=True, stdout=subprocess.DEVNULL)
+
+
+def child(a):
+    import neuron
+    from neuron import h
+    import neurosolve as ns
+    neuron.load_mechanisms(a.child)
+    space = {"h": h, "ROOT": ROOT, "__name__": "setup"}
+    with open(a.setup) as f:
+        exec(compile(f.read(), a.setup, "exec"), space)
+    sections = space.get("sections", space.get("cell"))
+    t0 = time.perf_counter()
+    r = ns.from_neuron(sections, out=a.files, name=a.name, library=a.lib, strict=False)
+    t_import = time.perf_counter() - t0
+    secs = list(h.allsec()) if sections is None else (list(sections.all) if hasattr(sections, "all")
+                                                       else list(sections))
+    root = [s for s in secs if s.parentseg() is None][0]
+    tv = h.Vector().record(h._ref_t)
+    vv = h.Vector().record(root(0.5)._ref_v)
+    nc = h.NetCon(root(0.5)._ref_v, None, sec=root)
+    nc.threshold = THRESHOLD
+    sp = h.Vector()
+    nc.record(sp)
+    h.finitialize(h.v_init)
+    steps = int(round(h.tstop / h.dt))
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        h.fadvance()
+    wall = time.perf_counter() - t0
+    return {"command": r.command(a.neurosolve, a.lib), "root": r.sections[root.name()], "sections": len(secs),
+            "nseg": r.nseg, "geometry": r.geometry, "not_captured": r.not_captured, "t": list(tv),
+            "v": list(vv), "spikes": list(sp), "wall": wall, "import_s": t_import, "neuron": h.nrnversion(5)}
+
+
+def write_refs(a, d, cmd):
+    """DIR/NAME_neuron.csv: NEURON's soma trace every 0.1 ms and its NetCon spike times, next to
+    the written files (tests/test_neuron_import.py replays them without NEURON)."""
+    every = max(1, int(round(0.1 / (d["t"][1] - d["t"][0]))))
+    rel = [os.path.relpath(x, a.refs) if os.path.isabs(x) and x.startswith(os.path.abspath(a.refs)) else x
+           for x in d["command"][1:]]
+    with open(os.path.join(a.refs, a.name + "_neuron.csv"), "w") as f:
+        f.write(f"# NEURON {d['neuron']} reference: v at the root section's middle and NetCon spike times\n")
+        f.write(f"# made by: python3 validation/neuron_import_compare.py --refs DIR {os.path.relpath(a.setup, ROOT)}"
+                + "".join(f" --mod {m}" for m in a.mod) + f" --name {a.name} --neurosolve BIN\n")
+        f.write(f"# args = {' '.join(rel)}\n")
+        f.write(f"# root = {d['root']}\n")
+        f.write(f"# record_every = {every}\n")
+        f.write("# spikes = " + " ".join(repr(x) for x in d["spikes"]) + "\n")
+        f.write("t,v\n")
+        for i in range(0, len(d["t"]), every):
+            f.write(f"{d['t'][i]:.4f},{d['v'][i]:.6f}\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("setup")
+    ap.add_argument("--neurosolve", required=True)
+    ap.add_argument("--mod", action="append", default=[])
+    ap.add_argument("--name", default="cell")
+    ap.add_argument("--keep")
+    ap.add_argument("--refs")
+    ap.add_argument("--python", default=os.path.join(ROOT, "build", "python"))
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--files", help=argparse.SUPPRESS)
+    ap.add_argument("--lib", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        print(json.dumps(child(a)))
+        return 0
+    tmp = tempfile.mkdtemp(prefix="ns_import_")
+    try:
+        work = a.refs or a.keep or tmp
+        os.makedirs(work, exist_ok=True)
+        mods, nrn = os.path.join(tmp, "mod"), os.path.join(tmp, "nrn")
+        os.makedirs(mods)
+        os.makedirs(nrn)
+        for d in a.mod:
+            for f in sorted(os.listdir(d)):
+                if f.endswith(".mod"):
+                    shutil.copy(os.path.join(d, f), mods)
+        lib = None
+        if a.mod:  # neurosolve builds the unchanged files; NEURON compiles its copy
+            lib = os.path.abspath(os.path.join(tmp if a.refs else work, a.name + "_mechanisms.so"))
+            r = subprocess.run([a.neurosolve, "mechanisms", "build", mods, "-o", lib], capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"neurosolve mechanisms build: {r.stderr.strip()}", file=sys.stderr)
+                return 1
+            compile_neuron(a.mod, nrn)
+        env = dict(os.environ, PYTHONPATH=a.python + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        files = os.path.abspath(work)
+        cmd = [sys.executable, os.path.abspath(__file__), a.setup, "--neurosolve", a.neurosolve, "--child", nrn,
+               "--files", files, "--name", a.name] + (["--lib", lib] if lib else [])
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            print(f"NEURON side failed:\n{r.stderr[-3000:]}", file=sys.stderr)
+            return 1
+        d = json.loads(r.stdout.strip().splitlines()[-1])
+        prefix = os.path.join(tmp, "run")
+        cmd = d["command"] + ["--spike-times", "netcon", "--record", f"swc={d['root']}:0.5", "--out", prefix,
+                              "--json", "--no-progress"]
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if r.returncode != 0:
+            print(f"neurosolve failed ({' '.join(cmd)}):\n{r.stderr.strip()}", file=sys.stderr)
+            return 1
+        spikes = json.loads(r.stdout)["first_cells"][0]["spikes"]
+        with open(prefix + "_traces.csv") as f:
+            f.readline()
+            v = [float(line.split(",")[1]) for line in f]
+        n = min(len(v), len(d["v"]))
+        rms = math.sqrt(sum((v[i] - d["v"][i]) ** 2 for i in range(n)) / n)
+        same = len(spikes) == len(d["spikes"])
+        dspike = max((abs(x - y) for x, y in zip(spikes, d["spikes"])), default=0.0) if same else float("inf")
+        ok = same and dspike <= 0.05 and rms <= 0.05 and not d["not_captured"]
+        print(f"NEURON {d['neuron']}: {os.path.basename(a.setup)}: {d['sections']} sections, {d['nseg']} segments; "
+              f"written files against NEURON's sections: largest relative difference {d['geometry']:.1e}")
+        for m in d["not_captured"][:10]:
+            print(f"not captured: {m}")
+        if len(d["not_captured"]) > 10:
+            print(f"not captured: ... {len(d['not_captured']) - 10} more")
+        print(f"spikes NEURON / neurosolve: {len(d['spikes'])} / {len(spikes)}; largest spike-time difference "
+              f"{dspike:.2e} ms; soma RMS {rms:.2e} mV over {d['t'][n - 1]:.0f} ms")
+        print(f"wall: NEURON {d['wall']:.1f} s (fadvance loop), neurosolve {wall:.1f} s (simulate), "
+              f"from_neuron {d['import_s']:.1f} s")
+        print("command: " + " ".join(d["command"]))
+        if a.refs:
+            write_refs(a, d, cmd)
+        return 0 if ok else 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
