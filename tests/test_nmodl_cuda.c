@@ -132,7 +132,13 @@ static int compare(const ns_mech_desc *d) {
     double wi = ni ? worst_rel(ion, g_ion, ni * 5 * nodes) : 0.0;
     printf("%-14s %s  fields %.1e  rhs %.1e  d %.1e  ions %.1e (relative)\n", d->name, point ? "point  " : "density", wf,
            wr, wd, wi);
-    CHECK_MSG(wf < 1e-9 && wr < 1e-9 && wd < 1e-9 && wi < 1e-9, "%s: the device differs from the host", d->name);
+    /* A KINETIC scheme of higher order (cabuf: a second-order buffer reaction) is
+     * solved by Newton's method until the summed change is at most 1e-6 (NEURON's
+     * criterion, docs/mechanisms.md); the device's contracted multiply-adds can end
+     * it one iteration earlier or later than the host, so its states agree to that
+     * tolerance, not to rounding. Every other mechanism: rounding. */
+    const double tol = strcmp(d->name, "cabuf") == 0 ? 1e-5 : 1e-9;
+    CHECK_MSG(wf < tol && wr < tol && wd < tol && wi < tol, "%s: the device differs from the host", d->name);
     void *all[] = {d_f, d_v, d_rhs, d_d, d_w, d_ion, d_glob, d_table, d_index, d_fp, d_views};
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k) cudaFree(all[k]);
     free(f), free(v), free(rhs), free(dd), free(w), free(ion), free(glob), free(table), free(index);
