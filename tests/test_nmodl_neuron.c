@@ -22,8 +22,8 @@
 #include "test_tmpdir.h"
 
 #define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
-#define TRACE_DIR NS_TEST_DATA "/nmodl"
 #include "nmodl_driver.h"
+#include "nmodl_ref.h"
 
 static int spikes_of(const double *v, double v0, long steps, double *t, int cap) {
     int n = 0;
@@ -92,52 +92,6 @@ static const tcase CASES[] = {
      {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}},
      {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
 };
-
-/* NEURON's trace: rows t, v[, cai, eca] every 4th step; "# spikes" line. */
-typedef struct ref {
-    int n, cols;
-    double *row; /* n * 4 */
-    double spikes[256];
-    int n_spikes;
-} ref;
-
-static int read_ref(const char *name, ref *r) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.csv", TRACE_DIR, name);
-    memset(r, 0, sizeof *r);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    char line[4096];
-    int cap = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "# spikes", 8)) {
-            char *p = line + 8;
-            char *end;
-            for (double x = strtod(p, &end); end != p && r->n_spikes < 256; x = strtod(p, &end)) {
-                r->spikes[r->n_spikes++] = x;
-                p = end;
-            }
-            continue;
-        }
-        if (line[0] == '#') continue;
-        if (line[0] == 't') {
-            r->cols = strstr(line, "cai") ? 4 : strstr(line, "probe") ? 3 : 2;
-            continue;
-        }
-        if (r->n == cap) {
-            cap = cap ? 2 * cap : 4096;
-            double *nr = realloc(r->row, (size_t)cap * 4 * sizeof *nr);
-            if (!nr) { fclose(f); return -1; }
-            r->row = nr;
-        }
-        double *x = r->row + 4 * r->n;
-        x[2] = x[3] = 0;
-        if (sscanf(line, "%lf,%lf,%lf,%lf", &x[0], &x[1], &x[2], &x[3]) < 2) { fclose(f); return -1; }
-        r->n++;
-    }
-    fclose(f);
-    return 0;
-}
 
 static void run_case(ns_mech_library_t *const *libs, int n_libs, const tcase *tc) {
     comp c;

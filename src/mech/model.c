@@ -738,10 +738,15 @@ void ns_sim_model_free(sim_model *m) {
     free(m);
 }
 
-/* NEURON's type order of the built-in set: pas (type 4), [IClamp 7], ExpSyn
- * (9), Exp2Syn (10), hh (17) in NEURON 9.0.2 (h.MechanismType's
- * internal_type()), then the library's other mechanisms in catalogue order
- * (file names, nrnivmodl's order). */
+/* NEURON's type order (memb_order_, NEURON 9.0.2): pas (type 4), then every
+ * mechanism that writes an ion's concentration (WRITE xi or xo: nocmodl's
+ * nrn_writes_conc), then [IClamp 7], ExpSyn (9), Exp2Syn (10), hh (17)
+ * (h.MechanismType's internal_type()), then the library's other mechanisms
+ * in catalogue order (file names, nrnivmodl's registration order). NEURON's
+ * nrn_writes_conc puts each writer right after the ions (types 6 on, after
+ * pas and extracellular) as it registers, so the writers run in reverse
+ * registration order. One key per catalogue entry `desc` of `n_lib`; the
+ * writers' keys are 1..n_lib, those of the rest above them. */
 static int type_rank(const char *name) {
     static const char *const builtin[] = {"pas", "ExpSyn", "Exp2Syn", "hh"};
     for (int k = 0; k < 4; ++k)
@@ -749,12 +754,20 @@ static int type_rank(const char *name) {
     return 4;
 }
 
-static int32_t key_of(const char *name, int32_t desc) {
-    const int rank = type_rank(name);
-    return rank < 4 ? rank : 4 + desc;
+static int writes_concentration(const ns_mech_desc *d) {
+    for (int j = 0; j < d->n_ions; ++j)
+        if (d->ions[j].flags & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO)) return 1;
+    return 0;
 }
 
-int32_t ns_sim_model_key(const sim_model *m, int32_t desc) { return key_of(m->descs[desc]->name, desc); }
+static int32_t key_of(const ns_mech_desc *d, int32_t desc, int32_t n_lib) {
+    const int rank = type_rank(d->name);
+    if (rank == 0) return 0;
+    if (writes_concentration(d)) return 1 + (n_lib - 1 - desc);
+    return n_lib + (rank < 4 ? rank : 4 + desc);
+}
+
+int32_t ns_sim_model_key(const sim_model *m, int32_t desc) { return key_of(m->descs[desc], desc, m->n_descs); }
 
 int32_t ns_sim_model_find(const sim_model *m, const char *name) {
     for (int32_t k = 0; k < m->n_descs; ++k)
@@ -887,16 +900,20 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
             }
     r->mechs = calloc((size_t)(n_used > 0 ? n_used : 1), sizeof *r->mechs);
     if (!r->mechs) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
-    for (int rank = 0; rank <= 4 && st == NS_OK; ++rank)
-        for (int k = 0; k < n_lib; ++k) {
-            if (lib_to[k] < 0) continue;
-            const ns_mech_desc *d = first->descs[k];
-            if (type_rank(d->name) != rank) continue;
-            lib_to[k] = r->n_mechs;
-            r->mechs[r->n_mechs].key = key_of(d->name, k);
-            r->mechs[r->n_mechs++].desc = d;
-            if (rank == 0) r->n_before_clamp = r->n_mechs;
-        }
+    /* by key (the keys are distinct); IClamp follows pas and the writers */
+    for (int32_t last = -1; st == NS_OK;) {
+        int next = -1;
+        for (int k = 0; k < n_lib; ++k)
+            if (lib_to[k] >= 0 && key_of(first->descs[k], k, n_lib) > last &&
+                (next < 0 || key_of(first->descs[k], k, n_lib) < key_of(first->descs[next], next, n_lib)))
+                next = k;
+        if (next < 0) break;
+        last = key_of(first->descs[next], next, n_lib);
+        lib_to[next] = r->n_mechs;
+        r->mechs[r->n_mechs].key = last;
+        r->mechs[r->n_mechs++].desc = first->descs[next];
+        if (last <= n_lib) r->n_before_clamp = r->n_mechs;
+    }
     /* ions and globals */
     for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
         sim_mech *sm = &r->mechs[m];

@@ -39,7 +39,7 @@ typedef struct sim_mech_shape {
 typedef struct sim_model {
     int32_t n_mechs;
     sim_mech *mechs;
-    int32_t n_before_clamp;    /* mechanisms before IClamp in NEURON's type order (pas) */
+    int32_t n_before_clamp;    /* mechanisms before IClamp in NEURON's type order (pas, the concentration writers) */
     int32_t n_ions;
     sim_ion ions[NS_SIM_IONS_MAX];
     int32_t n_shapes;

@@ -321,15 +321,19 @@ static void call(mech_block *mb, ns_mech_fn fn, double *v, double *rhs, double *
 
 void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w,
                          const int32_t *pos, double *v, double dt, double celsius) {
-    /* ions from the model's values (NEURON's defaults where it gives none) */
+    /* ions from the model's values (NEURON's defaults where it gives none);
+     * i and didv 0, as a new ion's in NEURON (an INITIAL may read i: cabuf's
+     * STEADYSTATE reads ica) and as the GPU path uploads them */
     const double *init = model->ion_init[shape];
-    for (int32_t j = 0; j < model->n_ions; ++j)
+    for (int32_t j = 0; j < model->n_ions; ++j) {
         for (int q = 0; q < 3; ++q) {
             double *dst = b->ion + (size_t)(5 * j + q) * (size_t)b->nw;
             const double *src = init + (size_t)(3 * j + q) * (size_t)n;
             for (int32_t i = 0; i < n; ++i)
                 for (int32_t l = 0; l < w; ++l) dst[(int64_t)position(pos, i) * w + l] = src[i];
         }
+        memset(b->ion + (size_t)(5 * j + 3) * (size_t)b->nw, 0, 2 * (size_t)b->nw * sizeof *b->ion);
+    }
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         const ns_mech_desc *d = model->mechs[k].desc;
         const sim_mech_shape *ms = &model->per_shape[(size_t)shape * model->n_mechs + k];
