@@ -18,7 +18,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (t.ncol < 1 || t.ncol > NS_SON_TABLE_MAX_COLUMNS || t.nrow > NS_SON_TABLE_MAX_TYPES) abort();
     if (ns_son_table_col(&t, id_col) != 0) abort();
-    volatile size_t n = 0;
     for (int64_t r = 0; r < t.nrow; ++r) {
         if (ns_son_table_row(&t, t.id[r]) != r) abort(); /* ids are unique */
         for (int c = 0; c < t.ncol; ++c) {
@@ -26,7 +25,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (v) {
                 const size_t k = strlen(v);
                 if (k == 0 || k > NS_SON_TABLE_MAX_FIELD) abort();
-                n += k;
             }
         }
     }
