@@ -1,5 +1,5 @@
 /* neurosolve bench KIND: dispatches to the benchmark of each solver family.
- * One table drives the dispatch and `bench --help` (tests/test_cli.py
+ * One table drives the dispatch and `bench --help` (tests/cli/test_cli.py
  * checks that docs/cli.md has a section for every entry). */
 #include <string.h>
 

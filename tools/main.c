@@ -1,5 +1,5 @@
 /* neurosolve: the command-line tool. Dispatches to one file per subcommand;
- * this table drives the dispatch and `--help` (tests/test_cli.py checks that
+ * this table drives the dispatch and `--help` (tests/cli/test_cli.py checks that
  * docs/cli.md has a section for every command). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -19,7 +19,7 @@ Import3d_Section.id). Usage:
 
 Prints one line per file with the largest relative differences; with
 --write-ref it stores NEURON's per-section numbers as <name>.csv for the C
-test (tests/test_discretize.c), which then runs without NEURON.
+test (tests/morph/test_discretize.c), which then runs without NEURON.
 """
 import argparse
 import json

@@ -5,7 +5,7 @@ Ra 35.4, cm 1, nseg per section by the d_lambda rule, 0.1 at 100 Hz) and
 prints one line per segment: the SWC id of the section's first own point
 (the key of ns_section_info.first_point_id), the segment's x and
 h.distance(root(0.5), seg) [um], the root being Import3d's first section.
-tests/test_sim_model.c compares the distances of model expressions in d
+tests/mech/test_sim_model.c compares the distances of model expressions in d
 (ns_sim_model_resolve) with this output (tests/data/neuron_distances/).
 
 Usage: python3 validation/neuron_distances.py FILE.swc > tests/data/neuron_distances/NAME.csv

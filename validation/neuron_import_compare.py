@@ -87,7 +87,7 @@ def child(a):
 
 def write_refs(a, d, cmd):
     """DIR/NAME_neuron.csv: NEURON's soma trace every 0.1 ms and its NetCon spike times, next to
-    the written files (tests/test_neuron_import.py replays them without NEURON)."""
+    the written files (tests/neuron/test_neuron_import.py replays them without NEURON)."""
     every = max(1, int(round(0.1 / (d["t"][1] - d["t"][0]))))
     rel = [os.path.relpath(x, a.refs) if os.path.isabs(x) and x.startswith(os.path.abspath(a.refs)) else x
            for x in d["command"][1:]]

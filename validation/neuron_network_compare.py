@@ -33,7 +33,7 @@ cells' detectors (0 .. n_cells - 1), then the trains.
 Written: OUT.csv, the network as '# key = value' lines (cell, synapse,
 train, connect), then `source,time` rows in time order; and OUT.net, the same
 network as a network file (docs/networks.md, "Network files"), which
-tests/test_sim_network.c reads with ns_network_read. `net OUT.csv` writes
+tests/net/test_sim_network.c reads with ns_network_read. `net OUT.csv` writes
 OUT.net from an existing OUT.csv (no NEURON needed).
 
 Usage: python3 validation/neuron_network_compare.py ring|short|random MORPHOLOGY_DIR OUT.csv

@@ -18,7 +18,7 @@ crossings of -20 mV at soma(0.5), linearly interpolated between the two
 steps (the same rule as neurosolve's).
 
   --refs DIR           write DIR/<name>.csv: the traces every 0.1 ms, the
-                       protocol and NEURON's spike times (tests/test_cable_neuron.c
+                       protocol and NEURON's spike times (tests/sim/test_cable_neuron.c
                        reads them; tests/data/neuron_traces/ is made this way)
   --neurosolve BIN     also run `BIN simulate` with the same protocol and
                        print per morphology: spikes, the largest spike-time

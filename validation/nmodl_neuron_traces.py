@@ -8,7 +8,7 @@ tests/data/nmodl/CASE.csv: '#' header lines (NEURON version, the case), then
 t, v [mV] (and cai [mM], eca [mV] where calcium is dynamic, or a probed
 variable of a mechanism without a current) every 4th step,
 and a '# spikes' line with the upward 0 mV crossings of the full-resolution
-trace (linear interpolation). tests/test_nmodl_neuron.c reads them.
+trace (linear interpolation). tests/nmodl/test_nmodl_neuron.c reads them.
 
 The BBP files are Arbor's versions, which differ from what NEURON's nocmodl
 accepts in two ways, so the copies compiled here get (1) FUNCTION exprelr(x)
@@ -89,8 +89,8 @@ CASES = {
     "minipump_ss": (6.3, -65, 40, {"pas": {}, "minipump": {"run_steady_state": 1}}, [(5, 20, 0.1)], [], None, {},
                     False, "Z"),
     # NEURON runs a mechanism that writes a concentration (cabuf) before the others, whatever its
-    # name (memb_order_, nrn_writes_conc): tests/test_nmodl_neuron.c lists it second;
-    # tests/test_sim_conc_order.c runs it in the simulation, which orders it so itself
+    # name (memb_order_, nrn_writes_conc): tests/nmodl/test_nmodl_neuron.c lists it second;
+    # tests/mech/test_sim_conc_order.c runs it in the simulation, which orders it so itself
     "cabuf": (34, -70, 200, {"pas": {"g": 1e-4, "e": -70}, "Ca_HVA": {"gCa_HVAbar": 0.002},
                              "SK_E2": {"gSK_E2bar": 0.01}, "cabuf": {}},
               [(20, 100, 0.3)], [], None, {"ek": -85}, True),

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The values NEURON's translator gives UNITS-block constants, for the
-translator's tests (tests/test_nmodl.c, `UNITS_REF`).
+translator's tests (tests/nmodl/test_nmodl.c, `UNITS_REF`).
 
 Writes one .mod file with a constant per (units) (units) pair below (after the
 definitions DEFS), runs
@@ -25,7 +25,7 @@ PAIRS = [
     ("e", "millicoulomb"), ("1", "1/mole"),
     ("1", "mM"), ("um", "m"), ("faraday", "joule"), ("1", "liter"),  # the file's definitions; no dimension check
 ]
-# definitions the file's UNITS block makes first (tests/test_nmodl.c writes the same)
+# definitions the file's UNITS block makes first (tests/nmodl/test_nmodl.c writes the same)
 DEFS = "(mM) = (milli/liter) (um) = (micron)"
 
 

@@ -31,7 +31,7 @@ below), writes the index of each synapse's section, and builds the NEURON
 network from those indices, so NEURON's raster checks the numbering. It
 also writes section_order.csv: for several morphologies with axons and
 apical dendrites, every `all` index with the SWC id of the section's first
-point (tests/test_sonata.c checks neurosolve's mapping against it).
+point (tests/io/test_sonata.c checks neurosolve's mapping against it).
 
 Needs NEURON 9.0.2 and h5py:
   PYTHONPATH=.whl/site VENV/bin/python validation/sonata_network.py data/morphologies tests/data/sonata

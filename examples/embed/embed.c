@@ -7,7 +7,7 @@
  * against the sequential reference solve of every cell. Without CUDA, or
  * without a usable GPU, the same loop runs on host arrays
  * (ns_hines_solver_solve). Built against the installed package by
- * tests/scripts/consumer.cmake and run in CI; on a GPU machine it takes the
+ * tests/install/scripts/consumer.cmake and run in CI; on a GPU machine it takes the
  * device path.
  *
  * usage: embed MORPHOLOGY_DIR [cells] [steps]        exit 0: checked */

@@ -36,7 +36,7 @@ extern "C" {
  * a polynomial of degree 11 (its error below 2^-55 of the result), then 2^k in two factors (so that results down to the smallest subnormal
  * and up to DBL_MAX come out). Within 1 ulp of the C library's exp; where
  * they differ the last bit does (docs/simulation.md, "CPU loop": the effect
- * on traces; tests/test_exp_lanes.c checks it). NaN in, NaN out; below
+ * on traces; tests/sim/test_exp_lanes.c checks it). NaN in, NaN out; below
  * -745.2: 0; above 709.8: Inf. */
 static inline NS_MECH_ALWAYS_INLINE double ns_mech_exp(double x) {
     const double inv_ln2 = 1.4426950408889634074, shift = 6755399441055744.0; /* 1.5 * 2^52 */

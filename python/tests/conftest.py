@@ -1,7 +1,7 @@
 """Shared paths and fixtures of the Python tests (python/tests/).
 
 The tests import the neurosolve package found first on sys.path: the in-tree
-build (make test: tests/python.cmake sets PYTHONPATH to build/python) or an
+build (make test: tests/python/python.cmake sets PYTHONPATH to build/python) or an
 installed one (pip install .). NS_CLI names the neurosolve command for the
 comparisons with its results (set by ctest); without it those tests skip.
 """

@@ -1,6 +1,6 @@
 """Every ```python block of docs/python.md and README.md runs (from the repository root);
 blocks whose first line is `# needs a GPU` run only where there is one. The shell commands of
-README.md and docs/*.md: tests/test_doc_commands.py (ctest doc_commands)."""
+README.md and docs/*.md: tests/cli/test_doc_commands.py (ctest doc_commands)."""
 import os
 import re
 

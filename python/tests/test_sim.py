@@ -1,6 +1,6 @@
 """The simulation from Python against NEURON 9's stored traces
 (tests/data/neuron_traces, the protocol and tolerances of
-tests/test_cable_neuron.c), parameters, state and bad input."""
+tests/sim/test_cable_neuron.c), parameters, state and bad input."""
 import glob
 import os
 
@@ -128,7 +128,7 @@ def check_coupling(sim, twin, read, write):
     """read_var against the Flat concatenation of state(c) (the per-cell
     accessor, an independent path); write_var seen by state(c) at once; then
     a coupling step (the same change written to both) gives the same traces.
-    tests/test_sim_state.c checks write_var against ns_sim_set_state."""
+    tests/sim/test_sim_state.c checks write_var against ns_sim_set_state."""
     n = sim.compartments
     want = {k: np.concatenate([twin.state(c)[k] for c in range(3)]) for k in "vmhn"}
     for k in "vmhn":

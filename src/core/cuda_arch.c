@@ -1,5 +1,5 @@
 /* Which GPUs the CUDA code of this build runs on (core/cuda_arch.h). Plain
- * C, compiled in every build, so that tests/test_cuda_arch.c runs without a
+ * C, compiled in every build, so that tests/core/test_cuda_arch.c runs without a
  * GPU. */
 #include "core/cuda_arch.h"
 

@@ -1,5 +1,5 @@
 /* Private: host-side planning of the mixed-shape GPU methods (issue 5).
- * Needs no CUDA, so CI tests it on the CPU (tests/test_hines_mixed.c).
+ * Needs no CUDA, so CI tests it on the CPU (tests/hines/test_hines_mixed.c).
  *
  * 1. ns_mixed_shapes_build: each shape is re-rooted at its centre (the node
  *    of least eccentricity, counted in compartments), renumbered so that

@@ -1,6 +1,6 @@
 /* Private: the `auto` rule of the CUDA backend's Hines methods, a pure
  * function of the batch's shape and the device's shared memory, so that the
- * decision is unit-tested without a GPU (tests/test_policy.c). The rule
+ * decision is unit-tested without a GPU (tests/core/test_policy.c). The rule
  * and its measurements: docs/methods.md, "The auto rule". */
 #ifndef NS_HINES_POLICY_H
 #define NS_HINES_POLICY_H

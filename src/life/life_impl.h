@@ -179,7 +179,7 @@ struct ns_life_backend_ops {
 const ns_life_backend_ops *ns_life_cpu_backend(void);
 const ns_life_backend_ops *ns_life_cuda_backend(void); /* NULL without CUDA (src/life/nocuda) */
 
-/* LiFE's auto policy (a pure function, tests/test_policy.c) and the
+/* LiFE's auto policy (a pure function, tests/core/test_policy.c) and the
  * backend's implementation from the registry. */
 ns_backend ns_life_auto_backend(int usable_gpus);
 ns_impl_table ns_life_impls(void);

@@ -181,7 +181,7 @@ ns_status ns_mpi_batch_random_values(const ns_mpi_batch_t *batch, uint64_t seed,
     const int32_t *shape = ns_batch_cell_shape(batch->local);
     /* The same draws as ns_batch_random_values: one stream per global cell,
      * so a cell's values do not depend on which process holds it
-     * (tests/test_mpi_batch.c compares the two). */
+     * (tests/mpi/test_mpi_batch.c compares the two). */
     for (int64_t k = 0; k < batch->n_local; ++k) {
         const int64_t o = off[k];
         ns_hines_random_cell(ns_batch_shape(batch->local, shape[k]), seed,

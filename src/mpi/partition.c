@@ -1,5 +1,5 @@
 /* Partitions of work over processes. Pure functions: no MPI calls, so that
- * they are tested on their own (tests/test_mpi_partition.c). */
+ * they are tested on their own (tests/mpi/test_mpi_partition.c). */
 #include <stdlib.h>
 
 #include "core/error.h"

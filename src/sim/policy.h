@@ -1,6 +1,6 @@
 /* Private: which GPU loop runs a shape group of the simulation (`auto`),
  * as a pure function of what the loops' planning measured, so that the
- * decision is unit-tested without a GPU (tests/test_policy.c). The rule and
+ * decision is unit-tested without a GPU (tests/core/test_policy.c). The rule and
  * the measurements behind it: docs/simulation.md, "GPU loops". */
 #ifndef NS_CABLE_SIM_POLICY_H
 #define NS_CABLE_SIM_POLICY_H

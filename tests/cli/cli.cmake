@@ -2,7 +2,7 @@
 # issue's acceptance check on every bundled morphology.
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 add_test(NAME cli_tool
-  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.py
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_cli.py
           $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli_tool PROPERTIES TIMEOUT 600)
 
@@ -20,14 +20,14 @@ set_tests_properties(cli_solve_bundled_check cli_solve_bundled_random PROPERTIES
 # One exit-code rule: --help on every command and subcommand exits 0; every
 # option's out-of-range values exit 2 before any work (docs/cli.md).
 add_test(NAME cli_exit_codes
-  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_exit_codes.py
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_cli_exit_codes.py
           $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli_exit_codes PROPERTIES TIMEOUT 600)
 
 # simulate --checkpoint/--resume (bit-identical continuation), the partial
 # files of an interrupted run (SIGINT, NaN), errors that name their input.
 add_test(NAME cli_harden
-  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_harden.py
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_cli_harden.py
           $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli_harden PROPERTIES TIMEOUT 600)
 
@@ -35,7 +35,7 @@ set_tests_properties(cli_harden PROPERTIES TIMEOUT 600)
 # NEURON's section names against NEURON 9's Import3d (tests/data/
 # neuron_section_names.csv, validation/neuron_section_names.py), morph --sections.
 add_test(NAME cli_inputs
-  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_inputs.py
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_cli_inputs.py
           $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli_inputs PROPERTIES TIMEOUT 300)
 
@@ -43,6 +43,6 @@ set_tests_properties(cli_inputs PROPERTIES TIMEOUT 300)
 # but those the test's allow-list excludes with a reason (GPU, MPI, NEURON,
 # builds, downloads); each error example fails with its documented line.
 add_test(NAME doc_commands
-  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_doc_commands.py
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_doc_commands.py
           $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(doc_commands PROPERTIES TIMEOUT 600)

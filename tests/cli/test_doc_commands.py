@@ -48,7 +48,7 @@ EXCLUDED = [
     (r"neuron_import_compare\.py|imported/", "needs NEURON (not installed in CI): neuron_import_cpu and "
                                               "python/tests/test_neuron_import.py check the import without it"),
     (r"mechanisms build data/mechanisms/bbp\b", "compiles the 13 BBP mechanisms (about a minute on 2 cores): "
-                                                "tests/test_cli_model.py builds mechanism libraries"),
+                                                "tests/cli/test_cli_model.py builds mechanism libraries"),
     (r"--mechanisms libbbp\.so", "needs libbbp.so from the excluded `mechanisms build data/mechanisms/bbp`"),
     (r"--params l5\.params|--model l5\.model", "names the files the text before it writes (l5.params, l5.model)"),
     (r"^bash \.ci/run\b", "CI itself (26 minutes)"),

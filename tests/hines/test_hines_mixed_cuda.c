@@ -11,7 +11,7 @@
 
 /* The fine-grained kernel variant of this run (argv[1]: "never" keeps every
  * group in device memory, "ab" keeps a and b in shared memory too;
- * tests/hines_mixed.cmake runs all three). */
+ * tests/hines/hines_mixed.cmake runs all three). */
 static int32_t fine_mode = NS_FINE_SHARED_AUTO;
 
 static const ns_hines_method methods[] = {NS_HINES_FLAT, NS_HINES_INTERLEAVED,

@@ -8,4 +8,4 @@ add_test(NAME headers_standalone
     -DINCLUDE_DIR=${PROJECT_SOURCE_DIR}/include
     -DGENERATED_INCLUDE_DIR=${PROJECT_BINARY_DIR}/include
     -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/headers
-    -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_headers.cmake)
+    -P ${CMAKE_CURRENT_LIST_DIR}/scripts/check_headers.cmake)

@@ -1,6 +1,6 @@
 # A shared libneurosolve (and libneurosolve_mpi) exports the public API and
 # nothing else: every exported symbol starts with ns_, every NS_API function
-# of the headers is exported, and nothing else is (tests/scripts/check_symbols.cmake).
+# of the headers is exported, and nothing else is (tests/install/scripts/check_symbols.cmake).
 if(NOT BUILD_SHARED_LIBS OR NOT CMAKE_NM)
   return()
 endif()
@@ -13,5 +13,5 @@ add_test(NAME exported_symbols
     -DNM=${CMAKE_NM}
     "-DLIBRARIES=${_ns_symbol_libs}"
     "-DHEADERS=${PROJECT_SOURCE_DIR}/include/neurosolve;${PROJECT_BINARY_DIR}/include/neurosolve;${PROJECT_SOURCE_DIR}/src"
-    -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_symbols.cmake)
+    -P ${CMAKE_CURRENT_LIST_DIR}/scripts/check_symbols.cmake)
 set_tests_properties(exported_symbols PROPERTIES LABELS "install")

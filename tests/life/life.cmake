@@ -11,7 +11,7 @@ endforeach()
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)
   add_test(NAME life_cli
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_life_cli.py
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_life_cli.py
             $<TARGET_FILE:neurosolve_cli>)
   set_tests_properties(life_cli PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "OMP_WAIT_POLICY=passive")
@@ -21,7 +21,7 @@ endif()
 # against one computed from life fit's weights (about 5 s of CPU).
 if(Python3_FOUND)
   add_test(NAME life_phantom
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_life_phantom.py
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_life_phantom.py
             $<TARGET_FILE:neurosolve_cli>)
   set_tests_properties(life_phantom PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "OMP_WAIT_POLICY=passive")

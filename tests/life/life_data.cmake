@@ -3,7 +3,7 @@
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)
   add_test(NAME life_data_cli
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_life_data_cli.py
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_life_data_cli.py
             $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR}/data/life)
   set_tests_properties(life_data_cli PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "OMP_WAIT_POLICY=passive")

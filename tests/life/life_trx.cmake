@@ -8,7 +8,7 @@ endif()
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND AND TARGET test_life_trx)
   add_test(NAME life_trx_py
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_life_trx.py
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_life_trx.py
             $<TARGET_FILE:test_life_trx> ${PROJECT_SOURCE_DIR}/tests/data/trx)
   set_tests_properties(life_trx_py PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 endif()

@@ -7,7 +7,8 @@ import os
 import shutil
 import sys
 
-from cli_harness import Harness
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from cli_harness import Harness  # noqa: E402
 import tempfile
 
 try:

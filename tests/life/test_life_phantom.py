@@ -17,7 +17,7 @@ independently with numpy (docs/life.md, "Pruning quality"):
   connection groups of `life build --parcels` recomputed from the .tck end points; bad
   parcellations and groups files refused.
 
-    python3 tests/test_life_phantom.py NEUROSOLVE
+    python3 tests/life/test_life_phantom.py NEUROSOLVE
 Exit 77 (skip) without numpy."""
 import json
 import os

@@ -2,7 +2,7 @@
  * 77 without one; test_sim_model.c covers the built-in mechanisms):
  *   1. BBP's channels (data/mechanisms/bbp) on one compartment in the
  *      simulation's model loop against the independent one-compartment
- *      driver of tests/nmodl_driver.h (NEURON's order, validated against
+ *      driver of tests/common/nmodl_driver.h (NEURON's order, validated against
  *      NEURON 9.0.2 by test_nmodl_neuron.c): v and cai over 100 ms;
  *   2. an ion of the library's own (USEION x ... VALENCE 1) without NEURON's
  *      defaults: refused until the model gives its values, then used;

@@ -4,14 +4,15 @@
 # as a singleton (the generic registration) and here again under mpirun with
 # 1, 2 and 4 processes. --oversubscribe: CI has 2 cores;
 # --allow-run-as-root: CI runs as root.
-file(GLOB NS_MPI_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/test_mpi_*.c)
+file(GLOB NS_MPI_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/test_mpi_*.c)
 if(NOT NS_HAVE_MPI)
   return()
 endif()
 
 # The MPI header compiles alone too (as C11 and C++), with MPI's include
 # directories as system directories (OpenMPI's C++ bindings are not
-# -Wpedantic clean); tests/scripts/check_headers.cmake skips it otherwise.
+# -Wpedantic clean); tests/install/scripts/check_headers.cmake skips it otherwise.
+find_program(NS_CXX_FOR_TESTS NAMES c++ g++ clang++)
 add_test(NAME headers_standalone_mpi
   COMMAND ${CMAKE_COMMAND}
     -DC_COMPILER=${CMAKE_C_COMPILER}
@@ -21,7 +22,7 @@ add_test(NAME headers_standalone_mpi
     -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/headers_mpi
     "-DMPI_INCLUDE_DIRS=${MPI_C_INCLUDE_DIRS}"
     -DONLY_HEADER=mpi
-    -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_headers.cmake)
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/install/scripts/check_headers.cmake)
 
 set(NS_MPIEXEC ${MPIEXEC_EXECUTABLE})
 set(NS_MPIEXEC_FLAGS ${MPIEXEC_PREFLAGS})
@@ -69,12 +70,12 @@ endforeach()
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)
   add_test(NAME mpi_cli
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_mpi_cli.py
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_mpi_cli.py
             $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR} ${NS_MPIEXEC} ${NS_MPIEXEC_FLAGS})
   set_tests_properties(mpi_cli PROPERTIES TIMEOUT 600 PROCESSORS 2 ENVIRONMENT "${NS_MPI_TEST_ENV}" LABELS mpi_np)
   # simulate --network under mpirun: the same files as one process, NEURON's raster, bad input
   add_test(NAME mpi_cli_network
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_mpi_cli_network.py
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_mpi_cli_network.py
             $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR} ${NS_MPIEXEC} ${NS_MPIEXEC_FLAGS})
   set_tests_properties(mpi_cli_network PROPERTIES TIMEOUT 600 PROCESSORS 2 ENVIRONMENT "${NS_MPI_TEST_ENV}"
                        LABELS mpi_np)

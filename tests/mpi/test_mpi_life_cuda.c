@@ -7,7 +7,7 @@
  *     rank, no noise), and loosely the true weights (the independent
  *     reference);
  *   - the single-process CPU fit after a fixed 50 updates, within 1e-9 (the
- *     tolerance of tests/test_life_cuda.c: GPU and CPU products round
+ *     tolerance of tests/life/test_life_cuda.c: GPU and CPU products round
  *     differently, and the steps of SBBNNLS amplify that over the updates);
  *   - every process holds the same weights, bit for bit;
  *   - a bad start on the last rank ends every process, already inside the
@@ -134,7 +134,7 @@ int main(int argc, char **argv) {
         return 77;
     }
 
-    /* to convergence (the model of tests/test_mpi_life.c) */
+    /* to convergence (the model of tests/mpi/test_mpi_life.c) */
     ns_life_model_t *g = tiny_model(12, 7, 40, 8, 0.0, 3);
     CHECK(g != NULL);
     if (!g) return mpi_test_finish("test_mpi_life_cuda");

@@ -6,7 +6,7 @@
 # test is skipped (exit 77, saying why) when pytest, numpy or scipy is missing.
 if(NS_PYTHON_BUILT)
   add_test(NAME python_pytest
-    COMMAND ${NS_PYTHON_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/run_pytest.py
+    COMMAND ${NS_PYTHON_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/run_pytest.py
             ${PROJECT_SOURCE_DIR}/python/tests -q -rs -p no:cacheprovider)
   set_tests_properties(python_pytest PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
     ENVIRONMENT "PYTHONPATH=${PROJECT_BINARY_DIR}/python;NS_CLI=$<TARGET_FILE:neurosolve_cli>;OMP_WAIT_POLICY=passive")

@@ -1,4 +1,4 @@
-"""Run pytest on the Python package's tests (tests/python.cmake): exit 77
+"""Run pytest on the Python package's tests (tests/python/python.cmake): exit 77
 (ctest's skip) with a message when pytest, numpy or scipy is not installed,
 and check that the package imported is the one this build made (PYTHONPATH)."""
 import importlib.util

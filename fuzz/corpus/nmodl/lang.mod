@@ -2,7 +2,7 @@ TITLE lang: NMODL constructs that real files use, for the translator's tests
 COMMENT
 neurosolve's own file (BSD-3-Clause, as the project), not a model of anything:
 a sodium-like current and a leak written with the constructs of NEURON's
-language that published .mod files use and that tests/test_nmodl_neuron.c
+language that published .mod files use and that tests/nmodl/test_nmodl_neuron.c
 compares with NEURON 9.0.2 (validation/nmodl_neuron_traces.py).
 ENDCOMMENT
 

@@ -1,5 +1,5 @@
 /* Private: exp in arithmetic the compiler vectorises, for the CPU loop
- * (sim/cpu/step.c) and its test (tests/test_exp_lanes.c). Include it only in
+ * (sim/cpu/step.c) and its test (tests/sim/test_exp_lanes.c). Include it only in
  * files compiled without contraction into fused multiply-adds
  * (-ffp-contract=off), so that every build computes the same values. */
 #ifndef NS_CABLE_EXP_LANES_H
@@ -17,7 +17,7 @@
  * ns_mech_exp (include/neurosolve/mechanism.h, where its derivation is),
  * which the generated mechanisms' host code calls too. Within 1 ulp of the
  * C library's exp (docs/simulation.md, "CPU loop": the effect on traces;
- * tests/test_exp_lanes.c checks it). */
+ * tests/sim/test_exp_lanes.c checks it). */
 NS_ALWAYS_INLINE double exp_lanes(double x) { return ns_mech_exp(x); }
 
 #endif

@@ -1,5 +1,5 @@
 /* Private: the CPU simulation loop's decisions (sim/cpu/step.c) as pure
- * functions, unit-tested in tests/test_policy.c: how many cells of a shape
+ * functions, unit-tested in tests/core/test_policy.c: how many cells of a shape
  * share one lane block, how many threads run, and which thread runs which
  * block. The rules and the measurements behind them: docs/simulation.md,
  * "CPU loop". */

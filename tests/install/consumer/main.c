@@ -1,6 +1,6 @@
 /* A program that uses an installed neurosolve as any project would: built
- * by tests/consumer/CMakeLists.txt (find_package) or by hand with
- * pkg-config (tests/scripts/consumer.cmake). It solves a batch of random
+ * by tests/install/consumer/CMakeLists.txt (find_package) or by hand with
+ * pkg-config (tests/install/scripts/consumer.cmake). It solves a batch of random
  * Hines systems with the auto method and with a GPU method (which, in a
  * static CUDA build, pulls the CUDA objects and runtime into the link),
  * and checks both against the sequential reference. Exit 0 on success. */

@@ -9,7 +9,7 @@ if(DEFINED GENERATED_INCLUDE_DIR)
   list(APPEND include_flags -I${GENERATED_INCLUDE_DIR})
 endif()
 # neurosolve/mpi.h needs MPI's headers: checked only by the run that passes
-# MPI_INCLUDE_DIRS (tests/mpi.cmake, ONLY_HEADER=mpi), as system directories.
+# MPI_INCLUDE_DIRS (tests/mpi/mpi.cmake, ONLY_HEADER=mpi), as system directories.
 set(extra_flags "")
 if(DEFINED MPI_INCLUDE_DIRS)
   foreach(dir ${MPI_INCLUDE_DIRS})

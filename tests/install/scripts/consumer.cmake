@@ -1,7 +1,7 @@
 # Install BUILD_DIR, move the installed tree, then build and run the
 # consumer (CONSUMER_SOURCE) against it twice: with find_package(neurosolve)
 # and with pkg-config (--static unless SHARED); and configure neurosolve
-# (SOURCE_DIR) as a subproject. tests/consumer.cmake.
+# (SOURCE_DIR) as a subproject. tests/install/consumer.cmake.
 cmake_minimum_required(VERSION 3.20)
 function(run what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
