@@ -177,6 +177,28 @@ static inline double td_max_error(const td_set *t, const td_place *p, int f32, c
     return worst;
 }
 
+/* One solve of `t` on host arrays by `solver` (made with precision f32): the
+ * systems scattered at `p` into arrays of the solver's length, NaN in the
+ * gaps, then solved (checked). Returns x (malloc'd; the caller frees it),
+ * with the largest error against `ref` (td_max_error) and how many entries
+ * the solve left other than NaN (the systems' own only, when nothing outside
+ * them is written). */
+static inline void *td_solve_host(const td_set *t, ns_tridiag_solver_t *solver, const td_place *p, int f32,
+                                  const double *ref, double *err, int64_t *written) {
+    const int64_t len = ns_tridiag_solver_length(solver);
+    const size_t es = f32 ? sizeof(float) : sizeof(double);
+    void *dl = malloc((size_t)len * es), *d = malloc((size_t)len * es), *du = malloc((size_t)len * es),
+         *x = malloc((size_t)len * es);
+    td_scatter(t, p, len, f32, NAN, dl, d, du, x);
+    CHECK_OK(f32 ? ns_tridiag_solver_solve_f32(solver, dl, d, du, x) : ns_tridiag_solver_solve(solver, dl, d, du, x));
+    *err = td_max_error(t, p, f32, x, ref);
+    *written = 0;
+    for (int64_t i = 0; i < len; ++i)
+        if (!isnan(f32 ? (double)((float *)x)[i] : ((double *)x)[i])) ++*written;
+    free(dl), free(d), free(du);
+    return x;
+}
+
 /* td_make with every system of size n. */
 static inline int td_make_fixed(td_set *t, int64_t batch, int32_t n, uint64_t seed) {
     int32_t *sizes = malloc((size_t)batch * sizeof *sizes);
