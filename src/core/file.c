@@ -1,4 +1,5 @@
-/* Reading a whole text file with a size cap (core/file.h). */
+/* Reading a whole text file with a size cap, and reading a text line by
+ * line (core/file.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,4 +46,28 @@ ns_status ns_file_read_all(const char *path, size_t max_bytes, const char *what,
     *out = buf;
     *out_n = n;
     return NS_OK;
+}
+
+int ns_lines_next(ns_lines *r, char **s) {
+    while (r->at < r->length) {
+        size_t j = r->at;
+        while (j < r->length && r->text[j] != '\n') ++j;
+        ++r->lineno;
+        if (j - r->at >= sizeof r->line) {
+            ns_fail(NS_ERR_PARSE, "%s:%ld: line longer than %zu characters", r->name, r->lineno,
+                    sizeof r->line - 1);
+            return -1;
+        }
+        memcpy(r->line, r->text + r->at, j - r->at);
+        r->line[j - r->at] = '\0';
+        r->at = j + 1;
+        char *hash = strchr(r->line, '#');
+        if (hash) *hash = '\0';
+        char *p = r->line;
+        while (*p == ' ' || *p == '\t' || *p == '\r') ++p;
+        if (*p == '\0') continue;
+        *s = p;
+        return 1;
+    }
+    return 0;
 }

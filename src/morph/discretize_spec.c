@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "neurosolve/number.h"
 #include "morph/discretize_impl.h"
 
@@ -150,23 +151,11 @@ static ns_status apply(disc_sections *S, const ns_morph_point *pts, const char *
 ns_status disc_apply_spec(disc_sections *S, const ns_morph_point *pts, const char *text, size_t length,
                           const char *name) {
     if (!name) name = "<sections>";
-    char line[1024];
-    long lineno = 0;
-    size_t i = 0;
-    while (i < length) {
-        size_t j = i;
-        while (j < length && text[j] != '\n') ++j;
-        ++lineno;
-        if (j - i >= sizeof line)
-            return ns_fail(NS_ERR_PARSE, "%s:%ld: line longer than %zu characters", name, lineno, sizeof line - 1);
-        memcpy(line, text + i, j - i);
-        line[j - i] = '\0';
-        i = j + 1;
-        char *hash = strchr(line, '#');
-        if (hash) *hash = '\0';
-        char *s = line;
-        while (*s == ' ' || *s == '\t' || *s == '\r') ++s;
-        if (*s == '\0') continue;
+    ns_lines r = {text, length, name, 0, 0, {0}};
+    char *s;
+    int got;
+    while ((got = ns_lines_next(&r, &s)) > 0) {
+        const long lineno = r.lineno;
         char *eq = strchr(s, '=');
         if (!eq) return ns_fail(NS_ERR_PARSE, "%s:%ld: expected 'key = value'", name, lineno);
         char *kend = eq;
@@ -200,5 +189,5 @@ ns_status disc_apply_spec(disc_sections *S, const ns_morph_point *pts, const cha
         ns_status st = apply(S, pts, s, value, name, lineno);
         if (st != NS_OK) return st;
     }
-    return NS_OK;
+    return got < 0 ? NS_ERR_PARSE : NS_OK;
 }

@@ -197,13 +197,9 @@ ns_status ns_sim_params_check(const ns_sim_params *p) {
     return NS_OK;
 }
 
-/* One line: strip the comment and blanks; empty lines are skipped. */
-static ns_status parse_line(ns_sim_params *p, char *line, const char *name, long lineno) {
-    char *hash = strchr(line, '#');
-    if (hash) *hash = '\0';
-    char *s = line;
-    while (*s == ' ' || *s == '\t' || *s == '\r') ++s;
-    if (*s == '\0') return NS_OK;
+/* One line without its comment, from its first character that is not blank
+ * (ns_lines_next). */
+static ns_status parse_line(ns_sim_params *p, char *s, const char *name, long lineno) {
     char *eq = strchr(s, '=');
     if (!eq) return ns_fail(NS_ERR_PARSE, "%s:%ld: expected 'key = value'", name, lineno);
     char *kend = eq;
@@ -239,23 +235,14 @@ static ns_status parse_line(ns_sim_params *p, char *line, const char *name, long
 ns_status ns_sim_params_parse(ns_sim_params *p, const char *text, size_t length, const char *name) {
     if (!p || (!text && length)) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_params_parse: NULL argument");
     if (!name) name = "<parameters>";
-    char line[1024];
-    long lineno = 0;
-    size_t i = 0;
-    while (i < length) {
-        size_t j = i;
-        while (j < length && text[j] != '\n') ++j;
-        ++lineno;
-        if (j - i >= sizeof line)
-            return ns_fail(NS_ERR_PARSE, "%s:%ld: line longer than %zu characters", name, lineno,
-                           sizeof line - 1);
-        memcpy(line, text + i, j - i);
-        line[j - i] = '\0';
-        ns_status st = parse_line(p, line, name, lineno);
+    ns_lines r = {text, length, name, 0, 0, {0}};
+    char *s;
+    int got;
+    while ((got = ns_lines_next(&r, &s)) > 0) {
+        ns_status st = parse_line(p, s, name, r.lineno);
         if (st != NS_OK) return st;
-        i = j + 1;
     }
-    return NS_OK;
+    return got < 0 ? NS_ERR_PARSE : NS_OK;
 }
 
 ns_status ns_sim_params_read(ns_sim_params *p, const char *path) {
