@@ -420,16 +420,23 @@ static ns_status st_model(ctx *c, char **tok, int n) {
     return resolve_path(c, tok[1], &net->model_file);
 }
 
+/* The start of a statement `WORD NAME CELLS LOC ...` that places items on
+ * cells: NAME's group (of `gk`), the new statement, its cells and location. */
+static ns_status placed_stmt(ctx *c, char **tok, const char *word, gkind gk, skind sk, group **g, stmt **s) {
+    ns_status st = group_for(c, tok[1], gk, g);
+    if (st == NS_OK) st = new_stmt(c, sk, s);
+    char what[96];
+    snprintf(what, sizeof what, "%s %.64s", word, tok[1]);
+    if (st == NS_OK) st = parse_ref(c, tok[2], G_CELLS, what, &(*s)->a);
+    if (st == NS_OK) st = parse_loc(c, tok[3], &(*s)->where);
+    return st;
+}
+
 static ns_status st_synapse(ctx *c, char **tok, int n) {
     if (n < 5) return FAIL(c, "expected: synapse NAME CELLS LOC MECH [PARAM=VALUE ...]");
     group *g;
     stmt *s;
-    ns_status st = group_for(c, tok[1], G_SYNAPSES, &g);
-    if (st == NS_OK) st = new_stmt(c, S_SYN, &s);
-    char what[96];
-    snprintf(what, sizeof what, "synapse %.64s", tok[1]);
-    if (st == NS_OK) st = parse_ref(c, tok[2], G_CELLS, what, &s->a);
-    if (st == NS_OK) st = parse_loc(c, tok[3], &s->where);
+    ns_status st = placed_stmt(c, tok, "synapse", G_SYNAPSES, S_SYN, &g, &s);
     if (st != NS_OK) return st;
     if (!valid_name(tok[4])) return FAIL(c, "synapse %s: '%s' is not a mechanism name", tok[1], tok[4]);
     snprintf(s->mech, sizeof s->mech, "%s", tok[4]);
@@ -456,12 +463,7 @@ static ns_status st_detector(ctx *c, char **tok, int n) {
     if (n != 5) return FAIL(c, "expected: detector NAME CELLS LOC THRESHOLD");
     group *g;
     stmt *s;
-    ns_status st = group_for(c, tok[1], G_SOURCES, &g);
-    if (st == NS_OK) st = new_stmt(c, S_DET, &s);
-    char what[96];
-    snprintf(what, sizeof what, "detector %.64s", tok[1]);
-    if (st == NS_OK) st = parse_ref(c, tok[2], G_CELLS, what, &s->a);
-    if (st == NS_OK) st = parse_loc(c, tok[3], &s->where);
+    ns_status st = placed_stmt(c, tok, "detector", G_SOURCES, S_DET, &g, &s);
     if (st != NS_OK) return st;
     if ((st = num(c, tok[4], -NS_SIM_MAX_POTENTIAL, NS_SIM_MAX_POTENTIAL, &s->threshold, "detector %s: threshold [mV]",
                   tok[1])) != NS_OK)

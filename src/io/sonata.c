@@ -387,22 +387,34 @@ static ns_status components(reader *r, const ns_json *root) {
     return NS_OK;
 }
 
+/* One networks.nodes or networks.edges entry (`what`): an object whose
+ * `file_key` names the HDF5 file and `types_key` the CSV types table (keyed by
+ * `id_column`), both resolved (h5path, csvpath: SON_PATH bytes), the table
+ * read into *types. */
+static ns_status open_entry(reader *r, const ns_json *entry, const char *what, const char *file_key,
+                            const char *types_key, const char *id_column, char *h5path, char *csvpath,
+                            ns_son_table *types) {
+    if (entry->kind != NS_JSON_OBJECT)
+        return ns_fail(NS_ERR_PARSE, "%s: %s (line %d) is %s, not an object", r->man.name, what, entry->line,
+                       ns_json_kind_name(entry->kind));
+    const char *s1, *s2;
+    ns_status st = get_string(&r->man, entry, file_key, what, 1, &s1);
+    if (st == NS_OK) st = get_string(&r->man, entry, types_key, what, 1, &s2);
+    if (st == NS_OK) st = resolve(&r->man, s1, what, h5path, SON_PATH);
+    if (st == NS_OK) st = resolve(&r->man, s2, what, csvpath, SON_PATH);
+    if (st != NS_OK) return st;
+    return ns_son_table_read(csvpath, id_column, types);
+}
+
 /* The nodes of one networks.nodes entry. */
 static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *model_path, size_t model_len,
                             char *model_from, size_t from_len) {
     char what[64], h5path[SON_PATH], csvpath[SON_PATH];
     snprintf(what, sizeof what, "networks.nodes[%d]", idx);
-    if (entry->kind != NS_JSON_OBJECT)
-        return ns_fail(NS_ERR_PARSE, "%s: %s (line %d) is %s, not an object", r->man.name, what, entry->line,
-                       ns_json_kind_name(entry->kind));
-    const char *s1, *s2;
-    ns_status st = get_string(&r->man, entry, "nodes_file", what, 1, &s1);
-    if (st == NS_OK) st = get_string(&r->man, entry, "node_types_file", what, 1, &s2);
-    if (st == NS_OK) st = resolve(&r->man, s1, what, h5path, sizeof h5path);
-    if (st == NS_OK) st = resolve(&r->man, s2, what, csvpath, sizeof csvpath);
-    if (st != NS_OK) return st;
     ns_son_table types;
-    if ((st = ns_son_table_read(csvpath, "node_type_id", &types)) != NS_OK) return st;
+    ns_status st =
+        open_entry(r, entry, what, "nodes_file", "node_types_file", "node_type_id", h5path, csvpath, &types);
+    if (st != NS_OK) return st;
     const int c_model_type = ns_son_table_col(&types, "model_type"), c_morph = ns_son_table_col(&types, "morphology"),
               c_template = ns_son_table_col(&types, "model_template"), c_proc = ns_son_table_col(&types, "model_processing");
     if (c_model_type < 0) {
@@ -850,17 +862,10 @@ static ns_status syntype_of(reader *r, const ns_son_table *types, int64_t row, c
 static ns_status read_edges(reader *r, const ns_json *entry, int idx) {
     char what[64], h5path[SON_PATH], csvpath[SON_PATH];
     snprintf(what, sizeof what, "networks.edges[%d]", idx);
-    if (entry->kind != NS_JSON_OBJECT)
-        return ns_fail(NS_ERR_PARSE, "%s: %s (line %d) is %s, not an object", r->man.name, what, entry->line,
-                       ns_json_kind_name(entry->kind));
-    const char *s1, *s2;
-    ns_status st = get_string(&r->man, entry, "edges_file", what, 1, &s1);
-    if (st == NS_OK) st = get_string(&r->man, entry, "edge_types_file", what, 1, &s2);
-    if (st == NS_OK) st = resolve(&r->man, s1, what, h5path, sizeof h5path);
-    if (st == NS_OK) st = resolve(&r->man, s2, what, csvpath, sizeof csvpath);
-    if (st != NS_OK) return st;
     ns_son_table types;
-    if ((st = ns_son_table_read(csvpath, "edge_type_id", &types)) != NS_OK) return st;
+    ns_status st =
+        open_entry(r, entry, what, "edges_file", "edge_types_file", "edge_type_id", h5path, csvpath, &types);
+    if (st != NS_OK) return st;
     /* every type's synapse, checked before any edge */
     ns_netbuild_syntype *syn = calloc((size_t)(types.nrow + 1), sizeof *syn);
     mapped *maps = calloc((size_t)(types.nrow + 1), sizeof *maps);
