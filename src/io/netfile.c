@@ -189,17 +189,24 @@ static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     return ns_integer_parse(s, lo, hi, out) == NS_OK;
 }
 
+/* "FILE:LINE: WHAT: REASON", WHAT from fmt, REASON the reader's message. */
+static ns_status fail_reader(const ctx *c, const char *fmt, va_list ap) NS_PRINTF_LIKE(2, 0);
+static ns_status fail_reader(const ctx *c, const char *fmt, va_list ap) {
+    char what[256], why[320];
+    snprintf(why, sizeof why, "%s", ns_last_error());
+    vsnprintf(what, sizeof what, fmt, ap);
+    return FAIL(c, "%s: %s", what, why);
+}
+
 static ns_status num(const ctx *c, const char *text, double min, double max, double *out, const char *fmt, ...)
     NS_PRINTF_LIKE(6, 7);
 static ns_status num(const ctx *c, const char *text, double min, double max, double *out, const char *fmt, ...) {
     if (ns_number_parse(text, min, max, out) == NS_OK) return NS_OK;
-    char what[256], why[320];
-    snprintf(why, sizeof why, "%s", ns_last_error());
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    const ns_status st = fail_reader(c, fmt, ap);
     va_end(ap);
-    return FAIL(c, "%s: %s", what, why);
+    return st;
 }
 
 static ns_status integer(const ctx *c, const char *text, int64_t min, int64_t max, int64_t *out, const char *fmt, ...)
@@ -207,13 +214,11 @@ static ns_status integer(const ctx *c, const char *text, int64_t min, int64_t ma
 static ns_status integer(const ctx *c, const char *text, int64_t min, int64_t max, int64_t *out, const char *fmt,
                          ...) {
     if (ns_integer_parse(text, min, max, out) == NS_OK) return NS_OK;
-    char what[256], why[320];
-    snprintf(why, sizeof why, "%s", ns_last_error());
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    const ns_status st = fail_reader(c, fmt, ap);
     va_end(ap);
-    return FAIL(c, "%s: %s", what, why);
+    return st;
 }
 
 static int valid_name(const char *s) {

@@ -310,6 +310,19 @@ static int is_group(hid_t loc, const char *name) {
     return yes;
 }
 
+/* The HDF5 file h5path (*f) and its group /NAME (*g), with the group's
+ * members; *f and *g stay negative where not opened (the caller closes the
+ * others and frees the names). */
+static ns_status h5_open_group(const char *h5path, const char *name, hid_t *f, hid_t *g, char ***names, int *n) {
+    *f = H5Fopen(h5path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (*f < 0) return ns_fail(NS_ERR_IO, "%s: cannot open as HDF5", h5path);
+    if (!is_group(*f, name)) return ns_fail(NS_ERR_PARSE, "%s: no group /%s", h5path, name);
+    *g = H5Gopen2(*f, name, H5P_DEFAULT);
+    char where[SON_PATH + 16];
+    snprintf(where, sizeof where, "%s: /%s", h5path, name);
+    return h5_members(*g, where, names, n);
+}
+
 /* ------------------------------------------------------------ the reader */
 
 typedef struct pop {
@@ -470,19 +483,11 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
     }
     h5quiet hq;
     quiet_on(&hq);
-    hid_t f = st == NS_OK ? H5Fopen(h5path, H5F_ACC_RDONLY, H5P_DEFAULT) : H5I_INVALID_HID;
-    if (st == NS_OK && f < 0) st = ns_fail(NS_ERR_IO, "%s: cannot open as HDF5", h5path);
-    hid_t nodes = H5I_INVALID_HID;
-    if (st == NS_OK && !is_group(f, "nodes")) st = ns_fail(NS_ERR_PARSE, "%s: no group /nodes", h5path);
-    if (st == NS_OK) nodes = H5Gopen2(f, "nodes", H5P_DEFAULT);
+    hid_t f = H5I_INVALID_HID, nodes = H5I_INVALID_HID;
     char **names = NULL;
     int n_names = 0;
-    if (st == NS_OK) {
-        char where[SON_PATH + 16];
-        snprintf(where, sizeof where, "%s: /nodes", h5path);
-        st = h5_members(nodes, where, &names, &n_names);
-        if (st == NS_OK && n_names == 0) st = ns_fail(NS_ERR_PARSE, "%s: no population in /nodes", h5path);
-    }
+    if (st == NS_OK) st = h5_open_group(h5path, "nodes", &f, &nodes, &names, &n_names);
+    if (st == NS_OK && n_names == 0) st = ns_fail(NS_ERR_PARSE, "%s: no population in /nodes", h5path);
     for (int k = 0; k < n_names && st == NS_OK; ++k) {
         if (find_pop(r, names[k])) {
             st = ns_fail(NS_ERR_PARSE, "%s: population '%s' again (node population names are unique)", h5path, names[k]);
@@ -889,18 +894,10 @@ static ns_status read_edges(reader *r, const ns_json *entry, int idx) {
     }
     h5quiet hq;
     quiet_on(&hq);
-    hid_t f = st == NS_OK ? H5Fopen(h5path, H5F_ACC_RDONLY, H5P_DEFAULT) : H5I_INVALID_HID;
-    if (st == NS_OK && f < 0) st = ns_fail(NS_ERR_IO, "%s: cannot open as HDF5", h5path);
-    hid_t edges = H5I_INVALID_HID;
-    if (st == NS_OK && !is_group(f, "edges")) st = ns_fail(NS_ERR_PARSE, "%s: no group /edges", h5path);
-    if (st == NS_OK) edges = H5Gopen2(f, "edges", H5P_DEFAULT);
+    hid_t f = H5I_INVALID_HID, edges = H5I_INVALID_HID;
     char **names = NULL;
     int n_names = 0;
-    if (st == NS_OK) {
-        char where[SON_PATH + 16];
-        snprintf(where, sizeof where, "%s: /edges", h5path);
-        st = h5_members(edges, where, &names, &n_names);
-    }
+    if (st == NS_OK) st = h5_open_group(h5path, "edges", &f, &edges, &names, &n_names);
     for (int k = 0; k < n_names && st == NS_OK; ++k) {
         char where[SON_PATH + 300];
         snprintf(where, sizeof where, "%s: /edges/%s", h5path, names[k]);
