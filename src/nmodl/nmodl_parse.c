@@ -86,7 +86,7 @@ static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
 }
 
 static const char *const UNSUPPORTED[] = {
-    "VERBATIM", "POINTER", "BBCOREPOINTER", "LINEAR", "NONLINEAR", "PARTIAL",
+    "VERBATIM", "LINEAR", "NONLINEAR", "PARTIAL",
     "DISCRETE", "FUNCTION_TABLE", "LONGITUDINAL_DIFFUSION", "ELECTRODE_CURRENT", "EXTERNAL",
     "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP", "WATCH", "FOR_NETCONS", "net_send", "net_event",
     "net_move", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "RANDOM", "NONSPECIFIC_CONDUCTANCE",
@@ -936,7 +936,7 @@ static var *add_var(parser *p, const char *name, int cls, double value, int line
     v->name = dup(name);
     v->cls = cls;
     v->value = value;
-    v->field = v->global = v->ion = -1;
+    v->field = v->global = v->ion = v->pointer = -1;
     v->line = line;
     return v;
 }
@@ -1052,6 +1052,24 @@ static int parse_neuron(parser *p) {
                 }
                 if (range ? add_name(&m->range, &m->n_range, n) : add_name(&m->globals_decl, &m->n_globals_decl, n))
                     return -1;
+                if (!is_punct(p, ',')) break;
+                p->pos++;
+            }
+        } else if (!strcmp(t->text, "POINTER") || !strcmp(t->text, "BBCOREPOINTER")) {
+            /* POINTER: a variable read and written through ppack.pointer (connected by the simulation);
+             * BBCOREPOINTER: CoreNEURON's opaque handle, which only VERBATIM C uses: an ASSIGNED field */
+            const int bbcore = t->text[0] == 'B';
+            for (;;) {
+                int line = cur(p)->line;
+                char *n = expect_name(p);
+                if (!n) return -1;
+                if (!bbcore) {
+                    int *pl = nm_realloc(AR, m->pointers_line, (size_t)(m->n_pointers + 1) * sizeof *pl);
+                    if (!pl) return -1;
+                    m->pointers_line = pl;
+                    pl[m->n_pointers] = line;
+                    if (add_name(&m->pointers, &m->n_pointers, n)) return -1;
+                }
                 if (!is_punct(p, ',')) break;
                 p->pos++;
             }
@@ -1327,7 +1345,7 @@ static int builtin_arity(const char *f) {
         if (!strcmp(one[i], f)) return 1;
     for (int i = 0; two[i]; i++)
         if (!strcmp(two[i], f)) return 2;
-    return -1;
+    return nm_random_arity(f); /* normrand, exprand, scop_random, set_seed */
 }
 /* The size of the innermost scope entry `name` (scope_size: 0 a scalar, n an
  * array, -1 a FROM loop's integer), or -2 where it is not in scope. */
@@ -1611,6 +1629,24 @@ static int finish(parser *p) {
             return perr(p, NS_ERR_INVALID_ARGUMENT, m->globals_line[i],
                         "GLOBAL %s: not declared in PARAMETER or ASSIGNED", m->globals_decl[i]);
     }
+    /* POINTER names: declared in ASSIGNED (or nowhere, as nocmodl allows), no field */
+    for (int k = 0; k < m->n_pointers; k++) {
+        var *v = find_var(m, m->pointers[k]);
+        if (!v && !(v = add_var(p, m->pointers[k], V_POINTER, 0, m->pointers_line[k]))) return -1;
+        if (v->cls != V_ASSIGNED && v->cls != V_POINTER)
+            return perr(p, NS_ERR_INVALID_ARGUMENT, m->pointers_line[k],
+                        "POINTER %s: declared as a PARAMETER, STATE or ion variable too", m->pointers[k]);
+        if (v->size) return perr(p, NS_ERR_UNSUPPORTED, m->pointers_line[k], "POINTER %s: an array", m->pointers[k]);
+        if (v->pointer >= 0) return perr(p, NS_ERR_PARSE, m->pointers_line[k], "POINTER %s twice", m->pointers[k]);
+        v->cls = V_POINTER;
+        v->pointer = k;
+    }
+    /* random numbers: the instance's stream in hidden ASSIGNED fields, numbered last among them */
+    m->random_field = -1;
+    if (nm_random_used(m))
+        for (int k = 0; k < 4; k++)
+            if (find_var(m, nm_random_field_names[k]) || !add_var(p, nm_random_field_names[k], V_ASSIGNED, 0, 1))
+                return p->status ? -1 : perr(p, NS_ERR_INVALID_ARGUMENT, 1, "%s is reserved", nm_random_field_names[k]);
     /* fields: parameters, assigned (GLOBAL assigned are per instance: they
      * are written before they are read, CoreNEURON does the same), states */
     /* an array takes `size` consecutive fields (globals); the sums are bounded by
@@ -1631,6 +1667,7 @@ static int finish(parser *p) {
         return perr(p, NS_ERR_SIZE, 1, "%lld fields and %lld GLOBALs per instance: more than %d", nf, ng, MAX_SLOTS);
     m->n_states = (int)nf - m->n_params - m->n_assigned;
     m->n_fields = (int)nf;
+    if (find_var(m, nm_random_field_names[0])) m->random_field = find_var(m, nm_random_field_names[0])->field;
     long long tsize = 0;
     for (int i = 0; i < m->n_blocks; i++) {
         block *b = m->blocks[i];
