@@ -12,7 +12,9 @@
  *   3. the refusals: an unknown POINTER name, an unconnected POINTER, a
  *      variable that is not there, a
  *      connection to a synapse without NET_RECEIVE, a density mechanism
- *      with a POINTER, all naming what is wrong.
+ *      with a POINTER, all naming what is wrong;
+ *   4. the network file's `pointer` statement: the pair of part 1 from a
+ *      file, bit for bit as through the C API.
  * Without a C compiler the test skips (77). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -92,6 +94,44 @@ static double *run(ns_mech_library_t *lib, const ns_cell_t *cell, const sim_case
     return out;
 }
 
+static void expect_fail(ns_status s, const char *a, const char *b);
+
+/* 4. the network file's `pointer` statement: the pair of part 1 from a file
+ * (ns_network_parse, ns_network_apply) runs bit for bit as through the C
+ * API; a bad POINTER name is refused naming the line */
+static void network_file(ns_mech_library_t *lib, const ns_cell_t *cell, const double *api) {
+    static const char *text = "cells c 2 cyl.swc\n"
+                              "synapse g c soma gap r=100\n"
+                              "pointer g[0] vgap c[1] soma v\n"
+                              "pointer g[1] vgap c[0] soma v\n";
+    static const char *bad = "cells c 2 cyl.swc\nsynapse g c soma gap r=100\npointer g vgx c soma v\n";
+    for (int b = 0; b < 2; ++b) {
+        const char *t = b ? bad : text;
+        ns_network_t *net = NULL;
+        CHECK_OK(ns_network_parse(t, strlen(t), "gap.net", ".", &net));
+        const sim_case c = {2, 1, "all.insert = hh\n", 0, NULL, 100.0};
+        ns_sim_model_t *model = NULL;
+        ns_sim_t *sim = net ? make(lib, cell, &c, &model) : NULL;
+        const ns_cell_t *shapes[1] = {cell};
+        if (sim && !b) {
+            CHECK_OK(ns_network_apply(net, sim, shapes));
+            CHECK_OK(ns_sim_init(sim));
+            CHECK_OK(ns_sim_advance(sim, STEPS));
+            int64_t samples = 0;
+            int32_t sites = 0;
+            const double *tr = ns_sim_traces(sim, &samples, &sites);
+            CHECK_MSG(tr && api && samples == STEPS + 1 && sites == 2 &&
+                          memcmp(tr, api, 2 * (STEPS + 1) * sizeof *tr) == 0,
+                      "the network file's gap junction differs from the C API's");
+        } else if (sim) {
+            expect_fail(ns_network_apply(net, sim, shapes), "gap.net:3", "no POINTER 'vgx'");
+        }
+        ns_sim_destroy(sim);
+        ns_sim_model_destroy(model);
+        ns_network_destroy(net);
+    }
+}
+
 /* NEURON's t, v0, v1 */
 static double *read_gap(int *n) {
     FILE *f = fopen(NS_TEST_DATA "/nmodl/gap.csv", "r");
@@ -146,6 +186,7 @@ static void against_neuron(ns_mech_library_t *lib, const ns_cell_t *cell) {
         }
     }
     if (a && b) CHECK_MSG(memcmp(a, b, 2 * (STEPS + 1) * sizeof *a) == 0, "1 and 2 threads differ");
+    network_file(lib, cell, a);
     free(ref);
     free(a);
     free(b);
