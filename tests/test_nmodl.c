@@ -243,6 +243,15 @@ int main(void) {
         "verbatim.mod:3:", "VERBATIM");
     bad("pointer.mod", "NEURON {\n SUFFIX x\n POINTER p\n}\nPARAMETER { p = 1 }\n", NS_ERR_INVALID_ARGUMENT,
         "pointer.mod:3:", "POINTER p: declared as a PARAMETER");
+    /* NEURON 9's RANDOM: a stream, only the first argument of random_* (test_nmodl_random.c runs them) */
+    bad("random1.mod", "NEURON {\n SUFFIX x\n RANDOM r\n RANGE y\n}\nASSIGNED { y }\nBREAKPOINT {\n y = r + 1\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "random1.mod:8:", "RANDOM r is a stream");
+    bad("random2.mod", "NEURON {\n SUFFIX x\n RANDOM r\n RANGE y\n}\nASSIGNED { y }\nBREAKPOINT {\n y = random_normal(r, 1)\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "random2.mod:8:", "random_normal: 2 arguments");
+    bad("random3.mod", "NEURON {\n SUFFIX x\n RANGE y\n}\nASSIGNED { y }\nBREAKPOINT {\n y = random_uniform(y)\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "random3.mod:7:", "must be a RANDOM variable");
+    bad("random4.mod", "NEURON {\n SUFFIX x\n RANGE y\n}\nASSIGNED { y }\nBREAKPOINT {\n y = normrand(1)\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "random4.mod:7:", "normrand takes 2 arguments");
     bad("electrode.mod", "NEURON {\n POINT_PROCESS x\n ELECTRODE_CURRENT i\n}\n", NS_ERR_UNSUPPORTED,
         "electrode.mod:3:", "ELECTRODE_CURRENT");
     bad("netsend.mod", "NEURON { POINT_PROCESS x }\nNET_RECEIVE(w) {\n  net_send(1, 1)\n}\n", NS_ERR_UNSUPPORTED,

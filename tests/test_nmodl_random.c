@@ -10,7 +10,10 @@
  *      exact CDFs from libm's erfc and exp), and no two instances alike;
  *   3. reproducibility: 1 and 2 threads bit for bit; cells 0 .. 4 alone (a
  *      different lane-block layout) draw what they draw among 64; set_seed:
- *      the same seed the same draws, another seed other draws.
+ *      the same seed the same draws, another seed other draws;
+ *   4. NEURON 9's RANDOM variables (rndvar.mod: random_normal, random_negexp,
+ *      random_uniform(r, a, b), random_setseq): their distributions as in 2,
+ *      1 and 2 threads bit for bit, random_setseq moving one stream only.
  * Without a C compiler the test skips (77). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -54,14 +57,14 @@ static void philox_kat(void) {
 
 /* x, y, u of rnd at each step of `cells` cells (the first `keep` kept), at
  * `threads` threads; seed: the PARAMETER (0: not set) */
-static void run(ns_mech_library_t *lib, const ns_cell_t *cell, int64_t cells, int threads, double seed, double *out,
-                int64_t keep) {
+static void run(ns_mech_library_t *lib, const ns_cell_t *cell, const char *mech, int64_t cells, int threads, double seed,
+                double *out, int64_t keep) {
     ns_sim_model_t *model = NULL;
     ns_sim_t *sim = NULL;
     CHECK_OK(ns_sim_model_create(lib, &model));
     if (!model) return;
     char text[200];
-    snprintf(text, sizeof text, "all.insert = pas rnd\nall.seed_rnd = %g\n", seed);
+    snprintf(text, sizeof text, "all.insert = pas %s\nall.seed_%s = %g\n", mech, mech, seed);
     CHECK_OK(ns_sim_model_parse(model, text, strlen(text), "rnd.model"));
     ns_sim_params p;
     ns_sim_params_init(&p);
@@ -76,9 +79,10 @@ static void run(ns_mech_library_t *lib, const ns_cell_t *cell, int64_t cells, in
         CHECK_OK(ns_sim_advance(sim, 1));
         for (int64_t c = 0; c < keep; ++c)
             for (int q = 0; q < 3; ++q) {
-                static const char *names[3] = {"x_rnd", "y_rnd", "u_rnd"};
+                char name[40];
+                snprintf(name, sizeof name, "%c_%s", "xyu"[q], mech);
                 double x[4];
-                CHECK_OK(ns_sim_get_model_var(sim, c, names[q], x));
+                CHECK_OK(ns_sim_get_model_var(sim, c, name, x));
                 out[((size_t)q * STEPS + (size_t)s) * (size_t)keep + (size_t)c] = x[0];
             }
     }
@@ -93,6 +97,7 @@ static int cmp_double(const void *a, const void *b) {
 static double cdf_normal(double x) { return 0.5 * erfc(-(x - 1.0) / (2.0 * sqrt(2.0))); }
 static double cdf_exp(double x) { return x <= 0.0 ? 0.0 : 1.0 - exp(-x / 3.0); }
 static double cdf_uniform(double x) { return x <= 0.0 ? 0.0 : x >= 1.0 ? 1.0 : x; }
+static double cdf_uniform25(double x) { return cdf_uniform((x - 2.0) / 3.0); }
 
 /* 2. the moments and the KS statistic of n draws against the distribution */
 static void statistics(const char *name, double *x, size_t n, double mean, double var, double (*cdf)(double)) {
@@ -122,7 +127,7 @@ int main(void) {
     if (tmpdir_make("ns_nmodl_random")) return 1;
     char cmd[1200];
     char *dir = tmp("mod");
-    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/nmodl_random/rnd.mod %s/", dir, NS_TEST_DATA, dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/nmodl_random/*.mod %s/", dir, NS_TEST_DATA, dir);
     CHECK(system(cmd) == 0);
     char *so = tmp("librnd.so");
     ns_status s = ns_mechanisms_build(dir, so, NULL);
@@ -138,14 +143,14 @@ int main(void) {
     const size_t n = (size_t)3 * STEPS * N_CELLS;
     double *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b), *c = calloc(n, sizeof *c);
     if (lib && cell && a && b && c) {
-        run(lib, cell, N_CELLS, 1, 0, a, N_CELLS);
+        run(lib, cell, "rnd", N_CELLS, 1, 0, a, N_CELLS);
         /* 3. two threads, bit for bit */
-        run(lib, cell, N_CELLS, 2, 0, b, N_CELLS);
+        run(lib, cell, "rnd", N_CELLS, 2, 0, b, N_CELLS);
         CHECK_MSG(memcmp(a, b, n * sizeof *a) == 0, "1 and 2 threads draw differently");
         /* five cells alone: their own lane blocks, the same draws */
         double *five = calloc((size_t)3 * STEPS * 5, sizeof *five);
         if (five) {
-            run(lib, cell, 5, 1, 0, five, 5);
+            run(lib, cell, "rnd", 5, 1, 0, five, 5);
             int same = 1;
             for (int q = 0; q < 3; ++q)
                 for (int st = 0; st < STEPS; ++st)
@@ -156,8 +161,8 @@ int main(void) {
         }
         free(five);
         /* set_seed: the same seed twice the same, another seed different */
-        run(lib, cell, N_CELLS, 1, 7, b, N_CELLS);
-        run(lib, cell, N_CELLS, 2, 7, c, N_CELLS);
+        run(lib, cell, "rnd", N_CELLS, 1, 7, b, N_CELLS);
+        run(lib, cell, "rnd", N_CELLS, 2, 7, c, N_CELLS);
         CHECK_MSG(memcmp(b, c, n * sizeof *b) == 0, "set_seed(7): two runs differ");
         CHECK_MSG(memcmp(a, b, n * sizeof *a) != 0, "set_seed(7) draws what seed 0 draws");
         /* no two instances draw the same first normal */
@@ -173,6 +178,26 @@ int main(void) {
         statistics("exprand(3)", a + m, m, 3.0, 9.0, cdf_exp);
         statistics("scop_random()", a + 2 * m, m, 0.5, 1.0 / 12.0, cdf_uniform);
         statistics("normrand(1, 2), set_seed(7)", b, m, 1.0, 4.0, cdf_normal);
+        /* 4. NEURON 9's RANDOM variables: three streams, 1 and 2 threads alike */
+        run(lib, cell, "rndvar", N_CELLS, 1, 0, a, N_CELLS);
+        run(lib, cell, "rndvar", N_CELLS, 2, 0, b, N_CELLS);
+        CHECK_MSG(memcmp(a, b, n * sizeof *a) == 0, "RANDOM: 1 and 2 threads draw differently");
+        /* random_setseq(ra, 10) in INITIAL: ra's draws move 10 blocks on (a step draws two:
+         * the BREAKPOINT runs twice for the current's slope), rb's and rc's stay */
+        run(lib, cell, "rndvar", N_CELLS, 1, 10, c, N_CELLS);
+        int moved = 1, kept = 1;
+        for (int st = 0; st + 5 < STEPS; ++st)
+            for (int k = 0; k < N_CELLS; ++k) {
+                moved &= c[(size_t)st * N_CELLS + (size_t)k] == a[(size_t)(st + 5) * N_CELLS + (size_t)k];
+                for (int q = 1; q < 3; ++q)
+                    kept &= c[((size_t)q * STEPS + (size_t)st) * N_CELLS + (size_t)k] ==
+                            a[((size_t)q * STEPS + (size_t)st) * N_CELLS + (size_t)k];
+            }
+        CHECK_MSG(moved, "random_setseq(ra, 10): ra's draws are not those 5 steps later");
+        CHECK_MSG(kept, "random_setseq(ra, 10) changed rb's or rc's draws");
+        statistics("random_normal(ra, 1, 2)", a, m, 1.0, 4.0, cdf_normal);
+        statistics("random_negexp(rb, 3)", a + m, m, 3.0, 9.0, cdf_exp);
+        statistics("random_uniform(rc, 2, 5)", a + 2 * m, m, 3.5, 0.75, cdf_uniform25);
     }
     free(a);
     free(b);

@@ -184,13 +184,14 @@ typedef struct ns_mech_desc {
     /* NET_RECEIVE over a device event list (ns_mech_cuda_net_fn); NULL without
      * NET_RECEIVE or without CUDA (ABI version 2). */
     ns_mech_cuda_net_fn cuda_net_receive;
-    /* Random numbers (normrand, exprand, scop_random, set_seed; ABI version 3):
-     * has_random 1 when the mechanism draws them; fields random_field .. + 3
-     * are the instance's stream: ids 1 and 2, which the loop sets before
-     * init (1: the cell, 2: the node within the cell, or for a point process
-     * the synapse's index, ns_sim_add_synapse's order), its seed and its
-     * counter (0 at init; set_seed sets the seed and restarts the counter).
-     * docs/mechanisms.md, "Random numbers". */
+    /* Random numbers (normrand, exprand, scop_random, set_seed, NEURON 9's
+     * RANDOM variables; ABI version 3): has_random, the instance's streams (0:
+     * none; stream 0 for normrand and the like, stream k + 1 for RANDOM
+     * variable k); fields random_field + 4 s .. + 3 are stream s: ids 1 and
+     * 2, which the loop sets before init (1: the cell, 2: the node within
+     * the cell, or for a point process the synapse's index,
+     * ns_sim_add_synapse's order), its seed (id 3) and its counter (0 at
+     * init). docs/mechanisms.md, "Random numbers". */
     int has_random, random_field;
     /* POINTER variables (ABI version 3), in declaration order: ppack.pointer[k]
      * holds each instance's address of pointer_names[k]. */

@@ -417,9 +417,9 @@ static ns_status point_create(ns_sim_t *sim, const net_block_in *in, int32_t des
         pt->node_index[i] = (in->pos ? in->pos[sy->node] : sy->node) * in->w + lane[i];
         pt->weight[i] = s->stim_scale[sy->node]; /* 1e2 / area, area 100 at zero-area nodes */
         for (int p = 0; p < d->n_params; ++p) pt->field[p][i] = net->params[sy->param_at + p];
-        if (d->has_random) { /* the stream's ids: the cell and the synapse (ns_sim_add_synapse's order) */
-            pt->field[d->random_field][i] = (double)in->cell[lane[i]];
-            pt->field[d->random_field + 1][i] = (double)syns[i];
+        for (int q = 0; q < d->has_random; ++q) { /* the streams' ids: the cell and the synapse (its number) */
+            pt->field[d->random_field + 4 * q][i] = (double)in->cell[lane[i]];
+            pt->field[d->random_field + 4 * q + 1][i] = (double)syns[i];
         }
     }
     for (int j = 0; j < d->n_ions; ++j) {

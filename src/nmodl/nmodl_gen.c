@@ -396,12 +396,30 @@ static void emit_ex(gen *g, const ex *e) {
             put_fargs(g);
             put(b, "i_, node_, v_");
         } else if (nm_random_arity(e->text) >= 0 && g->m->random_field >= 0) {
-            /* the instance's stream: its four hidden fields and the mechanism's key (nmodl_random.c) */
+            /* the instance's stream 0: its four hidden fields and the mechanism's key (nmodl_random.c) */
             put(b, "nsm_rng_%s(", e->text);
             for (int k = 0; k < 4; k++)
                 put(b, g->field_direct ? "&p->field[%d][i_], " : "F%d_, ", g->m->random_field + k);
             put(b, "%uu", nm_random_mech_key(g->m->name));
             lead = 1;
+        } else if (nm_random_api(e->text, e->n_args) > 0 && g->m->random_field >= 0) {
+            /* NEURON 9's random_*(r, ...): RANDOM r's stream, its key the mechanism's plus the stream */
+            const var *rv = find_var(g->m, e->args[0]->text);
+            const char *fn = e->text + 7; /* uniform, negexp, normal, setseq, setids */
+            const char *c = !strcmp(fn, "uniform") ? (e->n_args == 1 ? "scop_random" : "uniform")
+                            : !strcmp(fn, "negexp") ? "exprand" : !strcmp(fn, "normal") ? "normrand" : fn;
+            put(b, "nsm_rng_%s(", c);
+            for (int k = 0; k < 4; k++)
+                put(b, g->field_direct ? "&p->field[%d][i_], " : "F%d_, ", g->m->random_field + 4 * rv->stream + k);
+            put(b, "%uu", nm_random_mech_key(g->m->name) + (unsigned)rv->stream);
+            for (int i = 1; i < e->n_args; i++) {
+                put(b, ", ");
+                emit_ex(g, e->args[i]);
+            }
+            if (e->n_args == 1 && !strcmp(fn, "negexp")) put(b, ", 1.0");
+            if (e->n_args == 1 && !strcmp(fn, "normal")) put(b, ", 0.0, 1.0");
+            put(b, ")");
+            return;
         }
         else if (!strcmp(e->text, "exprelr")) put(b, "nsm_exprelr(");
         else if (!strcmp(e->text, "exp")) put(b, "nsm_exp(");
@@ -1351,7 +1369,7 @@ static void emit_desc(gen *g) {
         m->n_globals, n, n, m->n_ions, n, m->table_size, m->net_receive != NULL, n, n, n,
         m->net_receive ? "nsm_" : "NULL", m->net_receive ? n : "", m->net_receive ? "_net_receive" : "",
         m->table_size ? "nsm_" : "NULL", m->table_size ? n : "", m->table_size ? "_table_update" : "", n);
-    put(g->b, ",\n    %d, %d", m->random_field >= 0, m->random_field >= 0 ? m->random_field : 0); /* random */
+    put(g->b, ",\n    %d, %d", m->n_streams, m->random_field >= 0 ? m->random_field : 0); /* random */
     put(g->b, ",\n    %d, nsm_%s_pnames};\n", m->n_pointers, n);                                   /* POINTER */
 }
 

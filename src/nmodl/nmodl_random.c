@@ -27,9 +27,17 @@ int nm_random_arity(const char *name) {
     return -1;
 }
 
+int nm_random_api(const char *name, int n) {
+    if (!strcmp(name, "random_uniform") || !strcmp(name, "random_normal")) return n == 1 || n == 3;
+    if (!strcmp(name, "random_negexp")) return n == 1 || n == 2;
+    if (!strcmp(name, "random_setseq")) return n == 2;
+    if (!strcmp(name, "random_setids")) return n == 4;
+    return -1;
+}
+
 static int uses_ex(const ex *e) {
     if (!e) return 0;
-    if (e->kind == EX_CALL && nm_random_arity(e->text) >= 0) return 1;
+    if (e->kind == EX_CALL && (nm_random_arity(e->text) >= 0 || nm_random_api(e->text, e->n_args) >= 0)) return 1;
     for (int i = 0; i < e->n_args; i++)
         if (uses_ex(e->args[i])) return 1;
     return uses_ex(e->a) || uses_ex(e->b);
@@ -46,7 +54,7 @@ static int uses_list(const stlist *l) {
 }
 
 int nm_random_used(const struct ns_nmodl *m) {
-    if (uses_list(m->initial) || uses_list(m->breakpoint) || uses_list(m->net_receive)) return 1;
+    if (m->n_randoms || uses_list(m->initial) || uses_list(m->breakpoint) || uses_list(m->net_receive)) return 1;
     for (int i = 0; i < m->n_blocks; i++)
         if (uses_list(m->blocks[i]->body)) return 1;
     return 0;

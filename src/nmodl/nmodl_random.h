@@ -57,6 +57,27 @@ NS_MECH_FN double nsm_rng_normrand(const double *a, const double *b, const doubl
     const double r = sqrt(-2.0 * log(nsm_rng_u01(w[0], w[1])));
     return mean + sd * r * cos(6.283185307179586 * nsm_rng_u01(w[2], w[3]));
 }
+/* NEURON 9's RANDOM functions: random_uniform(r, a, b), random_setseq(r, n)
+ * (the stream's position: its next draw is block n), random_setids(r, id1,
+ * id2, id3) (the stream's key and third counter word; position 0) */
+NS_MECH_FN double nsm_rng_uniform(const double *a, const double *b, const double *s, double *n, uint32_t k, double lo,
+                                  double hi) {
+    return lo + (hi - lo) * nsm_rng_scop_random(a, b, s, n, k);
+}
+NS_MECH_FN double nsm_rng_setseq(const double *a, const double *b, const double *s, double *n, uint32_t k, double x) {
+    (void)a; (void)b; (void)s; (void)k;
+    *n = x >= 0.0 ? (double)(uint64_t)x : 0.0;
+    return 0.0;
+}
+NS_MECH_FN double nsm_rng_setids(double *a, double *b, double *s, double *n, uint32_t k, double i1, double i2,
+                                 double i3) {
+    (void)k;
+    *a = (double)(uint32_t)(int64_t)i1;
+    *b = (double)(uint32_t)(int64_t)i2;
+    *s = (double)(uint32_t)(int64_t)i3;
+    *n = 0.0;
+    return 0.0;
+}
 /* the instance's stream restarted under seed s (NEURON's set_seed seeds its one generator) */
 NS_MECH_FN double nsm_rng_set_seed(const double *a, const double *b, double *s, double *n, uint32_t k,
                                    double seed) {

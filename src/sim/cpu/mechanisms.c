@@ -344,11 +344,11 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
                 for (int32_t l = 0; l < w; ++l)
                     x[(int64_t)i * w + l] = f < d->n_params ? ms->param[(int64_t)f * ms->n + i] : 0.0;
         }
-        if (d->has_random) /* the streams' ids: the cell and the node, whatever the layout */
+        for (int q = 0; q < d->has_random; ++q) /* the streams' ids: the cell and the node, whatever the layout */
             for (int32_t i = 0; i < ms->n; ++i)
                 for (int32_t l = 0; l < w; ++l) {
-                    mb->field[d->random_field][(int64_t)i * w + l] = (double)cell[l];
-                    mb->field[d->random_field + 1][(int64_t)i * w + l] = (double)ms->node[i];
+                    mb->field[d->random_field + 4 * q][(int64_t)i * w + l] = (double)cell[l];
+                    mb->field[d->random_field + 4 * q + 1][(int64_t)i * w + l] = (double)ms->node[i];
                 }
     }
     /* NEURON's finitialize: e by Nernst where a concentration is written,
