@@ -231,7 +231,8 @@ NS_API ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartm
  * creation, synapses and sources each in their own numbering. */
 
 /* A point process with NET_RECEIVE (ExpSyn, Exp2Syn or a library's
- * POINT_PROCESS) at a compartment of a cell, with the mechanism's default
+ * POINT_PROCESS), or one without NET_RECEIVE that has POINTERs (a gap
+ * junction: ns_sim_set_pointer), at a compartment of a cell, with the mechanism's default
  * parameters; its currents [nA] scale by 1e2/area of the compartment (area
  * 100 um^2 at a zero-area node, as NEURON). The simulation must have been
  * created with a model (ns_sim_options.model): its catalogue names the
@@ -242,6 +243,17 @@ NS_API ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compart
 /* Set a PARAMETER of a synapse by its NMODL name (tau2, e): finite values
  * only; an unknown name is refused naming the mechanism's parameters. */
 NS_API ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *name, double value);
+/* NEURON's setpointer: the POINTER `pointer` of a synapse (its NMODL name,
+ * vgap) reads and writes variable `var` of compartment `compartment` of
+ * `cell`: "v" (the membrane potential: a gap junction), an ion's "eX", "Xi",
+ * "Xo" or "iX", or FIELD_MECH of a density mechanism inserted there
+ * ("m_hh"), the names of ns_sim_get_model_var. Every POINTER of a placed
+ * synapse must be connected before ns_sim_init. CPU loop only, and only to
+ * the cells of the synapse's own lane block (cells of one shape, up to 8 in
+ * a block: docs/mechanisms.md, "POINTER"); otherwise ns_sim_init fails
+ * (NS_ERR_UNSUPPORTED) naming the synapse and both cells. */
+NS_API ns_status ns_sim_set_pointer(ns_sim_t *sim, int64_t synapse, const char *pointer, int64_t cell,
+                                    int32_t compartment, const char *var);
 
 /* A spike detector (NEURON's NetCon source v(x) with a threshold): checked
  * at t = 0 and at every step end, a spike is a check at which v of the

@@ -20,8 +20,10 @@
 extern "C" {
 #endif
 
-/* 2: ns_mech_desc.cuda_net_receive (a library built for 1 is refused) */
-#define NS_MECH_ABI_VERSION 2
+/* 2: ns_mech_desc.cuda_net_receive (a library built for 1 is refused)
+ * 3: ns_mech_desc.has_random, random_field (random numbers); n_pointers,
+ *    pointer_names and ns_mech_ppack.pointer (POINTER) */
+#define NS_MECH_ABI_VERSION 3
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
 /* exp for the host loops: the generated mechanisms' host code (nsm_exp; the
@@ -124,6 +126,10 @@ typedef struct ns_mech_ppack {
     double *global;          /* desc->n_globals values (GLOBAL parameters, usetable_*) */
     double *table;           /* desc->table_size doubles (TABLE), kept by table_update */
     const ns_mech_ion_view *ion; /* desc->n_ions views, in the order of desc->ions */
+    /* POINTER variables (ABI version 3): desc->n_pointers arrays of n
+     * addresses, where each instance's POINTER reads and writes (what the
+     * simulation connected it to); NULL when desc->n_pointers is 0 */
+    double *const *const *pointer;
 } ns_mech_ppack;
 
 typedef struct ns_mech_ion_use {
@@ -178,6 +184,19 @@ typedef struct ns_mech_desc {
     /* NET_RECEIVE over a device event list (ns_mech_cuda_net_fn); NULL without
      * NET_RECEIVE or without CUDA (ABI version 2). */
     ns_mech_cuda_net_fn cuda_net_receive;
+    /* Random numbers (normrand, exprand, scop_random, set_seed, NEURON 9's
+     * RANDOM variables; ABI version 3): has_random, the instance's streams (0:
+     * none; stream 0 for normrand and the like, stream k + 1 for RANDOM
+     * variable k); fields random_field + 4 s .. + 3 are stream s: ids 1 and
+     * 2, which the loop sets before init (1: the cell, 2: the node within
+     * the cell, or for a point process the synapse's index,
+     * ns_sim_add_synapse's order), its seed (id 3) and its counter (0 at
+     * init). docs/mechanisms.md, "Random numbers". */
+    int has_random, random_field;
+    /* POINTER variables (ABI version 3), in declaration order: ppack.pointer[k]
+     * holds each instance's address of pointer_names[k]. */
+    int n_pointers;
+    const char *const *pointer_names;
 } ns_mech_desc;
 
 typedef struct ns_mech_catalogue {

@@ -10,6 +10,7 @@
  *   train NAME T [T ...]
  *   poisson NAME COUNT RATE_HZ START STOP SEED
  *   connect SOURCES SYNAPSES WEIGHT DELAY [all | p=P [seed=S]]
+ *   pointer SYNAPSES NAME CELLS LOC VAR
  * CELLS, SOURCES, SYNAPSES: REF[+REF...], REF = NAME or NAME[LIST], LIST =
  * ITEM[,ITEM...], ITEM = I, A-B or A-B:STEP (indices within the group, from 0); `cell`
  * names every cell by its global number. A name used again by a statement
@@ -61,14 +62,15 @@ typedef struct loc {
     char text[64];
 } loc;
 
-typedef enum { S_SYN, S_DET, S_TRAIN, S_POISSON, S_CONNECT, S_EDGES } skind;
+typedef enum { S_SYN, S_DET, S_TRAIN, S_POISSON, S_CONNECT, S_EDGES, S_POINTER } skind;
 
 typedef struct stmt {
     skind kind;
     int line;
     ids a, b;             /* cells (synapse, detector) or sources (connect); synapses (connect) */
     loc where;
-    char mech[NET_NAME];
+    char mech[NET_NAME];  /* synapse: the mechanism; pointer: the POINTER's name */
+    char var[NET_NAME];   /* pointer: the variable it reaches (v, eX, FIELD_MECH) */
     int n_params;
     char (*pname)[NET_NAME];
     double *pvalue;
@@ -464,6 +466,26 @@ static ns_status st_synapse(ctx *c, char **tok, int n) {
     return st;
 }
 
+/* pointer SYNAPSES NAME CELLS LOC VAR: POINTER NAME of each synapse to VAR at
+ * LOC of the cell of the same rank in CELLS (or of its one cell) */
+static ns_status st_pointer(ctx *c, char **tok, int n) {
+    if (n != 6) return FAIL(c, "expected: pointer SYNAPSES NAME CELLS LOC VAR");
+    stmt *s;
+    ns_status st = new_stmt(c, S_POINTER, &s);
+    if (st == NS_OK) st = parse_ref(c, tok[1], G_SYNAPSES, "pointer", &s->a);
+    if (st == NS_OK) st = parse_ref(c, tok[3], G_CELLS, "pointer", &s->b);
+    if (st == NS_OK) st = parse_loc(c, tok[4], &s->where);
+    if (st != NS_OK) return st;
+    if (!valid_name(tok[2])) return FAIL(c, "pointer: '%s' is not a POINTER name", tok[2]);
+    if (!valid_name(tok[5])) return FAIL(c, "pointer: '%s' is not a variable name (v, eX, FIELD_MECH)", tok[5]);
+    if (s->b.n != s->a.n && s->b.n != 1)
+        return FAIL(c, "pointer: %lld synapses and %lld cells (equal counts, or one cell)", (long long)s->a.n,
+                    (long long)s->b.n);
+    snprintf(s->mech, sizeof s->mech, "%s", tok[2]);
+    snprintf(s->var, sizeof s->var, "%s", tok[5]);
+    return NS_OK;
+}
+
 static ns_status st_detector(ctx *c, char **tok, int n) {
     if (n != 5) return FAIL(c, "expected: detector NAME CELLS LOC THRESHOLD");
     group *g;
@@ -613,7 +635,9 @@ static ns_status parse_line(ctx *c, char *ln) {
     else if (strcmp(tok[0], "train") == 0) st = st_train(c, tok, n);
     else if (strcmp(tok[0], "poisson") == 0) st = st_poisson(c, tok, n);
     else if (strcmp(tok[0], "connect") == 0) st = st_connect(c, tok, n);
-    else st = FAIL(c, "unknown statement '%.64s' (cells, model, synapse, detector, train, poisson, connect)", tok[0]);
+    else if (strcmp(tok[0], "pointer") == 0) st = st_pointer(c, tok, n);
+    else st = FAIL(c, "unknown statement '%.64s' (cells, model, synapse, detector, train, poisson, connect, pointer)",
+                   tok[0]);
     free(tok);
     return st;
 }
@@ -928,6 +952,19 @@ ns_status ns_network_apply_calls(const ns_network_t *net, const ns_network_calls
         case S_EDGES:
             st = apply_edges(net, s->edges, t, target, shapes, src0, &at.item);
             break;
+        case S_POINTER:
+            for (int64_t k = 0; k < s->a.n && st == NS_OK; ++k) {
+                const int64_t c = s->b.v[s->b.n == 1 ? 0 : k];
+                int32_t node = -1;
+                at.item = k;
+                st = locate(net, s, shapes[net->cell_morph[c]], c, &node);
+                if (st == NS_OK && !t->set_pointer)
+                    st = at_line(net, s, ns_fail(NS_ERR_UNSUPPORTED, "pointer: POINTERs are not connected across "
+                                                                     "processes (MPI) yet"));
+                else if (st == NS_OK)
+                    st = at_line(net, s, t->set_pointer(target, syn0 + s->a.v[k], s->mech, c, node, s->var));
+            }
+            break;
         }
     }
     if (st != NS_OK && failed) *failed = at;
@@ -955,11 +992,14 @@ static int64_t sim_cell_compartments(const void *t, int64_t c) {
 }
 static int64_t sim_synapses(const void *t) { return ns_sim_synapses(t); }
 static int64_t sim_sources(const void *t) { return ns_sim_sources(t); }
+static ns_status sim_set_pointer(void *t, int64_t y, const char *p, int64_t c, int32_t k, const char *v) {
+    return ns_sim_set_pointer(t, y, p, c, k, v);
+}
 
 static const ns_network_calls sim_calls = {sim_add_synapse,   sim_synapse_set, sim_add_detector,
                                            sim_add_spike_source, sim_add_poisson_source, sim_connect,
                                            sim_cells,         sim_cell_compartments, sim_synapses,
-                                           sim_sources};
+                                           sim_sources,       sim_set_pointer};
 
 ns_status ns_network_apply(const ns_network_t *net, ns_sim_t *sim, const ns_cell_t *const *shapes) {
     return ns_network_apply_calls(net, &sim_calls, sim, shapes, NULL);

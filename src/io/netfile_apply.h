@@ -32,6 +32,9 @@ typedef struct ns_network_calls {
     int64_t (*cell_compartments)(const void *target, int64_t cell);
     int64_t (*synapses)(const void *target);
     int64_t (*sources)(const void *target);
+    /* ns_sim_set_pointer; NULL where the target has none (MPI: refused naming the line) */
+    ns_status (*set_pointer)(void *target, int64_t synapse, const char *pointer, int64_t cell, int32_t compartment,
+                             const char *var);
 } ns_network_calls;
 
 /* Where a traversal stopped: the statement (in file order; -1: the checks

@@ -36,6 +36,8 @@ static void block_free(net_block *nb) {
         free(nb->points[k].field);
         free(nb->points[k].node_index);
         free(nb->points[k].weight);
+        free(nb->points[k].ptr_store);
+        free(nb->points[k].ptr);
     }
     free(nb->points);
     free(nb->heap);
@@ -62,6 +64,11 @@ static void free_built(sim_net *net) {
     net->n_blocks = 0;
     net->out_begin = net->out_order = net->syn_block = NULL;
     net->syn_slot = net->syn_inst = NULL;
+    free(net->snap_src);
+    free(net->snap_val);
+    net->snap_src = NULL;
+    net->snap_val = NULL;
+    net->n_snap = 0;
 }
 
 void ns_net_free(sim_net *net) {
@@ -74,6 +81,7 @@ void ns_net_free(sim_net *net) {
     free(net->sources);
     free(net->syns);
     free(net->params);
+    free(net->ptrs);
     free(net->conns);
     free(net->gather);
     free(net->ext);
@@ -130,7 +138,9 @@ ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, c
     if (st != NS_OK) return st;
     const sim_model *m = sim->model;
     const int32_t k = ns_sim_model_find(m, mechanism);
-    if (k < 0 || m->descs[k]->kind != NS_MECH_POINT || !m->descs[k]->has_net_receive || !m->descs[k]->net_receive) {
+    /* a point process without NET_RECEIVE only for its POINTERs (a gap junction) */
+    if (k < 0 || m->descs[k]->kind != NS_MECH_POINT ||
+        ((!m->descs[k]->has_net_receive || !m->descs[k]->net_receive) && m->descs[k]->n_pointers == 0)) {
         char list[512];
         size_t used = 0;
         list[0] = 0;
@@ -155,6 +165,7 @@ ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, c
     s->node = compartment;
     s->desc = k;
     s->param_at = net->n_params;
+    s->ptr_at = -1;
     for (int p = 0; p < d->n_params; ++p) net->params[net->n_params + p] = d->field_defaults[p];
     net->n_params += d->n_params;
     if (synapse) *synapse = net->n_syns;
@@ -190,6 +201,56 @@ ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *name, d
         used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", p ? ", " : "", d->field_names[p]);
     return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: synapse %lld (%s) has no parameter '%s' (it has: %s)", fn,
                    (long long)synapse, d->name, name, used ? list : "none");
+}
+
+ns_status ns_sim_set_pointer(ns_sim_t *sim, int64_t synapse, const char *pointer, int64_t cell, int32_t compartment,
+                             const char *var) {
+    const char *fn = "ns_sim_set_pointer";
+    sim_net *net = NULL;
+    ns_status st = net_of(sim, fn, &net);
+    if (st != NS_OK) return st;
+    if (synapse < 0 || synapse >= net->n_syns)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: synapse %lld does not exist (%lld synapses)", fn,
+                       (long long)synapse, (long long)net->n_syns);
+    if (!pointer || !var) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: pointer or var is NULL", fn);
+    net_syn *s = &net->syns[synapse];
+    const ns_mech_desc *d = sim->model->descs[s->desc];
+    int k = -1;
+    for (int q = 0; q < d->n_pointers; ++q)
+        if (strcmp(d->pointer_names[q], pointer) == 0) k = q;
+    if (k < 0) {
+        char list[256];
+        size_t used = 0;
+        list[0] = 0;
+        for (int q = 0; q < d->n_pointers && used + 40 < sizeof list; ++q)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", q ? ", " : "", d->pointer_names[q]);
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: synapse %lld (%s) has no POINTER '%s' (it has: %s)", fn,
+                       (long long)synapse, d->name, pointer, used ? list : "none");
+    }
+    st = check_site(sim, "pointer target", cell, compartment);
+    if (st != NS_OK) return st;
+    net_ptr to = {cell, compartment, -1, -1, -1, -1};
+    if (strcmp(var, "v") != 0) {
+        st = ns_sim_model_var_lookup(sim->model, var, &to.mech, &to.field, &to.ion, &to.q);
+        if (st != NS_OK) {
+            ns_error_prefix(fn);
+            return st;
+        }
+        if (to.mech >= 0 && sim->model->mechs[to.mech].desc->kind != NS_MECH_DENSITY)
+            return ns_fail(NS_ERR_UNSUPPORTED, "%s: %s: a point process's variable (only v, ions and density "
+                           "mechanisms' fields)", fn, var);
+    }
+    if (s->ptr_at < 0) {
+        while (net->n_ptrs + d->n_pointers > net->cap_ptrs)
+            if (grow((void **)&net->ptrs, net->cap_ptrs, &net->cap_ptrs, sizeof *net->ptrs) != 0)
+                return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
+        s->ptr_at = net->n_ptrs;
+        for (int q = 0; q < d->n_pointers; ++q) net->ptrs[net->n_ptrs + q] = (net_ptr){-1, 0, -1, -1, -1, -1};
+        net->n_ptrs += d->n_pointers;
+    }
+    net->ptrs[s->ptr_at + k] = to;
+    net->dirty = 1;
+    return NS_OK;
 }
 
 static net_source *new_source(sim_net *net) {
@@ -301,6 +362,10 @@ ns_status ns_sim_connect(ns_sim_t *sim, int64_t source, int64_t synapse, double 
     if (!isfinite(weight))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: source %lld -> synapse %lld: weight %g is not finite", fn,
                        (long long)source, (long long)synapse, weight);
+    const ns_mech_desc *target = sim->model->descs[net->syns[synapse].desc];
+    if (!target->has_net_receive || !target->net_receive)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: source %lld -> synapse %lld: %s has no NET_RECEIVE", fn,
+                       (long long)source, (long long)synapse, target->name);
     if (grow((void **)&net->conns, net->n_conns, &net->cap_conns, sizeof *net->conns) != 0)
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
     net->conns[net->n_conns++] = (net_conn){source, synapse, weight, delay};
@@ -352,6 +417,10 @@ static ns_status point_create(ns_sim_t *sim, const net_block_in *in, int32_t des
         pt->node_index[i] = (in->pos ? in->pos[sy->node] : sy->node) * in->w + lane[i];
         pt->weight[i] = s->stim_scale[sy->node]; /* 1e2 / area, area 100 at zero-area nodes */
         for (int p = 0; p < d->n_params; ++p) pt->field[p][i] = net->params[sy->param_at + p];
+        for (int q = 0; q < d->has_random; ++q) { /* the streams' ids: the cell and the synapse (its number) */
+            pt->field[d->random_field + 4 * q][i] = (double)in->cell[lane[i]];
+            pt->field[d->random_field + 4 * q + 1][i] = (double)syns[i];
+        }
     }
     for (int j = 0; j < d->n_ions; ++j) {
         int32_t ion = -1;
@@ -367,7 +436,10 @@ static ns_status point_create(ns_sim_t *sim, const net_block_in *in, int32_t des
         pt->ions[j] = (ns_mech_ion_view){base, base + nw, base + 2 * nw, keep ? base + 3 * nw : NULL,
                                          keep ? base + 4 * nw : NULL, NULL};
     }
+    ns_status pst = ns_net_point_pointers(sim, in, syns, cnt, pt);
+    if (pst != NS_OK) return pst;
     memset(&pt->p, 0, sizeof pt->p);
+    pt->p.pointer = (double *const *const *)pt->ptr;
     pt->p.n = cnt;
     pt->p.node_index = pt->node_index;
     pt->p.field = pt->field;
@@ -489,8 +561,12 @@ ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in) 
     net->out_begin = calloc((size_t)net->n_sources + 1, sizeof *net->out_begin);
     net->out_order = malloc((size_t)(net->n_conns + 1) * sizeof *net->out_order);
     net->emit = malloc((size_t)(net->n_sources + 1) * sizeof *net->emit);
+    net->snap_src = malloc((size_t)(net->n_ptrs + 1) * sizeof *net->snap_src);
+    net->snap_val = malloc((size_t)(net->n_ptrs + 1) * sizeof *net->snap_val);
+    net->build_in = in;
+    net->build_n = n_blocks;
     if (!cells || !net->blocks || !net->syn_block || !net->syn_slot || !net->syn_inst || !net->out_begin ||
-        !net->out_order || !net->emit)
+        !net->out_order || !net->emit || !net->snap_src || !net->snap_val)
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %lld synapses", (long long)net->n_syns);
     if (st == NS_OK) {
         net->n_emit = 0; /* a loop interval visits these, not every detector */
@@ -506,6 +582,8 @@ ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in) 
     }
     for (int64_t b = 0; b < n_blocks && st == NS_OK; ++b)
         st = block_build(sim, &in[b], syn_begin, syn_order, det_begin, det_order, b, &net->blocks[b]);
+    net->build_in = NULL;
+    if (st == NS_OK) ns_net_pointer_snapshot(net);
     /* connections by source, in order of creation; the minimum delay */
     if (st == NS_OK) {
         net->min_delay = INFINITY;
@@ -780,6 +858,7 @@ void ns_net_loop_begin(ns_sim_t *sim, int64_t steps, net_loop *L) {
     const double min_delay = net->exchange_fn ? net->exchange_min_delay : net->n_conns > 0 ? net->min_delay : INFINITY;
     L->steps = steps;
     L->interval = ns_net_interval(min_delay, sim->params.dt, steps);
+    if (net->n_snap > 0 && L->interval > 1) L->interval = 1; /* POINTERs into other blocks: a copy per step */
     L->done = 0;
     L->len = 0;
     L->steps0 = sim->steps;
@@ -804,6 +883,7 @@ int64_t ns_net_loop_next(ns_sim_t *sim, net_loop *L, const sim_fault *fault, ns_
     for (int64_t k = 0; k < len; ++k) t1 = ns_sim_half_step(ns_sim_half_step(t1, sim->params.dt), sim->params.dt);
     *st = emit_trains(net, t1);
     if (*st != NS_OK) return 0;
+    ns_net_pointer_snapshot(net);
     L->len = len;
     L->t1 = t1;
     return len;

@@ -19,7 +19,16 @@ typedef struct net_syn {
     int32_t node;
     int32_t desc;     /* index in the model's catalogue */
     int64_t param_at; /* desc's n_params values in sim_net.params */
+    int64_t ptr_at;   /* -1, or desc's n_pointers targets in sim_net.ptrs (ns_sim_set_pointer) */
 } net_syn;
+
+/* Where a synapse's POINTER points (pointer.c): variable (mech, field) or
+ * (ion, q) of ns_sim_model_var_lookup, or v (both -1), at a compartment. */
+typedef struct net_ptr {
+    int64_t cell; /* -1: not connected */
+    int32_t node, mech, ion;
+    int field, q;
+} net_ptr;
 
 typedef struct net_source {
     int64_t cell;      /* a detector's cell; -1: a train of given times or a Poisson source */
@@ -71,6 +80,8 @@ typedef struct net_point {
     int *node_index; /* node * w + lane */
     double *weight;  /* 1e2 / area per instance */
     ns_mech_ion_view ions[NS_SIM_MECH_IONS_MAX];
+    double **ptr_store; /* POINTERs: desc->n_pointers x n addresses (pointer.c) */
+    double ***ptr;      /* desc->n_pointers arrays into ptr_store: ppack.pointer */
 } net_point;
 
 typedef struct net_block {
@@ -96,6 +107,16 @@ typedef struct sim_net {
     int64_t n_sources, cap_sources;
     net_conn *conns;
     int64_t n_conns, cap_conns;
+    net_ptr *ptrs;   /* the synapses' POINTER targets (net_syn.ptr_at) */
+    int64_t n_ptrs, cap_ptrs;
+    /* POINTERs into another lane block (pointer.c): they read snap_val[j], a
+     * copy of *snap_src[j] made at the start of each step (the intervals are
+     * then one step); build_in: every block's inputs during ns_net_build */
+    double **snap_src;
+    double *snap_val;
+    int64_t n_snap;
+    const struct net_block_in *build_in;
+    int64_t build_n;
     int dirty; /* changed since the last ns_net_build (ns_sim_init) */
     /* built by ns_net_build */
     int64_t n_blocks;
@@ -132,6 +153,12 @@ typedef struct net_block_in {
 } net_block_in;
 
 void ns_net_free(sim_net *net);
+/* pointer.c: the addresses of the POINTERs of a block's instances of one
+ * point type (pt->desc, the synapses syns[i]) */
+ns_status ns_net_point_pointers(const ns_sim_t *sim, const net_block_in *in, const int64_t *syns, int32_t cnt,
+                                net_point *pt);
+/* the copies of the targets in other blocks, at a step's start */
+void ns_net_pointer_snapshot(sim_net *net);
 /* NEURON's finitialize for the network: the synapses' instances per block
  * (rebuilt), their INITIAL, the detectors' state from v, no events, no
  * spikes, trains from their start. */

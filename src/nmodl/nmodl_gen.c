@@ -72,15 +72,19 @@ static int ion_input_index(const struct ns_nmodl *m, const var *v) {
     for (int i = 0; i < m->n_vars && &m->vars[i] != v; i++) k += is_ion_input(&m->vars[i]);
     return k;
 }
+/* A POINTER variable: through P<k>_, the address the simulation connected
+ * it to (ppack.pointer[k][i_]). */
 static void put_fparams(gen *g) {
     for (int k = 0; k < g->m->n_fields; k++) put(g->b, "double *F%d_, ", k);
     for (int i = 0, k = 0; i < g->m->n_vars; i++)
         if (is_ion_input(&g->m->vars[i])) put(g->b, "double *I%d_, ", k++);
+    for (int k = 0; k < g->m->n_pointers; k++) put(g->b, "double *P%d_, ", k);
 }
 static void put_fargs(gen *g) {
     for (int k = 0; k < g->m->n_fields; k++) put(g->b, "F%d_, ", k);
     for (int i = 0, k = 0; i < g->m->n_vars; i++)
         if (is_ion_input(&g->m->vars[i])) put(g->b, "I%d_, ", k++);
+    for (int k = 0; k < g->m->n_pointers; k++) put(g->b, "P%d_, ", k);
 }
 /* the wrappers' arguments: the addresses in the ppack's arrays of instance
  * i_ at node_ (fields: `field` "&p->field[%d][i_]" or, in the TABLE
@@ -97,6 +101,10 @@ static void put_addresses(gen *g, const char *field, int table) {
         if (table) put(g->b, "&ion_[%d], ", ion_input_index(g->m, v));
         else put(g->b, "&p->ion[%d].%s[NSM_ION(%d)], ", v->ion, ion_array(v), v->ion);
     }
+    /* the TABLE builder: a zero of its own per POINTER, as for the ions */
+    for (int k = 0; k < g->m->n_pointers; k++)
+        if (table) put(g->b, "&ptr_[%d], ", k);
+        else put(g->b, "p->pointer[%d][i_], ", k);
 }
 
 static int gfail(gen *g, int line, const char *fmt, ...) NS_PRINTF_LIKE(3, 4);
@@ -324,6 +332,11 @@ static void emit_var(gen *g, const char *name, const ex *ix) {
         }
         return;
     }
+    if (v->cls == V_POINTER) {
+        if (g->field_direct) put(b, "(*p->pointer[%d][i_])", v->pointer);
+        else put(b, "(*P%d_)", v->pointer);
+        return;
+    }
     if (v->cls == V_CONST) { /* a negative one parenthesised: `x / -k` is not C's `--` */
         put(b, signbit(v->value) ? "(%.17g)" : "%.17g", v->value);
         return;
@@ -377,17 +390,43 @@ static void emit_ex(gen *g, const ex *e) {
     case EX_NOT: put(b, "((double)!("); emit_ex(g, e->a); put(b, "))"); return;
     case EX_CALL: {
         const block *bl = find_block(g->m, e->text);
+        int lead = bl != NULL; /* arguments before the file's */
         if (bl) {
             put(b, "nsm_%s_%c_%s(p, ", g->m->name, bl->kind == B_FUNCTION ? 'f' : 'p', e->text);
             put_fargs(g);
             put(b, "i_, node_, v_");
+        } else if (nm_random_arity(e->text) >= 0 && g->m->random_field >= 0) {
+            /* the instance's stream 0: its four hidden fields and the mechanism's key (nmodl_random.c) */
+            put(b, "nsm_rng_%s(", e->text);
+            for (int k = 0; k < 4; k++)
+                put(b, g->field_direct ? "&p->field[%d][i_], " : "F%d_, ", g->m->random_field + k);
+            put(b, "%uu", nm_random_mech_key(g->m->name));
+            lead = 1;
+        } else if (nm_random_api(e->text, e->n_args) > 0 && g->m->random_field >= 0) {
+            /* NEURON 9's random_*(r, ...): RANDOM r's stream, its key the mechanism's plus the stream */
+            const var *rv = find_var(g->m, e->args[0]->text);
+            const char *fn = e->text + 7; /* uniform, negexp, normal, setseq, setids */
+            const char *c = !strcmp(fn, "uniform") ? (e->n_args == 1 ? "scop_random" : "uniform")
+                            : !strcmp(fn, "negexp") ? "exprand" : !strcmp(fn, "normal") ? "normrand" : fn;
+            put(b, "nsm_rng_%s(", c);
+            for (int k = 0; k < 4; k++)
+                put(b, g->field_direct ? "&p->field[%d][i_], " : "F%d_, ", g->m->random_field + 4 * rv->stream + k);
+            put(b, "%uu", nm_random_mech_key(g->m->name) + (unsigned)rv->stream);
+            for (int i = 1; i < e->n_args; i++) {
+                put(b, ", ");
+                emit_ex(g, e->args[i]);
+            }
+            if (e->n_args == 1 && !strcmp(fn, "negexp")) put(b, ", 1.0");
+            if (e->n_args == 1 && !strcmp(fn, "normal")) put(b, ", 0.0, 1.0");
+            put(b, ")");
+            return;
         }
         else if (!strcmp(e->text, "exprelr")) put(b, "nsm_exprelr(");
         else if (!strcmp(e->text, "exp")) put(b, "nsm_exp(");
         else if (!strcmp(e->text, "min") || !strcmp(e->text, "max")) put(b, "f%s(", e->text); /* Arbor's */
         else put(b, "%s(", e->text);
         for (int i = 0; i < e->n_args; i++) {
-            if (i || bl) put(b, ", ");
+            if (i || lead) put(b, ", ");
             emit_ex(g, e->args[i]);
         }
         put(b, ")");
@@ -973,6 +1012,7 @@ static int emit_header(gen *g) {
            "    return ns_mech_exp(x);\n#endif\n}\n#endif\n");
     put(b, "#ifndef NSM_EXPRELR\n#define NSM_EXPRELR\n/* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */\n"
            "NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }\n#endif\n");
+    if (m->random_field >= 0) put(b, "%s", nm_random_runtime());
     put(b, "#undef NSM_ION\n#define NSM_ION(j) (p->node_index && p->ion[j].index ? p->ion[j].index[i_] : node_)\n");
     put(b, "#undef NSM_ADD\n#if defined(__CUDA_ARCH__) && %d\n#define NSM_ADD(a, x) atomicAdd(&(a), (x))\n#else\n"
            "#define NSM_ADD(a, x) ((a) += (x))\n#endif\n\n", m->point);
@@ -1202,6 +1242,7 @@ static int emit_c(gen *g) {
             int n_ion = 0;
             for (int k = 0; k < m->n_vars; k++) n_ion += is_ion_input(&m->vars[k]);
             if (n_ion) put(b, "            double ion_[%d] = {0.0};\n", n_ion);
+            if (m->n_pointers) put(b, "            double ptr_[%d] = {0.0};\n", m->n_pointers);
             put(b, "            for (int k = 0; k < %d; ++k) { s_[k] = nsm_%s_defaults[k]; f_[k] = &s_[k]; }\n", m->n_fields,
                 name);
             put(b, "            ns_mech_ppack q_ = *p;\n            q_.n = 1; q_.node_index = NULL; q_.node_begin = 0;"
@@ -1295,6 +1336,7 @@ static void emit_desc_data(gen *g) {
     if (!m->n_globals) put(b, "0.0");
     put(b, "};\n");
     emit_strs(b, name, "gnames", gn, m->n_globals);
+    emit_strs(b, name, "pnames", (const char *const *)m->pointers, m->n_pointers);
     put(b, "static const ns_mech_ion_use nsm_%s_ions[] = {", name);
     for (int k = 0; k < m->n_ions; k++)
         put(b, "%s{\"%s\", %d, %uu}", k ? ", " : "", m->ions[k].name, m->ions[k].charge, m->ions[k].flags);
@@ -1322,11 +1364,13 @@ static void emit_desc(gen *g) {
                   "#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#endif\n");
     put(g->b, "const ns_mech_desc nsm_%s_desc = {\n    NS_MECH_ABI_VERSION, \"%s\", %s,\n    %d, %d, %d, %d, nsm_%s_names, nsm_%s_defaults,\n"
               "    %d, nsm_%s_gnames, nsm_%s_gdefaults,\n    %d, nsm_%s_ions,\n    %d, %d,\n"
-              "    nsm_%s_init, nsm_%s_current, nsm_%s_state,\n    %s%s%s,\n    %s%s%s,\n    NSM_CUDA_FNS(%s)};\n",
+              "    nsm_%s_init, nsm_%s_current, nsm_%s_state,\n    %s%s%s,\n    %s%s%s,\n    NSM_CUDA_FNS(%s)",
         n, n, m->point ? "NS_MECH_POINT" : "NS_MECH_DENSITY", m->n_fields, m->n_params, m->n_assigned, m->n_states, n, n,
         m->n_globals, n, n, m->n_ions, n, m->table_size, m->net_receive != NULL, n, n, n,
         m->net_receive ? "nsm_" : "NULL", m->net_receive ? n : "", m->net_receive ? "_net_receive" : "",
         m->table_size ? "nsm_" : "NULL", m->table_size ? n : "", m->table_size ? "_table_update" : "", n);
+    put(g->b, ",\n    %d, %d", m->n_streams, m->random_field >= 0 ? m->random_field : 0); /* random */
+    put(g->b, ",\n    %d, nsm_%s_pnames};\n", m->n_pointers, n);                                   /* POINTER */
 }
 
 static void emit_cuda(gen *g) {

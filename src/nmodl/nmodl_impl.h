@@ -116,7 +116,8 @@ typedef struct block {
 } block;
 
 /* A variable of the mechanism. */
-enum { V_PARAM, V_ASSIGNED, V_STATE, V_GLOBAL, V_CONST, V_ION_READ };
+enum { V_PARAM, V_ASSIGNED, V_STATE, V_GLOBAL, V_CONST, V_ION_READ, V_POINTER /* POINTER: through ppack.pointer */,
+       V_RANDOM /* RANDOM: a stream (nmodl_random.c) */ };
 
 typedef struct var {
     char *name;
@@ -130,6 +131,8 @@ typedef struct var {
     int size;            /* an array of this many (fields or globals from field/global on); 0: a scalar */
     int copy_in;         /* a field the entry points set from the node's v (v) or from the ion (a READ ion
                             variable that the file writes): NEURON's per-instance copy */
+    int pointer;         /* V_POINTER: index into ppack.pointer, else -1 */
+    int stream;          /* V_RANDOM: its stream (1, 2, ...: nmodl_random.c) */
 } var;
 
 typedef struct ion_use {
@@ -161,11 +164,29 @@ struct ns_nmodl {
     int n_fields, n_params, n_assigned, n_states, n_globals, table_size;
     int uses_printf;
     nm_arena arena;
+    int random_field;    /* random numbers: the first of 4 hidden fields per stream (nmodl_random.c), -1 none */
+    int n_streams;       /* 1 (normrand and the like) + one per RANDOM variable; 0: none */
+    char **randoms;      /* RANDOM names (NEURON 9) */
+    int *randoms_line;
+    int n_randoms;
+    char **pointers;     /* POINTER names in declaration order (BBCOREPOINTER's stay ASSIGNED fields) */
+    int *pointers_line;
+    int n_pointers;
 };
 
 /* nmodl_kinetic.c: lower KINETIC block b of m (its reactions, CONSERVE and
  * COMPARTMENT statements) into statements and b->kin; errors name m's file
  * and the line. */
 ns_status nm_kinetic_lower(struct ns_nmodl *m, block *b);
+
+/* nmodl_random.c: normrand, exprand, scop_random, set_seed */
+extern const char *const nm_random_field_names[4]; /* the hidden fields: id1, id2, seed, counter */
+const char *nm_random_runtime(void);               /* the functions (nmodl_random.h), C for the header */
+int nm_random_arity(const char *name);             /* -1: not one of them */
+/* NEURON 9's functions of a RANDOM variable (random_uniform, ...): -1 not one
+ * of them, 0 a wrong count of arguments, 1 fine */
+int nm_random_api(const char *name, int n_args);
+int nm_random_used(const struct ns_nmodl *m);      /* 1 when the file calls one of them */
+unsigned nm_random_mech_key(const char *name);
 
 #endif

@@ -86,10 +86,10 @@ static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
 }
 
 static const char *const UNSUPPORTED[] = {
-    "VERBATIM", "POINTER", "BBCOREPOINTER", "LINEAR", "NONLINEAR", "PARTIAL",
+    "VERBATIM", "LINEAR", "NONLINEAR", "PARTIAL",
     "DISCRETE", "FUNCTION_TABLE", "LONGITUDINAL_DIFFUSION", "ELECTRODE_CURRENT", "EXTERNAL",
     "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP", "WATCH", "FOR_NETCONS", "net_send", "net_event",
-    "net_move", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "RANDOM", "NONSPECIFIC_CONDUCTANCE",
+    "net_move", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "NONSPECIFIC_CONDUCTANCE",
     /* Arbor's extensions */
     "POST_EVENT", "JUNCTION_PROCESS", "VOLTAGE_PROCESS", "WHITE_NOISE", NULL};
 
@@ -936,7 +936,7 @@ static var *add_var(parser *p, const char *name, int cls, double value, int line
     v->name = dup(name);
     v->cls = cls;
     v->value = value;
-    v->field = v->global = v->ion = -1;
+    v->field = v->global = v->ion = v->pointer = -1;
     v->line = line;
     return v;
 }
@@ -1052,6 +1052,37 @@ static int parse_neuron(parser *p) {
                 }
                 if (range ? add_name(&m->range, &m->n_range, n) : add_name(&m->globals_decl, &m->n_globals_decl, n))
                     return -1;
+                if (!is_punct(p, ',')) break;
+                p->pos++;
+            }
+        } else if (!strcmp(t->text, "RANDOM")) { /* NEURON 9: a Random123 stream per instance */
+            for (;;) {
+                int line = cur(p)->line;
+                char *n = expect_name(p);
+                if (!n) return -1;
+                int *rl = nm_realloc(AR, m->randoms_line, (size_t)(m->n_randoms + 1) * sizeof *rl);
+                if (!rl) return -1;
+                m->randoms_line = rl;
+                rl[m->n_randoms] = line;
+                if (add_name(&m->randoms, &m->n_randoms, n)) return -1;
+                if (!is_punct(p, ',')) break;
+                p->pos++;
+            }
+        } else if (!strcmp(t->text, "POINTER") || !strcmp(t->text, "BBCOREPOINTER")) {
+            /* POINTER: a variable read and written through ppack.pointer (connected by the simulation);
+             * BBCOREPOINTER: CoreNEURON's opaque handle, which only VERBATIM C uses: an ASSIGNED field */
+            const int bbcore = t->text[0] == 'B';
+            for (;;) {
+                int line = cur(p)->line;
+                char *n = expect_name(p);
+                if (!n) return -1;
+                if (!bbcore) {
+                    int *pl = nm_realloc(AR, m->pointers_line, (size_t)(m->n_pointers + 1) * sizeof *pl);
+                    if (!pl) return -1;
+                    m->pointers_line = pl;
+                    pl[m->n_pointers] = line;
+                    if (add_name(&m->pointers, &m->n_pointers, n)) return -1;
+                }
                 if (!is_punct(p, ',')) break;
                 p->pos++;
             }
@@ -1327,7 +1358,7 @@ static int builtin_arity(const char *f) {
         if (!strcmp(one[i], f)) return 1;
     for (int i = 0; two[i]; i++)
         if (!strcmp(two[i], f)) return 2;
-    return -1;
+    return nm_random_arity(f); /* normrand, exprand, scop_random, set_seed */
 }
 /* The size of the innermost scope entry `name` (scope_size: 0 a scalar, n an
  * array, -1 a FROM loop's integer), or -2 where it is not in scope. */
@@ -1366,11 +1397,29 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
     case EX_STR: return perr(p, NS_ERR_PARSE, line, "a string outside printf");
     case EX_VAR:
         if (e->a && check_ex(p, e->a, locals, n_locals, line)) return -1;
+        if (!in_list(locals, n_locals, e->text) && find_var(p->m, e->text) && find_var(p->m, e->text)->cls == V_RANDOM)
+            return perr(p, NS_ERR_INVALID_ARGUMENT, line, "RANDOM %s is a stream, not a value (random_uniform(%s), ...)",
+                        e->text, e->text);
         if (in_list(locals, n_locals, e->text) || is_special(e->text) || find_var(p->m, e->text))
             return check_index(p, e->text, e->a, locals, n_locals, line);
         if (!strcmp(e->text, "FARADAY")) return 0;
         return perr(p, NS_ERR_INVALID_ARGUMENT, line, "'%s' is not declared", e->text);
     case EX_CALL: {
+        if (!find_block(p->m, e->text) && nm_random_api(e->text, e->n_args) >= 0) {
+            /* random_uniform(r[, a, b]), random_negexp(r[, mean]), random_normal(r[, mean, sd]),
+             * random_setseq(r, n), random_setids(r, id1, id2, id3): r a RANDOM variable */
+            if (!nm_random_api(e->text, e->n_args))
+                return perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s: %d arguments (NEURON's forms: random_uniform(r), "
+                            "random_uniform(r, a, b), random_negexp(r[, mean]), random_normal(r[, mean, sd]), "
+                            "random_setseq(r, n), random_setids(r, id1, id2, id3))", e->text, e->n_args);
+            const var *rv = e->args[0]->kind == EX_VAR && !e->args[0]->a ? find_var(p->m, e->args[0]->text) : NULL;
+            if (!rv || rv->cls != V_RANDOM)
+                return perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s: the first argument must be a RANDOM variable",
+                            e->text);
+            for (int i = 1; i < e->n_args; i++)
+                if (check_ex(p, e->args[i], locals, n_locals, line)) return -1;
+            return 0;
+        }
         block *b = find_block(p->m, e->text);
         if (!b && !strcmp(e->text, "printf"))
             return perr(p, NS_ERR_UNSUPPORTED, line, "printf as a value (it is supported as a statement)");
@@ -1417,7 +1466,7 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
                         return perr(p, NS_ERR_UNSUPPORTED, s->line, "assigning '%s' is not supported", s->name);
                     return perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is not declared", s->name);
                 }
-                if (v->cls == V_CONST || v->cls == V_ION_READ)
+                if (v->cls == V_CONST || v->cls == V_ION_READ || v->cls == V_RANDOM)
                     return perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is read-only here", s->name);
             }
             if (!fn_ret && check_index(p, s->name, s->index, *scope, *n_scope, s->line)) return -1;
@@ -1611,6 +1660,44 @@ static int finish(parser *p) {
             return perr(p, NS_ERR_INVALID_ARGUMENT, m->globals_line[i],
                         "GLOBAL %s: not declared in PARAMETER or ASSIGNED", m->globals_decl[i]);
     }
+    /* POINTER names: declared in ASSIGNED (or nowhere, as nocmodl allows), no field */
+    for (int k = 0; k < m->n_pointers; k++) {
+        var *v = find_var(m, m->pointers[k]);
+        if (!v && !(v = add_var(p, m->pointers[k], V_POINTER, 0, m->pointers_line[k]))) return -1;
+        if (v->cls != V_ASSIGNED && v->cls != V_POINTER)
+            return perr(p, NS_ERR_INVALID_ARGUMENT, m->pointers_line[k],
+                        "POINTER %s: declared as a PARAMETER, STATE or ion variable too", m->pointers[k]);
+        if (v->size) return perr(p, NS_ERR_UNSUPPORTED, m->pointers_line[k], "POINTER %s: an array", m->pointers[k]);
+        if (v->pointer >= 0) return perr(p, NS_ERR_PARSE, m->pointers_line[k], "POINTER %s twice", m->pointers[k]);
+        v->cls = V_POINTER;
+        v->pointer = k;
+    }
+    /* random numbers: the instance's streams in hidden ASSIGNED fields, numbered last among them:
+     * stream 0 for normrand and the like, stream k + 1 for RANDOM variable k */
+    m->random_field = -1;
+    m->n_streams = 0;
+    for (int k = 0; k < m->n_randoms; k++) {
+        if (find_var(m, m->randoms[k]))
+            return perr(p, NS_ERR_INVALID_ARGUMENT, m->randoms_line[k], "RANDOM %s: declared elsewhere too",
+                        m->randoms[k]);
+        var *v = add_var(p, m->randoms[k], V_RANDOM, 0, m->randoms_line[k]);
+        if (!v) return -1;
+        v->stream = k + 1;
+    }
+    if (nm_random_used(m)) {
+        m->n_streams = 1 + m->n_randoms;
+        for (int q = 0; q < m->n_streams; q++)
+            for (int k = 0; k < 4; k++) {
+                char *name = (char *)nm_random_field_names[k];
+                if (q) { /* __ran_<RANDOM>_id1, ... */
+                    size_t nl = strlen(m->randoms[q - 1]) + 16;
+                    if (!(name = nm_calloc(AR, nl, 1))) return -1;
+                    snprintf(name, nl, "__ran_%s_%s", m->randoms[q - 1], nm_random_field_names[k] + 6);
+                }
+                if (find_var(m, name) || !add_var(p, name, V_ASSIGNED, 0, 1))
+                    return p->status ? -1 : perr(p, NS_ERR_INVALID_ARGUMENT, 1, "%s is reserved", name);
+            }
+    }
     /* fields: parameters, assigned (GLOBAL assigned are per instance: they
      * are written before they are read, CoreNEURON does the same), states */
     /* an array takes `size` consecutive fields (globals); the sums are bounded by
@@ -1631,6 +1718,7 @@ static int finish(parser *p) {
         return perr(p, NS_ERR_SIZE, 1, "%lld fields and %lld GLOBALs per instance: more than %d", nf, ng, MAX_SLOTS);
     m->n_states = (int)nf - m->n_params - m->n_assigned;
     m->n_fields = (int)nf;
+    if (find_var(m, nm_random_field_names[0])) m->random_field = find_var(m, nm_random_field_names[0])->field;
     long long tsize = 0;
     for (int i = 0; i < m->n_blocks; i++) {
         block *b = m->blocks[i];

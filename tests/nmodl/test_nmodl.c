@@ -127,7 +127,7 @@ int main(void) {
     all_files(MECH_DIR "/bbp");
     all_files(MECH_DIR "/test");
     all_files(MECH_DIR "/kinetic");
-    CHECK(n_files == 25);
+    CHECK(n_files == 26); /* the .mod files of the four folders */
     units_constants();
 
     /* the generated forms */
@@ -241,7 +241,17 @@ int main(void) {
     CHECK(strstr(c, "L_f_flux = ((3.0 * (*F0_)) * (*F1_));") && strstr(c, "L_kinT_ = (3.0 * (*F1_));"));
     bad("verbatim.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n x = 1;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,
         "verbatim.mod:3:", "VERBATIM");
-    bad("pointer.mod", "NEURON {\n SUFFIX x\n POINTER p\n}\n", NS_ERR_UNSUPPORTED, "pointer.mod:3:", "POINTER");
+    bad("pointer.mod", "NEURON {\n SUFFIX x\n POINTER p\n}\nPARAMETER { p = 1 }\n", NS_ERR_INVALID_ARGUMENT,
+        "pointer.mod:3:", "POINTER p: declared as a PARAMETER");
+    /* NEURON 9's RANDOM: a stream, only the first argument of random_* (test_nmodl_random.c runs them) */
+    bad("random1.mod", "NEURON {\n SUFFIX x\n RANDOM r\n RANGE y\n}\nASSIGNED { y }\nBREAKPOINT {\n y = r + 1\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "random1.mod:8:", "RANDOM r is a stream");
+    bad("random2.mod", "NEURON {\n SUFFIX x\n RANDOM r\n RANGE y\n}\nASSIGNED { y }\nBREAKPOINT {\n y = random_normal(r, 1)\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "random2.mod:8:", "random_normal: 2 arguments");
+    bad("random3.mod", "NEURON {\n SUFFIX x\n RANGE y\n}\nASSIGNED { y }\nBREAKPOINT {\n y = random_uniform(y)\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "random3.mod:7:", "must be a RANDOM variable");
+    bad("random4.mod", "NEURON {\n SUFFIX x\n RANGE y\n}\nASSIGNED { y }\nBREAKPOINT {\n y = normrand(1)\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "random4.mod:7:", "normrand takes 2 arguments");
     bad("electrode.mod", "NEURON {\n POINT_PROCESS x\n ELECTRODE_CURRENT i\n}\n", NS_ERR_UNSUPPORTED,
         "electrode.mod:3:", "ELECTRODE_CURRENT");
     bad("netsend.mod", "NEURON { POINT_PROCESS x }\nNET_RECEIVE(w) {\n  net_send(1, 1)\n}\n", NS_ERR_UNSUPPORTED,

@@ -2,7 +2,8 @@
  * data/mechanisms/ built with nvcc (ns_mechanisms_build with nvcc), run over
  * 4096 instances on the device (cuda_init, cuda_current, cuda_state: one
  * thread per instance; point processes several to a node, so their sums go
- * through atomicAdd) and on the host (init, current, state), then compared:
+ * through atomicAdd; a POINTER reads v of the next node, through the
+ * ppack's device addresses) and on the host (init, current, state), then compared:
  * fields, node sums and ion sums within 1e-9 relative (the device's exp and
  * pow differ from glibc's in the last bit). Skips (77) without a CUDA build,
  * a GPU or nvcc. `bash bench/grid.sh check` runs it on a GPU host (and under
@@ -87,7 +88,16 @@ static int compare(const ns_mech_desc *d) {
         }
         views[j] = (ns_mech_ion_view){b, b + nodes, b + 2 * nodes, b + 3 * nodes, b + 4 * nodes, NULL};
     }
-    ns_mech_ppack hp = {N, 0, point ? index : NULL, 0.0, 0.025, 34.0, v, rhs, dd, point ? w : NULL, fp, glob, table, views};
+    /* POINTER k of instance i: v of the node after its own (a gap junction's vgap) */
+    const int np = d->n_pointers;
+    double **hptr = malloc(sizeof(double *) * (size_t)(np ? np : 1) * N), **hptr_k[4];
+    if (!hptr || np > 4) return -1;
+    for (int k = 0; k < np; ++k) {
+        hptr_k[k] = hptr + (size_t)k * N;
+        for (int i = 0; i < N; ++i) hptr_k[k][i] = &v[(index[i] + 1) % nodes];
+    }
+    ns_mech_ppack hp = {N, 0, point ? index : NULL, 0.0, 0.025, 34.0, v, rhs, dd, point ? w : NULL, fp, glob, table, views,
+                        np ? (double *const *const *)hptr_k : NULL};
     if (d->table_update) d->table_update(&hp);
     /* device copies of the same start */
     double *d_f = dalloc_copy(f, sizeof(double) * (size_t)(nf ? nf : 1) * N);
@@ -108,8 +118,15 @@ static int compare(const ns_mech_desc *d) {
     ns_mech_ion_view *d_views = dalloc_copy(d_views_host, sizeof(ns_mech_ion_view) * (size_t)(ni ? ni : 1));
     if (!d_f || !d_v || !d_rhs || !d_d || !d_w || !d_ion || !d_glob || !d_table || !d_index || !d_fp || !d_views)
         return -1;
+    double **dptr_host = malloc(sizeof(double *) * (size_t)(np ? np : 1) * N);
+    if (!dptr_host) return -1;
+    for (int i = 0; i < np * N; ++i) dptr_host[i] = d_v + (index[i % N] + 1) % nodes;
+    double **d_ptr = dalloc_copy(dptr_host, sizeof(double *) * (size_t)(np ? np : 1) * N), **d_ptr_k_host[4];
+    for (int k = 0; k < np; ++k) d_ptr_k_host[k] = d_ptr + (size_t)k * N;
+    double ***d_ptr_k = dalloc_copy(d_ptr_k_host, sizeof(double **) * 4);
+    if (!d_ptr || !d_ptr_k) return -1;
     ns_mech_ppack dp = {N, 0, point ? d_index : NULL, 0.0, 0.025, 34.0, d_v, d_rhs, d_d, point ? d_w : NULL,
-                        d_fp, d_glob, d_table, d_views};
+                        d_fp, d_glob, d_table, d_views, np ? (double *const *const *)d_ptr_k : NULL};
     CHECK(d->cuda_init && d->cuda_current && d->cuda_state);
     if (!d->cuda_init) return 0;
     d->init(&hp);
@@ -139,9 +156,10 @@ static int compare(const ns_mech_desc *d) {
      * tolerance, not to rounding. Every other mechanism: rounding. */
     const double tol = strcmp(d->name, "cabuf") == 0 ? 1e-5 : 1e-9;
     CHECK_MSG(wf < tol && wr < tol && wd < tol && wi < tol, "%s: the device differs from the host", d->name);
-    void *all[] = {d_f, d_v, d_rhs, d_d, d_w, d_ion, d_glob, d_table, d_index, d_fp, d_views};
+    void *all[] = {d_f, d_v, d_rhs, d_d, d_w, d_ion, d_glob, d_table, d_index, d_fp, d_views, d_ptr, d_ptr_k};
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k) cudaFree(all[k]);
     free(f), free(v), free(rhs), free(dd), free(w), free(ion), free(glob), free(table), free(index);
+    free(hptr), free(dptr_host);
     free(g_f), free(g_rhs), free(g_d), free(g_ion);
     return 0;
 }
@@ -170,7 +188,7 @@ int main(void) {
                       ns_mech_library_get(l, m)->name);
         ns_mech_library_close(l);
     }
-    CHECK(n_mech == 25);
+    CHECK(n_mech == 26);
     tmpdir_remove();
     return check_summary("test_nmodl_cuda");
 #endif

@@ -242,6 +242,7 @@ typedef struct many {
     double *fields, *fp[64], *globals, *table, weight[NI];
     ns_mech_ion_view ions[8];
     int index[NI];
+    double ptv[4][NI], *pp_store[4][NI], **pp[4]; /* POINTER k of instance i: &ptv[k][i] */
     ns_mech_ppack p;
 } many;
 
@@ -268,8 +269,16 @@ static void many_setup(many *m, const ns_mech_desc *d, int scattered) {
     }
     for (int j = 0; j < d->n_ions && j < 8; ++j)
         m->ions[j] = (ns_mech_ion_view){m->e[j], m->ci[j], m->co[j], m->i[j], m->didv[j], scattered ? m->index : NULL};
+    for (int k = 0; k < d->n_pointers && k < 4; ++k) {
+        m->pp[k] = m->pp_store[k];
+        for (int i = 0; i < NI; ++i) {
+            m->ptv[k][i] = -60.0 + 0.3 * i;
+            m->pp_store[k][i] = &m->ptv[k][i];
+        }
+    }
     m->p = (ns_mech_ppack){NI, 0, scattered ? m->index : NULL, 0.0, DT, 34.0, m->v, m->rhs, m->d,
-                           d->kind == NS_MECH_POINT ? m->weight : NULL, m->fp, m->globals, m->table, m->ions};
+                           d->kind == NS_MECH_POINT ? m->weight : NULL, m->fp, m->globals, m->table, m->ions,
+                           d->n_pointers ? (double *const *const *)m->pp : NULL};
 }
 
 static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
@@ -304,7 +313,7 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
             free(b.fields); free(b.globals); free(b.table);
         }
     printf("%d mechanisms x %d instances: contiguous and node_index paths equal (%d differences)\n", n_mech, NI, bad);
-    CHECK(n_mech == 25);
+    CHECK(n_mech == 26);
     CHECK_MSG(bad == 0, "%d differences between the contiguous and the node_index paths", bad);
 }
 
@@ -430,7 +439,7 @@ int main(void) {
     }
     CHECK(ns_mech_library_count(libs[0]) == 4);
     CHECK(ns_mech_library_count(libs[1]) == 12);
-    CHECK(ns_mech_library_count(libs[2]) == 4);
+    CHECK(ns_mech_library_count(libs[2]) == 5);
     CHECK(ns_mech_library_count(libs[3]) == 5);
     hh_vs_mech_h(libs, N_LIBS);
     many_paths(libs, N_LIBS);

@@ -5,6 +5,7 @@ static const double nsm_Exp2Syn_defaults[] = {0.10000000000000001, 10, 0, 0, 0, 
 static const char *const nsm_Exp2Syn_names[] = {"tau1", "tau2", "e", "i", "g", "factor", "A", "B"};
 static const double nsm_Exp2Syn_gdefaults[] = {0.0};
 static const char *const nsm_Exp2Syn_gnames[] = {NULL};
+static const char *const nsm_Exp2Syn_pnames[] = {NULL};
 static const ns_mech_ion_use nsm_Exp2Syn_ions[] = {{NULL, 0, 0u}};
 
 #undef NSM_LOOP
@@ -102,4 +103,6 @@ const ns_mech_desc nsm_Exp2Syn_desc = {
     nsm_Exp2Syn_init, nsm_Exp2Syn_current, nsm_Exp2Syn_state,
     nsm_Exp2Syn_net_receive,
     NULL,
-    NSM_CUDA_FNS(Exp2Syn)};
+    NSM_CUDA_FNS(Exp2Syn),
+    0, 0,
+    0, nsm_Exp2Syn_pnames};

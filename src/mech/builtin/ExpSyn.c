@@ -5,6 +5,7 @@ static const double nsm_ExpSyn_defaults[] = {0.10000000000000001, 0, 0, 0};
 static const char *const nsm_ExpSyn_names[] = {"tau", "e", "i", "g"};
 static const double nsm_ExpSyn_gdefaults[] = {0.0};
 static const char *const nsm_ExpSyn_gnames[] = {NULL};
+static const char *const nsm_ExpSyn_pnames[] = {NULL};
 static const ns_mech_ion_use nsm_ExpSyn_ions[] = {{NULL, 0, 0u}};
 
 #undef NSM_LOOP
@@ -102,4 +103,6 @@ const ns_mech_desc nsm_ExpSyn_desc = {
     nsm_ExpSyn_init, nsm_ExpSyn_current, nsm_ExpSyn_state,
     nsm_ExpSyn_net_receive,
     NULL,
-    NSM_CUDA_FNS(ExpSyn)};
+    NSM_CUDA_FNS(ExpSyn),
+    0, 0,
+    0, nsm_ExpSyn_pnames};

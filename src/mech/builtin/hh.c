@@ -5,6 +5,7 @@ static const double nsm_hh_defaults[] = {0.12, 0.035999999999999997, 0.000299999
 static const char *const nsm_hh_names[] = {"gnabar", "gkbar", "gl", "el", "ina", "ik", "il", "gna", "gk", "minf", "hinf", "ninf", "mtau", "htau", "ntau", "m", "h", "n"};
 static const double nsm_hh_gdefaults[] = {1};
 static const char *const nsm_hh_gnames[] = {"usetable_rates"};
+static const char *const nsm_hh_pnames[] = {NULL};
 static const ns_mech_ion_use nsm_hh_ions[] = {{"na", 1, 17u}, {"k", 1, 17u}};
 
 static int nsm_hh_table_update(ns_mech_ppack *p) {
@@ -256,4 +257,6 @@ const ns_mech_desc nsm_hh_desc = {
     nsm_hh_init, nsm_hh_current, nsm_hh_state,
     NULL,
     nsm_hh_table_update,
-    NSM_CUDA_FNS(hh)};
+    NSM_CUDA_FNS(hh),
+    0, 0,
+    0, nsm_hh_pnames};

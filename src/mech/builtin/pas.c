@@ -5,6 +5,7 @@ static const double nsm_pas_defaults[] = {0.001, -70, 0};
 static const char *const nsm_pas_names[] = {"g", "e", "i"};
 static const double nsm_pas_gdefaults[] = {0.0};
 static const char *const nsm_pas_gnames[] = {NULL};
+static const char *const nsm_pas_pnames[] = {NULL};
 static const ns_mech_ion_use nsm_pas_ions[] = {{NULL, 0, 0u}};
 
 #undef NSM_LOOP
@@ -118,4 +119,6 @@ const ns_mech_desc nsm_pas_desc = {
     nsm_pas_init, nsm_pas_current, nsm_pas_state,
     NULL,
     NULL,
-    NSM_CUDA_FNS(pas)};
+    NSM_CUDA_FNS(pas),
+    0, 0,
+    0, nsm_pas_pnames};

@@ -320,7 +320,7 @@ static void call(mech_block *mb, ns_mech_fn fn, double *v, double *rhs, double *
 }
 
 void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w,
-                         const int32_t *pos, double *v, double dt, double celsius) {
+                         const int32_t *pos, const int64_t *cell, double *v, double dt, double celsius) {
     /* ions from the model's values (NEURON's defaults where it gives none);
      * i and didv 0, as a new ion's in NEURON (an INITIAL may read i: cabuf's
      * STEADYSTATE reads ica) and as the GPU path uploads them */
@@ -344,6 +344,12 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
                 for (int32_t l = 0; l < w; ++l)
                     x[(int64_t)i * w + l] = f < d->n_params ? ms->param[(int64_t)f * ms->n + i] : 0.0;
         }
+        for (int q = 0; q < d->has_random; ++q) /* the streams' ids: the cell and the node, whatever the layout */
+            for (int32_t i = 0; i < ms->n; ++i)
+                for (int32_t l = 0; l < w; ++l) {
+                    mb->field[d->random_field + 4 * q][(int64_t)i * w + l] = (double)cell[l];
+                    mb->field[d->random_field + 4 * q + 1][(int64_t)i * w + l] = (double)ms->node[i];
+                }
     }
     /* NEURON's finitialize: e by Nernst where a concentration is written,
      * then each mechanism's INITIAL in type order (Nernst again after one
@@ -389,6 +395,7 @@ const double *ns_model_block_ion(const model_block *b, int32_t ion, int q) {
 
 double *ns_model_block_ion_data(model_block *b, int32_t ion) { return b->ion + (size_t)(5 * ion) * (size_t)b->nw; }
 const double *ns_model_block_field(const model_block *b, int32_t k, int f) { return b->m[k].field[f]; }
+double *ns_model_block_field_data(model_block *b, int32_t k, int f) { return b->m[k].field[f]; }
 
 void ns_model_block_expose(model_block *b) {
     for (int32_t s = 0; s < b->n_segs; ++s) b->segs[s].uniform[0] = b->segs[s].uniform[1] = 0;

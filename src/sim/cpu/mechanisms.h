@@ -13,9 +13,10 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
                                 model_block **out);
 void ns_model_block_free(model_block *b);
 /* NEURON's finitialize for the block: parameters, ion values, Nernst, the
- * INITIAL blocks in type order at v (already v_init). */
+ * INITIAL blocks in type order at v (already v_init). cell: the w cells of
+ * the lanes (the random streams' ids, ns_mech_desc.random_field). */
 void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w,
-                         const int32_t *pos, double *v, double dt, double celsius);
+                         const int32_t *pos, const int64_t *cell, double *v, double dt, double celsius);
 /* Current phase: zero every ion's i and didv, then mechanism k's current()
  * (rhs -= I, d += dI/dv) at time t. */
 void ns_model_block_zero_ions(const sim_model *model, model_block *b);
@@ -53,6 +54,8 @@ double *ns_model_block_ion_data(model_block *b, int32_t ion);
 void ns_model_block_expose(model_block *b);
 /* Field f of mechanism k over the block's instances ((node, lane) order). */
 const double *ns_model_block_field(const model_block *b, int32_t k, int f);
+/* the same, writable (a POINTER's target, net/pointer.c) */
+double *ns_model_block_field_data(model_block *b, int32_t k, int f);
 /* Mechanism k's instances in the block: how many (n * lanes) and the
  * lane-node of each (pos[node] * w + lane). */
 int64_t ns_model_block_instances(const model_block *b, int32_t k);

@@ -649,7 +649,7 @@ static ns_status cpu_init(ns_sim_t *sim) {
     for (int64_t b = 0; e == NS_OK && sim->model && b < st->n_blocks; ++b) {
         cpu_block *blk = &st->blocks[b];
         ns_model_block_init(sim->model, blk->mech, blk->shape, sim->shapes[blk->shape].n, blk->w,
-                            st->shapes[blk->shape].pos, blk->v, sim->params.dt, sim->params.celsius);
+                            st->shapes[blk->shape].pos, blk->cell, blk->v, sim->params.dt, sim->params.celsius);
     }
     /* the network's instances per block (net.c), after the density
      * mechanisms' INITIAL, as NEURON's type order has them after pas */

@@ -276,9 +276,14 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
         int64_t q = 0;
         for (int64_t c = 0; c < cells; ++c) {
             const sim_mech_shape *ms = &model->per_shape[(size_t)sim->cell_shape[cell_id[c]] * model->n_mechs + k];
-            for (int32_t i = 0; i < ms->n; ++i, ++q)
+            for (int32_t i = 0; i < ms->n; ++i, ++q) {
                 for (int p = 0; p < desc->n_params; ++p)
                     f[(size_t)p * (size_t)cnt + (size_t)q] = ms->param[(int64_t)p * ms->n + i];
+                for (int r = 0; r < desc->has_random; ++r) { /* the streams' ids, as the CPU loop's (cell, node) */
+                    f[(size_t)(desc->random_field + 4 * r) * (size_t)cnt + (size_t)q] = (double)cell_id[c];
+                    f[(size_t)(desc->random_field + 4 * r + 1) * (size_t)cnt + (size_t)q] = (double)ms->node[i];
+                }
+            }
         }
         if (cudaMemcpy(gm->fields, f, (size_t)desc->n_fields * (size_t)cnt * sizeof *f, cudaMemcpyHostToDevice) !=
             cudaSuccess)
@@ -424,6 +429,13 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         g->pt_key[t] = pairs[2 * t];
         g->n_points = t + 1;
         gpu_mech *gm = &g->pt[t];
+        if (d->n_pointers > 0) {
+            st = ns_fail(NS_ERR_UNSUPPORTED,
+                         "network: synapse type %s has a POINTER (%s): the GPU loop does not connect POINTERs yet "
+                         "(use the CPU backend)",
+                         d->name, d->pointer_names[0]);
+            break;
+        }
         if (!d->cuda_init || !d->cuda_current || !d->cuda_state || !d->cuda_net_receive) {
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "network: synapse type %s has no CUDA code: build its library with `neurosolve mechanisms "
@@ -461,6 +473,10 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
             nodes_h[i] = (int32_t)(cell_base[j] + sy->node);
             w_h[i] = sim->shapes[sim->cell_shape[sy->cell]].stim_scale[sy->node]; /* 1e2 / area, as the CPU */
             for (int p = 0; p < d->n_params; ++p) f_h[(size_t)p * (size_t)cnt + (size_t)i] = net->params[sy->param_at + p];
+            for (int r = 0; r < d->has_random; ++r) { /* the streams' ids, as the CPU loop's (cell, synapse) */
+                f_h[(size_t)(d->random_field + 4 * r) * (size_t)cnt + (size_t)i] = (double)sy->cell;
+                f_h[(size_t)(d->random_field + 4 * r + 1) * (size_t)cnt + (size_t)i] = (double)ids[i];
+            }
             syn_slot[ids[i]] = t;
             syn_inst[ids[i]] = (int32_t)i;
         }
