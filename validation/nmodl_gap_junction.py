@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""NEURON reference for a gap junction through POINTER (tests/test_nmodl_pointer.c).
+"""NEURON reference for a gap junction through POINTER (tests/nmodl/test_nmodl_pointer.c).
 
 Two isopotential compartments (L = diam = 20 um, cm = 1 uF/cm^2, nseg = 1) with
 NEURON's hh, celsius 6.3, v_init -65, dt 0.025 ms, tstop 40 ms; an IClamp on
