@@ -117,11 +117,11 @@ static void run_loop(void) {
         double *s = malloc((size_t)n * 4 * sizeof *s), *u = malloc((size_t)n * 4 * sizeof *u);
         CHECK_OK(ns_sim_advance(g4, 2400 + 3)); /* t > 60 ms: every clamp is off */
         if (s && u) {
-            CHECK_OK(ns_sim_get_state(g4, 3, s, s + n, s + 2 * n, s + 3 * n));
-            CHECK_OK(ns_sim_set_state(g4, 0, s, s + n, s + 2 * n, s + 3 * n));
+            CHECK_OK(hh_state(g4, 3, n, s));
+            CHECK_OK(hh_set_state(g4, 0, n, s));
             CHECK_OK(ns_sim_advance(g4, 50));
-            CHECK_OK(ns_sim_get_state(g4, 3, s, s + n, s + 2 * n, s + 3 * n));
-            CHECK_OK(ns_sim_get_state(g4, 0, u, u + n, u + 2 * n, u + 3 * n));
+            CHECK_OK(hh_state(g4, 3, n, s));
+            CHECK_OK(hh_state(g4, 0, n, u));
             double worst = 0.0;
             for (int32_t i = 0; i < 4 * n; ++i) worst = fmax(worst, fabs(s[i] - u[i]));
             CHECK_MSG(worst == 0.0, "cell 0 set to cell 3's state differs from it by %g after 50 steps", worst);

@@ -77,8 +77,10 @@ static void compare(ns_sim_t *cpu, ns_hines_method method, int32_t lanes, ns_cel
     CHECK(total > N_CELLS);
     CHECK_MSG(wspike < 1e-6, "%s: GPU spike times differ by %g ms", name, wspike);
     double va[2000], vb[2000], ma[2000], mb[2000];
-    CHECK_OK(ns_sim_get_state(cpu, 77, va, ma, NULL, NULL));
-    CHECK_OK(ns_sim_get_state(gpu, 77, vb, mb, NULL, NULL));
+    CHECK_OK(ns_sim_get_state(cpu, 77, va));
+    CHECK_OK(ns_sim_get_state(gpu, 77, vb));
+    CHECK_OK(ns_sim_get_model_var(cpu, 77, "m_hh", ma));
+    CHECK_OK(ns_sim_get_model_var(gpu, 77, "m_hh", mb));
     double ws = 0.0, wm = 0.0;
     for (int32_t i = 0; i < ns_tree_size(ns_cell_tree(cells[77 % N_FILES])); ++i) {
         ws = fmax(ws, fabs(va[i] - vb[i]));

@@ -1707,23 +1707,33 @@ static ns_status cpu_advance_net(ns_sim_t *sim, net_loop *loop, sim_fault *fault
     return cpu_steps(sim, 0, loop, fault);
 }
 
-/* A model's variable of one cell from its lane block. */
+/* A model's variable of one cell in its lane block, read or written. */
 static ns_status cpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_t field, int32_t ion, int32_t q,
-                               double *out) {
+                               double *io, int write) {
     const cpu_state *st = sim->backend_state;
     const cpu_block *blk = &st->blocks[st->lane_of[cell] / NS_CPU_LANES_MAX];
     const int32_t lane = (int32_t)(st->lane_of[cell] % NS_CPU_LANES_MAX), w = blk->w;
     const int32_t n = sim->shapes[blk->shape].n;
+    /* a parameter or an ion's value written: the fused pass reloads it per node from now on */
+    if (write && (mech < 0 || field < sim->model->mechs[mech].desc->n_params)) ns_model_block_expose(blk->mech);
     if (mech < 0) {
-        const double *x = ns_model_block_ion(blk->mech, ion, q);
+        double *x = (double *)ns_model_block_ion(blk->mech, ion, q);
         const int32_t *pos = st->shapes[blk->shape].pos;
-        for (int32_t i = 0; i < n; ++i) out[i] = x[(int64_t)pos_of(pos, i) * w + lane];
+        for (int32_t i = 0; i < n; ++i) {
+            double *at = &x[(int64_t)pos_of(pos, i) * w + lane];
+            if (write) *at = io[i];
+            else io[i] = *at;
+        }
         return NS_OK;
     }
     const sim_mech_shape *ms = &sim->model->per_shape[(size_t)blk->shape * sim->model->n_mechs + mech];
-    const double *x = ns_model_block_field(blk->mech, mech, field);
-    for (int32_t i = 0; i < n; ++i) out[i] = NAN;
-    for (int32_t k = 0; k < ms->n; ++k) out[ms->node[k]] = x[(int64_t)k * w + lane];
+    double *x = (double *)ns_model_block_field(blk->mech, mech, field);
+    if (!write)
+        for (int32_t i = 0; i < n; ++i) io[i] = NAN;
+    for (int32_t k = 0; k < ms->n; ++k) {
+        if (write) x[(int64_t)k * w + lane] = io[ms->node[k]];
+        else io[ms->node[k]] = x[(int64_t)k * w + lane];
+    }
     return NS_OK;
 }
 
@@ -1759,9 +1769,6 @@ static ns_status cpu_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
     }
     cpu_block *blk = &st->blocks[part];
     out->v = blk->v;
-    out->m = blk->m;
-    out->h = blk->h;
-    out->n = blk->n;
     out->size = st->part_base[part + 1] - st->part_base[part];
     out->flat_of = st->part_flat + st->part_base[part];
     out->cells = blk->w;
