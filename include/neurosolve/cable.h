@@ -176,8 +176,8 @@ typedef enum ns_sim_gpu_mechanisms {
 
 typedef struct ns_sim_options {
     ns_backend backend;      /* NS_BACKEND_AUTO: CUDA when usable, else CPU */
-    ns_hines_method method;  /* CPU: sequential or openmp; CUDA: onchip or tree
-                                (docs/simulation.md, "GPU loops") */
+    ns_hines_method method;  /* CPU: sequential or openmp; CUDA: tree (onchip refuses a model,
+                                so every simulation: docs/simulation.md, "GPU loops") */
     int32_t threads;         /* CPU threads; 0 = OpenMP's default */
     int32_t gpu_lanes;       /* onchip: lanes per cell, 1, 2, 4, ..., 32 (more where a shape
                                 does not fit that count); 0 = automatic */

@@ -305,6 +305,7 @@ ns_status ns_sim_params_model(const ns_sim_params *p, ns_sim_model_t **out) {
         ns_sim_model_destroy(m);
         return st;
     }
+    ns_clear_error(); /* usetable_hh is found as the mechanism's usetable_rates, after a first miss */
     *out = m;
     return NS_OK;
 }
