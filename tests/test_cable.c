@@ -789,6 +789,59 @@ static void test_spike_conventions(void) {
     ns_cell_destroy(cell);
 }
 
+/* A network on a cell split across threads: its block runs whole, by one
+ * thread, at each step beside the others (sim/cpu/step.c, cpu_steps), and
+ * gives one thread's results bit for bit: mouselight_AA0059 (5,500
+ * compartments, split at 2 threads) with an ExpSyn driven by a spike train,
+ * and a detector. */
+static void split_network_run(int threads, double *trace, int64_t *spikes) {
+    ns_morph_t *m = NULL;
+    ns_cell_t *big = NULL;
+    ns_sim_t *sim = NULL;
+    CHECK_OK(ns_swc_read(NS_MORPHOLOGIES "/mouselight_AA0059_rootlast.swc", NULL, &m));
+    if (m) CHECK_OK(ns_discretize(m, NULL, &big));
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.method = NS_HINES_OPENMP;
+    o.threads = threads;
+    const ns_cell_t *shapes[1] = {big};
+    if (big) CHECK_OK(ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim));
+    if (sim) {
+        const int32_t soma = ns_sim_spike_compartment(sim, 0);
+        const double times[3] = {1.0, 4.0, 7.0};
+        int64_t syn = -1, src = -1, det = -1;
+        CHECK_OK(ns_sim_add_synapse(sim, 0, soma, "ExpSyn", &syn));
+        CHECK_OK(ns_sim_add_spike_source(sim, times, 3, &src));
+        CHECK_OK(ns_sim_connect(sim, src, syn, 0.5, 1.0));
+        CHECK_OK(ns_sim_add_detector(sim, 0, soma, -20.0, &det));
+        CHECK_OK(ns_sim_add_recording(sim, 0, soma, NULL));
+        CHECK_OK(ns_sim_add_recording(sim, 0, 5499, NULL));
+        CHECK_OK(ns_sim_init(sim));
+        CHECK_OK(ns_sim_advance(sim, 400));
+        int64_t samples = 0;
+        const double *tr = ns_sim_traces(sim, &samples, NULL);
+        CHECK(samples == 401);
+        if (tr && samples == 401) memcpy(trace, tr, 401 * 2 * sizeof *trace);
+        ns_sim_source_spikes(sim, det, spikes);
+    }
+    ns_sim_destroy(sim);
+    ns_cell_destroy(big);
+    ns_morph_destroy(m);
+}
+
+static void test_split_network(void) {
+    static double one[802], two[802];
+    int64_t s1 = -1, s2 = -2;
+    CHECK(ns_cpu_split(5500, 5500, 2) == 1); /* the cell is split at 2 threads */
+    split_network_run(1, one, &s1);
+    split_network_run(2, two, &s2);
+    CHECK_MSG(s1 == s2 && s1 > 0, "split cell with a network: %lld spikes with one thread, %lld with two",
+              (long long)s1, (long long)s2);
+    CHECK_MSG(memcmp(one, two, sizeof one) == 0, "split cell with a network: traces differ from one thread's");
+}
+
 int main(void) {
     test_passive_single();
     test_passive_steady();
@@ -797,6 +850,7 @@ int main(void) {
     test_rates();
     test_population();
     test_split_cell();
+    test_split_network();
     test_node_order();
     test_bad_input();
     return check_summary("test_cable");
