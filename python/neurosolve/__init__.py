@@ -11,6 +11,8 @@ import numbers as _numbers
 
 import numpy as _np
 
+from . import _core, _checks
+_checks.install(_core)  # before the names are taken from it: numbers checked as the CLI checks them
 from ._errors import (Error, InvalidArgumentError, OutOfMemoryError, IOError, ParseError,  # noqa: F401,A004
                       TopologyError, SingularError, NotFiniteError, UnsupportedError, NoDeviceError,
                       CudaError, CusparseError, SizeError, EmptyError, DeviceMemoryError, InternalError)
@@ -19,7 +21,6 @@ from ._core import (Tree, Morphology, Cell, Batch, HinesSolver, TridiagSolver, S
                     BoundHinesSolve, BoundTridiagSolve,
                     LifeModel, LifeEngine, version, build_info, cuda_device_count, status_string,
                     hines_methods, hines_method_backend, tridiag_methods, backend_info, available_methods)
-from . import _core
 from . import _errors
 from .neuron_import import from_neuron, NeuronImport  # noqa: F401
 

@@ -286,12 +286,18 @@ ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, d
     ns_life_fit_options o;
     if (options) o = *options;
     else ns_life_fit_options_init(&o);
-    if (o.max_iterations < 1 || !(o.tol_gradient >= 0) || !(o.tol_objective >= 0) || !(o.rtol_gradient >= 0) ||
-        !(o.rtol_objective >= 0) ||
-        !(o.lambda >= 0) || !isfinite(o.lambda) || !(o.ridge >= 0) || !isfinite(o.ridge))
-        return ns_fail(NS_ERR_INVALID_ARGUMENT,
-                       "ns_life_fit: max_iterations = %d must be >= 1, tolerances, lambda and ridge >= 0 "
-                       "(ridge = %g)", (int)o.max_iterations, o.ridge);
+    if (o.max_iterations < 1)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: max_iterations = %d must be >= 1", (int)o.max_iterations);
+    const struct {
+        const char *name;
+        double value;
+    } nonneg[] = {{"tol_gradient", o.tol_gradient},     {"tol_objective", o.tol_objective},
+                  {"rtol_gradient", o.rtol_gradient},   {"rtol_objective", o.rtol_objective},
+                  {"lambda", o.lambda},                 {"ridge", o.ridge}};
+    for (size_t k = 0; k < sizeof nonneg / sizeof *nonneg; ++k)
+        if (!(nonneg[k].value >= 0) || !isfinite(nonneg[k].value))
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: %s = %g must be finite and >= 0", nonneg[k].name,
+                           nonneg[k].value);
     if (!(o.group >= 0) || !isfinite(o.group))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: group = %g must be finite and >= 0 (0: off)", o.group);
     if (o.group > 0 && !o.groups)
