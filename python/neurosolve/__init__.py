@@ -11,7 +11,26 @@ import numbers as _numbers
 
 import numpy as _np
 
-from . import _core, _checks
+def _preload_cusparse():
+    """The cusparse-* tridiagonal methods load libcusparse.so.12 when a solver of theirs is made
+    (the library does not link it). Where the nvidia-cusparse wheel is installed (as CuPy and
+    PyTorch use it), its copy is loaded first so that the library's dlopen finds it."""
+    import ctypes
+    import glob
+    import importlib.util
+    import os
+    spec = importlib.util.find_spec("nvidia.cusparse") if importlib.util.find_spec("nvidia") else None
+    for d in (spec.submodule_search_locations or []) if spec else []:
+        for lib in sorted(glob.glob(os.path.join(d, "lib", "libcusparse.so.*"))):
+            try:
+                ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+                return
+            except OSError:
+                pass
+
+
+_preload_cusparse()
+from . import _core, _checks  # noqa: E402
 _checks.install(_core)  # before the names are taken from it: numbers checked as the CLI checks them
 from ._errors import (Error, InvalidArgumentError, OutOfMemoryError, IOError, ParseError,  # noqa: F401,A004
                       TopologyError, SingularError, NotFiniteError, UnsupportedError, NoDeviceError,
