@@ -2,7 +2,7 @@
  * libcusparse, so that a CUDA build (the GPU wheel, docs/python.md) runs wherever the CUDA
  * driver is, and only the cusparse-* methods need libcusparse.so.12 (the CUDA toolkit's, or the
  * nvidia-cusparse wheel's, found by the dynamic loader's search: its own cache and paths, an
- * already loaded copy). */
+ * already loaded copy; then the build's toolkit directory). */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <pthread.h>
@@ -16,7 +16,11 @@ static char why[512];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
-    static const char *const names[] = {"libcusparse.so.12", "libcusparse.so"};
+#ifndef NS_CUDA_LIBRARY_DIR
+#define NS_CUDA_LIBRARY_DIR "/usr/local/cuda/lib64"
+#endif
+    /* the loader's search, then the toolkit this library was built with */
+    static const char *const names[] = {"libcusparse.so.12", "libcusparse.so", NS_CUDA_LIBRARY_DIR "/libcusparse.so.12"};
     void *h = NULL;
     for (size_t i = 0; !h && i < sizeof names / sizeof *names; ++i) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!h) {
