@@ -124,6 +124,14 @@ int cli_plot_check(const char *png);
 FILE *cli_program_output(const char *const *argv, pid_t *pid);
 int cli_program_close(FILE *f, pid_t pid);
 
+/* SIGINT and SIGTERM (what schedulers send first) during long work (simulate, life fit):
+ * cli_catch_signals installs handlers that only record the signal; the command polls
+ * cli_interrupted (the signal number, or 0) between steps, stops, saves its resumable
+ * state and releases the handlers when it returns. A second signal ends the process. */
+void cli_catch_signals(void);
+int cli_interrupted(void);
+void cli_release_signals(void);
+
 /* ------------------------------------------------------------------ MPI */
 /* tools/cli_mpi.c, docs/mpi.md: under an MPI launcher (and with MPI built
  * in), solve and simulate spread their cells over the processes and only

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <float.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,4 +378,35 @@ int cli_plot(const char *script, const char *csv, const char *png, const char *c
                          rc >= 0 && WIFEXITED(rc) ? WEXITSTATUS(rc) : rc);
     }
     return cli_output_commit(o);
+}
+
+/* The handlers stay until the command releases them, so that a signal during
+ * the final writes lets them finish (no temporaries left); a second signal
+ * ends the process at once (the default action, restored by the handler). */
+static volatile sig_atomic_t interrupted = 0;
+static void on_signal(int sig) {
+    interrupted = sig;
+    signal(sig, SIG_DFL); /* signal() is async-signal-safe */
+}
+static struct sigaction old_int, old_term;
+static int catching = 0;
+
+void cli_catch_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    interrupted = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    catching = 1;
+}
+
+int cli_interrupted(void) { return interrupted; }
+
+void cli_release_signals(void) {
+    if (!catching) return;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    catching = 0;
 }

@@ -5,6 +5,7 @@
  * The benchmark (neurosolve bench life) is in life_bench.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -69,6 +70,11 @@ static const char *const options_fit =
     "                     reduced-precision dictionary: voxel-f32d, voxel-f16d, voxel-lr16d,\n"
     "                     voxel-sh: columns computed from the atoms' orientations)\n"
     "  --threads T        CPU threads (OpenMP's default)\n"
+    "  --state FILE       where SIGINT or SIGTERM saves the fit's resumable state (default:\n"
+    "                     OUT with _state.bin); no weights are written then\n"
+    "  --resume FILE      continue from a saved state (same model, --lambda, --ridge and\n"
+    "                     --preconditioner; on the CPU with the same --threads the weights are\n"
+    "                     the uninterrupted fit's bit for bit; not with --group)\n"
     "  --quiet            no progress bar\n"
     "  --json             one JSON document on stdout\n";
 
@@ -200,14 +206,17 @@ static int info(int argc, char **argv) {
 
 typedef struct progress {
     int32_t total;
-    int tty;
+    int draw;
     struct timespec start;
 } progress;
 
-/* A one-line bar on stderr, redrawn in place: iteration, objective, non-zero
- * weights, and the time left at most (the fit may converge before --iters). */
+/* After each update: stop on SIGINT/SIGTERM (the fit keeps its state), and with `draw` a
+ * one-line bar on stderr, redrawn in place: iteration, objective, non-zero weights, and the
+ * time left at most (the fit may converge before --iters). */
 static int show(int32_t it, double f, int64_t nnz, void *ctx) {
     const progress *p = ctx;
+    if (cli_interrupted()) return 1;
+    if (!p->draw) return 0;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     const double el = (double)(now.tv_sec - p->start.tv_sec) + 1e-9 * (double)(now.tv_nsec - p->start.tv_nsec);
@@ -221,7 +230,7 @@ static int show(int32_t it, double f, int64_t nnz, void *ctx) {
     fprintf(stderr, "\r[%s] iteration %d/%d  objective %.6e  non-zero weights %lld%s   ", bar, (int)it,
             (int)p->total, f, (long long)nnz, left);
     fflush(stderr);
-    return 0;
+    return cli_interrupted();
 }
 
 /* The fit's groups: FILE (or MODEL/groups.npy), one id per model fiber, or one per
@@ -268,7 +277,8 @@ static int load_groups(const char *dir, const char *path, ns_life_model_t *m, in
 
 static int fit(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') return cli_usage_error("life fit", "missing model directory");
-    const char *dir = argv[1], *out = "weights.npy", *hist_path = NULL, *groups_path = NULL;
+    const char *dir = argv[1], *out = "weights.npy", *hist_path = NULL, *groups_path = NULL, *state_path = NULL,
+               *resume = NULL;
     ns_life_options o;
     ns_life_options_init(&o);
     ns_life_fit_options fo;
@@ -285,6 +295,8 @@ static int fit(int argc, char **argv) {
             ++i;
         } else if (strcmp(a, "--out") == 0 && v) out = v, ++i;
         else if (strcmp(a, "--history") == 0 && v) hist_path = v, ++i;
+        else if (strcmp(a, "--state") == 0 && v) state_path = v, ++i;
+        else if (strcmp(a, "--resume") == 0 && v) resume = v, ++i;
         else if (strcmp(a, "--lambda") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.lambda), ++i;
         else if (strcmp(a, "--ridge") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.ridge), ++i;
         else if (strcmp(a, "--group") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.group), ++i;
@@ -304,23 +316,29 @@ static int fit(int argc, char **argv) {
         else return cli_usage_error("life fit", "unknown option or missing value '%s'", a);
         if (!ok) return 2;
     }
-    char hist_buf[4096];
-    if (!hist_path) {
-        const size_t n = strlen(out);
-        if (n > 4 && strcmp(out + n - 4, ".npy") == 0)
-            snprintf(hist_buf, sizeof hist_buf, "%.*s_history.npy", (int)(n - 4), out);
-        else
-            snprintf(hist_buf, sizeof hist_buf, "%s_history.npy", out);
-        hist_path = hist_buf;
-    }
+    char hist_buf[4096], state_buf[4096];
+    const size_t n_out = strlen(out);
+    const int stem = n_out > 4 && strcmp(out + n_out - 4, ".npy") == 0 ? (int)(n_out - 4) : (int)n_out;
+    if (!hist_path) snprintf(hist_buf, sizeof hist_buf, "%.*s_history.npy", stem, out), hist_path = hist_buf;
+    if (!state_path) snprintf(state_buf, sizeof state_buf, "%.*s_state.bin", stem, out), state_path = state_buf;
     if (groups_path && !(fo.group > 0)) return cli_usage_error("life fit", "--groups needs --group G > 0");
+    if (resume && fo.group > 0)
+        return cli_usage_error("life fit", "--resume: the group fit (--group) keeps no resumable state");
+    /* the state to continue from, or an empty one for an interruption to fill */
+    ns_life_fit_state_t *state = NULL;
+    ns_status s = resume ? ns_life_fit_state_load(resume, &state) : ns_life_fit_state_create(&state);
+    if (s != NS_OK) return cli_status_error("life fit: --resume", s);
     ns_life_model_t *m = NULL;
-    ns_status s = ns_life_model_load(dir, &m);
-    if (s != NS_OK) return cli_status_error("life fit", s);
+    s = ns_life_model_load(dir, &m);
+    if (s != NS_OK) {
+        ns_life_fit_state_destroy(state);
+        return cli_status_error("life fit", s);
+    }
     int32_t *groups = NULL;
     if (fo.group > 0) {
         const int rc = load_groups(dir, groups_path, m, &groups);
         if (rc) {
+            ns_life_fit_state_destroy(state);
             ns_life_model_destroy(m);
             return rc;
         }
@@ -330,23 +348,36 @@ static int fit(int argc, char **argv) {
     const int auto_variants = o.mw_variant == NS_LIFE_AUTO || o.mty_variant == NS_LIFE_AUTO;
     s = ns_life_engine_create(m, &o, &e);
     if (s != NS_OK) {
+        ns_life_fit_state_destroy(state);
         ns_life_model_destroy(m);
         return cli_error("life fit: %s: preparing the products: %s: %s", dir, ns_status_string(s), ns_last_error());
     }
-    progress p = {fo.max_iterations - 1, isatty(fileno(stderr)), {0, 0}};
+    progress p = {fo.max_iterations - 1, !quiet && !as_json && isatty(fileno(stderr)), {0, 0}};
     clock_gettime(CLOCK_MONOTONIC, &p.start);
-    if (!quiet && !as_json && p.tty) {
-        fo.progress = show;
-        fo.progress_context = &p;
-    }
+    fo.progress = show;
+    fo.progress_context = &p;
+    if (!(fo.group > 0)) fo.state = state;
+    const int32_t resumed_at = ns_life_fit_state_updates(state);
+    cli_catch_signals(); /* released at the end: a signal during the writes lets them finish */
     const int32_t F = ns_life_model_n_fibers(m);
     double *w = malloc((size_t)F * sizeof *w);
     double *hist = malloc((size_t)fo.max_iterations * sizeof *hist);
     ns_life_fit_result r;
     s = w && hist ? ns_life_fit(e, &fo, w, hist, &r) : NS_ERR_OUT_OF_MEMORY;
-    if (fo.progress) fputc('\n', stderr);
+    if (p.draw) fputc('\n', stderr);
     int rc = 0;
     if (s != NS_OK) rc = cli_error("life fit: %s: %s: %s", dir, ns_status_string(s), ns_last_error());
+    else if (r.stop == NS_LIFE_STOP_USER) { /* SIGINT or SIGTERM: the state, not weights */
+        rc = cli_error("life fit interrupted (%s) after %d updates", cli_interrupted() == SIGTERM ? "SIGTERM" : "SIGINT",
+                       (int)r.updates);
+        if (!fo.state)
+            fprintf(stderr, "neurosolve: the group fit (--group) keeps no resumable state: nothing written\n");
+        else if ((s = ns_life_fit_state_save(state, state_path)) != NS_OK)
+            cli_status_error("life fit: saving the state", s);
+        else
+            fprintf(stderr, "neurosolve: the fit's state is in %s (continue with the same options and --resume %s)\n",
+                    state_path, state_path);
+    }
     /* the weights and their history appear together or not at all: both are
      * written under their temporary names, then both renamed into place */
     ns_output *ow = rc == 0 ? cli_output_open(out) : NULL, *oh = ow ? cli_output_open(hist_path) : NULL;
@@ -379,6 +410,7 @@ static int fit(int argc, char **argv) {
             json_string(&j, "mw_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)));
             json_string(&j, "mty_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)));
             json_int(&j, "updates", r.updates);
+            if (resumed_at >= 0) json_int(&j, "resumed_at_update", resumed_at);
             json_string(&j, "stop", ns_life_stop_name(r.stop));
             json_double(&j, "objective", r.objective);
             json_double(&j, "ridge_mu", r.ridge_mu);
@@ -409,6 +441,7 @@ static int fit(int argc, char **argv) {
             else if (auto_variants)
                 printf("variant choice: timed (%.3f s of timing runs)\n", ns_life_engine_selection_seconds(e));
             if (ns_life_engine_backend(e) == NS_BACKEND_CPU) printf("threads: %d\n", (int)ns_life_engine_threads(e));
+            if (resumed_at >= 0) printf("resumed from %s after update %d\n", resume, (int)resumed_at);
             printf("objective %.9e, projected gradient %.3e (%.2e of its start), %lld of %d weights non-zero\n",
                    r.objective, r.projected_gradient,
                    r.projected_gradient_start > 0 ? r.projected_gradient / r.projected_gradient_start : 0.0,
@@ -420,9 +453,11 @@ static int fit(int argc, char **argv) {
             printf("weights: %s, objective history: %s\n", out, hist_path);
         }
     }
+    cli_release_signals();
     free(w);
     free(hist);
     free(groups);
+    ns_life_fit_state_destroy(state);
     ns_life_engine_destroy(e);
     ns_life_model_destroy(m);
     return rc;

@@ -202,34 +202,6 @@ static int check_output_folder(const char *stem) {
 /* Result files above this size [bytes] are announced before the run. */
 #define OUTPUT_NOTE_BYTES 1e9
 
-/* SIGINT and SIGTERM (what schedulers send first): the run stops between two
- * chunks, keeps what it recorded and saves its checkpoint. The handlers stay
- * until the command returns, so that a signal during the final writes lets
- * them finish (no temporaries left); a second signal ends the process at once. */
-static volatile sig_atomic_t interrupted = 0;
-static void on_signal(int sig) {
-    interrupted = sig;
-    signal(sig, SIG_DFL); /* signal() is async-signal-safe */
-}
-static struct sigaction old_int, old_term;
-static int catching = 0;
-static void catch_signals(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    interrupted = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    catching = 1;
-}
-static void release_signals(void) {
-    if (!catching) return;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    catching = 0;
-}
-
 /* Write the traces (CSV, and with --out NPY) and spikes under stem with
  * `tag` before the extensions ("" for results, ".partial" for the record of
  * an interrupted run); all files appear only when all were written. */
@@ -912,7 +884,7 @@ static int simulate(int argc, char **argv) {
     long long done_steps = first_step;
     int shown = 0, next_ck = 0;
     while (next_ck < n_ck && ck_steps[next_ck] <= first_step) ++next_ck;
-    catch_signals();
+    cli_catch_signals();
     ns_status run_st = NS_OK;
     /* chunks: after the first (10 steps) each lasts about 0.2 s, so that
      * SIGINT is seen soon on a slow run, and at most 1% of the run where a
@@ -923,7 +895,7 @@ static int simulate(int argc, char **argv) {
      * 100 calls of 4 steps. */
     const long long max_chunk = show || cli_mpi_active() ? (steps / 100 > 0 ? steps / 100 : 1) : steps;
     long long adapt = cli_mpi_active() ? max_chunk : (max_chunk < 10 ? max_chunk : 10);
-    while (done_steps < steps && !interrupted) {
+    while (done_steps < steps && !cli_interrupted()) {
         long long chunk = adapt;
         if (chunk > steps - done_steps) chunk = steps - done_steps;
         const double before_ms = cli_sim_elapsed_ms(sim);
@@ -947,7 +919,7 @@ static int simulate(int argc, char **argv) {
         }
     }
     /* a signal after the last step: the results are complete and written in full */
-    const int stopped_by = done_steps < steps ? interrupted : 0;
+    const int stopped_by = done_steps < steps ? cli_interrupted() : 0;
     if (shown) fputc('\n', stderr);
     const double every_ms = so.record_every * params.dt;
     if (run_st != NS_OK || stopped_by) {
@@ -1110,7 +1082,7 @@ done:
 
 int cmd_simulate(int argc, char **argv) {
     const int rc = simulate(argc, argv);
-    release_signals();
+    cli_release_signals();
     ns_network_destroy(run_net);
     run_net = NULL;
     return rc;

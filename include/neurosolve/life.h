@@ -285,6 +285,14 @@ typedef struct ns_life_fit_options {
     void *progress_context;
     ns_life_reduce_fn reduce; /* for a voxel-partitioned model (CPU or CUDA) */
     void *reduce_context;
+    /* Resumable state (SBBNNLS; docs/life.md, "Interrupted fits"); NULL: none. A state that
+     * holds one (ns_life_fit_state_load, or an earlier fit's) makes the fit continue from it
+     * instead of from w0: the same model and lambda, ridge and preconditioner are required
+     * (NS_ERR_INVALID_ARGUMENT otherwise) and max_iterations must exceed its updates. Whenever
+     * the fit stops (a stopping test, or the progress callback's request), the state receives
+     * what the next iteration needs. On the CPU with the same thread count, a fit stopped and
+     * resumed gives the uninterrupted fit's weights and history bit for bit. Not with group > 0. */
+    struct ns_life_fit_state *state;
 } ns_life_fit_options;
 
 typedef enum ns_life_stop {
@@ -318,6 +326,19 @@ typedef struct ns_life_fit_result {
 } ns_life_fit_result;
 
 NS_API void ns_life_fit_options_init(ns_life_fit_options *options);
+
+/* A fit's resumable state (ns_life_fit_options.state): the iterate, the lagged gradient, the
+ * objective history and a fingerprint of the model and options it belongs to. create: an
+ * empty state (updates -1) for a fit to fill. save: written atomically (ns_output). load:
+ * validated like any input (checksum, sizes against the file's length, finite weights >= 0,
+ * finite gradient and history): NS_ERR_PARSE or NS_ERR_IO naming the path and the value. */
+typedef struct ns_life_fit_state ns_life_fit_state_t;
+NS_API ns_status ns_life_fit_state_create(ns_life_fit_state_t **out);
+NS_API void ns_life_fit_state_destroy(ns_life_fit_state_t *state);
+/* Updates done before the state was kept; -1 for an empty state. */
+NS_API int32_t ns_life_fit_state_updates(const ns_life_fit_state_t *state);
+NS_API ns_status ns_life_fit_state_save(const ns_life_fit_state_t *state, const char *path);
+NS_API ns_status ns_life_fit_state_load(const char *path, ns_life_fit_state_t **out);
 NS_API const char *ns_life_stop_name(ns_life_stop stop);
 
 /* Solve min 0.5 ||M w - Y||^2 (+ lambda sum w), w >= 0, by SBBNNLS exactly as

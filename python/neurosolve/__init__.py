@@ -11,6 +11,27 @@ import numbers as _numbers
 
 import numpy as _np
 
+def _preload_cusparse():
+    """The cusparse-* tridiagonal methods load libcusparse.so.12 when a solver of theirs is made
+    (the library does not link it). Where the nvidia-cusparse wheel is installed (as CuPy and
+    PyTorch use it), its copy is loaded first so that the library's dlopen finds it."""
+    import ctypes
+    import glob
+    import importlib.util
+    import os
+    spec = importlib.util.find_spec("nvidia.cusparse") if importlib.util.find_spec("nvidia") else None
+    for d in (spec.submodule_search_locations or []) if spec else []:
+        for lib in sorted(glob.glob(os.path.join(d, "lib", "libcusparse.so.*"))):
+            try:
+                ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+                return
+            except OSError:
+                pass
+
+
+_preload_cusparse()
+from . import _core, _checks  # noqa: E402
+_checks.install(_core)  # before the names are taken from it: numbers checked as the CLI checks them
 from ._errors import (Error, InvalidArgumentError, OutOfMemoryError, IOError, ParseError,  # noqa: F401,A004
                       TopologyError, SingularError, NotFiniteError, UnsupportedError, NoDeviceError,
                       CudaError, CusparseError, SizeError, EmptyError, DeviceMemoryError, InternalError)
@@ -19,7 +40,6 @@ from ._core import (Tree, Morphology, Cell, Batch, HinesSolver, TridiagSolver, S
                     BoundHinesSolve, BoundTridiagSolve,
                     LifeModel, LifeEngine, version, build_info, cuda_device_count, status_string,
                     hines_methods, hines_method_backend, tridiag_methods, backend_info, available_methods)
-from . import _core
 from . import _errors
 from .neuron_import import from_neuron, NeuronImport  # noqa: F401
 

@@ -7,6 +7,7 @@
 
 #include "core/device_impl.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/registry.h"
 #include "core/rng.h"
 #include "core/timer.h"
@@ -247,18 +248,56 @@ double ns_life_floor_bytes(const ns_life_model_t *m, ns_life_product p) {
     return coeff + dcols + ycols + wvec; /* same terms for both products: in/out swap roles */
 }
 
+/* What a fit's iterates depend on besides the state: the model's sizes and signal, lambda,
+ * the (relative) ridge and the preconditioner. The stopping options may change on resume. */
+static uint64_t fit_fingerprint(const ns_life_model_t *m, const ns_life_fit_options *o) {
+    const int64_t sizes[5] = {m->n_theta, m->n_atoms, m->n_voxels, m->n_fibers, m->n_coeffs};
+    const double opts[3] = {o->lambda, o->ridge, o->preconditioner ? 1.0 : 0.0};
+    uint64_t h = ns_fnv1a(NS_FNV_OFFSET, sizes, sizeof sizes);
+    h = ns_fnv1a(h, opts, sizeof opts);
+    return ns_fnv1a(h, m->Y, (size_t)m->n_theta * (size_t)m->n_voxels * sizeof *m->Y);
+}
+
+/* A state to resume from must belong to this model and these options; the fit stamps it. */
+static ns_status check_state(const ns_life_model_t *m, const ns_life_fit_options *o) {
+    ns_life_fit_state_t *st = o->state;
+    if (o->group > 0)
+        return ns_fail(NS_ERR_UNSUPPORTED, "ns_life_fit: a resumable state is kept for SBBNNLS only, not for the "
+                       "group fit (group = %g)", o->group);
+    const uint64_t fp = fit_fingerprint(m, o);
+    if (st->updates >= 0) {
+        if (st->n_fibers != m->n_fibers)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: the state to resume has %d fibers, the model %d",
+                           (int)st->n_fibers, (int)m->n_fibers);
+        if (st->fingerprint != fp)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: the state to resume belongs to another model or "
+                           "to other options (lambda, ridge, preconditioner must be the interrupted fit's)");
+        if (st->updates >= o->max_iterations)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: the state to resume has %d updates: max_iterations "
+                           "(%d) must be above it", (int)st->updates, (int)o->max_iterations);
+    }
+    st->fingerprint = fp;
+    return NS_OK;
+}
+
 ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, double *w,
                       double *history, ns_life_fit_result *result) {
     if (!e || !w) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: NULL argument");
     ns_life_fit_options o;
     if (options) o = *options;
     else ns_life_fit_options_init(&o);
-    if (o.max_iterations < 1 || !(o.tol_gradient >= 0) || !(o.tol_objective >= 0) || !(o.rtol_gradient >= 0) ||
-        !(o.rtol_objective >= 0) ||
-        !(o.lambda >= 0) || !isfinite(o.lambda) || !(o.ridge >= 0) || !isfinite(o.ridge))
-        return ns_fail(NS_ERR_INVALID_ARGUMENT,
-                       "ns_life_fit: max_iterations = %d must be >= 1, tolerances, lambda and ridge >= 0 "
-                       "(ridge = %g)", (int)o.max_iterations, o.ridge);
+    if (o.max_iterations < 1)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: max_iterations = %d must be >= 1", (int)o.max_iterations);
+    const struct {
+        const char *name;
+        double value;
+    } nonneg[] = {{"tol_gradient", o.tol_gradient},     {"tol_objective", o.tol_objective},
+                  {"rtol_gradient", o.rtol_gradient},   {"rtol_objective", o.rtol_objective},
+                  {"lambda", o.lambda},                 {"ridge", o.ridge}};
+    for (size_t k = 0; k < sizeof nonneg / sizeof *nonneg; ++k)
+        if (!(nonneg[k].value >= 0) || !isfinite(nonneg[k].value))
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: %s = %g must be finite and >= 0", nonneg[k].name,
+                           nonneg[k].value);
     if (!(o.group >= 0) || !isfinite(o.group))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: group = %g must be finite and >= 0 (0: off)", o.group);
     if (o.group > 0 && !o.groups)
@@ -275,6 +314,10 @@ ns_status ns_life_fit(ns_life_engine_t *e, const ns_life_fit_options *options, d
             if (!(o.w0[f] >= 0) || !isfinite(o.w0[f]))
                 return ns_fail(NS_ERR_INVALID_ARGUMENT, "w0[%d] = %g must be finite and >= 0", (int)f,
                                o.w0[f]);
+    if (o.state) {
+        const ns_status fs = check_state(e->model, &o);
+        if (fs != NS_OK) return fs;
+    }
     ns_life_fit_result local;
     if (!result) result = &local;
     memset(result, 0, sizeof *result);

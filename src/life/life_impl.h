@@ -137,6 +137,19 @@ typedef struct ns_life_vec_ops {
     void (*host_release)(void *ctx, double *p);
 } ns_life_vec_ops;
 
+/* A fit's resumable state (fit_state.c): SBBNNLS at the top of iteration updates + 1. */
+struct ns_life_fit_state {
+    uint64_t fingerprint;  /* the model and the options the iterates depend on (engine.c) */
+    int32_t n_fibers;
+    int32_t updates;       /* -1: empty */
+    double pg_start;       /* projected gradient at the start (the relative gradient test) */
+    double *x;             /* the iterate (x = h w under the preconditioner), n_fibers */
+    double *oldg;          /* the lagged gradient, n_fibers */
+    double *history;       /* the objective after each update, `updates` entries */
+};
+/* Sizes the arrays (contents undefined); the counts are the caller's to set. */
+ns_status life_fit_state_reserve(ns_life_fit_state_t *state, int32_t n_fibers, int32_t updates);
+
 ns_status ns_life_sbbnnls(const ns_life_vec_ops *ops, const ns_life_fit_options *options,
                           double *w, double *history, ns_life_fit_result *result);
 /* FISTA for the group-sparse objective (group.c) on host vectors through the

@@ -19,7 +19,11 @@
  * (w = x / h) the identity is diag(1 / h).
  * ENCODE's preconditioner solves for x = h w with M' = M diag(1 / h),
  * h_f = sum over f's coefficients of value^2 ||D(:, atom)||^2, and returns
- * w = x / h. Written once over ns_life_vec_ops (host or device vectors). */
+ * w = x / h. Written once over ns_life_vec_ops (host or device vectors).
+ *
+ * A resumable state (opt->state, fit_state.c) is the loop's top after `updates` updates: x,
+ * oldg, the history and pg(start); g = grad(x) is recomputed from x with the same products,
+ * so the resumed iterations repeat the uninterrupted fit's arithmetic. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +153,21 @@ static ns_status bb_step(solver *s, int32_t it, double *alpha, int *ok) {
     return NS_OK;
 }
 
+/* The state at the loop's top (before bb_step masks oldg): what the next iteration needs.
+ * The fingerprint was set by ns_life_fit. */
+static ns_status keep_state(solver *s, const double *history) {
+    const ns_life_vec_ops *o = s->o;
+    ns_life_fit_state_t *st = s->opt->state;
+    const int32_t u = s->res->updates;
+    TRY(life_fit_state_reserve(st, (int32_t)o->n_fib, u));
+    TRY(o->download(o->ctx, st->x, s->x, o->n_fib));
+    TRY(o->download(o->ctx, st->oldg, s->oldg, o->n_fib));
+    if (u > 0) memcpy(st->history, history, (size_t)u * sizeof *history);
+    st->pg_start = s->res->projected_gradient_start;
+    st->updates = u;
+    return NS_OK;
+}
+
 static ns_status run(solver *s, double *w, double *history) {
     const ns_life_vec_ops *o = s->o;
     const ns_life_fit_options *opt = s->opt;
@@ -166,7 +185,11 @@ static ns_status run(solver *s, double *w, double *history) {
             TRY(o->mul(o->ctx, s->nridge, s->hinv, nf));
         }
     }
-    if (opt->w0) {
+    const ns_life_fit_state_t *from = opt->state && opt->state->updates >= 0 ? opt->state : NULL;
+    if (from) {
+        TRY(o->upload(o->ctx, s->x, from->x, nf));
+        TRY(o->upload(o->ctx, s->oldg, from->oldg, nf));
+    } else if (opt->w0) {
         /* x = h w0 under the preconditioner */
         h_host = malloc((size_t)nf * sizeof *h_host);
         if (!h_host) return ns_fail(NS_ERR_OUT_OF_MEMORY, "w0");
@@ -189,9 +212,17 @@ static ns_status run(solver *s, double *w, double *history) {
         return ns_fail(NS_ERR_NOT_FINITE,
                        "SBBNNLS: the starting objective 0.5||y - Mw||^2 is %g: the model's signal or "
                        "dictionary values are too large for double precision", f);
-    TRY(o->copy(o->ctx, s->oldg, s->g, nf));
+    if (from) {
+        /* the history so far; the objective is the last entry's (the same grad(x) gave it) */
+        if (from->updates > 0) memcpy(history, from->history, (size_t)from->updates * sizeof *history);
+        res->updates = from->updates;
+        res->projected_gradient_start = from->pg_start;
+    } else {
+        TRY(o->copy(o->ctx, s->oldg, s->g, nf));
+    }
     res->objective = f;
-    int32_t it = 0;
+    const int32_t first = res->updates + 1; /* the loop's top after `updates` updates */
+    int32_t it = first - 1;
     for (;;) {
         ++it;
         double pg = 0.0;
@@ -201,7 +232,10 @@ static ns_status run(solver *s, double *w, double *history) {
                            "model's values are too large for double precision", pg, (int)res->updates);
         res->projected_gradient = pg;
         /* pgnorm returns a scalar, so device work has finished here */
-        if (it == 1) res->setup_seconds = (ns_time_ms() - t0) * 1e-3, res->projected_gradient_start = pg;
+        if (it == first) {
+            res->setup_seconds = (ns_time_ms() - t0) * 1e-3;
+            if (!from) res->projected_gradient_start = pg;
+        }
         if (pg < opt->tol_gradient) {
             res->stop = NS_LIFE_STOP_GRADIENT;
             break;
@@ -246,6 +280,7 @@ static ns_status run(solver *s, double *w, double *history) {
         }
     }
     res->seconds = (ns_time_ms() - t0) * 1e-3;
+    if (opt->state) TRY(keep_state(s, history));
     TRY(o->nnz(o->ctx, s->x, nf, &res->nonzero));
     if (s->hinv) TRY(o->mul(o->ctx, s->x, s->hinv, nf)); /* w = x / h */
     return o->download(o->ctx, w, s->x, nf);
@@ -258,9 +293,9 @@ ns_status ns_life_sbbnnls(const ns_life_vec_ops *o, const ns_life_fit_options *o
     s.o = o;
     s.opt = opt;
     s.res = res;
-    /* The objective test reads the history: keep one when the caller has none. */
+    /* The objective test and a resumable state read the history: keep one when the caller has none. */
     double *own_history = NULL;
-    if (!history && (opt->tol_objective > 0 || opt->rtol_objective > 0)) {
+    if (!history && (opt->tol_objective > 0 || opt->rtol_objective > 0 || opt->state)) {
         own_history = malloc((size_t)opt->max_iterations * sizeof *own_history);
         if (!own_history) return ns_fail(NS_ERR_OUT_OF_MEMORY, "objective history");
         history = own_history;

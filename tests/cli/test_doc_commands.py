@@ -52,6 +52,8 @@ EXCLUDED = [
     (r"--mechanisms libbbp\.so", "needs libbbp.so from the excluded `mechanisms build data/mechanisms/bbp`"),
     (r"--params l5\.params|--model l5\.model", "names the files the text before it writes (l5.params, l5.model)"),
     (r"^bash \.ci/run\b", "CI itself (26 minutes)"),
+    (r"build-wheel-cuda/wheelhouse", "the GPU wheel's install on the GPU host, from the wheelhouse that "
+                                     "`python/build_wheel.sh OUT --cuda` fills (a CUDA build, minutes)"),
     (r"solve small-low big-high --cells 100000 --check", "38 million unknowns: 1.8 GB and seconds of CPU (more "
                                                           "under the sanitizers); cli_solve_bundled_check runs "
                                                           "solve --check on every bundled morphology"),

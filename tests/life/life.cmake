@@ -26,3 +26,12 @@ if(Python3_FOUND)
   set_tests_properties(life_phantom PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "OMP_WAIT_POLICY=passive")
 endif()
+
+# life fit stopped by SIGINT/SIGTERM and resumed: bit-identical to the
+# uninterrupted fit; hostile states refused (about 3 s).
+if(Python3_FOUND)
+  add_test(NAME life_resume
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_life_resume.py
+            $<TARGET_FILE:neurosolve_cli>)
+  set_tests_properties(life_resume PROPERTIES TIMEOUT 120 ENVIRONMENT "OMP_WAIT_POLICY=passive")
+endif()

@@ -191,6 +191,8 @@ static ns_status cuda_create(ns_tridiag_solver_t *solver) {
                      fail);
     }
     if (is_cusparse(m)) {
+        const ns_cusparse_api *api = NULL;
+        if ((s = ns_cusparse_load(&api)) != NS_OK) goto fail;
         NS_CUSPARSE_GOTO(cusparseCreate(&st->sparse), s, fail);
         NS_CUSPARSE_GOTO(cusparseSetStream(st->sparse, st->own), s, fail);
         NS_CUSPARSE_GOTO(sparse_buffer_size(solver, st, &st->work_bytes), s, fail);
