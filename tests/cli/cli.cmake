@@ -49,6 +49,6 @@ set_tests_properties(doc_commands PROPERTIES TIMEOUT 600)
 
 # --flag=VALUE for the flags of every command (issue 45).
 add_test(NAME cli_flags
-  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_flags.py
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_cli_flags.py
           $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli_flags PROPERTIES TIMEOUT 120)

@@ -31,7 +31,7 @@ endif()
 # uninterrupted fit; hostile states refused (about 3 s).
 if(Python3_FOUND)
   add_test(NAME life_resume
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_life_resume.py
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_life_resume.py
             $<TARGET_FILE:neurosolve_cli>)
   set_tests_properties(life_resume PROPERTIES TIMEOUT 120 ENVIRONMENT "OMP_WAIT_POLICY=passive")
 endif()

@@ -12,7 +12,8 @@ import subprocess
 import sys
 import tempfile
 
-from cli_harness import Harness
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from cli_harness import Harness  # noqa: E402
 
 exe, src = sys.argv[1], sys.argv[2]
 harness = Harness(exe)

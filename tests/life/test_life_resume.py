@@ -12,7 +12,8 @@ import sys
 import tempfile
 import time
 
-from cli_harness import Harness
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from cli_harness import Harness  # noqa: E402
 
 exe = sys.argv[1]
 harness = Harness(exe)
