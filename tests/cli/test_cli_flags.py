@@ -57,7 +57,8 @@ with tempfile.TemporaryDirectory() as tmp:
     p = run("life", "fit", m, "--iters=3", "--quiet=1", "--json=true", f"--out={tmp}/w.npy")
     check(json.loads(p.stdout)["updates"] >= 1, f"life fit --json=true: {p.stdout!r}")
     p = run("life", "fit", m, "--iters", "3", "--quiet", "--json=no", "--out", f"{tmp}/w.npy")
-    check(p.stdout.startswith(m + ": ") and " updates on cpu" in p.stdout, f"life fit --json=no: {p.stdout!r}")
+    check(p.stdout.startswith(m + ": ") and re.search(r" updates on (cpu|cuda) ", p.stdout),
+          f"life fit --json=no: {p.stdout!r}")
     p = run("simulate", CELL, "--tstop=0.5", "--no-progress=true", f"--out={tmp}/r")
     check(os.path.exists(f"{tmp}/r_traces.csv"), "simulate --no-progress=true wrote no traces")
 
