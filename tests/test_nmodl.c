@@ -242,8 +242,13 @@ int main(void) {
     bad("verbatim.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n x = 1;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,
         "verbatim.mod:3:", "VERBATIM");
     bad("pointer.mod", "NEURON {\n SUFFIX x\n POINTER p\n}\n", NS_ERR_UNSUPPORTED, "pointer.mod:3:", "POINTER");
-    bad("electrode.mod", "NEURON {\n POINT_PROCESS x\n ELECTRODE_CURRENT i\n}\n", NS_ERR_UNSUPPORTED,
-        "electrode.mod:3:", "ELECTRODE_CURRENT");
+    /* ELECTRODE_CURRENT: injected (rhs += I, d -= dI/dv); at_time, METHOD after_cvode; REPRESENTS ignored */
+    c = emit("NEURON {\n POINT_PROCESS el\n ELECTRODE_CURRENT i\n REPRESENTS NCIT:C17145 : a tag\n"
+             " USEION na READ ena REPRESENTS CHEBI:29101\n}\nASSIGNED { i }\n"
+             "BREAKPOINT {\n SOLVE q METHOD after_cvode\n at_time(1)\n i = ena\n}\nPROCEDURE q() { i = 0 }\n",
+             NS_NMODL_HEADER);
+    CHECK(strstr(c, "NSM_ADD(p->rhs[node_], rhs_);") && strstr(c, "NSM_ADD(p->d[node_], -g_);"));
+    CHECK(strstr(c, "nsm_at_time(p->t, p->dt, 1.0)") && strstr(c, "nsm_el_p_q(p, "));
     bad("netsend.mod", "NEURON { POINT_PROCESS x }\nNET_RECEIVE(w) {\n  net_send(1, 1)\n}\n", NS_ERR_UNSUPPORTED,
         "netsend.mod:3:", "net_send");
     bad("sparse.mod", "NEURON { SUFFIX x }\nSTATE { s }\nBREAKPOINT {\n SOLVE d METHOD sparse\n}\nDERIVATIVE d { s' = 1 }\n",

@@ -88,6 +88,14 @@ static const tcase CASES[] = {
     {"minipump", 6.3, -65, 40, {"pas", "minipump"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "Z"},
     {"minipump_ss", 6.3, -65, 40, {"pas", "minipump"}, {{"minipump", "run_steady_state", 1}}, {{5, 20, 0.1}},
      {{0, 0}}, 0, 0, 0, 0, "Z"},
+    /* ELECTRODE_CURRENT: NEURON's stim.mod (IClamp) and svclmp.mod (SEClamp, whose conductance
+     * 1/rs goes into d) built from data/mechanisms/electrode, their current i compared */
+    {"IClamp", 6.3, -65, 50, {"hh", "IClamp"}, {{"IClamp", "del", 2}, {"IClamp", "dur", 30}, {"IClamp", "amp", 0.2}},
+     {{0}}, {{0, 0}}, 0, 0, 0, 0, "i"},
+    {"SEClamp", 6.3, -65, 40, {"hh", "SEClamp"},
+     {{"SEClamp", "dur1", 3}, {"SEClamp", "amp1", -65}, {"SEClamp", "dur2", 10}, {"SEClamp", "amp2", -30},
+      {"SEClamp", "dur3", 5}, {"SEClamp", "amp3", -75}, {"SEClamp", "rs", 1}},
+     {{0}}, {{0, 0}}, 0, 0, 0, 0, "i"},
     {"cabuf", 34, -70, 200, {"pas", "cabuf", "Ca_HVA", "SK_E2"},
      {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}},
      {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
@@ -304,7 +312,7 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
             free(b.fields); free(b.globals); free(b.table);
         }
     printf("%d mechanisms x %d instances: contiguous and node_index paths equal (%d differences)\n", n_mech, NI, bad);
-    CHECK(n_mech == 25);
+    CHECK(n_mech == 27);
     CHECK_MSG(bad == 0, "%d differences between the contiguous and the node_index paths", bad);
 }
 
@@ -411,10 +419,11 @@ int main(void) {
     if (tmpdir_make("ns_nmodl")) return 77;
     ns_mechanisms_build_options o = {0};
     o.keep_sources = 0;
-    enum { N_LIBS = 4 };
-    ns_mech_library_t *libs[N_LIBS] = {NULL, NULL, NULL, NULL};
-    const char *dirs[N_LIBS] = {MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test", MECH_DIR "/kinetic"};
-    const char *names[N_LIBS] = {"libneuron.so", "libbbp.so", "libtest.so", "libkinetic.so"};
+    enum { N_LIBS = 5 };
+    ns_mech_library_t *libs[N_LIBS] = {NULL, NULL, NULL, NULL, NULL};
+    const char *dirs[N_LIBS] = {MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test", MECH_DIR "/kinetic",
+                                MECH_DIR "/electrode"};
+    const char *names[N_LIBS] = {"libneuron.so", "libbbp.so", "libtest.so", "libkinetic.so", "libelectrode.so"};
     for (int k = 0; k < N_LIBS; ++k) {
         char *lib = tmp(names[k]);
         ns_status s = ns_mechanisms_build(dirs[k], lib, &o);
@@ -432,6 +441,7 @@ int main(void) {
     CHECK(ns_mech_library_count(libs[1]) == 12);
     CHECK(ns_mech_library_count(libs[2]) == 4);
     CHECK(ns_mech_library_count(libs[3]) == 5);
+    CHECK(ns_mech_library_count(libs[4]) == 2);
     hh_vs_mech_h(libs, N_LIBS);
     many_paths(libs, N_LIBS);
     for (size_t k = 0; k < sizeof CASES / sizeof *CASES; ++k) run_case(libs, N_LIBS, &CASES[k]);

@@ -91,6 +91,12 @@ CASES = {
     # NEURON runs a mechanism that writes a concentration (cabuf) before the others, whatever its
     # name (memb_order_, nrn_writes_conc): tests/test_nmodl_neuron.c lists it second;
     # tests/test_sim_conc_order.c runs it in the simulation, which orders it so itself
+    # ELECTRODE_CURRENT: NEURON's own IClamp and SEClamp (stim.mod, svclmp.mod: NEURON's built-ins
+    # are these files, data/mechanisms/electrode) on hh, their current i recorded
+    "IClamp": (6.3, -65, 50, {"hh": {}}, [], [], ("IClamp", {"del": 2, "dur": 30, "amp": 0.2}), {}, False, "i"),
+    "SEClamp": (6.3, -65, 40, {"hh": {}}, [], [],
+                ("SEClamp", {"dur1": 3, "amp1": -65, "dur2": 10, "amp2": -30, "dur3": 5, "amp3": -75, "rs": 1}),
+                {}, False, "i"),
     "cabuf": (34, -70, 200, {"pas": {"g": 1e-4, "e": -70}, "Ca_HVA": {"gCa_HVAbar": 0.002},
                              "SK_E2": {"gSK_E2bar": 0.01}, "cabuf": {}},
               [(20, 100, 0.3)], [], None, {"ek": -85}, True),
@@ -180,7 +186,9 @@ def run_case(name, case):
     if calcium:
         cv = h.Vector().record(soma(0.5)._ref_cai)
         ev = h.Vector().record(soma(0.5)._ref_eca)
-    if probe:
+    if probe and point:  # a variable of the point process
+        cv = h.Vector().record(getattr(syn, f"_ref_{probe}"))
+    elif probe:
         mech = [m for m in mechs if m != "pas"][0]
         cv = h.Vector().record(getattr(soma(0.5), f"_ref_{probe}_{mech}"))
     h.finitialize(v_init)

@@ -382,6 +382,11 @@ static void emit_ex(gen *g, const ex *e) {
             put_fargs(g);
             put(b, "i_, node_, v_");
         }
+        else if (!strcmp(e->text, "at_time")) {
+            /* NEURON's at_time in a fixed step (cvodeobj.cpp): 1 when te -
+             * 1e-11 lies in (t - dt, t]; it only stops CVODE there */
+            put(b, "nsm_at_time(p->t, p->dt, ");
+        }
         else if (!strcmp(e->text, "exprelr")) put(b, "nsm_exprelr(");
         else if (!strcmp(e->text, "exp")) put(b, "nsm_exp(");
         else if (!strcmp(e->text, "min") || !strcmp(e->text, "max")) put(b, "f%s(", e->text); /* Arbor's */
@@ -971,6 +976,9 @@ static int emit_header(gen *g) {
            "/* exp: the C library's on the GPU; on the host ns_mech_exp (mechanism.h), which vectorises */\n"
            "NS_MECH_FN double nsm_exp(double x) {\n#ifdef __CUDA_ARCH__\n    return exp(x);\n#else\n"
            "    return ns_mech_exp(x);\n#endif\n}\n#endif\n");
+    put(b, "#ifndef NSM_AT_TIME\n#define NSM_AT_TIME\n/* NEURON's at_time(te) in a fixed step */\n"
+           "NS_MECH_FN double nsm_at_time(double t, double dt, double te) {\n"
+           "    const double x = te - 1e-11;\n    return (x <= t && x > t - dt) ? 1.0 : 0.0;\n}\n#endif\n");
     put(b, "#ifndef NSM_EXPRELR\n#define NSM_EXPRELR\n/* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */\n"
            "NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }\n#endif\n");
     put(b, "#undef NSM_ION\n#define NSM_ION(j) (p->node_index && p->ion[j].index ? p->ion[j].index[i_] : node_)\n");
@@ -1058,7 +1066,10 @@ static int emit_header(gen *g) {
     }
     put(b, "    g_ = (g_ - rhs_) / .001;\n");
     if (m->point) put(b, "    g_ *= w_;\n    rhs_ *= w_;\n");
-    put(b, "    NSM_ADD(p->rhs[node_], -rhs_);\n    NSM_ADD(p->d[node_], g_);\n    (void)w_;\n}\n\n");
+    if (m->electrode) /* nocmodl's electrode_current: injected, not a membrane current */
+        put(b, "    NSM_ADD(p->rhs[node_], rhs_);\n    NSM_ADD(p->d[node_], -g_);\n    (void)w_;\n}\n\n");
+    else
+        put(b, "    NSM_ADD(p->rhs[node_], -rhs_);\n    NSM_ADD(p->d[node_], g_);\n    (void)w_;\n}\n\n");
     /* state: NEURON's nrn_state */
     put(b, "NS_MECH_FN void nsm_%s_state_F(ns_mech_ppack *p, ", name);
     put_fparams(g);
