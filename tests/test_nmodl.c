@@ -127,7 +127,8 @@ int main(void) {
     all_files(MECH_DIR "/bbp");
     all_files(MECH_DIR "/test");
     all_files(MECH_DIR "/kinetic");
-    CHECK(n_files == 25);
+    all_files(MECH_DIR "/electrode");
+    CHECK(n_files == 31);
     units_constants();
 
     /* the generated forms */

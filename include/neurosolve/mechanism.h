@@ -20,8 +20,9 @@
 extern "C" {
 #endif
 
-/* 2: ns_mech_desc.cuda_net_receive (a library built for 1 is refused) */
-#define NS_MECH_ABI_VERSION 2
+/* 2: ns_mech_desc.cuda_net_receive (a library built for 1 is refused);
+ * 3: ns_mech_ppack.area and .diam (area/diam in a mechanism) */
+#define NS_MECH_ABI_VERSION 3
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
 /* exp for the host loops: the generated mechanisms' host code (nsm_exp; the
@@ -94,7 +95,8 @@ enum {
     NS_MECH_ION_READ_I = 8,   /* reads the ion's total current (ina) */
     NS_MECH_ION_WRITE_I = 16, /* contributes to the current: ion i += I, didv += dI/dv */
     NS_MECH_ION_WRITE_CI = 32,/* writes the internal concentration (the loop then updates e by Nernst) */
-    NS_MECH_ION_WRITE_CO = 64 /* writes the external concentration */
+    NS_MECH_ION_WRITE_CO = 64,/* writes the external concentration */
+    NS_MECH_ION_WRITE_E = 128 /* writes the reversal potential (WRITE ena: e then not by Nernst) */
 };
 
 /* One ion as the loop stores it: arrays over ion slots. */
@@ -124,6 +126,10 @@ typedef struct ns_mech_ppack {
     double *global;          /* desc->n_globals values (GLOBAL parameters, usetable_*) */
     double *table;           /* desc->table_size doubles (TABLE), kept by table_update */
     const ns_mech_ion_view *ion; /* desc->n_ions views, in the order of desc->ions */
+    /* area/diam in a mechanism (ABI 3): per node, indexed as v: the segment's area [um^2]
+     * (NEURON's 100 at a zero-area node, where only point processes sit) and its diameter [um]
+     * (NEURON's: the mean over the segment's length of the 3D points' diameters) */
+    const double *area, *diam;
 } ns_mech_ppack;
 
 typedef struct ns_mech_ion_use {

@@ -1021,7 +1021,7 @@ static int parse_neuron(parser *p) {
                 else if (what == 'i') f = NS_MECH_ION_WRITE_I;
                 else if (what == 'c') f = NS_MECH_ION_WRITE_CI;
                 else if (what == 'o') f = NS_MECH_ION_WRITE_CO;
-                else return perr(p, NS_ERR_UNSUPPORTED, t->line, "USEION %s WRITE %s: writing a reversal potential is not supported", ion, nm);
+                else f = NS_MECH_ION_WRITE_E;
                 u->flags |= f;
                 var *v = find_var(m, nm);
                 if (!v && !(v = add_var(p, nm, modes[k] == 1 ? V_ION_READ : V_ASSIGNED, 0, t->line))) return -1;
@@ -1108,11 +1108,7 @@ static int parse_decls(parser *p, int cls) {
                 p->pos++;
             }
         }
-        if (is_special(t->text)) {
-            if (!strcmp(t->text, "area") || !strcmp(t->text, "diam"))
-                return perr(p, NS_ERR_UNSUPPORTED, t->line, "'%s' in a mechanism is not supported", t->text);
-            continue; /* v, celsius, dt, t: the loop's */
-        }
+        if (is_special(t->text)) continue; /* v, celsius, dt, t, area, diam: the loop's */
         if (cls == V_ASSIGNED && find_var(p->m, t->text)) {
             var *v = find_var(p->m, t->text);
             if (v->ion >= 0 || v->cls == V_ASSIGNED) continue;
@@ -1391,6 +1387,7 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
             if (unsupported_name(e->text)) return perr(p, NS_ERR_UNSUPPORTED, line, "%s is not supported", e->text);
             return perr(p, NS_ERR_INVALID_ARGUMENT, line, "unknown function '%s'", e->text);
         }
+        if (!b && !strcmp(e->text, "at_time")) p->m->uses_at_time = 1;
         int want = b ? b->n_args : ar;
         if (e->n_args != want)
             return perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s takes %d argument%s, given %d", e->text, want,
