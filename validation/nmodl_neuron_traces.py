@@ -44,7 +44,8 @@ FUNCTION exprelr(x) {
 """
 
 # name -> (celsius, v_init, tstop, mechanisms {name: {param: value}}, clamps [(del, dur, amp)],
-#          events [(t, weight)], point process or None, ions {var: value}, record calcium[, probe])
+#          events [(t, weight)], point process or None, ions {var: value}, record calcium[, probe[,
+#          geometry]])
 # (a parameter that is no RANGE variable is set as the GLOBAL name_mech; probe: a
 # RANGE variable recorded as the third column, for a mechanism without a current)
 L5 = {"NaTs2_t": {"gNaTs2_tbar": 0.983955}, "SKv3_1": {"gSKv3_1bar": 0.303472},
@@ -91,6 +92,23 @@ CASES = {
     # NEURON runs a mechanism that writes a concentration (cabuf) before the others, whatever its
     # name (memb_order_, nrn_writes_conc): tests/nmodl/test_nmodl_neuron.c lists it second;
     # tests/mech/test_sim_conc_order.c runs it in the simulation, which orders it so itself
+    # ELECTRODE_CURRENT: NEURON's own IClamp and SEClamp (stim.mod, svclmp.mod: NEURON's built-ins
+    # are these files, data/mechanisms/electrode) on hh, their current i recorded
+    "IClamp": (6.3, -65, 50, {"hh": {}}, [], [], ("IClamp", {"del": 2, "dur": 30, "amp": 0.2}), {}, False, "i"),
+    "SEClamp": (6.3, -65, 40, {"hh": {}}, [], [],
+                ("SEClamp", {"dur1": 3, "amp1": -65, "dur2": 10, "amp2": -30, "dur3": 5, "amp3": -75, "rs": 1}),
+                {}, False, "i"),
+    # area and diam in a mechanism: data/mechanisms/test/geom.mod (density) and geompp.mod (point)
+    "geom": (6.3, -65, 40, {"pas": {}, "geom": {}}, [(5, 20, 0.1)], [], None, {}, False, "s"),
+    "geompp": (6.3, -65, 40, {"pas": {}}, [(5, 20, 0.1)], [], ("geompp", {}), {}, False, "i"),
+    # WRITE ena (ion style "e written"): test/wena.mod (no current: its BREAKPOINT in nrn_state) and
+    # wenai.mod (with its own ina), hh reading ena; the ion's ena recorded
+    "wena": (6.3, -65, 40, {"hh": {}, "wena": {}}, [(2, 30, 0.2)], [], None, {}, False, "ena"),
+    "wenai": (6.3, -65, 40, {"hh": {}, "wenai": {}}, [(2, 30, 0.2)], [], None, {}, False, "ena"),
+    # the same in a tapered section of 3 segments (tests/sim/test_sim_nmodl_neuron.c: the simulation's
+    # area and diam per segment): 3D points (x, y, z, diam), nseg, the probe's x (v at 0.5)
+    "geomcell": (6.3, -65, 40, {"pas": {}, "geom": {}}, [(5, 20, 0.1)], [], None, {}, False, "s",
+                 {"pt3d": [(0, 0, 0, 2), (0, 4, 0, 4), (0, 10, 0, 2)], "nseg": 3, "probe_x": 1 / 6}),
     "cabuf": (34, -70, 200, {"pas": {"g": 1e-4, "e": -70}, "Ca_HVA": {"gCa_HVAbar": 0.002},
                              "SK_E2": {"gSK_E2bar": 0.01}, "cabuf": {}},
               [(20, 100, 0.3)], [], None, {"ek": -85}, True),
@@ -138,10 +156,18 @@ def run_case(name, case):
     h.load_file("stdrun.hoc")
     celsius, v_init, tstop, mechs, clamps, events, point, ions, calcium = case[:9]
     probe = case[9] if len(case) > 9 else None
+    geo = case[10] if len(case) > 10 else None  # 3D points instead of the cylinder
     soma = h.Section(name="soma")
-    soma.L = soma.diam = 20
-    soma.nseg = 1
+    if geo:
+        h.pt3dclear(sec=soma)
+        for p in geo["pt3d"]:
+            h.pt3dadd(*p, sec=soma)
+        soma.nseg = geo["nseg"]
+    else:
+        soma.L = soma.diam = 20
+        soma.nseg = 1
     soma.cm = 1
+    px = geo["probe_x"] if geo else 0.5
     for m, params in mechs.items():
         soma.insert(m)
         for k, val in params.items():
@@ -180,9 +206,12 @@ def run_case(name, case):
     if calcium:
         cv = h.Vector().record(soma(0.5)._ref_cai)
         ev = h.Vector().record(soma(0.5)._ref_eca)
-    if probe:
-        mech = [m for m in mechs if m != "pas"][0]
-        cv = h.Vector().record(getattr(soma(0.5), f"_ref_{probe}_{mech}"))
+    if probe and point:  # a variable of the point process
+        cv = h.Vector().record(getattr(syn, f"_ref_{probe}"))
+    elif probe:  # a variable of the last mechanism, or of an ion (ena)
+        mech = list(mechs)[-1]
+        ref = f"_ref_{probe}_{mech}" if hasattr(soma(px), f"_ref_{probe}_{mech}") else f"_ref_{probe}"
+        cv = h.Vector().record(getattr(soma(px), ref))
     h.finitialize(v_init)
     if point:
         for (nc, t) in ncs:
@@ -193,7 +222,8 @@ def run_case(name, case):
               for i in range(1, len(v)) if v[i - 1] < 0 <= v[i]]
     with open(os.path.join(OUT, f"{name}.csv"), "w") as f:
         f.write(f"# NEURON {h.nrnversion(5)} ({h.nrnversion()}), written by validation/nmodl_neuron_traces.py\n")
-        f.write(f"# case {name}: celsius {celsius}, v_init {v_init}, tstop {tstop}, dt 0.025, L = diam = 20 um, cm 1\n")
+        shape = f"3D points {geo}" if geo else "L = diam = 20 um"
+        f.write(f"# case {name}: celsius {celsius}, v_init {v_init}, tstop {tstop}, dt 0.025, {shape}, cm 1\n")
         f.write(f"# mechanisms {mechs}; clamps (del, dur, amp) {clamps}; events {events}; point {point}; ions {ions}\n")
         f.write(f"# FARADAY {h.FARADAY!r} R {h.R!r}\n")
         f.write("# spikes " + " ".join(f"{s:.12g}" for s in spikes) + "\n")
@@ -212,7 +242,8 @@ def main():
     work = tempfile.mkdtemp(prefix="nmodl_neuron_")
     try:
         # hh, pas, ExpSyn and Exp2Syn: NEURON's built-ins are these very files
-        compile_bbp(work, extra=[os.path.join(TEST, f) for f in ("hhdi.mod", "lang.mod", "langcr.mod", "cabuf.mod")] +
+        compile_bbp(work, extra=[os.path.join(TEST, f) for f in ("hhdi.mod", "lang.mod", "langcr.mod", "cabuf.mod",
+                                                                 "geom.mod", "geompp.mod", "wena.mod", "wenai.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])
         for name in only or CASES:
             subprocess.run([sys.executable, os.path.abspath(__file__), "--run", name], cwd=work, check=True)

@@ -22,7 +22,8 @@ extern "C" {
 
 /* 2: ns_mech_desc.cuda_net_receive (a library built for 1 is refused)
  * 3: ns_mech_desc.has_random, random_field (random numbers); n_pointers,
- *    pointer_names and ns_mech_ppack.pointer (POINTER) */
+ *    pointer_names and ns_mech_ppack.pointer (POINTER); ns_mech_ppack.area
+ *    and .diam (area/diam in a mechanism) */
 #define NS_MECH_ABI_VERSION 3
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
@@ -96,7 +97,8 @@ enum {
     NS_MECH_ION_READ_I = 8,   /* reads the ion's total current (ina) */
     NS_MECH_ION_WRITE_I = 16, /* contributes to the current: ion i += I, didv += dI/dv */
     NS_MECH_ION_WRITE_CI = 32,/* writes the internal concentration (the loop then updates e by Nernst) */
-    NS_MECH_ION_WRITE_CO = 64 /* writes the external concentration */
+    NS_MECH_ION_WRITE_CO = 64,/* writes the external concentration */
+    NS_MECH_ION_WRITE_E = 128 /* writes the reversal potential (WRITE ena: e then not by Nernst) */
 };
 
 /* One ion as the loop stores it: arrays over ion slots. */
@@ -130,6 +132,10 @@ typedef struct ns_mech_ppack {
      * addresses, where each instance's POINTER reads and writes (what the
      * simulation connected it to); NULL when desc->n_pointers is 0 */
     double *const *const *pointer;
+    /* area/diam in a mechanism (ABI 3): per node, indexed as v: the segment's area [um^2]
+     * (NEURON's 100 at a zero-area node, where only point processes sit) and its diameter [um]
+     * (NEURON's: the mean over the segment's length of the 3D points' diameters) */
+    const double *area, *diam;
 } ns_mech_ppack;
 
 typedef struct ns_mech_ion_use {

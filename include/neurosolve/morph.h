@@ -242,6 +242,10 @@ NS_API const ns_tree_t *ns_cell_tree(const ns_cell_t *cell);
  * nodes), axial conductance to the parent compartment [uS] (0 for the root),
  * SWC type, section index and position x in (0, 1) along the section. */
 NS_API const double *ns_cell_area(const ns_cell_t *cell);
+/* Per compartment: NEURON's segment diameter [um], the mean over the segment's
+ * length of the diameter interpolated linearly between 3D points (a mechanism's
+ * `diam`); 0 at the zero-area junction nodes. */
+NS_API const double *ns_cell_diam(const ns_cell_t *cell);
 NS_API const double *ns_cell_axial_conductance(const ns_cell_t *cell);
 NS_API const int32_t *ns_cell_type(const ns_cell_t *cell);
 NS_API const int32_t *ns_cell_section(const ns_cell_t *cell);

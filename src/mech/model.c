@@ -735,6 +735,9 @@ void ns_sim_model_free(sim_model *m) {
         for (int32_t s = 0; s < m->n_shapes; ++s) free(m->ion_init[s]);
     if (m->written)
         for (int32_t s = 0; s < m->n_shapes; ++s) free(m->written[s]);
+    if (m->geom)
+        for (int32_t s = 0; s < m->n_shapes; ++s) free(m->geom[s]);
+    free(m->geom);
     free(m->ion_init);
     free(m->written);
     free(m->per_shape);
@@ -990,7 +993,8 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         r->per_shape = calloc((size_t)n_shapes * (size_t)(r->n_mechs > 0 ? r->n_mechs : 1), sizeof *r->per_shape);
         r->ion_init = calloc((size_t)n_shapes, sizeof *r->ion_init);
         r->written = calloc((size_t)n_shapes, sizeof *r->written);
-        if (!r->per_shape || !r->ion_init || !r->written) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+        r->geom = calloc((size_t)n_shapes, sizeof *r->geom);
+        if (!r->per_shape || !r->ion_init || !r->written || !r->geom) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
     }
     /* the statements that applied, per distinct model: at matched + moff[u] */
     int64_t *moff = malloc((size_t)(n_uniq + 1) * sizeof *moff);
@@ -1026,8 +1030,14 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         int32_t *user_e = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), sizeof *user_e); /* stmt + 1 */
         unsigned char *written = r->written[k] = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), 1);
         r->ion_init[k] = malloc((size_t)(3 * (r->n_ions > 0 ? r->n_ions : 1)) * (size_t)n * sizeof(double));
-        if (!dist || !ins || !param || !ion_set || !user_e || !written || !r->ion_init[k] || !nseg)
+        double *geom = r->geom[k] = malloc(2 * (size_t)n * sizeof(double));
+        if (!dist || !ins || !param || !ion_set || !user_e || !written || !r->ion_init[k] || !nseg || !geom)
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+        const double *diam = ns_cell_diam(cell);
+        for (int32_t i = 0; geom && i < n; ++i) { /* area/diam in a mechanism */
+            geom[i] = area[i] > 0.0 ? area[i] : 100.0;
+            geom[n + i] = diam ? diam[i] : 0.0;
+        }
         for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
             const int np = r->mechs[m].desc->n_params;
             param[m] = malloc((size_t)(np > 0 ? np : 1) * (size_t)n * sizeof(double));

@@ -49,6 +49,9 @@ typedef struct sim_model {
     unsigned char **written;   /* per shape: [j * n + node] 1 where a mechanism inserted there writes
                                   ion j's concentration: e follows by Nernst at that node only
                                   (NEURON's ion style is per section) */
+    double **geom;             /* per shape: area [um^2] of node i at [i] (NEURON's 100 at zero-area
+                                  nodes) and its diam [um] at [n + i]: what ns_mech_ppack.area and
+                                  .diam give a mechanism that reads them */
     int32_t n_descs;           /* the catalogue: the library's mechanisms, then the built-ins */
     const ns_mech_desc **descs; /* it does not shadow (the synapses' types, net.c) */
 } sim_model;

@@ -10,6 +10,7 @@
 struct ns_cell {
     ns_tree_t *tree;        /* compartments in Hines order */
     double *area;           /* [um^2] per node; 0 at zero-area junction nodes */
+    double *diam;           /* [um] per node, NEURON's segment diameter; 0 at zero-area junction nodes */
     double *g_axial;        /* [uS] per node, to its parent; 0 at the root */
     int32_t *type;          /* SWC type of the node's section */
     int32_t *section;       /* section index per node */

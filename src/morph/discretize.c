@@ -54,14 +54,14 @@ static ns_status check_options(const ns_discretize_options *o) {
 typedef struct full_nodes {
     int32_t n;
     int32_t *parent;
-    double *area, *ri, *x; /* [um^2], [MOhm], position */
+    double *area, *diam, *ri, *x; /* [um^2], [um], [MOhm], position */
     int32_t *section;
     unsigned char *junction;
     int32_t *end_node, *at0_node; /* per section: its x = 1 node; the node it hangs from */
 } full_nodes;
 
 static void full_free(full_nodes *f) {
-    free(f->parent); free(f->area); free(f->ri); free(f->x);
+    free(f->parent); free(f->area); free(f->diam); free(f->ri); free(f->x);
     free(f->section); free(f->junction); free(f->end_node); free(f->at0_node);
 }
 
@@ -77,22 +77,23 @@ static ns_status build_full(const disc_sections *S, const ns_discretize_options 
     f->n = (int32_t)total;
     f->parent = malloc(n * sizeof *f->parent);
     f->area = malloc(n * sizeof *f->area);
+    f->diam = malloc(n * sizeof *f->diam);
     f->ri = malloc(n * sizeof *f->ri);
     f->x = malloc(n * sizeof *f->x);
     f->section = malloc(n * sizeof *f->section);
     f->junction = malloc(n);
     f->end_node = malloc((size_t)S->n * sizeof *f->end_node);
     f->at0_node = malloc((size_t)S->n * sizeof *f->at0_node);
-    double *area = malloc((size_t)maxseg * sizeof *area);
+    double *area = malloc((size_t)maxseg * 2 * sizeof *area), *diam = area + maxseg;
     double *rhalf = malloc((size_t)maxseg * 2 * sizeof *rhalf);
-    if (!f->parent || !f->area || !f->ri || !f->x || !f->section || !f->junction || !f->end_node ||
+    if (!f->parent || !f->area || !f->diam || !f->ri || !f->x || !f->section || !f->junction || !f->end_node ||
         !f->at0_node || !area || !rhalf) {
         free(area);
         free(rhalf);
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "discretise: %lld nodes", (long long)total);
     }
     f->parent[0] = -1;
-    f->area[0] = 0.0;
+    f->area[0] = f->diam[0] = 0.0;
     f->ri[0] = 0.0;
     f->x[0] = 0.0;
     f->section[0] = 0;
@@ -116,7 +117,7 @@ static ns_status build_full(const disc_sections *S, const ns_discretize_options 
             }
         }
         f->at0_node[k] = hang;
-        disc_segments(s, S->pts, area, rhalf);
+        disc_segments(s, S->pts, area, diam, rhalf);
         ns_section_info *si = &info[k];
         si->parent = s->parent;
         si->parent_x = s->parent_x;
@@ -134,6 +135,7 @@ static ns_status build_full(const disc_sections *S, const ns_discretize_options 
             int32_t v = next++;
             f->parent[v] = j == 0 ? hang : v - 1;
             f->area[v] = area[j];
+            f->diam[v] = diam[j];
             f->ri[v] = (j == 0 ? 0.0 : rhalf[2 * j - 1]) + rhalf[2 * j];
             f->x[v] = (j + 0.5) / s->nseg;
             f->section[v] = k;
@@ -143,7 +145,7 @@ static ns_status build_full(const disc_sections *S, const ns_discretize_options 
         for (int32_t h = 0; h < 2 * s->nseg; ++h) si->ri_sum += rhalf[h];
         int32_t e = next++;
         f->parent[e] = e - 1;
-        f->area[e] = 0.0;
+        f->area[e] = f->diam[e] = 0.0;
         f->ri[e] = rhalf[2 * s->nseg - 1];
         f->x[e] = 1.0;
         f->section[e] = k;
@@ -209,11 +211,12 @@ static ns_status assemble(ns_cell_t *c, full_nodes *f, const unsigned char *keep
     size_t sz = (size_t)m;
     int32_t *parent = malloc(sz * sizeof *parent);
     c->area = malloc(sz * sizeof *c->area);
+    c->diam = malloc(sz * sizeof *c->diam);
     c->g_axial = malloc(sz * sizeof *c->g_axial);
     c->type = malloc(sz * sizeof *c->type);
     c->section = malloc(sz * sizeof *c->section);
     c->x = malloc(sz * sizeof *c->x);
-    if (!parent || !c->area || !c->g_axial || !c->type || !c->section || !c->x) {
+    if (!parent || !c->area || !c->diam || !c->g_axial || !c->type || !c->section || !c->x) {
         free(newidx);
         free(parent);
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "discretise: %d compartments", (int)m);
@@ -224,6 +227,7 @@ static ns_status assemble(ns_cell_t *c, full_nodes *f, const unsigned char *keep
         int32_t p = f->parent[i];
         parent[v] = p < 0 ? -1 : newidx[p];
         c->area[v] = f->area[i];
+        c->diam[v] = f->diam[i];
         c->g_axial[v] = p < 0 ? 0.0 : 1.0 / f->ri[i]; /* [uS] = 1/[MOhm] */
         c->section[v] = f->section[i];
         c->type[v] = c->sections[f->section[i]].type;
@@ -357,6 +361,7 @@ void ns_cell_destroy(ns_cell_t *cell) {
     if (!cell) return;
     ns_tree_destroy(cell->tree);
     free(cell->area);
+    free(cell->diam);
     free(cell->g_axial);
     free(cell->type);
     free(cell->section);
@@ -385,6 +390,7 @@ ns_status ns_cell_get_section(const ns_cell_t *cell, int32_t section, ns_section
 
 const ns_tree_t *ns_cell_tree(const ns_cell_t *cell) { return cell ? cell->tree : NULL; }
 const double *ns_cell_area(const ns_cell_t *cell) { return cell ? cell->area : NULL; }
+const double *ns_cell_diam(const ns_cell_t *cell) { return cell ? cell->diam : NULL; }
 const double *ns_cell_axial_conductance(const ns_cell_t *cell) { return cell ? cell->g_axial : NULL; }
 const int32_t *ns_cell_type(const ns_cell_t *cell) { return cell ? cell->type : NULL; }
 const int32_t *ns_cell_section(const ns_cell_t *cell) { return cell ? cell->section : NULL; }

@@ -9,7 +9,9 @@
  *   axial resistance 4e-2 Ra/pi (x2 - x1) / (y1 y2)                      [MOhm]
  * (the second is exact for a frustum: rho L / (pi r1 r2), with Ra in ohm cm
  * and lengths in um). A piece of zero length with a jump in diameter adds
- * the area of the annulus, as in NEURON. */
+ * the area of the annulus, as in NEURON. A segment's diameter is NEURON's
+ * too: the mean over its length of the linear diameter,
+ *   diam = sum over its pieces (y1 + y2) (x2 - x1) / (2 ds). */
 #include <math.h>
 
 #include "morph/discretize_impl.h"
@@ -48,8 +50,9 @@ int32_t disc_nseg(const disc_section *sec, const disc_pt3d *pts, const ns_discre
     }
 }
 
-static void add_piece(double x1, double y1, double x2, double y2, double *area, double *rsum) {
+static void add_piece(double x1, double y1, double x2, double y2, double *area, double *rsum, double *dsum) {
     double delta = x2 - x1;
+    *dsum += (y1 + y2) * delta; /* before the guard, as NEURON */
     if (delta < 1e-15) delta = 1e-15; /* NEURON's guard for coincident points */
     double t = 0.5 * (y2 - y1);
     *area += (y1 + y2) * sqrt(delta * delta + t * t);
@@ -57,12 +60,12 @@ static void add_piece(double x1, double y1, double x2, double y2, double *area, 
     *rsum += prod > 0.0 ? delta / prod : 1e15;
 }
 
-void disc_segments(const disc_section *sec, const disc_pt3d *pts, double *area,
+void disc_segments(const disc_section *sec, const disc_pt3d *pts, double *area, double *diam,
                    double *rhalf) {
     const disc_pt3d *q = pts + sec->pt_begin;
     const int32_t nseg = sec->nseg, nh = 2 * nseg;
     const double half = sec->length / nseg / 2.0;
-    for (int32_t k = 0; k < nseg; ++k) area[k] = 0.0;
+    for (int32_t k = 0; k < nseg; ++k) area[k] = diam[k] = 0.0;
     for (int32_t h = 0; h < nh; ++h) rhalf[h] = 0.0;
     int32_t h = 0;
     for (int32_t j = 0; j + 1 < sec->n3d; ++j) {
@@ -73,18 +76,21 @@ void disc_segments(const disc_section *sec, const disc_pt3d *pts, double *area,
             double b = (h + 1) * half;
             double f = x2 - q[j].arc > 1e-10 ? (b - q[j].arc) / (x2 - q[j].arc) : 1.0;
             double yb = (1.0 - f) * q[j].d + f * y2;
-            add_piece(x1, y1, b, yb, &area[h / 2], &rhalf[h]);
+            add_piece(x1, y1, b, yb, &area[h / 2], &rhalf[h], &diam[h / 2]);
             x1 = b;
             y1 = yb;
             ++h;
         }
-        add_piece(x1, y1, x2, y2, &area[h / 2], &rhalf[h]);
+        add_piece(x1, y1, x2, y2, &area[h / 2], &rhalf[h], &diam[h / 2]);
     }
     /* a section of zero length leaves halves without pieces; NEURON still
      * integrates one clamped piece there (tiny area, tiny resistance) */
     const double dl = q[sec->n3d - 1].d, xl = q[sec->n3d - 1].arc;
     for (int32_t i = 0; i < nh; ++i)
-        if (rhalf[i] == 0.0) add_piece(xl, dl, xl, dl, &area[i / 2], &rhalf[i]);
-    for (int32_t k = 0; k < nseg; ++k) area[k] *= 0.5 * NS_PI;
+        if (rhalf[i] == 0.0) add_piece(xl, dl, xl, dl, &area[i / 2], &rhalf[i], &diam[i / 2]);
+    for (int32_t k = 0; k < nseg; ++k) {
+        area[k] *= 0.5 * NS_PI;
+        diam[k] = half > 0.0 ? diam[k] * (0.25 / half) : dl; /* 0.5 / ds; a section of zero length: its diameter */
+    }
     for (int32_t i = 0; i < nh; ++i) rhalf[i] *= sec->Ra / NS_PI * 4e-2;
 }

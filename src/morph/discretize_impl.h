@@ -64,6 +64,6 @@ int32_t disc_nseg(const disc_section *sec, const disc_pt3d *pts, const ns_discre
  * area[k] [um^2] for k < nseg and rhalf[h] [MOhm] for the 2*nseg half
  * segments (left half of segment k is 2k, right half 2k+1), with the
  * section's Ra. */
-void disc_segments(const disc_section *sec, const disc_pt3d *pts, double *area, double *rhalf);
+void disc_segments(const disc_section *sec, const disc_pt3d *pts, double *area, double *diam, double *rhalf);
 
 #endif

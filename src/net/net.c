@@ -442,6 +442,10 @@ static ns_status point_create(ns_sim_t *sim, const net_block_in *in, int32_t des
     pt->p.table = globals + d->n_globals;
     pt->p.weight = pt->weight;
     pt->p.ion = pt->ions;
+    if (in->mech) { /* area/diam in a mechanism: the block's, as its density mechanisms' */
+        pt->p.area = ns_model_block_geom(in->mech);
+        pt->p.diam = pt->p.area + (int64_t)s->n * in->w;
+    }
     return NS_OK;
 }
 

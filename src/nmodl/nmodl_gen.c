@@ -46,6 +46,8 @@ typedef struct gen {
     int *scope_arg;
     int n_scope, cap_scope;
     const block *owner;
+    int solve_here; /* ST_SOLVE of BREAKPOINT: the solver's call in place (state() of a mechanism without
+                       currents, nocmodl's nrn_state) */
     int mode;       /* statement mode for ST_DERIV: M_CNEXP, M_EULER (D_ temporaries), M_DERIVIMPLICIT (f_[k]) */
     char **states;  /* the states of the DERIVATIVE block being written, in equation order */
     int n_states;
@@ -301,6 +303,7 @@ static void emit_var(gen *g, const char *name, const ex *ix) {
     if (!strcmp(name, "t")) { put(b, "p->t"); return; }
     if (!strcmp(name, "dt")) { put(b, "p->dt"); return; }
     if (!strcmp(name, "celsius")) { put(b, "p->celsius"); return; }
+    if (!strcmp(name, "area") || !strcmp(name, "diam")) { put(b, "p->%s[node_]", name); return; } /* the node's */
     if (!v) {
         if (!strcmp(name, "FARADAY")) { put(b, "96485.33212331001"); return; }
         put(b, "0.0");
@@ -420,6 +423,11 @@ static void emit_ex(gen *g, const ex *e) {
             if (e->n_args == 1 && !strcmp(fn, "normal")) put(b, ", 0.0, 1.0");
             put(b, ")");
             return;
+        }
+        else if (!strcmp(e->text, "at_time")) {
+            /* NEURON's at_time in a fixed step (cvodeobj.cpp): 1 when te -
+             * 1e-11 lies in (t - dt, t]; it only stops CVODE there */
+            put(b, "nsm_at_time(p->t, p->dt, ");
         }
         else if (!strcmp(e->text, "exprelr")) put(b, "nsm_exprelr(");
         else if (!strcmp(e->text, "exp")) put(b, "nsm_exp(");
@@ -571,6 +579,12 @@ static int emit_st(gen *g, const st *s, int indent) {
         put(b, "%*s}\n", indent, "");
         return 0;
     case ST_SOLVE: /* BREAKPOINT's: state(); INITIAL's STEADYSTATE: here */
+        if (g->solve_here && !s->steady) {
+            const block *bl = find_block(g->m, s->name);
+            put(b, "%*s", indent, "");
+            put_call(g, bl->kind == B_PROCEDURE ? "p" : "d", s->name, "");
+            put(b, ");\n");
+        }
         if (s->steady) {
             put(b, "%*s", indent, "");
             put_call(g, "ss", s->name, "");
@@ -993,6 +1007,17 @@ static void load_conc(gen *g, int store) {
     }
 }
 
+/* WRITE eX (a written reversal potential, NEURON's ion style "e written":
+ * no Nernst): the field to the ion after INITIAL, after the currents' last
+ * evaluation, and after a current-less BREAKPOINT (nocmodl's `_ion_ena = ena`) */
+static void store_e(gen *g) {
+    for (int i = 0; i < g->m->n_vars; i++) {
+        const var *v = &g->m->vars[i];
+        if (v->ion >= 0 && v->ion_what == 'e' && v->field >= 0 && !v->copy_in)
+            put(g->b, "    p->ion[%d].e[NSM_ION(%d)] = *F%d_;\n", v->ion, v->ion, v->field);
+    }
+}
+
 static int emit_header(gen *g) {
     const struct ns_nmodl *m = g->m;
     buf *b = g->b;
@@ -1010,6 +1035,10 @@ static int emit_header(gen *g) {
            "/* exp: the C library's on the GPU; on the host ns_mech_exp (mechanism.h), which vectorises */\n"
            "NS_MECH_FN double nsm_exp(double x) {\n#ifdef __CUDA_ARCH__\n    return exp(x);\n#else\n"
            "    return ns_mech_exp(x);\n#endif\n}\n#endif\n");
+    if (m->uses_at_time)
+        put(b, "#ifndef NSM_AT_TIME\n#define NSM_AT_TIME\n/* NEURON's at_time(te) in a fixed step */\n"
+               "NS_MECH_FN double nsm_at_time(double t, double dt, double te) {\n"
+               "    const double x = te - 1e-11;\n    return (x <= t && x > t - dt) ? 1.0 : 0.0;\n}\n#endif\n");
     put(b, "#ifndef NSM_EXPRELR\n#define NSM_EXPRELR\n/* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */\n"
            "NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }\n#endif\n");
     if (m->random_field >= 0) put(b, "%s", nm_random_runtime());
@@ -1049,6 +1078,7 @@ static int emit_header(gen *g) {
     g->mode = M_CNEXP;
     if (m->initial && emit_list(g, m->initial, 4)) return -1;
     load_conc(g, 1);
+    store_e(g);
     put(b, "    (void)v_;\n}\n\n");
     /* the BREAKPOINT's currents at v_ */
     put(b, "NS_MECH_FN double nsm_%s_cur(", name);
@@ -1056,7 +1086,8 @@ static int emit_header(gen *g) {
     put(b, ") {\n    (void)p; (void)i_; (void)node_;\n");
     put_arrays(g, 4);
     load_copies(g, 'v');
-    if (emit_list(g, m->breakpoint, 4)) return -1;
+    /* nocmodl: without currents the BREAKPOINT runs in nrn_state (below), nrn_cur does nothing */
+    if (m->n_currents && emit_list(g, m->breakpoint, 4)) return -1;
     put(b, "    double c_ = 0.0;\n");
     for (int k = 0; k < m->n_currents; k++) {
         put(b, "    c_ += ");
@@ -1096,9 +1127,13 @@ static int emit_header(gen *g) {
         put(b, "    if (p->ion[%d].i) NSM_ADD(p->ion[%d].i[NSM_ION(%d)], *F%d_ * w_);\n", v->ion, v->ion,
             v->ion, v->field);
     }
+    store_e(g);
     put(b, "    g_ = (g_ - rhs_) / .001;\n");
     if (m->point) put(b, "    g_ *= w_;\n    rhs_ *= w_;\n");
-    put(b, "    NSM_ADD(p->rhs[node_], -rhs_);\n    NSM_ADD(p->d[node_], g_);\n    (void)w_;\n}\n\n");
+    if (m->electrode) /* nocmodl's electrode_current: injected, not a membrane current */
+        put(b, "    NSM_ADD(p->rhs[node_], rhs_);\n    NSM_ADD(p->d[node_], -g_);\n    (void)w_;\n}\n\n");
+    else
+        put(b, "    NSM_ADD(p->rhs[node_], -rhs_);\n    NSM_ADD(p->d[node_], g_);\n    (void)w_;\n}\n\n");
     /* state: NEURON's nrn_state */
     put(b, "NS_MECH_FN void nsm_%s_state_F(ns_mech_ppack *p, ", name);
     put_fparams(g);
@@ -1106,7 +1141,17 @@ static int emit_header(gen *g) {
     load_copies(g, 'v');
     load_copies(g, 'i');
     load_conc(g, 0);
-    for (int i = 0; i < m->breakpoint->n; i++) {
+    if (!m->n_currents) { /* the whole BREAKPOINT, its SOLVEs in place (nocmodl's nrn_state) */
+        put_arrays(g, 4);
+        g->n_scope = 0;
+        g->mode = M_CNEXP;
+        g->solve_here = 1;
+        const int r = emit_list(g, m->breakpoint, 4);
+        g->solve_here = 0;
+        if (r) return -1;
+        store_e(g);
+    }
+    for (int i = 0; m->n_currents && i < m->breakpoint->n; i++) {
         const st *s = m->breakpoint->s[i];
         if (s->kind != ST_SOLVE) continue;
         const block *bl = find_block(m, s->name);

@@ -163,6 +163,8 @@ struct ns_nmodl {
     char *net_weight;    /* the NET_RECEIVE argument */
     int n_fields, n_params, n_assigned, n_states, n_globals, table_size;
     int uses_printf;
+    int uses_at_time;    /* calls at_time: the header defines nsm_at_time */
+    int electrode;       /* ELECTRODE_CURRENT: the currents are injected (rhs += I, d -= dI/dv) */
     nm_arena arena;
     int random_field;    /* random numbers: the first of 4 hidden fields per stream (nmodl_random.c), -1 none */
     int n_streams;       /* 1 (normrand and the like) + one per RANDOM variable; 0: none */

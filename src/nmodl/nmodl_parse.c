@@ -87,9 +87,9 @@ static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
 
 static const char *const UNSUPPORTED[] = {
     "VERBATIM", "LINEAR", "NONLINEAR", "PARTIAL",
-    "DISCRETE", "FUNCTION_TABLE", "LONGITUDINAL_DIFFUSION", "ELECTRODE_CURRENT", "EXTERNAL",
+    "DISCRETE", "FUNCTION_TABLE", "LONGITUDINAL_DIFFUSION", "EXTERNAL",
     "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP", "WATCH", "FOR_NETCONS", "net_send", "net_event",
-    "net_move", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "NONSPECIFIC_CONDUCTANCE",
+    "net_move", "CONSTRUCTOR", "DESTRUCTOR", "NONSPECIFIC_CONDUCTANCE",
     /* Arbor's extensions */
     "POST_EVENT", "JUNCTION_PROCESS", "VOLTAGE_PROCESS", "WHITE_NOISE", NULL};
 
@@ -785,6 +785,7 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
             else if (!strcmp(m, "derivimplicit")) s->method = M_DERIVIMPLICIT;
             else if (!strcmp(m, "euler")) s->method = M_EULER;
             else if (!strcmp(m, "sparse")) s->method = M_SPARSE;
+            else if (!strcmp(m, "after_cvode")) s->method = M_NONE; /* a PROCEDURE, run in state() as nocmodl's */
             else {
                 perr(p, NS_ERR_UNSUPPORTED, s->line,
                      "SOLVE %s METHOD %s is not supported (cnexp, derivimplicit, euler, sparse)", s->name, m);
@@ -988,7 +989,8 @@ static int parse_neuron(parser *p) {
                 if (mode && cur(p)->kind == T_NAME && n_names < 16) {
                     const char *nm = cur(p)->text;
                     if (!strcmp(nm, "SUFFIX") || !strcmp(nm, "USEION") || !strcmp(nm, "RANGE") || !strcmp(nm, "GLOBAL") ||
-                        !strcmp(nm, "NONSPECIFIC_CURRENT") || !strcmp(nm, "POINT_PROCESS") || unsupported_name(nm))
+                        !strcmp(nm, "NONSPECIFIC_CURRENT") || !strcmp(nm, "POINT_PROCESS") ||
+                        !strcmp(nm, "ELECTRODE_CURRENT") || !strcmp(nm, "REPRESENTS") || unsupported_name(nm))
                         break;
                     names[n_names] = p->toks[p->pos].text;
                     modes[n_names++] = mode;
@@ -1019,7 +1021,7 @@ static int parse_neuron(parser *p) {
                 else if (what == 'i') f = NS_MECH_ION_WRITE_I;
                 else if (what == 'c') f = NS_MECH_ION_WRITE_CI;
                 else if (what == 'o') f = NS_MECH_ION_WRITE_CO;
-                else return perr(p, NS_ERR_UNSUPPORTED, t->line, "USEION %s WRITE %s: writing a reversal potential is not supported", ion, nm);
+                else f = NS_MECH_ION_WRITE_E;
                 u->flags |= f;
                 var *v = find_var(m, nm);
                 if (!v && !(v = add_var(p, nm, modes[k] == 1 ? V_ION_READ : V_ASSIGNED, 0, t->line))) return -1;
@@ -1029,7 +1031,10 @@ static int parse_neuron(parser *p) {
                 if (modes[k] == 2 && what == 'i' && add_name(&m->currents, &m->n_currents, v->name)) return -1;
             }
             m->n_ions++;
-        } else if (!strcmp(t->text, "NONSPECIFIC_CURRENT")) {
+        } else if (!strcmp(t->text, "NONSPECIFIC_CURRENT") || !strcmp(t->text, "ELECTRODE_CURRENT")) {
+            /* ELECTRODE_CURRENT: a current injected into the cell (nocmodl's
+             * electrode_current: the node's rhs gets +I and d -dI/dv) */
+            if (t->text[0] == 'E') m->electrode = 1;
             for (;;) {
                 char *n = expect_name(p);
                 if (!n) return -1;
@@ -1090,6 +1095,10 @@ static int parse_neuron(parser *p) {
             return perr(p, NS_ERR_UNSUPPORTED, t->line, "%s is not supported", t->text);
         } else if (!strcmp(t->text, "CONDUCTANCE")) {
             p->pos++; /* a hint for NEURON's CVODE; nothing to do */
+        } else if (!strcmp(t->text, "REPRESENTS")) {
+            /* an ontology tag, `REPRESENTS NCIT:C17145` (the rest of the line
+             * after ':' is a comment): an annotation, as nocmodl 9 ignores it */
+            if (!expect_name(p)) return -1;
         } else {
             return perr(p, NS_ERR_PARSE, t->line, "NEURON block: unknown keyword '%s'", t->text);
         }
@@ -1130,11 +1139,7 @@ static int parse_decls(parser *p, int cls) {
                 p->pos++;
             }
         }
-        if (is_special(t->text)) {
-            if (!strcmp(t->text, "area") || !strcmp(t->text, "diam"))
-                return perr(p, NS_ERR_UNSUPPORTED, t->line, "'%s' in a mechanism is not supported", t->text);
-            continue; /* v, celsius, dt, t: the loop's */
-        }
+        if (is_special(t->text)) continue; /* v, celsius, dt, t, area, diam: the loop's */
         if (cls == V_ASSIGNED && find_var(p->m, t->text)) {
             var *v = find_var(p->m, t->text);
             if (v->ion >= 0 || v->cls == V_ASSIGNED) continue;
@@ -1352,7 +1357,7 @@ static block *find_block(struct ns_nmodl *m, const char *name) {
 static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line);
 static int builtin_arity(const char *f) {
     static const char *one[] = {"exp", "log", "log10", "sqrt", "fabs", "sin", "cos", "tan", "tanh", "sinh", "cosh",
-                                "floor", "ceil", "atan", "asin", "acos", "exprelr", "expm1", "log1p", "erf", NULL};
+                                "floor", "ceil", "atan", "asin", "acos", "exprelr", "expm1", "log1p", "erf", "at_time", NULL};
     static const char *two[] = {"pow", "fmin", "fmax", "atan2", "fmod", "min", "max", NULL};
     for (int i = 0; one[i]; i++)
         if (!strcmp(one[i], f)) return 1;
@@ -1431,6 +1436,7 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
             if (unsupported_name(e->text)) return perr(p, NS_ERR_UNSUPPORTED, line, "%s is not supported", e->text);
             return perr(p, NS_ERR_INVALID_ARGUMENT, line, "unknown function '%s'", e->text);
         }
+        if (!b && !strcmp(e->text, "at_time")) p->m->uses_at_time = 1;
         int want = b ? b->n_args : ar;
         if (e->n_args != want)
             return perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s takes %d argument%s, given %d", e->text, want,

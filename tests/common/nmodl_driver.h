@@ -35,6 +35,7 @@ typedef struct inst {
 
 typedef struct comp {
     double v, rhs, d, t, celsius;
+    double area, diam; /* the compartment's, for area/diam in a mechanism */
     double e[N_IONS], ci[N_IONS], co[N_IONS], i[N_IONS], didv[N_IONS];
     int n;
     inst m[MAX_MECH];
@@ -90,7 +91,10 @@ static int add_mech(comp *c, const ns_mech_desc *d) {
     }
     m->weight = 1e2 / AREA;
     m->p = (ns_mech_ppack){1, 0, NULL, 0.0, DT, c->celsius, &c->v, &c->rhs, &c->d,
-                           d->kind == NS_MECH_POINT ? &m->weight : NULL, m->fp, m->globals, m->table, m->ions, NULL};
+                           d->kind == NS_MECH_POINT ? &m->weight : NULL, m->fp, m->globals, m->table, m->ions,
+                           NULL, &c->area, &c->diam};
+    c->area = AREA;
+    c->diam = 20.0;
     return 0;
 }
 
@@ -135,6 +139,15 @@ static int simulate(comp *c, const tcase *tc, long steps, double *out) {
         c->m[j].d->init(&c->m[j].p);
         nernst_after(c, &c->m[j]);
     }
+    /* finitialize's evaluation of the currents (setup_tree_matrix): seen by a
+     * step only where a BREAKPOINT with currents writes e (WRITE ena) */
+    for (int j = 0; j < c->n; ++j) {
+        int writes_e = 0;
+        for (int k = 0; k < c->m[j].d->n_ions; ++k) writes_e |= (c->m[j].d->ions[k].flags & NS_MECH_ION_WRITE_E) != 0;
+        if (writes_e) c->m[j].d->current(&c->m[j].p);
+    }
+    c->rhs = c->d = 0.0;
+    for (int k = 0; k < N_IONS; ++k) c->i[k] = c->didv[k] = 0.0;
     int delivered[2] = {0, 0};
     for (long s = 0; s < steps; ++s) {
         for (int e = 0; e < 2; ++e) /* NEURON delivers events due by t + dt/2 */

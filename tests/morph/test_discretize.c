@@ -95,6 +95,40 @@ static void test_frustum(void) {
     ns_cell_destroy(c);
 }
 
+/* NEURON's segment diam (a mechanism's `diam`): the mean over the segment's
+ * length of the diameter, linear between 3D points; 0 at junction nodes */
+static double diam_integral(double a, double b) { /* of d(x): 2 at 0, 4 at 4, 2 at 10 */
+    const double X[3] = {0, 4, 10}, Y[3] = {2, 4, 2};
+    double s = 0;
+    for (int k = 0; k < 2; ++k) {
+        const double lo = fmax(a, X[k]), hi = fmin(b, X[k + 1]);
+        if (hi <= lo) continue;
+        const double ylo = Y[k] + (Y[k + 1] - Y[k]) * (lo - X[k]) / (X[k + 1] - X[k]);
+        const double yhi = Y[k] + (Y[k + 1] - Y[k]) * (hi - X[k]) / (X[k + 1] - X[k]);
+        s += 0.5 * (ylo + yhi) * (hi - lo);
+    }
+    return s;
+}
+
+static void test_segment_diam(void) {
+    ns_morph_point p[3] = {pt(0, 0, 0, 1.0, 3, -1, 1), pt(0, 4, 0, 2.0, 3, 0, 2), pt(0, 10, 0, 1.0, 3, 1, 3)};
+    ns_cell_t *c = make(p, 3, NS_NSEG_FIXED_LENGTH, 4.0, NS_JUNCTIONS_NEURON); /* 3 segments */
+    if (!c) return;
+    ns_cell_info info;
+    ns_cell_get_info(c, &info);
+    CHECK(info.compartments == 5);
+    const double *D = ns_cell_diam(c);
+    if (info.compartments == 5 && D) {
+        const double ds = 10.0 / 3.0;
+        for (int k = 0; k < 3; ++k) {
+            const double want = diam_integral(k * ds, (k + 1) * ds) / ds;
+            CHECK_MSG(check_rel(D[1 + k], want) < 1e-12, "segment %d diam %.17g, want %.17g", k, D[1 + k], want);
+        }
+        CHECK(D[0] == 0.0 && D[4] == 0.0);
+    }
+    ns_cell_destroy(c);
+}
+
 static void test_y_junction(void) {
     const double Ra = 35.4;
     ns_morph_point p[4] = {pt(0, 0, 0, 1.0, 3, -1, 1), pt(50, 0, 0, 1.0, 3, 0, 2),
@@ -599,6 +633,7 @@ int main(void) {
     test_geometry_overflow();
     test_cylinder();
     test_frustum();
+    test_segment_diam();
     test_y_junction();
     test_somas();
     test_nseg();

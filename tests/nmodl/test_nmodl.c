@@ -127,7 +127,8 @@ int main(void) {
     all_files(MECH_DIR "/bbp");
     all_files(MECH_DIR "/test");
     all_files(MECH_DIR "/kinetic");
-    CHECK(n_files == 26); /* the .mod files of the four folders */
+    all_files(MECH_DIR "/electrode");
+    CHECK(n_files == 32); /* the .mod files of the five folders */
     units_constants();
 
     /* the generated forms */
@@ -252,8 +253,13 @@ int main(void) {
         NS_ERR_INVALID_ARGUMENT, "random3.mod:7:", "must be a RANDOM variable");
     bad("random4.mod", "NEURON {\n SUFFIX x\n RANGE y\n}\nASSIGNED { y }\nBREAKPOINT {\n y = normrand(1)\n}\n",
         NS_ERR_INVALID_ARGUMENT, "random4.mod:7:", "normrand takes 2 arguments");
-    bad("electrode.mod", "NEURON {\n POINT_PROCESS x\n ELECTRODE_CURRENT i\n}\n", NS_ERR_UNSUPPORTED,
-        "electrode.mod:3:", "ELECTRODE_CURRENT");
+    /* ELECTRODE_CURRENT: injected (rhs += I, d -= dI/dv); at_time, METHOD after_cvode; REPRESENTS ignored */
+    c = emit("NEURON {\n POINT_PROCESS el\n ELECTRODE_CURRENT i\n REPRESENTS NCIT:C17145 : a tag\n"
+             " USEION na READ ena REPRESENTS CHEBI:29101\n}\nASSIGNED { i }\n"
+             "BREAKPOINT {\n SOLVE q METHOD after_cvode\n at_time(1)\n i = ena\n}\nPROCEDURE q() { i = 0 }\n",
+             NS_NMODL_HEADER);
+    CHECK(strstr(c, "NSM_ADD(p->rhs[node_], rhs_);") && strstr(c, "NSM_ADD(p->d[node_], -g_);"));
+    CHECK(strstr(c, "nsm_at_time(p->t, p->dt, 1.0)") && strstr(c, "nsm_el_p_q(p, "));
     bad("netsend.mod", "NEURON { POINT_PROCESS x }\nNET_RECEIVE(w) {\n  net_send(1, 1)\n}\n", NS_ERR_UNSUPPORTED,
         "netsend.mod:3:", "net_send");
     bad("sparse.mod", "NEURON { SUFFIX x }\nSTATE { s }\nBREAKPOINT {\n SOLVE d METHOD sparse\n}\nDERIVATIVE d { s' = 1 }\n",

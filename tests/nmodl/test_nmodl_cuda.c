@@ -66,9 +66,14 @@ static int compare(const ns_mech_desc *d) {
     double *glob = malloc(sizeof(double) * (size_t)(d->n_globals + 1));
     double *table = calloc((size_t)d->table_size + 1, sizeof(double));
     int *index = malloc(sizeof(int) * N);
+    double *geo = malloc(sizeof(double) * 2 * (size_t)nodes); /* area, diam per node */
     double *fp[64];
     ns_mech_ion_view views[8];
-    if (!f || !v || !rhs || !dd || !w || !ion || !glob || !table || !index || nf > 64 || ni > 8) return -1;
+    if (!f || !v || !rhs || !dd || !w || !ion || !glob || !table || !index || !geo || nf > 64 || ni > 8) return -1;
+    for (int n = 0; n < nodes; ++n) {
+        geo[n] = 3.14159265358979 * 400.0 * (1.0 + 0.01 * (n % 5));
+        geo[nodes + n] = 20.0 + 0.1 * (n % 3);
+    }
     for (int k = 0; k < nf; ++k) {
         fp[k] = f + (size_t)k * N;
         for (int i = 0; i < N; ++i) fp[k][i] = d->field_defaults[k] * (1.0 + 0.01 * (i % 7));
@@ -97,7 +102,7 @@ static int compare(const ns_mech_desc *d) {
         for (int i = 0; i < N; ++i) hptr_k[k][i] = &v[(index[i] + 1) % nodes];
     }
     ns_mech_ppack hp = {N, 0, point ? index : NULL, 0.0, 0.025, 34.0, v, rhs, dd, point ? w : NULL, fp, glob, table, views,
-                        np ? (double *const *const *)hptr_k : NULL};
+                        np ? (double *const *const *)hptr_k : NULL, geo, geo + nodes};
     if (d->table_update) d->table_update(&hp);
     /* device copies of the same start */
     double *d_f = dalloc_copy(f, sizeof(double) * (size_t)(nf ? nf : 1) * N);
@@ -107,6 +112,7 @@ static int compare(const ns_mech_desc *d) {
     double *d_glob = dalloc_copy(glob, sizeof(double) * (size_t)(d->n_globals + 1));
     double *d_table = dalloc_copy(table, sizeof(double) * (size_t)(d->table_size + 1));
     int *d_index = dalloc_copy(index, sizeof(int) * N);
+    double *d_geo = dalloc_copy(geo, sizeof(double) * 2 * (size_t)nodes);
     double *d_fp_host[64];
     ns_mech_ion_view d_views_host[8];
     for (int k = 0; k < nf; ++k) d_fp_host[k] = d_f + (size_t)k * N;
@@ -116,7 +122,8 @@ static int compare(const ns_mech_desc *d) {
     }
     double **d_fp = dalloc_copy(d_fp_host, sizeof(double *) * (size_t)(nf ? nf : 1));
     ns_mech_ion_view *d_views = dalloc_copy(d_views_host, sizeof(ns_mech_ion_view) * (size_t)(ni ? ni : 1));
-    if (!d_f || !d_v || !d_rhs || !d_d || !d_w || !d_ion || !d_glob || !d_table || !d_index || !d_fp || !d_views)
+    if (!d_f || !d_v || !d_rhs || !d_d || !d_w || !d_ion || !d_glob || !d_table || !d_index || !d_fp || !d_views ||
+        !d_geo)
         return -1;
     double **dptr_host = malloc(sizeof(double *) * (size_t)(np ? np : 1) * N);
     if (!dptr_host) return -1;
@@ -126,7 +133,7 @@ static int compare(const ns_mech_desc *d) {
     double ***d_ptr_k = dalloc_copy(d_ptr_k_host, sizeof(double **) * 4);
     if (!d_ptr || !d_ptr_k) return -1;
     ns_mech_ppack dp = {N, 0, point ? d_index : NULL, 0.0, 0.025, 34.0, d_v, d_rhs, d_d, point ? d_w : NULL,
-                        d_fp, d_glob, d_table, d_views, np ? (double *const *const *)d_ptr_k : NULL};
+                        d_fp, d_glob, d_table, d_views, np ? (double *const *const *)d_ptr_k : NULL, d_geo, d_geo + nodes};
     CHECK(d->cuda_init && d->cuda_current && d->cuda_state);
     if (!d->cuda_init) return 0;
     d->init(&hp);
@@ -156,9 +163,9 @@ static int compare(const ns_mech_desc *d) {
      * tolerance, not to rounding. Every other mechanism: rounding. */
     const double tol = strcmp(d->name, "cabuf") == 0 ? 1e-5 : 1e-9;
     CHECK_MSG(wf < tol && wr < tol && wd < tol && wi < tol, "%s: the device differs from the host", d->name);
-    void *all[] = {d_f, d_v, d_rhs, d_d, d_w, d_ion, d_glob, d_table, d_index, d_fp, d_views, d_ptr, d_ptr_k};
+    void *all[] = {d_f, d_v, d_rhs, d_d, d_w, d_ion, d_glob, d_table, d_index, d_fp, d_views, d_ptr, d_ptr_k, d_geo};
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k) cudaFree(all[k]);
-    free(f), free(v), free(rhs), free(dd), free(w), free(ion), free(glob), free(table), free(index);
+    free(f), free(v), free(rhs), free(dd), free(w), free(ion), free(glob), free(table), free(index), free(geo);
     free(hptr), free(dptr_host);
     free(g_f), free(g_rhs), free(g_d), free(g_ion);
     return 0;
@@ -174,10 +181,11 @@ int main(void) {
     ns_mechanisms_build_options o = {0};
     o.nvcc = NS_NVCC;
     o.cuda_arch = NS_CUDA_ARCH;
-    const char *dirs[4] = {MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test", MECH_DIR "/kinetic"};
-    const char *names[4] = {"libneuron.so", "libbbp.so", "libtest.so", "libkinetic.so"};
+    const char *dirs[5] = {MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test", MECH_DIR "/kinetic",
+                           MECH_DIR "/electrode"};
+    const char *names[5] = {"libneuron.so", "libbbp.so", "libtest.so", "libkinetic.so", "libelectrode.so"};
     int n_mech = 0;
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < 5; ++k) {
         char *lib = tmp(names[k]);
         CHECK_OK(ns_mechanisms_build(dirs[k], lib, &o));
         ns_mech_library_t *l = NULL;
@@ -188,7 +196,7 @@ int main(void) {
                       ns_mech_library_get(l, m)->name);
         ns_mech_library_close(l);
     }
-    CHECK(n_mech == 26);
+    CHECK(n_mech == 32);
     tmpdir_remove();
     return check_summary("test_nmodl_cuda");
 #endif

@@ -88,6 +88,20 @@ static const tcase CASES[] = {
     {"minipump", 6.3, -65, 40, {"pas", "minipump"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "Z"},
     {"minipump_ss", 6.3, -65, 40, {"pas", "minipump"}, {{"minipump", "run_steady_state", 1}}, {{5, 20, 0.1}},
      {{0, 0}}, 0, 0, 0, 0, "Z"},
+    /* ELECTRODE_CURRENT: NEURON's stim.mod (IClamp) and svclmp.mod (SEClamp, whose conductance
+     * 1/rs goes into d) built from data/mechanisms/electrode, their current i compared */
+    {"IClamp", 6.3, -65, 50, {"hh", "IClamp"}, {{"IClamp", "del", 2}, {"IClamp", "dur", 30}, {"IClamp", "amp", 0.2}},
+     {{0}}, {{0, 0}}, 0, 0, 0, 0, "i"},
+    {"SEClamp", 6.3, -65, 40, {"hh", "SEClamp"},
+     {{"SEClamp", "dur1", 3}, {"SEClamp", "amp1", -65}, {"SEClamp", "dur2", 10}, {"SEClamp", "amp2", -30},
+      {"SEClamp", "dur3", 5}, {"SEClamp", "amp3", -75}, {"SEClamp", "rs", 1}},
+     {{0}}, {{0, 0}}, 0, 0, 0, 0, "i"},
+    /* area and diam (the ppack's per-node geometry): our geom.mod (density) and geompp.mod (point) */
+    {"geom", 6.3, -65, 40, {"pas", "geom"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "s"},
+    {"geompp", 6.3, -65, 40, {"pas", "geompp"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "i"},
+    /* WRITE ena: our wena.mod (no current: its BREAKPOINT after the v update) and wenai.mod (its own ina) */
+    {"wena", 6.3, -65, 40, {"hh", "wena"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "ena"},
+    {"wenai", 6.3, -65, 40, {"hh", "wenai"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "ena"},
     {"cabuf", 34, -70, 200, {"pas", "cabuf", "Ca_HVA", "SK_E2"},
      {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}},
      {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
@@ -239,7 +253,7 @@ static void hh_vs_mech_h(ns_mech_library_t *const *libs, int n_libs) {
 #define NI 97
 typedef struct many {
     double v[NI], rhs[NI], d[NI], e[8][NI], ci[8][NI], co[8][NI], i[8][NI], didv[8][NI];
-    double *fields, *fp[64], *globals, *table, weight[NI];
+    double *fields, *fp[64], *globals, *table, weight[NI], area[NI], diam[NI];
     ns_mech_ion_view ions[8];
     int index[NI];
     double ptv[4][NI], *pp_store[4][NI], **pp[4]; /* POINTER k of instance i: &ptv[k][i] */
@@ -261,6 +275,8 @@ static void many_setup(many *m, const ns_mech_desc *d, int scattered) {
         m->index[i] = node;
         m->v[node] = -90.0 + 130.0 * i / (NI - 1);
         m->weight[i] = 1e2 / AREA;
+        m->area[node] = AREA * (1.0 + 0.01 * (i % 5));
+        m->diam[node] = 20.0 + 0.1 * (i % 3);
         for (int j = 0; j < 8; ++j) {
             m->e[j][node] = 50.0 - 100.0 * j / 7.0 + 0.1 * i;
             m->ci[j][node] = 5e-5 * (1 + i % 5);
@@ -278,7 +294,7 @@ static void many_setup(many *m, const ns_mech_desc *d, int scattered) {
     }
     m->p = (ns_mech_ppack){NI, 0, scattered ? m->index : NULL, 0.0, DT, 34.0, m->v, m->rhs, m->d,
                            d->kind == NS_MECH_POINT ? m->weight : NULL, m->fp, m->globals, m->table, m->ions,
-                           d->n_pointers ? (double *const *const *)m->pp : NULL};
+                           d->n_pointers ? (double *const *const *)m->pp : NULL, m->area, m->diam};
 }
 
 static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
@@ -304,7 +320,7 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
                 for (int j = 0; j < d->n_ions; ++j)
                     bad += a.i[j][i] != b.i[j][node] || a.didv[j][i] != b.didv[j][node] || a.ci[j][i] != b.ci[j][node];
             }
-            static const char *no_current = " CaDynamics_E2 cabuf glia minipump "; /* write no current */
+            static const char *no_current = " CaDynamics_E2 cabuf glia minipump wena "; /* write no current */
             char key[80];
             snprintf(key, sizeof key, " %s ", d->name);
             bad += a.rhs[0] == 0.0 && d->kind == NS_MECH_DENSITY && !strstr(no_current, key);
@@ -313,7 +329,7 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
             free(b.fields); free(b.globals); free(b.table);
         }
     printf("%d mechanisms x %d instances: contiguous and node_index paths equal (%d differences)\n", n_mech, NI, bad);
-    CHECK(n_mech == 26);
+    CHECK(n_mech == 32);
     CHECK_MSG(bad == 0, "%d differences between the contiguous and the node_index paths", bad);
 }
 
@@ -380,16 +396,16 @@ static void solvers(const char *dir) {
             CHECK_OK(ns_mech_field_index(d, "fv", &ifv));
             CHECK_OK(ns_mech_global_index(d, "k", &ik));
             CHECK_OK(ns_mech_global_index(d, "usetable_f", &iu));
-            c.v = -65.3;
-            d->current(&c.m[0].p);
+            c.v = -65.3; /* a BREAKPOINT without currents runs in state() (nocmodl's nrn_state) */
+            d->state(&c.m[0].p);
             double tab = 4356.0 + (-65.3 - (-100.0) - 34.0) * (4225.0 - 4356.0);
             CHECK_MSG(fabs(c.m[0].fields[ifv] - tab) < 1e-9, "TABLE: %.12g, want %.12g", c.m[0].fields[ifv], tab);
             c.m[0].globals[ik] = 2.0; /* a DEPEND global changed: state() rebuilds the table */
             CHECK(d->table_update(&c.m[0].p) == 1 && d->table_update(&c.m[0].p) == 0);
-            d->current(&c.m[0].p);
+            d->state(&c.m[0].p);
             CHECK(fabs(c.m[0].fields[ifv] - 2.0 * tab) < 1e-9);
             c.m[0].globals[iu] = 0.0; /* usetable_f = 0: the exact function */
-            d->current(&c.m[0].p);
+            d->state(&c.m[0].p);
             CHECK(fabs(c.m[0].fields[ifv] - 2.0 * 65.3 * 65.3) < 1e-9);
         }
         free_comp(&c);
@@ -420,10 +436,11 @@ int main(void) {
     if (tmpdir_make("ns_nmodl")) return 77;
     ns_mechanisms_build_options o = {0};
     o.keep_sources = 0;
-    enum { N_LIBS = 4 };
-    ns_mech_library_t *libs[N_LIBS] = {NULL, NULL, NULL, NULL};
-    const char *dirs[N_LIBS] = {MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test", MECH_DIR "/kinetic"};
-    const char *names[N_LIBS] = {"libneuron.so", "libbbp.so", "libtest.so", "libkinetic.so"};
+    enum { N_LIBS = 5 };
+    ns_mech_library_t *libs[N_LIBS] = {NULL, NULL, NULL, NULL, NULL};
+    const char *dirs[N_LIBS] = {MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test", MECH_DIR "/kinetic",
+                                MECH_DIR "/electrode"};
+    const char *names[N_LIBS] = {"libneuron.so", "libbbp.so", "libtest.so", "libkinetic.so", "libelectrode.so"};
     for (int k = 0; k < N_LIBS; ++k) {
         char *lib = tmp(names[k]);
         ns_status s = ns_mechanisms_build(dirs[k], lib, &o);
@@ -439,8 +456,9 @@ int main(void) {
     }
     CHECK(ns_mech_library_count(libs[0]) == 4);
     CHECK(ns_mech_library_count(libs[1]) == 12);
-    CHECK(ns_mech_library_count(libs[2]) == 5);
+    CHECK(ns_mech_library_count(libs[2]) == 9);
     CHECK(ns_mech_library_count(libs[3]) == 5);
+    CHECK(ns_mech_library_count(libs[4]) == 2);
     hh_vs_mech_h(libs, N_LIBS);
     many_paths(libs, N_LIBS);
     for (size_t k = 0; k < sizeof CASES / sizeof *CASES; ++k) run_case(libs, N_LIBS, &CASES[k]);

@@ -75,7 +75,15 @@ struct model_block {
     int64_t nw;
     double *ion;            /* per ion j: e, ci, co, i, didv at [(5 * j + q) * nw] */
     unsigned char *written; /* per ion j at [j * nw]: e by Nernst at that lane-node */
+    double *geom;           /* area at [lane-node], diam at [nw + lane-node] (ns_mech_ppack.area, .diam) */
+    double *scratch;        /* rhs and d (2 nw) of finitialize's currents; NULL unless a mechanism writes e */
 };
+
+static int writes_e(const ns_mech_desc *d) {
+    for (int j = 0; j < d->n_ions; ++j)
+        if (d->ions[j].flags & NS_MECH_ION_WRITE_E) return 1;
+    return 0;
+}
 
 void ns_model_block_free(model_block *b) {
     if (!b) return;
@@ -90,6 +98,8 @@ void ns_model_block_free(model_block *b) {
     free(b->segs);
     free(b->ion);
     free(b->written);
+    free(b->geom);
+    free(b->scratch);
     free(b);
 }
 
@@ -204,7 +214,16 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
     b->m = calloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1), sizeof *b->m);
     b->ion = malloc((size_t)(5 * (model->n_ions > 0 ? model->n_ions : 1)) * (size_t)b->nw * sizeof *b->ion);
     b->written = malloc((size_t)(model->n_ions > 0 ? model->n_ions : 1) * (size_t)b->nw);
-    if (!b->m || !b->ion || !b->written) goto oom;
+    b->geom = malloc(2 * (size_t)b->nw * sizeof *b->geom);
+    if (!b->m || !b->ion || !b->written || !b->geom) goto oom;
+    for (int32_t k = 0; k < model->n_mechs && !b->scratch; ++k)
+        if (writes_e(model->mechs[k].desc) && !(b->scratch = malloc(2 * (size_t)b->nw * sizeof *b->scratch))) goto oom;
+    for (int32_t i = 0; i < n; ++i)
+        for (int32_t j = 0; j < w; ++j) {
+            const int64_t q = (int64_t)position(pos, i) * w + j;
+            b->geom[q] = model->geom[shape][i];
+            b->geom[b->nw + q] = model->geom[shape][n + i];
+        }
     for (int32_t j = 0; j < model->n_ions; ++j)
         for (int32_t i = 0; i < n; ++i)
             memset(b->written + (size_t)j * (size_t)b->nw + (size_t)position(pos, i) * (size_t)w,
@@ -239,6 +258,8 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         mb->p.global = globals;
         mb->p.table = table;
         mb->p.ion = mb->ions;
+        mb->p.area = b->geom;
+        mb->p.diam = b->geom + b->nw;
         /* runs of instances at consecutive positions: instances (node, lane)
          * are then consecutive lane-nodes from position * w */
 #define NEXT_AT(i) (position(pos, ms->node[i]) == position(pos, ms->node[(i) - 1]) + 1)
@@ -362,6 +383,19 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
              model->mechs[k].desc->kind == NS_MECH_DENSITY);
         if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
     }
+    /* finitialize ends with one evaluation of the currents (NEURON's
+     * setup_tree_matrix): what a step can see of it is a reversal potential
+     * that a BREAKPOINT with currents writes (WRITE ena), stored to the ion
+     * there. The mechanisms that write one run current() once, into scratch
+     * rhs and d; the ions' i and didv are zeroed again. */
+    if (b->scratch) {
+        for (int32_t k = 0; k < model->n_mechs; ++k)
+            if (writes_e(model->mechs[k].desc) && b->m[k].p.n > 0)
+                call(&b->m[k], model->mechs[k].desc->current, v, b->scratch, b->scratch + b->nw, 0.0, dt, celsius,
+                     model->mechs[k].desc->kind == NS_MECH_DENSITY);
+        for (int32_t j = 0; j < model->n_ions; ++j)
+            memset(b->ion + (size_t)(5 * j + 3) * (size_t)b->nw, 0, 2 * (size_t)b->nw * sizeof *b->ion);
+    }
 }
 
 void ns_model_block_zero_ions(const sim_model *model, model_block *b) {
@@ -394,6 +428,7 @@ const double *ns_model_block_ion(const model_block *b, int32_t ion, int q) {
 }
 
 double *ns_model_block_ion_data(model_block *b, int32_t ion) { return b->ion + (size_t)(5 * ion) * (size_t)b->nw; }
+const double *ns_model_block_geom(const model_block *b) { return b->geom; }
 const double *ns_model_block_field(const model_block *b, int32_t k, int f) { return b->m[k].field[f]; }
 double *ns_model_block_field_data(model_block *b, int32_t k, int f) { return b->m[k].field[f]; }
 

@@ -12,6 +12,8 @@ typedef struct model_block model_block;
 ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n, int32_t w, const int32_t *pos,
                                 model_block **out);
 void ns_model_block_free(model_block *b);
+/* area [um^2] per lane-node, then diam [um] per lane-node (ns_mech_ppack.area, .diam) */
+const double *ns_model_block_geom(const model_block *b);
 /* NEURON's finitialize for the block: parameters, ion values, Nernst, the
  * INITIAL blocks in type order at v (already v_init). cell: the w cells of
  * the lanes (the random streams' ids, ns_mech_desc.random_field). */

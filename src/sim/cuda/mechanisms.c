@@ -34,6 +34,7 @@ struct gpu_model {
     gpu_mech *m;
     double *ion;            /* device: per ion j, e, ci, co, i, didv at [(5 * j + q) * nodes] */
     unsigned char *written; /* device: per ion j at [j * nodes]: e by Nernst there */
+    double *geom;           /* device: area per node, then diam per node (ns_mech_ppack.area, .diam) */
     /* a network's synapses (ns_gpu_model_points): the point types present, in
      * NEURON's type order, their instances in the group's cell order */
     int32_t n_points;
@@ -62,6 +63,7 @@ void ns_gpu_model_free(gpu_model *g) {
     points_free(g);
     cudaFree(g->ion);
     cudaFree(g->written);
+    cudaFree(g->geom);
     free(g);
 }
 
@@ -116,6 +118,21 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
                       cudaSuccess))
             st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: the ions of %lld compartments", (long long)g->nodes);
         free(w);
+    }
+    /* area/diam in a mechanism: the model's per shape, cell by cell */
+    if (st == NS_OK) {
+        const size_t z = (size_t)g->nodes;
+        double *geo = malloc(2 * (z > 0 ? z : 1) * sizeof *geo);
+        if (!geo) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
+        for (int64_t c = 0; geo && c < cells; ++c) {
+            const int32_t s = sim->cell_shape[cell_id[c]], n = sim->shapes[s].n;
+            memcpy(geo + (size_t)cell_base[c], model->geom[s], (size_t)n * sizeof *geo);
+            memcpy(geo + z + (size_t)cell_base[c], model->geom[s] + n, (size_t)n * sizeof *geo);
+        }
+        if (geo && (cudaMalloc((void **)&g->geom, 2 * (z > 0 ? z : 1) * sizeof *geo) != cudaSuccess ||
+                    cudaMemcpy(g->geom, geo, 2 * z * sizeof *geo, cudaMemcpyHostToDevice) != cudaSuccess))
+            st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: the geometry of %lld compartments", (long long)z);
+        free(geo);
     }
     int32_t *nodes_h = NULL;
     for (int32_t k = 0; k < model->n_mechs && st == NS_OK; ++k) {
@@ -178,6 +195,8 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         gm->p.global = globals_d;
         gm->p.table = table_d;
         gm->p.ion = ions_d;
+        gm->p.area = g->geom;
+        gm->p.diam = g->geom + g->nodes;
         if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "simulation: mechanism %s has no CUDA code: build its library with `neurosolve mechanisms "
@@ -302,8 +321,35 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
             return st;
         if (model->mechs[k].writes_c && (st = nernst_of(sim, g, &model->mechs[k], stream)) != NS_OK) return st;
     }
-    NS_CUDA_TRY(cudaStreamSynchronize(stream));
-    return NS_OK;
+    /* finitialize's currents where a mechanism writes a reversal potential
+     * (WRITE ena), into scratch rhs and d, then the ions' i and didv zeroed
+     * again: as the CPU loop (ns_model_block_init) */
+    double *scratch = NULL;
+    for (int32_t k = 0; k < model->n_mechs && st == NS_OK; ++k) {
+        const ns_mech_desc *desc = model->mechs[k].desc;
+        unsigned we = 0;
+        for (int j = 0; j < desc->n_ions; ++j) we |= desc->ions[j].flags & NS_MECH_ION_WRITE_E;
+        if (!we || g->m[k].p.n == 0) continue;
+        if (!scratch && (cudaMalloc((void **)&scratch, 2 * (size_t)g->nodes * sizeof *scratch) != cudaSuccess ||
+                         cudaMemsetAsync(scratch, 0, 2 * (size_t)g->nodes * sizeof *scratch, stream) != cudaSuccess)) {
+            st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: %lld compartments", (long long)g->nodes);
+            break;
+        }
+        ns_mech_ppack q = g->m[k].p;
+        q.rhs = scratch;
+        q.d = scratch + g->nodes;
+        q.t = 0.0;
+        q.dt = sim->params.dt;
+        q.celsius = sim->params.celsius;
+        st = launched(desc->cuda_current(&q, stream), "BREAKPOINT", desc->name);
+    }
+    for (int32_t j = 0; scratch && st == NS_OK && j < model->n_ions; ++j)
+        if (cudaMemsetAsync(g->ion + (size_t)(5 * j + 3) * (size_t)g->nodes, 0, 2 * (size_t)g->nodes * sizeof(double),
+                            stream) != cudaSuccess)
+            st = ns_fail(NS_ERR_CUDA, "simulation: ion currents");
+    if (st == NS_OK && cudaStreamSynchronize(stream) != cudaSuccess) st = ns_fail(NS_ERR_CUDA, "simulation: INITIAL");
+    cudaFree(scratch);
+    return st;
 }
 
 static ns_status point_current(const ns_sim_t *sim, gpu_model *g, int32_t slot, double t, cudaStream_t stream) {
@@ -557,6 +603,8 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         gm->p.global = globals_d;
         gm->p.table = table_d;
         gm->p.ion = ions_d;
+        gm->p.area = g->geom;
+        gm->p.diam = g->geom + g->nodes;
         /* finitialize: INITIAL in type order, after the density mechanisms' */
         set_time(gm, 0.0, sim);
         st = launched(d->cuda_init(&gm->p, stream), "INITIAL", d->name);

@@ -1,0 +1,202 @@
+/* NMODL constructs that need the simulation's loops, against NEURON 9.0.2's
+ * traces (tests/data/nmodl, validation/nmodl_neuron_traces.py), in two cells
+ * of one lane block:
+ *   geomcell: area and diam, data/mechanisms/test/geom.mod (a leak whose
+ *     conductance follows the segment's area and diam, a state set from diam)
+ *     with pas in a tapered section of three segments (3D points of diameters
+ *     2, 4, 2 um at 0, 4, 10 um: each segment its own area and diam): v at
+ *     x = 0.5 (RMS, max, spike), s at x = 1/6; and the per-segment values
+ *     themselves: s at INITIAL is diam/10 at every segment, gs after the first
+ *     step g area / (3.14159 diam^2) s, from ns_cell_area and ns_cell_diam;
+ *   wena, wenai: WRITE ena (test/wena.mod without a current, its BREAKPOINT
+ *     after the v update; wenai.mod with its own ina, stored by finitialize's
+ *     currents too) with hh, which reads ena: v and the ion's ena.
+ * On the CPU; also on the GPU where there is one and the test was given an
+ * nvcc (tests/sim_nmodl_neuron.cmake). Without a C compiler the test skips (77). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "cell_cylinder.h"
+#include "neurosolve/neurosolve.h"
+#include "neurosolve/nmodl.h"
+#include "nmodl_ref.h"
+#include "test_tmpdir.h"
+
+#define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
+#define DT 0.025
+#define N_CELLS 2
+
+static ns_cell_t *tapered(void) {
+    const ns_morph_point pts[3] = {{0, 0, 0, 1.0, 3, -1, 1, 1}, {0, 4, 0, 2.0, 3, 0, 2, 2}, {0, 10, 0, 1.0, 3, 1, 3, 3}};
+    ns_morph_t *morph = NULL;
+    ns_cell_t *cell = NULL;
+    CHECK_OK(ns_morph_from_points("tapered", pts, 3, &morph));
+    ns_discretize_options o;
+    ns_discretize_options_init(&o);
+    o.rule = NS_NSEG_FIXED_LENGTH;
+    o.max_length = 4.0; /* 3 segments, as NEURON's nseg = 3 */
+    if (morph) CHECK_OK(ns_discretize(morph, &o, &cell));
+    ns_morph_destroy(morph);
+    return cell;
+}
+
+typedef struct scase {
+    const char *name, *model, *probe; /* NEURON's trace, the model, the probed variable */
+    double probe_x, del, dur, amp;     /* where the probe is; the clamp at x = 0.5 */
+    int geometry;                      /* the per-segment checks of geom.mod */
+} scase;
+
+static void run(ns_mech_library_t *lib, const ns_cell_t *cell, const scase *sc, ns_backend backend,
+                const char *what) {
+    ref rf;
+    CHECK_MSG(read_ref(sc->name, &rf) == 0 && rf.n > 300, "cannot read NEURON's %s trace", sc->name);
+    ns_sim_model_t *model = NULL;
+    ns_sim_t *sim = NULL;
+    const int32_t n = ns_tree_size(ns_cell_tree(cell));
+    double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+    if (!rf.row || !x || !y) goto out;
+    int32_t mid = -1, first = -1;
+    CHECK_OK(ns_sim_locate(cell, 0, 0.5, &mid));
+    CHECK_OK(ns_sim_locate(cell, 0, sc->probe_x, &first));
+    CHECK_OK(ns_sim_model_create(lib, &model));
+    if (!model) goto out;
+    CHECK_OK(ns_sim_model_parse(model, sc->model, strlen(sc->model), "case.model"));
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    p.celsius = 6.3;
+    p.v_init = -65;
+    p.dt = DT;
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = backend;
+    o.model = model;
+    const ns_cell_t *shapes[1] = {cell};
+    CHECK_OK(ns_sim_create(1, shapes, N_CELLS, NULL, &p, &o, &sim));
+    if (!sim) goto out;
+    for (int64_t k = 0; k < N_CELLS; ++k) {
+        CHECK_OK(ns_sim_add_iclamp(sim, k, mid, sc->del, sc->dur, sc->amp));
+        CHECK_OK(ns_sim_add_recording(sim, k, mid, NULL));
+    }
+    /* the row at t = 0: after finitialize (wenai: its currents' ena) */
+    CHECK_OK(ns_sim_get_model_var(sim, 0, sc->probe, x));
+    double worst_s = fabs(x[first] - rf.row[2]) / fabs(rf.row[2]);
+    /* every segment: s = diam/10 at INITIAL; after one step gs = g area / (3.14159 diam^2) s(0) */
+    const double *A = ns_cell_area(cell), *D = ns_cell_diam(cell);
+    if (sc->geometry) {
+    CHECK_OK(ns_sim_get_model_var(sim, N_CELLS - 1, "s_geom", x));
+    int segs = 0;
+    for (int32_t i = 0; i < n; ++i)
+        if (A[i] > 0.0) {
+            segs++;
+            CHECK_MSG(x[i] == D[i] / 10, "%s: s at compartment %d: %.17g, want diam/10 = %.17g", what, i, x[i],
+                      D[i] / 10);
+        }
+    CHECK(segs == 3 && D[first] != D[mid] && A[first] != A[mid]); /* the segments differ */
+    CHECK_OK(ns_sim_advance(sim, 1));
+    CHECK_OK(ns_sim_get_model_var(sim, 0, "gs_geom", y));
+    for (int32_t i = 0; i < n; ++i)
+        if (A[i] > 0.0) {
+            const double want = 1e-4 * A[i] / (3.14159 * D[i] * D[i]) * (D[i] / 10);
+            CHECK_MSG(fabs(y[i] - want) <= 1e-15 * want, "%s: gs at compartment %d: %.17g, want %.17g", what, i,
+                      y[i], want);
+        }
+    }
+    /* against NEURON */
+    for (int j = 1; j < rf.n; ++j) {
+        CHECK_OK(ns_sim_advance(sim, lround(rf.row[4 * j] / DT) - lround(ns_sim_time(sim) / DT)));
+        for (int64_t k = 0; k < N_CELLS; ++k) {
+            CHECK_OK(ns_sim_get_model_var(sim, k, sc->probe, x));
+            const double ds = fabs(x[first] - rf.row[4 * j + 2]) / fabs(rf.row[4 * j + 2]);
+            if (!(ds <= worst_s)) worst_s = ds;
+        }
+    }
+    int64_t samples = 0;
+    int32_t sites = 0;
+    const double *tr = ns_sim_traces(sim, &samples, &sites);
+    const long steps = lround(rf.row[4 * (rf.n - 1)] / DT);
+    CHECK(tr && samples == steps + 1 && sites == N_CELLS);
+    for (int k = 0; tr && samples == steps + 1 && k < N_CELLS; ++k) {
+        double sum = 0.0, worst = 0.0, prev = tr[k], spike = -1.0;
+        for (int j = 0; j < rf.n; ++j) {
+            const double dv = tr[lround(rf.row[4 * j] / DT) * sites + k] - rf.row[4 * j + 1];
+            sum += dv * dv;
+            if (!(fabs(dv) <= worst)) worst = fabs(dv);
+        }
+        for (long s = 1; s <= steps && spike < 0.0; ++s) {
+            const double v = tr[s * sites + k];
+            if (prev < 0.0 && v >= 0.0) spike = (s - 1) * DT + (0.0 - prev) * DT / (v - prev);
+            prev = v;
+        }
+        const double rms = sqrt(sum / rf.n);
+        printf("%s (%s), cell %d: RMS of v %.3e mV, max %.3e mV, first spike at %.9f ms (NEURON %.9f)\n", sc->name,
+               what, k, rms, worst, spike, rf.n_spikes ? rf.spikes[0] : -1.0);
+        CHECK_MSG(rms <= 1e-6 && worst <= 1e-4, "%s: cell %d: v differs from NEURON's: RMS %g mV, max %g mV", what,
+                  k, rms, worst);
+        CHECK(rf.n_spikes >= 1 && fabs(spike - rf.spikes[0]) < 1e-5);
+    }
+    printf("%s (%s): %s at x = %.3g within %.3e of NEURON's (relative)\n", sc->name, what, sc->probe, sc->probe_x,
+           worst_s);
+    CHECK_MSG(worst_s <= 1e-8, "%s (%s): %s differs from NEURON's by %g (relative)", sc->name, what, sc->probe,
+              worst_s);
+out:
+    ns_sim_destroy(sim);
+    ns_sim_model_destroy(model);
+    free(rf.row);
+    free(x);
+    free(y);
+}
+
+/* NULL with *skip set when there is no compiler */
+static ns_mech_library_t *build(const char *dir, const char *name, const ns_mechanisms_build_options *o, int *skip) {
+    char *so = tmp(name);
+    ns_status s = ns_mechanisms_build(dir, so, o);
+    if (s == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "cannot run the compiler")) {
+        printf("SKIP: no C compiler (%s)\n", ns_last_error());
+        *skip = 1;
+        return NULL;
+    }
+    CHECK_OK(s);
+    ns_mech_library_t *lib = NULL;
+    if (s == NS_OK) CHECK_OK(ns_mech_library_open(so, &lib));
+    return lib;
+}
+
+int main(void) {
+    if (tmpdir_make("ns_sim_nmodl_neuron")) return 1;
+    char cmd[1200];
+    char *dir = tmp("mod");
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/test/geom.mod %s/test/wena.mod %s/test/wenai.mod %s/", dir,
+             MECH_DIR, MECH_DIR, MECH_DIR, dir);
+    CHECK(system(cmd) == 0);
+    int skip = 0;
+    ns_mech_library_t *lib = build(dir, "libcases.so", NULL, &skip);
+    if (skip) {
+        tmpdir_remove();
+        return 77;
+    }
+    ns_cell_t *cells[2] = {tapered(), test_cylinder()};
+    const scase cases[3] = {{"geomcell", "all.insert = pas geom\n", "s_geom", 1.0 / 6.0, 5, 20, 0.1, 1},
+                            {"wena", "all.insert = hh wena\n", "ena", 0.5, 2, 30, 0.2, 0},
+                            {"wenai", "all.insert = hh wenai\n", "ena", 0.5, 2, 30, 0.2, 0}};
+    for (int k = 0; k < 3 && lib && cells[0] && cells[1]; ++k) run(lib, cells[k > 0], &cases[k], NS_BACKEND_CPU, "CPU");
+    ns_mech_library_close(lib);
+#ifdef NS_NVCC
+    int devices = 0;
+    if (cells[0] && cells[1] && ns_cuda_device_count(&devices) == NS_OK && devices > 0) {
+        ns_mechanisms_build_options o = {0};
+        o.nvcc = NS_NVCC;
+        o.cuda_arch = NS_CUDA_ARCH;
+        ns_mech_library_t *glib = build(dir, "libcases_cuda.so", &o, &skip);
+        for (int k = 0; k < 3 && glib; ++k) run(glib, cells[k > 0], &cases[k], NS_BACKEND_CUDA, "GPU");
+        ns_mech_library_close(glib);
+    }
+#endif
+    ns_cell_destroy(cells[0]);
+    ns_cell_destroy(cells[1]);
+    tmpdir_remove();
+    return check_summary("test_sim_nmodl_neuron");
+}
