@@ -20,8 +20,9 @@
 extern "C" {
 #endif
 
-/* 2: ns_mech_desc.cuda_net_receive (a library built for 1 is refused) */
-#define NS_MECH_ABI_VERSION 2
+/* 2: ns_mech_desc.cuda_net_receive (a library built for 1 is refused);
+ * 3: events (ns_mech_ppack.ev*, ns_mech_desc.n_weights and after) */
+#define NS_MECH_ABI_VERSION 3
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
 /* exp for the host loops: the generated mechanisms' host code (nsm_exp; the
@@ -124,7 +125,29 @@ typedef struct ns_mech_ppack {
     double *global;          /* desc->n_globals values (GLOBAL parameters, usetable_*) */
     double *table;           /* desc->table_size doubles (TABLE), kept by table_update */
     const ns_mech_ion_view *ion; /* desc->n_ions views, in the order of desc->ions */
+    /* Events (ABI 3, NET_RECEIVE's net_send / net_event / net_move, docs/mechanisms.md
+     * "Events"): the host loop's queue, called by the generated code through
+     * ns_mech_net_send and the two below; ev NULL: the loop has none (the calls do nothing).
+     * net_send(t, flag, w): a self event at absolute time t for `instance` with the
+     * weight vector w (NULL from INITIAL); net_event(t): the instance's spike at t;
+     * net_move(t): its pending flag-1 self event to t. Host pointers, never called on a device. */
+    void *ev;
+    void (*ev_send)(void *ev, int instance, double t, double flag, double *w);
+    void (*ev_event)(void *ev, int instance, double t);
+    void (*ev_move)(void *ev, int instance, double t);
 } ns_mech_ppack;
+
+/* The generated code's event calls (host only; a device build compiles them to nothing,
+ * and a mechanism that makes them has no CUDA entry points). */
+#if defined(__CUDA_ARCH__)
+#define ns_mech_net_send(p, i, t, flag, w) ((void)0)
+#define ns_mech_net_event(p, i, t) ((void)0)
+#define ns_mech_net_move(p, i, t) ((void)0)
+#else
+#define ns_mech_net_send(p, i, t, flag, w) ((p)->ev ? (p)->ev_send((p)->ev, (i), (t), (flag), (w)) : (void)0)
+#define ns_mech_net_event(p, i, t) ((p)->ev ? (p)->ev_event((p)->ev, (i), (t)) : (void)0)
+#define ns_mech_net_move(p, i, t) ((p)->ev ? (p)->ev_move((p)->ev, (i), (t)) : (void)0)
+#endif
 
 typedef struct ns_mech_ion_use {
     const char *name; /* "na", "k", "ca", "cl" or a VALENCE ion */
@@ -178,7 +201,27 @@ typedef struct ns_mech_desc {
     /* NET_RECEIVE over a device event list (ns_mech_cuda_net_fn); NULL without
      * NET_RECEIVE or without CUDA (ABI version 2). */
     ns_mech_cuda_net_fn cuda_net_receive;
+    /* Events (ABI 3, docs/mechanisms.md "Events"). NET_RECEIVE's arguments: the
+     * weight, then per-connection state (NEURON's NetCon weight vector; 0
+     * without NET_RECEIVE). artificial: an ARTIFICIAL_CELL (reads no v and no
+     * ion; NEURON's IntFire1). events: NS_MECH_EV_* flags of what it calls. */
+    int n_weights;
+    int artificial;
+    unsigned events;
+    /* NET_RECEIVE with the connection's weight vector w (n_weights values,
+     * written back: per-connection state) and the event's flag (0 for a
+     * connection's event, net_send's flag for a self event) */
+    void (*net_receive_w)(ns_mech_ppack *p, int instance, double *w, double flag);
+    /* NET_RECEIVE's INITIAL block for one connection (finitialize), NULL: none */
+    void (*net_init)(ns_mech_ppack *p, int instance, double *w);
 } ns_mech_desc;
+
+enum {
+    NS_MECH_EV_SEND = 1,  /* net_send (self events) */
+    NS_MECH_EV_EVENT = 2, /* net_event (a spike source) */
+    NS_MECH_EV_MOVE = 4,  /* net_move */
+    NS_MECH_EV_INIT = 8   /* INITIAL inside NET_RECEIVE */
+};
 
 typedef struct ns_mech_catalogue {
     int abi_version;

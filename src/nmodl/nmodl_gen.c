@@ -51,6 +51,7 @@ typedef struct gen {
     int n_states;
     int field_direct; /* fields as p->field[k][i_] (the TABLE builder), else through the F pointers */
     int staged;       /* cnexp equations as their first stage: *a<k>_ and *t<k>_ (cnexp_staged) */
+    int ev_ctx;       /* the block being written for the event calls (NM_EV_*): W_ is the weight vector in NET_RECEIVE */
     ns_status status;
 } gen;
 
@@ -381,6 +382,20 @@ static void emit_ex(gen *g, const ex *e) {
             put(b, "nsm_%s_%c_%s(p, ", g->m->name, bl->kind == B_FUNCTION ? 'f' : 'p', e->text);
             put_fargs(g);
             put(b, "i_, node_, v_");
+        }
+        else if (nm_event_call(e->text, NULL, NULL)) { /* mechanism.h's ns_mech_net_*: the loop's queue */
+            put(b, "ns_mech_%s(p, i_, ", e->text);
+            if (!strcmp(e->text, "net_send")) { /* net_send(delay, flag): at t + delay */
+                put(b, "p->t + (");
+                emit_ex(g, e->args[0]);
+                put(b, "), ");
+                emit_ex(g, e->args[1]);
+                put(b, ", %s)", g->ev_ctx == NM_EV_RECEIVE ? "W_" : "(double *)0");
+            } else {
+                emit_ex(g, e->args[0]);
+                put(b, ")");
+            }
+            return;
         }
         else if (!strcmp(e->text, "exprelr")) put(b, "nsm_exprelr(");
         else if (!strcmp(e->text, "exp")) put(b, "nsm_exp(");
@@ -1007,7 +1022,9 @@ static int emit_header(gen *g) {
         if (m->vars[i].cls == V_STATE && m->vars[i].ion < 0) put(b, "    *F%d_ = 0.0;\n", m->vars[i].field);
     g->n_scope = 0;
     g->mode = M_CNEXP;
+    g->ev_ctx = NM_EV_INITIAL;
     if (m->initial && emit_list(g, m->initial, 4)) return -1;
+    g->ev_ctx = NM_EV_NONE;
     load_conc(g, 1);
     put(b, "    (void)v_;\n}\n\n");
     /* the BREAKPOINT's currents at v_ */
@@ -1076,25 +1093,38 @@ static int emit_header(gen *g) {
     }
     load_conc(g, 1);
     put(b, "    (void)v_;\n}\n\n");
-    if (m->net_receive) {
-        put(b, "NS_MECH_FN void nsm_%s_net_receive_F(ns_mech_ppack *p, ", name);
+    /* NET_RECEIVE and its INITIAL: the arguments are the connection's weight
+     * vector W_ (copied in, and back: per-connection state), flag the event's */
+    for (int k = 0; k < 2; k++) {
+        const stlist *body = k ? m->net_initial : m->net_receive;
+        if (!body) continue;
+        put(b, "NS_MECH_FN void nsm_%s_%s_F(ns_mech_ppack *p, ", name, k ? "net_init" : "net_receive");
         put_fparams(g);
-        put(b, "int i_, int node_, double A_%s) {\n    const double v_ = p->v[node_];\n", m->net_weight);
+        put(b, "int i_, int node_, double *W_%s) {\n    const double v_ = p->v[node_];\n", k ? "" : ", double A_flag");
         put_arrays(g, 4);
         load_copies(g, 'v');
         load_copies(g, 'i');
         g->n_scope = 0;
-        if (scope_push(g, m->net_weight, 1)) return gfail(g, 0, "out of memory");
-        if (emit_list(g, m->net_receive, 4)) return -1;
-        put(b, "    (void)v_;\n}\n\n");
+        for (int a = 0; a < m->n_net_args; a++) {
+            put(b, "    double A_%s = W_[%d];\n", m->net_args[a], a);
+            if (scope_push(g, m->net_args[a], 1)) return gfail(g, 0, "out of memory");
+        }
+        if (!k && scope_push(g, "flag", 1)) return gfail(g, 0, "out of memory");
+        g->ev_ctx = k ? NM_EV_RECEIVE_INITIAL : NM_EV_RECEIVE;
+        const int r = emit_list(g, body, 4);
+        g->ev_ctx = NM_EV_NONE;
+        if (r) return -1;
+        for (int a = 0; a < m->n_net_args; a++) put(b, "    W_[%d] = A_%s;\n", a, m->net_args[a]);
+        put(b, "    (void)v_;%s\n}\n\n", k ? "" : " (void)A_flag;");
     }
     /* the entry points on the ppack's arrays */
-    static const char *const entry[] = {"init", "current", "state", "net_receive"};
-    for (int k = 0; k < (m->net_receive ? 4 : 3); k++) {
+    static const char *const entry[] = {"init", "current", "state", "net_receive", "net_init"};
+    for (int k = 0; k < 5; k++) {
+        if ((k == 3 && !m->net_receive) || (k == 4 && !m->net_initial)) continue;
         put(b, "NS_MECH_FN void nsm_%s_%s_one(ns_mech_ppack *p, int i_, int node_%s) {\n    nsm_%s_%s_F(p, ", name,
-            entry[k], k == 3 ? ", double w_" : "", name, entry[k]);
+            entry[k], k == 3 ? ", double *w_, double flag_" : k == 4 ? ", double *w_" : "", name, entry[k]);
         put_addresses(g, "&p->field[%d][i_]", 0);
-        put(b, "i_, node_%s);\n}\n\n", k == 3 ? ", w_" : "");
+        put(b, "i_, node_%s);\n}\n\n", k == 3 ? ", w_, flag_" : k == 4 ? ", w_" : "");
     }
     put(b, "#endif\n");
     return 0;
@@ -1253,9 +1283,15 @@ static int emit_c(gen *g) {
     emit_loop(g, "init");
     emit_loop(g, "current");
     emit_loop(g, "state");
-    if (m->net_receive)
-        put(b, "static void nsm_%s_net_receive(ns_mech_ppack *p, int i, double w) {\n"
-               "    nsm_%s_net_receive_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, w);\n}\n\n",
+    if (m->net_receive) /* the weight alone (ABI 2's entry), and the weight vector with a flag */
+        put(b, "static void nsm_%s_net_receive_w(ns_mech_ppack *p, int i, double *w, double flag) {\n"
+               "    nsm_%s_net_receive_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, w, flag);\n}\n\n"
+               "static void nsm_%s_net_receive(ns_mech_ppack *p, int i, double w) {\n"
+               "    double w_[%d] = {w};\n    nsm_%s_net_receive_w(p, i, w_, 0.0);\n}\n\n",
+            name, name, name, m->n_net_args, name);
+    if (m->net_initial)
+        put(b, "static void nsm_%s_net_init(ns_mech_ppack *p, int i, double *w) {\n"
+               "    nsm_%s_net_init_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, w);\n}\n\n",
             name, name);
     return 0;
 }
@@ -1312,7 +1348,13 @@ static void emit_desc(gen *g) {
     put(g->b, "#ifdef NS_MECH_WITH_CUDA\nint nsm_%s_cuda_init(const ns_mech_ppack *, void *);\n"
               "int nsm_%s_cuda_current(const ns_mech_ppack *, void *);\nint nsm_%s_cuda_state(const ns_mech_ppack *, void *);\n",
         n, n, n);
-    if (m->net_receive)
+    /* events and per-connection state stay on the host: no CUDA entry points
+     * (the GPU loop refuses the mechanism, docs/mechanisms.md "Events") */
+    const int host_only = m->events || m->artificial || m->n_net_args > 1;
+    if (host_only)
+        put(g->b, "#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n"
+                  "#endif\n");
+    else if (m->net_receive)
         put(g->b, "int nsm_%s_cuda_net_receive(const ns_mech_ppack *, const ns_mech_event *, const int64_t *, int64_t, "
                   "void *);\n#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state, "
                   "nsm_##x##_cuda_net_receive\n#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#endif\n",
@@ -1322,11 +1364,15 @@ static void emit_desc(gen *g) {
                   "#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#endif\n");
     put(g->b, "const ns_mech_desc nsm_%s_desc = {\n    NS_MECH_ABI_VERSION, \"%s\", %s,\n    %d, %d, %d, %d, nsm_%s_names, nsm_%s_defaults,\n"
               "    %d, nsm_%s_gnames, nsm_%s_gdefaults,\n    %d, nsm_%s_ions,\n    %d, %d,\n"
-              "    nsm_%s_init, nsm_%s_current, nsm_%s_state,\n    %s%s%s,\n    %s%s%s,\n    NSM_CUDA_FNS(%s)};\n",
+              "    nsm_%s_init, nsm_%s_current, nsm_%s_state,\n    %s%s%s,\n    %s%s%s,\n    NSM_CUDA_FNS(%s),\n"
+              "    %d, %d, %uu, %s%s%s, %s%s%s};\n",
         n, n, m->point ? "NS_MECH_POINT" : "NS_MECH_DENSITY", m->n_fields, m->n_params, m->n_assigned, m->n_states, n, n,
         m->n_globals, n, n, m->n_ions, n, m->table_size, m->net_receive != NULL, n, n, n,
         m->net_receive ? "nsm_" : "NULL", m->net_receive ? n : "", m->net_receive ? "_net_receive" : "",
-        m->table_size ? "nsm_" : "NULL", m->table_size ? n : "", m->table_size ? "_table_update" : "", n);
+        m->table_size ? "nsm_" : "NULL", m->table_size ? n : "", m->table_size ? "_table_update" : "", n,
+        m->n_net_args, m->artificial, m->events, m->net_receive ? "nsm_" : "NULL", m->net_receive ? n : "",
+        m->net_receive ? "_net_receive_w" : "", m->net_initial ? "nsm_" : "NULL", m->net_initial ? n : "",
+        m->net_initial ? "_net_init" : "");
 }
 
 static void emit_cuda(gen *g) {
@@ -1344,7 +1390,7 @@ static void emit_cuda(gen *g) {
                   "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
             n, what[k], n, what[k], n, what[k], n, what[k]);
     }
-    if (g->m->net_receive)
+    if (g->m->net_receive && !g->m->events && !g->m->artificial && g->m->n_net_args == 1)
         /* the events of one step: an instance's events are adjacent, in
          * delivery order; the thread at the first of them applies them all */
         put(g->b, "__global__ void nsm_%s_k_net_receive(ns_mech_ppack pp, const ns_mech_event *ev, const int64_t *range) {\n"
@@ -1356,7 +1402,8 @@ static void emit_cuda(gen *g) {
                   "        const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;\n"
                   "        for (int64_t q = k; q < e && ev[q].instance == i; ++q) {\n"
                   "            pp.t = ev[q].t;\n"
-                  "            nsm_%s_net_receive_one(&pp, i, node, ev[q].weight);\n"
+                  "            double w = ev[q].weight;\n"
+                  "            nsm_%s_net_receive_one(&pp, i, node, &w, 0.0);\n"
                   "        }\n    }\n}\n"
                   "extern \"C\" int nsm_%s_cuda_net_receive(const ns_mech_ppack *p, const ns_mech_event *events, "
                   "const int64_t *range, int64_t max, void *stream) {\n"

@@ -158,6 +158,13 @@ struct ns_nmodl {
     stlist *initial, *breakpoint;
     stlist *net_receive;
     char *net_weight;    /* the NET_RECEIVE argument */
+    /* events (nmodl_events.c): NET_RECEIVE's arguments (net_args[0] = net_weight: the
+     * weight vector), its INITIAL block, ARTIFICIAL_CELL, NS_MECH_EV_* of the calls */
+    char **net_args;
+    int n_net_args;
+    stlist *net_initial;
+    int artificial;
+    unsigned events;
     int n_fields, n_params, n_assigned, n_states, n_globals, table_size;
     int uses_printf;
     nm_arena arena;
@@ -167,5 +174,12 @@ struct ns_nmodl {
  * COMPARTMENT statements) into statements and b->kin; errors name m's file
  * and the line. */
 ns_status nm_kinetic_lower(struct ns_nmodl *m, block *b);
+
+/* nmodl_events.c: NEURON's event calls net_send(delay, flag), net_event(t),
+ * net_move(t). Where a block may call them (ctx: NM_EV_*), their arity and
+ * NS_MECH_EV_* flag; a call elsewhere is an error with the reason. */
+enum { NM_EV_NONE, NM_EV_INITIAL, NM_EV_RECEIVE, NM_EV_RECEIVE_INITIAL };
+int nm_event_call(const char *name, int *arity, unsigned *flag);
+const char *nm_event_misplaced(const char *name, int ctx);
 
 #endif

@@ -44,6 +44,8 @@ typedef struct parser {
     struct ns_nmodl *m;
     int seen_breakpoint, seen_neuron;
     int in_initial; /* check_list is in INITIAL (where SOLVE ... STEADYSTATE goes) */
+    int ev_ctx;     /* check_list is in this block for the event calls (NM_EV_*) */
+    int net_depth;  /* parse_block's depth of the NET_RECEIVE block (its INITIAL), 0: none */
     int depth; /* nesting of expressions and blocks: bounded, so that no input overflows the stack */
     int *scope_size; /* check_list's scope: per name 0 (a scalar), the size of an array, -1 (FROM's integer) */
     int cap_scope_size;
@@ -88,8 +90,7 @@ static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
 static const char *const UNSUPPORTED[] = {
     "VERBATIM", "POINTER", "BBCOREPOINTER", "LINEAR", "NONLINEAR", "PARTIAL",
     "DISCRETE", "FUNCTION_TABLE", "LONGITUDINAL_DIFFUSION", "ELECTRODE_CURRENT", "EXTERNAL",
-    "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP", "WATCH", "FOR_NETCONS", "net_send", "net_event",
-    "net_move", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "RANDOM", "NONSPECIFIC_CONDUCTANCE",
+    "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP", "WATCH", "FOR_NETCONS", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "RANDOM", "NONSPECIFIC_CONDUCTANCE",
     /* Arbor's extensions */
     "POST_EVENT", "JUNCTION_PROCESS", "VOLTAGE_PROCESS", "WHITE_NOISE", NULL};
 
@@ -551,6 +552,7 @@ static int add_st(parser *p, stlist *l, st *s) {
     l->s[l->n++] = s;
     return 0;
 }
+static int in_list(char **l, int n, const char *s);
 static int add_name(char ***list, int *n, char *name) {
     char **nl = nm_realloc(AR, *list, (size_t)(*n + 1) * sizeof *nl);
     if (!nl) return -1;
@@ -889,6 +891,18 @@ static stlist *parse_block_(parser *p, block *owner) {
             if (add_st(p, l, s)) return NULL;
             continue;
         }
+        if (p->net_depth && p->depth == p->net_depth && is_name(p, "INITIAL")) { /* NET_RECEIVE's own */
+            const int line = cur(p)->line;
+            if (p->m->net_initial) {
+                perr(p, NS_ERR_PARSE, line, "a second INITIAL in NET_RECEIVE");
+                return NULL;
+            }
+            p->pos++;
+            p->net_depth = -1; /* no INITIAL inside it */
+            p->m->net_initial = parse_block(p, owner);
+            if (!p->m->net_initial) return NULL;
+            continue;
+        }
         st *s = parse_statement(p, l, owner);
         if (!s) return NULL;
         if (s != (st *)l && add_st(p, l, s)) return NULL;
@@ -954,13 +968,12 @@ static int parse_neuron(parser *p) {
         if (t->kind != T_NAME) return perr(p, NS_ERR_PARSE, t->line, "NEURON block: unexpected %s", describe(t));
         p->pos++;
         if (!strcmp(t->text, "SUFFIX") || !strcmp(t->text, "POINT_PROCESS") || !strcmp(t->text, "ARTIFICIAL_CELL")) {
-            if (!strcmp(t->text, "ARTIFICIAL_CELL"))
-                return perr(p, NS_ERR_UNSUPPORTED, t->line, "ARTIFICIAL_CELL is not supported");
-            if (m->name) return perr(p, NS_ERR_PARSE, t->line, "a second SUFFIX or POINT_PROCESS");
+            if (m->name) return perr(p, NS_ERR_PARSE, t->line, "a second SUFFIX, POINT_PROCESS or ARTIFICIAL_CELL");
             char *n = expect_name(p);
             if (!n) return -1;
             m->name = dup(n);
-            m->point = !strcmp(t->text, "POINT_PROCESS");
+            m->artificial = !strcmp(t->text, "ARTIFICIAL_CELL"); /* a point process without v (nmodl_events.c) */
+            m->point = m->artificial || !strcmp(t->text, "POINT_PROCESS");
         } else if (!strcmp(t->text, "USEION")) {
             char *ion = expect_name(p);
             if (!ion) return -1;
@@ -1290,12 +1303,22 @@ static int parse_top(parser *p) {
         } else if (!strcmp(k, "NET_RECEIVE")) {
             if (m->net_receive) return perr(p, NS_ERR_PARSE, t->line, "a second NET_RECEIVE");
             if (expect(p, '(')) return -1;
-            if (!(m->net_weight = expect_name(p)) || skip_units(p)) return -1;
-            if (!is_punct(p, ')'))
-                return perr(p, NS_ERR_UNSUPPORTED, t->line,
-                            "NET_RECEIVE with more than one argument (per-connection state) is not supported");
-            p->pos++;
-            if (!(m->net_receive = parse_block(p, NULL))) return -1;
+            /* the arguments: the weight vector, weight first (per-connection state after it) */
+            for (;;) {
+                char *a = expect_name(p);
+                if (!a || skip_units(p)) return -1;
+                if (in_list(m->net_args, m->n_net_args, a))
+                    return perr(p, NS_ERR_PARSE, t->line, "NET_RECEIVE: argument '%s' twice", a);
+                if (add_name(&m->net_args, &m->n_net_args, a)) return perr(p, NS_ERR_OUT_OF_MEMORY, t->line, "out of memory");
+                if (!is_punct(p, ',')) break;
+                p->pos++;
+            }
+            if (expect(p, ')')) return -1;
+            m->net_weight = m->net_args[0];
+            p->net_depth = p->depth + 1;
+            m->net_receive = parse_block(p, NULL);
+            p->net_depth = 0;
+            if (!m->net_receive) return -1;
         } else if (unsupported_name(k)) {
             return perr(p, NS_ERR_UNSUPPORTED, t->line, "%s is not supported", k);
         } else {
@@ -1375,6 +1398,12 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
         if (!b && !strcmp(e->text, "printf"))
             return perr(p, NS_ERR_UNSUPPORTED, line, "printf as a value (it is supported as a statement)");
         int ar = builtin_arity(e->text);
+        unsigned evf = 0;
+        if (!b && nm_event_call(e->text, &ar, &evf)) { /* net_send, net_event, net_move (nmodl_events.c) */
+            const char *why = nm_event_misplaced(e->text, p->ev_ctx);
+            if (why) return perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s %s", e->text, why);
+            p->m->events |= evf;
+        }
         if (b && (b->kind == B_DERIVATIVE || b->kind == B_KINETIC))
             return perr(p, NS_ERR_PARSE, line, "%s %s called as a function", b->kind == B_KINETIC ? "KINETIC" : "DERIVATIVE",
                         e->text);
@@ -1595,7 +1624,8 @@ static int finish(parser *p) {
     /* v and READ ion variables that the file assigns: per-instance copies (NEURON's) */
     if (m->initial && mark_writes(p, m->initial, NULL, NULL, 0)) return -1;
     if (mark_writes(p, m->breakpoint, NULL, NULL, 0)) return -1;
-    if (m->net_receive && mark_writes(p, m->net_receive, NULL, &m->net_weight, 1)) return -1;
+    if (m->net_receive && mark_writes(p, m->net_receive, NULL, m->net_args, m->n_net_args)) return -1;
+    if (m->net_initial && mark_writes(p, m->net_initial, NULL, m->net_args, m->n_net_args)) return -1;
     for (int i = 0; i < m->n_blocks; i++)
         if (mark_writes(p, m->blocks[i]->body, NULL, m->blocks[i]->args, m->blocks[i]->n_args)) return -1;
     for (int i = 0; i < m->n_vars; i++) {
@@ -1675,16 +1705,26 @@ static int finish(parser *p) {
     char **scope = NULL;
     int n_scope = 0;
     p->in_initial = 1;
+    p->ev_ctx = NM_EV_INITIAL;
     if (m->initial && check_list(p, m->initial, NULL, &scope, &n_scope)) goto fail;
     p->in_initial = 0;
+    p->ev_ctx = NM_EV_NONE;
     if (check_list(p, m->breakpoint, NULL, &scope, &n_scope)) goto fail;
     if (m->net_receive) {
         if (!m->point) {
             perr(p, NS_ERR_UNSUPPORTED, 1, "NET_RECEIVE in a density mechanism (SUFFIX %s)", m->name);
             goto fail;
         }
-        if (scope_add(p, &scope, &n_scope, m->net_weight, 0)) goto fail;
+        for (int k = 0; k < m->n_net_args; k++)
+            if (scope_add(p, &scope, &n_scope, m->net_args[k], 0)) goto fail;
+        p->ev_ctx = NM_EV_RECEIVE_INITIAL;
+        if (m->net_initial && check_list(p, m->net_initial, NULL, &scope, &n_scope)) goto fail;
+        if (m->net_initial) m->events |= NS_MECH_EV_INIT;
+        /* flag: the event's (0 for a connection's, net_send's for a self event) */
+        if (scope_add(p, &scope, &n_scope, "flag", 0)) goto fail;
+        p->ev_ctx = NM_EV_RECEIVE;
         if (check_list(p, m->net_receive, NULL, &scope, &n_scope)) goto fail;
+        p->ev_ctx = NM_EV_NONE;
         n_scope = 0;
     }
     for (int i = 0; i < m->n_blocks; i++) {

@@ -256,4 +256,5 @@ const ns_mech_desc nsm_hh_desc = {
     nsm_hh_init, nsm_hh_current, nsm_hh_state,
     NULL,
     nsm_hh_table_update,
-    NSM_CUDA_FNS(hh)};
+    NSM_CUDA_FNS(hh),
+    0, 0, 0u, NULL, NULL};

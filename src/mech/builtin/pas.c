@@ -118,4 +118,5 @@ const ns_mech_desc nsm_pas_desc = {
     nsm_pas_init, nsm_pas_current, nsm_pas_state,
     NULL,
     NULL,
-    NSM_CUDA_FNS(pas)};
+    NSM_CUDA_FNS(pas),
+    0, 0, 0u, NULL, NULL};
