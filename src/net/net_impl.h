@@ -33,6 +33,7 @@ typedef struct net_source {
     double rate, start, stop, next;
     uint64_t seed;
     ns_rng rng;
+    int64_t point;     /* synapse + 1 of a point process whose net_event is this source (events.c); 0: none */
     double *spikes;    /* the source's spikes so far [ms] */
     int64_t n_spikes, cap_spikes;
 } net_source;
@@ -40,16 +41,22 @@ typedef struct net_source {
 typedef struct net_conn {
     int64_t source, synapse;
     double weight, delay;
+    int64_t w_at; /* its weight vector (NET_RECEIVE's arguments, weight first) in sim_net.wvec */
 } net_conn;
 
 /* An event for a synapse of one block: NET_RECEIVE of instance `inst` of the
- * block's point type `slot` at time t; seq orders equal times. */
+ * block's point type `slot` at time t with the weight vector w (a connection's
+ * in sim_net.wvec; NULL: none, a self event sent from INITIAL) and flag (0 from
+ * a connection, net_send's for a self event); seq orders equal times
+ * (connections' events from 0, self events from NS_NET_SELF_SEQ: after them). */
 typedef struct net_event {
     double t;
     int64_t seq;
     int32_t slot, inst;
-    double weight;
+    double *w;
+    double flag;
 } net_event;
+#define NS_NET_SELF_SEQ ((int64_t)1 << 62)
 
 typedef ns_net_spike net_spike;
 
@@ -71,6 +78,14 @@ typedef struct net_point {
     int *node_index; /* node * w + lane */
     double *weight;  /* 1e2 / area per instance */
     ns_mech_ion_view ions[NS_SIM_MECH_IONS_MAX];
+    /* events (events.c): the block, this type's slot in it, per instance the
+     * seq of its pending flag-1 self event (net_move's; -1 none) and its
+     * net_event's source (-1 none); zeros: the weight vector of a self event
+     * sent from INITIAL */
+    struct net_block *nb;
+    int32_t slot;
+    int64_t *tq, *src;
+    double *zeros;
 } net_point;
 
 typedef struct net_block {
@@ -85,6 +100,8 @@ typedef struct net_block {
     unsigned char *det_above;
     net_spike *out;   /* spikes found since the last exchange */
     int64_t n_out, cap_out;
+    int64_t self_seq; /* self events sent (events.c) */
+    char ev_error[256]; /* the first event error of the interval (events.c), "" none */
 } net_block;
 
 typedef struct sim_net {
@@ -102,6 +119,10 @@ typedef struct sim_net {
     net_block **blocks;
     int64_t *out_begin, *out_order; /* connections by source (CSR, in order of creation) */
     int64_t *emit, n_emit;          /* the trains and Poisson sources, ascending (emit_trains) */
+    double *wvec;                   /* the connections' weight vectors (net_conn.w_at) */
+    int64_t n_wvec, cap_wvec;
+    int64_t *syn_src;               /* synapse -> its net_event's source, -1 (events.c) */
+    int has_points;                 /* a source is a point process's net_event */
     int64_t *syn_block;             /* synapse -> block, point slot, instance */
     int32_t *syn_slot, *syn_inst;
     double min_delay;               /* [ms] */
@@ -175,5 +196,20 @@ int ns_net_detect(net_block *nb, const double *v, double t);
  * and the next spike after the current one (INFINITY past stop). */
 void ns_net_poisson_reset(net_source *s);
 void ns_net_poisson_draw(net_source *s);
+
+/* The block queue (net.c): push (-1: out of memory) and remove the entry at index i. */
+int ns_net_queue_push(net_block *nb, const net_event *e);
+void ns_net_queue_remove(net_block *nb, int64_t i);
+
+/* Events of NMODL (net/events.c, docs/networks.md "Events"): synapse ->
+ * source of its net_event (net->syn_src, before the blocks; connections
+ * from one need delay >= dt), a point type's
+ * event hooks (ppack.ev), the connections' NET_RECEIVE INITIAL at
+ * finitialize, and the first event error of any block after an interval. */
+ns_status ns_net_events_index(sim_net *net, double dt);
+ns_status ns_net_events_attach(sim_net *net, net_point *pt, const int64_t *syns, int32_t cnt);
+void ns_net_events_init(ns_sim_t *sim);
+ns_status ns_net_events_check(const sim_net *net);
+void ns_net_point_free(net_point *pt);
 
 #endif
