@@ -127,7 +127,8 @@ int main(void) {
     all_files(MECH_DIR "/bbp");
     all_files(MECH_DIR "/test");
     all_files(MECH_DIR "/kinetic");
-    CHECK(n_files == 25);
+    all_files(MECH_DIR "/events");
+    CHECK(n_files == 30); /* neuron, bbp, test, kinetic, events */
     units_constants();
 
     /* the generated forms */

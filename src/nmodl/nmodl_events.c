@@ -29,6 +29,6 @@ const char *nm_event_misplaced(const char *name, int ctx) {
     if (!strcmp(name, "net_send"))
         return ctx == NM_EV_INITIAL || ctx == NM_EV_RECEIVE
                    ? NULL
-                   : "net_send is allowed only in the INITIAL and NET_RECEIVE blocks (as nocmodl)";
+                   : "is allowed only in the INITIAL and NET_RECEIVE blocks (as nocmodl)";
     return ctx == NM_EV_RECEIVE ? NULL : "is allowed only in the NET_RECEIVE block (as nocmodl)";
 }

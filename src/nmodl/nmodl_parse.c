@@ -898,8 +898,10 @@ static stlist *parse_block_(parser *p, block *owner) {
                 return NULL;
             }
             p->pos++;
+            const int depth = p->net_depth;
             p->net_depth = -1; /* no INITIAL inside it */
             p->m->net_initial = parse_block(p, owner);
+            p->net_depth = depth;
             if (!p->m->net_initial) return NULL;
             continue;
         }
