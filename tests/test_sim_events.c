@@ -274,6 +274,8 @@ static void descriptors_and_errors(ns_mech_library_t *lib, const ns_cell_t *cell
          "bad.mod:4: net_send is allowed only", NS_ERR_INVALID_ARGUMENT},
         {"NEURON { POINT_PROCESS x }\nNET_RECEIVE(w) {\n  net_move(t, 1)\n}\n", "bad.mod:3: net_move takes 1 argument",
          NS_ERR_INVALID_ARGUMENT},
+        {"NEURON { SUFFIX x }\nINITIAL {\n  net_send(1, 1)\n}\n", "bad.mod:3: net_send in a density mechanism",
+         NS_ERR_INVALID_ARGUMENT},
         {"NEURON { ARTIFICIAL_CELL x }\nNET_RECEIVE(w) {\n  if (flag == 1) { WATCH (w > 1) 2 }\n}\n",
          "bad.mod:3: WATCH is not supported", NS_ERR_UNSUPPORTED},
     };

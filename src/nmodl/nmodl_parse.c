@@ -46,6 +46,7 @@ typedef struct parser {
     int in_initial; /* check_list is in INITIAL (where SOLVE ... STEADYSTATE goes) */
     int ev_ctx;     /* check_list is in this block for the event calls (NM_EV_*) */
     int net_depth;  /* parse_block's depth of the NET_RECEIVE block (its INITIAL), 0: none */
+    int ev_line;    /* the line of the first event call */
     int depth; /* nesting of expressions and blocks: bounded, so that no input overflows the stack */
     int *scope_size; /* check_list's scope: per name 0 (a scalar), the size of an array, -1 (FROM's integer) */
     int cap_scope_size;
@@ -1405,6 +1406,7 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
             const char *why = nm_event_misplaced(e->text, p->ev_ctx);
             if (why) return perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s %s", e->text, why);
             p->m->events |= evf;
+            if (!p->ev_line) p->ev_line = line;
         }
         if (b && (b->kind == B_DERIVATIVE || b->kind == B_KINETIC))
             return perr(p, NS_ERR_PARSE, line, "%s %s called as a function", b->kind == B_KINETIC ? "KINETIC" : "DERIVATIVE",
@@ -1739,6 +1741,11 @@ static int finish(parser *p) {
         if (check_list(p, b->body, b, &scope, &n_scope)) goto fail;
     }
     if (no_recursion(p)) goto fail;
+    if (m->events && !m->point) { /* net_send in a SUFFIX's INITIAL: no queue to send to (nocmodl: the same) */
+        perr(p, NS_ERR_INVALID_ARGUMENT, p->ev_line,
+             "net_send in a density mechanism (SUFFIX %s): events need a POINT_PROCESS or ARTIFICIAL_CELL", m->name);
+        goto fail;
+    }
     return 0; /* scope lives in the arena */
 fail:
     return -1;
