@@ -5,10 +5,12 @@
  *      (data/mechanisms/events/stimgen.mod: NetStim's event logic) driven by
  *      trains, their spikes driving an ExpSyn on a one-compartment hh cell,
  *      which also has an FDSyn (data/mechanisms/events/fdsyn.mod: per-connection
- *      state in NET_RECEIVE's arguments, NET_RECEIVE's INITIAL), against NEURON
+ *      state in NET_RECEIVE's arguments, NET_RECEIVE's INITIAL) and a WatchCount
+ *      (data/mechanisms/events/watchcount.mod: WATCH on v, a net_event at each
+ *      crossing), against NEURON
  *      9.0.2 (tests/data/neuron_events/events.csv, validation/neuron_events.py):
  *      every source's spikes (the artificial cells' at their exact times, the
- *      cell's to the step) and v. Four copies of the network on four cells,
+ *      WATCH's and the cell's to the step) and v. Four copies of the network on four cells,
  *      run with 1, 2 and 4 threads: every copy NEURON's, the runs identical to the bit;
  *   2. the descriptors (weight vector length, artificial, event flags, no
  *      CUDA entry points) and the errors: a point source twice, a connection
@@ -49,17 +51,17 @@ static const conn NET[] = {{"T1", "a", 0.45, 1.0},    {"T2", "a", 0.5, 1.0},    
                            {"c", "syn0", 0.02, 2.0},  {"s", "syn0", 0.015, 1.0}, {"T1", "syn1", 0.004, 1.5},
                            {"T2", "syn1", 0.006, 2.0}};
 
-/* names: a b c s syn0 syn1 (synapses 0..5 of a copy), T1 T2 T3 a b c s (sources) */
+/* names: a b c s syn0 syn1 w (synapses 0..6 of a copy) */
 static int syn_index(const char *n) {
-    static const char *names[6] = {"a", "b", "c", "s", "syn0", "syn1"};
-    for (int k = 0; k < 6; ++k)
+    static const char *names[7] = {"a", "b", "c", "s", "syn0", "syn1", "w"};
+    for (int k = 0; k < 7; ++k)
         if (!strcmp(names[k], n)) return k;
     return -1;
 }
 
 typedef struct ref {
-    int n[5];           /* spikes of a, b, c, s, cell */
-    double t[5][MAXS];
+    int n[6];           /* spikes of a, b, c, s, w, cell */
+    double t[6][MAXS];
     int rows;
     double *tv;         /* t, v */
 } ref;
@@ -74,9 +76,9 @@ static int read_ref(ref *r) {
         if (line[0] == '#') continue;
         if (!strncmp(line, "spikes,", 7)) {
             char *p = line + 7, *comma = strchr(p, ',');
-            const char *who[5] = {"a", "b", "c", "s", "cell"};
+            const char *who[6] = {"a", "b", "c", "s", "w", "cell"};
             int k = -1;
-            for (int q = 0; q < 5; ++q)
+            for (int q = 0; q < 6; ++q)
                 if ((size_t)(comma ? comma - p : (long)strcspn(p, "\n")) == strlen(who[q]) &&
                     !strncmp(p, who[q], strlen(who[q])))
                     k = q;
@@ -100,13 +102,13 @@ static int read_ref(ref *r) {
 }
 
 typedef struct run_out {
-    int64_t n[COPIES][5];
-    double t[COPIES][5][MAXS];
+    int64_t n[COPIES][6];
+    double t[COPIES][6][MAXS];
     double *trace; /* samples x COPIES */
     int64_t samples;
 } run_out;
 
-/* One copy of the network per cell; sources per copy: T1 T2 T3, then a b c s, then the cell's detector. */
+/* One copy of the network per cell; sources per copy: T1 T2 T3, then a b c s w, then the cell's detector. */
 static void run(ns_mech_library_t *lib, const ns_cell_t *cell, int threads, run_out *out) {
     memset(out, 0, sizeof *out);
     ns_sim_model_t *model = NULL;
@@ -131,19 +133,21 @@ static void run(ns_mech_library_t *lib, const ns_cell_t *cell, int threads, run_
     if (!sim) return;
     int32_t node = -1;
     CHECK_OK(ns_sim_locate(cell, 0, 0.5, &node));
-    int64_t src[COPIES][8];
+    int64_t src[COPIES][9];
     for (int c = 0; c < COPIES; ++c) {
-        int64_t syn[6];
+        int64_t syn[7];
         for (int k = 0; k < 4; ++k) CHECK_OK(ns_sim_add_synapse(sim, c, node, ART_MECH[k], &syn[k]));
         CHECK_OK(ns_sim_add_synapse(sim, c, node, "ExpSyn", &syn[4]));
         CHECK_OK(ns_sim_add_synapse(sim, c, node, "FDSyn", &syn[5]));
+        CHECK_OK(ns_sim_add_synapse(sim, c, node, "WatchCount", &syn[6]));
         for (size_t q = 0; q < sizeof PARAMS / sizeof *PARAMS; ++q)
             CHECK_OK(ns_sim_synapse_set(sim, syn[syn_index(PARAMS[q].who)], PARAMS[q].name, PARAMS[q].value));
         CHECK_OK(ns_sim_add_spike_source(sim, T1, sizeof T1 / sizeof *T1, &src[c][0]));
         CHECK_OK(ns_sim_add_spike_source(sim, T2, sizeof T2 / sizeof *T2, &src[c][1]));
         CHECK_OK(ns_sim_add_spike_source(sim, T3, 1, &src[c][2]));
         for (int k = 0; k < 4; ++k) CHECK_OK(ns_sim_add_point_source(sim, syn[k], &src[c][3 + k]));
-        CHECK_OK(ns_sim_add_detector(sim, c, node, 0.0, &src[c][7]));
+        CHECK_OK(ns_sim_add_point_source(sim, syn[6], &src[c][7]));
+        CHECK_OK(ns_sim_add_detector(sim, c, node, 0.0, &src[c][8]));
         for (size_t q = 0; q < sizeof NET / sizeof *NET; ++q) {
             const char *s = NET[q].src;
             const int64_t from = s[0] == 'T' ? src[c][s[1] - '1'] : src[c][3 + syn_index(s)];
@@ -156,7 +160,7 @@ static void run(ns_mech_library_t *lib, const ns_cell_t *cell, int threads, run_
     CHECK_OK(ns_sim_advance(sim, steps / 3)); /* in two calls: the queues carry over */
     CHECK_OK(ns_sim_advance(sim, steps - steps / 3));
     for (int c = 0; c < COPIES; ++c)
-        for (int k = 0; k < 5; ++k) {
+        for (int k = 0; k < 6; ++k) {
             int64_t n = 0;
             const double *x = ns_sim_source_spikes(sim, src[c][3 + k], &n);
             out->n[c][k] = n;
@@ -177,26 +181,27 @@ static void against_neuron(ns_mech_library_t *lib, const ns_cell_t *cell) {
     CHECK_MSG(read_ref(&r) == 0, "cannot read tests/data/neuron_events/events.csv");
     if (!r.rows) return;
     /* the reference exercises what it should: every cell fires, IntFire2 often */
-    CHECK(r.n[0] >= 3 && r.n[1] >= 10 && r.n[2] >= 3 && r.n[3] == 8 && r.n[4] >= 3);
+    CHECK(r.n[0] >= 3 && r.n[1] >= 10 && r.n[2] >= 3 && r.n[3] == 8 && r.n[4] >= 5 && r.n[5] >= 3);
     static run_out runs[3];
     const int threads[3] = {1, 2, 4};
     for (int q = 0; q < 3; ++q) run(lib, cell, threads[q], &runs[q]);
-    const char *who[5] = {"IntFire1", "IntFire2", "IntFire4", "StimGen", "the cell"};
+    const char *who[6] = {"IntFire1", "IntFire2", "IntFire4", "StimGen", "WatchCount", "the cell"};
     double worst_art = 0.0, worst_cell = 0.0;
     for (int c = 0; c < COPIES; ++c)
-        for (int k = 0; k < 5; ++k) {
+        for (int k = 0; k < 6; ++k) {
             CHECK_MSG(runs[0].n[c][k] == r.n[k], "copy %d, %s: %lld spikes, NEURON %d", c, who[k],
                       (long long)runs[0].n[c][k], r.n[k]);
             for (int j = 0; j < r.n[k] && j < runs[0].n[c][k]; ++j) {
                 const double d = fabs(runs[0].t[c][k][j] - r.t[k][j]);
                 if (k < 4 && !(d <= worst_art)) worst_art = d;
-                if (k == 4 && !(d <= worst_cell)) worst_cell = d;
+                if (k >= 4 && !(d <= worst_cell)) worst_cell = d;
             }
         }
-    printf("spike times against NEURON: artificial cells max |dt| %.3e ms, the cell's %.3e ms\n", worst_art,
+    printf("spike times against NEURON: artificial cells max |dt| %.3e ms, WATCH's and the cell's %.3e ms\n", worst_art,
            worst_cell);
     CHECK_MSG(worst_art <= 1e-9, "an artificial cell's spike differs from NEURON's by %g ms", worst_art);
-    CHECK_MSG(worst_cell <= 1e-9, "the cell's spike differs from NEURON's by %g ms (not the same step)", worst_cell);
+    CHECK_MSG(worst_cell <= 1e-9, "a WATCH's or the cell's spike differs from NEURON's by %g ms (not the same step)",
+              worst_cell);
     if (runs[0].trace) {
         double sum = 0.0, worst = 0.0;
         for (int c = 0; c < COPIES; ++c)
@@ -232,6 +237,9 @@ static void descriptors_and_errors(ns_mech_library_t *lib, const ns_cell_t *cell
           d->events == (NS_MECH_EV_SEND | NS_MECH_EV_EVENT | NS_MECH_EV_MOVE) && !d->net_init && !d->cuda_state);
     CHECK_OK(ns_mech_library_find(lib, "StimGen", &d));
     CHECK(d && d->artificial && d->events == (NS_MECH_EV_SEND | NS_MECH_EV_EVENT));
+    CHECK_OK(ns_mech_library_find(lib, "WatchCount", &d));
+    CHECK(d && !d->artificial && d->n_watch == 3 && d->watch_value &&
+          d->events == (NS_MECH_EV_SEND | NS_MECH_EV_EVENT | NS_MECH_EV_WATCH) && !d->cuda_init);
 
     ns_sim_model_t *model = NULL;
     CHECK_OK(ns_sim_model_create(lib, &model));
@@ -276,8 +284,12 @@ static void descriptors_and_errors(ns_mech_library_t *lib, const ns_cell_t *cell
          NS_ERR_INVALID_ARGUMENT},
         {"NEURON { SUFFIX x }\nINITIAL {\n  net_send(1, 1)\n}\n", "bad.mod:3: net_send in a density mechanism",
          NS_ERR_INVALID_ARGUMENT},
-        {"NEURON { ARTIFICIAL_CELL x }\nNET_RECEIVE(w) {\n  if (flag == 1) { WATCH (w > 1) 2 }\n}\n",
-         "bad.mod:3: WATCH is not supported", NS_ERR_UNSUPPORTED},
+        {"NEURON { POINT_PROCESS x }\nINITIAL {\n  WATCH (v > 1) 2\n}\nNET_RECEIVE(w) { }\n",
+         "bad.mod:3: WATCH is allowed only in the NET_RECEIVE block", NS_ERR_INVALID_ARGUMENT},
+        {"NEURON { POINT_PROCESS x }\nNET_RECEIVE(w) {\n  WATCH (v + 1) 2\n}\n",
+         "bad.mod:3: WATCH needs a condition a > b or a < b", NS_ERR_INVALID_ARGUMENT},
+        {"NEURON { ARTIFICIAL_CELL x }\nNET_RECEIVE(w) {\n  FOR_NETCONS (y) { }\n}\n",
+         "bad.mod:3: FOR_NETCONS is not supported", NS_ERR_UNSUPPORTED},
     };
     for (size_t k = 0; k < sizeof BAD / sizeof *BAD; ++k) {
         ns_nmodl_t *m = NULL;
@@ -293,7 +305,8 @@ int main(void) {
     char cmd[1600];
     char *dir = tmp("mod");
     snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/events/intfire1.mod %s/events/intfire2.mod %s/events/intfire4.mod "
-             "%s/events/stimgen.mod %s/events/fdsyn.mod %s/", dir, MECH_DIR, MECH_DIR, MECH_DIR, MECH_DIR, MECH_DIR, dir);
+             "%s/events/stimgen.mod %s/events/fdsyn.mod %s/events/watchcount.mod %s/", dir, MECH_DIR, MECH_DIR, MECH_DIR,
+             MECH_DIR, MECH_DIR, MECH_DIR, dir);
     CHECK(system(cmd) == 0);
     char *so = tmp("libevents.so");
     ns_status s = ns_mechanisms_build(dir, so, NULL);

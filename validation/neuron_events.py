@@ -3,14 +3,15 @@
 
 One hh cell (a single compartment, L = diam = 20 um, nseg = 1) with an ExpSyn
 and an FDSyn (data/mechanisms/events/fdsyn.mod: per-connection facilitation and
-depression, NET_RECEIVE's INITIAL), driven by NEURON's IntFire1, IntFire2 and
+depression, NET_RECEIVE's INITIAL) and a WatchCount (watchcount.mod: WATCH on v, a
+spike by net_event at each crossing of -20 mV), driven by NEURON's IntFire1, IntFire2 and
 IntFire4 (built in: the files of data/mechanisms/events/) and a StimGen
 (data/mechanisms/events/stimgen.mod: NetStim's event logic, noise-free), which
 three trains of input spikes drive (events at train time + delay, NetCon.event).
 Run by NEURON's fixed step (dt = 0.025 ms, 100 ms, celsius 6.3, v_init -65).
 Writes tests/data/neuron_events/events.csv: '#' header lines (NEURON's
 version, the command), one 'spikes,NAME,t...' line per spike source (a, b, c,
-s: the artificial cells; cell: the soma's detector at 0 mV), then 't,v' every
+s: the artificial cells; w: the WatchCount; cell: the soma's detector at 0 mV), then 't,v' every
 4th step. The network is the table NET below, which the test repeats.
 
 Run: python3 validation/neuron_events.py   (NEURON 9.0.2: pip install neuron==9.0.2)
@@ -40,6 +41,7 @@ ARTIFICIAL = {  # name: (mechanism, parameters)
 SYNAPSES = {  # on the soma
     "syn0": ("ExpSyn", {"tau": 2, "e": 0}),
     "syn1": ("FDSyn", {}),
+    "w": ("WatchCount", {"thr": -20}),
 }
 NET = [  # (source, target, weight, delay), in creation order
     ("T1", "a", 0.45, 1.0), ("T2", "a", 0.5, 1.0),
@@ -54,7 +56,7 @@ NET = [  # (source, target, weight, delay), in creation order
 def main():
     work = tempfile.mkdtemp()
     try:
-        for f in ("stimgen.mod", "fdsyn.mod"):
+        for f in ("stimgen.mod", "fdsyn.mod", "watchcount.mod"):
             shutil.copy(os.path.join(EVENTS, f), work)
         subprocess.run(["nrnivmodl"], cwd=work, check=True, stdout=subprocess.DEVNULL)
         from neuron import h
@@ -67,7 +69,7 @@ def main():
         soma.insert("hh")
         objs = {}
         for name, (mech, params) in list(ARTIFICIAL.items()) + list(SYNAPSES.items()):
-            o = getattr(h, mech)(soma(0.5)) if name.startswith("syn") else getattr(h, mech)()
+            o = getattr(h, mech)(soma(0.5)) if name in SYNAPSES else getattr(h, mech)()
             for k, val in params.items():
                 setattr(o, k, val)
             objs[name] = o
@@ -82,7 +84,7 @@ def main():
             nc.delay = d
             ncs.append(nc)
         rec = {}
-        for name in ARTIFICIAL:
+        for name in list(ARTIFICIAL) + ["w"]:
             nc = h.NetCon(objs[name], None)
             rec[name] = h.Vector()
             nc.record(rec[name])
@@ -109,11 +111,11 @@ def main():
             f.write("# NEURON %s: python3 validation/neuron_events.py\n" % neuron.__version__)
             f.write("# dt %g, tstop %g, celsius %g, v_init %g; spikes per source, then t,v every 4th step\n"
                     % (DT, TSTOP, CELSIUS, V_INIT))
-            for name in list(ARTIFICIAL) + ["cell"]:
+            for name in list(ARTIFICIAL) + ["w", "cell"]:
                 f.write("spikes,%s%s\n" % (name, "".join(",%.17g" % t for t in rec[name])))
             for k in range(0, len(v), 4):
                 f.write("%.17g,%.17g\n" % (k * DT, v[k]))
-        for name in list(ARTIFICIAL) + ["cell"]:
+        for name in list(ARTIFICIAL) + ["w", "cell"]:
             print(name, list(rec[name]))
         del fih
     finally:

@@ -135,6 +135,9 @@ typedef struct ns_mech_ppack {
     void (*ev_send)(void *ev, int instance, double t, double flag, double *w);
     void (*ev_event)(void *ev, int instance, double t);
     void (*ev_move)(void *ev, int instance, double t);
+    /* WATCH k of NET_RECEIVE with its flag; first: the first WATCH of this
+     * NET_RECEIVE call, which ends the instance's earlier watches (nocmodl's _watch_rm) */
+    void (*ev_watch)(void *ev, int instance, int k, double flag, int first);
 } ns_mech_ppack;
 
 /* The generated code's event calls (host only; a device build compiles them to nothing,
@@ -143,10 +146,12 @@ typedef struct ns_mech_ppack {
 #define ns_mech_net_send(p, i, t, flag, w) ((void)0)
 #define ns_mech_net_event(p, i, t) ((void)0)
 #define ns_mech_net_move(p, i, t) ((void)0)
+#define ns_mech_watch(p, i, k, flag, first) ((void)0)
 #else
 #define ns_mech_net_send(p, i, t, flag, w) ((p)->ev ? (p)->ev_send((p)->ev, (i), (t), (flag), (w)) : (void)0)
 #define ns_mech_net_event(p, i, t) ((p)->ev ? (p)->ev_event((p)->ev, (i), (t)) : (void)0)
 #define ns_mech_net_move(p, i, t) ((p)->ev ? (p)->ev_move((p)->ev, (i), (t)) : (void)0)
+#define ns_mech_watch(p, i, k, flag, first) ((p)->ev ? (p)->ev_watch((p)->ev, (i), (k), (flag), (first)) : (void)0)
 #endif
 
 typedef struct ns_mech_ion_use {
@@ -214,13 +219,19 @@ typedef struct ns_mech_desc {
     void (*net_receive_w)(ns_mech_ppack *p, int instance, double *w, double flag);
     /* NET_RECEIVE's INITIAL block for one connection (finitialize), NULL: none */
     void (*net_init)(ns_mech_ppack *p, int instance, double *w);
+    /* WATCH statements (conditions numbered in file order): watch_value(p,
+     * instance, k) is condition k's value, > 0 where it holds (nocmodl's
+     * a - b for a > b); NULL and 0: none */
+    int n_watch;
+    double (*watch_value)(ns_mech_ppack *p, int instance, int k);
 } ns_mech_desc;
 
 enum {
     NS_MECH_EV_SEND = 1,  /* net_send (self events) */
     NS_MECH_EV_EVENT = 2, /* net_event (a spike source) */
     NS_MECH_EV_MOVE = 4,  /* net_move */
-    NS_MECH_EV_INIT = 8   /* INITIAL inside NET_RECEIVE */
+    NS_MECH_EV_INIT = 8,  /* INITIAL inside NET_RECEIVE */
+    NS_MECH_EV_WATCH = 16 /* WATCH */
 };
 
 typedef struct ns_mech_catalogue {

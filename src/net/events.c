@@ -88,6 +88,45 @@ static void ev_event(void *ev, int inst, double t) {
     nb->out[nb->n_out++] = (net_spike){t, src};
 }
 
+/* WATCH k of an instance, from its NET_RECEIVE: the first WATCH of a call
+ * ends the instance's others (_nrn_watch_activate with r 0); a condition
+ * that holds already (value >= -hoc_epsilon, 1e-11) waits until it has not
+ * (WatchCondition::activate) */
+static void ev_watch(void *ev, int inst, int k, double flag, int first) {
+    net_point *pt = ev;
+    const int nw = pt->desc->n_watch;
+    if (first) memset(pt->w_on + (size_t)inst * nw, 0, (size_t)nw);
+    const size_t at = (size_t)inst * nw + k;
+    pt->w_on[at] = 1;
+    pt->w_flag[at] = flag;
+    pt->w_above[at] = pt->desc->watch_value(&pt->p, inst, k) >= -1e-11;
+}
+
+void ns_net_watch(net_block *nb, double *v, double t, double dt, double celsius) {
+    for (int32_t s = 0; s < nb->n_points; ++s) {
+        net_point *pt = &nb->points[s];
+        const int nw = pt->desc->n_watch;
+        if (!nw) continue;
+        pt->p.v = v;
+        pt->p.t = t;
+        pt->p.dt = dt;
+        pt->p.celsius = celsius;
+        for (int i = 0; i < pt->p.n; ++i)
+            for (int k = 0; k < nw; ++k) {
+                const size_t at = (size_t)i * nw + k;
+                if (!pt->w_on[at]) continue;
+                if (!(pt->desc->watch_value(&pt->p, i, k) > 0.0)) { /* ConditionEvent::check */
+                    pt->w_above[at] = 0;
+                    continue;
+                }
+                if (pt->w_above[at]) continue;
+                pt->w_above[at] = 1;
+                const net_event e = {t, NS_NET_SELF_SEQ + nb->self_seq++, s, i, NULL, pt->w_flag[at]};
+                if (ns_net_queue_push(nb, &e) != 0) ev_error(pt, i, "out of memory for a WATCH event", t);
+            }
+    }
+}
+
 ns_status ns_net_events_index(sim_net *net, double dt) {
     free(net->syn_src);
     net->syn_src = malloc((size_t)(net->n_syns + 1) * sizeof *net->syn_src);
@@ -116,7 +155,11 @@ ns_status ns_net_events_attach(sim_net *net, net_point *pt, const int64_t *syns,
     pt->tq = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *pt->tq);
     pt->src = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *pt->src);
     pt->zeros = calloc((size_t)(d->n_weights > 0 ? d->n_weights : 1), sizeof *pt->zeros);
-    if (!pt->tq || !pt->src || !pt->zeros)
+    const size_t nw = (size_t)(cnt > 0 ? cnt : 1) * (size_t)(d->n_watch > 0 ? d->n_watch : 1);
+    pt->w_on = calloc(nw, 1);
+    pt->w_above = calloc(nw, 1);
+    pt->w_flag = calloc(nw, sizeof *pt->w_flag);
+    if (!pt->tq || !pt->src || !pt->zeros || !pt->w_on || !pt->w_above || !pt->w_flag)
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: events of %d synapses", (int)cnt);
     for (int32_t i = 0; i < cnt; ++i) {
         pt->tq[i] = -1;
@@ -126,6 +169,7 @@ ns_status ns_net_events_attach(sim_net *net, net_point *pt, const int64_t *syns,
     pt->p.ev_send = ev_send;
     pt->p.ev_event = ev_event;
     pt->p.ev_move = ev_move;
+    pt->p.ev_watch = ev_watch;
     return NS_OK;
 }
 
@@ -133,6 +177,9 @@ void ns_net_point_free(net_point *pt) {
     free(pt->tq);
     free(pt->src);
     free(pt->zeros);
+    free(pt->w_on);
+    free(pt->w_above);
+    free(pt->w_flag);
 }
 
 void ns_net_events_init(ns_sim_t *sim) {

@@ -631,6 +631,7 @@ void ns_net_queue_remove(net_block *nb, int64_t i) {
 
 void ns_net_deliver(net_block *nb, double *v, double t, double dt, double celsius) {
     const double until = t + .5 * dt; /* NEURON: events due by t + dt/2 */
+    ns_net_watch(nb, v, t, dt, celsius); /* before, as NEURON's check_thresh (net/events.c) */
     while (nb->n_heap > 0 && nb->heap[0].t <= until) {
         const net_event e = nb->heap[0];
         ns_net_queue_remove(nb, 0);

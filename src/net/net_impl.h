@@ -86,6 +86,9 @@ typedef struct net_point {
     int32_t slot;
     int64_t *tq, *src;
     double *zeros;
+    /* WATCH (n_watch per instance): active, its condition held at the last check, its flag */
+    unsigned char *w_on, *w_above;
+    double *w_flag;
 } net_point;
 
 typedef struct net_block {
@@ -210,6 +213,9 @@ ns_status ns_net_events_index(sim_net *net, double dt);
 ns_status ns_net_events_attach(sim_net *net, net_point *pt, const int64_t *syns, int32_t cnt);
 void ns_net_events_init(ns_sim_t *sim);
 ns_status ns_net_events_check(const sim_net *net);
+/* The active WATCH conditions of a block at the start of a step from t
+ * (NEURON's check_thresh): each that turned true sends its flag at t. */
+void ns_net_watch(net_block *nb, double *v, double t, double dt, double celsius);
 void ns_net_point_free(net_point *pt);
 
 #endif

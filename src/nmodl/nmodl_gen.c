@@ -383,6 +383,12 @@ static void emit_ex(gen *g, const ex *e) {
             put_fargs(g);
             put(b, "i_, node_, v_");
         }
+        else if (e->op == NM_WATCH_OP) { /* WATCH k: activated with its flag (mechanism.h) */
+            put(b, "ns_mech_watch(p, i_, %d, ", (int)e->num);
+            emit_ex(g, e->args[1]);
+            put(b, ", watch_rm_++ == 0)");
+            return;
+        }
         else if (nm_event_call(e->text, NULL, NULL)) { /* mechanism.h's ns_mech_net_*: the loop's queue */
             put(b, "ns_mech_%s(p, i_, ", e->text);
             if (!strcmp(e->text, "net_send")) { /* net_send(delay, flag): at t + delay */
@@ -1110,21 +1116,44 @@ static int emit_header(gen *g) {
             if (scope_push(g, m->net_args[a], 1)) return gfail(g, 0, "out of memory");
         }
         if (!k && scope_push(g, "flag", 1)) return gfail(g, 0, "out of memory");
+        if (!k && m->n_watch) put(b, "    int watch_rm_ = 0;\n");
         g->ev_ctx = k ? NM_EV_RECEIVE_INITIAL : NM_EV_RECEIVE;
         const int r = emit_list(g, body, 4);
         g->ev_ctx = NM_EV_NONE;
         if (r) return -1;
         for (int a = 0; a < m->n_net_args; a++) put(b, "    W_[%d] = A_%s;\n", a, m->net_args[a]);
-        put(b, "    (void)v_;%s\n}\n\n", k ? "" : " (void)A_flag;");
+        put(b, "    (void)v_;%s%s\n}\n\n", k ? "" : " (void)A_flag;", !k && m->n_watch ? " (void)watch_rm_;" : "");
+    }
+    if (m->n_watch) { /* the WATCH conditions' values: a - b for a > b, b - a for a < b (nocmodl's) */
+        put(b, "NS_MECH_FN double nsm_%s_watch_F(ns_mech_ppack *p, ", name);
+        put_fparams(g);
+        put(b, "int i_, int node_, int k_) {\n    const double v_ = p->v[node_];\n    (void)v_;\n");
+        put_arrays(g, 4);
+        load_copies(g, 'v');
+        load_copies(g, 'i');
+        g->n_scope = 0;
+        put(b, "    switch (k_) {\n");
+        for (int k = 0; k < m->n_watch; k++) {
+            const ex *c = m->watch_cond[k];
+            const int gt = c->op == '>' || c->op == 'g';
+            put(b, "    case %d: return (", k);
+            emit_ex(g, gt ? c->a : c->b);
+            put(b, ") - (");
+            emit_ex(g, gt ? c->b : c->a);
+            put(b, ");\n");
+        }
+        put(b, "    default: return -1.0;\n    }\n}\n\n");
     }
     /* the entry points on the ppack's arrays */
-    static const char *const entry[] = {"init", "current", "state", "net_receive", "net_init"};
-    for (int k = 0; k < 5; k++) {
-        if ((k == 3 && !m->net_receive) || (k == 4 && !m->net_initial)) continue;
-        put(b, "NS_MECH_FN void nsm_%s_%s_one(ns_mech_ppack *p, int i_, int node_%s) {\n    nsm_%s_%s_F(p, ", name,
-            entry[k], k == 3 ? ", double *w_, double flag_" : k == 4 ? ", double *w_" : "", name, entry[k]);
+    static const char *const entry[] = {"init", "current", "state", "net_receive", "net_init", "watch"};
+    for (int k = 0; k < 6; k++) {
+        if ((k == 3 && !m->net_receive) || (k == 4 && !m->net_initial) || (k == 5 && !m->n_watch)) continue;
+        put(b, "NS_MECH_FN %s nsm_%s_%s_one(ns_mech_ppack *p, int i_, int node_%s) {\n    %snsm_%s_%s_F(p, ",
+            k == 5 ? "double" : "void", name, entry[k],
+            k == 3 ? ", double *w_, double flag_" : k == 4 ? ", double *w_" : k == 5 ? ", int k_" : "",
+            k == 5 ? "return " : "", name, entry[k]);
         put_addresses(g, "&p->field[%d][i_]", 0);
-        put(b, "i_, node_%s);\n}\n\n", k == 3 ? ", w_, flag_" : k == 4 ? ", w_" : "");
+        put(b, "i_, node_%s);\n}\n\n", k == 3 ? ", w_, flag_" : k == 4 ? ", w_" : k == 5 ? ", k_" : "");
     }
     put(b, "#endif\n");
     return 0;
@@ -1289,6 +1318,10 @@ static int emit_c(gen *g) {
                "static void nsm_%s_net_receive(ns_mech_ppack *p, int i, double w) {\n"
                "    double w_[%d] = {w};\n    nsm_%s_net_receive_w(p, i, w_, 0.0);\n}\n\n",
             name, name, name, m->n_net_args, name);
+    if (m->n_watch)
+        put(b, "static double nsm_%s_watch(ns_mech_ppack *p, int i, int k) {\n"
+               "    return nsm_%s_watch_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, k);\n}\n\n",
+            name, name);
     if (m->net_initial)
         put(b, "static void nsm_%s_net_init(ns_mech_ppack *p, int i, double *w) {\n"
                "    nsm_%s_net_init_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, w);\n}\n\n",
@@ -1365,14 +1398,15 @@ static void emit_desc(gen *g) {
     put(g->b, "const ns_mech_desc nsm_%s_desc = {\n    NS_MECH_ABI_VERSION, \"%s\", %s,\n    %d, %d, %d, %d, nsm_%s_names, nsm_%s_defaults,\n"
               "    %d, nsm_%s_gnames, nsm_%s_gdefaults,\n    %d, nsm_%s_ions,\n    %d, %d,\n"
               "    nsm_%s_init, nsm_%s_current, nsm_%s_state,\n    %s%s%s,\n    %s%s%s,\n    NSM_CUDA_FNS(%s),\n"
-              "    %d, %d, %uu, %s%s%s, %s%s%s};\n",
+              "    %d, %d, %uu, %s%s%s, %s%s%s,\n    %d, %s%s%s};\n",
         n, n, m->point ? "NS_MECH_POINT" : "NS_MECH_DENSITY", m->n_fields, m->n_params, m->n_assigned, m->n_states, n, n,
         m->n_globals, n, n, m->n_ions, n, m->table_size, m->net_receive != NULL, n, n, n,
         m->net_receive ? "nsm_" : "NULL", m->net_receive ? n : "", m->net_receive ? "_net_receive" : "",
         m->table_size ? "nsm_" : "NULL", m->table_size ? n : "", m->table_size ? "_table_update" : "", n,
         m->n_net_args, m->artificial, m->events, m->net_receive ? "nsm_" : "NULL", m->net_receive ? n : "",
         m->net_receive ? "_net_receive_w" : "", m->net_initial ? "nsm_" : "NULL", m->net_initial ? n : "",
-        m->net_initial ? "_net_init" : "");
+        m->net_initial ? "_net_init" : "", m->n_watch, m->n_watch ? "nsm_" : "NULL", m->n_watch ? n : "",
+        m->n_watch ? "_watch" : "");
 }
 
 static void emit_cuda(gen *g) {

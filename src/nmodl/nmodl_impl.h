@@ -165,6 +165,8 @@ struct ns_nmodl {
     stlist *net_initial;
     int artificial;
     unsigned events;
+    ex **watch_cond;     /* WATCH conditions in file order (a > b or a < b) */
+    int n_watch;
     int n_fields, n_params, n_assigned, n_states, n_globals, table_size;
     int uses_printf;
     nm_arena arena;
@@ -180,6 +182,8 @@ ns_status nm_kinetic_lower(struct ns_nmodl *m, block *b);
  * NS_MECH_EV_* flag; a call elsewhere is an error with the reason. */
 enum { NM_EV_NONE, NM_EV_INITIAL, NM_EV_RECEIVE, NM_EV_RECEIVE_INITIAL };
 int nm_event_call(const char *name, int *arity, unsigned *flag);
+/* a WATCH statement's call: EX_CALL "WATCH" with op 'W', args (condition, flag), num its index */
+#define NM_WATCH_OP 'W'
 const char *nm_event_misplaced(const char *name, int ctx);
 
 #endif

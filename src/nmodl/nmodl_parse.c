@@ -91,7 +91,7 @@ static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
 static const char *const UNSUPPORTED[] = {
     "VERBATIM", "POINTER", "BBCOREPOINTER", "LINEAR", "NONLINEAR", "PARTIAL",
     "DISCRETE", "FUNCTION_TABLE", "LONGITUDINAL_DIFFUSION", "ELECTRODE_CURRENT", "EXTERNAL",
-    "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP", "WATCH", "FOR_NETCONS", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "RANDOM", "NONSPECIFIC_CONDUCTANCE",
+    "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP", "FOR_NETCONS", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "RANDOM", "NONSPECIFIC_CONDUCTANCE",
     /* Arbor's extensions */
     "POST_EVENT", "JUNCTION_PROCESS", "VOLTAGE_PROCESS", "WHITE_NOISE", NULL};
 
@@ -726,6 +726,37 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
     if (unsupported_name(t->text)) {
         perr(p, NS_ERR_UNSUPPORTED, t->line, "%s is not supported", t->text);
         return NULL;
+    }
+    if (!strcmp(t->text, "WATCH")) { /* WATCH (a > b) flag [, (c < d) flag ...]: calls in a plain block */
+        p->pos++;
+        s->kind = ST_IF;
+        if (!(s->e = ex_new(EX_NUM)) || !(s->then_ = nm_calloc(AR, 1, sizeof *s->then_))) return NULL;
+        s->e->num = 1;
+        s->e->text = "1";
+        for (;;) {
+            st *c = nm_calloc(AR, 1, sizeof *c);
+            ex *e = ex_new(EX_CALL);
+            ex **args = nm_calloc(AR, 2, sizeof *args);
+            if (!c || !e || !args) return NULL;
+            c->kind = ST_CALL;
+            c->line = t->line;
+            c->e = e;
+            e->text = t->text;
+            e->op = NM_WATCH_OP;
+            e->args = args;
+            e->n_args = 2;
+            if (expect(p, '(') || !(args[0] = parse_expr(p)) || expect(p, ')') || !(args[1] = parse_expr(p)))
+                return NULL;
+            ex **w = nm_realloc(AR, p->m->watch_cond, (size_t)(p->m->n_watch + 1) * sizeof *w);
+            if (!w) return NULL;
+            p->m->watch_cond = w;
+            e->num = p->m->n_watch;
+            w[p->m->n_watch++] = args[0];
+            if (add_st(p, s->then_, c)) return NULL;
+            if (!is_punct(p, ',')) break;
+            p->pos++;
+        }
+        return s;
     }
     if (!strcmp(t->text, "LOCAL")) {
         p->pos++;
@@ -1402,6 +1433,16 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
             return perr(p, NS_ERR_UNSUPPORTED, line, "printf as a value (it is supported as a statement)");
         int ar = builtin_arity(e->text);
         unsigned evf = 0;
+        if (!b && e->op == NM_WATCH_OP) { /* a WATCH statement's (parse_statement) */
+            const ex *c = e->args[0];
+            if (p->ev_ctx != NM_EV_RECEIVE)
+                return perr(p, NS_ERR_INVALID_ARGUMENT, line, "WATCH is allowed only in the NET_RECEIVE block");
+            if (c->kind != EX_BIN || !strchr("<>lg", c->op))
+                return perr(p, NS_ERR_INVALID_ARGUMENT, line, "WATCH needs a condition a > b or a < b");
+            p->m->events |= NS_MECH_EV_WATCH;
+            return check_ex(p, e->args[0], locals, n_locals, line) || check_ex(p, e->args[1], locals, n_locals, line)
+                       ? -1 : 0;
+        }
         if (!b && nm_event_call(e->text, &ar, &evf)) { /* net_send, net_event, net_move (nmodl_events.c) */
             const char *why = nm_event_misplaced(e->text, p->ev_ctx);
             if (why) return perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s %s", e->text, why);

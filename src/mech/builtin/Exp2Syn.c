@@ -108,4 +108,5 @@ const ns_mech_desc nsm_Exp2Syn_desc = {
     nsm_Exp2Syn_net_receive,
     NULL,
     NSM_CUDA_FNS(Exp2Syn),
-    1, 0, 0u, nsm_Exp2Syn_net_receive_w, NULL};
+    1, 0, 0u, nsm_Exp2Syn_net_receive_w, NULL,
+    0, NULL};

@@ -108,4 +108,5 @@ const ns_mech_desc nsm_ExpSyn_desc = {
     nsm_ExpSyn_net_receive,
     NULL,
     NSM_CUDA_FNS(ExpSyn),
-    1, 0, 0u, nsm_ExpSyn_net_receive_w, NULL};
+    1, 0, 0u, nsm_ExpSyn_net_receive_w, NULL,
+    0, NULL};

@@ -257,4 +257,5 @@ const ns_mech_desc nsm_hh_desc = {
     NULL,
     nsm_hh_table_update,
     NSM_CUDA_FNS(hh),
-    0, 0, 0u, NULL, NULL};
+    0, 0, 0u, NULL, NULL,
+    0, NULL};

@@ -119,4 +119,5 @@ const ns_mech_desc nsm_pas_desc = {
     NULL,
     NULL,
     NSM_CUDA_FNS(pas),
-    0, 0, 0u, NULL, NULL};
+    0, 0, 0u, NULL, NULL,
+    0, NULL};
