@@ -128,7 +128,7 @@ int main(void) {
     all_files(MECH_DIR "/test");
     all_files(MECH_DIR "/kinetic");
     all_files(MECH_DIR "/events");
-    CHECK(n_files == 31); /* neuron, bbp, test, kinetic, events */
+    CHECK(n_files == 32); /* neuron, bbp, test, kinetic, events */
     units_constants();
 
     /* the generated forms */

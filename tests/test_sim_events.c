@@ -5,7 +5,8 @@
  *      (data/mechanisms/events/stimgen.mod: NetStim's event logic) driven by
  *      trains, their spikes driving an ExpSyn on a one-compartment hh cell,
  *      which also has an FDSyn (data/mechanisms/events/fdsyn.mod: per-connection
- *      state in NET_RECEIVE's arguments, NET_RECEIVE's INITIAL) and a WatchCount
+ *      state in NET_RECEIVE's arguments, NET_RECEIVE's INITIAL), an STDPSyn
+ *      (stdpsyn.mod: FOR_NETCONS at a WATCH of v) and a WatchCount
  *      (data/mechanisms/events/watchcount.mod: WATCH on v, a net_event at each
  *      crossing), against NEURON
  *      9.0.2 (tests/data/neuron_events/events.csv, validation/neuron_events.py):
@@ -49,12 +50,12 @@ static const conn NET[] = {{"T1", "a", 0.45, 1.0},    {"T2", "a", 0.5, 1.0},    
                            {"T2", "b", 0.8, 1.0},     {"T1", "c", 0.6, 1.0},     {"T2", "c", -0.3, 1.3},
                            {"T3", "s", 1.0, 1.0},     {"a", "syn0", 0.02, 1.0},  {"b", "syn0", 0.02, 1.5},
                            {"c", "syn0", 0.02, 2.0},  {"s", "syn0", 0.015, 1.0}, {"T1", "syn1", 0.004, 1.5},
-                           {"T2", "syn1", 0.006, 2.0}};
+                           {"T2", "syn1", 0.006, 2.0},  {"T1", "syn2", 0.002, 1.5},  {"T2", "syn2", 0.002, 2.0}};
 
-/* names: a b c s syn0 syn1 w (synapses 0..6 of a copy) */
+/* names: a b c s syn0 syn1 w syn2 (synapses 0..7 of a copy) */
 static int syn_index(const char *n) {
-    static const char *names[7] = {"a", "b", "c", "s", "syn0", "syn1", "w"};
-    for (int k = 0; k < 7; ++k)
+    static const char *names[8] = {"a", "b", "c", "s", "syn0", "syn1", "w", "syn2"};
+    for (int k = 0; k < 8; ++k)
         if (!strcmp(names[k], n)) return k;
     return -1;
 }
@@ -135,11 +136,12 @@ static void run(ns_mech_library_t *lib, const ns_cell_t *cell, int threads, run_
     CHECK_OK(ns_sim_locate(cell, 0, 0.5, &node));
     int64_t src[COPIES][9];
     for (int c = 0; c < COPIES; ++c) {
-        int64_t syn[7];
+        int64_t syn[8];
         for (int k = 0; k < 4; ++k) CHECK_OK(ns_sim_add_synapse(sim, c, node, ART_MECH[k], &syn[k]));
         CHECK_OK(ns_sim_add_synapse(sim, c, node, "ExpSyn", &syn[4]));
         CHECK_OK(ns_sim_add_synapse(sim, c, node, "FDSyn", &syn[5]));
         CHECK_OK(ns_sim_add_synapse(sim, c, node, "WatchCount", &syn[6]));
+        CHECK_OK(ns_sim_add_synapse(sim, c, node, "STDPSyn", &syn[7]));
         for (size_t q = 0; q < sizeof PARAMS / sizeof *PARAMS; ++q)
             CHECK_OK(ns_sim_synapse_set(sim, syn[syn_index(PARAMS[q].who)], PARAMS[q].name, PARAMS[q].value));
         CHECK_OK(ns_sim_add_spike_source(sim, T1, sizeof T1 / sizeof *T1, &src[c][0]));
@@ -240,6 +242,9 @@ static void descriptors_and_errors(ns_mech_library_t *lib, const ns_cell_t *cell
     CHECK_OK(ns_mech_library_find(lib, "WatchCount", &d));
     CHECK(d && !d->artificial && d->n_watch == 3 && d->watch_value &&
           d->events == (NS_MECH_EV_SEND | NS_MECH_EV_EVENT | NS_MECH_EV_WATCH) && !d->cuda_init);
+    CHECK_OK(ns_mech_library_find(lib, "STDPSyn", &d));
+    CHECK(d && d->n_weights == 3 &&
+          d->events == (NS_MECH_EV_SEND | NS_MECH_EV_INIT | NS_MECH_EV_WATCH | NS_MECH_EV_NETCONS));
 
     ns_sim_model_t *model = NULL;
     CHECK_OK(ns_sim_model_create(lib, &model));
@@ -288,8 +293,10 @@ static void descriptors_and_errors(ns_mech_library_t *lib, const ns_cell_t *cell
          "bad.mod:3: WATCH is allowed only in the NET_RECEIVE block", NS_ERR_INVALID_ARGUMENT},
         {"NEURON { POINT_PROCESS x }\nNET_RECEIVE(w) {\n  WATCH (v + 1) 2\n}\n",
          "bad.mod:3: WATCH needs a condition a > b or a < b", NS_ERR_INVALID_ARGUMENT},
-        {"NEURON { ARTIFICIAL_CELL x }\nNET_RECEIVE(w) {\n  FOR_NETCONS (y) { }\n}\n",
-         "bad.mod:3: FOR_NETCONS is not supported", NS_ERR_UNSUPPORTED},
+        {"NEURON { ARTIFICIAL_CELL x }\nNET_RECEIVE(w) {\n  FOR_NETCONS (y, z) { }\n}\n",
+         "bad.mod:3: FOR_NETCONS names 2 arguments, NET_RECEIVE has 1", NS_ERR_INVALID_ARGUMENT},
+        {"NEURON { ARTIFICIAL_CELL x }\nINITIAL {\n  FOR_NETCONS (y) { }\n}\nNET_RECEIVE(w) { }\n",
+         "bad.mod:3: FOR_NETCONS is allowed only in the NET_RECEIVE block", NS_ERR_INVALID_ARGUMENT},
     };
     for (size_t k = 0; k < sizeof BAD / sizeof *BAD; ++k) {
         ns_nmodl_t *m = NULL;
@@ -305,8 +312,8 @@ int main(void) {
     char cmd[1600];
     char *dir = tmp("mod");
     snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/events/intfire1.mod %s/events/intfire2.mod %s/events/intfire4.mod "
-             "%s/events/stimgen.mod %s/events/fdsyn.mod %s/events/watchcount.mod %s/", dir, MECH_DIR, MECH_DIR, MECH_DIR,
-             MECH_DIR, MECH_DIR, MECH_DIR, dir);
+             "%s/events/stimgen.mod %s/events/fdsyn.mod %s/events/watchcount.mod %s/events/stdpsyn.mod %s/", dir, MECH_DIR,
+             MECH_DIR, MECH_DIR, MECH_DIR, MECH_DIR, MECH_DIR, MECH_DIR, dir);
     CHECK(system(cmd) == 0);
     char *so = tmp("libevents.so");
     ns_status s = ns_mechanisms_build(dir, so, NULL);

@@ -3,8 +3,9 @@
 
 One hh cell (a single compartment, L = diam = 20 um, nseg = 1) with an ExpSyn
 and an FDSyn (data/mechanisms/events/fdsyn.mod: per-connection facilitation and
-depression, NET_RECEIVE's INITIAL) and a WatchCount (watchcount.mod: WATCH on v, a
-spike by net_event at each crossing of -20 mV), driven by NEURON's IntFire1, IntFire2 and
+depression, NET_RECEIVE's INITIAL), an STDPSyn (stdpsyn.mod: FOR_NETCONS at a WATCH
+of v) and a WatchCount (watchcount.mod: WATCH on v, a spike by net_event at each
+crossing of -20 mV), driven by NEURON's IntFire1, IntFire2 and
 IntFire4 (built in: the files of data/mechanisms/events/) and a StimGen
 (data/mechanisms/events/stimgen.mod: NetStim's event logic, noise-free), which
 three trains of input spikes drive (events at train time + delay, NetCon.event).
@@ -42,6 +43,7 @@ SYNAPSES = {  # on the soma
     "syn0": ("ExpSyn", {"tau": 2, "e": 0}),
     "syn1": ("FDSyn", {}),
     "w": ("WatchCount", {"thr": -20}),
+    "syn2": ("STDPSyn", {}),
 }
 NET = [  # (source, target, weight, delay), in creation order
     ("T1", "a", 0.45, 1.0), ("T2", "a", 0.5, 1.0),
@@ -50,13 +52,14 @@ NET = [  # (source, target, weight, delay), in creation order
     ("T3", "s", 1.0, 1.0),
     ("a", "syn0", 0.02, 1.0), ("b", "syn0", 0.02, 1.5), ("c", "syn0", 0.02, 2.0), ("s", "syn0", 0.015, 1.0),
     ("T1", "syn1", 0.004, 1.5), ("T2", "syn1", 0.006, 2.0),
+    ("T1", "syn2", 0.002, 1.5), ("T2", "syn2", 0.002, 2.0),
 ]
 
 
 def main():
     work = tempfile.mkdtemp()
     try:
-        for f in ("stimgen.mod", "fdsyn.mod", "watchcount.mod"):
+        for f in ("stimgen.mod", "fdsyn.mod", "watchcount.mod", "stdpsyn.mod"):
             shutil.copy(os.path.join(EVENTS, f), work)
         subprocess.run(["nrnivmodl"], cwd=work, check=True, stdout=subprocess.DEVNULL)
         from neuron import h

@@ -138,6 +138,8 @@ typedef struct ns_mech_ppack {
     /* WATCH k of NET_RECEIVE with its flag; first: the first WATCH of this
      * NET_RECEIVE call, which ends the instance's earlier watches (nocmodl's _watch_rm) */
     void (*ev_watch)(void *ev, int instance, int k, double flag, int first);
+    /* FOR_NETCONS: the weight vector of the instance's connection q, NULL past the last */
+    double *(*ev_netcon)(void *ev, int instance, int q);
 } ns_mech_ppack;
 
 /* The generated code's event calls (host only; a device build compiles them to nothing,
@@ -147,11 +149,13 @@ typedef struct ns_mech_ppack {
 #define ns_mech_net_event(p, i, t) ((void)0)
 #define ns_mech_net_move(p, i, t) ((void)0)
 #define ns_mech_watch(p, i, k, flag, first) ((void)0)
+#define ns_mech_netcon(p, i, q) ((double *)0)
 #else
 #define ns_mech_net_send(p, i, t, flag, w) ((p)->ev ? (p)->ev_send((p)->ev, (i), (t), (flag), (w)) : (void)0)
 #define ns_mech_net_event(p, i, t) ((p)->ev ? (p)->ev_event((p)->ev, (i), (t)) : (void)0)
 #define ns_mech_net_move(p, i, t) ((p)->ev ? (p)->ev_move((p)->ev, (i), (t)) : (void)0)
 #define ns_mech_watch(p, i, k, flag, first) ((p)->ev ? (p)->ev_watch((p)->ev, (i), (k), (flag), (first)) : (void)0)
+#define ns_mech_netcon(p, i, q) ((p)->ev ? (p)->ev_netcon((p)->ev, (i), (q)) : (double *)0)
 #endif
 
 typedef struct ns_mech_ion_use {
@@ -231,7 +235,8 @@ enum {
     NS_MECH_EV_EVENT = 2, /* net_event (a spike source) */
     NS_MECH_EV_MOVE = 4,  /* net_move */
     NS_MECH_EV_INIT = 8,  /* INITIAL inside NET_RECEIVE */
-    NS_MECH_EV_WATCH = 16 /* WATCH */
+    NS_MECH_EV_WATCH = 16, /* WATCH */
+    NS_MECH_EV_NETCONS = 32 /* FOR_NETCONS */
 };
 
 typedef struct ns_mech_catalogue {

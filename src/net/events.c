@@ -127,10 +127,27 @@ void ns_net_watch(net_block *nb, double *v, double t, double dt, double celsius)
     }
 }
 
+/* FOR_NETCONS: connection q of the instance (creation order), NULL past the last */
+static double *ev_netcon(void *ev, int inst, int q) {
+    const net_point *pt = ev;
+    const sim_net *net = pt->net;
+    const int64_t syn = pt->syn_id[inst], at = net->sc_begin[syn] + q;
+    if (q < 0 || at >= net->sc_begin[syn + 1]) return NULL;
+    return net->wvec + net->conns[net->sc_order[at]].w_at;
+}
+
 ns_status ns_net_events_index(sim_net *net, double dt) {
     free(net->syn_src);
+    free(net->sc_begin);
+    free(net->sc_order);
     net->syn_src = malloc((size_t)(net->n_syns + 1) * sizeof *net->syn_src);
-    if (!net->syn_src) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %lld synapses", (long long)net->n_syns);
+    net->sc_begin = calloc((size_t)net->n_syns + 2, sizeof *net->sc_begin);
+    net->sc_order = malloc((size_t)(net->n_conns + 1) * sizeof *net->sc_order);
+    if (!net->syn_src || !net->sc_begin || !net->sc_order)
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %lld synapses", (long long)net->n_syns);
+    for (int64_t k = 0; k < net->n_conns; ++k) net->sc_begin[net->conns[k].synapse + 2]++;
+    for (int64_t s = 0; s < net->n_syns; ++s) net->sc_begin[s + 2] += net->sc_begin[s + 1];
+    for (int64_t k = 0; k < net->n_conns; ++k) net->sc_order[net->sc_begin[net->conns[k].synapse + 1]++] = k;
     for (int64_t k = 0; k < net->n_syns; ++k) net->syn_src[k] = -1;
     net->has_points = 0;
     for (int64_t s = 0; s < net->n_sources; ++s)
@@ -159,17 +176,21 @@ ns_status ns_net_events_attach(sim_net *net, net_point *pt, const int64_t *syns,
     pt->w_on = calloc(nw, 1);
     pt->w_above = calloc(nw, 1);
     pt->w_flag = calloc(nw, sizeof *pt->w_flag);
-    if (!pt->tq || !pt->src || !pt->zeros || !pt->w_on || !pt->w_above || !pt->w_flag)
+    pt->syn_id = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *pt->syn_id);
+    if (!pt->tq || !pt->src || !pt->zeros || !pt->w_on || !pt->w_above || !pt->w_flag || !pt->syn_id)
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: events of %d synapses", (int)cnt);
     for (int32_t i = 0; i < cnt; ++i) {
         pt->tq[i] = -1;
         pt->src[i] = net->syn_src[syns[i]];
+        pt->syn_id[i] = syns[i];
     }
+    pt->net = net;
     pt->p.ev = pt;
     pt->p.ev_send = ev_send;
     pt->p.ev_event = ev_event;
     pt->p.ev_move = ev_move;
     pt->p.ev_watch = ev_watch;
+    pt->p.ev_netcon = ev_netcon;
     return NS_OK;
 }
 
@@ -180,6 +201,7 @@ void ns_net_point_free(net_point *pt) {
     free(pt->w_on);
     free(pt->w_above);
     free(pt->w_flag);
+    free(pt->syn_id);
 }
 
 void ns_net_events_init(ns_sim_t *sim) {

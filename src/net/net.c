@@ -57,7 +57,9 @@ static void free_built(sim_net *net) {
     free(net->syn_slot);
     free(net->syn_inst);
     free(net->syn_src);
-    net->syn_src = NULL;
+    free(net->sc_begin);
+    free(net->sc_order);
+    net->syn_src = net->sc_begin = net->sc_order = NULL;
     free(net->emit);
     net->emit = NULL;
     net->n_emit = 0;

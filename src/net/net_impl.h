@@ -89,6 +89,9 @@ typedef struct net_point {
     /* WATCH (n_watch per instance): active, its condition held at the last check, its flag */
     unsigned char *w_on, *w_above;
     double *w_flag;
+    /* FOR_NETCONS: the network and each instance's synapse id */
+    struct sim_net *net;
+    int64_t *syn_id;
 } net_point;
 
 typedef struct net_block {
@@ -125,6 +128,7 @@ typedef struct sim_net {
     double *wvec;                   /* the connections' weight vectors (net_conn.w_at) */
     int64_t n_wvec, cap_wvec;
     int64_t *syn_src;               /* synapse -> its net_event's source, -1 (events.c) */
+    int64_t *sc_begin, *sc_order;   /* synapse -> its connections (CSR, creation order; events.c) */
     int has_points;                 /* a source is a point process's net_event */
     int64_t *syn_block;             /* synapse -> block, point slot, instance */
     int32_t *syn_slot, *syn_inst;

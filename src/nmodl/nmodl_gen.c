@@ -505,6 +505,22 @@ static int emit_st(gen *g, const st *s, int indent) {
         put(b, ";\n");
         return 0;
     case ST_CALL: {
+        if (s->e->op == NM_NETCONS_OP) { /* each connection's weight vector, copied in and back */
+            put(b, "%*sfor (int q_ = 0;; ++q_) {\n%*s    double *WN_ = ns_mech_netcon(p, i_, q_);\n"
+                   "%*s    if (!WN_) break;\n", indent, "", indent, "", indent, "");
+            const int base = g->n_scope;
+            for (int k = 0; k < s->e->n_args; k++) {
+                put(b, "%*s    double A_%s = WN_[%d];\n", indent, "", s->e->args[k]->text, k);
+                if (scope_push(g, s->e->args[k]->text, 1)) return gfail(g, s->line, "out of memory");
+            }
+            const int r = emit_list(g, s->then_, indent + 4);
+            g->n_scope = base;
+            if (r) return -1;
+            for (int k = 0; k < s->e->n_args; k++)
+                put(b, "%*s    WN_[%d] = A_%s;\n", indent, "", k, s->e->args[k]->text);
+            put(b, "%*s}\n", indent, "");
+            return 0;
+        }
         const block *bl = find_block(g->m, s->e->text);
         /* printf: the host's, as NEURON's; nothing on the GPU */
         const int host = !bl && !strcmp(s->e->text, "printf");

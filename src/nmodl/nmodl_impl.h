@@ -184,6 +184,9 @@ enum { NM_EV_NONE, NM_EV_INITIAL, NM_EV_RECEIVE, NM_EV_RECEIVE_INITIAL };
 int nm_event_call(const char *name, int *arity, unsigned *flag);
 /* a WATCH statement's call: EX_CALL "WATCH" with op 'W', args (condition, flag), num its index */
 #define NM_WATCH_OP 'W'
+/* FOR_NETCONS (a, b) { body }: an ST_CALL whose EX_CALL "FOR_NETCONS" has op 'N',
+ * the names as EX_VAR args, and the body in the statement's then_ */
+#define NM_NETCONS_OP 'N'
 const char *nm_event_misplaced(const char *name, int ctx);
 
 #endif

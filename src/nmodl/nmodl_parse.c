@@ -91,7 +91,7 @@ static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
 static const char *const UNSUPPORTED[] = {
     "VERBATIM", "POINTER", "BBCOREPOINTER", "LINEAR", "NONLINEAR", "PARTIAL",
     "DISCRETE", "FUNCTION_TABLE", "LONGITUDINAL_DIFFUSION", "ELECTRODE_CURRENT", "EXTERNAL",
-    "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP", "FOR_NETCONS", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "RANDOM", "NONSPECIFIC_CONDUCTANCE",
+    "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP", "CONSTRUCTOR", "DESTRUCTOR", "REPRESENTS", "RANDOM", "NONSPECIFIC_CONDUCTANCE",
     /* Arbor's extensions */
     "POST_EVENT", "JUNCTION_PROCESS", "VOLTAGE_PROCESS", "WHITE_NOISE", NULL};
 
@@ -756,6 +756,24 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
             if (!is_punct(p, ',')) break;
             p->pos++;
         }
+        return s;
+    }
+    if (!strcmp(t->text, "FOR_NETCONS")) { /* FOR_NETCONS (a, b, ...) { body } */
+        p->pos++;
+        s->kind = ST_CALL;
+        if (!(s->e = ex_new(EX_CALL)) || expect(p, '(')) return NULL;
+        s->e->text = t->text;
+        s->e->op = NM_NETCONS_OP;
+        for (;;) {
+            ex *a = ex_new(EX_VAR);
+            ex **args = nm_realloc(AR, s->e->args, (size_t)(s->e->n_args + 1) * sizeof *args);
+            if (!a || !args || !(a->text = expect_name(p)) || skip_units(p)) return NULL;
+            s->e->args = args;
+            args[s->e->n_args++] = a;
+            if (!is_punct(p, ',')) break;
+            p->pos++;
+        }
+        if (expect(p, ')') || !(s->then_ = parse_block(p, owner))) return NULL;
         return s;
     }
     if (!strcmp(t->text, "LOCAL")) {
@@ -1542,6 +1560,20 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
                     if (check_ex(p, e->args[k], *scope, *n_scope, s->line)) return -1;
                 break;
             }
+            if (e->op == NM_NETCONS_OP) { /* FOR_NETCONS: its names for each connection's weight vector */
+                if (p->ev_ctx != NM_EV_RECEIVE)
+                    return perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "FOR_NETCONS is allowed only in the NET_RECEIVE block");
+                if (e->n_args > p->m->n_net_args)
+                    return perr(p, NS_ERR_INVALID_ARGUMENT, s->line,
+                                "FOR_NETCONS names %d arguments, NET_RECEIVE has %d", e->n_args, p->m->n_net_args);
+                const int at = *n_scope;
+                for (int k = 0; k < e->n_args; k++)
+                    if (scope_add(p, scope, n_scope, e->args[k]->text, 0)) return -1;
+                if (check_list(p, s->then_, owner, scope, n_scope)) return -1;
+                *n_scope = at;
+                p->m->events |= NS_MECH_EV_NETCONS;
+                break;
+            }
             if (check_ex(p, s->e, *scope, *n_scope, s->line)) return -1;
             break;
         }
@@ -1603,7 +1635,7 @@ static int mark_writes(parser *p, const stlist *l, const wscope *up, char **args
                 v->copy_in = 1;
             }
         }
-        if (s->kind == ST_IF || s->kind == ST_WHILE || s->kind == ST_FROM) {
+        if (s->kind == ST_IF || s->kind == ST_WHILE || s->kind == ST_FROM || (s->kind == ST_CALL && s->then_)) {
             if (mark_writes(p, s->then_, &w, args, n_args)) return -1;
             if (s->else_ && mark_writes(p, s->else_, &w, args, n_args)) return -1;
         }
