@@ -298,6 +298,20 @@ static void descriptors_and_errors(ns_mech_library_t *lib, const ns_cell_t *cell
         {"NEURON { ARTIFICIAL_CELL x }\nINITIAL {\n  FOR_NETCONS (y) { }\n}\nNET_RECEIVE(w) { }\n",
          "bad.mod:3: FOR_NETCONS is allowed only in the NET_RECEIVE block", NS_ERR_INVALID_ARGUMENT},
     };
+    /* NEURON 9's state_discontinuity(x, e) is x = e; at_time(te) its fixed-step test */
+    {
+        ns_nmodl_t *m = NULL;
+        char *h = NULL;
+        CHECK_OK(ns_nmodl_parse_string("NEURON { POINT_PROCESS sd RANGE n }\nASSIGNED { n }\nSTATE { g }\n"
+                                       "BREAKPOINT { if (at_time(5)) { n = n + 1 } }\n"
+                                       "NET_RECEIVE(w) { state_discontinuity(g, g + w) }\n",
+                                       "sd.mod", &m));
+        if (m) CHECK_OK(ns_nmodl_emit(m, NS_NMODL_HEADER, &h));
+        CHECK(h && strstr(h, "(*F1_) = ((*F1_) + A_w);") && strstr(h, "if (nsm_at_time(p, 5.0)) {") &&
+              strstr(h, "const double x = te - 1e-11;\n    return (double)(x <= p->t && x > p->t - p->dt);"));
+        ns_nmodl_free(h);
+        ns_nmodl_destroy(m);
+    }
     for (size_t k = 0; k < sizeof BAD / sizeof *BAD; ++k) {
         ns_nmodl_t *m = NULL;
         st = ns_nmodl_parse_string(BAD[k].text, "bad.mod", &m);

@@ -404,6 +404,7 @@ static void emit_ex(gen *g, const ex *e) {
             return;
         }
         else if (!strcmp(e->text, "exprelr")) put(b, "nsm_exprelr(");
+        else if (!strcmp(e->text, "at_time")) put(b, "nsm_at_time(p, ");
         else if (!strcmp(e->text, "exp")) put(b, "nsm_exp(");
         else if (!strcmp(e->text, "min") || !strcmp(e->text, "max")) put(b, "f%s(", e->text); /* Arbor's */
         else put(b, "%s(", e->text);
@@ -1010,6 +1011,9 @@ static int emit_header(gen *g) {
            "    return ns_mech_exp(x);\n#endif\n}\n#endif\n");
     put(b, "#ifndef NSM_EXPRELR\n#define NSM_EXPRELR\n/* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */\n"
            "NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }\n#endif\n");
+    if (m->uses_at_time) /* NEURON's fixed step (cvodestb.cpp): te within (t - dt, t], 1e-11 early */
+        put(b, "#ifndef NSM_AT_TIME\n#define NSM_AT_TIME\nNS_MECH_FN double nsm_at_time(const ns_mech_ppack *p, double te) {\n"
+               "    const double x = te - 1e-11;\n    return (double)(x <= p->t && x > p->t - p->dt);\n}\n#endif\n");
     put(b, "#undef NSM_ION\n#define NSM_ION(j) (p->node_index && p->ion[j].index ? p->ion[j].index[i_] : node_)\n");
     put(b, "#undef NSM_ADD\n#if defined(__CUDA_ARCH__) && %d\n#define NSM_ADD(a, x) atomicAdd(&(a), (x))\n#else\n"
            "#define NSM_ADD(a, x) ((a) += (x))\n#endif\n\n", m->point);

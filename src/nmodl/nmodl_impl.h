@@ -166,6 +166,7 @@ struct ns_nmodl {
     int artificial;
     unsigned events;
     ex **watch_cond;     /* WATCH conditions in file order (a > b or a < b) */
+    int uses_at_time;    /* at_time(te) appears */
     int n_watch;
     int n_fields, n_params, n_assigned, n_states, n_globals, table_size;
     int uses_printf;

@@ -758,6 +758,17 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
         }
         return s;
     }
+    if (!strcmp(t->text, "state_discontinuity")) { /* NEURON 9: state_discontinuity(x, e) is x = e */
+        p->pos++;
+        s->kind = ST_ASSIGN;
+        if (expect(p, '(') || !(s->name = expect_name(p))) return NULL;
+        if (is_punct(p, '[')) {
+            p->pos++;
+            if (!(s->index = parse_expr(p)) || expect(p, ']')) return NULL;
+        }
+        if (expect(p, ',') || !(s->e = parse_expr(p)) || expect(p, ')')) return NULL;
+        return s;
+    }
     if (!strcmp(t->text, "FOR_NETCONS")) { /* FOR_NETCONS (a, b, ...) { body } */
         p->pos++;
         s->kind = ST_CALL;
@@ -1396,7 +1407,8 @@ static block *find_block(struct ns_nmodl *m, const char *name) {
 static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line);
 static int builtin_arity(const char *f) {
     static const char *one[] = {"exp", "log", "log10", "sqrt", "fabs", "sin", "cos", "tan", "tanh", "sinh", "cosh",
-                                "floor", "ceil", "atan", "asin", "acos", "exprelr", "expm1", "log1p", "erf", NULL};
+                                "floor", "ceil", "atan", "asin", "acos", "exprelr", "expm1", "log1p", "erf",
+                                "at_time", NULL};
     static const char *two[] = {"pow", "fmin", "fmax", "atan2", "fmod", "min", "max", NULL};
     for (int i = 0; one[i]; i++)
         if (!strcmp(one[i], f)) return 1;
@@ -1450,6 +1462,7 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
         if (!b && !strcmp(e->text, "printf"))
             return perr(p, NS_ERR_UNSUPPORTED, line, "printf as a value (it is supported as a statement)");
         int ar = builtin_arity(e->text);
+        if (!b && !strcmp(e->text, "at_time")) p->m->uses_at_time = 1;
         unsigned evf = 0;
         if (!b && e->op == NM_WATCH_OP) { /* a WATCH statement's (parse_statement) */
             const ex *c = e->args[0];
