@@ -148,7 +148,7 @@ typedef struct ns_mech_ppack {
 #define ns_mech_net_send(p, i, t, flag, w) ((void)0)
 #define ns_mech_net_event(p, i, t) ((void)0)
 #define ns_mech_net_move(p, i, t) ((void)0)
-#define ns_mech_watch(p, i, k, flag, first) ((void)0)
+#define ns_mech_watch(p, i, k, flag, first) ((void)(first))
 #define ns_mech_netcon(p, i, q) ((double *)0)
 #else
 #define ns_mech_net_send(p, i, t, flag, w) ((p)->ev ? (p)->ev_send((p)->ev, (i), (t), (flag), (w)) : (void)0)
