@@ -15,7 +15,8 @@
  *      run with 1, 2 and 4 threads: every copy NEURON's, the runs identical to the bit;
  *   2. the descriptors (weight vector length, artificial, event flags, no
  *      CUDA entry points) and the errors: a point source twice, a connection
- *      from one with a delay below dt, the translator's refusals (file:line).
+ *      from one with a delay below dt, the translator's refusals (file:line);
+ *   3. the GPU loop's refusal of event mechanisms (where a GPU runs).
  * Without a C compiler the test skips (77). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -321,6 +322,38 @@ static void descriptors_and_errors(ns_mech_library_t *lib, const ns_cell_t *cell
     }
 }
 
+/* 3. the GPU loop refuses a network of event mechanisms, naming the CPU
+ * backend (checked where a GPU runs: the CUDA build on a GPU host) */
+static void gpu_refuses(ns_mech_library_t *lib, const ns_cell_t *cell) {
+    ns_sim_model_t *model = NULL;
+    CHECK_OK(ns_sim_model_create(lib, &model));
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = NS_BACKEND_CUDA;
+    o.model = model;
+    const ns_cell_t *shapes[1] = {cell};
+    ns_sim_t *sim = NULL;
+    ns_status st = ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim);
+    ns_sim_model_destroy(model);
+    if (st != NS_OK) {
+        printf("the GPU loop's refusal not checked here: %s\n", ns_last_error());
+        return;
+    }
+    int64_t a = -1, t = -1;
+    const double times[1] = {1.0};
+    CHECK_OK(ns_sim_add_synapse(sim, 0, 0, "IntFire1", &a));
+    CHECK_OK(ns_sim_add_spike_source(sim, times, 1, &t));
+    CHECK_OK(ns_sim_connect(sim, t, a, 2.0, 1.0));
+    st = ns_sim_init(sim);
+    CHECK_MSG(st == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "IntFire1 uses events") &&
+                  strstr(ns_last_error(), "CPU backend"),
+              "%d %s", (int)st, ns_last_error());
+    printf("the GPU loop refuses IntFire1: %s\n", ns_last_error());
+    ns_sim_destroy(sim);
+}
+
 int main(void) {
     if (tmpdir_make("ns_sim_events")) return 1;
     char cmd[1600];
@@ -342,6 +375,7 @@ int main(void) {
     ns_cell_t *cell = test_cylinder();
     if (lib && cell) {
         descriptors_and_errors(lib, cell);
+        gpu_refuses(lib, cell);
         against_neuron(lib, cell);
     }
     ns_cell_destroy(cell);
