@@ -113,11 +113,13 @@ static int list(int argc, char **argv) {
             for (int i = 0; i < d->n_ions; ++i) json_string(&j, NULL, d->ions[i].name);
             json_array_end(&j);
             json_bool(&j, "net_receive", d->has_net_receive);
+            json_bool(&j, "artificial", d->artificial);
             json_bool(&j, "cuda", d->cuda_state != NULL);
             json_object_end(&j);
             continue;
         }
-        printf("%s (%s%s%s)\n", d->name, d->kind == NS_MECH_POINT ? "point process" : "density",
+        printf("%s (%s%s%s)\n", d->name,
+               d->artificial ? "artificial cell" : d->kind == NS_MECH_POINT ? "point process" : "density",
                d->has_net_receive ? ", NET_RECEIVE" : "", d->cuda_state ? ", CUDA" : "");
         print_names("parameter", d->field_names, 0, d->n_params);
         print_names("assigned", d->field_names, d->n_params, d->n_params + d->n_assigned);

@@ -266,6 +266,12 @@ NS_API ns_status ns_sim_set_pointer(ns_sim_t *sim, int64_t synapse, const char *
  * plus 1e-10 ms, not interpolated, as NEURON's fixed step records it. */
 NS_API ns_status ns_sim_add_detector(ns_sim_t *sim, int64_t cell, int32_t compartment, double threshold,
                                      int64_t *source);
+/* A synapse's net_event as a spike source (NEURON's NetCon from a point
+ * process: an ARTIFICIAL_CELL such as IntFire1, or any point process whose
+ * NET_RECEIVE calls net_event): each net_event(t) a spike at exactly t, its
+ * connections' events at t + delay (delay >= dt). One source per synapse;
+ * docs/networks.md, "Events". */
+NS_API ns_status ns_sim_add_point_source(ns_sim_t *sim, int64_t synapse, int64_t *source);
 /* A train of given spike times [ms] (finite, >= 0; copied and sorted), as
  * NEURON's VecStim or a NetStim without noise: each a spike at exactly
  * that time. */
@@ -285,8 +291,8 @@ NS_API ns_status ns_sim_connect(ns_sim_t *sim, int64_t source, int64_t synapse, 
 /* The spikes of a source so far [ms], ascending (a train: its times up to
  * the simulation's time). NULL and 0 for an unknown source. */
 NS_API const double *ns_sim_source_spikes(const ns_sim_t *sim, int64_t source, int64_t *count);
-/* The cell of a detector; -1 for a train or a Poisson source, -2 for an
- * unknown source. */
+/* The cell of a detector; -1 for a train, a Poisson source or a point
+ * source, -2 for an unknown source. */
 NS_API int64_t ns_sim_source_cell(const ns_sim_t *sim, int64_t source);
 /* Counts: synapses, sources, connections. */
 NS_API int64_t ns_sim_synapses(const ns_sim_t *sim);

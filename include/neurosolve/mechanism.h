@@ -23,7 +23,8 @@ extern "C" {
 /* 2: ns_mech_desc.cuda_net_receive (a library built for 1 is refused)
  * 3: ns_mech_desc.has_random, random_field (random numbers); n_pointers,
  *    pointer_names and ns_mech_ppack.pointer (POINTER); ns_mech_ppack.area
- *    and .diam (area/diam in a mechanism) */
+ *    and .diam (area/diam in a mechanism); events (ns_mech_ppack.ev*,
+ *    ns_mech_desc.n_weights and after) */
 #define NS_MECH_ABI_VERSION 3
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
@@ -136,7 +137,38 @@ typedef struct ns_mech_ppack {
      * (NEURON's 100 at a zero-area node, where only point processes sit) and its diameter [um]
      * (NEURON's: the mean over the segment's length of the 3D points' diameters) */
     const double *area, *diam;
+    /* Events (ABI 3, NET_RECEIVE's net_send / net_event / net_move, docs/mechanisms.md
+     * "Events"): the host loop's queue, called by the generated code through
+     * ns_mech_net_send and the two below; ev NULL: the loop has none (the calls do nothing).
+     * net_send(t, flag, w): a self event at absolute time t for `instance` with the
+     * weight vector w (NULL from INITIAL); net_event(t): the instance's spike at t;
+     * net_move(t): its pending flag-1 self event to t. Host pointers, never called on a device. */
+    void *ev;
+    void (*ev_send)(void *ev, int instance, double t, double flag, double *w);
+    void (*ev_event)(void *ev, int instance, double t);
+    void (*ev_move)(void *ev, int instance, double t);
+    /* WATCH k of NET_RECEIVE with its flag; first: the first WATCH of this
+     * NET_RECEIVE call, which ends the instance's earlier watches (nocmodl's _watch_rm) */
+    void (*ev_watch)(void *ev, int instance, int k, double flag, int first);
+    /* FOR_NETCONS: the weight vector of the instance's connection q, NULL past the last */
+    double *(*ev_netcon)(void *ev, int instance, int q);
 } ns_mech_ppack;
+
+/* The generated code's event calls (host only; a device build compiles them to nothing,
+ * and a mechanism that makes them has no CUDA entry points). */
+#if defined(__CUDA_ARCH__)
+#define ns_mech_net_send(p, i, t, flag, w) ((void)0)
+#define ns_mech_net_event(p, i, t) ((void)0)
+#define ns_mech_net_move(p, i, t) ((void)0)
+#define ns_mech_watch(p, i, k, flag, first) ((void)(first))
+#define ns_mech_netcon(p, i, q) ((double *)0)
+#else
+#define ns_mech_net_send(p, i, t, flag, w) ((p)->ev ? (p)->ev_send((p)->ev, (i), (t), (flag), (w)) : (void)0)
+#define ns_mech_net_event(p, i, t) ((p)->ev ? (p)->ev_event((p)->ev, (i), (t)) : (void)0)
+#define ns_mech_net_move(p, i, t) ((p)->ev ? (p)->ev_move((p)->ev, (i), (t)) : (void)0)
+#define ns_mech_watch(p, i, k, flag, first) ((p)->ev ? (p)->ev_watch((p)->ev, (i), (k), (flag), (first)) : (void)0)
+#define ns_mech_netcon(p, i, q) ((p)->ev ? (p)->ev_netcon((p)->ev, (i), (q)) : (double *)0)
+#endif
 
 typedef struct ns_mech_ion_use {
     const char *name; /* "na", "k", "ca", "cl" or a VALENCE ion */
@@ -203,7 +235,34 @@ typedef struct ns_mech_desc {
      * holds each instance's address of pointer_names[k]. */
     int n_pointers;
     const char *const *pointer_names;
+    /* Events (ABI 3, docs/mechanisms.md "Events"). NET_RECEIVE's arguments: the
+     * weight, then per-connection state (NEURON's NetCon weight vector; 0
+     * without NET_RECEIVE). artificial: an ARTIFICIAL_CELL (reads no v and no
+     * ion; NEURON's IntFire1). events: NS_MECH_EV_* flags of what it calls. */
+    int n_weights;
+    int artificial;
+    unsigned events;
+    /* NET_RECEIVE with the connection's weight vector w (n_weights values,
+     * written back: per-connection state) and the event's flag (0 for a
+     * connection's event, net_send's flag for a self event) */
+    void (*net_receive_w)(ns_mech_ppack *p, int instance, double *w, double flag);
+    /* NET_RECEIVE's INITIAL block for one connection (finitialize), NULL: none */
+    void (*net_init)(ns_mech_ppack *p, int instance, double *w);
+    /* WATCH statements (conditions numbered in file order): watch_value(p,
+     * instance, k) is condition k's value, > 0 where it holds (nocmodl's
+     * a - b for a > b); NULL and 0: none */
+    int n_watch;
+    double (*watch_value)(ns_mech_ppack *p, int instance, int k);
 } ns_mech_desc;
+
+enum {
+    NS_MECH_EV_SEND = 1,  /* net_send (self events) */
+    NS_MECH_EV_EVENT = 2, /* net_event (a spike source) */
+    NS_MECH_EV_MOVE = 4,  /* net_move */
+    NS_MECH_EV_INIT = 8,  /* INITIAL inside NET_RECEIVE */
+    NS_MECH_EV_WATCH = 16, /* WATCH */
+    NS_MECH_EV_NETCONS = 32 /* FOR_NETCONS */
+};
 
 typedef struct ns_mech_catalogue {
     int abi_version;

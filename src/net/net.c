@@ -38,6 +38,7 @@ static void block_free(net_block *nb) {
         free(nb->points[k].weight);
         free(nb->points[k].ptr_store);
         free(nb->points[k].ptr);
+        ns_net_point_free(&nb->points[k]);
     }
     free(nb->points);
     free(nb->heap);
@@ -57,6 +58,10 @@ static void free_built(sim_net *net) {
     free(net->syn_block);
     free(net->syn_slot);
     free(net->syn_inst);
+    free(net->syn_src);
+    free(net->sc_begin);
+    free(net->sc_order);
+    net->syn_src = net->sc_begin = net->sc_order = NULL;
     free(net->emit);
     net->emit = NULL;
     net->n_emit = 0;
@@ -83,6 +88,7 @@ void ns_net_free(sim_net *net) {
     free(net->params);
     free(net->ptrs);
     free(net->conns);
+    free(net->wvec);
     free(net->gather);
     free(net->ext);
     free(net->fan);
@@ -363,7 +369,15 @@ ns_status ns_sim_connect(ns_sim_t *sim, int64_t source, int64_t synapse, double 
                        (long long)source, (long long)synapse, target->name);
     if (grow((void **)&net->conns, net->n_conns, &net->cap_conns, sizeof *net->conns) != 0)
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
-    net->conns[net->n_conns++] = (net_conn){source, synapse, weight, delay};
+    /* its weight vector: NET_RECEIVE's arguments, the weight then 0 (net/events.c) */
+    const int nw = sim->model->descs[net->syns[synapse].desc]->n_weights;
+    const int64_t w_at = net->n_wvec;
+    for (int k = 0; k < (nw > 1 ? nw : 1); ++k) {
+        if (grow((void **)&net->wvec, net->n_wvec, &net->cap_wvec, sizeof *net->wvec) != 0)
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
+        net->wvec[net->n_wvec++] = k ? 0.0 : weight;
+    }
+    net->conns[net->n_conns++] = (net_conn){source, synapse, weight, delay, w_at};
     net->dirty = 1;
     return NS_OK;
 }
@@ -501,6 +515,9 @@ static ns_status block_build(ns_sim_t *sim, const net_block_in *in, const int64_
             }
         st = point_create(sim, in, desc, ids, c, lane, &nb->points[t]);
         nb->n_points = t + 1;
+        nb->points[t].nb = nb;
+        nb->points[t].slot = t;
+        if (st == NS_OK) st = ns_net_events_attach(net, &nb->points[t], ids, c);
     }
     free(keys);
     free(ids);
@@ -570,11 +587,12 @@ ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in) 
     if (st == NS_OK) {
         net->n_emit = 0; /* a loop interval visits these, not every detector */
         for (int64_t k = 0; k < net->n_sources; ++k)
-            if (net->sources[k].cell < 0) net->emit[net->n_emit++] = k;
+            if (net->sources[k].cell < 0 && !net->sources[k].point) net->emit[net->n_emit++] = k;
         net->n_blocks = n_blocks;
         for (int64_t k = 0; k < net->n_syns; ++k) cells[k] = net->syns[k].cell;
         st = by_cell(nc, net->n_syns, cells, &syn_begin, &syn_order);
     }
+    if (st == NS_OK) st = ns_net_events_index(net, sim->params.dt);
     if (st == NS_OK) {
         for (int64_t k = 0; k < net->n_sources; ++k) cells[k] = net->sources[k].cell;
         st = by_cell(nc, net->n_sources, cells, &det_begin, &det_order);
@@ -617,6 +635,7 @@ ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in) 
             if (pt->p.n > 0) pt->desc->init(&pt->p);
         }
     }
+    ns_net_events_init(sim); /* the connections' NET_RECEIVE INITIAL */
     for (int64_t s = 0; s < net->n_sources; ++s) {
         net->sources[s].n_spikes = 0;
         net->sources[s].cursor = 0;
@@ -658,7 +677,7 @@ ns_status ns_net_add_spikes(sim_net *net, const net_spike *spikes, int64_t n) {
 
 static int before(const net_event *a, const net_event *b) { return a->t < b->t || (a->t == b->t && a->seq < b->seq); }
 
-static int heap_push(net_block *nb, const net_event *e) {
+int ns_net_queue_push(net_block *nb, const net_event *e) {
     if (grow((void **)&nb->heap, nb->n_heap, &nb->cap_heap, sizeof *nb->heap) != 0) return -1;
     int64_t i = nb->n_heap++;
     while (i > 0) {
@@ -671,9 +690,13 @@ static int heap_push(net_block *nb, const net_event *e) {
     return 0;
 }
 
-static void heap_pop(net_block *nb) {
+void ns_net_queue_remove(net_block *nb, int64_t i) {
     const net_event last = nb->heap[--nb->n_heap];
-    int64_t i = 0;
+    if (i == nb->n_heap) return;
+    while (i > 0 && before(&last, &nb->heap[(i - 1) / 2])) { /* up, where `last` is earlier than i's parent */
+        nb->heap[i] = nb->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
     for (;;) {
         int64_t c = 2 * i + 1;
         if (c >= nb->n_heap) break;
@@ -682,20 +705,27 @@ static void heap_pop(net_block *nb) {
         nb->heap[i] = nb->heap[c];
         i = c;
     }
-    if (nb->n_heap > 0) nb->heap[i] = last;
+    nb->heap[i] = last;
 }
 
 void ns_net_deliver(net_block *nb, double *v, double t, double dt, double celsius) {
     const double until = t + .5 * dt; /* NEURON: events due by t + dt/2 */
+    ns_net_watch(nb, v, t, dt, celsius); /* before, as NEURON's check_thresh (net/events.c) */
     while (nb->n_heap > 0 && nb->heap[0].t <= until) {
         const net_event e = nb->heap[0];
-        heap_pop(nb);
+        ns_net_queue_remove(nb, 0);
         net_point *pt = &nb->points[e.slot];
         pt->p.v = v;
         pt->p.t = e.t;
         pt->p.dt = dt;
         pt->p.celsius = celsius;
-        pt->desc->net_receive(&pt->p, e.inst, e.weight);
+        if (pt->tq[e.inst] == e.seq) pt->tq[e.inst] = -1; /* net_move's event delivered */
+        double *w = e.w;
+        if (!w) { /* a self event sent from INITIAL: no weight vector (NEURON's NULL) */
+            memset(pt->zeros, 0, (size_t)(pt->desc->n_weights > 0 ? pt->desc->n_weights : 1) * sizeof *w);
+            w = pt->zeros;
+        }
+        pt->desc->net_receive_w(&pt->p, e.inst, w, e.flag);
     }
 }
 
@@ -767,8 +797,8 @@ static int fan_out(sim_net *net, int64_t src, double t) {
     for (int64_t q = net->out_begin[src]; q < net->out_begin[src + 1]; ++q) {
         const net_conn *c = &net->conns[net->out_order[q]];
         const net_event e = {t + c->delay, net->seq++, net->syn_slot[c->synapse], net->syn_inst[c->synapse],
-                             c->weight};
-        if (heap_push(net->blocks[net->syn_block[c->synapse]], &e) != 0) return -1;
+                             net->wvec + c->w_at, 0.0};
+        if (ns_net_queue_push(net->blocks[net->syn_block[c->synapse]], &e) != 0) return -1;
     }
     return 0;
 }
@@ -854,7 +884,11 @@ ns_status ns_sim_set_exchange(ns_sim_t *sim, ns_net_exchange_fn fn, void *contex
 
 void ns_net_loop_begin(ns_sim_t *sim, int64_t steps, net_loop *L) {
     sim_net *net = sim->net;
-    const double min_delay = net->exchange_fn ? net->exchange_min_delay : net->n_conns > 0 ? net->min_delay : INFINITY;
+    double min_delay = net->exchange_fn ? net->exchange_min_delay : net->n_conns > 0 ? net->min_delay : INFINITY;
+    /* a net_event's spike is at a delivered event's time, up to dt/2 before the
+     * interval's start (a detector's at a step's end): the interval shorter by
+     * dt/2 keeps its events in a later interval (net/events.c) */
+    if (net->has_points) min_delay -= .5 * sim->params.dt;
     L->steps = steps;
     L->interval = ns_net_interval(min_delay, sim->params.dt, steps);
     if (net->n_snap > 0 && L->interval > 1) L->interval = 1; /* POINTERs into other blocks: a copy per step */
@@ -869,7 +903,8 @@ int64_t ns_net_loop_next(ns_sim_t *sim, net_loop *L, const sim_fault *fault, ns_
     sim_net *net = sim->net;
     if (L->len > 0) { /* the interval that ran: its spikes, and the clock to its end */
         if (*st != NS_OK || fault->step != INT64_MAX) return 0;
-        *st = exchange(net);
+        *st = ns_net_events_check(net);
+        if (*st == NS_OK) *st = exchange(net);
         sim->steps += L->len;
         sim->t = L->t1;
         L->done += L->len;

@@ -42,6 +42,7 @@ typedef struct net_source {
     double rate, start, stop, next;
     uint64_t seed;
     ns_rng rng;
+    int64_t point;     /* synapse + 1 of a point process whose net_event is this source (events.c); 0: none */
     double *spikes;    /* the source's spikes so far [ms] */
     int64_t n_spikes, cap_spikes;
 } net_source;
@@ -49,16 +50,22 @@ typedef struct net_source {
 typedef struct net_conn {
     int64_t source, synapse;
     double weight, delay;
+    int64_t w_at; /* its weight vector (NET_RECEIVE's arguments, weight first) in sim_net.wvec */
 } net_conn;
 
 /* An event for a synapse of one block: NET_RECEIVE of instance `inst` of the
- * block's point type `slot` at time t; seq orders equal times. */
+ * block's point type `slot` at time t with the weight vector w (a connection's
+ * in sim_net.wvec; NULL: none, a self event sent from INITIAL) and flag (0 from
+ * a connection, net_send's for a self event); seq orders equal times
+ * (connections' events from 0, self events from NS_NET_SELF_SEQ: after them). */
 typedef struct net_event {
     double t;
     int64_t seq;
     int32_t slot, inst;
-    double weight;
+    double *w;
+    double flag;
 } net_event;
+#define NS_NET_SELF_SEQ ((int64_t)1 << 62)
 
 typedef ns_net_spike net_spike;
 
@@ -82,6 +89,20 @@ typedef struct net_point {
     ns_mech_ion_view ions[NS_SIM_MECH_IONS_MAX];
     double **ptr_store; /* POINTERs: desc->n_pointers x n addresses (pointer.c) */
     double ***ptr;      /* desc->n_pointers arrays into ptr_store: ppack.pointer */
+    /* events (events.c): the block, this type's slot in it, per instance the
+     * seq of its pending flag-1 self event (net_move's; -1 none) and its
+     * net_event's source (-1 none); zeros: the weight vector of a self event
+     * sent from INITIAL */
+    struct net_block *nb;
+    int32_t slot;
+    int64_t *tq, *src;
+    double *zeros;
+    /* WATCH (n_watch per instance): active, its condition held at the last check, its flag */
+    unsigned char *w_on, *w_above;
+    double *w_flag;
+    /* FOR_NETCONS: the network and each instance's synapse id */
+    struct sim_net *net;
+    int64_t *syn_id;
 } net_point;
 
 typedef struct net_block {
@@ -96,6 +117,8 @@ typedef struct net_block {
     unsigned char *det_above;
     net_spike *out;   /* spikes found since the last exchange */
     int64_t n_out, cap_out;
+    int64_t self_seq; /* self events sent (events.c) */
+    char ev_error[256]; /* the first event error of the interval (events.c), "" none */
 } net_block;
 
 typedef struct sim_net {
@@ -123,6 +146,11 @@ typedef struct sim_net {
     net_block **blocks;
     int64_t *out_begin, *out_order; /* connections by source (CSR, in order of creation) */
     int64_t *emit, n_emit;          /* the trains and Poisson sources, ascending (emit_trains) */
+    double *wvec;                   /* the connections' weight vectors (net_conn.w_at) */
+    int64_t n_wvec, cap_wvec;
+    int64_t *syn_src;               /* synapse -> its net_event's source, -1 (events.c) */
+    int64_t *sc_begin, *sc_order;   /* synapse -> its connections (CSR, creation order; events.c) */
+    int has_points;                 /* a source is a point process's net_event */
     int64_t *syn_block;             /* synapse -> block, point slot, instance */
     int32_t *syn_slot, *syn_inst;
     double min_delay;               /* [ms] */
@@ -202,5 +230,23 @@ int ns_net_detect(net_block *nb, const double *v, double t);
  * and the next spike after the current one (INFINITY past stop). */
 void ns_net_poisson_reset(net_source *s);
 void ns_net_poisson_draw(net_source *s);
+
+/* The block queue (net.c): push (-1: out of memory) and remove the entry at index i. */
+int ns_net_queue_push(net_block *nb, const net_event *e);
+void ns_net_queue_remove(net_block *nb, int64_t i);
+
+/* Events of NMODL (net/events.c, docs/networks.md "Events"): synapse ->
+ * source of its net_event (net->syn_src, before the blocks; connections
+ * from one need delay >= dt), a point type's
+ * event hooks (ppack.ev), the connections' NET_RECEIVE INITIAL at
+ * finitialize, and the first event error of any block after an interval. */
+ns_status ns_net_events_index(sim_net *net, double dt);
+ns_status ns_net_events_attach(sim_net *net, net_point *pt, const int64_t *syns, int32_t cnt);
+void ns_net_events_init(ns_sim_t *sim);
+ns_status ns_net_events_check(const sim_net *net);
+/* The active WATCH conditions of a block at the start of a step from t
+ * (NEURON's check_thresh): each that turned true sends its flag at t. */
+void ns_net_watch(net_block *nb, double *v, double t, double dt, double celsius);
+void ns_net_point_free(net_point *pt);
 
 #endif

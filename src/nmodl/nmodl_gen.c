@@ -53,6 +53,7 @@ typedef struct gen {
     int n_states;
     int field_direct; /* fields as p->field[k][i_] (the TABLE builder), else through the F pointers */
     int staged;       /* cnexp equations as their first stage: *a<k>_ and *t<k>_ (cnexp_staged) */
+    int ev_ctx;       /* the block being written for the event calls (NM_EV_*): W_ is the weight vector in NET_RECEIVE */
     ns_status status;
 } gen;
 
@@ -429,6 +430,26 @@ static void emit_ex(gen *g, const ex *e) {
              * 1e-11 lies in (t - dt, t]; it only stops CVODE there */
             put(b, "nsm_at_time(p->t, p->dt, ");
         }
+        else if (e->op == NM_WATCH_OP) { /* WATCH k: activated with its flag (mechanism.h) */
+            put(b, "ns_mech_watch(p, i_, %d, ", (int)e->num);
+            emit_ex(g, e->args[1]);
+            put(b, ", watch_rm_++ == 0)");
+            return;
+        }
+        else if (nm_event_call(e->text, NULL, NULL)) { /* mechanism.h's ns_mech_net_*: the loop's queue */
+            put(b, "ns_mech_%s(p, i_, ", e->text);
+            if (!strcmp(e->text, "net_send")) { /* net_send(delay, flag): at t + delay */
+                put(b, "p->t + (");
+                emit_ex(g, e->args[0]);
+                put(b, "), ");
+                emit_ex(g, e->args[1]);
+                put(b, ", %s)", g->ev_ctx == NM_EV_RECEIVE ? "W_" : "(double *)0");
+            } else {
+                emit_ex(g, e->args[0]);
+                put(b, ")");
+            }
+            return;
+        }
         else if (!strcmp(e->text, "exprelr")) put(b, "nsm_exprelr(");
         else if (!strcmp(e->text, "exp")) put(b, "nsm_exp(");
         else if (!strcmp(e->text, "min") || !strcmp(e->text, "max")) put(b, "f%s(", e->text); /* Arbor's */
@@ -531,6 +552,22 @@ static int emit_st(gen *g, const st *s, int indent) {
         put(b, ";\n");
         return 0;
     case ST_CALL: {
+        if (s->e->op == NM_NETCONS_OP) { /* each connection's weight vector, copied in and back */
+            put(b, "%*sfor (int q_ = 0;; ++q_) {\n%*s    double *WN_ = ns_mech_netcon(p, i_, q_);\n"
+                   "%*s    if (!WN_) break;\n", indent, "", indent, "", indent, "");
+            const int base = g->n_scope;
+            for (int k = 0; k < s->e->n_args; k++) {
+                put(b, "%*s    double A_%s = WN_[%d];\n", indent, "", s->e->args[k]->text, k);
+                if (scope_push(g, s->e->args[k]->text, 1)) return gfail(g, s->line, "out of memory");
+            }
+            const int r = emit_list(g, s->then_, indent + 4);
+            g->n_scope = base;
+            if (r) return -1;
+            for (int k = 0; k < s->e->n_args; k++)
+                put(b, "%*s    WN_[%d] = A_%s;\n", indent, "", k, s->e->args[k]->text);
+            put(b, "%*s}\n", indent, "");
+            return 0;
+        }
         const block *bl = find_block(g->m, s->e->text);
         /* printf: the host's, as NEURON's; nothing on the GPU */
         const int host = !bl && !strcmp(s->e->text, "printf");
@@ -1076,7 +1113,9 @@ static int emit_header(gen *g) {
         if (m->vars[i].cls == V_STATE && m->vars[i].ion < 0) put(b, "    *F%d_ = 0.0;\n", m->vars[i].field);
     g->n_scope = 0;
     g->mode = M_CNEXP;
+    g->ev_ctx = NM_EV_INITIAL;
     if (m->initial && emit_list(g, m->initial, 4)) return -1;
+    g->ev_ctx = NM_EV_NONE;
     load_conc(g, 1);
     store_e(g);
     put(b, "    (void)v_;\n}\n\n");
@@ -1161,25 +1200,61 @@ static int emit_header(gen *g) {
     }
     load_conc(g, 1);
     put(b, "    (void)v_;\n}\n\n");
-    if (m->net_receive) {
-        put(b, "NS_MECH_FN void nsm_%s_net_receive_F(ns_mech_ppack *p, ", name);
+    /* NET_RECEIVE and its INITIAL: the arguments are the connection's weight
+     * vector W_ (copied in, and back: per-connection state), flag the event's */
+    for (int k = 0; k < 2; k++) {
+        const stlist *body = k ? m->net_initial : m->net_receive;
+        if (!body) continue;
+        put(b, "NS_MECH_FN void nsm_%s_%s_F(ns_mech_ppack *p, ", name, k ? "net_init" : "net_receive");
         put_fparams(g);
-        put(b, "int i_, int node_, double A_%s) {\n    const double v_ = p->v[node_];\n", m->net_weight);
+        put(b, "int i_, int node_, double *W_%s) {\n    const double v_ = p->v[node_];\n", k ? "" : ", double A_flag");
         put_arrays(g, 4);
         load_copies(g, 'v');
         load_copies(g, 'i');
         g->n_scope = 0;
-        if (scope_push(g, m->net_weight, 1)) return gfail(g, 0, "out of memory");
-        if (emit_list(g, m->net_receive, 4)) return -1;
-        put(b, "    (void)v_;\n}\n\n");
+        for (int a = 0; a < m->n_net_args; a++) {
+            put(b, "    double A_%s = W_[%d];\n", m->net_args[a], a);
+            if (scope_push(g, m->net_args[a], 1)) return gfail(g, 0, "out of memory");
+        }
+        if (!k && scope_push(g, "flag", 1)) return gfail(g, 0, "out of memory");
+        if (!k && m->n_watch) put(b, "    int watch_rm_ = 0;\n");
+        g->ev_ctx = k ? NM_EV_RECEIVE_INITIAL : NM_EV_RECEIVE;
+        const int r = emit_list(g, body, 4);
+        g->ev_ctx = NM_EV_NONE;
+        if (r) return -1;
+        for (int a = 0; a < m->n_net_args; a++) put(b, "    W_[%d] = A_%s;\n", a, m->net_args[a]);
+        put(b, "    (void)v_;%s%s\n}\n\n", k ? "" : " (void)A_flag;", !k && m->n_watch ? " (void)watch_rm_;" : "");
+    }
+    if (m->n_watch) { /* the WATCH conditions' values: a - b for a > b, b - a for a < b (nocmodl's) */
+        put(b, "NS_MECH_FN double nsm_%s_watch_F(ns_mech_ppack *p, ", name);
+        put_fparams(g);
+        put(b, "int i_, int node_, int k_) {\n    const double v_ = p->v[node_];\n    (void)v_;\n");
+        put_arrays(g, 4);
+        load_copies(g, 'v');
+        load_copies(g, 'i');
+        g->n_scope = 0;
+        put(b, "    switch (k_) {\n");
+        for (int k = 0; k < m->n_watch; k++) {
+            const ex *c = m->watch_cond[k];
+            const int gt = c->op == '>' || c->op == 'g';
+            put(b, "    case %d: return (", k);
+            emit_ex(g, gt ? c->a : c->b);
+            put(b, ") - (");
+            emit_ex(g, gt ? c->b : c->a);
+            put(b, ");\n");
+        }
+        put(b, "    default: return -1.0;\n    }\n}\n\n");
     }
     /* the entry points on the ppack's arrays */
-    static const char *const entry[] = {"init", "current", "state", "net_receive"};
-    for (int k = 0; k < (m->net_receive ? 4 : 3); k++) {
-        put(b, "NS_MECH_FN void nsm_%s_%s_one(ns_mech_ppack *p, int i_, int node_%s) {\n    nsm_%s_%s_F(p, ", name,
-            entry[k], k == 3 ? ", double w_" : "", name, entry[k]);
+    static const char *const entry[] = {"init", "current", "state", "net_receive", "net_init", "watch"};
+    for (int k = 0; k < 6; k++) {
+        if ((k == 3 && !m->net_receive) || (k == 4 && !m->net_initial) || (k == 5 && !m->n_watch)) continue;
+        put(b, "NS_MECH_FN %s nsm_%s_%s_one(ns_mech_ppack *p, int i_, int node_%s) {\n    %snsm_%s_%s_F(p, ",
+            k == 5 ? "double" : "void", name, entry[k],
+            k == 3 ? ", double *w_, double flag_" : k == 4 ? ", double *w_" : k == 5 ? ", int k_" : "",
+            k == 5 ? "return " : "", name, entry[k]);
         put_addresses(g, "&p->field[%d][i_]", 0);
-        put(b, "i_, node_%s);\n}\n\n", k == 3 ? ", w_" : "");
+        put(b, "i_, node_%s);\n}\n\n", k == 3 ? ", w_, flag_" : k == 4 ? ", w_" : k == 5 ? ", k_" : "");
     }
     put(b, "#endif\n");
     return 0;
@@ -1339,9 +1414,19 @@ static int emit_c(gen *g) {
     emit_loop(g, "init");
     emit_loop(g, "current");
     emit_loop(g, "state");
-    if (m->net_receive)
-        put(b, "static void nsm_%s_net_receive(ns_mech_ppack *p, int i, double w) {\n"
-               "    nsm_%s_net_receive_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, w);\n}\n\n",
+    if (m->net_receive) /* the weight alone (ABI 2's entry), and the weight vector with a flag */
+        put(b, "static void nsm_%s_net_receive_w(ns_mech_ppack *p, int i, double *w, double flag) {\n"
+               "    nsm_%s_net_receive_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, w, flag);\n}\n\n"
+               "static void nsm_%s_net_receive(ns_mech_ppack *p, int i, double w) {\n"
+               "    double w_[%d] = {w};\n    nsm_%s_net_receive_w(p, i, w_, 0.0);\n}\n\n",
+            name, name, name, m->n_net_args, name);
+    if (m->n_watch)
+        put(b, "static double nsm_%s_watch(ns_mech_ppack *p, int i, int k) {\n"
+               "    return nsm_%s_watch_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, k);\n}\n\n",
+            name, name);
+    if (m->net_initial)
+        put(b, "static void nsm_%s_net_init(ns_mech_ppack *p, int i, double *w) {\n"
+               "    nsm_%s_net_init_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, w);\n}\n\n",
             name, name);
     return 0;
 }
@@ -1399,7 +1484,13 @@ static void emit_desc(gen *g) {
     put(g->b, "#ifdef NS_MECH_WITH_CUDA\nint nsm_%s_cuda_init(const ns_mech_ppack *, void *);\n"
               "int nsm_%s_cuda_current(const ns_mech_ppack *, void *);\nint nsm_%s_cuda_state(const ns_mech_ppack *, void *);\n",
         n, n, n);
-    if (m->net_receive)
+    /* events and per-connection state stay on the host: no CUDA entry points
+     * (the GPU loop refuses the mechanism, docs/mechanisms.md "Events") */
+    const int host_only = m->events || m->artificial || m->n_net_args > 1;
+    if (host_only)
+        put(g->b, "#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n"
+                  "#endif\n");
+    else if (m->net_receive)
         put(g->b, "int nsm_%s_cuda_net_receive(const ns_mech_ppack *, const ns_mech_event *, const int64_t *, int64_t, "
                   "void *);\n#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state, "
                   "nsm_##x##_cuda_net_receive\n#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#endif\n",
@@ -1415,7 +1506,12 @@ static void emit_desc(gen *g) {
         m->net_receive ? "nsm_" : "NULL", m->net_receive ? n : "", m->net_receive ? "_net_receive" : "",
         m->table_size ? "nsm_" : "NULL", m->table_size ? n : "", m->table_size ? "_table_update" : "", n);
     put(g->b, ",\n    %d, %d", m->n_streams, m->random_field >= 0 ? m->random_field : 0); /* random */
-    put(g->b, ",\n    %d, nsm_%s_pnames};\n", m->n_pointers, n);                                   /* POINTER */
+    put(g->b, ",\n    %d, nsm_%s_pnames", m->n_pointers, n);                                       /* POINTER */
+    put(g->b, ",\n    %d, %d, %uu, %s%s%s, %s%s%s,\n    %d, %s%s%s};\n", /* events */
+        m->n_net_args, m->artificial, m->events, m->net_receive ? "nsm_" : "NULL", m->net_receive ? n : "",
+        m->net_receive ? "_net_receive_w" : "", m->net_initial ? "nsm_" : "NULL", m->net_initial ? n : "",
+        m->net_initial ? "_net_init" : "", m->n_watch, m->n_watch ? "nsm_" : "NULL", m->n_watch ? n : "",
+        m->n_watch ? "_watch" : "");
 }
 
 static void emit_cuda(gen *g) {
@@ -1433,7 +1529,7 @@ static void emit_cuda(gen *g) {
                   "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
             n, what[k], n, what[k], n, what[k], n, what[k]);
     }
-    if (g->m->net_receive)
+    if (g->m->net_receive && !g->m->events && !g->m->artificial && g->m->n_net_args == 1)
         /* the events of one step: an instance's events are adjacent, in
          * delivery order; the thread at the first of them applies them all */
         put(g->b, "__global__ void nsm_%s_k_net_receive(ns_mech_ppack pp, const ns_mech_event *ev, const int64_t *range) {\n"
@@ -1445,7 +1541,8 @@ static void emit_cuda(gen *g) {
                   "        const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;\n"
                   "        for (int64_t q = k; q < e && ev[q].instance == i; ++q) {\n"
                   "            pp.t = ev[q].t;\n"
-                  "            nsm_%s_net_receive_one(&pp, i, node, ev[q].weight);\n"
+                  "            double w = ev[q].weight;\n"
+                  "            nsm_%s_net_receive_one(&pp, i, node, &w, 0.0);\n"
                   "        }\n    }\n}\n"
                   "extern \"C\" int nsm_%s_cuda_net_receive(const ns_mech_ppack *p, const ns_mech_event *events, "
                   "const int64_t *range, int64_t max, void *stream) {\n"

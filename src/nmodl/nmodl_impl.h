@@ -161,6 +161,15 @@ struct ns_nmodl {
     stlist *initial, *breakpoint;
     stlist *net_receive;
     char *net_weight;    /* the NET_RECEIVE argument */
+    /* events (nmodl_events.c): NET_RECEIVE's arguments (net_args[0] = net_weight: the
+     * weight vector), its INITIAL block, ARTIFICIAL_CELL, NS_MECH_EV_* of the calls */
+    char **net_args;
+    int n_net_args;
+    stlist *net_initial;
+    int artificial;
+    unsigned events;
+    ex **watch_cond;     /* WATCH conditions in file order (a > b or a < b) */
+    int n_watch;
     int n_fields, n_params, n_assigned, n_states, n_globals, table_size;
     int uses_printf;
     int uses_at_time;    /* calls at_time: the header defines nsm_at_time */
@@ -190,5 +199,16 @@ int nm_random_arity(const char *name);             /* -1: not one of them */
 int nm_random_api(const char *name, int n_args);
 int nm_random_used(const struct ns_nmodl *m);      /* 1 when the file calls one of them */
 unsigned nm_random_mech_key(const char *name);
+/* nmodl_events.c: NEURON's event calls net_send(delay, flag), net_event(t),
+ * net_move(t). Where a block may call them (ctx: NM_EV_*), their arity and
+ * NS_MECH_EV_* flag; a call elsewhere is an error with the reason. */
+enum { NM_EV_NONE, NM_EV_INITIAL, NM_EV_RECEIVE, NM_EV_RECEIVE_INITIAL };
+int nm_event_call(const char *name, int *arity, unsigned *flag);
+/* a WATCH statement's call: EX_CALL "WATCH" with op 'W', args (condition, flag), num its index */
+#define NM_WATCH_OP 'W'
+/* FOR_NETCONS (a, b) { body }: an ST_CALL whose EX_CALL "FOR_NETCONS" has op 'N',
+ * the names as EX_VAR args, and the body in the statement's then_ */
+#define NM_NETCONS_OP 'N'
+const char *nm_event_misplaced(const char *name, int ctx);
 
 #endif

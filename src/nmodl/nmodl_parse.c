@@ -44,6 +44,9 @@ typedef struct parser {
     struct ns_nmodl *m;
     int seen_breakpoint, seen_neuron;
     int in_initial; /* check_list is in INITIAL (where SOLVE ... STEADYSTATE goes) */
+    int ev_ctx;     /* check_list is in this block for the event calls (NM_EV_*) */
+    int net_depth;  /* parse_block's depth of the NET_RECEIVE block (its INITIAL), 0: none */
+    int ev_line;    /* the line of the first event call */
     int depth; /* nesting of expressions and blocks: bounded, so that no input overflows the stack */
     int *scope_size; /* check_list's scope: per name 0 (a scalar), the size of an array, -1 (FROM's integer) */
     int cap_scope_size;
@@ -88,8 +91,8 @@ static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
 static const char *const UNSUPPORTED[] = {
     "VERBATIM", "LINEAR", "NONLINEAR", "PARTIAL",
     "DISCRETE", "FUNCTION_TABLE", "LONGITUDINAL_DIFFUSION", "EXTERNAL",
-    "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP", "WATCH", "FOR_NETCONS", "net_send", "net_event",
-    "net_move", "CONSTRUCTOR", "DESTRUCTOR", "NONSPECIFIC_CONDUCTANCE",
+    "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP",
+    "CONSTRUCTOR", "DESTRUCTOR", "NONSPECIFIC_CONDUCTANCE",
     /* Arbor's extensions */
     "POST_EVENT", "JUNCTION_PROCESS", "VOLTAGE_PROCESS", "WHITE_NOISE", NULL};
 
@@ -551,6 +554,7 @@ static int add_st(parser *p, stlist *l, st *s) {
     l->s[l->n++] = s;
     return 0;
 }
+static int in_list(char **l, int n, const char *s);
 static int add_name(char ***list, int *n, char *name) {
     char **nl = nm_realloc(AR, *list, (size_t)(*n + 1) * sizeof *nl);
     if (!nl) return -1;
@@ -724,6 +728,66 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
         perr(p, NS_ERR_UNSUPPORTED, t->line, "%s is not supported", t->text);
         return NULL;
     }
+    if (!strcmp(t->text, "WATCH")) { /* WATCH (a > b) flag [, (c < d) flag ...]: calls in a plain block */
+        p->pos++;
+        s->kind = ST_IF;
+        if (!(s->e = ex_new(EX_NUM)) || !(s->then_ = nm_calloc(AR, 1, sizeof *s->then_))) return NULL;
+        s->e->num = 1;
+        s->e->text = "1";
+        for (;;) {
+            st *c = nm_calloc(AR, 1, sizeof *c);
+            ex *e = ex_new(EX_CALL);
+            ex **args = nm_calloc(AR, 2, sizeof *args);
+            if (!c || !e || !args) return NULL;
+            c->kind = ST_CALL;
+            c->line = t->line;
+            c->e = e;
+            e->text = t->text;
+            e->op = NM_WATCH_OP;
+            e->args = args;
+            e->n_args = 2;
+            if (expect(p, '(') || !(args[0] = parse_expr(p)) || expect(p, ')') || !(args[1] = parse_expr(p)))
+                return NULL;
+            ex **w = nm_realloc(AR, p->m->watch_cond, (size_t)(p->m->n_watch + 1) * sizeof *w);
+            if (!w) return NULL;
+            p->m->watch_cond = w;
+            e->num = p->m->n_watch;
+            w[p->m->n_watch++] = args[0];
+            if (add_st(p, s->then_, c)) return NULL;
+            if (!is_punct(p, ',')) break;
+            p->pos++;
+        }
+        return s;
+    }
+    if (!strcmp(t->text, "state_discontinuity")) { /* NEURON 9: state_discontinuity(x, e) is x = e */
+        p->pos++;
+        s->kind = ST_ASSIGN;
+        if (expect(p, '(') || !(s->name = expect_name(p))) return NULL;
+        if (is_punct(p, '[')) {
+            p->pos++;
+            if (!(s->index = parse_expr(p)) || expect(p, ']')) return NULL;
+        }
+        if (expect(p, ',') || !(s->e = parse_expr(p)) || expect(p, ')')) return NULL;
+        return s;
+    }
+    if (!strcmp(t->text, "FOR_NETCONS")) { /* FOR_NETCONS (a, b, ...) { body } */
+        p->pos++;
+        s->kind = ST_CALL;
+        if (!(s->e = ex_new(EX_CALL)) || expect(p, '(')) return NULL;
+        s->e->text = t->text;
+        s->e->op = NM_NETCONS_OP;
+        for (;;) {
+            ex *a = ex_new(EX_VAR);
+            ex **args = nm_realloc(AR, s->e->args, (size_t)(s->e->n_args + 1) * sizeof *args);
+            if (!a || !args || !(a->text = expect_name(p)) || skip_units(p)) return NULL;
+            s->e->args = args;
+            args[s->e->n_args++] = a;
+            if (!is_punct(p, ',')) break;
+            p->pos++;
+        }
+        if (expect(p, ')') || !(s->then_ = parse_block(p, owner))) return NULL;
+        return s;
+    }
     if (!strcmp(t->text, "LOCAL")) {
         p->pos++;
         for (;;) {
@@ -890,6 +954,20 @@ static stlist *parse_block_(parser *p, block *owner) {
             if (add_st(p, l, s)) return NULL;
             continue;
         }
+        if (p->net_depth && p->depth == p->net_depth && is_name(p, "INITIAL")) { /* NET_RECEIVE's own */
+            const int line = cur(p)->line;
+            if (p->m->net_initial) {
+                perr(p, NS_ERR_PARSE, line, "a second INITIAL in NET_RECEIVE");
+                return NULL;
+            }
+            p->pos++;
+            const int depth = p->net_depth;
+            p->net_depth = -1; /* no INITIAL inside it */
+            p->m->net_initial = parse_block(p, owner);
+            p->net_depth = depth;
+            if (!p->m->net_initial) return NULL;
+            continue;
+        }
         st *s = parse_statement(p, l, owner);
         if (!s) return NULL;
         if (s != (st *)l && add_st(p, l, s)) return NULL;
@@ -955,13 +1033,12 @@ static int parse_neuron(parser *p) {
         if (t->kind != T_NAME) return perr(p, NS_ERR_PARSE, t->line, "NEURON block: unexpected %s", describe(t));
         p->pos++;
         if (!strcmp(t->text, "SUFFIX") || !strcmp(t->text, "POINT_PROCESS") || !strcmp(t->text, "ARTIFICIAL_CELL")) {
-            if (!strcmp(t->text, "ARTIFICIAL_CELL"))
-                return perr(p, NS_ERR_UNSUPPORTED, t->line, "ARTIFICIAL_CELL is not supported");
-            if (m->name) return perr(p, NS_ERR_PARSE, t->line, "a second SUFFIX or POINT_PROCESS");
+            if (m->name) return perr(p, NS_ERR_PARSE, t->line, "a second SUFFIX, POINT_PROCESS or ARTIFICIAL_CELL");
             char *n = expect_name(p);
             if (!n) return -1;
             m->name = dup(n);
-            m->point = !strcmp(t->text, "POINT_PROCESS");
+            m->artificial = !strcmp(t->text, "ARTIFICIAL_CELL"); /* a point process without v (nmodl_events.c) */
+            m->point = m->artificial || !strcmp(t->text, "POINT_PROCESS");
         } else if (!strcmp(t->text, "USEION")) {
             char *ion = expect_name(p);
             if (!ion) return -1;
@@ -1326,12 +1403,22 @@ static int parse_top(parser *p) {
         } else if (!strcmp(k, "NET_RECEIVE")) {
             if (m->net_receive) return perr(p, NS_ERR_PARSE, t->line, "a second NET_RECEIVE");
             if (expect(p, '(')) return -1;
-            if (!(m->net_weight = expect_name(p)) || skip_units(p)) return -1;
-            if (!is_punct(p, ')'))
-                return perr(p, NS_ERR_UNSUPPORTED, t->line,
-                            "NET_RECEIVE with more than one argument (per-connection state) is not supported");
-            p->pos++;
-            if (!(m->net_receive = parse_block(p, NULL))) return -1;
+            /* the arguments: the weight vector, weight first (per-connection state after it) */
+            for (;;) {
+                char *a = expect_name(p);
+                if (!a || skip_units(p)) return -1;
+                if (in_list(m->net_args, m->n_net_args, a))
+                    return perr(p, NS_ERR_PARSE, t->line, "NET_RECEIVE: argument '%s' twice", a);
+                if (add_name(&m->net_args, &m->n_net_args, a)) return perr(p, NS_ERR_OUT_OF_MEMORY, t->line, "out of memory");
+                if (!is_punct(p, ',')) break;
+                p->pos++;
+            }
+            if (expect(p, ')')) return -1;
+            m->net_weight = m->net_args[0];
+            p->net_depth = p->depth + 1;
+            m->net_receive = parse_block(p, NULL);
+            p->net_depth = 0;
+            if (!m->net_receive) return -1;
         } else if (unsupported_name(k)) {
             return perr(p, NS_ERR_UNSUPPORTED, t->line, "%s is not supported", k);
         } else {
@@ -1429,6 +1516,24 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
         if (!b && !strcmp(e->text, "printf"))
             return perr(p, NS_ERR_UNSUPPORTED, line, "printf as a value (it is supported as a statement)");
         int ar = builtin_arity(e->text);
+        if (!b && !strcmp(e->text, "at_time")) p->m->uses_at_time = 1;
+        unsigned evf = 0;
+        if (!b && e->op == NM_WATCH_OP) { /* a WATCH statement's (parse_statement) */
+            const ex *c = e->args[0];
+            if (p->ev_ctx != NM_EV_RECEIVE)
+                return perr(p, NS_ERR_INVALID_ARGUMENT, line, "WATCH is allowed only in the NET_RECEIVE block");
+            if (c->kind != EX_BIN || !strchr("<>lg", c->op))
+                return perr(p, NS_ERR_INVALID_ARGUMENT, line, "WATCH needs a condition a > b or a < b");
+            p->m->events |= NS_MECH_EV_WATCH;
+            return check_ex(p, e->args[0], locals, n_locals, line) || check_ex(p, e->args[1], locals, n_locals, line)
+                       ? -1 : 0;
+        }
+        if (!b && nm_event_call(e->text, &ar, &evf)) { /* net_send, net_event, net_move (nmodl_events.c) */
+            const char *why = nm_event_misplaced(e->text, p->ev_ctx);
+            if (why) return perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s %s", e->text, why);
+            p->m->events |= evf;
+            if (!p->ev_line) p->ev_line = line;
+        }
         if (b && (b->kind == B_DERIVATIVE || b->kind == B_KINETIC))
             return perr(p, NS_ERR_PARSE, line, "%s %s called as a function", b->kind == B_KINETIC ? "KINETIC" : "DERIVATIVE",
                         e->text);
@@ -1436,7 +1541,6 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
             if (unsupported_name(e->text)) return perr(p, NS_ERR_UNSUPPORTED, line, "%s is not supported", e->text);
             return perr(p, NS_ERR_INVALID_ARGUMENT, line, "unknown function '%s'", e->text);
         }
-        if (!b && !strcmp(e->text, "at_time")) p->m->uses_at_time = 1;
         int want = b ? b->n_args : ar;
         if (e->n_args != want)
             return perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s takes %d argument%s, given %d", e->text, want,
@@ -1523,6 +1627,20 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
                     if (check_ex(p, e->args[k], *scope, *n_scope, s->line)) return -1;
                 break;
             }
+            if (e->op == NM_NETCONS_OP) { /* FOR_NETCONS: its names for each connection's weight vector */
+                if (p->ev_ctx != NM_EV_RECEIVE)
+                    return perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "FOR_NETCONS is allowed only in the NET_RECEIVE block");
+                if (e->n_args > p->m->n_net_args)
+                    return perr(p, NS_ERR_INVALID_ARGUMENT, s->line,
+                                "FOR_NETCONS names %d arguments, NET_RECEIVE has %d", e->n_args, p->m->n_net_args);
+                const int at = *n_scope;
+                for (int k = 0; k < e->n_args; k++)
+                    if (scope_add(p, scope, n_scope, e->args[k]->text, 0)) return -1;
+                if (check_list(p, s->then_, owner, scope, n_scope)) return -1;
+                *n_scope = at;
+                p->m->events |= NS_MECH_EV_NETCONS;
+                break;
+            }
             if (check_ex(p, s->e, *scope, *n_scope, s->line)) return -1;
             break;
         }
@@ -1584,7 +1702,7 @@ static int mark_writes(parser *p, const stlist *l, const wscope *up, char **args
                 v->copy_in = 1;
             }
         }
-        if (s->kind == ST_IF || s->kind == ST_WHILE || s->kind == ST_FROM) {
+        if (s->kind == ST_IF || s->kind == ST_WHILE || s->kind == ST_FROM || (s->kind == ST_CALL && s->then_)) {
             if (mark_writes(p, s->then_, &w, args, n_args)) return -1;
             if (s->else_ && mark_writes(p, s->else_, &w, args, n_args)) return -1;
         }
@@ -1650,7 +1768,8 @@ static int finish(parser *p) {
     /* v and READ ion variables that the file assigns: per-instance copies (NEURON's) */
     if (m->initial && mark_writes(p, m->initial, NULL, NULL, 0)) return -1;
     if (mark_writes(p, m->breakpoint, NULL, NULL, 0)) return -1;
-    if (m->net_receive && mark_writes(p, m->net_receive, NULL, &m->net_weight, 1)) return -1;
+    if (m->net_receive && mark_writes(p, m->net_receive, NULL, m->net_args, m->n_net_args)) return -1;
+    if (m->net_initial && mark_writes(p, m->net_initial, NULL, m->net_args, m->n_net_args)) return -1;
     for (int i = 0; i < m->n_blocks; i++)
         if (mark_writes(p, m->blocks[i]->body, NULL, m->blocks[i]->args, m->blocks[i]->n_args)) return -1;
     for (int i = 0; i < m->n_vars; i++) {
@@ -1769,16 +1888,26 @@ static int finish(parser *p) {
     char **scope = NULL;
     int n_scope = 0;
     p->in_initial = 1;
+    p->ev_ctx = NM_EV_INITIAL;
     if (m->initial && check_list(p, m->initial, NULL, &scope, &n_scope)) goto fail;
     p->in_initial = 0;
+    p->ev_ctx = NM_EV_NONE;
     if (check_list(p, m->breakpoint, NULL, &scope, &n_scope)) goto fail;
     if (m->net_receive) {
         if (!m->point) {
             perr(p, NS_ERR_UNSUPPORTED, 1, "NET_RECEIVE in a density mechanism (SUFFIX %s)", m->name);
             goto fail;
         }
-        if (scope_add(p, &scope, &n_scope, m->net_weight, 0)) goto fail;
+        for (int k = 0; k < m->n_net_args; k++)
+            if (scope_add(p, &scope, &n_scope, m->net_args[k], 0)) goto fail;
+        p->ev_ctx = NM_EV_RECEIVE_INITIAL;
+        if (m->net_initial && check_list(p, m->net_initial, NULL, &scope, &n_scope)) goto fail;
+        if (m->net_initial) m->events |= NS_MECH_EV_INIT;
+        /* flag: the event's (0 for a connection's, net_send's for a self event) */
+        if (scope_add(p, &scope, &n_scope, "flag", 0)) goto fail;
+        p->ev_ctx = NM_EV_RECEIVE;
         if (check_list(p, m->net_receive, NULL, &scope, &n_scope)) goto fail;
+        p->ev_ctx = NM_EV_NONE;
         n_scope = 0;
     }
     for (int i = 0; i < m->n_blocks; i++) {
@@ -1791,6 +1920,11 @@ static int finish(parser *p) {
         if (check_list(p, b->body, b, &scope, &n_scope)) goto fail;
     }
     if (no_recursion(p)) goto fail;
+    if (m->events && !m->point) { /* net_send in a SUFFIX's INITIAL: no queue to send to (nocmodl: the same) */
+        perr(p, NS_ERR_INVALID_ARGUMENT, p->ev_line,
+             "net_send in a density mechanism (SUFFIX %s): events need a POINT_PROCESS or ARTIFICIAL_CELL", m->name);
+        goto fail;
+    }
     return 0; /* scope lives in the arena */
 fail:
     return -1;

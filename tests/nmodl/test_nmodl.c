@@ -128,7 +128,8 @@ int main(void) {
     all_files(MECH_DIR "/test");
     all_files(MECH_DIR "/kinetic");
     all_files(MECH_DIR "/electrode");
-    CHECK(n_files == 32); /* the .mod files of the five folders */
+    all_files(MECH_DIR "/events");
+    CHECK(n_files == 39); /* neuron, bbp, test, kinetic, electrode, events */
     units_constants();
 
     /* the generated forms */
@@ -190,10 +191,10 @@ int main(void) {
     c = emit("NEURON { POINT_PROCESS syn }\nSTATE { g }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
              "DERIVATIVE d { g' = -g }\nNET_RECEIVE(w) { g = g + w }\n", NS_NMODL_HEADER);
     CHECK(strstr(c, "#if defined(__CUDA_ARCH__) && 1\n#define NSM_ADD(a, x) atomicAdd(&(a), (x))")); /* point: atomics */
-    CHECK(strstr(c, "nsm_syn_net_receive_F(ns_mech_ppack *p, double *F0_, int i_, int node_, double A_w)"));
+    CHECK(strstr(c, "nsm_syn_net_receive_F(ns_mech_ppack *p, double *F0_, int i_, int node_, double *W_, double A_flag)"));
     /* the entry points on the ppack's arrays: each field's address */
-    CHECK(strstr(c, "nsm_syn_net_receive_one(ns_mech_ppack *p, int i_, int node_, double w_) {\n"
-                    "    nsm_syn_net_receive_F(p, &p->field[0][i_], i_, node_, w_);"));
+    CHECK(strstr(c, "nsm_syn_net_receive_one(ns_mech_ppack *p, int i_, int node_, double *w_, double flag_) {\n"
+                    "    nsm_syn_net_receive_F(p, &p->field[0][i_], i_, node_, w_, flag_);"));
     c = emit("NEURON { SUFFIX x }\n", NS_NMODL_C); /* a mechanism with nothing in it */
     CHECK(strstr(c, "const ns_mech_desc nsm_x_desc = {"));
 
@@ -260,8 +261,9 @@ int main(void) {
              NS_NMODL_HEADER);
     CHECK(strstr(c, "NSM_ADD(p->rhs[node_], rhs_);") && strstr(c, "NSM_ADD(p->d[node_], -g_);"));
     CHECK(strstr(c, "nsm_at_time(p->t, p->dt, 1.0)") && strstr(c, "nsm_el_p_q(p, "));
-    bad("netsend.mod", "NEURON { POINT_PROCESS x }\nNET_RECEIVE(w) {\n  net_send(1, 1)\n}\n", NS_ERR_UNSUPPORTED,
-        "netsend.mod:3:", "net_send");
+    /* event calls where nocmodl refuses them (tests/net/test_sim_events.c: the rest) */
+    bad("netsend.mod", "NEURON { POINT_PROCESS x }\nINITIAL {\n  net_event(t)\n}\nNET_RECEIVE(w) { }\n",
+        NS_ERR_INVALID_ARGUMENT, "netsend.mod:3:", "net_event is allowed only in the NET_RECEIVE block");
     bad("sparse.mod", "NEURON { SUFFIX x }\nSTATE { s }\nBREAKPOINT {\n SOLVE d METHOD sparse\n}\nDERIVATIVE d { s' = 1 }\n",
         NS_ERR_PARSE, "sparse.mod:4:", "METHOD sparse needs a KINETIC block");
     bad("ion.mod", "NEURON {\n SUFFIX x\n USEION xx READ exx WRITE ixx\n}\n", NS_ERR_INVALID_ARGUMENT, "ion.mod:3:",

@@ -81,8 +81,13 @@ NSM_LOOP void nsm_Exp2Syn_state(ns_mech_ppack *p) {
     }
 }
 
+static void nsm_Exp2Syn_net_receive_w(ns_mech_ppack *p, int i, double *w, double flag) {
+    nsm_Exp2Syn_net_receive_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, w, flag);
+}
+
 static void nsm_Exp2Syn_net_receive(ns_mech_ppack *p, int i, double w) {
-    nsm_Exp2Syn_net_receive_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, w);
+    double w_[1] = {w};
+    nsm_Exp2Syn_net_receive_w(p, i, w_, 0.0);
 }
 
 #ifdef NS_MECH_WITH_CUDA
@@ -105,4 +110,6 @@ const ns_mech_desc nsm_Exp2Syn_desc = {
     NULL,
     NSM_CUDA_FNS(Exp2Syn),
     0, 0,
-    0, nsm_Exp2Syn_pnames};
+    0, nsm_Exp2Syn_pnames,
+    1, 0, 0u, nsm_Exp2Syn_net_receive_w, NULL,
+    0, NULL};

@@ -108,11 +108,13 @@ NS_MECH_FN void nsm_Exp2Syn_state_F(ns_mech_ppack *p, double *F0_, double *F1_, 
     (void)v_;
 }
 
-NS_MECH_FN void nsm_Exp2Syn_net_receive_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, int node_, double A_weight) {
+NS_MECH_FN void nsm_Exp2Syn_net_receive_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, int node_, double *W_, double A_flag) {
     const double v_ = p->v[node_];
+    double A_weight = W_[0];
     (*F6_) = ((*F6_) + (A_weight * (*F5_)));
     (*F7_) = ((*F7_) + (A_weight * (*F5_)));
-    (void)v_;
+    W_[0] = A_weight;
+    (void)v_; (void)A_flag;
 }
 
 NS_MECH_FN void nsm_Exp2Syn_init_one(ns_mech_ppack *p, int i_, int node_) {
@@ -127,8 +129,8 @@ NS_MECH_FN void nsm_Exp2Syn_state_one(ns_mech_ppack *p, int i_, int node_) {
     nsm_Exp2Syn_state_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], i_, node_);
 }
 
-NS_MECH_FN void nsm_Exp2Syn_net_receive_one(ns_mech_ppack *p, int i_, int node_, double w_) {
-    nsm_Exp2Syn_net_receive_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], i_, node_, w_);
+NS_MECH_FN void nsm_Exp2Syn_net_receive_one(ns_mech_ppack *p, int i_, int node_, double *w_, double flag_) {
+    nsm_Exp2Syn_net_receive_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], &p->field[4][i_], &p->field[5][i_], &p->field[6][i_], &p->field[7][i_], i_, node_, w_, flag_);
 }
 
 #endif

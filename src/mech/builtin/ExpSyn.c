@@ -81,8 +81,13 @@ NSM_LOOP void nsm_ExpSyn_state(ns_mech_ppack *p) {
     }
 }
 
+static void nsm_ExpSyn_net_receive_w(ns_mech_ppack *p, int i, double *w, double flag) {
+    nsm_ExpSyn_net_receive_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, w, flag);
+}
+
 static void nsm_ExpSyn_net_receive(ns_mech_ppack *p, int i, double w) {
-    nsm_ExpSyn_net_receive_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, w);
+    double w_[1] = {w};
+    nsm_ExpSyn_net_receive_w(p, i, w_, 0.0);
 }
 
 #ifdef NS_MECH_WITH_CUDA
@@ -105,4 +110,6 @@ const ns_mech_desc nsm_ExpSyn_desc = {
     NULL,
     NSM_CUDA_FNS(ExpSyn),
     0, 0,
-    0, nsm_ExpSyn_pnames};
+    0, nsm_ExpSyn_pnames,
+    1, 0, 0u, nsm_ExpSyn_net_receive_w, NULL,
+    0, NULL};

@@ -92,10 +92,12 @@ NS_MECH_FN void nsm_ExpSyn_state_F(ns_mech_ppack *p, double *F0_, double *F1_, d
     (void)v_;
 }
 
-NS_MECH_FN void nsm_ExpSyn_net_receive_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, int i_, int node_, double A_weight) {
+NS_MECH_FN void nsm_ExpSyn_net_receive_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, int i_, int node_, double *W_, double A_flag) {
     const double v_ = p->v[node_];
+    double A_weight = W_[0];
     (*F3_) = ((*F3_) + A_weight);
-    (void)v_;
+    W_[0] = A_weight;
+    (void)v_; (void)A_flag;
 }
 
 NS_MECH_FN void nsm_ExpSyn_init_one(ns_mech_ppack *p, int i_, int node_) {
@@ -110,8 +112,8 @@ NS_MECH_FN void nsm_ExpSyn_state_one(ns_mech_ppack *p, int i_, int node_) {
     nsm_ExpSyn_state_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], i_, node_);
 }
 
-NS_MECH_FN void nsm_ExpSyn_net_receive_one(ns_mech_ppack *p, int i_, int node_, double w_) {
-    nsm_ExpSyn_net_receive_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], i_, node_, w_);
+NS_MECH_FN void nsm_ExpSyn_net_receive_one(ns_mech_ppack *p, int i_, int node_, double *w_, double flag_) {
+    nsm_ExpSyn_net_receive_F(p, &p->field[0][i_], &p->field[1][i_], &p->field[2][i_], &p->field[3][i_], i_, node_, w_, flag_);
 }
 
 #endif

@@ -259,4 +259,6 @@ const ns_mech_desc nsm_hh_desc = {
     nsm_hh_table_update,
     NSM_CUDA_FNS(hh),
     0, 0,
-    0, nsm_hh_pnames};
+    0, nsm_hh_pnames,
+    0, 0, 0u, NULL, NULL,
+    0, NULL};

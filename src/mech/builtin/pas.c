@@ -121,4 +121,6 @@ const ns_mech_desc nsm_pas_desc = {
     NULL,
     NSM_CUDA_FNS(pas),
     0, 0,
-    0, nsm_pas_pnames};
+    0, nsm_pas_pnames,
+    0, 0, 0u, NULL, NULL,
+    0, NULL};

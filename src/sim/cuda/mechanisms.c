@@ -482,6 +482,14 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
                          d->name, d->pointer_names[0]);
             break;
         }
+        if (d->events || d->artificial || d->n_weights > 1) { /* host-only: src/net/events.c */
+            st = ns_fail(NS_ERR_UNSUPPORTED,
+                         "network: synapse type %s uses events (net_send, net_event, net_move, per-connection state "
+                         "or ARTIFICIAL_CELL), which run on the CPU only: use the CPU backend (docs/networks.md, "
+                         "\"Events\")",
+                         d->name);
+            break;
+        }
         if (!d->cuda_init || !d->cuda_current || !d->cuda_state || !d->cuda_net_receive) {
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "network: synapse type %s has no CUDA code: build its library with `neurosolve mechanisms "

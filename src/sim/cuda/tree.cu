@@ -221,8 +221,9 @@ __device__ __forceinline__ void net_deliver(const ns_sim_fused_net &net, int64_t
             const int32_t node = p.node_index[q];
             for (int64_t k = e; k < hi && net.events[k].instance == q; ++k) {
                 p.t = net.events[k].t;
-                if (net.kind[slot] == NS_FUSED_EXPSYN) nsm_ExpSyn_net_receive_one(&p, q, node, net.events[k].weight);
-                else nsm_Exp2Syn_net_receive_one(&p, q, node, net.events[k].weight);
+                double w = net.events[k].weight; /* the weight vector of one */
+                if (net.kind[slot] == NS_FUSED_EXPSYN) nsm_ExpSyn_net_receive_one(&p, q, node, &w, 0.0);
+                else nsm_Exp2Syn_net_receive_one(&p, q, node, &w, 0.0);
             }
         }
     }
