@@ -308,8 +308,8 @@ static void descriptors_and_errors(ns_mech_library_t *lib, const ns_cell_t *cell
                                        "NET_RECEIVE(w) { state_discontinuity(g, g + w) }\n",
                                        "sd.mod", &m));
         if (m) CHECK_OK(ns_nmodl_emit(m, NS_NMODL_HEADER, &h));
-        CHECK(h && strstr(h, "(*F1_) = ((*F1_) + A_w);") && strstr(h, "if (nsm_at_time(p, 5.0)) {") &&
-              strstr(h, "const double x = te - 1e-11;\n    return (double)(x <= p->t && x > p->t - p->dt);"));
+        CHECK(h && strstr(h, "(*F1_) = ((*F1_) + A_w);") && strstr(h, "if (nsm_at_time(p->t, p->dt, 5.0)) {") &&
+              strstr(h, "const double x = te - 1e-11;\n    return (x <= t && x > t - dt) ? 1.0 : 0.0;"));
         ns_nmodl_free(h);
         ns_nmodl_destroy(m);
     }

@@ -182,18 +182,19 @@ int main(void) {
         run(lib, cell, "rndvar", N_CELLS, 1, 0, a, N_CELLS);
         run(lib, cell, "rndvar", N_CELLS, 2, 0, b, N_CELLS);
         CHECK_MSG(memcmp(a, b, n * sizeof *a) == 0, "RANDOM: 1 and 2 threads draw differently");
-        /* random_setseq(ra, 10) in INITIAL: ra's draws move 10 blocks on (a step draws two:
-         * the BREAKPOINT runs twice for the current's slope), rb's and rc's stay */
+        /* random_setseq(ra, 10) in INITIAL: ra's draws move 10 blocks on (a step draws one: a
+         * BREAKPOINT without currents runs once, in state(), as nocmodl puts it in nrn_state),
+         * rb's and rc's stay */
         run(lib, cell, "rndvar", N_CELLS, 1, 10, c, N_CELLS);
         int moved = 1, kept = 1;
-        for (int st = 0; st + 5 < STEPS; ++st)
+        for (int st = 0; st + 10 < STEPS; ++st)
             for (int k = 0; k < N_CELLS; ++k) {
-                moved &= c[(size_t)st * N_CELLS + (size_t)k] == a[(size_t)(st + 5) * N_CELLS + (size_t)k];
+                moved &= c[(size_t)st * N_CELLS + (size_t)k] == a[(size_t)(st + 10) * N_CELLS + (size_t)k];
                 for (int q = 1; q < 3; ++q)
                     kept &= c[((size_t)q * STEPS + (size_t)st) * N_CELLS + (size_t)k] ==
                             a[((size_t)q * STEPS + (size_t)st) * N_CELLS + (size_t)k];
             }
-        CHECK_MSG(moved, "random_setseq(ra, 10): ra's draws are not those 5 steps later");
+        CHECK_MSG(moved, "random_setseq(ra, 10): ra's draws are not those 10 steps later");
         CHECK_MSG(kept, "random_setseq(ra, 10) changed rb's or rc's draws");
         statistics("random_normal(ra, 1, 2)", a, m, 1.0, 4.0, cdf_normal);
         statistics("random_negexp(rb, 3)", a + m, m, 3.0, 9.0, cdf_exp);
