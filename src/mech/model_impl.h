@@ -49,6 +49,8 @@ typedef struct sim_model {
     unsigned char **written;   /* per shape: [j * n + node] 1 where a mechanism inserted there writes
                                   ion j's concentration: e follows by Nernst at that node only
                                   (NEURON's ion style is per section) */
+    double **cm;               /* per shape: cm [uF/cm2] per node where a `cm` statement sets it, NaN elsewhere
+                                  (the params' cm of the region) */
     int32_t n_descs;           /* the catalogue: the library's mechanisms, then the built-ins */
     const ns_mech_desc **descs; /* it does not shadow (the synapses' types, net.c) */
 } sim_model;
