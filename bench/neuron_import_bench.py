@@ -45,6 +45,11 @@ def main():
     ap.add_argument("--tstop", type=float)
     ap.add_argument("--out")
     a = ap.parse_args()
+    # the setup may change directory (a ModelDB folder's own relative paths)
+    a.neurosolve = os.path.abspath(a.neurosolve) if os.sep in a.neurosolve else a.neurosolve
+    a.mod = [os.path.abspath(m) for m in a.mod]
+    a.setup = os.path.abspath(a.setup)
+    a.out = os.path.abspath(a.out) if a.out else None
     from neuron_import_compare import compile_neuron, mod_files
     work = a.out or tempfile.mkdtemp(prefix="ns_import_bench_")
     os.makedirs(work, exist_ok=True)

@@ -250,6 +250,12 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
                 t = 5 + (stype[p_] - 4) % 3
         stype[i] = t
     pts = [_pt3d(s) for s in secs]
+    r0 = roots[0]
+    if stype[r0] == 1 and len(pts[r0]) == 2 and any(0.0 < px[c] < 1.0 for c in children[r0]):
+        # children at the middle of a soma of two 3-D points: its midpoint (diameter interpolated,
+        # so NEURON's area and resistance are unchanged) becomes the SWC point they attach to
+        a, b = pts[r0]
+        pts[r0] = [a, tuple((a[c] + b[c]) / 2 for c in range(4)), b]
     # SWC points
     lines, first_id, last_id, first_pt = [], [0] * len(secs), [0] * len(secs), [0] * len(secs)
     nid = [0]

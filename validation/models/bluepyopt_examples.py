@@ -1,7 +1,8 @@
 """BluePyOpt's example cells (github.com/BlueBrain/BluePyOpt, LGPL-3.0; the thalamocortical
 cell's mechanisms and parameters CC-BY-NC-SA 4.0, its morphologies PDDL: see its LICENSE.txt)
 built by BluePyOpt itself (`pip install bluepyopt`): `CellModel.instantiate` on NEURON, then
-its stimuli's `instantiate`, as an optimisation's evaluation does. NS_BLUEPYOPT names a
+its stimuli's `instantiate`, as an optimisation's evaluation does (with the simulator's
+fixed-step option: BluePyOpt's default is CVode, which neurosolve does not run). NS_BLUEPYOPT names a
 checkout of the repository; NS_BPO_CELL picks the example:
 
 * simplecell (bluepyopt/ephys/examples/simplecell: a soma from simple.swc, hh, BluePyOpt's
@@ -25,7 +26,9 @@ root = os.environ.get("NS_BLUEPYOPT")
 if not root:
     raise SystemExit("bluepyopt_examples.py: set NS_BLUEPYOPT to a checkout of BlueBrain/BluePyOpt")
 which = os.environ.get("NS_BPO_CELL", "simplecell")
-sim = ephys.simulators.NrnSimulator()
+# BluePyOpt's simulator runs CVode by default; neurosolve runs NEURON's fixed step (from_neuron
+# reports an active CVode), so the evaluation's fixed-step option is taken
+sim = ephys.simulators.NrnSimulator(dt=0.025, cvode_active=False)
 stimuli = []
 if which == "simplecell":
     sys.path.insert(0, os.path.join(root, "bluepyopt/ephys/examples/simplecell"))
@@ -49,7 +52,7 @@ elif which == "expsyn":
 elif which == "tc":
     folder = os.path.join(root, "examples/thalamocortical-cell")
     os.chdir(folder)
-    sys.path.insert(0, folder)
+    sys.path[:0] = [folder, os.path.join(folder, "CellEvalSetup")]  # its package imports its modules by name
     import json
 
     from CellEvalSetup import template
