@@ -102,7 +102,9 @@ def write_refs(a, d, cmd):
            for x in d["command"][1:]]
     with open(os.path.join(a.refs, a.name + "_neuron.csv"), "w") as f:
         f.write(f"# NEURON {d['neuron']} reference: v at the root section's middle and NetCon spike times\n")
-        f.write(f"# made by: python3 validation/neuron_import_compare.py --refs DIR {os.path.relpath(a.setup, ROOT)}"
+        env = "".join(f"{k}={'CHECKOUT' if os.path.exists(v) else v} " for k, v in sorted(os.environ.items())
+                      if k.startswith("NS_"))  # the setup's choices (a source checkout's path left out)
+        f.write(f"# made by: {env}python3 validation/neuron_import_compare.py --refs DIR {os.path.relpath(a.setup, ROOT)}"
                 + "".join(f" --mod {m}" for m in a.mod) + f" --name {a.name} --neurosolve BIN\n")
         f.write(f"# args = {' '.join(rel)}\n")
         if a.mod:  # LIB in args: `neurosolve mechanisms build` of these files (paths from the repository)

@@ -77,4 +77,5 @@ model.instantiate(sim=sim)
 for s in stimuli:
     s.instantiate(sim=sim, icell=model.icell)
 cell = model.icell
+h.CVode().active(0)  # noqa: F821 (the example's own NrnSimulator, made with CVode on, switched it on)
 h.dt, h.tstop = 0.025, tstop  # noqa: F821 (BluePyOpt's NrnSimulator runs fixed steps of 0.025 ms)
