@@ -7,7 +7,8 @@ segment, ion values and styles, celsius, v_init, dt, tstop and the IClamps - and
 * ``NAME.swc``: the 3-D points as NEURON holds them, one SWC point per 3-D point (a child
   section's first point, the copy of its parent's point, is the parent's SWC point), so that
   neurosolve's Import3d rules (docs/discretisation.md) rebuild NEURON's sections;
-* ``NAME.params``: celsius, v_init, dt, tstop, cm per region, Ra, and every section's nseg as
+* ``NAME.params``: celsius, v_init, dt, tstop, cm per region (sections or segments that differ:
+  ``cm`` statements in NAME.model), Ra, and every section's nseg as
   NEURON has it (``swc:ID.nseg``: "NEURON's nseg as recorded"), spike times by NetCon's
   convention (``netcon_spikes = 1``);
 * ``NAME.model``: per section (``swc:ID``) the inserted mechanisms, each PARAMETER's value
