@@ -20,7 +20,8 @@ the soma traces, the wall times. Exit 1 when the spike counts differ, a spike is
 
 --keep DIR keeps the written files (NAME.swc, .model, .params, .command) and the library.
 --refs DIR writes the files there with NAME_neuron.csv (NEURON's soma trace every 0.1 ms, its
-spike times, the simulate arguments): tests/data/neuron_import/ is made this way.
+spike times, the simulate arguments with LIB for the library, the --mod files that build it):
+tests/data/neuron_import/ is made this way. --mod takes folders (their .mod files) or files.
 The neurosolve package is imported from --python (default build/python).
 """
 import argparse
@@ -38,14 +39,21 @@ sys.path.insert(0, os.path.join(ROOT, "validation"))
 THRESHOLD = -20.0
 
 
-def compile_neuron(mod_dirs, work):
+def mod_files(mods):
+    """The .mod files of --mod arguments: folders (their .mod files) and single files."""
+    out = []
+    for d in mods:
+        out += [d] if os.path.isfile(d) else [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".mod")]
+    return out
+
+
+def compile_neuron(mods, work):
+    """nrnivmodl in `work` on the files of mods; data/mechanisms/bbp's with compile_bbp's additions."""
     from nmodl_neuron_traces import compile_bbp
     bbp = os.path.realpath(os.path.join(ROOT, "data/mechanisms/bbp"))
-    extra = []
-    for d in mod_dirs:
-        if os.path.realpath(d) != bbp:
-            extra += [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".mod")]
-    if any(os.path.realpath(d) == bbp for d in mod_dirs):
+    files = mod_files(mods)
+    extra = [f for f in files if os.path.realpath(os.path.dirname(f)) != bbp]
+    if len(extra) < len(files):
         compile_bbp(work, extra)
         return
     for f in extra:
@@ -89,13 +97,18 @@ def write_refs(a, d, cmd):
     """DIR/NAME_neuron.csv: NEURON's soma trace every 0.1 ms and its NetCon spike times, next to
     the written files (tests/neuron/test_neuron_import.py replays them without NEURON)."""
     every = max(1, int(round(0.1 / (d["t"][1] - d["t"][0]))))
-    rel = [os.path.relpath(x, a.refs) if os.path.isabs(x) and x.startswith(os.path.abspath(a.refs)) else x
+    rel = ["LIB" if x.endswith("_mechanisms.so") else
+           os.path.relpath(x, a.refs) if os.path.isabs(x) and x.startswith(os.path.abspath(a.refs)) else x
            for x in d["command"][1:]]
     with open(os.path.join(a.refs, a.name + "_neuron.csv"), "w") as f:
         f.write(f"# NEURON {d['neuron']} reference: v at the root section's middle and NetCon spike times\n")
-        f.write(f"# made by: python3 validation/neuron_import_compare.py --refs DIR {os.path.relpath(a.setup, ROOT)}"
+        env = "".join(f"{k}={'CHECKOUT' if os.path.exists(v) else v} " for k, v in sorted(os.environ.items())
+                      if k.startswith("NS_"))  # the setup's choices (a source checkout's path left out)
+        f.write(f"# made by: {env}python3 validation/neuron_import_compare.py --refs DIR {os.path.relpath(a.setup, ROOT)}"
                 + "".join(f" --mod {m}" for m in a.mod) + f" --name {a.name} --neurosolve BIN\n")
         f.write(f"# args = {' '.join(rel)}\n")
+        if a.mod:  # LIB in args: `neurosolve mechanisms build` of these files (paths from the repository)
+            f.write("# mod = " + " ".join(os.path.relpath(os.path.abspath(m), ROOT) for m in mod_files(a.mod)) + "\n")
         f.write(f"# root = {d['root']}\n")
         f.write(f"# record_every = {every}\n")
         f.write("# spikes = " + " ".join(repr(x) for x in d["spikes"]) + "\n")
@@ -127,10 +140,8 @@ def main():
         mods, nrn = os.path.join(tmp, "mod"), os.path.join(tmp, "nrn")
         os.makedirs(mods)
         os.makedirs(nrn)
-        for d in a.mod:
-            for f in sorted(os.listdir(d)):
-                if f.endswith(".mod"):
-                    shutil.copy(os.path.join(d, f), mods)
+        for f in mod_files(a.mod):
+            shutil.copy(f, mods)
         lib = None
         if a.mod:  # neurosolve builds the unchanged files; NEURON compiles its copy
             lib = os.path.abspath(os.path.join(tmp if a.refs else work, a.name + "_mechanisms.so"))

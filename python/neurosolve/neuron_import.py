@@ -7,7 +7,8 @@ segment, ion values and styles, celsius, v_init, dt, tstop and the IClamps - and
 * ``NAME.swc``: the 3-D points as NEURON holds them, one SWC point per 3-D point (a child
   section's first point, the copy of its parent's point, is the parent's SWC point), so that
   neurosolve's Import3d rules (docs/discretisation.md) rebuild NEURON's sections;
-* ``NAME.params``: celsius, v_init, dt, tstop, cm per region, Ra, and every section's nseg as
+* ``NAME.params``: celsius, v_init, dt, tstop, cm per region (sections or segments that differ:
+  ``cm`` statements in NAME.model), Ra, and every section's nseg as
   NEURON has it (``swc:ID.nseg``: "NEURON's nseg as recorded"), spike times by NetCon's
   convention (``netcon_spikes = 1``);
 * ``NAME.model``: per section (``swc:ID``) the inserted mechanisms, each PARAMETER's value
@@ -46,7 +47,8 @@ class NeuronImport:
     SWC id of its first point, the ``swc:ID`` key); ``not_captured`` (what could not be taken
     over); ``geometry`` (largest relative difference of L, area and resistance against NEURON);
     ``moved_to_other`` (sections written with an `other` SWC type so that an SWC file keeps them
-    apart from their parent: their cm is region `other`'s);
+    apart from their parent); ``translated`` (sections whose 3-D points did not start at their
+    parent's connection point and were moved there, with the sections below: geometry unchanged);
     ``mechanisms`` (the density mechanisms the model needs)."""
 
     def __init__(self):
@@ -60,6 +62,7 @@ class NeuronImport:
         self.nseg = 0
         self.library = None
         self.moved_to_other = []
+        self.translated = []
 
     @classmethod
     def read(cls, prefix):
@@ -170,6 +173,21 @@ def _fmt(v):
     return repr(float(v))
 
 
+def _writes_concentration(h, mech, ion, cache):
+    """Whether the density mechanism writes ion's concentration: NEURON raises the ion's
+    concentration style to 3 (a state) where such a mechanism is inserted, so a section of its own
+    with the mechanism alone shows it (the section is deleted at once)."""
+    if (mech, ion) not in cache:
+        probe = h.Section(name="neurosolve_from_neuron_probe")
+        try:
+            probe.insert(mech)
+            cache[(mech, ion)] = (int(h.ion_style(ion + "_ion", sec=probe)) & 3) == STYLE_C_STATE \
+                if h.ismembrane(ion + "_ion", sec=probe) else False
+        finally:
+            h.delete_section(sec=probe)
+    return cache[(mech, ion)]
+
+
 def from_neuron(sections=None, out=None, name="cell", library=None, types=None, strict=True):
     """Capture the instantiated NEURON model (all sections, a list of sections, or a cell object
     with an `all` SectionList) and write neurosolve's files to the folder ``out`` (created)
@@ -233,6 +251,12 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
                 t = 5 + (stype[p_] - 4) % 3
         stype[i] = t
     pts = [_pt3d(s) for s in secs]
+    r0 = roots[0]
+    if stype[r0] == 1 and len(pts[r0]) == 2 and any(0.0 < px[c] < 1.0 for c in children[r0]):
+        # children at the middle of a soma of two 3-D points: its midpoint (diameter interpolated,
+        # so NEURON's area and resistance are unchanged) becomes the SWC point they attach to
+        a, b = pts[r0]
+        pts[r0] = [a, tuple((a[c] + b[c]) / 2 for c in range(4)), b]
     # SWC points
     lines, first_id, last_id, first_pt = [], [0] * len(secs), [0] * len(secs), [0] * len(secs)
     nid = [0]
@@ -269,6 +293,13 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
             attach, at = last_id[p_], None
             miss.append(f"{s.name()}: attached at {secs[p_].name()}({x:g}): neurosolve attaches at x = 0, 1 "
                         f"or the soma's middle only")
+        if at is not None and P and any(abs(P[0][c] - at[c]) > 1e-9 * max(1.0, abs(at[c])) for c in range(3)):
+            # the section does not start where it is attached (its 3-D points were scaled or moved after
+            # they were read, e.g. L set on a section with 3-D points): NEURON's geometry comes from each
+            # section's own points, so they are moved (with the sections below) to start there
+            off = [at[c] - P[0][c] for c in range(3)]
+            P = pts[i] = [(p[0] + off[0], p[1] + off[1], p[2] + off[2], p[3]) for p in P]
+            res.translated.append(s.name())
         own = P
         if at is not None and P and all(abs(P[0][c] - at[c]) <= 1e-9 * max(1.0, abs(at[c])) for c in range(3)):
             own = P[1:]  # the copy of the parent point (Import3d's rule)
@@ -300,17 +331,15 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
     p_lines = [f"# NEURON {h.nrnversion(5)} model captured by neurosolve.from_neuron (docs/neuron_import.md)",
                "all.hh = 0", "netcon_spikes = 1", f"celsius = {_fmt(h.celsius)}", f"v_init = {_fmt(h.v_init)}", f"dt = {_fmt(h.dt)}",
                f"tstop = {_fmt(h.tstop)}", f"Ra = {_fmt(ra)}"]
+    # cm: per region in NAME.params (the value most segments of the region have); sections or segments
+    # that differ get `swc:ID.cm` / `swc:ID(X).cm` statements in NAME.model (NEURON's cm is per segment)
     for i, s in enumerate(secs):
-        cms = {seg.cm for seg in s}
-        region = REGION_OF_TYPE.get(stype[i], "other")
-        for c in cms:
-            cm_region.setdefault(region, set()).add(c)
-        if len(cms) > 1:
-            miss.append(f"{s.name()}: cm varies along the section ({sorted(cms)}); neurosolve takes cm per region")
-    for region, cms in sorted(cm_region.items()):
-        if len(cms) > 1:
-            miss.append(f"region {region}: cm {sorted(cms)} differ between sections; neurosolve takes cm per region")
-        p_lines.append(f"{region}.cm = {_fmt(min(cms))}")
+        counts = cm_region.setdefault(REGION_OF_TYPE.get(stype[i], "other"), {})
+        for seg in s:
+            counts[seg.cm] = counts.get(seg.cm, 0) + 1
+    region_cm = {region: max(sorted(c), key=c.get) for region, c in cm_region.items()}
+    for region in sorted(region_cm):
+        p_lines.append(f"{region}.cm = {_fmt(region_cm[region])}")
     for i, d in start_diam:
         p_lines.append(f"swc:{first_id[i]}.start_diam = {_fmt(d)}")
     for i, s in enumerate(secs):
@@ -326,6 +355,7 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
             res.library = os.path.abspath(str(library))
         lib_names = set(lib.names)
     pnames = {}
+    writers = {}
     mechs_used = []
     m_lines = [f"# NEURON {h.nrnversion(5)} model captured by neurosolve.from_neuron (docs/neuron_import.md)"]
     for i, s in enumerate(secs):
@@ -338,6 +368,12 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
                 mechs_used.append(nm)
         if names:
             m_lines.append(f"{loc}.insert = {' '.join(names)}")
+        cms = [seg.cm for seg in segs]
+        if all(c == cms[0] for c in cms):
+            if cms[0] != region_cm[REGION_OF_TYPE.get(stype[i], "other")]:
+                m_lines.append(f"{loc}.cm = {_fmt(cms[0])}")
+        else:
+            m_lines += [f"{loc}({_fmt(seg.x)}).cm = {_fmt(c)}" for seg, c in zip(segs, cms)]
         for nm in names:
             if nm not in pnames:
                 ms = h.MechanismStandard(nm, 1)
@@ -364,12 +400,16 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
                 for c, g in (("i", f"{ion}i0_{ion}_ion"), ("o", f"{ion}o0_{ion}_ion")):
                     m_lines.append(f"{loc}.{ion}{c} = {_fmt(getattr(h, g))}")
             elif not state and not eadv and not (style & STYLE_EINIT):
+                # e a parameter; where an inserted mechanism writes the concentration anyway (the model set
+                # the style, e.g. ion_style("ca_ion", 0, 1, 0, 0, 0)), e stays: eX_fixed
+                fixed = any(_writes_concentration(h, nm, ion, writers) for nm in names)
                 for field in ("e" + ion, ion + "i", ion + "o"):
                     vals = [getattr(seg, field) for seg in segs]
+                    key = field + ("_fixed" if fixed and field[0] == "e" else "")
                     if all(v == vals[0] for v in vals):
-                        m_lines.append(f"{loc}.{field} = {_fmt(vals[0])}")
+                        m_lines.append(f"{loc}.{key} = {_fmt(vals[0])}")
                     else:
-                        m_lines += [f"{loc}({_fmt(seg.x)}).{field} = {_fmt(v)}" for seg, v in zip(segs, vals)]
+                        m_lines += [f"{loc}({_fmt(seg.x)}).{key} = {_fmt(v)}" for seg, v in zip(segs, vals)]
             else:
                 miss.append(f"{s.name()}: ion {ion} style {style:o} (octal): neurosolve computes e by Nernst "
                             f"exactly where a mechanism writes the concentration")

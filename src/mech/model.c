@@ -310,7 +310,7 @@ static double expr_eval(const expr *e, double d) {
 
 /* ------------------------------------------------------------ the model */
 
-typedef enum { ST_INSERT, ST_SET, ST_ION, ST_GLOBAL } stmt_kind;
+typedef enum { ST_INSERT, ST_SET, ST_ION, ST_GLOBAL, ST_CM } stmt_kind; /* ST_CM: REGION.cm = EXPR */
 enum { ION_E = 0, ION_CI = 1, ION_CO = 2 };
 
 typedef struct stmt {
@@ -324,6 +324,8 @@ typedef struct stmt {
     int field;         /* parameter index (set), global index (global) */
     char ion[16];      /* ion name (ST_ION) */
     int which;         /* ION_E, ION_CI, ION_CO */
+    int e_fixed;       /* eX_fixed: e stays this value where a mechanism writes the concentration (NEURON's
+                          ion_style e_style 1 without einit/eadvance) */
     expr value;
     double number;     /* ST_GLOBAL */
     char where[96];    /* "file:line" or the call, for messages */
@@ -548,8 +550,10 @@ static ns_status model_set(ns_sim_model_t *m, const char *where, const char *nam
     s.loc = sel.loc;
     snprintf(s.loc_text, sizeof s.loc_text, "%s", where);
     char prefix[96];
-    const int mech = split_suffix(m, name, prefix, sizeof prefix);
-    if (mech >= 0) {
+    const int mech = strcmp(name, "cm") == 0 ? -1 : split_suffix(m, name, prefix, sizeof prefix);
+    if (strcmp(name, "cm") == 0) {
+        s.kind = ST_CM; /* NEURON's cm, a range variable: per section or segment as any parameter */
+    } else if (mech >= 0) {
         const ns_mech_desc *d = m->descs[mech];
         int f;
         ns_status st = ns_mech_field_index(d, prefix, &f);
@@ -567,7 +571,16 @@ static ns_status model_set(ns_sim_model_t *m, const char *where, const char *nam
         s.field = f;
     } else if (ion_name(m, name, s.ion, &s.which)) {
         s.kind = ST_ION;
-    } else return unknown_name(m, fn, name);
+    } else {
+        /* eX_fixed: NEURON's ion_style(X, c, 1, 0, 0, .): e a parameter even where a concentration is written */
+        const size_t len = strlen(name);
+        char base[64];
+        if (len > 6 && len - 6 < sizeof base && !strcmp(name + len - 6, "_fixed")) {
+            snprintf(base, sizeof base, "%.*s", (int)(len - 6), name);
+            if (ion_name(m, base, s.ion, &s.which) && s.which == ION_E) s.kind = ST_ION, s.e_fixed = 1;
+            else return unknown_name(m, fn, name);
+        } else return unknown_name(m, fn, name);
+    }
     char msg[200];
     if (expr_compile(text, &s.value, msg, sizeof msg) != NS_OK)
         return ns_fail(NS_ERR_PARSE, "%s: %s = %.60s%s: %s", fn, name, text, strlen(text) > 60 ? "..." : "",
@@ -738,6 +751,9 @@ void ns_sim_model_free(sim_model *m) {
     if (m->geom)
         for (int32_t s = 0; s < m->n_shapes; ++s) free(m->geom[s]);
     free(m->geom);
+    if (m->cm)
+        for (int32_t s = 0; s < m->n_shapes; ++s) free(m->cm[s]);
+    free(m->cm);
     free(m->ion_init);
     free(m->written);
     free(m->per_shape);
@@ -994,7 +1010,9 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         r->ion_init = calloc((size_t)n_shapes, sizeof *r->ion_init);
         r->written = calloc((size_t)n_shapes, sizeof *r->written);
         r->geom = calloc((size_t)n_shapes, sizeof *r->geom);
-        if (!r->per_shape || !r->ion_init || !r->written || !r->geom) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+        r->cm = calloc((size_t)n_shapes, sizeof *r->cm);
+        if (!r->per_shape || !r->ion_init || !r->written || !r->geom || !r->cm)
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
     }
     /* the statements that applied, per distinct model: at matched + moff[u] */
     int64_t *moff = malloc((size_t)(n_uniq + 1) * sizeof *moff);
@@ -1031,7 +1049,10 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         unsigned char *written = r->written[k] = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), 1);
         r->ion_init[k] = malloc((size_t)(3 * (r->n_ions > 0 ? r->n_ions : 1)) * (size_t)n * sizeof(double));
         double *geom = r->geom[k] = malloc(2 * (size_t)n * sizeof(double));
-        if (!dist || !ins || !param || !ion_set || !user_e || !written || !r->ion_init[k] || !nseg || !geom)
+        r->cm[k] = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+        for (int32_t i = 0; r->cm[k] && i < n; ++i) r->cm[k][i] = NAN; /* the params' cm of the region */
+        if (!dist || !ins || !param || !ion_set || !user_e || !written || !r->ion_init[k] || !r->cm[k] || !nseg ||
+            !geom)
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
         const double *diam = ns_cell_diam(cell);
         for (int32_t i = 0; geom && i < n; ++i) { /* area/diam in a mechanism */
@@ -1057,7 +1078,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         for (int q = 0; q < mdl->n && st == NS_OK; ++q) {
             const stmt *s = &mdl->stmts[q];
             if (s->kind == ST_GLOBAL) continue;
-            const int m = s->kind == ST_ION ? -1 : lib_to[s->mech];
+            const int m = s->kind == ST_ION || s->kind == ST_CM ? -1 : lib_to[s->mech];
             const int ion = s->kind == ST_ION ? find_ion(r, s->ion) : -1;
             if (s->kind == ST_SET && m < 0) { /* a parameter of a mechanism inserted nowhere */
                 st = ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: %s: %s: %s is not inserted anywhere", (int)k,
@@ -1096,6 +1117,15 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
                                  (int)k, s->where, s->text, x, (int)i, dist[i]);
                     break;
                 }
+                if (s->kind == ST_CM) {
+                    if (!(x > 0.0)) {
+                        st = ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: %s: %s is %g uF/cm2 at compartment %d: must "
+                                     "be > 0", (int)k, s->where, s->text, x, (int)i);
+                        break;
+                    }
+                    r->cm[k][i] = x;
+                    continue;
+                }
                 if (s->kind == ST_ION && s->which != ION_E && x < 0.0) {
                     st = ns_fail(NS_ERR_INVALID_ARGUMENT,
                                  "shape %d: %s: %s is %g at compartment %d (d = %g um): a concentration must be >= 0 "
@@ -1106,7 +1136,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
                 else {
                     ion0[(3 * ion + s->which) * (int64_t)n + i] = x;
                     ion_set[(size_t)i * r->n_ions + ion] |= (unsigned char)(1u << s->which);
-                    if (s->which == ION_E) user_e[(size_t)i * r->n_ions + ion] = q + 1;
+                    if (s->which == ION_E) user_e[(size_t)i * r->n_ions + ion] = s->e_fixed ? -(q + 1) : q + 1;
                 }
             }
         }
@@ -1119,10 +1149,14 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
                     for (int32_t i = 0; i < n; ++i)
                         if (ins[(size_t)i * nm + m]) written[(size_t)r->mechs[m].ion[j] * n + i] = 1;
         }
+        /* eX_fixed keeps e (and the need for it) where the concentration is written */
+        for (int32_t j = 0; j < r->n_ions && st == NS_OK; ++j)
+            for (int32_t i = 0; i < n; ++i)
+                if (user_e[(size_t)i * r->n_ions + j] < 0) written[(size_t)j * n + i] = 0;
         /* an eX there would be overwritten (NEURON does so silently): refused */
         for (int32_t j = 0; j < r->n_ions && st == NS_OK; ++j)
             for (int32_t i = 0; i < n; ++i)
-                if (written[(size_t)j * n + i] && user_e[(size_t)i * r->n_ions + j]) {
+                if (written[(size_t)j * n + i] && user_e[(size_t)i * r->n_ions + j] > 0) {
                     const stmt *s = &mdl->stmts[user_e[(size_t)i * r->n_ions + j] - 1];
                     st = ns_fail(NS_ERR_INVALID_ARGUMENT,
                                  "shape %d: %s: %s: at compartment %d a mechanism writes the concentration of %s, "

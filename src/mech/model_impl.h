@@ -52,6 +52,8 @@ typedef struct sim_model {
     double **geom;             /* per shape: area [um^2] of node i at [i] (NEURON's 100 at zero-area
                                   nodes) and its diam [um] at [n + i]: what ns_mech_ppack.area and
                                   .diam give a mechanism that reads them */
+    double **cm;               /* per shape: cm [uF/cm2] per node where a `cm` statement sets it, NaN elsewhere
+                                  (the params' cm of the region) */
     int32_t n_descs;           /* the catalogue: the library's mechanisms, then the built-ins */
     const ns_mech_desc **descs; /* it does not shadow (the synapses' types, net.c) */
 } sim_model;

@@ -259,6 +259,10 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
         ns_sim_model_destroy(shorthand);
         if (st != NS_OK) goto fail;
         for (int r = 0; r < NS_REGION_COUNT; ++r) sim->region[r].hh = sim->region[r].pas = 0;
+        for (int32_t k = 0; k < n_shapes; ++k) /* the model's cm statements (NEURON's cm per segment) */
+            for (int32_t i = 0; i < sim->shapes[k].n; ++i)
+                if (sim->shapes[k].region[i] >= 0 && !isnan(sim->model->cm[k][i]))
+                    sim->shapes[k].cap[i] = .001 / params->dt * sim->model->cm[k][i];
         sim->options.model = NULL; /* read during the call only */
         sim->options.shape_models = NULL;
     }

@@ -47,6 +47,8 @@ EXCLUDED = [
     (r"--neuron\b", "needs NEURON (not installed in CI)"),
     (r"neuron_import_compare\.py|imported/", "needs NEURON (not installed in CI): neuron_import_cpu and "
                                               "python/tests/test_neuron_import.py check the import without it"),
+    (r"test_neuron_import\.py \S+ \. cuda", "needs a GPU and the references neuron_import_table.py writes with "
+                                             "NEURON"),
     (r"mechanisms build data/mechanisms/bbp\b", "compiles the 13 BBP mechanisms (about a minute on 2 cores): "
                                                 "tests/cli/test_cli_model.py builds mechanism libraries"),
     (r"--mechanisms libbbp\.so", "needs libbbp.so from the excluded `mechanisms build data/mechanisms/bbp`"),

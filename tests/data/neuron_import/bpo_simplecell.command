@@ -1,0 +1,1 @@
+neurosolve simulate /work/wt/import10/tests/data/neuron_import/bpo_simplecell.swc --params /work/wt/import10/tests/data/neuron_import/bpo_simplecell.params --model /work/wt/import10/tests/data/neuron_import/bpo_simplecell.model --iclamp swc=1:0.5:100.0:1000.0:0.05

@@ -1,0 +1,1 @@
+neurosolve simulate /work/wt/import10/tests/data/neuron_import/stylized_calcium.swc --params /work/wt/import10/tests/data/neuron_import/stylized_calcium.params --model /work/wt/import10/tests/data/neuron_import/stylized_calcium.model --mechanisms /tmp/ns_import_6r626df_/stylized_calcium_mechanisms.so --iclamp swc=1:0.5:20.0:250.0:0.8

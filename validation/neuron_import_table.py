@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""The ten-model table of docs/neuron_import.md: real NEURON models built as their authors do,
+imported by neurosolve.from_neuron and run by both (validation/neuron_import_compare.py per row).
+
+    python3 validation/neuron_import_table.py --neurosolve build/neurosolve \
+        --modeldb DIR --bluepyopt DIR [--only NAME ...] [--refs DIR]
+
+--modeldb DIR holds ModelDB checkouts named by accession (DIR/2488, DIR/139653: `git clone
+https://github.com/ModelDBRepository/2488 DIR/2488`), --bluepyopt a checkout of
+BlueBrain/BluePyOpt (and `pip install bluepyopt`). Rows whose sources are missing are listed
+as skipped. Each row runs neuron_import_compare.py (NEURON's fixed step against `simulate` on
+the files from_neuron wrote, NetCon spike times at the soma) and the table is printed in
+Markdown: model, sections / segments, spikes NEURON / neurosolve, largest spike-time
+difference, soma RMS, wall times; exit 1 when a row misses the targets (0.05 ms, 0.05 mV) or
+fails. --refs DIR writes each row's files and NEURON's reference to DIR/NAME (for the GPU
+replay: tests/test_neuron_import.py BIN ROOT cuda DIR/NAME, docs/neuron_import.md).
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = os.path.join(ROOT, "validation", "models")
+
+# name, setup file, environment, mechanism folders ({modeldb}, {bluepyopt} substituted), source kind
+ROWS = [
+    ("hay2011_cell1", "hay_modeldb_139653.py", {"NS_MODELDB_139653": "{modeldb}/139653"},
+     ["{modeldb}/139653/mod"], "modeldb"),
+    ("hay2011_cell2", "hay_modeldb_139653.py", {"NS_MODELDB_139653": "{modeldb}/139653", "NS_HAY_MORPH": "cell2.asc"},
+     ["{modeldb}/139653/mod"], "modeldb"),
+    ("mainen1996_l5", "mainen_modeldb_2488.py", {"NS_MODELDB_2488": "{modeldb}/2488", "NS_MAINEN_FIG": "fig1d"},
+     ["{modeldb}/2488"], "modeldb"),
+    ("mainen1996_l3", "mainen_modeldb_2488.py", {"NS_MODELDB_2488": "{modeldb}/2488", "NS_MAINEN_FIG": "fig1c"},
+     ["{modeldb}/2488"], "modeldb"),
+    ("mainen1996_stellate", "mainen_modeldb_2488.py", {"NS_MODELDB_2488": "{modeldb}/2488", "NS_MAINEN_FIG": "fig1b"},
+     ["{modeldb}/2488"], "modeldb"),
+    ("mainen1996_aspiny", "mainen_modeldb_2488.py", {"NS_MODELDB_2488": "{modeldb}/2488", "NS_MAINEN_FIG": "fig1a"},
+     ["{modeldb}/2488"], "modeldb"),
+    ("bpo_tc", "bluepyopt_examples.py", {"NS_BLUEPYOPT": "{bluepyopt}", "NS_BPO_CELL": "tc"},
+     ["{bluepyopt}/examples/thalamocortical-cell/mechanisms"], "bluepyopt"),
+    ("bpo_simplecell", "bluepyopt_examples.py", {"NS_BLUEPYOPT": "{bluepyopt}", "NS_BPO_CELL": "simplecell"}, [],
+     "bluepyopt"),
+    ("bpo_expsyn", "bluepyopt_examples.py", {"NS_BLUEPYOPT": "{bluepyopt}", "NS_BPO_CELL": "expsyn"}, [], "bluepyopt"),
+    ("l5pc_bbp_seg10", "l5pc_hay_neuron.py", {"NS_HAY_SEGLEN": "10"}, ["data/mechanisms/bbp"], None),
+    ("stylized", "stylized_neuron.py", {}, [], None),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--neurosolve", required=True)
+    ap.add_argument("--modeldb")
+    ap.add_argument("--bluepyopt")
+    ap.add_argument("--only", action="append", default=[])
+    ap.add_argument("--refs")
+    ap.add_argument("--python", default=os.path.join(ROOT, "build", "python"))
+    a = ap.parse_args()
+    src = {"modeldb": a.modeldb, "bluepyopt": a.bluepyopt}
+    print("| model | sections / segments | spikes NEURON / neurosolve | max spike-time difference [ms] | "
+          "soma RMS [mV] | wall NEURON / simulate [s] |")
+    print("|---|---|---|---|---|---|")
+    bad = 0
+    for name, setup, env, mods, kind in ROWS:
+        if a.only and name not in a.only:
+            continue
+        if kind and not src[kind]:
+            print(f"| {name} | skipped: no --{kind} | | | | |")
+            continue
+        sub = {k: v for k, v in src.items() if v}
+        e = dict(os.environ, **{k: v.format(**sub) for k, v in env.items()})
+        cmd = [sys.executable, os.path.join(ROOT, "validation", "neuron_import_compare.py"), "--neurosolve",
+               a.neurosolve, "--python", a.python, "--name", name, os.path.join(MODELS, setup)]
+        for m in mods:
+            cmd += ["--mod", os.path.join(ROOT, m.format(**sub)) if not m.startswith("{") else m.format(**sub)]
+        if a.refs:
+            cmd += ["--refs", os.path.join(a.refs, name)]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=e, cwd=ROOT)
+        out = r.stdout
+        m1 = re.search(r"(\d+) sections, (\d+) segments", out)
+        m2 = re.search(r"spikes NEURON / neurosolve: (\d+) / (\d+); largest spike-time difference (\S+) ms; "
+                       r"soma RMS (\S+) mV", out)
+        m3 = re.search(r"wall: NEURON (\S+) s \(fadvance loop\), neurosolve (\S+) s", out)
+        if not (m1 and m2 and m3):
+            bad += 1
+            why = (r.stderr.strip().splitlines() or ["no output"])[-1][:150].replace("|", "/")
+            print(f"| {name} | failed: {why} | | | | |")
+            continue
+        bad += r.returncode != 0
+        nc = [ln[len("not captured: "):] for ln in out.splitlines() if ln.startswith("not captured: ")]
+        note = f" (not captured: {'; '.join(nc)})" if nc else ""
+        print(f"| {name}{note} | {m1.group(1)} / {m1.group(2)} | {m2.group(1)} / {m2.group(2)} | {m2.group(3)} | "
+              f"{m2.group(4)} | {m3.group(1)} / {m3.group(2)} |", flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
