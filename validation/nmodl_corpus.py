@@ -287,8 +287,12 @@ class Cache:
 def examine(path, a, cache, nrn):
     """One file's results (a dict); reads the cache, returns new entries to store."""
     fid = file_id(path)
-    raw = open(path, "rb").read().decode("latin-1")
-    res = {"path": path, "fid": fid, "scan": sorted(scan(raw))}
+    found = scan(open(path, "rb").read().decode("latin-1"))
+    for name in includes(path):  # the scan reads the INCLUDEd text too
+        f = os.path.join(os.path.dirname(path), name)
+        if os.path.exists(f):
+            found |= scan(open(f, "rb").read().decode("latin-1"))
+    res = {"path": path, "fid": fid, "scan": sorted(found)}
     new = {}
     nocmodl, env, nver = nrn
     if nocmodl:
@@ -346,8 +350,8 @@ def gpu_model(model, files, results, a, cache):
                 continue
             r["gpu_key"] = gkey + a.mode
             got = cache.get("gpu:" + r["gpu_key"])
-            if got:
-                r["gpu"], r["gpu_msg"] = got
+            if got or a.cached_only:
+                r["gpu"], r["gpu_msg"] = got or (None, "")
                 continue
             mechs = {m["name"] for m in mech_list(a.neurosolve, os.path.join(a.libs, r["cpu_key"] + ".so"))}
             if names & mechs or len({os.path.basename(x) for x in batch} | {os.path.basename(f)}) <= len(batch):
@@ -519,8 +523,9 @@ def traces(models, results, a, cache):
                                                       "reason": "point process: not run by the harness"}
                         continue
                     key = f"trace:{proto}:{results[f]['cpu_key']}:{binary}:{m['name']}"
-                    if cache.get(key):
-                        out[(model, f, m["name"])] = cache.get(key)
+                    if cache.get(key) or a.cached_only:
+                        if cache.get(key):
+                            out[(model, f, m["name"])] = cache.get(key)
                         continue
                     ref = os.path.join(refs, f"{results[f]['fid']}_{proto}_{m['name']}.npy")
                     cases.append((f, m, lib, key, ref))
@@ -586,16 +591,30 @@ def report(models, results, tr, a, names):
     p(f"| .mod files (in all models / distinct by content) | {nfiles} / {len(D)} |")
     p(f"| accepted by NEURON's nocmodl | {len(acc)} ({pct(len(acc), len(D))}) |")
     p(f"| of those, built by `mechanisms build` for the CPU | **{len(cpu)} ({pct(len(cpu), len(acc))})** |")
-    if a.gpu:
+    gmeas = [r for r in acc if r["gpu"] is not None]
+    if a.gpu and len(gmeas) == len(acc):
         p(f"| of those, built by `mechanisms build --cuda --arch sm_90` | **{len(gpu)} ({pct(len(gpu), len(acc))})** |")
+    elif a.gpu:
+        cm = [r for r in cpu if r["gpu"] is not None]
+        p(f"| of those, built by `mechanisms build --cuda --arch sm_90` | not all measured: **{len(gpu)} of the "
+          f"{len(cm)} CPU-built files tried ({pct(len(gpu), len(cm))})**, {len(cpu) - len(cm)} CPU-built not yet tried |")
     p(f"| models with every accepted file built, CPU | **{m_cpu} of {len(models)} ({pct(m_cpu, len(models))})** |")
     if a.gpu:
-        p(f"| models with every accepted file built, GPU | {m_gpu} of {len(models)} ({pct(m_gpu, len(models))}) |")
-    if tr is not None:
-        dens = [v for k, v in tr.items() if v["reason"] != "point process: not run by the harness"]
+        g_models = [fs for _, fs in models if all(results[f]["gpu"] is not None for f in fs)]
+        p(f"| models with every accepted file built, GPU{'' if len(g_models) == len(models) else f' (of the {len(g_models)} measured)'} "
+          f"| {m_gpu} of {len(g_models)} ({pct(m_gpu, len(g_models))}) |")
+    PP = "point process: not run by the harness"
+    if tr is not None:  # distinct (file content, mechanism)
+        uniq = {}
+        for (model, f, mech), v in tr.items():
+            uniq.setdefault((results[f]["fid"], mech), ((model, f, mech), v))
+        tr_u = dict(uniq.values())
+        dens = [v for v in tr_u.values() if v["reason"] != PP]
         good = [v for v in dens if v["rms"] is not None and v["rms"] <= 1e-6]
         ran = [v for v in dens if v["rms"] is not None]
-        npp = len(tr) - len(dens)
+        npp = len(tr_u) - len(dens)
+        traced = len({m for (m, _, _), v in tr.items() if v["reason"] != PP})
+        p(f"| models with traces{'' if traced == len(models) else ' (so far)'} | {traced} of {len(models)} |")
         p(f"| density mechanisms traced against NEURON (alone with pas) | {len(dens)}: {len(ran)} ran, "
           f"**{len(good)} within 1e-6 mV RMS** |")
         p(f"| point processes (not run by the harness) | {npp} |")
@@ -630,21 +649,23 @@ def report(models, results, tr, a, names):
         t = [v for (m, _, _), v in (tr or {}).items() if m == model and v["rms"] is not None]
         tgood = sum(v["rms"] <= 1e-6 for v in t)
         blockers = ", ".join(f"{c} ({n})" for c, n in sorted(cls.items(), key=lambda kv: -kv[1]))
+        gcol = sum(bool(r["gpu"]) for r in ac) if a.gpu and all(r["gpu"] is not None for r in ac) else "-"
+        tcol = f"{tgood} / {len(t)}" if tr is not None and any(
+            m == model and v["reason"] != PP for (m, _, _), v in tr.items()) else "-"
         p(f"| {names.get(model, model)} | {len(rs)} | {len(ac)} | {sum(bool(r['cpu']) for r in ac)} | "
-          f"{sum(bool(r['gpu']) for r in ac) if a.gpu else '-'} | {f'{tgood} / {len(t)}' if tr is not None else '-'} | "
+          f"{gcol} | {tcol} | "
           f"{blockers} |")
     if tr is not None:
-        misses = [(k, v) for k, v in tr.items() if v["rms"] is None or v["rms"] > 1e-6]
+        misses = [(k, v) for k, v in tr_u.items() if v["rms"] is None or v["rms"] > 1e-6]
         reasons = {}
         for (model, f, mech), v in misses:
-            why = v["reason"] or f"RMS {v['rms']:.2e} mV (max {v['max']:.2e})"
-            reasons.setdefault(re.sub(r"[-0-9.e+]+ mV.*", "", why) if not v["reason"] else why[:90], []).append(
-                f"{os.path.basename(f)}:{mech}")
+            why = v["reason"][:90] if v["reason"] else "ran, differs from NEURON (RMS > 1e-6 mV)"
+            reasons.setdefault(why, []).append(f"{os.path.basename(f)}:{mech}")
         p("\nTrace misses (mechanism inserted alone with pas; RMS of v over every step against NEURON):\n")
         p("| reason | count | mechanisms (file:mechanism) |\n|---|---:|---|")
         for why, ms in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
             p(f"| {why.replace('|', '/')} | {len(ms)} | {', '.join(ms[:12])}{' ...' if len(ms) > 12 else ''} |")
-        over = sorted(((v["rms"], f"{os.path.basename(f)}:{m}") for (mo, f, m), v in tr.items()
+        over = sorted(((v["rms"], f"{os.path.basename(f)}:{m}") for (mo, f, m), v in tr_u.items()
                        if v["rms"] is not None and v["rms"] > 1e-6), reverse=True)
         if over:
             p("\nRan but differ (RMS > 1e-6 mV): " + ", ".join(f"{n} {r:.2e}" for r, n in over[:40]))
@@ -677,6 +698,9 @@ def main():
     ap.add_argument("--gpu", action="store_true", help="also build for the GPU (nvcc, sm_90)")
     ap.add_argument("--traces", action="store_true", help="compare the density mechanisms' traces with NEURON")
     ap.add_argument("--cache", default=os.path.expanduser("~/.cache/neurosolve/nmodl_corpus_results.json"))
+    ap.add_argument("--cached-only", action="store_true",
+                    help="GPU builds and traces: report only what the cache holds (builds and runs nothing new)")
+    ap.add_argument("--merge-cache", action="append", help="take the results of another cache file too")
     ap.add_argument("--markdown", help="write the tables to this file (default: standard output)")
     ap.add_argument("--details", help="write a table per file to this file")
     ap.add_argument("--quick-cc", action="store_true",
@@ -708,6 +732,9 @@ def main():
         if files:
             models.append((d, files))
     cache = Cache(a.cache)
+    for other in a.merge_cache or []:  # results of another run (e.g. a --gpu pass run beside a --traces pass)
+        for k, v in Cache(other).data.items():
+            cache.data.setdefault(k, v)
     nrn = nocmodl_path()
     results = {}
     todo = [f for _, fs in models for f in fs]
