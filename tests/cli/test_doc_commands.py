@@ -53,6 +53,8 @@ EXCLUDED = [
                                                 "tests/cli/test_cli_model.py builds mechanism libraries"),
     (r"--mechanisms libbbp\.so", "needs libbbp.so from the excluded `mechanisms build data/mechanisms/bbp`"),
     (r"--params l5\.params|--model l5\.model", "names the files the text before it writes (l5.params, l5.model)"),
+    (r"nmodl_corpus(_materialise)?\.py", "the corpus of issue 39: ModelDB snapshots fetched beforehand and NEURON "
+                                          "(neither in CI)"),
     (r"^bash \.ci/run\b", "CI itself (26 minutes)"),
     (r"build-wheel-cuda/wheelhouse", "the GPU wheel's install on the GPU host, from the wheelhouse that "
                                      "`python/build_wheel.sh OUT --cuda` fills (a CUDA build, minutes)"),

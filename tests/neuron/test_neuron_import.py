@@ -80,7 +80,8 @@ def main():
                 for m in h["mod"].split():
                     shutil.copy(os.path.join(ROOT, m) if not os.path.isabs(m) else m, mods)
                 lib = os.path.join(tmp, "lib.so")
-                r = subprocess.run([BIN, "mechanisms", "build", mods, "-o", lib], capture_output=True, text=True)
+                cuda = ["--cuda"] if BACKEND == "cuda" else []  # the GPU loop runs the library's CUDA code
+                r = subprocess.run([BIN, "mechanisms", "build", mods, "-o", lib] + cuda, capture_output=True, text=True)
                 if r.returncode != 0:
                     failures.append(f"{name}: mechanisms build: {r.stderr.strip()}")
                     continue
