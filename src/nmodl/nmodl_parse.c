@@ -1102,6 +1102,9 @@ static int parse_neuron(parser *p) {
                 u->flags |= f;
                 var *v = find_var(m, nm);
                 if (!v && !(v = add_var(p, nm, modes[k] == 1 ? V_ION_READ : V_ASSIGNED, 0, t->line))) return -1;
+                /* declared before the NEURON block (PARAMETER { ek (mV) }, Migliore's files): the ion's
+                 * value all the same, as nocmodl reads it (the declaration gives only units) */
+                if (modes[k] == 1 && v->ion < 0 && (v->cls == V_PARAM || v->cls == V_ASSIGNED)) v->cls = V_ION_READ;
                 if (modes[k] == 2) v->cls = V_ASSIGNED;
                 v->ion = m->n_ions;
                 v->ion_what = what;

@@ -167,6 +167,21 @@ int main(void) {
     const char *c = emit(ok, NS_NMODL_HEADER);
     CHECK(strstr(c, "p->ion[0].ci[NSM_ION(0)]") && strstr(c, "p->ion[0].e[NSM_ION(0)]"));
     CHECK(strstr(c, "NSM_ADD(p->ion[0].i[NSM_ION(0)]"));
+    /* a READ ion variable declared in PARAMETER before the NEURON block (Migliore's kdr, kap,
+     * kad: `PARAMETER { ek (mV) }` then `USEION k READ ek`) is the ion's value, as nocmodl
+     * reads it: the same code as the file with the NEURON block first, which reads the ion's e */
+    {
+        const char *body = "BREAKPOINT {\n ik = g * (v - ek)\n}\n";
+        char first[512], later[512];
+        snprintf(later, sizeof later, "PARAMETER {\n g = 0.01\n ek (mV)\n}\nNEURON {\n SUFFIX kx\n USEION k READ ek "
+                 "WRITE ik\n RANGE g\n}\n%s", body);
+        snprintf(first, sizeof first, "NEURON {\n SUFFIX kx\n USEION k READ ek WRITE ik\n RANGE g\n}\nPARAMETER {\n "
+                 "g = 0.01\n ek (mV)\n}\n%s", body);
+        char *a = strdup(emit(first, NS_NMODL_HEADER));
+        c = emit(later, NS_NMODL_HEADER);
+        CHECK(a && strstr(a, "p->ion[0].e[") && strcmp(a, c) == 0);
+        free(a);
+    }
     c = emit("NEURON { SUFFIX k2 }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d { s' = 3 }\n",
              NS_NMODL_HEADER);
     CHECK(strstr(c, "(*F0_) = (*F0_) + p->dt * (3.0);")); /* x' = b: x += dt b */
