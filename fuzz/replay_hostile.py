@@ -8,7 +8,8 @@ of tests/data/swc_bad/ and the bad TRX files of tests/data/trx/. Each input runs
   - through its reader: BUILD/fuzz/fuzz_replay_TARGET FILE (the fuzz target without libFuzzer;
       the test files go through the commands only);
   - through the commands that read such a file (morph, simulate with --params/--model/--network/
-    --resume, mechanisms translate, life build/info/fit/report), in a scratch folder, writing
+    --resume, mechanisms translate and build (the NMODL inputs compiled end to end), life
+    build/info/fit/report), in a scratch folder, writing
     under out/.
 A run is
   - a hang when it passes the time limit (killed);
@@ -124,8 +125,12 @@ class Replay:
                      "--out", "{out}/"]]
         if target == "checkpoint":  # the fuzz input's first byte is its mode
             return [["simulate", CELL, "--resume", copy("state.ckpt", data[1:]), *sim]]
-        if target == "nmodl":
-            return [["mechanisms", "translate", path, "-o", "{out}"]]
+        if target == "nmodl":  # translated, then built end to end (generated C compiled and linked)
+            mods = os.path.join(work, "mods")
+            os.makedirs(mods, exist_ok=True)
+            shutil.copy(path, os.path.join(mods, "x.mod"))
+            return [["mechanisms", "translate", path, "-o", "{out}"],
+                    ["mechanisms", "build", mods, "-o", "{out}/lib.so"]]
         if target == "nifti":
             return [swap("--dwi", copy("dwi" + (".nii.gz" if data[:2] == b"\x1f\x8b" else ".nii"), data))]
         if target == "tracts":  # the first byte picks the format, as fuzz_tracts.c
