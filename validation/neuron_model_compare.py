@@ -27,7 +27,7 @@ the soma (the thickest there: the trunk), of an apical section in the Ca hot
 zone 685-885 um (the thickest), of the basal section nearest to 150 um and of
 the axon section nearest to 300 um, and cai at soma(0.5). Sites
 are named by the SWC id of the section's first own point and x (neurosolve's
-ns_section_info.first_point_id and ns_sim_locate). Spikes: upward crossings
+ns_section_info.first_point_id and ns_cell_locate). Spikes: upward crossings
 of -20 mV at soma(0.5), linearly interpolated (neurosolve's rule).
 
   --refs DIR         write DIR/NAME.csv, the traces, and DIR/MODEL_segments.csv,

@@ -207,11 +207,6 @@ NS_API ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes,
                                const ns_sim_options *options, ns_sim_t **out);
 NS_API void ns_sim_destroy(ns_sim_t *sim);
 
-/* The compartment at NEURON's location sec(x) of a discretised cell: the
- * segment containing x (x in [0, 1]; 0 and 1 give the first and last
- * segment, since the zero-area end nodes carry no membrane). */
-NS_API ns_status ns_sim_locate(const ns_cell_t *cell, int32_t section, double x, int32_t *compartment);
-
 /* NEURON's IClamp at a compartment of a cell: i = amplitude [nA] while
  * delay <= t < delay + duration [ms], evaluated at the middle of each step.
  * A compartment outside the cell gives NS_ERR_INVALID_ARGUMENT. Stimuli,

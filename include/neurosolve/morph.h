@@ -222,6 +222,11 @@ typedef struct ns_location {
     int32_t has_x;  /* 1 when the text gave X */
 } ns_location;
 
+/* The compartment at NEURON's location sec(x) of a discretised cell: the
+ * segment containing x (x in [0, 1]; 0 and 1 give the first and last
+ * segment, since the zero-area end nodes carry no membrane). */
+NS_API ns_status ns_cell_locate(const ns_cell_t *cell, int32_t section, double x, int32_t *compartment);
+
 /* Parse a location. NS_ERR_PARSE naming the part that is wrong (the name,
  * the index, x) and the forms above. */
 NS_API ns_status ns_location_parse(const char *text, ns_location *location);
@@ -230,7 +235,7 @@ NS_API ns_status ns_location_parse(const char *text, ns_location *location);
  * sections of that name the cell has. */
 NS_API ns_status ns_location_section(const ns_cell_t *cell, const ns_location *location, int32_t *section);
 /* The compartment at a location: NEURON's node_index of the segment that
- * holds x (ns_sim_locate), or cN. */
+ * holds x (ns_cell_locate), or cN. */
 NS_API ns_status ns_location_compartment(const ns_cell_t *cell, const ns_location *location, int32_t *compartment);
 /* NEURON's name of a section ("soma[0]", "dend[3]", "dend_16[2]"); the
  * text is cut to fit size (which must be > 0). */

@@ -269,7 +269,7 @@ void bind_morph(nb::module_ &m) {
                          "soma, c12 (the command line's grammar).")
         .def("locate", [](const Cell &c, int32_t section, double x) {
             int32_t k = -1;
-            check(ns_sim_locate(c.c, section, x, &k));
+            check(ns_cell_locate(c.c, section, x, &k));
             return k;
         }, "section"_a, "x"_a = 0.5, "The compartment at NEURON's sec(x).")
         .def("matrix", [](const Cell &c, double cm, double dt, const std::string &form) {

@@ -869,7 +869,7 @@ static ns_status apply_edges(const ns_network_t *net, const ns_netbuild_edges *e
             break;
         }
         int32_t node = -1;
-        st = ns_sim_locate(shapes[m], order[m][sec], e->x[k], &node);
+        st = ns_cell_locate(shapes[m], order[m][sec], e->x[k], &node);
         int64_t id = -1;
         const ns_netbuild_syntype *ty = &e->types[e->type[k]];
         if (st == NS_OK) st = t->add_synapse(target, c, node, ty->mech, &id);

@@ -7,7 +7,6 @@
 
 #include "core/error.h"
 #include "morph/cell_impl.h"
-#include "neurosolve/cable.h" /* ns_sim_locate */
 #include "neurosolve/number.h"
 
 static const char FORMS[] =
@@ -53,6 +52,26 @@ static void class_name(int32_t cls, char *buf, size_t n) {
     static const char *const names[] = {"soma", "axon", "dend", "apic"};
     if (cls >= 1 && cls <= 4) snprintf(buf, n, "%s", names[cls - 1]);
     else snprintf(buf, n, "dend_%d", cls < 0 ? 0 : (int)cls);
+}
+
+ns_status ns_cell_locate(const ns_cell_t *cell, int32_t section, double x, int32_t *compartment) {
+    if (!cell || !compartment) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_cell_locate: NULL argument");
+    ns_section_info si;
+    ns_cell_info ci;
+    ns_cell_get_info(cell, &ci);
+    if (section < 0 || section >= ci.sections)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "location: section %d is not in the cell (%d sections)",
+                       (int)section, (int)ci.sections);
+    if (!(x >= 0.0 && x <= 1.0))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "location: x = %g must be in [0, 1]", x);
+    ns_status st = ns_cell_get_section(cell, section, &si);
+    if (st != NS_OK) return st;
+    /* NEURON's node_index: the segment containing x */
+    int32_t j = (int32_t)(x * (double)si.nseg);
+    if (j > si.nseg - 1) j = si.nseg - 1;
+    if (j < 0) j = 0;
+    *compartment = si.first_node + j;
+    return NS_OK;
 }
 
 ns_status ns_location_parse(const char *text, ns_location *l) {
@@ -180,7 +199,7 @@ ns_status ns_location_compartment(const ns_cell_t *cell, const ns_location *l, i
         *compartment = (int32_t)l->index;
         return NS_OK;
     }
-    return ns_sim_locate(cell, section, l->x, compartment);
+    return ns_cell_locate(cell, section, l->x, compartment);
 }
 
 ns_status ns_section_name(const ns_cell_t *cell, int32_t section, char *name, size_t size) {

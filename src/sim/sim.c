@@ -38,26 +38,6 @@ static void leave(const ns_sim_t *sim, int caller) {
     if (sim->device >= 0 && caller != sim->device) ns_cuda_restore_device(caller);
 }
 
-ns_status ns_sim_locate(const ns_cell_t *cell, int32_t section, double x, int32_t *compartment) {
-    if (!cell || !compartment) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_locate: NULL argument");
-    ns_section_info si;
-    ns_cell_info ci;
-    ns_cell_get_info(cell, &ci);
-    if (section < 0 || section >= ci.sections)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "location: section %d is not in the cell (%d sections)",
-                       (int)section, (int)ci.sections);
-    if (!(x >= 0.0 && x <= 1.0))
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "location: x = %g must be in [0, 1]", x);
-    ns_status st = ns_cell_get_section(cell, section, &si);
-    if (st != NS_OK) return st;
-    /* NEURON's node_index: the segment containing x */
-    int32_t j = (int32_t)(x * (double)si.nseg);
-    if (j > si.nseg - 1) j = si.nseg - 1;
-    if (j < 0) j = 0;
-    *compartment = si.first_node + j;
-    return NS_OK;
-}
-
 static void shape_free(sim_shape *s) {
     free(s->parent);
     free(s->a);
@@ -112,7 +92,7 @@ static ns_status shape_build(sim_shape *s, const ns_cell_t *cell, const ns_sim_p
         s->section[i] = sec[i];
         s->x[i] = x[i];
     }
-    return ns_sim_locate(cell, 0, 0.5, &s->spike_node);
+    return ns_cell_locate(cell, 0, 0.5, &s->spike_node);
 }
 
 static void resolve_regions(ns_sim_t *sim) {

@@ -139,7 +139,7 @@ static int32_t section_at(const ns_cell_t *cell, long long id, double x) {
         if (ns_cell_get_section(cell, s, &si) != NS_OK) return -1;
         if (si.first_point_id == id) {
             int32_t c = -1;
-            return ns_sim_locate(cell, s, x, &c) == NS_OK ? c : -1;
+            return ns_cell_locate(cell, s, x, &c) == NS_OK ? c : -1;
         }
     }
     return -1;

@@ -74,7 +74,7 @@ static void against_neuron(ns_mech_library_t *lib, ns_cell_t *cell) {
     double x[8];
     if (!rf.row) goto out;
     int32_t node = -1;
-    CHECK_OK(ns_sim_locate(cell, 0, 0.5, &node));
+    CHECK_OK(ns_cell_locate(cell, 0, 0.5, &node));
     CHECK_OK(ns_sim_model_create(lib, &model));
     if (!model) goto out;
     CHECK_OK(ns_sim_model_parse(model, MODEL, strlen(MODEL), "cabuf.model"));

@@ -150,7 +150,7 @@ static int run_pop_with(ns_cell_t *const *cells, const ns_sim_params *p, const n
         ns_cell_info ci;
         ns_cell_get_info(cell, &ci);
         int32_t soma;
-        CHECK_OK(ns_sim_locate(cell, 0, 0.5, &soma));
+        CHECK_OK(ns_cell_locate(cell, 0, 0.5, &soma));
         /* 1.0 to 1.8 times the amplitude that makes hh everywhere fire */
         const double amp = 1.5e-4 * ci.total_area * (1.0 + 0.2 * (double)(c / 3));
         CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 2.0, 100.0, amp));
@@ -520,7 +520,7 @@ static void distances_against_neuron(const ns_cell_t *cell, const char *name, in
     for (int r = 0; r < n_rows; ++r) {
         const int32_t sec = section_of_key(cell, rows[r].key);
         int32_t node = -1;
-        if (sec < 0 || ns_sim_locate(cell, sec, rows[r].x, &node) != NS_OK || !isnan(nd[node])) {
+        if (sec < 0 || ns_cell_locate(cell, sec, rows[r].x, &node) != NS_OK || !isnan(nd[node])) {
             bad_map++;
             continue;
         }
@@ -1121,7 +1121,7 @@ static void section_selectors(const ns_cell_t *cell) {
 }
 
 /* One segment (sec:K(X), swc:ID(X), NEURON's sec(x)): only the compartment
- * that ns_sim_locate gives for (K, X) takes the value, for x at a segment's
+ * that ns_cell_locate gives for (K, X) takes the value, for x at a segment's
  * centre, at its boundary (the right one), 0 and 1; a later statement wins. */
 static void segment_selectors(const ns_cell_t *cell) {
     ns_cell_info ci;
@@ -1147,7 +1147,7 @@ static void segment_selectors(const ns_cell_t *cell) {
     double want_at[4];
     int32_t comp[4];
     for (int q = 0; q < 4; ++q) {
-        CHECK_OK(ns_sim_locate(cell, k, xs[q], &comp[q]));
+        CHECK_OK(ns_cell_locate(cell, k, xs[q], &comp[q]));
         want_at[q] = vals[q];
     }
     const double *area = ns_cell_area(cell);
@@ -1264,7 +1264,7 @@ static double *run_shapes(const ns_cell_t *const *shapes, int32_t n_shapes, int6
         ns_cell_info ci;
         ns_cell_get_info(cell, &ci);
         int32_t soma;
-        CHECK_OK(ns_sim_locate(cell, 0, 0.5, &soma));
+        CHECK_OK(ns_cell_locate(cell, 0, 0.5, &soma));
         const double amp = 1.5e-4 * ci.total_area * (1.0 + 0.3 * (double)(c / n_shapes));
         CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 2.0, 100.0, amp));
         CHECK_OK(ns_sim_add_recording(sim, c, soma, NULL));

@@ -35,7 +35,7 @@ static ns_cell_t *one_compartment(int32_t *node) {
     CHECK_OK(ns_cell_get_section(cell, 0, &si));
     CHECK_MSG(si.nseg == 1 && fabs(si.length - 20.0) < 1e-12 && fabs(si.area - AREA) <= 1e-12 * AREA,
               "the cylinder: nseg %d, L %.17g, area %.17g (want %.17g)", (int)si.nseg, si.length, si.area, AREA);
-    CHECK_OK(ns_sim_locate(cell, 0, 0.5, node));
+    CHECK_OK(ns_cell_locate(cell, 0, 0.5, node));
     ns_cell_info ci;
     ns_cell_get_info(cell, &ci);
     CHECK(ci.compartments <= 8); /* the arrays of 8 below */

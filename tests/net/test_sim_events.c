@@ -134,7 +134,7 @@ static void run(ns_mech_library_t *lib, const ns_cell_t *cell, int threads, run_
     ns_sim_model_destroy(model);
     if (!sim) return;
     int32_t node = -1;
-    CHECK_OK(ns_sim_locate(cell, 0, 0.5, &node));
+    CHECK_OK(ns_cell_locate(cell, 0, 0.5, &node));
     int64_t src[COPIES][9];
     for (int c = 0; c < COPIES; ++c) {
         int64_t syn[8];

@@ -52,7 +52,7 @@ static ns_sim_t *ck_make_sim(ns_backend backend, ns_hines_method method, int n_s
     for (int64_t c = 0; c < n_cells; ++c) {
         const ns_cell_t *cell = cells[c % n_shapes];
         int32_t soma;
-        CHECK_OK(ns_sim_locate(cell, 0, 0.5, &soma));
+        CHECK_OK(ns_cell_locate(cell, 0, 0.5, &soma));
         ns_cell_info ci;
         ns_cell_get_info(cell, &ci);
         const double amp = 1.5e-4 * ci.total_area * (0.8 + 0.1 * (double)(c % 5));

@@ -117,7 +117,7 @@ static void test_passive_steady(void) {
     CHECK_OK(ns_sim_create(1, shapes, 1, NULL, &p, NULL, &sim));
     if (!sim) goto out;
     int32_t soma;
-    CHECK_OK(ns_sim_locate(cell, 0, 0.5, &soma));
+    CHECK_OK(ns_cell_locate(cell, 0, 0.5, &soma));
     CHECK_OK(ns_sim_add_iclamp(sim, 0, soma, 0.0, 1e9, I));
     CHECK_OK(ns_sim_advance(sim, 20000)); /* 2 s: tau = 2 ms */
     double *v = malloc((size_t)n * sizeof *v);
@@ -266,7 +266,7 @@ static void run_population(ns_hines_method method, ns_junction_policy junctions,
     if (sim) {
         for (int64_t c = 0; c < n_cells; ++c) {
             int32_t soma;
-            CHECK_OK(ns_sim_locate(shapes[c % 3], 0, 0.5, &soma));
+            CHECK_OK(ns_cell_locate(shapes[c % 3], 0, 0.5, &soma));
             CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 1.0 + 0.1 * (c % 7), 20.0, 0.2 + 0.05 * (c % 5)));
         }
         CHECK_OK(ns_sim_advance(sim, 400));
@@ -403,8 +403,8 @@ static void test_bad_input(void) {
     CHECK(ns_sim_add_iclamp(sim, 2, 0, 1, 1, 1) == NS_ERR_INVALID_ARGUMENT);
     CHECK(ns_sim_add_recording(sim, 0, -1, NULL) == NS_ERR_INVALID_ARGUMENT);
     int32_t node;
-    CHECK(ns_sim_locate(cell, 99, 0.5, &node) == NS_ERR_INVALID_ARGUMENT);
-    CHECK(ns_sim_locate(cell, 0, 1.5, &node) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(ns_cell_locate(cell, 99, 0.5, &node) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(ns_cell_locate(cell, 0, 1.5, &node) == NS_ERR_INVALID_ARGUMENT);
     /* a current that overflows v (1e308 nA x 1e2/area is Inf): the run stops
      * and names cell 1 */
     CHECK_OK(ns_sim_add_iclamp(sim, 1, n - 1, 0.5, 10, 1e308));
@@ -489,7 +489,7 @@ static void run_split_case(int threads, int n_big, int64_t fault_cell, double am
               "large cells in blocks of 1/2/4 lanes: %d %d %d", lanes[1], lanes[2], lanes[4]);
     for (int64_t c = 0; c < cells; ++c) {
         int32_t soma;
-        CHECK_OK(ns_sim_locate(shapes[cell_shape[c]], 0, 0.5, &soma));
+        CHECK_OK(ns_cell_locate(shapes[cell_shape[c]], 0, 0.5, &soma));
         CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 1.0 + 0.5 * (double)c, 30.0, c == fault_cell ? amp : 0.3));
     }
     for (int32_t node = 0; node < 5500; node += 239) CHECK_OK(ns_sim_add_recording(sim, 1, node, NULL));
@@ -636,7 +636,7 @@ static void order_case(const char *file, int32_t n_expected, int64_t cells, int 
         if (out->width != (int)part.stride) out->width = -1;
     }
     int32_t soma;
-    CHECK_OK(ns_sim_locate(cell, 0, 0.5, &soma));
+    CHECK_OK(ns_cell_locate(cell, 0, 0.5, &soma));
     for (int64_t c = 0; c < cells; ++c)
         CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 1.0 + 0.3 * (double)c, 40.0, 0.2 + 0.02 * (double)c));
     const int32_t every = n > 200 ? n / 97 : 1; /* the recorded nodes of the last cell */

@@ -33,7 +33,7 @@ static ns_sim_t *make_sim(ns_backend backend, ns_hines_method method, int32_t la
     if (!sim) return NULL;
     for (int64_t c = 0; c < N_CELLS; ++c) {
         int32_t soma;
-        CHECK_OK(ns_sim_locate(cells[c % N_FILES], 0, 0.5, &soma));
+        CHECK_OK(ns_cell_locate(cells[c % N_FILES], 0, 0.5, &soma));
         ns_cell_info ci;
         ns_cell_get_info(cells[c % N_FILES], &ci);
         CHECK_OK(ns_sim_add_iclamp(sim, c, soma, 2.0 + 0.1 * (c % 11), 40.0, 1e-4 * ci.total_area * (1 + (c % 3))));

@@ -104,14 +104,14 @@ static void check_one(const ref *r, ns_hines_method method) {
     CHECK_OK(ns_sim_create(1, shapes, 2, NULL, &p, &o, &sim));
     if (!sim) goto out;
     int32_t soma;
-    CHECK_OK(ns_sim_locate(cell, 0, 0.5, &soma));
+    CHECK_OK(ns_cell_locate(cell, 0, 0.5, &soma));
     for (int64_t c = 0; c < 2; ++c) CHECK_OK(ns_sim_add_iclamp(sim, c, soma, r->del, r->dur, r->amp));
     for (int c = 0; c < 2; ++c)
         for (int k = 0; k < r->n_sites; ++k) {
             int32_t sec = section_of_key(cell, r->key[k]), node = -1;
             CHECK_MSG(sec >= 0, "%s: no section starts at SWC id %lld", r->file, r->key[k]);
             if (sec < 0) goto out;
-            CHECK_OK(ns_sim_locate(cell, sec, r->x[k], &node));
+            CHECK_OK(ns_cell_locate(cell, sec, r->x[k], &node));
             CHECK_OK(ns_sim_add_recording(sim, c, node, NULL));
         }
     CHECK_OK(ns_sim_advance(sim, ns_sim_steps_for(sim, 100.0)));

@@ -60,8 +60,8 @@ static void run(ns_mech_library_t *lib, const ns_cell_t *cell, const scase *sc, 
     double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
     if (!rf.row || !x || !y) goto out;
     int32_t mid = -1, first = -1;
-    CHECK_OK(ns_sim_locate(cell, 0, 0.5, &mid));
-    CHECK_OK(ns_sim_locate(cell, 0, sc->probe_x, &first));
+    CHECK_OK(ns_cell_locate(cell, 0, 0.5, &mid));
+    CHECK_OK(ns_cell_locate(cell, 0, sc->probe_x, &first));
     CHECK_OK(ns_sim_model_create(lib, &model));
     if (!model) goto out;
     CHECK_OK(ns_sim_model_parse(model, sc->model, strlen(sc->model), "case.model"));
