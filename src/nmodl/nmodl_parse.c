@@ -55,7 +55,7 @@ typedef struct parser {
 #define MAX_DEPTH 600 /* three per parenthesis: parse_expr, parse_unary, parse_power */
 #define MAX_SLOTS 1000000 /* fields, and GLOBALs, of a mechanism */
 #define MAX_TABLE 100000000 /* values of a mechanism's TABLEs (800 MB) */
-#define MAX_TREE 2000
+#define MAX_TREE 500 /* operations deep: real files stay under 50, and every pass over a tree recurses (a 1,800-deep chain overflowed the fuzzer's stack) */
 
 static char *dupn(const char *s, size_t n) {
     char *r = malloc(n + 1);
