@@ -18,6 +18,7 @@ segments, the geometry check, spikes of both, the largest spike-time difference,
 the soma traces, the wall times. Exit 1 when the spike counts differ, a spike is more than
 0.05 ms off or the RMS exceeds 0.05 mV (the issue's targets).
 
+--backend cuda runs `simulate` on the GPU (the library built with `mechanisms build --cuda`).
 --keep DIR keeps the written files (NAME.swc, .model, .params, .command) and the library.
 --refs DIR writes the files there with NAME_neuron.csv (NEURON's soma trace every 0.1 ms, its
 spike times, the simulate arguments with LIB for the library, the --mod files that build it):
@@ -45,6 +46,22 @@ def mod_files(mods):
     for d in mods:
         out += [d] if os.path.isfile(d) else [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".mod")]
     return out
+
+
+def build_library(neurosolve, mods, lib, cuda=False):
+    """`neurosolve mechanisms build` of the .mod files of mods (unchanged, copied to LIB.src/)
+    into lib (with the CUDA code for the GPU loop where cuda); returns lib's absolute path."""
+    lib = os.path.abspath(lib)
+    src = lib + ".src"
+    shutil.rmtree(src, ignore_errors=True)
+    os.makedirs(src)
+    for f in mod_files(mods):
+        shutil.copy(f, src)
+    r = subprocess.run([neurosolve, "mechanisms", "build", src, "-o", lib] + (["--cuda"] if cuda else []),
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"neurosolve mechanisms build: {r.stderr.strip()}")
+    return lib
 
 
 def compile_neuron(mods, work):
@@ -123,6 +140,7 @@ def main():
     ap.add_argument("--neurosolve", required=True)
     ap.add_argument("--mod", action="append", default=[])
     ap.add_argument("--name", default="cell")
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--keep")
     ap.add_argument("--refs")
     ap.add_argument("--python", default=os.path.join(ROOT, "build", "python"))
@@ -137,18 +155,12 @@ def main():
     try:
         work = a.refs or a.keep or tmp
         os.makedirs(work, exist_ok=True)
-        mods, nrn = os.path.join(tmp, "mod"), os.path.join(tmp, "nrn")
-        os.makedirs(mods)
+        nrn = os.path.join(tmp, "nrn")
         os.makedirs(nrn)
-        for f in mod_files(a.mod):
-            shutil.copy(f, mods)
         lib = None
         if a.mod:  # neurosolve builds the unchanged files; NEURON compiles its copy
-            lib = os.path.abspath(os.path.join(tmp if a.refs else work, a.name + "_mechanisms.so"))
-            r = subprocess.run([a.neurosolve, "mechanisms", "build", mods, "-o", lib], capture_output=True, text=True)
-            if r.returncode != 0:
-                print(f"neurosolve mechanisms build: {r.stderr.strip()}", file=sys.stderr)
-                return 1
+            lib = build_library(a.neurosolve, a.mod, os.path.join(tmp if a.refs else work, a.name + "_mechanisms.so"),
+                                a.backend == "cuda")
             compile_neuron(a.mod, nrn)
         env = dict(os.environ, PYTHONPATH=a.python + os.pathsep + os.environ.get("PYTHONPATH", ""))
         files = os.path.abspath(work)
@@ -161,7 +173,7 @@ def main():
         d = json.loads(r.stdout.strip().splitlines()[-1])
         prefix = os.path.join(tmp, "run")
         cmd = d["command"] + ["--spike-times", "netcon", "--record", f"swc={d['root']}:0.5", "--out", prefix,
-                              "--json", "--no-progress"]
+                              "--backend", a.backend, "--json", "--no-progress"]
         t0 = time.perf_counter()
         r = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.perf_counter() - t0
@@ -185,7 +197,7 @@ def main():
             print(f"not captured: ... {len(d['not_captured']) - 10} more")
         print(f"spikes NEURON / neurosolve: {len(d['spikes'])} / {len(spikes)}; largest spike-time difference "
               f"{dspike:.2e} ms; soma RMS {rms:.2e} mV over {d['t'][n - 1]:.0f} ms")
-        print(f"wall: NEURON {d['wall']:.1f} s (fadvance loop), neurosolve {wall:.1f} s (simulate), "
+        print(f"wall: NEURON {d['wall']:.1f} s (fadvance loop), neurosolve {wall:.1f} s (simulate, {a.backend}), "
               f"from_neuron {d['import_s']:.1f} s")
         print("command: " + " ".join(d["command"]))
         if a.refs:
