@@ -176,7 +176,8 @@ NS_API void ns_cell_get_info(const ns_cell_t *cell, ns_cell_info *info);
 /* One NEURON section as Import3d builds it (docs/discretisation.md). */
 typedef struct ns_section_info {
     int32_t parent;          /* parent section, -1 for the root section */
-    double parent_x;         /* NEURON's parentx: where it attaches on the parent (0, 0.5 or 1) */
+    double parent_x;         /* NEURON's parentx: where it attaches on the parent (0, 0.5 or 1; any
+                                x in [0, 1] given by a SEC.parentx statement) */
     int32_t type;            /* SWC type of its first point */
     int32_t nseg;            /* segments (compartments with membrane) */
     double Ra;               /* [ohm cm] its axial resistivity */

@@ -37,7 +37,11 @@ REGION_OF_TYPE = {1: "soma", 2: "axon", 3: "basal", 4: "apical"}
 STYLE_C_STATE, STYLE_EINIT, STYLE_EADVANCE = 3, 0o40, 0o100
 # NEURON keeps 3-D points and their arc lengths in single precision; neurosolve computes in double
 # from the same points: short sections differ by a few 1e-6 (docs/discretisation.md, section 6).
+# A section far from the origin and very short (Mainen and Sejnowski's 0.1 um spine tips at
+# x = -180 um) differs by the points' own rounding: FLOAT_EPS * |coordinate| per point, relative
+# to L; that bound is added to the tolerance.
 GEOMETRY_RTOL = 1e-5
+FLOAT_EPS = 2.0 ** -24
 
 
 class NeuronImport:
@@ -231,16 +235,30 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
     stype = [0] * len(secs)
     renamed = []  # sections moved to the region `other` (cm by that region)
     start_diam = []  # (section, diameter of its first 3-D point) where Import3d's copy differs
+    parentx = []  # sections attached inside their parent (0 < x < 1), not at the soma's middle
     order = []
     stack = [roots[0]]
     while stack:
         i = stack.pop()
         order.append(i)
         stack.extend(reversed(children[i]))
+    r0 = roots[0]
+    soma_root = _type_of(secs[r0].name(), tmap) == 1 and int(secs[r0].n3d()) >= 2
+
+    def mid_soma(c):  # a child at the middle of the root soma: an interior soma point (Import3d's 0.5)
+        return parent[c] == r0 and soma_root and px[c] == 0.5
+
+    def via_parentx(c):  # hung from the parent's last SWC point with `swc:ID.parentx = X`: all but x = 1,
+        # the soma's middle and the first point of a soma root (Import3d's own rules give those)
+        return px[c] != 1.0 and not mid_soma(c) and not (px[c] == 0.0 and parent[c] == r0 and soma_root)
+
+    def at_end(c):  # children hung from the parent's last SWC point
+        return px[c] == 1.0 or via_parentx(c)
+
     for i in order:
         t = _type_of(secs[i].name(), tmap)
         p_ = parent[i]
-        lone = p_ >= 0 and px[i] == 1.0 and sum(px[c] == 1.0 for c in children[p_]) == 1
+        lone = p_ >= 0 and at_end(i) and sum(at_end(c) for c in children[p_]) == 1
         if t is None or (lone and t == stype[p_]):
             # a lone child at its parent's end with the parent's type would continue the parent's
             # section in an SWC file: an `other` type (5, 6, 7 alternating along a chain) keeps it apart
@@ -251,8 +269,7 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
                 t = 5 + (stype[p_] - 4) % 3
         stype[i] = t
     pts = [_pt3d(s) for s in secs]
-    r0 = roots[0]
-    if stype[r0] == 1 and len(pts[r0]) == 2 and any(0.0 < px[c] < 1.0 for c in children[r0]):
+    if stype[r0] == 1 and len(pts[r0]) == 2 and any(mid_soma(c) for c in children[r0]):
         # children at the middle of a soma of two 3-D points: its midpoint (diameter interpolated,
         # so NEURON's area and resistance are unchanged) becomes the SWC point they attach to
         a, b = pts[r0]
@@ -282,17 +299,16 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
         PP = pts[p_]
         if x == 1.0:
             attach, at = last_id[p_], PP[-1]
-        elif x == 0.0:
+        elif not via_parentx(i) and x == 0.0:
             attach, at = first_pt[p_], PP[0]
-        elif parent[p_] < 0 and stype[p_] == 1 and len(PP) >= 3:
+        elif not via_parentx(i) and stype[p_] == 1 and len(PP) >= 3:
             attach, at = first_pt[p_] + len(PP) // 2, None  # an interior soma point: parentx 0.5
-            if abs(x - 0.5) > 1e-12:
-                miss.append(f"{s.name()}: attached at {secs[p_].name()}({x:g}); neurosolve attaches "
-                            f"mid-soma children at 0.5")
         else:
+            # elsewhere on the parent (inside it, or x = 0 of a section that is no soma root): hung from
+            # its last SWC point with `swc:ID.parentx = X`, the section's geometry its own 3-D points
+            # (docs/discretisation.md)
             attach, at = last_id[p_], None
-            miss.append(f"{s.name()}: attached at {secs[p_].name()}({x:g}): neurosolve attaches at x = 0, 1 "
-                        f"or the soma's middle only")
+            parentx.append(i)
         if at is not None and P and any(abs(P[0][c] - at[c]) > 1e-9 * max(1.0, abs(at[c])) for c in range(3)):
             # the section does not start where it is attached (its 3-D points were scaled or moved after
             # they were read, e.g. L set on a section with 3-D points): NEURON's geometry comes from each
@@ -342,6 +358,8 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
         p_lines.append(f"{region}.cm = {_fmt(region_cm[region])}")
     for i, d in start_diam:
         p_lines.append(f"swc:{first_id[i]}.start_diam = {_fmt(d)}")
+    for i in parentx:
+        p_lines.append(f"swc:{first_id[i]}.parentx = {_fmt(px[i])}")
     for i, s in enumerate(secs):
         p_lines.append(f"swc:{first_id[i]}.nseg = {int(s.nseg)}")
         if s.Ra != ra:
@@ -552,7 +570,10 @@ def _check_geometry(h, secs, first_id, parent, px, res, strict):
         ri = sum(seg.ri() for seg in s) + s(1).ri()
         rel = max(abs(a - b) / max(abs(b), 1e-300) for a, b in ((g["length"], s.L), (g["area"], area),
                                                                  (g["ri_sum"], ri)))
-        if rel > GEOMETRY_RTOL:
+        P = _pt3d(s)
+        far = max((abs(c) for p in P for c in p[:3]), default=0.0)
+        tol = GEOMETRY_RTOL + 2 * FLOAT_EPS * len(P) * far / max(s.L, 1e-300)
+        if rel > tol:
             bad.append(f"{s.name()}: L, area or resistance {rel:.1e} off NEURON's")
         worst = max(worst, rel)
     if bad and strict:

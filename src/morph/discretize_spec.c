@@ -4,7 +4,8 @@
  * basal, apical, other, dend, all: the section's SWC type), sec:K (section
  * index, Import3d's order) or swc:ID (the section whose first point has SWC
  * id ID), applied in order to the sections: nseg, Ra, REGION.cm (the d_lambda
- * rule's) and start_diam (a section's first 3-D point's diameter). A bare
+ * rule's), start_diam (a section's first 3-D point's diameter) and parentx
+ * (where a section attaches to its parent, its geometry its own points). A bare
  * `Ra = X` sets every section's Ra; other keys of a parameter file are skipped. */
 #include <math.h>
 #include <stdio.h>
@@ -66,15 +67,16 @@ int disc_spec_key(const char *key, double value, char *why, size_t why_size) {
     const char *name = dot + 1;
     const size_t len = (size_t)(dot - key);
     const int section = (len > 4 && strncmp(key, "sec:", 4) == 0) || (len > 4 && strncmp(key, "swc:", 4) == 0);
-    if (strcmp(name, "start_diam") == 0 && !section) {
-        snprintf(why, why_size, "%s: start_diam is set per section (sec:K, swc:ID)", key);
+    const int per_section = strcmp(name, "start_diam") == 0 || strcmp(name, "parentx") == 0;
+    if (per_section && !section) {
+        snprintf(why, why_size, "%s: %s is set per section (sec:K, swc:ID)", key, name);
         return -1;
     }
-    if (strcmp(name, "nseg") != 0 && strcmp(name, "Ra") != 0 && strcmp(name, "start_diam") != 0) {
+    if (strcmp(name, "nseg") != 0 && strcmp(name, "Ra") != 0 && !per_section) {
         if (section) {
             snprintf(why, why_size,
-                     "%s: a section (sec:K, swc:ID) takes nseg, Ra and start_diam only (cm is set per region, "
-                     "REGION.cm)", key);
+                     "%s: a section (sec:K, swc:ID) takes nseg, Ra, start_diam and parentx only (cm is set per "
+                     "region, REGION.cm)", key);
             return -1;
         }
         return 0;
@@ -94,6 +96,11 @@ int disc_spec_key(const char *key, double value, char *why, size_t why_size) {
             snprintf(why, why_size, "%s = %g: nseg must be a whole number in [1, %d]", key, value, NSEG_MAX);
             return -1;
         }
+    } else if (strcmp(name, "parentx") == 0) {
+        if (!(value >= 0.0 && value <= 1.0)) {
+            snprintf(why, why_size, "%s = %g: parentx must be in [0, 1]", key, value);
+            return -1;
+        }
     } else if (!(value > 0.0) || !isfinite(value)) {
         snprintf(why, why_size, "%s = %g %s: must be > 0", key, value, strcmp(name, "Ra") == 0 ? "ohm cm" : "um");
         return -1;
@@ -102,6 +109,29 @@ int disc_spec_key(const char *key, double value, char *why, size_t why_size) {
 }
 
 /* Apply one statement. */
+/* SEC.parentx = X: the section attaches at X of its parent section, and its geometry is its own
+ * 3-D points: the copy of the parent's point that Import3d puts first is dropped (a section
+ * without one, a "wire", keeps its points). */
+static ns_status set_parentx(disc_sections *S, int32_t k, double x, const char *key, const char *name,
+                             long lineno) {
+    disc_section *s = &S->sec[k];
+    if (s->parent < 0)
+        return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: section %d is the root: it has no parent", name, lineno, key, (int)k);
+    if (s->n3d == s->last - s->first + 2) { /* starts with the copy of the parent's point */
+        if (s->n3d < 3)
+            return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: section %d has one 3-D point of its own (2 needed)", name,
+                           lineno, key, (int)k);
+        ++s->pt_begin;
+        --s->n3d;
+        disc_arcs(s, S->pts);
+        if (!(s->length > 0.0))
+            return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: section %d's own 3-D points lie at one place", name, lineno,
+                           key, (int)k);
+    }
+    s->parent_x = x;
+    return NS_OK;
+}
+
 static ns_status apply(disc_sections *S, const ns_morph_point *pts, const char *key, double value,
                        const char *name, long lineno) {
     char why[400];
@@ -122,6 +152,7 @@ static ns_status apply(disc_sections *S, const ns_morph_point *pts, const char *
     const char *dot = strchr(key, '.');
     const int is_nseg = dot && strcmp(dot + 1, "nseg") == 0;
     const int is_diam = dot && strcmp(dot + 1, "start_diam") == 0;
+    const int is_parentx = dot && strcmp(dot + 1, "parentx") == 0;
     int matched = 0;
     for (int32_t k = 0; k < S->n; ++k) {
         disc_section *s = &S->sec[k];
@@ -137,8 +168,11 @@ static ns_status apply(disc_sections *S, const ns_morph_point *pts, const char *
              * parent point's; NEURON sections built otherwise may start with their own) */
             if (s->parent < 0 || s->n3d != s->last - s->first + 2)
                 return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: section %d does not start with a copy of its parent's "
-                               "point (the root, or a child joined at the soma's middle)", name, lineno, key, (int)k);
+                               "point (the root, a child joined at the soma's middle or given a parentx)", name, lineno, key, (int)k);
             S->pts[s->pt_begin].d = value;
+        } else if (is_parentx) {
+            ns_status st = set_parentx(S, k, value, key, name, lineno);
+            if (st != NS_OK) return st;
         } else if (is_nseg) s->nseg = (int32_t)value;
         else s->Ra = value;
     }
