@@ -8,7 +8,9 @@ SETUP is a Python file that builds a model in NEURON: it runs with `h` (neuron.h
 (the repository) given, after the .mod files of every --mod folder are compiled by nrnivmodl
 and loaded (NEURON 9 needs two additions to the BBP files: validation/nmodl_neuron_traces.py's
 compile_bbp; neurosolve builds the unchanged files with `mechanisms build`). NEURON's own
-mechanisms (pas, hh, ExpSyn, Exp2Syn) are built into both: give no folder holding them. It may set
+mechanisms (pas, hh, ExpSyn, Exp2Syn) are built into both: give no folder holding them; the
+copies of NEURON's files in data/mechanisms/electrode (SEClamp) and data/mechanisms/events
+(IntFire1/2/4) are built by neurosolve only (NEURON has them built in). It may set
 `sections` (a list) or `cell` (an object with an `all` SectionList); otherwise every section
 is taken. Then, in one NEURON process: neurosolve.from_neuron writes the model's files (with
 the library, so that every mechanism is checked), and NEURON runs to h.tstop with its fixed
@@ -64,11 +66,22 @@ def build_library(neurosolve, mods, lib, cuda=False):
     return lib
 
 
+def neuron_own(path):
+    """NEURON's own mechanisms, built into NEURON: data/mechanisms/electrode (stim.mod, svclmp.mod)
+    and the IntFires of data/mechanisms/events, copies of NEURON's files that neurosolve builds."""
+    d, f = os.path.split(os.path.realpath(path))
+    return d == os.path.realpath(os.path.join(ROOT, "data/mechanisms/electrode")) or \
+        (d == os.path.realpath(os.path.join(ROOT, "data/mechanisms/events")) and f.startswith("intfire"))
+
+
 def compile_neuron(mods, work):
-    """nrnivmodl in `work` on the files of mods; data/mechanisms/bbp's with compile_bbp's additions."""
+    """nrnivmodl in `work` on the files of mods (but NEURON's own); data/mechanisms/bbp's with
+    compile_bbp's additions."""
     from nmodl_neuron_traces import compile_bbp
     bbp = os.path.realpath(os.path.join(ROOT, "data/mechanisms/bbp"))
-    files = mod_files(mods)
+    files = [f for f in mod_files(mods) if not neuron_own(f)]
+    if not files:
+        return
     extra = [f for f in files if os.path.realpath(os.path.dirname(f)) != bbp]
     if len(extra) < len(files):
         compile_bbp(work, extra)

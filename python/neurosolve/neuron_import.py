@@ -53,7 +53,8 @@ class NeuronImport:
     ``moved_to_other`` (sections written with an `other` SWC type so that an SWC file keeps them
     apart from their parent); ``translated`` (sections whose 3-D points did not start at their
     parent's connection point and were moved there, with the sections below: geometry unchanged);
-    ``mechanisms`` (the density mechanisms the model needs)."""
+    ``mechanisms`` (the density mechanisms the model needs); ``point_processes`` (the point
+    process types of NAME.net)."""
 
     def __init__(self):
         self.swc = self.model = self.params = self.command_file = self.network = None
@@ -67,6 +68,7 @@ class NeuronImport:
         self.library = None
         self.moved_to_other = []
         self.translated = []
+        self.point_processes = []
 
     @classmethod
     def read(cls, prefix):
@@ -94,6 +96,10 @@ class NeuronImport:
         for line in res.texts["model"].splitlines():
             if ".insert = " in line:
                 res.mechanisms += [m for m in line.split("=", 1)[1].split() if m not in res.mechanisms]
+        for line in res.texts.get("network", "").splitlines():
+            w = line.split()
+            if len(w) >= 5 and w[0] == "synapse" and w[4] not in res.point_processes:
+                res.point_processes.append(w[4])
         return res
 
     def command(self, neurosolve="neurosolve", mechanisms=None, extra=()):
@@ -102,7 +108,7 @@ class NeuronImport:
         mechanisms = mechanisms or self.library or "LIB.so"
         cmd = [neurosolve, "simulate"] + (["--network", self.network] if self.network else [self.swc or "NAME.swc"])
         cmd += ["--params", self.params or "NAME.params", "--model", self.model or "NAME.model"]
-        if any(m not in BUILTIN_MECHANISMS for m in self.mechanisms):
+        if any(m not in BUILTIN_MECHANISMS + SYNAPSES for m in self.mechanisms + self.point_processes):
             cmd += ["--mechanisms", mechanisms]
         for sid, x, dl, du, amp in self.iclamps:
             cmd += ["--iclamp", f"swc={sid}:{x!r}:{dl!r}:{du!r}:{amp!r}"]
@@ -482,8 +488,9 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
                 net_lines.append(f"train {label} " + " ".join(_fmt(t) for t in times) if times else None)
             continue
         if kind not in syn_types:
-            miss.append(f"{len(objs)} {kind} point process(es): not captured (IClamps, synapses of neurosolve's "
-                        f"catalogue and NetStims without noise only)")
+            miss.append(f"{len(objs)} {kind} point process(es): not captured (IClamps, NetStims and the point "
+                        f"processes of neurosolve's catalogue or the library only: NEURON's SEClamp and IntFires are "
+                        f"built from data/mechanisms/electrode and events)")
             continue
         ms = h.MechanismStandard(kind, 1)
         names = []
@@ -496,6 +503,8 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
                 continue
             label = f"syn{len(synapses)}"
             synapses[o.hname()] = label
+            if kind not in res.point_processes:
+                res.point_processes.append(kind)
             sid = first_id[secset[seg.sec.hoc_internal_name()]]
             vals = " ".join(f"{q}={_fmt(getattr(o, q))}" for q in names)
             net_lines.append(f"synapse {label} imported swc:{sid}({_fmt(seg.x)}) {kind} {vals}".rstrip())

@@ -144,9 +144,9 @@ ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, c
     if (st != NS_OK) return st;
     const sim_model *m = sim->model;
     const int32_t k = ns_sim_model_find(m, mechanism);
-    /* a point process without NET_RECEIVE only for its POINTERs (a gap junction) */
-    if (k < 0 || m->descs[k]->kind != NS_MECH_POINT ||
-        ((!m->descs[k]->has_net_receive || !m->descs[k]->net_receive) && m->descs[k]->n_pointers == 0)) {
+    /* any POINT_PROCESS: with NET_RECEIVE (a synapse), POINTERs (a gap junction) or neither (an
+     * electrode such as NEURON's SEClamp: placed, never a connection's target) */
+    if (k < 0 || m->descs[k]->kind != NS_MECH_POINT) {
         char list[512];
         size_t used = 0;
         list[0] = 0;
@@ -157,7 +157,7 @@ ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, c
         }
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "%s: %s '%s' (cell %lld, compartment %d): the synapses of the model's catalogue are: %s", fn,
-                       k < 0 ? "no mechanism" : "not a POINT_PROCESS with NET_RECEIVE:", mechanism, (long long)cell,
+                       k < 0 ? "no mechanism" : "not a POINT_PROCESS:", mechanism, (long long)cell,
                        (int)compartment, used ? list : "(none)");
     }
     const ns_mech_desc *d = m->descs[k];
