@@ -22,6 +22,7 @@ the soma traces, the wall times. Exit 1 when the spike counts differ, a spike is
 
 --backend cuda runs `simulate` on the GPU (the library built with `mechanisms build --cuda`).
 --keep DIR keeps the written files (NAME.swc, .model, .params, .command) and the library.
+--cpu-only REASON (with --refs) marks the reference as one the GPU replay skips, giving REASON.
 --refs DIR writes the files there with NAME_neuron.csv (NEURON's soma trace every 0.1 ms, its
 spike times, the simulate arguments with LIB for the library, the --mod files that build it):
 tests/data/neuron_import/ is made this way. --mod takes folders (their .mod files) or files.
@@ -135,10 +136,13 @@ def write_refs(a, d, cmd):
         env = "".join(f"{k}={'CHECKOUT' if os.path.exists(v) else v} " for k, v in sorted(os.environ.items())
                       if k.startswith("NS_"))  # the setup's choices (a source checkout's path left out)
         f.write(f"# made by: {env}python3 validation/neuron_import_compare.py --refs DIR {os.path.relpath(a.setup, ROOT)}"
-                + "".join(f" --mod {m}" for m in a.mod) + f" --name {a.name} --neurosolve BIN\n")
+                + "".join(f" --mod {m}" for m in a.mod) + f" --name {a.name} --neurosolve BIN"
+                + (f" --cpu-only '{a.cpu_only}'" if a.cpu_only else "") + "\n")
         f.write(f"# args = {' '.join(rel)}\n")
         if a.mod:  # LIB in args: `neurosolve mechanisms build` of these files (paths from the repository)
             f.write("# mod = " + " ".join(os.path.relpath(os.path.abspath(m), ROOT) for m in mod_files(a.mod)) + "\n")
+        if a.cpu_only:
+            f.write(f"# cpu_only = {a.cpu_only}\n")
         f.write(f"# root = {d['root']}\n")
         f.write(f"# record_every = {every}\n")
         f.write("# spikes = " + " ".join(repr(x) for x in d["spikes"]) + "\n")
@@ -156,6 +160,7 @@ def main():
     ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--keep")
     ap.add_argument("--refs")
+    ap.add_argument("--cpu-only", metavar="REASON", help="references: the GPU replay skips this model (REASON)")
     ap.add_argument("--python", default=os.path.join(ROOT, "build", "python"))
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--files", help=argparse.SUPPRESS)

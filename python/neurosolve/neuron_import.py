@@ -476,8 +476,9 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
             continue
         if kind == "NetStim":
             for o in objs:
-                if o.noise != 0:
-                    miss.append(f"{o.hname()}: noise = {o.noise:g} (a random train): not captured")
+                if o.noise != 0:  # NEURON's random stream is not neurosolve's: the parameters, listed
+                    miss.append(f"{o.hname()}: noise = {o.noise:g} (a random train; start {o.start:g} ms, interval "
+                                f"{o.interval:g} ms, number {o.number:g}): not captured")
                     continue
                 times, t_ev = [], o.start  # NetStim.mod with noise 0: start, then + interval each time
                 for _ in range(int(o.number)):
@@ -497,28 +498,45 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
         for q in range(int(ms.count())):
             ms.name(r, q)
             names.append(r[0])
+        artificial = bool(mt.is_artificial(k))
         for o in objs:
-            seg = o.get_segment()
-            if seg is None or seg.sec.hoc_internal_name() not in secset:
-                continue
+            if artificial:  # no location in NEURON: placed at the root's middle (it reads no voltage)
+                sid, x = first_id[r0], 0.5
+            else:
+                seg = o.get_segment()
+                if seg is None or seg.sec.hoc_internal_name() not in secset:
+                    continue
+                sid, x = first_id[secset[seg.sec.hoc_internal_name()]], seg.x
             label = f"syn{len(synapses)}"
             synapses[o.hname()] = label
             if kind not in res.point_processes:
                 res.point_processes.append(kind)
-            sid = first_id[secset[seg.sec.hoc_internal_name()]]
             vals = " ".join(f"{q}={_fmt(getattr(o, q))}" for q in names)
-            net_lines.append(f"synapse {label} imported swc:{sid}({_fmt(seg.x)}) {kind} {vals}".rstrip())
+            net_lines.append(f"synapse {label} imported swc:{sid}({_fmt(x)}) {kind} {vals}".rstrip())
+    sources = dict(stims)  # NetCon source -> network source name: trains, point sources, detectors
     for nc in h.List("NetCon"):
         src, tgt = nc.pre(), nc.syn()
         if tgt is None:
             continue  # a spike recorder: no effect on the run
-        if tgt.hname() not in synapses or src is None or src.hname() not in stims:
+        pre = nc.preseg() if src is None else None
+        key = src.hname() if src is not None else (f"v:{pre.sec.hoc_internal_name()}({pre.x!r}):{nc.threshold!r}"
+                                                   if pre is not None else None)
+        if key is not None and key not in sources:
+            if src is not None and src.hname() in synapses:  # a point process's net_event: a point source
+                sources[key] = f"src{len(sources)}"
+                net_lines.append(f"source {sources[key]} {synapses[src.hname()]}")
+            elif pre is not None and pre.sec.hoc_internal_name() in secset:  # a cell's voltage: a detector
+                sources[key] = f"src{len(sources)}"
+                sid = first_id[secset[pre.sec.hoc_internal_name()]]
+                net_lines.append(f"detector {sources[key]} imported swc:{sid}({_fmt(pre.x)}) {_fmt(nc.threshold)}")
+        if tgt.hname() not in synapses or key not in sources:
             miss.append(f"NetCon {src.hname() if src is not None else 'from a voltage'} -> {tgt.hname()}: "
-                        f"not captured (NetStim -> captured synapse only)")
+                        f"not captured (from a NetStim, a captured point process or the cell's voltage, to a "
+                        f"captured point process only)")
             continue
         if nc.wcnt() > 1:
             miss.append(f"NetCon -> {tgt.hname()}: {int(nc.wcnt())} weights, only weight[0] is taken")
-        net_lines.append(f"connect {stims[src.hname()]} {synapses[tgt.hname()]} {_fmt(nc.weight[0])} "
+        net_lines.append(f"connect {sources[key]} {synapses[tgt.hname()]} {_fmt(nc.weight[0])} "
                          f"{_fmt(nc.delay)}")
     net_lines = [ln for ln in net_lines if ln]
     n = int(h.List("FInitializeHandler").count())

@@ -38,7 +38,8 @@ static const ns_network_calls mpi_calls = {mpi_add_synapse,   mpi_synapse_set, m
                                            mpi_add_spike_source, mpi_add_poisson_source, mpi_connect,
                                            mpi_cells,         mpi_cell_compartments, mpi_synapses,
                                            mpi_sources,
-                                           NULL /* set_pointer: not under MPI */};
+                                           NULL /* set_pointer: not under MPI */,
+                                           NULL /* add_point_source: not under MPI */};
 
 ns_status ns_network_apply_mpi(const ns_network_t *net, ns_mpi_sim_t *sim, const ns_cell_t *const *shapes) {
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_apply_mpi: sim is NULL");
