@@ -90,6 +90,20 @@ void bind_readers(nb::module_ &m) {
     }, "path"_a, "ns_tracts_open / next: every streamline in world (RAS+ mm) coordinates, packed.");
 }
 
+// LifeModel.build's and _build_arrays' options.
+static ns_life_build_options build_options(int32_t dictionary_l, double axial_diffusivity, double radial_diffusivity,
+                                           double b0_threshold, const std::string &bad, const std::string &nodes) {
+    ns_life_build_options o;
+    ns_life_build_options_init(&o);
+    if (dictionary_l > 0) o.dictionary_l = dictionary_l; /* 0: the library's default (180) */
+    o.nodes = pick<ns_life_node_combination>("nodes", nodes, {{"sum", NS_LIFE_NODES_SUM}, {"mean", NS_LIFE_NODES_MEAN}});
+    o.axial_diffusivity = axial_diffusivity;
+    o.radial_diffusivity = radial_diffusivity;
+    o.b0_threshold = b0_threshold;
+    o.bad = pick<ns_life_bad_policy>("bad", bad, {{"error", NS_LIFE_BAD_ERROR}, {"skip", NS_LIFE_BAD_SKIP}});
+    return o;
+}
+
 // LifeModel, LifeEngine
 void bind_life(nb::module_ &m) {
     nb::class_<LifeModel>(m, "LifeModel", "A LiFE model (docs/life.md, docs/life_data.md).")
@@ -103,14 +117,8 @@ void bind_life(nb::module_ &m) {
                                 const std::filesystem::path &bvecs, const std::filesystem::path &tracks, int32_t dictionary_l, double axial_diffusivity,
                                 double radial_diffusivity, double b0_threshold, const std::string &bad,
                                 const std::string &nodes) {
-            ns_life_build_options o;
-            ns_life_build_options_init(&o);
-            if (dictionary_l > 0) o.dictionary_l = dictionary_l; /* 0: the library's default (180) */
-            o.nodes = pick<ns_life_node_combination>("nodes", nodes, {{"sum", NS_LIFE_NODES_SUM}, {"mean", NS_LIFE_NODES_MEAN}});
-            o.axial_diffusivity = axial_diffusivity;
-            o.radial_diffusivity = radial_diffusivity;
-            o.b0_threshold = b0_threshold;
-            o.bad = pick<ns_life_bad_policy>("bad", bad, {{"error", NS_LIFE_BAD_ERROR}, {"skip", NS_LIFE_BAD_SKIP}});
+            ns_life_build_options o =
+                build_options(dictionary_l, axial_diffusivity, radial_diffusivity, b0_threshold, bad, nodes);
             auto lm = std::make_unique<LifeModel>();
             check_released([&] {
                 return ns_life_build(dwi.c_str(), bvals.c_str(), bvecs.c_str(), tracks.c_str(), &o, &lm->built);
@@ -124,14 +132,8 @@ void bind_life(nb::module_ &m) {
                                         double axial_diffusivity, double radial_diffusivity, double b0_threshold,
                                         const std::string &bad, const std::string &nodes) {
             const char *fn = "LifeModel.build_arrays";
-            ns_life_build_options o;
-            ns_life_build_options_init(&o);
-            if (dictionary_l > 0) o.dictionary_l = dictionary_l; /* 0: the library's default (180) */
-            o.nodes = pick<ns_life_node_combination>("nodes", nodes, {{"sum", NS_LIFE_NODES_SUM}, {"mean", NS_LIFE_NODES_MEAN}});
-            o.axial_diffusivity = axial_diffusivity;
-            o.radial_diffusivity = radial_diffusivity;
-            o.b0_threshold = b0_threshold;
-            o.bad = pick<ns_life_bad_policy>("bad", bad, {{"error", NS_LIFE_BAD_ERROR}, {"skip", NS_LIFE_BAD_SKIP}});
+            ns_life_build_options o =
+                build_options(dictionary_l, axial_diffusivity, radial_diffusivity, b0_threshold, bad, nodes);
             // the image: 4-D, host memory, any strides, a real dtype of NIfTI's (no conversion)
             any_array img;
             if (!nb::try_cast<any_array>(dwi, img, false))
