@@ -221,6 +221,8 @@ def prepare(build, jobs):
     cache = open(os.path.join(build, "CMakeCache.txt")).read()
     if not re.search(r"^NS_SANITIZE:STRING=.*address.*undefined", cache, re.M):
         sys.exit(f"replay_hostile: {build} is not a sanitizer build (-DNS_SANITIZE=address,undefined)")
+    # configured again: a fuzz target added since the build was configured has no make rule before
+    subprocess.run(["cmake", "-S", SRC, "-B", build], check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["cmake", "--build", build, f"-j{jobs}", "--target", "neurosolve_cli",
                     *[f"fuzz_replay_{t}" for t in TARGETS]], check=True, stdout=subprocess.DEVNULL)
 
