@@ -9,7 +9,7 @@ of tests/data/swc_bad/ and the bad TRX files of tests/data/trx/. Each input runs
       the test files go through the commands only);
   - through the commands that read such a file (morph, simulate with --params/--model/--network/
     --resume, mechanisms translate and build (the NMODL inputs compiled end to end), life
-    build/info/fit/report), in a scratch folder, writing
+    build/info/fit/report, life fit --resume), in a scratch folder, writing
     under out/.
 A run is
   - a hang when it passes the time limit (killed);
@@ -37,8 +37,8 @@ import sys
 import tempfile
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGETS = ["swc", "nifti", "params", "tracts", "life_files", "life_model", "checkpoint", "nmodl", "model", "network",
-           "json", "sonata_types"]
+TARGETS = ["swc", "nifti", "params", "tracts", "life_files", "life_model", "life_state", "checkpoint", "nmodl", "model",
+           "network", "json", "sonata_types"]
 CELL = os.path.join(SRC, "data", "morphologies", "ca1_h10.swc")
 SANITIZER = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|UndefinedBehaviorSanitizer")
 LIFE_NAMES = ["phi_shape.npy", "phi_atom.npy", "phi_voxel.npy", "phi_fiber.npy", "phi_value.npy", "dictionary.npy",
@@ -146,6 +146,9 @@ class Replay:
             folder = os.path.join(work, "model")
             unpack_life_model(data, folder)
             return [["life", "info", folder], ["life", "fit", folder, "--iters", "5", "--quiet", "--out", "{out}/w.npy"]]
+        if target == "life_state":  # the fuzz input's first byte is its mode; a state of another model's fit
+            return [["life", "fit", self.model, "--resume", copy("state.bin", data[1:]), "--iters", "5", "--quiet",
+                     "--out", "{out}/w.npy"]]
         return []  # sonata_types: the reader only (a type table needs a whole SONATA circuit)
 
     def run(self, args, out):
@@ -218,6 +221,8 @@ def prepare(build, jobs):
     cache = open(os.path.join(build, "CMakeCache.txt")).read()
     if not re.search(r"^NS_SANITIZE:STRING=.*address.*undefined", cache, re.M):
         sys.exit(f"replay_hostile: {build} is not a sanitizer build (-DNS_SANITIZE=address,undefined)")
+    # configured again: a fuzz target added since the build was configured has no make rule before
+    subprocess.run(["cmake", "-S", SRC, "-B", build], check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["cmake", "--build", build, f"-j{jobs}", "--target", "neurosolve_cli",
                     *[f"fuzz_replay_{t}" for t in TARGETS]], check=True, stdout=subprocess.DEVNULL)
 

@@ -29,6 +29,7 @@
 
 #include "sim/sim_impl.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "neurosolve/output.h"
 
 #define CK_MAGIC "NSSIMCKP"
@@ -44,16 +45,9 @@ typedef struct ck_header {
     double dt;
 } ck_header;
 
-/* FNV-1a, 64 bits. */
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-static uint64_t fnv(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; ++i) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
+/* FNV-1a, 64 bits (core/hash.h). */
+#define FNV_OFFSET NS_FNV_OFFSET
+#define fnv ns_fnv1a
 static uint64_t fnv_i64(uint64_t h, int64_t x) { return fnv(h, &x, sizeof x); }
 static uint64_t fnv_f64(uint64_t h, double x) { return fnv(h, &x, sizeof x); }
 

@@ -25,6 +25,7 @@
 #include "neurosolve/nmodl.h"
 #include "nmodl_driver.h"
 #include "test_tmpdir.h"
+#include "mech_build.h"
 
 #define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
 
@@ -553,16 +554,9 @@ static void nernst_per_section(ns_mech_library_t *lib) {
 
 int main(void) {
     if (tmpdir_make("ns_sim_model_cc")) return 1;
-    char *bbp = tmp("libbbp.so");
-    ns_status s = ns_mechanisms_build(MECH_DIR "/bbp", bbp, NULL);
-    if (s == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "cannot run the compiler")) {
-        printf("SKIP: no C compiler (%s)\n", ns_last_error());
-        tmpdir_remove();
-        return 77;
-    }
-    CHECK_OK(s);
-    ns_mech_library_t *lib = NULL;
-    if (s == NS_OK) CHECK_OK(ns_mech_library_open(bbp, &lib));
+    int skip = 0;
+    ns_mech_library_t *lib = test_mech_build(MECH_DIR "/bbp", "libbbp.so", NULL, &skip);
+    if (skip) return tmpdir_remove(), 77;
     if (lib) {
         for (size_t k = 0; k < sizeof CASES / sizeof *CASES; ++k) against_driver(lib, &CASES[k], 100.0);
         nernst_per_section(lib);

@@ -20,6 +20,7 @@
 #include "check.h"
 #include "neurosolve/nmodl.h"
 #include "test_tmpdir.h"
+#include "mech_build.h"
 
 #define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
 #include "nmodl_driver.h"
@@ -442,17 +443,9 @@ int main(void) {
     const char *dirs[N_LIBS] = {MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test", MECH_DIR "/kinetic",
                                 MECH_DIR "/electrode"};
     const char *names[N_LIBS] = {"libneuron.so", "libbbp.so", "libtest.so", "libkinetic.so", "libelectrode.so"};
-    for (int k = 0; k < N_LIBS; ++k) {
-        char *lib = tmp(names[k]);
-        ns_status s = ns_mechanisms_build(dirs[k], lib, &o);
-        if (s == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "cannot run the compiler")) {
-            printf("SKIP: no C compiler (%s)\n", ns_last_error());
-            tmpdir_remove();
-            return 77;
-        }
-        CHECK_OK(s);
-        if (s) { tmpdir_remove(); return check_summary("test_nmodl_neuron"); }
-        CHECK_OK(ns_mech_library_open(lib, &libs[k]));
+    for (int k = 0, skip = 0; k < N_LIBS; ++k) {
+        libs[k] = test_mech_build(dirs[k], names[k], &o, &skip);
+        if (skip) return tmpdir_remove(), 77;
         if (!libs[k]) { tmpdir_remove(); return check_summary("test_nmodl_neuron"); }
     }
     CHECK(ns_mech_library_count(libs[0]) == 4);
