@@ -696,6 +696,7 @@ static ns_status gpu_init(ns_sim_t *sim) {
         free_state(s);
         sim->backend_state = NULL;
         sim->method = sim->options.method;
+        sim->gpu_lanes = 0;
         if ((st = create_groups(sim, 1)) != NS_OK) return st;
         s = (gpu_state *)sim->backend_state;
     }
