@@ -1,5 +1,7 @@
-/* Private: the fused tree loop of a model whose mechanisms are all built-in
- * density mechanisms (pas, hh): their generated per-instance functions
+/* Private: the fused loops of a model whose mechanisms are all built-in
+ * density mechanisms (pas, hh). The onchip loop runs them in its kernel where
+ * a shape runs onchip (ns_sim_fused_onchip below; sim/cuda/onchip.cu). The
+ * fused tree loop: their generated per-instance functions
  * (src/mech/builtin/pas.h, hh.h) run inside the tree kernel's phases
  * (sim/cuda/tree.cu), many steps per launch, instead of a launch per mechanism
  * and phase around one-step tree launches (sim/cuda/mechanisms.c's per-step

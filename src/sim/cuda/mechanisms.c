@@ -1,9 +1,14 @@
 /* The GPU loop's mechanisms from a model (model_impl.h): every instance of
  * the population on the device, the generated CUDA launchers per phase.
  *
- * The model's cells all run in the tree loop's group (sim/cuda/step.c), whose
- * state is Flat in the group's cell order: instance i of mechanism m sits at
- * node node_index[i] of those arrays. Per mechanism: the fields (n_fields
+ * One gpu_model per group of the GPU loop that holds the model's cells
+ * (sim/cuda/step.c): the tree loop's group, whose state is Flat in the
+ * group's cell order, or an onchip group (one shape, each cell's compartments
+ * in the schedule's position order: `pos`): instance i of mechanism m sits at
+ * node node_index[i] of the group's arrays. The per-step launches below run
+ * in the tree group only; an onchip group's kernel runs the built-in pas and
+ * hh itself (sim/cuda/fused.h) and uses this storage for init, the states
+ * between launches and ns_sim_get_model_var. Per mechanism: the fields (n_fields
  * arrays over its instances), the node indexes, the globals and TABLE
  * storage (built on the host by table_update, copied); per ion used: e, ci,
  * co, i, didv over the group's nodes. One step (gpu_advance):
