@@ -11,6 +11,30 @@
 // read before it is written would poison v, and the fault check stops the run).
 constexpr long long NS_FUSED_UNSET = 0x7ff4dead5eed0001LL;
 
+// The ppack of one instance that the fused loops hand a generated function
+// (i_ = 0; the node_ they pass indexes v, rhs, d).
+__device__ __forceinline__ ns_mech_ppack ns_fused_ppack(double *v, double *rhs, double *d, const double *weight,
+                                                        double *const *field, double *global, double *table,
+                                                        const ns_mech_ion_view *ion, double t, double dt,
+                                                        double celsius) {
+    ns_mech_ppack p;
+    p.n = 1;
+    p.node_begin = 0;
+    p.node_index = nullptr;
+    p.t = t;
+    p.dt = dt;
+    p.celsius = celsius;
+    p.v = v;
+    p.rhs = rhs;
+    p.d = d;
+    p.weight = weight;
+    p.field = field;
+    p.global = global;
+    p.table = table;
+    p.ion = ion;
+    return p;
+}
+
 // current_one or state_one (FN) of one instance at one node, on a ppack of one
 // instance whose every pointer is a local: the node's v, rhs and d (vl, rl,
 // dl), the ions' e, the fields F[k] (i_ = node_ = 0). Inlined, the locals are
@@ -44,21 +68,7 @@ __device__ __forceinline__ void ns_fused_call(const double *tuple, double *state
         e[j] = __ldg(tuple + NP + j);
         ion[j] = ns_mech_ion_view{&e[j], nullptr, nullptr, nullptr, nullptr, nullptr};
     }
-    ns_mech_ppack p;
-    p.n = 1;
-    p.node_begin = 0;
-    p.node_index = nullptr;
-    p.t = t;
-    p.dt = dt;
-    p.celsius = celsius;
-    p.v = vl;
-    p.rhs = rl;
-    p.d = dl;
-    p.weight = nullptr;
-    p.field = fp;
-    p.global = global;
-    p.table = table;
-    p.ion = ion;
+    ns_mech_ppack p = ns_fused_ppack(vl, rl, dl, nullptr, fp, global, table, ion, t, dt, celsius);
     FN(&p, 0, 0);
 #pragma unroll
     for (int k = NP; k < NF; ++k) {

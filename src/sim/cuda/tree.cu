@@ -85,21 +85,7 @@ __device__ __forceinline__ void fused_point(const ns_sim_fused_net &net, int slo
         F[k] = assigned ? __longlong_as_double(NS_FUSED_UNSET) : fields[(int64_t)k * count + q];
         fp[k] = &F[k];
     }
-    ns_mech_ppack p;
-    p.n = 1;
-    p.node_begin = 0;
-    p.node_index = nullptr;
-    p.t = t;
-    p.dt = dt;
-    p.celsius = celsius;
-    p.v = v;
-    p.rhs = rhs;
-    p.d = d;
-    p.weight = pp.weight + q;
-    p.field = fp;
-    p.global = pp.global;
-    p.table = pp.table;
-    p.ion = nullptr;
+    ns_mech_ppack p = ns_fused_ppack(v, rhs, d, pp.weight + q, fp, pp.global, pp.table, nullptr, t, dt, celsius);
     FN(&p, 0, node);
 #pragma unroll
     for (int k = NP; k < NF; ++k) {
