@@ -18,7 +18,10 @@
 #include "hines/batch_impl.h"
 #include "hines/policy.h"
 #include "life/life_impl.h"
+#include "mech/builtin/builtin.h"
 #include "neurosolve/neurosolve.h"
+
+extern const ns_mech_desc nsm_hh_desc; /* src/mech/builtin/hh.c */
 
 #define OPTIN 232448 /* [bytes] opt-in shared memory per block, H100/H200 */
 #define OPTIN_H100 OPTIN
@@ -140,7 +143,9 @@ int main(void) {
         forced = writer;
         forced.requested = STEP;
         CHECK(ns_sim_gpu_mechanisms_rule(&forced) == STEP);
-        /* the onchip loop runs a model that fuses and has no network */
+        /* the onchip loop runs a model that fuses and has no network, with the
+         * built-in hh's TABLE and GLOBALs in the shared memory it sizes for them */
+        CHECK(nsm_hh_desc.table_size == NS_FUSED_HH_TABLE && nsm_hh_desc.n_globals <= NS_FUSED_HH_GLOBALS);
         const ns_sim_mech_facts hh = {AUTO, 1, 0, 0, 0, 0};
         CHECK(ns_sim_onchip_model_rule(&hh));                    /* hh, pas: onchip */
         ns_sim_mech_facts o = hh;

@@ -447,8 +447,8 @@ int ns_sim_fused_onchip_ok(const ns_sim_t *sim) {
     ns_sim_mech_facts f;
     facts_of(sim, NULL, &f);
     f.network = 0; /* a network comes after create: ns_sim_init moves the cells to the tree loop (step.c) */
-    return ns_sim_onchip_model_rule(&f) && nsm_hh_desc.table_size == NS_SIM_ONCHIP_HH_TABLE &&
-           nsm_hh_desc.n_globals <= NS_SIM_ONCHIP_HH_GLOBALS;
+    return ns_sim_onchip_model_rule(&f) && nsm_hh_desc.table_size == NS_FUSED_HH_TABLE &&
+           nsm_hh_desc.n_globals <= NS_FUSED_HH_GLOBALS;
 }
 
 ns_status ns_sim_fused_onchip(const ns_sim_t *sim, const gpu_model *g, int32_t shape, ns_sim_onchip_group *oc) {

@@ -117,12 +117,12 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
     extern __shared__ __align__(16) double smem[];
     // hand-written: the regions' parameters and hh's rate table (9.6 KB, read
     // at every gate update); a model: hh's TABLE, then its GLOBALs
-    constexpr int kStatic = kModel ? NS_SIM_ONCHIP_HH_TABLE + NS_SIM_ONCHIP_HH_GLOBALS
+    constexpr int kStatic = kModel ? NS_FUSED_HH_TABLE + NS_FUSED_HH_GLOBALS
                                    : (int)(sizeof(ns_hh_table) / sizeof(double));
     __shared__ sim_region regions[kModel ? 1 : NS_REGION_COUNT];
     __shared__ double stab[kStatic];
     const ns_hh_table &table = *reinterpret_cast<const ns_hh_table *>(stab);
-    double *const mtab = stab, *const mglob = stab + (kModel ? NS_SIM_ONCHIP_HH_TABLE : 0);
+    double *const mtab = stab, *const mglob = stab + (kModel ? NS_FUSED_HH_TABLE : 0);
     const ns_sim_onchip_model &M = o.mech;
     // The schedule's core and the shape's constants, once per block.
     const int core4 = (s.core + 3) / 4;
@@ -136,7 +136,7 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         }
         if constexpr (kModel) {
             if (M.hh.count > 0) {
-                for (int k = threadIdx.x; k < NS_SIM_ONCHIP_HH_TABLE; k += blockDim.x) mtab[k] = __ldg(M.hh_table + k);
+                for (int k = threadIdx.x; k < NS_FUSED_HH_TABLE; k += blockDim.x) mtab[k] = __ldg(M.hh_table + k);
                 if (threadIdx.x < M.hh_globals) mglob[threadIdx.x] = __ldg(M.hh_global + threadIdx.x);
             }
         } else {

@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include "sim/sim_impl.h"
+#include "mech/builtin/builtin.h"
 #include "hines/cuda/hines_kernels.h"
 #include "hines/cuda/onchip_plan.h"
 #include "hines/cuda/contract_cuda.h"
@@ -90,12 +91,6 @@ static inline size_t ns_sim_onchip_const_bytes(int32_t n, int model) {
 
 #define NS_SIM_ONCHIP_NONE 0xFFFF
 
-/* hh's TABLE (the built-in hh's table_size) and GLOBALs as the onchip
- * kernel keeps them in shared memory; a descriptor with more runs in the
- * tree loop (sim/cuda/fused.c, ns_sim_fused_onchip_ok). */
-#define NS_SIM_ONCHIP_HH_TABLE 1211
-#define NS_SIM_ONCHIP_HH_GLOBALS 2
-
 /* A model's built-in mechanism in the onchip loop (sim/cuda/fused.c): its
  * distinct parameter tuples (NP parameters, then e per ion), its fields
  * (n_fields arrays of `count`: the states are loaded at the start of a
@@ -111,8 +106,8 @@ typedef struct ns_sim_onchip_mech {
 
 typedef struct ns_sim_onchip_model {
     ns_sim_onchip_mech pas, hh;
-    const double *hh_global; /* device, hh's n_globals (<= NS_SIM_ONCHIP_HH_GLOBALS) */
-    const double *hh_table;  /* device, NS_SIM_ONCHIP_HH_TABLE doubles */
+    const double *hh_global; /* device, hh's n_globals (<= NS_FUSED_HH_GLOBALS, mech/builtin/builtin.h) */
+    const double *hh_table;  /* device, NS_FUSED_HH_TABLE doubles */
     int32_t hh_globals;
     double celsius;
 } ns_sim_onchip_model;
@@ -137,7 +132,7 @@ NS_HOST_DEVICE static inline int ns_sim_onchip_cell_doubles(int32_t n) { return 
  * the regions' parameters, or a model's hh TABLE and GLOBALs (the larger;
  * plus alignment slack). */
 #define NS_SIM_ONCHIP_HAND_STATIC_BYTES (sizeof(ns_hh_table) + NS_REGION_COUNT * sizeof(sim_region))
-#define NS_SIM_ONCHIP_MODEL_STATIC_BYTES ((NS_SIM_ONCHIP_HH_TABLE + NS_SIM_ONCHIP_HH_GLOBALS) * sizeof(double))
+#define NS_SIM_ONCHIP_MODEL_STATIC_BYTES ((NS_FUSED_HH_TABLE + NS_FUSED_HH_GLOBALS) * sizeof(double))
 #define NS_SIM_ONCHIP_STATIC_BYTES                                                                              \
     ((NS_SIM_ONCHIP_HAND_STATIC_BYTES > NS_SIM_ONCHIP_MODEL_STATIC_BYTES ? NS_SIM_ONCHIP_HAND_STATIC_BYTES       \
                                                                          : NS_SIM_ONCHIP_MODEL_STATIC_BYTES) + 64)
