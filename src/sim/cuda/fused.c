@@ -458,7 +458,7 @@ ns_status ns_sim_fused_onchip(const ns_sim_t *sim, const gpu_model *g, int32_t s
     ns_sim_onchip_model *om = &oc->launch.mech;
     memset(om, 0, sizeof *om);
     om->celsius = sim->params.celsius;
-    uint16_t *map = malloc(4 * (size_t)n * sizeof *map);
+    uint16_t *map = malloc(4 * (size_t)n * sizeof *map); /* the tuples (2 n), then the instances (2 n) */
     int32_t *set_of = malloc((size_t)n * sizeof *set_of);
     tuple_set ts;
     memset(&ts, 0, sizeof ts);
@@ -478,8 +478,8 @@ ns_status ns_sim_fused_onchip(const ns_sim_t *sim, const gpu_model *g, int32_t s
         ts.w = sm->desc->n_params + sm->desc->n_ions;
         if ((st = shape_tuples(sim, k, shape, &ts, set_of)) != NS_OK) break;
         for (int32_t i = 0; i < ms->n; ++i) { /* instance i of each cell (node order) and its tuple, by position */
-            map[4 * (size_t)pos[ms->node[i]] + (kind == 1 ? 0 : 2)] = (uint16_t)i;
-            map[4 * (size_t)pos[ms->node[i]] + (kind == 1 ? 1 : 3)] = (uint16_t)set_of[i];
+            map[2 * (size_t)pos[ms->node[i]] + (size_t)(kind - 1)] = (uint16_t)set_of[i];
+            map[2 * (size_t)n + 2 * (size_t)pos[ms->node[i]] + (size_t)(kind - 1)] = (uint16_t)i;
         }
         ns_gpu_mech_arrays arr;
         ns_gpu_model_arrays(g, k, &arr);
@@ -499,6 +499,12 @@ ns_status ns_sim_fused_onchip(const ns_sim_t *sim, const gpu_model *g, int32_t s
         }
     }
     if (st == NS_OK) st = ns_sim_onchip_set_map(oc, map);
+    if (st == NS_OK) {
+        NS_CUDA_GOTO(cudaMalloc((void **)&oc->local_dev, 2 * (size_t)n * sizeof *map), st, out);
+        NS_CUDA_GOTO(cudaMemcpy(oc->local_dev, map + 2 * (size_t)n, 2 * (size_t)n * sizeof *map, cudaMemcpyHostToDevice),
+                     st, out);
+        om->local = oc->local_dev;
+    }
 out:
     free(ts.v), free(ts.slot);
     free(map), free(set_of);

@@ -98,12 +98,20 @@ __device__ __forceinline__ void model_call(const ns_sim_onchip_model &M, int32_t
     }
 }
 
+// ... of cell j at position p: its instance (read only in the last step,
+// where the assigned variables are stored) from the per-position `local`.
 template <int kWhat>
-__device__ __forceinline__ void model_at(const ns_sim_onchip_model &M, bool last, int32_t q, int tuple, double *st,
-                                         int n, double *glob, double *tab, double *vl, double *rl, double *dl,
-                                         double t, double dt) {
-    if (last) model_call<kWhat, true>(M, q, tuple, st, n, glob, tab, vl, rl, dl, t, dt);
-    else model_call<kWhat, false>(M, q, tuple, st, n, glob, tab, vl, rl, dl, t, dt);
+__device__ __forceinline__ void model_at(const ns_sim_onchip_model &M, bool last, long long j, int p,
+                                         const ushort2 *local, int tuple, double *st, int n, double *glob,
+                                         double *tab, double *vl, double *rl, double *dl, double t, double dt) {
+    if (last) {
+        const ushort2 li = __ldg(local + p);
+        const int32_t q = kWhat == MODEL_PAS_CURRENT ? (int32_t)(j * M.pas.per_cell + li.x)
+                                                     : (int32_t)(j * M.hh.per_cell + li.y);
+        model_call<kWhat, true>(M, q, tuple, st, n, glob, tab, vl, rl, dl, t, dt);
+    } else {
+        model_call<kWhat, false>(M, 0, tuple, st, n, glob, tab, vl, rl, dl, t, dt);
+    }
 }
 
 // kShared: the cells' images and the shape's constants in shared memory
@@ -163,8 +171,9 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         kShared ? reinterpret_cast<const double *>(smem + core4 * 2) : static_cast<const double *>(o.consts);
     const double *const sb = sa + n;
     const double *const scap = sb + n;
-    // a model's map: pas's instance and tuple, hh's instance and tuple
-    const ushort4 *const smap = reinterpret_cast<const ushort4 *>(scap + n);
+    // a model's tuples of pas and hh per position; their instances within the cell (device memory)
+    const ushort2 *const smap = reinterpret_cast<const ushort2 *>(scap + n);
+    const ushort2 *const local = reinterpret_cast<const ushort2 *>(M.local);
     const int32_t *const spar =
         kModel ? reinterpret_cast<const int32_t *>(smap + n) : reinterpret_cast<const int32_t *>(scap + n);
     const int32_t *const schild_begin = spar + n;
@@ -183,7 +192,7 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         double *cell = wbase + c * cs;
         cell[p] = g.v[g0 + e];
         if constexpr (kModel) {  // hh's states from its fields
-            const int li = smap[p].z;
+            const int li = __ldg(local + p).y;
             if (li != NS_SIM_ONCHIP_NONE) {
                 const int64_t q = (c0 + c) * M.hh.per_cell + li, f = (NS_FUSED_HH_FIELDS - NS_FUSED_HH_STATES) * M.hh.count;
                 cell[n + p] = M.hh.fields[f + q];
@@ -219,12 +228,12 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                 const int reg = sregion[p];
                 double vi = v[p];
                 double ri = 0.0, di = 0.0;
-                ushort4 mp;
+                ushort2 mp;
                 if constexpr (kModel) {
                     mp = smap[p];
                     if (mp.x != NS_SIM_ONCHIP_NONE)
-                        model_at<MODEL_PAS_CURRENT>(M, last, (int32_t)(j * M.pas.per_cell + mp.x), mp.y, nullptr, n,
-                                                    nullptr, nullptr, &vi, &ri, &di, tm, dt);
+                        model_at<MODEL_PAS_CURRENT>(M, last, j, p, local, mp.x, nullptr, n, nullptr, nullptr, &vi, &ri,
+                                                    &di, tm, dt);
                 } else if (reg >= 0 && regions[reg].pas) {
                     const sim_region *q = &regions[reg];
                     const double g1 = ns_pas_current(vi + .001, q->g_pas, q->e_pas);
@@ -238,9 +247,9 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                     ri += i * g.stim_scale[q];
                 }
                 if constexpr (kModel) {
-                    if (mp.z != NS_SIM_ONCHIP_NONE)
-                        model_at<MODEL_HH_CURRENT>(M, last, (int32_t)(j * M.hh.per_cell + mp.z), mp.w,
-                                                   const_cast<double *>(m + p), n, mglob, mtab, &vi, &ri, &di, tm, dt);
+                    if (mp.y != NS_SIM_ONCHIP_NONE)
+                        model_at<MODEL_HH_CURRENT>(M, last, j, p, local, mp.y, const_cast<double *>(m + p), n, mglob,
+                                                   mtab, &vi, &ri, &di, tm, dt);
                 }
                 if (reg >= 0) {
                     if (!kModel && regions[reg].hh) {
@@ -293,11 +302,11 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                 v[p] = vi;
                 if (check && !isfinite(vi)) fault |= 1u << c;
                 if constexpr (kModel) {
-                    const ushort4 mp = smap[p];
-                    if (mp.z != NS_SIM_ONCHIP_NONE) {
+                    const int tuple = smap[p].y;
+                    if (tuple != NS_SIM_ONCHIP_NONE) {
                         double rl = 0.0, dl = 0.0;
-                        model_at<MODEL_HH_STATE>(M, last, (int32_t)((c0 + c) * M.hh.per_cell + mp.z), mp.w, m + p, n,
-                                                 mglob, mtab, &vi, &rl, &dl, t, dt);
+                        model_at<MODEL_HH_STATE>(M, last, c0 + c, p, local, tuple, m + p, n, mglob, mtab, &vi, &rl, &dl,
+                                                 t, dt);
                     }
                 } else {
                     const int reg = sregion[p];
@@ -349,7 +358,7 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         const double *cell = wbase + c * cs;
         g.v[g0 + e] = cell[p];
         if constexpr (kModel) {  // hh's states to its fields
-            const int li = smap[p].z;
+            const int li = __ldg(local + p).y;
             if (li != NS_SIM_ONCHIP_NONE) {
                 const int64_t q = (c0 + c) * M.hh.per_cell + li, f = (NS_FUSED_HH_FIELDS - NS_FUSED_HH_STATES) * M.hh.count;
                 M.hh.fields[f + q] = cell[n + p];
@@ -388,11 +397,11 @@ kernel_fn pick(int lanes, bool shared, bool model) {
 
 }  // namespace
 
-extern "C" cudaError_t ns_sim_onchip_setup(int lanes, size_t bytes) {
+extern "C" cudaError_t ns_sim_onchip_setup(int lanes, size_t optin) {
     for (int model = 0; model < 2; ++model) {
         const kernel_fn k = pick(lanes, true, model);
         if (!k) return cudaErrorInvalidValue;
-        cudaError_t e = ns_cuda_allow_shared((const void *)k, bytes);
+        cudaError_t e = ns_cuda_allow_shared((const void *)k, optin - NS_SIM_ONCHIP_STATIC_BYTES(model));
         if (e == cudaSuccess)
             e = cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
                                      (int)cudaSharedmemCarveoutMaxShared);

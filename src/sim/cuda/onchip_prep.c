@@ -15,12 +15,13 @@ void ns_sim_onchip_release(ns_sim_onchip_group *o) {
     cudaFree(o->consts_dev);
     cudaFree(o->sets_dev[0]);
     cudaFree(o->sets_dev[1]);
+    cudaFree(o->local_dev);
     memset(o, 0, sizeof *o);
 }
 
 /* Bytes before the parents in the constants: a, b, cap and a model's map. */
 static size_t map_end(int32_t n, int model) {
-    return 3 * (size_t)n * sizeof(double) + (model ? 4 * (size_t)n * sizeof(uint16_t) : 0);
+    return 3 * (size_t)n * sizeof(double) + (model ? 2 * (size_t)n * sizeof(uint16_t) : 0);
 }
 
 /* Pack the constants of ns_sim_onchip_const_bytes into buf (zeroed, that
@@ -29,7 +30,7 @@ static void pack_constants(const sim_shape *sh, const int32_t *pos, const int32_
                            char *buf) {
     const int32_t n = sh->n;
     double *a = (double *)buf, *b = a + n, *cap = b + n;
-    if (model) memset(cap + n, 0xFF, 4 * (size_t)n * sizeof(uint16_t));
+    if (model) memset(cap + n, 0xFF, 2 * (size_t)n * sizeof(uint16_t));
     int32_t *par = (int32_t *)(buf + map_end(n, model)), *child_begin = par + n, *child = child_begin + n + 1;
     int8_t *region = (int8_t *)(child + (n > 1 ? n - 1 : 1));
     for (int32_t p = 0; p < n; ++p) {
@@ -61,7 +62,7 @@ static ns_status choose_warps(const ns_onchip_plan *p, int32_t const_words, int 
     *resident = 0;
     for (int w = 1; w <= 16; ++w) {
         const size_t bytes = ns_sim_onchip_block_bytes(p->n, p->lanes, core, const_words, w);
-        if (bytes + NS_SIM_ONCHIP_STATIC_BYTES > optin) break;
+        if (bytes + NS_SIM_ONCHIP_STATIC_BYTES(model) > optin) break;
         int blocks = 0;
         NS_CUDA_TRY(ns_sim_onchip_occupancy(p->lanes, model, w, bytes, &blocks));
         if (blocks * w > *resident) {
@@ -82,7 +83,7 @@ static int32_t default_lanes(int32_t n) { return n <= 128 ? 8 : 32; }
 ns_status ns_sim_onchip_set_map(ns_sim_onchip_group *o, const uint16_t *map) {
     const int32_t n = (int32_t)o->plan.n;
     NS_CUDA_TRY(cudaMemcpy((char *)o->consts_dev + 3 * (size_t)n * sizeof(double), map,
-                           4 * (size_t)n * sizeof *map, cudaMemcpyHostToDevice));
+                           2 * (size_t)n * sizeof *map, cudaMemcpyHostToDevice));
     return NS_OK;
 }
 
@@ -99,7 +100,7 @@ ns_status ns_sim_onchip_prepare(const sim_shape *sh, int32_t lanes, int model, n
      * does not set, a launch's shared memory): groups of any size can then
      * launch concurrently without changing it in between. */
     for (int32_t L = 1; L <= NS_ONCHIP_LANES; L *= 2)
-        NS_CUDA_TRY(ns_sim_onchip_setup(L, optin - NS_SIM_ONCHIP_STATIC_BYTES));
+        NS_CUDA_TRY(ns_sim_onchip_setup(L, optin));
     const size_t const_bytes = ns_sim_onchip_const_bytes(n, model);
     const int32_t const_words = (int32_t)(const_bytes / 16);
     ns_status st = NS_OK;

@@ -77,14 +77,14 @@ typedef struct ns_sim_gpu_run {
 /* ------------------------------------------------------------ onchip loop */
 
 /* A shape's constants for the onchip loop, packed in position order:
- * doubles a, b, cap [n each]; with a model, the mechanisms' map (uint16 x 4
- * per position: pas's instance within the cell, pas's tuple, hh's instance,
- * hh's tuple; NS_SIM_ONCHIP_NONE where the mechanism is not inserted) [4 n];
+ * doubles a, b, cap [n each]; with a model, the mechanisms' tuples (uint16 x 2
+ * per position: pas's tuple, hh's tuple; NS_SIM_ONCHIP_NONE where the
+ * mechanism is not inserted) [2 n];
  * int32 parent position (-1 at the root) [n], child_begin [n + 1], child
  * positions grouped by parent in increasing compartment order
  * [max(n - 1, 1)]; int8 region [n]; zero padding to a multiple of 16 bytes. */
 static inline size_t ns_sim_onchip_const_bytes(int32_t n, int model) {
-    const size_t bytes = 3 * (size_t)n * sizeof(double) + (model ? 4 * (size_t)n * sizeof(uint16_t) : 0) +
+    const size_t bytes = 3 * (size_t)n * sizeof(double) + (model ? 2 * (size_t)n * sizeof(uint16_t) : 0) +
                          (2 * (size_t)n + 1 + (size_t)(n > 1 ? n - 1 : 1)) * sizeof(int32_t) + (size_t)n;
     return (bytes + 15) / 16 * 16;
 }
@@ -106,6 +106,9 @@ typedef struct ns_sim_onchip_mech {
 
 typedef struct ns_sim_onchip_model {
     ns_sim_onchip_mech pas, hh;
+    const uint16_t *local;   /* device, 2 per position: pas's and hh's instance within the cell
+                                (NS_SIM_ONCHIP_NONE: absent); read at a launch's start, end and
+                                last step only, so not in shared memory */
     const double *hh_global; /* device, hh's n_globals (<= NS_FUSED_HH_GLOBALS, mech/builtin/builtin.h) */
     const double *hh_table;  /* device, NS_FUSED_HH_TABLE doubles */
     int32_t hh_globals;
@@ -128,14 +131,13 @@ typedef struct ns_sim_onchip {
  * hh's states m, h, n per position where the hand-written hh keeps its gates. */
 NS_HOST_DEVICE static inline int ns_sim_onchip_cell_doubles(int32_t n) { return 6 * n + 1; }
 
-/* Static shared memory of the onchip kernel [bytes]: the hh rate table and
- * the regions' parameters, or a model's hh TABLE and GLOBALs (the larger;
- * plus alignment slack). */
+/* Static shared memory of the onchip kernel [bytes]: the hand-written hh's
+ * rate table and the regions' parameters, or (model) hh's TABLE and GLOBALs;
+ * plus alignment slack. */
 #define NS_SIM_ONCHIP_HAND_STATIC_BYTES (sizeof(ns_hh_table) + NS_REGION_COUNT * sizeof(sim_region))
-#define NS_SIM_ONCHIP_MODEL_STATIC_BYTES ((NS_FUSED_HH_TABLE + NS_FUSED_HH_GLOBALS) * sizeof(double))
-#define NS_SIM_ONCHIP_STATIC_BYTES                                                                              \
-    ((NS_SIM_ONCHIP_HAND_STATIC_BYTES > NS_SIM_ONCHIP_MODEL_STATIC_BYTES ? NS_SIM_ONCHIP_HAND_STATIC_BYTES       \
-                                                                         : NS_SIM_ONCHIP_MODEL_STATIC_BYTES) + 64)
+#define NS_SIM_ONCHIP_MODEL_STATIC_BYTES ((NS_FUSED_HH_TABLE + NS_FUSED_HH_GLOBALS) * sizeof(double) + sizeof(sim_region))
+#define NS_SIM_ONCHIP_STATIC_BYTES(model) \
+    (((model) ? NS_SIM_ONCHIP_MODEL_STATIC_BYTES : NS_SIM_ONCHIP_HAND_STATIC_BYTES) + 64)
 
 /* Dynamic shared memory of one block [bytes]: the schedule's core, the
  * constants, the warps' cells. */
@@ -152,6 +154,7 @@ typedef struct ns_sim_onchip_group {
     int32_t *plan_dev;      /* device copy of plan.data */
     void *consts_dev;       /* device, packed constants */
     double *sets_dev[2];    /* a model: pas's and hh's tuples (device) */
+    uint16_t *local_dev;    /* a model: launch.mech.local (device) */
     ns_onchip_sched sched;  /* bound to plan_dev */
     ns_sim_onchip launch;
 } ns_sim_onchip_group;
@@ -164,15 +167,16 @@ typedef struct ns_sim_onchip_group {
  * for the mechanisms' map (ns_sim_onchip_set_map fills it). */
 ns_status ns_sim_onchip_prepare(const sim_shape *shape, int32_t lanes, int model, ns_sim_onchip_group *out,
                                 int *fits);
-/* A model's map (4 n uint16, position order: ns_sim_onchip_const_bytes)
+/* A model's tuples (2 n uint16, position order: ns_sim_onchip_const_bytes)
  * into the group's uploaded constants. */
 ns_status ns_sim_onchip_set_map(ns_sim_onchip_group *group, const uint16_t *map);
 void ns_sim_onchip_release(ns_sim_onchip_group *group);
 
-/* Allow the lane count's kernels (hand-written membrane and model) `bytes`
- * of dynamic shared memory and prefer shared memory over L1 (once per
- * device; sim/cuda/onchip_prep.c passes the device's whole opt-in). */
-cudaError_t ns_sim_onchip_setup(int lanes, size_t bytes);
+/* Allow the lane count's kernels (hand-written membrane and model) the
+ * dynamic shared memory that `optin` bytes per block leave beside their
+ * static memory (NS_SIM_ONCHIP_STATIC_BYTES) and prefer shared memory over
+ * L1 (once per device; sim/cuda/onchip_prep.c passes the device's opt-in). */
+cudaError_t ns_sim_onchip_setup(int lanes, size_t optin);
 /* Resident blocks per SM of the lane count's kernel (model: 1 the model's). */
 cudaError_t ns_sim_onchip_occupancy(int lanes, int model, int warps, size_t bytes, int *blocks);
 cudaError_t ns_sim_launch_onchip(const ns_onchip_sched *sched, const ns_sim_onchip *onchip,
