@@ -19,6 +19,9 @@
 #                (allen_chat x 1,000 .. 1,000,000) and on the mix; the busyring network;
 #                the layer 5 model (data/models/l5pc_hay.model) on the GPU and the CPU
 #   sim-shapes   the GPU loops (onchip, tree) per morphology, 100 and 2,000 cells
+#   onchip-model the onchip loop's two membranes, alternated ROUNDS times (default 2): the
+#                parameters' hand-written hh and data/models/hh.model (the generated hh), onchip
+#                and tree, on allen_chat x 100,000, dg_granule x 100,000, allen_rbp4 x 1,000
 #   life         bench life: the product table (500,000 fibers, GPU; 50,000, CPU) and SBBNNLS
 #   life-scale   bench life-scale: 1 and 10 million streamlines fitted on the GPU
 #   life-dipy    LiFE end to end against DIPY on two pinned cores (bench/life_dipy_bench.py)
@@ -150,6 +153,16 @@ for grid in "$@"; do
       # NEURON beside the CPU row needs the BBP mechanisms compiled for it: NRN_MECH_DIR (bench/neuron_model_bench.py)
       NL=""; have neuron && [ -n "${NRN_MECH_DIR:-}" ] && NL="--neuron 160"
       step sim-l5-cpu 600 "$NS" bench sim --backend cpu $L5 --cells 160 --threads "$THREADS" $NL ;;
+    onchip-model)
+      for round in $(seq 1 "${ROUNDS:-2}"); do
+        for mc in allen_chat_614430666:100000 dg_granule_1220882a:100000 allen_rbp4_485574832:1000; do
+          m=${mc%%:*}; c=${mc##*:}
+          step "onchip-hand-$m-$round" 600 "$NS" bench sim --backend cuda --morph "$D/$m.swc" --cells "$c" \
+            --gpu-methods onchip,tree --steps 400
+          step "onchip-model-$m-$round" 600 "$NS" bench sim --backend cuda --morph "$D/$m.swc" --cells "$c" \
+            --gpu-methods onchip,tree --steps 400 --model "$ROOT/data/models/hh.model"
+        done
+      done ;;
     sim-shapes)
       [ $GPU = 1 ] || { echo "sim-shapes: no GPU" | tee -a "$OUT/summary.txt"; continue; }
       for m in dg_granule_1220882a ca1_h10 l5pc_bbp_axon ec3_80604 mouselight_AA0013_cng; do

@@ -154,14 +154,14 @@ NS_API ns_status ns_sim_model_read(ns_sim_model_t *model, const char *path);
 
 /* ------------------------------------------------------------ simulation */
 
-/* How the GPU tree loop and the CPU loop run a model's mechanisms
+/* How the GPU loops and the CPU loop run a model's mechanisms
  * (docs/simulation.md, "Models: the fused loop"; the name is the GPU's,
  * where it came first). */
 typedef enum ns_sim_gpu_mechanisms {
     NS_SIM_GPU_MECHANISMS_AUTO = 0,     /* fused where the rule allows (built-in density mechanisms
                                            only; a network of built-in synapses only), else per
                                            step */
-    NS_SIM_GPU_MECHANISMS_FUSED = 1,    /* GPU: inside the tree kernel, many steps per launch; CPU:
+    NS_SIM_GPU_MECHANISMS_FUSED = 1,    /* GPU: inside the onchip or tree kernel, many steps per launch; CPU:
                                            inside the loop's own passes (the CPU rule also needs hh's
                                            rate table); a model the rule does not allow is refused
                                            (NS_ERR_UNSUPPORTED) */
@@ -189,7 +189,7 @@ typedef struct ns_sim_options {
                                     from `model` where an entry is NULL (every shape then needs
                                     one). All of one mechanism library; a GLOBAL set by two of
                                     them must agree. Read during ns_sim_create only. */
-    ns_sim_gpu_mechanisms gpu_mechanisms; /* a model: how the GPU's tree loop or the CPU loop
+    ns_sim_gpu_mechanisms gpu_mechanisms; /* a model: how the GPU loops or the CPU loop
                                     runs its mechanisms (docs/simulation.md, "Models"); AUTO by
                                     default */
 } ns_sim_options;
@@ -217,8 +217,9 @@ NS_API ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartm
 /* ------------------------------------------------------------ networks
  * Synapses, spike sources and connections with NEURON's NetCon semantics
  * (docs/networks.md). A simulation created with a model (ns_sim_options.model)
- * takes them, on the CPU loop and on the GPU's tree loop, where a model runs
- * (docs/networks.md, "The GPU loop").
+ * takes them, on the CPU loop and on the GPU's tree loop (a model's cells that
+ * run onchip move there at the ns_sim_init that builds the network:
+ * docs/networks.md, "The GPU loop").
  *
  * Synapses, sources and connections take effect at the next ns_sim_init:
  * ns_sim_advance refuses to run (NS_ERR_INVALID_ARGUMENT) while any was
@@ -332,8 +333,8 @@ NS_API ns_hines_method ns_sim_method(const ns_sim_t *sim);
  * 0 when no shape runs onchip, -1 when the groups differ. */
 NS_API int32_t ns_sim_gpu_lanes(const ns_sim_t *sim);
 /* How a simulation of a model runs its mechanisms: FUSED or PER_STEP (the
- * resolved ns_sim_options.gpu_mechanisms, one rule for the GPU's tree loop
- * and the CPU loop); AUTO without a model. */
+ * resolved ns_sim_options.gpu_mechanisms, one rule for the GPU loops and
+ * the CPU loop); AUTO without a model. */
 NS_API ns_sim_gpu_mechanisms ns_sim_gpu_mechanisms_of(const ns_sim_t *sim);
 /* "auto", "fused", "per-step"; NULL for other values. */
 NS_API const char *ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms m);
@@ -437,7 +438,9 @@ typedef struct ns_sim_part {
     int32_t device;         /* the GPU whose memory holds the arrays, -1: host memory */
 } ns_sim_part;
 
-/* Parts of the state (fixed at ns_sim_create); -1 for NULL. */
+/* Parts of the state (fixed at ns_sim_create, except that a CUDA simulation
+ * of a model whose cells run onchip is regrouped into the tree loop at the
+ * ns_sim_init that builds a network); -1 for NULL. */
 NS_API int64_t ns_sim_state_parts(const ns_sim_t *sim);
 
 /* Describe part `part` (0 .. ns_sim_state_parts - 1). The arrays hold the
