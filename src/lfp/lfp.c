@@ -45,11 +45,19 @@ void ns_lfp_options_init(ns_lfp_options *o) {
     o->every = 1;
 }
 
-static int threads_of(const ns_lfp_t *L) {
+#define LFP_GRAIN 65536 /* multiply-adds per thread below which a pass runs on one thread */
+
+/* The threads of a pass of `work` multiply-adds: ns_lfp_options.threads,
+ * else the simulation's, else OpenMP's default; one for small passes (a
+ * parallel region costs more than they do, the more so on a loaded machine). */
+static int threads_of(const ns_lfp_t *L, int64_t work) {
 #ifdef _OPENMP
-    return L->o.threads > 0 ? L->o.threads : omp_get_max_threads();
+    int64_t nt = L->o.threads > 0 ? L->o.threads
+               : L->sim && L->sim->options.threads > 0 ? L->sim->options.threads : omp_get_max_threads();
+    if (nt > work / LFP_GRAIN) nt = work / LFP_GRAIN;
+    return nt < 1 ? 1 : (int)nt;
 #else
-    (void)L;
+    (void)L, (void)work;
     return 1;
 #endif
 }
@@ -244,9 +252,9 @@ static void flush(ns_lfp_t *L) {
     const int64_t first = L->samples - nb, ne = L->n_el, nc = L->n_comp;
     const double *M = L->M, *I = L->ibuf;
     double *phi = L->phi;
-    const int nt = threads_of(L);
+    const int nt = threads_of(L, ne * nc * nb);
     (void)nt;
-    NS_PRAGMA(omp parallel for num_threads(nt) schedule(static))
+    NS_PRAGMA(omp parallel for num_threads(nt) schedule(static) if (nt > 1))
     for (int64_t e = 0; e < ne; ++e) {
         double acc[LFP_BLOCK] = {0};
         const double *m = M + e * nc;
@@ -277,9 +285,9 @@ static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last) {
     const int32_t *parent = L->parent;
     const unsigned char *mem = L->membrane;
     const int64_t n_cells = L->n_cells;
-    const int nt = threads_of(L);
+    const int nt = threads_of(L, 8 * L->n_comp);
     (void)nt;
-    NS_PRAGMA(omp parallel for num_threads(nt) schedule(static))
+    NS_PRAGMA(omp parallel for num_threads(nt) schedule(static) if (nt > 1))
     for (int64_t c = 0; c < n_cells; ++c) {
         const int64_t o = sim->cell_offset[c], n = sim->cell_offset[c + 1] - o;
         double *im = imem + o;
