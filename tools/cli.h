@@ -194,7 +194,7 @@ typedef struct cli_lfp {
     long long every_steps;
     double every_ms;
     ns_lfp_method method;
-    double sigma;
+    double sigma, max_gb;
     ns_lfp_probe contacts;
     ns_lfp_t *lfp;
 } cli_lfp;

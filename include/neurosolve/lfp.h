@@ -130,7 +130,9 @@ NS_API const double *ns_lfp_cell_dipoles(const ns_lfp_t *lfp);
 /* electrodes x compartments [mV/nA], compartments in ns_sim_cell_offset's order */
 NS_API const double *ns_lfp_coefficients(const ns_lfp_t *lfp);
 /* The transmembrane currents [nA] of the last sampled step, one per
- * compartment in ns_sim_cell_offset's order (0 at zero-area nodes). */
+ * compartment in ns_sim_cell_offset's order (0 at zero-area nodes); of a
+ * CUDA simulation: the last sample of each ns_sim_advance (only those leave
+ * the GPU). */
 NS_API const double *ns_lfp_membrane_currents(const ns_lfp_t *lfp);
 
 /* Current source density [uA/mm^3] of potentials phi (samples x stride [mV])

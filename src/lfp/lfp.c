@@ -17,7 +17,6 @@
 #define NS_PRAGMA(x)
 #endif
 
-#define LFP_BLOCK 16 /* samples buffered per pass over the coefficients */
 
 struct ns_lfp {
     ns_sim_t *sim;
@@ -26,15 +25,18 @@ struct ns_lfp {
     double *M;        /* n_el x n_comp */
     double *mid;      /* 3 x n_comp: placed segment midpoints (the dipole's lever) */
     double *g;        /* n_comp: axial conductance to the parent [uS] */
-    int32_t *parent;  /* n_comp: parent within the cell, -1 at the root */
+    int64_t *parent;  /* n_comp: the parent's Flat index, -1 at a root */
     unsigned char *membrane; /* n_comp: 1 where the node has membrane */
     double *v, *imem; /* n_comp */
-    double *ibuf;     /* n_comp x LFP_BLOCK, the buffered samples' currents */
+    double *ibuf;     /* n_comp x NS_LFP_BLOCK, the buffered samples' currents */
     int32_t nbuf;
     int64_t samples, cap;
     double *phi, *t, *P, *Pc;
     double *pcell;    /* n_cells x 3: the sample's per-cell dipoles */
     int64_t last_step;
+    lfp_gpu *gpu;     /* a CUDA simulation: the reduction on its GPU */
+    int64_t *stim_node;
+    double *stim_amp; /* the clamps on at a sample (GPU) */
 };
 
 void ns_lfp_options_init(ns_lfp_options *o) {
@@ -83,6 +85,31 @@ static void rotation(double rx, double ry, double rz, double R[9]) {
 
 static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last);
 
+/* The coefficients and geometry onto the simulation's GPU (the children as CSR). */
+static ns_status attach_gpu(ns_lfp_t *L, const ns_sim_t *sim) {
+    const int64_t n = L->n_comp;
+    int64_t *begin = calloc((size_t)n + 1, sizeof *begin), *child = malloc((size_t)(n > 0 ? n : 1) * sizeof *child);
+    int64_t *fill = malloc((size_t)(n > 0 ? n : 1) * sizeof *fill);
+    ns_status st = NS_OK;
+    if (!begin || !child || !fill) {
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld compartments", (long long)n);
+    } else {
+        for (int64_t j = 0; j < n; ++j)
+            if (L->parent[j] >= 0) begin[L->parent[j] + 1]++;
+        for (int64_t j = 0; j < n; ++j) begin[j + 1] += begin[j];
+        for (int64_t j = 0; j < n; ++j) fill[j] = begin[j];
+        for (int64_t j = 0; j < n; ++j)
+            if (L->parent[j] >= 0) child[fill[L->parent[j]]++] = j;
+        const lfp_gpu_geometry geo = {L->n_el, n, L->n_cells, L->M, L->g, L->parent, begin, child, L->membrane,
+                                      L->mid, sim->cell_offset};
+        st = ns_lfp_gpu_create(sim->device, &geo, &L->gpu);
+    }
+    free(begin);
+    free(child);
+    free(fill);
+    return st;
+}
+
 void ns_lfp_destroy(ns_lfp_t *L) {
     if (!L) return;
     if (L->sim && L->sim->sample_ctx == L) {
@@ -93,6 +120,8 @@ void ns_lfp_destroy(ns_lfp_t *L) {
     free(L->M); free(L->mid); free(L->g); free(L->parent); free(L->membrane);
     free(L->v); free(L->imem); free(L->ibuf);
     free(L->phi); free(L->t); free(L->P); free(L->Pc); free(L->pcell);
+    free(L->stim_node); free(L->stim_amp);
+    ns_lfp_gpu_destroy(L->gpu);
     free(L);
 }
 
@@ -149,7 +178,7 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     L->membrane = malloc(nc);
     L->v = malloc(nc * sizeof *L->v);
     L->imem = calloc(nc, sizeof *L->imem);
-    L->ibuf = malloc(nc * LFP_BLOCK * sizeof *L->ibuf);
+    L->ibuf = malloc(nc * NS_LFP_BLOCK * sizeof *L->ibuf);
     L->pcell = malloc((size_t)L->n_cells * 3 * sizeof *L->pcell);
     double *pts = malloc((size_t)probe->n * 3 * NS_LFP_MAX_POINTS * sizeof *pts);
     int32_t max_n = sim->max_n > 0 ? sim->max_n : 1;
@@ -196,7 +225,7 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
             diam[i] = d[i];
             for (int k = 0; k < 3; ++k) L->mid[3 * (off + i) + k] = .5 * (start[3 * i + k] + end[3 * i + k]);
             L->g[off + i] = g[i];
-            L->parent[off + i] = par[i];
+            L->parent[off + i] = par[i] < 0 ? -1 : off + par[i];
             L->membrane[off + i] = area[i] > 0.0;
         }
         ns_section_info root;
@@ -207,6 +236,10 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
             double *dst = L->M + k * L->n_comp + off;
             for (int32_t i = 0; i < n; ++i) dst[i] = L->membrane[off + i] ? row[i] : 0.0;
         }
+    }
+    if (sim->device >= 0) {
+        st = attach_gpu(L, sim);
+        if (st != NS_OK) goto done;
     }
     sim->sample = sample;
     sim->sample_ctx = L;
@@ -244,47 +277,41 @@ static ns_status grow(ns_lfp_t *L, int64_t need) {
 }
 
 /* phi of the buffered samples: one pass over the coefficients for up to
- * LFP_BLOCK samples; each electrode's sum runs over the compartments in
+ * NS_LFP_BLOCK samples; each electrode's sum runs over the compartments in
  * order, whatever the thread count and the block. */
-static void flush(ns_lfp_t *L) {
+static ns_status flush(ns_lfp_t *L) {
     const int32_t nb = L->nbuf;
-    if (nb == 0) return;
+    if (nb == 0) return NS_OK;
     const int64_t first = L->samples - nb, ne = L->n_el, nc = L->n_comp;
+    L->nbuf = 0;
+    if (L->gpu) return ns_lfp_gpu_flush(L->gpu, nb, L->phi + first * ne);
     const double *M = L->M, *I = L->ibuf;
     double *phi = L->phi;
     const int nt = threads_of(L, ne * nc * nb);
     (void)nt;
     NS_PRAGMA(omp parallel for num_threads(nt) schedule(static) if (nt > 1))
     for (int64_t e = 0; e < ne; ++e) {
-        double acc[LFP_BLOCK] = {0};
+        double acc[NS_LFP_BLOCK] = {0};
         const double *m = M + e * nc;
         for (int64_t j = 0; j < nc; ++j) {
             const double mj = m[j];
-            const double *ij = I + j * LFP_BLOCK;
+            const double *ij = I + j * NS_LFP_BLOCK;
             for (int32_t b = 0; b < nb; ++b) acc[b] += mj * ij[b];
         }
         for (int32_t b = 0; b < nb; ++b) phi[(first + b) * ne + e] = acc[b];
     }
-    L->nbuf = 0;
+    return NS_OK;
 }
 
-static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last) {
-    ns_lfp_t *L = ctx;
-    if (sim->steps <= L->last_step) { /* ns_sim_init: start again */
-        L->samples = 0;
-        L->nbuf = 0;
-    }
-    L->last_step = sim->steps;
-    ns_status st = grow(L, L->samples + 1);
-    if (st == NS_OK) st = ns_sim_read_var(sim, NS_SIM_VAR_V, L->v, NULL);
-    if (st != NS_OK) return st;
-    const int64_t b = L->nbuf, k = L->samples;
+/* The membrane currents of every compartment into buffer column b and the
+ * cells' dipoles into L->pcell, on the host. */
+static void cpu_currents(ns_lfp_t *L, const ns_sim_t *sim, double t_mid, int32_t b) {
     double *Pc = L->pcell;
+    const int64_t n_cells = L->n_cells;
     double *imem = L->imem, *ibuf = L->ibuf;
     const double *v = L->v, *g = L->g, *mid = L->mid;
-    const int32_t *parent = L->parent;
+    const int64_t *parent = L->parent;
     const unsigned char *mem = L->membrane;
-    const int64_t n_cells = L->n_cells;
     const int nt = threads_of(L, 8 * L->n_comp);
     (void)nt;
     NS_PRAGMA(omp parallel for num_threads(nt) schedule(static) if (nt > 1))
@@ -296,11 +323,12 @@ static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last) {
         /* Kirchhoff at every node: the membrane current (ionic, capacitive,
          * synaptic: NEURON's i_membrane_) is the axial current flowing in at
          * the step's end plus the clamps' electrode current */
-        for (int64_t i = 1; i < n; ++i) {
-            const int32_t p = parent[o + i];
-            const double flow = g[o + i] * (vc[p] - vc[i]);
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t p = parent[o + i];
+            if (p < 0) continue;
+            const double flow = g[o + i] * (v[p] - vc[i]);
             im[i] += flow;
-            im[p] -= flow;
+            imem[p] -= flow;
         }
         for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q) {
             const sim_stim *s = &sim->stims[sim->stim_order[q]];
@@ -309,11 +337,50 @@ static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last) {
         double P[3] = {0, 0, 0};
         for (int64_t i = 0; i < n; ++i) {
             if (!mem[o + i]) im[i] = 0.0;
-            ibuf[(o + i) * LFP_BLOCK + b] = im[i];
+            ibuf[(o + i) * NS_LFP_BLOCK + b] = im[i];
             for (int d = 0; d < 3; ++d) P[d] += im[i] * mid[3 * (o + i) + d];
         }
         for (int d = 0; d < 3; ++d) Pc[3 * c + d] = P[d];
     }
+}
+
+/* The same on the simulation's GPU: the clamps on at t_mid go with the sample. */
+static ns_status gpu_sample(ns_lfp_t *L, ns_sim_t *sim, double t_mid, int32_t b, int last) {
+    int64_t n = 0;
+    if (sim->n_stims > 0 && !L->stim_node) {
+        L->stim_node = malloc((size_t)sim->n_stims * sizeof *L->stim_node);
+        L->stim_amp = malloc((size_t)sim->n_stims * sizeof *L->stim_amp);
+        if (!L->stim_node || !L->stim_amp) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld clamps", (long long)sim->n_stims);
+    }
+    for (int64_t c = 0; c < L->n_cells; ++c)
+        for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q) {
+            const sim_stim *s = &sim->stims[sim->stim_order[q]];
+            if (t_mid < s->del + s->dur && t_mid >= s->del)
+                L->stim_node[n] = sim->cell_offset[c] + s->node, L->stim_amp[n++] = s->amp;
+        }
+    return ns_lfp_gpu_sample(L->gpu, sim, L->stim_node, L->stim_amp, n, b, L->pcell, last ? L->imem : NULL);
+}
+
+static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last) {
+    ns_lfp_t *L = ctx;
+    if (sim->steps <= L->last_step) { /* ns_sim_init: start again */
+        L->samples = 0;
+        L->nbuf = 0;
+    }
+    L->last_step = sim->steps;
+    ns_status st = grow(L, L->samples + 1);
+    if (st != NS_OK) return st;
+    const int64_t b = L->nbuf, k = L->samples;
+    double *Pc = L->pcell;
+    if (L->gpu) {
+        st = gpu_sample(L, sim, t_mid, (int32_t)b, last);
+        if (st != NS_OK) return st;
+    } else {
+        st = ns_sim_read_var(sim, NS_SIM_VAR_V, L->v, NULL);
+        if (st != NS_OK) return st;
+        cpu_currents(L, sim, t_mid, (int32_t)b);
+    }
+    const int64_t n_cells = L->n_cells;
     double P[3] = {0, 0, 0};
     for (int64_t c = 0; c < n_cells; ++c)
         for (int d = 0; d < 3; ++d) P[d] += Pc[3 * c + d];
@@ -321,7 +388,7 @@ static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last) {
     if (L->o.per_cell_dipoles) memcpy(L->Pc + k * 3 * n_cells, Pc, (size_t)n_cells * 3 * sizeof *Pc);
     L->t[k] = sim->t;
     L->samples = k + 1;
-    if (++L->nbuf == LFP_BLOCK || last) flush(L);
+    if (++L->nbuf == NS_LFP_BLOCK || last) return flush(L);
     return NS_OK;
 }
 

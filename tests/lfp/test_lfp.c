@@ -176,13 +176,14 @@ typedef struct run_out {
 
 /* 3. The cell run in neurosolve with the protocol of the reference, sampled every
  * `steps[0]` steps. */
-static void run_cell(const ns_cell_t *cell, const ref *r, const int32_t *comp, int32_t threads, run_out *out) {
+static void run_cell(const ns_cell_t *cell, const ref *r, const int32_t *comp, ns_backend backend, int32_t threads,
+                     run_out *out) {
     ns_sim_params p;
     ns_sim_params_init(&p);
     p.dt = r->dt;
     ns_sim_options so;
     ns_sim_options_init(&so);
-    so.backend = NS_BACKEND_CPU;
+    so.backend = backend;
     so.threads = threads;
     ns_sim_t *sim = NULL;
     const int32_t shape = 0;
@@ -231,8 +232,8 @@ static void run_cell(const ns_cell_t *cell, const ref *r, const int32_t *comp, i
 
 static void test_run(const ns_cell_t *cell, const ref *r, const int32_t *comp) {
     run_out a = {0}, b = {0};
-    run_cell(cell, r, comp, 1, &a);
-    run_cell(cell, r, comp, 2, &b);
+    run_cell(cell, r, comp, NS_BACKEND_CPU, 1, &a);
+    run_cell(cell, r, comp, NS_BACKEND_CPU, 2, &b);
     if (!a.phi || !b.phi) return;
     /* current conservation: i_membrane_ summed over the cell is the clamp's current */
     CHECK_MSG(a.conservation < 1e-9 * r->amp, "sum of imem - stimulus up to %.3g nA", a.conservation);
@@ -316,6 +317,81 @@ static void test_placement(const ns_cell_t *cell) {
     ns_sim_destroy(sim);
 }
 
+/* The GPU reduction: the cell of the reference on the GPU loop against LFPy and the CPU run,
+ * and a placed population sampled every step on both backends. */
+static void test_cuda(const ns_cell_t *cell, const ref *r, const int32_t *comp) {
+    run_out c = {0}, g = {0};
+    run_cell(cell, r, comp, NS_BACKEND_CPU, 0, &c);
+    run_cell(cell, r, comp, NS_BACKEND_CUDA, 0, &g);
+    if (!c.phi || !g.phi) return;
+    CHECK_MSG(g.conservation < 1e-9 * r->amp, "GPU: sum of imem - stimulus up to %.3g nA", g.conservation);
+    double worst = 0.0;
+    for (int64_t e = 0; e < r->E; ++e) {
+        worst = fmax(worst, row_err(g.phi + e, c.phi + e, r->T, r->E, r->E));
+        CHECK_MSG(row_err(g.phi + e, r->phi[0] + e * r->T, r->T, r->E, 1) <= 1e-6, "GPU electrode %lld vs LFPy",
+                  (long long)e);
+    }
+    CHECK_MSG(worst <= 1e-7, "GPU vs CPU potentials: %.3g of the largest", worst);
+    for (int d = 0; d < 3; ++d) CHECK(row_err(g.P + d, c.P + d, r->T, 3, 3) <= 1e-7);
+    printf("GPU vs CPU, one cell: potentials %.3g of the largest\n", worst);
+    free(c.phi); free(c.P); free(c.imem); free(g.phi); free(g.P); free(g.imem);
+    /* 64 cells in a column, 192 contacts, every step for 400 steps, per-cell dipoles */
+    enum { CELLS = 64, STEPS = 400 };
+    ns_lfp_probe probe;
+    CHECK_OK(ns_lfp_probe_read(NS_TEST_DATA "/../../data/probes/neuropixels_like.txt", 9, &probe));
+    if (probe.n < 192) return;
+    probe.n = 192;
+    double *place = malloc(CELLS * 6 * sizeof *place);
+    for (int k = 0; k < CELLS; ++k) {
+        const double row[6] = {30.0 * (k % 4) - 45.0, 25.0 * ((k / 4) % 2), 60.0 * k, 1.5707963267948966, 0.0, 0.4 * k};
+        memcpy(place + 6 * k, row, sizeof row);
+    }
+    double *phi[2] = {NULL, NULL}, *pc[2] = {NULL, NULL};
+    int64_t n_comp = 0;
+    for (int k = 0; k < 2; ++k) {
+        ns_sim_params p;
+        ns_sim_params_init(&p);
+        ns_sim_options so;
+        ns_sim_options_init(&so);
+        so.backend = k ? NS_BACKEND_CUDA : NS_BACKEND_CPU;
+        int32_t shapes[CELLS] = {0};
+        ns_sim_t *sim = NULL;
+        CHECK_OK(ns_sim_create(1, &cell, CELLS, shapes, &p, &so, &sim));
+        if (!sim) break;
+        int32_t soma;
+        CHECK_OK(ns_cell_locate(cell, 0, 0.5, &soma));
+        for (int q = 0; q < CELLS; ++q) CHECK_OK(ns_sim_add_iclamp(sim, q, soma, 0.5 + 0.05 * q, 5.0, r->amp));
+        CHECK_OK(ns_sim_init(sim));
+        ns_lfp_options lo;
+        ns_lfp_options_init(&lo);
+        lo.placement = place;
+        lo.per_cell_dipoles = 1;
+        ns_lfp_t *lfp = NULL;
+        CHECK_OK(ns_lfp_create(sim, 1, &cell, &probe, &lo, &lfp));
+        CHECK_OK(ns_sim_advance(sim, STEPS / 2));
+        CHECK_OK(ns_sim_advance(sim, STEPS / 2));
+        CHECK(ns_lfp_samples(lfp) == STEPS);
+        n_comp = ns_sim_compartments(sim);
+        phi[k] = malloc((size_t)STEPS * 192 * sizeof(double));
+        pc[k] = malloc((size_t)STEPS * CELLS * 3 * sizeof(double));
+        if (ns_lfp_potentials(lfp)) memcpy(phi[k], ns_lfp_potentials(lfp), (size_t)STEPS * 192 * sizeof(double));
+        if (ns_lfp_cell_dipoles(lfp)) memcpy(pc[k], ns_lfp_cell_dipoles(lfp), (size_t)STEPS * CELLS * 3 * sizeof(double));
+        ns_lfp_destroy(lfp);
+        ns_sim_destroy(sim);
+    }
+    if (phi[0] && phi[1]) {
+        double pw = 0.0, dw = 0.0;
+        for (int e = 0; e < 192; ++e) pw = fmax(pw, row_err(phi[1] + e, phi[0] + e, STEPS, 192, 192));
+        for (int q = 0; q < CELLS * 3; ++q) dw = fmax(dw, row_err(pc[1] + q, pc[0] + q, STEPS, CELLS * 3, CELLS * 3));
+        CHECK_MSG(pw <= 1e-7 && dw <= 1e-7, "GPU vs CPU population: potentials %.3g, dipoles %.3g", pw, dw);
+        printf("GPU vs CPU, %d cells (%lld compartments), every step: potentials %.3g, dipoles %.3g\n", CELLS,
+               (long long)n_comp, pw, dw);
+    }
+    for (int k = 0; k < 2; ++k) free(phi[k]), free(pc[k]);
+    free(place);
+    ns_lfp_probe_free(&probe);
+}
+
 static void test_probe_file(void) {
     ns_lfp_probe p;
     const char *good = "# x y z [nx ny nz r [n]]\n0 0 0\n10, 0, 20, 0, 1, 0, 6\n0 0 40 0 0 1 5 7\n";
@@ -361,7 +437,12 @@ static void test_csd(void) {
     CHECK_FAILS(ns_lfp_csd(phi, 2, 5, idx, 4, 0.0, sigma, out), NS_ERR_INVALID_ARGUMENT, "spacing");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    const int cuda = argc > 1 && strcmp(argv[1], "cuda") == 0;
+    if (cuda) {
+        int gpus = 0;
+        if (ns_cuda_device_count(&gpus) != NS_OK || gpus == 0) CHECK_SKIP("no usable GPU (the LFP on the GPU)");
+    }
     ref r;
     if (!read_ref(&r)) {
         fprintf(stderr, "cannot read %s\n", REF);
@@ -380,17 +461,23 @@ int main(void) {
         for (int32_t i = 0; i < in.compartments; ++i) membrane += ns_cell_area(cell)[i] > 0.0;
         CHECK_MSG(membrane == r.n, "%lld compartments with membrane, LFPy %lld segments", (long long)membrane,
                   (long long)r.n);
-        test_geometry(cell, &r, comp);
-        test_run(cell, &r, comp);
-        test_placement(cell);
+        if (cuda) {
+            test_cuda(cell, &r, comp);
+        } else {
+            test_geometry(cell, &r, comp);
+            test_run(cell, &r, comp);
+            test_placement(cell);
+        }
     } else {
         CHECK_MSG(0, "the reference's segments do not map onto the discretised cell");
     }
-    test_probe_file();
-    test_csd();
+    if (!cuda) {
+        test_probe_file();
+        test_csd();
+    }
     free(comp);
     ns_cell_destroy(cell);
     ns_morph_destroy(morph);
     free_ref(&r);
-    return check_summary("test_lfp");
+    return check_summary(cuda ? "test_lfp cuda" : "test_lfp");
 }
