@@ -180,18 +180,32 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     L->imem = calloc(nc, sizeof *L->imem);
     L->ibuf = malloc(nc * NS_LFP_BLOCK * sizeof *L->ibuf);
     L->pcell = malloc((size_t)L->n_cells * 3 * sizeof *L->pcell);
-    double *pts = malloc((size_t)probe->n * 3 * NS_LFP_MAX_POINTS * sizeof *pts);
-    int32_t max_n = sim->max_n > 0 ? sim->max_n : 1;
-    double *start = malloc((size_t)max_n * 3 * sizeof *start), *end = malloc((size_t)max_n * 3 * sizeof *end);
-    double *row = malloc((size_t)max_n * sizeof *row), *diam = malloc((size_t)max_n * sizeof *diam);
+    L->sim = sim; /* its thread count; attached below */
+    int32_t np = 1; /* points of the largest disc */
+    for (int64_t k = 0; k < probe->n; ++k)
+        if (probe->contacts[k].r > 0.0 && probe->contacts[k].n > np) np = probe->contacts[k].n;
+    double *pts = malloc((size_t)probe->n * 3 * (size_t)np * sizeof *pts);
     ns_status st = NS_OK;
-    if (!L->M || !L->mid || !L->g || !L->parent || !L->membrane || !L->v || !L->imem || !L->ibuf || !L->pcell || !pts || !start ||
-        !end || !row || !diam) {
+    if (!L->M || !L->mid || !L->g || !L->parent || !L->membrane || !L->v || !L->imem || !L->ibuf || !L->pcell || !pts) {
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: coefficients of %lld electrodes x %lld compartments",
                      (long long)L->n_el, (long long)L->n_comp);
         goto done;
     }
-    for (int64_t k = 0; k < probe->n; ++k) ns_lfp_contact_points(&probe->contacts[k], pts + 3 * NS_LFP_MAX_POINTS * k);
+    for (int64_t k = 0; k < probe->n; ++k) ns_lfp_contact_points(&probe->contacts[k], pts + 3 * np * k);
+    for (int64_t c = 0; o.placement && c < sim->n_cells; ++c) {
+        const double *pl = o.placement + 6 * c;
+        for (int k = 0; k < 6; ++k)
+            if (!isfinite(pl[k])) {
+                st = ns_fail(NS_ERR_NOT_FINITE, "LFP: placement of cell %lld: value %d is %g", (long long)c, k, pl[k]);
+                goto done;
+            }
+    }
+    /* each cell's columns on their own (OpenMP over cells: every entry is
+     * computed alone, so the thread count changes nothing) */
+    int bad = 0;
+    const int nt = threads_of(L, L->n_el * L->n_comp * 64);
+    (void)nt;
+    NS_PRAGMA(omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(| : bad) if (nt > 1))
     for (int64_t c = 0; c < sim->n_cells; ++c) {
         const int32_t s = sim->cell_shape[c];
         const ns_cell_t *cell = shapes[s];
@@ -200,19 +214,18 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
         const double *seg = ns_cell_segments(cell), *area = ns_cell_area(cell), *d = ns_cell_diam(cell);
         const double *g = ns_cell_axial_conductance(cell);
         const int32_t *par = ns_tree_parent(ns_cell_tree(cell));
+        double *buf = malloc((size_t)n * 8 * sizeof *buf);
+        if (!buf) {
+            bad = 1;
+            continue;
+        }
+        double *start = buf, *end = buf + 3 * n, *row = buf + 6 * n, *diam = buf + 7 * n;
         double R[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, o3[3] = {0, 0, 0}, t3[3] = {0, 0, 0};
         if (o.placement) {
             const double *pl = o.placement + 6 * c;
-            for (int k = 0; k < 6; ++k)
-                if (!isfinite(pl[k])) {
-                    st = ns_fail(NS_ERR_NOT_FINITE, "LFP: placement of cell %lld: value %d is %g", (long long)c, k,
-                                 pl[k]);
-                    goto done;
-                }
             rotation(pl[3], pl[4], pl[5], R);
-            int32_t soma;
-            st = ns_cell_locate(cell, 0, 0.5, &soma);
-            if (st != NS_OK) goto done;
+            int32_t soma = 0;
+            (void)ns_cell_locate(cell, 0, 0.5, &soma); /* a cell's section 0 has a segment */
             for (int k = 0; k < 3; ++k) o3[k] = .5 * (seg[6 * soma + k] + seg[6 * soma + 3 + k]), t3[k] = pl[k];
         }
         for (int32_t i = 0; i < n; ++i) {
@@ -232,10 +245,15 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
         ns_cell_get_section(cell, 0, &root);
         const ns_lfp_segments sg = {n, start, end, diam, root.first_node};
         for (int64_t k = 0; k < probe->n; ++k) {
-            ns_lfp_row(&sg, &probe->contacts[k], pts + 3 * NS_LFP_MAX_POINTS * k, o.method, o.sigma, row);
+            ns_lfp_row(&sg, &probe->contacts[k], pts + 3 * np * k, o.method, o.sigma, row);
             double *dst = L->M + k * L->n_comp + off;
             for (int32_t i = 0; i < n; ++i) dst[i] = L->membrane[off + i] ? row[i] : 0.0;
         }
+        free(buf);
+    }
+    if (bad) {
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: the coefficients' scratch");
+        goto done;
     }
     if (sim->device >= 0) {
         st = attach_gpu(L, sim);
@@ -244,9 +262,8 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     sim->sample = sample;
     sim->sample_ctx = L;
     sim->sample_every = o.every;
-    L->sim = sim;
 done:
-    free(pts); free(start); free(end); free(row); free(diam);
+    free(pts);
     if (st != NS_OK) {
         ns_lfp_destroy(L);
         return st;
