@@ -15,7 +15,9 @@ points placed by neurosolve's deterministic scheme (a Vogel spiral, docs/extrace
 LFPy draws its points at random, so the points are given to LFPy as point electrodes
 and averaged here, which is what RecExtElectrode does with its own points). Potentials by
 LFPy's three methods ('linesource', 'root_as_point', 'pointsource'), and the current
-dipole moment (lfpykit.CurrentDipoleMoment), at every STORE-th step.
+dipole moment (lfpykit.CurrentDipoleMoment), at every STORE-th step; and lfpykit's
+four-sphere head model (FourSphereVolumeConductor, default radii and conductivities): the
+potentials of unit dipoles at one point at electrodes on the scalp and in each shell.
 
 Also written: LFPy's segment geometry (cell.x, cell.y, cell.z start/end points and
 cell.d) with NEURON's name of each segment, and the stimulus current per stored step
@@ -62,6 +64,7 @@ def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "tests", "data", "lfp", "dg_granule_lfpy.txt")
     import LFPy
     import lfpykit
+    from lfpykit.eegmegcalc import FourSphereVolumeConductor
     import neuron
     from neuron import h
 
@@ -154,6 +157,19 @@ def main():
         f.write("dipole\n")
         for row in P:
             f.write(" ".join("%.17g" % v for v in row) + "\n")
+        # EEG: lfpykit's four-sphere head model (default radii and conductivities)
+        radii, sigmas = [79000., 80000., 85000., 90000.], [0.3, 1.5, 0.015, 0.3]
+        rz = np.array([1200.0, -2500.0, 77000.0])
+        ang = [(0.1, 0.3), (0.5, 1.0), (1.2, 2.5), (2.0, -1.0), (2.9, 0.2)]
+        el = [89990.0 * np.array([math.sin(a) * math.cos(b), math.sin(a) * math.sin(b), math.cos(a)]) for a, b in ang]
+        for rr in (78500.0, 79500.0, 82000.0, 88000.0):  # brain, CSF, skull, scalp
+            el.append(rr * np.array([0.05, 0.1, 1.0]) / np.linalg.norm([0.05, 0.1, 1.0]))
+        el = np.array(el)
+        T4 = FourSphereVolumeConductor(el, radii=radii, sigmas=sigmas).get_transformation_matrix(rz)
+        f.write("foursphere %d\n" % len(el))
+        f.write(" ".join("%.17g" % v for v in radii + sigmas + list(rz)) + "\n")
+        for e, row in zip(el, T4):
+            f.write(" ".join("%.17g" % v for v in list(e) + list(row)) + "\n")
     print("wrote %s: %d segments, %d stored steps, %d electrodes" % (out, nseg, len(steps), len(points) + len(discs)))
 
 

@@ -143,6 +143,18 @@ NS_API const double *ns_lfp_membrane_currents(const ns_lfp_t *lfp);
 NS_API ns_status ns_lfp_csd(const double *phi, int64_t samples, int64_t stride, const int64_t *index,
                             int64_t count, double spacing, double sigma, double *out);
 
+/* EEG: lfpykit's FourSphereVolumeConductor.get_transformation_matrix. The
+ * potential [mV] at each electrode (n x 3 positions [um], the head's centre
+ * at the origin, inside the scalp and farther out than the dipole) of a unit
+ * current dipole [nA um] along x, y and z at `dipole` (inside the brain):
+ * out is n x 3. radii [um]: brain, CSF, skull, scalp (lfpykit's default
+ * 79000, 80000, 85000, 90000); sigmas [S/m] (0.3, 1.5, 0.015, 0.3); the
+ * series are summed as lfpykit sums them, to a term below iter_factor times
+ * the sum (<= 0: lfpykit's 2/99 * 1e-6). The EEG of a simulation is this
+ * matrix times ns_lfp_dipole's moments (the cells' dipole placed at one point). */
+NS_API ns_status ns_lfp_four_sphere(const double radii[4], const double sigmas[4], const double dipole[3],
+                                    const double *electrodes, int64_t n, double iter_factor, double *out);
+
 #ifdef __cplusplus
 }
 #endif

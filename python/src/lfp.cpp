@@ -79,6 +79,18 @@ void bind_lfp(nb::module_ &m) {
     }, "phi"_a, "index"_a, "spacing"_a, "sigma"_a = 0.3,
        "CSD [uA/mm^3] at the contacts `index` (in order, spacing um apart) of potentials phi (samples, E) [mV].");
 
+    m.def("four_sphere", [](const mat &electrodes, std::vector<double> dipole, std::vector<double> radii,
+                            std::vector<double> sigmas, double iter_factor) {
+        if (electrodes.shape(1) != 3 || dipole.size() != 3 || radii.size() != 4 || sigmas.size() != 4)
+            fail(NS_ERR_SIZE, "four_sphere: electrodes (n, 3), dipole 3 values, radii and sigmas 4 each");
+        std::vector<double> out(electrodes.shape(0) * 3);
+        check(ns_lfp_four_sphere(radii.data(), sigmas.data(), dipole.data(), electrodes.data(),
+                                 (int64_t)electrodes.shape(0), iter_factor, out.data()));
+        return to_numpy(out.data(), {(size_t)electrodes.shape(0), 3});
+    }, "electrodes"_a, "dipole"_a, "radii"_a = std::vector<double>{79000., 80000., 85000., 90000.},
+       "sigmas"_a = std::vector<double>{0.3, 1.5, 0.015, 0.3}, "iter_factor"_a = 0.0,
+       "lfpykit's four-sphere head model: the potentials (n, 3) [mV] at the electrodes of unit dipoles [nA um] "
+       "along x, y, z at `dipole` (um, the head's centre at the origin).");
     nb::class_<Lfp>(m, "Lfp", "Extracellular potentials and dipole moments sampled during a Simulation's runs.")
         .def("__init__", [](Lfp *self, nb::handle simulation, nb::handle cells, nb::handle contacts,
                             const std::string &method, double sigma, int64_t every, nb::handle placement,

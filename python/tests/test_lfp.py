@@ -39,6 +39,11 @@ def read_ref():
             rows = [[float(v) for v in l.split()] for l in lines[k + 1:k + 1 + E]]
             r["contacts"] = np.array([x + [0, 0, 0, 0, 1] if len(x) == 3 else x for x in rows])
             k += E + 1
+        elif w[0] == "foursphere":
+            n = int(w[1])
+            r["head"] = [float(v) for v in lines[k + 1].split()]
+            r["four"] = np.array([[float(v) for v in l.split()] for l in lines[k + 2:k + 2 + n]])
+            k += n + 2
         elif w[0] == "potential":
             E = len(r["contacts"])
             r[w[1]] = np.array([[float(v) for v in l.split()] for l in lines[k + 1:k + 1 + E]])
@@ -53,6 +58,13 @@ def test_lfpy_forward(method):
     r = read_ref()
     M = ns.lfp_matrix(r["start"], r["end"], r["diam"], r["contacts"], method=method, sigma=0.3, root=0)
     np.testing.assert_allclose(M @ r["imem"], r[method], rtol=1e-6, atol=0)
+
+
+def test_four_sphere():
+    r = read_ref()
+    h = r["head"]
+    M = ns.four_sphere(r["four"][:, :3].copy(), h[8:11], radii=h[0:4], sigmas=h[4:8])
+    np.testing.assert_allclose(M, r["four"][:, 3:], rtol=1e-6, atol=1e-6 * np.abs(r["four"][:, 3:]).max())
 
 
 def test_run_and_conservation():

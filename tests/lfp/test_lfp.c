@@ -23,6 +23,9 @@ typedef struct ref {
     ns_lfp_contact *el;
     double *phi[3];             /* E x T per method */
     double *P;                  /* 3 x T */
+    int64_t n4;                 /* four-sphere electrodes */
+    double head[11];            /* radii, sigmas, the dipole's position */
+    double *el4, *M4;           /* n4 x 3 each */
     double dt, sigma, del, dur, amp;
 } ref;
 
@@ -73,13 +76,21 @@ static int read_ref(ref *r) {
             if (!ok) break;
             r->phi[m] = malloc((size_t)(r->E * r->T) * sizeof(double));
             for (int64_t k = 0; ok && k < r->E * r->T; ++k) ok = fscanf(f, "%lf", &r->phi[m][k]) == 1;
+        } else if (sscanf(line, "foursphere %lld", (long long *)&r->n4) == 1) {
+            r->el4 = malloc((size_t)(3 * r->n4) * sizeof(double));
+            r->M4 = malloc((size_t)(3 * r->n4) * sizeof(double));
+            for (int k = 0; ok && k < 11; ++k) ok = fscanf(f, "%lf", &r->head[k]) == 1;
+            for (int64_t e = 0; ok && e < r->n4; ++e)
+                ok = fscanf(f, "%lf %lf %lf %lf %lf %lf", &r->el4[3 * e], &r->el4[3 * e + 1], &r->el4[3 * e + 2],
+                            &r->M4[3 * e], &r->M4[3 * e + 1], &r->M4[3 * e + 2]) == 6;
         } else if (strncmp(line, "dipole", 6) == 0) {
             r->P = malloc((size_t)(3 * r->T) * sizeof(double));
             for (int64_t k = 0; ok && k < 3 * r->T; ++k) ok = fscanf(f, "%lf", &r->P[k]) == 1;
         }
     }
     fclose(f);
-    return ok && r->n > 0 && r->T > 0 && r->E > 0 && r->I && r->P && r->phi[0] && r->phi[1] && r->phi[2];
+    return ok && r->n > 0 && r->T > 0 && r->E > 0 && r->I && r->P && r->phi[0] && r->phi[1] && r->phi[2] &&
+           r->n4 > 0;
 }
 
 static void free_ref(ref *r) {
@@ -136,6 +147,26 @@ static void test_forward(const ref *r) {
     CHECK_OK(ns_lfp_matrix(&z, &c, 1, NS_LFP_LINESOURCE, 0.3, &m1));
     CHECK(fabs(m1 - 1.0 / (4 * 3.14159265358979323846 * 0.3 * 10.0)) < 1e-15);
     (void)pos;
+    free(M);
+}
+
+/* EEG: lfpykit's four-sphere model's potentials of unit dipoles, on the scalp and in each shell. */
+static void test_four_sphere(const ref *r) {
+    double *M = malloc((size_t)(3 * r->n4) * sizeof *M);
+    CHECK_OK(ns_lfp_four_sphere(r->head, r->head + 4, r->head + 8, r->el4, r->n4, 0.0, M));
+    double worst = 0.0;
+    for (int64_t e = 0; e < r->n4; ++e) {
+        const double big = fmax(fabs(r->M4[3 * e]), fmax(fabs(r->M4[3 * e + 1]), fabs(r->M4[3 * e + 2])));
+        for (int k = 0; k < 3; ++k) worst = fmax(worst, fabs(M[3 * e + k] - r->M4[3 * e + k]) / big);
+    }
+    CHECK_MSG(worst <= 1e-6, "four-sphere: %.3g (relative to each electrode's largest) from lfpykit", worst);
+    printf("four-sphere vs lfpykit: %.3g\n", worst);
+    const double outside[3] = {0.0, 0.0, 95000.0};
+    CHECK_FAILS(ns_lfp_four_sphere(r->head, r->head + 4, r->head + 8, outside, 1, 0.0, M), NS_ERR_INVALID_ARGUMENT,
+                "electrode 0", "inside the scalp");
+    const double bad_radii[4] = {80000.0, 79000.0, 85000.0, 90000.0};
+    CHECK_FAILS(ns_lfp_four_sphere(bad_radii, r->head + 4, r->head + 8, r->el4, 1, 0.0, M), NS_ERR_INVALID_ARGUMENT,
+                "radii");
     free(M);
 }
 
@@ -449,6 +480,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     test_forward(&r);
+    if (!cuda) test_four_sphere(&r);
     ns_morph_t *morph = NULL;
     ns_cell_t *cell = NULL;
     CHECK_OK(ns_swc_read(MORPH, NULL, &morph));
