@@ -184,6 +184,32 @@ const double *cli_sim_source_spikes(const cli_sim *sim, int64_t source, int64_t 
 /* The one ns_sim_t of a run in one process (checkpoints); NULL under MPI. */
 ns_sim_t *cli_sim_local(cli_sim *sim);
 
+/* An .npy file of rows x cols little-endian doubles (C order). */
+void cli_write_npy(FILE *f, const double *data, long long rows, int cols);
+
+/* ------------------------------------------------------ simulate --probe */
+/* tools/cli_lfp.c: the extracellular potentials of `simulate` (docs/extracellular.md). */
+typedef struct cli_lfp {
+    const char *probe, *placement_file;
+    long long every_steps;
+    double every_ms;
+    ns_lfp_method method;
+    double sigma, max_gb;
+    ns_lfp_probe contacts;
+    ns_lfp_t *lfp;
+} cli_lfp;
+extern const char *cli_lfp_help;
+void cli_lfp_init(cli_lfp *l);
+/* 1: a --probe/--lfp-* option taken; 0: not one; -1: a bad value (printed). */
+int cli_lfp_option(const char *cmd, const char *a, const char *val, cli_lfp *l);
+/* Read the probe and attach (nothing without --probe); 0 or 1 after printing the error. */
+int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const *shapes, double dt);
+/* STEMlfp.csv, STEMlfp.npy, STEMdipole.csv (csv_path: the first); 0 or 1. */
+int cli_lfp_write(cli_lfp *l, const char *stem, char *csv_path, size_t csv_len);
+/* P_lfp.png for --plot P.png (bench/plot_lfp.py; without matplotlib a warning); 0 or 1. */
+int cli_lfp_plot(cli_lfp *l, const char *csv, const char *plot, int quiet);
+void cli_lfp_free(cli_lfp *l);
+
 /* ------------------------------------------------------------- JSON out */
 /* A tiny streaming JSON writer for --json: enough for objects, arrays,
  * strings, numbers and booleans, with commas handled by nesting depth. */

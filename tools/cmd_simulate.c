@@ -134,23 +134,6 @@ static int resolve_loc(const loc_spec *l, const ns_cell_t *cell, const char *nam
 }
 
 /* An NPY float64 matrix on a stream; errors surface at ns_output_commit. */
-static void write_npy(FILE *f, const double *data, long long rows, int cols) {
-    char header[256];
-    int n = snprintf(header, sizeof header, "{'descr': '<f8', 'fortran_order': False, 'shape': (%lld, %d), }",
-                     rows, cols);
-    int total = 10 + n + 1;
-    int pad = (64 - total % 64) % 64;
-    unsigned short hlen = (unsigned short)(n + pad + 1);
-    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
-    unsigned char le[2] = {(unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8)};
-    fwrite(le, 1, 2, f);
-    fwrite(header, 1, (size_t)n, f);
-    for (int i = 0; i < pad; ++i) fputc(' ', f);
-    fputc('\n', f);
-    /* little-endian doubles (the hosts we build for are little-endian) */
-    fwrite(data, sizeof(double), (size_t)rows * (size_t)cols, f);
-}
-
 /* --out PREFIX writes PREFIX_traces.csv, ...; an existing directory (or a
  * PREFIX ending in '/') gets DIR/traces.csv, ... (docs/cli.md). Without
  * --out, --plot P.png puts the traces next to the plot: P_traces.csv. */
@@ -310,7 +293,7 @@ static int write_results(const char *stem, const char *tag, int all, cli_sim *si
         }
     }
     if (!bad && all) {
-        write_npy(ns_output_stream(o[1]), table, samples, sites + 1);
+        cli_write_npy(ns_output_stream(o[1]), table, samples, sites + 1);
         FILE *g = ns_output_stream(o[2]);
         if (network) bad = write_raster(g, sim);
         else fprintf(g, "cell,morphology,t_ms\n");
@@ -387,11 +370,13 @@ static int simulate(int argc, char **argv) {
     ns_sim_model_t *model = NULL;
     double ck_times[MAX_ITEMS];
     int n_ck = 0;
+    cli_lfp lfp;
+    cli_lfp_init(&lfp);
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            printf("%s%s%s\n%s", help_text, help_text2, help_text_tail, cli_morph_options_help);
+            printf("%s%s%s%s\n%s", help_text, help_text2, cli_lfp_help, help_text_tail, cli_morph_options_help);
             return 0;
         }
         if (strcmp(a, "--ra") == 0) ra_given = 1;
@@ -521,6 +506,8 @@ static int simulate(int argc, char **argv) {
                 if (!p[n]) break;
                 p += n + 1;
             }
+        } else if ((r = cli_lfp_option(cmd, a, val, &lfp)) != 0) {
+            if (r < 0) return 2;
         } else {
             return cli_usage_error(cmd, "unknown option '%s'", a);
         }
@@ -873,6 +860,11 @@ static int simulate(int argc, char **argv) {
     }
     /* run in chunks: a progress bar on a terminal, the checkpoints, and a
      * SIGINT seen between two chunks */
+    if (lfp.probe && (!cli_sim_local(sim) || resume)) {
+        cli_error("--probe: not with mpirun or --resume (docs/extracellular.md)");
+        goto done;
+    }
+    if (cli_lfp_attach(&lfp, cli_sim_local(sim), set.count, cells, params.dt)) goto done;
     const long long steps = cli_sim_steps_for(sim, params.tstop);
     const long long first_step = resume ? ns_sim_step_count(cli_sim_local(sim)) : 0;
     if (first_step > steps) {
@@ -996,6 +988,8 @@ static int simulate(int argc, char **argv) {
     if ((out || plot) && write_results(stem, "", out != NULL, sim, site_names, every_ms, n_cells, &set, cell_shape,
                                        net, csv_path, sizeof csv_path))
         goto done;
+    char lfp_csv[4096] = "";
+    if ((out || plot) && cli_lfp_write(&lfp, stem, lfp_csv, sizeof lfp_csv)) goto done;
     if (as_json) {
         cli_json j;
         json_begin(&j, stdout);
@@ -1064,8 +1058,11 @@ static int simulate(int argc, char **argv) {
     }
     if (plot && cli_plot("bench/plot_traces.py", csv_path, plot, NULL)) goto done;
     if (plot && !as_json && cli_plot_available()) printf("plot: %s\n", plot);
+    if (lfp.lfp && !as_json && (out || plot)) printf("wrote %slfp.csv, %slfp.npy, %sdipole.csv\n", stem, stem, stem);
+    if (plot && lfp.lfp && cli_lfp_plot(&lfp, lfp_csv, plot, as_json)) goto done;
     rc = 0;
 done:
+    cli_lfp_free(&lfp);
     if (site_names)
         for (int s = 0; site_names[s]; ++s) free(site_names[s]);
     free(site_names);

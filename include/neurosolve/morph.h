@@ -256,6 +256,12 @@ NS_API const double *ns_cell_axial_conductance(const ns_cell_t *cell);
 NS_API const int32_t *ns_cell_type(const ns_cell_t *cell);
 NS_API const int32_t *ns_cell_section(const ns_cell_t *cell);
 NS_API const double *ns_cell_position(const ns_cell_t *cell);
+/* Per compartment, 6 values: the 3-D start (x0 y0 z0) and end (x1 y1 z1)
+ * point [um] of NEURON's segment, the section's 3-D points interpolated
+ * linearly in arc length at x = k/nseg and (k+1)/nseg (what LFPy takes as
+ * a segment's geometry); a zero-area junction node has both at its point
+ * (x = 0 or 1 of its section). In the SWC file's coordinates. */
+NS_API const double *ns_cell_segments(const ns_cell_t *cell);
 
 /* Matrix of one backward-Euler step of the passive cable equation with
  * capacitance cm [uF/cm^2] and time step dt [ms]:

@@ -18,5 +18,6 @@
 #include "neurosolve/number.h"
 #include "neurosolve/mechanism.h"
 #include "neurosolve/nmodl.h"
+#include "neurosolve/lfp.h"
 
 #endif

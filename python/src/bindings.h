@@ -324,5 +324,6 @@ void bind_mechanisms(nb::module_ &m);
 void bind_network(nb::module_ &m);
 void bind_simulation(nb::module_ &m);
 void bind_life(nb::module_ &m);
+void bind_lfp(nb::module_ &m);
 
 } // namespace nsb

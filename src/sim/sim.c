@@ -475,9 +475,28 @@ ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
     const double t0 = ns_time_ms();
     const double t_before = sim->t;
     const int caller = enter(sim);
-    st = sim->net ? ns_net_advance(sim, steps, &fault) : sim->ops->advance(sim, steps, &fault);
+    int64_t done = 0;
+    if (sim->sample) /* cut at the sampled steps (an LFP probe: src/lfp) */
+        while (st == NS_OK && fault.step == INT64_MAX && done < steps) {
+            const int64_t k = sim->sample_every - sim->steps % sim->sample_every;
+            const int64_t chunk = k < steps - done ? k : steps - done;
+            st = sim->net ? ns_net_advance(sim, chunk, &fault) : sim->ops->advance(sim, chunk, &fault);
+            if (st != NS_OK || fault.step != INT64_MAX) break;
+            double t_prev = sim->t;
+            sim->steps += chunk;
+            for (int64_t q = 0; q < chunk; ++q)
+                t_prev = sim->t, sim->t = ns_sim_half_step(ns_sim_half_step(sim->t, sim->params.dt), sim->params.dt);
+            done += chunk;
+            if (sim->steps % sim->sample_every == 0)
+                st = sim->sample(sim, sim->sample_ctx, ns_sim_half_step(t_prev, sim->params.dt),
+                                 done + sim->sample_every > steps);
+        }
+    else
+        st = sim->net ? ns_net_advance(sim, steps, &fault) : sim->ops->advance(sim, steps, &fault);
     leave(sim, caller);
     sim->elapsed_ms += ns_time_ms() - t0;
+    sim->steps -= done; /* the chunks' steps and time are counted again below */
+    if (done > 0) sim->t = t_before;
     if (st != NS_OK) {
         /* keep what the completed calls recorded (sim->samples is unchanged):
          * drop the spikes of the failed call */
