@@ -102,6 +102,7 @@ struct ns_sim {
     double elapsed_ms;
     int failed;      /* a NaN stopped the last run: ns_sim_init is needed */
     int state_set;   /* ns_sim_set_state changed the host copy: push it before the next step */
+    struct sim_dist *dist; /* spread over processes (ns_sim_options.dist, sim/dist_impl.h); NULL: one */
 };
 
 struct sim_ops {
