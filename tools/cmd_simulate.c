@@ -362,6 +362,39 @@ static void progress(double frac, double elapsed_s) {
  * settings come first) and freed by cmd_simulate whichever way the run
  * ends (usage errors return early). */
 static ns_network_t *run_net;
+/* The --params file's text, read once: the parameters and the discretisation's per-section
+ * statements both come from it (freed by cmd_simulate, as run_net). */
+static char *param_text;
+static size_t param_len;
+
+/* Read the --params file (at most 16 MiB, as ns_sim_params_read); prints the error. */
+static int read_param_file(const char *path) {
+    enum { MAX_BYTES = 16 << 20 };
+    FILE *f = fopen(path, "rb");
+    if (!f) return cli_error("parameters: %s: %s: cannot open: %s", ns_status_string(NS_ERR_IO), path, strerror(errno));
+    size_t cap = 1 << 14;
+    param_len = 0;
+    param_text = malloc(cap + 1);
+    for (size_t got = 1; param_text && got > 0;) {
+        if (param_len == cap) {
+            char *grown = cap < MAX_BYTES ? realloc(param_text, cap * 2 + 1) : NULL;
+            if (!grown) break;
+            param_text = grown;
+            cap *= 2;
+        }
+        got = fread(param_text + param_len, 1, cap - param_len, f);
+        param_len += got;
+    }
+    const int bad = ferror(f);
+    fclose(f);
+    if (!param_text) return cli_error("parameters: %s: out of memory", path);
+    if (param_len == cap)
+        return cli_error("parameters: %s: %s: a parameter file over %d MiB", ns_status_string(NS_ERR_SIZE), path,
+                         MAX_BYTES >> 20);
+    if (bad) return cli_error("parameters: %s: %s: read error", ns_status_string(NS_ERR_IO), path);
+    param_text[param_len] = '\0';
+    return 0;
+}
 
 static int simulate(int argc, char **argv) {
     const char *cmd = "simulate";
@@ -548,7 +581,8 @@ static int simulate(int argc, char **argv) {
     }
     const ns_sim_params net_params = params;
     if (param_file) {
-        ns_status st = ns_sim_params_read(&params, param_file);
+        if (read_param_file(param_file)) return 1;
+        ns_status st = ns_sim_params_parse(&params, param_text, param_len, param_file);
         if (st != NS_OK) return cli_status_error("parameters", st);
     }
     /* the values of the files (network or SONATA config, then --params) before
@@ -621,21 +655,9 @@ static int simulate(int argc, char **argv) {
      * from the same parameter text; --cm and --ra given on the command line override them */
     char *disc_text = NULL;
     if (param_file || n_sets > 0 || cm_given || ra_given) {
-        size_t cap = 1024, len = 0;
-        FILE *pf = param_file ? fopen(param_file, "rb") : NULL;
-        if (param_file && !pf) return cli_error("%s: cannot open: %s", param_file, strerror(errno));
+        size_t len = param_file ? param_len : 0, cap = len + 1024;
         disc_text = malloc(cap);
-        size_t got = 1;
-        while (disc_text && pf && got > 0) {
-            if (len + 512 >= cap) {
-                char *grown = realloc(disc_text, cap *= 2);
-                if (!grown) break;
-                disc_text = grown;
-            }
-            got = fread(disc_text + len, 1, cap - len - 512, pf);
-            len += got;
-        }
-        if (pf) fclose(pf);
+        if (disc_text && len) memcpy(disc_text, param_text, len);
         for (int k = 0; disc_text && k < n_sets + 2; ++k) {
             char one[200] = "";
             if (k < n_sets) snprintf(one, sizeof one, "\n%s", sets[k]);
@@ -1081,5 +1103,7 @@ int cmd_simulate(int argc, char **argv) {
     cli_release_signals();
     ns_network_destroy(run_net);
     run_net = NULL;
+    free(param_text);
+    param_text = NULL;
     return rc;
 }
