@@ -612,6 +612,10 @@ static void test_section_spec(void) {
         {"sec:1.start_diam = 2\n", "does not start with a copy"}, /* joined at the soma's middle */
         {"basal.start_diam = 2\n", "start_diam is set per section"},
         {"swc:4.start_diam = 0\n", "must be > 0"},
+        /* sections through the one location grammar (ns_location_parse) */
+        {"sec:x.nseg = 3\n", "cell.params:1: sec:x.nseg: 'x' is not a section index or SWC id"},
+        {"swc:-4.Ra = 10\n", "'-4' is not a section index or SWC id"},
+        {"sec:99999999999.nseg = 3\n", "'99999999999' is not a section index"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
         c = make_spec(p, 6, bad[k].text, NS_ERR_PARSE);
