@@ -64,7 +64,7 @@ static void run_single(const ref *r, ns_cell_t *const *shapes, int32_t *spike_co
     ns_sim_model_destroy(model);
     if (!sim) return;
     for (int c = 0; c < r->n_cells; ++c) spike_compartment[c] = ns_sim_spike_compartment(sim, c);
-    build_net(r, shapes, spike_compartment, sim, &net_calls_sim);
+    build_net(r, shapes, spike_compartment, sim);
     for (int c = 0; c < r->n_cells; ++c) {
         int32_t site = -1;
         CHECK_OK(ns_sim_add_recording(sim, c, spike_compartment[c], &site));
@@ -121,7 +121,7 @@ static void test_reference(const char *file, ns_backend backend) {
                                    r->cell_shape, &p, &o, &ms));
     ns_sim_model_destroy(model);
     if (ms) {
-        build_net(r, shapes, spike_compartment, ms, &net_calls_sim);
+        build_net(r, shapes, spike_compartment, ms);
         CHECK(ns_sim_synapses(ms) == r->n_syns && ns_sim_sources(ms) == r->n_cells + r->n_trains &&
               ns_sim_connections(ms) == r->n_conns);
         /* the spikes cross processes: connections between cells of different owners */
@@ -246,28 +246,25 @@ static void test_chain(const ns_cell_t *cell) {
     for (int run = 0; run < 2; ++run) {
         ns_sim_t *sim = NULL;
         ns_sim_t *ms = NULL;
-        void *target = NULL;
-        const net_calls *calls = NULL;
+        ns_sim_t *target = NULL;
         if (run == 0) {
             sim = passive_sim(cell, 3);
             target = sim;
-            calls = &net_calls_sim;
         } else {
             ms = passive_mpi(cell, 3);
             target = ms;
-            calls = &net_calls_sim;
             /* under np 4 the last process has no cell */
             if (ms && mpi_size == 4) CHECK((ns_sim_local(ms) == NULL) == (mpi_rank == 3));
         }
         if (!target) return;
         const double times[2] = {1.0, 20.0};
         int64_t syn[3], det[3], train = -1;
-        for (int c = 0; c < 3; ++c) CHECK_OK(calls->add_synapse(target, c, 0, "ExpSyn", &syn[c]));
-        for (int c = 0; c < 3; ++c) CHECK_OK(calls->add_detector(target, c, 0, -64.0, &det[c]));
-        CHECK_OK(calls->add_spike_source(target, times, 2, &train));
-        CHECK_OK(calls->connect(target, train, syn[0], 0.01, 0.5));
-        CHECK_OK(calls->connect(target, det[0], syn[1], 0.01, 0.75));
-        CHECK_OK(calls->connect(target, det[1], syn[2], 0.01, 1.0));
+        for (int c = 0; c < 3; ++c) CHECK_OK(ns_sim_add_synapse(target, c, 0, "ExpSyn", &syn[c]));
+        for (int c = 0; c < 3; ++c) CHECK_OK(ns_sim_add_detector(target, c, 0, -64.0, &det[c]));
+        CHECK_OK(ns_sim_add_spike_source(target, times, 2, &train));
+        CHECK_OK(ns_sim_connect(target, train, syn[0], 0.01, 0.5));
+        CHECK_OK(ns_sim_connect(target, det[0], syn[1], 0.01, 0.75));
+        CHECK_OK(ns_sim_connect(target, det[1], syn[2], 0.01, 1.0));
         finish_run(sim, run ? ms : NULL, 3, 4, 1600, v_end[run], counts[run], first[run], 1);
         ns_sim_destroy(sim);
         ns_sim_destroy(ms);
