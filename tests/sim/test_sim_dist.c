@@ -78,11 +78,9 @@ static ns_sim_model_t *model_of(const char *text) {
     return m;
 }
 
-/* n_cells cylinders of hh, a clamp on each but the last (driven through
- * the network when `network`), recorded; a gather where distributed. */
-static void simulate(const ns_cell_t *cell, int64_t n_cells, const ns_dist_t *dist, int network, run *out) {
-    memset(out, 0, sizeof *out);
-    ns_sim_model_t *model = model_of("all.insert = hh\n");
+/* n_cells cylinders of the model `text` on the CPU, spread by `dist`. */
+static ns_sim_t *create(const ns_cell_t *cell, int64_t n_cells, const ns_dist_t *dist, const char *text) {
+    ns_sim_model_t *model = model_of(text);
     ns_sim_params p;
     ns_sim_params_init(&p);
     ns_sim_options o;
@@ -94,6 +92,14 @@ static void simulate(const ns_cell_t *cell, int64_t n_cells, const ns_dist_t *di
     const ns_cell_t *shapes[1] = {cell};
     CHECK_OK(ns_sim_create(1, shapes, n_cells, NULL, &p, &o, &sim));
     ns_sim_model_destroy(model);
+    return sim;
+}
+
+/* n_cells cylinders of hh, a clamp on each but the last (driven through
+ * the network when `network`), recorded; a gather where distributed. */
+static void simulate(const ns_cell_t *cell, int64_t n_cells, const ns_dist_t *dist, int network, run *out) {
+    memset(out, 0, sizeof *out);
+    ns_sim_t *sim = create(cell, n_cells, dist, "all.insert = hh\n");
     if (!sim) return;
     CHECK(ns_sim_cells(sim) == n_cells && ns_sim_compartments(sim) == n_cells);
     for (int64_t c = 0; c < n_cells; ++c) {
@@ -220,18 +226,7 @@ int main(void) {
     d = NULL;
     CHECK_OK(ns_dist_create(&FAKE_OPS, &serial, 0, 1, &d));
     if (d) {
-        ns_sim_model_t *model = model_of("all.insert = pas\n");
-        ns_sim_params p;
-        ns_sim_params_init(&p);
-        ns_sim_options o;
-        ns_sim_options_init(&o);
-        o.backend = NS_BACKEND_CPU;
-        o.model = model;
-        o.dist = d;
-        ns_sim_t *sim = NULL;
-        const ns_cell_t *shapes[1] = {cell};
-        CHECK_OK(ns_sim_create(1, shapes, 2, NULL, &p, &o, &sim));
-        ns_sim_model_destroy(model);
+        ns_sim_t *sim = create(cell, 2, d, "all.insert = pas\n");
         if (sim) {
             CHECK_OK(ns_sim_advance(sim, 10));
             int64_t syn = -1, train = -1;
