@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "neurosolve/status.h"
+#include "neurosolve/dist.h"
 #include "neurosolve/morph.h"
 #include "neurosolve/hines.h"
 #include "neurosolve/nmodl.h"
@@ -192,6 +193,9 @@ typedef struct ns_sim_options {
     ns_sim_gpu_mechanisms gpu_mechanisms; /* a model: how the GPU loops or the CPU loop
                                     runs its mechanisms (docs/simulation.md, "Models"); AUTO by
                                     default */
+    const ns_dist_t *dist;       /* NULL: one process. Else the processes of a distribution
+                                    (neurosolve/dist.h; MPI: ns_dist_from_comm in neurosolve/mpi.h):
+                                    "Distributed simulations" below */
 } ns_sim_options;
 
 NS_API void ns_sim_options_init(ns_sim_options *options);
@@ -502,8 +506,56 @@ NS_API ns_status ns_sim_state_field(ns_sim_t *sim, int64_t part, const char *nam
 NS_API ns_status ns_sim_save_state(ns_sim_t *sim, const char *path);
 NS_API ns_status ns_sim_restore_state(ns_sim_t *sim, const char *path);
 
-/* Wall time of the steps so far [ms] (ns_sim_advance calls only). */
+/* Wall time of the steps so far [ms] (ns_sim_advance calls only; spread
+ * over processes: this process's, agreements included, so the slowest
+ * process sets the pace). */
 NS_API double ns_sim_elapsed_ms(const ns_sim_t *sim);
+
+/* ------------------------------------------ distributed simulations */
+/* With ns_sim_options.dist set (docs/mpi.md), ns_sim_create is collective:
+ * every process passes the same shapes, cells, cell_shape and params
+ * (hashed and compared), cells are given out by ns_partition_lpt over
+ * compartment counts and each process simulates its own (the other options
+ * apply per process). The same calls then take global numbers:
+ * - collective (every process, same order): ns_sim_create, ns_sim_init,
+ *   ns_sim_advance, ns_sim_gather, ns_network_apply. They agree on success:
+ *   when a process fails, every process returns that process's status with
+ *   the detail "rank R of N: <its message>".
+ * - not collective, but every process makes the same calls in the same order
+ *   with the same arguments (each numbers every site, synapse and source):
+ *   ns_sim_add_iclamp, _add_recording, _add_synapse, _synapse_set,
+ *   _add_detector, _add_spike_source, _add_poisson_source, _connect. The
+ *   owner of the cell applies them (a connection: the owner of its
+ *   synapse; a train or Poisson source: every process with cells); a
+ *   failure on the owner is returned there and reported to every process
+ *   by the next collective call. ns_sim_init compares the network calls of
+ *   all processes (a hash of their arguments). A network needs a model and
+ *   the CPU backend, as on one process, and a transport callable from the
+ *   OpenMP loop's master thread (MPI_THREAD_FUNNELED).
+ * - ns_sim_traces, ns_sim_spikes and ns_sim_source_spikes answer after
+ *   ns_sim_gather, on the receiving processes; ns_sim_cells,
+ *   _compartments, _cell_offset, _synapses, _sources, _connections,
+ *   _source_cell, _steps_for, _time and _step_count are global (the same
+ *   everywhere); ns_sim_backend, _method, _gpu_lanes and
+ *   _gpu_mechanisms_of this process's (AUTO without cells).
+ * - the state, model-variable and checkpoint calls, ns_sim_set_pointer and
+ *   ns_sim_add_point_source answer NS_ERR_UNSUPPORTED: use them on
+ *   ns_sim_local. */
+
+/* Collective. Gather every recorded trace, every cell's spike times and
+ * every source's raster to process `root` (root < 0: to every process),
+ * where ns_sim_traces, ns_sim_spikes and ns_sim_source_spikes then answer
+ * with global results. Results are gathered, not written per process, so
+ * that a run's output does not depend on the process count. On a
+ * simulation of one process: nothing to do (root must be 0 or < 0). */
+NS_API ns_status ns_sim_gather(ns_sim_t *sim, int32_t root);
+/* This process's own simulation of the cells it owns (local numbers; NULL
+ * when it owns none); the simulation itself on one process. */
+NS_API ns_sim_t *ns_sim_local(ns_sim_t *sim);
+/* The local number of a global cell on its owner, -1 elsewhere (the cell
+ * itself on one process); the rank owning a cell (-1: no such cell). */
+NS_API int64_t ns_sim_local_cell(const ns_sim_t *sim, int64_t cell);
+NS_API int32_t ns_sim_cell_owner(const ns_sim_t *sim, int64_t cell);
 
 #ifdef __cplusplus
 }

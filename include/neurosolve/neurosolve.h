@@ -10,6 +10,7 @@
 #include "neurosolve/morph.h"
 #include "neurosolve/hines.h"
 #include "neurosolve/tridiag.h"
+#include "neurosolve/dist.h"
 #include "neurosolve/cable.h"
 #include "neurosolve/network.h"
 #include "neurosolve/life.h"

@@ -30,6 +30,7 @@
 #include "core/rng.h"
 #include "io/netfile_apply.h"
 #include "io/netfile_build.h"
+#include "sim/dist_impl.h"
 #include "sim/policy.h"
 #include "core/device_impl.h"
 #include "neurosolve/network.h"
@@ -1030,11 +1031,30 @@ static const ns_network_calls sim_calls = {sim_add_synapse,   sim_synapse_set, s
                                            sim_sources,       sim_set_pointer, sim_add_point_source};
 
 ns_status ns_network_apply(const ns_network_t *net, ns_sim_t *sim, const ns_cell_t *const *shapes) {
-    return ns_network_apply_calls(net, &sim_calls, sim, shapes, NULL);
+    ns_network_failure at = {-2, 0}; /* a NULL argument: before everything */
+    const ns_status st = ns_network_apply_calls(net, &sim_calls, sim, shapes, &at);
+    /* spread over processes: every process reports the failure that comes first in the file */
+    return ns_sim_network_failure(sim, st, &at);
 }
 
-ns_backend ns_network_backend(ns_backend requested) {
-    return requested == NS_BACKEND_AUTO ? ns_sim_auto_network_backend(ns_cuda_usable_devices()) : requested;
+ns_status ns_network_sim_create(const ns_network_t *net, const ns_cell_t *const *shapes, const ns_sim_params *params,
+                                const ns_sim_options *options, ns_sim_t **out) {
+    if (!net || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_sim_create: NULL argument");
+    *out = NULL;
+    ns_sim_options o;
+    if (options) o = *options;
+    else ns_sim_options_init(&o);
+    /* `auto`: the sim policy's backend for networks */
+    if (o.backend == NS_BACKEND_AUTO) o.backend = ns_sim_auto_network_backend(ns_cuda_usable_devices());
+    ns_sim_t *sim = NULL;
+    ns_status st = ns_sim_create(net->n_morph, shapes, net->n_cells, net->cell_morph, params, &o, &sim);
+    if (st == NS_OK) st = ns_network_apply(net, sim, shapes);
+    if (st != NS_OK) {
+        ns_sim_destroy(sim);
+        return st;
+    }
+    *out = sim;
+    return NS_OK;
 }
 
 ns_status ns_network_create_sim(const ns_network_t *net, const ns_mech_library_t *library,
@@ -1048,7 +1068,6 @@ ns_status ns_network_create_sim(const ns_network_t *net, const ns_mech_library_t
     ns_sim_options o;
     if (options) o = *options;
     else ns_sim_options_init(&o);
-    o.backend = ns_network_backend(o.backend);
     ns_discretize_options d;
     if (disc) d = *disc;
     else {
@@ -1083,9 +1102,8 @@ ns_status ns_network_create_sim(const ns_network_t *net, const ns_mech_library_t
         }
     }
     ns_sim_t *sim = NULL;
-    if (st == NS_OK)
-        st = ns_sim_create(net->n_morph, (const ns_cell_t *const *)shapes, net->n_cells, net->cell_morph, &p, &o, &sim);
-    if (st == NS_OK) st = ns_network_apply(net, sim, (const ns_cell_t *const *)shapes);
+    if (o.dist) st = ns_dist_agree(o.dist, st); /* every process read its morphologies */
+    if (st == NS_OK) st = ns_network_sim_create(net, (const ns_cell_t *const *)shapes, &p, &o, &sim);
     if (st == NS_OK) st = ns_sim_init(sim);
     for (int32_t k = 0; shapes && k < net->n_morph; ++k) ns_cell_destroy(shapes[k]);
     free(shapes);

@@ -39,19 +39,21 @@ static unsigned region_mask(const char *loc, size_t len) {
     return 0;
 }
 
-/* sec:K, swc:ID: an integer >= 0 through the one number reader
- * (neurosolve/number.h); -1 if not. */
-static long long parse_index(const char *s, size_t len) {
-    char buf[32];
-    int64_t v;
-    if (len == 0 || len >= sizeof buf) return -1;
-    memcpy(buf, s, len);
+/* A section's LOC, sec:K or swc:ID, through the one location grammar
+ * (ns_location_parse, morph/location.c): 1 with *l set, 0 when LOC is not
+ * one of them (a region), -1 when it is but does not parse or gives an x
+ * (nseg, Ra and start_diam are a whole section's). */
+static int section_loc(const char *key, size_t len, ns_location *l) {
+    if (len <= 4 || (strncmp(key, "sec:", 4) != 0 && strncmp(key, "swc:", 4) != 0)) return 0;
+    char buf[64];
+    if (len >= sizeof buf) return -1;
+    memcpy(buf, key, len);
     buf[len] = '\0';
-    if (ns_integer_parse(buf, 0, INT64_MAX, &v) != NS_OK) {
+    if (ns_location_parse(buf, l) != NS_OK) {
         ns_clear_error();
         return -1;
     }
-    return (long long)v;
+    return l->has_x || (l->kind != NS_LOCATION_SECTION && l->kind != NS_LOCATION_SWC_ID) ? -1 : 1;
 }
 
 int disc_spec_key(const char *key, double value, char *why, size_t why_size) {
@@ -66,7 +68,8 @@ int disc_spec_key(const char *key, double value, char *why, size_t why_size) {
     }
     const char *name = dot + 1;
     const size_t len = (size_t)(dot - key);
-    const int section = (len > 4 && strncmp(key, "sec:", 4) == 0) || (len > 4 && strncmp(key, "swc:", 4) == 0);
+    ns_location l;
+    const int loc = section_loc(key, len, &l), section = loc != 0;
     const int per_section = strcmp(name, "start_diam") == 0 || strcmp(name, "parentx") == 0;
     if (per_section && !section) {
         snprintf(why, why_size, "%s: %s is set per section (sec:K, swc:ID)", key, name);
@@ -82,8 +85,9 @@ int disc_spec_key(const char *key, double value, char *why, size_t why_size) {
         return 0;
     }
     if (section) {
-        if (parse_index(key + 4, len - 4) < 0) {
-            snprintf(why, why_size, "%s: '%.*s' is not a section index or SWC id", key, (int)(len - 4), key + 4);
+        if (loc < 0) {
+            snprintf(why, why_size, "%s: '%.*s' is not a section index or SWC id (sec:K, swc:ID: a whole section, no x)",
+                     key, (int)(len - 4), key + 4);
             return -1;
         }
     } else if (!region_mask(key, len)) {
@@ -153,13 +157,14 @@ static ns_status apply(disc_sections *S, const ns_morph_point *pts, const char *
     const int is_nseg = dot && strcmp(dot + 1, "nseg") == 0;
     const int is_diam = dot && strcmp(dot + 1, "start_diam") == 0;
     const int is_parentx = dot && strcmp(dot + 1, "parentx") == 0;
+    ns_location loc;
+    const int section = dot && section_loc(key, (size_t)(dot - key), &loc) > 0; /* disc_spec_key checked it */
     int matched = 0;
     for (int32_t k = 0; k < S->n; ++k) {
         disc_section *s = &S->sec[k];
         int hit;
         if (!dot) hit = 1;
-        else if (strncmp(key, "sec:", 4) == 0) hit = parse_index(key + 4, (size_t)(dot - key) - 4) == k;
-        else if (strncmp(key, "swc:", 4) == 0) hit = parse_index(key + 4, (size_t)(dot - key) - 4) == pts[s->first].id;
+        else if (section) hit = loc.kind == NS_LOCATION_SECTION ? loc.index == k : loc.index == pts[s->first].id;
         else hit = (region_mask(key, (size_t)(dot - key)) & type_bit(s->type)) != 0;
         if (!hit) continue;
         matched = 1;
@@ -176,7 +181,7 @@ static ns_status apply(disc_sections *S, const ns_morph_point *pts, const char *
         } else if (is_nseg) s->nseg = (int32_t)value;
         else s->Ra = value;
     }
-    if (!matched && dot && (strncmp(key, "sec:", 4) == 0 || strncmp(key, "swc:", 4) == 0))
+    if (!matched && section)
         return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: the morphology has no such section (%d sections, Import3d's order)",
                        name, lineno, key, (int)S->n);
     return NS_OK;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "net/net_impl.h"
+#include "sim/dist_impl.h"
 #include "sim/sim_impl.h"
 #include "core/error.h"
 
@@ -136,6 +137,7 @@ static ns_status check_site(const ns_sim_t *sim, const char *what, int64_t cell,
 ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, const char *mechanism,
                              int64_t *synapse) {
     const char *fn = "ns_sim_add_synapse";
+    if (sim && sim->dist) return ns_dist_sim_add_synapse(sim->dist, cell, compartment, mechanism, synapse);
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
@@ -182,6 +184,7 @@ ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, c
 
 ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *name, double value) {
     const char *fn = "ns_sim_synapse_set";
+    if (sim && sim->dist) return ns_dist_sim_synapse_set(sim->dist, synapse, name, value);
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
@@ -212,6 +215,7 @@ ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *name, d
 ns_status ns_sim_set_pointer(ns_sim_t *sim, int64_t synapse, const char *pointer, int64_t cell, int32_t compartment,
                              const char *var) {
     const char *fn = "ns_sim_set_pointer";
+    if (sim && sim->dist) return ns_dist_sim_refuse(fn);
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
@@ -268,6 +272,7 @@ static net_source *new_source(sim_net *net) {
 
 ns_status ns_sim_add_detector(ns_sim_t *sim, int64_t cell, int32_t compartment, double threshold, int64_t *source) {
     const char *fn = "ns_sim_add_detector";
+    if (sim && sim->dist) return ns_dist_sim_add_detector(sim->dist, cell, compartment, threshold, source);
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
@@ -294,6 +299,7 @@ static int cmp_double(const void *a, const void *b) {
 
 ns_status ns_sim_add_spike_source(ns_sim_t *sim, const double *times, int64_t count, int64_t *source) {
     const char *fn = "ns_sim_add_spike_source";
+    if (sim && sim->dist) return ns_dist_sim_add_spike_source(sim->dist, times, count, source);
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
@@ -326,6 +332,7 @@ ns_status ns_sim_add_spike_source(ns_sim_t *sim, const double *times, int64_t co
 ns_status ns_sim_add_poisson_source(ns_sim_t *sim, double rate_hz, double start, double stop, uint64_t seed,
                                     int64_t *source) {
     const char *fn = "ns_sim_add_poisson_source";
+    if (sim && sim->dist) return ns_dist_sim_add_poisson_source(sim->dist, rate_hz, start, stop, seed, source);
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
@@ -353,6 +360,7 @@ ns_status ns_sim_add_poisson_source(ns_sim_t *sim, double rate_hz, double start,
 
 ns_status ns_sim_connect(ns_sim_t *sim, int64_t source, int64_t synapse, double weight, double delay) {
     const char *fn = "ns_sim_connect";
+    if (sim && sim->dist) return ns_dist_sim_connect(sim->dist, source, synapse, weight, delay);
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
@@ -388,6 +396,7 @@ ns_status ns_sim_connect(ns_sim_t *sim, int64_t source, int64_t synapse, double 
 }
 
 const double *ns_sim_source_spikes(const ns_sim_t *sim, int64_t source, int64_t *count) {
+    if (sim && sim->dist) return ns_dist_sim_source_spikes(sim->dist, source, count);
     if (count) *count = 0;
     if (!sim || !sim->net || source < 0 || source >= sim->net->n_sources) return NULL;
     const net_source *s = &sim->net->sources[source];
@@ -395,9 +404,15 @@ const double *ns_sim_source_spikes(const ns_sim_t *sim, int64_t source, int64_t 
     return s->spikes;
 }
 
-int64_t ns_sim_synapses(const ns_sim_t *sim) { return sim && sim->net ? sim->net->n_syns : 0; }
-int64_t ns_sim_sources(const ns_sim_t *sim) { return sim && sim->net ? sim->net->n_sources : 0; }
-int64_t ns_sim_connections(const ns_sim_t *sim) { return sim && sim->net ? sim->net->n_conns : 0; }
+int64_t ns_sim_synapses(const ns_sim_t *sim) {
+    return !sim ? 0 : sim->dist ? sim->dist->net.n_syns : sim->net ? sim->net->n_syns : 0;
+}
+int64_t ns_sim_sources(const ns_sim_t *sim) {
+    return !sim ? 0 : sim->dist ? sim->dist->net.n_srcs : sim->net ? sim->net->n_sources : 0;
+}
+int64_t ns_sim_connections(const ns_sim_t *sim) {
+    return !sim ? 0 : sim->dist ? sim->dist->net.n_conns : sim->net ? sim->net->n_conns : 0;
+}
 
 /* ---------------------------------------------------------------- build */
 

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/dist_impl.h"
 #include "sim/sim_impl.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -171,6 +172,7 @@ static void header_of(const ns_sim_t *sim, ck_header *h) {
 
 ns_status ns_sim_save_state(ns_sim_t *sim, const char *path) {
     if (!sim || !path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_save_state: NULL argument");
+    if (sim->dist) return ns_dist_sim_refuse("ns_sim_save_state");
     if (sim->model)
         return ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: a simulation of a model (NMODL mechanisms) cannot be "
                                            "checkpointed yet: its mechanisms' states are not saved", path);
@@ -280,6 +282,7 @@ static ns_status check_contents(const ns_sim_t *sim, const char *path, double t,
 
 ns_status ns_sim_restore_state(ns_sim_t *sim, const char *path) {
     if (!sim || !path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_restore_state: NULL argument");
+    if (sim->dist) return ns_dist_sim_refuse("ns_sim_restore_state");
     if (sim->model)
         return ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: a simulation of a model (NMODL mechanisms) cannot be "
                                            "restored yet", path);

@@ -109,6 +109,7 @@ struct ns_sim {
     ns_status (*sample)(ns_sim_t *sim, void *ctx, double t_mid, int last);
     void *sample_ctx;
     int64_t sample_every;
+    struct sim_dist *dist; /* spread over processes (ns_sim_options.dist, sim/dist_impl.h); NULL: one */
 };
 
 struct sim_ops {

@@ -635,6 +635,10 @@ static void test_section_spec(void) {
         {"sec:0.parentx = 0.5\n", "is the root"},
         {"swc:5.parentx = 0.5\nswc:5.start_diam = 2\n", "cell.params:2: swc:5.start_diam"},
         {"swc:4.parentx = 0.5\n", "has one 3-D point of its own"},
+        /* sections through the one location grammar (ns_location_parse) */
+        {"sec:x.nseg = 3\n", "cell.params:1: sec:x.nseg: 'x' is not a section index or SWC id"},
+        {"swc:-4.Ra = 10\n", "'-4' is not a section index or SWC id"},
+        {"sec:99999999999.nseg = 3\n", "'99999999999' is not a section index"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
         c = make_spec(p, 6, bad[k].text, NS_ERR_PARSE);
