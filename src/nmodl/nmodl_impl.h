@@ -133,6 +133,7 @@ typedef struct var {
                             variable that the file writes): NEURON's per-instance copy */
     int pointer;         /* V_POINTER: index into ppack.pointer, else -1 */
     int stream;          /* V_RANDOM: its stream (1, 2, ...: nmodl_random.c) */
+    int implicit;        /* named only by NONSPECIFIC_CURRENT/ELECTRODE_CURRENT so far: a declaration may follow */
 } var;
 
 typedef struct ion_use {

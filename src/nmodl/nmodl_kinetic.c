@@ -111,9 +111,10 @@ static int collect(lower *L, const stlist *l) {
                 const var *v = find_var(L->m, t[j].name);
                 if (!v) return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is not declared", t[j].name);
                 if (v->cls != V_STATE) {
-                    if (s->kind == ST_CONSERVE || s->react == '<')
+                    if (s->kind == ST_CONSERVE || s->react == '<' || (s->react == '>' && s->n_rhs == 0))
                         return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "%s: '%s' is not a STATE",
-                                     s->kind == ST_CONSERVE ? "CONSERVE" : "'<<'", t[j].name);
+                                     s->kind == ST_CONSERVE ? "CONSERVE" : s->react == '<' ? "'<<'" : "'-> (rate)'",
+                                     t[j].name);
                     continue; /* a constant factor of the flux (nocmodl's non-state reactant) */
                 }
                 if (add_row(L, t[j].name)) return oom(L, s->line);

@@ -42,7 +42,6 @@ typedef struct parser {
     int n, cap, pos;
     ns_status status;
     struct ns_nmodl *m;
-    int seen_breakpoint, seen_neuron;
     int in_initial; /* check_list is in INITIAL (where SOLVE ... STEADYSTATE goes) */
     int ev_ctx;     /* check_list is in this block for the event calls (NM_EV_*) */
     int net_depth;  /* parse_block's depth of the NET_RECEIVE block (its INITIAL), 0: none */
@@ -50,6 +49,7 @@ typedef struct parser {
     int depth; /* nesting of expressions and blocks: bounded, so that no input overflows the stack */
     int *scope_size; /* check_list's scope: per name 0 (a scalar), the size of an array, -1 (FROM's integer) */
     int cap_scope_size;
+    int threadsafe; /* the NEURON block says THREADSAFE */
 } parser;
 
 #define MAX_DEPTH 600 /* three per parenthesis: parse_expr, parse_unary, parse_power */
@@ -209,9 +209,12 @@ static int lex(parser *p, const char *s, int file) {
                 if (lex_include(p, s, &i, line)) return -1;
                 continue;
             }
-            if ((len == 8 && (!strncmp(s + b, "UNITSOFF", 8))) || (len == 7 && !strncmp(s + b, "UNITSON", 7)) ||
-                (len == 10 && !strncmp(s + b, "THREADSAFE", 10)))
+            if ((len == 8 && (!strncmp(s + b, "UNITSOFF", 8))) || (len == 7 && !strncmp(s + b, "UNITSON", 7)))
                 continue;
+            if (len == 10 && !strncmp(s + b, "THREADSAFE", 10)) {
+                p->threadsafe = 1;
+                continue;
+            }
             if (len == 8 && !strncmp(s + b, "VERBATIM", 8)) {
                 /* empty, or only `return 0;` (ST_RETURN): what most real files' VERBATIM blocks hold */
                 const char *e = strstr(s + i, "ENDVERBATIM");
@@ -674,6 +677,12 @@ static int parse_reaction(parser *p, st *s) {
         if (expect(p, '(') || !(s->e = parse_expr(p)) || expect(p, ')')) return -1;
         return 0;
     }
+    if (s->react == '>' && is_punct(p, '(')) { /* ~ x -> (k): x flows out at k x (nocmodl's flux, a '->' to nothing) */
+        if (s->n_lhs != 1 || s->lhs[0].num != 1)
+            return perr(p, NS_ERR_PARSE, s->line, "'~ x -> (rate)' takes one state on its left");
+        if (expect(p, '(') || !(s->e = parse_expr(p))) return -1;
+        return expect(p, ')');
+    }
     if (parse_rterms(p, &s->rhs, &s->n_rhs) || expect(p, '(') || !(s->e = parse_expr(p))) return -1;
     if (s->react == 'R' && (expect(p, ',') || !(s->e2 = parse_expr(p)))) return -1;
     return expect(p, ')');
@@ -716,6 +725,22 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
         p->pos++;
         s->kind = ST_RETURN;
         return s;
+    }
+    /* nocmodl's thread-safety markers: MUTEXLOCK/MUTEXUNLOCK around a block,
+     * PROTECT before an assignment (a mutex around it in NEURON). An instance
+     * is one thread's here, and a module-level LOCAL a field per instance: no lock */
+    if (is_name(p, "MUTEXLOCK") || is_name(p, "MUTEXUNLOCK")) {
+        p->pos++;
+        return (st *)l;
+    }
+    if (is_name(p, "PROTECT")) {
+        p->pos++;
+        st *a = parse_statement(p, l, owner);
+        if (a && a->kind != ST_ASSIGN) {
+            perr(p, NS_ERR_PARSE, t->line, "PROTECT must be followed by an assignment");
+            return NULL;
+        }
+        return a;
     }
     if (t->kind != T_NAME) {
         if (is_punct(p, '~'))
@@ -997,6 +1022,13 @@ static var *add_var(parser *p, const char *name, int cls, double value, int line
             if (cls == V_STATE) old->cls = V_STATE;
             return old;
         }
+        if (old->implicit) { /* a NONSPECIFIC/ELECTRODE_CURRENT name, declared once anywhere (nocmodl) */
+            old->implicit = 0;
+            old->cls = cls;
+            old->value = value;
+            old->line = line;
+            return old;
+        }
         perr(p, NS_ERR_PARSE, line, "'%s' declared twice", name);
         return NULL;
     }
@@ -1033,9 +1065,10 @@ static int parse_neuron(parser *p) {
         if (t->kind != T_NAME) return perr(p, NS_ERR_PARSE, t->line, "NEURON block: unexpected %s", describe(t));
         p->pos++;
         if (!strcmp(t->text, "SUFFIX") || !strcmp(t->text, "POINT_PROCESS") || !strcmp(t->text, "ARTIFICIAL_CELL")) {
-            if (m->name) return perr(p, NS_ERR_PARSE, t->line, "a second SUFFIX, POINT_PROCESS or ARTIFICIAL_CELL");
+            /* a second one replaces the first, as in nocmodl (MyExp2Sid.mod names two POINT_PROCESSes) */
             char *n = expect_name(p);
             if (!n) return -1;
+            free(m->name);
             m->name = dup(n);
             m->artificial = !strcmp(t->text, "ARTIFICIAL_CELL"); /* a point process without v (nmodl_events.c) */
             m->point = m->artificial || !strcmp(t->text, "POINT_PROCESS");
@@ -1054,11 +1087,11 @@ static int parse_neuron(parser *p) {
             for (;;) {
                 if (is_name(p, "READ")) { mode = 1; p->pos++; continue; }
                 if (is_name(p, "WRITE")) { mode = 2; p->pos++; continue; }
-                if (is_name(p, "VALENCE")) {
+                if (is_name(p, "VALENCE") || is_name(p, "CHARGE")) { /* nocmodl: CHARGE is VALENCE */
                     p->pos++;
                     int neg = 0;
                     if (is_punct(p, '-')) { neg = 1; p->pos++; }
-                    if (cur(p)->kind != T_NUM) return perr(p, NS_ERR_PARSE, cur(p)->line, "VALENCE needs a number");
+                    if (cur(p)->kind != T_NUM) return perr(p, NS_ERR_PARSE, cur(p)->line, "%s needs a number", p->toks[p->pos - 1 - neg].text);
                     u->charge = (int)p->toks[p->pos++].num * (neg ? -1 : 1);
                     continue;
                 }
@@ -1118,7 +1151,11 @@ static int parse_neuron(parser *p) {
             for (;;) {
                 char *n = expect_name(p);
                 if (!n) return -1;
-                if (!find_var(m, n) && !add_var(p, n, V_ASSIGNED, 0, t->line)) return -1;
+                var *v = find_var(m, n);
+                if (!v) {
+                    if (!(v = add_var(p, n, V_ASSIGNED, 0, t->line))) return -1;
+                    v->implicit = 1;
+                }
                 if (add_name(&m->currents, &m->n_currents, n)) return -1;
                 if (!is_punct(p, ',')) break;
                 p->pos++;
@@ -1222,7 +1259,10 @@ static int parse_decls(parser *p, int cls) {
         if (is_special(t->text)) continue; /* v, celsius, dt, t, area, diam: the loop's */
         if (cls == V_ASSIGNED && find_var(p->m, t->text)) {
             var *v = find_var(p->m, t->text);
-            if (v->ion >= 0 || v->cls == V_ASSIGNED) continue;
+            if (v->ion >= 0 || v->cls == V_ASSIGNED) {
+                v->implicit = 0;
+                continue;
+            }
         }
         if (cls == V_STATE && has_value) return perr(p, NS_ERR_PARSE, t->line, "STATE '%s' with a value", t->text);
         var *v = add_var(p, t->text, cls, value, t->line);
@@ -1345,7 +1385,6 @@ static int parse_top(parser *p) {
         const char *k = t->text;
         if (!strcmp(k, "NEURON")) {
             if (parse_neuron(p)) return -1;
-            p->seen_neuron = 1;
         } else if (!strcmp(k, "UNITS")) {
             if (parse_units(p)) return -1;
         } else if (!strcmp(k, "PARAMETER")) {
@@ -1761,9 +1800,34 @@ static int no_recursion(parser *p) {
     return 0;
 }
 
+/* does l (or a block inside it) assign name? */
+static int assigns(const stlist *l, const char *name) {
+    for (int i = 0; i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_ASSIGN && !strcmp(s->name, name)) return 1;
+        if (s->then_ && assigns(s->then_, name)) return 1;
+        if (s->else_ && assigns(s->else_, name)) return 1;
+    }
+    return 0;
+}
+
 static int finish(parser *p) {
     struct ns_nmodl *m = p->m;
-    if (!p->seen_neuron || !m->name) return perr(p, NS_ERR_PARSE, 1, "no NEURON block with a SUFFIX or POINT_PROCESS");
+    if (!m->name || !strcmp(m->name, "nothing")) {
+        /* no NEURON block, no SUFFIX in it, or `SUFFIX nothing`: nocmodl names the
+         * (density) mechanism after the file, without its extension */
+        const char *dot = strrchr(m->file, '.');
+        const size_t n = dot ? (size_t)(dot - m->file) : strlen(m->file);
+        int ok = n > 0 && (isalpha((unsigned char)m->file[0]) || m->file[0] == '_');
+        for (size_t i = 0; ok && i < n; i++) ok = isalnum((unsigned char)m->file[i]) || m->file[i] == '_';
+        if (!ok)
+            return perr(p, NS_ERR_PARSE, 1,
+                        "no SUFFIX or POINT_PROCESS, and the file name '%s' is no mechanism name (a letter, then letters, "
+                        "digits or '_', as nocmodl takes it)",
+                        m->file);
+        free(m->name);
+        if (!(m->name = dupn(m->file, n))) return perr(p, NS_ERR_OUT_OF_MEMORY, 1, "out of memory");
+    }
     if (!m->breakpoint) {
         m->breakpoint = nm_calloc(AR, 1, sizeof *m->breakpoint);
         if (!m->breakpoint) return -1;
@@ -1781,12 +1845,19 @@ static int finish(parser *p) {
         /* NEURON: a PARAMETER that is not RANGE is GLOBAL */
         if (v->cls == V_PARAM && !in_list(m->range, m->n_range, v->name)) v->cls = V_GLOBAL;
     }
-    /* a RANGE name that is never declared is ignored, as nocmodl does; a GLOBAL one is an error there too */
+    /* a RANGE name that is never declared is ignored, as nocmodl does; a GLOBAL one is an error there too,
+     * except in a THREADSAFE file that assigns it: nocmodl makes it a per-thread global (it warns), which
+     * is an ASSIGNED field here, as a module-level LOCAL */
     for (int i = 0; i < m->n_globals_decl; i++) {
-        var *v = find_var(m, m->globals_decl[i]);
-        if (!v)
+        if (find_var(m, m->globals_decl[i])) continue;
+        int written = m->initial && assigns(m->initial, m->globals_decl[i]);
+        written = written || assigns(m->breakpoint, m->globals_decl[i]);
+        for (int b = 0; b < m->n_blocks && !written; b++) written = assigns(m->blocks[b]->body, m->globals_decl[i]);
+        if (!p->threadsafe || !written)
             return perr(p, NS_ERR_INVALID_ARGUMENT, m->globals_line[i],
-                        "GLOBAL %s: not declared in PARAMETER or ASSIGNED", m->globals_decl[i]);
+                        "GLOBAL %s: not declared in PARAMETER or ASSIGNED%s", m->globals_decl[i],
+                        p->threadsafe ? "" : " (nocmodl takes an undeclared GLOBAL only in a THREADSAFE file that assigns it)");
+        if (!add_var(p, m->globals_decl[i], V_ASSIGNED, 0, m->globals_line[i])) return -1;
     }
     /* POINTER names: declared in ASSIGNED (or nowhere, as nocmodl allows), no field */
     for (int k = 0; k < m->n_pointers; k++) {

@@ -293,7 +293,49 @@ int main(void) {
     c = emit("NEURON { SUFFIX mm RANGE y }\nASSIGNED { y }\nBREAKPOINT { SOLVE p\n y = max(v, 1) }\n"
              "PROCEDURE p() { y = min(y, 2) }\n", NS_NMODL_HEADER);
     CHECK(strstr(c, "fmax(v_, 1.0)") && strstr(c, "nsm_mm_p_p(p, F0_, i_, node_, v_);")); /* SOLVE of a PROCEDURE */
-    bad("nosuffix.mod", "PARAMETER { g = 1 }\n", NS_ERR_PARSE, "nosuffix.mod", "SUFFIX");
+    /* what nocmodl accepts (issue 39's corpus): no NEURON block, no SUFFIX or `SUFFIX nothing`: a density
+     * mechanism named after the file; a name that is no identifier is refused */
+    {
+        static const char *const texts[] = {"PARAMETER { g = 1 }\n", "NEURON { RANGE g }\nPARAMETER { g = 1 }\n",
+                                            "NEURON { SUFFIX nothing }\nPARAMETER { g = 1 }\n"};
+        for (int k = 0; k < 3; k++) {
+            ns_nmodl_t *mn = NULL;
+            CHECK_OK(ns_nmodl_parse_string(texts[k], "nosuffix.mod", &mn));
+            char *text = NULL;
+            if (mn) CHECK_OK(ns_nmodl_emit(mn, NS_NMODL_C, &text));
+            CHECK(mn && !strcmp(ns_nmodl_name(mn), "nosuffix") && text && strstr(text, "NS_MECH_DENSITY"));
+            ns_nmodl_free(text);
+            ns_nmodl_destroy(mn);
+        }
+    }
+    bad("9lives.mod", "PARAMETER { g = 1 }\n", NS_ERR_PARSE, "9lives.mod:1:", "no mechanism name");
+    /* two POINT_PROCESS lines: the last names it (nocmodl; MyExp2Sid.mod) */
+    {
+        ns_nmodl_t *mn = NULL;
+        CHECK_OK(ns_nmodl_parse_string("NEURON {\n POINT_PROCESS A\n POINT_PROCESS B\n}\n", "two.mod", &mn));
+        CHECK(mn && !strcmp(ns_nmodl_name(mn), "B"));
+        ns_nmodl_destroy(mn);
+    }
+    /* CHARGE is VALENCE; PROTECT before an assignment, MUTEXLOCK/MUTEXUNLOCK: thread-safety markers;
+     * a NONSPECIFIC_CURRENT declared once (as a STATE here); an undeclared GLOBAL a THREADSAFE file assigns */
+    c = emit("NEURON { SUFFIX ch USEION xx READ exx WRITE ixx CHARGE -1 NONSPECIFIC_CURRENT j GLOBAL tadj THREADSAFE }\n"
+             "STATE { j }\nBREAKPOINT {\n MUTEXLOCK\n PROTECT tadj = 3\n MUTEXUNLOCK\n ixx = tadj*(v - exx)\n}\n",
+             NS_NMODL_C);
+    CHECK(strstr(c, "nsm_ch_names[] = {\"ixx\", \"tadj\", \"j\"}") && strstr(c, "nsm_ch_ions[] = {{\"xx\", -1, "));
+    bad("protect.mod", "NEURON { SUFFIX x }\nBREAKPOINT {\n  PROTECT f()\n}\nPROCEDURE f() { }\n", NS_ERR_PARSE,
+        "protect.mod:3:", "PROTECT must be followed by an assignment");
+    bad("twice.mod", "NEURON { SUFFIX x NONSPECIFIC_CURRENT i }\nSTATE { i }\nASSIGNED {\n i\n}\n", NS_ERR_PARSE,
+        "twice.mod:4:", "'i' declared twice");
+    bad("tsglobal.mod", "NEURON {\n SUFFIX x\n GLOBAL q\n THREADSAFE\n}\nBREAKPOINT { LOCAL z\n z = q }\n",
+        NS_ERR_INVALID_ARGUMENT, "tsglobal.mod:3:", "GLOBAL q: not declared");
+    /* ~ x -> (rate): a flow out of x (nocmodl's flux) */
+    c = emit("NEURON { SUFFIX kout }\nSTATE { a }\nBREAKPOINT { SOLVE k METHOD sparse }\nKINETIC k {\n  ~ a -> (3)\n}\n",
+             NS_NMODL_HEADER);
+    CHECK(strstr(c, "f_flux = (3.0 * (*F0_));") != NULL);
+    bad("kout2.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nKINETIC k {\n  ~ a + b -> (3)\n}\n", NS_ERR_PARSE,
+        "kout2.mod:4:", "one state on its left");
+    bad("kout3.mod", "NEURON { SUFFIX x }\nPARAMETER { a = 1 }\nSTATE { b }\nKINETIC k {\n  ~ b <-> a (1, 2)\n  ~ a -> (3)\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "kout3.mod:6:", "'a' is not a STATE");
 
     /* NMODL's language (issue 39): the generated forms */
     c = emit("NEURON { SUFFIX neg RANGE x }\nCONSTANT { k = -6 }\nASSIGNED { x }\n"
