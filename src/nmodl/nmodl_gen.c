@@ -54,6 +54,7 @@ typedef struct gen {
     int field_direct; /* fields as p->field[k][i_] (the TABLE builder), else through the F pointers */
     int staged;       /* cnexp equations as their first stage: *a<k>_ and *t<k>_ (cnexp_staged) */
     int ev_ctx;       /* the block being written for the event calls (NM_EV_*): W_ is the weight vector in NET_RECEIVE */
+    int t_ofs;        /* t is p->t + tofs_ (runge's stages) */
     ns_status status;
 } gen;
 
@@ -301,7 +302,7 @@ static void emit_var(gen *g, const char *name, const ex *ix) {
     if (g->owner && g->owner->kind == B_FUNCTION && !strcmp(g->owner->name, name)) { put(b, "ret_"); return; }
     const var *v = find_var(g->m, name);
     if (!strcmp(name, "v") && !v) { put(b, "v_"); return; } /* (a v that the file writes is a field) */
-    if (!strcmp(name, "t")) { put(b, "p->t"); return; }
+    if (!strcmp(name, "t")) { put(b, g->t_ofs ? "(p->t + tofs_)" : "p->t"); return; }
     if (!strcmp(name, "dt")) { put(b, "p->dt"); return; }
     if (!strcmp(name, "celsius")) { put(b, "p->celsius"); return; }
     if (!strcmp(name, "area") || !strcmp(name, "diam")) { put(b, "p->%s[node_]", name); return; } /* the node's */
@@ -1011,6 +1012,43 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put(b, "i_");
         for (int k = 0; k < n; k++) put(b, ", nsm_exp(a%d_), t%d_", k, k);
         put(b, ");\n}\n\n");
+    } else if (method == M_RUNGE) {
+        /* the derivatives f_ at the states as they are, at t + tofs_ */
+        put(b, "NS_MECH_FN void nsm_%s_dr_%s(", name, bl->name);
+        put_sig(g);
+        put(b, ", double *f_, double tofs_) {\n    (void)p; (void)i_; (void)node_; (void)v_; (void)tofs_;\n");
+        put_arrays(g, 4);
+        g->mode = M_DERIVIMPLICIT; /* f_[k] = the k-th state's derivative */
+        g->t_ofs = 1;
+        const int r = emit_list(g, bl->body, 4);
+        g->t_ofs = 0;
+        if (r) { free(order); return -1; }
+        put(b, "}\n\n");
+        /* scopmath's runge (NEURON's METHOD runge): fourth-order Runge-Kutta, the states updated in
+         * place between the stages, at t, t + dt/2, t + dt/2 and t + dt; then the block once more at
+         * the new states (nocmodl's call after the SOLVE) */
+        put(b, "NS_MECH_FN void nsm_%s_d_%s(", name, bl->name);
+        put_sig(g);
+        put(b, ") {\n    enum { N_ = %d };\n    double y0_[N_], acc_[N_], f_[N_];\n    const double h_ = p->dt;\n", n);
+        put(b, "    double *x_[N_] = {");
+        for (int k = 0; k < n; k++) put(b, "%sF%d_", k ? ", " : "", find_var(g->m, order[k])->field);
+        put(b, "};\n");
+        static const char *const stage[4] = {
+            "    for (int k = 0; k < N_; ++k) {\n        y0_[k] = *x_[k];\n        const double d_ = (h_ / 2.0) * f_[k];\n"
+            "        *x_[k] += d_;\n        acc_[k] = y0_[k] + d_ / 3.0;\n    }\n",
+            "    for (int k = 0; k < N_; ++k) {\n        const double d_ = h_ * f_[k];\n        *x_[k] = y0_[k] + d_ / 2.0;\n"
+            "        acc_[k] += d_ / 3.0;\n    }\n",
+            "    for (int k = 0; k < N_; ++k) {\n        const double d_ = h_ * f_[k];\n        *x_[k] = y0_[k] + d_;\n"
+            "        acc_[k] += d_ / 3.0;\n    }\n",
+            "    for (int k = 0; k < N_; ++k) *x_[k] = acc_[k] + (h_ / 6.0) * f_[k];\n"};
+        static const char *const at[5] = {"0.0", "h_ / 2.0", "h_ / 2.0", "h_", "0.0"};
+        for (int q = 0; q < 5; q++) {
+            put(b, "    ");
+            put_call(g, "dr", bl->name, "");
+            put(b, ", f_, %s);\n", at[q]);
+            if (q < 4) put(b, "%s", stage[q]);
+        }
+        put(b, "}\n\n");
     } else {
         put(b, "NS_MECH_FN void nsm_%s_d_%s(", name, bl->name);
         put_sig(g);
@@ -1024,6 +1062,11 @@ static int emit_derivative(gen *g, const block *bl, int method) {
                 int f = find_var(g->m, order[k])->field;
                 put(b, "    *F%d_ = *F%d_ + p->dt * D_[%d];\n", f, f, k);
             }
+        if (method == M_EULER && bl->rerun) { /* a KINETIC block: once more at the new states (nocmodl) */
+            put(b, "    {\n");
+            if (emit_list(g, bl->body, 8)) { free(order); return -1; }
+            put(b, "    }\n");
+        }
         put(b, "}\n\n");
     }
     free(order);

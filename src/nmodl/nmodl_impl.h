@@ -63,6 +63,7 @@ typedef struct st {
     int n_lhs, n_rhs;
     ex *e2;
     int react;           /* 'R' (<->), '>' (->), '<' (<<) */
+    int protect;         /* ST_ASSIGN after PROTECT (nocmodl's mutex around it) */
 } st;
 
 typedef struct stlist {
@@ -73,7 +74,7 @@ typedef struct stlist {
     int n_locals;
 } stlist;
 
-enum { M_NONE, M_CNEXP, M_DERIVIMPLICIT, M_EULER, M_SPARSE };
+enum { M_NONE, M_CNEXP, M_DERIVIMPLICIT, M_EULER, M_SPARSE, M_RUNGE };
 
 typedef struct table_decl {
     char **names;        /* PROCEDURE: the tabulated variables; FUNCTION: none */
@@ -113,6 +114,8 @@ typedef struct block {
     stlist *body;
     table_decl *table;
     kinetic *kin;        /* B_KINETIC, once lowered */
+    int rerun;           /* a DERIVATIVE solved by runge, or a KINETIC block by euler or runge (lowered into a
+                            DERIVATIVE): run once more at the new states after the step (nocmodl) */
 } block;
 
 /* A variable of the mechanism. */

@@ -20,6 +20,7 @@ typedef struct lower {
     struct ns_nmodl *m;
     kinetic *k;
     ns_status status;
+    int deriv; /* METHOD euler or runge: the derivative form (no matrix, no CONSERVE) */
 } lower;
 
 static int lfail(lower *L, ns_status s, int line, const char *fmt, ...) NS_PRINTF_LIKE(4, 5);
@@ -139,7 +140,7 @@ static int compartments(lower *L, stlist *l) {
                 const int r = row_of(k, s->lhs[j].name);
                 if (r >= 0) k->cap[r] = s->e; /* a state outside the scheme: nothing to scale */
             }
-        } else if (s->kind == ST_CONSERVE) {
+        } else if (s->kind == ST_CONSERVE && !L->deriv) {
             int r = -1;
             for (int j = s->n_lhs - 1; j >= 0 && r < 0; j--) {
                 const int c = row_of(k, s->lhs[j].name);
@@ -215,7 +216,7 @@ static int lower_reaction(lower *L, out *o, const st *s) {
         }
     /* the matrix: d(side j's flux)/d(state c) = rate_j num_c prod(others);
      * nocmodl's _linmat is 0 once a side with a state has a second factor */
-    for (int j = 0; j < 2; j++) {
+    for (int j = 0; j < 2 && !L->deriv; j++) {
         if (!rate[j]) continue;
         int factors = 0, states = 0;
         for (int q = 0; q < ns[j]; q++) {
@@ -273,8 +274,8 @@ static int lower_list(lower *L, stlist *l) {
         case ST_REACTION:
             if (lower_reaction(L, &o, s)) return -1;
             break;
-        case ST_CONSERVE:
-            if (lower_conserve(L, &o, s)) return -1;
+        case ST_CONSERVE: /* euler and runge ignore it (nocmodl: "euler method ignores conservation") */
+            if (!L->deriv && lower_conserve(L, &o, s)) return -1;
             break;
         case ST_COMPARTMENT: break;
         case ST_DERIV: return lfail(L, NS_ERR_PARSE, s->line, "%s' = ... in a KINETIC block", s->name);
@@ -337,8 +338,44 @@ static int add_local(lower *L, stlist *l, const char *name) {
     return 0;
 }
 
+/* The METHOD of the BREAKPOINT's SOLVE of block name: M_NONE where there is none */
+static int solve_method(const stlist *l, const char *name) {
+    for (int i = 0; l && i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_SOLVE && !s->steady && !strcmp(s->name, name)) return s->method;
+        if (s->kind == ST_IF) {
+            int r = solve_method(s->then_, name);
+            if (r == M_NONE) r = solve_method(s->else_, name);
+            if (r != M_NONE) return r;
+        }
+    }
+    return M_NONE;
+}
+
+/* `x' = kinF_r / size` per row at the end of the body: the derivative form of
+ * nocmodl's kinetic_intmethod (the fluxes into each STATE over its COMPARTMENT size) */
+static int derivatives(lower *L, stlist *body) {
+    kinetic *k = L->k;
+    char nm[64];
+    for (int r = 0; r < k->n; r++) {
+        st *s = nm_calloc(&L->m->arena, 1, sizeof *s);
+        st **n = nm_realloc(&L->m->arena, body->s, (size_t)(body->n + 1) * sizeof *n);
+        fname(nm, sizeof nm, r);
+        ex *e = var_ex(L, nm);
+        if (k->cap[r]) e = bin(L, '/', e, k->cap[r]);
+        if (!s || !n || !e || !(s->name = adup(L, k->states[r]))) return oom(L, 0);
+        s->kind = ST_DERIV;
+        s->e = e;
+        body->s = n;
+        n[body->n++] = s;
+    }
+    return 0;
+}
+
 ns_status nm_kinetic_lower(struct ns_nmodl *m, block *b) {
-    lower L = {m, NULL, NS_OK};
+    lower L = {m, NULL, NS_OK, 0};
+    const int method = solve_method(m->breakpoint, b->name);
+    L.deriv = method == M_EULER || method == M_RUNGE;
     kinetic *k = nm_calloc(&m->arena, 1, sizeof *k);
     if (!k) return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
     L.k = k;
@@ -357,8 +394,20 @@ ns_status nm_kinetic_lower(struct ns_nmodl *m, block *b) {
             return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s:%d: KINETIC %s: the LOCAL name '%s' is reserved", m->file,
                           b->line, b->name, b->body->locals[i]);
     k->side_effects = side_effects(m, b->body, b->body->locals, b->body->n_locals);
-    if (add_local(&L, b->body, "f_flux") || add_local(&L, b->body, "b_flux") || add_local(&L, b->body, "kinT_"))
+    if (add_local(&L, b->body, "f_flux") || add_local(&L, b->body, "b_flux") ||
+        (!L.deriv && add_local(&L, b->body, "kinT_")))
         return L.status;
+    if (L.deriv) { /* a DERIVATIVE block from here on, run once more at the new states (nocmodl) */
+        for (int r = 0; r < k->n; r++) {
+            char nm[64];
+            fname(nm, sizeof nm, r);
+            if (add_local(&L, b->body, nm)) return L.status;
+        }
+        if (derivatives(&L, b->body)) return L.status;
+        b->kind = B_DERIVATIVE;
+        b->rerun = 1;
+        return NS_OK;
+    }
     char nm[64];
     for (int r = 0; r < k->n; r++) {
         fname(nm, sizeof nm, r);

@@ -740,6 +740,7 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
             perr(p, NS_ERR_PARSE, t->line, "PROTECT must be followed by an assignment");
             return NULL;
         }
+        if (a) a->protect = 1;
         return a;
     }
     if (t->kind != T_NAME) {
@@ -874,10 +875,11 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
             else if (!strcmp(m, "derivimplicit")) s->method = M_DERIVIMPLICIT;
             else if (!strcmp(m, "euler")) s->method = M_EULER;
             else if (!strcmp(m, "sparse")) s->method = M_SPARSE;
+            else if (!strcmp(m, "runge")) s->method = M_RUNGE;
             else if (!strcmp(m, "after_cvode")) s->method = M_NONE; /* a PROCEDURE, run in state() as nocmodl's */
             else {
                 perr(p, NS_ERR_UNSUPPORTED, s->line,
-                     "SOLVE %s METHOD %s is not supported (cnexp, derivimplicit, euler, sparse)", s->name, m);
+                     "SOLVE %s METHOD %s is not supported (cnexp, derivimplicit, euler, runge, sparse)", s->name, m);
                 return NULL;
             }
         } else if (is_name(p, "STEADYSTATE")) {
@@ -1696,7 +1698,8 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
             if (b->kind == B_DERIVATIVE && s->method == M_NONE)
                 return perr(p, NS_ERR_PARSE, s->line, "SOLVE %s needs a METHOD", s->name);
             if (b->kind == B_KINETIC && s->method != M_SPARSE)
-                return perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s: a KINETIC block needs METHOD sparse", s->name);
+                return perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s: a KINETIC block needs METHOD sparse, euler or runge",
+                            s->name);
             if (b->kind == B_DERIVATIVE && s->method == M_SPARSE)
                 return perr(p, NS_ERR_PARSE, s->line, "SOLVE %s: METHOD sparse needs a KINETIC block", s->name);
             {
@@ -1800,11 +1803,11 @@ static int no_recursion(parser *p) {
     return 0;
 }
 
-/* does l (or a block inside it) assign name? */
+/* does l (or a block inside it) assign name, other than after PROTECT? */
 static int assigns(const stlist *l, const char *name) {
     for (int i = 0; i < l->n; i++) {
         const st *s = l->s[i];
-        if (s->kind == ST_ASSIGN && !strcmp(s->name, name)) return 1;
+        if (s->kind == ST_ASSIGN && !s->protect && !strcmp(s->name, name)) return 1;
         if (s->then_ && assigns(s->then_, name)) return 1;
         if (s->else_ && assigns(s->else_, name)) return 1;
     }
@@ -1846,8 +1849,8 @@ static int finish(parser *p) {
         if (v->cls == V_PARAM && !in_list(m->range, m->n_range, v->name)) v->cls = V_GLOBAL;
     }
     /* a RANGE name that is never declared is ignored, as nocmodl does; a GLOBAL one is an error there too,
-     * except in a THREADSAFE file that assigns it: nocmodl makes it a per-thread global (it warns), which
-     * is an ASSIGNED field here, as a module-level LOCAL */
+     * except in a THREADSAFE file that assigns it (not after PROTECT): nocmodl makes it a per-thread global
+     * (it warns), which is an ASSIGNED field here, as a module-level LOCAL */
     for (int i = 0; i < m->n_globals_decl; i++) {
         if (find_var(m, m->globals_decl[i])) continue;
         int written = m->initial && assigns(m->initial, m->globals_decl[i]);
@@ -1856,7 +1859,7 @@ static int finish(parser *p) {
         if (!p->threadsafe || !written)
             return perr(p, NS_ERR_INVALID_ARGUMENT, m->globals_line[i],
                         "GLOBAL %s: not declared in PARAMETER or ASSIGNED%s", m->globals_decl[i],
-                        p->threadsafe ? "" : " (nocmodl takes an undeclared GLOBAL only in a THREADSAFE file that assigns it)");
+                        p->threadsafe ? "" : " (nocmodl takes an undeclared GLOBAL only in a THREADSAFE file that assigns it unPROTECTed)");
         if (!add_var(p, m->globals_decl[i], V_ASSIGNED, 0, m->globals_line[i])) return -1;
     }
     /* POINTER names: declared in ASSIGNED (or nowhere, as nocmodl allows), no field */

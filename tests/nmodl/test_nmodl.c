@@ -129,7 +129,7 @@ int main(void) {
     all_files(MECH_DIR "/kinetic");
     all_files(MECH_DIR "/electrode");
     all_files(MECH_DIR "/events");
-    CHECK(n_files == 39); /* neuron, bbp, test, kinetic, electrode, events */
+    CHECK(n_files == 44); /* neuron, bbp, test, kinetic, electrode, events */
     units_constants();
 
     /* the generated forms */
@@ -319,7 +319,7 @@ int main(void) {
     /* CHARGE is VALENCE; PROTECT before an assignment, MUTEXLOCK/MUTEXUNLOCK: thread-safety markers;
      * a NONSPECIFIC_CURRENT declared once (as a STATE here); an undeclared GLOBAL a THREADSAFE file assigns */
     c = emit("NEURON { SUFFIX ch USEION xx READ exx WRITE ixx CHARGE -1 NONSPECIFIC_CURRENT j GLOBAL tadj THREADSAFE }\n"
-             "STATE { j }\nBREAKPOINT {\n MUTEXLOCK\n PROTECT tadj = 3\n MUTEXUNLOCK\n ixx = tadj*(v - exx)\n}\n",
+             "STATE { j }\nBREAKPOINT {\n tadj = 3\n MUTEXLOCK\n PROTECT j = 2\n MUTEXUNLOCK\n ixx = tadj*(v - exx)\n}\n",
              NS_NMODL_C);
     CHECK(strstr(c, "nsm_ch_names[] = {\"ixx\", \"tadj\", \"j\"}") && strstr(c, "nsm_ch_ions[] = {{\"xx\", -1, "));
     bad("protect.mod", "NEURON { SUFFIX x }\nBREAKPOINT {\n  PROTECT f()\n}\nPROCEDURE f() { }\n", NS_ERR_PARSE,
@@ -328,6 +328,8 @@ int main(void) {
         "twice.mod:4:", "'i' declared twice");
     bad("tsglobal.mod", "NEURON {\n SUFFIX x\n GLOBAL q\n THREADSAFE\n}\nBREAKPOINT { LOCAL z\n z = q }\n",
         NS_ERR_INVALID_ARGUMENT, "tsglobal.mod:3:", "GLOBAL q: not declared");
+    bad("tsprotect.mod", "NEURON {\n SUFFIX x\n GLOBAL q\n THREADSAFE\n}\nBREAKPOINT { PROTECT q = 1 }\n",
+        NS_ERR_INVALID_ARGUMENT, "tsprotect.mod:3:", "GLOBAL q: not declared");
     /* ~ x -> (rate): a flow out of x (nocmodl's flux) */
     c = emit("NEURON { SUFFIX kout }\nSTATE { a }\nBREAKPOINT { SOLVE k METHOD sparse }\nKINETIC k {\n  ~ a -> (3)\n}\n",
              NS_NMODL_HEADER);
