@@ -117,6 +117,10 @@ CASES = {
     "keuler": (6.3, -65, 40, {"pas": {}, "keuler": {}}, [(5, 20, 0.1)], [], None, {}, False, "o"),
     "krunge": (6.3, -65, 40, {"pas": {}, "krunge": {}}, [(5, 20, 0.1)], [], None, {}, False, "o"),
     "drunge": (6.3, -65, 40, {"pas": {}, "drunge": {}}, [(5, 20, 0.1)], [], None, {}, False, "m"),
+    # LINEAR (test/linspine.mod: NEURON's expsynspine pattern, the current a STATE of the system) and
+    # NONLINEAR (test/nonlin.mod), each in INITIAL and in a PROCEDURE that BREAKPOINT calls
+    "linspine": (6.3, -65, 40, {"pas": {}, "linspine": {}}, [(5, 20, 0.1)], [], None, {}, False, "vsp"),
+    "nonlin": (6.3, -65, 40, {"pas": {}, "nonlin": {}}, [(5, 20, 0.1)], [], None, {}, False, "xs"),
     "cabuf": (34, -70, 200, {"pas": {"g": 1e-4, "e": -70}, "Ca_HVA": {"gCa_HVAbar": 0.002},
                              "SK_E2": {"gSK_E2bar": 0.01}, "cabuf": {}},
               [(20, 100, 0.3)], [], None, {"ek": -85}, True),
@@ -253,7 +257,8 @@ def main():
         compile_bbp(work, extra=[os.path.join(TEST, f) for f in ("hhdi.mod", "lang.mod", "langcr.mod", "cabuf.mod",
                                                                  "geom.mod", "geompp.mod", "wena.mod", "wenai.mod",
                                                                  "kflow.mod", "nosuffix.mod", "keuler.mod",
-                                                                 "krunge.mod", "drunge.mod")] +
+                                                                 "krunge.mod", "drunge.mod", "linspine.mod",
+                                                                 "nonlin.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])
         for name in only or CASES:
             subprocess.run([sys.executable, os.path.abspath(__file__), "--run", name], cwd=work, check=True)

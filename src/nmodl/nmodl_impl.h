@@ -39,7 +39,8 @@ typedef struct ex {
  * integer); ST_RETURN: a VERBATIM block that is only `return 0;` */
 typedef enum st_kind {
     ST_ASSIGN, ST_DERIV, ST_IF, ST_CALL, ST_SOLVE, ST_WHILE, ST_FROM, ST_RETURN,
-    ST_REACTION, ST_CONSERVE, ST_COMPARTMENT /* KINETIC only: lowered by nmodl_kinetic.c */
+    ST_REACTION, ST_CONSERVE, ST_COMPARTMENT, /* KINETIC only: lowered by nmodl_kinetic.c */
+    ST_EQUATION /* LINEAR and NONLINEAR only: ~ e = e2 */
 } st_kind;
 /* A term of a reaction or CONSERVE: num x name. */
 typedef struct rterm {
@@ -116,6 +117,12 @@ typedef struct block {
     kinetic *kin;        /* B_KINETIC, once lowered */
     int rerun;           /* a DERIVATIVE solved by runge, or a KINETIC block by euler or runge (lowered into a
                             DERIVATIVE): run once more at the new states after the step (nocmodl) */
+    /* LINEAR ('L') and NONLINEAR ('N') blocks: a PROCEDURE without arguments (what SOLVE name
+     * calls) whose ST_EQUATIONs are solved for the unknowns (SOLVEFOR's names, else the STATEs
+     * the equations name, in order): Gaussian elimination or scopmath's newton (nmodl_gen.c) */
+    int alg;
+    char **unknowns;
+    int n_unknowns;
 } block;
 
 /* A variable of the mechanism. */

@@ -279,6 +279,7 @@ static int lower_list(lower *L, stlist *l) {
             break;
         case ST_COMPARTMENT: break;
         case ST_DERIV: return lfail(L, NS_ERR_PARSE, s->line, "%s' = ... in a KINETIC block", s->name);
+        case ST_EQUATION: return lfail(L, NS_ERR_PARSE, s->line, "an equation ('~ a = b') in a KINETIC block");
         case ST_SOLVE: return lfail(L, NS_ERR_PARSE, s->line, "SOLVE in a KINETIC block");
         case ST_WHILE:
         case ST_FROM: /* reactions over array states: not yet (docs/mechanisms.md) */

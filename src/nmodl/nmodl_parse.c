@@ -89,7 +89,7 @@ static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
 }
 
 static const char *const UNSUPPORTED[] = {
-    "VERBATIM", "LINEAR", "NONLINEAR", "PARTIAL",
+    "VERBATIM", "PARTIAL",
     "DISCRETE", "FUNCTION_TABLE", "LONGITUDINAL_DIFFUSION", "EXTERNAL",
     "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP",
     "CONSTRUCTOR", "DESTRUCTOR", "NONSPECIFIC_CONDUCTANCE",
@@ -695,6 +695,16 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
     s->line = t->line;
     int in_kinetic = owner && owner->kind == B_KINETIC;
     if (in_kinetic && is_punct(p, '~')) return parse_reaction(p, s) ? NULL : s;
+    if (owner && owner->alg && is_punct(p, '~')) { /* LINEAR / NONLINEAR: ~ e = e2 */
+        p->pos++;
+        if (is_punct(p, '+')) {
+            perr(p, NS_ERR_UNSUPPORTED, t->line, "'~+' (terms added to the previous equation) is not supported");
+            return NULL;
+        }
+        s->kind = ST_EQUATION;
+        if (!(s->e = parse_expr(p)) || expect(p, '=') || !(s->e2 = parse_expr(p))) return NULL;
+        return s;
+    }
     if (in_kinetic && (is_name(p, "CONSERVE") || is_name(p, "COMPARTMENT"))) {
         p->pos++;
         if (!strcmp(t->text, "CONSERVE")) {
@@ -1354,16 +1364,26 @@ static int add_block(parser *p, block *b) {
     return 0;
 }
 
-static int parse_callable(parser *p, int kind) {
+static int parse_callable(parser *p, int kind, int alg) {
     block *b = nm_calloc(AR, 1, sizeof *b);
     if (!b) return -1;
     b->kind = kind;
+    b->alg = alg;
     b->line = cur(p)->line;
     if (!(b->name = expect_name(p))) return -1;
     for (int i = 0; i < p->m->n_blocks; i++)
         if (!strcmp(p->m->blocks[i]->name, b->name))
             return perr(p, NS_ERR_PARSE, b->line, "'%s' defined twice", b->name);
-    if (kind != B_DERIVATIVE && kind != B_KINETIC) {
+    if (alg && is_name(p, "SOLVEFOR")) { /* LINEAR name SOLVEFOR a, b { } */
+        p->pos++;
+        for (;;) {
+            char *n = expect_name(p);
+            if (!n || add_name(&b->unknowns, &b->n_unknowns, n)) return -1;
+            if (!is_punct(p, ',')) break;
+            p->pos++;
+        }
+    }
+    if (kind != B_DERIVATIVE && kind != B_KINETIC && !alg) {
         if (expect(p, '(')) return -1;
         while (!is_punct(p, ')')) {
             char *a = expect_name(p);
@@ -1437,13 +1457,15 @@ static int parse_top(parser *p) {
             if (*dst) return perr(p, NS_ERR_PARSE, t->line, "a second %s block", k);
             if (!(*dst = parse_block(p, NULL))) return -1;
         } else if (!strcmp(k, "DERIVATIVE")) {
-            if (parse_callable(p, B_DERIVATIVE)) return -1;
+            if (parse_callable(p, B_DERIVATIVE, 0)) return -1;
         } else if (!strcmp(k, "KINETIC")) {
-            if (parse_callable(p, B_KINETIC)) return -1;
+            if (parse_callable(p, B_KINETIC, 0)) return -1;
         } else if (!strcmp(k, "PROCEDURE")) {
-            if (parse_callable(p, B_PROCEDURE)) return -1;
+            if (parse_callable(p, B_PROCEDURE, 0)) return -1;
         } else if (!strcmp(k, "FUNCTION")) {
-            if (parse_callable(p, B_FUNCTION)) return -1;
+            if (parse_callable(p, B_FUNCTION, 0)) return -1;
+        } else if (!strcmp(k, "LINEAR") || !strcmp(k, "NONLINEAR")) {
+            if (parse_callable(p, B_PROCEDURE, k[0] == 'L' ? 'L' : 'N')) return -1;
         } else if (!strcmp(k, "NET_RECEIVE")) {
             if (m->net_receive) return perr(p, NS_ERR_PARSE, t->line, "a second NET_RECEIVE");
             if (expect(p, '(')) return -1;
@@ -1692,9 +1714,25 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
         case ST_CONSERVE:
         case ST_COMPARTMENT: /* lowered before the checks (nm_kinetic_lower) */
             return perr(p, NS_ERR_PARSE, s->line, "a KINETIC statement outside a KINETIC block");
+        case ST_EQUATION: /* top level of a LINEAR or NONLINEAR block (parse_statement) */
+            if (l != owner->body)
+                return perr(p, NS_ERR_UNSUPPORTED, s->line, "an equation ('~') inside an if or a loop is not supported");
+            if (check_ex(p, s->e, *scope, *n_scope, s->line) || check_ex(p, s->e2, *scope, *n_scope, s->line)) return -1;
+            break;
         case ST_SOLVE: {
             block *b = find_block(p->m, s->name);
             if (!b) return perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "SOLVE %s: no such block", s->name);
+            if (b->alg) { /* LINEAR / NONLINEAR: solved in place, wherever the SOLVE is (nocmodl) */
+                if (s->method != M_NONE || s->steady)
+                    return perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s: a %s block takes no METHOD", s->name,
+                                b->alg == 'L' ? "LINEAR" : "NONLINEAR");
+                if (!owner && !p->in_initial && !p->ev_ctx)
+                    return perr(p, NS_ERR_UNSUPPORTED, s->line,
+                                "SOLVE %s in BREAKPOINT: a %s block is supported in INITIAL, a PROCEDURE or a "
+                                "FUNCTION (call one from BREAKPOINT)", s->name, b->alg == 'L' ? "LINEAR" : "NONLINEAR");
+                if (owner == b) return perr(p, NS_ERR_PARSE, s->line, "SOLVE %s inside itself", s->name);
+                break;
+            }
             if (b->kind == B_DERIVATIVE && s->method == M_NONE)
                 return perr(p, NS_ERR_PARSE, s->line, "SOLVE %s needs a METHOD", s->name);
             if (b->kind == B_KINETIC && s->method != M_SPARSE)
@@ -1800,6 +1838,45 @@ static int no_recursion(parser *p) {
     if (!state) return perr(p, NS_ERR_OUT_OF_MEMORY, 1, "out of memory");
     for (int i = 0; i < p->m->n_blocks; i++)
         if (visit_block(p, i, state)) return -1;
+    return 0;
+}
+
+/* the STATEs that e names, appended to b's unknowns in order of first appearance */
+static int states_in(parser *p, block *b, const ex *e) {
+    if (!e) return 0;
+    if (e->kind == EX_VAR) {
+        const var *v = find_var(p->m, e->text);
+        if (v && v->cls == V_STATE && !in_list(b->unknowns, b->n_unknowns, e->text)) {
+            if (v->size) return perr(p, NS_ERR_UNSUPPORTED, b->line, "%s: array states are not supported", b->name);
+            if (add_name(&b->unknowns, &b->n_unknowns, e->text)) return perr(p, NS_ERR_OUT_OF_MEMORY, b->line, "out of memory");
+        }
+        return 0;
+    }
+    for (int k = 0; k < e->n_args; k++)
+        if (states_in(p, b, e->args[k])) return -1;
+    return states_in(p, b, e->a) || states_in(p, b, e->b);
+}
+/* LINEAR / NONLINEAR: the unknowns (SOLVEFOR's, else the STATEs of the equations), as many as equations */
+static int alg_unknowns(parser *p, block *b) {
+    const char *what = b->alg == 'L' ? "LINEAR" : "NONLINEAR";
+    int n_eq = 0;
+    const int solvefor = b->n_unknowns > 0;
+    for (int i = 0; i < b->body->n; i++) {
+        const st *s = b->body->s[i];
+        if (s->kind != ST_EQUATION) continue;
+        n_eq++;
+        if (!solvefor && (states_in(p, b, s->e) || states_in(p, b, s->e2))) return -1;
+    }
+    for (int k = 0; k < b->n_unknowns; k++) {
+        const var *v = find_var(p->m, b->unknowns[k]);
+        if (!v || v->cls != V_STATE)
+            return perr(p, NS_ERR_INVALID_ARGUMENT, b->line, "%s %s: SOLVEFOR %s is not a STATE", what, b->name,
+                        b->unknowns[k]);
+    }
+    if (n_eq == 0) return perr(p, NS_ERR_PARSE, b->line, "%s %s has no equations", what, b->name);
+    if (n_eq != b->n_unknowns)
+        return perr(p, NS_ERR_INVALID_ARGUMENT, b->line, "%s %s: %d equations for %d unknown STATEs", what, b->name,
+                    n_eq, b->n_unknowns);
     return 0;
 }
 
@@ -1961,6 +2038,8 @@ static int finish(parser *p) {
     m->table_size = (int)tsize;
     for (int i = 0; i < m->n_blocks; i++)
         if (m->blocks[i]->kind == B_KINETIC && (p->status = nm_kinetic_lower(m, m->blocks[i]))) return -1;
+    for (int i = 0; i < m->n_blocks; i++)
+        if (m->blocks[i]->alg && alg_unknowns(p, m->blocks[i])) return -1;
     /* names and calls */
     char **scope = NULL;
     int n_scope = 0;

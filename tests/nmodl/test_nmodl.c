@@ -129,7 +129,7 @@ int main(void) {
     all_files(MECH_DIR "/kinetic");
     all_files(MECH_DIR "/electrode");
     all_files(MECH_DIR "/events");
-    CHECK(n_files == 44); /* neuron, bbp, test, kinetic, electrode, events */
+    CHECK(n_files == 46); /* neuron, bbp, test, kinetic, electrode, events */
     units_constants();
 
     /* the generated forms */
@@ -330,6 +330,21 @@ int main(void) {
         NS_ERR_INVALID_ARGUMENT, "tsglobal.mod:3:", "GLOBAL q: not declared");
     bad("tsprotect.mod", "NEURON {\n SUFFIX x\n GLOBAL q\n THREADSAFE\n}\nBREAKPOINT { PROTECT q = 1 }\n",
         NS_ERR_INVALID_ARGUMENT, "tsprotect.mod:3:", "GLOBAL q: not declared");
+    /* LINEAR and NONLINEAR: the rows of a LINEAR block by differentiation; what is refused */
+    c = emit("NEURON { SUFFIX lin }\nPARAMETER { k = 2 }\nSTATE { a b }\nINITIAL { SOLVE s }\n"
+             "LINEAR s {\n  ~ k*a + b = 3\n  ~ a - b = v\n}\n", NS_NMODL_HEADER);
+    CHECK(strstr(c, "J_[0][0] = p->global[0];") && strstr(c, "J_[0][1] = 1.0;") && strstr(c, "r_[0] = -((-3.0));") &&
+          strstr(c, "J_[1][1] = (-1.0);") && strstr(c, "nsm_lin_p_s(p, F0_, F1_, i_, node_, v_);"));
+    bad("lin1.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nINITIAL { SOLVE s }\nLINEAR s {\n  ~ a*b = 1\n  ~ a = b\n}\n",
+        NS_ERR_UNSUPPORTED, "lin1.mod:5:", "not linear in a (use NONLINEAR)");
+    bad("lin2.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nLINEAR s {\n  ~ a + b = 1\n}\n", NS_ERR_INVALID_ARGUMENT,
+        "lin2.mod:3:", "1 equations for 2 unknown STATEs");
+    bad("lin3.mod", "NEURON { SUFFIX x }\nSTATE { a }\nBREAKPOINT {\n  SOLVE s\n}\nNONLINEAR s {\n  ~ a*a = 2\n}\n",
+        NS_ERR_UNSUPPORTED, "lin3.mod:4:", "a PROCEDURE or a FUNCTION");
+    bad("lin4.mod", "NEURON { SUFFIX x }\nPARAMETER { q = 1 }\nSTATE { a }\nLINEAR s SOLVEFOR q {\n  ~ a = 2\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "lin4.mod:4:", "SOLVEFOR q is not a STATE");
+    bad("lin5.mod", "NEURON { SUFFIX x }\nSTATE { a }\nLINEAR s {\n  ~ a = 2\n  ~+ a = 1\n}\n", NS_ERR_UNSUPPORTED,
+        "lin5.mod:5:", "'~+'");
     /* ~ x -> (rate): a flow out of x (nocmodl's flux) */
     c = emit("NEURON { SUFFIX kout }\nSTATE { a }\nBREAKPOINT { SOLVE k METHOD sparse }\nKINETIC k {\n  ~ a -> (3)\n}\n",
              NS_NMODL_HEADER);

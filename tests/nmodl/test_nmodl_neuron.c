@@ -111,6 +111,10 @@ static const tcase CASES[] = {
     {"keuler", 6.3, -65, 40, {"pas", "keuler"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "o"},
     {"krunge", 6.3, -65, 40, {"pas", "krunge"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "o"},
     {"drunge", 6.3, -65, 40, {"pas", "drunge"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "m"},
+    /* LINEAR (linspine.mod: NEURON's expsynspine pattern) and NONLINEAR (nonlin.mod), in INITIAL and in a
+     * PROCEDURE that BREAKPOINT calls */
+    {"linspine", 6.3, -65, 40, {"pas", "linspine"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "vsp"},
+    {"nonlin", 6.3, -65, 40, {"pas", "nonlin"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "xs"},
     {"cabuf", 34, -70, 200, {"pas", "cabuf", "Ca_HVA", "SK_E2"},
      {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}},
      {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
@@ -339,7 +343,7 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
             free(b.fields); free(b.globals); free(b.table);
         }
     printf("%d mechanisms x %d instances: contiguous and node_index paths equal (%d differences)\n", n_mech, NI, bad);
-    CHECK(n_mech == 37);
+    CHECK(n_mech == 39);
     CHECK_MSG(bad == 0, "%d differences between the contiguous and the node_index paths", bad);
 }
 
@@ -466,7 +470,7 @@ int main(void) {
     }
     CHECK(ns_mech_library_count(libs[0]) == 4);
     CHECK(ns_mech_library_count(libs[1]) == 12);
-    CHECK(ns_mech_library_count(libs[2]) == 14);
+    CHECK(ns_mech_library_count(libs[2]) == 16);
     CHECK(ns_mech_library_count(libs[3]) == 5);
     CHECK(ns_mech_library_count(libs[4]) == 2);
     hh_vs_mech_h(libs, N_LIBS);
