@@ -121,6 +121,10 @@ CASES = {
     # NONLINEAR (test/nonlin.mod), each in INITIAL and in a PROCEDURE that BREAKPOINT calls
     "linspine": (6.3, -65, 40, {"pas": {}, "linspine": {}}, [(5, 20, 0.1)], [], None, {}, False, "vsp"),
     "nonlin": (6.3, -65, 40, {"pas": {}, "nonlin": {}}, [(5, 20, 0.1)], [], None, {}, False, "xs"),
+    # arrays in reactions (test/cadifus.mod: NEURON's cadifus pattern, radial shells and buffers)
+    "cadifus": (34, -70, 200, {"pas": {"g": 1e-4, "e": -70}, "Ca_HVA": {"gCa_HVAbar": 0.002},
+                               "SK_E2": {"gSK_E2bar": 0.01}, "cadifus": {}},
+                [(20, 100, 0.3)], [], None, {"ek": -85}, True),
     "cabuf": (34, -70, 200, {"pas": {"g": 1e-4, "e": -70}, "Ca_HVA": {"gCa_HVAbar": 0.002},
                              "SK_E2": {"gSK_E2bar": 0.01}, "cabuf": {}},
               [(20, 100, 0.3)], [], None, {"ek": -85}, True),
@@ -258,7 +262,7 @@ def main():
                                                                  "geom.mod", "geompp.mod", "wena.mod", "wenai.mod",
                                                                  "kflow.mod", "nosuffix.mod", "keuler.mod",
                                                                  "krunge.mod", "drunge.mod", "linspine.mod",
-                                                                 "nonlin.mod")] +
+                                                                 "nonlin.mod", "cadifus.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])
         for name in only or CASES:
             subprocess.run([sys.executable, os.path.abspath(__file__), "--run", name], cwd=work, check=True)

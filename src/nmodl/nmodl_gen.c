@@ -902,6 +902,7 @@ static int emit_kinetic(gen *g, const block *bl) {
     put(b, "NS_MECH_FN void nsm_%s_kf_%s(", name, bl->name);
     put_sig(g);
     put(b, ", double *f_, double *J_, double *c_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
+    put_arrays(g, 4);
     if (emit_list(g, bl->body, 4)) return -1;
     for (int r = 0; r < n; r++) {
         put(b, "    f_[%d] = L_kinF_%d;\n    c_[%d] = ", r, r, r);
@@ -923,7 +924,7 @@ static int emit_kinetic(gen *g, const block *bl) {
     put_sig(g);
     put(b, ", double dt_, int one_) {\n");
     put(b, "    enum { N_ = %d };\n    double x0_[N_], r_[N_], c_[N_], J_[N_][N_];\n    double *x_[N_] = {", n);
-    for (int r = 0; r < n; r++) put(b, "%sF%d_", r ? ", " : "", find_var(g->m, k->states[r])->field);
+    for (int r = 0; r < n; r++) put(b, "%sF%d_", r ? ", " : "", find_var(g->m, k->states[r])->field + k->elem[r]);
     put(b, "};\n    for (int r = 0; r < N_; ++r) x0_[r] = *x_[r];\n");
     put(b, "    for (int it_ = 0; it_ < 22; ++it_) {\n        ");
     put_call(g, "kf", bl->name, "");
@@ -963,7 +964,7 @@ static int emit_kinetic(gen *g, const block *bl) {
         put_call(g, "ks", bl->name, "");
         put(b, ", 1e9, 1);\n        int ok_ = 1;\n");
         for (int r = 0; r < n; r++) {
-            const int f = find_var(g->m, k->states[r])->field;
+            const int f = find_var(g->m, k->states[r])->field + k->elem[r];
             put(b, "        if (*F%d_ < -1e-6) { *F%d_ = 0.0; ok_ = 0; }\n", f, f);
         }
         put(b, "        if (ok_) {\n            ");

@@ -46,6 +46,8 @@ typedef enum st_kind {
 typedef struct rterm {
     char *name;
     int num;
+    ex *index;           /* an array state's element (NULL: a scalar); nm_kinetic_lower evaluates it into elem */
+    int elem;
 } rterm;
 
 typedef struct st {
@@ -98,6 +100,7 @@ enum { B_FUNCTION, B_PROCEDURE, B_DERIVATIVE, B_KINETIC };
  * holds total - sum(num cap x) and its coefficients instead. */
 typedef struct kinetic {
     char **states;       /* the rows: each STATE a reaction, flux or CONSERVE names */
+    int *elem;           /* per row: its element of an array STATE (0: a scalar) */
     int n;
     int linear;          /* nocmodl's _linmat: every reaction first order (one Newton step) */
     int *conserve;       /* per row: 1 where a CONSERVE equation replaces it */

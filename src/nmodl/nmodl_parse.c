@@ -639,13 +639,18 @@ static int parse_rterms(parser *p, rterm **out, int *n) {
         }
         char *name = expect_name(p);
         if (!name) return -1;
-        if (is_punct(p, '['))
-            return perr(p, NS_ERR_UNSUPPORTED, line, "array states in a reaction ('%s[...]') are not supported", name);
+        ex *index = NULL;
+        if (is_punct(p, '[')) { /* an array state's element (nm_kinetic_lower: a constant after unrolling FROM) */
+            p->pos++;
+            if (!(index = parse_expr(p)) || expect(p, ']')) return -1;
+        }
         rterm *r = nm_realloc(AR, *out, (size_t)(*n + 1) * sizeof *r);
         if (!r) return perr(p, NS_ERR_OUT_OF_MEMORY, line, "out of memory");
         *out = r;
         r[*n].name = name;
         r[*n].num = num;
+        r[*n].index = index;
+        r[*n].elem = 0;
         ++*n;
         if (!is_punct(p, '+')) return 0;
         p->pos++;
@@ -714,9 +719,14 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
         }
         s->kind = ST_COMPARTMENT;
         if (!(s->e = parse_expr(p))) return NULL;
-        if (is_punct(p, ',')) {
-            perr(p, NS_ERR_UNSUPPORTED, s->line, "COMPARTMENT with an index (array states) is not supported");
-            return NULL;
+        if (is_punct(p, ',')) { /* COMPARTMENT i, size(i) {arrays}: element i's size */
+            p->pos++;
+            if (s->e->kind != EX_VAR || s->e->a) {
+                perr(p, NS_ERR_PARSE, s->line, "COMPARTMENT index, size {...}: the index must be a name");
+                return NULL;
+            }
+            s->name = s->e->text;
+            if (!(s->e = parse_expr(p))) return NULL;
         }
         if (expect(p, '{')) return NULL;
         while (!is_punct(p, '}')) {
@@ -1246,9 +1256,8 @@ static int parse_decls(parser *p, int cls) {
         double value = 0;
         int has_value = 0, size = 0;
         if (parse_dim(p, &size)) return -1;
-        if (size && (cls == V_STATE || cls == V_CONST))
-            return perr(p, NS_ERR_UNSUPPORTED, t->line, "%s arrays are not supported ('%s')",
-                        cls == V_STATE ? "STATE" : "CONSTANT", t->text);
+        if (size && cls == V_CONST)
+            return perr(p, NS_ERR_UNSUPPORTED, t->line, "CONSTANT arrays are not supported ('%s')", t->text);
         if (is_punct(p, '=')) {
             p->pos++;
             int neg = 0;
@@ -1655,6 +1664,9 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
             if (!owner || owner->kind != B_DERIVATIVE)
                 return perr(p, NS_ERR_PARSE, s->line, "%s' outside a DERIVATIVE block", s->name);
             if (!v || v->cls != V_STATE) return perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is not a STATE", s->name);
+            if (v->size)
+                return perr(p, NS_ERR_UNSUPPORTED, s->line, "%s' of an array STATE is not supported (a KINETIC block "
+                            "takes array states)", s->name);
             if (check_ex(p, s->e, *scope, *n_scope, s->line)) return -1;
             break;
         }

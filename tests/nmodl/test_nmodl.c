@@ -129,7 +129,7 @@ int main(void) {
     all_files(MECH_DIR "/kinetic");
     all_files(MECH_DIR "/electrode");
     all_files(MECH_DIR "/events");
-    CHECK(n_files == 46); /* neuron, bbp, test, kinetic, electrode, events */
+    CHECK(n_files == 47); /* neuron, bbp, test, kinetic, electrode, events */
     units_constants();
 
     /* the generated forms */
@@ -454,8 +454,20 @@ int main(void) {
         "index.mod:4:", "a[3]: out of");
     bad("noindex.mod", "NEURON { SUFFIX x }\nASSIGNED { a[3] }\nBREAKPOINT {\n  a = 1\n}\n", NS_ERR_INVALID_ARGUMENT,
         "noindex.mod:4:", "needs an index");
-    bad("statearr.mod", "NEURON { SUFFIX x }\nSTATE {\n  s[2]\n}\n", NS_ERR_UNSUPPORTED, "statearr.mod:3:",
-        "STATE arrays");
+    bad("statearr.mod", "NEURON { SUFFIX x }\nSTATE { s[2] }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d {\n  s' = 1\n}\n",
+        NS_ERR_UNSUPPORTED, "statearr.mod:5:", "array STATE");
+    /* arrays in reactions: FROM loops unrolled, COMPARTMENT i, size(i) */
+    c = emit("NEURON { SUFFIX kar }\nDEFINE N 3\nPARAMETER { d = 2 }\nSTATE { c[N] }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
+             "KINETIC k {\n  COMPARTMENT i, d*(i + 1) {c}\n  FROM i = 0 TO N - 2 {\n    ~ c[i] <-> c[i + 1] (1, 2)\n  }\n}\n",
+             NS_NMODL_HEADER);
+    CHECK(strstr(c, "L_f_flux = (1.0 * (*X0_[(int)(1.0)]));") && strstr(c, "L_b_flux = (2.0 * (*X0_[(int)(2.0)]));") &&
+          strstr(c, "c_[2] = (p->global[0] * (2.0 + 1.0));"));
+    bad("kar1.mod", "NEURON { SUFFIX x }\nSTATE { c[2] }\nKINETIC k {\n  FROM i = 0 TO 1 {\n    ~ c[i] <-> c[i + 1] (1, 2)\n  }\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "kar1.mod:5:", "c[2]: out of 0 .. 1");
+    bad("kar2.mod", "NEURON { SUFFIX x }\nPARAMETER { n = 2 }\nSTATE { c[2] }\nKINETIC k {\n  FROM i = 0 TO n {\n"
+        "    ~ c[i] <-> c[i + 1] (1, 2)\n  }\n}\n", NS_ERR_UNSUPPORTED, "kar2.mod:5:", "integer constant bounds");
+    bad("kar3.mod", "NEURON { SUFFIX x }\nSTATE { c[2] b }\nKINETIC k {\n  ~ c <-> b (1, 2)\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "kar3.mod:4:", "'c' is an array");
     bad("by.mod", "NEURON { SUFFIX x }\nBREAKPOINT {\n  FROM i = 0 TO 3 BY 0.5 { }\n}\n", NS_ERR_PARSE, "by.mod:3:",
         "BY needs");
     bad("vreturn.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n return 0;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,
