@@ -1267,11 +1267,13 @@ static int emit_header(gen *g) {
         put(b, ";\n");
     }
     put(b, "\n");
+    /* KINETIC blocks first: a PROCEDURE or FUNCTION may SOLVE one STEADYSTATE (cabpump.mod's ss()),
+     * and what they call is declared above */
+    for (int i = 0; i < m->n_blocks; i++)
+        if (m->blocks[i]->kind == B_KINETIC && emit_kinetic(g, m->blocks[i])) return -1;
     for (int i = 0; i < m->n_blocks; i++)
         if (m->blocks[i]->kind != B_DERIVATIVE && m->blocks[i]->kind != B_KINETIC && emit_callable(g, m->blocks[i]))
             return -1;
-    for (int i = 0; i < m->n_blocks; i++)
-        if (m->blocks[i]->kind == B_KINETIC && emit_kinetic(g, m->blocks[i])) return -1;
     /* DERIVATIVE blocks, by the method their SOLVE names */
     for (int i = 0; i < m->breakpoint->n; i++) {
         const st *s = m->breakpoint->s[i];

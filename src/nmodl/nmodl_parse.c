@@ -1754,8 +1754,9 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
                 return perr(p, NS_ERR_PARSE, s->line, "SOLVE %s: METHOD sparse needs a KINETIC block", s->name);
             {
                 const int in_initial = p->in_initial;
-                if (s->steady && !in_initial)
-                    return perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s STEADYSTATE: only in INITIAL", s->name);
+                if (s->steady && !in_initial && !owner) /* a PROCEDURE or FUNCTION may (cabpump.mod's ss()) */
+                    return perr(p, NS_ERR_UNSUPPORTED, s->line,
+                                "SOLVE %s STEADYSTATE: only in INITIAL, a PROCEDURE or a FUNCTION", s->name);
                 if (!s->steady && in_initial)
                     return perr(p, NS_ERR_UNSUPPORTED, s->line,
                                 "SOLVE %s in INITIAL: only SOLVE ... STEADYSTATE sparse is supported there", s->name);

@@ -462,6 +462,14 @@ int main(void) {
              NS_NMODL_HEADER);
     CHECK(strstr(c, "L_f_flux = (1.0 * (*X0_[(int)(1.0)]));") && strstr(c, "L_b_flux = (2.0 * (*X0_[(int)(2.0)]));") &&
           strstr(c, "c_[2] = (p->global[0] * (2.0 + 1.0));"));
+    /* SOLVE ... STEADYSTATE sparse in a FUNCTION (cabpump.mod's ss()): the solver is defined before it */
+    c = emit("NEURON { SUFFIX kfn }\nSTATE { a b }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
+             "KINETIC k {\n  ~ a <-> b (1, 2)\n}\nFUNCTION ss() {\n  SOLVE k STEADYSTATE sparse\n  ss = a\n}\n",
+             NS_NMODL_HEADER);
+    {
+        const char *def = strstr(c, "NS_MECH_FN void nsm_kfn_ss_k("), *fn = strstr(c, "nsm_kfn_f_ss(ns_mech_ppack *p, double *F0_, double *F1_, int i_, int node_, double v_) {");
+        CHECK(def && fn && def < fn && strstr(fn, "nsm_kfn_ss_k(p, "));
+    }
     bad("kar1.mod", "NEURON { SUFFIX x }\nSTATE { c[2] }\nKINETIC k {\n  FROM i = 0 TO 1 {\n    ~ c[i] <-> c[i + 1] (1, 2)\n  }\n}\n",
         NS_ERR_INVALID_ARGUMENT, "kar1.mod:5:", "c[2]: out of 0 .. 1");
     bad("kar2.mod", "NEURON { SUFFIX x }\nPARAMETER { n = 2 }\nSTATE { c[2] }\nKINETIC k {\n  FROM i = 0 TO n {\n"
