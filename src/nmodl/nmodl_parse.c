@@ -1956,9 +1956,10 @@ static int finish(parser *p) {
     for (int k = 0; k < m->n_pointers; k++) {
         var *v = find_var(m, m->pointers[k]);
         if (!v && !(v = add_var(p, m->pointers[k], V_POINTER, 0, m->pointers_line[k]))) return -1;
-        if (v->cls != V_ASSIGNED && v->cls != V_POINTER)
+        /* declared in PARAMETER (NEURON's gap.mod: its units; a value is ignored) or ASSIGNED, as nocmodl takes it */
+        if (v->cls != V_ASSIGNED && v->cls != V_POINTER && v->cls != V_PARAM && v->cls != V_GLOBAL)
             return perr(p, NS_ERR_INVALID_ARGUMENT, m->pointers_line[k],
-                        "POINTER %s: declared as a PARAMETER, STATE or ion variable too", m->pointers[k]);
+                        "POINTER %s: declared as a STATE, CONSTANT or ion variable too", m->pointers[k]);
         if (v->size) return perr(p, NS_ERR_UNSUPPORTED, m->pointers_line[k], "POINTER %s: an array", m->pointers[k]);
         if (v->pointer >= 0) return perr(p, NS_ERR_PARSE, m->pointers_line[k], "POINTER %s twice", m->pointers[k]);
         v->cls = V_POINTER;

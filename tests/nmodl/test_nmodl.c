@@ -258,8 +258,12 @@ int main(void) {
     CHECK(strstr(c, "L_f_flux = ((3.0 * (*F0_)) * (*F1_));") && strstr(c, "L_kinT_ = (3.0 * (*F1_));"));
     bad("verbatim.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n x = 1;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,
         "verbatim.mod:3:", "VERBATIM");
-    bad("pointer.mod", "NEURON {\n SUFFIX x\n POINTER p\n}\nPARAMETER { p = 1 }\n", NS_ERR_INVALID_ARGUMENT,
-        "pointer.mod:3:", "POINTER p: declared as a PARAMETER");
+    bad("pointer.mod", "NEURON {\n SUFFIX x\n POINTER p\n}\nSTATE { p }\n", NS_ERR_INVALID_ARGUMENT,
+        "pointer.mod:3:", "POINTER p: declared as a STATE");
+    /* a POINTER declared in PARAMETER (NEURON's gap.mod): a pointer, as nocmodl takes it */
+    c = emit("NEURON {\n POINT_PROCESS gp\n NONSPECIFIC_CURRENT i\n POINTER vgap\n}\nPARAMETER {\n vgap (mV)\n r = 1e10\n}\n"
+             "ASSIGNED { i }\nBREAKPOINT { i = (v - vgap)/r }\n", NS_NMODL_C);
+    CHECK(strstr(c, "nsm_gp_pnames[] = {\"vgap\"}") && !strstr(c, "\"vgap\", \"r\""));
     /* NEURON 9's RANDOM: a stream, only the first argument of random_* (test_nmodl_random.c runs them) */
     bad("random1.mod", "NEURON {\n SUFFIX x\n RANDOM r\n RANGE y\n}\nASSIGNED { y }\nBREAKPOINT {\n y = r + 1\n}\n",
         NS_ERR_INVALID_ARGUMENT, "random1.mod:8:", "RANDOM r is a stream");
