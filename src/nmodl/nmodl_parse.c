@@ -1463,8 +1463,25 @@ static int parse_top(parser *p) {
             if (!add_var(p, n, V_CONST, p->toks[p->pos++].num, t->line)) return -1;
         } else if (!strcmp(k, "INITIAL") || !strcmp(k, "BREAKPOINT")) {
             stlist **dst = !strcmp(k, "INITIAL") ? &m->initial : &m->breakpoint;
-            if (*dst) return perr(p, NS_ERR_PARSE, t->line, "a second %s block", k);
-            if (!(*dst = parse_block(p, NULL))) return -1;
+            stlist *l = parse_block(p, NULL);
+            if (!l) return -1;
+            if (!*dst) {
+                *dst = l;
+            } else { /* a second one (netcon.inc's BREAKPOINT and the file's): nocmodl runs both, in order */
+                stlist *d = *dst;
+                for (int i = 0; i < l->n; i++)
+                    if (add_st(p, d, l->s[i])) return -1;
+                for (int i = 0; i < l->n_locals; i++) {
+                    if (in_list(d->locals, d->n_locals, l->locals[i]))
+                        return perr(p, NS_ERR_PARSE, t->line, "%s: LOCAL %s in both %s blocks", k, l->locals[i], k);
+                    int *ns = nm_realloc(AR, d->local_size, (size_t)(d->n_locals + 1) * sizeof *ns);
+                    if (!ns) return perr(p, NS_ERR_OUT_OF_MEMORY, t->line, "out of memory");
+                    d->local_size = ns;
+                    ns[d->n_locals] = l->local_size ? l->local_size[i] : 0;
+                    if (add_name(&d->locals, &d->n_locals, l->locals[i]))
+                        return perr(p, NS_ERR_OUT_OF_MEMORY, t->line, "out of memory");
+                }
+            }
         } else if (!strcmp(k, "DERIVATIVE")) {
             if (parse_callable(p, B_DERIVATIVE, 0)) return -1;
         } else if (!strcmp(k, "KINETIC")) {

@@ -334,6 +334,17 @@ int main(void) {
         NS_ERR_INVALID_ARGUMENT, "tsglobal.mod:3:", "GLOBAL q: not declared");
     bad("tsprotect.mod", "NEURON {\n SUFFIX x\n GLOBAL q\n THREADSAFE\n}\nBREAKPOINT { PROTECT q = 1 }\n",
         NS_ERR_INVALID_ARGUMENT, "tsprotect.mod:3:", "GLOBAL q: not declared");
+    /* two BREAKPOINT (and INITIAL) blocks: both, in order (nocmodl; netcon.inc's and NMDA.mod's own) */
+    c = emit("NEURON { SUFFIX bb NONSPECIFIC_CURRENT i RANGE g }\nPARAMETER { g = 1 }\nASSIGNED { i }\n"
+             "INITIAL { g = 1 }\nINITIAL { g = g*2 }\nBREAKPOINT { LOCAL a\n a = v\n i = g*a }\n"
+             "BREAKPOINT { LOCAL b\n b = 2\n i = i*b }\n", NS_NMODL_HEADER);
+    {
+        const char *x = strstr(c, "(*F0_) = 1.0;"), *y = x ? strstr(x, "(*F0_) = ((*F0_) * 2.0);") : NULL;
+        const char *u = strstr(c, "(*F1_) = ((*F0_) * L_a);"), *w = u ? strstr(u, "(*F1_) = ((*F1_) * L_b);") : NULL;
+        CHECK(y && w);
+    }
+    bad("bb2.mod", "NEURON { SUFFIX x }\nBREAKPOINT { LOCAL a\n a = 1 }\nBREAKPOINT { LOCAL a\n a = 2 }\n", NS_ERR_PARSE,
+        "bb2.mod:4:", "LOCAL a in both BREAKPOINT blocks");
     /* LINEAR and NONLINEAR: the rows of a LINEAR block by differentiation; what is refused */
     c = emit("NEURON { SUFFIX lin }\nPARAMETER { k = 2 }\nSTATE { a b }\nINITIAL { SOLVE s }\n"
              "LINEAR s {\n  ~ k*a + b = 3\n  ~ a - b = v\n}\n", NS_NMODL_HEADER);
