@@ -1289,8 +1289,15 @@ static int emit_header(gen *g) {
     load_copies(g, 'v');
     load_copies(g, 'i');
     load_conc(g, 0);
-    for (int i = 0; i < m->n_vars; i++)
-        if (m->vars[i].cls == V_STATE && m->vars[i].ion < 0) put(b, "    *F%d_ = 0.0;\n", m->vars[i].field);
+    /* every state (each element of an array) at its START value, 0 without one, before INITIAL (NEURON's s0) */
+    for (int i = 0; i < m->n_vars; i++) {
+        const var *v = &m->vars[i];
+        if (v->cls != V_STATE || v->ion >= 0) continue;
+        for (int e = 0; e < (v->size ? v->size : 1); e++) {
+            if (v->value == 0.0) put(b, "    *F%d_ = 0.0;\n", v->field + e);
+            else put(b, signbit(v->value) ? "    *F%d_ = (%.17g);\n" : "    *F%d_ = %.17g;\n", v->field + e, v->value);
+        }
+    }
     g->n_scope = 0;
     g->mode = M_CNEXP;
     g->ev_ctx = NM_EV_INITIAL;

@@ -1253,7 +1253,7 @@ static int parse_decls(parser *p, int cls) {
         tok *t = cur(p);
         if (t->kind != T_NAME) return perr(p, NS_ERR_PARSE, t->line, "expected a name, found %s", describe(t));
         p->pos++;
-        double value = 0;
+        double value = 0, start = 0;
         int has_value = 0, size = 0;
         if (parse_dim(p, &size)) return -1;
         if (size && cls == V_CONST)
@@ -1277,6 +1277,14 @@ static int parse_decls(parser *p, int cls) {
                 p->pos++;
             }
         }
+        if (cls == V_STATE && is_name(p, "START")) { /* STATE x START 15.7: x's value before INITIAL (nocmodl's x0) */
+            p->pos++;
+            int neg = 0;
+            if (is_punct(p, '-')) { neg = 1; p->pos++; }
+            if (cur(p)->kind != T_NUM) return perr(p, NS_ERR_PARSE, cur(p)->line, "expected a number after START");
+            start = p->toks[p->pos++].num * (neg ? -1 : 1);
+            if (skip_units(p)) return -1;
+        }
         if (is_special(t->text)) continue; /* v, celsius, dt, t, area, diam: the loop's */
         if (cls == V_ASSIGNED && find_var(p->m, t->text)) {
             var *v = find_var(p->m, t->text);
@@ -1286,7 +1294,7 @@ static int parse_decls(parser *p, int cls) {
             }
         }
         if (cls == V_STATE && has_value) return perr(p, NS_ERR_PARSE, t->line, "STATE '%s' with a value", t->text);
-        var *v = add_var(p, t->text, cls, value, t->line);
+        var *v = add_var(p, t->text, cls, cls == V_STATE ? start : value, t->line);
         if (!v) return -1;
         v->size = size;
     }

@@ -334,6 +334,10 @@ int main(void) {
         NS_ERR_INVALID_ARGUMENT, "tsglobal.mod:3:", "GLOBAL q: not declared");
     bad("tsprotect.mod", "NEURON {\n SUFFIX x\n GLOBAL q\n THREADSAFE\n}\nBREAKPOINT { PROTECT q = 1 }\n",
         NS_ERR_INVALID_ARGUMENT, "tsprotect.mod:3:", "GLOBAL q: not declared");
+    /* STATE x START 3: x before INITIAL (nocmodl's x = x0); every element of an array state */
+    c = emit("NEURON { SUFFIX st }\nSTATE { x START -3 (mV) y[2] }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
+             "KINETIC k {\n  ~ x <-> y[0] (1, 2)\n  ~ y[0] <-> y[1] (1, 2)\n}\n", NS_NMODL_HEADER);
+    CHECK(strstr(c, "*F0_ = (-3);\n    *F1_ = 0.0;\n    *F2_ = 0.0;\n") != NULL);
     /* two BREAKPOINT (and INITIAL) blocks: both, in order (nocmodl; netcon.inc's and NMDA.mod's own) */
     c = emit("NEURON { SUFFIX bb NONSPECIFIC_CURRENT i RANGE g }\nPARAMETER { g = 1 }\nASSIGNED { i }\n"
              "INITIAL { g = 1 }\nINITIAL { g = g*2 }\nBREAKPOINT { LOCAL a\n a = v\n i = g*a }\n"
