@@ -54,6 +54,9 @@ typedef struct gen {
     int field_direct; /* fields as p->field[k][i_] (the TABLE builder), else through the F pointers */
     int staged;       /* cnexp equations as their first stage: *a<k>_ and *t<k>_ (cnexp_staged) */
     int ev_ctx;       /* the block being written for the event calls (NM_EV_*): W_ is the weight vector in NET_RECEIVE */
+    int t_ofs;        /* t is p->t + tofs_ (runge's stages) */
+    const block *alg; /* the LINEAR or NONLINEAR block being written: its ST_EQUATIONs are rows eq_row, ... */
+    int eq_row;
     ns_status status;
 } gen;
 
@@ -301,7 +304,7 @@ static void emit_var(gen *g, const char *name, const ex *ix) {
     if (g->owner && g->owner->kind == B_FUNCTION && !strcmp(g->owner->name, name)) { put(b, "ret_"); return; }
     const var *v = find_var(g->m, name);
     if (!strcmp(name, "v") && !v) { put(b, "v_"); return; } /* (a v that the file writes is a field) */
-    if (!strcmp(name, "t")) { put(b, "p->t"); return; }
+    if (!strcmp(name, "t")) { put(b, g->t_ofs ? "(p->t + tofs_)" : "p->t"); return; }
     if (!strcmp(name, "dt")) { put(b, "p->dt"); return; }
     if (!strcmp(name, "celsius")) { put(b, "p->celsius"); return; }
     if (!strcmp(name, "area") || !strcmp(name, "diam")) { put(b, "p->%s[node_]", name); return; } /* the node's */
@@ -541,6 +544,41 @@ static void emit_cnexp_target(gen *g, const ex *a, const ex *c) {
     }
 }
 
+/* ~ e = e2 of the LINEAR or NONLINEAR block g->alg: NONLINEAR's residual f_[r] = e - e2 (scopmath's
+ * newton solves f = 0); LINEAR's row r of J_ x = r_: J_[r][c] = d(e - e2)/d x_c, which must not
+ * depend on an unknown, and r_[r] = -(e - e2) at x = 0 (nocmodl's coefficients, by differentiation) */
+static int emit_equation(gen *g, const st *s, int indent) {
+    buf *b = g->b;
+    const block *bl = g->alg;
+    const int r = g->eq_row++;
+    ex *f = s_bin('-', s->e, s->e2);
+    if (!f) return gfail(g, s->line, "out of memory");
+    if (bl->alg == 'N') {
+        put(b, "%*sf_[%d] = ", indent, "", r);
+        emit_ex(g, f);
+        put(b, ";\n");
+        return 0;
+    }
+    ex *z = f;
+    for (int c = 0; c < bl->n_unknowns; c++) {
+        int nonlinear = 0;
+        ex *a = diff(f, bl->unknowns[c], &nonlinear);
+        if (!a) return gfail(g, s->line, "out of memory");
+        for (int k = 0; k < bl->n_unknowns && !nonlinear; k++) nonlinear = depends(a, bl->unknowns[k]);
+        if (nonlinear)
+            return gfail(g, s->line, "LINEAR %s: the equation is not linear in %s (use NONLINEAR)", bl->name,
+                         bl->unknowns[c]);
+        put(b, "%*sJ_[%d][%d] = ", indent, "", r, c);
+        emit_ex(g, a);
+        put(b, ";\n");
+        if (!(z = at_zero(z, bl->unknowns[c]))) return gfail(g, s->line, "out of memory");
+    }
+    put(b, "%*sr_[%d] = -(", indent, "", r);
+    emit_ex(g, z);
+    put(b, ");\n");
+    return 0;
+}
+
 static int emit_st(gen *g, const st *s, int indent) {
     buf *b = g->b;
     switch (s->kind) {
@@ -615,7 +653,13 @@ static int emit_st(gen *g, const st *s, int indent) {
         }
         put(b, "%*s}\n", indent, "");
         return 0;
-    case ST_SOLVE: /* BREAKPOINT's: state(); INITIAL's STEADYSTATE: here */
+    case ST_SOLVE: /* BREAKPOINT's: state(); INITIAL's STEADYSTATE: here; LINEAR, NONLINEAR: here */
+        if (find_block(g->m, s->name)->alg) {
+            put(b, "%*s", indent, "");
+            put_call(g, "p", s->name, "");
+            put(b, ");\n");
+            return 0;
+        }
         if (g->solve_here && !s->steady) {
             const block *bl = find_block(g->m, s->name);
             put(b, "%*s", indent, "");
@@ -631,6 +675,7 @@ static int emit_st(gen *g, const st *s, int indent) {
     case ST_REACTION:
     case ST_CONSERVE:
     case ST_COMPARTMENT: return gfail(g, s->line, "a KINETIC statement outside a KINETIC block");
+    case ST_EQUATION: return emit_equation(g, s, indent);
     case ST_DERIV: {
         int k = state_index(NULL, s->name, g->states, g->n_states);
         if (g->mode == M_DERIVIMPLICIT) {
@@ -723,7 +768,9 @@ static void emit_proto(gen *g, const block *bl, const char *suffix) {
     put(g->b, ")");
 }
 
+static int emit_alg(gen *g, const block *bl);
 static int emit_callable(gen *g, const block *bl) {
+    if (bl->alg) return emit_alg(g, bl);
     buf *b = g->b;
     int tab = bl->table != NULL;
     emit_proto(g, bl, tab ? "_exact" : "");
@@ -855,6 +902,7 @@ static int emit_kinetic(gen *g, const block *bl) {
     put(b, "NS_MECH_FN void nsm_%s_kf_%s(", name, bl->name);
     put_sig(g);
     put(b, ", double *f_, double *J_, double *c_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
+    put_arrays(g, 4);
     if (emit_list(g, bl->body, 4)) return -1;
     for (int r = 0; r < n; r++) {
         put(b, "    f_[%d] = L_kinF_%d;\n    c_[%d] = ", r, r, r);
@@ -876,7 +924,7 @@ static int emit_kinetic(gen *g, const block *bl) {
     put_sig(g);
     put(b, ", double dt_, int one_) {\n");
     put(b, "    enum { N_ = %d };\n    double x0_[N_], r_[N_], c_[N_], J_[N_][N_];\n    double *x_[N_] = {", n);
-    for (int r = 0; r < n; r++) put(b, "%sF%d_", r ? ", " : "", find_var(g->m, k->states[r])->field);
+    for (int r = 0; r < n; r++) put(b, "%sF%d_", r ? ", " : "", find_var(g->m, k->states[r])->field + k->elem[r]);
     put(b, "};\n    for (int r = 0; r < N_; ++r) x0_[r] = *x_[r];\n");
     put(b, "    for (int it_ = 0; it_ < 22; ++it_) {\n        ");
     put_call(g, "kf", bl->name, "");
@@ -916,7 +964,7 @@ static int emit_kinetic(gen *g, const block *bl) {
         put_call(g, "ks", bl->name, "");
         put(b, ", 1e9, 1);\n        int ok_ = 1;\n");
         for (int r = 0; r < n; r++) {
-            const int f = find_var(g->m, k->states[r])->field;
+            const int f = find_var(g->m, k->states[r])->field + k->elem[r];
             put(b, "        if (*F%d_ < -1e-6) { *F%d_ = 0.0; ok_ = 0; }\n", f, f);
         }
         put(b, "        if (ok_) {\n            ");
@@ -924,6 +972,94 @@ static int emit_kinetic(gen *g, const block *bl) {
         put(b, ", 1e9, 0);\n            break;\n        }\n    }\n");
     }
     put(b, "}\n\n");
+    g->owner = NULL;
+    return 0;
+}
+
+/* LINEAR: the rows (emit_equation), then Gaussian elimination with partial pivoting (NEURON's
+ * simeq), the unknowns set to the solution. NONLINEAR: nsm_NAME_nl_BLOCK writes the residuals,
+ * and the procedure is scopmath's newton as NEURON runs it: the Jacobian by central differences
+ * (steps max(|0.02 x|, 1e-6)) rebuilt while the largest relative change exceeds 0.05, stop when
+ * that change is at most 1e-6 and every |residual| at most 1e-8, at most 50 iterations (where
+ * NEURON stops the run with an error, the last iterate stays). */
+static int emit_alg(gen *g, const block *bl) {
+    buf *b = g->b;
+    const char *name = g->m->name;
+    const int n = bl->n_unknowns;
+    g->owner = bl;
+    g->n_scope = 0;
+    g->alg = bl;
+    g->eq_row = 0;
+    if (bl->alg == 'N') {
+        put(b, "NS_MECH_FN void nsm_%s_nl_%s(", name, bl->name);
+        put_sig(g);
+        put(b, ", double *f_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
+        put_arrays(g, 4);
+        const int r = emit_list(g, bl->body, 4);
+        g->alg = NULL;
+        if (r) return -1;
+        put(b, "}\n\n");
+    }
+    emit_proto(g, bl, "");
+    put(b, " {\n    (void)p; (void)i_; (void)node_; (void)v_;\n    enum { N_ = %d };\n", n);
+    put(b, "    double *const x_[N_] = {");
+    for (int k = 0; k < n; k++) put(b, "%sF%d_", k ? ", " : "", find_var(g->m, bl->unknowns[k])->field);
+    put(b, "};\n");
+    if (bl->alg == 'L') {
+        put(b, "    double J_[N_][N_] = {{0.0}}, r_[N_] = {0.0};\n");
+        put_arrays(g, 4);
+        const int r = emit_list(g, bl->body, 4);
+        g->alg = NULL;
+        if (r) return -1;
+        put(b, "    {\n");
+        put_gauss(b);
+        put(b, "    }\n    for (int k = 0; k < N_; ++k) *x_[k] = r_[k];\n}\n\n");
+    } else {
+        put(b, "    double value_[N_], hi_[N_], lo_[N_], J_[N_][N_], dx_[N_], change_ = 1.0;\n    int perm_[N_];\n");
+        put(b, "    for (int count_ = 1; count_ <= 50; ++count_) {\n        if (change_ > 0.05) {\n"
+               "            for (int j = 0; j < N_; ++j) {\n"
+               "                const double inc_ = fmax(fabs(0.02 * *x_[j]), 1e-6);\n"
+               "                *x_[j] += inc_;\n                ");
+        put_call(g, "nl", bl->name, "");
+        put(b, ", hi_);\n                *x_[j] -= 2.0 * inc_;\n                ");
+        put_call(g, "nl", bl->name, "");
+        put(b, ", lo_);\n"
+               "                for (int i = 0; i < N_; ++i) J_[i][j] = (hi_[i] - lo_[i]) / (2.0 * inc_);\n"
+               "                *x_[j] += inc_;\n                ");
+        put_call(g, "nl", bl->name, "");
+        put(b, ", value_);\n            }\n"
+               "            for (int i = 0; i < N_; ++i) value_[i] = -value_[i];\n"
+               "            for (int i = 0; i < N_; ++i) perm_[i] = i;\n"
+               "            for (int c = 0; c < N_; ++c) { /* LU, partial pivoting */\n"
+               "                int pv = c;\n"
+               "                for (int r = c + 1; r < N_; ++r) if (fabs(J_[r][c]) > fabs(J_[pv][c])) pv = r;\n"
+               "                if (pv != c) {\n"
+               "                    for (int k = 0; k < N_; ++k) { const double t_ = J_[c][k]; J_[c][k] = J_[pv][k]; J_[pv][k] = t_; }\n"
+               "                    const int t_ = perm_[c]; perm_[c] = perm_[pv]; perm_[pv] = t_;\n"
+               "                }\n"
+               "                for (int r = c + 1; r < N_; ++r) {\n"
+               "                    J_[r][c] /= J_[c][c];\n"
+               "                    for (int k = c + 1; k < N_; ++k) J_[r][k] -= J_[r][c] * J_[c][k];\n"
+               "                }\n"
+               "            }\n        }\n"
+               "        for (int i = 0; i < N_; ++i) {\n"
+               "            double y_ = value_[perm_[i]];\n"
+               "            for (int k = 0; k < i; ++k) y_ -= J_[i][k] * dx_[k];\n"
+               "            dx_[i] = y_;\n        }\n"
+               "        for (int i = N_ - 1; i >= 0; --i) {\n"
+               "            double y_ = dx_[i];\n"
+               "            for (int k = i + 1; k < N_; ++k) y_ -= J_[i][k] * dx_[k];\n"
+               "            dx_[i] = y_ / J_[i][i];\n        }\n"
+               "        change_ = 0.0;\n"
+               "        for (int i = 0; i < N_; ++i) {\n"
+               "            if (fabs(*x_[i]) > 1e-8 && fabs(dx_[i] / *x_[i]) > change_) change_ = fabs(dx_[i] / *x_[i]);\n"
+               "            *x_[i] += dx_[i];\n        }\n        ");
+        put_call(g, "nl", bl->name, "");
+        put(b, ", value_);\n        double dev_ = 0.0;\n"
+               "        for (int i = 0; i < N_; ++i) {\n            value_[i] = -value_[i];\n"
+               "            if (fabs(value_[i]) > dev_) dev_ = fabs(value_[i]);\n        }\n"
+               "        if (change_ <= 1e-6 && dev_ <= 1e-8) break;\n    }\n}\n\n");
+    }
     g->owner = NULL;
     return 0;
 }
@@ -1011,6 +1147,43 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put(b, "i_");
         for (int k = 0; k < n; k++) put(b, ", nsm_exp(a%d_), t%d_", k, k);
         put(b, ");\n}\n\n");
+    } else if (method == M_RUNGE) {
+        /* the derivatives f_ at the states as they are, at t + tofs_ */
+        put(b, "NS_MECH_FN void nsm_%s_dr_%s(", name, bl->name);
+        put_sig(g);
+        put(b, ", double *f_, double tofs_) {\n    (void)p; (void)i_; (void)node_; (void)v_; (void)tofs_;\n");
+        put_arrays(g, 4);
+        g->mode = M_DERIVIMPLICIT; /* f_[k] = the k-th state's derivative */
+        g->t_ofs = 1;
+        const int r = emit_list(g, bl->body, 4);
+        g->t_ofs = 0;
+        if (r) { free(order); return -1; }
+        put(b, "}\n\n");
+        /* scopmath's runge (NEURON's METHOD runge): fourth-order Runge-Kutta, the states updated in
+         * place between the stages, at t, t + dt/2, t + dt/2 and t + dt; then the block once more at
+         * the new states (nocmodl's call after the SOLVE) */
+        put(b, "NS_MECH_FN void nsm_%s_d_%s(", name, bl->name);
+        put_sig(g);
+        put(b, ") {\n    enum { N_ = %d };\n    double y0_[N_], acc_[N_], f_[N_];\n    const double h_ = p->dt;\n", n);
+        put(b, "    double *x_[N_] = {");
+        for (int k = 0; k < n; k++) put(b, "%sF%d_", k ? ", " : "", find_var(g->m, order[k])->field);
+        put(b, "};\n");
+        static const char *const stage[4] = {
+            "    for (int k = 0; k < N_; ++k) {\n        y0_[k] = *x_[k];\n        const double d_ = (h_ / 2.0) * f_[k];\n"
+            "        *x_[k] += d_;\n        acc_[k] = y0_[k] + d_ / 3.0;\n    }\n",
+            "    for (int k = 0; k < N_; ++k) {\n        const double d_ = h_ * f_[k];\n        *x_[k] = y0_[k] + d_ / 2.0;\n"
+            "        acc_[k] += d_ / 3.0;\n    }\n",
+            "    for (int k = 0; k < N_; ++k) {\n        const double d_ = h_ * f_[k];\n        *x_[k] = y0_[k] + d_;\n"
+            "        acc_[k] += d_ / 3.0;\n    }\n",
+            "    for (int k = 0; k < N_; ++k) *x_[k] = acc_[k] + (h_ / 6.0) * f_[k];\n"};
+        static const char *const at[5] = {"0.0", "h_ / 2.0", "h_ / 2.0", "h_", "0.0"};
+        for (int q = 0; q < 5; q++) {
+            put(b, "    ");
+            put_call(g, "dr", bl->name, "");
+            put(b, ", f_, %s);\n", at[q]);
+            if (q < 4) put(b, "%s", stage[q]);
+        }
+        put(b, "}\n\n");
     } else {
         put(b, "NS_MECH_FN void nsm_%s_d_%s(", name, bl->name);
         put_sig(g);
@@ -1024,6 +1197,11 @@ static int emit_derivative(gen *g, const block *bl, int method) {
                 int f = find_var(g->m, order[k])->field;
                 put(b, "    *F%d_ = *F%d_ + p->dt * D_[%d];\n", f, f, k);
             }
+        if (method == M_EULER && bl->rerun) { /* a KINETIC block: once more at the new states (nocmodl) */
+            put(b, "    {\n");
+            if (emit_list(g, bl->body, 8)) { free(order); return -1; }
+            put(b, "    }\n");
+        }
         put(b, "}\n\n");
     }
     free(order);
@@ -1089,11 +1267,13 @@ static int emit_header(gen *g) {
         put(b, ";\n");
     }
     put(b, "\n");
+    /* KINETIC blocks first: a PROCEDURE or FUNCTION may SOLVE one STEADYSTATE (cabpump.mod's ss()),
+     * and what they call is declared above */
+    for (int i = 0; i < m->n_blocks; i++)
+        if (m->blocks[i]->kind == B_KINETIC && emit_kinetic(g, m->blocks[i])) return -1;
     for (int i = 0; i < m->n_blocks; i++)
         if (m->blocks[i]->kind != B_DERIVATIVE && m->blocks[i]->kind != B_KINETIC && emit_callable(g, m->blocks[i]))
             return -1;
-    for (int i = 0; i < m->n_blocks; i++)
-        if (m->blocks[i]->kind == B_KINETIC && emit_kinetic(g, m->blocks[i])) return -1;
     /* DERIVATIVE blocks, by the method their SOLVE names */
     for (int i = 0; i < m->breakpoint->n; i++) {
         const st *s = m->breakpoint->s[i];
@@ -1109,8 +1289,15 @@ static int emit_header(gen *g) {
     load_copies(g, 'v');
     load_copies(g, 'i');
     load_conc(g, 0);
-    for (int i = 0; i < m->n_vars; i++)
-        if (m->vars[i].cls == V_STATE && m->vars[i].ion < 0) put(b, "    *F%d_ = 0.0;\n", m->vars[i].field);
+    /* every state (each element of an array) at its START value, 0 without one, before INITIAL (NEURON's s0) */
+    for (int i = 0; i < m->n_vars; i++) {
+        const var *v = &m->vars[i];
+        if (v->cls != V_STATE || v->ion >= 0) continue;
+        for (int e = 0; e < (v->size ? v->size : 1); e++) {
+            if (v->value == 0.0) put(b, "    *F%d_ = 0.0;\n", v->field + e);
+            else put(b, signbit(v->value) ? "    *F%d_ = (%.17g);\n" : "    *F%d_ = %.17g;\n", v->field + e, v->value);
+        }
+    }
     g->n_scope = 0;
     g->mode = M_CNEXP;
     g->ev_ctx = NM_EV_INITIAL;

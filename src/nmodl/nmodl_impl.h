@@ -39,12 +39,15 @@ typedef struct ex {
  * integer); ST_RETURN: a VERBATIM block that is only `return 0;` */
 typedef enum st_kind {
     ST_ASSIGN, ST_DERIV, ST_IF, ST_CALL, ST_SOLVE, ST_WHILE, ST_FROM, ST_RETURN,
-    ST_REACTION, ST_CONSERVE, ST_COMPARTMENT /* KINETIC only: lowered by nmodl_kinetic.c */
+    ST_REACTION, ST_CONSERVE, ST_COMPARTMENT, /* KINETIC only: lowered by nmodl_kinetic.c */
+    ST_EQUATION /* LINEAR and NONLINEAR only: ~ e = e2 */
 } st_kind;
 /* A term of a reaction or CONSERVE: num x name. */
 typedef struct rterm {
     char *name;
     int num;
+    ex *index;           /* an array state's element (NULL: a scalar); nm_kinetic_lower evaluates it into elem */
+    int elem;
 } rterm;
 
 typedef struct st {
@@ -63,6 +66,7 @@ typedef struct st {
     int n_lhs, n_rhs;
     ex *e2;
     int react;           /* 'R' (<->), '>' (->), '<' (<<) */
+    int protect;         /* ST_ASSIGN after PROTECT (nocmodl's mutex around it) */
 } st;
 
 typedef struct stlist {
@@ -73,7 +77,7 @@ typedef struct stlist {
     int n_locals;
 } stlist;
 
-enum { M_NONE, M_CNEXP, M_DERIVIMPLICIT, M_EULER, M_SPARSE };
+enum { M_NONE, M_CNEXP, M_DERIVIMPLICIT, M_EULER, M_SPARSE, M_RUNGE };
 
 typedef struct table_decl {
     char **names;        /* PROCEDURE: the tabulated variables; FUNCTION: none */
@@ -96,6 +100,7 @@ enum { B_FUNCTION, B_PROCEDURE, B_DERIVATIVE, B_KINETIC };
  * holds total - sum(num cap x) and its coefficients instead. */
 typedef struct kinetic {
     char **states;       /* the rows: each STATE a reaction, flux or CONSERVE names */
+    int *elem;           /* per row: its element of an array STATE (0: a scalar) */
     int n;
     int linear;          /* nocmodl's _linmat: every reaction first order (one Newton step) */
     int *conserve;       /* per row: 1 where a CONSERVE equation replaces it */
@@ -113,6 +118,14 @@ typedef struct block {
     stlist *body;
     table_decl *table;
     kinetic *kin;        /* B_KINETIC, once lowered */
+    int rerun;           /* a DERIVATIVE solved by runge, or a KINETIC block by euler or runge (lowered into a
+                            DERIVATIVE): run once more at the new states after the step (nocmodl) */
+    /* LINEAR ('L') and NONLINEAR ('N') blocks: a PROCEDURE without arguments (what SOLVE name
+     * calls) whose ST_EQUATIONs are solved for the unknowns (SOLVEFOR's names, else the STATEs
+     * the equations name, in order): Gaussian elimination or scopmath's newton (nmodl_gen.c) */
+    int alg;
+    char **unknowns;
+    int n_unknowns;
 } block;
 
 /* A variable of the mechanism. */
@@ -133,6 +146,7 @@ typedef struct var {
                             variable that the file writes): NEURON's per-instance copy */
     int pointer;         /* V_POINTER: index into ppack.pointer, else -1 */
     int stream;          /* V_RANDOM: its stream (1, 2, ...: nmodl_random.c) */
+    int implicit;        /* named only by NONSPECIFIC_CURRENT/ELECTRODE_CURRENT so far: a declaration may follow */
 } var;
 
 typedef struct ion_use {

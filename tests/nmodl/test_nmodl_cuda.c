@@ -196,7 +196,7 @@ int main(void) {
                       ns_mech_library_get(l, m)->name);
         ns_mech_library_close(l);
     }
-    CHECK(n_mech == 32);
+    CHECK(n_mech == 40);
     tmpdir_remove();
     return check_summary("test_nmodl_cuda");
 #endif

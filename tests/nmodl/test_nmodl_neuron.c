@@ -103,6 +103,23 @@ static const tcase CASES[] = {
     /* WRITE ena: our wena.mod (no current: its BREAKPOINT after the v update) and wenai.mod (its own ina) */
     {"wena", 6.3, -65, 40, {"hh", "wena"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "ena"},
     {"wenai", 6.3, -65, 40, {"hh", "wenai"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "ena"},
+    /* forms nocmodl accepts (test/kflow.mod: `~ g -> (rate)`, CHARGE, PROTECT, MUTEXLOCK, an undeclared
+     * GLOBAL of a THREADSAFE file; test/nosuffix.mod: no NEURON block); KINETIC by METHOD euler and
+     * runge (keuler.mod, krunge.mod: COMPARTMENT, a second-order reaction, a CONSERVE they ignore);
+     * a DERIVATIVE by runge reading t (drunge.mod) */
+    {"kflow", 20, -65, 40, {"pas", "kflow"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 50, 0, 0, 0, "g"},
+    {"nosuffix", 6.3, -65, 40, {"pas", "nosuffix"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "x"},
+    {"keuler", 6.3, -65, 40, {"pas", "keuler"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "o"},
+    {"krunge", 6.3, -65, 40, {"pas", "krunge"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "o"},
+    {"drunge", 6.3, -65, 40, {"pas", "drunge"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "m"},
+    /* LINEAR (linspine.mod: NEURON's expsynspine pattern) and NONLINEAR (nonlin.mod), in INITIAL and in a
+     * PROCEDURE that BREAKPOINT calls */
+    {"linspine", 6.3, -65, 40, {"pas", "linspine"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "vsp"},
+    {"nonlin", 6.3, -65, 40, {"pas", "nonlin"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "xs"},
+    /* arrays in reactions: cadifus.mod (NEURON's cadifus pattern: shells, FROM loops, COMPARTMENT i) */
+    {"cadifus", 34, -70, 200, {"pas", "cadifus", "Ca_HVA", "SK_E2"},
+     {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}},
+     {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
     {"cabuf", 34, -70, 200, {"pas", "cabuf", "Ca_HVA", "SK_E2"},
      {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}},
      {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
@@ -322,7 +339,7 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
                 for (int j = 0; j < d->n_ions; ++j)
                     bad += a.i[j][i] != b.i[j][node] || a.didv[j][i] != b.didv[j][node] || a.ci[j][i] != b.ci[j][node];
             }
-            static const char *no_current = " CaDynamics_E2 cabuf glia minipump wena "; /* write no current */
+            static const char *no_current = " CaDynamics_E2 cabuf cadifus glia minipump wena nosuffix "; /* write no current */
             char key[80];
             snprintf(key, sizeof key, " %s ", d->name);
             bad += a.rhs[0] == 0.0 && d->kind == NS_MECH_DENSITY && !strstr(no_current, key);
@@ -331,7 +348,7 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
             free(b.fields); free(b.globals); free(b.table);
         }
     printf("%d mechanisms x %d instances: contiguous and node_index paths equal (%d differences)\n", n_mech, NI, bad);
-    CHECK(n_mech == 32);
+    CHECK(n_mech == 40);
     CHECK_MSG(bad == 0, "%d differences between the contiguous and the node_index paths", bad);
 }
 
@@ -450,7 +467,7 @@ int main(void) {
     }
     CHECK(ns_mech_library_count(libs[0]) == 4);
     CHECK(ns_mech_library_count(libs[1]) == 12);
-    CHECK(ns_mech_library_count(libs[2]) == 9);
+    CHECK(ns_mech_library_count(libs[2]) == 17);
     CHECK(ns_mech_library_count(libs[3]) == 5);
     CHECK(ns_mech_library_count(libs[4]) == 2);
     hh_vs_mech_h(libs, N_LIBS);
