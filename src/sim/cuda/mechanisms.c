@@ -434,6 +434,8 @@ void ns_gpu_model_point(const gpu_model *g, int32_t slot, const ns_mech_desc **d
 ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, const ns_mech_event *events,
                                const int64_t *range, int64_t max, cudaStream_t stream) {
     if (max <= 0) return NS_OK;
+    if (!g->pt_desc[slot]->cuda_net_receive) /* ns_sim_connect never makes it a target */
+        return ns_fail(NS_ERR_INTERNAL, "network: events for %s, which has no NET_RECEIVE", g->pt_desc[slot]->name);
     gpu_mech *gm = &g->pt[slot];
     set_time(gm, 0.0, sim); /* each event sets t */
     return launched(g->pt_desc[slot]->cuda_net_receive(&gm->p, events, range, max, stream), "NET_RECEIVE",
@@ -505,7 +507,8 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
                          d->name);
             break;
         }
-        if (!d->cuda_init || !d->cuda_current || !d->cuda_state || !d->cuda_net_receive) {
+        if (!d->cuda_init || !d->cuda_current || !d->cuda_state || (d->has_net_receive && !d->cuda_net_receive)) {
+            /* an electrode (no NET_RECEIVE: SEClamp) is placed but never a target (ns_sim_connect) */
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "network: synapse type %s has no CUDA code: build its library with `neurosolve mechanisms "
                          "build --cuda` (or use the CPU backend)",
