@@ -210,12 +210,16 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
             if (sv_add(&args, a[i])) OOM();
     } else {
         const char *a[] = {cc, "-std=c11", "-O3", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off",
-                           "-fno-trapping-math", "-fopenmp-simd", "-DNSM_OMP_SIMD", NULL};
+                           "-fno-trapping-math", "-fopenmp-simd", "-DNSM_OMP_SIMD",
+                           /* VERBATIM C that calls a function nobody declares (a NEURON function
+                            * neurosolve does not have): an error naming it, the .mod file and line */
+                           "-Werror=implicit-function-declaration", NULL};
         for (int i = 0; a[i]; i++)
             if (sv_add(&args, a[i])) OOM();
     }
-    {
-        char *iflag = concat("-I", work);
+    /* the generated sources' folder, then the .mod files' (headers their VERBATIM C includes, as nrnivmodl) */
+    for (int k = 0; k < 2; k++) {
+        char *iflag = concat("-I", k ? dir : work);
         if (!iflag) OOM();
         int bad = sv_add(&args, iflag);
         free(iflag);
