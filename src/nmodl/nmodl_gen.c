@@ -697,7 +697,7 @@ static int emit_st(gen *g, const st *s, int indent) {
 
 /* the #define of NEURON's name nm (a C name in the block) in this instance
  * layout: "#define nm meaning\n", or nothing where the name is C's own */
-static void define_name(gen *g, const char *nm, const nm_cident *id) {
+static void define_name(gen *g, const char *nm, const nm_cident *id, size_t uid) {
     buf *b = g->b;
     const struct ns_nmodl *m = g->m;
     const int proto = !strcmp(nm, "_threadargsproto_") || !strcmp(nm, "_threadargsprotocomma_");
@@ -705,7 +705,11 @@ static void define_name(gen *g, const char *nm, const nm_cident *id) {
         /* a call of another block of the file (or of C that takes the same arguments) */
         put(b, "#define %s ", nm);
         if (proto) put_sig(g);
-        else { put_fargs(g); put(b, "i_, node_, v_"); }
+        else {
+            put(b, "p, ");
+            put_fargs(g);
+            put(b, "i_, node_, v_");
+        }
         put(b, "%s\n", strstr(nm, "comma") ? "," : "");
         return;
     }
@@ -755,8 +759,8 @@ static void define_name(gen *g, const char *nm, const nm_cident *id) {
             return;
         }
         if (v && v->size) { /* an instance's array: a copy (in, and out after the C: emit_verbatim) */
-            put(b, "nsvA%d_\ndouble nsvA%d_[%d];\nfor (int k_ = 0; k_ < %d; ++k_) nsvA%d_[k_] = *X%d_[k_];\n",
-                v->field, v->field, v->size, v->size, v->field, v->field);
+            put(b, "nsvA%d_%zu\ndouble nsvA%d_%zu[%d];\nfor (int k_ = 0; k_ < %d; ++k_) nsvA%d_%zu[k_] = *X%d_[k_];\n",
+                v->field, uid, v->field, uid, v->size, v->size, v->field, uid, v->field);
             return;
         }
         /* the mechanism's variable, whatever the NMODL scope (C's x is NEURON's x, _lx the LOCAL) */
@@ -777,19 +781,10 @@ static void define_name(gen *g, const char *nm, const nm_cident *id) {
 static int emit_verbatim(gen *g, const st *s) {
     buf *b = g->b;
     char **done = NULL;
-    int n_done = 0, arrays = 0;
+    int n_done = 0;
+    const size_t uid = b->n; /* names the block's array copies (unique in the generated text) */
     nm_cscan sc = {s->name, 0, 0, 0, 0, 1};
     nm_cident id;
-    while (nm_cscan_next(&sc, &id)) { /* an instance's array: its copy in a C block of its own */
-        char nm[128];
-        if (id.member || id.n >= sizeof nm || nm_c_declares(s->name, &id)) continue;
-        memcpy(nm, id.s, id.n);
-        nm[id.n] = 0;
-        const var *v = find_var(g->m, nm);
-        arrays |= v && v->size && v->field >= 0;
-    }
-    if (arrays) put(b, "{\n");
-    sc = (nm_cscan){s->name, 0, 0, 0, 0, 1};
     while (nm_cscan_next(&sc, &id)) {
         char nm[128];
         if (id.member || id.n >= sizeof nm || nm_c_declares(s->name, &id)) continue;
@@ -799,7 +794,7 @@ static int emit_verbatim(gen *g, const st *s) {
         for (int k = 0; k < n_done && !seen; k++) seen = !strcmp(done[k], nm);
         if (seen) continue;
         const size_t before = b->n;
-        define_name(g, nm, &id);
+        define_name(g, nm, &id, uid);
         if (b->oom) break;
         if (b->n == before) continue;
         char **d = nm_realloc(GAR, done, (size_t)(n_done + 1) * sizeof *d);
@@ -820,10 +815,9 @@ static int emit_verbatim(gen *g, const st *s) {
     for (int k = 0; k < n_done; k++) {
         const var *v = find_var(g->m, done[k]);
         if (v && v->size && v->field >= 0)
-            put(b, "for (int k_ = 0; k_ < %d; ++k_) *X%d_[k_] = nsvA%d_[k_];\n", v->size, v->field, v->field);
+            put(b, "for (int k_ = 0; k_ < %d; ++k_) *X%d_[k_] = nsvA%d_%zu[k_];\n", v->size, v->field, v->field, uid);
         put(b, "#undef %s\n", done[k]);
     }
-    if (arrays) put(b, "}\n");
     return 0;
 }
 

@@ -157,7 +157,7 @@ int main(void) {
     all_files(MECH_DIR "/kinetic");
     all_files(MECH_DIR "/electrode");
     all_files(MECH_DIR "/events");
-    CHECK(n_files == 39); /* neuron, bbp, test, kinetic, electrode, events */
+    CHECK(n_files == 39); /* neuron, bbp, test, kinetic, electrode, events (verbatim: host C, verbatim_emit) */
     units_constants();
     verbatim_emit();
 
