@@ -55,6 +55,7 @@ typedef struct gen {
     int field_direct; /* fields as p->field[k][i_] (the TABLE builder), else through the F pointers */
     int staged;       /* cnexp equations as their first stage: *a<k>_ and *t<k>_ (cnexp_staged) */
     int ev_ctx;       /* the block being written for the event calls (NM_EV_*): W_ is the weight vector in NET_RECEIVE */
+    int top;          /* writing VERBATIM C outside the blocks (no ppack in scope) */
     ns_status status;
 } gen;
 
@@ -775,6 +776,26 @@ static void define_name(gen *g, const char *nm, const nm_cident *id, size_t uid)
     }
 }
 
+/* b's text from `from` on with the name `name` (a whole C name) replaced by `by` */
+static void rename_tail(buf *b, size_t from, const char *name, const char *by) {
+    if (b->oom || from >= b->n) return;
+    const size_t n = b->n - from, ln = strlen(name);
+    char *tail = malloc(n + 1);
+    if (!tail) { b->oom = 1; return; }
+    memcpy(tail, b->s + from, n + 1);
+    b->n = from;
+    for (size_t i = 0; i < n;) {
+        const int start = i == 0 || !(isalnum((unsigned char)tail[i - 1]) || tail[i - 1] == '_');
+        if (start && !strncmp(tail + i, name, ln) && !(isalnum((unsigned char)tail[i + ln]) || tail[i + ln] == '_')) {
+            put(b, "%s", by);
+            i += ln;
+        } else {
+            put(b, "%c", tail[i++]);
+        }
+    }
+    free(tail);
+}
+
 /* A VERBATIM block: its C as written (with #line, so that the compiler's
  * messages name the .mod file and line), NEURON's names #define'd around
  * it and #undef'd after it. */
@@ -785,6 +806,15 @@ static int emit_verbatim(gen *g, const st *s) {
     const size_t uid = b->n; /* names the block's array copies (unique in the generated text) */
     nm_cscan sc = {s->name, 0, 0, 0, 0, 1};
     nm_cident id;
+    /* C that declares its own p (the generated functions' ppack): the names reach the ppack by another name */
+    int own_p = 0;
+    while (nm_cscan_next(&sc, &id)) own_p |= id.n == 1 && id.s[0] == 'p' && !id.member && nm_c_declares(s->name, &id);
+    char alias[48];
+    snprintf(alias, sizeof alias, "nsv_pp%zu_", uid);
+    own_p &= !g->top;
+    if (own_p) put(b, "ns_mech_ppack *const %s = p;\n", alias);
+    const size_t from = b->n;
+    sc = (nm_cscan){s->name, 0, 0, 0, 0, 1};
     while (nm_cscan_next(&sc, &id)) {
         char nm[128];
         if (id.member || id.n >= sizeof nm || nm_c_declares(s->name, &id)) continue;
@@ -804,6 +834,7 @@ static int emit_verbatim(gen *g, const st *s) {
         done = d;
         done[n_done++] = c;
     }
+    if (own_p) rename_tail(b, from, "p", alias);
     const int line_ok = !strpbrk(s->file, "\"\\\n");
     if (line_ok) put(b, "#line %d \"%s\"\n", s->file_line, s->file);
     put(b, "%s\n", s->name);
@@ -833,6 +864,17 @@ static int emit_list(gen *g, const stlist *l, int indent) {
     for (int i = 0; i < l->n; i++)
         if (emit_st(g, l->s[i], indent)) return -1;
     g->n_scope = base;
+    return 0;
+}
+
+/* A function's body: with VERBATIM C, in a C block of its own, so that the C may declare
+ * names the function's parameters have (`double p;`: a parameter's scope is the
+ * function's outermost block) */
+static int emit_body(gen *g, const stlist *l, int indent) {
+    const int own = nm_verbatim_in(l);
+    if (own) put(g->b, "%*s{\n", indent, "");
+    if (emit_list(g, l, indent)) return -1;
+    if (own) put(g->b, "%*s}\n", indent, "");
     return 0;
 }
 
@@ -872,7 +914,7 @@ static int emit_callable(gen *g, const block *bl) {
     g->n_scope = 0;
     for (int k = 0; k < bl->n_args; k++)
         if (scope_push(g, bl->args[k], 1)) return gfail(g, bl->line, "out of memory");
-    if (emit_list(g, bl->body, 4)) return -1;
+    if (emit_body(g, bl->body, 4)) return -1;
     if (bl->kind == B_FUNCTION) put(b, "    return ret_;\n");
     if (int_procedure(bl)) put(b, "    return 0;\n");
     put(b, "}\n\n");
@@ -1085,7 +1127,7 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put(b, ", double *f_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
         put_arrays(g, 4);
         g->mode = M_DERIVIMPLICIT;
-        if (emit_list(g, bl->body, 4)) { free(order); return -1; }
+        if (emit_body(g, bl->body, 4)) { free(order); return -1; }
         put(b, "}\n\n");
         /* backward Euler by Newton's method with a finite-difference Jacobian,
          * as NEURON's derivimplicit (one step is exact for linear equations) */
@@ -1159,7 +1201,7 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put_arrays(g, 4);
         g->mode = method;
         if (method == M_EULER) put(b, "    double D_[%d];\n", n);
-        if (emit_list(g, bl->body, 4)) { free(order); return -1; }
+        if (emit_body(g, bl->body, 4)) { free(order); return -1; }
         if (method == M_EULER)
             for (int k = 0; k < n; k++) {
                 int f = find_var(g->m, order[k])->field;
@@ -1234,8 +1276,10 @@ static int emit_header(gen *g) {
     }
     put(b, "\n");
     /* VERBATIM C outside the blocks, in file order, after the prototypes (as nocmodl places it) */
+    g->top = 1;
     for (int i = 0; m->verbatim_top && i < m->verbatim_top->n; i++)
         if (emit_verbatim(g, m->verbatim_top->s[i])) return -1;
+    g->top = 0;
     for (int i = 0; i < m->n_blocks; i++)
         if (m->blocks[i]->kind != B_DERIVATIVE && m->blocks[i]->kind != B_KINETIC && !m->blocks[i]->hoc_only &&
             emit_callable(g, m->blocks[i]))
@@ -1262,7 +1306,7 @@ static int emit_header(gen *g) {
     g->n_scope = 0;
     g->mode = M_CNEXP;
     g->ev_ctx = NM_EV_INITIAL;
-    if (m->initial && emit_list(g, m->initial, 4)) return -1;
+    if (m->initial && emit_body(g, m->initial, 4)) return -1;
     g->ev_ctx = NM_EV_NONE;
     load_conc(g, 1);
     store_e(g);
@@ -1274,7 +1318,7 @@ static int emit_header(gen *g) {
     put_arrays(g, 4);
     load_copies(g, 'v');
     /* nocmodl: without currents the BREAKPOINT runs in nrn_state (below), nrn_cur does nothing */
-    if (m->n_currents && emit_list(g, m->breakpoint, 4)) return -1;
+    if (m->n_currents && emit_body(g, m->breakpoint, 4)) return -1;
     put(b, "    double c_ = 0.0;\n");
     for (int k = 0; k < m->n_currents; k++) {
         put(b, "    c_ += ");
@@ -1333,7 +1377,7 @@ static int emit_header(gen *g) {
         g->n_scope = 0;
         g->mode = M_CNEXP;
         g->solve_here = 1;
-        const int r = emit_list(g, m->breakpoint, 4);
+        const int r = emit_body(g, m->breakpoint, 4);
         g->solve_here = 0;
         if (r) return -1;
         store_e(g);
@@ -1367,7 +1411,7 @@ static int emit_header(gen *g) {
         if (!k && scope_push(g, "flag", 1)) return gfail(g, 0, "out of memory");
         if (!k && m->n_watch) put(b, "    int watch_rm_ = 0;\n");
         g->ev_ctx = k ? NM_EV_RECEIVE_INITIAL : NM_EV_RECEIVE;
-        const int r = emit_list(g, body, 4);
+        const int r = emit_body(g, body, 4);
         g->ev_ctx = NM_EV_NONE;
         if (r) return -1;
         for (int a = 0; a < m->n_net_args; a++) put(b, "    W_[%d] = A_%s;\n", a, m->net_args[a]);

@@ -138,17 +138,34 @@ static int find_block(const struct ns_nmodl *m, const char *s, size_t n) {
 
 /* Is the name at id declared by the C itself (a type word before it)? Then
  * the C means its own variable and gets no #define. */
-int nm_c_declares(const char *c, const nm_cident *id) {
+static int type_word(const char *w, size_t n) {
     static const char *const types[] = {"double", "int", "float", "char", "long", "short", "unsigned", "signed",
                                         "void", "size_t", "uint32_t", "int32_t", "uint64_t", "int64_t", "register",
                                         "static", "const", "extern", "struct", NULL};
+    for (int i = 0; types[i]; i++)
+        if (n == strlen(types[i]) && !strncmp(w, types[i], n)) return 1;
+    return 0;
+}
+static int blank(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
+int nm_c_declares(const char *c, const nm_cident *id) {
     const char *q = id->s;
-    while (q > c && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '*' || q[-1] == '\n' || q[-1] == '\r')) q--;
+    while (q > c && (blank(q[-1]) || q[-1] == '*')) q--;
     const char *w = q;
     while (w > c && (isalnum((unsigned char)w[-1]) || w[-1] == '_')) w--;
-    for (int i = 0; types[i]; i++)
-        if ((size_t)(q - w) == strlen(types[i]) && !strncmp(w, types[i], (size_t)(q - w))) return 1;
-    return 0;
+    if (type_word(w, (size_t)(q - w))) return 1; /* double x */
+    if (q == c || q[-1] != ',') return 0;
+    /* double a, b, x: after a comma outside parentheses in a statement that starts with a type word */
+    const char *b = q - 1;
+    int paren = 0;
+    while (b > c && b[-1] != ';' && b[-1] != '{' && b[-1] != '}') {
+        b--;
+        paren += *b == ')' ? 1 : *b == '(' ? -1 : 0;
+    }
+    if (paren != 0) return 0;
+    while (*b && blank(*b)) b++;
+    const char *e = b;
+    while (isalnum((unsigned char)*e) || *e == '_') e++;
+    return type_word(b, (size_t)(e - b));
 }
 
 int nm_verbatim_balanced(const char *c) {

@@ -8,6 +8,7 @@
  * with NEURON's. Needs nmodl_random.h (nsm_philox4x32) first. */
 #ifndef NSM_VERBATIM
 #define NSM_VERBATIM
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -24,6 +25,8 @@ static void hoc_execerror(const char *a, const char *b) {
     fflush(stderr);
     abort();
 }
+/* NEURON's flag of its variable-step method: neurosolve's steps are fixed */
+static int cvode_active_ = 0;
 /* a NEURON function that needs the hoc interpreter, reached at run time (a
  * Random object that only hoc could have set: never, here) */
 static inline double nsv_hoc_only(const char *what) {
