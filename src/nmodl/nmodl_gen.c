@@ -56,6 +56,8 @@ typedef struct gen {
     int staged;       /* cnexp equations as their first stage: *a<k>_ and *t<k>_ (cnexp_staged) */
     int ev_ctx;       /* the block being written for the event calls (NM_EV_*): W_ is the weight vector in NET_RECEIVE */
     int top;          /* writing VERBATIM C outside the blocks (no ppack in scope) */
+    size_t nl_at;     /* the newlines of b->s[0 .. nl_at) are nl (emit_verbatim's #line, counted once) */
+    int nl;
     ns_status status;
 } gen;
 
@@ -455,6 +457,10 @@ static void emit_ex(gen *g, const ex *e) {
             }
             return;
         }
+        else if (!strcmp(e->text, "nrn_ghk") && g->m->verbatim) { /* declared by the file's C: NEURON's */
+            put(b, "nsv_ghk(p->celsius");
+            lead = 1;
+        }
         else if (!strcmp(e->text, "exprelr")) put(b, "nsm_exprelr(");
         else if (!strcmp(e->text, "exp")) put(b, "nsm_exp(");
         else if (!strcmp(e->text, "min") || !strcmp(e->text, "max")) put(b, "f%s(", e->text); /* Arbor's */
@@ -724,6 +730,10 @@ static void define_name(gen *g, const char *nm, const nm_cident *id, size_t uid)
         put(b, "%uu%s)\n", nm_random_mech_key(m->name), nm_random_arity(nm) ? ", __VA_ARGS__" : "");
         return;
     }
+    if (id->call && !g->top && !strcmp(nm, "nrn_ghk")) { /* NEURON's, at the simulation's celsius */
+        put(b, "#define nrn_ghk(...) nsv_ghk(p->celsius, __VA_ARGS__)\n");
+        return;
+    }
     const block *k = find_block(m, nm);
     if (k) {
         if ((k->kind == B_FUNCTION || k->kind == B_PROCEDURE) && !k->hoc_only)
@@ -839,9 +849,8 @@ static int emit_verbatim(gen *g, const st *s) {
     if (line_ok) put(b, "#line %d \"%s\"\n", s->file_line, s->file);
     put(b, "%s\n", s->name);
     if (line_ok && !b->oom) {
-        int lines = 0;
-        for (size_t k = 0; k < b->n; k++) lines += b->s[k] == '\n';
-        put(b, "#line %d \"%s.h\"\n", lines + 2, g->m->name);
+        for (; g->nl_at < b->n; g->nl_at++) g->nl += b->s[g->nl_at] == '\n';
+        put(b, "#line %d \"%s.h\"\n", g->nl + 2, g->m->name);
     }
     for (int k = 0; k < n_done; k++) {
         const var *v = find_var(g->m, done[k]);

@@ -1561,12 +1561,15 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
         if (b && (b->kind == B_DERIVATIVE || b->kind == B_KINETIC))
             return perr(p, NS_ERR_PARSE, line, "%s %s called as a function", b->kind == B_KINETIC ? "KINETIC" : "DERIVATIVE",
                         e->text);
-        if (!b && ar < 0) {
+        /* a C function that the file's VERBATIM C declares (nocmodl passes the call through) */
+        const int c_fn = !b && ar < 0 && (nm_verbatim_declares(p->m->verbatim_top, e->text) ||
+                                          (p->vbody && nm_verbatim_declares(p->vbody, e->text)));
+        if (!b && ar < 0 && !c_fn) {
             if (unsupported_name(e->text)) return perr(p, NS_ERR_UNSUPPORTED, line, "%s is not supported", e->text);
             return perr(p, NS_ERR_INVALID_ARGUMENT, line, "unknown function '%s'", e->text);
         }
         int want = b ? b->n_args : ar;
-        if (e->n_args != want)
+        if (!c_fn && e->n_args != want) /* (the C compiler checks a C function's arguments) */
             return perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s takes %d argument%s, given %d", e->text, want,
                         want == 1 ? "" : "s", e->n_args);
         for (int i = 0; i < e->n_args; i++)

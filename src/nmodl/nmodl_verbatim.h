@@ -64,6 +64,15 @@ static inline void *erealloc(void *p, size_t n) {
     return q;
 }
 
+/* NEURON's nrn_ghk(v, ci, co, z) [mA/cm2 per cm/s], at the simulation's celsius, which the
+ * translator passes (nsv_ghk(p->celsius, ...)) */
+static inline double nsv_efun(double x) { return fabs(x) < 1e-4 ? 1. - x / 2. : x / (exp(x) - 1); }
+static inline double nsv_ghk(double celsius, double v, double ci, double co, double z) {
+    const double ktf = 1000. * 8.31446261815324 * (celsius + 273.15) / 96485.33212331001;
+    const double temp = z * v / ktf, eco = co * nsv_efun(temp), eci = ci * nsv_efun(-temp);
+    return .001 * z * 96485.33212331001 * (eci - eco);
+}
+
 /* mcell_ran4: NEURON's 64-bit hash (a variant of Numerical Recipes' psdes)
  * of the index *high (advanced by one per value) and the low index of
  * mcell_ran4_init; values in [0, range) */

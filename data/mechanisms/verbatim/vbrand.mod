@@ -1,7 +1,8 @@
 : VERBATIM random numbers (neurosolve's test file, docs/mechanisms.md "VERBATIM"): a noise
 : current drawn once per step from NEURON's mcell_ran4 (its hash of an index kept in a RANGE
 : variable) and from a Random123 stream of nrnran123 (ids 1, 2, 3; its position the step),
-: as published files draw them in C
+: as published files draw them in C; plus NEURON's nrn_ghk, in C and in an NMODL statement
+: (declared by the file's C, as published files do)
 NEURON {
     SUFFIX vbrand
     NONSPECIFIC_CURRENT i
@@ -20,13 +21,16 @@ ASSIGNED {
     u2
     inoise (mA/cm2)
 }
+VERBATIM
+extern double nrn_ghk(double, double, double, double);
+ENDVERBATIM
 INITIAL {
     idx = 1
     draw()
 }
 BREAKPOINT {
     SOLVE draw
-    i = inoise
+    i = inoise + 1e-8 * nrn_ghk(v, 5e-5, 2, 2)
 }
 PROCEDURE draw() {
 VERBATIM
@@ -41,6 +45,6 @@ VERBATIM
     nrnran123_setseq(s, (uint32_t)(t / dt + 0.5), 0);
     u2 = nrnran123_dblpick(s) + nrnran123_negexp(s) * 0.001;
     nrnran123_deletestream(s);
-    inoise = amp * (u1 + u2 - 1.0);
+    inoise = amp * (u1 + u2 - 1.0) + 1e-7 * nrn_ghk(v, 5e-5, 2.0, 2.0);
 ENDVERBATIM
 }
