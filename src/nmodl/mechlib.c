@@ -200,16 +200,6 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
     if (mkdir(inc, 0755)) { s = ns_fail(NS_ERR_IO, "%s: cannot create: %s", inc, strerror(errno)); goto done; }
     if (!(abi = join(inc, "mechanism.h"))) OOM();
     if ((s = write_text(abi, ns_nmodl_abi_header))) goto done;
-    /* NEURON's headers that VERBATIM C includes: their functions are in the generated header
-     * of each mechanism with VERBATIM C (src/nmodl/nmodl_verbatim.h) */
-    for (int k = 0; k < 2; k++) {
-        char *h = join(work, k ? "mcran4.h" : "nrnran123.h");
-        if (!h) OOM();
-        s = write_text(h, "/* neurosolve: NEURON's functions of this header are in the header of each mechanism "
-                          "with VERBATIM C (src/nmodl/nmodl_verbatim.h) */\n");
-        free(h);
-        if (s) goto done;
-    }
     /* compiler command line */
     if (o.nvcc) {
         if (!(arch = concat("-arch=", o.cuda_arch ? o.cuda_arch : "sm_90"))) OOM();
@@ -252,6 +242,16 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
         if (sv_add(&names, m->name)) {
             ns_nmodl_destroy(m);
             OOM();
+        }
+        /* NEURON's headers that VERBATIM C includes: their functions are in the generated
+         * header of each mechanism with VERBATIM C (src/nmodl/nmodl_verbatim.h) */
+        for (int k = 0; m->verbatim && k < 2; k++) {
+            char *h = join(work, k ? "mcran4.h" : "nrnran123.h");
+            if (!h) { ns_nmodl_destroy(m); OOM(); }
+            s = write_text(h, "/* neurosolve: NEURON's functions of this header are in the header of each mechanism "
+                              "with VERBATIM C (src/nmodl/nmodl_verbatim.h) */\n");
+            free(h);
+            if (s) { ns_nmodl_destroy(m); goto done; }
         }
         const ns_nmodl_target targets[] = {NS_NMODL_HEADER, NS_NMODL_C, NS_NMODL_CUDA};
         const char *ext[] = {".h", ".c", ".cu"};
