@@ -31,6 +31,7 @@ BBP = os.path.join(ROOT, "data/mechanisms/bbp")
 # UNITS constants, module LOCALs, arrays, loops, v and ena as the mechanism's copies, VERBATIM
 # return 0, CR-only line ends); cabuf.mod: calcium with a buffer as a KINETIC scheme
 TEST = os.path.join(ROOT, "data/mechanisms/test")
+VERBATIM = os.path.join(ROOT, "data/mechanisms/verbatim")  # VERBATIM C (host C: a folder of its own)
 KINETIC = os.path.join(ROOT, "data/mechanisms/kinetic")  # NEURON's KINETIC test files
 OUT = os.path.join(ROOT, "tests/data/nmodl")
 EXPRELR = """
@@ -105,6 +106,11 @@ CASES = {
     # wenai.mod (with its own ina), hh reading ena; the ion's ena recorded
     "wena": (6.3, -65, 40, {"hh": {}, "wena": {}}, [(2, 30, 0.2)], [], None, {}, False, "ena"),
     "wenai": (6.3, -65, 40, {"hh": {}, "wenai": {}}, [(2, 30, 0.2)], [], None, {}, False, "ena"),
+    # VERBATIM C (docs/mechanisms.md "VERBATIM"): verbatim/vbchan.mod (C in its rates, outside the blocks,
+    # an array, _threadargscomma_ calls), probing ntau, which the C computes; test/vbrand.mod
+    # (mcell_ran4 and nrnran123 draws in C), probing its noise current
+    "vbchan": CHAN("vbchan", {"gbar": 0.01}) + ("ntau",),
+    "vbrand": (6.3, -65, 40, {"pas": {}, "vbrand": {}}, [(5, 20, 0.1)], [], None, {}, False, "inoise"),
     # the same in a tapered section of 3 segments (tests/sim/test_sim_nmodl_neuron.c: the simulation's
     # area and diam per segment): 3D points (x, y, z, diam), nseg, the probe's x (v at 0.5)
     "geomcell": (6.3, -65, 40, {"pas": {}, "geom": {}}, [(5, 20, 0.1)], [], None, {}, False, "s",
@@ -263,6 +269,7 @@ def main():
                                                                  "kflow.mod", "nosuffix.mod", "keuler.mod",
                                                                  "krunge.mod", "drunge.mod", "linspine.mod",
                                                                  "nonlin.mod", "cadifus.mod")] +
+                    [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbrand.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])
         for name in only or CASES:
             subprocess.run([sys.executable, os.path.abspath(__file__), "--run", name], cwd=work, check=True)

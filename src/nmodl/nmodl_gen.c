@@ -4,6 +4,7 @@
  *   NAME.cu  one-thread-per-instance kernels and their launchers,
  * against include/neurosolve/mechanism.h. The arithmetic follows the C that
  * NEURON's nocmodl generates (docs/mechanisms.md, "Numerics"). */
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,6 +58,9 @@ typedef struct gen {
     int t_ofs;        /* t is p->t + tofs_ (runge's stages) */
     const block *alg; /* the LINEAR or NONLINEAR block being written: its ST_EQUATIONs are rows eq_row, ... */
     int eq_row;
+    int top;          /* writing VERBATIM C outside the blocks (no ppack in scope) */
+    size_t nl_at;     /* the newlines of b->s[0 .. nl_at) are nl (emit_verbatim's #line, counted once) */
+    int nl;
     ns_status status;
 } gen;
 
@@ -391,7 +395,10 @@ static void emit_ex(gen *g, const ex *e) {
     buf *b = g->b;
     switch (e->kind) {
     case EX_NUM: emit_num(g, e); return;
-    case EX_VAR: emit_var(g, e->text, e->a); return;
+    case EX_VAR:
+        if (e->op == NM_C_NAME) put(b, "%s", e->text); /* declared by the block's VERBATIM C */
+        else emit_var(g, e->text, e->a);
+        return;
     case EX_STR: put(b, "%s", e->text); return;
     case EX_NEG: put(b, "(-"); emit_ex(g, e->a); put(b, ")"); return;
     case EX_NOT: put(b, "((double)!("); emit_ex(g, e->a); put(b, "))"); return;
@@ -452,6 +459,10 @@ static void emit_ex(gen *g, const ex *e) {
                 put(b, ")");
             }
             return;
+        }
+        else if (!strcmp(e->text, "nrn_ghk") && g->m->verbatim) { /* declared by the file's C: NEURON's */
+            put(b, "nsv_ghk(p->celsius");
+            lead = 1;
         }
         else if (!strcmp(e->text, "exprelr")) put(b, "nsm_exprelr(");
         else if (!strcmp(e->text, "exp")) put(b, "nsm_exp(");
@@ -522,6 +533,8 @@ static int collect_states(const stlist *l, char ***order, int *n) {
 
 
 static int emit_list(gen *g, const stlist *l, int indent);
+static int emit_verbatim(gen *g, const st *s);
+static void put_sig(gen *g);
 static void put_call(gen *g, const char *kind, const char *bname, const char *suffix);
 
 /* cnexp's target of x' = a x + c(x = 0): -c/a, nocmodl's form */
@@ -639,6 +652,7 @@ static int emit_st(gen *g, const st *s, int indent) {
         put(b, "%*s}\n", indent, "");
         return 0;
     }
+    case ST_VERBATIM: return emit_verbatim(g, s);
     case ST_RETURN: /* VERBATIM return 0; ENDVERBATIM */
         put(b, "%*sreturn%s;\n", indent, "", g->owner && g->owner->kind == B_FUNCTION ? " 0.0" : "");
         return 0;
@@ -731,6 +745,167 @@ static int emit_st(gen *g, const st *s, int indent) {
     return 0;
 }
 
+/* ---- VERBATIM C (nmodl_verbatim.c) ---- */
+
+/* the #define of NEURON's name nm (a C name in the block) in this instance
+ * layout: "#define nm meaning\n", or nothing where the name is C's own */
+static void define_name(gen *g, const char *nm, const nm_cident *id, size_t uid) {
+    buf *b = g->b;
+    const struct ns_nmodl *m = g->m;
+    const int proto = !strcmp(nm, "_threadargsproto_") || !strcmp(nm, "_threadargsprotocomma_");
+    if (proto || !strcmp(nm, "_threadargs_") || !strcmp(nm, "_threadargscomma_")) {
+        /* a call of another block of the file (or of C that takes the same arguments) */
+        put(b, "#define %s ", nm);
+        if (proto) put_sig(g);
+        else {
+            put(b, "p, ");
+            put_fargs(g);
+            put(b, "i_, node_, v_");
+        }
+        put(b, "%s\n", strstr(nm, "comma") ? "," : "");
+        return;
+    }
+    if (!strcmp(nm, "_nt") || !strcmp(nm, "nrn_threads")) { /* `_nt != nrn_threads`: no other thread's data here */
+        put(b, "#define %s (p)\n", nm);
+        return;
+    }
+    if (id->call && m->random_field >= 0 && nm_random_arity(nm) >= 0) { /* the instance's stream 0, as in NMODL */
+        put(b, "#define %s(...) nsm_rng_%s(", nm, nm);
+        for (int k = 0; k < 4; k++) put(b, "F%d_, ", m->random_field + k);
+        put(b, "%uu%s)\n", nm_random_mech_key(m->name), nm_random_arity(nm) ? ", __VA_ARGS__" : "");
+        return;
+    }
+    if (id->call && !g->top && !strcmp(nm, "nrn_ghk")) { /* NEURON's, at the simulation's celsius */
+        put(b, "#define nrn_ghk(...) nsv_ghk(p->celsius, __VA_ARGS__)\n");
+        return;
+    }
+    const block *k = find_block(m, nm);
+    if (k) {
+        if ((k->kind == B_FUNCTION || k->kind == B_PROCEDURE) && !k->hoc_only)
+            put(b, "#define %s nsm_%s_%c_%s\n", nm, m->name, k->kind == B_FUNCTION ? 'f' : 'p', nm);
+        return;
+    }
+    if (!strncmp(nm, "_l", 2) && nm[2]) { /* an argument or LOCAL of the block; the FUNCTION's value */
+        if (scope_find(g, nm + 2) >= 0 ||
+            (g->owner && g->owner->kind == B_FUNCTION && !strcmp(g->owner->name, nm + 2))) {
+            put(b, "#define %s ", nm);
+            emit_var(g, nm + 2, NULL);
+            put(b, "\n");
+        }
+        return;
+    }
+    if (!strncmp(nm, "_p_", 3)) { /* a POINTER's address; BBCOREPOINTER: a void * kept in its field */
+        const var *v = find_var(m, nm + 3);
+        if (v && v->cls == V_POINTER) put(b, "#define %s (P%d_)\n", nm, v->pointer);
+        else if (v && v->field >= 0 && !v->size) put(b, "#define %s (*(void **)(F%d_))\n", nm, v->field);
+        return;
+    }
+    if (!strncmp(nm, "_ion_", 5)) { /* the ion's value at the node (not the mechanism's copy) */
+        const var *v = find_var(m, nm + 5);
+        if (v && v->ion >= 0)
+            put(b, "#define %s (p->ion[%d].%s[NSM_ION(%d)])\n", nm, v->ion, ion_array(v), v->ion);
+        return;
+    }
+    const var *v = find_var(m, nm);
+    if (v && !strncmp(nm, "__ran", 5)) return;
+    if (v || !strcmp(nm, "v") || !strcmp(nm, "t") || !strcmp(nm, "dt") || !strcmp(nm, "celsius")) {
+        put(b, "#define %s ", nm);
+        if (v && v->size && v->global >= 0) {
+            put(b, "(p->global + %d)\n", v->global); /* a GLOBAL array: its first element's address, as NEURON's */
+            return;
+        }
+        if (v && v->size) { /* an instance's array: a copy (in, and out after the C: emit_verbatim) */
+            put(b, "nsvA%d_%zu\ndouble nsvA%d_%zu[%d];\nfor (int k_ = 0; k_ < %d; ++k_) nsvA%d_%zu[k_] = *X%d_[k_];\n",
+                v->field, uid, v->field, uid, v->size, v->size, v->field, uid, v->field);
+            return;
+        }
+        /* the mechanism's variable, whatever the NMODL scope (C's x is NEURON's x, _lx the LOCAL) */
+        const int n_scope = g->n_scope;
+        const block *owner = g->owner;
+        g->n_scope = 0;
+        g->owner = NULL;
+        emit_var(g, nm, NULL);
+        g->n_scope = n_scope;
+        g->owner = owner;
+        put(b, "\n");
+    }
+}
+
+/* b's text from `from` on with the name `name` (a whole C name) replaced by `by` */
+static void rename_tail(buf *b, size_t from, const char *name, const char *by) {
+    if (b->oom || from >= b->n) return;
+    const size_t n = b->n - from, ln = strlen(name);
+    char *tail = malloc(n + 1);
+    if (!tail) { b->oom = 1; return; }
+    memcpy(tail, b->s + from, n + 1);
+    b->n = from;
+    for (size_t i = 0; i < n;) {
+        const int start = i == 0 || !(isalnum((unsigned char)tail[i - 1]) || tail[i - 1] == '_');
+        if (start && !strncmp(tail + i, name, ln) && !(isalnum((unsigned char)tail[i + ln]) || tail[i + ln] == '_')) {
+            put(b, "%s", by);
+            i += ln;
+        } else {
+            put(b, "%c", tail[i++]);
+        }
+    }
+    free(tail);
+}
+
+/* A VERBATIM block: its C as written (with #line, so that the compiler's
+ * messages name the .mod file and line), NEURON's names #define'd around
+ * it and #undef'd after it. */
+static int emit_verbatim(gen *g, const st *s) {
+    buf *b = g->b;
+    char **done = NULL;
+    int n_done = 0;
+    const size_t uid = b->n; /* names the block's array copies (unique in the generated text) */
+    nm_cscan sc = {s->name, 0, 0, 0, 0, 1};
+    nm_cident id;
+    /* C that declares its own p (the generated functions' ppack): the names reach the ppack by another name */
+    int own_p = 0;
+    while (nm_cscan_next(&sc, &id)) own_p |= id.n == 1 && id.s[0] == 'p' && !id.member && nm_c_declares(s->name, &id);
+    char alias[48];
+    snprintf(alias, sizeof alias, "nsv_pp%zu_", uid);
+    own_p &= !g->top;
+    if (own_p) put(b, "ns_mech_ppack *const %s = p;\n", alias);
+    const size_t from = b->n;
+    sc = (nm_cscan){s->name, 0, 0, 0, 0, 1};
+    while (nm_cscan_next(&sc, &id)) {
+        char nm[128];
+        if (id.member || id.n >= sizeof nm || nm_c_declares(s->name, &id)) continue;
+        memcpy(nm, id.s, id.n);
+        nm[id.n] = 0;
+        int seen = 0;
+        for (int k = 0; k < n_done && !seen; k++) seen = !strcmp(done[k], nm);
+        if (seen) continue;
+        const size_t before = b->n;
+        define_name(g, nm, &id, uid);
+        if (b->oom) break;
+        if (b->n == before) continue;
+        char **d = nm_realloc(GAR, done, (size_t)(n_done + 1) * sizeof *d);
+        char *c = nm_calloc(GAR, id.n + 1, 1);
+        if (!d || !c) return gfail(g, s->line, "out of memory");
+        memcpy(c, nm, id.n + 1);
+        done = d;
+        done[n_done++] = c;
+    }
+    if (own_p) rename_tail(b, from, "p", alias);
+    const int line_ok = !strpbrk(s->file, "\"\\\n");
+    if (line_ok) put(b, "#line %d \"%s\"\n", s->file_line, s->file);
+    put(b, "%s\n", s->name);
+    if (line_ok && !b->oom) {
+        for (; g->nl_at < b->n; g->nl_at++) g->nl += b->s[g->nl_at] == '\n';
+        put(b, "#line %d \"%s.h\"\n", g->nl + 2, g->m->name);
+    }
+    for (int k = 0; k < n_done; k++) {
+        const var *v = find_var(g->m, done[k]);
+        if (v && v->size && v->field >= 0)
+            put(b, "for (int k_ = 0; k_ < %d; ++k_) *X%d_[k_] = nsvA%d_%zu[k_];\n", v->size, v->field, v->field, uid);
+        put(b, "#undef %s\n", done[k]);
+    }
+    return 0;
+}
+
 static int emit_list(gen *g, const stlist *l, int indent) {
     int base = g->n_scope;
     for (int i = 0; i < l->n_locals; i++) {
@@ -743,6 +918,17 @@ static int emit_list(gen *g, const stlist *l, int indent) {
     for (int i = 0; i < l->n; i++)
         if (emit_st(g, l->s[i], indent)) return -1;
     g->n_scope = base;
+    return 0;
+}
+
+/* A function's body: with VERBATIM C, in a C block of its own, so that the C may declare
+ * names the function's parameters have (`double p;`: a parameter's scope is the
+ * function's outermost block) */
+static int emit_body(gen *g, const stlist *l, int indent) {
+    const int own = nm_verbatim_in(l);
+    if (own) put(g->b, "%*s{\n", indent, "");
+    if (emit_list(g, l, indent)) return -1;
+    if (own) put(g->b, "%*s}\n", indent, "");
     return 0;
 }
 
@@ -760,8 +946,11 @@ static void put_call(gen *g, const char *kind, const char *bname, const char *su
     put(g->b, "i_, node_, v_");
 }
 
+/* A PROCEDURE with VERBATIM C returns an int, as nocmodl's do (the C's `return 0;`) */
+static int int_procedure(const block *bl) { return bl->kind == B_PROCEDURE && nm_verbatim_in(bl->body); }
+
 static void emit_proto(gen *g, const block *bl, const char *suffix) {
-    put(g->b, "NS_MECH_FN %s nsm_%s_%c_%s%s(", bl->kind == B_FUNCTION ? "double" : "void", g->m->name,
+    put(g->b, "NS_MECH_FN %s nsm_%s_%c_%s%s(", bl->kind == B_FUNCTION ? "double" : int_procedure(bl) ? "int" : "void", g->m->name,
         bl->kind == B_FUNCTION ? 'f' : 'p', bl->name, suffix);
     put_sig(g);
     for (int k = 0; k < bl->n_args; k++) put(g->b, ", double A_%s", bl->args[k]);
@@ -781,8 +970,9 @@ static int emit_callable(gen *g, const block *bl) {
     g->n_scope = 0;
     for (int k = 0; k < bl->n_args; k++)
         if (scope_push(g, bl->args[k], 1)) return gfail(g, bl->line, "out of memory");
-    if (emit_list(g, bl->body, 4)) return -1;
+    if (emit_body(g, bl->body, 4)) return -1;
     if (bl->kind == B_FUNCTION) put(b, "    return ret_;\n");
+    if (int_procedure(bl)) put(b, "    return 0;\n");
     put(b, "}\n\n");
     if (tab) {
         const table_decl *t = bl->table;
@@ -799,7 +989,7 @@ static int emit_callable(gen *g, const block *bl) {
         put(b, "    if (p->global[%d] == 0.0) %s", t->usetable, bl->kind == B_FUNCTION ? "return " : "{\n        ");
         put_call(g, bl->kind == B_FUNCTION ? "f" : "p", bl->name, "_exact");
         put(b, ", A_%s);\n", bl->args[0]);
-        if (bl->kind == B_PROCEDURE) put(b, "        return;\n    }\n");
+        if (bl->kind == B_PROCEDURE) put(b, "        return%s;\n    }\n", int_procedure(bl) ? " 0" : "");
         put(b, "    const double xi_ = T_[3] * (A_%s - T_[2]);\n", bl->args[0]);
         /* as the CPU loop's gates (sim/cpu/step.c): xs = xi when strictly
          * inside, else 0 by a product; then the entry k and the weight t of
@@ -827,6 +1017,7 @@ static int emit_callable(gen *g, const block *bl) {
             else put(b, "        return ");
             put(b, "a_ + t_ * (b_ - a_);\n    }\n");
         }
+        if (int_procedure(bl)) put(b, "    return 0;\n");
         put(b, "}\n\n");
     }
     g->owner = NULL;
@@ -844,6 +1035,7 @@ static int emit_callable(gen *g, const block *bl) {
  * which keeps few values live at once as the hand-written gates do. */
 static int cnexp_staged(const stlist *l) {
     int seen = 0;
+    if (nm_verbatim_in(l)) return 0; /* C runs per instance, in order */
     for (int i = 0; i < l->n; i++) {
         const st *s = l->s[i];
         if (s->kind == ST_DERIV) {
@@ -1080,7 +1272,7 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put(b, ", double *f_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
         put_arrays(g, 4);
         g->mode = M_DERIVIMPLICIT;
-        if (emit_list(g, bl->body, 4)) { free(order); return -1; }
+        if (emit_body(g, bl->body, 4)) { free(order); return -1; }
         put(b, "}\n\n");
         /* backward Euler by Newton's method with a finite-difference Jacobian,
          * as NEURON's derivimplicit (one step is exact for linear equations) */
@@ -1191,7 +1383,7 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put_arrays(g, 4);
         g->mode = method;
         if (method == M_EULER) put(b, "    double D_[%d];\n", n);
-        if (emit_list(g, bl->body, 4)) { free(order); return -1; }
+        if (emit_body(g, bl->body, 4)) { free(order); return -1; }
         if (method == M_EULER)
             for (int k = 0; k < n; k++) {
                 int f = find_var(g->m, order[k])->field;
@@ -1239,6 +1431,8 @@ static int emit_header(gen *g) {
     const char *name = m->name;
     put(b, "/* Generated by neurosolve's NMODL translator from %s: do not edit.\n"
            " * Per-instance functions of mechanism %s (host and device). */\n", m->file, name);
+    /* VERBATIM C may call POSIX's functions (drand48, ...), as NEURON's C++ build allows */
+    if (m->verbatim) put(b, "#ifndef _DEFAULT_SOURCE\n#define _DEFAULT_SOURCE\n#endif\n");
     put(b, "#ifndef NSM_%s_H\n#define NSM_%s_H\n#include <math.h>\n%s#include \"neurosolve/mechanism.h\"\n\n", name, name,
         m->uses_printf ? "#include <stdio.h>\n" : "");
     put(b, "#ifndef NS_MECH_FN\n#ifdef __CUDACC__\n#define NS_MECH_FN static inline __host__ __device__\n"
@@ -1256,23 +1450,30 @@ static int emit_header(gen *g) {
                "    const double x = te - 1e-11;\n    return (x <= t && x > t - dt) ? 1.0 : 0.0;\n}\n#endif\n");
     put(b, "#ifndef NSM_EXPRELR\n#define NSM_EXPRELR\n/* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */\n"
            "NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }\n#endif\n");
-    if (m->random_field >= 0) put(b, "%s", nm_random_runtime());
+    if (m->random_field >= 0 || m->verbatim) put(b, "%s", nm_random_runtime());
+    if (m->verbatim) put(b, "%s", nm_verbatim_runtime());
     put(b, "#undef NSM_ION\n#define NSM_ION(j) (p->node_index && p->ion[j].index ? p->ion[j].index[i_] : node_)\n");
     put(b, "#undef NSM_ADD\n#if defined(__CUDA_ARCH__) && %d\n#define NSM_ADD(a, x) atomicAdd(&(a), (x))\n#else\n"
            "#define NSM_ADD(a, x) ((a) += (x))\n#endif\n\n", m->point);
     for (int i = 0; i < m->n_blocks; i++) {
         const block *bl = m->blocks[i];
-        if (bl->kind == B_DERIVATIVE || bl->kind == B_KINETIC) continue;
+        if (bl->kind == B_DERIVATIVE || bl->kind == B_KINETIC || bl->hoc_only) continue;
         emit_proto(g, bl, "");
         put(b, ";\n");
     }
     put(b, "\n");
-    /* KINETIC blocks first: a PROCEDURE or FUNCTION may SOLVE one STEADYSTATE (cabpump.mod's ss()),
+    /* VERBATIM C outside the blocks, in file order, after the prototypes (as nocmodl places it) */
+    g->top = 1;
+    for (int i = 0; m->verbatim_top && i < m->verbatim_top->n; i++)
+        if (emit_verbatim(g, m->verbatim_top->s[i])) return -1;
+    g->top = 0;
+    /* KINETIC blocks next: a PROCEDURE or FUNCTION may SOLVE one STEADYSTATE (cabpump.mod's ss()),
      * and what they call is declared above */
     for (int i = 0; i < m->n_blocks; i++)
         if (m->blocks[i]->kind == B_KINETIC && emit_kinetic(g, m->blocks[i])) return -1;
     for (int i = 0; i < m->n_blocks; i++)
-        if (m->blocks[i]->kind != B_DERIVATIVE && m->blocks[i]->kind != B_KINETIC && emit_callable(g, m->blocks[i]))
+        if (m->blocks[i]->kind != B_DERIVATIVE && m->blocks[i]->kind != B_KINETIC && !m->blocks[i]->hoc_only &&
+            emit_callable(g, m->blocks[i]))
             return -1;
     /* DERIVATIVE blocks, by the method their SOLVE names */
     for (int i = 0; i < m->breakpoint->n; i++) {
@@ -1301,7 +1502,7 @@ static int emit_header(gen *g) {
     g->n_scope = 0;
     g->mode = M_CNEXP;
     g->ev_ctx = NM_EV_INITIAL;
-    if (m->initial && emit_list(g, m->initial, 4)) return -1;
+    if (m->initial && emit_body(g, m->initial, 4)) return -1;
     g->ev_ctx = NM_EV_NONE;
     load_conc(g, 1);
     store_e(g);
@@ -1313,7 +1514,7 @@ static int emit_header(gen *g) {
     put_arrays(g, 4);
     load_copies(g, 'v');
     /* nocmodl: without currents the BREAKPOINT runs in nrn_state (below), nrn_cur does nothing */
-    if (m->n_currents && emit_list(g, m->breakpoint, 4)) return -1;
+    if (m->n_currents && emit_body(g, m->breakpoint, 4)) return -1;
     put(b, "    double c_ = 0.0;\n");
     for (int k = 0; k < m->n_currents; k++) {
         put(b, "    c_ += ");
@@ -1372,7 +1573,7 @@ static int emit_header(gen *g) {
         g->n_scope = 0;
         g->mode = M_CNEXP;
         g->solve_here = 1;
-        const int r = emit_list(g, m->breakpoint, 4);
+        const int r = emit_body(g, m->breakpoint, 4);
         g->solve_here = 0;
         if (r) return -1;
         store_e(g);
@@ -1406,7 +1607,7 @@ static int emit_header(gen *g) {
         if (!k && scope_push(g, "flag", 1)) return gfail(g, 0, "out of memory");
         if (!k && m->n_watch) put(b, "    int watch_rm_ = 0;\n");
         g->ev_ctx = k ? NM_EV_RECEIVE_INITIAL : NM_EV_RECEIVE;
-        const int r = emit_list(g, body, 4);
+        const int r = emit_body(g, body, 4);
         g->ev_ctx = NM_EV_NONE;
         if (r) return -1;
         for (int a = 0; a < m->n_net_args; a++) put(b, "    W_[%d] = A_%s;\n", a, m->net_args[a]);
@@ -1467,9 +1668,11 @@ static void emit_paths(gen *g, const char *what, const char *ind) {
     put(g->b, "%sif (!p->node_index) {\n", ind);
     put(g->b, "%s    const int b = p->node_begin;\n", ind);
     put(g->b, "%s    q.node_index = NULL; /* known here: ion slots are the nodes */\n", ind);
-    put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, b + i);\n", ivdep, ind, name, what);
+    /* VERBATIM C runs as written, one instance after the other: no simd */
+    put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, b + i);\n", g->m->verbatim ? "" : ivdep, ind,
+        name, what);
     put(g->b, "%s} else {\n%s    const int *ni = p->node_index;\n", ind, ind);
-    put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, ni[i]);\n%s}\n", g->m->point ? "" : ivdep, ind,
+    put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, ni[i]);\n%s}\n", g->m->point || g->m->verbatim ? "" : ivdep, ind,
         name, what, ind);
 }
 
@@ -1673,7 +1876,7 @@ static void emit_desc(gen *g) {
         n, n, n);
     /* events and per-connection state stay on the host: no CUDA entry points
      * (the GPU loop refuses the mechanism, docs/mechanisms.md "Events") */
-    const int host_only = m->events || m->artificial || m->n_net_args > 1;
+    const int host_only = m->events || m->artificial || m->n_net_args > 1 || m->verbatim;
     if (host_only)
         put(g->b, "#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n"
                   "#endif\n");
@@ -1703,6 +1906,14 @@ static void emit_desc(gen *g) {
 
 static void emit_cuda(gen *g) {
     const char *n = g->m->name;
+    if (g->m->verbatim) { /* VERBATIM C is host C */
+        const st *s = nm_verbatim_first(g->m);
+        g->status = ns_fail(NS_ERR_UNSUPPORTED,
+                            "%s:%d: VERBATIM C is host C: mechanism %s is built for the CPU only (build its library "
+                            "without --cuda and run it on the CPU backend)",
+                            s->file, s->file_line, n);
+        return;
+    }
     put(g->b, "/* Generated by neurosolve's NMODL translator from %s: do not edit. */\n#include \"%s.h\"\n"
               "#include <cuda_runtime.h>\n\n", g->m->file, n);
     const char *what[] = {"init", "current", "state"};

@@ -471,7 +471,10 @@ static int lower_list(lower *L, stlist *l) {
         case ST_FROM: /* reactions over array states: not yet (docs/mechanisms.md) */
             return lfail(L, NS_ERR_UNSUPPORTED, s->line, "a %s loop in a KINETIC block is not supported",
                          s->kind == ST_WHILE ? "WHILE" : "FROM");
-        case ST_RETURN: return lfail(L, NS_ERR_UNSUPPORTED, s->line, "VERBATIM in a KINETIC block is not supported");
+        case ST_RETURN:
+        case ST_VERBATIM: /* the block is evaluated per Newton step: C there would run an unknown number of times */
+            return lfail(L, NS_ERR_UNSUPPORTED, s->line,
+                         "VERBATIM in a KINETIC block is not supported: move the C into a PROCEDURE the block calls");
         case ST_IF:
             if (lower_list(L, s->then_) || (s->else_ && lower_list(L, s->else_))) return -1;
             /* fall through */

@@ -20,7 +20,8 @@
 #define LINE_BITS 27
 #define NM_MAX_FILES 8
 
-enum { T_EOF, T_NAME, T_NUM, T_PUNCT, T_STR, T_RETURN /* VERBATIM return 0; ENDVERBATIM */ };
+enum { T_EOF, T_NAME, T_NUM, T_PUNCT, T_STR, T_RETURN /* VERBATIM return 0; ENDVERBATIM */,
+       T_VERBATIM /* VERBATIM C ENDVERBATIM: text is the C */ };
 
 typedef struct tok {
     int kind;
@@ -50,6 +51,7 @@ typedef struct parser {
     int *scope_size; /* check_list's scope: per name 0 (a scalar), the size of an array, -1 (FROM's integer) */
     int cap_scope_size;
     int threadsafe; /* the NEURON block says THREADSAFE */
+    const stlist *vbody; /* check_list's block: names its VERBATIM C declares are C's (nm_verbatim_declares) */
 } parser;
 
 #define MAX_DEPTH 600 /* three per parenthesis: parse_expr, parse_unary, parse_power */
@@ -89,7 +91,7 @@ static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
 }
 
 static const char *const UNSUPPORTED[] = {
-    "VERBATIM", "PARTIAL",
+    "PARTIAL",
     "DISCRETE", "FUNCTION_TABLE", "LONGITUDINAL_DIFFUSION", "EXTERNAL",
     "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP",
     "CONSTRUCTOR", "DESTRUCTOR", "NONSPECIFIC_CONDUCTANCE",
@@ -216,17 +218,17 @@ static int lex(parser *p, const char *s, int file) {
                 continue;
             }
             if (len == 8 && !strncmp(s + b, "VERBATIM", 8)) {
-                /* empty, or only `return 0;` (ST_RETURN): what most real files' VERBATIM blocks hold */
+                /* empty: nothing; only `return 0;` (ST_RETURN), what most real files' blocks
+                 * hold; other C: T_VERBATIM, compiled as written (nmodl_verbatim.c) */
                 const char *e = strstr(s + i, "ENDVERBATIM");
-                int kind = e ? verbatim_kind(s + i, (size_t)(e - (s + i))) : -1;
-                if (kind < 0)
-                    return perr(p, NS_ERR_UNSUPPORTED, line,
-                                "VERBATIM is not supported (C code in a .mod file; only an empty block or `return 0;`)");
-                if (kind == 1) {
-                    tok t = {T_RETURN, 0, line, b, i, s, NULL, 0};
-                    if (push(p, t)) return -1;
+                if (!e) return perr(p, NS_ERR_PARSE, line, "VERBATIM without ENDVERBATIM");
+                const size_t n = (size_t)(e - (s + i));
+                const int kind = verbatim_kind(s + i, n);
+                if (kind) {
+                    tok t = {kind == 1 ? T_RETURN : T_VERBATIM, 0, line, b, i, s, kind == 1 ? NULL : ar_dupn(s + i, n), 0};
+                    if ((kind < 0 && !t.text) || push(p, t)) return -1;
                 }
-                line += count_lines(s + i, (size_t)(e - (s + i)));
+                line += count_lines(s + i, n);
                 i = (size_t)(e - s) + 11;
                 continue;
             }
@@ -280,6 +282,7 @@ static const char *describe(tok *t) {
     static _Thread_local char buf[64];
     if (t->kind == T_EOF) return "end of file";
     if (t->kind == T_RETURN) return "VERBATIM return 0; ENDVERBATIM";
+    if (t->kind == T_VERBATIM) return "a VERBATIM block";
     if (t->kind == T_STR) return "a string";
     if (t->kind == T_PUNCT) {
         switch (t->punct) {
@@ -762,6 +765,14 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
         }
         if (a) a->protect = 1;
         return a;
+    }
+    if (t->kind == T_VERBATIM) { /* C as written (nmodl_verbatim.c) */
+        p->pos++;
+        s->kind = ST_VERBATIM;
+        s->name = t->text;
+        s->file = (t->line >> LINE_BITS) ? p->files[t->line >> LINE_BITS] : p->m->file; /* (the arena's, or m's) */
+        s->file_line = t->line & ((1 << LINE_BITS) - 1);
+        return s;
     }
     if (t->kind != T_NAME) {
         if (is_punct(p, '~'))
@@ -1419,6 +1430,12 @@ static int parse_top(parser *p) {
     struct ns_nmodl *m = p->m;
     while (cur(p)->kind != T_EOF) {
         tok *t = cur(p);
+        if (t->kind == T_VERBATIM) { /* C at the top: before the file's functions (nmodl_verbatim.c) */
+            if (!m->verbatim_top && !(m->verbatim_top = nm_calloc(AR, 1, sizeof *m->verbatim_top))) return -1;
+            st *s = parse_statement(p, m->verbatim_top, NULL);
+            if (!s || add_st(p, m->verbatim_top, s)) return -1;
+            continue;
+        }
         if (t->kind != T_NAME) return perr(p, NS_ERR_PARSE, t->line, "expected a block keyword, found %s", describe(t));
         p->pos++;
         const char *k = t->text;
@@ -1595,6 +1612,10 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
         if (in_list(locals, n_locals, e->text) || is_special(e->text) || find_var(p->m, e->text))
             return check_index(p, e->text, e->a, locals, n_locals, line);
         if (!strcmp(e->text, "FARADAY")) return 0;
+        if (!e->a && p->vbody && nm_verbatim_declares(p->vbody, e->text)) { /* nocmodl passes it through to the C */
+            e->op = NM_C_NAME;
+            return 0;
+        }
         return perr(p, NS_ERR_INVALID_ARGUMENT, line, "'%s' is not declared", e->text);
     case EX_CALL: {
         if (!find_block(p->m, e->text) && nm_random_api(e->text, e->n_args) >= 0) {
@@ -1637,12 +1658,15 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
         if (b && (b->kind == B_DERIVATIVE || b->kind == B_KINETIC))
             return perr(p, NS_ERR_PARSE, line, "%s %s called as a function", b->kind == B_KINETIC ? "KINETIC" : "DERIVATIVE",
                         e->text);
-        if (!b && ar < 0) {
+        /* a C function that the file's VERBATIM C declares (nocmodl passes the call through) */
+        const int c_fn = !b && ar < 0 && (nm_verbatim_declares(p->m->verbatim_top, e->text) ||
+                                          (p->vbody && nm_verbatim_declares(p->vbody, e->text)));
+        if (!b && ar < 0 && !c_fn) {
             if (unsupported_name(e->text)) return perr(p, NS_ERR_UNSUPPORTED, line, "%s is not supported", e->text);
             return perr(p, NS_ERR_INVALID_ARGUMENT, line, "unknown function '%s'", e->text);
         }
         int want = b ? b->n_args : ar;
-        if (e->n_args != want)
+        if (!c_fn && e->n_args != want) /* (the C compiler checks a C function's arguments) */
             return perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s takes %d argument%s, given %d", e->text, want,
                         want == 1 ? "" : "s", e->n_args);
         for (int i = 0; i < e->n_args; i++)
@@ -1715,6 +1739,7 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
             *n_scope = at;
             break;
         }
+        case ST_VERBATIM: break; /* nm_verbatim_check */
         case ST_RETURN:
             if (!owner || owner->kind == B_DERIVATIVE)
                 return perr(p, NS_ERR_UNSUPPORTED, s->line,
@@ -1990,6 +2015,9 @@ static int finish(parser *p) {
         v->cls = V_POINTER;
         v->pointer = k;
     }
+    /* VERBATIM C: what it names must mean something here (before the random
+     * streams: its C may draw too) */
+    if ((p->status = nm_verbatim_check(m))) return -1;
     /* random numbers: the instance's streams in hidden ASSIGNED fields, numbered last among them:
      * stream 0 for normrand and the like, stream k + 1 for RANDOM variable k */
     m->random_field = -1;
@@ -2084,9 +2112,11 @@ static int finish(parser *p) {
     int n_scope = 0;
     p->in_initial = 1;
     p->ev_ctx = NM_EV_INITIAL;
+    p->vbody = m->initial;
     if (m->initial && check_list(p, m->initial, NULL, &scope, &n_scope)) goto fail;
     p->in_initial = 0;
     p->ev_ctx = NM_EV_NONE;
+    p->vbody = m->breakpoint;
     if (check_list(p, m->breakpoint, NULL, &scope, &n_scope)) goto fail;
     if (m->net_receive) {
         if (!m->point) {
@@ -2096,11 +2126,13 @@ static int finish(parser *p) {
         for (int k = 0; k < m->n_net_args; k++)
             if (scope_add(p, &scope, &n_scope, m->net_args[k], 0)) goto fail;
         p->ev_ctx = NM_EV_RECEIVE_INITIAL;
+        p->vbody = m->net_initial;
         if (m->net_initial && check_list(p, m->net_initial, NULL, &scope, &n_scope)) goto fail;
         if (m->net_initial) m->events |= NS_MECH_EV_INIT;
         /* flag: the event's (0 for a connection's, net_send's for a self event) */
         if (scope_add(p, &scope, &n_scope, "flag", 0)) goto fail;
         p->ev_ctx = NM_EV_RECEIVE;
+        p->vbody = m->net_receive;
         if (check_list(p, m->net_receive, NULL, &scope, &n_scope)) goto fail;
         p->ev_ctx = NM_EV_NONE;
         n_scope = 0;
@@ -2112,8 +2144,10 @@ static int finish(parser *p) {
         if (b->kind == B_FUNCTION && scope_add(p, &scope, &n_scope, b->name, 0)) goto fail;
         for (int k = 0; k < b->n_args; k++)
             if (scope_add(p, &scope, &n_scope, b->args[k], 0)) goto fail;
+        p->vbody = b->body;
         if (check_list(p, b->body, b, &scope, &n_scope)) goto fail;
     }
+    p->vbody = NULL;
     if (no_recursion(p)) goto fail;
     if (m->events && !m->point) { /* net_send in a SUFFIX's INITIAL: no queue to send to (nocmodl: the same) */
         perr(p, NS_ERR_INVALID_ARGUMENT, p->ev_line,

@@ -122,6 +122,34 @@ static void units_constants(void) {
     printf("UNITS constants: %zu against nocmodl's, %d differ\n", sizeof UNITS_REF / sizeof *UNITS_REF, bad);
 }
 
+/* VERBATIM C (issue 39): NEURON's names #define'd around the C as written, a block only hoc
+ * could call left out, and no CUDA */
+static void verbatim_emit(void) {
+    static const char mod[] =
+        "NEURON { SUFFIX vb RANGE g, gl USEION ca READ cai }\nPARAMETER { g = 1 }\nASSIGNED { gl cai }\n"
+        "VERBATIM\nstatic double twice(double x) { return 2 * x; }\nENDVERBATIM\n"
+        "FUNCTION f(a) {\nVERBATIM\n  _lf = twice(_la) + g + t + _ion_cai;\nENDVERBATIM\n}\n"
+        "PROCEDURE fromhoc() {\nVERBATIM\n  if (ifarg(1)) gl = *getarg(1);\n  return 0;\nENDVERBATIM\n}\n"
+        "INITIAL { gl = f(1) }\n";
+    const char *h = emit(mod, NS_NMODL_HEADER);
+    CHECK(strstr(h, "static double twice(double x)") != NULL);
+    CHECK(strstr(h, "#define _lf ret_") != NULL);
+    CHECK(strstr(h, "#define _la A_a") != NULL);
+    CHECK(strstr(h, "#define g (*F0_)") != NULL);
+    CHECK(strstr(h, "#define t p->t") != NULL);
+    CHECK(strstr(h, "#define _ion_cai (p->ion[0].ci[NSM_ION(0)])") != NULL);
+    CHECK(strstr(h, "#line 8 \"t.mod\"") != NULL);
+    CHECK(strstr(h, "#undef _lf") != NULL);
+    CHECK_MSG(strstr(h, "fromhoc") == NULL, "the PROCEDURE only hoc calls is left out");
+    CHECK(strstr(h, "double hoc_Exp(double x)") != NULL); /* NEURON's helpers */
+    ns_nmodl_t *m = NULL;
+    CHECK_OK(ns_nmodl_parse_string(mod, "vb.mod", &m));
+    char *cu = NULL;
+    CHECK(m && ns_nmodl_emit(m, NS_NMODL_CUDA, &cu) == NS_ERR_UNSUPPORTED && cu == NULL);
+    CHECK_MSG(strstr(ns_last_error(), "vb.mod:4: VERBATIM C is host C") != NULL, "%s", ns_last_error());
+    ns_nmodl_destroy(m);
+}
+
 int main(void) {
     all_files(MECH_DIR "/neuron");
     all_files(MECH_DIR "/bbp");
@@ -129,8 +157,9 @@ int main(void) {
     all_files(MECH_DIR "/kinetic");
     all_files(MECH_DIR "/electrode");
     all_files(MECH_DIR "/events");
-    CHECK(n_files == 47); /* neuron, bbp, test, kinetic, electrode, events */
+    CHECK(n_files == 47); /* neuron, bbp, test, kinetic, electrode, events (verbatim: host C, verbatim_emit) */
     units_constants();
+    verbatim_emit();
 
     /* the generated forms */
     {
@@ -256,8 +285,23 @@ int main(void) {
              "  COMPARTMENT 2 {a}\n  ~ a + b <-> ab (3, 4)\n}\n", NS_NMODL_HEADER);
     CHECK(strstr(c, "_ks_k(p, F0_, F1_, F2_, i_, node_, v_, p->dt, 0);") && strstr(c, "c_[0] = 2.0;"));
     CHECK(strstr(c, "L_f_flux = ((3.0 * (*F0_)) * (*F1_));") && strstr(c, "L_kinT_ = (3.0 * (*F1_));"));
-    bad("verbatim.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n x = 1;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,
-        "verbatim.mod:3:", "VERBATIM");
+    /* VERBATIM C (issue 39): what has no meaning without NEURON's hoc interpreter or its own
+     * instance layout is refused at its line, naming the name */
+    bad("verbatim.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n double y;\n y = *getarg(1);\nENDVERBATIM\n}\n",
+        NS_ERR_UNSUPPORTED, "verbatim.mod:5:", "getarg, which needs NEURON's hoc interpreter");
+    bad("vraw.mod", "NEURON { SUFFIX x }\nPROCEDURE f() {\nVERBATIM\n _p[0] = 1;\nENDVERBATIM\n}\nINITIAL { f() }\n",
+        NS_ERR_UNSUPPORTED, "vraw.mod:4:", "_p, NEURON's own instance data");
+    bad("vcalled.mod", "NEURON { SUFFIX x }\nPROCEDURE f() {\nVERBATIM\n vector_arg(1);\nENDVERBATIM\n}\n"
+        "BREAKPOINT { f() }\n", NS_ERR_UNSUPPORTED, "vcalled.mod:4:", "in PROCEDURE f, which this file's own code calls");
+    bad("vtop.mod", "NEURON { SUFFIX x }\nVERBATIM\nstatic void g(void) {\n  hoc_call_func(0, 0);\n}\nENDVERBATIM\n",
+        NS_ERR_UNSUPPORTED, "vtop.mod:4:", "hoc_call_func");
+    bad("vion.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n _ion_cai = 1;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,
+        "vion.mod:4:", "_ion_cai, which names no ion variable");
+    bad("vkin.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nBREAKPOINT { SOLVE k METHOD sparse }\nKINETIC k {\n"
+        "VERBATIM\n int z = 0;\nENDVERBATIM\n ~ a <-> b (1, 1)\n}\n", NS_ERR_UNSUPPORTED, "vkin.mod:5:",
+        "VERBATIM in a KINETIC block");
+    bad("vend.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n int z = 0;\n}\n", NS_ERR_PARSE, "vend.mod:3:",
+        "without ENDVERBATIM");
     bad("pointer.mod", "NEURON {\n SUFFIX x\n POINTER p\n}\nSTATE { p }\n", NS_ERR_INVALID_ARGUMENT,
         "pointer.mod:3:", "POINTER p: declared as a STATE");
     /* a POINTER declared in PARAMETER (NEURON's gap.mod): a pointer, as nocmodl takes it */

@@ -120,6 +120,12 @@ static const tcase CASES[] = {
     {"cadifus", 34, -70, 200, {"pas", "cadifus", "Ca_HVA", "SK_E2"},
      {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}},
      {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
+    /* VERBATIM C: our data/mechanisms/verbatim/vbchan.mod (C in its rates, outside the blocks, an array, calls with
+     * _threadargscomma_; ntau, which the C computes, compared) and vbrand.mod (mcell_ran4 and
+     * nrnran123 draws in C: the noise current compared) */
+    {"vbchan", 34, -70, 120, {"pas", "vbchan"}, {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"vbchan", "gbar", 0.01}},
+     {{10, 40, 0.15}, {60, 40, -0.15}}, {{0}}, 50, -85, 120, 0, "ntau"},
+    {"vbrand", 6.3, -65, 40, {"pas", "vbrand"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "inoise"},
     {"cabuf", 34, -70, 200, {"pas", "cabuf", "Ca_HVA", "SK_E2"},
      {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}},
      {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
@@ -348,7 +354,7 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
             free(b.fields); free(b.globals); free(b.table);
         }
     printf("%d mechanisms x %d instances: contiguous and node_index paths equal (%d differences)\n", n_mech, NI, bad);
-    CHECK(n_mech == 40);
+    CHECK(n_mech == 42);
     CHECK_MSG(bad == 0, "%d differences between the contiguous and the node_index paths", bad);
 }
 
@@ -455,11 +461,13 @@ int main(void) {
     if (tmpdir_make("ns_nmodl")) return 77;
     ns_mechanisms_build_options o = {0};
     o.keep_sources = 0;
-    enum { N_LIBS = 5 };
-    ns_mech_library_t *libs[N_LIBS] = {NULL, NULL, NULL, NULL, NULL};
+    enum { N_LIBS = 6 };
+    ns_mech_library_t *libs[N_LIBS] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    /* verbatim: VERBATIM C, which is host C (its own folder: the others are built for the GPU too) */
     const char *dirs[N_LIBS] = {MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test", MECH_DIR "/kinetic",
-                                MECH_DIR "/electrode"};
-    const char *names[N_LIBS] = {"libneuron.so", "libbbp.so", "libtest.so", "libkinetic.so", "libelectrode.so"};
+                                MECH_DIR "/electrode", MECH_DIR "/verbatim"};
+    const char *names[N_LIBS] = {"libneuron.so", "libbbp.so", "libtest.so", "libkinetic.so", "libelectrode.so",
+                                 "libverbatim.so"};
     for (int k = 0, skip = 0; k < N_LIBS; ++k) {
         libs[k] = test_mech_build(dirs[k], names[k], &o, &skip);
         if (skip) return tmpdir_remove(), 77;
@@ -470,6 +478,7 @@ int main(void) {
     CHECK(ns_mech_library_count(libs[2]) == 17);
     CHECK(ns_mech_library_count(libs[3]) == 5);
     CHECK(ns_mech_library_count(libs[4]) == 2);
+    CHECK(ns_mech_library_count(libs[5]) == 2);
     hh_vs_mech_h(libs, N_LIBS);
     many_paths(libs, N_LIBS);
     for (size_t k = 0; k < sizeof CASES / sizeof *CASES; ++k) run_case(libs, N_LIBS, &CASES[k]);

@@ -215,7 +215,7 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "simulation: mechanism %s has no CUDA code: build its library with `neurosolve mechanisms "
-                         "build --cuda` (or use the CPU backend)",
+                         "build --cuda` (or use the CPU backend; a mechanism with VERBATIM C runs on the CPU only)",
                          desc->name);
     }
     free(nodes_h);
@@ -511,7 +511,7 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
             /* an electrode (no NET_RECEIVE: SEClamp) is placed but never a target (ns_sim_connect) */
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "network: synapse type %s has no CUDA code: build its library with `neurosolve mechanisms "
-                         "build --cuda` (or use the CPU backend)",
+                         "build --cuda` (or use the CPU backend; a mechanism with VERBATIM C runs on the CPU only)",
                          d->name);
             break;
         }
