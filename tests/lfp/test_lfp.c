@@ -95,7 +95,7 @@ static int read_ref(ref *r) {
 
 static void free_ref(ref *r) {
     free(r->name); free(r->start); free(r->end); free(r->diam); free(r->steps); free(r->stim); free(r->I);
-    free(r->el); free(r->P);
+    free(r->el); free(r->P); free(r->el4); free(r->M4);
     for (int m = 0; m < 3; ++m) free(r->phi[m]);
 }
 
