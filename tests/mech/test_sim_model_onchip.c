@@ -29,22 +29,10 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "load_cell.h"
 #include "neurosolve/neurosolve.h"
 #include "test_tmpdir.h"
 
-static ns_cell_t *load(const char *name) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", NS_MORPHOLOGIES, name);
-    ns_morph_t *m = NULL;
-    CHECK_OK(ns_swc_read(path, NULL, &m));
-    ns_discretize_options o;
-    ns_discretize_options_init(&o);
-    o.Ra = 35.4;
-    ns_cell_t *cell = NULL;
-    CHECK_OK(ns_discretize(m, &o, &cell));
-    ns_morph_destroy(m);
-    return cell;
-}
 
 #define CELLS 13   /* cell c has shape c % 2: 7 small, 6 big */
 #define NVARS 6
@@ -177,7 +165,7 @@ static ns_sim_t *create_many(ns_cell_t *cell, int64_t cells, ns_hines_method met
 int main(void) {
     int gpus = 0;
     if (ns_cuda_device_count(&gpus) != NS_OK || gpus <= 0) CHECK_SKIP("no GPU (models on the onchip loop)");
-    ns_cell_t *cells[2] = {load("dg_granule_1220882a.swc"), load("l5pc_bbp_axon.swc")};
+    ns_cell_t *cells[2] = {test_load_cell("dg_granule_1220882a.swc", 35.4), test_load_cell("l5pc_bbp_axon.swc", 35.4)};
     ns_sim_params p;
     ns_sim_params_init(&p);
 
