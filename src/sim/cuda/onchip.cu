@@ -225,10 +225,10 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
     const int sp = g.spike_node;          // a position
     unsigned alive = nc == 32 ? 0xFFFFFFFFu : ((1u << nc) - 1u);  // bit c: cell c still runs
     double t = r.t0;
-    // step k; Last<true>: a model's last step of the launch, where the
+    // one step, k; Last<true>: a model's last step of the launch, where the
     // assigned variables are stored (peeled off the loop below, so that the
     // other steps carry no code for it)
-    auto step = [&](const long long k, auto last_tag) {
+    auto one_step = [&](const long long k, auto last_tag) {
         [[maybe_unused]] constexpr bool last = decltype(last_tag)::value;
         const double tp = t;
         const double tm = t + .5 * dt;
@@ -370,8 +370,8 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
     };
     const long long loop_steps = kModel ? r.steps - 1 : r.steps;
     long long k = 0;
-    for (; k < loop_steps && alive; ++k) step(k, Last<false>{});
-    if (kModel && k < r.steps && alive) step(k, Last<true>{});
+    for (; k < loop_steps && alive; ++k) one_step(k, Last<false>{});
+    if (kModel && k < r.steps && alive) one_step(k, Last<true>{});
     __syncwarp();
     for (int e = lane; kShared && e < total; e += 32) {
         const int c = e / n, p = e - c * n;
