@@ -248,8 +248,8 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                 if constexpr (kModel) {
                     mp = smap[p];
                     if (mp.x != NS_SIM_ONCHIP_NONE)
-                        model_at<MODEL_PAS_CURRENT, last>(M, j, p, local, mp.x, nullptr, n, nullptr, nullptr, &vi, &ri,
-                                                    &di, tm, dt);
+                        model_at<MODEL_PAS_CURRENT, last>(M, j, p, local, mp.x, nullptr, n, nullptr, nullptr, &vi,
+                                                          &ri, &di, tm, dt);
                 } else if (reg >= 0 && regions[reg].pas) {
                     const sim_region *q = &regions[reg];
                     const double g1 = ns_pas_current(vi + .001, q->g_pas, q->e_pas);
@@ -264,8 +264,8 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                 }
                 if constexpr (kModel) {
                     if (mp.y != NS_SIM_ONCHIP_NONE)
-                        model_at<MODEL_HH_CURRENT, last>(M, j, p, local, mp.y, const_cast<double *>(m + p), n, mglob,
-                                                   mtab, &vi, &ri, &di, tm, dt);
+                        model_at<MODEL_HH_CURRENT, last>(M, j, p, local, mp.y, const_cast<double *>(m + p), n,
+                                                         mglob, mtab, &vi, &ri, &di, tm, dt);
                 }
                 if (reg >= 0) {
                     if (!kModel && regions[reg].hh) {
@@ -321,8 +321,8 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                     const int tuple = smap[p].y;
                     if (tuple != NS_SIM_ONCHIP_NONE) {
                         double rl = 0.0, dl = 0.0;
-                        model_at<MODEL_HH_STATE, last>(M, c0 + c, p, local, tuple, m + p, n, mglob, mtab, &vi, &rl, &dl,
-                                                 t, dt);
+                        model_at<MODEL_HH_STATE, last>(M, c0 + c, p, local, tuple, m + p, n, mglob, mtab, &vi,
+                                                       &rl, &dl, t, dt);
                     }
                 } else {
                     const int reg = sregion[p];
