@@ -1448,6 +1448,15 @@ static int emit_header(gen *g) {
         put(b, "#ifndef NSM_AT_TIME\n#define NSM_AT_TIME\n/* NEURON's at_time(te) in a fixed step */\n"
                "NS_MECH_FN double nsm_at_time(double t, double dt, double te) {\n"
                "    const double x = te - 1e-11;\n    return (x <= t && x > t - dt) ? 1.0 : 0.0;\n}\n#endif\n");
+    /* a current's slope (I(v + .001) - I(v)) / .001: on the GPU three operations in the place of the
+     * division (a double division is a dozen dependent ones there), the same double (Markstein's
+     * theorem: q = RN(x * 1000), 1000 = RN(1 / .001), corrected by the exact remainder x - q * .001;
+     * tests/nmodl/test_nmodl_cuda.c checks pas's d on the device against the host's, bit for bit) */
+    put(b, "#ifndef NSM_SLOPE\n#define NSM_SLOPE\n"
+           "/* (I(v + .001) - I(v)) / .001; on the GPU the product by 1000 corrected by its exact remainder: the\n"
+           " * same double as the division wherever 2^-960 <= |x| < 2^1013 (Markstein) */\n"
+           "NS_MECH_FN double nsm_slope(double x) {\n#ifdef __CUDA_ARCH__\n    const double q = x * 1000.0;\n"
+           "    return fma(fma(-q, .001, x), 1000.0, q);\n#else\n    return x / .001;\n#endif\n}\n#endif\n");
     put(b, "#ifndef NSM_EXPRELR\n#define NSM_EXPRELR\n/* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */\n"
            "NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }\n#endif\n");
     if (m->random_field >= 0 || m->verbatim) put(b, "%s", nm_random_runtime());
@@ -1549,13 +1558,13 @@ static int emit_header(gen *g) {
         const var *v = find_var(m, m->currents[k]);
         if (v->ion < 0) continue;
         /* a loop passes NULL for an ion current nobody reads (ABI) */
-        put(b, "    if (p->ion[%d].didv) NSM_ADD(p->ion[%d].didv[NSM_ION(%d)], (di%d_ - *F%d_) / .001 * w_);\n",
+        put(b, "    if (p->ion[%d].didv) NSM_ADD(p->ion[%d].didv[NSM_ION(%d)], nsm_slope(di%d_ - *F%d_) * w_);\n",
             v->ion, v->ion, v->ion, k, v->field);
         put(b, "    if (p->ion[%d].i) NSM_ADD(p->ion[%d].i[NSM_ION(%d)], *F%d_ * w_);\n", v->ion, v->ion,
             v->ion, v->field);
     }
     store_e(g);
-    put(b, "    g_ = (g_ - rhs_) / .001;\n");
+    put(b, "    g_ = nsm_slope(g_ - rhs_);\n");
     if (m->point) put(b, "    g_ *= w_;\n    rhs_ *= w_;\n");
     if (m->electrode) /* nocmodl's electrode_current: injected, not a membrane current */
         put(b, "    NSM_ADD(p->rhs[node_], rhs_);\n    NSM_ADD(p->d[node_], -g_);\n    (void)w_;\n}\n\n");

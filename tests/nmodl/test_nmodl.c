@@ -177,8 +177,12 @@ int main(void) {
         /* in three stages (nmodl_gen.c, cnexp_staged), joined for one instance */
         CHECK(strstr(hh, "nsm_hh_d_states_post(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, "
                          "F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, nsm_exp(a0_), t0_, nsm_exp(a1_), t1_, nsm_exp(a2_), t2_);"));
-        /* the slope (I(v + .001) - I(v)) / .001 and the TABLE's clamped ends */
-        CHECK(strstr(hh, "nsm_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_ + .001)") && strstr(hh, "g_ = (g_ - rhs_) / .001;"));
+        /* the slope (I(v + .001) - I(v)) / .001 (nsm_slope: the division on the host; on the GPU the product
+         * by 1000 corrected by its remainder, the same double: tests/nmodl/test_nmodl_cuda.c) and the TABLE's
+         * clamped ends */
+        CHECK(strstr(hh, "nsm_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_ + .001)") && strstr(hh, "g_ = nsm_slope(g_ - rhs_);"));
+        CHECK(strstr(hh, "#ifdef __CUDA_ARCH__\n    const double q = x * 1000.0;\n    return fma(fma(-q, .001, x), 1000.0, q);\n"
+                         "#else\n    return x / .001;\n#endif"));
         CHECK(strstr(hh, "hi_ = xi_ >= 200.") && strstr(hh, "const double xi_ = T_[3] * (A_v - T_[2]);"));
         /* the lookup has no branch and selects no loaded value (one
          * interpolation for every case): usetable is the only test, and the

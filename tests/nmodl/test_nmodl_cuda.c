@@ -5,7 +5,8 @@
  * through atomicAdd; a POINTER reads v of the next node, through the
  * ppack's device addresses) and on the host (init, current, state), then compared:
  * fields, node sums and ion sums within 1e-9 relative (the device's exp and
- * pow differ from glibc's in the last bit). Skips (77) without a CUDA build,
+ * pow differ from glibc's in the last bit); pas's d and rhs bit for bit (no
+ * exp: the device's slope is the division's double). Skips (77) without a CUDA build,
  * a GPU or nvcc. `bash bench/grid.sh check` runs it on a GPU host (and under
  * compute-sanitizer memcheck). */
 #define _POSIX_C_SOURCE 200809L
@@ -165,6 +166,11 @@ static int compare(const ns_mech_desc *d) {
      * its d is a difference quotient over 1e-3 mV of two such solutions. */
     const double tol = strcmp(d->name, "cabuf") == 0 ? 1e-5 : strcmp(d->name, "nonlin") == 0 ? 1e-6 : 1e-9;
     CHECK_MSG(wf < tol && wr < tol && wd < tol && wi < tol, "%s: the device differs from the host", d->name);
+    /* pas (a current linear in v, no exp): the device's d and rhs are the host's doubles, which holds only if
+     * the device's slope in three operations (nsm_slope) is the host's division by .001 */
+    if (strcmp(d->name, "pas") == 0)
+        CHECK_MSG(memcmp(dd, g_d, sizeof(double) * nodes) == 0 && memcmp(rhs, g_rhs, sizeof(double) * nodes) == 0,
+                  "pas: the device's d or rhs is not the host's (d %.1e, rhs %.1e relative)", wd, wr);
     void *all[] = {d_f, d_v, d_rhs, d_d, d_w, d_ion, d_glob, d_table, d_index, d_fp, d_views, d_ptr, d_ptr_k, d_geo};
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k) cudaFree(all[k]);
     free(f), free(v), free(rhs), free(dd), free(w), free(ion), free(glob), free(table), free(index), free(geo);

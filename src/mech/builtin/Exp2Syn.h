@@ -23,6 +23,19 @@ NS_MECH_FN double nsm_exp(double x) {
 #endif
 }
 #endif
+#ifndef NSM_SLOPE
+#define NSM_SLOPE
+/* (I(v + .001) - I(v)) / .001; on the GPU the product by 1000 corrected by its exact remainder: the
+ * same double as the division wherever 2^-960 <= |x| < 2^1013 (Markstein) */
+NS_MECH_FN double nsm_slope(double x) {
+#ifdef __CUDA_ARCH__
+    const double q = x * 1000.0;
+    return fma(fma(-q, .001, x), 1000.0, q);
+#else
+    return x / .001;
+#endif
+}
+#endif
 #ifndef NSM_EXPRELR
 #define NSM_EXPRELR
 /* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */
@@ -93,7 +106,7 @@ NS_MECH_FN void nsm_Exp2Syn_current_F(ns_mech_ppack *p, double *F0_, double *F1_
     const double w_ = p->weight[i_];
     double g_ = nsm_Exp2Syn_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, i_, node_, v_ + .001);
     double rhs_ = nsm_Exp2Syn_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, i_, node_, v_);
-    g_ = (g_ - rhs_) / .001;
+    g_ = nsm_slope(g_ - rhs_);
     g_ *= w_;
     rhs_ *= w_;
     NSM_ADD(p->rhs[node_], -rhs_);

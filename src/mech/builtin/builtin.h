@@ -17,7 +17,7 @@ const ns_mech_catalogue *ns_mech_builtin(void);
 #define NS_FUSED_HH_STATES 3  /* m, h, n */
 #define NS_FUSED_HH_FIELDS 18
 /* hh's TABLE (doubles) and at most this many GLOBALs: what the onchip kernel
- * copies to shared memory (src/sim/cuda/onchip.cu); a descriptor with another
+ * copies to shared memory and registers (src/sim/cuda/onchip.cu); a descriptor with another
  * TABLE size runs its model in the tree loop (asserted in tests/core/test_policy.c) */
 #define NS_FUSED_HH_TABLE 1211
 #define NS_FUSED_HH_GLOBALS 2

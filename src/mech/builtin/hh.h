@@ -23,6 +23,19 @@ NS_MECH_FN double nsm_exp(double x) {
 #endif
 }
 #endif
+#ifndef NSM_SLOPE
+#define NSM_SLOPE
+/* (I(v + .001) - I(v)) / .001; on the GPU the product by 1000 corrected by its exact remainder: the
+ * same double as the division wherever 2^-960 <= |x| < 2^1013 (Markstein) */
+NS_MECH_FN double nsm_slope(double x) {
+#ifdef __CUDA_ARCH__
+    const double q = x * 1000.0;
+    return fma(fma(-q, .001, x), 1000.0, q);
+#else
+    return x / .001;
+#endif
+}
+#endif
 #ifndef NSM_EXPRELR
 #define NSM_EXPRELR
 /* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */
@@ -178,11 +191,11 @@ NS_MECH_FN void nsm_hh_current_F(ns_mech_ppack *p, double *F0_, double *F1_, dou
     const double di0_ = *F4_;
     const double di1_ = *F5_;
     double rhs_ = nsm_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_);
-    if (p->ion[0].didv) NSM_ADD(p->ion[0].didv[NSM_ION(0)], (di0_ - *F4_) / .001 * w_);
+    if (p->ion[0].didv) NSM_ADD(p->ion[0].didv[NSM_ION(0)], nsm_slope(di0_ - *F4_) * w_);
     if (p->ion[0].i) NSM_ADD(p->ion[0].i[NSM_ION(0)], *F4_ * w_);
-    if (p->ion[1].didv) NSM_ADD(p->ion[1].didv[NSM_ION(1)], (di1_ - *F5_) / .001 * w_);
+    if (p->ion[1].didv) NSM_ADD(p->ion[1].didv[NSM_ION(1)], nsm_slope(di1_ - *F5_) * w_);
     if (p->ion[1].i) NSM_ADD(p->ion[1].i[NSM_ION(1)], *F5_ * w_);
-    g_ = (g_ - rhs_) / .001;
+    g_ = nsm_slope(g_ - rhs_);
     NSM_ADD(p->rhs[node_], -rhs_);
     NSM_ADD(p->d[node_], g_);
     (void)w_;

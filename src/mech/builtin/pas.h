@@ -23,6 +23,19 @@ NS_MECH_FN double nsm_exp(double x) {
 #endif
 }
 #endif
+#ifndef NSM_SLOPE
+#define NSM_SLOPE
+/* (I(v + .001) - I(v)) / .001; on the GPU the product by 1000 corrected by its exact remainder: the
+ * same double as the division wherever 2^-960 <= |x| < 2^1013 (Markstein) */
+NS_MECH_FN double nsm_slope(double x) {
+#ifdef __CUDA_ARCH__
+    const double q = x * 1000.0;
+    return fma(fma(-q, .001, x), 1000.0, q);
+#else
+    return x / .001;
+#endif
+}
+#endif
 #ifndef NSM_EXPRELR
 #define NSM_EXPRELR
 /* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */
@@ -58,7 +71,7 @@ NS_MECH_FN void nsm_pas_current_F(ns_mech_ppack *p, double *F0_, double *F1_, do
     const double w_ = 1.0;
     double g_ = nsm_pas_cur(p, F0_, F1_, F2_, i_, node_, v_ + .001);
     double rhs_ = nsm_pas_cur(p, F0_, F1_, F2_, i_, node_, v_);
-    g_ = (g_ - rhs_) / .001;
+    g_ = nsm_slope(g_ - rhs_);
     NSM_ADD(p->rhs[node_], -rhs_);
     NSM_ADD(p->d[node_], g_);
     (void)w_;

@@ -28,9 +28,11 @@
 // sit in shared memory where the hand-written gates do (m, h, n per
 // position, loaded from and stored to the mechanism's fields once per
 // launch), the parameters and e come from the distinct tuples by the
-// position's map in the constants, hh's TABLE and GLOBALs are copied to
-// shared memory per block, and the assigned variables stay in registers,
-// stored in the launch's last step.
+// position's map in the constants, hh's TABLE is copied to shared memory per
+// block and its GLOBALs to registers, and the assigned variables stay in
+// registers, stored in the launch's last step (peeled off the step loop).
+// The slope of a generated current is the division's double in three
+// operations (nsm_slope in the generated header).
 #include "core/cuda_check.h"
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -82,6 +84,12 @@ __device__ __forceinline__ CellView cell_view(double *wbase, int cs, int n, int 
 // assigned variables that the function sets go to the fields.
 enum { MODEL_PAS_CURRENT, MODEL_HH_CURRENT, MODEL_HH_STATE };
 
+// A step's kind as a type (the kernel's step is a lambda, instantiated twice for a model).
+template <bool B>
+struct Last {
+    static constexpr bool value = B;
+};
+
 template <int kWhat, bool LAST>
 __device__ __forceinline__ void model_call(const ns_sim_onchip_model &M, int32_t q, int tuple, double *st, int n,
                                            double *glob, double *tab, double *vl, double *rl, double *dl, double t,
@@ -100,11 +108,11 @@ __device__ __forceinline__ void model_call(const ns_sim_onchip_model &M, int32_t
 
 // ... of cell j at position p: its instance (read only in the last step,
 // where the assigned variables are stored) from the per-position `local`.
-template <int kWhat>
-__device__ __forceinline__ void model_at(const ns_sim_onchip_model &M, bool last, long long j, int p,
-                                         const ushort2 *local, int tuple, double *st, int n, double *glob,
-                                         double *tab, double *vl, double *rl, double *dl, double t, double dt) {
-    if (last) {
+template <int kWhat, bool LAST>
+__device__ __forceinline__ void model_at(const ns_sim_onchip_model &M, long long j, int p, const ushort2 *local,
+                                         int tuple, double *st, int n, double *glob, double *tab, double *vl,
+                                         double *rl, double *dl, double t, double dt) {
+    if constexpr (LAST) {
         const ushort2 li = __ldg(local + p);
         const int32_t q = kWhat == MODEL_PAS_CURRENT ? (int32_t)(j * M.pas.per_cell + li.x)
                                                      : (int32_t)(j * M.hh.per_cell + li.y);
@@ -124,14 +132,20 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
     constexpr int C = NS_ONCHIP_LANES / L;
     extern __shared__ __align__(16) double smem[];
     // hand-written: the regions' parameters and hh's rate table (9.6 KB, read
-    // at every gate update); a model: hh's TABLE, then its GLOBALs
-    constexpr int kStatic = kModel ? NS_FUSED_HH_TABLE + NS_FUSED_HH_GLOBALS
-                                   : (int)(sizeof(ns_hh_table) / sizeof(double));
+    // at every gate update); a model: hh's TABLE
+    constexpr int kStatic = kModel ? NS_FUSED_HH_TABLE : (int)(sizeof(ns_hh_table) / sizeof(double));
     __shared__ sim_region regions[kModel ? 1 : NS_REGION_COUNT];
     __shared__ double stab[kStatic];
     const ns_hh_table &table = *reinterpret_cast<const ns_hh_table *>(stab);
-    double *const mtab = stab, *const mglob = stab + (kModel ? NS_FUSED_HH_TABLE : 0);
+    double *const mtab = stab;
     const ns_sim_onchip_model &M = o.mech;
+    // a model: hh's GLOBALs in registers (usetable, tested at every call of hh)
+    double mglob[kModel ? NS_FUSED_HH_GLOBALS : 1] = {0.0};
+    if constexpr (kModel) {
+#pragma unroll
+        for (int k = 0; k < NS_FUSED_HH_GLOBALS; ++k)
+            if (k < M.hh_globals) mglob[k] = __ldg(M.hh_global + k);
+    }
     // The schedule's core and the shape's constants, once per block.
     const int core4 = (s.core + 3) / 4;
     {
@@ -145,7 +159,6 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         if constexpr (kModel) {
             if (M.hh.count > 0) {
                 for (int k = threadIdx.x; k < NS_FUSED_HH_TABLE; k += blockDim.x) mtab[k] = __ldg(M.hh_table + k);
-                if (threadIdx.x < M.hh_globals) mglob[threadIdx.x] = __ldg(M.hh_global + threadIdx.x);
             }
         } else {
             if (threadIdx.x < NS_REGION_COUNT) regions[threadIdx.x] = r.regions[threadIdx.x];
@@ -212,10 +225,13 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
     const int sp = g.spike_node;          // a position
     unsigned alive = nc == 32 ? 0xFFFFFFFFu : ((1u << nc) - 1u);  // bit c: cell c still runs
     double t = r.t0;
-    for (long long k = 0; k < r.steps && alive; ++k) {
+    // one step, k; Last<true>: a model's last step of the launch, where the
+    // assigned variables are stored (peeled off the loop below, so that the
+    // other steps carry no code for it)
+    auto one_step = [&](const long long k, auto last_tag) {
+        [[maybe_unused]] constexpr bool last = decltype(last_tag)::value;
         const double tp = t;
         const double tm = t + .5 * dt;
-        const bool last = k == r.steps - 1;  // kModel: the assigned variables are stored
         // 1. membrane, stimulus, capacitance, axial terms
         for (int c = 0; c < nc; ++c) {
             if (!(alive >> c & 1u)) continue;
@@ -228,12 +244,12 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                 const int reg = sregion[p];
                 double vi = v[p];
                 double ri = 0.0, di = 0.0;
-                ushort2 mp;
+                [[maybe_unused]] ushort2 mp;
                 if constexpr (kModel) {
                     mp = smap[p];
                     if (mp.x != NS_SIM_ONCHIP_NONE)
-                        model_at<MODEL_PAS_CURRENT>(M, last, j, p, local, mp.x, nullptr, n, nullptr, nullptr, &vi, &ri,
-                                                    &di, tm, dt);
+                        model_at<MODEL_PAS_CURRENT, last>(M, j, p, local, mp.x, nullptr, n, nullptr, nullptr, &vi,
+                                                          &ri, &di, tm, dt);
                 } else if (reg >= 0 && regions[reg].pas) {
                     const sim_region *q = &regions[reg];
                     const double g1 = ns_pas_current(vi + .001, q->g_pas, q->e_pas);
@@ -248,8 +264,8 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                 }
                 if constexpr (kModel) {
                     if (mp.y != NS_SIM_ONCHIP_NONE)
-                        model_at<MODEL_HH_CURRENT>(M, last, j, p, local, mp.y, const_cast<double *>(m + p), n, mglob,
-                                                   mtab, &vi, &ri, &di, tm, dt);
+                        model_at<MODEL_HH_CURRENT, last>(M, j, p, local, mp.y, const_cast<double *>(m + p), n,
+                                                         mglob, mtab, &vi, &ri, &di, tm, dt);
                 }
                 if (reg >= 0) {
                     if (!kModel && regions[reg].hh) {
@@ -294,7 +310,7 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         for (int c = 0; c < nc; ++c) {
             if (!(alive >> c & 1u)) continue;
             const CellView cv = cell_view<kShared>(wbase, cs, n, c, g, c0 + c);
-            double *const v = cv.v, *const m = cv.m, *const h = cv.h, *const gn = cv.gn;
+            [[maybe_unused]] double *const v = cv.v, *const m = cv.m, *const h = cv.h, *const gn = cv.gn;
             const double *const x = cv.rhs;
             for (int p = lane; p < n; p += 32) {
                 const double v_old = v[p];
@@ -305,8 +321,8 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                     const int tuple = smap[p].y;
                     if (tuple != NS_SIM_ONCHIP_NONE) {
                         double rl = 0.0, dl = 0.0;
-                        model_at<MODEL_HH_STATE>(M, last, c0 + c, p, local, tuple, m + p, n, mglob, mtab, &vi, &rl, &dl,
-                                                 t, dt);
+                        model_at<MODEL_HH_STATE, last>(M, c0 + c, p, local, tuple, m + p, n, mglob, mtab, &vi,
+                                                       &rl, &dl, t, dt);
                     }
                 } else {
                     const int reg = sregion[p];
@@ -351,7 +367,11 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                     row[g.rec_site[q]] = v[g.rec_node[q]];
             }
         }
-    }
+    };
+    const long long loop_steps = kModel ? r.steps - 1 : r.steps;
+    long long k = 0;
+    for (; k < loop_steps && alive; ++k) one_step(k, Last<false>{});
+    if (kModel && k < r.steps && alive) one_step(k, Last<true>{});
     __syncwarp();
     for (int e = lane; kShared && e < total; e += 32) {
         const int c = e / n, p = e - c * n;

@@ -132,10 +132,10 @@ typedef struct ns_sim_onchip {
 NS_HOST_DEVICE static inline int ns_sim_onchip_cell_doubles(int32_t n) { return 6 * n + 1; }
 
 /* Static shared memory of the onchip kernel [bytes]: the hand-written hh's
- * rate table and the regions' parameters, or (model) hh's TABLE and GLOBALs;
- * plus alignment slack. */
+ * rate table and the regions' parameters, or (model) hh's TABLE (its GLOBALs
+ * are in registers); plus alignment slack. */
 #define NS_SIM_ONCHIP_HAND_STATIC_BYTES (sizeof(ns_hh_table) + NS_REGION_COUNT * sizeof(sim_region))
-#define NS_SIM_ONCHIP_MODEL_STATIC_BYTES ((NS_FUSED_HH_TABLE + NS_FUSED_HH_GLOBALS) * sizeof(double) + sizeof(sim_region))
+#define NS_SIM_ONCHIP_MODEL_STATIC_BYTES (NS_FUSED_HH_TABLE * sizeof(double) + sizeof(sim_region))
 #define NS_SIM_ONCHIP_STATIC_BYTES(model) \
     (((model) ? NS_SIM_ONCHIP_MODEL_STATIC_BYTES : NS_SIM_ONCHIP_HAND_STATIC_BYTES) + 64)
 
