@@ -316,7 +316,8 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
                 for (int r = 0; r < desc->has_random; ++r) { /* the streams' ids, as the CPU loop's (cell, node) */
                     double v[4];
                     ns_mech_random_stream(desc, r, cell_id[c], ms->node[i], v);
-                    for (int z = 0; z < 4; ++z) f[(size_t)(desc->random_field + 4 * r + z) * (size_t)cnt + (size_t)q] = v[z];
+                    for (int j = 0; j < 4; ++j)
+                        f[(size_t)(desc->random_field + 4 * r + j) * (size_t)cnt + (size_t)q] = v[j];
                 }
             }
         }
@@ -549,7 +550,7 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
             for (int r = 0; r < d->has_random; ++r) { /* the streams, as the CPU loop's (ns_net_syn_random) */
                 double v[4];
                 ns_net_syn_random(net, d, ids[i], r, v);
-                for (int z = 0; z < 4; ++z) f_h[(size_t)(d->random_field + 4 * r + z) * (size_t)cnt + (size_t)i] = v[z];
+                for (int u = 0; u < 4; ++u) f_h[(size_t)(d->random_field + 4 * r + u) * (size_t)cnt + (size_t)i] = v[u];
             }
             syn_slot[ids[i]] = t;
             syn_inst[ids[i]] = (int32_t)i;
