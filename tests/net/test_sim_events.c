@@ -1,8 +1,8 @@
 /* NMODL's events in a network (docs/networks.md, "Events"; src/net/events.c):
  *   1. NEURON's IntFire1, IntFire2 and IntFire4 (data/mechanisms/events/, the
  *      .mod files of NEURON's source: ARTIFICIAL_CELL, net_send with flags,
- *      net_move, net_event, self events from INITIAL) and StimGen
- *      (data/mechanisms/events/stimgen.mod: NetStim's event logic) driven by
+ *      net_move, net_event, self events from INITIAL) and NetStim without
+ *      noise (NEURON 9.0.2's netstim.mod there: RANDOM, VERBATIM) driven by
  *      trains, their spikes driving an ExpSyn on a one-compartment hh cell,
  *      which also has an FDSyn (data/mechanisms/events/fdsyn.mod: per-connection
  *      state in NET_RECEIVE's arguments, NET_RECEIVE's INITIAL), an STDPSyn
@@ -47,12 +47,12 @@
 static const double T1[] = {2.0, 4.1, 6.3, 20.2, 21.7, 23.3, 24.9, 50.6, 52.2, 53.9};
 static const double T2[] = {10.35, 30.8, 31.9, 60.4, 61.5, 62.6, 63.7};
 static const double T3[] = {70.15};
-static const char *ART_MECH[4] = {"IntFire1", "IntFire2", "IntFire4", "StimGen"};
+static const char *ART_MECH[4] = {"IntFire1", "IntFire2", "IntFire4", "NetStim"};
 typedef struct pset { const char *who, *name; double value; } pset;
 static const pset PARAMS[] = {{"a", "tau", 10}, {"a", "refrac", 5}, {"b", "taus", 20}, {"b", "taum", 10},
                               {"b", "ib", 0.5}, {"c", "taue", 5}, {"c", "taui1", 10}, {"c", "taui2", 20},
                               {"c", "taum", 50}, {"s", "start", 5}, {"s", "interval", 7.3}, {"s", "number", 4},
-                              {"syn0", "tau", 2}, {"syn0", "e", 0}};
+                              {"s", "noise", 0},  {"syn0", "tau", 2}, {"syn0", "e", 0}};
 typedef struct conn { const char *src, *tgt; double w, d; } conn;
 static const conn NET[] = {{"T1", "a", 0.45, 1.0},    {"T2", "a", 0.5, 1.0},     {"T1", "b", 0.6, 1.2},
                            {"T2", "b", 0.8, 1.0},     {"T1", "c", 0.6, 1.0},     {"T2", "c", -0.3, 1.3},
@@ -195,7 +195,7 @@ static void against_neuron(ns_mech_library_t *lib, const ns_cell_t *cell) {
     static run_out runs[3];
     const int threads[3] = {1, 2, 4};
     for (int q = 0; q < 3; ++q) run(lib, cell, threads[q], &runs[q]);
-    const char *who[6] = {"IntFire1", "IntFire2", "IntFire4", "StimGen", "WatchCount", "the cell"};
+    const char *who[6] = {"IntFire1", "IntFire2", "IntFire4", "NetStim", "WatchCount", "the cell"};
     double worst_art = 0.0, worst_cell = 0.0;
     for (int c = 0; c < COPIES; ++c)
         for (int k = 0; k < 6; ++k) {
@@ -245,7 +245,7 @@ static void descriptors_and_errors(ns_mech_library_t *lib, const ns_cell_t *cell
     CHECK_OK(ns_mech_library_find(lib, "IntFire2", &d));
     CHECK(d && d->n_weights == 1 && d->artificial &&
           d->events == (NS_MECH_EV_SEND | NS_MECH_EV_EVENT | NS_MECH_EV_MOVE) && !d->net_init && !d->cuda_state);
-    CHECK_OK(ns_mech_library_find(lib, "StimGen", &d));
+    CHECK_OK(ns_mech_library_find(lib, "NetStim", &d));
     CHECK(d && d->artificial && d->events == (NS_MECH_EV_SEND | NS_MECH_EV_EVENT));
     CHECK_OK(ns_mech_library_find(lib, "WatchCount", &d));
     CHECK(d && !d->artificial && d->n_watch == 3 && d->watch_value &&
@@ -457,7 +457,7 @@ int main(void) {
     int skip = 0;
     ns_mech_library_t *lib = test_mech_from_files(
         MECH_DIR "/events/intfire1.mod " MECH_DIR "/events/intfire2.mod " MECH_DIR "/events/intfire4.mod " MECH_DIR
-        "/events/stimgen.mod " MECH_DIR "/events/fdsyn.mod " MECH_DIR "/events/watchcount.mod " MECH_DIR
+        "/events/fdsyn.mod " MECH_DIR "/events/watchcount.mod " MECH_DIR
         "/events/stdpsyn.mod " MECH_DIR "/events/netstim.mod", "libevents.so", &skip);
     if (skip) return tmpdir_remove(), 77;
     ns_cell_t *cell = test_cylinder();

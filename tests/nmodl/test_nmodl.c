@@ -162,7 +162,7 @@ int main(void) {
     all_files(MECH_DIR "/kinetic");
     all_files(MECH_DIR "/electrode");
     all_files(MECH_DIR "/events");
-    CHECK(n_files == 48); /* neuron, bbp, test, kinetic, electrode, events (verbatim: host C, verbatim_emit) */
+    CHECK(n_files == 47); /* neuron, bbp, test, kinetic, electrode, events (verbatim: host C, verbatim_emit) */
     units_constants();
     verbatim_emit();
 
