@@ -18,8 +18,10 @@ the library, so that every mechanism is checked), and NEURON runs to h.tstop wit
 step, recording v at the root section's middle and its NetCon spike times (threshold -20 mV).
 neurosolve runs the written files with `simulate --spike-times netcon`. Printed: sections,
 segments, the geometry check, spikes of both, the largest spike-time difference, the RMS of
-the soma traces, the wall times. Exit 1 when the spike counts differ, a spike is more than
-0.05 ms off or the RMS exceeds 0.05 mV (the issue's targets).
+the soma traces, the events (every captured spike source's spikes, NetStims and IntFires: NEURON's
+by a NetCon each, neurosolve's from simulate's raster, source by source), the wall times. Exit 1
+when the spike counts differ, a spike (the soma's or a source's) is more than 0.05 ms off or the
+RMS exceeds 0.05 mV (the issue's targets).
 
 --backend cuda runs `simulate` on the GPU (the library built with `mechanisms build --cuda`).
 --keep DIR keeps the written files (NAME.swc, .model, .params, .command) and the library.

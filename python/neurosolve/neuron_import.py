@@ -14,7 +14,9 @@ segment, ion values and styles, celsius, v_init, dt, tstop and the IClamps - and
 * ``NAME.model``: per section (``swc:ID``) the inserted mechanisms, each PARAMETER's value
   (``swc:ID(X).NAME`` where it varies along the section: any distribution rule comes across as
   values), ion reversal potentials or initial concentrations by NEURON's ion style;
-* ``NAME.net`` (where the model has them): synapses, NetStim trains and NetCons as a network file;
+* ``NAME.net`` (where the model has them): synapses, clamps (SEClamp, VClamp), artificial cells,
+  NetStims (regular ones as trains; noisy ones, or ones with inputs, as NEURON's netstim.mod with
+  each instance's Random123 ids: ``ranvar.id1=...``) and NetCons as a network file;
 * ``NAME.command``: the ``neurosolve simulate`` line with the IClamps.
 
 The written files are read back here (``ns.read_swc(...).discretize(sections=...)``) and every
