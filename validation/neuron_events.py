@@ -6,8 +6,8 @@ and an FDSyn (data/mechanisms/events/fdsyn.mod: per-connection facilitation and
 depression, NET_RECEIVE's INITIAL), an STDPSyn (stdpsyn.mod: FOR_NETCONS at a WATCH
 of v) and a WatchCount (watchcount.mod: WATCH on v, a spike by net_event at each
 crossing of -20 mV), driven by NEURON's IntFire1, IntFire2 and
-IntFire4 (built in: the files of data/mechanisms/events/) and a StimGen
-(data/mechanisms/events/stimgen.mod: NetStim's event logic, noise-free), which
+IntFire4 and a NetStim without noise (built in: the files of
+data/mechanisms/events/, netstim.mod NEURON 9.0.2's), which
 three trains of input spikes drive (events at train time + delay, NetCon.event).
 Run by NEURON's fixed step (dt = 0.025 ms, 100 ms, celsius 6.3, v_init -65).
 Writes tests/data/neuron_events/events.csv: '#' header lines (NEURON's
@@ -37,7 +37,7 @@ ARTIFICIAL = {  # name: (mechanism, parameters)
     "a": ("IntFire1", {"tau": 10, "refrac": 5}),
     "b": ("IntFire2", {"taus": 20, "taum": 10, "ib": 0.5}),
     "c": ("IntFire4", {"taue": 5, "taui1": 10, "taui2": 20, "taum": 50}),
-    "s": ("StimGen", {"start": 5, "interval": 7.3, "number": 4}),
+    "s": ("NetStim", {"start": 5, "interval": 7.3, "number": 4, "noise": 0}),
 }
 SYNAPSES = {  # on the soma
     "syn0": ("ExpSyn", {"tau": 2, "e": 0}),
@@ -59,7 +59,7 @@ NET = [  # (source, target, weight, delay), in creation order
 def main():
     work = tempfile.mkdtemp()
     try:
-        for f in ("stimgen.mod", "fdsyn.mod", "watchcount.mod", "stdpsyn.mod"):
+        for f in ("fdsyn.mod", "watchcount.mod", "stdpsyn.mod"):
             shutil.copy(os.path.join(EVENTS, f), work)
         subprocess.run(["nrnivmodl"], cwd=work, check=True, stdout=subprocess.DEVNULL)
         from neuron import h

@@ -9,16 +9,19 @@ SETUP is a Python file that builds a model in NEURON: it runs with `h` (neuron.h
 and loaded (NEURON 9 needs two additions to the BBP files: validation/nmodl_neuron_traces.py's
 compile_bbp; neurosolve builds the unchanged files with `mechanisms build`). NEURON's own
 mechanisms (pas, hh, ExpSyn, Exp2Syn) are built into both: give no folder holding them; the
-copies of NEURON's files in data/mechanisms/electrode (SEClamp) and data/mechanisms/events
-(IntFire1/2/4) are built by neurosolve only (NEURON has them built in). It may set
+copies of NEURON's files in data/mechanisms/electrode (SEClamp), data/mechanisms/vclamp (VClamp)
+and data/mechanisms/events (IntFire1/2/4, NetStim) are built by neurosolve only (NEURON has them
+built in). It may set
 `sections` (a list) or `cell` (an object with an `all` SectionList); otherwise every section
 is taken. Then, in one NEURON process: neurosolve.from_neuron writes the model's files (with
 the library, so that every mechanism is checked), and NEURON runs to h.tstop with its fixed
 step, recording v at the root section's middle and its NetCon spike times (threshold -20 mV).
 neurosolve runs the written files with `simulate --spike-times netcon`. Printed: sections,
 segments, the geometry check, spikes of both, the largest spike-time difference, the RMS of
-the soma traces, the wall times. Exit 1 when the spike counts differ, a spike is more than
-0.05 ms off or the RMS exceeds 0.05 mV (the issue's targets).
+the soma traces, the events (every captured spike source's spikes, NetStims and IntFires: NEURON's
+by a NetCon each, neurosolve's from simulate's raster, source by source), the wall times. Exit 1
+when the spike counts differ, a spike (the soma's or a source's) is more than 0.05 ms off or the
+RMS exceeds 0.05 mV (the issue's targets).
 
 --backend cuda runs `simulate` on the GPU (the library built with `mechanisms build --cuda`).
 --keep DIR keeps the written files (NAME.swc, .model, .params, .command) and the library.
@@ -68,11 +71,14 @@ def build_library(neurosolve, mods, lib, cuda=False):
 
 
 def neuron_own(path):
-    """NEURON's own mechanisms, built into NEURON: data/mechanisms/electrode (stim.mod, svclmp.mod)
-    and the IntFires of data/mechanisms/events, copies of NEURON's files that neurosolve builds."""
+    """NEURON's own mechanisms, built into NEURON: data/mechanisms/electrode (stim.mod, svclmp.mod),
+    data/mechanisms/vclamp (vclmp.mod) and the IntFires and netstim.mod of data/mechanisms/events,
+    copies of NEURON's files that neurosolve builds."""
     d, f = os.path.split(os.path.realpath(path))
-    return d == os.path.realpath(os.path.join(ROOT, "data/mechanisms/electrode")) or \
-        (d == os.path.realpath(os.path.join(ROOT, "data/mechanisms/events")) and f.startswith("intfire"))
+    return d in (os.path.realpath(os.path.join(ROOT, "data/mechanisms/electrode")),
+                 os.path.realpath(os.path.join(ROOT, "data/mechanisms/vclamp"))) or \
+        (d == os.path.realpath(os.path.join(ROOT, "data/mechanisms/events")) and
+         (f.startswith("intfire") or f == "netstim.mod"))
 
 
 def compile_neuron(mods, work):
@@ -113,6 +119,13 @@ def child(a):
     nc.threshold = THRESHOLD
     sp = h.Vector()
     nc.record(sp)
+    # the events: every captured spike source's spikes (NetStims, IntFires: `simulate`'s raster)
+    pre = {nc.pre().hname(): nc.pre() for nc in h.List("NetCon") if nc.pre() is not None}
+    events = {}
+    for name, label in r.sources.items():
+        if name in pre:
+            events[label] = (h.NetCon(pre[name], None), h.Vector())
+            events[label][0].record(events[label][1])
     h.finitialize(h.v_init)
     steps = int(round(h.tstop / h.dt))
     t0 = time.perf_counter()
@@ -121,7 +134,37 @@ def child(a):
     wall = time.perf_counter() - t0
     return {"command": r.command(a.neurosolve, a.lib), "root": r.sections[root.name()], "sections": len(secs),
             "nseg": r.nseg, "geometry": r.geometry, "not_captured": r.not_captured, "t": list(tv),
-            "v": list(vv), "spikes": list(sp), "wall": wall, "import_s": t_import, "neuron": h.nrnversion(5)}
+            "v": list(vv), "spikes": list(sp), "events": {k: list(v[1]) for k, v in events.items()},
+            "source_order": source_order(r.texts.get("network", "")), "wall": wall, "import_s": t_import, "neuron": h.nrnversion(5)}
+
+
+def source_order(net):
+    """A network file's source names in the order `simulate`'s raster numbers them."""
+    return [w[1] for w in (ln.split() for ln in net.splitlines())
+            if len(w) > 1 and w[0] in ("train", "poisson", "source", "detector")]
+
+
+def raster(path, order):
+    """`simulate`'s spikes.csv (source, cell, time) as source name -> times."""
+    out = {name: [] for name in order}
+    with open(path) as f:
+        f.readline()
+        for line in f:
+            k, _, t = line.split(",")
+            out[order[int(k)]].append(float(t))
+    return out
+
+
+def compare_events(want, got):
+    """NEURON's spike times per source against neurosolve's: (spikes, largest difference or inf)."""
+    n, worst = 0, 0.0
+    for label, times in want.items():
+        mine = got.get(label, [])
+        n += len(times)
+        if len(mine) != len(times):
+            return n, float("inf")
+        worst = max([worst] + [abs(x - y) for x, y in zip(times, mine)])
+    return n, worst
 
 
 def write_refs(a, d, cmd):
@@ -146,6 +189,8 @@ def write_refs(a, d, cmd):
         f.write(f"# root = {d['root']}\n")
         f.write(f"# record_every = {every}\n")
         f.write("# spikes = " + " ".join(repr(x) for x in d["spikes"]) + "\n")
+        for label, times in d["events"].items():  # each source's spikes (events_NAME: NAME.net's source)
+            f.write(f"# events_{label} = " + " ".join(repr(x) for x in times) + "\n")
         f.write("t,v\n")
         for i in range(0, len(d["t"]), every):
             f.write(f"{d['t'][i]:.4f},{d['v'][i]:.6f}\n")
@@ -206,7 +251,8 @@ def main():
         rms = math.sqrt(sum((v[i] - d["v"][i]) ** 2 for i in range(n)) / n)
         same = len(spikes) == len(d["spikes"])
         dspike = max((abs(x - y) for x, y in zip(spikes, d["spikes"])), default=0.0) if same else float("inf")
-        ok = same and dspike <= 0.05 and rms <= 0.05 and not d["not_captured"]
+        n_ev, dev = compare_events(d["events"], raster(prefix + "_spikes.csv", d["source_order"]))
+        ok = same and dspike <= 0.05 and rms <= 0.05 and dev <= 0.05 and not d["not_captured"]
         print(f"NEURON {d['neuron']}: {os.path.basename(a.setup)}: {d['sections']} sections, {d['nseg']} segments; "
               f"written files against NEURON's sections: largest relative difference {d['geometry']:.1e}")
         for m in d["not_captured"][:10]:
@@ -215,6 +261,9 @@ def main():
             print(f"not captured: ... {len(d['not_captured']) - 10} more")
         print(f"spikes NEURON / neurosolve: {len(d['spikes'])} / {len(spikes)}; largest spike-time difference "
               f"{dspike:.2e} ms; soma RMS {rms:.2e} mV over {d['t'][n - 1]:.0f} ms")
+        if d["events"]:
+            print(f"events: {len(d['events'])} sources, {n_ev} spikes of NEURON; largest spike-time difference "
+                  f"{dev:.2e} ms")
         print(f"wall: NEURON {d['wall']:.1f} s (fadvance loop), neurosolve {wall:.1f} s (simulate, {a.backend}), "
               f"from_neuron {d['import_s']:.1f} s")
         print("command: " + " ".join(d["command"]))

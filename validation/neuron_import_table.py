@@ -51,9 +51,15 @@ ROWS = [
     ("stylized_clamp", "stylized_clamp_neuron.py", {}, ["data/mechanisms/electrode/svclmp.mod"], None),
     ("stylized_events", "stylized_events_neuron.py", {},
      ["data/mechanisms/events/intfire1.mod", "data/mechanisms/events/intfire2.mod"], None),
+    ("stylized_noise", "stylized_noise_neuron.py", {}, ["data/mechanisms/events/netstim.mod"], None),
+    ("stylized_vclamp", "stylized_vclamp_neuron.py", {}, ["data/mechanisms/vclamp/vclmp.mod"], None),
 ]
 # rows whose mechanisms the GPU loop refuses (skipped with --backend cuda; --refs marks them)
-CPU_ONLY = {"stylized_events": "IntFire1/2 (events, ARTIFICIAL_CELL): the GPU loop refuses them (docs/networks.md)"}
+CPU_ONLY = {"stylized_events": "IntFire1/2 (events, ARTIFICIAL_CELL): the GPU loop refuses them (docs/networks.md)",
+            "stylized_noise": "NetStim (events, ARTIFICIAL_CELL, VERBATIM C): the GPU loop refuses them "
+                              "(docs/networks.md, docs/mechanisms.md)",
+            "stylized_vclamp": "VClamp's vclmp.mod has VERBATIM C, host C: mechanisms build --cuda refuses it "
+                               "(docs/mechanisms.md)"}
 
 
 def main():
@@ -69,8 +75,8 @@ def main():
     a = ap.parse_args()
     src = {"modeldb": a.modeldb, "bluepyopt": a.bluepyopt}
     print(f"| model | sections / segments | spikes NEURON / neurosolve | max spike-time difference [ms] | "
-          f"soma RMS [mV] | wall NEURON / simulate ({a.backend}) [s] |")
-    print("|---|---|---|---|---|---|")
+          f"soma RMS [mV] | events: sources, spikes, max difference [ms] | wall NEURON / simulate ({a.backend}) [s] |")
+    print("|---|---|---|---|---|---|---|")
     rows = [r for r in ROWS if not a.only or r[0] in a.only]
 
     def run(row):
@@ -94,7 +100,7 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
         for (name, *_), (why, r) in zip(rows, pool.map(run, rows)):
             if r is None:
-                print(f"| {name} | {why} | | | | |")
+                print(f"| {name} | {why} | | | | | |")
                 continue
             out = r.stdout
             m1 = re.search(r"(\d+) sections, (\d+) segments", out)
@@ -104,13 +110,15 @@ def main():
             if not (m1 and m2 and m3):
                 bad += 1
                 why = (r.stderr.strip().splitlines() or ["no output"])[-1][:150].replace("|", "/")
-                print(f"| {name} | failed: {why} | | | | |", flush=True)
+                print(f"| {name} | failed: {why} | | | | | |", flush=True)
                 continue
             bad += r.returncode != 0
+            m4 = re.search(r"events: (\d+) sources, (\d+) spikes of NEURON; largest spike-time difference (\S+) ms", out)
+            ev = f"{m4.group(1)}, {m4.group(2)}, {m4.group(3)}" if m4 else "-"
             nc = [ln[len("not captured: "):] for ln in out.splitlines() if ln.startswith("not captured: ")]
             note = f" (not captured: {'; '.join(nc)})" if nc else ""
             print(f"| {name}{note} | {m1.group(1)} / {m1.group(2)} | {m2.group(1)} / {m2.group(2)} | {m2.group(3)} | "
-                  f"{m2.group(4)} | {m3.group(1)} / {m3.group(2)} |", flush=True)
+                  f"{m2.group(4)} | {ev} | {m3.group(1)} / {m3.group(2)} |", flush=True)
     return 1 if bad else 0
 
 

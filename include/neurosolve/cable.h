@@ -240,8 +240,13 @@ NS_API ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartm
  * that name, or when it is a density mechanism or has no NET_RECEIVE). */
 NS_API ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, const char *mechanism,
                                     int64_t *synapse);
-/* Set a PARAMETER of a synapse by its NMODL name (tau2, e): finite values
- * only; an unknown name is refused naming the mechanism's parameters. */
+/* Set a PARAMETER of a synapse by its NMODL name (tau2, e; an array's
+ * element dur[0]): finite values only; an unknown name is refused naming the
+ * mechanism's parameters. "R.id1", "R.id2", "R.id3", "R.seq" set RANDOM
+ * variable R's nrnran123 stream (NEURON 9's NMODLRandom get_ids and get_seq:
+ * integers, the ids below 2^32, seq = 4 seq + which below 2^34) before its
+ * INITIAL; unset ones keep the defaults (docs/mechanisms.md, "Random
+ * numbers"). */
 NS_API ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *name, double value);
 /* NEURON's setpointer: the POINTER `pointer` of a synapse (its NMODL name,
  * vgap) reads and writes variable `var` of compartment `compartment` of

@@ -228,8 +228,10 @@ typedef struct ns_mech_desc {
      * variable k); fields random_field + 4 s .. + 3 are stream s: ids 1 and
      * 2, which the loop sets before init (1: the cell, 2: the node within
      * the cell, or for a point process the synapse's index,
-     * ns_sim_add_synapse's order), its seed (id 3) and its counter (0 at
-     * init). docs/mechanisms.md, "Random numbers". */
+     * ns_sim_add_synapse's order), then for stream 0 its seed and its
+     * counter (0 at init), for a RANDOM variable's nrnran123 stream id 3 (the
+     * mechanism's key plus s) and its position (0), or what
+     * ns_sim_synapse_set gave them. docs/mechanisms.md, "Random numbers". */
     int has_random, random_field;
     /* POINTER variables (ABI version 3), in declaration order: ppack.pointer[k]
      * holds each instance's address of pointer_names[k]. */

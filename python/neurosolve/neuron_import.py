@@ -14,7 +14,9 @@ segment, ion values and styles, celsius, v_init, dt, tstop and the IClamps - and
 * ``NAME.model``: per section (``swc:ID``) the inserted mechanisms, each PARAMETER's value
   (``swc:ID(X).NAME`` where it varies along the section: any distribution rule comes across as
   values), ion reversal potentials or initial concentrations by NEURON's ion style;
-* ``NAME.net`` (where the model has them): synapses, NetStim trains and NetCons as a network file;
+* ``NAME.net`` (where the model has them): synapses, clamps (SEClamp, VClamp), artificial cells,
+  NetStims (regular ones as trains; noisy ones, or ones with inputs, as NEURON's netstim.mod with
+  each instance's Random123 ids: ``ranvar.id1=...``) and NetCons as a network file;
 * ``NAME.command``: the ``neurosolve simulate`` line with the IClamps.
 
 The written files are read back here (``ns.read_swc(...).discretize(sections=...)``) and every
@@ -54,7 +56,9 @@ class NeuronImport:
     apart from their parent); ``translated`` (sections whose 3-D points did not start at their
     parent's connection point and were moved there, with the sections below: geometry unchanged);
     ``mechanisms`` (the density mechanisms the model needs); ``point_processes`` (the point
-    process types of NAME.net)."""
+    process types of NAME.net); ``sources`` (NEURON object name -> NAME.net's source: NetStims'
+    trains, point sources such as NetStims and IntFires, whose spikes the raster of `simulate`
+    lists by source, in NAME.net's order)."""
 
     def __init__(self):
         self.swc = self.model = self.params = self.command_file = self.network = None
@@ -69,6 +73,7 @@ class NeuronImport:
         self.moved_to_other = []
         self.translated = []
         self.point_processes = []
+        self.sources = {}
 
     @classmethod
     def read(cls, prefix):
@@ -177,6 +182,14 @@ def _type_of(name, types):
 
 def _pt3d(sec):
     return [(sec.x3d(i), sec.y3d(i), sec.z3d(i), sec.diam3d(i)) for i in range(int(sec.n3d()))]
+
+
+def _pp_value(o, name):
+    """A point process's PARAMETER value: NAME or an array element NAME[J]."""
+    if name.endswith("]"):
+        base, j = name[:-1].split("[")
+        return getattr(o, base)[int(j)]
+    return getattr(o, name)
 
 
 def _fmt(v):
@@ -442,6 +455,10 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
         for nm in mechs_used:
             if nm not in lib_names and nm not in BUILTIN_MECHANISMS:
                 miss.append(f"mechanism {nm}: not in the mechanism library")
+            elif nm in lib_names and any(f.startswith("__ran_") and f.endswith("_id1") and f != "__ran_id1"
+                                         for f in lib.describe(nm)["assigned"]):
+                miss.append(f"mechanism {nm}: RANDOM variables in a density mechanism: NEURON's streams per "
+                            f"instance are not captured (neurosolve's defaults draw others)")
     # GLOBALs: those the library declares (and hh's usetable), at NEURON's values
     for nm in mechs_used:
         names = ["usetable"] if nm == "hh" else []
@@ -465,6 +482,8 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
     r = h.ref("")
     synapses, stims = {}, {}  # hoc object name -> network line name
     net_lines = []
+    targets = {nc.syn().hname() for nc in h.List("NetCon") if nc.syn() is not None}
+    gix = None  # NEURON's Random123 global index (the key of every nrnran123 stream)
     for k in range(int(mt.count())):
         mt.select(k)
         mt.selected(r)
@@ -474,11 +493,16 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
         objs = list(h.List(kind))
         if not objs:
             continue
-        if kind == "NetStim":
+        if kind == "NetStim":  # a regular train without inputs: its times; else NEURON's netstim.mod
+            rest = []
             for o in objs:
-                if o.noise != 0:  # NEURON's random stream is not neurosolve's: the parameters, listed
-                    miss.append(f"{o.hname()}: noise = {o.noise:g} (a random train; start {o.start:g} ms, interval "
-                                f"{o.interval:g} ms, number {o.number:g}): not captured")
+                if o.noise != 0 or o.hname() in targets:
+                    if kind in syn_types:
+                        rest.append(o)
+                    else:
+                        miss.append(f"{o.hname()}: noise = {o.noise:g}{' with NetCons to it' if o.hname() in targets else ''}"
+                                    f" (start {o.start:g} ms, interval {o.interval:g} ms, number {o.number:g}): "
+                                    f"needs NEURON's netstim.mod in the library (data/mechanisms/events)")
                     continue
                 times, t_ev = [], o.start  # NetStim.mod with noise 0: start, then + interval each time
                 for _ in range(int(o.number)):
@@ -487,7 +511,9 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
                 label = f"stim{len(stims)}"
                 stims[o.hname()] = label
                 net_lines.append(f"train {label} " + " ".join(_fmt(t) for t in times) if times else None)
-            continue
+            objs = rest
+            if not objs:
+                continue
         if kind not in syn_types:
             miss.append(f"{len(objs)} {kind} point process(es): not captured (IClamps, NetStims and the point "
                         f"processes of neurosolve's catalogue or the library only: NEURON's SEClamp and IntFires are "
@@ -496,8 +522,16 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
         ms = h.MechanismStandard(kind, 1)
         names = []
         for q in range(int(ms.count())):
-            ms.name(r, q)
-            names.append(r[0])
+            size = int(ms.name(r, q))
+            names += [f"{r[0]}[{j}]" for j in range(size)] if size > 1 else [r[0]]  # VClamp's dur[3], amp[3]
+        # RANDOM variables (NEURON 9): each instance's nrnran123 stream, its ids and position
+        randoms = [f[6:-4] for f in lib.describe(kind)["assigned"] if f.startswith("__ran_") and f.endswith("_id1")
+                   and f != "__ran_id1"] if lib_names is not None and kind in lib_names else []
+        if randoms and gix is None:
+            gix = int(h.Random().Random123_globalindex())
+            if gix:
+                miss.append(f"Random123 global index {gix}: neurosolve's nrnran123 streams use 0 (the RANDOM draws "
+                            f"of {kind} differ)")
         artificial = bool(mt.is_artificial(k))
         for o in objs:
             if artificial:  # no location in NEURON: placed at the root's middle (it reads no voltage)
@@ -511,7 +545,11 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
             synapses[o.hname()] = label
             if kind not in res.point_processes:
                 res.point_processes.append(kind)
-            vals = " ".join(f"{q}={_fmt(getattr(o, q))}" for q in names)
+            vals = " ".join(f"{q}={_fmt(_pp_value(o, q))}" for q in names)
+            for rv in randoms:  # NMODLRandom: get_ids (id1, id2, id3), get_seq (4 seq + which)
+                ran = getattr(o, rv)
+                ids = ran.get_ids()
+                vals += "".join(f" {rv}.id{j + 1}={int(ids[j])}" for j in range(3)) + f" {rv}.seq={int(ran.get_seq())}"
             net_lines.append(f"synapse {label} imported swc:{sid}({_fmt(x)}) {kind} {vals}".rstrip())
     sources = dict(stims)  # NetCon source -> network source name: trains, point sources, detectors
     for nc in h.List("NetCon"):
@@ -539,6 +577,7 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
         net_lines.append(f"connect {sources[key]} {synapses[tgt.hname()]} {_fmt(nc.weight[0])} "
                          f"{_fmt(nc.delay)}")
     net_lines = [ln for ln in net_lines if ln]
+    res.sources = {k: v for k, v in sources.items() if not k.startswith("v:")}
     n = int(h.List("FInitializeHandler").count())
     if n:
         miss.append(f"{n} FInitializeHandler object(s): not captured")

@@ -233,6 +233,21 @@ static int valid_name(const char *s) {
     return n < NET_NAME;
 }
 
+/* A synapse's PARAM: NAME, an array element NAME[K] (VClamp's dur[0]) or a RANDOM variable's
+ * stream NAME.NAME (NetStim's ranvar.id1: ns_sim_synapse_set) */
+static int valid_param(const char *s) {
+    char head[NET_NAME];
+    const size_t n = strcspn(s, "[.");
+    if (n >= sizeof head) return 0;
+    memcpy(head, s, n);
+    head[n] = 0;
+    if (!valid_name(head)) return 0;
+    if (!s[n]) return 1;
+    if (s[n] == '.') return valid_name(s + n + 1);
+    size_t d = strspn(s + n + 1, "0123456789");
+    return d > 0 && d < 10 && s[n + 1 + d] == ']' && !s[n + 2 + d];
+}
+
 static group *find_group(ns_network_t *net, const char *name) {
     for (int32_t g = 0; g < net->n_groups; ++g)
         if (strcmp(net->groups[g].name, name) == 0) return &net->groups[g];
@@ -457,7 +472,9 @@ static ns_status st_synapse(ctx *c, char **tok, int n) {
         char *eq = strchr(tok[k], '=');
         if (!eq) return FAIL(c, "synapse %s: '%s': expected PARAM=VALUE", tok[1], tok[k]);
         *eq = 0;
-        if (!valid_name(tok[k])) return FAIL(c, "synapse %s: '%s=%s': expected PARAM=NUMBER", tok[1], tok[k], eq + 1);
+        if (!valid_param(tok[k]) || strlen(tok[k]) >= NET_NAME)
+            return FAIL(c, "synapse %s: '%s=%s': expected PARAM=NUMBER (PARAM a name, NAME[K] or NAME.NAME)", tok[1],
+                        tok[k], eq + 1);
         if ((st = num(c, eq + 1, -HUGE_VAL, HUGE_VAL, &s->pvalue[k - 5], "synapse %s: %s", tok[1], tok[k])) != NS_OK)
             return st;
         snprintf(s->pname[k - 5], NET_NAME, "%s", tok[k]);

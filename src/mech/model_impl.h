@@ -62,6 +62,11 @@ typedef struct sim_model {
  * Exp2Syn 2, hh 3 (IClamp runs between pas and ExpSyn), a library's other
  * mechanisms 4 + their catalogue index. */
 int32_t ns_sim_model_key(const sim_model *m, int32_t desc);
+/* The values a loop gives random stream q's four fields (ns_mech_desc.random_field + 4 q ..) of
+ * an instance at (id1, id2) before INITIAL: ids id1, id2; the third, for stream 0 its seed 0, for
+ * a RANDOM variable's nrnran123 stream the mechanism's key plus q (two mechanisms' streams at one
+ * place differ); position 0 (src/nmodl/nmodl_random.c, docs/mechanisms.md "Random numbers"). */
+void ns_mech_random_stream(const ns_mech_desc *d, int q, int64_t id1, int64_t id2, double out[4]);
 /* The catalogue index of a mechanism, -1 when there is none of that name. */
 int32_t ns_sim_model_find(const sim_model *m, const char *name);
 

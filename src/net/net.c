@@ -165,7 +165,8 @@ ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, c
     const ns_mech_desc *d = m->descs[k];
     if (grow((void **)&net->syns, net->n_syns, &net->cap_syns, sizeof *net->syns) != 0)
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
-    while (net->n_params + d->n_params > net->cap_params)
+    const int n_rand = d->has_random > 1 ? 4 * (d->has_random - 1) : 0; /* RANDOM variables' ids, position */
+    while (net->n_params + d->n_params + n_rand > net->cap_params)
         if (grow((void **)&net->params, net->cap_params, &net->cap_params, sizeof *net->params) != 0)
             return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
     net_syn *s = &net->syns[net->n_syns];
@@ -175,7 +176,8 @@ ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, c
     s->param_at = net->n_params;
     s->ptr_at = -1;
     for (int p = 0; p < d->n_params; ++p) net->params[net->n_params + p] = d->field_defaults[p];
-    net->n_params += d->n_params;
+    for (int p = 0; p < n_rand; ++p) net->params[net->n_params + d->n_params + p] = NAN;
+    net->n_params += d->n_params + n_rand;
     if (synapse) *synapse = net->n_syns;
     net->n_syns++;
     net->dirty = 1;
@@ -203,11 +205,36 @@ ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *name, d
             net->dirty = 1;
             return NS_OK;
         }
+    /* R.id1, R.id2, R.id3, R.seq: RANDOM variable R's nrnran123 stream (NEURON's NMODLRandom ids
+     * and seq, seq4which = 4 seq + which), the hidden fields __ran_R_id1 ... */
+    const char *dot = strchr(name, '.');
+    for (int q = 1; dot && q < d->has_random; ++q)
+        for (int k = 0; k < 4; ++k) {
+            const char *f = d->field_names[d->random_field + 4 * q + k]; /* __ran_R_id1 */
+            const size_t nr = (size_t)(dot - name), nf = strlen(f);
+            if (strncmp(f, "__ran_", 6) != 0 || nf < 6 + nr + 1 || strncmp(f + 6, name, nr) != 0 || f[6 + nr] != '_' ||
+                strcmp(f + 7 + nr, dot + 1) != 0)
+                continue;
+            const double top = k < 3 ? 4294967296.0 : 17179869184.0; /* ids: 32 bits; seq4which: 34 */
+            if (!(value >= 0.0 && value < top && value == floor(value)))
+                return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                               "%s: synapse %lld (%s): %s = %g: an integer in [0, %.0f) (NEURON's nrnran123 %s)", fn,
+                               (long long)synapse, d->name, name, value, top, k < 3 ? "id" : "seq * 4 + which");
+            net->params[s->param_at + d->n_params + 4 * (q - 1) + k] = value;
+            net->dirty = 1;
+            return NS_OK;
+        }
     char list[256];
     size_t used = 0;
     list[0] = 0;
     for (int p = 0; p < d->n_params && used + 40 < sizeof list; ++p)
         used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", p ? ", " : "", d->field_names[p]);
+    for (int q = 1; q < d->has_random && used + 60 < sizeof list; ++q) { /* __ran_R_id1: R.id1 .. R.seq */
+        const char *f = d->field_names[d->random_field + 4 * q] + 6;
+        const int nr = (int)strlen(f) - 4;
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%.*s.id1, .id2, .id3, .seq", used ? ", " : "",
+                                 nr, f);
+    }
     return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: synapse %lld (%s) has no parameter '%s' (it has: %s)", fn,
                    (long long)synapse, d->name, name, used ? list : "none");
 }
@@ -421,6 +448,15 @@ static int cmp_key(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+void ns_net_syn_random(const sim_net *net, const ns_mech_desc *d, int64_t syn, int q, double out[4]) {
+    const net_syn *sy = &net->syns[syn];
+    ns_mech_random_stream(d, q, sy->cell, syn, out);
+    for (int k = 0; q > 0 && k < 4; ++k) {
+        const double given = net->params[sy->param_at + d->n_params + 4 * (q - 1) + k];
+        if (!isnan(given)) out[k] = given;
+    }
+}
+
 /* The instances of the block's synapses of catalogue entry `desc`. */
 static ns_status point_create(ns_sim_t *sim, const net_block_in *in, int32_t desc, const int64_t *syns, int32_t cnt,
                               const int32_t *lane, net_point *pt) {
@@ -446,9 +482,10 @@ static ns_status point_create(ns_sim_t *sim, const net_block_in *in, int32_t des
         pt->node_index[i] = (in->pos ? in->pos[sy->node] : sy->node) * in->w + lane[i];
         pt->weight[i] = s->stim_scale[sy->node]; /* 1e2 / area, area 100 at zero-area nodes */
         for (int p = 0; p < d->n_params; ++p) pt->field[p][i] = net->params[sy->param_at + p];
-        for (int q = 0; q < d->has_random; ++q) { /* the streams' ids: the cell and the synapse (its number) */
-            pt->field[d->random_field + 4 * q][i] = (double)in->cell[lane[i]];
-            pt->field[d->random_field + 4 * q + 1][i] = (double)syns[i];
+        for (int q = 0; q < d->has_random; ++q) {
+            double r[4];
+            ns_net_syn_random(net, d, syns[i], q, r);
+            for (int k = 0; k < 4; ++k) pt->field[d->random_field + 4 * q + k][i] = r[k];
         }
     }
     for (int j = 0; j < d->n_ions; ++j) {

@@ -18,7 +18,8 @@ typedef struct net_syn {
     int64_t cell;
     int32_t node;
     int32_t desc;     /* index in the model's catalogue */
-    int64_t param_at; /* desc's n_params values in sim_net.params */
+    int64_t param_at; /* desc's n_params values in sim_net.params, then 4 per RANDOM variable (its ids
+                         and position as ns_sim_synapse_set gave them, NaN: the default; ns_net_syn_random) */
     int64_t ptr_at;   /* -1, or desc's n_pointers targets in sim_net.ptrs (ns_sim_set_pointer) */
 } net_syn;
 
@@ -181,6 +182,10 @@ typedef struct net_block_in {
 } net_block_in;
 
 void ns_net_free(sim_net *net);
+/* The four values of random stream q of synapse syn (type d) before INITIAL: those
+ * ns_sim_synapse_set gave a RANDOM variable's ids and position ("R.id1", ...), the rest
+ * ns_mech_random_stream's defaults for (the cell, the synapse's index). */
+void ns_net_syn_random(const sim_net *net, const ns_mech_desc *d, int64_t syn, int q, double out[4]);
 /* pointer.c: the addresses of the POINTERs of a block's instances of one
  * point type (pt->desc, the synapses syns[i]) */
 ns_status ns_net_point_pointers(const ns_sim_t *sim, const net_block_in *in, const int64_t *syns, int32_t cnt,

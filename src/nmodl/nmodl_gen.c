@@ -417,15 +417,13 @@ static void emit_ex(gen *g, const ex *e) {
             put(b, "%uu", nm_random_mech_key(g->m->name));
             lead = 1;
         } else if (nm_random_api(e->text, e->n_args) > 0 && g->m->random_field >= 0) {
-            /* NEURON 9's random_*(r, ...): RANDOM r's stream, its key the mechanism's plus the stream */
+            /* NEURON 9's random_*(r, ...): RANDOM r's nrnran123 stream, its four fields (nmodl_random.h) */
             const var *rv = find_var(g->m, e->args[0]->text);
             const char *fn = e->text + 7; /* uniform, negexp, normal, setseq, setids */
-            const char *c = !strcmp(fn, "uniform") ? (e->n_args == 1 ? "scop_random" : "uniform")
-                            : !strcmp(fn, "negexp") ? "exprand" : !strcmp(fn, "normal") ? "normrand" : fn;
-            put(b, "nsm_rng_%s(", c);
+            put(b, "nsm_r123_%s%s(", fn, !strcmp(fn, "uniform") && e->n_args == 1 ? "0" : "");
             for (int k = 0; k < 4; k++)
-                put(b, g->field_direct ? "&p->field[%d][i_], " : "F%d_, ", g->m->random_field + 4 * rv->stream + k);
-            put(b, "%uu", nm_random_mech_key(g->m->name) + (unsigned)rv->stream);
+                put(b, g->field_direct ? "%s&p->field[%d][i_]" : "%sF%d_", k ? ", " : "",
+                    g->m->random_field + 4 * rv->stream + k);
             for (int i = 1; i < e->n_args; i++) {
                 put(b, ", ");
                 emit_ex(g, e->args[i]);

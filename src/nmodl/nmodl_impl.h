@@ -212,6 +212,7 @@ ns_status nm_kinetic_lower(struct ns_nmodl *m, block *b);
 
 /* nmodl_random.c: normrand, exprand, scop_random, set_seed */
 extern const char *const nm_random_field_names[4]; /* the hidden fields: id1, id2, seed, counter */
+extern const char *const nm_random_stream_fields[4]; /* a RANDOM R's: __ran_R_id1, _id2, _id3, _seq */
 const char *nm_random_runtime(void);               /* the functions (nmodl_random.h), C for the header */
 int nm_random_arity(const char *name);             /* -1: not one of them */
 /* NEURON 9's functions of a RANDOM variable (random_uniform, ...): -1 not one

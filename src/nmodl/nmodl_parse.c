@@ -2035,10 +2035,10 @@ static int finish(parser *p) {
         for (int q = 0; q < m->n_streams; q++)
             for (int k = 0; k < 4; k++) {
                 char *name = (char *)nm_random_field_names[k];
-                if (q) { /* __ran_<RANDOM>_id1, ... */
+                if (q) { /* __ran_<RANDOM>_id1, _id2, _id3, _seq: an nrnran123 stream (nmodl_random.h) */
                     size_t nl = strlen(m->randoms[q - 1]) + 16;
                     if (!(name = nm_calloc(AR, nl, 1))) return -1;
-                    snprintf(name, nl, "__ran_%s_%s", m->randoms[q - 1], nm_random_field_names[k] + 6);
+                    snprintf(name, nl, "__ran_%s_%s", m->randoms[q - 1], nm_random_stream_fields[k]);
                 }
                 if (find_var(m, name) || !add_var(p, name, V_ASSIGNED, 0, 1))
                     return p->status ? -1 : perr(p, NS_ERR_INVALID_ARGUMENT, 1, "%s is reserved", name);

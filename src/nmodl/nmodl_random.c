@@ -13,12 +13,14 @@
 #include <string.h>
 
 #include "nmodl/nmodl_impl.h"
+#include "mech/model_impl.h"
 
 /* src/nmodl/nmodl_random.h as text (CMake writes it, nmodl_random_text.c) */
 extern const char ns_nmodl_random_header[];
 const char *nm_random_runtime(void) { return ns_nmodl_random_header; }
 
 const char *const nm_random_field_names[4] = {"__ran_id1", "__ran_id2", "__ran_seed", "__ran_count"};
+const char *const nm_random_stream_fields[4] = {"id1", "id2", "id3", "seq"};
 
 int nm_random_arity(const char *name) {
     if (!strcmp(name, "normrand")) return 2;
@@ -59,6 +61,13 @@ int nm_random_used(const struct ns_nmodl *m) {
     for (int i = 0; i < m->n_blocks; i++)
         if (uses_list(m->blocks[i]->body)) return 1;
     return 0;
+}
+
+void ns_mech_random_stream(const ns_mech_desc *d, int q, int64_t id1, int64_t id2, double out[4]) {
+    out[0] = (double)id1;
+    out[1] = (double)id2;
+    out[2] = q ? (double)(uint32_t)(nm_random_mech_key(d->name) + (unsigned)q) : 0.0;
+    out[3] = 0.0;
 }
 
 /* The stream's key: FNV-1a of the mechanism's name (two mechanisms at one

@@ -57,25 +57,58 @@ NS_MECH_FN double nsm_rng_normrand(const double *a, const double *b, const doubl
     const double r = sqrt(-2.0 * log(nsm_rng_u01(w[0], w[1])));
     return mean + sd * r * cos(6.283185307179586 * nsm_rng_u01(w[2], w[3]));
 }
-/* NEURON 9's RANDOM functions: random_uniform(r, a, b), random_setseq(r, n)
- * (the stream's position: its next draw is block n), random_setids(r, id1,
- * id2, id3) (the stream's key and third counter word; position 0) */
-NS_MECH_FN double nsm_rng_uniform(const double *a, const double *b, const double *s, double *n, uint32_t k, double lo,
-                                  double hi) {
-    return lo + (hi - lo) * nsm_rng_scop_random(a, b, s, n, k);
+/* NEURON 9's RANDOM variables are NEURON's nrnran123 streams (src/gnu/nrnran123.cpp), draw for
+ * draw: a stream's four fields are its ids 1, 2, 3 and its position seq4 = 4 seq + which; its
+ * words are those of Philox4x32-10 of the counter {seq, id3, id1, id2} under the key {0, 0}
+ * (NEURON's global index 0), word `which` the next (then the next word, the next block). */
+NS_MECH_FN uint32_t nsm_r123_ipick(double *id1, double *id2, double *id3, double *seq4) {
+    const uint64_t x = (uint64_t)*seq4;
+    const uint32_t i3 = (uint32_t)(int64_t)*id3;
+    uint32_t c[4] = {(uint32_t)(x >> 2), i3, (uint32_t)(int64_t)*id1, (uint32_t)(int64_t)*id2};
+    const uint32_t key[2] = {0, 0};
+    nsm_philox4x32(c, key);
+    if (x + 1 < ((uint64_t)1 << 34)) {
+        *seq4 = (double)(x + 1);
+    } else { /* Random123's counter carries into its next word, id3 */
+        *seq4 = 0.0;
+        *id3 = (double)(uint32_t)(i3 + 1u);
+    }
+    return c[x & 3];
 }
-NS_MECH_FN double nsm_rng_setseq(const double *a, const double *b, const double *s, double *n, uint32_t k, double x) {
-    (void)a; (void)b; (void)s; (void)k;
-    *n = x >= 0.0 ? (double)(uint64_t)x : 0.0;
+/* nrnran123_dblpick: (u + 1) / (2^32 + 1), as NEURON multiplies */
+NS_MECH_FN double nsm_r123_uniform0(double *a, double *b, double *c, double *s) {
+    return ((double)nsm_r123_ipick(a, b, c, s) + 1.0) * (1.0 / 4294967297.0);
+}
+NS_MECH_FN double nsm_r123_uniform(double *a, double *b, double *c, double *s, double lo, double hi) {
+    return lo + nsm_r123_uniform0(a, b, c, s) * (hi - lo);
+}
+NS_MECH_FN double nsm_r123_negexp(double *a, double *b, double *c, double *s, double mean) {
+    return -log(nsm_r123_uniform0(a, b, c, s)) * mean;
+}
+/* the polar method, NEURON's (two words a try) */
+NS_MECH_FN double nsm_r123_normal(double *a, double *b, double *c, double *s, double mu, double sigma) {
+    double w, u1, u2;
+    do {
+        u1 = 2. * nsm_r123_uniform0(a, b, c, s) - 1.;
+        u2 = 2. * nsm_r123_uniform0(a, b, c, s) - 1.;
+        w = u1 * u1 + u2 * u2;
+    } while (w > 1);
+    return mu + u1 * sqrt(-2. * log(w) / w) * sigma;
+}
+/* nrnran123_setseq(s, double seq4which): outside [0, 2^40): 0; the low 34 bits */
+NS_MECH_FN double nsm_r123_setseq(double *a, double *b, double *c, double *s, double x) {
+    (void)a; (void)b; (void)c;
+    if (!(x >= 0.0) || x > (double)0xffffffffffLL) x = 0.0;
+    *s = (double)(((uint64_t)x) & 0x3ffffffffULL);
     return 0.0;
 }
-NS_MECH_FN double nsm_rng_setids(double *a, double *b, double *s, double *n, uint32_t k, double i1, double i2,
-                                 double i3) {
-    (void)k;
+/* nrnran123_setids: the position stays (NEURON keeps the block it drew before until the next
+ * block or setseq; here the next word is the new stream's) */
+NS_MECH_FN double nsm_r123_setids(double *a, double *b, double *c, double *s, double i1, double i2, double i3) {
+    (void)s;
     *a = (double)(uint32_t)(int64_t)i1;
     *b = (double)(uint32_t)(int64_t)i2;
-    *s = (double)(uint32_t)(int64_t)i3;
-    *n = 0.0;
+    *c = (double)(uint32_t)(int64_t)i3;
     return 0.0;
 }
 /* the instance's stream restarted under seed s (NEURON's set_seed seeds its one generator) */

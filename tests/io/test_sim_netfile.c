@@ -221,6 +221,20 @@ static void test_errors(const ns_cell_t *cell) {
     BAD_PARSE(WITH("synapse s c dend ExpSyn\n"), "bad.net:2:", "location 'dend'");
     BAD_PARSE(WITH("synapse s c soma ExpSyn tau\n"), "bad.net:2:", "'tau': expected PARAM=VALUE");
     BAD_PARSE(WITH("synapse s c soma ExpSyn tau=nan\n"), "bad.net:2:", "synapse s: tau: 'nan' is not a decimal number");
+    /* PARAM: a name, an array element NAME[K] (VClamp's dur[0]) or a RANDOM's stream NAME.NAME (ranvar.id1) */
+    {
+        ns_network_t *ok = NULL;
+        WITH("synapse s c soma VClamp dur[0]=1 amp[2]=-70\nsynapse n c soma NetStim ranvar.id1=7 ranvar.seq=0\n");
+        CHECK_OK(ns_network_parse(t, strlen(t), "ok.net", NULL, &ok));
+        ns_network_destroy(ok);
+    }
+    const char *bad_params[] = {"dur[]=1", "dur[1=1", "dur[1]x=1", "dur[a]=1", "ranvar.=1", "ranvar.id.1=1",
+                                "ranvar.1d=1", ".id1=1", "1x=1"};
+    for (size_t k = 0; k < sizeof bad_params / sizeof *bad_params; ++k) {
+        char line[128];
+        snprintf(line, sizeof line, "synapse s c soma VClamp %s\n", bad_params[k]);
+        BAD_PARSE(WITH(line), "bad.net:2:", "expected PARAM=NUMBER (PARAM a name, NAME[K] or NAME.NAME)");
+    }
     BAD_PARSE(WITH("synapse c c soma ExpSyn\n"), "bad.net:2:", "'c' names cells (line 1), not synapses");
     BAD_PARSE(WITH("synapse cell c soma ExpSyn\n"), "bad.net:2:", "'cell' is reserved");
     BAD_PARSE(WITH("detector d c soma\n"), "bad.net:2:", "detector NAME CELLS LOC THRESHOLD");

@@ -1,8 +1,8 @@
 /* NMODL's events in a network (docs/networks.md, "Events"; src/net/events.c):
  *   1. NEURON's IntFire1, IntFire2 and IntFire4 (data/mechanisms/events/, the
  *      .mod files of NEURON's source: ARTIFICIAL_CELL, net_send with flags,
- *      net_move, net_event, self events from INITIAL) and StimGen
- *      (data/mechanisms/events/stimgen.mod: NetStim's event logic) driven by
+ *      net_move, net_event, self events from INITIAL) and NetStim without
+ *      noise (NEURON 9.0.2's netstim.mod there: RANDOM, VERBATIM) driven by
  *      trains, their spikes driving an ExpSyn on a one-compartment hh cell,
  *      which also has an FDSyn (data/mechanisms/events/fdsyn.mod: per-connection
  *      state in NET_RECEIVE's arguments, NET_RECEIVE's INITIAL), an STDPSyn
@@ -16,7 +16,13 @@
  *   2. the descriptors (weight vector length, artificial, event flags, no
  *      CUDA entry points) and the errors: a point source twice, a connection
  *      from one with a delay below dt, the translator's refusals (file:line);
- *   3. the GPU loop's refusal of event mechanisms (where a GPU runs).
+ *   3. the GPU loop's refusal of event mechanisms (where a GPU runs);
+ *   4. NEURON's netstim.mod (data/mechanisms/events: RANDOM ranvar, VERBATIM) with
+ *      noise 1: its spike times are start + interval e0, then + interval e_k, e_k
+ *      the negexp draws of NEURON's nrnran123 stream (written out below from
+ *      NEURON's nrnran123.cpp) of the ids ns_sim_synapse_set gave ("ranvar.id1"
+ *      ...; "ranvar.seq": the stream's position), or of the default ids (the
+ *      cell, the synapse, the mechanism's key + 1); the errors of those names.
  * Without a C compiler the test skips (77). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -41,12 +47,12 @@
 static const double T1[] = {2.0, 4.1, 6.3, 20.2, 21.7, 23.3, 24.9, 50.6, 52.2, 53.9};
 static const double T2[] = {10.35, 30.8, 31.9, 60.4, 61.5, 62.6, 63.7};
 static const double T3[] = {70.15};
-static const char *ART_MECH[4] = {"IntFire1", "IntFire2", "IntFire4", "StimGen"};
+static const char *ART_MECH[4] = {"IntFire1", "IntFire2", "IntFire4", "NetStim"};
 typedef struct pset { const char *who, *name; double value; } pset;
 static const pset PARAMS[] = {{"a", "tau", 10}, {"a", "refrac", 5}, {"b", "taus", 20}, {"b", "taum", 10},
                               {"b", "ib", 0.5}, {"c", "taue", 5}, {"c", "taui1", 10}, {"c", "taui2", 20},
                               {"c", "taum", 50}, {"s", "start", 5}, {"s", "interval", 7.3}, {"s", "number", 4},
-                              {"syn0", "tau", 2}, {"syn0", "e", 0}};
+                              {"s", "noise", 0},  {"syn0", "tau", 2}, {"syn0", "e", 0}};
 typedef struct conn { const char *src, *tgt; double w, d; } conn;
 static const conn NET[] = {{"T1", "a", 0.45, 1.0},    {"T2", "a", 0.5, 1.0},     {"T1", "b", 0.6, 1.2},
                            {"T2", "b", 0.8, 1.0},     {"T1", "c", 0.6, 1.0},     {"T2", "c", -0.3, 1.3},
@@ -189,7 +195,7 @@ static void against_neuron(ns_mech_library_t *lib, const ns_cell_t *cell) {
     static run_out runs[3];
     const int threads[3] = {1, 2, 4};
     for (int q = 0; q < 3; ++q) run(lib, cell, threads[q], &runs[q]);
-    const char *who[6] = {"IntFire1", "IntFire2", "IntFire4", "StimGen", "WatchCount", "the cell"};
+    const char *who[6] = {"IntFire1", "IntFire2", "IntFire4", "NetStim", "WatchCount", "the cell"};
     double worst_art = 0.0, worst_cell = 0.0;
     for (int c = 0; c < COPIES; ++c)
         for (int k = 0; k < 6; ++k) {
@@ -239,7 +245,7 @@ static void descriptors_and_errors(ns_mech_library_t *lib, const ns_cell_t *cell
     CHECK_OK(ns_mech_library_find(lib, "IntFire2", &d));
     CHECK(d && d->n_weights == 1 && d->artificial &&
           d->events == (NS_MECH_EV_SEND | NS_MECH_EV_EVENT | NS_MECH_EV_MOVE) && !d->net_init && !d->cuda_state);
-    CHECK_OK(ns_mech_library_find(lib, "StimGen", &d));
+    CHECK_OK(ns_mech_library_find(lib, "NetStim", &d));
     CHECK(d && d->artificial && d->events == (NS_MECH_EV_SEND | NS_MECH_EV_EVENT));
     CHECK_OK(ns_mech_library_find(lib, "WatchCount", &d));
     CHECK(d && !d->artificial && d->n_watch == 3 && d->watch_value &&
@@ -355,19 +361,111 @@ static void gpu_refuses(ns_mech_library_t *lib, const ns_cell_t *cell) {
     ns_sim_destroy(sim);
 }
 
+/* 4. NetStim's trains: NEURON's nrnran123 (nrnran123.cpp): word `which` of Philox4x32-10 of
+ * {seq, id3, id1, id2} under the key {0, 0}; negexp -log((u + 1) / (2^32 + 1)) */
+static double nrnran123_negexp(const uint32_t id[3], uint64_t *pos) {
+    uint32_t c[4] = {(uint32_t)(*pos >> 2), id[2], id[0], id[1]};
+    const uint32_t key[2] = {0, 0};
+    for (int r = 0; r < 10; ++r) { /* Philox4x32-10 (Salmon et al. 2011), as Random123 */
+        const uint32_t k0 = key[0] + (uint32_t)r * 0x9E3779B9u, k1 = key[1] + (uint32_t)r * 0xBB67AE85u;
+        const uint64_t p0 = (uint64_t)0xD2511F53u * c[0], p1 = (uint64_t)0xCD9E8D57u * c[2];
+        const uint32_t x0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0, x2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1;
+        c[1] = (uint32_t)p1;
+        c[3] = (uint32_t)p0;
+        c[0] = x0;
+        c[2] = x2;
+    }
+    const uint32_t u = c[*pos & 3];
+    ++*pos;
+    return -log(((double)u + 1.0) * (1.0 / 4294967297.0)) * 1.0;
+}
+
+static void netstim_streams(ns_mech_library_t *lib, const ns_cell_t *cell) {
+    ns_sim_model_t *model = NULL;
+    CHECK_OK(ns_sim_model_create(lib, &model));
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    p.dt = DT;
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = NS_BACKEND_CPU;
+    o.model = model;
+    const ns_cell_t *shapes[1] = {cell};
+    ns_sim_t *sim = NULL;
+    CHECK_OK(ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim));
+    ns_sim_model_destroy(model);
+    if (!sim) return;
+    /* three trains: ids (7, 3, 11), the same put at word 5 (NetStim's INITIAL calls seed(0),
+     * random_setseq(ranvar, 0): back at word 0, as in NEURON), the defaults */
+    const double start = 2.0, interval = 4.0;
+    int64_t syn[3], src[3];
+    for (int k = 0; k < 3; ++k) {
+        CHECK_OK(ns_sim_add_synapse(sim, 0, 0, "NetStim", &syn[k]));
+        CHECK_OK(ns_sim_synapse_set(sim, syn[k], "noise", 1.0));
+        CHECK_OK(ns_sim_synapse_set(sim, syn[k], "start", start));
+        CHECK_OK(ns_sim_synapse_set(sim, syn[k], "interval", interval));
+        CHECK_OK(ns_sim_synapse_set(sim, syn[k], "number", 1e9));
+        CHECK_OK(ns_sim_add_point_source(sim, syn[k], &src[k]));
+    }
+    for (int k = 0; k < 2; ++k) {
+        CHECK_OK(ns_sim_synapse_set(sim, syn[k], "ranvar.id1", 7));
+        CHECK_OK(ns_sim_synapse_set(sim, syn[k], "ranvar.id2", 3));
+        CHECK_OK(ns_sim_synapse_set(sim, syn[k], "ranvar.id3", 11));
+    }
+    CHECK_OK(ns_sim_synapse_set(sim, syn[1], "ranvar.seq", 5));
+    /* the names' errors */
+    ns_status st = ns_sim_synapse_set(sim, syn[0], "ranvar.id1", -1);
+    CHECK_MSG(st == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "ranvar.id1 = -1") &&
+                  strstr(ns_last_error(), "nrnran123 id"),
+              "%s", ns_last_error());
+    st = ns_sim_synapse_set(sim, syn[0], "ranvar.id2", 1.5);
+    CHECK_MSG(st == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "an integer in [0, 4294967296)"), "%s",
+              ns_last_error());
+    st = ns_sim_synapse_set(sim, syn[0], "ranvar.seq", 17179869184.0);
+    CHECK_MSG(st == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "seq * 4 + which"), "%s", ns_last_error());
+    st = ns_sim_synapse_set(sim, syn[0], "ranvar.id4", 1);
+    CHECK_MSG(st == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "no parameter 'ranvar.id4'") &&
+                  strstr(ns_last_error(), "ranvar.id1, .id2, .id3, .seq"),
+              "%s", ns_last_error());
+    st = ns_sim_synapse_set(sim, syn[0], "other.id1", 1);
+    CHECK_MSG(st == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "no parameter 'other.id1'"), "%s",
+              ns_last_error());
+    CHECK_OK(ns_sim_init(sim));
+    CHECK_OK(ns_sim_advance(sim, ns_sim_steps_for(sim, 60.0)));
+    /* the default ids: the cell, the synapse's index, FNV-1a("NetStim") + 1 (RANDOM ranvar's stream) */
+    uint32_t fnv = 2166136261u;
+    for (const char *c = "NetStim"; *c; c++) fnv = (fnv ^ (unsigned char)*c) * 16777619u;
+    const uint32_t ids[3][3] = {{7, 3, 11}, {7, 3, 11}, {0, (uint32_t)syn[2], fnv + 1u}};
+    for (int k = 0; k < 3; ++k) {
+        int64_t n = 0;
+        const double *x = ns_sim_source_spikes(sim, src[k], &n);
+        uint64_t pos = 0;
+        double t = start + interval * nrnran123_negexp(ids[k], &pos), worst = 0.0;
+        int64_t want = 0;
+        for (; t <= 60.0; t = t + interval * nrnran123_negexp(ids[k], &pos), ++want)
+            if (want < n) worst = fmax(worst, fabs(x[want] - t));
+        CHECK_MSG(n == want && n >= 8 && worst <= 1e-9, "NetStim %d: %lld spikes (want %lld), largest difference %g ms",
+                  k, (long long)n, (long long)want, worst);
+        printf("NetStim %d (noise 1): %lld spikes as NEURON's nrnran123 stream draws them (largest difference %.1e ms)\n",
+               k, (long long)n, worst);
+    }
+    ns_sim_destroy(sim);
+}
+
 int main(void) {
     if (tmpdir_make("ns_sim_events")) return 1;
     int skip = 0;
     ns_mech_library_t *lib = test_mech_from_files(
         MECH_DIR "/events/intfire1.mod " MECH_DIR "/events/intfire2.mod " MECH_DIR "/events/intfire4.mod " MECH_DIR
-        "/events/stimgen.mod " MECH_DIR "/events/fdsyn.mod " MECH_DIR "/events/watchcount.mod " MECH_DIR
-        "/events/stdpsyn.mod", "libevents.so", &skip);
+        "/events/fdsyn.mod " MECH_DIR "/events/watchcount.mod " MECH_DIR
+        "/events/stdpsyn.mod " MECH_DIR "/events/netstim.mod", "libevents.so", &skip);
     if (skip) return tmpdir_remove(), 77;
     ns_cell_t *cell = test_cylinder();
     if (lib && cell) {
         descriptors_and_errors(lib, cell);
         gpu_refuses(lib, cell);
         against_neuron(lib, cell);
+        netstim_streams(lib, cell);
     }
     ns_cell_destroy(cell);
     ns_mech_library_close(lib);

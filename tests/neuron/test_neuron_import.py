@@ -10,7 +10,10 @@ step's shift would be 0.025 ms), RMS within 1e-4 mV (the reference's 6 decimals)
 themselves: every section has its nseg and the per-segment values are written as sec(x)
 statements (the import's file side). A reference whose header names `mod` files runs with the
 library `mechanisms build` makes of them (LIB in its arguments); one whose header has
-`cpu_only = REASON` is skipped on the GPU (its mechanisms run on the CPU loop only).
+`cpu_only = REASON` is skipped on the GPU (its mechanisms run on the CPU loop only). Its
+`events_NAME` lines are the spike times of NAME.net's source NAME in NEURON (NetStims, noisy ones
+drawing NEURON's Random123 streams, IntFires): the raster of `simulate` must give each the same
+count, every spike within the spike tolerance.
 
 Usage: test_neuron_import.py NEUROSOLVE ROOT cpu|cuda [DIR ...] (cuda skips, 77, without a GPU).
 DIR: folders of references written by validation/neuron_import_table.py --refs (models not
@@ -101,6 +104,26 @@ def main():
             with open(out + "_traces.csv") as f:
                 f.readline()
                 v = [float(line.split(",")[1]) for line in f]
+            events = {k[len("events_"):]: [float(x) for x in t.split()] for k, t in h.items() if k.startswith("events_")}
+            if events:  # the sources' spikes: simulate's raster numbers them in NAME.net's order
+                order = [w[1] for w in (ln.split() for ln in open(os.path.join(data, name + ".net")))
+                         if len(w) > 1 and w[0] in ("train", "poisson", "source", "detector")]
+                raster = {label: [] for label in order}
+                with open(out + "_spikes.csv") as f:
+                    f.readline()
+                    for line in f:
+                        k, _, t = line.split(",")
+                        raster[order[int(k)]].append(float(t))
+                n_ev, dev = 0, 0.0
+                for label, want_ev in events.items():
+                    mine = raster.get(label, [])
+                    n_ev += len(want_ev)
+                    dev = max([dev] + [abs(a - b) for a, b in zip(want_ev, mine)]
+                              + ([math.inf] if len(mine) != len(want_ev) else []))
+                print(f"{name} ({BACKEND}): events of {len(events)} sources, {n_ev} spikes, largest difference "
+                      f"{dev:.2e} ms")
+                if dev > SPIKE_TOL:
+                    failures.append(f"{name}: the sources' spikes differ from NEURON's by {dev:.2e} ms")
         n = min(len(v), len(rows))
         rms = math.sqrt(sum((v[i] - rows[i][1]) ** 2 for i in range(n)) / n)
         dmax = max((abs(a - b) for a, b in zip(got, want)), default=0.0)

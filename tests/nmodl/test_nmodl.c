@@ -33,7 +33,12 @@ static void all_files(const char *dir) {
         if (!m) continue;
         for (int t = 0; t < 3; ++t) {
             char *text = NULL;
-            CHECK_OK(ns_nmodl_emit(m, (ns_nmodl_target)t, &text));
+            const ns_status st = ns_nmodl_emit(m, (ns_nmodl_target)t, &text);
+            if (t == NS_NMODL_CUDA && st == NS_ERR_UNSUPPORTED) { /* NEURON's netstim.mod: VERBATIM is host C */
+                CHECK_MSG(strstr(ns_last_error(), "VERBATIM C is host C") != NULL, "%s: %s", path, ns_last_error());
+                continue;
+            }
+            CHECK_OK(st);
             CHECK(text && strlen(text) > 100);
             ns_nmodl_free(text);
         }

@@ -12,8 +12,12 @@
  *      different lane-block layout) draw what they draw among 64; set_seed:
  *      the same seed the same draws, another seed other draws;
  *   4. NEURON 9's RANDOM variables (rndvar.mod: random_normal, random_negexp,
- *      random_uniform(r, a, b), random_setseq): their distributions as in 2,
- *      1 and 2 threads bit for bit, random_setseq moving one stream only.
+ *      random_uniform(r, a, b), random_setseq): every draw equals NEURON's
+ *      nrnran123 (src/gnu/nrnran123.cpp, written out below from NEURON's
+ *      code) of the stream the loop gives the instance (ids: the cell, the
+ *      node, the mechanism's key plus the stream), random_setseq(ra, 10)
+ *      moving ra to word 10 and no other stream; their distributions as in
+ *      2; 1 and 2 threads bit for bit.
  * Without a C compiler the test skips (77). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -89,6 +93,51 @@ static void run(ns_mech_library_t *lib, const ns_cell_t *cell, const char *mech,
     }
     ns_sim_destroy(sim);
     ns_sim_model_destroy(model);
+}
+
+/* NEURON's nrnran123 (nrnran123.cpp): word `which` of Philox4x32-10 of {seq, id3, id1, id2} under
+ * the key {0, 0}; dblpick (u + 1) / (2^32 + 1) */
+typedef struct {
+    uint32_t id1, id2, id3;
+    uint64_t pos; /* 4 seq + which */
+} ran123;
+static double ran123_pick(ran123 *r) {
+    uint32_t c[4] = {(uint32_t)(r->pos >> 2), r->id3, r->id1, r->id2};
+    const uint32_t key[2] = {0, 0};
+    nsm_philox4x32(c, key);
+    const uint32_t u = c[r->pos & 3];
+    r->pos++;
+    return ((double)u + 1.0) * (1.0 / 4294967297.0);
+}
+static double ran123_normal(ran123 *r, double mu, double sigma) {
+    double w, u1, u2;
+    do {
+        u1 = 2. * ran123_pick(r) - 1.;
+        u2 = 2. * ran123_pick(r) - 1.;
+        w = u1 * u1 + u2 * u2;
+    } while (w > 1);
+    return mu + u1 * sqrt(-2. * log(w) / w) * sigma;
+}
+/* rndvar's x, y, u of cell c (node 0) at each step as NEURON draws them: INITIAL draws once, then
+ * each step once; RANDOM k's ids (c, 0, FNV-1a("rndvar") + k + 1); seq: ra's setseq in INITIAL */
+static int rndvar_reference(const double *got, int64_t cells, double seq) {
+    uint32_t key = 2166136261u;
+    for (const char *s = "rndvar"; *s; s++) key = (key ^ (unsigned char)*s) * 16777619u;
+    int same = 1;
+    for (int64_t c = 0; c < cells; ++c) {
+        ran123 r[3];
+        for (int k = 0; k < 3; ++k) r[k] = (ran123){(uint32_t)c, 0, key + (uint32_t)k + 1, 0};
+        r[0].pos = (uint64_t)seq;
+        for (int st = -1; st < STEPS; ++st) {
+            const double x = ran123_normal(&r[0], 1, 2), y = -log(ran123_pick(&r[1])) * 3,
+                         u = 2 + ran123_pick(&r[2]) * (5 - 2);
+            if (st < 0) continue;
+            same &= got[(size_t)st * (size_t)cells + (size_t)c] == x &&
+                    got[((size_t)STEPS + (size_t)st) * (size_t)cells + (size_t)c] == y &&
+                    got[((size_t)2 * STEPS + (size_t)st) * (size_t)cells + (size_t)c] == u;
+        }
+    }
+    return same;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -172,20 +221,14 @@ int main(void) {
         run(lib, cell, "rndvar", N_CELLS, 1, 0, a, N_CELLS);
         run(lib, cell, "rndvar", N_CELLS, 2, 0, b, N_CELLS);
         CHECK_MSG(memcmp(a, b, n * sizeof *a) == 0, "RANDOM: 1 and 2 threads draw differently");
-        /* random_setseq(ra, 10) in INITIAL: ra's draws move 10 blocks on (a step draws one: a
-         * BREAKPOINT without currents runs once, in state(), as nocmodl puts it in nrn_state),
-         * rb's and rc's stay */
+        /* NEURON's draws, with and without random_setseq(ra, 10) in INITIAL */
+        CHECK_MSG(rndvar_reference(a, N_CELLS, 0), "RANDOM: the draws are not NEURON's nrnran123 streams");
         run(lib, cell, "rndvar", N_CELLS, 1, 10, c, N_CELLS);
-        int moved = 1, kept = 1;
-        for (int st = 0; st + 10 < STEPS; ++st)
-            for (int k = 0; k < N_CELLS; ++k) {
-                moved &= c[(size_t)st * N_CELLS + (size_t)k] == a[(size_t)(st + 10) * N_CELLS + (size_t)k];
-                for (int q = 1; q < 3; ++q)
-                    kept &= c[((size_t)q * STEPS + (size_t)st) * N_CELLS + (size_t)k] ==
-                            a[((size_t)q * STEPS + (size_t)st) * N_CELLS + (size_t)k];
-            }
-        CHECK_MSG(moved, "random_setseq(ra, 10): ra's draws are not those 10 steps later");
-        CHECK_MSG(kept, "random_setseq(ra, 10) changed rb's or rc's draws");
+        CHECK_MSG(rndvar_reference(c, N_CELLS, 10), "random_setseq(ra, 10): the draws are not NEURON's");
+        CHECK_MSG(memcmp(a, c, (size_t)STEPS * N_CELLS * sizeof *a) != 0 &&
+                      memcmp(a + (size_t)STEPS * N_CELLS, c + (size_t)STEPS * N_CELLS,
+                             (size_t)2 * STEPS * N_CELLS * sizeof *a) == 0,
+                  "random_setseq(ra, 10) did not move ra alone");
         statistics("random_normal(ra, 1, 2)", a, m, 1.0, 4.0, cdf_normal);
         statistics("random_negexp(rb, 3)", a + m, m, 3.0, 9.0, cdf_exp);
         statistics("random_uniform(rc, 2, 5)", a + 2 * m, m, 3.5, 0.75, cdf_uniform25);

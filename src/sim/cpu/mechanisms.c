@@ -368,8 +368,9 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
         for (int q = 0; q < d->has_random; ++q) /* the streams' ids: the cell and the node, whatever the layout */
             for (int32_t i = 0; i < ms->n; ++i)
                 for (int32_t l = 0; l < w; ++l) {
-                    mb->field[d->random_field + 4 * q][(int64_t)i * w + l] = (double)cell[l];
-                    mb->field[d->random_field + 4 * q + 1][(int64_t)i * w + l] = (double)ms->node[i];
+                    double r[4];
+                    ns_mech_random_stream(d, q, cell[l], ms->node[i], r);
+                    for (int j = 0; j < 4; ++j) mb->field[d->random_field + 4 * q + j][(int64_t)i * w + l] = r[j];
                 }
     }
     /* NEURON's finitialize: e by Nernst where a concentration is written,

@@ -314,8 +314,10 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
                 for (int p = 0; p < desc->n_params; ++p)
                     f[(size_t)p * (size_t)cnt + (size_t)q] = ms->param[(int64_t)p * ms->n + i];
                 for (int r = 0; r < desc->has_random; ++r) { /* the streams' ids, as the CPU loop's (cell, node) */
-                    f[(size_t)(desc->random_field + 4 * r) * (size_t)cnt + (size_t)q] = (double)cell_id[c];
-                    f[(size_t)(desc->random_field + 4 * r + 1) * (size_t)cnt + (size_t)q] = (double)ms->node[i];
+                    double v[4];
+                    ns_mech_random_stream(desc, r, cell_id[c], ms->node[i], v);
+                    for (int j = 0; j < 4; ++j)
+                        f[(size_t)(desc->random_field + 4 * r + j) * (size_t)cnt + (size_t)q] = v[j];
                 }
             }
         }
@@ -545,9 +547,10 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
             nodes_h[i] = (int32_t)node_at(g, cell_base, j, sy->node);
             w_h[i] = sim->shapes[sim->cell_shape[sy->cell]].stim_scale[sy->node]; /* 1e2 / area, as the CPU */
             for (int p = 0; p < d->n_params; ++p) f_h[(size_t)p * (size_t)cnt + (size_t)i] = net->params[sy->param_at + p];
-            for (int r = 0; r < d->has_random; ++r) { /* the streams' ids, as the CPU loop's (cell, synapse) */
-                f_h[(size_t)(d->random_field + 4 * r) * (size_t)cnt + (size_t)i] = (double)sy->cell;
-                f_h[(size_t)(d->random_field + 4 * r + 1) * (size_t)cnt + (size_t)i] = (double)ids[i];
+            for (int r = 0; r < d->has_random; ++r) { /* the streams, as the CPU loop's (ns_net_syn_random) */
+                double v[4];
+                ns_net_syn_random(net, d, ids[i], r, v);
+                for (int u = 0; u < 4; ++u) f_h[(size_t)(d->random_field + 4 * r + u) * (size_t)cnt + (size_t)i] = v[u];
             }
             syn_slot[ids[i]] = t;
             syn_inst[ids[i]] = (int32_t)i;

@@ -1,0 +1,1 @@
+neurosolve simulate --network /work/wt/netstim/tests/data/neuron_import/stylized_noise.net --params /work/wt/netstim/tests/data/neuron_import/stylized_noise.params --model /work/wt/netstim/tests/data/neuron_import/stylized_noise.model --mechanisms /tmp/ns_import_na5_8aw_/stylized_noise_mechanisms.so --iclamp none

@@ -1,0 +1,1 @@
+neurosolve simulate --network /work/wt/netstim/tests/data/neuron_import/stylized_vclamp.net --params /work/wt/netstim/tests/data/neuron_import/stylized_vclamp.params --model /work/wt/netstim/tests/data/neuron_import/stylized_vclamp.model --mechanisms /tmp/ns_import_ah26uiyn/stylized_vclamp_mechanisms.so --iclamp none
