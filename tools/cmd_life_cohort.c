@@ -1044,7 +1044,12 @@ int life_cohort(int argc, char **argv) {
         interrupted += list[i].state == INTERRUPTED || list[i].state == PENDING;
     }
     int rc = 0;
-    if (!signal_number) rc = write_group(&c, list, n);
+    if (!signal_number) { /* what the subjects' processes left (a failure's model, a kill after a commit) */
+        char work[PATHN];
+        pathf(work, sizeof work, "%s/.work", c.out);
+        remove_flat(work);
+        rc = write_group(&c, list, n);
+    }
     if (c.as_json) {
         cli_json j;
         json_begin(&j, stdout);
