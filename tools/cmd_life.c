@@ -49,7 +49,10 @@ static const char *const options_synth =
     "                     DIR/dwi.nii, dwi.bval, dwi.bvec, tracks.tck, labels.npy, kinds.npy,\n"
     "                     bundles.npy; options --streamlines N (10000) --false F (0.3)\n"
     "                     --snr S (20; 0: none) --bundles B (12) --grid N (48) --theta N (30)\n"
-    "                     --b B (2000) --seed S (1)\n\n";
+    "                     --b B (2000) --seed S (1)\n"
+    "  --cohort N         a BIDS derivatives folder of N subjects instead (docs/life.md, \"Studies:\n"
+    "                     life cohort\"): phantoms and, last, the bundled real case; options\n"
+    "                     --streamlines N (2000) --grid N (32) --theta N (30) --snr S (20) --seed S (1)\n\n";
 static const char *const options_fit =
     "fit options:\n"
     "  --iters N          ENCODE's maxit (500): at most N-1 updates\n"

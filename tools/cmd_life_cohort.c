@@ -590,19 +590,26 @@ static int run_one(const cohort *c, const subject *s) {
     if (rc == 0) rc = write_maps(s->dwi, csv, m_after, m_before);
     char *b = rc == 0 ? read_text(bj) : NULL, *fit = rc == 0 ? read_text(fj) : NULL, *rep = rc == 0 ? read_text(rj) : NULL;
     if (rc == 0 && (!b || !fit || !rep)) rc = cli_error("%s: cannot read the commands' results", work);
-    /* the regularisation the fit used: a value life fit chose (--lambda auto) when it reports
-     * one, else the value given (0 when none) */
-    double lambda = NAN;
-    const char *lambda_source = "given";
-    static const char *const chosen_keys[] = {"lambda_chosen", "chosen_lambda", "lambda"};
-    for (size_t k = 0; rc == 0 && k < sizeof chosen_keys / sizeof *chosen_keys && isnan(lambda); ++k)
-        if (!isnan(lambda = json_number(fit, chosen_keys[k])) && k < 2) lambda_source = "chosen by life fit";
-    if (rc == 0 && isnan(lambda)) {
+    /* the regularisation the fit used: what life fit reports (its --lambda auto path reports the
+     * chosen value, its penalty, and lambda, ridge and group), else the values given (0 when none) */
+    char penalty[32] = "", rule[64] = "";
+    const int chosen = rc == 0 && !isnan(json_number(fit, "chosen_value"));
+    if (chosen) json_member(fit, "penalty", penalty, sizeof penalty), json_member(fit, "rule", rule, sizeof rule);
+    char lambda_source[160] = "given";
+    if (chosen) snprintf(lambda_source, sizeof lambda_source, "chosen by life fit (%s%s%s)", penalty[0] ? penalty : "",
+                         rule[0] ? ", rule " : "", rule);
+    double reg[3]; /* lambda, ridge, group */
+    static const char *const reg_names[3] = {"lambda", "ridge", "group"};
+    for (int k = 0; k < 3; ++k) {
+        reg[k] = rc == 0 ? json_number(fit, reg_names[k]) : NAN;
+        char opt[16];
+        snprintf(opt, sizeof opt, "--%s", reg_names[k]);
+        const char *given = find_pass(c, opt);
         char *end = NULL;
-        lambda = c->lambda ? strtod(c->lambda, &end) : 0.0;
-        if (c->lambda && (end == c->lambda || *end)) lambda = NAN; /* not a number: recorded as given */
+        if (isnan(reg[k])) reg[k] = given ? strtod(given, &end) : 0.0; /* "auto", a list: NaN below */
+        if (given && end && (end == given || *end)) reg[k] = NAN;
     }
-    const char *ridge = find_pass(c, "--ridge"), *group = find_pass(c, "--group");
+    const double lambda = reg[0];
     char stop[128] = "", backend[32] = "", mw[64] = "", mty[64] = "";
     if (rc == 0) {
         json_member(fit, "stop", stop, sizeof stop);
@@ -630,7 +637,10 @@ static int run_one(const cohort *c, const subject *s) {
             }
             json_object_end(&j);
             json_double(&j, "Lambda", lambda);
+            json_double(&j, "Ridge", reg[1]);
+            json_double(&j, "Group", reg[2]);
             json_string(&j, "LambdaSource", lambda_source);
+            if (chosen) json_double(&j, "ChosenValue", json_number(fit, "chosen_value"));
             if (c->lambda) json_string(&j, "LambdaOption", c->lambda);
             json_string(&j, "Backend", backend);
             json_string(&j, "MwVariant", mw);
@@ -670,11 +680,11 @@ static int run_one(const cohort *c, const subject *s) {
         if (!f) rc = cli_error("%s: cannot create: %s", stats, strerror(errno));
         else {
             tsv_header(f);
-            fprintf(f, "%s\t%s\tdone\t%lld\t%.0f\t%.0f\t%.6g\t%.0f\t%.0f\t%s\t%.9g\t%s\t%s\t%s\t%.9g\t%.6g\t%.6g\t%.6g\t%s"
+            fprintf(f, "%s\t%s\tdone\t%lld\t%.0f\t%.0f\t%.6g\t%.0f\t%.0f\t%s\t%.9g\t%s\t%.9g\t%.9g\t%.9g\t%.6g\t%.6g\t%.6g\t%s"
                        "\t%.3f\t%.3f\t%.3f\t%.3f\t\n",
                     s->sub, s->ses[0] ? s->ses : "n/a", (long long)n_streamlines, fibers, kept,
                     fibers > 0 ? kept / fibers : NAN, json_number(rep, "voxels"), json_number(fit, "updates"), stop,
-                    lambda, lambda_source, ridge ? ridge : "0", group ? group : "0", json_number(fit, "objective"),
+                    lambda, lambda_source, reg[1], reg[2], json_number(fit, "objective"),
                     json_number(rep, "relative_residual"), json_number(rep, "median_rmse_before"),
                     json_number(rep, "median_rmse_after"), backend, t_build, t_fit, t_report, now_s() - t_start);
             if (fclose(f) != 0) rc = cli_error("%s: write failed", stats);
@@ -845,7 +855,10 @@ static int write_group(const cohort *c, const subject *list, int n) {
         {"streamlines", "streamlines of the input tractogram"},
         {"fibers", "streamlines in the model (those with nodes in the image)"},
         {"fibers_kept", "fibers with a weight above the report threshold"},
-        {"lambda", "L1 weight the fit used (chosen by life fit when it reports one, else --lambda)"},
+        {"lambda", "L1 weight the fit used (as life fit reports it, after --lambda auto the chosen one; else --lambda)"},
+        {"lambda_source", "given, or chosen by life fit (its penalty and rule)"},
+        {"ridge", "ridge weight (as life fit reports it, else --ridge)"},
+        {"group", "group-sparsity weight G (as life fit reports it, else --group)"},
         {"relative_residual", "||y - Mw|| / ||y|| over the demeaned signal"},
         {"median_rmse_before", "median over voxels of the demeaned signal's RMS"},
         {"median_rmse_after", "median over voxels of the RMSE after the fit"},
