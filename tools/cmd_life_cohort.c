@@ -93,17 +93,17 @@ static void free_list(char **names) {
     free(names);
 }
 
-/* Remove the files of a folder (not recursive) and the folder; a missing folder is fine. */
-static void remove_flat(const char *dir) {
-    int n = 0;
+/* Remove a folder and what it holds (its sub-folders too); a missing folder is fine. */
+static void remove_tree(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
     char p[PATHN];
     for (struct dirent *e; (e = readdir(d));) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
         pathf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (is_dir(p)) remove_flat(p);
-        else unlink(p), ++n;
+        struct stat st;
+        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) remove_tree(p); /* a link is removed, not followed */
+        else unlink(p);
     }
     closedir(d);
     rmdir(dir);
@@ -517,7 +517,7 @@ static int run_one(const cohort *c, const subject *s) {
     const double t_start = now_s();
     char work[PATHN], model[PATHN], wpath[PATHN], bj[PATHN], fj[PATHN], rj[PATHN], csv[PATHN], tracks[PATHN];
     pathf(work, sizeof work, "%s/.work/%s", c->out, s->key);
-    remove_flat(work); /* what a killed run left */
+    remove_tree(work); /* what a killed run left */
     if (cli_make_dirs(work)) return 1;
     pathf(model, sizeof model, "%s/model", work);
     pathf(wpath, sizeof wpath, "%s/weights.npy", work);
@@ -696,7 +696,7 @@ static int run_one(const cohort *c, const subject *s) {
     } else {
         ns_output_dir_abort(od);
     }
-    if (rc == 0) remove_flat(work);
+    if (rc == 0) remove_tree(work);
     return rc;
 }
 
@@ -1060,7 +1060,7 @@ int life_cohort(int argc, char **argv) {
     if (!signal_number) { /* what the subjects' processes left (a failure's model, a kill after a commit) */
         char work[PATHN];
         pathf(work, sizeof work, "%s/.work", c.out);
-        remove_flat(work);
+        remove_tree(work);
         rc = write_group(&c, list, n);
     }
     if (c.as_json) {
@@ -1129,7 +1129,7 @@ static int synth_phantom_unit(const char *root, const char *rel, const char *key
     char tmp[PATHN], dwi[PATHN], a[PATHN], b[PATHN];
     pathf(tmp, sizeof tmp, "%s/.synth-%s", root, key);
     pathf(dwi, sizeof dwi, "%s/%s/dwi", root, rel);
-    remove_flat(tmp);
+    remove_tree(tmp);
     ns_status st = ns_life_phantom_write(o, tmp, NULL);
     if (st != NS_OK) return cli_status_error("life synth --cohort", st);
     if (cli_make_dirs(dwi)) return 1;
@@ -1148,7 +1148,7 @@ static int synth_phantom_unit(const char *root, const char *rel, const char *key
         pathf(b, sizeof b, "%s/%s_%s", dwi, key, names[i][1]);
         rc = move_file(a, b);
     }
-    remove_flat(tmp);
+    remove_tree(tmp);
     return rc;
 }
 
