@@ -90,7 +90,7 @@ def commit_worker(a):
     amico.util.fsl2scheme(a.bval, a.bvec, scheme)
     t = time.perf_counter()
     trk2dictionary.run(filename_tractogram=a.tracks, TCK_ref_image=a.dwi, path_out=os.path.join(work, "COMMIT"),
-                       n_threads=a.threads, verbose=1)
+                       fiber_shift=a.fiber_shift, n_threads=a.threads, verbose=1)
     res["dictionary_s"] = time.perf_counter() - t
     mit = commit.Evaluation(work, ".")
     mit.set_verbose(1) if hasattr(mit, "set_verbose") else None
@@ -190,7 +190,8 @@ def commit_rows(a, case, rows):
     work = os.path.join(case["work"], "commit")
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", "commit", "--dwi", case["dwi"], "--bval",
            case["bval"], "--bvec", case["bvec"], "--tracks", case["tracks"], "--work", work, "--threads",
-           str(a.threads), "--iters", str(a.iters), "--commit2-lambdas", ",".join(map(str, a.lambdas))]
+           str(a.threads), "--iters", str(a.iters), "--commit2-lambdas", ",".join(map(str, a.lambdas)),
+           "--fiber-shift", str(a.fiber_shift)]
     if case.get("parcels"):
         cmd += ["--groups", os.path.join(case["work"], "ns_model", "groups.npy")]
     wall, rss, out, err, rc = run_rss(cmd)
@@ -267,6 +268,9 @@ def main():
     ap.add_argument("--peers", default="commit,sift2")
     ap.add_argument("--commit2-lambdas", default="1e-3,1e-2")
     ap.add_argument("--response", default="tournier")
+    # COMMIT puts voxel corners at integer voxel coordinates; NIfTI (and so .tck/.trk in world mm
+    # through the image's affine) puts voxel centres there: COMMIT's documented shift for that
+    ap.add_argument("--fiber-shift", type=float, default=0.5)
     ap.add_argument("--iters", type=int, default=500)
     ap.add_argument("--work", default="life_peers_work")
     ap.add_argument("--csv")
