@@ -10,8 +10,9 @@ ns_life_roc_auc): the probability that a true streamline outweighs a false one, 
 to the input tractogram's streamlines (0 for a streamline a method dropped).
 
   neurosolve   life build (--parcels) once, then life fit per setting (nnls, ridge=0.2, group=1)
-  COMMIT       trk2dictionary, StickZeppelinBall (stick 1.7e-3, balls 1.7e-3 and 3.0e-3 mm^2/s,
-               COMMIT's tutorial values), fit (NNLS); kernels and dictionary timed apart from the fit
+  COMMIT       trk2dictionary (fiber_shift 0.5, COMMIT's convention for .tck), StickZeppelinBall (stick
+               1.7e-3 mm^2/s, balls 0.9e-3 and 3.0e-3: the phantom's own; --commit-isos, COMMIT's
+               tutorial has 1.7e-3,3.0e-3), fit (NNLS); kernels and dictionary timed apart from the fit
   COMMIT2      the same operator, group lasso over the same connection groups as ours (end-point
                parcel pairs of parcels.nii, from life build --parcels; a streamline without a
                connection is a group of its own), cardinality and adaptive group weights (COMMIT2's
@@ -20,7 +21,8 @@ to the input tractogram's streamlines (0 for a streamline a method dropped).
 
 usage: python3 bench/life_peers.py [--neurosolve build/neurosolve] [--streamlines 3000,10000]
            [--real data/life] [--threads T] [--backend cpu|cuda] [--peers commit,sift2]
-           [--commit2-lambdas 1e-3,1e-2] [--work DIR] [--csv FILE] [--iters N]
+           [--commit2-lambdas 1e-3,1e-2] [--commit-isos 0.9e-3,3.0e-3] [--fiber-shift 0.5]
+           [--response tournier] [--work DIR] [--csv FILE] [--iters N]
 Needs numpy; COMMIT rows need `import commit` (pip install dmri-commit), SIFT2 rows MRtrix3's
 tcksift2 on PATH (apt-get install mrtrix3); a missing peer is skipped with a note."""
 import argparse
@@ -97,7 +99,7 @@ def commit_worker(a):
     t = time.perf_counter()
     mit.load_data(a.dwi, scheme, b0_thr=50)
     mit.set_model("StickZeppelinBall")
-    mit.model.set(d_par=1.7e-3, d_perps_zep=[], d_isos=[1.7e-3, 3.0e-3])
+    mit.model.set(d_par=1.7e-3, d_perps_zep=[], d_isos=a.isos)
     mit.generate_kernels(regenerate=True)
     mit.load_kernels()
     mit.load_dictionary(os.path.join(work, "COMMIT"))
@@ -191,7 +193,7 @@ def commit_rows(a, case, rows):
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", "commit", "--dwi", case["dwi"], "--bval",
            case["bval"], "--bvec", case["bvec"], "--tracks", case["tracks"], "--work", work, "--threads",
            str(a.threads), "--iters", str(a.iters), "--commit2-lambdas", ",".join(map(str, a.lambdas)),
-           "--fiber-shift", str(a.fiber_shift)]
+           "--fiber-shift", str(a.fiber_shift), "--commit-isos", a.commit_isos]
     if case.get("parcels"):
         cmd += ["--groups", os.path.join(case["work"], "ns_model", "groups.npy")]
     wall, rss, out, err, rc = run_rss(cmd)
@@ -201,7 +203,7 @@ def commit_rows(a, case, rows):
         return
     r = json.loads(res[0][7:])
     prep = r["dictionary_s"] + r["operator_s"]
-    rows.append(row(case, "COMMIT", "nnls (StickZeppelinBall)", np.load(r["weights"]), fit_s=r["nnls_fit_s"],
+    rows.append(row(case, "COMMIT", f"nnls (stick 1.7e-3, balls {a.commit_isos})", np.load(r["weights"]), fit_s=r["nnls_fit_s"],
                     wall_s=wall, rss_mb=rss, prep_s=prep, note=f"setup {r['setup_s']:.1f} s once; "
                     f"dmri-commit {r['versions']['dmri-commit']}"))
     for c in r.get("commit2", []):
@@ -271,6 +273,10 @@ def main():
     # COMMIT puts voxel corners at integer voxel coordinates; NIfTI (and so .tck/.trk in world mm
     # through the image's affine) puts voxel centres there: COMMIT's documented shift for that
     ap.add_argument("--fiber-shift", type=float, default=0.5)
+    # COMMIT's ball diffusivities [mm^2/s]: by default the phantom's own (0.9e-3 in the brain, 3.0e-3
+    # outside, src/life/phantom.c), COMMIT at its best; its tutorial's 1.7e-3,3.0e-3 cannot explain
+    # the brain's ball, which then goes to the streamlines crossing it (the random curves)
+    ap.add_argument("--commit-isos", default="0.9e-3,3.0e-3")
     ap.add_argument("--iters", type=int, default=500)
     ap.add_argument("--work", default="life_peers_work")
     ap.add_argument("--csv")
@@ -281,6 +287,7 @@ def main():
     ap.add_argument("--groups")
     a = ap.parse_args()
     a.lambdas = [float(x) for x in a.commit2_lambdas.split(",") if x]
+    a.isos = [float(x) for x in a.commit_isos.split(",") if x]
     if a.worker == "commit":
         return commit_worker(a)
     peers = set(a.peers.split(",")) if a.peers else set()
