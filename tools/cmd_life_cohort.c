@@ -238,8 +238,8 @@ static int find_one(const char *dir, const char *key, const char *const *suffixe
     free_list(names);
     if (hits == 1) return 0;
     if (hits == 0)
-        snprintf(problem, cap, "no %s in %s (KEY_*%s%s%s)", what, dir, suffixes[0], entities && *entities ? " with " : "",
-                 entities && *entities ? entities : "");
+        snprintf(problem, cap, "no %s in %s (%s_*%s%s%s)", what, dir, key, suffixes[0],
+                 entities && *entities ? " with " : "", entities && *entities ? entities : "");
     else snprintf(problem, cap, "%d %ss match in %s (%s): choose one with %s", hits, what, dir, found, hint);
     return 1;
 }
