@@ -11,8 +11,9 @@ to the input tractogram's streamlines (0 for a streamline a method dropped).
 
   neurosolve   life build (--parcels) once, then life fit per setting (nnls, ridge=0.2, group=1)
   COMMIT       trk2dictionary (fiber_shift 0.5, COMMIT's convention for .tck), StickZeppelinBall (stick
-               1.7e-3 mm^2/s, balls 0.9e-3 and 3.0e-3: the phantom's own; --commit-isos, COMMIT's
-               tutorial has 1.7e-3,3.0e-3), fit (NNLS); kernels and dictionary timed apart from the fit
+               1.7e-3 mm^2/s, balls 0.9e-3 and 3.0e-3 on a phantom: its own; on the real case
+               COMMIT's tutorial's 1.7e-3 and 3.0e-3; --commit-isos), fit (NNLS); kernels and
+               dictionary timed apart from the fit
   COMMIT2      the same operator, group lasso over the same connection groups as ours (end-point
                parcel pairs of parcels.nii, from life build --parcels; a streamline without a
                connection is a group of its own), cardinality and adaptive group weights (COMMIT2's
@@ -25,32 +26,61 @@ usage: python3 bench/life_peers.py [--neurosolve build/neurosolve] [--streamline
            [--response tournier] [--work DIR] [--csv FILE] [--iters N]
 Needs numpy; COMMIT rows need `import commit` (pip install dmri-commit), SIFT2 rows MRtrix3's
 tcksift2 on PATH (apt-get install mrtrix3); a missing peer is skipped with a note."""
-import argparse
-import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
 
-import numpy as np
+if __name__ == "__main__" and len(sys.argv) > 2 and sys.argv[1] == "--measure":
+    # a small launcher (no numpy loaded): the command's peak RSS counts the image it was forked
+    # from (Linux keeps the pre-exec high-water mark), so it is forked from this, not from the bench
+    child = os.fork()
+    if child == 0:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    _, wstatus, usage = os.wait4(child, 0)
+    sys.stderr.write(f"\nMAXRSS_KB {usage.ru_maxrss}\n")
+    sys.exit(os.waitstatus_to_exitcode(wstatus))
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def run_rss(cmd, env=None, cwd=None):
-    """Run cmd and reap it with wait4: (wall seconds, its peak RSS [MB], stdout, stderr, exit code)."""
+    """Run cmd through the --measure launcher: (wall seconds, its peak RSS [MB], stdout, stderr, exit
+    code). The RSS includes the launcher's forked image, about 10 MB."""
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se:
-        p = subprocess.Popen(cmd, stdout=so, stderr=se, text=True, env=env, cwd=cwd)
-        _, status, ru = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
+        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--measure", *cmd], stdout=so, stderr=se,
+                             text=True, env=env, cwd=cwd)
+        p.wait()
         wall = time.perf_counter() - t0
         so.seek(0)
         se.seek(0)
         out, err = so.read(), se.read()
-    return wall, ru.ru_maxrss / 1024.0, out, err, p.returncode
+    rss = float("nan")
+    head, _, last = err.rstrip("\n").rpartition("\n")
+    if last.startswith("MAXRSS_KB "):
+        rss, err = int(last.split()[1]) / 1024.0, head
+    return wall, rss, out, err, p.returncode
+
+
+def as_tck(case, work):
+    """The case's tractogram as .tck (COMMIT's trk2dictionary with TCK_ref_image, tcksift2):
+    a .trk is converted through nibabel (RAS mm points unchanged)."""
+    tracks = case["tracks"]
+    if tracks.endswith(".trk"):
+        import nibabel as nib
+        os.makedirs(work, exist_ok=True)
+        out = os.path.join(work, "tracks.tck")
+        nib.streamlines.save(nib.streamlines.load(tracks).tractogram, out)
+        return out
+    return tracks
 
 
 def auc(score, label):
@@ -190,10 +220,11 @@ def commit_rows(a, case, rows):
         print("note: COMMIT skipped: `import commit` fails (pip install dmri-commit)")
         return
     work = os.path.join(case["work"], "commit")
+    isos = a.commit_isos or ("0.9e-3,3.0e-3" if case.get("labels") is not None else "1.7e-3,3.0e-3")
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", "commit", "--dwi", case["dwi"], "--bval",
-           case["bval"], "--bvec", case["bvec"], "--tracks", case["tracks"], "--work", work, "--threads",
+           case["bval"], "--bvec", case["bvec"], "--tracks", as_tck(case, work), "--work", work, "--threads",
            str(a.threads), "--iters", str(a.iters), "--commit2-lambdas", ",".join(map(str, a.lambdas)),
-           "--fiber-shift", str(a.fiber_shift), "--commit-isos", a.commit_isos]
+           "--fiber-shift", str(a.fiber_shift), "--commit-isos", isos]
     if case.get("parcels"):
         cmd += ["--groups", os.path.join(case["work"], "ns_model", "groups.npy")]
     wall, rss, out, err, rc = run_rss(cmd)
@@ -203,7 +234,7 @@ def commit_rows(a, case, rows):
         return
     r = json.loads(res[0][7:])
     prep = r["dictionary_s"] + r["operator_s"]
-    rows.append(row(case, "COMMIT", f"nnls (stick 1.7e-3, balls {a.commit_isos})", np.load(r["weights"]), fit_s=r["nnls_fit_s"],
+    rows.append(row(case, "COMMIT", f"nnls (stick 1.7e-3, balls {isos})", np.load(r["weights"]), fit_s=r["nnls_fit_s"],
                     wall_s=wall, rss_mb=rss, prep_s=prep, note=f"setup {r['setup_s']:.1f} s once; "
                     f"dmri-commit {r['versions']['dmri-commit']}"))
     for c in r.get("commit2", []):
@@ -217,12 +248,7 @@ def sift2_rows(a, case, rows):
         return
     work = os.path.join(case["work"], "sift2")
     os.makedirs(work, exist_ok=True)
-    tracks = case["tracks"]
-    if tracks.endswith(".trk"):  # tcksift2 reads .tck: convert through nibabel (RAS mm, unchanged points)
-        import nibabel as nib
-        trk = nib.streamlines.load(tracks)
-        tracks = os.path.join(work, "tracks.tck")
-        nib.streamlines.save(trk.tractogram, tracks)
+    tracks = as_tck(case, work)
     nt = ["-nthreads", str(a.threads), "-quiet", "-force"]
     mif, resp, fod = (os.path.join(work, n) for n in ("dwi.mif", "response.txt", "fod.mif"))
     prep_s, prep_rss = 0.0, 0.0
@@ -273,10 +299,11 @@ def main():
     # COMMIT puts voxel corners at integer voxel coordinates; NIfTI (and so .tck/.trk in world mm
     # through the image's affine) puts voxel centres there: COMMIT's documented shift for that
     ap.add_argument("--fiber-shift", type=float, default=0.5)
-    # COMMIT's ball diffusivities [mm^2/s]: by default the phantom's own (0.9e-3 in the brain, 3.0e-3
-    # outside, src/life/phantom.c), COMMIT at its best; its tutorial's 1.7e-3,3.0e-3 cannot explain
-    # the brain's ball, which then goes to the streamlines crossing it (the random curves)
-    ap.add_argument("--commit-isos", default="0.9e-3,3.0e-3")
+    # COMMIT's ball diffusivities [mm^2/s]: by default on a phantom its own (0.9e-3 in the brain,
+    # 3.0e-3 outside, src/life/phantom.c), COMMIT at its best (its tutorial's 1.7e-3,3.0e-3 cannot
+    # explain the brain's ball, which then goes to the streamlines crossing it: the random curves);
+    # on the real case the tutorial's
+    ap.add_argument("--commit-isos")
     ap.add_argument("--iters", type=int, default=500)
     ap.add_argument("--work", default="life_peers_work")
     ap.add_argument("--csv")
@@ -287,7 +314,7 @@ def main():
     ap.add_argument("--groups")
     a = ap.parse_args()
     a.lambdas = [float(x) for x in a.commit2_lambdas.split(",") if x]
-    a.isos = [float(x) for x in a.commit_isos.split(",") if x]
+    a.isos = [float(x) for x in (a.commit_isos or "").split(",") if x]
     if a.worker == "commit":
         return commit_worker(a)
     peers = set(a.peers.split(",")) if a.peers else set()
@@ -317,7 +344,8 @@ def main():
     cols = ["case", "method", "setting", "auc", "auc_bridges", "auc_random", "kept", "fit_s", "prep_s", "wall_s",
             "rss_mb", "note"]
     print(f"threads {a.threads}, backend {a.backend}; fit_s: the fit alone; prep_s: what it needs first (our build; "
-          "COMMIT's dictionary, kernels and operator; SIFT2's response and FODs); wall_s: the process; rss_mb: its peak")
+          "COMMIT's dictionary, kernels and operator; SIFT2's response and FODs); wall_s: the process; "
+          "rss_mb: its peak")
     print(" | ".join(cols))
     for r in rows:
         print(" | ".join(f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in cols))
