@@ -26,10 +26,13 @@ static const char *const usage_build =
     "                             [--parcels LABELS.nii] [--skip-bad] [--threads T] [--quiet] [--json]   model from real data\n"
     "                             (--parcels: MODEL/groups.npy, the connection of each fiber's end points\n"
     "                             in an integer label image of the DWI's grid, for life fit --group)\n";
+int life_synth_cohort(int argc, char **argv); /* life synth DIR --cohort N: tools/cmd_life_cohort.c */
 static const char *const usage_report =
     "       neurosolve life report MODEL WEIGHTS [--history H] [--pruned OUT.trk|.tck] [--tracks T]\n"
     "                             [--csv FILE] [--plot FILE.png] [--threshold 0] [--json]\n"
-    "                             RMSE per voxel, fibers kept, pruned tractogram (docs/life_data.md)\n\n";
+    "                             RMSE per voxel, fibers kept, pruned tractogram (docs/life_data.md)\n"
+    "       neurosolve life cohort DERIV_DIR --out OUT_DIR [options]   build, fit and report per subject of\n"
+    "                             a BIDS derivatives folder, resumable (life cohort --help)\n\n";
 static const char *const options_synth =
     "synth options (defaults: the paper's structure, docs/life.md):\n"
     "  --fibers N         streamlines (50000)\n"
@@ -46,7 +49,10 @@ static const char *const options_synth =
     "                     DIR/dwi.nii, dwi.bval, dwi.bvec, tracks.tck, labels.npy, kinds.npy,\n"
     "                     bundles.npy; options --streamlines N (10000) --false F (0.3)\n"
     "                     --snr S (20; 0: none) --bundles B (12) --grid N (48) --theta N (30)\n"
-    "                     --b B (2000) --seed S (1)\n\n";
+    "                     --b B (2000) --seed S (1)\n"
+    "  --cohort N         a BIDS derivatives folder of N subjects instead (docs/life.md, \"Studies:\n"
+    "                     life cohort\"): phantoms and, last, the bundled real case; options\n"
+    "                     --streamlines N (2000) --grid N (32) --theta N (30) --snr S (20) --seed S (1)\n\n";
 static const char *const options_fit =
     "fit options:\n"
     "  --iters N          ENCODE's maxit (500): at most N-1 updates\n"
@@ -128,6 +134,7 @@ static int synth(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') return cli_usage_error("life synth", "missing output directory");
     for (int i = 2; i < argc; ++i)
         if (strcmp(argv[i], "--phantom") == 0) return synth_phantom(argc, argv);
+        else if (strcmp(argv[i], "--cohort") == 0) return life_synth_cohort(argc, argv);
     const char *dir = argv[1];
     ns_life_synth_options o;
     ns_life_synth_options_init(&o);
@@ -459,15 +466,17 @@ static int fit(int argc, char **argv) {
     return rc;
 }
 
-/* tools/life_build.c: LiFE from real data (docs/life_data.md). */
+/* tools/life_build.c: LiFE from real data (docs/life_data.md); tools/cmd_life_cohort.c: studies. */
 int life_build(int argc, char **argv);
 int life_report(int argc, char **argv);
+int life_cohort(int argc, char **argv);
 
 int cmd_life(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         help(NULL);
         return argc < 2 ? 2 : 0;
     }
+    if (strcmp(argv[1], "cohort") == 0) return life_cohort(argc - 1, argv + 1); /* its own --help */
     /* `life SUBCOMMAND ... --help` prints that subcommand's help and touches no file */
     static const char *const subs[] = {"synth", "fit", "info", "build", "report"};
     for (int i = 2; i < argc; ++i)
@@ -483,5 +492,5 @@ int cmd_life(int argc, char **argv) {
     if (strcmp(argv[1], "info") == 0) return info(argc - 1, argv + 1);
     if (strcmp(argv[1], "build") == 0) return life_build(argc - 1, argv + 1);
     if (strcmp(argv[1], "report") == 0) return life_report(argc - 1, argv + 1);
-    return cli_usage_error("life", "unknown subcommand '%s' (synth, build, fit, report, info)", argv[1]);
+    return cli_usage_error("life", "unknown subcommand '%s' (synth, build, fit, report, info, cohort)", argv[1]);
 }

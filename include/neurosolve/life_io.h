@@ -59,6 +59,13 @@ NS_API const ns_nifti_info *ns_nifti_get_info(const ns_nifti_t *image);
 NS_API double ns_nifti_value(const ns_nifti_t *image, int64_t index);
 /* "uint8", "int16", ...; NULL for a code neurosolve does not read. */
 NS_API const char *ns_nifti_datatype_name(int32_t datatype);
+/* Writes a single-file NIfTI-1 image, gzip-compressed when the path ends in .gz: dim = the
+ * sizes of axes 1-3 and the volumes (1: a 3-D image), datatype 16 (float32) or 4 (int16),
+ * `data` axis 1 fastest in that type; `affine` (voxel -> world [mm]) is stored as the sform
+ * (code 2, aligned) and its column norms as the voxel sizes. Not atomic: write to an
+ * ns_output temporary (output.h) for that. */
+NS_API ns_status ns_nifti_write(const char *path, const int64_t dim[4], int32_t datatype, const double affine[4][4],
+                                const void *data);
 
 /* ------------------------------------------------------------- gradients */
 

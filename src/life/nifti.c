@@ -300,3 +300,71 @@ double ns_nifti_value(const ns_nifti_t *img, int64_t i) {
     }
     return img->info.slope * v + img->info.intercept;
 }
+
+/* ------------------------------------------------------------------ writer */
+
+static void wr16(unsigned char *b, int off, int v) {
+    b[off] = (unsigned char)(v & 0xff);
+    b[off + 1] = (unsigned char)((v >> 8) & 0xff);
+}
+static void wr32(unsigned char *b, int off, uint32_t v) {
+    for (int i = 0; i < 4; ++i) b[off + i] = (unsigned char)((v >> (8 * i)) & 0xff);
+}
+static uint32_t float_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+ns_status ns_nifti_write(const char *path, const int64_t dim[4], int32_t datatype, const double affine[4][4],
+                         const void *data) {
+    if (!path || !dim || !affine || !data) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_nifti_write: NULL argument");
+    if (datatype != 16 && datatype != 4)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: ns_nifti_write writes float32 (16) or int16 (4), not datatype %d",
+                       path, (int)datatype);
+    int64_t count = 1;
+    for (int i = 0; i < 4; ++i) {
+        if (dim[i] < 1 || dim[i] > 32767)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: axis %d has size %lld: NIfTI-1 sizes are 1..32767", path, i + 1,
+                           (long long)dim[i]);
+        count *= dim[i];
+    }
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 4; ++c)
+            if (!isfinite(affine[r][c])) return ns_fail(NS_ERR_NOT_FINITE, "%s: affine[%d][%d] is not finite", path, r, c);
+    unsigned char h[352];
+    memset(h, 0, sizeof h);
+    wr32(h, 0, 348);
+    const int dims[8] = {dim[3] > 1 ? 4 : 3, (int)dim[0], (int)dim[1], (int)dim[2], (int)dim[3], 1, 1, 1};
+    for (int i = 0; i < 8; ++i) wr16(h, 40 + 2 * i, dims[i]);
+    const int elem = datatype == 16 ? 4 : 2;
+    wr16(h, 70, datatype);
+    wr16(h, 72, 8 * elem); /* bitpix */
+    float pix[8] = {1, 1, 1, 1, 1, 1, 1, 1}; /* qfac, the voxel sizes (column norms of the affine) */
+    for (int c = 0; c < 3; ++c)
+        pix[1 + c] = (float)sqrt(affine[0][c] * affine[0][c] + affine[1][c] * affine[1][c] + affine[2][c] * affine[2][c]);
+    for (int i = 0; i < 8; ++i) wr32(h, 76 + 4 * i, float_bits(pix[i]));
+    wr32(h, 108, float_bits(352.0f)); /* vox_offset */
+    wr32(h, 112, float_bits(1.0f));   /* scl_slope */
+    wr16(h, 254, 2);                  /* sform_code: aligned */
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 4; ++c) wr32(h, 280 + 4 * (4 * r + c), float_bits((float)affine[r][c]));
+    memcpy(h + 344, "n+1", 4);
+    const size_t n = strlen(path);
+    const int gz = n > 3 && strcmp(path + n - 3, ".gz") == 0;
+    /* gzopen's "T" mode writes the bytes as they are: one code path for both */
+    gzFile f = gzopen(path, gz ? "wb6" : "wbT");
+    if (!f) return ns_fail(NS_ERR_IO, "%s: cannot create", path);
+    int ok = gzwrite(f, h, sizeof h) == (int)sizeof h;
+    unsigned char buf[8192];
+    for (int64_t i = 0; ok && i < count;) {
+        int64_t m = 0;
+        if (datatype == 16)
+            for (const float *d = data; m < 2048 && i < count; ++m, ++i) wr32(buf, (int)(4 * m), float_bits(d[i]));
+        else
+            for (const int16_t *d = data; m < 4096 && i < count; ++m, ++i) wr16(buf, (int)(2 * m), d[i]);
+        ok = gzwrite(f, buf, (unsigned)(m * elem)) == (int)(m * elem);
+    }
+    if (gzclose(f) != Z_OK) ok = 0;
+    return ok ? NS_OK : ns_fail(NS_ERR_IO, "%s: write failed", path);
+}

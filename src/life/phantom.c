@@ -197,10 +197,6 @@ static int bezier_across(ns_rng *r, const double *c, double R, const double *u0,
 
 /* ------------------------------------------------------------- files */
 
-static void put16(unsigned char *b, int off, int v) {
-    b[off] = (unsigned char)(v & 0xff);
-    b[off + 1] = (unsigned char)((v >> 8) & 0xff);
-}
 static void put32(unsigned char *b, int off, uint32_t v) {
     for (int i = 0; i < 4; ++i) b[off + i] = (unsigned char)((v >> (8 * i)) & 0xff);
 }
@@ -212,42 +208,12 @@ static uint32_t fbits(float f) {
 
 static ns_status write_fail(const char *path) { return ns_fail(NS_ERR_IO, "%s: write failed", path); }
 
-/* NIfTI-1 single file, little-endian, sform = diag(2, 2, 2) mm: float32 `data`
- * (n^3 x nvol), or int16 `labels` (n^3, 3-D) when data is NULL. */
+/* NIfTI-1 single file, sform = diag(2, 2, 2) mm: float32 `data` (n^3 x nvol), or int16
+ * `labels` (n^3, 3-D) when data is NULL. */
 static ns_status write_nifti(const char *path, int32_t n, int32_t nvol, const float *data, const int16_t *labels) {
-    unsigned char h[352];
-    memset(h, 0, sizeof h);
-    put32(h, 0, 348);
-    if (!data) nvol = 1;
-    const int dims[8] = {data ? 4 : 3, n, n, n, nvol, 1, 1, 1};
-    for (int i = 0; i < 8; ++i) put16(h, 40 + 2 * i, dims[i]);
-    put16(h, 70, data ? 16 : 4);  /* datatype float32 / int16 */
-    put16(h, 72, data ? 32 : 16); /* bitpix */
-    const float pix[8] = {1, PH_VOX, PH_VOX, PH_VOX, 1, 1, 1, 1};
-    for (int i = 0; i < 8; ++i) put32(h, 76 + 4 * i, fbits(pix[i]));
-    put32(h, 108, fbits(352.0f)); /* vox_offset */
-    put32(h, 112, fbits(1.0f));   /* scl_slope */
-    put16(h, 254, 2);             /* sform_code: aligned */
-    const float srow[12] = {PH_VOX, 0, 0, 0, 0, PH_VOX, 0, 0, 0, 0, PH_VOX, 0};
-    for (int i = 0; i < 12; ++i) put32(h, 280 + 4 * i, fbits(srow[i]));
-    memcpy(h + 344, "n+1", 4);
-    FILE *f = fopen(path, "wb");
-    if (!f) return ns_fail(NS_ERR_IO, "%s: cannot create", path);
-    int ok = fwrite(h, 1, sizeof h, f) == sizeof h;
-    const int64_t count = (int64_t)n * n * n * nvol;
-    unsigned char buf[4096];
-    for (int64_t i = 0; ok && i < count;) {
-        int64_t m = 0;
-        if (data) {
-            for (; m < 1024 && i < count; ++m, ++i) put32(buf, (int)(4 * m), fbits(data[i]));
-            ok = fwrite(buf, 4, (size_t)m, f) == (size_t)m;
-        } else {
-            for (; m < 2048 && i < count; ++m, ++i) put16(buf, (int)(2 * m), labels[i]);
-            ok = fwrite(buf, 2, (size_t)m, f) == (size_t)m;
-        }
-    }
-    if (fclose(f) != 0) ok = 0;
-    return ok ? NS_OK : write_fail(path);
+    const int64_t dim[4] = {n, n, n, data ? nvol : 1};
+    const double affine[4][4] = {{PH_VOX, 0, 0, 0}, {0, PH_VOX, 0, 0}, {0, 0, PH_VOX, 0}, {0, 0, 0, 1}};
+    return data ? ns_nifti_write(path, dim, 16, affine, data) : ns_nifti_write(path, dim, 4, affine, labels);
 }
 
 static ns_status write_text_gradients(const char *bval_path, const char *bvec_path, int32_t nd, const double *g,

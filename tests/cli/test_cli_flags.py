@@ -20,7 +20,7 @@ harness = Harness(exe)
 check, run = harness.check, harness.run
 CELL = os.path.join(src, "data", "morphologies", "ca1_h10.swc")
 COMMANDS = [["info"], ["morph"], ["solve"], ["simulate"], ["life", "synth"], ["life", "fit"], ["life", "build"],
-            ["life", "report"], ["life", "info"], ["mechanisms"], ["bench", "hines"], ["bench", "life"],
+            ["life", "report"], ["life", "info"], ["life", "cohort"], ["mechanisms"], ["bench", "hines"], ["bench", "life"],
             ["bench", "sim"], ["bench", "tridiag"], ["bench", "scale"]]
 # a help line's option with no value after it: "  --json   one JSON ..." or "[--json]"
 FLAG = re.compile(r"(?:^ +|\[)(--[a-z][a-z0-9-]*)(?=\]| {2,}|$)", re.M)

@@ -35,3 +35,12 @@ if(Python3_FOUND)
             $<TARGET_FILE:neurosolve_cli>)
   set_tests_properties(life_resume PROPERTIES TIMEOUT 120 ENVIRONMENT "OMP_WAIT_POLICY=passive")
 endif()
+
+# life cohort on a synthetic derivatives folder: a broken subject reported while the others
+# finish, SIGTERM mid-run and a rerun bit-identical to an uninterrupted run (about 3 s).
+if(Python3_FOUND)
+  add_test(NAME life_cohort
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_life_cohort.py
+            $<TARGET_FILE:neurosolve_cli>)
+  set_tests_properties(life_cohort PROPERTIES TIMEOUT 120 ENVIRONMENT "OMP_WAIT_POLICY=passive")
+endif()

@@ -1,0 +1,361 @@
+#!/usr/bin/env python3
+"""LiFE (neurosolve) against COMMIT/COMMIT2 (PyPI dmri-commit) and SIFT2 (MRtrix3 tcksift2) in the
+same run, on the same inputs: the ground-truth phantom of `neurosolve bench life --quality`
+(`life synth --phantom`, AUC against the truth) and a real case (DIPY's small_25 bundled in
+data/life by default: time and memory only, there is no truth).
+
+Each method runs in a process of its own; its wall time and peak resident memory (wait4's
+ru_maxrss) are measured from here. One AUC for all (Mann-Whitney, ties one half, as
+ns_life_roc_auc): the probability that a true streamline outweighs a false one, the weights mapped
+to the input tractogram's streamlines (0 for a streamline a method dropped).
+
+  neurosolve   life build (--parcels) once, then life fit per setting (nnls, ridge=0.2, group=1)
+  COMMIT       trk2dictionary (fiber_shift 0.5, COMMIT's convention for .tck), StickZeppelinBall (stick
+               1.7e-3 mm^2/s, balls 0.9e-3 and 3.0e-3 on a phantom: its own; on the real case
+               COMMIT's tutorial's 1.7e-3 and 3.0e-3; --commit-isos), fit (NNLS); kernels and
+               dictionary timed apart from the fit
+  COMMIT2      the same operator, group lasso over the same connection groups as ours (end-point
+               parcel pairs of parcels.nii, from life build --parcels; a streamline without a
+               connection is a group of its own), cardinality and adaptive group weights (COMMIT2's
+               paper), lambda as a fraction of lambda_max, warm-started from the NNLS fit
+  SIFT2        mrconvert, dwi2response tournier, dwi2fod csd (preparation), tcksift2 (the fit)
+
+usage: python3 bench/life_peers.py [--neurosolve build/neurosolve] [--streamlines 3000,10000]
+           [--real data/life] [--threads T] [--backend cpu|cuda] [--peers commit,sift2]
+           [--commit2-lambdas 1e-3,1e-2] [--commit-isos 0.9e-3,3.0e-3] [--fiber-shift 0.5]
+           [--response tournier] [--work DIR] [--csv FILE] [--iters N]
+Needs numpy; COMMIT rows need `import commit` (pip install dmri-commit), SIFT2 rows MRtrix3's
+tcksift2 on PATH (apt-get install mrtrix3); a missing peer is skipped with a note."""
+import os
+import sys
+
+if __name__ == "__main__" and len(sys.argv) > 2 and sys.argv[1] == "--measure":
+    # a small launcher (no numpy loaded): the command's peak RSS counts the image it was forked
+    # from (Linux keeps the pre-exec high-water mark), so it is forked from this, not from the bench
+    child = os.fork()
+    if child == 0:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    _, wstatus, usage = os.wait4(child, 0)
+    sys.stderr.write(f"\nMAXRSS_KB {usage.ru_maxrss}\n")
+    sys.exit(os.waitstatus_to_exitcode(wstatus))
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_rss(cmd, env=None, cwd=None):
+    """Run cmd through the --measure launcher: (wall seconds, its peak RSS [MB], stdout, stderr, exit
+    code). The RSS includes the launcher's forked image, about 10 MB."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se:
+        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--measure", *cmd], stdout=so, stderr=se,
+                             text=True, env=env, cwd=cwd)
+        p.wait()
+        wall = time.perf_counter() - t0
+        so.seek(0)
+        se.seek(0)
+        out, err = so.read(), se.read()
+    rss = float("nan")
+    head, _, last = err.rstrip("\n").rpartition("\n")
+    if last.startswith("MAXRSS_KB "):
+        rss, err = int(last.split()[1]) / 1024.0, head
+    return wall, rss, out, err, p.returncode
+
+
+def as_tck(case, work):
+    """The case's tractogram as .tck (COMMIT's trk2dictionary with TCK_ref_image, tcksift2):
+    a .trk is converted through nibabel (RAS mm points unchanged)."""
+    tracks = case["tracks"]
+    if tracks.endswith(".trk"):
+        import nibabel as nib
+        os.makedirs(work, exist_ok=True)
+        out = os.path.join(work, "tracks.tck")
+        nib.streamlines.save(nib.streamlines.load(tracks).tractogram, out)
+        return out
+    return tracks
+
+
+def auc(score, label):
+    """P(score of a true > score of a false), ties one half (ns_life_roc_auc's definition)."""
+    score = np.asarray(score, float)
+    label = np.asarray(label)
+    order = np.argsort(score, kind="mergesort")
+    s = score[order]
+    ranks = np.empty(len(s))
+    i = 0
+    while i < len(s):  # average ranks of ties
+        j = i
+        while j + 1 < len(s) and s[j + 1] == s[i]:
+            j += 1
+        ranks[i:j + 1] = 0.5 * (i + j) + 1
+        i = j + 1
+    r = np.empty(len(s))
+    r[order] = ranks
+    n1 = int((label == 1).sum())
+    n0 = len(label) - n1
+    return (r[label == 1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0)
+
+
+# ------------------------------------------------------------------ workers (own processes)
+
+def commit_worker(a):
+    """COMMIT then COMMIT2 on one case; prints one JSON document."""
+    import amico.util
+    import commit
+    from commit import trk2dictionary
+    res = {"versions": {"dmri-commit": _version("dmri-commit"), "dmri-amico": _version("dmri-amico"),
+                        "dmri-dicelib": _version("dmri-dicelib")}}
+    work = os.path.abspath(a.work)
+    os.makedirs(work, exist_ok=True)
+    t = time.perf_counter()
+    commit.setup()
+    res["setup_s"] = time.perf_counter() - t
+    scheme = os.path.join(work, "dwi.scheme")
+    amico.util.fsl2scheme(a.bval, a.bvec, scheme)
+    t = time.perf_counter()
+    trk2dictionary.run(filename_tractogram=a.tracks, TCK_ref_image=a.dwi, path_out=os.path.join(work, "COMMIT"),
+                       fiber_shift=a.fiber_shift, n_threads=a.threads, verbose=1)
+    res["dictionary_s"] = time.perf_counter() - t
+    mit = commit.Evaluation(work, ".")
+    mit.set_verbose(1) if hasattr(mit, "set_verbose") else None
+    t = time.perf_counter()
+    mit.load_data(a.dwi, scheme, b0_thr=50)
+    mit.set_model("StickZeppelinBall")
+    mit.model.set(d_par=1.7e-3, d_perps_zep=[], d_isos=a.isos)
+    mit.generate_kernels(regenerate=True)
+    mit.load_kernels()
+    mit.load_dictionary(os.path.join(work, "COMMIT"))
+    mit.set_threads(a.threads)
+    mit.build_operator()
+    res["operator_s"] = time.perf_counter() - t
+    kept = np.asarray(mit.DICTIONARY["TRK"]["kept"]).astype(bool)
+    n = len(kept)
+    t = time.perf_counter()
+    mit.fit(tol_fun=1e-3, max_iter=a.iters)
+    res["nnls_fit_s"] = time.perf_counter() - t
+    x_nnls = mit.x.copy() if hasattr(mit, "x") else None
+    w = np.zeros(n)
+    w[kept] = mit.get_coeffs()[0][: int(kept.sum())]
+    np.save(os.path.join(work, "w_commit.npy"), w)
+    res["kept_by_dictionary"] = int(kept.sum())
+    if a.groups:
+        g_all = np.load(a.groups).astype(np.int64)
+        g = g_all[kept]
+        idx = np.arange(int(kept.sum()))
+        groups = []
+        for gid in np.unique(g[g >= 0]):
+            groups.append(idx[g == gid].astype(np.int32))
+        for i in idx[g < 0]:
+            groups.append(np.array([i], dtype=np.int32))
+        group_idx = np.array(groups, dtype=np.object_)
+        res["groups"] = len(groups)
+        res["commit2"] = []
+        for lam in a.lambdas:
+            mit.set_regularisation(regularisers=("group_lasso", None, None), lambdas=(lam, None, None),
+                                   params=({"group_idx": group_idx, "group_weights_cardinality": True,
+                                            "group_weights_adaptive": True}, None, None))
+            t = time.perf_counter()
+            mit.fit(tol_fun=1e-3, max_iter=a.iters, x0=x_nnls)
+            s = time.perf_counter() - t
+            w = np.zeros(n)
+            w[kept] = mit.get_coeffs()[0][: int(kept.sum())]
+            path = os.path.join(work, f"w_commit2_{lam:g}.npy")
+            np.save(path, w)
+            res["commit2"].append({"lambda": lam, "fit_s": s, "weights": path})
+    res["weights"] = os.path.join(work, "w_commit.npy")
+    print("RESULT " + json.dumps(res))
+
+
+def _version(dist):
+    try:
+        from importlib.metadata import version
+        return version(dist)
+    except Exception:
+        return "?"
+
+
+# ------------------------------------------------------------------------ the cases
+
+def neurosolve_rows(a, case, rows):
+    ns = a.neurosolve
+    model = os.path.join(case["work"], "ns_model")
+    cmd = [ns, "life", "build", "--dwi", case["dwi"], "--bvals", case["bval"], "--bvecs", case["bvec"], "--tracks",
+           case["tracks"], "--out", model, "--threads", str(a.threads), "--json", "--quiet"]
+    if case.get("parcels"):
+        cmd += ["--parcels", case["parcels"]]
+    wall, rss, out, err, rc = run_rss(cmd)
+    if rc:
+        sys.exit(f"life build failed: {err}")
+    sl = np.load(os.path.join(model, "streamlines.npy"))
+    build = {"wall_s": wall, "rss_mb": rss}
+    settings = [("nnls", [])] + [("ridge=0.2", ["--ridge", "0.2"])]
+    if case.get("parcels"):
+        settings.append(("group=1", ["--group", "1"]))
+    for name, extra in settings:
+        w_path = os.path.join(case["work"], f"w_ns_{name.replace('=', '')}.npy")
+        wall, rss, out, err, rc = run_rss([ns, "life", "fit", model, "--out", w_path, "--threads", str(a.threads),
+                                           "--backend", a.backend, "--json", "--quiet", *extra])
+        if rc:
+            sys.exit(f"life fit {name} failed: {err}")
+        j = json.loads(out)
+        w = np.zeros(case["n"])
+        w[sl] = np.load(w_path)
+        rows.append(row(case, "neurosolve LiFE", name, w, fit_s=j["seconds"], wall_s=wall, rss_mb=rss,
+                        prep_s=build["wall_s"], prep_rss_mb=build["rss_mb"],
+                        note=f"{j['backend']} {j['mw_variant']}/{j['mty_variant']}, {j['updates']} updates"))
+
+
+def commit_rows(a, case, rows):
+    try:
+        import commit  # noqa: F401
+    except ImportError:
+        print("note: COMMIT skipped: `import commit` fails (pip install dmri-commit)")
+        return
+    work = os.path.join(case["work"], "commit")
+    isos = a.commit_isos or ("0.9e-3,3.0e-3" if case.get("labels") is not None else "1.7e-3,3.0e-3")
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "commit", "--dwi", case["dwi"], "--bval",
+           case["bval"], "--bvec", case["bvec"], "--tracks", as_tck(case, work), "--work", work, "--threads",
+           str(a.threads), "--iters", str(a.iters), "--commit2-lambdas", ",".join(map(str, a.lambdas)),
+           "--fiber-shift", str(a.fiber_shift), "--commit-isos", isos]
+    if case.get("parcels"):
+        cmd += ["--groups", os.path.join(case["work"], "ns_model", "groups.npy")]
+    wall, rss, out, err, rc = run_rss(cmd)
+    res = [line for line in out.splitlines() if line.startswith("RESULT ")]
+    if rc or not res:
+        print(f"note: COMMIT failed (exit {rc}): {err[-2000:]}")
+        return
+    r = json.loads(res[0][7:])
+    prep = r["dictionary_s"] + r["operator_s"]
+    rows.append(row(case, "COMMIT", f"nnls (stick 1.7e-3, balls {isos})", np.load(r["weights"]), fit_s=r["nnls_fit_s"],
+                    wall_s=wall, rss_mb=rss, prep_s=prep, note=f"setup {r['setup_s']:.1f} s once; "
+                    f"dmri-commit {r['versions']['dmri-commit']}"))
+    for c in r.get("commit2", []):
+        rows.append(row(case, "COMMIT2", f"group lasso {c['lambda']:g}", np.load(c["weights"]), fit_s=c["fit_s"],
+                        wall_s=wall, rss_mb=rss, prep_s=prep, note=f"{r['groups']} groups, warm start from NNLS"))
+
+
+def sift2_rows(a, case, rows):
+    if not shutil.which("tcksift2"):
+        print("note: SIFT2 skipped: tcksift2 is not on PATH (apt-get install mrtrix3)")
+        return
+    work = os.path.join(case["work"], "sift2")
+    os.makedirs(work, exist_ok=True)
+    tracks = as_tck(case, work)
+    nt = ["-nthreads", str(a.threads), "-quiet", "-force"]
+    mif, resp, fod = (os.path.join(work, n) for n in ("dwi.mif", "response.txt", "fod.mif"))
+    prep_s, prep_rss = 0.0, 0.0
+    for cmd in ([["mrconvert", case["dwi"], mif, "-fslgrad", case["bvec"], case["bval"], *nt],
+                 [sys.executable, shutil.which("dwi2response"), a.response, mif, resp, *nt],
+                 ["dwi2fod", "csd", mif, resp, fod, *nt]]):
+        wall, rss, out, err, rc = run_rss(cmd)
+        if rc:
+            print(f"note: SIFT2 skipped: {' '.join(cmd[:2])} failed: {err[-1500:]}")
+            return
+        prep_s += wall
+        prep_rss = max(prep_rss, rss)
+    wpath = os.path.join(work, "weights.txt")
+    wall, rss, out, err, rc = run_rss(["tcksift2", tracks, fod, wpath, *nt])
+    if rc:
+        print(f"note: SIFT2 failed: {err[-1500:]}")
+        return
+    w = np.loadtxt(wpath, comments="#").ravel()
+    ver = subprocess.run(["tcksift2", "-version"], capture_output=True, text=True).stdout.splitlines()[0]
+    rows.append(row(case, "SIFT2", f"tcksift2 ({a.response} response, csd)", w, fit_s=wall, wall_s=wall + prep_s,
+                    rss_mb=rss, prep_s=prep_s, prep_rss_mb=prep_rss, note=ver.strip()))
+
+
+def row(case, method, setting, w, **kw):
+    r = {"case": case["name"], "streamlines": case["n"], "method": method, "setting": setting,
+         "kept": int((np.asarray(w) > 0).sum())}
+    if case.get("labels") is not None:
+        lab = case["labels"]
+        kinds = case["kinds"]
+        r["auc"] = auc(w, lab)
+        r["auc_bridges"] = auc(w[(kinds == 0) | (kinds == 1)], lab[(kinds == 0) | (kinds == 1)])
+        r["auc_random"] = auc(w[(kinds == 0) | (kinds == 2)], lab[(kinds == 0) | (kinds == 2)])
+    r.update(kw)
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--worker")
+    ap.add_argument("--neurosolve", default=os.path.join(HERE, "..", "build", "neurosolve"))
+    ap.add_argument("--streamlines", default="3000")
+    ap.add_argument("--real", default=os.path.join(HERE, "..", "data", "life"))
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--peers", default="commit,sift2")
+    ap.add_argument("--commit2-lambdas", default="1e-3,1e-2")
+    ap.add_argument("--response", default="tournier")
+    # COMMIT puts voxel corners at integer voxel coordinates; NIfTI (and so .tck/.trk in world mm
+    # through the image's affine) puts voxel centres there: COMMIT's documented shift for that
+    ap.add_argument("--fiber-shift", type=float, default=0.5)
+    # COMMIT's ball diffusivities [mm^2/s]: by default on a phantom its own (0.9e-3 in the brain,
+    # 3.0e-3 outside, src/life/phantom.c), COMMIT at its best (its tutorial's 1.7e-3,3.0e-3 cannot
+    # explain the brain's ball, which then goes to the streamlines crossing it: the random curves);
+    # on the real case the tutorial's
+    ap.add_argument("--commit-isos")
+    ap.add_argument("--iters", type=int, default=500)
+    ap.add_argument("--work", default="life_peers_work")
+    ap.add_argument("--csv")
+    ap.add_argument("--dwi")
+    ap.add_argument("--bval")
+    ap.add_argument("--bvec")
+    ap.add_argument("--tracks")
+    ap.add_argument("--groups")
+    a = ap.parse_args()
+    a.lambdas = [float(x) for x in a.commit2_lambdas.split(",") if x]
+    a.isos = [float(x) for x in (a.commit_isos or "").split(",") if x]
+    if a.worker == "commit":
+        return commit_worker(a)
+    peers = set(a.peers.split(",")) if a.peers else set()
+    os.makedirs(a.work, exist_ok=True)
+    cases = []
+    for n in [int(x) for x in a.streamlines.split(",") if x]:
+        d = os.path.abspath(os.path.join(a.work, f"phantom_{n}"))
+        if not os.path.exists(os.path.join(d, "dwi.nii")):
+            subprocess.run([a.neurosolve, "life", "synth", d, "--phantom", "--streamlines", str(n)], check=True,
+                           stdout=subprocess.DEVNULL)
+        cases.append({"name": f"phantom {n}", "work": d, "dwi": f"{d}/dwi.nii", "bval": f"{d}/dwi.bval",
+                      "bvec": f"{d}/dwi.bvec", "tracks": f"{d}/tracks.tck", "parcels": f"{d}/parcels.nii",
+                      "labels": np.load(f"{d}/labels.npy"), "kinds": np.load(f"{d}/kinds.npy"), "n": n})
+    if a.real:
+        r = os.path.abspath(a.real)
+        d = os.path.abspath(os.path.join(a.work, "real"))
+        os.makedirs(d, exist_ok=True)
+        cases.append({"name": "real small_25", "work": d, "dwi": f"{r}/small_25.nii.gz", "bval": f"{r}/small_25.bval",
+                      "bvec": f"{r}/small_25.bvec", "tracks": f"{r}/EuDX_small_25.trk", "labels": None, "n": 60})
+    rows = []
+    for case in cases:
+        neurosolve_rows(a, case, rows)
+        if "commit" in peers:
+            commit_rows(a, case, rows)
+        if "sift2" in peers:
+            sift2_rows(a, case, rows)
+    cols = ["case", "method", "setting", "auc", "auc_bridges", "auc_random", "kept", "fit_s", "prep_s", "wall_s",
+            "rss_mb", "note"]
+    print(f"threads {a.threads}, backend {a.backend}; fit_s: the fit alone; prep_s: what it needs first (our build; "
+          "COMMIT's dictionary, kernels and operator; SIFT2's response and FODs); wall_s: the process; "
+          "rss_mb: its peak")
+    print(" | ".join(cols))
+    for r in rows:
+        print(" | ".join(f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in cols))
+    if a.csv:
+        with open(a.csv, "w") as f:
+            f.write(",".join(cols) + "\n")
+            for r in rows:
+                f.write(",".join(f"{r[c]:.6g}" if isinstance(r.get(c), float) else str(r.get(c, "")).replace(",", ";")
+                                 for c in cols) + "\n")
+
+
+if __name__ == "__main__":
+    main()
