@@ -99,6 +99,24 @@ NS_API ns_status ns_lfp_matrix(const ns_lfp_segments *seg, const ns_lfp_contact 
  * plus the dipole's 3 * compartments; -1 on overflow. */
 NS_API int64_t ns_lfp_coefficient_bytes(int64_t electrodes, int64_t compartments);
 
+/* Where the coefficients of a CUDA simulation's probe live. */
+typedef enum ns_lfp_storage {
+    NS_LFP_STORAGE_AUTO = 0,  /* ns_lfp_choose_storage */
+    NS_LFP_STORAGE_DENSE = 1, /* electrodes x compartments doubles, on the host and on the GPU */
+    NS_LFP_STORAGE_TILES = 2  /* none kept: computed again from the placed segments on the GPU, a tile of
+                                 compartments at a time, at every reduction (CUDA only; no host copy:
+                                 ns_lfp_coefficients is NULL) */
+} ns_lfp_storage;
+
+NS_API const char *ns_lfp_storage_name(ns_lfp_storage storage);
+
+/* The `auto` rule (no GPU needed): DENSE when the dense coefficients
+ * (ns_lfp_coefficient_bytes) take at most max_bytes (<= 0: 4 GiB) and at
+ * most half of free_bytes (the GPU's free memory), else TILES. Both give the
+ * potentials in double precision (the same formulas). */
+NS_API ns_lfp_storage ns_lfp_choose_storage(int64_t electrodes, int64_t compartments, int64_t free_bytes,
+                                            int64_t max_bytes);
+
 typedef struct ns_lfp_options {
     ns_lfp_method method; /* default NS_LFP_LINESOURCE */
     double sigma;         /* [S/m] default 0.3 */
@@ -113,6 +131,8 @@ typedef struct ns_lfp_options {
      * (ns_lfp_population_potentials; their sum is ns_lfp_potentials) */
     const int32_t *population;
     int64_t batch;         /* CUDA: samples buffered on the GPU per reduction (0: up to 256, by free memory) */
+    ns_lfp_storage storage;/* CUDA: the coefficients' storage (default AUTO); a CPU simulation: DENSE */
+    int64_t tile_bytes;    /* TILES: bytes of one tile of coefficients on the GPU (0: 256 MiB) */
     int64_t max_bytes;     /* refuse coefficients above this (0: 4 GiB) */
     int32_t threads;       /* OpenMP threads (0: OpenMP's default); the results do not depend on it */
 } ns_lfp_options;
@@ -145,7 +165,10 @@ NS_API const double *ns_lfp_population_potentials(const ns_lfp_t *lfp);
 NS_API const double *ns_lfp_dipole(const ns_lfp_t *lfp);
 /* samples x cells x 3 (NULL unless per_cell_dipoles) */
 NS_API const double *ns_lfp_cell_dipoles(const ns_lfp_t *lfp);
-/* electrodes x compartments [mV/nA], compartments in ns_sim_cell_offset's order */
+/* The storage the probe uses (DENSE or TILES). */
+NS_API ns_lfp_storage ns_lfp_storage_used(const ns_lfp_t *lfp);
+/* electrodes x compartments [mV/nA], compartments in ns_sim_cell_offset's
+ * order (NULL with TILES) */
 NS_API const double *ns_lfp_coefficients(const ns_lfp_t *lfp);
 /* The transmembrane currents [nA] of the last sampled step, one per
  * compartment in ns_sim_cell_offset's order (0 at zero-area nodes); of a

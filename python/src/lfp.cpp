@@ -105,7 +105,8 @@ void bind_lfp(nb::module_ &m) {
     nb::class_<Lfp>(m, "Lfp", "Extracellular potentials and dipole moments sampled during a Simulation's runs.")
         .def("__init__", [](Lfp *self, nb::handle simulation, nb::handle cells, nb::handle contacts,
                             const std::string &method, double sigma, int64_t every, nb::handle placement,
-                            bool per_cell_dipoles, int32_t threads, nb::handle population, int64_t batch) {
+                            bool per_cell_dipoles, int32_t threads, nb::handle population, int64_t batch,
+                            const std::string &storage) {
             Simulation &s = nb::cast<Simulation &>(simulation);
             std::vector<const ns_cell_t *> sh;
             for (nb::handle h : cells) {
@@ -130,6 +131,10 @@ void bind_lfp(nb::module_ &m) {
             o.per_cell_dipoles = per_cell_dipoles;
             o.threads = threads;
             o.batch = batch;
+            if (storage == "auto") o.storage = NS_LFP_STORAGE_AUTO;
+            else if (storage == "dense") o.storage = NS_LFP_STORAGE_DENSE;
+            else if (storage == "tiles") o.storage = NS_LFP_STORAGE_TILES;
+            else fail(NS_ERR_INVALID_ARGUMENT, "Lfp: storage '" + storage + "': expected auto, dense or tiles");
             std::vector<int32_t> pop;
             if (!population.is_none()) {
                 for (nb::handle h : population) pop.push_back(nb::cast<int32_t>(h));
@@ -151,7 +156,7 @@ void bind_lfp(nb::module_ &m) {
             self->sim = nb::borrow(simulation);
         }, "simulation"_a, "cells"_a, "contacts"_a, "method"_a = "linesource", "sigma"_a = 0.3, "every"_a = 1,
            "placement"_a = nb::none(), "per_cell_dipoles"_a = false, "threads"_a = 0, "population"_a = nb::none(),
-           "batch"_a = 0)
+           "batch"_a = 0, "storage"_a = "auto")
         .def_prop_ro("population_potentials", [](const Lfp &l) -> nb::object {
             const double *p = ns_lfp_population_potentials(l.l);
             if (!p) return nb::none();
@@ -172,10 +177,14 @@ void bind_lfp(nb::module_ &m) {
             Simulation &s = nb::cast<Simulation &>(l.sim);
             return to_numpy(p, {(size_t)ns_lfp_samples(l.l), (size_t)ns_sim_cells(s.s), 3});
         }, "(samples, cells, 3) [nA um], or None unless per_cell_dipoles")
-        .def_prop_ro("coefficients", [](const Lfp &l) {
+        .def_prop_ro("coefficients", [](const Lfp &l) -> nb::object {
             Simulation &s = nb::cast<Simulation &>(l.sim);
-            return to_numpy(ns_lfp_coefficients(l.l), {(size_t)ns_lfp_electrodes(l.l), (size_t)ns_sim_compartments(s.s)});
-        }, "(electrodes, compartments) [mV/nA]")
+            const double *M = ns_lfp_coefficients(l.l);
+            if (!M) return nb::none();
+            return to_numpy(M, {(size_t)ns_lfp_electrodes(l.l), (size_t)ns_sim_compartments(s.s)});
+        }, "(electrodes, compartments) [mV/nA], or None where they are computed in tiles on the GPU")
+        .def_prop_ro("storage", [](const Lfp &l) { return std::string(ns_lfp_storage_name(ns_lfp_storage_used(l.l))); },
+                     "where the coefficients live: 'dense' or 'tiles' (a CUDA simulation's, computed per reduction)")
         .def_prop_ro("membrane_currents", [](const Lfp &l) {
             Simulation &s = nb::cast<Simulation &>(l.sim);
             return to_numpy(ns_lfp_membrane_currents(l.l), {(size_t)ns_sim_compartments(s.s)});

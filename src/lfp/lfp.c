@@ -43,7 +43,22 @@ struct ns_lfp {
     int64_t rows;     /* GPU: samples per reduction */
     double *tot, *tmid; /* GPU: rows x (n_el + 3); rows */
     lfp_stim *stims;  /* GPU: the simulation's clamps by compartment */
+    ns_lfp_storage storage;
+    double *seg;      /* TILES: the placed segments, start (3 n), end (3 n), diam (n) */
+    unsigned char *point; /* TILES: n, 1 where the segment is a point source */
+    double *pts;      /* TILES: the contacts' points, pt_begin[e] .. pt_begin[e + 1] of contact e */
+    int64_t *pt_begin;
 };
+
+static const char *const STORAGE[3] = {"auto", "dense", "tiles"};
+
+const char *ns_lfp_storage_name(ns_lfp_storage s) { return (unsigned)s < 3 ? STORAGE[s] : "?"; }
+
+ns_lfp_storage ns_lfp_choose_storage(int64_t electrodes, int64_t compartments, int64_t free_bytes, int64_t max_bytes) {
+    const int64_t bytes = ns_lfp_coefficient_bytes(electrodes, compartments);
+    if (max_bytes <= 0) max_bytes = (int64_t)4 << 30;
+    return bytes >= 0 && bytes <= max_bytes && bytes <= free_bytes / 2 ? NS_LFP_STORAGE_DENSE : NS_LFP_STORAGE_TILES;
+}
 
 void ns_lfp_options_init(ns_lfp_options *o) {
     if (!o) return;
@@ -109,10 +124,14 @@ static ns_status attach_gpu(ns_lfp_t *L, ns_sim_t *sim) {
             if (L->parent[j] >= 0) child[fill[L->parent[j]]++] = j;
         int64_t stride = 0;
         st = ns_lfp_gpu_positions(sim, fill, &stride); /* fill: each compartment's state position */
+        const int tiles = L->storage == NS_LFP_STORAGE_TILES;
         const lfp_gpu_geometry geo = {L->n_el,     n,     L->n_cells,          L->M,       L->g,
                                       L->parent,   begin, child,               L->membrane, L->mid,
                                       sim->cell_offset, fill, stride,          L->n_pop,   L->pop,
-                                      L->o.per_cell_dipoles, L->o.batch};
+                                      L->o.per_cell_dipoles, L->o.batch,
+                                      tiles,       L->seg, L->seg ? L->seg + 3 * n : NULL,
+                                      L->seg ? L->seg + 6 * n : NULL,           L->point,   L->pts,
+                                      L->pt_begin, L->o.sigma, L->o.tile_bytes};
         if (st == NS_OK) st = ns_lfp_gpu_create(sim->device, &geo, &L->gpu);
         if (st == NS_OK) {
             sim->snap = ns_lfp_gpu_snap(L->gpu, &L->rows);
@@ -145,6 +164,7 @@ void ns_lfp_destroy(ns_lfp_t *L) {
     free(L->phi); free(L->t); free(L->P); free(L->Pc); free(L->pcell);
     free(L->pop); free(L->phi_pop); free(L->accp);
     free(L->tot); free(L->tmid); free(L->stims);
+    free(L->seg); free(L->point); free(L->pts); free(L->pt_begin);
     ns_lfp_gpu_destroy(L->gpu);
     free(L);
 }
@@ -189,7 +209,18 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     }
     const int64_t max_bytes = o.max_bytes > 0 ? o.max_bytes : (int64_t)4 << 30;
     const int64_t bytes = ns_lfp_coefficient_bytes(probe->n, sim->n_comp);
-    if (bytes < 0 || bytes > max_bytes)
+    ns_lfp_storage storage = o.storage;
+    if ((unsigned)storage > NS_LFP_STORAGE_TILES)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: storage %d", (int)storage);
+    if (sim->device < 0 && storage == NS_LFP_STORAGE_TILES)
+        return ns_fail(NS_ERR_UNSUPPORTED, "LFP: coefficient tiles need a CUDA simulation (a CPU one keeps them dense)");
+    if (storage == NS_LFP_STORAGE_AUTO)
+        storage = sim->device < 0 ? NS_LFP_STORAGE_DENSE
+                                  : ns_lfp_choose_storage(probe->n, sim->n_comp, ns_lfp_gpu_free_bytes(sim->device),
+                                                          max_bytes);
+    if (o.tile_bytes < 0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "LFP: tiles of %lld bytes (>= 0)", (long long)o.tile_bytes);
+    if (storage == NS_LFP_STORAGE_DENSE && (bytes < 0 || bytes > max_bytes))
         return ns_fail(NS_ERR_SIZE,
                        "LFP: coefficients of %lld electrodes x %lld compartments take %.3g GB, above the limit of "
                        "%.3g GB (ns_lfp_options.max_bytes)",
@@ -204,8 +235,16 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     L->n_comp = sim->n_comp;
     L->n_cells = sim->n_cells;
     L->last_step = -1;
+    L->storage = storage;
+    const int tiles = storage == NS_LFP_STORAGE_TILES;
     const size_t nc = (size_t)L->n_comp;
-    L->M = malloc((size_t)L->n_el * nc * sizeof *L->M);
+    if (tiles) {
+        L->seg = malloc(7 * nc * sizeof *L->seg);
+        L->point = malloc(nc ? nc : 1);
+        L->pt_begin = malloc(((size_t)probe->n + 1) * sizeof *L->pt_begin);
+    } else {
+        L->M = malloc((size_t)L->n_el * nc * sizeof *L->M);
+    }
     L->mid = malloc(3 * nc * sizeof *L->mid);
     L->g = malloc(nc * sizeof *L->g);
     L->parent = malloc(nc * sizeof *L->parent);
@@ -226,13 +265,26 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
         L->accp_threads = threads_of(L, INT64_MAX);
         L->accp = malloc((size_t)L->accp_threads * (size_t)n_pop * NS_LFP_BLOCK * sizeof *L->accp);
     }
-    if (!L->M || !L->mid || !L->g || !L->parent || !L->membrane || !L->v || !L->imem || !L->ibuf || !L->pcell || !pts ||
-        (o.population && (!L->pop || !L->accp))) {
+    if ((!tiles && !L->M) || (tiles && (!L->seg || !L->point || !L->pt_begin)) || !L->mid || !L->g || !L->parent ||
+        !L->membrane || !L->v || !L->imem || !L->ibuf || !L->pcell || !pts || (o.population && (!L->pop || !L->accp))) {
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: coefficients of %lld electrodes x %lld compartments",
                      (long long)L->n_el, (long long)L->n_comp);
         goto done;
     }
     for (int64_t k = 0; k < probe->n; ++k) ns_lfp_contact_points(&probe->contacts[k], pts + 3 * np * k);
+    if (tiles) { /* the contacts' points, packed */
+        L->pt_begin[0] = 0;
+        for (int64_t k = 0; k < probe->n; ++k)
+            L->pt_begin[k + 1] = L->pt_begin[k] + (probe->contacts[k].r > 0.0 ? probe->contacts[k].n : 1);
+        L->pts = malloc((size_t)L->pt_begin[probe->n] * 3 * sizeof *L->pts);
+        if (!L->pts) {
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld contact points", (long long)L->pt_begin[probe->n]);
+            goto done;
+        }
+        for (int64_t k = 0; k < probe->n; ++k)
+            memcpy(L->pts + 3 * L->pt_begin[k], pts + 3 * np * k,
+                   (size_t)(L->pt_begin[k + 1] - L->pt_begin[k]) * 3 * sizeof *L->pts);
+    }
     for (int64_t c = 0; o.placement && c < sim->n_cells; ++c) {
         const double *pl = o.placement + 6 * c;
         for (int k = 0; k < 6; ++k)
@@ -284,6 +336,16 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
         }
         ns_section_info root;
         ns_cell_get_section(cell, 0, &root);
+        if (tiles) { /* the segments for the GPU's tiles; no coefficients here */
+            const size_t N = (size_t)L->n_comp;
+            memcpy(L->seg + 3 * off, start, 3 * (size_t)n * sizeof *start);
+            memcpy(L->seg + 3 * N + 3 * off, end, 3 * (size_t)n * sizeof *end);
+            memcpy(L->seg + 6 * N + off, diam, (size_t)n * sizeof *diam);
+            for (int32_t i = 0; i < n; ++i)
+                L->point[off + i] = o.method == NS_LFP_POINTSOURCE || (o.method == NS_LFP_ROOT_AS_POINT && i == root.first_node);
+            free(buf);
+            continue;
+        }
         const ns_lfp_segments sg = {n, start, end, diam, root.first_node};
         for (int64_t k = 0; k < probe->n; ++k) {
             ns_lfp_row(&sg, &probe->contacts[k], pts + 3 * np * k, o.method, o.sigma, row);
@@ -534,6 +596,7 @@ const double *ns_lfp_times(const ns_lfp_t *L) { return L ? L->t : NULL; }
 const double *ns_lfp_dipole(const ns_lfp_t *L) { return L ? L->P : NULL; }
 const double *ns_lfp_cell_dipoles(const ns_lfp_t *L) { return L && L->o.per_cell_dipoles ? L->Pc : NULL; }
 const double *ns_lfp_coefficients(const ns_lfp_t *L) { return L ? L->M : NULL; }
+ns_lfp_storage ns_lfp_storage_used(const ns_lfp_t *L) { return L ? L->storage : NS_LFP_STORAGE_AUTO; }
 const double *ns_lfp_membrane_currents(const ns_lfp_t *L) { return L ? L->imem : NULL; }
 
 ns_status ns_lfp_csd(const double *phi, int64_t samples, int64_t stride, const int64_t *index, int64_t count,

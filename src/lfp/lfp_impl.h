@@ -7,9 +7,6 @@
 
 #define NS_LFP_MAX_POINTS 1024 /* points on one disc contact */
 
-/* 4 pi sigma times the potential at pos of a unit current from the segment
- * a -> b with radius rlim (point: a point source at its midpoint). */
-double ns_lfp_kernel(const double *a, const double *b, double rlim, const double *pos, int point);
 ns_status ns_lfp_check_contact(const ns_lfp_contact *c, int64_t k);
 /* Row of contact c (its points pts) over the segments. */
 void ns_lfp_row(const ns_lfp_segments *seg, const ns_lfp_contact *c, const double *pts, ns_lfp_method method,
@@ -46,6 +43,14 @@ typedef struct lfp_gpu_geometry {
     const int32_t *pop;         /* n_cells: each cell's population, NULL: all 0 */
     int per_cell_dipoles;
     int64_t rows;               /* samples buffered (0: by the GPU's free memory) */
+    /* tiles: M is NULL and the coefficients are computed per reduction from */
+    int tiles;
+    const double *start, *end, *diam; /* 3 n, 3 n, n: the placed segments */
+    const unsigned char *point; /* n: 1 where a point source */
+    const double *pts;          /* the contacts' points (3 each), contact e's from pt_begin[e] */
+    const int64_t *pt_begin;    /* n_el + 1 */
+    double sigma;
+    int64_t tile_bytes;         /* 0: 256 MiB */
 } lfp_gpu_geometry;
 
 /* A clamp of the simulation: its compartment (Flat index) and pulse. */
@@ -54,6 +59,8 @@ typedef struct lfp_stim {
     double del, dur, amp;
 } lfp_stim;
 
+/* Free memory of `device` [bytes] (0 in a build without CUDA). */
+int64_t ns_lfp_gpu_free_bytes(int device);
 /* On `device`; NS_ERR_UNSUPPORTED in a build without CUDA. */
 ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, lfp_gpu **out);
 void ns_lfp_gpu_destroy(lfp_gpu *G);

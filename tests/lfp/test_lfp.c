@@ -369,8 +369,8 @@ static double *copy_of(const double *src, int64_t n) {
 }
 
 static void population_run(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_backend backend,
-                           ns_hines_method method, int64_t every, int64_t batch, int cells, int64_t steps,
-                           pop_out *o) {
+                           ns_hines_method method, int64_t every, int64_t batch, ns_lfp_storage storage,
+                           int cells, int64_t steps, pop_out *o) {
     ns_sim_params p;
     ns_sim_params_init(&p);
     ns_sim_options so;
@@ -399,9 +399,12 @@ static void population_run(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_
     lo.population = pop;
     lo.every = every;
     lo.batch = batch;
+    lo.storage = storage;
+    lo.tile_bytes = 100000; /* TILES: a few tiles of slices (at least one slice each) */
     ns_lfp_t *lfp = NULL;
     CHECK_OK(ns_lfp_create(sim, 1, &cell, probe, &lo, &lfp));
     if (!lfp) goto out;
+    CHECK(ns_lfp_storage_used(lfp) == (storage == NS_LFP_STORAGE_TILES ? NS_LFP_STORAGE_TILES : NS_LFP_STORAGE_DENSE));
     CHECK_OK(ns_sim_advance(sim, steps / 2));
     CHECK_OK(ns_sim_advance(sim, steps - steps / 2));
     const int64_t S = ns_lfp_samples(lfp), E = probe->n;
@@ -416,6 +419,7 @@ static void population_run(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_
     o->t = copy_of(ns_lfp_times(lfp), S);
     o->imem = copy_of(ns_lfp_membrane_currents(lfp), o->n_comp);
     o->M = copy_of(ns_lfp_coefficients(lfp), E * o->n_comp);
+    CHECK((o->M != NULL) == (storage != NS_LFP_STORAGE_TILES));
     o->cell_pop = pop, pop = NULL;
     o->off = malloc(((size_t)cells + 1) * sizeof *o->off);
     for (int c = 0; o->off && c <= cells; ++c) o->off[c] = ns_sim_cell_offset(sim, c);
@@ -434,7 +438,7 @@ static void test_populations(const ns_cell_t *cell) {
     probe.n = 48;
     enum { CELLS = 12, STEPS = 60 };
     pop_out a = {0};
-    population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, 2, 0, CELLS, STEPS, &a);
+    population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, 2, 0, NS_LFP_STORAGE_AUTO, CELLS, STEPS, &a);
     if (a.phi && a.pop && a.imem && a.M && a.off) {
         const int64_t E = probe.n, S = a.samples, n = a.n_comp;
         double sum_err = 0.0, dot_err = 0.0, big = 0.0;
@@ -462,6 +466,31 @@ static void test_populations(const ns_cell_t *cell) {
     }
     pop_out_free(&a);
     ns_lfp_probe_free(&probe);
+    /* the storage rule: dense while the matrix fits the limit and half the free memory */
+    const int64_t b = ns_lfp_coefficient_bytes(384, 1000000); /* 3.1 GB */
+    CHECK(ns_lfp_choose_storage(384, 1000000, 2 * b, 0) == NS_LFP_STORAGE_DENSE);
+    CHECK(ns_lfp_choose_storage(384, 1000000, 2 * b - 1, 0) == NS_LFP_STORAGE_TILES);
+    CHECK(ns_lfp_choose_storage(384, 1000000, (int64_t)80 << 30, b - 1) == NS_LFP_STORAGE_TILES);
+    CHECK(ns_lfp_choose_storage(384, 17000000, (int64_t)80 << 30, 0) == NS_LFP_STORAGE_TILES); /* 53 GB > 4 GiB */
+    CHECK(ns_lfp_choose_storage(384, 17000000, (int64_t)140 << 30, (int64_t)60 << 30) == NS_LFP_STORAGE_DENSE);
+    CHECK(strcmp(ns_lfp_storage_name(NS_LFP_STORAGE_TILES), "tiles") == 0);
+    /* tiles need a CUDA simulation */
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options so;
+    ns_sim_options_init(&so);
+    so.backend = NS_BACKEND_CPU;
+    ns_sim_t *sim = NULL;
+    const int32_t shape0 = 0;
+    CHECK_OK(ns_sim_create(1, &cell, 1, &shape0, &p, &so, &sim));
+    ns_lfp_contact c0 = {0, 0, 0, 0, 0, 0, 0, 1};
+    const ns_lfp_probe one = {1, &c0};
+    ns_lfp_options lo;
+    ns_lfp_options_init(&lo);
+    lo.storage = NS_LFP_STORAGE_TILES;
+    ns_lfp_t *lfp = NULL;
+    if (sim) CHECK_FAILS(ns_lfp_create(sim, 1, &cell, &one, &lo, &lfp), NS_ERR_UNSUPPORTED, "CUDA simulation");
+    ns_sim_destroy(sim);
 }
 
 /* The GPU reduction: the cell of the reference on the GPU loop against LFPy and the CPU run,
@@ -493,10 +522,11 @@ static void test_cuda(const ns_cell_t *cell, const ref *r, const int32_t *comp) 
     const int64_t every[2] = {1, 3}, batch[2] = {7, 0};
     for (int q = 0; q < 2; ++q) {
         pop_out cpu = {0};
-        population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, every[q], 0, 64, 400, &cpu);
-        for (int m = 0; m < 2; ++m) {
+        population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, every[q], 0, NS_LFP_STORAGE_AUTO, 64, 400, &cpu);
+        for (int m = 0; m < 3; ++m) { /* onchip, tree, tree with the coefficients in tiles */
             pop_out gpu = {0};
-            population_run(cell, &probe, NS_BACKEND_CUDA, methods[m], every[q], batch[q], 64, 400, &gpu);
+            const ns_lfp_storage storage = m == 2 ? NS_LFP_STORAGE_TILES : NS_LFP_STORAGE_DENSE;
+            population_run(cell, &probe, NS_BACKEND_CUDA, methods[m > 0], every[q], batch[q], storage, 64, 400, &gpu);
             if (cpu.phi && gpu.phi) {
                 CHECK(gpu.samples == cpu.samples);
                 const int64_t S = cpu.samples, E = probe.n, C = 64 * 3, PE = 3 * E;
@@ -507,13 +537,15 @@ static void test_cuda(const ns_cell_t *cell, const ref *r, const int32_t *comp) 
                 for (int d = 0; d < 3; ++d) sw = fmax(sw, row_err(gpu.P + d, cpu.P + d, S, 3, 3));
                 iw = row_err(gpu.imem, cpu.imem, gpu.n_comp, 1, 1);
                 CHECK_MSG(pw <= 1e-9 && dw <= 1e-9 && qw <= 1e-9 && sw <= 1e-9 && iw <= 1e-9,
-                          "GPU (%s) vs CPU, every %lld: potentials %.3g, cell dipoles %.3g, populations %.3g, "
+                          "GPU (%s, %s) vs CPU, every %lld: potentials %.3g, cell dipoles %.3g, populations %.3g, "
                           "dipole %.3g, last currents %.3g",
-                          ns_hines_method_name(methods[m]), (long long)every[q], pw, dw, qw, sw, iw);
+                          ns_hines_method_name(methods[m > 0]), ns_lfp_storage_name(storage), (long long)every[q], pw,
+                          dw, qw, sw, iw);
                 CHECK(memcmp(gpu.t, cpu.t, (size_t)S * sizeof(double)) == 0);
-                printf("GPU (%s) vs CPU, 64 cells (%lld compartments), every %lld step(s), batch %lld: potentials "
+                printf("GPU (%s, %s) vs CPU, 64 cells (%lld compartments), every %lld step(s), batch %lld: potentials "
                        "%.3g, populations %.3g, dipoles %.3g / %.3g\n",
-                       ns_hines_method_name(methods[m]), (long long)gpu.n_comp, (long long)every[q],
+                       ns_hines_method_name(methods[m > 0]), ns_lfp_storage_name(storage), (long long)gpu.n_comp,
+                       (long long)every[q],
                        (long long)batch[q], pw, qw, dw, sw);
             }
             pop_out_free(&gpu);

@@ -13,11 +13,18 @@ extern "C" {
 #include "lfp/lfp_impl.h"
 }
 #include "lfp/cuda/cublas_api.h"
+#include "lfp/kernel.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
 
 #define THREADS 256
 #define MAX_ROWS 256      /* samples per reduction at most */
 #define SLICES 64         /* compartment slices of the DGEMM (before populations cut them) */
 #define SLICE_ALIGN 256
+#define TILE_BYTES ((int64_t)256 << 20) /* a tile of coefficients (TILES) */
+#define MAX_GRID_Y 65535
 
 struct lfp_gpu {
     int device;
@@ -26,7 +33,14 @@ struct lfp_gpu {
     cublasHandle_t handle;
     int64_t n_el, n_comp, n_cells, R, ncp, slice, n_slices, stride, rows;
     int32_t n_pop, per_cell;
-    double *A;            /* ncp x R, column-major: the coefficients, then mid x, y, z (0 in the padding) */
+    double *A;            /* ncp x R, column-major: the coefficients, then mid x, y, z (0 in the padding);
+                             TILES: tile_slices slices of it, computed per reduction */
+    int tiles;
+    int64_t tile_slices;
+    double sigma;
+    double *seg, *pts;    /* TILES: start (3 n), end (3 n), diam (n); the contacts' points */
+    int64_t *pt_begin, *comp_of_col; /* TILES: n_el + 1; ncp (-1: padding) */
+    unsigned char *point;
     double *I;            /* ncp x rows: the samples' currents by column (0 in the padding) */
     double *partial;      /* n_slices x rows x R */
     double *tot, *pop;    /* rows x R; rows x n_pop x n_el */
@@ -118,13 +132,40 @@ __global__ void lfp_last(const double *__restrict__ I, const int64_t *__restrict
     if (j < n) out[j] = I[col[j]];
 }
 
+/* TILES: the coefficients of columns [col0, col0 + rows_t) (the rows of A, lda rows_t) as
+ * ns_lfp_row computes them, and the dipole's rows (the midpoints) */
+__global__ void lfp_tile(const double *__restrict__ seg, int64_t n, const unsigned char *__restrict__ point,
+                         const unsigned char *__restrict__ membrane, const double *__restrict__ mid,
+                         const int64_t *__restrict__ comp_of_col, int64_t col0, int64_t rows_t,
+                         const double *__restrict__ pts, const int64_t *__restrict__ pt_begin, int64_t n_el, int64_t R,
+                         double sigma, double *__restrict__ A) {
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= rows_t) return;
+    const int64_t j = comp_of_col[col0 + i];
+    for (int64_t r = blockIdx.y; r < R; r += gridDim.y) {
+        double a = 0.0;
+        if (j >= 0 && r >= n_el) {
+            a = mid[3 * j + (r - n_el)];
+        } else if (j >= 0 && membrane[j]) {
+            const int64_t q0 = pt_begin[r], q1 = pt_begin[r + 1];
+            const double scale = 1.0 / (4.0 * M_PI * sigma * (double)(q1 - q0));
+            double acc = 0.0;
+            for (int64_t q = q0; q < q1; ++q)
+                acc += ns_lfp_kernel(seg + 3 * j, seg + 3 * n + 3 * j, .5 * seg[6 * n + j], pts + 3 * q, point[j]);
+            a = acc * scale;
+        }
+        A[r * rows_t + i] = a;
+    }
+}
+
 extern "C" void ns_lfp_gpu_destroy(lfp_gpu *G) {
     if (!G) return;
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(G->device);
     void *p[] = {G->A,    G->I,     G->partial,     G->tot,   G->pop,         G->snap,  G->g,
                  G->mid,  G->pcell, G->tmid,        G->imem,  G->parent,      G->child_begin,
-                 G->child, G->cell_offset, G->pos,  G->col,   G->pop_slice,   G->membrane, G->stims};
+                 G->child, G->cell_offset, G->pos,  G->col,   G->pop_slice,   G->membrane, G->stims,
+                 G->seg,  G->pts,   G->pt_begin,    G->comp_of_col, G->point};
     for (size_t k = 0; k < sizeof p / sizeof *p; ++k) cudaFree(p[k]);
     if (G->handle) G->blas->Destroy(G->handle);
     if (G->stream) cudaStreamDestroy(G->stream);
@@ -148,6 +189,7 @@ static ns_status blas_status(cublasStatus_t s, const ns_cublas_api *blas, const 
  * G->slice (the last one padded); pop_slice (host, n_pop + 1) the first
  * slice of each population. */
 static ns_status columns(lfp_gpu *G, const lfp_gpu_geometry *geo, int64_t *col, int64_t *pop_slice) {
+    /* the row of I (and of A) of each compartment */
     const int32_t P = G->n_pop;
     int64_t *size = (int64_t *)calloc((size_t)P, sizeof *size);
     if (!size) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: populations");
@@ -196,11 +238,38 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     const int64_t ncp = G->ncp;
     if (st == NS_OK && ncp > 2147483647)
         st = ns_fail(NS_ERR_SIZE, "LFP: %lld compartments on the GPU (at most 2^31)", (long long)ncp);
-    /* the coefficients column by column, one electrode (or dipole axis) at a time through the host */
-    if (st == NS_OK) st = upload<double>(&G->A, NULL, ncp * R);
-    if (st == NS_OK && !(A = (double *)calloc((size_t)ncp, sizeof *A)))
+    if (st == NS_OK && G->tiles) { /* the segments, the points and each column's compartment */
+        const int64_t tb = geo->tile_bytes > 0 ? geo->tile_bytes : TILE_BYTES;
+        G->tile_slices = tb / (G->slice * R * 8);
+        if (G->tile_slices < 1) G->tile_slices = 1;
+        if (G->tile_slices > G->n_slices) G->tile_slices = G->n_slices;
+        int64_t *of = (int64_t *)malloc((size_t)ncp * sizeof *of);
+        if (!of) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld columns", (long long)ncp);
+        for (int64_t c = 0; st == NS_OK && c < ncp; ++c) of[c] = -1;
+        for (int64_t j = 0; st == NS_OK && j < n; ++j) of[col[j]] = j;
+        if (st == NS_OK) st = upload(&G->comp_of_col, of, ncp);
+        free(of);
+        if (st == NS_OK) st = upload<double>(&G->seg, NULL, 7 * n);
+        if (st == NS_OK && n > 0) {
+            st = ns_cuda_status(cudaMemcpy(G->seg, geo->start, 3 * (size_t)n * sizeof(double), cudaMemcpyHostToDevice),
+                                "cudaMemcpy", __FILE__, __LINE__);
+            if (st == NS_OK)
+                st = ns_cuda_status(cudaMemcpy(G->seg + 3 * n, geo->end, 3 * (size_t)n * sizeof(double),
+                                               cudaMemcpyHostToDevice), "cudaMemcpy", __FILE__, __LINE__);
+            if (st == NS_OK)
+                st = ns_cuda_status(cudaMemcpy(G->seg + 6 * n, geo->diam, (size_t)n * sizeof(double),
+                                               cudaMemcpyHostToDevice), "cudaMemcpy", __FILE__, __LINE__);
+        }
+        if (st == NS_OK) st = upload(&G->point, geo->point, n);
+        if (st == NS_OK) st = upload(&G->pt_begin, geo->pt_begin, G->n_el + 1);
+        if (st == NS_OK) st = upload(&G->pts, geo->pts, 3 * geo->pt_begin[G->n_el]);
+        if (st == NS_OK) st = upload<double>(&G->A, NULL, G->tile_slices * G->slice * R);
+    }
+    /* DENSE: the coefficients column by column, one electrode (or dipole axis) at a time through the host */
+    if (st == NS_OK && !G->tiles) st = upload<double>(&G->A, NULL, ncp * R);
+    if (st == NS_OK && !G->tiles && !(A = (double *)calloc((size_t)ncp, sizeof *A)))
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld compartments", (long long)ncp);
-    for (int64_t r = 0; st == NS_OK && r < R; ++r) {
+    for (int64_t r = 0; st == NS_OK && !G->tiles && r < R; ++r) {
         for (int64_t j = 0; j < n; ++j) A[col[j]] = r < G->n_el ? geo->M[r * n + j] : geo->mid[3 * j + (r - G->n_el)];
         st = ns_cuda_status(cudaMemcpy(G->A + r * ncp, A, (size_t)ncp * sizeof *A, cudaMemcpyHostToDevice),
                             "cudaMemcpy", __FILE__, __LINE__);
@@ -253,6 +322,8 @@ extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, 
     G->stride = geo->stride;
     G->n_pop = geo->n_pop > 0 ? geo->n_pop : 1;
     G->per_cell = geo->per_cell_dipoles;
+    G->tiles = geo->tiles;
+    G->sigma = geo->sigma;
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(device);
     const ns_status st = create(G, geo);
@@ -291,14 +362,27 @@ static ns_status reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_st
         lfp_cells<<<dim3(grid(G->n_cells), (unsigned)nb), THREADS, 0, G->stream>>>(G->I, ncp, G->col, G->mid,
                                                                                  G->cell_offset, G->n_cells, G->pcell);
     NS_CUDA_TRY(cudaGetLastError());
-    /* partial[s] (R x nb, column-major) = A[slice s]^T I[slice s] */
+    /* partial[s] (R x nb, column-major) = A[slice s]^T I[slice s]: DENSE in one call, TILES a
+     * tile of slices at a time, its coefficients computed first (the stream orders the reuse) */
     const double one = 1.0, zero = 0.0;
-    ns_status st = blas_status(G->blas->DgemmStridedBatched(G->handle, CUBLAS_OP_T, CUBLAS_OP_N, (int)R, nb,
-                                                            (int)G->slice, &one, G->A, (int)ncp, G->slice, G->I,
-                                                            (int)ncp, G->slice, &zero, G->partial, (int)R,
-                                                            G->rows * R, (int)G->n_slices),
-                               G->blas, "cublasDgemmStridedBatched");
-    if (st != NS_OK) return st;
+    const int64_t per_tile = G->tiles ? G->tile_slices : G->n_slices;
+    for (int64_t s0 = 0; s0 < G->n_slices; s0 += per_tile) {
+        const int64_t ns = G->n_slices - s0 < per_tile ? G->n_slices - s0 : per_tile, rows_t = ns * G->slice;
+        const double *A = G->A + (G->tiles ? 0 : s0 * G->slice);
+        const int64_t lda = G->tiles ? rows_t : ncp;
+        if (G->tiles) {
+            lfp_tile<<<dim3(grid(rows_t), (unsigned)(R < MAX_GRID_Y ? R : MAX_GRID_Y)), THREADS, 0, G->stream>>>(
+                G->seg, n, G->point, G->membrane, G->mid, G->comp_of_col, s0 * G->slice, rows_t, G->pts, G->pt_begin,
+                G->n_el, R, G->sigma, G->A);
+            NS_CUDA_TRY(cudaGetLastError());
+        }
+        ns_status st = blas_status(
+            G->blas->DgemmStridedBatched(G->handle, CUBLAS_OP_T, CUBLAS_OP_N, (int)R, nb, (int)G->slice, &one, A,
+                                         (int)lda, G->slice, G->I + s0 * G->slice, (int)ncp, G->slice, &zero,
+                                         G->partial + s0 * G->rows * R, (int)R, G->rows * R, (int)ns),
+            G->blas, "cublasDgemmStridedBatched");
+        if (st != NS_OK) return st;
+    }
     lfp_sum<<<dim3(grid(R), (unsigned)nb), THREADS, 0, G->stream>>>(G->partial, R, G->rows, nb, G->pop_slice, G->n_pop,
                                                                      G->n_el, G->tot, pop ? G->pop : NULL);
     if (imem && n > 0) lfp_last<<<grid(n), THREADS, 0, G->stream>>>(G->I + (int64_t)(nb - 1) * ncp, G->col, n, G->imem);
@@ -352,4 +436,13 @@ extern "C" ns_status ns_lfp_gpu_positions(ns_sim_t *sim, int64_t *pos, int64_t *
     free(flat);
     *stride = off;
     return st;
+}
+
+extern "C" int64_t ns_lfp_gpu_free_bytes(int device) {
+    const int caller = ns_cuda_save_device();
+    ns_cuda_restore_device(device);
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) free_b = 0;
+    ns_cuda_restore_device(caller);
+    return (int64_t)free_b;
 }

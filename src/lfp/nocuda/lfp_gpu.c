@@ -23,3 +23,7 @@ ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lf
     (void)G, (void)nb, (void)tmid, (void)stims, (void)n_stims, (void)tot, (void)pop, (void)pcell, (void)imem;
     return ns_fail(NS_ERR_UNSUPPORTED, "LFP: this build has no CUDA");
 }
+int64_t ns_lfp_gpu_free_bytes(int device) {
+    (void)device;
+    return 0;
+}
