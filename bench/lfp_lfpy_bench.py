@@ -3,10 +3,10 @@
 
 usage: lfp_lfpy_bench.py [--cli build/neurosolve] [--morph data/morphologies/l5pc_bbp_axon.swc]
                          [--cells 1000] [--tstop 10] [--probe data/probes/neuropixels_like.txt]
-                         [--every 1,10] [--backend cuda] [--lfpy-cells 4] [--out DIR]
+                         [--every 1,10] [--backend cuda] [--lfpy-cells 4] [--storage auto] [--out FILE]
 
 1. neurosolve: `simulate MORPH --cells N --tstop T --no-progress --json --backend B` without a
-   probe and with `--probe PROBE --lfp-every K` for each K of --every; the run's wall_s (the
+   probe and with `--probe PROBE --lfp-every K --lfp-storage S` for each K of --every; the run's wall_s (the
    loop, sampling included) and the command's whole time (set-up and the coefficients
    included), and the added run time with the probe.
 2. LFPy (on NEURON): the same cell (Import3d, nseg by the d_lambda rule 0.1 at 100 Hz, Ra 35.4,
@@ -47,8 +47,11 @@ def simulate(cli, args, extra):
     r = subprocess.run(cmd, check=True, capture_output=True, text=True)
     total = time.perf_counter() - t0
     out = json.loads(r.stdout)
-    return {"command": " ".join(cmd), "wall_s": out["wall_s"], "total_s": total,
-            "compartments": out["compartments"], "steps": out["steps"]}
+    r = {"command": " ".join(cmd), "wall_s": out["wall_s"], "total_s": total,
+         "compartments": out["compartments"], "steps": out["steps"]}
+    if "lfp_storage" in out:
+        r["lfp_storage"] = out["lfp_storage"]
+    return r
 
 
 def read_probe(path):
@@ -139,6 +142,7 @@ def main():
     ap.add_argument("--every", default="1,10")
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--lfpy-cells", type=int, default=4)
+    ap.add_argument("--storage", default="auto", help="simulate's --lfp-storage (auto, dense, tiles)")
     ap.add_argument("--out", default=None, help="write the JSON here as well")
     args = ap.parse_args()
     probe = read_probe(args.probe)
@@ -148,7 +152,7 @@ def main():
     res["without_probe"] = simulate(args.cli, args, base)
     res["with_probe"] = {}
     for k in args.every.split(","):
-        r = simulate(args.cli, args, base + ["--probe", args.probe, "--lfp-every", k])
+        r = simulate(args.cli, args, base + ["--probe", args.probe, "--lfp-every", k, "--lfp-storage", args.storage])
         r["added_run_time"] = r["wall_s"] / res["without_probe"]["wall_s"] - 1.0
         res["with_probe"][k] = r
     try:
