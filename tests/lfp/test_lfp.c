@@ -377,6 +377,7 @@ static void population_run(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_
     ns_sim_options_init(&so);
     so.backend = backend;
     so.method = method;
+    so.threads = cells < 32 ? 1 : 0; /* a small run: no parallel regions (they cost more on a loaded machine) */
     int32_t *shapes = calloc((size_t)cells, sizeof *shapes), *pop = malloc((size_t)cells * sizeof *pop);
     double *place = malloc((size_t)cells * 6 * sizeof *place);
     ns_sim_t *sim = NULL;
