@@ -171,9 +171,8 @@ NS_API ns_lfp_storage ns_lfp_storage_used(const ns_lfp_t *lfp);
  * order (NULL with TILES) */
 NS_API const double *ns_lfp_coefficients(const ns_lfp_t *lfp);
 /* The transmembrane currents [nA] of the last sampled step, one per
- * compartment in ns_sim_cell_offset's order (0 at zero-area nodes); of a
- * CUDA simulation: the last sample of each ns_sim_advance (only those leave
- * the GPU; with a network: of its last interval). */
+ * compartment in ns_sim_cell_offset's order (0 at zero-area nodes; of a
+ * CUDA simulation only these leave the GPU, at each reduction). */
 NS_API const double *ns_lfp_membrane_currents(const ns_lfp_t *lfp);
 
 /* Current source density [uA/mm^3] of potentials phi (samples x stride [mV])

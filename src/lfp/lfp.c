@@ -105,7 +105,7 @@ static void rotation(double rx, double ry, double rz, double R[9]) {
 }
 
 static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last);
-static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps, int last);
+static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps);
 
 /* The coefficients and geometry onto the simulation's GPU (the children as CSR). */
 static ns_status attach_gpu(ns_lfp_t *L, ns_sim_t *sim) {
@@ -539,7 +539,7 @@ static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last) {
 /* The samples of a GPU loop's launch (sim_impl.h's sample_flush): steps
  * (step0, step0 + steps] from t0, those at multiples of `every` in snap's
  * rows; the clamps go with their compartments, in the order added. */
-static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps, int last) {
+static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps) {
     ns_lfp_t *L = ctx;
     const int64_t every = L->o.every;
     if (step0 < L->last_step) L->samples = 0; /* ns_sim_init: start again */
@@ -577,7 +577,7 @@ static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, i
     const int64_t R = L->n_el + 3, ne = L->n_el, nc3 = 3 * L->n_cells;
     st = ns_lfp_gpu_reduce(L->gpu, (int32_t)nb, L->tmid, L->stims, ns, L->tot,
                            L->pop ? L->phi_pop + k0 * L->n_pop * ne : NULL,
-                           L->o.per_cell_dipoles ? L->Pc + k0 * nc3 : NULL, last ? L->imem : NULL);
+                           L->o.per_cell_dipoles ? L->Pc + k0 * nc3 : NULL, L->imem);
     if (st != NS_OK) return st;
     for (int64_t b = 0; b < nb; ++b) {
         memcpy(L->phi + (k0 + b) * ne, L->tot + b * R, (size_t)ne * sizeof *L->phi);

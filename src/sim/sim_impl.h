@@ -117,10 +117,10 @@ struct ns_sim {
      * (device, snap_rows rows; first: the launch's first sampled step's),
      * each launch holding at most snap_rows samples, and calls sample_flush
      * after each launch (its work finished) with the launch's first step,
-     * start time, steps and whether it is the advance's last launch. */
+     * start time and steps. */
     double *snap;
     int64_t snap_stride, snap_rows;
-    ns_status (*sample_flush)(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps, int last);
+    ns_status (*sample_flush)(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps);
     struct sim_dist *dist; /* spread over processes (ns_sim_options.dist, sim/dist_impl.h); NULL: one */
 };
 

@@ -308,7 +308,7 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     NS_CUDA_TRY(cudaMemset(G->I, 0, (size_t)ncp * (size_t)rows * sizeof(double))); /* the padding stays 0 */
     if ((st = upload<double>(&G->partial, NULL, G->n_slices * rows * R)) != NS_OK) return st;
     if ((st = upload<double>(&G->tot, NULL, rows * R)) != NS_OK) return st;
-    if (G->n_pop > 1 && (st = upload<double>(&G->pop, NULL, rows * G->n_pop * G->n_el)) != NS_OK) return st;
+    if (geo->pop && (st = upload<double>(&G->pop, NULL, rows * G->n_pop * G->n_el)) != NS_OK) return st;
     if (G->per_cell && (st = upload<double>(&G->pcell, NULL, rows * G->n_cells * 3)) != NS_OK) return st;
     return upload<double>(&G->tmid, NULL, rows);
 }

@@ -932,7 +932,7 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
             return NS_OK;
         }
         if (sim->snap) { /* the launch's LFP samples (src/lfp/cuda) */
-            const ns_status fst = sim->sample_flush(sim, sim->sample_ctx, step0, t0, part, part == steps);
+            const ns_status fst = sim->sample_flush(sim, sim->sample_ctx, step0, t0, part);
             if (fst != NS_OK) return fst;
         }
         for (int64_t k = 0; k < part; ++k) t0 = ns_sim_half_step(ns_sim_half_step(t0, sim->params.dt), sim->params.dt);
