@@ -163,6 +163,7 @@ typedef struct cli_lfp {
     double every_ms;
     ns_lfp_method method;
     double sigma, max_gb;
+    ns_lfp_storage storage;
     ns_lfp_probe contacts;
     ns_lfp_t *lfp;
 } cli_lfp;

@@ -17,8 +17,12 @@ const char *cli_lfp_help =
     "  --lfp-every K|Xms      sample every K steps or X ms (default 1 step)\n"
     "  --lfp-method linesource|root_as_point|pointsource   LFPy's forward model (default linesource)\n"
     "  --sigma S              extracellular conductivity [S/m] (default 0.3)\n"
-    "  --lfp-max-gb G         refuse coefficients above G GB (default 4; 8 bytes per contact and\n"
-    "                         compartment, docs/extracellular.md)\n"
+    "  --lfp-max-gb G         refuse dense coefficients above G GB (default 4; 8 bytes per contact\n"
+    "                         and compartment, docs/extracellular.md)\n"
+    "  --lfp-storage auto|dense|tiles\n"
+    "                         --backend cuda: the coefficients kept dense or computed again in\n"
+    "                         tiles on the GPU at each reduction (default auto: dense while they\n"
+    "                         fit --lfp-max-gb and half the GPU's free memory)\n"
     "  --placement FILE       one line per cell: x y z [um] rx ry rz [rad]: the cell rotated about\n"
     "                         its soma(0.5) by rx, then ry, then rz and its soma put at (x, y, z)\n";
 
@@ -47,6 +51,11 @@ int cli_lfp_option(const char *cmd, const char *a, const char *val, cli_lfp *l) 
         l->max_gb = strtod(val, &end);
         if (end == val || *end || !(l->max_gb > 0.0) || !(l->max_gb < 1e9))
             return cli_usage_error(cmd, "--lfp-max-gb %s: a size > 0 [GB]", val), -1;
+    } else if (strcmp(a, "--lfp-storage") == 0) {
+        if (strcmp(val, "auto") == 0) l->storage = NS_LFP_STORAGE_AUTO;
+        else if (strcmp(val, "dense") == 0) l->storage = NS_LFP_STORAGE_DENSE;
+        else if (strcmp(val, "tiles") == 0) l->storage = NS_LFP_STORAGE_TILES;
+        else return cli_usage_error(cmd, "--lfp-storage %s: expected auto, dense or tiles", val), -1;
     } else if (strcmp(a, "--placement") == 0) {
         l->placement_file = val;
     } else if (strcmp(a, "--sigma") == 0) {
@@ -114,6 +123,7 @@ int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t 
     o.sigma = l->sigma;
     o.every = l->every_steps > 0 ? l->every_steps : 1;
     o.placement = placement;
+    o.storage = l->storage;
     if (l->max_gb > 0.0) o.max_bytes = (int64_t)(l->max_gb * 1e9);
     int bad = 0;
     if (l->every_ms > 0.0) {

@@ -1026,6 +1026,7 @@ static int simulate(int argc, char **argv) {
         json_double(&j, "steps_per_s", sps);
         json_double(&j, "compartment_steps_per_s", sps * (double)comps);
         json_int(&j, "spikes", total_spikes);
+        if (lfp.lfp) json_string(&j, "lfp_storage", ns_lfp_storage_name(ns_lfp_storage_used(lfp.lfp)));
         if (net) {
             json_int(&j, "synapses", ns_sim_synapses(sim));
             json_int(&j, "sources", ns_sim_sources(sim));

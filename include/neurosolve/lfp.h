@@ -12,7 +12,10 @@
  * processes: NEURON's i_membrane_, which LFPy records; the current clamps'
  * electrode current is not a membrane current) and reduces it into the
  * electrode potentials [mV] and the current dipole moment [nA um] through a
- * coefficient matrix (electrodes x compartments) built once.
+ * coefficient matrix (electrodes x compartments) built once; per population
+ * of cells on request. On a CUDA simulation the sampling runs inside the GPU
+ * loop and the samples are reduced in batches (one DGEMM each, cuBLAS loaded
+ * at run time).
  *
  * Units: um, nA, mV, S/m. */
 #ifndef NEUROSOLVE_LFP_H
@@ -65,12 +68,17 @@ typedef struct ns_lfp_probe {
 
 /* A probe file (docs/extracellular.md): one contact per line, `x y z` (a
  * point) or `x y z nx ny nz r [n]` (a disc, n points, default_points when
- * not given), blanks or commas between numbers, '#' comments. Errors read
+ * not given), or a line electrode `line x0 y0 z0 x1 y1 z1 count` (count
+ * point contacts evenly from the first end to the second, both included),
+ * blanks or commas between numbers, '#' comments. Errors read
  * "FILE:LINE: reason". Free with ns_lfp_probe_free. */
 NS_API ns_status ns_lfp_probe_read(const char *path, int32_t default_points, ns_lfp_probe *out);
 NS_API ns_status ns_lfp_probe_parse(const char *text, size_t length, const char *name, int32_t default_points,
                                     ns_lfp_probe *out);
 NS_API void ns_lfp_probe_free(ns_lfp_probe *probe);
+/* A line (shank) electrode: count point contacts evenly from start to end
+ * (both included, count >= 2). */
+NS_API ns_status ns_lfp_probe_line(const double start[3], const double end[3], int64_t count, ns_lfp_probe *out);
 
 /* Segments given directly (LFPy's cell.x/y/z/d): start and end points (3 * n
  * each, [um]), diameters (n, [um]: r_limit = d / 2) and the root segment
@@ -91,6 +99,24 @@ NS_API ns_status ns_lfp_matrix(const ns_lfp_segments *seg, const ns_lfp_contact 
  * plus the dipole's 3 * compartments; -1 on overflow. */
 NS_API int64_t ns_lfp_coefficient_bytes(int64_t electrodes, int64_t compartments);
 
+/* Where the coefficients of a CUDA simulation's probe live. */
+typedef enum ns_lfp_storage {
+    NS_LFP_STORAGE_AUTO = 0,  /* ns_lfp_choose_storage */
+    NS_LFP_STORAGE_DENSE = 1, /* electrodes x compartments doubles, on the host and on the GPU */
+    NS_LFP_STORAGE_TILES = 2  /* none kept: computed again from the placed segments on the GPU, a tile of
+                                 compartments at a time, at every reduction (CUDA only; no host copy:
+                                 ns_lfp_coefficients is NULL) */
+} ns_lfp_storage;
+
+NS_API const char *ns_lfp_storage_name(ns_lfp_storage storage);
+
+/* The `auto` rule (no GPU needed): DENSE when the dense coefficients
+ * (ns_lfp_coefficient_bytes) take at most max_bytes (<= 0: 4 GiB) and at
+ * most half of free_bytes (the GPU's free memory), else TILES. Both give the
+ * potentials in double precision (the same formulas). */
+NS_API ns_lfp_storage ns_lfp_choose_storage(int64_t electrodes, int64_t compartments, int64_t free_bytes,
+                                            int64_t max_bytes);
+
 typedef struct ns_lfp_options {
     ns_lfp_method method; /* default NS_LFP_LINESOURCE */
     double sigma;         /* [S/m] default 0.3 */
@@ -100,6 +126,13 @@ typedef struct ns_lfp_options {
      * (x, y, z), right-handed. NULL: every cell in its SWC coordinates. */
     const double *placement;
     int per_cell_dipoles;  /* also keep every cell's dipole moment */
+    /* NULL, or n_cells: each cell's population (0 .. populations - 1): the
+     * potentials of each population's cells are kept apart as well
+     * (ns_lfp_population_potentials; their sum is ns_lfp_potentials) */
+    const int32_t *population;
+    int64_t batch;         /* CUDA: samples buffered on the GPU per reduction (0: up to 256, by free memory) */
+    ns_lfp_storage storage;/* CUDA: the coefficients' storage (default AUTO); a CPU simulation: DENSE */
+    int64_t tile_bytes;    /* TILES: bytes of one tile of coefficients on the GPU (0: 256 MiB) */
     int64_t max_bytes;     /* refuse coefficients above this (0: 4 GiB) */
     int32_t threads;       /* OpenMP threads (0: OpenMP's default); the results do not depend on it */
 } ns_lfp_options;
@@ -123,16 +156,23 @@ NS_API int64_t ns_lfp_electrodes(const ns_lfp_t *lfp);
 NS_API const double *ns_lfp_potentials(const ns_lfp_t *lfp);
 /* samples: the time of each sample [ms] */
 NS_API const double *ns_lfp_times(const ns_lfp_t *lfp);
+/* Populations (1 when none were given) and samples x populations x
+ * electrodes [mV]: the potentials of each population's cells (NULL when
+ * none were given). */
+NS_API int32_t ns_lfp_populations(const ns_lfp_t *lfp);
+NS_API const double *ns_lfp_population_potentials(const ns_lfp_t *lfp);
 /* samples x 3: the summed current dipole moment [nA um] */
 NS_API const double *ns_lfp_dipole(const ns_lfp_t *lfp);
 /* samples x cells x 3 (NULL unless per_cell_dipoles) */
 NS_API const double *ns_lfp_cell_dipoles(const ns_lfp_t *lfp);
-/* electrodes x compartments [mV/nA], compartments in ns_sim_cell_offset's order */
+/* The storage the probe uses (DENSE or TILES). */
+NS_API ns_lfp_storage ns_lfp_storage_used(const ns_lfp_t *lfp);
+/* electrodes x compartments [mV/nA], compartments in ns_sim_cell_offset's
+ * order (NULL with TILES) */
 NS_API const double *ns_lfp_coefficients(const ns_lfp_t *lfp);
 /* The transmembrane currents [nA] of the last sampled step, one per
- * compartment in ns_sim_cell_offset's order (0 at zero-area nodes); of a
- * CUDA simulation: the last sample of each ns_sim_advance (only those leave
- * the GPU). */
+ * compartment in ns_sim_cell_offset's order (0 at zero-area nodes; of a
+ * CUDA simulation only these leave the GPU, at each reduction). */
 NS_API const double *ns_lfp_membrane_currents(const ns_lfp_t *lfp);
 
 /* Current source density [uA/mm^3] of potentials phi (samples x stride [mV])

@@ -11,25 +11,29 @@ import numbers as _numbers
 
 import numpy as _np
 
-def _preload_cusparse():
-    """The cusparse-* tridiagonal methods load libcusparse.so.12 when a solver of theirs is made
-    (the library does not link it). Where the nvidia-cusparse wheel is installed (as CuPy and
-    PyTorch use it), its copy is loaded first so that the library's dlopen finds it."""
+def _preload_cuda_libraries():
+    """The cusparse-* tridiagonal methods load libcusparse.so.12 when a solver of theirs is made, and
+    the LFP of a CUDA simulation libcublas (the library links neither). Where the nvidia-cusparse or
+    nvidia-cublas wheel is installed (as CuPy and PyTorch use them), its copy is loaded first so that
+    the library's dlopen finds it."""
     import ctypes
     import glob
     import importlib.util
     import os
-    spec = importlib.util.find_spec("nvidia.cusparse") if importlib.util.find_spec("nvidia") else None
-    for d in (spec.submodule_search_locations or []) if spec else []:
-        for lib in sorted(glob.glob(os.path.join(d, "lib", "libcusparse.so.*"))):
-            try:
-                ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
-                return
-            except OSError:
-                pass
+    if not importlib.util.find_spec("nvidia"):
+        return
+    for name in ("cusparse", "cublas"):
+        spec = importlib.util.find_spec("nvidia." + name)
+        for d in (spec.submodule_search_locations or []) if spec else []:
+            for lib in sorted(glob.glob(os.path.join(d, "lib", "lib%s.so.*" % name))):
+                try:
+                    ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+                    break
+                except OSError:
+                    pass
 
 
-_preload_cusparse()
+_preload_cuda_libraries()
 from . import _core, _checks  # noqa: E402
 _checks.install(_core)  # before the names are taken from it: numbers checked as the CLI checks them
 from ._errors import (Error, InvalidArgumentError, OutOfMemoryError, IOError, ParseError,  # noqa: F401,A004
@@ -38,7 +42,7 @@ from ._errors import (Error, InvalidArgumentError, OutOfMemoryError, IOError, Pa
 from ._core import (Tree, Morphology, Cell, Batch, HinesSolver, TridiagSolver, SimParams,  # noqa: F401
                     MechanismLibrary, Model, Network, build_mechanisms,
                     BoundHinesSolve, BoundTridiagSolve,
-                    LifeModel, LifeEngine, Lfp, read_probe, lfp_matrix, lfp_csd, four_sphere,
+                    LifeModel, LifeEngine, Lfp, read_probe, probe_line, lfp_matrix, lfp_csd, four_sphere,
                     version, build_info, cuda_device_count, status_string,
                     hines_methods, hines_method_backend, tridiag_methods, backend_info, available_methods)
 from . import _errors

@@ -59,6 +59,17 @@ void bind_lfp(nb::module_ &m) {
         return to_numpy(out.data(), {out.size() / 8, 8});
     }, "path"_a, "default_points"_a = 9,
        "A probe file (docs/extracellular.md) as an (E, 8) array: x y z nx ny nz r n (r = 0: a point).");
+    m.def("probe_line", [](std::vector<double> start, std::vector<double> end, int64_t count) {
+        if (start.size() != 3 || end.size() != 3) fail(NS_ERR_SIZE, "probe_line: start and end are 3 values each");
+        ns_lfp_probe p;
+        check(ns_lfp_probe_line(start.data(), end.data(), count, &p));
+        std::vector<double> out((size_t)p.n * 3);
+        for (int64_t k = 0; k < p.n; ++k)
+            out[3 * k] = p.contacts[k].x, out[3 * k + 1] = p.contacts[k].y, out[3 * k + 2] = p.contacts[k].z;
+        ns_lfp_probe_free(&p);
+        return to_numpy(out.data(), {out.size() / 3, 3});
+    }, "start"_a, "end"_a, "count"_a,
+       "A line (shank) electrode: count point contacts (count, 3) evenly from start to end (um), both included.");
     m.def("lfp_matrix", [](const mat &start, const mat &end, const vec &diam, const mat &contacts,
                            const std::string &method, double sigma, int64_t root) {
         const size_t n = start.shape(0);
@@ -94,7 +105,8 @@ void bind_lfp(nb::module_ &m) {
     nb::class_<Lfp>(m, "Lfp", "Extracellular potentials and dipole moments sampled during a Simulation's runs.")
         .def("__init__", [](Lfp *self, nb::handle simulation, nb::handle cells, nb::handle contacts,
                             const std::string &method, double sigma, int64_t every, nb::handle placement,
-                            bool per_cell_dipoles, int32_t threads) {
+                            bool per_cell_dipoles, int32_t threads, nb::handle population, int64_t batch,
+                            const std::string &storage) {
             Simulation &s = nb::cast<Simulation &>(simulation);
             std::vector<const ns_cell_t *> sh;
             for (nb::handle h : cells) {
@@ -118,6 +130,18 @@ void bind_lfp(nb::module_ &m) {
             o.every = every;
             o.per_cell_dipoles = per_cell_dipoles;
             o.threads = threads;
+            o.batch = batch;
+            if (storage == "auto") o.storage = NS_LFP_STORAGE_AUTO;
+            else if (storage == "dense") o.storage = NS_LFP_STORAGE_DENSE;
+            else if (storage == "tiles") o.storage = NS_LFP_STORAGE_TILES;
+            else fail(NS_ERR_INVALID_ARGUMENT, "Lfp: storage '" + storage + "': expected auto, dense or tiles");
+            std::vector<int32_t> pop;
+            if (!population.is_none()) {
+                for (nb::handle h : population) pop.push_back(nb::cast<int32_t>(h));
+                if ((int64_t)pop.size() != ns_sim_cells(s.s))
+                    fail(NS_ERR_SIZE, "Lfp: population must give one population per cell");
+                o.population = pop.data();
+            }
             mat pl;
             if (!placement.is_none()) {
                 pl = nb::cast<mat>(placement);
@@ -131,7 +155,14 @@ void bind_lfp(nb::module_ &m) {
             check(ns_lfp_create(s.s, (int32_t)sh.size(), sh.data(), &probe, &o, &self->l));
             self->sim = nb::borrow(simulation);
         }, "simulation"_a, "cells"_a, "contacts"_a, "method"_a = "linesource", "sigma"_a = 0.3, "every"_a = 1,
-           "placement"_a = nb::none(), "per_cell_dipoles"_a = false, "threads"_a = 0)
+           "placement"_a = nb::none(), "per_cell_dipoles"_a = false, "threads"_a = 0, "population"_a = nb::none(),
+           "batch"_a = 0, "storage"_a = "auto")
+        .def_prop_ro("population_potentials", [](const Lfp &l) -> nb::object {
+            const double *p = ns_lfp_population_potentials(l.l);
+            if (!p) return nb::none();
+            return to_numpy(p, {(size_t)ns_lfp_samples(l.l), (size_t)ns_lfp_populations(l.l),
+                                (size_t)ns_lfp_electrodes(l.l)});
+        }, "(samples, populations, electrodes) [mV]: each population's cells' potentials, or None without population")
         .def_prop_ro("potentials", [](const Lfp &l) {
             return to_numpy(ns_lfp_potentials(l.l), {(size_t)ns_lfp_samples(l.l), (size_t)ns_lfp_electrodes(l.l)});
         }, "(samples, electrodes) [mV], a copy")
@@ -146,10 +177,14 @@ void bind_lfp(nb::module_ &m) {
             Simulation &s = nb::cast<Simulation &>(l.sim);
             return to_numpy(p, {(size_t)ns_lfp_samples(l.l), (size_t)ns_sim_cells(s.s), 3});
         }, "(samples, cells, 3) [nA um], or None unless per_cell_dipoles")
-        .def_prop_ro("coefficients", [](const Lfp &l) {
+        .def_prop_ro("coefficients", [](const Lfp &l) -> nb::object {
             Simulation &s = nb::cast<Simulation &>(l.sim);
-            return to_numpy(ns_lfp_coefficients(l.l), {(size_t)ns_lfp_electrodes(l.l), (size_t)ns_sim_compartments(s.s)});
-        }, "(electrodes, compartments) [mV/nA]")
+            const double *M = ns_lfp_coefficients(l.l);
+            if (!M) return nb::none();
+            return to_numpy(M, {(size_t)ns_lfp_electrodes(l.l), (size_t)ns_sim_compartments(s.s)});
+        }, "(electrodes, compartments) [mV/nA], or None where they are computed in tiles on the GPU")
+        .def_prop_ro("storage", [](const Lfp &l) { return std::string(ns_lfp_storage_name(ns_lfp_storage_used(l.l))); },
+                     "where the coefficients live: 'dense' or 'tiles' (a CUDA simulation's, computed per reduction)")
         .def_prop_ro("membrane_currents", [](const Lfp &l) {
             Simulation &s = nb::cast<Simulation &>(l.sim);
             return to_numpy(ns_lfp_membrane_currents(l.l), {(size_t)ns_sim_compartments(s.s)});

@@ -102,3 +102,24 @@ def test_csd_and_errors(tmp_path):
         ns.read_probe(bad)
     with pytest.raises(ns.InvalidArgumentError, match="linesource"):
         ns.lfp_matrix(np.zeros((1, 3)), np.ones((1, 3)), np.ones(1), np.zeros((1, 3)), method="lines")
+
+
+def test_populations_and_line():
+    cell = ns.read_swc(os.path.join(MORPH, "dg_granule_1220882a.swc")).discretize()
+    sim = ns.Simulation([cell], 3, backend="cpu")
+    soma = cell.locate("soma")
+    for c in range(3):
+        sim.add_iclamp(c, soma, 0.2 * c, 8.0, 1.0)
+    shank = ns.probe_line([0, 0, -200], [0, 0, 400], 7)
+    np.testing.assert_allclose(shank[:, 2], -200 + 100 * np.arange(7), rtol=0, atol=1e-12)
+    place = np.array([[0, 30, 0, 0, 0, 0], [0, -30, 100, 0, 0, 1.0], [30, 0, 200, 0, 0, 2.0]])
+    lfp = ns.Lfp(sim, [cell], shank, every=4, placement=place, population=[1, 0, 1])
+    sim.advance(80)
+    pp = lfp.population_potentials
+    assert pp.shape == (20, 2, 7)
+    np.testing.assert_allclose(pp.sum(axis=1), lfp.potentials, rtol=1e-12, atol=1e-15)
+    # population 0 is cell 1: its coefficients times its currents at the last sample
+    n = cell.info["compartments"]
+    M, i = lfp.coefficients, lfp.membrane_currents
+    np.testing.assert_allclose(pp[-1, 0], M[:, n:2 * n] @ i[n:2 * n], rtol=1e-12, atol=1e-15)
+    assert ns.Lfp(ns.Simulation([cell], 1, backend="cpu"), [cell], shank).population_potentials is None

@@ -32,12 +32,33 @@ struct ns_lfp {
     int32_t nbuf;
     int64_t samples, cap;
     double *phi, *t, *P, *Pc;
+    int32_t n_pop;    /* populations (1: none given) */
+    int32_t *pop;     /* n_cells, NULL: none given */
+    double *phi_pop;  /* samples x n_pop x n_el (populations given) */
+    double *accp;     /* CPU flush with populations: n_pop x NS_LFP_BLOCK per thread */
+    int32_t accp_threads;
     double *pcell;    /* n_cells x 3: the sample's per-cell dipoles */
     int64_t last_step;
-    lfp_gpu *gpu;     /* a CUDA simulation: the reduction on its GPU */
-    int64_t *stim_node;
-    double *stim_amp; /* the clamps on at a sample (GPU) */
+    lfp_gpu *gpu;     /* a CUDA simulation: the sampler in its loop, the reduction on its GPU */
+    int64_t rows;     /* GPU: samples per reduction */
+    double *tot, *tmid; /* GPU: rows x (n_el + 3); rows */
+    lfp_stim *stims;  /* GPU: the simulation's clamps by compartment */
+    ns_lfp_storage storage;
+    double *seg;      /* TILES: the placed segments, start (3 n), end (3 n), diam (n) */
+    unsigned char *point; /* TILES: n, 1 where the segment is a point source */
+    double *pts;      /* TILES: the contacts' points, pt_begin[e] .. pt_begin[e + 1] of contact e */
+    int64_t *pt_begin;
 };
+
+static const char *const STORAGE[3] = {"auto", "dense", "tiles"};
+
+const char *ns_lfp_storage_name(ns_lfp_storage s) { return (unsigned)s < 3 ? STORAGE[s] : "?"; }
+
+ns_lfp_storage ns_lfp_choose_storage(int64_t electrodes, int64_t compartments, int64_t free_bytes, int64_t max_bytes) {
+    const int64_t bytes = ns_lfp_coefficient_bytes(electrodes, compartments);
+    if (max_bytes <= 0) max_bytes = (int64_t)4 << 30;
+    return bytes >= 0 && bytes <= max_bytes && bytes <= free_bytes / 2 ? NS_LFP_STORAGE_DENSE : NS_LFP_STORAGE_TILES;
+}
 
 void ns_lfp_options_init(ns_lfp_options *o) {
     if (!o) return;
@@ -84,9 +105,10 @@ static void rotation(double rx, double ry, double rz, double R[9]) {
 }
 
 static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last);
+static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps);
 
 /* The coefficients and geometry onto the simulation's GPU (the children as CSR). */
-static ns_status attach_gpu(ns_lfp_t *L, const ns_sim_t *sim) {
+static ns_status attach_gpu(ns_lfp_t *L, ns_sim_t *sim) {
     const int64_t n = L->n_comp;
     int64_t *begin = calloc((size_t)n + 1, sizeof *begin), *child = malloc((size_t)(n > 0 ? n : 1) * sizeof *child);
     int64_t *fill = malloc((size_t)(n > 0 ? n : 1) * sizeof *fill);
@@ -100,9 +122,26 @@ static ns_status attach_gpu(ns_lfp_t *L, const ns_sim_t *sim) {
         for (int64_t j = 0; j < n; ++j) fill[j] = begin[j];
         for (int64_t j = 0; j < n; ++j)
             if (L->parent[j] >= 0) child[fill[L->parent[j]]++] = j;
-        const lfp_gpu_geometry geo = {L->n_el, n, L->n_cells, L->M, L->g, L->parent, begin, child, L->membrane,
-                                      L->mid, sim->cell_offset};
-        st = ns_lfp_gpu_create(sim->device, &geo, &L->gpu);
+        int64_t stride = 0;
+        st = ns_lfp_gpu_positions(sim, fill, &stride); /* fill: each compartment's state position */
+        const int tiles = L->storage == NS_LFP_STORAGE_TILES;
+        const lfp_gpu_geometry geo = {L->n_el,     n,     L->n_cells,          L->M,       L->g,
+                                      L->parent,   begin, child,               L->membrane, L->mid,
+                                      sim->cell_offset, fill, stride,          L->n_pop,   L->pop,
+                                      L->o.per_cell_dipoles, L->o.batch,
+                                      tiles,       L->seg, L->seg ? L->seg + 3 * n : NULL,
+                                      L->seg ? L->seg + 6 * n : NULL,           L->point,   L->pts,
+                                      L->pt_begin, L->o.sigma, L->o.tile_bytes};
+        if (st == NS_OK) st = ns_lfp_gpu_create(sim->device, &geo, &L->gpu);
+        if (st == NS_OK) {
+            sim->snap = ns_lfp_gpu_snap(L->gpu, &L->rows);
+            sim->snap_rows = L->rows;
+            sim->snap_stride = stride;
+            L->tot = malloc((size_t)L->rows * (size_t)(L->n_el + 3) * sizeof *L->tot);
+            L->tmid = malloc((size_t)L->rows * sizeof *L->tmid);
+            L->stims = malloc((size_t)(sim->n_stims > 0 ? sim->n_stims : 1) * sizeof *L->stims);
+            if (!L->tot || !L->tmid || !L->stims) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld samples", (long long)L->rows);
+        }
     }
     free(begin);
     free(child);
@@ -114,13 +153,18 @@ void ns_lfp_destroy(ns_lfp_t *L) {
     if (!L) return;
     if (L->sim && L->sim->sample_ctx == L) {
         L->sim->sample = NULL;
+        L->sim->sample_flush = NULL;
+        L->sim->snap = NULL;
+        L->sim->snap_rows = L->sim->snap_stride = 0;
         L->sim->sample_ctx = NULL;
         L->sim->sample_every = 0;
     }
     free(L->M); free(L->mid); free(L->g); free(L->parent); free(L->membrane);
     free(L->v); free(L->imem); free(L->ibuf);
     free(L->phi); free(L->t); free(L->P); free(L->Pc); free(L->pcell);
-    free(L->stim_node); free(L->stim_amp);
+    free(L->pop); free(L->phi_pop); free(L->accp);
+    free(L->tot); free(L->tmid); free(L->stims);
+    free(L->seg); free(L->point); free(L->pts); free(L->pt_begin);
     ns_lfp_gpu_destroy(L->gpu);
     free(L);
 }
@@ -141,7 +185,7 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
             return ns_fail(NS_ERR_SIZE, "ns_lfp_create: shape %d has %d compartments, the simulation's %d", (int)s,
                            (int)in.compartments, (int)sim->shapes[s].n);
     }
-    if (sim->sample) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: a probe is already attached");
+    if (sim->sample || sim->snap) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: a probe is already attached");
     ns_lfp_options o;
     if (options) o = *options;
     else ns_lfp_options_init(&o);
@@ -150,6 +194,14 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     if (!(o.sigma > 0.0) || !isfinite(o.sigma))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "LFP: sigma %g S/m must be > 0", o.sigma);
     if (o.every < 1) return ns_fail(NS_ERR_INVALID_ARGUMENT, "LFP: sample every %lld steps (>= 1)", (long long)o.every);
+    if (o.batch < 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "LFP: a batch of %lld samples (>= 0)", (long long)o.batch);
+    int32_t n_pop = 1;
+    for (int64_t c = 0; o.population && c < sim->n_cells; ++c) {
+        if (o.population[c] < 0 || o.population[c] >= INT32_MAX)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "LFP: cell %lld in population %d (>= 0)", (long long)c,
+                           (int)o.population[c]);
+        if (o.population[c] + 1 > n_pop) n_pop = o.population[c] + 1;
+    }
     if (probe->n < 1) return ns_fail(NS_ERR_EMPTY, "LFP: a probe of %lld contacts", (long long)probe->n);
     for (int64_t k = 0; k < probe->n; ++k) {
         ns_status st = ns_lfp_check_contact(&probe->contacts[k], k);
@@ -157,7 +209,18 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     }
     const int64_t max_bytes = o.max_bytes > 0 ? o.max_bytes : (int64_t)4 << 30;
     const int64_t bytes = ns_lfp_coefficient_bytes(probe->n, sim->n_comp);
-    if (bytes < 0 || bytes > max_bytes)
+    ns_lfp_storage storage = o.storage;
+    if ((unsigned)storage > NS_LFP_STORAGE_TILES)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: storage %d", (int)storage);
+    if (sim->device < 0 && storage == NS_LFP_STORAGE_TILES)
+        return ns_fail(NS_ERR_UNSUPPORTED, "LFP: coefficient tiles need a CUDA simulation (a CPU one keeps them dense)");
+    if (storage == NS_LFP_STORAGE_AUTO)
+        storage = sim->device < 0 ? NS_LFP_STORAGE_DENSE
+                                  : ns_lfp_choose_storage(probe->n, sim->n_comp, ns_lfp_gpu_free_bytes(sim->device),
+                                                          max_bytes);
+    if (o.tile_bytes < 0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "LFP: tiles of %lld bytes (>= 0)", (long long)o.tile_bytes);
+    if (storage == NS_LFP_STORAGE_DENSE && (bytes < 0 || bytes > max_bytes))
         return ns_fail(NS_ERR_SIZE,
                        "LFP: coefficients of %lld electrodes x %lld compartments take %.3g GB, above the limit of "
                        "%.3g GB (ns_lfp_options.max_bytes)",
@@ -166,12 +229,22 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     if (!L) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_lfp_create");
     L->o = o;
     L->o.placement = NULL; /* not kept */
+    L->o.population = NULL;
+    L->n_pop = n_pop;
     L->n_el = probe->n;
     L->n_comp = sim->n_comp;
     L->n_cells = sim->n_cells;
     L->last_step = -1;
+    L->storage = storage;
+    const int tiles = storage == NS_LFP_STORAGE_TILES;
     const size_t nc = (size_t)L->n_comp;
-    L->M = malloc((size_t)L->n_el * nc * sizeof *L->M);
+    if (tiles) {
+        L->seg = malloc(7 * nc * sizeof *L->seg);
+        L->point = malloc(nc ? nc : 1);
+        L->pt_begin = malloc(((size_t)probe->n + 1) * sizeof *L->pt_begin);
+    } else {
+        L->M = malloc((size_t)L->n_el * nc * sizeof *L->M);
+    }
     L->mid = malloc(3 * nc * sizeof *L->mid);
     L->g = malloc(nc * sizeof *L->g);
     L->parent = malloc(nc * sizeof *L->parent);
@@ -186,12 +259,32 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
         if (probe->contacts[k].r > 0.0 && probe->contacts[k].n > np) np = probe->contacts[k].n;
     double *pts = malloc((size_t)probe->n * 3 * (size_t)np * sizeof *pts);
     ns_status st = NS_OK;
-    if (!L->M || !L->mid || !L->g || !L->parent || !L->membrane || !L->v || !L->imem || !L->ibuf || !L->pcell || !pts) {
+    if (o.population) {
+        L->pop = malloc((size_t)L->n_cells * sizeof *L->pop);
+        if (L->pop) memcpy(L->pop, o.population, (size_t)L->n_cells * sizeof *L->pop);
+        L->accp_threads = threads_of(L, INT64_MAX);
+        L->accp = malloc((size_t)L->accp_threads * (size_t)n_pop * NS_LFP_BLOCK * sizeof *L->accp);
+    }
+    if ((!tiles && !L->M) || (tiles && (!L->seg || !L->point || !L->pt_begin)) || !L->mid || !L->g || !L->parent ||
+        !L->membrane || !L->v || !L->imem || !L->ibuf || !L->pcell || !pts || (o.population && (!L->pop || !L->accp))) {
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: coefficients of %lld electrodes x %lld compartments",
                      (long long)L->n_el, (long long)L->n_comp);
         goto done;
     }
     for (int64_t k = 0; k < probe->n; ++k) ns_lfp_contact_points(&probe->contacts[k], pts + 3 * np * k);
+    if (tiles) { /* the contacts' points, packed */
+        L->pt_begin[0] = 0;
+        for (int64_t k = 0; k < probe->n; ++k)
+            L->pt_begin[k + 1] = L->pt_begin[k] + (probe->contacts[k].r > 0.0 ? probe->contacts[k].n : 1);
+        L->pts = malloc((size_t)L->pt_begin[probe->n] * 3 * sizeof *L->pts);
+        if (!L->pts) {
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld contact points", (long long)L->pt_begin[probe->n]);
+            goto done;
+        }
+        for (int64_t k = 0; k < probe->n; ++k)
+            memcpy(L->pts + 3 * L->pt_begin[k], pts + 3 * np * k,
+                   (size_t)(L->pt_begin[k + 1] - L->pt_begin[k]) * 3 * sizeof *L->pts);
+    }
     for (int64_t c = 0; o.placement && c < sim->n_cells; ++c) {
         const double *pl = o.placement + 6 * c;
         for (int k = 0; k < 6; ++k)
@@ -243,6 +336,16 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
         }
         ns_section_info root;
         ns_cell_get_section(cell, 0, &root);
+        if (tiles) { /* the segments for the GPU's tiles; no coefficients here */
+            const size_t N = (size_t)L->n_comp;
+            memcpy(L->seg + 3 * off, start, 3 * (size_t)n * sizeof *start);
+            memcpy(L->seg + 3 * N + 3 * off, end, 3 * (size_t)n * sizeof *end);
+            memcpy(L->seg + 6 * N + off, diam, (size_t)n * sizeof *diam);
+            for (int32_t i = 0; i < n; ++i)
+                L->point[off + i] = o.method == NS_LFP_POINTSOURCE || (o.method == NS_LFP_ROOT_AS_POINT && i == root.first_node);
+            free(buf);
+            continue;
+        }
         const ns_lfp_segments sg = {n, start, end, diam, root.first_node};
         for (int64_t k = 0; k < probe->n; ++k) {
             ns_lfp_row(&sg, &probe->contacts[k], pts + 3 * np * k, o.method, o.sigma, row);
@@ -258,8 +361,10 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     if (sim->device >= 0) {
         st = attach_gpu(L, sim);
         if (st != NS_OK) goto done;
+        sim->sample_flush = gpu_flush;
+    } else {
+        sim->sample = sample;
     }
-    sim->sample = sample;
     sim->sample_ctx = L;
     sim->sample_every = o.every;
 done:
@@ -287,10 +392,51 @@ static ns_status grow(ns_lfp_t *L, int64_t need) {
         Pc = realloc(L->Pc, (size_t)cap * 3 * (size_t)L->n_cells * sizeof *Pc);
         if (Pc) L->Pc = Pc;
     }
-    if (!phi || !t || !P || (L->o.per_cell_dipoles && !Pc))
+    double *pp = NULL;
+    if (L->pop) {
+        pp = realloc(L->phi_pop, (size_t)cap * (size_t)L->n_pop * (size_t)L->n_el * sizeof *pp);
+        if (pp) L->phi_pop = pp;
+    }
+    if (!phi || !t || !P || (L->o.per_cell_dipoles && !Pc) || (L->pop && !pp))
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld samples of %lld electrodes", (long long)cap, (long long)L->n_el);
     L->cap = cap;
     return NS_OK;
+}
+
+/* The same with populations: each population's sum over its cells'
+ * compartments in order, the potentials their sum in population order. */
+static void flush_populations(ns_lfp_t *L, int64_t first, int32_t nb, int nt) {
+    const int64_t ne = L->n_el, nc = L->n_comp, n_cells = L->n_cells;
+    const int32_t np = L->n_pop;
+    const double *M = L->M, *I = L->ibuf;
+    const int64_t *off = L->sim->cell_offset;
+    (void)nt;
+    NS_PRAGMA(omp parallel for num_threads(nt) schedule(static) if (nt > 1))
+    for (int64_t e = 0; e < ne; ++e) {
+#ifdef _OPENMP
+        double *acc = L->accp + (size_t)omp_get_thread_num() * (size_t)np * NS_LFP_BLOCK;
+#else
+        double *acc = L->accp;
+#endif
+        memset(acc, 0, (size_t)np * NS_LFP_BLOCK * sizeof *acc);
+        const double *m = M + e * nc;
+        for (int64_t c = 0; c < n_cells; ++c) {
+            double *a = acc + (size_t)L->pop[c] * NS_LFP_BLOCK;
+            for (int64_t j = off[c]; j < off[c + 1]; ++j) {
+                const double mj = m[j];
+                const double *ij = I + j * NS_LFP_BLOCK;
+                for (int32_t b = 0; b < nb; ++b) a[b] += mj * ij[b];
+            }
+        }
+        for (int32_t b = 0; b < nb; ++b) {
+            double total = 0.0;
+            for (int32_t p = 0; p < np; ++p) {
+                L->phi_pop[((first + b) * np + p) * ne + e] = acc[p * NS_LFP_BLOCK + b];
+                total += acc[p * NS_LFP_BLOCK + b];
+            }
+            L->phi[(first + b) * ne + e] = total;
+        }
+    }
 }
 
 /* phi of the buffered samples: one pass over the coefficients for up to
@@ -301,11 +447,14 @@ static ns_status flush(ns_lfp_t *L) {
     if (nb == 0) return NS_OK;
     const int64_t first = L->samples - nb, ne = L->n_el, nc = L->n_comp;
     L->nbuf = 0;
-    if (L->gpu) return ns_lfp_gpu_flush(L->gpu, nb, L->phi + first * ne);
     const double *M = L->M, *I = L->ibuf;
     double *phi = L->phi;
     const int nt = threads_of(L, ne * nc * nb);
     (void)nt;
+    if (L->pop) {
+        flush_populations(L, first, nb, nt < L->accp_threads ? nt : L->accp_threads);
+        return NS_OK;
+    }
     NS_PRAGMA(omp parallel for num_threads(nt) schedule(static) if (nt > 1))
     for (int64_t e = 0; e < ne; ++e) {
         double acc[NS_LFP_BLOCK] = {0};
@@ -361,23 +510,6 @@ static void cpu_currents(ns_lfp_t *L, const ns_sim_t *sim, double t_mid, int32_t
     }
 }
 
-/* The same on the simulation's GPU: the clamps on at t_mid go with the sample. */
-static ns_status gpu_sample(ns_lfp_t *L, ns_sim_t *sim, double t_mid, int32_t b, int last) {
-    int64_t n = 0;
-    if (sim->n_stims > 0 && !L->stim_node) {
-        L->stim_node = malloc((size_t)sim->n_stims * sizeof *L->stim_node);
-        L->stim_amp = malloc((size_t)sim->n_stims * sizeof *L->stim_amp);
-        if (!L->stim_node || !L->stim_amp) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld clamps", (long long)sim->n_stims);
-    }
-    for (int64_t c = 0; c < L->n_cells; ++c)
-        for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q) {
-            const sim_stim *s = &sim->stims[sim->stim_order[q]];
-            if (t_mid < s->del + s->dur && t_mid >= s->del)
-                L->stim_node[n] = sim->cell_offset[c] + s->node, L->stim_amp[n++] = s->amp;
-        }
-    return ns_lfp_gpu_sample(L->gpu, sim, L->stim_node, L->stim_amp, n, b, L->pcell, last ? L->imem : NULL);
-}
-
 static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last) {
     ns_lfp_t *L = ctx;
     if (sim->steps <= L->last_step) { /* ns_sim_init: start again */
@@ -389,14 +521,9 @@ static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last) {
     if (st != NS_OK) return st;
     const int64_t b = L->nbuf, k = L->samples;
     double *Pc = L->pcell;
-    if (L->gpu) {
-        st = gpu_sample(L, sim, t_mid, (int32_t)b, last);
-        if (st != NS_OK) return st;
-    } else {
-        st = ns_sim_read_var(sim, NS_SIM_VAR_V, L->v, NULL);
-        if (st != NS_OK) return st;
-        cpu_currents(L, sim, t_mid, (int32_t)b);
-    }
+    st = ns_sim_read_var(sim, NS_SIM_VAR_V, L->v, NULL);
+    if (st != NS_OK) return st;
+    cpu_currents(L, sim, t_mid, (int32_t)b);
     const int64_t n_cells = L->n_cells;
     double P[3] = {0, 0, 0};
     for (int64_t c = 0; c < n_cells; ++c)
@@ -409,13 +536,67 @@ static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last) {
     return NS_OK;
 }
 
+/* The samples of a GPU loop's launch (sim_impl.h's sample_flush): steps
+ * (step0, step0 + steps] from t0, those at multiples of `every` in snap's
+ * rows; the clamps go with their compartments, in the order added. */
+static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps) {
+    ns_lfp_t *L = ctx;
+    const int64_t every = L->o.every;
+    if (step0 < L->last_step) L->samples = 0; /* ns_sim_init: start again */
+    L->last_step = step0 + steps;
+    const int64_t nb = (step0 + steps) / every - step0 / every;
+    if (nb <= 0) return NS_OK;
+    if (nb > L->rows) return ns_fail(NS_ERR_INTERNAL, "LFP: %lld samples in a launch, %lld rows", (long long)nb, (long long)L->rows);
+    ns_status st = grow(L, L->samples + nb);
+    if (st != NS_OK) return st;
+    const int64_t k0 = L->samples;
+    double t = t0;
+    for (int64_t q = 1, b = 0; q <= steps; ++q) {
+        const double mid = ns_sim_half_step(t, sim->params.dt);
+        t = ns_sim_half_step(mid, sim->params.dt);
+        if ((step0 + q) % every == 0) L->tmid[b] = mid, L->t[k0 + b] = t, ++b;
+    }
+    /* the clamps by compartment, stable (a compartment's in the order added) */
+    int64_t ns = 0;
+    if (sim->n_stims > 0) {
+        lfp_stim *s = realloc(L->stims, (size_t)sim->n_stims * sizeof *s);
+        if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld clamps", (long long)sim->n_stims);
+        L->stims = s;
+        for (int64_t c = 0; c < L->n_cells; ++c)
+            for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q) {
+                const sim_stim *x = &sim->stims[sim->stim_order[q]];
+                s[ns++] = (lfp_stim){sim->cell_offset[c] + x->node, x->del, x->dur, x->amp};
+            }
+        for (int64_t i = 1; i < ns; ++i) { /* insertion sort: the clamps are few and mostly in order */
+            const lfp_stim x = s[i];
+            int64_t j = i;
+            while (j > 0 && s[j - 1].node > x.node) s[j] = s[j - 1], --j;
+            s[j] = x;
+        }
+    }
+    const int64_t R = L->n_el + 3, ne = L->n_el, nc3 = 3 * L->n_cells;
+    st = ns_lfp_gpu_reduce(L->gpu, (int32_t)nb, L->tmid, L->stims, ns, L->tot,
+                           L->pop ? L->phi_pop + k0 * L->n_pop * ne : NULL,
+                           L->o.per_cell_dipoles ? L->Pc + k0 * nc3 : NULL, L->imem);
+    if (st != NS_OK) return st;
+    for (int64_t b = 0; b < nb; ++b) {
+        memcpy(L->phi + (k0 + b) * ne, L->tot + b * R, (size_t)ne * sizeof *L->phi);
+        for (int d = 0; d < 3; ++d) L->P[3 * (k0 + b) + d] = L->tot[b * R + ne + d];
+    }
+    L->samples = k0 + nb;
+    return NS_OK;
+}
+
 int64_t ns_lfp_samples(const ns_lfp_t *L) { return L ? L->samples : 0; }
+int32_t ns_lfp_populations(const ns_lfp_t *L) { return L ? L->n_pop : 0; }
+const double *ns_lfp_population_potentials(const ns_lfp_t *L) { return L ? L->phi_pop : NULL; }
 int64_t ns_lfp_electrodes(const ns_lfp_t *L) { return L ? L->n_el : 0; }
 const double *ns_lfp_potentials(const ns_lfp_t *L) { return L ? L->phi : NULL; }
 const double *ns_lfp_times(const ns_lfp_t *L) { return L ? L->t : NULL; }
 const double *ns_lfp_dipole(const ns_lfp_t *L) { return L ? L->P : NULL; }
 const double *ns_lfp_cell_dipoles(const ns_lfp_t *L) { return L && L->o.per_cell_dipoles ? L->Pc : NULL; }
 const double *ns_lfp_coefficients(const ns_lfp_t *L) { return L ? L->M : NULL; }
+ns_lfp_storage ns_lfp_storage_used(const ns_lfp_t *L) { return L ? L->storage : NS_LFP_STORAGE_AUTO; }
 const double *ns_lfp_membrane_currents(const ns_lfp_t *L) { return L ? L->imem : NULL; }
 
 ns_status ns_lfp_csd(const double *phi, int64_t samples, int64_t stride, const int64_t *index, int64_t count,

@@ -7,22 +7,25 @@
 
 #define NS_LFP_MAX_POINTS 1024 /* points on one disc contact */
 
-/* 4 pi sigma times the potential at pos of a unit current from the segment
- * a -> b with radius rlim (point: a point source at its midpoint). */
-double ns_lfp_kernel(const double *a, const double *b, double rlim, const double *pos, int point);
 ns_status ns_lfp_check_contact(const ns_lfp_contact *c, int64_t k);
 /* Row of contact c (its points pts) over the segments. */
 void ns_lfp_row(const ns_lfp_segments *seg, const ns_lfp_contact *c, const double *pts, ns_lfp_method method,
                 double sigma, double *row);
 
-/* ------------------------------------------------ the GPU reduction (cuda/)
- * For a CUDA simulation the coefficients live on its GPU: each sample's
- * voltages are gathered from the loop's own arrays (ns_sim_state_part), the
- * membrane currents and the per-cell dipoles computed there, and up to
- * NS_LFP_BLOCK samples reduced into potentials in one pass, so that only
- * electrodes x samples (and cells x 3 dipoles) leave the GPU. */
-#define NS_LFP_BLOCK 16 /* samples buffered per pass over the coefficients */
+#define NS_LFP_BLOCK 16 /* samples buffered per pass over the coefficients (CPU) */
 
+/* ------------------------------------------------ the GPU reduction (cuda/)
+ * For a CUDA simulation the sampler runs inside the GPU loop (sim_impl.h's
+ * snap): the loop writes v of every state position after each sampled step
+ * into a buffer of `rows` samples; after each launch the membrane currents
+ * of the buffered samples are formed on the GPU (Kirchhoff per node, the
+ * clamps on at each sample's midpoint) into a compartments x samples
+ * matrix I, and the potentials and the summed dipole come out of one
+ * batched DGEMM (cuBLAS) of the coefficients (electrodes + 3 dipole rows,
+ * the compartments grouped by population and cut into equal slices) with
+ * I, the slices' partial sums added in a fixed order (per population, then
+ * over the populations); only electrodes x samples (and the cells' dipoles
+ * on request) leave the GPU. */
 typedef struct lfp_gpu lfp_gpu;
 typedef struct lfp_gpu_geometry {
     int64_t n_el, n_comp, n_cells;
@@ -34,17 +37,44 @@ typedef struct lfp_gpu_geometry {
     const unsigned char *membrane;
     const double *mid;          /* 3 x n_comp */
     const int64_t *cell_offset; /* n_cells + 1 */
+    const int64_t *pos;         /* n_comp: the state position of each compartment (snap's row) */
+    int64_t stride;             /* positions in a snap row */
+    int32_t n_pop;              /* populations (1: none given) */
+    const int32_t *pop;         /* n_cells: each cell's population, NULL: all 0 */
+    int per_cell_dipoles;
+    int64_t rows;               /* samples buffered (0: by the GPU's free memory) */
+    /* tiles: M is NULL and the coefficients are computed per reduction from */
+    int tiles;
+    const double *start, *end, *diam; /* 3 n, 3 n, n: the placed segments */
+    const unsigned char *point; /* n: 1 where a point source */
+    const double *pts;          /* the contacts' points (3 each), contact e's from pt_begin[e] */
+    const int64_t *pt_begin;    /* n_el + 1 */
+    double sigma;
+    int64_t tile_bytes;         /* 0: 256 MiB */
 } lfp_gpu_geometry;
 
+/* A clamp of the simulation: its compartment (Flat index) and pulse. */
+typedef struct lfp_stim {
+    int64_t node;
+    double del, dur, amp;
+} lfp_stim;
+
+/* Free memory of `device` [bytes] (0 in a build without CUDA). */
+int64_t ns_lfp_gpu_free_bytes(int device);
 /* On `device`; NS_ERR_UNSUPPORTED in a build without CUDA. */
 ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, lfp_gpu **out);
 void ns_lfp_gpu_destroy(lfp_gpu *G);
-/* One sample into buffer column b: the clamps' currents now on (n_stims of
- * node, amp); pcell (host, n_cells x 3) receives the cells' dipoles, imem
- * (host, n_comp; NULL: not copied) the currents. */
-ns_status ns_lfp_gpu_sample(lfp_gpu *G, ns_sim_t *sim, const int64_t *stim_node, const double *stim_amp,
-                            int64_t n_stims, int32_t b, double *pcell, double *imem);
-/* The potentials of buffer columns [0, nb) into phi (host, nb x n_el). */
-ns_status ns_lfp_gpu_flush(lfp_gpu *G, int32_t nb, double *phi);
+/* The state position of every compartment (pos, n_comp) in the parts of
+ * ns_sim_state_part laid end to end (stride positions in all). */
+ns_status ns_lfp_gpu_positions(ns_sim_t *sim, int64_t *pos, int64_t *stride);
+/* The snap buffer (device, rows x stride) and its rows. */
+double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows);
+/* The nb samples in snap rows [0, nb) (tmid: each sample's step midpoint
+ * [ms]; stims sorted by node, n_stims of them): tot (host, nb x (n_el + 3):
+ * the potentials, then the dipole), pop (host, nb x n_pop x n_el; NULL: not
+ * copied), pcell (host, nb x n_cells x 3, NULL: not copied), imem (host,
+ * n_comp: the last sample's currents, NULL: not copied). */
+ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_stim *stims, int64_t n_stims,
+                            double *tot, double *pop, double *pcell, double *imem);
 
 #endif

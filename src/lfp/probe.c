@@ -1,4 +1,5 @@
-/* Probe files: one contact per line (docs/extracellular.md). */
+/* Probe files: one contact per line, or a line electrode's contacts
+ * (docs/extracellular.md). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,6 +10,49 @@
 #include "lfp/lfp_impl.h"
 
 #define PROBE_MAX_BYTES ((size_t)64 << 20)
+#define LINE_MAX_CONTACTS 1000000
+
+static ns_status push(ns_lfp_probe *out, int64_t *cap, const ns_lfp_contact *c, const char *name) {
+    if (out->n == *cap) {
+        const int64_t n = *cap ? 2 * *cap : 64;
+        ns_lfp_contact *g = realloc(out->contacts, (size_t)n * sizeof *g);
+        if (!g) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: %lld contacts", name, (long long)n);
+        out->contacts = g;
+        *cap = n;
+    }
+    out->contacts[out->n++] = *c;
+    return NS_OK;
+}
+
+/* count point contacts evenly from a to b (both ends included) */
+static ns_status push_line(ns_lfp_probe *out, int64_t *cap, const double *a, const double *b, int64_t count,
+                           const char *name) {
+    for (int64_t k = 0; k < count; ++k) {
+        const double f = (double)k / (double)(count - 1);
+        const ns_lfp_contact c = {a[0] + f * (b[0] - a[0]), a[1] + f * (b[1] - a[1]), a[2] + f * (b[2] - a[2]),
+                                  0.0, 0.0, 0.0, 0.0, 1};
+        ns_status st = push(out, cap, &c, name);
+        if (st != NS_OK) return st;
+    }
+    return NS_OK;
+}
+
+ns_status ns_lfp_probe_line(const double start[3], const double end[3], int64_t count, ns_lfp_probe *out) {
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_probe_line: out is NULL");
+    out->n = 0;
+    out->contacts = NULL;
+    if (!start || !end) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_probe_line: NULL argument");
+    for (int k = 0; k < 3; ++k)
+        if (!isfinite(start[k]) || !isfinite(end[k]))
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "line electrode: an end is not finite");
+    if (count < 2 || count > LINE_MAX_CONTACTS)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "line electrode: %lld contacts (2 to %d)", (long long)count,
+                       LINE_MAX_CONTACTS);
+    int64_t cap = 0;
+    ns_status st = push_line(out, &cap, start, end, count, "line electrode");
+    if (st != NS_OK) ns_lfp_probe_free(out);
+    return st;
+}
 
 void ns_lfp_probe_free(ns_lfp_probe *p) {
     if (!p) return;
@@ -38,6 +82,9 @@ ns_status ns_lfp_probe_parse(const char *text, size_t length, const char *name, 
         double v[8];
         int nv = 0;
         char *p = s;
+        while (*p == ' ' || *p == '\t') ++p;
+        const int line = strncmp(p, "line", 4) == 0 && (p[4] == ' ' || p[4] == '\t');
+        if (line) p += 4;
         while (*p) {
             while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\r' || *p == '\n') ++p;
             if (!*p) break;
@@ -58,6 +105,15 @@ ns_status ns_lfp_probe_parse(const char *text, size_t length, const char *name, 
             }
             ++nv;
             p = end;
+        }
+        if (line) {
+            if (nv != 7 || v[6] != floor(v[6]) || v[6] < 2 || v[6] > LINE_MAX_CONTACTS) {
+                st = ns_fail(NS_ERR_PARSE, "%s:%ld: a line electrode is `line x0 y0 z0 x1 y1 z1 count` (count a whole "
+                             "number from 2 to %d)", name, r.lineno, LINE_MAX_CONTACTS);
+                goto fail;
+            }
+            if ((st = push_line(out, &cap, v, v + 3, (int64_t)v[6], name)) != NS_OK) goto fail;
+            continue;
         }
         if (nv != 3 && nv != 7 && nv != 8) {
             st = ns_fail(NS_ERR_PARSE, "%s:%ld: %d values; a contact is `x y z` or `x y z nx ny nz r [n]`", name,
@@ -85,16 +141,7 @@ ns_status ns_lfp_probe_parse(const char *text, size_t length, const char *name, 
                 goto fail;
             }
         }
-        if (out->n == cap) {
-            cap = cap ? 2 * cap : 64;
-            ns_lfp_contact *g = realloc(out->contacts, (size_t)cap * sizeof *g);
-            if (!g) {
-                st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: %lld contacts", name, (long long)cap);
-                goto fail;
-            }
-            out->contacts = g;
-        }
-        out->contacts[out->n++] = c;
+        if ((st = push(out, &cap, &c, name)) != NS_OK) goto fail;
     }
     if (got < 0) {
         st = NS_ERR_PARSE;

@@ -487,7 +487,7 @@ ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
     const double t_before = sim->t;
     const int caller = enter(sim);
     int64_t done = 0;
-    if (sim->sample) /* cut at the sampled steps (an LFP probe: src/lfp) */
+    if (sim->sample) /* cut at the sampled steps (an LFP probe on the CPU: src/lfp) */
         while (st == NS_OK && fault.step == INT64_MAX && done < steps) {
             const int64_t k = sim->sample_every - sim->steps % sim->sample_every;
             const int64_t chunk = k < steps - done ? k : steps - done;

@@ -109,6 +109,18 @@ struct ns_sim {
     ns_status (*sample)(ns_sim_t *sim, void *ctx, double t_mid, int last);
     void *sample_ctx;
     int64_t sample_every;
+    /* The sampler inside the GPU loop instead (a CUDA simulation's LFP:
+     * src/lfp/cuda; `sample` is then NULL): the loop writes v of every state
+     * position (the parts of ns_sim_state_part in order, each from the sum
+     * of the sizes before it; snap_stride in all) after every
+     * sample_every-th step into row (step / sample_every - first) of `snap`
+     * (device, snap_rows rows; first: the launch's first sampled step's),
+     * each launch holding at most snap_rows samples, and calls sample_flush
+     * after each launch (its work finished) with the launch's first step,
+     * start time and steps. */
+    double *snap;
+    int64_t snap_stride, snap_rows;
+    ns_status (*sample_flush)(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps);
     struct sim_dist *dist; /* spread over processes (ns_sim_options.dist, sim/dist_impl.h); NULL: one */
 };
 

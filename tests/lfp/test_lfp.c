@@ -348,6 +348,152 @@ static void test_placement(const ns_cell_t *cell) {
     ns_sim_destroy(sim);
 }
 
+/* A placed population of `cells` cells in a column in three interleaved populations (cell k
+ * in population k % 3), a clamp on each soma, sampled every `every` steps over two advances. */
+typedef struct pop_out {
+    double *phi, *P, *pc, *pop, *t, *imem, *M;
+    int64_t samples, n_comp;
+    int32_t *cell_pop;
+    int64_t *off;
+} pop_out;
+
+static void pop_out_free(pop_out *o) {
+    free(o->phi), free(o->P), free(o->pc), free(o->pop), free(o->t), free(o->imem), free(o->M), free(o->cell_pop),
+        free(o->off);
+}
+
+static double *copy_of(const double *src, int64_t n) {
+    double *d = src ? malloc((size_t)n * sizeof *d) : NULL;
+    if (d) memcpy(d, src, (size_t)n * sizeof *d);
+    return d;
+}
+
+static void population_run(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_backend backend,
+                           ns_hines_method method, int64_t every, int64_t batch, ns_lfp_storage storage,
+                           int cells, int64_t steps, pop_out *o) {
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options so;
+    ns_sim_options_init(&so);
+    so.backend = backend;
+    so.method = method;
+    so.threads = cells < 32 ? 1 : 0; /* a small run: no parallel regions (they cost more on a loaded machine) */
+    int32_t *shapes = calloc((size_t)cells, sizeof *shapes), *pop = malloc((size_t)cells * sizeof *pop);
+    double *place = malloc((size_t)cells * 6 * sizeof *place);
+    ns_sim_t *sim = NULL;
+    if (!shapes || !pop || !place) goto out;
+    for (int k = 0; k < cells; ++k) {
+        const double row[6] = {30.0 * (k % 4) - 45.0, 25.0 * ((k / 4) % 2), 60.0 * k, 1.5707963267948966, 0.0, 0.4 * k};
+        memcpy(place + 6 * k, row, sizeof row);
+        pop[k] = k % 3;
+    }
+    CHECK_OK(ns_sim_create(1, &cell, cells, shapes, &p, &so, &sim));
+    if (!sim) goto out;
+    int32_t soma;
+    CHECK_OK(ns_cell_locate(cell, 0, 0.5, &soma));
+    for (int q = 0; q < cells; ++q) CHECK_OK(ns_sim_add_iclamp(sim, q, soma, 0.5 + 0.05 * q, 5.0, 0.5));
+    CHECK_OK(ns_sim_init(sim));
+    ns_lfp_options lo;
+    ns_lfp_options_init(&lo);
+    lo.placement = place;
+    lo.per_cell_dipoles = 1;
+    lo.population = pop;
+    lo.every = every;
+    lo.batch = batch;
+    lo.storage = storage;
+    lo.tile_bytes = 100000; /* TILES: a few tiles of slices (at least one slice each) */
+    ns_lfp_t *lfp = NULL;
+    CHECK_OK(ns_lfp_create(sim, 1, &cell, probe, &lo, &lfp));
+    if (!lfp) goto out;
+    CHECK(ns_lfp_storage_used(lfp) == (storage == NS_LFP_STORAGE_TILES ? NS_LFP_STORAGE_TILES : NS_LFP_STORAGE_DENSE));
+    CHECK_OK(ns_sim_advance(sim, steps / 2));
+    CHECK_OK(ns_sim_advance(sim, steps - steps / 2));
+    const int64_t S = ns_lfp_samples(lfp), E = probe->n;
+    CHECK(S == steps / every);
+    CHECK(ns_lfp_populations(lfp) == 3);
+    o->samples = S;
+    o->n_comp = ns_sim_compartments(sim);
+    o->phi = copy_of(ns_lfp_potentials(lfp), S * E);
+    o->P = copy_of(ns_lfp_dipole(lfp), S * 3);
+    o->pc = copy_of(ns_lfp_cell_dipoles(lfp), S * cells * 3);
+    o->pop = copy_of(ns_lfp_population_potentials(lfp), S * 3 * E);
+    o->t = copy_of(ns_lfp_times(lfp), S);
+    o->imem = copy_of(ns_lfp_membrane_currents(lfp), o->n_comp);
+    o->M = copy_of(ns_lfp_coefficients(lfp), E * o->n_comp);
+    CHECK((o->M != NULL) == (storage != NS_LFP_STORAGE_TILES));
+    o->cell_pop = pop, pop = NULL;
+    o->off = malloc(((size_t)cells + 1) * sizeof *o->off);
+    for (int c = 0; o->off && c <= cells; ++c) o->off[c] = ns_sim_cell_offset(sim, c);
+    ns_lfp_destroy(lfp);
+out:
+    ns_sim_destroy(sim);
+    free(shapes), free(pop), free(place);
+}
+
+/* 5. Populations on the CPU: each population's potentials are its cells' currents through their
+ * coefficients (a dot product here, at the last sample), and they add up to the potentials. */
+static void test_populations(const ns_cell_t *cell) {
+    ns_lfp_probe probe;
+    CHECK_OK(ns_lfp_probe_read(NS_TEST_DATA "/../../data/probes/neuropixels_like.txt", 9, &probe));
+    if (probe.n < 48) return;
+    probe.n = 48;
+    enum { CELLS = 12, STEPS = 60 };
+    pop_out a = {0};
+    population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, 2, 0, NS_LFP_STORAGE_AUTO, CELLS, STEPS, &a);
+    if (a.phi && a.pop && a.imem && a.M && a.off) {
+        const int64_t E = probe.n, S = a.samples, n = a.n_comp;
+        double sum_err = 0.0, dot_err = 0.0, big = 0.0;
+        for (int64_t k = 0; k < S; ++k)
+            for (int64_t e = 0; e < E; ++e) {
+                const double *pp = a.pop + (k * 3) * E + e;
+                sum_err = fmax(sum_err, fabs(pp[0] + pp[E] + pp[2 * E] - a.phi[k * E + e]));
+                big = fmax(big, fabs(a.phi[k * E + e]));
+            }
+        for (int32_t p = 0; p < 3; ++p)
+            for (int64_t e = 0; e < E; ++e) {
+                double want = 0.0, scale = 0.0;
+                for (int c = 0; c < CELLS; ++c)
+                    for (int64_t j = a.off[c]; j < a.off[c + 1] && a.cell_pop[c] == p; ++j) {
+                        want += a.M[e * n + j] * a.imem[j];
+                        scale += fabs(a.M[e * n + j] * a.imem[j]);
+                    }
+                const double got = a.pop[((S - 1) * 3 + p) * E + e];
+                dot_err = fmax(dot_err, fabs(got - want) / fmax(scale, 1e-300));
+            }
+        CHECK_MSG(sum_err <= 1e-12 * big, "the populations' potentials add up to the potentials within %.3g mV",
+                  sum_err);
+        CHECK_MSG(dot_err <= 1e-12, "a population's potentials vs its cells' currents x coefficients: %.3g", dot_err);
+        printf("populations: sum %.3g mV of %.3g, per population vs dot products %.3g\n", sum_err, big, dot_err);
+    }
+    pop_out_free(&a);
+    ns_lfp_probe_free(&probe);
+    /* the storage rule: dense while the matrix fits the limit and half the free memory */
+    const int64_t b = ns_lfp_coefficient_bytes(384, 1000000); /* 3.1 GB */
+    CHECK(ns_lfp_choose_storage(384, 1000000, 2 * b, 0) == NS_LFP_STORAGE_DENSE);
+    CHECK(ns_lfp_choose_storage(384, 1000000, 2 * b - 1, 0) == NS_LFP_STORAGE_TILES);
+    CHECK(ns_lfp_choose_storage(384, 1000000, (int64_t)80 << 30, b - 1) == NS_LFP_STORAGE_TILES);
+    CHECK(ns_lfp_choose_storage(384, 17000000, (int64_t)80 << 30, 0) == NS_LFP_STORAGE_TILES); /* 53 GB > 4 GiB */
+    CHECK(ns_lfp_choose_storage(384, 17000000, (int64_t)140 << 30, (int64_t)60 << 30) == NS_LFP_STORAGE_DENSE);
+    CHECK(strcmp(ns_lfp_storage_name(NS_LFP_STORAGE_TILES), "tiles") == 0);
+    /* tiles need a CUDA simulation */
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options so;
+    ns_sim_options_init(&so);
+    so.backend = NS_BACKEND_CPU;
+    ns_sim_t *sim = NULL;
+    const int32_t shape0 = 0;
+    CHECK_OK(ns_sim_create(1, &cell, 1, &shape0, &p, &so, &sim));
+    ns_lfp_contact c0 = {0, 0, 0, 0, 0, 0, 0, 1};
+    const ns_lfp_probe one = {1, &c0};
+    ns_lfp_options lo;
+    ns_lfp_options_init(&lo);
+    lo.storage = NS_LFP_STORAGE_TILES;
+    ns_lfp_t *lfp = NULL;
+    if (sim) CHECK_FAILS(ns_lfp_create(sim, 1, &cell, &one, &lo, &lfp), NS_ERR_UNSUPPORTED, "CUDA simulation");
+    ns_sim_destroy(sim);
+}
+
 /* The GPU reduction: the cell of the reference on the GPU loop against LFPy and the CPU run,
  * and a placed population sampled every step on both backends. */
 static void test_cuda(const ns_cell_t *cell, const ref *r, const int32_t *comp) {
@@ -362,64 +508,51 @@ static void test_cuda(const ns_cell_t *cell, const ref *r, const int32_t *comp) 
         CHECK_MSG(row_err(g.phi + e, r->phi[0] + e * r->T, r->T, r->E, 1) <= 1e-6, "GPU electrode %lld vs LFPy",
                   (long long)e);
     }
-    CHECK_MSG(worst <= 1e-7, "GPU vs CPU potentials: %.3g of the largest", worst);
-    for (int d = 0; d < 3; ++d) CHECK(row_err(g.P + d, c.P + d, r->T, 3, 3) <= 1e-7);
+    CHECK_MSG(worst <= 1e-9, "GPU vs CPU potentials: %.3g of the largest", worst);
+    for (int d = 0; d < 3; ++d) CHECK(row_err(g.P + d, c.P + d, r->T, 3, 3) <= 1e-9);
     printf("GPU vs CPU, one cell: potentials %.3g of the largest\n", worst);
     free(c.phi); free(c.P); free(c.imem); free(g.phi); free(g.P); free(g.imem);
-    /* 64 cells in a column, 192 contacts, every step for 400 steps, per-cell dipoles */
-    enum { CELLS = 64, STEPS = 400 };
+    /* a placed population of three interleaved populations on each GPU loop, sampled every step
+     * through a buffer of 7 samples (a reduction every 7 steps and at each advance's end) and
+     * every 3 steps through the automatic buffer, against the CPU */
     ns_lfp_probe probe;
     CHECK_OK(ns_lfp_probe_read(NS_TEST_DATA "/../../data/probes/neuropixels_like.txt", 9, &probe));
     if (probe.n < 192) return;
     probe.n = 192;
-    double *place = malloc(CELLS * 6 * sizeof *place);
-    for (int k = 0; k < CELLS; ++k) {
-        const double row[6] = {30.0 * (k % 4) - 45.0, 25.0 * ((k / 4) % 2), 60.0 * k, 1.5707963267948966, 0.0, 0.4 * k};
-        memcpy(place + 6 * k, row, sizeof row);
+    const ns_hines_method methods[2] = {NS_HINES_ONCHIP, NS_HINES_TREE};
+    const int64_t every[2] = {1, 3}, batch[2] = {7, 0};
+    for (int q = 0; q < 2; ++q) {
+        pop_out cpu = {0};
+        population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, every[q], 0, NS_LFP_STORAGE_AUTO, 64, 400, &cpu);
+        for (int m = 0; m < 3; ++m) { /* onchip, tree, tree with the coefficients in tiles */
+            pop_out gpu = {0};
+            const ns_lfp_storage storage = m == 2 ? NS_LFP_STORAGE_TILES : NS_LFP_STORAGE_DENSE;
+            population_run(cell, &probe, NS_BACKEND_CUDA, methods[m > 0], every[q], batch[q], storage, 64, 400, &gpu);
+            if (cpu.phi && gpu.phi) {
+                CHECK(gpu.samples == cpu.samples);
+                const int64_t S = cpu.samples, E = probe.n, C = 64 * 3, PE = 3 * E;
+                double pw = 0.0, dw = 0.0, qw = 0.0, sw = 0.0, iw = 0.0;
+                for (int64_t e = 0; e < E; ++e) pw = fmax(pw, row_err(gpu.phi + e, cpu.phi + e, S, E, E));
+                for (int64_t x = 0; x < C; ++x) dw = fmax(dw, row_err(gpu.pc + x, cpu.pc + x, S, C, C));
+                for (int64_t e = 0; e < PE; ++e) qw = fmax(qw, row_err(gpu.pop + e, cpu.pop + e, S, PE, PE));
+                for (int d = 0; d < 3; ++d) sw = fmax(sw, row_err(gpu.P + d, cpu.P + d, S, 3, 3));
+                iw = row_err(gpu.imem, cpu.imem, gpu.n_comp, 1, 1);
+                CHECK_MSG(pw <= 1e-9 && dw <= 1e-9 && qw <= 1e-9 && sw <= 1e-9 && iw <= 1e-9,
+                          "GPU (%s, %s) vs CPU, every %lld: potentials %.3g, cell dipoles %.3g, populations %.3g, "
+                          "dipole %.3g, last currents %.3g",
+                          ns_hines_method_name(methods[m > 0]), ns_lfp_storage_name(storage), (long long)every[q], pw,
+                          dw, qw, sw, iw);
+                CHECK(memcmp(gpu.t, cpu.t, (size_t)S * sizeof(double)) == 0);
+                printf("GPU (%s, %s) vs CPU, 64 cells (%lld compartments), every %lld step(s), batch %lld: potentials "
+                       "%.3g, populations %.3g, dipoles %.3g / %.3g\n",
+                       ns_hines_method_name(methods[m > 0]), ns_lfp_storage_name(storage), (long long)gpu.n_comp,
+                       (long long)every[q],
+                       (long long)batch[q], pw, qw, dw, sw);
+            }
+            pop_out_free(&gpu);
+        }
+        pop_out_free(&cpu);
     }
-    double *phi[2] = {NULL, NULL}, *pc[2] = {NULL, NULL};
-    int64_t n_comp = 0;
-    for (int k = 0; k < 2; ++k) {
-        ns_sim_params p;
-        ns_sim_params_init(&p);
-        ns_sim_options so;
-        ns_sim_options_init(&so);
-        so.backend = k ? NS_BACKEND_CUDA : NS_BACKEND_CPU;
-        int32_t shapes[CELLS] = {0};
-        ns_sim_t *sim = NULL;
-        CHECK_OK(ns_sim_create(1, &cell, CELLS, shapes, &p, &so, &sim));
-        if (!sim) break;
-        int32_t soma;
-        CHECK_OK(ns_cell_locate(cell, 0, 0.5, &soma));
-        for (int q = 0; q < CELLS; ++q) CHECK_OK(ns_sim_add_iclamp(sim, q, soma, 0.5 + 0.05 * q, 5.0, r->amp));
-        CHECK_OK(ns_sim_init(sim));
-        ns_lfp_options lo;
-        ns_lfp_options_init(&lo);
-        lo.placement = place;
-        lo.per_cell_dipoles = 1;
-        ns_lfp_t *lfp = NULL;
-        CHECK_OK(ns_lfp_create(sim, 1, &cell, &probe, &lo, &lfp));
-        CHECK_OK(ns_sim_advance(sim, STEPS / 2));
-        CHECK_OK(ns_sim_advance(sim, STEPS / 2));
-        CHECK(ns_lfp_samples(lfp) == STEPS);
-        n_comp = ns_sim_compartments(sim);
-        phi[k] = malloc((size_t)STEPS * 192 * sizeof(double));
-        pc[k] = malloc((size_t)STEPS * CELLS * 3 * sizeof(double));
-        if (ns_lfp_potentials(lfp)) memcpy(phi[k], ns_lfp_potentials(lfp), (size_t)STEPS * 192 * sizeof(double));
-        if (ns_lfp_cell_dipoles(lfp)) memcpy(pc[k], ns_lfp_cell_dipoles(lfp), (size_t)STEPS * CELLS * 3 * sizeof(double));
-        ns_lfp_destroy(lfp);
-        ns_sim_destroy(sim);
-    }
-    if (phi[0] && phi[1]) {
-        double pw = 0.0, dw = 0.0;
-        for (int e = 0; e < 192; ++e) pw = fmax(pw, row_err(phi[1] + e, phi[0] + e, STEPS, 192, 192));
-        for (int q = 0; q < CELLS * 3; ++q) dw = fmax(dw, row_err(pc[1] + q, pc[0] + q, STEPS, CELLS * 3, CELLS * 3));
-        CHECK_MSG(pw <= 1e-7 && dw <= 1e-7, "GPU vs CPU population: potentials %.3g, dipoles %.3g", pw, dw);
-        printf("GPU vs CPU, %d cells (%lld compartments), every step: potentials %.3g, dipoles %.3g\n", CELLS,
-               (long long)n_comp, pw, dw);
-    }
-    for (int k = 0; k < 2; ++k) free(phi[k]), free(pc[k]);
-    free(place);
     ns_lfp_probe_free(&probe);
 }
 
@@ -450,6 +583,23 @@ static void test_probe_file(void) {
     CHECK_OK(ns_lfp_probe_read(NS_TEST_DATA "/../../data/probes/neuropixels_like.txt", 9, &p));
     CHECK(p.n == 384);
     ns_lfp_probe_free(&p);
+    /* a line electrode: 5 contacts from (0, 0, -100) to (0, 40, 100), after a point */
+    const char *line = "1 2 3\n  line 0 0 -100, 0 40 100 5 # a shank\n";
+    CHECK_OK(ns_lfp_probe_parse(line, strlen(line), "p.txt", 9, &p));
+    CHECK(p.n == 6);
+    for (int k = 0; p.n == 6 && k < 5; ++k)
+        CHECK(p.contacts[1 + k].r == 0.0 && p.contacts[1 + k].x == 0.0 &&
+              fabs(p.contacts[1 + k].y - 10.0 * k) < 1e-12 && fabs(p.contacts[1 + k].z - (-100.0 + 50.0 * k)) < 1e-12);
+    ns_lfp_probe_free(&p);
+    const double a[3] = {0, 0, -100}, b[3] = {0, 40, 100};
+    CHECK_OK(ns_lfp_probe_line(a, b, 5, &p));
+    CHECK(p.n == 5 && p.contacts[4].y == 40.0 && p.contacts[4].z == 100.0);
+    ns_lfp_probe_free(&p);
+    CHECK_FAILS(ns_lfp_probe_line(a, b, 1, &p), NS_ERR_INVALID_ARGUMENT, "1 contacts");
+    const char *bad5 = "0 0 0\nline 0 0 0 0 0 1 2.5\n";
+    CHECK_FAILS(ns_lfp_probe_parse(bad5, strlen(bad5), "p.txt", 9, &p), NS_ERR_PARSE, "p.txt:2:", "line x0 y0 z0");
+    const char *bad6 = "line 0 0 0 0 0 1\n";
+    CHECK_FAILS(ns_lfp_probe_parse(bad6, strlen(bad6), "p.txt", 9, &p), NS_ERR_PARSE, "p.txt:1:", "count");
 }
 
 /* 5. CSD of phi = a z^2 + b z: -sigma 2a inside; the duplicated ends give -sigma (phi1 - phi0) / h^2. */
@@ -499,6 +649,7 @@ int main(int argc, char **argv) {
             test_geometry(cell, &r, comp);
             test_run(cell, &r, comp);
             test_placement(cell);
+            test_populations(cell);
         }
     } else {
         CHECK_MSG(0, "the reference's segments do not map onto the discretised cell");

@@ -1,114 +1,173 @@
-/* The LFP's reduction on the simulation's GPU (lfp_impl.h): voltages
- * gathered from the loop's own arrays, membrane currents by Kirchhoff per
- * node, the clamps' currents, per-cell dipoles, and the blocked product of
- * the coefficients with the buffered currents. docs/extracellular.md. */
+/* The LFP's reduction on the simulation's GPU (lfp_impl.h): the membrane
+ * currents of the buffered samples from the loop's v (Kirchhoff per node and
+ * the clamps), the cells' dipoles on request, and the potentials and summed
+ * dipole as one batched DGEMM over compartment slices, the slices added in
+ * a fixed order. docs/extracellular.md. */
 #include <cuda_runtime.h>
 #include <stdlib.h>
+#include <string.h>
 
 extern "C" {
 #include "core/cuda_check.h"
 #include "core/device_impl.h"
 #include "lfp/lfp_impl.h"
 }
+#include "lfp/cuda/cublas_api.h"
+#include "lfp/kernel.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
 
 #define THREADS 256
+#define MAX_ROWS 256      /* samples per reduction at most */
+#define SLICES 64         /* compartment slices of the DGEMM (before populations cut them) */
+#define SLICE_ALIGN 256
+#define TILE_BYTES ((int64_t)256 << 20) /* a tile of coefficients (TILES) */
+#define MAX_GRID_Y 65535
 
 struct lfp_gpu {
     int device;
     cudaStream_t stream;
-    int64_t n_el, n_comp, n_cells;
-    double *M, *g, *mid, *v, *imem, *ibuf, *phi, *pcell, *stim_amp;
-    int64_t *parent, *child_begin, *child, *cell_offset, *stim_node;
+    const ns_cublas_api *blas;
+    cublasHandle_t handle;
+    int64_t n_el, n_comp, n_cells, R, ncp, slice, n_slices, stride, rows;
+    int32_t n_pop, per_cell;
+    double *A;            /* ncp x R, column-major: the coefficients, then mid x, y, z (0 in the padding);
+                             TILES: tile_slices slices of it, computed per reduction */
+    int tiles;
+    int64_t tile_slices;
+    double sigma;
+    double *seg, *pts;    /* TILES: start (3 n), end (3 n), diam (n); the contacts' points */
+    int64_t *pt_begin, *comp_of_col; /* TILES: n_el + 1; ncp (-1: padding) */
+    unsigned char *point;
+    double *I;            /* ncp x rows: the samples' currents by column (0 in the padding) */
+    double *partial;      /* n_slices x rows x R */
+    double *tot, *pop;    /* rows x R; rows x n_pop x n_el */
+    double *snap;         /* rows x stride */
+    double *g, *mid, *pcell, *tmid, *imem;
+    int64_t *parent, *child_begin, *child, *cell_offset, *pos, *col, *pop_slice;
     unsigned char *membrane;
+    lfp_stim *stims;
     int64_t stim_cap;
 };
 
-__global__ void lfp_scatter(const double *__restrict__ v, const int64_t *__restrict__ flat_of, int64_t size,
-                            double *__restrict__ out) {
-    const int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (p < size) out[flat_of[p]] = v[p];
+static unsigned grid(int64_t n) { return (unsigned)((n + THREADS - 1) / THREADS); }
+
+__device__ __forceinline__ double lfp_v(const double *snap, int64_t stride, const int64_t *pos, int64_t k, int64_t j) {
+    return snap[k * stride + pos[j]];
 }
 
-/* i_m[j] = inflow from the parent - outflow to the children (0 without membrane) */
-__global__ void lfp_currents(const double *__restrict__ v, const double *__restrict__ g,
-                             const int64_t *__restrict__ parent, const int64_t *__restrict__ child_begin,
-                             const int64_t *__restrict__ child, const unsigned char *__restrict__ membrane, int64_t n,
-                             double *__restrict__ imem) {
+/* i_m[j] of sample k = inflow from the parent - outflow to the children +
+ * the clamps on at tmid[k] (stims sorted by node; in their order), 0 without
+ * membrane, into I's column k at row col[j] */
+__global__ void lfp_currents(const double *__restrict__ snap, int64_t stride, const int64_t *__restrict__ pos,
+                             const double *__restrict__ g, const int64_t *__restrict__ parent,
+                             const int64_t *__restrict__ child_begin, const int64_t *__restrict__ child,
+                             const unsigned char *__restrict__ membrane, const int64_t *__restrict__ col, int64_t n,
+                             const lfp_stim *__restrict__ stims, int64_t n_stims, const double *__restrict__ tmid,
+                             int64_t ncp, double *__restrict__ I) {
     const int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int64_t k = blockIdx.y;
     if (j >= n) return;
     double im = 0.0;
     if (membrane[j]) {
+        const double vj = lfp_v(snap, stride, pos, k, j);
         const int64_t p = parent[j];
-        if (p >= 0) im = g[j] * (v[p] - v[j]);
+        if (p >= 0) im = g[j] * (lfp_v(snap, stride, pos, k, p) - vj);
         for (int64_t q = child_begin[j]; q < child_begin[j + 1]; ++q) {
             const int64_t c = child[q];
-            im -= g[c] * (v[j] - v[c]);
+            im -= g[c] * (vj - lfp_v(snap, stride, pos, k, c));
         }
+        int64_t lo = 0, hi = n_stims;  // the first clamp at j
+        while (lo < hi) {
+            const int64_t m = lo + (hi - lo) / 2;
+            if (stims[m].node < j) lo = m + 1;
+            else hi = m;
+        }
+        const double t = tmid[k];
+        for (int64_t q = lo; q < n_stims && stims[q].node == j; ++q)
+            if (t < stims[q].del + stims[q].dur && t >= stims[q].del) im += stims[q].amp;
     }
-    imem[j] = im;
+    I[k * ncp + col[j]] = im;
 }
 
-/* the clamps, in the order given (one thread: a node may hold several) */
-__global__ void lfp_stims(const int64_t *__restrict__ node, const double *__restrict__ amp, int64_t n,
-                          const unsigned char *__restrict__ membrane, double *__restrict__ imem) {
-    for (int64_t q = 0; q < n; ++q)
-        if (membrane[node[q]]) imem[node[q]] += amp[q];
-}
-
-/* per cell: the currents into buffer column b and the dipole moment */
-__global__ void lfp_cells(const double *__restrict__ imem, const double *__restrict__ mid,
-                          const int64_t *__restrict__ off, int64_t n_cells, int32_t b, double *__restrict__ ibuf,
+/* per cell and sample: the dipole moment, over the cell's compartments in order */
+__global__ void lfp_cells(const double *__restrict__ I, int64_t ncp, const int64_t *__restrict__ col,
+                          const double *__restrict__ mid, const int64_t *__restrict__ off, int64_t n_cells,
                           double *__restrict__ pcell) {
     const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int64_t k = blockIdx.y;
     if (c >= n_cells) return;
     double P0 = 0.0, P1 = 0.0, P2 = 0.0;
     for (int64_t j = off[c]; j < off[c + 1]; ++j) {
-        const double im = imem[j];
-        ibuf[j * NS_LFP_BLOCK + b] = im;
+        const double im = I[k * ncp + col[j]];
         P0 += im * mid[3 * j], P1 += im * mid[3 * j + 1], P2 += im * mid[3 * j + 2];
     }
-    pcell[3 * c] = P0, pcell[3 * c + 1] = P1, pcell[3 * c + 2] = P2;
+    double *o = pcell + (k * n_cells + c) * 3;
+    o[0] = P0, o[1] = P1, o[2] = P2;
 }
 
-/* phi[b][e] = sum_j M[e][j] I[j][b]: one block per electrode, one pass over its row */
-__global__ void lfp_reduce(const double *__restrict__ M, const double *__restrict__ I, int64_t n, int64_t n_el,
-                           int32_t nb, double *__restrict__ phi) {
-    __shared__ double red[THREADS];
-    const int64_t e = blockIdx.x;
-    double acc[NS_LFP_BLOCK];
-#pragma unroll
-    for (int b = 0; b < NS_LFP_BLOCK; ++b) acc[b] = 0.0;
-    const double *m = M + e * n;
-    for (int64_t j = threadIdx.x; j < n; j += THREADS) {
-        const double mj = m[j];
-        const double *ij = I + j * NS_LFP_BLOCK;
-#pragma unroll
-        for (int b = 0; b < NS_LFP_BLOCK; ++b)
-            if (b < nb) acc[b] += mj * ij[b];
+/* the slices' partial sums: per population in slice order, then over the populations in order */
+__global__ void lfp_sum(const double *__restrict__ partial, int64_t R, int64_t rows, int32_t nb,
+                        const int64_t *__restrict__ pop_slice, int32_t n_pop, int64_t n_el, double *__restrict__ tot,
+                        double *__restrict__ pop) {
+    const int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int64_t k = blockIdx.y;
+    if (r >= R || k >= nb) return;
+    double total = 0.0;
+    for (int32_t p = 0; p < n_pop; ++p) {
+        double s = 0.0;
+        for (int64_t q = pop_slice[p]; q < pop_slice[p + 1]; ++q) s += partial[(q * rows + k) * R + r];
+        if (pop && r < n_el) pop[(k * n_pop + p) * n_el + r] = s;
+        total += s;
     }
-#pragma unroll
-    for (int b = 0; b < NS_LFP_BLOCK; ++b) {
-        if (b >= nb) break;
-        red[threadIdx.x] = acc[b];
-        __syncthreads();
-        for (int s = THREADS / 2; s > 0; s >>= 1) {
-            if ((int)threadIdx.x < s) red[threadIdx.x] += red[threadIdx.x + s];
-            __syncthreads();
+    tot[k * R + r] = total;
+}
+
+/* the last sample's currents in Flat order */
+__global__ void lfp_last(const double *__restrict__ I, const int64_t *__restrict__ col, int64_t n,
+                         double *__restrict__ out) {
+    const int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (j < n) out[j] = I[col[j]];
+}
+
+/* TILES: the coefficients of columns [col0, col0 + rows_t) (the rows of A, lda rows_t) as
+ * ns_lfp_row computes them, and the dipole's rows (the midpoints) */
+__global__ void lfp_tile(const double *__restrict__ seg, int64_t n, const unsigned char *__restrict__ point,
+                         const unsigned char *__restrict__ membrane, const double *__restrict__ mid,
+                         const int64_t *__restrict__ comp_of_col, int64_t col0, int64_t rows_t,
+                         const double *__restrict__ pts, const int64_t *__restrict__ pt_begin, int64_t n_el, int64_t R,
+                         double sigma, double *__restrict__ A) {
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= rows_t) return;
+    const int64_t j = comp_of_col[col0 + i];
+    for (int64_t r = blockIdx.y; r < R; r += gridDim.y) {
+        double a = 0.0;
+        if (j >= 0 && r >= n_el) {
+            a = mid[3 * j + (r - n_el)];
+        } else if (j >= 0 && membrane[j]) {
+            const int64_t q0 = pt_begin[r], q1 = pt_begin[r + 1];
+            const double scale = 1.0 / (4.0 * M_PI * sigma * (double)(q1 - q0));
+            double acc = 0.0;
+            for (int64_t q = q0; q < q1; ++q)
+                acc += ns_lfp_kernel(seg + 3 * j, seg + 3 * n + 3 * j, .5 * seg[6 * n + j], pts + 3 * q, point[j]);
+            a = acc * scale;
         }
-        if (threadIdx.x == 0) phi[(int64_t)b * n_el + e] = red[0];
-        __syncthreads();
+        A[r * rows_t + i] = a;
     }
 }
-
-static unsigned grid(int64_t n) { return (unsigned)((n + THREADS - 1) / THREADS); }
 
 extern "C" void ns_lfp_gpu_destroy(lfp_gpu *G) {
     if (!G) return;
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(G->device);
-    void *p[] = {G->M, G->g, G->mid, G->v, G->imem, G->ibuf, G->phi, G->pcell, G->stim_amp, G->parent,
-                 G->child_begin, G->child, G->cell_offset, G->stim_node, G->membrane};
+    void *p[] = {G->A,    G->I,     G->partial,     G->tot,   G->pop,         G->snap,  G->g,
+                 G->mid,  G->pcell, G->tmid,        G->imem,  G->parent,      G->child_begin,
+                 G->child, G->cell_offset, G->pos,  G->col,   G->pop_slice,   G->membrane, G->stims,
+                 G->seg,  G->pts,   G->pt_begin,    G->comp_of_col, G->point};
     for (size_t k = 0; k < sizeof p / sizeof *p; ++k) cudaFree(p[k]);
+    if (G->handle) G->blas->Destroy(G->handle);
     if (G->stream) cudaStreamDestroy(G->stream);
     ns_cuda_restore_device(caller);
     free(G);
@@ -120,18 +179,106 @@ template <typename T> static ns_status upload(T **dst, const T *src, int64_t n) 
     return NS_OK;
 }
 
-extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, lfp_gpu **out) {
-    *out = NULL;
-    lfp_gpu *G = (lfp_gpu *)calloc(1, sizeof *G);
-    if (!G) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: GPU state");
-    G->device = device;
-    G->n_el = geo->n_el, G->n_comp = geo->n_comp, G->n_cells = geo->n_cells;
-    const int caller = ns_cuda_save_device();
-    ns_cuda_restore_device(device);
-    const int64_t n = geo->n_comp;
-    ns_status st = ns_cuda_status(cudaStreamCreateWithFlags(&G->stream, cudaStreamNonBlocking), "cudaStreamCreate",
-                                  __FILE__, __LINE__);
-    if (st == NS_OK) st = upload(&G->M, geo->M, geo->n_el * n);
+static ns_status blas_status(cublasStatus_t s, const ns_cublas_api *blas, const char *what) {
+    if (s == CUBLAS_STATUS_SUCCESS) return NS_OK;
+    return ns_fail(s == CUBLAS_STATUS_ALLOC_FAILED ? NS_ERR_DEVICE_MEMORY : NS_ERR_INTERNAL, "LFP: %s: %s", what,
+                   blas->GetStatusString(s));
+}
+
+/* The compartments' columns: populations in order, each cut into slices of
+ * G->slice (the last one padded); pop_slice (host, n_pop + 1) the first
+ * slice of each population. */
+static ns_status columns(lfp_gpu *G, const lfp_gpu_geometry *geo, int64_t *col, int64_t *pop_slice) {
+    /* the row of I (and of A) of each compartment */
+    const int32_t P = G->n_pop;
+    int64_t *size = (int64_t *)calloc((size_t)P, sizeof *size);
+    if (!size) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: populations");
+    for (int64_t c = 0; c < geo->n_cells; ++c)
+        size[geo->pop ? geo->pop[c] : 0] += geo->cell_offset[c + 1] - geo->cell_offset[c];
+    int64_t smallest = geo->n_comp;
+    for (int32_t p = 0; p < P; ++p)
+        if (size[p] > 0 && size[p] < smallest) smallest = size[p];
+    int64_t slice = (geo->n_comp + SLICES - 1) / SLICES;
+    if (slice > smallest) slice = smallest;
+    slice = (slice + SLICE_ALIGN - 1) / SLICE_ALIGN * SLICE_ALIGN;
+    if (slice < SLICE_ALIGN) slice = SLICE_ALIGN;
+    G->slice = slice;
+    /* the next free column of each population */
+    int64_t at = 0;
+    pop_slice[0] = 0;
+    for (int32_t p = 0; p < P; ++p) {
+        const int64_t s = (size[p] + slice - 1) / slice;
+        pop_slice[p + 1] = pop_slice[p] + s;
+        size[p] = at;
+        at += s * slice;
+    }
+    G->ncp = at > 0 ? at : slice;
+    G->n_slices = G->ncp / slice;
+    if (pop_slice[P] == 0) pop_slice[P] = 1; /* no compartments: one empty slice */
+    for (int64_t c = 0; c < geo->n_cells; ++c) {
+        int64_t *next = &size[geo->pop ? geo->pop[c] : 0];
+        for (int64_t j = geo->cell_offset[c]; j < geo->cell_offset[c + 1]; ++j) col[j] = (*next)++;
+    }
+    free(size);
+    return NS_OK;
+}
+
+static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
+    const int64_t n = geo->n_comp, R = G->R;
+    NS_CUDA_TRY(cudaStreamCreateWithFlags(&G->stream, cudaStreamNonBlocking));
+    ns_status st = ns_cublas_load(&G->blas);
+    if (st != NS_OK) return st;
+    if ((st = blas_status(G->blas->Create(&G->handle), G->blas, "cublasCreate")) != NS_OK) return st;
+    if ((st = blas_status(G->blas->SetStream(G->handle, G->stream), G->blas, "cublasSetStream")) != NS_OK) return st;
+    int64_t *col = (int64_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof *col);
+    int64_t *pop_slice = (int64_t *)malloc(((size_t)G->n_pop + 1) * sizeof *pop_slice);
+    double *A = NULL;
+    if (!col || !pop_slice) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld compartments", (long long)n);
+    if (st == NS_OK) st = columns(G, geo, col, pop_slice);
+    const int64_t ncp = G->ncp;
+    if (st == NS_OK && ncp > 2147483647)
+        st = ns_fail(NS_ERR_SIZE, "LFP: %lld compartments on the GPU (at most 2^31)", (long long)ncp);
+    if (st == NS_OK && G->tiles) { /* the segments, the points and each column's compartment */
+        const int64_t tb = geo->tile_bytes > 0 ? geo->tile_bytes : TILE_BYTES;
+        G->tile_slices = tb / (G->slice * R * 8);
+        if (G->tile_slices < 1) G->tile_slices = 1;
+        if (G->tile_slices > G->n_slices) G->tile_slices = G->n_slices;
+        int64_t *of = (int64_t *)malloc((size_t)ncp * sizeof *of);
+        if (!of) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld columns", (long long)ncp);
+        for (int64_t c = 0; st == NS_OK && c < ncp; ++c) of[c] = -1;
+        for (int64_t j = 0; st == NS_OK && j < n; ++j) of[col[j]] = j;
+        if (st == NS_OK) st = upload(&G->comp_of_col, of, ncp);
+        free(of);
+        if (st == NS_OK) st = upload<double>(&G->seg, NULL, 7 * n);
+        if (st == NS_OK && n > 0) {
+            st = ns_cuda_status(cudaMemcpy(G->seg, geo->start, 3 * (size_t)n * sizeof(double), cudaMemcpyHostToDevice),
+                                "cudaMemcpy", __FILE__, __LINE__);
+            if (st == NS_OK)
+                st = ns_cuda_status(cudaMemcpy(G->seg + 3 * n, geo->end, 3 * (size_t)n * sizeof(double),
+                                               cudaMemcpyHostToDevice), "cudaMemcpy", __FILE__, __LINE__);
+            if (st == NS_OK)
+                st = ns_cuda_status(cudaMemcpy(G->seg + 6 * n, geo->diam, (size_t)n * sizeof(double),
+                                               cudaMemcpyHostToDevice), "cudaMemcpy", __FILE__, __LINE__);
+        }
+        if (st == NS_OK) st = upload(&G->point, geo->point, n);
+        if (st == NS_OK) st = upload(&G->pt_begin, geo->pt_begin, G->n_el + 1);
+        if (st == NS_OK) st = upload(&G->pts, geo->pts, 3 * geo->pt_begin[G->n_el]);
+        if (st == NS_OK) st = upload<double>(&G->A, NULL, G->tile_slices * G->slice * R);
+    }
+    /* DENSE: the coefficients column by column, one electrode (or dipole axis) at a time through the host */
+    if (st == NS_OK && !G->tiles) st = upload<double>(&G->A, NULL, ncp * R);
+    if (st == NS_OK && !G->tiles && !(A = (double *)calloc((size_t)ncp, sizeof *A)))
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld compartments", (long long)ncp);
+    for (int64_t r = 0; st == NS_OK && !G->tiles && r < R; ++r) {
+        for (int64_t j = 0; j < n; ++j) A[col[j]] = r < G->n_el ? geo->M[r * n + j] : geo->mid[3 * j + (r - G->n_el)];
+        st = ns_cuda_status(cudaMemcpy(G->A + r * ncp, A, (size_t)ncp * sizeof *A, cudaMemcpyHostToDevice),
+                            "cudaMemcpy", __FILE__, __LINE__);
+    }
+    free(A);
+    if (st == NS_OK) st = upload(&G->col, col, n);
+    if (st == NS_OK) st = upload(&G->pop_slice, pop_slice, (int64_t)G->n_pop + 1);
+    free(col);
+    free(pop_slice);
     if (st == NS_OK) st = upload(&G->g, geo->g, n);
     if (st == NS_OK) st = upload(&G->mid, geo->mid, 3 * n);
     if (st == NS_OK) st = upload(&G->parent, geo->parent, n);
@@ -139,11 +286,47 @@ extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, 
     if (st == NS_OK) st = upload(&G->child, geo->child, geo->child_begin[n]);
     if (st == NS_OK) st = upload(&G->membrane, geo->membrane, n);
     if (st == NS_OK) st = upload(&G->cell_offset, geo->cell_offset, geo->n_cells + 1);
-    if (st == NS_OK) st = upload<double>(&G->v, NULL, n);
+    if (st == NS_OK) st = upload(&G->pos, geo->pos, n);
     if (st == NS_OK) st = upload<double>(&G->imem, NULL, n);
-    if (st == NS_OK) st = upload<double>(&G->ibuf, NULL, n * NS_LFP_BLOCK);
-    if (st == NS_OK) st = upload<double>(&G->phi, NULL, geo->n_el * NS_LFP_BLOCK);
-    if (st == NS_OK) st = upload<double>(&G->pcell, NULL, 3 * geo->n_cells);
+    if (st != NS_OK) return st;
+    /* the samples buffered: as asked, else what a quarter of the free memory holds (at most MAX_ROWS) */
+    const int64_t per = 8 * (G->stride + ncp + G->n_slices * R + R + (int64_t)G->n_pop * G->n_el + 1 +
+                             (G->per_cell ? 3 * G->n_cells : 0));
+    int64_t rows = geo->rows;
+    if (rows <= 0) {
+        size_t free_b = 0, total_b = 0;
+        NS_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+        rows = (int64_t)(free_b / 4) / per;
+        if (rows > MAX_ROWS) rows = MAX_ROWS;
+        if (rows < 1)
+            return ns_fail(NS_ERR_DEVICE_MEMORY, "LFP: one sample's buffers need %.3g GB of GPU memory, %.3g GB are free",
+                           (double)per * 1e-9, (double)free_b * 1e-9);
+    }
+    G->rows = rows;
+    if ((st = upload<double>(&G->snap, NULL, rows * G->stride)) != NS_OK) return st;
+    if ((st = upload<double>(&G->I, NULL, ncp * rows)) != NS_OK) return st;
+    NS_CUDA_TRY(cudaMemset(G->I, 0, (size_t)ncp * (size_t)rows * sizeof(double))); /* the padding stays 0 */
+    if ((st = upload<double>(&G->partial, NULL, G->n_slices * rows * R)) != NS_OK) return st;
+    if ((st = upload<double>(&G->tot, NULL, rows * R)) != NS_OK) return st;
+    if (geo->pop && (st = upload<double>(&G->pop, NULL, rows * G->n_pop * G->n_el)) != NS_OK) return st;
+    if (G->per_cell && (st = upload<double>(&G->pcell, NULL, rows * G->n_cells * 3)) != NS_OK) return st;
+    return upload<double>(&G->tmid, NULL, rows);
+}
+
+extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, lfp_gpu **out) {
+    *out = NULL;
+    lfp_gpu *G = (lfp_gpu *)calloc(1, sizeof *G);
+    if (!G) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: GPU state");
+    G->device = device;
+    G->n_el = geo->n_el, G->n_comp = geo->n_comp, G->n_cells = geo->n_cells, G->R = geo->n_el + 3;
+    G->stride = geo->stride;
+    G->n_pop = geo->n_pop > 0 ? geo->n_pop : 1;
+    G->per_cell = geo->per_cell_dipoles;
+    G->tiles = geo->tiles;
+    G->sigma = geo->sigma;
+    const int caller = ns_cuda_save_device();
+    ns_cuda_restore_device(device);
+    const ns_status st = create(G, geo);
     ns_cuda_restore_device(caller);
     if (st != NS_OK) {
         ns_error_prefix("LFP: coefficients on the GPU");
@@ -154,73 +337,112 @@ extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, 
     return NS_OK;
 }
 
-static ns_status sample(lfp_gpu *G, ns_sim_t *sim, const int64_t *stim_node, const double *stim_amp, int64_t n_stims,
-                        int32_t b, double *pcell, double *imem) {
-    const int64_t parts = ns_sim_state_parts(sim);
-    for (int64_t k = 0; k < parts; ++k) {
-        ns_sim_part p;
-        ns_status st = ns_sim_state_part(sim, k, &p);
-        if (st != NS_OK) return st;
-        if (p.device != G->device)
-            return ns_fail(NS_ERR_INTERNAL, "LFP: state part %lld on device %d, the probe's on %d", (long long)k,
-                           (int)p.device, G->device);
-        if (p.size > 0) lfp_scatter<<<grid(p.size), THREADS, 0, G->stream>>>(p.v, p.flat_of, p.size, G->v);
+extern "C" double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows) {
+    *rows = G->rows;
+    return G->snap;
+}
+
+static ns_status reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_stim *stims, int64_t n_stims,
+                        double *tot, double *pop, double *pcell, double *imem) {
+    const int64_t n = G->n_comp, R = G->R, ncp = G->ncp;
+    if (n_stims > G->stim_cap) {
+        cudaFree(G->stims);
+        G->stims = NULL, G->stim_cap = 0;
+        NS_CUDA_TRY(cudaMalloc((void **)&G->stims, (size_t)n_stims * sizeof *G->stims));
+        G->stim_cap = n_stims;
     }
-    const int64_t n = G->n_comp;
-    lfp_currents<<<grid(n), THREADS, 0, G->stream>>>(G->v, G->g, G->parent, G->child_begin, G->child, G->membrane, n,
-                                                      G->imem);
-    if (n_stims > 0) {
-        if (n_stims > G->stim_cap) {
-            cudaFree(G->stim_node);
-            cudaFree(G->stim_amp);
-            G->stim_node = NULL, G->stim_amp = NULL, G->stim_cap = 0;
-            NS_CUDA_TRY(cudaMalloc((void **)&G->stim_node, (size_t)n_stims * sizeof(int64_t)));
-            NS_CUDA_TRY(cudaMalloc((void **)&G->stim_amp, (size_t)n_stims * sizeof(double)));
-            G->stim_cap = n_stims;
+    if (n_stims > 0)
+        NS_CUDA_TRY(cudaMemcpyAsync(G->stims, stims, (size_t)n_stims * sizeof *stims, cudaMemcpyHostToDevice, G->stream));
+    NS_CUDA_TRY(cudaMemcpyAsync(G->tmid, tmid, (size_t)nb * sizeof *tmid, cudaMemcpyHostToDevice, G->stream));
+    if (n > 0)
+        lfp_currents<<<dim3(grid(n), (unsigned)nb), THREADS, 0, G->stream>>>(
+            G->snap, G->stride, G->pos, G->g, G->parent, G->child_begin, G->child, G->membrane, G->col, n, G->stims,
+            n_stims, G->tmid, ncp, G->I);
+    if (G->per_cell && G->n_cells > 0)
+        lfp_cells<<<dim3(grid(G->n_cells), (unsigned)nb), THREADS, 0, G->stream>>>(G->I, ncp, G->col, G->mid,
+                                                                                 G->cell_offset, G->n_cells, G->pcell);
+    NS_CUDA_TRY(cudaGetLastError());
+    /* partial[s] (R x nb, column-major) = A[slice s]^T I[slice s]: DENSE in one call, TILES a
+     * tile of slices at a time, its coefficients computed first (the stream orders the reuse) */
+    const double one = 1.0, zero = 0.0;
+    const int64_t per_tile = G->tiles ? G->tile_slices : G->n_slices;
+    for (int64_t s0 = 0; s0 < G->n_slices; s0 += per_tile) {
+        const int64_t ns = G->n_slices - s0 < per_tile ? G->n_slices - s0 : per_tile, rows_t = ns * G->slice;
+        const double *A = G->A + (G->tiles ? 0 : s0 * G->slice);
+        const int64_t lda = G->tiles ? rows_t : ncp;
+        if (G->tiles) {
+            lfp_tile<<<dim3(grid(rows_t), (unsigned)(R < MAX_GRID_Y ? R : MAX_GRID_Y)), THREADS, 0, G->stream>>>(
+                G->seg, n, G->point, G->membrane, G->mid, G->comp_of_col, s0 * G->slice, rows_t, G->pts, G->pt_begin,
+                G->n_el, R, G->sigma, G->A);
+            NS_CUDA_TRY(cudaGetLastError());
         }
-        NS_CUDA_TRY(cudaMemcpyAsync(G->stim_node, stim_node, (size_t)n_stims * sizeof(int64_t), cudaMemcpyHostToDevice,
-                                    G->stream));
-        NS_CUDA_TRY(cudaMemcpyAsync(G->stim_amp, stim_amp, (size_t)n_stims * sizeof(double), cudaMemcpyHostToDevice,
-                                    G->stream));
-        lfp_stims<<<1, 1, 0, G->stream>>>(G->stim_node, G->stim_amp, n_stims, G->membrane, G->imem);
+        ns_status st = blas_status(
+            G->blas->DgemmStridedBatched(G->handle, CUBLAS_OP_T, CUBLAS_OP_N, (int)R, nb, (int)G->slice, &one, A,
+                                         (int)lda, G->slice, G->I + s0 * G->slice, (int)ncp, G->slice, &zero,
+                                         G->partial + s0 * G->rows * R, (int)R, G->rows * R, (int)ns),
+            G->blas, "cublasDgemmStridedBatched");
+        if (st != NS_OK) return st;
     }
-    if (G->n_cells > 0)
-        lfp_cells<<<grid(G->n_cells), THREADS, 0, G->stream>>>(G->imem, G->mid, G->cell_offset, G->n_cells, b, G->ibuf,
-                                                               G->pcell);
+    lfp_sum<<<dim3(grid(R), (unsigned)nb), THREADS, 0, G->stream>>>(G->partial, R, G->rows, nb, G->pop_slice, G->n_pop,
+                                                                     G->n_el, G->tot, pop ? G->pop : NULL);
+    if (imem && n > 0) lfp_last<<<grid(n), THREADS, 0, G->stream>>>(G->I + (int64_t)(nb - 1) * ncp, G->col, n, G->imem);
     NS_CUDA_TRY(cudaGetLastError());
-    NS_CUDA_TRY(cudaMemcpyAsync(pcell, G->pcell, (size_t)G->n_cells * 3 * sizeof(double), cudaMemcpyDeviceToHost,
-                                G->stream));
-    if (imem)
+    NS_CUDA_TRY(cudaMemcpyAsync(tot, G->tot, (size_t)nb * (size_t)R * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
+    if (pop && G->pop)
+        NS_CUDA_TRY(cudaMemcpyAsync(pop, G->pop, (size_t)nb * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double),
+                                    cudaMemcpyDeviceToHost, G->stream));
+    if (pcell && G->pcell)
+        NS_CUDA_TRY(cudaMemcpyAsync(pcell, G->pcell, (size_t)nb * (size_t)G->n_cells * 3 * sizeof(double),
+                                    cudaMemcpyDeviceToHost, G->stream));
+    if (imem && n > 0)
         NS_CUDA_TRY(cudaMemcpyAsync(imem, G->imem, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
-    ns_status st = ns_sim_state_done(sim, G->stream); /* the next step waits for the reads */
-    if (st != NS_OK) return st;
-    NS_CUDA_TRY(cudaStreamSynchronize(G->stream));
+    NS_CUDA_TRY(cudaStreamSynchronize(G->stream)); /* the loop writes snap again */
     return NS_OK;
 }
 
-extern "C" ns_status ns_lfp_gpu_sample(lfp_gpu *G, ns_sim_t *sim, const int64_t *stim_node, const double *stim_amp,
-                                       int64_t n_stims, int32_t b, double *pcell, double *imem) {
-    const int caller = ns_cuda_save_device();
-    ns_cuda_restore_device(G->device);
-    const ns_status st = sample(G, sim, stim_node, stim_amp, n_stims, b, pcell, imem);
-    ns_cuda_restore_device(caller);
-    return st;
-}
-
-static ns_status flush(lfp_gpu *G, int32_t nb, double *phi) {
-    lfp_reduce<<<(unsigned)G->n_el, THREADS, 0, G->stream>>>(G->M, G->ibuf, G->n_comp, G->n_el, nb, G->phi);
-    NS_CUDA_TRY(cudaGetLastError());
-    NS_CUDA_TRY(cudaMemcpyAsync(phi, G->phi, (size_t)nb * (size_t)G->n_el * sizeof(double), cudaMemcpyDeviceToHost,
-                                G->stream));
-    NS_CUDA_TRY(cudaStreamSynchronize(G->stream));
-    return NS_OK;
-}
-
-extern "C" ns_status ns_lfp_gpu_flush(lfp_gpu *G, int32_t nb, double *phi) {
+extern "C" ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_stim *stims,
+                                       int64_t n_stims, double *tot, double *pop, double *pcell, double *imem) {
     if (nb <= 0) return NS_OK;
+    if (nb > G->rows) return ns_fail(NS_ERR_INTERNAL, "LFP: %d samples, the buffer holds %lld", (int)nb, (long long)G->rows);
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(G->device);
-    const ns_status st = flush(G, nb, phi);
+    const ns_status st = reduce(G, nb, tmid, stims, n_stims, tot, pop, pcell, imem);
     ns_cuda_restore_device(caller);
     return st;
+}
+
+extern "C" ns_status ns_lfp_gpu_positions(ns_sim_t *sim, int64_t *pos, int64_t *stride) {
+    const int64_t parts = ns_sim_state_parts(sim);
+    int64_t off = 0, cap = 0;
+    int64_t *flat = NULL;
+    ns_status st = NS_OK;
+    for (int64_t k = 0; st == NS_OK && k < parts; ++k) {
+        ns_sim_part p;
+        if ((st = ns_sim_state_part(sim, k, &p)) != NS_OK) break;
+        if (p.size > cap) {
+            free(flat);
+            cap = p.size;
+            if (!(flat = (int64_t *)malloc((size_t)cap * sizeof *flat))) {
+                st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld state positions", (long long)cap);
+                break;
+            }
+        }
+        if (p.size > 0)
+            st = ns_cuda_status(cudaMemcpy(flat, p.flat_of, (size_t)p.size * sizeof *flat, cudaMemcpyDeviceToHost),
+                                "cudaMemcpy", __FILE__, __LINE__);
+        for (int64_t q = 0; st == NS_OK && q < p.size; ++q) pos[flat[q]] = off + q;
+        off += p.size;
+    }
+    free(flat);
+    *stride = off;
+    return st;
+}
+
+extern "C" int64_t ns_lfp_gpu_free_bytes(int device) {
+    const int caller = ns_cuda_save_device();
+    ns_cuda_restore_device(device);
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) free_b = 0;
+    ns_cuda_restore_device(caller);
+    return (int64_t)free_b;
 }

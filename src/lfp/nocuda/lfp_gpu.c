@@ -8,12 +8,22 @@ ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, lfp_gpu **o
     return ns_fail(NS_ERR_UNSUPPORTED, "LFP: this build has no CUDA");
 }
 void ns_lfp_gpu_destroy(lfp_gpu *G) { (void)G; }
-ns_status ns_lfp_gpu_sample(lfp_gpu *G, ns_sim_t *sim, const int64_t *stim_node, const double *stim_amp,
-                            int64_t n_stims, int32_t b, double *pcell, double *imem) {
-    (void)G, (void)sim, (void)stim_node, (void)stim_amp, (void)n_stims, (void)b, (void)pcell, (void)imem;
+ns_status ns_lfp_gpu_positions(ns_sim_t *sim, int64_t *pos, int64_t *stride) {
+    (void)sim, (void)pos;
+    *stride = 0;
     return ns_fail(NS_ERR_UNSUPPORTED, "LFP: this build has no CUDA");
 }
-ns_status ns_lfp_gpu_flush(lfp_gpu *G, int32_t nb, double *phi) {
-    (void)G, (void)nb, (void)phi;
+double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows) {
+    (void)G;
+    *rows = 0;
+    return NULL;
+}
+ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_stim *stims, int64_t n_stims,
+                            double *tot, double *pop, double *pcell, double *imem) {
+    (void)G, (void)nb, (void)tmid, (void)stims, (void)n_stims, (void)tot, (void)pop, (void)pcell, (void)imem;
     return ns_fail(NS_ERR_UNSUPPORTED, "LFP: this build has no CUDA");
+}
+int64_t ns_lfp_gpu_free_bytes(int device) {
+    (void)device;
+    return 0;
 }

@@ -367,6 +367,14 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
                     row[g.rec_site[q]] = v[g.rec_node[q]];
             }
         }
+        if (g.snap && step % r.snap_every == 0) {  // the LFP's sample (sim_impl.h): every position
+            double *row = g.snap + (step / r.snap_every - r.snap_first) * r.snap_stride + g0;
+            for (int c = 0; c < nc; ++c) {
+                if (!(alive >> c & 1u)) continue;
+                const double *v = cell_view<kShared>(wbase, cs, n, c, g, c0 + c).v;
+                for (int p = lane; p < n; p += 32) row[c * n + p] = v[p];
+            }
+        }
     };
     const long long loop_steps = kModel ? r.steps - 1 : r.steps;
     long long k = 0;

@@ -756,10 +756,23 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
     /* a model: its mechanisms fused into the tree kernel, or per step (sim/cuda/fused.h) */
     const ns_sim_fused *fused = NULL;
     if (s->model && (sst = ns_sim_fused_pick(sim, s->fused, &fused)) != NS_OK) return sst;
+    /* the LFP inside the loop (sim_impl.h's snap): every group's positions from their sum before it */
+    if (sim->snap) {
+        int64_t total = 0;
+        for (int32_t k = 0; k < s->n_groups; ++k) total += (int64_t)state_size(&s->groups[k]);
+        if (total != sim->snap_stride)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                           "LFP: the simulation's state has %lld positions, the probe was made for %lld (its cells "
+                           "were regrouped at ns_sim_init: create the probe after ns_sim_init)",
+                           (long long)total, (long long)sim->snap_stride);
+    }
     int64_t step0 = sim->steps;
     double t0 = sim->t;
     while (steps > 0) {
-        const int64_t part = steps < PART_STEPS ? steps : PART_STEPS;
+        int64_t part = steps < PART_STEPS ? steps : PART_STEPS;
+        const int64_t snap_first = sim->snap ? step0 / sim->sample_every + 1 : 0;
+        if (sim->snap && (snap_first + sim->snap_rows - 1) * sim->sample_every - step0 < part)
+            part = (snap_first + sim->snap_rows - 1) * sim->sample_every - step0; /* the buffer's rows */
         const int64_t first_sample = step0 / every + 1;
         const int64_t rows = (step0 + part) / every - step0 / every;
         if (sim->n_recs > 0 && rows > s->trace_rows) {
@@ -794,9 +807,15 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         run.spike_cap = SPIKE_CAP;
         run.table = s->table;
         run.regions = s->regions;
+        run.snap_every = sim->snap ? sim->sample_every : 1;
+        run.snap_first = snap_first;
+        run.snap_stride = sim->snap_stride;
+        int64_t snap_at = 0;
         for (int32_t k = 0; k < s->n_groups; ++k) {
             s->groups[k].g.traces = s->traces;
             s->groups[k].g.fault = s->fault + k;
+            s->groups[k].g.snap = sim->snap ? sim->snap + snap_at : NULL;
+            snap_at += (int64_t)state_size(&s->groups[k]);
             const gpu_group *gr = &s->groups[k];
             cudaStream_t stream = s->streams[k % s->n_streams];
             if (gr->tree && fused) {
@@ -911,6 +930,10 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
                     break;
                 }
             return NS_OK;
+        }
+        if (sim->snap) { /* the launch's LFP samples (src/lfp/cuda) */
+            const ns_status fst = sim->sample_flush(sim, sim->sample_ctx, step0, t0, part);
+            if (fst != NS_OK) return fst;
         }
         for (int64_t k = 0; k < part; ++k) t0 = ns_sim_half_step(ns_sim_half_step(t0, sim->params.dt), sim->params.dt);
         step0 += part;

@@ -53,6 +53,8 @@ typedef struct ns_sim_gpu_group {
     int32_t *spike_count;        /* cells */
     double *spike_t;             /* cells x spike_cap */
     unsigned long long *fault;   /* one key */
+    double *snap;                /* NULL, or the LFP's v of every state position (sim_impl.h's snap, from
+                                    this group's first position): rows of run.snap_stride */
 } ns_sim_gpu_group;
 
 typedef struct ns_sim_gpu_run {
@@ -71,6 +73,8 @@ typedef struct ns_sim_gpu_run {
     int preassembled;           /* 1: rhs and d hold the mechanisms' currents (phase A loads them) */
     int continued;              /* 1: spike counts go on from the group's spike_count */
     int64_t k0;                 /* steps of the part before this launch (fault keys) */
+    /* group.snap: v after every snap_every-th step into row step / snap_every - snap_first */
+    int64_t snap_every, snap_first, snap_stride;
 } ns_sim_gpu_run;
 
 

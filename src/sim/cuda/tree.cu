@@ -389,9 +389,13 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
         const unsigned long long key_now = *(volatile unsigned long long *)bad;
         const int check = key_now != NS_CONTRACT_PIVOT_NONE || (step % r.check) == 0 || k == r.steps - 1;
         // D: v, the fault check, gates
+        double *snap = g.snap && step % r.snap_every == 0
+                           ? g.snap + (step / r.snap_every - r.snap_first) * r.snap_stride + base
+                           : nullptr;  // the LFP's sample (sim_impl.h)
         for (int32_t i = tid; i < N; i += nt) {
             const double vi = v[i] + tm.ld(rhs + i);
             v[i] = vi;
+            if (snap) snap[i] = vi;
             if (check && !isfinite(vi)) *(volatile int *)stop = 1;
             if (FUSED) {
                 fused_states(fz, base + i, vi, last, tm_half + .5 * dt, dt);

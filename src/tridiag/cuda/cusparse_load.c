@@ -3,11 +3,10 @@
  * driver is, and only the cusparse-* methods need libcusparse.so.12 (the CUDA toolkit's, or the
  * nvidia-cusparse wheel's, found by the dynamic loader's search: its own cache and paths, an
  * already loaded copy; then the build's toolkit directory). */
-#define _POSIX_C_SOURCE 200809L
-#include <dlfcn.h>
 #include <pthread.h>
-#include <string.h>
+#include <stdio.h>
 
+#include "core/dl.h"
 #include "tridiag/cuda/cusparse_check.h"
 
 static ns_cusparse_api api;
@@ -21,17 +20,7 @@ static void load(void) {
 #endif
     /* the loader's search, then the toolkit this library was built with */
     static const char *const names[] = {"libcusparse.so.12", "libcusparse.so", NS_CUDA_LIBRARY_DIR "/libcusparse.so.12"};
-    void *h = NULL;
-    for (size_t i = 0; !h && i < sizeof names / sizeof *names; ++i) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(why, sizeof why, "%s", e ? e : "libcusparse.so.12: not found");
-        return;
-    }
-    static const struct {
-        const char *name;
-        size_t offset;
-    } syms[] = {
+    static const ns_dl_sym syms[] = {
 #define NS_SYM(f) {"cusparse" #f, offsetof(ns_cusparse_api, f)}
         NS_SYM(Create), NS_SYM(Destroy), NS_SYM(SetStream), NS_SYM(GetErrorName), NS_SYM(GetErrorString),
         NS_SYM(Sgtsv2StridedBatch_bufferSizeExt), NS_SYM(Dgtsv2StridedBatch_bufferSizeExt),
@@ -40,16 +29,7 @@ static void load(void) {
         NS_SYM(DgtsvInterleavedBatch),
 #undef NS_SYM
     };
-    for (size_t i = 0; i < sizeof syms / sizeof *syms; ++i) {
-        void *f = dlsym(h, syms[i].name);
-        if (!f) {
-            snprintf(why, sizeof why, "libcusparse has no %s", syms[i].name);
-            dlclose(h);
-            return;
-        }
-        memcpy((char *)&api + syms[i].offset, &f, sizeof f);
-    }
-    loaded = 1; /* the handle stays open for the process */
+    loaded = ns_dl_table(names, sizeof names / sizeof *names, syms, sizeof syms / sizeof *syms, &api, why, sizeof why);
 }
 
 ns_status ns_cusparse_load(const ns_cusparse_api **out) {

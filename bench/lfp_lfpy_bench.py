@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""The LFP's cost and LFPy 2.3 in the same run (issue 44; bench/README.md, "Extracellular potentials").
+
+usage: lfp_lfpy_bench.py [--cli build/neurosolve] [--morph data/morphologies/l5pc_bbp_axon.swc]
+                         [--cells 1000] [--tstop 10] [--probe data/probes/neuropixels_like.txt]
+                         [--every 1,10] [--backend cuda] [--lfpy-cells 4] [--storage auto] [--out FILE]
+
+1. neurosolve: `simulate MORPH --cells N --tstop T --no-progress --json --backend B` without a
+   probe and with `--probe PROBE --lfp-every K --lfp-storage S` for each K of --every; the run's wall_s (the
+   loop, sampling included) and the command's whole time (set-up and the coefficients
+   included), and the added run time with the probe.
+2. LFPy (on NEURON): the same cell (Import3d, nseg by the d_lambda rule 0.1 at 100 Hz, Ra 35.4,
+   cm 1, hh everywhere with NEURON's defaults, celsius 6.3, v_init -65, dt 0.025, the IClamp of
+   1.5e-4 nA per um^2 of membrane at soma(0.5) from 5 ms: `simulate`'s defaults) with a
+   RecExtElectrode of the probe's contacts (discs of LFPy's own points) sampled every step:
+   `Cell.simulate(probes=[electrode], rec_imem=True)` timed for --lfpy-cells cells one after the
+   other (LFPy simulates cells one at a time: its time is linear in the cells), scaled to N cells.
+3. Agreement: one cell through `simulate --cells 1 --backend cpu --probe PROBE --lfp-every 8`
+   against LFPy's potentials of the same cell at neurosolve's disc points (its Vogel spiral,
+   validation/lfp_reference.py's disc_points), relative to the largest potential.
+
+Prints one JSON object: the versions, each run's times, the ratios and the agreement.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "validation"))
+from lfp_reference import disc_points  # noqa: E402
+
+DT = 0.025
+AMP_PER_AREA = 1.5e-4  # [nA/um^2]: simulate's `auto` clamp
+DEL = 5.0
+
+
+def simulate(cli, args, extra):
+    cmd = [cli, "simulate", args.morph, "--tstop", str(args.tstop), "--no-progress", "--json"] + extra
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    total = time.perf_counter() - t0
+    out = json.loads(r.stdout)
+    r = {"command": " ".join(cmd), "wall_s": out["wall_s"], "total_s": total,
+         "compartments": out["compartments"], "steps": out["steps"]}
+    if "lfp_storage" in out:
+        r["lfp_storage"] = out["lfp_storage"]
+    return r
+
+
+def read_probe(path):
+    """(E, 8): x y z nx ny nz r n, as the probe file's format (docs/extracellular.md)."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.split("#")[0].replace(",", " ").split()
+            if not line:
+                continue
+            if line[0] == "line":
+                a, b, n = np.array(line[1:4], float), np.array(line[4:7], float), int(float(line[7]))
+                rows += [list(a + (b - a) * k / (n - 1)) + [0, 0, 0, 0, 1] for k in range(n)]
+                continue
+            v = [float(x) for x in line]
+            rows.append(v + [0, 0, 0, 0, 1] if len(v) == 3 else v + ([9] if len(v) == 7 else []))
+    return np.array(rows)
+
+
+def lfpy_cell(morph, tstop):
+    import LFPy
+    from neuron import h
+    cell = LFPy.Cell(morphology=morph, nsegs_method="lambda_f", lambda_f=100.0, d_lambda=0.1, Ra=35.4, cm=1.0,
+                     passive=False, v_init=-65.0, dt=DT, tstart=0.0, tstop=tstop, celsius=6.3,
+                     delete_sections=True)
+    for sec in cell.allseclist:
+        sec.insert("hh")
+    area = sum(seg.area() for sec in cell.allseclist for seg in sec)
+    soma = [s for s in cell.allseclist if s.name().startswith("soma")][0]
+    stim = h.IClamp(soma(0.5))
+    stim.delay, stim.dur, stim.amp = DEL, 90.0, round(AMP_PER_AREA * area, 3)
+    return cell, stim
+
+
+def lfpy_timing(args, probe):
+    import LFPy
+    per = []
+    disc = probe[:, 6] > 0
+    for _ in range(args.lfpy_cells):
+        cell, stim = lfpy_cell(args.morph, args.tstop)
+        kw = {}
+        if disc.all():
+            kw = dict(N=probe[:, 3:6], r=float(probe[0, 6]), n=int(probe[0, 7]), contact_shape="circle")
+        el = LFPy.RecExtElectrode(cell, sigma=0.3, x=probe[:, 0], y=probe[:, 1], z=probe[:, 2],
+                                  method="linesource", **kw)
+        t0 = time.perf_counter()
+        cell.simulate(probes=[el], rec_imem=True)
+        per.append(time.perf_counter() - t0)
+        del stim, el, cell
+    return per
+
+
+def agreement(args, probe, tmp):
+    """neurosolve's potentials of one cell (CPU) against LFPy's at the same points."""
+    import LFPy
+    out = os.path.join(tmp, "one")
+    subprocess.run([args.cli, "simulate", args.morph, "--cells", "1", "--tstop", str(args.tstop), "--backend", "cpu",
+                    "--no-progress", "--probe", args.probe, "--lfp-every", "8", "--out", out + "/"],
+                   check=True, capture_output=True, text=True)
+    ns = np.load(os.path.join(out, "lfp.npy"))  # t, then one column per contact
+    cell, stim = lfpy_cell(args.morph, args.tstop)
+    cell.simulate(rec_imem=True)
+    steps = np.arange(8, cell.imem.shape[1], 8)
+    pts, owner = [], []
+    for k, c in enumerate(probe):
+        p = disc_points(c[:3], c[3:6], c[6], int(c[7])) if c[6] > 0 else c[None, :3]
+        pts.append(p)
+        owner += [k] * len(p)
+    pts, owner = np.vstack(pts), np.array(owner)
+    el = LFPy.RecExtElectrode(cell, sigma=0.3, x=pts[:, 0], y=pts[:, 1], z=pts[:, 2], method="linesource")
+    phi_pts = el.get_transformation_matrix() @ cell.imem[:, steps]
+    phi = np.zeros((len(probe), len(steps)))
+    np.add.at(phi, owner, phi_pts)
+    phi /= np.bincount(owner)[:, None]
+    m = min(len(steps), ns.shape[0])
+    err = np.abs(ns[:m, 1:].T - phi[:, :m]).max() / np.abs(phi[:, :m]).max()
+    del stim
+    return {"samples": int(m), "largest_mV": float(np.abs(phi).max()), "relative_difference": float(err)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "neurosolve"))
+    ap.add_argument("--morph", default=os.path.join(ROOT, "data", "morphologies", "l5pc_bbp_axon.swc"))
+    ap.add_argument("--cells", type=int, default=1000)
+    ap.add_argument("--tstop", type=float, default=10.0)
+    ap.add_argument("--probe", default=os.path.join(ROOT, "data", "probes", "neuropixels_like.txt"))
+    ap.add_argument("--every", default="1,10")
+    ap.add_argument("--backend", default="cuda")
+    ap.add_argument("--lfpy-cells", type=int, default=4)
+    ap.add_argument("--storage", default="auto", help="simulate's --lfp-storage (auto, dense, tiles)")
+    ap.add_argument("--out", default=None, help="write the JSON here as well")
+    args = ap.parse_args()
+    probe = read_probe(args.probe)
+    base = ["--cells", str(args.cells), "--backend", args.backend]
+    res = {"morphology": os.path.basename(args.morph), "cells": args.cells, "contacts": len(probe),
+           "tstop_ms": args.tstop, "backend": args.backend}
+    res["without_probe"] = simulate(args.cli, args, base)
+    res["with_probe"] = {}
+    for k in args.every.split(","):
+        r = simulate(args.cli, args, base + ["--probe", args.probe, "--lfp-every", k, "--lfp-storage", args.storage])
+        r["added_run_time"] = r["wall_s"] / res["without_probe"]["wall_s"] - 1.0
+        res["with_probe"][k] = r
+    try:
+        import LFPy
+        import neuron
+        res["lfpy"] = {"version": LFPy.__version__, "neuron": neuron.__version__}
+    except ImportError as e:
+        res["lfpy"] = {"skipped": "LFPy is not installed (%s): pip install LFPy==2.3.7" % e}
+        print(json.dumps(res, indent=1))
+        return
+    per = lfpy_timing(args, probe)
+    one = float(np.median(per))
+    res["lfpy"].update({"cells_timed": len(per), "s_per_cell": per, "scaled_s": one * args.cells})
+    every1 = res["with_probe"].get("1")
+    if every1:
+        res["lfpy"]["x_slower_than_neurosolve_run"] = one * args.cells / every1["wall_s"]
+        res["lfpy"]["x_slower_than_neurosolve_total"] = one * args.cells / every1["total_s"]
+    tmp = tempfile.mkdtemp()
+    try:
+        res["agreement"] = agreement(args, probe, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    text = json.dumps(res, indent=1)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
