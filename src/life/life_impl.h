@@ -162,6 +162,9 @@ ns_status ns_life_sbbnnls(const ns_life_vec_ops *ops, const ns_life_fit_options 
  * engine's products; options->ridge is the absolute mu. */
 ns_status ns_life_group_fit(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,
                             double *history, ns_life_fit_result *result);
+/* The largest group's ||[M^T y - lambda]_+|| / sqrt|g| over the median of the groups (group.c):
+ * the G from which every group is zero. */
+ns_status ns_life_group_max(ns_life_engine_t *engine, const ns_life_fit_options *options, double *g_max);
 /* SBBNNLS on the CPU backend (fit_cpu.c). */
 ns_status ns_life_cpu_fit(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,
                           double *history, ns_life_fit_result *result);
