@@ -319,6 +319,7 @@ static void path_json(FILE *f, const char *dir, const ns_life_engine_t *e, const
     json_string(&j, "backend", ns_backend_name(ns_life_engine_backend(e)));
     json_string(&j, "mw_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)));
     json_string(&j, "mty_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)));
+    json_double(&j, "product_error_bound", ns_life_engine_error_bound(e));
     json_string(&j, "penalty", ns_life_penalty_name(po->penalty));
     json_double(&j, "lambda", po->penalty == NS_LIFE_PENALTY_L1 ? pt[r->chosen].value : fo->lambda);
     json_double(&j, "ridge", po->penalty == NS_LIFE_PENALTY_RIDGE ? pt[r->chosen].value : fo->ridge);
@@ -422,6 +423,9 @@ static int fit_path(const char *dir, ns_life_model_t *m, ns_life_engine_t *e, ns
                ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)),
                ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)), r.seconds, r.cv_seconds,
                (long long)r.updates);
+        if (ns_life_engine_error_bound(e) > 0)
+            printf("product error bound: %.2e relative (voxel-sh; the fit's rtolg %g)\n", ns_life_engine_error_bound(e),
+                   fo->rtol_gradient);
         printf("%14s %12s %10s %12s %9s %7s %8s\n", ns_life_penalty_name(po->penalty), "CV RMSE", "CV SE", "RMSE",
                "non-zero", "groups", "updates");
         for (int32_t k = 0; k < n; ++k)
@@ -568,6 +572,9 @@ static int fit(int argc, char **argv) {
     }
     ns_life_engine_t *e = NULL;
     const int auto_variants = o.mw_variant == NS_LIFE_AUTO || o.mty_variant == NS_LIFE_AUTO;
+    /* AUTO may run voxel-sh on the GPU when its error bound is below the fit's relative gradient
+     * tolerance (docs/life.md, "voxel-sh") */
+    o.tolerance = fo.rtol_gradient;
     s = ns_life_engine_create(m, &o, &e);
     if (s != NS_OK) {
         ns_life_fit_state_destroy(state);
@@ -637,6 +644,7 @@ static int fit(int argc, char **argv) {
             json_string(&j, "backend", ns_backend_name(ns_life_engine_backend(e)));
             json_string(&j, "mw_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)));
             json_string(&j, "mty_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)));
+            json_double(&j, "product_error_bound", ns_life_engine_error_bound(e));
             json_int(&j, "updates", r.updates);
             if (resumed_at >= 0) json_int(&j, "resumed_at_update", resumed_at);
             json_string(&j, "stop", ns_life_stop_name(r.stop));
@@ -668,6 +676,9 @@ static int fit(int argc, char **argv) {
                 printf("variant choice: the CPU rule (docs/life.md, Runtime selection)\n");
             else if (auto_variants)
                 printf("variant choice: timed (%.3f s of timing runs)\n", ns_life_engine_selection_seconds(e));
+            if (ns_life_engine_error_bound(e) > 0)
+                printf("product error bound: %.2e relative (voxel-sh; the fit's rtolg %g)\n", ns_life_engine_error_bound(e),
+                       fo.rtol_gradient);
             if (ns_life_engine_backend(e) == NS_BACKEND_CPU) printf("threads: %d\n", (int)ns_life_engine_threads(e));
             if (resumed_at >= 0) printf("resumed from %s after update %d\n", resume, (int)resumed_at);
             printf("objective %.9e, projected gradient %.3e (%.2e of its start), %lld of %d weights non-zero\n",

@@ -184,6 +184,11 @@ typedef struct ns_life_options {
                                     the device current on the calling thread at create; every call
                                     of the engine runs on it and restores the caller's device */
     size_t device_memory_limit;  /* [bytes]; 0 = what the device has free */
+    /* The relative product error the caller accepts (0 = the exact variants only, the default).
+     * On CUDA, AUTO then runs both products with voxel-sh when its error bound on this model
+     * (ns_life_engine_error_bound) is below it (ns_life_cuda_auto_variant); life fit passes
+     * the fit's relative gradient tolerance (rtol_gradient, 1e-3). */
+    double tolerance;
 } ns_life_options;
 
 NS_API void ns_life_options_init(ns_life_options *options);
@@ -212,6 +217,16 @@ NS_API double ns_life_engine_selection_seconds(const ns_life_engine_t *engine);
  * (docs/life.md, "Runtime selection"), so the choice, and the fit, do not
  * depend on the load of the machine. */
 NS_API ns_life_variant ns_life_cpu_auto_variant(ns_life_product product, int32_t n_voxels, int32_t n_atoms);
+/* AUTO's rule on CUDA, after the timing: voxel-sh when its error bound on the model is below the
+ * accepted tolerance (sh_bound < tolerance; sh_bound < 0: voxel-sh cannot serve the model), else
+ * the fastest exact variant `timed`. A pure function (tested without a GPU). */
+NS_API ns_life_variant ns_life_cuda_auto_variant(ns_life_variant timed, double sh_bound, double tolerance);
+/* The bound on the relative error of the engine's products against the exact float64 ones: 0 for
+ * the exact variants; for voxel-sh the fit's largest dictionary entry error relative to max |D|
+ * (sh_basis.c, at most 2^-16) plus 2^-20 for its float32 arithmetic (docs/life.md, "voxel-sh";
+ * measured product errors 1.2e-6 to 3.6e-6, bench/README.md 2.1e-6); -1 for the other
+ * reduced-precision variants (no bound is stated). */
+NS_API double ns_life_engine_error_bound(const ns_life_engine_t *engine);
 /* CPU threads the products and the solver use (0 for CUDA): options.threads
  * when > 0, else OpenMP's default capped by the processors this process may
  * use and by the work (one thread per 16,384 coefficients): never more
