@@ -67,6 +67,8 @@ static const char *const options_fit =
     "  --folds K          cross-validation folds of voxels (5; 0: none, the smallest value is kept)\n"
     "  --cv-rule R        1se (the largest value within one standard error of the least held-out\n"
     "                     RMSE; default) or min (the least)\n"
+    "  --cv-refit         judge each value by a refit without the penalty on the fibers it keeps\n"
+    "                     (relaxed): the criterion compares supports, not shrinkage\n"
     "  --plot FILE.png    with a path: where to draw its curve (OUT_path.png)\n"
     "  --ridge R          Tikhonov weight relative to ||M 1||^2 / fibers (0; 0.2 for pruning\n"
     "                     without a parcellation, docs/life.md)\n"
@@ -333,6 +335,7 @@ static void path_json(FILE *f, const char *dir, const ns_life_engine_t *e, const
     json_int(&j, "seed", (long long)po->seed);
     json_double(&j, "max_value", r->max_value);
     json_bool(&j, "warm_starts", !po->cold);
+    json_bool(&j, "cv_refit", po->refit);
     json_int(&j, "updates", r->updates);
     json_double(&j, "seconds", r->seconds);
     json_double(&j, "cv_seconds", r->cv_seconds);
@@ -498,6 +501,7 @@ static int fit(int argc, char **argv) {
             if (ns_life_penalty_from_name(v, &po.penalty) != NS_OK) return cli_usage_error("life fit", "%s", ns_last_error());
             penalty_given = 1, path_option = a, ++i;
         } else if (strcmp(a, "--folds") == 0) ok = cli_parse_long("life fit", a, v, 0, 100, &x), po.folds = (int32_t)x, path_option = a, ++i;
+        else if (strcmp(a, "--cv-refit") == 0) po.refit = 1, path_option = a;
         else if (strcmp(a, "--cv-rule") == 0 && v) {
             path_option = a;
             if (strcmp(v, "1se") == 0) po.rule = NS_LIFE_CV_ONE_SE;

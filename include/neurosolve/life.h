@@ -401,6 +401,10 @@ typedef struct ns_life_path_options {
     uint64_t seed;         /* (1) */
     ns_life_cv_rule rule;  /* (NS_LIFE_CV_ONE_SE) */
     int cold;              /* 1: every fit starts from the fit options' w0 (or 0): no warm starts (0) */
+    /* 1: a value's held-out error is that of a refit without the path's penalty on the fibers its
+     * fold fit kept (the relaxed lasso), so that the criterion compares the kept fibers, not the
+     * shrinkage of their weights; the weights returned stay the penalised full fit's (0) */
+    int refit;
     /* Called after every fit of the path (done of total fits); non-zero stops the path (the
      * result's `stopped`; no weights are written). */
     int (*progress)(int32_t done, int32_t total, void *context);

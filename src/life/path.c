@@ -230,11 +230,79 @@ typedef struct fold_ctx {
     int32_t k;
     double *err; /* K x n */
     ns_life_path_point *points;
+    ns_life_model_t *train;    /* the fold's training model (refit) */
+    const ns_life_options *eo; /* its engines' options (refit) */
+    double *wr;                /* n_fibers scratch (refit) */
 } fold_ctx;
+
+/* The relaxed refit (path option refit): the training model restricted to the fibers w keeps,
+ * fitted without the path's penalty (the other fit options as given) from w, mapped back into
+ * wr (0 elsewhere). */
+static ns_status refit(path_run *r, fold_ctx *c, const double *w, int32_t *updates) {
+    const ns_life_model_t *t = c->train;
+    const int32_t nf = t->n_fibers;
+    int32_t *map = malloc((size_t)nf * sizeof *map), nk = 0;
+    if (!map) return ns_fail(NS_ERR_OUT_OF_MEMORY, "refit (%d fibers)", (int)nf);
+    for (int32_t f = 0; f < nf; ++f) map[f] = w[f] > 0.0 ? nk++ : -1;
+    int64_t nc = 0;
+    for (int64_t q = 0; q < t->n_coeffs; ++q) nc += map[t->fiber[q]] >= 0;
+    memset(c->wr, 0, (size_t)nf * sizeof *c->wr);
+    ns_status s = NS_OK;
+    if (nk > 0 && nc > 0) {
+        ns_life_model_t *sub = NULL;
+        ns_life_engine_t *se = NULL;
+        double *x0 = NULL, *x = NULL;
+        int32_t *groups = NULL;
+        s = ns_life_model_create(t->n_theta, t->n_atoms, t->n_voxels, nk, nc, &sub);
+        if (s == NS_OK) {
+            memcpy(sub->D, t->D, (size_t)t->n_theta * t->n_atoms * sizeof *sub->D);
+            memcpy(sub->Y, t->Y, (size_t)t->n_theta * t->n_voxels * sizeof *sub->Y);
+            for (int64_t q = 0, i = 0; q < t->n_coeffs; ++q) {
+                const int32_t f = map[t->fiber[q]];
+                if (f < 0) continue;
+                sub->atom[i] = t->atom[q], sub->voxel[i] = t->voxel[q], sub->fiber[i] = f, sub->value[i] = t->value[q];
+                ++i;
+            }
+            s = ns_life_engine_create(sub, c->eo, &se);
+        }
+        x0 = malloc((size_t)nk * sizeof *x0), x = malloc((size_t)nk * sizeof *x);
+        if (s == NS_OK && (!x0 || !x)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "refit (%d fibers)", (int)nk);
+        if (s == NS_OK) {
+            ns_life_fit_options o = *r->fit;
+            *penalty_field(&o, r->po->penalty) = 0.0;
+            if (o.group > 0.0) { /* a fixed group penalty stays, on the kept fibers' groups */
+                groups = malloc((size_t)nk * sizeof *groups);
+                if (!groups) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "refit groups");
+                for (int32_t f = 0; s == NS_OK && f < nf; ++f)
+                    if (map[f] >= 0) groups[map[f]] = o.groups[f];
+                o.groups = groups;
+            }
+            for (int32_t f = 0; f < nf; ++f)
+                if (map[f] >= 0) x0[map[f]] = w[f];
+            o.w0 = x0;
+            ns_life_fit_result fr;
+            if (s == NS_OK) s = ns_life_fit(se, &o, x, NULL, &fr);
+            if (s == NS_OK) {
+                *updates += fr.updates;
+                for (int32_t f = 0; f < nf; ++f)
+                    if (map[f] >= 0) c->wr[f] = x[map[f]];
+            }
+        }
+        free(groups), free(x0), free(x);
+        ns_life_engine_destroy(se);
+        ns_life_model_destroy(sub);
+    }
+    free(map);
+    return s;
+}
 
 static ns_status after_fold(path_run *r, int32_t j, const double *w, const ns_life_fit_result *fr, void *ctx) {
     fold_ctx *c = ctx;
     c->points[j].cv_updates += fr->updates;
+    if (r->po->refit) {
+        TRY(refit(r, c, w, &c->points[j].cv_updates));
+        w = c->wr;
+    }
     return rmse(r, w, c->fold, c->k, &c->err[(int64_t)c->k * r->n + j]);
 }
 
@@ -344,7 +412,8 @@ ns_status ns_life_path(ns_life_engine_t *e, const ns_life_fit_options *fit, cons
     int32_t *fold = K ? malloc((size_t)m->n_voxels * sizeof *fold) : NULL;
     double *err = K ? malloc((size_t)K * n * sizeof *err) : NULL;
     r.pred = malloc((size_t)m->n_theta * m->n_voxels * sizeof *r.pred);
-    if (s == NS_OK && (!r.pred || (K && (!fold || !err))))
+    double *wr = K && po->refit ? malloc((size_t)m->n_fibers * sizeof *wr) : NULL;
+    if (s == NS_OK && (!r.pred || (K && (!fold || !err)) || (K && po->refit && !wr)))
         s = ns_fail(NS_ERR_OUT_OF_MEMORY, "path: %d voxels", (int)m->n_voxels);
     if (s == NS_OK && K) s = deal_folds(m->n_voxels, K, po->seed, fold);
     /* the folds: one training model and engine at a time, the full engine's backend and variants */
@@ -357,7 +426,7 @@ ns_status ns_life_path(ns_life_engine_t *e, const ns_life_fit_options *fit, cons
         ns_life_engine_t *te = NULL;
         s = fold_model(m, fold, k, &tm);
         if (s == NS_OK) s = ns_life_engine_create(tm, &eo, &te);
-        fold_ctx c = {fold, k, err, points};
+        fold_ctx c = {fold, k, err, points, tm, &eo, wr};
         const double share = tm ? (double)tm->n_voxels / m->n_voxels : 1.0;
         if (s == NS_OK) s = run_path(&r, te, share, after_fold, &c);
         ns_life_engine_destroy(te);
@@ -384,6 +453,7 @@ ns_status ns_life_path(ns_life_engine_t *e, const ns_life_fit_options *fit, cons
     free(values);
     free(fold);
     free(err);
+    free(wr);
     free(r.pred);
     return s;
 }

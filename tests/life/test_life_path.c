@@ -253,6 +253,24 @@ static void path(problem *p, ns_life_penalty pen) {
     CHECK_MSG(worst <= 5e-3 * scale, "%s: warm and cold weights differ by %g (max |w| %g)", name, worst, scale);
     CHECK_MSG(r.updates < rc.updates, "%s: warm starts take %lld updates, cold %lld", name, (long long)r.updates,
               (long long)rc.updates);
+    /* the relaxed criterion (refit without the penalty on each fold fit's kept fibers): it does
+     * not reward shrinkage, so it picks a value at least as large as the plain criterion */
+    if (pen != NS_LIFE_PENALTY_RIDGE) {
+        ns_life_path_options ro = po;
+        ro.cold = 0, ro.refit = 1;
+        ns_life_path_point rp[8];
+        CHECK_OK(ns_life_path(e, &fo, &ro, rp, w, NULL, &rc));
+        int kept[NG] = {0}, n_kept = 0;
+        for (int32_t f = 0; f < p->nf; ++f) kept[p->groups[f]] |= w[f] > 0;
+        for (int g = 0; g < NG; ++g) n_kept += kept[g];
+        printf("%s: refit criterion chose %d (%g; %lld non-zero, %d groups), minimum %d\n", name, (int)rc.chosen,
+               rp[rc.chosen].value, (long long)rp[rc.chosen].nonzero, n_kept, (int)rc.minimum);
+        for (int32_t j = 0; j < n; ++j) printf("   %10.4g  cv %.6f +- %.6f\n", rp[j].value, rp[j].cv_rmse, rp[j].cv_se);
+        CHECK(rp[rc.chosen].value >= pt[r.chosen].value);
+        CHECK(memcmp(w, all + (size_t)rc.chosen * p->nf, (size_t)p->nf * sizeof *w) == 0);
+        if (pen == NS_LIFE_PENALTY_GROUP)
+            for (int g = 0; g < NG; ++g) CHECK_MSG(kept[g] == (g < 3), "group, refit: group %d %s", g, kept[g] ? "kept" : "dropped");
+    }
     /* leave-one-voxel-out (K = voxels, no randomness) against the test's own fold models */
     if (pen == NS_LIFE_PENALTY_L1) {
         ns_life_path_options lo = po;
