@@ -60,6 +60,22 @@ static const char *const options_fit =
     "  --out FILE         weights as a float64 NPY vector (weights.npy)\n"
     "  --history FILE     objective after each update (default: OUT with _history)\n"
     "  --lambda L         ReAl-LiFE L1 weight (0)\n"
+    "  --lambda auto      a regularisation path, the value chosen by cross-validation (docs/life.md,\n"
+    "                     \"Choosing lambda\"): 8 values of --penalty's weight from its maximum down,\n"
+    "                     warm-started; writes OUT (the chosen value's weights), OUT_path.csv and\n"
+    "                     the sidecar OUT.json (the curve and the choice), and OUT_path.png with\n"
+    "                     matplotlib (without it a warning)\n"
+    "  --lambda A,B,...   the same over the values given (in --penalty's units)\n"
+    "  --lambda-path N    --lambda auto with N values (>= 2)\n"
+    "  --penalty P        the weight the path varies: group (G, needs groups; the default when\n"
+    "                     MODEL/groups.npy or --groups exists), ridge (R; the default otherwise) or\n"
+    "                     lambda (L1); the other weights (--ridge, --lambda L) stay fixed\n"
+    "  --folds K          cross-validation folds of voxels (5; 0: none, the smallest value is kept)\n"
+    "  --cv-rule R        1se (the largest value within one standard error of the least held-out\n"
+    "                     RMSE; default) or min (the least)\n"
+    "  --cv-refit         judge each value by a refit without the penalty on the fibers it keeps\n"
+    "                     (relaxed): the criterion compares supports, not shrinkage\n"
+    "  --plot FILE.png    with a path: where to draw its curve (OUT_path.png)\n"
     "  --ridge R          Tikhonov weight relative to ||M 1||^2 / fibers (0; 0.2 for pruning\n"
     "                     without a parcellation, docs/life.md)\n"
     "  --group G          COMMIT2-style group sparsity: + G x (median group gradient norm at 0) x\n"
@@ -282,6 +298,170 @@ static int load_groups(const char *dir, const char *path, ns_life_model_t *m, in
     return 0;
 }
 
+/* A path's fits stop at SIGINT/SIGTERM (the path then stops too). */
+static int interrupted_only(int32_t it, double f, int64_t nnz, void *ctx) {
+    (void)it, (void)f, (void)nnz, (void)ctx;
+    return cli_interrupted();
+}
+
+/* After each fit of a path: stop on a signal; with a terminal, a bar of the fits done. */
+static int show_path(int32_t done, int32_t total, void *ctx) {
+    if (cli_interrupted()) return 1;
+    if (*(const int *)ctx) {
+        const int width = 30, fill = total > 0 ? (int)((double)done * width / total) : width;
+        char bar[64];
+        for (int i = 0; i < width; ++i) bar[i] = i < fill ? '#' : '.';
+        bar[width] = '\0';
+        fprintf(stderr, "\r[%s] fit %d/%d of the path (the folds', then the whole data's)   ", bar, (int)done, (int)total);
+        fflush(stderr);
+    }
+    return 0;
+}
+
+/* The path's record: the life fit --json document and the sidecar OUT.json. */
+static void path_json(FILE *f, const char *dir, const ns_life_engine_t *e, const ns_life_fit_options *fo,
+                      const ns_life_path_options *po, const ns_life_path_point *pt, const ns_life_path_result *r,
+                      const char *weights, const char *csv) {
+    cli_json j;
+    json_begin(&j, f);
+    json_string(&j, "model", dir);
+    json_string(&j, "backend", ns_backend_name(ns_life_engine_backend(e)));
+    json_string(&j, "mw_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)));
+    json_string(&j, "mty_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)));
+    json_double(&j, "product_error_bound", ns_life_engine_error_bound(e));
+    json_string(&j, "penalty", ns_life_penalty_name(po->penalty));
+    json_double(&j, "lambda", po->penalty == NS_LIFE_PENALTY_L1 ? pt[r->chosen].value : fo->lambda);
+    json_double(&j, "ridge", po->penalty == NS_LIFE_PENALTY_RIDGE ? pt[r->chosen].value : fo->ridge);
+    json_double(&j, "group", po->penalty == NS_LIFE_PENALTY_GROUP ? pt[r->chosen].value : 0.0);
+    json_double(&j, "chosen_value", pt[r->chosen].value);
+    json_int(&j, "chosen_index", r->chosen);
+    if (r->minimum >= 0) json_double(&j, "minimum_cv_value", pt[r->minimum].value);
+    json_string(&j, "rule", r->folds ? (po->rule == NS_LIFE_CV_ONE_SE ? "1se" : "min") : "none (the smallest value)");
+    json_string(&j, "held_out", "voxels");
+    json_int(&j, "folds", r->folds);
+    json_int(&j, "seed", (long long)po->seed);
+    json_double(&j, "max_value", r->max_value);
+    json_bool(&j, "warm_starts", !po->cold);
+    json_bool(&j, "cv_refit", po->refit);
+    json_int(&j, "updates", r->updates);
+    json_double(&j, "seconds", r->seconds);
+    json_double(&j, "cv_seconds", r->cv_seconds);
+    json_array_begin(&j, "path");
+    for (int32_t k = 0; k < r->n_values; ++k) {
+        json_object_begin(&j, NULL);
+        json_double(&j, "value", pt[k].value);
+        json_double(&j, "cv_rmse", pt[k].cv_rmse);
+        json_double(&j, "cv_se", pt[k].cv_se);
+        json_double(&j, "rmse", pt[k].rmse);
+        json_double(&j, "objective", pt[k].objective);
+        json_int(&j, "nonzero", pt[k].nonzero);
+        if (po->penalty == NS_LIFE_PENALTY_GROUP) json_int(&j, "groups_nonzero", pt[k].groups_nonzero);
+        json_int(&j, "updates", pt[k].updates);
+        json_int(&j, "cv_updates", pt[k].cv_updates);
+        json_string(&j, "stop", ns_life_stop_name(pt[k].stop));
+        json_object_end(&j);
+    }
+    json_array_end(&j);
+    json_string(&j, "weights", weights);
+    json_string(&j, "curve", csv);
+    json_end(&j);
+}
+
+/* life fit --lambda auto | A,B,... | --lambda-path N: the path, the chosen weights, the curve
+ * (OUT_path.csv, OUT_path.png) and the sidecar OUT.json. */
+static int fit_path(const char *dir, ns_life_model_t *m, ns_life_engine_t *e, ns_life_fit_options *fo,
+                    ns_life_path_options *po, const char *out, const char *plot, int draw, int as_json) {
+    const char *cmd = "life fit";
+    char csv[4096], side[4096], png[4096];
+    const size_t n_out = strlen(out);
+    const int stem = n_out > 4 && strcmp(out + n_out - 4, ".npy") == 0 ? (int)(n_out - 4) : (int)n_out;
+    snprintf(csv, sizeof csv, "%.*s_path.csv", stem, out);
+    snprintf(side, sizeof side, "%.*s.json", stem, out);
+    snprintf(png, sizeof png, "%.*s_path.png", stem, out);
+    if (!plot) plot = png;
+    cli_plot_check(plot);
+    const int32_t F = ns_life_model_n_fibers(m), n = po->n_values;
+    double *w = malloc((size_t)F * sizeof *w);
+    ns_life_path_point *pt = malloc((size_t)n * sizeof *pt);
+    if (!w || !pt) {
+        free(w), free(pt);
+        return cli_error("%s: out of memory", cmd);
+    }
+    fo->progress = interrupted_only;
+    fo->state = NULL;
+    po->progress = show_path;
+    po->progress_context = &draw;
+    ns_life_path_result r;
+    cli_catch_signals();
+    ns_status s = ns_life_path(e, fo, po, pt, w, NULL, &r);
+    if (draw) fputc('\n', stderr);
+    int rc = 0;
+    if (s != NS_OK) rc = cli_error("%s: %s: %s: %s", cmd, dir, ns_status_string(s), ns_last_error());
+    else if (r.stopped)
+        rc = cli_error("%s interrupted (%s) during the path: nothing written", cmd,
+                       cli_interrupted() == SIGTERM ? "SIGTERM" : "SIGINT");
+    /* the weights, the curve and the sidecar appear together or not at all */
+    ns_output *ow = rc == 0 ? cli_output_open(out) : NULL, *oc = ow ? cli_output_open(csv) : NULL,
+              *os = oc ? cli_output_open(side) : NULL;
+    if (rc == 0 && !os) rc = 1;
+    if (rc == 0 && (s = ns_life_vector_save(ns_output_temp_path(ow), w, F)) != NS_OK)
+        rc = cli_error("%s: writing %s: %s: %s", cmd, out, ns_status_string(s), ns_last_error());
+    if (rc == 0) {
+        FILE *f = ns_output_stream(oc);
+        fprintf(f, "%s,cv_rmse,cv_se,rmse,objective,nonzero,groups_nonzero,updates,cv_updates,chosen,minimum\n",
+                ns_life_penalty_name(po->penalty));
+        for (int32_t k = 0; k < n; ++k)
+            fprintf(f, "%.17g,%.17g,%.17g,%.17g,%.17g,%lld,%d,%d,%d,%d,%d\n", pt[k].value, pt[k].cv_rmse, pt[k].cv_se,
+                    pt[k].rmse, pt[k].objective, (long long)pt[k].nonzero, (int)pt[k].groups_nonzero, (int)pt[k].updates,
+                    (int)pt[k].cv_updates, k == r.chosen, k == r.minimum);
+        path_json(ns_output_stream(os), dir, e, fo, po, pt, &r, out, csv);
+    }
+    if (rc == 0) {
+        rc = cli_output_commit(ow);
+        if (rc == 0) rc = cli_output_commit(oc);
+        else ns_output_abort(oc);
+        if (rc == 0) rc = cli_output_commit(os);
+        else ns_output_abort(os);
+    } else {
+        ns_output_abort(ow), ns_output_abort(oc), ns_output_abort(os);
+    }
+    cli_release_signals();
+    if (rc == 0 && as_json) path_json(stdout, dir, e, fo, po, pt, &r, out, csv);
+    else if (rc == 0) {
+        printf("%s: %s path of %d values on %s (Mw %s, MTy %s) in %.3f s (%.3f s cross-validating, %lld updates)\n", dir,
+               ns_life_penalty_name(po->penalty), (int)n, ns_backend_name(ns_life_engine_backend(e)),
+               ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)),
+               ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)), r.seconds, r.cv_seconds,
+               (long long)r.updates);
+        if (ns_life_engine_error_bound(e) > 0)
+            printf("product error bound: %.2e relative (voxel-sh; the fit's rtolg %g)\n", ns_life_engine_error_bound(e),
+                   fo->rtol_gradient);
+        printf("%14s %12s %10s %12s %9s %7s %8s\n", ns_life_penalty_name(po->penalty), "CV RMSE", "CV SE", "RMSE",
+               "non-zero", "groups", "updates");
+        for (int32_t k = 0; k < n; ++k)
+            printf("%14.6g %12.6g %10.3g %12.6g %9lld %7d %8d%s\n", pt[k].value, pt[k].cv_rmse, pt[k].cv_se, pt[k].rmse,
+                   (long long)pt[k].nonzero, (int)pt[k].groups_nonzero, (int)pt[k].updates,
+                   k == r.chosen ? (k == r.minimum ? "  <- chosen (least CV error)" : "  <- chosen") :
+                   k == r.minimum ? "  (least CV error)" : "");
+        if (r.folds)
+            printf("chosen: %s %.6g by %d-fold cross-validation over voxels (%s)\n", ns_life_penalty_name(po->penalty),
+                   pt[r.chosen].value, (int)r.folds,
+                   po->rule == NS_LIFE_CV_ONE_SE ? "the largest value within one standard error of the least held-out RMSE"
+                                                 : "the least held-out RMSE");
+        else
+            printf("chosen: %s %.6g (no cross-validation: the smallest value)\n", ns_life_penalty_name(po->penalty),
+                   pt[r.chosen].value);
+        printf("weights: %s, curve: %s, sidecar: %s\n", out, csv, side);
+    }
+    if (rc == 0) {
+        rc = cli_plot("bench/plot_life_path.py", csv, plot, NULL);
+        if (rc == 0 && !as_json && cli_plot_available()) printf("plot: %s\n", plot);
+    }
+    free(w);
+    free(pt);
+    return rc;
+}
+
 static int fit(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') return cli_usage_error("life fit", "missing model directory");
     const char *dir = argv[1], *out = "weights.npy", *hist_path = NULL, *groups_path = NULL, *state_path = NULL,
@@ -290,7 +470,11 @@ static int fit(int argc, char **argv) {
     ns_life_options_init(&o);
     ns_life_fit_options fo;
     ns_life_fit_options_init(&fo);
-    int quiet = 0, as_json = 0;
+    int quiet = 0, as_json = 0, path_mode = 0, penalty_given = 0, lambda_given = 0, ridge_given = 0, group_given = 0;
+    ns_life_path_options po;
+    ns_life_path_options_init(&po);
+    double path_values[64];
+    const char *plot = NULL, *path_option = NULL; /* an option only a path takes */
     for (int i = 2; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long x = 0;
@@ -304,15 +488,43 @@ static int fit(int argc, char **argv) {
         else if (strcmp(a, "--history") == 0 && v) hist_path = v, ++i;
         else if (strcmp(a, "--state") == 0 && v) state_path = v, ++i;
         else if (strcmp(a, "--resume") == 0 && v) resume = v, ++i;
-        else if (strcmp(a, "--lambda") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.lambda), ++i;
-        else if (strcmp(a, "--ridge") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.ridge), ++i;
-        else if (strcmp(a, "--group") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.group), ++i;
+        else if (strcmp(a, "--lambda") == 0 && v && (strcmp(v, "auto") == 0 || strchr(v, ','))) {
+            path_mode = 1;
+            if (strcmp(v, "auto") != 0) {
+                char buf[4096];
+                snprintf(buf, sizeof buf, "%s", v);
+                const char *items[65];
+                const int k = cli_split_list(buf, items, 65);
+                if (k < 1 || k > 64) return cli_usage_error("life fit", "--lambda takes auto, a value or 1-64 values");
+                for (int j = 0; j < k && ok; ++j)
+                    ok = cli_parse_double("life fit", a, items[j], 1e-300, 1e300, &path_values[j]);
+                po.n_values = k, po.values = path_values;
+            }
+            ++i;
+        } else if (strcmp(a, "--lambda") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.lambda), lambda_given = 1, ++i;
+        else if (strcmp(a, "--lambda-path") == 0)
+            ok = cli_parse_long("life fit", a, v, 2, 1000, &x), po.n_values = (int32_t)x, po.values = NULL, path_mode = 1, ++i;
+        else if (strcmp(a, "--penalty") == 0 && v) {
+            if (ns_life_penalty_from_name(v, &po.penalty) != NS_OK) return cli_usage_error("life fit", "%s", ns_last_error());
+            penalty_given = 1, path_option = a, ++i;
+        } else if (strcmp(a, "--folds") == 0) ok = cli_parse_long("life fit", a, v, 0, 100, &x), po.folds = (int32_t)x, path_option = a, ++i;
+        else if (strcmp(a, "--cv-refit") == 0) po.refit = 1, path_option = a;
+        else if (strcmp(a, "--cv-rule") == 0 && v) {
+            path_option = a;
+            if (strcmp(v, "1se") == 0) po.rule = NS_LIFE_CV_ONE_SE;
+            else if (strcmp(v, "min") == 0) po.rule = NS_LIFE_CV_MIN;
+            else return cli_usage_error("life fit", "--cv-rule takes 1se or min, not '%s'", v);
+            ++i;
+        }
+        else if (strcmp(a, "--ridge") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.ridge), ridge_given = 1, ++i;
+        else if (strcmp(a, "--group") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.group), group_given = 1, ++i;
         else if (strcmp(a, "--groups") == 0 && v) groups_path = v, ++i;
         else if (strcmp(a, "--tolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.tol_gradient), ++i;
         else if (strcmp(a, "--tolo") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.tol_objective), ++i;
         else if (strcmp(a, "--rtolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.rtol_gradient), ++i;
         else if (strcmp(a, "--rtolo") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.rtol_objective), ++i;
         else if (strcmp(a, "--preconditioner") == 0) fo.preconditioner = 1;
+        else if (strcmp(a, "--plot") == 0 && v) plot = v, path_option = a, ++i;
         else if ((strcmp(a, "--mw") == 0 || strcmp(a, "--mty") == 0) && v) {
             if (ns_life_variant_from_name(v, strcmp(a, "--mw") == 0 ? &o.mw_variant : &o.mty_variant) != NS_OK)
                 return cli_usage_error("life fit", "%s", ns_last_error());
@@ -328,6 +540,26 @@ static int fit(int argc, char **argv) {
     const int stem = n_out > 4 && strcmp(out + n_out - 4, ".npy") == 0 ? (int)(n_out - 4) : (int)n_out;
     if (!hist_path) snprintf(hist_buf, sizeof hist_buf, "%.*s_history.npy", stem, out), hist_path = hist_buf;
     if (!state_path) snprintf(state_buf, sizeof state_buf, "%.*s_state.bin", stem, out), state_path = state_buf;
+    if (path_mode) {
+        /* the path's penalty: given, else group when the fibers' groups exist, else the ridge */
+        char def[4096];
+        snprintf(def, sizeof def, "%s/groups.npy", dir);
+        if (!penalty_given) po.penalty = groups_path || access(def, R_OK) == 0 ? NS_LIFE_PENALTY_GROUP : NS_LIFE_PENALTY_RIDGE;
+        const int fixed[3] = {lambda_given, ridge_given, group_given};
+        static const char *const opt[3] = {"--lambda L", "--ridge", "--group"};
+        if (fixed[po.penalty])
+            return cli_usage_error("life fit", "the path varies the %s weight: drop %s (or choose another --penalty)",
+                                   ns_life_penalty_name(po.penalty), opt[po.penalty]);
+        if (po.penalty != NS_LIFE_PENALTY_GROUP && fo.group > 0)
+            return cli_usage_error("life fit", "--group with a %s path is not offered: give --penalty group",
+                                   ns_life_penalty_name(po.penalty));
+        if (resume || fo.preconditioner)
+            return cli_usage_error("life fit", "%s is not offered with a path (--lambda auto, a list or --lambda-path)",
+                                   resume ? "--resume" : "--preconditioner");
+        if (po.penalty == NS_LIFE_PENALTY_GROUP) fo.group = 1.0; /* loads the groups below; the path sets G */
+    } else if (path_option) {
+        return cli_usage_error("life fit", "%s needs a path (--lambda auto, a list or --lambda-path N)", path_option);
+    }
     if (groups_path && !(fo.group > 0)) return cli_usage_error("life fit", "--groups needs --group G > 0");
     /* the state to continue from, or an empty one for an interruption to fill */
     ns_life_fit_state_t *state = NULL;
@@ -351,11 +583,22 @@ static int fit(int argc, char **argv) {
     }
     ns_life_engine_t *e = NULL;
     const int auto_variants = o.mw_variant == NS_LIFE_AUTO || o.mty_variant == NS_LIFE_AUTO;
+    /* AUTO may run voxel-sh on the GPU when its error bound is below the fit's relative gradient
+     * tolerance (docs/life.md, "voxel-sh") */
+    o.tolerance = fo.rtol_gradient;
     s = ns_life_engine_create(m, &o, &e);
     if (s != NS_OK) {
         ns_life_fit_state_destroy(state);
         ns_life_model_destroy(m);
         return cli_error("life fit: %s: preparing the products: %s: %s", dir, ns_status_string(s), ns_last_error());
+    }
+    if (path_mode) {
+        const int rc = fit_path(dir, m, e, &fo, &po, out, plot, !quiet && !as_json && isatty(fileno(stderr)), as_json);
+        free(groups);
+        ns_life_fit_state_destroy(state);
+        ns_life_engine_destroy(e);
+        ns_life_model_destroy(m);
+        return rc;
     }
     progress p = {fo.max_iterations - 1, !quiet && !as_json && isatty(fileno(stderr)), {0, 0}};
     clock_gettime(CLOCK_MONOTONIC, &p.start);
@@ -412,6 +655,7 @@ static int fit(int argc, char **argv) {
             json_string(&j, "backend", ns_backend_name(ns_life_engine_backend(e)));
             json_string(&j, "mw_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)));
             json_string(&j, "mty_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)));
+            json_double(&j, "product_error_bound", ns_life_engine_error_bound(e));
             json_int(&j, "updates", r.updates);
             if (resumed_at >= 0) json_int(&j, "resumed_at_update", resumed_at);
             json_string(&j, "stop", ns_life_stop_name(r.stop));
@@ -443,6 +687,9 @@ static int fit(int argc, char **argv) {
                 printf("variant choice: the CPU rule (docs/life.md, Runtime selection)\n");
             else if (auto_variants)
                 printf("variant choice: timed (%.3f s of timing runs)\n", ns_life_engine_selection_seconds(e));
+            if (ns_life_engine_error_bound(e) > 0)
+                printf("product error bound: %.2e relative (voxel-sh; the fit's rtolg %g)\n", ns_life_engine_error_bound(e),
+                       fo.rtol_gradient);
             if (ns_life_engine_backend(e) == NS_BACKEND_CPU) printf("threads: %d\n", (int)ns_life_engine_threads(e));
             if (resumed_at >= 0) printf("resumed from %s after update %d\n", resume, (int)resumed_at);
             printf("objective %.9e, projected gradient %.3e (%.2e of its start), %lld of %d weights non-zero\n",

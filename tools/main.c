@@ -67,7 +67,7 @@ static const struct {
     {"morph", " --json --sections "},
     {"solve", " --json --check "},
     {"simulate", " --json --no-progress "},
-    {"life", " --json --quiet --phantom --preconditioner --skip-bad --no-plot "},
+    {"life", " --json --quiet --phantom --preconditioner --skip-bad --no-plot --cv-refit "},
     {"mechanisms", " --json --cuda --keep-sources "},
     {"bench", " --json --large --mixed --network --quick --no-products --calls "},
 };

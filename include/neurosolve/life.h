@@ -184,6 +184,11 @@ typedef struct ns_life_options {
                                     the device current on the calling thread at create; every call
                                     of the engine runs on it and restores the caller's device */
     size_t device_memory_limit;  /* [bytes]; 0 = what the device has free */
+    /* The relative product error the caller accepts (0 = the exact variants only, the default).
+     * On CUDA, AUTO then runs both products with voxel-sh when its error bound on this model
+     * (ns_life_engine_error_bound) is below it (ns_life_cuda_auto_variant); life fit passes
+     * the fit's relative gradient tolerance (rtol_gradient, 1e-3). */
+    double tolerance;
 } ns_life_options;
 
 NS_API void ns_life_options_init(ns_life_options *options);
@@ -212,6 +217,16 @@ NS_API double ns_life_engine_selection_seconds(const ns_life_engine_t *engine);
  * (docs/life.md, "Runtime selection"), so the choice, and the fit, do not
  * depend on the load of the machine. */
 NS_API ns_life_variant ns_life_cpu_auto_variant(ns_life_product product, int32_t n_voxels, int32_t n_atoms);
+/* AUTO's rule on CUDA, after the timing: voxel-sh when its error bound on the model is below the
+ * accepted tolerance (sh_bound < tolerance; sh_bound < 0: voxel-sh cannot serve the model), else
+ * the fastest exact variant `timed`. A pure function (tested without a GPU). */
+NS_API ns_life_variant ns_life_cuda_auto_variant(ns_life_variant timed, double sh_bound, double tolerance);
+/* The bound on the relative error of the engine's products against the exact float64 ones: 0 for
+ * the exact variants; for voxel-sh the fit's largest dictionary entry error relative to max |D|
+ * (sh_basis.c, at most 2^-16) plus 2^-20 for its float32 arithmetic (docs/life.md, "voxel-sh";
+ * measured product errors 1.2e-6 to 3.6e-6, bench/README.md 2.1e-6); -1 for the other
+ * reduced-precision variants (no bound is stated). */
+NS_API double ns_life_engine_error_bound(const ns_life_engine_t *engine);
 /* CPU threads the products and the solver use (0 for CUDA): options.threads
  * when > 0, else OpenMP's default capped by the processors this process may
  * use and by the work (one thread per 16,384 coefficients): never more
@@ -349,6 +364,94 @@ NS_API const char *ns_life_stop_name(ns_life_stop stop);
  * each update. With the CUDA backend every vector stays on the device. */
 NS_API ns_status ns_life_fit(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,
                              double *history, ns_life_fit_result *result);
+
+/* ------------------------------------------------- regularisation path */
+/* Fits over a path of values of one penalty, each warm-started from the previous one, with the
+ * choice made by K-fold cross-validation over voxels (docs/life.md, "Choosing lambda"). */
+
+typedef enum ns_life_penalty {
+    NS_LIFE_PENALTY_L1 = 0,    /* ns_life_fit_options.lambda (absolute) */
+    NS_LIFE_PENALTY_RIDGE = 1, /* .ridge (R, relative) */
+    NS_LIFE_PENALTY_GROUP = 2  /* .group (G, relative; needs .groups) */
+} ns_life_penalty;
+
+NS_API const char *ns_life_penalty_name(ns_life_penalty penalty); /* "lambda", "ridge", "group" */
+NS_API ns_status ns_life_penalty_from_name(const char *name, ns_life_penalty *penalty);
+
+typedef enum ns_life_cv_rule {
+    NS_LIFE_CV_ONE_SE = 0, /* the largest value whose CV error is within one standard error of the minimum */
+    NS_LIFE_CV_MIN = 1     /* the value of least CV error */
+} ns_life_cv_rule;
+
+typedef struct ns_life_path_options {
+    ns_life_penalty penalty;
+    /* The path: `values` (n_values entries, > 0, any order: fitted from the largest down) or,
+     * when NULL, n_values values spaced geometrically from the largest, `max_value` (0: the
+     * penalty's maximum, ns_life_penalty_max: every weight 0 for L1 and group, R = 10 for the
+     * ridge) down to max_value x min_fraction. */
+    int32_t n_values;      /* (8) */
+    double max_value;      /* (0: ns_life_penalty_max) */
+    double min_fraction;   /* (0: 1e-2 for L1 and group, 1e-3 for the ridge) */
+    const double *values;  /* (NULL) */
+    /* Cross-validation: the voxels are dealt at random (seed) into `folds` folds of equal size;
+     * each fold's voxels are held out in turn, the path is fitted on the others and the held-out
+     * RMSE of its prediction M w measured. folds < 2: no cross-validation (the chosen value is
+     * then the smallest). */
+    int32_t folds;         /* (5) */
+    uint64_t seed;         /* (1) */
+    ns_life_cv_rule rule;  /* (NS_LIFE_CV_ONE_SE) */
+    int cold;              /* 1: every fit starts from the fit options' w0 (or 0): no warm starts (0) */
+    /* 1: a value's held-out error is that of a refit without the path's penalty on the fibers its
+     * fold fit kept (the relaxed lasso), so that the criterion compares the kept fibers, not the
+     * shrinkage of their weights; the weights returned stay the penalised full fit's (0) */
+    int refit;
+    /* Called after every fit of the path (done of total fits); non-zero stops the path (the
+     * result's `stopped`; no weights are written). */
+    int (*progress)(int32_t done, int32_t total, void *context);
+    void *progress_context;
+} ns_life_path_options;
+
+NS_API void ns_life_path_options_init(ns_life_path_options *options);
+
+/* One value of the path. */
+typedef struct ns_life_path_point {
+    double value;          /* the penalty's value, in ns_life_fit_options' units */
+    double cv_rmse;        /* mean over folds of the held-out RMSE (NAN without cross-validation) */
+    double cv_se;          /* its standard error: the folds' standard deviation / sqrt(folds) */
+    double rmse;           /* the full fit's RMSE on all the signal */
+    double objective;      /* the full fit's objective */
+    int64_t nonzero;       /* the full fit's non-zero weights */
+    int32_t groups_nonzero; /* group penalty: its non-zero groups (else 0) */
+    int32_t updates;       /* the full fit's updates */
+    int32_t cv_updates;    /* the folds' updates, summed */
+    ns_life_stop stop;     /* the full fit's */
+} ns_life_path_point;
+
+typedef struct ns_life_path_result {
+    int32_t n_values;      /* points written */
+    int32_t chosen;        /* index of the chosen value (rule); -1 when stopped */
+    int32_t minimum;       /* index of the least CV error (-1 without cross-validation) */
+    int32_t folds;
+    double max_value;      /* the path's largest value */
+    int64_t updates;       /* all fits' updates */
+    double seconds, cv_seconds; /* wall time, of which the folds' fits [s] */
+    int stopped;           /* the progress callback stopped the path */
+} ns_life_path_result;
+
+/* The penalty's largest useful value on the engine's model: L1: max_f (M^T y)_f (w = 0 is the
+ * solution from there on); group: max_g ||[M^T y - lambda]_+ on g|| / sqrt|g| divided by the
+ * median over groups (in G's units, times 1 + 1e-9 against rounding: every group is zero);
+ * ridge: 10 (R, where the weights approach the matched filter M^T y / mu). */
+NS_API ns_status ns_life_penalty_max(ns_life_engine_t *engine, const ns_life_fit_options *fit,
+                                     ns_life_penalty penalty, double *value);
+
+/* Fits the path (fit: the other options, as ns_life_fit; its value of the penalty is ignored;
+ * no state, reduce or preconditioner) on the engine's backend, the folds on engines of the same
+ * backend and variants. points: n_values entries (path->n_values). w: the chosen value's
+ * weights (n_fibers); path_weights: NULL or n_values x n_fibers, every full fit's weights. */
+NS_API ns_status ns_life_path(ns_life_engine_t *engine, const ns_life_fit_options *fit,
+                              const ns_life_path_options *path, ns_life_path_point *points, double *w,
+                              double *path_weights, ns_life_path_result *result);
 
 #ifdef __cplusplus
 }

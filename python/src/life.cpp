@@ -475,7 +475,73 @@ void bind_life(nb::module_ &m) {
            "SBBNNLS (ENCODE's bbnnls); rtol_* < 0 take the library's defaults; ridge: life fit --ridge (docs/life.md); "
            "group > 0 with groups (int32, one per fiber, -1: alone): life fit --group, the group-sparse fit (FISTA); "
            "returns (w, result dict with the objective history). "
-           "progress(iteration, objective, nonzero) is called after every update; a true return stops.");
+           "progress(iteration, objective, nonzero) is called after every update; a true return stops.")
+        .def("fit_path", [](LifeEngine &e, const std::string &penalty, int32_t n_values, nb::handle values, int32_t folds,
+                            const std::string &rule, uint64_t seed, bool cold, double lambda_, double ridge, nb::handle groups,
+                            int32_t max_iterations, double rtol_gradient, double rtol_objective) {
+            ns_life_model_t *mm = nb::cast<LifeModel &>(e.model).m;
+            const size_t nf = (size_t)ns_life_model_n_fibers(mm);
+            ns_life_fit_options o;
+            ns_life_fit_options_init(&o);
+            o.max_iterations = max_iterations;
+            o.lambda = lambda_;
+            o.ridge = ridge;
+            if (rtol_gradient >= 0) o.rtol_gradient = rtol_gradient; /* < 0: the library's default */
+            if (rtol_objective >= 0) o.rtol_objective = rtol_objective;
+            view vg;
+            if (!groups.is_none()) {
+                vg = take<int32_t>(groups, "LifeEngine.fit_path", "groups", (int64_t)nf, place::host, false);
+                o.groups = (const int32_t *)vg.ptr;
+            }
+            ns_life_path_options po;
+            ns_life_path_options_init(&po);
+            check(ns_life_penalty_from_name(penalty.c_str(), &po.penalty));
+            if (rule == "min") po.rule = NS_LIFE_CV_MIN;
+            else if (rule != "1se") fail(NS_ERR_INVALID_ARGUMENT, "LifeEngine.fit_path: rule '" + rule + "' is not 1se or min");
+            po.n_values = n_values;
+            po.folds = folds;
+            po.seed = seed;
+            po.cold = cold ? 1 : 0;
+            view vv;
+            if (!values.is_none()) {
+                vv = take<double>(values, "LifeEngine.fit_path", "values", -1, place::host, false);
+                po.values = (const double *)vv.ptr;
+                po.n_values = (int32_t)vv.arr.size();
+            }
+            if (po.n_values < 1) fail(NS_ERR_INVALID_ARGUMENT, "LifeEngine.fit_path: n_values must be >= 1");
+            std::vector<ns_life_path_point> pt((size_t)po.n_values);
+            auto w = empty_numpy<double>(nf);
+            ns_life_path_result r;
+            check_locked(e.mu, [&] { return ns_life_path(e.e, &o, &po, pt.data(), w.data(), nullptr, &r); });
+            const size_t n = (size_t)r.n_values;
+            std::vector<double> val(n), cv(n), se(n), rm(n);
+            std::vector<int64_t> nz(n), gz(n);
+            for (size_t k = 0; k < n; ++k)
+                val[k] = pt[k].value, cv[k] = pt[k].cv_rmse, se[k] = pt[k].cv_se, rm[k] = pt[k].rmse,
+                nz[k] = pt[k].nonzero, gz[k] = pt[k].groups_nonzero;
+            nb::dict d;
+            d["penalty"] = ns_life_penalty_name(po.penalty);
+            d["values"] = to_numpy<double>(val.data(), {n});
+            d["cv_rmse"] = to_numpy<double>(cv.data(), {n});
+            d["cv_se"] = to_numpy<double>(se.data(), {n});
+            d["rmse"] = to_numpy<double>(rm.data(), {n});
+            d["nonzero"] = to_numpy<int64_t>(nz.data(), {n});
+            d["groups_nonzero"] = to_numpy<int64_t>(gz.data(), {n});
+            d["chosen"] = r.chosen;
+            d["minimum"] = r.minimum;
+            d["chosen_value"] = pt[(size_t)r.chosen].value;
+            d["folds"] = r.folds;
+            d["updates"] = r.updates;
+            d["seconds"] = r.seconds;
+            d["error_bound"] = ns_life_engine_error_bound(e.e);
+            return nb::make_tuple(w, d);
+        }, "penalty"_a = "group", "n_values"_a = 8, "values"_a = nb::none(), "folds"_a = 5, "rule"_a = "1se", "seed"_a = 1,
+           "cold"_a = false, "lambda_"_a = 0.0, "ridge"_a = 0.0, "groups"_a = nb::none(), "max_iterations"_a = 500,
+           "rtol_gradient"_a = -1.0, "rtol_objective"_a = -1.0,
+           "The regularisation path with cross-validation over voxels (ns_life_path; life fit --lambda auto; "
+           "docs/life.md, \"Choosing lambda\"): penalty group (needs groups), ridge or lambda; values (any order) or "
+           "n_values from the penalty's maximum; the other weights fixed (lambda_, ridge). Returns (w at the chosen "
+           "value, dict with the curve: values, cv_rmse, cv_se, rmse, nonzero, groups_nonzero, chosen, minimum).");
 }
 
 } // namespace nsb

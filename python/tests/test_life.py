@@ -316,3 +316,22 @@ def test_build_arrays_from_a_gradient_table(model):
     m = ns.LifeModel.build_arrays(nib.load(DWI), None, GradientTable(), None,
                                   nib.streamlines.load(TRK).streamlines)
     same_model(m, model)
+
+
+def test_fit_path_equals_the_command(cli_run, cli, tmp_path):
+    """LifeEngine.fit_path is `life fit --lambda auto`: the same chosen weights, value and curve."""
+    m, _, _ = cli_run
+    model = ns.LifeModel.load(m)
+    out = str(tmp_path / "p.npy")
+    subprocess.run([cli, "life", "fit", m, "--lambda", "auto", "--penalty", "ridge", "--threads", "1",
+                    "--out", out, "--quiet"], check=True, capture_output=True, text=True)
+    e = ns.LifeEngine(model, backend="cpu", threads=1)
+    w, d = e.fit_path(penalty="ridge")
+    np.testing.assert_array_equal(w, np.load(out))
+    import json
+    side = json.load(open(str(tmp_path / "p.json")))
+    assert side["penalty"] == "ridge" and side["chosen_value"] == d["chosen_value"] and side["folds"] == 5
+    np.testing.assert_array_equal([p["cv_rmse"] for p in side["path"]], d["cv_rmse"])
+    assert d["values"][0] == 10.0 and (np.diff(d["values"]) < 0).all()
+    with pytest.raises(ns.InvalidArgumentError):
+        e.fit_path(penalty="group")  # no groups

@@ -95,6 +95,30 @@ ns_life_variant ns_life_cpu_auto_variant(ns_life_product product, int32_t n_voxe
     return NS_LIFE_VOXEL_VOXEL;
 }
 
+ns_life_variant ns_life_cuda_auto_variant(ns_life_variant timed, double sh_bound, double tolerance) {
+    return sh_bound >= 0.0 && sh_bound < tolerance ? NS_LIFE_VOXEL_SH : timed;
+}
+
+/* voxel-sh's bound on the model (e->sh_bound), or -1 where it cannot serve it (not ENCODE's grid,
+ * no degree fits: the reason is dropped, AUTO then keeps the exact variants). */
+static void sh_bound(ns_life_engine_t *e) {
+    int lmax = 0;
+    double *U = NULL, err = 0.0;
+    e->sh_bound = -1.0;
+    if (ns_life_sh_fit(e->model, NS_LIFE_SH_TOL, &lmax, &U, &err) == NS_OK) e->sh_bound = err + NS_LIFE_SH_F32_ERROR;
+    else ns_clear_error();
+    free(U);
+}
+
+double ns_life_engine_error_bound(const ns_life_engine_t *e) {
+    if (!e) return -1.0;
+    double b = 0.0;
+    for (int p = 0; p < 2; ++p)
+        if (e->variant[p] == NS_LIFE_VOXEL_SH) b = fmax(b, e->sh_bound);
+        else if ((int)e->variant[p] >= NS_LIFE_VARIANT_COUNT) return -1.0;
+    return b;
+}
+
 /* CUDA: each optimised variant is timed (one untimed run, then three timed runs; the products
  * take milliseconds there) and the fastest wins, as in the paper's hybrid; the choice is cached
  * in the model so that later CUDA engines on it do not time again. */
@@ -106,7 +130,7 @@ static ns_status select_variant(ns_life_engine_t *e, ns_life_product p) {
         return ns_life_layout_get(m, ns_life_variant_order(e->variant[p]), &l);
     }
     if (m->cuda_auto[p] != NS_LIFE_AUTO) {
-        e->variant[p] = m->cuda_auto[p];
+        e->variant[p] = ns_life_cuda_auto_variant(m->cuda_auto[p], e->sh_bound, e->options.tolerance);
         return NS_OK;
     }
     const double t_start = ns_time_ms();
@@ -132,8 +156,8 @@ static ns_status select_variant(ns_life_engine_t *e, ns_life_product p) {
     e->selection_seconds += (ns_time_ms() - t_start) * 1e-3;
     if (s != NS_OK) return s;
     if (chosen == NS_LIFE_AUTO) return ns_fail(NS_ERR_INTERNAL, "no LiFE variant could be timed");
-    e->variant[p] = chosen;
-    m->cuda_auto[p] = chosen;
+    m->cuda_auto[p] = chosen; /* the timed exact choice; the tolerance's rule on top */
+    e->variant[p] = ns_life_cuda_auto_variant(chosen, e->sh_bound, e->options.tolerance);
     return NS_OK;
 }
 
@@ -169,6 +193,13 @@ ns_status ns_life_engine_create(ns_life_model_t *model, const ns_life_options *o
     for (int p = 0; p < 2 && s == NS_OK; ++p)
         if ((int)want[p] < 0 || (int)want[p] >= NS_LIFE_VARIANT_ALL)
             s = ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown LiFE variant %d", (int)want[p]);
+    e->sh_bound = -1.0;
+    if (s == NS_OK && !(e->options.tolerance >= 0.0 && isfinite(e->options.tolerance)))
+        s = ns_fail(NS_ERR_INVALID_ARGUMENT, "LiFE engine: tolerance = %g must be finite and >= 0",
+                    e->options.tolerance);
+    if (s == NS_OK && e->backend == NS_BACKEND_CUDA && e->ops->supports(NS_LIFE_VOXEL_SH) &&
+        (e->options.tolerance > 0.0 || want[0] == NS_LIFE_VOXEL_SH || want[1] == NS_LIFE_VOXEL_SH))
+        sh_bound(e);
     if (s == NS_OK && e->ops->create) {
         const int caller = enter(e);
         s = e->ops->create(e);

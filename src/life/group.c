@@ -54,6 +54,7 @@ typedef struct gsolver {
     double *gnorm;   /* per group scratch */
     double lam;      /* lambda_g (absolute) */
     const double *b; /* the signal */
+    double ratio_max; /* the largest group's ||[-grad_g(0)]_+|| / sqrt|g| over the median (group_scale) */
 } gsolver;
 
 static ns_status reduce(const gsolver *s, double *v, int64_t n) {
@@ -166,6 +167,7 @@ static ns_status group_scale(gsolver *s, double *tmp) {
     const int32_t h = s->ng / 2;
     const double med = s->ng % 2 ? s->gnorm[h] : 0.5 * (s->gnorm[h - 1] + s->gnorm[h]);
     s->lam = s->opt->group * med;
+    s->ratio_max = med > 0.0 ? s->gnorm[s->ng - 1] / med : 0.0;
     return NS_OK;
 }
 
@@ -360,6 +362,29 @@ static ns_status run(gsolver *s, double *w, double *history) {
     if (st == NS_OK && opt->state) st = keep_state(s, opt->state, x, y, Mx, My, t, L, F, history);
     for (int i = 0; i < 4; ++i) free(*fib[i]);
     for (int i = 0; i < 3; ++i) free(*vox[i]);
+    return st;
+}
+
+/* G above which every group is zero at w = 0 (and stays there): the largest group's norm over the
+ * median, in G's units (ns_life_penalty_max). */
+ns_status ns_life_group_max(ns_life_engine_t *e, const ns_life_fit_options *opt, double *g_max) {
+    gsolver s;
+    memset(&s, 0, sizeof s);
+    ns_life_fit_result res;
+    memset(&res, 0, sizeof res);
+    s.e = e, s.opt = opt, s.res = &res;
+    s.nf = e->model->n_fibers;
+    s.nv = (int64_t)e->model->n_theta * e->model->n_voxels;
+    s.b = e->model->Y;
+    s.gid = malloc((size_t)s.nf * sizeof *s.gid);
+    double *tmp = malloc((size_t)s.nf * sizeof *tmp);
+    ns_status st = s.gid && tmp ? make_groups(&s, opt->groups) : ns_fail(NS_ERR_OUT_OF_MEMORY, "groups");
+    if (st == NS_OK) st = group_scale(&s, tmp);
+    if (st == NS_OK) *g_max = s.ratio_max;
+    free(tmp);
+    free(s.gid);
+    free(s.gscale);
+    free(s.gnorm);
     return st;
 }
 

@@ -73,6 +73,8 @@ int32_t ns_life_cpu_threads(int32_t requested, int64_t n_coeffs);
 #define NS_LIFE_SH_LMAX 16
 #define NS_LIFE_SH_MAX_COUNT 153 /* (16 + 1)(16 + 2) / 2 */
 #define NS_LIFE_SH_TOL (1.0 / 65536.0)
+/* voxel-sh's float32 evaluation, added to the fit's error in its bound (ns_life_engine_error_bound) */
+#define NS_LIFE_SH_F32_ERROR (1.0 / 1048576.0)
 int ns_life_sh_count(int lmax);
 /* ENCODE's L for a grid of n_atoms = (L - 1) L + 1 atoms, else 0. */
 int32_t ns_life_grid_l(int32_t n_atoms);
@@ -95,6 +97,7 @@ struct ns_life_engine {
     ns_life_variant variant[2];
     ns_life_cpu_work work;
     double selection_seconds; /* CUDA AUTO's timing runs at creation (0 on the CPU, cached or explicit) */
+    double sh_bound;          /* voxel-sh's error bound on the model (-1: not computed or not possible) */
     void *cuda; /* device state (src/life/cuda) */
 };
 
@@ -162,6 +165,9 @@ ns_status ns_life_sbbnnls(const ns_life_vec_ops *ops, const ns_life_fit_options 
  * engine's products; options->ridge is the absolute mu. */
 ns_status ns_life_group_fit(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,
                             double *history, ns_life_fit_result *result);
+/* The largest group's ||[M^T y - lambda]_+|| / sqrt|g| over the median of the groups (group.c):
+ * the G from which every group is zero. */
+ns_status ns_life_group_max(ns_life_engine_t *engine, const ns_life_fit_options *options, double *g_max);
 /* SBBNNLS on the CPU backend (fit_cpu.c). */
 ns_status ns_life_cpu_fit(ns_life_engine_t *engine, const ns_life_fit_options *options, double *w,
                           double *history, ns_life_fit_result *result);

@@ -1,6 +1,6 @@
 # LiFE tests: on a 2-core machine shared with other jobs, OpenMP threads that
 # spin while waiting make the small tests slow; let them sleep instead.
-foreach(t test_life_products test_life_fit test_life_io test_life_cuda)
+foreach(t test_life_products test_life_fit test_life_path test_life_io test_life_cuda)
   if(TEST ${t})
     set_tests_properties(${t} PROPERTIES ENVIRONMENT "OMP_WAIT_POLICY=passive")
   endif()

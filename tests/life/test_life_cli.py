@@ -3,6 +3,8 @@
 documented names, dtypes and shapes; the signal is M w_true for M built here
 from Phi with numpy; fit's weights reach scipy's nnls objective (when scipy is
 installed); C-order matrices load too; bad input gives one error line."""
+import csv
+import json
 import os
 import shutil
 import sys
@@ -139,5 +141,28 @@ with tempfile.TemporaryDirectory() as tmp:
     p = run("life", "synth", os.path.join(w4, "m"), *synth_small, expect=1)
     check("w4.npy is not a folder" in p.stderr, p.stderr)
     check(not [f for f in os.listdir(tmp) if "partial" in f], f"temporary folders left: {os.listdir(tmp)}")
+
+    # --lambda auto: the weights, the curve (CSV) and the sidecar agree; the chosen row is the
+    # largest value within one SE of the least CV error; options only a path takes are refused
+    # without one, and so are a fixed value of the penalty the path varies and --resume
+    wp = os.path.join(tmp, "wp.npy")
+    p = run("life", "fit", d, "--lambda-path", "4", "--penalty", "lambda", "--folds", "3", "--threads", "1",
+            "--backend", "cpu", "--out", wp, "--plot", os.path.join(tmp, "wp.png"))
+    side = json.load(open(os.path.join(tmp, "wp.json")))
+    rows = list(csv.DictReader(open(os.path.join(tmp, "wp_path.csv"))))
+    check(len(rows) == 4 and len(side["path"]) == 4 and side["penalty"] == "lambda" and side["folds"] == 3, side)
+    cv = [float(r["cv_rmse"]) for r in rows]
+    se = [float(r["cv_se"]) for r in rows]
+    best = min(range(4), key=lambda k: cv[k])
+    pick = next(k for k in range(4) if cv[k] <= cv[best] + se[best])
+    check(side["chosen_index"] == pick and rows[pick]["chosen"] == "1" and rows[best]["minimum"] == "1", rows)
+    check(float(rows[0]["lambda"]) == side["max_value"] and int(rows[0]["nonzero"]) == 0, rows[0])
+    check(np.load(wp).shape == (30,) and side["mw_variant"] and side["product_error_bound"] == 0, side)
+    check(f"chosen: lambda {float(rows[pick]['lambda']):.6g}" in p.stdout, p.stdout)
+    for bad in (["--penalty", "ridge"], ["--folds", "3"], ["--lambda", "auto", "--penalty", "ridge", "--ridge", "0.1"],
+                ["--lambda", "auto", "--resume", wp], ["--lambda", "auto", "--cv-rule", "median"],
+                ["--lambda", "auto", "--penalty", "l2"]):
+        p = run("life", "fit", d, "--quiet", "--out", os.path.join(tmp, "bad.npy"), *bad, expect=2)
+        check(not os.path.exists(os.path.join(tmp, "bad.npy")), bad)
 
 harness.finish("test_life_cli")

@@ -485,6 +485,53 @@ static void real_models(void) {
     tmpdir_remove();
 }
 
+/* AUTO with a tolerance (life fit passes its rtolg): voxel-sh for both products when its bound on
+ * the model is below the tolerance, the bound reported and the products within it of the CPU's
+ * exact ones; no tolerance (the default), one below the bound's float32 term (2^-20), or a
+ * dictionary voxel-sh cannot serve: the exact variants and a bound of 0. */
+static void auto_sh(ns_life_model_t *m, int serves, const char *label) {
+    const int64_t F = ns_life_model_n_fibers(m), NY = (int64_t)ns_life_model_n_theta(m) * ns_life_model_n_voxels(m);
+    double *w = malloc((size_t)F * 8), *y = malloc((size_t)NY * 8), *yr = malloc((size_t)NY * 8);
+    double *wr = malloc((size_t)F * 8), *yo = malloc((size_t)NY * 8), *wo = malloc((size_t)F * 8);
+    for (int64_t i = 0; i < F; ++i) w[i] = 0.5 + 0.5 * sin(0.7 * (double)i);
+    for (int64_t i = 0; i < NY; ++i) y[i] = cos(0.3 * (double)i);
+    ns_life_engine_t *e = NULL;
+    CHECK_OK(make_engine(m, NS_BACKEND_CPU, NS_LIFE_AUTO, 0, &e));
+    CHECK_OK(ns_life_mw(e, w, yr));
+    CHECK_OK(ns_life_mty(e, y, wr));
+    ns_life_engine_destroy(e);
+    const double tols[3] = {1e-3, 0.0, 9e-7};
+    for (int k = 0; k < 3; ++k) {
+        ns_life_options o;
+        ns_life_options_init(&o);
+        o.backend = NS_BACKEND_CUDA;
+        o.tolerance = tols[k];
+        e = NULL;
+        CHECK_OK(ns_life_engine_create(m, &o, &e));
+        if (!e) continue;
+        const int sh = k == 0 && serves;
+        const double bound = ns_life_engine_error_bound(e);
+        for (int p = 0; p < 2; ++p)
+            CHECK_MSG((ns_life_engine_variant(e, (ns_life_product)p) == NS_LIFE_VOXEL_SH) == sh,
+                      "%s: AUTO at tolerance %g ran %s", label, tols[k],
+                      ns_life_variant_name(ns_life_engine_variant(e, (ns_life_product)p)));
+        if (sh) {
+            CHECK_MSG(bound > 1.0 / 1048576 && bound <= 1.0 / 65536 + 1.0 / 1048576, "%s: bound %g", label, bound);
+            CHECK_OK(ns_life_mw(e, w, yo));
+            CHECK_OK(ns_life_mty(e, y, wo));
+            CHECK_MSG(rel_inf(yo, yr, NY) <= bound && rel_inf(wo, wr, F) <= bound,
+                      "%s: voxel-sh by AUTO: products within %.3g / %.3g of the exact ones, bound %.3g", label,
+                      rel_inf(yo, yr, NY), rel_inf(wo, wr, F), bound);
+            printf("%s: AUTO runs voxel-sh (bound %.3g; products within %.3g / %.3g)\n", label, bound,
+                   rel_inf(yo, yr, NY), rel_inf(wo, wr, F));
+        } else {
+            CHECK_MSG(bound == 0.0, "%s: exact variants, bound %g", label, bound);
+        }
+        ns_life_engine_destroy(e);
+    }
+    free(w), free(y), free(yr), free(wr), free(yo), free(wo);
+}
+
 int main(void) {
     int n = 0;
     if (ns_cuda_device_count(&n) != NS_OK || n == 0) CHECK_SKIP("no GPU");
@@ -518,6 +565,7 @@ int main(void) {
     if (m) {
         CHECK(products_sh(m, "voxel-sh grid, n_theta 96", 1));
         fits_sh(m, 1);
+        auto_sh(m, 1, "voxel-sh grid, n_theta 96");
         ns_life_model_destroy(m);
     }
     m = tiny_model(7, 30, 60, 5, 0.1, 24);
@@ -551,6 +599,7 @@ int main(void) {
     CHECK(m != NULL);
     if (m) {
         CHECK(!products_sh(m, "rank-20 dictionary", 0));
+        auto_sh(m, 0, "rank-20 dictionary");
         ns_life_model_destroy(m);
     }
     /* runs of equal fibers inside the warps' batches, empty voxels, one fiber */

@@ -67,6 +67,28 @@ static void check_model(ns_life_model_t *m, const char *label) {
     CHECK(ns_life_cpu_auto_variant(NS_LIFE_MW, 192534, 32221) == NS_LIFE_VOXEL_VOXEL);  /* synthetic 10,000 */
     CHECK(ns_life_cpu_auto_variant(NS_LIFE_MTY, 192534, 32221) == NS_LIFE_VOXEL_VOXEL);
     CHECK(ns_life_cpu_auto_variant(NS_LIFE_MTY, 234919, 129241) == NS_LIFE_VOXEL_VOXEL); /* 50,000, L 360 */
+    /* AUTO on CUDA after its timing (docs/life.md, "voxel-sh"): voxel-sh when its bound on the model
+     * is below the accepted tolerance, never without one (0, the library's default) or when it
+     * cannot serve the model (bound -1); the bounds are those of the documented models (2^-16 + 2^-20
+     * at most; 9.2e-6 + 2^-20 on the 500,000-fiber benchmark model) against life fit's rtolg 1e-3. */
+    CHECK(ns_life_cuda_auto_variant(NS_LIFE_VOXEL_VOXEL, 9.2e-6 + 1.0 / 1048576, 1e-3) == NS_LIFE_VOXEL_SH);
+    CHECK(ns_life_cuda_auto_variant(NS_LIFE_ATOM_ATOM, 1.0 / 65536 + 1.0 / 1048576, 1e-3) == NS_LIFE_VOXEL_SH);
+    CHECK(ns_life_cuda_auto_variant(NS_LIFE_VOXEL_VOXEL, 9.2e-6, 0.0) == NS_LIFE_VOXEL_VOXEL);   /* exact only */
+    CHECK(ns_life_cuda_auto_variant(NS_LIFE_VOXEL_VOXEL, 9.2e-6, 9.2e-6) == NS_LIFE_VOXEL_VOXEL); /* not below */
+    CHECK(ns_life_cuda_auto_variant(NS_LIFE_ATOM_ATOM, 9.2e-6, 1e-6) == NS_LIFE_ATOM_ATOM);      /* tight fit */
+    CHECK(ns_life_cuda_auto_variant(NS_LIFE_COEFF_VOXEL, -1.0, 1e-3) == NS_LIFE_COEFF_VOXEL);    /* no grid */
+    /* the CPU engine never computes a bound: its products are exact (0), tolerance or not */
+    {
+        ns_life_options o;
+        ns_life_options_init(&o);
+        o.backend = NS_BACKEND_CPU, o.tolerance = 1e-3;
+        ns_life_engine_t *e = NULL;
+        CHECK_OK(ns_life_engine_create(m, &o, &e));
+        CHECK(ns_life_engine_error_bound(e) == 0.0 && ns_life_engine_variant(e, NS_LIFE_MW) != NS_LIFE_VOXEL_SH);
+        ns_life_engine_destroy(e);
+        o.tolerance = -1.0;
+        CHECK_FAILS(ns_life_engine_create(m, &o, &e), NS_ERR_INVALID_ARGUMENT, "tolerance");
+    }
     const int atom_mty = ns_life_model_n_voxels(m) <= 1.5 * ns_life_model_n_atoms(m);
     for (int threads = 0; threads <= 3; ++threads) {
         ns_life_options o;
