@@ -131,10 +131,26 @@ CASES = {
     "cadifus": (34, -70, 200, {"pas": {"g": 1e-4, "e": -70}, "Ca_HVA": {"gCa_HVAbar": 0.002},
                                "SK_E2": {"gSK_E2bar": 0.01}, "cadifus": {}},
                 [(20, 100, 0.3)], [], None, {"ek": -85}, True),
+    # BEFORE/AFTER blocks and CONSTRUCTOR (test/bahook.mod: each block's effect reaches the current) with
+    # hh; its current u, which BEFORE STEP sets, recorded. The simulation's loops run them:
+    # tests/sim/test_sim_nmodl_neuron.c
+    "bahook": (6.3, -65, 40, {"hh": {}, "bahook": {}}, [(2, 30, 0.2)], [], None, {}, False, "u"),
+    # FUNCTION_TABLE (test/ftab.mod): the tables FTAB below, given by hoc's table_NAME() in both forms
+    "ftab": (6.3, -65, 40, {"pas": {}, "ftab": {}}, [(5, 20, 0.3)], [], None, {}, False, "ninf"),
     "cabuf": (34, -70, 200, {"pas": {"g": 1e-4, "e": -70}, "Ca_HVA": {"gCa_HVAbar": 0.002},
                              "SK_E2": {"gSK_E2bar": 0.01}, "cabuf": {}},
               [(20, 100, 0.3)], [], None, {"ek": -85}, True),
 }
+
+
+def ftab_tables():
+    """test/ftab.mod's tables (tests/nmodl/test_nmodl_neuron.c computes the same): ninf over v at
+    uneven abscissae; ntau over v (16 points, -100 to 50 mV) and q (3 points, 1 to 3), row order."""
+    import math
+    xs = [-100, -85, -70, -62, -50, -35, -20, 0, 30, 60]
+    ninf = [1 / (1 + math.exp(-(x + 45) / 9)) for x in xs]
+    tau = [1 + 4 * math.exp(-((-100 + 10 * i + 50) / 25) ** 2) * (0.5 + 0.4 * j) for i in range(16) for j in range(3)]
+    return xs, ninf, tau
 
 
 def assigned_block(text):
@@ -216,6 +232,11 @@ def run_case(name, case):
             nc.weight[0] = w
             ncs.append((nc, t))
         keep += ncs
+    if "ftab" in mechs:  # FUNCTION_TABLE values: table_NAME(y, x) and table_NAME(&y, n1, lo1, hi1, n2, lo2, hi2)
+        xs, ninf, tau = ftab_tables()
+        keep += [h.Vector(xs), h.Vector(ninf), h.Vector(tau)]
+        h.table_tabninf_ftab(keep[-2], keep[-3])
+        h.table_tabntau_ftab(keep[-1]._ref_x[0], 16, -100, 50, 3, 1, 3)
     if "CaDynamics_E2" in mechs:
         # nocmodl writes GLOBAL defaults with 6 digits ("double F = 96485.3;"):
         # give NEURON the file's value, so that both run the file as written
@@ -268,7 +289,7 @@ def main():
                                                                  "geom.mod", "geompp.mod", "wena.mod", "wenai.mod",
                                                                  "kflow.mod", "nosuffix.mod", "keuler.mod",
                                                                  "krunge.mod", "drunge.mod", "linspine.mod",
-                                                                 "nonlin.mod", "cadifus.mod")] +
+                                                                 "nonlin.mod", "cadifus.mod", "bahook.mod", "ftab.mod")] +
                     [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbrand.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])
         for name in only or CASES:

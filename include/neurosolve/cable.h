@@ -145,6 +145,12 @@ NS_API ns_status ns_sim_model_insert(ns_sim_model_t *model, const char *where, c
 NS_API ns_status ns_sim_model_set(ns_sim_model_t *model, const char *where, const char *name, const char *expr);
 /* A GLOBAL of a mechanism, NAME_MECH (usetable_hh). */
 NS_API ns_status ns_sim_model_set_global(ns_sim_model_t *model, const char *name, double value);
+/* A FUNCTION_TABLE's values (NEURON's hoc table_NAME()), by NAME_MECH (tabninf_kfasttab):
+ * a copy of `table` (ns_mech_ftable in neurosolve/mechanism.h: the values over the table's
+ * 1 to 4 arguments, each by its increasing abscissae or an even range). A simulation refuses
+ * a model whose mechanism (or synapse type) has a FUNCTION_TABLE without values. */
+NS_API ns_status ns_sim_model_set_function_table(ns_sim_model_t *model, const char *name,
+                                                 const ns_mech_ftable *table);
 /* Model text: one statement per line, '#' comments:
  *   REGION.insert = MECH [MECH ...]
  *   REGION.NAME = EXPR

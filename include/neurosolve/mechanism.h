@@ -25,7 +25,9 @@ extern "C" {
  *    pointer_names and ns_mech_ppack.pointer (POINTER); ns_mech_ppack.area
  *    and .diam (area/diam in a mechanism); events (ns_mech_ppack.ev*,
  *    ns_mech_desc.n_weights and after) */
-#define NS_MECH_ABI_VERSION 3
+/* 4: ns_mech_desc.hooks (BEFORE/AFTER blocks, CONSTRUCTOR, DESTRUCTOR) and
+ *    n_ftables, ftable_names, ftable_dims; ns_mech_ppack.ftable (FUNCTION_TABLE) */
+#define NS_MECH_ABI_VERSION 4
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
 /* exp for the host loops: the generated mechanisms' host code (nsm_exp; the
@@ -152,6 +154,10 @@ typedef struct ns_mech_ppack {
     void (*ev_watch)(void *ev, int instance, int k, double flag, int first);
     /* FOR_NETCONS: the weight vector of the instance's connection q, NULL past the last */
     double *(*ev_netcon)(void *ev, int instance, int q);
+    /* FUNCTION_TABLE values (ABI 4): desc->n_ftables tables (host memory), which
+     * the simulation takes from the user (docs/mechanisms.md, "FUNCTION_TABLE");
+     * NULL when desc->n_ftables is 0 */
+    const struct ns_mech_ftable *ftable;
 } ns_mech_ppack;
 
 /* The generated code's event calls (host only; a device build compiles them to nothing,
@@ -169,6 +175,21 @@ typedef struct ns_mech_ppack {
 #define ns_mech_watch(p, i, k, flag, first) ((p)->ev ? (p)->ev_watch((p)->ev, (i), (k), (flag), (first)) : (void)0)
 #define ns_mech_netcon(p, i, q) ((p)->ev ? (p)->ev_netcon((p)->ev, (i), (q)) : (double *)0)
 #endif
+
+/* A FUNCTION_TABLE's values, NEURON's hoc table_NAME(): over dims (1 to 4)
+ * arguments, values[size[0]][size[1]]... in row order; per argument k the
+ * abscissae x[k] (size[k] increasing values) or, x[k] NULL, size[k] points
+ * evenly from lo[k] to hi[k]. A lookup interpolates linearly in each
+ * argument (for 1 and 2 arguments; 3 and 4 take the entry below, as NEURON's
+ * hoc_func_table) and holds the end values outside the range. values NULL:
+ * not supplied. */
+typedef struct ns_mech_ftable {
+    int dims;
+    int size[4];
+    const double *x[4];
+    double lo[4], hi[4];
+    const double *values;
+} ns_mech_ftable;
 
 typedef struct ns_mech_ion_use {
     const char *name; /* "na", "k", "ca", "cl" or a VALENCE ion */
@@ -193,6 +214,21 @@ typedef int (*ns_mech_cuda_fn)(const ns_mech_ppack *p, void *stream);
  * (host) bounds range[1] - range[0] and sizes the grid. */
 typedef int (*ns_mech_cuda_net_fn)(const ns_mech_ppack *p, const ns_mech_event *events, const int64_t *range,
                                    int64_t max, void *stream);
+
+/* ns_mech_desc.hooks: NEURON's BEFORE/AFTER blocks (nocmodl's BA blocks),
+ * where the loops run them (docs/mechanisms.md, "BEFORE, AFTER, CONSTRUCTOR"),
+ * and CONSTRUCTOR/DESTRUCTOR, once per instance when the instances are made
+ * and when they are freed (no v, no time: p->v is NULL then). */
+enum {
+    NS_MECH_BEFORE_BREAKPOINT = 0, /* each step, before the currents */
+    NS_MECH_AFTER_SOLVE,           /* each step, after the states (v is the step's new v) */
+    NS_MECH_BEFORE_INITIAL,        /* finitialize, before the INITIAL blocks */
+    NS_MECH_AFTER_INITIAL,         /* finitialize, after them */
+    NS_MECH_BEFORE_STEP,           /* finitialize's end and each step's, after AFTER SOLVE */
+    NS_MECH_CONSTRUCTOR,
+    NS_MECH_DESTRUCTOR,
+    NS_MECH_N_HOOKS
+};
 
 typedef struct ns_mech_desc {
     int abi_version;                /* NS_MECH_ABI_VERSION */
@@ -255,6 +291,15 @@ typedef struct ns_mech_desc {
      * a - b for a > b); NULL and 0: none */
     int n_watch;
     double (*watch_value)(ns_mech_ppack *p, int instance, int k);
+    /* ABI 4: the BEFORE/AFTER blocks, CONSTRUCTOR and DESTRUCTOR over all n
+     * instances (NS_MECH_BEFORE_BREAKPOINT ...; NULL: none). Host only: a
+     * mechanism with one has no CUDA entry points. */
+    ns_mech_fn hooks[NS_MECH_N_HOOKS];
+    /* ABI 4: FUNCTION_TABLEs, by name (the NMODL name) and number of arguments;
+     * ppack.ftable[k] holds table k's values. Host only, as the hooks. */
+    int n_ftables;
+    const char *const *ftable_names;
+    const int *ftable_dims;
 } ns_mech_desc;
 
 enum {

@@ -332,13 +332,95 @@ typedef struct stmt {
     char text[96];     /* the statement's name, for messages */
 } stmt;
 
+/* FUNCTION_TABLE k of catalogue entry desc: a copy (ftable_copy) */
+typedef struct model_ftable {
+    int desc, k;
+    ns_mech_ftable t;
+} model_ftable;
+
 struct ns_sim_model {
     /* the library's mechanisms, then the built-in ones it does not shadow */
     const ns_mech_desc **descs;
     int n_descs;
     stmt *stmts;
     int n, cap;
+    model_ftable *ftabs;
+    int n_ftabs;
 };
+
+/* *dst = src with its arrays in one allocation (dst->values first: free((void *)dst->values)) */
+static ns_status ftable_copy(const ns_mech_ftable *src, ns_mech_ftable *dst) {
+    size_t n = 1, nx = 0;
+    for (int k = 0; k < src->dims; ++k) {
+        n *= (size_t)src->size[k];
+        if (src->x[k]) nx += (size_t)src->size[k];
+    }
+    double *blk = malloc((n + nx) * sizeof *blk);
+    if (!blk) return ns_fail(NS_ERR_OUT_OF_MEMORY, "FUNCTION_TABLE values");
+    *dst = *src;
+    memcpy(blk, src->values, n * sizeof *blk);
+    dst->values = blk;
+    double *x = blk + n;
+    for (int k = 0; k < src->dims; ++k)
+        if (src->x[k]) {
+            memcpy(x, src->x[k], (size_t)src->size[k] * sizeof *x);
+            dst->x[k] = x;
+            x += src->size[k];
+        }
+    return NS_OK;
+}
+
+ns_status ns_sim_model_set_function_table(ns_sim_model_t *m, const char *name, const ns_mech_ftable *t) {
+    if (!m || !name || !t) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_model_set_function_table: NULL argument");
+    int desc = -1, k = -1;
+    for (int q = 0; q < m->n_descs && desc < 0; ++q) {
+        const ns_mech_desc *d = m->descs[q];
+        const size_t nl = strlen(name), ml = strlen(d->name);
+        for (int j = 0; j < d->n_ftables && desc < 0; ++j) {
+            const size_t fl = strlen(d->ftable_names[j]);
+            if (nl == fl + 1 + ml && !strncmp(name, d->ftable_names[j], fl) && name[fl] == '_' &&
+                !strcmp(name + fl + 1, d->name))
+                desc = q, k = j;
+        }
+    }
+    if (desc < 0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "FUNCTION_TABLE %s: no mechanism of the model's library has it (NAME_MECH: the table's "
+                       "name in the .mod file, '_', the mechanism's)", name);
+    const ns_mech_desc *d = m->descs[desc];
+    if (t->dims != d->ftable_dims[k])
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "FUNCTION_TABLE %s: %d arguments given, the .mod file declares %d", name,
+                       t->dims, d->ftable_dims[k]);
+    if (!t->values) return ns_fail(NS_ERR_INVALID_ARGUMENT, "FUNCTION_TABLE %s: no values", name);
+    for (int q = 0; q < t->dims; ++q) {
+        if (t->size[q] < 1 || t->size[q] > (1 << 24))
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "FUNCTION_TABLE %s: argument %d has %d points", name, q + 1,
+                           t->size[q]);
+        if (!t->x[q] && !(t->lo[q] <= t->hi[q]))
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "FUNCTION_TABLE %s: argument %d: lo %g above hi %g", name, q + 1,
+                           t->lo[q], t->hi[q]);
+        for (int j = 1; t->x[q] && j < t->size[q]; ++j)
+            if (!(t->x[q][j] > t->x[q][j - 1]))
+                return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                               "FUNCTION_TABLE %s: argument %d's abscissae do not increase at %d (%g after %g)", name,
+                               q + 1, j, t->x[q][j], t->x[q][j - 1]);
+    }
+    int at = 0;
+    while (at < m->n_ftabs && !(m->ftabs[at].desc == desc && m->ftabs[at].k == k)) ++at;
+    if (at == m->n_ftabs) {
+        model_ftable *n = realloc(m->ftabs, (size_t)(m->n_ftabs + 1) * sizeof *n);
+        if (!n) return ns_fail(NS_ERR_OUT_OF_MEMORY, "FUNCTION_TABLE %s", name);
+        m->ftabs = n;
+        m->n_ftabs++;
+    } else {
+        free((void *)m->ftabs[at].t.values);
+    }
+    m->ftabs[at].desc = desc;
+    m->ftabs[at].k = k;
+    ns_status st = ftable_copy(t, &m->ftabs[at].t);
+    if (st != NS_OK) m->ftabs[at] = m->ftabs[--m->n_ftabs];
+    return st;
+}
 
 static const char *const REGION_SELECTORS =
     "soma, axon, basal, apical, other, dend, all, sec:K (section index K), swc:ID (the section whose first SWC "
@@ -408,6 +490,8 @@ ns_status ns_sim_model_create(const ns_mech_library_t *library, ns_sim_model_t *
 void ns_sim_model_destroy(ns_sim_model_t *m) {
     if (!m) return;
     for (int k = 0; k < m->n; ++k) free(m->stmts[k].value.ops);
+    for (int k = 0; k < m->n_ftabs; ++k) free((void *)m->ftabs[k].t.values);
+    free(m->ftabs);
     free(m->stmts);
     free(m->descs);
     free(m);
@@ -758,6 +842,11 @@ void ns_sim_model_free(sim_model *m) {
     free(m->written);
     free(m->per_shape);
     free(m->mechs);
+    for (int k = 0; m->ftables && k < m->n_descs; ++k) {
+        for (int j = 0; m->ftables[k] && j < m->descs[k]->n_ftables; ++j) free((void *)m->ftables[k][j].values);
+        free(m->ftables[k]);
+    }
+    free(m->ftables);
     free(m->descs);
     free(m);
 }
@@ -853,6 +942,17 @@ static const ns_sim_model_t *model_of_shape(const ns_sim_model_t *model, const n
     return shape_models && shape_models[k] ? shape_models[k] : model;
 }
 
+ns_status ns_sim_model_ftables_given(const sim_model *r, int32_t desc) {
+    const ns_mech_desc *d = r->descs[desc];
+    for (int j = 0; j < d->n_ftables; ++j)
+        if (!r->ftables || !r->ftables[desc] || !r->ftables[desc][j].values)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                           "model: mechanism %s: FUNCTION_TABLE %s has no values: give them with "
+                           "ns_sim_model_set_function_table(model, \"%s_%s\", ...) (NEURON: hoc's table_%s_%s)",
+                           d->name, d->ftable_names[j], d->ftable_names[j], d->name, d->ftable_names[j], d->name);
+    return NS_OK;
+}
+
 ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t *const *shape_models,
                                int32_t n_shapes, const ns_cell_t *const *cells, const ns_sim_params *params,
                                sim_model **out) {
@@ -913,6 +1013,14 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
     r->descs = malloc((size_t)(n_lib > 0 ? n_lib : 1) * sizeof *r->descs);
     if (!r->descs) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
     for (int k = 0; k < n_lib && st == NS_OK; ++k) r->descs[r->n_descs++] = first->descs[k];
+    /* the FUNCTION_TABLEs' values (the first model's; a synapse type's too) */
+    r->ftables = calloc((size_t)(n_lib > 0 ? n_lib : 1), sizeof *r->ftables);
+    if (!r->ftables) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+    for (int k = 0; k < r->n_descs && st == NS_OK; ++k)
+        if (r->descs[k]->n_ftables && !(r->ftables[k] = calloc((size_t)r->descs[k]->n_ftables, sizeof **r->ftables)))
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+    for (int q = 0; q < first->n_ftabs && st == NS_OK; ++q)
+        st = ftable_copy(&first->ftabs[q].t, &r->ftables[first->ftabs[q].desc][first->ftabs[q].k]);
     /* the mechanisms inserted anywhere by any model, in NEURON's type order */
     for (int k = 0; k < n_lib; ++k) lib_to[k] = -1;
     int n_used = 0;
@@ -935,6 +1043,8 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         last = key_of(first->descs[next], next, n_lib);
         lib_to[next] = r->n_mechs;
         r->mechs[r->n_mechs].key = last;
+        r->mechs[r->n_mechs].ftable = r->ftables ? r->ftables[next] : NULL;
+        if (st == NS_OK) st = ns_sim_model_ftables_given(r, next);
         r->mechs[r->n_mechs++].desc = first->descs[next];
         if (last <= n_lib) r->n_before_clamp = r->n_mechs;
     }

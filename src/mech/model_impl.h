@@ -26,6 +26,7 @@ typedef struct sim_mech {
     int32_t ion[NS_SIM_MECH_IONS_MAX]; /* the simulation's ion of each desc->ions[k] */
     int writes_c;                      /* writes some ion's concentration */
     int32_t key;                       /* NEURON's type order (ns_sim_model_key) */
+    const ns_mech_ftable *ftable;      /* desc->n_ftables tables (ns_mech_ppack.ftable), NULL: none */
 } sim_mech;
 
 /* Mechanism m on one shape: the nodes where it is inserted (ascending) and
@@ -56,6 +57,7 @@ typedef struct sim_model {
                                   (the params' cm of the region) */
     int32_t n_descs;           /* the catalogue: the library's mechanisms, then the built-ins */
     const ns_mech_desc **descs; /* it does not shadow (the synapses' types, net.c) */
+    ns_mech_ftable **ftables;  /* per catalogue entry: its FUNCTION_TABLEs' values (copies), NULL: none */
 } sim_model;
 
 /* A mechanism's place in NEURON's type order (ascending): pas 0, ExpSyn 1,
@@ -74,6 +76,9 @@ int32_t ns_sim_model_find(const sim_model *m, const char *name);
  * its node count): shape k's model is shape_models[k], or `model` where
  * shape_models or its entry is NULL (one catalogue for all; a GLOBAL set by
  * two models must agree); insertions, parameters and ion values per node. */
+/* Catalogue entry desc's FUNCTION_TABLEs all have values; else an error naming the first
+ * without and how to give it */
+ns_status ns_sim_model_ftables_given(const sim_model *r, int32_t desc);
 ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t *const *shape_models,
                                int32_t n_shapes, const ns_cell_t *const *cells, const ns_sim_params *params,
                                sim_model **out);

@@ -32,6 +32,13 @@ void ns_net_free(sim_net *net);
 
 static void block_free(net_block *nb) {
     if (!nb) return;
+    for (int32_t k = 0; k < nb->n_points; ++k) { /* NEURON's DESTRUCTOR: no v, no time */
+        net_point *pt = &nb->points[k];
+        if (pt->constructed && pt->desc->hooks[NS_MECH_DESTRUCTOR]) {
+            pt->p.v = NULL;
+            pt->desc->hooks[NS_MECH_DESTRUCTOR](&pt->p);
+        }
+    }
     for (int32_t k = 0; k < nb->n_points; ++k) {
         free(nb->points[k].store);
         free(nb->points[k].field);
@@ -465,6 +472,8 @@ static ns_status point_create(ns_sim_t *sim, const net_block_in *in, int32_t des
     sim_net *net = sim->net;
     pt->desc = d;
     pt->key = ns_sim_model_key(m, desc);
+    ns_status fst = ns_sim_model_ftables_given(m, desc);
+    if (fst != NS_OK) return fst;
     const size_t doubles = (size_t)d->n_fields * (size_t)cnt + (size_t)d->n_globals + (size_t)d->table_size + 1;
     pt->store = calloc(doubles, sizeof(double));
     pt->field = malloc((size_t)(d->n_fields > 0 ? d->n_fields : 1) * sizeof *pt->field);
@@ -509,6 +518,7 @@ static ns_status point_create(ns_sim_t *sim, const net_block_in *in, int32_t des
     pt->p.n = cnt;
     pt->p.node_index = pt->node_index;
     pt->p.field = pt->field;
+    pt->p.ftable = m->ftables ? m->ftables[desc] : NULL;
     pt->p.global = globals;
     pt->p.table = globals + d->n_globals;
     pt->p.weight = pt->weight;
@@ -689,8 +699,19 @@ ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in) 
             pt->p.t = 0.0;
             pt->p.dt = sim->params.dt;
             pt->p.celsius = sim->params.celsius;
-            if (pt->p.n > 0) pt->desc->init(&pt->p);
+            if (pt->p.n > 0 && pt->desc->hooks[NS_MECH_CONSTRUCTOR]) { /* once per instance: made here */
+                pt->p.v = NULL;
+                pt->desc->hooks[NS_MECH_CONSTRUCTOR](&pt->p);
+                pt->p.v = in[b].v;
+            }
+            pt->constructed = 1;
         }
+        ns_net_hook(nb, NS_MECH_BEFORE_INITIAL, in[b].v, 0.0, sim->params.dt, sim->params.celsius);
+        for (int32_t t = 0; t < nb->n_points; ++t)
+            if (nb->points[t].p.n > 0) nb->points[t].desc->init(&nb->points[t].p);
+        ns_net_hook(nb, NS_MECH_AFTER_INITIAL, in[b].v, 0.0, sim->params.dt, sim->params.celsius);
+        ns_net_hook(nb, NS_MECH_BEFORE_BREAKPOINT, in[b].v, 0.0, sim->params.dt, sim->params.celsius);
+        ns_net_hook(nb, NS_MECH_BEFORE_STEP, in[b].v, 0.0, sim->params.dt, sim->params.celsius);
     }
     ns_net_events_init(sim); /* the connections' NET_RECEIVE INITIAL */
     for (int64_t s = 0; s < net->n_sources; ++s) {
@@ -807,6 +828,19 @@ void ns_net_states(net_block *nb, double *v, double t, double dt, double celsius
         pt->p.dt = dt;
         pt->p.celsius = celsius;
         pt->desc->state(&pt->p);
+    }
+}
+
+void ns_net_hook(net_block *nb, int h, double *v, double t, double dt, double celsius) {
+    for (int32_t k = 0; k < nb->n_points; ++k) {
+        net_point *pt = &nb->points[k];
+        if (pt->p.n == 0 || !pt->desc->hooks[h]) continue;
+        pt->p.v = v;
+        pt->p.rhs = pt->p.d = NULL;
+        pt->p.t = t;
+        pt->p.dt = dt;
+        pt->p.celsius = celsius;
+        pt->desc->hooks[h](&pt->p);
     }
 }
 

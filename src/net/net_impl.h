@@ -104,6 +104,7 @@ typedef struct net_point {
     /* FOR_NETCONS: the network and each instance's synapse id */
     struct sim_net *net;
     int64_t *syn_id;
+    int constructed; /* its CONSTRUCTOR ran (finitialize): the DESTRUCTOR runs at free */
 } net_point;
 
 typedef struct net_block {
@@ -229,6 +230,8 @@ void ns_net_deliver(net_block *nb, double *v, double t, double dt, double celsiu
 void ns_net_current(net_block *nb, int32_t slot, double *v, double *rhs, double *d, double t, double dt,
                     double celsius);
 void ns_net_states(net_block *nb, double *v, double t, double dt, double celsius);
+/* BEFORE/AFTER block h (NS_MECH_BEFORE_BREAKPOINT ...) of the block's point processes */
+void ns_net_hook(net_block *nb, int h, double *v, double t, double dt, double celsius);
 int ns_net_detect(net_block *nb, const double *v, double t);
 
 /* Poisson sources (net/poisson.c): back to the first spike (ns_sim_init),

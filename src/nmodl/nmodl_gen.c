@@ -959,6 +959,16 @@ static int emit_alg(gen *g, const block *bl);
 static int emit_callable(gen *g, const block *bl) {
     if (bl->alg) return emit_alg(g, bl);
     buf *b = g->b;
+    if (bl->ftable) { /* FUNCTION_TABLE: a lookup in the user's values (NaN where there are none) */
+        emit_proto(g, bl, "");
+        put(b, " {\n    const double a_[%d] = {", bl->n_args);
+        for (int k = 0; k < bl->n_args; k++) put(b, "%sA_%s", k ? ", " : "", bl->args[k]);
+        put(b, "};\n    (void)i_; (void)node_; (void)v_;\n");
+        for (int k = 0; k < g->m->n_fields; k++) put(b, "    (void)F%d_;\n", k);
+        put(b, "    return nsm_ftable(p->ftable ? &p->ftable[%d] : (const ns_mech_ftable *)0, %d, a_);\n}\n\n",
+            bl->ftable - 1, bl->n_args);
+        return 0;
+    }
     int tab = bl->table != NULL;
     emit_proto(g, bl, tab ? "_exact" : "");
     put(b, " {\n    (void)p; (void)p; (void)i_; (void)node_; (void)v_;\n");
@@ -1457,6 +1467,31 @@ static int emit_header(gen *g) {
            "    return fma(fma(-q, .001, x), 1000.0, q);\n#else\n    return x / .001;\n#endif\n}\n#endif\n");
     put(b, "#ifndef NSM_EXPRELR\n#define NSM_EXPRELR\n/* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */\n"
            "NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }\n#endif\n");
+    if (m->n_ftables) /* NEURON's hoc_func_table (functabl.cpp), for FUNCTION_TABLEs */
+        put(b, "#ifndef NSM_FTABLE\n#define NSM_FTABLE\n"
+               "NS_MECH_FN int nsm_ftable_at(const ns_mech_ftable *t, int k, double x, double *frac) {\n"
+               "    const int n = t->size[k];\n    *frac = 0.0;\n"
+               "    if (t->x[k]) {\n        const double *a = t->x[k];\n"
+               "        if (x <= a[0]) return 0;\n        if (x >= a[n - 1]) return n - 1;\n"
+               "        int lo = 0, hi = n - 1;\n"
+               "        while (lo < hi - 1) {\n            const int j = (lo + hi) / 2;\n"
+               "            if (a[j] <= x) lo = j;\n            else hi = j;\n        }\n"
+               "        *frac = (x - a[lo]) / (a[lo + 1] - a[lo]);\n        return lo;\n    }\n"
+               "    if (x <= t->lo[k]) return 0;\n    if (x >= t->hi[k]) return n - 1;\n"
+               "    const double x1 = (x - t->lo[k]) / ((t->hi[k] - t->lo[k]) / (double)(n - 1));\n"
+               "    const int j = (int)x1;\n    *frac = x1 - (double)j;\n    return j;\n}\n"
+               "NS_MECH_FN double nsm_ftable_inter(double f, const double *v, int j) {\n"
+               "    return f > 0.0 ? (1.0 - f) * v[j] + f * v[j + 1] : v[j];\n}\n"
+               "NS_MECH_FN double nsm_ftable(const ns_mech_ftable *t, int n, const double *a) {\n"
+               "    if (!t || !t->values) return NAN; /* the simulation refuses a model without them */\n"
+               "    double f[4] = {0.0, 0.0, 0.0, 0.0};\n    int j = 0;\n"
+               "    for (int k = 0; k < n; ++k) j = j * t->size[k] + nsm_ftable_at(t, k, a[k], &f[k]);\n"
+               "    if (n == 1) return nsm_ftable_inter(f[0], t->values, j);\n"
+               "    if (n == 2) {\n        const double y1 = nsm_ftable_inter(f[1], t->values, j);\n"
+               "        if (!(f[0] > 0.0)) return y1;\n"
+               "        const double y2 = nsm_ftable_inter(f[1], t->values, j + t->size[1]);\n"
+               "        return (1.0 - f[0]) * y1 + f[0] * y2;\n    }\n"
+               "    return t->values[j];\n}\n#endif\n");
     if (m->random_field >= 0 || m->verbatim) put(b, "%s", nm_random_runtime());
     if (m->verbatim) put(b, "%s", nm_verbatim_runtime());
     put(b, "#undef NSM_ION\n#define NSM_ION(j) (p->node_index && p->ion[j].index ? p->ion[j].index[i_] : node_)\n");
@@ -1595,6 +1630,26 @@ static int emit_header(gen *g) {
     }
     load_conc(g, 1);
     put(b, "    (void)v_;\n}\n\n");
+    /* BEFORE/AFTER blocks (nocmodl's BA functions: v and the ions read as in nrn_state), and
+     * CONSTRUCTOR/DESTRUCTOR (no v: the loop binds none then) */
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++) {
+        if (!m->hooks[h]) continue;
+        const int ba = h < NS_MECH_CONSTRUCTOR;
+        put(b, "NS_MECH_FN void nsm_%s_hook%d_F(ns_mech_ppack *p, ", name, h);
+        put_fparams(g);
+        put(b, "int i_, int node_) {\n    const double v_ = %s;\n    (void)i_; (void)node_;\n",
+            ba ? "p->v[node_]" : "0.0");
+        put_arrays(g, 4);
+        if (ba) {
+            load_copies(g, 'v');
+            load_copies(g, 'i');
+            load_conc(g, 0);
+        }
+        g->n_scope = 0;
+        if (emit_body(g, m->hooks[h], 4)) return -1;
+        if (ba) load_conc(g, 1);
+        put(b, "    (void)v_;\n}\n\n");
+    }
     /* NET_RECEIVE and its INITIAL: the arguments are the connection's weight
      * vector W_ (copied in, and back: per-connection state), flag the event's */
     for (int k = 0; k < 2; k++) {
@@ -1641,9 +1696,12 @@ static int emit_header(gen *g) {
         put(b, "    default: return -1.0;\n    }\n}\n\n");
     }
     /* the entry points on the ppack's arrays */
-    static const char *const entry[] = {"init", "current", "state", "net_receive", "net_init", "watch"};
-    for (int k = 0; k < 6; k++) {
-        if ((k == 3 && !m->net_receive) || (k == 4 && !m->net_initial) || (k == 5 && !m->n_watch)) continue;
+    static const char *const entry[] = {"init", "current", "state", "net_receive", "net_init", "watch", "hook0",
+                                        "hook1", "hook2", "hook3", "hook4", "hook5", "hook6"};
+    for (int k = 0; k < 6 + NS_MECH_N_HOOKS; k++) {
+        if ((k == 3 && !m->net_receive) || (k == 4 && !m->net_initial) || (k == 5 && !m->n_watch) ||
+            (k >= 6 && !m->hooks[k - 6]))
+            continue;
         put(b, "NS_MECH_FN %s nsm_%s_%s_one(ns_mech_ppack *p, int i_, int node_%s) {\n    %snsm_%s_%s_F(p, ",
             k == 5 ? "double" : "void", name, entry[k],
             k == 3 ? ", double *w_, double flag_" : k == 4 ? ", double *w_" : k == 5 ? ", int k_" : "",
@@ -1811,6 +1869,11 @@ static int emit_c(gen *g) {
     emit_loop(g, "init");
     emit_loop(g, "current");
     emit_loop(g, "state");
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++) {
+        char what[16];
+        snprintf(what, sizeof what, "hook%d", h);
+        if (m->hooks[h]) emit_loop(g, what);
+    }
     if (m->net_receive) /* the weight alone (ABI 2's entry), and the weight vector with a flag */
         put(b, "static void nsm_%s_net_receive_w(ns_mech_ppack *p, int i, double *w, double flag) {\n"
                "    nsm_%s_net_receive_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, w, flag);\n}\n\n"
@@ -1864,6 +1927,19 @@ static void emit_desc_data(gen *g) {
     put(b, "};\n");
     emit_strs(b, name, "gnames", gn, m->n_globals);
     emit_strs(b, name, "pnames", (const char *const *)m->pointers, m->n_pointers);
+    {
+        const char **ft = calloc((size_t)m->n_ftables + 1, sizeof *ft);
+        if (!ft) { b->oom = 1; free(fn); free(gn); free(fd); free(gd); return; }
+        put(b, "static const int nsm_%s_ftdims[] = {", name);
+        for (int i = 0, k = 0; i < m->n_blocks; i++)
+            if (m->blocks[i]->ftable) {
+                ft[m->blocks[i]->ftable - 1] = m->blocks[i]->name;
+                put(b, "%s%d", k++ ? ", " : "", m->blocks[i]->n_args);
+            }
+        put(b, "%s};\n", m->n_ftables ? "" : "0");
+        emit_strs(b, name, "ftnames", ft, m->n_ftables);
+        free(ft);
+    }
     put(b, "static const ns_mech_ion_use nsm_%s_ions[] = {", name);
     for (int k = 0; k < m->n_ions; k++)
         put(b, "%s{\"%s\", %d, %uu}", k ? ", " : "", m->ions[k].name, m->ions[k].charge, m->ions[k].flags);
@@ -1883,7 +1959,7 @@ static void emit_desc(gen *g) {
         n, n, n);
     /* events and per-connection state stay on the host: no CUDA entry points
      * (the GPU loop refuses the mechanism, docs/mechanisms.md "Events") */
-    const int host_only = m->events || m->artificial || m->n_net_args > 1 || m->verbatim;
+    const int host_only = m->events || m->artificial || m->n_net_args > 1 || m->verbatim || nm_hooks(m);
     if (host_only)
         put(g->b, "#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n"
                   "#endif\n");
@@ -1904,11 +1980,17 @@ static void emit_desc(gen *g) {
         m->table_size ? "nsm_" : "NULL", m->table_size ? n : "", m->table_size ? "_table_update" : "", n);
     put(g->b, ",\n    %d, %d", m->n_streams, m->random_field >= 0 ? m->random_field : 0); /* random */
     put(g->b, ",\n    %d, nsm_%s_pnames", m->n_pointers, n);                                       /* POINTER */
-    put(g->b, ",\n    %d, %d, %uu, %s%s%s, %s%s%s,\n    %d, %s%s%s};\n", /* events */
+    put(g->b, ",\n    %d, %d, %uu, %s%s%s, %s%s%s,\n    %d, %s%s%s", /* events */
         m->n_net_args, m->artificial, m->events, m->net_receive ? "nsm_" : "NULL", m->net_receive ? n : "",
         m->net_receive ? "_net_receive_w" : "", m->net_initial ? "nsm_" : "NULL", m->net_initial ? n : "",
         m->net_initial ? "_net_init" : "", m->n_watch, m->n_watch ? "nsm_" : "NULL", m->n_watch ? n : "",
         m->n_watch ? "_watch" : "");
+    put(g->b, ",\n    {"); /* the hooks and FUNCTION_TABLEs (ABI 4) */
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++) {
+        if (m->hooks[h]) put(g->b, "%snsm_%s_hook%d", h ? ", " : "", n, h);
+        else put(g->b, "%sNULL", h ? ", " : "");
+    }
+    put(g->b, "},\n    %d, nsm_%s_ftnames, nsm_%s_ftdims};\n", m->n_ftables, n, n);
 }
 
 static void emit_cuda(gen *g) {

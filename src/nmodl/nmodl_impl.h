@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "neurosolve/mechanism.h"
 #include "neurosolve/nmodl.h"
 
 /* Every allocation of a module's AST, freed at once (nmodl_arena.c). */
@@ -130,6 +131,7 @@ typedef struct block {
     char **unknowns;
     int n_unknowns;
     int hoc_only;        /* its VERBATIM C needs hoc and nothing in the file calls it: left out (nmodl_verbatim.c) */
+    int ftable;          /* a FUNCTION_TABLE (a FUNCTION without a body): 1 + its index in ppack.ftable; 0: none */
 } block;
 
 /* A variable of the mechanism. */
@@ -177,6 +179,11 @@ struct ns_nmodl {
     block **blocks;
     int n_blocks;
     stlist *initial, *breakpoint;
+    /* BEFORE/AFTER blocks, CONSTRUCTOR, DESTRUCTOR (indexed NS_MECH_BEFORE_BREAKPOINT ...;
+     * two of a kind are one list, in file order): NULL none */
+    stlist *hooks[NS_MECH_N_HOOKS];
+    int n_ftables;       /* FUNCTION_TABLEs (blocks with ftable) */
+    int hooks_line[NS_MECH_N_HOOKS];
     stlist *net_receive;
     char *net_weight;    /* the NET_RECEIVE argument */
     /* events (nmodl_events.c): NET_RECEIVE's arguments (net_args[0] = net_weight: the
@@ -204,6 +211,13 @@ struct ns_nmodl {
     int *pointers_line;
     int n_pointers;
 };
+
+/* m has a BEFORE/AFTER block, CONSTRUCTOR, DESTRUCTOR or FUNCTION_TABLE (host only, as events) */
+static inline int nm_hooks(const struct ns_nmodl *m) {
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++)
+        if (m->hooks[h]) return 1;
+    return m->n_ftables > 0;
+}
 
 /* nmodl_kinetic.c: lower KINETIC block b of m (its reactions, CONSERVE and
  * COMPARTMENT statements) into statements and b->kin; errors name m's file

@@ -51,6 +51,7 @@ typedef struct parser {
     int *scope_size; /* check_list's scope: per name 0 (a scalar), the size of an array, -1 (FROM's integer) */
     int cap_scope_size;
     int threadsafe; /* the NEURON block says THREADSAFE */
+    int in_hook;    /* check_list is in a BEFORE/AFTER block, CONSTRUCTOR or DESTRUCTOR */
     const stlist *vbody; /* check_list's block: names its VERBATIM C declares are C's (nm_verbatim_declares) */
 } parser;
 
@@ -92,9 +93,8 @@ static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
 
 static const char *const UNSUPPORTED[] = {
     "PARTIAL",
-    "DISCRETE", "FUNCTION_TABLE", "LONGITUDINAL_DIFFUSION", "EXTERNAL",
-    "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP",
-    "CONSTRUCTOR", "DESTRUCTOR", "NONSPECIFIC_CONDUCTANCE",
+    "DISCRETE", "LONGITUDINAL_DIFFUSION", "EXTERNAL",
+    "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP", "NONSPECIFIC_CONDUCTANCE",
     /* Arbor's extensions */
     "POST_EVENT", "JUNCTION_PROCESS", "VOLTAGE_PROCESS", "WHITE_NOISE", NULL};
 
@@ -1392,7 +1392,7 @@ static int add_block(parser *p, block *b) {
     return 0;
 }
 
-static int parse_callable(parser *p, int kind, int alg) {
+static int parse_callable(parser *p, int kind, int alg, int ftable) {
     block *b = nm_calloc(AR, 1, sizeof *b);
     if (!b) return -1;
     b->kind = kind;
@@ -1422,8 +1422,40 @@ static int parse_callable(parser *p, int kind, int alg) {
         p->pos++;
         if (skip_units(p)) return -1;
     }
+    if (ftable) { /* FUNCTION_TABLE name(args): its values come from the user (nocmodl: hoc's table_name) */
+        if (!b->n_args)
+            return perr(p, NS_ERR_PARSE, b->line, "FUNCTION_TABLE %s needs one or more arguments", b->name);
+        if (b->n_args > 4)
+            return perr(p, NS_ERR_UNSUPPORTED, b->line, "FUNCTION_TABLE %s: %d arguments (at most 4)", b->name,
+                        b->n_args);
+        if (!(b->body = nm_calloc(AR, 1, sizeof *b->body))) return -1;
+        b->ftable = ++p->m->n_ftables;
+        return add_block(p, b);
+    }
     if (!(b->body = parse_block(p, b))) return -1;
     return add_block(p, b);
+}
+
+/* A block into *dst: the first, or a second one of the kind after the first (netcon.inc's
+ * BREAKPOINT and the file's, two AFTER SOLVE blocks): nocmodl runs both, in order */
+static int append_block(parser *p, stlist **dst, stlist *l, const char *k, int line) {
+    if (!*dst) {
+        *dst = l;
+        return 0;
+    }
+    stlist *d = *dst;
+    for (int i = 0; i < l->n; i++)
+        if (add_st(p, d, l->s[i])) return -1;
+    for (int i = 0; i < l->n_locals; i++) {
+        if (in_list(d->locals, d->n_locals, l->locals[i]))
+            return perr(p, NS_ERR_PARSE, line, "%s: LOCAL %s in both %s blocks", k, l->locals[i], k);
+        int *ns = nm_realloc(AR, d->local_size, (size_t)(d->n_locals + 1) * sizeof *ns);
+        if (!ns) return perr(p, NS_ERR_OUT_OF_MEMORY, line, "out of memory");
+        d->local_size = ns;
+        ns[d->n_locals] = l->local_size ? l->local_size[i] : 0;
+        if (add_name(&d->locals, &d->n_locals, l->locals[i])) return perr(p, NS_ERR_OUT_OF_MEMORY, line, "out of memory");
+    }
+    return 0;
 }
 
 static int parse_top(parser *p) {
@@ -1490,33 +1522,46 @@ static int parse_top(parser *p) {
             stlist **dst = !strcmp(k, "INITIAL") ? &m->initial : &m->breakpoint;
             stlist *l = parse_block(p, NULL);
             if (!l) return -1;
-            if (!*dst) {
-                *dst = l;
-            } else { /* a second one (netcon.inc's BREAKPOINT and the file's): nocmodl runs both, in order */
-                stlist *d = *dst;
-                for (int i = 0; i < l->n; i++)
-                    if (add_st(p, d, l->s[i])) return -1;
-                for (int i = 0; i < l->n_locals; i++) {
-                    if (in_list(d->locals, d->n_locals, l->locals[i]))
-                        return perr(p, NS_ERR_PARSE, t->line, "%s: LOCAL %s in both %s blocks", k, l->locals[i], k);
-                    int *ns = nm_realloc(AR, d->local_size, (size_t)(d->n_locals + 1) * sizeof *ns);
-                    if (!ns) return perr(p, NS_ERR_OUT_OF_MEMORY, t->line, "out of memory");
-                    d->local_size = ns;
-                    ns[d->n_locals] = l->local_size ? l->local_size[i] : 0;
-                    if (add_name(&d->locals, &d->n_locals, l->locals[i]))
-                        return perr(p, NS_ERR_OUT_OF_MEMORY, t->line, "out of memory");
-                }
+            if (append_block(p, dst, l, k, t->line)) return -1;
+        } else if (!strcmp(k, "BEFORE") || !strcmp(k, "AFTER") || !strcmp(k, "CONSTRUCTOR") ||
+                   !strcmp(k, "DESTRUCTOR")) {
+            /* nocmodl's BA blocks: BEFORE BREAKPOINT, BEFORE/AFTER INITIAL, AFTER SOLVE,
+             * BEFORE STEP (and the spellings it accepts that NEURON never runs: refused) */
+            int h = k[0] == 'C' ? NS_MECH_CONSTRUCTOR : k[0] == 'D' ? NS_MECH_DESTRUCTOR : -1;
+            char label[32];
+            snprintf(label, sizeof label, "%s", k);
+            if (h < 0) {
+                const int before = k[0] == 'B';
+                const char *w = cur(p)->kind == T_NAME ? cur(p)->text : "";
+                h = before && !strcmp(w, "BREAKPOINT") ? NS_MECH_BEFORE_BREAKPOINT
+                    : !before && !strcmp(w, "SOLVE")   ? NS_MECH_AFTER_SOLVE
+                    : !strcmp(w, "INITIAL")            ? (before ? NS_MECH_BEFORE_INITIAL : NS_MECH_AFTER_INITIAL)
+                    : before && !strcmp(w, "STEP")     ? NS_MECH_BEFORE_STEP
+                                                       : -1;
+                if (h < 0)
+                    return perr(p, NS_ERR_UNSUPPORTED, t->line,
+                                "%s %s: NEURON runs BEFORE BREAKPOINT, AFTER SOLVE, BEFORE INITIAL, AFTER INITIAL and "
+                                "BEFORE STEP",
+                                k, *w ? w : describe(cur(p)));
+                snprintf(label, sizeof label, "%s %s", k, w);
+                p->pos++;
             }
+            stlist *l = parse_block(p, NULL);
+            if (!l) return -1;
+            if (!m->hooks[h]) m->hooks_line[h] = t->line;
+            if (append_block(p, &m->hooks[h], l, label, t->line)) return -1;
         } else if (!strcmp(k, "DERIVATIVE")) {
-            if (parse_callable(p, B_DERIVATIVE, 0)) return -1;
+            if (parse_callable(p, B_DERIVATIVE, 0, 0)) return -1;
         } else if (!strcmp(k, "KINETIC")) {
-            if (parse_callable(p, B_KINETIC, 0)) return -1;
+            if (parse_callable(p, B_KINETIC, 0, 0)) return -1;
         } else if (!strcmp(k, "PROCEDURE")) {
-            if (parse_callable(p, B_PROCEDURE, 0)) return -1;
+            if (parse_callable(p, B_PROCEDURE, 0, 0)) return -1;
         } else if (!strcmp(k, "FUNCTION")) {
-            if (parse_callable(p, B_FUNCTION, 0)) return -1;
+            if (parse_callable(p, B_FUNCTION, 0, 0)) return -1;
+        } else if (!strcmp(k, "FUNCTION_TABLE")) {
+            if (parse_callable(p, B_FUNCTION, 0, 1)) return -1;
         } else if (!strcmp(k, "LINEAR") || !strcmp(k, "NONLINEAR")) {
-            if (parse_callable(p, B_PROCEDURE, k[0] == 'L' ? 'L' : 'N')) return -1;
+            if (parse_callable(p, B_PROCEDURE, k[0] == 'L' ? 'L' : 'N', 0)) return -1;
         } else if (!strcmp(k, "NET_RECEIVE")) {
             if (m->net_receive) return perr(p, NS_ERR_PARSE, t->line, "a second NET_RECEIVE");
             if (expect(p, '(')) return -1;
@@ -1782,6 +1827,10 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
             if (check_ex(p, s->e, *scope, *n_scope, s->line) || check_ex(p, s->e2, *scope, *n_scope, s->line)) return -1;
             break;
         case ST_SOLVE: {
+            if (p->in_hook && !owner)
+                return perr(p, NS_ERR_UNSUPPORTED, s->line,
+                            "SOLVE %s in a BEFORE/AFTER block, CONSTRUCTOR or DESTRUCTOR: NEURON solves only in "
+                            "BREAKPOINT and INITIAL", s->name);
             block *b = find_block(p->m, s->name);
             if (!b) return perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "SOLVE %s: no such block", s->name);
             if (b->alg) { /* LINEAR / NONLINEAR: solved in place, wherever the SOLVE is (nocmodl) */
@@ -1980,6 +2029,8 @@ static int finish(parser *p) {
     if (mark_writes(p, m->breakpoint, NULL, NULL, 0)) return -1;
     if (m->net_receive && mark_writes(p, m->net_receive, NULL, m->net_args, m->n_net_args)) return -1;
     if (m->net_initial && mark_writes(p, m->net_initial, NULL, m->net_args, m->n_net_args)) return -1;
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++)
+        if (m->hooks[h] && mark_writes(p, m->hooks[h], NULL, NULL, 0)) return -1;
     for (int i = 0; i < m->n_blocks; i++)
         if (mark_writes(p, m->blocks[i]->body, NULL, m->blocks[i]->args, m->blocks[i]->n_args)) return -1;
     for (int i = 0; i < m->n_vars; i++) {
@@ -1995,6 +2046,8 @@ static int finish(parser *p) {
         if (find_var(m, m->globals_decl[i])) continue;
         int written = m->initial && assigns(m->initial, m->globals_decl[i]);
         written = written || assigns(m->breakpoint, m->globals_decl[i]);
+        for (int h = 0; h < NS_MECH_N_HOOKS && !written; h++)
+            written = m->hooks[h] && assigns(m->hooks[h], m->globals_decl[i]);
         for (int b = 0; b < m->n_blocks && !written; b++) written = assigns(m->blocks[b]->body, m->globals_decl[i]);
         if (!p->threadsafe || !written)
             return perr(p, NS_ERR_INVALID_ARGUMENT, m->globals_line[i],
@@ -2118,6 +2171,12 @@ static int finish(parser *p) {
     p->ev_ctx = NM_EV_NONE;
     p->vbody = m->breakpoint;
     if (check_list(p, m->breakpoint, NULL, &scope, &n_scope)) goto fail;
+    p->in_hook = 1;
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++) {
+        p->vbody = m->hooks[h];
+        if (m->hooks[h] && check_list(p, m->hooks[h], NULL, &scope, &n_scope)) goto fail;
+    }
+    p->in_hook = 0;
     if (m->net_receive) {
         if (!m->point) {
             perr(p, NS_ERR_UNSUPPORTED, 1, "NET_RECEIVE in a density mechanism (SUFFIX %s)", m->name);

@@ -58,6 +58,8 @@ static int uses_list(const stlist *l) {
 
 int nm_random_used(const struct ns_nmodl *m) {
     if (m->n_randoms || uses_list(m->verbatim_top) || uses_list(m->initial) || uses_list(m->breakpoint) || uses_list(m->net_receive)) return 1;
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++)
+        if (uses_list(m->hooks[h])) return 1;
     for (int i = 0; i < m->n_blocks; i++)
         if (uses_list(m->blocks[i]->body)) return 1;
     return 0;

@@ -327,6 +327,7 @@ static int has_c(const stlist *l) {
 ns_status nm_verbatim_check(struct ns_nmodl *m) {
     m->verbatim = m->verbatim_top && m->verbatim_top->n;
     m->verbatim |= has_c(m->initial) || has_c(m->breakpoint) || has_c(m->net_receive) || has_c(m->net_initial);
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++) m->verbatim |= has_c(m->hooks[h]);
     for (int i = 0; i < m->n_blocks; i++) m->verbatim |= has_c(m->blocks[i]->body);
     if (!m->verbatim) return NS_OK;
     vcheck v = {m, nm_calloc(&m->arena, (size_t)m->n_blocks + 1, 1), 0};
@@ -336,6 +337,7 @@ ns_status nm_verbatim_check(struct ns_nmodl *m) {
     mark_list(&v, m->breakpoint);
     mark_list(&v, m->net_receive);
     mark_list(&v, m->net_initial);
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++) mark_list(&v, m->hooks[h]);
     mark_list(&v, m->verbatim_top);
     for (int k = 0; k < m->n_watch; k++) mark_ex(&v, m->watch_cond[k]);
     do {
@@ -365,6 +367,7 @@ ns_status nm_verbatim_check(struct ns_nmodl *m) {
     if (!r) r = check_list(m, m->breakpoint);
     if (!r) r = check_list(m, m->net_receive);
     if (!r) r = check_list(m, m->net_initial);
+    for (int h = 0; !r && h < NS_MECH_N_HOOKS; h++) r = check_list(m, m->hooks[h]);
     for (int i = 0; !r && i < m->n_blocks; i++)
         if (!m->blocks[i]->hoc_only) r = check_list(m, m->blocks[i]->body);
     return r;
@@ -386,6 +389,7 @@ const st *nm_verbatim_first(const struct ns_nmodl *m) {
     if (!s) s = first_in(m->breakpoint);
     if (!s) s = first_in(m->net_receive);
     if (!s) s = first_in(m->net_initial);
+    for (int h = 0; !s && h < NS_MECH_N_HOOKS; h++) s = first_in(m->hooks[h]);
     for (int i = 0; !s && i < m->n_blocks; i++) s = first_in(m->blocks[i]->body);
     return s;
 }

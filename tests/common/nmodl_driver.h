@@ -39,6 +39,7 @@ typedef struct comp {
     double e[N_IONS], ci[N_IONS], co[N_IONS], i[N_IONS], didv[N_IONS];
     int n;
     inst m[MAX_MECH];
+    const ns_mech_ftable *ftable; /* FUNCTION_TABLE values, for a case whose mechanism has them */
 } comp;
 
 typedef struct param { const char *mech, *name; double value; } param;
@@ -92,7 +93,7 @@ static int add_mech(comp *c, const ns_mech_desc *d) {
     m->weight = 1e2 / AREA;
     m->p = (ns_mech_ppack){1, 0, NULL, 0.0, DT, c->celsius, &c->v, &c->rhs, &c->d,
                            d->kind == NS_MECH_POINT ? &m->weight : NULL, m->fp, m->globals, m->table, m->ions,
-                           NULL, &c->area, &c->diam, NULL, NULL, NULL, NULL, NULL, NULL};
+                           NULL, &c->area, &c->diam, NULL, NULL, NULL, NULL, NULL, NULL, c->ftable};
     c->area = AREA;
     c->diam = 20.0;
     return 0;

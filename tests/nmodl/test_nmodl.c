@@ -162,7 +162,7 @@ int main(void) {
     all_files(MECH_DIR "/kinetic");
     all_files(MECH_DIR "/electrode");
     all_files(MECH_DIR "/events");
-    CHECK(n_files == 47); /* neuron, bbp, test, kinetic, electrode, events (verbatim: host C, verbatim_emit) */
+    CHECK(n_files == 49); /* neuron, bbp, test, kinetic, electrode, events (verbatim: host C, verbatim_emit) */
     units_constants();
     verbatim_emit();
 
@@ -302,6 +302,21 @@ int main(void) {
         NS_ERR_UNSUPPORTED, "vraw.mod:4:", "_p, NEURON's own instance data");
     bad("vcalled.mod", "NEURON { SUFFIX x }\nPROCEDURE f() {\nVERBATIM\n vector_arg(1);\nENDVERBATIM\n}\n"
         "BREAKPOINT { f() }\n", NS_ERR_UNSUPPORTED, "vcalled.mod:4:", "in PROCEDURE f, which this file's own code calls");
+    /* BEFORE/AFTER: the five NEURON runs; SOLVE is BREAKPOINT's and INITIAL's */
+    bad("ba1.mod", "NEURON { SUFFIX x }\nASSIGNED { y }\nAFTER BREAKPOINT { y = 1 }\n", NS_ERR_UNSUPPORTED,
+        "ba1.mod:3:", "AFTER BREAKPOINT: NEURON runs BEFORE BREAKPOINT, AFTER SOLVE");
+    bad("ba2.mod", "NEURON { SUFFIX x }\nSTATE { y }\nDERIVATIVE d { y' = -y }\nBEFORE STEP {\n SOLVE d METHOD cnexp\n}\n",
+        NS_ERR_UNSUPPORTED, "ba2.mod:5:", "SOLVE d in a BEFORE/AFTER block");
+    {   /* two AFTER SOLVE blocks are one, in file order; the hooks are host entry points */
+        const char *o = emit("NEURON { SUFFIX x RANGE y }\nASSIGNED { y }\nAFTER SOLVE { y = 1 }\n"
+                             "AFTER SOLVE { y = y + 2 }\nCONSTRUCTOR { y = 5 }\n", NS_NMODL_C);
+        CHECK(o && strstr(o, "{NULL, nsm_x_hook1, NULL, NULL, NULL, nsm_x_hook5, NULL}"));
+        CHECK(o && strstr(o, "#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#else"));
+        const char *h = emit("NEURON { SUFFIX x RANGE y }\nASSIGNED { y }\nAFTER SOLVE { y = 1 }\n"
+                             "AFTER SOLVE { y = y + 2 }\n", NS_NMODL_HEADER);
+        const char *a = h ? strstr(h, "nsm_x_hook1_F(") : NULL, *b = a ? strstr(a, "1.0") : NULL;
+        CHECK(b && strstr(b, "2.0")); /* both bodies, the first first */
+    }
     bad("vtop.mod", "NEURON { SUFFIX x }\nVERBATIM\nstatic void g(void) {\n  hoc_call_func(0, 0);\n}\nENDVERBATIM\n",
         NS_ERR_UNSUPPORTED, "vtop.mod:4:", "hoc_call_func");
     bad("vion.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n _ion_cai = 1;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,

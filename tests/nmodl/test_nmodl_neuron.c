@@ -126,14 +126,33 @@ static const tcase CASES[] = {
     {"vbchan", 34, -70, 120, {"pas", "vbchan"}, {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"vbchan", "gbar", 0.01}},
      {{10, 40, 0.15}, {60, 40, -0.15}}, {{0}}, 50, -85, 120, 0, "ntau"},
     {"vbrand", 6.3, -65, 40, {"pas", "vbrand"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "inoise"},
+    /* FUNCTION_TABLE: our test/ftab.mod, the tables of ftab_tables() (validation/nmodl_neuron_traces.py's) */
+    {"ftab", 6.3, -65, 40, {"pas", "ftab"}, {{0}}, {{5, 20, 0.3}}, {{0, 0}}, 0, 0, 0, 0, "ninf"},
     {"cabuf", 34, -70, 200, {"pas", "cabuf", "Ca_HVA", "SK_E2"},
      {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}},
      {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
 };
 
+/* test/ftab.mod's tables, as validation/nmodl_neuron_traces.py's ftab_tables() makes them: ninf over
+ * v at uneven abscissae; ntau over v (16 points, -100 to 50 mV) and q (3 points, 1 to 3) */
+static double ft_x[10] = {-100, -85, -70, -62, -50, -35, -20, 0, 30, 60}, ft_ninf[10], ft_tau[48];
+static ns_mech_ftable ft_tables[2];
+static const ns_mech_ftable *ftab_tables(void) {
+    for (int i = 0; i < 10; ++i) ft_ninf[i] = 1 / (1 + exp(-(ft_x[i] + 45) / 9));
+    for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 3; ++j) {
+            const double a = (-100 + 10 * i + 50) / 25.0;
+            ft_tau[3 * i + j] = 1 + 4 * exp(-(a * a)) * (0.5 + 0.4 * j);
+        }
+    ft_tables[0] = (ns_mech_ftable){1, {10}, {ft_x}, {0}, {0}, ft_ninf};
+    ft_tables[1] = (ns_mech_ftable){2, {16, 3}, {NULL, NULL}, {-100, 1}, {50, 3}, ft_tau};
+    return ft_tables;
+}
+
 static void run_case(ns_mech_library_t *const *libs, int n_libs, const tcase *tc) {
     comp c;
     memset(&c, 0, sizeof c);
+    if (!strcmp(tc->name, "ftab")) c.ftable = ftab_tables();
     c.celsius = tc->celsius;
     for (int k = 0; k < MAX_MECH && tc->mechs[k]; ++k) {
         const ns_mech_desc *d = find(libs, n_libs, tc->mechs[k]);
@@ -319,7 +338,8 @@ static void many_setup(many *m, const ns_mech_desc *d, int scattered) {
     m->p = (ns_mech_ppack){NI, 0, scattered ? m->index : NULL, 0.0, DT, 34.0, m->v, m->rhs, m->d,
                            d->kind == NS_MECH_POINT ? m->weight : NULL, m->fp, m->globals, m->table, m->ions,
                            d->n_pointers ? (double *const *const *)m->pp : NULL, m->area, m->diam,
-                           NULL, NULL, NULL, NULL, NULL, NULL};
+                           NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    if (d->n_ftables) m->p.ftable = ftab_tables(); /* ftab.mod's (the one file with FUNCTION_TABLEs) */
 }
 
 static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
@@ -330,12 +350,24 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
             static many a, b;
             many_setup(&a, d, 0);
             many_setup(&b, d, 1);
+            /* the BEFORE/AFTER blocks and CONSTRUCTOR too, where the loops run them */
+#define HOOK(h) do { if (d->hooks[h]) { d->hooks[h](&a.p); d->hooks[h](&b.p); } } while (0)
             for (int s = 0; s < 5; ++s) {
-                if (s == 0) { d->init(&a.p); d->init(&b.p); }
+                if (s == 0) {
+                    HOOK(NS_MECH_CONSTRUCTOR);
+                    HOOK(NS_MECH_BEFORE_INITIAL);
+                    d->init(&a.p);
+                    d->init(&b.p);
+                    HOOK(NS_MECH_AFTER_INITIAL);
+                }
+                HOOK(NS_MECH_BEFORE_BREAKPOINT);
                 d->current(&a.p);
                 d->current(&b.p);
                 d->state(&a.p);
                 d->state(&b.p);
+                HOOK(NS_MECH_AFTER_SOLVE);
+                HOOK(NS_MECH_BEFORE_STEP);
+#undef HOOK
                 if (d->has_net_receive) { d->net_receive(&a.p, 3, 0.01); d->net_receive(&b.p, 3, 0.01); }
             }
             for (int i = 0; i < NI; ++i) {
@@ -354,7 +386,7 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
             free(b.fields); free(b.globals); free(b.table);
         }
     printf("%d mechanisms x %d instances: contiguous and node_index paths equal (%d differences)\n", n_mech, NI, bad);
-    CHECK(n_mech == 42);
+    CHECK(n_mech == 44);
     CHECK_MSG(bad == 0, "%d differences between the contiguous and the node_index paths", bad);
 }
 
@@ -475,7 +507,7 @@ int main(void) {
     }
     CHECK(ns_mech_library_count(libs[0]) == 4);
     CHECK(ns_mech_library_count(libs[1]) == 12);
-    CHECK(ns_mech_library_count(libs[2]) == 17);
+    CHECK(ns_mech_library_count(libs[2]) == 19);
     CHECK(ns_mech_library_count(libs[3]) == 5);
     CHECK(ns_mech_library_count(libs[4]) == 2);
     CHECK(ns_mech_library_count(libs[5]) == 2);

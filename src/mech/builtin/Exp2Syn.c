@@ -6,6 +6,8 @@ static const char *const nsm_Exp2Syn_names[] = {"tau1", "tau2", "e", "i", "g", "
 static const double nsm_Exp2Syn_gdefaults[] = {0.0};
 static const char *const nsm_Exp2Syn_gnames[] = {NULL};
 static const char *const nsm_Exp2Syn_pnames[] = {NULL};
+static const int nsm_Exp2Syn_ftdims[] = {0};
+static const char *const nsm_Exp2Syn_ftnames[] = {NULL};
 static const ns_mech_ion_use nsm_Exp2Syn_ions[] = {{NULL, 0, 0u}};
 
 #undef NSM_LOOP
@@ -112,4 +114,6 @@ const ns_mech_desc nsm_Exp2Syn_desc = {
     0, 0,
     0, nsm_Exp2Syn_pnames,
     1, 0, 0u, nsm_Exp2Syn_net_receive_w, NULL,
-    0, NULL};
+    0, NULL,
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+    0, nsm_Exp2Syn_ftnames, nsm_Exp2Syn_ftdims};

@@ -6,6 +6,8 @@ static const char *const nsm_ExpSyn_names[] = {"tau", "e", "i", "g"};
 static const double nsm_ExpSyn_gdefaults[] = {0.0};
 static const char *const nsm_ExpSyn_gnames[] = {NULL};
 static const char *const nsm_ExpSyn_pnames[] = {NULL};
+static const int nsm_ExpSyn_ftdims[] = {0};
+static const char *const nsm_ExpSyn_ftnames[] = {NULL};
 static const ns_mech_ion_use nsm_ExpSyn_ions[] = {{NULL, 0, 0u}};
 
 #undef NSM_LOOP
@@ -112,4 +114,6 @@ const ns_mech_desc nsm_ExpSyn_desc = {
     0, 0,
     0, nsm_ExpSyn_pnames,
     1, 0, 0u, nsm_ExpSyn_net_receive_w, NULL,
-    0, NULL};
+    0, NULL,
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+    0, nsm_ExpSyn_ftnames, nsm_ExpSyn_ftdims};

@@ -6,6 +6,8 @@ static const char *const nsm_hh_names[] = {"gnabar", "gkbar", "gl", "el", "ina",
 static const double nsm_hh_gdefaults[] = {1};
 static const char *const nsm_hh_gnames[] = {"usetable_rates"};
 static const char *const nsm_hh_pnames[] = {NULL};
+static const int nsm_hh_ftdims[] = {0};
+static const char *const nsm_hh_ftnames[] = {NULL};
 static const ns_mech_ion_use nsm_hh_ions[] = {{"na", 1, 17u}, {"k", 1, 17u}};
 
 static int nsm_hh_table_update(ns_mech_ppack *p) {
@@ -261,4 +263,6 @@ const ns_mech_desc nsm_hh_desc = {
     0, 0,
     0, nsm_hh_pnames,
     0, 0, 0u, NULL, NULL,
-    0, NULL};
+    0, NULL,
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+    0, nsm_hh_ftnames, nsm_hh_ftdims};

@@ -6,6 +6,8 @@ static const char *const nsm_pas_names[] = {"g", "e", "i"};
 static const double nsm_pas_gdefaults[] = {0.0};
 static const char *const nsm_pas_gnames[] = {NULL};
 static const char *const nsm_pas_pnames[] = {NULL};
+static const int nsm_pas_ftdims[] = {0};
+static const char *const nsm_pas_ftnames[] = {NULL};
 static const ns_mech_ion_use nsm_pas_ions[] = {{NULL, 0, 0u}};
 
 #undef NSM_LOOP
@@ -123,4 +125,6 @@ const ns_mech_desc nsm_pas_desc = {
     0, 0,
     0, nsm_pas_pnames,
     0, 0, 0u, NULL, NULL,
-    0, NULL};
+    0, NULL,
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+    0, nsm_pas_ftnames, nsm_pas_ftdims};

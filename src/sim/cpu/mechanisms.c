@@ -31,6 +31,8 @@ typedef struct mech_block {
     int32_t n_runs;
     ns_mech_ppack *runs;
     double **run_field; /* n_runs * n_fields */
+    const ns_mech_desc *desc;
+    int constructed;    /* its CONSTRUCTOR ran (at the first init): the DESTRUCTOR runs at free */
 } mech_block;
 
 /* Runs at least this many lane-nodes long on average (nodes x w) take the
@@ -85,8 +87,16 @@ static int writes_e(const ns_mech_desc *d) {
     return 0;
 }
 
+static void call(mech_block *mb, ns_mech_fn fn, double *v, double *rhs, double *d, double t, double dt,
+                 double celsius, int whole);
+
 void ns_model_block_free(model_block *b) {
     if (!b) return;
+    for (int32_t k = 0; k < b->n_mechs && b->m; ++k) { /* NEURON's DESTRUCTOR: no v, no time */
+        mech_block *mb = &b->m[k];
+        if (mb->constructed && mb->desc->hooks[NS_MECH_DESTRUCTOR])
+            call(mb, mb->desc->hooks[NS_MECH_DESTRUCTOR], NULL, NULL, NULL, 0.0, 0.0, 0.0, 1);
+    }
     for (int32_t k = 0; k < b->n_mechs && b->m; ++k) {
         free(b->m[k].store);
         free(b->m[k].field);
@@ -252,6 +262,8 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
                                              keep ? base + 4 * b->nw : NULL, NULL};
         }
         memset(&mb->p, 0, sizeof mb->p);
+        mb->desc = d;
+        mb->p.ftable = sm->ftable;
         mb->p.n = (int)cnt;
         mb->p.node_index = mb->node_index;
         mb->p.field = mb->field;
@@ -360,6 +372,9 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
         const sim_mech_shape *ms = &model->per_shape[(size_t)shape * model->n_mechs + k];
         mech_block *mb = &b->m[k];
         for (int f = 0; f < d->n_fields; ++f) {
+            /* NEURON's finitialize keeps the assigned values; here they restart at 0, except
+             * where a CONSTRUCTOR may have set them (it ran at the first) */
+            if (f >= d->n_params && mb->constructed && d->hooks[NS_MECH_CONSTRUCTOR]) continue;
             double *x = mb->field[f];
             for (int32_t i = 0; i < ms->n; ++i)
                 for (int32_t l = 0; l < w; ++l)
@@ -377,6 +392,16 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
      * then each mechanism's INITIAL in type order (Nernst again after one
      * that writes a concentration) */
     nernst_ions(model, b, celsius, 0, NULL);
+    /* CONSTRUCTOR once per instance, at the first finitialize (the parameters set); then
+     * BEFORE INITIAL, the INITIAL blocks, AFTER INITIAL */
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        mech_block *mb = &b->m[k];
+        if (mb->constructed || mb->p.n == 0) continue;
+        mb->constructed = 1;
+        if (mb->desc->hooks[NS_MECH_CONSTRUCTOR])
+            call(mb, mb->desc->hooks[NS_MECH_CONSTRUCTOR], NULL, NULL, NULL, 0.0, 0.0, 0.0, 1);
+    }
+    ns_model_block_hook(model, b, NS_MECH_BEFORE_INITIAL, v, 0.0, dt, celsius);
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         mech_block *mb = &b->m[k];
         if (mb->p.n == 0) continue;
@@ -384,6 +409,7 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
              model->mechs[k].desc->kind == NS_MECH_DENSITY);
         if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
     }
+    ns_model_block_hook(model, b, NS_MECH_AFTER_INITIAL, v, 0.0, dt, celsius);
     /* finitialize ends with one evaluation of the currents (NEURON's
      * setup_tree_matrix): what a step can see of it is a reversal potential
      * that a BREAKPOINT with currents writes (WRITE ena), stored to the ion
@@ -396,6 +422,19 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
                      model->mechs[k].desc->kind == NS_MECH_DENSITY);
         for (int32_t j = 0; j < model->n_ions; ++j)
             memset(b->ion + (size_t)(5 * j + 3) * (size_t)b->nw, 0, 2 * (size_t)b->nw * sizeof *b->ion);
+    }
+    /* finitialize's setup_tree_matrix runs BEFORE BREAKPOINT; BEFORE STEP is its last */
+    ns_model_block_hook(model, b, NS_MECH_BEFORE_BREAKPOINT, v, 0.0, dt, celsius);
+    ns_model_block_hook(model, b, NS_MECH_BEFORE_STEP, v, 0.0, dt, celsius);
+}
+
+void ns_model_block_hook(const sim_model *model, model_block *b, int h, double *v, double t, double dt,
+                         double celsius) {
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        mech_block *mb = &b->m[k];
+        if (mb->p.n == 0 || !mb->desc->hooks[h]) continue;
+        call(mb, mb->desc->hooks[h], v, NULL, NULL, t, dt, celsius, 1);
+        if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
     }
 }
 

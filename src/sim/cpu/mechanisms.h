@@ -27,6 +27,13 @@ void ns_model_block_current(const sim_model *model, model_block *b, int32_t k, d
 /* State phase: every mechanism's state() at time t, Nernst after a writer. */
 void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius);
 
+/* BEFORE/AFTER block h (NS_MECH_BEFORE_BREAKPOINT ...) of every mechanism that has one, in
+ * type order, at time t (Nernst after a writer). ns_model_block_init runs BEFORE/AFTER
+ * INITIAL, BEFORE STEP and the CONSTRUCTORs (at the first), ns_model_block_free the
+ * DESTRUCTORs. */
+void ns_model_block_hook(const sim_model *model, model_block *b, int h, double *v, double t, double dt,
+                         double celsius);
+
 /* The fused pass (sim/cpu/mechanisms.c), for a model that can take it
  * (ns_model_fusable: the built-in pas and hh, hh's table in use, no ion
  * current read nor concentration written) and a network whose synapse

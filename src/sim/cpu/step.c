@@ -1299,6 +1299,15 @@ NS_ALWAYS_INLINE void records(ns_sim_t *sim, const block_view *bv, const int32_t
     }
 }
 
+/* The BEFORE/AFTER blocks h and then h2 (-1: none) of the block's mechanisms and point
+ * processes at time t (NEURON's nrn_ba) */
+static void hooks(const ns_sim_t *sim, const cpu_block *blk, double *v, int h, int h2, double t) {
+    for (int q = 0; q < 2 && h >= 0; ++q, h = h2) {
+        ns_model_block_hook(sim->model, blk->mech, h, v, t, sim->params.dt, sim->params.celsius);
+        if (blk->net) ns_net_hook(blk->net, h, v, t, sim->params.dt, sim->params.celsius);
+    }
+}
+
 /* Advance block `blk` (of W lanes) through steps k0 <= k < k1 of a call of
  * `steps` steps from step count `step0`; t0 is the time at step k0. d and
  * rhs are scratch of at least n * W. Returns 0, or 1 on a fault (filled
@@ -1316,6 +1325,7 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
         const double tm = ns_sim_half_step(t, dt);
         /* NEURON's deliver_net_events at the start of the step */
         if (blk->net) ns_net_deliver(blk->net, bv.v, t, dt, sim->params.celsius);
+        if (sim->model && !fused) hooks(sim, blk, bv.v, NS_MECH_BEFORE_BREAKPOINT, -1, tm);
         if (fused) fused_pass(sim, &bv, W, tm, d, rhs, k == steps - 1);
         else if (sim->model) model_pass(sim, &bv, W, tm, d, rhs);
         else membrane_pass(sim, &bv, W, 0, n, tm, d, rhs);
@@ -1332,6 +1342,7 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
                 ns_net_states(blk->net, bv.v, t, dt, sim->params.celsius);
                 if (ns_net_detect(blk->net, bv.v, t) != 0) return -1;
             }
+            if (!fused) hooks(sim, blk, bv.v, NS_MECH_AFTER_SOLVE, NS_MECH_BEFORE_STEP, t);
         } else gates_range(sim, &bv, W, 0, n);
         if (spikes(sim, &bv, W, v_old, tp, t) != 0) return -1;
         records(sim, &bv, W, step, 0, n);

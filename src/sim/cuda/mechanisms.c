@@ -25,6 +25,19 @@
 #include "core/cuda_check.h"
 #include "core/error.h"
 
+/* BEFORE/AFTER blocks, CONSTRUCTOR, DESTRUCTOR: host code, which the GPU loop does not run */
+static int host_hooks(const ns_mech_desc *d) {
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++)
+        if (d->hooks[h]) return 1;
+    return 0;
+}
+static ns_status host_hooks_refused(const ns_mech_desc *d) {
+    return ns_fail(NS_ERR_UNSUPPORTED,
+                   "simulation: mechanism %s has BEFORE/AFTER, CONSTRUCTOR or DESTRUCTOR blocks, which run on the "
+                   "CPU only: use the CPU backend (docs/mechanisms.md, \"BEFORE, AFTER, CONSTRUCTOR\")",
+                   d->name);
+}
+
 typedef struct gpu_mech {
     ns_mech_ppack p;       /* device pointers; t, dt, celsius set per call */
     double *fields;        /* device: n_fields arrays of p.n */
@@ -212,7 +225,9 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         gm->p.ion = ions_d;
         gm->p.area = g->geom;
         gm->p.diam = g->geom + g->nodes;
-        if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
+        if (host_hooks(desc))
+            st = host_hooks_refused(desc);
+        else if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "simulation: mechanism %s has no CUDA code: build its library with `neurosolve mechanisms "
                          "build --cuda` (or use the CPU backend; a mechanism with VERBATIM C runs on the CPU only)",
@@ -507,6 +522,10 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
                          "or ARTIFICIAL_CELL), which run on the CPU only: use the CPU backend (docs/networks.md, "
                          "\"Events\")",
                          d->name);
+            break;
+        }
+        if (host_hooks(d)) {
+            st = host_hooks_refused(d);
             break;
         }
         if (!d->cuda_init || !d->cuda_current || !d->cuda_state || (d->has_net_receive && !d->cuda_net_receive)) {
