@@ -377,11 +377,8 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
      * that writes a concentration) */
     nernst_ions(model, b, celsius, 0, NULL);
     for (int32_t k = 0; k < model->n_mechs; ++k) {
-        mech_block *mb = &b->m[k];
-        if (mb->p.n == 0) continue;
-        call(mb, model->mechs[k].desc->init, v, NULL, NULL, 0.0, dt, celsius,
-             model->mechs[k].desc->kind == NS_MECH_DENSITY);
-        if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
+        ns_model_block_phase(model, b, k, 1, v, 0.0, dt, celsius);
+        if (b->m[k].p.n > 0 && model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
     }
     /* finitialize ends with one evaluation of the currents (NEURON's
      * setup_tree_matrix): what a step can see of it is a reversal potential
@@ -413,13 +410,18 @@ void ns_model_block_current(const sim_model *model, model_block *b, int32_t k, d
     call(mb, model->mechs[k].desc->current, v, rhs, d, t, dt, celsius, 0);
 }
 
+void ns_model_block_phase(const sim_model *model, model_block *b, int32_t k, int init, double *v, double t, double dt,
+                          double celsius) {
+    mech_block *mb = &b->m[k];
+    if (mb->p.n == 0) return;
+    const ns_mech_desc *d = model->mechs[k].desc;
+    call(mb, init ? d->init : d->state, v, NULL, NULL, init ? 0.0 : t, dt, celsius, d->kind == NS_MECH_DENSITY);
+}
+
 void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius) {
     for (int32_t k = 0; k < model->n_mechs; ++k) {
-        mech_block *mb = &b->m[k];
-        if (mb->p.n == 0) continue;
-        call(mb, model->mechs[k].desc->state, v, NULL, NULL, t, dt, celsius,
-             model->mechs[k].desc->kind == NS_MECH_DENSITY);
-        if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
+        ns_model_block_phase(model, b, k, 0, v, t, dt, celsius);
+        if (b->m[k].p.n > 0 && model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
     }
 }
 

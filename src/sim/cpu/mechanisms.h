@@ -26,6 +26,10 @@ void ns_model_block_current(const sim_model *model, model_block *b, int32_t k, d
                             double t, double dt, double celsius);
 /* State phase: every mechanism's state() at time t, Nernst after a writer. */
 void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius);
+/* Mechanism k's INITIAL (init 1; at t = 0) or state() alone (init 0), without
+ * Nernst: the gradient's sweeps (src/grad), which refuse concentration writers. */
+void ns_model_block_phase(const sim_model *model, model_block *b, int32_t k, int init, double *v, double t, double dt,
+                          double celsius);
 
 /* The fused pass (sim/cpu/mechanisms.c), for a model that can take it
  * (ns_model_fusable: the built-in pas and hh, hh's table in use, no ion

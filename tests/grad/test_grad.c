@@ -1,0 +1,347 @@
+/* Gradients by the discrete adjoint (src/grad, docs/gradients.md) against
+ * central finite differences of the simulation's own CPU loop (ns_sim with
+ * the parameter changed: an independent path), for every parameter kind, on
+ * a real morphology with the built-in hh and pas; the checkpointed sweep
+ * against the stored-all one, thread counts and batches (bit-identical), the
+ * general dL/dy form, and the refusals. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "load_cell.h"
+#include "neurosolve/neurosolve.h"
+
+#define STEPS 160
+#define MORPH "ca1_ko20x-07.swc"
+#define RA0 100.0
+
+static const char *BASE_MODEL = "all.insert = hh pas\n"
+                                "global.usetable_hh = 0\n"
+                                "all.g_pas = 1e-4\nall.e_pas = -68\n"
+                                "dend.gnabar_hh = 0.03\ndend.gkbar_hh = 0.01\n"
+                                "soma.gnabar_hh = 0.2\n";
+
+typedef struct setup {
+    ns_cell_t *cell, *cell_ra[4]; /* the cell at RA0, and at RA0 -+ the Ra step, -+ twice it */
+    double ra_h;
+    int32_t rec[3];               /* recorded compartments */
+    int32_t stim;
+    int64_t samples;
+    double *target, *weight;
+} setup;
+
+typedef struct variant {
+    const char *model_extra; /* appended to BASE_MODEL */
+    double Ra, cm_all, cm_soma, v_init;
+} variant;
+
+static ns_sim_t *make_sim(const ns_cell_t *cell, int64_t n_cells, const variant *va, ns_sim_model_t **model_out) {
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s", BASE_MODEL, va->model_extra ? va->model_extra : "");
+    ns_sim_model_t *m = NULL;
+    CHECK_OK(ns_sim_model_create(NULL, &m));
+    CHECK_OK(ns_sim_model_parse(m, text, strlen(text), "grad-model"));
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    p.dt = 0.025;
+    p.v_init = va->v_init;
+    for (int r = 0; r < NS_REGION_COUNT; ++r) p.region[r].cm = va->cm_all;
+    p.region[NS_REGION_SOMA].cm = va->cm_soma;
+    p.Ra = va->Ra;
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = NS_BACKEND_CPU;
+    o.model = m;
+    o.gpu_mechanisms = NS_SIM_GPU_MECHANISMS_PER_STEP;
+    ns_sim_t *sim = NULL;
+    CHECK_OK(ns_sim_create(1, &cell, n_cells, NULL, &p, &o, &sim));
+    *model_out = m;
+    return sim;
+}
+
+static void add_io(ns_sim_t *sim, const setup *su, int64_t n_cells) {
+    for (int64_t c = 0; c < n_cells; ++c) {
+        CHECK_OK(ns_sim_add_iclamp(sim, c, su->stim, 0.5, 3.0, 1.0 + 0.1 * (double)c));
+        for (int k = 0; k < 3; ++k) CHECK_OK(ns_sim_add_recording(sim, c, su->rec[k], NULL));
+    }
+}
+
+static double loss_of(const setup *su, const double *y, int64_t n) {
+    double L = 0.0;
+    for (int64_t q = 0; q < n; ++q) {
+        const double e = y[q] - su->target[q];
+        L += su->weight[q] * e * e;
+    }
+    return L;
+}
+
+/* the loss of the simulation's own loop with variant va */
+static double sim_loss(const setup *su, const ns_cell_t *cell, const variant *va) {
+    ns_sim_model_t *m = NULL;
+    ns_sim_t *sim = make_sim(cell, 1, va, &m);
+    if (!sim) return NAN;
+    add_io(sim, su, 1);
+    CHECK_OK(ns_sim_init(sim));
+    CHECK_OK(ns_sim_advance(sim, STEPS));
+    int64_t samples = 0;
+    int32_t sites = 0;
+    const double *tr = ns_sim_traces(sim, &samples, &sites);
+    CHECK(samples == su->samples && sites == 3);
+    const double L = loss_of(su, tr, samples * sites);
+    ns_sim_destroy(sim);
+    ns_sim_model_destroy(m);
+    return L;
+}
+
+static const variant BASE = {NULL, RA0, 1.0, 1.0, -65.0};
+
+typedef struct pcase {
+    const char *where, *name;
+    double rel_h;             /* the finite differences' relative step */
+} pcase;
+
+int main(void) {
+    setup su;
+    memset(&su, 0, sizeof su);
+    su.cell = test_load_cell(MORPH, RA0);
+    if (!su.cell) return check_summary("test_grad");
+    su.ra_h = RA0 * 1e-3; /* the Ra case's relative step */
+    for (int sgn = 0; sgn < 4; ++sgn)
+        su.cell_ra[sgn] = test_load_cell(MORPH, RA0 + (sgn & 1 ? 1.0 : -1.0) * (sgn & 2 ? 2.0 : 1.0) * su.ra_h);
+    ns_cell_info info;
+    ns_cell_get_info(su.cell, &info);
+    const int32_t n = info.compartments;
+    for (int sgn = 0; sgn < 4; ++sgn) {
+        ns_cell_info ir;
+        ns_cell_get_info(su.cell_ra[sgn], &ir);
+        CHECK(ir.compartments == n); /* d_lambda's segments unchanged by the Ra step */
+    }
+    const int32_t *type = ns_cell_type(su.cell);
+    const int32_t *section = ns_cell_section(su.cell);
+    const double *area = ns_cell_area(su.cell);
+    /* recorded: the soma, the last compartment, one in the middle with membrane */
+    su.stim = 0;
+    su.rec[0] = 0;
+    su.rec[1] = n - 1;
+    su.rec[2] = n / 2;
+    while (area[su.rec[2]] == 0.0) su.rec[2]++;
+    int32_t some_dend = -1;
+    for (int32_t i = 0; i < n && some_dend < 0; ++i)
+        if ((type[i] == 3 || type[i] == 4) && area[i] > 0.0 && i > n / 3) some_dend = i;
+    CHECK(some_dend > 0);
+    su.samples = STEPS + 1;
+    const int64_t ns = su.samples * 3;
+    su.target = malloc((size_t)ns * sizeof *su.target);
+    su.weight = malloc((size_t)ns * sizeof *su.weight);
+    for (int64_t q = 0; q < ns; ++q) {
+        su.target[q] = -60.0 + 8.0 * sin(0.05 * (double)q);
+        su.weight[q] = 1.0 + (double)(q % 3);
+    }
+
+    /* ---- the gradient of every parameter kind against central differences ---- */
+    char sec_where[32], comp_where[32], sec_model[64], comp_model[64];
+    snprintf(sec_where, sizeof sec_where, "sec:%d", section[some_dend]);
+    snprintf(comp_where, sizeof comp_where, "c%d", some_dend);
+    snprintf(sec_model, sizeof sec_model, "sec:%d", section[some_dend]);
+    /* the compartment as the model file names it: its section at its x */
+    snprintf(comp_model, sizeof comp_model, "sec:%d(%.17g)", section[some_dend], ns_cell_position(su.cell)[some_dend]);
+    const pcase cases[] = {
+        {"dend", "gnabar_hh", 1e-3}, {"soma", "gkbar_hh", 1e-3}, {"dend", "g_pas", 1e-3},
+        {"all", "e_pas", 1e-3},     {"all", "el_hh", 1e-3},     {sec_where, "gkbar_hh", 1e-2},
+        {comp_where, "gnabar_hh", 1e-2}, {"all", "cm", 1e-3}, {"soma", "cm", 1e-3},
+        {"all", "Ra", 1e-3},        {"all", "v_init", 1e-3},
+    };
+    const int n_cases = (int)(sizeof cases / sizeof *cases);
+    ns_sim_model_t *m = NULL;
+    ns_sim_t *sim = make_sim(su.cell, 1, &BASE, &m);
+    add_io(sim, &su, 1);
+    ns_grad_options go;
+    ns_grad_options_init(&go);
+    ns_grad_t *g = NULL;
+    CHECK_OK(ns_grad_create(sim, &go, &g));
+    for (int k = 0; g && k < n_cases; ++k) {
+        int32_t idx = -1;
+        CHECK_OK(ns_grad_add_param(g, 0, cases[k].where, cases[k].name, &idx));
+        CHECK(idx == k);
+    }
+    CHECK(ns_grad_params(g) == n_cases);
+    double *grad = calloc((size_t)n_cases, sizeof *grad), *tr = calloc((size_t)ns, sizeof *tr);
+    double L = 0.0;
+    ns_grad_loss loss = {su.target, su.weight, NULL};
+    CHECK_OK(ns_grad_run(g, STEPS, &loss, &L, grad, tr));
+    /* the forward pass is the simulation's loop */
+    {
+        CHECK_OK(ns_sim_init(sim));
+        CHECK_OK(ns_sim_advance(sim, STEPS));
+        int64_t samples = 0;
+        int32_t sites = 0;
+        const double *ref = ns_sim_traces(sim, &samples, &sites);
+        double worst = 0.0;
+        for (int64_t q = 0; q < ns; ++q) worst = fmax(worst, fabs(tr[q] - ref[q]));
+        CHECK_MSG(worst <= 1e-9, "forward pass vs ns_sim: max |dv| = %.3g mV", worst);
+        const double Lref = sim_loss(&su, su.cell, &BASE);
+        CHECK_MSG(check_rel(L, Lref) <= 1e-12, "loss %.17g vs the simulation's %.17g", L, Lref);
+        double vmax = -1e9;
+        for (int64_t q = 0; q < su.samples; ++q) vmax = fmax(vmax, tr[3 * q]);
+        CHECK_MSG(vmax > 0.0, "the soma spikes in the run (max v %.3g mV)", vmax);
+    }
+    for (int k = 0; k < n_cases; ++k) {
+        double value = 0.0;
+        CHECK_OK(ns_grad_get_param(g, k, &value));
+        const double h = fabs(value) * cases[k].rel_h;
+        /* the fourth-order central difference (8 (L(h) - L(-h)) - (L(2h) - L(-2h))) / 12h:
+         * steps large enough that the loss's rounding stays far below the tolerance */
+        double Lpm[4];
+        for (int sgn = 0; sgn < 4; ++sgn) {
+            const double x = value + (sgn & 1 ? 1.0 : -1.0) * (sgn & 2 ? 2.0 * h : h);
+            variant va = BASE;
+            char extra[128] = "";
+            const char *nm = cases[k].name;
+            if (!strcmp(nm, "cm")) {
+                if (!strcmp(cases[k].where, "all")) va.cm_all = va.cm_soma = x;
+                else va.cm_soma = x;
+            } else if (!strcmp(nm, "Ra")) {
+                va.Ra = x;
+            } else if (!strcmp(nm, "v_init")) {
+                va.v_init = x;
+            } else {
+                const char *w = cases[k].where == sec_where ? sec_model
+                              : cases[k].where == comp_where ? comp_model : cases[k].where;
+                snprintf(extra, sizeof extra, "%s.%s = %.17g\n", w, nm, x);
+                va.model_extra = extra;
+            }
+            Lpm[sgn] = sim_loss(&su, !strcmp(nm, "Ra") ? su.cell_ra[sgn] : su.cell, &va);
+        }
+        const double fd = (8.0 * (Lpm[1] - Lpm[0]) - (Lpm[3] - Lpm[2])) / (12.0 * h);
+        const double err = check_rel(grad[k], fd);
+        printf("  %-8s %-10s adjoint % .12e  central differences % .12e  relative %.2e\n", cases[k].where,
+               cases[k].name, grad[k], fd, err);
+        CHECK_MSG(err <= 1e-6, "%s at %s: adjoint %.12g vs central differences %.12g (relative %.3g)", cases[k].name,
+                  cases[k].where, grad[k], fd, err);
+    }
+
+    /* ---- checkpoints: the same bits whatever the segment; the dL/dy form ---- */
+    const int64_t every[] = {1, 7, STEPS};
+    for (int e = 0; e < 3; ++e) {
+        go.checkpoint_every = every[e];
+        ns_grad_t *g2 = NULL;
+        CHECK_OK(ns_grad_create(sim, &go, &g2));
+        for (int k = 0; g2 && k < n_cases; ++k) CHECK_OK(ns_grad_add_param(g2, 0, cases[k].where, cases[k].name, NULL));
+        double *grad2 = calloc((size_t)n_cases, sizeof *grad2), L2 = 0.0;
+        CHECK_OK(ns_grad_run(g2, STEPS, &loss, &L2, grad2, NULL));
+        CHECK(L2 == L);
+        CHECK_MSG(!memcmp(grad2, grad, (size_t)n_cases * sizeof *grad), "checkpoint_every %lld: not the same bits",
+                  (long long)every[e]);
+        if (e == 0) {
+            /* every state stored costs more than the default's sqrt(steps) segments */
+            CHECK_MSG(ns_grad_bytes(g2) > ns_grad_bytes(g), "bytes: every step %zu, default %zu", ns_grad_bytes(g2),
+                      ns_grad_bytes(g));
+            double *dldy = malloc((size_t)ns * sizeof *dldy), Ld = 0.0;
+            for (int64_t q = 0; q < ns; ++q) dldy[q] = 2.0 * su.weight[q] * (tr[q] - su.target[q]);
+            ns_grad_loss lin = {NULL, NULL, dldy};
+            CHECK_OK(ns_grad_run(g2, STEPS, &lin, &Ld, grad2, NULL));
+            CHECK_MSG(!memcmp(grad2, grad, (size_t)n_cases * sizeof *grad), "dL/dy form: not the same bits");
+            free(dldy);
+        }
+        free(grad2);
+        ns_grad_destroy(g2);
+    }
+    ns_grad_destroy(g);
+    ns_sim_destroy(sim);
+    ns_sim_model_destroy(m);
+
+    /* ---- batches: two cells with their own values; one thread or two ---- */
+    {
+        sim = make_sim(su.cell, 2, &BASE, &m);
+        add_io(sim, &su, 2);
+        double *gb[2], Lb[2];
+        for (int th = 0; th < 2; ++th) {
+            go.checkpoint_every = 0;
+            go.threads = th + 1;
+            ns_grad_t *gbt = NULL;
+            CHECK_OK(ns_grad_create(sim, &go, &gbt));
+            int32_t q = 0;
+            for (int64_t c = 0; c < 2; ++c) {
+                CHECK_OK(ns_grad_add_param(gbt, c, "all", "gnabar_hh", &q));
+                CHECK_OK(ns_grad_set_param(gbt, q, 0.1 + 0.05 * (double)c));
+                CHECK_OK(ns_grad_add_param(gbt, c, "all", "cm", &q));
+                CHECK_OK(ns_grad_set_param(gbt, q, 1.0 + 0.5 * (double)c));
+            }
+            const int64_t ns2 = 2 * ns;
+            double *t2 = malloc((size_t)ns2 * sizeof *t2), *w2 = malloc((size_t)ns2 * sizeof *w2);
+            for (int64_t s = 0; s < su.samples; ++s)
+                for (int c = 0; c < 2; ++c)
+                    for (int k = 0; k < 3; ++k) {
+                        t2[s * 6 + c * 3 + k] = su.target[s * 3 + k];
+                        w2[s * 6 + c * 3 + k] = c == 0 ? su.weight[s * 3 + k] : 0.0;
+                    }
+            ns_grad_loss l2 = {t2, w2, NULL};
+            gb[th] = calloc(4, sizeof *gb[th]);
+            CHECK_OK(ns_grad_run(gbt, STEPS, &l2, &Lb[th], gb[th], NULL));
+            /* cell 1 has weight 0: its parameters' derivatives are 0 */
+            CHECK(gb[th][2] == 0.0 && gb[th][3] == 0.0);
+            free(t2);
+            free(w2);
+            ns_grad_destroy(gbt);
+        }
+        CHECK(Lb[0] == Lb[1]);
+        CHECK_MSG(!memcmp(gb[0], gb[1], 4 * sizeof *gb[0]), "one thread and two: not the same bits");
+        /* cell 0 of the batch is the single cell with those values */
+        ns_sim_model_t *m1 = NULL;
+        ns_sim_t *s1 = make_sim(su.cell, 1, &BASE, &m1);
+        add_io(s1, &su, 1);
+        ns_grad_t *g1 = NULL;
+        CHECK_OK(ns_grad_create(s1, NULL, &g1));
+        int32_t q = 0;
+        CHECK_OK(ns_grad_add_param(g1, 0, "all", "gnabar_hh", &q));
+        CHECK_OK(ns_grad_set_param(g1, q, 0.1));
+        CHECK_OK(ns_grad_add_param(g1, 0, "all", "cm", &q));
+        CHECK_OK(ns_grad_set_param(g1, q, 1.0));
+        double g1v[2], L1 = 0.0;
+        CHECK_OK(ns_grad_run(g1, STEPS, &loss, &L1, g1v, NULL));
+        CHECK(L1 == Lb[0]);
+        CHECK(g1v[0] == gb[0][0] && g1v[1] == gb[0][1]);
+        free(gb[0]);
+        free(gb[1]);
+
+        /* ---- refusals ---- */
+        CHECK_FAILS(ns_grad_add_param(g1, 0, "all", "usetable_hh", NULL), NS_ERR_UNSUPPORTED, "usetable_hh",
+                    "GLOBAL");
+        CHECK_FAILS(ns_grad_add_param(g1, 0, "all", "gbar_foo", NULL), NS_ERR_INVALID_ARGUMENT, "gbar_foo");
+        CHECK_FAILS(ns_grad_add_param(g1, 0, "all", "minf_hh", NULL), NS_ERR_INVALID_ARGUMENT, "minf_hh",
+                    "RANGE PARAMETER");
+        CHECK_FAILS(ns_grad_add_param(g1, 0, "soma(0.5)", "gnabar_hh", NULL), NS_ERR_UNSUPPORTED, "soma(0.5)");
+        CHECK_FAILS(ns_grad_add_param(g1, 0, "soma", "Ra", NULL), NS_ERR_UNSUPPORTED, "Ra", "where = all");
+        CHECK_FAILS(ns_grad_add_param(g1, 3, "all", "cm", NULL), NS_ERR_INVALID_ARGUMENT, "cell 3");
+        CHECK_FAILS(ns_grad_set_param(g1, 1, -1.0), NS_ERR_INVALID_ARGUMENT, "cm");
+        ns_grad_loss none = {NULL, NULL, NULL};
+        CHECK_FAILS(ns_grad_run(g1, STEPS, &none, &L1, g1v, NULL), NS_ERR_INVALID_ARGUMENT, "target or dldy");
+        ns_grad_destroy(g1);
+        ns_sim_destroy(s1);
+        ns_sim_model_destroy(m1);
+        ns_sim_destroy(sim);
+        ns_sim_model_destroy(m);
+    }
+    {
+        /* the hand-written membrane (no model) is refused */
+        ns_sim_params p;
+        ns_sim_params_init(&p);
+        ns_sim_options o;
+        ns_sim_options_init(&o);
+        o.backend = NS_BACKEND_CPU;
+        ns_sim_t *hs = NULL;
+        CHECK_OK(ns_sim_create(1, (const ns_cell_t *const *)&su.cell, 1, NULL, &p, &o, &hs));
+        ns_grad_t *gh = NULL;
+        CHECK_FAILS(ns_grad_create(hs, NULL, &gh), NS_ERR_UNSUPPORTED, "model");
+        ns_sim_destroy(hs);
+    }
+    free(grad);
+    free(tr);
+    free(su.target);
+    free(su.weight);
+    ns_cell_destroy(su.cell);
+    for (int sgn = 0; sgn < 4; ++sgn) ns_cell_destroy(su.cell_ra[sgn]);
+    return check_summary("test_grad");
+}
