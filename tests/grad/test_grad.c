@@ -23,77 +23,7 @@ static const char *BASE_MODEL = "all.insert = hh pas\n"
                                 "dend.gnabar_hh = 0.03\ndend.gkbar_hh = 0.01\n"
                                 "soma.gnabar_hh = 0.2\n";
 
-typedef struct setup {
-    ns_cell_t *cell, *cell_ra[4]; /* the cell at RA0, and at RA0 -+ the Ra step, -+ twice it */
-    double ra_h;
-    int32_t rec[3];               /* recorded compartments */
-    int32_t stim;
-    int64_t samples;
-    double *target, *weight;
-} setup;
-
-typedef struct variant {
-    const char *model_extra; /* appended to BASE_MODEL */
-    double Ra, cm_all, cm_soma, v_init;
-} variant;
-
-static ns_sim_t *make_sim(const ns_cell_t *cell, int64_t n_cells, const variant *va, ns_sim_model_t **model_out) {
-    char text[2048];
-    snprintf(text, sizeof text, "%s%s", BASE_MODEL, va->model_extra ? va->model_extra : "");
-    ns_sim_model_t *m = NULL;
-    CHECK_OK(ns_sim_model_create(NULL, &m));
-    CHECK_OK(ns_sim_model_parse(m, text, strlen(text), "grad-model"));
-    ns_sim_params p;
-    ns_sim_params_init(&p);
-    p.dt = 0.025;
-    p.v_init = va->v_init;
-    for (int r = 0; r < NS_REGION_COUNT; ++r) p.region[r].cm = va->cm_all;
-    p.region[NS_REGION_SOMA].cm = va->cm_soma;
-    p.Ra = va->Ra;
-    ns_sim_options o;
-    ns_sim_options_init(&o);
-    o.backend = NS_BACKEND_CPU;
-    o.model = m;
-    o.gpu_mechanisms = NS_SIM_GPU_MECHANISMS_PER_STEP;
-    ns_sim_t *sim = NULL;
-    CHECK_OK(ns_sim_create(1, &cell, n_cells, NULL, &p, &o, &sim));
-    *model_out = m;
-    return sim;
-}
-
-static void add_io(ns_sim_t *sim, const setup *su, int64_t n_cells) {
-    for (int64_t c = 0; c < n_cells; ++c) {
-        CHECK_OK(ns_sim_add_iclamp(sim, c, su->stim, 0.5, 3.0, 1.0 + 0.1 * (double)c));
-        for (int k = 0; k < 3; ++k) CHECK_OK(ns_sim_add_recording(sim, c, su->rec[k], NULL));
-    }
-}
-
-static double loss_of(const setup *su, const double *y, int64_t n) {
-    double L = 0.0;
-    for (int64_t q = 0; q < n; ++q) {
-        const double e = y[q] - su->target[q];
-        L += su->weight[q] * e * e;
-    }
-    return L;
-}
-
-/* the loss of the simulation's own loop with variant va */
-static double sim_loss(const setup *su, const ns_cell_t *cell, const variant *va) {
-    ns_sim_model_t *m = NULL;
-    ns_sim_t *sim = make_sim(cell, 1, va, &m);
-    if (!sim) return NAN;
-    add_io(sim, su, 1);
-    CHECK_OK(ns_sim_init(sim));
-    CHECK_OK(ns_sim_advance(sim, STEPS));
-    int64_t samples = 0;
-    int32_t sites = 0;
-    const double *tr = ns_sim_traces(sim, &samples, &sites);
-    CHECK(samples == su->samples && sites == 3);
-    const double L = loss_of(su, tr, samples * sites);
-    ns_sim_destroy(sim);
-    ns_sim_model_destroy(m);
-    return L;
-}
+#include "grad_check.h"
 
 static const variant BASE = {NULL, RA0, 1.0, 1.0, -65.0};
 
@@ -104,41 +34,10 @@ typedef struct pcase {
 
 int main(void) {
     setup su;
-    memset(&su, 0, sizeof su);
-    su.cell = test_load_cell(MORPH, RA0);
-    if (!su.cell) return check_summary("test_grad");
-    su.ra_h = RA0 * 1e-3; /* the Ra case's relative step */
-    for (int sgn = 0; sgn < 4; ++sgn)
-        su.cell_ra[sgn] = test_load_cell(MORPH, RA0 + (sgn & 1 ? 1.0 : -1.0) * (sgn & 2 ? 2.0 : 1.0) * su.ra_h);
-    ns_cell_info info;
-    ns_cell_get_info(su.cell, &info);
-    const int32_t n = info.compartments;
-    for (int sgn = 0; sgn < 4; ++sgn) {
-        ns_cell_info ir;
-        ns_cell_get_info(su.cell_ra[sgn], &ir);
-        CHECK(ir.compartments == n); /* d_lambda's segments unchanged by the Ra step */
-    }
-    const int32_t *type = ns_cell_type(su.cell);
-    const int32_t *section = ns_cell_section(su.cell);
-    const double *area = ns_cell_area(su.cell);
-    /* recorded: the soma, the last compartment, one in the middle with membrane */
-    su.stim = 0;
-    su.rec[0] = 0;
-    su.rec[1] = n - 1;
-    su.rec[2] = n / 2;
-    while (area[su.rec[2]] == 0.0) su.rec[2]++;
-    int32_t some_dend = -1;
-    for (int32_t i = 0; i < n && some_dend < 0; ++i)
-        if ((type[i] == 3 || type[i] == 4) && area[i] > 0.0 && i > n / 3) some_dend = i;
-    CHECK(some_dend > 0);
-    su.samples = STEPS + 1;
+    const int32_t some_dend = setup_init(&su, MORPH, RA0, RA0 * 1e-3, BASE_MODEL, NULL, STEPS);
+    if (some_dend < 0) return check_summary("test_grad");
     const int64_t ns = su.samples * 3;
-    su.target = malloc((size_t)ns * sizeof *su.target);
-    su.weight = malloc((size_t)ns * sizeof *su.weight);
-    for (int64_t q = 0; q < ns; ++q) {
-        su.target[q] = -60.0 + 8.0 * sin(0.05 * (double)q);
-        su.weight[q] = 1.0 + (double)(q % 3);
-    }
+    const int32_t *section = ns_cell_section(su.cell);
 
     /* ---- the gradient of every parameter kind against central differences ---- */
     char sec_where[32], comp_where[32], sec_model[64], comp_model[64];
@@ -155,7 +54,7 @@ int main(void) {
     };
     const int n_cases = (int)(sizeof cases / sizeof *cases);
     ns_sim_model_t *m = NULL;
-    ns_sim_t *sim = make_sim(su.cell, 1, &BASE, &m);
+    ns_sim_t *sim = make_sim(&su, su.cell, 1, &BASE, &m);
     add_io(sim, &su, 1);
     ns_grad_options go;
     ns_grad_options_init(&go);
@@ -191,30 +90,9 @@ int main(void) {
         double value = 0.0;
         CHECK_OK(ns_grad_get_param(g, k, &value));
         const double h = fabs(value) * cases[k].rel_h;
-        /* the fourth-order central difference (8 (L(h) - L(-h)) - (L(2h) - L(-2h))) / 12h:
-         * steps large enough that the loss's rounding stays far below the tolerance */
-        double Lpm[4];
-        for (int sgn = 0; sgn < 4; ++sgn) {
-            const double x = value + (sgn & 1 ? 1.0 : -1.0) * (sgn & 2 ? 2.0 * h : h);
-            variant va = BASE;
-            char extra[128] = "";
-            const char *nm = cases[k].name;
-            if (!strcmp(nm, "cm")) {
-                if (!strcmp(cases[k].where, "all")) va.cm_all = va.cm_soma = x;
-                else va.cm_soma = x;
-            } else if (!strcmp(nm, "Ra")) {
-                va.Ra = x;
-            } else if (!strcmp(nm, "v_init")) {
-                va.v_init = x;
-            } else {
-                const char *w = cases[k].where == sec_where ? sec_model
-                              : cases[k].where == comp_where ? comp_model : cases[k].where;
-                snprintf(extra, sizeof extra, "%s.%s = %.17g\n", w, nm, x);
-                va.model_extra = extra;
-            }
-            Lpm[sgn] = sim_loss(&su, !strcmp(nm, "Ra") ? su.cell_ra[sgn] : su.cell, &va);
-        }
-        const double fd = (8.0 * (Lpm[1] - Lpm[0]) - (Lpm[3] - Lpm[2])) / (12.0 * h);
+        const char *w = cases[k].where == sec_where ? sec_model
+                      : cases[k].where == comp_where ? comp_model : cases[k].where;
+        const double fd = central_difference(&su, &BASE, w, cases[k].name, value, h);
         const double err = check_rel(grad[k], fd);
         printf("  %-8s %-10s adjoint % .12e  central differences % .12e  relative %.2e\n", cases[k].where,
                cases[k].name, grad[k], fd, err);
@@ -254,7 +132,7 @@ int main(void) {
 
     /* ---- batches: two cells with their own values; one thread or two ---- */
     {
-        sim = make_sim(su.cell, 2, &BASE, &m);
+        sim = make_sim(&su, su.cell, 2, &BASE, &m);
         add_io(sim, &su, 2);
         double *gb[2], Lb[2];
         for (int th = 0; th < 2; ++th) {
@@ -290,7 +168,7 @@ int main(void) {
         CHECK_MSG(!memcmp(gb[0], gb[1], 4 * sizeof *gb[0]), "one thread and two: not the same bits");
         /* cell 0 of the batch is the single cell with those values */
         ns_sim_model_t *m1 = NULL;
-        ns_sim_t *s1 = make_sim(su.cell, 1, &BASE, &m1);
+        ns_sim_t *s1 = make_sim(&su, su.cell, 1, &BASE, &m1);
         add_io(s1, &su, 1);
         ns_grad_t *g1 = NULL;
         CHECK_OK(ns_grad_create(s1, NULL, &g1));
@@ -339,9 +217,6 @@ int main(void) {
     }
     free(grad);
     free(tr);
-    free(su.target);
-    free(su.weight);
-    ns_cell_destroy(su.cell);
-    for (int sgn = 0; sgn < 4; ++sgn) ns_cell_destroy(su.cell_ra[sgn]);
+    setup_free(&su);
     return check_summary("test_grad");
 }

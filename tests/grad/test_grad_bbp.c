@@ -1,0 +1,84 @@
+/* Gradients of a multi-channel model (four of the bundled BBP/Hay channels,
+ * data/mechanisms/bbp, built with the system C compiler: the build is most
+ * of the test's time) against central
+ * differences of the simulation's own loop, and the refusal of a
+ * concentration writer (CaDynamics_E2). */
+#include "check.h"
+#include "load_cell.h"
+#include "test_tmpdir.h"
+#include "neurosolve/nmodl.h"
+#include "mech_build.h"
+#include "grad_check.h"
+
+#define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
+#define STEPS 120
+
+/* Hay et al. 2011's somatic sodium, Kv3.1 and HVA calcium channels (their values) and Ih
+ * everywhere; without CaDynamics_E2, so cai stays at its initial value */
+static const char *HAY = "soma.insert = NaTs2_t SKv3_1 Ca_HVA Ih pas\n"
+                         "dend.insert = Ih pas\n"
+                         "all.ena = 50\nall.ek = -85\n"
+                         "all.g_pas = 3e-5\nall.e_pas = -90\nall.gIhbar_Ih = 8e-5\n"
+                         "soma.gNaTs2_tbar_NaTs2_t = 0.983955\nsoma.gSKv3_1bar_SKv3_1 = 0.303472\n"
+                         "soma.gCa_HVAbar_Ca_HVA = 0.000994\n";
+
+int main(void) {
+    if (tmpdir_make("ns_grad_bbp")) return 1;
+    int skip = 0;
+    ns_mech_library_t *lib = test_mech_from_files(MECH_DIR "/bbp/NaTs2_t.mod " MECH_DIR "/bbp/SKv3_1.mod " MECH_DIR
+                                                  "/bbp/Ca_HVA.mod " MECH_DIR "/bbp/Ih.mod " MECH_DIR
+                                                  "/bbp/CaDynamics_E2.mod",
+                                                  "libbbp.so", &skip);
+    if (skip) return tmpdir_remove(), 77;
+    if (!lib) return tmpdir_remove(), check_summary("test_grad_bbp");
+    setup su;
+    if (setup_init(&su, "ca1_ko20x-07.swc", 100.0, 0.0, HAY, lib, STEPS) < 0) return check_summary("test_grad_bbp");
+    su.amp = 3.0;
+    const variant base = {NULL, 100.0, 1.0, 1.0, -75.0};
+    static const struct {
+        const char *where, *name;
+        double rel_h; /* the central differences' relative step: cm moves the spikes most */
+    } cases[] = {{"soma", "gNaTs2_tbar_NaTs2_t", 1e-3}, {"soma", "gSKv3_1bar_SKv3_1", 1e-3},
+                 {"soma", "gCa_HVAbar_Ca_HVA", 1e-3}, {"all", "gIhbar_Ih", 1e-3}, {"all", "cm", 1e-4}};
+    const int n_cases = (int)(sizeof cases / sizeof *cases);
+    ns_sim_model_t *m = NULL;
+    ns_sim_t *sim = make_sim(&su, su.cell, 1, &base, &m);
+    add_io(sim, &su, 1);
+    ns_grad_t *g = NULL;
+    CHECK_OK(ns_grad_create(sim, NULL, &g));
+    for (int k = 0; g && k < n_cases; ++k) CHECK_OK(ns_grad_add_param(g, 0, cases[k].where, cases[k].name, NULL));
+    double grad[5], L = 0.0;
+    double *tr = calloc((size_t)su.samples * 3, sizeof *tr);
+    ns_grad_loss loss = {su.target, su.weight, NULL};
+    CHECK_OK(ns_grad_run(g, STEPS, &loss, &L, grad, tr));
+    double vmax = -1e9;
+    for (int64_t q = 0; q < su.samples; ++q) vmax = fmax(vmax, tr[3 * q]);
+    CHECK_MSG(vmax > 0.0, "the soma spikes in the run (max v %.3g mV)", vmax);
+    CHECK_MSG(check_rel(L, sim_loss(&su, su.cell, &base)) <= 1e-12, "loss vs the simulation's");
+    for (int k = 0; g && k < n_cases; ++k) {
+        double value = 0.0;
+        CHECK_OK(ns_grad_get_param(g, k, &value));
+        const double fd = central_difference(&su, &base, cases[k].where, cases[k].name, value, cases[k].rel_h * fabs(value));
+        const double err = check_rel(grad[k], fd);
+        printf("  %-5s %-20s adjoint % .12e  central differences % .12e  relative %.2e\n", cases[k].where,
+               cases[k].name, grad[k], fd, err);
+        CHECK_MSG(err <= 1e-6, "%s at %s: adjoint %.12g vs central differences %.12g (relative %.3g)", cases[k].name,
+                  cases[k].where, grad[k], fd, err);
+    }
+    ns_grad_destroy(g);
+    ns_sim_destroy(sim);
+    ns_sim_model_destroy(m);
+
+    /* a concentration writer is refused by name */
+    const variant cad = {"soma.insert = CaDynamics_E2\n", 100.0, 1.0, 1.0, -75.0};
+    sim = make_sim(&su, su.cell, 1, &cad, &m);
+    g = NULL;
+    CHECK_FAILS(ns_grad_create(sim, NULL, &g), NS_ERR_UNSUPPORTED, "CaDynamics_E2", "cai");
+    ns_sim_destroy(sim);
+    ns_sim_model_destroy(m);
+    free(tr);
+    setup_free(&su);
+    ns_mech_library_close(lib);
+    tmpdir_remove();
+    return check_summary("test_grad_bbp");
+}
