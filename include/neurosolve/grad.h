@@ -55,6 +55,8 @@ NS_API void ns_grad_destroy(ns_grad_t *grad);
  *   v_init            the initial potential [mV] (`where` must be "all")
  *   NAME_MECH         a RANGE PARAMETER of a density mechanism (gnabar_hh, g_pas) at the
  *                     compartments `where` selects where MECH is inserted
+ *                     or a GLOBAL PARAMETER of it (one value per cell: `where` "all"; not
+ *                     usetable_MECH)
  * and `where` a region selector (soma, axon, basal, apical, other, dend, all), a
  * section (sec:K) or a compartment (cN). The parameter is one value given to all
  * the compartments it selects: until ns_grad_set_param, they keep the model's

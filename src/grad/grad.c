@@ -25,12 +25,12 @@
 #include <omp.h>
 #endif
 
-enum { P_CM, P_RA, P_VINIT, P_FIELD };
+enum { P_CM, P_RA, P_VINIT, P_FIELD, P_GLOBAL };
 
 typedef struct gparam {
     int64_t cell;
     int kind;
-    int32_t mech, field; /* P_FIELD */
+    int32_t mech, field; /* P_FIELD: the field; P_GLOBAL: the GLOBAL */
     unsigned char *on;   /* per node of the cell's shape: selected (P_CM, P_FIELD) */
     int set;
     double value;
@@ -50,6 +50,7 @@ typedef struct gcell {
     double *v, *rhs, *d, *x, *vn, *y, *dw, *Fc, *lS, *lSn, *lFc, *out;
     double *la, *lb, *lcap; /* adjoints of a, b, cap summed over the steps */
     double l_vinit;
+    double *lglob;       /* adjoints of the GLOBALs that are parameters (g->gwant), summed over the steps */
     double *ck;          /* checkpoints, then one segment's states */
     size_t ck_bytes;
 } gcell;
@@ -62,6 +63,8 @@ struct ns_grad {
     gcell *cells;
     int32_t n_params, cap_params;
     gparam *params;
+    int32_t *goff;          /* mechanism k's GLOBALs at goff[k] of lglob and gwant */
+    unsigned char *gwant;   /* a GLOBAL some cell's parameter names: its derivative is computed */
     size_t bytes;
 };
 
@@ -191,6 +194,13 @@ static void pre_init_fields(const ns_grad_t *g, const gcell *gc, int32_t k, doub
 static void initialize(const ns_grad_t *g, gcell *gc, double *F) {
     const ns_sim_t *sim = g->sim;
     for (int32_t i = 0; i < gc->n; ++i) gc->v[i] = gc->v_init;
+    for (int32_t k = 0; k < g->model->n_mechs; ++k) {
+        const ns_mech_desc *d = g->model->mechs[k].desc;
+        memcpy(ns_model_block_globals(gc->mb, k), g->model->mechs[k].globals, (size_t)d->n_globals * sizeof(double));
+    }
+    for (int32_t q = 0; q < g->n_params; ++q)
+        if (g->params[q].cell == gc->cell && g->params[q].kind == P_GLOBAL && g->params[q].set)
+            ns_model_block_globals(gc->mb, g->params[q].mech)[g->params[q].field] = g->params[q].value;
     ns_model_block_init(g->model, gc->mb, gc->shape, gc->n, 1, NULL, &gc->cell, gc->v, sim->params.dt,
                         sim->params.celsius);
     for (int32_t k = 0; k < g->model->n_mechs; ++k) {
@@ -267,6 +277,23 @@ static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double
             if (j == 0) l_v[node[i]] += acc;
             else l_F[(j - 1) * ni + i] += acc;
         }
+    }
+    /* the GLOBALs that are parameters: one value for every instance */
+    double *glob = ns_model_block_globals(gc->mb, k);
+    for (int q = 0; q < d->n_globals; ++q) {
+        if (!g->gwant[g->goff[k] + q]) continue;
+        const double x0 = glob[q], step = 1e-5 * fmax(fabs(x0), 1e-3);
+        const double xp = x0 + step, xm = x0 - step;
+        memcpy(vp, v, (size_t)gc->n * sizeof *v);
+        glob[q] = xp;
+        mech_eval(g, gc, k, phase, t, vp, F, op);
+        glob[q] = xm;
+        mech_eval(g, gc, k, phase, t, vp, F, om);
+        glob[q] = x0;
+        double acc = 0.0;
+        for (int64_t i = 0; i < ni; ++i)
+            for (int o = 0; o < n_out; ++o) acc += (op[o * ni + i] - om[o * ni + i]) * l_out[o * ni + i];
+        gc->lglob[g->goff[k] + q] += acc / (xp - xm);
     }
     put_fields(gc, k, nf, ni, F);
 }
@@ -406,6 +433,7 @@ static void reverse_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r) {
     memset(gc->la, 0, (size_t)n * sizeof *gc->la);
     memset(gc->lb, 0, (size_t)n * sizeof *gc->lb);
     memset(gc->lcap, 0, (size_t)n * sizeof *gc->lcap);
+    memset(gc->lglob, 0, (size_t)g->goff[g->model->n_mechs] * sizeof *gc->lglob);
     const int64_t n_ck = (r->steps + r->K - 1) / r->K;
     double *seg = gc->ck + (size_t)n_ck * (size_t)gc->S;
     /* the times of the steps, as the forward pass accumulated them */
@@ -462,6 +490,7 @@ static double param_grad(const ns_grad_t *g, const gcell *gc, const gparam *p) {
         return -acc / ra;
     }
     case P_VINIT: return gc->l_vinit;
+    case P_GLOBAL: return gc->lglob[g->goff[p->mech] + p->field];
     default: {
         int64_t o = gc->n;
         for (int32_t k = 0; k < p->mech; ++k) o += n_fields_of(g, gc, k);
@@ -609,10 +638,13 @@ void ns_grad_destroy(ns_grad_t *g) {
         ns_model_block_free(gc->mb);
         free(gc->stims);
         free(gc->a);
+        free(gc->lglob);
         free(gc->ck);
     }
     for (int32_t q = 0; q < g->n_params; ++q) free(g->params[q].on);
     free(g->params);
+    free(g->goff);
+    free(g->gwant);
     free(g->cells);
     free(g);
 }
@@ -642,7 +674,14 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
     if (options) g->options = *options;
     g->n_cells = sim->n_cells;
     g->cells = calloc((size_t)sim->n_cells, sizeof *g->cells);
-    ns_status st = g->cells ? NS_OK : ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: %lld cells", (long long)sim->n_cells);
+    g->goff = calloc((size_t)sim->model->n_mechs + 1, sizeof *g->goff);
+    for (int32_t k = 0; g->goff && k < sim->model->n_mechs; ++k)
+        g->goff[k + 1] = g->goff[k] + sim->model->mechs[k].desc->n_globals;
+    const size_t n_glob = g->goff ? (size_t)g->goff[sim->model->n_mechs] : 0;
+    g->gwant = calloc(n_glob + 1, 1);
+    ns_status st = g->cells && g->goff && g->gwant
+                       ? NS_OK
+                       : ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: %lld cells", (long long)sim->n_cells);
     for (int64_t c = 0; st == NS_OK && c < sim->n_cells; ++c) {
         gcell *gc = &g->cells[c];
         gc->cell = c;
@@ -666,7 +705,8 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         const size_t tot = 12 * n + n + (S + (size_t)max_out) + 3 * S + (3 * (size_t)max_out + 2 * n + S);
         gc->a = calloc(tot, sizeof(double));
         gc->v = gc->a ? gc->a + 12 * n : NULL;
-        if (!gc->stims || !gc->a) {
+        gc->lglob = calloc(n_glob + 1, sizeof *gc->lglob);
+        if (!gc->stims || !gc->a || !gc->lglob) {
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: cell %lld", (long long)c);
             break;
         }
@@ -738,16 +778,21 @@ ns_status ns_grad_add_param(ns_grad_t *g, int64_t cell, const char *where, const
                     p.field = f;
                 }
             if (p.mech < 0) {
-                /* (usetable_MECH: the TABLE's switch, a GLOBAL named usetable_<block> in the descriptor) */
-                int global = !strncmp(name, "usetable_", 9);
+                /* usetable_MECH: the TABLE's switch (a GLOBAL named usetable_<block> in the descriptor) */
+                if (!strncmp(name, "usetable_", 9))
+                    return ns_fail(NS_ERR_UNSUPPORTED,
+                                   "gradient parameter %s: the TABLE's switch, not differentiable (docs/gradients.md)",
+                                   name);
                 for (int q = 0; q < d->n_globals; ++q)
-                    global |= strlen(d->global_names[q]) == ln - lm - 1 && !strncmp(name, d->global_names[q], ln - lm - 1);
-                if (global)
-                        return ns_fail(NS_ERR_UNSUPPORTED,
-                                       "gradient parameter %s: a GLOBAL, not differentiable yet (docs/gradients.md)",
-                                       name);
+                    if (strlen(d->global_names[q]) == ln - lm - 1 && !strncmp(name, d->global_names[q], ln - lm - 1)) {
+                        p.kind = P_GLOBAL;
+                        p.mech = k;
+                        p.field = q;
+                    }
+                if (p.kind == P_GLOBAL) break;
                 return ns_fail(NS_ERR_INVALID_ARGUMENT,
-                               "gradient parameter %s: %s has no RANGE PARAMETER of that name", name, d->name);
+                               "gradient parameter %s: %s has no RANGE PARAMETER nor GLOBAL of that name", name,
+                               d->name);
             }
         }
         if (p.mech < 0)
@@ -755,7 +800,8 @@ ns_status ns_grad_add_param(ns_grad_t *g, int64_t cell, const char *where, const
                            "gradient parameter %s: not cm, Ra, v_init nor NAME_MECH of a mechanism the model inserts",
                            name);
     }
-    if ((p.kind == P_RA || p.kind == P_VINIT) && strcmp(where, "all"))
+    const int per_cell = p.kind == P_RA || p.kind == P_VINIT || p.kind == P_GLOBAL;
+    if (per_cell && strcmp(where, "all"))
         return ns_fail(NS_ERR_UNSUPPORTED, "gradient parameter %s at %s: %s is one value per cell (where = all)", name,
                        where, name);
     p.on = calloc((size_t)gc->n, 1);
@@ -784,7 +830,7 @@ ns_status ns_grad_add_param(ns_grad_t *g, int64_t cell, const char *where, const
         const int *node = ns_model_block_node_index(gc->mb, p.mech);
         for (int64_t i = 0; i < ns_model_block_instances(gc->mb, p.mech); ++i) any |= p.on[node[i]];
     }
-    if (!any && p.kind != P_RA && p.kind != P_VINIT) {
+    if (!any && !per_cell) {
         free(p.on);
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "gradient parameter %s at %s: no compartment of cell %lld%s", name,
                        where, (long long)cell, p.kind == P_FIELD ? " where the mechanism is inserted" : " with membrane");
@@ -799,6 +845,7 @@ ns_status ns_grad_add_param(ns_grad_t *g, int64_t cell, const char *where, const
         g->params = np;
         g->cap_params = cap;
     }
+    if (p.kind == P_GLOBAL) g->gwant[g->goff[p.mech] + p.field] = 1;
     g->params[g->n_params] = p;
     if (index) *index = g->n_params;
     g->n_params++;
@@ -831,6 +878,7 @@ ns_status ns_grad_get_param(const ns_grad_t *g, int32_t index, double *value) {
     switch (p->kind) {
     case P_RA: *value = g->sim->params.Ra; return NS_OK;
     case P_VINIT: *value = g->sim->params.v_init; return NS_OK;
+    case P_GLOBAL: *value = g->model->mechs[p->mech].globals[p->field]; return NS_OK;
     case P_CM:
         for (int32_t i = 0; i < gc->n; ++i)
             if (p->on[i]) {

@@ -186,7 +186,7 @@ int main(void) {
 
         /* ---- refusals ---- */
         CHECK_FAILS(ns_grad_add_param(g1, 0, "all", "usetable_hh", NULL), NS_ERR_UNSUPPORTED, "usetable_hh",
-                    "GLOBAL");
+                    "TABLE's switch");
         CHECK_FAILS(ns_grad_add_param(g1, 0, "all", "gbar_foo", NULL), NS_ERR_INVALID_ARGUMENT, "gbar_foo");
         CHECK_FAILS(ns_grad_add_param(g1, 0, "all", "minf_hh", NULL), NS_ERR_INVALID_ARGUMENT, "minf_hh",
                     "RANGE PARAMETER");

@@ -432,6 +432,7 @@ const double *ns_model_block_ion(const model_block *b, int32_t ion, int q) {
 double *ns_model_block_ion_data(model_block *b, int32_t ion) { return b->ion + (size_t)(5 * ion) * (size_t)b->nw; }
 const double *ns_model_block_geom(const model_block *b) { return b->geom; }
 const double *ns_model_block_field(const model_block *b, int32_t k, int f) { return b->m[k].field[f]; }
+double *ns_model_block_globals(model_block *b, int32_t k) { return b->m[k].p.global; }
 double *ns_model_block_field_data(model_block *b, int32_t k, int f) { return b->m[k].field[f]; }
 
 void ns_model_block_expose(model_block *b) {

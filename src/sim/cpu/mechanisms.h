@@ -62,6 +62,9 @@ void ns_model_block_expose(model_block *b);
 const double *ns_model_block_field(const model_block *b, int32_t k, int f);
 /* the same, writable (a POINTER's target, net/pointer.c) */
 double *ns_model_block_field_data(model_block *b, int32_t k, int f);
+/* Mechanism k's GLOBALs in the block (its own copy of the model's, desc->n_globals; the gradient's
+ * GLOBAL parameters, src/grad) */
+double *ns_model_block_globals(model_block *b, int32_t k);
 /* Mechanism k's instances in the block: how many (n * lanes) and the
  * lane-node of each (pos[node] * w + lane). */
 int64_t ns_model_block_instances(const model_block *b, int32_t k);
