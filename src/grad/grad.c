@@ -376,10 +376,8 @@ typedef struct run_ctx {
     int64_t steps, K, samples;
     const ns_grad_loss *loss;
     double *traces;    /* samples x sites (the caller's or ours) */
-    double *lvalue;    /* per cell */
-    ns_status *status; /* per cell */
-    int64_t *fault_step;
-    int32_t *fault_node;
+    int64_t *fault_step; /* per cell: the step after which v was not finite, 0: none */
+    int32_t *fault_node; /* and its first such compartment */
 } run_ctx;
 
 /* l(y) of sample `sample` at site `site` */
@@ -407,7 +405,9 @@ static void add_loss_adjoint(const ns_grad_t *g, gcell *gc, const run_ctx *r, in
         if (sim->recs[k].cell == gc->cell) gc->lS[sim->recs[k].node] += dl_dy(g, r, step / every, k);
 }
 
-static ns_status forward_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r) {
+/* Returns 0, or -1 when v stopped being finite (r's fault_* filled in: the
+ * error is made on the calling thread, whose message the caller reads). */
+static int forward_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r, int64_t c) {
     const double dt = g->sim->params.dt;
     initialize(g, gc, gc->Fc);
     record(g, gc, r, 0);
@@ -417,13 +417,14 @@ static ns_status forward_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r) {
         if (step(g, gc, t)) {
             int32_t bad = 0;
             while (bad < gc->n - 1 && isfinite(gc->v[bad])) ++bad;
-            return ns_fail(NS_ERR_NOT_FINITE, "gradient: v not finite after step %lld in cell %lld (compartment %d)",
-                           (long long)(n + 1), (long long)gc->cell, bad);
+            r->fault_step[c] = n + 1;
+            r->fault_node[c] = bad;
+            return -1;
         }
         t = ns_sim_half_step(ns_sim_half_step(t, dt), dt);
         record(g, gc, r, n + 1);
     }
-    return NS_OK;
+    return 0;
 }
 
 static void reverse_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r) {
@@ -532,17 +533,17 @@ ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, dou
     if (!loss->dldy && !loss->target)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_run: the loss needs a target or dldy");
     const ns_sim_t *sim = g->sim;
-    run_ctx r = {steps, segment_of(g, steps), steps / sim->options.record_every + 1, loss, traces, NULL, NULL,
-                 NULL, NULL};
+    run_ctx r = {steps, segment_of(g, steps), steps / sim->options.record_every + 1, loss, traces, NULL, NULL};
     const size_t n_samp = (size_t)r.samples * (size_t)sim->n_recs;
     double *own = NULL;
     if (!r.traces) r.traces = own = calloc(n_samp ? n_samp : 1, sizeof *own);
-    ns_status *status = calloc((size_t)g->n_cells, sizeof *status);
+    r.fault_step = calloc((size_t)g->n_cells, sizeof *r.fault_step);
+    r.fault_node = calloc((size_t)g->n_cells, sizeof *r.fault_node);
     double *gval = calloc((size_t)g->n_cells * (size_t)(g->n_params + 1), sizeof *gval);
     const int64_t n_ck = (steps + r.K - 1) / r.K;
-    ns_status st = (!r.traces || !status || !gval) ? ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: run of %lld steps",
-                                                             (long long)steps)
-                                                   : NS_OK;
+    ns_status st = NS_OK;
+    if (!r.traces || !r.fault_step || !r.fault_node || !gval)
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: run of %lld steps", (long long)steps);
     g->bytes = 0;
     for (int64_t c = 0; st == NS_OK && c < g->n_cells; ++c) {
         gcell *gc = &g->cells[c];
@@ -567,9 +568,12 @@ ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, dou
 #endif
         for (int64_t c = 0; c < nc; ++c) {
             apply_cable(g, &g->cells[c]);
-            status[c] = forward_cell(g, &g->cells[c], &r);
+            forward_cell(g, &g->cells[c], &r, c);
         }
-        for (int64_t c = 0; c < nc && st == NS_OK; ++c) st = status[c];
+        for (int64_t c = 0; c < nc && st == NS_OK; ++c)
+            if (r.fault_step[c])
+                st = ns_fail(NS_ERR_NOT_FINITE, "gradient: v not finite after step %lld in cell %lld (compartment %d)",
+                             (long long)r.fault_step[c], (long long)c, r.fault_node[c]);
     }
     if (st == NS_OK) {
 #ifdef NS_HAVE_OPENMP
@@ -598,7 +602,8 @@ ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, dou
         }
     }
     free(own);
-    free(status);
+    free(r.fault_step);
+    free(r.fault_node);
     free(gval);
     return st;
 }
