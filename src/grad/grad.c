@@ -51,8 +51,7 @@ typedef struct gcell {
     double *la, *lb, *lcap; /* adjoints of a, b, cap summed over the steps */
     double l_vinit;
     double *lglob;       /* adjoints of the GLOBALs that are parameters (g->gwant), summed over the steps */
-    double *ck;          /* checkpoints, then one segment's states */
-    size_t ck_bytes;
+    double *ck;          /* during a run: the checkpoints, then one segment's states */
 } gcell;
 
 struct ns_grad {
@@ -63,6 +62,7 @@ struct ns_grad {
     gcell *cells;
     int32_t n_params, cap_params;
     gparam *params;
+    size_t work_bytes;      /* the cells' work arrays */
     int32_t *goff;          /* mechanism k's GLOBALs at goff[k] of lglob and gwant */
     unsigned char *gwant;   /* a GLOBAL some cell's parameter names: its derivative is computed */
     size_t bytes;
@@ -544,48 +544,52 @@ ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, dou
     ns_status st = NS_OK;
     if (!r.traces || !r.fault_step || !r.fault_node || !gval)
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: run of %lld steps", (long long)steps);
-    g->bytes = 0;
-    for (int64_t c = 0; st == NS_OK && c < g->n_cells; ++c) {
-        gcell *gc = &g->cells[c];
-        const size_t want = (size_t)(n_ck + r.K) * (size_t)gc->S * sizeof(double);
-        if (want > gc->ck_bytes) {
-            double *ck = realloc(gc->ck, want);
-            if (!ck) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: %zu bytes of checkpoints for cell %lld", want,
-                                  (long long)gc->cell);
-            else {
-                gc->ck = ck;
-                gc->ck_bytes = want;
-            }
-        }
-        g->bytes += want;
-    }
-    if (st == NS_OK) memset(r.traces, 0, n_samp * sizeof *r.traces);
-    /* every cell forward, then every cell backward (the loss reads every sample) */
     const int64_t nc = g->n_cells;
-    if (st == NS_OK) {
+    int64_t threads = 1;
 #ifdef NS_HAVE_OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(g->options.threads > 0 ? g->options.threads : omp_get_max_threads())
+    threads = g->options.threads > 0 ? g->options.threads : omp_get_max_threads();
 #endif
-        for (int64_t c = 0; c < nc; ++c) {
-            apply_cable(g, &g->cells[c]);
-            forward_cell(g, &g->cells[c], &r, c);
-        }
-        for (int64_t c = 0; c < nc && st == NS_OK; ++c)
-            if (r.fault_step[c])
-                st = ns_fail(NS_ERR_NOT_FINITE, "gradient: v not finite after step %lld in cell %lld (compartment %d)",
-                             (long long)r.fault_step[c], (long long)c, r.fault_node[c]);
+    /* the stored states of the cells being worked on: one per thread (each
+     * cell's loss adjoint reads its own samples only, so a cell goes forward
+     * and back before the next) */
+    size_t most = 0;
+    for (int64_t c = 0; c < nc; ++c) {
+        const size_t want = (size_t)(n_ck + r.K) * (size_t)g->cells[c].S * sizeof(double);
+        most = want > most ? want : most;
     }
+    g->bytes = g->work_bytes + most * (size_t)(threads < nc ? threads : nc);
     if (st == NS_OK) {
+        memset(r.traces, 0, n_samp * sizeof *r.traces);
 #ifdef NS_HAVE_OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(g->options.threads > 0 ? g->options.threads : omp_get_max_threads())
+#pragma omp parallel for schedule(dynamic, 1) num_threads((int)threads)
 #endif
         for (int64_t c = 0; c < nc; ++c) {
             gcell *gc = &g->cells[c];
-            reverse_cell(g, gc, &r);
-            for (int32_t q = 0; q < g->n_params; ++q)
-                if (g->params[q].cell == gc->cell) gval[(size_t)c * (size_t)(g->n_params + 1) + (size_t)q] =
-                    param_grad(g, gc, &g->params[q]);
+            gc->ck = malloc((size_t)(n_ck + r.K) * (size_t)gc->S * sizeof(double));
+            if (!gc->ck) {
+                r.fault_step[c] = -1;
+                continue;
+            }
+            apply_cable(g, gc);
+            if (forward_cell(g, gc, &r, c) == 0) {
+                reverse_cell(g, gc, &r);
+                for (int32_t q = 0; q < g->n_params; ++q)
+                    if (g->params[q].cell == gc->cell)
+                        gval[(size_t)c * (size_t)(g->n_params + 1) + (size_t)q] = param_grad(g, gc, &g->params[q]);
+            }
+            free(gc->ck);
+            gc->ck = NULL;
         }
+        for (int64_t c = 0; c < nc && st == NS_OK; ++c) {
+            if (r.fault_step[c] < 0)
+                st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: stored states of cell %lld (%lld steps)", (long long)c,
+                             (long long)steps);
+            else if (r.fault_step[c])
+                st = ns_fail(NS_ERR_NOT_FINITE, "gradient: v not finite after step %lld in cell %lld (compartment %d)",
+                             (long long)r.fault_step[c], (long long)c, r.fault_node[c]);
+        }
+    }
+    if (st == NS_OK) {
         double L = 0.0;
         for (size_t q = 0; q < n_samp; ++q) {
             if (loss->dldy) L += loss->dldy[q] * r.traces[q];
@@ -644,7 +648,6 @@ void ns_grad_destroy(ns_grad_t *g) {
         free(gc->stims);
         free(gc->a);
         free(gc->lglob);
-        free(gc->ck);
     }
     for (int32_t q = 0; q < g->n_params; ++q) free(g->params[q].on);
     free(g->params);
@@ -734,7 +737,7 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->lS = gc->lFc + S;
         gc->lSn = gc->lS + S;
         gc->out = gc->lSn + S;
-        g->bytes += tot * sizeof(double);
+        g->work_bytes += tot * sizeof(double);
     }
     if (st) {
         ns_grad_destroy(g);
