@@ -10,8 +10,8 @@
  * each phase in reverse order: the states' vector-Jacobian product, the
  * solve's (A^T y = the adjoint of x: the same tree with a and b exchanged,
  * solved by hines' reference solve), the assembly's, the currents'. The
- * mechanisms' Jacobians (mech_vjp) are central differences of their
- * generated code in this landing; docs/gradients.md says what that costs. */
+ * mechanisms' Jacobians (mech_vjp) are the translator's derivative code
+ * (ns_mech_desc.jac_*, src/nmodl/nmodl_diff.c): exact to rounding. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +47,7 @@ typedef struct gcell {
     int32_t n_stims;
     sim_stim *stims;
     /* work */
-    double *v, *rhs, *d, *x, *vn, *y, *dw, *Fc, *lS, *lSn, *lFc, *out;
+    double *v, *rhs, *d, *x, *vn, *y, *dw, *Fc, *lS, *lSn, *lFc, *out, *jac;
     double *la, *lb, *lcap; /* adjoints of a, b, cap summed over the steps */
     double l_vinit;
     double *lglob;       /* adjoints of the GLOBALs that are parameters (g->gwant), summed over the steps */
@@ -99,12 +99,9 @@ static void load_state(const ns_grad_t *g, gcell *gc, const double *S) {
     }
 }
 
-/* mechanism k's fields <-> F (field-major, n_fields * instances) */
+/* mechanism k's fields from F (field-major, n_fields * instances) */
 static void put_fields(gcell *gc, int32_t k, int nf, int64_t ni, const double *F) {
     for (int f = 0; f < nf; ++f) memcpy(ns_model_block_field_data(gc->mb, k, f), F + f * ni, (size_t)ni * sizeof *F);
-}
-static void get_fields(const gcell *gc, int32_t k, int nf, int64_t ni, double *F) {
-    for (int f = 0; f < nf; ++f) memcpy(F + f * ni, ns_model_block_field(gc->mb, k, f), (size_t)ni * sizeof *F);
 }
 
 /* ---- the step ---- */
@@ -216,86 +213,41 @@ static void initialize(const ns_grad_t *g, gcell *gc, double *F) {
 
 enum { PH_INIT, PH_CURRENT, PH_STATE };
 
-/* Mechanism k's phase at the inputs (v, F: its fields) with the loaded
- * block: its outputs into out (fields, then for PH_CURRENT its rhs and d
- * contributions per instance). */
-static void mech_eval(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double t, double *v, const double *F,
-                      double *out) {
-    const ns_sim_t *sim = g->sim;
-    const ns_mech_desc *d = g->model->mechs[k].desc;
-    const int nf = d->n_fields;
-    const int64_t ni = ns_model_block_instances(gc->mb, k);
-    const int *node = ns_model_block_node_index(gc->mb, k);
-    put_fields(gc, k, nf, ni, F);
-    if (phase == PH_CURRENT) {
-        for (int64_t i = 0; i < ni; ++i) gc->rhs[node[i]] = gc->d[node[i]] = 0.0;
-        ns_model_block_current(g->model, gc->mb, k, v, gc->rhs, gc->d, t, sim->params.dt, sim->params.celsius);
-        for (int64_t i = 0; i < ni; ++i) {
-            out[nf * ni + i] = gc->rhs[node[i]];
-            out[(nf + 1) * ni + i] = gc->d[node[i]];
-        }
-    } else {
-        ns_model_block_phase(g->model, gc->mb, k, phase == PH_INIT, v, t, sim->params.dt, sim->params.celsius);
-    }
-    get_fields(gc, k, nf, ni, out);
-}
-
 /* l_in += J^T l_out for mechanism k's phase at (v, F): l_out has the
  * fields' adjoints then (PH_CURRENT) those of its rhs and d contributions;
- * l_v (per node) and l_F (its fields) accumulate. Central differences,
- * each input of every instance at once (an instance's outputs depend on
- * its own inputs only). The block's fields are left at F's. PH_INIT takes
- * v and the parameters as inputs (the rest are zeros before INITIAL). */
+ * l_v (per node) and l_F (its fields) accumulate, and the adjoints of the
+ * GLOBALs that are parameters. J: each instance's Jacobian as the
+ * translator's derivative code computes it (ns_mech_desc.jac_*: exact, of
+ * the computed values). PH_INIT takes v and the parameters as inputs (the
+ * rest are zeros before INITIAL). The block's fields are left at F's. */
 static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double t, const double *v, const double *F,
                      const double *l_out, double *l_v, double *l_F) {
+    const ns_sim_t *sim = g->sim;
     const ns_mech_desc *d = g->model->mechs[k].desc;
     const int nf = d->n_fields;
     const int64_t ni = ns_model_block_instances(gc->mb, k);
     if (ni == 0) return;
     const int *node = ns_model_block_node_index(gc->mb, k);
-    const int n_out = nf + (phase == PH_CURRENT ? 2 : 0);
-    const int n_in = 1 + (phase == PH_INIT ? d->n_params : nf);
-    double *op = gc->out, *om = gc->out + (size_t)n_out * ni, *Fp = om + (size_t)n_out * ni;
-    double *vp = Fp + (size_t)nf * ni, *h = vp + gc->n;
-    for (int j = 0; j < n_in; ++j) {
-        for (int sgn = 0; sgn < 2; ++sgn) {
-            memcpy(Fp, F, (size_t)nf * ni * sizeof *F);
-            memcpy(vp, v, (size_t)gc->n * sizeof *v);
-            for (int64_t i = 0; i < ni; ++i) {
-                double *x = j == 0 ? &vp[node[i]] : &Fp[(j - 1) * ni + i];
-                const double x0 = *x, step = 1e-5 * (j == 0 ? fmax(fabs(x0), 1.0) : fmax(fabs(x0), 1e-3));
-                *x = sgn ? x0 - step : x0 + step;
-                if (sgn) h[i] -= *x;
-                else h[i] = *x;
-            }
-            mech_eval(g, gc, k, phase, t, vp, Fp, sgn ? om : op);
-        }
-        for (int64_t i = 0; i < ni; ++i) {
-            double acc = 0.0;
-            for (int o = 0; o < n_out; ++o) acc += (op[o * ni + i] - om[o * ni + i]) * l_out[o * ni + i];
-            acc /= h[i];
-            if (j == 0) l_v[node[i]] += acc;
-            else l_F[(j - 1) * ni + i] += acc;
-        }
-    }
-    /* the GLOBALs that are parameters: one value for every instance */
-    double *glob = ns_model_block_globals(gc->mb, k);
-    for (int q = 0; q < d->n_globals; ++q) {
-        if (!g->gwant[g->goff[k] + q]) continue;
-        const double x0 = glob[q], step = 1e-5 * fmax(fabs(x0), 1e-3);
-        const double xp = x0 + step, xm = x0 - step;
-        memcpy(vp, v, (size_t)gc->n * sizeof *v);
-        glob[q] = xp;
-        mech_eval(g, gc, k, phase, t, vp, F, op);
-        glob[q] = xm;
-        mech_eval(g, gc, k, phase, t, vp, F, om);
-        glob[q] = x0;
-        double acc = 0.0;
-        for (int64_t i = 0; i < ni; ++i)
-            for (int o = 0; o < n_out; ++o) acc += (op[o * ni + i] - om[o * ni + i]) * l_out[o * ni + i];
-        gc->lglob[g->goff[k] + q] += acc / (xp - xm);
-    }
+    const int n_out = nf + (phase == PH_CURRENT ? 2 : 0), n_in = 1 + nf + d->n_globals;
+    const int n_fin = phase == PH_INIT ? d->n_params : nf;
+    double *vp = gc->out;
+    memcpy(vp, v, (size_t)gc->n * sizeof *v);
     put_fields(gc, k, nf, ni, F);
+    ns_model_block_jac(g->model, gc->mb, k, phase, vp, t, sim->params.dt, sim->params.celsius, gc->jac);
+    const unsigned char *want = g->gwant + g->goff[k];
+    double *lg = gc->lglob + g->goff[k];
+    for (int64_t i = 0; i < ni; ++i) {
+        const double *J = gc->jac + (size_t)i * (size_t)n_out * (size_t)n_in;
+        for (int o = 0; o < n_out; ++o) {
+            const double lo = l_out[o * ni + i];
+            if (lo == 0.0) continue;
+            const double *row = J + (size_t)o * (size_t)n_in;
+            l_v[node[i]] += lo * row[0];
+            for (int f = 0; f < n_fin; ++f) l_F[f * ni + i] += lo * row[1 + f];
+            for (int q = 0; q < d->n_globals; ++q)
+                if (want[q]) lg[q] += lo * row[1 + nf + q];
+        }
+    }
 }
 
 /* ---- the reverse step ---- */
@@ -637,6 +589,9 @@ static ns_status refuse(const ns_mech_desc *d) {
     if (d->n_pointers)
         return ns_fail(NS_ERR_UNSUPPORTED, "gradient: mechanism %s has POINTER %s: not differentiable yet", d->name,
                        d->pointer_names[0]);
+    if (!d->jac_init || !d->jac_current || !d->jac_state)
+        return ns_fail(NS_ERR_UNSUPPORTED, "gradient: mechanism %s has no derivative code: %s", d->name,
+                       d->jac_why_not ? d->jac_why_not : "(none given)");
     return NS_OK;
 }
 
@@ -698,19 +653,22 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         st = ns_model_block_create(sim->model, gc->shape, gc->n, 1, NULL, &gc->mb);
         if (st) break;
         gc->S = gc->n;
-        int64_t max_out = 0;
+        int64_t max_out = 0, max_jac = 0;
         for (int32_t k = 0; k < sim->model->n_mechs; ++k) {
+            const ns_mech_desc *d = sim->model->mechs[k].desc;
             const int64_t ni = ns_model_block_instances(gc->mb, k);
-            const int64_t m = (int64_t)(sim->model->mechs[k].desc->n_fields + 2) * ni;
+            const int64_t m = (int64_t)(d->n_fields + 2) * ni, j = m * (1 + d->n_fields + d->n_globals);
             gc->S += n_fields_of(g, gc, k);
             if (m > max_out) max_out = m;
+            if (j > max_jac) max_jac = j;
         }
         for (int64_t q = 0; q < sim->n_stims; ++q) gc->n_stims += sim->stims[q].cell == c;
         gc->stims = malloc((size_t)(gc->n_stims ? gc->n_stims : 1) * sizeof *gc->stims);
         const size_t n = (size_t)gc->n, S = (size_t)gc->S;
         /* a, b, cap, rhs, d, x, vn, y, dw, la, lb, lcap: n each; v: n; Fc: S + room for a
-         * mechanism's outputs' adjoints; lFc, lS, lSn: S each; out: 2 outputs + inputs + h */
-        const size_t tot = 12 * n + n + (S + (size_t)max_out) + 3 * S + (3 * (size_t)max_out + 2 * n + S);
+         * mechanism's outputs' adjoints; lFc, lS, lSn: S each; out: v (n); jac: a mechanism's
+         * Jacobians (instances x outputs x inputs) */
+        const size_t tot = 12 * n + n + (S + (size_t)max_out) + 3 * S + n + (size_t)max_jac;
         gc->a = calloc(tot, sizeof(double));
         gc->v = gc->a ? gc->a + 12 * n : NULL;
         gc->lglob = calloc(n_glob + 1, sizeof *gc->lglob);
@@ -737,6 +695,7 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->lS = gc->lFc + S;
         gc->lSn = gc->lS + S;
         gc->out = gc->lSn + S;
+        gc->jac = gc->out + n;
         g->work_bytes += tot * sizeof(double);
     }
     if (st) {

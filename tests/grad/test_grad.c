@@ -48,9 +48,9 @@ int main(void) {
     snprintf(comp_model, sizeof comp_model, "sec:%d(%.17g)", section[some_dend], ns_cell_position(su.cell)[some_dend]);
     const pcase cases[] = {
         {"dend", "gnabar_hh", 1e-3}, {"soma", "gkbar_hh", 1e-3}, {"dend", "g_pas", 1e-3},
-        {"all", "e_pas", 1e-3},     {"all", "el_hh", 1e-3},     {sec_where, "gkbar_hh", 1e-2},
-        {comp_where, "gnabar_hh", 1e-2}, {"all", "cm", 1e-3}, {"soma", "cm", 1e-3},
-        {"all", "Ra", 1e-3},        {"all", "v_init", 1e-3},
+        {"all", "e_pas", 1e-3},     {"all", "el_hh", 1e-3},     {sec_where, "gkbar_hh", 5e-2},
+        {comp_where, "gnabar_hh", 5e-2}, {"all", "cm", 1e-3}, {"soma", "cm", 1e-3},
+        {"all", "Ra", 1e-3},        {"all", "v_init", 2.5e-4},
     };
     const int n_cases = (int)(sizeof cases / sizeof *cases);
     ns_sim_model_t *m = NULL;
@@ -94,9 +94,11 @@ int main(void) {
                       : cases[k].where == comp_where ? comp_model : cases[k].where;
         const double fd = central_difference(&su, &BASE, w, cases[k].name, value, h);
         const double err = check_rel(grad[k], fd);
+        /* the differences' own error (rounding over 2h, truncation) is most of this: the
+         * adjoint is exact to rounding (test_grad_jac.c) */
         printf("  %-8s %-10s adjoint % .12e  central differences % .12e  relative %.2e\n", cases[k].where,
                cases[k].name, grad[k], fd, err);
-        CHECK_MSG(err <= 1e-6, "%s at %s: adjoint %.12g vs central differences %.12g (relative %.3g)", cases[k].name,
+        CHECK_MSG(err <= 1e-7, "%s at %s: adjoint %.12g vs central differences %.12g (relative %.3g)", cases[k].name,
                   cases[k].where, grad[k], fd, err);
     }
 

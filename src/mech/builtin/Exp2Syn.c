@@ -112,4 +112,5 @@ const ns_mech_desc nsm_Exp2Syn_desc = {
     0, 0,
     0, nsm_Exp2Syn_pnames,
     1, 0, 0u, nsm_Exp2Syn_net_receive_w, NULL,
-    0, NULL};
+    0, NULL,
+    NULL, NULL, NULL, "exp2syn.mod:1: no derivative code for a POINT_PROCESS (synapses are not differentiable yet)"};

@@ -112,4 +112,5 @@ const ns_mech_desc nsm_ExpSyn_desc = {
     0, 0,
     0, nsm_ExpSyn_pnames,
     1, 0, 0u, nsm_ExpSyn_net_receive_w, NULL,
-    0, NULL};
+    0, NULL,
+    NULL, NULL, NULL, "expsyn.mod:1: no derivative code for a POINT_PROCESS (synapses are not differentiable yet)"};

@@ -30,6 +30,13 @@ void ns_model_block_states(const sim_model *model, model_block *b, double *v, do
  * Nernst: the gradient's sweeps (src/grad), which refuse concentration writers. */
 void ns_model_block_phase(const sim_model *model, model_block *b, int32_t k, int init, double *v, double t, double dt,
                           double celsius);
+/* Mechanism k's Jacobians (ns_mech_desc.jac_init, jac_current, jac_state:
+ * phase 0, 1, 2) of every instance at v and the block's fields, into jac
+ * (instances x outputs x inputs, mechanism.h's layout), bound as the phase
+ * is at time t; the gradient's sweeps (src/grad), which refuse a mechanism
+ * without them. */
+void ns_model_block_jac(const sim_model *model, model_block *b, int32_t k, int phase, double *v, double t, double dt,
+                        double celsius, double *jac);
 
 /* The fused pass (sim/cpu/mechanisms.c), for a model that can take it
  * (ns_model_fusable: the built-in pas and hh, hh's table in use, no ion
