@@ -14,6 +14,7 @@
  * POINTERs, random numbers, events and point processes. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nmodl/nmodl_impl.h"
@@ -89,8 +90,9 @@ static const char *const runtime =
     "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_fmax(nsd_@ a, nsd_@ b) { nsd_@ r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }\n";
 
 static void put_runtime(dx *d, int K) {
-    P("\n/* ---- derivatives (nmodl_diff.c): dual numbers over the %d inputs of an instance: v, its %d "
-      "fields, the %d GLOBALs ---- */\nenum { NSD_%s_K = %d };\n", K, d->m->n_fields, d->m->n_globals, d->M, K);
+    P("\n/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the %d "
+      "fields, the %d GLOBALs), %d at most ---- */\nenum { NSD_%s_K = %d };\n", d->m->n_fields, d->m->n_globals, K,
+      d->M, K);
     for (const char *c = runtime; *c; ++c) {
         const char *at = strchr(c, '@');
         if (!at) {
@@ -450,6 +452,180 @@ static int dderivative(dx *d, const block *bl) {
     return 0;
 }
 
+/* ---- which inputs a phase reads (its dual lanes) ----
+ * An input (0: v, 1 + f: field f, 1 + n_fields + q: GLOBAL q) is read where
+ * an expression names it before the phase has surely written it (called
+ * FUNCTIONs and PROCEDUREs walked in place, an if's branches both); only
+ * those get a lane, so K is the most any phase reads. */
+typedef struct rw {
+    const struct ns_nmodl *m;
+    unsigned char *read, *wrote; /* per input */
+    unsigned char *may;          /* per input: written on some path */
+    const char *local[256];      /* LOCALs and arguments in scope: not inputs */
+    int n_local, depth, n_in;
+    const block *owner;
+} rw;
+
+static int rw_input(const rw *a, const char *name) {
+    for (int i = a->n_local - 1; i >= 0; i--)
+        if (!strcmp(a->local[i], name)) return -1;
+    if (a->owner && a->owner->kind == B_FUNCTION && !strcmp(a->owner->name, name)) return -1;
+    const var *v = nm_find_var(a->m, name);
+    if (!v) return strcmp(name, "v") ? -1 : 0;
+    if (v->field >= 0) return 1 + v->field;
+    if (v->global >= 0) return 1 + a->m->n_fields + v->global;
+    return -1;
+}
+static void rw_all(rw *a) {
+    memset(a->read, 1, (size_t)a->n_in);
+    memset(a->may, 1, (size_t)a->n_in);
+}
+static void rw_name(rw *a, const char *name) {
+    const int j = rw_input(a, name);
+    if (j >= 0 && !a->wrote[j]) a->read[j] = 1;
+}
+static void rw_list(rw *a, const stlist *l);
+static void rw_block(rw *a, const block *bl) {
+    if (a->depth > 16 || a->n_local + bl->n_args > 200) { /* deep or recursive: every input */
+        rw_all(a);
+        return;
+    }
+    const int base = a->n_local;
+    const block *owner = a->owner;
+    a->depth++;
+    for (int k = 0; k < bl->n_args; k++) a->local[a->n_local++] = bl->args[k];
+    a->owner = bl;
+    unsigned char *w = bl->table && bl->kind == B_PROCEDURE ? malloc((size_t)a->n_in) : NULL;
+    if (w) {
+        /* the lookup writes the tabulated names and reads only the argument (usetable is a
+         * switch: no derivative); the exact procedure reads what its body reads */
+        memcpy(w, a->wrote, (size_t)a->n_in);
+        rw_list(a, bl->body);
+        memcpy(a->wrote, w, (size_t)a->n_in);
+        free(w);
+        for (int k = 0; k < bl->table->n_names; k++) {
+            const int j = rw_input(a, bl->table->names[k]);
+            if (j >= 0) a->wrote[j] = a->may[j] = 1;
+        }
+    } else {
+        if (bl->table && bl->kind == B_PROCEDURE) rw_all(a); /* out of memory: every input */
+        rw_list(a, bl->body);
+    }
+    a->owner = owner;
+    a->n_local = base;
+    a->depth--;
+}
+static void rw_ex(rw *a, const ex *e) {
+    if (!e) return;
+    switch (e->kind) {
+    case EX_VAR: rw_name(a, e->text); rw_ex(a, e->a); return;
+    case EX_NEG:
+    case EX_NOT: rw_ex(a, e->a); return;
+    case EX_BIN: rw_ex(a, e->a); rw_ex(a, e->b); return;
+    case EX_CALL: {
+        for (int i = 0; i < e->n_args; i++) rw_ex(a, e->args[i]);
+        const block *bl = nm_find_block(a->m, e->text);
+        if (bl) rw_block(a, bl);
+        return;
+    }
+    default: return;
+    }
+}
+static void rw_st(rw *a, const st *s) {
+    switch (s->kind) {
+    case ST_ASSIGN: {
+        rw_ex(a, s->e);
+        const int j = rw_input(a, s->name);
+        if (j >= 0) a->wrote[j] = a->may[j] = 1;
+        return;
+    }
+    case ST_DERIV: {
+        rw_ex(a, s->e);
+        rw_name(a, s->name);
+        const int j = rw_input(a, s->name);
+        if (j >= 0) a->wrote[j] = a->may[j] = 1;
+        return;
+    }
+    case ST_CALL: rw_ex(a, s->e); return;
+    case ST_SOLVE: {
+        const block *bl = nm_find_block(a->m, s->name);
+        if (bl) rw_block(a, bl);
+        return;
+    }
+    case ST_IF:
+    case ST_WHILE:
+    case ST_FROM: {
+        rw_ex(a, s->e);
+        rw_ex(a, s->to);
+        unsigned char *w0 = malloc(2 * (size_t)a->n_in);
+        if (!w0) { rw_all(a); return; }
+        unsigned char *w1 = w0 + a->n_in;
+        memcpy(w0, a->wrote, (size_t)a->n_in);
+        const int pushed = s->kind == ST_FROM && a->n_local < 250;
+        if (pushed) a->local[a->n_local++] = s->name;
+        rw_list(a, s->then_);
+        if (pushed) a->n_local--;
+        memcpy(w1, a->wrote, (size_t)a->n_in);
+        memcpy(a->wrote, w0, (size_t)a->n_in);
+        if (s->kind == ST_IF && s->else_) {
+            rw_list(a, s->else_);
+            for (int j = 0; j < a->n_in; j++) a->wrote[j] = a->wrote[j] && w1[j];
+        }
+        free(w0);
+        return;
+    }
+    default: rw_all(a); return;
+    }
+}
+static void rw_list(rw *a, const stlist *l) {
+    const int base = a->n_local;
+    for (int i = 0; i < l->n_locals && a->n_local < 250; i++) a->local[a->n_local++] = l->locals[i];
+    for (int i = 0; i < l->n; i++) rw_st(a, l->s[i]);
+    a->n_local = base;
+}
+
+/* the inputs phase (0 init, 1 current, 2 state) reads into read, the fields it may write into
+ * may (n_in each; wrote: room) */
+static void phase_reads(const struct ns_nmodl *m, int phase, unsigned char *read, unsigned char *wrote,
+                        unsigned char *may, int n_in) {
+    rw a;
+    memset(&a, 0, sizeof a);
+    a.m = m;
+    a.read = read;
+    a.wrote = wrote;
+    a.may = may;
+    a.n_in = n_in;
+    memset(read, 0, (size_t)n_in);
+    memset(wrote, 0, (size_t)n_in);
+    memset(may, 0, (size_t)n_in);
+    read[0] = 1; /* v: the copies, current()'s v + .001, most blocks */
+    /* what the entry point sets before the blocks: the copies, concentrations, START values */
+    for (int i = 0; i < m->n_vars; i++) {
+        const var *v = &m->vars[i];
+        if (v->field < 0) continue;
+        if (v->copy_in || (v->ion >= 0 && (v->ion_what == 'c' || v->ion_what == 'o')) ||
+            (phase == 0 && v->cls == V_STATE && v->ion < 0))
+            wrote[1 + v->field] = may[1 + v->field] = 1;
+    }
+    if (phase == 0) {
+        if (m->initial) rw_list(&a, m->initial);
+    } else if (phase == 1) {
+        if (m->n_currents) {
+            for (int i = 0; i < m->breakpoint->n; i++)
+                if (m->breakpoint->s[i]->kind != ST_SOLVE) rw_st(&a, m->breakpoint->s[i]);
+            for (int k = 0; k < m->n_currents; k++) rw_name(&a, m->currents[k]);
+        }
+    } else if (!m->n_currents) {
+        rw_list(&a, m->breakpoint);
+    } else {
+        for (int i = 0; i < m->breakpoint->n; i++)
+            if (m->breakpoint->s[i]->kind == ST_SOLVE) rw_st(&a, m->breakpoint->s[i]);
+    }
+    /* a field written on some paths only passes its input through on the others */
+    for (int j = 1; j < 1 + m->n_fields; j++)
+        if (may[j] && !wrote[j]) read[j] = 1;
+}
+
 /* NEURON's per-instance copies into the fields (nmodl_gen.c's load_copies
  * and load_conc): v, READ ion variables the file writes, concentrations */
 static void copies(dx *d, int v_too, int conc) {
@@ -463,18 +639,20 @@ static void copies(dx *d, int v_too, int conc) {
     }
 }
 
-/* an entry point: the duals of the inputs, the phase, the Jacobian out */
-static void entry_head(dx *d, const char *phase, int K) {
+/* an entry point: the duals of the inputs (a lane each for those the phase
+ * reads: lane[j] >= 0; -2: a field it neither reads nor writes), the phase,
+ * the Jacobian out */
+static void entry_head(dx *d, const char *phase, const int *lane) {
     const struct ns_nmodl *m = d->m;
     const int nf = m->n_fields, ng = m->n_globals;
     P("static void nsm_%s_jac_%s(ns_mech_ppack *p, int i_, double *jac) {\n", d->M, phase);
     P("    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;\n");
-    P("    nsd_%s Fd_[%d], G_[%d], v_ = nsd_%s_c(p->v[node_]);\n    v_.d[0] = 1.0;\n", d->M, nf ? nf : 1, ng ? ng : 1,
-      d->M);
-    P("    for (int k = 0; k < %d; ++k) {\n        Fd_[k] = nsd_%s_c(p->field[k][i_]);\n        Fd_[k].d[1 + k] = 1.0;\n"
-      "    }\n", nf, d->M);
-    P("    for (int k = 0; k < %d; ++k) {\n        G_[k] = nsd_%s_c(p->global[k]);\n        G_[k].d[%d + k] = 1.0;\n"
-      "    }\n", ng, d->M, 1 + nf);
+    P("    nsd_%s Fd_[%d], G_[%d], v_ = nsd_%s_c(p->v[node_]);\n", d->M, nf ? nf : 1, ng ? ng : 1, d->M);
+    if (lane[0] >= 0) P("    v_.d[%d] = 1.0;\n", lane[0]);
+    P("    for (int k = 0; k < %d; ++k) Fd_[k] = nsd_%s_c(p->field[k][i_]);\n", nf, d->M);
+    P("    for (int k = 0; k < %d; ++k) G_[k] = nsd_%s_c(p->global[k]);\n", ng, d->M);
+    for (int j = 1; j < 1 + nf + ng; j++)
+        if (lane[j] >= 0) P("    %s[%d].d[%d] = 1.0;\n", j <= nf ? "Fd_" : "G_", j <= nf ? j - 1 : j - 1 - nf, lane[j]);
     for (int k = 0; k < nf; k++) P("    nsd_%s *F%d_ = &Fd_[%d];\n    (void)F%d_;\n", d->M, k, k, k);
     for (int i = 0, k = 0; i < m->n_vars; i++) {
         const var *v = &m->vars[i];
@@ -482,12 +660,21 @@ static void entry_head(dx *d, const char *phase, int K) {
                                ion_array(v), v->ion, k), k++;
     }
     P("    (void)node_; (void)v_; (void)G_;\n");
-    (void)K;
 }
-static void entry_tail(dx *d, int rows, int K) {
-    P("    for (int r = 0; r < %d; ++r)\n        for (int k = 0; k < %d; ++k) jac[r * %d + k] = Fd_[r].d[k];\n",
-      d->m->n_fields, K, K);
-    (void)rows;
+/* jac (rows x n_in): the lanes of the fields' duals (and of rhs_, g_ for current()), 0 elsewhere */
+static void entry_tail(dx *d, int rows, const int *lane, int current) {
+    const int n_in = 1 + d->m->n_fields + d->m->n_globals;
+    P("    for (int k = 0; k < %d; ++k) jac[k] = 0.0;\n", rows * n_in);
+    for (int j = 1; j <= d->m->n_fields; j++)
+        if (lane[j] == -2) P("    jac[%d] = 1.0;\n", (j - 1) * n_in + j);
+    for (int j = 0; j < n_in; j++) {
+        if (lane[j] < 0) continue;
+        P("    for (int r = 0; r < %d; ++r) jac[r * %d + %d] = Fd_[r].d[%d];\n", d->m->n_fields, n_in, j, lane[j]);
+        if (current)
+            P("    jac[%d] = %srhs_.d[%d];\n    jac[%d] = %sg_.d[%d];\n", d->m->n_fields * n_in + j,
+              d->m->electrode ? "" : "-", lane[j], (d->m->n_fields + 1) * n_in + j, d->m->electrode ? "-" : "",
+              lane[j]);
+    }
     P("}\n\n");
 }
 
@@ -523,8 +710,25 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     const struct ns_nmodl *m = d->m;
     d->M = m->name;
     const size_t mark = nm_gen_mark(g);
-    const int nf = m->n_fields, K = 1 + nf + m->n_globals;
+    const int nf = m->n_fields, n_in = 1 + nf + m->n_globals;
     if (refuse_upfront(d)) return 1;
+    unsigned char *rd = malloc(3 * (size_t)n_in);
+    int *lane = malloc(3 * (size_t)n_in * sizeof *lane);
+    if (!rd || !lane) {
+        free(rd);
+        free(lane);
+        return -1;
+    }
+    int K = 1;
+    for (int ph = 0; ph < 3; ph++) {
+        phase_reads(m, ph, rd, rd + n_in, rd + 2 * n_in, n_in);
+        int n = 0;
+        /* -2: a field the phase never writes nor reads: out = in */
+        for (int j = 0; j < n_in; j++)
+            lane[ph * n_in + j] = rd[j] ? n++ : (j >= 1 && j <= nf && !rd[2 * n_in + j]) ? -2 : -1;
+        if (n > K) K = n;
+    }
+    free(rd);
     put_runtime(d, K);
     for (int i = 0; i < m->n_blocks; i++) {
         const block *bl = m->blocks[i];
@@ -563,7 +767,7 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     }
     P("    return c_;\n}\n\n");
     /* INITIAL (nsm_NAME_init_F) */
-    entry_head(d, "init", K);
+    entry_head(d, "init", lane);
     copies(d, 1, 1);
     for (int i = 0; i < m->n_vars; i++) {
         const var *v = &m->vars[i];
@@ -571,20 +775,18 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     }
     nm_gen_scope_reset(g, 0);
     if (m->initial && !d->failed) dlist(d, m->initial, 4);
-    entry_tail(d, nf, K);
+    entry_tail(d, nf, lane, 0);
     /* current (nsm_NAME_current_F): g by the difference at v + .001 */
-    entry_head(d, "current", K);
+    entry_head(d, "current", lane + n_in);
     copies(d, 0, 1);
     P("    nsd_%s g_ = nsd_%s_cur(", d->M, d->M);
     put_args(d);
     P("nsd_%s_add(v_, nsd_%s_c(.001)));\n    nsd_%s rhs_ = nsd_%s_cur(", d->M, d->M, d->M, d->M);
     put_args(d);
     P("v_);\n    g_ = nsd_%s_div(nsd_%s_sub(g_, rhs_), nsd_%s_c(.001));\n", d->M, d->M, d->M);
-    P("    for (int k = 0; k < %d; ++k) {\n        jac[%d * %d + k] = %srhs_.d[k];\n        jac[%d * %d + k] = %sg_.d[k];\n"
-      "    }\n", K, nf, K, m->electrode ? "" : "-", nf + 1, K, m->electrode ? "-" : "");
-    entry_tail(d, nf + 2, K);
+    entry_tail(d, nf + 2, lane + n_in, 1);
     /* state (nsm_NAME_state_F) */
-    entry_head(d, "state", K);
+    entry_head(d, "state", lane + 2 * n_in);
     copies(d, 1, 1);
     nm_gen_scope_reset(g, 0);
     if (!m->n_currents && !d->failed) {
@@ -599,7 +801,8 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
         put_solve_call(d, nm_find_block(m, s->name));
         P(";\n");
     }
-    entry_tail(d, nf, K);
+    entry_tail(d, nf, lane + 2 * n_in, 0);
+    free(lane);
     if (d->failed) {
         nm_gen_cut(g, mark);
         return 1;

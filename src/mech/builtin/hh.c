@@ -241,8 +241,8 @@ NSM_LOOP void nsm_hh_state(ns_mech_ppack *p) {
 }
 
 
-/* ---- derivatives (nmodl_diff.c): dual numbers over the 20 inputs of an instance: v, its 18 fields, the 1 GLOBALs ---- */
-enum { NSD_hh_K = 20 };
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 18 fields, the 1 GLOBALs), 8 at most ---- */
+enum { NSD_hh_K = 8 };
 typedef struct nsd_hh { double v, d[NSD_hh_K]; } nsd_hh;
 #define NSD_hh_OP(body) nsd_hh r; body; return r
 static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_c(double x) { NSD_hh_OP(r.v = x; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = 0.0); }
@@ -403,14 +403,8 @@ static void nsm_hh_jac_init(ns_mech_ppack *p, int i_, double *jac) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_hh Fd_[18], G_[1], v_ = nsd_hh_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 18; ++k) {
-        Fd_[k] = nsd_hh_c(p->field[k][i_]);
-        Fd_[k].d[1 + k] = 1.0;
-    }
-    for (int k = 0; k < 1; ++k) {
-        G_[k] = nsd_hh_c(p->global[k]);
-        G_[k].d[19 + k] = 1.0;
-    }
+    for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_c(p->field[k][i_]);
+    for (int k = 0; k < 1; ++k) G_[k] = nsd_hh_c(p->global[k]);
     nsd_hh *F0_ = &Fd_[0];
     (void)F0_;
     nsd_hh *F1_ = &Fd_[1];
@@ -459,22 +453,32 @@ static void nsm_hh_jac_init(ns_mech_ppack *p, int i_, double *jac) {
     (*F15_) = (*F9_);
     (*F16_) = (*F10_);
     (*F17_) = (*F11_);
-    for (int r = 0; r < 18; ++r)
-        for (int k = 0; k < 20; ++k) jac[r * 20 + k] = Fd_[r].d[k];
+    for (int k = 0; k < 360; ++k) jac[k] = 0.0;
+    jac[1] = 1.0;
+    jac[22] = 1.0;
+    jac[43] = 1.0;
+    jac[64] = 1.0;
+    jac[85] = 1.0;
+    jac[106] = 1.0;
+    jac[127] = 1.0;
+    jac[148] = 1.0;
+    jac[169] = 1.0;
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 0] = Fd_[r].d[0];
 }
 
 static void nsm_hh_jac_current(ns_mech_ppack *p, int i_, double *jac) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_hh Fd_[18], G_[1], v_ = nsd_hh_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 18; ++k) {
-        Fd_[k] = nsd_hh_c(p->field[k][i_]);
-        Fd_[k].d[1 + k] = 1.0;
-    }
-    for (int k = 0; k < 1; ++k) {
-        G_[k] = nsd_hh_c(p->global[k]);
-        G_[k].d[19 + k] = 1.0;
-    }
+    for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_c(p->field[k][i_]);
+    for (int k = 0; k < 1; ++k) G_[k] = nsd_hh_c(p->global[k]);
+    Fd_[0].d[1] = 1.0;
+    Fd_[1].d[2] = 1.0;
+    Fd_[2].d[3] = 1.0;
+    Fd_[3].d[4] = 1.0;
+    Fd_[15].d[5] = 1.0;
+    Fd_[16].d[6] = 1.0;
+    Fd_[17].d[7] = 1.0;
     nsd_hh *F0_ = &Fd_[0];
     (void)F0_;
     nsd_hh *F1_ = &Fd_[1];
@@ -519,26 +523,48 @@ static void nsm_hh_jac_current(ns_mech_ppack *p, int i_, double *jac) {
     nsd_hh g_ = nsd_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, nsd_hh_add(v_, nsd_hh_c(.001)));
     nsd_hh rhs_ = nsd_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
     g_ = nsd_hh_div(nsd_hh_sub(g_, rhs_), nsd_hh_c(.001));
-    for (int k = 0; k < 20; ++k) {
-        jac[18 * 20 + k] = -rhs_.d[k];
-        jac[19 * 20 + k] = g_.d[k];
-    }
-    for (int r = 0; r < 18; ++r)
-        for (int k = 0; k < 20; ++k) jac[r * 20 + k] = Fd_[r].d[k];
+    for (int k = 0; k < 400; ++k) jac[k] = 0.0;
+    jac[190] = 1.0;
+    jac[211] = 1.0;
+    jac[232] = 1.0;
+    jac[253] = 1.0;
+    jac[274] = 1.0;
+    jac[295] = 1.0;
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 0] = Fd_[r].d[0];
+    jac[360] = -rhs_.d[0];
+    jac[380] = g_.d[0];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 1] = Fd_[r].d[1];
+    jac[361] = -rhs_.d[1];
+    jac[381] = g_.d[1];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 2] = Fd_[r].d[2];
+    jac[362] = -rhs_.d[2];
+    jac[382] = g_.d[2];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 3] = Fd_[r].d[3];
+    jac[363] = -rhs_.d[3];
+    jac[383] = g_.d[3];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 4] = Fd_[r].d[4];
+    jac[364] = -rhs_.d[4];
+    jac[384] = g_.d[4];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 16] = Fd_[r].d[5];
+    jac[376] = -rhs_.d[5];
+    jac[396] = g_.d[5];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 17] = Fd_[r].d[6];
+    jac[377] = -rhs_.d[6];
+    jac[397] = g_.d[6];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 18] = Fd_[r].d[7];
+    jac[378] = -rhs_.d[7];
+    jac[398] = g_.d[7];
 }
 
 static void nsm_hh_jac_state(ns_mech_ppack *p, int i_, double *jac) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_hh Fd_[18], G_[1], v_ = nsd_hh_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 18; ++k) {
-        Fd_[k] = nsd_hh_c(p->field[k][i_]);
-        Fd_[k].d[1 + k] = 1.0;
-    }
-    for (int k = 0; k < 1; ++k) {
-        G_[k] = nsd_hh_c(p->global[k]);
-        G_[k].d[19 + k] = 1.0;
-    }
+    for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_c(p->field[k][i_]);
+    for (int k = 0; k < 1; ++k) G_[k] = nsd_hh_c(p->global[k]);
+    Fd_[15].d[1] = 1.0;
+    Fd_[16].d[2] = 1.0;
+    Fd_[17].d[3] = 1.0;
     nsd_hh *F0_ = &Fd_[0];
     (void)F0_;
     nsd_hh *F1_ = &Fd_[1];
@@ -581,8 +607,20 @@ static void nsm_hh_jac_state(ns_mech_ppack *p, int i_, double *jac) {
     (void)I1_;
     (void)node_; (void)v_; (void)G_;
     nsd_hh_d_states(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
-    for (int r = 0; r < 18; ++r)
-        for (int k = 0; k < 20; ++k) jac[r * 20 + k] = Fd_[r].d[k];
+    for (int k = 0; k < 360; ++k) jac[k] = 0.0;
+    jac[1] = 1.0;
+    jac[22] = 1.0;
+    jac[43] = 1.0;
+    jac[64] = 1.0;
+    jac[85] = 1.0;
+    jac[106] = 1.0;
+    jac[127] = 1.0;
+    jac[148] = 1.0;
+    jac[169] = 1.0;
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 0] = Fd_[r].d[0];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 16] = Fd_[r].d[1];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 17] = Fd_[r].d[2];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 18] = Fd_[r].d[3];
 }
 
 #ifdef NS_MECH_WITH_CUDA

@@ -103,8 +103,8 @@ NSM_LOOP void nsm_pas_state(ns_mech_ppack *p) {
 }
 
 
-/* ---- derivatives (nmodl_diff.c): dual numbers over the 4 inputs of an instance: v, its 3 fields, the 0 GLOBALs ---- */
-enum { NSD_pas_K = 4 };
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 3 fields, the 0 GLOBALs), 3 at most ---- */
+enum { NSD_pas_K = 3 };
 typedef struct nsd_pas { double v, d[NSD_pas_K]; } nsd_pas;
 #define NSD_pas_OP(body) nsd_pas r; body; return r
 static inline NS_MECH_ALWAYS_INLINE nsd_pas nsd_pas_c(double x) { NSD_pas_OP(r.v = x; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = 0.0); }
@@ -162,14 +162,8 @@ static void nsm_pas_jac_init(ns_mech_ppack *p, int i_, double *jac) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_pas Fd_[3], G_[1], v_ = nsd_pas_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 3; ++k) {
-        Fd_[k] = nsd_pas_c(p->field[k][i_]);
-        Fd_[k].d[1 + k] = 1.0;
-    }
-    for (int k = 0; k < 0; ++k) {
-        G_[k] = nsd_pas_c(p->global[k]);
-        G_[k].d[4 + k] = 1.0;
-    }
+    for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_pas_c(p->global[k]);
     nsd_pas *F0_ = &Fd_[0];
     (void)F0_;
     nsd_pas *F1_ = &Fd_[1];
@@ -177,22 +171,21 @@ static void nsm_pas_jac_init(ns_mech_ppack *p, int i_, double *jac) {
     nsd_pas *F2_ = &Fd_[2];
     (void)F2_;
     (void)node_; (void)v_; (void)G_;
-    for (int r = 0; r < 3; ++r)
-        for (int k = 0; k < 4; ++k) jac[r * 4 + k] = Fd_[r].d[k];
+    for (int k = 0; k < 12; ++k) jac[k] = 0.0;
+    jac[1] = 1.0;
+    jac[6] = 1.0;
+    jac[11] = 1.0;
+    for (int r = 0; r < 3; ++r) jac[r * 4 + 0] = Fd_[r].d[0];
 }
 
 static void nsm_pas_jac_current(ns_mech_ppack *p, int i_, double *jac) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_pas Fd_[3], G_[1], v_ = nsd_pas_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 3; ++k) {
-        Fd_[k] = nsd_pas_c(p->field[k][i_]);
-        Fd_[k].d[1 + k] = 1.0;
-    }
-    for (int k = 0; k < 0; ++k) {
-        G_[k] = nsd_pas_c(p->global[k]);
-        G_[k].d[4 + k] = 1.0;
-    }
+    for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_pas_c(p->global[k]);
+    Fd_[0].d[1] = 1.0;
+    Fd_[1].d[2] = 1.0;
     nsd_pas *F0_ = &Fd_[0];
     (void)F0_;
     nsd_pas *F1_ = &Fd_[1];
@@ -203,26 +196,24 @@ static void nsm_pas_jac_current(ns_mech_ppack *p, int i_, double *jac) {
     nsd_pas g_ = nsd_pas_cur(p, F0_, F1_, F2_, G_, i_, node_, nsd_pas_add(v_, nsd_pas_c(.001)));
     nsd_pas rhs_ = nsd_pas_cur(p, F0_, F1_, F2_, G_, i_, node_, v_);
     g_ = nsd_pas_div(nsd_pas_sub(g_, rhs_), nsd_pas_c(.001));
-    for (int k = 0; k < 4; ++k) {
-        jac[3 * 4 + k] = -rhs_.d[k];
-        jac[4 * 4 + k] = g_.d[k];
-    }
-    for (int r = 0; r < 3; ++r)
-        for (int k = 0; k < 4; ++k) jac[r * 4 + k] = Fd_[r].d[k];
+    for (int k = 0; k < 20; ++k) jac[k] = 0.0;
+    for (int r = 0; r < 3; ++r) jac[r * 4 + 0] = Fd_[r].d[0];
+    jac[12] = -rhs_.d[0];
+    jac[16] = g_.d[0];
+    for (int r = 0; r < 3; ++r) jac[r * 4 + 1] = Fd_[r].d[1];
+    jac[13] = -rhs_.d[1];
+    jac[17] = g_.d[1];
+    for (int r = 0; r < 3; ++r) jac[r * 4 + 2] = Fd_[r].d[2];
+    jac[14] = -rhs_.d[2];
+    jac[18] = g_.d[2];
 }
 
 static void nsm_pas_jac_state(ns_mech_ppack *p, int i_, double *jac) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_pas Fd_[3], G_[1], v_ = nsd_pas_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 3; ++k) {
-        Fd_[k] = nsd_pas_c(p->field[k][i_]);
-        Fd_[k].d[1 + k] = 1.0;
-    }
-    for (int k = 0; k < 0; ++k) {
-        G_[k] = nsd_pas_c(p->global[k]);
-        G_[k].d[4 + k] = 1.0;
-    }
+    for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_pas_c(p->global[k]);
     nsd_pas *F0_ = &Fd_[0];
     (void)F0_;
     nsd_pas *F1_ = &Fd_[1];
@@ -230,8 +221,11 @@ static void nsm_pas_jac_state(ns_mech_ppack *p, int i_, double *jac) {
     nsd_pas *F2_ = &Fd_[2];
     (void)F2_;
     (void)node_; (void)v_; (void)G_;
-    for (int r = 0; r < 3; ++r)
-        for (int k = 0; k < 4; ++k) jac[r * 4 + k] = Fd_[r].d[k];
+    for (int k = 0; k < 12; ++k) jac[k] = 0.0;
+    jac[1] = 1.0;
+    jac[6] = 1.0;
+    jac[11] = 1.0;
+    for (int r = 0; r < 3; ++r) jac[r * 4 + 0] = Fd_[r].d[0];
 }
 
 #ifdef NS_MECH_WITH_CUDA
