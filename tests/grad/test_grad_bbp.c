@@ -1,8 +1,9 @@
 /* Gradients of a multi-channel model against central differences of the
- * simulation's own loop: three of the bundled BBP/Hay channels
- * (data/mechanisms/bbp) and a channel of the test's own with GLOBAL
- * parameters, built with the system C compiler (the build is most of the
- * test's time); the refusal of a concentration writer (CaDynamics_E2). */
+ * simulation's own loop: the bundled BBP/Hay sodium channel
+ * (data/mechanisms/bbp/NaTs2_t.mod, ena read) and a channel of the test's
+ * own with GLOBAL parameters, built with the system C compiler (the build is
+ * most of the test's time: two channels and the refused one only); the
+ * refusal of a concentration writer (CaDynamics_E2). */
 #include "check.h"
 #include "load_cell.h"
 #include "test_tmpdir.h"
@@ -13,13 +14,12 @@
 #define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
 #define STEPS 80
 
-/* Hay et al. 2011's somatic sodium, Kv3.1 and HVA calcium channels (their values) and Ih
- * everywhere; without CaDynamics_E2, so cai stays at its initial value */
-static const char *HAY = "soma.insert = NaTs2_t Ca_HVA Ih pas glk\n"
-                         "dend.insert = Ih pas\n"
+/* Hay et al. 2011's somatic sodium channel (their value) */
+static const char *HAY = "soma.insert = NaTs2_t pas glk\n"
+                         "dend.insert = pas\n"
                          "all.ena = 50\n"
-                         "all.g_pas = 3e-5\nall.e_pas = -90\nall.gIhbar_Ih = 8e-5\n"
-                         "soma.gNaTs2_tbar_NaTs2_t = 0.983955\nsoma.gCa_HVAbar_Ca_HVA = 0.000994\n";
+                         "all.g_pas = 3e-5\nall.e_pas = -90\n"
+                         "soma.gNaTs2_tbar_NaTs2_t = 0.983955\n";
 
 static const char *GLK = "NEURON {\n SUFFIX glk\n NONSPECIFIC_CURRENT i\n RANGE g\n GLOBAL tau, e\n}\n"
                          "PARAMETER {\n g = 0.0005 (S/cm2)\n tau = 3 (ms)\n e = -70 (mV)\n}\n"
@@ -39,8 +39,7 @@ int main(void) {
     fclose(f);
     char files[2048];
     snprintf(files, sizeof files,
-             MECH_DIR "/bbp/NaTs2_t.mod " MECH_DIR "/bbp/Ca_HVA.mod " MECH_DIR "/bbp/Ih.mod " MECH_DIR
-                      "/bbp/CaDynamics_E2.mod %s",
+             MECH_DIR "/bbp/NaTs2_t.mod " MECH_DIR "/bbp/CaDynamics_E2.mod %s",
              glk_path);
     ns_mech_library_t *lib = test_mech_from_files(files, "libbbp.so", &skip);
     if (skip) return tmpdir_remove(), 77;
@@ -53,8 +52,7 @@ int main(void) {
         const char *where, *name;
         double rel_h; /* the central differences' relative step: cm moves the spikes most */
         int global;   /* a GLOBAL: the model file's global.NAME */
-    } cases[] = {{"soma", "gNaTs2_tbar_NaTs2_t", 1e-3, 0}, {"soma", "gCa_HVAbar_Ca_HVA", 1e-3, 0},
-                 {"all", "gIhbar_Ih", 1e-3, 0},            {"all", "cm", 1e-4, 0},
+    } cases[] = {{"soma", "gNaTs2_tbar_NaTs2_t", 1e-3, 0}, {"all", "cm", 1e-4, 0},
                  {"soma", "g_glk", 2.5e-4, 0},             {"all", "tau_glk", 1e-3, 1},
                  {"all", "e_glk", 1e-3, 1}};
     const int n_cases = (int)(sizeof cases / sizeof *cases);
@@ -64,7 +62,7 @@ int main(void) {
     ns_grad_t *g = NULL;
     CHECK_OK(ns_grad_create(sim, NULL, &g));
     for (int k = 0; g && k < n_cases; ++k) CHECK_OK(ns_grad_add_param(g, 0, cases[k].where, cases[k].name, NULL));
-    double grad[7], L = 0.0;
+    double grad[5], L = 0.0;
     double *tr = calloc((size_t)su.samples * 3, sizeof *tr);
     ns_grad_loss loss = {su.target, su.weight, NULL};
     CHECK_OK(ns_grad_run(g, STEPS, &loss, &L, grad, tr));
