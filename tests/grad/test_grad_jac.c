@@ -5,10 +5,12 @@
  * differences of the forward entry point itself (h, h/2: error O(h^4), steps
  * 1e-3 relative, rounding near 1e-13), to 1e-9 of the row's largest entry;
  * with hh's TABLE off (the exact rates) and on (the interpolation's slope).
- * And what cannot be differentiated is refused by FILE:LINE and construct. */
+ * And what cannot be differentiated is refused by FILE:LINE and construct;
+ * a library built for mechanism ABI 3 loads, without derivatives. */
 #include "check.h"
 #include "mech/builtin/builtin.h"
 #include "nmodl_driver.h"
+#include "test_tmpdir.h"
 
 static const ns_mech_desc *builtin(const char *name) {
     const ns_mech_catalogue *cat = ns_mech_builtin();
@@ -131,5 +133,37 @@ int main(void) {
               "derivimplicit refused by FILE:LINE (%s)", text ? strstr(text, "NULL, NULL, NULL") : "no text");
     ns_nmodl_free(text);
     ns_nmodl_destroy(mod);
+
+    /* a library of mechanism ABI 3 (its descriptors end before jac_init): loaded, copied into
+     * this version's layout without derivatives (the junk after its ABI-3 members not read) */
+    if (tmpdir_make("ns_grad_jac")) return 1;
+    FILE *f = fopen(tmp("old.c"), "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("#include \"neurosolve/mechanism.h\"\n"
+              "static const char *const names[] = {\"x\"};\nstatic const double defs[] = {1.0};\n"
+              "static void fn(ns_mech_ppack *p) { (void)p; }\n"
+              "static const ns_mech_desc d = {3, \"old\", NS_MECH_DENSITY, 1, 1, 0, 0, names, defs, 0, 0, 0, 0, 0, 0,"
+              " 0, fn, fn, fn, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,"
+              " (void (*)(ns_mech_ppack *, int, double *))1, 0, 0, \"junk\"};\n"
+              "static const ns_mech_desc *const mechs[] = {&d};\n"
+              "static const ns_mech_catalogue cat = {3, 1, mechs};\n"
+              "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat; }\n", f);
+        fclose(f);
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd, "cc -shared -fPIC -I%s/../../include -o %s %s 2>&1", NS_TEST_DATA, tmp("libold.so"),
+                 tmp("old.c"));
+        if (system(cmd) == 0) {
+            ns_mech_library_t *lib = NULL;
+            CHECK_OK(ns_mech_library_open(tmp("libold.so"), &lib));
+            const ns_mech_desc *od = lib ? ns_mech_library_get(lib, 0) : NULL;
+            CHECK(od && !strcmp(od->name, "old") && od->state && !od->jac_init && !od->jac_current && !od->jac_state);
+            CHECK(od && od->jac_why_not && strstr(od->jac_why_not, "older mechanism ABI"));
+            ns_mech_library_close(lib);
+        } else {
+            printf("SKIP the ABI 3 library: no C compiler\n");
+        }
+    }
+    tmpdir_remove();
     return check_summary("test_grad_jac");
 }
