@@ -49,45 +49,49 @@ static int dfail(dx *d, int line, const char *fmt, ...) {
 /* The dual numbers' arithmetic, '@' the mechanism's name. Derivatives of the
  * library functions are the textbook ones at the computed value. */
 static const char *const runtime =
+    "#if defined(__GNUC__) || defined(__clang__)\n"
+    "#define NSD_@_FN static inline __attribute__((always_inline, unused))\n"
+    "#define NSD_@_TWIN static inline __attribute__((unused))\n"
+    "#else\n#define NSD_@_FN static inline\n#define NSD_@_TWIN static inline\n#endif\n"
     "typedef struct nsd_@ { double v, d[NSD_@_K]; } nsd_@;\n"
     "#define NSD_@_OP(body) nsd_@ r; body; return r\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_c(double x) { NSD_@_OP(r.v = x; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = 0.0); }\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_add(nsd_@ a, nsd_@ b) {\n"
+    "NSD_@_FN nsd_@ nsd_@_c(double x) { NSD_@_OP(r.v = x; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = 0.0); }\n"
+    "NSD_@_FN nsd_@ nsd_@_add(nsd_@ a, nsd_@ b) {\n"
     "    NSD_@_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k] + b.d[k]);\n}\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_sub(nsd_@ a, nsd_@ b) {\n"
+    "NSD_@_FN nsd_@ nsd_@_sub(nsd_@ a, nsd_@ b) {\n"
     "    NSD_@_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k] - b.d[k]);\n}\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_mul(nsd_@ a, nsd_@ b) {\n"
+    "NSD_@_FN nsd_@ nsd_@_mul(nsd_@ a, nsd_@ b) {\n"
     "    NSD_@_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);\n}\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_div(nsd_@ a, nsd_@ b) {\n"
+    "NSD_@_FN nsd_@ nsd_@_div(nsd_@ a, nsd_@ b) {\n"
     "    NSD_@_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);\n}\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_neg(nsd_@ a) { NSD_@_OP(r.v = -a.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = -a.d[k]); }\n"
+    "NSD_@_FN nsd_@ nsd_@_neg(nsd_@ a) { NSD_@_OP(r.v = -a.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = -a.d[k]); }\n"
     /* f(a) with f'(a) = df */
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_f1(nsd_@ a, double f, double df) {\n"
+    "NSD_@_FN nsd_@ nsd_@_f1(nsd_@ a, double f, double df) {\n"
     "    NSD_@_OP(r.v = f; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = df * a.d[k]);\n}\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_exp(nsd_@ a) { const double e = nsm_exp(a.v); return nsd_@_f1(a, e, e); }\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_expm1(nsd_@ a) { return nsd_@_f1(a, expm1(a.v), exp(a.v)); }\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_log(nsd_@ a) { return nsd_@_f1(a, log(a.v), 1.0 / a.v); }\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_log10(nsd_@ a) { return nsd_@_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_sqrt(nsd_@ a) { const double s = sqrt(a.v); return nsd_@_f1(a, s, 0.5 / s); }\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_fabs(nsd_@ a) { return nsd_@_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_sin(nsd_@ a) { return nsd_@_f1(a, sin(a.v), cos(a.v)); }\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_cos(nsd_@ a) { return nsd_@_f1(a, cos(a.v), -sin(a.v)); }\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_tan(nsd_@ a) { const double t = tan(a.v); return nsd_@_f1(a, t, 1.0 + t * t); }\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_tanh(nsd_@ a) { const double t = tanh(a.v); return nsd_@_f1(a, t, 1.0 - t * t); }\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_atan(nsd_@ a) { return nsd_@_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_floor(nsd_@ a) { return nsd_@_f1(a, floor(a.v), 0.0); }\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_ceil(nsd_@ a) { return nsd_@_f1(a, ceil(a.v), 0.0); }\n"
+    "NSD_@_FN nsd_@ nsd_@_exp(nsd_@ a) { const double e = nsm_exp(a.v); return nsd_@_f1(a, e, e); }\n"
+    "NSD_@_FN nsd_@ nsd_@_expm1(nsd_@ a) { return nsd_@_f1(a, expm1(a.v), exp(a.v)); }\n"
+    "NSD_@_FN nsd_@ nsd_@_log(nsd_@ a) { return nsd_@_f1(a, log(a.v), 1.0 / a.v); }\n"
+    "NSD_@_FN nsd_@ nsd_@_log10(nsd_@ a) { return nsd_@_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }\n"
+    "NSD_@_FN nsd_@ nsd_@_sqrt(nsd_@ a) { const double s = sqrt(a.v); return nsd_@_f1(a, s, 0.5 / s); }\n"
+    "NSD_@_FN nsd_@ nsd_@_fabs(nsd_@ a) { return nsd_@_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }\n"
+    "NSD_@_FN nsd_@ nsd_@_sin(nsd_@ a) { return nsd_@_f1(a, sin(a.v), cos(a.v)); }\n"
+    "NSD_@_FN nsd_@ nsd_@_cos(nsd_@ a) { return nsd_@_f1(a, cos(a.v), -sin(a.v)); }\n"
+    "NSD_@_FN nsd_@ nsd_@_tan(nsd_@ a) { const double t = tan(a.v); return nsd_@_f1(a, t, 1.0 + t * t); }\n"
+    "NSD_@_FN nsd_@ nsd_@_tanh(nsd_@ a) { const double t = tanh(a.v); return nsd_@_f1(a, t, 1.0 - t * t); }\n"
+    "NSD_@_FN nsd_@ nsd_@_atan(nsd_@ a) { return nsd_@_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }\n"
+    "NSD_@_FN nsd_@ nsd_@_floor(nsd_@ a) { return nsd_@_f1(a, floor(a.v), 0.0); }\n"
+    "NSD_@_FN nsd_@ nsd_@_ceil(nsd_@ a) { return nsd_@_f1(a, ceil(a.v), 0.0); }\n"
     /* x / (exp(x) - 1): -1/2 where 1 + x == 1 (the value is 1 there) */
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_exprelr(nsd_@ a) {\n"
+    "NSD_@_FN nsd_@ nsd_@_exprelr(nsd_@ a) {\n"
     "    if (1.0 + a.v == 1.0) return nsd_@_f1(a, 1.0, -0.5);\n"
     "    const double e = expm1(a.v);\n"
     "    return nsd_@_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));\n}\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_pow(nsd_@ a, nsd_@ b) {\n"
+    "NSD_@_FN nsd_@ nsd_@_pow(nsd_@ a, nsd_@ b) {\n"
     "    const double f = pow(a.v, b.v);\n"
     "    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;\n"
     "    NSD_@_OP(r.v = f; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));\n}\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_fmin(nsd_@ a, nsd_@ b) { nsd_@ r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }\n"
-    "static inline NS_MECH_ALWAYS_INLINE nsd_@ nsd_@_fmax(nsd_@ a, nsd_@ b) { nsd_@ r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }\n";
+    "NSD_@_FN nsd_@ nsd_@_fmin(nsd_@ a, nsd_@ b) { nsd_@ r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }\n"
+    "NSD_@_FN nsd_@ nsd_@_fmax(nsd_@ a, nsd_@ b) { nsd_@ r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }\n";
 
 static void put_runtime(dx *d, int K) {
     P("\n/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the %d "
@@ -385,8 +389,8 @@ static int dlist(dx *d, const stlist *l, int ind) {
 }
 
 static void put_proto(dx *d, const block *bl, const char *suffix) {
-    P("static inline %s%s nsd_%s_%c_%s%s(", bl->kind == B_FUNCTION ? "nsd_" : "void", bl->kind == B_FUNCTION ? d->M : "",
-      d->M, bl->kind == B_FUNCTION ? 'f' : 'p', bl->name, suffix);
+    P("NSD_%s_TWIN %s%s nsd_%s_%c_%s%s(", d->M, bl->kind == B_FUNCTION ? "nsd_" : "void",
+      bl->kind == B_FUNCTION ? d->M : "", d->M, bl->kind == B_FUNCTION ? 'f' : 'p', bl->name, suffix);
     put_sig(d);
     for (int k = 0; k < bl->n_args; k++) P(", nsd_%s A_%s", d->M, bl->args[k]);
     P(")");
@@ -441,7 +445,7 @@ static int dcallable(dx *d, const block *bl) {
 }
 
 static int dderivative(dx *d, const block *bl) {
-    P("static inline void nsd_%s_d_%s(", d->M, bl->name);
+    P("NSD_%s_TWIN void nsd_%s_d_%s(", d->M, d->M, bl->name);
     put_sig(d);
     P(") {\n    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;\n");
     nm_gen_owner(d->g, bl);
@@ -752,7 +756,7 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
         if (bl && bl->kind == B_DERIVATIVE) dderivative(d, bl);
     }
     /* the BREAKPOINT's currents at v_ (nmodl_gen.c's nsm_NAME_cur) */
-    P("static inline nsd_%s nsd_%s_cur(", d->M, d->M);
+    P("NSD_%s_TWIN nsd_%s nsd_%s_cur(", d->M, d->M, d->M);
     put_sig(d);
     P(") {\n    (void)p; (void)i_; (void)node_; (void)G_;\n");
     for (int i = 0; i < m->n_vars; i++)

@@ -243,55 +243,62 @@ NSM_LOOP void nsm_hh_state(ns_mech_ppack *p) {
 
 /* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 18 fields, the 1 GLOBALs), 8 at most ---- */
 enum { NSD_hh_K = 8 };
+#if defined(__GNUC__) || defined(__clang__)
+#define NSD_hh_FN static inline __attribute__((always_inline, unused))
+#define NSD_hh_TWIN static inline __attribute__((unused))
+#else
+#define NSD_hh_FN static inline
+#define NSD_hh_TWIN static inline
+#endif
 typedef struct nsd_hh { double v, d[NSD_hh_K]; } nsd_hh;
 #define NSD_hh_OP(body) nsd_hh r; body; return r
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_c(double x) { NSD_hh_OP(r.v = x; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = 0.0); }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_add(nsd_hh a, nsd_hh b) {
+NSD_hh_FN nsd_hh nsd_hh_c(double x) { NSD_hh_OP(r.v = x; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = 0.0); }
+NSD_hh_FN nsd_hh nsd_hh_add(nsd_hh a, nsd_hh b) {
     NSD_hh_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = a.d[k] + b.d[k]);
 }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_sub(nsd_hh a, nsd_hh b) {
+NSD_hh_FN nsd_hh nsd_hh_sub(nsd_hh a, nsd_hh b) {
     NSD_hh_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = a.d[k] - b.d[k]);
 }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_mul(nsd_hh a, nsd_hh b) {
+NSD_hh_FN nsd_hh nsd_hh_mul(nsd_hh a, nsd_hh b) {
     NSD_hh_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
 }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_div(nsd_hh a, nsd_hh b) {
+NSD_hh_FN nsd_hh nsd_hh_div(nsd_hh a, nsd_hh b) {
     NSD_hh_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
 }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_neg(nsd_hh a) { NSD_hh_OP(r.v = -a.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = -a.d[k]); }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_f1(nsd_hh a, double f, double df) {
+NSD_hh_FN nsd_hh nsd_hh_neg(nsd_hh a) { NSD_hh_OP(r.v = -a.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = -a.d[k]); }
+NSD_hh_FN nsd_hh nsd_hh_f1(nsd_hh a, double f, double df) {
     NSD_hh_OP(r.v = f; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = df * a.d[k]);
 }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_exp(nsd_hh a) { const double e = nsm_exp(a.v); return nsd_hh_f1(a, e, e); }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_expm1(nsd_hh a) { return nsd_hh_f1(a, expm1(a.v), exp(a.v)); }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_log(nsd_hh a) { return nsd_hh_f1(a, log(a.v), 1.0 / a.v); }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_log10(nsd_hh a) { return nsd_hh_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_sqrt(nsd_hh a) { const double s = sqrt(a.v); return nsd_hh_f1(a, s, 0.5 / s); }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_fabs(nsd_hh a) { return nsd_hh_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_sin(nsd_hh a) { return nsd_hh_f1(a, sin(a.v), cos(a.v)); }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_cos(nsd_hh a) { return nsd_hh_f1(a, cos(a.v), -sin(a.v)); }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_tan(nsd_hh a) { const double t = tan(a.v); return nsd_hh_f1(a, t, 1.0 + t * t); }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_tanh(nsd_hh a) { const double t = tanh(a.v); return nsd_hh_f1(a, t, 1.0 - t * t); }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_atan(nsd_hh a) { return nsd_hh_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_floor(nsd_hh a) { return nsd_hh_f1(a, floor(a.v), 0.0); }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_ceil(nsd_hh a) { return nsd_hh_f1(a, ceil(a.v), 0.0); }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_exprelr(nsd_hh a) {
+NSD_hh_FN nsd_hh nsd_hh_exp(nsd_hh a) { const double e = nsm_exp(a.v); return nsd_hh_f1(a, e, e); }
+NSD_hh_FN nsd_hh nsd_hh_expm1(nsd_hh a) { return nsd_hh_f1(a, expm1(a.v), exp(a.v)); }
+NSD_hh_FN nsd_hh nsd_hh_log(nsd_hh a) { return nsd_hh_f1(a, log(a.v), 1.0 / a.v); }
+NSD_hh_FN nsd_hh nsd_hh_log10(nsd_hh a) { return nsd_hh_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_hh_FN nsd_hh nsd_hh_sqrt(nsd_hh a) { const double s = sqrt(a.v); return nsd_hh_f1(a, s, 0.5 / s); }
+NSD_hh_FN nsd_hh nsd_hh_fabs(nsd_hh a) { return nsd_hh_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_hh_FN nsd_hh nsd_hh_sin(nsd_hh a) { return nsd_hh_f1(a, sin(a.v), cos(a.v)); }
+NSD_hh_FN nsd_hh nsd_hh_cos(nsd_hh a) { return nsd_hh_f1(a, cos(a.v), -sin(a.v)); }
+NSD_hh_FN nsd_hh nsd_hh_tan(nsd_hh a) { const double t = tan(a.v); return nsd_hh_f1(a, t, 1.0 + t * t); }
+NSD_hh_FN nsd_hh nsd_hh_tanh(nsd_hh a) { const double t = tanh(a.v); return nsd_hh_f1(a, t, 1.0 - t * t); }
+NSD_hh_FN nsd_hh nsd_hh_atan(nsd_hh a) { return nsd_hh_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_hh_FN nsd_hh nsd_hh_floor(nsd_hh a) { return nsd_hh_f1(a, floor(a.v), 0.0); }
+NSD_hh_FN nsd_hh nsd_hh_ceil(nsd_hh a) { return nsd_hh_f1(a, ceil(a.v), 0.0); }
+NSD_hh_FN nsd_hh nsd_hh_exprelr(nsd_hh a) {
     if (1.0 + a.v == 1.0) return nsd_hh_f1(a, 1.0, -0.5);
     const double e = expm1(a.v);
     return nsd_hh_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
 }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_pow(nsd_hh a, nsd_hh b) {
+NSD_hh_FN nsd_hh nsd_hh_pow(nsd_hh a, nsd_hh b) {
     const double f = pow(a.v, b.v);
     const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
     NSD_hh_OP(r.v = f; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
 }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_fmin(nsd_hh a, nsd_hh b) { nsd_hh r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
-static inline NS_MECH_ALWAYS_INLINE nsd_hh nsd_hh_fmax(nsd_hh a, nsd_hh b) { nsd_hh r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
-static inline void nsd_hh_p_rates(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v);
-static inline void nsd_hh_p_rates_exact(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v);
-static inline nsd_hh nsd_hh_f_vtrap(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_x, nsd_hh A_y);
+NSD_hh_FN nsd_hh nsd_hh_fmin(nsd_hh a, nsd_hh b) { nsd_hh r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_hh_FN nsd_hh nsd_hh_fmax(nsd_hh a, nsd_hh b) { nsd_hh r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_hh_TWIN void nsd_hh_p_rates(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v);
+NSD_hh_TWIN void nsd_hh_p_rates_exact(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v);
+NSD_hh_TWIN nsd_hh nsd_hh_f_vtrap(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_x, nsd_hh A_y);
 
-static inline void nsd_hh_p_rates_exact(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v) {
+NSD_hh_TWIN void nsd_hh_p_rates_exact(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh L_alpha = nsd_hh_c(0.0);
     nsd_hh L_beta = nsd_hh_c(0.0);
@@ -315,7 +322,7 @@ static inline void nsd_hh_p_rates_exact(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F
     (*F11_) = nsd_hh_div(L_alpha, L_sum);
 }
 
-static inline void nsd_hh_p_rates(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v) {
+NSD_hh_TWIN void nsd_hh_p_rates(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v) {
     if (G_[0].v == 0.0) {
         nsd_hh_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
         return;
@@ -366,7 +373,7 @@ static inline void nsd_hh_p_rates(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, ns
     }
 }
 
-static inline nsd_hh nsd_hh_f_vtrap(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_x, nsd_hh A_y) {
+NSD_hh_TWIN nsd_hh nsd_hh_f_vtrap(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_x, nsd_hh A_y) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh ret_ = nsd_hh_c(0.0);
     if ((nsd_hh_c((double)((nsd_hh_fabs(nsd_hh_div(A_x, A_y))).v < (nsd_hh_c(1e-6)).v))).v) {
@@ -377,7 +384,7 @@ static inline nsd_hh nsd_hh_f_vtrap(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, 
     return ret_;
 }
 
-static inline void nsd_hh_d_states(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_) {
+NSD_hh_TWIN void nsd_hh_d_states(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
     (*F15_) = nsd_hh_add((*F15_), nsd_hh_mul(nsd_hh_sub(nsd_hh_c(1.), nsd_hh_exp(nsd_hh_mul(nsd_hh_c(p->dt), nsd_hh_div(nsd_hh_neg(nsd_hh_c(1.0)), (*F12_))))), nsd_hh_sub((*F9_), (*F15_))));
@@ -385,7 +392,7 @@ static inline void nsd_hh_d_states(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, n
     (*F17_) = nsd_hh_add((*F17_), nsd_hh_mul(nsd_hh_sub(nsd_hh_c(1.), nsd_hh_exp(nsd_hh_mul(nsd_hh_c(p->dt), nsd_hh_div(nsd_hh_neg(nsd_hh_c(1.0)), (*F14_))))), nsd_hh_sub((*F11_), (*F17_))));
 }
 
-static inline nsd_hh nsd_hh_cur(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_) {
+NSD_hh_TWIN nsd_hh nsd_hh_cur(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_) {
     (void)p; (void)i_; (void)node_; (void)G_;
     (*F7_) = nsd_hh_mul(nsd_hh_mul(nsd_hh_mul(nsd_hh_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
     (*F4_) = nsd_hh_mul((*F7_), nsd_hh_sub(v_, nsd_hh_c((*I0_))));
