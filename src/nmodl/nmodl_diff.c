@@ -245,6 +245,7 @@ static void dex(dx *d, const ex *e) {
         P(").v))");
         return;
     }
+    default: dfail(d, 0, "this expression"); return;
     }
 }
 
@@ -371,8 +372,8 @@ static int dst(dx *d, const st *s, int ind) {
     case ST_REACTION:
     case ST_CONSERVE:
     case ST_COMPARTMENT: return dfail(d, s->line, "a KINETIC statement");
+    default: return dfail(d, s->line, "this statement");
     }
-    return 0;
 }
 
 static int dlist(dx *d, const stlist *l, int ind) {
