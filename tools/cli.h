@@ -29,6 +29,7 @@ int bench_life_quality(int argc, char **argv); /* bench life --quality (tools/li
 int bench_life_scale(int argc, char **argv);
 int bench_sim(int argc, char **argv);
 int bench_scale(int argc, char **argv); /* MPI scaling (tools/bench_scale.c) */
+int bench_grad(int argc, char **argv);  /* gradient over forward (tools/bench_grad.c) */
 
 /* Print "neurosolve: <message>" on stderr; returns 1 (runtime failure). */
 int cli_error(const char *format, ...);

@@ -16,6 +16,7 @@ static const struct {
     {"sim", bench_sim, "the Hodgkin-Huxley simulation loop, CPU and GPU, against NEURON (--mixed: populations)"},
     {"life-scale", bench_life_scale, "LiFE at whole-brain scale: 1-10 million streamlines, time and memory"},
     {"scale", bench_scale, "LiFE strong scaling over MPI processes (mpirun -np K; docs/mpi.md)"},
+    {"grad", bench_grad, "one gradient (ns_grad_run) over the forward run of the same cell (docs/gradients.md)"},
 };
 #define N_KINDS (sizeof kinds / sizeof kinds[0])
 
@@ -27,5 +28,5 @@ int cmd_bench(int argc, char **argv) {
     }
     for (size_t k = 0; k < N_KINDS; ++k)
         if (strcmp(argv[1], kinds[k].name) == 0) return kinds[k].run(argc - 1, argv + 1);
-    return cli_usage_error("bench", "unknown benchmark '%s' (hines, tridiag, life, life-scale, sim, scale)", argv[1]);
+    return cli_usage_error("bench", "unknown benchmark '%s' (hines, tridiag, life, life-scale, sim, scale, grad)", argv[1]);
 }

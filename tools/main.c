@@ -19,7 +19,7 @@ static const struct {
     {"simulate", cmd_simulate, "simulate cells (NEURON's hh, pas, IClamp): traces, spikes"},
     {"life", cmd_life, "LiFE connectome pruning: synth, build, fit, report, info"},
     {"mechanisms", cmd_mechanisms, "NMODL mechanisms: build a library from .mod files, list one"},
-    {"bench", cmd_bench, "benchmarks: hines, tridiag, life, sim, scale"},
+    {"bench", cmd_bench, "benchmarks: hines, tridiag, life, sim, scale, grad"},
 };
 
 static void usage(FILE *out) {

@@ -24,10 +24,13 @@ extern "C" {
  * 3: ns_mech_desc.has_random, random_field (random numbers); n_pointers,
  *    pointer_names and ns_mech_ppack.pointer (POINTER); ns_mech_ppack.area
  *    and .diam (area/diam in a mechanism); events (ns_mech_ppack.ev*,
- *    ns_mech_desc.n_weights and after) */
-/* 4: ns_mech_desc.hooks (BEFORE/AFTER blocks, CONSTRUCTOR, DESTRUCTOR) and
- *    n_ftables, ftable_names, ftable_dims; ns_mech_ppack.ftable (FUNCTION_TABLE) */
+ *    ns_mech_desc.n_weights and after)
+ * 4: ns_mech_desc.hooks (BEFORE/AFTER blocks, CONSTRUCTOR, DESTRUCTOR) and
+ *    n_ftables, ftable_names, ftable_dims; ns_mech_ppack.ftable (FUNCTION_TABLE);
+ *    ns_mech_desc.jac_init, jac_current, jac_state, jac_why_not (derivatives).
+ *    A library built for 3 still loads, without them. */
 #define NS_MECH_ABI_VERSION 4
+#define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
 /* exp for the host loops: the generated mechanisms' host code (nsm_exp; the
@@ -300,6 +303,20 @@ typedef struct ns_mech_desc {
     int n_ftables;
     const char *const *ftable_names;
     const int *ftable_dims;
+    /* Derivatives (ABI 4; the gradients, docs/gradients.md): the Jacobian of
+     * instance `instance`'s INITIAL, current() and state() as the host entry
+     * points compute them, in jac row-major (n_out x n_in). Inputs: v at its
+     * node, the instance's fields, the GLOBALs (n_in = 1 + n_fields +
+     * n_globals); outputs: the fields after the phase (n_fields), and for
+     * current() then its rhs and d contributions (n_fields + 2). p bound as
+     * for the phase (v, t, dt, celsius, ions, a current table); nothing but
+     * jac is written. Ion values read are constants here. NULL when the
+     * translator could not differentiate the mechanism: jac_why_not says
+     * why (FILE:LINE and the construct). */
+    void (*jac_init)(ns_mech_ppack *p, int instance, double *jac);
+    void (*jac_current)(ns_mech_ppack *p, int instance, double *jac);
+    void (*jac_state)(ns_mech_ppack *p, int instance, double *jac);
+    const char *jac_why_not;
 } ns_mech_desc;
 
 enum {

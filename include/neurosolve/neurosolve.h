@@ -20,5 +20,6 @@
 #include "neurosolve/mechanism.h"
 #include "neurosolve/nmodl.h"
 #include "neurosolve/lfp.h"
+#include "neurosolve/grad.h"
 
 #endif

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <ftw.h>
 #include <spawn.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -369,7 +370,17 @@ done:
 struct ns_mech_library {
     void *handle;
     const ns_mech_catalogue *cat;
+    /* a library built for an older ABI: its descriptors copied into this
+     * version's layout, the newer members zero (NULL) */
+    ns_mech_catalogue own;
+    ns_mech_desc *copies;
+    const ns_mech_desc **ptrs;
 };
+
+/* what each older ABI version's ns_mech_desc holds: up to this member */
+static size_t desc_size(int version) {
+    return version == 3 ? offsetof(ns_mech_desc, hooks) : sizeof(ns_mech_desc);
+}
 
 ns_status ns_mech_library_open(const char *path, ns_mech_library_t **out) {
     if (!path || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_mech_library_open: NULL argument");
@@ -395,23 +406,41 @@ ns_status ns_mech_library_open(const char *path, ns_mech_library_t **out) {
         return ns_fail(NS_ERR_PARSE, "%s: not a mechanism library (no %s)", path, NS_MECH_CATALOGUE_SYMBOL);
     }
     const ns_mech_catalogue *cat = u.fn();
-    if (!cat || cat->abi_version != NS_MECH_ABI_VERSION) {
+    if (!cat || cat->abi_version < NS_MECH_ABI_OLDEST || cat->abi_version > NS_MECH_ABI_VERSION) {
         dlclose(h);
-        return ns_fail(NS_ERR_UNSUPPORTED, "%s: mechanism ABI version %d, this neurosolve reads %d", path,
-                       cat ? cat->abi_version : -1, NS_MECH_ABI_VERSION);
+        return ns_fail(NS_ERR_UNSUPPORTED, "%s: mechanism ABI version %d, this neurosolve reads %d to %d", path,
+                       cat ? cat->abi_version : -1, NS_MECH_ABI_OLDEST, NS_MECH_ABI_VERSION);
     }
     for (int i = 0; i < cat->n; i++)
-        if (!cat->mechs[i] || cat->mechs[i]->abi_version != NS_MECH_ABI_VERSION) {
+        if (!cat->mechs[i] || cat->mechs[i]->abi_version != cat->abi_version) {
             dlclose(h);
-            return ns_fail(NS_ERR_UNSUPPORTED, "%s: mechanism %d has another ABI version", path, i);
+            return ns_fail(NS_ERR_UNSUPPORTED, "%s: mechanism %d has another ABI version than its catalogue", path, i);
         }
-    ns_mech_library_t *lib = malloc(sizeof *lib);
-    if (!lib) {
+    ns_mech_library_t *lib = calloc(1, sizeof *lib);
+    const int old = cat->abi_version != NS_MECH_ABI_VERSION;
+    if (lib && old) {
+        lib->copies = calloc((size_t)cat->n + 1, sizeof *lib->copies);
+        lib->ptrs = calloc((size_t)cat->n + 1, sizeof *lib->ptrs);
+    }
+    if (!lib || (old && (!lib->copies || !lib->ptrs))) {
+        if (lib) free(lib->copies), free(lib->ptrs);
+        free(lib);
         dlclose(h);
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
     }
     lib->handle = h;
     lib->cat = cat;
+    if (old) {
+        for (int i = 0; i < cat->n; i++) {
+            memcpy(&lib->copies[i], cat->mechs[i], desc_size(cat->abi_version));
+            lib->copies[i].jac_why_not = "built for an older mechanism ABI (rebuild the library)";
+            lib->ptrs[i] = &lib->copies[i];
+        }
+        lib->own.abi_version = NS_MECH_ABI_VERSION;
+        lib->own.n = cat->n;
+        lib->own.mechs = lib->ptrs;
+        lib->cat = &lib->own;
+    }
     *out = lib;
     return NS_OK;
 }
@@ -419,6 +448,8 @@ ns_status ns_mech_library_open(const char *path, ns_mech_library_t **out) {
 void ns_mech_library_close(ns_mech_library_t *lib) {
     if (!lib) return;
     dlclose(lib->handle);
+    free(lib->copies);
+    free(lib->ptrs);
     free(lib);
 }
 

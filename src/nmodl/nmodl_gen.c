@@ -159,6 +159,41 @@ static int scope_push(gen *g, char *name, int arg) {
     return 0;
 }
 
+/* ---- what the derivative code (nmodl_diff.c) reuses ---- */
+
+void nm_gen_put(gen *g, const char *fmt, ...) {
+    if (g->b->oom) return;
+    va_list ap;
+    va_start(ap, fmt);
+    char small[512];
+    const int k = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (k < 0) { g->b->oom = 1; return; }
+    if ((size_t)k < sizeof small) { put(g->b, "%s", small); return; }
+    char *big = malloc((size_t)k + 1);
+    if (!big) { g->b->oom = 1; return; }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)k + 1, fmt, ap);
+    va_end(ap);
+    put(g->b, "%s", big);
+    free(big);
+}
+const struct ns_nmodl *nm_gen_module(const gen *g) { return g->m; }
+size_t nm_gen_mark(const gen *g) { return g->b->n; }
+void nm_gen_cut(gen *g, size_t at) {
+    if (g->b->s && at <= g->b->n) g->b->s[g->b->n = at] = 0;
+}
+int nm_gen_scope(const gen *g, const char *name) {
+    const int s = scope_find(g, name);
+    return s < 0 ? -1 : g->scope_arg[s];
+}
+int nm_gen_scope_push(gen *g, char *name, int arg) { return scope_push(g, name, arg); }
+int nm_gen_scope_size(const gen *g) { return g->n_scope; }
+void nm_gen_scope_reset(gen *g, int n) { g->n_scope = n; }
+void nm_gen_owner(gen *g, const block *bl) { g->owner = bl; }
+const var *nm_find_var(const struct ns_nmodl *m, const char *name) { return find_var(m, name); }
+const block *nm_find_block(const struct ns_nmodl *m, const char *name) { return find_block(m, name); }
+
 /* ---- symbolic helpers for cnexp ---- */
 
 /* the nodes that the symbolic steps make live in the emit call's arena */
@@ -288,6 +323,20 @@ static ex *at_zero(ex *e, const char *x) {
 /* ---- expressions ---- */
 
 static void emit_ex(gen *g, const ex *e);
+void nm_gen_ex(gen *g, const ex *e) { emit_ex(g, e); }
+static void emit_var(gen *g, const char *name, const ex *ix);
+void nm_gen_var(gen *g, const char *name, const ex *ix) { emit_var(g, name, ix); }
+/* cnexp's x' = a x + c of s: *a, *c, and whether the target -c/a is written as c's numerator
+ * (emit_cnexp_target); 0, or -1 when not linear in x (or out of memory) */
+int nm_cnexp_parts(const st *s, ex **a, ex **c, int *inf_form) {
+    int nonlinear = 0;
+    *a = diff(s->e, s->name, &nonlinear);
+    if (!*a || nonlinear || depends(*a, s->name)) return -1;
+    if (!(*c = at_zero(s->e, s->name))) return -1;
+    *inf_form = (*c)->kind == EX_BIN && (*c)->op == '/' && (*a)->kind == EX_BIN && (*a)->op == '/' &&
+                is_minus_one((*a)->a) && ex_same((*c)->b, (*a)->b);
+    return is_num(*a, 0) ? 1 : 0;
+}
 
 static void emit_index(gen *g, const ex *ix) {
     put(g->b, "[(int)(");
@@ -1951,7 +2000,7 @@ static void emit_desc_data(gen *g) {
     free(gd);
 }
 
-static void emit_desc(gen *g) {
+static void emit_desc(gen *g, const char *why) {
     const struct ns_nmodl *m = g->m;
     const char *n = m->name;
     put(g->b, "#ifdef NS_MECH_WITH_CUDA\nint nsm_%s_cuda_init(const ns_mech_ppack *, void *);\n"
@@ -1990,7 +2039,15 @@ static void emit_desc(gen *g) {
         if (m->hooks[h]) put(g->b, "%snsm_%s_hook%d", h ? ", " : "", n, h);
         else put(g->b, "%sNULL", h ? ", " : "");
     }
-    put(g->b, "},\n    %d, nsm_%s_ftnames, nsm_%s_ftdims};\n", m->n_ftables, n, n);
+    put(g->b, "},\n    %d, nsm_%s_ftnames, nsm_%s_ftdims", m->n_ftables, n, n);
+    /* derivatives (ABI 4, nmodl_diff.c): the Jacobians, or why there are none */
+    if (!why) {
+        put(g->b, ",\n    nsm_%s_jac_init, nsm_%s_jac_current, nsm_%s_jac_state, NULL};\n", n, n, n);
+        return;
+    }
+    put(g->b, ",\n    NULL, NULL, NULL, \"");
+    for (const char *c = why; *c; c++) put(g->b, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+    put(g->b, "\"};\n");
 }
 
 static void emit_cuda(gen *g) {
@@ -2058,7 +2115,12 @@ ns_status ns_nmodl_emit(const ns_nmodl_t *m, ns_nmodl_target target, char **text
             m->name);
         emit_desc_data(&g);
         r = emit_c(&g);
-        if (!r) emit_desc(&g);
+        if (!r) {
+            char why[400];
+            r = nm_diff_emit(&g, why, sizeof why);
+            if (r >= 0) emit_desc(&g, r ? why : NULL);
+            r = r < 0;
+        }
         break;
     case NS_NMODL_CUDA: emit_cuda(&g); break;
     default: free(b.s); return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_nmodl_emit: unknown target %d", (int)target);

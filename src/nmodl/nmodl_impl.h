@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "neurosolve/mechanism.h"
+#include "core/error.h"
 #include "neurosolve/nmodl.h"
 
 /* Every allocation of a module's AST, freed at once (nmodl_arena.c). */
@@ -278,4 +279,30 @@ int nm_verbatim_declares(const stlist *l, const char *name);
  * put after it runs (an instance's array, copied in before the C and out after it) */
 int nm_verbatim_balanced(const char *c);
 const char *nm_verbatim_runtime(void);      /* NEURON's helpers (nmodl_verbatim.h), C for the header */
+
+/* The back end's pieces that nmodl_diff.c reuses (nmodl_gen.c): its output, the plain C of an
+ * expression or a variable, the scope of LOCALs and arguments (-1: not in scope, else 0 a
+ * LOCAL, 1 an argument, 2 FROM's integer), the block being written (a FUNCTION's name is ret_) */
+struct gen;
+void nm_gen_put(struct gen *g, const char *fmt, ...) NS_PRINTF_LIKE(2, 3);
+const struct ns_nmodl *nm_gen_module(const struct gen *g);
+size_t nm_gen_mark(const struct gen *g);
+void nm_gen_cut(struct gen *g, size_t at);
+void nm_gen_ex(struct gen *g, const ex *e);
+void nm_gen_var(struct gen *g, const char *name, const ex *ix);
+int nm_gen_scope(const struct gen *g, const char *name);
+int nm_gen_scope_push(struct gen *g, char *name, int arg);
+int nm_gen_scope_size(const struct gen *g);
+void nm_gen_scope_reset(struct gen *g, int n);
+void nm_gen_owner(struct gen *g, const block *bl);
+const var *nm_find_var(const struct ns_nmodl *m, const char *name);
+const block *nm_find_block(const struct ns_nmodl *m, const char *name);
+/* cnexp's x' = a x + c of ST_DERIV s: a and c, and whether the target -c/a is c's numerator
+ * (x' = (inf - x)/tau); 0, 1 where a is 0 (x += dt c), -1 when not linear in x */
+int nm_cnexp_parts(const st *s, ex **a, ex **c, int *inf_form);
+
+/* nmodl_diff.c: the mechanism's derivative code (ns_mech_desc.jac_*, forward-mode dual
+ * numbers over the same expressions) after NAME.c's loops: 0 written; 1 not, why says
+ * why (FILE:LINE: the construct; nothing written); -1 out of memory */
+int nm_diff_emit(struct gen *g, char *why, size_t n_why);
 #endif

@@ -116,4 +116,5 @@ const ns_mech_desc nsm_ExpSyn_desc = {
     1, 0, 0u, nsm_ExpSyn_net_receive_w, NULL,
     0, NULL,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
-    0, nsm_ExpSyn_ftnames, nsm_ExpSyn_ftdims};
+    0, nsm_ExpSyn_ftnames, nsm_ExpSyn_ftdims,
+    NULL, NULL, NULL, "expsyn.mod:1: no derivative code for a POINT_PROCESS (synapses are not differentiable yet)"};

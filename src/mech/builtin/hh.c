@@ -242,6 +242,396 @@ NSM_LOOP void nsm_hh_state(ns_mech_ppack *p) {
     if (memcmp(g_, p->global, sizeof g_)) memcpy(p->global, g_, sizeof g_);
 }
 
+
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 18 fields, the 1 GLOBALs), 8 at most ---- */
+enum { NSD_hh_K = 8 };
+#if defined(__GNUC__) || defined(__clang__)
+#define NSD_hh_FN static inline __attribute__((always_inline, unused))
+#define NSD_hh_TWIN static inline __attribute__((unused))
+#else
+#define NSD_hh_FN static inline
+#define NSD_hh_TWIN static inline
+#endif
+typedef struct nsd_hh { double v, d[NSD_hh_K]; } nsd_hh;
+#define NSD_hh_OP(body) nsd_hh r; body; return r
+NSD_hh_FN nsd_hh nsd_hh_c(double x) { NSD_hh_OP(r.v = x; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = 0.0); }
+NSD_hh_FN nsd_hh nsd_hh_add(nsd_hh a, nsd_hh b) {
+    NSD_hh_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+}
+NSD_hh_FN nsd_hh nsd_hh_sub(nsd_hh a, nsd_hh b) {
+    NSD_hh_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+}
+NSD_hh_FN nsd_hh nsd_hh_mul(nsd_hh a, nsd_hh b) {
+    NSD_hh_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+}
+NSD_hh_FN nsd_hh nsd_hh_div(nsd_hh a, nsd_hh b) {
+    NSD_hh_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+}
+NSD_hh_FN nsd_hh nsd_hh_neg(nsd_hh a) { NSD_hh_OP(r.v = -a.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = -a.d[k]); }
+NSD_hh_FN nsd_hh nsd_hh_f1(nsd_hh a, double f, double df) {
+    NSD_hh_OP(r.v = f; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = df * a.d[k]);
+}
+NSD_hh_FN nsd_hh nsd_hh_exp(nsd_hh a) { const double e = nsm_exp(a.v); return nsd_hh_f1(a, e, e); }
+NSD_hh_FN nsd_hh nsd_hh_expm1(nsd_hh a) { return nsd_hh_f1(a, expm1(a.v), exp(a.v)); }
+NSD_hh_FN nsd_hh nsd_hh_log(nsd_hh a) { return nsd_hh_f1(a, log(a.v), 1.0 / a.v); }
+NSD_hh_FN nsd_hh nsd_hh_log10(nsd_hh a) { return nsd_hh_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_hh_FN nsd_hh nsd_hh_sqrt(nsd_hh a) { const double s = sqrt(a.v); return nsd_hh_f1(a, s, 0.5 / s); }
+NSD_hh_FN nsd_hh nsd_hh_fabs(nsd_hh a) { return nsd_hh_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_hh_FN nsd_hh nsd_hh_sin(nsd_hh a) { return nsd_hh_f1(a, sin(a.v), cos(a.v)); }
+NSD_hh_FN nsd_hh nsd_hh_cos(nsd_hh a) { return nsd_hh_f1(a, cos(a.v), -sin(a.v)); }
+NSD_hh_FN nsd_hh nsd_hh_tan(nsd_hh a) { const double t = tan(a.v); return nsd_hh_f1(a, t, 1.0 + t * t); }
+NSD_hh_FN nsd_hh nsd_hh_tanh(nsd_hh a) { const double t = tanh(a.v); return nsd_hh_f1(a, t, 1.0 - t * t); }
+NSD_hh_FN nsd_hh nsd_hh_atan(nsd_hh a) { return nsd_hh_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_hh_FN nsd_hh nsd_hh_floor(nsd_hh a) { return nsd_hh_f1(a, floor(a.v), 0.0); }
+NSD_hh_FN nsd_hh nsd_hh_ceil(nsd_hh a) { return nsd_hh_f1(a, ceil(a.v), 0.0); }
+NSD_hh_FN nsd_hh nsd_hh_exprelr(nsd_hh a) {
+    if (1.0 + a.v == 1.0) return nsd_hh_f1(a, 1.0, -0.5);
+    const double e = expm1(a.v);
+    return nsd_hh_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+}
+NSD_hh_FN nsd_hh nsd_hh_pow(nsd_hh a, nsd_hh b) {
+    const double f = pow(a.v, b.v);
+    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
+    NSD_hh_OP(r.v = f; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+}
+NSD_hh_FN nsd_hh nsd_hh_fmin(nsd_hh a, nsd_hh b) { nsd_hh r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_hh_FN nsd_hh nsd_hh_fmax(nsd_hh a, nsd_hh b) { nsd_hh r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_hh_TWIN void nsd_hh_p_rates(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v);
+NSD_hh_TWIN void nsd_hh_p_rates_exact(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v);
+NSD_hh_TWIN nsd_hh nsd_hh_f_vtrap(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_x, nsd_hh A_y);
+
+NSD_hh_TWIN void nsd_hh_p_rates_exact(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh L_alpha = nsd_hh_c(0.0);
+    nsd_hh L_beta = nsd_hh_c(0.0);
+    nsd_hh L_sum = nsd_hh_c(0.0);
+    nsd_hh L_q10 = nsd_hh_c(0.0);
+    L_q10 = nsd_hh_pow(nsd_hh_c(3.0), nsd_hh_div(nsd_hh_sub(nsd_hh_c(p->celsius), nsd_hh_c(6.3)), nsd_hh_c(10.0)));
+    L_alpha = nsd_hh_mul(nsd_hh_c(.1), nsd_hh_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_neg(nsd_hh_add(A_v, nsd_hh_c(40.0))), nsd_hh_c(10.0)));
+    L_beta = nsd_hh_mul(nsd_hh_c(4.0), nsd_hh_exp(nsd_hh_div(nsd_hh_neg(nsd_hh_add(A_v, nsd_hh_c(65.0))), nsd_hh_c(18.0))));
+    L_sum = nsd_hh_add(L_alpha, L_beta);
+    (*F12_) = nsd_hh_div(nsd_hh_c(1.0), nsd_hh_mul(L_q10, L_sum));
+    (*F9_) = nsd_hh_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_mul(nsd_hh_c(.07), nsd_hh_exp(nsd_hh_div(nsd_hh_neg(nsd_hh_add(A_v, nsd_hh_c(65.0))), nsd_hh_c(20.0))));
+    L_beta = nsd_hh_div(nsd_hh_c(1.0), nsd_hh_add(nsd_hh_exp(nsd_hh_div(nsd_hh_neg(nsd_hh_add(A_v, nsd_hh_c(35.0))), nsd_hh_c(10.0))), nsd_hh_c(1.0)));
+    L_sum = nsd_hh_add(L_alpha, L_beta);
+    (*F13_) = nsd_hh_div(nsd_hh_c(1.0), nsd_hh_mul(L_q10, L_sum));
+    (*F10_) = nsd_hh_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_mul(nsd_hh_c(.01), nsd_hh_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_neg(nsd_hh_add(A_v, nsd_hh_c(55.0))), nsd_hh_c(10.0)));
+    L_beta = nsd_hh_mul(nsd_hh_c(.125), nsd_hh_exp(nsd_hh_div(nsd_hh_neg(nsd_hh_add(A_v, nsd_hh_c(65.0))), nsd_hh_c(80.0))));
+    L_sum = nsd_hh_add(L_alpha, L_beta);
+    (*F14_) = nsd_hh_div(nsd_hh_c(1.0), nsd_hh_mul(L_q10, L_sum));
+    (*F11_) = nsd_hh_div(L_alpha, L_sum);
+}
+
+NSD_hh_TWIN void nsd_hh_p_rates(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v) {
+    if (G_[0].v == 0.0) {
+        nsd_hh_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
+        return;
+    }
+    const double *T_ = p->table + 0;
+    const double xi_ = T_[3] * (A_v.v - T_[2]);
+    const int in_ = (xi_ > 0.) & (xi_ < 200.), hi_ = xi_ >= 200., nan_ = xi_ != xi_;
+    const double xc_ = xi_ == xi_ ? xi_ : 0.0, xd_ = xc_ < 201. ? xc_ : 201.;
+    const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;
+    const int j_ = (int)xs_, k_ = j_ * in_ + 200 * hi_, k1_ = k_ + (k_ < 200);
+    const double t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);
+    const double dt_ = in_ ? T_[3] : 0.0;
+    {
+        const double *c_ = T_ + 5;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh r_ = nsd_hh_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F9_) = r_;
+    }
+    {
+        const double *c_ = T_ + 206;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh r_ = nsd_hh_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F12_) = r_;
+    }
+    {
+        const double *c_ = T_ + 407;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh r_ = nsd_hh_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F10_) = r_;
+    }
+    {
+        const double *c_ = T_ + 608;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh r_ = nsd_hh_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F13_) = r_;
+    }
+    {
+        const double *c_ = T_ + 809;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh r_ = nsd_hh_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F11_) = r_;
+    }
+    {
+        const double *c_ = T_ + 1010;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh r_ = nsd_hh_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F14_) = r_;
+    }
+}
+
+NSD_hh_TWIN nsd_hh nsd_hh_f_vtrap(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_x, nsd_hh A_y) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh ret_ = nsd_hh_c(0.0);
+    if ((nsd_hh_c((double)((nsd_hh_fabs(nsd_hh_div(A_x, A_y))).v < (nsd_hh_c(1e-6)).v))).v) {
+        ret_ = nsd_hh_mul(A_y, nsd_hh_sub(nsd_hh_c(1.0), nsd_hh_div(nsd_hh_div(A_x, A_y), nsd_hh_c(2.0))));
+    } else {
+        ret_ = nsd_hh_div(A_x, nsd_hh_sub(nsd_hh_exp(nsd_hh_div(A_x, A_y)), nsd_hh_c(1.0)));
+    }
+    return ret_;
+}
+
+NSD_hh_TWIN void nsd_hh_d_states(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
+    (*F15_) = nsd_hh_add((*F15_), nsd_hh_mul(nsd_hh_sub(nsd_hh_c(1.), nsd_hh_exp(nsd_hh_mul(nsd_hh_c(p->dt), nsd_hh_div(nsd_hh_neg(nsd_hh_c(1.0)), (*F12_))))), nsd_hh_sub((*F9_), (*F15_))));
+    (*F16_) = nsd_hh_add((*F16_), nsd_hh_mul(nsd_hh_sub(nsd_hh_c(1.), nsd_hh_exp(nsd_hh_mul(nsd_hh_c(p->dt), nsd_hh_div(nsd_hh_neg(nsd_hh_c(1.0)), (*F13_))))), nsd_hh_sub((*F10_), (*F16_))));
+    (*F17_) = nsd_hh_add((*F17_), nsd_hh_mul(nsd_hh_sub(nsd_hh_c(1.), nsd_hh_exp(nsd_hh_mul(nsd_hh_c(p->dt), nsd_hh_div(nsd_hh_neg(nsd_hh_c(1.0)), (*F14_))))), nsd_hh_sub((*F11_), (*F17_))));
+}
+
+NSD_hh_TWIN nsd_hh nsd_hh_cur(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_) {
+    (void)p; (void)i_; (void)node_; (void)G_;
+    (*F7_) = nsd_hh_mul(nsd_hh_mul(nsd_hh_mul(nsd_hh_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
+    (*F4_) = nsd_hh_mul((*F7_), nsd_hh_sub(v_, nsd_hh_c((*I0_))));
+    (*F8_) = nsd_hh_mul(nsd_hh_mul(nsd_hh_mul(nsd_hh_mul((*F1_), (*F17_)), (*F17_)), (*F17_)), (*F17_));
+    (*F5_) = nsd_hh_mul((*F8_), nsd_hh_sub(v_, nsd_hh_c((*I1_))));
+    (*F6_) = nsd_hh_mul((*F2_), nsd_hh_sub(v_, (*F3_)));
+    nsd_hh c_ = nsd_hh_c(0.0);
+    c_ = nsd_hh_add(c_, (*F4_));
+    c_ = nsd_hh_add(c_, (*F5_));
+    c_ = nsd_hh_add(c_, (*F6_));
+    return c_;
+}
+
+static void nsm_hh_jac_init(ns_mech_ppack *p, int i_, double *jac) {
+    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+    nsd_hh Fd_[18], G_[1], v_ = nsd_hh_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_c(p->field[k][i_]);
+    for (int k = 0; k < 1; ++k) G_[k] = nsd_hh_c(p->global[k]);
+    nsd_hh *F0_ = &Fd_[0];
+    (void)F0_;
+    nsd_hh *F1_ = &Fd_[1];
+    (void)F1_;
+    nsd_hh *F2_ = &Fd_[2];
+    (void)F2_;
+    nsd_hh *F3_ = &Fd_[3];
+    (void)F3_;
+    nsd_hh *F4_ = &Fd_[4];
+    (void)F4_;
+    nsd_hh *F5_ = &Fd_[5];
+    (void)F5_;
+    nsd_hh *F6_ = &Fd_[6];
+    (void)F6_;
+    nsd_hh *F7_ = &Fd_[7];
+    (void)F7_;
+    nsd_hh *F8_ = &Fd_[8];
+    (void)F8_;
+    nsd_hh *F9_ = &Fd_[9];
+    (void)F9_;
+    nsd_hh *F10_ = &Fd_[10];
+    (void)F10_;
+    nsd_hh *F11_ = &Fd_[11];
+    (void)F11_;
+    nsd_hh *F12_ = &Fd_[12];
+    (void)F12_;
+    nsd_hh *F13_ = &Fd_[13];
+    (void)F13_;
+    nsd_hh *F14_ = &Fd_[14];
+    (void)F14_;
+    nsd_hh *F15_ = &Fd_[15];
+    (void)F15_;
+    nsd_hh *F16_ = &Fd_[16];
+    (void)F16_;
+    nsd_hh *F17_ = &Fd_[17];
+    (void)F17_;
+    double *I0_ = &p->ion[0].e[NSM_ION(0)];
+    (void)I0_;
+    double *I1_ = &p->ion[1].e[NSM_ION(1)];
+    (void)I1_;
+    (void)node_; (void)v_; (void)G_;
+    (*F15_) = nsd_hh_c(0);
+    (*F16_) = nsd_hh_c(0);
+    (*F17_) = nsd_hh_c(0);
+    nsd_hh_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
+    (*F15_) = (*F9_);
+    (*F16_) = (*F10_);
+    (*F17_) = (*F11_);
+    for (int k = 0; k < 360; ++k) jac[k] = 0.0;
+    jac[1] = 1.0;
+    jac[22] = 1.0;
+    jac[43] = 1.0;
+    jac[64] = 1.0;
+    jac[85] = 1.0;
+    jac[106] = 1.0;
+    jac[127] = 1.0;
+    jac[148] = 1.0;
+    jac[169] = 1.0;
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 0] = Fd_[r].d[0];
+}
+
+static void nsm_hh_jac_current(ns_mech_ppack *p, int i_, double *jac) {
+    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+    nsd_hh Fd_[18], G_[1], v_ = nsd_hh_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_c(p->field[k][i_]);
+    for (int k = 0; k < 1; ++k) G_[k] = nsd_hh_c(p->global[k]);
+    Fd_[0].d[1] = 1.0;
+    Fd_[1].d[2] = 1.0;
+    Fd_[2].d[3] = 1.0;
+    Fd_[3].d[4] = 1.0;
+    Fd_[15].d[5] = 1.0;
+    Fd_[16].d[6] = 1.0;
+    Fd_[17].d[7] = 1.0;
+    nsd_hh *F0_ = &Fd_[0];
+    (void)F0_;
+    nsd_hh *F1_ = &Fd_[1];
+    (void)F1_;
+    nsd_hh *F2_ = &Fd_[2];
+    (void)F2_;
+    nsd_hh *F3_ = &Fd_[3];
+    (void)F3_;
+    nsd_hh *F4_ = &Fd_[4];
+    (void)F4_;
+    nsd_hh *F5_ = &Fd_[5];
+    (void)F5_;
+    nsd_hh *F6_ = &Fd_[6];
+    (void)F6_;
+    nsd_hh *F7_ = &Fd_[7];
+    (void)F7_;
+    nsd_hh *F8_ = &Fd_[8];
+    (void)F8_;
+    nsd_hh *F9_ = &Fd_[9];
+    (void)F9_;
+    nsd_hh *F10_ = &Fd_[10];
+    (void)F10_;
+    nsd_hh *F11_ = &Fd_[11];
+    (void)F11_;
+    nsd_hh *F12_ = &Fd_[12];
+    (void)F12_;
+    nsd_hh *F13_ = &Fd_[13];
+    (void)F13_;
+    nsd_hh *F14_ = &Fd_[14];
+    (void)F14_;
+    nsd_hh *F15_ = &Fd_[15];
+    (void)F15_;
+    nsd_hh *F16_ = &Fd_[16];
+    (void)F16_;
+    nsd_hh *F17_ = &Fd_[17];
+    (void)F17_;
+    double *I0_ = &p->ion[0].e[NSM_ION(0)];
+    (void)I0_;
+    double *I1_ = &p->ion[1].e[NSM_ION(1)];
+    (void)I1_;
+    (void)node_; (void)v_; (void)G_;
+    nsd_hh g_ = nsd_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, nsd_hh_add(v_, nsd_hh_c(.001)));
+    nsd_hh rhs_ = nsd_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
+    g_ = nsd_hh_div(nsd_hh_sub(g_, rhs_), nsd_hh_c(.001));
+    for (int k = 0; k < 400; ++k) jac[k] = 0.0;
+    jac[190] = 1.0;
+    jac[211] = 1.0;
+    jac[232] = 1.0;
+    jac[253] = 1.0;
+    jac[274] = 1.0;
+    jac[295] = 1.0;
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 0] = Fd_[r].d[0];
+    jac[360] = -rhs_.d[0];
+    jac[380] = g_.d[0];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 1] = Fd_[r].d[1];
+    jac[361] = -rhs_.d[1];
+    jac[381] = g_.d[1];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 2] = Fd_[r].d[2];
+    jac[362] = -rhs_.d[2];
+    jac[382] = g_.d[2];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 3] = Fd_[r].d[3];
+    jac[363] = -rhs_.d[3];
+    jac[383] = g_.d[3];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 4] = Fd_[r].d[4];
+    jac[364] = -rhs_.d[4];
+    jac[384] = g_.d[4];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 16] = Fd_[r].d[5];
+    jac[376] = -rhs_.d[5];
+    jac[396] = g_.d[5];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 17] = Fd_[r].d[6];
+    jac[377] = -rhs_.d[6];
+    jac[397] = g_.d[6];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 18] = Fd_[r].d[7];
+    jac[378] = -rhs_.d[7];
+    jac[398] = g_.d[7];
+}
+
+static void nsm_hh_jac_state(ns_mech_ppack *p, int i_, double *jac) {
+    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+    nsd_hh Fd_[18], G_[1], v_ = nsd_hh_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_c(p->field[k][i_]);
+    for (int k = 0; k < 1; ++k) G_[k] = nsd_hh_c(p->global[k]);
+    Fd_[15].d[1] = 1.0;
+    Fd_[16].d[2] = 1.0;
+    Fd_[17].d[3] = 1.0;
+    nsd_hh *F0_ = &Fd_[0];
+    (void)F0_;
+    nsd_hh *F1_ = &Fd_[1];
+    (void)F1_;
+    nsd_hh *F2_ = &Fd_[2];
+    (void)F2_;
+    nsd_hh *F3_ = &Fd_[3];
+    (void)F3_;
+    nsd_hh *F4_ = &Fd_[4];
+    (void)F4_;
+    nsd_hh *F5_ = &Fd_[5];
+    (void)F5_;
+    nsd_hh *F6_ = &Fd_[6];
+    (void)F6_;
+    nsd_hh *F7_ = &Fd_[7];
+    (void)F7_;
+    nsd_hh *F8_ = &Fd_[8];
+    (void)F8_;
+    nsd_hh *F9_ = &Fd_[9];
+    (void)F9_;
+    nsd_hh *F10_ = &Fd_[10];
+    (void)F10_;
+    nsd_hh *F11_ = &Fd_[11];
+    (void)F11_;
+    nsd_hh *F12_ = &Fd_[12];
+    (void)F12_;
+    nsd_hh *F13_ = &Fd_[13];
+    (void)F13_;
+    nsd_hh *F14_ = &Fd_[14];
+    (void)F14_;
+    nsd_hh *F15_ = &Fd_[15];
+    (void)F15_;
+    nsd_hh *F16_ = &Fd_[16];
+    (void)F16_;
+    nsd_hh *F17_ = &Fd_[17];
+    (void)F17_;
+    double *I0_ = &p->ion[0].e[NSM_ION(0)];
+    (void)I0_;
+    double *I1_ = &p->ion[1].e[NSM_ION(1)];
+    (void)I1_;
+    (void)node_; (void)v_; (void)G_;
+    nsd_hh_d_states(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
+    for (int k = 0; k < 360; ++k) jac[k] = 0.0;
+    jac[1] = 1.0;
+    jac[22] = 1.0;
+    jac[43] = 1.0;
+    jac[64] = 1.0;
+    jac[85] = 1.0;
+    jac[106] = 1.0;
+    jac[127] = 1.0;
+    jac[148] = 1.0;
+    jac[169] = 1.0;
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 0] = Fd_[r].d[0];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 16] = Fd_[r].d[1];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 17] = Fd_[r].d[2];
+    for (int r = 0; r < 18; ++r) jac[r * 20 + 18] = Fd_[r].d[3];
+}
+
 #ifdef NS_MECH_WITH_CUDA
 int nsm_hh_cuda_init(const ns_mech_ppack *, void *);
 int nsm_hh_cuda_current(const ns_mech_ppack *, void *);
@@ -265,4 +655,5 @@ const ns_mech_desc nsm_hh_desc = {
     0, 0, 0u, NULL, NULL,
     0, NULL,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
-    0, nsm_hh_ftnames, nsm_hh_ftdims};
+    0, nsm_hh_ftnames, nsm_hh_ftdims,
+    nsm_hh_jac_init, nsm_hh_jac_current, nsm_hh_jac_state, NULL};

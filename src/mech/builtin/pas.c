@@ -104,6 +104,139 @@ NSM_LOOP void nsm_pas_state(ns_mech_ppack *p) {
     }
 }
 
+
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 3 fields, the 0 GLOBALs), 3 at most ---- */
+enum { NSD_pas_K = 3 };
+#if defined(__GNUC__) || defined(__clang__)
+#define NSD_pas_FN static inline __attribute__((always_inline, unused))
+#define NSD_pas_TWIN static inline __attribute__((unused))
+#else
+#define NSD_pas_FN static inline
+#define NSD_pas_TWIN static inline
+#endif
+typedef struct nsd_pas { double v, d[NSD_pas_K]; } nsd_pas;
+#define NSD_pas_OP(body) nsd_pas r; body; return r
+NSD_pas_FN nsd_pas nsd_pas_c(double x) { NSD_pas_OP(r.v = x; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = 0.0); }
+NSD_pas_FN nsd_pas nsd_pas_add(nsd_pas a, nsd_pas b) {
+    NSD_pas_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+}
+NSD_pas_FN nsd_pas nsd_pas_sub(nsd_pas a, nsd_pas b) {
+    NSD_pas_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+}
+NSD_pas_FN nsd_pas nsd_pas_mul(nsd_pas a, nsd_pas b) {
+    NSD_pas_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+}
+NSD_pas_FN nsd_pas nsd_pas_div(nsd_pas a, nsd_pas b) {
+    NSD_pas_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+}
+NSD_pas_FN nsd_pas nsd_pas_neg(nsd_pas a) { NSD_pas_OP(r.v = -a.v; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = -a.d[k]); }
+NSD_pas_FN nsd_pas nsd_pas_f1(nsd_pas a, double f, double df) {
+    NSD_pas_OP(r.v = f; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = df * a.d[k]);
+}
+NSD_pas_FN nsd_pas nsd_pas_exp(nsd_pas a) { const double e = nsm_exp(a.v); return nsd_pas_f1(a, e, e); }
+NSD_pas_FN nsd_pas nsd_pas_expm1(nsd_pas a) { return nsd_pas_f1(a, expm1(a.v), exp(a.v)); }
+NSD_pas_FN nsd_pas nsd_pas_log(nsd_pas a) { return nsd_pas_f1(a, log(a.v), 1.0 / a.v); }
+NSD_pas_FN nsd_pas nsd_pas_log10(nsd_pas a) { return nsd_pas_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_pas_FN nsd_pas nsd_pas_sqrt(nsd_pas a) { const double s = sqrt(a.v); return nsd_pas_f1(a, s, 0.5 / s); }
+NSD_pas_FN nsd_pas nsd_pas_fabs(nsd_pas a) { return nsd_pas_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_pas_FN nsd_pas nsd_pas_sin(nsd_pas a) { return nsd_pas_f1(a, sin(a.v), cos(a.v)); }
+NSD_pas_FN nsd_pas nsd_pas_cos(nsd_pas a) { return nsd_pas_f1(a, cos(a.v), -sin(a.v)); }
+NSD_pas_FN nsd_pas nsd_pas_tan(nsd_pas a) { const double t = tan(a.v); return nsd_pas_f1(a, t, 1.0 + t * t); }
+NSD_pas_FN nsd_pas nsd_pas_tanh(nsd_pas a) { const double t = tanh(a.v); return nsd_pas_f1(a, t, 1.0 - t * t); }
+NSD_pas_FN nsd_pas nsd_pas_atan(nsd_pas a) { return nsd_pas_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_pas_FN nsd_pas nsd_pas_floor(nsd_pas a) { return nsd_pas_f1(a, floor(a.v), 0.0); }
+NSD_pas_FN nsd_pas nsd_pas_ceil(nsd_pas a) { return nsd_pas_f1(a, ceil(a.v), 0.0); }
+NSD_pas_FN nsd_pas nsd_pas_exprelr(nsd_pas a) {
+    if (1.0 + a.v == 1.0) return nsd_pas_f1(a, 1.0, -0.5);
+    const double e = expm1(a.v);
+    return nsd_pas_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+}
+NSD_pas_FN nsd_pas nsd_pas_pow(nsd_pas a, nsd_pas b) {
+    const double f = pow(a.v, b.v);
+    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
+    NSD_pas_OP(r.v = f; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+}
+NSD_pas_FN nsd_pas nsd_pas_fmin(nsd_pas a, nsd_pas b) { nsd_pas r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_pas_FN nsd_pas nsd_pas_fmax(nsd_pas a, nsd_pas b) { nsd_pas r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+
+NSD_pas_TWIN nsd_pas nsd_pas_cur(ns_mech_ppack *p, nsd_pas *F0_, nsd_pas *F1_, nsd_pas *F2_, nsd_pas *G_, int i_, int node_, nsd_pas v_) {
+    (void)p; (void)i_; (void)node_; (void)G_;
+    (*F2_) = nsd_pas_mul((*F0_), nsd_pas_sub(v_, (*F1_)));
+    nsd_pas c_ = nsd_pas_c(0.0);
+    c_ = nsd_pas_add(c_, (*F2_));
+    return c_;
+}
+
+static void nsm_pas_jac_init(ns_mech_ppack *p, int i_, double *jac) {
+    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+    nsd_pas Fd_[3], G_[1], v_ = nsd_pas_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_pas_c(p->global[k]);
+    nsd_pas *F0_ = &Fd_[0];
+    (void)F0_;
+    nsd_pas *F1_ = &Fd_[1];
+    (void)F1_;
+    nsd_pas *F2_ = &Fd_[2];
+    (void)F2_;
+    (void)node_; (void)v_; (void)G_;
+    for (int k = 0; k < 12; ++k) jac[k] = 0.0;
+    jac[1] = 1.0;
+    jac[6] = 1.0;
+    jac[11] = 1.0;
+    for (int r = 0; r < 3; ++r) jac[r * 4 + 0] = Fd_[r].d[0];
+}
+
+static void nsm_pas_jac_current(ns_mech_ppack *p, int i_, double *jac) {
+    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+    nsd_pas Fd_[3], G_[1], v_ = nsd_pas_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_pas_c(p->global[k]);
+    Fd_[0].d[1] = 1.0;
+    Fd_[1].d[2] = 1.0;
+    nsd_pas *F0_ = &Fd_[0];
+    (void)F0_;
+    nsd_pas *F1_ = &Fd_[1];
+    (void)F1_;
+    nsd_pas *F2_ = &Fd_[2];
+    (void)F2_;
+    (void)node_; (void)v_; (void)G_;
+    nsd_pas g_ = nsd_pas_cur(p, F0_, F1_, F2_, G_, i_, node_, nsd_pas_add(v_, nsd_pas_c(.001)));
+    nsd_pas rhs_ = nsd_pas_cur(p, F0_, F1_, F2_, G_, i_, node_, v_);
+    g_ = nsd_pas_div(nsd_pas_sub(g_, rhs_), nsd_pas_c(.001));
+    for (int k = 0; k < 20; ++k) jac[k] = 0.0;
+    for (int r = 0; r < 3; ++r) jac[r * 4 + 0] = Fd_[r].d[0];
+    jac[12] = -rhs_.d[0];
+    jac[16] = g_.d[0];
+    for (int r = 0; r < 3; ++r) jac[r * 4 + 1] = Fd_[r].d[1];
+    jac[13] = -rhs_.d[1];
+    jac[17] = g_.d[1];
+    for (int r = 0; r < 3; ++r) jac[r * 4 + 2] = Fd_[r].d[2];
+    jac[14] = -rhs_.d[2];
+    jac[18] = g_.d[2];
+}
+
+static void nsm_pas_jac_state(ns_mech_ppack *p, int i_, double *jac) {
+    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+    nsd_pas Fd_[3], G_[1], v_ = nsd_pas_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_pas_c(p->global[k]);
+    nsd_pas *F0_ = &Fd_[0];
+    (void)F0_;
+    nsd_pas *F1_ = &Fd_[1];
+    (void)F1_;
+    nsd_pas *F2_ = &Fd_[2];
+    (void)F2_;
+    (void)node_; (void)v_; (void)G_;
+    for (int k = 0; k < 12; ++k) jac[k] = 0.0;
+    jac[1] = 1.0;
+    jac[6] = 1.0;
+    jac[11] = 1.0;
+    for (int r = 0; r < 3; ++r) jac[r * 4 + 0] = Fd_[r].d[0];
+}
+
 #ifdef NS_MECH_WITH_CUDA
 int nsm_pas_cuda_init(const ns_mech_ppack *, void *);
 int nsm_pas_cuda_current(const ns_mech_ppack *, void *);
@@ -127,4 +260,5 @@ const ns_mech_desc nsm_pas_desc = {
     0, 0, 0u, NULL, NULL,
     0, NULL,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
-    0, nsm_pas_ftnames, nsm_pas_ftdims};
+    0, nsm_pas_ftnames, nsm_pas_ftdims,
+    nsm_pas_jac_init, nsm_pas_jac_current, nsm_pas_jac_state, NULL};

@@ -403,11 +403,8 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
     }
     ns_model_block_hook(model, b, NS_MECH_BEFORE_INITIAL, v, 0.0, dt, celsius);
     for (int32_t k = 0; k < model->n_mechs; ++k) {
-        mech_block *mb = &b->m[k];
-        if (mb->p.n == 0) continue;
-        call(mb, model->mechs[k].desc->init, v, NULL, NULL, 0.0, dt, celsius,
-             model->mechs[k].desc->kind == NS_MECH_DENSITY);
-        if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
+        ns_model_block_phase(model, b, k, 1, v, 0.0, dt, celsius);
+        if (b->m[k].p.n > 0 && model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
     }
     ns_model_block_hook(model, b, NS_MECH_AFTER_INITIAL, v, 0.0, dt, celsius);
     /* finitialize ends with one evaluation of the currents (NEURON's
@@ -453,13 +450,29 @@ void ns_model_block_current(const sim_model *model, model_block *b, int32_t k, d
     call(mb, model->mechs[k].desc->current, v, rhs, d, t, dt, celsius, 0);
 }
 
+void ns_model_block_phase(const sim_model *model, model_block *b, int32_t k, int init, double *v, double t, double dt,
+                          double celsius) {
+    mech_block *mb = &b->m[k];
+    if (mb->p.n == 0) return;
+    const ns_mech_desc *d = model->mechs[k].desc;
+    call(mb, init ? d->init : d->state, v, NULL, NULL, init ? 0.0 : t, dt, celsius, d->kind == NS_MECH_DENSITY);
+}
+
+void ns_model_block_jac(const sim_model *model, model_block *b, int32_t k, int phase, double *v, double t, double dt,
+                        double celsius, double *jac) {
+    mech_block *mb = &b->m[k];
+    if (mb->p.n == 0) return;
+    const ns_mech_desc *d = model->mechs[k].desc;
+    void (*fn)(ns_mech_ppack *, int, double *) = phase == 0 ? d->jac_init : phase == 1 ? d->jac_current : d->jac_state;
+    const size_t per = (size_t)(d->n_fields + (phase == 1 ? 2 : 0)) * (size_t)(1 + d->n_fields + d->n_globals);
+    bind_one(&mb->p, v, NULL, NULL, phase == 0 ? 0.0 : t, dt, celsius);
+    for (int32_t i = 0; i < mb->p.n; ++i) fn(&mb->p, i, jac + (size_t)i * per);
+}
+
 void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius) {
     for (int32_t k = 0; k < model->n_mechs; ++k) {
-        mech_block *mb = &b->m[k];
-        if (mb->p.n == 0) continue;
-        call(mb, model->mechs[k].desc->state, v, NULL, NULL, t, dt, celsius,
-             model->mechs[k].desc->kind == NS_MECH_DENSITY);
-        if (model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
+        ns_model_block_phase(model, b, k, 0, v, t, dt, celsius);
+        if (b->m[k].p.n > 0 && model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
     }
 }
 
@@ -470,6 +483,7 @@ const double *ns_model_block_ion(const model_block *b, int32_t ion, int q) {
 double *ns_model_block_ion_data(model_block *b, int32_t ion) { return b->ion + (size_t)(5 * ion) * (size_t)b->nw; }
 const double *ns_model_block_geom(const model_block *b) { return b->geom; }
 const double *ns_model_block_field(const model_block *b, int32_t k, int f) { return b->m[k].field[f]; }
+double *ns_model_block_globals(model_block *b, int32_t k) { return b->m[k].p.global; }
 double *ns_model_block_field_data(model_block *b, int32_t k, int f) { return b->m[k].field[f]; }
 
 void ns_model_block_expose(model_block *b) {

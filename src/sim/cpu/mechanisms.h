@@ -26,6 +26,17 @@ void ns_model_block_current(const sim_model *model, model_block *b, int32_t k, d
                             double t, double dt, double celsius);
 /* State phase: every mechanism's state() at time t, Nernst after a writer. */
 void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius);
+/* Mechanism k's INITIAL (init 1; at t = 0) or state() alone (init 0), without
+ * Nernst: the gradient's sweeps (src/grad), which refuse concentration writers. */
+void ns_model_block_phase(const sim_model *model, model_block *b, int32_t k, int init, double *v, double t, double dt,
+                          double celsius);
+/* Mechanism k's Jacobians (ns_mech_desc.jac_init, jac_current, jac_state:
+ * phase 0, 1, 2) of every instance at v and the block's fields, into jac
+ * (instances x outputs x inputs, mechanism.h's layout), bound as the phase
+ * is at time t; the gradient's sweeps (src/grad), which refuse a mechanism
+ * without them. */
+void ns_model_block_jac(const sim_model *model, model_block *b, int32_t k, int phase, double *v, double t, double dt,
+                        double celsius, double *jac);
 
 /* BEFORE/AFTER block h (NS_MECH_BEFORE_BREAKPOINT ...) of every mechanism that has one, in
  * type order, at time t (Nernst after a writer). ns_model_block_init runs BEFORE/AFTER
@@ -65,6 +76,9 @@ void ns_model_block_expose(model_block *b);
 const double *ns_model_block_field(const model_block *b, int32_t k, int f);
 /* the same, writable (a POINTER's target, net/pointer.c) */
 double *ns_model_block_field_data(model_block *b, int32_t k, int f);
+/* Mechanism k's GLOBALs in the block (its own copy of the model's, desc->n_globals; the gradient's
+ * GLOBAL parameters, src/grad) */
+double *ns_model_block_globals(model_block *b, int32_t k);
 /* Mechanism k's instances in the block: how many (n * lanes) and the
  * lane-node of each (pos[node] * w + lane). */
 int64_t ns_model_block_instances(const model_block *b, int32_t k);

@@ -1,0 +1,99 @@
+/* neurosolve: gradients of a simulation with respect to its parameters, by
+ * the discrete adjoint of the fixed step (docs/gradients.md).
+ *
+ * A gradient handle is made from a simulation (ns_sim_create with a model,
+ * ns_sim_options.model): its cells, their shapes and mechanisms, the current
+ * clamps and the recorded sites. It runs its own forward pass from
+ * finitialize (the step of the simulation's loop, cell by cell) and the
+ * reverse sweep, and returns the loss and its derivative with respect to
+ * each parameter added with ns_grad_add_param. The simulation's own state
+ * and results are not touched; it must outlive the handle.
+ *
+ * Each parameter belongs to one cell, so that a batch of cells is a batch of
+ * independent fits (each cell its own values). The loss is over the
+ * simulation's recorded samples (ns_sim_add_recording, record_every): sample
+ * s of site k is v after step s * record_every (sample 0: v_init), in the
+ * row-major order of ns_sim_traces (samples x sites). */
+#ifndef NEUROSOLVE_GRAD_H
+#define NEUROSOLVE_GRAD_H
+
+#include "neurosolve/export.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include "neurosolve/status.h"
+#include "neurosolve/cable.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ns_grad ns_grad_t;
+
+typedef struct ns_grad_options {
+    int64_t checkpoint_every; /* steps between stored states (the reverse sweep recomputes the
+                                 steps between them); 0: about sqrt(steps); >= steps: every state
+                                 stored. The gradient is the same bits whatever the value. */
+    int32_t threads;          /* cells at once (OpenMP); 0: OpenMP's default. The results are the
+                                 same bits whatever the count. */
+} ns_grad_options;
+
+NS_API void ns_grad_options_init(ns_grad_options *options);
+
+/* A gradient handle for `sim` (a model simulation without a network: the
+ * synapses' and events' derivatives come later). Mechanisms that write an
+ * ion's concentration or reversal potential, read an ion's current, draw
+ * random numbers or have POINTERs are refused (NS_ERR_UNSUPPORTED naming
+ * the mechanism and what it does). options may be NULL (defaults). */
+NS_API ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns_grad_t **out);
+NS_API void ns_grad_destroy(ns_grad_t *grad);
+
+/* A parameter of cell `cell`: `name` is
+ *   cm                specific capacitance [uF/cm^2] of the compartments `where` selects
+ *   Ra                the axial resistivity [ohm cm] of the whole cell (every section's
+ *                     resistivity scaled together; `where` must be "all")
+ *   v_init            the initial potential [mV] (`where` must be "all")
+ *   NAME_MECH         a RANGE PARAMETER of a density mechanism (gnabar_hh, g_pas) at the
+ *                     compartments `where` selects where MECH is inserted
+ *                     or a GLOBAL PARAMETER of it (one value per cell: `where` "all"; not
+ *                     usetable_MECH)
+ * and `where` a region selector (soma, axon, basal, apical, other, dend, all), a
+ * section (sec:K) or a compartment (cN). The parameter is one value given to all
+ * the compartments it selects: until ns_grad_set_param, they keep the model's
+ * values, and its derivative is the sum of theirs. *index: the parameter's place
+ * in the gradient (0, 1, ... in the order added). Errors name the name and
+ * `where`. */
+NS_API ns_status ns_grad_add_param(ns_grad_t *grad, int64_t cell, const char *where, const char *name,
+                                   int32_t *index);
+NS_API int32_t ns_grad_params(const ns_grad_t *grad);
+/* Give parameter `index` the value (every compartment it selects). */
+NS_API ns_status ns_grad_set_param(ns_grad_t *grad, int32_t index, double value);
+/* Its value: the one set, or the model's value at its first compartment. */
+NS_API ns_status ns_grad_get_param(const ns_grad_t *grad, int32_t index, double *value);
+
+/* The loss over the recorded samples y (samples x sites, row-major):
+ *   dldy given:      L = sum dldy * y (the caller's loss linearised: the
+ *                    gradient is the vector-Jacobian product dldy^T dy/dtheta)
+ *   else:            L = sum weight * (y - target)^2 (weight NULL: 1) */
+typedef struct ns_grad_loss {
+    const double *target; /* samples x sites; needed unless dldy is given */
+    const double *weight; /* samples x sites, or NULL */
+    const double *dldy;   /* samples x sites, or NULL */
+} ns_grad_loss;
+
+/* Run `steps` steps from finitialize and the reverse sweep: *value the loss,
+ * grad[k] its derivative with respect to parameter k (ns_grad_params entries),
+ * traces (NULL, or samples x sites) the recorded samples of the forward pass,
+ * where samples = steps / record_every + 1. A NaN or Inf in v stops the run
+ * with NS_ERR_NOT_FINITE naming the step, cell and compartment. */
+NS_API ns_status ns_grad_run(ns_grad_t *grad, int64_t steps, const ns_grad_loss *loss, double *value, double *grad_out,
+                             double *traces);
+
+/* Bytes of the last run's stored states (checkpoints and one recomputed
+ * segment, over all cells) and of the handle's per-cell copies. */
+NS_API size_t ns_grad_bytes(const ns_grad_t *grad);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,866 @@
+/* Gradients by the discrete adjoint of the fixed step (docs/gradients.md).
+ *
+ * Per cell: the state S = (v, every field of every mechanism instance). One
+ * step S^n -> S^{n+1} is the CPU loop's (sim/cpu/step.c, the per-step path):
+ * the mechanisms' current() in type order with the clamps, the capacitance
+ * and axial constants on d, the axial terms on rhs, the Hines solve A x = r,
+ * v += x, then every state() at the new v. The forward pass stores S every
+ * K steps; the reverse sweep walks the segments from the last, recomputes
+ * each segment's states from its checkpoint and applies the transpose of
+ * each phase in reverse order: the states' vector-Jacobian product, the
+ * solve's (A^T y = the adjoint of x: the same tree with a and b exchanged,
+ * solved by hines' reference solve), the assembly's, the currents'. The
+ * mechanisms' Jacobians (mech_vjp) are the translator's derivative code
+ * (ns_mech_desc.jac_*, src/nmodl/nmodl_diff.c): exact to rounding. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "sim/cpu/mechanisms.h"
+#include "sim/sim_impl.h"
+#include "neurosolve/grad.h"
+#include "neurosolve/hines.h"
+#ifdef NS_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+enum { P_CM, P_RA, P_VINIT, P_FIELD, P_GLOBAL };
+
+typedef struct gparam {
+    int64_t cell;
+    int kind;
+    int32_t mech, field; /* P_FIELD: the field; P_GLOBAL: the GLOBAL */
+    unsigned char *on;   /* per node of the cell's shape: selected (P_CM, P_FIELD) */
+    int set;
+    double value;
+} gparam;
+
+typedef struct gcell {
+    int64_t cell;
+    int32_t shape, n;
+    model_block *mb;
+    int64_t S;           /* doubles of the state */
+    double *a, *b, *cap; /* this cell's coefficients (Ra, cm applied) */
+    double ra_scale;     /* a and b are the shape's times this */
+    double v_init;
+    int32_t n_stims;
+    sim_stim *stims;
+    /* work */
+    double *v, *rhs, *d, *x, *vn, *y, *dw, *Fc, *lS, *lSn, *lFc, *out, *jac;
+    double *la, *lb, *lcap; /* adjoints of a, b, cap summed over the steps */
+    double l_vinit;
+    double *lglob;       /* adjoints of the GLOBALs that are parameters (g->gwant), summed over the steps */
+    double *ck;          /* during a run: the checkpoints, then one segment's states */
+} gcell;
+
+struct ns_grad {
+    const ns_sim_t *sim;
+    const sim_model *model;
+    ns_grad_options options;
+    int64_t n_cells;
+    gcell *cells;
+    int32_t n_params, cap_params;
+    gparam *params;
+    size_t work_bytes;      /* the cells' work arrays */
+    int32_t *goff;          /* mechanism k's GLOBALs at goff[k] of lglob and gwant */
+    unsigned char *gwant;   /* a GLOBAL some cell's parameter names: its derivative is computed */
+    size_t bytes;
+};
+
+void ns_grad_options_init(ns_grad_options *options) {
+    if (!options) return;
+    memset(options, 0, sizeof *options);
+}
+
+/* ---- the state ---- */
+
+static int64_t n_fields_of(const ns_grad_t *g, const gcell *gc, int32_t k) {
+    return (int64_t)g->model->mechs[k].desc->n_fields * ns_model_block_instances(gc->mb, k);
+}
+
+static void save_state(const ns_grad_t *g, const gcell *gc, double *S) {
+    memcpy(S, gc->v, (size_t)gc->n * sizeof *S);
+    int64_t o = gc->n;
+    for (int32_t k = 0; k < g->model->n_mechs; ++k) {
+        const int64_t ni = ns_model_block_instances(gc->mb, k);
+        for (int f = 0; f < g->model->mechs[k].desc->n_fields; ++f, o += ni)
+            memcpy(S + o, ns_model_block_field(gc->mb, k, f), (size_t)ni * sizeof *S);
+    }
+}
+
+static void load_state(const ns_grad_t *g, gcell *gc, const double *S) {
+    memcpy(gc->v, S, (size_t)gc->n * sizeof *S);
+    int64_t o = gc->n;
+    for (int32_t k = 0; k < g->model->n_mechs; ++k) {
+        const int64_t ni = ns_model_block_instances(gc->mb, k);
+        for (int f = 0; f < g->model->mechs[k].desc->n_fields; ++f, o += ni)
+            memcpy(ns_model_block_field_data(gc->mb, k, f), S + o, (size_t)ni * sizeof *S);
+    }
+}
+
+/* mechanism k's fields from F (field-major, n_fields * instances) */
+static void put_fields(gcell *gc, int32_t k, int nf, int64_t ni, const double *F) {
+    for (int f = 0; f < nf; ++f) memcpy(ns_model_block_field_data(gc->mb, k, f), F + f * ni, (size_t)ni * sizeof *F);
+}
+
+/* ---- the step ---- */
+
+static void clamps(const gcell *gc, const sim_shape *s, double tm, double *rhs) {
+    for (int32_t q = 0; q < gc->n_stims; ++q) {
+        const sim_stim *st = &gc->stims[q];
+        const double i = (tm < st->del + st->dur && tm >= st->del) ? st->amp : 0.0;
+        rhs[st->node] += i * s->stim_scale[st->node];
+    }
+}
+
+/* The current phase at the half step tm from the loaded state: rhs and d
+ * (the capacitance and axial constants included), the fields after it. */
+static void currents(const ns_grad_t *g, gcell *gc, double tm) {
+    const ns_sim_t *sim = g->sim;
+    const sim_shape *s = &sim->shapes[gc->shape];
+    const sim_model *model = g->model;
+    const int32_t n = gc->n;
+    memset(gc->rhs, 0, (size_t)n * sizeof *gc->rhs);
+    memset(gc->d, 0, (size_t)n * sizeof *gc->d);
+    ns_model_block_zero_ions(model, gc->mb);
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        if (k == model->n_before_clamp) clamps(gc, s, tm, gc->rhs);
+        ns_model_block_current(model, gc->mb, k, gc->v, gc->rhs, gc->d, tm, sim->params.dt, sim->params.celsius);
+    }
+    if (model->n_before_clamp == model->n_mechs) clamps(gc, s, tm, gc->rhs);
+    for (int32_t i = 0; i < n; ++i) gc->d[i] += gc->cap[i];
+    for (int32_t i = 1; i < n; ++i) {
+        gc->d[i] -= gc->b[i];
+        gc->d[s->parent[i]] -= gc->a[i];
+    }
+}
+
+/* The solve: x from rhs and the axial terms of v (gc->x), d kept (gc->d);
+ * returns 0, or -1 on a bad pivot */
+static int solve(const ns_grad_t *g, gcell *gc) {
+    const sim_shape *s = &g->sim->shapes[gc->shape];
+    const int32_t n = gc->n;
+    memcpy(gc->x, gc->rhs, (size_t)n * sizeof *gc->x);
+    for (int32_t i = n - 1; i >= 1; --i) {
+        const int32_t p = s->parent[i];
+        const double dv = gc->v[p] - gc->v[i];
+        gc->x[i] -= gc->b[i] * dv;
+        gc->x[p] += gc->a[i] * dv;
+    }
+    memcpy(gc->dw, gc->d, (size_t)n * sizeof *gc->dw);
+    return ns_hines_solve_one(n, s->parent, gc->a, gc->b, gc->dw, gc->x) >= 0 ? -1 : 0;
+}
+
+/* One step from the loaded state at time t (v, fields updated). Returns 0,
+ * or -1 when v is not finite or a pivot was bad. */
+static int step(const ns_grad_t *g, gcell *gc, double t) {
+    const double dt = g->sim->params.dt;
+    currents(g, gc, ns_sim_half_step(t, dt));
+    if (solve(g, gc)) return -1;
+    int bad = 0;
+    for (int32_t i = 0; i < gc->n; ++i) {
+        gc->v[i] += gc->x[i];
+        bad |= !isfinite(gc->v[i]);
+    }
+    const double t1 = ns_sim_half_step(ns_sim_half_step(t, dt), dt);
+    for (int32_t k = 0; k < g->model->n_mechs; ++k)
+        ns_model_block_phase(g->model, gc->mb, k, 0, gc->v, t1, dt, g->sim->params.celsius);
+    return bad ? -1 : 0;
+}
+
+/* Mechanism k's fields before INITIAL (field-major into F): its parameters,
+ * the model's or those of the gradient's parameters that are set; zeros */
+static void pre_init_fields(const ns_grad_t *g, const gcell *gc, int32_t k, double *F) {
+    const ns_mech_desc *d = g->model->mechs[k].desc;
+    const sim_mech_shape *ms = &g->model->per_shape[(size_t)gc->shape * g->model->n_mechs + k];
+    const int64_t ni = ms->n;
+    for (int64_t j = 0; j < (int64_t)d->n_fields * ni; ++j)
+        F[j] = j < (int64_t)d->n_params * ni ? ms->param[j] : 0.0;
+    for (int32_t q = 0; q < g->n_params; ++q) {
+        const gparam *p = &g->params[q];
+        if (p->cell != gc->cell || p->kind != P_FIELD || p->mech != k || !p->set) continue;
+        for (int64_t i = 0; i < ni; ++i)
+            if (p->on[ms->node[i]]) F[(int64_t)p->field * ni + i] = p->value;
+    }
+}
+
+/* finitialize with the parameters' values: v = v_init, the ions (the
+ * model's block init), then each mechanism's fields before INITIAL and its
+ * INITIAL in type order. F: room for a mechanism's fields. */
+static void initialize(const ns_grad_t *g, gcell *gc, double *F) {
+    const ns_sim_t *sim = g->sim;
+    for (int32_t i = 0; i < gc->n; ++i) gc->v[i] = gc->v_init;
+    for (int32_t k = 0; k < g->model->n_mechs; ++k) {
+        const ns_mech_desc *d = g->model->mechs[k].desc;
+        memcpy(ns_model_block_globals(gc->mb, k), g->model->mechs[k].globals, (size_t)d->n_globals * sizeof(double));
+    }
+    for (int32_t q = 0; q < g->n_params; ++q)
+        if (g->params[q].cell == gc->cell && g->params[q].kind == P_GLOBAL && g->params[q].set)
+            ns_model_block_globals(gc->mb, g->params[q].mech)[g->params[q].field] = g->params[q].value;
+    ns_model_block_init(g->model, gc->mb, gc->shape, gc->n, 1, NULL, &gc->cell, gc->v, sim->params.dt,
+                        sim->params.celsius);
+    for (int32_t k = 0; k < g->model->n_mechs; ++k) {
+        const ns_mech_desc *d = g->model->mechs[k].desc;
+        const int64_t ni = ns_model_block_instances(gc->mb, k);
+        pre_init_fields(g, gc, k, F);
+        put_fields(gc, k, d->n_fields, ni, F);
+        ns_model_block_phase(g->model, gc->mb, k, 1, gc->v, 0.0, sim->params.dt, sim->params.celsius);
+    }
+}
+
+/* ---- mechanisms' vector-Jacobian products ---- */
+
+enum { PH_INIT, PH_CURRENT, PH_STATE };
+
+/* l_in += J^T l_out for mechanism k's phase at (v, F): l_out has the
+ * fields' adjoints then (PH_CURRENT) those of its rhs and d contributions;
+ * l_v (per node) and l_F (its fields) accumulate, and the adjoints of the
+ * GLOBALs that are parameters. J: each instance's Jacobian as the
+ * translator's derivative code computes it (ns_mech_desc.jac_*: exact, of
+ * the computed values). PH_INIT takes v and the parameters as inputs (the
+ * rest are zeros before INITIAL). The block's fields are left at F's. */
+static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double t, const double *v, const double *F,
+                     const double *l_out, double *l_v, double *l_F) {
+    const ns_sim_t *sim = g->sim;
+    const ns_mech_desc *d = g->model->mechs[k].desc;
+    const int nf = d->n_fields;
+    const int64_t ni = ns_model_block_instances(gc->mb, k);
+    if (ni == 0) return;
+    const int *node = ns_model_block_node_index(gc->mb, k);
+    const int n_out = nf + (phase == PH_CURRENT ? 2 : 0), n_in = 1 + nf + d->n_globals;
+    const int n_fin = phase == PH_INIT ? d->n_params : nf;
+    double *vp = gc->out;
+    memcpy(vp, v, (size_t)gc->n * sizeof *v);
+    put_fields(gc, k, nf, ni, F);
+    ns_model_block_jac(g->model, gc->mb, k, phase, vp, t, sim->params.dt, sim->params.celsius, gc->jac);
+    const unsigned char *want = g->gwant + g->goff[k];
+    double *lg = gc->lglob + g->goff[k];
+    for (int64_t i = 0; i < ni; ++i) {
+        const double *J = gc->jac + (size_t)i * (size_t)n_out * (size_t)n_in;
+        for (int o = 0; o < n_out; ++o) {
+            const double lo = l_out[o * ni + i];
+            if (lo == 0.0) continue;
+            const double *row = J + (size_t)o * (size_t)n_in;
+            l_v[node[i]] += lo * row[0];
+            for (int f = 0; f < n_fin; ++f) l_F[f * ni + i] += lo * row[1 + f];
+            for (int q = 0; q < d->n_globals; ++q)
+                if (want[q]) lg[q] += lo * row[1 + nf + q];
+        }
+    }
+}
+
+/* ---- the reverse step ---- */
+
+/* From the state S (loaded here) of step n at time t and the adjoint lS of
+ * S^{n+1}: lS becomes that of S. */
+static void reverse_step(const ns_grad_t *g, gcell *gc, const double *S, double t) {
+    const ns_sim_t *sim = g->sim;
+    const sim_shape *s = &sim->shapes[gc->shape];
+    const sim_model *model = g->model;
+    const int32_t n = gc->n;
+    const double dt = sim->params.dt, tm = ns_sim_half_step(t, dt), t1 = ns_sim_half_step(tm, dt);
+    load_state(g, gc, S);
+    currents(g, gc, tm);
+    save_state(g, gc, gc->Fc); /* v unchanged; the fields after current() */
+    solve(g, gc);
+    for (int32_t i = 0; i < n; ++i) gc->vn[i] = gc->v[i] + gc->x[i];
+    /* states: l(vn) and l(Fc) from l(S^{n+1}) */
+    double *lv = gc->lS; /* l(v^{n+1}), becomes l(vn) */
+    memset(gc->lFc, 0, (size_t)gc->S * sizeof *gc->lFc);
+    int64_t o = n;
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        const int64_t m = n_fields_of(g, gc, k);
+        mech_vjp(g, gc, k, PH_STATE, t1, gc->vn, gc->Fc + o, gc->lS + o, lv, gc->lFc + o);
+        o += m;
+    }
+    /* the solve: A^T y = l(x) = l(vn); l(v^n) = l(vn) + the axial terms' */
+    memcpy(gc->y, lv, (size_t)n * sizeof *gc->y);
+    memcpy(gc->dw, gc->d, (size_t)n * sizeof *gc->dw);
+    ns_hines_solve_one(n, s->parent, gc->b, gc->a, gc->dw, gc->y);
+    double *ld = gc->dw; /* l(d) = -y x */
+    for (int32_t i = 0; i < n; ++i) ld[i] = -gc->y[i] * gc->x[i];
+    double *lvn = gc->lSn; /* l(v^n) */
+    memcpy(lvn, lv, (size_t)n * sizeof *lvn);
+    for (int32_t i = 1; i < n; ++i) {
+        const int32_t p = s->parent[i];
+        const double dv = gc->v[p] - gc->v[i];
+        gc->lb[i] += -gc->y[i] * gc->x[p] - gc->y[i] * dv - ld[i];
+        gc->la[i] += -gc->y[p] * gc->x[i] + gc->y[p] * dv - ld[p];
+        const double ldv = -gc->b[i] * gc->y[i] + gc->a[i] * gc->y[p];
+        lvn[p] += ldv;
+        lvn[i] -= ldv;
+    }
+    for (int32_t i = 0; i < n; ++i) gc->lcap[i] += ld[i];
+    /* the currents: outputs (fields, rhs, d) with adjoints (lFc, y, l(d)) */
+    memset(gc->lSn + n, 0, (size_t)(gc->S - n) * sizeof *gc->lSn);
+    o = n;
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        const int64_t ni = ns_model_block_instances(gc->mb, k), m = n_fields_of(g, gc, k);
+        const int *node = ns_model_block_node_index(gc->mb, k);
+        double *lo = gc->Fc + gc->S; /* l_out: fields, rhs, d (room for (nf + 2) * ni) */
+        memcpy(lo, gc->lFc + o, (size_t)m * sizeof *lo);
+        for (int64_t i = 0; i < ni; ++i) {
+            lo[m + i] = gc->y[node[i]];
+            lo[m + ni + i] = ld[node[i]];
+        }
+        mech_vjp(g, gc, k, PH_CURRENT, tm, S, S + o, lo, lvn, gc->lSn + o);
+        o += m;
+    }
+    double *sw = gc->lS;
+    gc->lS = gc->lSn;
+    gc->lSn = sw;
+}
+
+/* ---- runs ---- */
+
+static int64_t segment_of(const ns_grad_t *g, int64_t steps) {
+    int64_t K = g->options.checkpoint_every;
+    if (K <= 0) {
+        K = (int64_t)ceil(sqrt((double)steps));
+        while (K * K < steps) ++K;
+    }
+    if (K > steps) K = steps;
+    return K < 1 ? 1 : K;
+}
+
+typedef struct run_ctx {
+    int64_t steps, K, samples;
+    const ns_grad_loss *loss;
+    double *traces;    /* samples x sites (the caller's or ours) */
+    int64_t *fault_step; /* per cell: the step after which v was not finite, 0: none */
+    int32_t *fault_node; /* and its first such compartment */
+} run_ctx;
+
+/* l(y) of sample `sample` at site `site` */
+static double dl_dy(const ns_grad_t *g, const run_ctx *r, int64_t sample, int32_t site) {
+    const size_t q = (size_t)sample * (size_t)g->sim->n_recs + (size_t)site;
+    if (r->loss->dldy) return r->loss->dldy[q];
+    const double w = r->loss->weight ? r->loss->weight[q] : 1.0;
+    return 2.0 * w * (r->traces[q] - r->loss->target[q]);
+}
+
+static void record(const ns_grad_t *g, const gcell *gc, const run_ctx *r, int64_t step) {
+    const ns_sim_t *sim = g->sim;
+    const int64_t every = sim->options.record_every;
+    if (step % every) return;
+    for (int32_t k = 0; k < sim->n_recs; ++k)
+        if (sim->recs[k].cell == gc->cell)
+            r->traces[(size_t)(step / every) * (size_t)sim->n_recs + (size_t)k] = gc->v[sim->recs[k].node];
+}
+
+static void add_loss_adjoint(const ns_grad_t *g, gcell *gc, const run_ctx *r, int64_t step) {
+    const ns_sim_t *sim = g->sim;
+    const int64_t every = sim->options.record_every;
+    if (step % every) return;
+    for (int32_t k = 0; k < sim->n_recs; ++k)
+        if (sim->recs[k].cell == gc->cell) gc->lS[sim->recs[k].node] += dl_dy(g, r, step / every, k);
+}
+
+/* Returns 0, or -1 when v stopped being finite (r's fault_* filled in: the
+ * error is made on the calling thread, whose message the caller reads). */
+static int forward_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r, int64_t c) {
+    const double dt = g->sim->params.dt;
+    initialize(g, gc, gc->Fc);
+    record(g, gc, r, 0);
+    double t = 0.0;
+    for (int64_t n = 0; n < r->steps; ++n) {
+        if (n % r->K == 0) save_state(g, gc, gc->ck + (size_t)(n / r->K) * (size_t)gc->S);
+        if (step(g, gc, t)) {
+            int32_t bad = 0;
+            while (bad < gc->n - 1 && isfinite(gc->v[bad])) ++bad;
+            r->fault_step[c] = n + 1;
+            r->fault_node[c] = bad;
+            return -1;
+        }
+        t = ns_sim_half_step(ns_sim_half_step(t, dt), dt);
+        record(g, gc, r, n + 1);
+    }
+    return 0;
+}
+
+static void reverse_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r) {
+    const double dt = g->sim->params.dt;
+    const int32_t n = gc->n;
+    memset(gc->lS, 0, (size_t)gc->S * sizeof *gc->lS);
+    memset(gc->la, 0, (size_t)n * sizeof *gc->la);
+    memset(gc->lb, 0, (size_t)n * sizeof *gc->lb);
+    memset(gc->lcap, 0, (size_t)n * sizeof *gc->lcap);
+    memset(gc->lglob, 0, (size_t)g->goff[g->model->n_mechs] * sizeof *gc->lglob);
+    const int64_t n_ck = (r->steps + r->K - 1) / r->K;
+    double *seg = gc->ck + (size_t)n_ck * (size_t)gc->S;
+    /* the times of the steps, as the forward pass accumulated them */
+    for (int64_t c = n_ck - 1; c >= 0; --c) {
+        const int64_t n0 = c * r->K, n1 = n0 + r->K < r->steps ? n0 + r->K : r->steps;
+        double t = 0.0;
+        for (int64_t q = 0; q < n0; ++q) t = ns_sim_half_step(ns_sim_half_step(t, dt), dt);
+        const double t0 = t;
+        load_state(g, gc, gc->ck + (size_t)c * (size_t)gc->S);
+        for (int64_t q = n0; q < n1; ++q) {
+            save_state(g, gc, seg + (size_t)(q - n0) * (size_t)gc->S);
+            if (q + 1 < n1) {
+                step(g, gc, t);
+                t = ns_sim_half_step(ns_sim_half_step(t, dt), dt);
+            }
+        }
+        for (int64_t q = n1 - 1; q >= n0; --q) {
+            add_loss_adjoint(g, gc, r, q + 1);
+            double tq = t0;
+            for (int64_t u = n0; u < q; ++u) tq = ns_sim_half_step(ns_sim_half_step(tq, dt), dt);
+            reverse_step(g, gc, seg + (size_t)(q - n0) * (size_t)gc->S, tq);
+        }
+    }
+    add_loss_adjoint(g, gc, r, 0);
+    /* finitialize: v = v_init, the fields from INITIAL (its inputs v and the parameters) */
+    initialize(g, gc, gc->Fc);
+    double l_vnodes = 0.0;
+    memset(gc->lSn, 0, (size_t)gc->S * sizeof *gc->lSn);
+    int64_t o = n;
+    for (int32_t k = 0; k < g->model->n_mechs; ++k) {
+        const int64_t m = n_fields_of(g, gc, k);
+        pre_init_fields(g, gc, k, gc->Fc + o);
+        mech_vjp(g, gc, k, PH_INIT, 0.0, gc->v, gc->Fc + o, gc->lS + o, gc->lSn, gc->lSn + o);
+        o += m;
+    }
+    for (int32_t i = 0; i < n; ++i) l_vnodes += gc->lS[i] + gc->lSn[i];
+    gc->l_vinit = l_vnodes;
+    /* lSn now holds l(fields before INITIAL) (from n on) */
+}
+
+/* The cell's parameters' derivatives from its adjoints */
+static double param_grad(const ns_grad_t *g, const gcell *gc, const gparam *p) {
+    const sim_shape *s = &g->sim->shapes[gc->shape];
+    double acc = 0.0;
+    switch (p->kind) {
+    case P_CM:
+        for (int32_t i = 0; i < gc->n; ++i)
+            if (p->on[i] && s->region[i] >= 0) acc += g->sim->cfac * gc->lcap[i];
+        return acc;
+    case P_RA: {
+        /* a, b proportional to 1/Ra */
+        const double ra = g->sim->params.Ra / gc->ra_scale;
+        for (int32_t i = 1; i < gc->n; ++i) acc += gc->la[i] * gc->a[i] + gc->lb[i] * gc->b[i];
+        return -acc / ra;
+    }
+    case P_VINIT: return gc->l_vinit;
+    case P_GLOBAL: return gc->lglob[g->goff[p->mech] + p->field];
+    default: {
+        int64_t o = gc->n;
+        for (int32_t k = 0; k < p->mech; ++k) o += n_fields_of(g, gc, k);
+        const int64_t ni = ns_model_block_instances(gc->mb, p->mech);
+        const int *node = ns_model_block_node_index(gc->mb, p->mech);
+        for (int64_t i = 0; i < ni; ++i)
+            if (p->on[node[i]]) acc += gc->lSn[o + (int64_t)p->field * ni + i];
+        return acc;
+    }
+    }
+}
+
+/* cm, Ra and v_init of the cell from the parameters */
+static void apply_cable(const ns_grad_t *g, gcell *gc) {
+    const sim_shape *s = &g->sim->shapes[gc->shape];
+    gc->ra_scale = 1.0;
+    gc->v_init = g->sim->params.v_init;
+    memcpy(gc->cap, s->cap, (size_t)gc->n * sizeof *gc->cap);
+    for (int32_t q = 0; q < g->n_params; ++q) {
+        const gparam *p = &g->params[q];
+        if (p->cell != gc->cell || !p->set) continue;
+        if (p->kind == P_RA) gc->ra_scale = g->sim->params.Ra / p->value;
+        if (p->kind == P_VINIT) gc->v_init = p->value;
+        if (p->kind == P_CM)
+            for (int32_t i = 0; i < gc->n; ++i)
+                if (p->on[i] && s->region[i] >= 0) gc->cap[i] = g->sim->cfac * p->value;
+    }
+    for (int32_t i = 0; i < gc->n; ++i) {
+        gc->a[i] = s->a[i] * gc->ra_scale;
+        gc->b[i] = s->b[i] * gc->ra_scale;
+    }
+}
+
+ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, double *value, double *grad_out,
+                      double *traces) {
+    if (!g || !loss || !value || (!grad_out && g && g->n_params > 0))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_run: grad, loss, value and grad_out must not be NULL");
+    if (steps < 1) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_run: steps = %lld must be >= 1", (long long)steps);
+    if (!loss->dldy && !loss->target)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_run: the loss needs a target or dldy");
+    const ns_sim_t *sim = g->sim;
+    run_ctx r = {steps, segment_of(g, steps), steps / sim->options.record_every + 1, loss, traces, NULL, NULL};
+    const size_t n_samp = (size_t)r.samples * (size_t)sim->n_recs;
+    double *own = NULL;
+    if (!r.traces) r.traces = own = calloc(n_samp ? n_samp : 1, sizeof *own);
+    r.fault_step = calloc((size_t)g->n_cells, sizeof *r.fault_step);
+    r.fault_node = calloc((size_t)g->n_cells, sizeof *r.fault_node);
+    double *gval = calloc((size_t)g->n_cells * (size_t)(g->n_params + 1), sizeof *gval);
+    const int64_t n_ck = (steps + r.K - 1) / r.K;
+    ns_status st = NS_OK;
+    if (!r.traces || !r.fault_step || !r.fault_node || !gval)
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: run of %lld steps", (long long)steps);
+    const int64_t nc = g->n_cells;
+    int64_t threads = 1;
+#ifdef NS_HAVE_OPENMP
+    threads = g->options.threads > 0 ? g->options.threads : omp_get_max_threads();
+#endif
+    /* the stored states of the cells being worked on: one per thread (each
+     * cell's loss adjoint reads its own samples only, so a cell goes forward
+     * and back before the next) */
+    size_t most = 0;
+    for (int64_t c = 0; c < nc; ++c) {
+        const size_t want = (size_t)(n_ck + r.K) * (size_t)g->cells[c].S * sizeof(double);
+        most = want > most ? want : most;
+    }
+    g->bytes = g->work_bytes + most * (size_t)(threads < nc ? threads : nc);
+    if (st == NS_OK) {
+        memset(r.traces, 0, n_samp * sizeof *r.traces);
+#ifdef NS_HAVE_OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads((int)threads)
+#endif
+        for (int64_t c = 0; c < nc; ++c) {
+            gcell *gc = &g->cells[c];
+            gc->ck = malloc((size_t)(n_ck + r.K) * (size_t)gc->S * sizeof(double));
+            if (!gc->ck) {
+                r.fault_step[c] = -1;
+                continue;
+            }
+            apply_cable(g, gc);
+            if (forward_cell(g, gc, &r, c) == 0) {
+                reverse_cell(g, gc, &r);
+                for (int32_t q = 0; q < g->n_params; ++q)
+                    if (g->params[q].cell == gc->cell)
+                        gval[(size_t)c * (size_t)(g->n_params + 1) + (size_t)q] = param_grad(g, gc, &g->params[q]);
+            }
+            free(gc->ck);
+            gc->ck = NULL;
+        }
+        for (int64_t c = 0; c < nc && st == NS_OK; ++c) {
+            if (r.fault_step[c] < 0)
+                st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: stored states of cell %lld (%lld steps)", (long long)c,
+                             (long long)steps);
+            else if (r.fault_step[c])
+                st = ns_fail(NS_ERR_NOT_FINITE, "gradient: v not finite after step %lld in cell %lld (compartment %d)",
+                             (long long)r.fault_step[c], (long long)c, r.fault_node[c]);
+        }
+    }
+    if (st == NS_OK) {
+        double L = 0.0;
+        for (size_t q = 0; q < n_samp; ++q) {
+            if (loss->dldy) L += loss->dldy[q] * r.traces[q];
+            else {
+                const double w = loss->weight ? loss->weight[q] : 1.0, e = r.traces[q] - loss->target[q];
+                L += w * e * e;
+            }
+        }
+        *value = L;
+        for (int32_t q = 0; q < g->n_params; ++q) {
+            double acc = 0.0;
+            for (int64_t c = 0; c < nc; ++c) acc += gval[(size_t)c * (size_t)(g->n_params + 1) + (size_t)q];
+            grad_out[q] = acc;
+        }
+    }
+    free(own);
+    free(r.fault_step);
+    free(r.fault_node);
+    free(gval);
+    return st;
+}
+
+/* ---- the handle ---- */
+
+static ns_status refuse(const ns_mech_desc *d) {
+    for (int j = 0; j < d->n_ions; ++j) {
+        const unsigned f = d->ions[j].flags;
+        const char *nm = d->ions[j].name;
+        if (f & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO))
+            return ns_fail(NS_ERR_UNSUPPORTED,
+                           "gradient: mechanism %s writes the concentration %s%s: not differentiable yet "
+                           "(docs/gradients.md)", d->name, nm, (f & NS_MECH_ION_WRITE_CI) ? "i" : "o");
+        if (f & NS_MECH_ION_WRITE_E)
+            return ns_fail(NS_ERR_UNSUPPORTED,
+                           "gradient: mechanism %s writes the reversal potential e%s: not differentiable yet "
+                           "(docs/gradients.md)", d->name, nm);
+        if (f & NS_MECH_ION_READ_I)
+            return ns_fail(NS_ERR_UNSUPPORTED,
+                           "gradient: mechanism %s reads the ion current i%s: not differentiable yet "
+                           "(docs/gradients.md)", d->name, nm);
+    }
+    if (d->has_random)
+        return ns_fail(NS_ERR_UNSUPPORTED, "gradient: mechanism %s draws random numbers: not differentiable",
+                       d->name);
+    if (d->n_pointers)
+        return ns_fail(NS_ERR_UNSUPPORTED, "gradient: mechanism %s has POINTER %s: not differentiable yet", d->name,
+                       d->pointer_names[0]);
+    if (!d->jac_init || !d->jac_current || !d->jac_state)
+        return ns_fail(NS_ERR_UNSUPPORTED, "gradient: mechanism %s has no derivative code: %s", d->name,
+                       d->jac_why_not ? d->jac_why_not : "(none given)");
+    return NS_OK;
+}
+
+void ns_grad_destroy(ns_grad_t *g) {
+    if (!g) return;
+    for (int64_t c = 0; g->cells && c < g->n_cells; ++c) {
+        gcell *gc = &g->cells[c];
+        ns_model_block_free(gc->mb);
+        free(gc->stims);
+        free(gc->a);
+        free(gc->lglob);
+    }
+    for (int32_t q = 0; q < g->n_params; ++q) free(g->params[q].on);
+    free(g->params);
+    free(g->goff);
+    free(g->gwant);
+    free(g->cells);
+    free(g);
+}
+
+ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns_grad_t **out) {
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_create: out is NULL");
+    *out = NULL;
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_create: sim is NULL");
+    if (!sim->model)
+        return ns_fail(NS_ERR_UNSUPPORTED, "gradient: the simulation needs a model (ns_sim_options.model: the "
+                                           "built-in pas and hh or a mechanism library)");
+    if (sim->net)
+        return ns_fail(NS_ERR_UNSUPPORTED, "gradient: a simulation with synapses or a network is not "
+                                           "differentiable yet (docs/gradients.md)");
+    if (sim->dist) return ns_fail(NS_ERR_UNSUPPORTED, "gradient: a simulation spread over processes");
+    if (options && (options->checkpoint_every < 0 || options->threads < 0))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_create: checkpoint_every = %lld and threads = %d must be >= 0",
+                       (long long)options->checkpoint_every, options->threads);
+    for (int32_t k = 0; k < sim->model->n_mechs; ++k) {
+        ns_status e = refuse(sim->model->mechs[k].desc);
+        if (e) return e;
+    }
+    ns_grad_t *g = calloc(1, sizeof *g);
+    if (!g) return ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: handle");
+    g->sim = sim;
+    g->model = sim->model;
+    if (options) g->options = *options;
+    g->n_cells = sim->n_cells;
+    g->cells = calloc((size_t)sim->n_cells, sizeof *g->cells);
+    g->goff = calloc((size_t)sim->model->n_mechs + 1, sizeof *g->goff);
+    for (int32_t k = 0; g->goff && k < sim->model->n_mechs; ++k)
+        g->goff[k + 1] = g->goff[k] + sim->model->mechs[k].desc->n_globals;
+    const size_t n_glob = g->goff ? (size_t)g->goff[sim->model->n_mechs] : 0;
+    g->gwant = calloc(n_glob + 1, 1);
+    ns_status st = g->cells && g->goff && g->gwant
+                       ? NS_OK
+                       : ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: %lld cells", (long long)sim->n_cells);
+    for (int64_t c = 0; st == NS_OK && c < sim->n_cells; ++c) {
+        gcell *gc = &g->cells[c];
+        gc->cell = c;
+        gc->shape = sim->cell_shape[c];
+        gc->n = sim->shapes[gc->shape].n;
+        st = ns_model_block_create(sim->model, gc->shape, gc->n, 1, NULL, &gc->mb);
+        if (st) break;
+        gc->S = gc->n;
+        int64_t max_out = 0, max_jac = 0;
+        for (int32_t k = 0; k < sim->model->n_mechs; ++k) {
+            const ns_mech_desc *d = sim->model->mechs[k].desc;
+            const int64_t ni = ns_model_block_instances(gc->mb, k);
+            const int64_t m = (int64_t)(d->n_fields + 2) * ni, j = m * (1 + d->n_fields + d->n_globals);
+            gc->S += n_fields_of(g, gc, k);
+            if (m > max_out) max_out = m;
+            if (j > max_jac) max_jac = j;
+        }
+        for (int64_t q = 0; q < sim->n_stims; ++q) gc->n_stims += sim->stims[q].cell == c;
+        gc->stims = malloc((size_t)(gc->n_stims ? gc->n_stims : 1) * sizeof *gc->stims);
+        const size_t n = (size_t)gc->n, S = (size_t)gc->S;
+        /* a, b, cap, rhs, d, x, vn, y, dw, la, lb, lcap: n each; v: n; Fc: S + room for a
+         * mechanism's outputs' adjoints; lFc, lS, lSn: S each; out: v (n); jac: a mechanism's
+         * Jacobians (instances x outputs x inputs) */
+        const size_t tot = 12 * n + n + (S + (size_t)max_out) + 3 * S + n + (size_t)max_jac;
+        gc->a = calloc(tot, sizeof(double));
+        gc->v = gc->a ? gc->a + 12 * n : NULL;
+        gc->lglob = calloc(n_glob + 1, sizeof *gc->lglob);
+        if (!gc->stims || !gc->a || !gc->lglob) {
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: cell %lld", (long long)c);
+            break;
+        }
+        for (int64_t q = 0, j = 0; q < sim->n_stims; ++q)
+            if (sim->stims[q].cell == c) gc->stims[j++] = sim->stims[q];
+        double *w = gc->a;
+        gc->b = w + n;
+        gc->cap = w + 2 * n;
+        gc->rhs = w + 3 * n;
+        gc->d = w + 4 * n;
+        gc->x = w + 5 * n;
+        gc->vn = w + 6 * n;
+        gc->y = w + 7 * n;
+        gc->dw = w + 8 * n;
+        gc->la = w + 9 * n;
+        gc->lb = w + 10 * n;
+        gc->lcap = w + 11 * n;
+        gc->Fc = gc->v + n;
+        gc->lFc = gc->Fc + S + (size_t)max_out;
+        gc->lS = gc->lFc + S;
+        gc->lSn = gc->lS + S;
+        gc->out = gc->lSn + S;
+        gc->jac = gc->out + n;
+        g->work_bytes += tot * sizeof(double);
+    }
+    if (st) {
+        ns_grad_destroy(g);
+        return st;
+    }
+    *out = g;
+    return NS_OK;
+}
+
+int32_t ns_grad_params(const ns_grad_t *g) { return g ? g->n_params : 0; }
+size_t ns_grad_bytes(const ns_grad_t *g) { return g ? g->bytes : 0; }
+
+static int region_selects(const char *where, int8_t region) {
+    if (!strcmp(where, "all")) return region >= 0;
+    if (!strcmp(where, "dend")) return region == NS_REGION_BASAL || region == NS_REGION_APICAL;
+    return region >= 0 && !strcmp(where, ns_region_name((ns_region)region));
+}
+static int is_region(const char *where) {
+    if (!strcmp(where, "all") || !strcmp(where, "dend")) return 1;
+    for (int r = 0; r < NS_REGION_COUNT; ++r)
+        if (!strcmp(where, ns_region_name((ns_region)r))) return 1;
+    return 0;
+}
+
+ns_status ns_grad_add_param(ns_grad_t *g, int64_t cell, const char *where, const char *name, int32_t *index) {
+    if (!g || !where || !name)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_add_param: grad, where and name must not be NULL");
+    if (cell < 0 || cell >= g->n_cells)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "gradient parameter %s: cell %lld of %lld", name, (long long)cell,
+                       (long long)g->n_cells);
+    const ns_sim_t *sim = g->sim;
+    const gcell *gc = &g->cells[cell];
+    const sim_shape *s = &sim->shapes[gc->shape];
+    gparam p = {cell, P_FIELD, -1, -1, NULL, 0, 0.0};
+    if (!strcmp(name, "cm")) p.kind = P_CM;
+    else if (!strcmp(name, "Ra")) p.kind = P_RA;
+    else if (!strcmp(name, "v_init")) p.kind = P_VINIT;
+    else {
+        for (int32_t k = 0; k < g->model->n_mechs && p.mech < 0; ++k) {
+            const ns_mech_desc *d = g->model->mechs[k].desc;
+            const size_t ln = strlen(name), lm = strlen(d->name);
+            if (ln < lm + 2 || name[ln - lm - 1] != '_' || strcmp(name + ln - lm, d->name)) continue;
+            for (int f = 0; f < d->n_params; ++f)
+                if (strlen(d->field_names[f]) == ln - lm - 1 && !strncmp(name, d->field_names[f], ln - lm - 1)) {
+                    p.mech = k;
+                    p.field = f;
+                }
+            if (p.mech < 0) {
+                /* usetable_MECH: the TABLE's switch (a GLOBAL named usetable_<block> in the descriptor) */
+                if (!strncmp(name, "usetable_", 9))
+                    return ns_fail(NS_ERR_UNSUPPORTED,
+                                   "gradient parameter %s: the TABLE's switch, not differentiable (docs/gradients.md)",
+                                   name);
+                for (int q = 0; q < d->n_globals; ++q)
+                    if (strlen(d->global_names[q]) == ln - lm - 1 && !strncmp(name, d->global_names[q], ln - lm - 1)) {
+                        p.kind = P_GLOBAL;
+                        p.mech = k;
+                        p.field = q;
+                    }
+                if (p.kind == P_GLOBAL) break;
+                return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                               "gradient parameter %s: %s has no RANGE PARAMETER nor GLOBAL of that name", name,
+                               d->name);
+            }
+        }
+        if (p.mech < 0)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                           "gradient parameter %s: not cm, Ra, v_init nor NAME_MECH of a mechanism the model inserts",
+                           name);
+    }
+    const int per_cell = p.kind == P_RA || p.kind == P_VINIT || p.kind == P_GLOBAL;
+    if (per_cell && strcmp(where, "all"))
+        return ns_fail(NS_ERR_UNSUPPORTED, "gradient parameter %s at %s: %s is one value per cell (where = all)", name,
+                       where, name);
+    p.on = calloc((size_t)gc->n, 1);
+    if (!p.on) return ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient parameter %s", name);
+    int any = 0;
+    if (is_region(where)) {
+        for (int32_t i = 0; i < gc->n; ++i) any |= p.on[i] = (unsigned char)region_selects(where, s->region[i]);
+    } else {
+        ns_location loc;
+        ns_status e = ns_location_parse(where, &loc);
+        if (e == NS_OK && loc.kind == NS_LOCATION_SECTION && !loc.has_x) {
+            for (int32_t i = 0; i < gc->n; ++i)
+                any |= p.on[i] = (unsigned char)(s->section[i] == loc.index && s->region[i] >= 0);
+        } else if (e == NS_OK && loc.kind == NS_LOCATION_COMPARTMENT) {
+            if (loc.index >= 0 && loc.index < gc->n && s->region[loc.index] >= 0) any = p.on[loc.index] = 1;
+        } else {
+            free(p.on);
+            return ns_fail(NS_ERR_UNSUPPORTED,
+                           "gradient parameter %s at %s: where is a region (soma, axon, basal, apical, other, dend, "
+                           "all), sec:K or cN",
+                           name, where);
+        }
+    }
+    if (p.kind == P_FIELD && any) {
+        any = 0;
+        const int *node = ns_model_block_node_index(gc->mb, p.mech);
+        for (int64_t i = 0; i < ns_model_block_instances(gc->mb, p.mech); ++i) any |= p.on[node[i]];
+    }
+    if (!any && !per_cell) {
+        free(p.on);
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "gradient parameter %s at %s: no compartment of cell %lld%s", name,
+                       where, (long long)cell, p.kind == P_FIELD ? " where the mechanism is inserted" : " with membrane");
+    }
+    if (g->n_params == g->cap_params) {
+        const int32_t cap = g->cap_params ? 2 * g->cap_params : 8;
+        gparam *np = realloc(g->params, (size_t)cap * sizeof *np);
+        if (!np) {
+            free(p.on);
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient parameter %s", name);
+        }
+        g->params = np;
+        g->cap_params = cap;
+    }
+    if (p.kind == P_GLOBAL) g->gwant[g->goff[p.mech] + p.field] = 1;
+    g->params[g->n_params] = p;
+    if (index) *index = g->n_params;
+    g->n_params++;
+    return NS_OK;
+}
+
+ns_status ns_grad_set_param(ns_grad_t *g, int32_t index, double value) {
+    if (!g || index < 0 || index >= g->n_params)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_set_param: parameter %d of %d", index, g ? g->n_params : 0);
+    if (!isfinite(value)) return ns_fail(NS_ERR_NOT_FINITE, "ns_grad_set_param: parameter %d: value not finite", index);
+    const int kind = g->params[index].kind;
+    if ((kind == P_CM && value < 0) || (kind == P_RA && value <= 0))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_set_param: %s = %g out of range", kind == P_CM ? "cm" : "Ra",
+                       value);
+    g->params[index].value = value;
+    g->params[index].set = 1;
+    return NS_OK;
+}
+
+ns_status ns_grad_get_param(const ns_grad_t *g, int32_t index, double *value) {
+    if (!g || !value || index < 0 || index >= g->n_params)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_get_param: parameter %d of %d", index, g ? g->n_params : 0);
+    const gparam *p = &g->params[index];
+    if (p->set) {
+        *value = p->value;
+        return NS_OK;
+    }
+    const gcell *gc = &g->cells[p->cell];
+    const sim_shape *s = &g->sim->shapes[gc->shape];
+    switch (p->kind) {
+    case P_RA: *value = g->sim->params.Ra; return NS_OK;
+    case P_VINIT: *value = g->sim->params.v_init; return NS_OK;
+    case P_GLOBAL: *value = g->model->mechs[p->mech].globals[p->field]; return NS_OK;
+    case P_CM:
+        for (int32_t i = 0; i < gc->n; ++i)
+            if (p->on[i]) {
+                *value = s->cap[i] / g->sim->cfac;
+                return NS_OK;
+            }
+        break;
+    default: {
+        const sim_mech_shape *ms = &g->model->per_shape[(size_t)gc->shape * g->model->n_mechs + p->mech];
+        for (int32_t i = 0; i < ms->n; ++i)
+            if (p->on[ms->node[i]]) {
+                *value = ms->param[(int64_t)p->field * ms->n + i];
+                return NS_OK;
+            }
+    }
+    }
+    return ns_fail(NS_ERR_INTERNAL, "ns_grad_get_param: parameter %d selects nothing", index);
+}

@@ -1,0 +1,816 @@
+/* The mechanisms' derivatives (ns_mech_desc.jac_init, jac_current,
+ * jac_state; docs/gradients.md): forward-mode dual numbers written from the
+ * same AST as the forward C (nmodl_gen.c). Every value is a dual
+ * nsd_NAME {v, d[K]}: v computed by the same operations in the same order
+ * as the forward code (so bit for bit the same), d its derivatives with
+ * respect to the K inputs of an instance: v at its node, the instance's
+ * fields, the GLOBALs. Each arithmetic operation and math call is an inline
+ * function on duals; each FUNCTION and PROCEDURE gets a dual twin; a TABLE
+ * lookup is differentiated as the interpolation it is (the table's entries
+ * depend on celsius and DEPEND, constants here). One pass over a block gives
+ * its whole Jacobian. What has no derivative code yet is refused with its
+ * FILE:LINE and construct (ns_mech_desc.jac_why_not): VERBATIM C, KINETIC,
+ * LINEAR and NONLINEAR blocks, STEADYSTATE, METHODs other than cnexp, arrays,
+ * POINTERs, random numbers, events and point processes. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nmodl/nmodl_impl.h"
+
+typedef struct dx {
+    struct gen *g;
+    const struct ns_nmodl *m;
+    const char *M; /* the mechanism's name */
+    char *why;
+    size_t n_why;
+    int failed;
+    int solve_here; /* a BREAKPOINT without currents: its SOLVEs in state() */
+    int line;       /* of the statement being written */
+    const block *owner; /* the FUNCTION being written: its name is its value (ret_) */
+} dx;
+
+#define P(...) nm_gen_put(d->g, __VA_ARGS__)
+
+static int dfail(dx *d, int line, const char *fmt, ...) NS_PRINTF_LIKE(3, 4);
+static int dfail(dx *d, int line, const char *fmt, ...) {
+    if (d->failed) return -1;
+    d->failed = 1;
+    char msg[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(d->why, d->n_why, "%s:%d: no derivative code for %s", d->m->file, line ? line : d->line, msg);
+    return -1;
+}
+
+/* The dual numbers' arithmetic, '@' the mechanism's name. Derivatives of the
+ * library functions are the textbook ones at the computed value. */
+static const char *const runtime =
+    "#if defined(__GNUC__) || defined(__clang__)\n"
+    "#define NSD_@_FN static inline __attribute__((always_inline, unused))\n"
+    "#define NSD_@_TWIN static inline __attribute__((unused))\n"
+    "#else\n#define NSD_@_FN static inline\n#define NSD_@_TWIN static inline\n#endif\n"
+    "typedef struct nsd_@ { double v, d[NSD_@_K]; } nsd_@;\n"
+    "#define NSD_@_OP(body) nsd_@ r; body; return r\n"
+    "NSD_@_FN nsd_@ nsd_@_c(double x) { NSD_@_OP(r.v = x; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = 0.0); }\n"
+    "NSD_@_FN nsd_@ nsd_@_add(nsd_@ a, nsd_@ b) {\n"
+    "    NSD_@_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k] + b.d[k]);\n}\n"
+    "NSD_@_FN nsd_@ nsd_@_sub(nsd_@ a, nsd_@ b) {\n"
+    "    NSD_@_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k] - b.d[k]);\n}\n"
+    "NSD_@_FN nsd_@ nsd_@_mul(nsd_@ a, nsd_@ b) {\n"
+    "    NSD_@_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);\n}\n"
+    "NSD_@_FN nsd_@ nsd_@_div(nsd_@ a, nsd_@ b) {\n"
+    "    NSD_@_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);\n}\n"
+    "NSD_@_FN nsd_@ nsd_@_neg(nsd_@ a) { NSD_@_OP(r.v = -a.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = -a.d[k]); }\n"
+    /* f(a) with f'(a) = df */
+    "NSD_@_FN nsd_@ nsd_@_f1(nsd_@ a, double f, double df) {\n"
+    "    NSD_@_OP(r.v = f; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = df * a.d[k]);\n}\n"
+    "NSD_@_FN nsd_@ nsd_@_exp(nsd_@ a) { const double e = nsm_exp(a.v); return nsd_@_f1(a, e, e); }\n"
+    "NSD_@_FN nsd_@ nsd_@_expm1(nsd_@ a) { return nsd_@_f1(a, expm1(a.v), exp(a.v)); }\n"
+    "NSD_@_FN nsd_@ nsd_@_log(nsd_@ a) { return nsd_@_f1(a, log(a.v), 1.0 / a.v); }\n"
+    "NSD_@_FN nsd_@ nsd_@_log10(nsd_@ a) { return nsd_@_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }\n"
+    "NSD_@_FN nsd_@ nsd_@_sqrt(nsd_@ a) { const double s = sqrt(a.v); return nsd_@_f1(a, s, 0.5 / s); }\n"
+    "NSD_@_FN nsd_@ nsd_@_fabs(nsd_@ a) { return nsd_@_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }\n"
+    "NSD_@_FN nsd_@ nsd_@_sin(nsd_@ a) { return nsd_@_f1(a, sin(a.v), cos(a.v)); }\n"
+    "NSD_@_FN nsd_@ nsd_@_cos(nsd_@ a) { return nsd_@_f1(a, cos(a.v), -sin(a.v)); }\n"
+    "NSD_@_FN nsd_@ nsd_@_tan(nsd_@ a) { const double t = tan(a.v); return nsd_@_f1(a, t, 1.0 + t * t); }\n"
+    "NSD_@_FN nsd_@ nsd_@_tanh(nsd_@ a) { const double t = tanh(a.v); return nsd_@_f1(a, t, 1.0 - t * t); }\n"
+    "NSD_@_FN nsd_@ nsd_@_atan(nsd_@ a) { return nsd_@_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }\n"
+    "NSD_@_FN nsd_@ nsd_@_floor(nsd_@ a) { return nsd_@_f1(a, floor(a.v), 0.0); }\n"
+    "NSD_@_FN nsd_@ nsd_@_ceil(nsd_@ a) { return nsd_@_f1(a, ceil(a.v), 0.0); }\n"
+    /* x / (exp(x) - 1): -1/2 where 1 + x == 1 (the value is 1 there) */
+    "NSD_@_FN nsd_@ nsd_@_exprelr(nsd_@ a) {\n"
+    "    if (1.0 + a.v == 1.0) return nsd_@_f1(a, 1.0, -0.5);\n"
+    "    const double e = expm1(a.v);\n"
+    "    return nsd_@_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));\n}\n"
+    "NSD_@_FN nsd_@ nsd_@_pow(nsd_@ a, nsd_@ b) {\n"
+    "    const double f = pow(a.v, b.v);\n"
+    "    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;\n"
+    "    NSD_@_OP(r.v = f; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));\n}\n"
+    "NSD_@_FN nsd_@ nsd_@_fmin(nsd_@ a, nsd_@ b) { nsd_@ r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }\n"
+    "NSD_@_FN nsd_@ nsd_@_fmax(nsd_@ a, nsd_@ b) { nsd_@ r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }\n";
+
+static void put_runtime(dx *d, int K) {
+    P("\n/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the %d "
+      "fields, the %d GLOBALs), %d at most ---- */\nenum { NSD_%s_K = %d };\n", d->m->n_fields, d->m->n_globals, K,
+      d->M, K);
+    for (const char *c = runtime; *c; ++c) {
+        const char *at = strchr(c, '@');
+        if (!at) {
+            P("%s", c);
+            break;
+        }
+        P("%.*s%s", (int)(at - c), c, d->M);
+        c = at;
+    }
+}
+
+static int is_ion_input(const var *v) { return v->ion >= 0 && v->field < 0; }
+static const char *ion_array(const var *v) {
+    return v->ion_what == 'e' ? "e" : v->ion_what == 'i' ? "i" : v->ion_what == 'c' ? "ci" : "co";
+}
+
+/* the dual functions' parameters and arguments: the ppack, the fields'
+ * duals, the ion inputs (doubles), the GLOBALs' duals, the instance, its
+ * node, v */
+static void put_sig(dx *d) {
+    P("ns_mech_ppack *p, ");
+    for (int k = 0; k < d->m->n_fields; k++) P("nsd_%s *F%d_, ", d->M, k);
+    for (int i = 0, k = 0; i < d->m->n_vars; i++)
+        if (is_ion_input(&d->m->vars[i])) P("double *I%d_, ", k++);
+    P("nsd_%s *G_, int i_, int node_, nsd_%s v_", d->M, d->M);
+}
+static void put_args(dx *d) {
+    P("p, ");
+    for (int k = 0; k < d->m->n_fields; k++) P("F%d_, ", k);
+    for (int i = 0, k = 0; i < d->m->n_vars; i++)
+        if (is_ion_input(&d->m->vars[i])) P("I%d_, ", k++);
+    P("G_, i_, node_, ");
+}
+
+static void dex(dx *d, const ex *e);
+
+/* a variable's dual: LOCALs, arguments, fields, v and a FUNCTION's value are
+ * duals; GLOBALs are G_[k]; the rest (t, dt, celsius, ion inputs, constants,
+ * FROM's integer) constants */
+static void dvar(dx *d, int line, const char *name, const ex *ix) {
+    if (ix) {
+        dfail(d, line, "an array element (%s)", name);
+        return;
+    }
+    const int sc = nm_gen_scope(d->g, name);
+    const var *v = nm_find_var(d->m, name);
+    const int ret = sc < 0 && d->owner && d->owner->kind == B_FUNCTION && !strcmp(d->owner->name, name);
+    if (sc == 0 || sc == 1 || ret || (sc < 0 && ((!v && !strcmp(name, "v")) || (v && v->field >= 0)))) {
+        nm_gen_var(d->g, name, NULL);
+        return;
+    }
+    if (sc < 0 && v && v->global >= 0) {
+        P("G_[%d]", v->global);
+        return;
+    }
+    if (sc < 0 && v && (v->cls == V_POINTER || v->cls == V_RANDOM)) {
+        dfail(d, line, "%s %s", v->cls == V_POINTER ? "POINTER" : "RANDOM", name);
+        return;
+    }
+    P("nsd_%s_c(", d->M);
+    nm_gen_var(d->g, name, NULL);
+    P(")");
+}
+
+static const char *const math1[] = {"exp", "expm1", "log", "log10", "sqrt", "fabs", "sin", "cos", "tan", "tanh",
+                                    "atan", "floor", "ceil", "exprelr"};
+
+static void dcall(dx *d, const ex *e) {
+    const block *bl = nm_find_block(d->m, e->text);
+    if (bl) {
+        P("nsd_%s_%c_%s(", d->M, bl->kind == B_FUNCTION ? 'f' : 'p', e->text);
+        put_args(d);
+        P("v_");
+        for (int i = 0; i < e->n_args; i++) {
+            P(", ");
+            dex(d, e->args[i]);
+        }
+        P(")");
+        return;
+    }
+    int known = 0;
+    for (size_t k = 0; k < sizeof math1 / sizeof *math1; k++) known |= !strcmp(e->text, math1[k]) && e->n_args == 1;
+    known |= (!strcmp(e->text, "pow") || !strcmp(e->text, "min") || !strcmp(e->text, "max")) && e->n_args == 2;
+    if (!known) {
+        dfail(d, 0, "the call %s()", e->text);
+        return;
+    }
+    const char *fn = !strcmp(e->text, "min") ? "fmin" : !strcmp(e->text, "max") ? "fmax" : e->text;
+    P("nsd_%s_%s(", d->M, fn);
+    for (int i = 0; i < e->n_args; i++) {
+        if (i) P(", ");
+        dex(d, e->args[i]);
+    }
+    P(")");
+}
+
+static void dex(dx *d, const ex *e) {
+    switch (e->kind) {
+    case EX_NUM:
+        P("nsd_%s_c(", d->M);
+        nm_gen_ex(d->g, e);
+        P(")");
+        return;
+    case EX_STR: dfail(d, 0, "a string"); return;
+    case EX_VAR:
+        if (e->op == NM_C_NAME) dfail(d, 0, "VERBATIM C's %s", e->text);
+        else dvar(d, 0, e->text, e->a);
+        return;
+    case EX_NEG:
+        P("nsd_%s_neg(", d->M);
+        dex(d, e->a);
+        P(")");
+        return;
+    case EX_NOT:
+        P("nsd_%s_c((double)!((", d->M);
+        dex(d, e->a);
+        P(").v))");
+        return;
+    case EX_CALL: dcall(d, e); return;
+    case EX_BIN: {
+        const char *fn = e->op == '+' ? "add" : e->op == '-' ? "sub" : e->op == '*' ? "mul" : e->op == '/' ? "div"
+                         : e->op == '^' ? "pow" : NULL;
+        if (fn) {
+            P("nsd_%s_%s(", d->M, fn);
+            dex(d, e->a);
+            P(", ");
+            dex(d, e->b);
+            P(")");
+            return;
+        }
+        const char *op;
+        char o[2] = {(char)e->op, 0};
+        switch (e->op) {
+        case 'l': op = "<="; break;
+        case 'g': op = ">="; break;
+        case 'e': op = "=="; break;
+        case 'n': op = "!="; break;
+        case '&': op = "&&"; break;
+        case '|': op = "||"; break;
+        default: op = o;
+        }
+        P("nsd_%s_c((double)((", d->M);
+        dex(d, e->a);
+        P(").v %s (", op);
+        dex(d, e->b);
+        P(").v))");
+        return;
+    }
+    default: dfail(d, 0, "this expression"); return;
+    }
+}
+
+/* a condition's value */
+static void dcond(dx *d, const ex *e) {
+    P("(");
+    dex(d, e);
+    P(").v");
+}
+
+static int dlist(dx *d, const stlist *l, int ind);
+
+static void put_solve_call(dx *d, const block *bl) {
+    P("nsd_%s_%s_%s(", d->M, bl->kind == B_PROCEDURE ? "p" : "d", bl->name);
+    put_args(d);
+    P("v_)");
+}
+
+static int dst(dx *d, const st *s, int ind) {
+    d->line = s->line;
+    switch (s->kind) {
+    case ST_ASSIGN: {
+        if (s->index) return dfail(d, s->line, "an array element (%s)", s->name);
+        const var *v = nm_find_var(d->m, s->name);
+        const int sc = nm_gen_scope(d->g, s->name);
+        if (sc < 0 && v && v->field < 0 && v->global < 0)
+            return dfail(d, s->line, "the assignment to %s", s->name);
+        P("%*s", ind, "");
+        dvar(d, s->line, s->name, NULL);
+        P(" = ");
+        dex(d, s->e);
+        P(";\n");
+        return d->failed ? -1 : 0;
+    }
+    case ST_CALL: {
+        if (s->e->op == NM_NETCONS_OP) return dfail(d, s->line, "FOR_NETCONS");
+        const block *bl = nm_find_block(d->m, s->e->text);
+        if (!bl && !strcmp(s->e->text, "printf")) return 0; /* output: nothing to differentiate */
+        if (!bl) return dfail(d, s->line, "the call %s()", s->e->text);
+        P("%*s%s", ind, "", bl->kind == B_FUNCTION ? "(void)" : "");
+        dex(d, s->e);
+        P(";\n");
+        return d->failed ? -1 : 0;
+    }
+    case ST_WHILE:
+        P("%*swhile (", ind, "");
+        dcond(d, s->e);
+        P(") {\n");
+        if (dlist(d, s->then_, ind + 4)) return -1;
+        P("%*s}\n", ind, "");
+        return 0;
+    case ST_FROM: {
+        P("%*sfor (int I_%s = (int)(", ind, "", s->name);
+        dcond(d, s->e);
+        P("); I_%s %s (", s->name, s->method < 0 ? ">=" : "<=");
+        dcond(d, s->to);
+        P("); I_%s += %d) {\n", s->name, s->method);
+        if (nm_gen_scope_push(d->g, s->name, 2)) return dfail(d, s->line, "(out of memory)");
+        const int r = dlist(d, s->then_, ind + 4);
+        nm_gen_scope_reset(d->g, nm_gen_scope_size(d->g) - 1);
+        if (r) return -1;
+        P("%*s}\n", ind, "");
+        return 0;
+    }
+    case ST_IF:
+        P("%*sif (", ind, "");
+        dcond(d, s->e);
+        P(") {\n");
+        if (dlist(d, s->then_, ind + 4)) return -1;
+        if (s->else_) {
+            P("%*s} else {\n", ind, "");
+            if (dlist(d, s->else_, ind + 4)) return -1;
+        }
+        P("%*s}\n", ind, "");
+        return 0;
+    case ST_SOLVE: {
+        const block *bl = nm_find_block(d->m, s->name);
+        if (bl->alg) return dfail(d, s->line, "the %s block %s", bl->alg == 'L' ? "LINEAR" : "NONLINEAR", s->name);
+        if (s->steady) return dfail(d, s->line, "SOLVE %s STEADYSTATE", s->name);
+        if (d->solve_here) {
+            P("%*s", ind, "");
+            put_solve_call(d, bl);
+            P(";\n");
+        }
+        return 0;
+    }
+    case ST_DERIV: {
+        ex *a, *c;
+        int inf = 0;
+        const int r = nm_cnexp_parts(s, &a, &c, &inf);
+        if (r < 0) return dfail(d, s->line, "%s' (not linear in %s)", s->name, s->name);
+        /* as nmodl_gen.c's cnexp: x + dt c, or x + (1 - exp(dt a)) (target - x) */
+        P("%*s", ind, "");
+        dvar(d, s->line, s->name, NULL);
+        P(" = nsd_%s_add(", d->M);
+        dvar(d, s->line, s->name, NULL);
+        if (r == 1) {
+            P(", nsd_%s_mul(nsd_%s_c(p->dt), ", d->M, d->M);
+            dex(d, c);
+            P("));\n");
+            return d->failed ? -1 : 0;
+        }
+        P(", nsd_%s_mul(nsd_%s_sub(nsd_%s_c(1.), nsd_%s_exp(nsd_%s_mul(nsd_%s_c(p->dt), ", d->M, d->M, d->M, d->M,
+          d->M, d->M);
+        dex(d, a);
+        P("))), nsd_%s_sub(", d->M);
+        if (inf) {
+            dex(d, c->a);
+        } else {
+            P("nsd_%s_div(nsd_%s_neg(", d->M, d->M);
+            dex(d, c);
+            P("), ");
+            dex(d, a);
+            P(")");
+        }
+        P(", ");
+        dvar(d, s->line, s->name, NULL);
+        P(")));\n");
+        return d->failed ? -1 : 0;
+    }
+    case ST_VERBATIM:
+    case ST_RETURN: return dfail(d, s->line, "VERBATIM C");
+    case ST_EQUATION: return dfail(d, s->line, "an equation of a LINEAR or NONLINEAR block");
+    case ST_REACTION:
+    case ST_CONSERVE:
+    case ST_COMPARTMENT: return dfail(d, s->line, "a KINETIC statement");
+    default: return dfail(d, s->line, "this statement");
+    }
+}
+
+static int dlist(dx *d, const stlist *l, int ind) {
+    const int base = nm_gen_scope_size(d->g);
+    for (int i = 0; i < l->n_locals; i++) {
+        if (l->local_size && l->local_size[i]) return dfail(d, 0, "the LOCAL array %s", l->locals[i]);
+        P("%*snsd_%s L_%s = nsd_%s_c(0.0);\n", ind, "", d->M, l->locals[i], d->M);
+        if (nm_gen_scope_push(d->g, l->locals[i], 0)) return dfail(d, 0, "(out of memory)");
+    }
+    for (int i = 0; i < l->n; i++)
+        if (dst(d, l->s[i], ind)) return -1;
+    nm_gen_scope_reset(d->g, base);
+    return d->failed ? -1 : 0;
+}
+
+static void put_proto(dx *d, const block *bl, const char *suffix) {
+    P("NSD_%s_TWIN %s%s nsd_%s_%c_%s%s(", d->M, bl->kind == B_FUNCTION ? "nsd_" : "void",
+      bl->kind == B_FUNCTION ? d->M : "", d->M, bl->kind == B_FUNCTION ? 'f' : 'p', bl->name, suffix);
+    put_sig(d);
+    for (int k = 0; k < bl->n_args; k++) P(", nsd_%s A_%s", d->M, bl->args[k]);
+    P(")");
+}
+
+/* a FUNCTION's or PROCEDURE's dual twin; with a TABLE, the exact one and the
+ * lookup (nmodl_gen.c's emit_callable: the same arithmetic on the values) */
+static int dcallable(dx *d, const block *bl) {
+    const int tab = bl->table != NULL;
+    put_proto(d, bl, tab ? "_exact" : "");
+    P(" {\n    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;\n");
+    if (bl->kind == B_FUNCTION) P("    nsd_%s ret_ = nsd_%s_c(0.0);\n", d->M, d->M);
+    nm_gen_owner(d->g, bl);
+    d->owner = bl;
+    nm_gen_scope_reset(d->g, 0);
+    for (int k = 0; k < bl->n_args; k++)
+        if (nm_gen_scope_push(d->g, bl->args[k], 1)) return dfail(d, bl->line, "(out of memory)");
+    if (dlist(d, bl->body, 4)) return -1;
+    nm_gen_owner(d->g, NULL);
+    d->owner = NULL;
+    nm_gen_scope_reset(d->g, 0);
+    if (bl->kind == B_FUNCTION) P("    return ret_;\n");
+    P("}\n\n");
+    if (!tab) return 0;
+    const table_decl *t = bl->table;
+    const int head = 4 + t->n_depend, n1 = t->with + 1;
+    put_proto(d, bl, "");
+    P(" {\n    if (G_[%d].v == 0.0) %s", t->usetable, bl->kind == B_FUNCTION ? "return " : "{\n        ");
+    P("nsd_%s_%c_%s_exact(", d->M, bl->kind == B_FUNCTION ? 'f' : 'p', bl->name);
+    put_args(d);
+    P("v_, A_%s);\n", bl->args[0]);
+    if (bl->kind == B_PROCEDURE) P("        return;\n    }\n");
+    P("    const double *T_ = p->table + %d;\n", t->offset);
+    P("    const double xi_ = T_[3] * (A_%s.v - T_[2]);\n", bl->args[0]);
+    P("    const int in_ = (xi_ > 0.) & (xi_ < %d.), hi_ = xi_ >= %d., nan_ = xi_ != xi_;\n", t->with, t->with);
+    P("    const double xc_ = xi_ == xi_ ? xi_ : 0.0, xd_ = xc_ < %d. ? xc_ : %d.;\n", t->with + 1, t->with + 1);
+    P("    const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;\n");
+    P("    const int j_ = (int)xs_, k_ = j_ * in_ + %d * hi_, k1_ = k_ + (k_ < %d);\n", t->with, t->with);
+    P("    const double t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);\n");
+    /* d t / d A = T_[3] inside the table, 0 outside it */
+    P("    const double dt_ = in_ ? T_[3] : 0.0;\n");
+    const int cols = bl->kind == B_FUNCTION ? 1 : t->n_names;
+    for (int k = 0; k < cols; k++) {
+        P("    {\n        const double *c_ = T_ + %d;\n        const double a_ = c_[k_], b_ = c_[k1_];\n",
+          head + k * n1);
+        P("        nsd_%s r_ = nsd_%s_f1(A_%s, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);\n", d->M, d->M, bl->args[0]);
+        if (bl->kind == B_PROCEDURE) P("        (*F%d_) = r_;\n    }\n", nm_find_var(d->m, t->names[k])->field);
+        else P("        return r_;\n    }\n");
+    }
+    P("}\n\n");
+    return 0;
+}
+
+static int dderivative(dx *d, const block *bl) {
+    P("NSD_%s_TWIN void nsd_%s_d_%s(", d->M, d->M, bl->name);
+    put_sig(d);
+    P(") {\n    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;\n");
+    nm_gen_owner(d->g, bl);
+    nm_gen_scope_reset(d->g, 0);
+    if (dlist(d, bl->body, 4)) return -1;
+    nm_gen_owner(d->g, NULL);
+    P("}\n\n");
+    return 0;
+}
+
+/* ---- which inputs a phase reads (its dual lanes) ----
+ * An input (0: v, 1 + f: field f, 1 + n_fields + q: GLOBAL q) is read where
+ * an expression names it before the phase has surely written it (called
+ * FUNCTIONs and PROCEDUREs walked in place, an if's branches both); only
+ * those get a lane, so K is the most any phase reads. */
+typedef struct rw {
+    const struct ns_nmodl *m;
+    unsigned char *read, *wrote; /* per input */
+    unsigned char *may;          /* per input: written on some path */
+    const char *local[256];      /* LOCALs and arguments in scope: not inputs */
+    int n_local, depth, n_in;
+    const block *owner;
+} rw;
+
+static int rw_input(const rw *a, const char *name) {
+    for (int i = a->n_local - 1; i >= 0; i--)
+        if (!strcmp(a->local[i], name)) return -1;
+    if (a->owner && a->owner->kind == B_FUNCTION && !strcmp(a->owner->name, name)) return -1;
+    const var *v = nm_find_var(a->m, name);
+    if (!v) return strcmp(name, "v") ? -1 : 0;
+    if (v->field >= 0) return 1 + v->field;
+    if (v->global >= 0) return 1 + a->m->n_fields + v->global;
+    return -1;
+}
+static void rw_all(rw *a) {
+    memset(a->read, 1, (size_t)a->n_in);
+    memset(a->may, 1, (size_t)a->n_in);
+}
+static void rw_name(rw *a, const char *name) {
+    const int j = rw_input(a, name);
+    if (j >= 0 && !a->wrote[j]) a->read[j] = 1;
+}
+static void rw_list(rw *a, const stlist *l);
+static void rw_block(rw *a, const block *bl) {
+    if (a->depth > 16 || a->n_local + bl->n_args > 200) { /* deep or recursive: every input */
+        rw_all(a);
+        return;
+    }
+    const int base = a->n_local;
+    const block *owner = a->owner;
+    a->depth++;
+    for (int k = 0; k < bl->n_args; k++) a->local[a->n_local++] = bl->args[k];
+    a->owner = bl;
+    unsigned char *w = bl->table && bl->kind == B_PROCEDURE ? malloc((size_t)a->n_in) : NULL;
+    if (w) {
+        /* the lookup writes the tabulated names and reads only the argument (usetable is a
+         * switch: no derivative); the exact procedure reads what its body reads */
+        memcpy(w, a->wrote, (size_t)a->n_in);
+        rw_list(a, bl->body);
+        memcpy(a->wrote, w, (size_t)a->n_in);
+        free(w);
+        for (int k = 0; k < bl->table->n_names; k++) {
+            const int j = rw_input(a, bl->table->names[k]);
+            if (j >= 0) a->wrote[j] = a->may[j] = 1;
+        }
+    } else {
+        if (bl->table && bl->kind == B_PROCEDURE) rw_all(a); /* out of memory: every input */
+        rw_list(a, bl->body);
+    }
+    a->owner = owner;
+    a->n_local = base;
+    a->depth--;
+}
+static void rw_ex(rw *a, const ex *e) {
+    if (!e) return;
+    switch (e->kind) {
+    case EX_VAR: rw_name(a, e->text); rw_ex(a, e->a); return;
+    case EX_NEG:
+    case EX_NOT: rw_ex(a, e->a); return;
+    case EX_BIN: rw_ex(a, e->a); rw_ex(a, e->b); return;
+    case EX_CALL: {
+        for (int i = 0; i < e->n_args; i++) rw_ex(a, e->args[i]);
+        const block *bl = nm_find_block(a->m, e->text);
+        if (bl) rw_block(a, bl);
+        return;
+    }
+    default: return;
+    }
+}
+static void rw_st(rw *a, const st *s) {
+    switch (s->kind) {
+    case ST_ASSIGN: {
+        rw_ex(a, s->e);
+        const int j = rw_input(a, s->name);
+        if (j >= 0) a->wrote[j] = a->may[j] = 1;
+        return;
+    }
+    case ST_DERIV: {
+        rw_ex(a, s->e);
+        rw_name(a, s->name);
+        const int j = rw_input(a, s->name);
+        if (j >= 0) a->wrote[j] = a->may[j] = 1;
+        return;
+    }
+    case ST_CALL: rw_ex(a, s->e); return;
+    case ST_SOLVE: {
+        const block *bl = nm_find_block(a->m, s->name);
+        if (bl) rw_block(a, bl);
+        return;
+    }
+    case ST_IF:
+    case ST_WHILE:
+    case ST_FROM: {
+        rw_ex(a, s->e);
+        rw_ex(a, s->to);
+        unsigned char *w0 = malloc(2 * (size_t)a->n_in);
+        if (!w0) { rw_all(a); return; }
+        unsigned char *w1 = w0 + a->n_in;
+        memcpy(w0, a->wrote, (size_t)a->n_in);
+        const int pushed = s->kind == ST_FROM && a->n_local < 250;
+        if (pushed) a->local[a->n_local++] = s->name;
+        rw_list(a, s->then_);
+        if (pushed) a->n_local--;
+        memcpy(w1, a->wrote, (size_t)a->n_in);
+        memcpy(a->wrote, w0, (size_t)a->n_in);
+        if (s->kind == ST_IF && s->else_) {
+            rw_list(a, s->else_);
+            for (int j = 0; j < a->n_in; j++) a->wrote[j] = a->wrote[j] && w1[j];
+        }
+        free(w0);
+        return;
+    }
+    default: rw_all(a); return;
+    }
+}
+static void rw_list(rw *a, const stlist *l) {
+    const int base = a->n_local;
+    for (int i = 0; i < l->n_locals && a->n_local < 250; i++) a->local[a->n_local++] = l->locals[i];
+    for (int i = 0; i < l->n; i++) rw_st(a, l->s[i]);
+    a->n_local = base;
+}
+
+/* the inputs phase (0 init, 1 current, 2 state) reads into read, the fields it may write into
+ * may (n_in each; wrote: room) */
+static void phase_reads(const struct ns_nmodl *m, int phase, unsigned char *read, unsigned char *wrote,
+                        unsigned char *may, int n_in) {
+    rw a;
+    memset(&a, 0, sizeof a);
+    a.m = m;
+    a.read = read;
+    a.wrote = wrote;
+    a.may = may;
+    a.n_in = n_in;
+    memset(read, 0, (size_t)n_in);
+    memset(wrote, 0, (size_t)n_in);
+    memset(may, 0, (size_t)n_in);
+    read[0] = 1; /* v: the copies, current()'s v + .001, most blocks */
+    /* what the entry point sets before the blocks: the copies, concentrations, START values */
+    for (int i = 0; i < m->n_vars; i++) {
+        const var *v = &m->vars[i];
+        if (v->field < 0) continue;
+        if (v->copy_in || (v->ion >= 0 && (v->ion_what == 'c' || v->ion_what == 'o')) ||
+            (phase == 0 && v->cls == V_STATE && v->ion < 0))
+            wrote[1 + v->field] = may[1 + v->field] = 1;
+    }
+    if (phase == 0) {
+        if (m->initial) rw_list(&a, m->initial);
+    } else if (phase == 1) {
+        if (m->n_currents) {
+            for (int i = 0; i < m->breakpoint->n; i++)
+                if (m->breakpoint->s[i]->kind != ST_SOLVE) rw_st(&a, m->breakpoint->s[i]);
+            for (int k = 0; k < m->n_currents; k++) rw_name(&a, m->currents[k]);
+        }
+    } else if (!m->n_currents) {
+        rw_list(&a, m->breakpoint);
+    } else {
+        for (int i = 0; i < m->breakpoint->n; i++)
+            if (m->breakpoint->s[i]->kind == ST_SOLVE) rw_st(&a, m->breakpoint->s[i]);
+    }
+    /* a field written on some paths only passes its input through on the others */
+    for (int j = 1; j < 1 + m->n_fields; j++)
+        if (may[j] && !wrote[j]) read[j] = 1;
+}
+
+/* NEURON's per-instance copies into the fields (nmodl_gen.c's load_copies
+ * and load_conc): v, READ ion variables the file writes, concentrations */
+static void copies(dx *d, int v_too, int conc) {
+    for (int i = 0; i < d->m->n_vars; i++) {
+        const var *v = &d->m->vars[i];
+        if (v->copy_in && v->ion < 0 && v_too) P("    (*F%d_) = v_;\n", v->field);
+        if (v->copy_in && v->ion >= 0)
+            P("    (*F%d_) = nsd_%s_c(p->ion[%d].%s[NSM_ION(%d)]);\n", v->field, d->M, v->ion, ion_array(v), v->ion);
+        if (conc && v->ion >= 0 && v->field >= 0 && !v->copy_in && (v->ion_what == 'c' || v->ion_what == 'o'))
+            P("    (*F%d_) = nsd_%s_c(p->ion[%d].%s[NSM_ION(%d)]);\n", v->field, d->M, v->ion, ion_array(v), v->ion);
+    }
+}
+
+/* an entry point: the duals of the inputs (a lane each for those the phase
+ * reads: lane[j] >= 0; -2: a field it neither reads nor writes), the phase,
+ * the Jacobian out */
+static void entry_head(dx *d, const char *phase, const int *lane) {
+    const struct ns_nmodl *m = d->m;
+    const int nf = m->n_fields, ng = m->n_globals;
+    P("static void nsm_%s_jac_%s(ns_mech_ppack *p, int i_, double *jac) {\n", d->M, phase);
+    P("    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;\n");
+    P("    nsd_%s Fd_[%d], G_[%d], v_ = nsd_%s_c(p->v[node_]);\n", d->M, nf ? nf : 1, ng ? ng : 1, d->M);
+    if (lane[0] >= 0) P("    v_.d[%d] = 1.0;\n", lane[0]);
+    P("    for (int k = 0; k < %d; ++k) Fd_[k] = nsd_%s_c(p->field[k][i_]);\n", nf, d->M);
+    P("    for (int k = 0; k < %d; ++k) G_[k] = nsd_%s_c(p->global[k]);\n", ng, d->M);
+    for (int j = 1; j < 1 + nf + ng; j++)
+        if (lane[j] >= 0) P("    %s[%d].d[%d] = 1.0;\n", j <= nf ? "Fd_" : "G_", j <= nf ? j - 1 : j - 1 - nf, lane[j]);
+    for (int k = 0; k < nf; k++) P("    nsd_%s *F%d_ = &Fd_[%d];\n    (void)F%d_;\n", d->M, k, k, k);
+    for (int i = 0, k = 0; i < m->n_vars; i++) {
+        const var *v = &m->vars[i];
+        if (is_ion_input(v)) P("    double *I%d_ = &p->ion[%d].%s[NSM_ION(%d)];\n    (void)I%d_;\n", k, v->ion,
+                               ion_array(v), v->ion, k), k++;
+    }
+    P("    (void)node_; (void)v_; (void)G_;\n");
+}
+/* jac (rows x n_in): the lanes of the fields' duals (and of rhs_, g_ for current()), 0 elsewhere */
+static void entry_tail(dx *d, int rows, const int *lane, int current) {
+    const int n_in = 1 + d->m->n_fields + d->m->n_globals;
+    P("    for (int k = 0; k < %d; ++k) jac[k] = 0.0;\n", rows * n_in);
+    for (int j = 1; j <= d->m->n_fields; j++)
+        if (lane[j] == -2) P("    jac[%d] = 1.0;\n", (j - 1) * n_in + j);
+    for (int j = 0; j < n_in; j++) {
+        if (lane[j] < 0) continue;
+        P("    for (int r = 0; r < %d; ++r) jac[r * %d + %d] = Fd_[r].d[%d];\n", d->m->n_fields, n_in, j, lane[j]);
+        if (current)
+            P("    jac[%d] = %srhs_.d[%d];\n    jac[%d] = %sg_.d[%d];\n", d->m->n_fields * n_in + j,
+              d->m->electrode ? "" : "-", lane[j], (d->m->n_fields + 1) * n_in + j, d->m->electrode ? "-" : "",
+              lane[j]);
+    }
+    P("}\n\n");
+}
+
+static int refuse_upfront(dx *d) {
+    const struct ns_nmodl *m = d->m;
+    if (m->point) return dfail(d, 1, "a POINT_PROCESS (synapses are not differentiable yet)");
+    if (m->verbatim) return dfail(d, nm_verbatim_first(m)->file_line, "VERBATIM C");
+    if (m->n_pointers) return dfail(d, m->pointers_line[0], "POINTER %s", m->pointers[0]);
+    if (m->random_field >= 0) return dfail(d, 1, "random numbers");
+    if (m->net_receive || m->events) return dfail(d, 1, "NET_RECEIVE");
+    for (int i = 0; i < m->n_vars; i++)
+        if (m->vars[i].size) return dfail(d, m->vars[i].line, "the array %s", m->vars[i].name);
+    for (int i = 0; i < m->n_blocks; i++) {
+        const block *bl = m->blocks[i];
+        if (bl->kind == B_KINETIC) return dfail(d, bl->line, "the KINETIC block %s", bl->name);
+        if (bl->alg) return dfail(d, bl->line, "the %s block %s", bl->alg == 'L' ? "LINEAR" : "NONLINEAR", bl->name);
+    }
+    for (int i = 0; i < m->breakpoint->n; i++) {
+        const st *s = m->breakpoint->s[i];
+        if (s->kind != ST_SOLVE) continue;
+        const block *bl = nm_find_block(m, s->name);
+        if (bl->kind == B_DERIVATIVE && s->method != M_CNEXP) {
+            static const char *const meth[] = {"", "cnexp", "derivimplicit", "euler", "sparse", "runge"};
+            return dfail(d, s->line, "SOLVE %s METHOD %s (cnexp only)", s->name,
+                         s->method >= 0 && s->method <= M_RUNGE ? meth[s->method] : "?");
+        }
+    }
+    return 0;
+}
+
+int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
+    dx dd = {g, nm_gen_module(g), NULL, why, n_why, 0, 0, 0, NULL}, *d = &dd;
+    const struct ns_nmodl *m = d->m;
+    d->M = m->name;
+    const size_t mark = nm_gen_mark(g);
+    const int nf = m->n_fields, n_in = 1 + nf + m->n_globals;
+    if (refuse_upfront(d)) return 1;
+    unsigned char *rd = malloc(3 * (size_t)n_in);
+    int *lane = malloc(3 * (size_t)n_in * sizeof *lane);
+    if (!rd || !lane) {
+        free(rd);
+        free(lane);
+        return -1;
+    }
+    int K = 1;
+    for (int ph = 0; ph < 3; ph++) {
+        phase_reads(m, ph, rd, rd + n_in, rd + 2 * n_in, n_in);
+        int n = 0;
+        /* -2: a field the phase never writes nor reads: out = in */
+        for (int j = 0; j < n_in; j++)
+            lane[ph * n_in + j] = rd[j] ? n++ : (j >= 1 && j <= nf && !rd[2 * n_in + j]) ? -2 : -1;
+        if (n > K) K = n;
+    }
+    free(rd);
+    put_runtime(d, K);
+    for (int i = 0; i < m->n_blocks; i++) {
+        const block *bl = m->blocks[i];
+        if (bl->kind != B_FUNCTION && bl->kind != B_PROCEDURE) continue;
+        if (bl->hoc_only) continue;
+        put_proto(d, bl, "");
+        P(";\n");
+        if (bl->table) {
+            put_proto(d, bl, "_exact");
+            P(";\n");
+        }
+    }
+    P("\n");
+    for (int i = 0; i < m->n_blocks && !d->failed; i++) {
+        const block *bl = m->blocks[i];
+        if ((bl->kind == B_FUNCTION || bl->kind == B_PROCEDURE) && !bl->hoc_only) dcallable(d, bl);
+    }
+    for (int i = 0; i < m->breakpoint->n && !d->failed; i++) {
+        const st *s = m->breakpoint->s[i];
+        const block *bl = s->kind == ST_SOLVE ? nm_find_block(m, s->name) : NULL;
+        if (bl && bl->kind == B_DERIVATIVE) dderivative(d, bl);
+    }
+    /* the BREAKPOINT's currents at v_ (nmodl_gen.c's nsm_NAME_cur) */
+    P("NSD_%s_TWIN nsd_%s nsd_%s_cur(", d->M, d->M, d->M);
+    put_sig(d);
+    P(") {\n    (void)p; (void)i_; (void)node_; (void)G_;\n");
+    for (int i = 0; i < m->n_vars; i++)
+        if (m->vars[i].copy_in && m->vars[i].ion < 0) P("    (*F%d_) = v_;\n", m->vars[i].field);
+    nm_gen_scope_reset(g, 0);
+    if (m->n_currents && !d->failed) dlist(d, m->breakpoint, 4);
+    P("    nsd_%s c_ = nsd_%s_c(0.0);\n", d->M, d->M);
+    for (int k = 0; k < m->n_currents && !d->failed; k++) {
+        P("    c_ = nsd_%s_add(c_, ", d->M);
+        dvar(d, 0, m->currents[k], NULL);
+        P(");\n");
+    }
+    P("    return c_;\n}\n\n");
+    /* INITIAL (nsm_NAME_init_F) */
+    entry_head(d, "init", lane);
+    copies(d, 1, 1);
+    for (int i = 0; i < m->n_vars; i++) {
+        const var *v = &m->vars[i];
+        if (v->cls == V_STATE && v->ion < 0) P("    (*F%d_) = nsd_%s_c(%.17g);\n", v->field, d->M, v->value);
+    }
+    nm_gen_scope_reset(g, 0);
+    if (m->initial && !d->failed) dlist(d, m->initial, 4);
+    entry_tail(d, nf, lane, 0);
+    /* current (nsm_NAME_current_F): g by the difference at v + .001 */
+    entry_head(d, "current", lane + n_in);
+    copies(d, 0, 1);
+    P("    nsd_%s g_ = nsd_%s_cur(", d->M, d->M);
+    put_args(d);
+    P("nsd_%s_add(v_, nsd_%s_c(.001)));\n    nsd_%s rhs_ = nsd_%s_cur(", d->M, d->M, d->M, d->M);
+    put_args(d);
+    P("v_);\n    g_ = nsd_%s_div(nsd_%s_sub(g_, rhs_), nsd_%s_c(.001));\n", d->M, d->M, d->M);
+    entry_tail(d, nf + 2, lane + n_in, 1);
+    /* state (nsm_NAME_state_F) */
+    entry_head(d, "state", lane + 2 * n_in);
+    copies(d, 1, 1);
+    nm_gen_scope_reset(g, 0);
+    if (!m->n_currents && !d->failed) {
+        d->solve_here = 1;
+        dlist(d, m->breakpoint, 4);
+        d->solve_here = 0;
+    }
+    for (int i = 0; m->n_currents && i < m->breakpoint->n && !d->failed; i++) {
+        const st *s = m->breakpoint->s[i];
+        if (s->kind != ST_SOLVE) continue;
+        P("    ");
+        put_solve_call(d, nm_find_block(m, s->name));
+        P(";\n");
+    }
+    entry_tail(d, nf, lane + 2 * n_in, 0);
+    free(lane);
+    if (d->failed) {
+        nm_gen_cut(g, mark);
+        return 1;
+    }
+    return 0;
+}

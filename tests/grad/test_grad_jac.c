@@ -1,0 +1,169 @@
+/* The translator's derivative code (ns_mech_desc.jac_*, src/nmodl/nmodl_diff.c)
+ * against an independent reference that does not limit the comparison: each
+ * column of the built-in hh's and pas's Jacobians of INITIAL, current() and
+ * state() at one instance, against Richardson-extrapolated central
+ * differences of the forward entry point itself (h, h/2: error O(h^4), steps
+ * 1e-3 relative, rounding near 1e-13), to 1e-9 of the row's largest entry;
+ * with hh's TABLE off (the exact rates) and on (the interpolation's slope).
+ * And what cannot be differentiated is refused by FILE:LINE and construct;
+ * a library built for mechanism ABI 3 loads, without derivatives. */
+#include "check.h"
+#include "mech/builtin/builtin.h"
+#include "nmodl_driver.h"
+#include "test_tmpdir.h"
+
+static const ns_mech_desc *builtin(const char *name) {
+    const ns_mech_catalogue *cat = ns_mech_builtin();
+    for (int k = 0; k < cat->n; ++k)
+        if (!strcmp(cat->mechs[k]->name, name)) return cat->mechs[k];
+    return NULL;
+}
+
+/* the phase's outputs at inputs x = (v, fields, globals): fields, then (current) rhs and d */
+static void eval(comp *c, inst *m, int phase, const double *x, double *out) {
+    const ns_mech_desc *d = m->d;
+    c->v = x[0];
+    for (int f = 0; f < d->n_fields; ++f) m->fields[f] = x[1 + f];
+    for (int q = 0; q < d->n_globals; ++q) m->globals[q] = x[1 + d->n_fields + q];
+    c->rhs = c->d = 0.0;
+    if (phase == 0) d->init(&m->p);
+    else if (phase == 1) d->current(&m->p);
+    else d->state(&m->p);
+    for (int f = 0; f < d->n_fields; ++f) out[f] = m->fields[f];
+    out[d->n_fields] = c->rhs;
+    out[d->n_fields + 1] = c->d;
+}
+
+/* the worst column error of mechanism m's phase at x, relative to each row's largest entry */
+static double check_phase(comp *c, inst *m, int phase, const double *x0) {
+    const ns_mech_desc *d = m->d;
+    const int nf = d->n_fields, n_in = 1 + nf + d->n_globals, n_out = nf + (phase == 1 ? 2 : 0);
+    double x[80], op[80], om[80], J[80 * 80], R[80 * 80], D1[80], out0[80];
+    void (*jac)(ns_mech_ppack *, int, double *) = phase == 0 ? d->jac_init : phase == 1 ? d->jac_current : d->jac_state;
+    CHECK(jac != NULL && n_in <= 80);
+    if (!jac || n_in > 80) return 1.0;
+    memcpy(x, x0, (size_t)n_in * sizeof *x);
+    eval(c, m, phase, x, out0);
+    memcpy(x, x0, (size_t)n_in * sizeof *x); /* the entry point reads the inputs where the phase does */
+    c->v = x[0];
+    for (int f = 0; f < nf; ++f) m->fields[f] = x[1 + f];
+    for (int q = 0; q < d->n_globals; ++q) m->globals[q] = x[1 + nf + q];
+    jac(&m->p, 0, J);
+    for (int j = 0; j < n_in; ++j) {
+        const int is_switch = j > nf && strncmp(d->global_names[j - 1 - nf], "usetable", 8) == 0;
+        const double h0 = 1e-3 * fmax(fabs(x0[j]), 1e-2);
+        for (int pass = 0; pass < 2; ++pass) {
+            const double h = pass ? h0 / 2 : h0;
+            memcpy(x, x0, (size_t)n_in * sizeof *x);
+            x[j] = x0[j] + h;
+            eval(c, m, phase, x, op);
+            x[j] = x0[j] - h;
+            eval(c, m, phase, x, om);
+            for (int o = 0; o < n_out; ++o) {
+                const double dd = (op[o] - om[o]) / (2 * h);
+                if (pass) R[o * n_in + j] = (4 * dd - D1[o]) / 3;
+                else D1[o] = dd;
+            }
+        }
+        if (is_switch) /* a switch: not differentiable, and its column is 0 */
+            for (int o = 0; o < n_out; ++o) R[o * n_in + j] = 0.0;
+    }
+    double worst = 0.0;
+    for (int o = 0; o < n_out; ++o) {
+        double big = 0.0;
+        for (int j = 0; j < n_in; ++j) big = fmax(big, fabs(R[o * n_in + j]));
+        for (int j = 0; j < n_in; ++j) {
+            const double e = fabs(J[o * n_in + j] - R[o * n_in + j]) / (big > 0 ? big : 1.0);
+            if (e > 1e-9)
+                printf("    %s phase %d: d(out %d)/d(in %d) = %.15g, differences %.15g\n", d->name, phase, o, j,
+                       J[o * n_in + j], R[o * n_in + j]);
+            worst = fmax(worst, e);
+        }
+    }
+    return worst;
+}
+
+static void check_mech(const char *name, double usetable) {
+    comp c;
+    memset(&c, 0, sizeof c);
+    c.celsius = 6.3;
+    c.e[ION_NA] = 50.0;
+    c.e[ION_K] = -77.0;
+    const ns_mech_desc *d = builtin(name);
+    CHECK(d != NULL);
+    if (!d || add_mech(&c, d)) return;
+    inst *m = &c.m[0];
+    if (d->n_globals) m->globals[0] = usetable; /* hh: usetable_hh */
+    if (d->table_update) d->table_update(&m->p);
+    c.v = -52.3; /* away from vtrap's switch at -40 and -55 */
+    d->init(&m->p);
+    double x[80];
+    x[0] = -52.3;
+    for (int f = 0; f < d->n_fields; ++f) x[1 + f] = m->fields[f];
+    for (int f = d->n_params + d->n_assigned; f < d->n_fields; ++f) x[1 + f] *= 1.07; /* states off the steady state */
+    for (int q = 0; q < d->n_globals; ++q) x[1 + d->n_fields + q] = m->globals[q];
+    m->p.t = 0.0125;
+    for (int phase = 0; phase < 3; ++phase) {
+        const double w = check_phase(&c, m, phase, x);
+        printf("  %-3s usetable %g phase %d: worst column error %.2e of the row's largest entry\n", name, usetable,
+               phase, w);
+        CHECK_MSG(w <= 1e-9, "%s phase %d: the Jacobian vs Richardson differences: %.3g", name, phase, w);
+    }
+    free_comp(&c);
+}
+
+static const char *DI = "NEURON { SUFFIX di NONSPECIFIC_CURRENT i }\nPARAMETER { g = 0.001 }\nSTATE { a }\n"
+                        "ASSIGNED { v i }\nBREAKPOINT {\n SOLVE s METHOD derivimplicit\n i = g * a * v\n}\n"
+                        "DERIVATIVE s { a' = -a * a }\n";
+
+int main(void) {
+    (void)simulate; /* the driver's, not used here */
+    (void)find;
+    check_mech("hh", 0.0);
+    check_mech("hh", 1.0);
+    check_mech("pas", 0.0);
+    /* point processes and what nmodl_diff.c has no code for: NULL entry points and the reason */
+    const ns_mech_desc *syn = builtin("ExpSyn");
+    CHECK(syn && !syn->jac_state && syn->jac_why_not && strstr(syn->jac_why_not, "POINT_PROCESS"));
+    ns_nmodl_t *mod = NULL;
+    CHECK_OK(ns_nmodl_parse_string(DI, "di.mod", &mod));
+    char *text = NULL;
+    if (mod) CHECK_OK(ns_nmodl_emit(mod, NS_NMODL_C, &text));
+    CHECK_MSG(text && strstr(text, "NULL, NULL, NULL, \"di.mod:6: no derivative code for SOLVE s METHOD derivimplicit"),
+              "derivimplicit refused by FILE:LINE (%s)", text ? strstr(text, "NULL, NULL, NULL") : "no text");
+    ns_nmodl_free(text);
+    ns_nmodl_destroy(mod);
+
+    /* a library of mechanism ABI 3 (its descriptors end before jac_init): loaded, copied into
+     * this version's layout without derivatives (the junk after its ABI-3 members not read) */
+    if (tmpdir_make("ns_grad_jac")) return 1;
+    FILE *f = fopen(tmp("old.c"), "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("#include \"neurosolve/mechanism.h\"\n"
+              "static const char *const names[] = {\"x\"};\nstatic const double defs[] = {1.0};\n"
+              "static void fn(ns_mech_ppack *p) { (void)p; }\n"
+              "static const ns_mech_desc d = {3, \"old\", NS_MECH_DENSITY, 1, 1, 0, 0, names, defs, 0, 0, 0, 0, 0, 0,"
+              " 0, fn, fn, fn, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,"
+              " (void (*)(ns_mech_ppack *, int, double *))1, 0, 0, \"junk\"};\n"
+              "static const ns_mech_desc *const mechs[] = {&d};\n"
+              "static const ns_mech_catalogue cat = {3, 1, mechs};\n"
+              "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat; }\n", f);
+        fclose(f);
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd, "cc -shared -fPIC -I%s/../../include -o %s %s 2>&1", NS_TEST_DATA, tmp("libold.so"),
+                 tmp("old.c"));
+        if (system(cmd) == 0) {
+            ns_mech_library_t *lib = NULL;
+            CHECK_OK(ns_mech_library_open(tmp("libold.so"), &lib));
+            const ns_mech_desc *od = lib ? ns_mech_library_get(lib, 0) : NULL;
+            CHECK(od && !strcmp(od->name, "old") && od->state && !od->jac_init && !od->jac_current && !od->jac_state);
+            CHECK(od && od->jac_why_not && strstr(od->jac_why_not, "older mechanism ABI"));
+            ns_mech_library_close(lib);
+        } else {
+            printf("SKIP the ABI 3 library: no C compiler\n");
+        }
+    }
+    tmpdir_remove();
+    return check_summary("test_grad_jac");
+}
