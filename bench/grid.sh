@@ -18,7 +18,7 @@
 #                is present); the GPU loops on one shape
 #                (allen_chat x 1,000 .. 1,000,000) and on the mix; the busyring network;
 #                the layer 5 model (data/models/l5pc_hay.model) on the GPU and the CPU
-#   sim-shapes   the GPU loops (onchip, tree) per morphology, 100 and 2,000 cells
+#   sim-shapes   the GPU's tree loop per morphology, 100 and 2,000 cells
 #   life         bench life: the product table (500,000 fibers, GPU; 50,000, CPU) and SBBNNLS
 #   life-scale   bench life-scale: 1 and 10 million streamlines fitted on the GPU
 #   life-dipy    LiFE end to end against DIPY on two pinned cores (bench/life_dipy_bench.py)
@@ -94,9 +94,6 @@ for grid in "$@"; do
         done
         step check-memcheck-nmodl-test 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$BDIR/tests/test_nmodl_cuda"
         for tool in memcheck racecheck; do
-          step "check-$tool-sim-onchip" 300 compute-sanitizer --tool $tool --error-exitcode 9 "$NS" simulate \
-            "$D/ca1_h10.swc" "$D/dg_granule_1220882a.swc" --cells 70 --tstop 1 --backend cuda --method onchip \
-            --record-cells 3 --no-progress --out "$OUT/check-sim"
           step "check-$tool-sim-tree" 300 compute-sanitizer --tool $tool --error-exitcode 9 "$NS" simulate \
             bundled --radii default:0.5 --cells 2 --tstop 1 --backend cuda --method tree --record-cells 3 --no-progress --out "$OUT/check-sim"
           step "check-$tool-hines" 300 compute-sanitizer --tool $tool --error-exitcode 9 "$NS" solve \
@@ -132,7 +129,7 @@ for grid in "$@"; do
       done
       if [ $GPU = 1 ]; then
         N100=""; have neuron && N100="--neuron 100"
-        step sim-gpu-one 600 "$NS" bench sim --backend cuda --cells 1000,10000,100000,1000000 --gpu-methods auto,onchip,tree \
+        step sim-gpu-one 600 "$NS" bench sim --backend cuda --cells 1000,10000,100000,1000000 --gpu-methods auto,tree \
           $N100 --csv "$OUT/sim_gpu_one.csv"
         NT=""; have neuron && NT="--neuron-threads $THREADS"
         step sim-gpu-mixed 600 "$NS" bench sim --mixed --per 5,20,200 --jitter 0 --gpu-methods auto --cpu-max 500000 \
@@ -154,7 +151,7 @@ for grid in "$@"; do
       [ $GPU = 1 ] || { echo "sim-shapes: no GPU" | tee -a "$OUT/summary.txt"; continue; }
       for m in dg_granule_1220882a ca1_h10 l5pc_bbp_axon ec3_80604 mouselight_AA0013_cng; do
         step "sim-shape-$m" 300 "$NS" bench sim --backend cuda --cells 100,2000 --steps 200 --morph "$D/$m.swc" \
-          --gpu-methods onchip,tree --csv "$OUT/sim_shape_$m.csv"
+          --gpu-methods tree --csv "$OUT/sim_shape_$m.csv"
       done ;;
     life)
       step life-cpu 900 "$NS" bench life --backend cpu --fibers 50000 --iters 20 --naive-iters 2 --repeats 3 \

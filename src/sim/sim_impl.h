@@ -123,11 +123,12 @@ struct sim_ops {
      * except the pointer and stream, which belong to the backend */
     ns_status (*read_var)(ns_sim_t *sim, ns_sim_var var, double *flat, void *stream);
     ns_status (*write_var)(ns_sim_t *sim, ns_sim_var var, const double *flat, void *stream);
-    /* ns_sim_get_model_var: field `field` of the model's mechanism `mech`
-     * (NaN where it is not inserted), or (mech < 0) array q (0 e, 1 ci, 2 co,
-     * 3 i) of ion `ion`, of one cell, into `out` (host) */
+    /* ns_sim_get_model_var (write 0) / ns_sim_set_model_var (write 1): field
+     * `field` of the model's mechanism `mech` (read: NaN where it is not
+     * inserted; write: those entries ignored), or (mech < 0) array q (0 e,
+     * 1 ci, 2 co, 3 i) of ion `ion`, of one cell, from or into `io` (host) */
     ns_status (*model_var)(ns_sim_t *sim, int64_t cell, int32_t mech, int32_t field, int32_t ion, int32_t q,
-                           double *out);
+                           double *io, int write);
     /* a network's interval loop (net_impl.h, ns_net_loop_next; NULL: no
      * networks on this backend) */
     ns_status (*advance_net)(ns_sim_t *sim, struct net_loop *loop, sim_fault *fault);
@@ -150,6 +151,11 @@ void ns_sim_init_host(ns_sim_t *sim);
 /* The family's implementations (core/registry.h), in sim.c. */
 ns_impl_table ns_sim_impls(void);
 const sim_ops *ns_sim_cuda_ops(void); /* NULL without CUDA */
+
+/* The model that the params' membrane keys (hh, pas and their values per
+ * region, usetable_hh) stand for: the built-in hh and pas of the catalogue
+ * (params.c); every simulation without ns_sim_options.model runs it. */
+ns_status ns_sim_params_model(const ns_sim_params *params, ns_sim_model_t **out);
 
 /* Append a spike time to a cell's list (0 or -1 when out of memory). */
 int ns_sim_push_spike(ns_sim_t *sim, int64_t cell, double t);

@@ -615,15 +615,29 @@ FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, int64_
         }                                                                                                \
     } while (0)
 
+/* Segment sg clipped to the nodes [r0, r1) (a cell split across threads runs
+ * its node range; the whole block: [0, INT32_MAX)): false when they do not
+ * meet; else its lane-nodes [*q0, *q1) and, for mechanism f, the lane-node
+ * of its instance at *q0 (the instances of a segment are consecutive). */
+static inline int clip(const fused_seg *sg, int32_t w, int32_t r0, int32_t r1, int f, int64_t *q0, int64_t *q1,
+                       int64_t *i0) {
+    const int32_t n0 = sg->n0 > r0 ? sg->n0 : r0, n1 = sg->n1 < r1 ? sg->n1 : r1;
+    *q0 = (int64_t)n0 * w;
+    *q1 = (int64_t)n1 * w;
+    *i0 = sg->inst[f] < 0 ? -1 : (int64_t)(sg->inst[f] + (n0 - sg->n0)) * w;
+    return n0 < n1;
+}
+
 FUSED_FN void fused_first(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
-                          double t, double dt, double celsius, int last) {
+                          double t, double dt, double celsius, int last, int32_t r0, int32_t r1) {
     const int32_t k = b->fused_k[0];
     mech_block *mb = k >= 0 ? &b->m[k] : NULL;
     ns_mech_ppack pp;
     if (mb) pp = fused_pack(mb, v, rhs, d, t, dt, celsius, mb->p.global);
     for (int32_t s = 0; s < b->n_segs; ++s) {
         const fused_seg *sg = &b->segs[s];
-        const int64_t q0 = (int64_t)sg->n0 * w, q1 = (int64_t)sg->n1 * w;
+        int64_t q0, q1, i0;
+        if (!clip(sg, w, r0, r1, 0, &q0, &q1, &i0)) continue;
         if (sg->inst[0] < 0) {
             for (int64_t q = q0; q < q1; ++q) {
                 rhs[q] = 0.0;
@@ -631,64 +645,84 @@ FUSED_FN void fused_first(const sim_model *model, model_block *b, int32_t w, dou
             }
             continue;
         }
-        const int64_t i0 = (int64_t)sg->inst[0] * w;
         FUSED_CALL(pas_current, sg->uniform[0], last, mb, &pp, rhs, d, q0, q1, i0);
     }
     (void)model;
 }
 
+/* hh's table for celsius (rebuilt when it changed, as every loop does) and
+ * its ppack bound: once per call before the passes (the split passes of
+ * several threads then only read them). */
+static void fused_prepare(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius) {
+    const int32_t k = b->fused_k[1];
+    if (k < 0) return;
+    bind_one(&b->m[k].p, v, NULL, NULL, t, dt, celsius);
+    model->mechs[k].desc->table_update(&b->m[k].p);
+}
+
 FUSED_FN void fused_second(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
-                           const double *cap, double t, double dt, double celsius, int last) {
+                           const double *cap, double t, double dt, double celsius, int last, int32_t r0, int32_t r1) {
     const int32_t k = b->fused_k[1];
     mech_block *mb = k >= 0 ? &b->m[k] : NULL;
     double g1[1] = {1.0}; /* usetable_hh: on (ns_model_block_fused) */
     ns_mech_ppack pp;
     ns_mech_ion_view ions[2] = {{0}}; /* e only: no ion current is kept (fusable), so no branch on it in the loop */
+    (void)model;
     if (mb) {
-        bind_one(&mb->p, v, NULL, NULL, t, dt, celsius);
-        model->mechs[k].desc->table_update(&mb->p); /* celsius changed: the table again, as every loop does */
         pp = fused_pack(mb, v, rhs, d, t, dt, celsius, g1);
         for (int j = 0; j < 2; ++j) ions[j] = (ns_mech_ion_view){mb->ions[j].e, NULL, NULL, NULL, NULL, NULL};
         pp.ion = ions;
     }
     for (int32_t s = 0; s < b->n_segs; ++s) {
         const fused_seg *sg = &b->segs[s];
-        const int64_t q0 = (int64_t)sg->n0 * w, q1 = (int64_t)sg->n1 * w;
+        int64_t q0, q1, i0;
+        if (!clip(sg, w, r0, r1, 1, &q0, &q1, &i0)) continue;
         if (sg->inst[1] < 0) {
             for (int64_t q = q0; q < q1; ++q) d[q] += cap[q];
             continue;
         }
-        const int64_t i0 = (int64_t)sg->inst[1] * w;
         FUSED_CALL(hh_current, sg->uniform[1], last, mb, &pp, d, cap, q0, q1, i0);
     }
 }
 
 FUSED_FN void fused_states(const sim_model *model, model_block *b, int32_t w, double *v, double t, double dt,
-                           double celsius, int last) {
+                           double celsius, int last, int32_t r0, int32_t r1) {
     const int32_t k = b->fused_k[1];
+    (void)model;
     if (k < 0) return; /* pas has no state */
     mech_block *mb = &b->m[k];
     double g1[1] = {1.0};
-    bind_one(&mb->p, v, NULL, NULL, t, dt, celsius);
-    model->mechs[k].desc->table_update(&mb->p);
     const ns_mech_ppack pp = fused_pack(mb, v, NULL, NULL, t, dt, celsius, g1);
     for (int32_t s = 0; s < b->n_segs; ++s) {
         const fused_seg *sg = &b->segs[s];
-        if (sg->inst[1] < 0) continue;
-        const int64_t q0 = (int64_t)sg->n0 * w, q1 = (int64_t)sg->n1 * w, i0 = (int64_t)sg->inst[1] * w;
+        int64_t q0, q1, i0;
+        if (sg->inst[1] < 0 || !clip(sg, w, r0, r1, 1, &q0, &q1, &i0)) continue;
         FUSED_CALL(hh_state, sg->uniform[1], last, mb, &pp, q0, q1, i0);
     }
 }
 
 void ns_model_block_fused_first(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
                                 double t, double dt, double celsius, int last) {
-    fused_first(model, b, w, v, rhs, d, t, dt, celsius, last);
+    fused_first(model, b, w, v, rhs, d, t, dt, celsius, last, 0, INT32_MAX);
 }
 void ns_model_block_fused_second(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
                                  const double *cap, double t, double dt, double celsius, int last) {
-    fused_second(model, b, w, v, rhs, d, cap, t, dt, celsius, last);
+    fused_prepare(model, b, v, t, dt, celsius);
+    fused_second(model, b, w, v, rhs, d, cap, t, dt, celsius, last, 0, INT32_MAX);
 }
 void ns_model_block_fused_states(const sim_model *model, model_block *b, int32_t w, double *v, double t, double dt,
                                  double celsius, int last) {
-    fused_states(model, b, w, v, t, dt, celsius, last);
+    fused_prepare(model, b, v, t, dt, celsius);
+    fused_states(model, b, w, v, t, dt, celsius, last, 0, INT32_MAX);
+}
+void ns_model_block_fused_prepare(const sim_model *model, model_block *b, double *v, double t, double dt,
+                                  double celsius) {
+    fused_prepare(model, b, v, t, dt, celsius);
+}
+void ns_model_block_fused_range(const sim_model *model, model_block *b, int32_t w, int phase, int32_t r0, int32_t r1,
+                                double *v, double *rhs, double *d, const double *cap, double t, double dt,
+                                double celsius) {
+    if (phase == 0) fused_first(model, b, w, v, rhs, d, t, dt, celsius, 1, r0, r1);
+    else if (phase == 1) fused_second(model, b, w, v, rhs, d, cap, t, dt, celsius, 1, r0, r1);
+    else fused_states(model, b, w, v, t, dt, celsius, 1, r0, r1);
 }

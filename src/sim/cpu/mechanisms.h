@@ -43,6 +43,16 @@ void ns_model_block_fused_second(const sim_model *model, model_block *b, int32_t
                                  const double *cap, double t, double dt, double celsius, int last);
 void ns_model_block_fused_states(const sim_model *model, model_block *b, int32_t w, double *v, double t, double dt,
                                  double celsius, int last);
+/* The same passes over the nodes [r0, r1) of the block (a cell split across
+ * threads: each thread its range, sim/cpu/step.c), phase 0 first, 1 second,
+ * 2 the states, the assigned variables stored at every step; the caller
+ * runs ns_model_block_fused_prepare (hh's table, its ppack) once per call
+ * before, on one thread. */
+void ns_model_block_fused_prepare(const sim_model *model, model_block *b, double *v, double t, double dt,
+                                  double celsius);
+void ns_model_block_fused_range(const sim_model *model, model_block *b, int32_t w, int phase, int32_t r0, int32_t r1,
+                                double *v, double *rhs, double *d, const double *cap, double t, double dt,
+                                double celsius);
 
 /* Variable q (0 e, 1 ci, 2 co, 3 i, 4 didv) of the simulation's ion `ion`
  * over the block, at [pos[node] * w + lane]. */

@@ -938,8 +938,8 @@ static ns_status gpu_var(ns_sim_t *sim, ns_sim_var var, double *flat, void *stre
     for (int32_t k = 0; k < s->n_groups; ++k) {
         gpu_group *gr = &s->groups[k];
         if ((st = ensure_flat_map(sim, gr)) != NS_OK) return st;
-        double *const arrays[NS_SIM_VAR_COUNT] = {gr->g.v, gr->g.m, gr->g.h, gr->g.gn};
-        NS_CUDA_TRY(ns_sim_launch_state_copy(arrays[var], gr->flat_of, (int64_t)state_size(gr), flat, to_flat, q));
+        (void)var; /* NS_SIM_VAR_V: the one variable of the loop's state (a mechanism's: ns_sim_state_field) */
+        NS_CUDA_TRY(ns_sim_launch_state_copy(gr->g.v, gr->flat_of, (int64_t)state_size(gr), flat, to_flat, q));
     }
     NS_CUDA_TRY(cudaEventRecord(s->external, q));
     s->external_pending = 1;
@@ -956,20 +956,24 @@ static ns_status gpu_write_var(ns_sim_t *sim, ns_sim_var var, const double *flat
 }
 
 static ns_status gpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_t field, int32_t ion, int32_t q,
-                               double *out) {
+                               double *io, int write) {
     gpu_state *s = (gpu_state *)sim->backend_state;
     if (s->external_pending) { /* a caller's stream may still write a field (ns_sim_state_field) */
         NS_CUDA_TRY(cudaEventSynchronize(s->external));
         s->external_pending = 0;
     }
+    /* the fused kernel reads copies of the parameters and the ions' e made at create: a
+     * written one makes the model run per step from now on (as ns_sim_state_field) */
+    if (write && (mech < 0 || field < sim->model->mechs[mech].desc->n_params)) ns_sim_fused_expose(s->fused);
     for (int32_t k = 0; k < s->n_groups; ++k) {
         const gpu_group *gr = &s->groups[k];
         if (!gr->tree) continue;
         for (int64_t j = 0; j < gr->g.cells; ++j)
             if (gr->cell_id[j] == cell)
-                return ns_gpu_model_var(sim, s->model, gr->cell_id, gr->cell_base, j, mech, field, ion, q, out);
+                return ns_gpu_model_var(sim, s->model, gr->cell_id, gr->cell_base, j, mech, field, ion, q, io, write);
     }
-    return ns_fail(NS_ERR_INTERNAL, "ns_sim_get_model_var: cell %lld is in no tree group", (long long)cell);
+    return ns_fail(NS_ERR_INTERNAL, "ns_sim_%s_model_var: cell %lld is in no tree group", write ? "set" : "get",
+                   (long long)cell);
 }
 
 /* A network's run (net.c's interval loop, the CPU loop's exchange): per
@@ -1020,9 +1024,6 @@ static ns_status gpu_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
     for (int k = 0; k < s->n_streams; ++k) NS_CUDA_TRY(cudaStreamSynchronize(s->streams[k]));
     s->host_current = 0; /* the caller may write: the host copy is read again when needed */
     out->v = gr->g.v;
-    out->m = gr->g.m;
-    out->h = gr->g.h;
-    out->n = gr->g.gn;
     out->size = (int64_t)state_size(gr);
     out->flat_of = gr->flat_of;
     out->cells = gr->g.cells;
