@@ -421,8 +421,14 @@ out:
 
 /* Cell c's final state (n compartments: v, m, h, n) into x, and its spike
  * count added to *spikes. */
+/* What a cell's result holds per compartment: v, m, h, n, and two of hh's
+ * assigned variables (ina, from its current; minf, from its state: the fused
+ * pass stores them in a call's last step, the split passes too) */
+#define RESULT_VARS 6
 static void cell_result(ns_sim_t *sim, int64_t c, int64_t n, double *x, int64_t *spikes) {
     CHECK_OK(hh_state(sim, c, (int32_t)n, x));
+    CHECK_OK(ns_sim_get_model_var(sim, c, "ina_hh", x + 4 * n));
+    CHECK_OK(ns_sim_get_model_var(sim, c, "minf_hh", x + 5 * n));
     int64_t cnt;
     ns_sim_spikes(sim, c, &cnt);
     *spikes += cnt;
@@ -504,7 +510,7 @@ static void run_split_case(int threads, int n_big, int64_t fault_cell, double am
     const double *tr = ns_sim_traces(sim, &out->samples, &sites);
     CHECK(sites == 24);
     out->traces = malloc((size_t)(out->samples * sites) * sizeof *out->traces);
-    out->n_state = 4 * (5500 * n_big + 3 * 259);
+    out->n_state = RESULT_VARS * (5500 * n_big + 3 * 259);
     out->state = malloc((size_t)out->n_state * sizeof *out->state);
     if (!out->traces || !out->state) goto out;
     memcpy(out->traces, tr, (size_t)(out->samples * sites) * sizeof *tr);
@@ -512,7 +518,7 @@ static void run_split_case(int threads, int n_big, int64_t fault_cell, double am
     for (int64_t c = 0; c < cells; ++c) {
         const int64_t n = cell_shape[c] == 0 ? 5500 : 259;
         cell_result(sim, c, n, x, &out->spikes);
-        x += 4 * n;
+        x += RESULT_VARS * n;
     }
 out:
     ns_sim_destroy(sim);
@@ -649,10 +655,10 @@ static void order_case(const char *file, int32_t n_expected, int64_t cells, int 
     const double *tr = ns_sim_traces(sim, &out->samples, &got);
     CHECK(got == sites);
     out->traces = malloc((size_t)(out->samples * sites) * sizeof *out->traces);
-    out->state = malloc((size_t)(cells * 4 * n) * sizeof *out->state);
+    out->state = malloc((size_t)(cells * RESULT_VARS * n) * sizeof *out->state);
     if (!out->traces || !out->state || !tr) goto out;
     memcpy(out->traces, tr, (size_t)(out->samples * sites) * sizeof *tr);
-    for (int64_t c = 0; c < cells; ++c) cell_result(sim, c, n, out->state + 4 * n * c, &out->spikes);
+    for (int64_t c = 0; c < cells; ++c) cell_result(sim, c, n, out->state + RESULT_VARS * n * c, &out->spikes);
 out:
     ns_sim_destroy(sim);
     ns_cell_destroy(cell);
@@ -688,21 +694,22 @@ static void test_node_order(void) {
         }
         CHECK_MSG(!openmp || many.width == widths[q], "%d threads: blocks of width %d, expected %d", threads[q],
                   many.width, widths[q]);
-        CHECK_MSG(order_same(&one, &many, 147, 16 * 4 * 147), "%d threads (width %d): traces, state or spikes differ "
+        CHECK_MSG(order_same(&one, &many, 147, 16 * RESULT_VARS * 147), "%d threads (width %d): traces, state or spikes differ "
                   "from one thread", threads[q], many.width);
         free(many.traces);
         free(many.state);
     }
     free(one.traces);
     free(one.state);
-    /* dense_Animal_2_Basal_2 alone: reordered on one thread, split (its
-     * node ranges in place, masked 1-lane passes) on two */
+    /* dense_Animal_2_Basal_2 alone: reordered on one thread (long fused
+     * segments), split (its node ranges in place, the fused passes over the
+     * instances, sim/cpu/mechanisms.c) on two */
     CHECK(ns_cpu_split(38580, 38580, 2) && !ns_cpu_split(38580, 38580, 1));
     order_case("dense_Animal_2_Basal_2.swc", 38580, 1, 1, 240, &one);
     order_case("dense_Animal_2_Basal_2.swc", 38580, 1, 2, 240, &many);
     CHECK_MSG(one.width == 1 && many.width == 1 && one.spikes >= 1, "dense: widths %d %d, %lld spikes", one.width,
               many.width, (long long)one.spikes);
-    CHECK_MSG(order_same(&one, &many, (38580 + 396) / 397, 4 * 38580),
+    CHECK_MSG(order_same(&one, &many, (38580 + 396) / 397, RESULT_VARS * 38580),
               "dense_Animal_2_Basal_2: reordered (1 thread) and split (2 threads) differ");
     free(one.traces);
     free(one.state);

@@ -24,6 +24,11 @@ typedef struct mech_block {
     double *store;    /* n_fields * cnt fields, then globals, then the table */
     double **field;   /* n_fields pointers into store */
     int *node_index;  /* cnt */
+    int32_t *ord;     /* the block's instances in position order (so that a reordered shape's region
+                         runs are runs of consecutive instances too): ord[k] the model's ordinal
+                         (sim_mech_shape) of the block's k-th; rank its inverse; both NULL: the same
+                         order (no node order) */
+    int32_t *rank;
     ns_mech_ion_view ions[NS_SIM_MECH_IONS_MAX];
     /* runs of consecutive nodes: one call each on the contiguous path
      * (node_begin, vectorised loops) with the fields from the run's first
@@ -72,6 +77,9 @@ struct model_block {
                            pas and hh, -1 when absent */
     int32_t n_segs;
     fused_seg *segs;
+    int32_t gather[2];    /* per fused mechanism: its passes run over the instances, v gathered and rhs,
+                             d scattered (short segments: fused_gather) */
+    int32_t g_uniform[2]; /* with gather: every instance's parameters and e those of the first */
     int64_t nw;
     double *ion;            /* per ion j: e, ci, co, i, didv at [(5 * j + q) * nw] */
     unsigned char *written; /* per ion j at [j * nw]: e by Nernst at that lane-node */
@@ -91,6 +99,8 @@ void ns_model_block_free(model_block *b) {
         free(b->m[k].store);
         free(b->m[k].field);
         free(b->m[k].node_index);
+        free(b->m[k].ord);
+        free(b->m[k].rank);
         free(b->m[k].runs);
         free(b->m[k].run_field);
     }
@@ -105,6 +115,35 @@ void ns_model_block_free(model_block *b) {
 
 /* Node i's position in the block's arrays (pos: sim/cpu/step.c's node order, NULL: i). */
 static inline int32_t position(const int32_t *pos, int32_t i) { return pos ? pos[i] : i; }
+
+/* The model's ordinal (sim_mech_shape) of the block's k-th instance of mb, and back */
+static inline int32_t ordinal(const mech_block *mb, int32_t k) { return mb->ord ? mb->ord[k] : k; }
+int32_t ns_model_block_slot(const model_block *b, int32_t k, int32_t inst) {
+    return b->m[k].rank ? b->m[k].rank[inst] : inst;
+}
+
+/* mb's instances in position order (mb->ord, mb->rank) over a shape of n
+ * nodes; 0, or -1 when out of memory */
+static int order_instances(mech_block *mb, const sim_mech_shape *ms, int32_t n, const int32_t *pos) {
+    if (!pos || ms->n == 0) return 0;
+    int32_t *at = malloc((size_t)n * sizeof *at); /* per position: the model's ordinal there, -1 */
+    mb->ord = malloc((size_t)ms->n * sizeof *mb->ord);
+    mb->rank = malloc((size_t)ms->n * sizeof *mb->rank);
+    if (!at || !mb->ord || !mb->rank) {
+        free(at);
+        return -1;
+    }
+    for (int32_t i = 0; i < n; ++i) at[i] = -1;
+    for (int32_t i = 0; i < ms->n; ++i) at[pos[ms->node[i]]] = i;
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; ++i)
+        if (at[i] >= 0) {
+            mb->ord[k] = at[i];
+            mb->rank[at[i]] = k++;
+        }
+    free(at);
+    return 0;
+}
 
 /* Whether the model can take the fused pass (k_of: its pas and hh, -1
  * where absent): every mechanism the built-in pas or hh with the layouts
@@ -135,8 +174,44 @@ int ns_model_fusable(const sim_model *model) {
 
 int ns_model_point_fusable(const ns_mech_desc *d) { return d == &nsm_ExpSyn_desc || d == &nsm_Exp2Syn_desc; }
 
+/* Segments shorter than this many lane-nodes on average (a cell in node
+ * order whose membrane runs are cut by zero-area nodes every few nodes: a
+ * cell split across threads, sim/cpu/step.c) cost a loop each for little
+ * vector work; a mechanism of such a block runs its fused passes over its
+ * instances instead (in order: node_index ascends), v gathered and rhs and
+ * d scattered, as the hand-written loop's masked passes ran such cells
+ * whole. The same arithmetic per instance and the same order of the terms
+ * at each node: the same values. */
+#define FUSED_GATHER_RUN 32
+
+/* Whether the block's fused mechanisms take the instance passes
+ * (b->gather) and whether all their instances share one parameter tuple and
+ * one e per ion (b->g_uniform). pos: the block's node order (the
+ * instances' lane-nodes ascend only without one). */
+static void fused_gather(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w,
+                         const int32_t *pos, const sim_mech_shape *ms[2]) {
+    for (int f = 0; f < 2; ++f) {
+        b->gather[f] = b->g_uniform[f] = 0;
+        if (b->fused_k[f] < 0 || pos || ms[f]->n == 0) continue;
+        int64_t segs = 0;
+        for (int32_t s = 0; s < b->n_segs; ++s) segs += b->segs[s].inst[f] >= 0;
+        b->gather[f] = (int64_t)ms[f]->n * w < (int64_t)FUSED_GATHER_RUN * segs;
+        const sim_mech *sm = &model->mechs[b->fused_k[f]];
+        int same = 1;
+        for (int k = 0; k < sm->desc->n_params && same; ++k) {
+            const double *x = ms[f]->param + (size_t)k * (size_t)ms[f]->n;
+            for (int32_t i = 1; i < ms[f]->n && same; ++i) same = x[i] == x[0];
+        }
+        for (int j = 0; j < sm->desc->n_ions && same; ++j) {
+            const double *e = model->ion_init[shape] + (size_t)3 * (size_t)sm->ion[j] * (size_t)n;
+            for (int32_t i = 1; i < ms[f]->n && same; ++i) same = e[ms[f]->node[i]] == e[ms[f]->node[0]];
+        }
+        b->g_uniform[f] = same;
+    }
+}
+
 /* The block's segments (fused_seg) over the shape's n nodes. */
-static ns_status fused_segments(const sim_model *model, model_block *b, int32_t shape, int32_t n,
+static ns_status fused_segments(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w,
                                 const int32_t *pos) {
     int32_t *ord = malloc(2 * (size_t)(n > 0 ? n : 1) * sizeof *ord); /* per mechanism and position: the ordinal
                                                                          of the instance there, -1 */
@@ -146,7 +221,9 @@ static ns_status fused_segments(const sim_model *model, model_block *b, int32_t 
         for (int32_t i = 0; i < n; ++i) ord[(size_t)f * (size_t)n + (size_t)i] = -1;
         if (b->fused_k[f] < 0) continue;
         ms[f] = &model->per_shape[(size_t)shape * model->n_mechs + b->fused_k[f]];
-        for (int32_t i = 0; i < ms[f]->n; ++i) ord[(size_t)f * (size_t)n + (size_t)position(pos, ms[f]->node[i])] = i;
+        const mech_block *mb = &b->m[b->fused_k[f]];
+        for (int32_t i = 0; i < ms[f]->n; ++i)
+            ord[(size_t)f * (size_t)n + (size_t)position(pos, ms[f]->node[ordinal(mb, i)])] = i;
     }
     /* a position continues the segment when each mechanism is absent at both
      * or at the next ordinal */
@@ -186,21 +263,25 @@ static ns_status fused_segments(const sim_model *model, model_block *b, int32_t 
             sg->uniform[f] = 0;
             if (sg->inst[f] < 0) continue;
             const sim_mech *sm = &model->mechs[b->fused_k[f]];
+            const mech_block *mb = &b->m[b->fused_k[f]];
             const int np = sm->desc->n_params;
+            const int32_t o0 = ordinal(mb, sg->inst[f]);
             int same = 1;
             for (int k = 0; k < np && same; ++k) {
-                const double *x = ms[f]->param + (size_t)k * (size_t)ms[f]->n + (size_t)sg->inst[f];
-                for (int32_t i = 1; i < sg->n1 - sg->n0 && same; ++i) same = x[i] == x[0];
+                const double *x = ms[f]->param + (size_t)k * (size_t)ms[f]->n;
+                for (int32_t i = 1; i < sg->n1 - sg->n0 && same; ++i) same = x[ordinal(mb, sg->inst[f] + i)] == x[o0];
             }
             /* and the e of its ions (fixed: no concentration is written) */
             for (int j = 0; j < sm->desc->n_ions && same; ++j) {
                 const double *e = model->ion_init[shape] + (size_t)3 * (size_t)sm->ion[j] * (size_t)n;
-                const int32_t *node = ms[f]->node + sg->inst[f];
-                for (int32_t i = 1; i < sg->n1 - sg->n0 && same; ++i) same = e[node[i]] == e[node[0]];
+                const int32_t *node = ms[f]->node;
+                for (int32_t i = 1; i < sg->n1 - sg->n0 && same; ++i)
+                    same = e[node[ordinal(mb, sg->inst[f] + i)]] == e[node[o0]];
             }
             sg->uniform[f] = same;
         }
     }
+    fused_gather(model, b, shape, n, w, pos, ms);
     return NS_OK;
 }
 
@@ -238,13 +319,14 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         mb->store = calloc(doubles, sizeof(double));
         mb->field = malloc((size_t)(d->n_fields > 0 ? d->n_fields : 1) * sizeof *mb->field);
         mb->node_index = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *mb->node_index);
-        if (!mb->store || !mb->field || !mb->node_index) goto oom;
+        if (!mb->store || !mb->field || !mb->node_index || order_instances(mb, ms, n, pos) != 0) goto oom;
         for (int f = 0; f < d->n_fields; ++f) mb->field[f] = mb->store + (size_t)f * (size_t)cnt;
         double *globals = mb->store + (size_t)d->n_fields * (size_t)cnt;
         double *table = globals + d->n_globals;
         for (int g = 0; g < d->n_globals; ++g) globals[g] = sm->globals[g];
         for (int32_t i = 0; i < ms->n; ++i)
-            for (int32_t j = 0; j < w; ++j) mb->node_index[(int64_t)i * w + j] = position(pos, ms->node[i]) * w + j;
+            for (int32_t j = 0; j < w; ++j)
+                mb->node_index[(int64_t)i * w + j] = position(pos, ms->node[ordinal(mb, i)]) * w + j;
         for (int j = 0; j < d->n_ions; ++j) {
             double *base = b->ion + (size_t)5 * (size_t)sm->ion[j] * (size_t)b->nw;
             const int keep = model->ions[sm->ion[j]].read_i;
@@ -262,7 +344,7 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         mb->p.diam = b->geom + b->nw;
         /* runs of instances at consecutive positions: instances (node, lane)
          * are then consecutive lane-nodes from position * w */
-#define NEXT_AT(i) (position(pos, ms->node[i]) == position(pos, ms->node[(i) - 1]) + 1)
+#define NEXT_AT(i) (mb->node_index[(int64_t)(i) * w] == mb->node_index[(int64_t)((i) - 1) * w] + w)
         int32_t runs = 0;
         for (int32_t i = 0; i < ms->n; ++i) runs += i == 0 || !NEXT_AT(i);
         if (runs > 0 && (int64_t)ms->n * w >= (int64_t)MIN_MEAN_RUN * runs) {
@@ -277,7 +359,7 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
                 for (int f = 0; f < d->n_fields; ++f) rf[f] = mb->field[f] + (int64_t)i * w;
                 *rp = mb->p;
                 rp->n = (e - i) * w;
-                rp->node_begin = position(pos, ms->node[i]) * w;
+                rp->node_begin = mb->node_index[(int64_t)i * w];
                 rp->node_index = NULL;
                 rp->field = rf;
                 mb->n_runs++;
@@ -286,7 +368,7 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         }
     }
 #undef NEXT_AT
-    if (fusable(model, b->fused_k) && fused_segments(model, b, shape, n, pos) != NS_OK) goto oom;
+    if (fusable(model, b->fused_k) && fused_segments(model, b, shape, n, w, pos) != NS_OK) goto oom;
     *out = b;
     return NS_OK;
 oom:
@@ -363,13 +445,13 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
             double *x = mb->field[f];
             for (int32_t i = 0; i < ms->n; ++i)
                 for (int32_t l = 0; l < w; ++l)
-                    x[(int64_t)i * w + l] = f < d->n_params ? ms->param[(int64_t)f * ms->n + i] : 0.0;
+                    x[(int64_t)i * w + l] = f < d->n_params ? ms->param[(int64_t)f * ms->n + ordinal(mb, i)] : 0.0;
         }
         for (int q = 0; q < d->has_random; ++q) /* the streams' ids: the cell and the node, whatever the layout */
             for (int32_t i = 0; i < ms->n; ++i)
                 for (int32_t l = 0; l < w; ++l) {
                     mb->field[d->random_field + 4 * q][(int64_t)i * w + l] = (double)cell[l];
-                    mb->field[d->random_field + 4 * q + 1][(int64_t)i * w + l] = (double)ms->node[i];
+                    mb->field[d->random_field + 4 * q + 1][(int64_t)i * w + l] = (double)ms->node[ordinal(mb, i)];
                 }
     }
     /* NEURON's finitialize: e by Nernst where a concentration is written,
@@ -434,6 +516,7 @@ double *ns_model_block_field_data(model_block *b, int32_t k, int f) { return b->
 
 void ns_model_block_expose(model_block *b) {
     for (int32_t s = 0; s < b->n_segs; ++s) b->segs[s].uniform[0] = b->segs[s].uniform[1] = 0;
+    b->g_uniform[0] = b->g_uniform[1] = 0;
 }
 int64_t ns_model_block_instances(const model_block *b, int32_t k) { return b->m[k].p.n; }
 const int *ns_model_block_node_index(const model_block *b, int32_t k) { return b->m[k].node_index; }
@@ -484,18 +567,27 @@ FUSED_INLINE ns_mech_ppack fused_pack(const mech_block *mb, double *v, double *r
     return p;
 }
 
-/* pas's current over lane-nodes [q0, q1) from instance i0, rhs and d from
- * zero there first */
+/* The lane-node of the l-th of a pass's instances i0 + l: consecutive from
+ * q0 over a segment, the instance's own (node_index) in an instance pass
+ * (gather) */
+#define FUSED_Q(l) (gather ? ni[(int)i0 + (l)] : (int)q0 + (l))
+
+/* pas's current over the len instances from i0 (at lane-nodes from q0: rhs
+ * and d from zero there first; gather: at their own, zeroed by the caller) */
 FUSED_INLINE void pas_current(const mech_block *mb, const ns_mech_ppack *pp, double *restrict rhs, double *restrict d,
-                              int64_t q0, int64_t q1, int64_t i0, const int uniform, const int last) {
+                              int64_t q0, int64_t len, int64_t i0, const int uniform, const int last,
+                              const int gather) {
     double *restrict P0 = mb->field[0], *restrict P1 = mb->field[1], *restrict P2 = mb->field[2];
+    const int *restrict ni = mb->node_index;
     const double u0 = P0[i0], u1 = P1[i0];
     FUSED_SIMD
-    for (int q = (int)q0; q < (int)q1; ++q) {
-        const int i = (int)i0 + (q - (int)q0);
+    for (int l = 0; l < (int)len; ++l) {
+        const int i = (int)i0 + l, q = FUSED_Q(l);
         double F0 = uniform ? u0 : P0[i], F1 = uniform ? u1 : P1[i], F2 = 0.0;
-        rhs[q] = 0.0;
-        d[q] = 0.0;
+        if (!gather) {
+            rhs[q] = 0.0;
+            d[q] = 0.0;
+        }
         nsm_pas_current_F((ns_mech_ppack *)pp, &F0, &F1, &F2, i, q);
         if (last) P2[i] = F2;
     }
@@ -527,15 +619,17 @@ FUSED_INLINE void pas_current(const mech_block *mb, const ns_mech_ppack *pp, dou
 #define FUSED_HH_ARGS \
     &F0, &F1, &F2, &F3, &F4, &F5, &F6, &F7, &F8, &F9, &F10, &F11, &F12, &F13, &F14, &F15, &F16, &F17, &I0, &I1
 
-/* hh's current over lane-nodes [q0, q1) from instance i0, then the
- * capacitance */
+/* hh's current over the len instances from i0, then the capacitance (at
+ * lane-nodes from q0; gather: at their own, the capacitance added by the
+ * caller after) */
 FUSED_INLINE void hh_current(const mech_block *mb, const ns_mech_ppack *pp, double *restrict d,
-                             const double *restrict cap, int64_t q0, int64_t q1, int64_t i0, const int uniform,
-                             const int last) {
+                             const double *restrict cap, int64_t q0, int64_t len, int64_t i0, const int uniform,
+                             const int last, const int gather) {
     FUSED_HH_FIELD_PTRS;
+    const int *restrict ni = mb->node_index;
     FUSED_SIMD
-    for (int q = (int)q0; q < (int)q1; ++q) {
-        const int i = (int)i0 + (q - (int)q0);
+    for (int l = 0; l < (int)len; ++l) {
+        const int i = (int)i0 + l, q = FUSED_Q(l);
         FUSED_HH_LOCALS;
         nsm_hh_current_F((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q);
         if (last) {
@@ -545,7 +639,7 @@ FUSED_INLINE void hh_current(const mech_block *mb, const ns_mech_ppack *pp, doub
             P7[i] = F7;
             P8[i] = F8;
         }
-        d[q] += cap[q];
+        if (!gather) d[q] += cap[q];
     }
 }
 
@@ -556,16 +650,17 @@ FUSED_INLINE void hh_current(const mech_block *mb, const ns_mech_ppack *pp, doub
  * per stage keeps few values live, where one loop over the whole function
  * kept the AVX-512 clone spilling (473 stack operands, gcc 13). */
 #define FUSED_CHUNK 64
-FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, int64_t q0, int64_t q1, int64_t i0,
-                           const int uniform, const int last) {
+FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, int64_t q0, int64_t n_inst, int64_t i0,
+                           const int uniform, const int last, const int gather) {
     FUSED_HH_FIELD_PTRS;
+    const int *restrict ni = mb->node_index;
     const double *restrict v = pp->v;
-    for (int c0 = (int)q0; c0 < (int)q1; c0 += FUSED_CHUNK) {
-        const int len = (int)q1 - c0 < FUSED_CHUNK ? (int)q1 - c0 : FUSED_CHUNK;
+    for (int c0 = 0; c0 < (int)n_inst; c0 += FUSED_CHUNK) {
+        const int len = (int)n_inst - c0 < FUSED_CHUNK ? (int)n_inst - c0 : FUSED_CHUNK;
         double A[3 * FUSED_CHUNK], T[3 * FUSED_CHUNK];
         FUSED_SIMD
         for (int l = 0; l < len; ++l) {
-            const int q = c0 + l, i = (int)i0 + (q - (int)q0);
+            const int i = (int)i0 + c0 + l, q = FUSED_Q(c0 + l);
             FUSED_HH_LOCALS;
             double a0, t0, a1, t1, a2, t2;
             nsm_hh_d_states_pre((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q, v[q], &a0, &t0, &a1, &t1, &a2, &t2);
@@ -591,7 +686,7 @@ FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, int64_
         }
         FUSED_SIMD
         for (int l = 0; l < len; ++l) {
-            const int q = c0 + l, i = (int)i0 + (q - (int)q0);
+            const int i = (int)i0 + c0 + l, q = FUSED_Q(c0 + l);
             FUSED_HH_LOCALS;
             nsm_hh_d_states_post((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, A[l], T[l], A[FUSED_CHUNK + l],
                                  T[FUSED_CHUNK + l], A[2 * FUSED_CHUNK + l], T[2 * FUSED_CHUNK + l]);
@@ -602,18 +697,50 @@ FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, int64_
     }
 }
 
-/* fn(args..., uniform, last) with both flags as constants, so that each of
- * the four combinations is compiled on its own */
-#define FUSED_CALL(fn, uniform, last, ...)                                                                \
+/* fn(args..., uniform, last, gather) with the flags as constants, so that
+ * each combination is compiled on its own */
+#define FUSED_CALL(fn, uniform, last, gather, ...)                                                        \
     do {                                                                                                 \
-        if (uniform) {                                                                                   \
-            if (last) fn(__VA_ARGS__, 1, 1);                                                             \
-            else fn(__VA_ARGS__, 1, 0);                                                                  \
+        if (gather) {                                                                                    \
+            if (uniform) {                                                                               \
+                if (last) fn(__VA_ARGS__, 1, 1, 1);                                                      \
+                else fn(__VA_ARGS__, 1, 0, 1);                                                           \
+            } else {                                                                                     \
+                if (last) fn(__VA_ARGS__, 0, 1, 1);                                                      \
+                else fn(__VA_ARGS__, 0, 0, 1);                                                           \
+            }                                                                                            \
+        } else if (uniform) {                                                                            \
+            if (last) fn(__VA_ARGS__, 1, 1, 0);                                                          \
+            else fn(__VA_ARGS__, 1, 0, 0);                                                               \
         } else {                                                                                         \
-            if (last) fn(__VA_ARGS__, 0, 1);                                                             \
-            else fn(__VA_ARGS__, 0, 0);                                                                  \
+            if (last) fn(__VA_ARGS__, 0, 1, 0);                                                          \
+            else fn(__VA_ARGS__, 0, 0, 0);                                                               \
         }                                                                                                \
     } while (0)
+
+/* The instances [*ia, *ib) of mechanism block mb whose lane-nodes lie in
+ * [q0, q1) (node_index ascending: an instance pass, b->gather) */
+static void instance_range(const mech_block *mb, int64_t q0, int64_t q1, int64_t *ia, int64_t *ib) {
+    int64_t bound[2];
+    const int64_t at[2] = {q0, q1};
+    for (int e = 0; e < 2; ++e) {
+        int64_t lo = 0, hi = mb->p.n;
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            if (mb->node_index[mid] < at[e]) lo = mid + 1;
+            else hi = mid;
+        }
+        bound[e] = lo;
+    }
+    *ia = bound[0];
+    *ib = bound[1];
+}
+
+/* The lane-nodes of the block's nodes [r0, r1) */
+static inline void lane_range(const model_block *b, int32_t w, int32_t r0, int32_t r1, int64_t *q0, int64_t *q1) {
+    *q0 = (int64_t)r0 * w;
+    *q1 = (int64_t)r1 * w < b->nw ? (int64_t)r1 * w : b->nw;
+}
 
 /* Segment sg clipped to the nodes [r0, r1) (a cell split across threads runs
  * its node range; the whole block: [0, INT32_MAX)): false when they do not
@@ -634,6 +761,17 @@ FUSED_FN void fused_first(const sim_model *model, model_block *b, int32_t w, dou
     mech_block *mb = k >= 0 ? &b->m[k] : NULL;
     ns_mech_ppack pp;
     if (mb) pp = fused_pack(mb, v, rhs, d, t, dt, celsius, mb->p.global);
+    if (mb && b->gather[0]) {
+        int64_t q0, q1, ia, ib;
+        lane_range(b, w, r0, r1, &q0, &q1);
+        for (int64_t q = q0; q < q1; ++q) {
+            rhs[q] = 0.0;
+            d[q] = 0.0;
+        }
+        instance_range(mb, q0, q1, &ia, &ib);
+        if (ia < ib) FUSED_CALL(pas_current, b->g_uniform[0], last, 1, mb, &pp, rhs, d, mb->node_index[ia], ib - ia, ia);
+        return;
+    }
     for (int32_t s = 0; s < b->n_segs; ++s) {
         const fused_seg *sg = &b->segs[s];
         int64_t q0, q1, i0;
@@ -645,7 +783,7 @@ FUSED_FN void fused_first(const sim_model *model, model_block *b, int32_t w, dou
             }
             continue;
         }
-        FUSED_CALL(pas_current, sg->uniform[0], last, mb, &pp, rhs, d, q0, q1, i0);
+        FUSED_CALL(pas_current, sg->uniform[0], last, 0, mb, &pp, rhs, d, q0, q1 - q0, i0);
     }
     (void)model;
 }
@@ -673,6 +811,14 @@ FUSED_FN void fused_second(const sim_model *model, model_block *b, int32_t w, do
         for (int j = 0; j < 2; ++j) ions[j] = (ns_mech_ion_view){mb->ions[j].e, NULL, NULL, NULL, NULL, NULL};
         pp.ion = ions;
     }
+    if (mb && b->gather[1]) {
+        int64_t q0, q1, ia, ib;
+        lane_range(b, w, r0, r1, &q0, &q1);
+        instance_range(mb, q0, q1, &ia, &ib);
+        if (ia < ib) FUSED_CALL(hh_current, b->g_uniform[1], last, 1, mb, &pp, d, cap, mb->node_index[ia], ib - ia, ia);
+        for (int64_t q = q0; q < q1; ++q) d[q] += cap[q];
+        return;
+    }
     for (int32_t s = 0; s < b->n_segs; ++s) {
         const fused_seg *sg = &b->segs[s];
         int64_t q0, q1, i0;
@@ -681,7 +827,7 @@ FUSED_FN void fused_second(const sim_model *model, model_block *b, int32_t w, do
             for (int64_t q = q0; q < q1; ++q) d[q] += cap[q];
             continue;
         }
-        FUSED_CALL(hh_current, sg->uniform[1], last, mb, &pp, d, cap, q0, q1, i0);
+        FUSED_CALL(hh_current, sg->uniform[1], last, 0, mb, &pp, d, cap, q0, q1 - q0, i0);
     }
 }
 
@@ -693,11 +839,18 @@ FUSED_FN void fused_states(const sim_model *model, model_block *b, int32_t w, do
     mech_block *mb = &b->m[k];
     double g1[1] = {1.0};
     const ns_mech_ppack pp = fused_pack(mb, v, NULL, NULL, t, dt, celsius, g1);
+    if (b->gather[1]) {
+        int64_t q0, q1, ia, ib;
+        lane_range(b, w, r0, r1, &q0, &q1);
+        instance_range(mb, q0, q1, &ia, &ib);
+        if (ia < ib) FUSED_CALL(hh_state, b->g_uniform[1], last, 1, mb, &pp, mb->node_index[ia], ib - ia, ia);
+        return;
+    }
     for (int32_t s = 0; s < b->n_segs; ++s) {
         const fused_seg *sg = &b->segs[s];
         int64_t q0, q1, i0;
         if (sg->inst[1] < 0 || !clip(sg, w, r0, r1, 1, &q0, &q1, &i0)) continue;
-        FUSED_CALL(hh_state, sg->uniform[1], last, mb, &pp, q0, q1, i0);
+        FUSED_CALL(hh_state, sg->uniform[1], last, 0, mb, &pp, q0, q1 - q0, i0);
     }
 }
 
@@ -721,8 +874,8 @@ void ns_model_block_fused_prepare(const sim_model *model, model_block *b, double
 }
 void ns_model_block_fused_range(const sim_model *model, model_block *b, int32_t w, int phase, int32_t r0, int32_t r1,
                                 double *v, double *rhs, double *d, const double *cap, double t, double dt,
-                                double celsius) {
-    if (phase == 0) fused_first(model, b, w, v, rhs, d, t, dt, celsius, 1, r0, r1);
-    else if (phase == 1) fused_second(model, b, w, v, rhs, d, cap, t, dt, celsius, 1, r0, r1);
-    else fused_states(model, b, w, v, t, dt, celsius, 1, r0, r1);
+                                double celsius, int last) {
+    if (phase == 0) fused_first(model, b, w, v, rhs, d, t, dt, celsius, last, r0, r1);
+    else if (phase == 1) fused_second(model, b, w, v, rhs, d, cap, t, dt, celsius, last, r0, r1);
+    else fused_states(model, b, w, v, t, dt, celsius, last, r0, r1);
 }

@@ -679,18 +679,18 @@ static void fused_pass(const ns_sim_t *sim, const block_view *bv, const int32_t 
  * (no network there: cpu_steps), and its states after the solve: each node
  * gets what the whole-block pass gives it. */
 NS_ALWAYS_INLINE void split_pass(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
-                                 double tm, double *restrict d, double *restrict rhs) {
+                                 double tm, double *restrict d, double *restrict rhs, int last) {
     const double dt = sim->params.dt, celsius = sim->params.celsius;
     model_block *mb = bv->blk->mech;
-    ns_model_block_fused_range(sim->model, mb, W, 0, n0, n1, bv->v, rhs, d, NULL, tm, dt, celsius);
+    ns_model_block_fused_range(sim->model, mb, W, 0, n0, n1, bv->v, rhs, d, NULL, tm, dt, celsius, last);
     clamps(sim, bv, W, n0, n1, tm, rhs);
-    ns_model_block_fused_range(sim->model, mb, W, 1, n0, n1, bv->v, rhs, d, bv->cap, tm, dt, celsius);
+    ns_model_block_fused_range(sim->model, mb, W, 1, n0, n1, bv->v, rhs, d, bv->cap, tm, dt, celsius, last);
 }
 
 NS_ALWAYS_INLINE void split_states(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
-                                   double t) {
+                                   double t, int last) {
     ns_model_block_fused_range(sim->model, bv->blk->mech, W, 2, n0, n1, bv->v, NULL, NULL, NULL, t, sim->params.dt,
-                               sim->params.celsius);
+                               sim->params.celsius, last);
 }
 
 /* The Hines solve with the axial terms of rhs, every lane at once, and
@@ -1030,10 +1030,10 @@ static void split_wait(split_barrier *b, int *local_sense, int32_t team) {
  * dropped by ns_sim_advance, so that the gates and recordings of the step
  * whose NaN is found one step later do not matter. */
 NS_ALWAYS_INLINE void split_front_w(const ns_sim_t *sim, const cpu_state *st, const block_view *bv, int64_t q,
-                                    const int32_t W, int32_t me, double tm) {
+                                    const int32_t W, int32_t me, double tm, int last) {
     const ns_cpu_cut *cut = &st->split_cut[q];
     double *d = st->split_d + st->split_at[q], *rhs = st->split_rhs + st->split_at[q];
-    split_pass(sim, bv, W, cut->range[me], cut->range[me + 1], tm, d, rhs);
+    split_pass(sim, bv, W, cut->range[me], cut->range[me + 1], tm, d, rhs, last);
     const solve_view sv = solve_of(bv, d, rhs);
     int bad = 0;
     for (int32_t c = cut->cut_first[me]; c < cut->cut_first[me + 1]; ++c) {
@@ -1083,7 +1083,8 @@ NS_ALWAYS_INLINE int split_top_w(ns_sim_t *sim, const cpu_state *st, const block
 }
 
 NS_ALWAYS_INLINE int split_back_w(ns_sim_t *sim, const cpu_state *st, const block_view *bv, int64_t q,
-                                  const int32_t W, int32_t me, int64_t step, int check, double tp, double t) {
+                                  const int32_t W, int32_t me, int64_t step, int check, double tp, double t,
+                                  int last) {
     const ns_cpu_cut *cut = &st->split_cut[q];
     double *d = st->split_d + st->split_at[q], *restrict rhs = st->split_rhs + st->split_at[q];
     const solve_view sv = solve_of(bv, d, rhs);
@@ -1098,7 +1099,7 @@ NS_ALWAYS_INLINE int split_back_w(ns_sim_t *sim, const cpu_state *st, const bloc
     }
     if (check && !all_finite(v, (int64_t)n0 * W, (int64_t)n1 * W))
         atomic_store_explicit(&st->split_nan[q], 1, memory_order_relaxed);
-    split_states(sim, bv, W, n0, n1, t);
+    split_states(sim, bv, W, n0, n1, t, last);
     records(sim, bv, W, step, n0, n1);
     return has_spike_node ? spikes(sim, bv, W, v_old, tp, t) : 0;
 }
@@ -1111,11 +1112,11 @@ NS_ALWAYS_INLINE int split_back_w(ns_sim_t *sim, const cpu_state *st, const bloc
     default: call(1); break;          \
     }
 
-NS_CLONES static void split_front(const ns_sim_t *sim, const cpu_state *st, int32_t me, double tm) {
+NS_CLONES static void split_front(const ns_sim_t *sim, const cpu_state *st, int32_t me, double tm, int last) {
     for (int64_t q = 0; q < st->n_split; ++q) {
         if (st->split_stopped[q]) continue;
         const block_view bv = view_of(sim, st, &st->blocks[st->split[q]]);
-#define NS_FRONT(W) split_front_w(sim, st, &bv, q, W, me, tm)
+#define NS_FRONT(W) split_front_w(sim, st, &bv, q, W, me, tm, last)
         NS_SPLIT_W(NS_FRONT)
 #undef NS_FRONT
     }
@@ -1136,12 +1137,12 @@ NS_CLONES static int split_top(ns_sim_t *sim, const cpu_state *st, int64_t s, in
 
 /* Returns -1 when a spike could not be stored. */
 NS_CLONES static int split_back(ns_sim_t *sim, const cpu_state *st, int32_t me, int64_t step, int check, double tp,
-                                double t) {
+                                double t, int last) {
     int r = 0;
     for (int64_t q = 0; q < st->n_split; ++q) {
         if (st->split_stopped[q]) continue;
         const block_view bv = view_of(sim, st, &st->blocks[st->split[q]]);
-#define NS_BACK(W) r |= split_back_w(sim, st, &bv, q, W, me, step, check, tp, t)
+#define NS_BACK(W) r |= split_back_w(sim, st, &bv, q, W, me, step, check, tp, t, last)
         NS_SPLIT_W(NS_BACK)
 #undef NS_BACK
     }
@@ -1276,7 +1277,7 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
                 for (int64_t k = 0; k < n_steps; ++k) {
                     const double tn = ns_sim_half_step(ns_sim_half_step(tp, sim->params.dt), sim->params.dt);
                     const int64_t step = step0 + k + 1;
-                    if (split_fused) split_front(sim, st, t, ns_sim_half_step(tp, sim->params.dt));
+                    if (split_fused) split_front(sim, st, t, ns_sim_half_step(tp, sim->params.dt), k == n_steps - 1);
                     split_wait(&barrier, &sense, threads);
                     if (t < st->n_split && !st->split_stopped[t]) {
                         block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
@@ -1299,7 +1300,8 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
                         if (r != 0) done[q - q0] = 1;
                     }
                     split_wait(&barrier, &sense, threads);
-                    if (split_fused && split_back(sim, st, t, step, check_step(sim, step, k, n_steps), tp, tn) != 0)
+                    if (split_fused &&
+                        split_back(sim, st, t, step, check_step(sim, step, k, n_steps), tp, tn, k == n_steps - 1) != 0)
                         oom = 1;
                     tp = tn;
                 }
@@ -1371,8 +1373,9 @@ static ns_status cpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_
     if (!write)
         for (int32_t i = 0; i < n; ++i) io[i] = NAN;
     for (int32_t k = 0; k < ms->n; ++k) {
-        if (write) x[(int64_t)k * w + lane] = io[ms->node[k]];
-        else io[ms->node[k]] = x[(int64_t)k * w + lane];
+        const int64_t at = (int64_t)ns_model_block_slot(blk->mech, mech, k) * w + lane;
+        if (write) x[at] = io[ms->node[k]];
+        else io[ms->node[k]] = x[at];
     }
     return NS_OK;
 }
