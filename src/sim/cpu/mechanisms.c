@@ -85,6 +85,8 @@ struct model_block {
     unsigned char *written; /* per ion j at [j * nw]: e by Nernst at that lane-node */
     double *geom;           /* area at [lane-node], diam at [nw + lane-node] (ns_mech_ppack.area, .diam) */
     double *scratch;        /* rhs and d (2 nw) of finitialize's currents; NULL unless a mechanism writes e */
+    double *rows;           /* with the fused hh: its rate table as rows (nsm_hh_p_rates_rows), 64-byte aligned */
+    int transpose;          /* the state pass transposes 8 rows at a time (rows_transpose) */
 };
 
 static int writes_e(const ns_mech_desc *d) {
@@ -106,6 +108,7 @@ void ns_model_block_free(model_block *b) {
     }
     free(b->m);
     free(b->segs);
+    free(b->rows);
     free(b->ion);
     free(b->written);
     free(b->geom);
@@ -285,6 +288,25 @@ static ns_status fused_segments(const sim_model *model, model_block *b, int32_t 
     return NS_OK;
 }
 
+/* Whether the fused state pass transposes 8 rows of hh's rate table at a
+ * time (rates_of_rows): where the clone of the fused passes taken is the
+ * AVX-512 one, or the build's target has AVX-512; elsewhere it loads each
+ * lane-node's values from its row (faster there: an AVX2-only build).
+ * NS_CPU_ROWS_GATHER (CI's gcc build without OpenMP) takes the loads
+ * always, so that the tests run both forms; their values are the same. */
+static int rows_transpose(void) {
+#if defined(NS_CPU_ROWS_GATHER) || !(defined(__GNUC__) || defined(__clang__))
+    return 0;
+#elif defined(__AVX512F__)
+    return 1;
+#elif defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__INTEL_COMPILER) && !defined(NS_NO_CLONES)
+    return __builtin_cpu_supports("avx512f");
+#else
+    return 0;
+#endif
+}
+
 ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n, int32_t w, const int32_t *pos,
                                 model_block **out) {
     *out = NULL;
@@ -368,7 +390,16 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         }
     }
 #undef NEXT_AT
-    if (fusable(model, b->fused_k) && fused_segments(model, b, shape, n, w, pos) != NS_OK) goto oom;
+    if (fusable(model, b->fused_k)) {
+        if (fused_segments(model, b, shape, n, w, pos) != NS_OK) goto oom;
+        if (b->fused_k[1] >= 0) {
+            /* zeros: no header matches, so the first preparation builds them */
+            const size_t bytes = ((size_t)NSM_hh_rates_ROWS * sizeof(double) + 63) / 64 * 64;
+            if (!(b->rows = aligned_alloc(64, bytes))) goto oom;
+            memset(b->rows, 0, bytes);
+            b->transpose = rows_transpose();
+        }
+    }
     *out = b;
     return NS_OK;
 oom:
@@ -643,33 +674,100 @@ FUSED_INLINE void hh_current(const mech_block *mb, const ns_mech_ppack *pp, doub
     }
 }
 
-/* hh's state over lane-nodes [q0, q1) from instance i0, in chunks of
- * FUSED_CHUNK lane-nodes, each in the three stages of the generated cnexp
- * (nmodl_gen.c, cnexp_staged: the rates, exponents and targets; the
- * exponentials; the updates), the arithmetic of nsm_hh_state_F: one loop
- * per stage keeps few values live, where one loop over the whole function
- * kept the AVX-512 clone spilling (473 stack operands, gcc 13). */
+/* hh's rates at lane-nodes l < len from its table's rows R (the rows from
+ * NSM_hh_rates_LEAD, nsm_hh_p_rates_rows) at entries ix with weights th:
+ * c + th d, the columns' a + th (b - a) (nsm_hh_p_rates), into y[c *
+ * FUSED_CHUNK + l] for the TABLE's variable c. With gcc or clang and
+ * `transpose`, 8 lane-nodes at a time as vectors of 8 doubles: each row's
+ * interpolation in one multiply-add of whole rows, then the 8 x 8
+ * transpose, where the loads of the values one by one took 12 loads per
+ * lane-node (gcc assembles them from scalar loads); else those loads. */
 #define FUSED_CHUNK 64
-FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, int64_t q0, int64_t n_inst, int64_t i0,
-                           const int uniform, const int last, const int gather) {
+#if NSM_hh_rates_ROW != 16 || NSM_hh_rates_COLS > 8
+#error "the fused state pass transposes rows of 8 values and 8 differences (NSM_hh_rates_ROW)"
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+typedef double ns_v8d __attribute__((vector_size(64)));
+#if defined(__clang__)
+#define NS_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+typedef long long ns_v8l __attribute__((vector_size(64)));
+#define NS_SHUF(a, b, ...) __builtin_shuffle(a, b, (ns_v8l){__VA_ARGS__})
+#endif
+FUSED_INLINE void row_values(const double *restrict rows, int k, double th, ns_v8d *out) {
+    ns_v8d c, d;
+    memcpy(&c, rows + (size_t)k * NSM_hh_rates_ROW, sizeof c);
+    memcpy(&d, rows + (size_t)k * NSM_hh_rates_ROW + NSM_hh_rates_ROW / 2, sizeof d);
+    const ns_v8d t = {th, th, th, th, th, th, th, th};
+    *out = c + t * d;
+}
+#endif
+
+FUSED_INLINE void rates_of_rows(const double *restrict rows, const int transpose, const int *restrict ix,
+                                const double *restrict th, int len, double *restrict y) {
+    int l0 = 0;
+#if defined(__GNUC__) || defined(__clang__)
+    for (int l = 0; transpose && l + 8 <= len; l += 8, l0 = l) {
+        ns_v8d r[8], e[4], o[4], q[8], c[8];
+        for (int k = 0; k < 8; ++k) row_values(rows, ix[l + k], th[l + k], &r[k]);
+        /* pairs of rows: their even columns, their odd columns */
+        for (int k = 0; k < 4; ++k) {
+            e[k] = NS_SHUF(r[2 * k], r[2 * k + 1], 0, 8, 2, 10, 4, 12, 6, 14);
+            o[k] = NS_SHUF(r[2 * k], r[2 * k + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+        }
+        /* rows 4 h to 4 h + 3: q[4 h + k] holds their columns k and k + 4 */
+        for (int h = 0; h < 2; ++h) {
+            q[4 * h] = NS_SHUF(e[2 * h], e[2 * h + 1], 0, 1, 8, 9, 4, 5, 12, 13);
+            q[4 * h + 1] = NS_SHUF(o[2 * h], o[2 * h + 1], 0, 1, 8, 9, 4, 5, 12, 13);
+            q[4 * h + 2] = NS_SHUF(e[2 * h], e[2 * h + 1], 2, 3, 10, 11, 6, 7, 14, 15);
+            q[4 * h + 3] = NS_SHUF(o[2 * h], o[2 * h + 1], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+        /* the eight rows' column k */
+        for (int k = 0; k < 4; ++k) {
+            c[k] = NS_SHUF(q[k], q[4 + k], 0, 1, 2, 3, 8, 9, 10, 11);
+            c[k + 4] = NS_SHUF(q[k], q[4 + k], 4, 5, 6, 7, 12, 13, 14, 15);
+        }
+        for (int k = 0; k < NSM_hh_rates_COLS; ++k) memcpy(y + k * FUSED_CHUNK + l, &c[k], sizeof c[k]);
+    }
+#else
+    (void)transpose;
+#endif
+    FUSED_SIMD
+    for (int l = l0; l < len; ++l) {
+        const double *restrict c = rows + (size_t)ix[l] * NSM_hh_rates_ROW, *restrict d = c + NSM_hh_rates_ROW / 2;
+        for (int k = 0; k < NSM_hh_rates_COLS; ++k) y[k * FUSED_CHUNK + l] = c[k] + th[l] * d[k];
+    }
+}
+
+/* hh's state over lane-nodes [q0, q1) from instance i0, in chunks of
+ * FUSED_CHUNK lane-nodes, each in the stages of the generated cnexp
+ * (nmodl_gen.c, cnexp_staged): the table's entries and weights
+ * (nsm_hh_p_rates_at), the rates from its rows (rates_of_rows), the
+ * exponents and targets from them (nsm_hh_d_states_pre_set: the
+ * arithmetic of nsm_hh_d_states_pre after its lookup), the exponentials,
+ * the updates (_post). One loop per stage keeps few values
+ * live, where one loop over the whole function kept the AVX-512 clone
+ * spilling (473 stack operands, gcc 13). */
+FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, const double *restrict rows,
+                           const int transpose, int64_t q0, int64_t n_inst, int64_t i0, const int uniform,
+                           const int last, const int gather) {
     FUSED_HH_FIELD_PTRS;
     const int *restrict ni = mb->node_index;
     const double *restrict v = pp->v;
     for (int c0 = 0; c0 < (int)n_inst; c0 += FUSED_CHUNK) {
         const int len = (int)n_inst - c0 < FUSED_CHUNK ? (int)n_inst - c0 : FUSED_CHUNK;
-        double A[3 * FUSED_CHUNK], T[3 * FUSED_CHUNK];
+        double A[3 * FUSED_CHUNK], T[3 * FUSED_CHUNK], y[NSM_hh_rates_COLS * FUSED_CHUNK], th[FUSED_CHUNK];
+        int ix[FUSED_CHUNK];
+        FUSED_SIMD
+        for (int l = 0; l < len; ++l) nsm_hh_p_rates_at(pp, v[FUSED_Q(c0 + l)], &ix[l], &th[l]);
+        rates_of_rows(rows, transpose, ix, th, len, y);
         FUSED_SIMD
         for (int l = 0; l < len; ++l) {
             const int i = (int)i0 + c0 + l, q = FUSED_Q(c0 + l);
             FUSED_HH_LOCALS;
-            double a0, t0, a1, t1, a2, t2;
-            nsm_hh_d_states_pre((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q, v[q], &a0, &t0, &a1, &t1, &a2, &t2);
-            A[l] = a0;
-            A[FUSED_CHUNK + l] = a1;
-            A[2 * FUSED_CHUNK + l] = a2;
-            T[l] = t0;
-            T[FUSED_CHUNK + l] = t1;
-            T[2 * FUSED_CHUNK + l] = t2;
+            nsm_hh_d_states_pre_set((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q, v[q], y + l, FUSED_CHUNK, &A[l], &T[l],
+                                    &A[FUSED_CHUNK + l], &T[FUSED_CHUNK + l], &A[2 * FUSED_CHUNK + l],
+                                    &T[2 * FUSED_CHUNK + l]);
             if (last) {
                 P9[i] = F9;
                 P10[i] = F10;
@@ -796,6 +894,7 @@ static void fused_prepare(const sim_model *model, model_block *b, double *v, dou
     if (k < 0) return;
     bind_one(&b->m[k].p, v, NULL, NULL, t, dt, celsius);
     model->mechs[k].desc->table_update(&b->m[k].p);
+    nsm_hh_p_rates_rows(&b->m[k].p, b->rows); /* when the table changed (its header) */
 }
 
 FUSED_FN void fused_second(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
@@ -843,14 +942,17 @@ FUSED_FN void fused_states(const sim_model *model, model_block *b, int32_t w, do
         int64_t q0, q1, ia, ib;
         lane_range(b, w, r0, r1, &q0, &q1);
         instance_range(mb, q0, q1, &ia, &ib);
-        if (ia < ib) FUSED_CALL(hh_state, b->g_uniform[1], last, 1, mb, &pp, mb->node_index[ia], ib - ia, ia);
+        if (ia < ib)
+            FUSED_CALL(hh_state, b->g_uniform[1], last, 1, mb, &pp, b->rows + NSM_hh_rates_LEAD, b->transpose,
+                       mb->node_index[ia], ib - ia, ia);
         return;
     }
     for (int32_t s = 0; s < b->n_segs; ++s) {
         const fused_seg *sg = &b->segs[s];
         int64_t q0, q1, i0;
         if (sg->inst[1] < 0 || !clip(sg, w, r0, r1, 1, &q0, &q1, &i0)) continue;
-        FUSED_CALL(hh_state, sg->uniform[1], last, 0, mb, &pp, q0, q1 - q0, i0);
+        FUSED_CALL(hh_state, sg->uniform[1], last, 0, mb, &pp, b->rows + NSM_hh_rates_LEAD, b->transpose, q0,
+                   q1 - q0, i0);
     }
 }
 
