@@ -925,9 +925,9 @@ static int one_division(const stlist *l, const ex **num) {
 
 /* The exponents dt C / X_k of n equations from one division (x<k>_ their X,
  * *a<k>_ out): d = dt C / (X_0 X_1 ...) times the product of the other X's,
- * with each |X| clamped to [1e-B, 1e B] first (its sign kept; NaN as 1,
- * its own exponent NaN), B = 300 / n, so that every product is a normal
- * double: within a few ulps of
+ * with each |X| clamped to [1e-B, 1e B] first (its sign kept; NaN as
+ * 1e-B, its own exponent NaN; the clamps are a max and a min), B = 300 / n,
+ * so that every product is a normal double: within a few ulps of
  * the n divisions where each |X| lies in that range (a rate's time
  * constant in ms: hh's are 1e-4 to 1e3), and outside it an exponent whose
  * exp is that of the division's (0 or inf where |X| < 1e-B, X = 0
@@ -940,9 +940,8 @@ static void emit_one_division(gen *g, const ex *num, int n) {
     buf *b = g->b;
     const int e = 300 / n;
     for (int k = 0; k < n; k++)
-        put(b, "    const double z%d_ = x%d_ == x%d_ ? fabs(x%d_) : 1.0;\n"
-               "    const double u%d_ = copysign(z%d_ < 1e-%d ? 1e-%d : z%d_ > 1e%d ? 1e%d : z%d_, x%d_);\n", k, k, k,
-            k, k, k, e, e, k, e, e, k, k);
+        put(b, "    const double z%d_ = fabs(x%d_) > 1e-%d ? fabs(x%d_) : 1e-%d;\n"
+               "    const double u%d_ = copysign(z%d_ < 1e%d ? z%d_ : 1e%d, x%d_);\n", k, k, e, k, e, k, k, e, k, e, k);
     put(b, "    const double d_ = (p->dt * ");
     emit_ex(g, num);
     put(b, ") / (");

@@ -44,10 +44,10 @@ NS_MECH_FN void nsm_Exp2Syn_d_state_pre(ns_mech_ppack *p, double *F0_, double *F
     *t0_ = -(0.0) / (((-1.0) / (*F0_)));
     const double x1_ = (*F1_);
     *t1_ = -(0.0) / (((-1.0) / (*F1_)));
-    const double z0_ = x0_ == x0_ ? fabs(x0_) : 1.0;
-    const double u0_ = copysign(z0_ < 1e-150 ? 1e-150 : z0_ > 1e150 ? 1e150 : z0_, x0_);
-    const double z1_ = x1_ == x1_ ? fabs(x1_) : 1.0;
-    const double u1_ = copysign(z1_ < 1e-150 ? 1e-150 : z1_ > 1e150 ? 1e150 : z1_, x1_);
+    const double z0_ = fabs(x0_) > 1e-150 ? fabs(x0_) : 1e-150;
+    const double u0_ = copysign(z0_ < 1e150 ? z0_ : 1e150, x0_);
+    const double z1_ = fabs(x1_) > 1e-150 ? fabs(x1_) : 1e-150;
+    const double u1_ = copysign(z1_ < 1e150 ? z1_ : 1e150, x1_);
     const double d_ = (p->dt * (-1.0)) / (u0_ * u1_);
     *a0_ = (x0_ == x0_ ? d_ : x0_) * (u1_);
     *a1_ = (x1_ == x1_ ? d_ : x1_) * (u0_);

@@ -766,8 +766,7 @@ FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, const 
             const int i = (int)i0 + c0 + l, q = FUSED_Q(c0 + l);
             FUSED_HH_LOCALS;
             nsm_hh_d_states_pre_set((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q, v[q], y + l, FUSED_CHUNK, &A[l], &T[l],
-                                    &A[FUSED_CHUNK + l], &T[FUSED_CHUNK + l], &A[2 * FUSED_CHUNK + l],
-                                    &T[2 * FUSED_CHUNK + l]);
+                                    &A[len + l], &T[len + l], &A[2 * len + l], &T[2 * len + l]);
             if (last) {
                 P9[i] = F9;
                 P10[i] = F10;
@@ -777,17 +776,14 @@ FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, const 
                 P14[i] = F14;
             }
         }
-        for (int k = 0; k < 3; ++k) {
-            double *restrict x = A + k * FUSED_CHUNK;
-            FUSED_SIMD
-            for (int l = 0; l < len; ++l) x[l] = nsm_exp(x[l]);
-        }
+        FUSED_SIMD
+        for (int l = 0; l < 3 * len; ++l) A[l] = nsm_exp(A[l]);
         FUSED_SIMD
         for (int l = 0; l < len; ++l) {
             const int i = (int)i0 + c0 + l, q = FUSED_Q(c0 + l);
             FUSED_HH_LOCALS;
-            nsm_hh_d_states_post((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, A[l], T[l], A[FUSED_CHUNK + l],
-                                 T[FUSED_CHUNK + l], A[2 * FUSED_CHUNK + l], T[2 * FUSED_CHUNK + l]);
+            nsm_hh_d_states_post((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, A[l], T[l], A[len + l], T[len + l],
+                                 A[2 * len + l], T[2 * len + l]);
             P15[i] = F15;
             P16[i] = F16;
             P17[i] = F17;
