@@ -19,16 +19,9 @@
 #include "mech/builtin/builtin.h"
 #include "mech/builtin/hh.h"
 #include "check.h"
+#include "ulps.h"
 
 extern const ns_mech_desc nsm_hh_desc;
-
-static int64_t ulps(double a, double b) {
-    int64_t x, y;
-    memcpy(&x, &a, sizeof x);
-    memcpy(&y, &b, sizeof y);
-    if ((x < 0) != (y < 0)) return a == b ? 0 : INT64_MAX;
-    return x > y ? x - y : y - x;
-}
 
 static int same(double a, double b) { return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof a) == 0; }
 
@@ -118,12 +111,7 @@ static void exponents(double dt, const double tau[3], double fast[3], double exa
 }
 
 static uint64_t state = 0x2545f4914f6cdd1dull;
-static double uniform(double lo, double hi) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return lo + (hi - lo) * ((double)(state >> 11) * 0x1.0p-53);
-}
+static double uniform(double lo, double hi) { return uniform_in(&state, lo, hi); }
 
 static void one_division(void) {
     int64_t worst = 0;
