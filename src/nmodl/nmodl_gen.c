@@ -923,44 +923,69 @@ static int one_division(const stlist *l, const ex **num) {
     return n >= 2;
 }
 
-/* The exponents dt C / X_k of n equations from one division (x<k>_ their X,
- * *a<k>_ out): d = dt C / (X_0 X_1 ...) times the product of the other X's,
- * with each |X| clamped to [1e-B, 1e B] first (its sign kept; NaN as
- * 1e-B, its own exponent NaN; the clamps are a max and a min), B = 300 / n,
- * so that every product is a normal double: within a few ulps of
- * the n divisions where each |X| lies in that range (a rate's time
- * constant in ms: hh's are 1e-4 to 1e3), and outside it an exponent whose
- * exp is that of the division's (0 or inf where |X| < 1e-B, X = 0
- * included; 1 where |X| > 1e B) for any time step and C with |dt C|
- * between 1e3 / 1e B and 1e-17 1e B (n = 3: 1e-97 and 1e83), where the
- * unclamped products would give NaN (0 times inf) or overflow. One
- * division for n, the hand-written hh's gates' form (docs/mechanisms.md,
- * "Speed"). */
-static void emit_one_division(gen *g, const ex *num, int n) {
+/* d = dt C / (Y_0 Y_1 ...) and the exponents *a<k>_ = d times the other
+ * Y's, Y_k named `y`<k>_ (a product's terms left to right, as the
+ * hand-written hh's gates: ((Y_0 Y_1) Y_2)); y 'u': the clamped X's, d
+ * named du_, and a NaN X's own exponent NaN */
+static void put_products(gen *g, const ex *num, int n, char y, int indent) {
     buf *b = g->b;
-    const int e = 300 / n;
-    for (int k = 0; k < n; k++)
-        put(b, "    const double z%d_ = fabs(x%d_) > 1e-%d ? fabs(x%d_) : 1e-%d;\n"
-               "    const double u%d_ = copysign(z%d_ < 1e%d ? z%d_ : 1e%d, x%d_);\n", k, k, e, k, e, k, k, e, k, e, k);
-    put(b, "    const double d_ = (p->dt * ");
+    const char *d = y == 'u' ? "du_" : "d_";
+    put(b, "%*sconst double %s = (p->dt * ", indent, "", d);
     emit_ex(g, num);
     put(b, ") / (");
     for (int k = 0; k < n; k++) put(b, "%s", k < n - 2 ? "(" : "");
-    for (int k = 0; k < n; k++) put(b, "%su%d_%s", k ? " * " : "", k, k > 0 && k < n - 1 ? ")" : "");
+    for (int k = 0; k < n; k++) put(b, "%s%c%d_%s", k ? " * " : "", y, k, k > 0 && k < n - 1 ? ")" : "");
     put(b, ");\n");
     for (int k = 0; k < n; k++) {
-        put(b, "    *a%d_ = (x%d_ == x%d_ ? d_ : x%d_) * (", k, k, k, k);
+        put(b, "%*s*a%d_ = %s", indent, "", k, y == 'u' ? "(" : "");
+        if (y == 'u') put(b, "x%d_ == x%d_ ? %s : x%d_) * (", k, k, d, k);
+        else put(b, "%s * (", d);
         int first = 1, open = 0;
         for (int j = 0; j < n; j++) open += j != k;
         for (int j = 0; j < open - 2; j++) put(b, "(");
         for (int j = 0, m = 0; j < n; j++) {
             if (j == k) continue;
-            put(b, "%su%d_%s", first ? "" : " * ", j, m > 0 && m < open - 1 ? ")" : "");
+            put(b, "%s%c%d_%s", first ? "" : " * ", y, j, m > 0 && m < open - 1 ? ")" : "");
             first = 0;
             m++;
         }
         put(b, ");\n");
     }
+}
+
+/* The exponents dt C / X_k of n equations from one division (x<k>_ their X,
+ * *a<k>_ out): d = dt C / (X_0 X_1 ...) times the product of the other X's,
+ * within a few ulps of the n divisions while every |X| lies in [1e-B, 1e B],
+ * B = 300 / n, where every product is a normal double (a rate's time
+ * constant in ms: hh's are 1e-4 to 1e3). Where one does not (X = 0, where
+ * the products give NaN, 0 times inf; a product's overflow; NaN), the same
+ * with each |X| clamped to that range (its sign kept; NaN as 1e-B, its own
+ * exponent NaN): an exponent whose exp is that of the division's (0 or inf
+ * where |X| < 1e-B, X = 0 included; 1 where |X| > 1e B) for any time step
+ * and C with |dt C| between 1e3 / 1e B and 1e-17 1e B (n = 3: 1e-97 and
+ * 1e83). `check`: the clamped form is the caller's (the range as the return
+ * value, 1 in range: a loop over many instances then computes the rare
+ * lanes out of range again by _pre, outside its vector loop); else it
+ * follows under a test. One division for n, the hand-written hh's gates'
+ * form (docs/mechanisms.md, "Speed"). */
+static void emit_one_division(gen *g, const ex *num, int n, int check) {
+    buf *b = g->b;
+    const int e = 300 / n;
+    put_products(g, num, n, 'x', 4);
+    put(b, "    const int in_ = ");
+    for (int k = 0; k < n; k++)
+        put(b, "%s(fabs(x%d_) >= 1e-%d) & (fabs(x%d_) <= 1e%d)", k ? " & " : "", k, e, k, e);
+    put(b, ";\n");
+    if (check) {
+        put(b, "    return in_;\n");
+        return;
+    }
+    put(b, "    if (!in_) {\n");
+    for (int k = 0; k < n; k++)
+        put(b, "        const double z%d_ = fabs(x%d_) > 1e-%d ? fabs(x%d_) : 1e-%d;\n"
+               "        const double u%d_ = copysign(z%d_ < 1e%d ? z%d_ : 1e%d, x%d_);\n", k, k, e, k, e, k, k, e, k, e, k);
+    put_products(g, num, n, 'u', 8);
+    put(b, "    }\n");
 }
 
 /* Solve J_ r_ = r_ in place (N_ x N_, double J_[N_][N_]): Gaussian
@@ -1135,7 +1160,7 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         const int r = emit_list(g, bl->body, 4);
         g->staged = 0;
         if (r) { free(order); return -1; }
-        if (one) emit_one_division(g, num, n);
+        if (one) emit_one_division(g, num, n, 0);
         put(b, "}\n\nNS_MECH_FN void nsm_%s_d_%s_post(ns_mech_ppack *p, ", name, bl->name);
         put_fparams(g);
         put(b, "int i_");
@@ -1159,10 +1184,11 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         for (int k = 0; k < n; k++) put(b, ", nsm_exp(a%d_), t%d_", k, k);
         put(b, ");\n}\n\n");
         /* the first stage with the TABLE procedure's values set from y_ in
-         * the place of its call (tabled_first) */
+         * the place of its call (tabled_first); 0 where its exponents are
+         * out of one division's range: the caller then runs _pre there */
         const block *tb = tabled_first(g->m, bl->body);
         if (tb) {
-            put(b, "NS_MECH_FN void nsm_%s_d_%s_pre_set(", name, bl->name);
+            put(b, "NS_MECH_FN int nsm_%s_d_%s_pre_set(", name, bl->name);
             put_sig(g);
             put(b, ", const double *y_, int s_");
             for (int k = 0; k < n; k++) put(b, ", double *a%d_, double *t%d_", k, k);
@@ -1175,7 +1201,8 @@ static int emit_derivative(gen *g, const block *bl, int method) {
             const int r2 = emit_list_from(g, bl->body, 4, 1);
             g->staged = 0;
             if (r2) { free(order); return -1; }
-            if (one) emit_one_division(g, num, n);
+            if (one) emit_one_division(g, num, n, 1);
+            else put(b, "    return 1;\n");
             put(b, "}\n\n");
         }
     } else {

@@ -143,12 +143,13 @@ int main(void) {
         /* m' = (minf - m)/mtau by cnexp: nocmodl's arithmetic, with its
          * target -(minf/mtau)/(-1/mtau) as minf (nsm_exp: the C library's exp
          * on the GPU, a vectorising polynomial on the host), the three
-         * exponents dt (-1/tau) from one division of the clamped taus
-         * (emit_one_division; tests/mech/test_table_rows.c its values) */
+         * exponents dt (-1/tau) from one division, of the clamped taus
+         * where one is out of its range (emit_one_division;
+         * tests/mech/test_table_rows.c its values) */
         CHECK(strstr(hh, "const double x0_ = (*F12_);") && strstr(hh, "*t0_ = ((*F9_));") &&
-              strstr(hh, "const double d_ = (p->dt * (-1.0)) / ((u0_ * u1_) * u2_);") &&
-              strstr(hh, "*a0_ = (x0_ == x0_ ? d_ : x0_) * (u1_ * u2_);") &&
-              strstr(hh, "*a2_ = (x2_ == x2_ ? d_ : x2_) * (u0_ * u1_);") &&
+              strstr(hh, "const double d_ = (p->dt * (-1.0)) / ((x0_ * x1_) * x2_);") &&
+              strstr(hh, "*a0_ = d_ * (x1_ * x2_);") && strstr(hh, "*a2_ = d_ * (x0_ * x1_);") &&
+              strstr(hh, "        *a0_ = (x0_ == x0_ ? du_ : x0_) * (u1_ * u2_);") &&
               strstr(hh, "(*F15_) = (*F15_) + (1. - e0_) * (t0_ - (*F15_));"));
         /* in three stages (nmodl_gen.c, cnexp_staged), joined for one instance */
         CHECK(strstr(hh, "nsm_hh_d_states_post(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, "

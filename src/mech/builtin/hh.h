@@ -173,16 +173,23 @@ NS_MECH_FN void nsm_hh_d_states_pre(ns_mech_ppack *p, double *F0_, double *F1_, 
     *t1_ = ((*F10_));
     const double x2_ = (*F14_);
     *t2_ = ((*F11_));
-    const double z0_ = fabs(x0_) > 1e-100 ? fabs(x0_) : 1e-100;
-    const double u0_ = copysign(z0_ < 1e100 ? z0_ : 1e100, x0_);
-    const double z1_ = fabs(x1_) > 1e-100 ? fabs(x1_) : 1e-100;
-    const double u1_ = copysign(z1_ < 1e100 ? z1_ : 1e100, x1_);
-    const double z2_ = fabs(x2_) > 1e-100 ? fabs(x2_) : 1e-100;
-    const double u2_ = copysign(z2_ < 1e100 ? z2_ : 1e100, x2_);
-    const double d_ = (p->dt * (-1.0)) / ((u0_ * u1_) * u2_);
-    *a0_ = (x0_ == x0_ ? d_ : x0_) * (u1_ * u2_);
-    *a1_ = (x1_ == x1_ ? d_ : x1_) * (u0_ * u2_);
-    *a2_ = (x2_ == x2_ ? d_ : x2_) * (u0_ * u1_);
+    const double d_ = (p->dt * (-1.0)) / ((x0_ * x1_) * x2_);
+    *a0_ = d_ * (x1_ * x2_);
+    *a1_ = d_ * (x0_ * x2_);
+    *a2_ = d_ * (x0_ * x1_);
+    const int in_ = (fabs(x0_) >= 1e-100) & (fabs(x0_) <= 1e100) & (fabs(x1_) >= 1e-100) & (fabs(x1_) <= 1e100) & (fabs(x2_) >= 1e-100) & (fabs(x2_) <= 1e100);
+    if (!in_) {
+        const double z0_ = fabs(x0_) > 1e-100 ? fabs(x0_) : 1e-100;
+        const double u0_ = copysign(z0_ < 1e100 ? z0_ : 1e100, x0_);
+        const double z1_ = fabs(x1_) > 1e-100 ? fabs(x1_) : 1e-100;
+        const double u1_ = copysign(z1_ < 1e100 ? z1_ : 1e100, x1_);
+        const double z2_ = fabs(x2_) > 1e-100 ? fabs(x2_) : 1e-100;
+        const double u2_ = copysign(z2_ < 1e100 ? z2_ : 1e100, x2_);
+        const double du_ = (p->dt * (-1.0)) / ((u0_ * u1_) * u2_);
+        *a0_ = (x0_ == x0_ ? du_ : x0_) * (u1_ * u2_);
+        *a1_ = (x1_ == x1_ ? du_ : x1_) * (u0_ * u2_);
+        *a2_ = (x2_ == x2_ ? du_ : x2_) * (u0_ * u1_);
+    }
 }
 
 NS_MECH_FN void nsm_hh_d_states_post(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, double e0_, double t0_, double e1_, double t1_, double e2_, double t2_) {
@@ -198,7 +205,7 @@ NS_MECH_FN void nsm_hh_d_states(ns_mech_ppack *p, double *F0_, double *F1_, doub
     nsm_hh_d_states_post(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, nsm_exp(a0_), t0_, nsm_exp(a1_), t1_, nsm_exp(a2_), t2_);
 }
 
-NS_MECH_FN void nsm_hh_d_states_pre_set(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_, double v_, const double *y_, int s_, double *a0_, double *t0_, double *a1_, double *t1_, double *a2_, double *t2_) {
+NS_MECH_FN int nsm_hh_d_states_pre_set(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_, double v_, const double *y_, int s_, double *a0_, double *t0_, double *a1_, double *t1_, double *a2_, double *t2_) {
     (void)p; (void)i_; (void)node_; (void)v_;
     nsm_hh_p_rates_set(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, y_, s_);
     const double x0_ = (*F12_);
@@ -207,16 +214,12 @@ NS_MECH_FN void nsm_hh_d_states_pre_set(ns_mech_ppack *p, double *F0_, double *F
     *t1_ = ((*F10_));
     const double x2_ = (*F14_);
     *t2_ = ((*F11_));
-    const double z0_ = fabs(x0_) > 1e-100 ? fabs(x0_) : 1e-100;
-    const double u0_ = copysign(z0_ < 1e100 ? z0_ : 1e100, x0_);
-    const double z1_ = fabs(x1_) > 1e-100 ? fabs(x1_) : 1e-100;
-    const double u1_ = copysign(z1_ < 1e100 ? z1_ : 1e100, x1_);
-    const double z2_ = fabs(x2_) > 1e-100 ? fabs(x2_) : 1e-100;
-    const double u2_ = copysign(z2_ < 1e100 ? z2_ : 1e100, x2_);
-    const double d_ = (p->dt * (-1.0)) / ((u0_ * u1_) * u2_);
-    *a0_ = (x0_ == x0_ ? d_ : x0_) * (u1_ * u2_);
-    *a1_ = (x1_ == x1_ ? d_ : x1_) * (u0_ * u2_);
-    *a2_ = (x2_ == x2_ ? d_ : x2_) * (u0_ * u1_);
+    const double d_ = (p->dt * (-1.0)) / ((x0_ * x1_) * x2_);
+    *a0_ = d_ * (x1_ * x2_);
+    *a1_ = d_ * (x0_ * x2_);
+    *a2_ = d_ * (x0_ * x1_);
+    const int in_ = (fabs(x0_) >= 1e-100) & (fabs(x0_) <= 1e100) & (fabs(x1_) >= 1e-100) & (fabs(x1_) <= 1e100) & (fabs(x2_) >= 1e-100) & (fabs(x2_) <= 1e100);
+    return in_;
 }
 
 NS_MECH_FN void nsm_hh_init_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_) {

@@ -744,8 +744,9 @@ FUSED_INLINE void rates_of_rows(const double *restrict rows, const int transpose
  * (nmodl_gen.c, cnexp_staged): the table's entries and weights
  * (nsm_hh_p_rates_at), the rates from its rows (rates_of_rows), the
  * exponents and targets from them (nsm_hh_d_states_pre_set: the
- * arithmetic of nsm_hh_d_states_pre after its lookup), the exponentials,
- * the updates (_post). One loop per stage keeps few values
+ * arithmetic of nsm_hh_d_states_pre after its lookup, where the taus are
+ * in one division's range; elsewhere that lane-node's _pre, outside the
+ * vector loop), the exponentials, the updates (_post). One loop per stage keeps few values
  * live, where one loop over the whole function kept the AVX-512 clone
  * spilling (473 stack operands, gcc 13). */
 FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, const double *restrict rows,
@@ -757,7 +758,7 @@ FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, const 
     for (int c0 = 0; c0 < (int)n_inst; c0 += FUSED_CHUNK) {
         const int len = (int)n_inst - c0 < FUSED_CHUNK ? (int)n_inst - c0 : FUSED_CHUNK;
         double A[3 * FUSED_CHUNK], T[3 * FUSED_CHUNK], y[NSM_hh_rates_COLS * FUSED_CHUNK], th[FUSED_CHUNK];
-        int ix[FUSED_CHUNK];
+        int ix[FUSED_CHUNK], in[FUSED_CHUNK];
         FUSED_SIMD
         for (int l = 0; l < len; ++l) nsm_hh_p_rates_at(pp, v[FUSED_Q(c0 + l)], &ix[l], &th[l]);
         rates_of_rows(rows, transpose, ix, th, len, y);
@@ -765,8 +766,8 @@ FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, const 
         for (int l = 0; l < len; ++l) {
             const int i = (int)i0 + c0 + l, q = FUSED_Q(c0 + l);
             FUSED_HH_LOCALS;
-            nsm_hh_d_states_pre_set((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q, v[q], y + l, FUSED_CHUNK, &A[l], &T[l],
-                                    &A[len + l], &T[len + l], &A[2 * len + l], &T[2 * len + l]);
+            in[l] = nsm_hh_d_states_pre_set((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q, v[q], y + l, FUSED_CHUNK, &A[l],
+                                            &T[l], &A[len + l], &T[len + l], &A[2 * len + l], &T[2 * len + l]);
             if (last) {
                 P9[i] = F9;
                 P10[i] = F10;
@@ -775,6 +776,18 @@ FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, const 
                 P13[i] = F13;
                 P14[i] = F14;
             }
+        }
+        /* lane-nodes whose exponents are out of one division's range: their
+         * first stage again, as the per-step path's (nsm_hh_d_states_pre,
+         * its lookup the columns': the same values) */
+        int all = 1;
+        for (int l = 0; l < len; ++l) all &= in[l];
+        for (int l = 0; !all && l < len; ++l) {
+            if (in[l]) continue;
+            const int i = (int)i0 + c0 + l, q = FUSED_Q(c0 + l);
+            FUSED_HH_LOCALS;
+            nsm_hh_d_states_pre((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q, v[q], &A[l], &T[l], &A[len + l], &T[len + l],
+                                &A[2 * len + l], &T[2 * len + l]);
         }
         FUSED_SIMD
         for (int l = 0; l < 3 * len; ++l) A[l] = nsm_exp(A[l]);
