@@ -18,7 +18,11 @@
 #                is present); the GPU loops on one shape
 #                (allen_chat x 1,000 .. 1,000,000) and on the mix; the busyring network;
 #                the layer 5 model (data/models/l5pc_hay.model) on the GPU and the CPU
-#   sim-shapes   the GPU's tree loop per morphology, 100 and 2,000 cells
+#   sim-shapes   the GPU loops (onchip, tree) per morphology, 100 and 2,000 cells
+#   onchip-model the parameters' hh and data/models/hh.model, alternated ROUNDS times (default 2),
+#                onchip and tree, on allen_chat x 100,000, dg_granule x 100,000, allen_rbp4 x 1,000
+#                (the same generated hh since every simulation is a model; bench/compare.sh with
+#                a commit before that compares it with the hand-written one)
 #   life         bench life: the product table (500,000 fibers, GPU; 50,000, CPU) and SBBNNLS
 #   life-scale   bench life-scale: 1 and 10 million streamlines fitted on the GPU
 #   life-dipy    LiFE end to end against DIPY on two pinned cores (bench/life_dipy_bench.py)
@@ -94,6 +98,9 @@ for grid in "$@"; do
         done
         step check-memcheck-nmodl-test 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$BDIR/tests/test_nmodl_cuda"
         for tool in memcheck racecheck; do
+          step "check-$tool-sim-onchip" 300 compute-sanitizer --tool $tool --error-exitcode 9 "$NS" simulate \
+            "$D/ca1_h10.swc" "$D/dg_granule_1220882a.swc" --cells 70 --tstop 1 --backend cuda --method onchip \
+            --record-cells 3 --no-progress --out "$OUT/check-sim"
           step "check-$tool-sim-tree" 300 compute-sanitizer --tool $tool --error-exitcode 9 "$NS" simulate \
             bundled --radii default:0.5 --cells 2 --tstop 1 --backend cuda --method tree --record-cells 3 --no-progress --out "$OUT/check-sim"
           step "check-$tool-hines" 300 compute-sanitizer --tool $tool --error-exitcode 9 "$NS" solve \
@@ -129,7 +136,7 @@ for grid in "$@"; do
       done
       if [ $GPU = 1 ]; then
         N100=""; have neuron && N100="--neuron 100"
-        step sim-gpu-one 600 "$NS" bench sim --backend cuda --cells 1000,10000,100000,1000000 --gpu-methods auto,tree \
+        step sim-gpu-one 600 "$NS" bench sim --backend cuda --cells 1000,10000,100000,1000000 --gpu-methods auto,onchip,tree \
           $N100 --csv "$OUT/sim_gpu_one.csv"
         NT=""; have neuron && NT="--neuron-threads $THREADS"
         step sim-gpu-mixed 600 "$NS" bench sim --mixed --per 5,20,200 --jitter 0 --gpu-methods auto --cpu-max 500000 \
@@ -147,11 +154,21 @@ for grid in "$@"; do
       # NEURON beside the CPU row needs the BBP mechanisms compiled for it: NRN_MECH_DIR (bench/neuron_model_bench.py)
       NL=""; have neuron && [ -n "${NRN_MECH_DIR:-}" ] && NL="--neuron 160"
       step sim-l5-cpu 600 "$NS" bench sim --backend cpu $L5 --cells 160 --threads "$THREADS" $NL ;;
+    onchip-model)
+      for round in $(seq 1 "${ROUNDS:-2}"); do
+        for mc in allen_chat_614430666:100000 dg_granule_1220882a:100000 allen_rbp4_485574832:1000; do
+          m=${mc%%:*}; c=${mc##*:}
+          step "onchip-hand-$m-$round" 600 "$NS" bench sim --backend cuda --morph "$D/$m.swc" --cells "$c" \
+            --gpu-methods onchip,tree --steps 400
+          step "onchip-model-$m-$round" 600 "$NS" bench sim --backend cuda --morph "$D/$m.swc" --cells "$c" \
+            --gpu-methods onchip,tree --steps 400 --model "$ROOT/data/models/hh.model"
+        done
+      done ;;
     sim-shapes)
       [ $GPU = 1 ] || { echo "sim-shapes: no GPU" | tee -a "$OUT/summary.txt"; continue; }
       for m in dg_granule_1220882a ca1_h10 l5pc_bbp_axon ec3_80604 mouselight_AA0013_cng; do
         step "sim-shape-$m" 300 "$NS" bench sim --backend cuda --cells 100,2000 --steps 200 --morph "$D/$m.swc" \
-          --gpu-methods tree --csv "$OUT/sim_shape_$m.csv"
+          --gpu-methods onchip,tree --csv "$OUT/sim_shape_$m.csv"
       done ;;
     life)
       step life-cpu 900 "$NS" bench life --backend cpu --fibers 50000 --iters 20 --naive-iters 2 --repeats 3 \

@@ -9,7 +9,7 @@ of tests/data/swc_bad/ and the bad TRX files of tests/data/trx/. Each input runs
       the test files go through the commands only);
   - through the commands that read such a file (morph, simulate with --params/--model/--network/
     --resume, mechanisms translate and build (the NMODL inputs compiled end to end), life
-    build/info/fit/report), in a scratch folder, writing
+    build/info/fit/report, life fit --resume), in a scratch folder, writing
     under out/.
 A run is
   - a hang when it passes the time limit (killed);
@@ -19,11 +19,15 @@ A run is
     leaves a temporary (.NAME.partial-PID-N) there.
 The exit code is 0 when all four counts are 0, 1 otherwise (each finding printed).
 
-usage: fuzz/replay_hostile.py [--build DIR] [--timeout S] [--jobs N] [--verbose]
+usage: fuzz/replay_hostile.py [--build DIR] [--timeout S] [--jobs N] [--verbose] [--targets T,...]
+                              [--extra T:DIR:N ...]
   --build DIR   a build with -DNS_SANITIZE=address,undefined (default build-sanitize, the folder
                 of `make test-sanitize`; configured as that target does when it has no CMakeCache.txt);
                 the CLI and the fuzz_replay_* targets are built first
   --timeout S   per run (default 120: ASan's slow-down on CI's 2 cores)
+  --targets     only these fuzz targets' inputs (CI: nmodl, built end to end after the fuzz stage)
+  --extra       also N inputs of target T from DIR: CI passes a sample of what the nmodl fuzzer wrote
+                in its run (build-fuzz/fuzz/work/nmodl), so that the generated C of new inputs is compiled
 """
 import argparse
 import concurrent.futures
@@ -37,8 +41,8 @@ import sys
 import tempfile
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGETS = ["swc", "nifti", "params", "tracts", "life_files", "life_model", "checkpoint", "nmodl", "model", "network",
-           "json", "sonata_types"]
+TARGETS = ["swc", "nifti", "params", "tracts", "life_files", "life_model", "life_state", "checkpoint", "nmodl", "model",
+           "network", "json", "sonata_types"]
 CELL = os.path.join(SRC, "data", "morphologies", "ca1_h10.swc")
 SANITIZER = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|UndefinedBehaviorSanitizer")
 LIFE_NAMES = ["phi_shape.npy", "phi_atom.npy", "phi_voxel.npy", "phi_fiber.npy", "phi_value.npy", "dictionary.npy",
@@ -146,6 +150,9 @@ class Replay:
             folder = os.path.join(work, "model")
             unpack_life_model(data, folder)
             return [["life", "info", folder], ["life", "fit", folder, "--iters", "5", "--quiet", "--out", "{out}/w.npy"]]
+        if target == "life_state":  # the fuzz input's first byte is its mode; a state of another model's fit
+            return [["life", "fit", self.model, "--resume", copy("state.bin", data[1:]), "--iters", "5", "--quiet",
+                     "--out", "{out}/w.npy"]]
         return []  # sonata_types: the reader only (a type table needs a whole SONATA circuit)
 
     def run(self, args, out):
@@ -197,12 +204,19 @@ class Replay:
         return results
 
 
-def inputs():
-    for t in TARGETS:
+def inputs(targets, extra):
+    for t in targets:
         for kind in ("corpus", "regressions"):
             d = os.path.join(SRC, "fuzz", kind, t)
             for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
                 yield t, os.path.join(d, name)
+    for t, d, n in extra:  # a sample of what a fuzzing run wrote: every k-th file by name (libFuzzer's hashes)
+        names = sorted(f for f in os.listdir(d) if os.path.isfile(os.path.join(d, f))) if os.path.isdir(d) else []
+        k = max(1, len(names) // n) if n else 1
+        for name in names[::k][:n]:
+            yield t, os.path.join(d, name)
+    if targets != TARGETS:
+        return
     for name in sorted(os.listdir(os.path.join(SRC, "tests/data/swc_bad"))):
         yield "swc_file", os.path.join(SRC, "tests/data/swc_bad", name)
     for name in sorted(os.listdir(os.path.join(SRC, "tests/data/trx"))):
@@ -210,7 +224,7 @@ def inputs():
             yield "trx", os.path.join(SRC, "tests/data/trx", name)
 
 
-def prepare(build, jobs):
+def prepare(build, jobs, targets):
     if not os.path.exists(os.path.join(build, "CMakeCache.txt")):  # as `make test-sanitize` configures it
         subprocess.run(["cmake", "-S", SRC, "-B", build, "-DCMAKE_BUILD_TYPE=Debug", "-DCMAKE_C_FLAGS_DEBUG=-O1 -g",
                         "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g", "-DNS_CUDA=OFF", "-DNS_SANITIZE=address,undefined"],
@@ -218,8 +232,10 @@ def prepare(build, jobs):
     cache = open(os.path.join(build, "CMakeCache.txt")).read()
     if not re.search(r"^NS_SANITIZE:STRING=.*address.*undefined", cache, re.M):
         sys.exit(f"replay_hostile: {build} is not a sanitizer build (-DNS_SANITIZE=address,undefined)")
+    # configured again: a fuzz target added since the build was configured has no make rule before
+    subprocess.run(["cmake", "-S", SRC, "-B", build], check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["cmake", "--build", build, f"-j{jobs}", "--target", "neurosolve_cli",
-                    *[f"fuzz_replay_{t}" for t in TARGETS]], check=True, stdout=subprocess.DEVNULL)
+                    *[f"fuzz_replay_{t}" for t in targets]], check=True, stdout=subprocess.DEVNULL)
 
 
 def main():
@@ -228,12 +244,25 @@ def main():
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--targets", help="T,T,...: only these fuzz targets' inputs (default: all, and the test files)")
+    ap.add_argument("--extra", action="append", default=[], metavar="T:DIR:N",
+                    help="also N inputs of target T from DIR (a fuzzing run's work folder), every k-th by name")
     a = ap.parse_args()
+    targets = a.targets.split(",") if a.targets else TARGETS
+    bad = [t for t in targets if t not in TARGETS]
+    extra = []
+    for e in a.extra:
+        t, d, n = (e.rsplit(":", 2) + ["", ""])[:3] if e.count(":") >= 2 else (e, "", "")
+        if t not in TARGETS or not d or not n.isdigit():
+            ap.error(f"--extra {e}: expected T:DIR:N with T one of {', '.join(TARGETS)}")
+        extra.append((t, d, int(n)))
+    if bad:
+        ap.error(f"--targets: unknown {', '.join(bad)} (known: {', '.join(TARGETS)})")
     build = os.path.abspath(a.build)
-    prepare(build, a.jobs)
+    prepare(build, a.jobs, sorted(set(targets) | {t for t, _, _ in extra}))
     r = Replay(build, a.timeout, a.verbose)
     r.fixtures()
-    todo = list(inputs())
+    todo = list(inputs(targets, extra))
     tally = {"crash": 0, "sanitizer": 0, "hang": 0, "partial": 0}
     runs = 0
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the readers for a bounded time (docs/fuzzing.md).
-#   fuzz/run.sh [SECONDS_PER_TARGET (20)] [TARGET...]   (targets: swc nifti params tracts life_files life_model checkpoint nmodl model network json sonata_types)
+#   fuzz/run.sh [SECONDS_PER_TARGET (20)] [TARGET...]   (targets: swc nifti params tracts life_files life_model life_state checkpoint nmodl model network json sonata_types)
 #   NS_FUZZ_JOBS=N (default: the number of cores): targets run at once
 #   NS_FUZZ_SEED=N (default 1): libFuzzer's seed, fixed so that CI explores the same inputs on every
 #   run (a finding is reproducible, not a lottery); set another seed, or 0 for a random one, to explore
@@ -14,7 +14,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 src="$(dirname "$here")"
 secs="${1:-20}"
 shift || true
-targets=("${@:-swc nifti params tracts life_files life_model checkpoint nmodl model network json sonata_types}")
+targets=("${@:-swc nifti params tracts life_files life_model life_state checkpoint nmodl model network json sonata_types}")
 read -r -a targets <<< "${targets[*]}"
 build="${NS_FUZZ_BUILD:-$src/build-fuzz}"
 cc="${CC:-clang}"

@@ -75,6 +75,11 @@ int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells
     ns_sim_t *sim = NULL;
     const double t0 = now_ms();
     ns_status st = ns_sim_create(n_shapes, shapes, cells, cell_shape, &p, &o, &sim);
+    if (st == NS_ERR_UNSUPPORTED && model && method == NS_HINES_ONCHIP) {
+        /* a model the onchip loop does not run (docs/simulation.md, "Models: the fused loop"): the tree loop */
+        o.method = NS_HINES_TREE;
+        st = ns_sim_create(n_shapes, shapes, cells, cell_shape, &p, &o, &sim);
+    }
     for (long long c = 0; c < cells && st == NS_OK; ++c) {
         ns_cell_info ci;
         ns_cell_get_info(shapes[cell_shape ? cell_shape[c] : c % n_shapes], &ci);
@@ -281,9 +286,6 @@ int bench_sim(int argc, char **argv) {
         ns_status pst = ns_sim_params_read(&params, params_file);
         if (pst != NS_OK) return cli_status_error("bench sim: parameters", pst);
     }
-    if (model_file) /* the model runs in the tree loop (docs/simulation.md, "Models") */
-        for (int k = 0; k < n_gpu; ++k)
-            if (gpu_method[k] == NS_HINES_ONCHIP) gpu_method[k] = NS_HINES_TREE;
     ns_mech_library_t *lib = NULL;
     ns_sim_model_t *model = NULL;
     if (model_file && ((mech_lib && ns_mech_library_open(mech_lib, &lib) != NS_OK) ||

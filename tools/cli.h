@@ -148,41 +148,35 @@ int cli_mpi_size(void);
 ns_status cli_mpi_solve(const ns_batch_t *batch, const ns_solve_options *opt, const double *a,
                         const double *b, double *d, double *rhs, ns_solve_timing *timing,
                         ns_hines_method *method, ns_backend *backend);
-/* A simulation that is one ns_sim_t, or spread over the processes. The
- * calls mirror ns_sim_*; cli_sim_finish gathers spikes and traces to rank
- * 0 (the only process whose cli_sim_spikes/_traces answer under MPI). */
-typedef struct cli_sim cli_sim;
-ns_status cli_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_t n_cells,
-                         const int32_t *cell_shape, const ns_sim_params *params,
-                         const ns_sim_options *options, cli_sim **out);
-void cli_sim_destroy(cli_sim *sim);
-ns_status cli_sim_add_iclamp(cli_sim *sim, int64_t cell, int32_t compartment, double delay,
-                             double duration, double amplitude);
-ns_status cli_sim_add_recording(cli_sim *sim, int64_t cell, int32_t compartment, int32_t *site);
-ns_status cli_sim_advance(cli_sim *sim, int64_t steps);
-ns_status cli_sim_finish(cli_sim *sim);
-int64_t cli_sim_steps_for(const cli_sim *sim, double tstop);
-double cli_sim_elapsed_ms(const cli_sim *sim);
-int64_t cli_sim_compartments(const cli_sim *sim);
-const double *cli_sim_spikes(const cli_sim *sim, int64_t cell, int64_t *count);
-const double *cli_sim_traces(const cli_sim *sim, int64_t *samples, int32_t *sites);
-ns_backend cli_sim_backend(const cli_sim *sim);
-ns_hines_method cli_sim_method(const cli_sim *sim);
-/* A network file's synapses, sources and connections (ns_network_apply, or
- * under MPI the collective ns_network_apply_mpi: the same calls, a failure
- * agreed by every process), then cli_sim_init (ns_sim_init /
- * ns_mpi_sim_init) after the stimuli and recordings. The sources' rasters
- * answer after cli_sim_finish (under MPI on rank 0 only); the counts and a
- * source's cell on every process. */
-ns_status cli_sim_apply_network(cli_sim *sim, const ns_network_t *net, const ns_cell_t *const *shapes);
-ns_status cli_sim_init(cli_sim *sim);
-int64_t cli_sim_synapses(const cli_sim *sim);
-int64_t cli_sim_sources(const cli_sim *sim);
-int64_t cli_sim_connections(const cli_sim *sim);
-int64_t cli_sim_source_cell(const cli_sim *sim, int64_t source);
-const double *cli_sim_source_spikes(const cli_sim *sim, int64_t source, int64_t *count);
-/* The one ns_sim_t of a run in one process (checkpoints); NULL under MPI. */
-ns_sim_t *cli_sim_local(cli_sim *sim);
+/* The distribution of a run under mpirun (MPI_COMM_WORLD's) for
+ * ns_sim_options.dist; NULL in one process. */
+const ns_dist_t *cli_mpi_dist(void);
+
+/* An .npy file of rows x cols little-endian doubles (C order). */
+void cli_write_npy(FILE *f, const double *data, long long rows, int cols);
+
+/* ------------------------------------------------------ simulate --probe */
+/* tools/cli_lfp.c: the extracellular potentials of `simulate` (docs/extracellular.md). */
+typedef struct cli_lfp {
+    const char *probe, *placement_file;
+    long long every_steps;
+    double every_ms;
+    ns_lfp_method method;
+    double sigma, max_gb;
+    ns_lfp_probe contacts;
+    ns_lfp_t *lfp;
+} cli_lfp;
+extern const char *cli_lfp_help;
+void cli_lfp_init(cli_lfp *l);
+/* 1: a --probe/--lfp-* option taken; 0: not one; -1: a bad value (printed). */
+int cli_lfp_option(const char *cmd, const char *a, const char *val, cli_lfp *l);
+/* Read the probe and attach (nothing without --probe); 0 or 1 after printing the error. */
+int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const *shapes, double dt);
+/* STEMlfp.csv, STEMlfp.npy, STEMdipole.csv (csv_path: the first); 0 or 1. */
+int cli_lfp_write(cli_lfp *l, const char *stem, char *csv_path, size_t csv_len);
+/* P_lfp.png for --plot P.png (bench/plot_lfp.py; without matplotlib a warning); 0 or 1. */
+int cli_lfp_plot(cli_lfp *l, const char *csv, const char *plot, int quiet);
+void cli_lfp_free(cli_lfp *l);
 
 /* ------------------------------------------------------------- JSON out */
 /* A tiny streaming JSON writer for --json: enough for objects, arrays,

@@ -5,8 +5,9 @@
  *     their stderr to a temporary file, whose last line becomes the message
  *     rank 0 prints if that rank fails on its own;
  *   - spreads `solve` and `simulate` over the processes (cells by LPT over
- *     compartment counts), with results gathered so that output is the
- *     same as a single process's;
+ *     compartment counts; simulate through ns_sim_options.dist =
+ *     cli_mpi_dist()), with results gathered so that output is the same as
+ *     a single process's;
  *   - ends every process with the same exit code.
  * Without MPI, or when not launched by an MPI launcher, everything here is
  * a pass-through to the single-process calls. */
@@ -26,6 +27,7 @@
 static int mpi_on = 0, mpi_rank = 0, mpi_size = 1;
 static int mpi_device = NS_DEVICE_CURRENT; /* this process's GPU (ns_mpi_bind_device) */
 static FILE *captured = NULL; /* non-root stderr */
+static ns_dist_t *mpi_dist = NULL; /* MPI_COMM_WORLD's, for simulate (ns_sim_options.dist) */
 static long long failures_at_start = 0;
 
 static int launched_by_mpi(void) {
@@ -64,6 +66,10 @@ void cli_mpi_begin(int *argc, char ***argv) {
     if (st == NS_OK && mpi_device >= 0 && cudaSetDevice(mpi_device) != cudaSuccess)
         fprintf(stderr, "neurosolve: warning: cannot make GPU %d current\n", mpi_device);
 #endif
+    if (st == NS_OK) {
+        st = ns_dist_from_comm(MPI_COMM_WORLD, &mpi_dist);
+        if (st != NS_OK) cli_status_error("MPI", st);
+    }
     failures_at_start = ns_mpi_failed_agreements();
 }
 
@@ -98,6 +104,8 @@ int cli_mpi_end(int rc) {
             rc = 1;
         }
     }
+    ns_dist_destroy(mpi_dist);
+    mpi_dist = NULL;
     MPI_Finalize();
     return rc;
 }
@@ -150,101 +158,7 @@ ns_status cli_mpi_solve(const ns_batch_t *batch, const ns_solve_options *opt, co
     return st;
 }
 
-struct cli_sim {
-    ns_sim_t *local;
-    ns_mpi_sim_t *dist;
-};
-
-ns_status cli_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_t n_cells,
-                         const int32_t *cell_shape, const ns_sim_params *params, const ns_sim_options *options,
-                         cli_sim **out) {
-    cli_sim *s = calloc(1, sizeof *s);
-    *out = NULL;
-    ns_status st = mpi_on ? ns_mpi_agree_message(MPI_COMM_WORLD, s ? NS_OK : NS_ERR_OUT_OF_MEMORY, "out of memory")
-                          : (s ? NS_OK : NS_ERR_OUT_OF_MEMORY);
-    ns_sim_options o;
-    if (options) o = *options;
-    else ns_sim_options_init(&o);
-    if (mpi_on && o.device == NS_DEVICE_CURRENT) o.device = mpi_device;
-    if (st == NS_OK)
-        st = mpi_on ? ns_mpi_sim_create(MPI_COMM_WORLD, n_shapes, shapes, n_cells, cell_shape, params, &o, &s->dist)
-                    : ns_sim_create(n_shapes, shapes, n_cells, cell_shape, params, options, &s->local);
-    if (st != NS_OK) {
-        free(s);
-        return st;
-    }
-    *out = s;
-    return NS_OK;
-}
-
-void cli_sim_destroy(cli_sim *s) {
-    if (!s) return;
-    ns_sim_destroy(s->local);
-    ns_mpi_sim_destroy(s->dist);
-    free(s);
-}
-
-ns_status cli_sim_add_iclamp(cli_sim *s, int64_t cell, int32_t compartment, double delay, double duration,
-                             double amplitude) {
-    if (s->dist) {
-        /* an owner's failure is reported to all at the next collective */
-        ns_status st = ns_mpi_sim_add_iclamp(s->dist, cell, compartment, delay, duration, amplitude);
-        (void)st;
-        return NS_OK;
-    }
-    return ns_sim_add_iclamp(s->local, cell, compartment, delay, duration, amplitude);
-}
-
-ns_status cli_sim_add_recording(cli_sim *s, int64_t cell, int32_t compartment, int32_t *site) {
-    if (s->dist) {
-        ns_status st = ns_mpi_sim_add_recording(s->dist, cell, compartment, site);
-        (void)st;
-        return NS_OK;
-    }
-    return ns_sim_add_recording(s->local, cell, compartment, site);
-}
-
-ns_status cli_sim_advance(cli_sim *s, int64_t steps) {
-    return s->dist ? ns_mpi_sim_advance(s->dist, steps) : ns_sim_advance(s->local, steps);
-}
-ns_status cli_sim_finish(cli_sim *s) { return s->dist ? ns_mpi_sim_gather(s->dist, 0) : NS_OK; }
-int64_t cli_sim_steps_for(const cli_sim *s, double tstop) {
-    return s->dist ? ns_mpi_sim_steps_for(s->dist, tstop) : ns_sim_steps_for(s->local, tstop);
-}
-double cli_sim_elapsed_ms(const cli_sim *s) {
-    return s->dist ? ns_mpi_sim_elapsed_ms(s->dist) : ns_sim_elapsed_ms(s->local);
-}
-int64_t cli_sim_compartments(const cli_sim *s) {
-    return s->dist ? ns_mpi_sim_compartments(s->dist) : ns_sim_compartments(s->local);
-}
-const double *cli_sim_spikes(const cli_sim *s, int64_t cell, int64_t *count) {
-    return s->dist ? ns_mpi_sim_spikes(s->dist, cell, count) : ns_sim_spikes(s->local, cell, count);
-}
-const double *cli_sim_traces(const cli_sim *s, int64_t *samples, int32_t *sites) {
-    return s->dist ? ns_mpi_sim_traces(s->dist, samples, sites) : ns_sim_traces(s->local, samples, sites);
-}
-ns_backend cli_sim_backend(const cli_sim *s) {
-    return s->dist ? ns_mpi_sim_backend(s->dist) : ns_sim_backend(s->local);
-}
-ns_sim_t *cli_sim_local(cli_sim *s) { return s->dist ? NULL : s->local; }
-ns_hines_method cli_sim_method(const cli_sim *s) {
-    return s->dist ? ns_mpi_sim_method(s->dist) : ns_sim_method(s->local);
-}
-ns_status cli_sim_apply_network(cli_sim *s, const ns_network_t *net, const ns_cell_t *const *shapes) {
-    return s->dist ? ns_network_apply_mpi(net, s->dist, shapes) : ns_network_apply(net, s->local, shapes);
-}
-ns_status cli_sim_init(cli_sim *s) { return s->dist ? ns_mpi_sim_init(s->dist) : ns_sim_init(s->local); }
-int64_t cli_sim_synapses(const cli_sim *s) { return s->dist ? ns_mpi_sim_synapses(s->dist) : ns_sim_synapses(s->local); }
-int64_t cli_sim_sources(const cli_sim *s) { return s->dist ? ns_mpi_sim_sources(s->dist) : ns_sim_sources(s->local); }
-int64_t cli_sim_connections(const cli_sim *s) {
-    return s->dist ? ns_mpi_sim_connections(s->dist) : ns_sim_connections(s->local);
-}
-int64_t cli_sim_source_cell(const cli_sim *s, int64_t source) {
-    return s->dist ? ns_mpi_sim_source_cell(s->dist, source) : ns_sim_source_cell(s->local, source);
-}
-const double *cli_sim_source_spikes(const cli_sim *s, int64_t source, int64_t *count) {
-    return s->dist ? ns_mpi_sim_source_spikes(s->dist, source, count) : ns_sim_source_spikes(s->local, source, count);
-}
+const ns_dist_t *cli_mpi_dist(void) { return mpi_dist; }
 
 #else /* no MPI: single-process pass-throughs */
 
@@ -263,62 +177,5 @@ ns_status cli_mpi_solve(const ns_batch_t *batch, const ns_solve_options *opt, co
     return NS_ERR_UNSUPPORTED;
 }
 
-struct cli_sim {
-    ns_sim_t *local;
-};
-
-ns_status cli_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_t n_cells,
-                         const int32_t *cell_shape, const ns_sim_params *params, const ns_sim_options *options,
-                         cli_sim **out) {
-    cli_sim *s = calloc(1, sizeof *s);
-    *out = NULL;
-    if (!s) return NS_ERR_OUT_OF_MEMORY;
-    ns_status st = ns_sim_create(n_shapes, shapes, n_cells, cell_shape, params, options, &s->local);
-    if (st != NS_OK) {
-        free(s);
-        return st;
-    }
-    *out = s;
-    return NS_OK;
-}
-void cli_sim_destroy(cli_sim *s) {
-    if (!s) return;
-    ns_sim_destroy(s->local);
-    free(s);
-}
-ns_status cli_sim_add_iclamp(cli_sim *s, int64_t cell, int32_t compartment, double delay, double duration,
-                             double amplitude) {
-    return ns_sim_add_iclamp(s->local, cell, compartment, delay, duration, amplitude);
-}
-ns_status cli_sim_add_recording(cli_sim *s, int64_t cell, int32_t compartment, int32_t *site) {
-    return ns_sim_add_recording(s->local, cell, compartment, site);
-}
-ns_status cli_sim_advance(cli_sim *s, int64_t steps) { return ns_sim_advance(s->local, steps); }
-ns_status cli_sim_finish(cli_sim *s) {
-    (void)s;
-    return NS_OK;
-}
-int64_t cli_sim_steps_for(const cli_sim *s, double tstop) { return ns_sim_steps_for(s->local, tstop); }
-double cli_sim_elapsed_ms(const cli_sim *s) { return ns_sim_elapsed_ms(s->local); }
-int64_t cli_sim_compartments(const cli_sim *s) { return ns_sim_compartments(s->local); }
-const double *cli_sim_spikes(const cli_sim *s, int64_t cell, int64_t *count) {
-    return ns_sim_spikes(s->local, cell, count);
-}
-const double *cli_sim_traces(const cli_sim *s, int64_t *samples, int32_t *sites) {
-    return ns_sim_traces(s->local, samples, sites);
-}
-ns_backend cli_sim_backend(const cli_sim *s) { return ns_sim_backend(s->local); }
-ns_hines_method cli_sim_method(const cli_sim *s) { return ns_sim_method(s->local); }
-ns_sim_t *cli_sim_local(cli_sim *s) { return s->local; }
-ns_status cli_sim_apply_network(cli_sim *s, const ns_network_t *net, const ns_cell_t *const *shapes) {
-    return ns_network_apply(net, s->local, shapes);
-}
-ns_status cli_sim_init(cli_sim *s) { return ns_sim_init(s->local); }
-int64_t cli_sim_synapses(const cli_sim *s) { return ns_sim_synapses(s->local); }
-int64_t cli_sim_sources(const cli_sim *s) { return ns_sim_sources(s->local); }
-int64_t cli_sim_connections(const cli_sim *s) { return ns_sim_connections(s->local); }
-int64_t cli_sim_source_cell(const cli_sim *s, int64_t source) { return ns_sim_source_cell(s->local, source); }
-const double *cli_sim_source_spikes(const cli_sim *s, int64_t source, int64_t *count) {
-    return ns_sim_source_spikes(s->local, source, count);
-}
+const ns_dist_t *cli_mpi_dist(void) { return NULL; }
 #endif

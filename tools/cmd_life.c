@@ -72,9 +72,9 @@ static const char *const options_fit =
     "  --threads T        CPU threads (OpenMP's default)\n"
     "  --state FILE       where SIGINT or SIGTERM saves the fit's resumable state (default:\n"
     "                     OUT with _state.bin); no weights are written then\n"
-    "  --resume FILE      continue from a saved state (same model, --lambda, --ridge and\n"
-    "                     --preconditioner; on the CPU with the same --threads the weights are\n"
-    "                     the uninterrupted fit's bit for bit; not with --group)\n"
+    "  --resume FILE      continue from a saved state (same model, --lambda, --ridge,\n"
+    "                     --preconditioner, --group and groups; on the CPU with the same\n"
+    "                     --threads the weights are the uninterrupted fit's bit for bit)\n"
     "  --quiet            no progress bar\n"
     "  --json             one JSON document on stdout\n";
 
@@ -322,8 +322,6 @@ static int fit(int argc, char **argv) {
     if (!hist_path) snprintf(hist_buf, sizeof hist_buf, "%.*s_history.npy", stem, out), hist_path = hist_buf;
     if (!state_path) snprintf(state_buf, sizeof state_buf, "%.*s_state.bin", stem, out), state_path = state_buf;
     if (groups_path && !(fo.group > 0)) return cli_usage_error("life fit", "--groups needs --group G > 0");
-    if (resume && fo.group > 0)
-        return cli_usage_error("life fit", "--resume: the group fit (--group) keeps no resumable state");
     /* the state to continue from, or an empty one for an interruption to fill */
     ns_life_fit_state_t *state = NULL;
     ns_status s = resume ? ns_life_fit_state_load(resume, &state) : ns_life_fit_state_create(&state);
@@ -356,7 +354,7 @@ static int fit(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &p.start);
     fo.progress = show;
     fo.progress_context = &p;
-    if (!(fo.group > 0)) fo.state = state;
+    fo.state = state;
     const int32_t resumed_at = ns_life_fit_state_updates(state);
     cli_catch_signals(); /* released at the end: a signal during the writes lets them finish */
     const int32_t F = ns_life_model_n_fibers(m);
@@ -370,9 +368,7 @@ static int fit(int argc, char **argv) {
     else if (r.stop == NS_LIFE_STOP_USER) { /* SIGINT or SIGTERM: the state, not weights */
         rc = cli_error("life fit interrupted (%s) after %d updates", cli_interrupted() == SIGTERM ? "SIGTERM" : "SIGINT",
                        (int)r.updates);
-        if (!fo.state)
-            fprintf(stderr, "neurosolve: the group fit (--group) keeps no resumable state: nothing written\n");
-        else if ((s = ns_life_fit_state_save(state, state_path)) != NS_OK)
+        if ((s = ns_life_fit_state_save(state, state_path)) != NS_OK)
             cli_status_error("life fit: saving the state", s);
         else
             fprintf(stderr, "neurosolve: the fit's state is in %s (continue with the same options and --resume %s)\n",

@@ -134,23 +134,6 @@ static int resolve_loc(const loc_spec *l, const ns_cell_t *cell, const char *nam
 }
 
 /* An NPY float64 matrix on a stream; errors surface at ns_output_commit. */
-static void write_npy(FILE *f, const double *data, long long rows, int cols) {
-    char header[256];
-    int n = snprintf(header, sizeof header, "{'descr': '<f8', 'fortran_order': False, 'shape': (%lld, %d), }",
-                     rows, cols);
-    int total = 10 + n + 1;
-    int pad = (64 - total % 64) % 64;
-    unsigned short hlen = (unsigned short)(n + pad + 1);
-    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
-    unsigned char le[2] = {(unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8)};
-    fwrite(le, 1, 2, f);
-    fwrite(header, 1, (size_t)n, f);
-    for (int i = 0; i < pad; ++i) fputc(' ', f);
-    fputc('\n', f);
-    /* little-endian doubles (the hosts we build for are little-endian) */
-    fwrite(data, sizeof(double), (size_t)rows * (size_t)cols, f);
-}
-
 /* --out PREFIX writes PREFIX_traces.csv, ...; an existing directory (or a
  * PREFIX ending in '/') gets DIR/traces.csv, ... (docs/cli.md). Without
  * --out, --plot P.png puts the traces next to the plot: P_traces.csv. */
@@ -217,12 +200,12 @@ static int cmp_raster(const void *a, const void *b) {
 }
 
 /* The network's raster: every source's spikes, by (time, source); 0 or 1 after printing the error. */
-static int write_raster(FILE *g, const cli_sim *sim) {
-    const int64_t n_src = cli_sim_sources(sim);
+static int write_raster(FILE *g, const ns_sim_t *sim) {
+    const int64_t n_src = ns_sim_sources(sim);
     int64_t total = 0;
     for (int64_t s = 0; s < n_src; ++s) {
         int64_t cnt = 0;
-        cli_sim_source_spikes(sim, s, &cnt);
+        ns_sim_source_spikes(sim, s, &cnt);
         total += cnt;
     }
     raster_spike *all = malloc((size_t)(total > 0 ? total : 1) * sizeof *all);
@@ -230,13 +213,13 @@ static int write_raster(FILE *g, const cli_sim *sim) {
     int64_t n = 0;
     for (int64_t s = 0; s < n_src; ++s) {
         int64_t cnt = 0;
-        const double *x = cli_sim_source_spikes(sim, s, &cnt);
+        const double *x = ns_sim_source_spikes(sim, s, &cnt);
         for (int64_t q = 0; q < cnt; ++q) all[n++] = (raster_spike){x[q], s};
     }
     qsort(all, (size_t)n, sizeof *all, cmp_raster);
     fprintf(g, "source,cell,t_ms\n");
     for (int64_t k = 0; k < n; ++k)
-        fprintf(g, "%lld,%lld,%.17g\n", (long long)all[k].source, (long long)cli_sim_source_cell(sim, all[k].source),
+        fprintf(g, "%lld,%lld,%.17g\n", (long long)all[k].source, (long long)ns_sim_source_cell(sim, all[k].source),
                 all[k].t);
     free(all);
     return 0;
@@ -244,12 +227,12 @@ static int write_raster(FILE *g, const cli_sim *sim) {
 
 /* The raster as a SONATA spikes file (HDF5, written by the library at the
  * temporary path of its ns_output); 0 or 1 after printing the error. */
-static int write_sonata_spikes(const char *temp_path, const char *path, const ns_network_t *net, const cli_sim *sim) {
-    const int64_t n_src = cli_sim_sources(sim);
+static int write_sonata_spikes(const char *temp_path, const char *path, const ns_network_t *net, const ns_sim_t *sim) {
+    const int64_t n_src = ns_sim_sources(sim);
     int64_t total = 0;
     for (int64_t s = 0; s < n_src; ++s) {
         int64_t cnt = 0;
-        cli_sim_source_spikes(sim, s, &cnt);
+        ns_sim_source_spikes(sim, s, &cnt);
         total += cnt;
     }
     int64_t *src = malloc((size_t)(total > 0 ? total : 1) * sizeof *src);
@@ -259,7 +242,7 @@ static int write_sonata_spikes(const char *temp_path, const char *path, const ns
     int64_t n = 0;
     for (int64_t s = 0; s < n_src && !bad; ++s) {
         int64_t cnt = 0;
-        const double *x = cli_sim_source_spikes(sim, s, &cnt);
+        const double *x = ns_sim_source_spikes(sim, s, &cnt);
         for (int64_t q = 0; q < cnt; ++q) {
             src[n] = s;
             t[n++] = x[q];
@@ -272,12 +255,12 @@ static int write_sonata_spikes(const char *temp_path, const char *path, const ns
     return bad;
 }
 
-static int write_results(const char *stem, const char *tag, int all, cli_sim *sim, char **site_names,
+static int write_results(const char *stem, const char *tag, int all, ns_sim_t *sim, char **site_names,
                          double every_ms, long long n_cells, const cli_shape_set *set, const int32_t *cell_shape,
                          const ns_network_t *network, char *csv_path, size_t csv_len) {
     int64_t samples;
     int32_t sites;
-    const double *tr = cli_sim_traces(sim, &samples, &sites);
+    const double *tr = ns_sim_traces(sim, &samples, &sites);
     ns_output *o[4] = {NULL, NULL, NULL, NULL}; /* traces csv, traces npy, spikes csv, spikes h5 (SONATA) */
     char path[4][4096];
     char name[4][64];
@@ -310,14 +293,14 @@ static int write_results(const char *stem, const char *tag, int all, cli_sim *si
         }
     }
     if (!bad && all) {
-        write_npy(ns_output_stream(o[1]), table, samples, sites + 1);
+        cli_write_npy(ns_output_stream(o[1]), table, samples, sites + 1);
         FILE *g = ns_output_stream(o[2]);
         if (network) bad = write_raster(g, sim);
         else fprintf(g, "cell,morphology,t_ms\n");
         if (!bad && n_out == 4) bad = write_sonata_spikes(ns_output_temp_path(o[3]), path[3], network, sim);
         for (long long c = 0; c < n_cells && !network; ++c) {
             int64_t cnt;
-            const double *sp = cli_sim_spikes(sim, c, &cnt);
+            const double *sp = ns_sim_spikes(sim, c, &cnt);
             const char *base = strrchr(set->items[cell_shape[c]].name, '/');
             base = base ? base + 1 : set->items[cell_shape[c]].name;
             for (int64_t q = 0; q < cnt; ++q) fprintf(g, "%lld,%s,%.6f\n", c, base, sp[q]);
@@ -342,8 +325,8 @@ static int write_results(const char *stem, const char *tag, int all, cli_sim *si
 }
 
 /* Save a checkpoint; prints the error. */
-static int save_checkpoint(cli_sim *sim, const char *file) {
-    ns_status st = ns_sim_save_state(cli_sim_local(sim), file);
+static int save_checkpoint(ns_sim_t *sim, const char *file) {
+    ns_status st = ns_sim_save_state(sim, file);
     if (st != NS_OK) return cli_error("checkpoint: %s: %s", ns_status_string(st), ns_last_error());
     return 0;
 }
@@ -362,6 +345,39 @@ static void progress(double frac, double elapsed_s) {
  * settings come first) and freed by cmd_simulate whichever way the run
  * ends (usage errors return early). */
 static ns_network_t *run_net;
+/* The --params file's text, read once: the parameters and the discretisation's per-section
+ * statements both come from it (freed by cmd_simulate, as run_net). */
+static char *param_text;
+static size_t param_len;
+
+/* Read the --params file (at most 16 MiB, as ns_sim_params_read); prints the error. */
+static int read_param_file(const char *path) {
+    enum { MAX_BYTES = 16 << 20 };
+    FILE *f = fopen(path, "rb");
+    if (!f) return cli_error("parameters: %s: %s: cannot open: %s", ns_status_string(NS_ERR_IO), path, strerror(errno));
+    size_t cap = 1 << 14;
+    param_len = 0;
+    param_text = malloc(cap + 1);
+    for (size_t got = 1; param_text && got > 0;) {
+        if (param_len == cap) {
+            char *grown = cap < MAX_BYTES ? realloc(param_text, cap * 2 + 1) : NULL;
+            if (!grown) break;
+            param_text = grown;
+            cap *= 2;
+        }
+        got = fread(param_text + param_len, 1, cap - param_len, f);
+        param_len += got;
+    }
+    const int bad = ferror(f);
+    fclose(f);
+    if (!param_text) return cli_error("parameters: %s: out of memory", path);
+    if (param_len == cap)
+        return cli_error("parameters: %s: %s: a parameter file over %d MiB", ns_status_string(NS_ERR_SIZE), path,
+                         MAX_BYTES >> 20);
+    if (bad) return cli_error("parameters: %s: %s: read error", ns_status_string(NS_ERR_IO), path);
+    param_text[param_len] = '\0';
+    return 0;
+}
 
 static int simulate(int argc, char **argv) {
     const char *cmd = "simulate";
@@ -387,11 +403,13 @@ static int simulate(int argc, char **argv) {
     ns_sim_model_t *model = NULL;
     double ck_times[MAX_ITEMS];
     int n_ck = 0;
+    cli_lfp lfp;
+    cli_lfp_init(&lfp);
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            printf("%s%s%s\n%s", help_text, help_text2, help_text_tail, cli_morph_options_help);
+            printf("%s%s%s%s\n%s", help_text, help_text2, cli_lfp_help, help_text_tail, cli_morph_options_help);
             return 0;
         }
         if (strcmp(a, "--ra") == 0) ra_given = 1;
@@ -521,6 +539,8 @@ static int simulate(int argc, char **argv) {
                 if (!p[n]) break;
                 p += n + 1;
             }
+        } else if ((r = cli_lfp_option(cmd, a, val, &lfp)) != 0) {
+            if (r < 0) return 2;
         } else {
             return cli_usage_error(cmd, "unknown option '%s'", a);
         }
@@ -531,8 +551,6 @@ static int simulate(int argc, char **argv) {
         if (cells_given) return cli_usage_error(cmd, "--network takes the cells from its file: no --cells");
         if (checkpoint || resume)
             return cli_usage_error(cmd, "--checkpoint and --resume: a network's state is not saved yet");
-        /* `auto`: the sim policy's choice for networks (the CPU, docs/networks.md); cuda asks for the GPU loop */
-        so.backend = ns_network_backend(so.backend);
     } else if (n_specs == 0)
         return cli_usage_error(cmd, "no morphology given (a file, a directory or `bundled`)");
     if (input_spikes && !network_file) return cli_usage_error(cmd, "--input-spikes needs --network CONFIG.json");
@@ -550,7 +568,8 @@ static int simulate(int argc, char **argv) {
     }
     const ns_sim_params net_params = params;
     if (param_file) {
-        ns_status st = ns_sim_params_read(&params, param_file);
+        if (read_param_file(param_file)) return 1;
+        ns_status st = ns_sim_params_parse(&params, param_text, param_len, param_file);
         if (st != NS_OK) return cli_status_error("parameters", st);
     }
     /* the values of the files (network or SONATA config, then --params) before
@@ -623,21 +642,9 @@ static int simulate(int argc, char **argv) {
      * from the same parameter text; --cm and --ra given on the command line override them */
     char *disc_text = NULL;
     if (param_file || n_sets > 0 || cm_given || ra_given) {
-        size_t cap = 1024, len = 0;
-        FILE *pf = param_file ? fopen(param_file, "rb") : NULL;
-        if (param_file && !pf) return cli_error("%s: cannot open: %s", param_file, strerror(errno));
+        size_t len = param_file ? param_len : 0, cap = len + 1024;
         disc_text = malloc(cap);
-        size_t got = 1;
-        while (disc_text && pf && got > 0) {
-            if (len + 512 >= cap) {
-                char *grown = realloc(disc_text, cap *= 2);
-                if (!grown) break;
-                disc_text = grown;
-            }
-            got = fread(disc_text + len, 1, cap - len - 512, pf);
-            len += got;
-        }
-        if (pf) fclose(pf);
+        if (disc_text && len) memcpy(disc_text, param_text, len);
         for (int k = 0; disc_text && k < n_sets + 2; ++k) {
             char one[200] = "";
             if (k < n_sets) snprintf(one, sizeof one, "\n%s", sets[k]);
@@ -673,7 +680,7 @@ static int simulate(int argc, char **argv) {
 
     cli_shape_set set = {0};
     int rc = 1;
-    cli_sim *sim = NULL; /* one ns_sim_t, or spread over MPI processes */
+    ns_sim_t *sim = NULL; /* one ns_sim_t, or spread over MPI processes */
     const ns_cell_t **cells = NULL;
     int32_t *cell_shape = NULL;
     char **site_names = NULL;
@@ -791,11 +798,17 @@ static int simulate(int argc, char **argv) {
         }
         so.model = model;
     }
-    ns_status st = cli_sim_create(set.count, cells, n_cells, cell_shape, &params, &so, &sim);
+    so.dist = cli_mpi_dist(); /* under mpirun: the cells spread over the processes */
+    /* a network: its synapses, sources and connections too, on the sim policy's backend for
+     * networks under `auto` (the CPU, docs/networks.md); under MPI collective, a failure agreed */
+    ns_status st = net ? ns_network_sim_create(net, cells, &params, &so, &sim)
+                       : ns_sim_create(set.count, cells, n_cells, cell_shape, &params, &so, &sim);
     if (st != NS_OK) {
         const long long bad = cli_failed_shape(ns_last_error());
         if (bad >= 0 && bad < set.count) /* name the file the shape was read from */
             cli_error("simulation: %s: %s: %s", set.items[bad].name, ns_status_string(st), ns_last_error());
+        else if (net)
+            cli_error("network: %s", ns_last_error());
         else
             cli_status_error("simulation", st);
         goto done;
@@ -811,20 +824,12 @@ static int simulate(int argc, char **argv) {
             if (stims[q].amp_auto) amp = round(amp * 1000.0) / 1000.0; /* as the validation script */
             for (long long c = 0; c < n_cells; ++c) {
                 if (cell_shape[c] != k) continue;
-                st = cli_sim_add_iclamp(sim, c, node, stims[q].del, stims[q].dur, amp);
-                if (st != NS_OK) {
+                st = ns_sim_add_iclamp(sim, c, node, stims[q].del, stims[q].dur, amp);
+                if (st != NS_OK && !so.dist) { /* spread: the owner's failure comes with the next collective call */
                     cli_status_error("iclamp", st);
                     goto done;
                 }
             }
-        }
-    }
-    /* the network's synapses, sources and connections */
-    if (net) {
-        st = cli_sim_apply_network(sim, net, cells); /* under MPI: collective, a failure agreed */
-        if (st != NS_OK) {
-            cli_error("network: %s", ns_last_error());
-            goto done;
         }
     }
     int n_sites = 0;
@@ -841,8 +846,8 @@ static int simulate(int argc, char **argv) {
             for (int q = 0; q < n_recs; ++q) {
                 int32_t node, site;
                 if (resolve_loc(&recs[q], cells[k], set.items[k].name, &node)) goto done;
-                st = cli_sim_add_recording(sim, c, node, &site);
-                if (st != NS_OK) {
+                st = ns_sim_add_recording(sim, c, node, &site);
+                if (st != NS_OK && !so.dist) {
                     cli_status_error("record", st);
                     goto done;
                 }
@@ -859,13 +864,13 @@ static int simulate(int argc, char **argv) {
             }
         }
     /* a network takes effect at ns_sim_init (NEURON's finitialize) */
-    if (net && (st = cli_sim_init(sim)) != NS_OK) {
+    if (net && (st = ns_sim_init(sim)) != NS_OK) {
         cli_status_error("network", st);
         goto done;
     }
     /* from a checkpoint: the state, time, traces and spikes so far */
     if (resume) {
-        st = ns_sim_restore_state(cli_sim_local(sim), resume);
+        st = ns_sim_restore_state(sim, resume);
         if (st != NS_OK) {
             cli_error("--resume: %s: %s", ns_status_string(st), ns_last_error());
             goto done;
@@ -873,10 +878,15 @@ static int simulate(int argc, char **argv) {
     }
     /* run in chunks: a progress bar on a terminal, the checkpoints, and a
      * SIGINT seen between two chunks */
-    const long long steps = cli_sim_steps_for(sim, params.tstop);
-    const long long first_step = resume ? ns_sim_step_count(cli_sim_local(sim)) : 0;
+    if (lfp.probe && (so.dist || resume)) {
+        cli_error("--probe: not with mpirun or --resume (docs/extracellular.md)");
+        goto done;
+    }
+    if (cli_lfp_attach(&lfp, sim, set.count, cells, params.dt)) goto done;
+    const long long steps = ns_sim_steps_for(sim, params.tstop);
+    const long long first_step = resume ? ns_sim_step_count(sim) : 0;
     if (first_step > steps) {
-        cli_error("--resume: %s is at t = %g ms, past tstop = %g ms", resume, ns_sim_time(cli_sim_local(sim)),
+        cli_error("--resume: %s is at t = %g ms, past tstop = %g ms", resume, ns_sim_time(sim),
                   params.tstop);
         goto done;
     }
@@ -898,13 +908,13 @@ static int simulate(int argc, char **argv) {
     while (done_steps < steps && !cli_interrupted()) {
         long long chunk = adapt;
         if (chunk > steps - done_steps) chunk = steps - done_steps;
-        const double before_ms = cli_sim_elapsed_ms(sim);
+        const double before_ms = ns_sim_elapsed_ms(sim);
         if (next_ck < n_ck && done_steps + chunk > ck_steps[next_ck]) chunk = ck_steps[next_ck] - done_steps;
-        run_st = cli_sim_advance(sim, chunk);
+        run_st = ns_sim_advance(sim, chunk);
         if (run_st != NS_OK) break;
         done_steps += chunk;
         if (!cli_mpi_active()) {
-            const double per_step_ms = (cli_sim_elapsed_ms(sim) - before_ms) / (double)chunk;
+            const double per_step_ms = (ns_sim_elapsed_ms(sim) - before_ms) / (double)chunk;
             const double want = per_step_ms > 0.0 ? 200.0 / per_step_ms : (double)max_chunk;
             adapt = want >= (double)max_chunk ? max_chunk : want < 1.0 ? 1 : (long long)want;
         }
@@ -912,7 +922,7 @@ static int simulate(int argc, char **argv) {
             if (save_checkpoint(sim, checkpoint)) goto done;
             ++next_ck;
         }
-        double el = cli_sim_elapsed_ms(sim) / 1000.0;
+        double el = ns_sim_elapsed_ms(sim) / 1000.0;
         if (show && (shown || el > 1.0)) {
             progress((double)done_steps / (double)steps, el);
             shown = 1;
@@ -942,7 +952,7 @@ static int simulate(int argc, char **argv) {
             fprintf(stderr, "neurosolve: under MPI the partial traces stay with their processes: nothing written\n");
         } else if (out || plot) {
             int64_t kept;
-            cli_sim_traces(sim, &kept, NULL);
+            ns_sim_traces(sim, &kept, NULL);
             char partial[4096];
             if (!write_results(stem, ".partial", out != NULL, sim, site_names, every_ms, n_cells, &set, cell_shape,
                                net, partial, sizeof partial))
@@ -961,14 +971,14 @@ static int simulate(int argc, char **argv) {
     }
     if (checkpoint && n_ck == 0 && first_step < steps && save_checkpoint(sim, checkpoint))
         goto done;
-    st = cli_sim_finish(sim); /* under MPI: spikes and traces to rank 0 */
+    st = ns_sim_gather(sim, 0); /* under MPI: spikes and traces to rank 0 */
     if (st != NS_OK) {
         cli_status_error("gathering the results", st);
         goto done;
     }
     if (cli_mpi_rank() != 0) out = plot = NULL; /* only rank 0 writes files */
-    const double wall_s = cli_sim_elapsed_ms(sim) / 1000.0;
-    const long long comps = cli_sim_compartments(sim);
+    const double wall_s = ns_sim_elapsed_ms(sim) / 1000.0;
+    const long long comps = ns_sim_compartments(sim);
     const double sps = wall_s > 0 ? (steps - first_step) / wall_s : 0.0;
     /* the first cell of each morphology */
     first_cell = malloc((size_t)set.count * sizeof *first_cell);
@@ -979,15 +989,15 @@ static int simulate(int argc, char **argv) {
     for (int k = 0; k < set.count; ++k) first_cell[k] = -1;
     for (long long c = n_cells - 1; c >= 0; --c) first_cell[cell_shape[c]] = c;
     long long source_spikes = 0;
-    for (int64_t q = 0; net && q < cli_sim_sources(sim); ++q) {
+    for (int64_t q = 0; net && q < ns_sim_sources(sim); ++q) {
         int64_t cnt;
-        cli_sim_source_spikes(sim, q, &cnt);
+        ns_sim_source_spikes(sim, q, &cnt);
         source_spikes += cnt;
     }
     long long total_spikes = 0;
     for (long long c = 0; c < n_cells; ++c) {
         int64_t cnt;
-        cli_sim_spikes(sim, c, &cnt);
+        ns_sim_spikes(sim, c, &cnt);
         total_spikes += cnt;
     }
     /* outputs: every file goes to a temporary name; all are renamed into
@@ -996,13 +1006,15 @@ static int simulate(int argc, char **argv) {
     if ((out || plot) && write_results(stem, "", out != NULL, sim, site_names, every_ms, n_cells, &set, cell_shape,
                                        net, csv_path, sizeof csv_path))
         goto done;
+    char lfp_csv[4096] = "";
+    if ((out || plot) && cli_lfp_write(&lfp, stem, lfp_csv, sizeof lfp_csv)) goto done;
     if (as_json) {
         cli_json j;
         json_begin(&j, stdout);
-        json_string(&j, "backend", ns_backend_name(cli_sim_backend(sim)));
-        json_string(&j, "method", ns_hines_method_name(cli_sim_method(sim)));
-        if (cli_sim_local(sim) && ns_sim_gpu_mechanisms_of(cli_sim_local(sim)) != NS_SIM_GPU_MECHANISMS_AUTO)
-            json_string(&j, "gpu_mechanisms", ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms_of(cli_sim_local(sim))));
+        json_string(&j, "backend", ns_backend_name(ns_sim_backend(sim)));
+        json_string(&j, "method", ns_hines_method_name(ns_sim_method(sim)));
+        if (ns_sim_gpu_mechanisms_of(sim) != NS_SIM_GPU_MECHANISMS_AUTO)
+            json_string(&j, "gpu_mechanisms", ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms_of(sim)));
         json_int(&j, "morphologies", set.count);
         json_int(&j, "cells", n_cells);
         if (cli_mpi_size() > 1) json_int(&j, "processes", cli_mpi_size());
@@ -1015,9 +1027,9 @@ static int simulate(int argc, char **argv) {
         json_double(&j, "compartment_steps_per_s", sps * (double)comps);
         json_int(&j, "spikes", total_spikes);
         if (net) {
-            json_int(&j, "synapses", cli_sim_synapses(sim));
-            json_int(&j, "sources", cli_sim_sources(sim));
-            json_int(&j, "connections", cli_sim_connections(sim));
+            json_int(&j, "synapses", ns_sim_synapses(sim));
+            json_int(&j, "sources", ns_sim_sources(sim));
+            json_int(&j, "connections", ns_sim_connections(sim));
             json_int(&j, "source_spikes", source_spikes);
         }
         json_array_begin(&j, "first_cells"); /* the first cell of each morphology */
@@ -1025,7 +1037,7 @@ static int simulate(int argc, char **argv) {
             long long c = first_cell[k];
             if (c < 0) continue;
             int64_t cnt;
-            const double *sp = cli_sim_spikes(sim, c, &cnt);
+            const double *sp = ns_sim_spikes(sim, c, &cnt);
             json_object_begin(&j, NULL);
             json_int(&j, "cell", c);
             json_string(&j, "morphology", set.items[k].name);
@@ -1041,18 +1053,18 @@ static int simulate(int argc, char **argv) {
         printf("simulated %lld cells (%d morphologies, %lld compartments) for %g ms: %lld steps of %g ms\n",
                n_cells, set.count, comps, params.tstop, steps, params.dt);
         printf("backend %s, method %s: %.3f s, %.0f steps/s, %.3g compartment-steps/s\n",
-               ns_backend_name(cli_sim_backend(sim)), ns_hines_method_name(cli_sim_method(sim)), wall_s, sps,
+               ns_backend_name(ns_sim_backend(sim)), ns_hines_method_name(ns_sim_method(sim)), wall_s, sps,
                sps * (double)comps);
         printf("soma spikes (threshold %g mV): %lld in all cells\n", params.spike_threshold, total_spikes);
         if (net) {
             printf("network %s: %lld synapses, %lld sources, %lld connections; %lld spikes of the sources\n",
-                   network_file, (long long)cli_sim_synapses(sim), (long long)cli_sim_sources(sim),
-                   (long long)cli_sim_connections(sim), source_spikes);
+                   network_file, (long long)ns_sim_synapses(sim), (long long)ns_sim_sources(sim),
+                   (long long)ns_sim_connections(sim), source_spikes);
         }
         for (int k = 0; k < set.count && k < 20; ++k) {
             int64_t cnt;
             if (first_cell[k] < 0) continue;
-            const double *sp = cli_sim_spikes(sim, first_cell[k], &cnt);
+            const double *sp = ns_sim_spikes(sim, first_cell[k], &cnt);
             printf("  %-40s cell %lld: %lld spikes", set.items[k].name, first_cell[k], (long long)cnt);
             for (int64_t q = 0; q < cnt && q < 8; ++q) printf("%s%.3f", q ? " " : " at ", sp[q]);
             printf("%s\n", cnt > 8 ? " ..." : (cnt ? " ms" : ""));
@@ -1064,12 +1076,15 @@ static int simulate(int argc, char **argv) {
     }
     if (plot && cli_plot("bench/plot_traces.py", csv_path, plot, NULL)) goto done;
     if (plot && !as_json && cli_plot_available()) printf("plot: %s\n", plot);
+    if (lfp.lfp && !as_json && (out || plot)) printf("wrote %slfp.csv, %slfp.npy, %sdipole.csv\n", stem, stem, stem);
+    if (plot && lfp.lfp && cli_lfp_plot(&lfp, lfp_csv, plot, as_json)) goto done;
     rc = 0;
 done:
+    cli_lfp_free(&lfp);
     if (site_names)
         for (int s = 0; site_names[s]; ++s) free(site_names[s]);
     free(site_names);
-    cli_sim_destroy(sim);
+    ns_sim_destroy(sim);
     ns_sim_model_destroy(model);
     ns_mech_library_close(lib);
     free(first_cell);
@@ -1085,5 +1100,7 @@ int cmd_simulate(int argc, char **argv) {
     cli_release_signals();
     ns_network_destroy(run_net);
     run_net = NULL;
+    free(param_text);
+    param_text = NULL;
     return rc;
 }

@@ -8,7 +8,9 @@ SETUP is a Python file that builds a model in NEURON: it runs with `h` (neuron.h
 (the repository) given, after the .mod files of every --mod folder are compiled by nrnivmodl
 and loaded (NEURON 9 needs two additions to the BBP files: validation/nmodl_neuron_traces.py's
 compile_bbp; neurosolve builds the unchanged files with `mechanisms build`). NEURON's own
-mechanisms (pas, hh, ExpSyn, Exp2Syn) are built into both: give no folder holding them. It may set
+mechanisms (pas, hh, ExpSyn, Exp2Syn) are built into both: give no folder holding them; the
+copies of NEURON's files in data/mechanisms/electrode (SEClamp) and data/mechanisms/events
+(IntFire1/2/4) are built by neurosolve only (NEURON has them built in). It may set
 `sections` (a list) or `cell` (an object with an `all` SectionList); otherwise every section
 is taken. Then, in one NEURON process: neurosolve.from_neuron writes the model's files (with
 the library, so that every mechanism is checked), and NEURON runs to h.tstop with its fixed
@@ -18,7 +20,9 @@ segments, the geometry check, spikes of both, the largest spike-time difference,
 the soma traces, the wall times. Exit 1 when the spike counts differ, a spike is more than
 0.05 ms off or the RMS exceeds 0.05 mV (the issue's targets).
 
+--backend cuda runs `simulate` on the GPU (the library built with `mechanisms build --cuda`).
 --keep DIR keeps the written files (NAME.swc, .model, .params, .command) and the library.
+--cpu-only REASON (with --refs) marks the reference as one the GPU replay skips, giving REASON.
 --refs DIR writes the files there with NAME_neuron.csv (NEURON's soma trace every 0.1 ms, its
 spike times, the simulate arguments with LIB for the library, the --mod files that build it):
 tests/data/neuron_import/ is made this way. --mod takes folders (their .mod files) or files.
@@ -47,11 +51,38 @@ def mod_files(mods):
     return out
 
 
+def build_library(neurosolve, mods, lib, cuda=False):
+    """`neurosolve mechanisms build` of the .mod files of mods (unchanged, copied to LIB.src/)
+    into lib (with the CUDA code for the GPU loop where cuda); returns lib's absolute path."""
+    lib = os.path.abspath(lib)
+    src = lib + ".src"
+    shutil.rmtree(src, ignore_errors=True)
+    os.makedirs(src)
+    for f in mod_files(mods):
+        shutil.copy(f, src)
+    r = subprocess.run([neurosolve, "mechanisms", "build", src, "-o", lib] + (["--cuda"] if cuda else []),
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"neurosolve mechanisms build: {r.stderr.strip()}")
+    return lib
+
+
+def neuron_own(path):
+    """NEURON's own mechanisms, built into NEURON: data/mechanisms/electrode (stim.mod, svclmp.mod)
+    and the IntFires of data/mechanisms/events, copies of NEURON's files that neurosolve builds."""
+    d, f = os.path.split(os.path.realpath(path))
+    return d == os.path.realpath(os.path.join(ROOT, "data/mechanisms/electrode")) or \
+        (d == os.path.realpath(os.path.join(ROOT, "data/mechanisms/events")) and f.startswith("intfire"))
+
+
 def compile_neuron(mods, work):
-    """nrnivmodl in `work` on the files of mods; data/mechanisms/bbp's with compile_bbp's additions."""
+    """nrnivmodl in `work` on the files of mods (but NEURON's own); data/mechanisms/bbp's with
+    compile_bbp's additions."""
     from nmodl_neuron_traces import compile_bbp
     bbp = os.path.realpath(os.path.join(ROOT, "data/mechanisms/bbp"))
-    files = mod_files(mods)
+    files = [f for f in mod_files(mods) if not neuron_own(f)]
+    if not files:
+        return
     extra = [f for f in files if os.path.realpath(os.path.dirname(f)) != bbp]
     if len(extra) < len(files):
         compile_bbp(work, extra)
@@ -105,10 +136,13 @@ def write_refs(a, d, cmd):
         env = "".join(f"{k}={'CHECKOUT' if os.path.exists(v) else v} " for k, v in sorted(os.environ.items())
                       if k.startswith("NS_"))  # the setup's choices (a source checkout's path left out)
         f.write(f"# made by: {env}python3 validation/neuron_import_compare.py --refs DIR {os.path.relpath(a.setup, ROOT)}"
-                + "".join(f" --mod {m}" for m in a.mod) + f" --name {a.name} --neurosolve BIN\n")
+                + "".join(f" --mod {m}" for m in a.mod) + f" --name {a.name} --neurosolve BIN"
+                + (f" --cpu-only '{a.cpu_only}'" if a.cpu_only else "") + "\n")
         f.write(f"# args = {' '.join(rel)}\n")
         if a.mod:  # LIB in args: `neurosolve mechanisms build` of these files (paths from the repository)
             f.write("# mod = " + " ".join(os.path.relpath(os.path.abspath(m), ROOT) for m in mod_files(a.mod)) + "\n")
+        if a.cpu_only:
+            f.write(f"# cpu_only = {a.cpu_only}\n")
         f.write(f"# root = {d['root']}\n")
         f.write(f"# record_every = {every}\n")
         f.write("# spikes = " + " ".join(repr(x) for x in d["spikes"]) + "\n")
@@ -123,8 +157,10 @@ def main():
     ap.add_argument("--neurosolve", required=True)
     ap.add_argument("--mod", action="append", default=[])
     ap.add_argument("--name", default="cell")
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--keep")
     ap.add_argument("--refs")
+    ap.add_argument("--cpu-only", metavar="REASON", help="references: the GPU replay skips this model (REASON)")
     ap.add_argument("--python", default=os.path.join(ROOT, "build", "python"))
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--files", help=argparse.SUPPRESS)
@@ -137,18 +173,12 @@ def main():
     try:
         work = a.refs or a.keep or tmp
         os.makedirs(work, exist_ok=True)
-        mods, nrn = os.path.join(tmp, "mod"), os.path.join(tmp, "nrn")
-        os.makedirs(mods)
+        nrn = os.path.join(tmp, "nrn")
         os.makedirs(nrn)
-        for f in mod_files(a.mod):
-            shutil.copy(f, mods)
         lib = None
         if a.mod:  # neurosolve builds the unchanged files; NEURON compiles its copy
-            lib = os.path.abspath(os.path.join(tmp if a.refs else work, a.name + "_mechanisms.so"))
-            r = subprocess.run([a.neurosolve, "mechanisms", "build", mods, "-o", lib], capture_output=True, text=True)
-            if r.returncode != 0:
-                print(f"neurosolve mechanisms build: {r.stderr.strip()}", file=sys.stderr)
-                return 1
+            lib = build_library(a.neurosolve, a.mod, os.path.join(tmp if a.refs else work, a.name + "_mechanisms.so"),
+                                a.backend == "cuda")
             compile_neuron(a.mod, nrn)
         env = dict(os.environ, PYTHONPATH=a.python + os.pathsep + os.environ.get("PYTHONPATH", ""))
         files = os.path.abspath(work)
@@ -161,7 +191,7 @@ def main():
         d = json.loads(r.stdout.strip().splitlines()[-1])
         prefix = os.path.join(tmp, "run")
         cmd = d["command"] + ["--spike-times", "netcon", "--record", f"swc={d['root']}:0.5", "--out", prefix,
-                              "--json", "--no-progress"]
+                              "--backend", a.backend, "--json", "--no-progress"]
         t0 = time.perf_counter()
         r = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.perf_counter() - t0
@@ -185,7 +215,7 @@ def main():
             print(f"not captured: ... {len(d['not_captured']) - 10} more")
         print(f"spikes NEURON / neurosolve: {len(d['spikes'])} / {len(spikes)}; largest spike-time difference "
               f"{dspike:.2e} ms; soma RMS {rms:.2e} mV over {d['t'][n - 1]:.0f} ms")
-        print(f"wall: NEURON {d['wall']:.1f} s (fadvance loop), neurosolve {wall:.1f} s (simulate), "
+        print(f"wall: NEURON {d['wall']:.1f} s (fadvance loop), neurosolve {wall:.1f} s (simulate, {a.backend}), "
               f"from_neuron {d['import_s']:.1f} s")
         print("command: " + " ".join(d["command"]))
         if a.refs:

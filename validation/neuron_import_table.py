@@ -3,7 +3,7 @@
 imported by neurosolve.from_neuron and run by both (validation/neuron_import_compare.py per row).
 
     python3 validation/neuron_import_table.py --neurosolve build/neurosolve \
-        --modeldb DIR --bluepyopt DIR [--only NAME ...] [--refs DIR]
+        --modeldb DIR --bluepyopt DIR [--only NAME ...] [--refs DIR] [--backend cuda] [-j N]
 
 --modeldb DIR holds ModelDB checkouts named by accession (DIR/2488, DIR/139653: `git clone
 https://github.com/ModelDBRepository/2488 DIR/2488`), --bluepyopt a checkout of
@@ -13,9 +13,12 @@ the files from_neuron wrote, NetCon spike times at the soma) and the table is pr
 Markdown: model, sections / segments, spikes NEURON / neurosolve, largest spike-time
 difference, soma RMS, wall times; exit 1 when a row misses the targets (0.05 ms, 0.05 mV) or
 fails. --refs DIR writes each row's files and NEURON's reference to DIR/NAME (for the GPU
-replay: tests/test_neuron_import.py BIN ROOT cuda DIR/NAME, docs/neuron_import.md).
+replay: tests/neuron/test_neuron_import.py BIN ROOT cuda DIR/NAME, docs/neuron_import.md).
+--backend cuda runs neurosolve's side on the GPU (the table's GPU column); -j N runs N rows at
+once (each row's NEURON and neurosolve runs are one process each); rows print in table order.
 """
 import argparse
+import concurrent.futures
 import os
 import re
 import subprocess
@@ -45,7 +48,12 @@ ROWS = [
     ("bpo_expsyn", "bluepyopt_examples.py", {"NS_BLUEPYOPT": "{bluepyopt}", "NS_BPO_CELL": "expsyn"}, [], "bluepyopt"),
     ("l5pc_bbp_seg10", "l5pc_hay_neuron.py", {"NS_HAY_SEGLEN": "10"}, ["data/mechanisms/bbp"], None),
     ("stylized", "stylized_neuron.py", {}, [], None),
+    ("stylized_clamp", "stylized_clamp_neuron.py", {}, ["data/mechanisms/electrode/svclmp.mod"], None),
+    ("stylized_events", "stylized_events_neuron.py", {},
+     ["data/mechanisms/events/intfire1.mod", "data/mechanisms/events/intfire2.mod"], None),
 ]
+# rows whose mechanisms the GPU loop refuses (skipped with --backend cuda; --refs marks them)
+CPU_ONLY = {"stylized_events": "IntFire1/2 (events, ARTIFICIAL_CELL): the GPU loop refuses them (docs/networks.md)"}
 
 
 def main():
@@ -55,43 +63,54 @@ def main():
     ap.add_argument("--bluepyopt")
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--refs")
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("-j", "--jobs", type=int, default=1)
     ap.add_argument("--python", default=os.path.join(ROOT, "build", "python"))
     a = ap.parse_args()
     src = {"modeldb": a.modeldb, "bluepyopt": a.bluepyopt}
-    print("| model | sections / segments | spikes NEURON / neurosolve | max spike-time difference [ms] | "
-          "soma RMS [mV] | wall NEURON / simulate [s] |")
+    print(f"| model | sections / segments | spikes NEURON / neurosolve | max spike-time difference [ms] | "
+          f"soma RMS [mV] | wall NEURON / simulate ({a.backend}) [s] |")
     print("|---|---|---|---|---|---|")
-    bad = 0
-    for name, setup, env, mods, kind in ROWS:
-        if a.only and name not in a.only:
-            continue
+    rows = [r for r in ROWS if not a.only or r[0] in a.only]
+
+    def run(row):
+        name, setup, env, mods, kind = row
         if kind and not src[kind]:
-            print(f"| {name} | skipped: no --{kind} | | | | |")
-            continue
+            return f"skipped: no --{kind}", None
+        if a.backend == "cuda" and name in CPU_ONLY:
+            return f"skipped on the GPU: {CPU_ONLY[name]}", None
         sub = {k: v for k, v in src.items() if v}
         e = dict(os.environ, **{k: v.format(**sub) for k, v in env.items()})
         cmd = [sys.executable, os.path.join(ROOT, "validation", "neuron_import_compare.py"), "--neurosolve",
-               a.neurosolve, "--python", a.python, "--name", name, os.path.join(MODELS, setup)]
+               a.neurosolve, "--python", a.python, "--name", name, "--backend", a.backend,
+               os.path.join(MODELS, setup)]
         for m in mods:
             cmd += ["--mod", os.path.join(ROOT, m.format(**sub)) if not m.startswith("{") else m.format(**sub)]
         if a.refs:
-            cmd += ["--refs", os.path.join(a.refs, name)]
-        r = subprocess.run(cmd, capture_output=True, text=True, env=e, cwd=ROOT)
-        out = r.stdout
-        m1 = re.search(r"(\d+) sections, (\d+) segments", out)
-        m2 = re.search(r"spikes NEURON / neurosolve: (\d+) / (\d+); largest spike-time difference (\S+) ms; "
-                       r"soma RMS (\S+) mV", out)
-        m3 = re.search(r"wall: NEURON (\S+) s \(fadvance loop\), neurosolve (\S+) s", out)
-        if not (m1 and m2 and m3):
-            bad += 1
-            why = (r.stderr.strip().splitlines() or ["no output"])[-1][:150].replace("|", "/")
-            print(f"| {name} | failed: {why} | | | | |")
-            continue
-        bad += r.returncode != 0
-        nc = [ln[len("not captured: "):] for ln in out.splitlines() if ln.startswith("not captured: ")]
-        note = f" (not captured: {'; '.join(nc)})" if nc else ""
-        print(f"| {name}{note} | {m1.group(1)} / {m1.group(2)} | {m2.group(1)} / {m2.group(2)} | {m2.group(3)} | "
-              f"{m2.group(4)} | {m3.group(1)} / {m3.group(2)} |", flush=True)
+            cmd += ["--refs", os.path.join(a.refs, name)] + (["--cpu-only", CPU_ONLY[name]] if name in CPU_ONLY else [])
+        return None, subprocess.run(cmd, capture_output=True, text=True, env=e, cwd=ROOT)
+
+    bad = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        for (name, *_), (why, r) in zip(rows, pool.map(run, rows)):
+            if r is None:
+                print(f"| {name} | {why} | | | | |")
+                continue
+            out = r.stdout
+            m1 = re.search(r"(\d+) sections, (\d+) segments", out)
+            m2 = re.search(r"spikes NEURON / neurosolve: (\d+) / (\d+); largest spike-time difference (\S+) ms; "
+                           r"soma RMS (\S+) mV", out)
+            m3 = re.search(r"wall: NEURON (\S+) s \(fadvance loop\), neurosolve (\S+) s", out)
+            if not (m1 and m2 and m3):
+                bad += 1
+                why = (r.stderr.strip().splitlines() or ["no output"])[-1][:150].replace("|", "/")
+                print(f"| {name} | failed: {why} | | | | |", flush=True)
+                continue
+            bad += r.returncode != 0
+            nc = [ln[len("not captured: "):] for ln in out.splitlines() if ln.startswith("not captured: ")]
+            note = f" (not captured: {'; '.join(nc)})" if nc else ""
+            print(f"| {name}{note} | {m1.group(1)} / {m1.group(2)} | {m2.group(1)} / {m2.group(2)} | {m2.group(3)} | "
+                  f"{m2.group(4)} | {m3.group(1)} / {m3.group(2)} |", flush=True)
     return 1 if bad else 0
 
 

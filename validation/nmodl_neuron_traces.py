@@ -31,6 +31,7 @@ BBP = os.path.join(ROOT, "data/mechanisms/bbp")
 # UNITS constants, module LOCALs, arrays, loops, v and ena as the mechanism's copies, VERBATIM
 # return 0, CR-only line ends); cabuf.mod: calcium with a buffer as a KINETIC scheme
 TEST = os.path.join(ROOT, "data/mechanisms/test")
+VERBATIM = os.path.join(ROOT, "data/mechanisms/verbatim")  # VERBATIM C (host C: a folder of its own)
 KINETIC = os.path.join(ROOT, "data/mechanisms/kinetic")  # NEURON's KINETIC test files
 OUT = os.path.join(ROOT, "tests/data/nmodl")
 EXPRELR = """
@@ -105,10 +106,31 @@ CASES = {
     # wenai.mod (with its own ina), hh reading ena; the ion's ena recorded
     "wena": (6.3, -65, 40, {"hh": {}, "wena": {}}, [(2, 30, 0.2)], [], None, {}, False, "ena"),
     "wenai": (6.3, -65, 40, {"hh": {}, "wenai": {}}, [(2, 30, 0.2)], [], None, {}, False, "ena"),
+    # VERBATIM C (docs/mechanisms.md "VERBATIM"): verbatim/vbchan.mod (C in its rates, outside the blocks,
+    # an array, _threadargscomma_ calls), probing ntau, which the C computes; test/vbrand.mod
+    # (mcell_ran4 and nrnran123 draws in C), probing its noise current
+    "vbchan": CHAN("vbchan", {"gbar": 0.01}) + ("ntau",),
+    "vbrand": (6.3, -65, 40, {"pas": {}, "vbrand": {}}, [(5, 20, 0.1)], [], None, {}, False, "inoise"),
     # the same in a tapered section of 3 segments (tests/sim/test_sim_nmodl_neuron.c: the simulation's
     # area and diam per segment): 3D points (x, y, z, diam), nseg, the probe's x (v at 0.5)
     "geomcell": (6.3, -65, 40, {"pas": {}, "geom": {}}, [(5, 20, 0.1)], [], None, {}, False, "s",
                  {"pt3d": [(0, 0, 0, 2), (0, 4, 0, 4), (0, 10, 0, 2)], "nseg": 3, "probe_x": 1 / 6}),
+    # forms nocmodl accepts (test/kflow.mod: `~ g -> (rate)`, CHARGE, PROTECT, MUTEXLOCK, an undeclared
+    # GLOBAL of a THREADSAFE file; test/nosuffix.mod: no NEURON block), KINETIC by METHOD euler and runge
+    # (test/keuler.mod, krunge.mod) and a DERIVATIVE by runge (test/drunge.mod)
+    "kflow": (20, -65, 40, {"pas": {}, "kflow": {}}, [(5, 20, 0.1)], [], None, {"ena": 50}, False, "g"),
+    "nosuffix": (6.3, -65, 40, {"pas": {}, "nosuffix": {}}, [(5, 20, 0.1)], [], None, {}, False, "x"),
+    "keuler": (6.3, -65, 40, {"pas": {}, "keuler": {}}, [(5, 20, 0.1)], [], None, {}, False, "o"),
+    "krunge": (6.3, -65, 40, {"pas": {}, "krunge": {}}, [(5, 20, 0.1)], [], None, {}, False, "o"),
+    "drunge": (6.3, -65, 40, {"pas": {}, "drunge": {}}, [(5, 20, 0.1)], [], None, {}, False, "m"),
+    # LINEAR (test/linspine.mod: NEURON's expsynspine pattern, the current a STATE of the system) and
+    # NONLINEAR (test/nonlin.mod), each in INITIAL and in a PROCEDURE that BREAKPOINT calls
+    "linspine": (6.3, -65, 40, {"pas": {}, "linspine": {}}, [(5, 20, 0.1)], [], None, {}, False, "vsp"),
+    "nonlin": (6.3, -65, 40, {"pas": {}, "nonlin": {}}, [(5, 20, 0.1)], [], None, {}, False, "xs"),
+    # arrays in reactions (test/cadifus.mod: NEURON's cadifus pattern, radial shells and buffers)
+    "cadifus": (34, -70, 200, {"pas": {"g": 1e-4, "e": -70}, "Ca_HVA": {"gCa_HVAbar": 0.002},
+                               "SK_E2": {"gSK_E2bar": 0.01}, "cadifus": {}},
+                [(20, 100, 0.3)], [], None, {"ek": -85}, True),
     "cabuf": (34, -70, 200, {"pas": {"g": 1e-4, "e": -70}, "Ca_HVA": {"gCa_HVAbar": 0.002},
                              "SK_E2": {"gSK_E2bar": 0.01}, "cabuf": {}},
               [(20, 100, 0.3)], [], None, {"ek": -85}, True),
@@ -243,7 +265,11 @@ def main():
     try:
         # hh, pas, ExpSyn and Exp2Syn: NEURON's built-ins are these very files
         compile_bbp(work, extra=[os.path.join(TEST, f) for f in ("hhdi.mod", "lang.mod", "langcr.mod", "cabuf.mod",
-                                                                 "geom.mod", "geompp.mod", "wena.mod", "wenai.mod")] +
+                                                                 "geom.mod", "geompp.mod", "wena.mod", "wenai.mod",
+                                                                 "kflow.mod", "nosuffix.mod", "keuler.mod",
+                                                                 "krunge.mod", "drunge.mod", "linspine.mod",
+                                                                 "nonlin.mod", "cadifus.mod")] +
+                    [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbrand.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])
         for name in only or CASES:
             subprocess.run([sys.executable, os.path.abspath(__file__), "--run", name], cwd=work, check=True)

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "neurosolve/status.h"
+#include "neurosolve/dist.h"
 #include "neurosolve/morph.h"
 #include "neurosolve/hines.h"
 #include "neurosolve/nmodl.h"
@@ -158,14 +159,14 @@ NS_API ns_status ns_sim_model_read(ns_sim_model_t *model, const char *path);
 
 /* ------------------------------------------------------------ simulation */
 
-/* How the GPU tree loop and the CPU loop run a model's mechanisms
+/* How the GPU loops and the CPU loop run a model's mechanisms
  * (docs/simulation.md, "Models: the fused loop"; the name is the GPU's,
  * where it came first). */
 typedef enum ns_sim_gpu_mechanisms {
     NS_SIM_GPU_MECHANISMS_AUTO = 0,     /* fused where the rule allows (built-in density mechanisms
                                            only; a network of built-in synapses only), else per
                                            step */
-    NS_SIM_GPU_MECHANISMS_FUSED = 1,    /* GPU: inside the tree kernel, many steps per launch; CPU:
+    NS_SIM_GPU_MECHANISMS_FUSED = 1,    /* GPU: inside the onchip or tree kernel, many steps per launch; CPU:
                                            inside the loop's own passes (the CPU rule also needs hh's
                                            rate table); a model the rule does not allow is refused
                                            (NS_ERR_UNSUPPORTED) */
@@ -194,9 +195,12 @@ typedef struct ns_sim_options {
                                     from `model` where an entry is NULL (every shape then needs
                                     one). All of one mechanism library; a GLOBAL set by two of
                                     them must agree. Read during ns_sim_create only. */
-    ns_sim_gpu_mechanisms gpu_mechanisms; /* a model: how the GPU's tree loop or the CPU loop
+    ns_sim_gpu_mechanisms gpu_mechanisms; /* a model: how the GPU loops or the CPU loop
                                     runs its mechanisms (docs/simulation.md, "Models"); AUTO by
                                     default */
+    const ns_dist_t *dist;       /* NULL: one process. Else the processes of a distribution
+                                    (neurosolve/dist.h; MPI: ns_dist_from_comm in neurosolve/mpi.h):
+                                    "Distributed simulations" below */
 } ns_sim_options;
 
 NS_API void ns_sim_options_init(ns_sim_options *options);
@@ -221,8 +225,9 @@ NS_API ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartm
 
 /* ------------------------------------------------------------ networks
  * Synapses, spike sources and connections with NEURON's NetCon semantics
- * (docs/networks.md), on the CPU loop and on the GPU's tree loop
- * (docs/networks.md, "The GPU loop").
+ * (docs/networks.md), on the CPU loop and on the GPU's tree loop (cells that
+ * run onchip move there at the ns_sim_init that builds the network:
+ * docs/networks.md, "The GPU loop").
  *
  * Synapses, sources and connections take effect at the next ns_sim_init:
  * ns_sim_advance refuses to run (NS_ERR_INVALID_ARGUMENT) while any was
@@ -336,8 +341,8 @@ NS_API ns_hines_method ns_sim_method(const ns_sim_t *sim);
  * 0 when no shape runs onchip, -1 when the groups differ. */
 NS_API int32_t ns_sim_gpu_lanes(const ns_sim_t *sim);
 /* How a simulation of a model runs its mechanisms: FUSED or PER_STEP (the
- * resolved ns_sim_options.gpu_mechanisms, one rule for the GPU's tree loop
- * and the CPU loop); AUTO without a model. */
+ * resolved ns_sim_options.gpu_mechanisms, one rule for the GPU loops and
+ * the CPU loop); AUTO without a model. */
 NS_API ns_sim_gpu_mechanisms ns_sim_gpu_mechanisms_of(const ns_sim_t *sim);
 /* "auto", "fused", "per-step"; NULL for other values. */
 NS_API const char *ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms m);
@@ -445,7 +450,9 @@ typedef struct ns_sim_part {
     int32_t device;         /* the GPU whose memory holds the arrays, -1: host memory */
 } ns_sim_part;
 
-/* Parts of the state (fixed at ns_sim_create); -1 for NULL. */
+/* Parts of the state (fixed at ns_sim_create, except that a CUDA simulation
+ * of a model whose cells run onchip is regrouped into the tree loop at the
+ * ns_sim_init that builds a network); -1 for NULL. */
 NS_API int64_t ns_sim_state_parts(const ns_sim_t *sim);
 
 /* Describe part `part` (0 .. ns_sim_state_parts - 1). The arrays hold the
@@ -508,8 +515,56 @@ NS_API ns_status ns_sim_state_field(ns_sim_t *sim, int64_t part, const char *nam
 NS_API ns_status ns_sim_save_state(ns_sim_t *sim, const char *path);
 NS_API ns_status ns_sim_restore_state(ns_sim_t *sim, const char *path);
 
-/* Wall time of the steps so far [ms] (ns_sim_advance calls only). */
+/* Wall time of the steps so far [ms] (ns_sim_advance calls only; spread
+ * over processes: this process's, agreements included, so the slowest
+ * process sets the pace). */
 NS_API double ns_sim_elapsed_ms(const ns_sim_t *sim);
+
+/* ------------------------------------------ distributed simulations */
+/* With ns_sim_options.dist set (docs/mpi.md), ns_sim_create is collective:
+ * every process passes the same shapes, cells, cell_shape and params
+ * (hashed and compared), cells are given out by ns_partition_lpt over
+ * compartment counts and each process simulates its own (the other options
+ * apply per process). The same calls then take global numbers:
+ * - collective (every process, same order): ns_sim_create, ns_sim_init,
+ *   ns_sim_advance, ns_sim_gather, ns_network_apply. They agree on success:
+ *   when a process fails, every process returns that process's status with
+ *   the detail "rank R of N: <its message>".
+ * - not collective, but every process makes the same calls in the same order
+ *   with the same arguments (each numbers every site, synapse and source):
+ *   ns_sim_add_iclamp, _add_recording, _add_synapse, _synapse_set,
+ *   _add_detector, _add_spike_source, _add_poisson_source, _connect. The
+ *   owner of the cell applies them (a connection: the owner of its
+ *   synapse; a train or Poisson source: every process with cells); a
+ *   failure on the owner is returned there and reported to every process
+ *   by the next collective call. ns_sim_init compares the network calls of
+ *   all processes (a hash of their arguments). A network needs a model and
+ *   the CPU backend, as on one process, and a transport callable from the
+ *   OpenMP loop's master thread (MPI_THREAD_FUNNELED).
+ * - ns_sim_traces, ns_sim_spikes and ns_sim_source_spikes answer after
+ *   ns_sim_gather, on the receiving processes; ns_sim_cells,
+ *   _compartments, _cell_offset, _synapses, _sources, _connections,
+ *   _source_cell, _steps_for, _time and _step_count are global (the same
+ *   everywhere); ns_sim_backend, _method, _gpu_lanes and
+ *   _gpu_mechanisms_of this process's (AUTO without cells).
+ * - the state, model-variable and checkpoint calls, ns_sim_set_pointer and
+ *   ns_sim_add_point_source answer NS_ERR_UNSUPPORTED: use them on
+ *   ns_sim_local. */
+
+/* Collective. Gather every recorded trace, every cell's spike times and
+ * every source's raster to process `root` (root < 0: to every process),
+ * where ns_sim_traces, ns_sim_spikes and ns_sim_source_spikes then answer
+ * with global results. Results are gathered, not written per process, so
+ * that a run's output does not depend on the process count. On a
+ * simulation of one process: nothing to do (root must be 0 or < 0). */
+NS_API ns_status ns_sim_gather(ns_sim_t *sim, int32_t root);
+/* This process's own simulation of the cells it owns (local numbers; NULL
+ * when it owns none); the simulation itself on one process. */
+NS_API ns_sim_t *ns_sim_local(ns_sim_t *sim);
+/* The local number of a global cell on its owner, -1 elsewhere (the cell
+ * itself on one process); the rank owning a cell (-1: no such cell). */
+NS_API int64_t ns_sim_local_cell(const ns_sim_t *sim, int64_t cell);
+NS_API int32_t ns_sim_cell_owner(const ns_sim_t *sim, int64_t cell);
 
 #ifdef __cplusplus
 }

@@ -285,13 +285,13 @@ typedef struct ns_life_fit_options {
     void *progress_context;
     ns_life_reduce_fn reduce; /* for a voxel-partitioned model (CPU or CUDA) */
     void *reduce_context;
-    /* Resumable state (SBBNNLS; docs/life.md, "Interrupted fits"); NULL: none. A state that
-     * holds one (ns_life_fit_state_load, or an earlier fit's) makes the fit continue from it
-     * instead of from w0: the same model and lambda, ridge and preconditioner are required
-     * (NS_ERR_INVALID_ARGUMENT otherwise) and max_iterations must exceed its updates. Whenever
-     * the fit stops (a stopping test, or the progress callback's request), the state receives
-     * what the next iteration needs. On the CPU with the same thread count, a fit stopped and
-     * resumed gives the uninterrupted fit's weights and history bit for bit. Not with group > 0. */
+    /* Resumable state (SBBNNLS or the group fit; docs/life.md, "Interrupted fits"); NULL: none.
+     * A state that holds one (ns_life_fit_state_load, or an earlier fit's) makes the fit continue
+     * from it instead of from w0: the same model, solver and lambda, ridge, preconditioner, group
+     * and groups are required (NS_ERR_INVALID_ARGUMENT otherwise) and max_iterations must exceed
+     * its updates. Whenever the fit stops (a stopping test, or the progress callback's request),
+     * the state receives what the next iteration needs. On the CPU with the same thread count, a
+     * fit stopped and resumed gives the uninterrupted fit's weights and history bit for bit. */
     struct ns_life_fit_state *state;
 } ns_life_fit_options;
 
@@ -327,7 +327,8 @@ typedef struct ns_life_fit_result {
 
 NS_API void ns_life_fit_options_init(ns_life_fit_options *options);
 
-/* A fit's resumable state (ns_life_fit_options.state): the iterate, the lagged gradient, the
+/* A fit's resumable state (ns_life_fit_options.state): the iterate, the solver's other
+ * vectors (SBBNNLS: the lagged gradient; the group fit: FISTA's point and products), the
  * objective history and a fingerprint of the model and options it belongs to. create: an
  * empty state (updates -1) for a fit to fill. save: written atomically (ns_output). load:
  * validated like any input (checksum, sizes against the file's length, finite weights >= 0,

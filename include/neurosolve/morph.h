@@ -176,7 +176,8 @@ NS_API void ns_cell_get_info(const ns_cell_t *cell, ns_cell_info *info);
 /* One NEURON section as Import3d builds it (docs/discretisation.md). */
 typedef struct ns_section_info {
     int32_t parent;          /* parent section, -1 for the root section */
-    double parent_x;         /* NEURON's parentx: where it attaches on the parent (0, 0.5 or 1) */
+    double parent_x;         /* NEURON's parentx: where it attaches on the parent (0, 0.5 or 1; any
+                                x in [0, 1] given by a SEC.parentx statement) */
     int32_t type;            /* SWC type of its first point */
     int32_t nseg;            /* segments (compartments with membrane) */
     double Ra;               /* [ohm cm] its axial resistivity */
@@ -255,6 +256,12 @@ NS_API const double *ns_cell_axial_conductance(const ns_cell_t *cell);
 NS_API const int32_t *ns_cell_type(const ns_cell_t *cell);
 NS_API const int32_t *ns_cell_section(const ns_cell_t *cell);
 NS_API const double *ns_cell_position(const ns_cell_t *cell);
+/* Per compartment, 6 values: the 3-D start (x0 y0 z0) and end (x1 y1 z1)
+ * point [um] of NEURON's segment, the section's 3-D points interpolated
+ * linearly in arc length at x = k/nseg and (k+1)/nseg (what LFPy takes as
+ * a segment's geometry); a zero-area junction node has both at its point
+ * (x = 0 or 1 of its section). In the SWC file's coordinates. */
+NS_API const double *ns_cell_segments(const ns_cell_t *cell);
 
 /* Matrix of one backward-Euler step of the passive cable equation with
  * capacitance cm [uF/cm^2] and time step dt [ms]:

@@ -1,5 +1,7 @@
 /* neurosolve over MPI: batches, simulations and LiFE fits spread over the
- * processes of a communicator (docs/mpi.md).
+ * processes of a communicator (docs/mpi.md). A simulation is spread by the
+ * ordinary ns_sim_* calls with ns_sim_options.dist = a distribution made
+ * here by ns_dist_from_comm.
  *
  * This header and the library that implements it (neurosolve_mpi, built when
  * CMake finds MPI: NS_MPI=AUTO|ON|OFF) are separate from libneurosolve, which
@@ -30,9 +32,9 @@
 #include <mpi.h>
 
 #include "neurosolve/cable.h"
+#include "neurosolve/dist.h"
 #include "neurosolve/hines.h"
 #include "neurosolve/life.h"
-#include "neurosolve/network.h"
 #include "neurosolve/status.h"
 
 #ifdef __cplusplus
@@ -81,25 +83,19 @@ NS_API uint64_t ns_mpi_hash(uint64_t h, const void *data, size_t bytes);
  * *local_size (may be NULL) receive the node-local rank and count. */
 NS_API ns_status ns_mpi_bind_device(MPI_Comm comm, int bind, int *device, int *local_rank, int *local_size);
 
-/* ---------------------------------------------------------- partitions */
-/* Pure functions (no communication), so that they can be tested alone. */
+/* ---------------------------------------------------- distribution */
 
-/* Longest processing time first: items sorted by weight, heaviest first
- * (ties: lower index first), each given to the part with the least load so
- * far (ties: lower part). owner[i] in [0, n_parts) for every item; load
- * (NULL or n_parts entries) receives each part's summed weight. Weights must
- * be >= 0. The largest load is at most 4/3 of the optimum (Graham). */
-NS_API ns_status ns_partition_lpt(int64_t n_items, const int64_t *weight, int32_t n_parts, int32_t *owner,
-                                  int64_t *load);
-
-/* Contiguous ranges balanced by weight: part p gets items
- * [first[p], first[p+1]) (first has n_parts + 1 entries, first[0] = 0,
- * first[n_parts] = n_items); part p starts at the first item whose middle
- * lies at or past p / n_parts of the total weight. With n_items >= n_parts
- * every part gets at least one item. Used for voxels, which keep their
- * order. */
-NS_API ns_status ns_partition_contiguous(int64_t n_items, const int64_t *weight, int32_t n_parts,
-                                         int64_t *first);
+/* Collective. A distribution over the processes of `comm` (which it sends
+ * collectives on, never point-to-point messages), for
+ * ns_sim_options.dist (include/neurosolve/cable.h, "Distributed
+ * simulations"): ns_sim_create and the other ns_sim_* calls then spread
+ * the simulation over the processes. Destroy it with ns_dist_destroy after
+ * the simulations made with it (not collective; comm must stay valid until
+ * then). Networks need MPI initialised with
+ * MPI_Init_thread at MPI_THREAD_FUNNELED or more (the spike exchange runs
+ * on the master thread of the OpenMP loop). The partition functions
+ * (ns_partition_lpt, ns_partition_contiguous) are in neurosolve/dist.h. */
+NS_API ns_status ns_dist_from_comm(MPI_Comm comm, ns_dist_t **out);
 
 /* ------------------------------------------------- distributed batches */
 
@@ -147,136 +143,6 @@ NS_API ns_status ns_mpi_batch_gather(const ns_mpi_batch_t *batch, int root, cons
 NS_API ns_status ns_mpi_hines_solve(const ns_mpi_batch_t *batch, const ns_solve_options *options,
                                     const double *a, const double *b, double *d, double *rhs,
                                     ns_solve_timing *timing, ns_hines_method *method, ns_backend *backend);
-
-/* ---------------------------------------------- distributed simulation */
-
-typedef struct ns_mpi_sim ns_mpi_sim_t;
-
-/* Collective. ns_sim_create over the processes: every process passes the
- * same shapes, cells, cell_shape and params; cells are given out by
- * ns_partition_lpt over compartment counts and each process simulates its
- * own (options apply per process). Cells keep their global numbers. */
-NS_API ns_status ns_mpi_sim_create(MPI_Comm comm, int32_t n_shapes, const ns_cell_t *const *shapes,
-                                   int64_t n_cells, const int32_t *cell_shape, const ns_sim_params *params,
-                                   const ns_sim_options *options, ns_mpi_sim_t **out);
-NS_API void ns_mpi_sim_destroy(ns_mpi_sim_t *sim);
-
-/* Not collective, but every process must make the same calls in the same
- * order (the owner of `cell` applies them; the others only count sites).
- * A failure on the owner is returned there and reported to every process
- * by the next collective call (ns_mpi_sim_init, _advance, _gather). *site
- * receives the global recording index (the same on every process). */
-NS_API ns_status ns_mpi_sim_add_iclamp(ns_mpi_sim_t *sim, int64_t cell, int32_t compartment, double delay,
-                                       double duration, double amplitude);
-NS_API ns_status ns_mpi_sim_add_recording(ns_mpi_sim_t *sim, int64_t cell, int32_t compartment,
-                                          int32_t *site);
-
-/* Networks across processes (docs/networks.md, "MPI"): the calls of
- * ns_sim_add_synapse, ns_sim_synapse_set, ns_sim_add_detector,
- * ns_sim_add_spike_source and ns_sim_connect (include/neurosolve/cable.h)
- * with global numbers. Like ns_mpi_sim_add_iclamp they are not collective,
- * but every process must make the same calls in the same order with the
- * same arguments: every process numbers every synapse and source (in call
- * order, as ns_sim does), the owner of the cell creates the synapse or
- * detector, every process with cells holds every train, and a connection is
- * kept only by the owner of its synapse. ns_mpi_sim_init compares the calls
- * of all processes (a hash of their arguments) and fails on every process
- * when they differ. Checks that need no cell (a cell, compartment, synapse
- * or source that does not exist, a delay <= 0, a non-finite weight or
- * threshold) fail on every process at once; those of the owner (an unknown
- * mechanism or parameter) on the owner at once and on every process at
- * ns_mpi_sim_init, which reports on every process the first failure of
- * these calls on the lowest failing process. *synapse / *source receive the global number (-1 on failure).
- * The simulation needs a model (ns_sim_options.model) and the CPU backend,
- * as ns_sim's networks do, and MPI initialised with MPI_Init_thread at
- * MPI_THREAD_FUNNELED or more (the spike exchange runs on the master thread
- * of the OpenMP loop): ns_mpi_sim_init refuses a network otherwise
- * (NS_ERR_UNSUPPORTED). */
-NS_API ns_status ns_mpi_sim_add_synapse(ns_mpi_sim_t *sim, int64_t cell, int32_t compartment,
-                                        const char *mechanism, int64_t *synapse);
-NS_API ns_status ns_mpi_sim_synapse_set(ns_mpi_sim_t *sim, int64_t synapse, const char *name, double value);
-NS_API ns_status ns_mpi_sim_add_detector(ns_mpi_sim_t *sim, int64_t cell, int32_t compartment, double threshold,
-                                         int64_t *source);
-NS_API ns_status ns_mpi_sim_add_spike_source(ns_mpi_sim_t *sim, const double *times, int64_t count,
-                                             int64_t *source);
-/* A Poisson source (ns_sim_add_poisson_source): every process with cells
- * draws the same times from the seed. */
-NS_API ns_status ns_mpi_sim_add_poisson_source(ns_mpi_sim_t *sim, double rate_hz, double start, double stop,
-                                               uint64_t seed, int64_t *source);
-NS_API ns_status ns_mpi_sim_connect(ns_mpi_sim_t *sim, int64_t source, int64_t synapse, double weight,
-                                    double delay);
-/* A source's cell, as ns_sim_source_cell: a detector's global cell, -1 for
- * a train or a Poisson source, -2 for an unknown source; the same on every
- * process. */
-NS_API int64_t ns_mpi_sim_source_cell(const ns_mpi_sim_t *sim, int64_t source);
-/* Global counts (the same on every process). */
-NS_API int64_t ns_mpi_sim_synapses(const ns_mpi_sim_t *sim);
-NS_API int64_t ns_mpi_sim_sources(const ns_mpi_sim_t *sim);
-NS_API int64_t ns_mpi_sim_connections(const ns_mpi_sim_t *sim);
-
-/* Collective. A network file's synapses, sources and connections
- * (include/neurosolve/network.h, docs/networks.md "Network files") with the
- * calls above: every process makes the calls ns_network_apply makes on a
- * single simulation, in the same order with the same arguments (one
- * traversal serves both), so that ids are the file's (after those the
- * simulation has) and the run is the single simulation's to the bit.
- * `sim` has the network's cells (ns_network_cells, cell c of shape
- * shapes[ns_network_cell_morphology(net)[c]]); `shapes` (every process
- * passes the same) locate the sections. On failure every process returns
- * the failure that comes first in the file ("rank R of N: FILE:LINE: ..."
- * and the element), whichever process found it (a mechanism or parameter
- * name is checked by the owner of the cell); the simulation may then hold
- * part of the network: destroy it. ns_mpi_sim_init is still needed. */
-NS_API ns_status ns_network_apply_mpi(const ns_network_t *net, ns_mpi_sim_t *sim, const ns_cell_t *const *shapes);
-
-/* Collective: ns_sim_init / ns_sim_advance on every process, then agree.
- * Without synapses and sources the cells do not interact and nothing else
- * is exchanged during a run. With them, ns_mpi_sim_init also compares the
- * network calls and agrees on the smallest delay of all connections (the
- * interval, the same on every process), and ns_mpi_sim_advance exchanges
- * the spikes of every interval between all processes (an MPI_Allgather of
- * counts and an MPI_Allgatherv of (time, source) pairs): the rasters and
- * traces are those of one process to the bit, for any number of
- * processes. A failure on one process during a run (a NaN) stops the run on
- * every process at the next exchange, with that process's message. */
-NS_API ns_status ns_mpi_sim_init(ns_mpi_sim_t *sim);
-NS_API ns_status ns_mpi_sim_advance(ns_mpi_sim_t *sim, int64_t steps);
-
-/* Collective. Gather every recorded trace, every cell's spike times and
- * every source's raster to `root` (root < 0: to every process). Afterwards
- * ns_mpi_sim_traces, ns_mpi_sim_spikes and ns_mpi_sim_source_spikes answer
- * with global results on the receiving processes.
- * Recorded data are gathered, not written per process, so that the output
- * files of a run do not depend on the process count (docs/mpi.md). */
-NS_API ns_status ns_mpi_sim_gather(ns_mpi_sim_t *sim, int root);
-/* After ns_mpi_sim_gather, on a receiving process: traces[s * sites + k] for
- * global site k (as ns_sim_traces); NULL with *samples = *sites = 0
- * elsewhere. */
-NS_API const double *ns_mpi_sim_traces(const ns_mpi_sim_t *sim, int64_t *samples, int32_t *sites);
-/* After ns_mpi_sim_gather, on a receiving process: spike times of a global
- * cell [ms]; NULL with *count = 0 elsewhere or before the gather. */
-NS_API const double *ns_mpi_sim_spikes(const ns_mpi_sim_t *sim, int64_t cell, int64_t *count);
-/* After ns_mpi_sim_gather, on a receiving process: the raster of a global
- * source [ms] (as ns_sim_source_spikes); NULL with *count = 0 elsewhere or
- * before the gather. */
-NS_API const double *ns_mpi_sim_source_spikes(const ns_mpi_sim_t *sim, int64_t source, int64_t *count);
-
-/* The process's own simulation (NULL when it owns no cells), for what the
- * distributed object does not forward (ns_sim_time, ns_sim_get_state with
- * local cell numbers ...). */
-NS_API ns_sim_t *ns_mpi_sim_local(ns_mpi_sim_t *sim);
-/* Local cell number of a global cell on its owner; -1 elsewhere. */
-NS_API int64_t ns_mpi_sim_local_cell(const ns_mpi_sim_t *sim, int64_t cell);
-NS_API int32_t ns_mpi_sim_owner(const ns_mpi_sim_t *sim, int64_t cell);
-/* Global figures (the same on every process). */
-NS_API int64_t ns_mpi_sim_cells(const ns_mpi_sim_t *sim);
-NS_API int64_t ns_mpi_sim_compartments(const ns_mpi_sim_t *sim);
-NS_API int64_t ns_mpi_sim_steps_for(const ns_mpi_sim_t *sim, double tstop);
-/* This process's wall time of the steps so far [ms]; the collective
- * ns_mpi_sim_advance makes the slowest process set the pace. */
-NS_API double ns_mpi_sim_elapsed_ms(const ns_mpi_sim_t *sim);
-NS_API ns_backend ns_mpi_sim_backend(const ns_mpi_sim_t *sim);
-NS_API ns_hines_method ns_mpi_sim_method(const ns_mpi_sim_t *sim);
 
 /* ------------------------------------------------------------- LiFE */
 

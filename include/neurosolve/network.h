@@ -105,16 +105,21 @@ NS_API ns_status ns_network_model(const ns_network_t *net, const ns_mech_library
  * call. On error the simulation may hold part of the network: destroy it. */
 NS_API ns_status ns_network_apply(const ns_network_t *net, ns_sim_t *sim, const ns_cell_t *const *shapes);
 
-/* The backend a network runs on for `requested`: itself, or for
- * NS_BACKEND_AUTO the sim policy's choice (the CPU, GPU or not:
- * docs/networks.md, "The GPU loop"). ns_network_create_sim and `simulate
- * --network` apply it. */
-NS_API ns_backend ns_network_backend(ns_backend requested);
+/* The simulation of the network's cells (ns_network_cells cells, cell c
+ * of shape shapes[ns_network_cell_morphology(net)[c]]; options->model
+ * needed: ns_network_model gives the file's) with ns_network_apply done:
+ * ns_sim_create, on the backend the sim policy chooses for a network when
+ * options->backend is NS_BACKEND_AUTO (the CPU, GPU or not:
+ * docs/networks.md, "The GPU loop"), then ns_network_apply. Add stimuli
+ * and recordings, then ns_sim_init (the network takes effect there).
+ * Spread over processes with options->dist, collective. */
+NS_API ns_status ns_network_sim_create(const ns_network_t *net, const ns_cell_t *const *shapes,
+                                       const ns_sim_params *params, const ns_sim_options *options, ns_sim_t **out);
 
 /* The whole path: read each morphology (ns_swc_read with default options,
  * ns_discretize with `disc`, NULL: defaults with params->Ra), the model
  * (options->model when given, else the network's; one of them is needed),
- * ns_sim_create and ns_network_apply. The simulation is initialised. */
+ * ns_network_sim_create. The simulation is initialised. */
 NS_API ns_status ns_network_create_sim(const ns_network_t *net, const ns_mech_library_t *library,
                                        const ns_discretize_options *disc, const ns_sim_params *params,
                                        const ns_sim_options *options, ns_sim_t **out);

@@ -10,6 +10,7 @@
 #include "neurosolve/morph.h"
 #include "neurosolve/hines.h"
 #include "neurosolve/tridiag.h"
+#include "neurosolve/dist.h"
 #include "neurosolve/cable.h"
 #include "neurosolve/network.h"
 #include "neurosolve/life.h"
@@ -18,5 +19,6 @@
 #include "neurosolve/number.h"
 #include "neurosolve/mechanism.h"
 #include "neurosolve/nmodl.h"
+#include "neurosolve/lfp.h"
 
 #endif

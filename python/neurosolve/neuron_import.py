@@ -37,7 +37,11 @@ REGION_OF_TYPE = {1: "soma", 2: "axon", 3: "basal", 4: "apical"}
 STYLE_C_STATE, STYLE_EINIT, STYLE_EADVANCE = 3, 0o40, 0o100
 # NEURON keeps 3-D points and their arc lengths in single precision; neurosolve computes in double
 # from the same points: short sections differ by a few 1e-6 (docs/discretisation.md, section 6).
+# A section far from the origin and very short (Mainen and Sejnowski's 0.1 um spine tips at
+# x = -180 um) differs by the points' own rounding: FLOAT_EPS * |coordinate| per point, relative
+# to L; that bound is added to the tolerance.
 GEOMETRY_RTOL = 1e-5
+FLOAT_EPS = 2.0 ** -24
 
 
 class NeuronImport:
@@ -49,7 +53,8 @@ class NeuronImport:
     ``moved_to_other`` (sections written with an `other` SWC type so that an SWC file keeps them
     apart from their parent); ``translated`` (sections whose 3-D points did not start at their
     parent's connection point and were moved there, with the sections below: geometry unchanged);
-    ``mechanisms`` (the density mechanisms the model needs)."""
+    ``mechanisms`` (the density mechanisms the model needs); ``point_processes`` (the point
+    process types of NAME.net)."""
 
     def __init__(self):
         self.swc = self.model = self.params = self.command_file = self.network = None
@@ -63,6 +68,7 @@ class NeuronImport:
         self.library = None
         self.moved_to_other = []
         self.translated = []
+        self.point_processes = []
 
     @classmethod
     def read(cls, prefix):
@@ -90,6 +96,10 @@ class NeuronImport:
         for line in res.texts["model"].splitlines():
             if ".insert = " in line:
                 res.mechanisms += [m for m in line.split("=", 1)[1].split() if m not in res.mechanisms]
+        for line in res.texts.get("network", "").splitlines():
+            w = line.split()
+            if len(w) >= 5 and w[0] == "synapse" and w[4] not in res.point_processes:
+                res.point_processes.append(w[4])
         return res
 
     def command(self, neurosolve="neurosolve", mechanisms=None, extra=()):
@@ -98,7 +108,7 @@ class NeuronImport:
         mechanisms = mechanisms or self.library or "LIB.so"
         cmd = [neurosolve, "simulate"] + (["--network", self.network] if self.network else [self.swc or "NAME.swc"])
         cmd += ["--params", self.params or "NAME.params", "--model", self.model or "NAME.model"]
-        if any(m not in BUILTIN_MECHANISMS for m in self.mechanisms):
+        if any(m not in BUILTIN_MECHANISMS + SYNAPSES for m in self.mechanisms + self.point_processes):
             cmd += ["--mechanisms", mechanisms]
         for sid, x, dl, du, amp in self.iclamps:
             cmd += ["--iclamp", f"swc={sid}:{x!r}:{dl!r}:{du!r}:{amp!r}"]
@@ -231,16 +241,30 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
     stype = [0] * len(secs)
     renamed = []  # sections moved to the region `other` (cm by that region)
     start_diam = []  # (section, diameter of its first 3-D point) where Import3d's copy differs
+    parentx = []  # sections attached inside their parent (0 < x < 1), not at the soma's middle
     order = []
     stack = [roots[0]]
     while stack:
         i = stack.pop()
         order.append(i)
         stack.extend(reversed(children[i]))
+    r0 = roots[0]
+    soma_root = _type_of(secs[r0].name(), tmap) == 1 and int(secs[r0].n3d()) >= 2
+
+    def mid_soma(c):  # a child at the middle of the root soma: an interior soma point (Import3d's 0.5)
+        return parent[c] == r0 and soma_root and px[c] == 0.5
+
+    def via_parentx(c):  # hung from the parent's last SWC point with `swc:ID.parentx = X`: all but x = 1,
+        # the soma's middle and the first point of a soma root (Import3d's own rules give those)
+        return px[c] != 1.0 and not mid_soma(c) and not (px[c] == 0.0 and parent[c] == r0 and soma_root)
+
+    def at_end(c):  # children hung from the parent's last SWC point
+        return px[c] == 1.0 or via_parentx(c)
+
     for i in order:
         t = _type_of(secs[i].name(), tmap)
         p_ = parent[i]
-        lone = p_ >= 0 and px[i] == 1.0 and sum(px[c] == 1.0 for c in children[p_]) == 1
+        lone = p_ >= 0 and at_end(i) and sum(at_end(c) for c in children[p_]) == 1
         if t is None or (lone and t == stype[p_]):
             # a lone child at its parent's end with the parent's type would continue the parent's
             # section in an SWC file: an `other` type (5, 6, 7 alternating along a chain) keeps it apart
@@ -251,8 +275,7 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
                 t = 5 + (stype[p_] - 4) % 3
         stype[i] = t
     pts = [_pt3d(s) for s in secs]
-    r0 = roots[0]
-    if stype[r0] == 1 and len(pts[r0]) == 2 and any(0.0 < px[c] < 1.0 for c in children[r0]):
+    if stype[r0] == 1 and len(pts[r0]) == 2 and any(mid_soma(c) for c in children[r0]):
         # children at the middle of a soma of two 3-D points: its midpoint (diameter interpolated,
         # so NEURON's area and resistance are unchanged) becomes the SWC point they attach to
         a, b = pts[r0]
@@ -282,17 +305,16 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
         PP = pts[p_]
         if x == 1.0:
             attach, at = last_id[p_], PP[-1]
-        elif x == 0.0:
+        elif not via_parentx(i) and x == 0.0:
             attach, at = first_pt[p_], PP[0]
-        elif parent[p_] < 0 and stype[p_] == 1 and len(PP) >= 3:
+        elif not via_parentx(i) and stype[p_] == 1 and len(PP) >= 3:
             attach, at = first_pt[p_] + len(PP) // 2, None  # an interior soma point: parentx 0.5
-            if abs(x - 0.5) > 1e-12:
-                miss.append(f"{s.name()}: attached at {secs[p_].name()}({x:g}); neurosolve attaches "
-                            f"mid-soma children at 0.5")
         else:
+            # elsewhere on the parent (inside it, or x = 0 of a section that is no soma root): hung from
+            # its last SWC point with `swc:ID.parentx = X`, the section's geometry its own 3-D points
+            # (docs/discretisation.md)
             attach, at = last_id[p_], None
-            miss.append(f"{s.name()}: attached at {secs[p_].name()}({x:g}): neurosolve attaches at x = 0, 1 "
-                        f"or the soma's middle only")
+            parentx.append(i)
         if at is not None and P and any(abs(P[0][c] - at[c]) > 1e-9 * max(1.0, abs(at[c])) for c in range(3)):
             # the section does not start where it is attached (its 3-D points were scaled or moved after
             # they were read, e.g. L set on a section with 3-D points): NEURON's geometry comes from each
@@ -342,6 +364,8 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
         p_lines.append(f"{region}.cm = {_fmt(region_cm[region])}")
     for i, d in start_diam:
         p_lines.append(f"swc:{first_id[i]}.start_diam = {_fmt(d)}")
+    for i in parentx:
+        p_lines.append(f"swc:{first_id[i]}.parentx = {_fmt(px[i])}")
     for i, s in enumerate(secs):
         p_lines.append(f"swc:{first_id[i]}.nseg = {int(s.nseg)}")
         if s.Ra != ra:
@@ -452,8 +476,9 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
             continue
         if kind == "NetStim":
             for o in objs:
-                if o.noise != 0:
-                    miss.append(f"{o.hname()}: noise = {o.noise:g} (a random train): not captured")
+                if o.noise != 0:  # NEURON's random stream is not neurosolve's: the parameters, listed
+                    miss.append(f"{o.hname()}: noise = {o.noise:g} (a random train; start {o.start:g} ms, interval "
+                                f"{o.interval:g} ms, number {o.number:g}): not captured")
                     continue
                 times, t_ev = [], o.start  # NetStim.mod with noise 0: start, then + interval each time
                 for _ in range(int(o.number)):
@@ -464,34 +489,54 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
                 net_lines.append(f"train {label} " + " ".join(_fmt(t) for t in times) if times else None)
             continue
         if kind not in syn_types:
-            miss.append(f"{len(objs)} {kind} point process(es): not captured (IClamps, synapses of neurosolve's "
-                        f"catalogue and NetStims without noise only)")
+            miss.append(f"{len(objs)} {kind} point process(es): not captured (IClamps, NetStims and the point "
+                        f"processes of neurosolve's catalogue or the library only: NEURON's SEClamp and IntFires are "
+                        f"built from data/mechanisms/electrode and events)")
             continue
         ms = h.MechanismStandard(kind, 1)
         names = []
         for q in range(int(ms.count())):
             ms.name(r, q)
             names.append(r[0])
+        artificial = bool(mt.is_artificial(k))
         for o in objs:
-            seg = o.get_segment()
-            if seg is None or seg.sec.hoc_internal_name() not in secset:
-                continue
+            if artificial:  # no location in NEURON: placed at the root's middle (it reads no voltage)
+                sid, x = first_id[r0], 0.5
+            else:
+                seg = o.get_segment()
+                if seg is None or seg.sec.hoc_internal_name() not in secset:
+                    continue
+                sid, x = first_id[secset[seg.sec.hoc_internal_name()]], seg.x
             label = f"syn{len(synapses)}"
             synapses[o.hname()] = label
-            sid = first_id[secset[seg.sec.hoc_internal_name()]]
+            if kind not in res.point_processes:
+                res.point_processes.append(kind)
             vals = " ".join(f"{q}={_fmt(getattr(o, q))}" for q in names)
-            net_lines.append(f"synapse {label} imported swc:{sid}({_fmt(seg.x)}) {kind} {vals}".rstrip())
+            net_lines.append(f"synapse {label} imported swc:{sid}({_fmt(x)}) {kind} {vals}".rstrip())
+    sources = dict(stims)  # NetCon source -> network source name: trains, point sources, detectors
     for nc in h.List("NetCon"):
         src, tgt = nc.pre(), nc.syn()
         if tgt is None:
             continue  # a spike recorder: no effect on the run
-        if tgt.hname() not in synapses or src is None or src.hname() not in stims:
+        pre = nc.preseg() if src is None else None
+        key = src.hname() if src is not None else (f"v:{pre.sec.hoc_internal_name()}({pre.x!r}):{nc.threshold!r}"
+                                                   if pre is not None else None)
+        if key is not None and key not in sources:
+            if src is not None and src.hname() in synapses:  # a point process's net_event: a point source
+                sources[key] = f"src{len(sources)}"
+                net_lines.append(f"source {sources[key]} {synapses[src.hname()]}")
+            elif pre is not None and pre.sec.hoc_internal_name() in secset:  # a cell's voltage: a detector
+                sources[key] = f"src{len(sources)}"
+                sid = first_id[secset[pre.sec.hoc_internal_name()]]
+                net_lines.append(f"detector {sources[key]} imported swc:{sid}({_fmt(pre.x)}) {_fmt(nc.threshold)}")
+        if tgt.hname() not in synapses or key not in sources:
             miss.append(f"NetCon {src.hname() if src is not None else 'from a voltage'} -> {tgt.hname()}: "
-                        f"not captured (NetStim -> captured synapse only)")
+                        f"not captured (from a NetStim, a captured point process or the cell's voltage, to a "
+                        f"captured point process only)")
             continue
         if nc.wcnt() > 1:
             miss.append(f"NetCon -> {tgt.hname()}: {int(nc.wcnt())} weights, only weight[0] is taken")
-        net_lines.append(f"connect {stims[src.hname()]} {synapses[tgt.hname()]} {_fmt(nc.weight[0])} "
+        net_lines.append(f"connect {sources[key]} {synapses[tgt.hname()]} {_fmt(nc.weight[0])} "
                          f"{_fmt(nc.delay)}")
     net_lines = [ln for ln in net_lines if ln]
     n = int(h.List("FInitializeHandler").count())
@@ -552,7 +597,10 @@ def _check_geometry(h, secs, first_id, parent, px, res, strict):
         ri = sum(seg.ri() for seg in s) + s(1).ri()
         rel = max(abs(a - b) / max(abs(b), 1e-300) for a, b in ((g["length"], s.L), (g["area"], area),
                                                                  (g["ri_sum"], ri)))
-        if rel > GEOMETRY_RTOL:
+        P = _pt3d(s)
+        far = max((abs(c) for p in P for c in p[:3]), default=0.0)
+        tol = GEOMETRY_RTOL + 2 * FLOAT_EPS * len(P) * far / max(s.L, 1e-300)
+        if rel > tol:
             bad.append(f"{s.name()}: L, area or resistance {rel:.1e} off NEURON's")
         worst = max(worst, rel)
     if bad and strict:

@@ -52,6 +52,27 @@ struct ns_error {
 // Raise the error of a failed C call (ns_last_error()'s message).
 void check(ns_status st);
 
+// f() -> ns_status run with the GIL released (other Python threads go on meanwhile); a failure
+// raises as check() does (the message is read before the GIL is taken back).
+template <typename F> void check_released(F &&f) {
+    ns_status st;
+    std::string msg;
+    {
+        nb::gil_scoped_release r;
+        st = f();
+        if (st != NS_OK) msg = ns_last_error();
+    }
+    if (st != NS_OK) fail(st, msg);
+}
+
+// The same holding mu, an object's one-call-at-a-time lock, while f runs.
+template <typename F> void check_locked(std::mutex &mu, F &&f) {
+    check_released([&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return f();
+    });
+}
+
 // neurosolve.Error (python/neurosolve/_errors.py) from an ns_error.
 void translate(const std::exception_ptr &p, void *);
 
@@ -303,5 +324,6 @@ void bind_mechanisms(nb::module_ &m);
 void bind_network(nb::module_ &m);
 void bind_simulation(nb::module_ &m);
 void bind_life(nb::module_ &m);
+void bind_lfp(nb::module_ &m);
 
 } // namespace nsb

@@ -7,15 +7,7 @@ namespace nsb {
 void bind_readers(nb::module_ &m) {
     m.def("_read_nifti", [](const std::filesystem::path &path) {
         ns_nifti_t *img = nullptr;
-        {
-            nb::gil_scoped_release r;
-            ns_status st = ns_nifti_read(path.c_str(), &img);
-            if (st != NS_OK) {
-                std::string msg = ns_last_error();
-                nb::gil_scoped_acquire g;
-                fail(st, msg);
-            }
-        }
+        check_released([&] { return ns_nifti_read(path.c_str(), &img); });
         std::unique_ptr<ns_nifti_t, void (*)(ns_nifti_t *)> hold(img, ns_nifti_destroy);
         const ns_nifti_info *in = ns_nifti_get_info(img);
         // float64 values (slope and intercept applied), in the file's order: axis 1 fastest
@@ -98,20 +90,26 @@ void bind_readers(nb::module_ &m) {
     }, "path"_a, "ns_tracts_open / next: every streamline in world (RAS+ mm) coordinates, packed.");
 }
 
+// LifeModel.build's and _build_arrays' options.
+static ns_life_build_options build_options(int32_t dictionary_l, double axial_diffusivity, double radial_diffusivity,
+                                           double b0_threshold, const std::string &bad, const std::string &nodes) {
+    ns_life_build_options o;
+    ns_life_build_options_init(&o);
+    if (dictionary_l > 0) o.dictionary_l = dictionary_l; /* 0: the library's default (180) */
+    o.nodes = pick<ns_life_node_combination>("nodes", nodes, {{"sum", NS_LIFE_NODES_SUM}, {"mean", NS_LIFE_NODES_MEAN}});
+    o.axial_diffusivity = axial_diffusivity;
+    o.radial_diffusivity = radial_diffusivity;
+    o.b0_threshold = b0_threshold;
+    o.bad = pick<ns_life_bad_policy>("bad", bad, {{"error", NS_LIFE_BAD_ERROR}, {"skip", NS_LIFE_BAD_SKIP}});
+    return o;
+}
+
 // LifeModel, LifeEngine
 void bind_life(nb::module_ &m) {
     nb::class_<LifeModel>(m, "LifeModel", "A LiFE model (docs/life.md, docs/life_data.md).")
         .def_static("load", [](const std::filesystem::path &dir) {
             auto lm = std::make_unique<LifeModel>();
-            {
-                nb::gil_scoped_release r;
-                ns_status st = ns_life_built_load(dir.c_str(), &lm->built);
-                if (st != NS_OK) {
-                    std::string msg = ns_last_error();
-                    nb::gil_scoped_acquire g;
-                    fail(st, msg);
-                }
-            }
+            check_released([&] { return ns_life_built_load(dir.c_str(), &lm->built); });
             lm->m = ns_life_built_model(lm->built);
             return lm;
         }, "directory"_a)
@@ -119,24 +117,12 @@ void bind_life(nb::module_ &m) {
                                 const std::filesystem::path &bvecs, const std::filesystem::path &tracks, int32_t dictionary_l, double axial_diffusivity,
                                 double radial_diffusivity, double b0_threshold, const std::string &bad,
                                 const std::string &nodes) {
-            ns_life_build_options o;
-            ns_life_build_options_init(&o);
-            if (dictionary_l > 0) o.dictionary_l = dictionary_l; /* 0: the library's default (180) */
-            o.nodes = pick<ns_life_node_combination>("nodes", nodes, {{"sum", NS_LIFE_NODES_SUM}, {"mean", NS_LIFE_NODES_MEAN}});
-            o.axial_diffusivity = axial_diffusivity;
-            o.radial_diffusivity = radial_diffusivity;
-            o.b0_threshold = b0_threshold;
-            o.bad = pick<ns_life_bad_policy>("bad", bad, {{"error", NS_LIFE_BAD_ERROR}, {"skip", NS_LIFE_BAD_SKIP}});
+            ns_life_build_options o =
+                build_options(dictionary_l, axial_diffusivity, radial_diffusivity, b0_threshold, bad, nodes);
             auto lm = std::make_unique<LifeModel>();
-            {
-                nb::gil_scoped_release r;
-                ns_status st = ns_life_build(dwi.c_str(), bvals.c_str(), bvecs.c_str(), tracks.c_str(), &o, &lm->built);
-                if (st != NS_OK) {
-                    std::string msg = ns_last_error();
-                    nb::gil_scoped_acquire g;
-                    fail(st, msg);
-                }
-            }
+            check_released([&] {
+                return ns_life_build(dwi.c_str(), bvals.c_str(), bvecs.c_str(), tracks.c_str(), &o, &lm->built);
+            });
             lm->m = ns_life_built_model(lm->built);
             return lm;
         }, "dwi"_a, "bvals"_a, "bvecs"_a, "tracks"_a, "dictionary_l"_a = 0, "axial_diffusivity"_a = 1.0,
@@ -146,14 +132,8 @@ void bind_life(nb::module_ &m) {
                                         double axial_diffusivity, double radial_diffusivity, double b0_threshold,
                                         const std::string &bad, const std::string &nodes) {
             const char *fn = "LifeModel.build_arrays";
-            ns_life_build_options o;
-            ns_life_build_options_init(&o);
-            if (dictionary_l > 0) o.dictionary_l = dictionary_l; /* 0: the library's default (180) */
-            o.nodes = pick<ns_life_node_combination>("nodes", nodes, {{"sum", NS_LIFE_NODES_SUM}, {"mean", NS_LIFE_NODES_MEAN}});
-            o.axial_diffusivity = axial_diffusivity;
-            o.radial_diffusivity = radial_diffusivity;
-            o.b0_threshold = b0_threshold;
-            o.bad = pick<ns_life_bad_policy>("bad", bad, {{"error", NS_LIFE_BAD_ERROR}, {"skip", NS_LIFE_BAD_SKIP}});
+            ns_life_build_options o =
+                build_options(dictionary_l, axial_diffusivity, radial_diffusivity, b0_threshold, bad, nodes);
             // the image: 4-D, host memory, any strides, a real dtype of NIfTI's (no conversion)
             any_array img;
             if (!nb::try_cast<any_array>(dwi, img, false))
@@ -245,16 +225,10 @@ void bind_life(nb::module_ &m) {
             o.noise = noise;
             o.seed = seed;
             auto lm = std::make_unique<LifeModel>();
-            {
-                nb::gil_scoped_release r;
+            check_released([&] {
                 ns_status st = ns_life_synth_options_check(&o);
-                if (st == NS_OK) st = ns_life_synth(&o, &lm->m);
-                if (st != NS_OK) {
-                    std::string msg = ns_last_error();
-                    nb::gil_scoped_acquire g;
-                    fail(st, msg);
-                }
-            }
+                return st == NS_OK ? ns_life_synth(&o, &lm->m) : st;
+            });
             return lm;
         }, "n_theta"_a = 96, "dictionary_l"_a = 180, "n_fibers"_a = 50000, "grid"_a = std::vector<int32_t>{72, 88, 72},
            "mean_length"_a = 90.0, "active_fraction"_a = 0.5, "noise"_a = 0.0, "seed"_a = 1,
@@ -386,16 +360,10 @@ void bind_life(nb::module_ &m) {
             o.threads = threads;
             o.device = device;
             ns_life_engine_t *e = nullptr;
-            {
-                nb::gil_scoped_release r;
+            check_released([&] {
                 ns_status st = ns_life_model_validate(lm.m);
-                if (st == NS_OK) st = ns_life_engine_create(lm.m, &o, &e);
-                if (st != NS_OK) {
-                    std::string msg = ns_last_error();
-                    nb::gil_scoped_acquire g;
-                    fail(st, msg);
-                }
-            }
+                return st == NS_OK ? ns_life_engine_create(lm.m, &o, &e) : st;
+            });
             new (self) LifeEngine();
             self->e = e;
             self->model = model;
@@ -408,13 +376,7 @@ void bind_life(nb::module_ &m) {
             view vw = take<double>(w, "LifeEngine.mw", "w", ns_life_model_n_fibers(mm), place::host, false);
             const size_t t = (size_t)ns_life_model_n_theta(mm), v = (size_t)ns_life_model_n_voxels(mm);
             auto y = empty_numpy<double>(t * v);
-            ns_status st;
-            {
-                nb::gil_scoped_release r;
-                std::lock_guard<std::mutex> lock(e.mu);
-                st = ns_life_mw(e.e, (const double *)vw.ptr, y.data());
-            }
-            check(st);
+            check_locked(e.mu, [&] { return ns_life_mw(e.e, (const double *)vw.ptr, y.data()); });
             return y;
         }, "w"_a, "y = M w (n_theta * n_voxels entries, voxel after voxel).")
         .def("mty", [](LifeEngine &e, nb::handle y) {
@@ -422,13 +384,7 @@ void bind_life(nb::module_ &m) {
             const int64_t ny = (int64_t)ns_life_model_n_theta(mm) * ns_life_model_n_voxels(mm);
             view vy = take<double>(y, "LifeEngine.mty", "y", ny, place::host, false, true);
             auto w = empty_numpy<double>((size_t)ns_life_model_n_fibers(mm));
-            ns_status st;
-            {
-                nb::gil_scoped_release r;
-                std::lock_guard<std::mutex> lock(e.mu);
-                st = ns_life_mty(e.e, (const double *)vy.ptr, w.data());
-            }
-            check(st);
+            check_locked(e.mu, [&] { return ns_life_mty(e.e, (const double *)vy.ptr, w.data()); });
             return w;
         }, "y"_a, "w = M^T y (n_fibers entries).")
         .def("fit", [](LifeEngine &e, int32_t max_iterations, double tol_gradient, double tol_objective, double lambda_,

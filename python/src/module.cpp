@@ -18,4 +18,5 @@ NB_MODULE(_core, m) {
     nsb::bind_network(m);
     nsb::bind_simulation(m);
     nsb::bind_life(m);
+    nsb::bind_lfp(m);
 }

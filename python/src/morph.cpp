@@ -100,15 +100,7 @@ void bind_morph(nb::module_ &m) {
                                double default_radius, double scale) {
             ns_swc_options o = swc_options(roots, radii, default_radius, scale);
             ns_morph_t *mo = nullptr;
-            {
-                nb::gil_scoped_release r;
-                ns_status st = ns_swc_read(path.c_str(), &o, &mo);
-                if (st != NS_OK) {
-                    std::string msg = ns_last_error();
-                    nb::gil_scoped_acquire a;
-                    fail(st, msg);
-                }
-            }
+            check_released([&] { return ns_swc_read(path.c_str(), &o, &mo); });
             return std::make_unique<Morphology>(mo);
         }, "path"_a, "roots"_a = "keep-main", "radii"_a = "repair", "default_radius"_a = 1.0, "scale"_a = 1.0)
         .def_static("parse", [](const std::string &text, const std::string &name, const std::string &roots,
@@ -236,6 +228,8 @@ void bind_morph(nb::module_ &m) {
             return to_numpy<int32_t>(ns_tree_parent(ns_cell_tree(c.c)), {(size_t)c.size()});
         })
         .def_prop_ro("area", [](const Cell &c) { return to_numpy<double>(ns_cell_area(c.c), {(size_t)c.size()}); })
+        .def_prop_ro("segments", [](const Cell &c) { return to_numpy<double>(ns_cell_segments(c.c), {(size_t)c.size(), 6}); },
+                     "(compartments, 6): NEURON's segment start and end points x0 y0 z0 x1 y1 z1 [um]")
         .def_prop_ro("axial_conductance",
                      [](const Cell &c) { return to_numpy<double>(ns_cell_axial_conductance(c.c), {(size_t)c.size()}); })
         .def_prop_ro("type", [](const Cell &c) { return to_numpy<int32_t>(ns_cell_type(c.c), {(size_t)c.size()}); })

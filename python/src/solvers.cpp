@@ -20,6 +20,11 @@ std::vector<const ns_tree_t *> shapes_of(nb::handle shapes) {
     return out;
 }
 
+void no_host_stream(const char *fn, bool host, nb::handle stream) {
+    if (host && !stream.is_none())
+        fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": stream given for host (numpy) arrays");
+}
+
 // The four arrays of a Hines solve after their checks: all host (numpy) or
 // all CUDA memory (a mix is an error).
 struct HinesArrays {
@@ -36,35 +41,41 @@ HinesArrays hines_arrays(const HinesSolver &s, const char *fn, nb::handle a, nb:
     v.b = take<double>(b, fn, "b", s.n, where, false);
     v.d = take<double>(d, fn, "d", s.n, where, true);
     v.rhs = take<double>(rhs, fn, "rhs", s.n, where, true);
-    if (v.host && !stream.is_none())
-        fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": stream given for host (numpy) arrays");
+    no_host_stream(fn, v.host, stream);
     return v;
 }
 
 // One solve on checked arrays, the GIL released.
 void hines_call(HinesSolver &s, const HinesArrays &v, void *stream) {
-    ns_status st;
-    {
-        nb::gil_scoped_release r;
-        std::lock_guard<std::mutex> lock(s.mu);
-        if (v.host)
-            st = ns_hines_solver_solve(s.s, (const double *)v.a.ptr, (const double *)v.b.ptr, (double *)v.d.ptr,
-                                       (double *)v.rhs.ptr);
-        else
-            st = ns_hines_solver_solve_device(s.s, (const double *)v.a.ptr, (const double *)v.b.ptr,
-                                              (double *)v.d.ptr, (double *)v.rhs.ptr, stream);
-    }
-    check(st);
+    check_locked(s.mu, [&] {
+        return v.host ? ns_hines_solver_solve(s.s, (const double *)v.a.ptr, (const double *)v.b.ptr,
+                                              (double *)v.d.ptr, (double *)v.rhs.ptr)
+                      : ns_hines_solver_solve_device(s.s, (const double *)v.a.ptr, (const double *)v.b.ptr,
+                                                     (double *)v.d.ptr, (double *)v.rhs.ptr, stream);
+    });
 }
 
-// HinesSolver.bind: the imported arrays (nb::ndarray holds the DLPack export,
-// which keeps the memory alive), the stream object (a CuPy Stream destroys
-// its stream when collected) and the solver.
-struct HinesBound {
-    HinesArrays v;
+// HinesSolver.bind and TridiagSolver.bind: the imported arrays (nb::ndarray holds the DLPack
+// export, which keeps the memory alive), the stream object (a CuPy Stream destroys its stream
+// when collected) and the solver.
+template <typename Arrays> struct Bound {
+    Arrays v;
     void *stream = nullptr;
     nb::object stream_obj, solver, arrays;
 };
+
+template <typename Arrays>
+std::unique_ptr<Bound<Arrays>> make_bound(nb::object solver, Arrays v, nb::object stream, nb::tuple arrays) {
+    auto bound = std::make_unique<Bound<Arrays>>();
+    bound->v = std::move(v);
+    bound->stream = stream_of(stream);
+    bound->stream_obj = stream;
+    bound->solver = solver;
+    bound->arrays = arrays;
+    return bound;
+}
+
+using HinesBound = Bound<HinesArrays>;
 
 struct TridiagArrays {
     view dl, d, du, x;
@@ -90,34 +101,23 @@ TridiagArrays tridiag_arrays(const TridiagSolver &s, const char *fn, nb::handle 
     v.d = get(d, "d", where);
     v.du = get(du, "du", where);
     v.x = get(x, "x", where);
-    if (v.host && !stream.is_none())
-        fail(NS_ERR_INVALID_ARGUMENT, std::string(fn) + ": stream given for host (numpy) arrays");
+    no_host_stream(fn, v.host, stream);
     return v;
 }
 
 void tridiag_call(TridiagSolver &s, const TridiagArrays &v, void *stream) {
     const bool f32 = s.precision == NS_TRIDIAG_FLOAT32;
-    ns_status st;
-    {
-        nb::gil_scoped_release r;
-        std::lock_guard<std::mutex> lock(s.mu);
-        if (!v.host)
-            st = ns_tridiag_solver_solve_device(s.s, v.dl.ptr, v.d.ptr, v.du.ptr, v.x.ptr, stream);
-        else if (f32)
-            st = ns_tridiag_solver_solve_f32(s.s, (const float *)v.dl.ptr, (const float *)v.d.ptr,
-                                             (const float *)v.du.ptr, (float *)v.x.ptr);
-        else
-            st = ns_tridiag_solver_solve(s.s, (const double *)v.dl.ptr, (const double *)v.d.ptr,
-                                         (const double *)v.du.ptr, (double *)v.x.ptr);
-    }
-    check(st);
+    check_locked(s.mu, [&] {
+        if (!v.host) return ns_tridiag_solver_solve_device(s.s, v.dl.ptr, v.d.ptr, v.du.ptr, v.x.ptr, stream);
+        if (f32)
+            return ns_tridiag_solver_solve_f32(s.s, (const float *)v.dl.ptr, (const float *)v.d.ptr,
+                                               (const float *)v.du.ptr, (float *)v.x.ptr);
+        return ns_tridiag_solver_solve(s.s, (const double *)v.dl.ptr, (const double *)v.d.ptr,
+                                       (const double *)v.du.ptr, (double *)v.x.ptr);
+    });
 }
 
-struct TridiagBound {
-    TridiagArrays v;
-    void *stream = nullptr;
-    nb::object stream_obj, solver, arrays;
-};
+using TridiagBound = Bound<TridiagArrays>;
 
 } // namespace
 
@@ -128,15 +128,9 @@ void bind_hines(nb::module_ &m) {
             std::vector<const ns_tree_t *> sh = shapes_of(shapes);
             std::vector<int32_t> cs = cell_shape_of(cell_shape, n_cells, "Batch");
             ns_batch_t *b = nullptr;
-            {
-                nb::gil_scoped_release r;
-                ns_status st = ns_batch_create((int32_t)sh.size(), sh.data(), n_cells, cs.empty() ? nullptr : cs.data(), &b);
-                if (st != NS_OK) {
-                    std::string msg = ns_last_error();
-                    nb::gil_scoped_acquire a;
-                    fail(st, msg);
-                }
-            }
+            check_released([&] {
+                return ns_batch_create((int32_t)sh.size(), sh.data(), n_cells, cs.empty() ? nullptr : cs.data(), &b);
+            });
             new (self) Batch(b);
         }, "shapes"_a, "n_cells"_a, "cell_shape"_a = nb::none())
         .def_prop_ro("n_cells", [](const Batch &b) { return ns_batch_cells(b.b); })
@@ -158,15 +152,7 @@ void bind_hines(nb::module_ &m) {
             size_t n = (size_t)ns_batch_compartments(b.b);
             auto a = empty_numpy<double>(n), bb = empty_numpy<double>(n), d = empty_numpy<double>(n),
                  rhs = empty_numpy<double>(n);
-            {
-                nb::gil_scoped_release r;
-                ns_status st = ns_batch_random_values(b.b, seed, a.data(), bb.data(), d.data(), rhs.data());
-                if (st != NS_OK) {
-                    std::string msg = ns_last_error();
-                    nb::gil_scoped_acquire g;
-                    fail(st, msg);
-                }
-            }
+            check_released([&] { return ns_batch_random_values(b.b, seed, a.data(), bb.data(), d.data(), rhs.data()); });
             return nb::make_tuple(a, bb, d, rhs);
         }, "seed"_a = 1, "Random strictly diagonally dominant (a, b, d, rhs), new numpy arrays.");
 
@@ -187,15 +173,7 @@ void bind_hines(nb::module_ &m) {
             o.device_memory_limit = device_memory_limit;
             o.check_finite = check_finite ? 1 : 0;
             ns_hines_solver_t *s = nullptr;
-            {
-                nb::gil_scoped_release r;
-                ns_status st = ns_hines_solver_create(b.b, &o, &s);
-                if (st != NS_OK) {
-                    std::string msg = ns_last_error();
-                    nb::gil_scoped_acquire g;
-                    fail(st, msg);
-                }
-            }
+            check_released([&] { return ns_hines_solver_create(b.b, &o, &s); });
             new (self) HinesSolver();
             self->s = s;
             self->batch = batch;
@@ -214,26 +192,12 @@ void bind_hines(nb::module_ &m) {
            "Solve in place: rhs becomes x, d is overwritten. Host arrays (numpy): synchronous. CUDA arrays "
            "(CuPy, PyTorch, JAX; any CUDA method): queued on `stream`, returns at once; call wait().")
         .def("bind", [](nb::object self, nb::handle a, nb::handle b, nb::handle d, nb::handle rhs, nb::object stream) {
-            HinesSolver &s = nb::cast<HinesSolver &>(self);
-            auto bound = std::make_unique<HinesBound>();
-            bound->v = hines_arrays(s, "HinesSolver.bind", a, b, d, rhs, stream);
-            bound->stream = stream_of(stream);
-            bound->stream_obj = stream;
-            bound->solver = self;
-            bound->arrays = nb::make_tuple(a, b, d, rhs);
-            return bound;
+            return make_bound(self, hines_arrays(nb::cast<HinesSolver &>(self), "HinesSolver.bind", a, b, d, rhs, stream),
+                              stream, nb::make_tuple(a, b, d, rhs));
         }, "a"_a, "b"_a, "d"_a, "rhs"_a, "stream"_a = nb::none(),
            "Check and import the four arrays (and the stream) once; the returned object's solve() then solves "
            "them in place with no per-call array checks or DLPack imports (the hot loop of a simulation).")
-        .def("wait", [](HinesSolver &s) {
-            ns_status st;
-            {
-                nb::gil_scoped_release r;
-                std::lock_guard<std::mutex> lock(s.mu);
-                st = ns_hines_solver_wait(s.s);
-            }
-            check(st);
-        }, "Block until the last device solve finished; raises SingularError for a zero pivot.")
+        .def("wait", [](HinesSolver &s) { check_locked(s.mu, [&] { return ns_hines_solver_wait(s.s); }); }, "Block until the last device solve finished; raises SingularError for a zero pivot.")
         .def_prop_ro("timing", [](HinesSolver &s) {
             std::lock_guard<std::mutex> lock(s.mu);
             ns_solve_timing t;
@@ -280,13 +244,7 @@ void bind_hines(nb::module_ &m) {
              "Solve the bound arrays in place (rhs becomes x); device arrays: queued on the bound stream.")
         .def("wait", [](HinesBound &b) {
             HinesSolver &s = nb::cast<HinesSolver &>(b.solver);
-            ns_status st;
-            {
-                nb::gil_scoped_release r;
-                std::lock_guard<std::mutex> lock(s.mu);
-                st = ns_hines_solver_wait(s.s);
-            }
-            check(st);
+            check_locked(s.mu, [&] { return ns_hines_solver_wait(s.s); });
         }, "HinesSolver.wait() of the solver.")
         .def_prop_ro("solver", [](const HinesBound &b) { return b.solver; })
         .def_prop_ro("arrays", [](const HinesBound &b) { return b.arrays; }, "(a, b, d, rhs) as given to bind.")
@@ -357,26 +315,13 @@ void bind_tridiag(nb::module_ &m) {
            "read, synchronous. CUDA arrays (GPU methods): queued on `stream`, returns at once; call wait(). "
            "The kernel may overwrite du (or dl, d, du for cusparse-*) when the layout is the method's native one.")
         .def("bind", [](nb::object self, nb::handle dl, nb::handle d, nb::handle du, nb::handle x, nb::object stream) {
-            TridiagSolver &s = nb::cast<TridiagSolver &>(self);
-            auto bound = std::make_unique<TridiagBound>();
-            bound->v = tridiag_arrays(s, "TridiagSolver.bind", dl, d, du, x, stream);
-            bound->stream = stream_of(stream);
-            bound->stream_obj = stream;
-            bound->solver = self;
-            bound->arrays = nb::make_tuple(dl, d, du, x);
-            return bound;
+            return make_bound(self, tridiag_arrays(nb::cast<TridiagSolver &>(self), "TridiagSolver.bind", dl, d, du, x,
+                                                   stream),
+                              stream, nb::make_tuple(dl, d, du, x));
         }, "dl"_a, "d"_a, "du"_a, "x"_a, "stream"_a = nb::none(),
            "Check and import the four arrays (and the stream) once; the returned object's solve() then solves "
            "them in place with no per-call checks or imports.")
-        .def("wait", [](TridiagSolver &s) {
-            ns_status st;
-            {
-                nb::gil_scoped_release r;
-                std::lock_guard<std::mutex> lock(s.mu);
-                st = ns_tridiag_solver_wait(s.s);
-            }
-            check(st);
-        }, "Block until the device solves queued since the last wait finished; raises SingularError for a "
+        .def("wait", [](TridiagSolver &s) { check_locked(s.mu, [&] { return ns_tridiag_solver_wait(s.s); }); }, "Block until the device solves queued since the last wait finished; raises SingularError for a "
            "zero pivot among them.")
         .def_prop_ro("timing", [](TridiagSolver &s) {
             std::lock_guard<std::mutex> lock(s.mu);
@@ -391,13 +336,7 @@ void bind_tridiag(nb::module_ &m) {
              "Solve the bound arrays in place (x becomes the solution); device arrays: queued on the bound stream.")
         .def("wait", [](TridiagBound &b) {
             TridiagSolver &s = nb::cast<TridiagSolver &>(b.solver);
-            ns_status st;
-            {
-                nb::gil_scoped_release r;
-                std::lock_guard<std::mutex> lock(s.mu);
-                st = ns_tridiag_solver_wait(s.s);
-            }
-            check(st);
+            check_locked(s.mu, [&] { return ns_tridiag_solver_wait(s.s); });
         }, "TridiagSolver.wait() of the solver.")
         .def_prop_ro("solver", [](const TridiagBound &b) { return b.solver; })
         .def_prop_ro("arrays", [](const TridiagBound &b) { return b.arrays; }, "(dl, d, du, x) as given to bind.")

@@ -92,11 +92,28 @@ def test_from_neuron_against_neuron(tmp_path):
     v = sim.traces[:, 0]
     assert len(v) == len(vec) and np.max(np.abs(v - np.array(vec))) < 1e-5
     assert len(spikes) >= 2 and np.allclose(sim.spikes(0), list(spikes), rtol=0, atol=1e-9)
+    # a child inside its parent (dend(0.3): swc:ID.parentx), its own geometry, NEURON's voltages
+    mid = h.Section(name="mid")
+    mid.L, mid.diam, mid.nseg = 60.0, 0.8, 3
+    mid.connect(dend(0.3))
+    mid.insert("pas")
+    imp = ns.from_neuron([soma, dend, *tuft, mid], out=tmp_path, name="mid")
+    assert f"swc:{imp.sections['mid']}.parentx = 0.3" in imp.texts["params"] and imp.geometry < 1e-6
+    sim = imp.simulation()
+    cell = ns.read_swc(imp.swc).discretize(sections=imp.texts["params"])
+    sim.add_recording(0, cell.locate(ns.neuron_import.section_index(cell)[imp.sections["mid"]], 0.9))
+    sim.init()
+    sim.run(h.tstop)
+    vec = h.Vector().record(mid(0.9)._ref_v)
+    h.finitialize(h.v_init)
+    h.continuerun(h.tstop)
+    assert np.max(np.abs(sim.traces[:, 0] - np.array(vec))) < 1e-5
+    h.delete_section(sec=mid)
     # what the files cannot say is raised, or listed with strict=False
     odd = h.Section(name="odd")
     odd.L, odd.diam = 50.0, 1.0
-    odd.connect(dend(0.3))
-    with pytest.raises(ns.UnsupportedError, match=r"odd: attached at dend\(0.3\)"):
+    odd.connect(dend(0.3), 1)
+    with pytest.raises(ns.UnsupportedError, match=r"odd: connected by its x = 1 end"):
         ns.from_neuron([soma, dend, *tuft, odd])
     part = ns.from_neuron([soma, dend, *tuft, odd], strict=False)
     assert any("odd" in m for m in part.not_captured)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/number.h"
 
 typedef struct jp {
@@ -224,11 +225,7 @@ typedef struct keyset {
     size_t mask;  /* capacity - 1 (a power of two), 0 before the first key */
 } keyset;
 
-static uint64_t key_hash(const char *s) { /* FNV-1a */
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; ++s) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
+static uint64_t key_hash(const char *s) { return ns_fnv1a(NS_FNV_OFFSET, s, strlen(s)); }
 
 static void keyset_put(keyset *ks, char **keys, size_t index) {
     size_t i = (size_t)key_hash(keys[index]) & ks->mask;

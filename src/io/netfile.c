@@ -11,6 +11,7 @@
  *   poisson NAME COUNT RATE_HZ START STOP SEED
  *   connect SOURCES SYNAPSES WEIGHT DELAY [all | p=P [seed=S]]
  *   pointer SYNAPSES NAME CELLS LOC VAR
+ *   source NAME SYNAPSES   (point sources: the net_event spikes of each synapse)
  * CELLS, SOURCES, SYNAPSES: REF[+REF...], REF = NAME or NAME[LIST], LIST =
  * ITEM[,ITEM...], ITEM = I, A-B or A-B:STEP (indices within the group, from 0); `cell`
  * names every cell by its global number. A name used again by a statement
@@ -29,6 +30,7 @@
 #include "core/rng.h"
 #include "io/netfile_apply.h"
 #include "io/netfile_build.h"
+#include "sim/dist_impl.h"
 #include "sim/policy.h"
 #include "core/device_impl.h"
 #include "neurosolve/network.h"
@@ -62,7 +64,7 @@ typedef struct loc {
     char text[64];
 } loc;
 
-typedef enum { S_SYN, S_DET, S_TRAIN, S_POISSON, S_CONNECT, S_EDGES, S_POINTER } skind;
+typedef enum { S_SYN, S_DET, S_TRAIN, S_POISSON, S_CONNECT, S_EDGES, S_POINTER, S_POINT_SOURCE } skind;
 
 typedef struct stmt {
     skind kind;
@@ -486,6 +488,21 @@ static ns_status st_pointer(ctx *c, char **tok, int n) {
     return NS_OK;
 }
 
+/* source NAME SYNAPSES: a point source of each synapse (its net_event spikes, ns_sim_add_point_source) */
+static ns_status st_source(ctx *c, char **tok, int n) {
+    if (n != 3) return FAIL(c, "expected: source NAME SYNAPSES");
+    group *g;
+    stmt *s;
+    ns_status st = group_for(c, tok[1], G_SOURCES, &g);
+    if (st == NS_OK) st = new_stmt(c, S_POINT_SOURCE, &s);
+    if (st == NS_OK) st = parse_ref(c, tok[2], G_SYNAPSES, "source", &s->a);
+    if (st != NS_OK) return st;
+    if (c->net->n_sources + s->a.n > NET_MAX_ITEMS) return FAIL(c, "source %s: too many sources", tok[1]);
+    st = add_members(c, g, c->net->n_sources, s->a.n);
+    c->net->n_sources += s->a.n;
+    return st;
+}
+
 static ns_status st_detector(ctx *c, char **tok, int n) {
     if (n != 5) return FAIL(c, "expected: detector NAME CELLS LOC THRESHOLD");
     group *g;
@@ -636,8 +653,9 @@ static ns_status parse_line(ctx *c, char *ln) {
     else if (strcmp(tok[0], "poisson") == 0) st = st_poisson(c, tok, n);
     else if (strcmp(tok[0], "connect") == 0) st = st_connect(c, tok, n);
     else if (strcmp(tok[0], "pointer") == 0) st = st_pointer(c, tok, n);
-    else st = FAIL(c, "unknown statement '%.64s' (cells, model, synapse, detector, train, poisson, connect, pointer)",
-                   tok[0]);
+    else if (strcmp(tok[0], "source") == 0) st = st_source(c, tok, n);
+    else st = FAIL(c, "unknown statement '%.64s' (cells, model, synapse, detector, train, poisson, connect, pointer, "
+                   "source)", tok[0]);
     free(tok);
     return st;
 }
@@ -952,6 +970,15 @@ ns_status ns_network_apply_calls(const ns_network_t *net, const ns_network_calls
         case S_EDGES:
             st = apply_edges(net, s->edges, t, target, shapes, src0, &at.item);
             break;
+        case S_POINT_SOURCE:
+            for (int64_t k = 0; k < s->a.n && st == NS_OK; ++k) {
+                at.item = k;
+                if (!t->add_point_source)
+                    st = at_line(net, s, ns_fail(NS_ERR_UNSUPPORTED, "source: point sources are not exchanged "
+                                                                     "across processes (MPI) yet"));
+                else st = at_line(net, s, t->add_point_source(target, syn0 + s->a.v[k], NULL));
+            }
+            break;
         case S_POINTER:
             for (int64_t k = 0; k < s->a.n && st == NS_OK; ++k) {
                 const int64_t c = s->b.v[s->b.n == 1 ? 0 : k];
@@ -996,17 +1023,38 @@ static ns_status sim_set_pointer(void *t, int64_t y, const char *p, int64_t c, i
     return ns_sim_set_pointer(t, y, p, c, k, v);
 }
 
+static ns_status sim_add_point_source(void *t, int64_t y, int64_t *id) { return ns_sim_add_point_source(t, y, id); }
+
 static const ns_network_calls sim_calls = {sim_add_synapse,   sim_synapse_set, sim_add_detector,
                                            sim_add_spike_source, sim_add_poisson_source, sim_connect,
                                            sim_cells,         sim_cell_compartments, sim_synapses,
-                                           sim_sources,       sim_set_pointer};
+                                           sim_sources,       sim_set_pointer, sim_add_point_source};
 
 ns_status ns_network_apply(const ns_network_t *net, ns_sim_t *sim, const ns_cell_t *const *shapes) {
-    return ns_network_apply_calls(net, &sim_calls, sim, shapes, NULL);
+    ns_network_failure at = {-2, 0}; /* a NULL argument: before everything */
+    const ns_status st = ns_network_apply_calls(net, &sim_calls, sim, shapes, &at);
+    /* spread over processes: every process reports the failure that comes first in the file */
+    return ns_sim_network_failure(sim, st, &at);
 }
 
-ns_backend ns_network_backend(ns_backend requested) {
-    return requested == NS_BACKEND_AUTO ? ns_sim_auto_network_backend(ns_cuda_usable_devices()) : requested;
+ns_status ns_network_sim_create(const ns_network_t *net, const ns_cell_t *const *shapes, const ns_sim_params *params,
+                                const ns_sim_options *options, ns_sim_t **out) {
+    if (!net || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_network_sim_create: NULL argument");
+    *out = NULL;
+    ns_sim_options o;
+    if (options) o = *options;
+    else ns_sim_options_init(&o);
+    /* `auto`: the sim policy's backend for networks */
+    if (o.backend == NS_BACKEND_AUTO) o.backend = ns_sim_auto_network_backend(ns_cuda_usable_devices());
+    ns_sim_t *sim = NULL;
+    ns_status st = ns_sim_create(net->n_morph, shapes, net->n_cells, net->cell_morph, params, &o, &sim);
+    if (st == NS_OK) st = ns_network_apply(net, sim, shapes);
+    if (st != NS_OK) {
+        ns_sim_destroy(sim);
+        return st;
+    }
+    *out = sim;
+    return NS_OK;
 }
 
 ns_status ns_network_create_sim(const ns_network_t *net, const ns_mech_library_t *library,
@@ -1020,7 +1068,6 @@ ns_status ns_network_create_sim(const ns_network_t *net, const ns_mech_library_t
     ns_sim_options o;
     if (options) o = *options;
     else ns_sim_options_init(&o);
-    o.backend = ns_network_backend(o.backend);
     ns_discretize_options d;
     if (disc) d = *disc;
     else {
@@ -1055,9 +1102,8 @@ ns_status ns_network_create_sim(const ns_network_t *net, const ns_mech_library_t
         }
     }
     ns_sim_t *sim = NULL;
-    if (st == NS_OK)
-        st = ns_sim_create(net->n_morph, (const ns_cell_t *const *)shapes, net->n_cells, net->cell_morph, &p, &o, &sim);
-    if (st == NS_OK) st = ns_network_apply(net, sim, (const ns_cell_t *const *)shapes);
+    if (o.dist) st = ns_dist_agree(o.dist, st); /* every process read its morphologies */
+    if (st == NS_OK) st = ns_network_sim_create(net, (const ns_cell_t *const *)shapes, &p, &o, &sim);
     if (st == NS_OK) st = ns_sim_init(sim);
     for (int32_t k = 0; shapes && k < net->n_morph; ++k) ns_cell_destroy(shapes[k]);
     free(shapes);

@@ -1,10 +1,7 @@
 /* Private: the one traversal of a network description (netfile.c) that
  * creates its synapses, sources and connections through a table of calls,
- * so that a single ns_sim (ns_network_apply) and a simulation spread over
- * MPI processes (ns_network_apply_mpi, src/mpi/network.c) get the same
- * calls in the same order with the same arguments (docs/networks.md,
- * "MPI"). The core library stays free of MPI: it only calls the table.
- * NS_API: exported from a shared libneurosolve for libneurosolve_mpi. */
+ * (ns_network_apply: the ns_sim_* calls, which a simulation spread over
+ * processes answers in global numbers, docs/networks.md "MPI"). */
 #ifndef NS_CABLE_NETFILE_APPLY_H
 #define NS_CABLE_NETFILE_APPLY_H
 
@@ -35,12 +32,15 @@ typedef struct ns_network_calls {
     /* ns_sim_set_pointer; NULL where the target has none (MPI: refused naming the line) */
     ns_status (*set_pointer)(void *target, int64_t synapse, const char *pointer, int64_t cell, int32_t compartment,
                              const char *var);
+    /* ns_sim_add_point_source (a network file's `source`); NULL where the target has none (MPI:
+     * refused naming the line) */
+    ns_status (*add_point_source)(void *target, int64_t synapse, int64_t *source);
 } ns_network_calls;
 
 /* Where a traversal stopped: the statement (in file order; -1: the checks
  * before the first) and the item within it (a member of its cells, a
  * Poisson source, a connection in the order they are made). Processes that
- * fail at different places agree on the first (ns_network_apply_mpi). */
+ * fail at different places agree on the first (sim/dist_impl.h). */
 typedef struct ns_network_failure {
     int64_t statement, item;
 } ns_network_failure;
@@ -50,7 +50,7 @@ typedef struct ns_network_failure {
  * in file order; stops at the first failure, with "FILE:LINE" and the
  * element in the detail. *failed (may be NULL) receives the place of the
  * failure (unchanged on success). */
-NS_API ns_status ns_network_apply_calls(const ns_network_t *net, const ns_network_calls *calls, void *target,
+ns_status ns_network_apply_calls(const ns_network_t *net, const ns_network_calls *calls, void *target,
                                         const ns_cell_t *const *shapes, ns_network_failure *failed);
 
 #ifdef __cplusplus

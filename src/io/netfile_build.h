@@ -1,7 +1,7 @@
 /* Private: building a network description (ns_network_t, netfile.c) from
  * another format than the text of a network file: the SONATA reader
  * (sonata.c) fills one through these calls, and ns_network_apply,
- * ns_network_apply_mpi and ns_network_create_sim then serve both formats
+ * ns_network_sim_create and ns_network_create_sim then serve both formats
  * (docs/networks.md, "SONATA"). Calls append statements in order; the ids
  * they give are the description's (synapses and sources from 0). */
 #ifndef NS_CABLE_NETFILE_BUILD_H

@@ -1,7 +1,7 @@
 /* SONATA input and output (docs/networks.md, "SONATA"): a config (JSON),
  * nodes and edges (HDF5) with their type tables (CSV) read into the network
  * description of netfile.c (through netfile_build.h), so that one apply
- * (ns_network_apply, ns_network_apply_mpi, ns_network_create_sim) serves
+ * (ns_network_apply, ns_network_sim_create, ns_network_create_sim) serves
  * both formats; and the raster written as a SONATA spikes file. HDF5 is
  * optional: without it (NS_HAVE_HDF5 undefined) both calls answer
  * NS_ERR_UNSUPPORTED. */

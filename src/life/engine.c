@@ -249,29 +249,41 @@ double ns_life_floor_bytes(const ns_life_model_t *m, ns_life_product p) {
 }
 
 /* What a fit's iterates depend on besides the state: the model's sizes and signal, lambda,
- * the (relative) ridge and the preconditioner. The stopping options may change on resume. */
+ * the (relative) ridge and the preconditioner; for the group fit also G and the groups. The
+ * stopping options may change on resume. */
 static uint64_t fit_fingerprint(const ns_life_model_t *m, const ns_life_fit_options *o) {
     const int64_t sizes[5] = {m->n_theta, m->n_atoms, m->n_voxels, m->n_fibers, m->n_coeffs};
     const double opts[3] = {o->lambda, o->ridge, o->preconditioner ? 1.0 : 0.0};
     uint64_t h = ns_fnv1a(NS_FNV_OFFSET, sizes, sizeof sizes);
     h = ns_fnv1a(h, opts, sizeof opts);
+    if (o->group > 0) {
+        h = ns_fnv1a(h, &o->group, sizeof o->group);
+        h = ns_fnv1a(h, o->groups, (size_t)m->n_fibers * sizeof *o->groups);
+    }
     return ns_fnv1a(h, m->Y, (size_t)m->n_theta * (size_t)m->n_voxels * sizeof *m->Y);
 }
 
-/* A state to resume from must belong to this model and these options; the fit stamps it. */
+/* A state to resume from must belong to this model, this solver and these options; the fit
+ * stamps it. */
 static ns_status check_state(const ns_life_model_t *m, const ns_life_fit_options *o) {
     ns_life_fit_state_t *st = o->state;
-    if (o->group > 0)
-        return ns_fail(NS_ERR_UNSUPPORTED, "ns_life_fit: a resumable state is kept for SBBNNLS only, not for the "
-                       "group fit (group = %g)", o->group);
     const uint64_t fp = fit_fingerprint(m, o);
     if (st->updates >= 0) {
+        const uint32_t solver = o->group > 0 ? LIFE_STATE_GROUP : LIFE_STATE_SBBNNLS;
+        static const char *const names[] = {"SBBNNLS (no group)", "the group fit (group > 0)"};
+        if (st->solver != solver)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: the state to resume was kept by %s, this fit is %s",
+                           names[st->solver], names[solver]);
         if (st->n_fibers != m->n_fibers)
             return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: the state to resume has %d fibers, the model %d",
                            (int)st->n_fibers, (int)m->n_fibers);
+        if (solver == LIFE_STATE_GROUP && st->n_values != (int64_t)m->n_theta * m->n_voxels)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: the state to resume has %lld signal values, the "
+                           "model %lld", (long long)st->n_values, (long long)m->n_theta * m->n_voxels);
         if (st->fingerprint != fp)
             return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: the state to resume belongs to another model or "
-                           "to other options (lambda, ridge, preconditioner must be the interrupted fit's)");
+                           "to other options (lambda, ridge, preconditioner, group and groups must be the "
+                           "interrupted fit's)");
         if (st->updates >= o->max_iterations)
             return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_fit: the state to resume has %d updates: max_iterations "
                            "(%d) must be above it", (int)st->updates, (int)o->max_iterations);

@@ -195,6 +195,24 @@ static ns_status lipschitz(gsolver *s, double *v, double *u, double *Mv, double 
     return NS_OK;
 }
 
+/* The loop's top after res->updates updates, for a resumed fit (fit_state.c); the fingerprint
+ * was set by ns_life_fit. */
+static ns_status keep_state(gsolver *s, ns_life_fit_state_t *st, const double *x, const double *y, const double *Mx,
+                            const double *My, double t, double L, double F, const double *history) {
+    const int32_t u = s->res->updates;
+    TRY(life_fit_state_reserve(st, (int32_t)s->nf, u, s->nv));
+    memcpy(st->x, x, (size_t)s->nf * sizeof *x);
+    memcpy(st->oldg, y, (size_t)s->nf * sizeof *y);
+    memcpy(st->Mx, Mx, (size_t)s->nv * sizeof *Mx);
+    memcpy(st->My, My, (size_t)s->nv * sizeof *My);
+    if (u > 0) memcpy(st->history, history, (size_t)u * sizeof *history);
+    st->solver = LIFE_STATE_GROUP;
+    st->pg_start = s->res->projected_gradient_start;
+    st->t = t, st->L = L, st->F = F;
+    st->updates = u;
+    return NS_OK;
+}
+
 static ns_status run(gsolver *s, double *w, double *history) {
     const ns_life_fit_options *opt = s->opt;
     ns_life_fit_result *res = s->res;
@@ -209,28 +227,42 @@ static ns_status run(gsolver *s, double *w, double *history) {
         if (!(*vox[i] = malloc((size_t)(nv > 0 ? nv : 1) * sizeof(double))))
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "group fit: voxel vectors (%lld)", (long long)nv);
     const double t0 = ns_time_ms();
-    double L = 0.0;
+    /* a state to continue from (engine.c checked that it is this fit's): the loop's top after
+     * `updates` updates; lambda_g is recomputed by the same product */
+    const ns_life_fit_state_t *from = opt->state && opt->state->updates >= 0 ? opt->state : NULL;
+    double L = 0.0, F = 0.0, fx = 0.0, t = 1.0;
+    int32_t it = 0;
     if (st == NS_OK) st = group_scale(s, g);
-    if (st == NS_OK) st = lipschitz(s, x, g, Mx, &L);
-    if (st == NS_OK) {
-        if (opt->w0) memcpy(x, opt->w0, (size_t)nf * sizeof *x);
-        else memset(x, 0, (size_t)nf * sizeof *x);
-        st = mw(s, x, Mx);
-    }
-    double F = 0.0, fx = 0.0;
-    if (st == NS_OK) st = smooth_value(s, x, Mx, &fx);
-    if (st == NS_OK) {
-        F = fx + group_penalty(s, x, NULL);
-        if (!isfinite(F))
-            st = ns_fail(NS_ERR_NOT_FINITE, "group fit: the starting objective is %g: the model's signal or "
-                         "dictionary values are too large for double precision", F);
-        memcpy(y, x, (size_t)nf * sizeof *y);
-        memcpy(My, Mx, (size_t)nv * sizeof *My);
+    if (st == NS_OK && from) {
+        memcpy(x, from->x, (size_t)nf * sizeof *x);
+        memcpy(y, from->oldg, (size_t)nf * sizeof *y);
+        memcpy(Mx, from->Mx, (size_t)nv * sizeof *Mx);
+        memcpy(My, from->My, (size_t)nv * sizeof *My);
+        if (history && from->updates > 0) memcpy(history, from->history, (size_t)from->updates * sizeof *history);
+        L = from->L, F = from->F, t = from->t, it = from->updates;
+        res->updates = from->updates;
+        res->projected_gradient_start = from->pg_start;
         res->objective = F;
         res->setup_seconds = (ns_time_ms() - t0) * 1e-3;
+    } else {
+        if (st == NS_OK) st = lipschitz(s, x, g, Mx, &L);
+        if (st == NS_OK) {
+            if (opt->w0) memcpy(x, opt->w0, (size_t)nf * sizeof *x);
+            else memset(x, 0, (size_t)nf * sizeof *x);
+            st = mw(s, x, Mx);
+        }
+        if (st == NS_OK) st = smooth_value(s, x, Mx, &fx);
+        if (st == NS_OK) {
+            F = fx + group_penalty(s, x, NULL);
+            if (!isfinite(F))
+                st = ns_fail(NS_ERR_NOT_FINITE, "group fit: the starting objective is %g: the model's signal or "
+                             "dictionary values are too large for double precision", F);
+            memcpy(y, x, (size_t)nf * sizeof *y);
+            memcpy(My, Mx, (size_t)nv * sizeof *My);
+            res->objective = F;
+            res->setup_seconds = (ns_time_ms() - t0) * 1e-3;
+        }
     }
-    double t = 1.0;
-    int32_t it = 0;
     while (st == NS_OK) {
         ++it;
         if (it >= opt->max_iterations) {
@@ -325,6 +357,7 @@ static ns_status run(gsolver *s, double *w, double *history) {
         group_penalty(s, x, &res->groups_nonzero);
         memcpy(w, x, (size_t)nf * sizeof *w);
     }
+    if (st == NS_OK && opt->state) st = keep_state(s, opt->state, x, y, Mx, My, t, L, F, history);
     for (int i = 0; i < 4; ++i) free(*fib[i]);
     for (int i = 0; i < 3; ++i) free(*vox[i]);
     return st;
@@ -340,9 +373,17 @@ ns_status ns_life_group_fit(ns_life_engine_t *e, const ns_life_fit_options *opt,
     s.nf = e->model->n_fibers;
     s.nv = (int64_t)e->model->n_theta * e->model->n_voxels;
     s.b = e->model->Y;
+    /* a resumable state reads the history: keep one when the caller has none */
+    double *own_history = NULL;
+    if (!history && opt->state) {
+        own_history = malloc((size_t)opt->max_iterations * sizeof *own_history);
+        if (!own_history) return ns_fail(NS_ERR_OUT_OF_MEMORY, "objective history");
+        history = own_history;
+    }
     s.gid = malloc((size_t)s.nf * sizeof *s.gid);
     ns_status st = s.gid ? make_groups(&s, opt->groups) : ns_fail(NS_ERR_OUT_OF_MEMORY, "groups");
     if (st == NS_OK) st = run(&s, w, history);
+    free(own_history);
     if (st == NS_OK) res->group_lambda = s.lam, res->n_groups = s.ng;
     free(s.gid);
     free(s.gscale);

@@ -137,18 +137,24 @@ typedef struct ns_life_vec_ops {
     void (*host_release)(void *ctx, double *p);
 } ns_life_vec_ops;
 
-/* A fit's resumable state (fit_state.c): SBBNNLS at the top of iteration updates + 1. */
+/* A fit's resumable state (fit_state.c): the solver at the top of iteration updates + 1.
+ * SBBNNLS keeps x, oldg; the group fit (FISTA, group.c) keeps x, y, M x, M y, t, L and F. */
+enum { LIFE_STATE_SBBNNLS = 0, LIFE_STATE_GROUP = 1 };
 struct ns_life_fit_state {
     uint64_t fingerprint;  /* the model and the options the iterates depend on (engine.c) */
+    uint32_t solver;       /* LIFE_STATE_* */
     int32_t n_fibers;
     int32_t updates;       /* -1: empty */
+    int64_t n_values;      /* group: the signal's values (n_theta x n_voxels); SBBNNLS: 0 */
     double pg_start;       /* projected gradient at the start (the relative gradient test) */
     double *x;             /* the iterate (x = h w under the preconditioner), n_fibers */
-    double *oldg;          /* the lagged gradient, n_fibers */
+    double *oldg;          /* SBBNNLS: the lagged gradient; group: the extrapolated point y; n_fibers */
     double *history;       /* the objective after each update, `updates` entries */
+    double t, L, F;        /* group: FISTA's momentum, the step bound, the objective at x */
+    double *Mx, *My;       /* group: M x and M y, n_values each */
 };
-/* Sizes the arrays (contents undefined); the counts are the caller's to set. */
-ns_status life_fit_state_reserve(ns_life_fit_state_t *state, int32_t n_fibers, int32_t updates);
+/* Sizes the arrays (contents undefined; n_values 0: no M x, M y); the counts are the caller's to set. */
+ns_status life_fit_state_reserve(ns_life_fit_state_t *state, int32_t n_fibers, int32_t updates, int64_t n_values);
 
 ns_status ns_life_sbbnnls(const ns_life_vec_ops *ops, const ns_life_fit_options *options,
                           double *w, double *history, ns_life_fit_result *result);

@@ -159,7 +159,8 @@ static ns_status keep_state(solver *s, const double *history) {
     const ns_life_vec_ops *o = s->o;
     ns_life_fit_state_t *st = s->opt->state;
     const int32_t u = s->res->updates;
-    TRY(life_fit_state_reserve(st, (int32_t)o->n_fib, u));
+    TRY(life_fit_state_reserve(st, (int32_t)o->n_fib, u, 0));
+    st->solver = LIFE_STATE_SBBNNLS;
     TRY(o->download(o->ctx, st->x, s->x, o->n_fib));
     TRY(o->download(o->ctx, st->oldg, s->oldg, o->n_fib));
     if (u > 0) memcpy(st->history, history, (size_t)u * sizeof *history);

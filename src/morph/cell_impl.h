@@ -15,6 +15,7 @@ struct ns_cell {
     int32_t *type;          /* SWC type of the node's section */
     int32_t *section;       /* section index per node */
     double *x;              /* position along the section: (k+0.5)/nseg, 0 or 1 at junctions */
+    double *seg;            /* 6 per node: 3-D start and end point (ns_cell_segments) */
     ns_section_info *sections;
     int32_t n_sections;
     ns_cell_info info;

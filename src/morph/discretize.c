@@ -58,11 +58,34 @@ typedef struct full_nodes {
     int32_t *section;
     unsigned char *junction;
     int32_t *end_node, *at0_node; /* per section: its x = 1 node; the node it hangs from */
+    double *seg;                  /* 6 per node: the 3-D start and end points (ns_cell_segments) */
 } full_nodes;
 
 static void full_free(full_nodes *f) {
     free(f->parent); free(f->area); free(f->diam); free(f->ri); free(f->x);
-    free(f->section); free(f->junction); free(f->end_node); free(f->at0_node);
+    free(f->section); free(f->junction); free(f->end_node); free(f->at0_node); free(f->seg);
+}
+
+/* The 3-D point at normalised arc position u in [0, 1] along a section's
+ * points (NEURON's x3d/y3d/z3d interpolated linearly in arc3d / L, as
+ * LFPy's np.interp over the section's points). */
+static void point_at(const disc_section *s, const disc_pt3d *pts, double u, double *out) {
+    const disc_pt3d *p = pts + s->pt_begin;
+    const int32_t n = s->n3d;
+    const double L = p[n - 1].arc;
+    if (n < 2 || !(L > 0.0) || u <= 0.0) {
+        out[0] = p[0].x, out[1] = p[0].y, out[2] = p[0].z;
+        return;
+    }
+    const double a = u * L;
+    int32_t k = 0;
+    while (k < n - 2 && p[k + 1].arc < a) ++k;
+    const double span = p[k + 1].arc - p[k].arc;
+    double w = span > 0.0 ? (a - p[k].arc) / span : 1.0;
+    if (w > 1.0) w = 1.0;
+    out[0] = p[k].x + w * (p[k + 1].x - p[k].x);
+    out[1] = p[k].y + w * (p[k + 1].y - p[k].y);
+    out[2] = p[k].z + w * (p[k + 1].z - p[k].z);
 }
 
 static ns_status build_full(const disc_sections *S, const ns_discretize_options *o, full_nodes *f,
@@ -84,10 +107,11 @@ static ns_status build_full(const disc_sections *S, const ns_discretize_options 
     f->junction = malloc(n);
     f->end_node = malloc((size_t)S->n * sizeof *f->end_node);
     f->at0_node = malloc((size_t)S->n * sizeof *f->at0_node);
+    f->seg = malloc(n * 6 * sizeof *f->seg);
     double *area = malloc((size_t)maxseg * 2 * sizeof *area), *diam = area + maxseg;
     double *rhalf = malloc((size_t)maxseg * 2 * sizeof *rhalf);
     if (!f->parent || !f->area || !f->diam || !f->ri || !f->x || !f->section || !f->junction || !f->end_node ||
-        !f->at0_node || !area || !rhalf) {
+        !f->at0_node || !f->seg || !area || !rhalf) {
         free(area);
         free(rhalf);
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "discretise: %lld nodes", (long long)total);
@@ -98,6 +122,10 @@ static ns_status build_full(const disc_sections *S, const ns_discretize_options 
     f->x[0] = 0.0;
     f->section[0] = 0;
     f->junction[0] = 1;
+    if (S->n > 0) {
+        point_at(&S->sec[0], S->pts, 0.0, f->seg);
+        memcpy(f->seg + 3, f->seg, 3 * sizeof *f->seg);
+    }
     int32_t next = 1;
     for (int32_t k = 0; k < S->n; ++k) {
         const disc_section *s = &S->sec[k];
@@ -140,6 +168,8 @@ static ns_status build_full(const disc_sections *S, const ns_discretize_options 
             f->x[v] = (j + 0.5) / s->nseg;
             f->section[v] = k;
             f->junction[v] = 0;
+            point_at(s, S->pts, (double)j / s->nseg, f->seg + 6 * (size_t)v);
+            point_at(s, S->pts, (double)(j + 1) / s->nseg, f->seg + 6 * (size_t)v + 3);
             si->area += area[j];
         }
         for (int32_t h = 0; h < 2 * s->nseg; ++h) si->ri_sum += rhalf[h];
@@ -151,6 +181,8 @@ static ns_status build_full(const disc_sections *S, const ns_discretize_options 
         f->section[e] = k;
         f->junction[e] = 1;
         f->end_node[k] = e;
+        point_at(s, S->pts, 1.0, f->seg + 6 * (size_t)e);
+        memcpy(f->seg + 6 * (size_t)e + 3, f->seg + 6 * (size_t)e, 3 * sizeof *f->seg);
     }
     free(area);
     free(rhalf);
@@ -216,7 +248,8 @@ static ns_status assemble(ns_cell_t *c, full_nodes *f, const unsigned char *keep
     c->type = malloc(sz * sizeof *c->type);
     c->section = malloc(sz * sizeof *c->section);
     c->x = malloc(sz * sizeof *c->x);
-    if (!parent || !c->area || !c->diam || !c->g_axial || !c->type || !c->section || !c->x) {
+    c->seg = malloc(sz * 6 * sizeof *c->seg);
+    if (!parent || !c->area || !c->diam || !c->g_axial || !c->type || !c->section || !c->x || !c->seg) {
         free(newidx);
         free(parent);
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "discretise: %d compartments", (int)m);
@@ -232,6 +265,7 @@ static ns_status assemble(ns_cell_t *c, full_nodes *f, const unsigned char *keep
         c->section[v] = f->section[i];
         c->type[v] = c->sections[f->section[i]].type;
         c->x[v] = f->x[i];
+        memcpy(c->seg + 6 * (size_t)v, f->seg + 6 * (size_t)i, 6 * sizeof *c->seg);
     }
     for (int32_t k = 0; k < c->n_sections; ++k)
         c->sections[k].first_node = newidx[c->sections[k].first_node];
@@ -366,6 +400,7 @@ void ns_cell_destroy(ns_cell_t *cell) {
     free(cell->type);
     free(cell->section);
     free(cell->x);
+    free(cell->seg);
     free(cell->sections);
     free(cell);
 }
@@ -395,3 +430,4 @@ const double *ns_cell_axial_conductance(const ns_cell_t *cell) { return cell ? c
 const int32_t *ns_cell_type(const ns_cell_t *cell) { return cell ? cell->type : NULL; }
 const int32_t *ns_cell_section(const ns_cell_t *cell) { return cell ? cell->section : NULL; }
 const double *ns_cell_position(const ns_cell_t *cell) { return cell ? cell->x : NULL; }
+const double *ns_cell_segments(const ns_cell_t *cell) { return cell ? cell->seg : NULL; }

@@ -41,6 +41,8 @@ typedef struct disc_sections {
 ns_status disc_build_sections(const ns_morph_point *points, int64_t n, const char *name,
                               disc_sections *out);
 void disc_sections_free(disc_sections *s);
+/* The arc lengths of a section's 3D points and its length (NEURON's nrn_pt3dmodified). */
+void disc_arcs(disc_section *s, disc_pt3d *pts);
 
 #define NSEG_MAX 32767 /* NEURON's limit on nseg */
 
@@ -50,8 +52,8 @@ void disc_sections_free(disc_sections *s);
 ns_status disc_apply_spec(disc_sections *S, const ns_morph_point *pts, const char *text, size_t length,
                           const char *name);
 /* Is `key` (with its value) a per-section discretisation statement:
- * LOC.nseg or LOC.Ra for a region, sec:K or swc:ID, sec:K.start_diam or
- * swc:ID.start_diam, or a bare Ra? 1 yes,
+ * LOC.nseg or LOC.Ra for a region, sec:K or swc:ID, start_diam or parentx
+ * of sec:K or swc:ID, or a bare Ra? 1 yes,
  * 0 no (REGION.cm, any other key), -1 a malformed one (why is filled). The
  * parameter file's reader accepts what this accepts. */
 int disc_spec_key(const char *key, double value, char *why, size_t why_size);

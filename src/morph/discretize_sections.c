@@ -256,15 +256,9 @@ static ns_status build(work *w, int32_t nsec, const char *name, disc_sections *o
         free(pts);
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s: %d sections", name, (int)nsec);
     }
-    /* arc lengths as NEURON's nrn_pt3dmodified computes them */
     for (int32_t k = 0; k < m; ++k) {
-        disc_pt3d *q = &pts[secs[k].pt_begin];
-        q[0].arc = 0.0;
-        for (int32_t j = 1; j < secs[k].n3d; ++j) {
-            double dx = q[j].x - q[j - 1].x, dy = q[j].y - q[j - 1].y, dz = q[j].z - q[j - 1].z;
-            q[j].arc = q[j - 1].arc + sqrt(dx * dx + dy * dy + dz * dz);
-        }
-        secs[k].length = q[secs[k].n3d - 1].arc;
+        disc_arcs(&secs[k], pts);
+        const disc_pt3d *q = &pts[secs[k].pt_begin];
         /* A length that overflows, or a neurite whose points all lie at one
          * place (no membrane, an axial conductance of ~1e15 uS from the
          * 1e-15 um clamp: a simulation ends in NaN) are rejected here, where
@@ -292,6 +286,17 @@ static ns_status build(work *w, int32_t nsec, const char *name, disc_sections *o
     out->pts = pts;
     out->n_pts = np;
     return NS_OK;
+}
+
+void disc_arcs(disc_section *s, disc_pt3d *pts) {
+    /* arc lengths as NEURON's nrn_pt3dmodified computes them */
+    disc_pt3d *q = &pts[s->pt_begin];
+    q[0].arc = 0.0;
+    for (int32_t j = 1; j < s->n3d; ++j) {
+        double dx = q[j].x - q[j - 1].x, dy = q[j].y - q[j - 1].y, dz = q[j].z - q[j - 1].z;
+        q[j].arc = q[j - 1].arc + sqrt(dx * dx + dy * dy + dz * dz);
+    }
+    s->length = q[s->n3d - 1].arc;
 }
 
 ns_status disc_build_sections(const ns_morph_point *points, int64_t n, const char *name,

@@ -4,7 +4,8 @@
  * basal, apical, other, dend, all: the section's SWC type), sec:K (section
  * index, Import3d's order) or swc:ID (the section whose first point has SWC
  * id ID), applied in order to the sections: nseg, Ra, REGION.cm (the d_lambda
- * rule's) and start_diam (a section's first 3-D point's diameter). A bare
+ * rule's), start_diam (a section's first 3-D point's diameter) and parentx
+ * (where a section attaches to its parent, its geometry its own points). A bare
  * `Ra = X` sets every section's Ra; other keys of a parameter file are skipped. */
 #include <math.h>
 #include <stdio.h>
@@ -38,19 +39,21 @@ static unsigned region_mask(const char *loc, size_t len) {
     return 0;
 }
 
-/* sec:K, swc:ID: an integer >= 0 through the one number reader
- * (neurosolve/number.h); -1 if not. */
-static long long parse_index(const char *s, size_t len) {
-    char buf[32];
-    int64_t v;
-    if (len == 0 || len >= sizeof buf) return -1;
-    memcpy(buf, s, len);
+/* A section's LOC, sec:K or swc:ID, through the one location grammar
+ * (ns_location_parse, morph/location.c): 1 with *l set, 0 when LOC is not
+ * one of them (a region), -1 when it is but does not parse or gives an x
+ * (nseg, Ra and start_diam are a whole section's). */
+static int section_loc(const char *key, size_t len, ns_location *l) {
+    if (len <= 4 || (strncmp(key, "sec:", 4) != 0 && strncmp(key, "swc:", 4) != 0)) return 0;
+    char buf[64];
+    if (len >= sizeof buf) return -1;
+    memcpy(buf, key, len);
     buf[len] = '\0';
-    if (ns_integer_parse(buf, 0, INT64_MAX, &v) != NS_OK) {
+    if (ns_location_parse(buf, l) != NS_OK) {
         ns_clear_error();
         return -1;
     }
-    return (long long)v;
+    return l->has_x || (l->kind != NS_LOCATION_SECTION && l->kind != NS_LOCATION_SWC_ID) ? -1 : 1;
 }
 
 int disc_spec_key(const char *key, double value, char *why, size_t why_size) {
@@ -65,23 +68,26 @@ int disc_spec_key(const char *key, double value, char *why, size_t why_size) {
     }
     const char *name = dot + 1;
     const size_t len = (size_t)(dot - key);
-    const int section = (len > 4 && strncmp(key, "sec:", 4) == 0) || (len > 4 && strncmp(key, "swc:", 4) == 0);
-    if (strcmp(name, "start_diam") == 0 && !section) {
-        snprintf(why, why_size, "%s: start_diam is set per section (sec:K, swc:ID)", key);
+    ns_location l;
+    const int loc = section_loc(key, len, &l), section = loc != 0;
+    const int per_section = strcmp(name, "start_diam") == 0 || strcmp(name, "parentx") == 0;
+    if (per_section && !section) {
+        snprintf(why, why_size, "%s: %s is set per section (sec:K, swc:ID)", key, name);
         return -1;
     }
-    if (strcmp(name, "nseg") != 0 && strcmp(name, "Ra") != 0 && strcmp(name, "start_diam") != 0) {
+    if (strcmp(name, "nseg") != 0 && strcmp(name, "Ra") != 0 && !per_section) {
         if (section) {
             snprintf(why, why_size,
-                     "%s: a section (sec:K, swc:ID) takes nseg, Ra and start_diam only (cm is set per region, "
-                     "REGION.cm)", key);
+                     "%s: a section (sec:K, swc:ID) takes nseg, Ra, start_diam and parentx only (cm is set per "
+                     "region, REGION.cm)", key);
             return -1;
         }
         return 0;
     }
     if (section) {
-        if (parse_index(key + 4, len - 4) < 0) {
-            snprintf(why, why_size, "%s: '%.*s' is not a section index or SWC id", key, (int)(len - 4), key + 4);
+        if (loc < 0) {
+            snprintf(why, why_size, "%s: '%.*s' is not a section index or SWC id (sec:K, swc:ID: a whole section, no x)",
+                     key, (int)(len - 4), key + 4);
             return -1;
         }
     } else if (!region_mask(key, len)) {
@@ -94,6 +100,11 @@ int disc_spec_key(const char *key, double value, char *why, size_t why_size) {
             snprintf(why, why_size, "%s = %g: nseg must be a whole number in [1, %d]", key, value, NSEG_MAX);
             return -1;
         }
+    } else if (strcmp(name, "parentx") == 0) {
+        if (!(value >= 0.0 && value <= 1.0)) {
+            snprintf(why, why_size, "%s = %g: parentx must be in [0, 1]", key, value);
+            return -1;
+        }
     } else if (!(value > 0.0) || !isfinite(value)) {
         snprintf(why, why_size, "%s = %g %s: must be > 0", key, value, strcmp(name, "Ra") == 0 ? "ohm cm" : "um");
         return -1;
@@ -102,6 +113,29 @@ int disc_spec_key(const char *key, double value, char *why, size_t why_size) {
 }
 
 /* Apply one statement. */
+/* SEC.parentx = X: the section attaches at X of its parent section, and its geometry is its own
+ * 3-D points: the copy of the parent's point that Import3d puts first is dropped (a section
+ * without one, a "wire", keeps its points). */
+static ns_status set_parentx(disc_sections *S, int32_t k, double x, const char *key, const char *name,
+                             long lineno) {
+    disc_section *s = &S->sec[k];
+    if (s->parent < 0)
+        return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: section %d is the root: it has no parent", name, lineno, key, (int)k);
+    if (s->n3d == s->last - s->first + 2) { /* starts with the copy of the parent's point */
+        if (s->n3d < 3)
+            return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: section %d has one 3-D point of its own (2 needed)", name,
+                           lineno, key, (int)k);
+        ++s->pt_begin;
+        --s->n3d;
+        disc_arcs(s, S->pts);
+        if (!(s->length > 0.0))
+            return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: section %d's own 3-D points lie at one place", name, lineno,
+                           key, (int)k);
+    }
+    s->parent_x = x;
+    return NS_OK;
+}
+
 static ns_status apply(disc_sections *S, const ns_morph_point *pts, const char *key, double value,
                        const char *name, long lineno) {
     char why[400];
@@ -122,13 +156,15 @@ static ns_status apply(disc_sections *S, const ns_morph_point *pts, const char *
     const char *dot = strchr(key, '.');
     const int is_nseg = dot && strcmp(dot + 1, "nseg") == 0;
     const int is_diam = dot && strcmp(dot + 1, "start_diam") == 0;
+    const int is_parentx = dot && strcmp(dot + 1, "parentx") == 0;
+    ns_location loc;
+    const int section = dot && section_loc(key, (size_t)(dot - key), &loc) > 0; /* disc_spec_key checked it */
     int matched = 0;
     for (int32_t k = 0; k < S->n; ++k) {
         disc_section *s = &S->sec[k];
         int hit;
         if (!dot) hit = 1;
-        else if (strncmp(key, "sec:", 4) == 0) hit = parse_index(key + 4, (size_t)(dot - key) - 4) == k;
-        else if (strncmp(key, "swc:", 4) == 0) hit = parse_index(key + 4, (size_t)(dot - key) - 4) == pts[s->first].id;
+        else if (section) hit = loc.kind == NS_LOCATION_SECTION ? loc.index == k : loc.index == pts[s->first].id;
         else hit = (region_mask(key, (size_t)(dot - key)) & type_bit(s->type)) != 0;
         if (!hit) continue;
         matched = 1;
@@ -137,12 +173,15 @@ static ns_status apply(disc_sections *S, const ns_morph_point *pts, const char *
              * parent point's; NEURON sections built otherwise may start with their own) */
             if (s->parent < 0 || s->n3d != s->last - s->first + 2)
                 return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: section %d does not start with a copy of its parent's "
-                               "point (the root, or a child joined at the soma's middle)", name, lineno, key, (int)k);
+                               "point (the root, a child joined at the soma's middle or given a parentx)", name, lineno, key, (int)k);
             S->pts[s->pt_begin].d = value;
+        } else if (is_parentx) {
+            ns_status st = set_parentx(S, k, value, key, name, lineno);
+            if (st != NS_OK) return st;
         } else if (is_nseg) s->nseg = (int32_t)value;
         else s->Ra = value;
     }
-    if (!matched && dot && (strncmp(key, "sec:", 4) == 0 || strncmp(key, "swc:", 4) == 0))
+    if (!matched && section)
         return ns_fail(NS_ERR_PARSE, "%s:%ld: %s: the morphology has no such section (%d sections, Import3d's order)",
                        name, lineno, key, (int)S->n);
     return NS_OK;

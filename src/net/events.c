@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "net/net_impl.h"
+#include "sim/dist_impl.h"
 #include "sim/sim_impl.h"
 #include "core/error.h"
 
@@ -227,6 +228,7 @@ ns_status ns_net_events_check(const sim_net *net) {
 ns_status ns_sim_add_point_source(ns_sim_t *sim, int64_t synapse, int64_t *source) {
     const char *fn = "ns_sim_add_point_source";
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: sim is NULL", fn);
+    if (sim->dist) return ns_dist_sim_refuse(fn);
     sim_net *net = sim->net;
     if (!net || synapse < 0 || synapse >= net->n_syns)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: synapse %lld does not exist (%lld synapses)", fn,

@@ -1,8 +1,7 @@
-/* Private: the interface between a simulation's network (net.c) and the MPI
- * layer (src/mpi/sim_net.c, docs/networks.md "MPI"): the spike exchange that
- * ends each interval of the loop, replaced by one over the processes. The
- * core library stays free of MPI: it only calls the function it is given.
- * NS_API: exported from a shared libneurosolve for libneurosolve_mpi. */
+/* Private: the interface between a simulation's network (net.c) and a
+ * simulation spread over processes (net/dist_net.c, docs/networks.md
+ * "MPI"): the spike exchange that ends each interval of the loop, replaced
+ * by one over the processes. */
 #ifndef NS_CABLE_NET_EXCHANGE_H
 #define NS_CABLE_NET_EXCHANGE_H
 
@@ -37,12 +36,12 @@ typedef ns_status (*ns_net_exchange_fn)(void *context, ns_net_spike *mine, int64
  * process runs the same intervals. Creates the simulation's (empty) network
  * when it has none, so that every interval calls fn; takes effect at the
  * next ns_sim_init. */
-NS_API ns_status ns_sim_set_exchange(ns_sim_t *sim, ns_net_exchange_fn fn, void *context, double min_delay);
+ns_status ns_sim_set_exchange(ns_sim_t *sim, ns_net_exchange_fn fn, void *context, double min_delay);
 
 /* The interval of the loop [steps] for a call of `steps` > 0 steps of dt:
  * floor(min_delay/dt + 1/4), at least 1, at most steps (all of them when
  * min_delay is INFINITY: no connections). docs/networks.md says why. */
-NS_API int64_t ns_net_interval(double min_delay, double dt, int64_t steps);
+int64_t ns_net_interval(double min_delay, double dt, int64_t steps);
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "net/net_impl.h"
+#include "sim/dist_impl.h"
 #include "sim/sim_impl.h"
 #include "core/error.h"
 
@@ -131,6 +132,7 @@ static ns_status check_site(const ns_sim_t *sim, const char *what, int64_t cell,
 ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, const char *mechanism,
                              int64_t *synapse) {
     const char *fn = "ns_sim_add_synapse";
+    if (sim && sim->dist) return ns_dist_sim_add_synapse(sim->dist, cell, compartment, mechanism, synapse);
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
@@ -139,9 +141,9 @@ ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, c
     if (st != NS_OK) return st;
     const sim_model *m = sim->model;
     const int32_t k = ns_sim_model_find(m, mechanism);
-    /* a point process without NET_RECEIVE only for its POINTERs (a gap junction) */
-    if (k < 0 || m->descs[k]->kind != NS_MECH_POINT ||
-        ((!m->descs[k]->has_net_receive || !m->descs[k]->net_receive) && m->descs[k]->n_pointers == 0)) {
+    /* any POINT_PROCESS: with NET_RECEIVE (a synapse), POINTERs (a gap junction) or neither (an
+     * electrode such as NEURON's SEClamp: placed, never a connection's target) */
+    if (k < 0 || m->descs[k]->kind != NS_MECH_POINT) {
         char list[512];
         size_t used = 0;
         list[0] = 0;
@@ -152,7 +154,7 @@ ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, c
         }
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "%s: %s '%s' (cell %lld, compartment %d): the synapses of the model's catalogue are: %s", fn,
-                       k < 0 ? "no mechanism" : "not a POINT_PROCESS with NET_RECEIVE:", mechanism, (long long)cell,
+                       k < 0 ? "no mechanism" : "not a POINT_PROCESS:", mechanism, (long long)cell,
                        (int)compartment, used ? list : "(none)");
     }
     const ns_mech_desc *d = m->descs[k];
@@ -177,6 +179,7 @@ ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, c
 
 ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *name, double value) {
     const char *fn = "ns_sim_synapse_set";
+    if (sim && sim->dist) return ns_dist_sim_synapse_set(sim->dist, synapse, name, value);
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
@@ -207,6 +210,7 @@ ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *name, d
 ns_status ns_sim_set_pointer(ns_sim_t *sim, int64_t synapse, const char *pointer, int64_t cell, int32_t compartment,
                              const char *var) {
     const char *fn = "ns_sim_set_pointer";
+    if (sim && sim->dist) return ns_dist_sim_refuse(fn);
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
@@ -263,6 +267,7 @@ static net_source *new_source(sim_net *net) {
 
 ns_status ns_sim_add_detector(ns_sim_t *sim, int64_t cell, int32_t compartment, double threshold, int64_t *source) {
     const char *fn = "ns_sim_add_detector";
+    if (sim && sim->dist) return ns_dist_sim_add_detector(sim->dist, cell, compartment, threshold, source);
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
@@ -289,6 +294,7 @@ static int cmp_double(const void *a, const void *b) {
 
 ns_status ns_sim_add_spike_source(ns_sim_t *sim, const double *times, int64_t count, int64_t *source) {
     const char *fn = "ns_sim_add_spike_source";
+    if (sim && sim->dist) return ns_dist_sim_add_spike_source(sim->dist, times, count, source);
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
@@ -321,6 +327,7 @@ ns_status ns_sim_add_spike_source(ns_sim_t *sim, const double *times, int64_t co
 ns_status ns_sim_add_poisson_source(ns_sim_t *sim, double rate_hz, double start, double stop, uint64_t seed,
                                     int64_t *source) {
     const char *fn = "ns_sim_add_poisson_source";
+    if (sim && sim->dist) return ns_dist_sim_add_poisson_source(sim->dist, rate_hz, start, stop, seed, source);
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
@@ -348,6 +355,7 @@ ns_status ns_sim_add_poisson_source(ns_sim_t *sim, double rate_hz, double start,
 
 ns_status ns_sim_connect(ns_sim_t *sim, int64_t source, int64_t synapse, double weight, double delay) {
     const char *fn = "ns_sim_connect";
+    if (sim && sim->dist) return ns_dist_sim_connect(sim->dist, source, synapse, weight, delay);
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
@@ -383,6 +391,7 @@ ns_status ns_sim_connect(ns_sim_t *sim, int64_t source, int64_t synapse, double 
 }
 
 const double *ns_sim_source_spikes(const ns_sim_t *sim, int64_t source, int64_t *count) {
+    if (sim && sim->dist) return ns_dist_sim_source_spikes(sim->dist, source, count);
     if (count) *count = 0;
     if (!sim || !sim->net || source < 0 || source >= sim->net->n_sources) return NULL;
     const net_source *s = &sim->net->sources[source];
@@ -390,9 +399,15 @@ const double *ns_sim_source_spikes(const ns_sim_t *sim, int64_t source, int64_t 
     return s->spikes;
 }
 
-int64_t ns_sim_synapses(const ns_sim_t *sim) { return sim && sim->net ? sim->net->n_syns : 0; }
-int64_t ns_sim_sources(const ns_sim_t *sim) { return sim && sim->net ? sim->net->n_sources : 0; }
-int64_t ns_sim_connections(const ns_sim_t *sim) { return sim && sim->net ? sim->net->n_conns : 0; }
+int64_t ns_sim_synapses(const ns_sim_t *sim) {
+    return !sim ? 0 : sim->dist ? sim->dist->net.n_syns : sim->net ? sim->net->n_syns : 0;
+}
+int64_t ns_sim_sources(const ns_sim_t *sim) {
+    return !sim ? 0 : sim->dist ? sim->dist->net.n_srcs : sim->net ? sim->net->n_sources : 0;
+}
+int64_t ns_sim_connections(const ns_sim_t *sim) {
+    return !sim ? 0 : sim->dist ? sim->dist->net.n_conns : sim->net ? sim->net->n_conns : 0;
+}
 
 /* ---------------------------------------------------------------- build */
 

@@ -210,12 +210,16 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
             if (sv_add(&args, a[i])) OOM();
     } else {
         const char *a[] = {cc, "-std=c11", "-O3", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off",
-                           "-fno-trapping-math", "-fopenmp-simd", "-DNSM_OMP_SIMD", NULL};
+                           "-fno-trapping-math", "-fopenmp-simd", "-DNSM_OMP_SIMD",
+                           /* VERBATIM C that calls a function nobody declares (a NEURON function
+                            * neurosolve does not have): an error naming it, the .mod file and line */
+                           "-Werror=implicit-function-declaration", NULL};
         for (int i = 0; a[i]; i++)
             if (sv_add(&args, a[i])) OOM();
     }
-    {
-        char *iflag = concat("-I", work);
+    /* the generated sources' folder, then the .mod files' (headers their VERBATIM C includes, as nrnivmodl) */
+    for (int k = 0; k < 2; k++) {
+        char *iflag = concat("-I", k ? dir : work);
         if (!iflag) OOM();
         int bad = sv_add(&args, iflag);
         free(iflag);
@@ -238,6 +242,16 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
         if (sv_add(&names, m->name)) {
             ns_nmodl_destroy(m);
             OOM();
+        }
+        /* NEURON's headers that VERBATIM C includes: their functions are in the generated
+         * header of each mechanism with VERBATIM C (src/nmodl/nmodl_verbatim.h) */
+        for (int k = 0; m->verbatim && k < 2; k++) {
+            char *h = join(work, k ? "mcran4.h" : "nrnran123.h");
+            if (!h) { ns_nmodl_destroy(m); OOM(); }
+            s = write_text(h, "/* neurosolve: NEURON's functions of this header are in the header of each mechanism "
+                              "with VERBATIM C (src/nmodl/nmodl_verbatim.h) */\n");
+            free(h);
+            if (s) { ns_nmodl_destroy(m); goto done; }
         }
         const ns_nmodl_target targets[] = {NS_NMODL_HEADER, NS_NMODL_C, NS_NMODL_CUDA};
         const char *ext[] = {".h", ".c", ".cu"};

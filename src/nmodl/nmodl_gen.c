@@ -4,6 +4,7 @@
  *   NAME.cu  one-thread-per-instance kernels and their launchers,
  * against include/neurosolve/mechanism.h. The arithmetic follows the C that
  * NEURON's nocmodl generates (docs/mechanisms.md, "Numerics"). */
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,6 +55,12 @@ typedef struct gen {
     int field_direct; /* fields as p->field[k][i_] (the TABLE builder), else through the F pointers */
     int staged;       /* cnexp equations as their first stage: *a<k>_ and *t<k>_ (cnexp_staged) */
     int ev_ctx;       /* the block being written for the event calls (NM_EV_*): W_ is the weight vector in NET_RECEIVE */
+    int t_ofs;        /* t is p->t + tofs_ (runge's stages) */
+    const block *alg; /* the LINEAR or NONLINEAR block being written: its ST_EQUATIONs are rows eq_row, ... */
+    int eq_row;
+    int top;          /* writing VERBATIM C outside the blocks (no ppack in scope) */
+    size_t nl_at;     /* the newlines of b->s[0 .. nl_at) are nl (emit_verbatim's #line, counted once) */
+    int nl;
     ns_status status;
 } gen;
 
@@ -301,7 +308,7 @@ static void emit_var(gen *g, const char *name, const ex *ix) {
     if (g->owner && g->owner->kind == B_FUNCTION && !strcmp(g->owner->name, name)) { put(b, "ret_"); return; }
     const var *v = find_var(g->m, name);
     if (!strcmp(name, "v") && !v) { put(b, "v_"); return; } /* (a v that the file writes is a field) */
-    if (!strcmp(name, "t")) { put(b, "p->t"); return; }
+    if (!strcmp(name, "t")) { put(b, g->t_ofs ? "(p->t + tofs_)" : "p->t"); return; }
     if (!strcmp(name, "dt")) { put(b, "p->dt"); return; }
     if (!strcmp(name, "celsius")) { put(b, "p->celsius"); return; }
     if (!strcmp(name, "area") || !strcmp(name, "diam")) { put(b, "p->%s[node_]", name); return; } /* the node's */
@@ -388,7 +395,10 @@ static void emit_ex(gen *g, const ex *e) {
     buf *b = g->b;
     switch (e->kind) {
     case EX_NUM: emit_num(g, e); return;
-    case EX_VAR: emit_var(g, e->text, e->a); return;
+    case EX_VAR:
+        if (e->op == NM_C_NAME) put(b, "%s", e->text); /* declared by the block's VERBATIM C */
+        else emit_var(g, e->text, e->a);
+        return;
     case EX_STR: put(b, "%s", e->text); return;
     case EX_NEG: put(b, "(-"); emit_ex(g, e->a); put(b, ")"); return;
     case EX_NOT: put(b, "((double)!("); emit_ex(g, e->a); put(b, "))"); return;
@@ -449,6 +459,10 @@ static void emit_ex(gen *g, const ex *e) {
                 put(b, ")");
             }
             return;
+        }
+        else if (!strcmp(e->text, "nrn_ghk") && g->m->verbatim) { /* declared by the file's C: NEURON's */
+            put(b, "nsv_ghk(p->celsius");
+            lead = 1;
         }
         else if (!strcmp(e->text, "exprelr")) put(b, "nsm_exprelr(");
         else if (!strcmp(e->text, "exp")) put(b, "nsm_exp(");
@@ -519,6 +533,8 @@ static int collect_states(const stlist *l, char ***order, int *n) {
 
 
 static int emit_list(gen *g, const stlist *l, int indent);
+static int emit_verbatim(gen *g, const st *s);
+static void put_sig(gen *g);
 static void put_call(gen *g, const char *kind, const char *bname, const char *suffix);
 
 /* cnexp's target of x' = a x + c(x = 0): -c/a, nocmodl's form */
@@ -539,6 +555,41 @@ static void emit_cnexp_target(gen *g, const ex *a, const ex *c) {
         emit_ex(g, a);
         put(b, ")");
     }
+}
+
+/* ~ e = e2 of the LINEAR or NONLINEAR block g->alg: NONLINEAR's residual f_[r] = e - e2 (scopmath's
+ * newton solves f = 0); LINEAR's row r of J_ x = r_: J_[r][c] = d(e - e2)/d x_c, which must not
+ * depend on an unknown, and r_[r] = -(e - e2) at x = 0 (nocmodl's coefficients, by differentiation) */
+static int emit_equation(gen *g, const st *s, int indent) {
+    buf *b = g->b;
+    const block *bl = g->alg;
+    const int r = g->eq_row++;
+    ex *f = s_bin('-', s->e, s->e2);
+    if (!f) return gfail(g, s->line, "out of memory");
+    if (bl->alg == 'N') {
+        put(b, "%*sf_[%d] = ", indent, "", r);
+        emit_ex(g, f);
+        put(b, ";\n");
+        return 0;
+    }
+    ex *z = f;
+    for (int c = 0; c < bl->n_unknowns; c++) {
+        int nonlinear = 0;
+        ex *a = diff(f, bl->unknowns[c], &nonlinear);
+        if (!a) return gfail(g, s->line, "out of memory");
+        for (int k = 0; k < bl->n_unknowns && !nonlinear; k++) nonlinear = depends(a, bl->unknowns[k]);
+        if (nonlinear)
+            return gfail(g, s->line, "LINEAR %s: the equation is not linear in %s (use NONLINEAR)", bl->name,
+                         bl->unknowns[c]);
+        put(b, "%*sJ_[%d][%d] = ", indent, "", r, c);
+        emit_ex(g, a);
+        put(b, ";\n");
+        if (!(z = at_zero(z, bl->unknowns[c]))) return gfail(g, s->line, "out of memory");
+    }
+    put(b, "%*sr_[%d] = -(", indent, "", r);
+    emit_ex(g, z);
+    put(b, ");\n");
+    return 0;
 }
 
 static int emit_st(gen *g, const st *s, int indent) {
@@ -601,6 +652,7 @@ static int emit_st(gen *g, const st *s, int indent) {
         put(b, "%*s}\n", indent, "");
         return 0;
     }
+    case ST_VERBATIM: return emit_verbatim(g, s);
     case ST_RETURN: /* VERBATIM return 0; ENDVERBATIM */
         put(b, "%*sreturn%s;\n", indent, "", g->owner && g->owner->kind == B_FUNCTION ? " 0.0" : "");
         return 0;
@@ -615,7 +667,13 @@ static int emit_st(gen *g, const st *s, int indent) {
         }
         put(b, "%*s}\n", indent, "");
         return 0;
-    case ST_SOLVE: /* BREAKPOINT's: state(); INITIAL's STEADYSTATE: here */
+    case ST_SOLVE: /* BREAKPOINT's: state(); INITIAL's STEADYSTATE: here; LINEAR, NONLINEAR: here */
+        if (find_block(g->m, s->name)->alg) {
+            put(b, "%*s", indent, "");
+            put_call(g, "p", s->name, "");
+            put(b, ");\n");
+            return 0;
+        }
         if (g->solve_here && !s->steady) {
             const block *bl = find_block(g->m, s->name);
             put(b, "%*s", indent, "");
@@ -631,6 +689,7 @@ static int emit_st(gen *g, const st *s, int indent) {
     case ST_REACTION:
     case ST_CONSERVE:
     case ST_COMPARTMENT: return gfail(g, s->line, "a KINETIC statement outside a KINETIC block");
+    case ST_EQUATION: return emit_equation(g, s, indent);
     case ST_DERIV: {
         int k = state_index(NULL, s->name, g->states, g->n_states);
         if (g->mode == M_DERIVIMPLICIT) {
@@ -694,6 +753,167 @@ static int emit_st(gen *g, const st *s, int indent) {
     return 0;
 }
 
+/* ---- VERBATIM C (nmodl_verbatim.c) ---- */
+
+/* the #define of NEURON's name nm (a C name in the block) in this instance
+ * layout: "#define nm meaning\n", or nothing where the name is C's own */
+static void define_name(gen *g, const char *nm, const nm_cident *id, size_t uid) {
+    buf *b = g->b;
+    const struct ns_nmodl *m = g->m;
+    const int proto = !strcmp(nm, "_threadargsproto_") || !strcmp(nm, "_threadargsprotocomma_");
+    if (proto || !strcmp(nm, "_threadargs_") || !strcmp(nm, "_threadargscomma_")) {
+        /* a call of another block of the file (or of C that takes the same arguments) */
+        put(b, "#define %s ", nm);
+        if (proto) put_sig(g);
+        else {
+            put(b, "p, ");
+            put_fargs(g);
+            put(b, "i_, node_, v_");
+        }
+        put(b, "%s\n", strstr(nm, "comma") ? "," : "");
+        return;
+    }
+    if (!strcmp(nm, "_nt") || !strcmp(nm, "nrn_threads")) { /* `_nt != nrn_threads`: no other thread's data here */
+        put(b, "#define %s (p)\n", nm);
+        return;
+    }
+    if (id->call && m->random_field >= 0 && nm_random_arity(nm) >= 0) { /* the instance's stream 0, as in NMODL */
+        put(b, "#define %s(...) nsm_rng_%s(", nm, nm);
+        for (int k = 0; k < 4; k++) put(b, "F%d_, ", m->random_field + k);
+        put(b, "%uu%s)\n", nm_random_mech_key(m->name), nm_random_arity(nm) ? ", __VA_ARGS__" : "");
+        return;
+    }
+    if (id->call && !g->top && !strcmp(nm, "nrn_ghk")) { /* NEURON's, at the simulation's celsius */
+        put(b, "#define nrn_ghk(...) nsv_ghk(p->celsius, __VA_ARGS__)\n");
+        return;
+    }
+    const block *k = find_block(m, nm);
+    if (k) {
+        if ((k->kind == B_FUNCTION || k->kind == B_PROCEDURE) && !k->hoc_only)
+            put(b, "#define %s nsm_%s_%c_%s\n", nm, m->name, k->kind == B_FUNCTION ? 'f' : 'p', nm);
+        return;
+    }
+    if (!strncmp(nm, "_l", 2) && nm[2]) { /* an argument or LOCAL of the block; the FUNCTION's value */
+        if (scope_find(g, nm + 2) >= 0 ||
+            (g->owner && g->owner->kind == B_FUNCTION && !strcmp(g->owner->name, nm + 2))) {
+            put(b, "#define %s ", nm);
+            emit_var(g, nm + 2, NULL);
+            put(b, "\n");
+        }
+        return;
+    }
+    if (!strncmp(nm, "_p_", 3)) { /* a POINTER's address; BBCOREPOINTER: a void * kept in its field */
+        const var *v = find_var(m, nm + 3);
+        if (v && v->cls == V_POINTER) put(b, "#define %s (P%d_)\n", nm, v->pointer);
+        else if (v && v->field >= 0 && !v->size) put(b, "#define %s (*(void **)(F%d_))\n", nm, v->field);
+        return;
+    }
+    if (!strncmp(nm, "_ion_", 5)) { /* the ion's value at the node (not the mechanism's copy) */
+        const var *v = find_var(m, nm + 5);
+        if (v && v->ion >= 0)
+            put(b, "#define %s (p->ion[%d].%s[NSM_ION(%d)])\n", nm, v->ion, ion_array(v), v->ion);
+        return;
+    }
+    const var *v = find_var(m, nm);
+    if (v && !strncmp(nm, "__ran", 5)) return;
+    if (v || !strcmp(nm, "v") || !strcmp(nm, "t") || !strcmp(nm, "dt") || !strcmp(nm, "celsius")) {
+        put(b, "#define %s ", nm);
+        if (v && v->size && v->global >= 0) {
+            put(b, "(p->global + %d)\n", v->global); /* a GLOBAL array: its first element's address, as NEURON's */
+            return;
+        }
+        if (v && v->size) { /* an instance's array: a copy (in, and out after the C: emit_verbatim) */
+            put(b, "nsvA%d_%zu\ndouble nsvA%d_%zu[%d];\nfor (int k_ = 0; k_ < %d; ++k_) nsvA%d_%zu[k_] = *X%d_[k_];\n",
+                v->field, uid, v->field, uid, v->size, v->size, v->field, uid, v->field);
+            return;
+        }
+        /* the mechanism's variable, whatever the NMODL scope (C's x is NEURON's x, _lx the LOCAL) */
+        const int n_scope = g->n_scope;
+        const block *owner = g->owner;
+        g->n_scope = 0;
+        g->owner = NULL;
+        emit_var(g, nm, NULL);
+        g->n_scope = n_scope;
+        g->owner = owner;
+        put(b, "\n");
+    }
+}
+
+/* b's text from `from` on with the name `name` (a whole C name) replaced by `by` */
+static void rename_tail(buf *b, size_t from, const char *name, const char *by) {
+    if (b->oom || from >= b->n) return;
+    const size_t n = b->n - from, ln = strlen(name);
+    char *tail = malloc(n + 1);
+    if (!tail) { b->oom = 1; return; }
+    memcpy(tail, b->s + from, n + 1);
+    b->n = from;
+    for (size_t i = 0; i < n;) {
+        const int start = i == 0 || !(isalnum((unsigned char)tail[i - 1]) || tail[i - 1] == '_');
+        if (start && !strncmp(tail + i, name, ln) && !(isalnum((unsigned char)tail[i + ln]) || tail[i + ln] == '_')) {
+            put(b, "%s", by);
+            i += ln;
+        } else {
+            put(b, "%c", tail[i++]);
+        }
+    }
+    free(tail);
+}
+
+/* A VERBATIM block: its C as written (with #line, so that the compiler's
+ * messages name the .mod file and line), NEURON's names #define'd around
+ * it and #undef'd after it. */
+static int emit_verbatim(gen *g, const st *s) {
+    buf *b = g->b;
+    char **done = NULL;
+    int n_done = 0;
+    const size_t uid = b->n; /* names the block's array copies (unique in the generated text) */
+    nm_cscan sc = {s->name, 0, 0, 0, 0, 1};
+    nm_cident id;
+    /* C that declares its own p (the generated functions' ppack): the names reach the ppack by another name */
+    int own_p = 0;
+    while (nm_cscan_next(&sc, &id)) own_p |= id.n == 1 && id.s[0] == 'p' && !id.member && nm_c_declares(s->name, &id);
+    char alias[48];
+    snprintf(alias, sizeof alias, "nsv_pp%zu_", uid);
+    own_p &= !g->top;
+    if (own_p) put(b, "ns_mech_ppack *const %s = p;\n", alias);
+    const size_t from = b->n;
+    sc = (nm_cscan){s->name, 0, 0, 0, 0, 1};
+    while (nm_cscan_next(&sc, &id)) {
+        char nm[128];
+        if (id.member || id.n >= sizeof nm || nm_c_declares(s->name, &id)) continue;
+        memcpy(nm, id.s, id.n);
+        nm[id.n] = 0;
+        int seen = 0;
+        for (int k = 0; k < n_done && !seen; k++) seen = !strcmp(done[k], nm);
+        if (seen) continue;
+        const size_t before = b->n;
+        define_name(g, nm, &id, uid);
+        if (b->oom) break;
+        if (b->n == before) continue;
+        char **d = nm_realloc(GAR, done, (size_t)(n_done + 1) * sizeof *d);
+        char *c = nm_calloc(GAR, id.n + 1, 1);
+        if (!d || !c) return gfail(g, s->line, "out of memory");
+        memcpy(c, nm, id.n + 1);
+        done = d;
+        done[n_done++] = c;
+    }
+    if (own_p) rename_tail(b, from, "p", alias);
+    const int line_ok = !strpbrk(s->file, "\"\\\n");
+    if (line_ok) put(b, "#line %d \"%s\"\n", s->file_line, s->file);
+    put(b, "%s\n", s->name);
+    if (line_ok && !b->oom) {
+        for (; g->nl_at < b->n; g->nl_at++) g->nl += b->s[g->nl_at] == '\n';
+        put(b, "#line %d \"%s.h\"\n", g->nl + 2, g->m->name);
+    }
+    for (int k = 0; k < n_done; k++) {
+        const var *v = find_var(g->m, done[k]);
+        if (v && v->size && v->field >= 0)
+            put(b, "for (int k_ = 0; k_ < %d; ++k_) *X%d_[k_] = nsvA%d_%zu[k_];\n", v->size, v->field, v->field, uid);
+        put(b, "#undef %s\n", done[k]);
+    }
+    return 0;
+}
+
 /* the LOCALs of l, then its statements from the from-th */
 static int emit_list_from(gen *g, const stlist *l, int indent, int from) {
     int base = g->n_scope;
@@ -711,6 +931,17 @@ static int emit_list_from(gen *g, const stlist *l, int indent, int from) {
 }
 static int emit_list(gen *g, const stlist *l, int indent) { return emit_list_from(g, l, indent, 0); }
 
+/* A function's body: with VERBATIM C, in a C block of its own, so that the C may declare
+ * names the function's parameters have (`double p;`: a parameter's scope is the
+ * function's outermost block) */
+static int emit_body(gen *g, const stlist *l, int indent) {
+    const int own = nm_verbatim_in(l);
+    if (own) put(g->b, "%*s{\n", indent, "");
+    if (emit_list(g, l, indent)) return -1;
+    if (own) put(g->b, "%*s}\n", indent, "");
+    return 0;
+}
+
 /* the parameters of every per-instance function: the ppack, the fields'
  * pointers, the instance, its node and v */
 static void put_sig(gen *g) {
@@ -725,8 +956,11 @@ static void put_call(gen *g, const char *kind, const char *bname, const char *su
     put(g->b, "i_, node_, v_");
 }
 
+/* A PROCEDURE with VERBATIM C returns an int, as nocmodl's do (the C's `return 0;`) */
+static int int_procedure(const block *bl) { return bl->kind == B_PROCEDURE && nm_verbatim_in(bl->body); }
+
 static void emit_proto(gen *g, const block *bl, const char *suffix) {
-    put(g->b, "NS_MECH_FN %s nsm_%s_%c_%s%s(", bl->kind == B_FUNCTION ? "double" : "void", g->m->name,
+    put(g->b, "NS_MECH_FN %s nsm_%s_%c_%s%s(", bl->kind == B_FUNCTION ? "double" : int_procedure(bl) ? "int" : "void", g->m->name,
         bl->kind == B_FUNCTION ? 'f' : 'p', bl->name, suffix);
     put_sig(g);
     for (int k = 0; k < bl->n_args; k++) put(g->b, ", double A_%s", bl->args[k]);
@@ -775,7 +1009,9 @@ static void emit_table_rows(gen *g, const block *bl) {
     put(b, "}\n\n");
 }
 
+static int emit_alg(gen *g, const block *bl);
 static int emit_callable(gen *g, const block *bl) {
+    if (bl->alg) return emit_alg(g, bl);
     buf *b = g->b;
     int tab = bl->table != NULL;
     emit_proto(g, bl, tab ? "_exact" : "");
@@ -786,8 +1022,9 @@ static int emit_callable(gen *g, const block *bl) {
     g->n_scope = 0;
     for (int k = 0; k < bl->n_args; k++)
         if (scope_push(g, bl->args[k], 1)) return gfail(g, bl->line, "out of memory");
-    if (emit_list(g, bl->body, 4)) return -1;
+    if (emit_body(g, bl->body, 4)) return -1;
     if (bl->kind == B_FUNCTION) put(b, "    return ret_;\n");
+    if (int_procedure(bl)) put(b, "    return 0;\n");
     put(b, "}\n\n");
     if (tab) {
         const table_decl *t = bl->table;
@@ -822,7 +1059,7 @@ static int emit_callable(gen *g, const block *bl) {
         put(b, "    if (p->global[%d] == 0.0) %s", t->usetable, bl->kind == B_FUNCTION ? "return " : "{\n        ");
         put_call(g, bl->kind == B_FUNCTION ? "f" : "p", bl->name, "_exact");
         put(b, ", A_%s);\n", bl->args[0]);
-        if (bl->kind == B_PROCEDURE) put(b, "        return;\n    }\n");
+        if (bl->kind == B_PROCEDURE) put(b, "        return%s;\n    }\n", int_procedure(bl) ? " 0" : "");
         put(b, "    int k_;\n    double t_;\n    nsm_%s_%c_%s_at(p, A_%s, &k_, &t_);\n", g->m->name, kc, bl->name,
             bl->args[0]);
         put(b, "    const int k1_ = k_ + (k_ < %d);\n", t->with);
@@ -839,6 +1076,7 @@ static int emit_callable(gen *g, const block *bl) {
             else put(b, "        return ");
             put(b, "a_ + t_ * (b_ - a_);\n    }\n");
         }
+        if (int_procedure(bl)) put(b, "    return 0;\n");
         put(b, "}\n\n");
         if (bl->kind == B_PROCEDURE) emit_table_rows(g, bl);
     }
@@ -857,6 +1095,7 @@ static int emit_callable(gen *g, const block *bl) {
  * which keeps few values live at once as the hand-written gates do. */
 static int cnexp_staged(const stlist *l) {
     int seen = 0;
+    if (nm_verbatim_in(l)) return 0; /* C runs per instance, in order */
     for (int i = 0; i < l->n; i++) {
         const st *s = l->s[i];
         if (s->kind == ST_DERIV) {
@@ -1024,6 +1263,7 @@ static int emit_kinetic(gen *g, const block *bl) {
     put(b, "NS_MECH_FN void nsm_%s_kf_%s(", name, bl->name);
     put_sig(g);
     put(b, ", double *f_, double *J_, double *c_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
+    put_arrays(g, 4);
     if (emit_list(g, bl->body, 4)) return -1;
     for (int r = 0; r < n; r++) {
         put(b, "    f_[%d] = L_kinF_%d;\n    c_[%d] = ", r, r, r);
@@ -1045,7 +1285,7 @@ static int emit_kinetic(gen *g, const block *bl) {
     put_sig(g);
     put(b, ", double dt_, int one_) {\n");
     put(b, "    enum { N_ = %d };\n    double x0_[N_], r_[N_], c_[N_], J_[N_][N_];\n    double *x_[N_] = {", n);
-    for (int r = 0; r < n; r++) put(b, "%sF%d_", r ? ", " : "", find_var(g->m, k->states[r])->field);
+    for (int r = 0; r < n; r++) put(b, "%sF%d_", r ? ", " : "", find_var(g->m, k->states[r])->field + k->elem[r]);
     put(b, "};\n    for (int r = 0; r < N_; ++r) x0_[r] = *x_[r];\n");
     put(b, "    for (int it_ = 0; it_ < 22; ++it_) {\n        ");
     put_call(g, "kf", bl->name, "");
@@ -1085,7 +1325,7 @@ static int emit_kinetic(gen *g, const block *bl) {
         put_call(g, "ks", bl->name, "");
         put(b, ", 1e9, 1);\n        int ok_ = 1;\n");
         for (int r = 0; r < n; r++) {
-            const int f = find_var(g->m, k->states[r])->field;
+            const int f = find_var(g->m, k->states[r])->field + k->elem[r];
             put(b, "        if (*F%d_ < -1e-6) { *F%d_ = 0.0; ok_ = 0; }\n", f, f);
         }
         put(b, "        if (ok_) {\n            ");
@@ -1093,6 +1333,94 @@ static int emit_kinetic(gen *g, const block *bl) {
         put(b, ", 1e9, 0);\n            break;\n        }\n    }\n");
     }
     put(b, "}\n\n");
+    g->owner = NULL;
+    return 0;
+}
+
+/* LINEAR: the rows (emit_equation), then Gaussian elimination with partial pivoting (NEURON's
+ * simeq), the unknowns set to the solution. NONLINEAR: nsm_NAME_nl_BLOCK writes the residuals,
+ * and the procedure is scopmath's newton as NEURON runs it: the Jacobian by central differences
+ * (steps max(|0.02 x|, 1e-6)) rebuilt while the largest relative change exceeds 0.05, stop when
+ * that change is at most 1e-6 and every |residual| at most 1e-8, at most 50 iterations (where
+ * NEURON stops the run with an error, the last iterate stays). */
+static int emit_alg(gen *g, const block *bl) {
+    buf *b = g->b;
+    const char *name = g->m->name;
+    const int n = bl->n_unknowns;
+    g->owner = bl;
+    g->n_scope = 0;
+    g->alg = bl;
+    g->eq_row = 0;
+    if (bl->alg == 'N') {
+        put(b, "NS_MECH_FN void nsm_%s_nl_%s(", name, bl->name);
+        put_sig(g);
+        put(b, ", double *f_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
+        put_arrays(g, 4);
+        const int r = emit_list(g, bl->body, 4);
+        g->alg = NULL;
+        if (r) return -1;
+        put(b, "}\n\n");
+    }
+    emit_proto(g, bl, "");
+    put(b, " {\n    (void)p; (void)i_; (void)node_; (void)v_;\n    enum { N_ = %d };\n", n);
+    put(b, "    double *const x_[N_] = {");
+    for (int k = 0; k < n; k++) put(b, "%sF%d_", k ? ", " : "", find_var(g->m, bl->unknowns[k])->field);
+    put(b, "};\n");
+    if (bl->alg == 'L') {
+        put(b, "    double J_[N_][N_] = {{0.0}}, r_[N_] = {0.0};\n");
+        put_arrays(g, 4);
+        const int r = emit_list(g, bl->body, 4);
+        g->alg = NULL;
+        if (r) return -1;
+        put(b, "    {\n");
+        put_gauss(b);
+        put(b, "    }\n    for (int k = 0; k < N_; ++k) *x_[k] = r_[k];\n}\n\n");
+    } else {
+        put(b, "    double value_[N_], hi_[N_], lo_[N_], J_[N_][N_], dx_[N_], change_ = 1.0;\n    int perm_[N_];\n");
+        put(b, "    for (int count_ = 1; count_ <= 50; ++count_) {\n        if (change_ > 0.05) {\n"
+               "            for (int j = 0; j < N_; ++j) {\n"
+               "                const double inc_ = fmax(fabs(0.02 * *x_[j]), 1e-6);\n"
+               "                *x_[j] += inc_;\n                ");
+        put_call(g, "nl", bl->name, "");
+        put(b, ", hi_);\n                *x_[j] -= 2.0 * inc_;\n                ");
+        put_call(g, "nl", bl->name, "");
+        put(b, ", lo_);\n"
+               "                for (int i = 0; i < N_; ++i) J_[i][j] = (hi_[i] - lo_[i]) / (2.0 * inc_);\n"
+               "                *x_[j] += inc_;\n                ");
+        put_call(g, "nl", bl->name, "");
+        put(b, ", value_);\n            }\n"
+               "            for (int i = 0; i < N_; ++i) value_[i] = -value_[i];\n"
+               "            for (int i = 0; i < N_; ++i) perm_[i] = i;\n"
+               "            for (int c = 0; c < N_; ++c) { /* LU, partial pivoting */\n"
+               "                int pv = c;\n"
+               "                for (int r = c + 1; r < N_; ++r) if (fabs(J_[r][c]) > fabs(J_[pv][c])) pv = r;\n"
+               "                if (pv != c) {\n"
+               "                    for (int k = 0; k < N_; ++k) { const double t_ = J_[c][k]; J_[c][k] = J_[pv][k]; J_[pv][k] = t_; }\n"
+               "                    const int t_ = perm_[c]; perm_[c] = perm_[pv]; perm_[pv] = t_;\n"
+               "                }\n"
+               "                for (int r = c + 1; r < N_; ++r) {\n"
+               "                    J_[r][c] /= J_[c][c];\n"
+               "                    for (int k = c + 1; k < N_; ++k) J_[r][k] -= J_[r][c] * J_[c][k];\n"
+               "                }\n"
+               "            }\n        }\n"
+               "        for (int i = 0; i < N_; ++i) {\n"
+               "            double y_ = value_[perm_[i]];\n"
+               "            for (int k = 0; k < i; ++k) y_ -= J_[i][k] * dx_[k];\n"
+               "            dx_[i] = y_;\n        }\n"
+               "        for (int i = N_ - 1; i >= 0; --i) {\n"
+               "            double y_ = dx_[i];\n"
+               "            for (int k = i + 1; k < N_; ++k) y_ -= J_[i][k] * dx_[k];\n"
+               "            dx_[i] = y_ / J_[i][i];\n        }\n"
+               "        change_ = 0.0;\n"
+               "        for (int i = 0; i < N_; ++i) {\n"
+               "            if (fabs(*x_[i]) > 1e-8 && fabs(dx_[i] / *x_[i]) > change_) change_ = fabs(dx_[i] / *x_[i]);\n"
+               "            *x_[i] += dx_[i];\n        }\n        ");
+        put_call(g, "nl", bl->name, "");
+        put(b, ", value_);\n        double dev_ = 0.0;\n"
+               "        for (int i = 0; i < N_; ++i) {\n            value_[i] = -value_[i];\n"
+               "            if (fabs(value_[i]) > dev_) dev_ = fabs(value_[i]);\n        }\n"
+               "        if (change_ <= 1e-6 && dev_ <= 1e-8) break;\n    }\n}\n\n");
+    }
     g->owner = NULL;
     return 0;
 }
@@ -1113,7 +1441,7 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put(b, ", double *f_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
         put_arrays(g, 4);
         g->mode = M_DERIVIMPLICIT;
-        if (emit_list(g, bl->body, 4)) { free(order); return -1; }
+        if (emit_body(g, bl->body, 4)) { free(order); return -1; }
         put(b, "}\n\n");
         /* backward Euler by Newton's method with a finite-difference Jacobian,
          * as NEURON's derivimplicit (one step is exact for linear equations) */
@@ -1205,6 +1533,43 @@ static int emit_derivative(gen *g, const block *bl, int method) {
             else put(b, "    return 1;\n");
             put(b, "}\n\n");
         }
+    } else if (method == M_RUNGE) {
+        /* the derivatives f_ at the states as they are, at t + tofs_ */
+        put(b, "NS_MECH_FN void nsm_%s_dr_%s(", name, bl->name);
+        put_sig(g);
+        put(b, ", double *f_, double tofs_) {\n    (void)p; (void)i_; (void)node_; (void)v_; (void)tofs_;\n");
+        put_arrays(g, 4);
+        g->mode = M_DERIVIMPLICIT; /* f_[k] = the k-th state's derivative */
+        g->t_ofs = 1;
+        const int r = emit_list(g, bl->body, 4);
+        g->t_ofs = 0;
+        if (r) { free(order); return -1; }
+        put(b, "}\n\n");
+        /* scopmath's runge (NEURON's METHOD runge): fourth-order Runge-Kutta, the states updated in
+         * place between the stages, at t, t + dt/2, t + dt/2 and t + dt; then the block once more at
+         * the new states (nocmodl's call after the SOLVE) */
+        put(b, "NS_MECH_FN void nsm_%s_d_%s(", name, bl->name);
+        put_sig(g);
+        put(b, ") {\n    enum { N_ = %d };\n    double y0_[N_], acc_[N_], f_[N_];\n    const double h_ = p->dt;\n", n);
+        put(b, "    double *x_[N_] = {");
+        for (int k = 0; k < n; k++) put(b, "%sF%d_", k ? ", " : "", find_var(g->m, order[k])->field);
+        put(b, "};\n");
+        static const char *const stage[4] = {
+            "    for (int k = 0; k < N_; ++k) {\n        y0_[k] = *x_[k];\n        const double d_ = (h_ / 2.0) * f_[k];\n"
+            "        *x_[k] += d_;\n        acc_[k] = y0_[k] + d_ / 3.0;\n    }\n",
+            "    for (int k = 0; k < N_; ++k) {\n        const double d_ = h_ * f_[k];\n        *x_[k] = y0_[k] + d_ / 2.0;\n"
+            "        acc_[k] += d_ / 3.0;\n    }\n",
+            "    for (int k = 0; k < N_; ++k) {\n        const double d_ = h_ * f_[k];\n        *x_[k] = y0_[k] + d_;\n"
+            "        acc_[k] += d_ / 3.0;\n    }\n",
+            "    for (int k = 0; k < N_; ++k) *x_[k] = acc_[k] + (h_ / 6.0) * f_[k];\n"};
+        static const char *const at[5] = {"0.0", "h_ / 2.0", "h_ / 2.0", "h_", "0.0"};
+        for (int q = 0; q < 5; q++) {
+            put(b, "    ");
+            put_call(g, "dr", bl->name, "");
+            put(b, ", f_, %s);\n", at[q]);
+            if (q < 4) put(b, "%s", stage[q]);
+        }
+        put(b, "}\n\n");
     } else {
         put(b, "NS_MECH_FN void nsm_%s_d_%s(", name, bl->name);
         put_sig(g);
@@ -1212,12 +1577,17 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put_arrays(g, 4);
         g->mode = method;
         if (method == M_EULER) put(b, "    double D_[%d];\n", n);
-        if (emit_list(g, bl->body, 4)) { free(order); return -1; }
+        if (emit_body(g, bl->body, 4)) { free(order); return -1; }
         if (method == M_EULER)
             for (int k = 0; k < n; k++) {
                 int f = find_var(g->m, order[k])->field;
                 put(b, "    *F%d_ = *F%d_ + p->dt * D_[%d];\n", f, f, k);
             }
+        if (method == M_EULER && bl->rerun) { /* a KINETIC block: once more at the new states (nocmodl) */
+            put(b, "    {\n");
+            if (emit_list(g, bl->body, 8)) { free(order); return -1; }
+            put(b, "    }\n");
+        }
         put(b, "}\n\n");
     }
     free(order);
@@ -1255,6 +1625,8 @@ static int emit_header(gen *g) {
     const char *name = m->name;
     put(b, "/* Generated by neurosolve's NMODL translator from %s: do not edit.\n"
            " * Per-instance functions of mechanism %s (host and device). */\n", m->file, name);
+    /* VERBATIM C may call POSIX's functions (drand48, ...), as NEURON's C++ build allows */
+    if (m->verbatim) put(b, "#ifndef _DEFAULT_SOURCE\n#define _DEFAULT_SOURCE\n#endif\n");
     put(b, "#ifndef NSM_%s_H\n#define NSM_%s_H\n#include <math.h>\n%s#include \"neurosolve/mechanism.h\"\n\n", name, name,
         m->uses_printf ? "#include <stdio.h>\n" : "");
     put(b, "#ifndef NS_MECH_FN\n#ifdef __CUDACC__\n#define NS_MECH_FN static inline __host__ __device__\n"
@@ -1272,22 +1644,31 @@ static int emit_header(gen *g) {
                "    const double x = te - 1e-11;\n    return (x <= t && x > t - dt) ? 1.0 : 0.0;\n}\n#endif\n");
     put(b, "#ifndef NSM_EXPRELR\n#define NSM_EXPRELR\n/* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */\n"
            "NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }\n#endif\n");
-    if (m->random_field >= 0) put(b, "%s", nm_random_runtime());
+    if (m->random_field >= 0 || m->verbatim) put(b, "%s", nm_random_runtime());
+    if (m->verbatim) put(b, "%s", nm_verbatim_runtime());
     put(b, "#undef NSM_ION\n#define NSM_ION(j) (p->node_index && p->ion[j].index ? p->ion[j].index[i_] : node_)\n");
     put(b, "#undef NSM_ADD\n#if defined(__CUDA_ARCH__) && %d\n#define NSM_ADD(a, x) atomicAdd(&(a), (x))\n#else\n"
            "#define NSM_ADD(a, x) ((a) += (x))\n#endif\n\n", m->point);
     for (int i = 0; i < m->n_blocks; i++) {
         const block *bl = m->blocks[i];
-        if (bl->kind == B_DERIVATIVE || bl->kind == B_KINETIC) continue;
+        if (bl->kind == B_DERIVATIVE || bl->kind == B_KINETIC || bl->hoc_only) continue;
         emit_proto(g, bl, "");
         put(b, ";\n");
     }
     put(b, "\n");
-    for (int i = 0; i < m->n_blocks; i++)
-        if (m->blocks[i]->kind != B_DERIVATIVE && m->blocks[i]->kind != B_KINETIC && emit_callable(g, m->blocks[i]))
-            return -1;
+    /* VERBATIM C outside the blocks, in file order, after the prototypes (as nocmodl places it) */
+    g->top = 1;
+    for (int i = 0; m->verbatim_top && i < m->verbatim_top->n; i++)
+        if (emit_verbatim(g, m->verbatim_top->s[i])) return -1;
+    g->top = 0;
+    /* KINETIC blocks next: a PROCEDURE or FUNCTION may SOLVE one STEADYSTATE (cabpump.mod's ss()),
+     * and what they call is declared above */
     for (int i = 0; i < m->n_blocks; i++)
         if (m->blocks[i]->kind == B_KINETIC && emit_kinetic(g, m->blocks[i])) return -1;
+    for (int i = 0; i < m->n_blocks; i++)
+        if (m->blocks[i]->kind != B_DERIVATIVE && m->blocks[i]->kind != B_KINETIC && !m->blocks[i]->hoc_only &&
+            emit_callable(g, m->blocks[i]))
+            return -1;
     /* DERIVATIVE blocks, by the method their SOLVE names */
     for (int i = 0; i < m->breakpoint->n; i++) {
         const st *s = m->breakpoint->s[i];
@@ -1303,12 +1684,19 @@ static int emit_header(gen *g) {
     load_copies(g, 'v');
     load_copies(g, 'i');
     load_conc(g, 0);
-    for (int i = 0; i < m->n_vars; i++)
-        if (m->vars[i].cls == V_STATE && m->vars[i].ion < 0) put(b, "    *F%d_ = 0.0;\n", m->vars[i].field);
+    /* every state (each element of an array) at its START value, 0 without one, before INITIAL (NEURON's s0) */
+    for (int i = 0; i < m->n_vars; i++) {
+        const var *v = &m->vars[i];
+        if (v->cls != V_STATE || v->ion >= 0) continue;
+        for (int e = 0; e < (v->size ? v->size : 1); e++) {
+            if (v->value == 0.0) put(b, "    *F%d_ = 0.0;\n", v->field + e);
+            else put(b, signbit(v->value) ? "    *F%d_ = (%.17g);\n" : "    *F%d_ = %.17g;\n", v->field + e, v->value);
+        }
+    }
     g->n_scope = 0;
     g->mode = M_CNEXP;
     g->ev_ctx = NM_EV_INITIAL;
-    if (m->initial && emit_list(g, m->initial, 4)) return -1;
+    if (m->initial && emit_body(g, m->initial, 4)) return -1;
     g->ev_ctx = NM_EV_NONE;
     load_conc(g, 1);
     store_e(g);
@@ -1320,7 +1708,7 @@ static int emit_header(gen *g) {
     put_arrays(g, 4);
     load_copies(g, 'v');
     /* nocmodl: without currents the BREAKPOINT runs in nrn_state (below), nrn_cur does nothing */
-    if (m->n_currents && emit_list(g, m->breakpoint, 4)) return -1;
+    if (m->n_currents && emit_body(g, m->breakpoint, 4)) return -1;
     put(b, "    double c_ = 0.0;\n");
     for (int k = 0; k < m->n_currents; k++) {
         put(b, "    c_ += ");
@@ -1379,7 +1767,7 @@ static int emit_header(gen *g) {
         g->n_scope = 0;
         g->mode = M_CNEXP;
         g->solve_here = 1;
-        const int r = emit_list(g, m->breakpoint, 4);
+        const int r = emit_body(g, m->breakpoint, 4);
         g->solve_here = 0;
         if (r) return -1;
         store_e(g);
@@ -1413,7 +1801,7 @@ static int emit_header(gen *g) {
         if (!k && scope_push(g, "flag", 1)) return gfail(g, 0, "out of memory");
         if (!k && m->n_watch) put(b, "    int watch_rm_ = 0;\n");
         g->ev_ctx = k ? NM_EV_RECEIVE_INITIAL : NM_EV_RECEIVE;
-        const int r = emit_list(g, body, 4);
+        const int r = emit_body(g, body, 4);
         g->ev_ctx = NM_EV_NONE;
         if (r) return -1;
         for (int a = 0; a < m->n_net_args; a++) put(b, "    W_[%d] = A_%s;\n", a, m->net_args[a]);
@@ -1474,9 +1862,11 @@ static void emit_paths(gen *g, const char *what, const char *ind) {
     put(g->b, "%sif (!p->node_index) {\n", ind);
     put(g->b, "%s    const int b = p->node_begin;\n", ind);
     put(g->b, "%s    q.node_index = NULL; /* known here: ion slots are the nodes */\n", ind);
-    put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, b + i);\n", ivdep, ind, name, what);
+    /* VERBATIM C runs as written, one instance after the other: no simd */
+    put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, b + i);\n", g->m->verbatim ? "" : ivdep, ind,
+        name, what);
     put(g->b, "%s} else {\n%s    const int *ni = p->node_index;\n", ind, ind);
-    put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, ni[i]);\n%s}\n", g->m->point ? "" : ivdep, ind,
+    put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, ni[i]);\n%s}\n", g->m->point || g->m->verbatim ? "" : ivdep, ind,
         name, what, ind);
 }
 
@@ -1680,7 +2070,7 @@ static void emit_desc(gen *g) {
         n, n, n);
     /* events and per-connection state stay on the host: no CUDA entry points
      * (the GPU loop refuses the mechanism, docs/mechanisms.md "Events") */
-    const int host_only = m->events || m->artificial || m->n_net_args > 1;
+    const int host_only = m->events || m->artificial || m->n_net_args > 1 || m->verbatim;
     if (host_only)
         put(g->b, "#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n"
                   "#endif\n");
@@ -1710,6 +2100,14 @@ static void emit_desc(gen *g) {
 
 static void emit_cuda(gen *g) {
     const char *n = g->m->name;
+    if (g->m->verbatim) { /* VERBATIM C is host C */
+        const st *s = nm_verbatim_first(g->m);
+        g->status = ns_fail(NS_ERR_UNSUPPORTED,
+                            "%s:%d: VERBATIM C is host C: mechanism %s is built for the CPU only (build its library "
+                            "without --cuda and run it on the CPU backend)",
+                            s->file, s->file_line, n);
+        return;
+    }
     put(g->b, "/* Generated by neurosolve's NMODL translator from %s: do not edit. */\n#include \"%s.h\"\n"
               "#include <cuda_runtime.h>\n\n", g->m->file, n);
     const char *what[] = {"init", "current", "state"};

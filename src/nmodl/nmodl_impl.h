@@ -39,12 +39,16 @@ typedef struct ex {
  * integer); ST_RETURN: a VERBATIM block that is only `return 0;` */
 typedef enum st_kind {
     ST_ASSIGN, ST_DERIV, ST_IF, ST_CALL, ST_SOLVE, ST_WHILE, ST_FROM, ST_RETURN,
-    ST_REACTION, ST_CONSERVE, ST_COMPARTMENT /* KINETIC only: lowered by nmodl_kinetic.c */
+    ST_REACTION, ST_CONSERVE, ST_COMPARTMENT, /* KINETIC only: lowered by nmodl_kinetic.c */
+    ST_EQUATION, /* LINEAR and NONLINEAR only: ~ e = e2 */
+    ST_VERBATIM /* VERBATIM C, compiled as written (nmodl_verbatim.c): name is the C */
 } st_kind;
 /* A term of a reaction or CONSERVE: num x name. */
 typedef struct rterm {
     char *name;
     int num;
+    ex *index;           /* an array state's element (NULL: a scalar); nm_kinetic_lower evaluates it into elem */
+    int elem;
 } rterm;
 
 typedef struct st {
@@ -63,6 +67,9 @@ typedef struct st {
     int n_lhs, n_rhs;
     ex *e2;
     int react;           /* 'R' (<->), '>' (->), '<' (<<) */
+    int protect;         /* ST_ASSIGN after PROTECT (nocmodl's mutex around it) */
+    const char *file;    /* ST_VERBATIM: the file its C is in (the .mod, or one it INCLUDEs) */
+    int file_line;       /* ST_VERBATIM: the line of VERBATIM in that file */
 } st;
 
 typedef struct stlist {
@@ -73,7 +80,7 @@ typedef struct stlist {
     int n_locals;
 } stlist;
 
-enum { M_NONE, M_CNEXP, M_DERIVIMPLICIT, M_EULER, M_SPARSE };
+enum { M_NONE, M_CNEXP, M_DERIVIMPLICIT, M_EULER, M_SPARSE, M_RUNGE };
 
 typedef struct table_decl {
     char **names;        /* PROCEDURE: the tabulated variables; FUNCTION: none */
@@ -96,6 +103,7 @@ enum { B_FUNCTION, B_PROCEDURE, B_DERIVATIVE, B_KINETIC };
  * holds total - sum(num cap x) and its coefficients instead. */
 typedef struct kinetic {
     char **states;       /* the rows: each STATE a reaction, flux or CONSERVE names */
+    int *elem;           /* per row: its element of an array STATE (0: a scalar) */
     int n;
     int linear;          /* nocmodl's _linmat: every reaction first order (one Newton step) */
     int *conserve;       /* per row: 1 where a CONSERVE equation replaces it */
@@ -113,6 +121,15 @@ typedef struct block {
     stlist *body;
     table_decl *table;
     kinetic *kin;        /* B_KINETIC, once lowered */
+    int rerun;           /* a DERIVATIVE solved by runge, or a KINETIC block by euler or runge (lowered into a
+                            DERIVATIVE): run once more at the new states after the step (nocmodl) */
+    /* LINEAR ('L') and NONLINEAR ('N') blocks: a PROCEDURE without arguments (what SOLVE name
+     * calls) whose ST_EQUATIONs are solved for the unknowns (SOLVEFOR's names, else the STATEs
+     * the equations name, in order): Gaussian elimination or scopmath's newton (nmodl_gen.c) */
+    int alg;
+    char **unknowns;
+    int n_unknowns;
+    int hoc_only;        /* its VERBATIM C needs hoc and nothing in the file calls it: left out (nmodl_verbatim.c) */
 } block;
 
 /* A variable of the mechanism. */
@@ -133,6 +150,7 @@ typedef struct var {
                             variable that the file writes): NEURON's per-instance copy */
     int pointer;         /* V_POINTER: index into ppack.pointer, else -1 */
     int stream;          /* V_RANDOM: its stream (1, 2, ...: nmodl_random.c) */
+    int implicit;        /* named only by NONSPECIFIC_CURRENT/ELECTRODE_CURRENT so far: a declaration may follow */
 } var;
 
 typedef struct ion_use {
@@ -180,6 +198,8 @@ struct ns_nmodl {
     char **randoms;      /* RANDOM names (NEURON 9) */
     int *randoms_line;
     int n_randoms;
+    stlist *verbatim_top; /* VERBATIM C outside the blocks (ST_VERBATIM), in file order; NULL: none */
+    int verbatim;        /* the file has VERBATIM C: built for the CPU only (nmodl_verbatim.c) */
     char **pointers;     /* POINTER names in declaration order (BBCOREPOINTER's stay ASSIGNED fields) */
     int *pointers_line;
     int n_pointers;
@@ -211,4 +231,36 @@ int nm_event_call(const char *name, int *arity, unsigned *flag);
 #define NM_NETCONS_OP 'N'
 const char *nm_event_misplaced(const char *name, int ctx);
 
+
+/* nmodl_verbatim.c: VERBATIM C. A scanner of the names in C text (comments,
+ * strings, numbers and preprocessor lines skipped): each name with its
+ * line (from 0, the VERBATIM line), brace depth, whether it follows `.` or
+ * `->` (a member) and whether `(` follows (a call). */
+typedef struct nm_cident {
+    const char *s;
+    size_t n;
+    int line, depth, member, call;
+} nm_cident;
+typedef struct nm_cscan {
+    const char *c;
+    size_t pos;
+    int line, depth, member, bol;
+} nm_cscan; /* start as {text, 0, 0, 0, 0, 1} */
+int nm_cscan_next(nm_cscan *sc, nm_cident *id); /* 1: *id is the next name; 0: the end */
+/* after the parse: sets m->verbatim, leaves out (block.hoc_only) the FUNCTIONs and
+ * PROCEDUREs that only hoc could call, refuses the rest of what has no meaning here */
+ns_status nm_verbatim_check(struct ns_nmodl *m);
+int nm_verbatim_uses_random(const char *c); /* the C calls normrand, exprand, scop_random, set_seed */
+int nm_verbatim_in(const stlist *l);        /* the list holds VERBATIM C (nested lists too) */
+const st *nm_verbatim_first(const struct ns_nmodl *m); /* m->verbatim: its first VERBATIM C */
+/* The C at id is a declaration of its name (a type word before it): the C's own variable */
+int nm_c_declares(const char *c, const nm_cident *id);
+/* a VERBATIM block of the list (nested lists too) declares name: NMODL statements of the
+ * block may use it (nocmodl passes names through); such an EX_VAR gets op NM_C_NAME */
+int nm_verbatim_declares(const stlist *l, const char *name);
+#define NM_C_NAME 'C'
+/* the C's braces balance (none closes one it did not open) and it has no return or goto: code
+ * put after it runs (an instance's array, copied in before the C and out after it) */
+int nm_verbatim_balanced(const char *c);
+const char *nm_verbatim_runtime(void);      /* NEURON's helpers (nmodl_verbatim.h), C for the header */
 #endif

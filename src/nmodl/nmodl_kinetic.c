@@ -20,6 +20,7 @@ typedef struct lower {
     struct ns_nmodl *m;
     kinetic *k;
     ns_status status;
+    int deriv; /* METHOD euler or runge: the derivative form (no matrix, no CONSERVE) */
 } lower;
 
 static int lfail(lower *L, ns_status s, int line, const char *fmt, ...) NS_PRINTF_LIKE(4, 5);
@@ -40,11 +41,12 @@ static const var *find_var(const struct ns_nmodl *m, const char *name) {
         if (!strcmp(m->vars[i].name, name)) return &m->vars[i];
     return NULL;
 }
-static int row_of(const kinetic *k, const char *name) {
+static int row_of(const kinetic *k, const char *name, int elem) {
     for (int i = 0; i < k->n; i++)
-        if (!strcmp(k->states[i], name)) return i;
+        if (!strcmp(k->states[i], name) && k->elem[i] == elem) return i;
     return -1;
 }
+#define ROW(k, t) row_of((k), (t).name, (t).elem)
 
 /* ---- expressions in the module's arena ---- */
 
@@ -81,17 +83,195 @@ static ex *num_ex(lower *L, int v) {
     }
     return e;
 }
+/* e with the variable name replaced by the number value (a FROM loop's variable, COMPARTMENT's index) */
+static ex *subst(lower *L, const ex *e, const char *name, int value) {
+    if (!e) return NULL;
+    if (e->kind == EX_VAR && !e->a && !strcmp(e->text, name)) return num_ex(L, value);
+    ex *c = mk(L, e->kind, e->op, NULL, NULL);
+    if (!c) return NULL;
+    c->num = e->num;
+    c->text = e->text;
+    if (e->a && !(c->a = subst(L, e->a, name, value))) return NULL;
+    if (e->b && !(c->b = subst(L, e->b, name, value))) return NULL;
+    if (e->n_args) {
+        if (!(c->args = nm_calloc(&L->m->arena, (size_t)e->n_args, sizeof *c->args))) return NULL;
+        for (int k = 0; k < e->n_args; k++)
+            if (!(c->args[k] = subst(L, e->args[k], name, value))) return NULL;
+    }
+    c->n_args = e->n_args;
+    c->depth = e->depth;
+    return c;
+}
+/* a constant integer expression (numbers, DEFINEs and CONSTANTs, + - * /): 0, else -1 */
+static int const_eval(const struct ns_nmodl *m, const ex *e, double *out) {
+    double a, b;
+    switch (e->kind) {
+    case EX_NUM: *out = e->num; return 0;
+    case EX_VAR: {
+        if (e->a) return -1;
+        const var *v = find_var(m, e->text);
+        if (!v || v->cls != V_CONST) return -1;
+        *out = v->value;
+        return 0;
+    }
+    case EX_NEG:
+        if (const_eval(m, e->a, &a)) return -1;
+        *out = -a;
+        return 0;
+    case EX_BIN:
+        if (const_eval(m, e->a, &a) || const_eval(m, e->b, &b)) return -1;
+        switch (e->op) {
+        case '+': *out = a + b; return 0;
+        case '-': *out = a - b; return 0;
+        case '*': *out = a * b; return 0;
+        case '/': *out = a / b; return 0;
+        default: return -1;
+        }
+    default: return -1;
+    }
+}
+
 static void fname(char *out, size_t n, int r) { snprintf(out, n, "kinF_%d", r); }
 static void jname(char *out, size_t n, int r, int c) { snprintf(out, n, "kinJ_%d_%d", r, c); }
 
+/* ---- FROM loops unrolled (reactions over array states, NEURON's cadifus pattern) ---- */
+
+enum { MAX_UNROLLED = 100000 }; /* statements of a KINETIC block after unrolling */
+
+static stlist *clone_list(lower *L, const stlist *l, const char *name, int value);
+static st *clone_st(lower *L, const st *s, const char *name, int value) {
+    st *c = nm_calloc(&L->m->arena, 1, sizeof *c);
+    if (!c) return NULL;
+    *c = *s;
+    if (s->kind == ST_ASSIGN && !s->index && !strcmp(s->name, name)) {
+        lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is FROM's loop variable", name);
+        return NULL;
+    }
+    if ((s->e && !(c->e = subst(L, s->e, name, value))) || (s->e2 && !(c->e2 = subst(L, s->e2, name, value))) ||
+        (s->index && !(c->index = subst(L, s->index, name, value))) || (s->to && !(c->to = subst(L, s->to, name, value))) ||
+        (s->by && !(c->by = subst(L, s->by, name, value))))
+        return NULL;
+    for (int side = 0; side < 2; side++) {
+        const rterm *t = side ? s->rhs : s->lhs;
+        const int n = side ? s->n_rhs : s->n_lhs;
+        if (!n) continue;
+        rterm *u = nm_calloc(&L->m->arena, (size_t)n, sizeof *u);
+        if (!u) return NULL;
+        for (int j = 0; j < n; j++) {
+            u[j] = t[j];
+            if (t[j].index && !(u[j].index = subst(L, t[j].index, name, value))) return NULL;
+        }
+        if (side) c->rhs = u;
+        else c->lhs = u;
+    }
+    if ((s->then_ && !(c->then_ = clone_list(L, s->then_, name, value))) ||
+        (s->else_ && !(c->else_ = clone_list(L, s->else_, name, value))))
+        return NULL;
+    return c;
+}
+static stlist *clone_list(lower *L, const stlist *l, const char *name, int value) {
+    stlist *c = nm_calloc(&L->m->arena, 1, sizeof *c);
+    if (!c) return NULL;
+    *c = *l;
+    if (!(c->s = nm_calloc(&L->m->arena, (size_t)(l->n ? l->n : 1), sizeof *c->s))) return NULL;
+    for (int i = 0; i < l->n; i++)
+        if (!(c->s[i] = clone_st(L, l->s[i], name, value))) return NULL;
+    return c;
+}
+static int append(lower *L, stlist *l, st *s, int *cap, int line) {
+    if (l->n == *cap) {
+        if (*cap >= MAX_UNROLLED)
+            return lfail(L, NS_ERR_SIZE, line, "KINETIC: more than %d statements after its FROM loops", MAX_UNROLLED);
+        const int nc = *cap ? 2 * *cap : 16;
+        st **n = nm_realloc(&L->m->arena, l->s, (size_t)nc * sizeof *n);
+        if (!n) return oom(L, line);
+        l->s = n;
+        *cap = nc;
+    }
+    l->s[l->n++] = s;
+    return 0;
+}
+/* FROM i = a TO b [BY k] { body } with constant bounds: the body once per i, i replaced by its value */
+static int unroll(lower *L, stlist *l) {
+    st **old = l->s;
+    const int n = l->n;
+    int cap = 0;
+    l->s = NULL;
+    l->n = 0;
+    for (int i = 0; i < n; i++) {
+        st *s = old[i];
+        if (s->kind == ST_IF) {
+            if (unroll(L, s->then_) || (s->else_ && unroll(L, s->else_))) return -1;
+        }
+        if (s->kind != ST_FROM) {
+            if (append(L, l, s, &cap, s->line)) return -1;
+            continue;
+        }
+        double a, b, by = 1;
+        if (const_eval(L->m, s->e, &a) || const_eval(L->m, s->to, &b) || (s->by && const_eval(L->m, s->by, &by)) ||
+            a != (int)a || b != (int)b || by != (int)by || by == 0)
+            return lfail(L, NS_ERR_UNSUPPORTED, s->line,
+                         "a FROM loop in a KINETIC block needs integer constant bounds (numbers, DEFINEs, CONSTANTs)");
+        if (s->then_->n_locals)
+            return lfail(L, NS_ERR_UNSUPPORTED, s->line, "LOCAL inside a FROM loop of a KINETIC block is not supported");
+        for (int v = (int)a; by > 0 ? v <= b : v >= b; v += (int)by) {
+            stlist *c = clone_list(L, s->then_, s->name, v);
+            if (!c || unroll(L, c)) return L->status ? -1 : oom(L, s->line);
+            for (int k = 0; k < c->n; k++)
+                if (append(L, l, c->s[k], &cap, s->line)) return -1;
+        }
+    }
+    return 0;
+}
+/* each term's element: an array state's index, a constant in range after unrolling */
+static int elements(lower *L, const stlist *l) {
+    for (int i = 0; i < l->n; i++) {
+        st *s = l->s[i];
+        if (s->kind == ST_IF && (elements(L, s->then_) || (s->else_ && elements(L, s->else_)))) return -1;
+        for (int side = 0; side < 2; side++) {
+            rterm *t = side ? s->rhs : s->lhs;
+            const int n = side ? s->n_rhs : s->n_lhs;
+            for (int j = 0; j < n; j++) {
+                const var *v = find_var(L->m, t[j].name);
+                const int size = v ? v->size : 0;
+                t[j].elem = 0;
+                if (s->kind == ST_COMPARTMENT) continue; /* names whole arrays */
+                if (!t[j].index) {
+                    if (size) return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is an array: it needs an index", t[j].name);
+                    continue;
+                }
+                double e;
+                if (!size) return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is not an array", t[j].name);
+                if (const_eval(L->m, t[j].index, &e) || e != (int)e)
+                    return lfail(L, NS_ERR_UNSUPPORTED, s->line,
+                                 "%s[...]: the index must be a constant or a FROM loop's variable", t[j].name);
+                if (e < 0 || e >= size)
+                    return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "%s[%d]: out of 0 .. %d", t[j].name, (int)e, size - 1);
+                t[j].elem = (int)e;
+            }
+        }
+    }
+    return 0;
+}
+/* a term's state as an expression: name or name[elem] */
+static ex *term_ex(lower *L, const rterm *t) {
+    ex *e = var_ex(L, t->name);
+    const var *v = find_var(L->m, t->name);
+    if (e && v && v->size && !(e->a = num_ex(L, t->elem))) return NULL;
+    return e;
+}
+
 /* ---- the rows ---- */
 
-static int add_row(lower *L, const char *name) {
+static int add_row(lower *L, const char *name, int elem) {
     kinetic *k = L->k;
-    if (row_of(k, name) >= 0) return 0;
+    if (row_of(k, name, elem) >= 0) return 0;
     char **s = nm_realloc(&L->m->arena, k->states, (size_t)(k->n + 1) * sizeof *s);
-    if (!s) return -1;
+    int *e = nm_realloc(&L->m->arena, k->elem, (size_t)(k->n + 1) * sizeof *e);
+    if (!s || !e) return -1;
     k->states = s;
+    k->elem = e;
+    e[k->n] = elem;
     s[k->n++] = (char *)name;
     return 0;
 }
@@ -111,12 +291,13 @@ static int collect(lower *L, const stlist *l) {
                 const var *v = find_var(L->m, t[j].name);
                 if (!v) return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is not declared", t[j].name);
                 if (v->cls != V_STATE) {
-                    if (s->kind == ST_CONSERVE || s->react == '<')
+                    if (s->kind == ST_CONSERVE || s->react == '<' || (s->react == '>' && s->n_rhs == 0))
                         return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "%s: '%s' is not a STATE",
-                                     s->kind == ST_CONSERVE ? "CONSERVE" : "'<<'", t[j].name);
+                                     s->kind == ST_CONSERVE ? "CONSERVE" : s->react == '<' ? "'<<'" : "'-> (rate)'",
+                                     t[j].name);
                     continue; /* a constant factor of the flux (nocmodl's non-state reactant) */
                 }
-                if (add_row(L, t[j].name)) return oom(L, s->line);
+                if (add_row(L, t[j].name, t[j].elem)) return oom(L, s->line);
             }
         }
     }
@@ -135,13 +316,20 @@ static int compartments(lower *L, stlist *l) {
             for (int j = 0; j < s->n_lhs; j++) {
                 if (!find_var(L->m, s->lhs[j].name))
                     return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "COMPARTMENT: '%s' is not declared", s->lhs[j].name);
-                const int r = row_of(k, s->lhs[j].name);
-                if (r >= 0) k->cap[r] = s->e; /* a state outside the scheme: nothing to scale */
+                /* COMPARTMENT i, size(i) {a}: element e of a gets size(e); COMPARTMENT size {a}: every
+                 * element the same (a state outside the scheme: nothing to scale) */
+                const var *v = find_var(L->m, s->lhs[j].name);
+                for (int e = 0; e < (v->size ? v->size : 1); e++) {
+                    const int r = row_of(k, s->lhs[j].name, e);
+                    if (r < 0) continue;
+                    k->cap[r] = s->name ? subst(L, s->e, s->name, e) : s->e;
+                    if (!k->cap[r]) return oom(L, s->line);
+                }
             }
-        } else if (s->kind == ST_CONSERVE) {
+        } else if (s->kind == ST_CONSERVE && !L->deriv) {
             int r = -1;
             for (int j = s->n_lhs - 1; j >= 0 && r < 0; j--) {
-                const int c = row_of(k, s->lhs[j].name);
+                const int c = ROW(k, s->lhs[j]);
                 if (!k->conserve[c]) r = c;
             }
             if (r < 0) return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "CONSERVE: every state it names is conserved already");
@@ -180,7 +368,7 @@ static int accumulate(lower *L, out *o, int line, const char *name, int sign, ex
 static ex *mass(lower *L, ex *rate, const rterm *t, int n, int less) {
     ex *e = rate;
     for (int j = 0; j < n && e; j++)
-        for (int q = 0; q < t[j].num - (j == less); q++) e = bin(L, '*', e, var_ex(L, t[j].name));
+        for (int q = 0; q < t[j].num - (j == less); q++) e = bin(L, '*', e, term_ex(L, &t[j]));
     return e;
 }
 
@@ -188,7 +376,7 @@ static int lower_reaction(lower *L, out *o, const st *s) {
     kinetic *k = L->k;
     char nm[64];
     if (s->react == '<') { /* ~ x << (flux): f_flux = 0, b_flux = flux, into x's row */
-        const int r = row_of(k, s->lhs[0].name);
+        const int r = ROW(k, s->lhs[0]);
         if (k->conserve[r]) return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is conserved and has a flux", s->lhs[0].name);
         fname(nm, sizeof nm, r);
         if (emit(L, o, s->line, "f_flux", num_ex(L, 0)) || emit(L, o, s->line, "b_flux", s->e) ||
@@ -205,7 +393,7 @@ static int lower_reaction(lower *L, out *o, const st *s) {
     /* the rows: the left side loses f - b, the right side gains it */
     for (int j = 0; j < 2; j++)
         for (int q = 0; q < ns[j]; q++) {
-            const int r = row_of(k, side[j][q].name);
+            const int r = ROW(k, side[j][q]);
             if (r < 0 || k->conserve[r]) continue;
             fname(nm, sizeof nm, r);
             ex *d = bin(L, '-', var_ex(L, "f_flux"), var_ex(L, "b_flux"));
@@ -214,23 +402,23 @@ static int lower_reaction(lower *L, out *o, const st *s) {
         }
     /* the matrix: d(side j's flux)/d(state c) = rate_j num_c prod(others);
      * nocmodl's _linmat is 0 once a side with a state has a second factor */
-    for (int j = 0; j < 2; j++) {
+    for (int j = 0; j < 2 && !L->deriv; j++) {
         if (!rate[j]) continue;
         int factors = 0, states = 0;
         for (int q = 0; q < ns[j]; q++) {
             factors += side[j][q].num;
-            states += row_of(k, side[j][q].name) >= 0;
+            states += ROW(k, side[j][q]) >= 0;
         }
         if (states && factors > 1) k->linear = 0;
         for (int q = 0; q < ns[j]; q++) {
-            const int c = row_of(k, side[j][q].name);
+            const int c = ROW(k, side[j][q]);
             if (c < 0) continue;
             ex *term = mass(L, rate[j], side[j], ns[j], q);
             if (side[j][q].num != 1) term = bin(L, '*', term, num_ex(L, side[j][q].num));
             if (emit(L, o, s->line, "kinT_", term)) return -1;
             for (int j1 = 0; j1 < 2; j1++)
                 for (int q1 = 0; q1 < ns[j1]; q1++) {
-                    const int r = row_of(k, side[j1][q1].name);
+                    const int r = ROW(k, side[j1][q1]);
                     if (r < 0 || k->conserve[r]) continue;
                     jname(nm, sizeof nm, r, c);
                     k->jac[r * k->n + c] = 1;
@@ -250,13 +438,13 @@ static int lower_conserve(lower *L, out *o, const st *s) {
     fname(f, sizeof f, r);
     if (emit(L, o, s->line, f, s->e)) return -1;
     for (int j = s->n_lhs - 1; j >= 0; j--) { /* nocmodl's order: the last term first */
-        const int c = row_of(k, s->lhs[j].name);
+        const int c = ROW(k, s->lhs[j]);
         ex *coef = num_ex(L, s->lhs[j].num);
         if (k->cap[c]) coef = bin(L, '*', coef, k->cap[c]);
         jname(nm, sizeof nm, r, c);
         k->jac[r * k->n + c] = 1;
         if (emit(L, o, s->line, nm, coef)) return -1;
-        ex *x = var_ex(L, s->lhs[j].name);
+        ex *x = term_ex(L, &s->lhs[j]);
         if (k->cap[c]) x = bin(L, '*', x, k->cap[c]);
         if (s->lhs[j].num != 1) x = bin(L, '*', x, num_ex(L, s->lhs[j].num));
         if (accumulate(L, o, s->line, f, -1, x)) return -1;
@@ -272,17 +460,21 @@ static int lower_list(lower *L, stlist *l) {
         case ST_REACTION:
             if (lower_reaction(L, &o, s)) return -1;
             break;
-        case ST_CONSERVE:
-            if (lower_conserve(L, &o, s)) return -1;
+        case ST_CONSERVE: /* euler and runge ignore it (nocmodl: "euler method ignores conservation") */
+            if (!L->deriv && lower_conserve(L, &o, s)) return -1;
             break;
         case ST_COMPARTMENT: break;
         case ST_DERIV: return lfail(L, NS_ERR_PARSE, s->line, "%s' = ... in a KINETIC block", s->name);
+        case ST_EQUATION: return lfail(L, NS_ERR_PARSE, s->line, "an equation ('~ a = b') in a KINETIC block");
         case ST_SOLVE: return lfail(L, NS_ERR_PARSE, s->line, "SOLVE in a KINETIC block");
         case ST_WHILE:
         case ST_FROM: /* reactions over array states: not yet (docs/mechanisms.md) */
             return lfail(L, NS_ERR_UNSUPPORTED, s->line, "a %s loop in a KINETIC block is not supported",
                          s->kind == ST_WHILE ? "WHILE" : "FROM");
-        case ST_RETURN: return lfail(L, NS_ERR_UNSUPPORTED, s->line, "VERBATIM in a KINETIC block is not supported");
+        case ST_RETURN:
+        case ST_VERBATIM: /* the block is evaluated per Newton step: C there would run an unknown number of times */
+            return lfail(L, NS_ERR_UNSUPPORTED, s->line,
+                         "VERBATIM in a KINETIC block is not supported: move the C into a PROCEDURE the block calls");
         case ST_IF:
             if (lower_list(L, s->then_) || (s->else_ && lower_list(L, s->else_))) return -1;
             /* fall through */
@@ -336,8 +528,48 @@ static int add_local(lower *L, stlist *l, const char *name) {
     return 0;
 }
 
+/* The METHOD of the BREAKPOINT's SOLVE of block name: M_NONE where there is none */
+static int solve_method(const stlist *l, const char *name) {
+    for (int i = 0; l && i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_SOLVE && !s->steady && !strcmp(s->name, name)) return s->method;
+        if (s->kind == ST_IF) {
+            int r = solve_method(s->then_, name);
+            if (r == M_NONE) r = solve_method(s->else_, name);
+            if (r != M_NONE) return r;
+        }
+    }
+    return M_NONE;
+}
+
+/* `x' = kinF_r / size` per row at the end of the body: the derivative form of
+ * nocmodl's kinetic_intmethod (the fluxes into each STATE over its COMPARTMENT size) */
+static int derivatives(lower *L, stlist *body) {
+    kinetic *k = L->k;
+    char nm[64];
+    for (int r = 0; r < k->n; r++) {
+        if (find_var(L->m, k->states[r])->size)
+            return lfail(L, NS_ERR_UNSUPPORTED, 0, "METHOD euler or runge on a KINETIC block with array states ('%s') is "
+                         "not supported (use sparse)", k->states[r]);
+        st *s = nm_calloc(&L->m->arena, 1, sizeof *s);
+        st **n = nm_realloc(&L->m->arena, body->s, (size_t)(body->n + 1) * sizeof *n);
+        fname(nm, sizeof nm, r);
+        ex *e = var_ex(L, nm);
+        if (k->cap[r]) e = bin(L, '/', e, k->cap[r]);
+        if (!s || !n || !e || !(s->name = adup(L, k->states[r]))) return oom(L, 0);
+        s->kind = ST_DERIV;
+        s->e = e;
+        body->s = n;
+        n[body->n++] = s;
+    }
+    return 0;
+}
+
 ns_status nm_kinetic_lower(struct ns_nmodl *m, block *b) {
-    lower L = {m, NULL, NS_OK};
+    lower L = {m, NULL, NS_OK, 0};
+    const int method = solve_method(m->breakpoint, b->name);
+    L.deriv = method == M_EULER || method == M_RUNGE;
+    if (unroll(&L, b->body) || elements(&L, b->body)) return L.status;
     kinetic *k = nm_calloc(&m->arena, 1, sizeof *k);
     if (!k) return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
     L.k = k;
@@ -356,8 +588,20 @@ ns_status nm_kinetic_lower(struct ns_nmodl *m, block *b) {
             return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s:%d: KINETIC %s: the LOCAL name '%s' is reserved", m->file,
                           b->line, b->name, b->body->locals[i]);
     k->side_effects = side_effects(m, b->body, b->body->locals, b->body->n_locals);
-    if (add_local(&L, b->body, "f_flux") || add_local(&L, b->body, "b_flux") || add_local(&L, b->body, "kinT_"))
+    if (add_local(&L, b->body, "f_flux") || add_local(&L, b->body, "b_flux") ||
+        (!L.deriv && add_local(&L, b->body, "kinT_")))
         return L.status;
+    if (L.deriv) { /* a DERIVATIVE block from here on, run once more at the new states (nocmodl) */
+        for (int r = 0; r < k->n; r++) {
+            char nm[64];
+            fname(nm, sizeof nm, r);
+            if (add_local(&L, b->body, nm)) return L.status;
+        }
+        if (derivatives(&L, b->body)) return L.status;
+        b->kind = B_DERIVATIVE;
+        b->rerun = 1;
+        return NS_OK;
+    }
     char nm[64];
     for (int r = 0; r < k->n; r++) {
         fname(nm, sizeof nm, r);

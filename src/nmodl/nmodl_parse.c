@@ -20,7 +20,8 @@
 #define LINE_BITS 27
 #define NM_MAX_FILES 8
 
-enum { T_EOF, T_NAME, T_NUM, T_PUNCT, T_STR, T_RETURN /* VERBATIM return 0; ENDVERBATIM */ };
+enum { T_EOF, T_NAME, T_NUM, T_PUNCT, T_STR, T_RETURN /* VERBATIM return 0; ENDVERBATIM */,
+       T_VERBATIM /* VERBATIM C ENDVERBATIM: text is the C */ };
 
 typedef struct tok {
     int kind;
@@ -42,7 +43,6 @@ typedef struct parser {
     int n, cap, pos;
     ns_status status;
     struct ns_nmodl *m;
-    int seen_breakpoint, seen_neuron;
     int in_initial; /* check_list is in INITIAL (where SOLVE ... STEADYSTATE goes) */
     int ev_ctx;     /* check_list is in this block for the event calls (NM_EV_*) */
     int net_depth;  /* parse_block's depth of the NET_RECEIVE block (its INITIAL), 0: none */
@@ -50,6 +50,8 @@ typedef struct parser {
     int depth; /* nesting of expressions and blocks: bounded, so that no input overflows the stack */
     int *scope_size; /* check_list's scope: per name 0 (a scalar), the size of an array, -1 (FROM's integer) */
     int cap_scope_size;
+    int threadsafe; /* the NEURON block says THREADSAFE */
+    const stlist *vbody; /* check_list's block: names its VERBATIM C declares are C's (nm_verbatim_declares) */
 } parser;
 
 #define MAX_DEPTH 600 /* three per parenthesis: parse_expr, parse_unary, parse_power */
@@ -89,7 +91,7 @@ static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
 }
 
 static const char *const UNSUPPORTED[] = {
-    "VERBATIM", "LINEAR", "NONLINEAR", "PARTIAL",
+    "PARTIAL",
     "DISCRETE", "FUNCTION_TABLE", "LONGITUDINAL_DIFFUSION", "EXTERNAL",
     "BEFORE", "AFTER", "LAG", "SENS", "MATCH", "TERMINAL", "SWEEP",
     "CONSTRUCTOR", "DESTRUCTOR", "NONSPECIFIC_CONDUCTANCE",
@@ -209,21 +211,24 @@ static int lex(parser *p, const char *s, int file) {
                 if (lex_include(p, s, &i, line)) return -1;
                 continue;
             }
-            if ((len == 8 && (!strncmp(s + b, "UNITSOFF", 8))) || (len == 7 && !strncmp(s + b, "UNITSON", 7)) ||
-                (len == 10 && !strncmp(s + b, "THREADSAFE", 10)))
+            if ((len == 8 && (!strncmp(s + b, "UNITSOFF", 8))) || (len == 7 && !strncmp(s + b, "UNITSON", 7)))
                 continue;
+            if (len == 10 && !strncmp(s + b, "THREADSAFE", 10)) {
+                p->threadsafe = 1;
+                continue;
+            }
             if (len == 8 && !strncmp(s + b, "VERBATIM", 8)) {
-                /* empty, or only `return 0;` (ST_RETURN): what most real files' VERBATIM blocks hold */
+                /* empty: nothing; only `return 0;` (ST_RETURN), what most real files' blocks
+                 * hold; other C: T_VERBATIM, compiled as written (nmodl_verbatim.c) */
                 const char *e = strstr(s + i, "ENDVERBATIM");
-                int kind = e ? verbatim_kind(s + i, (size_t)(e - (s + i))) : -1;
-                if (kind < 0)
-                    return perr(p, NS_ERR_UNSUPPORTED, line,
-                                "VERBATIM is not supported (C code in a .mod file; only an empty block or `return 0;`)");
-                if (kind == 1) {
-                    tok t = {T_RETURN, 0, line, b, i, s, NULL, 0};
-                    if (push(p, t)) return -1;
+                if (!e) return perr(p, NS_ERR_PARSE, line, "VERBATIM without ENDVERBATIM");
+                const size_t n = (size_t)(e - (s + i));
+                const int kind = verbatim_kind(s + i, n);
+                if (kind) {
+                    tok t = {kind == 1 ? T_RETURN : T_VERBATIM, 0, line, b, i, s, kind == 1 ? NULL : ar_dupn(s + i, n), 0};
+                    if ((kind < 0 && !t.text) || push(p, t)) return -1;
                 }
-                line += count_lines(s + i, (size_t)(e - (s + i)));
+                line += count_lines(s + i, n);
                 i = (size_t)(e - s) + 11;
                 continue;
             }
@@ -277,6 +282,7 @@ static const char *describe(tok *t) {
     static _Thread_local char buf[64];
     if (t->kind == T_EOF) return "end of file";
     if (t->kind == T_RETURN) return "VERBATIM return 0; ENDVERBATIM";
+    if (t->kind == T_VERBATIM) return "a VERBATIM block";
     if (t->kind == T_STR) return "a string";
     if (t->kind == T_PUNCT) {
         switch (t->punct) {
@@ -636,13 +642,18 @@ static int parse_rterms(parser *p, rterm **out, int *n) {
         }
         char *name = expect_name(p);
         if (!name) return -1;
-        if (is_punct(p, '['))
-            return perr(p, NS_ERR_UNSUPPORTED, line, "array states in a reaction ('%s[...]') are not supported", name);
+        ex *index = NULL;
+        if (is_punct(p, '[')) { /* an array state's element (nm_kinetic_lower: a constant after unrolling FROM) */
+            p->pos++;
+            if (!(index = parse_expr(p)) || expect(p, ']')) return -1;
+        }
         rterm *r = nm_realloc(AR, *out, (size_t)(*n + 1) * sizeof *r);
         if (!r) return perr(p, NS_ERR_OUT_OF_MEMORY, line, "out of memory");
         *out = r;
         r[*n].name = name;
         r[*n].num = num;
+        r[*n].index = index;
+        r[*n].elem = 0;
         ++*n;
         if (!is_punct(p, '+')) return 0;
         p->pos++;
@@ -674,6 +685,12 @@ static int parse_reaction(parser *p, st *s) {
         if (expect(p, '(') || !(s->e = parse_expr(p)) || expect(p, ')')) return -1;
         return 0;
     }
+    if (s->react == '>' && is_punct(p, '(')) { /* ~ x -> (k): x flows out at k x (nocmodl's flux, a '->' to nothing) */
+        if (s->n_lhs != 1 || s->lhs[0].num != 1)
+            return perr(p, NS_ERR_PARSE, s->line, "'~ x -> (rate)' takes one state on its left");
+        if (expect(p, '(') || !(s->e = parse_expr(p))) return -1;
+        return expect(p, ')');
+    }
     if (parse_rterms(p, &s->rhs, &s->n_rhs) || expect(p, '(') || !(s->e = parse_expr(p))) return -1;
     if (s->react == 'R' && (expect(p, ',') || !(s->e2 = parse_expr(p)))) return -1;
     return expect(p, ')');
@@ -686,6 +703,16 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
     s->line = t->line;
     int in_kinetic = owner && owner->kind == B_KINETIC;
     if (in_kinetic && is_punct(p, '~')) return parse_reaction(p, s) ? NULL : s;
+    if (owner && owner->alg && is_punct(p, '~')) { /* LINEAR / NONLINEAR: ~ e = e2 */
+        p->pos++;
+        if (is_punct(p, '+')) {
+            perr(p, NS_ERR_UNSUPPORTED, t->line, "'~+' (terms added to the previous equation) is not supported");
+            return NULL;
+        }
+        s->kind = ST_EQUATION;
+        if (!(s->e = parse_expr(p)) || expect(p, '=') || !(s->e2 = parse_expr(p))) return NULL;
+        return s;
+    }
     if (in_kinetic && (is_name(p, "CONSERVE") || is_name(p, "COMPARTMENT"))) {
         p->pos++;
         if (!strcmp(t->text, "CONSERVE")) {
@@ -695,9 +722,14 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
         }
         s->kind = ST_COMPARTMENT;
         if (!(s->e = parse_expr(p))) return NULL;
-        if (is_punct(p, ',')) {
-            perr(p, NS_ERR_UNSUPPORTED, s->line, "COMPARTMENT with an index (array states) is not supported");
-            return NULL;
+        if (is_punct(p, ',')) { /* COMPARTMENT i, size(i) {arrays}: element i's size */
+            p->pos++;
+            if (s->e->kind != EX_VAR || s->e->a) {
+                perr(p, NS_ERR_PARSE, s->line, "COMPARTMENT index, size {...}: the index must be a name");
+                return NULL;
+            }
+            s->name = s->e->text;
+            if (!(s->e = parse_expr(p))) return NULL;
         }
         if (expect(p, '{')) return NULL;
         while (!is_punct(p, '}')) {
@@ -715,6 +747,31 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
     if (t->kind == T_RETURN) {
         p->pos++;
         s->kind = ST_RETURN;
+        return s;
+    }
+    /* nocmodl's thread-safety markers: MUTEXLOCK/MUTEXUNLOCK around a block,
+     * PROTECT before an assignment (a mutex around it in NEURON). An instance
+     * is one thread's here, and a module-level LOCAL a field per instance: no lock */
+    if (is_name(p, "MUTEXLOCK") || is_name(p, "MUTEXUNLOCK")) {
+        p->pos++;
+        return (st *)l;
+    }
+    if (is_name(p, "PROTECT")) {
+        p->pos++;
+        st *a = parse_statement(p, l, owner);
+        if (a && a->kind != ST_ASSIGN) {
+            perr(p, NS_ERR_PARSE, t->line, "PROTECT must be followed by an assignment");
+            return NULL;
+        }
+        if (a) a->protect = 1;
+        return a;
+    }
+    if (t->kind == T_VERBATIM) { /* C as written (nmodl_verbatim.c) */
+        p->pos++;
+        s->kind = ST_VERBATIM;
+        s->name = t->text;
+        s->file = (t->line >> LINE_BITS) ? p->files[t->line >> LINE_BITS] : p->m->file; /* (the arena's, or m's) */
+        s->file_line = t->line & ((1 << LINE_BITS) - 1);
         return s;
     }
     if (t->kind != T_NAME) {
@@ -849,10 +906,11 @@ static st *parse_statement(parser *p, stlist *l, block *owner) {
             else if (!strcmp(m, "derivimplicit")) s->method = M_DERIVIMPLICIT;
             else if (!strcmp(m, "euler")) s->method = M_EULER;
             else if (!strcmp(m, "sparse")) s->method = M_SPARSE;
+            else if (!strcmp(m, "runge")) s->method = M_RUNGE;
             else if (!strcmp(m, "after_cvode")) s->method = M_NONE; /* a PROCEDURE, run in state() as nocmodl's */
             else {
                 perr(p, NS_ERR_UNSUPPORTED, s->line,
-                     "SOLVE %s METHOD %s is not supported (cnexp, derivimplicit, euler, sparse)", s->name, m);
+                     "SOLVE %s METHOD %s is not supported (cnexp, derivimplicit, euler, runge, sparse)", s->name, m);
                 return NULL;
             }
         } else if (is_name(p, "STEADYSTATE")) {
@@ -997,6 +1055,13 @@ static var *add_var(parser *p, const char *name, int cls, double value, int line
             if (cls == V_STATE) old->cls = V_STATE;
             return old;
         }
+        if (old->implicit) { /* a NONSPECIFIC/ELECTRODE_CURRENT name, declared once anywhere (nocmodl) */
+            old->implicit = 0;
+            old->cls = cls;
+            old->value = value;
+            old->line = line;
+            return old;
+        }
         perr(p, NS_ERR_PARSE, line, "'%s' declared twice", name);
         return NULL;
     }
@@ -1033,9 +1098,10 @@ static int parse_neuron(parser *p) {
         if (t->kind != T_NAME) return perr(p, NS_ERR_PARSE, t->line, "NEURON block: unexpected %s", describe(t));
         p->pos++;
         if (!strcmp(t->text, "SUFFIX") || !strcmp(t->text, "POINT_PROCESS") || !strcmp(t->text, "ARTIFICIAL_CELL")) {
-            if (m->name) return perr(p, NS_ERR_PARSE, t->line, "a second SUFFIX, POINT_PROCESS or ARTIFICIAL_CELL");
+            /* a second one replaces the first, as in nocmodl (MyExp2Sid.mod names two POINT_PROCESSes) */
             char *n = expect_name(p);
             if (!n) return -1;
+            free(m->name);
             m->name = dup(n);
             m->artificial = !strcmp(t->text, "ARTIFICIAL_CELL"); /* a point process without v (nmodl_events.c) */
             m->point = m->artificial || !strcmp(t->text, "POINT_PROCESS");
@@ -1054,11 +1120,11 @@ static int parse_neuron(parser *p) {
             for (;;) {
                 if (is_name(p, "READ")) { mode = 1; p->pos++; continue; }
                 if (is_name(p, "WRITE")) { mode = 2; p->pos++; continue; }
-                if (is_name(p, "VALENCE")) {
+                if (is_name(p, "VALENCE") || is_name(p, "CHARGE")) { /* nocmodl: CHARGE is VALENCE */
                     p->pos++;
                     int neg = 0;
                     if (is_punct(p, '-')) { neg = 1; p->pos++; }
-                    if (cur(p)->kind != T_NUM) return perr(p, NS_ERR_PARSE, cur(p)->line, "VALENCE needs a number");
+                    if (cur(p)->kind != T_NUM) return perr(p, NS_ERR_PARSE, cur(p)->line, "%s needs a number", p->toks[p->pos - 1 - neg].text);
                     u->charge = (int)p->toks[p->pos++].num * (neg ? -1 : 1);
                     continue;
                 }
@@ -1118,7 +1184,11 @@ static int parse_neuron(parser *p) {
             for (;;) {
                 char *n = expect_name(p);
                 if (!n) return -1;
-                if (!find_var(m, n) && !add_var(p, n, V_ASSIGNED, 0, t->line)) return -1;
+                var *v = find_var(m, n);
+                if (!v) {
+                    if (!(v = add_var(p, n, V_ASSIGNED, 0, t->line))) return -1;
+                    v->implicit = 1;
+                }
                 if (add_name(&m->currents, &m->n_currents, n)) return -1;
                 if (!is_punct(p, ',')) break;
                 p->pos++;
@@ -1194,12 +1264,11 @@ static int parse_decls(parser *p, int cls) {
         tok *t = cur(p);
         if (t->kind != T_NAME) return perr(p, NS_ERR_PARSE, t->line, "expected a name, found %s", describe(t));
         p->pos++;
-        double value = 0;
+        double value = 0, start = 0;
         int has_value = 0, size = 0;
         if (parse_dim(p, &size)) return -1;
-        if (size && (cls == V_STATE || cls == V_CONST))
-            return perr(p, NS_ERR_UNSUPPORTED, t->line, "%s arrays are not supported ('%s')",
-                        cls == V_STATE ? "STATE" : "CONSTANT", t->text);
+        if (size && cls == V_CONST)
+            return perr(p, NS_ERR_UNSUPPORTED, t->line, "CONSTANT arrays are not supported ('%s')", t->text);
         if (is_punct(p, '=')) {
             p->pos++;
             int neg = 0;
@@ -1219,13 +1288,24 @@ static int parse_decls(parser *p, int cls) {
                 p->pos++;
             }
         }
+        if (cls == V_STATE && is_name(p, "START")) { /* STATE x START 15.7: x's value before INITIAL (nocmodl's x0) */
+            p->pos++;
+            int neg = 0;
+            if (is_punct(p, '-')) { neg = 1; p->pos++; }
+            if (cur(p)->kind != T_NUM) return perr(p, NS_ERR_PARSE, cur(p)->line, "expected a number after START");
+            start = p->toks[p->pos++].num * (neg ? -1 : 1);
+            if (skip_units(p)) return -1;
+        }
         if (is_special(t->text)) continue; /* v, celsius, dt, t, area, diam: the loop's */
         if (cls == V_ASSIGNED && find_var(p->m, t->text)) {
             var *v = find_var(p->m, t->text);
-            if (v->ion >= 0 || v->cls == V_ASSIGNED) continue;
+            if (v->ion >= 0 || v->cls == V_ASSIGNED) {
+                v->implicit = 0;
+                continue;
+            }
         }
         if (cls == V_STATE && has_value) return perr(p, NS_ERR_PARSE, t->line, "STATE '%s' with a value", t->text);
-        var *v = add_var(p, t->text, cls, value, t->line);
+        var *v = add_var(p, t->text, cls, cls == V_STATE ? start : value, t->line);
         if (!v) return -1;
         v->size = size;
     }
@@ -1312,16 +1392,26 @@ static int add_block(parser *p, block *b) {
     return 0;
 }
 
-static int parse_callable(parser *p, int kind) {
+static int parse_callable(parser *p, int kind, int alg) {
     block *b = nm_calloc(AR, 1, sizeof *b);
     if (!b) return -1;
     b->kind = kind;
+    b->alg = alg;
     b->line = cur(p)->line;
     if (!(b->name = expect_name(p))) return -1;
     for (int i = 0; i < p->m->n_blocks; i++)
         if (!strcmp(p->m->blocks[i]->name, b->name))
             return perr(p, NS_ERR_PARSE, b->line, "'%s' defined twice", b->name);
-    if (kind != B_DERIVATIVE && kind != B_KINETIC) {
+    if (alg && is_name(p, "SOLVEFOR")) { /* LINEAR name SOLVEFOR a, b { } */
+        p->pos++;
+        for (;;) {
+            char *n = expect_name(p);
+            if (!n || add_name(&b->unknowns, &b->n_unknowns, n)) return -1;
+            if (!is_punct(p, ',')) break;
+            p->pos++;
+        }
+    }
+    if (kind != B_DERIVATIVE && kind != B_KINETIC && !alg) {
         if (expect(p, '(')) return -1;
         while (!is_punct(p, ')')) {
             char *a = expect_name(p);
@@ -1340,12 +1430,17 @@ static int parse_top(parser *p) {
     struct ns_nmodl *m = p->m;
     while (cur(p)->kind != T_EOF) {
         tok *t = cur(p);
+        if (t->kind == T_VERBATIM) { /* C at the top: before the file's functions (nmodl_verbatim.c) */
+            if (!m->verbatim_top && !(m->verbatim_top = nm_calloc(AR, 1, sizeof *m->verbatim_top))) return -1;
+            st *s = parse_statement(p, m->verbatim_top, NULL);
+            if (!s || add_st(p, m->verbatim_top, s)) return -1;
+            continue;
+        }
         if (t->kind != T_NAME) return perr(p, NS_ERR_PARSE, t->line, "expected a block keyword, found %s", describe(t));
         p->pos++;
         const char *k = t->text;
         if (!strcmp(k, "NEURON")) {
             if (parse_neuron(p)) return -1;
-            p->seen_neuron = 1;
         } else if (!strcmp(k, "UNITS")) {
             if (parse_units(p)) return -1;
         } else if (!strcmp(k, "PARAMETER")) {
@@ -1393,16 +1488,35 @@ static int parse_top(parser *p) {
             if (!add_var(p, n, V_CONST, p->toks[p->pos++].num, t->line)) return -1;
         } else if (!strcmp(k, "INITIAL") || !strcmp(k, "BREAKPOINT")) {
             stlist **dst = !strcmp(k, "INITIAL") ? &m->initial : &m->breakpoint;
-            if (*dst) return perr(p, NS_ERR_PARSE, t->line, "a second %s block", k);
-            if (!(*dst = parse_block(p, NULL))) return -1;
+            stlist *l = parse_block(p, NULL);
+            if (!l) return -1;
+            if (!*dst) {
+                *dst = l;
+            } else { /* a second one (netcon.inc's BREAKPOINT and the file's): nocmodl runs both, in order */
+                stlist *d = *dst;
+                for (int i = 0; i < l->n; i++)
+                    if (add_st(p, d, l->s[i])) return -1;
+                for (int i = 0; i < l->n_locals; i++) {
+                    if (in_list(d->locals, d->n_locals, l->locals[i]))
+                        return perr(p, NS_ERR_PARSE, t->line, "%s: LOCAL %s in both %s blocks", k, l->locals[i], k);
+                    int *ns = nm_realloc(AR, d->local_size, (size_t)(d->n_locals + 1) * sizeof *ns);
+                    if (!ns) return perr(p, NS_ERR_OUT_OF_MEMORY, t->line, "out of memory");
+                    d->local_size = ns;
+                    ns[d->n_locals] = l->local_size ? l->local_size[i] : 0;
+                    if (add_name(&d->locals, &d->n_locals, l->locals[i]))
+                        return perr(p, NS_ERR_OUT_OF_MEMORY, t->line, "out of memory");
+                }
+            }
         } else if (!strcmp(k, "DERIVATIVE")) {
-            if (parse_callable(p, B_DERIVATIVE)) return -1;
+            if (parse_callable(p, B_DERIVATIVE, 0)) return -1;
         } else if (!strcmp(k, "KINETIC")) {
-            if (parse_callable(p, B_KINETIC)) return -1;
+            if (parse_callable(p, B_KINETIC, 0)) return -1;
         } else if (!strcmp(k, "PROCEDURE")) {
-            if (parse_callable(p, B_PROCEDURE)) return -1;
+            if (parse_callable(p, B_PROCEDURE, 0)) return -1;
         } else if (!strcmp(k, "FUNCTION")) {
-            if (parse_callable(p, B_FUNCTION)) return -1;
+            if (parse_callable(p, B_FUNCTION, 0)) return -1;
+        } else if (!strcmp(k, "LINEAR") || !strcmp(k, "NONLINEAR")) {
+            if (parse_callable(p, B_PROCEDURE, k[0] == 'L' ? 'L' : 'N')) return -1;
         } else if (!strcmp(k, "NET_RECEIVE")) {
             if (m->net_receive) return perr(p, NS_ERR_PARSE, t->line, "a second NET_RECEIVE");
             if (expect(p, '(')) return -1;
@@ -1498,6 +1612,10 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
         if (in_list(locals, n_locals, e->text) || is_special(e->text) || find_var(p->m, e->text))
             return check_index(p, e->text, e->a, locals, n_locals, line);
         if (!strcmp(e->text, "FARADAY")) return 0;
+        if (!e->a && p->vbody && nm_verbatim_declares(p->vbody, e->text)) { /* nocmodl passes it through to the C */
+            e->op = NM_C_NAME;
+            return 0;
+        }
         return perr(p, NS_ERR_INVALID_ARGUMENT, line, "'%s' is not declared", e->text);
     case EX_CALL: {
         if (!find_block(p->m, e->text) && nm_random_api(e->text, e->n_args) >= 0) {
@@ -1540,12 +1658,15 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
         if (b && (b->kind == B_DERIVATIVE || b->kind == B_KINETIC))
             return perr(p, NS_ERR_PARSE, line, "%s %s called as a function", b->kind == B_KINETIC ? "KINETIC" : "DERIVATIVE",
                         e->text);
-        if (!b && ar < 0) {
+        /* a C function that the file's VERBATIM C declares (nocmodl passes the call through) */
+        const int c_fn = !b && ar < 0 && (nm_verbatim_declares(p->m->verbatim_top, e->text) ||
+                                          (p->vbody && nm_verbatim_declares(p->vbody, e->text)));
+        if (!b && ar < 0 && !c_fn) {
             if (unsupported_name(e->text)) return perr(p, NS_ERR_UNSUPPORTED, line, "%s is not supported", e->text);
             return perr(p, NS_ERR_INVALID_ARGUMENT, line, "unknown function '%s'", e->text);
         }
         int want = b ? b->n_args : ar;
-        if (e->n_args != want)
+        if (!c_fn && e->n_args != want) /* (the C compiler checks a C function's arguments) */
             return perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s takes %d argument%s, given %d", e->text, want,
                         want == 1 ? "" : "s", e->n_args);
         for (int i = 0; i < e->n_args; i++)
@@ -1592,6 +1713,9 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
             if (!owner || owner->kind != B_DERIVATIVE)
                 return perr(p, NS_ERR_PARSE, s->line, "%s' outside a DERIVATIVE block", s->name);
             if (!v || v->cls != V_STATE) return perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is not a STATE", s->name);
+            if (v->size)
+                return perr(p, NS_ERR_UNSUPPORTED, s->line, "%s' of an array STATE is not supported (a KINETIC block "
+                            "takes array states)", s->name);
             if (check_ex(p, s->e, *scope, *n_scope, s->line)) return -1;
             break;
         }
@@ -1615,6 +1739,7 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
             *n_scope = at;
             break;
         }
+        case ST_VERBATIM: break; /* nm_verbatim_check */
         case ST_RETURN:
             if (!owner || owner->kind == B_DERIVATIVE)
                 return perr(p, NS_ERR_UNSUPPORTED, s->line,
@@ -1651,19 +1776,37 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
         case ST_CONSERVE:
         case ST_COMPARTMENT: /* lowered before the checks (nm_kinetic_lower) */
             return perr(p, NS_ERR_PARSE, s->line, "a KINETIC statement outside a KINETIC block");
+        case ST_EQUATION: /* top level of a LINEAR or NONLINEAR block (parse_statement) */
+            if (l != owner->body)
+                return perr(p, NS_ERR_UNSUPPORTED, s->line, "an equation ('~') inside an if or a loop is not supported");
+            if (check_ex(p, s->e, *scope, *n_scope, s->line) || check_ex(p, s->e2, *scope, *n_scope, s->line)) return -1;
+            break;
         case ST_SOLVE: {
             block *b = find_block(p->m, s->name);
             if (!b) return perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "SOLVE %s: no such block", s->name);
+            if (b->alg) { /* LINEAR / NONLINEAR: solved in place, wherever the SOLVE is (nocmodl) */
+                if (s->method != M_NONE || s->steady)
+                    return perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s: a %s block takes no METHOD", s->name,
+                                b->alg == 'L' ? "LINEAR" : "NONLINEAR");
+                if (!owner && !p->in_initial && !p->ev_ctx)
+                    return perr(p, NS_ERR_UNSUPPORTED, s->line,
+                                "SOLVE %s in BREAKPOINT: a %s block is supported in INITIAL, a PROCEDURE or a "
+                                "FUNCTION (call one from BREAKPOINT)", s->name, b->alg == 'L' ? "LINEAR" : "NONLINEAR");
+                if (owner == b) return perr(p, NS_ERR_PARSE, s->line, "SOLVE %s inside itself", s->name);
+                break;
+            }
             if (b->kind == B_DERIVATIVE && s->method == M_NONE)
                 return perr(p, NS_ERR_PARSE, s->line, "SOLVE %s needs a METHOD", s->name);
             if (b->kind == B_KINETIC && s->method != M_SPARSE)
-                return perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s: a KINETIC block needs METHOD sparse", s->name);
+                return perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s: a KINETIC block needs METHOD sparse, euler or runge",
+                            s->name);
             if (b->kind == B_DERIVATIVE && s->method == M_SPARSE)
                 return perr(p, NS_ERR_PARSE, s->line, "SOLVE %s: METHOD sparse needs a KINETIC block", s->name);
             {
                 const int in_initial = p->in_initial;
-                if (s->steady && !in_initial)
-                    return perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s STEADYSTATE: only in INITIAL", s->name);
+                if (s->steady && !in_initial && !owner) /* a PROCEDURE or FUNCTION may (cabpump.mod's ss()) */
+                    return perr(p, NS_ERR_UNSUPPORTED, s->line,
+                                "SOLVE %s STEADYSTATE: only in INITIAL, a PROCEDURE or a FUNCTION", s->name);
                 if (!s->steady && in_initial)
                     return perr(p, NS_ERR_UNSUPPORTED, s->line,
                                 "SOLVE %s in INITIAL: only SOLVE ... STEADYSTATE sparse is supported there", s->name);
@@ -1761,9 +1904,73 @@ static int no_recursion(parser *p) {
     return 0;
 }
 
+/* the STATEs that e names, appended to b's unknowns in order of first appearance */
+static int states_in(parser *p, block *b, const ex *e) {
+    if (!e) return 0;
+    if (e->kind == EX_VAR) {
+        const var *v = find_var(p->m, e->text);
+        if (v && v->cls == V_STATE && !in_list(b->unknowns, b->n_unknowns, e->text)) {
+            if (v->size) return perr(p, NS_ERR_UNSUPPORTED, b->line, "%s: array states are not supported", b->name);
+            if (add_name(&b->unknowns, &b->n_unknowns, e->text)) return perr(p, NS_ERR_OUT_OF_MEMORY, b->line, "out of memory");
+        }
+        return 0;
+    }
+    for (int k = 0; k < e->n_args; k++)
+        if (states_in(p, b, e->args[k])) return -1;
+    return states_in(p, b, e->a) || states_in(p, b, e->b);
+}
+/* LINEAR / NONLINEAR: the unknowns (SOLVEFOR's, else the STATEs of the equations), as many as equations */
+static int alg_unknowns(parser *p, block *b) {
+    const char *what = b->alg == 'L' ? "LINEAR" : "NONLINEAR";
+    int n_eq = 0;
+    const int solvefor = b->n_unknowns > 0;
+    for (int i = 0; i < b->body->n; i++) {
+        const st *s = b->body->s[i];
+        if (s->kind != ST_EQUATION) continue;
+        n_eq++;
+        if (!solvefor && (states_in(p, b, s->e) || states_in(p, b, s->e2))) return -1;
+    }
+    for (int k = 0; k < b->n_unknowns; k++) {
+        const var *v = find_var(p->m, b->unknowns[k]);
+        if (!v || v->cls != V_STATE)
+            return perr(p, NS_ERR_INVALID_ARGUMENT, b->line, "%s %s: SOLVEFOR %s is not a STATE", what, b->name,
+                        b->unknowns[k]);
+    }
+    if (n_eq == 0) return perr(p, NS_ERR_PARSE, b->line, "%s %s has no equations", what, b->name);
+    if (n_eq != b->n_unknowns)
+        return perr(p, NS_ERR_INVALID_ARGUMENT, b->line, "%s %s: %d equations for %d unknown STATEs", what, b->name,
+                    n_eq, b->n_unknowns);
+    return 0;
+}
+
+/* does l (or a block inside it) assign name, other than after PROTECT? */
+static int assigns(const stlist *l, const char *name) {
+    for (int i = 0; i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_ASSIGN && !s->protect && !strcmp(s->name, name)) return 1;
+        if (s->then_ && assigns(s->then_, name)) return 1;
+        if (s->else_ && assigns(s->else_, name)) return 1;
+    }
+    return 0;
+}
+
 static int finish(parser *p) {
     struct ns_nmodl *m = p->m;
-    if (!p->seen_neuron || !m->name) return perr(p, NS_ERR_PARSE, 1, "no NEURON block with a SUFFIX or POINT_PROCESS");
+    if (!m->name || !strcmp(m->name, "nothing")) {
+        /* no NEURON block, no SUFFIX in it, or `SUFFIX nothing`: nocmodl names the
+         * (density) mechanism after the file, without its extension */
+        const char *dot = strrchr(m->file, '.');
+        const size_t n = dot ? (size_t)(dot - m->file) : strlen(m->file);
+        int ok = n > 0 && (isalpha((unsigned char)m->file[0]) || m->file[0] == '_');
+        for (size_t i = 0; ok && i < n; i++) ok = isalnum((unsigned char)m->file[i]) || m->file[i] == '_';
+        if (!ok)
+            return perr(p, NS_ERR_PARSE, 1,
+                        "no SUFFIX or POINT_PROCESS, and the file name '%s' is no mechanism name (a letter, then letters, "
+                        "digits or '_', as nocmodl takes it)",
+                        m->file);
+        free(m->name);
+        if (!(m->name = dupn(m->file, n))) return perr(p, NS_ERR_OUT_OF_MEMORY, 1, "out of memory");
+    }
     if (!m->breakpoint) {
         m->breakpoint = nm_calloc(AR, 1, sizeof *m->breakpoint);
         if (!m->breakpoint) return -1;
@@ -1781,25 +1988,36 @@ static int finish(parser *p) {
         /* NEURON: a PARAMETER that is not RANGE is GLOBAL */
         if (v->cls == V_PARAM && !in_list(m->range, m->n_range, v->name)) v->cls = V_GLOBAL;
     }
-    /* a RANGE name that is never declared is ignored, as nocmodl does; a GLOBAL one is an error there too */
+    /* a RANGE name that is never declared is ignored, as nocmodl does; a GLOBAL one is an error there too,
+     * except in a THREADSAFE file that assigns it (not after PROTECT): nocmodl makes it a per-thread global
+     * (it warns), which is an ASSIGNED field here, as a module-level LOCAL */
     for (int i = 0; i < m->n_globals_decl; i++) {
-        var *v = find_var(m, m->globals_decl[i]);
-        if (!v)
+        if (find_var(m, m->globals_decl[i])) continue;
+        int written = m->initial && assigns(m->initial, m->globals_decl[i]);
+        written = written || assigns(m->breakpoint, m->globals_decl[i]);
+        for (int b = 0; b < m->n_blocks && !written; b++) written = assigns(m->blocks[b]->body, m->globals_decl[i]);
+        if (!p->threadsafe || !written)
             return perr(p, NS_ERR_INVALID_ARGUMENT, m->globals_line[i],
-                        "GLOBAL %s: not declared in PARAMETER or ASSIGNED", m->globals_decl[i]);
+                        "GLOBAL %s: not declared in PARAMETER or ASSIGNED%s", m->globals_decl[i],
+                        p->threadsafe ? "" : " (nocmodl takes an undeclared GLOBAL only in a THREADSAFE file that assigns it unPROTECTed)");
+        if (!add_var(p, m->globals_decl[i], V_ASSIGNED, 0, m->globals_line[i])) return -1;
     }
     /* POINTER names: declared in ASSIGNED (or nowhere, as nocmodl allows), no field */
     for (int k = 0; k < m->n_pointers; k++) {
         var *v = find_var(m, m->pointers[k]);
         if (!v && !(v = add_var(p, m->pointers[k], V_POINTER, 0, m->pointers_line[k]))) return -1;
-        if (v->cls != V_ASSIGNED && v->cls != V_POINTER)
+        /* declared in PARAMETER (NEURON's gap.mod: its units; a value is ignored) or ASSIGNED, as nocmodl takes it */
+        if (v->cls != V_ASSIGNED && v->cls != V_POINTER && v->cls != V_PARAM && v->cls != V_GLOBAL)
             return perr(p, NS_ERR_INVALID_ARGUMENT, m->pointers_line[k],
-                        "POINTER %s: declared as a PARAMETER, STATE or ion variable too", m->pointers[k]);
+                        "POINTER %s: declared as a STATE, CONSTANT or ion variable too", m->pointers[k]);
         if (v->size) return perr(p, NS_ERR_UNSUPPORTED, m->pointers_line[k], "POINTER %s: an array", m->pointers[k]);
         if (v->pointer >= 0) return perr(p, NS_ERR_PARSE, m->pointers_line[k], "POINTER %s twice", m->pointers[k]);
         v->cls = V_POINTER;
         v->pointer = k;
     }
+    /* VERBATIM C: what it names must mean something here (before the random
+     * streams: its C may draw too) */
+    if ((p->status = nm_verbatim_check(m))) return -1;
     /* random numbers: the instance's streams in hidden ASSIGNED fields, numbered last among them:
      * stream 0 for normrand and the like, stream k + 1 for RANDOM variable k */
     m->random_field = -1;
@@ -1887,14 +2105,18 @@ static int finish(parser *p) {
     m->table_size = (int)tsize;
     for (int i = 0; i < m->n_blocks; i++)
         if (m->blocks[i]->kind == B_KINETIC && (p->status = nm_kinetic_lower(m, m->blocks[i]))) return -1;
+    for (int i = 0; i < m->n_blocks; i++)
+        if (m->blocks[i]->alg && alg_unknowns(p, m->blocks[i])) return -1;
     /* names and calls */
     char **scope = NULL;
     int n_scope = 0;
     p->in_initial = 1;
     p->ev_ctx = NM_EV_INITIAL;
+    p->vbody = m->initial;
     if (m->initial && check_list(p, m->initial, NULL, &scope, &n_scope)) goto fail;
     p->in_initial = 0;
     p->ev_ctx = NM_EV_NONE;
+    p->vbody = m->breakpoint;
     if (check_list(p, m->breakpoint, NULL, &scope, &n_scope)) goto fail;
     if (m->net_receive) {
         if (!m->point) {
@@ -1904,11 +2126,13 @@ static int finish(parser *p) {
         for (int k = 0; k < m->n_net_args; k++)
             if (scope_add(p, &scope, &n_scope, m->net_args[k], 0)) goto fail;
         p->ev_ctx = NM_EV_RECEIVE_INITIAL;
+        p->vbody = m->net_initial;
         if (m->net_initial && check_list(p, m->net_initial, NULL, &scope, &n_scope)) goto fail;
         if (m->net_initial) m->events |= NS_MECH_EV_INIT;
         /* flag: the event's (0 for a connection's, net_send's for a self event) */
         if (scope_add(p, &scope, &n_scope, "flag", 0)) goto fail;
         p->ev_ctx = NM_EV_RECEIVE;
+        p->vbody = m->net_receive;
         if (check_list(p, m->net_receive, NULL, &scope, &n_scope)) goto fail;
         p->ev_ctx = NM_EV_NONE;
         n_scope = 0;
@@ -1920,8 +2144,10 @@ static int finish(parser *p) {
         if (b->kind == B_FUNCTION && scope_add(p, &scope, &n_scope, b->name, 0)) goto fail;
         for (int k = 0; k < b->n_args; k++)
             if (scope_add(p, &scope, &n_scope, b->args[k], 0)) goto fail;
+        p->vbody = b->body;
         if (check_list(p, b->body, b, &scope, &n_scope)) goto fail;
     }
+    p->vbody = NULL;
     if (no_recursion(p)) goto fail;
     if (m->events && !m->point) { /* net_send in a SUFFIX's INITIAL: no queue to send to (nocmodl: the same) */
         perr(p, NS_ERR_INVALID_ARGUMENT, p->ev_line,

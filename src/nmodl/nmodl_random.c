@@ -46,6 +46,7 @@ static int uses_list(const stlist *l) {
     if (!l) return 0;
     for (int i = 0; i < l->n; i++) {
         const st *s = l->s[i];
+        if (s->kind == ST_VERBATIM && nm_verbatim_uses_random(s->name)) return 1;
         if (uses_ex(s->e) || uses_ex(s->e2) || uses_ex(s->index) || uses_ex(s->to) || uses_ex(s->by) ||
             uses_list(s->then_) || uses_list(s->else_))
             return 1;
@@ -54,7 +55,7 @@ static int uses_list(const stlist *l) {
 }
 
 int nm_random_used(const struct ns_nmodl *m) {
-    if (m->n_randoms || uses_list(m->initial) || uses_list(m->breakpoint) || uses_list(m->net_receive)) return 1;
+    if (m->n_randoms || uses_list(m->verbatim_top) || uses_list(m->initial) || uses_list(m->breakpoint) || uses_list(m->net_receive)) return 1;
     for (int i = 0; i < m->n_blocks; i++)
         if (uses_list(m->blocks[i]->body)) return 1;
     return 0;

@@ -36,8 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/dist_impl.h"
 #include "sim/sim_impl.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "neurosolve/output.h"
 
 #define CK_MAGIC "NSSIMCKP"
@@ -53,16 +55,9 @@ typedef struct ck_header {
     double dt;
 } ck_header;
 
-/* FNV-1a, 64 bits. */
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-static uint64_t fnv(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; ++i) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
+/* FNV-1a, 64 bits (core/hash.h). */
+#define FNV_OFFSET NS_FNV_OFFSET
+#define fnv ns_fnv1a
 static uint64_t fnv_i64(uint64_t h, int64_t x) { return fnv(h, &x, sizeof x); }
 static uint64_t fnv_f64(uint64_t h, double x) { return fnv(h, &x, sizeof x); }
 
@@ -230,6 +225,7 @@ static void header_of(const ns_sim_t *sim, ck_header *h) {
 
 ns_status ns_sim_save_state(ns_sim_t *sim, const char *path) {
     if (!sim || !path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_save_state: NULL argument");
+    if (sim->dist) return ns_dist_sim_refuse("ns_sim_save_state");
     if (ns_sim_synapses(sim) > 0 || ns_sim_sources(sim) > 0)
         return ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: a simulation with a network cannot be checkpointed yet: its "
                                            "synapses' states and queued events are not saved", path);
@@ -364,6 +360,7 @@ static ns_status check_contents(ns_sim_t *sim, const char *path, double t, int64
 
 ns_status ns_sim_restore_state(ns_sim_t *sim, const char *path) {
     if (!sim || !path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_restore_state: NULL argument");
+    if (sim->dist) return ns_dist_sim_refuse("ns_sim_restore_state");
     if (ns_sim_synapses(sim) > 0 || ns_sim_sources(sim) > 0)
         return ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: a simulation with a network cannot be restored yet: its "
                                            "synapses' states and queued events are not saved", path);

@@ -10,6 +10,7 @@ int ns_sim_auto_needs_onchip(int64_t cells, int32_t sms) {
 }
 
 int ns_sim_auto_loop(const ns_sim_loop_facts *f) {
+    if (f->model && !f->model_onchip) return NS_SIM_LOOP_TREE;
     if (ns_sim_auto_needs_onchip(f->cells, f->sms) && f->onchip_fits && f->onchip_shared &&
         f->onchip_path <= NS_SIM_AUTO_ONCHIP_MAX_PATH)
         return NS_SIM_LOOP_ONCHIP;
@@ -38,4 +39,11 @@ int ns_sim_gpu_mechanisms_rule(const ns_sim_mech_facts *f) {
     if (f->requested == NS_SIM_GPU_MECHANISMS_PER_STEP) return NS_SIM_GPU_MECHANISMS_PER_STEP;
     if (fusable) return NS_SIM_GPU_MECHANISMS_FUSED;
     return f->requested == NS_SIM_GPU_MECHANISMS_FUSED ? -1 : NS_SIM_GPU_MECHANISMS_PER_STEP;
+}
+
+/* The onchip kernel has the fused tree kernel's built-in pas and hh, not its
+ * synapses: a model that fuses goes onchip where its shape does, unless it
+ * has a network. */
+int ns_sim_onchip_model_rule(const ns_sim_mech_facts *f) {
+    return !f->network && ns_sim_gpu_mechanisms_rule(f) == NS_SIM_GPU_MECHANISMS_FUSED;
 }

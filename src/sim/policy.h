@@ -23,6 +23,8 @@ typedef struct ns_sim_loop_facts {
     int onchip_fits;     /* the onchip schedule describes the shape */
     int onchip_shared;   /* ... with its images in shared memory */
     int64_t onchip_path; /* its critical path [node updates] */
+    int model;           /* the simulation's membrane is a model of mechanisms */
+    int model_onchip;    /* ... that the onchip kernel runs (ns_sim_onchip_model_rule) */
 } ns_sim_loop_facts;
 
 /* The loop `auto` takes for one shape group. */
@@ -62,6 +64,13 @@ typedef struct ns_sim_mech_facts {
  * bench/README.md, "Generated hh against the hand-written hh" and
  * "Networks: busyring"). */
 int ns_sim_gpu_mechanisms_rule(const ns_sim_mech_facts *facts);
+
+/* Whether the onchip loop runs a model's mechanisms (the generated functions
+ * of the built-in pas and hh inside its kernel, as the fused tree loop):
+ * when the mechanisms rule fuses them (ns_sim_gpu_mechanisms_rule) and
+ * there is no network (a network runs in the tree loop: docs/networks.md,
+ * "The GPU loop"). Otherwise the model's cells take the tree loop. */
+int ns_sim_onchip_model_rule(const ns_sim_mech_facts *facts);
 
 /* Whether `auto` needs the onchip facts at all (it does not for shapes with
  * too few cells: they take the tree loop whatever their schedule). */

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "neurosolve/device.h"
+#include "sim/dist_impl.h"
 
 void ns_sim_options_init(ns_sim_options *o) {
     if (!o) return;
@@ -171,6 +172,8 @@ static ns_status choose_backend(ns_sim_t *sim) {
 ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_t n_cells,
                         const int32_t *cell_shape, const ns_sim_params *params,
                         const ns_sim_options *options, ns_sim_t **out) {
+    if (options && options->dist)
+        return ns_dist_sim_create(n_shapes, shapes, n_cells, cell_shape, params, options, out);
     if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: out is NULL");
     *out = NULL;
     if (n_shapes <= 0 || !shapes)
@@ -280,6 +283,10 @@ fail:
 
 void ns_sim_destroy(ns_sim_t *sim) {
     if (!sim) return;
+    if (sim->dist) {
+        ns_dist_sim_destroy(sim->dist); /* and the handle */
+        return;
+    }
     if (sim->ops && sim->ops->destroy) {
         const int caller = enter(sim);
         sim->ops->destroy(sim);
@@ -328,6 +335,7 @@ static ns_status check_site(const ns_sim_t *sim, const char *what, int64_t cell,
 ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartment, double delay,
                             double duration, double amplitude) {
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_add_iclamp: sim is NULL");
+    if (sim->dist) return ns_dist_sim_add_iclamp(sim->dist, cell, compartment, delay, duration, amplitude);
     ns_status st = check_site(sim, "IClamp", cell, compartment);
     if (st != NS_OK) return st;
     if (!isfinite(delay) || !isfinite(duration) || !isfinite(amplitude) || duration < 0.0)
@@ -353,6 +361,7 @@ ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartment, do
 }
 
 ns_status ns_sim_add_recording(ns_sim_t *sim, int64_t cell, int32_t compartment, int32_t *site) {
+    if (sim && sim->dist) return ns_dist_sim_add_recording(sim->dist, cell, compartment, site);
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_add_recording: sim is NULL");
     ns_status st = check_site(sim, "recording", cell, compartment);
     if (st != NS_OK) return st;
@@ -429,6 +438,7 @@ static ns_status grow_traces(ns_sim_t *sim, int64_t upto) {
 
 ns_status ns_sim_init(ns_sim_t *sim) {
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_init: sim is NULL");
+    if (sim->dist) return ns_dist_sim_init(sim->dist);
     ns_status st = ns_sim_index(sim);
     if (st != NS_OK) return st;
     sim->t = 0.0;
@@ -457,6 +467,7 @@ static void trim_spikes(ns_sim_t *sim, double t) {
 
 ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_advance: sim is NULL");
+    if (sim->dist) return ns_dist_sim_advance(sim->dist, steps);
     if (steps < 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_advance: %lld steps", (long long)steps);
     if (sim->failed)
         return ns_fail(NS_ERR_NOT_FINITE, "simulation: a previous run stopped on NaN/Inf; call ns_sim_init");
@@ -481,9 +492,28 @@ ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
     const double t0 = ns_time_ms();
     const double t_before = sim->t;
     const int caller = enter(sim);
-    st = sim->net ? ns_net_advance(sim, steps, &fault) : sim->ops->advance(sim, steps, &fault);
+    int64_t done = 0;
+    if (sim->sample) /* cut at the sampled steps (an LFP probe: src/lfp) */
+        while (st == NS_OK && fault.step == INT64_MAX && done < steps) {
+            const int64_t k = sim->sample_every - sim->steps % sim->sample_every;
+            const int64_t chunk = k < steps - done ? k : steps - done;
+            st = sim->net ? ns_net_advance(sim, chunk, &fault) : sim->ops->advance(sim, chunk, &fault);
+            if (st != NS_OK || fault.step != INT64_MAX) break;
+            double t_prev = sim->t;
+            sim->steps += chunk;
+            for (int64_t q = 0; q < chunk; ++q)
+                t_prev = sim->t, sim->t = ns_sim_half_step(ns_sim_half_step(sim->t, sim->params.dt), sim->params.dt);
+            done += chunk;
+            if (sim->steps % sim->sample_every == 0)
+                st = sim->sample(sim, sim->sample_ctx, ns_sim_half_step(t_prev, sim->params.dt),
+                                 done + sim->sample_every > steps);
+        }
+    else
+        st = sim->net ? ns_net_advance(sim, steps, &fault) : sim->ops->advance(sim, steps, &fault);
     leave(sim, caller);
     sim->elapsed_ms += ns_time_ms() - t0;
+    sim->steps -= done; /* the chunks' steps and time are counted again below */
+    if (done > 0) sim->t = t_before;
     if (st != NS_OK) {
         /* keep what the completed calls recorded (sim->samples is unchanged):
          * drop the spikes of the failed call */
@@ -551,17 +581,20 @@ ns_status ns_sim_gpu_mechanisms_from_name(const char *name, ns_sim_gpu_mechanism
 double ns_sim_elapsed_ms(const ns_sim_t *sim) { return sim ? sim->elapsed_ms : 0.0; }
 
 int32_t ns_sim_spike_compartment(const ns_sim_t *sim, int64_t cell) {
+    if (sim && sim->dist) return ns_dist_sim_spike_compartment(sim->dist, cell);
     if (!sim || cell < 0 || cell >= sim->n_cells) return -1;
     return sim->shapes[sim->cell_shape[cell]].spike_node;
 }
 
 const double *ns_sim_traces(const ns_sim_t *sim, int64_t *samples, int32_t *sites) {
+    if (sim && sim->dist) return ns_dist_sim_traces(sim->dist, samples, sites);
     if (samples) *samples = sim ? sim->samples : 0;
     if (sites) *sites = sim ? sim->n_recs : 0;
     return sim ? sim->traces : NULL;
 }
 
 const double *ns_sim_spikes(const ns_sim_t *sim, int64_t cell, int64_t *count) {
+    if (sim && sim->dist) return ns_dist_sim_spikes(sim->dist, cell, count);
     if (!sim || cell < 0 || cell >= sim->n_cells) {
         if (count) *count = 0;
         return NULL;
@@ -582,6 +615,7 @@ static ns_status sync_host(ns_sim_t *sim) {
 
 static ns_status check_cell(const ns_sim_t *sim, const char *who, int64_t cell) {
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: sim is NULL", who);
+    if (sim->dist) return ns_dist_sim_refuse(who);
     if (cell < 0 || cell >= sim->n_cells)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: cell %lld of %lld", who, (long long)cell,
                        (long long)sim->n_cells);
@@ -614,6 +648,7 @@ ns_status ns_sim_set_state(ns_sim_t *sim, int64_t cell, const double *v) {
 }
 
 int64_t ns_sim_cell_offset(const ns_sim_t *sim, int64_t cell) {
+    if (sim && sim->dist) return cell >= 0 && cell <= sim->n_cells ? sim->dist->global_offset[cell] : -1;
     if (!sim || cell < 0 || cell > sim->n_cells) return -1;
     return sim->cell_offset[cell];
 }
@@ -626,6 +661,7 @@ static double *host_var(ns_sim_t *sim, ns_sim_var var) {
 
 static ns_status check_var(const ns_sim_t *sim, const char *who, ns_sim_var var, const void *flat, void *stream) {
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: sim is NULL", who);
+    if (sim->dist) return ns_dist_sim_refuse(who);
     if ((int)var < 0 || var >= NS_SIM_VAR_COUNT)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: var %d is not an ns_sim_var (0..%d)", who, (int)var,
                        NS_SIM_VAR_COUNT - 1);
@@ -675,10 +711,11 @@ ns_status ns_sim_write_var(ns_sim_t *sim, ns_sim_var var, const double *flat, vo
     return copy_var(sim, "ns_sim_write_var", var, (double *)flat, stream, 0);
 }
 
-int64_t ns_sim_state_parts(const ns_sim_t *sim) { return sim ? sim->ops->state_parts(sim) : -1; }
+int64_t ns_sim_state_parts(const ns_sim_t *sim) { return sim && !sim->dist ? sim->ops->state_parts(sim) : -1; }
 
 ns_status ns_sim_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_part: sim is NULL");
+    if (sim->dist) return ns_dist_sim_refuse("ns_sim_state_part");
     if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_part: out is NULL");
     const int64_t parts = sim->ops->state_parts(sim);
     if (part < 0 || part >= parts)
@@ -694,6 +731,7 @@ ns_status ns_sim_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
 
 ns_status ns_sim_state_done(ns_sim_t *sim, void *stream) {
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_done: sim is NULL");
+    if (sim->dist) return ns_dist_sim_refuse("ns_sim_state_done");
     if (stream && sim->device < 0)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_done: stream given for a %s simulation (host memory, "
                                                 "no stream)",
@@ -706,6 +744,7 @@ ns_status ns_sim_state_done(ns_sim_t *sim, void *stream) {
 
 ns_status ns_sim_state_field(ns_sim_t *sim, int64_t part, const char *name, ns_sim_field *out) {
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: sim is NULL");
+    if (sim->dist) return ns_dist_sim_refuse("ns_sim_state_field");
     if (!name) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: name is NULL");
     if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: out is NULL");
     const int64_t parts = sim->ops->state_parts(sim);

@@ -102,6 +102,14 @@ struct ns_sim {
     double elapsed_ms;
     int failed;      /* a NaN stopped the last run: ns_sim_init is needed */
     int state_set;   /* ns_sim_set_state changed the host copy: push it before the next step */
+
+    /* A sampler run after every sample_every-th step (the LFP, src/lfp):
+     * ns_sim_advance cuts its steps there and passes the sampled step's
+     * midpoint time and whether it is the advance's last sample. NULL: none. */
+    ns_status (*sample)(ns_sim_t *sim, void *ctx, double t_mid, int last);
+    void *sample_ctx;
+    int64_t sample_every;
+    struct sim_dist *dist; /* spread over processes (ns_sim_options.dist, sim/dist_impl.h); NULL: one */
 };
 
 struct sim_ops {

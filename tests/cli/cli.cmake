@@ -52,3 +52,16 @@ add_test(NAME cli_flags
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_cli_flags.py
           $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli_flags PROPERTIES TIMEOUT 120)
+
+# Progress on a terminal (issue 45): simulate, mechanisms build and life fit
+# under a pseudo-terminal draw a bar with the time left; none to a pipe.
+add_test(NAME cli_progress
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_cli_progress.py
+          $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_progress PROPERTIES TIMEOUT 300)
+
+# make test's list of skipped tests with their reasons (tests/scripts/skipped.py,
+# issue 45) on a LastTest.log in ctest's layout.
+add_test(NAME skipped_summary
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_skipped_summary.py ${PROJECT_SOURCE_DIR})
+set_tests_properties(skipped_summary PROPERTIES TIMEOUT 60)

@@ -13,7 +13,8 @@ validation/ and build/neurosolve (and `neurosolve` on PATH), so that a
 command's outputs (run/, small25, ...) stay out of the repository and a
 command can use what an earlier one wrote (life build, then fit, report).
 It must exit 0; a command whose documented output is an error line
-(`neurosolve...`) must fail with that line on stderr.
+(`neurosolve...`) must fail with that line on stderr. What the commands write
+in that folder (a user's repository root) must be ignored by .gitignore.
 
 Commands that cannot run in CI's time or on its machine are EXCLUDED below,
 each with the reason; a command that matches no exclusion runs, so a new
@@ -149,6 +150,20 @@ def main():
                                         f"stderr {p.stderr!r}")
                 elif p.returncode != 0:
                     failures.append(f"{where}: `{cmd}` exited {p.returncode}: {p.stderr.strip()[-600:]}")
+        # what the commands wrote in the folder they ran in would be the repository root's for a
+        # user: .gitignore must keep it out of `git status` (issue 45: libbbp.so, small25*, run/)
+        made = sorted(n for n in os.listdir(tmp) if n not in ("data", "tests", "docs", "bench", "examples",
+                                                               "validation", "build", ".bin"))
+        git = shutil.which("git")
+        if not git or subprocess.run([git, "-C", SRC, "rev-parse", "--git-dir"], capture_output=True).returncode:
+            skipped.append("the outputs' .gitignore check (no git, or not a git checkout)")
+        else:
+            for n in made:
+                name = n + "/" if os.path.isdir(os.path.join(tmp, n)) else n
+                if subprocess.run([git, "-C", SRC, "check-ignore", "-q", "--no-index", "--", name]).returncode:
+                    failures.append(f"the docs' commands write {name} in the folder they run in, and .gitignore "
+                                    "does not ignore it there (the repository root)")
+            print(f"{len(made)} outputs in the commands' folder, each ignored by .gitignore: {', '.join(made)}")
     print(f"\n{ran} commands ran in {time.time() - start:.1f} s")
     for reason, cmds in excluded.items():
         print(f"excluded ({reason}):")

@@ -152,55 +152,31 @@ typedef struct raster {
     double trace_sum, trace_end; /* v at the soma of the last cell */
 } raster;
 
-/* The calls that build a network, on either kind of simulation. */
-typedef struct net_calls {
-    ns_status (*add_synapse)(void *sim, int64_t cell, int32_t compartment, const char *mech, int64_t *id);
-    ns_status (*synapse_set)(void *sim, int64_t synapse, const char *name, double value);
-    ns_status (*add_detector)(void *sim, int64_t cell, int32_t compartment, double threshold, int64_t *id);
-    ns_status (*add_spike_source)(void *sim, const double *times, int64_t count, int64_t *id);
-    ns_status (*connect)(void *sim, int64_t source, int64_t synapse, double weight, double delay);
-} net_calls;
-
-static ns_status sim_add_synapse(void *s, int64_t c, int32_t k, const char *m, int64_t *id) {
-    return ns_sim_add_synapse(s, c, k, m, id);
-}
-static ns_status sim_synapse_set(void *s, int64_t y, const char *n, double v) { return ns_sim_synapse_set(s, y, n, v); }
-static ns_status sim_add_detector(void *s, int64_t c, int32_t k, double thr, int64_t *id) {
-    return ns_sim_add_detector(s, c, k, thr, id);
-}
-static ns_status sim_add_spike_source(void *s, const double *t, int64_t n, int64_t *id) {
-    return ns_sim_add_spike_source(s, t, n, id);
-}
-static ns_status sim_connect(void *s, int64_t a, int64_t b, double w, double d) { return ns_sim_connect(s, a, b, w, d); }
-static const net_calls net_calls_sim = {sim_add_synapse, sim_synapse_set, sim_add_detector, sim_add_spike_source,
-                                        sim_connect};
-
 /* The network of r: synapses (ids in file order), a detector at each cell's
  * spike compartment (sources 0 .. n_cells-1), then the trains, then the
  * connections. */
-static void build_net(const ref *r, ns_cell_t *const *shapes, const int32_t *spike_compartment, void *sim,
-                      const net_calls *calls) {
+static void build_net(const ref *r, ns_cell_t *const *shapes, const int32_t *spike_compartment, ns_sim_t *sim) {
     for (int k = 0; k < r->n_syns; ++k) {
         const syn_spec *y = &r->syn[k];
         const int32_t node = section_at(shapes[r->cell_shape[y->cell]], y->section_id, y->x);
         CHECK_MSG(node >= 0, "synapse %d: section with first point %lld", k, y->section_id);
         int64_t id = -1;
-        CHECK_OK(calls->add_synapse(sim, y->cell, node, y->mech, &id));
+        CHECK_OK(ns_sim_add_synapse(sim, y->cell, node, y->mech, &id));
         CHECK(id == k);
-        for (int q = 0; q < y->n_params; ++q) CHECK_OK(calls->synapse_set(sim, id, y->name[q], y->value[q]));
+        for (int q = 0; q < y->n_params; ++q) CHECK_OK(ns_sim_synapse_set(sim, id, y->name[q], y->value[q]));
     }
     for (int c = 0; c < r->n_cells; ++c) {
         int64_t det = -1;
-        CHECK_OK(calls->add_detector(sim, c, spike_compartment[c], r->threshold, &det));
+        CHECK_OK(ns_sim_add_detector(sim, c, spike_compartment[c], r->threshold, &det));
         CHECK(det == c);
     }
     for (int q = 0; q < r->n_trains; ++q) {
         int64_t src = -1;
-        CHECK_OK(calls->add_spike_source(sim, r->times[q], r->n_times[q], &src));
+        CHECK_OK(ns_sim_add_spike_source(sim, r->times[q], r->n_times[q], &src));
         CHECK(src == r->n_cells + q);
     }
     for (int k = 0; k < r->n_conns; ++k)
-        CHECK_OK(calls->connect(sim, r->conn_src[k], r->conn_syn[k], r->conn_w[k], r->conn_d[k]));
+        CHECK_OK(ns_sim_connect(sim, r->conn_src[k], r->conn_syn[k], r->conn_w[k], r->conn_d[k]));
 }
 
 /* A run's raster against NEURON's: per source the same count and times

@@ -18,7 +18,10 @@
 #include "hines/batch_impl.h"
 #include "hines/policy.h"
 #include "life/life_impl.h"
+#include "mech/builtin/builtin.h"
 #include "neurosolve/neurosolve.h"
+
+extern const ns_mech_desc nsm_hh_desc; /* src/mech/builtin/hh.c */
 
 #define OPTIN 232448 /* [bytes] opt-in shared memory per block, H100/H200 */
 #define OPTIN_H100 OPTIN
@@ -58,7 +61,7 @@ int main(void) {
     CHECK(ns_hines_cuda_auto(1, 256000, 691, OPTIN) == NS_HINES_INTERLEAVED);
     CHECK(ns_hines_cuda_auto(1, 1000, 7000, 49152) == NS_HINES_TREE);       /* a 48 KiB device */
     /* the simulation's loop per shape group */
-    ns_sim_loop_facts f = {5, SMS, 1, 1, 75};
+    ns_sim_loop_facts f = {5, SMS, 1, 1, 75, 0, 0};
     CHECK(ns_sim_auto_loop(&f) == NS_SIM_LOOP_TREE); /* few cells: tree, whatever the schedule */
     CHECK(!ns_sim_auto_needs_onchip(5, SMS));
     f.cells = 2112; /* 16 per SM, a short path: onchip */
@@ -71,6 +74,19 @@ int main(void) {
     CHECK(ns_sim_auto_loop(&f) == NS_SIM_LOOP_TREE);
     f.onchip_shared = 1;
     f.onchip_fits = 0;
+    CHECK(ns_sim_auto_loop(&f) == NS_SIM_LOOP_TREE);
+    /* a model: onchip where the onchip kernel runs its mechanisms, as the params' hh */
+    f.onchip_fits = 1;
+    f.model = 1;
+    f.model_onchip = 1;
+    CHECK(ns_sim_auto_loop(&f) == NS_SIM_LOOP_ONCHIP);
+    f.model_onchip = 0; /* a library's mechanisms: the tree loop */
+    CHECK(ns_sim_auto_loop(&f) == NS_SIM_LOOP_TREE);
+    f.model_onchip = 1;
+    f.onchip_path = 300; /* the same shape rule as without a model */
+    CHECK(ns_sim_auto_loop(&f) == NS_SIM_LOOP_TREE);
+    f.onchip_path = 75;
+    f.cells = 5;
     CHECK(ns_sim_auto_loop(&f) == NS_SIM_LOOP_TREE);
     /* the Hines family's one rule: the backend first */
     CHECK(hines_auto(NS_BACKEND_AUTO, 1, 16, 54, 5400, 1 << 21, 38580) == NS_HINES_TREE); /* large, a GPU */
@@ -127,6 +143,22 @@ int main(void) {
         forced = writer;
         forced.requested = STEP;
         CHECK(ns_sim_gpu_mechanisms_rule(&forced) == STEP);
+        /* the onchip loop runs a model that fuses and has no network, with the
+         * built-in hh's TABLE and GLOBALs in the shared memory it sizes for them */
+        CHECK(nsm_hh_desc.table_size == NS_FUSED_HH_TABLE && nsm_hh_desc.n_globals <= NS_FUSED_HH_GLOBALS);
+        const ns_sim_mech_facts hh = {AUTO, 1, 0, 0, 0, 0};
+        CHECK(ns_sim_onchip_model_rule(&hh));                    /* hh, pas: onchip */
+        ns_sim_mech_facts o = hh;
+        o.requested = FUSED;
+        CHECK(ns_sim_onchip_model_rule(&o));
+        o.requested = STEP;                                      /* per step asked for: the tree loop */
+        CHECK(!ns_sim_onchip_model_rule(&o));
+        CHECK(!ns_sim_onchip_model_rule(&library));              /* a library's mechanisms */
+        CHECK(!ns_sim_onchip_model_rule(&writer));               /* Nernst after a writer */
+        CHECK(!ns_sim_onchip_model_rule(&exposed));              /* parameters handed out */
+        o = hh;
+        o.network = o.network_fused = 1;                         /* a fused network: the tree loop */
+        CHECK(!ns_sim_onchip_model_rule(&o));
     }
     CHECK(ns_life_auto_backend(1) == NS_BACKEND_CUDA);
     CHECK(ns_life_auto_backend(0) == NS_BACKEND_CPU);

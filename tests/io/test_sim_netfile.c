@@ -246,6 +246,10 @@ static void test_errors(const ns_cell_t *cell) {
     BAD_PARSE(WITH("synapse s c soma ExpSyn\ntrain t 1\ntrain t 2\ntrain t 3\nconnect t s 0.1 1\n"), "bad.net:6:",
               "3 sources and 2 synapses");
     BAD_PARSE(WITH("model a.model\nmodel b.model\n"), "bad.net:3:", "a second model file (the first on line 2)");
+    /* source NAME SYNAPSES: point sources of synapses (from_neuron's NetCons from IntFires) */
+    BAD_PARSE(WITH("synapse s c soma ExpSyn\nsource p s extra\n"), "bad.net:3:", "expected: source NAME SYNAPSES");
+    BAD_PARSE(WITH("synapse s c soma ExpSyn\nsource p q\n"), "bad.net:3:", "no synapses named 'q'");
+    BAD_PARSE(WITH("synapse s c soma ExpSyn\nsource s s\n"), "bad.net:3:", "'s' names synapses (line 2), not sources");
     BAD_PARSE("# nothing\n", "bad.net: no cells");
     BAD_PARSE("cells c 0 x.swc\n", "bad.net:1:", "COUNT '0'");
     {

@@ -26,6 +26,7 @@
 #include "neurosolve/nmodl.h"
 #include "nmodl_ref.h"
 #include "test_tmpdir.h"
+#include "mech_build.h"
 
 #define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
 #define DT 0.025
@@ -133,21 +134,10 @@ out:
 
 int main(void) {
     if (tmpdir_make("ns_sim_conc_order")) return 1;
-    char cmd[1200];
-    char *dir = tmp("mod");
-    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/bbp/CaDynamics_E2.mod %s/bbp/Ca_HVA.mod %s/bbp/SK_E2.mod "
-             "%s/test/cabuf.mod %s/", dir, MECH_DIR, MECH_DIR, MECH_DIR, MECH_DIR, dir);
-    CHECK(system(cmd) == 0);
-    char *so = tmp("libconc.so");
-    ns_status s = ns_mechanisms_build(dir, so, NULL);
-    if (s == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "cannot run the compiler")) {
-        printf("SKIP: no C compiler (%s)\n", ns_last_error());
-        tmpdir_remove();
-        return 77;
-    }
-    CHECK_OK(s);
-    ns_mech_library_t *lib = NULL;
-    if (s == NS_OK) CHECK_OK(ns_mech_library_open(so, &lib));
+    int skip = 0;
+    ns_mech_library_t *lib = test_mech_from_files(MECH_DIR "/bbp/CaDynamics_E2.mod " MECH_DIR "/bbp/Ca_HVA.mod " MECH_DIR
+                                                  "/bbp/SK_E2.mod " MECH_DIR "/test/cabuf.mod", "libconc.so", &skip);
+    if (skip) return tmpdir_remove(), 77;
     ns_cell_t *cell = test_cylinder();
     if (lib && cell) {
         order(lib, cell);

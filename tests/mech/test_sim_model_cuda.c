@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "load_cell.h"
 #include "net/exchange.h"
 #include "neurosolve/neurosolve.h"
 #include "test_tmpdir.h"
@@ -60,19 +61,6 @@ static const char *L5_MODEL =
     "apical.gIhbar_Ih = 0.0002*(-0.8696 + 2.087*exp(0.0031*d))\n"
     "apical.gCa_LVAstbar_Ca_LVAst = 0.0187*(0.01 + 0.99*(d > 685)*(d < 885))\n";
 
-static ns_cell_t *load(const char *name, double Ra) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", NS_MORPHOLOGIES, name);
-    ns_morph_t *m = NULL;
-    CHECK_OK(ns_swc_read(path, NULL, &m));
-    ns_discretize_options o;
-    ns_discretize_options_init(&o);
-    o.Ra = Ra;
-    ns_cell_t *cell = NULL;
-    CHECK_OK(ns_discretize(m, &o, &cell));
-    ns_morph_destroy(m);
-    return cell;
-}
 
 /* Run one model on `backend`; spikes of every cell and traces at 2 sites per cell. */
 typedef struct run_out {
@@ -191,7 +179,7 @@ int main(void) {
     {
         const char *files[3] = {"ca1_h10.swc", "l5pc_bbp_axon.swc", "purk_dbbs.swc"};
         ns_cell_t *cells[3];
-        for (int k = 0; k < 3; ++k) cells[k] = load(files[k], 35.4);
+        for (int k = 0; k < 3; ++k) cells[k] = test_load_cell(files[k], 35.4);
         ns_sim_params p;
         ns_sim_params_init(&p);
         ns_sim_model_t *model = NULL;
@@ -223,7 +211,7 @@ int main(void) {
     {
         const char *files[3] = {"ca1_h10.swc", "l5pc_bbp_axon.swc", "purk_dbbs.swc"};
         ns_cell_t *cells[3];
-        for (int k = 0; k < 3; ++k) cells[k] = load(files[k], 35.4);
+        for (int k = 0; k < 3; ++k) cells[k] = test_load_cell(files[k], 35.4);
         ns_sim_params p;
         ns_sim_params_init(&p);
         static const char *const MODELS[3][2] = {
@@ -339,7 +327,7 @@ int main(void) {
     ns_mech_library_t *lib = NULL, *cpu_lib = NULL;
     CHECK_OK(ns_mech_library_open(lib_path, &lib));
     CHECK_OK(ns_mech_library_open(cpu_lib_path, &cpu_lib));
-    ns_cell_t *l5[1] = {load("l5pc_bbp_axon.swc", 100.0)};
+    ns_cell_t *l5[1] = {test_load_cell("l5pc_bbp_axon.swc", 100.0)};
     ns_sim_params p;
     ns_sim_params_init(&p);
     p.celsius = 34.0;

@@ -597,6 +597,24 @@ static void test_section_spec(void) {
                   s.area, want);
         ns_cell_destroy(c);
     }
+    /* parentx: the apical section (SWC 5-6) hangs from x = 0.25 of the basal section 1 (nseg 3: its
+     * first segment, int(0.25 * 3) = 0, as NEURON's node_index), its geometry its own two points
+     * (600 um, not 1,200 from the fork's point 3 on) */
+    c = make_spec(p, 6, "all.nseg = 3\nswc:5.parentx = 0.25\n", NS_OK);
+    if (c) {
+        ns_section_info s1, s3;
+        ns_cell_get_section(c, 1, &s1);
+        ns_cell_get_section(c, 3, &s3);
+        const int32_t *par = ns_tree_parent(ns_cell_tree(c));
+        CHECK_MSG(s3.parent == 1 && s3.parent_x == 0.25 && s3.n3d == 2 && check_rel(s3.length, 600.0) < 1e-15,
+                  "parentx: parent %d at %g, %d points, L %g; want 1 at 0.25, 2, 600", s3.parent, s3.parent_x,
+                  s3.n3d, s3.length);
+        CHECK_MSG(check_rel(s3.area, 2 * PI * 600.0) < 1e-12 && check_rel(s3.ri_sum, r_cyl(s3.Ra, 600.0, 1.0)) < 1e-12,
+                  "parentx: area %g, ri %g", s3.area, s3.ri_sum);
+        CHECK_MSG(par[s3.first_node] == s1.first_node, "parentx: first node's parent %d, want %d (section 1's "
+                  "first segment)", par[s3.first_node], s1.first_node);
+        ns_cell_destroy(c);
+    }
     /* bad statements: file and line, the construct */
     const struct { const char *text, *needle; } bad[] = {
         {"soma.nseg = 3\nsec:9.nseg = 3\n", "cell.params:2: sec:9.nseg"},
@@ -612,6 +630,15 @@ static void test_section_spec(void) {
         {"sec:1.start_diam = 2\n", "does not start with a copy"}, /* joined at the soma's middle */
         {"basal.start_diam = 2\n", "start_diam is set per section"},
         {"swc:4.start_diam = 0\n", "must be > 0"},
+        {"swc:4.parentx = 1.5\n", "parentx must be in [0, 1]"},
+        {"soma.parentx = 0.5\n", "parentx is set per section"},
+        {"sec:0.parentx = 0.5\n", "is the root"},
+        {"swc:5.parentx = 0.5\nswc:5.start_diam = 2\n", "cell.params:2: swc:5.start_diam"},
+        {"swc:4.parentx = 0.5\n", "has one 3-D point of its own"},
+        /* sections through the one location grammar (ns_location_parse) */
+        {"sec:x.nseg = 3\n", "cell.params:1: sec:x.nseg: 'x' is not a section index or SWC id"},
+        {"swc:-4.Ra = 10\n", "'-4' is not a section index or SWC id"},
+        {"sec:99999999999.nseg = 3\n", "'99999999999' is not a section index"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
         c = make_spec(p, 6, bad[k].text, NS_ERR_PARSE);

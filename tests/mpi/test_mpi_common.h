@@ -10,6 +10,23 @@
 #include "neurosolve/mpi.h"
 
 static int mpi_rank = 0, mpi_size = 1;
+static ns_dist_t *test_dist = NULL; /* MPI_COMM_WORLD's, made by the first dist_sim_create */
+
+/* ns_sim_create spread over MPI_COMM_WORLD (collective): `options` (NULL:
+ * the defaults) with dist set. */
+static inline ns_status dist_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_t n_cells,
+                                        const int32_t *cell_shape, const ns_sim_params *params,
+                                        const ns_sim_options *options, ns_sim_t **out) {
+    if (!test_dist) {
+        ns_status st = ns_dist_from_comm(MPI_COMM_WORLD, &test_dist);
+        if (st != NS_OK) return st;
+    }
+    ns_sim_options o;
+    if (options) o = *options;
+    else ns_sim_options_init(&o);
+    o.dist = test_dist;
+    return ns_sim_create(n_shapes, shapes, n_cells, cell_shape, params, &o, out);
+}
 
 static void mpi_test_init(int *argc, char ***argv) {
     int provided = MPI_THREAD_SINGLE; /* FUNNELED: networks exchange from the OpenMP master thread */
@@ -37,6 +54,8 @@ static int mpi_test_finish(const char *name) {
         else
             printf("%s (%d processes): all %d checks passed on rank 0\n", name, mpi_size, check_count);
     }
+    ns_dist_destroy(test_dist);
+    test_dist = NULL;
     MPI_Finalize();
     return all ? 1 : 0;
 }

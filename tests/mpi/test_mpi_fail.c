@@ -1,7 +1,7 @@
 /* A failure on one process ends the collective call on every process with
  * that process's message, and mismatched inputs are detected:
  *   - an unreadable file on the last rank (ns_swc_read + ns_mpi_agree);
- *   - a bad parameter on the last rank (ns_mpi_sim_create);
+ *   - a bad parameter on the last rank (ns_sim_create with ns_sim_options.dist);
  *   - a different cell count on the last rank (ns_mpi_batch_create);
  *   - a stimulus outside its cell, reported at the next collective call;
  *   - a bad argument to SBBNNLS on the last rank only, while the others are
@@ -70,8 +70,8 @@ int main(int argc, char **argv) {
     {
         ns_sim_params q = p;
         if (mpi_rank == last) q.dt = -0.025;
-        ns_mpi_sim_t *s = NULL;
-        ns_status st = ns_mpi_sim_create(MPI_COMM_WORLD, 1, shapes, 4, NULL, &q, NULL, &s);
+        ns_sim_t *s = NULL;
+        ns_status st = dist_sim_create(1, shapes, 4, NULL, &q, NULL, &s);
         expect(st, NS_ERR_INVALID_ARGUMENT, last, "dt", "bad parameter");
         CHECK(s == NULL);
     }
@@ -87,27 +87,27 @@ int main(int argc, char **argv) {
         CHECK_MSG(strstr(ns_last_error(), tag) != NULL, "'%s' lacks '%s'", ns_last_error(), tag);
         ns_sim_params q = p;
         if (mpi_rank == last) q.celsius = 6.4;
-        ns_mpi_sim_t *s = NULL;
-        st = ns_mpi_sim_create(MPI_COMM_WORLD, 1, shapes, 4, NULL, &q, NULL, &s);
+        ns_sim_t *s = NULL;
+        st = dist_sim_create(1, shapes, 4, NULL, &q, NULL, &s);
         CHECK_MSG(st == NS_ERR_INVALID_ARGUMENT && strstr(ns_last_error(), "differs between ranks"), "'%s'",
                   ns_last_error());
     }
     /* 4. a stimulus outside its cell: the owner fails at once, everyone at
      * the next collective call */
     {
-        ns_mpi_sim_t *s = NULL;
-        CHECK_OK(ns_mpi_sim_create(MPI_COMM_WORLD, 1, shapes, 5, NULL, &p, NULL, &s));
+        ns_sim_t *s = NULL;
+        CHECK_OK(dist_sim_create(1, shapes, 5, NULL, &p, NULL, &s));
         const int64_t cell_no = 4;
-        const int owner = ns_mpi_sim_owner(s, cell_no);
-        ns_status st = ns_mpi_sim_add_iclamp(s, cell_no, 1000000, 1.0, 1.0, 0.1);
+        const int owner = ns_sim_cell_owner(s, cell_no);
+        ns_status st = ns_sim_add_iclamp(s, cell_no, 1000000, 1.0, 1.0, 0.1);
         CHECK(mpi_rank == owner ? st == NS_ERR_INVALID_ARGUMENT : st == NS_OK);
-        st = ns_mpi_sim_advance(s, 10);
+        st = ns_sim_advance(s, 10);
         expect(st, NS_ERR_INVALID_ARGUMENT, owner, "1000000", "stimulus outside the cell");
         /* reported once: the run goes on afterwards */
-        CHECK_OK(ns_mpi_sim_advance(s, 10));
-        CHECK(ns_mpi_sim_add_iclamp(s, 99, 0, 1.0, 1.0, 0.1) == NS_ERR_INVALID_ARGUMENT);
-        expect(ns_mpi_sim_gather(s, 0), NS_ERR_INVALID_ARGUMENT, 0, "cell 99", "stimulus outside the population");
-        ns_mpi_sim_destroy(s);
+        CHECK_OK(ns_sim_advance(s, 10));
+        CHECK(ns_sim_add_iclamp(s, 99, 0, 1.0, 1.0, 0.1) == NS_ERR_INVALID_ARGUMENT);
+        expect(ns_sim_gather(s, 0), NS_ERR_INVALID_ARGUMENT, 0, "cell 99", "stimulus outside the population");
+        ns_sim_destroy(s);
     }
     /* 5. SBBNNLS: the last rank fails before its first sum */
     {

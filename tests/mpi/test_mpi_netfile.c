@@ -1,7 +1,7 @@
 /* Network files over MPI processes (docs/networks.md, "MPI"):
  *   1. the .net files of tests/data/neuron_network/ (NEURON 9.0.2's ring,
  *      the ring with short delays, the random network of two morphologies)
- *      applied with ns_network_apply_mpi over the cells ns_mpi_sim_create
+ *      applied with ns_network_apply over the cells ns_sim_create
  *      spreads: counts and every source's cell as the single-process
  *      ns_network_apply's; every source's raster, every cell's soma spikes
  *      and a soma trace of every cell identical to the bit with the
@@ -88,8 +88,8 @@ static void copy_lists(const void *sim, int64_t n, list_fn get, int64_t **offset
 }
 static const double *sim_src(const void *s, int64_t k, int64_t *n) { return ns_sim_source_spikes(s, k, n); }
 static const double *sim_spk(const void *s, int64_t k, int64_t *n) { return ns_sim_spikes(s, k, n); }
-static const double *mpi_src(const void *s, int64_t k, int64_t *n) { return ns_mpi_sim_source_spikes(s, k, n); }
-static const double *mpi_spk(const void *s, int64_t k, int64_t *n) { return ns_mpi_sim_spikes(s, k, n); }
+static const double *mpi_src(const void *s, int64_t k, int64_t *n) { return ns_sim_source_spikes(s, k, n); }
+static const double *mpi_spk(const void *s, int64_t k, int64_t *n) { return ns_sim_spikes(s, k, n); }
 
 /* The single-process run: ns_network_apply on one ns_sim. */
 static void run_single(const ns_network_t *net, ns_cell_t *const *shapes, double dt, double tstop,
@@ -128,7 +128,7 @@ static void run_single(const ns_network_t *net, ns_cell_t *const *shapes, double
     ns_sim_destroy(sim);
 }
 
-/* The same network over the processes (ns_network_apply_mpi), gathered to
+/* The same network over the processes (ns_network_apply on a distributed simulation), gathered to
  * every process (root -1) or to rank 0; the receivers compare with one. */
 static void run_mpi(const char *name, const ns_network_t *net, ns_cell_t *const *shapes, double dt, double tstop,
                     ns_sim_model_t *model, const run *one, const ref *neuron) {
@@ -136,38 +136,38 @@ static void run_mpi(const char *name, const ns_network_t *net, ns_cell_t *const 
     ns_sim_params_init(&p);
     p.dt = dt;
     ns_sim_options o = cpu_options(model);
-    ns_mpi_sim_t *ms = NULL;
+    ns_sim_t *ms = NULL;
     const int64_t n_cells = ns_network_cells(net);
-    CHECK_OK(ns_mpi_sim_create(MPI_COMM_WORLD, ns_network_morphologies(net), (const ns_cell_t *const *)shapes,
+    CHECK_OK(dist_sim_create(ns_network_morphologies(net), (const ns_cell_t *const *)shapes,
                                n_cells, ns_network_cell_morphology(net), &p, &o, &ms));
     if (!ms) return;
-    CHECK_OK(ns_network_apply_mpi(net, ms, (const ns_cell_t *const *)shapes));
-    CHECK_MSG(ns_mpi_sim_synapses(ms) == one->n_syn && ns_mpi_sim_sources(ms) == one->n_src &&
-                  ns_mpi_sim_connections(ms) == one->n_conn && one->n_src == ns_network_sources(net) &&
+    CHECK_OK(ns_network_apply(net, ms, (const ns_cell_t *const *)shapes));
+    CHECK_MSG(ns_sim_synapses(ms) == one->n_syn && ns_sim_sources(ms) == one->n_src &&
+                  ns_sim_connections(ms) == one->n_conn && one->n_src == ns_network_sources(net) &&
                   one->n_syn == ns_network_synapses(net),
               "%s: %lld synapses, %lld sources, %lld connections; one process %lld, %lld, %lld", name,
-              (long long)ns_mpi_sim_synapses(ms), (long long)ns_mpi_sim_sources(ms),
-              (long long)ns_mpi_sim_connections(ms), (long long)one->n_syn, (long long)one->n_src,
+              (long long)ns_sim_synapses(ms), (long long)ns_sim_sources(ms),
+              (long long)ns_sim_connections(ms), (long long)one->n_syn, (long long)one->n_src,
               (long long)one->n_conn);
     int cells_ok = 1, remote = 0;
     for (int64_t q = 0; q < one->n_src && one->src_cell; ++q) {
-        cells_ok &= ns_mpi_sim_source_cell(ms, q) == one->src_cell[q];
+        cells_ok &= ns_sim_source_cell(ms, q) == one->src_cell[q];
         /* detectors whose spikes another process needs: counted from the raster's cells */
-        if (one->src_cell[q] >= 0) remote += ns_mpi_sim_owner(ms, one->src_cell[q]) != 0;
+        if (one->src_cell[q] >= 0) remote += ns_sim_cell_owner(ms, one->src_cell[q]) != 0;
     }
     CHECK_MSG(cells_ok, "%s: a source's cell differs from one process's", name);
-    CHECK(ns_mpi_sim_source_cell(ms, one->n_src) == -2 && ns_mpi_sim_source_cell(ms, -1) == -2);
+    CHECK(ns_sim_source_cell(ms, one->n_src) == -2 && ns_sim_source_cell(ms, -1) == -2);
     CHECK_MSG(mpi_size == 1 || remote > 0, "%s: every detector on rank 0", name);
     for (int64_t c = 0; c < n_cells && one->spike_comp; ++c) {
         int32_t site = -1;
-        CHECK_OK(ns_mpi_sim_add_recording(ms, c, one->spike_comp[c], &site));
+        CHECK_OK(ns_sim_add_recording(ms, c, one->spike_comp[c], &site));
     }
-    CHECK_OK(ns_mpi_sim_init(ms));
-    const int64_t steps = ns_mpi_sim_steps_for(ms, tstop);
-    CHECK_OK(ns_mpi_sim_advance(ms, steps / 3));
-    CHECK_OK(ns_mpi_sim_advance(ms, steps - steps / 3));
+    CHECK_OK(ns_sim_init(ms));
+    const int64_t steps = ns_sim_steps_for(ms, tstop);
+    CHECK_OK(ns_sim_advance(ms, steps / 3));
+    CHECK_OK(ns_sim_advance(ms, steps - steps / 3));
     for (int root = -1; root < (mpi_size > 1 ? 2 : 1); root += mpi_size > 1 ? 2 : 1) {
-        CHECK_OK(ns_mpi_sim_gather(ms, root));
+        CHECK_OK(ns_sim_gather(ms, root));
         if (!(root < 0 || root == mpi_rank)) continue;
         run got;
         memset(&got, 0, sizeof got);
@@ -183,7 +183,7 @@ static void run_mpi(const char *name, const ns_network_t *net, ns_cell_t *const 
         CHECK_MSG(same, "%s (root %d): the soma spikes differ from one process's", name, root);
         int64_t samples = 0;
         int32_t sites = 0;
-        const double *tr = ns_mpi_sim_traces(ms, &samples, &sites);
+        const double *tr = ns_sim_traces(ms, &samples, &sites);
         CHECK_MSG(tr && samples == one->samples && sites == one->sites && sites == n_cells && samples == steps + 1 &&
                       memcmp(tr, one->traces, (size_t)(samples * sites) * sizeof *tr) == 0,
                   "%s (root %d): the soma traces differ from one process's", name, root);
@@ -209,7 +209,7 @@ static void run_mpi(const char *name, const ns_network_t *net, ns_cell_t *const 
             printf("%s on %d processes: %lld spikes, one process's to the bit\n", name, mpi_size, (long long)total);
         run_free(&got);
     }
-    ns_mpi_sim_destroy(ms);
+    ns_sim_destroy(ms);
 }
 
 /* A .net file of tests/data/neuron_network/ and NEURON's raster (the .csv beside it). */
@@ -293,14 +293,14 @@ static void test_errors(void) {
     ns_sim_params p;
     ns_sim_params_init(&p);
     ns_sim_options o = cpu_options(model);
-    ns_mpi_sim_t *ms = NULL;
-    CHECK_OK(ns_mpi_sim_create(MPI_COMM_WORLD, 1, (const ns_cell_t *const *)shapes, 4, ns_network_cell_morphology(probe),
+    ns_sim_t *ms = NULL;
+    CHECK_OK(dist_sim_create(1, (const ns_cell_t *const *)shapes, 4, ns_network_cell_morphology(probe),
                                &p, &o, &ms));
     if (!ms) return;
     /* a cell of the last process: its unknown mechanism is seen there only */
     int64_t cell = 0;
     for (int64_t c = 0; c < 4; ++c)
-        if (ns_mpi_sim_owner(ms, c) == mpi_size - 1) cell = c;
+        if (ns_sim_cell_owner(ms, c) == mpi_size - 1) cell = c;
     char text[512];
     snprintf(text, sizeof text,
              "%ssynapse ok c soma ExpSyn\nsynapse bad c[%lld] soma AMPA\ndetector d c[0] sec:999 -20\n", head,
@@ -320,37 +320,37 @@ static void test_errors(void) {
         char rank[64], owner[128];
         snprintf(rank, sizeof rank, "rank %d of %d: bad.net:4: ", mpi_size - 1, mpi_size);
         snprintf(owner, sizeof owner, "synapse 4 (global; cell %lld, rank %d's cell", (long long)cell, mpi_size - 1);
-        CHECK_FAILS(ns_network_apply_mpi(net, ms, (const ns_cell_t *const *)shapes), NS_ERR_INVALID_ARGUMENT, rank,
+        CHECK_FAILS(ns_network_apply(net, ms, (const ns_cell_t *const *)shapes), NS_ERR_INVALID_ARGUMENT, rank,
                     owner, "no mechanism 'AMPA'");
         CHECK_MSG(!strstr(ns_last_error(), "999"), "a later failure reported: %s", ns_last_error());
         CHECK_MSG(same_text_everywhere(ns_last_error()), "the message differs between processes: %s", ns_last_error());
     }
-    ns_mpi_sim_destroy(ms);
+    ns_sim_destroy(ms);
     ns_network_destroy(net);
     /* a failure every process sees: the same message as one process's */
     static const char late[] = "cells c 4 ca1_h10.swc\nmodel: all.insert = hh\nsynapse s c sec:999 ExpSyn\n";
     net = NULL;
     CHECK_OK(ns_network_parse(late, strlen(late), "late.net", NS_MORPHOLOGIES, &net));
     ms = NULL;
-    CHECK_OK(ns_mpi_sim_create(MPI_COMM_WORLD, 1, (const ns_cell_t *const *)shapes, 4, ns_network_cell_morphology(probe),
+    CHECK_OK(dist_sim_create(1, (const ns_cell_t *const *)shapes, 4, ns_network_cell_morphology(probe),
                                &p, &o, &ms));
     if (net && ms) {
-        CHECK_FAILS(ns_network_apply_mpi(net, ms, (const ns_cell_t *const *)shapes), NS_ERR_INVALID_ARGUMENT,
+        CHECK_FAILS(ns_network_apply(net, ms, (const ns_cell_t *const *)shapes), NS_ERR_INVALID_ARGUMENT,
                     "rank 0 of", "late.net:3: cell 0", "no section 999");
         CHECK(same_text_everywhere(ns_last_error()));
     }
-    ns_mpi_sim_destroy(ms);
+    ns_sim_destroy(ms);
     /* a simulation of other cells: 3, not the file's 4 */
     ms = NULL;
-    CHECK_OK(ns_mpi_sim_create(MPI_COMM_WORLD, 1, (const ns_cell_t *const *)shapes, 3, ns_network_cell_morphology(probe),
+    CHECK_OK(dist_sim_create(1, (const ns_cell_t *const *)shapes, 3, ns_network_cell_morphology(probe),
                                &p, &o, &ms));
     if (net && ms) {
-        CHECK_FAILS(ns_network_apply_mpi(net, ms, (const ns_cell_t *const *)shapes), NS_ERR_INVALID_ARGUMENT,
+        CHECK_FAILS(ns_network_apply(net, ms, (const ns_cell_t *const *)shapes), NS_ERR_INVALID_ARGUMENT,
                     "late.net: 4 cells, the simulation has 3");
         CHECK(same_text_everywhere(ns_last_error()));
-        CHECK(ns_network_apply_mpi(net, NULL, (const ns_cell_t *const *)shapes) == NS_ERR_INVALID_ARGUMENT);
+        CHECK(ns_network_apply(net, NULL, (const ns_cell_t *const *)shapes) == NS_ERR_INVALID_ARGUMENT);
     }
-    ns_mpi_sim_destroy(ms);
+    ns_sim_destroy(ms);
     ns_network_destroy(net);
     ns_network_destroy(probe);
     ns_sim_model_destroy(model);

@@ -39,29 +39,17 @@ static ns_cell_t *make_cell(int seg) {
 
 enum { N_CELLS = 13, N_SHAPES = 3 };
 
-/* The same stimuli and recordings on either kind of simulation. */
-typedef ns_status (*iclamp_fn)(void *, int64_t, int32_t, double, double, double);
-typedef ns_status (*record_fn)(void *, int64_t, int32_t, int32_t *);
-
-static ns_status ic_local(void *s, int64_t c, int32_t k, double a, double b, double i) {
-    return ns_sim_add_iclamp(s, c, k, a, b, i);
-}
-static ns_status ic_mpi(void *s, int64_t c, int32_t k, double a, double b, double i) {
-    return ns_mpi_sim_add_iclamp(s, c, k, a, b, i);
-}
-static ns_status rec_local(void *s, int64_t c, int32_t k, int32_t *site) { return ns_sim_add_recording(s, c, k, site); }
-static ns_status rec_mpi(void *s, int64_t c, int32_t k, int32_t *site) { return ns_mpi_sim_add_recording(s, c, k, site); }
-
-static void setup(void *sim, iclamp_fn ic, record_fn rec, const ns_cell_t *const *cells) {
+/* The same stimuli and recordings on either simulation (the same calls). */
+static void setup(ns_sim_t *sim, const ns_cell_t *const *cells) {
     for (int64_t c = 0; c < N_CELLS; ++c) {
         const ns_cell_t *cell = cells[c % N_SHAPES];
         ns_cell_info ci;
         ns_cell_get_info(cell, &ci);
         /* 0.08 .. 0.2 nA per 1000 um^2: from a few spikes to many */
-        CHECK_OK(ic(sim, c, 0, 2.0, 40.0, (0.8 + 0.1 * (double)c) * 1e-4 * ci.total_area));
+        CHECK_OK(ns_sim_add_iclamp(sim, c, 0, 2.0, 40.0, (0.8 + 0.1 * (double)c) * 1e-4 * ci.total_area));
         int32_t site;
-        CHECK_OK(rec(sim, c, 0, &site));
-        if (c % 4 == 1) CHECK_OK(rec(sim, c, ns_tree_size(ns_cell_tree(cell)) - 1, &site));
+        CHECK_OK(ns_sim_add_recording(sim, c, 0, &site));
+        if (c % 4 == 1) CHECK_OK(ns_sim_add_recording(sim, c, ns_tree_size(ns_cell_tree(cell)) - 1, &site));
     }
 }
 
@@ -86,34 +74,34 @@ int main(int argc, char **argv) {
     ns_sim_t *ref = NULL;
     CHECK_OK(ns_sim_create(N_SHAPES, (const ns_cell_t *const *)cells, N_CELLS, NULL, &p, &so, &ref));
     if (!ref) return mpi_test_finish("test_mpi_sim");
-    setup(ref, ic_local, rec_local, (const ns_cell_t *const *)cells);
+    setup(ref, (const ns_cell_t *const *)cells);
     const int64_t steps = ns_sim_steps_for(ref, tstop);
     CHECK_OK(ns_sim_advance(ref, steps));
 
-    ns_mpi_sim_t *ms = NULL;
-    CHECK_OK(ns_mpi_sim_create(MPI_COMM_WORLD, N_SHAPES, (const ns_cell_t *const *)cells, N_CELLS, NULL, &p, &so, &ms));
+    ns_sim_t *ms = NULL;
+    CHECK_OK(dist_sim_create(N_SHAPES, (const ns_cell_t *const *)cells, N_CELLS, NULL, &p, &so, &ms));
     if (!ms) return mpi_test_finish("test_mpi_sim");
-    CHECK(ns_mpi_sim_cells(ms) == N_CELLS);
-    CHECK(ns_mpi_sim_compartments(ms) == ns_sim_compartments(ref));
-    CHECK(ns_mpi_sim_steps_for(ms, tstop) == steps);
-    setup(ms, ic_mpi, rec_mpi, (const ns_cell_t *const *)cells);
+    CHECK(ns_sim_cells(ms) == N_CELLS);
+    CHECK(ns_sim_compartments(ms) == ns_sim_compartments(ref));
+    CHECK(ns_sim_steps_for(ms, tstop) == steps);
+    setup(ms, (const ns_cell_t *const *)cells);
     /* in uneven chunks: the chunking must not matter */
-    CHECK_OK(ns_mpi_sim_advance(ms, 7));
-    CHECK_OK(ns_mpi_sim_advance(ms, steps / 2));
-    CHECK_OK(ns_mpi_sim_advance(ms, steps - 7 - steps / 2));
+    CHECK_OK(ns_sim_advance(ms, 7));
+    CHECK_OK(ns_sim_advance(ms, steps / 2));
+    CHECK_OK(ns_sim_advance(ms, steps - 7 - steps / 2));
 
     /* every compartment's voltage of every local cell */
     int64_t total_spikes = 0;
     for (int64_t c = 0; c < N_CELLS; ++c) {
-        const int64_t lc = ns_mpi_sim_local_cell(ms, c);
-        if (ns_mpi_sim_owner(ms, c) != mpi_rank) {
+        const int64_t lc = ns_sim_local_cell(ms, c);
+        if (ns_sim_cell_owner(ms, c) != mpi_rank) {
             CHECK(lc == -1);
             continue;
         }
         CHECK(lc >= 0);
         const int32_t n = ns_tree_size(ns_cell_tree(cells[c % N_SHAPES]));
         double v[256], vr[256], worst = 0.0;
-        CHECK_OK(ns_sim_get_state(ns_mpi_sim_local(ms), lc, v));
+        CHECK_OK(ns_sim_get_state(ns_sim_local(ms), lc, v));
         CHECK_OK(ns_sim_get_state(ref, c, vr));
         for (int32_t i = 0; i < n; ++i)
             if (!(check_rel(v[i], vr[i]) <= worst)) worst = check_rel(v[i], vr[i]);
@@ -121,16 +109,16 @@ int main(int argc, char **argv) {
     }
 
     for (int root = -1; root <= (mpi_size > 1 ? 1 : 0); ++root) {
-        CHECK_OK(ns_mpi_sim_gather(ms, root));
+        CHECK_OK(ns_sim_gather(ms, root));
         const int receiver = root < 0 || root == mpi_rank;
         int64_t samples = 0, rs = 0;
         int32_t sites = 0, rsites = 0;
-        const double *tr = ns_mpi_sim_traces(ms, &samples, &sites);
+        const double *tr = ns_sim_traces(ms, &samples, &sites);
         const double *rt = ns_sim_traces(ref, &rs, &rsites);
         if (!receiver) {
             CHECK(tr == NULL && samples == 0);
             int64_t cnt = 1;
-            CHECK(ns_mpi_sim_spikes(ms, 0, &cnt) == NULL && cnt == 0);
+            CHECK(ns_sim_spikes(ms, 0, &cnt) == NULL && cnt == 0);
             continue;
         }
         CHECK(samples == rs && sites == rsites && samples == steps / 4 + 1);
@@ -141,7 +129,7 @@ int main(int argc, char **argv) {
         total_spikes = 0;
         for (int64_t c = 0; c < N_CELLS; ++c) {
             int64_t n = -1, nr = -2;
-            const double *sp = ns_mpi_sim_spikes(ms, c, &n), *spr = ns_sim_spikes(ref, c, &nr);
+            const double *sp = ns_sim_spikes(ms, c, &n), *spr = ns_sim_spikes(ref, c, &nr);
             CHECK_MSG(n == nr, "root %d cell %lld: %lld spikes, single process %lld", root, (long long)c,
                       (long long)n, (long long)nr);
             for (int64_t k = 0; n == nr && k < n; ++k)
@@ -152,7 +140,7 @@ int main(int argc, char **argv) {
         /* the comparison means something only if there are spikes */
         CHECK_MSG(total_spikes >= N_CELLS, "only %lld spikes in %d cells", (long long)total_spikes, N_CELLS);
     }
-    ns_mpi_sim_destroy(ms);
+    ns_sim_destroy(ms);
     ns_sim_destroy(ref);
     for (int s = 0; s < N_SHAPES; ++s) ns_cell_destroy(cells[s]);
     return mpi_test_finish("test_mpi_sim");

@@ -29,6 +29,7 @@
 #include "neurosolve/neurosolve.h"
 #include "neurosolve/nmodl.h"
 #include "test_tmpdir.h"
+#include "mech_build.h"
 
 #define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
 #define DT 0.025
@@ -356,22 +357,12 @@ static void gpu_refuses(ns_mech_library_t *lib, const ns_cell_t *cell) {
 
 int main(void) {
     if (tmpdir_make("ns_sim_events")) return 1;
-    char cmd[1600];
-    char *dir = tmp("mod");
-    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/events/intfire1.mod %s/events/intfire2.mod %s/events/intfire4.mod "
-             "%s/events/stimgen.mod %s/events/fdsyn.mod %s/events/watchcount.mod %s/events/stdpsyn.mod %s/", dir, MECH_DIR,
-             MECH_DIR, MECH_DIR, MECH_DIR, MECH_DIR, MECH_DIR, MECH_DIR, dir);
-    CHECK(system(cmd) == 0);
-    char *so = tmp("libevents.so");
-    ns_status s = ns_mechanisms_build(dir, so, NULL);
-    if (s == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "cannot run the compiler")) {
-        printf("SKIP: no C compiler (%s)\n", ns_last_error());
-        tmpdir_remove();
-        return 77;
-    }
-    CHECK_OK(s);
-    ns_mech_library_t *lib = NULL;
-    if (s == NS_OK) CHECK_OK(ns_mech_library_open(so, &lib));
+    int skip = 0;
+    ns_mech_library_t *lib = test_mech_from_files(
+        MECH_DIR "/events/intfire1.mod " MECH_DIR "/events/intfire2.mod " MECH_DIR "/events/intfire4.mod " MECH_DIR
+        "/events/stimgen.mod " MECH_DIR "/events/fdsyn.mod " MECH_DIR "/events/watchcount.mod " MECH_DIR
+        "/events/stdpsyn.mod", "libevents.so", &skip);
+    if (skip) return tmpdir_remove(), 77;
     ns_cell_t *cell = test_cylinder();
     if (lib && cell) {
         descriptors_and_errors(lib, cell);

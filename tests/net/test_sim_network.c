@@ -68,7 +68,7 @@ static void run_net(const ref *r, ns_cell_t *const *shapes, const ns_network_t *
         if (!sim) return;
         int32_t spike_compartment[MAX_ITEMS];
         for (int c = 0; c < r->n_cells; ++c) spike_compartment[c] = ns_sim_spike_compartment(sim, c);
-        build_net(r, shapes, spike_compartment, sim, &net_calls_sim);
+        build_net(r, shapes, spike_compartment, sim);
     }
     CHECK(ns_sim_synapses(sim) == r->n_syns && ns_sim_sources(sim) == r->n_cells + r->n_trains &&
           ns_sim_connections(sim) == r->n_conns);

@@ -9,7 +9,8 @@ convention: equal spike counts, every spike within 1e-6 ms (NetCon times are ste
 step's shift would be 0.025 ms), RMS within 1e-4 mV (the reference's 6 decimals). The files
 themselves: every section has its nseg and the per-segment values are written as sec(x)
 statements (the import's file side). A reference whose header names `mod` files runs with the
-library `mechanisms build` makes of them (LIB in its arguments).
+library `mechanisms build` makes of them (LIB in its arguments); one whose header has
+`cpu_only = REASON` is skipped on the GPU (its mechanisms run on the CPU loop only).
 
 Usage: test_neuron_import.py NEUROSOLVE ROOT cpu|cuda [DIR ...] (cuda skips, 77, without a GPU).
 DIR: folders of references written by validation/neuron_import_table.py --refs (models not
@@ -61,6 +62,9 @@ def main():
             for line in f:
                 if line[0].isdigit():
                     rows.append([float(x) for x in line.split(",")])
+        if BACKEND == "cuda" and "cpu_only" in h:
+            print(f"{name} ({BACKEND}): skipped: {h['cpu_only']}")
+            continue
         want = [float(x) for x in h["spikes"].split()]
         # the file side: nseg for every section, per-segment values
         swc_sections = {line.split()[0] for line in open(os.path.join(data, name + ".swc")) if line[0].isdigit()}

@@ -122,6 +122,34 @@ static void units_constants(void) {
     printf("UNITS constants: %zu against nocmodl's, %d differ\n", sizeof UNITS_REF / sizeof *UNITS_REF, bad);
 }
 
+/* VERBATIM C (issue 39): NEURON's names #define'd around the C as written, a block only hoc
+ * could call left out, and no CUDA */
+static void verbatim_emit(void) {
+    static const char mod[] =
+        "NEURON { SUFFIX vb RANGE g, gl USEION ca READ cai }\nPARAMETER { g = 1 }\nASSIGNED { gl cai }\n"
+        "VERBATIM\nstatic double twice(double x) { return 2 * x; }\nENDVERBATIM\n"
+        "FUNCTION f(a) {\nVERBATIM\n  _lf = twice(_la) + g + t + _ion_cai;\nENDVERBATIM\n}\n"
+        "PROCEDURE fromhoc() {\nVERBATIM\n  if (ifarg(1)) gl = *getarg(1);\n  return 0;\nENDVERBATIM\n}\n"
+        "INITIAL { gl = f(1) }\n";
+    const char *h = emit(mod, NS_NMODL_HEADER);
+    CHECK(strstr(h, "static double twice(double x)") != NULL);
+    CHECK(strstr(h, "#define _lf ret_") != NULL);
+    CHECK(strstr(h, "#define _la A_a") != NULL);
+    CHECK(strstr(h, "#define g (*F0_)") != NULL);
+    CHECK(strstr(h, "#define t p->t") != NULL);
+    CHECK(strstr(h, "#define _ion_cai (p->ion[0].ci[NSM_ION(0)])") != NULL);
+    CHECK(strstr(h, "#line 8 \"t.mod\"") != NULL);
+    CHECK(strstr(h, "#undef _lf") != NULL);
+    CHECK_MSG(strstr(h, "fromhoc") == NULL, "the PROCEDURE only hoc calls is left out");
+    CHECK(strstr(h, "double hoc_Exp(double x)") != NULL); /* NEURON's helpers */
+    ns_nmodl_t *m = NULL;
+    CHECK_OK(ns_nmodl_parse_string(mod, "vb.mod", &m));
+    char *cu = NULL;
+    CHECK(m && ns_nmodl_emit(m, NS_NMODL_CUDA, &cu) == NS_ERR_UNSUPPORTED && cu == NULL);
+    CHECK_MSG(strstr(ns_last_error(), "vb.mod:4: VERBATIM C is host C") != NULL, "%s", ns_last_error());
+    ns_nmodl_destroy(m);
+}
+
 int main(void) {
     all_files(MECH_DIR "/neuron");
     all_files(MECH_DIR "/bbp");
@@ -129,8 +157,9 @@ int main(void) {
     all_files(MECH_DIR "/kinetic");
     all_files(MECH_DIR "/electrode");
     all_files(MECH_DIR "/events");
-    CHECK(n_files == 39); /* neuron, bbp, test, kinetic, electrode, events */
+    CHECK(n_files == 47); /* neuron, bbp, test, kinetic, electrode, events (verbatim: host C, verbatim_emit) */
     units_constants();
+    verbatim_emit();
 
     /* the generated forms */
     {
@@ -271,10 +300,29 @@ int main(void) {
              "  COMPARTMENT 2 {a}\n  ~ a + b <-> ab (3, 4)\n}\n", NS_NMODL_HEADER);
     CHECK(strstr(c, "_ks_k(p, F0_, F1_, F2_, i_, node_, v_, p->dt, 0);") && strstr(c, "c_[0] = 2.0;"));
     CHECK(strstr(c, "L_f_flux = ((3.0 * (*F0_)) * (*F1_));") && strstr(c, "L_kinT_ = (3.0 * (*F1_));"));
-    bad("verbatim.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n x = 1;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,
-        "verbatim.mod:3:", "VERBATIM");
-    bad("pointer.mod", "NEURON {\n SUFFIX x\n POINTER p\n}\nPARAMETER { p = 1 }\n", NS_ERR_INVALID_ARGUMENT,
-        "pointer.mod:3:", "POINTER p: declared as a PARAMETER");
+    /* VERBATIM C (issue 39): what has no meaning without NEURON's hoc interpreter or its own
+     * instance layout is refused at its line, naming the name */
+    bad("verbatim.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n double y;\n y = *getarg(1);\nENDVERBATIM\n}\n",
+        NS_ERR_UNSUPPORTED, "verbatim.mod:5:", "getarg, which needs NEURON's hoc interpreter");
+    bad("vraw.mod", "NEURON { SUFFIX x }\nPROCEDURE f() {\nVERBATIM\n _p[0] = 1;\nENDVERBATIM\n}\nINITIAL { f() }\n",
+        NS_ERR_UNSUPPORTED, "vraw.mod:4:", "_p, NEURON's own instance data");
+    bad("vcalled.mod", "NEURON { SUFFIX x }\nPROCEDURE f() {\nVERBATIM\n vector_arg(1);\nENDVERBATIM\n}\n"
+        "BREAKPOINT { f() }\n", NS_ERR_UNSUPPORTED, "vcalled.mod:4:", "in PROCEDURE f, which this file's own code calls");
+    bad("vtop.mod", "NEURON { SUFFIX x }\nVERBATIM\nstatic void g(void) {\n  hoc_call_func(0, 0);\n}\nENDVERBATIM\n",
+        NS_ERR_UNSUPPORTED, "vtop.mod:4:", "hoc_call_func");
+    bad("vion.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n _ion_cai = 1;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,
+        "vion.mod:4:", "_ion_cai, which names no ion variable");
+    bad("vkin.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nBREAKPOINT { SOLVE k METHOD sparse }\nKINETIC k {\n"
+        "VERBATIM\n int z = 0;\nENDVERBATIM\n ~ a <-> b (1, 1)\n}\n", NS_ERR_UNSUPPORTED, "vkin.mod:5:",
+        "VERBATIM in a KINETIC block");
+    bad("vend.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n int z = 0;\n}\n", NS_ERR_PARSE, "vend.mod:3:",
+        "without ENDVERBATIM");
+    bad("pointer.mod", "NEURON {\n SUFFIX x\n POINTER p\n}\nSTATE { p }\n", NS_ERR_INVALID_ARGUMENT,
+        "pointer.mod:3:", "POINTER p: declared as a STATE");
+    /* a POINTER declared in PARAMETER (NEURON's gap.mod): a pointer, as nocmodl takes it */
+    c = emit("NEURON {\n POINT_PROCESS gp\n NONSPECIFIC_CURRENT i\n POINTER vgap\n}\nPARAMETER {\n vgap (mV)\n r = 1e10\n}\n"
+             "ASSIGNED { i }\nBREAKPOINT { i = (v - vgap)/r }\n", NS_NMODL_C);
+    CHECK(strstr(c, "nsm_gp_pnames[] = {\"vgap\"}") && !strstr(c, "\"vgap\", \"r\""));
     /* NEURON 9's RANDOM: a stream, only the first argument of random_* (test_nmodl_random.c runs them) */
     bad("random1.mod", "NEURON {\n SUFFIX x\n RANDOM r\n RANGE y\n}\nASSIGNED { y }\nBREAKPOINT {\n y = r + 1\n}\n",
         NS_ERR_INVALID_ARGUMENT, "random1.mod:8:", "RANDOM r is a stream");
@@ -308,7 +356,81 @@ int main(void) {
     c = emit("NEURON { SUFFIX mm RANGE y }\nASSIGNED { y }\nBREAKPOINT { SOLVE p\n y = max(v, 1) }\n"
              "PROCEDURE p() { y = min(y, 2) }\n", NS_NMODL_HEADER);
     CHECK(strstr(c, "fmax(v_, 1.0)") && strstr(c, "nsm_mm_p_p(p, F0_, i_, node_, v_);")); /* SOLVE of a PROCEDURE */
-    bad("nosuffix.mod", "PARAMETER { g = 1 }\n", NS_ERR_PARSE, "nosuffix.mod", "SUFFIX");
+    /* what nocmodl accepts (issue 39's corpus): no NEURON block, no SUFFIX or `SUFFIX nothing`: a density
+     * mechanism named after the file; a name that is no identifier is refused */
+    {
+        static const char *const texts[] = {"PARAMETER { g = 1 }\n", "NEURON { RANGE g }\nPARAMETER { g = 1 }\n",
+                                            "NEURON { SUFFIX nothing }\nPARAMETER { g = 1 }\n"};
+        for (int k = 0; k < 3; k++) {
+            ns_nmodl_t *mn = NULL;
+            CHECK_OK(ns_nmodl_parse_string(texts[k], "nosuffix.mod", &mn));
+            char *text = NULL;
+            if (mn) CHECK_OK(ns_nmodl_emit(mn, NS_NMODL_C, &text));
+            CHECK(mn && !strcmp(ns_nmodl_name(mn), "nosuffix") && text && strstr(text, "NS_MECH_DENSITY"));
+            ns_nmodl_free(text);
+            ns_nmodl_destroy(mn);
+        }
+    }
+    bad("9lives.mod", "PARAMETER { g = 1 }\n", NS_ERR_PARSE, "9lives.mod:1:", "no mechanism name");
+    /* two POINT_PROCESS lines: the last names it (nocmodl; MyExp2Sid.mod) */
+    {
+        ns_nmodl_t *mn = NULL;
+        CHECK_OK(ns_nmodl_parse_string("NEURON {\n POINT_PROCESS A\n POINT_PROCESS B\n}\n", "two.mod", &mn));
+        CHECK(mn && !strcmp(ns_nmodl_name(mn), "B"));
+        ns_nmodl_destroy(mn);
+    }
+    /* CHARGE is VALENCE; PROTECT before an assignment, MUTEXLOCK/MUTEXUNLOCK: thread-safety markers;
+     * a NONSPECIFIC_CURRENT declared once (as a STATE here); an undeclared GLOBAL a THREADSAFE file assigns */
+    c = emit("NEURON { SUFFIX ch USEION xx READ exx WRITE ixx CHARGE -1 NONSPECIFIC_CURRENT j GLOBAL tadj THREADSAFE }\n"
+             "STATE { j }\nBREAKPOINT {\n tadj = 3\n MUTEXLOCK\n PROTECT j = 2\n MUTEXUNLOCK\n ixx = tadj*(v - exx)\n}\n",
+             NS_NMODL_C);
+    CHECK(strstr(c, "nsm_ch_names[] = {\"ixx\", \"tadj\", \"j\"}") && strstr(c, "nsm_ch_ions[] = {{\"xx\", -1, "));
+    bad("protect.mod", "NEURON { SUFFIX x }\nBREAKPOINT {\n  PROTECT f()\n}\nPROCEDURE f() { }\n", NS_ERR_PARSE,
+        "protect.mod:3:", "PROTECT must be followed by an assignment");
+    bad("twice.mod", "NEURON { SUFFIX x NONSPECIFIC_CURRENT i }\nSTATE { i }\nASSIGNED {\n i\n}\n", NS_ERR_PARSE,
+        "twice.mod:4:", "'i' declared twice");
+    bad("tsglobal.mod", "NEURON {\n SUFFIX x\n GLOBAL q\n THREADSAFE\n}\nBREAKPOINT { LOCAL z\n z = q }\n",
+        NS_ERR_INVALID_ARGUMENT, "tsglobal.mod:3:", "GLOBAL q: not declared");
+    bad("tsprotect.mod", "NEURON {\n SUFFIX x\n GLOBAL q\n THREADSAFE\n}\nBREAKPOINT { PROTECT q = 1 }\n",
+        NS_ERR_INVALID_ARGUMENT, "tsprotect.mod:3:", "GLOBAL q: not declared");
+    /* STATE x START 3: x before INITIAL (nocmodl's x = x0); every element of an array state */
+    c = emit("NEURON { SUFFIX st }\nSTATE { x START -3 (mV) y[2] }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
+             "KINETIC k {\n  ~ x <-> y[0] (1, 2)\n  ~ y[0] <-> y[1] (1, 2)\n}\n", NS_NMODL_HEADER);
+    CHECK(strstr(c, "*F0_ = (-3);\n    *F1_ = 0.0;\n    *F2_ = 0.0;\n") != NULL);
+    /* two BREAKPOINT (and INITIAL) blocks: both, in order (nocmodl; netcon.inc's and NMDA.mod's own) */
+    c = emit("NEURON { SUFFIX bb NONSPECIFIC_CURRENT i RANGE g }\nPARAMETER { g = 1 }\nASSIGNED { i }\n"
+             "INITIAL { g = 1 }\nINITIAL { g = g*2 }\nBREAKPOINT { LOCAL a\n a = v\n i = g*a }\n"
+             "BREAKPOINT { LOCAL b\n b = 2\n i = i*b }\n", NS_NMODL_HEADER);
+    {
+        const char *x = strstr(c, "(*F0_) = 1.0;"), *y = x ? strstr(x, "(*F0_) = ((*F0_) * 2.0);") : NULL;
+        const char *u = strstr(c, "(*F1_) = ((*F0_) * L_a);"), *w = u ? strstr(u, "(*F1_) = ((*F1_) * L_b);") : NULL;
+        CHECK(y && w);
+    }
+    bad("bb2.mod", "NEURON { SUFFIX x }\nBREAKPOINT { LOCAL a\n a = 1 }\nBREAKPOINT { LOCAL a\n a = 2 }\n", NS_ERR_PARSE,
+        "bb2.mod:4:", "LOCAL a in both BREAKPOINT blocks");
+    /* LINEAR and NONLINEAR: the rows of a LINEAR block by differentiation; what is refused */
+    c = emit("NEURON { SUFFIX lin }\nPARAMETER { k = 2 }\nSTATE { a b }\nINITIAL { SOLVE s }\n"
+             "LINEAR s {\n  ~ k*a + b = 3\n  ~ a - b = v\n}\n", NS_NMODL_HEADER);
+    CHECK(strstr(c, "J_[0][0] = p->global[0];") && strstr(c, "J_[0][1] = 1.0;") && strstr(c, "r_[0] = -((-3.0));") &&
+          strstr(c, "J_[1][1] = (-1.0);") && strstr(c, "nsm_lin_p_s(p, F0_, F1_, i_, node_, v_);"));
+    bad("lin1.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nINITIAL { SOLVE s }\nLINEAR s {\n  ~ a*b = 1\n  ~ a = b\n}\n",
+        NS_ERR_UNSUPPORTED, "lin1.mod:5:", "not linear in a (use NONLINEAR)");
+    bad("lin2.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nLINEAR s {\n  ~ a + b = 1\n}\n", NS_ERR_INVALID_ARGUMENT,
+        "lin2.mod:3:", "1 equations for 2 unknown STATEs");
+    bad("lin3.mod", "NEURON { SUFFIX x }\nSTATE { a }\nBREAKPOINT {\n  SOLVE s\n}\nNONLINEAR s {\n  ~ a*a = 2\n}\n",
+        NS_ERR_UNSUPPORTED, "lin3.mod:4:", "a PROCEDURE or a FUNCTION");
+    bad("lin4.mod", "NEURON { SUFFIX x }\nPARAMETER { q = 1 }\nSTATE { a }\nLINEAR s SOLVEFOR q {\n  ~ a = 2\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "lin4.mod:4:", "SOLVEFOR q is not a STATE");
+    bad("lin5.mod", "NEURON { SUFFIX x }\nSTATE { a }\nLINEAR s {\n  ~ a = 2\n  ~+ a = 1\n}\n", NS_ERR_UNSUPPORTED,
+        "lin5.mod:5:", "'~+'");
+    /* ~ x -> (rate): a flow out of x (nocmodl's flux) */
+    c = emit("NEURON { SUFFIX kout }\nSTATE { a }\nBREAKPOINT { SOLVE k METHOD sparse }\nKINETIC k {\n  ~ a -> (3)\n}\n",
+             NS_NMODL_HEADER);
+    CHECK(strstr(c, "f_flux = (3.0 * (*F0_));") != NULL);
+    bad("kout2.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nKINETIC k {\n  ~ a + b -> (3)\n}\n", NS_ERR_PARSE,
+        "kout2.mod:4:", "one state on its left");
+    bad("kout3.mod", "NEURON { SUFFIX x }\nPARAMETER { a = 1 }\nSTATE { b }\nKINETIC k {\n  ~ b <-> a (1, 2)\n  ~ a -> (3)\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "kout3.mod:6:", "'a' is not a STATE");
 
     /* NMODL's language (issue 39): the generated forms */
     c = emit("NEURON { SUFFIX neg RANGE x }\nCONSTANT { k = -6 }\nASSIGNED { x }\n"
@@ -410,8 +532,28 @@ int main(void) {
         "index.mod:4:", "a[3]: out of");
     bad("noindex.mod", "NEURON { SUFFIX x }\nASSIGNED { a[3] }\nBREAKPOINT {\n  a = 1\n}\n", NS_ERR_INVALID_ARGUMENT,
         "noindex.mod:4:", "needs an index");
-    bad("statearr.mod", "NEURON { SUFFIX x }\nSTATE {\n  s[2]\n}\n", NS_ERR_UNSUPPORTED, "statearr.mod:3:",
-        "STATE arrays");
+    bad("statearr.mod", "NEURON { SUFFIX x }\nSTATE { s[2] }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d {\n  s' = 1\n}\n",
+        NS_ERR_UNSUPPORTED, "statearr.mod:5:", "array STATE");
+    /* arrays in reactions: FROM loops unrolled, COMPARTMENT i, size(i) */
+    c = emit("NEURON { SUFFIX kar }\nDEFINE N 3\nPARAMETER { d = 2 }\nSTATE { c[N] }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
+             "KINETIC k {\n  COMPARTMENT i, d*(i + 1) {c}\n  FROM i = 0 TO N - 2 {\n    ~ c[i] <-> c[i + 1] (1, 2)\n  }\n}\n",
+             NS_NMODL_HEADER);
+    CHECK(strstr(c, "L_f_flux = (1.0 * (*X0_[(int)(1.0)]));") && strstr(c, "L_b_flux = (2.0 * (*X0_[(int)(2.0)]));") &&
+          strstr(c, "c_[2] = (p->global[0] * (2.0 + 1.0));"));
+    /* SOLVE ... STEADYSTATE sparse in a FUNCTION (cabpump.mod's ss()): the solver is defined before it */
+    c = emit("NEURON { SUFFIX kfn }\nSTATE { a b }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
+             "KINETIC k {\n  ~ a <-> b (1, 2)\n}\nFUNCTION ss() {\n  SOLVE k STEADYSTATE sparse\n  ss = a\n}\n",
+             NS_NMODL_HEADER);
+    {
+        const char *def = strstr(c, "NS_MECH_FN void nsm_kfn_ss_k("), *fn = strstr(c, "nsm_kfn_f_ss(ns_mech_ppack *p, double *F0_, double *F1_, int i_, int node_, double v_) {");
+        CHECK(def && fn && def < fn && strstr(fn, "nsm_kfn_ss_k(p, "));
+    }
+    bad("kar1.mod", "NEURON { SUFFIX x }\nSTATE { c[2] }\nKINETIC k {\n  FROM i = 0 TO 1 {\n    ~ c[i] <-> c[i + 1] (1, 2)\n  }\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "kar1.mod:5:", "c[2]: out of 0 .. 1");
+    bad("kar2.mod", "NEURON { SUFFIX x }\nPARAMETER { n = 2 }\nSTATE { c[2] }\nKINETIC k {\n  FROM i = 0 TO n {\n"
+        "    ~ c[i] <-> c[i + 1] (1, 2)\n  }\n}\n", NS_ERR_UNSUPPORTED, "kar2.mod:5:", "integer constant bounds");
+    bad("kar3.mod", "NEURON { SUFFIX x }\nSTATE { c[2] b }\nKINETIC k {\n  ~ c <-> b (1, 2)\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "kar3.mod:4:", "'c' is an array");
     bad("by.mod", "NEURON { SUFFIX x }\nBREAKPOINT {\n  FROM i = 0 TO 3 BY 0.5 { }\n}\n", NS_ERR_PARSE, "by.mod:3:",
         "BY needs");
     bad("vreturn.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n return 0;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,

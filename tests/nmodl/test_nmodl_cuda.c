@@ -161,7 +161,9 @@ static int compare(const ns_mech_desc *d) {
      * criterion, docs/mechanisms.md); the device's contracted multiply-adds can end
      * it one iteration earlier or later than the host, so its states agree to that
      * tolerance, not to rounding. Every other mechanism: rounding. */
-    const double tol = strcmp(d->name, "cabuf") == 0 ? 1e-5 : 1e-9;
+    /* nonlin (a NONLINEAR block: scopmath's Newton, stopped at a change of 1e-6 as NEURON does) likewise:
+     * its d is a difference quotient over 1e-3 mV of two such solutions. */
+    const double tol = strcmp(d->name, "cabuf") == 0 ? 1e-5 : strcmp(d->name, "nonlin") == 0 ? 1e-6 : 1e-9;
     CHECK_MSG(wf < tol && wr < tol && wd < tol && wi < tol, "%s: the device differs from the host", d->name);
     void *all[] = {d_f, d_v, d_rhs, d_d, d_w, d_ion, d_glob, d_table, d_index, d_fp, d_views, d_ptr, d_ptr_k, d_geo};
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k) cudaFree(all[k]);
@@ -196,7 +198,7 @@ int main(void) {
                       ns_mech_library_get(l, m)->name);
         ns_mech_library_close(l);
     }
-    CHECK(n_mech == 32);
+    CHECK(n_mech == 40);
     tmpdir_remove();
     return check_summary("test_nmodl_cuda");
 #endif

@@ -29,6 +29,7 @@
 #include "net/net_impl.h"
 #include "sim/sim_impl.h"
 #include "test_tmpdir.h"
+#include "mech_build.h"
 
 #define DT 0.025
 #define STEPS 1600
@@ -264,20 +265,9 @@ static void refusals(ns_mech_library_t *lib, const ns_cell_t *cell) {
 
 int main(void) {
     if (tmpdir_make("ns_nmodl_pointer")) return 1;
-    char cmd[1200];
-    char *dir = tmp("mod");
-    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/../../data/mechanisms/test/gap.mod %s/", dir, NS_TEST_DATA, dir);
-    CHECK(system(cmd) == 0);
-    char *so = tmp("libgap.so");
-    ns_status s = ns_mechanisms_build(dir, so, NULL);
-    if (s == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "cannot run the compiler")) {
-        printf("SKIP: no C compiler (%s)\n", ns_last_error());
-        tmpdir_remove();
-        return 77;
-    }
-    CHECK_OK(s);
-    ns_mech_library_t *lib = NULL;
-    if (s == NS_OK) CHECK_OK(ns_mech_library_open(so, &lib));
+    int skip = 0;
+    ns_mech_library_t *lib = test_mech_from_files(NS_TEST_DATA "/../../data/mechanisms/test/gap.mod", "libgap.so", &skip);
+    if (skip) return tmpdir_remove(), 77;
     ns_cell_t *cell = test_cylinder();
     if (lib && cell) {
         against_neuron(lib, cell);

@@ -27,6 +27,7 @@
 #include "neurosolve/neurosolve.h"
 #include "neurosolve/nmodl.h"
 #include "test_tmpdir.h"
+#include "mech_build.h"
 
 #define NS_MECH_FN static inline
 #include "neurosolve/mechanism.h"
@@ -125,20 +126,9 @@ static void statistics(const char *name, double *x, size_t n, double mean, doubl
 int main(void) {
     philox_kat();
     if (tmpdir_make("ns_nmodl_random")) return 1;
-    char cmd[1200];
-    char *dir = tmp("mod");
-    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/nmodl_random/*.mod %s/", dir, NS_TEST_DATA, dir);
-    CHECK(system(cmd) == 0);
-    char *so = tmp("librnd.so");
-    ns_status s = ns_mechanisms_build(dir, so, NULL);
-    if (s == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "cannot run the compiler")) {
-        printf("SKIP: no C compiler (%s)\n", ns_last_error());
-        tmpdir_remove();
-        return 77;
-    }
-    CHECK_OK(s);
-    ns_mech_library_t *lib = NULL;
-    if (s == NS_OK) CHECK_OK(ns_mech_library_open(so, &lib));
+    int skip = 0;
+    ns_mech_library_t *lib = test_mech_from_files(NS_TEST_DATA "/nmodl_random/*.mod", "librnd.so", &skip);
+    if (skip) return tmpdir_remove(), 77;
     ns_cell_t *cell = test_cylinder();
     const size_t n = (size_t)3 * STEPS * N_CELLS;
     double *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b), *c = calloc(n, sizeof *c);

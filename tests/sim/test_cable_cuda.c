@@ -2,10 +2,11 @@
  * morphologies (many cells, different stimuli) run on both; the GPU's
  * voltages at every recorded site and its spike times must match the CPU's
  * (not bit for bit: the GPU's exp and fused multiply-adds round differently;
- * measured differences are ~1e-10 mV), for the tree loop (auto and asked
- * for; the mechanisms fused and per step). Also a NaN stop naming the cell,
- * and the onchip loop's refusal (every simulation runs a model). Skips
- * without a GPU. */
+ * measured differences are ~1e-10 mV), for both GPU loops (tree, the
+ * mechanisms fused and per step; onchip with several lane counts: the
+ * parameters' hh and pas as the model the onchip kernel runs). Also a NaN
+ * stop naming the cell, and the onchip loop's refusal of a cell beyond its
+ * shared memory (a model runs there only). Skips without a GPU. */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include <dirent.h>
 #include <math.h>
@@ -193,8 +194,8 @@ static void test_bundled_population(void) {
 }
 
 /* A cell too large for shared memory (mouselight_AA0059, 5,500
- * compartments: the onchip loop keeps its state in device memory) next to a
- * small one, against the CPU loop. */
+ * compartments: the onchip loop refuses it by name, its model runs in shared
+ * memory only) next to a small one, the tree loop against the CPU loop. */
 static void test_large_cell(void) {
     const char *names[2] = {"mouselight_AA0059_rootlast.swc", "dg_granule_1220882a.swc"};
     ns_cell_t *cells[2] = {0};
@@ -205,6 +206,18 @@ static void test_large_cell(void) {
         CHECK_OK(ns_swc_read(path, NULL, &m));
         if (m) CHECK_OK(ns_discretize(m, NULL, &cells[k]));
         ns_morph_destroy(m);
+    }
+    if (cells[0] && cells[1]) {
+        ns_sim_params p;
+        ns_sim_params_init(&p);
+        ns_sim_options o;
+        ns_sim_options_init(&o);
+        o.backend = NS_BACKEND_CUDA;
+        o.method = NS_HINES_ONCHIP;
+        ns_sim_t *oc = NULL;
+        CHECK_FAILS(ns_sim_create(2, (const ns_cell_t *const *)cells, 6, NULL, &p, &o, &oc), NS_ERR_UNSUPPORTED,
+                    "shared memory", "'tree'");
+        ns_sim_destroy(oc);
     }
     ns_sim_t *sims[2] = {0};
     for (int b = 0; b < 2 && cells[0] && cells[1]; ++b) {
@@ -269,21 +282,11 @@ int main(void) {
     }
     ns_sim_t *cpu = make_sim(NS_BACKEND_CPU, NS_HINES_AUTO, 0, cells);
     if (cpu) CHECK_OK(ns_sim_advance(cpu, 2400));
-    /* auto and tree (every simulation runs a model: the onchip loop refuses it, naming the tree
-     * loop; issue 41) */
-    const struct { ns_hines_method method; int32_t lanes; } gpu_runs[] = {{NS_HINES_AUTO, 0}, {NS_HINES_TREE, 0}};
-    {
-        ns_sim_t *oc = NULL;
-        ns_sim_params p;
-        ns_sim_params_init(&p);
-        ns_sim_options o;
-        ns_sim_options_init(&o);
-        o.backend = NS_BACKEND_CUDA;
-        o.method = NS_HINES_ONCHIP;
-        CHECK(ns_sim_create(1, (const ns_cell_t *const *)cells, 4, NULL, &p, &o, &oc) == NS_ERR_UNSUPPORTED &&
-              strstr(ns_last_error(), "tree loop") != NULL);
-        ns_sim_destroy(oc);
-    }
+    /* both GPU loops; onchip with the automatic lane count and with 1, 4
+     * and 32 lanes per cell asked for (more where a warp's cells do not fit
+     * shared memory) */
+    const struct { ns_hines_method method; int32_t lanes; } gpu_runs[] = {
+        {NS_HINES_AUTO, 0}, {NS_HINES_ONCHIP, 1}, {NS_HINES_ONCHIP, 4}, {NS_HINES_ONCHIP, 32}, {NS_HINES_TREE, 0}};
     for (size_t r = 0; cpu && r < sizeof gpu_runs / sizeof gpu_runs[0]; ++r)
         compare(cpu, gpu_runs[r].method, gpu_runs[r].lanes, cells);
     ns_sim_destroy(cpu);

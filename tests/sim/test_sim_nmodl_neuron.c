@@ -25,6 +25,7 @@
 #include "neurosolve/nmodl.h"
 #include "nmodl_ref.h"
 #include "test_tmpdir.h"
+#include "mech_build.h"
 
 #define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
 #define DT 0.025
@@ -150,34 +151,12 @@ out:
     free(y);
 }
 
-/* NULL with *skip set when there is no compiler */
-static ns_mech_library_t *build(const char *dir, const char *name, const ns_mechanisms_build_options *o, int *skip) {
-    char *so = tmp(name);
-    ns_status s = ns_mechanisms_build(dir, so, o);
-    if (s == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "cannot run the compiler")) {
-        printf("SKIP: no C compiler (%s)\n", ns_last_error());
-        *skip = 1;
-        return NULL;
-    }
-    CHECK_OK(s);
-    ns_mech_library_t *lib = NULL;
-    if (s == NS_OK) CHECK_OK(ns_mech_library_open(so, &lib));
-    return lib;
-}
-
 int main(void) {
     if (tmpdir_make("ns_sim_nmodl_neuron")) return 1;
-    char cmd[1200];
-    char *dir = tmp("mod");
-    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/test/geom.mod %s/test/wena.mod %s/test/wenai.mod %s/", dir,
-             MECH_DIR, MECH_DIR, MECH_DIR, dir);
-    CHECK(system(cmd) == 0);
     int skip = 0;
-    ns_mech_library_t *lib = build(dir, "libcases.so", NULL, &skip);
-    if (skip) {
-        tmpdir_remove();
-        return 77;
-    }
+    ns_mech_library_t *lib = test_mech_from_files(MECH_DIR "/test/geom.mod " MECH_DIR "/test/wena.mod " MECH_DIR
+                                                  "/test/wenai.mod", "libcases.so", &skip);
+    if (skip) return tmpdir_remove(), 77;
     ns_cell_t *cells[2] = {tapered(), test_cylinder()};
     const scase cases[3] = {{"geomcell", "all.insert = pas geom\n", "s_geom", 1.0 / 6.0, 5, 20, 0.1, 1},
                             {"wena", "all.insert = hh wena\n", "ena", 0.5, 2, 30, 0.2, 0},
@@ -190,7 +169,7 @@ int main(void) {
         ns_mechanisms_build_options o = {0};
         o.nvcc = NS_NVCC;
         o.cuda_arch = NS_CUDA_ARCH;
-        ns_mech_library_t *glib = build(dir, "libcases_cuda.so", &o, &skip);
+        ns_mech_library_t *glib = test_mech_build(tmp("mod"), "libcases_cuda.so", &o, &skip);
         for (int k = 0; k < 3 && glib; ++k) run(glib, cells[k > 0], &cases[k], NS_BACKEND_CUDA, "GPU");
         ns_mech_library_close(glib);
     }

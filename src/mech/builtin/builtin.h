@@ -16,5 +16,10 @@ const ns_mech_catalogue *ns_mech_builtin(void);
 #define NS_FUSED_HH_PARAMS 4  /* gnabar, gkbar, gl, el; then ina, ik, il, gna, gk, minf .. ntau */
 #define NS_FUSED_HH_STATES 3  /* m, h, n */
 #define NS_FUSED_HH_FIELDS 18
+/* hh's TABLE (doubles) and at most this many GLOBALs: what the onchip kernel
+ * copies to shared memory (src/sim/cuda/onchip.cu); a descriptor with another
+ * TABLE size runs its model in the tree loop (asserted in tests/core/test_policy.c) */
+#define NS_FUSED_HH_TABLE 1211
+#define NS_FUSED_HH_GLOBALS 2
 
 #endif

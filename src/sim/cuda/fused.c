@@ -139,6 +139,27 @@ void ns_sim_fused_free(ns_sim_fused_state *s) {
     free(s);
 }
 
+/* The tuples of mechanism k's instances in shape sh (NP parameters, then e
+ * of each ion as the model set it) into ts (distinct), the index of each
+ * instance's in set_of (ms->n). */
+static ns_status shape_tuples(const ns_sim_t *sim, int32_t k, int32_t sh, tuple_set *ts, int32_t *set_of) {
+    const sim_model *model = sim->model;
+    const sim_mech *sm = &model->mechs[k];
+    const sim_mech_shape *ms = &model->per_shape[(size_t)sh * model->n_mechs + k];
+    const int np = sm->desc->n_params, ni = sm->desc->n_ions;
+    const int32_t n = sim->shapes[sh].n;
+    double x[NS_FUSED_HH_PARAMS + 2];
+    if (np + ni > NS_FUSED_HH_PARAMS + 2) return ns_fail(NS_ERR_INTERNAL, "simulation: %s's tuples", sm->desc->name);
+    for (int32_t i = 0; i < ms->n; ++i) {
+        for (int p = 0; p < np; ++p) x[p] = ms->param[(int64_t)p * ms->n + i];
+        for (int j = 0; j < ni; ++j) x[np + j] = model->ion_init[sh][(size_t)(3 * sm->ion[j]) * n + ms->node[i]];
+        const int64_t t = tuple_index(ts, x);
+        if (t < 0 || t >= INT32_MAX) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: fused mechanisms' tuples");
+        set_of[i] = (int32_t)t;
+    }
+    return NS_OK;
+}
+
 /* Build the maps and tuples (fusion allowed by the rule at create): per
  * node of the group its instance and the index of its tuple (the
  * parameters ns_gpu_model_init uploads, then e of each ion as the model set
@@ -158,27 +179,19 @@ static ns_status build(const ns_sim_t *sim, const gpu_model *g, const int64_t *c
         const sim_mech *sm = &model->mechs[k];
         const int kind = fused_kind(model, sm);
         ns_sim_fused_mech *m = kind == 1 ? &s->f.pas : &s->f.hh;
-        const int np = sm->desc->n_params, ni = sm->desc->n_ions, w = np + ni;
+        const int w = sm->desc->n_params + sm->desc->n_ions;
         ns_gpu_mech_arrays arr;
         ns_gpu_model_arrays(g, k, &arr);
         /* the distinct tuples over the shapes' instances */
         free(ts.v), free(ts.slot);
         memset(&ts, 0, sizeof ts);
         ts.w = w;
-        double x[NS_FUSED_HH_PARAMS + 2];
         for (int32_t sh = 0; sh < model->n_shapes && st == NS_OK; ++sh) {
             const sim_mech_shape *ms = &model->per_shape[(size_t)sh * model->n_mechs + k];
-            const int32_t n = sim->shapes[sh].n;
             free(set_of[sh]);
             set_of[sh] = malloc((size_t)(ms->n > 0 ? ms->n : 1) * sizeof **set_of);
-            if (!set_of[sh]) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: fused mechanisms' tuples");
-            for (int32_t i = 0; i < ms->n && st == NS_OK; ++i) {
-                for (int p = 0; p < np; ++p) x[p] = ms->param[(int64_t)p * ms->n + i];
-                for (int j = 0; j < ni; ++j) x[np + j] = model->ion_init[sh][(size_t)(3 * sm->ion[j]) * n + ms->node[i]];
-                const int64_t t = tuple_index(&ts, x);
-                if (t < 0 || t >= INT32_MAX) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: fused mechanisms' tuples");
-                else set_of[sh][i] = (int32_t)t;
-            }
+            st = set_of[sh] ? shape_tuples(sim, k, sh, &ts, set_of[sh])
+                            : ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: fused mechanisms' tuples");
         }
         if (st != NS_OK) break;
         /* instances cell by cell, each cell's in node order (ns_gpu_model_create's numbering) */
@@ -427,4 +440,73 @@ ns_status ns_sim_fused_pick(ns_sim_t *sim, const ns_sim_fused_state *s, const ns
     else
         sim->gpu_mechanisms = NS_SIM_GPU_MECHANISMS_PER_STEP;
     return NS_OK;
+}
+
+int ns_sim_fused_onchip_ok(const ns_sim_t *sim) {
+    if (!sim->model) return 0;
+    ns_sim_mech_facts f;
+    facts_of(sim, NULL, &f);
+    f.network = 0; /* a network comes after create: ns_sim_init moves the cells to the tree loop (step.c) */
+    return ns_sim_onchip_model_rule(&f) && nsm_hh_desc.table_size == NS_FUSED_HH_TABLE &&
+           nsm_hh_desc.n_globals <= NS_FUSED_HH_GLOBALS;
+}
+
+ns_status ns_sim_fused_onchip(const ns_sim_t *sim, const gpu_model *g, int32_t shape, ns_sim_onchip_group *oc) {
+    const sim_model *model = sim->model;
+    const int32_t n = sim->shapes[shape].n;
+    const int32_t *pos = oc->plan.data + oc->plan.pos_of_node;
+    ns_sim_onchip_model *om = &oc->launch.mech;
+    memset(om, 0, sizeof *om);
+    om->celsius = sim->params.celsius;
+    uint16_t *map = malloc(4 * (size_t)n * sizeof *map); /* the tuples (2 n), then the instances (2 n) */
+    int32_t *set_of = malloc((size_t)n * sizeof *set_of);
+    tuple_set ts;
+    memset(&ts, 0, sizeof ts);
+    ns_status st = map && set_of ? NS_OK : ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: onchip mechanisms' map");
+    if (st == NS_OK) memset(map, 0xFF, 4 * (size_t)n * sizeof *map); /* NS_SIM_ONCHIP_NONE */
+    for (int32_t k = 0; k < model->n_mechs && st == NS_OK; ++k) {
+        const sim_mech *sm = &model->mechs[k];
+        const int kind = fused_kind(model, sm); /* 1 pas, 2 hh (ns_sim_fused_onchip_ok: no other) */
+        const sim_mech_shape *ms = &model->per_shape[(size_t)shape * model->n_mechs + k];
+        ns_sim_onchip_mech *m = kind == 1 ? &om->pas : &om->hh;
+        if (kind == 0) {
+            st = ns_fail(NS_ERR_INTERNAL, "simulation: %s in the onchip loop", sm->desc->name);
+            break;
+        }
+        free(ts.v), free(ts.slot);
+        memset(&ts, 0, sizeof ts);
+        ts.w = sm->desc->n_params + sm->desc->n_ions;
+        if ((st = shape_tuples(sim, k, shape, &ts, set_of)) != NS_OK) break;
+        for (int32_t i = 0; i < ms->n; ++i) { /* instance i of each cell (node order) and its tuple, by position */
+            map[2 * (size_t)pos[ms->node[i]] + (size_t)(kind - 1)] = (uint16_t)set_of[i];
+            map[2 * (size_t)n + 2 * (size_t)pos[ms->node[i]] + (size_t)(kind - 1)] = (uint16_t)i;
+        }
+        ns_gpu_mech_arrays arr;
+        ns_gpu_model_arrays(g, k, &arr);
+        double **sets = &oc->sets_dev[kind - 1];
+        NS_CUDA_GOTO(cudaMalloc((void **)sets, (size_t)(ts.n > 0 ? ts.n * ts.w : 1) * sizeof **sets), st, out);
+        if (ts.n > 0)
+            NS_CUDA_GOTO(cudaMemcpy(*sets, ts.v, (size_t)(ts.n * ts.w) * sizeof **sets, cudaMemcpyHostToDevice), st,
+                         out);
+        m->sets = *sets;
+        m->fields = arr.fields;
+        m->count = arr.count;
+        m->per_cell = ms->n;
+        if (kind == 2) {
+            om->hh_global = arr.global;
+            om->hh_table = arr.table;
+            om->hh_globals = sm->desc->n_globals;
+        }
+    }
+    if (st == NS_OK) st = ns_sim_onchip_set_map(oc, map);
+    if (st == NS_OK) {
+        NS_CUDA_GOTO(cudaMalloc((void **)&oc->local_dev, 2 * (size_t)n * sizeof *map), st, out);
+        NS_CUDA_GOTO(cudaMemcpy(oc->local_dev, map + 2 * (size_t)n, 2 * (size_t)n * sizeof *map, cudaMemcpyHostToDevice),
+                     st, out);
+        om->local = oc->local_dev;
+    }
+out:
+    free(ts.v), free(ts.slot);
+    free(map), free(set_of);
+    return st;
 }

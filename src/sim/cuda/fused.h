@@ -1,5 +1,7 @@
-/* Private: the fused tree loop of a model whose mechanisms are all built-in
- * density mechanisms (pas, hh): their generated per-instance functions
+/* Private: the fused loops of a model whose mechanisms are all built-in
+ * density mechanisms (pas, hh). The onchip loop runs them in its kernel where
+ * a shape runs onchip (ns_sim_fused_onchip below; sim/cuda/onchip.cu). The
+ * fused tree loop: their generated per-instance functions
  * (src/mech/builtin/pas.h, hh.h) run inside the tree kernel's phases
  * (sim/cuda/tree.cu), many steps per launch, instead of a launch per mechanism
  * and phase around one-step tree launches (sim/cuda/mechanisms.c's per-step
@@ -137,6 +139,16 @@ void ns_sim_fused_net_bind(ns_sim_fused *f, const gpu_net *gn, int64_t j0);
  * run goes per step); *fused is what ns_sim_launch_tree_fused takes, NULL for
  * the per-step path. */
 ns_status ns_sim_fused_pick(ns_sim_t *sim, const ns_sim_fused_state *s, const ns_sim_fused **fused);
+
+/* Whether the onchip loop runs the simulation's model (ns_sim_onchip_model_rule
+ * on its facts at create, and the built-in hh's TABLE and GLOBALs as the
+ * onchip kernel keeps them); sets nothing. */
+int ns_sim_fused_onchip_ok(const ns_sim_t *sim);
+/* The onchip group `oc` (prepared with a model, one shape) of the model's
+ * device storage g (ns_gpu_model_create over the group's cells): the
+ * mechanisms' map into its constants, their tuples, fields, hh's TABLE and
+ * GLOBALs into oc->launch.mech. */
+ns_status ns_sim_fused_onchip(const ns_sim_t *sim, const gpu_model *g, int32_t shape, ns_sim_onchip_group *oc);
 
 /* The tree loop's launch (ns_sim_launch_tree) with the fused mechanisms. */
 cudaError_t ns_sim_launch_tree_fused(const ns_sim_tree *tree, const ns_contract_dev *layout,

@@ -1,9 +1,14 @@
 /* The GPU loop's mechanisms from a model (model_impl.h): every instance of
  * the population on the device, the generated CUDA launchers per phase.
  *
- * The model's cells all run in the tree loop's group (sim/cuda/step.c), whose
- * state is Flat in the group's cell order: instance i of mechanism m sits at
- * node node_index[i] of those arrays. Per mechanism: the fields (n_fields
+ * One gpu_model per group of the GPU loop that holds the model's cells
+ * (sim/cuda/step.c): the tree loop's group, whose state is Flat in the
+ * group's cell order, or an onchip group (one shape, each cell's compartments
+ * in the schedule's position order: `pos`): instance i of mechanism m sits at
+ * node node_index[i] of the group's arrays. The per-step launches below run
+ * in the tree group only; an onchip group's kernel runs the built-in pas and
+ * hh itself (sim/cuda/fused.h) and uses this storage for init, the states
+ * between launches and ns_sim_get_model_var. Per mechanism: the fields (n_fields
  * arrays over its instances), the node indexes, the globals and TABLE
  * storage (built on the host by table_update, copied); per ion used: e, ci,
  * co, i, didv over the group's nodes. One step (gpu_advance):
@@ -30,6 +35,7 @@ typedef struct gpu_mech {
 struct gpu_model {
     const sim_model *model;
     int64_t nodes;
+    const int32_t *pos;  /* host: the group's position of each compartment (onchip: one shape); NULL: itself */
     double *v, *rhs, *d; /* the group's (device) */
     gpu_mech *m;
     double *ion;            /* device: per ion j, e, ci, co, i, didv at [(5 * j + q) * nodes] */
@@ -86,14 +92,20 @@ static ns_status alloc_up(gpu_mech *gm, void **dst, const void *src, size_t byte
     return NS_OK;
 }
 
+/* Node of compartment i of local cell j. */
+static int64_t node_at(const gpu_model *g, const int64_t *cell_base, int64_t j, int32_t i) {
+    return cell_base[j] + (g->pos ? g->pos[i] : i);
+}
+
 ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const int64_t *cell_base, int64_t cells,
-                              double *v, double *rhs, double *d, gpu_model **out) {
+                              const int32_t *pos, double *v, double *rhs, double *d, gpu_model **out) {
     *out = NULL;
     const sim_model *model = sim->model;
     gpu_model *g = calloc(1, sizeof *g);
     if (!g) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
     g->model = model;
     g->nodes = cell_base[cells];
+    g->pos = pos;
     g->v = v;
     g->rhs = rhs;
     g->d = d;
@@ -110,8 +122,9 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         for (int32_t j = 0; w && j < model->n_ions; ++j)
             for (int64_t c = 0; c < cells; ++c) {
                 const int32_t s = sim->cell_shape[cell_id[c]], n = sim->shapes[s].n;
-                memcpy(w + (size_t)j * (size_t)g->nodes + (size_t)cell_base[c], model->written[s] + (size_t)j * n,
-                       (size_t)n);
+                for (int32_t i = 0; i < n; ++i)
+                    w[(size_t)j * (size_t)g->nodes + (size_t)node_at(g, cell_base, c, i)] =
+                        model->written[s][(size_t)j * n + (size_t)i];
             }
         if (w && (cudaMalloc((void **)&g->written, (size_t)model->n_ions * (size_t)g->nodes) != cudaSuccess ||
                   cudaMemcpy(g->written, w, (size_t)model->n_ions * (size_t)g->nodes, cudaMemcpyHostToDevice) !=
@@ -126,8 +139,10 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         if (!geo) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
         for (int64_t c = 0; geo && c < cells; ++c) {
             const int32_t s = sim->cell_shape[cell_id[c]], n = sim->shapes[s].n;
-            memcpy(geo + (size_t)cell_base[c], model->geom[s], (size_t)n * sizeof *geo);
-            memcpy(geo + z + (size_t)cell_base[c], model->geom[s] + n, (size_t)n * sizeof *geo);
+            for (int32_t i = 0; i < n; ++i) {
+                geo[node_at(g, cell_base, c, i)] = model->geom[s][i];
+                geo[z + (size_t)node_at(g, cell_base, c, i)] = model->geom[s][n + i];
+            }
         }
         if (geo && (cudaMalloc((void **)&g->geom, 2 * (z > 0 ? z : 1) * sizeof *geo) != cudaSuccess ||
                     cudaMemcpy(g->geom, geo, 2 * z * sizeof *geo, cudaMemcpyHostToDevice) != cudaSuccess))
@@ -156,7 +171,7 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         int64_t q = 0;
         for (int64_t j = 0; j < cells; ++j) {
             const sim_mech_shape *ms = &model->per_shape[(size_t)sim->cell_shape[cell_id[j]] * model->n_mechs + k];
-            for (int32_t i = 0; i < ms->n; ++i, ++q) nodes_h[q] = (int32_t)(cell_base[j] + ms->node[i]);
+            for (int32_t i = 0; i < ms->n; ++i, ++q) nodes_h[q] = (int32_t)node_at(g, cell_base, j, ms->node[i]);
         }
         double *fields_d = NULL, **fptr_d = NULL, *globals_d = NULL, *table_d = NULL;
         int32_t *nodes_d = NULL;
@@ -200,7 +215,7 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "simulation: mechanism %s has no CUDA code: build its library with `neurosolve mechanisms "
-                         "build --cuda` (or use the CPU backend)",
+                         "build --cuda` (or use the CPU backend; a mechanism with VERBATIM C runs on the CPU only)",
                          desc->name);
     }
     free(nodes_h);
@@ -254,8 +269,8 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
             const int32_t n = sim->shapes[s].n;
             const double *init = model->ion_init[s];
             for (int q = 0; q < 3; ++q)
-                memcpy(h + (size_t)q * z + (size_t)cell_base[c], init + (size_t)(3 * j + q) * (size_t)n,
-                       (size_t)n * sizeof *h);
+                for (int32_t i = 0; i < n; ++i)
+                    h[(size_t)q * z + (size_t)node_at(g, cell_base, c, i)] = init[(size_t)(3 * j + q) * (size_t)n + i];
         }
         memset(h + 3 * z, 0, 2 * z * sizeof *h);
         if (cudaMemcpy(g->ion + 5 * (size_t)j * z, h, 5 * z * sizeof *h, cudaMemcpyHostToDevice) != cudaSuccess)
@@ -419,6 +434,8 @@ void ns_gpu_model_point(const gpu_model *g, int32_t slot, const ns_mech_desc **d
 ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, const ns_mech_event *events,
                                const int64_t *range, int64_t max, cudaStream_t stream) {
     if (max <= 0) return NS_OK;
+    if (!g->pt_desc[slot]->cuda_net_receive) /* ns_sim_connect never makes it a target */
+        return ns_fail(NS_ERR_INTERNAL, "network: events for %s, which has no NET_RECEIVE", g->pt_desc[slot]->name);
     gpu_mech *gm = &g->pt[slot];
     set_time(gm, 0.0, sim); /* each event sets t */
     return launched(g->pt_desc[slot]->cuda_net_receive(&gm->p, events, range, max, stream), "NET_RECEIVE",
@@ -490,10 +507,11 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
                          d->name);
             break;
         }
-        if (!d->cuda_init || !d->cuda_current || !d->cuda_state || !d->cuda_net_receive) {
+        if (!d->cuda_init || !d->cuda_current || !d->cuda_state || (d->has_net_receive && !d->cuda_net_receive)) {
+            /* an electrode (no NET_RECEIVE: SEClamp) is placed but never a target (ns_sim_connect) */
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "network: synapse type %s has no CUDA code: build its library with `neurosolve mechanisms "
-                         "build --cuda` (or use the CPU backend)",
+                         "build --cuda` (or use the CPU backend; a mechanism with VERBATIM C runs on the CPU only)",
                          d->name);
             break;
         }
@@ -524,7 +542,7 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         for (int64_t i = 0; i < cnt; ++i) {
             const net_syn *sy = &net->syns[ids[i]];
             const int64_t j = local[sy->cell];
-            nodes_h[i] = (int32_t)(cell_base[j] + sy->node);
+            nodes_h[i] = (int32_t)node_at(g, cell_base, j, sy->node);
             w_h[i] = sim->shapes[sim->cell_shape[sy->cell]].stim_scale[sy->node]; /* 1e2 / area, as the CPU */
             for (int p = 0; p < d->n_params; ++p) f_h[(size_t)p * (size_t)cnt + (size_t)i] = net->params[sy->param_at + p];
             for (int r = 0; r < d->has_random; ++r) { /* the streams' ids, as the CPU loop's (cell, synapse) */
@@ -630,11 +648,22 @@ ns_status ns_gpu_model_var(const ns_sim_t *sim, const gpu_model *g, const int64_
     const sim_model *model = g->model;
     const int32_t shape = sim->cell_shape[cell_id[j]];
     const int32_t n = sim->shapes[shape].n;
-    if (mech < 0) {
+    if (mech < 0) { /* the cell's nodes are a range of the group's (in position order onchip) */
         double *at = g->ion + (size_t)(5 * ion + q) * (size_t)g->nodes + (size_t)cell_base[j];
-        if (write) NS_CUDA_TRY(cudaMemcpy(at, io, (size_t)n * sizeof *io, cudaMemcpyHostToDevice));
-        else NS_CUDA_TRY(cudaMemcpy(io, at, (size_t)n * sizeof *io, cudaMemcpyDeviceToHost));
-        return NS_OK;
+        double *buf = g->pos ? malloc((size_t)n * sizeof *buf) : io;
+        if (!buf) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_%s_model_var", write ? "set" : "get");
+        cudaError_t e;
+        if (write) {
+            for (int32_t i = 0; g->pos && i < n; ++i) buf[g->pos[i]] = io[i];
+            e = cudaMemcpy(at, buf, (size_t)n * sizeof *buf, cudaMemcpyHostToDevice);
+        } else {
+            e = cudaMemcpy(buf, at, (size_t)n * sizeof *buf, cudaMemcpyDeviceToHost);
+            for (int32_t i = 0; g->pos && e == cudaSuccess && i < n; ++i) io[i] = buf[g->pos[i]];
+        }
+        if (g->pos) free(buf);
+        return e == cudaSuccess ? NS_OK
+                                : ns_fail(NS_ERR_CUDA, "ns_sim_%s_model_var: %s", write ? "set" : "get",
+                                          cudaGetErrorString(e));
     }
     /* the cell's instances follow those of the cells before it in the group */
     int64_t first = 0;

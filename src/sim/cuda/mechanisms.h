@@ -14,11 +14,14 @@ extern "C" {
 
 typedef struct gpu_model gpu_model;
 
-/* The instances of the model's mechanisms in the tree group's cells (local
- * cell j is global cell cell_id[j], its nodes from cell_base[j]); v, rhs and
- * d are the group's device arrays. */
+/* The instances of the model's mechanisms in a group's cells (local cell j
+ * is global cell cell_id[j], its compartment i at node cell_base[j] + i, or
+ * cell_base[j] + pos[i] where pos is given: an onchip group's position
+ * order, one shape); v, rhs and d are the group's device arrays (rhs and d
+ * NULL for an onchip group: its kernel assembles in shared memory, and the
+ * per-step launches never run there). */
 ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const int64_t *cell_base, int64_t cells,
-                              double *v, double *rhs, double *d, gpu_model **out);
+                              const int32_t *pos, double *v, double *rhs, double *d, gpu_model **out);
 void ns_gpu_model_free(gpu_model *g);
 /* Mechanism k's device storage, for the fused tree loop (sim/cuda/fused.c):
  * its instances (count; in the group's cell order, each cell's in node

@@ -50,7 +50,9 @@ typedef struct gpu_group {
     ns_sim_onchip_group oc;
     ns_contract_dev layout;   /* tree: the solver's groups on the device */
     ns_sim_tree t;
-    int64_t *cell_base;       /* tree, host: first node of each local cell (cells + 1) */
+    int64_t *cell_base;       /* tree (and onchip with a model), host: first node of each local cell (cells + 1) */
+    gpu_model *model;         /* onchip: a model's mechanisms over the group's cells (sim/cuda/mechanisms.c),
+                                 run by the onchip kernel (sim/cuda/fused.h); NULL: the hand-written membrane */
     int64_t *flat_of;         /* device: the Flat index of each state position (made by the first
                                  ns_sim_read_var / ns_sim_write_var) */
     int64_t *first;           /* onchip, host: first position of each local cell, j * n
@@ -80,7 +82,7 @@ typedef struct gpu_state {
      * recorded behind that work, waited for before the state changes again */
     cudaEvent_t external;
     int external_pending;
-    gpu_model *model;          /* a model's mechanisms (sim->model): every cell in the tree group */
+    gpu_model *model;          /* a model's mechanisms (sim->model) over the tree group's cells */
     gpu_net *net;              /* a network (sim->net, sim/cuda/network.c), on the tree group's stream */
     int64_t net_step;          /* the step within the network's interval */
     ns_sim_fused_state *fused; /* the model's built-in mechanisms in the tree kernel (sim/cuda/fused.h), or NULL */
@@ -112,6 +114,7 @@ static void free_state(gpu_state *s) {
         for (int a = 0; a < s->groups[k].n_allocs; ++a) cudaFree(s->groups[k].allocs[a]);
         for (int a = 0; a < s->groups[k].n_site_allocs; ++a) cudaFree(s->groups[k].site_allocs[a]);
         ns_sim_onchip_release(&s->groups[k].oc);
+        ns_gpu_model_free(s->groups[k].model);
         ns_contract_dev_free(&s->groups[k].layout);
         free(s->groups[k].cell_id);
         free(s->groups[k].cell_base);
@@ -161,29 +164,38 @@ static void gpu_destroy(ns_sim_t *sim) {
 }
 
 /* The loop of every shape (LOOP_*), the onchip preparations of those that
- * run onchip (oc[k]), and the rule: docs/simulation.md, "GPU loops". */
-static ns_status choose_loops(ns_sim_t *sim, const int64_t *cells, int sms, int *loop, ns_sim_onchip_group *oc) {
+ * run onchip (oc[k]), and the rule: docs/simulation.md, "GPU loops". A
+ * model runs onchip where the onchip kernel has its mechanisms
+ * (ns_sim_fused_onchip_ok) and not `tree_only` (a network: gpu_init). */
+static ns_status choose_loops(ns_sim_t *sim, const int64_t *cells, int sms, int tree_only, int *loop,
+                              ns_sim_onchip_group *oc) {
+    const int model = sim->model != NULL;
+    const int model_onchip = model && !tree_only && ns_sim_fused_onchip_ok(sim);
     for (int32_t k = 0; k < sim->n_shapes; ++k) {
         loop[k] = LOOP_TREE;
-        if (sim->model && sim->method == NS_HINES_ONCHIP)
-            return ns_fail(NS_ERR_UNSUPPORTED, "simulation: a model's mechanisms run in the tree loop only (method "
-                                               "'tree' or 'auto')");
-        if (cells[k] == 0 || sim->method == NS_HINES_TREE || sim->model) continue;
+        if (model && !model_onchip && sim->method == NS_HINES_ONCHIP)
+            return ns_fail(NS_ERR_UNSUPPORTED,
+                           "simulation: the onchip loop runs a model of the built-in pas and hh (fused: "
+                           "docs/simulation.md, \"Models: the fused loop\") without a network; this one %s: method "
+                           "'tree' or 'auto'",
+                           tree_only ? "has a network" : "needs the tree loop (other mechanisms, a concentration "
+                                                         "writer or gpu_mechanisms = per-step)");
+        if (cells[k] == 0 || sim->method == NS_HINES_TREE || (model && !model_onchip)) continue;
         if (sim->method == NS_HINES_AUTO && !ns_sim_auto_needs_onchip(cells[k], sms)) continue;
         int fits = 0;
-        ns_status st = ns_sim_onchip_prepare(&sim->shapes[k], sim->options.gpu_lanes, &oc[k], &fits);
+        ns_status st = ns_sim_onchip_prepare(&sim->shapes[k], sim->options.gpu_lanes, model, &oc[k], &fits);
         if (st != NS_OK) return st;
         if (sim->method == NS_HINES_ONCHIP) {
-            if (!fits)
+            if (!fits || (model && !oc[k].launch.in_shared))
                 return ns_fail(NS_ERR_UNSUPPORTED,
-                               "simulation: a cell of %d compartments is beyond the onchip loop's schedule "
-                               "(use 'tree')",
-                               (int)sim->shapes[k].n);
+                               "simulation: a cell of %d compartments is beyond the onchip loop's %s (use 'tree')",
+                               (int)sim->shapes[k].n, fits ? "shared memory (a model runs there only)" : "schedule");
             loop[k] = LOOP_ONCHIP;
             continue;
         }
         const ns_sim_loop_facts f = {cells[k], sms, fits, fits && oc[k].launch.in_shared,
-                                     fits ? oc[k].plan.bwd_cost + oc[k].plan.fwd_cost : INT64_MAX};
+                                     fits ? oc[k].plan.bwd_cost + oc[k].plan.fwd_cost : INT64_MAX, model,
+                                     model_onchip};
         loop[k] = ns_sim_auto_loop(&f);
         if (loop[k] != LOOP_ONCHIP) ns_sim_onchip_release(&oc[k]);
     }
@@ -387,7 +399,10 @@ out:
     return st;
 }
 
-static ns_status gpu_create(ns_sim_t *sim) {
+/* The groups of the simulation (the shapes' loops, their state and
+ * constants); tree_only: every shape in the tree loop (a model with a
+ * network). */
+static ns_status create_groups(ns_sim_t *sim, int tree_only) {
     /* usable devices: the build has code for their compute capability */
     int count = 0;
     if (ns_cuda_device_count(&count) != NS_OK || count == 0)
@@ -411,7 +426,7 @@ static ns_status gpu_create(ns_sim_t *sim) {
     NS_CUDA_GOTO(cudaGetDevice(&dev), st, out);
     NS_CUDA_GOTO(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), st, out);
     for (int64_t c = 0; c < sim->n_cells; ++c) cells[sim->cell_shape[c]]++;
-    if ((st = choose_loops(sim, cells, sms, loop, oc)) != NS_OK) goto out;
+    if ((st = choose_loops(sim, cells, sms, tree_only, loop, oc)) != NS_OK) goto out;
     /* What the groups will hold, known before the first allocation: refused
      * when it exceeds the device's free memory (a lower bound: the shape
      * constants of the onchip groups and the per-launch traces come on top;
@@ -490,6 +505,21 @@ static ns_status gpu_create(ns_sim_t *sim) {
         if (!gr->oc.launch.in_shared &&
             ((st = dalloc(gr, (void **)&g->d, z)) != NS_OK || (st = dalloc(gr, (void **)&g->rhs, z)) != NS_OK))
             goto out;
+        /* a model: its mechanisms over the group's cells (positions), run by the onchip kernel */
+        if (sim->model && gr->onchip) {
+            gr->cell_base = malloc(((size_t)cells[k] + 1) * sizeof *gr->cell_base);
+            if (!gr->cell_base) {
+                st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU group");
+                goto out;
+            }
+            for (int64_t j = 0; j <= cells[k]; ++j) gr->cell_base[j] = j * (int64_t)sh->n;
+            if ((st = ns_gpu_model_create(sim, gr->cell_id, gr->cell_base, cells[k],
+                                          gr->oc.plan.data + gr->oc.plan.pos_of_node, g->v, NULL, NULL, &gr->model)) !=
+                    NS_OK ||
+                (st = ns_sim_fused_onchip(sim, gr->model, k, &gr->oc)) != NS_OK)
+                goto out;
+            sim->gpu_mechanisms = NS_SIM_GPU_MECHANISMS_FUSED;
+        }
     }
     if (tree_cells > 0) {
         gpu_group *gr = &s->groups[s->n_groups++];
@@ -520,7 +550,7 @@ static ns_status gpu_create(ns_sim_t *sim) {
             (st = dalloc(gr, (void **)&g->spike_t, (size_t)tree_cells * SPIKE_CAP * sizeof(double))) != NS_OK)
             goto out;
         if (sim->model &&
-            (st = ns_gpu_model_create(sim, gr->cell_id, gr->cell_base, tree_cells, g->v, g->rhs, g->d, &s->model)) !=
+            (st = ns_gpu_model_create(sim, gr->cell_id, gr->cell_base, tree_cells, NULL, g->v, g->rhs, g->d, &s->model)) !=
                 NS_OK)
             goto out;
         /* fused or per step (sim/cuda/fused.h) */
@@ -547,6 +577,8 @@ out:
     free(cells), free(loop), free(oc);
     return st;
 }
+
+static ns_status gpu_create(ns_sim_t *sim) { return create_groups(sim, 0); }
 
 /* Host Flat state <-> device state of one group (the group's layout). */
 static ns_status transfer_state(ns_sim_t *sim, gpu_group *gr, int to_device) {
@@ -651,8 +683,24 @@ static ns_status sync_sites(ns_sim_t *sim, gpu_state *s) {
 
 static ns_status gpu_init(ns_sim_t *sim) {
     gpu_state *s = (gpu_state *)sim->backend_state;
-    ns_sim_init_host(sim);
     ns_status st = NS_OK;
+    /* a network runs in the tree loop (docs/networks.md, "The GPU loop"): a
+     * model's cells that went onchip at create move there (the groups made
+     * again), unless onchip was asked for by name */
+    int onchip_model = 0;
+    for (int32_t k = 0; k < s->n_groups; ++k) onchip_model |= s->groups[k].model != NULL;
+    if (sim->net && onchip_model) {
+        if (sim->options.method == NS_HINES_ONCHIP)
+            return ns_fail(NS_ERR_UNSUPPORTED, "simulation: a network runs in the GPU's tree loop, not onchip: "
+                                               "method 'tree' or 'auto'");
+        free_state(s);
+        sim->backend_state = NULL;
+        sim->method = sim->options.method;
+        sim->gpu_lanes = 0;
+        if ((st = create_groups(sim, 1)) != NS_OK) return st;
+        s = (gpu_state *)sim->backend_state;
+    }
+    ns_sim_init_host(sim);
     ns_gpu_net_free(s->net);
     s->net = NULL;
     for (int32_t k = 0; k < s->n_groups; ++k) {
@@ -661,6 +709,9 @@ static ns_status gpu_init(ns_sim_t *sim) {
         const gpu_group *gr = &s->groups[k];
         if (s->model && gr->tree &&
             (st = ns_gpu_model_init(sim, s->model, gr->cell_id, gr->cell_base, gr->g.cells, s->streams[0])) != NS_OK)
+            return st;
+        if (gr->model &&
+            (st = ns_gpu_model_init(sim, gr->model, gr->cell_id, gr->cell_base, gr->g.cells, s->streams[0])) != NS_OK)
             return st;
         /* a network: its synapses' instances and INITIAL, its detectors and
          * connections, the check at t = 0 (net.c's ns_net_build for the CPU) */
@@ -955,6 +1006,27 @@ static ns_status gpu_write_var(ns_sim_t *sim, ns_sim_var var, const double *flat
     return gpu_var(sim, var, (double *)flat, stream, 0);
 }
 
+/* Whether values `io` of a parameter (or an ion's array) of local cell j
+ * differ from the group's, where the mechanism is inserted. */
+static ns_status parameter_changed(ns_sim_t *sim, const gpu_model *model, const gpu_group *gr, int64_t j,
+                                   int32_t mech, int32_t field, int32_t ion, int32_t q, const double *io,
+                                   int *changed) {
+    const int32_t n = sim->shapes[sim->cell_shape[gr->cell_id[j]]].n;
+    double *now = malloc((size_t)n * sizeof *now);
+    if (!now) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_set_model_var");
+    ns_status st = ns_gpu_model_var(sim, model, gr->cell_id, gr->cell_base, j, mech, field, ion, q, now, 0);
+    *changed = 0;
+    for (int32_t i = 0; st == NS_OK && i < n && !*changed; ++i) *changed = !isnan(now[i]) && now[i] != io[i];
+    free(now);
+    return st;
+}
+
+/* ns_sim_get_model_var / ns_sim_set_model_var. The fused kernels read copies
+ * of the parameters and the ions' e made at create: a write that changes one
+ * makes the tree loop's model run per step from now on (as
+ * ns_sim_state_field); the onchip kernel has no per-step path, so there it is
+ * refused. A write that changes nothing (a checkpoint restored into the
+ * simulation it came from) keeps the fused path. */
 static ns_status gpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_t field, int32_t ion, int32_t q,
                                double *io, int write) {
     gpu_state *s = (gpu_state *)sim->backend_state;
@@ -962,18 +1034,29 @@ static ns_status gpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_
         NS_CUDA_TRY(cudaEventSynchronize(s->external));
         s->external_pending = 0;
     }
-    /* the fused kernel reads copies of the parameters and the ions' e made at create: a
-     * written one makes the model run per step from now on (as ns_sim_state_field) */
-    if (write && (mech < 0 || field < sim->model->mechs[mech].desc->n_params)) ns_sim_fused_expose(s->fused);
+    const int parameter = mech < 0 || field < sim->model->mechs[mech].desc->n_params;
     for (int32_t k = 0; k < s->n_groups; ++k) {
         const gpu_group *gr = &s->groups[k];
-        if (!gr->tree) continue;
-        for (int64_t j = 0; j < gr->g.cells; ++j)
-            if (gr->cell_id[j] == cell)
-                return ns_gpu_model_var(sim, s->model, gr->cell_id, gr->cell_base, j, mech, field, ion, q, io, write);
+        const gpu_model *model = gr->tree ? s->model : gr->model;
+        if (!model) continue;
+        for (int64_t j = 0; j < gr->g.cells; ++j) {
+            if (gr->cell_id[j] != cell) continue;
+            int changed = 0;
+            ns_status st = NS_OK;
+            if (write && parameter) st = parameter_changed(sim, model, gr, j, mech, field, ion, q, io, &changed);
+            if (st != NS_OK) return st;
+            if (changed && !gr->tree)
+                return ns_fail(NS_ERR_UNSUPPORTED,
+                               "ns_sim_set_model_var: cell %lld runs onchip, whose kernel reads copies of the "
+                               "parameters and ions' e made at create: a state or assigned variable only (method "
+                               "'tree' takes new parameters)",
+                               (long long)cell);
+            if (changed) ns_sim_fused_expose(s->fused);
+            return ns_gpu_model_var(sim, model, gr->cell_id, gr->cell_base, j, mech, field, ion, q, io, write);
+        }
     }
-    return ns_fail(NS_ERR_INTERNAL, "ns_sim_%s_model_var: cell %lld is in no tree group", write ? "set" : "get",
-                   (long long)cell);
+    return ns_fail(NS_ERR_INTERNAL, "ns_sim_%s_model_var: cell %lld is in no group with the model",
+                   write ? "set" : "get", (long long)cell);
 }
 
 /* A network's run (net.c's interval loop, the CPU loop's exchange): per
@@ -1047,18 +1130,27 @@ static ns_status gpu_state_done(ns_sim_t *sim, void *stream) {
     return NS_OK;
 }
 
-/* ns_sim_state_field: a model runs in the tree group only; its arrays are
- * sim/cuda/mechanisms.c's (instances in the group's node positions). */
+/* ns_sim_state_field: a model's arrays are sim/cuda/mechanisms.c's
+ * (instances in the group's node positions: the tree group's, or an onchip
+ * group's in its position order). */
 static ns_status gpu_state_field(ns_sim_t *sim, int64_t part, int32_t mech, int32_t field, int32_t ion, int32_t q,
                                  ns_sim_field *out) {
     gpu_state *s = (gpu_state *)sim->backend_state;
-    if (!s->model || !s->groups[part].tree)
-        return ns_fail(NS_ERR_INTERNAL, "ns_sim_state_field: part %lld holds no model", (long long)part);
+    const gpu_group *gr = &s->groups[part];
+    const gpu_model *model = gr->tree ? s->model : gr->model;
+    if (!model) return ns_fail(NS_ERR_INTERNAL, "ns_sim_state_field: part %lld holds no model", (long long)part);
+    const int parameter = mech < 0 || field < sim->model->mechs[mech].desc->n_params;
+    if (!gr->tree && parameter) /* the onchip kernel has no per-step path to fall back to */
+        return ns_fail(NS_ERR_UNSUPPORTED,
+                       "ns_sim_state_field: part %lld runs onchip, whose kernel reads copies of the parameters and "
+                       "ions' e made at create: a state or assigned variable only (method 'tree' hands out "
+                       "parameters)",
+                       (long long)part);
     for (int k = 0; k < s->n_streams; ++k) NS_CUDA_TRY(cudaStreamSynchronize(s->streams[k]));
     /* a parameter or an ion's array the caller may write: the fused kernel
      * reads copies of them, so the model runs per step from now on */
-    if (mech < 0 || field < sim->model->mechs[mech].desc->n_params) ns_sim_fused_expose(s->fused);
-    ns_gpu_model_field(s->model, mech, field, ion, q, &out->data, &out->size, &out->pos);
+    if (parameter) ns_sim_fused_expose(s->fused);
+    ns_gpu_model_field(model, mech, field, ion, q, &out->data, &out->size, &out->pos);
     out->device = sim->device;
     return NS_OK;
 }

@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include "sim/sim_impl.h"
+#include "mech/builtin/builtin.h"
 #include "hines/cuda/hines_kernels.h"
 #include "hines/cuda/onchip_plan.h"
 #include "hines/cuda/contract_cuda.h"
@@ -76,31 +77,67 @@ typedef struct ns_sim_gpu_run {
 /* ------------------------------------------------------------ onchip loop */
 
 /* A shape's constants for the onchip loop, packed in position order:
- * doubles a, b, cap [n each]; int32 parent position (-1 at the root) [n],
- * child_begin [n + 1], child positions grouped by parent in increasing
- * compartment order [max(n - 1, 1)]; int8 region [n]; zero padding to a
- * multiple of 16 bytes. */
-static inline size_t ns_sim_onchip_const_bytes(int32_t n) {
-    const size_t bytes = 3 * (size_t)n * sizeof(double) +
+ * doubles a, b, cap [n each]; with a model, the mechanisms' tuples (uint16 x 2
+ * per position: pas's tuple, hh's tuple; NS_SIM_ONCHIP_NONE where the
+ * mechanism is not inserted) [2 n];
+ * int32 parent position (-1 at the root) [n], child_begin [n + 1], child
+ * positions grouped by parent in increasing compartment order
+ * [max(n - 1, 1)]; int8 region [n]; zero padding to a multiple of 16 bytes. */
+static inline size_t ns_sim_onchip_const_bytes(int32_t n, int model) {
+    const size_t bytes = 3 * (size_t)n * sizeof(double) + (model ? 2 * (size_t)n * sizeof(uint16_t) : 0) +
                          (2 * (size_t)n + 1 + (size_t)(n > 1 ? n - 1 : 1)) * sizeof(int32_t) + (size_t)n;
     return (bytes + 15) / 16 * 16;
 }
 
+#define NS_SIM_ONCHIP_NONE 0xFFFF
+
+/* A model's built-in mechanism in the onchip loop (sim/cuda/fused.c): its
+ * distinct parameter tuples (NP parameters, then e per ion), its fields
+ * (n_fields arrays of `count`: the states are loaded at the start of a
+ * launch and stored at its end, the assigned variables stored in its last
+ * step), `per_cell` instances per cell (the group's cells in order, each
+ * cell's in compartment order). */
+typedef struct ns_sim_onchip_mech {
+    const double *sets;
+    double *fields;
+    int64_t count;
+    int32_t per_cell;
+} ns_sim_onchip_mech;
+
+typedef struct ns_sim_onchip_model {
+    ns_sim_onchip_mech pas, hh;
+    const uint16_t *local;   /* device, 2 per position: pas's and hh's instance within the cell
+                                (NS_SIM_ONCHIP_NONE: absent); read at a launch's start, end and
+                                last step only, so not in shared memory */
+    const double *hh_global; /* device, hh's n_globals (<= NS_FUSED_HH_GLOBALS, mech/builtin/builtin.h) */
+    const double *hh_table;  /* device, NS_FUSED_HH_TABLE doubles */
+    int32_t hh_globals;
+    double celsius;
+} ns_sim_onchip_model;
+
 typedef struct ns_sim_onchip {
-    const void *consts;  /* device, ns_sim_onchip_const_bytes(n) */
+    const void *consts;  /* device, ns_sim_onchip_const_bytes(n, model) */
     int32_t const_words; /* 16-byte words of consts */
     int32_t warps;       /* warps per CUDA block */
     int32_t in_shared;   /* 1: images in shared memory; 0: state in device memory
                             (the group's v, m, h, gn, and d, rhs scratch), 32 lanes */
+    int32_t model;       /* 1: the membrane is `mech` (built-in pas and hh, generated code); 0: the
+                            parameters' hand-written hh and pas (regions) */
+    ns_sim_onchip_model mech;
 } ns_sim_onchip;
 
 /* Doubles of shared memory per cell: v, m, h, n, d, rhs and one of padding
- * (cells an odd number of doubles apart: different banks). */
+ * (cells an odd number of doubles apart: different banks). A model keeps
+ * hh's states m, h, n per position where the hand-written hh keeps its gates. */
 NS_HOST_DEVICE static inline int ns_sim_onchip_cell_doubles(int32_t n) { return 6 * n + 1; }
 
-/* Static shared memory of the onchip kernel [bytes]: the hh rate table and
- * the regions' parameters (plus alignment slack). */
-#define NS_SIM_ONCHIP_STATIC_BYTES (sizeof(ns_hh_table) + NS_REGION_COUNT * sizeof(sim_region) + 64)
+/* Static shared memory of the onchip kernel [bytes]: the hand-written hh's
+ * rate table and the regions' parameters, or (model) hh's TABLE and GLOBALs;
+ * plus alignment slack. */
+#define NS_SIM_ONCHIP_HAND_STATIC_BYTES (sizeof(ns_hh_table) + NS_REGION_COUNT * sizeof(sim_region))
+#define NS_SIM_ONCHIP_MODEL_STATIC_BYTES ((NS_FUSED_HH_TABLE + NS_FUSED_HH_GLOBALS) * sizeof(double) + sizeof(sim_region))
+#define NS_SIM_ONCHIP_STATIC_BYTES(model) \
+    (((model) ? NS_SIM_ONCHIP_MODEL_STATIC_BYTES : NS_SIM_ONCHIP_HAND_STATIC_BYTES) + 64)
 
 /* Dynamic shared memory of one block [bytes]: the schedule's core, the
  * constants, the warps' cells. */
@@ -116,6 +153,8 @@ typedef struct ns_sim_onchip_group {
     ns_onchip_plan plan;    /* host; plan.data NULL: not prepared */
     int32_t *plan_dev;      /* device copy of plan.data */
     void *consts_dev;       /* device, packed constants */
+    double *sets_dev[2];    /* a model: pas's and hh's tuples (device) */
+    uint16_t *local_dev;    /* a model: launch.mech.local (device) */
     ns_onchip_sched sched;  /* bound to plan_dev */
     ns_sim_onchip launch;
 } ns_sim_onchip_group;
@@ -124,15 +163,22 @@ typedef struct ns_sim_onchip_group {
  * cell (0: automatic; more lanes when the choice does not fit); a shape
  * whose image fits no block's shared memory gets the loop in device memory
  * (launch.in_shared = 0, 32 lanes). *fits = 0 (and NS_OK) only beyond the
- * schedule's size limit (NS_ONCHIP_MAX_N). */
-ns_status ns_sim_onchip_prepare(const sim_shape *shape, int32_t lanes, ns_sim_onchip_group *out, int *fits);
+ * schedule's size limit (NS_ONCHIP_MAX_N). `model`: room in the constants
+ * for the mechanisms' map (ns_sim_onchip_set_map fills it). */
+ns_status ns_sim_onchip_prepare(const sim_shape *shape, int32_t lanes, int model, ns_sim_onchip_group *out,
+                                int *fits);
+/* A model's tuples (2 n uint16, position order: ns_sim_onchip_const_bytes)
+ * into the group's uploaded constants. */
+ns_status ns_sim_onchip_set_map(ns_sim_onchip_group *group, const uint16_t *map);
 void ns_sim_onchip_release(ns_sim_onchip_group *group);
 
-/* Allow the lane count's kernel `bytes` of dynamic shared memory and prefer
- * shared memory over L1 (once per device; sim/cuda/onchip_prep.c passes the
- * device's whole opt-in). */
-cudaError_t ns_sim_onchip_setup(int lanes, size_t bytes);
-cudaError_t ns_sim_onchip_occupancy(int lanes, int warps, size_t bytes, int *blocks);
+/* Allow the lane count's kernels (hand-written membrane and model) the
+ * dynamic shared memory that `optin` bytes per block leave beside their
+ * static memory (NS_SIM_ONCHIP_STATIC_BYTES) and prefer shared memory over
+ * L1 (once per device; sim/cuda/onchip_prep.c passes the device's opt-in). */
+cudaError_t ns_sim_onchip_setup(int lanes, size_t optin);
+/* Resident blocks per SM of the lane count's kernel (model: 1 the model's). */
+cudaError_t ns_sim_onchip_occupancy(int lanes, int model, int warps, size_t bytes, int *blocks);
 cudaError_t ns_sim_launch_onchip(const ns_onchip_sched *sched, const ns_sim_onchip *onchip,
                                  const ns_sim_gpu_group *group, const ns_sim_gpu_run *run, cudaStream_t stream);
 

@@ -41,6 +41,7 @@
 #include "sim/cuda/fused.h"
 #include "sim/membrane.h"
 #include "hines/cuda/contract_sweeps.cuh"
+#include "sim/cuda/fused_one.cuh"
 #include "mech/builtin/pas.h"
 #include "mech/builtin/hh.h"
 #include "mech/builtin/ExpSyn.h"
@@ -49,61 +50,17 @@
 namespace {
 
 // One generated per-instance function (current_one or state_one) of
-// instance q at one node, on a ppack of one instance whose every pointer is
-// a local: the node's v, rhs and d (vl, rl, dl), the ions' e, the fields
-// F[k] (i_ = node_ = 0). Inlined, the locals are registers: the parameters
-// and states are loaded, the assigned variables start as UNSET (a NaN no
-// arithmetic makes: one read before it is written would poison v, and the
-// fault check stops the run), the function runs, then the states are
-// stored when `states`, and in the last step of a launch (LAST, a separate
-// instance so that the other steps keep no assigned variable live to the
-// end) the assigned variables that it set (the test folds at compile time
-// where the function always or never sets one). NF fields: NP parameters,
-// then assigned, then NS states (sim/cuda/fused.h).
-constexpr long long UNSET = 0x7ff4dead5eed0001LL;
-
+// instance q at one node (sim/cuda/fused_one.cuh): its parameters and ions'
+// e from its tuple (read-only path, shared by many nodes), its states from
+// and (when `states`) to its fields, the assigned variables it set to its
+// fields in the last step of a launch (LAST).
 template <int NF, int NP, int NS, int NIONS, void (*FN)(ns_mech_ppack *, int, int), bool LAST>
 __device__ __forceinline__ void fused_one(const ns_sim_fused_mech &m, int2 qs, double *vl, double *rl, double *dl,
                                           bool states, double t, double dt, double celsius) {
     const int32_t q = qs.x;
-    // the instance's parameters and ions' e: its tuple (read-only path, shared by many nodes)
-    const double *tuple = m.sets + (int64_t)qs.y * (NP + NIONS);
-    double F[NF];
-    double *fp[NF];
-#pragma unroll
-    for (int k = 0; k < NF; ++k) {
-        const bool assigned = k >= NP && k < NF - NS;
-        F[k] = assigned ? __longlong_as_double(UNSET) : k < NP ? __ldg(tuple + k) : m.fields[(int64_t)k * m.count + q];
-        fp[k] = &F[k];
-    }
-    double e[NIONS > 0 ? NIONS : 1];
-    ns_mech_ion_view ion[NIONS > 0 ? NIONS : 1];
-#pragma unroll
-    for (int j = 0; j < NIONS; ++j) {
-        e[j] = __ldg(tuple + NP + j);
-        ion[j] = ns_mech_ion_view{&e[j], nullptr, nullptr, nullptr, nullptr, nullptr};
-    }
-    ns_mech_ppack p;
-    p.n = 1;
-    p.node_begin = 0;
-    p.node_index = nullptr;
-    p.t = t;
-    p.dt = dt;
-    p.celsius = celsius;
-    p.v = vl;
-    p.rhs = rl;
-    p.d = dl;
-    p.weight = nullptr;
-    p.field = fp;
-    p.global = m.global;
-    p.table = const_cast<double *>(m.table);
-    p.ion = ion;
-    FN(&p, 0, 0);
-#pragma unroll
-    for (int k = NP; k < NF; ++k) {
-        const bool assigned = k < NF - NS;
-        if (assigned ? LAST && __double_as_longlong(F[k]) != UNSET : states) m.fields[(int64_t)k * m.count + q] = F[k];
-    }
+    ns_fused_call<NF, NP, NS, NIONS, FN, LAST>(m.sets + (int64_t)qs.y * (NP + NIONS), m.fields + (int64_t)(NF - NS) * m.count + q,
+                                               m.count, m.fields, m.count, q, m.global, const_cast<double *>(m.table),
+                                               vl, rl, dl, states, t, dt, celsius);
 }
 
 // One synapse's generated current_one or state_one (instance q of a point
@@ -125,29 +82,15 @@ __device__ __forceinline__ void fused_point(const ns_sim_fused_net &net, int slo
 #pragma unroll
     for (int k = 0; k < NF; ++k) {
         const bool assigned = k >= NP && k < NF - NS;
-        F[k] = assigned ? __longlong_as_double(UNSET) : fields[(int64_t)k * count + q];
+        F[k] = assigned ? __longlong_as_double(NS_FUSED_UNSET) : fields[(int64_t)k * count + q];
         fp[k] = &F[k];
     }
-    ns_mech_ppack p;
-    p.n = 1;
-    p.node_begin = 0;
-    p.node_index = nullptr;
-    p.t = t;
-    p.dt = dt;
-    p.celsius = celsius;
-    p.v = v;
-    p.rhs = rhs;
-    p.d = d;
-    p.weight = pp.weight + q;
-    p.field = fp;
-    p.global = pp.global;
-    p.table = pp.table;
-    p.ion = nullptr;
+    ns_mech_ppack p = ns_fused_ppack(v, rhs, d, pp.weight + q, fp, pp.global, pp.table, nullptr, t, dt, celsius);
     FN(&p, 0, node);
 #pragma unroll
     for (int k = NP; k < NF; ++k) {
         const bool assigned = k < NF - NS;
-        if (assigned ? LAST && __double_as_longlong(F[k]) != UNSET : states) fields[(int64_t)k * count + q] = F[k];
+        if (assigned ? LAST && __double_as_longlong(F[k]) != NS_FUSED_UNSET : states) fields[(int64_t)k * count + q] = F[k];
     }
 }
 

@@ -1,9 +1,9 @@
 /* Partitions of work over processes. Pure functions: no MPI calls, so that
- * they are tested on their own (tests/mpi/test_mpi_partition.c). */
+ * they are tested on their own (tests/mpi/test_mpi_partition.c); declared in neurosolve/dist.h. */
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "neurosolve/mpi.h"
+#include "neurosolve/dist.h"
 
 typedef struct item {
     int64_t weight, index;

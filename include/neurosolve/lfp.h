@@ -1,0 +1,161 @@
+/* neurosolve: extracellular potentials (docs/extracellular.md).
+ *
+ * LFPy 2.3's forward models in a homogeneous medium of conductivity sigma
+ * [S/m]: the line-source approximation (each compartment a line source
+ * along NEURON's segment), the same with the root compartment (the soma's
+ * first segment) as a point source, and the point-source approximation;
+ * electrodes closer to a segment than its radius are moved out to the radius
+ * as LFPy moves them. Electrodes are points or discs averaged over points.
+ *
+ * An ns_lfp_t attached to a simulation computes, every `every` steps, the
+ * transmembrane current of every compartment (ionic + capacitive + point
+ * processes: NEURON's i_membrane_, which LFPy records; the current clamps'
+ * electrode current is not a membrane current) and reduces it into the
+ * electrode potentials [mV] and the current dipole moment [nA um] through a
+ * coefficient matrix (electrodes x compartments) built once.
+ *
+ * Units: um, nA, mV, S/m. */
+#ifndef NEUROSOLVE_LFP_H
+#define NEUROSOLVE_LFP_H
+
+#include "neurosolve/export.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include "neurosolve/status.h"
+#include "neurosolve/morph.h"
+#include "neurosolve/cable.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* LFPy's `method` of RecExtElectrode. */
+typedef enum ns_lfp_method {
+    NS_LFP_LINESOURCE = 0,    /* 'linesource': every compartment a line source */
+    NS_LFP_ROOT_AS_POINT = 1, /* 'root_as_point': the root compartment a point source at its midpoint */
+    NS_LFP_POINTSOURCE = 2    /* 'pointsource': every compartment a point source at its midpoint */
+} ns_lfp_method;
+
+NS_API const char *ns_lfp_method_name(ns_lfp_method method);
+/* "linesource", "root_as_point", "pointsource"; NS_ERR_INVALID_ARGUMENT otherwise. */
+NS_API ns_status ns_lfp_method_from_name(const char *name, ns_lfp_method *out);
+
+/* One contact: a point (r = 0) or a disc of radius r [um] with normal
+ * (nx, ny, nz), its potential the mean over n points of the disc (a Vogel
+ * spiral: docs/extracellular.md; LFPy draws them at random). */
+typedef struct ns_lfp_contact {
+    double x, y, z;    /* [um] centre */
+    double nx, ny, nz; /* normal (any length > 0) of a disc */
+    double r;          /* [um] disc radius; 0: a point */
+    int32_t n;         /* points averaged on a disc (>= 1) */
+} ns_lfp_contact;
+
+/* The n points of a disc contact (3 * n doubles): point k at radius
+ * r sqrt((k + 0.5) / n) and angle k * pi (3 - sqrt 5) in the plane normal to
+ * (nx, ny, nz), from the in-plane axis normal x e, e the coordinate axis of
+ * the normal's smallest component (the first of equals). A point contact:
+ * its centre. */
+NS_API ns_status ns_lfp_contact_points(const ns_lfp_contact *contact, double *points);
+
+typedef struct ns_lfp_probe {
+    int64_t n;
+    ns_lfp_contact *contacts;
+} ns_lfp_probe;
+
+/* A probe file (docs/extracellular.md): one contact per line, `x y z` (a
+ * point) or `x y z nx ny nz r [n]` (a disc, n points, default_points when
+ * not given), blanks or commas between numbers, '#' comments. Errors read
+ * "FILE:LINE: reason". Free with ns_lfp_probe_free. */
+NS_API ns_status ns_lfp_probe_read(const char *path, int32_t default_points, ns_lfp_probe *out);
+NS_API ns_status ns_lfp_probe_parse(const char *text, size_t length, const char *name, int32_t default_points,
+                                    ns_lfp_probe *out);
+NS_API void ns_lfp_probe_free(ns_lfp_probe *probe);
+
+/* Segments given directly (LFPy's cell.x/y/z/d): start and end points (3 * n
+ * each, [um]), diameters (n, [um]: r_limit = d / 2) and the root segment
+ * (ROOT_AS_POINT's point source; LFPy's index 0). */
+typedef struct ns_lfp_segments {
+    int64_t n;
+    const double *start, *end, *diam;
+    int64_t root;
+} ns_lfp_segments;
+
+/* The coefficient matrix (n_contacts x seg->n, row-major, [mV/nA]): the
+ * potential at each contact of a unit current from each segment. */
+NS_API ns_status ns_lfp_matrix(const ns_lfp_segments *seg, const ns_lfp_contact *contacts, int64_t n_contacts,
+                               ns_lfp_method method, double sigma, double *out);
+
+/* Bytes of the coefficients of a probe of `electrodes` contacts over
+ * `compartments` compartments (dense doubles: 8 * electrodes * compartments)
+ * plus the dipole's 3 * compartments; -1 on overflow. */
+NS_API int64_t ns_lfp_coefficient_bytes(int64_t electrodes, int64_t compartments);
+
+typedef struct ns_lfp_options {
+    ns_lfp_method method; /* default NS_LFP_LINESOURCE */
+    double sigma;         /* [S/m] default 0.3 */
+    int64_t every;        /* sample every `every` steps (default 1) */
+    /* NULL, or n_cells x 6: cell c placed at (x, y, z) [um] and rotated by
+     * (rx, ry, rz) [rad] about its soma(0.5) point: p' = Rz Ry Rx (p - soma) +
+     * (x, y, z), right-handed. NULL: every cell in its SWC coordinates. */
+    const double *placement;
+    int per_cell_dipoles;  /* also keep every cell's dipole moment */
+    int64_t max_bytes;     /* refuse coefficients above this (0: 4 GiB) */
+    int32_t threads;       /* OpenMP threads (0: OpenMP's default); the results do not depend on it */
+} ns_lfp_options;
+
+NS_API void ns_lfp_options_init(ns_lfp_options *options);
+
+typedef struct ns_lfp ns_lfp_t;
+
+/* Build the coefficients for `probe` and the cells of `sim` (shapes: the
+ * cells given to ns_sim_create, in its order) and attach: every `every`
+ * steps of each later ns_sim_advance the potentials and dipole moments are
+ * sampled (t = every * dt, 2 * every * dt, ...; ns_sim_init starts them
+ * again). One ns_lfp_t per simulation; ns_lfp_destroy detaches. */
+NS_API ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const *shapes,
+                               const ns_lfp_probe *probe, const ns_lfp_options *options, ns_lfp_t **out);
+NS_API void ns_lfp_destroy(ns_lfp_t *lfp);
+
+NS_API int64_t ns_lfp_samples(const ns_lfp_t *lfp);
+NS_API int64_t ns_lfp_electrodes(const ns_lfp_t *lfp);
+/* samples x electrodes [mV] */
+NS_API const double *ns_lfp_potentials(const ns_lfp_t *lfp);
+/* samples: the time of each sample [ms] */
+NS_API const double *ns_lfp_times(const ns_lfp_t *lfp);
+/* samples x 3: the summed current dipole moment [nA um] */
+NS_API const double *ns_lfp_dipole(const ns_lfp_t *lfp);
+/* samples x cells x 3 (NULL unless per_cell_dipoles) */
+NS_API const double *ns_lfp_cell_dipoles(const ns_lfp_t *lfp);
+/* electrodes x compartments [mV/nA], compartments in ns_sim_cell_offset's order */
+NS_API const double *ns_lfp_coefficients(const ns_lfp_t *lfp);
+/* The transmembrane currents [nA] of the last sampled step, one per
+ * compartment in ns_sim_cell_offset's order (0 at zero-area nodes); of a
+ * CUDA simulation: the last sample of each ns_sim_advance (only those leave
+ * the GPU). */
+NS_API const double *ns_lfp_membrane_currents(const ns_lfp_t *lfp);
+
+/* Current source density [uA/mm^3] of potentials phi (samples x stride [mV])
+ * at `count` contacts `index` (in order along a line, `spacing` um apart):
+ * CSD = -sigma d2phi/dz2 by the second difference, the end contacts
+ * duplicated outward (Vaknin et al. 1988: phi[-1] = phi[0], phi[m] =
+ * phi[m-1]). out: samples x count. */
+NS_API ns_status ns_lfp_csd(const double *phi, int64_t samples, int64_t stride, const int64_t *index,
+                            int64_t count, double spacing, double sigma, double *out);
+
+/* EEG: lfpykit's FourSphereVolumeConductor.get_transformation_matrix. The
+ * potential [mV] at each electrode (n x 3 positions [um], the head's centre
+ * at the origin, inside the scalp and farther out than the dipole) of a unit
+ * current dipole [nA um] along x, y and z at `dipole` (inside the brain):
+ * out is n x 3. radii [um]: brain, CSF, skull, scalp (lfpykit's default
+ * 79000, 80000, 85000, 90000); sigmas [S/m] (0.3, 1.5, 0.015, 0.3); the
+ * series are summed as lfpykit sums them, to a term below iter_factor times
+ * the sum (<= 0: lfpykit's 2/99 * 1e-6). The EEG of a simulation is this
+ * matrix times ns_lfp_dipole's moments (the cells' dipole placed at one point). */
+NS_API ns_status ns_lfp_four_sphere(const double radii[4], const double sigmas[4], const double dipole[3],
+                                    const double *electrodes, int64_t n, double iter_factor, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,443 @@
+/* Extracellular potentials during a run: the coefficients of a probe over a
+ * simulation's cells (placed and rotated), the transmembrane currents of the
+ * sampled steps and their reduction into electrode potentials and dipole
+ * moments; the CSD of a laminar probe. docs/extracellular.md. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "lfp/lfp_impl.h"
+#include "sim/sim_impl.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#define NS_PRAGMA(x) _Pragma(#x)
+#else
+#define NS_PRAGMA(x)
+#endif
+
+
+struct ns_lfp {
+    ns_sim_t *sim;
+    ns_lfp_options o;
+    int64_t n_el, n_comp, n_cells;
+    double *M;        /* n_el x n_comp */
+    double *mid;      /* 3 x n_comp: placed segment midpoints (the dipole's lever) */
+    double *g;        /* n_comp: axial conductance to the parent [uS] */
+    int64_t *parent;  /* n_comp: the parent's Flat index, -1 at a root */
+    unsigned char *membrane; /* n_comp: 1 where the node has membrane */
+    double *v, *imem; /* n_comp */
+    double *ibuf;     /* n_comp x NS_LFP_BLOCK, the buffered samples' currents */
+    int32_t nbuf;
+    int64_t samples, cap;
+    double *phi, *t, *P, *Pc;
+    double *pcell;    /* n_cells x 3: the sample's per-cell dipoles */
+    int64_t last_step;
+    lfp_gpu *gpu;     /* a CUDA simulation: the reduction on its GPU */
+    int64_t *stim_node;
+    double *stim_amp; /* the clamps on at a sample (GPU) */
+};
+
+void ns_lfp_options_init(ns_lfp_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->method = NS_LFP_LINESOURCE;
+    o->sigma = 0.3;
+    o->every = 1;
+}
+
+#define LFP_GRAIN 65536 /* multiply-adds per thread below which a pass runs on one thread */
+
+/* The threads of a pass of `work` multiply-adds: ns_lfp_options.threads,
+ * else the simulation's, else OpenMP's default; one for small passes (a
+ * parallel region costs more than they do, the more so on a loaded machine). */
+static int threads_of(const ns_lfp_t *L, int64_t work) {
+#ifdef _OPENMP
+    int64_t nt = L->o.threads > 0 ? L->o.threads
+               : L->sim && L->sim->options.threads > 0 ? L->sim->options.threads : omp_get_max_threads();
+    if (nt > work / LFP_GRAIN) nt = work / LFP_GRAIN;
+    return nt < 1 ? 1 : (int)nt;
+#else
+    (void)L, (void)work;
+    return 1;
+#endif
+}
+
+/* Rz Ry Rx (right-handed rotations about x, then y, then z). */
+static void rotation(double rx, double ry, double rz, double R[9]) {
+    const double cx = cos(rx), sx = sin(rx), cy = cos(ry), sy = sin(ry), cz = cos(rz), sz = sin(rz);
+    const double X[9] = {1, 0, 0, 0, cx, -sx, 0, sx, cx};
+    const double Y[9] = {cy, 0, sy, 0, 1, 0, -sy, 0, cy};
+    const double Z[9] = {cz, -sz, 0, sz, cz, 0, 0, 0, 1};
+    double T[9];
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+            T[3 * i + j] = 0.0;
+            for (int k = 0; k < 3; ++k) T[3 * i + j] += Y[3 * i + k] * X[3 * k + j];
+        }
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+            R[3 * i + j] = 0.0;
+            for (int k = 0; k < 3; ++k) R[3 * i + j] += Z[3 * i + k] * T[3 * k + j];
+        }
+}
+
+static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last);
+
+/* The coefficients and geometry onto the simulation's GPU (the children as CSR). */
+static ns_status attach_gpu(ns_lfp_t *L, const ns_sim_t *sim) {
+    const int64_t n = L->n_comp;
+    int64_t *begin = calloc((size_t)n + 1, sizeof *begin), *child = malloc((size_t)(n > 0 ? n : 1) * sizeof *child);
+    int64_t *fill = malloc((size_t)(n > 0 ? n : 1) * sizeof *fill);
+    ns_status st = NS_OK;
+    if (!begin || !child || !fill) {
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld compartments", (long long)n);
+    } else {
+        for (int64_t j = 0; j < n; ++j)
+            if (L->parent[j] >= 0) begin[L->parent[j] + 1]++;
+        for (int64_t j = 0; j < n; ++j) begin[j + 1] += begin[j];
+        for (int64_t j = 0; j < n; ++j) fill[j] = begin[j];
+        for (int64_t j = 0; j < n; ++j)
+            if (L->parent[j] >= 0) child[fill[L->parent[j]]++] = j;
+        const lfp_gpu_geometry geo = {L->n_el, n, L->n_cells, L->M, L->g, L->parent, begin, child, L->membrane,
+                                      L->mid, sim->cell_offset};
+        st = ns_lfp_gpu_create(sim->device, &geo, &L->gpu);
+    }
+    free(begin);
+    free(child);
+    free(fill);
+    return st;
+}
+
+void ns_lfp_destroy(ns_lfp_t *L) {
+    if (!L) return;
+    if (L->sim && L->sim->sample_ctx == L) {
+        L->sim->sample = NULL;
+        L->sim->sample_ctx = NULL;
+        L->sim->sample_every = 0;
+    }
+    free(L->M); free(L->mid); free(L->g); free(L->parent); free(L->membrane);
+    free(L->v); free(L->imem); free(L->ibuf);
+    free(L->phi); free(L->t); free(L->P); free(L->Pc); free(L->pcell);
+    free(L->stim_node); free(L->stim_amp);
+    ns_lfp_gpu_destroy(L->gpu);
+    free(L);
+}
+
+ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const *shapes, const ns_lfp_probe *probe,
+                        const ns_lfp_options *options, ns_lfp_t **out) {
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: out is NULL");
+    *out = NULL;
+    if (!sim || !shapes || !probe || !probe->contacts)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: NULL argument");
+    if (n_shapes != sim->n_shapes)
+        return ns_fail(NS_ERR_SIZE, "ns_lfp_create: %d shapes, the simulation has %d", (int)n_shapes,
+                       (int)sim->n_shapes);
+    for (int32_t s = 0; s < n_shapes; ++s) {
+        ns_cell_info in;
+        ns_cell_get_info(shapes[s], &in);
+        if (!shapes[s] || in.compartments != sim->shapes[s].n)
+            return ns_fail(NS_ERR_SIZE, "ns_lfp_create: shape %d has %d compartments, the simulation's %d", (int)s,
+                           (int)in.compartments, (int)sim->shapes[s].n);
+    }
+    if (sim->sample) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: a probe is already attached");
+    ns_lfp_options o;
+    if (options) o = *options;
+    else ns_lfp_options_init(&o);
+    if ((unsigned)o.method > NS_LFP_POINTSOURCE)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: method %d", (int)o.method);
+    if (!(o.sigma > 0.0) || !isfinite(o.sigma))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "LFP: sigma %g S/m must be > 0", o.sigma);
+    if (o.every < 1) return ns_fail(NS_ERR_INVALID_ARGUMENT, "LFP: sample every %lld steps (>= 1)", (long long)o.every);
+    if (probe->n < 1) return ns_fail(NS_ERR_EMPTY, "LFP: a probe of %lld contacts", (long long)probe->n);
+    for (int64_t k = 0; k < probe->n; ++k) {
+        ns_status st = ns_lfp_check_contact(&probe->contacts[k], k);
+        if (st != NS_OK) return st;
+    }
+    const int64_t max_bytes = o.max_bytes > 0 ? o.max_bytes : (int64_t)4 << 30;
+    const int64_t bytes = ns_lfp_coefficient_bytes(probe->n, sim->n_comp);
+    if (bytes < 0 || bytes > max_bytes)
+        return ns_fail(NS_ERR_SIZE,
+                       "LFP: coefficients of %lld electrodes x %lld compartments take %.3g GB, above the limit of "
+                       "%.3g GB (ns_lfp_options.max_bytes)",
+                       (long long)probe->n, (long long)sim->n_comp, (double)bytes * 1e-9, (double)max_bytes * 1e-9);
+    ns_lfp_t *L = calloc(1, sizeof *L);
+    if (!L) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_lfp_create");
+    L->o = o;
+    L->o.placement = NULL; /* not kept */
+    L->n_el = probe->n;
+    L->n_comp = sim->n_comp;
+    L->n_cells = sim->n_cells;
+    L->last_step = -1;
+    const size_t nc = (size_t)L->n_comp;
+    L->M = malloc((size_t)L->n_el * nc * sizeof *L->M);
+    L->mid = malloc(3 * nc * sizeof *L->mid);
+    L->g = malloc(nc * sizeof *L->g);
+    L->parent = malloc(nc * sizeof *L->parent);
+    L->membrane = malloc(nc);
+    L->v = malloc(nc * sizeof *L->v);
+    L->imem = calloc(nc, sizeof *L->imem);
+    L->ibuf = malloc(nc * NS_LFP_BLOCK * sizeof *L->ibuf);
+    L->pcell = malloc((size_t)L->n_cells * 3 * sizeof *L->pcell);
+    L->sim = sim; /* its thread count; attached below */
+    int32_t np = 1; /* points of the largest disc */
+    for (int64_t k = 0; k < probe->n; ++k)
+        if (probe->contacts[k].r > 0.0 && probe->contacts[k].n > np) np = probe->contacts[k].n;
+    double *pts = malloc((size_t)probe->n * 3 * (size_t)np * sizeof *pts);
+    ns_status st = NS_OK;
+    if (!L->M || !L->mid || !L->g || !L->parent || !L->membrane || !L->v || !L->imem || !L->ibuf || !L->pcell || !pts) {
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: coefficients of %lld electrodes x %lld compartments",
+                     (long long)L->n_el, (long long)L->n_comp);
+        goto done;
+    }
+    for (int64_t k = 0; k < probe->n; ++k) ns_lfp_contact_points(&probe->contacts[k], pts + 3 * np * k);
+    for (int64_t c = 0; o.placement && c < sim->n_cells; ++c) {
+        const double *pl = o.placement + 6 * c;
+        for (int k = 0; k < 6; ++k)
+            if (!isfinite(pl[k])) {
+                st = ns_fail(NS_ERR_NOT_FINITE, "LFP: placement of cell %lld: value %d is %g", (long long)c, k, pl[k]);
+                goto done;
+            }
+    }
+    /* each cell's columns on their own (OpenMP over cells: every entry is
+     * computed alone, so the thread count changes nothing) */
+    int bad = 0;
+    const int nt = threads_of(L, L->n_el * L->n_comp * 64);
+    (void)nt;
+    NS_PRAGMA(omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(| : bad) if (nt > 1))
+    for (int64_t c = 0; c < sim->n_cells; ++c) {
+        const int32_t s = sim->cell_shape[c];
+        const ns_cell_t *cell = shapes[s];
+        const int32_t n = sim->shapes[s].n;
+        const int64_t off = sim->cell_offset[c];
+        const double *seg = ns_cell_segments(cell), *area = ns_cell_area(cell), *d = ns_cell_diam(cell);
+        const double *g = ns_cell_axial_conductance(cell);
+        const int32_t *par = ns_tree_parent(ns_cell_tree(cell));
+        double *buf = malloc((size_t)n * 8 * sizeof *buf);
+        if (!buf) {
+            bad = 1;
+            continue;
+        }
+        double *start = buf, *end = buf + 3 * n, *row = buf + 6 * n, *diam = buf + 7 * n;
+        double R[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, o3[3] = {0, 0, 0}, t3[3] = {0, 0, 0};
+        if (o.placement) {
+            const double *pl = o.placement + 6 * c;
+            rotation(pl[3], pl[4], pl[5], R);
+            int32_t soma = 0;
+            (void)ns_cell_locate(cell, 0, 0.5, &soma); /* a cell's section 0 has a segment */
+            for (int k = 0; k < 3; ++k) o3[k] = .5 * (seg[6 * soma + k] + seg[6 * soma + 3 + k]), t3[k] = pl[k];
+        }
+        for (int32_t i = 0; i < n; ++i) {
+            for (int e = 0; e < 2; ++e) {
+                const double *p = seg + 6 * i + 3 * e;
+                const double q[3] = {p[0] - o3[0], p[1] - o3[1], p[2] - o3[2]};
+                double *dst = (e ? end : start) + 3 * i;
+                for (int k = 0; k < 3; ++k) dst[k] = R[3 * k] * q[0] + R[3 * k + 1] * q[1] + R[3 * k + 2] * q[2] + t3[k];
+            }
+            diam[i] = d[i];
+            for (int k = 0; k < 3; ++k) L->mid[3 * (off + i) + k] = .5 * (start[3 * i + k] + end[3 * i + k]);
+            L->g[off + i] = g[i];
+            L->parent[off + i] = par[i] < 0 ? -1 : off + par[i];
+            L->membrane[off + i] = area[i] > 0.0;
+        }
+        ns_section_info root;
+        ns_cell_get_section(cell, 0, &root);
+        const ns_lfp_segments sg = {n, start, end, diam, root.first_node};
+        for (int64_t k = 0; k < probe->n; ++k) {
+            ns_lfp_row(&sg, &probe->contacts[k], pts + 3 * np * k, o.method, o.sigma, row);
+            double *dst = L->M + k * L->n_comp + off;
+            for (int32_t i = 0; i < n; ++i) dst[i] = L->membrane[off + i] ? row[i] : 0.0;
+        }
+        free(buf);
+    }
+    if (bad) {
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: the coefficients' scratch");
+        goto done;
+    }
+    if (sim->device >= 0) {
+        st = attach_gpu(L, sim);
+        if (st != NS_OK) goto done;
+    }
+    sim->sample = sample;
+    sim->sample_ctx = L;
+    sim->sample_every = o.every;
+done:
+    free(pts);
+    if (st != NS_OK) {
+        ns_lfp_destroy(L);
+        return st;
+    }
+    *out = L;
+    return NS_OK;
+}
+
+static ns_status grow(ns_lfp_t *L, int64_t need) {
+    if (need <= L->cap) return NS_OK;
+    int64_t cap = L->cap ? 2 * L->cap : 256;
+    while (cap < need) cap *= 2;
+    double *phi = realloc(L->phi, (size_t)cap * (size_t)L->n_el * sizeof *phi);
+    if (phi) L->phi = phi;
+    double *t = realloc(L->t, (size_t)cap * sizeof *t);
+    if (t) L->t = t;
+    double *P = realloc(L->P, (size_t)cap * 3 * sizeof *P);
+    if (P) L->P = P;
+    double *Pc = NULL;
+    if (L->o.per_cell_dipoles) {
+        Pc = realloc(L->Pc, (size_t)cap * 3 * (size_t)L->n_cells * sizeof *Pc);
+        if (Pc) L->Pc = Pc;
+    }
+    if (!phi || !t || !P || (L->o.per_cell_dipoles && !Pc))
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld samples of %lld electrodes", (long long)cap, (long long)L->n_el);
+    L->cap = cap;
+    return NS_OK;
+}
+
+/* phi of the buffered samples: one pass over the coefficients for up to
+ * NS_LFP_BLOCK samples; each electrode's sum runs over the compartments in
+ * order, whatever the thread count and the block. */
+static ns_status flush(ns_lfp_t *L) {
+    const int32_t nb = L->nbuf;
+    if (nb == 0) return NS_OK;
+    const int64_t first = L->samples - nb, ne = L->n_el, nc = L->n_comp;
+    L->nbuf = 0;
+    if (L->gpu) return ns_lfp_gpu_flush(L->gpu, nb, L->phi + first * ne);
+    const double *M = L->M, *I = L->ibuf;
+    double *phi = L->phi;
+    const int nt = threads_of(L, ne * nc * nb);
+    (void)nt;
+    NS_PRAGMA(omp parallel for num_threads(nt) schedule(static) if (nt > 1))
+    for (int64_t e = 0; e < ne; ++e) {
+        double acc[NS_LFP_BLOCK] = {0};
+        const double *m = M + e * nc;
+        for (int64_t j = 0; j < nc; ++j) {
+            const double mj = m[j];
+            const double *ij = I + j * NS_LFP_BLOCK;
+            for (int32_t b = 0; b < nb; ++b) acc[b] += mj * ij[b];
+        }
+        for (int32_t b = 0; b < nb; ++b) phi[(first + b) * ne + e] = acc[b];
+    }
+    return NS_OK;
+}
+
+/* The membrane currents of every compartment into buffer column b and the
+ * cells' dipoles into L->pcell, on the host. */
+static void cpu_currents(ns_lfp_t *L, const ns_sim_t *sim, double t_mid, int32_t b) {
+    double *Pc = L->pcell;
+    const int64_t n_cells = L->n_cells;
+    double *imem = L->imem, *ibuf = L->ibuf;
+    const double *v = L->v, *g = L->g, *mid = L->mid;
+    const int64_t *parent = L->parent;
+    const unsigned char *mem = L->membrane;
+    const int nt = threads_of(L, 8 * L->n_comp);
+    (void)nt;
+    NS_PRAGMA(omp parallel for num_threads(nt) schedule(static) if (nt > 1))
+    for (int64_t c = 0; c < n_cells; ++c) {
+        const int64_t o = sim->cell_offset[c], n = sim->cell_offset[c + 1] - o;
+        double *im = imem + o;
+        const double *vc = v + o;
+        for (int64_t i = 0; i < n; ++i) im[i] = 0.0;
+        /* Kirchhoff at every node: the membrane current (ionic, capacitive,
+         * synaptic: NEURON's i_membrane_) is the axial current flowing in at
+         * the step's end plus the clamps' electrode current */
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t p = parent[o + i];
+            if (p < 0) continue;
+            const double flow = g[o + i] * (v[p] - vc[i]);
+            im[i] += flow;
+            imem[p] -= flow;
+        }
+        for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q) {
+            const sim_stim *s = &sim->stims[sim->stim_order[q]];
+            if (t_mid < s->del + s->dur && t_mid >= s->del) im[s->node] += s->amp;
+        }
+        double P[3] = {0, 0, 0};
+        for (int64_t i = 0; i < n; ++i) {
+            if (!mem[o + i]) im[i] = 0.0;
+            ibuf[(o + i) * NS_LFP_BLOCK + b] = im[i];
+            for (int d = 0; d < 3; ++d) P[d] += im[i] * mid[3 * (o + i) + d];
+        }
+        for (int d = 0; d < 3; ++d) Pc[3 * c + d] = P[d];
+    }
+}
+
+/* The same on the simulation's GPU: the clamps on at t_mid go with the sample. */
+static ns_status gpu_sample(ns_lfp_t *L, ns_sim_t *sim, double t_mid, int32_t b, int last) {
+    int64_t n = 0;
+    if (sim->n_stims > 0 && !L->stim_node) {
+        L->stim_node = malloc((size_t)sim->n_stims * sizeof *L->stim_node);
+        L->stim_amp = malloc((size_t)sim->n_stims * sizeof *L->stim_amp);
+        if (!L->stim_node || !L->stim_amp) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld clamps", (long long)sim->n_stims);
+    }
+    for (int64_t c = 0; c < L->n_cells; ++c)
+        for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q) {
+            const sim_stim *s = &sim->stims[sim->stim_order[q]];
+            if (t_mid < s->del + s->dur && t_mid >= s->del)
+                L->stim_node[n] = sim->cell_offset[c] + s->node, L->stim_amp[n++] = s->amp;
+        }
+    return ns_lfp_gpu_sample(L->gpu, sim, L->stim_node, L->stim_amp, n, b, L->pcell, last ? L->imem : NULL);
+}
+
+static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last) {
+    ns_lfp_t *L = ctx;
+    if (sim->steps <= L->last_step) { /* ns_sim_init: start again */
+        L->samples = 0;
+        L->nbuf = 0;
+    }
+    L->last_step = sim->steps;
+    ns_status st = grow(L, L->samples + 1);
+    if (st != NS_OK) return st;
+    const int64_t b = L->nbuf, k = L->samples;
+    double *Pc = L->pcell;
+    if (L->gpu) {
+        st = gpu_sample(L, sim, t_mid, (int32_t)b, last);
+        if (st != NS_OK) return st;
+    } else {
+        st = ns_sim_read_var(sim, NS_SIM_VAR_V, L->v, NULL);
+        if (st != NS_OK) return st;
+        cpu_currents(L, sim, t_mid, (int32_t)b);
+    }
+    const int64_t n_cells = L->n_cells;
+    double P[3] = {0, 0, 0};
+    for (int64_t c = 0; c < n_cells; ++c)
+        for (int d = 0; d < 3; ++d) P[d] += Pc[3 * c + d];
+    for (int d = 0; d < 3; ++d) L->P[3 * k + d] = P[d];
+    if (L->o.per_cell_dipoles) memcpy(L->Pc + k * 3 * n_cells, Pc, (size_t)n_cells * 3 * sizeof *Pc);
+    L->t[k] = sim->t;
+    L->samples = k + 1;
+    if (++L->nbuf == NS_LFP_BLOCK || last) return flush(L);
+    return NS_OK;
+}
+
+int64_t ns_lfp_samples(const ns_lfp_t *L) { return L ? L->samples : 0; }
+int64_t ns_lfp_electrodes(const ns_lfp_t *L) { return L ? L->n_el : 0; }
+const double *ns_lfp_potentials(const ns_lfp_t *L) { return L ? L->phi : NULL; }
+const double *ns_lfp_times(const ns_lfp_t *L) { return L ? L->t : NULL; }
+const double *ns_lfp_dipole(const ns_lfp_t *L) { return L ? L->P : NULL; }
+const double *ns_lfp_cell_dipoles(const ns_lfp_t *L) { return L && L->o.per_cell_dipoles ? L->Pc : NULL; }
+const double *ns_lfp_coefficients(const ns_lfp_t *L) { return L ? L->M : NULL; }
+const double *ns_lfp_membrane_currents(const ns_lfp_t *L) { return L ? L->imem : NULL; }
+
+ns_status ns_lfp_csd(const double *phi, int64_t samples, int64_t stride, const int64_t *index, int64_t count,
+                     double spacing, double sigma, double *out) {
+    if (!phi || !index || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_csd: NULL argument");
+    if (samples < 0 || count < 1 || stride < 1) return ns_fail(NS_ERR_SIZE, "ns_lfp_csd: %lld contacts", (long long)count);
+    if (!(spacing > 0.0) || !(sigma > 0.0) || !isfinite(spacing) || !isfinite(sigma))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_csd: spacing %g um and sigma %g S/m must be > 0", spacing,
+                       sigma);
+    for (int64_t j = 0; j < count; ++j)
+        if (index[j] < 0 || index[j] >= stride)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_csd: contact %lld of %lld", (long long)index[j],
+                           (long long)stride);
+    /* sigma [S/m] * mV / um^2 = nA / um^3 = 1e6 uA / mm^3 */
+    const double scale = -sigma * 1e6 / (spacing * spacing);
+    for (int64_t s = 0; s < samples; ++s) {
+        const double *p = phi + s * stride;
+        for (int64_t j = 0; j < count; ++j) {
+            const double up = p[index[j > 0 ? j - 1 : 0]], here = p[index[j]];
+            const double down = p[index[j < count - 1 ? j + 1 : count - 1]];
+            out[s * count + j] = scale * (up - 2.0 * here + down);
+        }
+    }
+    return NS_OK;
+}

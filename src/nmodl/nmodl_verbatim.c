@@ -1,0 +1,391 @@
+/* VERBATIM C in NMODL files, compiled as written for the CPU, as NEURON's
+ * nocmodl does (docs/mechanisms.md, "VERBATIM").
+ *
+ * The translator writes a block's C in place (nmodl_gen.c, emit_verbatim)
+ * between #define's that give NEURON's names their meaning in this
+ * instance layout (a RANGE name is the instance's field, `_lx` the
+ * argument or LOCAL x, `_threadargscomma_` the arguments of a call of
+ * another block, t and dt the time and step...), #undef'd after it, and
+ * writes NEURON's C helpers that real files call (hoc_Exp, mcell_ran4,
+ * nrnran123_*, hoc_execerror: nmodl_verbatim.h) into the mechanism's
+ * header. What needs NEURON's hoc interpreter (its arguments, Vectors,
+ * objects, hoc calls) has no meaning here: a FUNCTION or PROCEDURE whose C
+ * uses it and that nothing in the file calls is one only hoc could call
+ * and is left out; anywhere else it is refused, naming the file, the line
+ * and the function. This file: a scanner of C names and those checks. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "nmodl/nmodl_impl.h"
+
+/* src/nmodl/nmodl_verbatim.h as text (CMake writes it, nmodl_verbatim_text.c) */
+extern const char ns_nmodl_verbatim_header[];
+const char *nm_verbatim_runtime(void) { return ns_nmodl_verbatim_header; }
+
+int nm_cscan_next(nm_cscan *sc, nm_cident *id) {
+    const char *c = sc->c;
+    size_t i = sc->pos;
+    for (;;) {
+        const char ch = c[i];
+        if (!ch) {
+            sc->pos = i;
+            return 0;
+        }
+        if (ch == '\n') {
+            sc->line++;
+            sc->bol = 1;
+            i++;
+            continue;
+        }
+        if (isspace((unsigned char)ch)) { i++; continue; }
+        if (ch == '#' && sc->bol) { /* a preprocessor line (with its continuations) */
+            while (c[i] && c[i] != '\n') {
+                if (c[i] == '\\' && c[i + 1] == '\n') { sc->line++; i++; }
+                i++;
+            }
+            continue;
+        }
+        sc->bol = 0;
+        if (ch == '/' && c[i + 1] == '*') {
+            for (i += 2; c[i] && !(c[i] == '*' && c[i + 1] == '/'); i++) sc->line += c[i] == '\n';
+            if (c[i]) i += 2;
+            continue;
+        }
+        if (ch == '/' && c[i + 1] == '/') {
+            while (c[i] && c[i] != '\n') i++;
+            continue;
+        }
+        if (ch == '"' || ch == '\'') {
+            for (i++; c[i] && c[i] != ch && c[i] != '\n'; i++)
+                if (c[i] == '\\' && c[i + 1]) i++;
+            if (c[i] == ch) i++;
+            sc->member = 0;
+            continue;
+        }
+        if (isdigit((unsigned char)ch) || (ch == '.' && isdigit((unsigned char)c[i + 1]))) { /* 1e5, 0x1f, 2.5f */
+            while (isalnum((unsigned char)c[i]) || c[i] == '.' || c[i] == '_' ||
+                   ((c[i] == '+' || c[i] == '-') && (c[i - 1] == 'e' || c[i - 1] == 'E')))
+                i++;
+            sc->member = 0;
+            continue;
+        }
+        if (isalpha((unsigned char)ch) || ch == '_') {
+            const size_t b = i;
+            while (isalnum((unsigned char)c[i]) || c[i] == '_') i++;
+            size_t k = i;
+            while (c[k] == ' ' || c[k] == '\t') k++;
+            id->s = c + b;
+            id->n = i - b;
+            id->line = sc->line;
+            id->depth = sc->depth;
+            id->member = sc->member;
+            id->call = c[k] == '(';
+            sc->member = 0;
+            sc->pos = i;
+            return 1;
+        }
+        sc->member = ch == '.' || (ch == '-' && c[i + 1] == '>');
+        if (ch == '-' && c[i + 1] == '>') i++;
+        if (ch == '{') sc->depth++;
+        if (ch == '}') sc->depth--;
+        i++;
+    }
+}
+
+static int is(const nm_cident *id, const char *s) { return strlen(s) == id->n && !strncmp(id->s, s, id->n); }
+static int starts(const nm_cident *id, const char *s) {
+    const size_t n = strlen(s);
+    return id->n >= n && !strncmp(id->s, s, n);
+}
+
+/* NEURON's functions and types that need its hoc interpreter: the arguments
+ * of a call from hoc, Vectors and Lists, objects, Random objects, hoc calls */
+static int hoc_only(const nm_cident *id) {
+    static const char *const names[] = {"ifarg", "getarg", "gargstr", "Object", "Symbol", "IvocVect", "Vect",
+                                        "nrn_random_arg", "nrn_get_random_sequence", "nrn_set_random_sequence",
+                                        "nrn_random_isran123", "nrn_random123_getseq", "nrn_random123_setseq",
+                                        "nrn_mlh_gsort", "nrn_pushsec", "nrn_popsec", "nrn_event_queue_stats",
+                                        "nrn_fake_fire", "nrn_patternstim_info_ref", "install_vector_method", "Section",
+                                        "Node", "chk_access", "secname", "nrn_secname", "get_node", "get_nnode",
+                                        "nrn_sec2cell", "section_length", "nrn_parent_info", NULL};
+    for (int i = 0; names[i]; i++)
+        if (is(id, names[i])) return 1;
+    if (is(id, "hoc_Exp") || is(id, "hoc_execerror")) return 0;
+    return starts(id, "hoc_") || starts(id, "vector_") || starts(id, "ivoc_") || starts(id, "list_vector") ||
+           starts(id, "nrnpy_") || starts(id, "_nrn_mechanism_");
+}
+/* NEURON's instance data in its own layout, which has no meaning here */
+static int raw_instance(const nm_cident *id) {
+    static const char *const names[] = {"_p", "_ppvar", "_ml", "_iml", "_prop", "_thread", "_pnt", "_tqitem",
+                                        "_args", "_type", "_ml_real", "_NrnThread", "_nrn_thread", NULL};
+    for (int i = 0; names[i]; i++)
+        if (is(id, names[i])) return 1;
+    return 0;
+}
+
+static const var *find_var(const struct ns_nmodl *m, const char *s, size_t n) {
+    for (int i = 0; i < m->n_vars; i++)
+        if (strlen(m->vars[i].name) == n && !strncmp(m->vars[i].name, s, n)) return &m->vars[i];
+    return NULL;
+}
+static int find_block(const struct ns_nmodl *m, const char *s, size_t n) {
+    for (int i = 0; i < m->n_blocks; i++)
+        if (strlen(m->blocks[i]->name) == n && !strncmp(m->blocks[i]->name, s, n)) return i;
+    return -1;
+}
+
+/* Is the name at id declared by the C itself (a type word before it)? Then
+ * the C means its own variable and gets no #define. */
+static int type_word(const char *w, size_t n) {
+    static const char *const types[] = {"double", "int", "float", "char", "long", "short", "unsigned", "signed",
+                                        "void", "size_t", "uint32_t", "int32_t", "uint64_t", "int64_t", "register",
+                                        "static", "const", "extern", "struct", NULL};
+    for (int i = 0; types[i]; i++)
+        if (n == strlen(types[i]) && !strncmp(w, types[i], n)) return 1;
+    return 0;
+}
+static int blank(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
+int nm_c_declares(const char *c, const nm_cident *id) {
+    const char *q = id->s;
+    while (q > c && (blank(q[-1]) || q[-1] == '*')) q--;
+    const char *w = q;
+    while (w > c && (isalnum((unsigned char)w[-1]) || w[-1] == '_')) w--;
+    if (type_word(w, (size_t)(q - w))) return 1; /* double x */
+    if (q == c || q[-1] != ',') return 0;
+    /* double a, b, x: after a comma outside parentheses in a statement that starts with a type word */
+    const char *b = q - 1;
+    int paren = 0;
+    while (b > c && b[-1] != ';' && b[-1] != '{' && b[-1] != '}') {
+        b--;
+        paren += *b == ')' ? 1 : *b == '(' ? -1 : 0;
+    }
+    if (paren != 0) return 0;
+    while (*b && blank(*b)) b++;
+    const char *e = b;
+    while (isalnum((unsigned char)*e) || *e == '_') e++;
+    return type_word(b, (size_t)(e - b));
+}
+
+int nm_verbatim_balanced(const char *c) {
+    nm_cscan sc = {c, 0, 0, 0, 0, 1};
+    nm_cident id;
+    int low = 0, ret = 0;
+    while (nm_cscan_next(&sc, &id)) {
+        low = sc.depth < low ? sc.depth : low;
+        ret |= is(&id, "return") || is(&id, "goto");
+    }
+    return low == 0 && sc.depth == 0 && !ret;
+}
+
+static int declares(const stlist *l, const char *name) {
+    for (int i = 0; l && i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_VERBATIM) {
+            nm_cscan sc = {s->name, 0, 0, 0, 0, 1};
+            nm_cident id;
+            while (nm_cscan_next(&sc, &id))
+                if (is(&id, name) && !id.member && nm_c_declares(s->name, &id)) return 1;
+        }
+        if (declares(s->then_, name) || declares(s->else_, name)) return 1;
+    }
+    return 0;
+}
+int nm_verbatim_declares(const stlist *l, const char *name) { return declares(l, name); }
+
+int nm_verbatim_uses_random(const char *c) {
+    nm_cscan sc = {c, 0, 0, 0, 0, 1};
+    nm_cident id;
+    while (nm_cscan_next(&sc, &id))
+        if (!id.member && id.call && (is(&id, "normrand") || is(&id, "exprand") || is(&id, "scop_random") ||
+                                      is(&id, "set_seed") || is(&id, "unirand")))
+            return 1;
+    return 0;
+}
+
+/* ---- which blocks the file's own code calls ---- */
+
+typedef struct vcheck {
+    struct ns_nmodl *m;
+    char *called;        /* per block: 1 when the file's code (not hoc) calls it */
+    int changed;
+} vcheck;
+
+static void mark_ex(vcheck *v, const ex *e) {
+    if (!e) return;
+    if (e->kind == EX_CALL) {
+        const int b = find_block(v->m, e->text, strlen(e->text));
+        if (b >= 0 && !v->called[b]) v->called[b] = 1, v->changed = 1;
+        for (int i = 0; i < e->n_args; i++) mark_ex(v, e->args[i]);
+    }
+    mark_ex(v, e->a);
+    mark_ex(v, e->b);
+}
+static void mark_c(vcheck *v, const char *c) {
+    nm_cscan sc = {c, 0, 0, 0, 0, 1};
+    nm_cident id;
+    while (nm_cscan_next(&sc, &id)) {
+        const int b = id.member ? -1 : find_block(v->m, id.s, id.n);
+        if (b >= 0 && !v->called[b]) v->called[b] = 1, v->changed = 1;
+    }
+}
+static void mark_list(vcheck *v, const stlist *l) {
+    if (!l) return;
+    for (int i = 0; i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_VERBATIM) mark_c(v, s->name);
+        if (s->kind == ST_SOLVE) {
+            const int b = find_block(v->m, s->name, strlen(s->name));
+            if (b >= 0 && !v->called[b]) v->called[b] = 1, v->changed = 1;
+        }
+        mark_ex(v, s->e);
+        mark_ex(v, s->e2);
+        mark_ex(v, s->index);
+        mark_ex(v, s->to);
+        mark_ex(v, s->by);
+        mark_list(v, s->then_);
+        mark_list(v, s->else_);
+    }
+}
+
+/* the first name in the block's C that needs hoc, or NULL */
+static const st *hoc_use(const stlist *l, nm_cident *out) {
+    if (!l) return NULL;
+    for (int i = 0; i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_VERBATIM) {
+            nm_cscan sc = {s->name, 0, 0, 0, 0, 1};
+            while (nm_cscan_next(&sc, out))
+                if (!out->member && hoc_only(out)) return s;
+        }
+        const st *r = hoc_use(s->then_, out);
+        if (!r) r = hoc_use(s->else_, out);
+        if (r) return r;
+    }
+    return NULL;
+}
+
+static ns_status vfail(const st *s, const nm_cident *id, const char *fmt, const char *a, const char *b) {
+    char msg[400];
+    snprintf(msg, sizeof msg, fmt, (int)id->n, id->s, a ? a : "", b ? b : "");
+    return ns_fail(NS_ERR_UNSUPPORTED, "%s:%d: %s", s->file, s->file_line + id->line, msg);
+}
+
+/* the checks of one block of C that stays: what it names must mean something here */
+static ns_status check_c(const struct ns_nmodl *m, const st *s, int top) {
+    nm_cscan sc = {s->name, 0, 0, 0, 0, 1};
+    nm_cident id;
+    while (nm_cscan_next(&sc, &id)) {
+        if (id.member) continue;
+        if (hoc_only(&id) && (!top || id.depth > 0))
+            return vfail(s, &id,
+                         "VERBATIM C calls %.*s, which needs NEURON's hoc interpreter (hoc arguments, Vectors, "
+                         "objects), which neurosolve does not have%s%s: keep such C in a FUNCTION or PROCEDURE that only "
+                         "hoc calls (it is then left out) or replace it",
+                         top ? " (in C outside the blocks)" : "", NULL);
+        if (raw_instance(&id))
+            return vfail(s, &id,
+                         "VERBATIM C uses %.*s, NEURON's own instance data, which has no meaning here%s%s: "
+                         "use the variables by name (a RANGE x as x, an argument or LOCAL x as _lx)",
+                         NULL, NULL);
+        const var *v = find_var(m, id.s, id.n);
+        if (v && v->size && (v->cls == V_PARAM || v->cls == V_ASSIGNED || v->cls == V_STATE) &&
+            (top || !nm_verbatim_balanced(s->name)))
+            return vfail(s, &id,
+                         "VERBATIM C uses the array %.*s%s%s where it cannot be copied in and out (outside the blocks, "
+                         "in C with unbalanced braces, or with a return): an instance's array is not contiguous here; "
+                         "use it in NMODL statements",
+                         NULL, NULL);
+        if (starts(&id, "_ion_")) {
+            const var *iv = find_var(m, id.s + 5, id.n - 5);
+            if (!iv || iv->ion < 0)
+                return vfail(s, &id, "VERBATIM C uses %.*s, which names no ion variable of this mechanism%s%s", NULL,
+                             NULL);
+        }
+    }
+    return NS_OK;
+}
+static ns_status check_list(const struct ns_nmodl *m, const stlist *l) {
+    if (!l) return NS_OK;
+    for (int i = 0; i < l->n; i++) {
+        const st *s = l->s[i];
+        ns_status r = s->kind == ST_VERBATIM ? check_c(m, s, 0) : NS_OK;
+        if (!r) r = check_list(m, s->then_);
+        if (!r) r = check_list(m, s->else_);
+        if (r) return r;
+    }
+    return NS_OK;
+}
+static int has_c(const stlist *l) {
+    if (!l) return 0;
+    for (int i = 0; i < l->n; i++)
+        if (l->s[i]->kind == ST_VERBATIM || has_c(l->s[i]->then_) || has_c(l->s[i]->else_)) return 1;
+    return 0;
+}
+
+ns_status nm_verbatim_check(struct ns_nmodl *m) {
+    m->verbatim = m->verbatim_top && m->verbatim_top->n;
+    m->verbatim |= has_c(m->initial) || has_c(m->breakpoint) || has_c(m->net_receive) || has_c(m->net_initial);
+    for (int i = 0; i < m->n_blocks; i++) m->verbatim |= has_c(m->blocks[i]->body);
+    if (!m->verbatim) return NS_OK;
+    vcheck v = {m, nm_calloc(&m->arena, (size_t)m->n_blocks + 1, 1), 0};
+    if (!v.called) return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+    /* what the entry points reach, and C outside the blocks (its functions may be called from anywhere) */
+    mark_list(&v, m->initial);
+    mark_list(&v, m->breakpoint);
+    mark_list(&v, m->net_receive);
+    mark_list(&v, m->net_initial);
+    mark_list(&v, m->verbatim_top);
+    for (int k = 0; k < m->n_watch; k++) mark_ex(&v, m->watch_cond[k]);
+    do {
+        v.changed = 0;
+        for (int i = 0; i < m->n_blocks; i++)
+            if (v.called[i]) mark_list(&v, m->blocks[i]->body);
+    } while (v.changed);
+    for (int i = 0; i < m->n_blocks; i++) {
+        block *b = m->blocks[i];
+        nm_cident id;
+        const st *s = hoc_use(b->body, &id);
+        if (!s) continue;
+        if (!v.called[i] && (b->kind == B_FUNCTION || b->kind == B_PROCEDURE)) {
+            b->hoc_only = 1; /* only hoc could call it: left out */
+            continue;
+        }
+        return vfail(s, &id,
+                     "VERBATIM C calls %.*s, which needs NEURON's hoc interpreter (hoc arguments, Vectors, objects), "
+                     "which neurosolve does not have, in %s %s, which this file's own code calls: remove the call "
+                     "or move it into a FUNCTION or PROCEDURE that only hoc calls (such a block is left out)",
+                     b->kind == B_FUNCTION ? "FUNCTION" : b->kind == B_PROCEDURE ? "PROCEDURE" : "block", b->name);
+    }
+    ns_status r = NS_OK;
+    if (m->verbatim_top)
+        for (int i = 0; !r && i < m->verbatim_top->n; i++) r = check_c(m, m->verbatim_top->s[i], 1);
+    if (!r) r = check_list(m, m->initial);
+    if (!r) r = check_list(m, m->breakpoint);
+    if (!r) r = check_list(m, m->net_receive);
+    if (!r) r = check_list(m, m->net_initial);
+    for (int i = 0; !r && i < m->n_blocks; i++)
+        if (!m->blocks[i]->hoc_only) r = check_list(m, m->blocks[i]->body);
+    return r;
+}
+
+int nm_verbatim_in(const stlist *l) { return has_c(l); }
+
+static const st *first_in(const stlist *l) {
+    for (int i = 0; l && i < l->n; i++) {
+        const st *s = l->s[i]->kind == ST_VERBATIM ? l->s[i] : first_in(l->s[i]->then_);
+        if (!s) s = first_in(l->s[i]->else_);
+        if (s) return s;
+    }
+    return NULL;
+}
+const st *nm_verbatim_first(const struct ns_nmodl *m) {
+    const st *s = first_in(m->verbatim_top);
+    if (!s) s = first_in(m->initial);
+    if (!s) s = first_in(m->breakpoint);
+    if (!s) s = first_in(m->net_receive);
+    if (!s) s = first_in(m->net_initial);
+    for (int i = 0; !s && i < m->n_blocks; i++) s = first_in(m->blocks[i]->body);
+    return s;
+}

@@ -1,0 +1,205 @@
+/* NEURON's C helpers for VERBATIM blocks (src/nmodl/nmodl_verbatim.c):
+ * CMake embeds this file as text (ns_nmodl_verbatim_header) and the
+ * translator writes it into the header of each mechanism whose file has
+ * VERBATIM C, before that C, so that the names real files call mean what
+ * they mean in NEURON. Host C only: such a mechanism is built for the CPU.
+ * Written for neurosolve from NEURON's documented behaviour (hoc_Exp,
+ * mcell_ran4's hash, nrnran123's Philox4x32 streams), so that draws agree
+ * with NEURON's. Needs nmodl_random.h (nsm_philox4x32) first. */
+#ifndef NSM_VERBATIM
+#define NSM_VERBATIM
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* hoc_execerror(a, b): NEURON stops the simulation with the message. A
+ * mechanism library has no way to stop the simulation that runs it (the
+ * ABI has no error channel), so the message goes to stderr and the process
+ * ends (docs/mechanisms.md, "VERBATIM"). */
+static void hoc_execerror(const char *a, const char *b) {
+    fprintf(stderr, "neurosolve: VERBATIM hoc_execerror: %s %s\n", a ? a : "", b ? b : "");
+    fflush(stderr);
+    abort();
+}
+/* NEURON's flag of its variable-step method: neurosolve's steps are fixed */
+static int cvode_active_ = 0;
+/* a NEURON function that needs the hoc interpreter, reached at run time (a
+ * Random object that only hoc could have set: never, here) */
+static inline double nsv_hoc_only(const char *what) {
+    hoc_execerror(what, "needs NEURON's hoc interpreter, which neurosolve does not have");
+    return 0.0;
+}
+/* NEURON's hoc_Exp: 0 below -700, exp(700) with a warning above 700 */
+static int nsv_exp_warnings = 0;
+static inline double hoc_Exp(double x) {
+    if (x < -700.) return 0.;
+    if (x > 700.) {
+        errno = ERANGE;
+        if (++nsv_exp_warnings < 5) fprintf(stderr, "exp(%g) out of range, returning exp(700)\n", x);
+        if (nsv_exp_warnings == 5) fprintf(stderr, "No more errno warnings during this execution\n");
+        return exp(700.);
+    }
+    return exp(x);
+}
+/* a hoc Random object: none exists here (only hoc creates them), so a
+ * file's `if (_p_rng) nrn_random_pick(_p_rng) else ...` takes its else */
+static inline double nrn_random_pick(void *r) { (void)r; return nsv_hoc_only("nrn_random_pick"); }
+static inline void *emalloc(size_t n) {
+    void *p = malloc(n);
+    if (!p) hoc_execerror("out of memory", NULL);
+    return p;
+}
+static inline void *ecalloc(size_t n, size_t size) {
+    void *p = calloc(n, size);
+    if (!p) hoc_execerror("out of memory", NULL);
+    return p;
+}
+static inline void *erealloc(void *p, size_t n) {
+    void *q = realloc(p, n);
+    if (!q && n) hoc_execerror("out of memory", NULL);
+    return q;
+}
+
+/* NEURON's nrn_ghk(v, ci, co, z) [mA/cm2 per cm/s], at the simulation's celsius, which the
+ * translator passes (nsv_ghk(p->celsius, ...)) */
+static inline double nsv_efun(double x) { return fabs(x) < 1e-4 ? 1. - x / 2. : x / (exp(x) - 1); }
+static inline double nsv_ghk(double celsius, double v, double ci, double co, double z) {
+    const double ktf = 1000. * 8.31446261815324 * (celsius + 273.15) / 96485.33212331001;
+    const double temp = z * v / ktf, eco = co * nsv_efun(temp), eci = ci * nsv_efun(-temp);
+    return .001 * z * 96485.33212331001 * (eci - eco);
+}
+
+/* mcell_ran4: NEURON's 64-bit hash (a variant of Numerical Recipes' psdes)
+ * of the index *high (advanced by one per value) and the low index of
+ * mcell_ran4_init; values in [0, range) */
+static uint32_t nsv_ran4_low = 0;
+static inline void mcell_ran4_init(uint32_t low) { nsv_ran4_low = low; }
+static inline uint32_t nrnRan4int(uint32_t *idx1, uint32_t idx2) {
+    uint32_t n = (*idx1)++, m = idx2, w = n ^ 0xbaa96887u, v = w >> 16, u;
+    w &= 0xffffu;
+    u = ~((v - w) * (v + w));
+    m ^= (((u >> 16) | (u << 16)) ^ 0x4b0f3b58u) + w * v;
+    w = m ^ 0x1e17d32cu;
+    v = w >> 16;
+    w &= 0xffffu;
+    u = ~((v - w) * (v + w));
+    n ^= (((u >> 16) | (u << 16)) ^ 0xe874f0c3u) + w * v;
+    return n;
+}
+static inline double nrnRan4dbl(uint32_t *idx1, uint32_t idx2) {
+    return (double)nrnRan4int(idx1, idx2) * (1.0 / 4294967296.0);
+}
+static inline double mcell_ran4(uint32_t *high, double *x, unsigned int n, double range) {
+    for (unsigned int i = 0; i < n; i++) x[i] = range * nrnRan4dbl(high, nsv_ran4_low);
+    return x[0];
+}
+static inline double mcell_ran4a(uint32_t *high) { return nrnRan4dbl(high, nsv_ran4_low); }
+static inline uint32_t mcell_iran4(uint32_t *high) { return nrnRan4int(high, nsv_ran4_low); }
+
+/* nrnran123: a stream is Philox4x32-10 (nmodl_random.h) of the counter
+ * {seq, id3, id1, id2} under the key {global index 0, 0}, four 32-bit
+ * values per counter, as NEURON's nrnran123.cpp; NEURON 9's overloads by
+ * argument count as macros */
+typedef struct nrnran123_State {
+    uint32_t c[4], r[4];
+    char which_;
+} nrnran123_State;
+typedef struct nrnran123_array4x32 {
+    uint32_t v[4];
+} nrnran123_array4x32;
+static inline void nsv_ran123_fill(nrnran123_State *s) {
+    static const uint32_t key[2] = {0, 0};
+    memcpy(s->r, s->c, sizeof s->r);
+    nsm_philox4x32(s->r, key);
+}
+static inline void nsv_ran123_setseq3(nrnran123_State *s, uint32_t seq, char which) {
+    s->which_ = which > 3 || which < 0 ? 0 : which;
+    s->c[0] = seq;
+    nsv_ran123_fill(s);
+}
+static inline void nsv_ran123_setseq2(nrnran123_State *s, double seq4which) {
+    if (seq4which < 0.0 || seq4which > (double)0xffffffffffLL) seq4which = 0.0;
+    const unsigned long long x = ((unsigned long long)seq4which) & 0x3ffffffffLL;
+    nsv_ran123_setseq3(s, (uint32_t)(x >> 2), (char)(x & 3));
+}
+static inline nrnran123_State *nsv_ran123_new(uint32_t id1, uint32_t id2, uint32_t id3) {
+    nrnran123_State *s = (nrnran123_State *)ecalloc(1, sizeof *s);
+    s->c[1] = id3;
+    s->c[2] = id1;
+    s->c[3] = id2;
+    nsv_ran123_setseq3(s, 0, 0);
+    return s;
+}
+static inline nrnran123_State *nrnran123_newstream3(uint32_t id1, uint32_t id2, uint32_t id3) {
+    return nsv_ran123_new(id1, id2, id3);
+}
+static inline void nrnran123_deletestream(nrnran123_State *s) { free(s); }
+static inline void nrnran123_getseq(nrnran123_State *s, uint32_t *seq, char *which) {
+    *seq = s->c[0];
+    *which = s->which_;
+}
+static inline void nsv_ran123_getids2(nrnran123_State *s, uint32_t *id1, uint32_t *id2) {
+    *id1 = s->c[2];
+    *id2 = s->c[3];
+}
+static inline void nrnran123_getids3(nrnran123_State *s, uint32_t *id1, uint32_t *id2, uint32_t *id3) {
+    *id3 = s->c[1];
+    nsv_ran123_getids2(s, id1, id2);
+}
+static inline void nrnran123_setids(nrnran123_State *s, uint32_t id1, uint32_t id2, uint32_t id3) {
+    s->c[1] = id3;
+    s->c[2] = id1;
+    s->c[3] = id2;
+}
+static inline uint32_t nrnran123_ipick(nrnran123_State *s) {
+    char which = s->which_;
+    const uint32_t r = s->r[(int)which++];
+    if (which > 3) {
+        which = 0;
+        if (++s->c[0] == 0) ++s->c[1]; /* Random123's counter increment */
+        nsv_ran123_fill(s);
+    }
+    s->which_ = which;
+    return r;
+}
+static inline double nrnran123_dblpick(nrnran123_State *s) {
+    return ((double)nrnran123_ipick(s) + 1.0) * (1.0 / 4294967297.0);
+}
+static inline double nsv_ran123_negexp2(nrnran123_State *s, double mean) { return -log(nrnran123_dblpick(s)) * mean; }
+static inline double nsv_ran123_uniform3(nrnran123_State *s, double a, double b) {
+    return a + nrnran123_dblpick(s) * (b - a);
+}
+static inline double nsv_ran123_normal3(nrnran123_State *s, double mu, double sigma) {
+    double w, u1, u2;
+    do { /* the polar method, NEURON's */
+        u1 = 2. * nrnran123_dblpick(s) - 1.;
+        u2 = 2. * nrnran123_dblpick(s) - 1.;
+        w = u1 * u1 + u2 * u2;
+    } while (w > 1);
+    return mu + u1 * sqrt(-2. * log(w) / w) * sigma;
+}
+static inline nrnran123_array4x32 nrnran123_iran3(uint32_t seq, uint32_t id1, uint32_t id2, uint32_t id3) {
+    static const uint32_t key[2] = {0, 0};
+    nrnran123_array4x32 a = {{seq, id3, id1, id2}};
+    nsm_philox4x32(a.v, key);
+    return a;
+}
+static inline nrnran123_array4x32 nrnran123_iran(uint32_t seq, uint32_t id1, uint32_t id2) {
+    return nrnran123_iran3(seq, id1, id2, 0);
+}
+/* the function for 4, 3, 2 or 1 arguments */
+#define NSV_ARGN(a, b, c, d, n, ...) n
+#define nrnran123_newstream(...) NSV_ARGN(__VA_ARGS__, , nsv_ran123_new, nsv_ran123_new2, , )(__VA_ARGS__)
+#define nsv_ran123_new2(a, b) nsv_ran123_new((a), (b), 0)
+#define nrnran123_setseq(...) NSV_ARGN(__VA_ARGS__, , nsv_ran123_setseq3, nsv_ran123_setseq2, , )(__VA_ARGS__)
+#define nrnran123_getids(...) NSV_ARGN(__VA_ARGS__, nrnran123_getids3, nsv_ran123_getids2, , , )(__VA_ARGS__)
+#define nrnran123_negexp(...) NSV_ARGN(__VA_ARGS__, , , nsv_ran123_negexp2, nsv_ran123_negexp1, )(__VA_ARGS__)
+#define nsv_ran123_negexp1(s) nsv_ran123_negexp2((s), 1.0)
+#define nrnran123_uniform(...) NSV_ARGN(__VA_ARGS__, , nsv_ran123_uniform3, , nrnran123_dblpick, )(__VA_ARGS__)
+#define nrnran123_normal(...) NSV_ARGN(__VA_ARGS__, , nsv_ran123_normal3, , nsv_ran123_normal1, )(__VA_ARGS__)
+#define nsv_ran123_normal1(s) nsv_ran123_normal3((s), 0.0, 1.0)
+#endif

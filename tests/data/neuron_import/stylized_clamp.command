@@ -1,0 +1,1 @@
+neurosolve simulate --network /work/wt/import/tests/data/neuron_import/stylized_clamp.net --params /work/wt/import/tests/data/neuron_import/stylized_clamp.params --model /work/wt/import/tests/data/neuron_import/stylized_clamp.model --mechanisms /tmp/ns_import_qtdo6n4a/stylized_clamp_mechanisms.so --iclamp none

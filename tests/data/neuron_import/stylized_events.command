@@ -1,0 +1,1 @@
+neurosolve simulate --network /work/wt/import/tests/data/neuron_import/stylized_events.net --params /work/wt/import/tests/data/neuron_import/stylized_events.params --model /work/wt/import/tests/data/neuron_import/stylized_events.model --mechanisms /tmp/ns_import_trorgqsv/stylized_events_mechanisms.so --iclamp none

@@ -1,0 +1,4 @@
+# test_lfp runs on the CPU loop (the generic registration) and, with the
+# argument cuda, the GPU reduction against the CPU's (skips without a GPU).
+add_test(NAME test_lfp_cuda COMMAND test_lfp cuda)
+set_tests_properties(test_lfp_cuda PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)

@@ -1,0 +1,515 @@
+/* Extracellular potentials against LFPy 2.3 (tests/data/lfp/dg_granule_lfpy.txt,
+ * made by validation/lfp_reference.py): the forward models on LFPy's own segments and
+ * currents, neurosolve's segment geometry against LFPy's, the currents and potentials of
+ * a run of the same cell against NEURON's i_membrane_ through LFPy, current conservation,
+ * placement, thread counts, probe files and the CSD. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "neurosolve/neurosolve.h"
+
+#define REF NS_TEST_DATA "/lfp/dg_granule_lfpy.txt"
+#define MORPH NS_MORPHOLOGIES "/dg_granule_1220882a.swc"
+
+typedef struct ref {
+    int64_t n, T, E;
+    char (*name)[64];
+    double *start, *end, *diam; /* 3n, 3n, n */
+    int64_t *steps;
+    double *stim, *I;           /* T; n x T */
+    ns_lfp_contact *el;
+    double *phi[3];             /* E x T per method */
+    double *P;                  /* 3 x T */
+    int64_t n4;                 /* four-sphere electrodes */
+    double head[11];            /* radii, sigmas, the dipole's position */
+    double *el4, *M4;           /* n4 x 3 each */
+    double dt, sigma, del, dur, amp;
+} ref;
+
+static int read_ref(ref *r) {
+    FILE *f = fopen(REF, "r");
+    if (!f) return 0;
+    char line[8192];
+    memset(r, 0, sizeof *r);
+    int ok = 1;
+    while (ok && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "# morphology", 12) == 0) {
+            ok = sscanf(line, "# morphology %*s dt %lf sigma %lf iclamp soma(0.5) %lf %lf %lf", &r->dt, &r->sigma,
+                        &r->del, &r->dur, &r->amp) == 5;
+        } else if (line[0] == '#') {
+            continue;
+        } else if (sscanf(line, "segments %lld", (long long *)&r->n) == 1) {
+            r->name = calloc((size_t)r->n, sizeof *r->name);
+            r->start = malloc((size_t)r->n * 3 * sizeof(double));
+            r->end = malloc((size_t)r->n * 3 * sizeof(double));
+            r->diam = malloc((size_t)r->n * sizeof(double));
+            for (int64_t i = 0; ok && i < r->n; ++i)
+                ok = fscanf(f, "%63s %lf %lf %lf %lf %lf %lf %lf", r->name[i], &r->start[3 * i], &r->start[3 * i + 1],
+                            &r->start[3 * i + 2], &r->end[3 * i], &r->end[3 * i + 1], &r->end[3 * i + 2],
+                            &r->diam[i]) == 8;
+        } else if (sscanf(line, "steps %lld", (long long *)&r->T) == 1) {
+            r->steps = malloc((size_t)r->T * sizeof *r->steps);
+            r->stim = malloc((size_t)r->T * sizeof(double));
+            for (int64_t k = 0; ok && k < r->T; ++k) ok = fscanf(f, "%lld", (long long *)&r->steps[k]) == 1;
+        } else if (strncmp(line, "stimulus", 8) == 0) {
+            for (int64_t k = 0; ok && k < r->T; ++k) ok = fscanf(f, "%lf", &r->stim[k]) == 1;
+        } else if (strncmp(line, "imem", 4) == 0) {
+            r->I = malloc((size_t)(r->n * r->T) * sizeof(double));
+            for (int64_t k = 0; ok && k < r->n * r->T; ++k) ok = fscanf(f, "%lf", &r->I[k]) == 1;
+        } else if (sscanf(line, "electrodes %lld", (long long *)&r->E) == 1) {
+            r->el = calloc((size_t)r->E, sizeof *r->el);
+            for (int64_t e = 0; ok && e < r->E; ++e) {
+                if (!fgets(line, sizeof line, f)) ok = 0;
+                ns_lfp_contact *c = &r->el[e];
+                c->n = 1;
+                const int got = sscanf(line, "%lf %lf %lf %lf %lf %lf %lf %d", &c->x, &c->y, &c->z, &c->nx, &c->ny,
+                                       &c->nz, &c->r, &c->n);
+                ok = got == 3 || got == 8;
+            }
+        } else if (strncmp(line, "potential ", 10) == 0) {
+            line[strcspn(line, "\n")] = 0;
+            ns_lfp_method m;
+            ok = ns_lfp_method_from_name(line + 10, &m) == NS_OK;
+            if (!ok) break;
+            r->phi[m] = malloc((size_t)(r->E * r->T) * sizeof(double));
+            for (int64_t k = 0; ok && k < r->E * r->T; ++k) ok = fscanf(f, "%lf", &r->phi[m][k]) == 1;
+        } else if (sscanf(line, "foursphere %lld", (long long *)&r->n4) == 1) {
+            r->el4 = malloc((size_t)(3 * r->n4) * sizeof(double));
+            r->M4 = malloc((size_t)(3 * r->n4) * sizeof(double));
+            for (int k = 0; ok && k < 11; ++k) ok = fscanf(f, "%lf", &r->head[k]) == 1;
+            for (int64_t e = 0; ok && e < r->n4; ++e)
+                ok = fscanf(f, "%lf %lf %lf %lf %lf %lf", &r->el4[3 * e], &r->el4[3 * e + 1], &r->el4[3 * e + 2],
+                            &r->M4[3 * e], &r->M4[3 * e + 1], &r->M4[3 * e + 2]) == 6;
+        } else if (strncmp(line, "dipole", 6) == 0) {
+            r->P = malloc((size_t)(3 * r->T) * sizeof(double));
+            for (int64_t k = 0; ok && k < 3 * r->T; ++k) ok = fscanf(f, "%lf", &r->P[k]) == 1;
+        }
+    }
+    fclose(f);
+    return ok && r->n > 0 && r->T > 0 && r->E > 0 && r->I && r->P && r->phi[0] && r->phi[1] && r->phi[2] &&
+           r->n4 > 0;
+}
+
+static void free_ref(ref *r) {
+    free(r->name); free(r->start); free(r->end); free(r->diam); free(r->steps); free(r->stim); free(r->I);
+    free(r->el); free(r->P); free(r->el4); free(r->M4);
+    for (int m = 0; m < 3; ++m) free(r->phi[m]);
+}
+
+/* The largest |a - b| over a row, relative to the row's largest |b|. */
+static double row_err(const double *a, const double *b, int64_t n, int64_t sa, int64_t sb) {
+    double err = 0.0, big = 0.0;
+    for (int64_t k = 0; k < n; ++k) {
+        const double d = fabs(a[k * sa] - b[k * sb]);
+        if (d > err) err = d;
+        if (fabs(b[k * sb]) > big) big = fabs(b[k * sb]);
+    }
+    return big > 0.0 ? err / big : err;
+}
+
+/* 1. LFPy's geometry and currents through ns_lfp_matrix: the forward models alone. */
+static double forward_worst = 0.0;
+static void test_forward(const ref *r) {
+    const ns_lfp_segments sg = {r->n, r->start, r->end, r->diam, 0};
+    double *M = malloc((size_t)(r->E * r->n) * sizeof *M);
+    for (int m = 0; m < 3; ++m) {
+        CHECK_OK(ns_lfp_matrix(&sg, r->el, r->E, (ns_lfp_method)m, r->sigma, M));
+        for (int64_t e = 0; e < r->E; ++e) {
+            double worst = 0.0;
+            for (int64_t k = 0; k < r->T; ++k) {
+                double phi = 0.0;
+                for (int64_t j = 0; j < r->n; ++j) phi += M[e * r->n + j] * r->I[j * r->T + k];
+                const double want = r->phi[m][e * r->T + k];
+                const double d = fabs(phi - want) / fmax(fabs(want), 1e-30);
+                if (d > worst) worst = d;
+            }
+            CHECK_MSG(worst <= 1e-6, "%s electrode %lld: relative difference %.3g from LFPy",
+                      ns_lfp_method_name((ns_lfp_method)m), (long long)e, worst);
+            forward_worst = fmax(forward_worst, worst);
+        }
+    }
+    /* the dipole moment: sum of imem times the segment midpoints (lfpykit.CurrentDipoleMoment) */
+    for (int d = 0; d < 3; ++d)
+        for (int64_t k = 0; k < r->T; ++k) {
+            double p = 0.0;
+            for (int64_t j = 0; j < r->n; ++j) p += r->I[j * r->T + k] * .5 * (r->start[3 * j + d] + r->end[3 * j + d]);
+            CHECK_MSG(fabs(p - r->P[d * r->T + k]) <= 1e-9 * fmax(fabs(r->P[d * r->T + k]), 1.0), "dipole %d %lld", d,
+                      (long long)k);
+        }
+    /* a zero-length segment is a point source, not LFPy's division by zero */
+    const double a[3] = {0, 0, 0}, pos[3] = {0, 0, 10}, diam = 1.0;
+    const ns_lfp_segments z = {1, a, a, &diam, -1};
+    const ns_lfp_contact c = {0, 0, 10, 0, 0, 0, 0, 1};
+    double m1 = 0.0;
+    CHECK_OK(ns_lfp_matrix(&z, &c, 1, NS_LFP_LINESOURCE, 0.3, &m1));
+    CHECK(fabs(m1 - 1.0 / (4 * 3.14159265358979323846 * 0.3 * 10.0)) < 1e-15);
+    (void)pos;
+    free(M);
+}
+
+/* EEG: lfpykit's four-sphere model's potentials of unit dipoles, on the scalp and in each shell. */
+static void test_four_sphere(const ref *r) {
+    double *M = malloc((size_t)(3 * r->n4) * sizeof *M);
+    CHECK_OK(ns_lfp_four_sphere(r->head, r->head + 4, r->head + 8, r->el4, r->n4, 0.0, M));
+    double worst = 0.0;
+    for (int64_t e = 0; e < r->n4; ++e) {
+        const double big = fmax(fabs(r->M4[3 * e]), fmax(fabs(r->M4[3 * e + 1]), fabs(r->M4[3 * e + 2])));
+        for (int k = 0; k < 3; ++k) worst = fmax(worst, fabs(M[3 * e + k] - r->M4[3 * e + k]) / big);
+    }
+    CHECK_MSG(worst <= 1e-6, "four-sphere: %.3g (relative to each electrode's largest) from lfpykit", worst);
+    printf("four-sphere vs lfpykit: %.3g\n", worst);
+    const double outside[3] = {0.0, 0.0, 95000.0};
+    CHECK_FAILS(ns_lfp_four_sphere(r->head, r->head + 4, r->head + 8, outside, 1, 0.0, M), NS_ERR_INVALID_ARGUMENT,
+                "electrode 0", "inside the scalp");
+    const double bad_radii[4] = {80000.0, 79000.0, 85000.0, 90000.0};
+    CHECK_FAILS(ns_lfp_four_sphere(bad_radii, r->head + 4, r->head + 8, r->el4, 1, 0.0, M), NS_ERR_INVALID_ARGUMENT,
+                "radii");
+    free(M);
+}
+
+/* neurosolve's compartment of each LFPy segment (by NEURON's name sec[k](x)). */
+static int map_segments(const ns_cell_t *cell, const ref *r, int32_t *comp) {
+    for (int64_t i = 0; i < r->n; ++i) {
+        ns_location loc;
+        if (ns_location_parse(r->name[i], &loc) != NS_OK || ns_location_compartment(cell, &loc, &comp[i]) != NS_OK)
+            return 0;
+    }
+    return 1;
+}
+
+/* 2. The segments of neurosolve's discretisation against LFPy's (NEURON's 3-D points are
+ * floats, and LFPy rounds the segment ends' x to 6 decimals: 1e-4 um). */
+static void test_geometry(const ns_cell_t *cell, const ref *r, const int32_t *comp) {
+    const double *seg = ns_cell_segments(cell), *d = ns_cell_diam(cell);
+    CHECK(seg != NULL);
+    double shift[3];
+    for (int k = 0; k < 3; ++k)
+        shift[k] = .5 * (r->start[k] + r->end[k]) - .5 * (seg[6 * comp[0] + k] + seg[6 * comp[0] + 3 + k]);
+    double worst = 0.0, dworst = 0.0;
+    for (int64_t i = 0; i < r->n; ++i) {
+        for (int k = 0; k < 3; ++k) {
+            worst = fmax(worst, fabs(seg[6 * comp[i] + k] + shift[k] - r->start[3 * i + k]));
+            worst = fmax(worst, fabs(seg[6 * comp[i] + 3 + k] + shift[k] - r->end[3 * i + k]));
+        }
+        dworst = fmax(dworst, fabs(d[comp[i]] - r->diam[i]) / r->diam[i]);
+    }
+    CHECK_MSG(worst < 1e-4, "segment ends differ from LFPy's by %.3g um", worst);
+    CHECK_MSG(dworst < 1e-6, "diameters differ from LFPy's by %.3g (relative)", dworst);
+}
+
+typedef struct run_out {
+    double *phi, *P, *imem; /* T x E; T x 3; T x n_ref */
+    double conservation;    /* largest |sum imem - stimulus| [nA] */
+} run_out;
+
+/* 3. The cell run in neurosolve with the protocol of the reference, sampled every
+ * `steps[0]` steps. */
+static void run_cell(const ns_cell_t *cell, const ref *r, const int32_t *comp, ns_backend backend, int32_t threads,
+                     run_out *out) {
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    p.dt = r->dt;
+    ns_sim_options so;
+    ns_sim_options_init(&so);
+    so.backend = backend;
+    so.threads = threads;
+    ns_sim_t *sim = NULL;
+    const int32_t shape = 0;
+    CHECK_OK(ns_sim_create(1, &cell, 1, &shape, &p, &so, &sim));
+    if (!sim) return;
+    int32_t soma;
+    CHECK_OK(ns_cell_locate(cell, 0, 0.5, &soma));
+    CHECK_OK(ns_sim_add_iclamp(sim, 0, soma, r->del, r->dur, r->amp));
+    CHECK_OK(ns_sim_init(sim));
+    ns_lfp_options lo;
+    ns_lfp_options_init(&lo);
+    lo.every = r->steps[0];
+    lo.sigma = r->sigma;
+    lo.threads = threads;
+    const ns_lfp_probe probe = {r->E, r->el};
+    ns_lfp_t *lfp = NULL;
+    CHECK_OK(ns_lfp_create(sim, 1, &cell, &probe, &lo, &lfp));
+    ns_lfp_t *second = NULL;
+    CHECK_FAILS(ns_lfp_create(sim, 1, &cell, &probe, &lo, &second), NS_ERR_INVALID_ARGUMENT, "already attached");
+    out->imem = malloc((size_t)(r->T * r->n) * sizeof(double));
+    out->conservation = 0.0;
+    int64_t done = 0;
+    for (int64_t k = 0; k < r->T && lfp; ++k) { /* advance to each stored step, read its currents */
+        CHECK_OK(ns_sim_advance(sim, r->steps[k] - done));
+        done = r->steps[k];
+        const double *im = ns_lfp_membrane_currents(lfp);
+        double sum = 0.0;
+        for (int64_t j = 0; j < ns_sim_compartments(sim); ++j) sum += im[j];
+        out->conservation = fmax(out->conservation, fabs(sum - r->stim[k]));
+        for (int64_t i = 0; i < r->n; ++i) out->imem[k * r->n + i] = im[comp[i]];
+    }
+    CHECK(ns_lfp_samples(lfp) == r->T);
+    const double *t = ns_lfp_times(lfp);
+    for (int64_t k = 0; k < r->T && t; ++k) CHECK(fabs(t[k] - r->steps[k] * r->dt) < 1e-9);
+    out->phi = malloc((size_t)(r->T * r->E) * sizeof(double));
+    out->P = malloc((size_t)(r->T * 3) * sizeof(double));
+    if (ns_lfp_potentials(lfp)) memcpy(out->phi, ns_lfp_potentials(lfp), (size_t)(r->T * r->E) * sizeof(double));
+    if (ns_lfp_dipole(lfp)) memcpy(out->P, ns_lfp_dipole(lfp), (size_t)(r->T * 3) * sizeof(double));
+    /* ns_sim_init starts the samples again */
+    CHECK_OK(ns_sim_init(sim));
+    CHECK_OK(ns_sim_advance(sim, 2 * r->steps[0] + 1));
+    CHECK(ns_lfp_samples(lfp) == 2);
+    ns_lfp_destroy(lfp);
+    ns_sim_destroy(sim);
+}
+
+static void test_run(const ns_cell_t *cell, const ref *r, const int32_t *comp) {
+    run_out a = {0}, b = {0};
+    run_cell(cell, r, comp, NS_BACKEND_CPU, 1, &a);
+    run_cell(cell, r, comp, NS_BACKEND_CPU, 2, &b);
+    if (!a.phi || !b.phi) return;
+    /* current conservation: i_membrane_ summed over the cell is the clamp's current */
+    CHECK_MSG(a.conservation < 1e-9 * r->amp, "sum of imem - stimulus up to %.3g nA", a.conservation);
+    /* bit-identical over thread counts */
+    CHECK(memcmp(a.phi, b.phi, (size_t)(r->T * r->E) * sizeof(double)) == 0);
+    CHECK(memcmp(a.P, b.P, (size_t)(r->T * 3) * sizeof(double)) == 0);
+    /* against NEURON's i_membrane_ (LFPy's imem): the run's voltages agree with NEURON's to
+     * about 1e-6 mV (docs/simulation.md), so the currents to that, relative to the largest */
+    double big = 0.0, err = 0.0;
+    for (int64_t k = 0; k < r->T; ++k)
+        for (int64_t i = 0; i < r->n; ++i) {
+            big = fmax(big, fabs(r->I[i * r->T + k]));
+            err = fmax(err, fabs(a.imem[k * r->n + i] - r->I[i * r->T + k]));
+        }
+    CHECK_MSG(err <= 1e-6 * big, "imem differs from NEURON's i_membrane_ by %.3g nA (largest %.3g nA)", err, big);
+    /* the potentials of the run against LFPy's (linesource) */
+    double pw = 0.0, dw = 0.0;
+    for (int64_t e = 0; e < r->E; ++e) {
+        const double d = row_err(a.phi + e, r->phi[0] + e * r->T, r->T, r->E, 1);
+        CHECK_MSG(d <= 1e-6, "electrode %lld: the run's potentials differ from LFPy's by %.3g (of the largest)",
+                  (long long)e, d);
+        pw = fmax(pw, d);
+    }
+    for (int c = 0; c < 3; ++c) {
+        const double d = row_err(a.P + c, r->P + c * r->T, r->T, 3, 1);
+        CHECK_MSG(d <= 1e-6, "dipole %d differs from LFPy's by %.3g (of the largest)", c, d);
+        dw = fmax(dw, d);
+    }
+    printf("forward models on LFPy's currents: %.3g (relative, worst sample); the run: imem %.3g, potentials "
+           "%.3g, dipole %.3g (of each row's largest); conservation %.3g nA\n",
+           forward_worst, err / big, pw, dw, a.conservation);
+    free(a.phi); free(a.P); free(a.imem); free(b.phi); free(b.P); free(b.imem);
+}
+
+/* v rotated about x, then y, then z (applied one after the other). */
+static void rotate(double *v, double rx, double ry, double rz) {
+    double a[3] = {v[0], v[1] * cos(rx) - v[2] * sin(rx), v[1] * sin(rx) + v[2] * cos(rx)};
+    double b[3] = {a[0] * cos(ry) + a[2] * sin(ry), a[1], -a[0] * sin(ry) + a[2] * cos(ry)};
+    v[0] = b[0] * cos(rz) - b[1] * sin(rz), v[1] = b[0] * sin(rz) + b[1] * cos(rz), v[2] = b[2];
+}
+
+/* 4. Placement: a cell moved and rotated sees, at the moved and rotated electrode, what the
+ * cell in place sees at the electrode. */
+static void test_placement(const ns_cell_t *cell) {
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options so;
+    ns_sim_options_init(&so);
+    so.backend = NS_BACKEND_CPU;
+    ns_sim_t *sim = NULL;
+    const int32_t shapes[2] = {0, 0};
+    CHECK_OK(ns_sim_create(1, &cell, 2, shapes, &p, &so, &sim));
+    if (!sim) return;
+    int32_t soma;
+    CHECK_OK(ns_cell_locate(cell, 0, 0.5, &soma));
+    const double *seg = ns_cell_segments(cell);
+    const double o[3] = {.5 * (seg[6 * soma] + seg[6 * soma + 3]), .5 * (seg[6 * soma + 1] + seg[6 * soma + 4]),
+                         .5 * (seg[6 * soma + 2] + seg[6 * soma + 5])};
+    const double place[12] = {o[0], o[1], o[2], 0, 0, 0, 100.0, -50.0, 30.0, 0.3, -1.1, 2.0};
+    const double e0[3] = {20.0, 35.0, -10.0};
+    double e1[3] = {e0[0] - o[0], e0[1] - o[1], e0[2] - o[2]};
+    rotate(e1, place[9], place[10], place[11]);
+    for (int k = 0; k < 3; ++k) e1[k] += place[6 + k];
+    ns_lfp_contact c[2] = {{e0[0], e0[1], e0[2], 0, 0, 0, 0, 1}, {e1[0], e1[1], e1[2], 0, 0, 0, 0, 1}};
+    const ns_lfp_probe probe = {2, c};
+    ns_lfp_options lo;
+    ns_lfp_options_init(&lo);
+    lo.placement = place;
+    ns_lfp_t *lfp = NULL;
+    CHECK_OK(ns_lfp_create(sim, 1, &cell, &probe, &lo, &lfp));
+    const double *M = ns_lfp_coefficients(lfp);
+    const int64_t n = ns_sim_compartments(sim) / 2;
+    double worst = 0.0;
+    for (int64_t j = 0; M && j < n; ++j)
+        worst = fmax(worst, fabs(M[2 * n + n + j] - M[j]) / fmax(fabs(M[j]), 1e-30));
+    CHECK_MSG(worst < 1e-9, "rotated placement: %.3g", worst);
+    ns_lfp_destroy(lfp);
+    /* coefficients above the limit are refused, naming the size */
+    lo.max_bytes = 1000;
+    CHECK_FAILS(ns_lfp_create(sim, 1, &cell, &probe, &lo, &lfp), NS_ERR_SIZE, "2 electrodes", "max_bytes");
+    ns_sim_destroy(sim);
+}
+
+/* The GPU reduction: the cell of the reference on the GPU loop against LFPy and the CPU run,
+ * and a placed population sampled every step on both backends. */
+static void test_cuda(const ns_cell_t *cell, const ref *r, const int32_t *comp) {
+    run_out c = {0}, g = {0};
+    run_cell(cell, r, comp, NS_BACKEND_CPU, 0, &c);
+    run_cell(cell, r, comp, NS_BACKEND_CUDA, 0, &g);
+    if (!c.phi || !g.phi) return;
+    CHECK_MSG(g.conservation < 1e-9 * r->amp, "GPU: sum of imem - stimulus up to %.3g nA", g.conservation);
+    double worst = 0.0;
+    for (int64_t e = 0; e < r->E; ++e) {
+        worst = fmax(worst, row_err(g.phi + e, c.phi + e, r->T, r->E, r->E));
+        CHECK_MSG(row_err(g.phi + e, r->phi[0] + e * r->T, r->T, r->E, 1) <= 1e-6, "GPU electrode %lld vs LFPy",
+                  (long long)e);
+    }
+    CHECK_MSG(worst <= 1e-7, "GPU vs CPU potentials: %.3g of the largest", worst);
+    for (int d = 0; d < 3; ++d) CHECK(row_err(g.P + d, c.P + d, r->T, 3, 3) <= 1e-7);
+    printf("GPU vs CPU, one cell: potentials %.3g of the largest\n", worst);
+    free(c.phi); free(c.P); free(c.imem); free(g.phi); free(g.P); free(g.imem);
+    /* 64 cells in a column, 192 contacts, every step for 400 steps, per-cell dipoles */
+    enum { CELLS = 64, STEPS = 400 };
+    ns_lfp_probe probe;
+    CHECK_OK(ns_lfp_probe_read(NS_TEST_DATA "/../../data/probes/neuropixels_like.txt", 9, &probe));
+    if (probe.n < 192) return;
+    probe.n = 192;
+    double *place = malloc(CELLS * 6 * sizeof *place);
+    for (int k = 0; k < CELLS; ++k) {
+        const double row[6] = {30.0 * (k % 4) - 45.0, 25.0 * ((k / 4) % 2), 60.0 * k, 1.5707963267948966, 0.0, 0.4 * k};
+        memcpy(place + 6 * k, row, sizeof row);
+    }
+    double *phi[2] = {NULL, NULL}, *pc[2] = {NULL, NULL};
+    int64_t n_comp = 0;
+    for (int k = 0; k < 2; ++k) {
+        ns_sim_params p;
+        ns_sim_params_init(&p);
+        ns_sim_options so;
+        ns_sim_options_init(&so);
+        so.backend = k ? NS_BACKEND_CUDA : NS_BACKEND_CPU;
+        int32_t shapes[CELLS] = {0};
+        ns_sim_t *sim = NULL;
+        CHECK_OK(ns_sim_create(1, &cell, CELLS, shapes, &p, &so, &sim));
+        if (!sim) break;
+        int32_t soma;
+        CHECK_OK(ns_cell_locate(cell, 0, 0.5, &soma));
+        for (int q = 0; q < CELLS; ++q) CHECK_OK(ns_sim_add_iclamp(sim, q, soma, 0.5 + 0.05 * q, 5.0, r->amp));
+        CHECK_OK(ns_sim_init(sim));
+        ns_lfp_options lo;
+        ns_lfp_options_init(&lo);
+        lo.placement = place;
+        lo.per_cell_dipoles = 1;
+        ns_lfp_t *lfp = NULL;
+        CHECK_OK(ns_lfp_create(sim, 1, &cell, &probe, &lo, &lfp));
+        CHECK_OK(ns_sim_advance(sim, STEPS / 2));
+        CHECK_OK(ns_sim_advance(sim, STEPS / 2));
+        CHECK(ns_lfp_samples(lfp) == STEPS);
+        n_comp = ns_sim_compartments(sim);
+        phi[k] = malloc((size_t)STEPS * 192 * sizeof(double));
+        pc[k] = malloc((size_t)STEPS * CELLS * 3 * sizeof(double));
+        if (ns_lfp_potentials(lfp)) memcpy(phi[k], ns_lfp_potentials(lfp), (size_t)STEPS * 192 * sizeof(double));
+        if (ns_lfp_cell_dipoles(lfp)) memcpy(pc[k], ns_lfp_cell_dipoles(lfp), (size_t)STEPS * CELLS * 3 * sizeof(double));
+        ns_lfp_destroy(lfp);
+        ns_sim_destroy(sim);
+    }
+    if (phi[0] && phi[1]) {
+        double pw = 0.0, dw = 0.0;
+        for (int e = 0; e < 192; ++e) pw = fmax(pw, row_err(phi[1] + e, phi[0] + e, STEPS, 192, 192));
+        for (int q = 0; q < CELLS * 3; ++q) dw = fmax(dw, row_err(pc[1] + q, pc[0] + q, STEPS, CELLS * 3, CELLS * 3));
+        CHECK_MSG(pw <= 1e-7 && dw <= 1e-7, "GPU vs CPU population: potentials %.3g, dipoles %.3g", pw, dw);
+        printf("GPU vs CPU, %d cells (%lld compartments), every step: potentials %.3g, dipoles %.3g\n", CELLS,
+               (long long)n_comp, pw, dw);
+    }
+    for (int k = 0; k < 2; ++k) free(phi[k]), free(pc[k]);
+    free(place);
+    ns_lfp_probe_free(&probe);
+}
+
+static void test_probe_file(void) {
+    ns_lfp_probe p;
+    const char *good = "# x y z [nx ny nz r [n]]\n0 0 0\n10, 0, 20, 0, 1, 0, 6\n0 0 40 0 0 1 5 7\n";
+    CHECK_OK(ns_lfp_probe_parse(good, strlen(good), "p.txt", 9, &p));
+    CHECK(p.n == 3);
+    if (p.n == 3) {
+        CHECK(p.contacts[0].r == 0.0 && p.contacts[1].r == 6.0 && p.contacts[1].n == 9 && p.contacts[2].n == 7);
+        double pts[3 * 9];
+        CHECK_OK(ns_lfp_contact_points(&p.contacts[1], pts));
+        for (int k = 0; k < 9; ++k) { /* in the disc's plane y = 0, within its radius */
+            CHECK(fabs(pts[3 * k + 1]) < 1e-12);
+            CHECK(hypot(pts[3 * k] - 10.0, pts[3 * k + 2] - 20.0) <= 6.0);
+        }
+    }
+    ns_lfp_probe_free(&p);
+    const char *bad1 = "0 0 0\n1 2 x3\n";
+    CHECK_FAILS(ns_lfp_probe_parse(bad1, strlen(bad1), "p.txt", 9, &p), NS_ERR_PARSE, "p.txt:2:", "x3");
+    const char *bad2 = "0 0 0 1\n";
+    CHECK_FAILS(ns_lfp_probe_parse(bad2, strlen(bad2), "p.txt", 9, &p), NS_ERR_PARSE, "p.txt:1:", "4 values");
+    const char *bad3 = "\n0 0 0 0 0 0 5\n";
+    CHECK_FAILS(ns_lfp_probe_parse(bad3, strlen(bad3), "p.txt", 9, &p), NS_ERR_PARSE, "p.txt:2:", "normal");
+    const char *bad4 = "# nothing\n";
+    CHECK_FAILS(ns_lfp_probe_parse(bad4, strlen(bad4), "p.txt", 9, &p), NS_ERR_EMPTY, "no contacts");
+    CHECK_FAILS(ns_lfp_probe_read(NS_TEST_DATA "/lfp/missing.txt", 9, &p), NS_ERR_IO, "missing.txt");
+    CHECK_OK(ns_lfp_probe_read(NS_TEST_DATA "/../../data/probes/neuropixels_like.txt", 9, &p));
+    CHECK(p.n == 384);
+    ns_lfp_probe_free(&p);
+}
+
+/* 5. CSD of phi = a z^2 + b z: -sigma 2a inside; the duplicated ends give -sigma (phi1 - phi0) / h^2. */
+static void test_csd(void) {
+    const double a = 1e-4, b = 3e-3, h = 20.0, sigma = 0.3;
+    double phi[2 * 5], out[2 * 4];
+    for (int s = 0; s < 2; ++s)
+        for (int j = 0; j < 5; ++j) phi[s * 5 + j] = (s + 1) * (a * (j * h) * (j * h) + b * j * h);
+    const int64_t idx[4] = {0, 1, 2, 3};
+    CHECK_OK(ns_lfp_csd(phi, 2, 5, idx, 4, h, sigma, out));
+    for (int s = 0; s < 2; ++s) {
+        for (int j = 1; j < 3; ++j) CHECK(fabs(out[s * 4 + j] - (-(s + 1) * sigma * 2 * a * 1e6)) < 1e-6);
+        CHECK(fabs(out[s * 4] - (-sigma * 1e6 * (phi[s * 5 + 1] - phi[s * 5]) / (h * h))) < 1e-6);
+        CHECK(fabs(out[s * 4 + 3] - (-sigma * 1e6 * (phi[s * 5 + 2] - phi[s * 5 + 3]) / (h * h))) < 1e-6);
+    }
+    CHECK_FAILS(ns_lfp_csd(phi, 2, 5, idx, 4, 0.0, sigma, out), NS_ERR_INVALID_ARGUMENT, "spacing");
+}
+
+int main(int argc, char **argv) {
+    const int cuda = argc > 1 && strcmp(argv[1], "cuda") == 0;
+    if (cuda) {
+        int gpus = 0;
+        if (ns_cuda_device_count(&gpus) != NS_OK || gpus == 0) CHECK_SKIP("no usable GPU (the LFP on the GPU)");
+    }
+    ref r;
+    if (!read_ref(&r)) {
+        fprintf(stderr, "cannot read %s\n", REF);
+        return 1;
+    }
+    test_forward(&r);
+    if (!cuda) test_four_sphere(&r);
+    ns_morph_t *morph = NULL;
+    ns_cell_t *cell = NULL;
+    CHECK_OK(ns_swc_read(MORPH, NULL, &morph));
+    CHECK_OK(ns_discretize(morph, NULL, &cell));
+    int32_t *comp = malloc((size_t)r.n * sizeof *comp);
+    if (cell && map_segments(cell, &r, comp)) {
+        ns_cell_info in;
+        ns_cell_get_info(cell, &in);
+        int64_t membrane = 0;
+        for (int32_t i = 0; i < in.compartments; ++i) membrane += ns_cell_area(cell)[i] > 0.0;
+        CHECK_MSG(membrane == r.n, "%lld compartments with membrane, LFPy %lld segments", (long long)membrane,
+                  (long long)r.n);
+        if (cuda) {
+            test_cuda(cell, &r, comp);
+        } else {
+            test_geometry(cell, &r, comp);
+            test_run(cell, &r, comp);
+            test_placement(cell);
+        }
+    } else {
+        CHECK_MSG(0, "the reference's segments do not map onto the discretised cell");
+    }
+    if (!cuda) {
+        test_probe_file();
+        test_csd();
+    }
+    free(comp);
+    ns_cell_destroy(cell);
+    ns_morph_destroy(morph);
+    free_ref(&r);
+    return check_summary(cuda ? "test_lfp cuda" : "test_lfp");
+}

@@ -1,0 +1,185 @@
+/* `simulate --probe FILE`: extracellular potentials and current dipoles
+ * (docs/extracellular.md), written as PREFIX_lfp.csv, PREFIX_lfp.npy and
+ * PREFIX_dipole.csv, drawn with --plot (bench/plot_lfp.py). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char *cli_lfp_help =
+    "  --probe FILE           extracellular potentials at the contacts of FILE (x y z [nx ny nz r\n"
+    "                         [n]] per line; docs/extracellular.md, data/probes/), the cells in\n"
+    "                         their SWC coordinates; writes PREFIX_lfp.csv, PREFIX_lfp.npy (t and\n"
+    "                         one column per contact [mV]) and PREFIX_dipole.csv (the summed\n"
+    "                         current dipole moment [nA um]); with --plot P.png also P_lfp.png\n"
+    "  --lfp-every K|Xms      sample every K steps or X ms (default 1 step)\n"
+    "  --lfp-method linesource|root_as_point|pointsource   LFPy's forward model (default linesource)\n"
+    "  --sigma S              extracellular conductivity [S/m] (default 0.3)\n"
+    "  --lfp-max-gb G         refuse coefficients above G GB (default 4; 8 bytes per contact and\n"
+    "                         compartment, docs/extracellular.md)\n"
+    "  --placement FILE       one line per cell: x y z [um] rx ry rz [rad]: the cell rotated about\n"
+    "                         its soma(0.5) by rx, then ry, then rz and its soma put at (x, y, z)\n";
+
+void cli_lfp_init(cli_lfp *l) {
+    memset(l, 0, sizeof *l);
+    l->sigma = 0.3;
+    l->method = NS_LFP_LINESOURCE;
+}
+
+int cli_lfp_option(const char *cmd, const char *a, const char *val, cli_lfp *l) {
+    if (strcmp(a, "--probe") == 0) {
+        l->probe = val;
+    } else if (strcmp(a, "--lfp-every") == 0) {
+        char *end;
+        const double x = strtod(val, &end);
+        const int ms = strcmp(end, "ms") == 0;
+        if (end == val || (*end && !ms) || !(x > 0.0) || !isfinite(x) || (!ms && x != floor(x)))
+            return cli_usage_error(cmd, "--lfp-every %s: a whole number of steps (>= 1) or a time in ms (0.5ms)",
+                                   val), -1;
+        l->every_steps = ms ? 0 : (long long)x;
+        l->every_ms = ms ? x : 0.0;
+    } else if (strcmp(a, "--lfp-method") == 0) {
+        if (ns_lfp_method_from_name(val, &l->method) != NS_OK) return cli_usage_error(cmd, "%s", ns_last_error()), -1;
+    } else if (strcmp(a, "--lfp-max-gb") == 0) {
+        char *end;
+        l->max_gb = strtod(val, &end);
+        if (end == val || *end || !(l->max_gb > 0.0) || !(l->max_gb < 1e9))
+            return cli_usage_error(cmd, "--lfp-max-gb %s: a size > 0 [GB]", val), -1;
+    } else if (strcmp(a, "--placement") == 0) {
+        l->placement_file = val;
+    } else if (strcmp(a, "--sigma") == 0) {
+        char *end;
+        l->sigma = strtod(val, &end);
+        if (end == val || *end || !(l->sigma > 0.0) || !isfinite(l->sigma))
+            return cli_usage_error(cmd, "--sigma %s: a conductivity > 0 [S/m]", val), -1;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* n_cells lines of `x y z rx ry rz` ('#' comments, blanks or commas). */
+static int read_placement(const char *path, int64_t n_cells, double **out) {
+    FILE *f = fopen(path, "r");
+    if (!f) return cli_error("%s: cannot open", path);
+    double *pl = malloc((size_t)n_cells * 6 * sizeof *pl);
+    if (!pl) {
+        fclose(f);
+        return cli_error("out of memory for %lld placements", (long long)n_cells);
+    }
+    char line[1024];
+    long lineno = 0;
+    int64_t c = 0;
+    int bad = 0;
+    while (!bad && fgets(line, sizeof line, f)) {
+        ++lineno;
+        line[strcspn(line, "#\n")] = 0;
+        for (char *p = line; *p; ++p)
+            if (*p == ',') *p = ' ';
+        double v[7];
+        char tail;
+        const int got = sscanf(line, "%lf %lf %lf %lf %lf %lf %lf %c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                               &tail);
+        if (got <= 0) continue;
+        if (got != 6 || !isfinite(v[0] + v[1] + v[2] + v[3] + v[4] + v[5]))
+            bad = cli_error("%s:%ld: a placement is 6 finite numbers, x y z rx ry rz", path, lineno);
+        else if (c == n_cells)
+            bad = cli_error("%s:%ld: more placements than the %lld cells", path, lineno, (long long)n_cells);
+        else
+            memcpy(pl + 6 * c++, v, 6 * sizeof *v);
+    }
+    fclose(f);
+    if (!bad && c != n_cells) bad = cli_error("%s: %lld placements for %lld cells", path, (long long)c, (long long)n_cells);
+    if (bad) {
+        free(pl);
+        return 1;
+    }
+    *out = pl;
+    return 0;
+}
+
+int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const *shapes, double dt) {
+    if (!l->probe) return l->placement_file ? cli_error("--placement needs --probe") : 0;
+    double *placement = NULL;
+    if (l->placement_file && read_placement(l->placement_file, ns_sim_cells(sim), &placement)) return 1;
+    if (ns_lfp_probe_read(l->probe, 9, &l->contacts) != NS_OK) {
+        free(placement);
+        return cli_error("%s", ns_last_error());
+    }
+    ns_lfp_options o;
+    ns_lfp_options_init(&o);
+    o.method = l->method;
+    o.sigma = l->sigma;
+    o.every = l->every_steps > 0 ? l->every_steps : 1;
+    o.placement = placement;
+    if (l->max_gb > 0.0) o.max_bytes = (int64_t)(l->max_gb * 1e9);
+    int bad = 0;
+    if (l->every_ms > 0.0) {
+        o.every = llround(l->every_ms / dt);
+        if (o.every < 1 || fabs(o.every * dt - l->every_ms) > 1e-9 * l->every_ms)
+            bad = cli_error("--lfp-every %gms is not a whole number of steps of dt = %g ms", l->every_ms, dt);
+    }
+    if (!bad && ns_lfp_create(sim, n_shapes, shapes, &l->contacts, &o, &l->lfp) != NS_OK)
+        bad = cli_error("--probe %s: %s", l->probe, ns_last_error());
+    free(placement);
+    return bad;
+}
+
+int cli_lfp_write(cli_lfp *l, const char *stem, char *csv_path, size_t csv_len) {
+    if (!l->lfp) return 0;
+    const int64_t T = ns_lfp_samples(l->lfp), E = ns_lfp_electrodes(l->lfp);
+    const double *phi = ns_lfp_potentials(l->lfp), *t = ns_lfp_times(l->lfp), *P = ns_lfp_dipole(l->lfp);
+    char path[3][4096];
+    snprintf(path[0], sizeof path[0], "%slfp.csv", stem);
+    snprintf(path[1], sizeof path[1], "%slfp.npy", stem);
+    snprintf(path[2], sizeof path[2], "%sdipole.csv", stem);
+    snprintf(csv_path, csv_len, "%s", path[0]);
+    ns_output *o[3] = {NULL, NULL, NULL};
+    int bad = 0;
+    for (int k = 0; k < 3 && !bad; ++k) bad = !(o[k] = cli_output_open(path[k]));
+    double *table = bad ? NULL : malloc((size_t)T * (size_t)(E + 1) * sizeof *table);
+    if (!bad && !table) bad = cli_error("out of memory for %lld samples of %lld contacts", (long long)T, (long long)E);
+    if (!bad) {
+        FILE *f = ns_output_stream(o[0]), *g = ns_output_stream(o[2]);
+        fprintf(f, "t");
+        for (int64_t e = 0; e < E; ++e) fprintf(f, ",e%lld", (long long)e);
+        fputc('\n', f);
+        fprintf(g, "t,px,py,pz\n");
+        for (int64_t r = 0; r < T; ++r) {
+            table[r * (E + 1)] = t[r];
+            fprintf(f, "%.6f", t[r]);
+            for (int64_t e = 0; e < E; ++e) {
+                table[r * (E + 1) + 1 + e] = phi[r * E + e];
+                fprintf(f, ",%.9g", phi[r * E + e]);
+            }
+            fputc('\n', f);
+            fprintf(g, "%.6f,%.9g,%.9g,%.9g\n", t[r], P[3 * r], P[3 * r + 1], P[3 * r + 2]);
+        }
+        cli_write_npy(ns_output_stream(o[1]), table, T, (int)(E + 1));
+    }
+    free(table);
+    for (int k = 0; k < 3; ++k) {
+        if (!o[k]) continue;
+        if (bad) ns_output_abort(o[k]);
+        else bad = cli_output_commit(o[k]);
+    }
+    return bad;
+}
+
+int cli_lfp_plot(cli_lfp *l, const char *csv, const char *plot, int quiet) {
+    char png[4096];
+    const size_t p = strlen(plot);
+    snprintf(png, sizeof png, "%.*s_lfp.png", (int)(p > 4 && strcmp(plot + p - 4, ".png") == 0 ? p - 4 : p), plot);
+    const char *extra[] = {"--probe", l->probe, NULL};
+    if (cli_plot("bench/plot_lfp.py", csv, png, extra)) return 1;
+    if (!quiet && cli_plot_available()) printf("plot: %s\n", png);
+    return 0;
+}
+
+void cli_lfp_free(cli_lfp *l) {
+    ns_lfp_destroy(l->lfp);
+    ns_lfp_probe_free(&l->contacts);
+    l->lfp = NULL;
+}
