@@ -26,8 +26,8 @@ static void help(void) {
            "  --cells N,...         cell counts (default 1000,10000,100000,1000000)\n"
            "  --backend cpu|cuda|all  (default all: CPU rows up to --cpu-max cells, GPU rows if a GPU)\n"
            "  --gpu-methods LIST    GPU loops timed, comma-separated: onchip, onchip:L (L lanes per\n"
-           "                        cell; it refuses a model, so every simulation now), tree, auto\n"
-           "                        (default tree)\n"
+           "                        cell), tree, auto (default onchip,tree; onchip rows of a model\n"
+           "                        other than the built-in pas and hh run in the tree loop)\n"
            "  --cpu-max N           largest cell count timed on the CPU (default 100000)\n"
            "  --steps N             timed steps per row after 40 warm-up steps (default 400 = 10 ms)\n"
            "  --neuron N            also time N cells in NEURON (python3 bench/neuron_sim_bench.py,\n"
@@ -219,9 +219,8 @@ int bench_sim(int argc, char **argv) {
               neuron_cells = 0, arbor_cells = 0, threads = 0;
     int n_cells = 4, cpu = 1, gpu = 1, as_json = 0;
     const char *csv = NULL, *model_file = NULL, *mech_lib = NULL, *params_file = NULL;
-    /* the tree loop: every simulation runs a model, which the onchip loop refuses (issue 41) */
-    ns_hines_method gpu_method[MAX_GPU] = {NS_HINES_TREE};
-    int gpu_lanes[MAX_GPU] = {0}, n_gpu = 1;
+    ns_hines_method gpu_method[MAX_GPU] = {NS_HINES_ONCHIP, NS_HINES_TREE};
+    int gpu_lanes[MAX_GPU] = {0, 0}, n_gpu = 2;
     for (int i = 1; i < argc; ++i) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;

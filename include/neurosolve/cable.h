@@ -177,8 +177,8 @@ typedef enum ns_sim_gpu_mechanisms {
 
 typedef struct ns_sim_options {
     ns_backend backend;      /* NS_BACKEND_AUTO: CUDA when usable, else CPU */
-    ns_hines_method method;  /* CPU: sequential or openmp; CUDA: tree (onchip refuses a model,
-                                so every simulation: docs/simulation.md, "GPU loops") */
+    ns_hines_method method;  /* CPU: sequential or openmp; CUDA: onchip (a model of the built-in
+                                pas and hh only) or tree; docs/simulation.md, "GPU loops" */
     int32_t threads;         /* CPU threads; 0 = OpenMP's default */
     int32_t gpu_lanes;       /* onchip: lanes per cell, 1, 2, 4, ..., 32 (more where a shape
                                 does not fit that count); 0 = automatic */
@@ -388,10 +388,12 @@ NS_API ns_status ns_sim_get_model_var(ns_sim_t *sim, int64_t cell, const char *n
  * the cell's compartment count; the entries at compartments without the
  * mechanism are ignored, the others must be finite). Takes effect at the next
  * step; time, step count and results are not changed. A state (m_hh) may be
- * set freely; a parameter or an ion's value makes the loops read it per
- * compartment from then on (the fused paths load uniform values once). An
- * assigned variable the mechanism computes before it reads it is
- * overwritten at the next step. */
+ * set freely; a new value of a parameter or an ion's array makes the loops
+ * read it per compartment from then on (the fused paths load uniform values
+ * once), and is refused (NS_ERR_UNSUPPORTED) for a cell in the GPU's onchip
+ * loop, whose kernel has no per-step path; the values they already hold are
+ * taken everywhere (a checkpoint restored). An assigned variable the
+ * mechanism computes before it reads it is overwritten at the next step. */
 NS_API ns_status ns_sim_set_model_var(ns_sim_t *sim, int64_t cell, const char *name, const double *values);
 
 /* ------------------------------------------- the whole state, in place

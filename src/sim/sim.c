@@ -96,37 +96,6 @@ static ns_status shape_build(sim_shape *s, const ns_cell_t *cell, const ns_sim_p
     return ns_cell_locate(cell, 0, 0.5, &s->spike_node);
 }
 
-static void resolve_regions(ns_sim_t *sim) {
-    for (int r = 0; r < NS_REGION_COUNT; ++r) {
-        const ns_membrane *m = &sim->params.region[r];
-        sim_region *q = &sim->region[r];
-        q->hh = m->hh;
-        q->pas = m->pas;
-        q->gnabar = m->gnabar;
-        q->gkbar = m->gkbar;
-        q->gl = m->gl;
-        q->el = m->el;
-        q->ena = m->ena;
-        q->ek = m->ek;
-        q->g_pas = m->g_pas;
-        q->e_pas = m->e_pas;
-    }
-    /* hh.mod: q10 = 3^((celsius - 6.3)/10), and the TABLE built with
-     * _x += _dx from -100 (exact integers here) */
-    sim->q10 = pow(3.0, ((sim->params.celsius - 6.3) / 10.0));
-    double xv = NS_HH_TABLE_VMIN;
-    for (int i = 0; i < NS_HH_TABLE_N; xv += NS_HH_TABLE_DV, ++i) {
-        ns_hh_rates r;
-        ns_hh_rates_exact(xv, sim->q10, &r);
-        sim->table.minf[i] = r.minf;
-        sim->table.mtau[i] = r.mtau;
-        sim->table.hinf[i] = r.hinf;
-        sim->table.htau[i] = r.htau;
-        sim->table.ninf[i] = r.ninf;
-        sim->table.ntau[i] = r.ntau;
-    }
-    sim->cfac = .001 / sim->params.dt;
-}
 
 /* The backend and loop through the family's table (core/registry.h) and
  * its auto rule (sim/policy.c). */
@@ -214,7 +183,6 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
     sim->n_cells = n_cells;
     st = choose_backend(sim);
     if (st != NS_OK) goto fail;
-    resolve_regions(sim);
     sim->shapes = calloc((size_t)n_shapes, sizeof *sim->shapes);
     sim->cell_shape = malloc((size_t)n_cells * sizeof *sim->cell_shape);
     sim->cell_offset = malloc((size_t)(n_cells + 1) * sizeof *sim->cell_offset);
@@ -241,7 +209,6 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
                                       &sim->model);
         ns_sim_model_destroy(shorthand);
         if (st != NS_OK) goto fail;
-        for (int r = 0; r < NS_REGION_COUNT; ++r) sim->region[r].hh = sim->region[r].pas = 0;
         for (int32_t k = 0; k < n_shapes; ++k) /* the model's cm statements (NEURON's cm per segment) */
             for (int32_t i = 0; i < sim->shapes[k].n; ++i)
                 if (sim->shapes[k].region[i] >= 0 && !isnan(sim->model->cm[k][i]))
@@ -257,10 +224,7 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
     sim->n_comp = sim->cell_offset[n_cells];
     size_t z = (size_t)sim->n_comp;
     sim->v = malloc(z * sizeof *sim->v);
-    sim->m = malloc(z * sizeof *sim->m);
-    sim->h = malloc(z * sizeof *sim->h);
-    sim->n = malloc(z * sizeof *sim->n);
-    if (!sim->v || !sim->m || !sim->h || !sim->n) {
+    if (!sim->v) {
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_create: state of %lld compartments",
                      (long long)sim->n_comp);
         goto fail;
@@ -300,9 +264,6 @@ void ns_sim_destroy(ns_sim_t *sim) {
     free(sim->cell_shape);
     free(sim->cell_offset);
     free(sim->v);
-    free(sim->m);
-    free(sim->h);
-    free(sim->n);
     free(sim->stims);
     free(sim->recs);
     free(sim->stim_begin);

@@ -3,7 +3,6 @@
 #ifndef NS_CABLE_SIM_IMPL_H
 #define NS_CABLE_SIM_IMPL_H
 
-#include "sim/membrane.h"
 #include "mech/model_impl.h"
 #include "core/registry.h"
 #include "neurosolve/cable.h"
@@ -20,13 +19,6 @@ typedef struct sim_shape {
     double *x;
     int32_t spike_node;   /* root section at x = 0.5 */
 } sim_shape;
-
-/* Resolved membrane of one region (what the loops read). */
-typedef struct sim_region {
-    int hh, pas;
-    double gnabar, gkbar, gl, el, ena, ek;
-    double g_pas, e_pas;
-} sim_region;
 
 typedef struct sim_stim {
     int64_t cell;
@@ -69,15 +61,12 @@ struct ns_sim {
     int64_t *cell_offset;  /* n_cells + 1: Flat layout of the state */
     int64_t n_comp;
 
-    /* state, Flat layout (host copy; the CUDA loop keeps its own on the device) */
-    double *v, *m, *h, *n;
+    /* v, Flat layout (host copy; the CUDA loop keeps its own on the device);
+     * the mechanisms' states are the model's */
+    double *v;
 
-    sim_region region[NS_REGION_COUNT];
-    sim_model *model;      /* mechanisms from a library (ns_sim_options.model); NULL: hh and pas of params */
+    sim_model *model;      /* ns_sim_options.model, or the params' membrane keys' (ns_sim_params_model) */
     struct sim_net *net;   /* synapses, sources, connections (net.c); NULL: none */
-    double q10;
-    ns_hh_table table;
-    double cfac; /* 1e-3 / dt */
 
     /* stimuli and recordings as added, and per-cell indexes of them (CSR over
      * cells, rebuilt when `dirty`) */
@@ -153,8 +142,8 @@ struct sim_ops {
 };
 
 const sim_ops *ns_sim_cpu_ops(void);
-/* The initial state in the host arrays (v = v_init, hh gates at their
- * steady state): every backend's init starts from it. */
+/* The initial state in the host array (v = v_init; the mechanisms' states
+ * are set by the model's INITIAL): every backend's init starts from it. */
 void ns_sim_init_host(ns_sim_t *sim);
 /* The family's implementations (core/registry.h), in sim.c. */
 ns_impl_table ns_sim_impls(void);

@@ -18,21 +18,18 @@
  *     parameters' hh (2,112+ cells on an H100 ... 16 per SM), the tree loop
  *     for per-step mechanisms; a network moves the cells to the tree loop at
  *     ns_sim_init (refused when onchip was asked for by name); a parameter's
- *     array of an onchip part is refused, a state's handed out;
- *   - a checkpoint of an onchip run restored into a new onchip simulation
- *     continues it bit for bit.
+ *     array of an onchip part is refused, a state's handed out (checkpoints
+ *     of the onchip loop: tests/sim/test_cable_checkpoint_cuda.c).
  * Without a GPU the test skips (77). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "check.h"
 #include "load_cell.h"
 #include "neurosolve/neurosolve.h"
-#include "test_tmpdir.h"
 
 
 #define CELLS 13   /* cell c has shape c % 2: 7 small, 6 big */

@@ -532,10 +532,10 @@ int main(void) {
     int devices = 0;
 #ifdef NS_HAVE_CUDA
     if (ns_cuda_device_count(&devices) == NS_OK && devices > 0) {
-        /* tree: one population-wide group in tree order (every simulation runs a model, which
-         * the onchip loop refuses: issue 41) */
-        const ns_hines_method methods[1] = {NS_HINES_TREE};
-        for (int k = 0; k < 1; ++k) {
+        /* onchip: 150 cells of 4 shapes, each shape its own group; tree: one
+         * population-wide group in tree order */
+        const ns_hines_method methods[2] = {NS_HINES_ONCHIP, NS_HINES_TREE};
+        for (int k = 0; k < 2; ++k) {
             a = make_sim(NS_BACKEND_CUDA, methods[k], cells);
             b = make_sim(NS_BACKEND_CUDA, methods[k], cells);
             if (a && b) run_device(a, b, methods[k] == NS_HINES_ONCHIP ? "gpu onchip" : "gpu tree");

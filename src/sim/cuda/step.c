@@ -66,8 +66,12 @@ typedef struct gpu_group {
 typedef struct gpu_state {
     gpu_group *groups;
     int32_t n_groups;
+    /* the hand-written membrane's table and regions (sim/membrane.h): no
+     * region has it, every simulation runs a model (the kernels' hand-written
+     * paths stay until the onchip kernel's generated hh is as fast) */
     ns_hh_table *table;
     sim_region *regions;
+    double q10;
     double *traces;            /* device, rows x n_sites */
     int64_t trace_rows;
     int32_t *spike_count_host; /* per local cell of the largest group */
@@ -92,6 +96,33 @@ static ns_status dalloc(gpu_group *gr, void **p, size_t bytes) {
     NS_CUDA_TRY(cudaMalloc(p, bytes ? bytes : 8));
     gr->allocs[gr->n_allocs++] = *p;
     return NS_OK;
+}
+
+/* The hand-written hh's gates (sim/membrane.h), zero: no region has that hh */
+static ns_status hand_gates(gpu_group *gr, ns_sim_gpu_group *g, size_t bytes) {
+    double **gate[3] = {&g->m, &g->h, &g->gn};
+    for (int a = 0; a < 3; ++a) {
+        ns_status st = dalloc(gr, (void **)gate[a], bytes);
+        if (st != NS_OK) return st;
+        NS_CUDA_TRY(cudaMemset(*gate[a], 0, bytes));
+    }
+    return NS_OK;
+}
+
+/* hh.mod's rate table at `celsius` (q10 = 3^((celsius - 6.3)/10), the TABLE
+ * built with _x += _dx from -100, exact integers here) for the kernels'
+ * hand-written paths; returns q10. */
+static double hh_table_of(double celsius, ns_hh_table *t) {
+    const double q10 = pow(3.0, ((celsius - 6.3) / 10.0));
+    double xv = NS_HH_TABLE_VMIN;
+    for (int i = 0; i < NS_HH_TABLE_N; xv += NS_HH_TABLE_DV, ++i) {
+        ns_hh_rates r;
+        ns_hh_rates_exact(xv, q10, &r);
+        t->minf[i] = r.minf, t->mtau[i] = r.mtau;
+        t->hinf[i] = r.hinf, t->htau[i] = r.htau;
+        t->ninf[i] = r.ninf, t->ntau[i] = r.ntau;
+    }
+    return q10;
 }
 
 static ns_status upload(gpu_group *gr, void **dst, const void *src, size_t bytes) {
@@ -496,8 +527,7 @@ static ns_status create_groups(ns_sim_t *sim, int tree_only) {
         used[loop[k]] = 1;
         g->spike_node = node_index(gr, sh->spike_node);
         const size_t n = (size_t)sh->n, z = n * (size_t)cells[k] * sizeof(double);
-        if ((st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = dalloc(gr, (void **)&g->m, z)) != NS_OK ||
-            (st = dalloc(gr, (void **)&g->h, z)) != NS_OK || (st = dalloc(gr, (void **)&g->gn, z)) != NS_OK ||
+        if ((st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = hand_gates(gr, g, z)) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_count, (size_t)cells[k] * sizeof(int32_t))) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_t, (size_t)cells[k] * SPIKE_CAP * sizeof(double))) != NS_OK)
             goto out;
@@ -543,8 +573,7 @@ static ns_status create_groups(ns_sim_t *sim, int tree_only) {
         if ((st = setup_tree(sim, gr, loop, sms)) != NS_OK) goto out;
         ns_sim_gpu_group *g = &gr->g;
         const size_t z = (size_t)gr->cell_base[tree_cells] * sizeof(double);
-        if ((st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = dalloc(gr, (void **)&g->m, z)) != NS_OK ||
-            (st = dalloc(gr, (void **)&g->h, z)) != NS_OK || (st = dalloc(gr, (void **)&g->gn, z)) != NS_OK ||
+        if ((st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = hand_gates(gr, g, z)) != NS_OK ||
             (st = dalloc(gr, (void **)&g->d, z)) != NS_OK || (st = dalloc(gr, (void **)&g->rhs, z)) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_count, (size_t)tree_cells * sizeof(int32_t))) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_t, (size_t)tree_cells * SPIKE_CAP * sizeof(double))) != NS_OK)
@@ -560,10 +589,14 @@ static ns_status create_groups(ns_sim_t *sim, int tree_only) {
     }
     /* the method the loops resolved to (AUTO: several loops in use) */
     if (used[LOOP_ONCHIP] + used[LOOP_TREE] == 1) sim->method = used[LOOP_ONCHIP] ? NS_HINES_ONCHIP : NS_HINES_TREE;
-    NS_CUDA_GOTO(cudaMalloc((void **)&s->table, sizeof *s->table), st, out);
-    NS_CUDA_GOTO(cudaMemcpy(s->table, &sim->table, sizeof *s->table, cudaMemcpyHostToDevice), st, out);
-    NS_CUDA_GOTO(cudaMalloc((void **)&s->regions, sizeof sim->region), st, out);
-    NS_CUDA_GOTO(cudaMemcpy(s->regions, sim->region, sizeof sim->region, cudaMemcpyHostToDevice), st, out);
+    {
+        ns_hh_table table;
+        s->q10 = hh_table_of(sim->params.celsius, &table);
+        NS_CUDA_GOTO(cudaMalloc((void **)&s->table, sizeof *s->table), st, out);
+        NS_CUDA_GOTO(cudaMemcpy(s->table, &table, sizeof *s->table, cudaMemcpyHostToDevice), st, out);
+        NS_CUDA_GOTO(cudaMalloc((void **)&s->regions, NS_REGION_COUNT * sizeof *s->regions), st, out);
+        NS_CUDA_GOTO(cudaMemset(s->regions, 0, NS_REGION_COUNT * sizeof *s->regions), st, out); /* no membrane */
+    }
     NS_CUDA_GOTO(cudaMalloc((void **)&s->fault, (size_t)s->n_groups * sizeof *s->fault), st, out);
     /* blocking streams: they wait for the default stream's memsets and copies */
     const int32_t want_streams = s->n_groups + (tree_cells > 0 ? 2 : 0);
@@ -580,7 +613,7 @@ out:
 
 static ns_status gpu_create(ns_sim_t *sim) { return create_groups(sim, 0); }
 
-/* Host Flat state <-> device state of one group (the group's layout). */
+/* Host Flat v <-> device v of one group (the group's layout). */
 static ns_status transfer_state(ns_sim_t *sim, gpu_group *gr, int to_device) {
     gpu_state *s = (gpu_state *)sim->backend_state;
     if (s->external_pending) { /* a caller's stream may still read or write the state */
@@ -592,24 +625,20 @@ static ns_status transfer_state(ns_sim_t *sim, gpu_group *gr, int to_device) {
     const size_t total = state_size(gr);
     double *buf = malloc(total * sizeof *buf);
     if (!buf) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: state transfer");
-    double *host[4] = {sim->v, sim->m, sim->h, sim->n};
-    double *dev[4] = {g->v, g->m, g->h, g->gn};
     ns_status st = NS_OK;
-    for (int a = 0; a < 4 && st == NS_OK; ++a) {
-        if (to_device) {
-            for (size_t j = 0; j < N; ++j) {
-                const double *src = host[a] + sim->cell_offset[gr->cell_id[j]];
-                const int32_t n = cell_size(sim, gr, (int64_t)j);
-                for (int32_t i = 0; i < n; ++i) buf[state_index(gr, (int64_t)j, i)] = src[i];
-            }
-            NS_CUDA_GOTO(cudaMemcpy(dev[a], buf, total * sizeof *buf, cudaMemcpyHostToDevice), st, out);
-        } else {
-            NS_CUDA_GOTO(cudaMemcpy(buf, dev[a], total * sizeof *buf, cudaMemcpyDeviceToHost), st, out);
-            for (size_t j = 0; j < N; ++j) {
-                double *dst = host[a] + sim->cell_offset[gr->cell_id[j]];
-                const int32_t n = cell_size(sim, gr, (int64_t)j);
-                for (int32_t i = 0; i < n; ++i) dst[i] = buf[state_index(gr, (int64_t)j, i)];
-            }
+    if (to_device) {
+        for (size_t j = 0; j < N; ++j) {
+            const double *src = sim->v + sim->cell_offset[gr->cell_id[j]];
+            const int32_t n = cell_size(sim, gr, (int64_t)j);
+            for (int32_t i = 0; i < n; ++i) buf[state_index(gr, (int64_t)j, i)] = src[i];
+        }
+        NS_CUDA_GOTO(cudaMemcpy(g->v, buf, total * sizeof *buf, cudaMemcpyHostToDevice), st, out);
+    } else {
+        NS_CUDA_GOTO(cudaMemcpy(buf, g->v, total * sizeof *buf, cudaMemcpyDeviceToHost), st, out);
+        for (size_t j = 0; j < N; ++j) {
+            double *dst = sim->v + sim->cell_offset[gr->cell_id[j]];
+            const int32_t n = cell_size(sim, gr, (int64_t)j);
+            for (int32_t i = 0; i < n; ++i) dst[i] = buf[state_index(gr, (int64_t)j, i)];
         }
     }
 out:
@@ -783,7 +812,7 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         run.dt = sim->params.dt;
         run.threshold = sim->params.spike_threshold;
         run.netcon = sim->params.netcon_spikes;
-        run.q10 = sim->q10;
+        run.q10 = s->q10;
         run.usetable = sim->params.usetable;
         run.step0 = step0;
         run.steps = part;
