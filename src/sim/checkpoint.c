@@ -55,36 +55,34 @@ typedef struct ck_header {
     double dt;
 } ck_header;
 
-/* FNV-1a, 64 bits (core/hash.h). */
-#define FNV_OFFSET NS_FNV_OFFSET
-#define fnv ns_fnv1a
-static uint64_t fnv_i64(uint64_t h, int64_t x) { return fnv(h, &x, sizeof x); }
-static uint64_t fnv_f64(uint64_t h, double x) { return fnv(h, &x, sizeof x); }
+/* FNV-1a, 64 bits (core/hash.h), of one integer or double. */
+static uint64_t fnv_i64(uint64_t h, int64_t x) { return ns_fnv1a(h, &x, sizeof x); }
+static uint64_t fnv_f64(uint64_t h, double x) { return ns_fnv1a(h, &x, sizeof x); }
 
 /* What a run's results depend on, apart from its dynamic state: the
  * resolved model (mechanisms, where they are inserted, their parameters and
  * globals, the ions' initial values), the parameters the loops read, the
  * shapes, stimuli and recording sites. */
 static uint64_t fingerprint(const ns_sim_t *sim) {
-    uint64_t h = FNV_OFFSET;
+    uint64_t h = NS_FNV_OFFSET;
     const ns_sim_params *p = &sim->params;
     const sim_model *md = sim->model;
     h = fnv_i64(h, md->n_mechs);
     for (int32_t k = 0; k < md->n_mechs; ++k) {
         const ns_mech_desc *d = md->mechs[k].desc;
-        h = fnv(h, d->name, strlen(d->name) + 1);
-        h = fnv(h, md->mechs[k].globals, (size_t)d->n_globals * sizeof(double));
+        h = ns_fnv1a(h, d->name, strlen(d->name) + 1);
+        h = ns_fnv1a(h, md->mechs[k].globals, (size_t)d->n_globals * sizeof(double));
         for (int32_t q = 0; q < md->n_shapes; ++q) {
             const sim_mech_shape *ms = &md->per_shape[(size_t)q * md->n_mechs + k];
             h = fnv_i64(h, ms->n);
-            h = fnv(h, ms->node, (size_t)ms->n * sizeof *ms->node);
-            h = fnv(h, ms->param, (size_t)ms->n * (size_t)d->n_params * sizeof *ms->param);
+            h = ns_fnv1a(h, ms->node, (size_t)ms->n * sizeof *ms->node);
+            h = ns_fnv1a(h, ms->param, (size_t)ms->n * (size_t)d->n_params * sizeof *ms->param);
         }
     }
     h = fnv_i64(h, md->n_ions);
-    for (int32_t j = 0; j < md->n_ions; ++j) h = fnv(h, md->ions[j].name, strlen(md->ions[j].name) + 1);
+    for (int32_t j = 0; j < md->n_ions; ++j) h = ns_fnv1a(h, md->ions[j].name, strlen(md->ions[j].name) + 1);
     for (int32_t q = 0; q < md->n_shapes; ++q)
-        h = fnv(h, md->ion_init[q], (size_t)md->n_ions * 3 * (size_t)sim->shapes[q].n * sizeof(double));
+        h = ns_fnv1a(h, md->ion_init[q], (size_t)md->n_ions * 3 * (size_t)sim->shapes[q].n * sizeof(double));
     h = fnv_f64(h, p->celsius);
     h = fnv_f64(h, p->v_init);
     h = fnv_f64(h, p->dt);
@@ -97,15 +95,15 @@ static uint64_t fingerprint(const ns_sim_t *sim) {
         const sim_shape *s = &sim->shapes[k];
         const size_t z = (size_t)s->n;
         h = fnv_i64(h, s->n);
-        h = fnv(h, s->parent, z * sizeof *s->parent);
-        h = fnv(h, s->a, z * sizeof *s->a);
-        h = fnv(h, s->b, z * sizeof *s->b);
-        h = fnv(h, s->cap, z * sizeof *s->cap);
-        h = fnv(h, s->stim_scale, z * sizeof *s->stim_scale);
-        h = fnv(h, s->region, z * sizeof *s->region);
+        h = ns_fnv1a(h, s->parent, z * sizeof *s->parent);
+        h = ns_fnv1a(h, s->a, z * sizeof *s->a);
+        h = ns_fnv1a(h, s->b, z * sizeof *s->b);
+        h = ns_fnv1a(h, s->cap, z * sizeof *s->cap);
+        h = ns_fnv1a(h, s->stim_scale, z * sizeof *s->stim_scale);
+        h = ns_fnv1a(h, s->region, z * sizeof *s->region);
     }
     h = fnv_i64(h, sim->n_cells);
-    h = fnv(h, sim->cell_shape, (size_t)sim->n_cells * sizeof *sim->cell_shape);
+    h = ns_fnv1a(h, sim->cell_shape, (size_t)sim->n_cells * sizeof *sim->cell_shape);
     h = fnv_i64(h, sim->n_stims);
     for (int64_t k = 0; k < sim->n_stims; ++k) {
         const sim_stim *s = &sim->stims[k];
@@ -172,7 +170,7 @@ typedef struct ck_writer {
 static void put(ck_writer *w, const void *data, size_t n) {
     if (!n) return;
     fwrite(data, 1, n, w->f);
-    w->hash = fnv(w->hash, data, n);
+    w->hash = ns_fnv1a(w->hash, data, n);
     w->bytes += n;
 }
 static void put_i64(ck_writer *w, int64_t x) { put(w, &x, sizeof x); }
@@ -252,7 +250,7 @@ ns_status ns_sim_save_state(ns_sim_t *sim, const char *path) {
     header_of(sim, &h);
     unsigned char hb[CK_HEADER];
     encode_header(hb, &h);
-    ck_writer w = {ns_output_stream(o), FNV_OFFSET, 0};
+    ck_writer w = {ns_output_stream(o), NS_FNV_OFFSET, 0};
     fwrite(hb, 1, CK_HEADER, w.f); /* rewritten with the sizes and checksum below */
     put(&w, &sim->t, sizeof sim->t);
     put_i64(&w, sim->steps);
@@ -440,7 +438,7 @@ ns_status ns_sim_restore_state(ns_sim_t *sim, const char *path) {
     /* the checksum, before anything is changed */
     {
         unsigned char chunk[1 << 16];
-        uint64_t hash = FNV_OFFSET, left = h.payload_bytes;
+        uint64_t hash = NS_FNV_OFFSET, left = h.payload_bytes;
         fseek(f, CK_HEADER, SEEK_SET);
         while (left > 0) {
             const size_t n = left < sizeof chunk ? (size_t)left : sizeof chunk;
@@ -448,7 +446,7 @@ ns_status ns_sim_restore_state(ns_sim_t *sim, const char *path) {
                 st = ns_fail(NS_ERR_IO, "checkpoint %s: read failed", path);
                 goto out;
             }
-            hash = fnv(hash, chunk, n);
+            hash = ns_fnv1a(hash, chunk, n);
             left -= n;
         }
         if (hash != h.checksum) {
