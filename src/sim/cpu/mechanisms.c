@@ -21,7 +21,8 @@ extern const ns_mech_desc nsm_pas_desc, nsm_hh_desc, nsm_ExpSyn_desc, nsm_Exp2Sy
 
 typedef struct mech_block {
     ns_mech_ppack p;
-    double *store;    /* n_fields * cnt fields, then globals, then the table */
+    double *store;    /* n_fields fields of cnt values, each from a cache line (lines), then globals, then
+                         the table */
     double **field;   /* n_fields pointers into store */
     int *node_index;  /* cnt */
     int32_t *ord;     /* the block's instances in position order (so that a reordered shape's region
@@ -88,6 +89,24 @@ struct model_block {
     double *rows;           /* with the fused hh: its rate table as rows (nsm_hh_p_rates_rows), 64-byte aligned */
     int transpose;          /* the state pass transposes 8 rows at a time (rows_transpose) */
 };
+
+/* Storage of `doubles` values from a cache line, zeroed: the instances'
+ * fields and the ions' arrays start on one, as the loop's own arrays
+ * (sim/cpu/step.c, ALIGN) and the hand-written membrane's gates did, so that
+ * a vector of a block of 8 lanes is one line, not two (a block's field f
+ * from its own line: line_stride). */
+#define LINE_BYTES 64
+static double *lines(size_t doubles) {
+    const size_t bytes = (doubles * sizeof(double) + LINE_BYTES - 1) / LINE_BYTES * LINE_BYTES;
+    double *p = aligned_alloc(LINE_BYTES, bytes ? bytes : LINE_BYTES);
+    if (p) memset(p, 0, bytes ? bytes : LINE_BYTES);
+    return p;
+}
+/* cnt values rounded up to whole cache lines */
+static size_t line_stride(int64_t cnt) {
+    const size_t per = LINE_BYTES / sizeof(double);
+    return ((size_t)cnt + per - 1) / per * per;
+}
 
 static int writes_e(const ns_mech_desc *d) {
     for (int j = 0; j < d->n_ions; ++j)
@@ -315,7 +334,7 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
     b->n_mechs = model->n_mechs;
     b->nw = (int64_t)n * w;
     b->m = calloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1), sizeof *b->m);
-    b->ion = malloc((size_t)(5 * (model->n_ions > 0 ? model->n_ions : 1)) * (size_t)b->nw * sizeof *b->ion);
+    b->ion = lines((size_t)(5 * (model->n_ions > 0 ? model->n_ions : 1)) * (size_t)b->nw);
     b->written = malloc((size_t)(model->n_ions > 0 ? model->n_ions : 1) * (size_t)b->nw);
     b->geom = malloc(2 * (size_t)b->nw * sizeof *b->geom);
     if (!b->m || !b->ion || !b->written || !b->geom) goto oom;
@@ -337,13 +356,14 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         const sim_mech_shape *ms = &model->per_shape[(size_t)shape * model->n_mechs + k];
         mech_block *mb = &b->m[k];
         const int64_t cnt = (int64_t)ms->n * w;
-        const size_t doubles = (size_t)d->n_fields * (size_t)cnt + (size_t)d->n_globals + (size_t)d->table_size + 1;
-        mb->store = calloc(doubles, sizeof(double));
+        const size_t stride = line_stride(cnt);
+        const size_t doubles = (size_t)d->n_fields * stride + (size_t)d->n_globals + (size_t)d->table_size + 1;
+        mb->store = lines(doubles);
         mb->field = malloc((size_t)(d->n_fields > 0 ? d->n_fields : 1) * sizeof *mb->field);
         mb->node_index = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *mb->node_index);
         if (!mb->store || !mb->field || !mb->node_index || order_instances(mb, ms, n, pos) != 0) goto oom;
-        for (int f = 0; f < d->n_fields; ++f) mb->field[f] = mb->store + (size_t)f * (size_t)cnt;
-        double *globals = mb->store + (size_t)d->n_fields * (size_t)cnt;
+        for (int f = 0; f < d->n_fields; ++f) mb->field[f] = mb->store + (size_t)f * stride;
+        double *globals = mb->store + (size_t)d->n_fields * stride;
         double *table = globals + d->n_globals;
         for (int g = 0; g < d->n_globals; ++g) globals[g] = sm->globals[g];
         for (int32_t i = 0; i < ms->n; ++i)
@@ -394,9 +414,7 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         if (fused_segments(model, b, shape, n, w, pos) != NS_OK) goto oom;
         if (b->fused_k[1] >= 0) {
             /* zeros: no header matches, so the first preparation builds them */
-            const size_t bytes = ((size_t)NSM_hh_rates_ROWS * sizeof(double) + 63) / 64 * 64;
-            if (!(b->rows = aligned_alloc(64, bytes))) goto oom;
-            memset(b->rows, 0, bytes);
+            if (!(b->rows = lines((size_t)NSM_hh_rates_ROWS))) goto oom;
             b->transpose = rows_transpose();
         }
     }
