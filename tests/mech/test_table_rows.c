@@ -109,10 +109,13 @@ static int hh_exponents(double dt, const double tau[3], double fast[3], double e
     hh_one h;
     hh_one_init(&h, 6.3);
     h.p.dt = dt;
-    const double y[6] = {0.5, tau[0], 0.5, tau[1], 0.5, tau[2]};
+    const double y[6] = {0.25, tau[0], 0.5, tau[1], 0.75, tau[2]}; /* the targets distinct */
     double t[3];
     const int in = nsm_hh_d_states_pre_set(&h.p, HH_ARGS(h), 0, 0, 0.0, y, 1, &fast[0], &t[0], &fast[1], &t[1],
                                            &fast[2], &t[2]);
+    /* the targets are the rows' columns 0, 2, 4 (the fused state pass reads
+     * them there: FUSED_HH_TARGET in sim/cpu/mechanisms.c) */
+    CHECK(t[0] == y[0] && t[1] == y[2] && t[2] == y[4]);
     if (!in) {
         const double head[5] = {1.0, 6.3, -100.0, 1.0, 6.3}; /* built, celsius, tmin, 1/dx, celsius */
         memcpy(h.table, head, sizeof head);

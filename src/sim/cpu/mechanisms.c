@@ -767,6 +767,12 @@ FUSED_INLINE void rates_of_rows(const double *restrict rows, const int transpose
  * vector loop), the exponentials, the updates (_post). One loop per stage keeps few values
  * live, where one loop over the whole function kept the AVX-512 clone
  * spilling (473 stack operands, gcc 13). */
+/* Where the cnexp targets minf, hinf, ninf (_pre_set's t0, t1, t2: fields
+ * 9, 10, 11) lie in rates_of_rows's y: the TABLE's columns 0, 2, 4 (TABLE
+ * minf, mtau, hinf, htau, ninf, ntau; tests/mech/test_table_rows.c checks
+ * that _pre_set returns them), read there by the update instead of a copy
+ * stored per lane-node */
+#define FUSED_HH_TARGET(g) ((2 * (g)) * FUSED_CHUNK)
 FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, const double *restrict rows,
                            const int transpose, int64_t q0, int64_t n_inst, int64_t i0, const int uniform,
                            const int last, const int gather) {
@@ -775,7 +781,7 @@ FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, const 
     const double *restrict v = pp->v;
     for (int c0 = 0; c0 < (int)n_inst; c0 += FUSED_CHUNK) {
         const int len = (int)n_inst - c0 < FUSED_CHUNK ? (int)n_inst - c0 : FUSED_CHUNK;
-        double A[3 * FUSED_CHUNK], T[3 * FUSED_CHUNK], y[NSM_hh_rates_COLS * FUSED_CHUNK], th[FUSED_CHUNK];
+        double A[3 * FUSED_CHUNK], y[NSM_hh_rates_COLS * FUSED_CHUNK], th[FUSED_CHUNK];
         int ix[FUSED_CHUNK], in[FUSED_CHUNK];
         FUSED_SIMD
         for (int l = 0; l < len; ++l) nsm_hh_p_rates_at(pp, v[FUSED_Q(c0 + l)], &ix[l], &th[l]);
@@ -784,8 +790,9 @@ FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, const 
         for (int l = 0; l < len; ++l) {
             const int i = (int)i0 + c0 + l, q = FUSED_Q(c0 + l);
             FUSED_HH_LOCALS;
+            double t0, t1, t2; /* the targets: the rows' values (FUSED_HH_TARGET), not stored again */
             in[l] = nsm_hh_d_states_pre_set((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q, v[q], y + l, FUSED_CHUNK, &A[l],
-                                            &T[l], &A[len + l], &T[len + l], &A[2 * len + l], &T[2 * len + l]);
+                                            &t0, &A[len + l], &t1, &A[2 * len + l], &t2);
             if (last) {
                 P9[i] = F9;
                 P10[i] = F10;
@@ -804,8 +811,9 @@ FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, const 
             if (in[l]) continue;
             const int i = (int)i0 + c0 + l, q = FUSED_Q(c0 + l);
             FUSED_HH_LOCALS;
-            nsm_hh_d_states_pre((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q, v[q], &A[l], &T[l], &A[len + l], &T[len + l],
-                                &A[2 * len + l], &T[2 * len + l]);
+            double t0, t1, t2; /* the columns' values: the rows' (test_table_rows) */
+            nsm_hh_d_states_pre((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q, v[q], &A[l], &t0, &A[len + l], &t1,
+                                &A[2 * len + l], &t2);
         }
         FUSED_SIMD
         for (int l = 0; l < 3 * len; ++l) A[l] = nsm_exp(A[l]);
@@ -813,8 +821,8 @@ FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, const 
         for (int l = 0; l < len; ++l) {
             const int i = (int)i0 + c0 + l, q = FUSED_Q(c0 + l);
             FUSED_HH_LOCALS;
-            nsm_hh_d_states_post((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, A[l], T[l], A[len + l], T[len + l],
-                                 A[2 * len + l], T[2 * len + l]);
+            nsm_hh_d_states_post((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, A[l], y[FUSED_HH_TARGET(0) + l], A[len + l],
+                                 y[FUSED_HH_TARGET(1) + l], A[2 * len + l], y[FUSED_HH_TARGET(2) + l]);
             P15[i] = F15;
             P16[i] = F16;
             P17[i] = F17;
