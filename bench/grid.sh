@@ -19,9 +19,10 @@
 #                (allen_chat x 1,000 .. 1,000,000) and on the mix; the busyring network;
 #                the layer 5 model (data/models/l5pc_hay.model) on the GPU and the CPU
 #   sim-shapes   the GPU loops (onchip, tree) per morphology, 100 and 2,000 cells
-#   onchip-model the onchip loop's two membranes, alternated ROUNDS times (default 2): the
-#                parameters' hand-written hh and data/models/hh.model (the generated hh), onchip
-#                and tree, on allen_chat x 100,000, dg_granule x 100,000, allen_rbp4 x 1,000
+#   onchip-model the parameters' hh and data/models/hh.model, alternated ROUNDS times (default 2),
+#                onchip and tree, on allen_chat x 100,000, dg_granule x 100,000, allen_rbp4 x 1,000
+#                (the same generated hh since every simulation is a model; bench/compare.sh with
+#                a commit before that compares it with the hand-written one)
 #   life         bench life: the product table (500,000 fibers, GPU; 50,000, CPU) and SBBNNLS
 #   life-scale   bench life-scale: 1 and 10 million streamlines fitted on the GPU
 #   life-dipy    LiFE end to end against DIPY on two pinned cores (bench/life_dipy_bench.py)

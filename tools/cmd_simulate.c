@@ -71,7 +71,7 @@ static const char *help_text2 =
     "                         directory DIR (or DIR/) gets DIR/traces.csv, DIR/traces.npy,\n"
     "                         DIR/spikes.csv. Files appear only when complete\n"
     "  --plot FILE.png        draw the traces (bench/plot_traces.py, matplotlib)\n"
-    "  --checkpoint FILE      save the whole state (v, gates, t, traces and spikes so far) to FILE\n"
+    "  --checkpoint FILE      save the whole state (v, mechanisms, t, traces and spikes so far) to FILE\n"
     "                         at the --checkpoint-at times (without them: at tstop) and when\n"
     "                         interrupted by SIGINT or SIGTERM\n"
     "  --checkpoint-at T1,T2  times [ms] (rounded to steps, 0 < T <= tstop) to save at; each save\n"

@@ -1,9 +1,10 @@
 /* neurosolve: cable simulation of populations of cells (docs/simulation.md).
  *
- * Model: NEURON's passive mechanism (pas) and Hodgkin-Huxley mechanism (hh,
- * hh.mod: the same rate functions, 1-mV rate table unless usetable_hh = 0,
- * cnexp gating, q10 = 3^((celsius - 6.3)/10)), a specific capacitance and
- * parameters per region (SWC type), current clamps with IClamp's semantics.
+ * Model: every simulation runs a model of NMODL mechanisms (ns_sim_model
+ * below); without one, the parameters' membrane keys stand for a model of
+ * the built-in hh and pas (NEURON's hh.mod and passive.mod, translated),
+ * with a specific capacitance and parameters per region (SWC type);
+ * current clamps with IClamp's semantics.
  *
  * Time stepping: NEURON's default fixed step (secondorder = 0), in NEURON's
  * order of operations: t += dt/2; currents and their slopes (from v and
@@ -47,8 +48,10 @@ typedef enum ns_region {
 NS_API ns_region ns_region_of_swc_type(int32_t swc_type);
 NS_API const char *ns_region_name(ns_region region);
 
-/* Membrane of one region. Defaults are NEURON's (hh.mod, passive.mod, the
- * na and k ions): hh inserted, pas not. */
+/* Membrane of one region: shorthand for a model of the built-in hh and pas
+ * (ns_sim_options.model NULL: `hh` inserts hh with gnabar_hh = gnabar, ...,
+ * ena and ek; `pas` inserts pas). Defaults are NEURON's (hh.mod,
+ * passive.mod, the na and k ions): hh inserted, pas not. */
 typedef struct ns_membrane {
     double cm;      /* [uF/cm^2] specific capacitance, 1 */
     int hh;         /* 1: NEURON's hh mechanism is inserted */
@@ -112,9 +115,10 @@ NS_API ns_status ns_sim_params_check(const ns_sim_params *params);
  * A model says which mechanisms of an NMODL library (ns_mech_library_open,
  * docs/mechanisms.md) are inserted where, with which parameters and ion
  * values (docs/simulation.md, "Models: mechanisms from NMODL"). Given to
- * ns_sim_create through ns_sim_options.model, it replaces the hand-written
- * membrane of ns_sim_params (hh, pas and their keys are then ignored; cm,
- * celsius, v_init, dt, spike_threshold, Ra and tstop still apply).
+ * ns_sim_create through ns_sim_options.model, it replaces the model that the
+ * membrane keys of ns_sim_params stand for (hh, pas and their keys are then
+ * ignored; cm, celsius, v_init, dt, spike_threshold, Ra and tstop still
+ * apply).
  *
  * `where` is a region selector: soma, axon, basal, apical, other, dend
  * (basal and apical) or all; or one section: sec:K (section index K of
@@ -179,8 +183,8 @@ typedef enum ns_sim_gpu_mechanisms {
 
 typedef struct ns_sim_options {
     ns_backend backend;      /* NS_BACKEND_AUTO: CUDA when usable, else CPU */
-    ns_hines_method method;  /* CPU: sequential or openmp; CUDA: onchip or tree
-                                (docs/simulation.md, "GPU loops") */
+    ns_hines_method method;  /* CPU: sequential or openmp; CUDA: onchip (a model of the built-in
+                                pas and hh only) or tree; docs/simulation.md, "GPU loops" */
     int32_t threads;         /* CPU threads; 0 = OpenMP's default */
     int32_t gpu_lanes;       /* onchip: lanes per cell, 1, 2, 4, ..., 32 (more where a shape
                                 does not fit that count); 0 = automatic */
@@ -189,8 +193,9 @@ typedef struct ns_sim_options {
     int32_t device;          /* CUDA backend: device ordinal, or NS_DEVICE_CURRENT (the default):
                                 the device current on the calling thread at create; every call
                                 of the simulation runs on it and restores the caller's device */
-    const ns_sim_model_t *model; /* NULL: the hand-written hh and pas of ns_sim_params; else the
-                                    model's mechanisms (read during ns_sim_create only) */
+    const ns_sim_model_t *model; /* NULL: the built-in hh and pas as ns_sim_params' membrane keys
+                                    say (its shorthand); else the model's mechanisms (read during
+                                    ns_sim_create only) */
     const ns_sim_model_t *const *shape_models; /* NULL, or one model per shape (n_shapes
                                     entries): shape k's mechanisms come from shape_models[k],
                                     from `model` where an entry is NULL (every shape then needs
@@ -226,8 +231,7 @@ NS_API ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartm
 
 /* ------------------------------------------------------------ networks
  * Synapses, spike sources and connections with NEURON's NetCon semantics
- * (docs/networks.md). A simulation created with a model (ns_sim_options.model)
- * takes them, on the CPU loop and on the GPU's tree loop (a model's cells that
+ * (docs/networks.md), on the CPU loop and on the GPU's tree loop (cells that
  * run onchip move there at the ns_sim_init that builds the network:
  * docs/networks.md, "The GPU loop").
  *
@@ -240,8 +244,8 @@ NS_API ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartm
  * POINT_PROCESS), or one without NET_RECEIVE that has POINTERs (a gap
  * junction: ns_sim_set_pointer), at a compartment of a cell, with the mechanism's default
  * parameters; its currents [nA] scale by 1e2/area of the compartment (area
- * 100 um^2 at a zero-area node, as NEURON). The simulation must have been
- * created with a model (ns_sim_options.model): its catalogue names the
+ * 100 um^2 at a zero-area node, as NEURON). The model's catalogue
+ * (ns_sim_model_create's: the built-ins without ns_sim_options.model) names the
  * mechanisms (NS_ERR_INVALID_ARGUMENT listing them when there is none of
  * that name, or when it is a density mechanism or has no NET_RECEIVE). */
 NS_API ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, const char *mechanism,
@@ -369,36 +373,46 @@ NS_API const double *ns_sim_traces(const ns_sim_t *sim, int64_t *samples, int32_
  * step above the threshold plus 1e-10 ms). */
 NS_API const double *ns_sim_spikes(const ns_sim_t *sim, int64_t cell, int64_t *count);
 
-/* The state of one cell (arrays of the cell's compartment count; any may be
- * NULL). Gates of compartments without hh read 0 (every compartment of a
- * simulation of a model: ns_sim_set_state, ns_sim_read_var and
- * ns_sim_write_var refuse its gates with NS_ERR_UNSUPPORTED). Not const: a GPU
- * simulation first brings its host copy of the state up to date. */
-NS_API ns_status ns_sim_get_state(ns_sim_t *sim, int64_t cell, double *v, double *m, double *h, double *n);
+/* v of one cell (an array of the cell's compartment count; NULL: nothing).
+ * The mechanisms' variables (hh's gates m_hh, h_hh, n_hh like any other):
+ * ns_sim_get_model_var. Not const: a GPU simulation first brings its host
+ * copy of the state up to date. */
+NS_API ns_status ns_sim_get_state(ns_sim_t *sim, int64_t cell, double *v);
 
-/* Set the state of one cell (arrays of the cell's compartment count; NULL
- * leaves that variable as it is). Values must be finite. A GPU simulation
- * copies the state to the device before its next step. Time, step count and
- * results are not changed: this is the accessor that checkpoints use. */
-NS_API ns_status ns_sim_set_state(ns_sim_t *sim, int64_t cell, const double *v, const double *m, const double *h,
-                                  const double *n);
+/* Set v of one cell (an array of the cell's compartment count; NULL leaves
+ * it as it is). Values must be finite. A GPU simulation copies it to the
+ * device before its next step. Time, step count and results are not
+ * changed (checkpoints use it and ns_sim_set_model_var). */
+NS_API ns_status ns_sim_set_state(ns_sim_t *sim, int64_t cell, const double *v);
 
-/* A variable of a model's mechanisms or ions in one cell (host array of the
+/* A variable of the model's mechanisms or ions in one cell (host array of the
  * cell's compartment count), by NEURON's name: FIELD_MECH for any field of an
- * inserted mechanism (parameter, assigned or state: m_NaTs2_t, gIhbar_Ih,
- * ica_Ca_HVA), NaN at compartments without the mechanism; or an ion's eX, Xi,
- * Xo (every compartment) and iX (its total current, kept only where some
- * mechanism reads it: else NS_ERR_UNSUPPORTED). A simulation without a model,
- * or an unknown name, is refused naming the names there are. A GPU
- * simulation copies the cell's values from the device. */
+ * inserted mechanism (parameter, assigned or state: m_hh, m_NaTs2_t,
+ * gIhbar_Ih, ica_Ca_HVA), NaN at compartments without the mechanism; or an
+ * ion's eX, Xi, Xo (every compartment) and iX (its total current, kept only
+ * where some mechanism reads it: else NS_ERR_UNSUPPORTED). An unknown name is
+ * refused naming the names there are. A GPU simulation copies the cell's
+ * values from the device. */
 NS_API ns_status ns_sim_get_model_var(ns_sim_t *sim, int64_t cell, const char *name, double *values);
+
+/* Write a variable of ns_sim_get_model_var's names in one cell (host array of
+ * the cell's compartment count; the entries at compartments without the
+ * mechanism are ignored, the others must be finite). Takes effect at the next
+ * step; time, step count and results are not changed. A state (m_hh) may be
+ * set freely; a new value of a parameter or an ion's array makes the loops
+ * read it per compartment from then on (the fused paths load uniform values
+ * once), and is refused (NS_ERR_UNSUPPORTED) for a cell in the GPU's onchip
+ * loop, whose kernel has no per-step path; the values they already hold are
+ * taken everywhere (a checkpoint restored). An assigned variable the
+ * mechanism computes before it reads it is overwritten at the next step. */
+NS_API ns_status ns_sim_set_model_var(ns_sim_t *sim, int64_t cell, const char *name, const double *values);
 
 /* ------------------------------------------- the whole state, in place
  * For coupling a simulation to other code (extracellular fields, gap
  * junctions, another simulator) between ns_sim_advance calls without a
  * host round trip (docs/api.md, "Simulation state on the device").
  *
- * The variables are those of ns_sim_get_state; `flat` holds one value per
+ * The variable is v (a mechanism's: ns_sim_state_field); `flat` holds one value per
  * compartment of the population in the Flat order: cell c's compartment i
  * at ns_sim_cell_offset(sim, c) + i, ns_sim_compartments(sim) in all.
  * `flat` lives where the simulation's state lives:
@@ -414,9 +428,6 @@ NS_API ns_status ns_sim_get_model_var(ns_sim_t *sim, int64_t cell, const char *n
  * GPU or an unknown variable is refused naming the argument. */
 typedef enum ns_sim_var {
     NS_SIM_VAR_V = 0, /* membrane potential [mV] */
-    NS_SIM_VAR_HH_M,  /* hh's gates (0 where a compartment has no hh) */
-    NS_SIM_VAR_HH_H,
-    NS_SIM_VAR_HH_N,
     NS_SIM_VAR_COUNT
 } ns_sim_var;
 
@@ -441,8 +452,7 @@ NS_API ns_status ns_sim_write_var(ns_sim_t *sim, ns_sim_var var, const double *f
  * Every position belongs to one compartment; the parts together hold each
  * compartment once. */
 typedef struct ns_sim_part {
-    double *v;              /* [mV] */
-    double *m, *h, *n;      /* hh's gates (0 where there is no hh); NULL in a simulation of a model */
+    double *v;              /* [mV] (a mechanism's variables: ns_sim_state_field) */
     int64_t size;           /* positions in each array */
     const int64_t *flat_of; /* size entries, in the memory of v (device or host) */
     int64_t cells;
@@ -481,13 +491,13 @@ NS_API ns_status ns_sim_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out
  * call is then optional). */
 NS_API ns_status ns_sim_state_done(ns_sim_t *sim, void *stream);
 
-/* A variable of a model's mechanisms or ions in part `part`, in place: the
+/* A variable of the model's mechanisms or ions in part `part`, in place: the
  * mechanism's own array (names as ns_sim_get_model_var: FIELD_MECH, or an
  * ion's eX, Xi, Xo, iX). Entry q sits at position pos[q] of the part (the
  * index into its v and flat_of); pos NULL: entry q is position q (ions).
  * The same rules as ns_sim_state_part (ready when the call returns,
  * ns_sim_state_done after changing it on a stream, valid until destroy).
- * A simulation without a model, or an unknown name, is refused naming it. */
+ * An unknown name is refused naming it. */
 typedef struct ns_sim_field {
     double *data;       /* size entries, in the part's memory */
     int64_t size;
@@ -499,8 +509,9 @@ NS_API ns_status ns_sim_state_field(ns_sim_t *sim, int64_t part, const char *nam
 
 /* ---------------------------------------------------------- checkpoints
  * A checkpoint (docs/simulation.md, "Checkpoints") holds the whole dynamic
- * state of a simulation: v and the hh gates of every compartment, t, the
- * step count, the traces recorded so far and every cell's spikes. The file
+ * state of a simulation: v of every compartment, every mechanism's variables
+ * but its parameters and every ion's arrays by name (m_hh, cai, ...), t,
+ * the step count, the traces recorded so far and every cell's spikes. The file
  * is versioned binary: a checked header (magic, version, byte order, sizes),
  * a fingerprint of what the run depends on (the cells' shapes and their
  * matrix coefficients, the parameters except tstop, record_every, the

@@ -9,10 +9,8 @@ namespace {
 // state (device for CUDA, host for CPU), ns_sim_compartments values.
 ns_sim_var sim_var_of(const std::string &name) {
     if (name == "v") return NS_SIM_VAR_V;
-    if (name == "m") return NS_SIM_VAR_HH_M;
-    if (name == "h") return NS_SIM_VAR_HH_H;
-    if (name == "n") return NS_SIM_VAR_HH_N;
-    fail(NS_ERR_INVALID_ARGUMENT, "Simulation state variable '" + name + "': expected one of v, m, h, n");
+    fail(NS_ERR_INVALID_ARGUMENT, "Simulation state variable '" + name + "': expected v (a mechanism's variable, "
+                                  "m_hh, ...: state_field)");
     return NS_SIM_VAR_V;
 }
 
@@ -59,9 +57,6 @@ nb::dict sim_state_part(nb::handle self, int64_t part) {
     };
     nb::dict d;
     d["v"] = wrap(p.v, nb::dtype<double>());
-    d["m"] = wrap(p.m, nb::dtype<double>());
-    d["h"] = wrap(p.h, nb::dtype<double>());
-    d["n"] = wrap(p.n, nb::dtype<double>());
     d["flat_of"] = wrap(p.flat_of, nb::dtype<int64_t>());
     d["cell"] = to_numpy<int64_t>(p.cell, {(size_t)p.cells});
     d["first"] = to_numpy<int64_t>(p.first, {(size_t)p.cells});
@@ -342,17 +337,13 @@ void bind_simulation(nb::module_ &m) {
             std::lock_guard<std::mutex> lock(s.mu);
             if (cell < 0 || cell >= ns_sim_cells(s.s))
                 fail(NS_ERR_INVALID_ARGUMENT, "Simulation.state: cell " + std::to_string(cell) + " out of range");
-            const size_t n = (size_t)s.cell_size(cell);
-            auto v = empty_numpy<double>(n), mm = empty_numpy<double>(n), h = empty_numpy<double>(n),
-                 nn = empty_numpy<double>(n);
-            check(ns_sim_get_state(s.s, cell, v.data(), mm.data(), h.data(), nn.data()));
+            auto v = empty_numpy<double>((size_t)s.cell_size(cell));
+            check(ns_sim_get_state(s.s, cell, v.data()));
             nb::dict d;
             d["v"] = v;
-            d["m"] = mm;
-            d["h"] = h;
-            d["n"] = nn;
             return d;
-        }, "cell"_a, "The state of one cell: dict of v, m, h, n (numpy copies, the cell's compartments).")
+        }, "cell"_a, "The state of one cell: dict of v (numpy copy, the cell's compartments); the mechanisms' "
+                     "variables (m_hh, ...): model_var.")
         .def("model_var", [](Simulation &s, int64_t cell, const std::string &name) {
             std::lock_guard<std::mutex> lock(s.mu);
             if (cell < 0 || cell >= ns_sim_cells(s.s))
@@ -360,8 +351,17 @@ void bind_simulation(nb::module_ &m) {
             auto x = empty_numpy<double>((size_t)s.cell_size(cell));
             check(ns_sim_get_model_var(s.s, cell, name.c_str(), x.data()));
             return x;
-        }, "cell"_a, "name"_a, "A model's variable in one cell by NEURON's name (m_NaTs2_t, gIhbar_Ih, cai, eca): "
-                               "numpy copy over the cell's compartments, NaN where the mechanism is absent.")
+        }, "cell"_a, "name"_a, "A mechanism's or ion's variable in one cell by NEURON's name (m_hh, m_NaTs2_t, "
+                               "gIhbar_Ih, cai, eca): numpy copy over the cell's compartments, NaN where the "
+                               "mechanism is absent.")
+        .def("set_model_var", [](Simulation &s, int64_t cell, const std::string &name, nb::handle values) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            if (cell < 0 || cell >= ns_sim_cells(s.s))
+                fail(NS_ERR_INVALID_ARGUMENT, "Simulation.set_model_var: cell " + std::to_string(cell) + " out of range");
+            view x = take<double>(values, "Simulation.set_model_var", "values", s.cell_size(cell), place::host, false);
+            check(ns_sim_set_model_var(s.s, cell, name.c_str(), (const double *)x.ptr));
+        }, "cell"_a, "name"_a, "values"_a, "Write a variable of model_var's names in one cell (the cell's "
+                                           "compartments; entries where the mechanism is absent are ignored).")
         .def("cell_offset", [](const Simulation &s, int64_t cell) {
             const int64_t o = ns_sim_cell_offset(s.s, cell);
             if (o < 0)

@@ -95,13 +95,24 @@ def test_params_and_state(ca1):
     sim = ns.Simulation([cell, cell], 3, params=p, cell_shape=np.array([1, 0, 1], dtype=np.int32))
     assert sim.n_cells == 3 and sim.compartments == 3 * cell.size
     st = sim.state(1)
-    assert set(st) == {"v", "m", "h", "n"} and len(st["v"]) == cell.size
+    assert set(st) == {"v"} and len(st["v"]) == cell.size
     np.testing.assert_array_equal(st["v"], -70.0)
     m, h, n = hh_steady(-70.0)
-    has = cell.area > 0  # zero-area junctions carry no mechanism: gates 0
-    np.testing.assert_allclose(st["m"][has], m, rtol=1e-12)
-    np.testing.assert_allclose(st["h"][has], h, rtol=1e-12)
-    np.testing.assert_allclose(st["n"][has], n, rtol=1e-12)
+    has = cell.area > 0  # zero-area junctions carry no mechanism: NaN there
+    for name, want in (("m_hh", m), ("h_hh", h), ("n_hh", n)):
+        x = sim.model_var(1, name)
+        np.testing.assert_allclose(x[has], want, rtol=1e-12)
+        assert np.isnan(x[~has]).all()
+    # a gate written by name is read back, and NaN refused where hh is
+    x = np.full(cell.size, 0.25)
+    sim.set_model_var(1, "m_hh", x)
+    np.testing.assert_array_equal(sim.model_var(1, "m_hh")[has], 0.25)
+    x[np.argmax(has)] = np.nan
+    with pytest.raises(ns.NotFiniteError):
+        sim.set_model_var(1, "m_hh", x)
+    with pytest.raises(ns.SizeError):
+        sim.set_model_var(1, "m_hh", np.zeros(3))
+    sim.init()
     sim.advance(10)
     assert sim.step_count == 10 and sim.time == pytest.approx(0.25)
     assert not np.array_equal(sim.state(0)["v"], st["v"])  # pas in the soma pulls v towards -70 ... and hh moves
@@ -130,9 +141,8 @@ def check_coupling(sim, twin, read, write):
     a coupling step (the same change written to both) gives the same traces.
     tests/sim/test_sim_state.c checks write_var against ns_sim_set_state."""
     n = sim.compartments
-    want = {k: np.concatenate([twin.state(c)[k] for c in range(3)]) for k in "vmhn"}
-    for k in "vmhn":
-        np.testing.assert_array_equal(read(sim, k), want[k])
+    want = {"v": np.concatenate([twin.state(c)["v"] for c in range(3)])}
+    np.testing.assert_array_equal(read(sim, "v"), want["v"])
     assert [sim.cell_offset(c) for c in range(4)] == [0, n // 3, 2 * n // 3, n]
     v = want["v"] + 0.5 * np.sin(np.arange(n))
     write(sim, "v", v)
@@ -155,8 +165,8 @@ def test_state_vectors_cpu(ca1):
 
     check_coupling(sim, twin, read, lambda s, k, x: s.write_var(k, np.ascontiguousarray(x)))
     out = np.empty(sim.compartments)
-    with pytest.raises(ns.InvalidArgumentError, match="expected one of v, m, h, n"):
-        sim.read_var("x", out)
+    with pytest.raises(ns.InvalidArgumentError, match="expected v"):
+        sim.read_var("m", out)
     with pytest.raises(ns.SizeError):
         sim.read_var("v", np.empty(3))
     with pytest.raises(ns.InvalidArgumentError, match="stream"):
@@ -174,7 +184,7 @@ def check_parts(sim, twin, to_host, write, done, twin_write):
     back; done(sim) is state_done with the stream used; twin_write(twin, x)
     the twin's write_var of v."""
     n = sim.compartments
-    want = {k: np.concatenate([twin.state(c)[k] for c in range(3)]) for k in "vmhn"}
+    want = {"v": np.concatenate([twin.state(c)["v"] for c in range(3)])}
     seen = np.zeros(n, dtype=np.int64)
     for k in range(sim.state_parts):
         p = sim.state_part(k)
@@ -184,8 +194,8 @@ def check_parts(sim, twin, to_host, write, done, twin_write):
             i = np.arange(cnt) if p["node_pos"] is None else p["node_pos"][:cnt]
             np.testing.assert_array_equal(flat[p["first"][j] + p["stride"] * i], o + np.arange(cnt))
         seen[flat] += 1
-        for key in "vmhn":
-            np.testing.assert_array_equal(to_host(p[key]), want[key][flat])
+        assert set(p) >= {"v", "flat_of"} and "m" not in p
+        np.testing.assert_array_equal(to_host(p["v"]), want["v"][flat])
         write(p["v"], to_host(p["v"]) + 0.5 * np.sin(flat))
     assert (seen == 1).all()
     done(sim)
@@ -223,7 +233,7 @@ def test_state_field_cpu(ca1):
     held = np.zeros(n, dtype=np.int64)
     for k in range(sim.state_parts):
         p, f = sim.state_part(k), sim.state_field(k, "m_hh")
-        assert p["m"] is None and f["device"] == -1
+        assert "m" not in p and f["device"] == -1
         flat = p["flat_of"][f["pos"]]
         np.testing.assert_array_equal(f["data"], ref[flat])
         held[flat] += 1

@@ -434,7 +434,7 @@ static double param_grad(const ns_grad_t *g, const gcell *gc, const gparam *p) {
     switch (p->kind) {
     case P_CM:
         for (int32_t i = 0; i < gc->n; ++i)
-            if (p->on[i] && s->region[i] >= 0) acc += g->sim->cfac * gc->lcap[i];
+            if (p->on[i] && s->region[i] >= 0) acc += ns_sim_cap_factor(g->sim) * gc->lcap[i];
         return acc;
     case P_RA: {
         /* a, b proportional to 1/Ra */
@@ -469,7 +469,7 @@ static void apply_cable(const ns_grad_t *g, gcell *gc) {
         if (p->kind == P_VINIT) gc->v_init = p->value;
         if (p->kind == P_CM)
             for (int32_t i = 0; i < gc->n; ++i)
-                if (p->on[i] && s->region[i] >= 0) gc->cap[i] = g->sim->cfac * p->value;
+                if (p->on[i] && s->region[i] >= 0) gc->cap[i] = ns_sim_cap_factor(g->sim) * p->value;
     }
     for (int32_t i = 0; i < gc->n; ++i) {
         gc->a[i] = s->a[i] * gc->ra_scale;
@@ -849,7 +849,7 @@ ns_status ns_grad_get_param(const ns_grad_t *g, int32_t index, double *value) {
     case P_CM:
         for (int32_t i = 0; i < gc->n; ++i)
             if (p->on[i]) {
-                *value = s->cap[i] / g->sim->cfac;
+                *value = s->cap[i] / ns_sim_cap_factor(g->sim);
                 return NS_OK;
             }
         break;

@@ -114,14 +114,9 @@ static int grow(void **p, int64_t n, int64_t *cap, size_t size) {
     return 0;
 }
 
-/* The network of a simulation that may have one: a CPU simulation of a model. */
+/* The network of a simulation, made at its first synapse, source or connection. */
 static ns_status net_of(ns_sim_t *sim, const char *fn, sim_net **out) {
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: sim is NULL", fn);
-    if (!sim->model)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT,
-                       "%s: synapses need a simulation made with a model (ns_sim_options.model), whose catalogue "
-                       "names the mechanisms",
-                       fn);
     if (!sim->net) {
         sim->net = calloc(1, sizeof *sim->net);
         if (!sim->net) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);

@@ -45,7 +45,8 @@ static double *target(const ns_sim_t *sim, const net_block_in *tb, int32_t l, co
                 (long long)to->cell);
         return NULL;
     }
-    return ns_model_block_field_data(tb->mech, to->mech, to->field) + inst * tb->w + l;
+    return ns_model_block_field_data(tb->mech, to->mech, to->field) +
+           (int64_t)ns_model_block_slot(tb->mech, to->mech, (int32_t)inst) * tb->w + l;
 }
 
 ns_status ns_net_point_pointers(const ns_sim_t *sim, const net_block_in *in, const int64_t *syns, int32_t cnt,

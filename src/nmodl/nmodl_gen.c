@@ -761,10 +761,18 @@ static int emit_st(gen *g, const st *s, int indent) {
         ex *c = at_zero(s->e, s->name);
         if (!c) return gfail(g, s->line, "out of memory");
         if (g->staged) {
-            /* the first stage (cnexp_staged): the exponent and the target */
-            put(b, "%*s*a%d_ = p->dt * (", indent, "", k);
-            emit_ex(g, a);
-            put(b, ");\n%*s*t%d_ = ", indent, "", k);
+            /* the first stage (cnexp_staged): the exponent and the target;
+             * staged 2: a = C / X's denominator X instead of the exponent
+             * (one_division, emit_one_division) */
+            if (g->staged == 2) {
+                put(b, "%*sconst double x%d_ = ", indent, "", k);
+                emit_ex(g, a->b);
+            } else {
+                put(b, "%*s*a%d_ = p->dt * (", indent, "", k);
+                emit_ex(g, a);
+                put(b, ")");
+            }
+            put(b, ";\n%*s*t%d_ = ", indent, "", k);
             emit_cnexp_target(g, a, c);
             put(b, ";\n");
             return 0;
@@ -953,7 +961,8 @@ static int emit_verbatim(gen *g, const st *s) {
     return 0;
 }
 
-static int emit_list(gen *g, const stlist *l, int indent) {
+/* the LOCALs of l, then its statements from the from-th */
+static int emit_list_from(gen *g, const stlist *l, int indent, int from) {
     int base = g->n_scope;
     for (int i = 0; i < l->n_locals; i++) {
         if (l->local_size && l->local_size[i])
@@ -962,11 +971,12 @@ static int emit_list(gen *g, const stlist *l, int indent) {
             put(g->b, "%*sdouble L_%s = 0.0;\n", indent, "", l->locals[i]);
         if (scope_push(g, l->locals[i], 0)) return gfail(g, 0, "out of memory");
     }
-    for (int i = 0; i < l->n; i++)
+    for (int i = from; i < l->n; i++)
         if (emit_st(g, l->s[i], indent)) return -1;
     g->n_scope = base;
     return 0;
 }
+static int emit_list(gen *g, const stlist *l, int indent) { return emit_list_from(g, l, indent, 0); }
 
 /* A function's body: with VERBATIM C, in a C block of its own, so that the C may declare
  * names the function's parameters have (`double p;`: a parameter's scope is the
@@ -1004,6 +1014,48 @@ static void emit_proto(gen *g, const block *bl, const char *suffix) {
     put(g->b, ")");
 }
 
+/* A TABLE PROCEDURE's table as rows, for a host loop that looks up many
+ * instances at once (the CPU loop's fused pass, sim/cpu/mechanisms.c):
+ * row k holds the columns' values at entry k (the TABLE's names in order),
+ * zeros up to a multiple of 8, then their differences to entry k + 1 (0 at
+ * the last entry, where the lookup's k + 1 is k), zeros likewise; so that an
+ * instance's values are two loads of whole rows and one multiply-add,
+ * c + t d, the same bits as the columns' a + t (b - a), and 8 instances' a
+ * transpose of 8 rows. The rows are a copy that the host makes of the
+ * table (the table's own layout, which a GPU reads, stays the columns);
+ * nsm_M_p_NAME_rows rebuilds it when the table's header changed (a copy of
+ * the header leads the rows). nsm_M_p_NAME_set sets the tabulated
+ * variables from looked-up values y_[c s_], c in the TABLE's order. */
+static void emit_table_rows(gen *g, const block *bl) {
+    buf *b = g->b;
+    const table_decl *t = bl->table;
+    const char *name = g->m->name;
+    const int head = 4 + t->n_depend, n1 = t->with + 1, cols = t->n_names;
+    const int half = (cols + 7) / 8 * 8, lead = (head + 7) / 8 * 8;
+    put(b, "#define NSM_%s_%s_COLS %d /* the TABLE's variables */\n", name, bl->name, cols);
+    put(b, "#define NSM_%s_%s_ROW %d /* doubles per row: values, then differences */\n", name, bl->name, 2 * half);
+    put(b, "#define NSM_%s_%s_LEAD %d /* the header's copy before the rows */\n", name, bl->name, lead);
+    put(b, "#define NSM_%s_%s_ROWS %d /* the rows' storage, from a 64-byte boundary */\n", name, bl->name,
+        lead + n1 * 2 * half);
+    put(b, "NS_MECH_FN int nsm_%s_p_%s_rows(const ns_mech_ppack *p, double *R_) {\n", name, bl->name);
+    put(b, "    const double *T_ = p->table + %d;\n    int same_ = 1;\n", t->offset);
+    put(b, "    for (int h_ = 0; h_ < %d; ++h_) same_ &= R_[h_] == T_[h_];\n", head);
+    put(b, "    if (same_ || T_[0] == 0.0) return 0;\n");
+    put(b, "    for (int k_ = 0; k_ < %d; ++k_) {\n        const int k1_ = k_ + (k_ < %d);\n", n1, t->with);
+    put(b, "        double *r_ = R_ + %d + k_ * %d;\n", lead, 2 * half);
+    put(b, "        for (int c_ = 0; c_ < %d; ++c_) {\n            r_[c_] = 0.0;\n            r_[%d + c_] = 0.0;\n"
+           "        }\n", half, half);
+    put(b, "        for (int c_ = 0; c_ < %d; ++c_) {\n            const double *col_ = T_ + %d + c_ * %d;\n", cols, head,
+        n1);
+    put(b, "            r_[c_] = col_[k_];\n            r_[%d + c_] = col_[k1_] - col_[k_];\n        }\n    }\n", half);
+    put(b, "    for (int h_ = 0; h_ < %d; ++h_) R_[h_] = T_[h_];\n    return 1;\n}\n\n", head);
+    put(b, "NS_MECH_FN void nsm_%s_p_%s_set(", name, bl->name);
+    put_sig(g);
+    put(b, ", const double *y_, int s_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
+    for (int k = 0; k < cols; k++) put(b, "    (*F%d_) = y_[%d * s_];\n", find_var(g->m, t->names[k])->field, k);
+    put(b, "}\n\n");
+}
+
 static int emit_alg(gen *g, const block *bl);
 static int emit_callable(gen *g, const block *bl) {
     if (bl->alg) return emit_alg(g, bl);
@@ -1034,33 +1086,40 @@ static int emit_callable(gen *g, const block *bl) {
     if (tab) {
         const table_decl *t = bl->table;
         int head = 4 + t->n_depend, n1 = t->with + 1;
+        const char kc = bl->kind == B_FUNCTION ? 'f' : 'p';
+        /* the entry k and the weight t of an argument: nocmodl's lookup (NaN:
+         * NaN; xi <= 0: the first entry; xi >= WITH: the last; else linear)
+         * without branches, so that the instance loops vectorise: xs = xi
+         * when strictly inside, else 0 by a product; then k and t of every
+         * case, so that one interpolation a + t (b - a) gives them all with
+         * loads that every path uses: inside k = j, t = xs - j; xi >= WITH:
+         * k = WITH (b = a), t = 0; xi <= 0: k = 0, t = 0; NaN: t = NaN. No
+         * value is selected after a load: gcc 13 sinks such loads into the
+         * selected branch and then cannot vectorise them (a masked gather),
+         * bench/README.md */
+        put(b, "NS_MECH_FN void nsm_%s_%c_%s_at(const ns_mech_ppack *p, double x_, int *k_, double *t_) {\n",
+            g->m->name, kc, bl->name);
+        put(b, "    const double *T_ = p->table + %d;\n", t->offset);
+        put(b, "    const double xi_ = T_[3] * (x_ - T_[2]);\n");
+        put(b, "    const int in_ = (xi_ > 0.) & (xi_ < %d.), hi_ = xi_ >= %d., nan_ = xi_ != xi_;\n", t->with, t->with);
+        put(b, "    const double xc_ = xi_ == xi_ ? xi_ : 0.0, xd_ = xc_ < %d. ? xc_ : %d.;\n", t->with + 1, t->with + 1);
+        put(b, "    const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;\n");
+        put(b, "    const int j_ = (int)xs_;\n    *k_ = j_ * in_ + %d * hi_;\n", t->with);
+        put(b, "    *t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);\n}\n\n");
         emit_proto(g, bl, "");
         put(b, " {\n");
         put(b, "    const double *T_ = p->table + %d;\n", t->offset);
-        /* the exact procedure when usetable_NAME is 0; else nocmodl's lookup
-         * (NaN: NaN; xi <= 0: the first entry; xi >= WITH: the last; else
-         * linear) without branches, like the CPU loop's hand-written gates,
-         * so that the instance loops vectorise (the loops hoist the usetable
-         * test, emit_loop). The loops run table_update first, so the table
-         * is current whenever usetable_NAME is not 0. */
+        /* the exact procedure when usetable_NAME is 0, else the lookup (the
+         * loops hoist the usetable test, emit_loop). The loops run
+         * table_update first, so the table is current whenever
+         * usetable_NAME is not 0. */
         put(b, "    if (p->global[%d] == 0.0) %s", t->usetable, bl->kind == B_FUNCTION ? "return " : "{\n        ");
         put_call(g, bl->kind == B_FUNCTION ? "f" : "p", bl->name, "_exact");
         put(b, ", A_%s);\n", bl->args[0]);
         if (bl->kind == B_PROCEDURE) put(b, "        return%s;\n    }\n", int_procedure(bl) ? " 0" : "");
-        put(b, "    const double xi_ = T_[3] * (A_%s - T_[2]);\n", bl->args[0]);
-        /* as the CPU loop's gates (sim/cpu/step.c): xs = xi when strictly
-         * inside, else 0 by a product; then the entry k and the weight t of
-         * every case, so that one interpolation a + t (b - a) gives them
-         * all with loads that every path uses: inside k = j, t = xs - j;
-         * xi >= WITH: k = WITH (b = a), t = 0; xi <= 0: k = 0, t = 0;
-         * NaN: t = NaN. No value is selected after a load: gcc 13 sinks
-         * such loads into the selected branch and then cannot vectorise
-         * them (a masked gather), bench/README.md */
-        put(b, "    const int in_ = (xi_ > 0.) & (xi_ < %d.), hi_ = xi_ >= %d., nan_ = xi_ != xi_;\n", t->with, t->with);
-        put(b, "    const double xc_ = xi_ == xi_ ? xi_ : 0.0, xd_ = xc_ < %d. ? xc_ : %d.;\n", t->with + 1, t->with + 1);
-        put(b, "    const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;\n");
-        put(b, "    const int j_ = (int)xs_, k_ = j_ * in_ + %d * hi_, k1_ = k_ + (k_ < %d);\n", t->with, t->with);
-        put(b, "    const double t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);\n");
+        put(b, "    int k_;\n    double t_;\n    nsm_%s_%c_%s_at(p, A_%s, &k_, &t_);\n", g->m->name, kc, bl->name,
+            bl->args[0]);
+        put(b, "    const int k1_ = k_ + (k_ < %d);\n", t->with);
         int cols = bl->kind == B_FUNCTION ? 1 : t->n_names;
         for (int k = 0; k < cols; k++) {
             int c0 = head + k * n1;
@@ -1076,6 +1135,7 @@ static int emit_callable(gen *g, const block *bl) {
         }
         if (int_procedure(bl)) put(b, "    return 0;\n");
         put(b, "}\n\n");
+        if (bl->kind == B_PROCEDURE) emit_table_rows(g, bl);
     }
     g->owner = NULL;
     return 0;
@@ -1113,6 +1173,115 @@ static int cnexp_staged(const stlist *l) {
         }
     }
     return seen;
+}
+
+/* The TABLE PROCEDURE that a staged block calls first, at v (rates(v)),
+ * or NULL: a loop that looks the table up itself (its rows,
+ * emit_table_rows) then runs the rest of the first stage,
+ * nsm_M_d_BLOCK_pre_set. */
+static const block *tabled_first(const struct ns_nmodl *m, const stlist *l) {
+    if (l->n == 0 || l->s[0]->kind != ST_CALL || l->s[0]->e->op == NM_NETCONS_OP) return NULL;
+    const ex *call = l->s[0]->e;
+    const block *bl = find_block(m, call->text);
+    if (!bl || bl->kind != B_PROCEDURE || !bl->table || call->n_args != 1 || call->args[0]->kind != EX_VAR ||
+        strcmp(call->args[0]->text, "v"))
+        return NULL;
+    return bl;
+}
+
+/* A number or its negation: its value in *x */
+static int constant(const ex *e, double *x) {
+    if (e->kind == EX_NUM) return *x = e->num, 1;
+    if (e->kind == EX_NEG && e->a->kind == EX_NUM) return *x = -e->a->num, 1;
+    return 0;
+}
+
+/* Whether the n >= 2 equations of a staged block all have x' = a x + b
+ * with a = C / X, one constant C (x' = (inf - x) / tau: C = -1): then their
+ * exponents dt C / X_k come from one division, d = dt C / (X_0 X_1 ...),
+ * times the other X's (emit_one_division); *num: C as written. */
+static int one_division(const stlist *l, const ex **num) {
+    int n = 0;
+    double c0 = 0.0;
+    for (int i = 0; i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind != ST_DERIV) continue;
+        int nonlinear = 0;
+        ex *a = diff(s->e, s->name, &nonlinear);
+        double c;
+        if (!a || a->kind != EX_BIN || a->op != '/' || !constant(a->a, &c) || c == 0.0) return 0;
+        if (n == 0) {
+            c0 = c;
+            *num = a->a;
+        } else if (c != c0) return 0;
+        n++;
+    }
+    return n >= 2;
+}
+
+/* d = dt C / (Y_0 Y_1 ...) and the exponents *a<k>_ = d times the other
+ * Y's, Y_k named `y`<k>_ (a product's terms left to right, as the
+ * hand-written hh's gates: ((Y_0 Y_1) Y_2)); y 'u': the clamped X's, d
+ * named du_, and a NaN X's own exponent NaN */
+static void put_products(gen *g, const ex *num, int n, char y, int indent) {
+    buf *b = g->b;
+    const char *d = y == 'u' ? "du_" : "d_";
+    put(b, "%*sconst double %s = (p->dt * ", indent, "", d);
+    emit_ex(g, num);
+    put(b, ") / (");
+    for (int k = 0; k < n; k++) put(b, "%s", k < n - 2 ? "(" : "");
+    for (int k = 0; k < n; k++) put(b, "%s%c%d_%s", k ? " * " : "", y, k, k > 0 && k < n - 1 ? ")" : "");
+    put(b, ");\n");
+    for (int k = 0; k < n; k++) {
+        put(b, "%*s*a%d_ = %s", indent, "", k, y == 'u' ? "(" : "");
+        if (y == 'u') put(b, "x%d_ == x%d_ ? %s : x%d_) * (", k, k, d, k);
+        else put(b, "%s * (", d);
+        int first = 1, open = 0;
+        for (int j = 0; j < n; j++) open += j != k;
+        for (int j = 0; j < open - 2; j++) put(b, "(");
+        for (int j = 0, m = 0; j < n; j++) {
+            if (j == k) continue;
+            put(b, "%s%c%d_%s", first ? "" : " * ", y, j, m > 0 && m < open - 1 ? ")" : "");
+            first = 0;
+            m++;
+        }
+        put(b, ");\n");
+    }
+}
+
+/* The exponents dt C / X_k of n equations from one division (x<k>_ their X,
+ * *a<k>_ out): d = dt C / (X_0 X_1 ...) times the product of the other X's,
+ * within a few ulps of the n divisions while every |X| lies in [1e-B, 1e B],
+ * B = 300 / n, where every product is a normal double (a rate's time
+ * constant in ms: hh's are 1e-4 to 1e3). Where one does not (X = 0, where
+ * the products give NaN, 0 times inf; a product's overflow; NaN), the same
+ * with each |X| clamped to that range (its sign kept; NaN as 1e-B, its own
+ * exponent NaN): an exponent whose exp is that of the division's (0 or inf
+ * where |X| < 1e-B, X = 0 included; 1 where |X| > 1e B) for any time step
+ * and C with |dt C| between 1e3 / 1e B and 1e-17 1e B (n = 3: 1e-97 and
+ * 1e83). `check`: the clamped form is the caller's (the range as the return
+ * value, 1 in range: a loop over many instances then computes the rare
+ * lanes out of range again by _pre, outside its vector loop); else it
+ * follows under a test. One division for n, the hand-written hh's gates'
+ * form (docs/mechanisms.md, "Speed"). */
+static void emit_one_division(gen *g, const ex *num, int n, int check) {
+    buf *b = g->b;
+    const int e = 300 / n;
+    put_products(g, num, n, 'x', 4);
+    put(b, "    const int in_ = ");
+    for (int k = 0; k < n; k++)
+        put(b, "%s(fabs(x%d_) >= 1e-%d) & (fabs(x%d_) <= 1e%d)", k ? " & " : "", k, e, k, e);
+    put(b, ";\n");
+    if (check) {
+        put(b, "    return in_;\n");
+        return;
+    }
+    put(b, "    if (!in_) {\n");
+    for (int k = 0; k < n; k++)
+        put(b, "        const double z%d_ = fabs(x%d_) > 1e-%d ? fabs(x%d_) : 1e-%d;\n"
+               "        const double u%d_ = copysign(z%d_ < 1e%d ? z%d_ : 1e%d, x%d_);\n", k, k, e, k, e, k, k, e, k, e, k);
+    put_products(g, num, n, 'u', 8);
+    put(b, "    }\n");
 }
 
 /* Solve J_ r_ = r_ in place (N_ x N_, double J_[N_][N_]): Gaussian
@@ -1370,10 +1539,13 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put(b, ") {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
         put_arrays(g, 4);
         g->mode = method;
-        g->staged = 1;
+        const ex *num = NULL;
+        const int one = one_division(bl->body, &num);
+        g->staged = one ? 2 : 1;
         const int r = emit_list(g, bl->body, 4);
         g->staged = 0;
         if (r) { free(order); return -1; }
+        if (one) emit_one_division(g, num, n, 0);
         put(b, "}\n\nNS_MECH_FN void nsm_%s_d_%s_post(ns_mech_ppack *p, ", name, bl->name);
         put_fparams(g);
         put(b, "int i_");
@@ -1396,6 +1568,28 @@ static int emit_derivative(gen *g, const block *bl, int method) {
         put(b, "i_");
         for (int k = 0; k < n; k++) put(b, ", nsm_exp(a%d_), t%d_", k, k);
         put(b, ");\n}\n\n");
+        /* the first stage with the TABLE procedure's values set from y_ in
+         * the place of its call (tabled_first); 0 where its exponents are
+         * out of one division's range: the caller then runs _pre there */
+        const block *tb = tabled_first(g->m, bl->body);
+        if (tb) {
+            put(b, "NS_MECH_FN int nsm_%s_d_%s_pre_set(", name, bl->name);
+            put_sig(g);
+            put(b, ", const double *y_, int s_");
+            for (int k = 0; k < n; k++) put(b, ", double *a%d_, double *t%d_", k, k);
+            put(b, ") {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
+            put_arrays(g, 4);
+            put(b, "    nsm_%s_p_%s_set(p, ", name, tb->name);
+            put_fargs(g);
+            put(b, "i_, node_, v_, y_, s_);\n");
+            g->staged = one ? 2 : 1;
+            const int r2 = emit_list_from(g, bl->body, 4, 1);
+            g->staged = 0;
+            if (r2) { free(order); return -1; }
+            if (one) emit_one_division(g, num, n, 1);
+            else put(b, "    return 1;\n");
+            put(b, "}\n\n");
+        }
     } else if (method == M_RUNGE) {
         /* the derivatives f_ at the states as they are, at t + tofs_ */
         put(b, "NS_MECH_FN void nsm_%s_dr_%s(", name, bl->name);

@@ -1,5 +1,5 @@
 /* What the backends (cpu/step.c, cuda/) share of the handle, below sim.c so
- * that no backend calls the facade: the initial state of the host arrays,
+ * that no backend calls the facade: the initial state of the host array,
  * a cell's spike list, and the mechanisms' path chosen by the rule
  * (sim_impl.h declares them). */
 #include <stdlib.h>
@@ -9,22 +9,8 @@
 #include "core/error.h"
 
 void ns_sim_init_host(ns_sim_t *sim) {
-    /* hh's INITIAL at v_init: rates(v); m = minf; h = hinf; n = ninf (the
-     * same for every hh compartment); 0 where there is no hh */
-    ns_hh_rates q;
-    ns_hh_rates_of(&sim->table, sim->params.usetable, sim->q10, sim->params.v_init, &q);
-    for (int64_t c = 0; c < sim->n_cells; ++c) {
-        const sim_shape *s = &sim->shapes[sim->cell_shape[c]];
-        const int64_t o = sim->cell_offset[c];
-        for (int32_t i = 0; i < s->n; ++i) {
-            const int r = s->region[i];
-            const int hh = r >= 0 && sim->region[r].hh;
-            sim->v[o + i] = sim->params.v_init;
-            sim->m[o + i] = hh ? q.minf : 0.0;
-            sim->h[o + i] = hh ? q.hinf : 0.0;
-            sim->n[o + i] = hh ? q.ninf : 0.0;
-        }
-    }
+    /* v at v_init; the mechanisms' states are their INITIAL's (the model's) */
+    for (int64_t i = 0; i < sim->n_comp; ++i) sim->v[i] = sim->params.v_init;
 }
 
 int ns_sim_push_spike(ns_sim_t *sim, int64_t cell, double t) {

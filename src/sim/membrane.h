@@ -1,5 +1,10 @@
-/* Private: the membrane mechanisms, written once for the CPU loop and the
- * CUDA kernel (static inline, host and device).
+/* Private: the hand-written membrane mechanisms (static inline, host and
+ * device), read by the GPU's hand-written onchip and tree paths only
+ * (src/sim/cuda): every simulation runs a model of the generated built-in hh
+ * and pas (src/mech/builtin), and the CPU side includes nothing of this.
+ * Its regions are never set (sim/cuda/step.c), so those paths take no
+ * membrane from here; they go when the onchip kernel's generated hh is as
+ * fast (issue 41).
  *
  * Every expression follows the C that NEURON's nocmodl generates from
  * hh.mod, passive.mod and stim.mod, operation for operation, so that the
@@ -23,6 +28,13 @@
 #define NS_HH_TABLE_N 201       /* entries of hh's rate table */
 #define NS_HH_TABLE_VMIN (-100.0) /* [mV] */
 #define NS_HH_TABLE_DV 1.0      /* [mV] (200 mV / 200 steps) */
+
+/* The hand-written membrane of one region (the GPU kernels' `regions`). */
+typedef struct sim_region {
+    int hh, pas;
+    double gnabar, gkbar, gl, el, ena, ek;
+    double g_pas, e_pas;
+} sim_region;
 
 /* Rates of one voltage: inf and tau of m, h, n. */
 typedef struct ns_hh_rates {

@@ -255,3 +255,44 @@ ns_status ns_sim_params_read(ns_sim_params *p, const char *path) {
     free(buf);
     return st;
 }
+
+/* The model that the membrane keys describe (sim_impl.h): per region, the
+ * built-in hh and pas where inserted, with the region's values; every value
+ * written with 17 significant digits, which the model's number reader reads
+ * back exactly. */
+static ns_status shorthand_set(ns_sim_model_t *m, const char *where, const char *name, double value) {
+    char text[40];
+    snprintf(text, sizeof text, "%.17g", value);
+    return ns_sim_model_set(m, where, name, text);
+}
+
+ns_status ns_sim_params_model(const ns_sim_params *p, ns_sim_model_t **out) {
+    *out = NULL;
+    ns_sim_model_t *m = NULL;
+    ns_status st = ns_sim_model_create(NULL, &m);
+    int any_hh = 0;
+    for (int r = 0; st == NS_OK && r < NS_REGION_COUNT; ++r) {
+        const ns_membrane *mb = &p->region[r];
+        const char *where = ns_region_name((ns_region)r);
+        if (mb->hh) {
+            any_hh = 1;
+            const char *names[6] = {"gnabar_hh", "gkbar_hh", "gl_hh", "el_hh", "ena", "ek"};
+            const double values[6] = {mb->gnabar, mb->gkbar, mb->gl, mb->el, mb->ena, mb->ek};
+            st = ns_sim_model_insert(m, where, "hh");
+            for (int k = 0; k < 6 && st == NS_OK; ++k) st = shorthand_set(m, where, names[k], values[k]);
+        }
+        if (st == NS_OK && mb->pas) {
+            st = ns_sim_model_insert(m, where, "pas");
+            if (st == NS_OK) st = shorthand_set(m, where, "g_pas", mb->g_pas);
+            if (st == NS_OK) st = shorthand_set(m, where, "e_pas", mb->e_pas);
+        }
+    }
+    if (st == NS_OK && any_hh) st = ns_sim_model_set_global(m, "usetable_hh", (double)p->usetable);
+    if (st != NS_OK) {
+        ns_sim_model_destroy(m);
+        return st;
+    }
+    ns_clear_error(); /* usetable_hh is found as the mechanism's usetable_rates, after a first miss */
+    *out = m;
+    return NS_OK;
+}

@@ -96,37 +96,6 @@ static ns_status shape_build(sim_shape *s, const ns_cell_t *cell, const ns_sim_p
     return ns_cell_locate(cell, 0, 0.5, &s->spike_node);
 }
 
-static void resolve_regions(ns_sim_t *sim) {
-    for (int r = 0; r < NS_REGION_COUNT; ++r) {
-        const ns_membrane *m = &sim->params.region[r];
-        sim_region *q = &sim->region[r];
-        q->hh = m->hh;
-        q->pas = m->pas;
-        q->gnabar = m->gnabar;
-        q->gkbar = m->gkbar;
-        q->gl = m->gl;
-        q->el = m->el;
-        q->ena = m->ena;
-        q->ek = m->ek;
-        q->g_pas = m->g_pas;
-        q->e_pas = m->e_pas;
-    }
-    /* hh.mod: q10 = 3^((celsius - 6.3)/10), and the TABLE built with
-     * _x += _dx from -100 (exact integers here) */
-    sim->q10 = pow(3.0, ((sim->params.celsius - 6.3) / 10.0));
-    double xv = NS_HH_TABLE_VMIN;
-    for (int i = 0; i < NS_HH_TABLE_N; xv += NS_HH_TABLE_DV, ++i) {
-        ns_hh_rates r;
-        ns_hh_rates_exact(xv, sim->q10, &r);
-        sim->table.minf[i] = r.minf;
-        sim->table.mtau[i] = r.mtau;
-        sim->table.hinf[i] = r.hinf;
-        sim->table.htau[i] = r.htau;
-        sim->table.ninf[i] = r.ninf;
-        sim->table.ntau[i] = r.ntau;
-    }
-    sim->cfac = .001 / sim->params.dt;
-}
 
 /* The backend and loop through the family's table (core/registry.h) and
  * its auto rule (sim/policy.c). */
@@ -214,7 +183,6 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
     sim->n_cells = n_cells;
     st = choose_backend(sim);
     if (st != NS_OK) goto fail;
-    resolve_regions(sim);
     sim->shapes = calloc((size_t)n_shapes, sizeof *sim->shapes);
     sim->cell_shape = malloc((size_t)n_cells * sizeof *sim->cell_shape);
     sim->cell_offset = malloc((size_t)(n_cells + 1) * sizeof *sim->cell_offset);
@@ -231,11 +199,16 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
         if (st != NS_OK) goto fail;
         if (sim->shapes[k].n > sim->max_n) sim->max_n = sim->shapes[k].n;
     }
-    if (o.model || o.shape_models) {
-        /* the models' mechanisms replace the hand-written hh and pas */
-        st = ns_sim_model_resolve(o.model, o.shape_models, n_shapes, shapes, params, &sim->model);
+    {
+        /* every simulation runs a model: the options' or the one the params'
+         * membrane keys stand for (ns_sim_params_model) */
+        ns_sim_model_t *shorthand = NULL;
+        if (!o.model && !o.shape_models) st = ns_sim_params_model(params, &shorthand);
+        if (st == NS_OK)
+            st = ns_sim_model_resolve(shorthand ? shorthand : o.model, o.shape_models, n_shapes, shapes, params,
+                                      &sim->model);
+        ns_sim_model_destroy(shorthand);
         if (st != NS_OK) goto fail;
-        for (int r = 0; r < NS_REGION_COUNT; ++r) sim->region[r].hh = sim->region[r].pas = 0;
         for (int32_t k = 0; k < n_shapes; ++k) /* the model's cm statements (NEURON's cm per segment) */
             for (int32_t i = 0; i < sim->shapes[k].n; ++i)
                 if (sim->shapes[k].region[i] >= 0 && !isnan(sim->model->cm[k][i]))
@@ -251,10 +224,7 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
     sim->n_comp = sim->cell_offset[n_cells];
     size_t z = (size_t)sim->n_comp;
     sim->v = malloc(z * sizeof *sim->v);
-    sim->m = malloc(z * sizeof *sim->m);
-    sim->h = malloc(z * sizeof *sim->h);
-    sim->n = malloc(z * sizeof *sim->n);
-    if (!sim->v || !sim->m || !sim->h || !sim->n) {
+    if (!sim->v) {
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_create: state of %lld compartments",
                      (long long)sim->n_comp);
         goto fail;
@@ -294,9 +264,6 @@ void ns_sim_destroy(ns_sim_t *sim) {
     free(sim->cell_shape);
     free(sim->cell_offset);
     free(sim->v);
-    free(sim->m);
-    free(sim->h);
-    free(sim->n);
     free(sim->stims);
     free(sim->recs);
     free(sim->stim_begin);
@@ -597,58 +564,46 @@ const double *ns_sim_spikes(const ns_sim_t *sim, int64_t cell, int64_t *count) {
     return sim->spikes[cell];
 }
 
-ns_status ns_sim_get_state(ns_sim_t *sim, int64_t cell, double *v, double *m, double *h, double *n) {
-    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_state: sim is NULL");
-    if (sim->dist) return ns_dist_sim_refuse("ns_sim_get_state");
+/* After ns_sim_set_state the host copy is the state; else a backend that
+ * keeps its own brings the host copy up to date. */
+static ns_status sync_host(ns_sim_t *sim) {
+    if (!sim->ops->sync_state || sim->state_set) return NS_OK;
+    const int caller = enter(sim);
+    ns_status st = sim->ops->sync_state(sim);
+    leave(sim, caller);
+    return st;
+}
+
+static ns_status check_cell(const ns_sim_t *sim, const char *who, int64_t cell) {
+    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: sim is NULL", who);
+    if (sim->dist) return ns_dist_sim_refuse(who);
     if (cell < 0 || cell >= sim->n_cells)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_state: cell %lld of %lld", (long long)cell,
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: cell %lld of %lld", who, (long long)cell,
                        (long long)sim->n_cells);
-    if (sim->ops->sync_state && !sim->state_set) { /* after ns_sim_set_state the host copy is the state */
-        const int caller = enter(sim);
-        ns_status st = sim->ops->sync_state(sim);
-        leave(sim, caller);
-        if (st != NS_OK) return st;
-    }
-    const int64_t o = sim->cell_offset[cell];
-    const size_t z = (size_t)(sim->cell_offset[cell + 1] - o) * sizeof(double);
-    if (v) memcpy(v, sim->v + o, z);
-    if (m) memcpy(m, sim->m + o, z);
-    if (h) memcpy(h, sim->h + o, z);
-    if (n) memcpy(n, sim->n + o, z);
     return NS_OK;
 }
 
-ns_status ns_sim_set_state(ns_sim_t *sim, int64_t cell, const double *v, const double *m, const double *h,
-                           const double *n) {
-    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_set_state: sim is NULL");
-    if (sim->dist) return ns_dist_sim_refuse("ns_sim_set_state");
-    if (cell < 0 || cell >= sim->n_cells)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_set_state: cell %lld of %lld", (long long)cell,
-                       (long long)sim->n_cells);
-    if (sim->model && (m || h || n))
-        return ns_fail(NS_ERR_UNSUPPORTED, "ns_sim_set_state: a model simulation has no built-in hh gates (m, h, n "
-                                           "must be NULL)");
+ns_status ns_sim_get_state(ns_sim_t *sim, int64_t cell, double *v) {
+    ns_status st = check_cell(sim, "ns_sim_get_state", cell);
+    if (st == NS_OK) st = sync_host(sim);
+    if (st != NS_OK) return st;
+    const int64_t o = sim->cell_offset[cell];
+    if (v) memcpy(v, sim->v + o, (size_t)(sim->cell_offset[cell + 1] - o) * sizeof(double));
+    return NS_OK;
+}
+
+ns_status ns_sim_set_state(ns_sim_t *sim, int64_t cell, const double *v) {
+    ns_status st = check_cell(sim, "ns_sim_set_state", cell);
+    if (st != NS_OK || !v) return st;
     /* the other cells' host copy must be current before it is pushed back */
-    if (sim->ops->sync_state && !sim->state_set) {
-        const int caller = enter(sim);
-        ns_status st = sim->ops->sync_state(sim);
-        leave(sim, caller);
-        if (st != NS_OK) return st;
-    }
+    if ((st = sync_host(sim)) != NS_OK) return st;
     const int64_t o = sim->cell_offset[cell];
     const int32_t cnt = (int32_t)(sim->cell_offset[cell + 1] - o);
-    const double *src[4] = {v, m, h, n};
-    double *dst[4] = {sim->v + o, sim->m + o, sim->h + o, sim->n + o};
-    static const char *const names[4] = {"v", "m", "h", "n"};
-    for (int a = 0; a < 4; ++a) {
-        if (!src[a]) continue;
-        for (int32_t i = 0; i < cnt; ++i)
-            if (!isfinite(src[a][i]))
-                return ns_fail(NS_ERR_NOT_FINITE, "ns_sim_set_state: cell %lld, compartment %d: %s = %g",
-                               (long long)cell, (int)i, names[a], src[a][i]);
-    }
-    for (int a = 0; a < 4; ++a)
-        if (src[a]) memcpy(dst[a], src[a], (size_t)cnt * sizeof(double));
+    for (int32_t i = 0; i < cnt; ++i)
+        if (!isfinite(v[i]))
+            return ns_fail(NS_ERR_NOT_FINITE, "ns_sim_set_state: cell %lld, compartment %d: v = %g", (long long)cell,
+                           (int)i, v[i]);
+    memcpy(sim->v + o, v, (size_t)cnt * sizeof(double));
     sim->state_set = 1;
     return NS_OK;
 }
@@ -661,8 +616,8 @@ int64_t ns_sim_cell_offset(const ns_sim_t *sim, int64_t cell) {
 
 /* The host array of a variable (sim_impl.h: Flat, the host copy). */
 static double *host_var(ns_sim_t *sim, ns_sim_var var) {
-    double *const arrays[NS_SIM_VAR_COUNT] = {sim->v, sim->m, sim->h, sim->n};
-    return arrays[var];
+    (void)var; /* NS_SIM_VAR_V, the one variable of the handle (a mechanism's: ns_sim_state_field) */
+    return sim->v;
 }
 
 static ns_status check_var(const ns_sim_t *sim, const char *who, ns_sim_var var, const void *flat, void *stream) {
@@ -672,9 +627,6 @@ static ns_status check_var(const ns_sim_t *sim, const char *who, ns_sim_var var,
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: var %d is not an ns_sim_var (0..%d)", who, (int)var,
                        NS_SIM_VAR_COUNT - 1);
     if (!flat) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: flat is NULL", who);
-    if (sim->model && var != NS_SIM_VAR_V)
-        return ns_fail(NS_ERR_UNSUPPORTED, "%s: a model simulation has no built-in hh gates (its states are its "
-                                           "mechanisms')", who);
     if (stream && !sim->ops->read_var)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: stream given for a %s simulation (host memory, no stream)", who,
                        sim->ops->name);
@@ -735,7 +687,6 @@ ns_status ns_sim_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
     ns_status st = push_host_state(sim); /* a pending ns_sim_set_state: into the loop's arrays first */
     if (st == NS_OK) st = sim->ops->state_part(sim, part, out);
     leave(sim, caller);
-    if (st == NS_OK && sim->model) out->m = out->h = out->n = NULL; /* a model's states are its mechanisms' */
     return st;
 }
 
@@ -757,10 +708,6 @@ ns_status ns_sim_state_field(ns_sim_t *sim, int64_t part, const char *name, ns_s
     if (sim->dist) return ns_dist_sim_refuse("ns_sim_state_field");
     if (!name) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: name is NULL");
     if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: out is NULL");
-    if (!sim->model)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: %s: the simulation has no model (v and hh's gates: "
-                                                "ns_sim_state_part)",
-                       name);
     const int64_t parts = sim->ops->state_parts(sim);
     if (part < 0 || part >= parts)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_state_field: part %lld of %lld", (long long)part,
@@ -777,22 +724,45 @@ ns_status ns_sim_state_field(ns_sim_t *sim, int64_t part, const char *name, ns_s
     return st;
 }
 
-ns_status ns_sim_get_model_var(ns_sim_t *sim, int64_t cell, const char *name, double *values) {
-    if (!sim || !name || !values) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_model_var: NULL argument");
-    if (sim->dist) return ns_dist_sim_refuse("ns_sim_get_model_var");
-    if (!sim->model)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_model_var: %s: the simulation has no model", name);
-    if (cell < 0 || cell >= sim->n_cells)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_get_model_var: cell %lld of %lld", (long long)cell,
-                       (long long)sim->n_cells);
+/* ns_sim_get_model_var and ns_sim_set_model_var: the name resolved
+ * (ns_sim_model_var_lookup), the values through the backend. A write of
+ * the cell's host copy of v pending (ns_sim_set_state) stays pending: the
+ * two are separate arrays. */
+static ns_status model_var(ns_sim_t *sim, const char *who, int64_t cell, const char *name, double *values,
+                           int write) {
+    ns_status st = check_cell(sim, who, cell);
+    if (st != NS_OK) return st;
+    if (!name || !values) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: NULL argument", who);
     int32_t mech, ion;
     int field, q;
-    ns_status lst = ns_sim_model_var_lookup(sim->model, name, &mech, &field, &ion, &q);
-    if (lst != NS_OK) return lst;
+    if ((st = ns_sim_model_var_lookup(sim->model, name, &mech, &field, &ion, &q)) != NS_OK) return st;
+    if (write) {
+        const int64_t n = sim->cell_offset[cell + 1] - sim->cell_offset[cell];
+        const int32_t shape = sim->cell_shape[cell];
+        for (int64_t i = 0; i < n; ++i) {
+            int present = 1;
+            if (mech >= 0) { /* only where the mechanism is inserted */
+                const sim_mech_shape *ms = &sim->model->per_shape[(size_t)shape * sim->model->n_mechs + mech];
+                present = 0;
+                for (int32_t k = 0; k < ms->n && !present; ++k) present = ms->node[k] == (int32_t)i;
+            }
+            if (present && !isfinite(values[i]))
+                return ns_fail(NS_ERR_NOT_FINITE, "%s: cell %lld, compartment %lld: %s = %g", who, (long long)cell,
+                               (long long)i, name, values[i]);
+        }
+    }
     const int caller = enter(sim);
-    ns_status st = sim->ops->model_var(sim, cell, mech, field, ion, q, values);
+    st = sim->ops->model_var(sim, cell, mech, field, ion, q, values, write);
     leave(sim, caller);
     return st;
+}
+
+ns_status ns_sim_get_model_var(ns_sim_t *sim, int64_t cell, const char *name, double *values) {
+    return model_var(sim, "ns_sim_get_model_var", cell, name, values, 0);
+}
+
+ns_status ns_sim_set_model_var(ns_sim_t *sim, int64_t cell, const char *name, const double *values) {
+    return model_var(sim, "ns_sim_set_model_var", cell, name, (double *)values, 1);
 }
 
 /* The family's implementations (core/registry.h): the GPU loops take the

@@ -3,7 +3,6 @@
 #ifndef NS_CABLE_SIM_IMPL_H
 #define NS_CABLE_SIM_IMPL_H
 
-#include "sim/membrane.h"
 #include "mech/model_impl.h"
 #include "core/registry.h"
 #include "neurosolve/cable.h"
@@ -20,13 +19,6 @@ typedef struct sim_shape {
     double *x;
     int32_t spike_node;   /* root section at x = 0.5 */
 } sim_shape;
-
-/* Resolved membrane of one region (what the loops read). */
-typedef struct sim_region {
-    int hh, pas;
-    double gnabar, gkbar, gl, el, ena, ek;
-    double g_pas, e_pas;
-} sim_region;
 
 typedef struct sim_stim {
     int64_t cell;
@@ -69,15 +61,12 @@ struct ns_sim {
     int64_t *cell_offset;  /* n_cells + 1: Flat layout of the state */
     int64_t n_comp;
 
-    /* state, Flat layout (host copy; the CUDA loop keeps its own on the device) */
-    double *v, *m, *h, *n;
+    /* v, Flat layout (host copy; the CUDA loop keeps its own on the device);
+     * the mechanisms' states are the model's */
+    double *v;
 
-    sim_region region[NS_REGION_COUNT];
-    sim_model *model;      /* mechanisms from a library (ns_sim_options.model); NULL: hh and pas of params */
+    sim_model *model;      /* ns_sim_options.model, or the params' membrane keys' (ns_sim_params_model) */
     struct sim_net *net;   /* synapses, sources, connections (net.c); NULL: none */
-    double q10;
-    ns_hh_table table;
-    double cfac; /* 1e-3 / dt */
 
     /* stimuli and recordings as added, and per-cell indexes of them (CSR over
      * cells, rebuilt when `dirty`) */
@@ -143,11 +132,12 @@ struct sim_ops {
      * except the pointer and stream, which belong to the backend */
     ns_status (*read_var)(ns_sim_t *sim, ns_sim_var var, double *flat, void *stream);
     ns_status (*write_var)(ns_sim_t *sim, ns_sim_var var, const double *flat, void *stream);
-    /* ns_sim_get_model_var: field `field` of the model's mechanism `mech`
-     * (NaN where it is not inserted), or (mech < 0) array q (0 e, 1 ci, 2 co,
-     * 3 i) of ion `ion`, of one cell, into `out` (host) */
+    /* ns_sim_get_model_var (write 0) / ns_sim_set_model_var (write 1): field
+     * `field` of the model's mechanism `mech` (read: NaN where it is not
+     * inserted; write: those entries ignored), or (mech < 0) array q (0 e,
+     * 1 ci, 2 co, 3 i) of ion `ion`, of one cell, from or into `io` (host) */
     ns_status (*model_var)(ns_sim_t *sim, int64_t cell, int32_t mech, int32_t field, int32_t ion, int32_t q,
-                           double *out);
+                           double *io, int write);
     /* a network's interval loop (net_impl.h, ns_net_loop_next; NULL: no
      * networks on this backend) */
     ns_status (*advance_net)(ns_sim_t *sim, struct net_loop *loop, sim_fault *fault);
@@ -164,12 +154,17 @@ struct sim_ops {
 };
 
 const sim_ops *ns_sim_cpu_ops(void);
-/* The initial state in the host arrays (v = v_init, hh gates at their
- * steady state): every backend's init starts from it. */
+/* The initial state in the host array (v = v_init; the mechanisms' states
+ * are set by the model's INITIAL): every backend's init starts from it. */
 void ns_sim_init_host(ns_sim_t *sim);
 /* The family's implementations (core/registry.h), in sim.c. */
 ns_impl_table ns_sim_impls(void);
 const sim_ops *ns_sim_cuda_ops(void); /* NULL without CUDA */
+
+/* The model that the params' membrane keys (hh, pas and their values per
+ * region, usetable_hh) stand for: the built-in hh and pas of the catalogue
+ * (params.c); every simulation without ns_sim_options.model runs it. */
+ns_status ns_sim_params_model(const ns_sim_params *params, ns_sim_model_t **out);
 
 /* Append a spike time to a cell's list (0 or -1 when out of memory). */
 int ns_sim_push_spike(ns_sim_t *sim, int64_t cell, double t);
@@ -188,5 +183,7 @@ ns_status ns_sim_mechanisms_path(ns_sim_t *sim, const struct ns_sim_mech_facts *
 
 /* NEURON's time after k half steps from t (t += 0.5 * dt each). */
 static inline double ns_sim_half_step(double t, double dt) { return t + .5 * dt; }
+/* NEURON's nrn_cap_jacob factor: cap = this x cm */
+static inline double ns_sim_cap_factor(const ns_sim_t *sim) { return .001 / sim->params.dt; }
 
 #endif

@@ -212,16 +212,6 @@ int main(void) {
     CHECK(ns_cpu_split(20000, 369580, 16) == 0);           /* below a share */
     CHECK(ns_cpu_split(259, 259, 16) == 0);                /* one small cell: too small to split */
     CHECK(ns_cpu_split(16384, 16384, 16) == 1);            /* one cell of 1,024 per thread */
-    /* the masked passes: dense_Animal_2_Basal_2 (38,580 compartments, 25,727
-     * with hh in 12,857 runs: 2.0 nodes) masked in blocks of 1 and 2 lanes
-     * (2.0 and 4.0 lane-nodes per run, under NS_CPU_MASKED_LANE_RUN = 8), not
-     * of 4 or 8; allen_rbp4 (215 of its 259 with hh, in 50 runs: 4.3 nodes)
-     * at 1 lane only; hh at the soma alone (1 node of 259) never: most
-     * nodes would compute for nothing */
-    CHECK(ns_cpu_masked(25727, 12857, 38580, 1) && ns_cpu_masked(25727, 12857, 38580, 2));
-    CHECK(!ns_cpu_masked(25727, 12857, 38580, 4) && !ns_cpu_masked(25727, 12857, 38580, 8));
-    CHECK(ns_cpu_masked(215, 50, 259, 1) && !ns_cpu_masked(215, 50, 259, 2));
-    CHECK(!ns_cpu_masked(1, 1, 259, 1) && !ns_cpu_masked(0, 0, 259, 1));
     /* the node order: shapes whose hh runs average under 8 nodes:
      * dense_Animal_2_Basal_2, allen_rbp4, fly_OP1_diadem_axon (99 in 49
      * runs); not mouselight_AA0059 (5,173 in 330 runs: 15.7), nor a shape

@@ -969,35 +969,84 @@ static void bad_input(const ns_cell_t *l5, const ns_cell_t *one) {
     CHECK_FAILS(create_with("all.insert = hh\nsoma.nao = -1 - d\n", l5, &sim), NS_ERR_INVALID_ARGUMENT,
                 "t.model:2: soma.nao is");
     CHECK(sim == NULL);
-    /* the model's simulation: no checkpoint (the mechanisms' states are not saved) */
+    /* the model's simulation: its checkpoint holds every mechanism's state by name (m_hh, ...) and
+     * resumes bit for bit; refused for another model, and a version-1 file (v and hh's gates
+     * without names) is refused naming its version */
     CHECK_OK(create_with("all.insert = hh pas\n", one, &sim));
-    if (sim) {
+    ns_sim_t *twin = NULL, *other = NULL;
+    CHECK_OK(create_with("all.insert = hh pas\n", one, &twin));
+    CHECK_OK(create_with("all.insert = hh\n", one, &other));
+    if (sim && twin && other) {
         char *path = tmp("model.ckpt");
-        CHECK_FAILS(ns_sim_save_state(sim, path), NS_ERR_UNSUPPORTED, "model");
-        CHECK_FAILS(ns_sim_restore_state(sim, path), NS_ERR_UNSUPPORTED, "model", "cannot be restored");
-        FILE *f = fopen(path, "rb");
-        CHECK_MSG(f == NULL, "a refused checkpoint left %s", path);
-        if (f) fclose(f);
-        /* no built-in hh gates: m, h, n refused, v accepted */
-        const int64_t nc = ns_sim_compartments(sim);
-        double *buf = calloc((size_t)nc, sizeof *buf);
-        CHECK_OK(ns_sim_read_var(sim, NS_SIM_VAR_V, buf, NULL));
-        CHECK(buf && buf[0] == -65.0);
-        CHECK_FAILS(ns_sim_read_var(sim, NS_SIM_VAR_HH_M, buf, NULL), NS_ERR_UNSUPPORTED, "no built-in hh gates");
-        CHECK_FAILS(ns_sim_write_var(sim, NS_SIM_VAR_HH_N, buf, NULL), NS_ERR_UNSUPPORTED, "no built-in hh gates");
-        CHECK_FAILS(ns_sim_set_state(sim, 0, NULL, buf, NULL, NULL), NS_ERR_UNSUPPORTED, "m, h, n must be NULL");
-        CHECK_OK(ns_sim_set_state(sim, 0, buf, NULL, NULL, NULL));
-        free(buf);
-        /* and it runs: a model of hh and pas on one compartment */
+        CHECK_OK(ns_sim_add_iclamp(sim, 0, 0, 0.5, 2.0, 0.3));
+        CHECK_OK(ns_sim_add_iclamp(twin, 0, 0, 0.5, 2.0, 0.3));
+        CHECK_OK(ns_sim_add_iclamp(other, 0, 0, 0.5, 2.0, 0.3));
         CHECK_OK(ns_sim_advance(sim, 40));
+        CHECK_OK(ns_sim_save_state(sim, path));
+        CHECK_FAILS(ns_sim_restore_state(other, path), NS_ERR_INVALID_ARGUMENT, "another simulation");
+        CHECK_OK(ns_sim_restore_state(twin, path));
+        CHECK_OK(ns_sim_advance(sim, 40));
+        CHECK_OK(ns_sim_advance(twin, 40));
+        const int64_t nc = ns_sim_compartments(sim);
+        double *a = calloc((size_t)nc * 2, sizeof *a);
+        if (a) {
+            static const char *const names[3] = {"m_hh", "h_hh", "n_hh"};
+            CHECK_OK(ns_sim_get_state(sim, 0, a));
+            CHECK_OK(ns_sim_get_state(twin, 0, a + nc));
+            CHECK_MSG(memcmp(a, a + nc, (size_t)nc * sizeof *a) == 0, "v after a model's checkpoint differs");
+            CHECK(a[0] > -65.0 + 1.0); /* the clamp moved it: the comparison is not of two resting cells */
+            for (int k = 0; k < 3; ++k) {
+                CHECK_OK(ns_sim_get_model_var(sim, 0, names[k], a));
+                CHECK_OK(ns_sim_get_model_var(twin, 0, names[k], a + nc));
+                CHECK_MSG(memcmp(a, a + nc, (size_t)nc * sizeof *a) == 0, "%s after a model's checkpoint differs",
+                          names[k]);
+            }
+            /* set_model_var: a written gate is read back; NaN refused where hh is inserted */
+            for (int64_t i = 0; i < nc; ++i) a[i] = 0.25;
+            CHECK_OK(ns_sim_set_model_var(sim, 0, "m_hh", a));
+            CHECK_OK(ns_sim_get_model_var(sim, 0, "m_hh", a + nc));
+            CHECK(a[nc] == 0.25);
+            a[0] = NAN;
+            CHECK_FAILS(ns_sim_set_model_var(sim, 0, "m_hh", a), NS_ERR_NOT_FINITE, "m_hh = nan");
+            CHECK_FAILS(ns_sim_set_model_var(sim, 0, "m_nope", a), NS_ERR_INVALID_ARGUMENT, "m_nope");
+            free(a);
+        }
+        /* version 1: the same header with version 1 */
+        FILE *f = fopen(path, "r+b");
+        if (f) {
+            const unsigned char one_le[4] = {1, 0, 0, 0};
+            fseek(f, 8, SEEK_SET);
+            fwrite(one_le, 1, 4, f);
+            fclose(f);
+            CHECK_FAILS(ns_sim_restore_state(twin, path), NS_ERR_UNSUPPORTED, "version 1", "run again");
+        }
+        remove(path);
+    }
+    ns_sim_destroy(sim);
+    ns_sim_destroy(twin);
+    ns_sim_destroy(other);
+    {
+        /* v through the bulk accessor, the only variable it has (the mechanisms': ns_sim_state_field) */
+        CHECK_OK(create_with("all.insert = hh pas\n", one, &sim));
+        const int64_t nc = sim ? ns_sim_compartments(sim) : 0;
+        double *buf = calloc((size_t)(nc ? nc : 1), sizeof *buf);
+        if (sim) {
+            CHECK_OK(ns_sim_read_var(sim, NS_SIM_VAR_V, buf, NULL));
+            CHECK(buf && buf[0] == -65.0);
+            CHECK_FAILS(ns_sim_read_var(sim, NS_SIM_VAR_COUNT, buf, NULL), NS_ERR_INVALID_ARGUMENT, "var");
+            CHECK_OK(ns_sim_set_state(sim, 0, buf));
+            /* and it runs: a model of hh and pas on one compartment */
+            CHECK_OK(ns_sim_advance(sim, 40));
+        }
+        free(buf);
         ns_sim_destroy(sim);
     }
     printf("bad input: checked\n");
 }
 
-/* ns_sim_get_model_var against an independent path: the hand-written hh's
- * gates (ns_sim_get_state) after the same run, the parameters and ion values
- * the model gives, NaN where a mechanism is absent, and the refusals. */
+/* ns_sim_get_model_var: the params' shorthand (gnabar, ena of a region) against
+ * the same membrane as a model file after the same run, the parameters and ion
+ * values the model gives, NaN where a mechanism is absent, and the refusals. */
 static void model_var_reads(const ns_cell_t *cell) {
     ns_sim_params p;
     ns_sim_params_init(&p);
@@ -1035,7 +1084,9 @@ static void model_var_reads(const ns_cell_t *cell) {
     double worst = 0.0;
     int64_t bad = 0;
     for (int64_t c = 0; c < 3; ++c) {
-        CHECK_OK(ns_sim_get_state(hand, c, NULL, m, h, gn));
+        CHECK_OK(ns_sim_get_model_var(hand, c, "m_hh", m));
+        CHECK_OK(ns_sim_get_model_var(hand, c, "h_hh", h));
+        CHECK_OK(ns_sim_get_model_var(hand, c, "n_hh", gn));
         CHECK_OK(ns_sim_get_model_var(gen, c, "m_hh", x));
         CHECK_OK(ns_sim_get_model_var(gen, c, "h_hh", y));
         CHECK_OK(ns_sim_get_model_var(gen, c, "n_hh", z));
@@ -1055,15 +1106,14 @@ static void model_var_reads(const ns_cell_t *cell) {
             bad += x[i] != (soma ? 0.2 : 0.12) || y[i] != (soma ? 55.0 : 50.0) || z[i] != 54.4;
         }
     }
-    printf("ns_sim_get_model_var: hh's gates against the hand-written loop's within %.3g; %lld wrong values\n", worst,
-           (long long)bad);
-    CHECK_MSG(worst <= 1e-9 && bad == 0, "gates differ by %g, %lld wrong values", worst, (long long)bad);
+    printf("ns_sim_get_model_var: hh's gates of the params' shorthand against the model file's within %.3g; %lld "
+           "wrong values\n", worst, (long long)bad);
+    CHECK_MSG(worst == 0.0 && bad == 0, "gates differ by %g, %lld wrong values", worst, (long long)bad);
     /* refusals */
     CHECK_FAILS(ns_sim_get_model_var(gen, 0, "m_NaTs2_t", x), NS_ERR_INVALID_ARGUMENT, "'m_NaTs2_t'", "hh", "ena");
     CHECK_FAILS(ns_sim_get_model_var(gen, 0, "q_hh", x), NS_ERR_INVALID_ARGUMENT, "q", "minf");
     CHECK_FAILS(ns_sim_get_model_var(gen, 0, "ina", x), NS_ERR_UNSUPPORTED, "no mechanism reads the current of na");
     CHECK_FAILS(ns_sim_get_model_var(gen, 3, "m_hh", x), NS_ERR_INVALID_ARGUMENT, "cell 3 of 3");
-    CHECK_FAILS(ns_sim_get_model_var(hand, 0, "m_hh", x), NS_ERR_INVALID_ARGUMENT, "has no model");
     CHECK_FAILS(ns_sim_get_model_var(gen, 0, NULL, x), NS_ERR_INVALID_ARGUMENT, "NULL");
     free(m);
     ns_sim_destroy(hand);

@@ -176,8 +176,14 @@ int main(void) {
         hh = text ? text : "";
         /* m' = (minf - m)/mtau by cnexp: nocmodl's arithmetic, with its
          * target -(minf/mtau)/(-1/mtau) as minf (nsm_exp: the C library's exp
-         * on the GPU, a vectorising polynomial on the host) */
-        CHECK(strstr(hh, "*a0_ = p->dt * (((-1.0) / (*F12_)));") && strstr(hh, "*t0_ = ((*F9_));") &&
+         * on the GPU, a vectorising polynomial on the host), the three
+         * exponents dt (-1/tau) from one division, of the clamped taus
+         * where one is out of its range (emit_one_division;
+         * tests/mech/test_table_rows.c its values) */
+        CHECK(strstr(hh, "const double x0_ = (*F12_);") && strstr(hh, "*t0_ = ((*F9_));") &&
+              strstr(hh, "const double d_ = (p->dt * (-1.0)) / ((x0_ * x1_) * x2_);") &&
+              strstr(hh, "*a0_ = d_ * (x1_ * x2_);") && strstr(hh, "*a2_ = d_ * (x0_ * x1_);") &&
+              strstr(hh, "        *a0_ = (x0_ == x0_ ? du_ : x0_) * (u1_ * u2_);") &&
               strstr(hh, "(*F15_) = (*F15_) + (1. - e0_) * (t0_ - (*F15_));"));
         /* in three stages (nmodl_gen.c, cnexp_staged), joined for one instance */
         CHECK(strstr(hh, "nsm_hh_d_states_post(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, "
@@ -188,12 +194,21 @@ int main(void) {
         CHECK(strstr(hh, "nsm_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_ + .001)") && strstr(hh, "g_ = nsm_slope(g_ - rhs_);"));
         CHECK(strstr(hh, "#ifdef __CUDA_ARCH__\n    const double q = x * 1000.0;\n    return fma(fma(-q, .001, x), 1000.0, q);\n"
                          "#else\n    return x / .001;\n#endif"));
-        CHECK(strstr(hh, "hi_ = xi_ >= 200.") && strstr(hh, "const double xi_ = T_[3] * (A_v - T_[2]);"));
+        CHECK(strstr(hh, "hi_ = xi_ >= 200.") && strstr(hh, "const double xi_ = T_[3] * (x_ - T_[2]);") &&
+              strstr(hh, "nsm_hh_p_rates_at(p, A_v, &k_, &t_);"));
         /* the lookup has no branch and selects no loaded value (one
          * interpolation for every case): usetable is the only test, and the
          * loops hoist it */
         CHECK(strstr(hh, "(*F9_) = a_ + t_ * (b_ - a_);") && !strstr(hh, "if (xi_") &&
-              !strstr(hh, "? a_") && strstr(hh, "k_ = j_ * in_ + 200 * hi_, k1_ = k_ + (k_ < 200);"));
+              !strstr(hh, "? a_") && strstr(hh, "*k_ = j_ * in_ + 200 * hi_;") &&
+              strstr(hh, "const int k1_ = k_ + (k_ < 200);"));
+        /* the rows (values, then differences to the next entry) and the first
+         * stage that takes the values looked up in them in the place of the
+         * procedure's call */
+        CHECK(strstr(hh, "#define NSM_hh_rates_ROW 16") && strstr(hh, "r_[8 + c_] = col_[k1_] - col_[k_];") &&
+              strstr(hh, "(*F12_) = y_[1 * s_];") &&
+              strstr(hh, "nsm_hh_p_rates_set(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, "
+                         "F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, y_, s_);"));
         CHECK(strstr(hh, "q10 = pow(3.0, ((p->celsius - 6.3) / 10.0));"));
         ns_nmodl_free(text);
         ns_nmodl_destroy(m);

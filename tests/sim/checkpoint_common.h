@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "hh_state.h"
 #include "neurosolve/neurosolve.h"
 
 /* a small cell, a medium one and (for the GPU: the tree loop) a large one */
@@ -101,8 +102,8 @@ static double ck_compare(ns_sim_t *a, ns_sim_t *b, int n_shapes, ns_cell_t **cel
             if (memcmp(&pa[q], &pb[q], sizeof(double)) != 0) *bitwise = 0;
         }
         const int32_t n = ns_tree_size(ns_cell_tree(cells[c % n_shapes]));
-        CHECK_OK(ns_sim_get_state(a, c, va, va + n, va + 2 * n, va + 3 * n));
-        CHECK_OK(ns_sim_get_state(b, c, vb, vb + n, vb + 2 * n, vb + 3 * n));
+        CHECK_OK(hh_state(a, c, n, va));
+        CHECK_OK(hh_state(b, c, n, vb));
         for (int32_t i = 0; i < 4 * n; ++i) {
             worst = fmax(worst, fabs(va[i] - vb[i]));
             if (memcmp(&va[i], &vb[i], sizeof(double)) != 0) *bitwise = 0;

@@ -17,6 +17,7 @@
 #include "sim/cpu/policy.h"
 #include "sim/membrane.h"
 #include "check.h"
+#include "hh_state.h"
 #include "lapack.h"
 #include "neurosolve/neurosolve.h"
 
@@ -123,7 +124,7 @@ static void test_passive_steady(void) {
     double *v = malloc((size_t)n * sizeof *v);
     double *M = calloc((size_t)n * n, sizeof *M), *rhs = calloc((size_t)n, sizeof *rhs);
     int *ipiv = malloc((size_t)n * sizeof *ipiv);
-    CHECK_OK(ns_sim_get_state(sim, 0, v, NULL, NULL, NULL));
+    CHECK_OK(ns_sim_get_state(sim, 0, v));
     /* Kirchhoff at every node [uS, mV, nA]: membrane g_pas A 1e-2 (S/cm^2 x um^2
      * -> uS), axial 1/ri between each node and its parent, I at the soma */
     for (int i = 0; i < n; ++i) {
@@ -277,7 +278,7 @@ static void run_population(ns_hines_method method, ns_junction_policy junctions,
         int64_t k = 0, spikes = 0;
         for (int64_t c = 0; c < n_cells; ++c) {
             double v[256];
-            CHECK_OK(ns_sim_get_state(sim, c, v, NULL, NULL, NULL));
+            CHECK_OK(ns_sim_get_state(sim, c, v));
             (*v_out)[k++] = v[ns_sim_spike_compartment(sim, c)];
             int64_t cnt;
             ns_sim_spikes(sim, c, &cnt);
@@ -420,8 +421,14 @@ out:
 
 /* Cell c's final state (n compartments: v, m, h, n) into x, and its spike
  * count added to *spikes. */
+/* What a cell's result holds per compartment: v, m, h, n, and two of hh's
+ * assigned variables (ina, from its current; minf, from its state: the fused
+ * pass stores them in a call's last step, the split passes too) */
+#define RESULT_VARS 6
 static void cell_result(ns_sim_t *sim, int64_t c, int64_t n, double *x, int64_t *spikes) {
-    CHECK_OK(ns_sim_get_state(sim, c, x, x + n, x + 2 * n, x + 3 * n));
+    CHECK_OK(hh_state(sim, c, (int32_t)n, x));
+    CHECK_OK(ns_sim_get_model_var(sim, c, "ina_hh", x + 4 * n));
+    CHECK_OK(ns_sim_get_model_var(sim, c, "minf_hh", x + 5 * n));
     int64_t cnt;
     ns_sim_spikes(sim, c, &cnt);
     *spikes += cnt;
@@ -503,7 +510,7 @@ static void run_split_case(int threads, int n_big, int64_t fault_cell, double am
     const double *tr = ns_sim_traces(sim, &out->samples, &sites);
     CHECK(sites == 24);
     out->traces = malloc((size_t)(out->samples * sites) * sizeof *out->traces);
-    out->n_state = 4 * (5500 * n_big + 3 * 259);
+    out->n_state = RESULT_VARS * (5500 * n_big + 3 * 259);
     out->state = malloc((size_t)out->n_state * sizeof *out->state);
     if (!out->traces || !out->state) goto out;
     memcpy(out->traces, tr, (size_t)(out->samples * sites) * sizeof *tr);
@@ -511,7 +518,7 @@ static void run_split_case(int threads, int n_big, int64_t fault_cell, double am
     for (int64_t c = 0; c < cells; ++c) {
         const int64_t n = cell_shape[c] == 0 ? 5500 : 259;
         cell_result(sim, c, n, x, &out->spikes);
-        x += 4 * n;
+        x += RESULT_VARS * n;
     }
 out:
     ns_sim_destroy(sim);
@@ -648,10 +655,10 @@ static void order_case(const char *file, int32_t n_expected, int64_t cells, int 
     const double *tr = ns_sim_traces(sim, &out->samples, &got);
     CHECK(got == sites);
     out->traces = malloc((size_t)(out->samples * sites) * sizeof *out->traces);
-    out->state = malloc((size_t)(cells * 4 * n) * sizeof *out->state);
+    out->state = malloc((size_t)(cells * RESULT_VARS * n) * sizeof *out->state);
     if (!out->traces || !out->state || !tr) goto out;
     memcpy(out->traces, tr, (size_t)(out->samples * sites) * sizeof *tr);
-    for (int64_t c = 0; c < cells; ++c) cell_result(sim, c, n, out->state + 4 * n * c, &out->spikes);
+    for (int64_t c = 0; c < cells; ++c) cell_result(sim, c, n, out->state + RESULT_VARS * n * c, &out->spikes);
 out:
     ns_sim_destroy(sim);
     ns_cell_destroy(cell);
@@ -687,21 +694,22 @@ static void test_node_order(void) {
         }
         CHECK_MSG(!openmp || many.width == widths[q], "%d threads: blocks of width %d, expected %d", threads[q],
                   many.width, widths[q]);
-        CHECK_MSG(order_same(&one, &many, 147, 16 * 4 * 147), "%d threads (width %d): traces, state or spikes differ "
+        CHECK_MSG(order_same(&one, &many, 147, 16 * RESULT_VARS * 147), "%d threads (width %d): traces, state or spikes differ "
                   "from one thread", threads[q], many.width);
         free(many.traces);
         free(many.state);
     }
     free(one.traces);
     free(one.state);
-    /* dense_Animal_2_Basal_2 alone: reordered on one thread, split (its
-     * node ranges in place, masked 1-lane passes) on two */
+    /* dense_Animal_2_Basal_2 alone: reordered on one thread (long fused
+     * segments), split (its node ranges in place, the fused passes over the
+     * instances, sim/cpu/mechanisms.c) on two */
     CHECK(ns_cpu_split(38580, 38580, 2) && !ns_cpu_split(38580, 38580, 1));
     order_case("dense_Animal_2_Basal_2.swc", 38580, 1, 1, 240, &one);
     order_case("dense_Animal_2_Basal_2.swc", 38580, 1, 2, 240, &many);
     CHECK_MSG(one.width == 1 && many.width == 1 && one.spikes >= 1, "dense: widths %d %d, %lld spikes", one.width,
               many.width, (long long)one.spikes);
-    CHECK_MSG(order_same(&one, &many, (38580 + 396) / 397, 4 * 38580),
+    CHECK_MSG(order_same(&one, &many, (38580 + 396) / 397, RESULT_VARS * 38580),
               "dense_Animal_2_Basal_2: reordered (1 thread) and split (2 threads) differ");
     free(one.traces);
     free(one.state);
@@ -788,6 +796,59 @@ static void test_spike_conventions(void) {
     ns_cell_destroy(cell);
 }
 
+/* A network on a cell split across threads: its block runs whole, by one
+ * thread, at each step beside the others (sim/cpu/step.c, cpu_steps), and
+ * gives one thread's results bit for bit: mouselight_AA0059 (5,500
+ * compartments, split at 2 threads) with an ExpSyn driven by a spike train,
+ * and a detector. */
+static void split_network_run(int threads, double *trace, int64_t *spikes) {
+    ns_morph_t *m = NULL;
+    ns_cell_t *big = NULL;
+    ns_sim_t *sim = NULL;
+    CHECK_OK(ns_swc_read(NS_MORPHOLOGIES "/mouselight_AA0059_rootlast.swc", NULL, &m));
+    if (m) CHECK_OK(ns_discretize(m, NULL, &big));
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.method = NS_HINES_OPENMP;
+    o.threads = threads;
+    const ns_cell_t *shapes[1] = {big};
+    if (big) CHECK_OK(ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim));
+    if (sim) {
+        const int32_t soma = ns_sim_spike_compartment(sim, 0);
+        const double times[3] = {1.0, 4.0, 7.0};
+        int64_t syn = -1, src = -1, det = -1;
+        CHECK_OK(ns_sim_add_synapse(sim, 0, soma, "ExpSyn", &syn));
+        CHECK_OK(ns_sim_add_spike_source(sim, times, 3, &src));
+        CHECK_OK(ns_sim_connect(sim, src, syn, 0.5, 1.0));
+        CHECK_OK(ns_sim_add_detector(sim, 0, soma, -20.0, &det));
+        CHECK_OK(ns_sim_add_recording(sim, 0, soma, NULL));
+        CHECK_OK(ns_sim_add_recording(sim, 0, 5499, NULL));
+        CHECK_OK(ns_sim_init(sim));
+        CHECK_OK(ns_sim_advance(sim, 400));
+        int64_t samples = 0;
+        const double *tr = ns_sim_traces(sim, &samples, NULL);
+        CHECK(samples == 401);
+        if (tr && samples == 401) memcpy(trace, tr, 401 * 2 * sizeof *trace);
+        ns_sim_source_spikes(sim, det, spikes);
+    }
+    ns_sim_destroy(sim);
+    ns_cell_destroy(big);
+    ns_morph_destroy(m);
+}
+
+static void test_split_network(void) {
+    static double one[802], two[802];
+    int64_t s1 = -1, s2 = -2;
+    CHECK(ns_cpu_split(5500, 5500, 2) == 1); /* the cell is split at 2 threads */
+    split_network_run(1, one, &s1);
+    split_network_run(2, two, &s2);
+    CHECK_MSG(s1 == s2 && s1 > 0, "split cell with a network: %lld spikes with one thread, %lld with two",
+              (long long)s1, (long long)s2);
+    CHECK_MSG(memcmp(one, two, sizeof one) == 0, "split cell with a network: traces differ from one thread's");
+}
+
 int main(void) {
     test_passive_single();
     test_passive_steady();
@@ -796,6 +857,7 @@ int main(void) {
     test_rates();
     test_population();
     test_split_cell();
+    test_split_network();
     test_node_order();
     test_bad_input();
     return check_summary("test_cable");

@@ -117,6 +117,29 @@ static int patch_f64(const char *from, const char *to, long at, double value) {
     return w ? 0 : -1;
 }
 
+/* Version 2's payload: t, steps, samples, the count of state variables and
+ * their names (i64 length, bytes), then per cell the values of each. The
+ * offset of the first value, the count, and the index of `name` (-1). */
+static long values_at(const char *file, long *vars, const char *name, long *index) {
+    FILE *f = fopen(file, "rb");
+    long at = -1;
+    *index = -1;
+    int64_t n = 0;
+    if (f && fseek(f, 96 + 24, SEEK_SET) == 0 && fread(&n, 8, 1, f) == 1 && n > 0 && n < 1000) {
+        at = 96 + 32;
+        for (int64_t k = 0; k < n && at >= 0; ++k) {
+            int64_t len = 0;
+            char buf[64] = {0};
+            if (fread(&len, 8, 1, f) != 1 || len < 1 || len > 63 || fread(buf, 1, (size_t)len, f) != (size_t)len) at = -1;
+            else if (strcmp(buf, name) == 0) *index = (long)k;
+            if (at >= 0) at += 8 + (long)len;
+        }
+    }
+    if (f) fclose(f);
+    *vars = (long)n;
+    return at < 0 ? -1 : at - 96;
+}
+
 /* The restore fails with `status` and a message holding `what`, and leaves
  * the simulation where it was (step 0, one sample). */
 static void refused(ns_sim_t *sim, const char *file, ns_status status, const char *what) {
@@ -174,21 +197,30 @@ static void test_refusals(void) {
     refused(sim, tmp("version.ckpt"), NS_ERR_UNSUPPORTED, "version");
     refused(sim, tmp("missing.ckpt"), NS_ERR_IO, "No such file");
     /* issue 47: values that passed a valid checksum into spikes.csv and
-     * traces.csv (payload: t, steps, samples, then v, m, h, n per cell, the
-     * traces, per cell the spike count and times) */
-    if (sim) {
+     * traces.csv (payload: t, steps, samples, the state variables' names,
+     * their values per cell, the traces, per cell the spike count and times) */
+    long vars = 0, m_index = -1;
+    const long values = values_at(good, &vars, "m_hh", &m_index);
+    CHECK_MSG(values > 24 && vars >= 4 && m_index > 0, "the state's names: %ld variables, m_hh at %ld", vars, m_index);
+    if (sim && values > 24) {
         const long comps = (long)ns_sim_compartments(sim), n0 = (long)ns_tree_size(ns_cell_tree(cells[0]));
         int64_t samples = 0;
         int32_t sites = 0;
         ns_sim_traces(sim, &samples, &sites);
-        const long traces = 24 + 32 * comps, spikes0 = traces + 8 * (200 / EVERY + 1) * (long)sites;
+        const long traces = values + 8 * vars * comps, spikes0 = traces + 8 * (200 / EVERY + 1) * (long)sites;
         CHECK(patch_f64(good, tmp("t.ckpt"), 0, 1.0) == 0);
         refused(sim, tmp("t.ckpt"), NS_ERR_PARSE, "t = 1 ms is not 200 steps of dt = 0.025 ms");
         CHECK(patch_f64(good, tmp("t2.ckpt"), 0, 5.0 * (1 + 1e-9)) == 0);
         refused(sim, tmp("t2.ckpt"), NS_ERR_PARSE, "is not 200 steps");
-        CHECK(patch_f64(good, tmp("gate.ckpt"), 24 + 8 * n0, 1.5) == 0); /* m of cell 0, compartment 0 */
-        refused(sim, tmp("gate.ckpt"), NS_ERR_PARSE, "m = 1.5 (a gate must be in [0, 1])");
-        CHECK(patch_f64(good, tmp("v.ckpt"), 24, NAN) == 0);
+        /* m_hh of cell 0 at compartment 0 (a zero-area node: no hh, NaN) and at its soma */
+        CHECK(patch_f64(good, tmp("nogate.ckpt"), values + 8 * n0 * m_index, 0.5) == 0);
+        refused(sim, tmp("nogate.ckpt"), NS_ERR_PARSE, "cell 0, compartment 0: m_hh = 0.5 (the mechanism is not inserted");
+        const long soma = (long)ns_sim_spike_compartment(sim, 0);
+        CHECK(patch_f64(good, tmp("gate.ckpt"), values + 8 * (n0 * m_index + soma), INFINITY) == 0);
+        char what[80];
+        snprintf(what, sizeof what, "cell 0, compartment %ld: m_hh = inf (not finite)", soma);
+        refused(sim, tmp("gate.ckpt"), NS_ERR_PARSE, what);
+        CHECK(patch_f64(good, tmp("v.ckpt"), values, NAN) == 0);
         refused(sim, tmp("v.ckpt"), NS_ERR_PARSE, "cell 0, compartment 0: v = nan (not finite)");
         CHECK(patch_f64(good, tmp("trace.ckpt"), traces + 8, NAN) == 0);
         refused(sim, tmp("trace.ckpt"), NS_ERR_PARSE, "trace sample 0 of site 1 is nan");
@@ -222,19 +254,19 @@ static void test_set_state_and_failure(void) {
     const int32_t n = ns_tree_size(ns_cell_tree(cells[0]));
     double *v = calloc((size_t)n, sizeof *v);
     if (v) {
-        CHECK_OK(ns_sim_get_state(sim, 0, v, NULL, NULL, NULL));
+        CHECK_OK(ns_sim_get_state(sim, 0, v));
         v[n / 2] = NAN;
-        CHECK(ns_sim_set_state(sim, 0, v, NULL, NULL, NULL) == NS_ERR_NOT_FINITE);
+        CHECK(ns_sim_set_state(sim, 0, v) == NS_ERR_NOT_FINITE);
         CHECK(strstr(ns_last_error(), "cell 0") && strstr(ns_last_error(), "v = nan"));
         v[n / 2] = -30.0;
-        CHECK_OK(ns_sim_set_state(sim, 0, v, NULL, NULL, NULL));
+        CHECK_OK(ns_sim_set_state(sim, 0, v));
         double *w = calloc((size_t)n, sizeof *w);
         if (w) {
-            CHECK_OK(ns_sim_get_state(sim, 0, w, NULL, NULL, NULL));
+            CHECK_OK(ns_sim_get_state(sim, 0, w));
             CHECK(w[n / 2] == -30.0);
             free(w);
         }
-        CHECK(ns_sim_set_state(sim, CELLS, v, NULL, NULL, NULL) == NS_ERR_INVALID_ARGUMENT);
+        CHECK(ns_sim_set_state(sim, CELLS, v) == NS_ERR_INVALID_ARGUMENT);
         /* a stimulus with a non-finite value names its cell and compartment */
         CHECK(ns_sim_add_iclamp(sim, 4, 2, 1.0, NAN, 0.1) == NS_ERR_INVALID_ARGUMENT);
         CHECK_MSG(strstr(ns_last_error(), "IClamp in cell 4, compartment 2: del = 1 ms, dur = nan ms") != NULL, "%s",

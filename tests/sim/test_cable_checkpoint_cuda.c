@@ -1,14 +1,17 @@
 /* Checkpoints of the GPU loops (docs/simulation.md, "Checkpoints"): a mixed
  * population (three morphologies of 36 to 703 compartments) in each GPU loop
- * (onchip, tree), saved at a step that is not a multiple of the loop's
- * launch part (2,000 steps) or of record_every, restored into a new GPU
- * simulation and continued:
+ * (onchip, tree; the model of the parameters' hh and pas, which both run
+ * fused), saved at a step that is not a multiple of the loop's launch part
+ * (2,000 steps) or of record_every, restored into a new GPU simulation and
+ * continued:
  *   - GPU -> GPU, same loop: the same as the uninterrupted GPU run (the
  *     kernels are deterministic; reported whether bit for bit, required
  *     within 1e-9); onchip -> tree: within 1e-6 of the tree run;
  *   - GPU -> CPU and CPU -> GPU: within the GPU/CPU agreement of the loops
  *     (test_cable_cuda: 1e-6 mV, spikes within 1e-6 ms);
- *   - ns_sim_set_state on a GPU simulation reaches the device.
+ *   - ns_sim_set_state and ns_sim_set_model_var (hh's gates by name) on a GPU
+ *     simulation reach the device; a parameter written with a new value is
+ *     refused onchip and turns the tree loop's model to per step.
  * Skips without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include "checkpoint_common.h"
@@ -47,6 +50,7 @@ int main(void) {
     method = NS_HINES_TREE;
     ns_sim_t *tr = make(NS_BACKEND_CUDA), *tref = make(NS_BACKEND_CUDA);
     if (oc && tr && tref) {
+        CHECK(ns_sim_method(oc) == NS_HINES_ONCHIP && ns_sim_method(tr) == NS_HINES_TREE);
         CHECK_OK(ns_sim_advance(oc, SAVE));
         CHECK_OK(ns_sim_save_state(oc, tmp("onchip.ckpt")));
         CHECK_OK(ns_sim_restore_state(tr, tmp("onchip.ckpt")));
@@ -56,6 +60,8 @@ int main(void) {
         const double d = ck_compare(tref, tr, SHAPES, cells, &bitwise);
         printf("onchip checkpoint resumed in the tree loop: %.3g\n", d);
         CHECK_MSG(d >= 0.0 && d <= 1e-6, "onchip -> tree differs from the tree run by %g", d);
+        /* the restore wrote back the parameters' and ions' values unchanged: the tree loop stays fused */
+        CHECK(ns_sim_gpu_mechanisms_of(tr) == NS_SIM_GPU_MECHANISMS_FUSED);
     }
     ns_sim_destroy(oc);
     ns_sim_destroy(tr);
@@ -117,14 +123,31 @@ static void run_loop(void) {
         double *s = malloc((size_t)n * 4 * sizeof *s), *u = malloc((size_t)n * 4 * sizeof *u);
         CHECK_OK(ns_sim_advance(g4, 2400 + 3)); /* t > 60 ms: every clamp is off */
         if (s && u) {
-            CHECK_OK(ns_sim_get_state(g4, 3, s, s + n, s + 2 * n, s + 3 * n));
-            CHECK_OK(ns_sim_set_state(g4, 0, s, s + n, s + 2 * n, s + 3 * n));
+            CHECK_OK(hh_state(g4, 3, n, s));
+            CHECK_OK(hh_set_state(g4, 0, n, s));
             CHECK_OK(ns_sim_advance(g4, 50));
-            CHECK_OK(ns_sim_get_state(g4, 3, s, s + n, s + 2 * n, s + 3 * n));
-            CHECK_OK(ns_sim_get_state(g4, 0, u, u + n, u + 2 * n, u + 3 * n));
+            CHECK_OK(hh_state(g4, 3, n, s));
+            CHECK_OK(hh_state(g4, 0, n, u));
             double worst = 0.0;
             for (int32_t i = 0; i < 4 * n; ++i) worst = fmax(worst, fabs(s[i] - u[i]));
             CHECK_MSG(worst == 0.0, "cell 0 set to cell 3's state differs from it by %g after 50 steps", worst);
+            /* a parameter written: its own value again is taken by both loops; a new one is refused
+             * onchip (the kernel reads copies made at create) and makes the tree loop run the
+             * model per step from then on, with the new value */
+            CHECK_OK(ns_sim_get_model_var(g4, 0, "gnabar_hh", s));
+            CHECK_OK(ns_sim_set_model_var(g4, 0, "gnabar_hh", s));
+            for (int32_t i = 0; i < n; ++i) s[i] *= 1.5; /* NaN where hh is not inserted: ignored */
+            if (method == NS_HINES_ONCHIP) {
+                CHECK_FAILS(ns_sim_set_model_var(g4, 0, "gnabar_hh", s), NS_ERR_UNSUPPORTED, "onchip", "'tree'");
+            } else {
+                CHECK_OK(ns_sim_set_model_var(g4, 0, "gnabar_hh", s));
+                CHECK_OK(ns_sim_advance(g4, 10));
+                CHECK(ns_sim_gpu_mechanisms_of(g4) == NS_SIM_GPU_MECHANISMS_PER_STEP);
+                CHECK_OK(ns_sim_get_model_var(g4, 0, "gnabar_hh", u));
+                int same = 1;
+                for (int32_t i = 0; i < n; ++i) same &= isnan(s[i]) ? isnan(u[i]) : s[i] == u[i];
+                CHECK_MSG(same, "a written gnabar_hh is not read back");
+            }
         }
         free(s);
         free(u);

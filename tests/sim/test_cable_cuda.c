@@ -2,9 +2,11 @@
  * morphologies (many cells, different stimuli) run on both; the GPU's
  * voltages at every recorded site and its spike times must match the CPU's
  * (not bit for bit: the GPU's exp and fused multiply-adds round differently;
- * measured differences are ~1e-10 mV), for both GPU loops (interleaved and
- * onchip with several lane counts). Also a NaN stop naming the cell. Skips
- * without a GPU. */
+ * measured differences are ~1e-10 mV), for both GPU loops (tree, the
+ * mechanisms fused and per step; onchip with several lane counts: the
+ * parameters' hh and pas as the model the onchip kernel runs). Also a NaN
+ * stop naming the cell, and the onchip loop's refusal of a cell beyond its
+ * shared memory (a model runs there only). Skips without a GPU. */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include <dirent.h>
 #include <math.h>
@@ -77,8 +79,10 @@ static void compare(ns_sim_t *cpu, ns_hines_method method, int32_t lanes, ns_cel
     CHECK(total > N_CELLS);
     CHECK_MSG(wspike < 1e-6, "%s: GPU spike times differ by %g ms", name, wspike);
     double va[2000], vb[2000], ma[2000], mb[2000];
-    CHECK_OK(ns_sim_get_state(cpu, 77, va, ma, NULL, NULL));
-    CHECK_OK(ns_sim_get_state(gpu, 77, vb, mb, NULL, NULL));
+    CHECK_OK(ns_sim_get_state(cpu, 77, va));
+    CHECK_OK(ns_sim_get_state(gpu, 77, vb));
+    CHECK_OK(ns_sim_get_model_var(cpu, 77, "m_hh", ma));
+    CHECK_OK(ns_sim_get_model_var(gpu, 77, "m_hh", mb));
     double ws = 0.0, wm = 0.0;
     for (int32_t i = 0; i < ns_tree_size(ns_cell_tree(cells[77 % N_FILES])); ++i) {
         ws = fmax(ws, fabs(va[i] - vb[i]));
@@ -124,7 +128,8 @@ static void test_bundled_population(void) {
     CHECK_MSG(n == 53, "%d bundled morphologies read with their own radii, expected 53", n);
     ns_sim_t *sims[4] = {0};
     const ns_backend be[4] = {NS_BACKEND_CPU, NS_BACKEND_CUDA, NS_BACKEND_CUDA, NS_BACKEND_CUDA};
-    const ns_hines_method me[4] = {NS_HINES_AUTO, NS_HINES_AUTO, NS_HINES_TREE, NS_HINES_ONCHIP};
+    /* the last: the tree loop with the mechanisms per step (the others fused) */
+    const ns_hines_method me[4] = {NS_HINES_AUTO, NS_HINES_AUTO, NS_HINES_TREE, NS_HINES_TREE};
     const int64_t N = (int64_t)n * PER;
     for (int b = 0; b < 4 && n > 0; ++b) {
         ns_sim_params p;
@@ -133,6 +138,7 @@ static void test_bundled_population(void) {
         ns_sim_options_init(&o);
         o.backend = be[b];
         o.method = me[b];
+        if (b == 3) o.gpu_mechanisms = NS_SIM_GPU_MECHANISMS_PER_STEP;
         CHECK_OK(ns_sim_create(n, (const ns_cell_t *const *)cells, N, NULL, &p, &o, &sims[b]));
         for (int64_t c = 0; sims[b] && c < N; ++c) {
             ns_cell_info ci;
@@ -188,8 +194,8 @@ static void test_bundled_population(void) {
 }
 
 /* A cell too large for shared memory (mouselight_AA0059, 5,500
- * compartments: the onchip loop keeps its state in device memory) next to a
- * small one, against the CPU loop. */
+ * compartments: the onchip loop refuses it by name, its model runs in shared
+ * memory only) next to a small one, the tree loop against the CPU loop. */
 static void test_large_cell(void) {
     const char *names[2] = {"mouselight_AA0059_rootlast.swc", "dg_granule_1220882a.swc"};
     ns_cell_t *cells[2] = {0};
@@ -201,6 +207,18 @@ static void test_large_cell(void) {
         if (m) CHECK_OK(ns_discretize(m, NULL, &cells[k]));
         ns_morph_destroy(m);
     }
+    if (cells[0] && cells[1]) {
+        ns_sim_params p;
+        ns_sim_params_init(&p);
+        ns_sim_options o;
+        ns_sim_options_init(&o);
+        o.backend = NS_BACKEND_CUDA;
+        o.method = NS_HINES_ONCHIP;
+        ns_sim_t *oc = NULL;
+        CHECK_FAILS(ns_sim_create(2, (const ns_cell_t *const *)cells, 6, NULL, &p, &o, &oc), NS_ERR_UNSUPPORTED,
+                    "shared memory", "'tree'");
+        ns_sim_destroy(oc);
+    }
     ns_sim_t *sims[2] = {0};
     for (int b = 0; b < 2 && cells[0] && cells[1]; ++b) {
         ns_sim_params p;
@@ -208,7 +226,7 @@ static void test_large_cell(void) {
         ns_sim_options o;
         ns_sim_options_init(&o);
         o.backend = b ? NS_BACKEND_CUDA : NS_BACKEND_CPU;
-        o.method = b ? NS_HINES_ONCHIP : NS_HINES_AUTO;
+        o.method = b ? NS_HINES_TREE : NS_HINES_AUTO;
         CHECK_OK(ns_sim_create(2, (const ns_cell_t *const *)cells, 6, NULL, &p, &o, &sims[b]));
         for (int64_t c = 0; sims[b] && c < 6; ++c) {
             ns_cell_info ci;
@@ -221,7 +239,7 @@ static void test_large_cell(void) {
         if (sims[b]) CHECK_OK(ns_sim_advance(sims[b], 1000));
     }
     if (sims[0] && sims[1]) {
-        CHECK(ns_sim_method(sims[1]) == NS_HINES_ONCHIP);
+        CHECK(ns_sim_method(sims[1]) == NS_HINES_TREE);
         int64_t sa, sb;
         int32_t na, nb;
         const double *ta = ns_sim_traces(sims[0], &sa, &na), *tb = ns_sim_traces(sims[1], &sb, &nb);
@@ -239,7 +257,7 @@ static void test_large_cell(void) {
         }
         CHECK(spikes > 6);
         CHECK_MSG(worst < 1e-6, "large cell test: GPU traces differ from the CPU's by %g mV", worst);
-        printf("onchip in device memory (5,500 compartments) and in shared memory: %lld spikes, traces within "
+        printf("the tree loop, a 5,500-compartment cell beside small ones: %lld spikes, traces within "
                "%.2e mV\n", (long long)spikes, worst);
     }
     for (int b = 0; b < 2; ++b) ns_sim_destroy(sims[b]);
@@ -265,10 +283,10 @@ int main(void) {
     ns_sim_t *cpu = make_sim(NS_BACKEND_CPU, NS_HINES_AUTO, 0, cells);
     if (cpu) CHECK_OK(ns_sim_advance(cpu, 2400));
     /* both GPU loops; onchip with the automatic lane count and with 1, 4
-     * and 32 lanes per cell (32, 8 and 1 cells per warp) */
+     * and 32 lanes per cell asked for (more where a warp's cells do not fit
+     * shared memory) */
     const struct { ns_hines_method method; int32_t lanes; } gpu_runs[] = {
-        {NS_HINES_AUTO, 0}, {NS_HINES_ONCHIP, 1}, {NS_HINES_ONCHIP, 4},
-        {NS_HINES_ONCHIP, 32}, {NS_HINES_TREE, 0}};
+        {NS_HINES_AUTO, 0}, {NS_HINES_ONCHIP, 1}, {NS_HINES_ONCHIP, 4}, {NS_HINES_ONCHIP, 32}, {NS_HINES_TREE, 0}};
     for (size_t r = 0; cpu && r < sizeof gpu_runs / sizeof gpu_runs[0]; ++r)
         compare(cpu, gpu_runs[r].method, gpu_runs[r].lanes, cells);
     ns_sim_destroy(cpu);

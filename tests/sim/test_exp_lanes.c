@@ -11,22 +11,10 @@
 
 #include "sim/cpu/exp_lanes.h"
 #include "check.h"
-
-static int64_t ulps(double a, double b) {
-    int64_t x, y;
-    memcpy(&x, &a, sizeof x);
-    memcpy(&y, &b, sizeof y);
-    if ((x < 0) != (y < 0)) return a == b ? 0 : INT64_MAX;
-    return x > y ? x - y : y - x;
-}
+#include "ulps.h"
 
 static uint64_t state = 0x9e3779b97f4a7c15ull;
-static double uniform(double lo, double hi) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return lo + (hi - lo) * ((double)(state >> 11) * 0x1.0p-53);
-}
+static double uniform(double lo, double hi) { return uniform_in(&state, lo, hi); }
 
 static void range(double lo, double hi, long count, const char *name) {
     int64_t worst = 0;

@@ -134,8 +134,9 @@ static void simulate(const ns_cell_t *cell, int64_t n_cells, const ns_dist_t *di
         CHECK(ns_sim_local_cell(sim, n_cells - 1) == n_cells - 1 && ns_sim_cell_owner(sim, 0) == 0);
         CHECK(ns_sim_cell_owner(sim, n_cells) == -1);
         double v = 0.0;
-        CHECK_FAILS(ns_sim_get_state(sim, 0, &v, NULL, NULL, NULL), NS_ERR_UNSUPPORTED, "ns_sim_local");
+        CHECK_FAILS(ns_sim_get_state(sim, 0, &v), NS_ERR_UNSUPPORTED, "ns_sim_local");
         CHECK_FAILS(ns_sim_get_model_var(sim, 0, "m_hh", &v), NS_ERR_UNSUPPORTED, "ns_sim_get_model_var");
+        CHECK_FAILS(ns_sim_set_model_var(sim, 0, "m_hh", &v), NS_ERR_UNSUPPORTED, "ns_sim_set_model_var");
         CHECK_FAILS(ns_sim_save_state(sim, "never.ckpt"), NS_ERR_UNSUPPORTED, "ns_sim_save_state");
         CHECK(ns_sim_state_parts(sim) == -1);
         CHECK_FAILS(ns_sim_gather(sim, 2), NS_ERR_INVALID_ARGUMENT, "root 2");

@@ -53,10 +53,23 @@ NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / ex
 
 NS_MECH_FN void nsm_Exp2Syn_d_state_pre(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, int node_, double v_, double *a0_, double *t0_, double *a1_, double *t1_) {
     (void)p; (void)i_; (void)node_; (void)v_;
-    *a0_ = p->dt * (((-1.0) / (*F0_)));
+    const double x0_ = (*F0_);
     *t0_ = -(0.0) / (((-1.0) / (*F0_)));
-    *a1_ = p->dt * (((-1.0) / (*F1_)));
+    const double x1_ = (*F1_);
     *t1_ = -(0.0) / (((-1.0) / (*F1_)));
+    const double d_ = (p->dt * (-1.0)) / (x0_ * x1_);
+    *a0_ = d_ * (x1_);
+    *a1_ = d_ * (x0_);
+    const int in_ = (fabs(x0_) >= 1e-150) & (fabs(x0_) <= 1e150) & (fabs(x1_) >= 1e-150) & (fabs(x1_) <= 1e150);
+    if (!in_) {
+        const double z0_ = fabs(x0_) > 1e-150 ? fabs(x0_) : 1e-150;
+        const double u0_ = copysign(z0_ < 1e150 ? z0_ : 1e150, x0_);
+        const double z1_ = fabs(x1_) > 1e-150 ? fabs(x1_) : 1e-150;
+        const double u1_ = copysign(z1_ < 1e150 ? z1_ : 1e150, x1_);
+        const double du_ = (p->dt * (-1.0)) / (u0_ * u1_);
+        *a0_ = (x0_ == x0_ ? du_ : x0_) * (u1_);
+        *a1_ = (x1_ == x1_ ? du_ : x1_) * (u0_);
+    }
 }
 
 NS_MECH_FN void nsm_Exp2Syn_d_state_post(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, double e0_, double t0_, double e1_, double t1_) {

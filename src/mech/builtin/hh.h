@@ -77,18 +77,27 @@ NS_MECH_FN void nsm_hh_p_rates_exact(ns_mech_ppack *p, double *F0_, double *F1_,
     (*F11_) = (L_alpha / L_sum);
 }
 
+NS_MECH_FN void nsm_hh_p_rates_at(const ns_mech_ppack *p, double x_, int *k_, double *t_) {
+    const double *T_ = p->table + 0;
+    const double xi_ = T_[3] * (x_ - T_[2]);
+    const int in_ = (xi_ > 0.) & (xi_ < 200.), hi_ = xi_ >= 200., nan_ = xi_ != xi_;
+    const double xc_ = xi_ == xi_ ? xi_ : 0.0, xd_ = xc_ < 201. ? xc_ : 201.;
+    const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;
+    const int j_ = (int)xs_;
+    *k_ = j_ * in_ + 200 * hi_;
+    *t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);
+}
+
 NS_MECH_FN void nsm_hh_p_rates(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_, double v_, double A_v) {
     const double *T_ = p->table + 0;
     if (p->global[0] == 0.0) {
         nsm_hh_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, A_v);
         return;
     }
-    const double xi_ = T_[3] * (A_v - T_[2]);
-    const int in_ = (xi_ > 0.) & (xi_ < 200.), hi_ = xi_ >= 200., nan_ = xi_ != xi_;
-    const double xc_ = xi_ == xi_ ? xi_ : 0.0, xd_ = xc_ < 201. ? xc_ : 201.;
-    const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;
-    const int j_ = (int)xs_, k_ = j_ * in_ + 200 * hi_, k1_ = k_ + (k_ < 200);
-    const double t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);
+    int k_;
+    double t_;
+    nsm_hh_p_rates_at(p, A_v, &k_, &t_);
+    const int k1_ = k_ + (k_ < 200);
     {
         const double *c_ = T_ + 5;
         const double a_ = c_[k_], b_ = c_[k1_];
@@ -121,6 +130,42 @@ NS_MECH_FN void nsm_hh_p_rates(ns_mech_ppack *p, double *F0_, double *F1_, doubl
     }
 }
 
+#define NSM_hh_rates_COLS 6 /* the TABLE's variables */
+#define NSM_hh_rates_ROW 16 /* doubles per row: values, then differences */
+#define NSM_hh_rates_LEAD 8 /* the header's copy before the rows */
+#define NSM_hh_rates_ROWS 3224 /* the rows' storage, from a 64-byte boundary */
+NS_MECH_FN int nsm_hh_p_rates_rows(const ns_mech_ppack *p, double *R_) {
+    const double *T_ = p->table + 0;
+    int same_ = 1;
+    for (int h_ = 0; h_ < 5; ++h_) same_ &= R_[h_] == T_[h_];
+    if (same_ || T_[0] == 0.0) return 0;
+    for (int k_ = 0; k_ < 201; ++k_) {
+        const int k1_ = k_ + (k_ < 200);
+        double *r_ = R_ + 8 + k_ * 16;
+        for (int c_ = 0; c_ < 8; ++c_) {
+            r_[c_] = 0.0;
+            r_[8 + c_] = 0.0;
+        }
+        for (int c_ = 0; c_ < 6; ++c_) {
+            const double *col_ = T_ + 5 + c_ * 201;
+            r_[c_] = col_[k_];
+            r_[8 + c_] = col_[k1_] - col_[k_];
+        }
+    }
+    for (int h_ = 0; h_ < 5; ++h_) R_[h_] = T_[h_];
+    return 1;
+}
+
+NS_MECH_FN void nsm_hh_p_rates_set(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_, double v_, const double *y_, int s_) {
+    (void)p; (void)i_; (void)node_; (void)v_;
+    (*F9_) = y_[0 * s_];
+    (*F12_) = y_[1 * s_];
+    (*F10_) = y_[2 * s_];
+    (*F13_) = y_[3 * s_];
+    (*F11_) = y_[4 * s_];
+    (*F14_) = y_[5 * s_];
+}
+
 NS_MECH_FN double nsm_hh_f_vtrap(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_, double v_, double A_x, double A_y) {
     (void)p; (void)p; (void)i_; (void)node_; (void)v_;
     double ret_ = 0.0;
@@ -135,12 +180,29 @@ NS_MECH_FN double nsm_hh_f_vtrap(ns_mech_ppack *p, double *F0_, double *F1_, dou
 NS_MECH_FN void nsm_hh_d_states_pre(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_, double v_, double *a0_, double *t0_, double *a1_, double *t1_, double *a2_, double *t2_) {
     (void)p; (void)i_; (void)node_; (void)v_;
     nsm_hh_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, v_);
-    *a0_ = p->dt * (((-1.0) / (*F12_)));
+    const double x0_ = (*F12_);
     *t0_ = ((*F9_));
-    *a1_ = p->dt * (((-1.0) / (*F13_)));
+    const double x1_ = (*F13_);
     *t1_ = ((*F10_));
-    *a2_ = p->dt * (((-1.0) / (*F14_)));
+    const double x2_ = (*F14_);
     *t2_ = ((*F11_));
+    const double d_ = (p->dt * (-1.0)) / ((x0_ * x1_) * x2_);
+    *a0_ = d_ * (x1_ * x2_);
+    *a1_ = d_ * (x0_ * x2_);
+    *a2_ = d_ * (x0_ * x1_);
+    const int in_ = (fabs(x0_) >= 1e-100) & (fabs(x0_) <= 1e100) & (fabs(x1_) >= 1e-100) & (fabs(x1_) <= 1e100) & (fabs(x2_) >= 1e-100) & (fabs(x2_) <= 1e100);
+    if (!in_) {
+        const double z0_ = fabs(x0_) > 1e-100 ? fabs(x0_) : 1e-100;
+        const double u0_ = copysign(z0_ < 1e100 ? z0_ : 1e100, x0_);
+        const double z1_ = fabs(x1_) > 1e-100 ? fabs(x1_) : 1e-100;
+        const double u1_ = copysign(z1_ < 1e100 ? z1_ : 1e100, x1_);
+        const double z2_ = fabs(x2_) > 1e-100 ? fabs(x2_) : 1e-100;
+        const double u2_ = copysign(z2_ < 1e100 ? z2_ : 1e100, x2_);
+        const double du_ = (p->dt * (-1.0)) / ((u0_ * u1_) * u2_);
+        *a0_ = (x0_ == x0_ ? du_ : x0_) * (u1_ * u2_);
+        *a1_ = (x1_ == x1_ ? du_ : x1_) * (u0_ * u2_);
+        *a2_ = (x2_ == x2_ ? du_ : x2_) * (u0_ * u1_);
+    }
 }
 
 NS_MECH_FN void nsm_hh_d_states_post(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, double e0_, double t0_, double e1_, double t1_, double e2_, double t2_) {
@@ -154,6 +216,23 @@ NS_MECH_FN void nsm_hh_d_states(ns_mech_ppack *p, double *F0_, double *F1_, doub
     double a0_, t0_, a1_, t1_, a2_, t2_;
     nsm_hh_d_states_pre(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, &a0_, &t0_, &a1_, &t1_, &a2_, &t2_);
     nsm_hh_d_states_post(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, nsm_exp(a0_), t0_, nsm_exp(a1_), t1_, nsm_exp(a2_), t2_);
+}
+
+NS_MECH_FN int nsm_hh_d_states_pre_set(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_, double v_, const double *y_, int s_, double *a0_, double *t0_, double *a1_, double *t1_, double *a2_, double *t2_) {
+    (void)p; (void)i_; (void)node_; (void)v_;
+    nsm_hh_p_rates_set(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, y_, s_);
+    const double x0_ = (*F12_);
+    *t0_ = ((*F9_));
+    const double x1_ = (*F13_);
+    *t1_ = ((*F10_));
+    const double x2_ = (*F14_);
+    *t2_ = ((*F11_));
+    const double d_ = (p->dt * (-1.0)) / ((x0_ * x1_) * x2_);
+    *a0_ = d_ * (x1_ * x2_);
+    *a1_ = d_ * (x0_ * x2_);
+    *a2_ = d_ * (x0_ * x1_);
+    const int in_ = (fabs(x0_) >= 1e-100) & (fabs(x0_) <= 1e100) & (fabs(x1_) >= 1e-100) & (fabs(x1_) <= 1e100) & (fabs(x2_) >= 1e-100) & (fabs(x2_) <= 1e100);
+    return in_;
 }
 
 NS_MECH_FN void nsm_hh_init_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_) {

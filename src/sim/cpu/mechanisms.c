@@ -21,9 +21,15 @@ extern const ns_mech_desc nsm_pas_desc, nsm_hh_desc, nsm_ExpSyn_desc, nsm_Exp2Sy
 
 typedef struct mech_block {
     ns_mech_ppack p;
-    double *store;    /* n_fields * cnt fields, then globals, then the table */
+    double *store;    /* n_fields fields of cnt values, each from a cache line (lines), then globals, then
+                         the table */
     double **field;   /* n_fields pointers into store */
     int *node_index;  /* cnt */
+    int32_t *ord;     /* the block's instances in position order (so that a reordered shape's region
+                         runs are runs of consecutive instances too): ord[k] the model's ordinal
+                         (sim_mech_shape) of the block's k-th; rank its inverse; both NULL: the same
+                         order (no node order) */
+    int32_t *rank;
     ns_mech_ion_view ions[NS_SIM_MECH_IONS_MAX];
     /* runs of consecutive nodes: one call each on the contiguous path
      * (node_begin, vectorised loops) with the fields from the run's first
@@ -74,12 +80,35 @@ struct model_block {
                            pas and hh, -1 when absent */
     int32_t n_segs;
     fused_seg *segs;
+    int32_t gather[2];    /* per fused mechanism: its passes run over the instances, v gathered and rhs,
+                             d scattered (short segments: fused_gather) */
+    int32_t g_uniform[2]; /* with gather: every instance's parameters and e those of the first */
     int64_t nw;
     double *ion;            /* per ion j: e, ci, co, i, didv at [(5 * j + q) * nw] */
     unsigned char *written; /* per ion j at [j * nw]: e by Nernst at that lane-node */
     double *geom;           /* area at [lane-node], diam at [nw + lane-node] (ns_mech_ppack.area, .diam) */
     double *scratch;        /* rhs and d (2 nw) of finitialize's currents; NULL unless a mechanism writes e */
+    double *rows;           /* with the fused hh: its rate table as rows (nsm_hh_p_rates_rows), 64-byte aligned */
+    int transpose;          /* the state pass transposes 8 rows at a time (rows_transpose) */
 };
+
+/* Storage of `doubles` values from a cache line, zeroed: the instances'
+ * fields and the ions' arrays start on one, as the loop's own arrays
+ * (sim/cpu/step.c, ALIGN) and the hand-written membrane's gates did, so that
+ * a vector of a block of 8 lanes is one line, not two (a block's field f
+ * from its own line: line_stride). */
+#define LINE_BYTES 64
+static double *lines(size_t doubles) {
+    const size_t bytes = (doubles * sizeof(double) + LINE_BYTES - 1) / LINE_BYTES * LINE_BYTES;
+    double *p = aligned_alloc(LINE_BYTES, bytes ? bytes : LINE_BYTES);
+    if (p) memset(p, 0, bytes ? bytes : LINE_BYTES);
+    return p;
+}
+/* cnt values rounded up to whole cache lines */
+static size_t line_stride(int64_t cnt) {
+    const size_t per = LINE_BYTES / sizeof(double);
+    return ((size_t)cnt + per - 1) / per * per;
+}
 
 static int writes_e(const ns_mech_desc *d) {
     for (int j = 0; j < d->n_ions; ++j)
@@ -101,11 +130,14 @@ void ns_model_block_free(model_block *b) {
         free(b->m[k].store);
         free(b->m[k].field);
         free(b->m[k].node_index);
+        free(b->m[k].ord);
+        free(b->m[k].rank);
         free(b->m[k].runs);
         free(b->m[k].run_field);
     }
     free(b->m);
     free(b->segs);
+    free(b->rows);
     free(b->ion);
     free(b->written);
     free(b->geom);
@@ -115,6 +147,35 @@ void ns_model_block_free(model_block *b) {
 
 /* Node i's position in the block's arrays (pos: sim/cpu/step.c's node order, NULL: i). */
 static inline int32_t position(const int32_t *pos, int32_t i) { return pos ? pos[i] : i; }
+
+/* The model's ordinal (sim_mech_shape) of the block's k-th instance of mb, and back */
+static inline int32_t ordinal(const mech_block *mb, int32_t k) { return mb->ord ? mb->ord[k] : k; }
+int32_t ns_model_block_slot(const model_block *b, int32_t k, int32_t inst) {
+    return b->m[k].rank ? b->m[k].rank[inst] : inst;
+}
+
+/* mb's instances in position order (mb->ord, mb->rank) over a shape of n
+ * nodes; 0, or -1 when out of memory */
+static int order_instances(mech_block *mb, const sim_mech_shape *ms, int32_t n, const int32_t *pos) {
+    if (!pos || ms->n == 0) return 0;
+    int32_t *at = malloc((size_t)n * sizeof *at); /* per position: the model's ordinal there, -1 */
+    mb->ord = malloc((size_t)ms->n * sizeof *mb->ord);
+    mb->rank = malloc((size_t)ms->n * sizeof *mb->rank);
+    if (!at || !mb->ord || !mb->rank) {
+        free(at);
+        return -1;
+    }
+    for (int32_t i = 0; i < n; ++i) at[i] = -1;
+    for (int32_t i = 0; i < ms->n; ++i) at[pos[ms->node[i]]] = i;
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; ++i)
+        if (at[i] >= 0) {
+            mb->ord[k] = at[i];
+            mb->rank[at[i]] = k++;
+        }
+    free(at);
+    return 0;
+}
 
 /* Whether the model can take the fused pass (k_of: its pas and hh, -1
  * where absent): every mechanism the built-in pas or hh with the layouts
@@ -145,8 +206,44 @@ int ns_model_fusable(const sim_model *model) {
 
 int ns_model_point_fusable(const ns_mech_desc *d) { return d == &nsm_ExpSyn_desc || d == &nsm_Exp2Syn_desc; }
 
+/* Segments shorter than this many lane-nodes on average (a cell in node
+ * order whose membrane runs are cut by zero-area nodes every few nodes: a
+ * cell split across threads, sim/cpu/step.c) cost a loop each for little
+ * vector work; a mechanism of such a block runs its fused passes over its
+ * instances instead (in order: node_index ascends), v gathered and rhs and
+ * d scattered, as the hand-written loop's masked passes ran such cells
+ * whole. The same arithmetic per instance and the same order of the terms
+ * at each node: the same values. */
+#define FUSED_GATHER_RUN 32
+
+/* Whether the block's fused mechanisms take the instance passes
+ * (b->gather) and whether all their instances share one parameter tuple and
+ * one e per ion (b->g_uniform). pos: the block's node order (the
+ * instances' lane-nodes ascend only without one). */
+static void fused_gather(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w,
+                         const int32_t *pos, const sim_mech_shape *ms[2]) {
+    for (int f = 0; f < 2; ++f) {
+        b->gather[f] = b->g_uniform[f] = 0;
+        if (b->fused_k[f] < 0 || pos || ms[f]->n == 0) continue;
+        int64_t segs = 0;
+        for (int32_t s = 0; s < b->n_segs; ++s) segs += b->segs[s].inst[f] >= 0;
+        b->gather[f] = (int64_t)ms[f]->n * w < (int64_t)FUSED_GATHER_RUN * segs;
+        const sim_mech *sm = &model->mechs[b->fused_k[f]];
+        int same = 1;
+        for (int k = 0; k < sm->desc->n_params && same; ++k) {
+            const double *x = ms[f]->param + (size_t)k * (size_t)ms[f]->n;
+            for (int32_t i = 1; i < ms[f]->n && same; ++i) same = x[i] == x[0];
+        }
+        for (int j = 0; j < sm->desc->n_ions && same; ++j) {
+            const double *e = model->ion_init[shape] + (size_t)3 * (size_t)sm->ion[j] * (size_t)n;
+            for (int32_t i = 1; i < ms[f]->n && same; ++i) same = e[ms[f]->node[i]] == e[ms[f]->node[0]];
+        }
+        b->g_uniform[f] = same;
+    }
+}
+
 /* The block's segments (fused_seg) over the shape's n nodes. */
-static ns_status fused_segments(const sim_model *model, model_block *b, int32_t shape, int32_t n,
+static ns_status fused_segments(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w,
                                 const int32_t *pos) {
     int32_t *ord = malloc(2 * (size_t)(n > 0 ? n : 1) * sizeof *ord); /* per mechanism and position: the ordinal
                                                                          of the instance there, -1 */
@@ -156,7 +253,9 @@ static ns_status fused_segments(const sim_model *model, model_block *b, int32_t 
         for (int32_t i = 0; i < n; ++i) ord[(size_t)f * (size_t)n + (size_t)i] = -1;
         if (b->fused_k[f] < 0) continue;
         ms[f] = &model->per_shape[(size_t)shape * model->n_mechs + b->fused_k[f]];
-        for (int32_t i = 0; i < ms[f]->n; ++i) ord[(size_t)f * (size_t)n + (size_t)position(pos, ms[f]->node[i])] = i;
+        const mech_block *mb = &b->m[b->fused_k[f]];
+        for (int32_t i = 0; i < ms[f]->n; ++i)
+            ord[(size_t)f * (size_t)n + (size_t)position(pos, ms[f]->node[ordinal(mb, i)])] = i;
     }
     /* a position continues the segment when each mechanism is absent at both
      * or at the next ordinal */
@@ -196,22 +295,45 @@ static ns_status fused_segments(const sim_model *model, model_block *b, int32_t 
             sg->uniform[f] = 0;
             if (sg->inst[f] < 0) continue;
             const sim_mech *sm = &model->mechs[b->fused_k[f]];
+            const mech_block *mb = &b->m[b->fused_k[f]];
             const int np = sm->desc->n_params;
+            const int32_t o0 = ordinal(mb, sg->inst[f]);
             int same = 1;
             for (int k = 0; k < np && same; ++k) {
-                const double *x = ms[f]->param + (size_t)k * (size_t)ms[f]->n + (size_t)sg->inst[f];
-                for (int32_t i = 1; i < sg->n1 - sg->n0 && same; ++i) same = x[i] == x[0];
+                const double *x = ms[f]->param + (size_t)k * (size_t)ms[f]->n;
+                for (int32_t i = 1; i < sg->n1 - sg->n0 && same; ++i) same = x[ordinal(mb, sg->inst[f] + i)] == x[o0];
             }
             /* and the e of its ions (fixed: no concentration is written) */
             for (int j = 0; j < sm->desc->n_ions && same; ++j) {
                 const double *e = model->ion_init[shape] + (size_t)3 * (size_t)sm->ion[j] * (size_t)n;
-                const int32_t *node = ms[f]->node + sg->inst[f];
-                for (int32_t i = 1; i < sg->n1 - sg->n0 && same; ++i) same = e[node[i]] == e[node[0]];
+                const int32_t *node = ms[f]->node;
+                for (int32_t i = 1; i < sg->n1 - sg->n0 && same; ++i)
+                    same = e[node[ordinal(mb, sg->inst[f] + i)]] == e[node[o0]];
             }
             sg->uniform[f] = same;
         }
     }
+    fused_gather(model, b, shape, n, w, pos, ms);
     return NS_OK;
+}
+
+/* Whether the fused state pass transposes 8 rows of hh's rate table at a
+ * time (rates_of_rows): where the clone of the fused passes taken is the
+ * AVX-512 one, or the build's target has AVX-512; elsewhere it loads each
+ * lane-node's values from its row (faster there: an AVX2-only build).
+ * NS_CPU_ROWS_GATHER (CI's gcc build without OpenMP) takes the loads
+ * always, so that the tests run both forms; their values are the same. */
+static int rows_transpose(void) {
+#if defined(NS_CPU_ROWS_GATHER) || !(defined(__GNUC__) || defined(__clang__))
+    return 0;
+#elif defined(__AVX512F__)
+    return 1;
+#elif defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__INTEL_COMPILER) && !defined(NS_NO_CLONES)
+    return __builtin_cpu_supports("avx512f");
+#else
+    return 0;
+#endif
 }
 
 ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n, int32_t w, const int32_t *pos,
@@ -222,7 +344,7 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
     b->n_mechs = model->n_mechs;
     b->nw = (int64_t)n * w;
     b->m = calloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1), sizeof *b->m);
-    b->ion = malloc((size_t)(5 * (model->n_ions > 0 ? model->n_ions : 1)) * (size_t)b->nw * sizeof *b->ion);
+    b->ion = lines((size_t)(5 * (model->n_ions > 0 ? model->n_ions : 1)) * (size_t)b->nw);
     b->written = malloc((size_t)(model->n_ions > 0 ? model->n_ions : 1) * (size_t)b->nw);
     b->geom = malloc(2 * (size_t)b->nw * sizeof *b->geom);
     if (!b->m || !b->ion || !b->written || !b->geom) goto oom;
@@ -244,17 +366,19 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         const sim_mech_shape *ms = &model->per_shape[(size_t)shape * model->n_mechs + k];
         mech_block *mb = &b->m[k];
         const int64_t cnt = (int64_t)ms->n * w;
-        const size_t doubles = (size_t)d->n_fields * (size_t)cnt + (size_t)d->n_globals + (size_t)d->table_size + 1;
-        mb->store = calloc(doubles, sizeof(double));
+        const size_t stride = line_stride(cnt);
+        const size_t doubles = (size_t)d->n_fields * stride + (size_t)d->n_globals + (size_t)d->table_size + 1;
+        mb->store = lines(doubles);
         mb->field = malloc((size_t)(d->n_fields > 0 ? d->n_fields : 1) * sizeof *mb->field);
         mb->node_index = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *mb->node_index);
-        if (!mb->store || !mb->field || !mb->node_index) goto oom;
-        for (int f = 0; f < d->n_fields; ++f) mb->field[f] = mb->store + (size_t)f * (size_t)cnt;
-        double *globals = mb->store + (size_t)d->n_fields * (size_t)cnt;
+        if (!mb->store || !mb->field || !mb->node_index || order_instances(mb, ms, n, pos) != 0) goto oom;
+        for (int f = 0; f < d->n_fields; ++f) mb->field[f] = mb->store + (size_t)f * stride;
+        double *globals = mb->store + (size_t)d->n_fields * stride;
         double *table = globals + d->n_globals;
         for (int g = 0; g < d->n_globals; ++g) globals[g] = sm->globals[g];
         for (int32_t i = 0; i < ms->n; ++i)
-            for (int32_t j = 0; j < w; ++j) mb->node_index[(int64_t)i * w + j] = position(pos, ms->node[i]) * w + j;
+            for (int32_t j = 0; j < w; ++j)
+                mb->node_index[(int64_t)i * w + j] = position(pos, ms->node[ordinal(mb, i)]) * w + j;
         for (int j = 0; j < d->n_ions; ++j) {
             double *base = b->ion + (size_t)5 * (size_t)sm->ion[j] * (size_t)b->nw;
             const int keep = model->ions[sm->ion[j]].read_i;
@@ -274,7 +398,7 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         mb->p.diam = b->geom + b->nw;
         /* runs of instances at consecutive positions: instances (node, lane)
          * are then consecutive lane-nodes from position * w */
-#define NEXT_AT(i) (position(pos, ms->node[i]) == position(pos, ms->node[(i) - 1]) + 1)
+#define NEXT_AT(i) (mb->node_index[(int64_t)(i) * w] == mb->node_index[(int64_t)((i) - 1) * w] + w)
         int32_t runs = 0;
         for (int32_t i = 0; i < ms->n; ++i) runs += i == 0 || !NEXT_AT(i);
         if (runs > 0 && (int64_t)ms->n * w >= (int64_t)MIN_MEAN_RUN * runs) {
@@ -289,7 +413,7 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
                 for (int f = 0; f < d->n_fields; ++f) rf[f] = mb->field[f] + (int64_t)i * w;
                 *rp = mb->p;
                 rp->n = (e - i) * w;
-                rp->node_begin = position(pos, ms->node[i]) * w;
+                rp->node_begin = mb->node_index[(int64_t)i * w];
                 rp->node_index = NULL;
                 rp->field = rf;
                 mb->n_runs++;
@@ -298,7 +422,14 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         }
     }
 #undef NEXT_AT
-    if (fusable(model, b->fused_k) && fused_segments(model, b, shape, n, pos) != NS_OK) goto oom;
+    if (fusable(model, b->fused_k)) {
+        if (fused_segments(model, b, shape, n, w, pos) != NS_OK) goto oom;
+        if (b->fused_k[1] >= 0) {
+            /* zeros: no header matches, so the first preparation builds them */
+            if (!(b->rows = lines((size_t)NSM_hh_rates_ROWS))) goto oom;
+            b->transpose = rows_transpose();
+        }
+    }
     *out = b;
     return NS_OK;
 oom:
@@ -378,13 +509,13 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
             double *x = mb->field[f];
             for (int32_t i = 0; i < ms->n; ++i)
                 for (int32_t l = 0; l < w; ++l)
-                    x[(int64_t)i * w + l] = f < d->n_params ? ms->param[(int64_t)f * ms->n + i] : 0.0;
+                    x[(int64_t)i * w + l] = f < d->n_params ? ms->param[(int64_t)f * ms->n + ordinal(mb, i)] : 0.0;
         }
         for (int q = 0; q < d->has_random; ++q) /* the streams' ids: the cell and the node, whatever the layout */
             for (int32_t i = 0; i < ms->n; ++i)
                 for (int32_t l = 0; l < w; ++l) {
                     double r[4];
-                    ns_mech_random_stream(d, q, cell[l], ms->node[i], r);
+                    ns_mech_random_stream(d, q, cell[l], ms->node[ordinal(mb, i)], r);
                     for (int j = 0; j < 4; ++j) mb->field[d->random_field + 4 * q + j][(int64_t)i * w + l] = r[j];
                 }
     }
@@ -488,6 +619,7 @@ double *ns_model_block_field_data(model_block *b, int32_t k, int f) { return b->
 
 void ns_model_block_expose(model_block *b) {
     for (int32_t s = 0; s < b->n_segs; ++s) b->segs[s].uniform[0] = b->segs[s].uniform[1] = 0;
+    b->g_uniform[0] = b->g_uniform[1] = 0;
 }
 int64_t ns_model_block_instances(const model_block *b, int32_t k) { return b->m[k].p.n; }
 const int *ns_model_block_node_index(const model_block *b, int32_t k) { return b->m[k].node_index; }
@@ -538,18 +670,27 @@ FUSED_INLINE ns_mech_ppack fused_pack(const mech_block *mb, double *v, double *r
     return p;
 }
 
-/* pas's current over lane-nodes [q0, q1) from instance i0, rhs and d from
- * zero there first */
+/* The lane-node of the l-th of a pass's instances i0 + l: consecutive from
+ * q0 over a segment, the instance's own (node_index) in an instance pass
+ * (gather) */
+#define FUSED_Q(l) (gather ? ni[(int)i0 + (l)] : (int)q0 + (l))
+
+/* pas's current over the len instances from i0 (at lane-nodes from q0: rhs
+ * and d from zero there first; gather: at their own, zeroed by the caller) */
 FUSED_INLINE void pas_current(const mech_block *mb, const ns_mech_ppack *pp, double *restrict rhs, double *restrict d,
-                              int64_t q0, int64_t q1, int64_t i0, const int uniform, const int last) {
+                              int64_t q0, int64_t len, int64_t i0, const int uniform, const int last,
+                              const int gather) {
     double *restrict P0 = mb->field[0], *restrict P1 = mb->field[1], *restrict P2 = mb->field[2];
+    const int *restrict ni = mb->node_index;
     const double u0 = P0[i0], u1 = P1[i0];
     FUSED_SIMD
-    for (int q = (int)q0; q < (int)q1; ++q) {
-        const int i = (int)i0 + (q - (int)q0);
+    for (int l = 0; l < (int)len; ++l) {
+        const int i = (int)i0 + l, q = FUSED_Q(l);
         double F0 = uniform ? u0 : P0[i], F1 = uniform ? u1 : P1[i], F2 = 0.0;
-        rhs[q] = 0.0;
-        d[q] = 0.0;
+        if (!gather) {
+            rhs[q] = 0.0;
+            d[q] = 0.0;
+        }
         nsm_pas_current_F((ns_mech_ppack *)pp, &F0, &F1, &F2, i, q);
         if (last) P2[i] = F2;
     }
@@ -581,15 +722,17 @@ FUSED_INLINE void pas_current(const mech_block *mb, const ns_mech_ppack *pp, dou
 #define FUSED_HH_ARGS \
     &F0, &F1, &F2, &F3, &F4, &F5, &F6, &F7, &F8, &F9, &F10, &F11, &F12, &F13, &F14, &F15, &F16, &F17, &I0, &I1
 
-/* hh's current over lane-nodes [q0, q1) from instance i0, then the
- * capacitance */
+/* hh's current over the len instances from i0, then the capacitance (at
+ * lane-nodes from q0; gather: at their own, the capacitance added by the
+ * caller after) */
 FUSED_INLINE void hh_current(const mech_block *mb, const ns_mech_ppack *pp, double *restrict d,
-                             const double *restrict cap, int64_t q0, int64_t q1, int64_t i0, const int uniform,
-                             const int last) {
+                             const double *restrict cap, int64_t q0, int64_t len, int64_t i0, const int uniform,
+                             const int last, const int gather) {
     FUSED_HH_FIELD_PTRS;
+    const int *restrict ni = mb->node_index;
     FUSED_SIMD
-    for (int q = (int)q0; q < (int)q1; ++q) {
-        const int i = (int)i0 + (q - (int)q0);
+    for (int l = 0; l < (int)len; ++l) {
+        const int i = (int)i0 + l, q = FUSED_Q(l);
         FUSED_HH_LOCALS;
         nsm_hh_current_F((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q);
         if (last) {
@@ -599,36 +742,111 @@ FUSED_INLINE void hh_current(const mech_block *mb, const ns_mech_ppack *pp, doub
             P7[i] = F7;
             P8[i] = F8;
         }
-        d[q] += cap[q];
+        if (!gather) d[q] += cap[q];
+    }
+}
+
+/* hh's rates at lane-nodes l < len from its table's rows R (the rows from
+ * NSM_hh_rates_LEAD, nsm_hh_p_rates_rows) at entries ix with weights th:
+ * c + th d, the columns' a + th (b - a) (nsm_hh_p_rates), into y[c *
+ * FUSED_CHUNK + l] for the TABLE's variable c. With gcc or clang and
+ * `transpose`, 8 lane-nodes at a time as vectors of 8 doubles: each row's
+ * interpolation in one multiply-add of whole rows, then the 8 x 8
+ * transpose, where the loads of the values one by one took 12 loads per
+ * lane-node (gcc assembles them from scalar loads); else those loads. */
+#define FUSED_CHUNK 64
+#if NSM_hh_rates_ROW != 16 || NSM_hh_rates_COLS > 8
+#error "the fused state pass transposes rows of 8 values and 8 differences (NSM_hh_rates_ROW)"
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+typedef double ns_v8d __attribute__((vector_size(64)));
+#if defined(__clang__)
+#define NS_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+typedef long long ns_v8l __attribute__((vector_size(64)));
+#define NS_SHUF(a, b, ...) __builtin_shuffle(a, b, (ns_v8l){__VA_ARGS__})
+#endif
+FUSED_INLINE void row_values(const double *restrict rows, int k, double th, ns_v8d *out) {
+    ns_v8d c, d;
+    memcpy(&c, rows + (size_t)k * NSM_hh_rates_ROW, sizeof c);
+    memcpy(&d, rows + (size_t)k * NSM_hh_rates_ROW + NSM_hh_rates_ROW / 2, sizeof d);
+    const ns_v8d t = {th, th, th, th, th, th, th, th};
+    *out = c + t * d;
+}
+#endif
+
+FUSED_INLINE void rates_of_rows(const double *restrict rows, const int transpose, const int *restrict ix,
+                                const double *restrict th, int len, double *restrict y) {
+    int l0 = 0;
+#if defined(__GNUC__) || defined(__clang__)
+    for (int l = 0; transpose && l + 8 <= len; l += 8, l0 = l) {
+        ns_v8d r[8], e[4], o[4], q[8], c[8];
+        for (int k = 0; k < 8; ++k) row_values(rows, ix[l + k], th[l + k], &r[k]);
+        /* pairs of rows: their even columns, their odd columns */
+        for (int k = 0; k < 4; ++k) {
+            e[k] = NS_SHUF(r[2 * k], r[2 * k + 1], 0, 8, 2, 10, 4, 12, 6, 14);
+            o[k] = NS_SHUF(r[2 * k], r[2 * k + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+        }
+        /* rows 4 h to 4 h + 3: q[4 h + k] holds their columns k and k + 4 */
+        for (int h = 0; h < 2; ++h) {
+            q[4 * h] = NS_SHUF(e[2 * h], e[2 * h + 1], 0, 1, 8, 9, 4, 5, 12, 13);
+            q[4 * h + 1] = NS_SHUF(o[2 * h], o[2 * h + 1], 0, 1, 8, 9, 4, 5, 12, 13);
+            q[4 * h + 2] = NS_SHUF(e[2 * h], e[2 * h + 1], 2, 3, 10, 11, 6, 7, 14, 15);
+            q[4 * h + 3] = NS_SHUF(o[2 * h], o[2 * h + 1], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+        /* the eight rows' column k */
+        for (int k = 0; k < 4; ++k) {
+            c[k] = NS_SHUF(q[k], q[4 + k], 0, 1, 2, 3, 8, 9, 10, 11);
+            c[k + 4] = NS_SHUF(q[k], q[4 + k], 4, 5, 6, 7, 12, 13, 14, 15);
+        }
+        for (int k = 0; k < NSM_hh_rates_COLS; ++k) memcpy(y + k * FUSED_CHUNK + l, &c[k], sizeof c[k]);
+    }
+#else
+    (void)transpose;
+#endif
+    FUSED_SIMD
+    for (int l = l0; l < len; ++l) {
+        const double *restrict c = rows + (size_t)ix[l] * NSM_hh_rates_ROW, *restrict d = c + NSM_hh_rates_ROW / 2;
+        for (int k = 0; k < NSM_hh_rates_COLS; ++k) y[k * FUSED_CHUNK + l] = c[k] + th[l] * d[k];
     }
 }
 
 /* hh's state over lane-nodes [q0, q1) from instance i0, in chunks of
- * FUSED_CHUNK lane-nodes, each in the three stages of the generated cnexp
- * (nmodl_gen.c, cnexp_staged: the rates, exponents and targets; the
- * exponentials; the updates), the arithmetic of nsm_hh_state_F: one loop
- * per stage keeps few values live, where one loop over the whole function
- * kept the AVX-512 clone spilling (473 stack operands, gcc 13). */
-#define FUSED_CHUNK 64
-FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, int64_t q0, int64_t q1, int64_t i0,
-                           const int uniform, const int last) {
+ * FUSED_CHUNK lane-nodes, each in the stages of the generated cnexp
+ * (nmodl_gen.c, cnexp_staged): the table's entries and weights
+ * (nsm_hh_p_rates_at), the rates from its rows (rates_of_rows), the
+ * exponents and targets from them (nsm_hh_d_states_pre_set: the
+ * arithmetic of nsm_hh_d_states_pre after its lookup, where the taus are
+ * in one division's range; elsewhere that lane-node's _pre, outside the
+ * vector loop), the exponentials, the updates (_post). One loop per stage keeps few values
+ * live, where one loop over the whole function kept the AVX-512 clone
+ * spilling (473 stack operands, gcc 13). */
+/* Where the cnexp targets minf, hinf, ninf (_pre_set's t0, t1, t2: fields
+ * 9, 10, 11) lie in rates_of_rows's y: the TABLE's columns 0, 2, 4 (TABLE
+ * minf, mtau, hinf, htau, ninf, ntau; tests/mech/test_table_rows.c checks
+ * that _pre_set returns them), read there by the update instead of a copy
+ * stored per lane-node */
+#define FUSED_HH_TARGET(g) ((2 * (g)) * FUSED_CHUNK)
+FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, const double *restrict rows,
+                           const int transpose, int64_t q0, int64_t n_inst, int64_t i0, const int uniform,
+                           const int last, const int gather) {
     FUSED_HH_FIELD_PTRS;
+    const int *restrict ni = mb->node_index;
     const double *restrict v = pp->v;
-    for (int c0 = (int)q0; c0 < (int)q1; c0 += FUSED_CHUNK) {
-        const int len = (int)q1 - c0 < FUSED_CHUNK ? (int)q1 - c0 : FUSED_CHUNK;
-        double A[3 * FUSED_CHUNK], T[3 * FUSED_CHUNK];
+    for (int c0 = 0; c0 < (int)n_inst; c0 += FUSED_CHUNK) {
+        const int len = (int)n_inst - c0 < FUSED_CHUNK ? (int)n_inst - c0 : FUSED_CHUNK;
+        double A[3 * FUSED_CHUNK], y[NSM_hh_rates_COLS * FUSED_CHUNK], th[FUSED_CHUNK];
+        int ix[FUSED_CHUNK], in[FUSED_CHUNK];
+        FUSED_SIMD
+        for (int l = 0; l < len; ++l) nsm_hh_p_rates_at(pp, v[FUSED_Q(c0 + l)], &ix[l], &th[l]);
+        rates_of_rows(rows, transpose, ix, th, len, y);
         FUSED_SIMD
         for (int l = 0; l < len; ++l) {
-            const int q = c0 + l, i = (int)i0 + (q - (int)q0);
+            const int i = (int)i0 + c0 + l, q = FUSED_Q(c0 + l);
             FUSED_HH_LOCALS;
-            double a0, t0, a1, t1, a2, t2;
-            nsm_hh_d_states_pre((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q, v[q], &a0, &t0, &a1, &t1, &a2, &t2);
-            A[l] = a0;
-            A[FUSED_CHUNK + l] = a1;
-            A[2 * FUSED_CHUNK + l] = a2;
-            T[l] = t0;
-            T[FUSED_CHUNK + l] = t1;
-            T[2 * FUSED_CHUNK + l] = t2;
+            double t0, t1, t2; /* the targets: the rows' values (FUSED_HH_TARGET), not stored again */
+            in[l] = nsm_hh_d_states_pre_set((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q, v[q], y + l, FUSED_CHUNK, &A[l],
+                                            &t0, &A[len + l], &t1, &A[2 * len + l], &t2);
             if (last) {
                 P9[i] = F9;
                 P10[i] = F10;
@@ -638,17 +856,27 @@ FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, int64_
                 P14[i] = F14;
             }
         }
-        for (int k = 0; k < 3; ++k) {
-            double *restrict x = A + k * FUSED_CHUNK;
-            FUSED_SIMD
-            for (int l = 0; l < len; ++l) x[l] = nsm_exp(x[l]);
+        /* lane-nodes whose exponents are out of one division's range: their
+         * first stage again, as the per-step path's (nsm_hh_d_states_pre,
+         * its lookup the columns': the same values) */
+        int all = 1;
+        for (int l = 0; l < len; ++l) all &= in[l];
+        for (int l = 0; !all && l < len; ++l) {
+            if (in[l]) continue;
+            const int i = (int)i0 + c0 + l, q = FUSED_Q(c0 + l);
+            FUSED_HH_LOCALS;
+            double t0, t1, t2; /* the columns' values: the rows' (test_table_rows) */
+            nsm_hh_d_states_pre((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, q, v[q], &A[l], &t0, &A[len + l], &t1,
+                                &A[2 * len + l], &t2);
         }
         FUSED_SIMD
+        for (int l = 0; l < 3 * len; ++l) A[l] = nsm_exp(A[l]);
+        FUSED_SIMD
         for (int l = 0; l < len; ++l) {
-            const int q = c0 + l, i = (int)i0 + (q - (int)q0);
+            const int i = (int)i0 + c0 + l, q = FUSED_Q(c0 + l);
             FUSED_HH_LOCALS;
-            nsm_hh_d_states_post((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, A[l], T[l], A[FUSED_CHUNK + l],
-                                 T[FUSED_CHUNK + l], A[2 * FUSED_CHUNK + l], T[2 * FUSED_CHUNK + l]);
+            nsm_hh_d_states_post((ns_mech_ppack *)pp, FUSED_HH_ARGS, i, A[l], y[FUSED_HH_TARGET(0) + l], A[len + l],
+                                 y[FUSED_HH_TARGET(1) + l], A[2 * len + l], y[FUSED_HH_TARGET(2) + l]);
             P15[i] = F15;
             P16[i] = F16;
             P17[i] = F17;
@@ -656,28 +884,85 @@ FUSED_INLINE void hh_state(const mech_block *mb, const ns_mech_ppack *pp, int64_
     }
 }
 
-/* fn(args..., uniform, last) with both flags as constants, so that each of
- * the four combinations is compiled on its own */
-#define FUSED_CALL(fn, uniform, last, ...)                                                                \
+/* fn(args..., uniform, last, gather) with the flags as constants, so that
+ * each combination is compiled on its own */
+#define FUSED_CALL(fn, uniform, last, gather, ...)                                                        \
     do {                                                                                                 \
-        if (uniform) {                                                                                   \
-            if (last) fn(__VA_ARGS__, 1, 1);                                                             \
-            else fn(__VA_ARGS__, 1, 0);                                                                  \
+        if (gather) {                                                                                    \
+            if (uniform) {                                                                               \
+                if (last) fn(__VA_ARGS__, 1, 1, 1);                                                      \
+                else fn(__VA_ARGS__, 1, 0, 1);                                                           \
+            } else {                                                                                     \
+                if (last) fn(__VA_ARGS__, 0, 1, 1);                                                      \
+                else fn(__VA_ARGS__, 0, 0, 1);                                                           \
+            }                                                                                            \
+        } else if (uniform) {                                                                            \
+            if (last) fn(__VA_ARGS__, 1, 1, 0);                                                          \
+            else fn(__VA_ARGS__, 1, 0, 0);                                                               \
         } else {                                                                                         \
-            if (last) fn(__VA_ARGS__, 0, 1);                                                             \
-            else fn(__VA_ARGS__, 0, 0);                                                                  \
+            if (last) fn(__VA_ARGS__, 0, 1, 0);                                                          \
+            else fn(__VA_ARGS__, 0, 0, 0);                                                               \
         }                                                                                                \
     } while (0)
 
+/* The instances [*ia, *ib) of mechanism block mb whose lane-nodes lie in
+ * [q0, q1) (node_index ascending: an instance pass, b->gather) */
+static void instance_range(const mech_block *mb, int64_t q0, int64_t q1, int64_t *ia, int64_t *ib) {
+    int64_t bound[2];
+    const int64_t at[2] = {q0, q1};
+    for (int e = 0; e < 2; ++e) {
+        int64_t lo = 0, hi = mb->p.n;
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            if (mb->node_index[mid] < at[e]) lo = mid + 1;
+            else hi = mid;
+        }
+        bound[e] = lo;
+    }
+    *ia = bound[0];
+    *ib = bound[1];
+}
+
+/* The lane-nodes of the block's nodes [r0, r1) */
+static inline void lane_range(const model_block *b, int32_t w, int32_t r0, int32_t r1, int64_t *q0, int64_t *q1) {
+    *q0 = (int64_t)r0 * w;
+    *q1 = (int64_t)r1 * w < b->nw ? (int64_t)r1 * w : b->nw;
+}
+
+/* Segment sg clipped to the nodes [r0, r1) (a cell split across threads runs
+ * its node range; the whole block: [0, INT32_MAX)): false when they do not
+ * meet; else its lane-nodes [*q0, *q1) and, for mechanism f, the lane-node
+ * of its instance at *q0 (the instances of a segment are consecutive). */
+static inline int clip(const fused_seg *sg, int32_t w, int32_t r0, int32_t r1, int f, int64_t *q0, int64_t *q1,
+                       int64_t *i0) {
+    const int32_t n0 = sg->n0 > r0 ? sg->n0 : r0, n1 = sg->n1 < r1 ? sg->n1 : r1;
+    *q0 = (int64_t)n0 * w;
+    *q1 = (int64_t)n1 * w;
+    *i0 = sg->inst[f] < 0 ? -1 : (int64_t)(sg->inst[f] + (n0 - sg->n0)) * w;
+    return n0 < n1;
+}
+
 FUSED_FN void fused_first(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
-                          double t, double dt, double celsius, int last) {
+                          double t, double dt, double celsius, int last, int32_t r0, int32_t r1) {
     const int32_t k = b->fused_k[0];
     mech_block *mb = k >= 0 ? &b->m[k] : NULL;
     ns_mech_ppack pp;
     if (mb) pp = fused_pack(mb, v, rhs, d, t, dt, celsius, mb->p.global);
+    if (mb && b->gather[0]) {
+        int64_t q0, q1, ia, ib;
+        lane_range(b, w, r0, r1, &q0, &q1);
+        for (int64_t q = q0; q < q1; ++q) {
+            rhs[q] = 0.0;
+            d[q] = 0.0;
+        }
+        instance_range(mb, q0, q1, &ia, &ib);
+        if (ia < ib) FUSED_CALL(pas_current, b->g_uniform[0], last, 1, mb, &pp, rhs, d, mb->node_index[ia], ib - ia, ia);
+        return;
+    }
     for (int32_t s = 0; s < b->n_segs; ++s) {
         const fused_seg *sg = &b->segs[s];
-        const int64_t q0 = (int64_t)sg->n0 * w, q1 = (int64_t)sg->n1 * w;
+        int64_t q0, q1, i0;
+        if (!clip(sg, w, r0, r1, 0, &q0, &q1, &i0)) continue;
         if (sg->inst[0] < 0) {
             for (int64_t q = q0; q < q1; ++q) {
                 rhs[q] = 0.0;
@@ -685,64 +970,103 @@ FUSED_FN void fused_first(const sim_model *model, model_block *b, int32_t w, dou
             }
             continue;
         }
-        const int64_t i0 = (int64_t)sg->inst[0] * w;
-        FUSED_CALL(pas_current, sg->uniform[0], last, mb, &pp, rhs, d, q0, q1, i0);
+        FUSED_CALL(pas_current, sg->uniform[0], last, 0, mb, &pp, rhs, d, q0, q1 - q0, i0);
     }
     (void)model;
 }
 
+/* hh's table for celsius (rebuilt when it changed, as every loop does) and
+ * its ppack bound: once per call before the passes (the split passes of
+ * several threads then only read them). */
+static void fused_prepare(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius) {
+    const int32_t k = b->fused_k[1];
+    if (k < 0) return;
+    bind_one(&b->m[k].p, v, NULL, NULL, t, dt, celsius);
+    model->mechs[k].desc->table_update(&b->m[k].p);
+    nsm_hh_p_rates_rows(&b->m[k].p, b->rows); /* when the table changed (its header) */
+}
+
 FUSED_FN void fused_second(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
-                           const double *cap, double t, double dt, double celsius, int last) {
+                           const double *cap, double t, double dt, double celsius, int last, int32_t r0, int32_t r1) {
     const int32_t k = b->fused_k[1];
     mech_block *mb = k >= 0 ? &b->m[k] : NULL;
     double g1[1] = {1.0}; /* usetable_hh: on (ns_model_block_fused) */
     ns_mech_ppack pp;
     ns_mech_ion_view ions[2] = {{0}}; /* e only: no ion current is kept (fusable), so no branch on it in the loop */
+    (void)model;
     if (mb) {
-        bind_one(&mb->p, v, NULL, NULL, t, dt, celsius);
-        model->mechs[k].desc->table_update(&mb->p); /* celsius changed: the table again, as every loop does */
         pp = fused_pack(mb, v, rhs, d, t, dt, celsius, g1);
         for (int j = 0; j < 2; ++j) ions[j] = (ns_mech_ion_view){mb->ions[j].e, NULL, NULL, NULL, NULL, NULL};
         pp.ion = ions;
     }
+    if (mb && b->gather[1]) {
+        int64_t q0, q1, ia, ib;
+        lane_range(b, w, r0, r1, &q0, &q1);
+        instance_range(mb, q0, q1, &ia, &ib);
+        if (ia < ib) FUSED_CALL(hh_current, b->g_uniform[1], last, 1, mb, &pp, d, cap, mb->node_index[ia], ib - ia, ia);
+        for (int64_t q = q0; q < q1; ++q) d[q] += cap[q];
+        return;
+    }
     for (int32_t s = 0; s < b->n_segs; ++s) {
         const fused_seg *sg = &b->segs[s];
-        const int64_t q0 = (int64_t)sg->n0 * w, q1 = (int64_t)sg->n1 * w;
+        int64_t q0, q1, i0;
+        if (!clip(sg, w, r0, r1, 1, &q0, &q1, &i0)) continue;
         if (sg->inst[1] < 0) {
             for (int64_t q = q0; q < q1; ++q) d[q] += cap[q];
             continue;
         }
-        const int64_t i0 = (int64_t)sg->inst[1] * w;
-        FUSED_CALL(hh_current, sg->uniform[1], last, mb, &pp, d, cap, q0, q1, i0);
+        FUSED_CALL(hh_current, sg->uniform[1], last, 0, mb, &pp, d, cap, q0, q1 - q0, i0);
     }
 }
 
 FUSED_FN void fused_states(const sim_model *model, model_block *b, int32_t w, double *v, double t, double dt,
-                           double celsius, int last) {
+                           double celsius, int last, int32_t r0, int32_t r1) {
     const int32_t k = b->fused_k[1];
+    (void)model;
     if (k < 0) return; /* pas has no state */
     mech_block *mb = &b->m[k];
     double g1[1] = {1.0};
-    bind_one(&mb->p, v, NULL, NULL, t, dt, celsius);
-    model->mechs[k].desc->table_update(&mb->p);
     const ns_mech_ppack pp = fused_pack(mb, v, NULL, NULL, t, dt, celsius, g1);
+    if (b->gather[1]) {
+        int64_t q0, q1, ia, ib;
+        lane_range(b, w, r0, r1, &q0, &q1);
+        instance_range(mb, q0, q1, &ia, &ib);
+        if (ia < ib)
+            FUSED_CALL(hh_state, b->g_uniform[1], last, 1, mb, &pp, b->rows + NSM_hh_rates_LEAD, b->transpose,
+                       mb->node_index[ia], ib - ia, ia);
+        return;
+    }
     for (int32_t s = 0; s < b->n_segs; ++s) {
         const fused_seg *sg = &b->segs[s];
-        if (sg->inst[1] < 0) continue;
-        const int64_t q0 = (int64_t)sg->n0 * w, q1 = (int64_t)sg->n1 * w, i0 = (int64_t)sg->inst[1] * w;
-        FUSED_CALL(hh_state, sg->uniform[1], last, mb, &pp, q0, q1, i0);
+        int64_t q0, q1, i0;
+        if (sg->inst[1] < 0 || !clip(sg, w, r0, r1, 1, &q0, &q1, &i0)) continue;
+        FUSED_CALL(hh_state, sg->uniform[1], last, 0, mb, &pp, b->rows + NSM_hh_rates_LEAD, b->transpose, q0,
+                   q1 - q0, i0);
     }
 }
 
 void ns_model_block_fused_first(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
                                 double t, double dt, double celsius, int last) {
-    fused_first(model, b, w, v, rhs, d, t, dt, celsius, last);
+    fused_first(model, b, w, v, rhs, d, t, dt, celsius, last, 0, INT32_MAX);
 }
 void ns_model_block_fused_second(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
                                  const double *cap, double t, double dt, double celsius, int last) {
-    fused_second(model, b, w, v, rhs, d, cap, t, dt, celsius, last);
+    fused_prepare(model, b, v, t, dt, celsius);
+    fused_second(model, b, w, v, rhs, d, cap, t, dt, celsius, last, 0, INT32_MAX);
 }
 void ns_model_block_fused_states(const sim_model *model, model_block *b, int32_t w, double *v, double t, double dt,
                                  double celsius, int last) {
-    fused_states(model, b, w, v, t, dt, celsius, last);
+    fused_prepare(model, b, v, t, dt, celsius);
+    fused_states(model, b, w, v, t, dt, celsius, last, 0, INT32_MAX);
+}
+void ns_model_block_fused_prepare(const sim_model *model, model_block *b, double *v, double t, double dt,
+                                  double celsius) {
+    fused_prepare(model, b, v, t, dt, celsius);
+}
+void ns_model_block_fused_range(const sim_model *model, model_block *b, int32_t w, int phase, int32_t r0, int32_t r1,
+                                double *v, double *rhs, double *d, const double *cap, double t, double dt,
+                                double celsius, int last) {
+    if (phase == 0) fused_first(model, b, w, v, rhs, d, t, dt, celsius, last, r0, r1);
+    else if (phase == 1) fused_second(model, b, w, v, rhs, d, cap, t, dt, celsius, last, r0, r1);
+    else fused_states(model, b, w, v, t, dt, celsius, last, r0, r1);
 }

@@ -61,6 +61,16 @@ void ns_model_block_fused_second(const sim_model *model, model_block *b, int32_t
                                  const double *cap, double t, double dt, double celsius, int last);
 void ns_model_block_fused_states(const sim_model *model, model_block *b, int32_t w, double *v, double t, double dt,
                                  double celsius, int last);
+/* The same passes over the nodes [r0, r1) of the block (a cell split across
+ * threads: each thread its range, sim/cpu/step.c), phase 0 first, 1 second,
+ * 2 the states, the assigned variables stored when `last`; the caller
+ * runs ns_model_block_fused_prepare (hh's table, its ppack) once per call
+ * before, on one thread. */
+void ns_model_block_fused_prepare(const sim_model *model, model_block *b, double *v, double t, double dt,
+                                  double celsius);
+void ns_model_block_fused_range(const sim_model *model, model_block *b, int32_t w, int phase, int32_t r0, int32_t r1,
+                                double *v, double *rhs, double *d, const double *cap, double t, double dt,
+                                double celsius, int last);
 
 /* Variable q (0 e, 1 ci, 2 co, 3 i, 4 didv) of the simulation's ion `ion`
  * over the block, at [pos[node] * w + lane]. */
@@ -83,6 +93,10 @@ double *ns_model_block_globals(model_block *b, int32_t k);
  * lane-node of each (pos[node] * w + lane). */
 int64_t ns_model_block_instances(const model_block *b, int32_t k);
 const int *ns_model_block_node_index(const model_block *b, int32_t k);
+/* The block's slot (its instance order, over the lanes: slot * w + lane)
+ * of mechanism k's instance `inst` of the model (sim_mech_shape order):
+ * the block keeps its instances in its node order. */
+int32_t ns_model_block_slot(const model_block *b, int32_t k, int32_t inst);
 
 /* The same for one cell of a CPU simulation of a model (sim/cpu/step.c), into
  * out[compartment]: for tests (the ion state is not public API yet). i and

@@ -159,10 +159,6 @@ int64_t ns_cpu_partition(int64_t count, const int64_t *weight, int32_t threads, 
     return load_max;
 }
 
-int ns_cpu_masked(int64_t hh_nodes, int64_t hh_runs, int32_t n, int32_t w) {
-    return hh_runs > 0 && hh_nodes * w < (int64_t)NS_CPU_MASKED_LANE_RUN * hh_runs && 2 * hh_nodes >= n;
-}
-
 int ns_cpu_reorder(int64_t hh_nodes, int64_t hh_runs) {
     return hh_runs > 0 && hh_nodes < (int64_t)NS_CPU_REORDER_RUN * hh_runs;
 }

@@ -77,21 +77,6 @@ typedef struct ns_cpu_cut {
 int ns_cpu_cut_make(int32_t n, const int32_t *parent, int32_t threads, int32_t pieces, ns_cpu_cut *cut);
 void ns_cpu_cut_free(ns_cpu_cut *cut);
 
-/* The masked passes (sim/cpu/step.c): a block whose hh runs (the runs of nodes
- * between zero-area or hh-free nodes) are short runs its hh current and gate
- * passes over every lane-node of the range at once and keeps the results at
- * its hh nodes only, rather than run by run, where the vector loops would
- * run mostly as their scalar tails. Short: under NS_CPU_MASKED_LANE_RUN
- * lane-nodes on average (the mean run in nodes x the block's width). */
-#ifndef NS_CPU_MASKED_LANE_RUN
-#define NS_CPU_MASKED_LANE_RUN 8
-#endif
-
-/* Whether the blocks of width w of a shape of n nodes, hh_nodes of them with
- * hh in hh_runs runs, take the masked passes: the runs are short and at
- * least half the nodes have hh (the masked passes compute every node's). */
-int ns_cpu_masked(int64_t hh_nodes, int64_t hh_runs, int32_t n, int32_t w);
-
 /* The node order of a shape's lane blocks (sim/cpu/step.c): a shape whose hh
  * runs (between zero-area nodes or other regions) average under
  * NS_CPU_REORDER_RUN nodes keeps its membrane nodes region by region and its

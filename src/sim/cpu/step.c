@@ -12,8 +12,9 @@
  *     nodes and cells alike (w = 1 included);
  *   - the matrix assembly and the Hines solve visit each node once for all
  *     the block's cells, with w independent lanes at each node.
- * The host arrays sim->v, m, h, n (Flat layout) are written from the blocks
- * when the state is read (sync_state).
+ * The host array sim->v (Flat layout) is written from the blocks when the
+ * state is read (sync_state); the mechanisms' variables stay in the blocks
+ * (sim/cpu/mechanisms.c).
  *
  * Threads: one parallel region per ns_sim_advance call; each thread owns a
  * static set of blocks balanced by compartments (sim/cpu/policy.h) and advances
@@ -34,20 +35,21 @@
  *
  *   t += dt/2
  *   rhs = 0, d = 0
- *   pas:    rhs -= i(v),              d += (i(v + .001) - i(v)) / .001
+ *   the model's mechanisms in NEURON's type order (pas, the concentration
+ *   writers, IClamp, the synapses, hh, the library's others): each
+ *           rhs -= i(v),              d += (i(v + .001) - i(v)) / .001
  *   IClamp: rhs += i(t) * 1e2 / area  (in the order the clamps were added)
- *   hh:     rhs -= i(v),              d += (i(v + .001) - i(v)) / .001
  *   d += cm * 1e-3/dt
  *   axial, for every node i with parent p:
  *           rhs[i] -= b[i] (v[p] - v[i]),  rhs[p] += a[i] (v[p] - v[i])
  *           d[i] -= b[i],                  d[p] -= a[i]
  *   Hines solve (triang from the leaves, bksub from the root); v += rhs
  *   t += dt/2
- *   hh gates by cnexp with the new v (x += (1 - exp(dt * (-1/tau))) * (inf - x))
+ *   the mechanisms' states from the new v (hh's gates by cnexp)
  *
  * Mechanisms run one after the other over the whole cell, as NEURON runs them
- * (pas before IClamp before hh: NEURON's mechanism type order), so that the
- * sums at each node add in NEURON's order. The axial terms of d do not
+ * (sim/cpu/mechanisms.c: per step, or the built-in pas and hh fused into the
+ * loop's passes), so that the sums at each node add in NEURON's order. The axial terms of d do not
  * depend on v: they are added with the capacitance, as one constant per
  * node (diagonal_constant); those of rhs are added by the elimination, node
  * by node from the leaves (eliminate_node). Every lane performs the same
@@ -99,13 +101,7 @@
 #else
 #define NS_CLONES
 #endif
-#define CHUNK 64           /* lane-nodes per pass of the gate update */
-#define ROW 16             /* doubles per row of hh's rate table (table_rows) */
 #define LOG2_LANES_MAX 3   /* widths 1, 2, 4, 8 */
-typedef struct cpu_run {
-    int32_t begin, end; /* nodes [begin, end) of one region (-1: no membrane) */
-    int32_t region;
-} cpu_run;
 
 /* A narrow block's elimination and back substitution as independent
  * chains interleaved: the tree cut for SOLVE_STREAMS streams (ns_cpu_cut
@@ -137,27 +133,19 @@ typedef struct cpu_shape {
     int32_t *pos;  /* the node order (ns_cpu_reorder): node i's position in the block's arrays; NULL:
                       position i */
     int32_t *ppar; /* with pos: pos[parent[i]] (node 0: 0) */
-    int32_t n_runs;
-    cpu_run *runs; /* runs of positions of one region */
     int32_t n_top, *top;  /* ns_cpu_cut's top entries */
     int32_t n_order;      /* SOLVE_STREAMS x the longest stream */
     solve_entry *order;   /* order[k * SOLVE_STREAMS + s]: stream s's k-th node to eliminate (its cut
                              subtrees' nodes below their roots, each subtree from its last node) */
-    int64_t hh_nodes, hh_runs; /* nodes with hh, and their runs */
-    int32_t masked_hh;         /* the region whose hh parameters every hh node has (the masked current
-                                  pass), or -1 */
     double *cap[LOG2_LANES_MAX + 1]; /* cap repeated over w = 1, 2, 4, 8 lanes (those used) */
-    unsigned char *mask[LOG2_LANES_MAX + 1]; /* 1 at the hh nodes, repeated over w lanes, for the widths
-                                                whose blocks take the masked passes (ns_cpu_masked); else
-                                                NULL */
 } cpu_shape;
 
 typedef struct cpu_block {
     int32_t shape, w;
     int32_t split;                  /* 1: one cell run by every thread (split_front, split_top, split_back) */
     int64_t cell[NS_CPU_LANES_MAX]; /* the cells in lane order (ascending) */
-    double *v, *m, *h, *n;          /* n * w each, v[pos(node) * w + lane] */
-    model_block *mech;              /* a model's mechanisms (sim->model), else NULL */
+    double *v;                      /* n * w, v[pos(node) * w + lane] */
+    model_block *mech;              /* the model's mechanisms (sim->model) */
     net_block *net;                 /* its synapses, events and detectors (sim->net's, net.c), else NULL */
 } cpu_block;
 
@@ -177,9 +165,6 @@ typedef struct cpu_state {
     int64_t *lane_of;      /* n_cells: block * NS_CPU_LANES_MAX + lane */
     cpu_shape *shapes;
     double *store;         /* the blocks' state */
-    double *rows;          /* hh's rate table as rows (table_rows), NS_HH_TABLE_N x ROW */
-    double rows_q10;       /* the q10 the rows were built for (NaN: none yet) */
-    int transpose;         /* rates_of_rows transposes (rows_transpose) */
     int64_t max_nw;        /* largest n * w (scratch per thread) */
     int64_t n_split;       /* blocks run by every thread, one after the other */
     int64_t *split;        /* their indices */
@@ -195,18 +180,15 @@ typedef struct cpu_state {
     int64_t *part_base;    /* n_blocks + 1 into part_flat */
 } cpu_state;
 
-/* Whether region r (-1: a zero-area node) has hh; with a model, whether it
- * has a membrane (its mechanisms are inserted at nodes with area only). */
-static inline int has_hh(const ns_sim_t *sim, int r) { return r >= 0 && (sim->model || sim->region[r].hh); }
-
-/* The nodes with hh among reg[0 .. n) (regions in array order) and their
- * runs (maximal sequences of one region). */
-static void hh_runs_of(const ns_sim_t *sim, const int8_t *reg, int32_t n, int64_t *nodes, int64_t *runs) {
+/* The nodes with a membrane (the mechanisms are inserted at nodes with area
+ * only) among reg[0 .. n) (regions in array order, -1: a zero-area node) and
+ * their runs (maximal sequences of one region): ns_cpu_reorder's facts. */
+static void membrane_runs_of(const int8_t *reg, int32_t n, int64_t *nodes, int64_t *runs) {
     *nodes = *runs = 0;
     for (int32_t i = 0; i < n; ++i) {
-        const int hh = has_hh(sim, reg[i]);
-        *nodes += hh;
-        *runs += hh && (i == 0 || reg[i - 1] != reg[i]);
+        const int m = reg[i] >= 0;
+        *nodes += m;
+        *runs += m && (i == 0 || reg[i - 1] != reg[i]);
     }
 }
 
@@ -231,43 +213,6 @@ static void diagonal_constant(const sim_shape *s, double *dc) {
     }
 }
 
-/* hh's rate table as rows for the gates' lookup (gates): entry i's six
- * columns (minf, mtau, hinf, htau, ninf, ntau) and two zeros, then their
- * differences to entry i + 1 (zeros at the last entry) and two zeros, so
- * that a lane-node's six rates are two loads and one multiply-add of 8
- * lanes, and 8 lane-nodes' rates a transpose (rates_of_rows), where the
- * columns took 12 gathers. Built from sim->table when its q10 (the
- * temperature's factor, all the table depends on) changes. */
-static void table_rows(const ns_hh_table *t, double *rows) {
-    const double *col[6] = {t->minf, t->mtau, t->hinf, t->htau, t->ninf, t->ntau};
-    for (int i = 0; i < NS_HH_TABLE_N; ++i) {
-        const int i1 = i + (i < NS_HH_TABLE_N - 1);
-        for (int k = 0; k < ROW / 2; ++k) {
-            rows[i * ROW + k] = k < 6 ? col[k][i] : 0.0;
-            rows[i * ROW + ROW / 2 + k] = k < 6 ? col[k][i1] - col[k][i] : 0.0;
-        }
-    }
-}
-
-/* Whether the gates' lookup transposes 8 rows at a time (rates_of_rows):
- * where the run_block clone taken is the AVX-512 one, or the build's
- * target has AVX-512. Elsewhere it gathers from the rows, faster there
- * (an AVX2-only build, -mavx2 -DNS_NO_CLONES; bench/README.md at 01b826c,
- * "The solve in one pass, the rate table as rows").
- * NS_CPU_ROWS_GATHER (CI's gcc build without OpenMP) gathers always, so
- * that the tests run both forms; their values are the same. */
-static int rows_transpose(void) {
-#if defined(NS_CPU_ROWS_GATHER) || !(defined(__GNUC__) || defined(__clang__))
-    return 0;
-#elif defined(__AVX512F__)
-    return 1;
-#elif defined(NS_CLONES_ON)
-    return __builtin_cpu_supports("avx512f");
-#else
-    return 0;
-#endif
-}
-
 static int log2w(int32_t w) { return w >= 8 ? 3 : w >= 4 ? 2 : w >= 2 ? 1 : 0; }
 
 static int32_t requested_threads(const ns_sim_t *sim) {
@@ -285,10 +230,8 @@ static void cpu_destroy(ns_sim_t *sim) {
     if (!st) return;
     if (st->shapes)
         for (int32_t k = 0; k < sim->n_shapes; ++k) {
-            free(st->shapes[k].runs);
             free(st->shapes[k].pos);
             free(st->shapes[k].ppar);
-            for (int l = 0; l <= LOG2_LANES_MAX; ++l) free(st->shapes[k].mask[l]);
             free(st->shapes[k].top);
             free(st->shapes[k].order);
             for (int l = 0; l <= LOG2_LANES_MAX; ++l) free(st->shapes[k].cap[l]);
@@ -311,7 +254,6 @@ static void cpu_destroy(ns_sim_t *sim) {
     free(st->split_d);
     free(st->split_rhs);
     free(st->store);
-    free(st->rows);
     free(st->part_flat);
     free(st->part_base);
     free(st);
@@ -323,7 +265,6 @@ static void cpu_destroy(ns_sim_t *sim) {
  * ns_model_block_fused_*) or per step; at create, and at each advance with
  * the network's synapse types. */
 static ns_status cpu_mechanisms(ns_sim_t *sim, const cpu_state *st) {
-    if (!sim->model) return NS_OK;
     ns_sim_mech_facts f;
     memset(&f, 0, sizeof f);
     f.requested = (int)sim->options.gpu_mechanisms;
@@ -351,28 +292,22 @@ static ns_status cpu_create(ns_sim_t *sim) {
     st->lane_of = malloc((size_t)nc * sizeof *st->lane_of);
     if (!st->shapes || !count || !wmax || !st->lane_of) goto oom;
     for (int64_t c = 0; c < nc; ++c) count[sim->cell_shape[c]]++;
+    /* a cell split across the threads runs the built-in pas and hh fused into the split passes over
+     * each thread's node range (ns_model_block_fused_range); other models, and a network, run its
+     * block whole on one thread at each step (cpu_steps) */
+    const int split_ok = ns_model_fusable(sim->model) && sim->options.gpu_mechanisms != NS_SIM_GPU_MECHANISMS_PER_STEP;
     /* the node order of each shape (ns_cpu_reorder: its membrane nodes
-     * region by region, then its zero-area nodes, each in node order), then
-     * its runs of one region over the positions */
+     * region by region, then its zero-area nodes, each in node order) */
     for (int32_t k = 0; k < ns; ++k) {
         const sim_shape *s = &sim->shapes[k];
         cpu_shape *cs = &st->shapes[k];
-        int8_t *reg = malloc((size_t)s->n);
-        cs->runs = malloc((size_t)s->n * sizeof *cs->runs);
-        if (!reg || !cs->runs) {
-            free(reg);
-            goto oom;
-        }
-        int64_t hh_nodes, hh_runs;
-        hh_runs_of(sim, s->region, s->n, &hh_nodes, &hh_runs);
-        const int split = !sim->model && ns_cpu_split(s->n, sim->n_comp, requested);
-        if (!split && ns_cpu_reorder(hh_nodes, hh_runs)) {
+        int64_t m_nodes, m_runs;
+        membrane_runs_of(s->region, s->n, &m_nodes, &m_runs);
+        const int split = split_ok && ns_cpu_split(s->n, sim->n_comp, requested);
+        if (!split && ns_cpu_reorder(m_nodes, m_runs)) {
             cs->pos = malloc((size_t)s->n * sizeof *cs->pos);
             cs->ppar = malloc((size_t)s->n * sizeof *cs->ppar);
-            if (!cs->pos || !cs->ppar) {
-                free(reg);
-                goto oom;
-            }
+            if (!cs->pos || !cs->ppar) goto oom;
             int32_t next[INT8_MAX + 3] = {0}; /* start of each key: regions, zero-area nodes (-1) as INT8_MAX + 1 */
             for (int32_t i = 0; i < s->n; ++i) next[(s->region[i] < 0 ? INT8_MAX + 1 : s->region[i]) + 1]++;
             for (int r = 1; r <= INT8_MAX + 1; ++r) next[r] += next[r - 1];
@@ -380,36 +315,6 @@ static ns_status cpu_create(ns_sim_t *sim) {
             cs->ppar[0] = 0;
             for (int32_t i = 1; i < s->n; ++i) cs->ppar[i] = cs->pos[s->parent[i]];
         }
-        for (int32_t i = 0; i < s->n; ++i) reg[pos_of(cs->pos, i)] = s->region[i];
-        for (int32_t i = 0; i < s->n; ++i) {
-            if (cs->n_runs > 0 && cs->runs[cs->n_runs - 1].region == reg[i]) {
-                cs->runs[cs->n_runs - 1].end = i + 1;
-                continue;
-            }
-            cs->runs[cs->n_runs].begin = i;
-            cs->runs[cs->n_runs].end = i + 1;
-            cs->runs[cs->n_runs].region = reg[i];
-            cs->n_runs++;
-        }
-        hh_runs_of(sim, reg, s->n, &cs->hh_nodes, &cs->hh_runs); /* over the positions (masked) */
-        free(reg);
-    }
-    /* whether every hh node of a shape has the same hh parameters (the
-     * default membrane): then the hh current can be masked too */
-    for (int32_t k = 0; k < ns; ++k) {
-        const sim_shape *s = &sim->shapes[k];
-        cpu_shape *cs = &st->shapes[k];
-        cs->masked_hh = -1;
-        int uniform = 1;
-        for (int32_t i = 0; i < s->n && uniform; ++i) {
-            if (!has_hh(sim, s->region[i])) continue;
-            const sim_region *a = &sim->region[s->region[i]];
-            if (cs->masked_hh < 0) cs->masked_hh = s->region[i];
-            const sim_region *b = &sim->region[cs->masked_hh];
-            uniform = a->gnabar == b->gnabar && a->gkbar == b->gkbar && a->gl == b->gl && a->el == b->el &&
-                      a->ena == b->ena && a->ek == b->ek;
-        }
-        if (!uniform) cs->masked_hh = -1;
     }
     /* blocks: the widest width per shape, then the cells in ascending order */
     for (int32_t k = 0; k < ns; ++k) {
@@ -417,7 +322,7 @@ static ns_status cpu_create(ns_sim_t *sim) {
          * widest blocks its count allows: the split passes then vectorise
          * across the lanes, and one solve serves the block's cells (the
          * same chain of divisions, w lanes wide) */
-        wmax[k] = !sim->model && ns_cpu_split(sim->shapes[k].n, sim->n_comp, requested)
+        wmax[k] = split_ok && ns_cpu_split(sim->shapes[k].n, sim->n_comp, requested)
                       ? NS_CPU_LANES_MAX
                       : ns_cpu_lane_width(sim->shapes[k].n, sim->n_comp, requested);
         st->n_blocks += ns_cpu_blocks(count[k], wmax[k], NULL);
@@ -494,7 +399,7 @@ static ns_status cpu_create(ns_sim_t *sim) {
         const cpu_block *blk = &st->blocks[b];
         const int64_t nw = (int64_t)sim->shapes[blk->shape].n * blk->w;
         const int64_t padded = (nw + ALIGN / 8 - 1) / (ALIGN / 8) * (ALIGN / 8);
-        total += 4 * padded;
+        total += padded;
         if (nw > st->max_nw) st->max_nw = nw;
         cpu_shape *cs = &st->shapes[blk->shape];
         const int l = log2w(blk->w);
@@ -508,20 +413,10 @@ static ns_status cpu_create(ns_sim_t *sim) {
             for (int32_t i = 0; i < s->n; ++i)
                 for (int32_t j = 0; j < blk->w; ++j) cs->cap[l][(int64_t)pos_of(cs->pos, i) * blk->w + j] = dc[i];
             free(dc);
-            if (!sim->model && ns_cpu_masked(cs->hh_nodes, cs->hh_runs, s->n, blk->w)) {
-                cs->mask[l] = malloc((size_t)nw);
-                if (!cs->mask[l]) goto oom;
-                for (int32_t i = 0; i < s->n; ++i)
-                    for (int32_t j = 0; j < blk->w; ++j)
-                        cs->mask[l][(int64_t)pos_of(cs->pos, i) * blk->w + j] = has_hh(sim, s->region[i]);
-            }
         }
     }
     st->store = aligned((size_t)total * sizeof(double));
-    st->rows = aligned((size_t)NS_HH_TABLE_N * ROW * sizeof(double));
-    if (!st->store || !st->rows) goto oom;
-    st->transpose = rows_transpose();
-    st->rows_q10 = NAN;
+    if (!st->store) goto oom;
     {
         double *p = st->store;
         for (int64_t b = 0; b < st->n_blocks; ++b) {
@@ -529,14 +424,11 @@ static ns_status cpu_create(ns_sim_t *sim) {
             const int64_t nw = (int64_t)sim->shapes[blk->shape].n * blk->w;
             const int64_t padded = (nw + ALIGN / 8 - 1) / (ALIGN / 8) * (ALIGN / 8);
             blk->v = p;
-            blk->m = p + padded;
-            blk->h = p + 2 * padded;
-            blk->n = p + 3 * padded;
-            p += 4 * padded;
+            p += padded;
         }
     }
     /* a model's mechanism instances per block */
-    for (int64_t b = 0; sim->model && b < st->n_blocks; ++b) {
+    for (int64_t b = 0; b < st->n_blocks; ++b) {
         cpu_block *blk = &st->blocks[b];
         ns_status e = ns_model_block_create(sim->model, blk->shape, sim->shapes[blk->shape].n, blk->w,
                                             st->shapes[blk->shape].pos, &blk->mech);
@@ -546,14 +438,13 @@ static ns_status cpu_create(ns_sim_t *sim) {
             return e;
         }
     }
-    /* cells split across the threads (sim/cpu/policy.h; not with a model's
-     * mechanisms yet: they run over whole blocks), then the threads and the
-     * other blocks' owners */
+    /* cells split across the threads (sim/cpu/policy.h; split_ok above),
+     * then the threads and the other blocks' owners */
     int64_t split_total = 0;
     for (int64_t b = 0; b < st->n_blocks; ++b) {
         cpu_block *blk = &st->blocks[b];
         const int32_t n = sim->shapes[blk->shape].n;
-        blk->split = !sim->model && ns_cpu_split(n, sim->n_comp, requested);
+        blk->split = split_ok && ns_cpu_split(n, sim->n_comp, requested);
         if (blk->split) {
             st->n_split++;
             split_total += (int64_t)n * blk->w;
@@ -646,7 +537,7 @@ static ns_status cpu_init(ns_sim_t *sim) {
     ns_sim_init_host(sim);
     ns_status e = cpu_load_state(sim);
     cpu_state *st = sim->backend_state;
-    for (int64_t b = 0; e == NS_OK && sim->model && b < st->n_blocks; ++b) {
+    for (int64_t b = 0; e == NS_OK && b < st->n_blocks; ++b) {
         cpu_block *blk = &st->blocks[b];
         ns_model_block_init(sim->model, blk->mech, blk->shape, sim->shapes[blk->shape].n, blk->w,
                             st->shapes[blk->shape].pos, blk->cell, blk->v, sim->params.dt, sim->params.celsius);
@@ -678,9 +569,6 @@ static ns_status cpu_sync_state(ns_sim_t *sim) {
         for (int32_t i = 0; i < n; ++i) {
             const int64_t k = (int64_t)pos_of(pos, i) * w + j;
             sim->v[o + i] = blk->v[k];
-            sim->m[o + i] = blk->m[k];
-            sim->h[o + i] = blk->h[k];
-            sim->n[o + i] = blk->n[k];
         }
     }
     return NS_OK;
@@ -698,176 +586,9 @@ static ns_status cpu_load_state(ns_sim_t *sim) {
         for (int32_t i = 0; i < n; ++i) {
             const int64_t k = (int64_t)pos_of(pos, i) * w + j;
             blk->v[k] = sim->v[o + i];
-            blk->m[k] = sim->m[o + i];
-            blk->h[k] = sim->h[o + i];
-            blk->n[k] = sim->n[o + i];
         }
     }
     return NS_OK;
-}
-
-/* The six rates of lane-nodes l < len from rows (table_rows) at entries ix
- * with weights th: c0 + th (c1 - c0), as ns_hh_rates_table computes them.
- * With gcc or clang, 8 lane-nodes at a time as vectors of 8 doubles (the
- * compiler's instructions for each target clone): each row's interpolation
- * in one multiply-add, then the 8 x 8 transpose. The columns' loads were
- * 12 gathers per 8 lane-nodes, and gathers scale worst of the core's
- * work with the thread count (bench/probe/freq.c; bench/README.md at 01b826c, "The solve
- * in one pass, the rate table as rows"). */
-#if defined(__GNUC__) || defined(__clang__)
-typedef double ns_v8d __attribute__((vector_size(64)));
-#if defined(__clang__)
-#define NS_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
-#else
-typedef long long ns_v8l __attribute__((vector_size(64)));
-#define NS_SHUF(a, b, ...) __builtin_shuffle(a, b, (ns_v8l){__VA_ARGS__})
-#endif
-NS_ALWAYS_INLINE void row_rates(const double *restrict rows, int i, double th, ns_v8d *out) {
-    ns_v8d c, s;
-    memcpy(&c, rows + (size_t)i * ROW, sizeof c);
-    memcpy(&s, rows + (size_t)i * ROW + ROW / 2, sizeof s);
-    const ns_v8d t = {th, th, th, th, th, th, th, th};
-    *out = c + t * s;
-}
-#endif
-
-NS_ALWAYS_INLINE void rates_of_rows(const double *restrict rows, int transpose, const int *restrict ix,
-                                    const double *restrict th, int len, double *restrict minf,
-                                    double *restrict mtau, double *restrict hinf, double *restrict htau,
-                                    double *restrict ninf, double *restrict ntau) {
-    int l0 = 0;
-#if defined(__GNUC__) || defined(__clang__)
-    for (int l = 0; transpose && l + 8 <= len; l += 8, l0 = l) {
-        ns_v8d r[8], e[4], o[4], q[8], c[8];
-        for (int k = 0; k < 8; ++k) row_rates(rows, ix[l + k], th[l + k], &r[k]);
-        /* pairs of rows: their even columns, their odd columns */
-        for (int k = 0; k < 4; ++k) {
-            e[k] = NS_SHUF(r[2 * k], r[2 * k + 1], 0, 8, 2, 10, 4, 12, 6, 14);
-            o[k] = NS_SHUF(r[2 * k], r[2 * k + 1], 1, 9, 3, 11, 5, 13, 7, 15);
-        }
-        /* rows 4 h to 4 h + 3: q[4 h + k] holds their columns k and k + 4 */
-        for (int h = 0; h < 2; ++h) {
-            q[4 * h] = NS_SHUF(e[2 * h], e[2 * h + 1], 0, 1, 8, 9, 4, 5, 12, 13);
-            q[4 * h + 1] = NS_SHUF(o[2 * h], o[2 * h + 1], 0, 1, 8, 9, 4, 5, 12, 13);
-            q[4 * h + 2] = NS_SHUF(e[2 * h], e[2 * h + 1], 2, 3, 10, 11, 6, 7, 14, 15);
-            q[4 * h + 3] = NS_SHUF(o[2 * h], o[2 * h + 1], 2, 3, 10, 11, 6, 7, 14, 15);
-        }
-        /* the eight rows' column k */
-        for (int k = 0; k < 4; ++k) {
-            c[k] = NS_SHUF(q[k], q[4 + k], 0, 1, 2, 3, 8, 9, 10, 11);
-            c[k + 4] = NS_SHUF(q[k], q[4 + k], 4, 5, 6, 7, 12, 13, 14, 15);
-        }
-        memcpy(minf + l, &c[0], sizeof c[0]);
-        memcpy(mtau + l, &c[1], sizeof c[1]);
-        memcpy(hinf + l, &c[2], sizeof c[2]);
-        memcpy(htau + l, &c[3], sizeof c[3]);
-        memcpy(ninf + l, &c[4], sizeof c[4]);
-        memcpy(ntau + l, &c[5], sizeof c[5]);
-    }
-#else
-    (void)transpose;
-#endif
-#if defined(_OPENMP) || defined(NS_HAVE_OPENMP_SIMD)
-#pragma omp simd
-#endif
-    for (int l = l0; l < len; ++l) {
-        const double *restrict c = rows + (size_t)ix[l] * ROW, *restrict s = c + ROW / 2;
-        minf[l] = c[0] + th[l] * s[0];
-        mtau[l] = c[1] + th[l] * s[1];
-        hinf[l] = c[2] + th[l] * s[2];
-        htau[l] = c[3] + th[l] * s[3];
-        ninf[l] = c[4] + th[l] * s[4];
-        ntau[l] = c[5] + th[l] * s[5];
-    }
-}
-
-/* The hh gates of lane-nodes [b, e) of one region by cnexp, in chunks: the
- * rates (table or exact), then the exponentials, then the update, each a
- * loop the compiler can vectorise but the middle one. */
-NS_ALWAYS_INLINE void gates(const ns_sim_t *sim, const double *restrict rows, int transpose, int64_t b, int64_t e,
-                            const double *restrict v, double *restrict m, double *restrict h,
-                            double *restrict gn, const unsigned char *restrict mask) {
-    const double dt = sim->params.dt;
-    for (int64_t k0 = b; k0 < e; k0 += CHUNK) {
-        const int len = (int)(e - k0 < CHUNK ? e - k0 : CHUNK);
-        double minf[CHUNK], mtau[CHUNK], hinf[CHUNK], htau[CHUNK], ninf[CHUNK], ntau[CHUNK];
-        double ex[3 * CHUNK], th[CHUNK];
-        int ix[CHUNK];
-        if (sim->params.usetable) {
-            /* nocmodl's table lookup (sim/membrane.h, ns_hh_rates_table) without
-             * branches: the entry i and the weight th of every case, so that
-             * one interpolation c0 + th (c1 - c0) gives them all
-             * (rates_of_rows; inside: i = floor(xi), th = xi - i; xi >= N -
-             * 1: the last entry, c1 = c0, th = 0; xi <= 0: the first, th =
-             * 0; NaN: th = NaN) */
-#if defined(_OPENMP) || defined(NS_HAVE_OPENMP_SIMD)
-#pragma omp simd
-#endif
-            for (int l = 0; l < len; ++l) {
-                const double xi = (1.0 / NS_HH_TABLE_DV) * (v[k0 + l] - NS_HH_TABLE_VMIN);
-                const int inside = (xi > 0.0) & (xi < (double)(NS_HH_TABLE_N - 1));
-                const int high = xi >= (double)(NS_HH_TABLE_N - 1);
-                const int nan = xi != xi;
-                /* xs = inside ? xi : 0 in a form gcc vectorises: NaN to 0, the rest
-                 * clamped to +-300, times 0 or 1 (xs = xi exactly when inside) */
-                const double xc = xi == xi ? xi : 0.0;
-                const double xd = xc < 300.0 ? xc : 300.0;
-                const double xs = (xd > -300.0 ? xd : -300.0) * (double)inside;
-                const int j = (int)xs;
-                ix[l] = j * inside + (NS_HH_TABLE_N - 1) * high;
-                th[l] = (xs - (double)j) + (nan ? xi : 0.0);
-            }
-            rates_of_rows(rows, transpose, ix, th, len, minf, mtau, hinf, htau, ninf, ntau);
-        } else {
-            for (int l = 0; l < len; ++l) {
-                ns_hh_rates q;
-                ns_hh_rates_exact(v[k0 + l], sim->q10, &q);
-                minf[l] = q.minf;
-                mtau[l] = q.mtau;
-                hinf[l] = q.hinf;
-                htau[l] = q.htau;
-                ninf[l] = q.ninf;
-                ntau[l] = q.ntau;
-            }
-        }
-        /* cnexp, x += (1 - exp(dt * (-1/tau))) * (inf - x), split around its
-         * exp: nocmodl's target -(inf/tau)/(-1/tau) is inf but for rounding,
-         * so it is inf here (two divisions fewer per gate; the GPU's on-chip
-         * loop does the same, docs/simulation.md "CPU loop"). The three
-         * exponents dt (-1/tau) from one division, -dt / (mtau htau ntau),
-         * times the other two taus (within a few ulps of three divisions,
-         * while the product stays within double range: each tau between
-         * 1e-100 and 1e100 ms, where hh's are 1e-4 to 1e3 at any sane
-         * temperature; the table's are always so), faster than three
-         * divisions (bench/README.md at 01b826c, "The solve in one pass, the rate
-         * table as rows") */
-        for (int l = 0; l < len; ++l) {
-            const double mh = mtau[l] * htau[l], r = (-dt) / (mh * ntau[l]);
-            ex[l] = r * (htau[l] * ntau[l]);
-            ex[len + l] = r * (mtau[l] * ntau[l]);
-            ex[2 * len + l] = r * mh;
-        }
-        for (int l = 0; l < 3 * len; ++l) ex[l] = exp_lanes(ex[l]);
-        if (!mask)
-            for (int l = 0; l < len; ++l) {
-                const int64_t k = k0 + l;
-                m[k] = m[k] + (1. - ex[l]) * (minf[l] - m[k]);
-                h[k] = h[k] + (1. - ex[len + l]) * (hinf[l] - h[k]);
-                gn[k] = gn[k] + (1. - ex[2 * len + l]) * (ninf[l] - gn[k]);
-            }
-        else
-            /* the same values where mask is 1; the others keep theirs */
-            for (int l = 0; l < len; ++l) {
-                const int64_t k = k0 + l;
-                const double mk = m[k], hk = h[k], nk = gn[k];
-                const double m1 = mk + (1. - ex[l]) * (minf[l] - mk);
-                const double h1 = hk + (1. - ex[len + l]) * (hinf[l] - hk);
-                const double n1 = nk + (1. - ex[2 * len + l]) * (ninf[l] - nk);
-                m[k] = mask[k] ? m1 : mk;
-                h[k] = mask[k] ? h1 : hk;
-                gn[k] = mask[k] ? n1 : nk;
-            }
-    }
 }
 
 typedef struct block_fault {
@@ -876,16 +597,13 @@ typedef struct block_fault {
     double value;
 } block_fault;
 
-/* The block's arrays for one width (restrict-qualified views). */
+/* The block's arrays for one width. */
 typedef struct block_view {
     const sim_shape *s;
     const cpu_shape *cs;
     const cpu_block *blk;
-    double *v, *m, *h, *gn;
+    double *v;
     const double *cap;
-    const unsigned char *mask; /* the shape's mask at the block's width, or NULL */
-    const double *rows;        /* hh's rate table as rows (cpu_state.rows) */
-    int transpose;             /* cpu_state.transpose */
 } block_view;
 
 NS_ALWAYS_INLINE block_view view_of(const ns_sim_t *sim, const cpu_state *st, const cpu_block *blk) {
@@ -894,13 +612,7 @@ NS_ALWAYS_INLINE block_view view_of(const ns_sim_t *sim, const cpu_state *st, co
     bv.cs = &st->shapes[blk->shape];
     bv.blk = blk;
     bv.v = blk->v;
-    bv.m = blk->m;
-    bv.h = blk->h;
-    bv.gn = blk->n;
     bv.cap = bv.cs->cap[log2w(blk->w)];
-    bv.mask = bv.cs->mask[log2w(blk->w)];
-    bv.rows = st->rows;
-    bv.transpose = st->transpose;
     return bv;
 }
 
@@ -963,100 +675,22 @@ static void fused_pass(const ns_sim_t *sim, const block_view *bv, const int32_t 
     ns_model_block_fused_second(model, bv->blk->mech, W, bv->v, rhs, d, bv->cap, tm, dt, celsius, last);
 }
 
-/* The first run of a shape that ends after node n0 (the runs cover the
- * nodes in order), so that a pass over a node range visits only its runs. */
-NS_ALWAYS_INLINE int32_t first_run(const cpu_shape *cs, int32_t n0) {
-    int32_t lo = 0, hi = cs->n_runs;
-    while (lo < hi) {
-        const int32_t mid = lo + (hi - lo) / 2;
-        if (cs->runs[mid].end <= n0) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
-/* The membrane pass of nodes [n0, n1) of a block at the half step tm: rhs
- * and d from zero, pas, IClamp, hh and the capacitance, each node's terms in
- * NEURON's order (the same values whatever the node range: a cell split
- * across threads computes what it computes alone). */
-NS_ALWAYS_INLINE void membrane_pass(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
-                               double tm, double *restrict d, double *restrict rhs) {
-    const cpu_shape *cs = bv->cs;
-    const sim_region *R = sim->region;
-    const double *restrict v = bv->v, *restrict m = bv->m, *restrict h = bv->h, *restrict gn = bv->gn;
-    const double *restrict cap = bv->cap;
-    for (int64_t q = (int64_t)n0 * W; q < (int64_t)n1 * W; ++q) {
-        rhs[q] = 0.0;
-        d[q] = 0.0;
-    }
-    const int32_t u0 = first_run(cs, n0);
-    for (int32_t u = u0; u < cs->n_runs && cs->runs[u].begin < n1; ++u) {
-        const cpu_run *run = &cs->runs[u];
-        if (run->region < 0 || !R[run->region].pas) continue;
-        const double g = R[run->region].g_pas, e = R[run->region].e_pas;
-        const int64_t q0 = (int64_t)(run->begin > n0 ? run->begin : n0) * W;
-        const int64_t q1 = (int64_t)(run->end < n1 ? run->end : n1) * W;
-        for (int64_t q = q0; q < q1; ++q) {
-            const double g1 = ns_pas_current(v[q] + .001, g, e);
-            const double i0 = ns_pas_current(v[q], g, e);
-            rhs[q] -= i0;
-            d[q] += (g1 - i0) / .001;
-        }
-    }
+/* fused_pass over the nodes [n0, n1) of a block split across the threads
+ * (no network there: cpu_steps), and its states after the solve: each node
+ * gets what the whole-block pass gives it. */
+NS_ALWAYS_INLINE void split_pass(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
+                                 double tm, double *restrict d, double *restrict rhs, int last) {
+    const double dt = sim->params.dt, celsius = sim->params.celsius;
+    model_block *mb = bv->blk->mech;
+    ns_model_block_fused_range(sim->model, mb, W, 0, n0, n1, bv->v, rhs, d, NULL, tm, dt, celsius, last);
     clamps(sim, bv, W, n0, n1, tm, rhs);
-    /* hh, then the capacitance */
-    if (bv->mask && cs->masked_hh >= 0) {
-        /* a block of short hh runs: every lane-node at once, the terms kept
-         * at the hh nodes (x - 0 = x and 0 + 0 = 0 elsewhere), as the
-         * masked gate pass */
-        const sim_region *r = &R[cs->masked_hh];
-        const double gnabar = r->gnabar, gkbar = r->gkbar, gl = r->gl, el = r->el, ena = r->ena, ek = r->ek;
-        const unsigned char *restrict mask = bv->mask;
-        for (int64_t q = (int64_t)n0 * W; q < (int64_t)n1 * W; ++q) {
-            const double g1 = ns_hh_current(v[q] + .001, m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
-            const double i0 = ns_hh_current(v[q], m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
-            const double di = (g1 - i0) / .001;
-            rhs[q] -= mask[q] ? i0 : 0.0;
-            d[q] += mask[q] ? di : 0.0;
-            d[q] += cap[q];
-        }
-        return;
-    }
-    for (int32_t u = u0; u < cs->n_runs && cs->runs[u].begin < n1; ++u) {
-        const cpu_run *run = &cs->runs[u];
-        const int64_t q0 = (int64_t)(run->begin > n0 ? run->begin : n0) * W;
-        const int64_t q1 = (int64_t)(run->end < n1 ? run->end : n1) * W;
-        const sim_region *r = run->region < 0 ? NULL : &R[run->region];
-        if (r && r->hh) {
-            const double gnabar = r->gnabar, gkbar = r->gkbar, gl = r->gl, el = r->el, ena = r->ena, ek = r->ek;
-            for (int64_t q = q0; q < q1; ++q) {
-                const double g1 = ns_hh_current(v[q] + .001, m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
-                const double i0 = ns_hh_current(v[q], m[q], h[q], gn[q], gnabar, gkbar, gl, el, ena, ek);
-                rhs[q] -= i0;
-                d[q] += (g1 - i0) / .001;
-                d[q] += cap[q];
-            }
-        } else {
-            for (int64_t q = q0; q < q1; ++q) d[q] += cap[q];
-        }
-    }
+    ns_model_block_fused_range(sim->model, mb, W, 1, n0, n1, bv->v, rhs, d, bv->cap, tm, dt, celsius, last);
 }
 
-/* The hh gates of nodes [n0, n1) from the new v. */
-NS_ALWAYS_INLINE void gates_range(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0,
-                                  int32_t n1) {
-    const cpu_shape *cs = bv->cs;
-    if (bv->mask) {
-        gates(sim, bv->rows, bv->transpose, (int64_t)n0 * W, (int64_t)n1 * W, bv->v, bv->m, bv->h, bv->gn, bv->mask);
-        return;
-    }
-    for (int32_t u = first_run(cs, n0); u < cs->n_runs && cs->runs[u].begin < n1; ++u) {
-        const cpu_run *run = &cs->runs[u];
-        if (run->region < 0 || !sim->region[run->region].hh) continue;
-        gates(sim, bv->rows, bv->transpose, (int64_t)(run->begin > n0 ? run->begin : n0) * W,
-              (int64_t)(run->end < n1 ? run->end : n1) * W,
-              bv->v, bv->m, bv->h, bv->gn, NULL);
-    }
+NS_ALWAYS_INLINE void split_states(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
+                                   double t, int last) {
+    ns_model_block_fused_range(sim->model, bv->blk->mech, W, 2, n0, n1, bv->v, NULL, NULL, NULL, t, sim->params.dt,
+                               sim->params.celsius, last);
 }
 
 /* The Hines solve with the axial terms of rhs, every lane at once, and
@@ -1318,7 +952,7 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
     const block_view bv = view_of(sim, st, blk);
     const int32_t n = bv.s->n;
     const double dt = sim->params.dt;
-    const int fused = sim->model && sim->gpu_mechanisms == NS_SIM_GPU_MECHANISMS_FUSED;
+    const int fused = sim->gpu_mechanisms == NS_SIM_GPU_MECHANISMS_FUSED;
     double t = t0;
     for (int64_t k = k0; k < k1; ++k) {
         const double tp = t;
@@ -1327,23 +961,20 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
         if (blk->net) ns_net_deliver(blk->net, bv.v, t, dt, sim->params.celsius);
         if (sim->model && !fused) hooks(sim, blk, bv.v, NS_MECH_BEFORE_BREAKPOINT, -1, tm);
         if (fused) fused_pass(sim, &bv, W, tm, d, rhs, k == steps - 1);
-        else if (sim->model) model_pass(sim, &bv, W, tm, d, rhs);
-        else membrane_pass(sim, &bv, W, 0, n, tm, d, rhs);
+        else model_pass(sim, &bv, W, tm, d, rhs);
         double v_old[NS_CPU_LANES_MAX];
         const int bad = solve_lanes(&bv, W, d, rhs, v_old);
         t = ns_sim_half_step(tm, dt);
         const int64_t step = step0 + k + 1;
         if (faults(sim, &bv, W, bad, step, k, steps, d, fault)) return 1;
-        if (sim->model) {
-            if (fused)
-                ns_model_block_fused_states(sim->model, blk->mech, W, bv.v, t, dt, sim->params.celsius, k == steps - 1);
-            else ns_model_block_states(sim->model, blk->mech, bv.v, t, dt, sim->params.celsius);
-            if (blk->net) {
-                ns_net_states(blk->net, bv.v, t, dt, sim->params.celsius);
-                if (ns_net_detect(blk->net, bv.v, t) != 0) return -1;
-            }
-            if (!fused) hooks(sim, blk, bv.v, NS_MECH_AFTER_SOLVE, NS_MECH_BEFORE_STEP, t);
-        } else gates_range(sim, &bv, W, 0, n);
+        if (fused)
+            ns_model_block_fused_states(sim->model, blk->mech, W, bv.v, t, dt, sim->params.celsius, k == steps - 1);
+        else ns_model_block_states(sim->model, blk->mech, bv.v, t, dt, sim->params.celsius);
+        if (blk->net) {
+            ns_net_states(blk->net, bv.v, t, dt, sim->params.celsius);
+            if (ns_net_detect(blk->net, bv.v, t) != 0) return -1;
+        }
+        if (!fused) hooks(sim, blk, bv.v, NS_MECH_AFTER_SOLVE, NS_MECH_BEFORE_STEP, t);
         if (spikes(sim, &bv, W, v_old, tp, t) != 0) return -1;
         records(sim, &bv, W, step, 0, n);
     }
@@ -1410,10 +1041,10 @@ static void split_wait(split_barrier *b, int *local_sense, int32_t team) {
  * dropped by ns_sim_advance, so that the gates and recordings of the step
  * whose NaN is found one step later do not matter. */
 NS_ALWAYS_INLINE void split_front_w(const ns_sim_t *sim, const cpu_state *st, const block_view *bv, int64_t q,
-                                    const int32_t W, int32_t me, double tm) {
+                                    const int32_t W, int32_t me, double tm, int last) {
     const ns_cpu_cut *cut = &st->split_cut[q];
     double *d = st->split_d + st->split_at[q], *rhs = st->split_rhs + st->split_at[q];
-    membrane_pass(sim, bv, W, cut->range[me], cut->range[me + 1], tm, d, rhs);
+    split_pass(sim, bv, W, cut->range[me], cut->range[me + 1], tm, d, rhs, last);
     const solve_view sv = solve_of(bv, d, rhs);
     int bad = 0;
     for (int32_t c = cut->cut_first[me]; c < cut->cut_first[me + 1]; ++c) {
@@ -1463,7 +1094,8 @@ NS_ALWAYS_INLINE int split_top_w(ns_sim_t *sim, const cpu_state *st, const block
 }
 
 NS_ALWAYS_INLINE int split_back_w(ns_sim_t *sim, const cpu_state *st, const block_view *bv, int64_t q,
-                                  const int32_t W, int32_t me, int64_t step, int check, double tp, double t) {
+                                  const int32_t W, int32_t me, int64_t step, int check, double tp, double t,
+                                  int last) {
     const ns_cpu_cut *cut = &st->split_cut[q];
     double *d = st->split_d + st->split_at[q], *restrict rhs = st->split_rhs + st->split_at[q];
     const solve_view sv = solve_of(bv, d, rhs);
@@ -1478,7 +1110,7 @@ NS_ALWAYS_INLINE int split_back_w(ns_sim_t *sim, const cpu_state *st, const bloc
     }
     if (check && !all_finite(v, (int64_t)n0 * W, (int64_t)n1 * W))
         atomic_store_explicit(&st->split_nan[q], 1, memory_order_relaxed);
-    gates_range(sim, bv, W, n0, n1);
+    split_states(sim, bv, W, n0, n1, t, last);
     records(sim, bv, W, step, n0, n1);
     return has_spike_node ? spikes(sim, bv, W, v_old, tp, t) : 0;
 }
@@ -1491,11 +1123,11 @@ NS_ALWAYS_INLINE int split_back_w(ns_sim_t *sim, const cpu_state *st, const bloc
     default: call(1); break;          \
     }
 
-NS_CLONES static void split_front(const ns_sim_t *sim, const cpu_state *st, int32_t me, double tm) {
+NS_CLONES static void split_front(const ns_sim_t *sim, const cpu_state *st, int32_t me, double tm, int last) {
     for (int64_t q = 0; q < st->n_split; ++q) {
         if (st->split_stopped[q]) continue;
         const block_view bv = view_of(sim, st, &st->blocks[st->split[q]]);
-#define NS_FRONT(W) split_front_w(sim, st, &bv, q, W, me, tm)
+#define NS_FRONT(W) split_front_w(sim, st, &bv, q, W, me, tm, last)
         NS_SPLIT_W(NS_FRONT)
 #undef NS_FRONT
     }
@@ -1516,12 +1148,12 @@ NS_CLONES static int split_top(ns_sim_t *sim, const cpu_state *st, int64_t s, in
 
 /* Returns -1 when a spike could not be stored. */
 NS_CLONES static int split_back(ns_sim_t *sim, const cpu_state *st, int32_t me, int64_t step, int check, double tp,
-                                double t) {
+                                double t, int last) {
     int r = 0;
     for (int64_t q = 0; q < st->n_split; ++q) {
         if (st->split_stopped[q]) continue;
         const block_view bv = view_of(sim, st, &st->blocks[st->split[q]]);
-#define NS_BACK(W) r |= split_back_w(sim, st, &bv, q, W, me, step, check, tp, t)
+#define NS_BACK(W) r |= split_back_w(sim, st, &bv, q, W, me, step, check, tp, t, last)
         NS_SPLIT_W(NS_BACK)
 #undef NS_BACK
     }
@@ -1571,9 +1203,15 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
     cpu_state *st = sim->backend_state;
     const ns_status path = cpu_mechanisms(sim, st);
     if (path != NS_OK) return path;
-    if (!(st->rows_q10 == sim->q10)) {
-        table_rows(&sim->table, st->rows);
-        st->rows_q10 = sim->q10;
+    /* the split blocks' passes over node ranges (split_pass): the fused built-in pas and hh, with
+     * hh's table and ppack made ready here, on one thread; with a network on them, or the
+     * mechanisms per step (a network's synapse types), each split block runs whole, by the thread
+     * that would solve its top, step by step beside the others */
+    int split_fused = sim->gpu_mechanisms == NS_SIM_GPU_MECHANISMS_FUSED;
+    for (int64_t q = 0; q < st->n_split; ++q) split_fused &= st->blocks[st->split[q]].net == NULL;
+    for (int64_t q = 0; split_fused && q < st->n_split; ++q) {
+        const cpu_block *blk = &st->blocks[st->split[q]];
+        ns_model_block_fused_prepare(sim->model, blk->mech, blk->v, sim->t, sim->params.dt, sim->params.celsius);
     }
     const int32_t threads = st->threads;
     int out_of_memory = 0;
@@ -1650,11 +1288,13 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
                 for (int64_t k = 0; k < n_steps; ++k) {
                     const double tn = ns_sim_half_step(ns_sim_half_step(tp, sim->params.dt), sim->params.dt);
                     const int64_t step = step0 + k + 1;
-                    split_front(sim, st, t, ns_sim_half_step(tp, sim->params.dt));
+                    if (split_fused) split_front(sim, st, t, ns_sim_half_step(tp, sim->params.dt), k == n_steps - 1);
                     split_wait(&barrier, &sense, threads);
                     if (t < st->n_split && !st->split_stopped[t]) {
                         block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
-                        const int r = split_top(sim, st, t, step, 1, tp, tn, &f);
+                        const int r = split_fused ? split_top(sim, st, t, step, 1, tp, tn, &f)
+                                                  : run_one(sim, st, &st->blocks[st->split[t]], step0, k, k + 1,
+                                                            n_steps, tp, d, rhs, &f);
                         if (r < 0) oom = 1;
                         if (r > 0) {
                             keep_first(&mine, &f);
@@ -1671,11 +1311,13 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
                         if (r != 0) done[q - q0] = 1;
                     }
                     split_wait(&barrier, &sense, threads);
-                    if (split_back(sim, st, t, step, check_step(sim, step, k, n_steps), tp, tn) != 0) oom = 1;
+                    if (split_fused &&
+                        split_back(sim, st, t, step, check_step(sim, step, k, n_steps), tp, tn, k == n_steps - 1) != 0)
+                        oom = 1;
                     tp = tn;
                 }
                 split_wait(&barrier, &sense, threads);
-                if (t < st->n_split && !st->split_stopped[t]) {
+                if (split_fused && t < st->n_split && !st->split_stopped[t]) {
                     block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
                     if (split_top(sim, st, t, step0 + n_steps + 1, 0, tp, tp, &f) > 0) {
                         keep_first(&mine, &f);
@@ -1718,23 +1360,34 @@ static ns_status cpu_advance_net(ns_sim_t *sim, net_loop *loop, sim_fault *fault
     return cpu_steps(sim, 0, loop, fault);
 }
 
-/* A model's variable of one cell from its lane block. */
+/* A model's variable of one cell in its lane block, read or written. */
 static ns_status cpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_t field, int32_t ion, int32_t q,
-                               double *out) {
+                               double *io, int write) {
     const cpu_state *st = sim->backend_state;
     const cpu_block *blk = &st->blocks[st->lane_of[cell] / NS_CPU_LANES_MAX];
     const int32_t lane = (int32_t)(st->lane_of[cell] % NS_CPU_LANES_MAX), w = blk->w;
     const int32_t n = sim->shapes[blk->shape].n;
+    /* a parameter or an ion's value written: the fused pass reloads it per node from now on */
+    if (write && (mech < 0 || field < sim->model->mechs[mech].desc->n_params)) ns_model_block_expose(blk->mech);
     if (mech < 0) {
-        const double *x = ns_model_block_ion(blk->mech, ion, q);
+        double *x = (double *)ns_model_block_ion(blk->mech, ion, q);
         const int32_t *pos = st->shapes[blk->shape].pos;
-        for (int32_t i = 0; i < n; ++i) out[i] = x[(int64_t)pos_of(pos, i) * w + lane];
+        for (int32_t i = 0; i < n; ++i) {
+            double *at = &x[(int64_t)pos_of(pos, i) * w + lane];
+            if (write) *at = io[i];
+            else io[i] = *at;
+        }
         return NS_OK;
     }
     const sim_mech_shape *ms = &sim->model->per_shape[(size_t)blk->shape * sim->model->n_mechs + mech];
-    const double *x = ns_model_block_field(blk->mech, mech, field);
-    for (int32_t i = 0; i < n; ++i) out[i] = NAN;
-    for (int32_t k = 0; k < ms->n; ++k) out[ms->node[k]] = x[(int64_t)k * w + lane];
+    double *x = (double *)ns_model_block_field(blk->mech, mech, field);
+    if (!write)
+        for (int32_t i = 0; i < n; ++i) io[i] = NAN;
+    for (int32_t k = 0; k < ms->n; ++k) {
+        const int64_t at = (int64_t)ns_model_block_slot(blk->mech, mech, k) * w + lane;
+        if (write) x[at] = io[ms->node[k]];
+        else io[ms->node[k]] = x[at];
+    }
     return NS_OK;
 }
 
@@ -1770,9 +1423,6 @@ static ns_status cpu_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
     }
     cpu_block *blk = &st->blocks[part];
     out->v = blk->v;
-    out->m = blk->m;
-    out->h = blk->h;
-    out->n = blk->n;
     out->size = st->part_base[part + 1] - st->part_base[part];
     out->flat_of = st->part_flat + st->part_base[part];
     out->cells = blk->w;

@@ -666,18 +666,26 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
 }
 
 ns_status ns_gpu_model_var(const ns_sim_t *sim, const gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
-                           int64_t j, int32_t mech, int32_t field, int32_t ion, int32_t q, double *out) {
+                           int64_t j, int32_t mech, int32_t field, int32_t ion, int32_t q, double *io, int write) {
     const sim_model *model = g->model;
     const int32_t shape = sim->cell_shape[cell_id[j]];
     const int32_t n = sim->shapes[shape].n;
     if (mech < 0) { /* the cell's nodes are a range of the group's (in position order onchip) */
-        const double *src = g->ion + (size_t)(5 * ion + q) * (size_t)g->nodes + (size_t)cell_base[j];
-        double *buf = g->pos ? malloc((size_t)n * sizeof *buf) : out;
-        if (!buf) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_get_model_var");
-        const cudaError_t e = cudaMemcpy(buf, src, (size_t)n * sizeof *out, cudaMemcpyDeviceToHost);
-        for (int32_t i = 0; g->pos && e == cudaSuccess && i < n; ++i) out[i] = buf[g->pos[i]];
+        double *at = g->ion + (size_t)(5 * ion + q) * (size_t)g->nodes + (size_t)cell_base[j];
+        double *buf = g->pos ? malloc((size_t)n * sizeof *buf) : io;
+        if (!buf) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_%s_model_var", write ? "set" : "get");
+        cudaError_t e;
+        if (write) {
+            for (int32_t i = 0; g->pos && i < n; ++i) buf[g->pos[i]] = io[i];
+            e = cudaMemcpy(at, buf, (size_t)n * sizeof *buf, cudaMemcpyHostToDevice);
+        } else {
+            e = cudaMemcpy(buf, at, (size_t)n * sizeof *buf, cudaMemcpyDeviceToHost);
+            for (int32_t i = 0; g->pos && e == cudaSuccess && i < n; ++i) io[i] = buf[g->pos[i]];
+        }
         if (g->pos) free(buf);
-        return e == cudaSuccess ? NS_OK : ns_fail(NS_ERR_CUDA, "ns_sim_get_model_var: %s", cudaGetErrorString(e));
+        return e == cudaSuccess ? NS_OK
+                                : ns_fail(NS_ERR_CUDA, "ns_sim_%s_model_var: %s", write ? "set" : "get",
+                                          cudaGetErrorString(e));
     }
     /* the cell's instances follow those of the cells before it in the group */
     int64_t first = 0;
@@ -685,16 +693,24 @@ ns_status ns_gpu_model_var(const ns_sim_t *sim, const gpu_model *g, const int64_
         first += model->per_shape[(size_t)sim->cell_shape[cell_id[c]] * model->n_mechs + mech].n;
     const sim_mech_shape *ms = &model->per_shape[(size_t)shape * model->n_mechs + mech];
     const gpu_mech *gm = &g->m[mech];
-    for (int32_t i = 0; i < n; ++i) out[i] = NAN;
+    if (!write)
+        for (int32_t i = 0; i < n; ++i) io[i] = NAN;
     if (ms->n == 0) return NS_OK;
     double *buf = malloc((size_t)ms->n * sizeof *buf);
-    if (!buf) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_get_model_var");
-    const cudaError_t e = cudaMemcpy(buf, gm->fields + (size_t)field * (size_t)gm->p.n + (size_t)first,
-                                     (size_t)ms->n * sizeof *buf, cudaMemcpyDeviceToHost);
-    if (e == cudaSuccess)
-        for (int32_t k = 0; k < ms->n; ++k) out[ms->node[k]] = buf[k];
+    if (!buf) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_%s_model_var", write ? "set" : "get");
+    double *at = gm->fields + (size_t)field * (size_t)gm->p.n + (size_t)first;
+    cudaError_t e;
+    if (write) {
+        for (int32_t k = 0; k < ms->n; ++k) buf[k] = io[ms->node[k]];
+        e = cudaMemcpy(at, buf, (size_t)ms->n * sizeof *buf, cudaMemcpyHostToDevice);
+    } else {
+        e = cudaMemcpy(buf, at, (size_t)ms->n * sizeof *buf, cudaMemcpyDeviceToHost);
+        if (e == cudaSuccess)
+            for (int32_t k = 0; k < ms->n; ++k) io[ms->node[k]] = buf[k];
+    }
     free(buf);
-    return e == cudaSuccess ? NS_OK : ns_fail(NS_ERR_CUDA, "ns_sim_get_model_var: %s", cudaGetErrorString(e));
+    return e == cudaSuccess ? NS_OK
+                            : ns_fail(NS_ERR_CUDA, "ns_sim_%s_model_var: %s", write ? "set" : "get", cudaGetErrorString(e));
 }
 
 void ns_gpu_model_field(const gpu_model *g, int32_t mech, int32_t field, int32_t ion, int32_t q, double **data,

@@ -60,10 +60,11 @@ void ns_gpu_model_point(const gpu_model *g, int32_t slot, const ns_mech_desc **d
 ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, const ns_mech_event *events,
                                const int64_t *range, int64_t max, cudaStream_t stream);
 
-/* ns_sim_get_model_var for local cell j of the group (host `out`, the
- * cell's compartment count; NaN where the mechanism is not inserted). */
+/* ns_sim_get_model_var (write 0) / ns_sim_set_model_var (write 1) for local
+ * cell j of the group (host `io`, the cell's compartment count; read: NaN
+ * where the mechanism is not inserted, write: those entries ignored). */
 ns_status ns_gpu_model_var(const ns_sim_t *sim, const gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
-                           int64_t j, int32_t mech, int32_t field, int32_t ion, int32_t q, double *out);
+                           int64_t j, int32_t mech, int32_t field, int32_t ion, int32_t q, double *io, int write);
 
 /* ns_sim_state_field: field `field` of mechanism `mech` (its p.n instances at
  * the group's nodes node_index), or (mech < 0) array q of ion `ion` over the

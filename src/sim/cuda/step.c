@@ -66,8 +66,12 @@ typedef struct gpu_group {
 typedef struct gpu_state {
     gpu_group *groups;
     int32_t n_groups;
+    /* the hand-written membrane's table and regions (sim/membrane.h): no
+     * region has it, every simulation runs a model (the kernels' hand-written
+     * paths stay until the onchip kernel's generated hh is as fast) */
     ns_hh_table *table;
     sim_region *regions;
+    double q10;
     double *traces;            /* device, rows x n_sites */
     int64_t trace_rows;
     int32_t *spike_count_host; /* per local cell of the largest group */
@@ -92,6 +96,33 @@ static ns_status dalloc(gpu_group *gr, void **p, size_t bytes) {
     NS_CUDA_TRY(cudaMalloc(p, bytes ? bytes : 8));
     gr->allocs[gr->n_allocs++] = *p;
     return NS_OK;
+}
+
+/* The hand-written hh's gates (sim/membrane.h), zero: no region has that hh */
+static ns_status hand_gates(gpu_group *gr, ns_sim_gpu_group *g, size_t bytes) {
+    double **gate[3] = {&g->m, &g->h, &g->gn};
+    for (int a = 0; a < 3; ++a) {
+        ns_status st = dalloc(gr, (void **)gate[a], bytes);
+        if (st != NS_OK) return st;
+        NS_CUDA_TRY(cudaMemset(*gate[a], 0, bytes));
+    }
+    return NS_OK;
+}
+
+/* hh.mod's rate table at `celsius` (q10 = 3^((celsius - 6.3)/10), the TABLE
+ * built with _x += _dx from -100, exact integers here) for the kernels'
+ * hand-written paths; returns q10. */
+static double hh_table_of(double celsius, ns_hh_table *t) {
+    const double q10 = pow(3.0, ((celsius - 6.3) / 10.0));
+    double xv = NS_HH_TABLE_VMIN;
+    for (int i = 0; i < NS_HH_TABLE_N; xv += NS_HH_TABLE_DV, ++i) {
+        ns_hh_rates r;
+        ns_hh_rates_exact(xv, q10, &r);
+        t->minf[i] = r.minf, t->mtau[i] = r.mtau;
+        t->hinf[i] = r.hinf, t->htau[i] = r.htau;
+        t->ninf[i] = r.ninf, t->ntau[i] = r.ntau;
+    }
+    return q10;
 }
 
 static ns_status upload(gpu_group *gr, void **dst, const void *src, size_t bytes) {
@@ -496,8 +527,7 @@ static ns_status create_groups(ns_sim_t *sim, int tree_only) {
         used[loop[k]] = 1;
         g->spike_node = node_index(gr, sh->spike_node);
         const size_t n = (size_t)sh->n, z = n * (size_t)cells[k] * sizeof(double);
-        if ((st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = dalloc(gr, (void **)&g->m, z)) != NS_OK ||
-            (st = dalloc(gr, (void **)&g->h, z)) != NS_OK || (st = dalloc(gr, (void **)&g->gn, z)) != NS_OK ||
+        if ((st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = hand_gates(gr, g, z)) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_count, (size_t)cells[k] * sizeof(int32_t))) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_t, (size_t)cells[k] * SPIKE_CAP * sizeof(double))) != NS_OK)
             goto out;
@@ -543,8 +573,7 @@ static ns_status create_groups(ns_sim_t *sim, int tree_only) {
         if ((st = setup_tree(sim, gr, loop, sms)) != NS_OK) goto out;
         ns_sim_gpu_group *g = &gr->g;
         const size_t z = (size_t)gr->cell_base[tree_cells] * sizeof(double);
-        if ((st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = dalloc(gr, (void **)&g->m, z)) != NS_OK ||
-            (st = dalloc(gr, (void **)&g->h, z)) != NS_OK || (st = dalloc(gr, (void **)&g->gn, z)) != NS_OK ||
+        if ((st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = hand_gates(gr, g, z)) != NS_OK ||
             (st = dalloc(gr, (void **)&g->d, z)) != NS_OK || (st = dalloc(gr, (void **)&g->rhs, z)) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_count, (size_t)tree_cells * sizeof(int32_t))) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_t, (size_t)tree_cells * SPIKE_CAP * sizeof(double))) != NS_OK)
@@ -560,10 +589,14 @@ static ns_status create_groups(ns_sim_t *sim, int tree_only) {
     }
     /* the method the loops resolved to (AUTO: several loops in use) */
     if (used[LOOP_ONCHIP] + used[LOOP_TREE] == 1) sim->method = used[LOOP_ONCHIP] ? NS_HINES_ONCHIP : NS_HINES_TREE;
-    NS_CUDA_GOTO(cudaMalloc((void **)&s->table, sizeof *s->table), st, out);
-    NS_CUDA_GOTO(cudaMemcpy(s->table, &sim->table, sizeof *s->table, cudaMemcpyHostToDevice), st, out);
-    NS_CUDA_GOTO(cudaMalloc((void **)&s->regions, sizeof sim->region), st, out);
-    NS_CUDA_GOTO(cudaMemcpy(s->regions, sim->region, sizeof sim->region, cudaMemcpyHostToDevice), st, out);
+    {
+        ns_hh_table table;
+        s->q10 = hh_table_of(sim->params.celsius, &table);
+        NS_CUDA_GOTO(cudaMalloc((void **)&s->table, sizeof *s->table), st, out);
+        NS_CUDA_GOTO(cudaMemcpy(s->table, &table, sizeof *s->table, cudaMemcpyHostToDevice), st, out);
+        NS_CUDA_GOTO(cudaMalloc((void **)&s->regions, NS_REGION_COUNT * sizeof *s->regions), st, out);
+        NS_CUDA_GOTO(cudaMemset(s->regions, 0, NS_REGION_COUNT * sizeof *s->regions), st, out); /* no membrane */
+    }
     NS_CUDA_GOTO(cudaMalloc((void **)&s->fault, (size_t)s->n_groups * sizeof *s->fault), st, out);
     /* blocking streams: they wait for the default stream's memsets and copies */
     const int32_t want_streams = s->n_groups + (tree_cells > 0 ? 2 : 0);
@@ -580,7 +613,7 @@ out:
 
 static ns_status gpu_create(ns_sim_t *sim) { return create_groups(sim, 0); }
 
-/* Host Flat state <-> device state of one group (the group's layout). */
+/* Host Flat v <-> device v of one group (the group's layout). */
 static ns_status transfer_state(ns_sim_t *sim, gpu_group *gr, int to_device) {
     gpu_state *s = (gpu_state *)sim->backend_state;
     if (s->external_pending) { /* a caller's stream may still read or write the state */
@@ -592,24 +625,20 @@ static ns_status transfer_state(ns_sim_t *sim, gpu_group *gr, int to_device) {
     const size_t total = state_size(gr);
     double *buf = malloc(total * sizeof *buf);
     if (!buf) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: state transfer");
-    double *host[4] = {sim->v, sim->m, sim->h, sim->n};
-    double *dev[4] = {g->v, g->m, g->h, g->gn};
     ns_status st = NS_OK;
-    for (int a = 0; a < 4 && st == NS_OK; ++a) {
-        if (to_device) {
-            for (size_t j = 0; j < N; ++j) {
-                const double *src = host[a] + sim->cell_offset[gr->cell_id[j]];
-                const int32_t n = cell_size(sim, gr, (int64_t)j);
-                for (int32_t i = 0; i < n; ++i) buf[state_index(gr, (int64_t)j, i)] = src[i];
-            }
-            NS_CUDA_GOTO(cudaMemcpy(dev[a], buf, total * sizeof *buf, cudaMemcpyHostToDevice), st, out);
-        } else {
-            NS_CUDA_GOTO(cudaMemcpy(buf, dev[a], total * sizeof *buf, cudaMemcpyDeviceToHost), st, out);
-            for (size_t j = 0; j < N; ++j) {
-                double *dst = host[a] + sim->cell_offset[gr->cell_id[j]];
-                const int32_t n = cell_size(sim, gr, (int64_t)j);
-                for (int32_t i = 0; i < n; ++i) dst[i] = buf[state_index(gr, (int64_t)j, i)];
-            }
+    if (to_device) {
+        for (size_t j = 0; j < N; ++j) {
+            const double *src = sim->v + sim->cell_offset[gr->cell_id[j]];
+            const int32_t n = cell_size(sim, gr, (int64_t)j);
+            for (int32_t i = 0; i < n; ++i) buf[state_index(gr, (int64_t)j, i)] = src[i];
+        }
+        NS_CUDA_GOTO(cudaMemcpy(g->v, buf, total * sizeof *buf, cudaMemcpyHostToDevice), st, out);
+    } else {
+        NS_CUDA_GOTO(cudaMemcpy(buf, g->v, total * sizeof *buf, cudaMemcpyDeviceToHost), st, out);
+        for (size_t j = 0; j < N; ++j) {
+            double *dst = sim->v + sim->cell_offset[gr->cell_id[j]];
+            const int32_t n = cell_size(sim, gr, (int64_t)j);
+            for (int32_t i = 0; i < n; ++i) dst[i] = buf[state_index(gr, (int64_t)j, i)];
         }
     }
 out:
@@ -796,7 +825,7 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         run.dt = sim->params.dt;
         run.threshold = sim->params.spike_threshold;
         run.netcon = sim->params.netcon_spikes;
-        run.q10 = sim->q10;
+        run.q10 = s->q10;
         run.usetable = sim->params.usetable;
         run.step0 = step0;
         run.steps = part;
@@ -1012,8 +1041,8 @@ static ns_status gpu_var(ns_sim_t *sim, ns_sim_var var, double *flat, void *stre
     for (int32_t k = 0; k < s->n_groups; ++k) {
         gpu_group *gr = &s->groups[k];
         if ((st = ensure_flat_map(sim, gr)) != NS_OK) return st;
-        double *const arrays[NS_SIM_VAR_COUNT] = {gr->g.v, gr->g.m, gr->g.h, gr->g.gn};
-        NS_CUDA_TRY(ns_sim_launch_state_copy(arrays[var], gr->flat_of, (int64_t)state_size(gr), flat, to_flat, q));
+        (void)var; /* NS_SIM_VAR_V: the one variable of the loop's state (a mechanism's: ns_sim_state_field) */
+        NS_CUDA_TRY(ns_sim_launch_state_copy(gr->g.v, gr->flat_of, (int64_t)state_size(gr), flat, to_flat, q));
     }
     NS_CUDA_TRY(cudaEventRecord(s->external, q));
     s->external_pending = 1;
@@ -1029,22 +1058,57 @@ static ns_status gpu_write_var(ns_sim_t *sim, ns_sim_var var, const double *flat
     return gpu_var(sim, var, (double *)flat, stream, 0);
 }
 
+/* Whether values `io` of a parameter (or an ion's array) of local cell j
+ * differ from the group's, where the mechanism is inserted. */
+static ns_status parameter_changed(ns_sim_t *sim, const gpu_model *model, const gpu_group *gr, int64_t j,
+                                   int32_t mech, int32_t field, int32_t ion, int32_t q, const double *io,
+                                   int *changed) {
+    const int32_t n = sim->shapes[sim->cell_shape[gr->cell_id[j]]].n;
+    double *now = malloc((size_t)n * sizeof *now);
+    if (!now) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_set_model_var");
+    ns_status st = ns_gpu_model_var(sim, model, gr->cell_id, gr->cell_base, j, mech, field, ion, q, now, 0);
+    *changed = 0;
+    for (int32_t i = 0; st == NS_OK && i < n && !*changed; ++i) *changed = !isnan(now[i]) && now[i] != io[i];
+    free(now);
+    return st;
+}
+
+/* ns_sim_get_model_var / ns_sim_set_model_var. The fused kernels read copies
+ * of the parameters and the ions' e made at create: a write that changes one
+ * makes the tree loop's model run per step from now on (as
+ * ns_sim_state_field); the onchip kernel has no per-step path, so there it is
+ * refused. A write that changes nothing (a checkpoint restored into the
+ * simulation it came from) keeps the fused path. */
 static ns_status gpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_t field, int32_t ion, int32_t q,
-                               double *out) {
+                               double *io, int write) {
     gpu_state *s = (gpu_state *)sim->backend_state;
     if (s->external_pending) { /* a caller's stream may still write a field (ns_sim_state_field) */
         NS_CUDA_TRY(cudaEventSynchronize(s->external));
         s->external_pending = 0;
     }
+    const int parameter = mech < 0 || field < sim->model->mechs[mech].desc->n_params;
     for (int32_t k = 0; k < s->n_groups; ++k) {
         const gpu_group *gr = &s->groups[k];
         const gpu_model *model = gr->tree ? s->model : gr->model;
         if (!model) continue;
-        for (int64_t j = 0; j < gr->g.cells; ++j)
-            if (gr->cell_id[j] == cell)
-                return ns_gpu_model_var(sim, model, gr->cell_id, gr->cell_base, j, mech, field, ion, q, out);
+        for (int64_t j = 0; j < gr->g.cells; ++j) {
+            if (gr->cell_id[j] != cell) continue;
+            int changed = 0;
+            ns_status st = NS_OK;
+            if (write && parameter) st = parameter_changed(sim, model, gr, j, mech, field, ion, q, io, &changed);
+            if (st != NS_OK) return st;
+            if (changed && !gr->tree)
+                return ns_fail(NS_ERR_UNSUPPORTED,
+                               "ns_sim_set_model_var: cell %lld runs onchip, whose kernel reads copies of the "
+                               "parameters and ions' e made at create: a state or assigned variable only (method "
+                               "'tree' takes new parameters)",
+                               (long long)cell);
+            if (changed) ns_sim_fused_expose(s->fused);
+            return ns_gpu_model_var(sim, model, gr->cell_id, gr->cell_base, j, mech, field, ion, q, io, write);
+        }
     }
-    return ns_fail(NS_ERR_INTERNAL, "ns_sim_get_model_var: cell %lld is in no group with the model", (long long)cell);
+    return ns_fail(NS_ERR_INTERNAL, "ns_sim_%s_model_var: cell %lld is in no group with the model",
+                   write ? "set" : "get", (long long)cell);
 }
 
 /* A network's run (net.c's interval loop, the CPU loop's exchange): per
@@ -1095,9 +1159,6 @@ static ns_status gpu_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
     for (int k = 0; k < s->n_streams; ++k) NS_CUDA_TRY(cudaStreamSynchronize(s->streams[k]));
     s->host_current = 0; /* the caller may write: the host copy is read again when needed */
     out->v = gr->g.v;
-    out->m = gr->g.m;
-    out->h = gr->g.h;
-    out->n = gr->g.gn;
     out->size = (int64_t)state_size(gr);
     out->flat_of = gr->flat_of;
     out->cells = gr->g.cells;

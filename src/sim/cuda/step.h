@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include "sim/sim_impl.h"
+#include "sim/membrane.h"
 #include "mech/builtin/builtin.h"
 #include "hines/cuda/hines_kernels.h"
 #include "hines/cuda/onchip_plan.h"
