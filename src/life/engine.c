@@ -105,7 +105,7 @@ static void sh_bound(ns_life_engine_t *e) {
     int lmax = 0;
     double *U = NULL, err = 0.0;
     e->sh_bound = -1.0;
-    if (ns_life_sh_fit(e->model, NS_LIFE_SH_TOL, &lmax, &U, &err) == NS_OK) e->sh_bound = err + NS_LIFE_SH_F32_ERROR;
+    if (ns_life_sh_fit(e->model, NS_LIFE_SH_TOL, &lmax, &U, &err) == NS_OK) e->sh_bound = err + NS_LIFE_SH_F32_ERROR(ns_life_sh_count(lmax));
     else ns_clear_error();
     free(U);
 }

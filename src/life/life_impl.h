@@ -73,8 +73,10 @@ int32_t ns_life_cpu_threads(int32_t requested, int64_t n_coeffs);
 #define NS_LIFE_SH_LMAX 16
 #define NS_LIFE_SH_MAX_COUNT 153 /* (16 + 1)(16 + 2) / 2 */
 #define NS_LIFE_SH_TOL (1.0 / 65536.0)
-/* voxel-sh's float32 evaluation, added to the fit's error in its bound (ns_life_engine_error_bound) */
-#define NS_LIFE_SH_F32_ERROR (1.0 / 1048576.0)
+/* voxel-sh's float32 evaluation, added to the fit's error in its bound (ns_life_engine_error_bound):
+ * a float32 dot product of R terms is within R u (u = 2^-24, Higham's gamma_R to first order) of
+ * the sum of their magnitudes; R = ns_life_sh_count(lmax) */
+#define NS_LIFE_SH_F32_ERROR(R) ((double)(R) / 16777216.0)
 int ns_life_sh_count(int lmax);
 /* ENCODE's L for a grid of n_atoms = (L - 1) L + 1 atoms, else 0. */
 int32_t ns_life_grid_l(int32_t n_atoms);
