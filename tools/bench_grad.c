@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 /* neurosolve bench grad: the cost of one gradient (ns_grad_run, docs/gradients.md)
  * over the forward run (the simulation's CPU loop, per-step mechanisms) of the
  * same cell, model and steps: hh and pas everywhere, a clamp at the soma, the
