@@ -66,6 +66,8 @@ def main():
     a.mod = [os.path.abspath(m) for m in a.mod]
     a.setup = os.path.abspath(a.setup)
     a.out = os.path.abspath(a.out) if a.out else None
+    for k in [k for k in os.environ if k.startswith("NS_MODELDB_") or k == "NS_BLUEPYOPT"]:
+        os.environ[k] = os.path.abspath(os.environ[k])  # read again by each copy's setup
     from neuron_import_compare import build_library, compile_neuron
     work = a.out or tempfile.mkdtemp(prefix="ns_import_bench_")
     os.makedirs(work, exist_ok=True)
