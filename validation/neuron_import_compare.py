@@ -151,7 +151,8 @@ def raster(path, order):
         f.readline()
         for line in f:
             k, _, t = line.split(",")
-            out[order[int(k)]].append(float(t))
+            if int(k) < len(order):  # without a network file, the cells' own detectors only
+                out[order[int(k)]].append(float(t))
     return out
 
 
