@@ -129,7 +129,9 @@ def main():
         dmax = max((abs(a - b) for a, b in zip(got, want)), default=0.0)
         print(f"{name} ({BACKEND}): {len(want)} / {len(got)} spikes, largest difference {dmax:.2e} ms, "
               f"soma RMS {rms:.2e} mV over {n} samples")
-        if len(got) != len(want) or dmax > SPIKE_TOL or rms > RMS_TOL or n != len(rows) or len(want) < 3:
+        # a reference must test something: three spikes, or a subthreshold trace that moves (EPSPs)
+        span = max(r[1] for r in rows) - min(r[1] for r in rows)
+        if len(got) != len(want) or dmax > SPIKE_TOL or rms > RMS_TOL or n != len(rows) or (len(want) < 3 and span < 1.0):
             failures.append(f"{name}: spikes {got} vs NEURON {want}, RMS {rms:.2e} mV, {n}/{len(rows)} samples")
     for f in failures:
         print("FAIL: " + f)
