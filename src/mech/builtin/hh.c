@@ -408,7 +408,7 @@ NSD_hh_TWIN nsd_hh nsd_hh_cur(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh
     return c_;
 }
 
-static void nsm_hh_jac_init(ns_mech_ppack *p, int i_, double *jac) {
+static void nsm_hh_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_hh Fd_[18], G_[1], v_ = nsd_hh_c(p->v[node_]);
     v_.d[0] = 1.0;
@@ -462,20 +462,26 @@ static void nsm_hh_jac_init(ns_mech_ppack *p, int i_, double *jac) {
     (*F15_) = (*F9_);
     (*F16_) = (*F10_);
     (*F17_) = (*F11_);
-    for (int k = 0; k < 360; ++k) jac[k] = 0.0;
-    jac[1] = 1.0;
-    jac[22] = 1.0;
-    jac[43] = 1.0;
-    jac[64] = 1.0;
-    jac[85] = 1.0;
-    jac[106] = 1.0;
-    jac[127] = 1.0;
-    jac[148] = 1.0;
-    jac[169] = 1.0;
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 0] = Fd_[r].d[0];
+    double a_[NSD_hh_K];
+    for (int k = 0; k < NSD_hh_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 18; ++r) {
+        const double l_ = lo_[r];
+        if (l_ != 0.0)
+            for (int k = 0; k < NSD_hh_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+    }
+    li_[0] += a_[0];
+    li_[1] += lo_[0];
+    li_[2] += lo_[1];
+    li_[3] += lo_[2];
+    li_[4] += lo_[3];
+    li_[5] += lo_[4];
+    li_[6] += lo_[5];
+    li_[7] += lo_[6];
+    li_[8] += lo_[7];
+    li_[9] += lo_[8];
 }
 
-static void nsm_hh_jac_current(ns_mech_ppack *p, int i_, double *jac) {
+static void nsm_hh_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_hh Fd_[18], G_[1], v_ = nsd_hh_c(p->v[node_]);
     v_.d[0] = 1.0;
@@ -532,40 +538,34 @@ static void nsm_hh_jac_current(ns_mech_ppack *p, int i_, double *jac) {
     nsd_hh g_ = nsd_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, nsd_hh_add(v_, nsd_hh_c(.001)));
     nsd_hh rhs_ = nsd_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
     g_ = nsd_hh_div(nsd_hh_sub(g_, rhs_), nsd_hh_c(.001));
-    for (int k = 0; k < 400; ++k) jac[k] = 0.0;
-    jac[190] = 1.0;
-    jac[211] = 1.0;
-    jac[232] = 1.0;
-    jac[253] = 1.0;
-    jac[274] = 1.0;
-    jac[295] = 1.0;
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 0] = Fd_[r].d[0];
-    jac[360] = -rhs_.d[0];
-    jac[380] = g_.d[0];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 1] = Fd_[r].d[1];
-    jac[361] = -rhs_.d[1];
-    jac[381] = g_.d[1];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 2] = Fd_[r].d[2];
-    jac[362] = -rhs_.d[2];
-    jac[382] = g_.d[2];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 3] = Fd_[r].d[3];
-    jac[363] = -rhs_.d[3];
-    jac[383] = g_.d[3];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 4] = Fd_[r].d[4];
-    jac[364] = -rhs_.d[4];
-    jac[384] = g_.d[4];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 16] = Fd_[r].d[5];
-    jac[376] = -rhs_.d[5];
-    jac[396] = g_.d[5];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 17] = Fd_[r].d[6];
-    jac[377] = -rhs_.d[6];
-    jac[397] = g_.d[6];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 18] = Fd_[r].d[7];
-    jac[378] = -rhs_.d[7];
-    jac[398] = g_.d[7];
+    double a_[NSD_hh_K];
+    for (int k = 0; k < NSD_hh_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 18; ++r) {
+        const double l_ = lo_[r];
+        if (l_ != 0.0)
+            for (int k = 0; k < NSD_hh_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+    }
+    if (lo_[18] != 0.0)
+        for (int k = 0; k < NSD_hh_K; ++k) a_[k] -= lo_[18] * rhs_.d[k];
+    if (lo_[19] != 0.0)
+        for (int k = 0; k < NSD_hh_K; ++k) a_[k] += lo_[19] * g_.d[k];
+    li_[0] += a_[0];
+    li_[1] += a_[1];
+    li_[2] += a_[2];
+    li_[3] += a_[3];
+    li_[4] += a_[4];
+    li_[10] += lo_[9];
+    li_[11] += lo_[10];
+    li_[12] += lo_[11];
+    li_[13] += lo_[12];
+    li_[14] += lo_[13];
+    li_[15] += lo_[14];
+    li_[16] += a_[5];
+    li_[17] += a_[6];
+    li_[18] += a_[7];
 }
 
-static void nsm_hh_jac_state(ns_mech_ppack *p, int i_, double *jac) {
+static void nsm_hh_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_hh Fd_[18], G_[1], v_ = nsd_hh_c(p->v[node_]);
     v_.d[0] = 1.0;
@@ -616,20 +616,26 @@ static void nsm_hh_jac_state(ns_mech_ppack *p, int i_, double *jac) {
     (void)I1_;
     (void)node_; (void)v_; (void)G_;
     nsd_hh_d_states(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
-    for (int k = 0; k < 360; ++k) jac[k] = 0.0;
-    jac[1] = 1.0;
-    jac[22] = 1.0;
-    jac[43] = 1.0;
-    jac[64] = 1.0;
-    jac[85] = 1.0;
-    jac[106] = 1.0;
-    jac[127] = 1.0;
-    jac[148] = 1.0;
-    jac[169] = 1.0;
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 0] = Fd_[r].d[0];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 16] = Fd_[r].d[1];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 17] = Fd_[r].d[2];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 18] = Fd_[r].d[3];
+    double a_[NSD_hh_K];
+    for (int k = 0; k < NSD_hh_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 18; ++r) {
+        const double l_ = lo_[r];
+        if (l_ != 0.0)
+            for (int k = 0; k < NSD_hh_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+    }
+    li_[0] += a_[0];
+    li_[1] += lo_[0];
+    li_[2] += lo_[1];
+    li_[3] += lo_[2];
+    li_[4] += lo_[3];
+    li_[5] += lo_[4];
+    li_[6] += lo_[5];
+    li_[7] += lo_[6];
+    li_[8] += lo_[7];
+    li_[9] += lo_[8];
+    li_[16] += a_[1];
+    li_[17] += a_[2];
+    li_[18] += a_[3];
 }
 
 #ifdef NS_MECH_WITH_CUDA
@@ -656,4 +662,4 @@ const ns_mech_desc nsm_hh_desc = {
     0, NULL,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     0, nsm_hh_ftnames, nsm_hh_ftdims,
-    nsm_hh_jac_init, nsm_hh_jac_current, nsm_hh_jac_state, NULL};
+    nsm_hh_vjp_init, nsm_hh_vjp_current, nsm_hh_vjp_state, NULL};

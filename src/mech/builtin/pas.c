@@ -167,7 +167,7 @@ NSD_pas_TWIN nsd_pas nsd_pas_cur(ns_mech_ppack *p, nsd_pas *F0_, nsd_pas *F1_, n
     return c_;
 }
 
-static void nsm_pas_jac_init(ns_mech_ppack *p, int i_, double *jac) {
+static void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_pas Fd_[3], G_[1], v_ = nsd_pas_c(p->v[node_]);
     v_.d[0] = 1.0;
@@ -180,14 +180,20 @@ static void nsm_pas_jac_init(ns_mech_ppack *p, int i_, double *jac) {
     nsd_pas *F2_ = &Fd_[2];
     (void)F2_;
     (void)node_; (void)v_; (void)G_;
-    for (int k = 0; k < 12; ++k) jac[k] = 0.0;
-    jac[1] = 1.0;
-    jac[6] = 1.0;
-    jac[11] = 1.0;
-    for (int r = 0; r < 3; ++r) jac[r * 4 + 0] = Fd_[r].d[0];
+    double a_[NSD_pas_K];
+    for (int k = 0; k < NSD_pas_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 3; ++r) {
+        const double l_ = lo_[r];
+        if (l_ != 0.0)
+            for (int k = 0; k < NSD_pas_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+    }
+    li_[0] += a_[0];
+    li_[1] += lo_[0];
+    li_[2] += lo_[1];
+    li_[3] += lo_[2];
 }
 
-static void nsm_pas_jac_current(ns_mech_ppack *p, int i_, double *jac) {
+static void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_pas Fd_[3], G_[1], v_ = nsd_pas_c(p->v[node_]);
     v_.d[0] = 1.0;
@@ -205,19 +211,23 @@ static void nsm_pas_jac_current(ns_mech_ppack *p, int i_, double *jac) {
     nsd_pas g_ = nsd_pas_cur(p, F0_, F1_, F2_, G_, i_, node_, nsd_pas_add(v_, nsd_pas_c(.001)));
     nsd_pas rhs_ = nsd_pas_cur(p, F0_, F1_, F2_, G_, i_, node_, v_);
     g_ = nsd_pas_div(nsd_pas_sub(g_, rhs_), nsd_pas_c(.001));
-    for (int k = 0; k < 20; ++k) jac[k] = 0.0;
-    for (int r = 0; r < 3; ++r) jac[r * 4 + 0] = Fd_[r].d[0];
-    jac[12] = -rhs_.d[0];
-    jac[16] = g_.d[0];
-    for (int r = 0; r < 3; ++r) jac[r * 4 + 1] = Fd_[r].d[1];
-    jac[13] = -rhs_.d[1];
-    jac[17] = g_.d[1];
-    for (int r = 0; r < 3; ++r) jac[r * 4 + 2] = Fd_[r].d[2];
-    jac[14] = -rhs_.d[2];
-    jac[18] = g_.d[2];
+    double a_[NSD_pas_K];
+    for (int k = 0; k < NSD_pas_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 3; ++r) {
+        const double l_ = lo_[r];
+        if (l_ != 0.0)
+            for (int k = 0; k < NSD_pas_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+    }
+    if (lo_[3] != 0.0)
+        for (int k = 0; k < NSD_pas_K; ++k) a_[k] -= lo_[3] * rhs_.d[k];
+    if (lo_[4] != 0.0)
+        for (int k = 0; k < NSD_pas_K; ++k) a_[k] += lo_[4] * g_.d[k];
+    li_[0] += a_[0];
+    li_[1] += a_[1];
+    li_[2] += a_[2];
 }
 
-static void nsm_pas_jac_state(ns_mech_ppack *p, int i_, double *jac) {
+static void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_pas Fd_[3], G_[1], v_ = nsd_pas_c(p->v[node_]);
     v_.d[0] = 1.0;
@@ -230,11 +240,17 @@ static void nsm_pas_jac_state(ns_mech_ppack *p, int i_, double *jac) {
     nsd_pas *F2_ = &Fd_[2];
     (void)F2_;
     (void)node_; (void)v_; (void)G_;
-    for (int k = 0; k < 12; ++k) jac[k] = 0.0;
-    jac[1] = 1.0;
-    jac[6] = 1.0;
-    jac[11] = 1.0;
-    for (int r = 0; r < 3; ++r) jac[r * 4 + 0] = Fd_[r].d[0];
+    double a_[NSD_pas_K];
+    for (int k = 0; k < NSD_pas_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 3; ++r) {
+        const double l_ = lo_[r];
+        if (l_ != 0.0)
+            for (int k = 0; k < NSD_pas_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+    }
+    li_[0] += a_[0];
+    li_[1] += lo_[0];
+    li_[2] += lo_[1];
+    li_[3] += lo_[2];
 }
 
 #ifdef NS_MECH_WITH_CUDA
@@ -261,4 +277,4 @@ const ns_mech_desc nsm_pas_desc = {
     0, NULL,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     0, nsm_pas_ftnames, nsm_pas_ftdims,
-    nsm_pas_jac_init, nsm_pas_jac_current, nsm_pas_jac_state, NULL};
+    nsm_pas_vjp_init, nsm_pas_vjp_current, nsm_pas_vjp_state, NULL};
