@@ -89,6 +89,12 @@ typedef struct ns_grad_loss {
 NS_API ns_status ns_grad_run(ns_grad_t *grad, int64_t steps, const ns_grad_loss *loss, double *value, double *grad_out,
                              double *traces);
 
+/* The shape of a run's recorded samples (ns_grad_run's traces and the
+ * loss's arrays): samples = steps / record_every + 1 rows of sites (the
+ * simulation's recordings). */
+NS_API int64_t ns_grad_samples(const ns_grad_t *grad, int64_t steps);
+NS_API int32_t ns_grad_sites(const ns_grad_t *grad);
+
 /* Bytes of the last run's stored states (checkpoints and one recomputed
  * segment, over all cells) and of the handle's per-cell copies. */
 NS_API size_t ns_grad_bytes(const ns_grad_t *grad);

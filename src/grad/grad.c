@@ -729,6 +729,10 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
 
 int32_t ns_grad_params(const ns_grad_t *g) { return g ? g->n_params : 0; }
 size_t ns_grad_bytes(const ns_grad_t *g) { return g ? g->bytes : 0; }
+int64_t ns_grad_samples(const ns_grad_t *g, int64_t steps) {
+    return g && steps >= 0 ? steps / g->sim->options.record_every + 1 : 0;
+}
+int32_t ns_grad_sites(const ns_grad_t *g) { return g ? g->sim->n_recs : 0; }
 
 static int region_selects(const char *where, int8_t region) {
     if (!strcmp(where, "all")) return region >= 0;
