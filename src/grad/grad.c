@@ -388,12 +388,17 @@ static int forward_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r, int64_t
     initialize(g, gc, gc->Fc);
     record(g, gc, r, 0);
     double t = 0.0;
+    /* one segment (every state kept): the forward pass writes its tape, and the reverse sweep
+     * recomputes nothing */
+    const int one = r->K >= r->steps; /* n_ck = 1 (segment_of: K <= steps) */
+    double *tape = gc->ck + (size_t)gc->S, *times = tape + (size_t)r->K * tape_of(gc);
     for (int64_t n = 0; n < r->steps; ++n) {
         if (n % r->K == 0) {
             save_state(g, gc, gc->ck + (size_t)(n / r->K) * (size_t)gc->S);
             ck_times(gc, r)[n / r->K] = t;
         }
-        if (step(g, gc, t, NULL, 0)) {
+        if (one) times[n] = t;
+        if (step(g, gc, t, one ? tape + (size_t)n * tape_of(gc) : NULL, 0)) {
             int32_t bad = 0;
             while (bad < gc->n - 1 && isfinite(gc->v[bad])) ++bad;
             r->fault_step[c] = n + 1;
@@ -421,7 +426,7 @@ static void reverse_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r) {
         const int64_t n0 = c * r->K, n1 = n0 + r->K < r->steps ? n0 + r->K : r->steps;
         double t = ck_times(gc, r)[c]; /* the checkpoint's time, as the forward pass accumulated it */
         load_state(g, gc, gc->ck + (size_t)c * (size_t)gc->S);
-        for (int64_t q = n0; q < n1; ++q) {
+        for (int64_t q = n_ck == 1 ? n1 : n0; q < n1; ++q) { /* one segment: the forward pass taped it */
             times[q - n0] = t;
             step(g, gc, t, seg + (size_t)(q - n0) * R, q + 1 == n1);
             t = ns_sim_half_step(ns_sim_half_step(t, dt), dt);
