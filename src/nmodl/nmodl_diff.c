@@ -96,8 +96,8 @@ static const char *const runtime =
 
 static void put_runtime(dx *d, int K) {
     P("\n/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the %d "
-      "fields, the %d GLOBALs), %d at most ---- */\nenum { NSD_%s_K = %d };\n", d->m->n_fields, d->m->n_globals, K,
-      d->M, K);
+      "fields, the %d GLOBALs), %d for the phases that read that many ---- */\nenum { NSD_%s_K = %d };\n",
+      d->m->n_fields, d->m->n_globals, K, d->M, K);
     for (const char *c = runtime; *c; ++c) {
         const char *at = strchr(c, '@');
         if (!at) {
@@ -651,7 +651,7 @@ static void copies(dx *d, int v_too, int conc) {
 static void entry_head(dx *d, const char *phase, const int *lane) {
     const struct ns_nmodl *m = d->m;
     const int nf = m->n_fields, ng = m->n_globals;
-    P("static void nsm_%s_vjp_%s(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {\n", d->M, phase);
+    P("static void nsm_%s_vjp_%s(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {\n", d->m->name, phase);
     P("    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;\n");
     P("    nsd_%s Fd_[%d], G_[%d], v_ = nsd_%s_c(p->v[node_]);\n", d->M, nf ? nf : 1, ng ? ng : 1, d->M);
     if (lane[0] >= 0) P("    v_.d[%d] = 1.0;\n", lane[0]);
@@ -714,30 +714,11 @@ static int refuse_upfront(dx *d) {
     return 0;
 }
 
-int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
-    dx dd = {g, nm_gen_module(g), NULL, why, n_why, 0, 0, 0, NULL}, *d = &dd;
+/* the dual runtime with K lanes (type prefix d->M), the FUNCTIONs' and
+ * PROCEDUREs' twins, the DERIVATIVE blocks' and the BREAKPOINT's currents */
+static void emit_group(dx *d, int K) {
+    struct gen *g = d->g;
     const struct ns_nmodl *m = d->m;
-    d->M = m->name;
-    const size_t mark = nm_gen_mark(g);
-    const int nf = m->n_fields, n_in = 1 + nf + m->n_globals;
-    if (refuse_upfront(d)) return 1;
-    unsigned char *rd = malloc(3 * (size_t)n_in);
-    int *lane = malloc(3 * (size_t)n_in * sizeof *lane);
-    if (!rd || !lane) {
-        free(rd);
-        free(lane);
-        return -1;
-    }
-    int K = 1;
-    for (int ph = 0; ph < 3; ph++) {
-        phase_reads(m, ph, rd, rd + n_in, rd + 2 * n_in, n_in);
-        int n = 0;
-        /* -2: a field the phase never writes nor reads: out = in */
-        for (int j = 0; j < n_in; j++)
-            lane[ph * n_in + j] = rd[j] ? n++ : (j >= 1 && j <= nf && !rd[2 * n_in + j]) ? -2 : -1;
-        if (n > K) K = n;
-    }
-    free(rd);
     put_runtime(d, K);
     for (int i = 0; i < m->n_blocks; i++) {
         const block *bl = m->blocks[i];
@@ -775,7 +756,44 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
         P(");\n");
     }
     P("    return c_;\n}\n\n");
+}
+
+int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
+    dx dd = {g, nm_gen_module(g), NULL, why, n_why, 0, 0, 0, NULL}, *d = &dd;
+    const struct ns_nmodl *m = d->m;
+    d->M = m->name;
+    const size_t mark = nm_gen_mark(g);
+    const int nf = m->n_fields, n_in = 1 + nf + m->n_globals;
+    if (refuse_upfront(d)) return 1;
+    unsigned char *rd = malloc(3 * (size_t)n_in);
+    int *lane = malloc(3 * (size_t)n_in * sizeof *lane);
+    if (!rd || !lane) {
+        free(rd);
+        free(lane);
+        return -1;
+    }
+    int K[3];
+    for (int ph = 0; ph < 3; ph++) {
+        phase_reads(m, ph, rd, rd + n_in, rd + 2 * n_in, n_in);
+        int n = 0;
+        /* -2: a field the phase never writes nor reads: out = in */
+        for (int j = 0; j < n_in; j++)
+            lane[ph * n_in + j] = rd[j] ? n++ : (j >= 1 && j <= nf && !rd[2 * n_in + j]) ? -2 : -1;
+        K[ph] = n > 0 ? n : 1;
+    }
+    free(rd);
+    /* the duals of each phase carry its own lanes: a dual type, its runtime and the twins per
+     * lane count (nsd_NAME_L<K>), shared by the phases with the same count */
+    char T[3][96];
+    for (int ph = 0; ph < 3; ph++) snprintf(T[ph], sizeof T[ph], "%s_L%d", m->name, K[ph]);
+    for (int ph = 0; ph < 3 && !d->failed; ph++) {
+        int seen = 0;
+        for (int q = 0; q < ph; q++) seen |= K[q] == K[ph];
+        d->M = T[ph];
+        if (!seen) emit_group(d, K[ph]);
+    }
     /* INITIAL (nsm_NAME_init_F) */
+    d->M = T[0];
     entry_head(d, "init", lane);
     copies(d, 1, 1);
     for (int i = 0; i < m->n_vars; i++) {
@@ -786,6 +804,7 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     if (m->initial && !d->failed) dlist(d, m->initial, 4);
     entry_tail(d, lane, 0);
     /* current (nsm_NAME_current_F): g by the difference at v + .001 */
+    d->M = T[1];
     entry_head(d, "current", lane + n_in);
     copies(d, 0, 1);
     P("    nsd_%s g_ = nsd_%s_cur(", d->M, d->M);
@@ -795,6 +814,7 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     P("v_);\n    g_ = nsd_%s_div(nsd_%s_sub(g_, rhs_), nsd_%s_c(.001));\n", d->M, d->M, d->M);
     entry_tail(d, lane + n_in, 1);
     /* state (nsm_NAME_state_F) */
+    d->M = T[2];
     entry_head(d, "state", lane + 2 * n_in);
     copies(d, 1, 1);
     nm_gen_scope_reset(g, 0);
