@@ -24,12 +24,14 @@ int bench_grad(int argc, char **argv) {
     const char *morph = "data/morphologies/ca1_ko20x-07.swc";
     long long steps = 1000;
     int repeat = 3;
+    long long every = 0;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--help")) {
-            printf("usage: neurosolve bench grad [--morph FILE.swc] [--steps N] [--repeat R]\n"
+            printf("usage: neurosolve bench grad [--morph FILE.swc] [--steps N] [--repeat R] [--checkpoint-every K]\n"
                    "  the gradient of a squared loss with respect to 4 parameters (gnabar_hh, gkbar_hh, cm, Ra)\n"
                    "  over the forward run of the same cell (hh + pas everywhere, a 1 nA clamp at the soma),\n"
-                   "  one thread, the best of R runs each (default %s, 1000 steps of 0.025 ms, R = 3)\n",
+                   "  one thread, the best of R runs each (default %s, 1000 steps of 0.025 ms, R = 3);\n"
+                   "  K: steps between stored states (0: about sqrt(N); >= N: every state, nothing recomputed)\n",
                    morph);
             return 0;
         }
@@ -37,9 +39,11 @@ int bench_grad(int argc, char **argv) {
         if (!strcmp(argv[i], "--morph")) morph = argv[++i];
         else if (!strcmp(argv[i], "--steps")) steps = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--repeat")) repeat = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--checkpoint-every")) every = atoll(argv[++i]);
         else return cli_usage_error("bench grad", "unknown option '%s'", argv[i]);
     }
-    if (steps < 1 || repeat < 1) return cli_usage_error("bench grad", "--steps and --repeat must be >= 1");
+    if (steps < 1 || repeat < 1 || every < 0)
+        return cli_usage_error("bench grad", "--steps and --repeat must be >= 1, --checkpoint-every >= 0");
     ns_morph_t *mo = NULL;
     ns_cell_t *cell = NULL;
     ns_sim_model_t *model = NULL;
@@ -82,6 +86,7 @@ int bench_grad(int argc, char **argv) {
     ns_grad_options go;
     ns_grad_options_init(&go);
     go.threads = 1;
+    go.checkpoint_every = every;
     if ((s = ns_grad_create(sim, &go, &g))) goto fail;
     static const char *const names[4] = {"gnabar_hh", "gkbar_hh", "cm", "Ra"};
     for (int k = 0; k < 4; ++k)

@@ -32,8 +32,10 @@ typedef struct ns_grad ns_grad_t;
 
 typedef struct ns_grad_options {
     int64_t checkpoint_every; /* steps between stored states (the reverse sweep recomputes the
-                                 steps between them); 0: about sqrt(steps); >= steps: every state
-                                 stored. The gradient is the same bits whatever the value. */
+                                 steps between them); 0: about sqrt(steps); >= steps: the forward
+                                 pass keeps every step's tape and nothing is recomputed (memory:
+                                 steps x the tape's record). The gradient is the same bits
+                                 whatever the value. */
     int32_t threads;          /* cells at once (OpenMP); 0: OpenMP's default. The results are the
                                  same bits whatever the count. */
 } ns_grad_options;
@@ -89,8 +91,14 @@ typedef struct ns_grad_loss {
 NS_API ns_status ns_grad_run(ns_grad_t *grad, int64_t steps, const ns_grad_loss *loss, double *value, double *grad_out,
                              double *traces);
 
-/* Bytes of the last run's stored states (checkpoints and one recomputed
- * segment, over all cells) and of the handle's per-cell copies. */
+/* The shape of a run's recorded samples (ns_grad_run's traces and the
+ * loss's arrays): samples = steps / record_every + 1 rows of sites (the
+ * simulation's recordings). */
+NS_API int64_t ns_grad_samples(const ns_grad_t *grad, int64_t steps);
+NS_API int32_t ns_grad_sites(const ns_grad_t *grad);
+
+/* Bytes of the last run's stored states (checkpoints and one segment's
+ * tape per thread at work) and of the handle's per-cell copies. */
 NS_API size_t ns_grad_bytes(const ns_grad_t *grad);
 
 #ifdef __cplusplus

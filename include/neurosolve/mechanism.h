@@ -28,8 +28,11 @@ extern "C" {
  * 4: ns_mech_desc.hooks (BEFORE/AFTER blocks, CONSTRUCTOR, DESTRUCTOR) and
  *    n_ftables, ftable_names, ftable_dims; ns_mech_ppack.ftable (FUNCTION_TABLE);
  *    ns_mech_desc.jac_init, jac_current, jac_state, jac_why_not (derivatives).
+ * 5: the derivatives as vector-Jacobian products: vjp_init, vjp_current,
+ *    vjp_state, vjp_why_not in their place (a version 4 library loads without
+ *    them).
  *    A library built for 3 still loads, without them. */
-#define NS_MECH_ABI_VERSION 4
+#define NS_MECH_ABI_VERSION 5
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
@@ -303,20 +306,21 @@ typedef struct ns_mech_desc {
     int n_ftables;
     const char *const *ftable_names;
     const int *ftable_dims;
-    /* Derivatives (ABI 4; the gradients, docs/gradients.md): the Jacobian of
-     * instance `instance`'s INITIAL, current() and state() as the host entry
-     * points compute them, in jac row-major (n_out x n_in). Inputs: v at its
-     * node, the instance's fields, the GLOBALs (n_in = 1 + n_fields +
-     * n_globals); outputs: the fields after the phase (n_fields), and for
-     * current() then its rhs and d contributions (n_fields + 2). p bound as
-     * for the phase (v, t, dt, celsius, ions, a current table); nothing but
-     * jac is written. Ion values read are constants here. NULL when the
-     * translator could not differentiate the mechanism: jac_why_not says
-     * why (FILE:LINE and the construct). */
-    void (*jac_init)(ns_mech_ppack *p, int instance, double *jac);
-    void (*jac_current)(ns_mech_ppack *p, int instance, double *jac);
-    void (*jac_state)(ns_mech_ppack *p, int instance, double *jac);
-    const char *jac_why_not;
+    /* Derivatives (ABI 5; the gradients, docs/gradients.md): the
+     * vector-Jacobian products of instance `instance`'s INITIAL, current()
+     * and state() as the host entry points compute them: l_in += J^T l_out,
+     * J the phase's Jacobian. Inputs (l_in, n_in = 1 + n_fields + n_globals):
+     * v at its node, the instance's fields, the GLOBALs; outputs (l_out,
+     * n_out): the fields after the phase (n_fields), and for current() then
+     * its rhs and d contributions (n_fields + 2). p bound as for the phase
+     * (v, t, dt, celsius, ions, a current table); nothing but l_in is
+     * written. Ion values read are constants here. NULL when the translator
+     * could not differentiate the mechanism: vjp_why_not says why (FILE:LINE
+     * and the construct). */
+    void (*vjp_init)(ns_mech_ppack *p, int instance, const double *l_out, double *l_in);
+    void (*vjp_current)(ns_mech_ppack *p, int instance, const double *l_out, double *l_in);
+    void (*vjp_state)(ns_mech_ppack *p, int instance, const double *l_out, double *l_in);
+    const char *vjp_why_not;
 } ns_mech_desc;
 
 enum {

@@ -42,11 +42,12 @@ from ._errors import (Error, InvalidArgumentError, OutOfMemoryError, IOError, Pa
 from ._core import (Tree, Morphology, Cell, Batch, HinesSolver, TridiagSolver, SimParams,  # noqa: F401
                     MechanismLibrary, Model, Network, build_mechanisms,
                     BoundHinesSolve, BoundTridiagSolve,
-                    LifeModel, LifeEngine, Lfp, read_probe, probe_line, lfp_matrix, lfp_csd, four_sphere,
+                    LifeModel, LifeEngine, Lfp, Gradient, read_probe, probe_line, lfp_matrix, lfp_csd, four_sphere,
                     version, build_info, cuda_device_count, status_string,
                     hines_methods, hines_method_backend, tridiag_methods, backend_info, available_methods)
 from . import _errors
 from .neuron_import import from_neuron, NeuronImport  # noqa: F401
+from . import grad  # noqa: F401,E402
 
 # The short descriptions come from the library (ns_status_string).
 for _s, _c in _errors.BY_STATUS.items():

@@ -10,7 +10,7 @@
 // released around every call that can take time.
 //
 // The module is written in one file per family (library.cpp, morph.cpp,
-// solvers.cpp, sim.cpp, mech.cpp, network.cpp, life.cpp), each with bind_*
+// solvers.cpp, sim.cpp, mech.cpp, network.cpp, life.cpp, lfp.cpp, grad.cpp), each with bind_*
 // functions that module.cpp calls in order; this header holds what they
 // share: the error and array checks, the name lookups and the wrapper types.
 #pragma once
@@ -325,5 +325,6 @@ void bind_network(nb::module_ &m);
 void bind_simulation(nb::module_ &m);
 void bind_life(nb::module_ &m);
 void bind_lfp(nb::module_ &m);
+void bind_grad(nb::module_ &m);
 
 } // namespace nsb

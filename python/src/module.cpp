@@ -19,4 +19,5 @@ NB_MODULE(_core, m) {
     nsb::bind_simulation(m);
     nsb::bind_life(m);
     nsb::bind_lfp(m);
+    nsb::bind_grad(m);
 }

@@ -11,7 +11,7 @@
  * solve's (A^T y = the adjoint of x: the same tree with a and b exchanged,
  * solved by hines' reference solve), the assembly's, the currents'. The
  * mechanisms' Jacobians (mech_vjp) are the translator's derivative code
- * (ns_mech_desc.jac_*, src/nmodl/nmodl_diff.c): exact to rounding. */
+ * (ns_mech_desc.vjp_*, src/nmodl/nmodl_diff.c): exact to rounding. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,12 +152,26 @@ static int solve(const ns_grad_t *g, gcell *gc) {
     return ns_hines_solve_one(n, s->parent, gc->a, gc->b, gc->dw, gc->x) >= 0 ? -1 : 0;
 }
 
-/* One step from the loaded state at time t (v, fields updated). Returns 0,
- * or -1 when v is not finite or a pivot was bad. */
-static int step(const ns_grad_t *g, gcell *gc, double t) {
+/* The tape of one step of a recomputed segment: S^n, then the state after
+ * the current phase (v^n and the fields F^c), x and d of the solve. */
+static size_t tape_of(const gcell *gc) { return 2 * (size_t)gc->S + 2 * (size_t)gc->n; }
+
+/* One step from the loaded state at time t (v, fields updated). With tape,
+ * its record is written (the state before it included); last: the step's
+ * state phase is skipped (the segment's last step, whose result the
+ * reverse sweep has). Returns 0, or -1 when v is not finite or a pivot was
+ * bad. */
+static int step(const ns_grad_t *g, gcell *gc, double t, double *tape, int last) {
     const double dt = g->sim->params.dt;
+    if (tape) save_state(g, gc, tape);
     currents(g, gc, ns_sim_half_step(t, dt));
+    if (tape) save_state(g, gc, tape + gc->S);
     if (solve(g, gc)) return -1;
+    if (tape) {
+        memcpy(tape + 2 * gc->S, gc->x, (size_t)gc->n * sizeof *tape);
+        memcpy(tape + 2 * gc->S + gc->n, gc->d, (size_t)gc->n * sizeof *tape);
+    }
+    if (last) return 0;
     int bad = 0;
     for (int32_t i = 0; i < gc->n; ++i) {
         gc->v[i] += gc->x[i];
@@ -217,76 +231,75 @@ enum { PH_INIT, PH_CURRENT, PH_STATE };
  * fields' adjoints then (PH_CURRENT) those of its rhs and d contributions;
  * l_v (per node) and l_F (its fields) accumulate, and the adjoints of the
  * GLOBALs that are parameters. J: each instance's Jacobian as the
- * translator's derivative code computes it (ns_mech_desc.jac_*: exact, of
- * the computed values). PH_INIT takes v and the parameters as inputs (the
+ * translator's derivative code computes it and applies it to the adjoints
+ * (ns_mech_desc.vjp_*: exact, of the computed values), per instance (its
+ * outputs' adjoints gathered, its inputs' spread; none where they are all
+ * zero). PH_INIT takes v and the parameters as inputs (the
  * rest are zeros before INITIAL). The block's fields are left at F's. */
 static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double t, const double *v, const double *F,
                      const double *l_out, double *l_v, double *l_F) {
     const ns_sim_t *sim = g->sim;
     const ns_mech_desc *d = g->model->mechs[k].desc;
-    const int nf = d->n_fields;
+    const int nf = d->n_fields, ng = d->n_globals, n_out = nf + (phase == PH_CURRENT ? 2 : 0), n_in = 1 + nf + ng;
+    const int n_fin = phase == PH_INIT ? d->n_params : nf;
     const int64_t ni = ns_model_block_instances(gc->mb, k);
     if (ni == 0) return;
     const int *node = ns_model_block_node_index(gc->mb, k);
-    const int n_out = nf + (phase == PH_CURRENT ? 2 : 0), n_in = 1 + nf + d->n_globals;
-    const int n_fin = phase == PH_INIT ? d->n_params : nf;
-    double *vp = gc->out;
+    void (*vjp)(ns_mech_ppack *, int, const double *, double *) =
+        phase == PH_INIT ? d->vjp_init : phase == PH_CURRENT ? d->vjp_current : d->vjp_state;
+    double *vp = gc->out, *lo = gc->jac, *li = gc->jac + n_out;
     memcpy(vp, v, (size_t)gc->n * sizeof *v);
     put_fields(gc, k, nf, ni, F);
-    ns_model_block_jac(g->model, gc->mb, k, phase, vp, t, sim->params.dt, sim->params.celsius, gc->jac);
+    ns_mech_ppack *p = ns_model_block_bind(gc->mb, k, phase, vp, t, sim->params.dt, sim->params.celsius);
     const unsigned char *want = g->gwant + g->goff[k];
     double *lg = gc->lglob + g->goff[k];
     for (int64_t i = 0; i < ni; ++i) {
-        const double *J = gc->jac + (size_t)i * (size_t)n_out * (size_t)n_in;
-        for (int o = 0; o < n_out; ++o) {
-            const double lo = l_out[o * ni + i];
-            if (lo == 0.0) continue;
-            const double *row = J + (size_t)o * (size_t)n_in;
-            l_v[node[i]] += lo * row[0];
-            for (int f = 0; f < n_fin; ++f) l_F[f * ni + i] += lo * row[1 + f];
-            for (int q = 0; q < d->n_globals; ++q)
-                if (want[q]) lg[q] += lo * row[1 + nf + q];
-        }
+        int any = 0;
+        for (int o = 0; o < n_out; ++o) any |= (lo[o] = l_out[o * ni + i]) != 0.0;
+        if (!any) continue;
+        memset(li, 0, (size_t)n_in * sizeof *li);
+        vjp(p, (int)i, lo, li);
+        l_v[node[i]] += li[0];
+        for (int f = 0; f < n_fin; ++f) l_F[f * ni + i] += li[1 + f];
+        for (int q = 0; q < ng; ++q)
+            if (want[q]) lg[q] += li[1 + nf + q];
     }
 }
 
 /* ---- the reverse step ---- */
 
-/* From the state S (loaded here) of step n at time t and the adjoint lS of
- * S^{n+1}: lS becomes that of S. */
-static void reverse_step(const ns_grad_t *g, gcell *gc, const double *S, double t) {
+/* From the tape T of step n (tape_of) at time t and the adjoint lS of
+ * S^{n+1}: lS becomes that of S^n. */
+static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, double t) {
     const ns_sim_t *sim = g->sim;
     const sim_shape *s = &sim->shapes[gc->shape];
     const sim_model *model = g->model;
     const int32_t n = gc->n;
     const double dt = sim->params.dt, tm = ns_sim_half_step(t, dt), t1 = ns_sim_half_step(tm, dt);
-    load_state(g, gc, S);
-    currents(g, gc, tm);
-    save_state(g, gc, gc->Fc); /* v unchanged; the fields after current() */
-    solve(g, gc);
-    for (int32_t i = 0; i < n; ++i) gc->vn[i] = gc->v[i] + gc->x[i];
+    const double *S = T, *Fc = T + gc->S, *x = T + 2 * gc->S, *d = x + n;
+    for (int32_t i = 0; i < n; ++i) gc->vn[i] = S[i] + x[i];
     /* states: l(vn) and l(Fc) from l(S^{n+1}) */
     double *lv = gc->lS; /* l(v^{n+1}), becomes l(vn) */
     memset(gc->lFc, 0, (size_t)gc->S * sizeof *gc->lFc);
     int64_t o = n;
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         const int64_t m = n_fields_of(g, gc, k);
-        mech_vjp(g, gc, k, PH_STATE, t1, gc->vn, gc->Fc + o, gc->lS + o, lv, gc->lFc + o);
+        mech_vjp(g, gc, k, PH_STATE, t1, gc->vn, Fc + o, gc->lS + o, lv, gc->lFc + o);
         o += m;
     }
     /* the solve: A^T y = l(x) = l(vn); l(v^n) = l(vn) + the axial terms' */
     memcpy(gc->y, lv, (size_t)n * sizeof *gc->y);
-    memcpy(gc->dw, gc->d, (size_t)n * sizeof *gc->dw);
+    memcpy(gc->dw, d, (size_t)n * sizeof *gc->dw);
     ns_hines_solve_one(n, s->parent, gc->b, gc->a, gc->dw, gc->y);
     double *ld = gc->dw; /* l(d) = -y x */
-    for (int32_t i = 0; i < n; ++i) ld[i] = -gc->y[i] * gc->x[i];
+    for (int32_t i = 0; i < n; ++i) ld[i] = -gc->y[i] * x[i];
     double *lvn = gc->lSn; /* l(v^n) */
     memcpy(lvn, lv, (size_t)n * sizeof *lvn);
     for (int32_t i = 1; i < n; ++i) {
         const int32_t p = s->parent[i];
-        const double dv = gc->v[p] - gc->v[i];
-        gc->lb[i] += -gc->y[i] * gc->x[p] - gc->y[i] * dv - ld[i];
-        gc->la[i] += -gc->y[p] * gc->x[i] + gc->y[p] * dv - ld[p];
+        const double dv = S[p] - S[i];
+        gc->lb[i] += -gc->y[i] * x[p] - gc->y[i] * dv - ld[i];
+        gc->la[i] += -gc->y[p] * x[i] + gc->y[p] * dv - ld[p];
         const double ldv = -gc->b[i] * gc->y[i] + gc->a[i] * gc->y[p];
         lvn[p] += ldv;
         lvn[i] -= ldv;
@@ -357,6 +370,17 @@ static void add_loss_adjoint(const ns_grad_t *g, gcell *gc, const run_ctx *r, in
         if (sim->recs[k].cell == gc->cell) gc->lS[sim->recs[k].node] += dl_dy(g, r, step / every, k);
 }
 
+/* Where a run's buffer gc->ck holds (for checkpoints every K steps, n_ck of
+ * them): the checkpoints (n_ck states), one segment's tape (K records), its
+ * steps' times (K), the checkpoints' times (n_ck). */
+static size_t ck_doubles(const gcell *gc, int64_t n_ck, int64_t K) {
+    return (size_t)n_ck * ((size_t)gc->S + 1) + (size_t)K * (tape_of(gc) + 1);
+}
+static double *ck_times(gcell *gc, const run_ctx *r) {
+    const int64_t n_ck = (r->steps + r->K - 1) / r->K;
+    return gc->ck + (size_t)n_ck * (size_t)gc->S + (size_t)r->K * (tape_of(gc) + 1);
+}
+
 /* Returns 0, or -1 when v stopped being finite (r's fault_* filled in: the
  * error is made on the calling thread, whose message the caller reads). */
 static int forward_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r, int64_t c) {
@@ -364,9 +388,17 @@ static int forward_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r, int64_t
     initialize(g, gc, gc->Fc);
     record(g, gc, r, 0);
     double t = 0.0;
+    /* one segment (every state kept): the forward pass writes its tape, and the reverse sweep
+     * recomputes nothing */
+    const int one = r->K >= r->steps; /* n_ck = 1 (segment_of: K <= steps) */
+    double *tape = gc->ck + (size_t)gc->S, *times = tape + (size_t)r->K * tape_of(gc);
     for (int64_t n = 0; n < r->steps; ++n) {
-        if (n % r->K == 0) save_state(g, gc, gc->ck + (size_t)(n / r->K) * (size_t)gc->S);
-        if (step(g, gc, t)) {
+        if (n % r->K == 0) {
+            save_state(g, gc, gc->ck + (size_t)(n / r->K) * (size_t)gc->S);
+            ck_times(gc, r)[n / r->K] = t;
+        }
+        if (one) times[n] = t;
+        if (step(g, gc, t, one ? tape + (size_t)n * tape_of(gc) : NULL, 0)) {
             int32_t bad = 0;
             while (bad < gc->n - 1 && isfinite(gc->v[bad])) ++bad;
             r->fault_step[c] = n + 1;
@@ -388,26 +420,20 @@ static void reverse_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r) {
     memset(gc->lcap, 0, (size_t)n * sizeof *gc->lcap);
     memset(gc->lglob, 0, (size_t)g->goff[g->model->n_mechs] * sizeof *gc->lglob);
     const int64_t n_ck = (r->steps + r->K - 1) / r->K;
-    double *seg = gc->ck + (size_t)n_ck * (size_t)gc->S;
-    /* the times of the steps, as the forward pass accumulated them */
+    const size_t R = tape_of(gc);
+    double *seg = gc->ck + (size_t)n_ck * (size_t)gc->S, *times = seg + (size_t)r->K * R;
     for (int64_t c = n_ck - 1; c >= 0; --c) {
         const int64_t n0 = c * r->K, n1 = n0 + r->K < r->steps ? n0 + r->K : r->steps;
-        double t = 0.0;
-        for (int64_t q = 0; q < n0; ++q) t = ns_sim_half_step(ns_sim_half_step(t, dt), dt);
-        const double t0 = t;
+        double t = ck_times(gc, r)[c]; /* the checkpoint's time, as the forward pass accumulated it */
         load_state(g, gc, gc->ck + (size_t)c * (size_t)gc->S);
-        for (int64_t q = n0; q < n1; ++q) {
-            save_state(g, gc, seg + (size_t)(q - n0) * (size_t)gc->S);
-            if (q + 1 < n1) {
-                step(g, gc, t);
-                t = ns_sim_half_step(ns_sim_half_step(t, dt), dt);
-            }
+        for (int64_t q = n_ck == 1 ? n1 : n0; q < n1; ++q) { /* one segment: the forward pass taped it */
+            times[q - n0] = t;
+            step(g, gc, t, seg + (size_t)(q - n0) * R, q + 1 == n1);
+            t = ns_sim_half_step(ns_sim_half_step(t, dt), dt);
         }
         for (int64_t q = n1 - 1; q >= n0; --q) {
             add_loss_adjoint(g, gc, r, q + 1);
-            double tq = t0;
-            for (int64_t u = n0; u < q; ++u) tq = ns_sim_half_step(ns_sim_half_step(tq, dt), dt);
-            reverse_step(g, gc, seg + (size_t)(q - n0) * (size_t)gc->S, tq);
+            reverse_step(g, gc, seg + (size_t)(q - n0) * R, times[q - n0]);
         }
     }
     add_loss_adjoint(g, gc, r, 0);
@@ -506,7 +532,7 @@ ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, dou
      * and back before the next) */
     size_t most = 0;
     for (int64_t c = 0; c < nc; ++c) {
-        const size_t want = (size_t)(n_ck + r.K) * (size_t)g->cells[c].S * sizeof(double);
+        const size_t want = ck_doubles(&g->cells[c], n_ck, r.K) * sizeof(double);
         most = want > most ? want : most;
     }
     g->bytes = g->work_bytes + most * (size_t)(threads < nc ? threads : nc);
@@ -517,7 +543,7 @@ ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, dou
 #endif
         for (int64_t c = 0; c < nc; ++c) {
             gcell *gc = &g->cells[c];
-            gc->ck = malloc((size_t)(n_ck + r.K) * (size_t)gc->S * sizeof(double));
+            gc->ck = malloc(ck_doubles(gc, n_ck, r.K) * sizeof(double));
             if (!gc->ck) {
                 r.fault_step[c] = -1;
                 continue;
@@ -589,9 +615,9 @@ static ns_status refuse(const ns_mech_desc *d) {
     if (d->n_pointers)
         return ns_fail(NS_ERR_UNSUPPORTED, "gradient: mechanism %s has POINTER %s: not differentiable yet", d->name,
                        d->pointer_names[0]);
-    if (!d->jac_init || !d->jac_current || !d->jac_state)
+    if (!d->vjp_init || !d->vjp_current || !d->vjp_state)
         return ns_fail(NS_ERR_UNSUPPORTED, "gradient: mechanism %s has no derivative code: %s", d->name,
-                       d->jac_why_not ? d->jac_why_not : "(none given)");
+                       d->vjp_why_not ? d->vjp_why_not : "(none given)");
     return NS_OK;
 }
 
@@ -657,7 +683,7 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         for (int32_t k = 0; k < sim->model->n_mechs; ++k) {
             const ns_mech_desc *d = sim->model->mechs[k].desc;
             const int64_t ni = ns_model_block_instances(gc->mb, k);
-            const int64_t m = (int64_t)(d->n_fields + 2) * ni, j = m * (1 + d->n_fields + d->n_globals);
+            const int64_t m = (int64_t)(d->n_fields + 2) * ni, j = (int64_t)(d->n_fields + 2) + (1 + d->n_fields + d->n_globals);
             gc->S += n_fields_of(g, gc, k);
             if (m > max_out) max_out = m;
             if (j > max_jac) max_jac = j;
@@ -666,8 +692,8 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->stims = malloc((size_t)(gc->n_stims ? gc->n_stims : 1) * sizeof *gc->stims);
         const size_t n = (size_t)gc->n, S = (size_t)gc->S;
         /* a, b, cap, rhs, d, x, vn, y, dw, la, lb, lcap: n each; v: n; Fc: S + room for a
-         * mechanism's outputs' adjoints; lFc, lS, lSn: S each; out: v (n); jac: a mechanism's
-         * Jacobians (instances x outputs x inputs) */
+         * mechanism's outputs' adjoints; lFc, lS, lSn: S each; out: v (n); jac: an instance's
+         * outputs' adjoints and its inputs' (the vector-Jacobian product) */
         const size_t tot = 12 * n + n + (S + (size_t)max_out) + 3 * S + n + (size_t)max_jac;
         gc->a = calloc(tot, sizeof(double));
         gc->v = gc->a ? gc->a + 12 * n : NULL;
@@ -708,6 +734,10 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
 
 int32_t ns_grad_params(const ns_grad_t *g) { return g ? g->n_params : 0; }
 size_t ns_grad_bytes(const ns_grad_t *g) { return g ? g->bytes : 0; }
+int64_t ns_grad_samples(const ns_grad_t *g, int64_t steps) {
+    return g && steps >= 0 ? steps / g->sim->options.record_every + 1 : 0;
+}
+int32_t ns_grad_sites(const ns_grad_t *g) { return g ? g->sim->n_recs : 0; }
 
 static int region_selects(const char *where, int8_t region) {
     if (!strcmp(where, "all")) return region >= 0;

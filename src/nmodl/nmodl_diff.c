@@ -1,5 +1,5 @@
-/* The mechanisms' derivatives (ns_mech_desc.jac_init, jac_current,
- * jac_state; docs/gradients.md): forward-mode dual numbers written from the
+/* The mechanisms' derivatives (ns_mech_desc.vjp_init, vjp_current,
+ * vjp_state; docs/gradients.md): forward-mode dual numbers written from the
  * same AST as the forward C (nmodl_gen.c). Every value is a dual
  * nsd_NAME {v, d[K]}: v computed by the same operations in the same order
  * as the forward code (so bit for bit the same), d its derivatives with
@@ -8,8 +8,9 @@
  * function on duals; each FUNCTION and PROCEDURE gets a dual twin; a TABLE
  * lookup is differentiated as the interpolation it is (the table's entries
  * depend on celsius and DEPEND, constants here). One pass over a block gives
- * its whole Jacobian. What has no derivative code yet is refused with its
- * FILE:LINE and construct (ns_mech_desc.jac_why_not): VERBATIM C, KINETIC,
+ * its whole Jacobian, which the entry point applies to the outputs'
+ * adjoints at once (the vector-Jacobian product, never stored). What has no derivative code yet is refused with its
+ * FILE:LINE and construct (ns_mech_desc.vjp_why_not): VERBATIM C, KINETIC,
  * LINEAR and NONLINEAR blocks, STEADYSTATE, METHODs other than cnexp, arrays,
  * POINTERs, random numbers, events and point processes. */
 #include <stdarg.h>
@@ -95,8 +96,8 @@ static const char *const runtime =
 
 static void put_runtime(dx *d, int K) {
     P("\n/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the %d "
-      "fields, the %d GLOBALs), %d at most ---- */\nenum { NSD_%s_K = %d };\n", d->m->n_fields, d->m->n_globals, K,
-      d->M, K);
+      "fields, the %d GLOBALs), %d for the phases that read that many ---- */\nenum { NSD_%s_K = %d };\n",
+      d->m->n_fields, d->m->n_globals, K, d->M, K);
     for (const char *c = runtime; *c; ++c) {
         const char *at = strchr(c, '@');
         if (!at) {
@@ -646,11 +647,11 @@ static void copies(dx *d, int v_too, int conc) {
 
 /* an entry point: the duals of the inputs (a lane each for those the phase
  * reads: lane[j] >= 0; -2: a field it neither reads nor writes), the phase,
- * the Jacobian out */
+ * the outputs' adjoints in, the inputs' out */
 static void entry_head(dx *d, const char *phase, const int *lane) {
     const struct ns_nmodl *m = d->m;
     const int nf = m->n_fields, ng = m->n_globals;
-    P("static void nsm_%s_jac_%s(ns_mech_ppack *p, int i_, double *jac) {\n", d->M, phase);
+    P("static void nsm_%s_vjp_%s(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {\n", d->m->name, phase);
     P("    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;\n");
     P("    nsd_%s Fd_[%d], G_[%d], v_ = nsd_%s_c(p->v[node_]);\n", d->M, nf ? nf : 1, ng ? ng : 1, d->M);
     if (lane[0] >= 0) P("    v_.d[%d] = 1.0;\n", lane[0]);
@@ -666,19 +667,22 @@ static void entry_head(dx *d, const char *phase, const int *lane) {
     }
     P("    (void)node_; (void)v_; (void)G_;\n");
 }
-/* jac (rows x n_in): the lanes of the fields' duals (and of rhs_, g_ for current()), 0 elsewhere */
-static void entry_tail(dx *d, int rows, const int *lane, int current) {
-    const int n_in = 1 + d->m->n_fields + d->m->n_globals;
-    P("    for (int k = 0; k < %d; ++k) jac[k] = 0.0;\n", rows * n_in);
-    for (int j = 1; j <= d->m->n_fields; j++)
-        if (lane[j] == -2) P("    jac[%d] = 1.0;\n", (j - 1) * n_in + j);
+/* li_ += J^T lo_: the lanes' sums over the outputs with an adjoint (the
+ * fields' duals, and rhs_, g_ for current()), each added to its input; a
+ * field the phase neither reads nor writes passes its adjoint through */
+static void entry_tail(dx *d, const int *lane, int current) {
+    const int nf = d->m->n_fields, n_in = 1 + nf + d->m->n_globals;
+    P("    double a_[NSD_%s_K];\n    for (int k = 0; k < NSD_%s_K; ++k) a_[k] = 0.0;\n", d->M, d->M);
+    P("    for (int r = 0; r < %d; ++r) {\n        const double l_ = lo_[r];\n", nf);
+    P("        if (l_ != 0.0)\n            for (int k = 0; k < NSD_%s_K; ++k) a_[k] += l_ * Fd_[r].d[k];\n    }\n",
+      d->M);
+    if (current) /* rhs gets -I (+I for an ELECTRODE_CURRENT), d the conductance (its negative) */
+        P("    if (lo_[%d] != 0.0)\n        for (int k = 0; k < NSD_%s_K; ++k) a_[k] %s= lo_[%d] * rhs_.d[k];\n"
+          "    if (lo_[%d] != 0.0)\n        for (int k = 0; k < NSD_%s_K; ++k) a_[k] %s= lo_[%d] * g_.d[k];\n",
+          nf, d->M, d->m->electrode ? "+" : "-", nf, nf + 1, d->M, d->m->electrode ? "-" : "+", nf + 1);
     for (int j = 0; j < n_in; j++) {
-        if (lane[j] < 0) continue;
-        P("    for (int r = 0; r < %d; ++r) jac[r * %d + %d] = Fd_[r].d[%d];\n", d->m->n_fields, n_in, j, lane[j]);
-        if (current)
-            P("    jac[%d] = %srhs_.d[%d];\n    jac[%d] = %sg_.d[%d];\n", d->m->n_fields * n_in + j,
-              d->m->electrode ? "" : "-", lane[j], (d->m->n_fields + 1) * n_in + j, d->m->electrode ? "-" : "",
-              lane[j]);
+        if (lane[j] >= 0) P("    li_[%d] += a_[%d];\n", j, lane[j]);
+        else if (lane[j] == -2) P("    li_[%d] += lo_[%d];\n", j, j - 1);
     }
     P("}\n\n");
 }
@@ -710,30 +714,11 @@ static int refuse_upfront(dx *d) {
     return 0;
 }
 
-int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
-    dx dd = {g, nm_gen_module(g), NULL, why, n_why, 0, 0, 0, NULL}, *d = &dd;
+/* the dual runtime with K lanes (type prefix d->M), the FUNCTIONs' and
+ * PROCEDUREs' twins, the DERIVATIVE blocks' and the BREAKPOINT's currents */
+static void emit_group(dx *d, int K) {
+    struct gen *g = d->g;
     const struct ns_nmodl *m = d->m;
-    d->M = m->name;
-    const size_t mark = nm_gen_mark(g);
-    const int nf = m->n_fields, n_in = 1 + nf + m->n_globals;
-    if (refuse_upfront(d)) return 1;
-    unsigned char *rd = malloc(3 * (size_t)n_in);
-    int *lane = malloc(3 * (size_t)n_in * sizeof *lane);
-    if (!rd || !lane) {
-        free(rd);
-        free(lane);
-        return -1;
-    }
-    int K = 1;
-    for (int ph = 0; ph < 3; ph++) {
-        phase_reads(m, ph, rd, rd + n_in, rd + 2 * n_in, n_in);
-        int n = 0;
-        /* -2: a field the phase never writes nor reads: out = in */
-        for (int j = 0; j < n_in; j++)
-            lane[ph * n_in + j] = rd[j] ? n++ : (j >= 1 && j <= nf && !rd[2 * n_in + j]) ? -2 : -1;
-        if (n > K) K = n;
-    }
-    free(rd);
     put_runtime(d, K);
     for (int i = 0; i < m->n_blocks; i++) {
         const block *bl = m->blocks[i];
@@ -771,7 +756,44 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
         P(");\n");
     }
     P("    return c_;\n}\n\n");
+}
+
+int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
+    dx dd = {g, nm_gen_module(g), NULL, why, n_why, 0, 0, 0, NULL}, *d = &dd;
+    const struct ns_nmodl *m = d->m;
+    d->M = m->name;
+    const size_t mark = nm_gen_mark(g);
+    const int nf = m->n_fields, n_in = 1 + nf + m->n_globals;
+    if (refuse_upfront(d)) return 1;
+    unsigned char *rd = malloc(3 * (size_t)n_in);
+    int *lane = malloc(3 * (size_t)n_in * sizeof *lane);
+    if (!rd || !lane) {
+        free(rd);
+        free(lane);
+        return -1;
+    }
+    int K[3];
+    for (int ph = 0; ph < 3; ph++) {
+        phase_reads(m, ph, rd, rd + n_in, rd + 2 * n_in, n_in);
+        int n = 0;
+        /* -2: a field the phase never writes nor reads: out = in */
+        for (int j = 0; j < n_in; j++)
+            lane[ph * n_in + j] = rd[j] ? n++ : (j >= 1 && j <= nf && !rd[2 * n_in + j]) ? -2 : -1;
+        K[ph] = n > 0 ? n : 1;
+    }
+    free(rd);
+    /* the duals of each phase carry its own lanes: a dual type, its runtime and the twins per
+     * lane count (nsd_NAME_L<K>), shared by the phases with the same count */
+    char T[3][96];
+    for (int ph = 0; ph < 3; ph++) snprintf(T[ph], sizeof T[ph], "%s_L%d", m->name, K[ph]);
+    for (int ph = 0; ph < 3 && !d->failed; ph++) {
+        int seen = 0;
+        for (int q = 0; q < ph; q++) seen |= K[q] == K[ph];
+        d->M = T[ph];
+        if (!seen) emit_group(d, K[ph]);
+    }
     /* INITIAL (nsm_NAME_init_F) */
+    d->M = T[0];
     entry_head(d, "init", lane);
     copies(d, 1, 1);
     for (int i = 0; i < m->n_vars; i++) {
@@ -780,8 +802,9 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     }
     nm_gen_scope_reset(g, 0);
     if (m->initial && !d->failed) dlist(d, m->initial, 4);
-    entry_tail(d, nf, lane, 0);
+    entry_tail(d, lane, 0);
     /* current (nsm_NAME_current_F): g by the difference at v + .001 */
+    d->M = T[1];
     entry_head(d, "current", lane + n_in);
     copies(d, 0, 1);
     P("    nsd_%s g_ = nsd_%s_cur(", d->M, d->M);
@@ -789,8 +812,9 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     P("nsd_%s_add(v_, nsd_%s_c(.001)));\n    nsd_%s rhs_ = nsd_%s_cur(", d->M, d->M, d->M, d->M);
     put_args(d);
     P("v_);\n    g_ = nsd_%s_div(nsd_%s_sub(g_, rhs_), nsd_%s_c(.001));\n", d->M, d->M, d->M);
-    entry_tail(d, nf + 2, lane + n_in, 1);
+    entry_tail(d, lane + n_in, 1);
     /* state (nsm_NAME_state_F) */
+    d->M = T[2];
     entry_head(d, "state", lane + 2 * n_in);
     copies(d, 1, 1);
     nm_gen_scope_reset(g, 0);
@@ -806,7 +830,7 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
         put_solve_call(d, nm_find_block(m, s->name));
         P(";\n");
     }
-    entry_tail(d, nf, lane + 2 * n_in, 0);
+    entry_tail(d, lane + 2 * n_in, 0);
     free(lane);
     if (d->failed) {
         nm_gen_cut(g, mark);

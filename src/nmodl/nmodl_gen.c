@@ -2234,9 +2234,9 @@ static void emit_desc(gen *g, const char *why) {
         else put(g->b, "%sNULL", h ? ", " : "");
     }
     put(g->b, "},\n    %d, nsm_%s_ftnames, nsm_%s_ftdims", m->n_ftables, n, n);
-    /* derivatives (ABI 4, nmodl_diff.c): the Jacobians, or why there are none */
+    /* derivatives (ABI 5, nmodl_diff.c): the vector-Jacobian products, or why there are none */
     if (!why) {
-        put(g->b, ",\n    nsm_%s_jac_init, nsm_%s_jac_current, nsm_%s_jac_state, NULL};\n", n, n, n);
+        put(g->b, ",\n    nsm_%s_vjp_init, nsm_%s_vjp_current, nsm_%s_vjp_state, NULL};\n", n, n, n);
         return;
     }
     put(g->b, ",\n    NULL, NULL, NULL, \"");

@@ -57,6 +57,8 @@ EXCLUDED = [
     (r"nmodl_corpus(_materialise)?\.py", "the corpus of issue 39: ModelDB snapshots fetched beforehand and NEURON "
                                           "(neither in CI)"),
     (r"^bash \.ci/run\b", "CI itself (26 minutes)"),
+    (r"examples/python/fit_gbar\.py", "about 80 gradients of 400 steps (5-12 s on 2 cores): python/tests/"
+                                       "test_grad.py checks the gradients it uses"),
     (r"build-wheel-cuda/wheelhouse", "the GPU wheel's install on the GPU host, from the wheelhouse that "
                                      "`python/build_wheel.sh OUT --cuda` fills (a CUDA build, minutes)"),
     (r"solve small-low big-high --cells 100000 --check", "38 million unknowns: 1.8 GB and seconds of CPU (more "

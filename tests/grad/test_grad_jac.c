@@ -1,12 +1,14 @@
-/* The translator's derivative code (ns_mech_desc.jac_*, src/nmodl/nmodl_diff.c)
- * against an independent reference that does not limit the comparison: each
- * column of the built-in hh's and pas's Jacobians of INITIAL, current() and
+/* The translator's derivative code (ns_mech_desc.vjp_*, src/nmodl/nmodl_diff.c)
+ * against an independent reference that does not limit the comparison: the
+ * built-in hh's and pas's Jacobians (row r: the vector-Jacobian product of
+ * the unit vector e_r; each product also checked to accumulate, l_in +=) of INITIAL, current() and
  * state() at one instance, against Richardson-extrapolated central
  * differences of the forward entry point itself (h, h/2: error O(h^4), steps
  * 1e-3 relative, rounding near 1e-13), to 1e-9 of the row's largest entry;
  * with hh's TABLE off (the exact rates) and on (the interpolation's slope).
  * And what cannot be differentiated is refused by FILE:LINE and construct;
- * a library built for mechanism ABI 3 loads, without derivatives. */
+ * libraries built for mechanism ABI 3 and 4 (whose derivatives were
+ * Jacobians) load, without derivatives. */
 #include "check.h"
 #include "mech/builtin/builtin.h"
 #include "nmodl_driver.h"
@@ -39,16 +41,26 @@ static double check_phase(comp *c, inst *m, int phase, const double *x0) {
     const ns_mech_desc *d = m->d;
     const int nf = d->n_fields, n_in = 1 + nf + d->n_globals, n_out = nf + (phase == 1 ? 2 : 0);
     double x[80], op[80], om[80], J[80 * 80], R[80 * 80], D1[80], out0[80];
-    void (*jac)(ns_mech_ppack *, int, double *) = phase == 0 ? d->jac_init : phase == 1 ? d->jac_current : d->jac_state;
-    CHECK(jac != NULL && n_in <= 80);
-    if (!jac || n_in > 80) return 1.0;
+    void (*vjp)(ns_mech_ppack *, int, const double *, double *) =
+        phase == 0 ? d->vjp_init : phase == 1 ? d->vjp_current : d->vjp_state;
+    CHECK(vjp != NULL && n_in <= 80);
+    if (!vjp || n_in > 80) return 1.0;
     memcpy(x, x0, (size_t)n_in * sizeof *x);
     eval(c, m, phase, x, out0);
     memcpy(x, x0, (size_t)n_in * sizeof *x); /* the entry point reads the inputs where the phase does */
     c->v = x[0];
     for (int f = 0; f < nf; ++f) m->fields[f] = x[1 + f];
     for (int q = 0; q < d->n_globals; ++q) m->globals[q] = x[1 + nf + q];
-    jac(&m->p, 0, J);
+    int accumulates = 1;
+    for (int o = 0; o < n_out; ++o) { /* row o = e_o^T J; a second product adds the same again */
+        double e[82] = {0}, li[80] = {0};
+        e[o] = 1.0;
+        vjp(&m->p, 0, e, li);
+        memcpy(J + o * n_in, li, (size_t)n_in * sizeof *li);
+        vjp(&m->p, 0, e, li);
+        for (int j = 0; j < n_in; ++j) accumulates &= li[j] == 2 * J[o * n_in + j];
+    }
+    CHECK_MSG(accumulates, "%s phase %d: the product adds to l_in", d->name, phase);
     for (int j = 0; j < n_in; ++j) {
         const int is_switch = j > nf && strncmp(d->global_names[j - 1 - nf], "usetable", 8) == 0;
         const double h0 = 1e-3 * fmax(fabs(x0[j]), 1e-2);
@@ -124,7 +136,7 @@ int main(void) {
     check_mech("pas", 0.0);
     /* point processes and what nmodl_diff.c has no code for: NULL entry points and the reason */
     const ns_mech_desc *syn = builtin("ExpSyn");
-    CHECK(syn && !syn->jac_state && syn->jac_why_not && strstr(syn->jac_why_not, "POINT_PROCESS"));
+    CHECK(syn && !syn->vjp_state && syn->vjp_why_not && strstr(syn->vjp_why_not, "POINT_PROCESS"));
     ns_nmodl_t *mod = NULL;
     CHECK_OK(ns_nmodl_parse_string(DI, "di.mod", &mod));
     char *text = NULL;
@@ -134,35 +146,43 @@ int main(void) {
     ns_nmodl_free(text);
     ns_nmodl_destroy(mod);
 
-    /* a library of mechanism ABI 3 (its descriptors end before jac_init): loaded, copied into
-     * this version's layout without derivatives (the junk after its ABI-3 members not read) */
+    /* libraries of mechanism ABI 3 (its descriptors end before the hooks) and 4 (its
+     * derivatives were Jacobians, jac_*, where 5 has vjp_*): loaded, copied into this
+     * version's layout without derivatives (the junk in their place not read) */
     if (tmpdir_make("ns_grad_jac")) return 1;
-    FILE *f = fopen(tmp("old.c"), "w");
-    CHECK(f != NULL);
-    if (f) {
-        fputs("#include \"neurosolve/mechanism.h\"\n"
-              "static const char *const names[] = {\"x\"};\nstatic const double defs[] = {1.0};\n"
-              "static void fn(ns_mech_ppack *p) { (void)p; }\n"
-              "static const ns_mech_desc d = {3, \"old\", NS_MECH_DENSITY, 1, 1, 0, 0, names, defs, 0, 0, 0, 0, 0, 0,"
-              " 0, fn, fn, fn, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,"
-              " (void (*)(ns_mech_ppack *, int, double *))1, 0, 0, \"junk\"};\n"
-              "static const ns_mech_desc *const mechs[] = {&d};\n"
-              "static const ns_mech_catalogue cat = {3, 1, mechs};\n"
-              "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat; }\n", f);
+    for (int version = 3; version <= 4; ++version) {
+        FILE *f = fopen(tmp("old.c"), "w");
+        CHECK(f != NULL);
+        if (!f) break;
+        fprintf(f,
+                "#include \"neurosolve/mechanism.h\"\n"
+                "static const char *const names[] = {\"x\"};\nstatic const double defs[] = {1.0};\n"
+                "static void fn(ns_mech_ppack *p) { (void)p; }\n"
+                "typedef void (*vjp_fn)(ns_mech_ppack *, int, const double *, double *);\n"
+                "static const ns_mech_desc d = {.abi_version = %d, .name = \"old\", .kind = NS_MECH_DENSITY,"
+                " .n_fields = 1, .n_params = 1, .field_names = names, .field_defaults = defs, .init = fn,"
+                " .current = fn, .state = fn, .vjp_init = (vjp_fn)1, .vjp_current = (vjp_fn)1,"
+                " .vjp_state = (vjp_fn)1, .vjp_why_not = \"junk\"};\n"
+                "static const ns_mech_desc *const mechs[] = {&d};\n"
+                "static const ns_mech_catalogue cat = {%d, 1, mechs};\n"
+                "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat; }\n",
+                version, version);
         fclose(f);
         char cmd[2048];
         snprintf(cmd, sizeof cmd, "cc -shared -fPIC -I%s/../../include -o %s %s 2>&1", NS_TEST_DATA, tmp("libold.so"),
                  tmp("old.c"));
-        if (system(cmd) == 0) {
-            ns_mech_library_t *lib = NULL;
-            CHECK_OK(ns_mech_library_open(tmp("libold.so"), &lib));
-            const ns_mech_desc *od = lib ? ns_mech_library_get(lib, 0) : NULL;
-            CHECK(od && !strcmp(od->name, "old") && od->state && !od->jac_init && !od->jac_current && !od->jac_state);
-            CHECK(od && od->jac_why_not && strstr(od->jac_why_not, "older mechanism ABI"));
-            ns_mech_library_close(lib);
-        } else {
-            printf("SKIP the ABI 3 library: no C compiler\n");
+        if (system(cmd) != 0) {
+            printf("SKIP the ABI %d library: no C compiler\n", version);
+            continue;
         }
+        ns_mech_library_t *lib = NULL;
+        CHECK_OK(ns_mech_library_open(tmp("libold.so"), &lib));
+        const ns_mech_desc *od = lib ? ns_mech_library_get(lib, 0) : NULL;
+        CHECK_MSG(od && !strcmp(od->name, "old") && od->state && !od->vjp_init && !od->vjp_current && !od->vjp_state,
+                  "ABI %d: no derivatives", version);
+        CHECK(od && od->vjp_why_not && strstr(od->vjp_why_not, "older mechanism ABI"));
+        ns_mech_library_close(lib);
+        remove(tmp("libold.so"));
     }
     tmpdir_remove();
     return check_summary("test_grad_jac");

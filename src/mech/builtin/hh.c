@@ -243,90 +243,90 @@ NSM_LOOP void nsm_hh_state(ns_mech_ppack *p) {
 }
 
 
-/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 18 fields, the 1 GLOBALs), 8 at most ---- */
-enum { NSD_hh_K = 8 };
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 18 fields, the 1 GLOBALs), 1 for the phases that read that many ---- */
+enum { NSD_hh_L1_K = 1 };
 #if defined(__GNUC__) || defined(__clang__)
-#define NSD_hh_FN static inline __attribute__((always_inline, unused))
-#define NSD_hh_TWIN static inline __attribute__((unused))
+#define NSD_hh_L1_FN static inline __attribute__((always_inline, unused))
+#define NSD_hh_L1_TWIN static inline __attribute__((unused))
 #else
-#define NSD_hh_FN static inline
-#define NSD_hh_TWIN static inline
+#define NSD_hh_L1_FN static inline
+#define NSD_hh_L1_TWIN static inline
 #endif
-typedef struct nsd_hh { double v, d[NSD_hh_K]; } nsd_hh;
-#define NSD_hh_OP(body) nsd_hh r; body; return r
-NSD_hh_FN nsd_hh nsd_hh_c(double x) { NSD_hh_OP(r.v = x; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = 0.0); }
-NSD_hh_FN nsd_hh nsd_hh_add(nsd_hh a, nsd_hh b) {
-    NSD_hh_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+typedef struct nsd_hh_L1 { double v, d[NSD_hh_L1_K]; } nsd_hh_L1;
+#define NSD_hh_L1_OP(body) nsd_hh_L1 r; body; return r
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_c(double x) { NSD_hh_L1_OP(r.v = x; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = 0.0); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_add(nsd_hh_L1 a, nsd_hh_L1 b) {
+    NSD_hh_L1_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = a.d[k] + b.d[k]);
 }
-NSD_hh_FN nsd_hh nsd_hh_sub(nsd_hh a, nsd_hh b) {
-    NSD_hh_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_sub(nsd_hh_L1 a, nsd_hh_L1 b) {
+    NSD_hh_L1_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = a.d[k] - b.d[k]);
 }
-NSD_hh_FN nsd_hh nsd_hh_mul(nsd_hh a, nsd_hh b) {
-    NSD_hh_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_mul(nsd_hh_L1 a, nsd_hh_L1 b) {
+    NSD_hh_L1_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
 }
-NSD_hh_FN nsd_hh nsd_hh_div(nsd_hh a, nsd_hh b) {
-    NSD_hh_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_div(nsd_hh_L1 a, nsd_hh_L1 b) {
+    NSD_hh_L1_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
 }
-NSD_hh_FN nsd_hh nsd_hh_neg(nsd_hh a) { NSD_hh_OP(r.v = -a.v; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = -a.d[k]); }
-NSD_hh_FN nsd_hh nsd_hh_f1(nsd_hh a, double f, double df) {
-    NSD_hh_OP(r.v = f; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = df * a.d[k]);
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_neg(nsd_hh_L1 a) { NSD_hh_L1_OP(r.v = -a.v; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = -a.d[k]); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_f1(nsd_hh_L1 a, double f, double df) {
+    NSD_hh_L1_OP(r.v = f; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = df * a.d[k]);
 }
-NSD_hh_FN nsd_hh nsd_hh_exp(nsd_hh a) { const double e = nsm_exp(a.v); return nsd_hh_f1(a, e, e); }
-NSD_hh_FN nsd_hh nsd_hh_expm1(nsd_hh a) { return nsd_hh_f1(a, expm1(a.v), exp(a.v)); }
-NSD_hh_FN nsd_hh nsd_hh_log(nsd_hh a) { return nsd_hh_f1(a, log(a.v), 1.0 / a.v); }
-NSD_hh_FN nsd_hh nsd_hh_log10(nsd_hh a) { return nsd_hh_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
-NSD_hh_FN nsd_hh nsd_hh_sqrt(nsd_hh a) { const double s = sqrt(a.v); return nsd_hh_f1(a, s, 0.5 / s); }
-NSD_hh_FN nsd_hh nsd_hh_fabs(nsd_hh a) { return nsd_hh_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
-NSD_hh_FN nsd_hh nsd_hh_sin(nsd_hh a) { return nsd_hh_f1(a, sin(a.v), cos(a.v)); }
-NSD_hh_FN nsd_hh nsd_hh_cos(nsd_hh a) { return nsd_hh_f1(a, cos(a.v), -sin(a.v)); }
-NSD_hh_FN nsd_hh nsd_hh_tan(nsd_hh a) { const double t = tan(a.v); return nsd_hh_f1(a, t, 1.0 + t * t); }
-NSD_hh_FN nsd_hh nsd_hh_tanh(nsd_hh a) { const double t = tanh(a.v); return nsd_hh_f1(a, t, 1.0 - t * t); }
-NSD_hh_FN nsd_hh nsd_hh_atan(nsd_hh a) { return nsd_hh_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
-NSD_hh_FN nsd_hh nsd_hh_floor(nsd_hh a) { return nsd_hh_f1(a, floor(a.v), 0.0); }
-NSD_hh_FN nsd_hh nsd_hh_ceil(nsd_hh a) { return nsd_hh_f1(a, ceil(a.v), 0.0); }
-NSD_hh_FN nsd_hh nsd_hh_exprelr(nsd_hh a) {
-    if (1.0 + a.v == 1.0) return nsd_hh_f1(a, 1.0, -0.5);
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_exp(nsd_hh_L1 a) { const double e = nsm_exp(a.v); return nsd_hh_L1_f1(a, e, e); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_expm1(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, expm1(a.v), exp(a.v)); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_log(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, log(a.v), 1.0 / a.v); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_log10(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_sqrt(nsd_hh_L1 a) { const double s = sqrt(a.v); return nsd_hh_L1_f1(a, s, 0.5 / s); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_fabs(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_sin(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, sin(a.v), cos(a.v)); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_cos(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, cos(a.v), -sin(a.v)); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_tan(nsd_hh_L1 a) { const double t = tan(a.v); return nsd_hh_L1_f1(a, t, 1.0 + t * t); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_tanh(nsd_hh_L1 a) { const double t = tanh(a.v); return nsd_hh_L1_f1(a, t, 1.0 - t * t); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_atan(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_floor(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, floor(a.v), 0.0); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_ceil(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, ceil(a.v), 0.0); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_exprelr(nsd_hh_L1 a) {
+    if (1.0 + a.v == 1.0) return nsd_hh_L1_f1(a, 1.0, -0.5);
     const double e = expm1(a.v);
-    return nsd_hh_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+    return nsd_hh_L1_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
 }
-NSD_hh_FN nsd_hh nsd_hh_pow(nsd_hh a, nsd_hh b) {
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_pow(nsd_hh_L1 a, nsd_hh_L1 b) {
     const double f = pow(a.v, b.v);
     const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
-    NSD_hh_OP(r.v = f; for (int k = 0; k < NSD_hh_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+    NSD_hh_L1_OP(r.v = f; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
 }
-NSD_hh_FN nsd_hh nsd_hh_fmin(nsd_hh a, nsd_hh b) { nsd_hh r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
-NSD_hh_FN nsd_hh nsd_hh_fmax(nsd_hh a, nsd_hh b) { nsd_hh r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
-NSD_hh_TWIN void nsd_hh_p_rates(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v);
-NSD_hh_TWIN void nsd_hh_p_rates_exact(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v);
-NSD_hh_TWIN nsd_hh nsd_hh_f_vtrap(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_x, nsd_hh A_y);
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_fmin(nsd_hh_L1 a, nsd_hh_L1 b) { nsd_hh_L1 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_fmax(nsd_hh_L1 a, nsd_hh_L1 b) { nsd_hh_L1 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_hh_L1_TWIN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
+NSD_hh_L1_TWIN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
+NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y);
 
-NSD_hh_TWIN void nsd_hh_p_rates_exact(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v) {
+NSD_hh_L1_TWIN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
-    nsd_hh L_alpha = nsd_hh_c(0.0);
-    nsd_hh L_beta = nsd_hh_c(0.0);
-    nsd_hh L_sum = nsd_hh_c(0.0);
-    nsd_hh L_q10 = nsd_hh_c(0.0);
-    L_q10 = nsd_hh_pow(nsd_hh_c(3.0), nsd_hh_div(nsd_hh_sub(nsd_hh_c(p->celsius), nsd_hh_c(6.3)), nsd_hh_c(10.0)));
-    L_alpha = nsd_hh_mul(nsd_hh_c(.1), nsd_hh_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_neg(nsd_hh_add(A_v, nsd_hh_c(40.0))), nsd_hh_c(10.0)));
-    L_beta = nsd_hh_mul(nsd_hh_c(4.0), nsd_hh_exp(nsd_hh_div(nsd_hh_neg(nsd_hh_add(A_v, nsd_hh_c(65.0))), nsd_hh_c(18.0))));
-    L_sum = nsd_hh_add(L_alpha, L_beta);
-    (*F12_) = nsd_hh_div(nsd_hh_c(1.0), nsd_hh_mul(L_q10, L_sum));
-    (*F9_) = nsd_hh_div(L_alpha, L_sum);
-    L_alpha = nsd_hh_mul(nsd_hh_c(.07), nsd_hh_exp(nsd_hh_div(nsd_hh_neg(nsd_hh_add(A_v, nsd_hh_c(65.0))), nsd_hh_c(20.0))));
-    L_beta = nsd_hh_div(nsd_hh_c(1.0), nsd_hh_add(nsd_hh_exp(nsd_hh_div(nsd_hh_neg(nsd_hh_add(A_v, nsd_hh_c(35.0))), nsd_hh_c(10.0))), nsd_hh_c(1.0)));
-    L_sum = nsd_hh_add(L_alpha, L_beta);
-    (*F13_) = nsd_hh_div(nsd_hh_c(1.0), nsd_hh_mul(L_q10, L_sum));
-    (*F10_) = nsd_hh_div(L_alpha, L_sum);
-    L_alpha = nsd_hh_mul(nsd_hh_c(.01), nsd_hh_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_neg(nsd_hh_add(A_v, nsd_hh_c(55.0))), nsd_hh_c(10.0)));
-    L_beta = nsd_hh_mul(nsd_hh_c(.125), nsd_hh_exp(nsd_hh_div(nsd_hh_neg(nsd_hh_add(A_v, nsd_hh_c(65.0))), nsd_hh_c(80.0))));
-    L_sum = nsd_hh_add(L_alpha, L_beta);
-    (*F14_) = nsd_hh_div(nsd_hh_c(1.0), nsd_hh_mul(L_q10, L_sum));
-    (*F11_) = nsd_hh_div(L_alpha, L_sum);
+    nsd_hh_L1 L_alpha = nsd_hh_L1_c(0.0);
+    nsd_hh_L1 L_beta = nsd_hh_L1_c(0.0);
+    nsd_hh_L1 L_sum = nsd_hh_L1_c(0.0);
+    nsd_hh_L1 L_q10 = nsd_hh_L1_c(0.0);
+    L_q10 = nsd_hh_L1_pow(nsd_hh_L1_c(3.0), nsd_hh_L1_div(nsd_hh_L1_sub(nsd_hh_L1_c(p->celsius), nsd_hh_L1_c(6.3)), nsd_hh_L1_c(10.0)));
+    L_alpha = nsd_hh_L1_mul(nsd_hh_L1_c(.1), nsd_hh_L1_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L1_neg(nsd_hh_L1_add(A_v, nsd_hh_L1_c(40.0))), nsd_hh_L1_c(10.0)));
+    L_beta = nsd_hh_L1_mul(nsd_hh_L1_c(4.0), nsd_hh_L1_exp(nsd_hh_L1_div(nsd_hh_L1_neg(nsd_hh_L1_add(A_v, nsd_hh_L1_c(65.0))), nsd_hh_L1_c(18.0))));
+    L_sum = nsd_hh_L1_add(L_alpha, L_beta);
+    (*F12_) = nsd_hh_L1_div(nsd_hh_L1_c(1.0), nsd_hh_L1_mul(L_q10, L_sum));
+    (*F9_) = nsd_hh_L1_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_L1_mul(nsd_hh_L1_c(.07), nsd_hh_L1_exp(nsd_hh_L1_div(nsd_hh_L1_neg(nsd_hh_L1_add(A_v, nsd_hh_L1_c(65.0))), nsd_hh_L1_c(20.0))));
+    L_beta = nsd_hh_L1_div(nsd_hh_L1_c(1.0), nsd_hh_L1_add(nsd_hh_L1_exp(nsd_hh_L1_div(nsd_hh_L1_neg(nsd_hh_L1_add(A_v, nsd_hh_L1_c(35.0))), nsd_hh_L1_c(10.0))), nsd_hh_L1_c(1.0)));
+    L_sum = nsd_hh_L1_add(L_alpha, L_beta);
+    (*F13_) = nsd_hh_L1_div(nsd_hh_L1_c(1.0), nsd_hh_L1_mul(L_q10, L_sum));
+    (*F10_) = nsd_hh_L1_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_L1_mul(nsd_hh_L1_c(.01), nsd_hh_L1_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L1_neg(nsd_hh_L1_add(A_v, nsd_hh_L1_c(55.0))), nsd_hh_L1_c(10.0)));
+    L_beta = nsd_hh_L1_mul(nsd_hh_L1_c(.125), nsd_hh_L1_exp(nsd_hh_L1_div(nsd_hh_L1_neg(nsd_hh_L1_add(A_v, nsd_hh_L1_c(65.0))), nsd_hh_L1_c(80.0))));
+    L_sum = nsd_hh_L1_add(L_alpha, L_beta);
+    (*F14_) = nsd_hh_L1_div(nsd_hh_L1_c(1.0), nsd_hh_L1_mul(L_q10, L_sum));
+    (*F11_) = nsd_hh_L1_div(L_alpha, L_sum);
 }
 
-NSD_hh_TWIN void nsd_hh_p_rates(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_v) {
+NSD_hh_L1_TWIN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
     if (G_[0].v == 0.0) {
-        nsd_hh_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
+        nsd_hh_L1_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
         return;
     }
     const double *T_ = p->table + 0;
@@ -340,147 +340,485 @@ NSD_hh_TWIN void nsd_hh_p_rates(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_
     {
         const double *c_ = T_ + 5;
         const double a_ = c_[k_], b_ = c_[k1_];
-        nsd_hh r_ = nsd_hh_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        nsd_hh_L1 r_ = nsd_hh_L1_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
         (*F9_) = r_;
     }
     {
         const double *c_ = T_ + 206;
         const double a_ = c_[k_], b_ = c_[k1_];
-        nsd_hh r_ = nsd_hh_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        nsd_hh_L1 r_ = nsd_hh_L1_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
         (*F12_) = r_;
     }
     {
         const double *c_ = T_ + 407;
         const double a_ = c_[k_], b_ = c_[k1_];
-        nsd_hh r_ = nsd_hh_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        nsd_hh_L1 r_ = nsd_hh_L1_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
         (*F10_) = r_;
     }
     {
         const double *c_ = T_ + 608;
         const double a_ = c_[k_], b_ = c_[k1_];
-        nsd_hh r_ = nsd_hh_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        nsd_hh_L1 r_ = nsd_hh_L1_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
         (*F13_) = r_;
     }
     {
         const double *c_ = T_ + 809;
         const double a_ = c_[k_], b_ = c_[k1_];
-        nsd_hh r_ = nsd_hh_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        nsd_hh_L1 r_ = nsd_hh_L1_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
         (*F11_) = r_;
     }
     {
         const double *c_ = T_ + 1010;
         const double a_ = c_[k_], b_ = c_[k1_];
-        nsd_hh r_ = nsd_hh_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        nsd_hh_L1 r_ = nsd_hh_L1_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
         (*F14_) = r_;
     }
 }
 
-NSD_hh_TWIN nsd_hh nsd_hh_f_vtrap(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_, nsd_hh A_x, nsd_hh A_y) {
+NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
-    nsd_hh ret_ = nsd_hh_c(0.0);
-    if ((nsd_hh_c((double)((nsd_hh_fabs(nsd_hh_div(A_x, A_y))).v < (nsd_hh_c(1e-6)).v))).v) {
-        ret_ = nsd_hh_mul(A_y, nsd_hh_sub(nsd_hh_c(1.0), nsd_hh_div(nsd_hh_div(A_x, A_y), nsd_hh_c(2.0))));
+    nsd_hh_L1 ret_ = nsd_hh_L1_c(0.0);
+    if ((nsd_hh_L1_c((double)((nsd_hh_L1_fabs(nsd_hh_L1_div(A_x, A_y))).v < (nsd_hh_L1_c(1e-6)).v))).v) {
+        ret_ = nsd_hh_L1_mul(A_y, nsd_hh_L1_sub(nsd_hh_L1_c(1.0), nsd_hh_L1_div(nsd_hh_L1_div(A_x, A_y), nsd_hh_L1_c(2.0))));
     } else {
-        ret_ = nsd_hh_div(A_x, nsd_hh_sub(nsd_hh_exp(nsd_hh_div(A_x, A_y)), nsd_hh_c(1.0)));
+        ret_ = nsd_hh_L1_div(A_x, nsd_hh_L1_sub(nsd_hh_L1_exp(nsd_hh_L1_div(A_x, A_y)), nsd_hh_L1_c(1.0)));
     }
     return ret_;
 }
 
-NSD_hh_TWIN void nsd_hh_d_states(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_) {
+NSD_hh_L1_TWIN void nsd_hh_L1_d_states(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
-    nsd_hh_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
-    (*F15_) = nsd_hh_add((*F15_), nsd_hh_mul(nsd_hh_sub(nsd_hh_c(1.), nsd_hh_exp(nsd_hh_mul(nsd_hh_c(p->dt), nsd_hh_div(nsd_hh_neg(nsd_hh_c(1.0)), (*F12_))))), nsd_hh_sub((*F9_), (*F15_))));
-    (*F16_) = nsd_hh_add((*F16_), nsd_hh_mul(nsd_hh_sub(nsd_hh_c(1.), nsd_hh_exp(nsd_hh_mul(nsd_hh_c(p->dt), nsd_hh_div(nsd_hh_neg(nsd_hh_c(1.0)), (*F13_))))), nsd_hh_sub((*F10_), (*F16_))));
-    (*F17_) = nsd_hh_add((*F17_), nsd_hh_mul(nsd_hh_sub(nsd_hh_c(1.), nsd_hh_exp(nsd_hh_mul(nsd_hh_c(p->dt), nsd_hh_div(nsd_hh_neg(nsd_hh_c(1.0)), (*F14_))))), nsd_hh_sub((*F11_), (*F17_))));
+    nsd_hh_L1_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
+    (*F15_) = nsd_hh_L1_add((*F15_), nsd_hh_L1_mul(nsd_hh_L1_sub(nsd_hh_L1_c(1.), nsd_hh_L1_exp(nsd_hh_L1_mul(nsd_hh_L1_c(p->dt), nsd_hh_L1_div(nsd_hh_L1_neg(nsd_hh_L1_c(1.0)), (*F12_))))), nsd_hh_L1_sub((*F9_), (*F15_))));
+    (*F16_) = nsd_hh_L1_add((*F16_), nsd_hh_L1_mul(nsd_hh_L1_sub(nsd_hh_L1_c(1.), nsd_hh_L1_exp(nsd_hh_L1_mul(nsd_hh_L1_c(p->dt), nsd_hh_L1_div(nsd_hh_L1_neg(nsd_hh_L1_c(1.0)), (*F13_))))), nsd_hh_L1_sub((*F10_), (*F16_))));
+    (*F17_) = nsd_hh_L1_add((*F17_), nsd_hh_L1_mul(nsd_hh_L1_sub(nsd_hh_L1_c(1.), nsd_hh_L1_exp(nsd_hh_L1_mul(nsd_hh_L1_c(p->dt), nsd_hh_L1_div(nsd_hh_L1_neg(nsd_hh_L1_c(1.0)), (*F14_))))), nsd_hh_L1_sub((*F11_), (*F17_))));
 }
 
-NSD_hh_TWIN nsd_hh nsd_hh_cur(ns_mech_ppack *p, nsd_hh *F0_, nsd_hh *F1_, nsd_hh *F2_, nsd_hh *F3_, nsd_hh *F4_, nsd_hh *F5_, nsd_hh *F6_, nsd_hh *F7_, nsd_hh *F8_, nsd_hh *F9_, nsd_hh *F10_, nsd_hh *F11_, nsd_hh *F12_, nsd_hh *F13_, nsd_hh *F14_, nsd_hh *F15_, nsd_hh *F16_, nsd_hh *F17_, double *I0_, double *I1_, nsd_hh *G_, int i_, int node_, nsd_hh v_) {
+NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_cur(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_) {
     (void)p; (void)i_; (void)node_; (void)G_;
-    (*F7_) = nsd_hh_mul(nsd_hh_mul(nsd_hh_mul(nsd_hh_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
-    (*F4_) = nsd_hh_mul((*F7_), nsd_hh_sub(v_, nsd_hh_c((*I0_))));
-    (*F8_) = nsd_hh_mul(nsd_hh_mul(nsd_hh_mul(nsd_hh_mul((*F1_), (*F17_)), (*F17_)), (*F17_)), (*F17_));
-    (*F5_) = nsd_hh_mul((*F8_), nsd_hh_sub(v_, nsd_hh_c((*I1_))));
-    (*F6_) = nsd_hh_mul((*F2_), nsd_hh_sub(v_, (*F3_)));
-    nsd_hh c_ = nsd_hh_c(0.0);
-    c_ = nsd_hh_add(c_, (*F4_));
-    c_ = nsd_hh_add(c_, (*F5_));
-    c_ = nsd_hh_add(c_, (*F6_));
+    (*F7_) = nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
+    (*F4_) = nsd_hh_L1_mul((*F7_), nsd_hh_L1_sub(v_, nsd_hh_L1_c((*I0_))));
+    (*F8_) = nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul((*F1_), (*F17_)), (*F17_)), (*F17_)), (*F17_));
+    (*F5_) = nsd_hh_L1_mul((*F8_), nsd_hh_L1_sub(v_, nsd_hh_L1_c((*I1_))));
+    (*F6_) = nsd_hh_L1_mul((*F2_), nsd_hh_L1_sub(v_, (*F3_)));
+    nsd_hh_L1 c_ = nsd_hh_L1_c(0.0);
+    c_ = nsd_hh_L1_add(c_, (*F4_));
+    c_ = nsd_hh_L1_add(c_, (*F5_));
+    c_ = nsd_hh_L1_add(c_, (*F6_));
     return c_;
 }
 
-static void nsm_hh_jac_init(ns_mech_ppack *p, int i_, double *jac) {
+
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 18 fields, the 1 GLOBALs), 8 for the phases that read that many ---- */
+enum { NSD_hh_L8_K = 8 };
+#if defined(__GNUC__) || defined(__clang__)
+#define NSD_hh_L8_FN static inline __attribute__((always_inline, unused))
+#define NSD_hh_L8_TWIN static inline __attribute__((unused))
+#else
+#define NSD_hh_L8_FN static inline
+#define NSD_hh_L8_TWIN static inline
+#endif
+typedef struct nsd_hh_L8 { double v, d[NSD_hh_L8_K]; } nsd_hh_L8;
+#define NSD_hh_L8_OP(body) nsd_hh_L8 r; body; return r
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_c(double x) { NSD_hh_L8_OP(r.v = x; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = 0.0); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_add(nsd_hh_L8 a, nsd_hh_L8 b) {
+    NSD_hh_L8_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+}
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_sub(nsd_hh_L8 a, nsd_hh_L8 b) {
+    NSD_hh_L8_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+}
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_mul(nsd_hh_L8 a, nsd_hh_L8 b) {
+    NSD_hh_L8_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+}
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_div(nsd_hh_L8 a, nsd_hh_L8 b) {
+    NSD_hh_L8_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+}
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_neg(nsd_hh_L8 a) { NSD_hh_L8_OP(r.v = -a.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = -a.d[k]); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_f1(nsd_hh_L8 a, double f, double df) {
+    NSD_hh_L8_OP(r.v = f; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = df * a.d[k]);
+}
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_exp(nsd_hh_L8 a) { const double e = nsm_exp(a.v); return nsd_hh_L8_f1(a, e, e); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_expm1(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, expm1(a.v), exp(a.v)); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_log(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, log(a.v), 1.0 / a.v); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_log10(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_sqrt(nsd_hh_L8 a) { const double s = sqrt(a.v); return nsd_hh_L8_f1(a, s, 0.5 / s); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_fabs(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_sin(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, sin(a.v), cos(a.v)); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_cos(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, cos(a.v), -sin(a.v)); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_tan(nsd_hh_L8 a) { const double t = tan(a.v); return nsd_hh_L8_f1(a, t, 1.0 + t * t); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_tanh(nsd_hh_L8 a) { const double t = tanh(a.v); return nsd_hh_L8_f1(a, t, 1.0 - t * t); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_atan(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_floor(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, floor(a.v), 0.0); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_ceil(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, ceil(a.v), 0.0); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_exprelr(nsd_hh_L8 a) {
+    if (1.0 + a.v == 1.0) return nsd_hh_L8_f1(a, 1.0, -0.5);
+    const double e = expm1(a.v);
+    return nsd_hh_L8_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+}
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_pow(nsd_hh_L8 a, nsd_hh_L8 b) {
+    const double f = pow(a.v, b.v);
+    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
+    NSD_hh_L8_OP(r.v = f; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+}
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_fmin(nsd_hh_L8 a, nsd_hh_L8 b) { nsd_hh_L8 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_fmax(nsd_hh_L8 a, nsd_hh_L8 b) { nsd_hh_L8 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_hh_L8_TWIN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
+NSD_hh_L8_TWIN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
+NSD_hh_L8_TWIN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_x, nsd_hh_L8 A_y);
+
+NSD_hh_L8_TWIN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_L8 L_alpha = nsd_hh_L8_c(0.0);
+    nsd_hh_L8 L_beta = nsd_hh_L8_c(0.0);
+    nsd_hh_L8 L_sum = nsd_hh_L8_c(0.0);
+    nsd_hh_L8 L_q10 = nsd_hh_L8_c(0.0);
+    L_q10 = nsd_hh_L8_pow(nsd_hh_L8_c(3.0), nsd_hh_L8_div(nsd_hh_L8_sub(nsd_hh_L8_c(p->celsius), nsd_hh_L8_c(6.3)), nsd_hh_L8_c(10.0)));
+    L_alpha = nsd_hh_L8_mul(nsd_hh_L8_c(.1), nsd_hh_L8_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L8_neg(nsd_hh_L8_add(A_v, nsd_hh_L8_c(40.0))), nsd_hh_L8_c(10.0)));
+    L_beta = nsd_hh_L8_mul(nsd_hh_L8_c(4.0), nsd_hh_L8_exp(nsd_hh_L8_div(nsd_hh_L8_neg(nsd_hh_L8_add(A_v, nsd_hh_L8_c(65.0))), nsd_hh_L8_c(18.0))));
+    L_sum = nsd_hh_L8_add(L_alpha, L_beta);
+    (*F12_) = nsd_hh_L8_div(nsd_hh_L8_c(1.0), nsd_hh_L8_mul(L_q10, L_sum));
+    (*F9_) = nsd_hh_L8_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_L8_mul(nsd_hh_L8_c(.07), nsd_hh_L8_exp(nsd_hh_L8_div(nsd_hh_L8_neg(nsd_hh_L8_add(A_v, nsd_hh_L8_c(65.0))), nsd_hh_L8_c(20.0))));
+    L_beta = nsd_hh_L8_div(nsd_hh_L8_c(1.0), nsd_hh_L8_add(nsd_hh_L8_exp(nsd_hh_L8_div(nsd_hh_L8_neg(nsd_hh_L8_add(A_v, nsd_hh_L8_c(35.0))), nsd_hh_L8_c(10.0))), nsd_hh_L8_c(1.0)));
+    L_sum = nsd_hh_L8_add(L_alpha, L_beta);
+    (*F13_) = nsd_hh_L8_div(nsd_hh_L8_c(1.0), nsd_hh_L8_mul(L_q10, L_sum));
+    (*F10_) = nsd_hh_L8_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_L8_mul(nsd_hh_L8_c(.01), nsd_hh_L8_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L8_neg(nsd_hh_L8_add(A_v, nsd_hh_L8_c(55.0))), nsd_hh_L8_c(10.0)));
+    L_beta = nsd_hh_L8_mul(nsd_hh_L8_c(.125), nsd_hh_L8_exp(nsd_hh_L8_div(nsd_hh_L8_neg(nsd_hh_L8_add(A_v, nsd_hh_L8_c(65.0))), nsd_hh_L8_c(80.0))));
+    L_sum = nsd_hh_L8_add(L_alpha, L_beta);
+    (*F14_) = nsd_hh_L8_div(nsd_hh_L8_c(1.0), nsd_hh_L8_mul(L_q10, L_sum));
+    (*F11_) = nsd_hh_L8_div(L_alpha, L_sum);
+}
+
+NSD_hh_L8_TWIN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v) {
+    if (G_[0].v == 0.0) {
+        nsd_hh_L8_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
+        return;
+    }
+    const double *T_ = p->table + 0;
+    const double xi_ = T_[3] * (A_v.v - T_[2]);
+    const int in_ = (xi_ > 0.) & (xi_ < 200.), hi_ = xi_ >= 200., nan_ = xi_ != xi_;
+    const double xc_ = xi_ == xi_ ? xi_ : 0.0, xd_ = xc_ < 201. ? xc_ : 201.;
+    const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;
+    const int j_ = (int)xs_, k_ = j_ * in_ + 200 * hi_, k1_ = k_ + (k_ < 200);
+    const double t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);
+    const double dt_ = in_ ? T_[3] : 0.0;
+    {
+        const double *c_ = T_ + 5;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L8 r_ = nsd_hh_L8_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F9_) = r_;
+    }
+    {
+        const double *c_ = T_ + 206;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L8 r_ = nsd_hh_L8_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F12_) = r_;
+    }
+    {
+        const double *c_ = T_ + 407;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L8 r_ = nsd_hh_L8_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F10_) = r_;
+    }
+    {
+        const double *c_ = T_ + 608;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L8 r_ = nsd_hh_L8_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F13_) = r_;
+    }
+    {
+        const double *c_ = T_ + 809;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L8 r_ = nsd_hh_L8_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F11_) = r_;
+    }
+    {
+        const double *c_ = T_ + 1010;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L8 r_ = nsd_hh_L8_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F14_) = r_;
+    }
+}
+
+NSD_hh_L8_TWIN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_x, nsd_hh_L8 A_y) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_L8 ret_ = nsd_hh_L8_c(0.0);
+    if ((nsd_hh_L8_c((double)((nsd_hh_L8_fabs(nsd_hh_L8_div(A_x, A_y))).v < (nsd_hh_L8_c(1e-6)).v))).v) {
+        ret_ = nsd_hh_L8_mul(A_y, nsd_hh_L8_sub(nsd_hh_L8_c(1.0), nsd_hh_L8_div(nsd_hh_L8_div(A_x, A_y), nsd_hh_L8_c(2.0))));
+    } else {
+        ret_ = nsd_hh_L8_div(A_x, nsd_hh_L8_sub(nsd_hh_L8_exp(nsd_hh_L8_div(A_x, A_y)), nsd_hh_L8_c(1.0)));
+    }
+    return ret_;
+}
+
+NSD_hh_L8_TWIN void nsd_hh_L8_d_states(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_L8_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
+    (*F15_) = nsd_hh_L8_add((*F15_), nsd_hh_L8_mul(nsd_hh_L8_sub(nsd_hh_L8_c(1.), nsd_hh_L8_exp(nsd_hh_L8_mul(nsd_hh_L8_c(p->dt), nsd_hh_L8_div(nsd_hh_L8_neg(nsd_hh_L8_c(1.0)), (*F12_))))), nsd_hh_L8_sub((*F9_), (*F15_))));
+    (*F16_) = nsd_hh_L8_add((*F16_), nsd_hh_L8_mul(nsd_hh_L8_sub(nsd_hh_L8_c(1.), nsd_hh_L8_exp(nsd_hh_L8_mul(nsd_hh_L8_c(p->dt), nsd_hh_L8_div(nsd_hh_L8_neg(nsd_hh_L8_c(1.0)), (*F13_))))), nsd_hh_L8_sub((*F10_), (*F16_))));
+    (*F17_) = nsd_hh_L8_add((*F17_), nsd_hh_L8_mul(nsd_hh_L8_sub(nsd_hh_L8_c(1.), nsd_hh_L8_exp(nsd_hh_L8_mul(nsd_hh_L8_c(p->dt), nsd_hh_L8_div(nsd_hh_L8_neg(nsd_hh_L8_c(1.0)), (*F14_))))), nsd_hh_L8_sub((*F11_), (*F17_))));
+}
+
+NSD_hh_L8_TWIN nsd_hh_L8 nsd_hh_L8_cur(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_) {
+    (void)p; (void)i_; (void)node_; (void)G_;
+    (*F7_) = nsd_hh_L8_mul(nsd_hh_L8_mul(nsd_hh_L8_mul(nsd_hh_L8_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
+    (*F4_) = nsd_hh_L8_mul((*F7_), nsd_hh_L8_sub(v_, nsd_hh_L8_c((*I0_))));
+    (*F8_) = nsd_hh_L8_mul(nsd_hh_L8_mul(nsd_hh_L8_mul(nsd_hh_L8_mul((*F1_), (*F17_)), (*F17_)), (*F17_)), (*F17_));
+    (*F5_) = nsd_hh_L8_mul((*F8_), nsd_hh_L8_sub(v_, nsd_hh_L8_c((*I1_))));
+    (*F6_) = nsd_hh_L8_mul((*F2_), nsd_hh_L8_sub(v_, (*F3_)));
+    nsd_hh_L8 c_ = nsd_hh_L8_c(0.0);
+    c_ = nsd_hh_L8_add(c_, (*F4_));
+    c_ = nsd_hh_L8_add(c_, (*F5_));
+    c_ = nsd_hh_L8_add(c_, (*F6_));
+    return c_;
+}
+
+
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 18 fields, the 1 GLOBALs), 4 for the phases that read that many ---- */
+enum { NSD_hh_L4_K = 4 };
+#if defined(__GNUC__) || defined(__clang__)
+#define NSD_hh_L4_FN static inline __attribute__((always_inline, unused))
+#define NSD_hh_L4_TWIN static inline __attribute__((unused))
+#else
+#define NSD_hh_L4_FN static inline
+#define NSD_hh_L4_TWIN static inline
+#endif
+typedef struct nsd_hh_L4 { double v, d[NSD_hh_L4_K]; } nsd_hh_L4;
+#define NSD_hh_L4_OP(body) nsd_hh_L4 r; body; return r
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_c(double x) { NSD_hh_L4_OP(r.v = x; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = 0.0); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_add(nsd_hh_L4 a, nsd_hh_L4 b) {
+    NSD_hh_L4_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_sub(nsd_hh_L4 a, nsd_hh_L4 b) {
+    NSD_hh_L4_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_mul(nsd_hh_L4 a, nsd_hh_L4 b) {
+    NSD_hh_L4_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_div(nsd_hh_L4 a, nsd_hh_L4 b) {
+    NSD_hh_L4_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_neg(nsd_hh_L4 a) { NSD_hh_L4_OP(r.v = -a.v; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = -a.d[k]); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_f1(nsd_hh_L4 a, double f, double df) {
+    NSD_hh_L4_OP(r.v = f; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = df * a.d[k]);
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_exp(nsd_hh_L4 a) { const double e = nsm_exp(a.v); return nsd_hh_L4_f1(a, e, e); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_expm1(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, expm1(a.v), exp(a.v)); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_log(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, log(a.v), 1.0 / a.v); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_log10(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_sqrt(nsd_hh_L4 a) { const double s = sqrt(a.v); return nsd_hh_L4_f1(a, s, 0.5 / s); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_fabs(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_sin(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, sin(a.v), cos(a.v)); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_cos(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, cos(a.v), -sin(a.v)); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_tan(nsd_hh_L4 a) { const double t = tan(a.v); return nsd_hh_L4_f1(a, t, 1.0 + t * t); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_tanh(nsd_hh_L4 a) { const double t = tanh(a.v); return nsd_hh_L4_f1(a, t, 1.0 - t * t); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_atan(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_floor(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, floor(a.v), 0.0); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_ceil(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, ceil(a.v), 0.0); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_exprelr(nsd_hh_L4 a) {
+    if (1.0 + a.v == 1.0) return nsd_hh_L4_f1(a, 1.0, -0.5);
+    const double e = expm1(a.v);
+    return nsd_hh_L4_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_pow(nsd_hh_L4 a, nsd_hh_L4 b) {
+    const double f = pow(a.v, b.v);
+    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
+    NSD_hh_L4_OP(r.v = f; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_fmin(nsd_hh_L4 a, nsd_hh_L4 b) { nsd_hh_L4 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_fmax(nsd_hh_L4 a, nsd_hh_L4 b) { nsd_hh_L4 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_hh_L4_TWIN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
+NSD_hh_L4_TWIN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
+NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y);
+
+NSD_hh_L4_TWIN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_L4 L_alpha = nsd_hh_L4_c(0.0);
+    nsd_hh_L4 L_beta = nsd_hh_L4_c(0.0);
+    nsd_hh_L4 L_sum = nsd_hh_L4_c(0.0);
+    nsd_hh_L4 L_q10 = nsd_hh_L4_c(0.0);
+    L_q10 = nsd_hh_L4_pow(nsd_hh_L4_c(3.0), nsd_hh_L4_div(nsd_hh_L4_sub(nsd_hh_L4_c(p->celsius), nsd_hh_L4_c(6.3)), nsd_hh_L4_c(10.0)));
+    L_alpha = nsd_hh_L4_mul(nsd_hh_L4_c(.1), nsd_hh_L4_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L4_neg(nsd_hh_L4_add(A_v, nsd_hh_L4_c(40.0))), nsd_hh_L4_c(10.0)));
+    L_beta = nsd_hh_L4_mul(nsd_hh_L4_c(4.0), nsd_hh_L4_exp(nsd_hh_L4_div(nsd_hh_L4_neg(nsd_hh_L4_add(A_v, nsd_hh_L4_c(65.0))), nsd_hh_L4_c(18.0))));
+    L_sum = nsd_hh_L4_add(L_alpha, L_beta);
+    (*F12_) = nsd_hh_L4_div(nsd_hh_L4_c(1.0), nsd_hh_L4_mul(L_q10, L_sum));
+    (*F9_) = nsd_hh_L4_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_L4_mul(nsd_hh_L4_c(.07), nsd_hh_L4_exp(nsd_hh_L4_div(nsd_hh_L4_neg(nsd_hh_L4_add(A_v, nsd_hh_L4_c(65.0))), nsd_hh_L4_c(20.0))));
+    L_beta = nsd_hh_L4_div(nsd_hh_L4_c(1.0), nsd_hh_L4_add(nsd_hh_L4_exp(nsd_hh_L4_div(nsd_hh_L4_neg(nsd_hh_L4_add(A_v, nsd_hh_L4_c(35.0))), nsd_hh_L4_c(10.0))), nsd_hh_L4_c(1.0)));
+    L_sum = nsd_hh_L4_add(L_alpha, L_beta);
+    (*F13_) = nsd_hh_L4_div(nsd_hh_L4_c(1.0), nsd_hh_L4_mul(L_q10, L_sum));
+    (*F10_) = nsd_hh_L4_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_L4_mul(nsd_hh_L4_c(.01), nsd_hh_L4_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L4_neg(nsd_hh_L4_add(A_v, nsd_hh_L4_c(55.0))), nsd_hh_L4_c(10.0)));
+    L_beta = nsd_hh_L4_mul(nsd_hh_L4_c(.125), nsd_hh_L4_exp(nsd_hh_L4_div(nsd_hh_L4_neg(nsd_hh_L4_add(A_v, nsd_hh_L4_c(65.0))), nsd_hh_L4_c(80.0))));
+    L_sum = nsd_hh_L4_add(L_alpha, L_beta);
+    (*F14_) = nsd_hh_L4_div(nsd_hh_L4_c(1.0), nsd_hh_L4_mul(L_q10, L_sum));
+    (*F11_) = nsd_hh_L4_div(L_alpha, L_sum);
+}
+
+NSD_hh_L4_TWIN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
+    if (G_[0].v == 0.0) {
+        nsd_hh_L4_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
+        return;
+    }
+    const double *T_ = p->table + 0;
+    const double xi_ = T_[3] * (A_v.v - T_[2]);
+    const int in_ = (xi_ > 0.) & (xi_ < 200.), hi_ = xi_ >= 200., nan_ = xi_ != xi_;
+    const double xc_ = xi_ == xi_ ? xi_ : 0.0, xd_ = xc_ < 201. ? xc_ : 201.;
+    const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;
+    const int j_ = (int)xs_, k_ = j_ * in_ + 200 * hi_, k1_ = k_ + (k_ < 200);
+    const double t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);
+    const double dt_ = in_ ? T_[3] : 0.0;
+    {
+        const double *c_ = T_ + 5;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L4 r_ = nsd_hh_L4_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F9_) = r_;
+    }
+    {
+        const double *c_ = T_ + 206;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L4 r_ = nsd_hh_L4_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F12_) = r_;
+    }
+    {
+        const double *c_ = T_ + 407;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L4 r_ = nsd_hh_L4_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F10_) = r_;
+    }
+    {
+        const double *c_ = T_ + 608;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L4 r_ = nsd_hh_L4_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F13_) = r_;
+    }
+    {
+        const double *c_ = T_ + 809;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L4 r_ = nsd_hh_L4_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F11_) = r_;
+    }
+    {
+        const double *c_ = T_ + 1010;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L4 r_ = nsd_hh_L4_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F14_) = r_;
+    }
+}
+
+NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_L4 ret_ = nsd_hh_L4_c(0.0);
+    if ((nsd_hh_L4_c((double)((nsd_hh_L4_fabs(nsd_hh_L4_div(A_x, A_y))).v < (nsd_hh_L4_c(1e-6)).v))).v) {
+        ret_ = nsd_hh_L4_mul(A_y, nsd_hh_L4_sub(nsd_hh_L4_c(1.0), nsd_hh_L4_div(nsd_hh_L4_div(A_x, A_y), nsd_hh_L4_c(2.0))));
+    } else {
+        ret_ = nsd_hh_L4_div(A_x, nsd_hh_L4_sub(nsd_hh_L4_exp(nsd_hh_L4_div(A_x, A_y)), nsd_hh_L4_c(1.0)));
+    }
+    return ret_;
+}
+
+NSD_hh_L4_TWIN void nsd_hh_L4_d_states(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_L4_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
+    (*F15_) = nsd_hh_L4_add((*F15_), nsd_hh_L4_mul(nsd_hh_L4_sub(nsd_hh_L4_c(1.), nsd_hh_L4_exp(nsd_hh_L4_mul(nsd_hh_L4_c(p->dt), nsd_hh_L4_div(nsd_hh_L4_neg(nsd_hh_L4_c(1.0)), (*F12_))))), nsd_hh_L4_sub((*F9_), (*F15_))));
+    (*F16_) = nsd_hh_L4_add((*F16_), nsd_hh_L4_mul(nsd_hh_L4_sub(nsd_hh_L4_c(1.), nsd_hh_L4_exp(nsd_hh_L4_mul(nsd_hh_L4_c(p->dt), nsd_hh_L4_div(nsd_hh_L4_neg(nsd_hh_L4_c(1.0)), (*F13_))))), nsd_hh_L4_sub((*F10_), (*F16_))));
+    (*F17_) = nsd_hh_L4_add((*F17_), nsd_hh_L4_mul(nsd_hh_L4_sub(nsd_hh_L4_c(1.), nsd_hh_L4_exp(nsd_hh_L4_mul(nsd_hh_L4_c(p->dt), nsd_hh_L4_div(nsd_hh_L4_neg(nsd_hh_L4_c(1.0)), (*F14_))))), nsd_hh_L4_sub((*F11_), (*F17_))));
+}
+
+NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_cur(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_) {
+    (void)p; (void)i_; (void)node_; (void)G_;
+    (*F7_) = nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
+    (*F4_) = nsd_hh_L4_mul((*F7_), nsd_hh_L4_sub(v_, nsd_hh_L4_c((*I0_))));
+    (*F8_) = nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul((*F1_), (*F17_)), (*F17_)), (*F17_)), (*F17_));
+    (*F5_) = nsd_hh_L4_mul((*F8_), nsd_hh_L4_sub(v_, nsd_hh_L4_c((*I1_))));
+    (*F6_) = nsd_hh_L4_mul((*F2_), nsd_hh_L4_sub(v_, (*F3_)));
+    nsd_hh_L4 c_ = nsd_hh_L4_c(0.0);
+    c_ = nsd_hh_L4_add(c_, (*F4_));
+    c_ = nsd_hh_L4_add(c_, (*F5_));
+    c_ = nsd_hh_L4_add(c_, (*F6_));
+    return c_;
+}
+
+static void nsm_hh_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
-    nsd_hh Fd_[18], G_[1], v_ = nsd_hh_c(p->v[node_]);
+    nsd_hh_L1 Fd_[18], G_[1], v_ = nsd_hh_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_c(p->field[k][i_]);
-    for (int k = 0; k < 1; ++k) G_[k] = nsd_hh_c(p->global[k]);
-    nsd_hh *F0_ = &Fd_[0];
+    for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_L1_c(p->field[k][i_]);
+    for (int k = 0; k < 1; ++k) G_[k] = nsd_hh_L1_c(p->global[k]);
+    nsd_hh_L1 *F0_ = &Fd_[0];
     (void)F0_;
-    nsd_hh *F1_ = &Fd_[1];
+    nsd_hh_L1 *F1_ = &Fd_[1];
     (void)F1_;
-    nsd_hh *F2_ = &Fd_[2];
+    nsd_hh_L1 *F2_ = &Fd_[2];
     (void)F2_;
-    nsd_hh *F3_ = &Fd_[3];
+    nsd_hh_L1 *F3_ = &Fd_[3];
     (void)F3_;
-    nsd_hh *F4_ = &Fd_[4];
+    nsd_hh_L1 *F4_ = &Fd_[4];
     (void)F4_;
-    nsd_hh *F5_ = &Fd_[5];
+    nsd_hh_L1 *F5_ = &Fd_[5];
     (void)F5_;
-    nsd_hh *F6_ = &Fd_[6];
+    nsd_hh_L1 *F6_ = &Fd_[6];
     (void)F6_;
-    nsd_hh *F7_ = &Fd_[7];
+    nsd_hh_L1 *F7_ = &Fd_[7];
     (void)F7_;
-    nsd_hh *F8_ = &Fd_[8];
+    nsd_hh_L1 *F8_ = &Fd_[8];
     (void)F8_;
-    nsd_hh *F9_ = &Fd_[9];
+    nsd_hh_L1 *F9_ = &Fd_[9];
     (void)F9_;
-    nsd_hh *F10_ = &Fd_[10];
+    nsd_hh_L1 *F10_ = &Fd_[10];
     (void)F10_;
-    nsd_hh *F11_ = &Fd_[11];
+    nsd_hh_L1 *F11_ = &Fd_[11];
     (void)F11_;
-    nsd_hh *F12_ = &Fd_[12];
+    nsd_hh_L1 *F12_ = &Fd_[12];
     (void)F12_;
-    nsd_hh *F13_ = &Fd_[13];
+    nsd_hh_L1 *F13_ = &Fd_[13];
     (void)F13_;
-    nsd_hh *F14_ = &Fd_[14];
+    nsd_hh_L1 *F14_ = &Fd_[14];
     (void)F14_;
-    nsd_hh *F15_ = &Fd_[15];
+    nsd_hh_L1 *F15_ = &Fd_[15];
     (void)F15_;
-    nsd_hh *F16_ = &Fd_[16];
+    nsd_hh_L1 *F16_ = &Fd_[16];
     (void)F16_;
-    nsd_hh *F17_ = &Fd_[17];
+    nsd_hh_L1 *F17_ = &Fd_[17];
     (void)F17_;
     double *I0_ = &p->ion[0].e[NSM_ION(0)];
     (void)I0_;
     double *I1_ = &p->ion[1].e[NSM_ION(1)];
     (void)I1_;
     (void)node_; (void)v_; (void)G_;
-    (*F15_) = nsd_hh_c(0);
-    (*F16_) = nsd_hh_c(0);
-    (*F17_) = nsd_hh_c(0);
-    nsd_hh_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
+    (*F15_) = nsd_hh_L1_c(0);
+    (*F16_) = nsd_hh_L1_c(0);
+    (*F17_) = nsd_hh_L1_c(0);
+    nsd_hh_L1_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
     (*F15_) = (*F9_);
     (*F16_) = (*F10_);
     (*F17_) = (*F11_);
-    for (int k = 0; k < 360; ++k) jac[k] = 0.0;
-    jac[1] = 1.0;
-    jac[22] = 1.0;
-    jac[43] = 1.0;
-    jac[64] = 1.0;
-    jac[85] = 1.0;
-    jac[106] = 1.0;
-    jac[127] = 1.0;
-    jac[148] = 1.0;
-    jac[169] = 1.0;
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 0] = Fd_[r].d[0];
+    double a_[NSD_hh_L1_K];
+    for (int k = 0; k < NSD_hh_L1_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 18; ++r) {
+        const double l_ = lo_[r];
+        if (l_ != 0.0)
+            for (int k = 0; k < NSD_hh_L1_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+    }
+    li_[0] += a_[0];
+    li_[1] += lo_[0];
+    li_[2] += lo_[1];
+    li_[3] += lo_[2];
+    li_[4] += lo_[3];
+    li_[5] += lo_[4];
+    li_[6] += lo_[5];
+    li_[7] += lo_[6];
+    li_[8] += lo_[7];
+    li_[9] += lo_[8];
 }
 
-static void nsm_hh_jac_current(ns_mech_ppack *p, int i_, double *jac) {
+static void nsm_hh_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
-    nsd_hh Fd_[18], G_[1], v_ = nsd_hh_c(p->v[node_]);
+    nsd_hh_L8 Fd_[18], G_[1], v_ = nsd_hh_L8_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_c(p->field[k][i_]);
-    for (int k = 0; k < 1; ++k) G_[k] = nsd_hh_c(p->global[k]);
+    for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_L8_c(p->field[k][i_]);
+    for (int k = 0; k < 1; ++k) G_[k] = nsd_hh_L8_c(p->global[k]);
     Fd_[0].d[1] = 1.0;
     Fd_[1].d[2] = 1.0;
     Fd_[2].d[3] = 1.0;
@@ -488,148 +826,148 @@ static void nsm_hh_jac_current(ns_mech_ppack *p, int i_, double *jac) {
     Fd_[15].d[5] = 1.0;
     Fd_[16].d[6] = 1.0;
     Fd_[17].d[7] = 1.0;
-    nsd_hh *F0_ = &Fd_[0];
+    nsd_hh_L8 *F0_ = &Fd_[0];
     (void)F0_;
-    nsd_hh *F1_ = &Fd_[1];
+    nsd_hh_L8 *F1_ = &Fd_[1];
     (void)F1_;
-    nsd_hh *F2_ = &Fd_[2];
+    nsd_hh_L8 *F2_ = &Fd_[2];
     (void)F2_;
-    nsd_hh *F3_ = &Fd_[3];
+    nsd_hh_L8 *F3_ = &Fd_[3];
     (void)F3_;
-    nsd_hh *F4_ = &Fd_[4];
+    nsd_hh_L8 *F4_ = &Fd_[4];
     (void)F4_;
-    nsd_hh *F5_ = &Fd_[5];
+    nsd_hh_L8 *F5_ = &Fd_[5];
     (void)F5_;
-    nsd_hh *F6_ = &Fd_[6];
+    nsd_hh_L8 *F6_ = &Fd_[6];
     (void)F6_;
-    nsd_hh *F7_ = &Fd_[7];
+    nsd_hh_L8 *F7_ = &Fd_[7];
     (void)F7_;
-    nsd_hh *F8_ = &Fd_[8];
+    nsd_hh_L8 *F8_ = &Fd_[8];
     (void)F8_;
-    nsd_hh *F9_ = &Fd_[9];
+    nsd_hh_L8 *F9_ = &Fd_[9];
     (void)F9_;
-    nsd_hh *F10_ = &Fd_[10];
+    nsd_hh_L8 *F10_ = &Fd_[10];
     (void)F10_;
-    nsd_hh *F11_ = &Fd_[11];
+    nsd_hh_L8 *F11_ = &Fd_[11];
     (void)F11_;
-    nsd_hh *F12_ = &Fd_[12];
+    nsd_hh_L8 *F12_ = &Fd_[12];
     (void)F12_;
-    nsd_hh *F13_ = &Fd_[13];
+    nsd_hh_L8 *F13_ = &Fd_[13];
     (void)F13_;
-    nsd_hh *F14_ = &Fd_[14];
+    nsd_hh_L8 *F14_ = &Fd_[14];
     (void)F14_;
-    nsd_hh *F15_ = &Fd_[15];
+    nsd_hh_L8 *F15_ = &Fd_[15];
     (void)F15_;
-    nsd_hh *F16_ = &Fd_[16];
+    nsd_hh_L8 *F16_ = &Fd_[16];
     (void)F16_;
-    nsd_hh *F17_ = &Fd_[17];
+    nsd_hh_L8 *F17_ = &Fd_[17];
     (void)F17_;
     double *I0_ = &p->ion[0].e[NSM_ION(0)];
     (void)I0_;
     double *I1_ = &p->ion[1].e[NSM_ION(1)];
     (void)I1_;
     (void)node_; (void)v_; (void)G_;
-    nsd_hh g_ = nsd_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, nsd_hh_add(v_, nsd_hh_c(.001)));
-    nsd_hh rhs_ = nsd_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
-    g_ = nsd_hh_div(nsd_hh_sub(g_, rhs_), nsd_hh_c(.001));
-    for (int k = 0; k < 400; ++k) jac[k] = 0.0;
-    jac[190] = 1.0;
-    jac[211] = 1.0;
-    jac[232] = 1.0;
-    jac[253] = 1.0;
-    jac[274] = 1.0;
-    jac[295] = 1.0;
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 0] = Fd_[r].d[0];
-    jac[360] = -rhs_.d[0];
-    jac[380] = g_.d[0];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 1] = Fd_[r].d[1];
-    jac[361] = -rhs_.d[1];
-    jac[381] = g_.d[1];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 2] = Fd_[r].d[2];
-    jac[362] = -rhs_.d[2];
-    jac[382] = g_.d[2];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 3] = Fd_[r].d[3];
-    jac[363] = -rhs_.d[3];
-    jac[383] = g_.d[3];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 4] = Fd_[r].d[4];
-    jac[364] = -rhs_.d[4];
-    jac[384] = g_.d[4];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 16] = Fd_[r].d[5];
-    jac[376] = -rhs_.d[5];
-    jac[396] = g_.d[5];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 17] = Fd_[r].d[6];
-    jac[377] = -rhs_.d[6];
-    jac[397] = g_.d[6];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 18] = Fd_[r].d[7];
-    jac[378] = -rhs_.d[7];
-    jac[398] = g_.d[7];
+    nsd_hh_L8 g_ = nsd_hh_L8_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, nsd_hh_L8_add(v_, nsd_hh_L8_c(.001)));
+    nsd_hh_L8 rhs_ = nsd_hh_L8_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
+    g_ = nsd_hh_L8_div(nsd_hh_L8_sub(g_, rhs_), nsd_hh_L8_c(.001));
+    double a_[NSD_hh_L8_K];
+    for (int k = 0; k < NSD_hh_L8_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 18; ++r) {
+        const double l_ = lo_[r];
+        if (l_ != 0.0)
+            for (int k = 0; k < NSD_hh_L8_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+    }
+    if (lo_[18] != 0.0)
+        for (int k = 0; k < NSD_hh_L8_K; ++k) a_[k] -= lo_[18] * rhs_.d[k];
+    if (lo_[19] != 0.0)
+        for (int k = 0; k < NSD_hh_L8_K; ++k) a_[k] += lo_[19] * g_.d[k];
+    li_[0] += a_[0];
+    li_[1] += a_[1];
+    li_[2] += a_[2];
+    li_[3] += a_[3];
+    li_[4] += a_[4];
+    li_[10] += lo_[9];
+    li_[11] += lo_[10];
+    li_[12] += lo_[11];
+    li_[13] += lo_[12];
+    li_[14] += lo_[13];
+    li_[15] += lo_[14];
+    li_[16] += a_[5];
+    li_[17] += a_[6];
+    li_[18] += a_[7];
 }
 
-static void nsm_hh_jac_state(ns_mech_ppack *p, int i_, double *jac) {
+static void nsm_hh_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
-    nsd_hh Fd_[18], G_[1], v_ = nsd_hh_c(p->v[node_]);
+    nsd_hh_L4 Fd_[18], G_[1], v_ = nsd_hh_L4_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_c(p->field[k][i_]);
-    for (int k = 0; k < 1; ++k) G_[k] = nsd_hh_c(p->global[k]);
+    for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_L4_c(p->field[k][i_]);
+    for (int k = 0; k < 1; ++k) G_[k] = nsd_hh_L4_c(p->global[k]);
     Fd_[15].d[1] = 1.0;
     Fd_[16].d[2] = 1.0;
     Fd_[17].d[3] = 1.0;
-    nsd_hh *F0_ = &Fd_[0];
+    nsd_hh_L4 *F0_ = &Fd_[0];
     (void)F0_;
-    nsd_hh *F1_ = &Fd_[1];
+    nsd_hh_L4 *F1_ = &Fd_[1];
     (void)F1_;
-    nsd_hh *F2_ = &Fd_[2];
+    nsd_hh_L4 *F2_ = &Fd_[2];
     (void)F2_;
-    nsd_hh *F3_ = &Fd_[3];
+    nsd_hh_L4 *F3_ = &Fd_[3];
     (void)F3_;
-    nsd_hh *F4_ = &Fd_[4];
+    nsd_hh_L4 *F4_ = &Fd_[4];
     (void)F4_;
-    nsd_hh *F5_ = &Fd_[5];
+    nsd_hh_L4 *F5_ = &Fd_[5];
     (void)F5_;
-    nsd_hh *F6_ = &Fd_[6];
+    nsd_hh_L4 *F6_ = &Fd_[6];
     (void)F6_;
-    nsd_hh *F7_ = &Fd_[7];
+    nsd_hh_L4 *F7_ = &Fd_[7];
     (void)F7_;
-    nsd_hh *F8_ = &Fd_[8];
+    nsd_hh_L4 *F8_ = &Fd_[8];
     (void)F8_;
-    nsd_hh *F9_ = &Fd_[9];
+    nsd_hh_L4 *F9_ = &Fd_[9];
     (void)F9_;
-    nsd_hh *F10_ = &Fd_[10];
+    nsd_hh_L4 *F10_ = &Fd_[10];
     (void)F10_;
-    nsd_hh *F11_ = &Fd_[11];
+    nsd_hh_L4 *F11_ = &Fd_[11];
     (void)F11_;
-    nsd_hh *F12_ = &Fd_[12];
+    nsd_hh_L4 *F12_ = &Fd_[12];
     (void)F12_;
-    nsd_hh *F13_ = &Fd_[13];
+    nsd_hh_L4 *F13_ = &Fd_[13];
     (void)F13_;
-    nsd_hh *F14_ = &Fd_[14];
+    nsd_hh_L4 *F14_ = &Fd_[14];
     (void)F14_;
-    nsd_hh *F15_ = &Fd_[15];
+    nsd_hh_L4 *F15_ = &Fd_[15];
     (void)F15_;
-    nsd_hh *F16_ = &Fd_[16];
+    nsd_hh_L4 *F16_ = &Fd_[16];
     (void)F16_;
-    nsd_hh *F17_ = &Fd_[17];
+    nsd_hh_L4 *F17_ = &Fd_[17];
     (void)F17_;
     double *I0_ = &p->ion[0].e[NSM_ION(0)];
     (void)I0_;
     double *I1_ = &p->ion[1].e[NSM_ION(1)];
     (void)I1_;
     (void)node_; (void)v_; (void)G_;
-    nsd_hh_d_states(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
-    for (int k = 0; k < 360; ++k) jac[k] = 0.0;
-    jac[1] = 1.0;
-    jac[22] = 1.0;
-    jac[43] = 1.0;
-    jac[64] = 1.0;
-    jac[85] = 1.0;
-    jac[106] = 1.0;
-    jac[127] = 1.0;
-    jac[148] = 1.0;
-    jac[169] = 1.0;
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 0] = Fd_[r].d[0];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 16] = Fd_[r].d[1];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 17] = Fd_[r].d[2];
-    for (int r = 0; r < 18; ++r) jac[r * 20 + 18] = Fd_[r].d[3];
+    nsd_hh_L4_d_states(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
+    double a_[NSD_hh_L4_K];
+    for (int k = 0; k < NSD_hh_L4_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 18; ++r) {
+        const double l_ = lo_[r];
+        if (l_ != 0.0)
+            for (int k = 0; k < NSD_hh_L4_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+    }
+    li_[0] += a_[0];
+    li_[1] += lo_[0];
+    li_[2] += lo_[1];
+    li_[3] += lo_[2];
+    li_[4] += lo_[3];
+    li_[5] += lo_[4];
+    li_[6] += lo_[5];
+    li_[7] += lo_[6];
+    li_[8] += lo_[7];
+    li_[9] += lo_[8];
+    li_[16] += a_[1];
+    li_[17] += a_[2];
+    li_[18] += a_[3];
 }
 
 #ifdef NS_MECH_WITH_CUDA
@@ -656,4 +994,4 @@ const ns_mech_desc nsm_hh_desc = {
     0, NULL,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     0, nsm_hh_ftnames, nsm_hh_ftdims,
-    nsm_hh_jac_init, nsm_hh_jac_current, nsm_hh_jac_state, NULL};
+    nsm_hh_vjp_init, nsm_hh_vjp_current, nsm_hh_vjp_state, NULL};

@@ -105,136 +105,215 @@ NSM_LOOP void nsm_pas_state(ns_mech_ppack *p) {
 }
 
 
-/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 3 fields, the 0 GLOBALs), 3 at most ---- */
-enum { NSD_pas_K = 3 };
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 3 fields, the 0 GLOBALs), 1 for the phases that read that many ---- */
+enum { NSD_pas_L1_K = 1 };
 #if defined(__GNUC__) || defined(__clang__)
-#define NSD_pas_FN static inline __attribute__((always_inline, unused))
-#define NSD_pas_TWIN static inline __attribute__((unused))
+#define NSD_pas_L1_FN static inline __attribute__((always_inline, unused))
+#define NSD_pas_L1_TWIN static inline __attribute__((unused))
 #else
-#define NSD_pas_FN static inline
-#define NSD_pas_TWIN static inline
+#define NSD_pas_L1_FN static inline
+#define NSD_pas_L1_TWIN static inline
 #endif
-typedef struct nsd_pas { double v, d[NSD_pas_K]; } nsd_pas;
-#define NSD_pas_OP(body) nsd_pas r; body; return r
-NSD_pas_FN nsd_pas nsd_pas_c(double x) { NSD_pas_OP(r.v = x; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = 0.0); }
-NSD_pas_FN nsd_pas nsd_pas_add(nsd_pas a, nsd_pas b) {
-    NSD_pas_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+typedef struct nsd_pas_L1 { double v, d[NSD_pas_L1_K]; } nsd_pas_L1;
+#define NSD_pas_L1_OP(body) nsd_pas_L1 r; body; return r
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_c(double x) { NSD_pas_L1_OP(r.v = x; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = 0.0); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_add(nsd_pas_L1 a, nsd_pas_L1 b) {
+    NSD_pas_L1_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k] + b.d[k]);
 }
-NSD_pas_FN nsd_pas nsd_pas_sub(nsd_pas a, nsd_pas b) {
-    NSD_pas_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sub(nsd_pas_L1 a, nsd_pas_L1 b) {
+    NSD_pas_L1_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k] - b.d[k]);
 }
-NSD_pas_FN nsd_pas nsd_pas_mul(nsd_pas a, nsd_pas b) {
-    NSD_pas_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_mul(nsd_pas_L1 a, nsd_pas_L1 b) {
+    NSD_pas_L1_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
 }
-NSD_pas_FN nsd_pas nsd_pas_div(nsd_pas a, nsd_pas b) {
-    NSD_pas_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_div(nsd_pas_L1 a, nsd_pas_L1 b) {
+    NSD_pas_L1_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
 }
-NSD_pas_FN nsd_pas nsd_pas_neg(nsd_pas a) { NSD_pas_OP(r.v = -a.v; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = -a.d[k]); }
-NSD_pas_FN nsd_pas nsd_pas_f1(nsd_pas a, double f, double df) {
-    NSD_pas_OP(r.v = f; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = df * a.d[k]);
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_neg(nsd_pas_L1 a) { NSD_pas_L1_OP(r.v = -a.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = -a.d[k]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_f1(nsd_pas_L1 a, double f, double df) {
+    NSD_pas_L1_OP(r.v = f; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = df * a.d[k]);
 }
-NSD_pas_FN nsd_pas nsd_pas_exp(nsd_pas a) { const double e = nsm_exp(a.v); return nsd_pas_f1(a, e, e); }
-NSD_pas_FN nsd_pas nsd_pas_expm1(nsd_pas a) { return nsd_pas_f1(a, expm1(a.v), exp(a.v)); }
-NSD_pas_FN nsd_pas nsd_pas_log(nsd_pas a) { return nsd_pas_f1(a, log(a.v), 1.0 / a.v); }
-NSD_pas_FN nsd_pas nsd_pas_log10(nsd_pas a) { return nsd_pas_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
-NSD_pas_FN nsd_pas nsd_pas_sqrt(nsd_pas a) { const double s = sqrt(a.v); return nsd_pas_f1(a, s, 0.5 / s); }
-NSD_pas_FN nsd_pas nsd_pas_fabs(nsd_pas a) { return nsd_pas_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
-NSD_pas_FN nsd_pas nsd_pas_sin(nsd_pas a) { return nsd_pas_f1(a, sin(a.v), cos(a.v)); }
-NSD_pas_FN nsd_pas nsd_pas_cos(nsd_pas a) { return nsd_pas_f1(a, cos(a.v), -sin(a.v)); }
-NSD_pas_FN nsd_pas nsd_pas_tan(nsd_pas a) { const double t = tan(a.v); return nsd_pas_f1(a, t, 1.0 + t * t); }
-NSD_pas_FN nsd_pas nsd_pas_tanh(nsd_pas a) { const double t = tanh(a.v); return nsd_pas_f1(a, t, 1.0 - t * t); }
-NSD_pas_FN nsd_pas nsd_pas_atan(nsd_pas a) { return nsd_pas_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
-NSD_pas_FN nsd_pas nsd_pas_floor(nsd_pas a) { return nsd_pas_f1(a, floor(a.v), 0.0); }
-NSD_pas_FN nsd_pas nsd_pas_ceil(nsd_pas a) { return nsd_pas_f1(a, ceil(a.v), 0.0); }
-NSD_pas_FN nsd_pas nsd_pas_exprelr(nsd_pas a) {
-    if (1.0 + a.v == 1.0) return nsd_pas_f1(a, 1.0, -0.5);
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_exp(nsd_pas_L1 a) { const double e = nsm_exp(a.v); return nsd_pas_L1_f1(a, e, e); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_expm1(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, expm1(a.v), exp(a.v)); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_log(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, log(a.v), 1.0 / a.v); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_log10(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sqrt(nsd_pas_L1 a) { const double s = sqrt(a.v); return nsd_pas_L1_f1(a, s, 0.5 / s); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_fabs(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sin(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, sin(a.v), cos(a.v)); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_cos(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, cos(a.v), -sin(a.v)); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_tan(nsd_pas_L1 a) { const double t = tan(a.v); return nsd_pas_L1_f1(a, t, 1.0 + t * t); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_tanh(nsd_pas_L1 a) { const double t = tanh(a.v); return nsd_pas_L1_f1(a, t, 1.0 - t * t); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_atan(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_floor(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, floor(a.v), 0.0); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_ceil(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, ceil(a.v), 0.0); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_exprelr(nsd_pas_L1 a) {
+    if (1.0 + a.v == 1.0) return nsd_pas_L1_f1(a, 1.0, -0.5);
     const double e = expm1(a.v);
-    return nsd_pas_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+    return nsd_pas_L1_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
 }
-NSD_pas_FN nsd_pas nsd_pas_pow(nsd_pas a, nsd_pas b) {
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_pow(nsd_pas_L1 a, nsd_pas_L1 b) {
     const double f = pow(a.v, b.v);
     const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
-    NSD_pas_OP(r.v = f; for (int k = 0; k < NSD_pas_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+    NSD_pas_L1_OP(r.v = f; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
 }
-NSD_pas_FN nsd_pas nsd_pas_fmin(nsd_pas a, nsd_pas b) { nsd_pas r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
-NSD_pas_FN nsd_pas nsd_pas_fmax(nsd_pas a, nsd_pas b) { nsd_pas r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_fmin(nsd_pas_L1 a, nsd_pas_L1 b) { nsd_pas_L1 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_fmax(nsd_pas_L1 a, nsd_pas_L1 b) { nsd_pas_L1 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
 
-NSD_pas_TWIN nsd_pas nsd_pas_cur(ns_mech_ppack *p, nsd_pas *F0_, nsd_pas *F1_, nsd_pas *F2_, nsd_pas *G_, int i_, int node_, nsd_pas v_) {
+NSD_pas_L1_TWIN nsd_pas_L1 nsd_pas_L1_cur(ns_mech_ppack *p, nsd_pas_L1 *F0_, nsd_pas_L1 *F1_, nsd_pas_L1 *F2_, nsd_pas_L1 *G_, int i_, int node_, nsd_pas_L1 v_) {
     (void)p; (void)i_; (void)node_; (void)G_;
-    (*F2_) = nsd_pas_mul((*F0_), nsd_pas_sub(v_, (*F1_)));
-    nsd_pas c_ = nsd_pas_c(0.0);
-    c_ = nsd_pas_add(c_, (*F2_));
+    (*F2_) = nsd_pas_L1_mul((*F0_), nsd_pas_L1_sub(v_, (*F1_)));
+    nsd_pas_L1 c_ = nsd_pas_L1_c(0.0);
+    c_ = nsd_pas_L1_add(c_, (*F2_));
     return c_;
 }
 
-static void nsm_pas_jac_init(ns_mech_ppack *p, int i_, double *jac) {
-    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
-    nsd_pas Fd_[3], G_[1], v_ = nsd_pas_c(p->v[node_]);
-    v_.d[0] = 1.0;
-    for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_c(p->field[k][i_]);
-    for (int k = 0; k < 0; ++k) G_[k] = nsd_pas_c(p->global[k]);
-    nsd_pas *F0_ = &Fd_[0];
-    (void)F0_;
-    nsd_pas *F1_ = &Fd_[1];
-    (void)F1_;
-    nsd_pas *F2_ = &Fd_[2];
-    (void)F2_;
-    (void)node_; (void)v_; (void)G_;
-    for (int k = 0; k < 12; ++k) jac[k] = 0.0;
-    jac[1] = 1.0;
-    jac[6] = 1.0;
-    jac[11] = 1.0;
-    for (int r = 0; r < 3; ++r) jac[r * 4 + 0] = Fd_[r].d[0];
+
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 3 fields, the 0 GLOBALs), 3 for the phases that read that many ---- */
+enum { NSD_pas_L3_K = 3 };
+#if defined(__GNUC__) || defined(__clang__)
+#define NSD_pas_L3_FN static inline __attribute__((always_inline, unused))
+#define NSD_pas_L3_TWIN static inline __attribute__((unused))
+#else
+#define NSD_pas_L3_FN static inline
+#define NSD_pas_L3_TWIN static inline
+#endif
+typedef struct nsd_pas_L3 { double v, d[NSD_pas_L3_K]; } nsd_pas_L3;
+#define NSD_pas_L3_OP(body) nsd_pas_L3 r; body; return r
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_c(double x) { NSD_pas_L3_OP(r.v = x; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = 0.0); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_add(nsd_pas_L3 a, nsd_pas_L3 b) {
+    NSD_pas_L3_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sub(nsd_pas_L3 a, nsd_pas_L3 b) {
+    NSD_pas_L3_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_mul(nsd_pas_L3 a, nsd_pas_L3 b) {
+    NSD_pas_L3_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_div(nsd_pas_L3 a, nsd_pas_L3 b) {
+    NSD_pas_L3_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_neg(nsd_pas_L3 a) { NSD_pas_L3_OP(r.v = -a.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = -a.d[k]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_f1(nsd_pas_L3 a, double f, double df) {
+    NSD_pas_L3_OP(r.v = f; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = df * a.d[k]);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_exp(nsd_pas_L3 a) { const double e = nsm_exp(a.v); return nsd_pas_L3_f1(a, e, e); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_expm1(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, expm1(a.v), exp(a.v)); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_log(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, log(a.v), 1.0 / a.v); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_log10(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sqrt(nsd_pas_L3 a) { const double s = sqrt(a.v); return nsd_pas_L3_f1(a, s, 0.5 / s); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_fabs(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sin(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, sin(a.v), cos(a.v)); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_cos(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, cos(a.v), -sin(a.v)); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_tan(nsd_pas_L3 a) { const double t = tan(a.v); return nsd_pas_L3_f1(a, t, 1.0 + t * t); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_tanh(nsd_pas_L3 a) { const double t = tanh(a.v); return nsd_pas_L3_f1(a, t, 1.0 - t * t); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_atan(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_floor(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, floor(a.v), 0.0); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_ceil(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, ceil(a.v), 0.0); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_exprelr(nsd_pas_L3 a) {
+    if (1.0 + a.v == 1.0) return nsd_pas_L3_f1(a, 1.0, -0.5);
+    const double e = expm1(a.v);
+    return nsd_pas_L3_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_pow(nsd_pas_L3 a, nsd_pas_L3 b) {
+    const double f = pow(a.v, b.v);
+    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
+    NSD_pas_L3_OP(r.v = f; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_fmin(nsd_pas_L3 a, nsd_pas_L3 b) { nsd_pas_L3 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_fmax(nsd_pas_L3 a, nsd_pas_L3 b) { nsd_pas_L3 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+
+NSD_pas_L3_TWIN nsd_pas_L3 nsd_pas_L3_cur(ns_mech_ppack *p, nsd_pas_L3 *F0_, nsd_pas_L3 *F1_, nsd_pas_L3 *F2_, nsd_pas_L3 *G_, int i_, int node_, nsd_pas_L3 v_) {
+    (void)p; (void)i_; (void)node_; (void)G_;
+    (*F2_) = nsd_pas_L3_mul((*F0_), nsd_pas_L3_sub(v_, (*F1_)));
+    nsd_pas_L3 c_ = nsd_pas_L3_c(0.0);
+    c_ = nsd_pas_L3_add(c_, (*F2_));
+    return c_;
 }
 
-static void nsm_pas_jac_current(ns_mech_ppack *p, int i_, double *jac) {
+static void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
-    nsd_pas Fd_[3], G_[1], v_ = nsd_pas_c(p->v[node_]);
+    nsd_pas_L1 Fd_[3], G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_c(p->field[k][i_]);
-    for (int k = 0; k < 0; ++k) G_[k] = nsd_pas_c(p->global[k]);
+    for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L1_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_pas_L1_c(p->global[k]);
+    nsd_pas_L1 *F0_ = &Fd_[0];
+    (void)F0_;
+    nsd_pas_L1 *F1_ = &Fd_[1];
+    (void)F1_;
+    nsd_pas_L1 *F2_ = &Fd_[2];
+    (void)F2_;
+    (void)node_; (void)v_; (void)G_;
+    double a_[NSD_pas_L1_K];
+    for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 3; ++r) {
+        const double l_ = lo_[r];
+        if (l_ != 0.0)
+            for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+    }
+    li_[0] += a_[0];
+    li_[1] += lo_[0];
+    li_[2] += lo_[1];
+    li_[3] += lo_[2];
+}
+
+static void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+    nsd_pas_L3 Fd_[3], G_[1], v_ = nsd_pas_L3_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L3_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_pas_L3_c(p->global[k]);
     Fd_[0].d[1] = 1.0;
     Fd_[1].d[2] = 1.0;
-    nsd_pas *F0_ = &Fd_[0];
+    nsd_pas_L3 *F0_ = &Fd_[0];
     (void)F0_;
-    nsd_pas *F1_ = &Fd_[1];
+    nsd_pas_L3 *F1_ = &Fd_[1];
     (void)F1_;
-    nsd_pas *F2_ = &Fd_[2];
+    nsd_pas_L3 *F2_ = &Fd_[2];
     (void)F2_;
     (void)node_; (void)v_; (void)G_;
-    nsd_pas g_ = nsd_pas_cur(p, F0_, F1_, F2_, G_, i_, node_, nsd_pas_add(v_, nsd_pas_c(.001)));
-    nsd_pas rhs_ = nsd_pas_cur(p, F0_, F1_, F2_, G_, i_, node_, v_);
-    g_ = nsd_pas_div(nsd_pas_sub(g_, rhs_), nsd_pas_c(.001));
-    for (int k = 0; k < 20; ++k) jac[k] = 0.0;
-    for (int r = 0; r < 3; ++r) jac[r * 4 + 0] = Fd_[r].d[0];
-    jac[12] = -rhs_.d[0];
-    jac[16] = g_.d[0];
-    for (int r = 0; r < 3; ++r) jac[r * 4 + 1] = Fd_[r].d[1];
-    jac[13] = -rhs_.d[1];
-    jac[17] = g_.d[1];
-    for (int r = 0; r < 3; ++r) jac[r * 4 + 2] = Fd_[r].d[2];
-    jac[14] = -rhs_.d[2];
-    jac[18] = g_.d[2];
+    nsd_pas_L3 g_ = nsd_pas_L3_cur(p, F0_, F1_, F2_, G_, i_, node_, nsd_pas_L3_add(v_, nsd_pas_L3_c(.001)));
+    nsd_pas_L3 rhs_ = nsd_pas_L3_cur(p, F0_, F1_, F2_, G_, i_, node_, v_);
+    g_ = nsd_pas_L3_div(nsd_pas_L3_sub(g_, rhs_), nsd_pas_L3_c(.001));
+    double a_[NSD_pas_L3_K];
+    for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 3; ++r) {
+        const double l_ = lo_[r];
+        if (l_ != 0.0)
+            for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+    }
+    if (lo_[3] != 0.0)
+        for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] -= lo_[3] * rhs_.d[k];
+    if (lo_[4] != 0.0)
+        for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] += lo_[4] * g_.d[k];
+    li_[0] += a_[0];
+    li_[1] += a_[1];
+    li_[2] += a_[2];
 }
 
-static void nsm_pas_jac_state(ns_mech_ppack *p, int i_, double *jac) {
+static void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
-    nsd_pas Fd_[3], G_[1], v_ = nsd_pas_c(p->v[node_]);
+    nsd_pas_L1 Fd_[3], G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_c(p->field[k][i_]);
-    for (int k = 0; k < 0; ++k) G_[k] = nsd_pas_c(p->global[k]);
-    nsd_pas *F0_ = &Fd_[0];
+    for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L1_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_pas_L1_c(p->global[k]);
+    nsd_pas_L1 *F0_ = &Fd_[0];
     (void)F0_;
-    nsd_pas *F1_ = &Fd_[1];
+    nsd_pas_L1 *F1_ = &Fd_[1];
     (void)F1_;
-    nsd_pas *F2_ = &Fd_[2];
+    nsd_pas_L1 *F2_ = &Fd_[2];
     (void)F2_;
     (void)node_; (void)v_; (void)G_;
-    for (int k = 0; k < 12; ++k) jac[k] = 0.0;
-    jac[1] = 1.0;
-    jac[6] = 1.0;
-    jac[11] = 1.0;
-    for (int r = 0; r < 3; ++r) jac[r * 4 + 0] = Fd_[r].d[0];
+    double a_[NSD_pas_L1_K];
+    for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 3; ++r) {
+        const double l_ = lo_[r];
+        if (l_ != 0.0)
+            for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+    }
+    li_[0] += a_[0];
+    li_[1] += lo_[0];
+    li_[2] += lo_[1];
+    li_[3] += lo_[2];
 }
 
 #ifdef NS_MECH_WITH_CUDA
@@ -261,4 +340,4 @@ const ns_mech_desc nsm_pas_desc = {
     0, NULL,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     0, nsm_pas_ftnames, nsm_pas_ftdims,
-    nsm_pas_jac_init, nsm_pas_jac_current, nsm_pas_jac_state, NULL};
+    nsm_pas_vjp_init, nsm_pas_vjp_current, nsm_pas_vjp_state, NULL};

@@ -589,15 +589,11 @@ void ns_model_block_phase(const sim_model *model, model_block *b, int32_t k, int
     call(mb, init ? d->init : d->state, v, NULL, NULL, init ? 0.0 : t, dt, celsius, d->kind == NS_MECH_DENSITY);
 }
 
-void ns_model_block_jac(const sim_model *model, model_block *b, int32_t k, int phase, double *v, double t, double dt,
-                        double celsius, double *jac) {
+ns_mech_ppack *ns_model_block_bind(model_block *b, int32_t k, int phase, double *v, double t, double dt,
+                                   double celsius) {
     mech_block *mb = &b->m[k];
-    if (mb->p.n == 0) return;
-    const ns_mech_desc *d = model->mechs[k].desc;
-    void (*fn)(ns_mech_ppack *, int, double *) = phase == 0 ? d->jac_init : phase == 1 ? d->jac_current : d->jac_state;
-    const size_t per = (size_t)(d->n_fields + (phase == 1 ? 2 : 0)) * (size_t)(1 + d->n_fields + d->n_globals);
     bind_one(&mb->p, v, NULL, NULL, phase == 0 ? 0.0 : t, dt, celsius);
-    for (int32_t i = 0; i < mb->p.n; ++i) fn(&mb->p, i, jac + (size_t)i * per);
+    return &mb->p;
 }
 
 void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius) {

@@ -30,13 +30,11 @@ void ns_model_block_states(const sim_model *model, model_block *b, double *v, do
  * Nernst: the gradient's sweeps (src/grad), which refuse concentration writers. */
 void ns_model_block_phase(const sim_model *model, model_block *b, int32_t k, int init, double *v, double t, double dt,
                           double celsius);
-/* Mechanism k's Jacobians (ns_mech_desc.jac_init, jac_current, jac_state:
- * phase 0, 1, 2) of every instance at v and the block's fields, into jac
- * (instances x outputs x inputs, mechanism.h's layout), bound as the phase
- * is at time t; the gradient's sweeps (src/grad), which refuse a mechanism
- * without them. */
-void ns_model_block_jac(const sim_model *model, model_block *b, int32_t k, int phase, double *v, double t, double dt,
-                        double celsius, double *jac);
+/* Mechanism k's instances bound as phase (0 INITIAL, 1 current(), 2
+ * state()) is at time t, for its derivative code (ns_mech_desc.vjp_*):
+ * the gradient's sweeps (src/grad), which refuse a mechanism without it. */
+ns_mech_ppack *ns_model_block_bind(model_block *b, int32_t k, int phase, double *v, double t, double dt,
+                                   double celsius);
 
 /* BEFORE/AFTER block h (NS_MECH_BEFORE_BREAKPOINT ...) of every mechanism that has one, in
  * type order, at time t (Nernst after a writer). ns_model_block_init runs BEFORE/AFTER
