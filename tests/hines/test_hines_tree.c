@@ -181,7 +181,8 @@ static int check_schedule(const ns_contract_layout *L, const char *what) {
 /* A batch solved group by group through a layout (what the kernel runs),
  * against the sequential solve; checks the packing invariants too. */
 static void check_layout(int32_t n_shapes, const ns_tree_t *const *shapes, int64_t cells, const int32_t *cell_shape,
-                         const ns_contract_layout_options *lo, const char *what, int32_t *templates) {
+                         const ns_contract_layout_options *lo, const char *what, int32_t *templates,
+                         double **x_out) {
     problem pr;
     if (!problem_make(&pr, n_shapes, shapes, cells, cell_shape, 77)) {
         CHECK_MSG(0, "%s: problem", what);
@@ -225,6 +226,7 @@ static void check_layout(int32_t n_shapes, const ns_tree_t *const *shapes, int64
                   (int)L.n_big);
     printf("%s: %d groups (%d big, %d tails), %d templates, at most %d rounds\n", what, (int)L.n_groups,
            (int)L.n_big, tails, (int)L.n_templates, (int)L.max_rounds);
+    if (x_out) *x_out = x, x = NULL; /* the caller's */
     free(d), free(x), free(scratch);
     ns_contract_layout_destroy(&L);
     for (int32_t s = 0; s < n_shapes; ++s) ns_contract_plan_destroy(&plans[s]);
@@ -301,25 +303,33 @@ int main(void) {
         const ns_tree_t *shapes[128];
         for (int k = 0; k < set.count; ++k) shapes[k] = set.tree[k];
         ns_contract_layout_options lo = {1500, 2500, 5000, 64, 0, 0, 0, 0};
-        check_layout(set.count, shapes, 3 * (int64_t)set.count, NULL, &lo, "bundled x 3", NULL);
+        check_layout(set.count, shapes, 3 * (int64_t)set.count, NULL, &lo, "bundled x 3", NULL, NULL);
         int32_t templates = 0;
-        check_layout(1, shapes, 2000, NULL, &lo, "one shape x 2000", &templates);
+        check_layout(1, shapes, 2000, NULL, &lo, "one shape x 2000", &templates, NULL);
         CHECK_MSG(templates <= 2, "one shape: %d templates (expected <= 2)", (int)templates);
         ns_contract_layout_options few = {100000, 100000, 1 << 30, 1, 7, 0, 0, 0};
-        check_layout(set.count, shapes, 100, NULL, &few, "bundled, 7 cells per group", NULL);
+        check_layout(set.count, shapes, 100, NULL, &few, "bundled, 7 cells per group", NULL, NULL);
         /* big cells with tails: the largest cell's last rounds on 1,000 nodes */
         ns_contract_layout_options tails = {1500, 2500, 5000, 64, 0, 1000, 0, 0};
-        check_layout(set.count, shapes, 2 * (int64_t)set.count, NULL, &tails, "bundled x2, tails", NULL);
+        double *x_hines = NULL, *x_round = NULL;
+        check_layout(set.count, shapes, 2 * (int64_t)set.count, NULL, &tails, "bundled x2, tails", NULL, &x_hines);
         /* big cells numbered by elimination round, the last rounds on one warp (the GPU's layout of
-         * `tree:round-warp`), with and without tails; one shape: the largest cell alone */
+         * `tree:round-warp`), with and without tails; one shape: the largest cell alone. The numbering
+         * and the warp change no operation: x is bit for bit the Hines-order layout's */
         ns_contract_layout_options rounds = {1500, 2500, 5000, 64, 0, 1000, 1, 1};
-        check_layout(set.count, shapes, 2 * (int64_t)set.count, NULL, &rounds, "bundled x2, by round, warp", NULL);
+        check_layout(set.count, shapes, 2 * (int64_t)set.count, NULL, &rounds, "bundled x2, by round, warp", NULL,
+                     &x_round);
+        int64_t total = 0;
+        for (int k = 0; k < set.count; ++k) total += 2 * (int64_t)ns_tree_size(set.tree[k]);
+        CHECK_MSG(x_hines && x_round && memcmp(x_hines, x_round, (size_t)total * sizeof *x_hines) == 0,
+                  "by round: x differs from the Hines-order layout's");
+        free(x_hines), free(x_round);
         rounds.tail_nodes = 0;
         check_layout(set.count, shapes, (int64_t)set.count, NULL, &rounds, "bundled, by round, warp, no tails",
-                     NULL);
+                     NULL, NULL);
         rounds.warp_rounds = 0;
         const ns_tree_t *largest[1] = {set.tree[set.largest]};
-        check_layout(1, largest, 3, NULL, &rounds, "the largest cell x3, by round", NULL);
+        check_layout(1, largest, 3, NULL, &rounds, "the largest cell x3, by round", NULL, NULL);
     }
     bundled_free(&set);
     /* many distinct big shapes, each with a tail (more templates than groups) */
@@ -332,7 +342,7 @@ int main(void) {
             shapes[k] = trees[k];
         }
         ns_contract_layout_options lo = {800, 1500, 2000, 8, 0, 400, 0, 0};
-        check_layout(S, shapes, S, NULL, &lo, "24 distinct big shapes, tails", NULL);
+        check_layout(S, shapes, S, NULL, &lo, "24 distinct big shapes, tails", NULL, NULL);
         for (int k = 0; k < S; ++k) ns_tree_destroy(trees[k]);
     }
     /* a random tree of 1,000,000 compartments (random parents: every shape of
