@@ -108,8 +108,9 @@ static ns_status run_method(const ns_batch_t *batch, ns_hines_method m, int32_t 
 }
 
 /* A --methods item: a method name, or tree:round, tree:warp, tree:round-warp
- * (the tree layout's variants, ns_solve_options.tree_variant). */
-static ns_status method_parse(const char *item, ns_hines_method *m, int32_t *variant) {
+ * (the tree layout's variants, ns_solve_options.tree_variant). 0, or 2
+ * after printing the usage error. */
+static int method_parse(const char *item, ns_hines_method *m, int32_t *variant) {
     char name[64];
     snprintf(name, sizeof name, "%s", item);
     char *colon = strchr(name, ':');
@@ -119,11 +120,13 @@ static ns_status method_parse(const char *item, ns_hines_method *m, int32_t *var
         const char *v = colon + 1;
         if (strcmp(name, "tree") != 0 || (strcmp(v, "round") != 0 && strcmp(v, "warp") != 0 &&
                                           strcmp(v, "round-warp") != 0))
-            return ns_fail(NS_ERR_INVALID_ARGUMENT, "'%s': a variant is tree:round, tree:warp or tree:round-warp",
-                           item);
+            return cli_usage_error("bench hines --mixed",
+                                   "--methods: '%s': a variant is tree:round, tree:warp or tree:round-warp", item);
         *variant = (strstr(v, "round") ? NS_TREE_ROUND_ORDER : 0) | (strstr(v, "warp") ? NS_TREE_WARP_ROUNDS : 0);
     }
-    return ns_hines_method_from_name(name, m);
+    if (ns_hines_method_from_name(name, m) != NS_OK)
+        return cli_usage_error("bench hines --mixed", "%s", ns_last_error());
+    return 0;
 }
 
 static int is_cell_method(const char *name) {
@@ -154,10 +157,7 @@ static int bench_batch(const bench_cfg *cfg, const char *workload, const char *l
     for (int k = 0; k < nm && st == NS_OK && !rc; ++k) {
         ns_hines_method m;
         int32_t variant = 0;
-        if (method_parse(names[k], &m, &variant) != NS_OK) {
-            rc = cli_usage_error("bench hines --mixed", "%s", ns_last_error());
-            break;
-        }
+        if ((rc = method_parse(names[k], &m, &variant)) != 0) break;
         const int cpu = ns_hines_method_backend(m) == NS_BACKEND_CPU;
         mrow *r = add_row(out);
         if (!r) { rc = cli_error("out of memory"); break; }
@@ -332,8 +332,7 @@ int bench_hines_mixed(int argc, char **argv) {
     for (int k = 0; k < cfg.n_methods; ++k) {
         ns_hines_method m;
         int32_t variant = 0;
-        if (method_parse(cfg.methods[k], &m, &variant) != NS_OK)
-            return cli_usage_error("bench hines --mixed", "%s", ns_last_error());
+        if (method_parse(cfg.methods[k], &m, &variant)) return 2;
     }
     char device_name[256] = "none";
     int n_dev = 0;
