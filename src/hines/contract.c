@@ -345,10 +345,16 @@ static uint64_t seq_hash(const int32_t *shape, int64_t first, int64_t count) {
     return h;
 }
 
+static int by_kept(const void *x, const void *y) {
+    const int32_t a = ((const ns_contract_fwd *)x)->k, b = ((const ns_contract_fwd *)y)->k;
+    return (a > b) - (a < b);
+}
+
 /* A new template *out of template t's rounds K .. R on the nodes alive at
  * round K, numbered by elimination round (the order of t's backward tasks:
  * each round's nodes contiguous); tmap[t_map[*out] + j] is t's node of its
- * node j. 0, -1 out of memory, -2 too large. */
+ * node j; with K = 0 (the whole template) each round's forward tasks are sorted
+ * by their kept node. 0, -1 out of memory, -2 too large. */
 static int renumber(ns_contract_layout *L, int32_t t, int32_t K, int64_t *rtcap, int64_t *fcap, int64_t *lcap,
                     int64_t *bcap, int64_t *mcap, int32_t *out) {
     const int32_t n = L->t_nodes[t], R = L->t_rounds[t];
@@ -403,6 +409,8 @@ static int renumber(ns_contract_layout *L, int32_t t, int32_t K, int64_t *rtcap,
             }
             L->fwd[L->n_fwd++] = e;
         }
+        if (K == 0) /* a round-ordered template: a round's tasks by kept node, so their loads ascend too */
+            qsort(L->fwd + nrt[r - K], (size_t)(L->n_fwd - nrt[r - K]), sizeof *L->fwd, by_kept);
     }
     nrt[Rt] = (int32_t)L->n_fwd;
     for (int32_t r = K; r <= R; ++r) {

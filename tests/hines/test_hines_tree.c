@@ -111,7 +111,7 @@ static int32_t ceil_log2(int64_t n) {
  * NS_CONTRACT_WARP tasks and start right after the last round with more;
  * a round-ordered template (t_perm) is a permutation whose backward round
  * r is the contiguous run of its nodes, and whose forward round r pulls
- * from that run only. Returns the templates with warp rounds. */
+ * from that run only, its tasks in ascending kept node. Returns the templates with warp rounds. */
 static int check_schedule(const ns_contract_layout *L, const char *what) {
     int with_warp = 0;
     for (int32_t t = 0; t < L->n_templates; ++t) {
@@ -138,6 +138,7 @@ static int check_schedule(const ns_contract_layout *L, const char *what) {
                     if (L->t_perm[t] >= 0 && (u < rb[r] - rb[0] || u >= rb[r + 1] - rb[0])) order_ok = 0;
                 }
                 if (f.pu >= 0 && writer[f.pu] >= 0) race = 1;
+                if (L->t_perm[t] >= 0 && q > rt[r] && L->fwd[q - 1].k >= f.k) order_ok = 0;
             }
             for (int32_t q = rt[r]; q < rt[r + 1]; ++q) {
                 writer[L->fwd[q].k] = -1;
