@@ -30,7 +30,10 @@ static void help(void) {
            "  --workloads a,b,c,d,e,f  which workloads (default all; see the source's header)\n"
            "  --quick                  a small grid (smoke test)\n"
            "  --methods M,...          GPU methods (default interleaved,flat,fine-grained,\n"
-           "                           branch-level,tree; onchip is added for one-shape batches)\n"
+           "                           branch-level,tree; onchip is added for one-shape batches);\n"
+           "                           tree:round, tree:warp, tree:round-warp: the tree layout's\n"
+           "                           variants (big cells numbered by elimination round, the last\n"
+           "                           rounds on one warp) in the same run\n"
            "  --repeats N              timed GPU runs per row, median (default 10)\n"
            "  --cpu-repeats N          timed sequential/OpenMP runs, median (default 5)\n"
            "  --fine-threads T         threads per block of fine-grained (default: the library's)\n"
@@ -46,7 +49,7 @@ typedef struct mrow {
     char workload[8], label[48], method[32];
     long long cells, comps;
     int shapes;
-    double ms, vs_seq, vs_cell, gbs, ratio, layout_ms, gcomps, error;
+    double ms, vs_seq, vs_cell, gbs, copy_gbs, ratio, layout_ms, gcomps, error;
 } mrow;
 
 typedef struct {
@@ -65,14 +68,13 @@ static mrow *add_row(mrows *r) {
 
 typedef struct {
     int repeats, cpu_repeats, gpu, as_json, fine_threads;
-    double copy_bw;
     const char *methods[MAX_METHODS];
     int n_methods;
     uint64_t seed;
 } bench_cfg;
 
 /* Time one method (median of repeats) and check it; 0 on success. */
-static ns_status run_method(const ns_batch_t *batch, ns_hines_method m, int repeats, int fine_threads,
+static ns_status run_method(const ns_batch_t *batch, ns_hines_method m, int32_t variant, int repeats, int fine_threads,
                             const double *a, const double *b, const double *d0, const double *r0,
                             const double *xref, double *work, double *ms, double *err,
                             double *layout_ms) {
@@ -87,6 +89,7 @@ static ns_status run_method(const ns_batch_t *batch, ns_hines_method m, int repe
     ns_solve_options_init(&o);
     cli_solve_env(&o);
     o.method = m;
+    o.tree_variant = variant;
     if (m == NS_HINES_FINE_GRAINED) o.block_size = fine_threads; /* 0: the default */
     ns_hines_solver_t *s = NULL;
     ns_status st = ns_hines_solver_create(batch, &o, &s);
@@ -102,6 +105,28 @@ static ns_status run_method(const ns_batch_t *batch, ns_hines_method m, int repe
     ns_hines_solver_destroy(s);
     free(times);
     return st;
+}
+
+/* A --methods item: a method name, or tree:round, tree:warp, tree:round-warp
+ * (the tree layout's variants, ns_solve_options.tree_variant). 0, or 2
+ * after printing the usage error. */
+static int method_parse(const char *item, ns_hines_method *m, int32_t *variant) {
+    char name[64];
+    snprintf(name, sizeof name, "%s", item);
+    char *colon = strchr(name, ':');
+    *variant = 0;
+    if (colon) {
+        *colon = 0;
+        const char *v = colon + 1;
+        if (strcmp(name, "tree") != 0 || (strcmp(v, "round") != 0 && strcmp(v, "warp") != 0 &&
+                                          strcmp(v, "round-warp") != 0))
+            return cli_usage_error("bench hines --mixed",
+                                   "--methods: '%s': a variant is tree:round, tree:warp or tree:round-warp", item);
+        *variant = (strstr(v, "round") ? NS_TREE_ROUND_ORDER : 0) | (strstr(v, "warp") ? NS_TREE_WARP_ROUNDS : 0);
+    }
+    if (ns_hines_method_from_name(name, m) != NS_OK)
+        return cli_usage_error("bench hines --mixed", "%s", ns_last_error());
+    return 0;
 }
 
 static int is_cell_method(const char *name) {
@@ -123,15 +148,16 @@ static int bench_batch(const bench_cfg *cfg, const char *workload, const char *l
     names[nm++] = "openmp";
     for (int k = 0; cfg->gpu && k < cfg->n_methods; ++k) names[nm++] = cfg->methods[k];
     if (cfg->gpu && ns_batch_shapes(batch) == 1) names[nm++] = "onchip";
+    double copy_bw = -1.0; /* a device-to-device copy of the batch's 40 bytes per compartment */
+    if (cfg->gpu && ns_cuda_copy_bandwidth(0, (size_t)(FLOOR_BYTES * (double)n), 10, &copy_bw) != NS_OK)
+        copy_bw = -1.0;
     const int first = out->n;
     double cell_ms = -1.0;
     int rc = 0;
     for (int k = 0; k < nm && st == NS_OK && !rc; ++k) {
         ns_hines_method m;
-        if (ns_hines_method_from_name(names[k], &m) != NS_OK) {
-            rc = cli_usage_error("bench hines --mixed", "%s", ns_last_error());
-            break;
-        }
+        int32_t variant = 0;
+        if ((rc = method_parse(names[k], &m, &variant)) != 0) break;
         const int cpu = ns_hines_method_backend(m) == NS_BACKEND_CPU;
         mrow *r = add_row(out);
         if (!r) { rc = cli_error("out of memory"); break; }
@@ -141,7 +167,7 @@ static int bench_batch(const bench_cfg *cfg, const char *workload, const char *l
         r->cells = ns_batch_cells(batch);
         r->comps = n;
         r->shapes = ns_batch_shapes(batch);
-        ns_status vs = run_method(batch, m, cpu ? cfg->cpu_repeats : cfg->repeats, cfg->fine_threads, a, b, d0, r0,
+        ns_status vs = run_method(batch, m, variant, cpu ? cfg->cpu_repeats : cfg->repeats, cfg->fine_threads, a, b, d0, r0,
                                   k == 0 ? NULL : xref, work, &r->ms, &r->error, &r->layout_ms);
         if (k == 0 && vs == NS_OK) memcpy(xref, work + 2 * n, bytes), r->error = 0.0;
         if (vs != NS_OK) {
@@ -154,7 +180,7 @@ static int bench_batch(const bench_cfg *cfg, const char *workload, const char *l
         if (cpu) r->layout_ms = -1.0;
         r->gbs = FLOOR_BYTES * (double)n * 1e-9 / (r->ms * 1e-3);
         r->gcomps = (double)n * 1e-9 / (r->ms * 1e-3);
-        if (!cpu && cfg->copy_bw > 0) r->ratio = r->gbs / cfg->copy_bw;
+        if (!cpu && copy_bw > 0) r->copy_gbs = copy_bw, r->ratio = r->gbs / copy_bw;
         if (is_cell_method(r->method)) cell_ms = r->ms;
     }
     if (st != NS_OK && !rc) rc = cli_status_error("sequential baseline", st);
@@ -187,22 +213,22 @@ static int bench_shapes(const bench_cfg *cfg, const char *workload, const char *
     return rc;
 }
 
-static void write_csv(FILE *f, const mrows *rows, const char *device, double copy_bw) {
+static void write_csv(FILE *f, const mrows *rows, const char *device) {
     fprintf(f, "workload,label,shapes,cells,compartments,method,ms,speedup_seq,speedup_cell,gbs,"
                "bw_ratio,layout_ms,gcomp_s,max_rel_error,device,copy_gbs\n");
     for (int k = 0; k < rows->n; ++k) {
         const mrow *r = &rows->v[k];
         fprintf(f, "%s,\"%s\",%d,%lld,%lld,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.3e,\"%s\",%.6g\n",
                 r->workload, r->label, r->shapes, r->cells, r->comps, r->method, r->ms, r->vs_seq,
-                r->vs_cell, r->gbs, r->ratio, r->layout_ms, r->gcomps, r->error, device, copy_bw);
+                r->vs_cell, r->gbs, r->ratio, r->layout_ms, r->gcomps, r->error, device, r->copy_gbs);
     }
 }
 
-static void write_json(const mrows *rows, const char *device, double copy_bw, const bench_cfg *cfg) {
+static void write_json(const mrows *rows, const char *device, const bench_cfg *cfg) {
     cli_json j;
     json_begin(&j, stdout);
     json_string(&j, "device", device);
-    json_double(&j, "copy_gbs", copy_bw);
+    json_double(&j, "bytes_per_compartment", FLOOR_BYTES);
     json_int(&j, "repeats", cfg->repeats);
     json_array_begin(&j, "rows");
     for (int k = 0; k < rows->n; ++k) {
@@ -218,6 +244,7 @@ static void write_json(const mrows *rows, const char *device, double copy_bw, co
         json_double(&j, "speedup_seq", r->vs_seq);
         if (r->vs_cell > 0) json_double(&j, "speedup_cell", r->vs_cell);
         json_double(&j, "gbs", r->gbs);
+        if (r->copy_gbs > 0) json_double(&j, "copy_gbs", r->copy_gbs);
         if (r->ratio >= 0) json_double(&j, "bw_ratio", r->ratio);
         if (r->layout_ms >= 0) json_double(&j, "layout_ms", r->layout_ms);
         json_double(&j, "gcomp_s", r->gcomps);
@@ -304,11 +331,10 @@ int bench_hines_mixed(int argc, char **argv) {
     cfg.n_methods = cli_split_list(methods_buf, cfg.methods, MAX_METHODS);
     for (int k = 0; k < cfg.n_methods; ++k) {
         ns_hines_method m;
-        if (ns_hines_method_from_name(cfg.methods[k], &m) != NS_OK)
-            return cli_usage_error("bench hines --mixed", "%s", ns_last_error());
+        int32_t variant = 0;
+        if (method_parse(cfg.methods[k], &m, &variant)) return 2;
     }
     char device_name[256] = "none";
-    cfg.copy_bw = -1.0;
     int n_dev = 0;
     if (ns_cuda_device_count(&n_dev) != NS_OK || n_dev == 0) {
         fprintf(stderr, "neurosolve bench hines --mixed: no usable GPU: CPU rows only\n");
@@ -316,11 +342,9 @@ int bench_hines_mixed(int argc, char **argv) {
     } else {
         ns_device_info di;
         if (ns_cuda_device_info(0, &di) == NS_OK) snprintf(device_name, sizeof device_name, "%s", di.name);
-        ns_status st = ns_cuda_copy_bandwidth(0, (size_t)1 << 30, 10, &cfg.copy_bw);
-        if (st != NS_OK) return cli_status_error("measuring the copy bandwidth", st);
         if (!cfg.as_json)
-            printf("device 0: %s; device-to-device copy bandwidth %.0f GB/s (read + write, 1 GiB, median of 10)\n",
-                   device_name, cfg.copy_bw);
+            printf("device 0: %s; bw/cp: against a device-to-device copy of each batch's 40 bytes per "
+                   "compartment (read + write, median of 10)\n", device_name);
     }
     if (!cfg.as_json) {
         printf("%d GPU runs, %d CPU runs per row (median); speedups over sequential and over one thread per cell (interleaved)\n",
@@ -461,11 +485,11 @@ int bench_hines_mixed(int argc, char **argv) {
         FILE *f = ns_output_stream(o);
         if (!f) rc = 1;
         else {
-            write_csv(f, &rows, device_name, cfg.copy_bw);
+            write_csv(f, &rows, device_name);
             rc = cli_output_commit(o);
         }
     }
-    if (!rc && cfg.as_json) write_json(&rows, device_name, cfg.copy_bw, &cfg);
+    if (!rc && cfg.as_json) write_json(&rows, device_name, &cfg);
     else if (!rc && cfg.gpu) print_targets(&rows);
     free(rows.v);
     return rc;

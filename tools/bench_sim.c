@@ -3,10 +3,12 @@
  * (OpenMP) and the GPU, against NEURON single-threaded on the same host
  * (bench/neuron_sim_bench.py) when --neuron is given.
  *
- * The state floor of one step is 64 bytes per compartment: v, m, h, n read
- * and written once (the matrix coefficients and parameters are constant and
- * counted by nobody's floor). Effective bandwidth = 64 B x compartments /
- * time per step, reported against the copy bandwidth on the GPU. */
+ * Bandwidth: the step's minimum bytes per compartment-step
+ * (ns_sim_step_min_bytes: v, the matrix's constant coefficients, every
+ * mechanism's states and RANGE parameters, the ions; docs/simulation.md,
+ * "Bytes per compartment-step") x compartments / time per step; a GPU row
+ * also reports it against a device-to-device copy of the same bytes timed
+ * in the same run. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
 #include <stdlib.h>
@@ -15,7 +17,6 @@
 
 #include "bench_sim.h"
 
-#define STATE_BYTES 64.0 /* [bytes per compartment-step] */
 #define MAX_LIST 16
 #define MAX_GPU 8 /* GPU loop variants */
 
@@ -48,7 +49,7 @@ typedef struct row {
     char backend[8], method[24];
     int lanes; /* onchip: lanes per cell (0: not onchip) */
     long long cells, compartments;
-    double ms_per_step, cell_steps_per_s, comp_steps_per_s, gbs, ratio, vs_neuron, vs_arbor;
+    double ms_per_step, cell_steps_per_s, comp_steps_per_s, bytes, gbs, copy_gbs, ratio, vs_neuron, vs_arbor;
 } row;
 
 static double now_ms(void) {
@@ -101,8 +102,16 @@ int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells
     t->compartments = ns_sim_compartments(sim);
     t->setup_s = (t1 - t0) * 1e-3;
     t->ms_per_step = ms / steps;
+    t->min_bytes = ns_sim_step_min_bytes(sim);
     ns_sim_destroy(sim);
     return 0;
+}
+
+void bench_sim_bandwidth(const sim_timing *t, int gpu, double *gbs, double *copy_gbs) {
+    const double bytes = t->min_bytes * (double)t->compartments;
+    *gbs = bytes / (t->ms_per_step * 1e-3) * 1e-9;
+    *copy_gbs = -1.0;
+    if (gpu && bytes >= 1.0 && ns_cuda_copy_bandwidth(0, (size_t)bytes, 10, copy_gbs) != NS_OK) *copy_gbs = -1.0;
 }
 
 static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, ns_hines_method method, int lanes,
@@ -118,9 +127,9 @@ static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, ns_hi
     r->ms_per_step = t.ms_per_step;
     r->cell_steps_per_s = (double)cells / (t.ms_per_step * 1e-3);
     r->comp_steps_per_s = (double)r->compartments / (t.ms_per_step * 1e-3);
-    /* the floor counts hh's state: not a model's */
-    r->gbs = model ? -1.0 : STATE_BYTES * (double)r->compartments / (r->ms_per_step * 1e-3) * 1e-9;
-    r->ratio = -1.0;
+    r->bytes = t.min_bytes;
+    bench_sim_bandwidth(&t, be == NS_BACKEND_CUDA, &r->gbs, &r->copy_gbs);
+    r->ratio = r->copy_gbs > 0 ? r->gbs / r->copy_gbs : -1.0;
     r->vs_neuron = -1.0;
     return 0;
 }
@@ -266,15 +275,10 @@ int bench_sim(int argc, char **argv) {
         else return cli_usage_error("bench sim", "unknown option or missing value '%s'", o);
         if (!ok) return 2;
     }
-    double copy_bw = -1.0;
     int n_dev = 0;
     if (gpu && (ns_cuda_device_count(&n_dev) != NS_OK || n_dev == 0)) {
         fprintf(stderr, "neurosolve bench sim: no usable GPU: CPU rows only\n");
         gpu = 0;
-    }
-    if (gpu) {
-        ns_status st = ns_cuda_copy_bandwidth(0, (size_t)1 << 30, 10, &copy_bw);
-        if (st != NS_OK) return cli_status_error("measuring the copy bandwidth", st);
     }
     if (mech_lib && !model_file) return cli_usage_error("bench sim", "--mechanisms LIB needs --model FILE");
     ns_sim_params params;
@@ -328,7 +332,6 @@ int bench_sim(int argc, char **argv) {
         if (arbor < 0) fprintf(stderr, "neurosolve bench sim: the Arbor baseline failed (pip install arbor)\n");
     }
     if (!as_json) {
-        if (copy_bw > 0) printf("copy bandwidth %.0f GB/s (device 0, read + write)\n", copy_bw);
         if (neuron > 0)
             printf("NEURON (%d thread(s), %lld cells, %lld segments): %.4g cell-steps/s = %.4g segment-steps/s\n",
                    base_threads, neuron_cells, neuron_segments, neuron,
@@ -337,8 +340,9 @@ int bench_sim(int argc, char **argv) {
             printf("Arbor (%d thread(s), %lld cells, %lld CVs): %.4g cell-steps/s = %.4g CV-steps/s\n", base_threads,
                    arbor_cells, arbor_segments, arbor, arbor * (double)arbor_segments / (double)arbor_cells);
         printf("%s, %lld timed steps of 0.025 ms per row\n", set.items[0].name, steps);
-        printf("%-5s %-12s %5s %9s %12s %10s %14s %14s %9s %8s %10s %9s\n", "be", "method", "lanes", "cells",
-               "compartments", "ms/step", "cell-steps/s", "comp-steps/s", "GB/s", "bw/copy", "vs NEURON", "vs Arbor");
+        printf("%-5s %-12s %5s %9s %12s %10s %14s %14s %7s %9s %9s %8s %10s %9s\n", "be", "method", "lanes",
+               "cells", "compartments", "ms/step", "cell-steps/s", "comp-steps/s", "B/comp", "GB/s", "copy GB/s",
+               "bw/copy", "vs NEURON", "vs Arbor");
     }
     row rows[(1 + MAX_GPU) * MAX_LIST];
     int n_rows = 0, rc = 0;
@@ -353,14 +357,14 @@ int bench_sim(int argc, char **argv) {
                           be == 0 ? NS_HINES_AUTO : gpu_method[be - 1], be == 0 ? 0 : gpu_lanes[be - 1],
                           (int)threads, (int)steps, &params, model, r);
             if (rc) break;
-            if (be > 0 && copy_bw > 0 && r->gbs >= 0) r->ratio = r->gbs / copy_bw;
             if (neuron > 0) r->vs_neuron = r->cell_steps_per_s / neuron;
             r->vs_arbor = arbor > 0 ? r->cell_steps_per_s / arbor : -1.0;
             ++n_rows;
             if (!as_json) {
                 printf("%-5s %-12s %5d %9lld %12lld %10.4f %14.4g %14.4g ", r->backend, r->method, r->lanes,
                        r->cells, r->compartments, r->ms_per_step, r->cell_steps_per_s, r->comp_steps_per_s);
-                if (r->gbs >= 0) printf("%9.1f ", r->gbs); else printf("%9s ", "-");
+                printf("%7.1f %9.1f ", r->bytes, r->gbs);
+                if (r->copy_gbs > 0) printf("%9.1f ", r->copy_gbs); else printf("%9s ", "-");
                 if (r->ratio >= 0) printf("%8.3f ", r->ratio); else printf("%8s ", "-");
                 if (r->vs_neuron >= 0) printf("%9.2fx ", r->vs_neuron); else printf("%10s ", "-");
                 if (r->vs_arbor >= 0) printf("%8.2fx\n", r->vs_arbor); else printf("%9s\n", "-");
@@ -375,18 +379,17 @@ int bench_sim(int argc, char **argv) {
         ns_output *o = cli_output_open(csv);
         FILE *f = ns_output_stream(o);
         if (!f) return 1;
-        fprintf(f, "backend,method,lanes,cells,compartments,ms_per_step,cell_steps_per_s,compartment_steps_per_s,gbs,bw_ratio,vs_neuron,copy_gbs,neuron_cell_steps_per_s,vs_arbor,arbor_cell_steps_per_s,threads\n");
+        fprintf(f, "backend,method,lanes,cells,compartments,ms_per_step,cell_steps_per_s,compartment_steps_per_s,bytes_per_compartment_step,gbs,bw_ratio,vs_neuron,copy_gbs,neuron_cell_steps_per_s,vs_arbor,arbor_cell_steps_per_s,threads\n");
         for (int k = 0; k < n_rows; ++k)
-            fprintf(f, "%s,%s,%d,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d\n", rows[k].backend,
+            fprintf(f, "%s,%s,%d,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d\n", rows[k].backend,
                     rows[k].method, rows[k].lanes, rows[k].cells, rows[k].compartments, rows[k].ms_per_step, rows[k].cell_steps_per_s,
-                    rows[k].comp_steps_per_s, rows[k].gbs, rows[k].ratio, rows[k].vs_neuron, copy_bw, neuron,
+                    rows[k].comp_steps_per_s, rows[k].bytes, rows[k].gbs, rows[k].ratio, rows[k].vs_neuron, rows[k].copy_gbs, neuron,
                     rows[k].vs_arbor, arbor, base_threads);
         if (cli_output_commit(o)) return 1;
     }
     if (!rc && as_json) {
         cli_json j;
         json_begin(&j, stdout);
-        json_double(&j, "copy_gbs", copy_bw);
         json_double(&j, "neuron_cell_steps_per_s", neuron);
         json_double(&j, "arbor_cell_steps_per_s", arbor);
         json_int(&j, "threads", threads);
@@ -402,7 +405,9 @@ int bench_sim(int argc, char **argv) {
             json_double(&j, "ms_per_step", rows[k].ms_per_step);
             json_double(&j, "cell_steps_per_s", rows[k].cell_steps_per_s);
             json_double(&j, "compartment_steps_per_s", rows[k].comp_steps_per_s);
+            json_double(&j, "bytes_per_compartment_step", rows[k].bytes);
             json_double(&j, "gbs", rows[k].gbs);
+            if (rows[k].copy_gbs > 0) json_double(&j, "copy_gbs", rows[k].copy_gbs);
             if (rows[k].ratio >= 0) json_double(&j, "bw_ratio", rows[k].ratio);
             if (rows[k].vs_neuron >= 0) json_double(&j, "vs_neuron", rows[k].vs_neuron);
             if (rows[k].vs_arbor >= 0) json_double(&j, "vs_arbor", rows[k].vs_arbor);

@@ -11,7 +11,13 @@ typedef struct sim_timing {
     long long compartments;
     double setup_s;          /* create, stimuli, init */
     double ms_per_step;      /* `steps` timed after 40 warm-up steps */
+    double min_bytes;        /* the step's minimum bytes per compartment-step (ns_sim_step_min_bytes) */
 } sim_timing;
+
+/* Fill a GPU row's bandwidth figures: the step's minimum bytes over its time
+ * [GB/s] (*gbs), and the copy bandwidth of a device-to-device copy of the
+ * same bytes measured now (*copy_gbs, GB/s read + write; -1 when it fails). */
+void bench_sim_bandwidth(const sim_timing *t, int gpu, double *gbs, double *copy_gbs);
 
 /* Build, run and time a population (cell c of shape cell_shape[c], or c mod
  * n_shapes); an IClamp of 1.5e-4 nA per um^2 of membrane at every cell's

@@ -29,6 +29,7 @@ typedef struct mrow {
     long long cells, comps;
     int shapes;
     double setup_s, ms_per_step, cell_steps, comp_steps, vs_neuron, vs_arbor, vs_cpu, vs_ref;
+    double bytes, gbs, copy_gbs; /* the step's minimum bytes per compartment-step, over the time; the copy's */
 } mrow;
 
 static void help(void) {
@@ -63,6 +64,8 @@ static int time_pop(int n_shapes, ns_cell_t **shapes, long long cells, const int
     r->cell_steps = (double)cells / (t.ms_per_step * 1e-3);
     r->comp_steps = (double)r->comps / (t.ms_per_step * 1e-3);
     r->vs_neuron = r->vs_arbor = r->vs_cpu = r->vs_ref = -1.0;
+    r->bytes = t.min_bytes;
+    bench_sim_bandwidth(&t, be == NS_BACKEND_CUDA, &r->gbs, &r->copy_gbs);
     return 0;
 }
 
@@ -73,6 +76,8 @@ static void print_row(const mrow *r) {
     if (r->vs_neuron > 0) printf(" %8.2fx", r->vs_neuron); else printf(" %9s", "-");
     if (r->vs_arbor > 0) printf(" %8.2fx", r->vs_arbor); else printf(" %9s", "-");
     if (r->vs_ref > 0) printf(" %7.2f", r->vs_ref); else printf(" %7s", "-");
+    printf(" %7.1f %8.1f", r->bytes, r->gbs);
+    if (r->copy_gbs > 0) printf(" %8.3f", r->gbs / r->copy_gbs); else printf(" %8s", "-");
     printf("\n");
     fflush(stdout);
 }
@@ -167,9 +172,9 @@ int bench_sim_mixed(int argc, char **argv) {
                     arbor);
     }
     free(accepted);
-    printf("%-14s %6s %8s %10s %-5s %-12s %8s %10s %12s %12s %9s %9s %9s %7s\n", "population", "shapes", "cells",
-           "comps", "be", "method", "setup_s", "ms/step", "cell-steps/s", "comp-steps/s", "vs CPU", "vs NEURON",
-           "vs Arbor", "vs ref");
+    printf("%-14s %6s %8s %10s %-5s %-12s %8s %10s %12s %12s %9s %9s %9s %7s %7s %8s %8s\n", "population", "shapes",
+           "cells", "comps", "be", "method", "setup_s", "ms/step", "cell-steps/s", "comp-steps/s", "vs CPU",
+           "vs NEURON", "vs Arbor", "vs ref", "B/comp", "GB/s", "bw/copy");
     mrow *rows = NULL;
     int nr = 0, cap = 0;
     for (int q = 0; q < n_per && !rc && n > 0; ++q) {
@@ -248,13 +253,13 @@ int bench_sim_mixed(int argc, char **argv) {
         else {
             fprintf(f, "population,shapes,cells,compartments,backend,method,setup_s,ms_per_step,cell_steps_per_s,"
                        "compartment_steps_per_s,vs_cpu,vs_neuron,vs_ref,neuron_threads,neuron_cell_steps_per_s,"
-                       "vs_arbor,arbor_cell_steps_per_s,threads\n");
+                       "vs_arbor,arbor_cell_steps_per_s,threads,bytes_per_compartment_step,gbs,copy_gbs\n");
             for (int k = 0; k < nr; ++k) {
                 const mrow *r = &rows[k];
-                fprintf(f, "\"%s\",%d,%lld,%lld,%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%lld,%.6g,%.6g,%.6g,%lld\n",
+                fprintf(f, "\"%s\",%d,%lld,%lld,%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%lld,%.6g,%.6g,%.6g,%lld,%.6g,%.6g,%.6g\n",
                         r->pop, r->shapes, r->cells, r->comps, r->backend, r->method, r->setup_s, r->ms_per_step,
                         r->cell_steps, r->comp_steps, r->vs_cpu, r->vs_neuron, r->vs_ref, nthreads, neuron,
-                        r->vs_arbor, arbor, threads);
+                        r->vs_arbor, arbor, threads, r->bytes, r->gbs, r->copy_gbs);
             }
             fclose(f);
         }

@@ -62,6 +62,7 @@ typedef struct net_row {
     double cpu_s, cpu_diff; /* --backend cuda: the CPU loop's network run, its raster's largest difference; cpu_s < 0: none */
     long long neuron_segments, neuron_spikes;
     int raster_ok; /* -1: no NEURON run */
+    double bytes, gbs, copy_gbs; /* the network run's minimum bytes per compartment-step, over its time; a copy's */
 } net_row;
 
 static double now_s(void) {
@@ -290,6 +291,10 @@ static int time_size(const char *dir, int keep, const char *morph, const ns_cell
         r->synapses = ns_sim_synapses(sim);
         r->connections = ns_sim_connections(sim);
         r->steps = steps;
+        const sim_timing t = {.compartments = r->compartments, .ms_per_step = r->net_s * 1e3 / (double)steps,
+                              .min_bytes = ns_sim_step_min_bytes(sim)};
+        r->bytes = t.min_bytes;
+        bench_sim_bandwidth(&t, cuda, &r->gbs, &r->copy_gbs);
         r->spikes = 0;
         for (int64_t s = 0; s < ns_sim_sources(sim); ++s) {
             int64_t c = 0;
@@ -422,6 +427,10 @@ int bench_sim_network(int argc, char **argv) {
                 printf("%10.3f %8.2fx %s (%lld, %.1e ms)\n", r->neuron_s, r->neuron_s / r->net_s,
                        r->raster_ok ? "same" : "DIFFERS", r->neuron_spikes, r->max_diff);
             else printf("%10s %9s %10s\n", "-", "-", "-");
+            printf("%8s the network run: %.1f B per compartment-step (the cells' model), %.1f GB/s", "", r->bytes,
+                   r->gbs);
+            if (r->copy_gbs > 0) printf(", %.3f of a device-to-device copy of the same bytes", r->gbs / r->copy_gbs);
+            printf("\n");
             if (r->cpu_s > 0)
                 printf("%8s the GPU loop above; the CPU loop (threads %s) on the network: %.3f s, %.3f us/cell-step, "
                        "GPU %.2fx faster, rasters the same (largest difference %.1e ms)\n",
@@ -438,15 +447,16 @@ int bench_sim_network(int argc, char **argv) {
         if (!f) return 1;
         fprintf(f, "cells,compartments,synapses,connections,steps,spikes,network_s,us_per_cell_step,bare_s,"
                    "net_over_bare,neuron_s,neuron_segments,neuron_spikes,vs_neuron,raster_max_diff_ms,threads,ring,"
-                   "synapses_per_cell,delay_ms,backend,cpu_network_s,gpu_cpu_raster_max_diff_ms\n");
+                   "synapses_per_cell,delay_ms,backend,cpu_network_s,gpu_cpu_raster_max_diff_ms,bytes_per_compartment_step,gbs,"
+                   "copy_gbs\n");
         for (int k = 0; k < n_rows; ++k) {
             const net_row *r = &rows[k];
-            fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%lld,%lld,%.6g,%.6g,%d,%lld,%lld,%g,%s,%.6g,%.6g\n",
+            fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%lld,%lld,%.6g,%.6g,%d,%lld,%lld,%g,%s,%.6g,%.6g,%.6g,%.6g,%.6g\n",
                     r->cells, r->compartments, r->synapses, r->connections, r->steps, r->spikes, r->net_s,
                     r->net_s * 1e6 / ((double)r->cells * r->steps), r->bare_s, r->net_s / r->bare_s, r->neuron_s,
                     r->neuron_segments, r->neuron_spikes, r->neuron_s > 0 ? r->neuron_s / r->net_s : -1.0,
                     r->raster_ok == 1 ? r->max_diff : -1.0, nthr, ring, syn, delay, cuda ? "cuda" : "cpu", r->cpu_s,
-                    r->cpu_s > 0 ? r->cpu_diff : -1.0);
+                    r->cpu_s > 0 ? r->cpu_diff : -1.0, r->bytes, r->gbs, r->copy_gbs);
         }
         if (cli_output_commit(o)) return 1;
     }
@@ -477,6 +487,12 @@ int bench_sim_network(int argc, char **argv) {
             json_double(&j, "us_per_cell_step", r->net_s * 1e6 / ((double)r->cells * r->steps));
             json_double(&j, "bare_s", r->bare_s);
             json_double(&j, "net_over_bare", r->net_s / r->bare_s);
+            json_double(&j, "bytes_per_compartment_step", r->bytes);
+            json_double(&j, "gbs", r->gbs);
+            if (r->copy_gbs > 0) {
+                json_double(&j, "copy_gbs", r->copy_gbs);
+                json_double(&j, "bw_ratio", r->gbs / r->copy_gbs);
+            }
             if (r->neuron_s > 0) {
                 json_double(&j, "neuron_s", r->neuron_s);
                 json_int(&j, "neuron_segments", r->neuron_segments);

@@ -344,6 +344,11 @@ NS_API double ns_sim_time(const ns_sim_t *sim);    /* [ms] NEURON's t after the 
 NS_API int64_t ns_sim_step_count(const ns_sim_t *sim);
 NS_API int64_t ns_sim_cells(const ns_sim_t *sim);
 NS_API int64_t ns_sim_compartments(const ns_sim_t *sim); /* summed over the cells */
+/* The minimum bytes one step must move per compartment, averaged over the
+ * compartments: v, the matrix's constant coefficients, each mechanism
+ * instance's states (read and written) and RANGE parameters (read), the ions'
+ * values (docs/simulation.md, "Bytes per compartment-step"); 0 for NULL. */
+NS_API double ns_sim_step_min_bytes(const ns_sim_t *sim);
 NS_API ns_backend ns_sim_backend(const ns_sim_t *sim);
 /* The resolved method; a CUDA simulation whose shapes use both GPU loops
  * (onchip and tree: docs/simulation.md) reports NS_HINES_AUTO. */

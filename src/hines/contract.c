@@ -282,7 +282,18 @@ int32_t ns_contract_group_cpu(const ns_contract_layout *L, int32_t g, const doub
     const int32_t *rt = L->rt + L->t_rt[t];
     const int64_t o = L->g_base[g];
     double *D = d + o, *X = rhs + o, *up = scratch, *down = scratch + n, *lo = scratch + 2 * (size_t)n;
-    for (int32_t i = 0; i < n; ++i) up[i] = b[o + i], down[i] = a[o + i], lo[i] = 0.0;
+    /* a round-ordered template: the group gathered into its order (the kernel's device-memory copy) */
+    const int32_t *perm = L->t_perm[t] >= 0 ? L->tmap + L->t_perm[t] : NULL;
+    double *copy = NULL;
+    if (perm) {
+        if (!(copy = malloc(2 * (size_t)n * sizeof *copy))) return -2;
+        for (int32_t j = 0; j < n; ++j) copy[j] = D[perm[j]], copy[n + j] = X[perm[j]];
+        D = copy, X = copy + n;
+    }
+    for (int32_t i = 0; i < n; ++i) {
+        const int64_t q = o + (perm ? perm[i] : i);
+        up[i] = b[q], down[i] = a[q], lo[i] = 0.0;
+    }
     int32_t bad = -1, bad_round = INT32_MAX;
     const int32_t tt = L->t_tail[t];
     forward(0, K, rt, L->fwd, L->list, D, X, up, down, lo);
@@ -290,7 +301,7 @@ int32_t ns_contract_group_cpu(const ns_contract_layout *L, int32_t g, const doub
         const int32_t T = L->t_nodes[tt], Rt = L->t_rounds[tt];
         const int32_t *map = L->tmap + L->t_map[tt], *trt = L->rt + L->t_rt[tt];
         double *c = malloc(5 * (size_t)(T ? T : 1) * sizeof *c);
-        if (!c) return -2;
+        if (!c) return free(copy), -2;
         for (int32_t j = 0; j < T; ++j)
             c[j] = D[map[j]], c[T + j] = X[map[j]], c[2 * T + j] = up[map[j]], c[3 * T + j] = down[map[j]];
         forward(0, Rt, trt, L->fwd, L->list, c, c + T, c + 2 * T, c + 3 * T, c + 4 * T);
@@ -299,6 +310,11 @@ int32_t ns_contract_group_cpu(const ns_contract_layout *L, int32_t g, const doub
         free(c);
     }
     backward(tt >= 0 ? K - 1 : R, 0, 0, rt + R + 1, L->bwd, D, X, up, lo, &bad, &bad_round, NULL);
+    if (perm) {
+        for (int32_t j = 0; j < n; ++j) d[o + perm[j]] = D[j], rhs[o + perm[j]] = X[j];
+        if (bad >= 0) bad = perm[bad];
+        free(copy);
+    }
     return bad;
 }
 
@@ -306,7 +322,7 @@ void ns_contract_layout_destroy(ns_contract_layout *L) {
     if (!L) return;
     free(L->g_base), free(L->g_tmpl), free(L->g_scratch), free(L->small), free(L->medium), free(L->large), free(L->big);
     free(L->t_nodes), free(L->t_rounds), free(L->t_rt), free(L->rt);
-    free(L->t_tail), free(L->t_head), free(L->t_map), free(L->tmap);
+    free(L->t_tail), free(L->t_head), free(L->t_map), free(L->tmap), free(L->t_perm), free(L->t_warp);
     free(L->fwd), free(L->list), free(L->bwd);
     memset(L, 0, sizeof *L);
 }
@@ -329,20 +345,22 @@ static uint64_t seq_hash(const int32_t *shape, int64_t first, int64_t count) {
     return h;
 }
 
-/* Give big template t a tail (see ns_contract_layout): 0, -1 out of
- * memory, -2 too large. */
-static int add_tail(ns_contract_layout *L, int32_t t, int32_t cap, int64_t *rtcap, int64_t *fcap, int64_t *lcap,
-                    int64_t *bcap, int64_t *mcap) {
+static int by_kept(const void *x, const void *y) {
+    const int32_t a = ((const ns_contract_fwd *)x)->k, b = ((const ns_contract_fwd *)y)->k;
+    return (a > b) - (a < b);
+}
+
+/* A new template *out of template t's rounds K .. R on the nodes alive at
+ * round K, numbered by elimination round (the order of t's backward tasks:
+ * each round's nodes contiguous); tmap[t_map[*out] + j] is t's node of its
+ * node j; with K = 0 (the whole template) each round's forward tasks are sorted
+ * by their kept node. 0, -1 out of memory, -2 too large. */
+static int renumber(ns_contract_layout *L, int32_t t, int32_t K, int64_t *rtcap, int64_t *fcap, int64_t *lcap,
+                    int64_t *bcap, int64_t *mcap, int32_t *out) {
     const int32_t n = L->t_nodes[t], R = L->t_rounds[t];
     const int32_t rt_off = L->t_rt[t];
-    /* K: the first round that starts with at most cap nodes alive */
-    int32_t K = 0, alive = n;
-    while (K < R && alive > cap) {
-        const int32_t *rb = L->rt + rt_off + R + 1;
-        alive -= rb[K + 1] - rb[K];
-        ++K;
-    }
-    if (K == 0 || alive > cap) return 0; /* all fit (not big) or none: no tail */
+    int32_t alive = n;
+    for (int32_t r = 0; r < K; ++r) alive -= L->rt[rt_off + R + 2 + r] - L->rt[rt_off + R + 1 + r];
     int32_t *slot = malloc((size_t)n * sizeof *slot);
     if (!slot) return -1;
     for (int32_t i = 0; i < n; ++i) slot[i] = -1;
@@ -366,10 +384,8 @@ static int add_tail(ns_contract_layout *L, int32_t t, int32_t cap, int64_t *rtca
     L->t_rounds[tt] = Rt;
     L->t_tail[tt] = -1;
     L->t_head[tt] = Rt;
-    L->t_map[t] = L->t_map[tt];
-    L->t_tail[t] = tt;
-    L->t_head[t] = K;
-    if (T > L->max_tail_nodes) L->max_tail_nodes = T;
+    L->t_perm[tt] = -1;
+    *out = tt;
     if (L->n_rt > INT32_MAX - (2 * Rt + 3)) return free(slot), -2;
     if (grow((void **)&L->rt, rtcap, L->n_rt + 2 * Rt + 3, sizeof *L->rt)) return free(slot), -1;
     L->t_rt[tt] = (int32_t)L->n_rt;
@@ -393,6 +409,8 @@ static int add_tail(ns_contract_layout *L, int32_t t, int32_t cap, int64_t *rtca
             }
             L->fwd[L->n_fwd++] = e;
         }
+        if (K == 0) /* a round-ordered template: a round's tasks by kept node, so their loads ascend too */
+            qsort(L->fwd + nrt[r - K], (size_t)(L->n_fwd - nrt[r - K]), sizeof *L->fwd, by_kept);
     }
     nrt[Rt] = (int32_t)L->n_fwd;
     for (int32_t r = K; r <= R; ++r) {
@@ -408,6 +426,39 @@ static int add_tail(ns_contract_layout *L, int32_t t, int32_t cap, int64_t *rtca
 #undef SL
     free(slot);
     return 0;
+}
+
+/* Give big template t a tail (see ns_contract_layout): 0, -1 out of
+ * memory, -2 too large. */
+static int add_tail(ns_contract_layout *L, int32_t t, int32_t cap, int64_t *rtcap, int64_t *fcap, int64_t *lcap,
+                    int64_t *bcap, int64_t *mcap) {
+    const int32_t n = L->t_nodes[t], R = L->t_rounds[t];
+    const int32_t *rb = L->rt + L->t_rt[t] + R + 1;
+    /* K: the first round that starts with at most cap nodes alive */
+    int32_t K = 0, alive = n;
+    while (K < R && alive > cap) {
+        alive -= rb[K + 1] - rb[K];
+        ++K;
+    }
+    if (K == 0 || alive > cap) return 0; /* all fit (not big) or none: no tail */
+    int32_t tt = -1;
+    const int e = renumber(L, t, K, rtcap, fcap, lcap, bcap, mcap, &tt);
+    if (e) return e;
+    L->t_map[t] = L->t_map[tt];
+    L->t_tail[t] = tt;
+    L->t_head[t] = K;
+    if (L->t_nodes[tt] > L->max_tail_nodes) L->max_tail_nodes = L->t_nodes[tt];
+    return 0;
+}
+
+/* Template t's first warp round (ns_contract_layout.t_warp). */
+static int32_t warp_round(const ns_contract_layout *L, int32_t t) {
+    const int32_t R = L->t_rounds[t];
+    const int32_t *rt = L->rt + L->t_rt[t];
+    if (L->t_tail[t] >= 0) return R + 1;
+    int32_t W = R; /* the backward round R: the root alone */
+    while (W > 0 && rt[W] - rt[W - 1] <= NS_CONTRACT_WARP && rt[R + 1 + W] - rt[R + W] <= NS_CONTRACT_WARP) --W;
+    return W;
 }
 
 ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *plans, int64_t n_cells,
@@ -463,17 +514,20 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
     L->big = malloc((size_t)ng * sizeof *L->big);
     const int64_t hcap = 2 * ng + 1;
     int64_t *htab = malloc((size_t)hcap * sizeof *htab); /* group of each template's first use */
-    int32_t *tfirst = malloc(2 * (size_t)ng * sizeof *tfirst); /* templates and tails */
+    /* at most one template per group, and for a big one its round-ordered copy and one tail */
+    const size_t tcap = 3 * (size_t)ng;
+    int32_t *tfirst = malloc(tcap * sizeof *tfirst);
     int64_t mcap = 0, rtcap = 0, fcap = 0, lcap = 0, bcap = 0;
-    /* at most one template per group, and one tail per big one */
-    L->t_nodes = malloc(2 * (size_t)ng * sizeof *L->t_nodes);
-    L->t_rounds = malloc(2 * (size_t)ng * sizeof *L->t_rounds);
-    L->t_rt = malloc(2 * (size_t)ng * sizeof *L->t_rt);
-    L->t_tail = malloc(2 * (size_t)ng * sizeof *L->t_tail);
-    L->t_head = malloc(2 * (size_t)ng * sizeof *L->t_head);
-    L->t_map = malloc(2 * (size_t)ng * sizeof *L->t_map);
+    L->t_nodes = malloc(tcap * sizeof *L->t_nodes);
+    L->t_rounds = malloc(tcap * sizeof *L->t_rounds);
+    L->t_rt = malloc(tcap * sizeof *L->t_rt);
+    L->t_tail = malloc(tcap * sizeof *L->t_tail);
+    L->t_head = malloc(tcap * sizeof *L->t_head);
+    L->t_map = malloc(tcap * sizeof *L->t_map);
+    L->t_perm = malloc(tcap * sizeof *L->t_perm);
+    L->t_warp = malloc(tcap * sizeof *L->t_warp);
     if (!L->g_base || !L->g_tmpl || !L->g_scratch || !L->small || !L->medium || !L->large || !L->big || !htab || !tfirst || !L->t_nodes ||
-        !L->t_rounds || !L->t_rt || !L->t_tail || !L->t_head || !L->t_map)
+        !L->t_rounds || !L->t_rt || !L->t_tail || !L->t_head || !L->t_map || !L->t_perm || !L->t_warp)
         goto oom;
     for (int64_t h = 0; h < hcap; ++h) htab[h] = -1;
     for (int64_t g = 0; g < ng; ++g) {
@@ -521,6 +575,7 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
         L->t_tail[tmpl] = -1;
         L->t_head[tmpl] = R;
         L->t_map[tmpl] = 0;
+        L->t_perm[tmpl] = -1;
         if (L->n_rt > INT32_MAX - (2 * R + 3)) goto size;
         L->t_rt[tmpl] = (int32_t)L->n_rt;
         if (R > L->max_rounds) L->max_rounds = R;
@@ -575,12 +630,23 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
         }
         rt[2 * R + 2] = (int32_t)L->n_bwd;
         if (L->n_fwd > INT32_MAX || L->n_bwd > INT32_MAX) goto size;
+        if (big && o->round_order) { /* the group takes a copy numbered by round */
+            int32_t tt = -1;
+            const int e = renumber(L, tmpl, 0, &rtcap, &fcap, &lcap, &bcap, &mcap, &tt);
+            if (e == -1) goto oom;
+            if (e == -2) goto size;
+            L->t_perm[tt] = L->t_map[tt];
+            htab[h] = tt;
+            tfirst[tt] = (int32_t)g;
+            L->g_tmpl[g] = tmpl = tt;
+        }
         if (big && o->tail_nodes > 0) {
             const int e = add_tail(L, tmpl, o->tail_nodes, &rtcap, &fcap, &lcap, &bcap, &mcap);
             if (e == -1) goto oom;
             if (e == -2) goto size;
         }
     }
+    for (int32_t t = 0; t < L->n_templates; ++t) L->t_warp[t] = o->warp_rounds ? warp_round(L, t) : L->t_rounds[t] + 1;
     goto out;
 size:
     st = ns_fail(NS_ERR_SIZE, "contraction layout: the plans exceed 2^31 tasks");

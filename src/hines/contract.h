@@ -102,7 +102,15 @@ typedef struct ns_contract_layout_options {
     int32_t max_cells;     /* most cells of a group (0: no limit) */
     int32_t tail_nodes;    /* big groups: once at most this many nodes are left, the remaining
                               rounds run on a shared-memory copy of them (0: never) */
+    int32_t round_order;   /* 1: a big group's template numbers its nodes by elimination round
+                              (each round's nodes contiguous, so a round's loads coalesce); the
+                              kernel gathers the group into that order and scatters x back */
+    int32_t warp_rounds;   /* 1: each template's last rounds of at most NS_CONTRACT_WARP tasks
+                              (forward and backward) run on one warp, with warp barriers */
 } ns_contract_layout_options;
+
+/* The most tasks of a round that one warp finishes (ns_contract_layout.t_warp). */
+#define NS_CONTRACT_WARP 32
 
 typedef struct ns_contract_layout {
     int32_t n_groups, n_templates;
@@ -125,6 +133,13 @@ typedef struct ns_contract_layout {
      * and tmap[t_map[tail] + j] is the group-local node of tail node j. */
     int32_t *t_tail, *t_head, *t_map;
     int32_t *tmap;
+    /* round_order: t_perm[t] >= 0 is the offset into tmap of template t's
+     * numbering: its node j is the group-local node tmap[t_perm[t] + j] */
+    int32_t *t_perm;
+    /* the first warp round: forward rounds [t_warp, rounds) and backward
+     * rounds rounds .. t_warp run on one warp; > rounds: none (and always
+     * none on a template with a tail, whose tail template has its own) */
+    int32_t *t_warp;
     int64_t n_tmap;
     int32_t max_tail_nodes;
     int32_t *rt;           /* per template: rounds + 1 forward, rounds + 2 backward boundaries */
@@ -142,7 +157,8 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
 void ns_contract_layout_destroy(ns_contract_layout *layout);
 
 /* Run group g of a layout on the CPU exactly as the kernel does (the
- * group's nodes start at d + g_base etc.; a tail on a renumbered copy);
+ * group's nodes start at d + g_base etc.; a tail on a renumbered copy, a
+ * round-ordered template on a copy in its order, x scattered back);
  * returns the group-local node of the first bad pivot (as
  * ns_contract_solve_cpu), -1, or -2 when out of memory. Scratch: 3 x nodes. */
 int32_t ns_contract_group_cpu(const ns_contract_layout *layout, int32_t g, const double *a, const double *b,

@@ -4,6 +4,7 @@
  * compartments up and at 100 cells of every shape; onchip kept a small
  * lead only for small cells (short critical paths) in large counts. */
 #include "sim/policy.h"
+#include "neurosolve/mechanism.h"
 
 int ns_sim_auto_needs_onchip(int64_t cells, int32_t sms) {
     return cells >= (int64_t)sms * NS_SIM_AUTO_ONCHIP_MIN_CELLS_PER_SM;
@@ -46,4 +47,25 @@ int ns_sim_gpu_mechanisms_rule(const ns_sim_mech_facts *f) {
  * has a network. */
 int ns_sim_onchip_model_rule(const ns_sim_mech_facts *f) {
     return !f->network && ns_sim_gpu_mechanisms_rule(f) == NS_SIM_GPU_MECHANISMS_FUSED;
+}
+
+double ns_sim_min_bytes(int64_t compartments, int32_t n_mechs, const ns_sim_bytes_mech *mechs, int32_t n_ions,
+                        const ns_sim_bytes_ion *ions) {
+    if (compartments < 1) return 0.0;
+    const double w = (double)sizeof(double);
+    double values = 5.0 * (double)compartments; /* v read + written, a, b, the diagonal's constant part */
+    for (int32_t m = 0; m < n_mechs; ++m)
+        values += (double)mechs[m].instances * (2.0 * mechs[m].n_states + mechs[m].n_params);
+    for (int32_t j = 0; j < n_ions; ++j) {
+        const unsigned f = ions[j].flags;
+        int per = (f & NS_MECH_ION_READ_E) != 0;
+        const int wc = (f & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO)) != 0;
+        per += (f & (NS_MECH_ION_READ_CI | NS_MECH_ION_WRITE_CI)) != 0;
+        per += (f & NS_MECH_ION_WRITE_CI) != 0;
+        per += (f & (NS_MECH_ION_READ_CO | NS_MECH_ION_WRITE_CO)) != 0;
+        per += (f & NS_MECH_ION_WRITE_CO) != 0;
+        per += wc || (f & NS_MECH_ION_WRITE_E) != 0; /* e written: by Nernst or by a mechanism */
+        values += (double)ions[j].slots * per;
+    }
+    return values * w / (double)compartments;
 }

@@ -76,4 +76,28 @@ int ns_sim_onchip_model_rule(const ns_sim_mech_facts *facts);
  * too few cells: they take the tree loop whatever their schedule). */
 int ns_sim_auto_needs_onchip(int64_t cells, int32_t sms);
 
+/* The minimum bytes a step must move per compartment (docs/simulation.md,
+ * "Bytes per compartment-step"), a pure function of counts so that the
+ * model is unit-tested without a GPU. Per compartment: v read and written
+ * (16), the matrix's constant coefficients a, b and the diagonal's constant
+ * part read (24); the right-hand side and the diagonal's step part live on
+ * chip. Per mechanism instance: each state read and written (16 each), each
+ * RANGE parameter read (8 each); assigned variables stay in registers (the
+ * fused kernel's). Per ion slot (a node where some mechanism uses the ion),
+ * from the OR of its users' flags: e read (8) when read; ci, co read (8)
+ * when read or written and written (8) when written, e then written (8) by
+ * Nernst; e written (8) when a mechanism writes it; the ion current and its
+ * slope stay on chip. Stimuli, synapses and recordings are not counted. */
+typedef struct ns_sim_bytes_mech {
+    int32_t n_params, n_states;
+    int64_t instances;
+} ns_sim_bytes_mech;
+typedef struct ns_sim_bytes_ion {
+    int64_t slots;
+    unsigned flags; /* NS_MECH_ION_* of every mechanism using the ion, or-ed */
+} ns_sim_bytes_ion;
+/* Bytes per compartment-step (0 when compartments < 1). */
+double ns_sim_min_bytes(int64_t compartments, int32_t n_mechs, const ns_sim_bytes_mech *mechs, int32_t n_ions,
+                        const ns_sim_bytes_ion *ions);
+
 #endif

@@ -517,6 +517,46 @@ double ns_sim_time(const ns_sim_t *sim) { return sim ? sim->t : 0.0; }
 int64_t ns_sim_step_count(const ns_sim_t *sim) { return sim ? sim->steps : 0; }
 int64_t ns_sim_cells(const ns_sim_t *sim) { return sim ? sim->n_cells : 0; }
 int64_t ns_sim_compartments(const ns_sim_t *sim) { return sim ? sim->n_comp : 0; }
+
+double ns_sim_step_min_bytes(const ns_sim_t *sim) {
+    if (!sim || !sim->model) return 0.0;
+    const sim_model *m = sim->model;
+    ns_sim_bytes_mech *mechs = calloc((size_t)m->n_mechs + 1, sizeof *mechs);
+    ns_sim_bytes_ion ions[NS_SIM_IONS_MAX];
+    memset(ions, 0, sizeof ions);
+    int64_t *per_shape = calloc((size_t)m->n_shapes + 1, sizeof *per_shape); /* cells of each shape */
+    unsigned char *used = malloc((size_t)(sim->max_n > 0 ? sim->max_n : 1));
+    double bytes = 0.0;
+    if (mechs && per_shape && used) {
+        for (int64_t c = 0; c < sim->n_cells; ++c) per_shape[sim->cell_shape[c]]++;
+        for (int32_t k = 0; k < m->n_mechs; ++k) {
+            const ns_mech_desc *d = m->mechs[k].desc;
+            mechs[k].n_params = d->n_params;
+            mechs[k].n_states = d->n_states;
+            for (int32_t s = 0; s < m->n_shapes; ++s)
+                mechs[k].instances += per_shape[s] * m->per_shape[(size_t)s * m->n_mechs + k].n;
+            for (int q = 0; q < d->n_ions; ++q) ions[m->mechs[k].ion[q]].flags |= d->ions[q].flags;
+        }
+        /* an ion's slots: the nodes where some mechanism using it is inserted */
+        for (int32_t j = 0; j < m->n_ions; ++j)
+            for (int32_t s = 0; s < m->n_shapes; ++s) {
+                memset(used, 0, (size_t)sim->shapes[s].n);
+                int64_t slots = 0;
+                for (int32_t k = 0; k < m->n_mechs; ++k) {
+                    const ns_mech_desc *d = m->mechs[k].desc;
+                    int uses = 0;
+                    for (int q = 0; q < d->n_ions; ++q) uses |= m->mechs[k].ion[q] == j;
+                    const sim_mech_shape *ms = &m->per_shape[(size_t)s * m->n_mechs + k];
+                    for (int32_t i = 0; uses && i < ms->n; ++i)
+                        if (!used[ms->node[i]]) used[ms->node[i]] = 1, ++slots;
+                }
+                ions[j].slots += per_shape[s] * slots;
+            }
+        bytes = ns_sim_min_bytes(sim->n_comp, m->n_mechs, mechs, m->n_ions, ions);
+    }
+    free(mechs), free(per_shape), free(used);
+    return bytes;
+}
 ns_backend ns_sim_backend(const ns_sim_t *sim) { return sim ? sim->backend : NS_BACKEND_AUTO; }
 ns_hines_method ns_sim_method(const ns_sim_t *sim) { return sim ? sim->method : NS_HINES_AUTO; }
 int32_t ns_sim_gpu_lanes(const ns_sim_t *sim) { return sim ? sim->gpu_lanes : 0; }

@@ -50,7 +50,45 @@ static ns_hines_method hines_auto(ns_backend backend, int gpus, int threads, int
 }
 
 
+static void check_bytes(double got, double want, int line) {
+    CHECK_MSG(got == want, "line %d: %.17g bytes per compartment-step, want %g", line, got, want);
+}
+
+/* The step's minimum bytes per compartment-step (sim/policy.h), counted by
+ * hand. hh + pas on every one of 10 compartments: v 16, a b d 24, pas's g
+ * and e 16, hh's 4 parameters 32 and 3 states 48, ena and ek 8 each: 152. */
+static void test_min_bytes(void) {
+    const ns_sim_bytes_mech hh_pas[2] = {{2, 0, 10}, {4, 3, 10}};
+    const unsigned use = NS_MECH_ION_READ_E | NS_MECH_ION_WRITE_I;
+    const ns_sim_bytes_ion na_k[2] = {{10, use}, {10, use}};
+    check_bytes(ns_sim_min_bytes(10, 2, hh_pas, 2, na_k), 152.0, __LINE__);
+    check_bytes(ns_sim_min_bytes(10, 1, hh_pas, 0, NULL), 56.0, __LINE__); /* pas alone */
+    CHECK(ns_sim_min_bytes(0, 2, hh_pas, 2, na_k) == 0.0);
+    /* A multi-channel model on 100 compartments (an L5 dendrite's kind):
+     * pas (2 parameters) and Ih (1 parameter, 1 state) on all 100; NaTs2_t
+     * (1, 2 states, na) and SKv3_1 (1, 1 state, k) on 40; Ca_HVA (1, 2 states,
+     * ca: reads e, writes i) and CaDynamics_E2 (4 parameters, 1 state; reads
+     * ica, writes cai) on 20. Values: v + matrix 5 x 100 = 500; pas 200; Ih
+     * 300; NaTs2_t 40 x 5 = 200; SKv3_1 40 x 3 = 120; Ca_HVA 20 x 5 = 100;
+     * CaDynamics 20 x 6 = 120; na, k: e read on 40 slots each = 80; ca on 20
+     * slots: e read, cai read and written, e written by Nernst = 4 x 20 = 80.
+     * 1,700 values x 8 B / 100 compartments = 136 B. */
+    const ns_sim_bytes_mech l5[6] = {{2, 0, 100}, {1, 1, 100}, {1, 2, 40}, {1, 1, 40}, {1, 2, 20}, {4, 1, 20}};
+    const ns_sim_bytes_ion l5_ions[3] = {
+        {40, use}, {40, use}, {20, use | NS_MECH_ION_READ_I | NS_MECH_ION_WRITE_CI}};
+    check_bytes(ns_sim_min_bytes(100, 6, l5, 3, l5_ions), 136.0, __LINE__);
+    /* what each ion flag costs per slot, one at a time */
+    const struct { unsigned f; double values; } per[] = {
+        {NS_MECH_ION_WRITE_I, 0}, {NS_MECH_ION_READ_I, 0}, {NS_MECH_ION_READ_E, 1}, {NS_MECH_ION_READ_CI, 1},
+        {NS_MECH_ION_READ_CO, 1}, {NS_MECH_ION_WRITE_CI, 3}, {NS_MECH_ION_WRITE_CO, 3}, {NS_MECH_ION_WRITE_E, 1}};
+    for (size_t k = 0; k < sizeof per / sizeof per[0]; ++k) {
+        const ns_sim_bytes_ion one = {10, per[k].f};
+        check_bytes(ns_sim_min_bytes(10, 0, NULL, 1, &one), 40.0 + 8.0 * per[k].values, __LINE__);
+    }
+}
+
 int main(void) {
+    test_min_bytes();
     /* the solver */
     CHECK(ns_hines_cuda_auto(54, 1000, 38580, OPTIN) == NS_HINES_TREE);     /* the bundled mix */
     CHECK(ns_hines_cuda_auto(54, 100000, 38580, OPTIN) == NS_HINES_TREE);

@@ -849,6 +849,32 @@ static void test_split_network(void) {
     CHECK_MSG(memcmp(one, two, sizeof one) == 0, "split cell with a network: traces differ from one thread's");
 }
 
+static void check_bytes(double got, double want, int line) {
+    CHECK_MSG(got == want, "line %d: %.17g bytes per compartment-step, want %g", line, got, want);
+}
+
+/* ns_sim_step_min_bytes over a real simulation, counted by hand (the model:
+ * sim/policy.h): hh and pas in a one-compartment soma, 152 bytes (v 16, the
+ * matrix 24, pas 16, hh 80, ena and ek 16); pas alone, 56. */
+static void test_step_bytes(void) {
+    ns_cell_t *cell = make_cell(0, NS_JUNCTIONS_MINIMAL, 35.4);
+    const ns_cell_t *shapes[1] = {cell};
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    CHECK_OK(ns_sim_params_set(&p, "all.hh", 1));
+    CHECK_OK(ns_sim_params_set(&p, "all.pas", 1));
+    ns_sim_t *sim = NULL;
+    CHECK_OK(ns_sim_create(1, shapes, 3, NULL, &p, NULL, &sim));
+    check_bytes(ns_sim_step_min_bytes(sim), 152.0, __LINE__);
+    ns_sim_destroy(sim);
+    passive_params(&p, 1e-4, -65.0);
+    CHECK_OK(ns_sim_create(1, shapes, 3, NULL, &p, NULL, &sim));
+    check_bytes(ns_sim_step_min_bytes(sim), 56.0, __LINE__);
+    ns_sim_destroy(sim);
+    CHECK(ns_sim_step_min_bytes(NULL) == 0.0);
+    ns_cell_destroy(cell);
+}
+
 int main(void) {
     test_passive_single();
     test_passive_steady();
@@ -860,5 +886,6 @@ int main(void) {
     test_split_network();
     test_node_order();
     test_bad_input();
+    test_step_bytes();
     return check_summary("test_cable");
 }

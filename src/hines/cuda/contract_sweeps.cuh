@@ -54,6 +54,18 @@ struct ns_cluster_team {
     __device__ __forceinline__ double ld(const double *p) const { return __ldcg(p); }
 };
 
+// One warp of a team (warp 0 of the team's first block), for the rounds of
+// at most NS_CONTRACT_WARP tasks: warp barriers (which order the warp's
+// memory accesses), the team's loads.
+template <class Base>
+struct ns_warp_team {
+    __device__ __forceinline__ int32_t rank() const { return 0; }
+    __device__ __forceinline__ int32_t tid() const { return (int32_t)threadIdx.x; }
+    __device__ __forceinline__ int32_t size() const { return NS_CONTRACT_WARP; }
+    __device__ __forceinline__ void sync() const { __syncwarp(); }
+    __device__ __forceinline__ double ld(const double *p) const { return Base().ld(p); }
+};
+
 // The launch of one cluster of `cluster` blocks per big cell (host side;
 // attr must outlive the launch call): used with cudaLaunchKernelEx.
 static inline cudaLaunchConfig_t ns_contract_cluster_config(const ns_contract_dev *dev, unsigned threads,
@@ -141,12 +153,13 @@ __device__ __forceinline__ void ns_contract_forward(const Team &tm, const ns_con
 }
 
 // Backward rounds r1 down to r0 (rb: the backward boundaries); pivot keys
-// count rounds from round0. Ends with a barrier.
+// count rounds from round0 and name node perm[node_of[u]] (either NULL: the
+// identity). Ends with a barrier.
 template <class Team>
 __device__ __forceinline__ void ns_contract_backward(const Team &tm, const ns_contract_dev &p, const int32_t *rb,
                                                      int32_t r1, int32_t r0, int32_t round0, double *D, double *R,
-                                                     double *U, double *Lo, const int32_t *node_of, int64_t base,
-                                                     unsigned long long *bad) {
+                                                     double *U, double *Lo, const int32_t *node_of,
+                                                     const int32_t *perm, int64_t base, unsigned long long *bad) {
     if (r1 < r0) return;
     const int4 *bwd = reinterpret_cast<const int4 *>(p.bwd);
     const int32_t tid = tm.tid(), nt = tm.size();
@@ -158,7 +171,8 @@ __device__ __forceinline__ void ns_contract_backward(const Team &tm, const ns_co
             if (t != t0) w = __ldg(bwd + t);  // u, p, c
             const double du = tm.ld(D + w.x);
             if (du == 0.0 || !isfinite(du)) {
-                const int32_t node = node_of ? __ldg(node_of + w.x) : w.x;
+                int32_t node = node_of ? __ldg(node_of + w.x) : w.x;
+                if (perm) node = __ldg(perm + node);
                 atomicMin(bad, ((unsigned long long)(round0 + r) << 40) | (unsigned long long)(base + node));
             }
             double x = tm.ld(R + w.x);
@@ -175,43 +189,67 @@ __device__ __forceinline__ void ns_contract_backward(const Team &tm, const ns_co
     }
 }
 
+// All R rounds of schedule rt by the team, rounds from W on (forward
+// [W, R), backward R .. W; none when W > R) by its first warp. Starts after
+// a barrier, ends with one.
+template <class Team>
+__device__ __forceinline__ void ns_contract_rounds(const Team &tm, const ns_contract_dev &p, const int32_t *rt,
+                                                   int32_t R, int32_t W, int32_t round0, double *D, double *X,
+                                                   double *U, double *Wd, double *Lo, const int32_t *node_of,
+                                                   const int32_t *perm, int64_t base, unsigned long long *bad) {
+    ns_contract_forward(tm, p, rt, 0, W < R ? W : R, D, X, U, Wd, Lo);
+    if (W <= R) {
+        if (tm.rank() == 0 && threadIdx.x < NS_CONTRACT_WARP) {
+            const ns_warp_team<Team> wt;
+            ns_contract_forward(wt, p, rt, W, R, D, X, U, Wd, Lo);
+            ns_contract_backward(wt, p, rt + R + 1, R, W, round0, D, X, U, Lo, node_of, perm, base, bad);
+        }
+        tm.sync();
+    }
+    ns_contract_backward(tm, p, rt + R + 1, W <= R ? W - 1 : R, 0, round0, D, X, U, Lo, node_of, perm, base, bad);
+}
+
 // Eliminate and back-substitute the group whose template is `tmpl`. D, R,
 // U, W, Lo address the group's node 0 (shared or device memory): d, rhs, up
 // (holding b on entry), down (holding a) and lo (scratch). R becomes x; D,
 // U, W, Lo are left factorised. A zero or non-finite pivot is recorded in
-// *bad as (round << 40) | (base + node). A template with a tail (big cells
-// in device memory) runs its tail on a copy in `tail` (shared memory of
-// NS_CONTRACT_SHARED_DOUBLES x t_nodes[tail] doubles), by the team's first
-// block alone. Starts and ends with a barrier of the whole team (every
-// thread of it must call it).
+// *bad as (round << 40) | (base + node), node through perm when the
+// template is round-ordered (its nodes: perm's order; NULL otherwise). A
+// template with a tail (big cells in device memory) runs its tail on a
+// copy in `tail` (shared memory of NS_CONTRACT_SHARED_DOUBLES x
+// t_nodes[tail] doubles), by the team's first block alone. The last rounds
+// of at most NS_CONTRACT_WARP tasks (t_warp) run on one warp. Starts and
+// ends with a barrier of the whole team (every thread of it must call it).
 template <class Team>
 __device__ __forceinline__ void ns_contract_sweeps(const Team &tm, const ns_contract_dev &p, int32_t tmpl, double *D,
                                                    double *R, double *U, double *W, double *Lo, int64_t base,
-                                                   unsigned long long *bad, double *tail = nullptr) {
+                                                   unsigned long long *bad, double *tail = nullptr,
+                                                   const int32_t *perm = nullptr) {
     const int32_t rounds = __ldg(p.t_rounds + tmpl);
     const int32_t *rt = p.rt + __ldg(p.t_rt + tmpl);
     const int32_t tt = tail ? __ldg(p.t_tail + tmpl) : -1;
-    const int32_t K = tt >= 0 ? __ldg(p.t_head + tmpl) : rounds;
     tm.sync();
-    ns_contract_forward(tm, p, rt, 0, K, D, R, U, W, Lo);
-    if (tt >= 0) {
-        if (tm.rank() == 0) {
-            const ns_block_team blk;
-            const int32_t T = __ldg(p.t_nodes + tt), Rt = __ldg(p.t_rounds + tt);
-            const int32_t *map = p.tmap + __ldg(p.t_map + tt), *trt = p.rt + __ldg(p.t_rt + tt);
-            double *sD = tail, *sR = sD + T, *sU = sR + T, *sW = sU + T, *sL = sW + T;
-            for (int32_t j = threadIdx.x; j < T; j += blockDim.x) {
-                const int32_t i = __ldg(map + j);
-                sD[j] = tm.ld(D + i), sR[j] = tm.ld(R + i), sU[j] = tm.ld(U + i), sW[j] = tm.ld(W + i);
-            }
-            __syncthreads();
-            ns_contract_forward(blk, p, trt, 0, Rt, sD, sR, sU, sW, sL);
-            ns_contract_backward(blk, p, trt + Rt + 1, Rt, 0, K, sD, sR, sU, sL, map, base, bad);
-            for (int32_t j = threadIdx.x; j < T; j += blockDim.x) R[__ldg(map + j)] = sR[j];
-        }
-        tm.sync();
+    if (tt < 0) {
+        ns_contract_rounds(tm, p, rt, rounds, __ldg(p.t_warp + tmpl), 0, D, R, U, W, Lo, nullptr, perm, base, bad);
+        return;
     }
-    ns_contract_backward(tm, p, rt + rounds + 1, tt >= 0 ? K - 1 : rounds, 0, 0, D, R, U, Lo, nullptr, base, bad);
+    const int32_t K = __ldg(p.t_head + tmpl);
+    ns_contract_forward(tm, p, rt, 0, K, D, R, U, W, Lo);
+    if (tm.rank() == 0) {
+        const ns_block_team blk;
+        const int32_t T = __ldg(p.t_nodes + tt), Rt = __ldg(p.t_rounds + tt);
+        const int32_t *map = p.tmap + __ldg(p.t_map + tt), *trt = p.rt + __ldg(p.t_rt + tt);
+        double *sD = tail, *sR = sD + T, *sU = sR + T, *sW = sU + T, *sL = sW + T;
+        for (int32_t j = threadIdx.x; j < T; j += blockDim.x) {
+            const int32_t i = __ldg(map + j);
+            sD[j] = tm.ld(D + i), sR[j] = tm.ld(R + i), sU[j] = tm.ld(U + i), sW[j] = tm.ld(W + i);
+        }
+        __syncthreads();
+        ns_contract_rounds(blk, p, trt, Rt, __ldg(p.t_warp + tt), K, sD, sR, sU, sW, sL, map, perm, base, bad);
+        for (int32_t j = threadIdx.x; j < T; j += blockDim.x) R[__ldg(map + j)] = sR[j];
+    }
+    tm.sync();
+    ns_contract_backward(tm, p, rt + rounds + 1, K - 1, 0, 0, D, R, U, Lo, nullptr, perm, base, bad);
 }
 
 #endif
