@@ -175,6 +175,22 @@ NS_API const double *ns_lfp_coefficients(const ns_lfp_t *lfp);
  * CUDA simulation only these leave the GPU, at each reduction). */
 NS_API const double *ns_lfp_membrane_currents(const ns_lfp_t *lfp);
 
+/* Where the probe's time went, summed since ns_lfp_create [ms]. */
+typedef struct ns_lfp_timing {
+    double setup_ms;    /* ns_lfp_create: the coefficients and, on CUDA, their upload and the warm-up
+                           (every kernel and cuBLAS's first call run once on zeros) */
+    double sampling_ms; /* host time inside the sampler during the run (CPU: the currents and the
+                           passes over the coefficients; CUDA: the reductions after each launch,
+                           from the clamps' upload to the results on the host) */
+    /* CUDA only (0 on the CPU), GPU time between events on the probe's stream: */
+    int64_t reductions; /* one per launch that had samples */
+    double currents_ms; /* the membrane currents of the buffered samples (and the cells' dipoles) */
+    double gemm_ms;     /* the batched DGEMM of the coefficients (TILES: with the tiles' computation) */
+    double sum_ms;      /* the slices' sums and the copies of the results to the host */
+} ns_lfp_timing;
+
+NS_API ns_status ns_lfp_timing_of(const ns_lfp_t *lfp, ns_lfp_timing *out);
+
 /* Current source density [uA/mm^3] of potentials phi (samples x stride [mV])
  * at `count` contacts `index` (in order along a line, `spacing` um apart):
  * CSD = -sigma d2phi/dz2 by the second difference, the end contacts

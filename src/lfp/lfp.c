@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/timer.h"
 #include "lfp/lfp_impl.h"
 #include "sim/sim_impl.h"
 
@@ -48,6 +49,7 @@ struct ns_lfp {
     unsigned char *point; /* TILES: n, 1 where the segment is a point source */
     double *pts;      /* TILES: the contacts' points, pt_begin[e] .. pt_begin[e + 1] of contact e */
     int64_t *pt_begin;
+    double setup_ms, sampling_ms; /* ns_lfp_timing */
 };
 
 static const char *const STORAGE[3] = {"auto", "dense", "tiles"};
@@ -225,6 +227,7 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
                        "LFP: coefficients of %lld electrodes x %lld compartments take %.3g GB, above the limit of "
                        "%.3g GB (ns_lfp_options.max_bytes)",
                        (long long)probe->n, (long long)sim->n_comp, (double)bytes * 1e-9, (double)max_bytes * 1e-9);
+    const double t_create = ns_time_ms();
     ns_lfp_t *L = calloc(1, sizeof *L);
     if (!L) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_lfp_create");
     L->o = o;
@@ -373,6 +376,7 @@ done:
         ns_lfp_destroy(L);
         return st;
     }
+    L->setup_ms = ns_time_ms() - t_create;
     *out = L;
     return NS_OK;
 }
@@ -510,8 +514,17 @@ static void cpu_currents(ns_lfp_t *L, const ns_sim_t *sim, double t_mid, int32_t
     }
 }
 
+static ns_status sample_step(ns_lfp_t *L, ns_sim_t *sim, double t_mid, int last);
+
 static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last) {
     ns_lfp_t *L = ctx;
+    const double t0 = ns_time_ms();
+    const ns_status st = sample_step(L, sim, t_mid, last);
+    L->sampling_ms += ns_time_ms() - t0;
+    return st;
+}
+
+static ns_status sample_step(ns_lfp_t *L, ns_sim_t *sim, double t_mid, int last) {
     if (sim->steps <= L->last_step) { /* ns_sim_init: start again */
         L->samples = 0;
         L->nbuf = 0;
@@ -575,9 +588,11 @@ static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, i
         }
     }
     const int64_t R = L->n_el + 3, ne = L->n_el, nc3 = 3 * L->n_cells;
+    const double t_reduce = ns_time_ms();
     st = ns_lfp_gpu_reduce(L->gpu, (int32_t)nb, L->tmid, L->stims, ns, L->tot,
                            L->pop ? L->phi_pop + k0 * L->n_pop * ne : NULL,
                            L->o.per_cell_dipoles ? L->Pc + k0 * nc3 : NULL, L->imem);
+    L->sampling_ms += ns_time_ms() - t_reduce;
     if (st != NS_OK) return st;
     for (int64_t b = 0; b < nb; ++b) {
         memcpy(L->phi + (k0 + b) * ne, L->tot + b * R, (size_t)ne * sizeof *L->phi);
@@ -598,6 +613,14 @@ const double *ns_lfp_cell_dipoles(const ns_lfp_t *L) { return L && L->o.per_cell
 const double *ns_lfp_coefficients(const ns_lfp_t *L) { return L ? L->M : NULL; }
 ns_lfp_storage ns_lfp_storage_used(const ns_lfp_t *L) { return L ? L->storage : NS_LFP_STORAGE_AUTO; }
 const double *ns_lfp_membrane_currents(const ns_lfp_t *L) { return L ? L->imem : NULL; }
+
+ns_status ns_lfp_timing_of(const ns_lfp_t *L, ns_lfp_timing *out) {
+    if (!L || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_timing_of: NULL argument");
+    ns_lfp_gpu_timing_of(L->gpu, out);
+    out->setup_ms = L->setup_ms;
+    out->sampling_ms = L->sampling_ms;
+    return NS_OK;
+}
 
 ns_status ns_lfp_csd(const double *phi, int64_t samples, int64_t stride, const int64_t *index, int64_t count,
                      double spacing, double sigma, double *out) {

@@ -61,6 +61,9 @@ typedef struct lfp_stim {
 
 /* Free memory of `device` [bytes] (0 in a build without CUDA). */
 int64_t ns_lfp_gpu_free_bytes(int device);
+/* The GPU phases' times so far (reductions, currents_ms, gemm_ms, sum_ms;
+ * the rest 0); zeros for NULL. */
+void ns_lfp_gpu_timing_of(const lfp_gpu *G, ns_lfp_timing *out);
 /* On `device`; NS_ERR_UNSUPPORTED in a build without CUDA. */
 ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, lfp_gpu **out);
 void ns_lfp_gpu_destroy(lfp_gpu *G);

@@ -46,11 +46,16 @@ struct lfp_gpu {
     double *tot, *pop;    /* rows x R; rows x n_pop x n_el */
     double *snap;         /* rows x stride */
     double *g, *mid, *pcell, *tmid, *imem;
-    int64_t *parent, *child_begin, *child, *cell_offset, *pos, *col, *pop_slice;
+    int64_t *parent, *child_begin, *cpos, *cell_offset, *pos, *col, *pop_slice;
+    double *cg;           /* the children's conductances, by child_begin (cpos: their state positions) */
     unsigned char *membrane;
     lfp_stim *stims;
     int64_t stim_cap;
+    cudaEvent_t ev[4];    /* a reduction's phases: start, currents done, DGEMM done, sums and copies done */
+    ns_lfp_timing time;     /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */
 };
+
+static ns_status warm(lfp_gpu *G);
 
 static unsigned grid(int64_t n) { return (unsigned)((n + THREADS - 1) / THREADS); }
 
@@ -58,38 +63,46 @@ __device__ __forceinline__ double lfp_v(const double *snap, int64_t stride, cons
     return snap[k * stride + pos[j]];
 }
 
-/* i_m[j] of sample k = inflow from the parent - outflow to the children +
- * the clamps on at tmid[k] (stims sorted by node; in their order), 0 without
- * membrane, into I's column k at row col[j] */
+/* i_m[j] of samples 0 .. nb - 1 = inflow from the parent - outflow to the
+ * children + the clamps on at tmid[k] (stims sorted by node; in their order),
+ * 0 without membrane, into I's column k at row col[j]. One thread per
+ * compartment for all the launch's samples: the geometry (positions,
+ * conductances, the children's positions cpos and conductances cg, the
+ * clamps' range) is read once per reduction, not once per sample; per sample
+ * only v of the node and its neighbours is read and i_m written. */
 __global__ void lfp_currents(const double *__restrict__ snap, int64_t stride, const int64_t *__restrict__ pos,
                              const double *__restrict__ g, const int64_t *__restrict__ parent,
-                             const int64_t *__restrict__ child_begin, const int64_t *__restrict__ child,
-                             const unsigned char *__restrict__ membrane, const int64_t *__restrict__ col, int64_t n,
-                             const lfp_stim *__restrict__ stims, int64_t n_stims, const double *__restrict__ tmid,
-                             int64_t ncp, double *__restrict__ I) {
+                             const int64_t *__restrict__ child_begin, const int64_t *__restrict__ cpos,
+                             const double *__restrict__ cg, const unsigned char *__restrict__ membrane,
+                             const int64_t *__restrict__ col, int64_t n, const lfp_stim *__restrict__ stims,
+                             int64_t n_stims, const double *__restrict__ tmid, int32_t nb, int64_t ncp,
+                             double *__restrict__ I) {
     const int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    const int64_t k = blockIdx.y;
     if (j >= n) return;
-    double im = 0.0;
-    if (membrane[j]) {
-        const double vj = lfp_v(snap, stride, pos, k, j);
-        const int64_t p = parent[j];
-        if (p >= 0) im = g[j] * (lfp_v(snap, stride, pos, k, p) - vj);
-        for (int64_t q = child_begin[j]; q < child_begin[j + 1]; ++q) {
-            const int64_t c = child[q];
-            im -= g[c] * (vj - lfp_v(snap, stride, pos, k, c));
-        }
-        int64_t lo = 0, hi = n_stims;  // the first clamp at j
-        while (lo < hi) {
-            const int64_t m = lo + (hi - lo) / 2;
-            if (stims[m].node < j) lo = m + 1;
-            else hi = m;
-        }
+    const int64_t cj = col[j];
+    if (!membrane[j]) {
+        for (int32_t k = 0; k < nb; ++k) I[k * ncp + cj] = 0.0;
+        return;
+    }
+    const int64_t pj = pos[j], p = parent[j], pp = p >= 0 ? pos[p] : 0, q0 = child_begin[j], q1 = child_begin[j + 1];
+    const double gj = g[j];
+    int64_t lo = 0, hi = n_stims;  // the first clamp at j
+    while (lo < hi) {
+        const int64_t m = lo + (hi - lo) / 2;
+        if (stims[m].node < j) lo = m + 1;
+        else hi = m;
+    }
+    for (int32_t k = 0; k < nb; ++k) {
+        const double *vk = snap + k * stride;
+        const double vj = vk[pj];
+        double im = 0.0;
+        if (p >= 0) im = gj * (vk[pp] - vj);
+        for (int64_t q = q0; q < q1; ++q) im -= cg[q] * (vj - vk[cpos[q]]);
         const double t = tmid[k];
         for (int64_t q = lo; q < n_stims && stims[q].node == j; ++q)
             if (t < stims[q].del + stims[q].dur && t >= stims[q].del) im += stims[q].amp;
+        I[k * ncp + cj] = im;
     }
-    I[k * ncp + col[j]] = im;
 }
 
 /* per cell and sample: the dipole moment, over the cell's compartments in order */
@@ -164,9 +177,11 @@ extern "C" void ns_lfp_gpu_destroy(lfp_gpu *G) {
     ns_cuda_restore_device(G->device);
     void *p[] = {G->A,    G->I,     G->partial,     G->tot,   G->pop,         G->snap,  G->g,
                  G->mid,  G->pcell, G->tmid,        G->imem,  G->parent,      G->child_begin,
-                 G->child, G->cell_offset, G->pos,  G->col,   G->pop_slice,   G->membrane, G->stims,
+                 G->cpos,  G->cg,    G->cell_offset, G->pos,  G->col,   G->pop_slice,   G->membrane, G->stims,
                  G->seg,  G->pts,   G->pt_begin,    G->comp_of_col, G->point};
     for (size_t k = 0; k < sizeof p / sizeof *p; ++k) cudaFree(p[k]);
+    for (int k = 0; k < 4; ++k)
+        if (G->ev[k]) cudaEventDestroy(G->ev[k]);
     if (G->handle) G->blas->Destroy(G->handle);
     if (G->stream) cudaStreamDestroy(G->stream);
     ns_cuda_restore_device(caller);
@@ -226,6 +241,7 @@ static ns_status columns(lfp_gpu *G, const lfp_gpu_geometry *geo, int64_t *col, 
 static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     const int64_t n = geo->n_comp, R = G->R;
     NS_CUDA_TRY(cudaStreamCreateWithFlags(&G->stream, cudaStreamNonBlocking));
+    for (int k = 0; k < 4; ++k) NS_CUDA_TRY(cudaEventCreate(&G->ev[k]));
     ns_status st = ns_cublas_load(&G->blas);
     if (st != NS_OK) return st;
     if ((st = blas_status(G->blas->Create(&G->handle), G->blas, "cublasCreate")) != NS_OK) return st;
@@ -283,7 +299,15 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     if (st == NS_OK) st = upload(&G->mid, geo->mid, 3 * n);
     if (st == NS_OK) st = upload(&G->parent, geo->parent, n);
     if (st == NS_OK) st = upload(&G->child_begin, geo->child_begin, n + 1);
-    if (st == NS_OK) st = upload(&G->child, geo->child, geo->child_begin[n]);
+    const int64_t n_child = geo->child_begin[n];
+    int64_t *cpos = (int64_t *)malloc((size_t)(n_child > 0 ? n_child : 1) * sizeof *cpos);
+    double *cg = (double *)malloc((size_t)(n_child > 0 ? n_child : 1) * sizeof *cg);
+    if (st == NS_OK && (!cpos || !cg)) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld children", (long long)n_child);
+    for (int64_t q = 0; st == NS_OK && q < n_child; ++q) cpos[q] = geo->pos[geo->child[q]], cg[q] = geo->g[geo->child[q]];
+    if (st == NS_OK) st = upload(&G->cpos, cpos, n_child);
+    if (st == NS_OK) st = upload(&G->cg, cg, n_child);
+    free(cpos);
+    free(cg);
     if (st == NS_OK) st = upload(&G->membrane, geo->membrane, n);
     if (st == NS_OK) st = upload(&G->cell_offset, geo->cell_offset, geo->n_cells + 1);
     if (st == NS_OK) st = upload(&G->pos, geo->pos, n);
@@ -310,7 +334,8 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     if ((st = upload<double>(&G->tot, NULL, rows * R)) != NS_OK) return st;
     if (geo->pop && (st = upload<double>(&G->pop, NULL, rows * G->n_pop * G->n_el)) != NS_OK) return st;
     if (G->per_cell && (st = upload<double>(&G->pcell, NULL, rows * G->n_cells * 3)) != NS_OK) return st;
-    return upload<double>(&G->tmid, NULL, rows);
+    if ((st = upload<double>(&G->tmid, NULL, rows)) != NS_OK) return st;
+    return warm(G);
 }
 
 extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, lfp_gpu **out) {
@@ -342,26 +367,22 @@ extern "C" double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows) {
     return G->snap;
 }
 
-static ns_status reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_stim *stims, int64_t n_stims,
-                        double *tot, double *pop, double *pcell, double *imem) {
+/* The GPU work of a reduction of nb samples on G->stream (the clamps and
+ * tmid already there): the currents, the cells' dipoles (pcell), the DGEMM
+ * over the slices (TILES: each tile's coefficients first), the slices'
+ * sums (pop: also per population) and the last sample's currents (imem). */
+static ns_status enqueue(lfp_gpu *G, int32_t nb, int64_t n_stims, int pop, int pcell, int imem) {
     const int64_t n = G->n_comp, R = G->R, ncp = G->ncp;
-    if (n_stims > G->stim_cap) {
-        cudaFree(G->stims);
-        G->stims = NULL, G->stim_cap = 0;
-        NS_CUDA_TRY(cudaMalloc((void **)&G->stims, (size_t)n_stims * sizeof *G->stims));
-        G->stim_cap = n_stims;
-    }
-    if (n_stims > 0)
-        NS_CUDA_TRY(cudaMemcpyAsync(G->stims, stims, (size_t)n_stims * sizeof *stims, cudaMemcpyHostToDevice, G->stream));
-    NS_CUDA_TRY(cudaMemcpyAsync(G->tmid, tmid, (size_t)nb * sizeof *tmid, cudaMemcpyHostToDevice, G->stream));
+    NS_CUDA_TRY(cudaEventRecord(G->ev[0], G->stream));
     if (n > 0)
-        lfp_currents<<<dim3(grid(n), (unsigned)nb), THREADS, 0, G->stream>>>(
-            G->snap, G->stride, G->pos, G->g, G->parent, G->child_begin, G->child, G->membrane, G->col, n, G->stims,
-            n_stims, G->tmid, ncp, G->I);
-    if (G->per_cell && G->n_cells > 0)
+        lfp_currents<<<grid(n), THREADS, 0, G->stream>>>(G->snap, G->stride, G->pos, G->g, G->parent, G->child_begin,
+                                                         G->cpos, G->cg, G->membrane, G->col, n, G->stims, n_stims,
+                                                         G->tmid, nb, ncp, G->I);
+    if (pcell && G->per_cell && G->n_cells > 0)
         lfp_cells<<<dim3(grid(G->n_cells), (unsigned)nb), THREADS, 0, G->stream>>>(G->I, ncp, G->col, G->mid,
                                                                                  G->cell_offset, G->n_cells, G->pcell);
     NS_CUDA_TRY(cudaGetLastError());
+    NS_CUDA_TRY(cudaEventRecord(G->ev[1], G->stream));
     /* partial[s] (R x nb, column-major) = A[slice s]^T I[slice s]: DENSE in one call, TILES a
      * tile of slices at a time, its coefficients computed first (the stream orders the reuse) */
     const double one = 1.0, zero = 0.0;
@@ -383,10 +404,54 @@ static ns_status reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_st
             G->blas, "cublasDgemmStridedBatched");
         if (st != NS_OK) return st;
     }
+    NS_CUDA_TRY(cudaEventRecord(G->ev[2], G->stream));
     lfp_sum<<<dim3(grid(R), (unsigned)nb), THREADS, 0, G->stream>>>(G->partial, R, G->rows, nb, G->pop_slice, G->n_pop,
                                                                      G->n_el, G->tot, pop ? G->pop : NULL);
     if (imem && n > 0) lfp_last<<<grid(n), THREADS, 0, G->stream>>>(G->I + (int64_t)(nb - 1) * ncp, G->col, n, G->imem);
     NS_CUDA_TRY(cudaGetLastError());
+    return NS_OK;
+}
+
+/* After the stream's synchronisation: the phases' times of the reduction. */
+static ns_status account(lfp_gpu *G) {
+    float ms[3];
+    NS_CUDA_TRY(cudaEventElapsedTime(&ms[0], G->ev[0], G->ev[1]));
+    NS_CUDA_TRY(cudaEventElapsedTime(&ms[1], G->ev[1], G->ev[2]));
+    NS_CUDA_TRY(cudaEventElapsedTime(&ms[2], G->ev[2], G->ev[3]));
+    G->time.currents_ms += ms[0], G->time.gemm_ms += ms[1], G->time.sum_ms += ms[2];
+    G->time.reductions++;
+    return NS_OK;
+}
+
+/* Once at set-up, on zeros: every kernel of a reduction and cuBLAS's DGEMM for
+ * one sample and for a full buffer, so that the loading of their code (and
+ * cuBLAS's first call) is set-up, not run time. */
+static ns_status warm(lfp_gpu *G) {
+    NS_CUDA_TRY(cudaMemsetAsync(G->snap, 0, (size_t)G->rows * (size_t)G->stride * sizeof(double), G->stream));
+    NS_CUDA_TRY(cudaMemsetAsync(G->tmid, 0, (size_t)G->rows * sizeof(double), G->stream));
+    const int32_t sizes[2] = {1, (int32_t)G->rows};
+    for (int k = 0; k < (G->rows > 1 ? 2 : 1); ++k) {
+        const ns_status st = enqueue(G, sizes[k], 0, G->pop != NULL, 1, 1);
+        if (st != NS_OK) return st;
+    }
+    NS_CUDA_TRY(cudaStreamSynchronize(G->stream));
+    return NS_OK;
+}
+
+static ns_status reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_stim *stims, int64_t n_stims,
+                        double *tot, double *pop, double *pcell, double *imem) {
+    const int64_t n = G->n_comp, R = G->R;
+    if (n_stims > G->stim_cap) {
+        cudaFree(G->stims);
+        G->stims = NULL, G->stim_cap = 0;
+        NS_CUDA_TRY(cudaMalloc((void **)&G->stims, (size_t)n_stims * sizeof *G->stims));
+        G->stim_cap = n_stims;
+    }
+    if (n_stims > 0)
+        NS_CUDA_TRY(cudaMemcpyAsync(G->stims, stims, (size_t)n_stims * sizeof *stims, cudaMemcpyHostToDevice, G->stream));
+    NS_CUDA_TRY(cudaMemcpyAsync(G->tmid, tmid, (size_t)nb * sizeof *tmid, cudaMemcpyHostToDevice, G->stream));
+    ns_status st = enqueue(G, nb, n_stims, pop != NULL, pcell != NULL, imem != NULL);
+    if (st != NS_OK) return st;
     NS_CUDA_TRY(cudaMemcpyAsync(tot, G->tot, (size_t)nb * (size_t)R * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
     if (pop && G->pop)
         NS_CUDA_TRY(cudaMemcpyAsync(pop, G->pop, (size_t)nb * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double),
@@ -396,8 +461,9 @@ static ns_status reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_st
                                     cudaMemcpyDeviceToHost, G->stream));
     if (imem && n > 0)
         NS_CUDA_TRY(cudaMemcpyAsync(imem, G->imem, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
+    NS_CUDA_TRY(cudaEventRecord(G->ev[3], G->stream));
     NS_CUDA_TRY(cudaStreamSynchronize(G->stream)); /* the loop writes snap again */
-    return NS_OK;
+    return account(G);
 }
 
 extern "C" ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_stim *stims,
@@ -436,6 +502,11 @@ extern "C" ns_status ns_lfp_gpu_positions(ns_sim_t *sim, int64_t *pos, int64_t *
     free(flat);
     *stride = off;
     return st;
+}
+
+extern "C" void ns_lfp_gpu_timing_of(const lfp_gpu *G, ns_lfp_timing *out) {
+    if (G) *out = G->time;
+    else memset(out, 0, sizeof *out);
 }
 
 extern "C" int64_t ns_lfp_gpu_free_bytes(int device) {

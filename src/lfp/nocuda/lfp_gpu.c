@@ -1,4 +1,6 @@
 /* A build without CUDA has no GPU reduction (a CUDA simulation cannot exist). */
+#include <string.h>
+
 #include "core/error.h"
 #include "lfp/lfp_impl.h"
 
@@ -22,6 +24,10 @@ ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lf
                             double *tot, double *pop, double *pcell, double *imem) {
     (void)G, (void)nb, (void)tmid, (void)stims, (void)n_stims, (void)tot, (void)pop, (void)pcell, (void)imem;
     return ns_fail(NS_ERR_UNSUPPORTED, "LFP: this build has no CUDA");
+}
+void ns_lfp_gpu_timing_of(const lfp_gpu *G, ns_lfp_timing *out) {
+    (void)G;
+    memset(out, 0, sizeof *out);
 }
 int64_t ns_lfp_gpu_free_bytes(int device) {
     (void)device;
