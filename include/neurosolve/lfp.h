@@ -135,6 +135,8 @@ typedef struct ns_lfp_options {
     int64_t tile_bytes;    /* TILES: bytes of one tile of coefficients on the GPU (0: 256 MiB) */
     int64_t max_bytes;     /* refuse coefficients above this (0: 4 GiB) */
     int32_t threads;       /* OpenMP threads (0: OpenMP's default); the results do not depend on it */
+    int device_results;    /* CUDA: also keep every sample's potentials and dipole on the GPU
+                              (ns_lfp_device_results; 8 (electrodes + 3) bytes per sample) */
 } ns_lfp_options;
 
 NS_API void ns_lfp_options_init(ns_lfp_options *options);
@@ -174,6 +176,14 @@ NS_API const double *ns_lfp_coefficients(const ns_lfp_t *lfp);
  * compartment in ns_sim_cell_offset's order (0 at zero-area nodes; of a
  * CUDA simulation only these leave the GPU, at each reduction). */
 NS_API const double *ns_lfp_membrane_currents(const ns_lfp_t *lfp);
+
+/* CUDA with ns_lfp_options.device_results: the samples on the simulation's
+ * GPU, no copy: ns_lfp_samples rows of *stride doubles, each the electrodes'
+ * potentials [mV] then the summed dipole [nA um] (the same values as
+ * ns_lfp_potentials and ns_lfp_dipole), on GPU *device; valid until the next
+ * ns_sim_advance, ns_sim_init or ns_lfp_destroy. NS_ERR_UNSUPPORTED for a
+ * CPU simulation or without device_results. */
+NS_API ns_status ns_lfp_device_results(const ns_lfp_t *lfp, const double **data, int64_t *stride, int32_t *device);
 
 /* Where the probe's time went, summed since ns_lfp_create [ms]. */
 typedef struct ns_lfp_timing {

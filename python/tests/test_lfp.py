@@ -123,3 +123,13 @@ def test_populations_and_line():
     M, i = lfp.coefficients, lfp.membrane_currents
     np.testing.assert_allclose(pp[-1, 0], M[:, n:2 * n] @ i[n:2 * n], rtol=1e-12, atol=1e-15)
     assert ns.Lfp(ns.Simulation([cell], 1, backend="cpu"), [cell], shank).population_potentials is None
+
+
+def test_device_results_need_cuda():
+    cell = ns.read_swc(os.path.join(MORPH, "dg_granule_1220882a.swc")).discretize()
+    sim = ns.Simulation([cell], 1, backend="cpu")
+    with pytest.raises(ns.UnsupportedError, match="device results need a CUDA simulation"):
+        ns.Lfp(sim, [cell], ns.probe_line([0, 0, -200], [0, 0, 400], 4), device_results=True)
+    lfp = ns.Lfp(sim, [cell], ns.probe_line([0, 0, -200], [0, 0, 400], 4))
+    with pytest.raises(ns.UnsupportedError, match="need a CUDA simulation"):
+        lfp.device_results()

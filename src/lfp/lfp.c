@@ -133,7 +133,7 @@ static ns_status attach_gpu(ns_lfp_t *L, ns_sim_t *sim) {
                                       L->o.per_cell_dipoles, L->o.batch,
                                       tiles,       L->seg, L->seg ? L->seg + 3 * n : NULL,
                                       L->seg ? L->seg + 6 * n : NULL,           L->point,   L->pts,
-                                      L->pt_begin, L->o.sigma, L->o.tile_bytes};
+                                      L->pt_begin, L->o.sigma, L->o.tile_bytes, L->o.device_results};
         if (st == NS_OK) st = ns_lfp_gpu_create(sim->device, &geo, &L->gpu);
         if (st == NS_OK) {
             sim->snap = ns_lfp_gpu_snap(L->gpu, &L->rows);
@@ -214,6 +214,8 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     ns_lfp_storage storage = o.storage;
     if ((unsigned)storage > NS_LFP_STORAGE_TILES)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: storage %d", (int)storage);
+    if (sim->device < 0 && o.device_results)
+        return ns_fail(NS_ERR_UNSUPPORTED, "LFP: device results need a CUDA simulation (a CPU one's are on the host)");
     if (sim->device < 0 && storage == NS_LFP_STORAGE_TILES)
         return ns_fail(NS_ERR_UNSUPPORTED, "LFP: coefficient tiles need a CUDA simulation (a CPU one keeps them dense)");
     if (storage == NS_LFP_STORAGE_AUTO)
@@ -589,7 +591,7 @@ static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, i
     }
     const int64_t R = L->n_el + 3, ne = L->n_el, nc3 = 3 * L->n_cells;
     const double t_reduce = ns_time_ms();
-    st = ns_lfp_gpu_reduce(L->gpu, (int32_t)nb, L->tmid, L->stims, ns, L->tot,
+    st = ns_lfp_gpu_reduce(L->gpu, k0, (int32_t)nb, L->tmid, L->stims, ns, L->tot,
                            L->pop ? L->phi_pop + k0 * L->n_pop * ne : NULL,
                            L->o.per_cell_dipoles ? L->Pc + k0 * nc3 : NULL, L->imem);
     L->sampling_ms += ns_time_ms() - t_reduce;
@@ -613,6 +615,17 @@ const double *ns_lfp_cell_dipoles(const ns_lfp_t *L) { return L && L->o.per_cell
 const double *ns_lfp_coefficients(const ns_lfp_t *L) { return L ? L->M : NULL; }
 ns_lfp_storage ns_lfp_storage_used(const ns_lfp_t *L) { return L ? L->storage : NS_LFP_STORAGE_AUTO; }
 const double *ns_lfp_membrane_currents(const ns_lfp_t *L) { return L ? L->imem : NULL; }
+
+ns_status ns_lfp_device_results(const ns_lfp_t *L, const double **data, int64_t *stride, int32_t *device) {
+    if (!L || !data || !stride || !device) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_device_results: NULL argument");
+    *data = NULL, *stride = L->n_el + 3, *device = -1;
+    if (!L->gpu) return ns_fail(NS_ERR_UNSUPPORTED, "LFP: device results need a CUDA simulation (a CPU one's are on the host)");
+    if (!L->o.device_results)
+        return ns_fail(NS_ERR_UNSUPPORTED, "LFP: device results were not asked for (ns_lfp_options.device_results)");
+    *data = ns_lfp_gpu_kept(L->gpu);
+    *device = L->sim->device;
+    return NS_OK;
+}
 
 ns_status ns_lfp_timing_of(const ns_lfp_t *L, ns_lfp_timing *out) {
     if (!L || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_timing_of: NULL argument");

@@ -51,6 +51,7 @@ typedef struct lfp_gpu_geometry {
     const int64_t *pt_begin;    /* n_el + 1 */
     double sigma;
     int64_t tile_bytes;         /* 0: 256 MiB */
+    int keep;                   /* keep every sample's tot rows on the GPU (ns_lfp_device_results) */
 } lfp_gpu_geometry;
 
 /* A clamp of the simulation: its compartment (Flat index) and pulse. */
@@ -72,12 +73,14 @@ void ns_lfp_gpu_destroy(lfp_gpu *G);
 ns_status ns_lfp_gpu_positions(ns_sim_t *sim, int64_t *pos, int64_t *stride);
 /* The snap buffer (device, rows x stride) and its rows. */
 double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows);
-/* The nb samples in snap rows [0, nb) (tmid: each sample's step midpoint
+/* The nb samples in snap rows [0, nb), samples k0 .. k0 + nb - 1 of the run (tmid: each sample's step midpoint
  * [ms]; stims sorted by node, n_stims of them): tot (host, nb x (n_el + 3):
  * the potentials, then the dipole), pop (host, nb x n_pop x n_el; NULL: not
  * copied), pcell (host, nb x n_cells x 3, NULL: not copied), imem (host,
  * n_comp: the last sample's currents, NULL: not copied). */
-ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_stim *stims, int64_t n_stims,
-                            double *tot, double *pop, double *pcell, double *imem);
+ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
+                            int64_t n_stims, double *tot, double *pop, double *pcell, double *imem);
+/* The kept samples (geometry.keep): rows of n_el + 3 on the GPU, NULL when none. */
+const double *ns_lfp_gpu_kept(const lfp_gpu *G);
 
 #endif

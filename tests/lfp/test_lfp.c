@@ -416,6 +416,11 @@ static void population_run(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_
     ns_lfp_timing tm;
     CHECK_OK(ns_lfp_timing_of(lfp, &tm));
     CHECK_FAILS(ns_lfp_timing_of(lfp, NULL), NS_ERR_INVALID_ARGUMENT, "NULL");
+    const double *kept;
+    int64_t kept_stride;
+    int32_t kept_device;
+    CHECK_FAILS(ns_lfp_device_results(lfp, &kept, &kept_stride, &kept_device), NS_ERR_UNSUPPORTED,
+                backend == NS_BACKEND_CUDA ? "not asked for" : "need a CUDA simulation");
     CHECK(tm.setup_ms > 0.0 && tm.sampling_ms > 0.0);
     if (backend == NS_BACKEND_CUDA)
         CHECK_MSG(tm.reductions >= (batch > 0 ? S / batch : 2) && tm.currents_ms > 0.0 && tm.gemm_ms > 0.0 &&

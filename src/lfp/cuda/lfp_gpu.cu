@@ -52,6 +52,9 @@ struct lfp_gpu {
     lfp_stim *stims;
     int64_t stim_cap;
     cudaEvent_t ev[4];    /* a reduction's phases: start, currents done, DGEMM done, sums and copies done */
+    double *kept;         /* keep: kept_cap rows of R, the run's samples (ns_lfp_device_results) */
+    int64_t kept_cap;
+    int keep;
     ns_lfp_timing time;     /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */
 };
 
@@ -178,7 +181,7 @@ extern "C" void ns_lfp_gpu_destroy(lfp_gpu *G) {
     void *p[] = {G->A,    G->I,     G->partial,     G->tot,   G->pop,         G->snap,  G->g,
                  G->mid,  G->pcell, G->tmid,        G->imem,  G->parent,      G->child_begin,
                  G->cpos,  G->cg,    G->cell_offset, G->pos,  G->col,   G->pop_slice,   G->membrane, G->stims,
-                 G->seg,  G->pts,   G->pt_begin,    G->comp_of_col, G->point};
+                 G->seg,  G->pts,   G->pt_begin,    G->comp_of_col, G->point, G->kept};
     for (size_t k = 0; k < sizeof p / sizeof *p; ++k) cudaFree(p[k]);
     for (int k = 0; k < 4; ++k)
         if (G->ev[k]) cudaEventDestroy(G->ev[k]);
@@ -349,6 +352,7 @@ extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, 
     G->per_cell = geo->per_cell_dipoles;
     G->tiles = geo->tiles;
     G->sigma = geo->sigma;
+    G->keep = geo->keep;
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(device);
     const ns_status st = create(G, geo);
@@ -438,9 +442,27 @@ static ns_status warm(lfp_gpu *G) {
     return NS_OK;
 }
 
-static ns_status reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_stim *stims, int64_t n_stims,
-                        double *tot, double *pop, double *pcell, double *imem) {
+/* keep: room for k0 + nb samples, the first k0 kept (the stream is idle: every reduction ends synchronised) */
+static ns_status keep_room(lfp_gpu *G, int64_t need, int64_t k0) {
+    if (need <= G->kept_cap) return NS_OK;
+    int64_t cap = G->kept_cap > 0 ? 2 * G->kept_cap : 1024;
+    while (cap < need) cap *= 2;
+    double *k = NULL;
+    NS_CUDA_TRY(cudaMalloc((void **)&k, (size_t)cap * (size_t)G->R * sizeof(double)));
+    if (k0 > 0 && G->kept)
+        NS_CUDA_TRY(cudaMemcpy(k, G->kept, (size_t)k0 * (size_t)G->R * sizeof(double), cudaMemcpyDeviceToDevice));
+    cudaFree(G->kept);
+    G->kept = k, G->kept_cap = cap;
+    return NS_OK;
+}
+
+static ns_status reduce(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
+                        int64_t n_stims, double *tot, double *pop, double *pcell, double *imem) {
     const int64_t n = G->n_comp, R = G->R;
+    if (G->keep) {
+        const ns_status kst = keep_room(G, k0 + nb, k0);
+        if (kst != NS_OK) return kst;
+    }
     if (n_stims > G->stim_cap) {
         cudaFree(G->stims);
         G->stims = NULL, G->stim_cap = 0;
@@ -452,6 +474,9 @@ static ns_status reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_st
     NS_CUDA_TRY(cudaMemcpyAsync(G->tmid, tmid, (size_t)nb * sizeof *tmid, cudaMemcpyHostToDevice, G->stream));
     ns_status st = enqueue(G, nb, n_stims, pop != NULL, pcell != NULL, imem != NULL);
     if (st != NS_OK) return st;
+    if (G->keep)
+        NS_CUDA_TRY(cudaMemcpyAsync(G->kept + k0 * R, G->tot, (size_t)nb * (size_t)R * sizeof(double),
+                                    cudaMemcpyDeviceToDevice, G->stream));
     NS_CUDA_TRY(cudaMemcpyAsync(tot, G->tot, (size_t)nb * (size_t)R * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
     if (pop && G->pop)
         NS_CUDA_TRY(cudaMemcpyAsync(pop, G->pop, (size_t)nb * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double),
@@ -466,13 +491,15 @@ static ns_status reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_st
     return account(G);
 }
 
-extern "C" ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_stim *stims,
+extern "C" const double *ns_lfp_gpu_kept(const lfp_gpu *G) { return G ? G->kept : NULL; }
+
+extern "C" ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
                                        int64_t n_stims, double *tot, double *pop, double *pcell, double *imem) {
     if (nb <= 0) return NS_OK;
     if (nb > G->rows) return ns_fail(NS_ERR_INTERNAL, "LFP: %d samples, the buffer holds %lld", (int)nb, (long long)G->rows);
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(G->device);
-    const ns_status st = reduce(G, nb, tmid, stims, n_stims, tot, pop, pcell, imem);
+    const ns_status st = reduce(G, k0, nb, tmid, stims, n_stims, tot, pop, pcell, imem);
     ns_cuda_restore_device(caller);
     return st;
 }
