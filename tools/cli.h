@@ -166,7 +166,7 @@ typedef struct cli_lfp {
     long long every_steps;
     double every_ms;
     ns_lfp_method method;
-    double sigma, max_gb;
+    double sigma, max_gb, tolerance;
     ns_lfp_storage storage;
     ns_lfp_probe contacts;
     ns_lfp_t *lfp;

@@ -19,10 +19,14 @@ const char *cli_lfp_help =
     "  --sigma S              extracellular conductivity [S/m] (default 0.3)\n"
     "  --lfp-max-gb G         refuse dense coefficients above G GB (default 4; 8 bytes per contact\n"
     "                         and compartment, docs/extracellular.md)\n"
-    "  --lfp-storage auto|dense|tiles\n"
+    "  --lfp-storage auto|dense|tiles|f32\n"
     "                         --backend cuda: the coefficients kept dense or computed again in\n"
     "                         tiles on the GPU at each reduction (default auto: dense while they\n"
-    "                         fit --lfp-max-gb and half the GPU's free memory)\n"
+    "                         fit --lfp-max-gb and half the GPU's free memory); f32: rounded to\n"
+    "                         float (half the memory of dense), each sample's error bound checked\n"
+    "                         against --lfp-tolerance\n"
+    "  --lfp-tolerance R      f32: the error bound allowed, relative to each sample's largest\n"
+    "                         potential (default 1e-6)\n"
     "  --placement FILE       one line per cell: x y z [um] rx ry rz [rad]: the cell rotated about\n"
     "                         its soma(0.5) by rx, then ry, then rz and its soma put at (x, y, z)\n"
     "  --lfp-populations morphology|FILE\n"
@@ -60,7 +64,13 @@ int cli_lfp_option(const char *cmd, const char *a, const char *val, cli_lfp *l) 
         if (strcmp(val, "auto") == 0) l->storage = NS_LFP_STORAGE_AUTO;
         else if (strcmp(val, "dense") == 0) l->storage = NS_LFP_STORAGE_DENSE;
         else if (strcmp(val, "tiles") == 0) l->storage = NS_LFP_STORAGE_TILES;
-        else return cli_usage_error(cmd, "--lfp-storage %s: expected auto, dense or tiles", val), -1;
+        else if (strcmp(val, "f32") == 0) l->storage = NS_LFP_STORAGE_F32;
+        else return cli_usage_error(cmd, "--lfp-storage %s: expected auto, dense, tiles or f32", val), -1;
+    } else if (strcmp(a, "--lfp-tolerance") == 0) {
+        char *end;
+        l->tolerance = strtod(val, &end);
+        if (end == val || *end || !(l->tolerance > 0.0) || !(l->tolerance < 1.0))
+            return cli_usage_error(cmd, "--lfp-tolerance %s: a relative bound in (0, 1)", val), -1;
     } else if (strcmp(a, "--lfp-populations") == 0) {
         l->populations = val;
     } else if (strcmp(a, "--placement") == 0) {
@@ -179,6 +189,7 @@ int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t 
     o.placement = placement;
     o.population = pop;
     o.storage = l->storage;
+    o.tolerance = l->tolerance;
     if (l->max_gb > 0.0) o.max_bytes = (int64_t)(l->max_gb * 1e9);
     int bad = 0;
     if (l->every_ms > 0.0) {

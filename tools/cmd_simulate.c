@@ -1028,6 +1028,8 @@ static int simulate(int argc, char **argv) {
         json_int(&j, "spikes", total_spikes);
         if (lfp.lfp) {
             json_string(&j, "lfp_storage", ns_lfp_storage_name(ns_lfp_storage_used(lfp.lfp)));
+            if (ns_lfp_storage_used(lfp.lfp) == NS_LFP_STORAGE_F32)
+                json_double(&j, "lfp_error_bound", ns_lfp_error_bound(lfp.lfp));
             ns_lfp_timing lt;
             if (ns_lfp_timing_of(lfp.lfp, &lt) == NS_OK) { /* where the probe's time went (ns_lfp_timing) */
                 json_object_begin(&j, "lfp_timing");

@@ -106,7 +106,7 @@ void bind_lfp(nb::module_ &m) {
         .def("__init__", [](Lfp *self, nb::handle simulation, nb::handle cells, nb::handle contacts,
                             const std::string &method, double sigma, int64_t every, nb::handle placement,
                             bool per_cell_dipoles, int32_t threads, nb::handle population, int64_t batch,
-                            const std::string &storage, bool device_results) {
+                            const std::string &storage, bool device_results, double tolerance) {
             Simulation &s = nb::cast<Simulation &>(simulation);
             std::vector<const ns_cell_t *> sh;
             for (nb::handle h : cells) {
@@ -132,10 +132,12 @@ void bind_lfp(nb::module_ &m) {
             o.threads = threads;
             o.batch = batch;
             o.device_results = device_results;
+            o.tolerance = tolerance;
             if (storage == "auto") o.storage = NS_LFP_STORAGE_AUTO;
             else if (storage == "dense") o.storage = NS_LFP_STORAGE_DENSE;
             else if (storage == "tiles") o.storage = NS_LFP_STORAGE_TILES;
-            else fail(NS_ERR_INVALID_ARGUMENT, "Lfp: storage '" + storage + "': expected auto, dense or tiles");
+            else if (storage == "f32") o.storage = NS_LFP_STORAGE_F32;
+            else fail(NS_ERR_INVALID_ARGUMENT, "Lfp: storage '" + storage + "': expected auto, dense, tiles or f32");
             std::vector<int32_t> pop;
             if (!population.is_none()) {
                 for (nb::handle h : population) pop.push_back(nb::cast<int32_t>(h));
@@ -157,7 +159,10 @@ void bind_lfp(nb::module_ &m) {
             self->sim = nb::borrow(simulation);
         }, "simulation"_a, "cells"_a, "contacts"_a, "method"_a = "linesource", "sigma"_a = 0.3, "every"_a = 1,
            "placement"_a = nb::none(), "per_cell_dipoles"_a = false, "threads"_a = 0, "population"_a = nb::none(),
-           "batch"_a = 0, "storage"_a = "auto", "device_results"_a = false)
+           "batch"_a = 0, "storage"_a = "auto", "device_results"_a = false, "tolerance"_a = 0.0)
+        .def_prop_ro("error_bound", [](const Lfp &l) { return ns_lfp_error_bound(l.l); },
+                     "storage 'f32': the largest error bound of the samples so far, relative to each sample's "
+                     "largest potential (0 for the exact storages)")
         .def("device_results", [](nb::handle self) {
             const Lfp &l = nb::cast<const Lfp &>(self);
             const double *p = nullptr;

@@ -13,6 +13,7 @@ void ns_lfp_row(const ns_lfp_segments *seg, const ns_lfp_contact *c, const doubl
                 double sigma, double *row);
 
 #define NS_LFP_BLOCK 16 /* samples buffered per pass over the coefficients (CPU) */
+#define NS_LFP_CHUNK 8  /* F32: compartments (Flat order) per term of the error bound */
 
 /* ------------------------------------------------ the GPU reduction (cuda/)
  * For a CUDA simulation the sampler runs inside the GPU loop (sim_impl.h's
@@ -52,6 +53,7 @@ typedef struct lfp_gpu_geometry {
     double sigma;
     int64_t tile_bytes;         /* 0: 256 MiB */
     int keep;                   /* keep every sample's tot rows on the GPU (ns_lfp_device_results) */
+    int f32;                    /* with tiles: computed once, kept as float, widened per reduction */
 } lfp_gpu_geometry;
 
 /* A clamp of the simulation: its compartment (Flat index) and pulse. */
@@ -77,9 +79,11 @@ double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows);
  * [ms]; stims sorted by node, n_stims of them): tot (host, nb x (n_el + 3):
  * the potentials, then the dipole), pop (host, nb x n_pop x n_el; NULL: not
  * copied), pcell (host, nb x n_cells x 3, NULL: not copied), imem (host,
- * n_comp: the last sample's currents, NULL: not copied). */
+ * n_comp: the last sample's currents, NULL: not copied), rel (f32: host, nb:
+ * each sample's error bound relative to its largest potential, as
+ * ns_lfp_error_bound). */
 ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
-                            int64_t n_stims, double *tot, double *pop, double *pcell, double *imem);
+                            int64_t n_stims, double *tot, double *rel, double *pop, double *pcell, double *imem);
 /* The kept samples (geometry.keep): rows of n_el + 3 on the GPU, NULL when none. */
 const double *ns_lfp_gpu_kept(const lfp_gpu *G);
 

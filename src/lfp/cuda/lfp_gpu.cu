@@ -25,6 +25,7 @@ extern "C" {
 #define SLICE_ALIGN 256
 #define TILE_BYTES ((int64_t)256 << 20) /* a tile of coefficients (TILES) */
 #define MAX_GRID_Y 65535
+#define LFP_U 5.9604644775390625e-8 /* F32: 2^-24, float's unit roundoff */
 
 struct lfp_gpu {
     int device;
@@ -55,10 +56,18 @@ struct lfp_gpu {
     double *kept;         /* keep: kept_cap rows of R, the run's samples (ns_lfp_device_results) */
     int64_t kept_cap;
     int keep;
+    /* F32: the electrodes' coefficients as float (n_el x ncp, electrode r at r * ncp), each chunk's
+     * largest |M| / (1 - u) (chunks x n_el, column-major: electrode r's at r * chunks), each chunk's
+     * sum of |i| (chunks x rows), the bound per electrode (n_el x rows) and each sample's relative bound */
+    int f32;
+    float *F;
+    double *mmax, *S, *bnd, *rel;
+    int64_t chunks;
     ns_lfp_timing time;     /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */
 };
 
 static ns_status warm(lfp_gpu *G);
+static ns_status make_f32(lfp_gpu *G);
 
 static unsigned grid(int64_t n) { return (unsigned)((n + THREADS - 1) / THREADS); }
 
@@ -141,6 +150,60 @@ __global__ void lfp_sum(const double *__restrict__ partial, int64_t R, int64_t r
     tot[k * R + r] = total;
 }
 
+/* F32 at set-up: rows [0, n_el) of a tile (columns col0 .. col0 + rows_t) rounded into F */
+__global__ void lfp_round(const double *__restrict__ A, int64_t rows_t, int64_t col0, int64_t n_el, int64_t ncp,
+                          float *__restrict__ F) {
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= rows_t) return;
+    for (int64_t r = blockIdx.y; r < n_el; r += gridDim.y) F[r * ncp + col0 + i] = (float)A[r * rows_t + i];
+}
+
+/* F32 per reduction: a tile widened from F (the dipole's rows from the midpoints, as lfp_tile) */
+__global__ void lfp_widen(const float *__restrict__ F, int64_t ncp, const double *__restrict__ mid,
+                          const int64_t *__restrict__ comp_of_col, int64_t col0, int64_t rows_t, int64_t n_el, int64_t R,
+                          double *__restrict__ A) {
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= rows_t) return;
+    const int64_t j = comp_of_col[col0 + i];
+    for (int64_t r = blockIdx.y; r < R; r += gridDim.y)
+        A[r * rows_t + i] = r < n_el ? (double)F[r * ncp + col0 + i] : j >= 0 ? mid[3 * j + (r - n_el)] : 0.0;
+}
+
+/* F32 at set-up: each chunk's (NS_LFP_CHUNK compartments in Flat order) largest |M| / (1 - u) */
+__global__ void lfp_chunk_max(const float *__restrict__ F, int64_t ncp, const int64_t *__restrict__ col, int64_t n,
+                              int64_t chunks, int64_t n_el, double *__restrict__ mmax) {
+    const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (q >= chunks) return;
+    for (int64_t r = blockIdx.y; r < n_el; r += gridDim.y) {
+        double m = 0.0;
+        for (int64_t j = q * NS_LFP_CHUNK; j < n && j < (q + 1) * NS_LFP_CHUNK; ++j)
+            m = fmax(m, fabs((double)F[r * ncp + col[j]]) / (1.0 - LFP_U));
+        mmax[r * chunks + q] = m;
+    }
+}
+
+/* F32 per reduction: each chunk's sum of |i| per sample, in Flat order */
+__global__ void lfp_chunk_abs(const double *__restrict__ I, int64_t ncp, const int64_t *__restrict__ col, int64_t n,
+                              int64_t chunks, double *__restrict__ S) {
+    const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int64_t k = blockIdx.y;
+    if (q >= chunks) return;
+    double s = 0.0;
+    for (int64_t j = q * NS_LFP_CHUNK; j < n && j < (q + 1) * NS_LFP_CHUNK; ++j) s += fabs(I[k * ncp + col[j]]);
+    S[k * chunks + q] = s;
+}
+
+/* F32: each sample's largest bound over the electrodes relative to its largest |potential| (lfp.c's rule) */
+__global__ void lfp_rel(const double *__restrict__ bnd, const double *__restrict__ tot, int64_t n_el, int64_t R,
+                        int32_t nb, double *__restrict__ rel) {
+    const int32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= nb) return;
+    double b = 0.0, big = 0.0;
+    for (int64_t e = 0; e < n_el; ++e) b = fmax(b, bnd[k * n_el + e]), big = fmax(big, fabs(tot[k * R + e]));
+    b *= LFP_U;
+    rel[k] = b == 0.0 ? 0.0 : big > 0.0 ? b / big : INFINITY;
+}
+
 /* the last sample's currents in Flat order */
 __global__ void lfp_last(const double *__restrict__ I, const int64_t *__restrict__ col, int64_t n,
                          double *__restrict__ out) {
@@ -181,7 +244,8 @@ extern "C" void ns_lfp_gpu_destroy(lfp_gpu *G) {
     void *p[] = {G->A,    G->I,     G->partial,     G->tot,   G->pop,         G->snap,  G->g,
                  G->mid,  G->pcell, G->tmid,        G->imem,  G->parent,      G->child_begin,
                  G->cpos,  G->cg,    G->cell_offset, G->pos,  G->col,   G->pop_slice,   G->membrane, G->stims,
-                 G->seg,  G->pts,   G->pt_begin,    G->comp_of_col, G->point, G->kept};
+                 G->seg,  G->pts,   G->pt_begin,    G->comp_of_col, G->point, G->kept,
+                 G->F,    G->mmax,  G->S,           G->bnd,   G->rel};
     for (size_t k = 0; k < sizeof p / sizeof *p; ++k) cudaFree(p[k]);
     for (int k = 0; k < 4; ++k)
         if (G->ev[k]) cudaEventDestroy(G->ev[k]);
@@ -283,6 +347,12 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
         if (st == NS_OK) st = upload(&G->pt_begin, geo->pt_begin, G->n_el + 1);
         if (st == NS_OK) st = upload(&G->pts, geo->pts, 3 * geo->pt_begin[G->n_el]);
         if (st == NS_OK) st = upload<double>(&G->A, NULL, G->tile_slices * G->slice * R);
+        if (st == NS_OK && G->f32) { /* the float coefficients and the chunks' largest (make_f32) */
+            G->chunks = (n + NS_LFP_CHUNK - 1) / NS_LFP_CHUNK;
+            if (G->chunks < 1) G->chunks = 1;
+            st = upload<float>(&G->F, NULL, G->n_el * ncp);
+            if (st == NS_OK) st = upload<double>(&G->mmax, NULL, G->chunks * G->n_el);
+        }
     }
     /* DENSE: the coefficients column by column, one electrode (or dipole axis) at a time through the host */
     if (st == NS_OK && !G->tiles) st = upload<double>(&G->A, NULL, ncp * R);
@@ -318,7 +388,7 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     if (st != NS_OK) return st;
     /* the samples buffered: as asked, else what a quarter of the free memory holds (at most MAX_ROWS) */
     const int64_t per = 8 * (G->stride + ncp + G->n_slices * R + R + (int64_t)G->n_pop * G->n_el + 1 +
-                             (G->per_cell ? 3 * G->n_cells : 0));
+                             (G->per_cell ? 3 * G->n_cells : 0) + (G->f32 ? G->chunks + G->n_el + 1 : 0));
     int64_t rows = geo->rows;
     if (rows <= 0) {
         size_t free_b = 0, total_b = 0;
@@ -338,6 +408,12 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     if (geo->pop && (st = upload<double>(&G->pop, NULL, rows * G->n_pop * G->n_el)) != NS_OK) return st;
     if (G->per_cell && (st = upload<double>(&G->pcell, NULL, rows * G->n_cells * 3)) != NS_OK) return st;
     if ((st = upload<double>(&G->tmid, NULL, rows)) != NS_OK) return st;
+    if (G->f32) {
+        if ((st = upload<double>(&G->S, NULL, G->chunks * rows)) != NS_OK) return st;
+        if ((st = upload<double>(&G->bnd, NULL, G->n_el * rows)) != NS_OK) return st;
+        if ((st = upload<double>(&G->rel, NULL, rows)) != NS_OK) return st;
+        if ((st = make_f32(G)) != NS_OK) return st;
+    }
     return warm(G);
 }
 
@@ -353,6 +429,7 @@ extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, 
     G->tiles = geo->tiles;
     G->sigma = geo->sigma;
     G->keep = geo->keep;
+    G->f32 = geo->f32;
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(device);
     const ns_status st = create(G, geo);
@@ -395,7 +472,11 @@ static ns_status enqueue(lfp_gpu *G, int32_t nb, int64_t n_stims, int pop, int p
         const int64_t ns = G->n_slices - s0 < per_tile ? G->n_slices - s0 : per_tile, rows_t = ns * G->slice;
         const double *A = G->A + (G->tiles ? 0 : s0 * G->slice);
         const int64_t lda = G->tiles ? rows_t : ncp;
-        if (G->tiles) {
+        if (G->f32) {
+            lfp_widen<<<dim3(grid(rows_t), (unsigned)(R < MAX_GRID_Y ? R : MAX_GRID_Y)), THREADS, 0, G->stream>>>(
+                G->F, ncp, G->mid, G->comp_of_col, s0 * G->slice, rows_t, G->n_el, R, G->A);
+            NS_CUDA_TRY(cudaGetLastError());
+        } else if (G->tiles) {
             lfp_tile<<<dim3(grid(rows_t), (unsigned)(R < MAX_GRID_Y ? R : MAX_GRID_Y)), THREADS, 0, G->stream>>>(
                 G->seg, n, G->point, G->membrane, G->mid, G->comp_of_col, s0 * G->slice, rows_t, G->pts, G->pt_begin,
                 G->n_el, R, G->sigma, G->A);
@@ -413,6 +494,39 @@ static ns_status enqueue(lfp_gpu *G, int32_t nb, int64_t n_stims, int pop, int p
                                                                      G->n_el, G->tot, pop ? G->pop : NULL);
     if (imem && n > 0) lfp_last<<<grid(n), THREADS, 0, G->stream>>>(G->I + (int64_t)(nb - 1) * ncp, G->col, n, G->imem);
     NS_CUDA_TRY(cudaGetLastError());
+    if (G->f32) { /* the bound: bnd (n_el x nb) = mmax^T S, then each sample's relative bound */
+        lfp_chunk_abs<<<dim3(grid(G->chunks), (unsigned)nb), THREADS, 0, G->stream>>>(G->I, ncp, G->col, n, G->chunks,
+                                                                                     G->S);
+        NS_CUDA_TRY(cudaGetLastError());
+        const ns_status st = blas_status(
+            G->blas->DgemmStridedBatched(G->handle, CUBLAS_OP_T, CUBLAS_OP_N, (int)G->n_el, nb, (int)G->chunks, &one,
+                                         G->mmax, (int)G->chunks, 0, G->S, (int)G->chunks, 0, &zero, G->bnd,
+                                         (int)G->n_el, 0, 1),
+            G->blas, "cublasDgemmStridedBatched (the float32 bound)");
+        if (st != NS_OK) return st;
+        lfp_rel<<<grid(nb), THREADS, 0, G->stream>>>(G->bnd, G->tot, G->n_el, R, nb, G->rel);
+        NS_CUDA_TRY(cudaGetLastError());
+    }
+    return NS_OK;
+}
+
+/* F32 at set-up: the coefficients computed a tile at a time (lfp_tile), rounded into F, and the
+ * chunks' largest |M| */
+static ns_status make_f32(lfp_gpu *G) {
+    const int64_t R = G->R, ncp = G->ncp;
+    for (int64_t s0 = 0; s0 < G->n_slices; s0 += G->tile_slices) {
+        const int64_t ns = G->n_slices - s0 < G->tile_slices ? G->n_slices - s0 : G->tile_slices, rows_t = ns * G->slice;
+        lfp_tile<<<dim3(grid(rows_t), (unsigned)(R < MAX_GRID_Y ? R : MAX_GRID_Y)), THREADS, 0, G->stream>>>(
+            G->seg, G->n_comp, G->point, G->membrane, G->mid, G->comp_of_col, s0 * G->slice, rows_t, G->pts,
+            G->pt_begin, G->n_el, R, G->sigma, G->A);
+        lfp_round<<<dim3(grid(rows_t), (unsigned)(G->n_el < MAX_GRID_Y ? G->n_el : MAX_GRID_Y)), THREADS, 0,
+                    G->stream>>>(G->A, rows_t, s0 * G->slice, G->n_el, ncp, G->F);
+        NS_CUDA_TRY(cudaGetLastError());
+    }
+    lfp_chunk_max<<<dim3(grid(G->chunks), (unsigned)(G->n_el < MAX_GRID_Y ? G->n_el : MAX_GRID_Y)), THREADS, 0,
+                    G->stream>>>(G->F, ncp, G->col, G->n_comp, G->chunks, G->n_el, G->mmax);
+    NS_CUDA_TRY(cudaGetLastError());
+    NS_CUDA_TRY(cudaStreamSynchronize(G->stream));
     return NS_OK;
 }
 
@@ -457,7 +571,7 @@ static ns_status keep_room(lfp_gpu *G, int64_t need, int64_t k0) {
 }
 
 static ns_status reduce(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
-                        int64_t n_stims, double *tot, double *pop, double *pcell, double *imem) {
+                        int64_t n_stims, double *tot, double *rel, double *pop, double *pcell, double *imem) {
     const int64_t n = G->n_comp, R = G->R;
     if (G->keep) {
         const ns_status kst = keep_room(G, k0 + nb, k0);
@@ -478,6 +592,8 @@ static ns_status reduce(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, 
         NS_CUDA_TRY(cudaMemcpyAsync(G->kept + k0 * R, G->tot, (size_t)nb * (size_t)R * sizeof(double),
                                     cudaMemcpyDeviceToDevice, G->stream));
     NS_CUDA_TRY(cudaMemcpyAsync(tot, G->tot, (size_t)nb * (size_t)R * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
+    if (rel && G->f32)
+        NS_CUDA_TRY(cudaMemcpyAsync(rel, G->rel, (size_t)nb * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
     if (pop && G->pop)
         NS_CUDA_TRY(cudaMemcpyAsync(pop, G->pop, (size_t)nb * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double),
                                     cudaMemcpyDeviceToHost, G->stream));
@@ -494,12 +610,13 @@ static ns_status reduce(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, 
 extern "C" const double *ns_lfp_gpu_kept(const lfp_gpu *G) { return G ? G->kept : NULL; }
 
 extern "C" ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
-                                       int64_t n_stims, double *tot, double *pop, double *pcell, double *imem) {
+                                       int64_t n_stims, double *tot, double *rel, double *pop, double *pcell,
+                                       double *imem) {
     if (nb <= 0) return NS_OK;
     if (nb > G->rows) return ns_fail(NS_ERR_INTERNAL, "LFP: %d samples, the buffer holds %lld", (int)nb, (long long)G->rows);
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(G->device);
-    const ns_status st = reduce(G, k0, nb, tmid, stims, n_stims, tot, pop, pcell, imem);
+    const ns_status st = reduce(G, k0, nb, tmid, stims, n_stims, tot, rel, pop, pcell, imem);
     ns_cuda_restore_device(caller);
     return st;
 }

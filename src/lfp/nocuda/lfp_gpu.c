@@ -21,8 +21,8 @@ double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows) {
     return NULL;
 }
 ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
-                            int64_t n_stims, double *tot, double *pop, double *pcell, double *imem) {
-    (void)G, (void)k0, (void)nb, (void)tmid, (void)stims, (void)n_stims, (void)tot, (void)pop, (void)pcell, (void)imem;
+                            int64_t n_stims, double *tot, double *rel, double *pop, double *pcell, double *imem) {
+    (void)G, (void)k0, (void)nb, (void)tmid, (void)stims, (void)n_stims, (void)tot, (void)rel, (void)pop, (void)pcell, (void)imem;
     return ns_fail(NS_ERR_UNSUPPORTED, "LFP: this build has no CUDA");
 }
 const double *ns_lfp_gpu_kept(const lfp_gpu *G) {
