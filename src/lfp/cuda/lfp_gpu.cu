@@ -452,7 +452,7 @@ extern "C" double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows) {
  * tmid already there): the currents, the cells' dipoles (pcell), the DGEMM
  * over the slices (TILES: each tile's coefficients first), the slices'
  * sums (pop: also per population) and the last sample's currents (imem). */
-static ns_status enqueue(lfp_gpu *G, int32_t nb, int64_t n_stims, int pop, int pcell, int imem) {
+static ns_status enqueue(lfp_gpu *G, int32_t nb, int64_t n_stims, int pop, int pcell, int imem, int coefficients) {
     const int64_t n = G->n_comp, R = G->R, ncp = G->ncp;
     NS_CUDA_TRY(cudaEventRecord(G->ev[0], G->stream));
     if (n > 0)
@@ -472,7 +472,8 @@ static ns_status enqueue(lfp_gpu *G, int32_t nb, int64_t n_stims, int pop, int p
         const int64_t ns = G->n_slices - s0 < per_tile ? G->n_slices - s0 : per_tile, rows_t = ns * G->slice;
         const double *A = G->A + (G->tiles ? 0 : s0 * G->slice);
         const int64_t lda = G->tiles ? rows_t : ncp;
-        if (G->f32) {
+        if (!coefficients) { /* warm's second call: the tile's kernels are loaded already */
+        } else if (G->f32) {
             lfp_widen<<<dim3(grid(rows_t), (unsigned)(R < MAX_GRID_Y ? R : MAX_GRID_Y)), THREADS, 0, G->stream>>>(
                 G->F, ncp, G->mid, G->comp_of_col, s0 * G->slice, rows_t, G->n_el, R, G->A);
             NS_CUDA_TRY(cudaGetLastError());
@@ -541,7 +542,7 @@ static ns_status account(lfp_gpu *G) {
     return NS_OK;
 }
 
-/* Once at set-up, on zeros: every kernel of a reduction and cuBLAS's DGEMM for
+/* Once at set-up, on zeros: every kernel of a reduction (the tiles' once) and cuBLAS's DGEMM for
  * one sample and for a full buffer, so that the loading of their code (and
  * cuBLAS's first call) is set-up, not run time. */
 static ns_status warm(lfp_gpu *G) {
@@ -549,7 +550,7 @@ static ns_status warm(lfp_gpu *G) {
     NS_CUDA_TRY(cudaMemsetAsync(G->tmid, 0, (size_t)G->rows * sizeof(double), G->stream));
     const int32_t sizes[2] = {1, (int32_t)G->rows};
     for (int k = 0; k < (G->rows > 1 ? 2 : 1); ++k) {
-        const ns_status st = enqueue(G, sizes[k], 0, G->pop != NULL, 1, 1);
+        const ns_status st = enqueue(G, sizes[k], 0, G->pop != NULL, 1, 1, k == 0);
         if (st != NS_OK) return st;
     }
     NS_CUDA_TRY(cudaStreamSynchronize(G->stream));
@@ -586,7 +587,7 @@ static ns_status reduce(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, 
     if (n_stims > 0)
         NS_CUDA_TRY(cudaMemcpyAsync(G->stims, stims, (size_t)n_stims * sizeof *stims, cudaMemcpyHostToDevice, G->stream));
     NS_CUDA_TRY(cudaMemcpyAsync(G->tmid, tmid, (size_t)nb * sizeof *tmid, cudaMemcpyHostToDevice, G->stream));
-    ns_status st = enqueue(G, nb, n_stims, pop != NULL, pcell != NULL, imem != NULL);
+    ns_status st = enqueue(G, nb, n_stims, pop != NULL, pcell != NULL, imem != NULL, 1);
     if (st != NS_OK) return st;
     if (G->keep)
         NS_CUDA_TRY(cudaMemcpyAsync(G->kept + k0 * R, G->tot, (size_t)nb * (size_t)R * sizeof(double),
