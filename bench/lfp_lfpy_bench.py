@@ -167,6 +167,9 @@ def main():
         r = simulate(args.cli, args, base + lfp + ["--lfp-every", k])
         added = r["wall_s"] - res["without_probe"]["wall_s"]
         r["added_run_time"] = added / res["without_probe"]["wall_s"]
+        if "lfp_timing" in r:  # the sampler's own time, and the rest: the loop's writes of v, its cut launches
+            r["added_in_sampler_s"] = r["lfp_timing"]["sampling_ms"] / 1000.0
+            r["added_in_loop_s"] = added - r["added_in_sampler_s"]
         if args.split:
             r2 = simulate(args.cli, args, base + lfp + ["--lfp-every", k], 2 * args.tstop)
             added2 = r2["wall_s"] - res["without_probe_2x"]["wall_s"]
