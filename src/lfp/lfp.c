@@ -53,6 +53,7 @@ struct ns_lfp {
     double *mmax;     /* F32 (CPU): n_el x chunks, the largest |M| of each chunk, / (1 - u) */
     double *cabs;     /* F32 (CPU): chunks x NS_LFP_BLOCK, each chunk's sum of |i| per buffered sample */
     double bound;     /* F32: ns_lfp_error_bound */
+    int64_t pend_k0;  /* GPU: the first sample of the submitted reduction (ns_lfp_gpu_pending) */
 };
 
 #define LFP_U 5.9604644775390625e-8 /* 2^-24: float's unit roundoff */
@@ -113,6 +114,7 @@ static void rotation(double rx, double ry, double rz, double R[9]) {
 
 static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last);
 static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps);
+static ns_status gpu_finish(ns_sim_t *sim, void *ctx);
 
 /* The coefficients and geometry onto the simulation's GPU (the children as CSR). */
 static ns_status attach_gpu(ns_lfp_t *L, ns_sim_t *sim) {
@@ -161,6 +163,7 @@ void ns_lfp_destroy(ns_lfp_t *L) {
     if (L->sim && L->sim->sample_ctx == L) {
         L->sim->sample = NULL;
         L->sim->sample_flush = NULL;
+        L->sim->sample_finish = NULL;
         L->sim->snap = NULL;
         L->sim->snap_rows = L->sim->snap_stride = 0;
         L->sim->sample_ctx = NULL;
@@ -403,6 +406,7 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
         st = attach_gpu(L, sim);
         if (st != NS_OK) goto done;
         sim->sample_flush = gpu_flush;
+        sim->sample_finish = gpu_finish;
     } else {
         sim->sample = sample;
     }
@@ -633,18 +637,46 @@ static ns_status sample_step(ns_lfp_t *L, ns_sim_t *sim, double t_mid, int last)
     return NS_OK;
 }
 
+/* The submitted reduction's results into the samples k0 .. k0 + nb - 1
+ * (sim_impl.h's sample_finish, and before each submission). */
+static ns_status gpu_collect(ns_lfp_t *L) {
+    const int64_t nb = ns_lfp_gpu_pending(L->gpu), k0 = L->pend_k0;
+    if (nb <= 0) return NS_OK;
+    const int64_t R = L->n_el + 3, ne = L->n_el, nc3 = 3 * L->n_cells;
+    const double t_wait = ns_time_ms();
+    double *rel = L->storage == NS_LFP_STORAGE_F32 ? L->tot + L->rows * R : NULL;
+    const ns_status st = ns_lfp_gpu_collect(L->gpu, L->tot, rel, L->pop ? L->phi_pop + k0 * L->n_pop * ne : NULL,
+                                            L->o.per_cell_dipoles ? L->Pc + k0 * nc3 : NULL, L->imem);
+    L->sampling_ms += ns_time_ms() - t_wait;
+    if (st != NS_OK) return st;
+    for (int64_t b = 0; b < nb; ++b) {
+        memcpy(L->phi + (k0 + b) * ne, L->tot + b * R, (size_t)ne * sizeof *L->phi);
+        for (int d = 0; d < 3; ++d) L->P[3 * (k0 + b) + d] = L->tot[b * R + ne + d];
+    }
+    return rel ? check_bound(L, k0, nb, rel) : NS_OK;
+}
+
+static ns_status gpu_finish(ns_sim_t *sim, void *ctx) {
+    (void)sim;
+    return gpu_collect(ctx);
+}
+
 /* The samples of a GPU loop's launch (sim_impl.h's sample_flush): steps
  * (step0, step0 + steps] from t0, those at multiples of `every` in snap's
- * rows; the clamps go with their compartments, in the order added. */
+ * rows; the clamps go with their compartments, in the order added. Their
+ * reduction is submitted to run beside the next launch, which writes the
+ * other buffer; the previous launch's is collected first. */
 static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps) {
     ns_lfp_t *L = ctx;
     const int64_t every = L->o.every;
+    ns_status st = gpu_collect(L);
+    if (st != NS_OK) return st;
     if (step0 < L->last_step) L->samples = 0, L->bound = 0.0; /* ns_sim_init: start again */
     L->last_step = step0 + steps;
     const int64_t nb = (step0 + steps) / every - step0 / every;
     if (nb <= 0) return NS_OK;
     if (nb > L->rows) return ns_fail(NS_ERR_INTERNAL, "LFP: %lld samples in a launch, %lld rows", (long long)nb, (long long)L->rows);
-    ns_status st = grow(L, L->samples + nb);
+    st = grow(L, L->samples + nb);
     if (st != NS_OK) return st;
     const int64_t k0 = L->samples;
     double t = t0;
@@ -671,20 +703,14 @@ static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, i
             s[j] = x;
         }
     }
-    const int64_t R = L->n_el + 3, ne = L->n_el, nc3 = 3 * L->n_cells;
-    const double t_reduce = ns_time_ms();
-    double *rel = L->storage == NS_LFP_STORAGE_F32 ? L->tot + L->rows * R : NULL;
-    st = ns_lfp_gpu_reduce(L->gpu, k0, (int32_t)nb, L->tmid, L->stims, ns, L->tot, rel,
-                           L->pop ? L->phi_pop + k0 * L->n_pop * ne : NULL,
-                           L->o.per_cell_dipoles ? L->Pc + k0 * nc3 : NULL, L->imem);
-    L->sampling_ms += ns_time_ms() - t_reduce;
+    const double t_submit = ns_time_ms();
+    st = ns_lfp_gpu_submit(L->gpu, k0, (int32_t)nb, L->tmid, L->stims, ns, L->pop != NULL, L->o.per_cell_dipoles, 1);
+    L->sampling_ms += ns_time_ms() - t_submit;
     if (st != NS_OK) return st;
-    for (int64_t b = 0; b < nb; ++b) {
-        memcpy(L->phi + (k0 + b) * ne, L->tot + b * R, (size_t)ne * sizeof *L->phi);
-        for (int d = 0; d < 3; ++d) L->P[3 * (k0 + b) + d] = L->tot[b * R + ne + d];
-    }
+    L->pend_k0 = k0;
     L->samples = k0 + nb;
-    return rel ? check_bound(L, k0, nb, rel) : NS_OK;
+    sim->snap = ns_lfp_gpu_snap(L->gpu, &L->rows); /* the next launch's buffer */
+    return NS_OK;
 }
 
 int64_t ns_lfp_samples(const ns_lfp_t *L) { return L ? L->samples : 0; }

@@ -45,7 +45,12 @@ struct lfp_gpu {
     double *I;            /* ncp x rows: the samples' currents by column (0 in the padding) */
     double *partial;      /* n_slices x rows x R */
     double *tot, *pop;    /* rows x R; rows x n_pop x n_el */
-    double *snap;         /* rows x stride */
+    double *snap;         /* the buffer being reduced: snaps[0] or snaps[1] */
+    double *snaps[2];     /* rows x stride each: one written by a launch while the other's reduction runs */
+    int cur;              /* the buffer of the next launch */
+    double *h_tot, *h_rel, *h_pop, *h_pcell, *h_imem; /* pinned: the submitted reduction's results */
+    int32_t pend_nb;      /* samples of the submitted reduction not yet collected (0: none) */
+    int pend_pop, pend_pcell, pend_imem;
     double *g, *mid, *pcell, *tmid, *imem;
     int64_t *parent, *child_begin, *cpos, *cell_offset, *pos, *col, *pop_slice;
     double *cg;           /* the children's conductances, by child_begin (cpos: their state positions) */
@@ -241,7 +246,10 @@ extern "C" void ns_lfp_gpu_destroy(lfp_gpu *G) {
     if (!G) return;
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(G->device);
-    void *p[] = {G->A,    G->I,     G->partial,     G->tot,   G->pop,         G->snap,  G->g,
+    if (G->stream) cudaStreamSynchronize(G->stream); /* a submitted reduction */
+    void *h[] = {G->h_tot, G->h_rel, G->h_pop, G->h_pcell, G->h_imem};
+    for (size_t k = 0; k < sizeof h / sizeof *h; ++k) cudaFreeHost(h[k]);
+    void *p[] = {G->A,    G->I,     G->partial,     G->tot,   G->pop,         G->snaps[0], G->snaps[1], G->g,
                  G->mid,  G->pcell, G->tmid,        G->imem,  G->parent,      G->child_begin,
                  G->cpos,  G->cg,    G->cell_offset, G->pos,  G->col,   G->pop_slice,   G->membrane, G->stims,
                  G->seg,  G->pts,   G->pt_begin,    G->comp_of_col, G->point, G->kept,
@@ -387,7 +395,7 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     if (st == NS_OK) st = upload<double>(&G->imem, NULL, n);
     if (st != NS_OK) return st;
     /* the samples buffered: as asked, else what a quarter of the free memory holds (at most MAX_ROWS) */
-    const int64_t per = 8 * (G->stride + ncp + G->n_slices * R + R + (int64_t)G->n_pop * G->n_el + 1 +
+    const int64_t per = 8 * (2 * G->stride + ncp + G->n_slices * R + R + (int64_t)G->n_pop * G->n_el + 1 +
                              (G->per_cell ? 3 * G->n_cells : 0) + (G->f32 ? G->chunks + G->n_el + 1 : 0));
     int64_t rows = geo->rows;
     if (rows <= 0) {
@@ -400,7 +408,19 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
                            (double)per * 1e-9, (double)free_b * 1e-9);
     }
     G->rows = rows;
-    if ((st = upload<double>(&G->snap, NULL, rows * G->stride)) != NS_OK) return st;
+    for (int b = 0; b < 2; ++b)
+        if ((st = upload<double>(&G->snaps[b], NULL, rows * G->stride)) != NS_OK) return st;
+    G->snap = G->snaps[0];
+    /* pinned staging of a reduction's results (collect) */
+    NS_CUDA_TRY(cudaHostAlloc((void **)&G->h_tot, (size_t)rows * (size_t)R * sizeof(double), cudaHostAllocDefault));
+    NS_CUDA_TRY(cudaHostAlloc((void **)&G->h_rel, (size_t)rows * sizeof(double), cudaHostAllocDefault));
+    NS_CUDA_TRY(cudaHostAlloc((void **)&G->h_imem, (size_t)(n > 0 ? n : 1) * sizeof(double), cudaHostAllocDefault));
+    if (geo->pop)
+        NS_CUDA_TRY(cudaHostAlloc((void **)&G->h_pop, (size_t)rows * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double),
+                                  cudaHostAllocDefault));
+    if (G->per_cell)
+        NS_CUDA_TRY(cudaHostAlloc((void **)&G->h_pcell, (size_t)rows * (size_t)G->n_cells * 3 * sizeof(double),
+                                  cudaHostAllocDefault));
     if ((st = upload<double>(&G->I, NULL, ncp * rows)) != NS_OK) return st;
     NS_CUDA_TRY(cudaMemset(G->I, 0, (size_t)ncp * (size_t)rows * sizeof(double))); /* the padding stays 0 */
     if ((st = upload<double>(&G->partial, NULL, G->n_slices * rows * R)) != NS_OK) return st;
@@ -445,7 +465,7 @@ extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, 
 
 extern "C" double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows) {
     *rows = G->rows;
-    return G->snap;
+    return G->snaps[G->cur];
 }
 
 /* The GPU work of a reduction of nb samples on G->stream (the clamps and
@@ -546,7 +566,9 @@ static ns_status account(lfp_gpu *G) {
  * one sample and for a full buffer, so that the loading of their code (and
  * cuBLAS's first call) is set-up, not run time. */
 static ns_status warm(lfp_gpu *G) {
-    NS_CUDA_TRY(cudaMemsetAsync(G->snap, 0, (size_t)G->rows * (size_t)G->stride * sizeof(double), G->stream));
+    for (int b = 0; b < 2; ++b)
+        NS_CUDA_TRY(cudaMemsetAsync(G->snaps[b], 0, (size_t)G->rows * (size_t)G->stride * sizeof(double), G->stream));
+    G->snap = G->snaps[1]; /* on zeros; the first launch writes snaps[0] (G->cur) */
     NS_CUDA_TRY(cudaMemsetAsync(G->tmid, 0, (size_t)G->rows * sizeof(double), G->stream));
     const int32_t sizes[2] = {1, (int32_t)G->rows};
     for (int k = 0; k < (G->rows > 1 ? 2 : 1); ++k) {
@@ -571,8 +593,12 @@ static ns_status keep_room(lfp_gpu *G, int64_t need, int64_t k0) {
     return NS_OK;
 }
 
-static ns_status reduce(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
-                        int64_t n_stims, double *tot, double *rel, double *pop, double *pcell, double *imem) {
+/* A launch's samples: the reduction of the buffer the launch wrote, enqueued
+ * on G->stream with its results copied into pinned staging, the other buffer
+ * handed to the next launch (ns_lfp_gpu_snap) so that the reduction runs
+ * beside it; ns_lfp_gpu_collect waits for it. */
+static ns_status submit(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
+                        int64_t n_stims, int pop, int pcell, int imem) {
     const int64_t n = G->n_comp, R = G->R;
     if (G->keep) {
         const ns_status kst = keep_room(G, k0 + nb, k0);
@@ -584,40 +610,69 @@ static ns_status reduce(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, 
         NS_CUDA_TRY(cudaMalloc((void **)&G->stims, (size_t)n_stims * sizeof *G->stims));
         G->stim_cap = n_stims;
     }
+    /* from pageable memory: the copies have read their sources when they return */
     if (n_stims > 0)
         NS_CUDA_TRY(cudaMemcpyAsync(G->stims, stims, (size_t)n_stims * sizeof *stims, cudaMemcpyHostToDevice, G->stream));
     NS_CUDA_TRY(cudaMemcpyAsync(G->tmid, tmid, (size_t)nb * sizeof *tmid, cudaMemcpyHostToDevice, G->stream));
-    ns_status st = enqueue(G, nb, n_stims, pop != NULL, pcell != NULL, imem != NULL, 1);
+    G->snap = G->snaps[G->cur];
+    ns_status st = enqueue(G, nb, n_stims, pop, pcell, imem, 1);
     if (st != NS_OK) return st;
     if (G->keep)
         NS_CUDA_TRY(cudaMemcpyAsync(G->kept + k0 * R, G->tot, (size_t)nb * (size_t)R * sizeof(double),
                                     cudaMemcpyDeviceToDevice, G->stream));
-    NS_CUDA_TRY(cudaMemcpyAsync(tot, G->tot, (size_t)nb * (size_t)R * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
-    if (rel && G->f32)
-        NS_CUDA_TRY(cudaMemcpyAsync(rel, G->rel, (size_t)nb * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
+    NS_CUDA_TRY(cudaMemcpyAsync(G->h_tot, G->tot, (size_t)nb * (size_t)R * sizeof(double), cudaMemcpyDeviceToHost,
+                                G->stream));
+    if (G->f32)
+        NS_CUDA_TRY(cudaMemcpyAsync(G->h_rel, G->rel, (size_t)nb * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
     if (pop && G->pop)
-        NS_CUDA_TRY(cudaMemcpyAsync(pop, G->pop, (size_t)nb * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double),
+        NS_CUDA_TRY(cudaMemcpyAsync(G->h_pop, G->pop, (size_t)nb * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double),
                                     cudaMemcpyDeviceToHost, G->stream));
     if (pcell && G->pcell)
-        NS_CUDA_TRY(cudaMemcpyAsync(pcell, G->pcell, (size_t)nb * (size_t)G->n_cells * 3 * sizeof(double),
+        NS_CUDA_TRY(cudaMemcpyAsync(G->h_pcell, G->pcell, (size_t)nb * (size_t)G->n_cells * 3 * sizeof(double),
                                     cudaMemcpyDeviceToHost, G->stream));
     if (imem && n > 0)
-        NS_CUDA_TRY(cudaMemcpyAsync(imem, G->imem, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
+        NS_CUDA_TRY(cudaMemcpyAsync(G->h_imem, G->imem, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
     NS_CUDA_TRY(cudaEventRecord(G->ev[3], G->stream));
-    NS_CUDA_TRY(cudaStreamSynchronize(G->stream)); /* the loop writes snap again */
+    G->pend_nb = nb, G->pend_pop = pop, G->pend_pcell = pcell, G->pend_imem = imem;
+    G->cur ^= 1;
+    return NS_OK;
+}
+
+static ns_status collect(lfp_gpu *G, double *tot, double *rel, double *pop, double *pcell, double *imem) {
+    const int32_t nb = G->pend_nb;
+    if (nb <= 0) return NS_OK;
+    G->pend_nb = 0;
+    NS_CUDA_TRY(cudaEventSynchronize(G->ev[3]));
+    memcpy(tot, G->h_tot, (size_t)nb * (size_t)G->R * sizeof(double));
+    if (rel && G->f32) memcpy(rel, G->h_rel, (size_t)nb * sizeof(double));
+    if (pop && G->pend_pop && G->pop)
+        memcpy(pop, G->h_pop, (size_t)nb * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double));
+    if (pcell && G->pend_pcell && G->pcell) memcpy(pcell, G->h_pcell, (size_t)nb * (size_t)G->n_cells * 3 * sizeof(double));
+    if (imem && G->pend_imem && G->n_comp > 0) memcpy(imem, G->h_imem, (size_t)G->n_comp * sizeof(double));
     return account(G);
 }
 
 extern "C" const double *ns_lfp_gpu_kept(const lfp_gpu *G) { return G ? G->kept : NULL; }
 
-extern "C" ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
-                                       int64_t n_stims, double *tot, double *rel, double *pop, double *pcell,
-                                       double *imem) {
+extern "C" ns_status ns_lfp_gpu_submit(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
+                                       int64_t n_stims, int pop, int pcell, int imem) {
     if (nb <= 0) return NS_OK;
     if (nb > G->rows) return ns_fail(NS_ERR_INTERNAL, "LFP: %d samples, the buffer holds %lld", (int)nb, (long long)G->rows);
+    if (G->pend_nb > 0) return ns_fail(NS_ERR_INTERNAL, "LFP: a reduction submitted before the last was collected");
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(G->device);
-    const ns_status st = reduce(G, k0, nb, tmid, stims, n_stims, tot, rel, pop, pcell, imem);
+    const ns_status st = submit(G, k0, nb, tmid, stims, n_stims, pop, pcell, imem);
+    ns_cuda_restore_device(caller);
+    return st;
+}
+
+extern "C" int32_t ns_lfp_gpu_pending(const lfp_gpu *G) { return G ? G->pend_nb : 0; }
+
+extern "C" ns_status ns_lfp_gpu_collect(lfp_gpu *G, double *tot, double *rel, double *pop, double *pcell,
+                                        double *imem) {
+    const int caller = ns_cuda_save_device();
+    ns_cuda_restore_device(G->device);
+    const ns_status st = collect(G, tot, rel, pop, pcell, imem);
     ns_cuda_restore_device(caller);
     return st;
 }
