@@ -3,12 +3,18 @@
 
 usage: lfp_lfpy_bench.py [--cli build/neurosolve] [--morph data/morphologies/l5pc_bbp_axon.swc]
                          [--cells 1000] [--tstop 10] [--probe data/probes/neuropixels_like.txt]
-                         [--every 1,10] [--backend cuda] [--lfpy-cells 4] [--storage auto] [--out FILE]
+                         [--every 1,10] [--backend cuda] [--lfpy-cells 4] [--storage auto]
+                         [--max-gb G] [--split] [--out FILE]
 
 1. neurosolve: `simulate MORPH --cells N --tstop T --no-progress --json --backend B` without a
-   probe and with `--probe PROBE --lfp-every K --lfp-storage S` for each K of --every; the run's wall_s (the
-   loop, sampling included) and the command's whole time (set-up and the coefficients
-   included), and the added run time with the probe.
+   probe and with `--probe PROBE --lfp-every K --lfp-storage S` for each K of --every (K: steps,
+   or Xms); the run's wall_s (the loop, sampling included), the command's whole time (set-up and
+   the coefficients included), the added run time with the probe, and the probe's own account
+   (simulate's lfp_timing: set-up, host time in the reductions, GPU time of the currents, the
+   DGEMM and the sums). With --split each run is repeated at twice the tstop: the added time
+   of the second half is the per-sample cost, the rest of the first run's the fixed cost.
+   MORPH may be `bundled` (53 morphologies x --cells each: `--morph bundled --cells 200
+   --every 0.1ms --lfpy-cells 0` is issue 44's second row).
 2. LFPy (on NEURON): the same cell (Import3d, nseg by the d_lambda rule 0.1 at 100 Hz, Ra 35.4,
    cm 1, hh everywhere with NEURON's defaults, celsius 6.3, v_init -65, dt 0.025, the IClamp of
    1.5e-4 nA per um^2 of membrane at soma(0.5) from 5 ms: `simulate`'s defaults) with a
@@ -41,16 +47,17 @@ AMP_PER_AREA = 1.5e-4  # [nA/um^2]: simulate's `auto` clamp
 DEL = 5.0
 
 
-def simulate(cli, args, extra):
-    cmd = [cli, "simulate", args.morph, "--tstop", str(args.tstop), "--no-progress", "--json"] + extra
+def simulate(cli, args, extra, tstop=None):
+    cmd = [cli, "simulate", args.morph, "--tstop", str(tstop or args.tstop), "--no-progress", "--json"] + extra
     t0 = time.perf_counter()
     r = subprocess.run(cmd, check=True, capture_output=True, text=True)
     total = time.perf_counter() - t0
     out = json.loads(r.stdout)
     r = {"command": " ".join(cmd), "wall_s": out["wall_s"], "total_s": total,
          "compartments": out["compartments"], "steps": out["steps"]}
-    if "lfp_storage" in out:
-        r["lfp_storage"] = out["lfp_storage"]
+    for key in ("lfp_storage", "lfp_timing"):
+        if key in out:
+            r[key] = out[key]
     return r
 
 
@@ -143,6 +150,8 @@ def main():
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--lfpy-cells", type=int, default=4)
     ap.add_argument("--storage", default="auto", help="simulate's --lfp-storage (auto, dense, tiles)")
+    ap.add_argument("--max-gb", default=None, help="simulate's --lfp-max-gb")
+    ap.add_argument("--split", action="store_true", help="also at twice the tstop: fixed and per-sample costs")
     ap.add_argument("--out", default=None, help="write the JSON here as well")
     args = ap.parse_args()
     probe = read_probe(args.probe)
@@ -150,11 +159,31 @@ def main():
     res = {"morphology": os.path.basename(args.morph), "cells": args.cells, "contacts": len(probe),
            "tstop_ms": args.tstop, "backend": args.backend}
     res["without_probe"] = simulate(args.cli, args, base)
+    if args.split:
+        res["without_probe_2x"] = simulate(args.cli, args, base, 2 * args.tstop)
     res["with_probe"] = {}
+    lfp = ["--probe", args.probe, "--lfp-storage", args.storage] + (["--lfp-max-gb", args.max_gb] if args.max_gb else [])
     for k in args.every.split(","):
-        r = simulate(args.cli, args, base + ["--probe", args.probe, "--lfp-every", k, "--lfp-storage", args.storage])
-        r["added_run_time"] = r["wall_s"] / res["without_probe"]["wall_s"] - 1.0
+        r = simulate(args.cli, args, base + lfp + ["--lfp-every", k])
+        added = r["wall_s"] - res["without_probe"]["wall_s"]
+        r["added_run_time"] = added / res["without_probe"]["wall_s"]
+        if "lfp_timing" in r:  # the sampler's own time, and the rest: the loop's writes of v, its cut launches
+            r["added_in_sampler_s"] = r["lfp_timing"]["sampling_ms"] / 1000.0
+            r["added_in_loop_s"] = added - r["added_in_sampler_s"]
+        if args.split:
+            r2 = simulate(args.cli, args, base + lfp + ["--lfp-every", k], 2 * args.tstop)
+            added2 = r2["wall_s"] - res["without_probe_2x"]["wall_s"]
+            r["twice_tstop"] = r2
+            r["added_per_tstop_s"] = added2 - added  # the samples' cost over one tstop
+            r["added_fixed_s"] = 2 * added - added2  # the rest: first calls, launch splits
         res["with_probe"][k] = r
+    if args.lfpy_cells <= 0:
+        res["lfpy"] = {"skipped": "--lfpy-cells 0"}
+        print(json.dumps(res, indent=1))
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write(json.dumps(res, indent=1) + "\n")
+        return
     try:
         import LFPy
         import neuron

@@ -155,15 +155,18 @@ const ns_dist_t *cli_mpi_dist(void);
 
 /* An .npy file of rows x cols little-endian doubles (C order). */
 void cli_write_npy(FILE *f, const double *data, long long rows, int cols);
+/* The same for ndim (1 to 6) dimensions dims, C order. */
+void cli_write_npy_nd(FILE *f, const double *data, int ndim, const long long *dims);
 
 /* ------------------------------------------------------ simulate --probe */
 /* tools/cli_lfp.c: the extracellular potentials of `simulate` (docs/extracellular.md). */
 typedef struct cli_lfp {
     const char *probe, *placement_file;
+    const char *populations; /* --lfp-populations: `morphology` or a file of one population per cell */
     long long every_steps;
     double every_ms;
     ns_lfp_method method;
-    double sigma, max_gb;
+    double sigma, max_gb, tolerance;
     ns_lfp_storage storage;
     ns_lfp_probe contacts;
     ns_lfp_t *lfp;
@@ -173,8 +176,11 @@ void cli_lfp_init(cli_lfp *l);
 /* 1: a --probe/--lfp-* option taken; 0: not one; -1: a bad value (printed). */
 int cli_lfp_option(const char *cmd, const char *a, const char *val, cli_lfp *l);
 /* Read the probe and attach (nothing without --probe); 0 or 1 after printing the error. */
-int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const *shapes, double dt);
-/* STEMlfp.csv, STEMlfp.npy, STEMdipole.csv (csv_path: the first); 0 or 1. */
+/* cell_shape: each cell's morphology (--lfp-populations morphology). */
+int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const *shapes,
+                   const int32_t *cell_shape, double dt);
+/* STEMlfp.csv, STEMlfp.npy, STEMdipole.csv (csv_path: the first), with populations
+ * STEMlfp_populations.npy; 0 or 1. */
 int cli_lfp_write(cli_lfp *l, const char *stem, char *csv_path, size_t csv_len);
 /* P_lfp.png for --plot P.png (bench/plot_lfp.py; without matplotlib a warning); 0 or 1. */
 int cli_lfp_plot(cli_lfp *l, const char *csv, const char *plot, int quiet);

@@ -19,12 +19,21 @@ const char *cli_lfp_help =
     "  --sigma S              extracellular conductivity [S/m] (default 0.3)\n"
     "  --lfp-max-gb G         refuse dense coefficients above G GB (default 4; 8 bytes per contact\n"
     "                         and compartment, docs/extracellular.md)\n"
-    "  --lfp-storage auto|dense|tiles\n"
+    "  --lfp-storage auto|dense|tiles|f32\n"
     "                         --backend cuda: the coefficients kept dense or computed again in\n"
     "                         tiles on the GPU at each reduction (default auto: dense while they\n"
-    "                         fit --lfp-max-gb and half the GPU's free memory)\n"
+    "                         fit --lfp-max-gb and half the GPU's free memory); f32: rounded to\n"
+    "                         float (half the memory of dense), each sample's error bound checked\n"
+    "                         against --lfp-tolerance\n"
+    "  --lfp-tolerance R      f32: the error bound allowed, relative to each sample's largest\n"
+    "                         potential (default 1e-6)\n"
     "  --placement FILE       one line per cell: x y z [um] rx ry rz [rad]: the cell rotated about\n"
-    "                         its soma(0.5) by rx, then ry, then rz and its soma put at (x, y, z)\n";
+    "                         its soma(0.5) by rx, then ry, then rz and its soma put at (x, y, z)\n"
+    "  --lfp-populations morphology|FILE\n"
+    "                         the potentials of each population's cells apart as well, in\n"
+    "                         PREFIX_lfp_populations.npy (samples x populations x contacts [mV]):\n"
+    "                         one population per morphology (in the order given), or FILE: one\n"
+    "                         population number (0, 1, ...) per cell and line\n";
 
 void cli_lfp_init(cli_lfp *l) {
     memset(l, 0, sizeof *l);
@@ -55,7 +64,15 @@ int cli_lfp_option(const char *cmd, const char *a, const char *val, cli_lfp *l) 
         if (strcmp(val, "auto") == 0) l->storage = NS_LFP_STORAGE_AUTO;
         else if (strcmp(val, "dense") == 0) l->storage = NS_LFP_STORAGE_DENSE;
         else if (strcmp(val, "tiles") == 0) l->storage = NS_LFP_STORAGE_TILES;
-        else return cli_usage_error(cmd, "--lfp-storage %s: expected auto, dense or tiles", val), -1;
+        else if (strcmp(val, "f32") == 0) l->storage = NS_LFP_STORAGE_F32;
+        else return cli_usage_error(cmd, "--lfp-storage %s: expected auto, dense, tiles or f32", val), -1;
+    } else if (strcmp(a, "--lfp-tolerance") == 0) {
+        char *end;
+        l->tolerance = strtod(val, &end);
+        if (end == val || *end || !(l->tolerance > 0.0) || !(l->tolerance < 1.0))
+            return cli_usage_error(cmd, "--lfp-tolerance %s: a relative bound in (0, 1)", val), -1;
+    } else if (strcmp(a, "--lfp-populations") == 0) {
+        l->populations = val;
     } else if (strcmp(a, "--placement") == 0) {
         l->placement_file = val;
     } else if (strcmp(a, "--sigma") == 0) {
@@ -109,10 +126,57 @@ static int read_placement(const char *path, int64_t n_cells, double **out) {
     return 0;
 }
 
-int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const *shapes, double dt) {
-    if (!l->probe) return l->placement_file ? cli_error("--placement needs --probe") : 0;
+/* n_cells lines of one population number each ('#' comments, blanks). */
+static int read_populations(const char *path, int64_t n_cells, int32_t *pop) {
+    FILE *f = fopen(path, "r");
+    if (!f) return cli_error("--lfp-populations %s: cannot open (expected `morphology` or a file)", path);
+    char line[1024];
+    long lineno = 0;
+    int64_t c = 0;
+    int bad = 0;
+    while (!bad && fgets(line, sizeof line, f)) {
+        ++lineno;
+        line[strcspn(line, "#\n")] = 0;
+        long long v;
+        char tail;
+        const int got = sscanf(line, "%lld %c", &v, &tail);
+        if (got <= 0 && line[strspn(line, " \t\r")] == 0) continue; /* blank */
+        if (got != 1 || v < 0 || v > 1000000)
+            bad = cli_error("%s:%ld: a population is one whole number from 0 to 1000000", path, lineno);
+        else if (c == n_cells)
+            bad = cli_error("%s:%ld: more populations than the %lld cells", path, lineno, (long long)n_cells);
+        else
+            pop[c++] = (int32_t)v;
+    }
+    fclose(f);
+    if (!bad && c != n_cells) bad = cli_error("%s: populations of %lld cells for %lld cells", path, (long long)c,
+                                              (long long)n_cells);
+    return bad;
+}
+
+int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const *shapes,
+                   const int32_t *cell_shape, double dt) {
+    if (!l->probe)
+        return l->placement_file ? cli_error("--placement needs --probe")
+             : l->populations    ? cli_error("--lfp-populations needs --probe")
+                                 : 0;
+    const int64_t n_cells = ns_sim_cells(sim);
     double *placement = NULL;
-    if (l->placement_file && read_placement(l->placement_file, ns_sim_cells(sim), &placement)) return 1;
+    if (l->placement_file && read_placement(l->placement_file, n_cells, &placement)) return 1;
+    int32_t *pop = NULL;
+    if (l->populations) {
+        pop = malloc((size_t)(n_cells > 0 ? n_cells : 1) * sizeof *pop);
+        int bad = !pop ? cli_error("out of memory for %lld populations", (long long)n_cells) : 0;
+        if (!bad && strcmp(l->populations, "morphology") == 0)
+            for (int64_t c = 0; c < n_cells; ++c) pop[c] = cell_shape[c];
+        else if (!bad)
+            bad = read_populations(l->populations, n_cells, pop);
+        if (bad) {
+            free(pop);
+            free(placement);
+            return 1;
+        }
+    }
     if (ns_lfp_probe_read(l->probe, 9, &l->contacts) != NS_OK) {
         free(placement);
         return cli_error("%s", ns_last_error());
@@ -123,7 +187,9 @@ int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t 
     o.sigma = l->sigma;
     o.every = l->every_steps > 0 ? l->every_steps : 1;
     o.placement = placement;
+    o.population = pop;
     o.storage = l->storage;
+    o.tolerance = l->tolerance;
     if (l->max_gb > 0.0) o.max_bytes = (int64_t)(l->max_gb * 1e9);
     int bad = 0;
     if (l->every_ms > 0.0) {
@@ -134,6 +200,7 @@ int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t 
     if (!bad && ns_lfp_create(sim, n_shapes, shapes, &l->contacts, &o, &l->lfp) != NS_OK)
         bad = cli_error("--probe %s: %s", l->probe, ns_last_error());
     free(placement);
+    free(pop);
     return bad;
 }
 
@@ -168,6 +235,19 @@ int cli_lfp_write(cli_lfp *l, const char *stem, char *csv_path, size_t csv_len) 
             fprintf(g, "%.6f,%.9g,%.9g,%.9g\n", t[r], P[3 * r], P[3 * r + 1], P[3 * r + 2]);
         }
         cli_write_npy(ns_output_stream(o[1]), table, T, (int)(E + 1));
+    }
+    const double *pp = ns_lfp_population_potentials(l->lfp);
+    if (!bad && pp) { /* samples x populations x contacts */
+        char ppath[4096];
+        snprintf(ppath, sizeof ppath, "%slfp_populations.npy", stem);
+        ns_output *po = cli_output_open(ppath);
+        if (!po) {
+            bad = 1;
+        } else {
+            const long long dims[3] = {(long long)T, (long long)ns_lfp_populations(l->lfp), (long long)E};
+            cli_write_npy_nd(ns_output_stream(po), pp, 3, dims);
+            bad = cli_output_commit(po);
+        }
     }
     free(table);
     for (int k = 0; k < 3; ++k) {

@@ -412,9 +412,20 @@ void cli_release_signals(void) {
 }
 
 void cli_write_npy(FILE *f, const double *data, long long rows, int cols) {
+    const long long dims[2] = {rows, cols};
+    cli_write_npy_nd(f, data, 2, dims);
+}
+
+void cli_write_npy_nd(FILE *f, const double *data, int ndim, const long long *dims) {
+    char shape[160] = "";
+    long long count = 1;
+    for (int k = 0, at = 0; k < ndim && k < 6; ++k) {
+        at += snprintf(shape + at, sizeof shape - (size_t)at, "%lld, ", dims[k]);
+        count *= dims[k];
+    }
     char header[256];
-    int n = snprintf(header, sizeof header, "{'descr': '<f8', 'fortran_order': False, 'shape': (%lld, %d), }",
-                     rows, cols);
+    int n = snprintf(header, sizeof header, "{'descr': '<f8', 'fortran_order': False, 'shape': (%.*s), }",
+                     ndim == 1 ? (int)strlen(shape) - 1 : (int)strlen(shape) - 2, shape);
     int total = 10 + n + 1;
     int pad = (64 - total % 64) % 64;
     unsigned short hlen = (unsigned short)(n + pad + 1);
@@ -425,5 +436,5 @@ void cli_write_npy(FILE *f, const double *data, long long rows, int cols) {
     for (int i = 0; i < pad; ++i) fputc(' ', f);
     fputc('\n', f);
     /* little-endian doubles (the hosts we build for are little-endian) */
-    fwrite(data, sizeof(double), (size_t)rows * (size_t)cols, f);
+    fwrite(data, sizeof(double), (size_t)count, f);
 }

@@ -882,7 +882,7 @@ static int simulate(int argc, char **argv) {
         cli_error("--probe: not with mpirun or --resume (docs/extracellular.md)");
         goto done;
     }
-    if (cli_lfp_attach(&lfp, sim, set.count, cells, params.dt)) goto done;
+    if (cli_lfp_attach(&lfp, sim, set.count, cells, cell_shape, params.dt)) goto done;
     const long long steps = ns_sim_steps_for(sim, params.tstop);
     const long long first_step = resume ? ns_sim_step_count(sim) : 0;
     if (first_step > steps) {
@@ -1026,7 +1026,22 @@ static int simulate(int argc, char **argv) {
         json_double(&j, "steps_per_s", sps);
         json_double(&j, "compartment_steps_per_s", sps * (double)comps);
         json_int(&j, "spikes", total_spikes);
-        if (lfp.lfp) json_string(&j, "lfp_storage", ns_lfp_storage_name(ns_lfp_storage_used(lfp.lfp)));
+        if (lfp.lfp) {
+            json_string(&j, "lfp_storage", ns_lfp_storage_name(ns_lfp_storage_used(lfp.lfp)));
+            if (ns_lfp_storage_used(lfp.lfp) == NS_LFP_STORAGE_F32)
+                json_double(&j, "lfp_error_bound", ns_lfp_error_bound(lfp.lfp));
+            ns_lfp_timing lt;
+            if (ns_lfp_timing_of(lfp.lfp, &lt) == NS_OK) { /* where the probe's time went (ns_lfp_timing) */
+                json_object_begin(&j, "lfp_timing");
+                json_double(&j, "setup_ms", lt.setup_ms);
+                json_double(&j, "sampling_ms", lt.sampling_ms);
+                json_int(&j, "reductions", lt.reductions);
+                json_double(&j, "currents_ms", lt.currents_ms);
+                json_double(&j, "gemm_ms", lt.gemm_ms);
+                json_double(&j, "sum_ms", lt.sum_ms);
+                json_object_end(&j);
+            }
+        }
         if (net) {
             json_int(&j, "synapses", ns_sim_synapses(sim));
             json_int(&j, "sources", ns_sim_sources(sim));
@@ -1077,7 +1092,10 @@ static int simulate(int argc, char **argv) {
     }
     if (plot && cli_plot("bench/plot_traces.py", csv_path, plot, NULL)) goto done;
     if (plot && !as_json && cli_plot_available()) printf("plot: %s\n", plot);
-    if (lfp.lfp && !as_json && (out || plot)) printf("wrote %slfp.csv, %slfp.npy, %sdipole.csv\n", stem, stem, stem);
+    if (lfp.lfp && !as_json && (out || plot))
+        printf("wrote %slfp.csv, %slfp.npy, %sdipole.csv%s%s%s\n", stem, stem, stem,
+               ns_lfp_population_potentials(lfp.lfp) ? ", " : "", ns_lfp_population_potentials(lfp.lfp) ? stem : "",
+               ns_lfp_population_potentials(lfp.lfp) ? "lfp_populations.npy" : "");
     if (plot && lfp.lfp && cli_lfp_plot(&lfp, lfp_csv, plot, as_json)) goto done;
     rc = 0;
 done:

@@ -103,9 +103,15 @@ NS_API int64_t ns_lfp_coefficient_bytes(int64_t electrodes, int64_t compartments
 typedef enum ns_lfp_storage {
     NS_LFP_STORAGE_AUTO = 0,  /* ns_lfp_choose_storage */
     NS_LFP_STORAGE_DENSE = 1, /* electrodes x compartments doubles, on the host and on the GPU */
-    NS_LFP_STORAGE_TILES = 2  /* none kept: computed again from the placed segments on the GPU, a tile of
+    NS_LFP_STORAGE_TILES = 2, /* none kept: computed again from the placed segments on the GPU, a tile of
                                  compartments at a time, at every reduction (CUDA only; no host copy:
                                  ns_lfp_coefficients is NULL) */
+    NS_LFP_STORAGE_F32 = 3    /* the electrodes' coefficients rounded to float (4 bytes each; the dipole's
+                                 rows stay double), the products and sums in double: on the GPU computed
+                                 once in tiles, kept as float and widened a tile at a time at each
+                                 reduction (no host copy); on the CPU the rounded values kept as doubles
+                                 (the same numbers). Never chosen by AUTO: every sample's error bound
+                                 (ns_lfp_error_bound) is checked against ns_lfp_options.tolerance */
 } ns_lfp_storage;
 
 NS_API const char *ns_lfp_storage_name(ns_lfp_storage storage);
@@ -135,6 +141,10 @@ typedef struct ns_lfp_options {
     int64_t tile_bytes;    /* TILES: bytes of one tile of coefficients on the GPU (0: 256 MiB) */
     int64_t max_bytes;     /* refuse coefficients above this (0: 4 GiB) */
     int32_t threads;       /* OpenMP threads (0: OpenMP's default); the results do not depend on it */
+    double tolerance;      /* F32: the largest error bound allowed, relative to each sample's largest
+                              |potential| (0: 1e-6); a sample above it fails the advance */
+    int device_results;    /* CUDA: also keep every sample's potentials and dipole on the GPU
+                              (ns_lfp_device_results; 8 (electrodes + 3) bytes per sample) */
 } ns_lfp_options;
 
 NS_API void ns_lfp_options_init(ns_lfp_options *options);
@@ -174,6 +184,38 @@ NS_API const double *ns_lfp_coefficients(const ns_lfp_t *lfp);
  * compartment in ns_sim_cell_offset's order (0 at zero-area nodes; of a
  * CUDA simulation only these leave the GPU, at each reduction). */
 NS_API const double *ns_lfp_membrane_currents(const ns_lfp_t *lfp);
+
+/* CUDA with ns_lfp_options.device_results: the samples on the simulation's
+ * GPU, no copy: ns_lfp_samples rows of *stride doubles, each the electrodes'
+ * potentials [mV] then the summed dipole [nA um] (the same values as
+ * ns_lfp_potentials and ns_lfp_dipole), on GPU *device; valid until the next
+ * ns_sim_advance, ns_sim_init or ns_lfp_destroy. NS_ERR_UNSUPPORTED for a
+ * CPU simulation or without device_results. */
+NS_API ns_status ns_lfp_device_results(const ns_lfp_t *lfp, const double **data, int64_t *stride, int32_t *device);
+
+/* F32 storage: the largest over the samples so far of the bound on the
+ * potentials' error from the rounded coefficients, relative to the sample's
+ * largest |potential|: u / (1 - u) sum_c max_{j in c} |M_ej| sum_{j in c}
+ * |i_j| (u = 2^-24; per electrode e, over the cells c and their
+ * compartments j) bounds |sum_j (fl(M_ej) - M_ej) i_j|. 0 for the exact
+ * storages (DENSE, TILES). */
+NS_API double ns_lfp_error_bound(const ns_lfp_t *lfp);
+
+/* Where the probe's time went, summed since ns_lfp_create [ms]. */
+typedef struct ns_lfp_timing {
+    double setup_ms;    /* ns_lfp_create: the coefficients and, on CUDA, their upload and the warm-up
+                           (every kernel and cuBLAS's first call run once on zeros) */
+    double sampling_ms; /* host time inside the sampler during the run (CPU: the currents and the
+                           passes over the coefficients; CUDA: the reductions after each launch,
+                           from the clamps' upload to the results on the host) */
+    /* CUDA only (0 on the CPU), GPU time between events on the probe's stream: */
+    int64_t reductions; /* one per launch that had samples */
+    double currents_ms; /* the membrane currents of the buffered samples (and the cells' dipoles) */
+    double gemm_ms;     /* the batched DGEMM of the coefficients (TILES: with the tiles' computation) */
+    double sum_ms;      /* the slices' sums and the copies of the results to the host */
+} ns_lfp_timing;
+
+NS_API ns_status ns_lfp_timing_of(const ns_lfp_t *lfp, ns_lfp_timing *out);
 
 /* Current source density [uA/mm^3] of potentials phi (samples x stride [mV])
  * at `count` contacts `index` (in order along a line, `spacing` um apart):

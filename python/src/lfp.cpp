@@ -106,7 +106,7 @@ void bind_lfp(nb::module_ &m) {
         .def("__init__", [](Lfp *self, nb::handle simulation, nb::handle cells, nb::handle contacts,
                             const std::string &method, double sigma, int64_t every, nb::handle placement,
                             bool per_cell_dipoles, int32_t threads, nb::handle population, int64_t batch,
-                            const std::string &storage) {
+                            const std::string &storage, bool device_results, double tolerance) {
             Simulation &s = nb::cast<Simulation &>(simulation);
             std::vector<const ns_cell_t *> sh;
             for (nb::handle h : cells) {
@@ -131,10 +131,13 @@ void bind_lfp(nb::module_ &m) {
             o.per_cell_dipoles = per_cell_dipoles;
             o.threads = threads;
             o.batch = batch;
+            o.device_results = device_results;
+            o.tolerance = tolerance;
             if (storage == "auto") o.storage = NS_LFP_STORAGE_AUTO;
             else if (storage == "dense") o.storage = NS_LFP_STORAGE_DENSE;
             else if (storage == "tiles") o.storage = NS_LFP_STORAGE_TILES;
-            else fail(NS_ERR_INVALID_ARGUMENT, "Lfp: storage '" + storage + "': expected auto, dense or tiles");
+            else if (storage == "f32") o.storage = NS_LFP_STORAGE_F32;
+            else fail(NS_ERR_INVALID_ARGUMENT, "Lfp: storage '" + storage + "': expected auto, dense, tiles or f32");
             std::vector<int32_t> pop;
             if (!population.is_none()) {
                 for (nb::handle h : population) pop.push_back(nb::cast<int32_t>(h));
@@ -156,7 +159,32 @@ void bind_lfp(nb::module_ &m) {
             self->sim = nb::borrow(simulation);
         }, "simulation"_a, "cells"_a, "contacts"_a, "method"_a = "linesource", "sigma"_a = 0.3, "every"_a = 1,
            "placement"_a = nb::none(), "per_cell_dipoles"_a = false, "threads"_a = 0, "population"_a = nb::none(),
-           "batch"_a = 0, "storage"_a = "auto")
+           "batch"_a = 0, "storage"_a = "auto", "device_results"_a = false, "tolerance"_a = 0.0)
+        .def_prop_ro("error_bound", [](const Lfp &l) { return ns_lfp_error_bound(l.l); },
+                     "storage 'f32': the largest error bound of the samples so far, relative to each sample's "
+                     "largest potential (0 for the exact storages)")
+        .def("device_results", [](nb::handle self) {
+            const Lfp &l = nb::cast<const Lfp &>(self);
+            const double *p = nullptr;
+            int64_t stride = 0;
+            int32_t device = -1;
+            check(ns_lfp_device_results(l.l, &p, &stride, &device));
+            const size_t S = (size_t)ns_lfp_samples(l.l), E = (size_t)ns_lfp_electrodes(l.l);
+            const int64_t strides[2] = {stride, 1};
+            auto wrap = [&](const double *ptr, size_t cols) -> nb::object {
+                const size_t shape[2] = {S, cols};
+                return nb::cast(nb::ndarray<nb::array_api>((void *)ptr, 2, shape, self, strides, nb::dtype<double>(),
+                                                           nb::device::cuda::value, device),
+                                nb::rv_policy::reference);
+            };
+            nb::dict d;
+            d["potentials"] = wrap(p, E);
+            d["dipole"] = wrap(p ? p + E : p, 3);
+            d["device"] = device;
+            return d;
+        }, "A CUDA simulation's samples on its GPU, no copy (device_results=True): dict of potentials "
+           "(samples, electrodes) [mV] and dipole (samples, 3) [nA um] as DLPack arrays (cupy.from_dlpack, "
+           "torch.from_dlpack), strided views of one buffer, valid until the next advance or init; and device")
         .def_prop_ro("population_potentials", [](const Lfp &l) -> nb::object {
             const double *p = ns_lfp_population_potentials(l.l);
             if (!p) return nb::none();

@@ -323,3 +323,23 @@ def test_bound_tridiag_on_device():
         bound.solve()
         bound.wait()
         np.testing.assert_allclose(cp.asnumpy(arrs[3]), ref, rtol=1e-10, atol=1e-12)
+
+
+def test_lfp_device_results_cupy():
+    # the potentials and dipole kept on the GPU (no copy) are the host's, sample for sample
+    cp = pytest.importorskip("cupy")
+    cell = ns.read_swc(os.path.join(MORPH, "dg_granule_1220882a.swc")).discretize()
+    sim = ns.Simulation([cell], 8, backend="cuda")
+    soma = cell.locate("soma")
+    for c in range(8):
+        sim.add_iclamp(c, soma, 0.2 * c, 8.0, 1.0)
+    shank = ns.probe_line([0, 0, -200], [0, 0, 400], 16)
+    place = np.array([[20.0 * c, 30.0, 50.0 * c, 0, 0, 0.3 * c] for c in range(8)])
+    lfp = ns.Lfp(sim, [cell], shank, every=3, placement=place, batch=5, device_results=True)
+    sim.advance(90)
+    sim.advance(30)
+    d = lfp.device_results()
+    phi, P = cp.from_dlpack(d["potentials"]), cp.from_dlpack(d["dipole"])
+    assert phi.shape == (40, 16) and P.shape == (40, 3) and d["device"] >= 0
+    assert np.array_equal(cp.asnumpy(phi), lfp.potentials) and np.array_equal(cp.asnumpy(P), lfp.dipole)
+    assert float(cp.abs(phi).max()) > 0

@@ -123,3 +123,33 @@ def test_populations_and_line():
     M, i = lfp.coefficients, lfp.membrane_currents
     np.testing.assert_allclose(pp[-1, 0], M[:, n:2 * n] @ i[n:2 * n], rtol=1e-12, atol=1e-15)
     assert ns.Lfp(ns.Simulation([cell], 1, backend="cpu"), [cell], shank).population_potentials is None
+
+
+def test_device_results_need_cuda():
+    cell = ns.read_swc(os.path.join(MORPH, "dg_granule_1220882a.swc")).discretize()
+    sim = ns.Simulation([cell], 1, backend="cpu")
+    with pytest.raises(ns.UnsupportedError, match="device results need a CUDA simulation"):
+        ns.Lfp(sim, [cell], ns.probe_line([0, 0, -200], [0, 0, 400], 4), device_results=True)
+    lfp = ns.Lfp(sim, [cell], ns.probe_line([0, 0, -200], [0, 0, 400], 4))
+    with pytest.raises(ns.UnsupportedError, match="need a CUDA simulation"):
+        lfp.device_results()
+
+
+def test_f32_storage_bound():
+    # the coefficients rounded to float: within each sample's bound of the exact potentials
+    cell = ns.read_swc(os.path.join(MORPH, "dg_granule_1220882a.swc")).discretize()
+    shank = ns.probe_line([0, 0, -200], [0, 0, 400], 7)
+    place = np.array([[0, 30, 0, 0, 0, 0], [0, -30, 100, 0, 0, 1.0], [30, 0, 200, 0, 0, 2.0]])
+    out = []
+    for storage in ("dense", "f32"):
+        sim = ns.Simulation([cell], 3, backend="cpu", threads=1)
+        for c in range(3):
+            sim.add_iclamp(c, cell.locate("soma"), 0.2 * c, 8.0, 1.0)
+        lfp = ns.Lfp(sim, [cell], shank, every=4, placement=place, storage=storage)
+        sim.advance(200)
+        out.append(lfp)
+    exact, f32 = out
+    assert f32.storage == "f32" and exact.error_bound == 0.0 and 0.0 < f32.error_bound <= 1e-6
+    big = np.abs(exact.potentials).max(axis=1)
+    assert (np.abs(f32.potentials - exact.potentials).max(axis=1) <= f32.error_bound * big).all()
+    assert np.abs(f32.potentials - exact.potentials).max() > 0

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/timer.h"
 #include "lfp/lfp_impl.h"
 #include "sim/sim_impl.h"
 
@@ -48,11 +49,18 @@ struct ns_lfp {
     unsigned char *point; /* TILES: n, 1 where the segment is a point source */
     double *pts;      /* TILES: the contacts' points, pt_begin[e] .. pt_begin[e + 1] of contact e */
     int64_t *pt_begin;
+    double setup_ms, sampling_ms; /* ns_lfp_timing */
+    double *mmax;     /* F32 (CPU): n_el x chunks, the largest |M| of each chunk, / (1 - u) */
+    double *cabs;     /* F32 (CPU): chunks x NS_LFP_BLOCK, each chunk's sum of |i| per buffered sample */
+    double bound;     /* F32: ns_lfp_error_bound */
+    int64_t pend_k0;  /* GPU: the first sample of the submitted reduction (ns_lfp_gpu_pending) */
 };
 
-static const char *const STORAGE[3] = {"auto", "dense", "tiles"};
+#define LFP_U 5.9604644775390625e-8 /* 2^-24: float's unit roundoff */
 
-const char *ns_lfp_storage_name(ns_lfp_storage s) { return (unsigned)s < 3 ? STORAGE[s] : "?"; }
+static const char *const STORAGE[4] = {"auto", "dense", "tiles", "f32"};
+
+const char *ns_lfp_storage_name(ns_lfp_storage s) { return (unsigned)s < 4 ? STORAGE[s] : "?"; }
 
 ns_lfp_storage ns_lfp_choose_storage(int64_t electrodes, int64_t compartments, int64_t free_bytes, int64_t max_bytes) {
     const int64_t bytes = ns_lfp_coefficient_bytes(electrodes, compartments);
@@ -106,6 +114,7 @@ static void rotation(double rx, double ry, double rz, double R[9]) {
 
 static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last);
 static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps);
+static ns_status gpu_finish(ns_sim_t *sim, void *ctx);
 
 /* The coefficients and geometry onto the simulation's GPU (the children as CSR). */
 static ns_status attach_gpu(ns_lfp_t *L, ns_sim_t *sim) {
@@ -124,20 +133,20 @@ static ns_status attach_gpu(ns_lfp_t *L, ns_sim_t *sim) {
             if (L->parent[j] >= 0) child[fill[L->parent[j]]++] = j;
         int64_t stride = 0;
         st = ns_lfp_gpu_positions(sim, fill, &stride); /* fill: each compartment's state position */
-        const int tiles = L->storage == NS_LFP_STORAGE_TILES;
+        const int f32 = L->storage == NS_LFP_STORAGE_F32, tiles = L->storage == NS_LFP_STORAGE_TILES || f32;
         const lfp_gpu_geometry geo = {L->n_el,     n,     L->n_cells,          L->M,       L->g,
                                       L->parent,   begin, child,               L->membrane, L->mid,
                                       sim->cell_offset, fill, stride,          L->n_pop,   L->pop,
                                       L->o.per_cell_dipoles, L->o.batch,
                                       tiles,       L->seg, L->seg ? L->seg + 3 * n : NULL,
                                       L->seg ? L->seg + 6 * n : NULL,           L->point,   L->pts,
-                                      L->pt_begin, L->o.sigma, L->o.tile_bytes};
+                                      L->pt_begin, L->o.sigma, L->o.tile_bytes, L->o.device_results, f32};
         if (st == NS_OK) st = ns_lfp_gpu_create(sim->device, &geo, &L->gpu);
         if (st == NS_OK) {
             sim->snap = ns_lfp_gpu_snap(L->gpu, &L->rows);
             sim->snap_rows = L->rows;
             sim->snap_stride = stride;
-            L->tot = malloc((size_t)L->rows * (size_t)(L->n_el + 3) * sizeof *L->tot);
+            L->tot = malloc((size_t)L->rows * (size_t)(L->n_el + 3 + f32) * sizeof *L->tot); /* F32: rel after */
             L->tmid = malloc((size_t)L->rows * sizeof *L->tmid);
             L->stims = malloc((size_t)(sim->n_stims > 0 ? sim->n_stims : 1) * sizeof *L->stims);
             if (!L->tot || !L->tmid || !L->stims) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld samples", (long long)L->rows);
@@ -154,6 +163,7 @@ void ns_lfp_destroy(ns_lfp_t *L) {
     if (L->sim && L->sim->sample_ctx == L) {
         L->sim->sample = NULL;
         L->sim->sample_flush = NULL;
+        L->sim->sample_finish = NULL;
         L->sim->snap = NULL;
         L->sim->snap_rows = L->sim->snap_stride = 0;
         L->sim->sample_ctx = NULL;
@@ -165,6 +175,7 @@ void ns_lfp_destroy(ns_lfp_t *L) {
     free(L->pop); free(L->phi_pop); free(L->accp);
     free(L->tot); free(L->tmid); free(L->stims);
     free(L->seg); free(L->point); free(L->pts); free(L->pt_begin);
+    free(L->mmax); free(L->cabs);
     ns_lfp_gpu_destroy(L->gpu);
     free(L);
 }
@@ -210,8 +221,10 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     const int64_t max_bytes = o.max_bytes > 0 ? o.max_bytes : (int64_t)4 << 30;
     const int64_t bytes = ns_lfp_coefficient_bytes(probe->n, sim->n_comp);
     ns_lfp_storage storage = o.storage;
-    if ((unsigned)storage > NS_LFP_STORAGE_TILES)
+    if ((unsigned)storage > NS_LFP_STORAGE_F32)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: storage %d", (int)storage);
+    if (sim->device < 0 && o.device_results)
+        return ns_fail(NS_ERR_UNSUPPORTED, "LFP: device results need a CUDA simulation (a CPU one's are on the host)");
     if (sim->device < 0 && storage == NS_LFP_STORAGE_TILES)
         return ns_fail(NS_ERR_UNSUPPORTED, "LFP: coefficient tiles need a CUDA simulation (a CPU one keeps them dense)");
     if (storage == NS_LFP_STORAGE_AUTO)
@@ -220,11 +233,22 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
                                                           max_bytes);
     if (o.tile_bytes < 0)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "LFP: tiles of %lld bytes (>= 0)", (long long)o.tile_bytes);
-    if (storage == NS_LFP_STORAGE_DENSE && (bytes < 0 || bytes > max_bytes))
+    const int f32 = storage == NS_LFP_STORAGE_F32;
+    /* F32: 4 bytes per electrode and compartment, the bound's 8 per electrode and chunk, the dipole's
+     * 3 rows in double */
+    const int64_t kept = f32 && bytes >= 0 ? 4 * probe->n * sim->n_comp +
+                                                 8 * probe->n * ((sim->n_comp + NS_LFP_CHUNK - 1) / NS_LFP_CHUNK) +
+                                                 24 * sim->n_comp
+                                           : bytes;
+    if ((storage == NS_LFP_STORAGE_DENSE || f32) && (kept < 0 || kept > max_bytes))
         return ns_fail(NS_ERR_SIZE,
-                       "LFP: coefficients of %lld electrodes x %lld compartments take %.3g GB, above the limit of "
+                       "LFP: %s coefficients of %lld electrodes x %lld compartments take %.3g GB, above the limit of "
                        "%.3g GB (ns_lfp_options.max_bytes)",
-                       (long long)probe->n, (long long)sim->n_comp, (double)bytes * 1e-9, (double)max_bytes * 1e-9);
+                       ns_lfp_storage_name(storage), (long long)probe->n, (long long)sim->n_comp, (double)kept * 1e-9,
+                       (double)max_bytes * 1e-9);
+    if (!(o.tolerance >= 0.0) || !isfinite(o.tolerance))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "LFP: tolerance %g (>= 0; 0: 1e-6)", o.tolerance);
+    const double t_create = ns_time_ms();
     ns_lfp_t *L = calloc(1, sizeof *L);
     if (!L) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_lfp_create");
     L->o = o;
@@ -236,8 +260,18 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     L->n_cells = sim->n_cells;
     L->last_step = -1;
     L->storage = storage;
-    const int tiles = storage == NS_LFP_STORAGE_TILES;
+    /* TILES, and F32 on the GPU: the coefficients made on the GPU from the placed segments */
+    const int tiles = storage == NS_LFP_STORAGE_TILES || (f32 && sim->device >= 0);
     const size_t nc = (size_t)L->n_comp;
+    if (f32 && sim->device < 0) {
+        const size_t chunks = (nc + NS_LFP_CHUNK - 1) / NS_LFP_CHUNK + 1;
+        L->mmax = calloc((size_t)L->n_el * chunks, sizeof *L->mmax);
+        L->cabs = malloc(chunks * NS_LFP_BLOCK * sizeof *L->cabs);
+        if (!L->mmax || !L->cabs) {
+            ns_lfp_destroy(L);
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: the float32 bound's tables");
+        }
+    }
     if (tiles) {
         L->seg = malloc(7 * nc * sizeof *L->seg);
         L->point = malloc(nc ? nc : 1);
@@ -351,6 +385,8 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
             ns_lfp_row(&sg, &probe->contacts[k], pts + 3 * np * k, o.method, o.sigma, row);
             double *dst = L->M + k * L->n_comp + off;
             for (int32_t i = 0; i < n; ++i) dst[i] = L->membrane[off + i] ? row[i] : 0.0;
+            if (L->mmax) /* F32 on the CPU: the rounded values */
+                for (int32_t i = 0; i < n; ++i) dst[i] = (double)(float)dst[i];
         }
         free(buf);
     }
@@ -358,10 +394,19 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: the coefficients' scratch");
         goto done;
     }
+    if (L->mmax) { /* F32 on the CPU: each chunk's largest |M| for the bound (chunks straddle cells) */
+        const int64_t n = L->n_comp, chunks = (n + NS_LFP_CHUNK - 1) / NS_LFP_CHUNK;
+        for (int64_t k = 0; k < L->n_el; ++k)
+            for (int64_t j = 0; j < n; ++j) {
+                double *m = &L->mmax[k * chunks + j / NS_LFP_CHUNK];
+                *m = fmax(*m, fabs(L->M[k * n + j]) / (1.0 - LFP_U));
+            }
+    }
     if (sim->device >= 0) {
         st = attach_gpu(L, sim);
         if (st != NS_OK) goto done;
         sim->sample_flush = gpu_flush;
+        sim->sample_finish = gpu_finish;
     } else {
         sim->sample = sample;
     }
@@ -373,6 +418,7 @@ done:
         ns_lfp_destroy(L);
         return st;
     }
+    L->setup_ms = ns_time_ms() - t_create;
     *out = L;
     return NS_OK;
 }
@@ -439,6 +485,51 @@ static void flush_populations(ns_lfp_t *L, int64_t first, int32_t nb, int nt) {
     }
 }
 
+/* F32: a sample's bound relative to its largest |potential| (ns_lfp_error_bound), 0 when both are 0 */
+static double relative_bound(double bound, const double *phi, int64_t ne) {
+    double big = 0.0;
+    for (int64_t e = 0; e < ne; ++e) big = fmax(big, fabs(phi[e]));
+    return bound == 0.0 ? 0.0 : big > 0.0 ? bound / big : INFINITY;
+}
+
+/* F32: the rel of samples k0 .. k0 + nb - 1 into the run's largest; the first above the tolerance fails */
+static ns_status check_bound(ns_lfp_t *L, int64_t k0, int64_t nb, const double *rel) {
+    const double tol = L->o.tolerance > 0.0 ? L->o.tolerance : 1e-6;
+    for (int64_t b = 0; b < nb; ++b) {
+        L->bound = fmax(L->bound, rel[b]);
+        if (!(rel[b] <= tol))
+            return ns_fail(NS_ERR_UNSUPPORTED,
+                           "LFP: float32 coefficients: the potentials' error bound at t = %g ms is %.3g of the sample's "
+                           "largest potential, above the tolerance %.3g (ns_lfp_options.tolerance; the dense and tiles "
+                           "storages are exact)", L->t[k0 + b], rel[b], tol);
+    }
+    return NS_OK;
+}
+
+/* F32 on the CPU: each buffered sample's bound u / (1 - u) sum_c max_{j in c} |M_ej| sum_{j in c} |i_j|
+ * per electrode, over the chunks c of NS_LFP_CHUNK compartments in Flat order */
+static ns_status cpu_bound(ns_lfp_t *L, int64_t first, int32_t nb) {
+    const int64_t ne = L->n_el, n = L->n_comp, C = (n + NS_LFP_CHUNK - 1) / NS_LFP_CHUNK;
+    double *S = L->cabs, rel[NS_LFP_BLOCK];
+    for (int64_t c = 0; c < C; ++c)
+        for (int32_t b = 0; b < nb; ++b) {
+            double s = 0.0;
+            for (int64_t j = c * NS_LFP_CHUNK; j < n && j < (c + 1) * NS_LFP_CHUNK; ++j)
+                s += fabs(L->ibuf[j * NS_LFP_BLOCK + b]);
+            S[c * NS_LFP_BLOCK + b] = s;
+        }
+    for (int32_t b = 0; b < nb; ++b) {
+        double worst = 0.0;
+        for (int64_t e = 0; e < ne; ++e) {
+            double s = 0.0;
+            for (int64_t c = 0; c < C; ++c) s += L->mmax[e * C + c] * S[c * NS_LFP_BLOCK + b];
+            worst = fmax(worst, s);
+        }
+        rel[b] = relative_bound(LFP_U * worst, L->phi + (first + b) * ne, ne);
+    }
+    return check_bound(L, first, nb, rel);
+}
+
 /* phi of the buffered samples: one pass over the coefficients for up to
  * NS_LFP_BLOCK samples; each electrode's sum runs over the compartments in
  * order, whatever the thread count and the block. */
@@ -453,7 +544,7 @@ static ns_status flush(ns_lfp_t *L) {
     (void)nt;
     if (L->pop) {
         flush_populations(L, first, nb, nt < L->accp_threads ? nt : L->accp_threads);
-        return NS_OK;
+        return L->mmax ? cpu_bound(L, first, nb) : NS_OK;
     }
     NS_PRAGMA(omp parallel for num_threads(nt) schedule(static) if (nt > 1))
     for (int64_t e = 0; e < ne; ++e) {
@@ -466,7 +557,7 @@ static ns_status flush(ns_lfp_t *L) {
         }
         for (int32_t b = 0; b < nb; ++b) phi[(first + b) * ne + e] = acc[b];
     }
-    return NS_OK;
+    return L->mmax ? cpu_bound(L, first, nb) : NS_OK;
 }
 
 /* The membrane currents of every compartment into buffer column b and the
@@ -510,11 +601,21 @@ static void cpu_currents(ns_lfp_t *L, const ns_sim_t *sim, double t_mid, int32_t
     }
 }
 
+static ns_status sample_step(ns_lfp_t *L, ns_sim_t *sim, double t_mid, int last);
+
 static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last) {
     ns_lfp_t *L = ctx;
+    const double t0 = ns_time_ms();
+    const ns_status st = sample_step(L, sim, t_mid, last);
+    L->sampling_ms += ns_time_ms() - t0;
+    return st;
+}
+
+static ns_status sample_step(ns_lfp_t *L, ns_sim_t *sim, double t_mid, int last) {
     if (sim->steps <= L->last_step) { /* ns_sim_init: start again */
         L->samples = 0;
         L->nbuf = 0;
+        L->bound = 0.0;
     }
     L->last_step = sim->steps;
     ns_status st = grow(L, L->samples + 1);
@@ -536,18 +637,46 @@ static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last) {
     return NS_OK;
 }
 
+/* The submitted reduction's results into the samples k0 .. k0 + nb - 1
+ * (sim_impl.h's sample_finish, and before each submission). */
+static ns_status gpu_collect(ns_lfp_t *L) {
+    const int64_t nb = ns_lfp_gpu_pending(L->gpu), k0 = L->pend_k0;
+    if (nb <= 0) return NS_OK;
+    const int64_t R = L->n_el + 3, ne = L->n_el, nc3 = 3 * L->n_cells;
+    const double t_wait = ns_time_ms();
+    double *rel = L->storage == NS_LFP_STORAGE_F32 ? L->tot + L->rows * R : NULL;
+    const ns_status st = ns_lfp_gpu_collect(L->gpu, L->tot, rel, L->pop ? L->phi_pop + k0 * L->n_pop * ne : NULL,
+                                            L->o.per_cell_dipoles ? L->Pc + k0 * nc3 : NULL, L->imem);
+    L->sampling_ms += ns_time_ms() - t_wait;
+    if (st != NS_OK) return st;
+    for (int64_t b = 0; b < nb; ++b) {
+        memcpy(L->phi + (k0 + b) * ne, L->tot + b * R, (size_t)ne * sizeof *L->phi);
+        for (int d = 0; d < 3; ++d) L->P[3 * (k0 + b) + d] = L->tot[b * R + ne + d];
+    }
+    return rel ? check_bound(L, k0, nb, rel) : NS_OK;
+}
+
+static ns_status gpu_finish(ns_sim_t *sim, void *ctx) {
+    (void)sim;
+    return gpu_collect(ctx);
+}
+
 /* The samples of a GPU loop's launch (sim_impl.h's sample_flush): steps
  * (step0, step0 + steps] from t0, those at multiples of `every` in snap's
- * rows; the clamps go with their compartments, in the order added. */
+ * rows; the clamps go with their compartments, in the order added. Their
+ * reduction is submitted to run beside the next launch, which writes the
+ * other buffer; the previous launch's is collected first. */
 static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps) {
     ns_lfp_t *L = ctx;
     const int64_t every = L->o.every;
-    if (step0 < L->last_step) L->samples = 0; /* ns_sim_init: start again */
+    ns_status st = gpu_collect(L);
+    if (st != NS_OK) return st;
+    if (step0 < L->last_step) L->samples = 0, L->bound = 0.0; /* ns_sim_init: start again */
     L->last_step = step0 + steps;
     const int64_t nb = (step0 + steps) / every - step0 / every;
     if (nb <= 0) return NS_OK;
     if (nb > L->rows) return ns_fail(NS_ERR_INTERNAL, "LFP: %lld samples in a launch, %lld rows", (long long)nb, (long long)L->rows);
-    ns_status st = grow(L, L->samples + nb);
+    st = grow(L, L->samples + nb);
     if (st != NS_OK) return st;
     const int64_t k0 = L->samples;
     double t = t0;
@@ -574,16 +703,13 @@ static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, i
             s[j] = x;
         }
     }
-    const int64_t R = L->n_el + 3, ne = L->n_el, nc3 = 3 * L->n_cells;
-    st = ns_lfp_gpu_reduce(L->gpu, (int32_t)nb, L->tmid, L->stims, ns, L->tot,
-                           L->pop ? L->phi_pop + k0 * L->n_pop * ne : NULL,
-                           L->o.per_cell_dipoles ? L->Pc + k0 * nc3 : NULL, L->imem);
+    const double t_submit = ns_time_ms();
+    st = ns_lfp_gpu_submit(L->gpu, k0, (int32_t)nb, L->tmid, L->stims, ns, L->pop != NULL, L->o.per_cell_dipoles, 1);
+    L->sampling_ms += ns_time_ms() - t_submit;
     if (st != NS_OK) return st;
-    for (int64_t b = 0; b < nb; ++b) {
-        memcpy(L->phi + (k0 + b) * ne, L->tot + b * R, (size_t)ne * sizeof *L->phi);
-        for (int d = 0; d < 3; ++d) L->P[3 * (k0 + b) + d] = L->tot[b * R + ne + d];
-    }
+    L->pend_k0 = k0;
     L->samples = k0 + nb;
+    sim->snap = ns_lfp_gpu_snap(L->gpu, &L->rows); /* the next launch's buffer */
     return NS_OK;
 }
 
@@ -598,6 +724,26 @@ const double *ns_lfp_cell_dipoles(const ns_lfp_t *L) { return L && L->o.per_cell
 const double *ns_lfp_coefficients(const ns_lfp_t *L) { return L ? L->M : NULL; }
 ns_lfp_storage ns_lfp_storage_used(const ns_lfp_t *L) { return L ? L->storage : NS_LFP_STORAGE_AUTO; }
 const double *ns_lfp_membrane_currents(const ns_lfp_t *L) { return L ? L->imem : NULL; }
+double ns_lfp_error_bound(const ns_lfp_t *L) { return L ? L->bound : 0.0; }
+
+ns_status ns_lfp_device_results(const ns_lfp_t *L, const double **data, int64_t *stride, int32_t *device) {
+    if (!L || !data || !stride || !device) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_device_results: NULL argument");
+    *data = NULL, *stride = L->n_el + 3, *device = -1;
+    if (!L->gpu) return ns_fail(NS_ERR_UNSUPPORTED, "LFP: device results need a CUDA simulation (a CPU one's are on the host)");
+    if (!L->o.device_results)
+        return ns_fail(NS_ERR_UNSUPPORTED, "LFP: device results were not asked for (ns_lfp_options.device_results)");
+    *data = ns_lfp_gpu_kept(L->gpu);
+    *device = L->sim->device;
+    return NS_OK;
+}
+
+ns_status ns_lfp_timing_of(const ns_lfp_t *L, ns_lfp_timing *out) {
+    if (!L || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_timing_of: NULL argument");
+    ns_lfp_gpu_timing_of(L->gpu, out);
+    out->setup_ms = L->setup_ms;
+    out->sampling_ms = L->sampling_ms;
+    return NS_OK;
+}
 
 ns_status ns_lfp_csd(const double *phi, int64_t samples, int64_t stride, const int64_t *index, int64_t count,
                      double spacing, double sigma, double *out) {

@@ -13,6 +13,7 @@ void ns_lfp_row(const ns_lfp_segments *seg, const ns_lfp_contact *c, const doubl
                 double sigma, double *row);
 
 #define NS_LFP_BLOCK 16 /* samples buffered per pass over the coefficients (CPU) */
+#define NS_LFP_CHUNK 8  /* F32: compartments (Flat order) per term of the error bound */
 
 /* ------------------------------------------------ the GPU reduction (cuda/)
  * For a CUDA simulation the sampler runs inside the GPU loop (sim_impl.h's
@@ -51,6 +52,8 @@ typedef struct lfp_gpu_geometry {
     const int64_t *pt_begin;    /* n_el + 1 */
     double sigma;
     int64_t tile_bytes;         /* 0: 256 MiB */
+    int keep;                   /* keep every sample's tot rows on the GPU (ns_lfp_device_results) */
+    int f32;                    /* with tiles: computed once, kept as float, widened per reduction */
 } lfp_gpu_geometry;
 
 /* A clamp of the simulation: its compartment (Flat index) and pulse. */
@@ -61,20 +64,33 @@ typedef struct lfp_stim {
 
 /* Free memory of `device` [bytes] (0 in a build without CUDA). */
 int64_t ns_lfp_gpu_free_bytes(int device);
+/* The GPU phases' times so far (reductions, currents_ms, gemm_ms, sum_ms;
+ * the rest 0); zeros for NULL. */
+void ns_lfp_gpu_timing_of(const lfp_gpu *G, ns_lfp_timing *out);
 /* On `device`; NS_ERR_UNSUPPORTED in a build without CUDA. */
 ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, lfp_gpu **out);
 void ns_lfp_gpu_destroy(lfp_gpu *G);
 /* The state position of every compartment (pos, n_comp) in the parts of
  * ns_sim_state_part laid end to end (stride positions in all). */
 ns_status ns_lfp_gpu_positions(ns_sim_t *sim, int64_t *pos, int64_t *stride);
-/* The snap buffer (device, rows x stride) and its rows. */
+/* The snap buffer of the next launch (device, rows x stride; two of them,
+ * alternating: one is written while the other's reduction runs) and its rows. */
 double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows);
-/* The nb samples in snap rows [0, nb) (tmid: each sample's step midpoint
- * [ms]; stims sorted by node, n_stims of them): tot (host, nb x (n_el + 3):
- * the potentials, then the dipole), pop (host, nb x n_pop x n_el; NULL: not
- * copied), pcell (host, nb x n_cells x 3, NULL: not copied), imem (host,
- * n_comp: the last sample's currents, NULL: not copied). */
-ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_stim *stims, int64_t n_stims,
-                            double *tot, double *pop, double *pcell, double *imem);
+/* submit: the nb samples in rows [0, nb) of the buffer the last launch wrote,
+ * samples k0 .. k0 + nb - 1 of the run (tmid: each sample's step midpoint
+ * [ms]; stims sorted by node, n_stims of them), enqueued on the GPU; pop,
+ * pcell, imem: whether those are wanted. collect (before the next submit, and
+ * at the end of each advance) waits for them: tot (host, nb x (n_el + 3): the
+ * potentials, then the dipole), rel (f32: host, nb: each sample's error bound
+ * relative to its largest potential, as ns_lfp_error_bound), pop (host, nb x
+ * n_pop x n_el), pcell (host, nb x n_cells x 3), imem (host, n_comp: the last
+ * sample's currents); NULL: not copied. */
+ns_status ns_lfp_gpu_submit(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
+                            int64_t n_stims, int pop, int pcell, int imem);
+/* Samples submitted and not yet collected (0: none). */
+int32_t ns_lfp_gpu_pending(const lfp_gpu *G);
+ns_status ns_lfp_gpu_collect(lfp_gpu *G, double *tot, double *rel, double *pop, double *pcell, double *imem);
+/* The kept samples (geometry.keep): rows of n_el + 3 on the GPU, NULL when none. */
+const double *ns_lfp_gpu_kept(const lfp_gpu *G);
 
 #endif

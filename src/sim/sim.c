@@ -471,6 +471,10 @@ ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
         }
     else
         st = sim->net ? ns_net_advance(sim, steps, &fault) : sim->ops->advance(sim, steps, &fault);
+    if (sim->sample_finish) { /* the last launch's LFP reduction (src/lfp/cuda) */
+        const ns_status fst = sim->sample_finish(sim, sim->sample_ctx);
+        if (st == NS_OK) st = fst;
+    }
     leave(sim, caller);
     sim->elapsed_ms += ns_time_ms() - t0;
     sim->steps -= done; /* the chunks' steps and time are counted again below */

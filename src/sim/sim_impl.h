@@ -106,10 +106,15 @@ struct ns_sim {
      * (device, snap_rows rows; first: the launch's first sampled step's),
      * each launch holding at most snap_rows samples, and calls sample_flush
      * after each launch (its work finished) with the launch's first step,
-     * start time and steps. */
+     * start time and steps (sample_flush may point snap at another buffer
+     * of as many rows for the next launch). */
     double *snap;
     int64_t snap_stride, snap_rows;
     ns_status (*sample_flush)(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps);
+    /* sample_flush leaves a launch's reduction running beside the next
+     * launch; sample_finish (at the end of every ns_sim_advance, whatever
+     * its status) completes the last one. NULL: none. */
+    ns_status (*sample_finish)(ns_sim_t *sim, void *ctx);
     struct sim_dist *dist; /* spread over processes (ns_sim_options.dist, sim/dist_impl.h); NULL: one */
 };
 

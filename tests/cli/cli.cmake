@@ -73,3 +73,9 @@ add_test(NAME first_hour
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_first_hour.py
           $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(first_hour PROPERTIES TIMEOUT 120)
+
+# simulate --lfp-populations: each population's potentials against its cells run alone (issue 44).
+add_test(NAME cli_lfp
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_cli_lfp.py
+          $<TARGET_FILE:neurosolve_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_lfp PROPERTIES TIMEOUT 120)

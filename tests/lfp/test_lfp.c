@@ -352,6 +352,7 @@ static void test_placement(const ns_cell_t *cell) {
  * in population k % 3), a clamp on each soma, sampled every `every` steps over two advances. */
 typedef struct pop_out {
     double *phi, *P, *pc, *pop, *t, *imem, *M;
+    double bound; /* F32: ns_lfp_error_bound */
     int64_t samples, n_comp;
     int32_t *cell_pop;
     int64_t *off;
@@ -402,15 +403,34 @@ static void population_run(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_
     lo.batch = batch;
     lo.storage = storage;
     lo.tile_bytes = 100000; /* TILES: a few tiles of slices (at least one slice each) */
+    lo.tolerance = 1e-3;    /* F32: the callers check the bound themselves */
     ns_lfp_t *lfp = NULL;
     CHECK_OK(ns_lfp_create(sim, 1, &cell, probe, &lo, &lfp));
     if (!lfp) goto out;
-    CHECK(ns_lfp_storage_used(lfp) == (storage == NS_LFP_STORAGE_TILES ? NS_LFP_STORAGE_TILES : NS_LFP_STORAGE_DENSE));
+    CHECK(ns_lfp_storage_used(lfp) == (storage == NS_LFP_STORAGE_AUTO ? NS_LFP_STORAGE_DENSE : storage));
     CHECK_OK(ns_sim_advance(sim, steps / 2));
     CHECK_OK(ns_sim_advance(sim, steps - steps / 2));
     const int64_t S = ns_lfp_samples(lfp), E = probe->n;
     CHECK(S == steps / every);
     CHECK(ns_lfp_populations(lfp) == 3);
+    /* the probe's account: a reduction per launch with samples on the GPU (at least one per
+     * `batch` samples), none on the CPU; set-up and sampling took time */
+    ns_lfp_timing tm;
+    CHECK_OK(ns_lfp_timing_of(lfp, &tm));
+    CHECK_FAILS(ns_lfp_timing_of(lfp, NULL), NS_ERR_INVALID_ARGUMENT, "NULL");
+    const double *kept;
+    int64_t kept_stride;
+    int32_t kept_device;
+    CHECK_FAILS(ns_lfp_device_results(lfp, &kept, &kept_stride, &kept_device), NS_ERR_UNSUPPORTED,
+                backend == NS_BACKEND_CUDA ? "not asked for" : "need a CUDA simulation");
+    CHECK(tm.setup_ms > 0.0 && tm.sampling_ms > 0.0);
+    if (backend == NS_BACKEND_CUDA)
+        CHECK_MSG(tm.reductions >= (batch > 0 ? S / batch : 2) && tm.currents_ms > 0.0 && tm.gemm_ms > 0.0 &&
+                      tm.sum_ms > 0.0 && tm.currents_ms + tm.gemm_ms + tm.sum_ms <= 1.01 * tm.sampling_ms + 0.01,
+                  "GPU account: %lld reductions, currents %.3g ms, DGEMM %.3g ms, sums %.3g ms, host %.3g ms",
+                  (long long)tm.reductions, tm.currents_ms, tm.gemm_ms, tm.sum_ms, tm.sampling_ms);
+    else
+        CHECK(tm.reductions == 0 && tm.currents_ms == 0.0 && tm.gemm_ms == 0.0 && tm.sum_ms == 0.0);
     o->samples = S;
     o->n_comp = ns_sim_compartments(sim);
     o->phi = copy_of(ns_lfp_potentials(lfp), S * E);
@@ -420,7 +440,10 @@ static void population_run(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_
     o->t = copy_of(ns_lfp_times(lfp), S);
     o->imem = copy_of(ns_lfp_membrane_currents(lfp), o->n_comp);
     o->M = copy_of(ns_lfp_coefficients(lfp), E * o->n_comp);
-    CHECK((o->M != NULL) == (storage != NS_LFP_STORAGE_TILES));
+    CHECK((o->M != NULL) ==
+          (storage != NS_LFP_STORAGE_TILES && !(storage == NS_LFP_STORAGE_F32 && backend == NS_BACKEND_CUDA)));
+    o->bound = ns_lfp_error_bound(lfp);
+    CHECK((o->bound > 0.0) == (storage == NS_LFP_STORAGE_F32));
     o->cell_pop = pop, pop = NULL;
     o->off = malloc(((size_t)cells + 1) * sizeof *o->off);
     for (int c = 0; o->off && c <= cells; ++c) o->off[c] = ns_sim_cell_offset(sim, c);
@@ -465,6 +488,28 @@ static void test_populations(const ns_cell_t *cell) {
         CHECK_MSG(dot_err <= 1e-12, "a population's potentials vs its cells' currents x coefficients: %.3g", dot_err);
         printf("populations: sum %.3g mV of %.3g, per population vs dot products %.3g\n", sum_err, big, dot_err);
     }
+    /* F32: the coefficients rounded to float; the difference from the exact run within each sample's
+     * bound, the bound below the default tolerance here; a tolerance below the bound fails the run */
+    pop_out f = {0};
+    population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, 2, 0, NS_LFP_STORAGE_F32, CELLS, STEPS, &f);
+    if (a.phi && f.phi && f.M && a.M && f.samples == a.samples) {
+        const int64_t E = probe.n, S = a.samples, n = a.n_comp;
+        double worst = 0.0, over = 0.0, mrel = 0.0;
+        for (int64_t k = 0; k < S; ++k) {
+            double big = 0.0, d = 0.0;
+            for (int64_t e = 0; e < E; ++e)
+                big = fmax(big, fabs(a.phi[k * E + e])), d = fmax(d, fabs(f.phi[k * E + e] - a.phi[k * E + e]));
+            worst = fmax(worst, d / big);
+            over = fmax(over, d / big / f.bound);
+        }
+        for (int64_t q = 0; q < E * n; ++q)
+            if (a.M[q] != 0.0) mrel = fmax(mrel, fabs(f.M[q] - a.M[q]) / fabs(a.M[q]));
+        CHECK_MSG(mrel <= 5.9604644775390625e-8, "f32 coefficients: %.3g relative from the exact ones", mrel);
+        CHECK_MSG(worst > 0.0 && over <= 1.0 && f.bound <= 1e-6,
+                  "f32: %.3g of each sample's largest from the exact run, bound %.3g", worst, f.bound);
+        printf("f32 (CPU): %.3g of each sample's largest from the exact run, bound %.3g\n", worst, f.bound);
+    }
+    pop_out_free(&f);
     pop_out_free(&a);
     ns_lfp_probe_free(&probe);
     /* the storage rule: dense while the matrix fits the limit and half the free memory */
@@ -491,6 +536,20 @@ static void test_populations(const ns_cell_t *cell) {
     lo.storage = NS_LFP_STORAGE_TILES;
     ns_lfp_t *lfp = NULL;
     if (sim) CHECK_FAILS(ns_lfp_create(sim, 1, &cell, &one, &lo, &lfp), NS_ERR_UNSUPPORTED, "CUDA simulation");
+    /* f32 with a tolerance below its bound: the advance fails, naming the bound and the tolerance */
+    int32_t soma;
+    if (sim && ns_cell_locate(cell, 0, 0.5, &soma) == NS_OK) {
+        CHECK_OK(ns_sim_add_iclamp(sim, 0, soma, 0.0, 5.0, 0.5));
+        CHECK_OK(ns_sim_init(sim));
+        lo.storage = NS_LFP_STORAGE_F32;
+        lo.tolerance = -1.0;
+        CHECK_FAILS(ns_lfp_create(sim, 1, &cell, &one, &lo, &lfp), NS_ERR_INVALID_ARGUMENT, "tolerance -1");
+        lo.tolerance = 1e-15;
+        CHECK_OK(ns_lfp_create(sim, 1, &cell, &one, &lo, &lfp));
+        if (lfp) CHECK_FAILS(ns_sim_advance(sim, 40), NS_ERR_UNSUPPORTED, "error bound", "above the tolerance 1e-15");
+        CHECK(ns_lfp_error_bound(lfp) > 1e-15);
+        ns_lfp_destroy(lfp);
+    }
     ns_sim_destroy(sim);
 }
 
@@ -553,6 +612,19 @@ static void test_cuda(const ns_cell_t *cell, const ref *r, const int32_t *comp) 
         }
         pop_out_free(&cpu);
     }
+    /* f32 on the GPU (float coefficients made in tiles, widened per reduction) against f32 on the CPU */
+    pop_out cf = {0}, gf = {0};
+    population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, 1, 7, NS_LFP_STORAGE_F32, 64, 400, &cf);
+    population_run(cell, &probe, NS_BACKEND_CUDA, NS_HINES_TREE, 1, 7, NS_LFP_STORAGE_F32, 64, 400, &gf);
+    if (cf.phi && gf.phi && cf.samples == gf.samples) {
+        double pw = 0.0;
+        for (int64_t e = 0; e < probe.n; ++e) pw = fmax(pw, row_err(gf.phi + e, cf.phi + e, cf.samples, probe.n, probe.n));
+        CHECK_MSG(pw <= 1e-9 && fabs(gf.bound - cf.bound) <= 1e-6 * cf.bound,
+                  "f32 GPU vs CPU: potentials %.3g, bounds %.6g and %.6g", pw, gf.bound, cf.bound);
+        printf("f32 GPU vs CPU, 64 cells every step: potentials %.3g, bounds %.6g / %.6g\n", pw, gf.bound, cf.bound);
+    }
+    pop_out_free(&cf);
+    pop_out_free(&gf);
     ns_lfp_probe_free(&probe);
 }
 

@@ -25,6 +25,7 @@ extern "C" {
 #define SLICE_ALIGN 256
 #define TILE_BYTES ((int64_t)256 << 20) /* a tile of coefficients (TILES) */
 #define MAX_GRID_Y 65535
+#define LFP_U 5.9604644775390625e-8 /* F32: 2^-24, float's unit roundoff */
 
 struct lfp_gpu {
     int device;
@@ -44,13 +45,34 @@ struct lfp_gpu {
     double *I;            /* ncp x rows: the samples' currents by column (0 in the padding) */
     double *partial;      /* n_slices x rows x R */
     double *tot, *pop;    /* rows x R; rows x n_pop x n_el */
-    double *snap;         /* rows x stride */
+    double *snap;         /* the buffer being reduced: snaps[0] or snaps[1] */
+    double *snaps[2];     /* rows x stride each: one written by a launch while the other's reduction runs */
+    int cur;              /* the buffer of the next launch */
+    double *h_tot, *h_rel, *h_pop, *h_pcell, *h_imem; /* pinned: the submitted reduction's results */
+    int32_t pend_nb;      /* samples of the submitted reduction not yet collected (0: none) */
+    int pend_pop, pend_pcell, pend_imem;
     double *g, *mid, *pcell, *tmid, *imem;
-    int64_t *parent, *child_begin, *child, *cell_offset, *pos, *col, *pop_slice;
+    int64_t *parent, *child_begin, *cpos, *cell_offset, *pos, *col, *pop_slice;
+    double *cg;           /* the children's conductances, by child_begin (cpos: their state positions) */
     unsigned char *membrane;
     lfp_stim *stims;
     int64_t stim_cap;
+    cudaEvent_t ev[4];    /* a reduction's phases: start, currents done, DGEMM done, sums and copies done */
+    double *kept;         /* keep: kept_cap rows of R, the run's samples (ns_lfp_device_results) */
+    int64_t kept_cap;
+    int keep;
+    /* F32: the electrodes' coefficients as float (n_el x ncp, electrode r at r * ncp), each chunk's
+     * largest |M| / (1 - u) (chunks x n_el, column-major: electrode r's at r * chunks), each chunk's
+     * sum of |i| (chunks x rows), the bound per electrode (n_el x rows) and each sample's relative bound */
+    int f32;
+    float *F;
+    double *mmax, *S, *bnd, *rel;
+    int64_t chunks;
+    ns_lfp_timing time;     /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */
 };
+
+static ns_status warm(lfp_gpu *G);
+static ns_status make_f32(lfp_gpu *G);
 
 static unsigned grid(int64_t n) { return (unsigned)((n + THREADS - 1) / THREADS); }
 
@@ -58,38 +80,46 @@ __device__ __forceinline__ double lfp_v(const double *snap, int64_t stride, cons
     return snap[k * stride + pos[j]];
 }
 
-/* i_m[j] of sample k = inflow from the parent - outflow to the children +
- * the clamps on at tmid[k] (stims sorted by node; in their order), 0 without
- * membrane, into I's column k at row col[j] */
+/* i_m[j] of samples 0 .. nb - 1 = inflow from the parent - outflow to the
+ * children + the clamps on at tmid[k] (stims sorted by node; in their order),
+ * 0 without membrane, into I's column k at row col[j]. One thread per
+ * compartment for all the launch's samples: the geometry (positions,
+ * conductances, the children's positions cpos and conductances cg, the
+ * clamps' range) is read once per reduction, not once per sample; per sample
+ * only v of the node and its neighbours is read and i_m written. */
 __global__ void lfp_currents(const double *__restrict__ snap, int64_t stride, const int64_t *__restrict__ pos,
                              const double *__restrict__ g, const int64_t *__restrict__ parent,
-                             const int64_t *__restrict__ child_begin, const int64_t *__restrict__ child,
-                             const unsigned char *__restrict__ membrane, const int64_t *__restrict__ col, int64_t n,
-                             const lfp_stim *__restrict__ stims, int64_t n_stims, const double *__restrict__ tmid,
-                             int64_t ncp, double *__restrict__ I) {
+                             const int64_t *__restrict__ child_begin, const int64_t *__restrict__ cpos,
+                             const double *__restrict__ cg, const unsigned char *__restrict__ membrane,
+                             const int64_t *__restrict__ col, int64_t n, const lfp_stim *__restrict__ stims,
+                             int64_t n_stims, const double *__restrict__ tmid, int32_t nb, int64_t ncp,
+                             double *__restrict__ I) {
     const int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    const int64_t k = blockIdx.y;
     if (j >= n) return;
-    double im = 0.0;
-    if (membrane[j]) {
-        const double vj = lfp_v(snap, stride, pos, k, j);
-        const int64_t p = parent[j];
-        if (p >= 0) im = g[j] * (lfp_v(snap, stride, pos, k, p) - vj);
-        for (int64_t q = child_begin[j]; q < child_begin[j + 1]; ++q) {
-            const int64_t c = child[q];
-            im -= g[c] * (vj - lfp_v(snap, stride, pos, k, c));
-        }
-        int64_t lo = 0, hi = n_stims;  // the first clamp at j
-        while (lo < hi) {
-            const int64_t m = lo + (hi - lo) / 2;
-            if (stims[m].node < j) lo = m + 1;
-            else hi = m;
-        }
+    const int64_t cj = col[j];
+    if (!membrane[j]) {
+        for (int32_t k = 0; k < nb; ++k) I[k * ncp + cj] = 0.0;
+        return;
+    }
+    const int64_t pj = pos[j], p = parent[j], pp = p >= 0 ? pos[p] : 0, q0 = child_begin[j], q1 = child_begin[j + 1];
+    const double gj = g[j];
+    int64_t lo = 0, hi = n_stims;  // the first clamp at j
+    while (lo < hi) {
+        const int64_t m = lo + (hi - lo) / 2;
+        if (stims[m].node < j) lo = m + 1;
+        else hi = m;
+    }
+    for (int32_t k = 0; k < nb; ++k) {
+        const double *vk = snap + k * stride;
+        const double vj = vk[pj];
+        double im = 0.0;
+        if (p >= 0) im = gj * (vk[pp] - vj);
+        for (int64_t q = q0; q < q1; ++q) im -= cg[q] * (vj - vk[cpos[q]]);
         const double t = tmid[k];
         for (int64_t q = lo; q < n_stims && stims[q].node == j; ++q)
             if (t < stims[q].del + stims[q].dur && t >= stims[q].del) im += stims[q].amp;
+        I[k * ncp + cj] = im;
     }
-    I[k * ncp + col[j]] = im;
 }
 
 /* per cell and sample: the dipole moment, over the cell's compartments in order */
@@ -123,6 +153,60 @@ __global__ void lfp_sum(const double *__restrict__ partial, int64_t R, int64_t r
         total += s;
     }
     tot[k * R + r] = total;
+}
+
+/* F32 at set-up: rows [0, n_el) of a tile (columns col0 .. col0 + rows_t) rounded into F */
+__global__ void lfp_round(const double *__restrict__ A, int64_t rows_t, int64_t col0, int64_t n_el, int64_t ncp,
+                          float *__restrict__ F) {
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= rows_t) return;
+    for (int64_t r = blockIdx.y; r < n_el; r += gridDim.y) F[r * ncp + col0 + i] = (float)A[r * rows_t + i];
+}
+
+/* F32 per reduction: a tile widened from F (the dipole's rows from the midpoints, as lfp_tile) */
+__global__ void lfp_widen(const float *__restrict__ F, int64_t ncp, const double *__restrict__ mid,
+                          const int64_t *__restrict__ comp_of_col, int64_t col0, int64_t rows_t, int64_t n_el, int64_t R,
+                          double *__restrict__ A) {
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= rows_t) return;
+    const int64_t j = comp_of_col[col0 + i];
+    for (int64_t r = blockIdx.y; r < R; r += gridDim.y)
+        A[r * rows_t + i] = r < n_el ? (double)F[r * ncp + col0 + i] : j >= 0 ? mid[3 * j + (r - n_el)] : 0.0;
+}
+
+/* F32 at set-up: each chunk's (NS_LFP_CHUNK compartments in Flat order) largest |M| / (1 - u) */
+__global__ void lfp_chunk_max(const float *__restrict__ F, int64_t ncp, const int64_t *__restrict__ col, int64_t n,
+                              int64_t chunks, int64_t n_el, double *__restrict__ mmax) {
+    const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (q >= chunks) return;
+    for (int64_t r = blockIdx.y; r < n_el; r += gridDim.y) {
+        double m = 0.0;
+        for (int64_t j = q * NS_LFP_CHUNK; j < n && j < (q + 1) * NS_LFP_CHUNK; ++j)
+            m = fmax(m, fabs((double)F[r * ncp + col[j]]) / (1.0 - LFP_U));
+        mmax[r * chunks + q] = m;
+    }
+}
+
+/* F32 per reduction: each chunk's sum of |i| per sample, in Flat order */
+__global__ void lfp_chunk_abs(const double *__restrict__ I, int64_t ncp, const int64_t *__restrict__ col, int64_t n,
+                              int64_t chunks, double *__restrict__ S) {
+    const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int64_t k = blockIdx.y;
+    if (q >= chunks) return;
+    double s = 0.0;
+    for (int64_t j = q * NS_LFP_CHUNK; j < n && j < (q + 1) * NS_LFP_CHUNK; ++j) s += fabs(I[k * ncp + col[j]]);
+    S[k * chunks + q] = s;
+}
+
+/* F32: each sample's largest bound over the electrodes relative to its largest |potential| (lfp.c's rule) */
+__global__ void lfp_rel(const double *__restrict__ bnd, const double *__restrict__ tot, int64_t n_el, int64_t R,
+                        int32_t nb, double *__restrict__ rel) {
+    const int32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= nb) return;
+    double b = 0.0, big = 0.0;
+    for (int64_t e = 0; e < n_el; ++e) b = fmax(b, bnd[k * n_el + e]), big = fmax(big, fabs(tot[k * R + e]));
+    b *= LFP_U;
+    rel[k] = b == 0.0 ? 0.0 : big > 0.0 ? b / big : INFINITY;
 }
 
 /* the last sample's currents in Flat order */
@@ -162,11 +246,17 @@ extern "C" void ns_lfp_gpu_destroy(lfp_gpu *G) {
     if (!G) return;
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(G->device);
-    void *p[] = {G->A,    G->I,     G->partial,     G->tot,   G->pop,         G->snap,  G->g,
+    if (G->stream) cudaStreamSynchronize(G->stream); /* a submitted reduction */
+    void *h[] = {G->h_tot, G->h_rel, G->h_pop, G->h_pcell, G->h_imem};
+    for (size_t k = 0; k < sizeof h / sizeof *h; ++k) cudaFreeHost(h[k]);
+    void *p[] = {G->A,    G->I,     G->partial,     G->tot,   G->pop,         G->snaps[0], G->snaps[1], G->g,
                  G->mid,  G->pcell, G->tmid,        G->imem,  G->parent,      G->child_begin,
-                 G->child, G->cell_offset, G->pos,  G->col,   G->pop_slice,   G->membrane, G->stims,
-                 G->seg,  G->pts,   G->pt_begin,    G->comp_of_col, G->point};
+                 G->cpos,  G->cg,    G->cell_offset, G->pos,  G->col,   G->pop_slice,   G->membrane, G->stims,
+                 G->seg,  G->pts,   G->pt_begin,    G->comp_of_col, G->point, G->kept,
+                 G->F,    G->mmax,  G->S,           G->bnd,   G->rel};
     for (size_t k = 0; k < sizeof p / sizeof *p; ++k) cudaFree(p[k]);
+    for (int k = 0; k < 4; ++k)
+        if (G->ev[k]) cudaEventDestroy(G->ev[k]);
     if (G->handle) G->blas->Destroy(G->handle);
     if (G->stream) cudaStreamDestroy(G->stream);
     ns_cuda_restore_device(caller);
@@ -226,6 +316,7 @@ static ns_status columns(lfp_gpu *G, const lfp_gpu_geometry *geo, int64_t *col, 
 static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     const int64_t n = geo->n_comp, R = G->R;
     NS_CUDA_TRY(cudaStreamCreateWithFlags(&G->stream, cudaStreamNonBlocking));
+    for (int k = 0; k < 4; ++k) NS_CUDA_TRY(cudaEventCreate(&G->ev[k]));
     ns_status st = ns_cublas_load(&G->blas);
     if (st != NS_OK) return st;
     if ((st = blas_status(G->blas->Create(&G->handle), G->blas, "cublasCreate")) != NS_OK) return st;
@@ -264,6 +355,12 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
         if (st == NS_OK) st = upload(&G->pt_begin, geo->pt_begin, G->n_el + 1);
         if (st == NS_OK) st = upload(&G->pts, geo->pts, 3 * geo->pt_begin[G->n_el]);
         if (st == NS_OK) st = upload<double>(&G->A, NULL, G->tile_slices * G->slice * R);
+        if (st == NS_OK && G->f32) { /* the float coefficients and the chunks' largest (make_f32) */
+            G->chunks = (n + NS_LFP_CHUNK - 1) / NS_LFP_CHUNK;
+            if (G->chunks < 1) G->chunks = 1;
+            st = upload<float>(&G->F, NULL, G->n_el * ncp);
+            if (st == NS_OK) st = upload<double>(&G->mmax, NULL, G->chunks * G->n_el);
+        }
     }
     /* DENSE: the coefficients column by column, one electrode (or dipole axis) at a time through the host */
     if (st == NS_OK && !G->tiles) st = upload<double>(&G->A, NULL, ncp * R);
@@ -283,15 +380,23 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     if (st == NS_OK) st = upload(&G->mid, geo->mid, 3 * n);
     if (st == NS_OK) st = upload(&G->parent, geo->parent, n);
     if (st == NS_OK) st = upload(&G->child_begin, geo->child_begin, n + 1);
-    if (st == NS_OK) st = upload(&G->child, geo->child, geo->child_begin[n]);
+    const int64_t n_child = geo->child_begin[n];
+    int64_t *cpos = (int64_t *)malloc((size_t)(n_child > 0 ? n_child : 1) * sizeof *cpos);
+    double *cg = (double *)malloc((size_t)(n_child > 0 ? n_child : 1) * sizeof *cg);
+    if (st == NS_OK && (!cpos || !cg)) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld children", (long long)n_child);
+    for (int64_t q = 0; st == NS_OK && q < n_child; ++q) cpos[q] = geo->pos[geo->child[q]], cg[q] = geo->g[geo->child[q]];
+    if (st == NS_OK) st = upload(&G->cpos, cpos, n_child);
+    if (st == NS_OK) st = upload(&G->cg, cg, n_child);
+    free(cpos);
+    free(cg);
     if (st == NS_OK) st = upload(&G->membrane, geo->membrane, n);
     if (st == NS_OK) st = upload(&G->cell_offset, geo->cell_offset, geo->n_cells + 1);
     if (st == NS_OK) st = upload(&G->pos, geo->pos, n);
     if (st == NS_OK) st = upload<double>(&G->imem, NULL, n);
     if (st != NS_OK) return st;
     /* the samples buffered: as asked, else what a quarter of the free memory holds (at most MAX_ROWS) */
-    const int64_t per = 8 * (G->stride + ncp + G->n_slices * R + R + (int64_t)G->n_pop * G->n_el + 1 +
-                             (G->per_cell ? 3 * G->n_cells : 0));
+    const int64_t per = 8 * (2 * G->stride + ncp + G->n_slices * R + R + (int64_t)G->n_pop * G->n_el + 1 +
+                             (G->per_cell ? 3 * G->n_cells : 0) + (G->f32 ? G->chunks + G->n_el + 1 : 0));
     int64_t rows = geo->rows;
     if (rows <= 0) {
         size_t free_b = 0, total_b = 0;
@@ -303,14 +408,33 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
                            (double)per * 1e-9, (double)free_b * 1e-9);
     }
     G->rows = rows;
-    if ((st = upload<double>(&G->snap, NULL, rows * G->stride)) != NS_OK) return st;
+    for (int b = 0; b < 2; ++b)
+        if ((st = upload<double>(&G->snaps[b], NULL, rows * G->stride)) != NS_OK) return st;
+    G->snap = G->snaps[0];
+    /* pinned staging of a reduction's results (collect) */
+    NS_CUDA_TRY(cudaHostAlloc((void **)&G->h_tot, (size_t)rows * (size_t)R * sizeof(double), cudaHostAllocDefault));
+    NS_CUDA_TRY(cudaHostAlloc((void **)&G->h_rel, (size_t)rows * sizeof(double), cudaHostAllocDefault));
+    NS_CUDA_TRY(cudaHostAlloc((void **)&G->h_imem, (size_t)(n > 0 ? n : 1) * sizeof(double), cudaHostAllocDefault));
+    if (geo->pop)
+        NS_CUDA_TRY(cudaHostAlloc((void **)&G->h_pop, (size_t)rows * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double),
+                                  cudaHostAllocDefault));
+    if (G->per_cell)
+        NS_CUDA_TRY(cudaHostAlloc((void **)&G->h_pcell, (size_t)rows * (size_t)G->n_cells * 3 * sizeof(double),
+                                  cudaHostAllocDefault));
     if ((st = upload<double>(&G->I, NULL, ncp * rows)) != NS_OK) return st;
     NS_CUDA_TRY(cudaMemset(G->I, 0, (size_t)ncp * (size_t)rows * sizeof(double))); /* the padding stays 0 */
     if ((st = upload<double>(&G->partial, NULL, G->n_slices * rows * R)) != NS_OK) return st;
     if ((st = upload<double>(&G->tot, NULL, rows * R)) != NS_OK) return st;
     if (geo->pop && (st = upload<double>(&G->pop, NULL, rows * G->n_pop * G->n_el)) != NS_OK) return st;
     if (G->per_cell && (st = upload<double>(&G->pcell, NULL, rows * G->n_cells * 3)) != NS_OK) return st;
-    return upload<double>(&G->tmid, NULL, rows);
+    if ((st = upload<double>(&G->tmid, NULL, rows)) != NS_OK) return st;
+    if (G->f32) {
+        if ((st = upload<double>(&G->S, NULL, G->chunks * rows)) != NS_OK) return st;
+        if ((st = upload<double>(&G->bnd, NULL, G->n_el * rows)) != NS_OK) return st;
+        if ((st = upload<double>(&G->rel, NULL, rows)) != NS_OK) return st;
+        if ((st = make_f32(G)) != NS_OK) return st;
+    }
+    return warm(G);
 }
 
 extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, lfp_gpu **out) {
@@ -324,6 +448,8 @@ extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, 
     G->per_cell = geo->per_cell_dipoles;
     G->tiles = geo->tiles;
     G->sigma = geo->sigma;
+    G->keep = geo->keep;
+    G->f32 = geo->f32;
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(device);
     const ns_status st = create(G, geo);
@@ -339,29 +465,25 @@ extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, 
 
 extern "C" double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows) {
     *rows = G->rows;
-    return G->snap;
+    return G->snaps[G->cur];
 }
 
-static ns_status reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_stim *stims, int64_t n_stims,
-                        double *tot, double *pop, double *pcell, double *imem) {
+/* The GPU work of a reduction of nb samples on G->stream (the clamps and
+ * tmid already there): the currents, the cells' dipoles (pcell), the DGEMM
+ * over the slices (TILES: each tile's coefficients first), the slices'
+ * sums (pop: also per population) and the last sample's currents (imem). */
+static ns_status enqueue(lfp_gpu *G, int32_t nb, int64_t n_stims, int pop, int pcell, int imem, int coefficients) {
     const int64_t n = G->n_comp, R = G->R, ncp = G->ncp;
-    if (n_stims > G->stim_cap) {
-        cudaFree(G->stims);
-        G->stims = NULL, G->stim_cap = 0;
-        NS_CUDA_TRY(cudaMalloc((void **)&G->stims, (size_t)n_stims * sizeof *G->stims));
-        G->stim_cap = n_stims;
-    }
-    if (n_stims > 0)
-        NS_CUDA_TRY(cudaMemcpyAsync(G->stims, stims, (size_t)n_stims * sizeof *stims, cudaMemcpyHostToDevice, G->stream));
-    NS_CUDA_TRY(cudaMemcpyAsync(G->tmid, tmid, (size_t)nb * sizeof *tmid, cudaMemcpyHostToDevice, G->stream));
+    NS_CUDA_TRY(cudaEventRecord(G->ev[0], G->stream));
     if (n > 0)
-        lfp_currents<<<dim3(grid(n), (unsigned)nb), THREADS, 0, G->stream>>>(
-            G->snap, G->stride, G->pos, G->g, G->parent, G->child_begin, G->child, G->membrane, G->col, n, G->stims,
-            n_stims, G->tmid, ncp, G->I);
-    if (G->per_cell && G->n_cells > 0)
+        lfp_currents<<<grid(n), THREADS, 0, G->stream>>>(G->snap, G->stride, G->pos, G->g, G->parent, G->child_begin,
+                                                         G->cpos, G->cg, G->membrane, G->col, n, G->stims, n_stims,
+                                                         G->tmid, nb, ncp, G->I);
+    if (pcell && G->per_cell && G->n_cells > 0)
         lfp_cells<<<dim3(grid(G->n_cells), (unsigned)nb), THREADS, 0, G->stream>>>(G->I, ncp, G->col, G->mid,
                                                                                  G->cell_offset, G->n_cells, G->pcell);
     NS_CUDA_TRY(cudaGetLastError());
+    NS_CUDA_TRY(cudaEventRecord(G->ev[1], G->stream));
     /* partial[s] (R x nb, column-major) = A[slice s]^T I[slice s]: DENSE in one call, TILES a
      * tile of slices at a time, its coefficients computed first (the stream orders the reuse) */
     const double one = 1.0, zero = 0.0;
@@ -370,7 +492,12 @@ static ns_status reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_st
         const int64_t ns = G->n_slices - s0 < per_tile ? G->n_slices - s0 : per_tile, rows_t = ns * G->slice;
         const double *A = G->A + (G->tiles ? 0 : s0 * G->slice);
         const int64_t lda = G->tiles ? rows_t : ncp;
-        if (G->tiles) {
+        if (!coefficients) { /* warm's second call: the tile's kernels are loaded already */
+        } else if (G->f32) {
+            lfp_widen<<<dim3(grid(rows_t), (unsigned)(R < MAX_GRID_Y ? R : MAX_GRID_Y)), THREADS, 0, G->stream>>>(
+                G->F, ncp, G->mid, G->comp_of_col, s0 * G->slice, rows_t, G->n_el, R, G->A);
+            NS_CUDA_TRY(cudaGetLastError());
+        } else if (G->tiles) {
             lfp_tile<<<dim3(grid(rows_t), (unsigned)(R < MAX_GRID_Y ? R : MAX_GRID_Y)), THREADS, 0, G->stream>>>(
                 G->seg, n, G->point, G->membrane, G->mid, G->comp_of_col, s0 * G->slice, rows_t, G->pts, G->pt_begin,
                 G->n_el, R, G->sigma, G->A);
@@ -383,30 +510,169 @@ static ns_status reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_st
             G->blas, "cublasDgemmStridedBatched");
         if (st != NS_OK) return st;
     }
+    NS_CUDA_TRY(cudaEventRecord(G->ev[2], G->stream));
     lfp_sum<<<dim3(grid(R), (unsigned)nb), THREADS, 0, G->stream>>>(G->partial, R, G->rows, nb, G->pop_slice, G->n_pop,
                                                                      G->n_el, G->tot, pop ? G->pop : NULL);
     if (imem && n > 0) lfp_last<<<grid(n), THREADS, 0, G->stream>>>(G->I + (int64_t)(nb - 1) * ncp, G->col, n, G->imem);
     NS_CUDA_TRY(cudaGetLastError());
-    NS_CUDA_TRY(cudaMemcpyAsync(tot, G->tot, (size_t)nb * (size_t)R * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
-    if (pop && G->pop)
-        NS_CUDA_TRY(cudaMemcpyAsync(pop, G->pop, (size_t)nb * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double),
-                                    cudaMemcpyDeviceToHost, G->stream));
-    if (pcell && G->pcell)
-        NS_CUDA_TRY(cudaMemcpyAsync(pcell, G->pcell, (size_t)nb * (size_t)G->n_cells * 3 * sizeof(double),
-                                    cudaMemcpyDeviceToHost, G->stream));
-    if (imem && n > 0)
-        NS_CUDA_TRY(cudaMemcpyAsync(imem, G->imem, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
-    NS_CUDA_TRY(cudaStreamSynchronize(G->stream)); /* the loop writes snap again */
+    if (G->f32) { /* the bound: bnd (n_el x nb) = mmax^T S, then each sample's relative bound */
+        lfp_chunk_abs<<<dim3(grid(G->chunks), (unsigned)nb), THREADS, 0, G->stream>>>(G->I, ncp, G->col, n, G->chunks,
+                                                                                     G->S);
+        NS_CUDA_TRY(cudaGetLastError());
+        const ns_status st = blas_status(
+            G->blas->DgemmStridedBatched(G->handle, CUBLAS_OP_T, CUBLAS_OP_N, (int)G->n_el, nb, (int)G->chunks, &one,
+                                         G->mmax, (int)G->chunks, 0, G->S, (int)G->chunks, 0, &zero, G->bnd,
+                                         (int)G->n_el, 0, 1),
+            G->blas, "cublasDgemmStridedBatched (the float32 bound)");
+        if (st != NS_OK) return st;
+        lfp_rel<<<grid(nb), THREADS, 0, G->stream>>>(G->bnd, G->tot, G->n_el, R, nb, G->rel);
+        NS_CUDA_TRY(cudaGetLastError());
+    }
     return NS_OK;
 }
 
-extern "C" ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_stim *stims,
-                                       int64_t n_stims, double *tot, double *pop, double *pcell, double *imem) {
+/* F32 at set-up: the coefficients computed a tile at a time (lfp_tile), rounded into F, and the
+ * chunks' largest |M| */
+static ns_status make_f32(lfp_gpu *G) {
+    const int64_t R = G->R, ncp = G->ncp;
+    for (int64_t s0 = 0; s0 < G->n_slices; s0 += G->tile_slices) {
+        const int64_t ns = G->n_slices - s0 < G->tile_slices ? G->n_slices - s0 : G->tile_slices, rows_t = ns * G->slice;
+        lfp_tile<<<dim3(grid(rows_t), (unsigned)(R < MAX_GRID_Y ? R : MAX_GRID_Y)), THREADS, 0, G->stream>>>(
+            G->seg, G->n_comp, G->point, G->membrane, G->mid, G->comp_of_col, s0 * G->slice, rows_t, G->pts,
+            G->pt_begin, G->n_el, R, G->sigma, G->A);
+        lfp_round<<<dim3(grid(rows_t), (unsigned)(G->n_el < MAX_GRID_Y ? G->n_el : MAX_GRID_Y)), THREADS, 0,
+                    G->stream>>>(G->A, rows_t, s0 * G->slice, G->n_el, ncp, G->F);
+        NS_CUDA_TRY(cudaGetLastError());
+    }
+    lfp_chunk_max<<<dim3(grid(G->chunks), (unsigned)(G->n_el < MAX_GRID_Y ? G->n_el : MAX_GRID_Y)), THREADS, 0,
+                    G->stream>>>(G->F, ncp, G->col, G->n_comp, G->chunks, G->n_el, G->mmax);
+    NS_CUDA_TRY(cudaGetLastError());
+    NS_CUDA_TRY(cudaStreamSynchronize(G->stream));
+    return NS_OK;
+}
+
+/* After the stream's synchronisation: the phases' times of the reduction. */
+static ns_status account(lfp_gpu *G) {
+    float ms[3];
+    NS_CUDA_TRY(cudaEventElapsedTime(&ms[0], G->ev[0], G->ev[1]));
+    NS_CUDA_TRY(cudaEventElapsedTime(&ms[1], G->ev[1], G->ev[2]));
+    NS_CUDA_TRY(cudaEventElapsedTime(&ms[2], G->ev[2], G->ev[3]));
+    G->time.currents_ms += ms[0], G->time.gemm_ms += ms[1], G->time.sum_ms += ms[2];
+    G->time.reductions++;
+    return NS_OK;
+}
+
+/* Once at set-up, on zeros: every kernel of a reduction (the tiles' once) and cuBLAS's DGEMM for
+ * one sample and for a full buffer, so that the loading of their code (and
+ * cuBLAS's first call) is set-up, not run time. */
+static ns_status warm(lfp_gpu *G) {
+    for (int b = 0; b < 2; ++b)
+        NS_CUDA_TRY(cudaMemsetAsync(G->snaps[b], 0, (size_t)G->rows * (size_t)G->stride * sizeof(double), G->stream));
+    G->snap = G->snaps[1]; /* on zeros; the first launch writes snaps[0] (G->cur) */
+    NS_CUDA_TRY(cudaMemsetAsync(G->tmid, 0, (size_t)G->rows * sizeof(double), G->stream));
+    const int32_t sizes[2] = {1, (int32_t)G->rows};
+    for (int k = 0; k < (G->rows > 1 ? 2 : 1); ++k) {
+        const ns_status st = enqueue(G, sizes[k], 0, G->pop != NULL, 1, 1, k == 0);
+        if (st != NS_OK) return st;
+    }
+    NS_CUDA_TRY(cudaStreamSynchronize(G->stream));
+    return NS_OK;
+}
+
+/* keep: room for k0 + nb samples, the first k0 kept (the stream is idle: every reduction ends synchronised) */
+static ns_status keep_room(lfp_gpu *G, int64_t need, int64_t k0) {
+    if (need <= G->kept_cap) return NS_OK;
+    int64_t cap = G->kept_cap > 0 ? 2 * G->kept_cap : 1024;
+    while (cap < need) cap *= 2;
+    double *k = NULL;
+    NS_CUDA_TRY(cudaMalloc((void **)&k, (size_t)cap * (size_t)G->R * sizeof(double)));
+    if (k0 > 0 && G->kept)
+        NS_CUDA_TRY(cudaMemcpy(k, G->kept, (size_t)k0 * (size_t)G->R * sizeof(double), cudaMemcpyDeviceToDevice));
+    cudaFree(G->kept);
+    G->kept = k, G->kept_cap = cap;
+    return NS_OK;
+}
+
+/* A launch's samples: the reduction of the buffer the launch wrote, enqueued
+ * on G->stream with its results copied into pinned staging, the other buffer
+ * handed to the next launch (ns_lfp_gpu_snap) so that the reduction runs
+ * beside it; ns_lfp_gpu_collect waits for it. */
+static ns_status submit(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
+                        int64_t n_stims, int pop, int pcell, int imem) {
+    const int64_t n = G->n_comp, R = G->R;
+    if (G->keep) {
+        const ns_status kst = keep_room(G, k0 + nb, k0);
+        if (kst != NS_OK) return kst;
+    }
+    if (n_stims > G->stim_cap) {
+        cudaFree(G->stims);
+        G->stims = NULL, G->stim_cap = 0;
+        NS_CUDA_TRY(cudaMalloc((void **)&G->stims, (size_t)n_stims * sizeof *G->stims));
+        G->stim_cap = n_stims;
+    }
+    /* from pageable memory: the copies have read their sources when they return */
+    if (n_stims > 0)
+        NS_CUDA_TRY(cudaMemcpyAsync(G->stims, stims, (size_t)n_stims * sizeof *stims, cudaMemcpyHostToDevice, G->stream));
+    NS_CUDA_TRY(cudaMemcpyAsync(G->tmid, tmid, (size_t)nb * sizeof *tmid, cudaMemcpyHostToDevice, G->stream));
+    G->snap = G->snaps[G->cur];
+    ns_status st = enqueue(G, nb, n_stims, pop, pcell, imem, 1);
+    if (st != NS_OK) return st;
+    if (G->keep)
+        NS_CUDA_TRY(cudaMemcpyAsync(G->kept + k0 * R, G->tot, (size_t)nb * (size_t)R * sizeof(double),
+                                    cudaMemcpyDeviceToDevice, G->stream));
+    NS_CUDA_TRY(cudaMemcpyAsync(G->h_tot, G->tot, (size_t)nb * (size_t)R * sizeof(double), cudaMemcpyDeviceToHost,
+                                G->stream));
+    if (G->f32)
+        NS_CUDA_TRY(cudaMemcpyAsync(G->h_rel, G->rel, (size_t)nb * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
+    if (pop && G->pop)
+        NS_CUDA_TRY(cudaMemcpyAsync(G->h_pop, G->pop, (size_t)nb * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double),
+                                    cudaMemcpyDeviceToHost, G->stream));
+    if (pcell && G->pcell)
+        NS_CUDA_TRY(cudaMemcpyAsync(G->h_pcell, G->pcell, (size_t)nb * (size_t)G->n_cells * 3 * sizeof(double),
+                                    cudaMemcpyDeviceToHost, G->stream));
+    if (imem && n > 0)
+        NS_CUDA_TRY(cudaMemcpyAsync(G->h_imem, G->imem, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
+    NS_CUDA_TRY(cudaEventRecord(G->ev[3], G->stream));
+    G->pend_nb = nb, G->pend_pop = pop, G->pend_pcell = pcell, G->pend_imem = imem;
+    G->cur ^= 1;
+    return NS_OK;
+}
+
+static ns_status collect(lfp_gpu *G, double *tot, double *rel, double *pop, double *pcell, double *imem) {
+    const int32_t nb = G->pend_nb;
+    if (nb <= 0) return NS_OK;
+    G->pend_nb = 0;
+    NS_CUDA_TRY(cudaEventSynchronize(G->ev[3]));
+    memcpy(tot, G->h_tot, (size_t)nb * (size_t)G->R * sizeof(double));
+    if (rel && G->f32) memcpy(rel, G->h_rel, (size_t)nb * sizeof(double));
+    if (pop && G->pend_pop && G->pop)
+        memcpy(pop, G->h_pop, (size_t)nb * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double));
+    if (pcell && G->pend_pcell && G->pcell) memcpy(pcell, G->h_pcell, (size_t)nb * (size_t)G->n_cells * 3 * sizeof(double));
+    if (imem && G->pend_imem && G->n_comp > 0) memcpy(imem, G->h_imem, (size_t)G->n_comp * sizeof(double));
+    return account(G);
+}
+
+extern "C" const double *ns_lfp_gpu_kept(const lfp_gpu *G) { return G ? G->kept : NULL; }
+
+extern "C" ns_status ns_lfp_gpu_submit(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
+                                       int64_t n_stims, int pop, int pcell, int imem) {
     if (nb <= 0) return NS_OK;
     if (nb > G->rows) return ns_fail(NS_ERR_INTERNAL, "LFP: %d samples, the buffer holds %lld", (int)nb, (long long)G->rows);
+    if (G->pend_nb > 0) return ns_fail(NS_ERR_INTERNAL, "LFP: a reduction submitted before the last was collected");
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(G->device);
-    const ns_status st = reduce(G, nb, tmid, stims, n_stims, tot, pop, pcell, imem);
+    const ns_status st = submit(G, k0, nb, tmid, stims, n_stims, pop, pcell, imem);
+    ns_cuda_restore_device(caller);
+    return st;
+}
+
+extern "C" int32_t ns_lfp_gpu_pending(const lfp_gpu *G) { return G ? G->pend_nb : 0; }
+
+extern "C" ns_status ns_lfp_gpu_collect(lfp_gpu *G, double *tot, double *rel, double *pop, double *pcell,
+                                        double *imem) {
+    const int caller = ns_cuda_save_device();
+    ns_cuda_restore_device(G->device);
+    const ns_status st = collect(G, tot, rel, pop, pcell, imem);
     ns_cuda_restore_device(caller);
     return st;
 }
@@ -436,6 +702,11 @@ extern "C" ns_status ns_lfp_gpu_positions(ns_sim_t *sim, int64_t *pos, int64_t *
     free(flat);
     *stride = off;
     return st;
+}
+
+extern "C" void ns_lfp_gpu_timing_of(const lfp_gpu *G, ns_lfp_timing *out) {
+    if (G) *out = G->time;
+    else memset(out, 0, sizeof *out);
 }
 
 extern "C" int64_t ns_lfp_gpu_free_bytes(int device) {

@@ -1,4 +1,6 @@
 /* A build without CUDA has no GPU reduction (a CUDA simulation cannot exist). */
+#include <string.h>
+
 #include "core/error.h"
 #include "lfp/lfp_impl.h"
 
@@ -18,10 +20,26 @@ double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows) {
     *rows = 0;
     return NULL;
 }
-ns_status ns_lfp_gpu_reduce(lfp_gpu *G, int32_t nb, const double *tmid, const lfp_stim *stims, int64_t n_stims,
-                            double *tot, double *pop, double *pcell, double *imem) {
-    (void)G, (void)nb, (void)tmid, (void)stims, (void)n_stims, (void)tot, (void)pop, (void)pcell, (void)imem;
+ns_status ns_lfp_gpu_submit(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
+                            int64_t n_stims, int pop, int pcell, int imem) {
+    (void)G, (void)k0, (void)nb, (void)tmid, (void)stims, (void)n_stims, (void)pop, (void)pcell, (void)imem;
     return ns_fail(NS_ERR_UNSUPPORTED, "LFP: this build has no CUDA");
+}
+int32_t ns_lfp_gpu_pending(const lfp_gpu *G) {
+    (void)G;
+    return 0;
+}
+ns_status ns_lfp_gpu_collect(lfp_gpu *G, double *tot, double *rel, double *pop, double *pcell, double *imem) {
+    (void)G, (void)tot, (void)rel, (void)pop, (void)pcell, (void)imem;
+    return ns_fail(NS_ERR_UNSUPPORTED, "LFP: this build has no CUDA");
+}
+const double *ns_lfp_gpu_kept(const lfp_gpu *G) {
+    (void)G;
+    return NULL;
+}
+void ns_lfp_gpu_timing_of(const lfp_gpu *G, ns_lfp_timing *out) {
+    (void)G;
+    memset(out, 0, sizeof *out);
 }
 int64_t ns_lfp_gpu_free_bytes(int device) {
     (void)device;
