@@ -134,3 +134,62 @@ def test_l5_model_against_neuron(tmp_path):
     assert np.isnan(sim.model_var(0, "gIhbar_Ih")).any()  # Ih is not in the axon
     with pytest.raises(ns.InvalidArgumentError, match="m_nope"):
         sim.model_var(0, "m_nope")
+
+
+@pytest.fixture(scope="module")
+def ftab_hoc_lib(tmp_path_factory):
+    """data/mechanisms/test/ftab.mod (FUNCTION_TABLEs) and hoc/hocerr.mod (hoc_execerror), one library."""
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("ftab_hoc")
+    for f in ("test/ftab.mod", "hoc/hocerr.mod"):
+        shutil.copy(os.path.join(ROOT, "data", "mechanisms", f), d)
+    ns.build_mechanisms(str(d), str(d / "libftab.so"))
+    return ns.MechanismLibrary(str(d / "libftab.so"))
+
+
+def ftab_run(model, tstop):
+    cell = ns.Morphology.from_points("cyl", np.array([[0.0, 0, 0], [20, 0, 0]]), np.array([10.0, 10.0]),
+                                     np.array([1, 1], dtype=np.int32), np.array([-1, 0], dtype=np.int32))
+    sim = ns.Simulation([cell.discretize(rule="one")], 1, params={"celsius": 6.3, "v_init": -65, "dt": 0.025},
+                        backend="cpu", model=model)
+    sim.add_recording(0, 0)
+    sim.init()
+    return sim
+
+
+def test_function_table_from_python_against_neuron(ftab_hoc_lib):
+    # the tables of validation/nmodl_neuron_traces.py's ftab_tables(): ninf over abscissae, tau over two ranges
+    x = np.array([-100, -85, -70, -62, -50, -35, -20, 0, 30, 60.0])
+    ninf = 1 / (1 + np.exp(-(x + 45) / 9))
+    i, j = np.meshgrid(np.arange(16), np.arange(3), indexing="ij")
+    a = (-100 + 10 * i + 50) / 25.0
+    tau = 1 + 4 * np.exp(-(a * a)) * (0.5 + 0.4 * j)
+    model = ns.Model(ftab_hoc_lib)
+    model.insert("all", "pas")
+    model.insert("all", "ftab")
+    with pytest.raises(ns.InvalidArgumentError, match="10 values for 2 arguments"):
+        model.set_function_table("tabntau_ftab", ninf, ranges=[(16, -100, 50), (3, 1, 3)])
+    model.set_function_table("tabninf_ftab", ninf, x=[x])
+    model.set_function_table("tabntau_ftab", tau.ravel(), ranges=[(16, -100, 50), (3, 1, 3)])
+    sim = ftab_run(model, 40.0)
+    sim.add_iclamp(0, 0, 5.0, 20.0, 0.3)
+    sim.run(40.0)
+    rows = np.array([[float(v) for v in l.split(",")] for l in open(os.path.join(TEST_DATA, "nmodl", "ftab.csv"))
+                     if l[:1].isdigit() or l[:1] == "-"])
+    steps = np.rint(rows[:, 0] / 0.025).astype(int)
+    rms = np.sqrt(np.mean((sim.traces[steps, 0] - rows[:, 1]) ** 2))
+    assert rms <= 1e-6, rms
+
+
+def test_mechanism_error_from_python(ftab_hoc_lib):
+    # hocerr.mod's hoc_execerror once t passes terr: NEURON's fadvance stops after the same steps
+    ref = dict(l.split() for l in open(os.path.join(TEST_DATA, "nmodl", "hocerr.txt")) if not l.startswith("#"))
+    model = ns.Model(ftab_hoc_lib)
+    model.parse("all.insert = hocerr\nall.e_hocerr = -70\n")
+    sim = ftab_run(model, 10.0)
+    with pytest.raises(ns.MechanismError, match=r"hocerr\.mod:30: mechanism hocerr: hocerr: t passed terr") as e:
+        sim.advance(1000)
+    assert e.value.status == -16
+    assert sim.traces.shape[0] == int(ref["steps_completed"]) + 1
+    assert abs(sim.traces[-1, 0] - float(ref["v_last"])) <= 1e-9

@@ -15,7 +15,8 @@
  *     its current) with hh: v and the current u that BEFORE STEP sets; on the GPU the
  *     simulation refuses it (host code), naming the mechanism;
  *   ftab: FUNCTION_TABLEs (test/ftab.mod) given by ns_sim_model_set_function_table, after
- *     the refusal of the model without them: v and ninf.
+ *     the refusal of the model without them: v and ninf; the same tables in the model text
+ *     (table.NAME = x ... ; y ..., range N LO HI), and that text's errors by FILE:LINE.
  * On the CPU; also on the GPU where there is one and the test was given an
  * nvcc (tests/sim_nmodl_neuron.cmake). Without a C compiler the test skips (77). */
 #define _POSIX_C_SOURCE 200809L
@@ -54,7 +55,7 @@ typedef struct scase {
     const char *name, *model, *probe; /* NEURON's trace, the model, the probed variable */
     double probe_x, del, dur, amp;     /* where the probe is; the clamp at x = 0.5 */
     int geometry;                      /* the per-segment checks of geom.mod */
-    int ftab;                          /* ftab.mod's FUNCTION_TABLEs (ftab_tables) */
+    int ftab;                          /* ftab.mod's FUNCTION_TABLEs (ftab_tables): 1 by the C API, 2 in the text */
 } scase;
 
 /* test/ftab.mod's tables, as validation/nmodl_neuron_traces.py's ftab_tables() makes them */
@@ -92,7 +93,7 @@ static void run(ns_mech_library_t *lib, const ns_cell_t *cell, const scase *sc, 
     o.backend = backend;
     o.model = model;
     const ns_cell_t *shapes[1] = {cell};
-    if (sc->ftab) { /* without the values the simulation refuses the model, naming the table */
+    if (sc->ftab == 1) { /* without the values the simulation refuses the model, naming the table */
         CHECK(ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim) == NS_ERR_INVALID_ARGUMENT && !sim);
         CHECK_MSG(strstr(ns_last_error(), "FUNCTION_TABLE tabninf has no values") &&
                       strstr(ns_last_error(), "tabninf_ftab"), "%s", ns_last_error());
@@ -207,6 +208,57 @@ static void hooks_refused_on_gpu(ns_mech_library_t *lib, const ns_cell_t *cell) 
 }
 #endif
 
+/* ftab.mod's tables as model text: table.tabninf_ftab = x ... ; y ...  and  range ... ; range ... ; y ... */
+static char ftab_text[4096];
+static void ftab_model_text(void) {
+    ns_mech_ftable t[2];
+    ftab_tables(t);
+    size_t n = (size_t)snprintf(ftab_text, sizeof ftab_text, "all.insert = pas ftab\ntable.tabninf_ftab = x");
+    for (int i = 0; i < 10; ++i) n += (size_t)snprintf(ftab_text + n, sizeof ftab_text - n, " %.17g", ft_x[i]);
+    n += (size_t)snprintf(ftab_text + n, sizeof ftab_text - n, " ; y");
+    for (int i = 0; i < 10; ++i) n += (size_t)snprintf(ftab_text + n, sizeof ftab_text - n, " %.17g", ft_ninf[i]);
+    n += (size_t)snprintf(ftab_text + n, sizeof ftab_text - n, "\ntable.tabntau_ftab = range 16 -100 50 ; range 3 1 3 ; y");
+    for (int i = 0; i < 48; ++i) n += (size_t)snprintf(ftab_text + n, sizeof ftab_text - n, " %.17g", ft_tau[i]);
+    snprintf(ftab_text + n, sizeof ftab_text - n, "\n");
+}
+
+/* the model text's FUNCTION_TABLE errors: FILE:LINE, the table, what is wrong; the model unchanged */
+static void ftab_text_errors(ns_mech_library_t *lib) {
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"table.tabninf_ftab = x -1 1 ; y 1\n", "case.model:1: table.tabninf_ftab: 1 values for 1 argument of 2 points"},
+        {"\ntable.tabntau_ftab = range 4 0 1 ; y 1 2 3 4\n", "case.model:2: table.tabntau_ftab: 4 values for 1 argument"},
+        {"table.tabninf_ftab = x 1 0 ; y 1 2\n", "case.model:1: table.tabninf_ftab: FUNCTION_TABLE tabninf_ftab: argument 1's abscissae do not increase"},
+        {"table.tabninf_ftab = z 1 ; y 1\n", "case.model:1: table.tabninf_ftab: 'z': expected x X1 X2 ..."},
+        {"table.nosuch_ftab = y 1\n", "case.model:1: table.nosuch_ftab: FUNCTION_TABLE nosuch_ftab: no mechanism"},
+        {"table.tabninf_ftab = y 2\nnonsense\n", "case.model:2: expected REGION.NAME = VALUE"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
+        ns_sim_model_t *model = NULL;
+        CHECK_OK(ns_sim_model_create(lib, &model));
+        if (!model) return;
+        CHECK(ns_sim_model_parse(model, bad[k].text, strlen(bad[k].text), "case.model") != NS_OK);
+        CHECK_MSG(strstr(ns_last_error(), bad[k].want) != NULL, "case %zu: %s", k, ns_last_error());
+        /* nothing stored: the simulation still finds tabninf without values */
+        const char *ins = "all.insert = pas ftab\n";
+        CHECK_OK(ns_sim_model_parse(model, ins, strlen(ins), "ins.model"));
+        ns_sim_params p;
+        ns_sim_params_init(&p);
+        ns_sim_options o;
+        ns_sim_options_init(&o);
+        o.model = model;
+        ns_cell_t *cell = test_cylinder();
+        const ns_cell_t *shapes[1] = {cell};
+        ns_sim_t *sim = NULL;
+        CHECK(ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim) == NS_ERR_INVALID_ARGUMENT &&
+              strstr(ns_last_error(), "FUNCTION_TABLE tabninf has no values"));
+        ns_sim_destroy(sim);
+        ns_cell_destroy(cell);
+        ns_sim_model_destroy(model);
+    }
+}
+
 int main(void) {
     if (tmpdir_make("ns_sim_nmodl_neuron")) return 1;
     int skip = 0;
@@ -215,12 +267,15 @@ int main(void) {
                                                   "/test/ftab.mod", "libcases.so", &skip);
     if (skip) return tmpdir_remove(), 77;
     ns_cell_t *cells[2] = {tapered(), test_cylinder()};
-    const scase cases[5] = {{"geomcell", "all.insert = pas geom\n", "s_geom", 1.0 / 6.0, 5, 20, 0.1, 1, 0},
+    ftab_model_text();
+    const scase cases[6] = {{"geomcell", "all.insert = pas geom\n", "s_geom", 1.0 / 6.0, 5, 20, 0.1, 1, 0},
                             {"wena", "all.insert = hh wena\n", "ena", 0.5, 2, 30, 0.2, 0, 0},
                             {"wenai", "all.insert = hh wenai\n", "ena", 0.5, 2, 30, 0.2, 0, 0},
                             {"bahook", "all.insert = hh bahook\n", "u_bahook", 0.5, 2, 30, 0.2, 0, 0},
-                            {"ftab", "all.insert = pas ftab\n", "ninf_ftab", 0.5, 5, 20, 0.3, 0, 1}};
-    for (int k = 0; k < 5 && lib && cells[0] && cells[1]; ++k) run(lib, cells[k > 0], &cases[k], NS_BACKEND_CPU, "CPU");
+                            {"ftab", "all.insert = pas ftab\n", "ninf_ftab", 0.5, 5, 20, 0.3, 0, 1},
+                            {"ftab", ftab_text, "ninf_ftab", 0.5, 5, 20, 0.3, 0, 2}};
+    for (int k = 0; k < 6 && lib && cells[0] && cells[1]; ++k) run(lib, cells[k > 0], &cases[k], NS_BACKEND_CPU, "CPU");
+    if (lib) ftab_text_errors(lib);
     ns_mech_library_close(lib);
 #ifdef NS_NVCC
     int devices = 0;
