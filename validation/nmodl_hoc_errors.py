@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""NEURON reference for a mechanism's errors and thread safety (tests/sim/test_sim_hoc.c).
+"""NEURON reference for a mechanism's errors and thread safety (tests/sim/test_sim_nmodl_neuron.c).
 
 data/mechanisms/hoc/hocerr.mod in one isopotential compartment (L = diam = 20 um,
 cm = 1 uF/cm^2, nseg = 1; hocerr's e = -70 mV, v_init -65 mV, dt 0.025 ms, terr = 5 ms):

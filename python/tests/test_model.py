@@ -100,11 +100,23 @@ def test_model_errors():
         ns.Simulation([cell], 1, backend="cpu", model=model)
 
 
-@pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler")
-def test_l5_model_against_neuron(tmp_path):
-    lib_path = str(tmp_path / "libbbp.so")
-    ns.build_mechanisms(os.path.join(ROOT, "data", "mechanisms", "bbp"), lib_path)
-    lib = ns.MechanismLibrary(lib_path)
+@pytest.fixture(scope="module")
+def bbp_lib_path(tmp_path_factory):
+    """data/mechanisms/bbp with test/ftab.mod (FUNCTION_TABLEs) and hoc/hocerr.mod (hoc_execerror): one build."""
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("bbp")
+    for f in os.listdir(os.path.join(ROOT, "data", "mechanisms", "bbp")):
+        if f.endswith(".mod"):
+            shutil.copy(os.path.join(ROOT, "data", "mechanisms", "bbp", f), d)
+    for f in ("test/ftab.mod", "hoc/hocerr.mod"):
+        shutil.copy(os.path.join(ROOT, "data", "mechanisms", f), d)
+    ns.build_mechanisms(str(d), str(d / "libbbp.so"))
+    return str(d / "libbbp.so")
+
+
+def test_l5_model_against_neuron(bbp_lib_path):
+    lib = ns.MechanismLibrary(bbp_lib_path)
     assert "CaDynamics_E2" in lib.names
     assert lib.describe("CaDynamics_E2")["ions"] == ["ca"]
     model = ns.Model(lib)
@@ -137,15 +149,8 @@ def test_l5_model_against_neuron(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def ftab_hoc_lib(tmp_path_factory):
-    """data/mechanisms/test/ftab.mod (FUNCTION_TABLEs) and hoc/hocerr.mod (hoc_execerror), one library."""
-    if not (shutil.which("cc") or shutil.which("gcc")):
-        pytest.skip("no C compiler")
-    d = tmp_path_factory.mktemp("ftab_hoc")
-    for f in ("test/ftab.mod", "hoc/hocerr.mod"):
-        shutil.copy(os.path.join(ROOT, "data", "mechanisms", f), d)
-    ns.build_mechanisms(str(d), str(d / "libftab.so"))
-    return ns.MechanismLibrary(str(d / "libftab.so"))
+def ftab_hoc_lib(bbp_lib_path):
+    return ns.MechanismLibrary(bbp_lib_path)
 
 
 def ftab_run(model, tstop):
