@@ -43,6 +43,9 @@ static inline void nsv_error(const char *file, int line, const char *a, const ch
         nsv_copy(e->mech, sizeof e->mech, nsv_mech ? nsv_mech : "");
         nsv_copy(e->file, sizeof e->file, file);
         snprintf(e->msg, sizeof e->msg, "%s%s%s", a ? a : "", a && b && *b ? " " : "", b ? b : "");
+    } else if (!e) { /* a caller without an error channel (ppack.error NULL): the message is not lost */
+        fprintf(stderr, "neurosolve: %s:%d: mechanism %s: %s %s\n", file, line, nsv_mech ? nsv_mech : "",
+                a ? a : "", b ? b : "");
     }
     if (nsv_jmp) longjmp(*nsv_jmp, 1);
     /* called outside an entry point (no loop to stop): the error stays recorded where there is one */
