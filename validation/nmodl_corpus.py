@@ -133,15 +133,18 @@ def classify(msg):
     return "other"
 
 
-def includes(path):
-    """The files (folder-relative names) that the INCLUDE statements of `path` name, recursively."""
+def includes(path, headers=False):
+    """The files (folder-relative names) that the INCLUDE statements of `path` name, recursively;
+    with headers, also what its VERBATIM C's #include "x.h" names (nrnivmodl compiles in the
+    model's folder, where such headers sit: ModelDB's misc.h)."""
     folder, todo, seen = os.path.dirname(path), [path], []
+    pattern = r'^\s*(?:INCLUDE|#\s*include)\s+"([^"]+)"' if headers else r'^\s*INCLUDE\s+"([^"]+)"'
     while todo:
         try:
             text = open(todo.pop(), "rb").read().decode("latin-1")
         except OSError:
             continue
-        for name in re.findall(r'^\s*INCLUDE\s+"([^"]+)"', text, re.M):
+        for name in re.findall(pattern, text, re.M):
             if name not in seen:
                 seen.append(name)
                 todo.append(os.path.join(folder, name))
@@ -158,7 +161,7 @@ def sha(*parts):
 
 def file_id(path):
     parts = [open(path, "rb").read()]
-    for name in includes(path):
+    for name in includes(path, headers=True):
         f = os.path.join(os.path.dirname(path), name)
         parts += [name, open(f, "rb").read() if os.path.exists(f) else b"(missing)"]
     return sha(*parts)
@@ -177,9 +180,9 @@ def nocmodl_path():
 
 
 def stage(path, work):
-    """The file and the files it INCLUDEs into the folder `work`."""
+    """The file and the files it INCLUDEs (and the headers its C includes) into the folder `work`."""
     shutil.copy(path, work)
-    for name in includes(path):
+    for name in includes(path, headers=True):
         f = os.path.join(os.path.dirname(path), name)
         if os.path.exists(f):
             os.makedirs(os.path.dirname(os.path.join(work, name)) or work, exist_ok=True)
@@ -212,6 +215,9 @@ def translate(exe, path, cuda):
         parts = [open(ABI, "rb").read() if os.path.exists(ABI) else b""]
         for f in sorted(os.listdir(work)):
             parts += [f, open(os.path.join(work, f), "rb").read()]
+        for name in includes(path, headers=True):  # the headers the C includes are compiled too
+            f = os.path.join(os.path.dirname(path), name)
+            parts += [name, open(f, "rb").read() if os.path.exists(f) else b"(missing)"]
         return sha("cuda" if cuda else "cpu", *parts), ""
 
 

@@ -5,7 +5,7 @@ Reads each model's repository from a local snapshot (a bare git directory, as th
 them: MIRROR/owner+name/repo or MIRROR/owner+name/repo/.git), at the commit the list names, and writes
 every distinct .mod file (by content; the first path in name order keeps it) below the list's 'path'
 into DEST/ID/, in the folders it has in the repository, with the files their INCLUDE statements
-name (from the same folder). Downloads nothing;
+and their VERBATIM C's `#include "x.h"` name (from the same folder, and what those name). Downloads nothing;
 the test suite does not use it and CI does not run it. Nothing of the corpus is bundled in the
 repository: most ModelDB entries state no licence.
 
@@ -63,12 +63,16 @@ def materialise(mirror, dest, rows):
             if path.lower().endswith(".mod") and blob not in seen:
                 seen.add(blob)
                 files[path] = cat(gd, blob)
-        # the files that their INCLUDE statements name, from the same folder
-        for path, data in list(files.items()):
-            for inc in re.findall(rb'^\s*INCLUDE\s+"([^"]+)"', data, re.M):
+        # the files that their INCLUDE statements and their VERBATIM C's #include "x.h" name (nrnivmodl
+        # compiles in the model's folder, where the headers sit), from the same folder, and theirs
+        todo = list(files.items())
+        while todo:
+            path, data = todo.pop()
+            for inc in re.findall(rb'^\s*(?:INCLUDE|#\s*include)\s+"([^"]+)"', data, re.M):
                 other = os.path.normpath(os.path.join(os.path.dirname(path), inc.decode(errors="replace")))
                 if other in blob_of and other not in files:
                     files[other] = cat(gd, blob_of[other])
+                    todo.append((other, files[other]))
         out = os.path.join(dest, mid)
         shutil.rmtree(out, ignore_errors=True)
         for path, data in files.items():

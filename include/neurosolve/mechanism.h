@@ -29,9 +29,10 @@ extern "C" {
  *    n_ftables, ftable_names, ftable_dims; ns_mech_ppack.ftable (FUNCTION_TABLE);
  *    ns_mech_desc.jac_init, jac_current, jac_state, jac_why_not (derivatives).
  * 5: the derivatives as vector-Jacobian products: vjp_init, vjp_current,
- *    vjp_state, vjp_why_not in their place (a version 4 library loads without
- *    them).
- *    A library built for 3 still loads, without them. */
+ *    vjp_state, vjp_why_not in the place of jac_* (a version 4 library loads
+ *    without them); ns_mech_ppack.error (a mechanism's errors: NEURON's
+ *    hoc_execerror) and ns_mech_desc.thread_unsafe.
+ *    A library built for 3 or 4 still loads, without them. */
 #define NS_MECH_ABI_VERSION 5
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
@@ -164,7 +165,23 @@ typedef struct ns_mech_ppack {
      * the simulation takes from the user (docs/mechanisms.md, "FUNCTION_TABLE");
      * NULL when desc->n_ftables is 0 */
     const struct ns_mech_ftable *ftable;
+    /* ABI 5: where the mechanism's C reports an error that stops the
+     * simulation (NEURON's hoc_execerror, exit or abort in VERBATIM C): the
+     * loop's, one per lane block and thread; the first error is kept and
+     * the entry points of every mechanism bound to it then return at once;
+     * the loop stops after the step and returns it as an ns_status
+     * (docs/mechanisms.md, "Errors in a mechanism"). NULL: none. */
+    struct ns_mech_error *error;
 } ns_mech_ppack;
+
+/* A mechanism's error (ABI 5), filled in by its C; set is 0 until then. */
+typedef struct ns_mech_error {
+    int set;
+    int line;       /* the .mod file's line */
+    char mech[64];  /* the mechanism (SUFFIX or POINT_PROCESS name) */
+    char file[128]; /* the .mod file */
+    char msg[256];  /* what it said */
+} ns_mech_error;
 
 /* The generated code's event calls (host only; a device build compiles them to nothing,
  * and a mechanism that makes them has no CUDA entry points). */
@@ -321,6 +338,11 @@ typedef struct ns_mech_desc {
     void (*vjp_current)(ns_mech_ppack *p, int instance, const double *l_out, double *l_in);
     void (*vjp_state)(ns_mech_ppack *p, int instance, const double *l_out, double *l_in);
     const char *vjp_why_not;
+    /* ABI 5: NULL, or why the mechanism is not thread-safe (FILE:LINE and the
+     * construct: VERBATIM C with static or file-scope variables, NEURON's
+     * "not thread safe"): the CPU loop then refuses more than one thread,
+     * as NEURON's ParallelContext.nthread does (docs/mechanisms.md, "VERBATIM") */
+    const char *thread_unsafe;
 } ns_mech_desc;
 
 enum {

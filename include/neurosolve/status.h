@@ -31,7 +31,8 @@ typedef enum ns_status {
     NS_ERR_SIZE = -12,            /* sizes, shapes or strides are inconsistent */
     NS_ERR_EMPTY = -13,           /* empty input (no data lines, zero cells) */
     NS_ERR_DEVICE_MEMORY = -14,   /* device allocation failed */
-    NS_ERR_INTERNAL = -15         /* a bug in neurosolve: please report it */
+    NS_ERR_INTERNAL = -15,        /* a bug in neurosolve: please report it */
+    NS_ERR_MECHANISM = -16        /* a mechanism's own code stopped the run (NEURON's hoc_execerror) */
 } ns_status;
 
 /* A short constant description of a status code ("parse error", ...). */

@@ -38,7 +38,8 @@ from . import _core, _checks  # noqa: E402
 _checks.install(_core)  # before the names are taken from it: numbers checked as the CLI checks them
 from ._errors import (Error, InvalidArgumentError, OutOfMemoryError, IOError, ParseError,  # noqa: F401,A004
                       TopologyError, SingularError, NotFiniteError, UnsupportedError, NoDeviceError,
-                      CudaError, CusparseError, SizeError, EmptyError, DeviceMemoryError, InternalError)
+                      CudaError, CusparseError, SizeError, EmptyError, DeviceMemoryError, InternalError,
+                      MechanismError)
 from ._core import (Tree, Morphology, Cell, Batch, HinesSolver, TridiagSolver, SimParams,  # noqa: F401
                     MechanismLibrary, Model, Network, build_mechanisms,
                     BoundHinesSolve, BoundTridiagSolve,

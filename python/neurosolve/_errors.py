@@ -43,11 +43,12 @@ SizeError = _cls("SizeError", -12, "inconsistent sizes", ValueError)
 EmptyError = _cls("EmptyError", -13, "empty input", ValueError)
 DeviceMemoryError = _cls("DeviceMemoryError", -14, "device out of memory", MemoryError)
 InternalError = _cls("InternalError", -15, "internal error", RuntimeError)
+MechanismError = _cls("MechanismError", -16, "mechanism error", RuntimeError)
 
 BY_STATUS = {c.status: c for c in (
     InvalidArgumentError, OutOfMemoryError, IOError, ParseError, TopologyError, SingularError,
     NotFiniteError, UnsupportedError, NoDeviceError, CudaError, CusparseError, SizeError,
-    EmptyError, DeviceMemoryError, InternalError)}
+    EmptyError, DeviceMemoryError, InternalError, MechanismError)}
 
 
 def _make(status, message):

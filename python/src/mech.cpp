@@ -91,6 +91,35 @@ void bind_mechanisms(nb::module_ &m) {
         .def("set_global", [](Model &mo, const std::string &name, double value) {
             check(ns_sim_model_set_global(mo.m, name.c_str(), value));
         }, "name"_a, "value"_a)
+        .def("set_function_table", [](Model &mo, const std::string &name, const std::vector<double> &values,
+                                      const std::vector<std::vector<double>> &x,
+                                      const std::vector<std::tuple<int, double, double>> &ranges) {
+            /* as the model text's table.NAME statement (docs/simulation.md), which checks it: one path */
+            if (!x.empty() && !ranges.empty())
+                fail(NS_ERR_INVALID_ARGUMENT, "set_function_table: give x or ranges, not both");
+            std::string text = "table." + name + " =";
+            char num[40];
+            for (const auto &xs : x) {
+                text += " x";
+                for (double v : xs) snprintf(num, sizeof num, " %.17g", v), text += num;
+                text += " ;";
+            }
+            for (const auto &r : ranges) {
+                snprintf(num, sizeof num, " range %d", std::get<0>(r));
+                text += num;
+                snprintf(num, sizeof num, " %.17g", std::get<1>(r));
+                text += num;
+                snprintf(num, sizeof num, " %.17g ;", std::get<2>(r));
+                text += num;
+            }
+            text += " y";
+            for (double v : values) snprintf(num, sizeof num, " %.17g", v), text += num;
+            check(ns_sim_model_parse(mo.m, text.data(), text.size(), "set_function_table"));
+        }, "name"_a, "values"_a, "x"_a = std::vector<std::vector<double>>(),
+           "ranges"_a = std::vector<std::tuple<int, double, double>>(),
+           "A FUNCTION_TABLE's values (NAME_MECH; NEURON's hoc table_NAME_MECH): values in row order (a NumPy "
+           "array's ravel()), per argument its increasing abscissae x or its (points, lo, hi) range; one value "
+           "alone: a constant (docs/mechanisms.md, \"FUNCTION_TABLE\").")
         .def("parse", [](Model &mo, const std::string &text, const std::string &name) {
             check(ns_sim_model_parse(mo.m, text.data(), text.size(), name.c_str()));
         }, "text"_a, "name"_a = "model")

@@ -10,7 +10,7 @@ from conftest import TEST_DATA, MORPH
 
 def test_every_status_has_a_class():
     from neurosolve import _errors
-    for status in range(-1, -16, -1):
+    for status in range(-1, -17, -1):
         cls = _errors.BY_STATUS[status]
         assert issubclass(cls, ns.Error) and cls.status == status
         # the extension raises them (through the same translator as every call)

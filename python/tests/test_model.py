@@ -100,11 +100,23 @@ def test_model_errors():
         ns.Simulation([cell], 1, backend="cpu", model=model)
 
 
-@pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler")
-def test_l5_model_against_neuron(tmp_path):
-    lib_path = str(tmp_path / "libbbp.so")
-    ns.build_mechanisms(os.path.join(ROOT, "data", "mechanisms", "bbp"), lib_path)
-    lib = ns.MechanismLibrary(lib_path)
+@pytest.fixture(scope="module")
+def bbp_lib_path(tmp_path_factory):
+    """data/mechanisms/bbp with test/ftab.mod (FUNCTION_TABLEs) and hoc/hocerr.mod (hoc_execerror): one build."""
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("bbp")
+    for f in os.listdir(os.path.join(ROOT, "data", "mechanisms", "bbp")):
+        if f.endswith(".mod"):
+            shutil.copy(os.path.join(ROOT, "data", "mechanisms", "bbp", f), d)
+    for f in ("test/ftab.mod", "hoc/hocerr.mod"):
+        shutil.copy(os.path.join(ROOT, "data", "mechanisms", f), d)
+    ns.build_mechanisms(str(d), str(d / "libbbp.so"))
+    return str(d / "libbbp.so")
+
+
+def test_l5_model_against_neuron(bbp_lib_path):
+    lib = ns.MechanismLibrary(bbp_lib_path)
     assert "CaDynamics_E2" in lib.names
     assert lib.describe("CaDynamics_E2")["ions"] == ["ca"]
     model = ns.Model(lib)
@@ -134,3 +146,55 @@ def test_l5_model_against_neuron(tmp_path):
     assert np.isnan(sim.model_var(0, "gIhbar_Ih")).any()  # Ih is not in the axon
     with pytest.raises(ns.InvalidArgumentError, match="m_nope"):
         sim.model_var(0, "m_nope")
+
+
+@pytest.fixture(scope="module")
+def ftab_hoc_lib(bbp_lib_path):
+    return ns.MechanismLibrary(bbp_lib_path)
+
+
+def ftab_run(model, tstop):
+    cell = ns.Morphology.from_points("cyl", np.array([[0.0, 0, 0], [20, 0, 0]]), np.array([10.0, 10.0]),
+                                     np.array([1, 1], dtype=np.int32), np.array([-1, 0], dtype=np.int32))
+    sim = ns.Simulation([cell.discretize(rule="one")], 1, params={"celsius": 6.3, "v_init": -65, "dt": 0.025},
+                        backend="cpu", model=model)
+    sim.add_recording(0, 0)
+    sim.init()
+    return sim
+
+
+def test_function_table_from_python_against_neuron(ftab_hoc_lib):
+    # the tables of validation/nmodl_neuron_traces.py's ftab_tables(): ninf over abscissae, tau over two ranges
+    x = np.array([-100, -85, -70, -62, -50, -35, -20, 0, 30, 60.0])
+    ninf = 1 / (1 + np.exp(-(x + 45) / 9))
+    i, j = np.meshgrid(np.arange(16), np.arange(3), indexing="ij")
+    a = (-100 + 10 * i + 50) / 25.0
+    tau = 1 + 4 * np.exp(-(a * a)) * (0.5 + 0.4 * j)
+    model = ns.Model(ftab_hoc_lib)
+    model.insert("all", "pas")
+    model.insert("all", "ftab")
+    with pytest.raises(ns.InvalidArgumentError, match="10 values for 2 arguments"):
+        model.set_function_table("tabntau_ftab", ninf, ranges=[(16, -100, 50), (3, 1, 3)])
+    model.set_function_table("tabninf_ftab", ninf, x=[x])
+    model.set_function_table("tabntau_ftab", tau.ravel(), ranges=[(16, -100, 50), (3, 1, 3)])
+    sim = ftab_run(model, 40.0)
+    sim.add_iclamp(0, 0, 5.0, 20.0, 0.3)
+    sim.run(40.0)
+    rows = np.array([[float(v) for v in l.split(",")] for l in open(os.path.join(TEST_DATA, "nmodl", "ftab.csv"))
+                     if l[:1].isdigit() or l[:1] == "-"])
+    steps = np.rint(rows[:, 0] / 0.025).astype(int)
+    rms = np.sqrt(np.mean((sim.traces[steps, 0] - rows[:, 1]) ** 2))
+    assert rms <= 1e-6, rms
+
+
+def test_mechanism_error_from_python(ftab_hoc_lib):
+    # hocerr.mod's hoc_execerror once t passes terr: NEURON's fadvance stops after the same steps
+    ref = dict(l.split() for l in open(os.path.join(TEST_DATA, "nmodl", "hocerr.txt")) if not l.startswith("#"))
+    model = ns.Model(ftab_hoc_lib)
+    model.parse("all.insert = hocerr\nall.e_hocerr = -70\n")
+    sim = ftab_run(model, 10.0)
+    with pytest.raises(ns.MechanismError, match=r"hocerr\.mod:30: mechanism hocerr: hocerr: t passed terr") as e:
+        sim.advance(1000)
+    assert e.value.status == -16
+    assert sim.traces.shape[0] == int(ref["steps_completed"]) + 1
+    assert abs(sim.traces[-1, 0] - float(ref["v_last"])) <= 1e-9

@@ -27,6 +27,7 @@ const char *ns_status_string(ns_status status) {
     case NS_ERR_EMPTY: return "empty input";
     case NS_ERR_DEVICE_MEMORY: return "out of device memory";
     case NS_ERR_INTERNAL: return "internal error";
+    case NS_ERR_MECHANISM: return "mechanism error";
     }
     return "unknown status";
 }

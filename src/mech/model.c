@@ -370,8 +370,8 @@ static ns_status ftable_copy(const ns_mech_ftable *src, ns_mech_ftable *dst) {
     return NS_OK;
 }
 
-ns_status ns_sim_model_set_function_table(ns_sim_model_t *m, const char *name, const ns_mech_ftable *t) {
-    if (!m || !name || !t) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_model_set_function_table: NULL argument");
+/* FUNCTION_TABLE `name` (NAME_MECH) of the catalogue: its entry and table index, or an error */
+static ns_status find_ftable(const ns_sim_model_t *m, const char *name, int *desc_out, int *k_out) {
     int desc = -1, k = -1;
     for (int q = 0; q < m->n_descs && desc < 0; ++q) {
         const ns_mech_desc *d = m->descs[q];
@@ -387,6 +387,25 @@ ns_status ns_sim_model_set_function_table(ns_sim_model_t *m, const char *name, c
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "FUNCTION_TABLE %s: no mechanism of the model's library has it (NAME_MECH: the table's "
                        "name in the .mod file, '_', the mechanism's)", name);
+    *desc_out = desc;
+    *k_out = k;
+    return NS_OK;
+}
+
+static ns_status ftable_store(ns_sim_model_t *m, const char *name, const ns_mech_ftable *t, int desc, int k,
+                              int store);
+
+ns_status ns_sim_model_set_function_table(ns_sim_model_t *m, const char *name, const ns_mech_ftable *t) {
+    if (!m || !name || !t) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_model_set_function_table: NULL argument");
+    int desc = -1, k = -1;
+    const ns_status found = find_ftable(m, name, &desc, &k);
+    if (found != NS_OK) return found;
+    return ftable_store(m, name, t, desc, k, 1);
+}
+
+/* Check table t for entry k of catalogue entry desc; store a copy when `store` */
+static ns_status ftable_store(ns_sim_model_t *m, const char *name, const ns_mech_ftable *t, int desc, int k,
+                              int store) {
     const ns_mech_desc *d = m->descs[desc];
     if (t->dims != d->ftable_dims[k])
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "FUNCTION_TABLE %s: %d arguments given, the .mod file declares %d", name,
@@ -405,6 +424,7 @@ ns_status ns_sim_model_set_function_table(ns_sim_model_t *m, const char *name, c
                                "FUNCTION_TABLE %s: argument %d's abscissae do not increase at %d (%g after %g)", name,
                                q + 1, j, t->x[q][j], t->x[q][j - 1]);
     }
+    if (!store) return NS_OK;
     int at = 0;
     while (at < m->n_ftabs && !(m->ftabs[at].desc == desc && m->ftabs[at].k == k)) ++at;
     if (at == m->n_ftabs) {
@@ -419,6 +439,85 @@ ns_status ns_sim_model_set_function_table(ns_sim_model_t *m, const char *name, c
     m->ftabs[at].k = k;
     ns_status st = ftable_copy(t, &m->ftabs[at].t);
     if (st != NS_OK) m->ftabs[at] = m->ftabs[--m->n_ftabs];
+    return st;
+}
+
+/* The model text's `table.NAME_MECH = PART ; PART ...` (docs/simulation.md, "Models"): per argument
+ * `x X1 X2 ...` (increasing abscissae) or `range N LO HI` (N points from LO to HI), then `y V ...`
+ * (the values in row order); `y V` alone: a constant (NEURON's table_f(value)). */
+static ns_status model_table(ns_sim_model_t *m, const char *name, char *value, int store) {
+    int desc = -1, k = -1;
+    ns_status st = find_ftable(m, name, &desc, &k);
+    if (st != NS_OK) return st;
+    const int dims = m->descs[desc]->ftable_dims[k];
+    ns_mech_ftable t;
+    memset(&t, 0, sizeof t);
+    size_t n = 0, cap = 0, x_at[4] = {0}, y_at = 0;
+    double *num = NULL;
+    int parts = 0, have_y = 0, x_part[4] = {0};
+    char *save = NULL;
+    for (char *part = strtok_r(value, ";", &save); part && st == NS_OK; part = strtok_r(NULL, ";", &save)) {
+        char *tok_save = NULL, *kw = strtok_r(part, " \t,", &tok_save);
+        if (!kw) continue;
+        if (have_y) { st = ns_fail(NS_ERR_PARSE, "a part after the values (y comes last)"); break; }
+        const int is_x = !strcmp(kw, "x"), is_range = !strcmp(kw, "range"), is_y = !strcmp(kw, "y");
+        if (!is_x && !is_range && !is_y) {
+            st = ns_fail(NS_ERR_PARSE, "'%s': expected x X1 X2 ..., range N LO HI or y V1 V2 ...", kw);
+            break;
+        }
+        if (!is_y && parts == dims) {
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT, "more arguments than the .mod file's %d", dims);
+            break;
+        }
+        const size_t from = n;
+        for (char *tok = strtok_r(NULL, " \t,", &tok_save); tok && st == NS_OK; tok = strtok_r(NULL, " \t,", &tok_save)) {
+            if (n == cap) {
+                double *g = realloc(num, (cap = cap ? 2 * cap : 64) * sizeof *g);
+                if (!g) { st = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); break; }
+                num = g;
+            }
+            st = ns_number_parse(tok, -HUGE_VAL, HUGE_VAL, &num[n++]);
+        }
+        if (st != NS_OK) break;
+        const size_t got = n - from;
+        if (is_range) {
+            if (got != 3 || !(num[from] >= 1 && num[from] <= (1 << 24) && num[from] == floor(num[from]))) {
+                st = ns_fail(NS_ERR_PARSE, "range N LO HI: three numbers, N a count of points");
+                break;
+            }
+            t.size[parts] = (int)num[from];
+            t.lo[parts] = num[from + 1];
+            t.hi[parts] = num[from + 2];
+        } else if (is_x) {
+            if (got < 1 || got > (1 << 24)) { st = ns_fail(NS_ERR_PARSE, "x: no abscissae"); break; }
+            t.size[parts] = (int)got;
+            x_at[parts] = from;
+            x_part[parts] = 1;
+        } else {
+            y_at = from;
+            have_y = 1;
+            size_t want = 1;
+            for (int q = 0; q < parts; ++q) want *= (size_t)t.size[q];
+            if (parts == 0 && got == 1) { /* a constant: one point per argument */
+                for (int q = 0; q < dims; ++q) t.size[q] = 1;
+                parts = dims;
+            } else if (parts != dims || got != want) {
+                st = ns_fail(NS_ERR_INVALID_ARGUMENT, "%zu values for %d argument%s of %zu points in all (the .mod "
+                             "file declares %d arguments)", got, parts, parts == 1 ? "" : "s", want, dims);
+                break;
+            }
+            continue;
+        }
+        parts++;
+    }
+    if (st == NS_OK && !have_y) st = ns_fail(NS_ERR_PARSE, "no values (y V1 V2 ...)");
+    if (st == NS_OK) {
+        t.dims = dims;
+        for (int q = 0; q < dims; ++q) t.x[q] = x_part[q] ? num + x_at[q] : NULL;
+        t.values = num + y_at;
+        st = ftable_store(m, name, &t, desc, k, store);
+    }
+    free(num);
     return st;
 }
 
@@ -753,8 +852,8 @@ ns_status ns_sim_model_parse(ns_sim_model_t *m, const char *text, size_t length,
     /* statements go to a copy first: a failed parse leaves the model unchanged */
     const int n0 = m->n;
     ns_status st = NS_OK;
-    int line = 0;
-    char *save = NULL, where[96];
+    int line = 0, n_tables = 0;
+    char *save = NULL, where[96], **tables = NULL;
     for (char *ln = buf; ln && st == NS_OK; ln = save) {
         save = strchr(ln, '\n');
         if (save) *save++ = 0;
@@ -778,7 +877,24 @@ ns_status ns_sim_model_parse(ns_sim_model_t *m, const char *text, size_t length,
             st = ns_fail(NS_ERR_PARSE, "%s: empty name or value", where);
             break;
         }
-        if (strcmp(region, "global") == 0) {
+        if (strcmp(region, "table") == 0) { /* checked here, stored after every line parsed */
+            const size_t kl = strlen(key), vl = strlen(value);
+            char *copy = malloc(kl + vl + 2);
+            if (!copy) { st = ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_model_parse"); break; }
+            memcpy(copy, key, kl + 1);
+            memcpy(copy + kl + 1, value, vl + 1);
+            if ((st = model_table(m, key, value, 0)) != NS_OK) {
+                char pre[600];
+                snprintf(pre, sizeof pre, "%s: table.%s", where, key);
+                ns_error_prefix(pre);
+                free(copy);
+            } else {
+                char **g = realloc(tables, (size_t)(n_tables + 1) * sizeof *g);
+                if (!g) { free(copy); st = ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_model_parse"); break; }
+                tables = g;
+                tables[n_tables++] = copy;
+            }
+        } else if (strcmp(region, "global") == 0) {
             double x = 0.0;
             if ((st = ns_number_parse(value, -HUGE_VAL, HUGE_VAL, &x)) != NS_OK) {
                 char pre[600];
@@ -792,6 +908,11 @@ ns_status ns_sim_model_parse(ns_sim_model_t *m, const char *text, size_t length,
                 st = model_insert(m, region, tok, where);
         } else st = model_set(m, region, key, value, where);
     }
+    for (int q = 0; q < n_tables; ++q) { /* the FUNCTION_TABLEs, once the whole text is good */
+        if (st == NS_OK) st = model_table(m, tables[q], tables[q] + strlen(tables[q]) + 1, 1);
+        free(tables[q]);
+    }
+    free(tables);
     free(buf);
     if (st != NS_OK) {
         for (int k = n0; k < m->n; ++k) free(m->stmts[k].value.ops);

@@ -521,6 +521,7 @@ static ns_status point_create(ns_sim_t *sim, const net_block_in *in, int32_t des
     if (in->mech) { /* area/diam in a mechanism: the block's, as its density mechanisms' */
         pt->p.area = ns_model_block_geom(in->mech);
         pt->p.diam = pt->p.area + (int64_t)s->n * in->w;
+        pt->p.error = ns_model_block_error(in->mech);
     }
     return NS_OK;
 }

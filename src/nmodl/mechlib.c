@@ -379,7 +379,8 @@ struct ns_mech_library {
 
 /* what each older ABI version's ns_mech_desc holds: up to this member */
 static size_t desc_size(int version) {
-    /* 4: the derivatives were Jacobians (jac_*) where 5 has vector-Jacobian products */
+    /* 4: the derivatives were Jacobians (jac_*) where 5 has vector-Jacobian products,
+     * and thread_unsafe after them */
     return version == 3 ? offsetof(ns_mech_desc, hooks) : version == 4 ? offsetof(ns_mech_desc, vjp_init)
                                                                        : sizeof(ns_mech_desc);
 }

@@ -2194,9 +2194,36 @@ static void emit_desc_data(gen *g) {
     free(gd);
 }
 
+/* VERBATIM C's errors (nmodl_verbatim.h, ABI 5): each host entry point in the
+ * descriptor is its guard, which runs it under the ppack's error channel */
+static void emit_guards(gen *g) {
+    const struct ns_nmodl *m = g->m;
+    const char *n = m->name;
+    const char *what[] = {"init", "current", "state"};
+    for (int k = 0; k < 3; k++) put(g->b, "NSV_GUARD(\"%s\", nsm_%s_%s)\n#define nsm_%s_%s nsv_g_nsm_%s_%s\n", n, n, what[k], n, what[k], n, what[k]);
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++)
+        if (m->hooks[h]) put(g->b, "NSV_GUARD(\"%s\", nsm_%s_hook%d)\n#define nsm_%s_hook%d nsv_g_nsm_%s_hook%d\n", n, n, h, n, h, n, h);
+    const struct { int on; const char *guard, *fn; } more[] = {{m->net_receive != NULL, "RECV", "net_receive"},
+        {m->net_receive != NULL, "RECV_W", "net_receive_w"}, {m->net_initial != NULL, "IW", "net_init"},
+        {m->n_watch > 0, "WATCH", "watch"}, {m->table_size > 0, "TABLE", "table_update"}};
+    for (int k = 0; k < 5; k++)
+        if (more[k].on)
+            put(g->b, "NSV_GUARD_%s(\"%s\", nsm_%s_%s)\n#define nsm_%s_%s nsv_g_nsm_%s_%s\n", more[k].guard, n, n,
+                more[k].fn, n, more[k].fn, n, more[k].fn);
+}
+
+/* a C string literal of s, or NULL */
+static void put_cstr(buf *b, const char *s) {
+    if (!s) { put(b, "NULL"); return; }
+    put(b, "\"");
+    for (const char *c = s; *c; c++) put(b, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+    put(b, "\"");
+}
+
 static void emit_desc(gen *g, const char *why) {
     const struct ns_nmodl *m = g->m;
     const char *n = m->name;
+    if (m->verbatim) emit_guards(g);
     put(g->b, "#ifdef NS_MECH_WITH_CUDA\nint nsm_%s_cuda_init(const ns_mech_ppack *, void *);\n"
               "int nsm_%s_cuda_current(const ns_mech_ppack *, void *);\nint nsm_%s_cuda_state(const ns_mech_ppack *, void *);\n",
         n, n, n);
@@ -2235,13 +2262,12 @@ static void emit_desc(gen *g, const char *why) {
     }
     put(g->b, "},\n    %d, nsm_%s_ftnames, nsm_%s_ftdims", m->n_ftables, n, n);
     /* derivatives (ABI 5, nmodl_diff.c): the vector-Jacobian products, or why there are none */
-    if (!why) {
-        put(g->b, ",\n    nsm_%s_vjp_init, nsm_%s_vjp_current, nsm_%s_vjp_state, NULL};\n", n, n, n);
-        return;
-    }
-    put(g->b, ",\n    NULL, NULL, NULL, \"");
-    for (const char *c = why; *c; c++) put(g->b, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
-    put(g->b, "\"};\n");
+    if (!why) put(g->b, ",\n    nsm_%s_vjp_init, nsm_%s_vjp_current, nsm_%s_vjp_state, ", n, n, n);
+    else put(g->b, ",\n    NULL, NULL, NULL, ");
+    put_cstr(g->b, why);
+    put(g->b, ",\n    "); /* ABI 5: why not thread-safe (nmodl_verbatim.c) */
+    put_cstr(g->b, m->thread_unsafe);
+    put(g->b, "};\n");
 }
 
 static void emit_cuda(gen *g) {

@@ -208,6 +208,8 @@ struct ns_nmodl {
     int n_randoms;
     stlist *verbatim_top; /* VERBATIM C outside the blocks (ST_VERBATIM), in file order; NULL: none */
     int verbatim;        /* the file has VERBATIM C: built for the CPU only (nmodl_verbatim.c) */
+    int threadsafe;      /* the NEURON block says THREADSAFE */
+    const char *thread_unsafe; /* NULL, or FILE:LINE and why not (static C state; nm_verbatim_check) */
     char **pointers;     /* POINTER names in declaration order (BBCOREPOINTER's stay ASSIGNED fields) */
     int *pointers_line;
     int n_pointers;

@@ -2070,6 +2070,7 @@ static int finish(parser *p) {
     }
     /* VERBATIM C: what it names must mean something here (before the random
      * streams: its C may draw too) */
+    m->threadsafe = p->threadsafe;
     if ((p->status = nm_verbatim_check(m))) return -1;
     /* random numbers: the instance's streams in hidden ASSIGNED fields, numbered last among them:
      * stream 0 for normrand and the like, stream k + 1 for RANDOM variable k */

@@ -112,7 +112,7 @@ static int hoc_only(const nm_cident *id) {
                                         "nrn_sec2cell", "section_length", "nrn_parent_info", NULL};
     for (int i = 0; names[i]; i++)
         if (is(id, names[i])) return 1;
-    if (is(id, "hoc_Exp") || is(id, "hoc_execerror")) return 0;
+    if (is(id, "hoc_Exp") || is(id, "hoc_execerror") || is(id, "hoc_execerr_ext") || is(id, "hoc_warning")) return 0;
     return starts(id, "hoc_") || starts(id, "vector_") || starts(id, "ivoc_") || starts(id, "list_vector") ||
            starts(id, "nrnpy_") || starts(id, "_nrn_mechanism_");
 }
@@ -324,6 +324,245 @@ static int has_c(const stlist *l) {
     return 0;
 }
 
+/* ---- C functions outside the blocks that only hoc could call ---- */
+
+/* Past the comment, string or character literal at c[i] (or i + 1) */
+static size_t skip_lit(const char *c, size_t i) {
+    if (c[i] == '/' && c[i + 1] == '*') {
+        for (i += 2; c[i] && !(c[i] == '*' && c[i + 1] == '/'); i++) {}
+        return c[i] ? i + 2 : i;
+    }
+    if (c[i] == '/' && c[i + 1] == '/') {
+        while (c[i] && c[i] != '\n') i++;
+        return i;
+    }
+    if (c[i] == '"' || c[i] == '\'') {
+        const char q = c[i];
+        for (i++; c[i] && c[i] != q && c[i] != '\n'; i++)
+            if (c[i] == '\\' && c[i + 1]) i++;
+        return c[i] == q ? i + 1 : i;
+    }
+    return i + 1;
+}
+/* the position after the bracket that closes the one at c[i] ('(' or '{') */
+static size_t close_of(const char *c, size_t i) {
+    const char open = c[i], shut = open == '(' ? ')' : '}';
+    int depth = 0;
+    while (c[i]) {
+        if (c[i] == open) depth++;
+        if (c[i] == shut && --depth == 0) return i + 1;
+        i = skip_lit(c, i);
+    }
+    return i;
+}
+
+/* A function defined in C outside the blocks: its name and its text [from, to) */
+typedef struct cfunc {
+    const char *name;
+    size_t n, from, to;
+    const st *s;
+    int hoc, keep;
+} cfunc;
+
+/* the definitions at file scope of block s's C (name( ... ) { ... }, K&R's too) into f */
+static int find_funcs(const st *s, cfunc *f, int n, int cap) {
+    const char *c = s->name;
+    nm_cscan sc = {c, 0, 0, 0, 0, 1};
+    nm_cident id;
+    while (nm_cscan_next(&sc, &id) && n < cap) {
+        if (id.member || !id.call || id.depth != 0) continue;
+        size_t i = (size_t)(id.s - c) + id.n;
+        while (c[i] == ' ' || c[i] == '\t') i++;
+        size_t e = close_of(c, i), b = e;
+        while (c[b] && isspace((unsigned char)c[b])) b++;
+        if (c[b] != '{') { /* K&R: declarations of the parameters, then the body */
+            size_t k = b;
+            while (c[k] && c[k] != '{' && c[k] != '(' && c[k] != '}' && c[k] != '=' && c[k] != '#') k++;
+            if (c[k] != '{' || k == b || !isalpha((unsigned char)c[b])) continue;
+            b = k;
+        }
+        /* the declaration from the start of its line (its return type) */
+        size_t from = (size_t)(id.s - c);
+        while (from > 0 && (isalnum((unsigned char)c[from - 1]) || c[from - 1] == '_' || c[from - 1] == ' ' ||
+                            c[from - 1] == '\t' || c[from - 1] == '*'))
+            from--;
+        const size_t to = close_of(c, b);
+        f[n] = (cfunc){id.s, id.n, from, to, s, 0, 0};
+        nm_cscan body = {c + b, 0, 0, 0, 0, 0};
+        nm_cident u;
+        while (nm_cscan_next(&body, &u) && (size_t)(u.s - c) < to && !f[n].hoc) f[n].hoc = !u.member && hoc_only(&u);
+        n++;
+        sc.pos = to; /* the scan goes on after the body */
+        sc.depth = 0;
+        for (size_t k = (size_t)(id.s - c); k < to; k++) sc.line += c[k] == '\n';
+        sc.bol = 0;
+    }
+    return n;
+}
+
+/* does name (n bytes) occur as a C name in c[from, to)? */
+static int c_uses_in(const char *c, const char *name, size_t n, size_t from, size_t to) {
+    nm_cscan sc = {c, from, 0, 0, 0, 0};
+    nm_cident id;
+    while (nm_cscan_next(&sc, &id) && (size_t)(id.s - c) < to)
+        if (!id.member && id.n == n && !strncmp(id.s, name, n)) return 1;
+    return 0;
+}
+static int ex_calls(const ex *e, const char *name, size_t n) {
+    if (!e) return 0;
+    if (e->kind == EX_CALL && strlen(e->text) == n && !strncmp(e->text, name, n)) return 1;
+    for (int i = 0; i < e->n_args; i++)
+        if (ex_calls(e->args[i], name, n)) return 1;
+    return ex_calls(e->a, name, n) || ex_calls(e->b, name, n);
+}
+/* is name used by the statements of l (NMODL calls, C) */
+static int list_uses(const stlist *l, const char *name, size_t n) {
+    for (int i = 0; l && i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_VERBATIM && c_uses_in(s->name, name, n, 0, SIZE_MAX)) return 1;
+        if (ex_calls(s->e, name, n) || ex_calls(s->e2, name, n) || ex_calls(s->index, name, n) ||
+            ex_calls(s->to, name, n) || ex_calls(s->by, name, n) || list_uses(s->then_, name, n) ||
+            list_uses(s->else_, name, n))
+            return 1;
+    }
+    return 0;
+}
+
+/* C functions outside the blocks whose bodies need hoc (Vector methods that install_vector_method
+ * registers, hoc-callable helpers) and that nothing kept calls or names: only hoc could call
+ * them, so they are left out as hoc-only FUNCTIONs are (blanked, their newlines kept so that the
+ * #line numbers stay). Runs after the blocks' hoc_only marks. */
+static int drop_hoc_funcs(struct ns_nmodl *m) {
+    enum { CAP = 256 };
+    cfunc f[CAP];
+    int n = 0;
+    for (int i = 0; m->verbatim_top && i < m->verbatim_top->n; i++)
+        if (m->verbatim_top->s[i]->kind == ST_VERBATIM) n = find_funcs(m->verbatim_top->s[i], f, n, CAP);
+    for (int changed = 1; changed;) { /* a function that calls one that needs hoc needs it too */
+        changed = 0;
+        for (int k = 0; k < n; k++)
+            for (int q = 0; q < n && !f[k].hoc; q++)
+                if (f[q].hoc && q != k && c_uses_in(f[k].s->name, f[q].name, f[q].n, f[k].from, f[k].to))
+                    f[k].hoc = changed = 1;
+    }
+    int any = 0, dropped = 0;
+    for (int k = 0; k < n; k++) f[k].keep = !f[k].hoc, any |= f[k].hoc;
+    if (!any) return 0;
+    for (int changed = 1; changed;) { /* keep what kept code names */
+        changed = 0;
+        for (int k = 0; k < n; k++) {
+            if (f[k].keep) continue;
+            int used = list_uses(m->initial, f[k].name, f[k].n) || list_uses(m->breakpoint, f[k].name, f[k].n) ||
+                       list_uses(m->net_receive, f[k].name, f[k].n) || list_uses(m->net_initial, f[k].name, f[k].n);
+            for (int h = 0; !used && h < NS_MECH_N_HOOKS; h++) used = list_uses(m->hooks[h], f[k].name, f[k].n);
+            for (int i = 0; !used && i < m->n_blocks; i++)
+                if (!m->blocks[i]->hoc_only) used = list_uses(m->blocks[i]->body, f[k].name, f[k].n);
+            for (int w = 0; !used && w < m->n_watch; w++) used = ex_calls(m->watch_cond[w], f[k].name, f[k].n);
+            for (int i = 0; !used && m->verbatim_top && i < m->verbatim_top->n; i++) {
+                const st *s = m->verbatim_top->s[i];
+                if (s->kind != ST_VERBATIM) continue;
+                /* the block's C outside the functions left out, and the kept functions' */
+                nm_cscan sc = {s->name, 0, 0, 0, 0, 1};
+                nm_cident id;
+                while (!used && nm_cscan_next(&sc, &id)) {
+                    const size_t at = (size_t)(id.s - s->name);
+                    int gone = 0;
+                    for (int q = 0; q < n && !gone; q++) gone = !f[q].keep && f[q].s == s && at >= f[q].from && at < f[q].to;
+                    used = !gone && !id.member && id.n == f[k].n && !strncmp(id.s, f[k].name, f[k].n) &&
+                           id.s != f[k].name;
+                }
+            }
+            if (used) f[k].keep = changed = 1;
+        }
+    }
+    for (int k = 0; k < n; k++)
+        if (!f[k].keep) {
+            char *c = f[k].s->name;
+            for (size_t i = f[k].from; i < f[k].to; i++)
+                if (c[i] != '\n') c[i] = ' ';
+            dropped++;
+        }
+    return dropped;
+}
+
+/* ---- thread safety: C that keeps state between calls ---- */
+
+/* the start of the statement (or declaration) around position at of c */
+static const char *stmt_start(const char *c, const char *at) {
+    while (at > c && at[-1] != ';' && at[-1] != '{' && at[-1] != '}') at--;
+    return at;
+}
+/* does the text [b, e) hold the word w? */
+static int has_word(const char *b, const char *e, const char *w) {
+    const size_t n = strlen(w);
+    for (const char *q = b; q + n <= e; q++)
+        if (!strncmp(q, w, n) && (q == b || !(isalnum((unsigned char)q[-1]) || q[-1] == '_')) &&
+            !(isalnum((unsigned char)q[n]) || q[n] == '_'))
+            return 1;
+    return 0;
+}
+/* The first variable with static storage that block s's C writes or may write
+ * (a `static` variable, or at file scope any variable that is not const or
+ * extern): NEURON's VERBATIM without THREADSAFE is "not thread safe", as its
+ * instances on several threads share the variable. Fills why and returns 1. */
+static int static_state(const st *s, int top, char *why, size_t n) {
+    nm_cscan sc = {s->name, 0, 0, 0, 0, 1};
+    nm_cident id;
+    while (nm_cscan_next(&sc, &id)) {
+        if (id.member) continue;
+        const int file_scope = top && id.depth == 0 && !id.call && !type_word(id.s, id.n) && nm_c_declares(s->name, &id);
+        if (!file_scope && !(is(&id, "static") && (!top || id.depth > 0))) continue;
+        const char *b = stmt_start(s->name, id.s), *e = id.s;
+        int paren = 0;
+        for (const char *q = b; q < id.s; q++) paren += *q == '(' ? 1 : *q == ')' ? -1 : 0;
+        while (*e && *e != ';' && *e != '{' && *e != '(' && *e != '=') e++;
+        if (paren > 0 || has_word(b, e, "const") || has_word(b, e, "extern") || has_word(b, e, "typedef") ||
+            *e == '(' || *e == '{')
+            continue; /* a parameter, read-only, declared elsewhere, a type or a function */
+        const char *w = file_scope ? id.s : e; /* the variable's name: the last word before e */
+        if (!file_scope) {
+            while (w > id.s && (isspace((unsigned char)w[-1]) || w[-1] == ']' || w[-1] == '[' ||
+                                isdigit((unsigned char)w[-1])))
+                w--;
+            const char *we = w;
+            while (w > id.s && (isalnum((unsigned char)w[-1]) || w[-1] == '_')) w--;
+            snprintf(why, n, "%s:%d: VERBATIM C keeps state in the static variable %.*s (NEURON: not thread safe "
+                     "without THREADSAFE)", s->file, s->file_line + id.line, (int)(we - w), w);
+        } else {
+            snprintf(why, n, "%s:%d: VERBATIM C keeps state in the file-scope variable %.*s (NEURON: not thread "
+                     "safe without THREADSAFE)", s->file, s->file_line + id.line, (int)id.n, id.s);
+        }
+        return 1;
+    }
+    return 0;
+}
+static int static_in(const stlist *l, char *why, size_t n) {
+    for (int i = 0; l && i < l->n; i++) {
+        const st *s = l->s[i];
+        if ((s->kind == ST_VERBATIM && static_state(s, 0, why, n)) || static_in(s->then_, why, n) ||
+            static_in(s->else_, why, n))
+            return 1;
+    }
+    return 0;
+}
+static void thread_safety(struct ns_nmodl *m) {
+    char why[400];
+    int found = 0;
+    for (int i = 0; !found && m->verbatim_top && i < m->verbatim_top->n; i++)
+        found = static_state(m->verbatim_top->s[i], 1, why, sizeof why);
+    found = found || static_in(m->initial, why, sizeof why) || static_in(m->breakpoint, why, sizeof why) ||
+            static_in(m->net_receive, why, sizeof why) || static_in(m->net_initial, why, sizeof why);
+    for (int h = 0; !found && h < NS_MECH_N_HOOKS; h++) found = static_in(m->hooks[h], why, sizeof why);
+    for (int i = 0; !found && i < m->n_blocks; i++)
+        if (!m->blocks[i]->hoc_only) found = static_in(m->blocks[i]->body, why, sizeof why);
+    if (!found) return;
+    char *c = nm_calloc(&m->arena, strlen(why) + 1, 1);
+    if (c) memcpy(c, why, strlen(why) + 1);
+    m->thread_unsafe = c;
+}
+
+static void mark_called(vcheck *v);
+
 ns_status nm_verbatim_check(struct ns_nmodl *m) {
     m->verbatim = m->verbatim_top && m->verbatim_top->n;
     m->verbatim |= has_c(m->initial) || has_c(m->breakpoint) || has_c(m->net_receive) || has_c(m->net_initial);
@@ -332,28 +571,26 @@ ns_status nm_verbatim_check(struct ns_nmodl *m) {
     if (!m->verbatim) return NS_OK;
     vcheck v = {m, nm_calloc(&m->arena, (size_t)m->n_blocks + 1, 1), 0};
     if (!v.called) return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
-    /* what the entry points reach, and C outside the blocks (its functions may be called from anywhere) */
-    mark_list(&v, m->initial);
-    mark_list(&v, m->breakpoint);
-    mark_list(&v, m->net_receive);
-    mark_list(&v, m->net_initial);
-    for (int h = 0; h < NS_MECH_N_HOOKS; h++) mark_list(&v, m->hooks[h]);
-    mark_list(&v, m->verbatim_top);
-    for (int k = 0; k < m->n_watch; k++) mark_ex(&v, m->watch_cond[k]);
-    do {
-        v.changed = 0;
-        for (int i = 0; i < m->n_blocks; i++)
-            if (v.called[i]) mark_list(&v, m->blocks[i]->body);
-    } while (v.changed);
+    /* the blocks that only hoc could call, then the C functions that only they or hoc name (left
+     * out: drop_hoc_funcs), and again while that leaves out more */
+    for (int pass = 0; pass < 4; pass++) {
+        memset(v.called, 0, (size_t)m->n_blocks + 1);
+        mark_called(&v);
+        int before = 0, after = 0;
+        for (int i = 0; i < m->n_blocks; i++) {
+            block *b = m->blocks[i];
+            nm_cident id;
+            before += b->hoc_only;
+            b->hoc_only = !v.called[i] && (b->kind == B_FUNCTION || b->kind == B_PROCEDURE) && hoc_use(b->body, &id);
+            after += b->hoc_only;
+        }
+        if (!drop_hoc_funcs(m) && pass > 0 && before == after) break;
+    }
     for (int i = 0; i < m->n_blocks; i++) {
         block *b = m->blocks[i];
         nm_cident id;
         const st *s = hoc_use(b->body, &id);
-        if (!s) continue;
-        if (!v.called[i] && (b->kind == B_FUNCTION || b->kind == B_PROCEDURE)) {
-            b->hoc_only = 1; /* only hoc could call it: left out */
-            continue;
-        }
+        if (!s || b->hoc_only) continue;
         return vfail(s, &id,
                      "VERBATIM C calls %.*s, which needs NEURON's hoc interpreter (hoc arguments, Vectors, objects), "
                      "which neurosolve does not have, in %s %s, which this file's own code calls: remove the call "
@@ -370,7 +607,25 @@ ns_status nm_verbatim_check(struct ns_nmodl *m) {
     for (int h = 0; !r && h < NS_MECH_N_HOOKS; h++) r = check_list(m, m->hooks[h]);
     for (int i = 0; !r && i < m->n_blocks; i++)
         if (!m->blocks[i]->hoc_only) r = check_list(m, m->blocks[i]->body);
+    if (!r && !m->threadsafe) thread_safety(m);
     return r;
+}
+
+/* what the entry points reach, and C outside the blocks (its functions may be called from anywhere) */
+static void mark_called(vcheck *v) {
+    struct ns_nmodl *m = v->m;
+    mark_list(v, m->initial);
+    mark_list(v, m->breakpoint);
+    mark_list(v, m->net_receive);
+    mark_list(v, m->net_initial);
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++) mark_list(v, m->hooks[h]);
+    mark_list(v, m->verbatim_top);
+    for (int k = 0; k < m->n_watch; k++) mark_ex(v, m->watch_cond[k]);
+    do {
+        v->changed = 0;
+        for (int i = 0; i < m->n_blocks; i++)
+            if (v->called[i]) mark_list(v, m->blocks[i]->body);
+    } while (v->changed);
 }
 
 int nm_verbatim_in(const stlist *l) { return has_c(l); }

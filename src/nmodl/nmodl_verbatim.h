@@ -16,21 +16,111 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* hoc_execerror(a, b): NEURON stops the simulation with the message. A
- * mechanism library has no way to stop the simulation that runs it (the
- * ABI has no error channel), so the message goes to stderr and the process
- * ends (docs/mechanisms.md, "VERBATIM"). */
-static void hoc_execerror(const char *a, const char *b) {
-    fprintf(stderr, "neurosolve: VERBATIM hoc_execerror: %s %s\n", a ? a : "", b ? b : "");
-    fflush(stderr);
-    abort();
+#include <setjmp.h>
+
+/* Errors (ABI 5, docs/mechanisms.md "Errors in a mechanism"): NEURON's
+ * hoc_execerror(a, b) stops the simulation with the message; here it records
+ * the message, the mechanism and the .mod file and line (__FILE__ and
+ * __LINE__ under the VERBATIM block's #line) in the ppack's error
+ * (ns_mech_error, the loop's) and jumps back to the entry point that the loop
+ * called (NSV_GUARD: every host entry point of such a mechanism is one), so
+ * that the C after it does not run, as NEURON's longjmp back to hoc; the loop
+ * then stops after the step and returns the error. exit(n) and abort() in
+ * the C do the same (a mechanism never ends the process). */
+static _Thread_local ns_mech_error *nsv_err = NULL; /* the bound entry point's */
+static _Thread_local jmp_buf *nsv_jmp = NULL;
+static _Thread_local const char *nsv_mech = NULL;
+static inline void nsv_copy(char *dst, size_t n, const char *src) {
+    size_t k = strlen(src);
+    if (k >= n) src += k - (n - 1); /* a long path: its end */
+    snprintf(dst, n, "%s", src);
 }
+static inline void nsv_error(const char *file, int line, const char *a, const char *b) {
+    ns_mech_error *e = nsv_err;
+    if (e && !e->set) {
+        e->set = 1;
+        e->line = line;
+        nsv_copy(e->mech, sizeof e->mech, nsv_mech ? nsv_mech : "");
+        nsv_copy(e->file, sizeof e->file, file);
+        snprintf(e->msg, sizeof e->msg, "%s%s%s", a ? a : "", a && b && *b ? " " : "", b ? b : "");
+    } else if (!e) { /* a caller without an error channel (ppack.error NULL): the message is not lost */
+        fprintf(stderr, "neurosolve: %s:%d: mechanism %s: %s %s\n", file, line, nsv_mech ? nsv_mech : "",
+                a ? a : "", b ? b : "");
+    }
+    if (nsv_jmp) longjmp(*nsv_jmp, 1);
+    /* called outside an entry point (no loop to stop): the error stays recorded where there is one */
+}
+#define hoc_execerror(a, b) nsv_error(__FILE__, __LINE__, (a), (b))
+#define hoc_execerr_ext(...) nsv_error(__FILE__, __LINE__, "hoc_execerr_ext", NULL)
+static inline void nsv_exit(const char *file, int line, int code) {
+    char what[48];
+    snprintf(what, sizeof what, "exit(%d) in VERBATIM C", code);
+    nsv_error(file, line, what, NULL);
+}
+#define exit(n) nsv_exit(__FILE__, __LINE__, (int)(n))
+#define abort() nsv_error(__FILE__, __LINE__, "abort() in VERBATIM C", NULL)
+/* NEURON's hoc_warning(a, b): the message on stderr, and on (as the C's own printf) */
+static inline void nsv_warning(const char *file, int line, const char *a, const char *b) {
+    fprintf(stderr, "neurosolve: %s:%d: %s %s\n", file, line, a ? a : "", b ? b : "");
+}
+#define hoc_warning(a, b) nsv_warning(__FILE__, __LINE__, (a), (b))
+/* An entry point run under the error channel: bound to p->error, returning at
+ * once where it is already set, the C's hoc_execerror jumping back here.
+ * NSV_GUARDS_name (the translator's, before the descriptor) names these. */
+#define NSV_TRY(p, name, call)                                                                   \
+    do {                                                                                         \
+        jmp_buf nsv_jb_;                                                                         \
+        jmp_buf *const nsv_pj_ = nsv_jmp;                                                        \
+        ns_mech_error *const nsv_pe_ = nsv_err;                                                  \
+        const char *const nsv_pm_ = nsv_mech;                                                    \
+        nsv_err = (p)->error;                                                                    \
+        nsv_mech = (name);                                                                       \
+        if (!(nsv_err && nsv_err->set) && !setjmp(nsv_jb_)) {                                   \
+            nsv_jmp = &nsv_jb_;                                                                  \
+            call;                                                                                \
+        }                                                                                        \
+        nsv_jmp = nsv_pj_;                                                                       \
+        nsv_err = nsv_pe_;                                                                       \
+        nsv_mech = nsv_pm_;                                                                      \
+    } while (0)
+#define NSV_GUARD(name, fn)                                                                      \
+    static void nsv_g_##fn(ns_mech_ppack *p) { NSV_TRY(p, name, fn(p)); }
+#define NSV_GUARD_RECV(name, fn)                                                                 \
+    static void nsv_g_##fn(ns_mech_ppack *p, int i, double w) { NSV_TRY(p, name, fn(p, i, w)); }
+#define NSV_GUARD_RECV_W(name, fn)                                                               \
+    static void nsv_g_##fn(ns_mech_ppack *p, int i, double *w, double f) { NSV_TRY(p, name, fn(p, i, w, f)); }
+#define NSV_GUARD_IW(name, fn)                                                                   \
+    static void nsv_g_##fn(ns_mech_ppack *p, int i, double *w) { NSV_TRY(p, name, fn(p, i, w)); }
+#define NSV_GUARD_WATCH(name, fn)                                                                \
+    static double nsv_g_##fn(ns_mech_ppack *p, int i, int k) {                                    \
+        volatile double r_ = 0.0;                                                                \
+        NSV_TRY(p, name, r_ = fn(p, i, k));                                                      \
+        return r_;                                                                               \
+    }
+#define NSV_GUARD_TABLE(name, fn)                                                                \
+    static int nsv_g_##fn(ns_mech_ppack *p) {                                                    \
+        volatile int r_ = 0;                                                                     \
+        NSV_TRY(p, name, r_ = fn(p));                                                            \
+        return r_;                                                                               \
+    }
+/* NEURON's hoc types, opaque: C outside the functions may declare with them (pointers, the
+ * prototypes of hoc's functions); C that uses them is left out where only hoc could call it,
+ * refused elsewhere (src/nmodl/nmodl_verbatim.c) */
+typedef struct Object Object;
+typedef struct Symbol Symbol;
+typedef struct IvocVect IvocVect;
+typedef struct Section Section;
+typedef struct Node Node;
+typedef struct Prop Prop;
+typedef struct Datum Datum;
+typedef struct Point_process Point_process;
+typedef struct NrnThread NrnThread;
 /* NEURON's flag of its variable-step method: neurosolve's steps are fixed */
 static int cvode_active_ = 0;
 /* a NEURON function that needs the hoc interpreter, reached at run time (a
  * Random object that only hoc could have set: never, here) */
-static inline double nsv_hoc_only(const char *what) {
-    hoc_execerror(what, "needs NEURON's hoc interpreter, which neurosolve does not have");
+static inline double nsv_hoc_only(const char *file, int line, const char *what) {
+    nsv_error(file, line, what, "needs NEURON's hoc interpreter, which neurosolve does not have");
     return 0.0;
 }
 /* NEURON's hoc_Exp: 0 below -700, exp(700) with a warning above 700 */
@@ -47,10 +137,10 @@ static inline double hoc_Exp(double x) {
 }
 /* a hoc Random object: none exists here (only hoc creates them), so a
  * file's `if (_p_rng) nrn_random_pick(_p_rng) else ...` takes its else */
-static inline double nrn_random_pick(void *r) { (void)r; return nsv_hoc_only("nrn_random_pick"); }
+#define nrn_random_pick(r) ((void)(r), nsv_hoc_only(__FILE__, __LINE__, "nrn_random_pick"))
 static inline void *emalloc(size_t n) {
     void *p = malloc(n);
-    if (!p) hoc_execerror("out of memory", NULL);
+    if (!p && n) hoc_execerror("out of memory", NULL);
     return p;
 }
 static inline void *ecalloc(size_t n, size_t size) {

@@ -420,6 +420,13 @@ ns_status ns_sim_init(ns_sim_t *sim) {
     return NS_OK;
 }
 
+ns_status ns_sim_mech_error(const ns_mech_error *e, double t, int64_t step) {
+    if (step < 0)
+        return ns_fail(NS_ERR_MECHANISM, "%s:%d: mechanism %s: %s (at finitialize)", e->file, e->line, e->mech, e->msg);
+    return ns_fail(NS_ERR_MECHANISM, "%s:%d: mechanism %s: %s (at t = %g ms, step %lld)", e->file, e->line, e->mech,
+                   e->msg, t, (long long)step);
+}
+
 /* Drop spikes after time t [ms] (a failed run keeps what came before). */
 static void trim_spikes(ns_sim_t *sim, double t) {
     for (int64_t c = 0; c < sim->n_cells; ++c)
@@ -449,7 +456,7 @@ ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
         if (st != NS_OK) return st;
     }
     sim->state_set = 0;
-    sim_fault fault = {INT64_MAX, -1, -1, 0.0};
+    sim_fault fault = {INT64_MAX, -1, -1, 0.0, NULL};
     const double t0 = ns_time_ms();
     const double t_before = sim->t;
     const int caller = enter(sim);
@@ -499,6 +506,8 @@ ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
          * and spikes up to it are results (ns_sim_traces, ns_sim_spikes) */
         sim->samples = (fault.step - 1) / every + 1;
         trim_spikes(sim, t_good);
+        if (fault.mech)
+            return ns_sim_mech_error(fault.mech, t, fault.step);
         return ns_fail(NS_ERR_NOT_FINITE,
                        "simulation: NaN/Inf (v = %g) in cell %lld, compartment %d (section %d, x = %g) at t = %g ms "
                        "(step %lld)",

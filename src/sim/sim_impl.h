@@ -37,7 +37,13 @@ typedef struct sim_fault {
     int64_t cell;
     int32_t node;
     double value;
+    const ns_mech_error *mech; /* not NULL: a mechanism's error stopped the step, not v */
 } sim_fault;
+
+/* A mechanism's error (ns_mech_ppack.error) as the status that the call returns:
+ * NS_ERR_MECHANISM, "FILE:LINE: mechanism NAME: message", with the time t [ms] and step
+ * of the step it stopped (step < 0: at finitialize) */
+ns_status ns_sim_mech_error(const ns_mech_error *e, double t, int64_t step);
 
 typedef struct sim_ops sim_ops;
 struct net_loop;

@@ -153,6 +153,41 @@ static void verbatim_emit(void) {
     CHECK(m && ns_nmodl_emit(m, NS_NMODL_CUDA, &cu) == NS_ERR_UNSUPPORTED && cu == NULL);
     CHECK_MSG(strstr(ns_last_error(), "vb.mod:4: VERBATIM C is host C") != NULL, "%s", ns_last_error());
     ns_nmodl_destroy(m);
+    /* the entry points run under the error channel (ABI 5); a static function is no state */
+    const char *c = emit(mod, NS_NMODL_C);
+    CHECK(strstr(c, "NSV_GUARD(\"vb\", nsm_vb_init)\n#define nsm_vb_init nsv_g_nsm_vb_init") != NULL);
+    CHECK_MSG(strstr(c, "no derivative code for VERBATIM C\",\n    NULL};") != NULL, "thread-safe: %s",
+              strstr(c, "no derivative code"));
+}
+
+/* ns_mech_desc.thread_unsafe: static state in VERBATIM C, unless the file says THREADSAFE */
+static void thread_safety(void) {
+    static const struct {
+        const char *c, *why; /* the C outside the blocks; NULL: thread-safe */
+    } cases[] = {
+        {"static int calls;", "t.mod:6: VERBATIM C keeps state in the file-scope variable calls"},
+        {"double last = 0, seen[4];", "t.mod:6: VERBATIM C keeps state in the file-scope variable last"},
+        {"static const double k[2] = {1, 2};\nextern int nrn_nthread;\ntypedef struct { double a; } pair;", NULL},
+        {"static double twice(double x);\nstatic double twice(double x) { return 2 * x; }", NULL},
+        {"static double f(void) {\n  static int n;\n  return ++n;\n}",
+         "t.mod:7: VERBATIM C keeps state in the static variable n"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k)
+        for (int safe = 0; safe < 2; ++safe) {
+            char mod[512];
+            snprintf(mod, sizeof mod,
+                     "NEURON { SUFFIX ts RANGE g %s}\nPARAMETER { g = 1 }\nASSIGNED { x }\nINITIAL { x = g }\n"
+                     "VERBATIM\n%s\nENDVERBATIM\n",
+                     safe ? "THREADSAFE " : "", cases[k].c);
+            const char *c = emit(mod, NS_NMODL_C);
+            const char *at = strstr(c, "no derivative code for VERBATIM C\",\n    ");
+            const char *end = at ? at + strlen("no derivative code for VERBATIM C\",\n    ") : "";
+            if (cases[k].why && !safe)
+                CHECK_MSG(at && end[0] == '"' && !strncmp(end + 1, cases[k].why, strlen(cases[k].why)),
+                          "case %zu: %.160s", k, end);
+            else
+                CHECK_MSG(at && !strncmp(end, "NULL};", 6), "case %zu (THREADSAFE %d): %.160s", k, safe, end);
+        }
 }
 
 int main(void) {
@@ -162,9 +197,11 @@ int main(void) {
     all_files(MECH_DIR "/kinetic");
     all_files(MECH_DIR "/electrode");
     all_files(MECH_DIR "/events");
-    CHECK(n_files == 49); /* neuron, bbp, test, kinetic, electrode, events (verbatim: host C, verbatim_emit) */
+    all_files(MECH_DIR "/hoc");
+    CHECK(n_files == 51); /* neuron, bbp, test, kinetic, electrode, events, hoc (verbatim: host C, verbatim_emit) */
     units_constants();
     verbatim_emit();
+    thread_safety();
 
     /* the generated forms */
     {
@@ -332,8 +369,19 @@ int main(void) {
         const char *a = h ? strstr(h, "nsm_x_hook1_F(") : NULL, *b = a ? strstr(a, "1.0") : NULL;
         CHECK(b && strstr(b, "2.0")); /* both bodies, the first first */
     }
-    bad("vtop.mod", "NEURON { SUFFIX x }\nVERBATIM\nstatic void g(void) {\n  hoc_call_func(0, 0);\n}\nENDVERBATIM\n",
-        NS_ERR_UNSUPPORTED, "vtop.mod:4:", "hoc_call_func");
+    /* C functions outside the blocks that need hoc: left out where nothing kept calls them (g, and h
+     * that calls g), refused where INITIAL reaches them */
+    {
+        const char *top = "NEURON { SUFFIX x }\nVERBATIM\nstatic void g(void) {\n  hoc_call_func(0, 0);\n}\n"
+                          "static double h(Object *o) { g(); return 1; }\nstatic double k2(double a) { return 2 * a; }\n"
+                          "ENDVERBATIM\nINITIAL {\nVERBATIM\n  k2(1);\nENDVERBATIM\n}\n";
+        const char *hd = emit(top, NS_NMODL_HEADER);
+        CHECK_MSG(!strstr(hd, "hoc_call_func") && !strstr(hd, "static double h(") && strstr(hd, "static double k2("),
+                  "g and h left out, k2 kept");
+        bad("vtop.mod", "NEURON { SUFFIX x }\nVERBATIM\nstatic void g(void) {\n  hoc_call_func(0, 0);\n}\n"
+            "static void h(void) { g(); }\nENDVERBATIM\nINITIAL {\nVERBATIM\n  h();\nENDVERBATIM\n}\n",
+            NS_ERR_UNSUPPORTED, "vtop.mod:4:", "hoc_call_func");
+    }
     bad("vion.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n _ion_cai = 1;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,
         "vion.mod:4:", "_ion_cai, which names no ion variable");
     bad("vkin.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nBREAKPOINT { SOLVE k METHOD sparse }\nKINETIC k {\n"

@@ -15,7 +15,17 @@
  *     its current) with hh: v and the current u that BEFORE STEP sets; on the GPU the
  *     simulation refuses it (host code), naming the mechanism;
  *   ftab: FUNCTION_TABLEs (test/ftab.mod) given by ns_sim_model_set_function_table, after
- *     the refusal of the model without them: v and ninf.
+ *     the refusal of the model without them: v and ninf; the same tables in the model text
+ *     (table.NAME = x ... ; y ..., range N LO HI), and that text's errors by FILE:LINE;
+ *   hocerr (data/mechanisms/hoc/hocerr.mod): hoc_execerror in BREAKPOINT's VERBATIM C once t
+ *     passes terr stops ns_sim_advance with NS_ERR_MECHANISM naming the .mod file, the line of
+ *     the call, the mechanism and the message, after as many completed steps as NEURON's
+ *     fadvance, v then equal to NEURON's; the process goes on (NEURON's longjmp, not an abort);
+ *     exit() and abort() in the C do the same; INITIAL's hoc_execerror (g < 0) stops
+ *     finitialize; on 1 and 2 threads the same;
+ *   vbstatic.mod: a static variable in VERBATIM C: the descriptor says why it is not thread
+ *     safe; 2 threads asked for are refused (NEURON's finitialize refuses it on 2 threads too),
+ *     OpenMP's default runs it on one.
  * On the CPU; also on the GPU where there is one and the test was given an
  * nvcc (tests/sim_nmodl_neuron.cmake). Without a C compiler the test skips (77). */
 #define _POSIX_C_SOURCE 200809L
@@ -54,7 +64,7 @@ typedef struct scase {
     const char *name, *model, *probe; /* NEURON's trace, the model, the probed variable */
     double probe_x, del, dur, amp;     /* where the probe is; the clamp at x = 0.5 */
     int geometry;                      /* the per-segment checks of geom.mod */
-    int ftab;                          /* ftab.mod's FUNCTION_TABLEs (ftab_tables) */
+    int ftab;                          /* ftab.mod's FUNCTION_TABLEs (ftab_tables): 1 by the C API, 2 in the text */
 } scase;
 
 /* test/ftab.mod's tables, as validation/nmodl_neuron_traces.py's ftab_tables() makes them */
@@ -92,7 +102,7 @@ static void run(ns_mech_library_t *lib, const ns_cell_t *cell, const scase *sc, 
     o.backend = backend;
     o.model = model;
     const ns_cell_t *shapes[1] = {cell};
-    if (sc->ftab) { /* without the values the simulation refuses the model, naming the table */
+    if (sc->ftab == 1) { /* without the values the simulation refuses the model, naming the table */
         CHECK(ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim) == NS_ERR_INVALID_ARGUMENT && !sim);
         CHECK_MSG(strstr(ns_last_error(), "FUNCTION_TABLE tabninf has no values") &&
                       strstr(ns_last_error(), "tabninf_ftab"), "%s", ns_last_error());
@@ -182,6 +192,120 @@ out:
     free(y);
 }
 
+#define HOC_CELLS 3
+/* NEURON's values (tests/data/nmodl/hocerr.txt) */
+static long ref_steps = -1, ref_init = -1, ref_nthread = -1;
+static double ref_v = NAN;
+static int read_hoc_ref(void) {
+    FILE *f = fopen(NS_TEST_DATA "/nmodl/hocerr.txt", "r");
+    if (!f) return -1;
+    char line[256], key[64];
+    while (fgets(line, sizeof line, f)) {
+        double x;
+        if (line[0] == '#' || sscanf(line, "%63s %lf", key, &x) != 2) continue;
+        if (!strcmp(key, "steps_completed")) ref_steps = lround(x);
+        if (!strcmp(key, "v_last")) ref_v = x;
+        if (!strcmp(key, "init_stops")) ref_init = lround(x);
+        if (!strcmp(key, "vbstatic_nthread2_refused")) ref_nthread = lround(x);
+    }
+    fclose(f);
+    return ref_steps > 0 && ref_init >= 0 && ref_nthread >= 0 && isfinite(ref_v) ? 0 : -1;
+}
+
+static ns_status hoc_make(ns_mech_library_t *lib, const ns_cell_t *cell, const char *text, int threads,
+                      ns_sim_model_t **model, ns_sim_t **sim) {
+    *sim = NULL;
+    CHECK_OK(ns_sim_model_create(lib, model));
+    if (!*model) return NS_ERR_INTERNAL;
+    CHECK_OK(ns_sim_model_parse(*model, text, strlen(text), "case.model"));
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    p.v_init = -65;
+    p.dt = 0.025;
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = NS_BACKEND_CPU;
+    o.method = NS_HINES_OPENMP;
+    o.threads = threads;
+    o.model = *model;
+    const ns_cell_t *shapes[1] = {cell};
+    return ns_sim_create(1, shapes, HOC_CELLS, NULL, &p, &o, sim);
+}
+
+/* hocerr with `how` (0 hoc_execerror, 1 exit, 2 abort) on `threads` threads */
+static void hoc_stops(ns_mech_library_t *lib, const ns_cell_t *cell, int how, int threads) {
+    char text[256];
+    snprintf(text, sizeof text, "all.insert = hocerr\nall.e_hocerr = -70\nall.terr_hocerr = 5\nall.how_hocerr = %d\n",
+             how);
+    ns_sim_model_t *model = NULL;
+    ns_sim_t *sim = NULL;
+    CHECK_OK(hoc_make(lib, cell, text, threads, &model, &sim));
+    for (int64_t k = 0; sim && k < HOC_CELLS; ++k) CHECK_OK(ns_sim_add_recording(sim, k, 0, NULL));
+    const ns_status s = sim ? ns_sim_advance(sim, 4 * ref_steps) : NS_OK;
+    const char *e = ns_last_error();
+    const char *what[] = {"hocerr: t passed terr (stopping)", "exit(3) in VERBATIM C", "abort() in VERBATIM C"};
+    const char *line[] = {"hocerr.mod:30:", "hocerr.mod:28:", "hocerr.mod:29:"};
+    printf("how %d, %d threads: %s\n", how, threads, e);
+    CHECK_MSG(s == NS_ERR_MECHANISM, "how %d: status %d (%s)", how, (int)s, e);
+    CHECK_MSG(strstr(e, line[how]) && strstr(e, "mechanism hocerr") && strstr(e, what[how]),
+              "how %d: message names the file, line, mechanism and what it said: %s", how, e);
+    int64_t samples = 0;
+    int32_t sites = 0;
+    const double *tr = sim ? ns_sim_traces(sim, &samples, &sites) : NULL;
+    /* the steps before the one that stopped: NEURON's completed fadvance calls, and their v */
+    CHECK_MSG(samples == ref_steps + 1, "how %d: %lld samples, NEURON completed %ld steps", how, (long long)samples,
+              ref_steps);
+    for (int k = 0; tr && samples == ref_steps + 1 && k < HOC_CELLS; ++k)
+        CHECK_MSG(fabs(tr[ref_steps * sites + k] - ref_v) <= 1e-9, "how %d: v %.17g, NEURON %.17g", how,
+                  tr[ref_steps * sites + k], ref_v);
+    /* stopped: again only after ns_sim_init, which starts without the error */
+    if (sim) CHECK(ns_sim_advance(sim, 1) != NS_OK);
+    if (sim) CHECK_OK(ns_sim_init(sim));
+    if (sim) CHECK_OK(ns_sim_advance(sim, ref_steps));
+    ns_sim_destroy(sim);
+    ns_sim_model_destroy(model);
+}
+
+/* A mechanism's errors and thread safety (data/mechanisms/hoc) against NEURON 9.0.2
+ * (tests/data/nmodl/hocerr.txt, validation/nmodl_hoc_errors.py) */
+static void hoc_errors(ns_mech_library_t *lib, const ns_cell_t *cell) {
+    CHECK_MSG(read_hoc_ref() == 0, "cannot read NEURON's tests/data/nmodl/hocerr.txt");
+    if (lib && cell && ref_steps > 0) {
+        CHECK(ref_init == 1 && ref_nthread == 1); /* what NEURON does */
+        for (int how = 0; how < 3; ++how) hoc_stops(lib, cell, how, 1);
+        hoc_stops(lib, cell, 0, 2);
+        /* INITIAL's hoc_execerror: finitialize (in ns_sim_create) stops */
+        ns_sim_model_t *model = NULL;
+        ns_sim_t *sim = NULL;
+        const ns_status s = hoc_make(lib, cell, "all.insert = hocerr\nall.g_hocerr = -1\n", 1, &model, &sim);
+        CHECK_MSG(s == NS_ERR_MECHANISM && !sim && strstr(ns_last_error(), "hocerr.mod:21:") &&
+                      strstr(ns_last_error(), "g must not be negative") && strstr(ns_last_error(), "finitialize"),
+                  "INITIAL: status %d: %s", (int)s, ns_last_error());
+        ns_sim_destroy(sim);
+        ns_sim_model_destroy(model);
+        /* vbstatic: not thread safe */
+        const ns_mech_desc *d = NULL;
+        for (int k = 0; k < ns_mech_library_count(lib); ++k)
+            if (!strcmp(ns_mech_library_get(lib, k)->name, "vbstatic")) d = ns_mech_library_get(lib, k);
+        CHECK(d && d->thread_unsafe && strstr(d->thread_unsafe, "vbstatic.mod:18:") &&
+              strstr(d->thread_unsafe, "file-scope variable ncalls"));
+        for (int k = 0; k < ns_mech_library_count(lib); ++k)
+            if (!strcmp(ns_mech_library_get(lib, k)->name, "hocerr")) CHECK(!ns_mech_library_get(lib, k)->thread_unsafe);
+#ifdef NS_HAVE_OPENMP
+        const ns_status s2 = hoc_make(lib, cell, "all.insert = vbstatic\n", 2, &model, &sim);
+        CHECK_MSG(s2 == NS_ERR_UNSUPPORTED && !sim && strstr(ns_last_error(), "vbstatic.mod:18:") &&
+                      strstr(ns_last_error(), "not thread safe") && strstr(ns_last_error(), "threads = 1"),
+                  "vbstatic on 2 threads: status %d: %s", (int)s2, ns_last_error());
+        ns_sim_destroy(sim);
+        ns_sim_model_destroy(model);
+#endif
+        CHECK_OK(hoc_make(lib, cell, "all.insert = vbstatic\n", 0, &model, &sim)); /* OpenMP's default: one thread */
+        if (sim) CHECK_OK(ns_sim_advance(sim, 10));
+        ns_sim_destroy(sim);
+        ns_sim_model_destroy(model);
+    }
+}
+
 #ifdef NS_NVCC
 /* BEFORE/AFTER blocks are host code: the GPU loop refuses the mechanism, naming it */
 static void hooks_refused_on_gpu(ns_mech_library_t *lib, const ns_cell_t *cell) {
@@ -207,20 +331,76 @@ static void hooks_refused_on_gpu(ns_mech_library_t *lib, const ns_cell_t *cell) 
 }
 #endif
 
+/* ftab.mod's tables as model text: table.tabninf_ftab = x ... ; y ...  and  range ... ; range ... ; y ... */
+static char ftab_text[4096];
+static void ftab_model_text(void) {
+    ns_mech_ftable t[2];
+    ftab_tables(t);
+    size_t n = (size_t)snprintf(ftab_text, sizeof ftab_text, "all.insert = pas ftab\ntable.tabninf_ftab = x");
+    for (int i = 0; i < 10; ++i) n += (size_t)snprintf(ftab_text + n, sizeof ftab_text - n, " %.17g", ft_x[i]);
+    n += (size_t)snprintf(ftab_text + n, sizeof ftab_text - n, " ; y");
+    for (int i = 0; i < 10; ++i) n += (size_t)snprintf(ftab_text + n, sizeof ftab_text - n, " %.17g", ft_ninf[i]);
+    n += (size_t)snprintf(ftab_text + n, sizeof ftab_text - n, "\ntable.tabntau_ftab = range 16 -100 50 ; range 3 1 3 ; y");
+    for (int i = 0; i < 48; ++i) n += (size_t)snprintf(ftab_text + n, sizeof ftab_text - n, " %.17g", ft_tau[i]);
+    snprintf(ftab_text + n, sizeof ftab_text - n, "\n");
+}
+
+/* the model text's FUNCTION_TABLE errors: FILE:LINE, the table, what is wrong; the model unchanged */
+static void ftab_text_errors(ns_mech_library_t *lib) {
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"table.tabninf_ftab = x -1 1 ; y 1\n", "case.model:1: table.tabninf_ftab: 1 values for 1 argument of 2 points"},
+        {"\ntable.tabntau_ftab = range 4 0 1 ; y 1 2 3 4\n", "case.model:2: table.tabntau_ftab: 4 values for 1 argument"},
+        {"table.tabninf_ftab = x 1 0 ; y 1 2\n", "case.model:1: table.tabninf_ftab: FUNCTION_TABLE tabninf_ftab: argument 1's abscissae do not increase"},
+        {"table.tabninf_ftab = z 1 ; y 1\n", "case.model:1: table.tabninf_ftab: 'z': expected x X1 X2 ..."},
+        {"table.nosuch_ftab = y 1\n", "case.model:1: table.nosuch_ftab: FUNCTION_TABLE nosuch_ftab: no mechanism"},
+        {"table.tabninf_ftab = y 2\nnonsense\n", "case.model:2: expected REGION.NAME = VALUE"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
+        ns_sim_model_t *model = NULL;
+        CHECK_OK(ns_sim_model_create(lib, &model));
+        if (!model) return;
+        CHECK(ns_sim_model_parse(model, bad[k].text, strlen(bad[k].text), "case.model") != NS_OK);
+        CHECK_MSG(strstr(ns_last_error(), bad[k].want) != NULL, "case %zu: %s", k, ns_last_error());
+        /* nothing stored: the simulation still finds tabninf without values */
+        const char *ins = "all.insert = pas ftab\n";
+        CHECK_OK(ns_sim_model_parse(model, ins, strlen(ins), "ins.model"));
+        ns_sim_params p;
+        ns_sim_params_init(&p);
+        ns_sim_options o;
+        ns_sim_options_init(&o);
+        o.model = model;
+        ns_cell_t *cell = test_cylinder();
+        const ns_cell_t *shapes[1] = {cell};
+        ns_sim_t *sim = NULL;
+        CHECK(ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim) == NS_ERR_INVALID_ARGUMENT &&
+              strstr(ns_last_error(), "FUNCTION_TABLE tabninf has no values"));
+        ns_sim_destroy(sim);
+        ns_cell_destroy(cell);
+        ns_sim_model_destroy(model);
+    }
+}
+
 int main(void) {
     if (tmpdir_make("ns_sim_nmodl_neuron")) return 1;
     int skip = 0;
     ns_mech_library_t *lib = test_mech_from_files(MECH_DIR "/test/geom.mod " MECH_DIR "/test/wena.mod " MECH_DIR
                                                   "/test/wenai.mod " MECH_DIR "/test/bahook.mod " MECH_DIR
-                                                  "/test/ftab.mod", "libcases.so", &skip);
+                                                  "/test/ftab.mod " MECH_DIR "/hoc/hocerr.mod " MECH_DIR
+                                                  "/hoc/vbstatic.mod", "libcases.so", &skip);
     if (skip) return tmpdir_remove(), 77;
     ns_cell_t *cells[2] = {tapered(), test_cylinder()};
-    const scase cases[5] = {{"geomcell", "all.insert = pas geom\n", "s_geom", 1.0 / 6.0, 5, 20, 0.1, 1, 0},
+    ftab_model_text();
+    const scase cases[6] = {{"geomcell", "all.insert = pas geom\n", "s_geom", 1.0 / 6.0, 5, 20, 0.1, 1, 0},
                             {"wena", "all.insert = hh wena\n", "ena", 0.5, 2, 30, 0.2, 0, 0},
                             {"wenai", "all.insert = hh wenai\n", "ena", 0.5, 2, 30, 0.2, 0, 0},
                             {"bahook", "all.insert = hh bahook\n", "u_bahook", 0.5, 2, 30, 0.2, 0, 0},
-                            {"ftab", "all.insert = pas ftab\n", "ninf_ftab", 0.5, 5, 20, 0.3, 0, 1}};
-    for (int k = 0; k < 5 && lib && cells[0] && cells[1]; ++k) run(lib, cells[k > 0], &cases[k], NS_BACKEND_CPU, "CPU");
+                            {"ftab", "all.insert = pas ftab\n", "ninf_ftab", 0.5, 5, 20, 0.3, 0, 1},
+                            {"ftab", ftab_text, "ninf_ftab", 0.5, 5, 20, 0.3, 0, 2}};
+    for (int k = 0; k < 6 && lib && cells[0] && cells[1]; ++k) run(lib, cells[k > 0], &cases[k], NS_BACKEND_CPU, "CPU");
+    if (lib) ftab_text_errors(lib);
+    if (lib && cells[1]) hoc_errors(lib, cells[1]);
     ns_mech_library_close(lib);
 #ifdef NS_NVCC
     int devices = 0;
@@ -228,6 +408,8 @@ int main(void) {
         ns_mechanisms_build_options o = {0};
         o.nvcc = NS_NVCC;
         o.cuda_arch = NS_CUDA_ARCH;
+        remove(tmp("mod/hocerr.mod")); /* VERBATIM C: host C, which a --cuda build refuses */
+        remove(tmp("mod/vbstatic.mod"));
         ns_mech_library_t *glib = test_mech_build(tmp("mod"), "libcases_cuda.so", &o, &skip);
         for (int k = 0; k < 3 && glib; ++k) run(glib, cells[k > 0], &cases[k], NS_BACKEND_CUDA, "GPU");
         if (glib) hooks_refused_on_gpu(glib, cells[1]);

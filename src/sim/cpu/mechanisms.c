@@ -90,6 +90,7 @@ struct model_block {
     double *scratch;        /* rhs and d (2 nw) of finitialize's currents; NULL unless a mechanism writes e */
     double *rows;           /* with the fused hh: its rate table as rows (nsm_hh_p_rates_rows), 64-byte aligned */
     int transpose;          /* the state pass transposes 8 rows at a time (rows_transpose) */
+    ns_mech_error err;      /* the mechanisms' errors (ns_mech_ppack.error): every ppack of the block's */
 };
 
 /* Storage of `doubles` values from a cache line, zeroed: the instances'
@@ -396,6 +397,7 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         mb->p.ion = mb->ions;
         mb->p.area = b->geom;
         mb->p.diam = b->geom + b->nw;
+        mb->p.error = &b->err;
         /* runs of instances at consecutive positions: instances (node, lane)
          * are then consecutive lane-nodes from position * w */
 #define NEXT_AT(i) (mb->node_index[(int64_t)(i) * w] == mb->node_index[(int64_t)((i) - 1) * w] + w)
@@ -489,6 +491,7 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
      * i and didv 0, as a new ion's in NEURON (an INITIAL may read i: cabuf's
      * STEADYSTATE reads ica) and as the GPU path uploads them */
     const double *init = model->ion_init[shape];
+    memset(&b->err, 0, sizeof b->err); /* finitialize starts without an error */
     for (int32_t j = 0; j < model->n_ions; ++j) {
         for (int q = 0; q < 3; ++q) {
             double *dst = b->ion + (size_t)(5 * j + q) * (size_t)b->nw;
@@ -609,6 +612,7 @@ const double *ns_model_block_ion(const model_block *b, int32_t ion, int q) {
 
 double *ns_model_block_ion_data(model_block *b, int32_t ion) { return b->ion + (size_t)(5 * ion) * (size_t)b->nw; }
 const double *ns_model_block_geom(const model_block *b) { return b->geom; }
+ns_mech_error *ns_model_block_error(model_block *b) { return &b->err; }
 const double *ns_model_block_field(const model_block *b, int32_t k, int f) { return b->m[k].field[f]; }
 double *ns_model_block_globals(model_block *b, int32_t k) { return b->m[k].p.global; }
 double *ns_model_block_field_data(model_block *b, int32_t k, int f) { return b->m[k].field[f]; }

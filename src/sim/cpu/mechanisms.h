@@ -14,6 +14,9 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
 void ns_model_block_free(model_block *b);
 /* area [um^2] per lane-node, then diam [um] per lane-node (ns_mech_ppack.area, .diam) */
 const double *ns_model_block_geom(const model_block *b);
+/* The block's error channel (ns_mech_ppack.error of its mechanisms and point processes): set once a
+ * mechanism's C reported an error (VERBATIM hoc_execerror); the loop then stops */
+ns_mech_error *ns_model_block_error(model_block *b);
 /* NEURON's finitialize for the block: parameters, ion values, Nernst, the
  * INITIAL blocks in type order at v (already v_init). cell: the w cells of
  * the lanes (the random streams' ids, ns_mech_desc.random_field). */

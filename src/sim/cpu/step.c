@@ -279,13 +279,31 @@ static ns_status cpu_mechanisms(ns_sim_t *sim, const cpu_state *st) {
     return ns_sim_mechanisms_path(sim, &f, "the CPU loop's fused pass");
 }
 
+/* A mechanism that is not thread-safe (ns_mech_desc.thread_unsafe, VERBATIM C with static state)
+ * runs on one thread: OpenMP's default thread count becomes 1, an explicit request for more is
+ * refused, as NEURON's ParallelContext.nthread refuses it (docs/mechanisms.md, "VERBATIM") */
+static ns_status thread_unsafe(const ns_sim_t *sim, const ns_mech_desc *d, int32_t threads) {
+    if (threads <= 1 || d->abi_version < 5 || !d->thread_unsafe) return NS_OK;
+    return ns_fail(NS_ERR_UNSUPPORTED,
+                   "%s: mechanism %s is not thread safe, and the simulation asks for %d threads: run it with one "
+                   "thread (threads = 1%s)",
+                   d->thread_unsafe, d->name, (int)threads,
+                   sim->options.threads > 1 ? "" : "; OpenMP's default was more");
+}
+
 static ns_status cpu_create(ns_sim_t *sim) {
     cpu_state *st = calloc(1, sizeof *st);
     if (!st) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: CPU layout");
     sim->backend_state = st;
     const int32_t ns = sim->n_shapes;
     const int64_t nc = sim->n_cells;
-    const int32_t requested = requested_threads(sim);
+    int32_t requested = requested_threads(sim);
+    for (int32_t k = 0; sim->model && k < sim->model->n_mechs; ++k) {
+        const ns_mech_desc *d = sim->model->mechs[k].desc;
+        if (d->abi_version >= 5 && d->thread_unsafe && sim->options.threads <= 0) requested = 1;
+        const ns_status e = thread_unsafe(sim, d, requested);
+        if (e != NS_OK) return e;
+    }
     st->shapes = calloc((size_t)ns, sizeof *st->shapes);
     int64_t *count = calloc((size_t)ns, sizeof *count);
     int32_t *wmax = malloc((size_t)ns * sizeof *wmax);
@@ -556,6 +574,13 @@ static ns_status cpu_init(ns_sim_t *sim) {
         free(in);
         for (int64_t b = 0; e == NS_OK && b < st->n_blocks; ++b) st->blocks[b].net = sim->net->blocks[b];
     }
+    for (int64_t b = 0; e == NS_OK && b < st->n_blocks; ++b) /* the synapse types: known from here */
+        for (int32_t k = 0; e == NS_OK && st->blocks[b].net && k < st->blocks[b].net->n_points; ++k)
+            e = thread_unsafe(sim, st->blocks[b].net->points[k].desc, st->threads);
+    /* a mechanism's error in CONSTRUCTOR, INITIAL or the hooks of finitialize: the first block's */
+    for (int64_t b = 0; e == NS_OK && b < st->n_blocks; ++b)
+        if (st->blocks[b].mech && ns_model_block_error(st->blocks[b].mech)->set)
+            e = ns_sim_mech_error(ns_model_block_error(st->blocks[b].mech), 0.0, -1);
     return e;
 }
 
@@ -595,6 +620,7 @@ typedef struct block_fault {
     int64_t step, cell;
     int32_t node;
     double value;
+    const ns_mech_error *mech; /* a mechanism's error (sim_fault.mech) */
 } block_fault;
 
 /* The block's arrays for one width. */
@@ -975,6 +1001,10 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
             if (ns_net_detect(blk->net, bv.v, t) != 0) return -1;
         }
         if (!fused) hooks(sim, blk, bv.v, NS_MECH_AFTER_SOLVE, NS_MECH_BEFORE_STEP, t);
+        if (blk->mech && ns_model_block_error(blk->mech)->set) { /* a mechanism's C stopped the run */
+            *fault = (block_fault){step, blk->cell[0], -1, 0.0, ns_model_block_error(blk->mech)};
+            return 1;
+        }
         if (spikes(sim, &bv, W, v_old, tp, t) != 0) return -1;
         records(sim, &bv, W, step, 0, n);
     }
@@ -1177,6 +1207,7 @@ static void keep_first(sim_fault *mine, const block_fault *f) {
         mine->cell = f->cell;
         mine->node = f->node;
         mine->value = f->value;
+        mine->mech = f->mech;
     }
 }
 
@@ -1184,7 +1215,7 @@ static void keep_first(sim_fault *mine, const block_fault *f) {
  * when a spike could not be stored, else 0. */
 static int run_call(ns_sim_t *sim, const cpu_state *st, int64_t b, int64_t step0, int64_t n_steps, double t0,
                     double *d, double *rhs, sim_fault *mine) {
-    block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+    block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0, NULL};
     const int r = run_one(sim, st, &st->blocks[b], step0, 0, n_steps, n_steps, t0, d, rhs, &f);
     if (r > 0) keep_first(mine, &f);
     return r < 0;
@@ -1230,7 +1261,7 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
 #endif
         double *d = aligned((size_t)st->max_nw * sizeof *d);
         double *rhs = aligned((size_t)st->max_nw * sizeof *rhs);
-        sim_fault mine = {INT64_MAX, -1, -1, 0.0};
+        sim_fault mine = {INT64_MAX, -1, -1, 0.0, NULL};
         const int64_t q0 = st->thread_begin[t], q1 = st->thread_begin[t + 1];
         char *done = st->n_split ? calloc((size_t)(q1 - q0 + 1), 1) : NULL;
         int oom = !d || !rhs || (st->n_split && !done);
@@ -1291,7 +1322,7 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
                     if (split_fused) split_front(sim, st, t, ns_sim_half_step(tp, sim->params.dt), k == n_steps - 1);
                     split_wait(&barrier, &sense, threads);
                     if (t < st->n_split && !st->split_stopped[t]) {
-                        block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                        block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0, NULL};
                         const int r = split_fused ? split_top(sim, st, t, step, 1, tp, tn, &f)
                                                   : run_one(sim, st, &st->blocks[st->split[t]], step0, k, k + 1,
                                                             n_steps, tp, d, rhs, &f);
@@ -1303,7 +1334,7 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
                     }
                     for (int64_t q = q0; done && q < q1; ++q) {
                         if (done[q - q0]) continue;
-                        block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                        block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0, NULL};
                         const int r = run_one(sim, st, &st->blocks[st->order[q]], step0, k, k + 1, n_steps, tp, d,
                                               rhs, &f);
                         if (r < 0) oom = 1;
@@ -1318,7 +1349,7 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
                 }
                 split_wait(&barrier, &sense, threads);
                 if (split_fused && t < st->n_split && !st->split_stopped[t]) {
-                    block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0};
+                    block_fault f = {INT64_MAX, INT64_MAX, -1, 0.0, NULL};
                     if (split_top(sim, st, t, step0 + n_steps + 1, 0, tp, tp, &f) > 0) {
                         keep_first(&mine, &f);
                         st->split_stopped[t] = 1;
