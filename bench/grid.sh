@@ -19,6 +19,9 @@
 #                (allen_chat x 1,000 .. 1,000,000) and on the mix; the busyring network;
 #                the layer 5 model (data/models/l5pc_hay.model) on the GPU and the CPU
 #   sim-shapes   the GPU loops (onchip, tree) per morphology, 100 and 2,000 cells
+#   cpu-hh       the CPU loop on the parameters' hh: allen_rbp4 x 1,000 and dg_granule x 2,000
+#                (small cells: the per-block costs), 1 and $THREADS threads, 3,000 steps
+#                (bench/compare.sh with pre-hhr: the hand-written hh against the generated one)
 #   onchip-model the parameters' hh and data/models/hh.model, alternated ROUNDS times (default 2),
 #                onchip and tree, on allen_chat x 100,000, dg_granule x 100,000, allen_rbp4 x 1,000
 #                (the same generated hh since every simulation is a model; bench/compare.sh with
@@ -162,6 +165,14 @@ for grid in "$@"; do
             --gpu-methods onchip,tree --steps 400
           step "onchip-model-$m-$round" 600 "$NS" bench sim --backend cuda --morph "$D/$m.swc" --cells "$c" \
             --gpu-methods onchip,tree --steps 400 --model "$ROOT/data/models/hh.model"
+        done
+      done ;;
+    cpu-hh)
+      for mc in allen_rbp4_485574832:1000 dg_granule_1220882a:2000; do
+        m=${mc%%:*}; c=${mc##*:}
+        for th in 1 "$THREADS"; do
+          step "cpu-hh-$m-$th" 600 "$NS" bench sim --backend cpu --morph "$D/$m.swc" --cells "$c" --threads "$th" \
+            --steps 3000
         done
       done ;;
     sim-shapes)
