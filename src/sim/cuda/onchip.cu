@@ -226,7 +226,7 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         __syncwarp();
 
         // 2. the Hines solve of this lane's cell (G over d, F then x over rhs)
-        const CellView sv = cell_view(wbase, cs, n, mine < nc ? mine : 0);
+        const CellView sv = cell_view(wbase, cs, n, mine);  // an absent cell's lanes: its own (unused) slot
         const bool bad = onchip_backward<L>(tables, s.n_bwd, role, sa, sb, sv.d, sv.rhs, nullptr) >= 0;
         onchip_forward<L>(tables, s.n_fwd, role, sv.d, sv.rhs);
 
