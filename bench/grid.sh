@@ -19,10 +19,12 @@
 #                (allen_chat x 1,000 .. 1,000,000) and on the mix; the busyring network;
 #                the layer 5 model (data/models/l5pc_hay.model) on the GPU and the CPU
 #   sim-shapes   the GPU loops (onchip, tree) per morphology, 100 and 2,000 cells
-#   onchip-model the parameters' hh and data/models/hh.model, alternated ROUNDS times (default 2),
-#                onchip and tree, on allen_chat x 100,000, dg_granule x 100,000, allen_rbp4 x 1,000
-#                (the same generated hh since every simulation is a model; bench/compare.sh with
-#                a commit before that compares it with the hand-written one)
+#   cpu-hh       the CPU loop on the parameters' hh: allen_rbp4 x 1,000 and dg_granule x 2,000
+#                (small cells: the per-block costs), 1 and $THREADS threads, 3,000 steps
+#                (bench/compare.sh with pre-hhr: the hand-written hh against the generated one)
+#   onchip-model the parameters' hh (the generated one: every simulation is a model), ROUNDS
+#                times (default 2), onchip and tree, on allen_chat x 100,000, dg_granule x 100,000,
+#                allen_rbp4 x 1,000 (bench/compare.sh with pre-hhr: the hand-written hh against it)
 #   life         bench life: the product table (500,000 fibers, GPU; 50,000, CPU) and SBBNNLS
 #   life-scale   bench life-scale: 1 and 10 million streamlines fitted on the GPU
 #   life-dipy    LiFE end to end against DIPY on two pinned cores (bench/life_dipy_bench.py)
@@ -158,10 +160,16 @@ for grid in "$@"; do
       for round in $(seq 1 "${ROUNDS:-2}"); do
         for mc in allen_chat_614430666:100000 dg_granule_1220882a:100000 allen_rbp4_485574832:1000; do
           m=${mc%%:*}; c=${mc##*:}
-          step "onchip-hand-$m-$round" 600 "$NS" bench sim --backend cuda --morph "$D/$m.swc" --cells "$c" \
+          step "onchip-hh-$m-$round" 600 "$NS" bench sim --backend cuda --morph "$D/$m.swc" --cells "$c" \
             --gpu-methods onchip,tree --steps 400
-          step "onchip-model-$m-$round" 600 "$NS" bench sim --backend cuda --morph "$D/$m.swc" --cells "$c" \
-            --gpu-methods onchip,tree --steps 400 --model "$ROOT/data/models/hh.model"
+        done
+      done ;;
+    cpu-hh)
+      for mc in allen_rbp4_485574832:1000 dg_granule_1220882a:2000; do
+        m=${mc%%:*}; c=${mc##*:}
+        for th in 1 "$THREADS"; do
+          step "cpu-hh-$m-$th" 600 "$NS" bench sim --backend cpu --morph "$D/$m.swc" --cells "$c" --threads "$th" \
+            --steps 3000
         done
       done ;;
     sim-shapes)

@@ -676,7 +676,7 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->cell = c;
         gc->shape = sim->cell_shape[c];
         gc->n = sim->shapes[gc->shape].n;
-        st = ns_model_block_create(sim->model, gc->shape, gc->n, 1, NULL, &gc->mb);
+        st = ns_model_block_create(sim->model, NULL, gc->shape, gc->n, 1, NULL, &gc->mb); /* its own TABLEs */
         if (st) break;
         gc->S = gc->n;
         int64_t max_out = 0, max_jac = 0;

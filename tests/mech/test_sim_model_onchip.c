@@ -1,4 +1,4 @@
-/* A model on the GPU's onchip loop (src/sim/cuda/onchip.cu, kModel: the
+/* A model on the GPU's onchip loop (src/sim/cuda/onchip.cu: the
  * generated functions of the built-in pas and hh with hh's states in shared
  * memory) against the CPU loop's model path (src/sim/cpu: the same model,
  * an independent implementation of the step), and the routing of models

@@ -6,16 +6,14 @@
  *      conductances and the IClamp's 1e2/area);
  *   3. a Hodgkin-Huxley single compartment at a small step against a
  *      classical RK4 integration of the HH equations (spike times);
- *   4. hh's rate table against the exact rates, and q10;
- *   5. NEURON's full node set against the minimal one (same voltages),
+ *   4. NEURON's full node set against the minimal one (same voltages),
  *      OpenMP against sequential (bitwise), cells independent of neighbours;
- *   6. bad input: parameters, stimuli outside a cell, NaN in the state. */
+ *   5. bad input: parameters, stimuli outside a cell, NaN in the state. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim/cpu/policy.h"
-#include "sim/membrane.h"
 #include "check.h"
 #include "hh_state.h"
 #include "lapack.h"
@@ -155,11 +153,26 @@ out:
     ns_cell_destroy(cell);
 }
 
+/* hh.mod's rates (its PROCEDURE rates, without the TABLE): inf and tau of
+ * m, h, n at v; q10 = 3^((celsius - 6.3)/10). */
+typedef struct hh_rates {
+    double minf, mtau, hinf, htau, ninf, ntau;
+} hh_rates;
+static double vtrap(double x, double y) { return fabs(x / y) < 1e-6 ? y * (1.0 - x / y / 2.0) : x / (exp(x / y) - 1.0); }
+static void hh_rates_of(double v, double q10, hh_rates *r) {
+    double a = .1 * vtrap(-(v + 40.0), 10.0), b = 4.0 * exp(-(v + 65.0) / 18.0);
+    r->mtau = 1.0 / (q10 * (a + b)), r->minf = a / (a + b);
+    a = .07 * exp(-(v + 65.0) / 20.0), b = 1.0 / (exp(-(v + 35.0) / 10.0) + 1.0);
+    r->htau = 1.0 / (q10 * (a + b)), r->hinf = a / (a + b);
+    a = .01 * vtrap(-(v + 55.0), 10.0), b = .125 * exp(-(v + 65.0) / 80.0);
+    r->ntau = 1.0 / (q10 * (a + b)), r->ninf = a / (a + b);
+}
+
 /* Classical HH (squid, NEURON's hh.mod rates) with RK4: dv/dt in mV/ms for
  * currents in uA/cm^2 and cm in uF/cm^2. */
 static void hh_deriv(const double *y, double istim, double q10, double *dy) {
-    ns_hh_rates r;
-    ns_hh_rates_exact(y[0], q10, &r);
+    hh_rates r;
+    hh_rates_of(y[0], q10, &r);
     const double ina = 120.0 * y[1] * y[1] * y[1] * y[2] * (y[0] - 50.0);
     const double ik = 36.0 * pow(y[3], 4) * (y[0] + 77.0);
     const double il = 0.3 * (y[0] + 54.3);
@@ -192,8 +205,8 @@ static void test_hh_rk4(void) {
     /* RK4, h = 0.0005 ms, the same -20 mV crossing rule */
     double y[4], k1[4], k2[4], k3[4], k4[4], tmp[4], ref[16];
     int nref = 0;
-    ns_hh_rates r0;
-    ns_hh_rates_exact(-65.0, q10, &r0);
+    hh_rates r0;
+    hh_rates_of(-65.0, q10, &r0);
     y[0] = -65.0, y[1] = r0.minf, y[2] = r0.hinf, y[3] = r0.ninf;
     const double h = 0.0005;
     for (int k = 0; k < 60000 && nref < 16; ++k) {
@@ -217,34 +230,6 @@ static void test_hh_rk4(void) {
 out:
     ns_sim_destroy(sim);
     ns_cell_destroy(cell);
-}
-
-static void test_rates(void) {
-    ns_hh_table t;
-    for (int i = 0; i < NS_HH_TABLE_N; ++i) {
-        ns_hh_rates r;
-        ns_hh_rates_exact(-100.0 + i, 1.0, &r);
-        t.minf[i] = r.minf, t.mtau[i] = r.mtau, t.hinf[i] = r.hinf;
-        t.htau[i] = r.htau, t.ninf[i] = r.ninf, t.ntau[i] = r.ntau;
-    }
-    double worst = 0.0;
-    for (double v = -99.9; v < 99.9; v += 0.37) {
-        ns_hh_rates a, b;
-        ns_hh_rates_table(&t, v, &a);
-        ns_hh_rates_exact(v, 1.0, &b);
-        worst = fmax(worst, fabs(a.minf - b.minf) + fabs(a.hinf - b.hinf) + fabs(a.ninf - b.ninf));
-    }
-    CHECK_MSG(worst < 5e-3 && worst > 0.0, "table interpolation error %g", worst);
-    ns_hh_rates lo, hi, e;
-    ns_hh_rates_table(&t, -150.0, &lo);
-    ns_hh_rates_table(&t, 150.0, &hi);
-    CHECK(lo.minf == t.minf[0] && hi.ntau == t.ntau[NS_HH_TABLE_N - 1]);
-    ns_hh_rates_exact(-40.0, 1.0, &e); /* vtrap's 0/0 point */
-    CHECK(isfinite(e.minf) && e.minf > 0.0);
-    ns_hh_rates r1, r3;
-    ns_hh_rates_exact(-30.0, 1.0, &r1);
-    ns_hh_rates_exact(-30.0, 3.0, &r3);
-    CHECK(check_rel(r3.mtau * 3.0, r1.mtau) < 1e-14 && r3.minf == r1.minf);
 }
 
 static void run_population(ns_hines_method method, ns_junction_policy junctions, int n_cells, int threads,
@@ -880,7 +865,6 @@ int main(void) {
     test_passive_steady();
     test_hh_rk4();
     test_spike_conventions();
-    test_rates();
     test_population();
     test_split_cell();
     test_split_network();

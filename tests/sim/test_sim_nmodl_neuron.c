@@ -26,6 +26,12 @@
  *   vbstatic.mod: a static variable in VERBATIM C: the descriptor says why it is not thread
  *     safe; 2 threads asked for are refused (NEURON's finitialize refuses it on 2 threads too),
  *     OpenMP's default runs it on one.
+ * And a TABLE that DEPENDs on a RANGE parameter (dtab, written here), which the
+ * translator reads from a block's first instance (the TABLE is built from the
+ * PARAMETER defaults, k = 1; a new k makes it build again): the CPU loop keeps one
+ * TABLE per simulation for all its blocks, and one per block once two blocks would
+ * each build it (sim/cpu/mechanisms.c, model_tables): two cells of two shapes (two
+ * blocks), k = 1 in both and then 3 in the second; each cell's lookups k_default v^2.
  * On the CPU; also on the GPU where there is one and the test was given an
  * nvcc (tests/sim_nmodl_neuron.cmake). Without a C compiler the test skips (77). */
 #define _POSIX_C_SOURCE 200809L
@@ -306,6 +312,58 @@ static void hoc_errors(ns_mech_library_t *lib, const ns_cell_t *cell) {
     }
 }
 
+/* dtab.mod: y = f(v) = k v^2 by a TABLE that DEPENDs on k, a RANGE parameter (built with k's default) */
+static const char *DTAB_MOD = "NEURON { SUFFIX dtab RANGE k, y }\nPARAMETER { k = 1 }\nASSIGNED { v y }\n"
+                              "BREAKPOINT { y = f(v) }\n"
+                              "FUNCTION f(u) {\n  TABLE DEPEND k FROM -100 TO 100 WITH 200\n  f = k*u*u\n}\n";
+
+/* y of every compartment of cell c within the table's interpolation of k v^2 (a 1 mV grid: at most
+ * 0.25 off where v^2 ~ 4000); the largest relative error */
+static double dtab_error(ns_sim_t *sim, int64_t c, int32_t n, double k, double *v, double *y) {
+    double worst = 0.0;
+    CHECK_OK(ns_sim_get_state(sim, c, v));
+    CHECK_OK(ns_sim_get_model_var(sim, c, "y_dtab", y));
+    for (int32_t i = 0; i < n; ++i) worst = fmax(worst, fabs(y[i] - k * v[i] * v[i]) / (k * v[i] * v[i]));
+    return worst;
+}
+
+static void table_per_block(ns_mech_library_t *lib, ns_cell_t *const cells[2]) {
+    ns_sim_model_t *model = NULL;
+    ns_sim_t *sim = NULL;
+    const int32_t n1 = ns_tree_size(ns_cell_tree(cells[1]));
+    double *k = malloc((size_t)n1 * sizeof *k), *v = malloc((size_t)n1 * sizeof *v), *y = malloc((size_t)n1 * sizeof *y);
+    CHECK_OK(ns_sim_model_create(lib, &model));
+    if (!model || !k || !v || !y) goto out;
+    CHECK_OK(ns_sim_model_parse(model, "all.insert = pas dtab\n", strlen("all.insert = pas dtab\n"), "dtab.model"));
+    ns_sim_params p;
+    ns_sim_params_init(&p);
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.model = model;
+    const ns_cell_t *shapes[2] = {cells[0], cells[1]};
+    const int32_t shape_of[2] = {0, 1};
+    CHECK_OK(ns_sim_create(2, shapes, 2, shape_of, &p, &o, &sim));
+    if (!sim) goto out;
+    CHECK_OK(ns_sim_add_iclamp(sim, 1, 0, 0.0, 5.0, 0.05));
+    CHECK_OK(ns_sim_advance(sim, 4)); /* both blocks on the one TABLE of k = 1 */
+    const double e0 = fmax(dtab_error(sim, 0, ns_tree_size(ns_cell_tree(cells[0])), 1.0, v, y),
+                           dtab_error(sim, 1, n1, 1.0, v, y));
+    for (int32_t i = 0; i < n1; ++i) k[i] = 3.0;
+    CHECK_OK(ns_sim_set_model_var(sim, 1, "k_dtab", k));
+    CHECK_OK(ns_sim_advance(sim, 4)); /* the second block's DEPEND differs: a TABLE per block */
+    const double e1 = dtab_error(sim, 1, n1, 1.0, v, y);
+    const double e2 = dtab_error(sim, 0, ns_tree_size(ns_cell_tree(cells[0])), 1.0, v, y);
+    printf("TABLE DEPEND on a RANGE parameter, two blocks: k v^2 within %.1e (shared), %.1e and %.1e (per block)\n",
+           e0, e1, e2);
+    CHECK_MSG(e0 < 1e-4 && e1 < 1e-4 && e2 < 1e-4, "dtab: k v^2 off by %g, %g, %g (relative)", e0, e1, e2);
+out:
+    ns_sim_destroy(sim);
+    ns_sim_model_destroy(model);
+    free(k);
+    free(v);
+    free(y);
+}
+
 #ifdef NS_NVCC
 /* BEFORE/AFTER blocks are host code: the GPU loop refuses the mechanism, naming it */
 static void hooks_refused_on_gpu(ns_mech_library_t *lib, const ns_cell_t *cell) {
@@ -385,10 +443,13 @@ static void ftab_text_errors(ns_mech_library_t *lib) {
 int main(void) {
     if (tmpdir_make("ns_sim_nmodl_neuron")) return 1;
     int skip = 0;
-    ns_mech_library_t *lib = test_mech_from_files(MECH_DIR "/test/geom.mod " MECH_DIR "/test/wena.mod " MECH_DIR
-                                                  "/test/wenai.mod " MECH_DIR "/test/bahook.mod " MECH_DIR
-                                                  "/test/ftab.mod " MECH_DIR "/hoc/hocerr.mod " MECH_DIR
-                                                  "/hoc/vbstatic.mod", "libcases.so", &skip);
+    FILE *dtab = fopen(tmp("dtab.mod"), "w");
+    CHECK(dtab != NULL && fputs(DTAB_MOD, dtab) >= 0 && fclose(dtab) == 0);
+    char files[2048];
+    snprintf(files, sizeof files, "%s %s", MECH_DIR "/test/geom.mod " MECH_DIR "/test/wena.mod " MECH_DIR
+             "/test/wenai.mod " MECH_DIR "/test/bahook.mod " MECH_DIR "/test/ftab.mod " MECH_DIR
+             "/hoc/hocerr.mod " MECH_DIR "/hoc/vbstatic.mod", tmp("dtab.mod"));
+    ns_mech_library_t *lib = test_mech_from_files(files, "libcases.so", &skip);
     if (skip) return tmpdir_remove(), 77;
     ns_cell_t *cells[2] = {tapered(), test_cylinder()};
     ftab_model_text();
@@ -401,6 +462,7 @@ int main(void) {
     for (int k = 0; k < 6 && lib && cells[0] && cells[1]; ++k) run(lib, cells[k > 0], &cases[k], NS_BACKEND_CPU, "CPU");
     if (lib) ftab_text_errors(lib);
     if (lib && cells[1]) hoc_errors(lib, cells[1]);
+    if (lib && cells[0] && cells[1]) table_per_block(lib, cells);
     ns_mech_library_close(lib);
 #ifdef NS_NVCC
     int devices = 0;

@@ -4,10 +4,10 @@
  *
  * Per block and mechanism: the instances in (node, lane) order, each with
  * node_index = pos(node) * w + lane, the fields as n_fields arrays over them, a
- * copy of the globals and the TABLE storage (table_update runs inside the
- * generated init and state, so each block keeps its own: no two threads
- * write one table); per ion used: e, ci, co, i, didv over the block's
- * lane-nodes. */
+ * copy of the globals; per ion used: e, ci, co, i, didv over the block's
+ * lane-nodes. The TABLEs are the simulation's (model_tables): one per
+ * mechanism for every block, as NEURON keeps one per mechanism and the GPU
+ * loop one per simulation. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,8 +21,8 @@ extern const ns_mech_desc nsm_pas_desc, nsm_hh_desc, nsm_ExpSyn_desc, nsm_Exp2Sy
 
 typedef struct mech_block {
     ns_mech_ppack p;
-    double *store;    /* n_fields fields of cnt values, each from a cache line (lines), then globals, then
-                         the table */
+    double *store;    /* n_fields fields of cnt values, each from a cache line (lines), then globals */
+    double *table;    /* the block's own TABLE (model_tables.own), else NULL: p.table is the shared one */
     double **field;   /* n_fields pointers into store */
     int *node_index;  /* cnt */
     int32_t *ord;     /* the block's instances in position order (so that a reordered shape's region
@@ -88,9 +88,28 @@ struct model_block {
     unsigned char *written; /* per ion j at [j * nw]: e by Nernst at that lane-node */
     double *geom;           /* area at [lane-node], diam at [nw + lane-node] (ns_mech_ppack.area, .diam) */
     double *scratch;        /* rhs and d (2 nw) of finitialize's currents; NULL unless a mechanism writes e */
-    double *rows;           /* with the fused hh: its rate table as rows (nsm_hh_p_rates_rows), 64-byte aligned */
-    int transpose;          /* the state pass transposes 8 rows at a time (rows_transpose) */
+    model_tables *tab;      /* the TABLEs it reads (the simulation's; its own when tab_own) */
+    int tab_own;
     ns_mech_error err;      /* the mechanisms' errors (ns_mech_ppack.error): every ppack of the block's */
+};
+
+/* A model's TABLEs, shared by the blocks of one simulation. A TABLE depends on
+ * celsius and on the GLOBALs it DEPENDs on, the same in every block, so one
+ * copy serves them all (ns_model_tables_update builds it on one thread before
+ * the blocks run; the generated loops' table_update then finds it current and
+ * only reads it), where a copy per block cost each block its own 10 KB (hh)
+ * and the fused hh's 26 KB of rows in the caches. A mechanism whose TABLE
+ * two blocks would build differently (a DEPEND on a RANGE variable, which the
+ * translator reads from the block's first instance) gets one per block. */
+struct model_tables {
+    int32_t n_mechs;
+    double **table;      /* per mechanism: the shared TABLE (table_size doubles), NULL without one */
+    unsigned char *own;  /* per mechanism: a TABLE per block instead (mech_block.table) */
+    int32_t hh;          /* the fused hh's mechanism (fusable), else -1 */
+    double *rows;        /* with it: its TABLE as rows (nsm_hh_p_rates_rows), 64-byte aligned */
+    int transpose;       /* the state pass transposes 8 rows at a time (rows_transpose) */
+    int64_t n_blocks, cap_blocks;
+    model_block **blocks; /* the blocks that read them (ns_model_block_create) */
 };
 
 /* Storage of `doubles` values from a cache line, zeroed: the instances'
@@ -129,6 +148,7 @@ void ns_model_block_free(model_block *b) {
     }
     for (int32_t k = 0; k < b->n_mechs && b->m; ++k) {
         free(b->m[k].store);
+        free(b->m[k].table);
         free(b->m[k].field);
         free(b->m[k].node_index);
         free(b->m[k].ord);
@@ -138,7 +158,7 @@ void ns_model_block_free(model_block *b) {
     }
     free(b->m);
     free(b->segs);
-    free(b->rows);
+    if (b->tab_own) ns_model_tables_free(b->tab);
     free(b->ion);
     free(b->written);
     free(b->geom);
@@ -337,11 +357,103 @@ static int rows_transpose(void) {
 #endif
 }
 
-ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n, int32_t w, const int32_t *pos,
-                                model_block **out) {
+ns_status ns_model_tables_create(const sim_model *model, model_tables **out) {
+    *out = NULL;
+    model_tables *t = calloc(1, sizeof *t);
+    if (!t) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: TABLEs");
+    const size_t nm = (size_t)(model->n_mechs > 0 ? model->n_mechs : 1);
+    t->n_mechs = model->n_mechs;
+    t->table = calloc(nm, sizeof *t->table);
+    t->own = calloc(nm, 1);
+    int ok = t->table && t->own;
+    for (int32_t k = 0; ok && k < model->n_mechs; ++k) {
+        const ns_mech_desc *d = model->mechs[k].desc;
+        if (d->table_update && d->table_size > 0) ok = (t->table[k] = lines((size_t)d->table_size)) != NULL;
+    }
+    int32_t k_of[2];
+    t->hh = ok && fusable(model, k_of) ? k_of[1] : -1;
+    if (t->hh >= 0) {
+        /* zeros: no header matches, so the first update builds them */
+        ok = (t->rows = lines((size_t)NSM_hh_rates_ROWS)) != NULL;
+        t->transpose = rows_transpose();
+    }
+    if (!ok) {
+        ns_model_tables_free(t);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: TABLEs");
+    }
+    *out = t;
+    return NS_OK;
+}
+
+void ns_model_tables_free(model_tables *t) {
+    if (!t) return;
+    for (int32_t k = 0; t->table && k < t->n_mechs; ++k) free(t->table[k]);
+    free(t->table);
+    free(t->own);
+    free(t->rows);
+    free(t->blocks);
+    free(t);
+}
+
+/* Mechanism k's TABLE in block b: p.table of its calls and of its runs' */
+static void block_table(mech_block *mb, double *table) {
+    mb->p.table = table;
+    for (int32_t r = 0; r < mb->n_runs; ++r) mb->runs[r].table = table;
+}
+
+ns_status ns_model_tables_update(const sim_model *model, model_tables *t, double celsius) {
+    for (int32_t k = 0; k < t->n_mechs; ++k) {
+        const ns_mech_desc *d = model->mechs[k].desc;
+        if (!t->table[k] || t->own[k]) continue;
+        /* the first block with instances builds it when celsius or a DEPEND changed; the others,
+         * bound as their loops are, find it current, unless their DEPENDs differ */
+        int built = 0;
+        for (int64_t q = 0; q < t->n_blocks; ++q) {
+            mech_block *mb = &t->blocks[q]->m[k];
+            if (mb->p.n == 0) continue;
+            ns_mech_ppack p = mb->p;
+            p.celsius = celsius;
+            if (d->table_update(&p) && built) {
+                /* its own per block from now on, each built by its block's loops */
+                for (int64_t r = 0; r < t->n_blocks; ++r) {
+                    mech_block *o = &t->blocks[r]->m[k];
+                    if (o->p.n == 0) continue;
+                    if (!(o->table = lines((size_t)d->table_size)))
+                        return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: TABLE of %s per block", d->name);
+                    block_table(o, o->table);
+                }
+                t->own[k] = 1;
+                break;
+            }
+            built = 1;
+        }
+    }
+    /* hh's TABLE has no DEPEND (celsius only): its rows follow the shared one */
+    if (t->hh >= 0 && !t->own[t->hh]) {
+        ns_mech_ppack p;
+        memset(&p, 0, sizeof p);
+        p.table = t->table[t->hh];
+        nsm_hh_p_rates_rows(&p, t->rows); /* when the TABLE changed (its header) */
+    }
+    return NS_OK;
+}
+
+ns_status ns_model_block_create(const sim_model *model, model_tables *tables, int32_t shape, int32_t n, int32_t w,
+                                const int32_t *pos, model_block **out) {
     *out = NULL;
     model_block *b = calloc(1, sizeof *b);
     if (!b) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: model block");
+    if (!tables) {
+        if (ns_model_tables_create(model, &b->tab) != NS_OK) goto oom;
+        b->tab_own = 1;
+    } else b->tab = tables;
+    if (b->tab->n_blocks == b->tab->cap_blocks) {
+        const int64_t cap = b->tab->cap_blocks ? 2 * b->tab->cap_blocks : 16;
+        model_block **nb = realloc(b->tab->blocks, (size_t)cap * sizeof *nb);
+        if (!nb) goto oom;
+        b->tab->blocks = nb;
+        b->tab->cap_blocks = cap;
+    }
     b->n_mechs = model->n_mechs;
     b->nw = (int64_t)n * w;
     b->m = calloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1), sizeof *b->m);
@@ -368,14 +480,13 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         mech_block *mb = &b->m[k];
         const int64_t cnt = (int64_t)ms->n * w;
         const size_t stride = line_stride(cnt);
-        const size_t doubles = (size_t)d->n_fields * stride + (size_t)d->n_globals + (size_t)d->table_size + 1;
+        const size_t doubles = (size_t)d->n_fields * stride + (size_t)d->n_globals + 1;
         mb->store = lines(doubles);
         mb->field = malloc((size_t)(d->n_fields > 0 ? d->n_fields : 1) * sizeof *mb->field);
         mb->node_index = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *mb->node_index);
         if (!mb->store || !mb->field || !mb->node_index || order_instances(mb, ms, n, pos) != 0) goto oom;
         for (int f = 0; f < d->n_fields; ++f) mb->field[f] = mb->store + (size_t)f * stride;
         double *globals = mb->store + (size_t)d->n_fields * stride;
-        double *table = globals + d->n_globals;
         for (int g = 0; g < d->n_globals; ++g) globals[g] = sm->globals[g];
         for (int32_t i = 0; i < ms->n; ++i)
             for (int32_t j = 0; j < w; ++j)
@@ -393,7 +504,7 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         mb->p.node_index = mb->node_index;
         mb->p.field = mb->field;
         mb->p.global = globals;
-        mb->p.table = table;
+        mb->p.table = b->tab->table[k];
         mb->p.ion = mb->ions;
         mb->p.area = b->geom;
         mb->p.diam = b->geom + b->nw;
@@ -424,14 +535,14 @@ ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n
         }
     }
 #undef NEXT_AT
-    if (fusable(model, b->fused_k)) {
-        if (fused_segments(model, b, shape, n, w, pos) != NS_OK) goto oom;
-        if (b->fused_k[1] >= 0) {
-            /* zeros: no header matches, so the first preparation builds them */
-            if (!(b->rows = lines((size_t)NSM_hh_rates_ROWS))) goto oom;
-            b->transpose = rows_transpose();
-        }
+    if (fusable(model, b->fused_k) && fused_segments(model, b, shape, n, w, pos) != NS_OK) goto oom;
+    /* a mechanism whose TABLE is per block already (ns_model_tables_update) gets its own here too */
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        if (!b->tab->own[k] || b->m[k].p.n == 0) continue;
+        if (!(b->m[k].table = lines((size_t)model->mechs[k].desc->table_size))) goto oom;
+        block_table(&b->m[k], b->m[k].table);
     }
+    b->tab->blocks[b->tab->n_blocks++] = b;
     *out = b;
     return NS_OK;
 oom:
@@ -975,17 +1086,6 @@ FUSED_FN void fused_first(const sim_model *model, model_block *b, int32_t w, dou
     (void)model;
 }
 
-/* hh's table for celsius (rebuilt when it changed, as every loop does) and
- * its ppack bound: once per call before the passes (the split passes of
- * several threads then only read them). */
-static void fused_prepare(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius) {
-    const int32_t k = b->fused_k[1];
-    if (k < 0) return;
-    bind_one(&b->m[k].p, v, NULL, NULL, t, dt, celsius);
-    model->mechs[k].desc->table_update(&b->m[k].p);
-    nsm_hh_p_rates_rows(&b->m[k].p, b->rows); /* when the table changed (its header) */
-}
-
 FUSED_FN void fused_second(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
                            const double *cap, double t, double dt, double celsius, int last, int32_t r0, int32_t r1) {
     const int32_t k = b->fused_k[1];
@@ -1032,7 +1132,7 @@ FUSED_FN void fused_states(const sim_model *model, model_block *b, int32_t w, do
         lane_range(b, w, r0, r1, &q0, &q1);
         instance_range(mb, q0, q1, &ia, &ib);
         if (ia < ib)
-            FUSED_CALL(hh_state, b->g_uniform[1], last, 1, mb, &pp, b->rows + NSM_hh_rates_LEAD, b->transpose,
+            FUSED_CALL(hh_state, b->g_uniform[1], last, 1, mb, &pp, b->tab->rows + NSM_hh_rates_LEAD, b->tab->transpose,
                        mb->node_index[ia], ib - ia, ia);
         return;
     }
@@ -1040,7 +1140,7 @@ FUSED_FN void fused_states(const sim_model *model, model_block *b, int32_t w, do
         const fused_seg *sg = &b->segs[s];
         int64_t q0, q1, i0;
         if (sg->inst[1] < 0 || !clip(sg, w, r0, r1, 1, &q0, &q1, &i0)) continue;
-        FUSED_CALL(hh_state, sg->uniform[1], last, 0, mb, &pp, b->rows + NSM_hh_rates_LEAD, b->transpose, q0,
+        FUSED_CALL(hh_state, sg->uniform[1], last, 0, mb, &pp, b->tab->rows + NSM_hh_rates_LEAD, b->tab->transpose, q0,
                    q1 - q0, i0);
     }
 }
@@ -1051,17 +1151,11 @@ void ns_model_block_fused_first(const sim_model *model, model_block *b, int32_t 
 }
 void ns_model_block_fused_second(const sim_model *model, model_block *b, int32_t w, double *v, double *rhs, double *d,
                                  const double *cap, double t, double dt, double celsius, int last) {
-    fused_prepare(model, b, v, t, dt, celsius);
     fused_second(model, b, w, v, rhs, d, cap, t, dt, celsius, last, 0, INT32_MAX);
 }
 void ns_model_block_fused_states(const sim_model *model, model_block *b, int32_t w, double *v, double t, double dt,
                                  double celsius, int last) {
-    fused_prepare(model, b, v, t, dt, celsius);
     fused_states(model, b, w, v, t, dt, celsius, last, 0, INT32_MAX);
-}
-void ns_model_block_fused_prepare(const sim_model *model, model_block *b, double *v, double t, double dt,
-                                  double celsius) {
-    fused_prepare(model, b, v, t, dt, celsius);
 }
 void ns_model_block_fused_range(const sim_model *model, model_block *b, int32_t w, int phase, int32_t r0, int32_t r1,
                                 double *v, double *rhs, double *d, const double *cap, double t, double dt,

@@ -5,12 +5,26 @@
 #include "mech/model_impl.h"
 
 typedef struct model_block model_block;
+typedef struct model_tables model_tables;
+
+/* The TABLEs of `model`'s mechanisms (and the fused hh's rows), one copy for
+ * the blocks created with it. ns_model_tables_update builds them for celsius
+ * and the GLOBALs (what each TABLE depends on) on one thread before the blocks
+ * run (finitialize, each advance), as NEURON checks its tables before a step;
+ * the blocks' loops then only read them (the split passes of several threads
+ * on one block included). Freed after the blocks. */
+ns_status ns_model_tables_create(const sim_model *model, model_tables **out);
+ns_status ns_model_tables_update(const sim_model *model, model_tables *t, double celsius);
+void ns_model_tables_free(model_tables *t);
 
 /* The instances of every mechanism of `model` on w cells of shape `shape`
  * (n compartments each), node i's values at lane-nodes pos[i] * w + lane
- * (pos: the CPU loop's node order, cpu_shape.pos; NULL: i * w + lane). */
-ns_status ns_model_block_create(const sim_model *model, int32_t shape, int32_t n, int32_t w, const int32_t *pos,
-                                model_block **out);
+ * (pos: the CPU loop's node order, cpu_shape.pos; NULL: i * w + lane).
+ * tables: the simulation's (ns_model_tables_create); NULL: the block's own,
+ * which its loops keep current themselves (one block per thread: the
+ * gradient's cells). */
+ns_status ns_model_block_create(const sim_model *model, model_tables *tables, int32_t shape, int32_t n, int32_t w,
+                                const int32_t *pos, model_block **out);
 void ns_model_block_free(model_block *b);
 /* area [um^2] per lane-node, then diam [um] per lane-node (ns_mech_ppack.area, .diam) */
 const double *ns_model_block_geom(const model_block *b);
@@ -64,11 +78,8 @@ void ns_model_block_fused_states(const sim_model *model, model_block *b, int32_t
                                  double celsius, int last);
 /* The same passes over the nodes [r0, r1) of the block (a cell split across
  * threads: each thread its range, sim/cpu/step.c), phase 0 first, 1 second,
- * 2 the states, the assigned variables stored when `last`; the caller
- * runs ns_model_block_fused_prepare (hh's table, its ppack) once per call
- * before, on one thread. */
-void ns_model_block_fused_prepare(const sim_model *model, model_block *b, double *v, double t, double dt,
-                                  double celsius);
+ * 2 the states, the assigned variables stored when `last`. Every fused pass
+ * reads the tables as ns_model_tables_update left them. */
 void ns_model_block_fused_range(const sim_model *model, model_block *b, int32_t w, int phase, int32_t r0, int32_t r1,
                                 double *v, double *rhs, double *d, const double *cap, double t, double dt,
                                 double celsius, int last);

@@ -164,6 +164,7 @@ typedef struct cpu_state {
     cpu_cursor *next;      /* per thread: its next block in `order` (taken by any thread, below) */
     int64_t *lane_of;      /* n_cells: block * NS_CPU_LANES_MAX + lane */
     cpu_shape *shapes;
+    model_tables *tables;  /* the model's TABLEs, one copy for every block (sim/cpu/mechanisms.h) */
     double *store;         /* the blocks' state */
     int64_t max_nw;        /* largest n * w (scratch per thread) */
     int64_t n_split;       /* blocks run by every thread, one after the other */
@@ -238,6 +239,7 @@ static void cpu_destroy(ns_sim_t *sim) {
         }
     free(st->shapes);
     for (int64_t b = 0; st->blocks && b < st->n_blocks; ++b) ns_model_block_free(st->blocks[b].mech);
+    ns_model_tables_free(st->tables);
     free(st->blocks);
     free(st->thread_begin);
     free(st->order);
@@ -445,16 +447,17 @@ static ns_status cpu_create(ns_sim_t *sim) {
             p += padded;
         }
     }
-    /* a model's mechanism instances per block */
-    for (int64_t b = 0; b < st->n_blocks; ++b) {
+    /* a model's mechanism instances per block, its TABLEs one copy for all */
+    ns_status made = ns_model_tables_create(sim->model, &st->tables);
+    for (int64_t b = 0; made == NS_OK && b < st->n_blocks; ++b) {
         cpu_block *blk = &st->blocks[b];
-        ns_status e = ns_model_block_create(sim->model, blk->shape, sim->shapes[blk->shape].n, blk->w,
-                                            st->shapes[blk->shape].pos, &blk->mech);
-        if (e != NS_OK) {
-            free(count);
-            free(wmax);
-            return e;
-        }
+        made = ns_model_block_create(sim->model, st->tables, blk->shape, sim->shapes[blk->shape].n, blk->w,
+                                     st->shapes[blk->shape].pos, &blk->mech);
+    }
+    if (made != NS_OK) {
+        free(count);
+        free(wmax);
+        return made;
     }
     /* cells split across the threads (sim/cpu/policy.h; split_ok above),
      * then the threads and the other blocks' owners */
@@ -555,6 +558,7 @@ static ns_status cpu_init(ns_sim_t *sim) {
     ns_sim_init_host(sim);
     ns_status e = cpu_load_state(sim);
     cpu_state *st = sim->backend_state;
+    if (e == NS_OK) e = ns_model_tables_update(sim->model, st->tables, sim->params.celsius);
     for (int64_t b = 0; e == NS_OK && b < st->n_blocks; ++b) {
         cpu_block *blk = &st->blocks[b];
         ns_model_block_init(sim->model, blk->mech, blk->shape, sim->shapes[blk->shape].n, blk->w,
@@ -1232,18 +1236,15 @@ static int run_call(ns_sim_t *sim, const cpu_state *st, int64_t b, int64_t step0
  * interval, so results do not depend on the thread count. */
 static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fault *fault) {
     cpu_state *st = sim->backend_state;
-    const ns_status path = cpu_mechanisms(sim, st);
+    ns_status path = cpu_mechanisms(sim, st);
+    /* the TABLEs current on this thread, before any block runs (the blocks only read them) */
+    if (path == NS_OK) path = ns_model_tables_update(sim->model, st->tables, sim->params.celsius);
     if (path != NS_OK) return path;
-    /* the split blocks' passes over node ranges (split_pass): the fused built-in pas and hh, with
-     * hh's table and ppack made ready here, on one thread; with a network on them, or the
-     * mechanisms per step (a network's synapse types), each split block runs whole, by the thread
-     * that would solve its top, step by step beside the others */
+    /* the split blocks' passes over node ranges (split_pass): the fused built-in pas and hh; with
+     * a network on them, or the mechanisms per step (a network's synapse types), each split block
+     * runs whole, by the thread that would solve its top, step by step beside the others */
     int split_fused = sim->gpu_mechanisms == NS_SIM_GPU_MECHANISMS_FUSED;
     for (int64_t q = 0; q < st->n_split; ++q) split_fused &= st->blocks[st->split[q]].net == NULL;
-    for (int64_t q = 0; split_fused && q < st->n_split; ++q) {
-        const cpu_block *blk = &st->blocks[st->split[q]];
-        ns_model_block_fused_prepare(sim->model, blk->mech, blk->v, sim->t, sim->params.dt, sim->params.celsius);
-    }
     const int32_t threads = st->threads;
     int out_of_memory = 0;
     ns_status net_status = NS_OK;

@@ -1,32 +1,29 @@
 // The on-chip GPU simulation loop (docs/simulation.md, "GPU loops"): a warp
 // holds 32 / L cells of one shape, L lanes per cell, and keeps their whole
-// state (v, m, h, n) and scratch (d, rhs) in shared memory for every step of
-// a launch. Device memory sees the state once per launch (read at the start,
-// written at the end), the recorded samples and the spikes; a step is
-// arithmetic and shared-memory traffic only. Cells whose image does not fit
-// a block run the same code with kShared = false: the state stays where it
-// lives in device memory, d and rhs in the group's scratch (32 lanes).
+// state (v and hh's m, h, n) and scratch (d, rhs) in shared memory for every
+// step of a launch. Device memory sees the state once per launch (read at the
+// start, written at the end), the recorded samples and the spikes; a step is
+// arithmetic and shared-memory traffic only. It runs a model of the built-in
+// pas and hh (sim/cuda/fused.h, the rule in sim/policy.h); a shape whose image
+// does not fit a block runs in the tree loop.
 //
 // One step, NEURON's order of operations (sim/cpu/step.c):
-//   1. per compartment (all 32 lanes over the warp's cells): pas, IClamp, hh
-//      currents and slopes, capacitance, then the axial terms gathered at the
+//   1. per compartment (all 32 lanes over the warp's cells): pas's current,
+//      IClamp, hh's current, capacitance, then the axial terms gathered at the
 //      node (its own term first, then its children in increasing compartment
 //      order: the order in which the CPU loop's scatter adds them);
 //   2. the Hines solve by the on-chip schedule (onchip_sweeps.cuh): backward
 //      sweep by height storing G = b/d' over d and F = rhs'/d' over rhs,
 //      forward sweep x = F - G x_parent over rhs;
-//   3. per compartment: v += x, NaN check, hh gates by cnexp from the new v,
+//   3. per compartment: v += x, NaN check, hh's states from the new v,
 //      spike detection at the spike compartment; then recording.
 // Everything is in position order (the schedule's renumbering: each run of
 // the tree is a contiguous range); the host converts stimulus, recording and
 // spike compartments to positions, and the state to and from this layout.
 //
-// A model (kModel: the built-in pas and hh; sim/cuda/fused.h, the rule in
-// sim/policy.h) runs their generated per-instance functions in the same
-// phases, as the fused tree loop does (sim/cuda/fused_one.cuh): pas's current
-// before the clamps, hh's after them, hh's states after v += x. hh's states
-// sit in shared memory where the hand-written gates do (m, h, n per
-// position, loaded from and stored to the mechanism's fields once per
+// The mechanisms are their generated per-instance functions, as in the fused
+// tree loop (sim/cuda/fused_one.cuh). hh's states sit in shared memory (m, h,
+// n per position, loaded from and stored to the mechanism's fields once per
 // launch), the parameters and e come from the distinct tuples by the
 // position's map in the constants, hh's TABLE is copied to shared memory per
 // block and its GLOBALs to registers, and the assigned variables stay in
@@ -38,7 +35,6 @@
 #include <stdint.h>
 
 #include "sim/cuda/step.h"
-#include "sim/membrane.h"
 #include "hines/cuda/onchip_sweeps.cuh"
 #include "sim/cuda/fused_one.cuh"
 #include "mech/builtin/builtin.h"
@@ -47,37 +43,18 @@
 
 namespace {
 
-// cnexp for x' = (inf - x) / tau in its algebraically equal short form
-// (one reciprocal instead of nocmodl's three divisions; results differ from
-// sim/membrane.h's ns_cnexp by rounding only).
-__device__ __forceinline__ double cnexp_short(double x, double inf, double tau, double dt) {
-    return fma(1.0 - exp(-dt * onchip_rcp(tau)), inf - x, x);
-}
-
-// The current's slope (I(v + .001) - I(v)) / .001, as a product (1e3 differs
-// from 1 / .001 by rounding only).
-__device__ __forceinline__ double slope(double i1, double i0) { return (i1 - i0) * 1e3; }
-
-// One cell's arrays (position order): in the warp's shared memory, or (cells
-// too large for it) the state in device memory where it lives and d, rhs in
-// the group's scratch.
+// One cell's arrays in the warp's shared memory (position order): v, hh's
+// states m, h, n, then d and rhs.
 struct CellView {
-    double *v, *m, *h, *gn, *d, *rhs;
+    double *v, *m, *d, *rhs;
 };
 
-template <bool kShared>
-__device__ __forceinline__ CellView cell_view(double *wbase, int cs, int n, int c, const ns_sim_gpu_group &g,
-                                              long long j) {
-    if constexpr (kShared) {
-        double *v = wbase + c * cs;
-        return CellView{v, v + n, v + 2 * n, v + 3 * n, v + 4 * n, v + 5 * n};
-    } else {
-        const long long o = j * n;
-        return CellView{g.v + o, g.m + o, g.h + o, g.gn + o, g.d + o, g.rhs + o};
-    }
+__device__ __forceinline__ CellView cell_view(double *wbase, int cs, int n, int c) {
+    double *v = wbase + c * cs;
+    return CellView{v, v + n, v + 4 * n, v + 5 * n};
 }
 
-// A model's mechanisms at one position (kModel): pas's current (before the
+// The model's mechanisms at one position: pas's current (before the
 // clamps), hh's current (after them) or hh's states (v the new one), the
 // generated functions on locals (sim/cuda/fused_one.cuh); hh's states at
 // st[0], st[n], st[2 n] (the cell's m, h, n in shared memory). LAST: the
@@ -122,48 +99,29 @@ __device__ __forceinline__ void model_at(const ns_sim_onchip_model &M, long long
     }
 }
 
-// kShared: the cells' images and the shape's constants in shared memory
-// (the on-chip loop); otherwise everything stays in device memory (L1/L2)
-// and only the warp structure remains (cells that do not fit a block).
-// kModel (shared only): the membrane is the model's pas and hh (above).
-template <int L, bool kShared, bool kModel>
+// The cells' images and the shape's constants in shared memory; the
+// membrane is the model's pas and hh (above).
+template <int L>
 __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group g, ns_sim_gpu_run r) {
-    static_assert(kShared || !kModel, "a model runs in shared memory only");
     constexpr int C = NS_ONCHIP_LANES / L;
     extern __shared__ __align__(16) double smem[];
-    // hand-written: the regions' parameters and hh's rate table (9.6 KB, read
-    // at every gate update); a model: hh's TABLE
-    constexpr int kStatic = kModel ? NS_FUSED_HH_TABLE : (int)(sizeof(ns_hh_table) / sizeof(double));
-    __shared__ sim_region regions[kModel ? 1 : NS_REGION_COUNT];
-    __shared__ double stab[kStatic];
-    const ns_hh_table &table = *reinterpret_cast<const ns_hh_table *>(stab);
-    double *const mtab = stab;
+    __shared__ double mtab[NS_FUSED_HH_TABLE];  // hh's TABLE
     const ns_sim_onchip_model &M = o.mech;
-    // a model: hh's GLOBALs in registers (usetable, tested at every call of hh)
-    double mglob[kModel ? NS_FUSED_HH_GLOBALS : 1] = {0.0};
-    if constexpr (kModel) {
+    // hh's GLOBALs in registers (usetable, tested at every call of hh)
+    double mglob[NS_FUSED_HH_GLOBALS] = {0.0};
 #pragma unroll
-        for (int k = 0; k < NS_FUSED_HH_GLOBALS; ++k)
-            if (k < M.hh_globals) mglob[k] = __ldg(M.hh_global + k);
-    }
+    for (int k = 0; k < NS_FUSED_HH_GLOBALS; ++k)
+        if (k < M.hh_globals) mglob[k] = __ldg(M.hh_global + k);
     // The schedule's core and the shape's constants, once per block.
     const int core4 = (s.core + 3) / 4;
     {
         int4 *dst = reinterpret_cast<int4 *>(smem);
         const int4 *core = reinterpret_cast<const int4 *>(s.base);
         const int4 *consts = reinterpret_cast<const int4 *>(o.consts);
-        if (kShared) {
-            for (int k = threadIdx.x; k < core4; k += blockDim.x) dst[k] = __ldg(core + k);
-            for (int k = threadIdx.x; k < o.const_words; k += blockDim.x) dst[core4 + k] = __ldg(consts + k);
-        }
-        if constexpr (kModel) {
-            if (M.hh.count > 0) {
-                for (int k = threadIdx.x; k < NS_FUSED_HH_TABLE; k += blockDim.x) mtab[k] = __ldg(M.hh_table + k);
-            }
-        } else {
-            if (threadIdx.x < NS_REGION_COUNT) regions[threadIdx.x] = r.regions[threadIdx.x];
-            const double *src = reinterpret_cast<const double *>(r.table);
-            for (int k = threadIdx.x; k < kStatic; k += blockDim.x) stab[k] = __ldg(src + k);
+        for (int k = threadIdx.x; k < core4; k += blockDim.x) dst[k] = __ldg(core + k);
+        for (int k = threadIdx.x; k < o.const_words; k += blockDim.x) dst[core4 + k] = __ldg(consts + k);
+        if (M.hh.count > 0) {
+            for (int k = threadIdx.x; k < NS_FUSED_HH_TABLE; k += blockDim.x) mtab[k] = __ldg(M.hh_table + k);
         }
     }
     __syncthreads();
@@ -175,47 +133,39 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
     if (c0 >= g.cells) return;  // whole warps only
     const int nc = g.cells - c0 < C ? (int)(g.cells - c0) : C;
 
-    const int32_t *const sched = kShared ? reinterpret_cast<const int32_t *>(smem) : s.base;
+    const int32_t *const sched = reinterpret_cast<const int32_t *>(smem);
     const OnchipTables tables = onchip_tables(s, sched);
 
     const int n = s.n;
     // Shape constants (ns_sim_onchip_const_bytes layout), position order.
-    const double *const sa =
-        kShared ? reinterpret_cast<const double *>(smem + core4 * 2) : static_cast<const double *>(o.consts);
+    const double *const sa = reinterpret_cast<const double *>(smem + core4 * 2);
     const double *const sb = sa + n;
     const double *const scap = sb + n;
-    // a model's tuples of pas and hh per position; their instances within the cell (device memory)
+    // the tuples of pas and hh per position; their instances within the cell (device memory)
     const ushort2 *const smap = reinterpret_cast<const ushort2 *>(scap + n);
     const ushort2 *const local = reinterpret_cast<const ushort2 *>(M.local);
-    const int32_t *const spar =
-        kModel ? reinterpret_cast<const int32_t *>(smap + n) : reinterpret_cast<const int32_t *>(scap + n);
+    const int32_t *const spar = reinterpret_cast<const int32_t *>(smap + n);
     const int32_t *const schild_begin = spar + n;
     const int32_t *const schild = schild_begin + n + 1;
     const int8_t *const sregion = reinterpret_cast<const int8_t *>(schild + (n > 1 ? n - 1 : 1));
 
     const int cs = ns_sim_onchip_cell_doubles(n);
     double *const wbase = smem + (size_t)(core4 + o.const_words) * 2 + (size_t)warp * C * cs;
-    // cell c of the warp: cell_view(c) (shared: v, m, h, n, d, rhs at wbase + c * cs + {0, ..., 5} * n)
+    // cell c of the warp: cell_view(c) (v, m, h, n, d, rhs at wbase + c * cs + {0, ..., 5} * n)
 
     // Load the state: element e of the warp's range is (cell e / n, position e % n).
     const long long g0 = c0 * n;
     const int total = nc * n;
-    for (int e = lane; kShared && e < total; e += 32) {
+    for (int e = lane; e < total; e += 32) {
         const int c = e / n, p = e - c * n;
         double *cell = wbase + c * cs;
         cell[p] = g.v[g0 + e];
-        if constexpr (kModel) {  // hh's states from its fields
-            const int li = __ldg(local + p).y;
-            if (li != NS_SIM_ONCHIP_NONE) {
-                const int64_t q = (c0 + c) * M.hh.per_cell + li, f = (NS_FUSED_HH_FIELDS - NS_FUSED_HH_STATES) * M.hh.count;
-                cell[n + p] = M.hh.fields[f + q];
-                cell[2 * n + p] = M.hh.fields[f + M.hh.count + q];
-                cell[3 * n + p] = M.hh.fields[f + 2 * M.hh.count + q];
-            }
-        } else {
-            cell[n + p] = g.m[g0 + e];
-            cell[2 * n + p] = g.h[g0 + e];
-            cell[3 * n + p] = g.gn[g0 + e];
+        const int li = __ldg(local + p).y;  // hh's states from its fields
+        if (li != NS_SIM_ONCHIP_NONE) {
+            const int64_t q = (c0 + c) * M.hh.per_cell + li, f = (NS_FUSED_HH_FIELDS - NS_FUSED_HH_STATES) * M.hh.count;
+            cell[n + p] = M.hh.fields[f + q];
+            cell[2 * n + p] = M.hh.fields[f + M.hh.count + q];
+            cell[3 * n + p] = M.hh.fields[f + 2 * M.hh.count + q];
         }
     }
     if (lane < nc) g.spike_count[c0 + lane] = 0;
@@ -225,7 +175,7 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
     const int sp = g.spike_node;          // a position
     unsigned alive = nc == 32 ? 0xFFFFFFFFu : ((1u << nc) - 1u);  // bit c: cell c still runs
     double t = r.t0;
-    // one step, k; Last<true>: a model's last step of the launch, where the
+    // one step, k; Last<true>: the last step of the launch, where the
     // assigned variables are stored (peeled off the loop below, so that the
     // other steps carry no code for it)
     auto one_step = [&](const long long k, auto last_tag) {
@@ -236,49 +186,27 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         for (int c = 0; c < nc; ++c) {
             if (!(alive >> c & 1u)) continue;
             const long long j = c0 + c;
-            const CellView cv = cell_view<kShared>(wbase, cs, n, c, g, j);
-            const double *const v = cv.v, *const m = cv.m, *const h = cv.h, *const gn = cv.gn;
+            const CellView cv = cell_view(wbase, cs, n, c);
+            const double *const v = cv.v, *const m = cv.m;
             double *const d = cv.d, *const rhs = cv.rhs;
             const long long st0 = g.stim_begin[j], st1 = g.stim_begin[j + 1];
             for (int p = lane; p < n; p += 32) {
                 const int reg = sregion[p];
                 double vi = v[p];
                 double ri = 0.0, di = 0.0;
-                [[maybe_unused]] ushort2 mp;
-                if constexpr (kModel) {
-                    mp = smap[p];
-                    if (mp.x != NS_SIM_ONCHIP_NONE)
-                        model_at<MODEL_PAS_CURRENT, last>(M, j, p, local, mp.x, nullptr, n, nullptr, nullptr, &vi,
-                                                          &ri, &di, tm, dt);
-                } else if (reg >= 0 && regions[reg].pas) {
-                    const sim_region *q = &regions[reg];
-                    const double g1 = ns_pas_current(vi + .001, q->g_pas, q->e_pas);
-                    const double i0 = ns_pas_current(vi, q->g_pas, q->e_pas);
-                    ri -= i0;
-                    di += slope(g1, i0);
-                }
+                const ushort2 mp = smap[p];
+                if (mp.x != NS_SIM_ONCHIP_NONE)
+                    model_at<MODEL_PAS_CURRENT, last>(M, j, p, local, mp.x, nullptr, n, nullptr, nullptr, &vi, &ri,
+                                                      &di, tm, dt);
                 for (long long q = st0; q < st1; ++q) {
                     if (g.stim_node[q] != p) continue;
                     const double i = (tm < g.stim_del[q] + g.stim_dur[q] && tm >= g.stim_del[q]) ? g.stim_amp[q] : 0.0;
                     ri += i * g.stim_scale[q];
                 }
-                if constexpr (kModel) {
-                    if (mp.y != NS_SIM_ONCHIP_NONE)
-                        model_at<MODEL_HH_CURRENT, last>(M, j, p, local, mp.y, const_cast<double *>(m + p), n,
-                                                         mglob, mtab, &vi, &ri, &di, tm, dt);
-                }
-                if (reg >= 0) {
-                    if (!kModel && regions[reg].hh) {
-                        const sim_region *q = &regions[reg];
-                        const double g1 = ns_hh_current(vi + .001, m[p], h[p], gn[p], q->gnabar, q->gkbar, q->gl,
-                                                        q->el, q->ena, q->ek);
-                        const double i0 =
-                            ns_hh_current(vi, m[p], h[p], gn[p], q->gnabar, q->gkbar, q->gl, q->el, q->ena, q->ek);
-                        ri -= i0;
-                        di += slope(g1, i0);
-                    }
-                    di += scap[p];
-                }
+                if (mp.y != NS_SIM_ONCHIP_NONE)
+                    model_at<MODEL_HH_CURRENT, last>(M, j, p, local, mp.y, const_cast<double *>(m + p), n, mglob,
+                                                     mtab, &vi, &ri, &di, tm, dt);
+                if (reg >= 0) di += scap[p];
                 const int par = spar[p];
                 if (par >= 0) {
                     const double dv = v[par] - vi;
@@ -298,7 +226,7 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         __syncwarp();
 
         // 2. the Hines solve of this lane's cell (G over d, F then x over rhs)
-        const CellView sv = cell_view<kShared>(wbase, cs, n, mine, g, c0 + (mine < nc ? mine : 0));
+        const CellView sv = cell_view(wbase, cs, n, mine);  // an absent cell's lanes: its own (unused) slot
         const bool bad = onchip_backward<L>(tables, s.n_bwd, role, sa, sb, sv.d, sv.rhs, nullptr) >= 0;
         onchip_forward<L>(tables, s.n_fwd, role, sv.d, sv.rhs);
 
@@ -309,30 +237,19 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         unsigned fault = bad && mine < nc ? 1u << mine : 0u;
         for (int c = 0; c < nc; ++c) {
             if (!(alive >> c & 1u)) continue;
-            const CellView cv = cell_view<kShared>(wbase, cs, n, c, g, c0 + c);
-            [[maybe_unused]] double *const v = cv.v, *const m = cv.m, *const h = cv.h, *const gn = cv.gn;
+            const CellView cv = cell_view(wbase, cs, n, c);
+            double *const v = cv.v, *const m = cv.m;
             const double *const x = cv.rhs;
             for (int p = lane; p < n; p += 32) {
                 const double v_old = v[p];
                 double vi = v_old + x[p];
                 v[p] = vi;
                 if (check && !isfinite(vi)) fault |= 1u << c;
-                if constexpr (kModel) {
-                    const int tuple = smap[p].y;
-                    if (tuple != NS_SIM_ONCHIP_NONE) {
-                        double rl = 0.0, dl = 0.0;
-                        model_at<MODEL_HH_STATE, last>(M, c0 + c, p, local, tuple, m + p, n, mglob, mtab, &vi,
-                                                       &rl, &dl, t, dt);
-                    }
-                } else {
-                    const int reg = sregion[p];
-                    if (reg >= 0 && regions[reg].hh) {
-                        ns_hh_rates q;
-                        ns_hh_rates_of(&table, r.usetable, r.q10, vi, &q);
-                        m[p] = cnexp_short(m[p], q.minf, q.mtau, dt);
-                        h[p] = cnexp_short(h[p], q.hinf, q.htau, dt);
-                        gn[p] = cnexp_short(gn[p], q.ninf, q.ntau, dt);
-                    }
+                const int tuple = smap[p].y;
+                if (tuple != NS_SIM_ONCHIP_NONE) {
+                    double rl = 0.0, dl = 0.0;
+                    model_at<MODEL_HH_STATE, last>(M, c0 + c, p, local, tuple, m + p, n, mglob, mtab, &vi, &rl, &dl,
+                                                   t, dt);
                 }
                 double ts;
                 if (p == sp && ns_spike_step(r.netcon, r.threshold, tp, v_old, t, vi, &ts)) {
@@ -362,7 +279,7 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
             for (int c = 0; c < nc; ++c) {
                 if (!(alive >> c & 1u)) continue;
                 const long long j = c0 + c;
-                const double *v = cell_view<kShared>(wbase, cs, n, c, g, j).v;
+                const double *v = cell_view(wbase, cs, n, c).v;
                 for (long long q = g.rec_begin[j] + lane; q < g.rec_begin[j + 1]; q += 32)
                     row[g.rec_site[q]] = v[g.rec_node[q]];
             }
@@ -371,75 +288,57 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
             double *row = g.snap + (step / r.snap_every - r.snap_first) * r.snap_stride + g0;
             for (int c = 0; c < nc; ++c) {
                 if (!(alive >> c & 1u)) continue;
-                const double *v = cell_view<kShared>(wbase, cs, n, c, g, c0 + c).v;
+                const double *v = cell_view(wbase, cs, n, c).v;
                 for (int p = lane; p < n; p += 32) row[c * n + p] = v[p];
             }
         }
     };
-    const long long loop_steps = kModel ? r.steps - 1 : r.steps;
     long long k = 0;
-    for (; k < loop_steps && alive; ++k) one_step(k, Last<false>{});
-    if (kModel && k < r.steps && alive) one_step(k, Last<true>{});
+    for (; k < r.steps - 1 && alive; ++k) one_step(k, Last<false>{});
+    if (k < r.steps && alive) one_step(k, Last<true>{});
     __syncwarp();
-    for (int e = lane; kShared && e < total; e += 32) {
+    for (int e = lane; e < total; e += 32) {
         const int c = e / n, p = e - c * n;
         const double *cell = wbase + c * cs;
         g.v[g0 + e] = cell[p];
-        if constexpr (kModel) {  // hh's states to its fields
-            const int li = __ldg(local + p).y;
-            if (li != NS_SIM_ONCHIP_NONE) {
-                const int64_t q = (c0 + c) * M.hh.per_cell + li, f = (NS_FUSED_HH_FIELDS - NS_FUSED_HH_STATES) * M.hh.count;
-                M.hh.fields[f + q] = cell[n + p];
-                M.hh.fields[f + M.hh.count + q] = cell[2 * n + p];
-                M.hh.fields[f + 2 * M.hh.count + q] = cell[3 * n + p];
-            }
-        } else {
-            g.m[g0 + e] = cell[n + p];
-            g.h[g0 + e] = cell[2 * n + p];
-            g.gn[g0 + e] = cell[3 * n + p];
+        const int li = __ldg(local + p).y;  // hh's states to its fields
+        if (li != NS_SIM_ONCHIP_NONE) {
+            const int64_t q = (c0 + c) * M.hh.per_cell + li, f = (NS_FUSED_HH_FIELDS - NS_FUSED_HH_STATES) * M.hh.count;
+            M.hh.fields[f + q] = cell[n + p];
+            M.hh.fields[f + M.hh.count + q] = cell[2 * n + p];
+            M.hh.fields[f + 2 * M.hh.count + q] = cell[3 * n + p];
         }
     }
 }
 
 typedef void (*kernel_fn)(ns_onchip_sched, ns_sim_onchip, ns_sim_gpu_group, ns_sim_gpu_run);
 
-// shared: 1, 2, 4, ..., 32 lanes per cell, the hand-written membrane or a
-// model's; in device memory: 32 lanes, the hand-written membrane
-template <bool kModel>
-kernel_fn pick_shared(int lanes) {
+// 1, 2, 4, ..., 32 lanes per cell
+kernel_fn pick(int lanes) {
     switch (lanes) {
-    case 1: return sim_onchip<1, true, kModel>;
-    case 2: return sim_onchip<2, true, kModel>;
-    case 4: return sim_onchip<4, true, kModel>;
-    case 8: return sim_onchip<8, true, kModel>;
-    case 16: return sim_onchip<16, true, kModel>;
-    case 32: return sim_onchip<32, true, kModel>;
+    case 1: return sim_onchip<1>;
+    case 2: return sim_onchip<2>;
+    case 4: return sim_onchip<4>;
+    case 8: return sim_onchip<8>;
+    case 16: return sim_onchip<16>;
+    case 32: return sim_onchip<32>;
     default: return nullptr;
     }
-}
-
-kernel_fn pick(int lanes, bool shared, bool model) {
-    if (!shared) return lanes == 32 && !model ? sim_onchip<32, false, false> : nullptr;
-    return model ? pick_shared<true>(lanes) : pick_shared<false>(lanes);
 }
 
 }  // namespace
 
 extern "C" cudaError_t ns_sim_onchip_setup(int lanes, size_t optin) {
-    for (int model = 0; model < 2; ++model) {
-        const kernel_fn k = pick(lanes, true, model);
-        if (!k) return cudaErrorInvalidValue;
-        cudaError_t e = ns_cuda_allow_shared((const void *)k, optin - NS_SIM_ONCHIP_STATIC_BYTES(model));
-        if (e == cudaSuccess)
-            e = cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                     (int)cudaSharedmemCarveoutMaxShared);
-        if (e != cudaSuccess) return e;
-    }
-    return cudaSuccess;
+    const kernel_fn k = pick(lanes);
+    if (!k) return cudaErrorInvalidValue;
+    cudaError_t e = ns_cuda_allow_shared((const void *)k, optin - NS_SIM_ONCHIP_STATIC_BYTES);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared);
+    return e;
 }
 
-extern "C" cudaError_t ns_sim_onchip_occupancy(int lanes, int model, int warps, size_t bytes, int *blocks) {
-    const kernel_fn k = pick(lanes, true, model);
+extern "C" cudaError_t ns_sim_onchip_occupancy(int lanes, int warps, size_t bytes, int *blocks) {
+    const kernel_fn k = pick(lanes);
     if (!k) return cudaErrorInvalidValue;
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, warps * NS_ONCHIP_LANES, bytes);
 }
@@ -448,12 +347,11 @@ extern "C" cudaError_t ns_sim_launch_onchip(const ns_onchip_sched *sched, const 
                                             const ns_sim_gpu_group *group, const ns_sim_gpu_run *run,
                                             cudaStream_t stream) {
     if (group->cells <= 0) return cudaSuccess;
-    const kernel_fn k = pick(sched->lanes, o->in_shared, o->model);
+    const kernel_fn k = o->in_shared ? pick(sched->lanes) : nullptr;
     if (!k) return cudaErrorInvalidValue;
     const int64_t per_block = (int64_t)o->warps * (NS_ONCHIP_LANES / sched->lanes);
     const long long blocks = (group->cells + per_block - 1) / per_block;
-    const size_t smem =
-        o->in_shared ? ns_sim_onchip_block_bytes(sched->n, sched->lanes, sched->core, o->const_words, o->warps) : 0;
+    const size_t smem = ns_sim_onchip_block_bytes(sched->n, sched->lanes, sched->core, o->const_words, o->warps);
     k<<<(unsigned)blocks, o->warps * NS_ONCHIP_LANES, smem, stream>>>(*sched, *o, *group, *run);
     return cudaGetLastError();
 }

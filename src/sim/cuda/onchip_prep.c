@@ -19,19 +19,16 @@ void ns_sim_onchip_release(ns_sim_onchip_group *o) {
     memset(o, 0, sizeof *o);
 }
 
-/* Bytes before the parents in the constants: a, b, cap and a model's map. */
-static size_t map_end(int32_t n, int model) {
-    return 3 * (size_t)n * sizeof(double) + (model ? 2 * (size_t)n * sizeof(uint16_t) : 0);
-}
+/* Bytes before the parents in the constants: a, b, cap and the mechanisms' map. */
+static size_t map_end(int32_t n) { return 3 * (size_t)n * sizeof(double) + 2 * (size_t)n * sizeof(uint16_t); }
 
 /* Pack the constants of ns_sim_onchip_const_bytes into buf (zeroed, that
- * size); a model's map stays NS_SIM_ONCHIP_NONE until ns_sim_onchip_set_map. */
-static void pack_constants(const sim_shape *sh, const int32_t *pos, const int32_t *node_of_pos, int model,
-                           char *buf) {
+ * size); the map stays NS_SIM_ONCHIP_NONE until ns_sim_onchip_set_map. */
+static void pack_constants(const sim_shape *sh, const int32_t *pos, const int32_t *node_of_pos, char *buf) {
     const int32_t n = sh->n;
     double *a = (double *)buf, *b = a + n, *cap = b + n;
-    if (model) memset(cap + n, 0xFF, 2 * (size_t)n * sizeof(uint16_t));
-    int32_t *par = (int32_t *)(buf + map_end(n, model)), *child_begin = par + n, *child = child_begin + n + 1;
+    memset(cap + n, 0xFF, 2 * (size_t)n * sizeof(uint16_t));
+    int32_t *par = (int32_t *)(buf + map_end(n)), *child_begin = par + n, *child = child_begin + n + 1;
     int8_t *region = (int8_t *)(child + (n > 1 ? n - 1 : 1));
     for (int32_t p = 0; p < n; ++p) {
         const int32_t i = node_of_pos[p];
@@ -55,16 +52,16 @@ static void pack_constants(const sim_shape *sh, const int32_t *pos, const int32_
 
 /* Warps per block for `lanes`: the most resident cells per SM, the fewer
  * warps per block on a tie. *resident receives resident warps per SM. */
-static ns_status choose_warps(const ns_onchip_plan *p, int32_t const_words, int model, size_t optin, int *warps,
+static ns_status choose_warps(const ns_onchip_plan *p, int32_t const_words, size_t optin, int *warps,
                               int *resident) {
     const int32_t core = (int32_t)p->pos_of_node;
     *warps = 1;
     *resident = 0;
     for (int w = 1; w <= 16; ++w) {
         const size_t bytes = ns_sim_onchip_block_bytes(p->n, p->lanes, core, const_words, w);
-        if (bytes + NS_SIM_ONCHIP_STATIC_BYTES(model) > optin) break;
+        if (bytes + NS_SIM_ONCHIP_STATIC_BYTES > optin) break;
         int blocks = 0;
-        NS_CUDA_TRY(ns_sim_onchip_occupancy(p->lanes, model, w, bytes, &blocks));
+        NS_CUDA_TRY(ns_sim_onchip_occupancy(p->lanes, w, bytes, &blocks));
         if (blocks * w > *resident) {
             *resident = blocks * w;
             *warps = w;
@@ -72,9 +69,6 @@ static ns_status choose_warps(const ns_onchip_plan *p, int32_t const_words, int 
     }
     return NS_OK;
 }
-
-/* Warps per block of the loop in device memory (no shared-memory limit). */
-#define GLOBAL_WARPS 4
 
 /* Lanes per cell when the caller leaves it open: measured on an H200
  * (docs/simulation.md, "GPU loops"). */
@@ -87,7 +81,7 @@ ns_status ns_sim_onchip_set_map(ns_sim_onchip_group *o, const uint16_t *map) {
     return NS_OK;
 }
 
-ns_status ns_sim_onchip_prepare(const sim_shape *sh, int32_t lanes, int model, ns_sim_onchip_group *o, int *fits) {
+ns_status ns_sim_onchip_prepare(const sim_shape *sh, int32_t lanes, ns_sim_onchip_group *o, int *fits) {
     memset(o, 0, sizeof *o);
     *fits = 0;
     const int32_t n = sh->n;
@@ -101,7 +95,7 @@ ns_status ns_sim_onchip_prepare(const sim_shape *sh, int32_t lanes, int model, n
      * launch concurrently without changing it in between. */
     for (int32_t L = 1; L <= NS_ONCHIP_LANES; L *= 2)
         NS_CUDA_TRY(ns_sim_onchip_setup(L, optin));
-    const size_t const_bytes = ns_sim_onchip_const_bytes(n, model);
+    const size_t const_bytes = ns_sim_onchip_const_bytes(n);
     const int32_t const_words = (int32_t)(const_bytes / 16);
     ns_status st = NS_OK;
     char *buf = NULL;
@@ -110,7 +104,7 @@ ns_status ns_sim_onchip_prepare(const sim_shape *sh, int32_t lanes, int model, n
         ns_onchip_plan plan;
         if ((st = ns_onchip_plan_build(n, sh->parent, L, &plan)) != NS_OK) return st;
         int warps = 0, resident = 0;
-        st = choose_warps(&plan, const_words, model, optin, &warps, &resident);
+        st = choose_warps(&plan, const_words, optin, &warps, &resident);
         if (st != NS_OK || resident == 0) {
             ns_onchip_plan_free(&plan);
             if (st != NS_OK) return st;
@@ -122,11 +116,9 @@ ns_status ns_sim_onchip_prepare(const sim_shape *sh, int32_t lanes, int model, n
         o->launch.in_shared = 1;
         break;
     }
-    if (!o->plan.data) { /* no image fits a block: the loop in device memory, 32 lanes per cell */
-        if ((st = ns_onchip_plan_build(n, sh->parent, NS_ONCHIP_LANES, &o->plan)) != NS_OK) return st;
-        o->launch.warps = GLOBAL_WARPS;
-        o->launch.const_words = const_words;
-        o->launch.in_shared = 0;
+    if (!o->plan.data) { /* no image fits a block: the tree loop runs the shape */
+        *fits = 1;
+        return NS_OK;
     }
     const ns_onchip_plan *p = &o->plan;
     NS_CUDA_GOTO(cudaMalloc((void **)&o->plan_dev, p->count * sizeof(int32_t)), st, fail);
@@ -137,11 +129,10 @@ ns_status ns_sim_onchip_prepare(const sim_shape *sh, int32_t lanes, int model, n
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: onchip constants");
         goto fail;
     }
-    pack_constants(sh, p->data + p->pos_of_node, p->data + p->node_of_pos, model, buf);
+    pack_constants(sh, p->data + p->pos_of_node, p->data + p->node_of_pos, buf);
     NS_CUDA_GOTO(cudaMalloc(&o->consts_dev, const_bytes), st, fail);
     NS_CUDA_GOTO(cudaMemcpy(o->consts_dev, buf, const_bytes, cudaMemcpyHostToDevice), st, fail);
     o->launch.consts = o->consts_dev;
-    o->launch.model = model;
     free(buf);
     *fits = 1;
     return NS_OK;

@@ -51,8 +51,8 @@ typedef struct gpu_group {
     ns_contract_dev layout;   /* tree: the solver's groups on the device */
     ns_sim_tree t;
     int64_t *cell_base;       /* tree (and onchip with a model), host: first node of each local cell (cells + 1) */
-    gpu_model *model;         /* onchip: a model's mechanisms over the group's cells (sim/cuda/mechanisms.c),
-                                 run by the onchip kernel (sim/cuda/fused.h); NULL: the hand-written membrane */
+    gpu_model *model;         /* onchip: the model's mechanisms over the group's cells (sim/cuda/mechanisms.c),
+                                 run by the onchip kernel (sim/cuda/fused.h) */
     int64_t *flat_of;         /* device: the Flat index of each state position (made by the first
                                  ns_sim_read_var / ns_sim_write_var) */
     int64_t *first;           /* onchip, host: first position of each local cell, j * n
@@ -66,12 +66,6 @@ typedef struct gpu_group {
 typedef struct gpu_state {
     gpu_group *groups;
     int32_t n_groups;
-    /* the hand-written membrane's table and regions (sim/membrane.h): no
-     * region has it, every simulation runs a model (the kernels' hand-written
-     * paths stay until the onchip kernel's generated hh is as fast) */
-    ns_hh_table *table;
-    sim_region *regions;
-    double q10;
     double *traces;            /* device, rows x n_sites */
     int64_t trace_rows;
     int32_t *spike_count_host; /* per local cell of the largest group */
@@ -96,33 +90,6 @@ static ns_status dalloc(gpu_group *gr, void **p, size_t bytes) {
     NS_CUDA_TRY(cudaMalloc(p, bytes ? bytes : 8));
     gr->allocs[gr->n_allocs++] = *p;
     return NS_OK;
-}
-
-/* The hand-written hh's gates (sim/membrane.h), zero: no region has that hh */
-static ns_status hand_gates(gpu_group *gr, ns_sim_gpu_group *g, size_t bytes) {
-    double **gate[3] = {&g->m, &g->h, &g->gn};
-    for (int a = 0; a < 3; ++a) {
-        ns_status st = dalloc(gr, (void **)gate[a], bytes);
-        if (st != NS_OK) return st;
-        NS_CUDA_TRY(cudaMemset(*gate[a], 0, bytes));
-    }
-    return NS_OK;
-}
-
-/* hh.mod's rate table at `celsius` (q10 = 3^((celsius - 6.3)/10), the TABLE
- * built with _x += _dx from -100, exact integers here) for the kernels'
- * hand-written paths; returns q10. */
-static double hh_table_of(double celsius, ns_hh_table *t) {
-    const double q10 = pow(3.0, ((celsius - 6.3) / 10.0));
-    double xv = NS_HH_TABLE_VMIN;
-    for (int i = 0; i < NS_HH_TABLE_N; xv += NS_HH_TABLE_DV, ++i) {
-        ns_hh_rates r;
-        ns_hh_rates_exact(xv, q10, &r);
-        t->minf[i] = r.minf, t->mtau[i] = r.mtau;
-        t->hinf[i] = r.hinf, t->htau[i] = r.htau;
-        t->ninf[i] = r.ninf, t->ntau[i] = r.ntau;
-    }
-    return q10;
 }
 
 static ns_status upload(gpu_group *gr, void **dst, const void *src, size_t bytes) {
@@ -156,8 +123,6 @@ static void free_state(gpu_state *s) {
     ns_sim_fused_free(s->fused);
     ns_gpu_model_free(s->model);
     free(s->groups);
-    cudaFree(s->table);
-    cudaFree(s->regions);
     cudaFree(s->traces);
     cudaFree(s->fault);
     for (int k = 0; k < s->n_streams; ++k) cudaStreamDestroy(s->streams[k]);
@@ -214,7 +179,7 @@ static ns_status choose_loops(ns_sim_t *sim, const int64_t *cells, int sms, int 
         if (cells[k] == 0 || sim->method == NS_HINES_TREE || (model && !model_onchip)) continue;
         if (sim->method == NS_HINES_AUTO && !ns_sim_auto_needs_onchip(cells[k], sms)) continue;
         int fits = 0;
-        ns_status st = ns_sim_onchip_prepare(&sim->shapes[k], sim->options.gpu_lanes, model, &oc[k], &fits);
+        ns_status st = ns_sim_onchip_prepare(&sim->shapes[k], sim->options.gpu_lanes, &oc[k], &fits);
         if (st != NS_OK) return st;
         if (sim->method == NS_HINES_ONCHIP) {
             if (!fits || (model && !oc[k].launch.in_shared))
@@ -462,15 +427,15 @@ static ns_status create_groups(ns_sim_t *sim, int tree_only) {
      * when it exceeds the device's free memory (a lower bound: the shape
      * constants of the onchip groups and the per-launch traces come on top;
      * the trace buffer is checked where it is allocated). Per compartment:
-     * v, m, h, n (+ d, rhs where not in shared memory) for onchip; v, m, h,
-     * n, d, rhs, a, b, cap, up, down, lo and 13 bytes of indexes for the
-     * tree loop. Per cell: SPIKE_CAP spike times and a count. */
+     * v for onchip; v, d, rhs, a, b, cap, up, down, lo and 13 bytes of
+     * indexes for the tree loop (the mechanisms' fields below). Per cell:
+     * SPIKE_CAP spike times and a count. */
     {
         double need = 0.0;
         for (int32_t k = 0; k < sim->n_shapes; ++k) {
             const double comps = (double)cells[k] * (double)sim->shapes[k].n;
-            if (loop[k] == LOOP_TREE) need += comps * (12.0 * 8.0 + 13.0) + (double)cells[k] * 12.0;
-            else need += comps * 8.0 * (oc[k].launch.in_shared ? 4.0 : 6.0);
+            if (loop[k] == LOOP_TREE) need += comps * (9.0 * 8.0 + 13.0) + (double)cells[k] * 12.0;
+            else need += comps * 8.0;
             need += (double)cells[k] * (SPIKE_CAP * 8.0 + 4.0);
             /* a model: each instance's fields and node index, each ion's 5 arrays */
             for (int32_t m = 0; sim->model && m < sim->model->n_mechs; ++m)
@@ -527,15 +492,11 @@ static ns_status create_groups(ns_sim_t *sim, int tree_only) {
         used[loop[k]] = 1;
         g->spike_node = node_index(gr, sh->spike_node);
         const size_t n = (size_t)sh->n, z = n * (size_t)cells[k] * sizeof(double);
-        if ((st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = hand_gates(gr, g, z)) != NS_OK ||
+        if ((st = dalloc(gr, (void **)&g->v, z)) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_count, (size_t)cells[k] * sizeof(int32_t))) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_t, (size_t)cells[k] * SPIKE_CAP * sizeof(double))) != NS_OK)
             goto out;
-        /* d and rhs in device memory when the onchip image is not in shared memory */
-        if (!gr->oc.launch.in_shared &&
-            ((st = dalloc(gr, (void **)&g->d, z)) != NS_OK || (st = dalloc(gr, (void **)&g->rhs, z)) != NS_OK))
-            goto out;
-        /* a model: its mechanisms over the group's cells (positions), run by the onchip kernel */
+        /* the model's mechanisms over the group's cells (positions), run by the onchip kernel */
         if (sim->model && gr->onchip) {
             gr->cell_base = malloc(((size_t)cells[k] + 1) * sizeof *gr->cell_base);
             if (!gr->cell_base) {
@@ -573,8 +534,7 @@ static ns_status create_groups(ns_sim_t *sim, int tree_only) {
         if ((st = setup_tree(sim, gr, loop, sms)) != NS_OK) goto out;
         ns_sim_gpu_group *g = &gr->g;
         const size_t z = (size_t)gr->cell_base[tree_cells] * sizeof(double);
-        if ((st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = hand_gates(gr, g, z)) != NS_OK ||
-            (st = dalloc(gr, (void **)&g->d, z)) != NS_OK || (st = dalloc(gr, (void **)&g->rhs, z)) != NS_OK ||
+        if ((st = dalloc(gr, (void **)&g->v, z)) != NS_OK || (st = dalloc(gr, (void **)&g->d, z)) != NS_OK || (st = dalloc(gr, (void **)&g->rhs, z)) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_count, (size_t)tree_cells * sizeof(int32_t))) != NS_OK ||
             (st = dalloc(gr, (void **)&g->spike_t, (size_t)tree_cells * SPIKE_CAP * sizeof(double))) != NS_OK)
             goto out;
@@ -589,14 +549,6 @@ static ns_status create_groups(ns_sim_t *sim, int tree_only) {
     }
     /* the method the loops resolved to (AUTO: several loops in use) */
     if (used[LOOP_ONCHIP] + used[LOOP_TREE] == 1) sim->method = used[LOOP_ONCHIP] ? NS_HINES_ONCHIP : NS_HINES_TREE;
-    {
-        ns_hh_table table;
-        s->q10 = hh_table_of(sim->params.celsius, &table);
-        NS_CUDA_GOTO(cudaMalloc((void **)&s->table, sizeof *s->table), st, out);
-        NS_CUDA_GOTO(cudaMemcpy(s->table, &table, sizeof *s->table, cudaMemcpyHostToDevice), st, out);
-        NS_CUDA_GOTO(cudaMalloc((void **)&s->regions, NS_REGION_COUNT * sizeof *s->regions), st, out);
-        NS_CUDA_GOTO(cudaMemset(s->regions, 0, NS_REGION_COUNT * sizeof *s->regions), st, out); /* no membrane */
-    }
     NS_CUDA_GOTO(cudaMalloc((void **)&s->fault, (size_t)s->n_groups * sizeof *s->fault), st, out);
     /* blocking streams: they wait for the default stream's memsets and copies */
     const int32_t want_streams = s->n_groups + (tree_cells > 0 ? 2 : 0);
@@ -825,8 +777,6 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         run.dt = sim->params.dt;
         run.threshold = sim->params.spike_threshold;
         run.netcon = sim->params.netcon_spikes;
-        run.q10 = s->q10;
-        run.usetable = sim->params.usetable;
         run.step0 = step0;
         run.steps = part;
         run.every = every;
@@ -834,8 +784,6 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         run.first_sample = first_sample;
         run.n_sites = sim->n_recs;
         run.spike_cap = SPIKE_CAP;
-        run.table = s->table;
-        run.regions = s->regions;
         run.snap_every = sim->snap ? sim->sample_every : 1;
         run.snap_first = snap_first;
         run.snap_stride = sim->snap_stride;

@@ -19,7 +19,6 @@
 #include <cuda_runtime_api.h>
 
 #include "sim/sim_impl.h"
-#include "sim/membrane.h"
 #include "mech/builtin/builtin.h"
 #include "hines/cuda/hines_kernels.h"
 #include "hines/cuda/onchip_plan.h"
@@ -38,8 +37,8 @@ typedef struct ns_sim_gpu_group {
     int32_t n;            /* compartments per cell (onchip) */
     int64_t cells;        /* N, cells in the group */
     int32_t spike_node;   /* position (onchip; the tree loop has one per cell) */
-    /* state (device, the group's layout) and scratch (tree; onchip in device memory) */
-    double *v, *m, *h, *gn, *d, *rhs;
+    /* v (device, the group's layout) and the tree loop's scratch */
+    double *v, *d, *rhs;
     /* stimuli per local cell (device CSR); stim_scale = 1e2 / area of the
      * stimulated node (nA -> mA/cm^2) */
     const int64_t *stim_begin; /* cells + 1 */
@@ -59,8 +58,7 @@ typedef struct ns_sim_gpu_group {
 } ns_sim_gpu_group;
 
 typedef struct ns_sim_gpu_run {
-    double t0, dt, threshold, q10;
-    int usetable;
+    double t0, dt, threshold;
     int netcon;             /* soma spikes by NetCon's rule (spike_rule.h) */
     int64_t step0;          /* step count before the launch */
     int64_t steps;          /* steps in the launch */
@@ -68,8 +66,6 @@ typedef struct ns_sim_gpu_run {
     int64_t first_sample;   /* global index of traces row 0 */
     int32_t n_sites;
     int32_t spike_cap;
-    const ns_hh_table *table;   /* device */
-    const sim_region *regions;  /* device, NS_REGION_COUNT */
     /* a model's step (tree loop, one step per launch): */
     int preassembled;           /* 1: rhs and d hold the mechanisms' currents (phase A loads them) */
     int continued;              /* 1: spike counts go on from the group's spike_count */
@@ -82,14 +78,14 @@ typedef struct ns_sim_gpu_run {
 /* ------------------------------------------------------------ onchip loop */
 
 /* A shape's constants for the onchip loop, packed in position order:
- * doubles a, b, cap [n each]; with a model, the mechanisms' tuples (uint16 x 2
- * per position: pas's tuple, hh's tuple; NS_SIM_ONCHIP_NONE where the
+ * doubles a, b, cap [n each]; the mechanisms' tuples (uint16 x 2 per
+ * position: pas's tuple, hh's tuple; NS_SIM_ONCHIP_NONE where the
  * mechanism is not inserted) [2 n];
  * int32 parent position (-1 at the root) [n], child_begin [n + 1], child
  * positions grouped by parent in increasing compartment order
  * [max(n - 1, 1)]; int8 region [n]; zero padding to a multiple of 16 bytes. */
-static inline size_t ns_sim_onchip_const_bytes(int32_t n, int model) {
-    const size_t bytes = 3 * (size_t)n * sizeof(double) + (model ? 2 * (size_t)n * sizeof(uint16_t) : 0) +
+static inline size_t ns_sim_onchip_const_bytes(int32_t n) {
+    const size_t bytes = 3 * (size_t)n * sizeof(double) + 2 * (size_t)n * sizeof(uint16_t) +
                          (2 * (size_t)n + 1 + (size_t)(n > 1 ? n - 1 : 1)) * sizeof(int32_t) + (size_t)n;
     return (bytes + 15) / 16 * 16;
 }
@@ -121,28 +117,22 @@ typedef struct ns_sim_onchip_model {
 } ns_sim_onchip_model;
 
 typedef struct ns_sim_onchip {
-    const void *consts;  /* device, ns_sim_onchip_const_bytes(n, model) */
+    const void *consts;  /* device, ns_sim_onchip_const_bytes(n) */
     int32_t const_words; /* 16-byte words of consts */
     int32_t warps;       /* warps per CUDA block */
-    int32_t in_shared;   /* 1: images in shared memory; 0: state in device memory
-                            (the group's v, m, h, gn, and d, rhs scratch), 32 lanes */
-    int32_t model;       /* 1: the membrane is `mech` (built-in pas and hh, generated code); 0: the
-                            parameters' hand-written hh and pas (regions) */
-    ns_sim_onchip_model mech;
+    int32_t in_shared;   /* 1: the images fit a block's shared memory; 0: they do not (the
+                            shape runs in the tree loop) */
+    ns_sim_onchip_model mech; /* the membrane: the model's built-in pas and hh (generated code) */
 } ns_sim_onchip;
 
-/* Doubles of shared memory per cell: v, m, h, n, d, rhs and one of padding
- * (cells an odd number of doubles apart: different banks). A model keeps
- * hh's states m, h, n per position where the hand-written hh keeps its gates. */
+/* Doubles of shared memory per cell: v, hh's states m, h, n per position, d,
+ * rhs and one of padding (cells an odd number of doubles apart: different
+ * banks). */
 NS_HOST_DEVICE static inline int ns_sim_onchip_cell_doubles(int32_t n) { return 6 * n + 1; }
 
-/* Static shared memory of the onchip kernel [bytes]: the hand-written hh's
- * rate table and the regions' parameters, or (model) hh's TABLE (its GLOBALs
- * are in registers); plus alignment slack. */
-#define NS_SIM_ONCHIP_HAND_STATIC_BYTES (sizeof(ns_hh_table) + NS_REGION_COUNT * sizeof(sim_region))
-#define NS_SIM_ONCHIP_MODEL_STATIC_BYTES (NS_FUSED_HH_TABLE * sizeof(double) + sizeof(sim_region))
-#define NS_SIM_ONCHIP_STATIC_BYTES(model) \
-    (((model) ? NS_SIM_ONCHIP_MODEL_STATIC_BYTES : NS_SIM_ONCHIP_HAND_STATIC_BYTES) + 64)
+/* Static shared memory of the onchip kernel [bytes]: hh's TABLE (its GLOBALs
+ * are in registers), plus alignment slack. */
+#define NS_SIM_ONCHIP_STATIC_BYTES (NS_FUSED_HH_TABLE * sizeof(double) + 64)
 
 /* Dynamic shared memory of one block [bytes]: the schedule's core, the
  * constants, the warps' cells. */
@@ -166,24 +156,23 @@ typedef struct ns_sim_onchip_group {
 
 /* Plan, pack and upload a shape for the onchip loop with `lanes` lanes per
  * cell (0: automatic; more lanes when the choice does not fit); a shape
- * whose image fits no block's shared memory gets the loop in device memory
- * (launch.in_shared = 0, 32 lanes). *fits = 0 (and NS_OK) only beyond the
- * schedule's size limit (NS_ONCHIP_MAX_N). `model`: room in the constants
- * for the mechanisms' map (ns_sim_onchip_set_map fills it). */
-ns_status ns_sim_onchip_prepare(const sim_shape *shape, int32_t lanes, int model, ns_sim_onchip_group *out,
-                                int *fits);
+ * whose image fits no block's shared memory gets launch.in_shared = 0 (the
+ * tree loop runs it). *fits = 0 (and NS_OK) only beyond the schedule's size
+ * limit (NS_ONCHIP_MAX_N). The constants keep room for the mechanisms' map
+ * (ns_sim_onchip_set_map fills it). */
+ns_status ns_sim_onchip_prepare(const sim_shape *shape, int32_t lanes, ns_sim_onchip_group *out, int *fits);
 /* A model's tuples (2 n uint16, position order: ns_sim_onchip_const_bytes)
  * into the group's uploaded constants. */
 ns_status ns_sim_onchip_set_map(ns_sim_onchip_group *group, const uint16_t *map);
 void ns_sim_onchip_release(ns_sim_onchip_group *group);
 
-/* Allow the lane count's kernels (hand-written membrane and model) the
- * dynamic shared memory that `optin` bytes per block leave beside their
- * static memory (NS_SIM_ONCHIP_STATIC_BYTES) and prefer shared memory over
- * L1 (once per device; sim/cuda/onchip_prep.c passes the device's opt-in). */
+/* Allow the lane count's kernel the dynamic shared memory that `optin` bytes
+ * per block leave beside its static memory (NS_SIM_ONCHIP_STATIC_BYTES) and
+ * prefer shared memory over L1 (once per device; sim/cuda/onchip_prep.c
+ * passes the device's opt-in). */
 cudaError_t ns_sim_onchip_setup(int lanes, size_t optin);
-/* Resident blocks per SM of the lane count's kernel (model: 1 the model's). */
-cudaError_t ns_sim_onchip_occupancy(int lanes, int model, int warps, size_t bytes, int *blocks);
+/* Resident blocks per SM of the lane count's kernel. */
+cudaError_t ns_sim_onchip_occupancy(int lanes, int warps, size_t bytes, int *blocks);
 cudaError_t ns_sim_launch_onchip(const ns_onchip_sched *sched, const ns_sim_onchip *onchip,
                                  const ns_sim_gpu_group *group, const ns_sim_gpu_run *run, cudaStream_t stream);
 

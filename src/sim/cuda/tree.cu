@@ -11,16 +11,16 @@
 // single cells in shared memory, big cells in device memory). A step, phase by phase, each ended by
 // a block barrier (the same operations in the same order per node as
 // sim/cpu/step.c, so the assembly is bit-identical to the CPU loop's):
-//   A  per node: pas current and slope into rhs, d (a model's step: rhs and
-//      d as its mechanisms left them, sim/cuda/mechanisms.c)
+//   A  per node: pas's current into rhs, d (FUSED; per step: rhs and d as
+//      the mechanisms' launches left them, sim/cuda/mechanisms.c)
 //   B  per cell: the current clamps, in the order they were added; the
 //      spike node's old v
-//   C  per node: hh current and slope, capacitance, then the axial terms:
+//   C  per node: hh's current (FUSED), capacitance, then the axial terms:
 //      its own (parent) first, then its children in increasing order
 //      (NEURON adds a child's term to the parent row when it reaches the
 //      child, i.e. in increasing child order after the parent's own)
 //   -  the tree solve (ns_contract_sweeps)
-//   D  per node: v += x, the fault check, the hh gates
+//   D  per node: v += x, the fault check, hh's states (FUSED)
 //   E  per cell: spike detection and recording
 // A model of built-in density mechanisms runs fused (FUSED, sim/cuda/fused.h):
 // the generated per-instance functions of pas in phase A, hh's current in
@@ -39,7 +39,6 @@
 
 #include "sim/cuda/step.h"
 #include "sim/cuda/fused.h"
-#include "sim/membrane.h"
 #include "hines/cuda/contract_sweeps.cuh"
 #include "sim/cuda/fused_one.cuh"
 #include "mech/builtin/pas.h"
@@ -235,7 +234,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
     // a team of several blocks keeps its flags in device memory
     unsigned long long *bad = team_blocks > 1 ? t.flags + 2 * slot : &bad_block;
     int *stop = team_blocks > 1 ? (int *)(t.flags + 2 * slot + 1) : &stop_block;
-    double *v = g.v + base, *m = g.m + base, *h = g.h + base, *gn = g.gn + base;
+    double *v = g.v + base;
     double *d, *rhs, *U, *W, *Lo;
     if (SHARED) {
         d = sm, rhs = d + N, U = rhs + N, W = U + N, Lo = W + N;
@@ -272,7 +271,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
         // NET: the step's due events, before any current (read in C2 and E by the same thread)
         if (NET && fz.net.offsets && fz.net.j0 + k < fz.net.len)
             net_deliver(fz.net, fz.net.j0 + k, c0, c1, s_lo, tid, nt, dt, fz.celsius);
-        // A: pas (a model: its mechanisms' currents, assembled before the launch)
+        // A: pas (FUSED; per step: the mechanisms' currents, assembled before the launch)
         for (int32_t i = tid; i < N && r.preassembled; i += nt) {
             if (SHARED) {
                 rhs[i] = g.rhs[base + i];
@@ -281,17 +280,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
         }
         for (int32_t i = tid; i < N && !r.preassembled; i += nt) {
             double ri = 0.0, di = 0.0;
-            const int reg = region[i];
-            if (FUSED) {
-                fused_before_clamp(fz, base + i, v[i], ri, di, last, tm_half, dt);
-            } else if (reg >= 0 && r.regions[reg].pas) {
-                const sim_region *q = &r.regions[reg];
-                const double vi = v[i];
-                const double g1 = ns_pas_current(vi + .001, q->g_pas, q->e_pas);
-                const double i0 = ns_pas_current(vi, q->g_pas, q->e_pas);
-                ri -= i0;
-                di += (g1 - i0) / .001;
-            }
+            if (FUSED) fused_before_clamp(fz, base + i, v[i], ri, di, last, tm_half, dt);
             rhs[i] = ri;
             d[i] = di;
         }
@@ -319,18 +308,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
                 continue;
             }
             if (FUSED) fused_after_clamp(fz, base + i, vi, ri, di, last, tm_half, dt);
-            if (reg >= 0) {
-                if (!FUSED && r.regions[reg].hh) {
-                    const sim_region *q = &r.regions[reg];
-                    const double mi = m[i], hi = h[i], ni = gn[i];
-                    const double g1 =
-                        ns_hh_current(vi + .001, mi, hi, ni, q->gnabar, q->gkbar, q->gl, q->el, q->ena, q->ek);
-                    const double i0 = ns_hh_current(vi, mi, hi, ni, q->gnabar, q->gkbar, q->gl, q->el, q->ena, q->ek);
-                    ri -= i0;
-                    di += (g1 - i0) / .001;
-                }
-                di = di + cap[i];
-            }
+            if (reg >= 0) di = di + cap[i];
             const int32_t pi = parent[i];  // group-local, -1 at a root
             if (pi >= 0) {
                 const double dv = tm.ld(v + pi) - vi;
@@ -388,7 +366,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
         const int64_t step = r.step0 + k + 1;
         const unsigned long long key_now = *(volatile unsigned long long *)bad;
         const int check = key_now != NS_CONTRACT_PIVOT_NONE || (step % r.check) == 0 || k == r.steps - 1;
-        // D: v, the fault check, gates
+        // D: v, the fault check, hh's states
         double *snap = g.snap && step % r.snap_every == 0
                            ? g.snap + (step / r.snap_every - r.snap_first) * r.snap_stride + base
                            : nullptr;  // the LFP's sample (sim_impl.h)
@@ -397,17 +375,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
             v[i] = vi;
             if (snap) snap[i] = vi;
             if (check && !isfinite(vi)) *(volatile int *)stop = 1;
-            if (FUSED) {
-                fused_states(fz, base + i, vi, last, tm_half + .5 * dt, dt);
-                continue;
-            }
-            const int reg = region[i];
-            if (reg < 0 || !r.regions[reg].hh) continue;
-            ns_hh_rates q;
-            ns_hh_rates_of(r.table, r.usetable, r.q10, vi, &q);
-            m[i] = ns_cnexp(m[i], q.minf, q.mtau, dt);
-            h[i] = ns_cnexp(h[i], q.hinf, q.htau, dt);
-            gn[i] = ns_cnexp(gn[i], q.ninf, q.ntau, dt);
+            if (FUSED) fused_states(fz, base + i, vi, last, tm_half + .5 * dt, dt);
         }
         tm.sync();
         const unsigned long long key = *(volatile unsigned long long *)bad;
