@@ -70,7 +70,8 @@ def run_rss(cmd, env=None, cwd=None):
             os.killpg(p.pid, 9)
             p.wait()
             wall = time.perf_counter() - t0
-            return wall, float("nan"), "", f"killed after {wall:.0f} s (--timeout {TIMEOUT:g})", 124
+            so.seek(0)
+            return wall, float("nan"), so.read(), f"killed after {wall:.0f} s (--timeout {TIMEOUT:g})", 124
         wall = time.perf_counter() - t0
         so.seek(0)
         se.seek(0)
@@ -118,6 +119,11 @@ def auc(score, label):
 
 # ------------------------------------------------------------------ workers (own processes)
 
+def partial(res):
+    """What the worker has measured so far (a run killed by --timeout reports it)."""
+    print("PARTIAL " + json.dumps(res), flush=True)
+
+
 def commit_worker(a):
     """COMMIT then COMMIT2 on one case; prints one JSON document."""
     import amico.util
@@ -136,6 +142,7 @@ def commit_worker(a):
     trk2dictionary.run(filename_tractogram=a.tracks, TCK_ref_image=a.dwi, path_out=os.path.join(work, "COMMIT"),
                        fiber_shift=a.fiber_shift, n_threads=a.threads, verbose=1)
     res["dictionary_s"] = time.perf_counter() - t
+    partial(res)
     mit = commit.Evaluation(work, ".")
     mit.set_verbose(1) if hasattr(mit, "set_verbose") else None
     t = time.perf_counter()
@@ -148,11 +155,13 @@ def commit_worker(a):
     mit.set_threads(a.threads)
     mit.build_operator()
     res["operator_s"] = time.perf_counter() - t
+    partial(res)
     kept = np.asarray(mit.DICTIONARY["TRK"]["kept"]).astype(bool)
     n = len(kept)
     t = time.perf_counter()
     mit.fit(tol_fun=1e-3, max_iter=a.iters)
     res["nnls_fit_s"] = time.perf_counter() - t
+    partial(res)
     x_nnls = mit.x.copy() if hasattr(mit, "x") else None
     w = np.zeros(n)
     w[kept] = mit.get_coeffs()[0][: int(kept.sum())]
@@ -256,8 +265,14 @@ def commit_rows(a, case, rows):
         cmd += ["--groups", os.path.join(case["work"], "ns_model", "groups.npy")]
     wall, rss, out, err, rc = run_rss(cmd)
     res = [line for line in out.splitlines() if line.startswith("RESULT ")]
-    if rc == 124:
-        rows.append(row(case, "COMMIT + COMMIT2", f"balls {isos}", None, wall_s=wall, note=err))
+    if rc == 124:  # the stages it finished, then the one it was in when killed
+        part = [line for line in out.splitlines() if line.startswith("PARTIAL ")]
+        r = json.loads(part[-1][8:]) if part else {}
+        done = ", ".join(f"{k} {v:.1f}" for k, v in r.items() if k.endswith("_s"))
+        stage = ("the NNLS fit" if "operator_s" in r else "the kernels and operator" if "dictionary_s" in r
+                 else "trk2dictionary") if "nnls_fit_s" not in r else "COMMIT2's group fit"
+        rows.append(row(case, "COMMIT + COMMIT2", f"balls {isos}", None, wall_s=wall,
+                        note=f"{err}, in {stage}; finished: {done or 'nothing'}"))
         return
     if rc or not res:
         print(f"note: COMMIT failed (exit {rc}): {err[-2000:]}")
