@@ -386,7 +386,7 @@ typedef enum ns_life_cv_rule {
      * the zero prediction's held-out error (ns_life_path_result.cv_zero) */
     NS_LIFE_CV_ONE_SE_GAIN = 2
 } ns_life_cv_rule;
-#define NS_LIFE_CV_GAIN_TOLERANCE 0.01
+#define NS_LIFE_CV_GAIN_TOLERANCE 0.05
 
 NS_API const char *ns_life_cv_rule_name(ns_life_cv_rule rule); /* "1se", "min", "1se-gain" */
 NS_API ns_status ns_life_cv_rule_from_name(const char *name, ns_life_cv_rule *rule);
