@@ -72,7 +72,7 @@ static const char *const options_fit =
     "                     lambda (L1); the other weights (--ridge, --lambda L) stay fixed\n"
     "  --folds K          cross-validation folds of voxels (5; 0: none, the smallest value is kept)\n"
     "  --cv-rule R        1se-gain (default: the largest value whose held-out RMSE is within one\n"
-    "                     standard error or 5 %% of the gain over the zero prediction, whichever is\n"
+    "                     standard error or 5 % of the gain over the zero prediction, whichever is\n"
     "                     larger, of the least), 1se (within one standard error) or min (the least)\n"
     "  --cv-refit         judge each value by a refit without the penalty on the fibers it keeps\n"
     "                     (relaxed): the criterion compares supports, not shrinkage\n"
