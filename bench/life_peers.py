@@ -300,16 +300,17 @@ def sift2_rows(a, case, rows):
     for cmd in ([["mrconvert", case["dwi"], mif, "-fslgrad", case["bvec"], case["bval"], *nt],
                  [sys.executable, shutil.which("dwi2response"), a.response, mif, resp, *nt],
                  ["dwi2fod", "csd", mif, resp, fod, *nt]]):
-        wall, rss, out, err, rc = run_rss(cmd)
+        wall, rss, out, err, rc = run_rss(cmd, cwd=work)  # dwi2response's scratch folder goes there
         if rc:
-            print(f"note: SIFT2 skipped: {' '.join(cmd[:2])} failed: {err[-1500:]}")
+            tool = os.path.basename(cmd[1]) if cmd[0] == sys.executable else cmd[0]
+            print(f"note: SIFT2 skipped: {tool} failed: {err[-1500:]}")
             if rc == 124:
-                rows.append(row(case, "SIFT2", f"{' '.join(cmd[:2])} (preparation)", None, wall_s=prep_s + wall, note=err))
+                rows.append(row(case, "SIFT2", f"{tool} (preparation)", None, wall_s=prep_s + wall, note=err))
             return
         prep_s += wall
         prep_rss = max(prep_rss, rss)
     wpath = os.path.join(work, "weights.txt")
-    wall, rss, out, err, rc = run_rss(["tcksift2", tracks, fod, wpath, *nt])
+    wall, rss, out, err, rc = run_rss(["tcksift2", tracks, fod, wpath, *nt], cwd=work)
     if rc == 124:
         rows.append(row(case, "SIFT2", f"tcksift2 ({a.response} response, csd)", None, wall_s=wall, prep_s=prep_s,
                         note=err))
