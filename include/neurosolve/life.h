@@ -441,11 +441,11 @@ typedef struct ns_life_path_result {
     int32_t minimum;       /* index of the least CV error (-1 without cross-validation) */
     int32_t folds;
     double max_value;      /* the path's largest value */
-    double cv_zero;        /* the held-out RMSE of the zero prediction (w = 0), mean over folds (NAN
-                            * without cross-validation): the baseline of the gain */
     int64_t updates;       /* all fits' updates */
     double seconds, cv_seconds; /* wall time, of which the folds' fits [s] */
     int stopped;           /* the progress callback stopped the path */
+    double cv_zero;        /* the held-out RMSE of the zero prediction (w = 0), mean over folds (NAN
+                            * without cross-validation): the baseline of the gain */
 } ns_life_path_result;
 
 /* The penalty's largest useful value on the engine's model: L1: max_f (M^T y)_f (w = 0 is the
