@@ -347,6 +347,16 @@ static void bad_options(problem *p) {
     CHECK_FAILS(ns_life_penalty_from_name("l2", &pen), NS_ERR_INVALID_ARGUMENT, "l2");
     CHECK_OK(ns_life_penalty_from_name("group", &pen));
     CHECK(pen == NS_LIFE_PENALTY_GROUP);
+    ns_life_cv_rule rule;
+    CHECK_FAILS(ns_life_cv_rule_from_name("median", &rule), NS_ERR_INVALID_ARGUMENT, "median");
+    for (int k = 0; k < 3; ++k) {
+        CHECK_OK(ns_life_cv_rule_from_name(ns_life_cv_rule_name((ns_life_cv_rule)k), &rule));
+        CHECK(rule == (ns_life_cv_rule)k);
+    }
+    CHECK(strcmp(ns_life_cv_rule_name(NS_LIFE_CV_ONE_SE_GAIN), "1se-gain") == 0);
+    po.rule = (ns_life_cv_rule)3, po.n_values = 3;
+    CHECK_FAILS(ns_life_path(e, &fo, &po, pt, w, NULL, &r), NS_ERR_INVALID_ARGUMENT, "rule");
+    po.rule = NS_LIFE_CV_ONE_SE_GAIN;
     /* no cross-validation: the smallest value */
     po.n_values = 3, po.folds = 0;
     CHECK_OK(ns_life_path(e, &fo, &po, pt, w, NULL, &r));
