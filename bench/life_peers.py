@@ -9,7 +9,8 @@ ru_maxrss) are measured from here. One AUC for all (Mann-Whitney, ties one half,
 ns_life_roc_auc): the probability that a true streamline outweighs a false one, the weights mapped
 to the input tractogram's streamlines (0 for a streamline a method dropped).
 
-  neurosolve   life build (--parcels) once, then life fit per setting (nnls, ridge=0.2, group=1)
+  neurosolve   life build (--parcels) once, then life fit per setting of --settings (nnls, ridge=0.2,
+               group=1 by default; auto: --lambda auto, the group penalty chosen by cross-validation)
   COMMIT       trk2dictionary (fiber_shift 0.5, COMMIT's convention for .tck), StickZeppelinBall (stick
                1.7e-3 mm^2/s, balls 0.9e-3 and 3.0e-3 on a phantom: its own; on the real case
                COMMIT's tutorial's 1.7e-3 and 3.0e-3; --commit-isos), fit (NNLS); kernels and
@@ -23,7 +24,8 @@ to the input tractogram's streamlines (0 for a streamline a method dropped).
 usage: python3 bench/life_peers.py [--neurosolve build/neurosolve] [--streamlines 3000,10000]
            [--real data/life] [--threads T] [--backend cpu|cuda] [--peers commit,sift2]
            [--commit2-lambdas 1e-3,1e-2] [--commit-isos 0.9e-3,3.0e-3] [--fiber-shift 0.5]
-           [--response tournier] [--work DIR] [--csv FILE] [--iters N]
+           [--response tournier] [--work DIR] [--csv FILE] [--iters N] [--settings nnls,ridge=0.2,group=1]
+           [--timeout S]
 Needs numpy; COMMIT rows need `import commit` (pip install dmri-commit), SIFT2 rows MRtrix3's
 tcksift2 on PATH (apt-get install mrtrix3); a missing peer is skipped with a note."""
 import os
@@ -51,14 +53,25 @@ import numpy as np  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+TIMEOUT = None  # --timeout: seconds a process may run (None: no limit)
+
+
 def run_rss(cmd, env=None, cwd=None):
     """Run cmd through the --measure launcher: (wall seconds, its peak RSS [MB], stdout, stderr, exit
-    code). The RSS includes the launcher's forked image, about 10 MB."""
+    code). The RSS includes the launcher's forked image, about 10 MB. Past --timeout the process
+    group is killed and the exit code is 124 (as timeout(1))."""
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se:
         p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--measure", *cmd], stdout=so, stderr=se,
-                             text=True, env=env, cwd=cwd)
-        p.wait()
+                             text=True, env=env, cwd=cwd, start_new_session=True)
+        try:
+            p.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 9)
+            p.wait()
+            wall = time.perf_counter() - t0
+            so.seek(0)
+            return wall, float("nan"), so.read(), f"killed after {wall:.0f} s (--timeout {TIMEOUT:g})", 124
         wall = time.perf_counter() - t0
         so.seek(0)
         se.seek(0)
@@ -106,6 +119,11 @@ def auc(score, label):
 
 # ------------------------------------------------------------------ workers (own processes)
 
+def partial(res):
+    """What the worker has measured so far (a run killed by --timeout reports it)."""
+    print("PARTIAL " + json.dumps(res), flush=True)
+
+
 def commit_worker(a):
     """COMMIT then COMMIT2 on one case; prints one JSON document."""
     import amico.util
@@ -124,6 +142,7 @@ def commit_worker(a):
     trk2dictionary.run(filename_tractogram=a.tracks, TCK_ref_image=a.dwi, path_out=os.path.join(work, "COMMIT"),
                        fiber_shift=a.fiber_shift, n_threads=a.threads, verbose=1)
     res["dictionary_s"] = time.perf_counter() - t
+    partial(res)
     mit = commit.Evaluation(work, ".")
     mit.set_verbose(1) if hasattr(mit, "set_verbose") else None
     t = time.perf_counter()
@@ -136,11 +155,13 @@ def commit_worker(a):
     mit.set_threads(a.threads)
     mit.build_operator()
     res["operator_s"] = time.perf_counter() - t
+    partial(res)
     kept = np.asarray(mit.DICTIONARY["TRK"]["kept"]).astype(bool)
     n = len(kept)
     t = time.perf_counter()
     mit.fit(tol_fun=1e-3, max_iter=a.iters)
     res["nnls_fit_s"] = time.perf_counter() - t
+    partial(res)
     x_nnls = mit.x.copy() if hasattr(mit, "x") else None
     w = np.zeros(n)
     w[kept] = mit.get_coeffs()[0][: int(kept.sum())]
@@ -196,16 +217,31 @@ def neurosolve_rows(a, case, rows):
         sys.exit(f"life build failed: {err}")
     sl = np.load(os.path.join(model, "streamlines.npy"))
     build = {"wall_s": wall, "rss_mb": rss}
-    settings = [("nnls", [])] + [("ridge=0.2", ["--ridge", "0.2"])]
-    if case.get("parcels"):
-        settings.append(("group=1", ["--group", "1"]))
+    settings = []
+    for name in a.settings:
+        if name == "nnls":
+            settings.append((name, []))
+        elif name == "auto":  # the group penalty chosen by cross-validation (docs/life.md, "Choosing lambda")
+            settings.append((name, ["--lambda", "auto"] if case.get("parcels") else
+                             ["--lambda", "auto", "--penalty", "ridge"]))
+        else:
+            key, _, val = name.partition("=")
+            if key not in ("ridge", "group", "lambda") or not val:
+                sys.exit(f"--settings: '{name}' is not nnls, auto, ridge=R, group=G or lambda=L")
+            if key != "group" or case.get("parcels"):
+                settings.append((name, [f"--{key}", val]))
     for name, extra in settings:
         w_path = os.path.join(case["work"], f"w_ns_{name.replace('=', '')}.npy")
         wall, rss, out, err, rc = run_rss([ns, "life", "fit", model, "--out", w_path, "--threads", str(a.threads),
                                            "--backend", a.backend, "--json", "--quiet", *extra])
+        if rc == 124:
+            rows.append(row(case, "neurosolve LiFE", name, None, wall_s=wall, note=err))
+            continue
         if rc:
             sys.exit(f"life fit {name} failed: {err}")
         j = json.loads(out)
+        if name == "auto":
+            name = f"auto: {j['penalty']} {j['chosen_value']:.4g} ({j['rule']}, {j['folds']} folds)"
         w = np.zeros(case["n"])
         w[sl] = np.load(w_path)
         rows.append(row(case, "neurosolve LiFE", name, w, fit_s=j["seconds"], wall_s=wall, rss_mb=rss,
@@ -229,6 +265,15 @@ def commit_rows(a, case, rows):
         cmd += ["--groups", os.path.join(case["work"], "ns_model", "groups.npy")]
     wall, rss, out, err, rc = run_rss(cmd)
     res = [line for line in out.splitlines() if line.startswith("RESULT ")]
+    if rc == 124:  # the stages it finished, then the one it was in when killed
+        part = [line for line in out.splitlines() if line.startswith("PARTIAL ")]
+        r = json.loads(part[-1][8:]) if part else {}
+        done = ", ".join(f"{k} {v:.1f}" for k, v in r.items() if k.endswith("_s"))
+        stage = ("the NNLS fit" if "operator_s" in r else "the kernels and operator" if "dictionary_s" in r
+                 else "trk2dictionary") if "nnls_fit_s" not in r else "COMMIT2's group fit"
+        rows.append(row(case, "COMMIT + COMMIT2", f"balls {isos}", None, wall_s=wall,
+                        note=f"{err}, in {stage}; finished: {done or 'nothing'}"))
+        return
     if rc or not res:
         print(f"note: COMMIT failed (exit {rc}): {err[-2000:]}")
         return
@@ -255,14 +300,21 @@ def sift2_rows(a, case, rows):
     for cmd in ([["mrconvert", case["dwi"], mif, "-fslgrad", case["bvec"], case["bval"], *nt],
                  [sys.executable, shutil.which("dwi2response"), a.response, mif, resp, *nt],
                  ["dwi2fod", "csd", mif, resp, fod, *nt]]):
-        wall, rss, out, err, rc = run_rss(cmd)
+        wall, rss, out, err, rc = run_rss(cmd, cwd=work)  # dwi2response's scratch folder goes there
         if rc:
-            print(f"note: SIFT2 skipped: {' '.join(cmd[:2])} failed: {err[-1500:]}")
+            tool = os.path.basename(cmd[1]) if cmd[0] == sys.executable else cmd[0]
+            print(f"note: SIFT2 skipped: {tool} failed: {err[-1500:]}")
+            if rc == 124:
+                rows.append(row(case, "SIFT2", f"{tool} (preparation)", None, wall_s=prep_s + wall, note=err))
             return
         prep_s += wall
         prep_rss = max(prep_rss, rss)
     wpath = os.path.join(work, "weights.txt")
-    wall, rss, out, err, rc = run_rss(["tcksift2", tracks, fod, wpath, *nt])
+    wall, rss, out, err, rc = run_rss(["tcksift2", tracks, fod, wpath, *nt], cwd=work)
+    if rc == 124:
+        rows.append(row(case, "SIFT2", f"tcksift2 ({a.response} response, csd)", None, wall_s=wall, prep_s=prep_s,
+                        note=err))
+        return
     if rc:
         print(f"note: SIFT2 failed: {err[-1500:]}")
         return
@@ -273,9 +325,11 @@ def sift2_rows(a, case, rows):
 
 
 def row(case, method, setting, w, **kw):
-    r = {"case": case["name"], "streamlines": case["n"], "method": method, "setting": setting,
-         "kept": int((np.asarray(w) > 0).sum())}
-    if case.get("labels") is not None:
+    """One table row; w None: the method did not finish (the note says why)."""
+    r = {"case": case["name"], "streamlines": case["n"], "method": method, "setting": setting}
+    if w is not None:
+        r["kept"] = int((np.asarray(w) > 0).sum())
+    if w is not None and case.get("labels") is not None:
         lab = case["labels"]
         kinds = case["kinds"]
         r["auc"] = auc(w, lab)
@@ -305,6 +359,11 @@ def main():
     # on the real case the tutorial's
     ap.add_argument("--commit-isos")
     ap.add_argument("--iters", type=int, default=500)
+    # our fits per case: nnls, auto (--lambda auto), ridge=R, group=G, lambda=L
+    ap.add_argument("--settings", default="nnls,ridge=0.2,group=1")
+    # seconds each process (a fit, a peer's worker, a preparation step) may run: killed past it and
+    # reported as not finished, so that a run under a time limit still writes its rows
+    ap.add_argument("--timeout", type=float)
     ap.add_argument("--work", default="life_peers_work")
     ap.add_argument("--csv")
     ap.add_argument("--dwi")
@@ -314,6 +373,9 @@ def main():
     ap.add_argument("--groups")
     a = ap.parse_args()
     a.lambdas = [float(x) for x in a.commit2_lambdas.split(",") if x]
+    a.settings = [x for x in a.settings.split(",") if x]
+    global TIMEOUT
+    TIMEOUT = a.timeout
     a.isos = [float(x) for x in (a.commit_isos or "").split(",") if x]
     if a.worker == "commit":
         return commit_worker(a)
@@ -334,27 +396,27 @@ def main():
         os.makedirs(d, exist_ok=True)
         cases.append({"name": "real small_25", "work": d, "dwi": f"{r}/small_25.nii.gz", "bval": f"{r}/small_25.bval",
                       "bvec": f"{r}/small_25.bvec", "tracks": f"{r}/EuDX_small_25.trk", "labels": None, "n": 60})
-    rows = []
-    for case in cases:
-        neurosolve_rows(a, case, rows)
-        if "commit" in peers:
-            commit_rows(a, case, rows)
-        if "sift2" in peers:
-            sift2_rows(a, case, rows)
     cols = ["case", "method", "setting", "auc", "auc_bridges", "auc_random", "kept", "fit_s", "prep_s", "wall_s",
             "rss_mb", "note"]
     print(f"threads {a.threads}, backend {a.backend}; fit_s: the fit alone; prep_s: what it needs first (our build; "
           "COMMIT's dictionary, kernels and operator; SIFT2's response and FODs); wall_s: the process; "
-          "rss_mb: its peak")
-    print(" | ".join(cols))
-    for r in rows:
-        print(" | ".join(f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in cols))
+          "rss_mb: its peak", flush=True)
+    print(" | ".join(cols), flush=True)
     if a.csv:
         with open(a.csv, "w") as f:
             f.write(",".join(cols) + "\n")
-            for r in rows:
-                f.write(",".join(f"{r[c]:.6g}" if isinstance(r.get(c), float) else str(r.get(c, "")).replace(",", ";")
-                                 for c in cols) + "\n")
+    rows = []
+    for case in cases:
+        for step in [neurosolve_rows] + [commit_rows] * ("commit" in peers) + [sift2_rows] * ("sift2" in peers):
+            done = len(rows)
+            step(a, case, rows)
+            for r in rows[done:]:  # each row as soon as it is measured (a run cut short keeps them)
+                print(" | ".join(f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in cols),
+                      flush=True)
+                if a.csv:
+                    with open(a.csv, "a") as f:
+                        f.write(",".join(f"{r[c]:.6g}" if isinstance(r.get(c), float) else
+                                         str(r.get(c, "")).replace(",", ";") for c in cols) + "\n")
 
 
 if __name__ == "__main__":

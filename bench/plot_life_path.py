@@ -2,11 +2,15 @@
 """Figure of `neurosolve life fit MODEL --lambda auto`: the held-out RMSE of the
 cross-validation (mean over folds, one standard error as bars) and the fit's RMSE
 on all the data against the penalty's value (log scale), the chosen value and
-the least CV error marked; on a second axis the non-zero weights (or groups).
+the least CV error marked, and, from the sidecar OUT.json next to OUT_path.csv,
+the 1se-gain rule's bound (the least + max(SE, share x gain over the zero
+prediction)); on a second axis the non-zero weights (or groups).
 Usage: plot_life_path.py PATH.csv OUT.png"""
 import argparse
 import csv
+import json
 import math
+import os
 
 import matplotlib
 
@@ -38,6 +42,15 @@ def main():
             ax.axvline(xv, color="tab:red", lw=1.5, label=f"chosen: {xv:.4g}")
         if r["minimum"] == "1" and r["chosen"] != "1":
             ax.axvline(xv, color="tab:green", lw=1, ls=":", label=f"least CV error: {xv:.4g}")
+    side = a.csv[:-len("_path.csv")] + ".json" if a.csv.endswith("_path.csv") else None
+    if side and os.path.exists(side):
+        with open(side) as f:
+            doc = json.load(f)
+        if doc.get("rule") == "1se-gain" and "cv_zero" in doc:
+            best = min(range(len(cv)), key=lambda k: cv[k])
+            bound = cv[best] + max(se[best], doc["gain_tolerance"] * (doc["cv_zero"] - cv[best]))
+            ax.axhline(bound, color="tab:red", lw=0.8, ls="--",
+                       label=f"least + max(SE, {doc['gain_tolerance']:g} x gain): {bound:.4g}")
     ax.set_xscale("log")
     ax.set_xlabel({"group": "group penalty G", "ridge": "ridge R", "lambda": "L1 lambda"}.get(name, name))
     ax.set_ylabel("RMSE of the signal")

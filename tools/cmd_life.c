@@ -71,8 +71,9 @@ static const char *const options_fit =
     "                     MODEL/groups.npy or --groups exists), ridge (R; the default otherwise) or\n"
     "                     lambda (L1); the other weights (--ridge, --lambda L) stay fixed\n"
     "  --folds K          cross-validation folds of voxels (5; 0: none, the smallest value is kept)\n"
-    "  --cv-rule R        1se (the largest value within one standard error of the least held-out\n"
-    "                     RMSE; default) or min (the least)\n"
+    "  --cv-rule R        1se-gain (default: the largest value whose held-out RMSE is within one\n"
+    "                     standard error or 5 % of the gain over the zero prediction, whichever is\n"
+    "                     larger, of the least), 1se (within one standard error) or min (the least)\n"
     "  --cv-refit         judge each value by a refit without the penalty on the fibers it keeps\n"
     "                     (relaxed): the criterion compares supports, not shrinkage\n"
     "  --plot FILE.png    with a path: where to draw its curve (OUT_path.png)\n"
@@ -336,7 +337,9 @@ static void path_json(FILE *f, const char *dir, const ns_life_engine_t *e, const
     json_double(&j, "chosen_value", pt[r->chosen].value);
     json_int(&j, "chosen_index", r->chosen);
     if (r->minimum >= 0) json_double(&j, "minimum_cv_value", pt[r->minimum].value);
-    json_string(&j, "rule", r->folds ? (po->rule == NS_LIFE_CV_ONE_SE ? "1se" : "min") : "none (the smallest value)");
+    json_string(&j, "rule", r->folds ? ns_life_cv_rule_name(po->rule) : "none (the smallest value)");
+    if (r->folds) json_double(&j, "cv_zero", r->cv_zero);
+    if (r->folds && po->rule == NS_LIFE_CV_ONE_SE_GAIN) json_double(&j, "gain_tolerance", NS_LIFE_CV_GAIN_TOLERANCE);
     json_string(&j, "held_out", "voxels");
     json_int(&j, "folds", r->folds);
     json_int(&j, "seed", (long long)po->seed);
@@ -443,12 +446,19 @@ static int fit_path(const char *dir, ns_life_model_t *m, ns_life_engine_t *e, ns
                    (long long)pt[k].nonzero, (int)pt[k].groups_nonzero, (int)pt[k].updates,
                    k == r.chosen ? (k == r.minimum ? "  <- chosen (least CV error)" : "  <- chosen") :
                    k == r.minimum ? "  (least CV error)" : "");
-        if (r.folds)
+        if (r.folds) {
             printf("chosen: %s %.6g by %d-fold cross-validation over voxels (%s)\n", ns_life_penalty_name(po->penalty),
                    pt[r.chosen].value, (int)r.folds,
                    po->rule == NS_LIFE_CV_ONE_SE ? "the largest value within one standard error of the least held-out RMSE"
-                                                 : "the least held-out RMSE");
-        else
+                   : po->rule == NS_LIFE_CV_MIN  ? "the least held-out RMSE"
+                                                 : "the largest value within one standard error or a share of the gain "
+                                                   "over the zero prediction, whichever is larger, of the least held-out "
+                                                   "RMSE");
+            if (po->rule == NS_LIFE_CV_ONE_SE_GAIN)
+                printf("held-out RMSE of the zero prediction %.6g, of the least %.6g; tolerance max(SE %.3g, %g x gain "
+                       "%.6g)\n", r.cv_zero, pt[r.minimum].cv_rmse, pt[r.minimum].cv_se, NS_LIFE_CV_GAIN_TOLERANCE,
+                       r.cv_zero - pt[r.minimum].cv_rmse);
+        } else
             printf("chosen: %s %.6g (no cross-validation: the smallest value)\n", ns_life_penalty_name(po->penalty),
                    pt[r.chosen].value);
         printf("weights: %s, curve: %s, sidecar: %s\n", out, csv, side);
@@ -511,9 +521,8 @@ static int fit(int argc, char **argv) {
         else if (strcmp(a, "--cv-refit") == 0) po.refit = 1, path_option = a;
         else if (strcmp(a, "--cv-rule") == 0 && v) {
             path_option = a;
-            if (strcmp(v, "1se") == 0) po.rule = NS_LIFE_CV_ONE_SE;
-            else if (strcmp(v, "min") == 0) po.rule = NS_LIFE_CV_MIN;
-            else return cli_usage_error("life fit", "--cv-rule takes 1se or min, not '%s'", v);
+            if (ns_life_cv_rule_from_name(v, &po.rule) != NS_OK)
+                return cli_usage_error("life fit", "--cv-rule: %s", ns_last_error());
             ++i;
         }
         else if (strcmp(a, "--ridge") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.ridge), ridge_given = 1, ++i;

@@ -380,8 +380,16 @@ NS_API ns_status ns_life_penalty_from_name(const char *name, ns_life_penalty *pe
 
 typedef enum ns_life_cv_rule {
     NS_LIFE_CV_ONE_SE = 0, /* the largest value whose CV error is within one standard error of the minimum */
-    NS_LIFE_CV_MIN = 1     /* the value of least CV error */
+    NS_LIFE_CV_MIN = 1,    /* the value of least CV error */
+    /* the default: the largest value whose CV error is within max(one standard error,
+     * NS_LIFE_CV_GAIN_TOLERANCE x the gain) of the minimum, the gain being the minimum's drop from
+     * the zero prediction's held-out error (ns_life_path_result.cv_zero) */
+    NS_LIFE_CV_ONE_SE_GAIN = 2
 } ns_life_cv_rule;
+#define NS_LIFE_CV_GAIN_TOLERANCE 0.05
+
+NS_API const char *ns_life_cv_rule_name(ns_life_cv_rule rule); /* "1se", "min", "1se-gain" */
+NS_API ns_status ns_life_cv_rule_from_name(const char *name, ns_life_cv_rule *rule);
 
 typedef struct ns_life_path_options {
     ns_life_penalty penalty;
@@ -399,7 +407,7 @@ typedef struct ns_life_path_options {
      * then the smallest). */
     int32_t folds;         /* (5) */
     uint64_t seed;         /* (1) */
-    ns_life_cv_rule rule;  /* (NS_LIFE_CV_ONE_SE) */
+    ns_life_cv_rule rule;  /* (NS_LIFE_CV_ONE_SE_GAIN) */
     int cold;              /* 1: every fit starts from the fit options' w0 (or 0): no warm starts (0) */
     /* 1: a value's held-out error is that of a refit without the path's penalty on the fibers its
      * fold fit kept (the relaxed lasso), so that the criterion compares the kept fibers, not the
@@ -436,6 +444,8 @@ typedef struct ns_life_path_result {
     int64_t updates;       /* all fits' updates */
     double seconds, cv_seconds; /* wall time, of which the folds' fits [s] */
     int stopped;           /* the progress callback stopped the path */
+    double cv_zero;        /* the held-out RMSE of the zero prediction (w = 0), mean over folds (NAN
+                            * without cross-validation): the baseline of the gain */
 } ns_life_path_result;
 
 /* The penalty's largest useful value on the engine's model: L1: max_f (M^T y)_f (w = 0 is the
@@ -447,8 +457,9 @@ NS_API ns_status ns_life_penalty_max(ns_life_engine_t *engine, const ns_life_fit
 
 /* Fits the path (fit: the other options, as ns_life_fit; its value of the penalty is ignored;
  * no state, reduce or preconditioner) on the engine's backend, the folds on engines of the same
- * backend and variants. points: n_values entries (path->n_values). w: the chosen value's
- * weights (n_fibers); path_weights: NULL or n_values x n_fibers, every full fit's weights. */
+ * backend and variants. points: n_values entries (path->n_values). w: the weights of a fit at the
+ * chosen value with the fit options as given (ns_life_fit with that value: the same bytes);
+ * path_weights: NULL or n_values x n_fibers, every full fit of the path's weights (warm-started). */
 NS_API ns_status ns_life_path(ns_life_engine_t *engine, const ns_life_fit_options *fit,
                               const ns_life_path_options *path, ns_life_path_point *points, double *w,
                               double *path_weights, ns_life_path_result *result);

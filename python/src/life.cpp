@@ -496,8 +496,8 @@ void bind_life(nb::module_ &m) {
             ns_life_path_options po;
             ns_life_path_options_init(&po);
             check(ns_life_penalty_from_name(penalty.c_str(), &po.penalty));
-            if (rule == "min") po.rule = NS_LIFE_CV_MIN;
-            else if (rule != "1se") fail(NS_ERR_INVALID_ARGUMENT, "LifeEngine.fit_path: rule '" + rule + "' is not 1se or min");
+            if (ns_life_cv_rule_from_name(rule.c_str(), &po.rule) != NS_OK)
+                fail(NS_ERR_INVALID_ARGUMENT, "LifeEngine.fit_path: rule '" + rule + "' is not 1se-gain, 1se or min");
             po.n_values = n_values;
             po.folds = folds;
             po.seed = seed;
@@ -529,19 +529,22 @@ void bind_life(nb::module_ &m) {
             d["groups_nonzero"] = to_numpy<int64_t>(gz.data(), {n});
             d["chosen"] = r.chosen;
             d["minimum"] = r.minimum;
+            d["rule"] = ns_life_cv_rule_name(po.rule);
+            d["cv_zero"] = r.cv_zero;
             d["chosen_value"] = pt[(size_t)r.chosen].value;
             d["folds"] = r.folds;
             d["updates"] = r.updates;
             d["seconds"] = r.seconds;
             d["error_bound"] = ns_life_engine_error_bound(e.e);
             return nb::make_tuple(w, d);
-        }, "penalty"_a = "group", "n_values"_a = 8, "values"_a = nb::none(), "folds"_a = 5, "rule"_a = "1se", "seed"_a = 1,
+        }, "penalty"_a = "group", "n_values"_a = 8, "values"_a = nb::none(), "folds"_a = 5, "rule"_a = "1se-gain", "seed"_a = 1,
            "cold"_a = false, "lambda_"_a = 0.0, "ridge"_a = 0.0, "groups"_a = nb::none(), "max_iterations"_a = 500,
            "rtol_gradient"_a = -1.0, "rtol_objective"_a = -1.0,
            "The regularisation path with cross-validation over voxels (ns_life_path; life fit --lambda auto; "
            "docs/life.md, \"Choosing lambda\"): penalty group (needs groups), ridge or lambda; values (any order) or "
            "n_values from the penalty's maximum; the other weights fixed (lambda_, ridge). Returns (w at the chosen "
-           "value, dict with the curve: values, cv_rmse, cv_se, rmse, nonzero, groups_nonzero, chosen, minimum).");
+           "value, dict with the curve: values, cv_rmse, cv_se, rmse, nonzero, groups_nonzero, chosen, minimum, rule, "
+           "cv_zero: the zero prediction's held-out RMSE).");
 }
 
 } // namespace nsb

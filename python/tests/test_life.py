@@ -331,6 +331,7 @@ def test_fit_path_equals_the_command(cli_run, cli, tmp_path):
     import json
     side = json.load(open(str(tmp_path / "p.json")))
     assert side["penalty"] == "ridge" and side["chosen_value"] == d["chosen_value"] and side["folds"] == 5
+    assert side["rule"] == d["rule"] == "1se-gain" and side["cv_zero"] == d["cv_zero"]
     np.testing.assert_array_equal([p["cv_rmse"] for p in side["path"]], d["cv_rmse"])
     assert d["values"][0] == 10.0 and (np.diff(d["values"]) < 0).all()
     with pytest.raises(ns.InvalidArgumentError):

@@ -46,6 +46,22 @@ ns_status ns_life_penalty_from_name(const char *name, ns_life_penalty *p) {
     return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown LiFE penalty '%s' (lambda, ridge or group)", name);
 }
 
+static const char *const rule_names[] = {"1se", "min", "1se-gain"};
+
+const char *ns_life_cv_rule_name(ns_life_cv_rule r) {
+    return (int)r >= 0 && (int)r < 3 ? rule_names[r] : "unknown";
+}
+
+ns_status ns_life_cv_rule_from_name(const char *name, ns_life_cv_rule *r) {
+    if (!name || !r) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_cv_rule_from_name: NULL argument");
+    for (int k = 0; k < 3; ++k)
+        if (strcmp(name, rule_names[k]) == 0) {
+            *r = (ns_life_cv_rule)k;
+            return NS_OK;
+        }
+    return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown cross-validation rule '%s' (1se-gain, 1se or min)", name);
+}
+
 void ns_life_path_options_init(ns_life_path_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
@@ -53,7 +69,7 @@ void ns_life_path_options_init(ns_life_path_options *o) {
     o->n_values = 8;
     o->folds = 5;
     o->seed = 1;
-    o->rule = NS_LIFE_CV_ONE_SE;
+    o->rule = NS_LIFE_CV_ONE_SE_GAIN;
 }
 
 static double *penalty_field(ns_life_fit_options *o, ns_life_penalty p) {
@@ -309,8 +325,6 @@ static ns_status after_fold(path_run *r, int32_t j, const double *w, const ns_li
 typedef struct full_ctx {
     ns_life_path_point *points;
     double *path_weights; /* NULL or n x n_fibers */
-    double *w;            /* the chosen value's weights */
-    int32_t chosen;
 } full_ctx;
 
 static ns_status after_full(path_run *r, int32_t j, const double *w, const ns_life_fit_result *fr, void *ctx) {
@@ -323,24 +337,28 @@ static ns_status after_full(path_run *r, int32_t j, const double *w, const ns_li
     p->stop = fr->stop;
     const size_t nf = (size_t)r->full->model->n_fibers;
     if (c->path_weights) memcpy(c->path_weights + (size_t)j * nf, w, nf * sizeof *w);
-    if (j == c->chosen) memcpy(c->w, w, nf * sizeof *w);
     return rmse(r, w, NULL, -1, &p->rmse);
 }
 
-/* The chosen index from the CV curve: the minimum, or (one-SE) the largest value (the first on
- * the descending path) whose error is within one standard error of the minimum's. */
-static void choose(const ns_life_path_point *pt, int32_t n, ns_life_cv_rule rule, int32_t *chosen, int32_t *minimum) {
+/* The chosen index from the CV curve: the minimum, or the largest value (the first on the
+ * descending path) whose error is within a tolerance of the minimum's: one standard error (1se) or
+ * the larger of that and NS_LIFE_CV_GAIN_TOLERANCE x the minimum's gain over the zero prediction,
+ * zero - cv (1se-gain). */
+static void choose(const ns_life_path_point *pt, int32_t n, ns_life_cv_rule rule, double zero, int32_t *chosen,
+                   int32_t *minimum) {
     int32_t best = 0;
     for (int32_t j = 1; j < n; ++j)
         if (pt[j].cv_rmse < pt[best].cv_rmse) best = j;
     *minimum = best;
     *chosen = best;
-    if (rule == NS_LIFE_CV_ONE_SE)
-        for (int32_t j = 0; j < best; ++j)
-            if (pt[j].cv_rmse <= pt[best].cv_rmse + pt[best].cv_se) {
-                *chosen = j;
-                break;
-            }
+    if (rule == NS_LIFE_CV_MIN) return;
+    double tol = pt[best].cv_se;
+    if (rule == NS_LIFE_CV_ONE_SE_GAIN) tol = fmax(tol, NS_LIFE_CV_GAIN_TOLERANCE * (zero - pt[best].cv_rmse));
+    for (int32_t j = 0; j < best; ++j)
+        if (pt[j].cv_rmse <= pt[best].cv_rmse + tol) {
+            *chosen = j;
+            break;
+        }
 }
 
 static ns_status check(ns_life_engine_t *e, const ns_life_fit_options *fit, const ns_life_path_options *po) {
@@ -364,7 +382,7 @@ static ns_status check(ns_life_engine_t *e, const ns_life_fit_options *fit, cons
         if (!(po->values[j] > 0.0) || !isfinite(po->values[j]))
             return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_path: values[%d] = %g must be finite and > 0", (int)j,
                            po->values[j]);
-    if (po->rule != NS_LIFE_CV_ONE_SE && po->rule != NS_LIFE_CV_MIN)
+    if ((int)po->rule < 0 || (int)po->rule > 2)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_path: unknown rule %d", (int)po->rule);
     if (fit && fit->state)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_path: a path is not resumable (fit options' state must be NULL)");
@@ -408,9 +426,9 @@ ns_status ns_life_path(ns_life_engine_t *e, const ns_life_fit_options *fit, cons
     memset(points, 0, (size_t)n * sizeof *points);
     for (int32_t j = 0; j < n; ++j) points[j].value = values[j], points[j].cv_rmse = points[j].cv_se = NAN;
     const ns_life_model_t *m = e->model;
-    path_run r = {e, &fo, po, values, n, NULL, 0, n * (1 + K), res};
+    path_run r = {e, &fo, po, values, n, NULL, 0, n * (1 + K) + 1, res};
     int32_t *fold = K ? malloc((size_t)m->n_voxels * sizeof *fold) : NULL;
-    double *err = K ? malloc((size_t)K * n * sizeof *err) : NULL;
+    double *err = K ? malloc((size_t)K * (n + 1) * sizeof *err) : NULL; /* + the zero prediction's */
     r.pred = malloc((size_t)m->n_theta * m->n_voxels * sizeof *r.pred);
     double *wr = K && po->refit ? malloc((size_t)m->n_fibers * sizeof *wr) : NULL;
     if (s == NS_OK && (!r.pred || (K && (!fold || !err)) || (K && po->refit && !wr)))
@@ -433,6 +451,22 @@ ns_status ns_life_path(ns_life_engine_t *e, const ns_life_fit_options *fit, cons
         ns_life_model_destroy(tm);
     }
     res->cv_seconds = (ns_time_ms() - tcv) * 1e-3;
+    res->cv_zero = NAN;
+    if (s == NS_OK && K && !res->stopped) { /* the zero prediction's held-out RMSE: the signal's */
+        double *ss = err + (size_t)K * n;
+        int64_t *cnt = calloc((size_t)K, sizeof *cnt);
+        if (!cnt) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "path: %d folds", (int)K);
+        for (int32_t k = 0; s == NS_OK && k < K; ++k) ss[k] = 0.0;
+        for (int32_t v = 0; s == NS_OK && v < m->n_voxels; ++v) {
+            const double *y = m->Y + (size_t)v * m->n_theta;
+            for (int32_t i = 0; i < m->n_theta; ++i) ss[fold[v]] += y[i] * y[i];
+            cnt[fold[v]] += m->n_theta;
+        }
+        double mean = 0.0;
+        for (int32_t k = 0; s == NS_OK && k < K; ++k) mean += sqrt(ss[k] / (double)cnt[k]) / K;
+        if (s == NS_OK) res->cv_zero = mean;
+        free(cnt);
+    }
     for (int32_t j = 0; s == NS_OK && K && !res->stopped && j < n; ++j) {
         double mean = 0.0, ss = 0.0;
         for (int32_t k = 0; k < K; ++k) mean += err[(int64_t)k * n + j] / K;
@@ -441,11 +475,24 @@ ns_status ns_life_path(ns_life_engine_t *e, const ns_life_fit_options *fit, cons
         points[j].cv_se = sqrt(ss / (K - 1)) / sqrt((double)K);
     }
     if (s == NS_OK && !res->stopped) {
-        if (K) choose(points, n, po->rule, &res->chosen, &res->minimum);
+        if (K) choose(points, n, po->rule, res->cv_zero, &res->chosen, &res->minimum);
         else res->chosen = n - 1;
-        /* the full path; the chosen value's weights kept on the way */
-        full_ctx c = {points, path_weights, w, res->chosen};
+        /* the full path */
+        full_ctx c = {points, path_weights};
         s = run_path(&r, e, 1.0, after_full, &c);
+    }
+    if (s == NS_OK && !res->stopped) {
+        /* the weights returned: a fit at the chosen value with the fit options as given (their start
+         * and stopping tests), the weights `life fit` gives for that value; the path's own fit there
+         * is warm-started and stops at the path's absolute test */
+        ns_life_fit_options o = fo;
+        *penalty_field(&o, po->penalty) = values[res->chosen];
+        ns_life_fit_result fr;
+        s = ns_life_fit(e, &o, w, NULL, &fr);
+        if (s == NS_OK) {
+            res->updates += fr.updates;
+            if (tick(&r)) res->stopped = 1;
+        }
     }
     if (res->stopped) res->chosen = -1;
     res->n_values = n;

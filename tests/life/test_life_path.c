@@ -207,12 +207,28 @@ static void path(problem *p, ns_life_penalty pen) {
                       (int)j);
     }
     if (pen != NS_LIFE_PENALTY_RIDGE) CHECK_MSG(pt[0].nonzero == 0, "%s: the path starts at all zeros", name);
-    /* CV: an interior minimum, the one-SE choice at a larger value within one SE, better than the end */
+    /* CV: an interior minimum; the zero prediction's held-out error is the first value's for the
+     * group penalty (its folds' fits are 0 there too: checked independently in the LOO case below); the choice (1se-gain) the largest value within
+     * max(SE, 5 % of the gain over the zero prediction) of the minimum, every larger value outside */
     CHECK_MSG(r.minimum > 0 && r.minimum < n - 1, "%s: the least CV error at %d of %d", name, (int)r.minimum, (int)n);
+    if (pen == NS_LIFE_PENALTY_GROUP)
+        CHECK_MSG(fabs(r.cv_zero - pt[0].cv_rmse) <= 1e-12 * r.cv_zero, "%s: zero prediction %.15g, first value %.15g",
+                  name, r.cv_zero, pt[0].cv_rmse);
+    CHECK(r.cv_zero > pt[r.minimum].cv_rmse);
+    const double tol = fmax(pt[r.minimum].cv_se, 0.05 * (r.cv_zero - pt[r.minimum].cv_rmse));
     CHECK(r.chosen <= r.minimum);
-    CHECK(pt[r.chosen].cv_rmse <= pt[r.minimum].cv_rmse + pt[r.minimum].cv_se);
-    for (int32_t j = 0; j < r.chosen; ++j) CHECK(pt[j].cv_rmse > pt[r.minimum].cv_rmse + pt[r.minimum].cv_se);
-    CHECK(memcmp(w, all + (size_t)r.chosen * p->nf, (size_t)p->nf * sizeof *w) == 0);
+    CHECK(pt[r.chosen].cv_rmse <= pt[r.minimum].cv_rmse + tol);
+    for (int32_t j = 0; j < r.chosen; ++j) CHECK(pt[j].cv_rmse > pt[r.minimum].cv_rmse + tol);
+    {   /* the weights returned: ns_life_fit at the chosen value with the options given, bit for bit */
+        ns_life_fit_options o = fo;
+        *(pen == NS_LIFE_PENALTY_L1 ? &o.lambda : pen == NS_LIFE_PENALTY_RIDGE ? &o.ridge : &o.group) = pt[r.chosen].value;
+        double *wf = malloc((size_t)p->nf * sizeof *wf);
+        ns_life_fit_result fr;
+        CHECK_OK(ns_life_fit(e, &o, wf, NULL, &fr));
+        CHECK_MSG(memcmp(w, wf, (size_t)p->nf * sizeof *w) == 0, "%s: the path's weights are not the fit's at %g", name,
+                  pt[r.chosen].value);
+        free(wf);
+    }
     /* against the truth: the group penalty's choice keeps exactly the true groups (0-2) and the
      * smallest value more; L1's choice keeps a larger share of true fibers than the smallest value */
     const double *wl = all + (size_t)(n - 1) * p->nf;
@@ -237,10 +253,15 @@ static void path(problem *p, ns_life_penalty pen) {
     po.rule = NS_LIFE_CV_MIN;
     CHECK_OK(ns_life_path(e, &fo, &po, cold_pt, w, NULL, &rc));
     CHECK(rc.chosen == r.minimum);
-    /* warm and cold starts agree; warm needs fewer updates */
+    /* warm and cold starts agree; warm needs fewer updates. The cold path with the one-SE rule: the
+     * largest value within one SE of the minimum, never larger than 1se-gain's */
     po.rule = NS_LIFE_CV_ONE_SE;
     po.cold = 1;
     CHECK_OK(ns_life_path(e, &fo, &po, cold_pt, w, cold_all, &rc));
+    const int32_t one_se = rc.chosen;
+    CHECK(rc.minimum == r.minimum && rc.chosen >= r.chosen && rc.chosen <= rc.minimum);
+    CHECK(cold_pt[rc.chosen].cv_rmse <= cold_pt[rc.minimum].cv_rmse + cold_pt[rc.minimum].cv_se);
+    for (int32_t j = 0; j < rc.chosen; ++j) CHECK(cold_pt[j].cv_rmse > cold_pt[rc.minimum].cv_rmse + cold_pt[rc.minimum].cv_se);
     double worst = 0.0, scale = 0.0, fworst = 0.0;
     for (int32_t j = 0; j < n; ++j) fworst = fmax(fworst, fabs(pt[j].objective - cold_pt[j].objective) / pt[j].objective);
     for (size_t i = 0; i < (size_t)n * p->nf; ++i) worst = fmax(worst, fabs(all[i] - cold_all[i])), scale = fmax(scale, fabs(all[i]));
@@ -254,10 +275,10 @@ static void path(problem *p, ns_life_penalty pen) {
     CHECK_MSG(r.updates < rc.updates, "%s: warm starts take %lld updates, cold %lld", name, (long long)r.updates,
               (long long)rc.updates);
     /* the relaxed criterion (refit without the penalty on each fold fit's kept fibers): it does
-     * not reward shrinkage, so it picks a value at least as large as the plain criterion */
+     * not reward shrinkage, so it picks a value at least as large as the plain one-SE criterion */
     if (pen != NS_LIFE_PENALTY_RIDGE) {
         ns_life_path_options ro = po;
-        ro.cold = 0, ro.refit = 1;
+        ro.cold = 0, ro.refit = 1, ro.rule = NS_LIFE_CV_ONE_SE;
         ns_life_path_point rp[8];
         CHECK_OK(ns_life_path(e, &fo, &ro, rp, w, NULL, &rc));
         int kept[NG] = {0}, n_kept = 0;
@@ -266,8 +287,7 @@ static void path(problem *p, ns_life_penalty pen) {
         printf("%s: refit criterion chose %d (%g; %lld non-zero, %d groups), minimum %d\n", name, (int)rc.chosen,
                rp[rc.chosen].value, (long long)rp[rc.chosen].nonzero, n_kept, (int)rc.minimum);
         for (int32_t j = 0; j < n; ++j) printf("   %10.4g  cv %.6f +- %.6f\n", rp[j].value, rp[j].cv_rmse, rp[j].cv_se);
-        CHECK(rp[rc.chosen].value >= pt[r.chosen].value);
-        CHECK(memcmp(w, all + (size_t)rc.chosen * p->nf, (size_t)p->nf * sizeof *w) == 0);
+        CHECK(rp[rc.chosen].value >= pt[one_se].value);
         if (pen == NS_LIFE_PENALTY_GROUP)
             for (int g = 0; g < NG; ++g) CHECK_MSG(kept[g] == (g < 3), "group, refit: group %d %s", g, kept[g] ? "kept" : "dropped");
     }
@@ -279,6 +299,17 @@ static void path(problem *p, ns_life_penalty pen) {
         lo.folds = ns_life_model_n_voxels(p->m);
         {
             CHECK_OK(ns_life_path(e, &fo, &lo, cold_pt, w, NULL, &rc));
+            /* the zero prediction's held-out error: the mean over voxels of each voxel's signal RMS */
+            const double *Y = ns_life_model_signal(p->m);
+            const int32_t T = ns_life_model_n_theta(p->m), V = ns_life_model_n_voxels(p->m);
+            double zero = 0.0;
+            for (int32_t v = 0; v < V; ++v) {
+                double ss = 0.0;
+                for (int32_t i = 0; i < T; ++i) ss += Y[(size_t)v * T + i] * Y[(size_t)v * T + i];
+                zero += sqrt(ss / T) / V;
+            }
+            CHECK_MSG(fabs(rc.cv_zero - zero) <= 1e-12 * zero, "LOO zero prediction %.15g, recomputed %.15g", rc.cv_zero,
+                      zero);
             for (int k = 0; k < 1; ++k) {
                 const double ref = loo_value(p, &fo, pen, cold_pt[k].value);
                 CHECK_MSG(fabs(cold_pt[k].cv_rmse - ref) <= 1e-6 * ref, "LOO CV at %g: %.12g, recomputed %.12g",
@@ -316,6 +347,16 @@ static void bad_options(problem *p) {
     CHECK_FAILS(ns_life_penalty_from_name("l2", &pen), NS_ERR_INVALID_ARGUMENT, "l2");
     CHECK_OK(ns_life_penalty_from_name("group", &pen));
     CHECK(pen == NS_LIFE_PENALTY_GROUP);
+    ns_life_cv_rule rule;
+    CHECK_FAILS(ns_life_cv_rule_from_name("median", &rule), NS_ERR_INVALID_ARGUMENT, "median");
+    for (int k = 0; k < 3; ++k) {
+        CHECK_OK(ns_life_cv_rule_from_name(ns_life_cv_rule_name((ns_life_cv_rule)k), &rule));
+        CHECK(rule == (ns_life_cv_rule)k);
+    }
+    CHECK(strcmp(ns_life_cv_rule_name(NS_LIFE_CV_ONE_SE_GAIN), "1se-gain") == 0);
+    po.rule = (ns_life_cv_rule)3, po.n_values = 3;
+    CHECK_FAILS(ns_life_path(e, &fo, &po, pt, w, NULL, &r), NS_ERR_INVALID_ARGUMENT, "rule");
+    po.rule = NS_LIFE_CV_ONE_SE_GAIN;
     /* no cross-validation: the smallest value */
     po.n_values = 3, po.folds = 0;
     CHECK_OK(ns_life_path(e, &fo, &po, pt, w, NULL, &r));
