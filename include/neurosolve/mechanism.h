@@ -28,8 +28,11 @@ extern "C" {
  * 4: ns_mech_desc.hooks (BEFORE/AFTER blocks, CONSTRUCTOR, DESTRUCTOR) and
  *    n_ftables, ftable_names, ftable_dims; ns_mech_ppack.ftable (FUNCTION_TABLE);
  *    ns_mech_desc.jac_init, jac_current, jac_state, jac_why_not (derivatives).
- *    A library built for 3 still loads, without them. */
-#define NS_MECH_ABI_VERSION 4
+ *    A library built for 3 still loads, without them.
+ * 5: ns_mech_desc.cuda_net_init and cuda_why_not; ns_mech_ppack.wvec and
+ *    ns_mech_event.conn (per-connection state on the GPU). Libraries built
+ *    for 3 and 4 still load, without them. */
+#define NS_MECH_ABI_VERSION 5
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
@@ -161,6 +164,11 @@ typedef struct ns_mech_ppack {
      * the simulation takes from the user (docs/mechanisms.md, "FUNCTION_TABLE");
      * NULL when desc->n_ftables is 0 */
     const struct ns_mech_ftable *ftable;
+    /* ABI 5, the CUDA NET_RECEIVE and its INITIAL (device memory): the weight
+     * vectors of the connections (desc->n_weights doubles each), event k's at
+     * wvec + events[k].conn * n_weights, read and written back; NULL: the
+     * weight is the event's (a NET_RECEIVE of the weight alone) */
+    double *wvec;
 } ns_mech_ppack;
 
 /* The generated code's event calls (host only; a device build compiles them to nothing,
@@ -201,10 +209,11 @@ typedef struct ns_mech_ion_use {
 } ns_mech_ion_use;
 
 /* An event for a CUDA NET_RECEIVE launch (device memory): NET_RECEIVE of
- * `instance` with `weight`, the mechanism's t set to `t` [ms]. */
+ * `instance` with `weight`, the mechanism's t set to `t` [ms]; conn (ABI 5):
+ * its connection's weight vector in ppack.wvec, where that is not NULL. */
 typedef struct ns_mech_event {
     double t, weight;
-    int32_t instance, pad_;
+    int32_t instance, conn;
 } ns_mech_event;
 
 typedef void (*ns_mech_fn)(ns_mech_ppack *p);
@@ -317,6 +326,14 @@ typedef struct ns_mech_desc {
     void (*jac_current)(ns_mech_ppack *p, int instance, double *jac);
     void (*jac_state)(ns_mech_ppack *p, int instance, double *jac);
     const char *jac_why_not;
+    /* ABI 5: NET_RECEIVE's INITIAL on the device, one call per connection
+     * (events[k]: instance, conn; t 0) in the order given, which groups them by
+     * instance in creation order (ns_mech_cuda_net_fn); NULL without it or
+     * without CUDA. cuda_why_not: why the mechanism has no CUDA entry points
+     * ("FILE:LINE: the construct"), NULL where it has them or the translator
+     * knows no reason (built without CUDA). */
+    ns_mech_cuda_net_fn cuda_net_init;
+    const char *cuda_why_not;
 } ns_mech_desc;
 
 enum {

@@ -379,7 +379,9 @@ struct ns_mech_library {
 
 /* what each older ABI version's ns_mech_desc holds: up to this member */
 static size_t desc_size(int version) {
-    return version == 3 ? offsetof(ns_mech_desc, hooks) : sizeof(ns_mech_desc);
+    return version == 3 ? offsetof(ns_mech_desc, hooks)
+           : version == 4 ? offsetof(ns_mech_desc, cuda_net_init)
+                          : sizeof(ns_mech_desc);
 }
 
 ns_status ns_mech_library_open(const char *path, ns_mech_library_t **out) {
@@ -433,7 +435,7 @@ ns_status ns_mech_library_open(const char *path, ns_mech_library_t **out) {
     if (old) {
         for (int i = 0; i < cat->n; i++) {
             memcpy(&lib->copies[i], cat->mechs[i], desc_size(cat->abi_version));
-            lib->copies[i].jac_why_not = "built for an older mechanism ABI (rebuild the library)";
+            if (cat->abi_version == 3) lib->copies[i].jac_why_not = "built for an older mechanism ABI (rebuild the library)";
             lib->ptrs[i] = &lib->copies[i];
         }
         lib->own.abi_version = NS_MECH_ABI_VERSION;

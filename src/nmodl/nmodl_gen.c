@@ -2194,23 +2194,29 @@ static void emit_desc_data(gen *g) {
     free(gd);
 }
 
+static void put_cstring(buf *b, const char *s);
+
 static void emit_desc(gen *g, const char *why) {
     const struct ns_nmodl *m = g->m;
     const char *n = m->name;
     put(g->b, "#ifdef NS_MECH_WITH_CUDA\nint nsm_%s_cuda_init(const ns_mech_ppack *, void *);\n"
               "int nsm_%s_cuda_current(const ns_mech_ppack *, void *);\nint nsm_%s_cuda_state(const ns_mech_ppack *, void *);\n",
         n, n, n);
-    /* events and per-connection state stay on the host: no CUDA entry points
-     * (the GPU loop refuses the mechanism, docs/mechanisms.md "Events") */
-    const int host_only = m->events || m->artificial || m->n_net_args > 1 || m->verbatim || nm_hooks(m);
+    /* self events, net_event, WATCH, artificial cells, VERBATIM and the hooks
+     * stay on the host: no CUDA entry points, and cuda_why_not says where
+     * (the GPU loop refuses the mechanism, docs/mechanisms.md "Events");
+     * per-connection state and NET_RECEIVE's INITIAL run on the device */
+    const int host_only = nm_cuda_host_only(m);
+    const int cuda_init = !host_only && m->net_initial;
     if (host_only)
         put(g->b, "#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n"
                   "#endif\n");
     else if (m->net_receive)
         put(g->b, "int nsm_%s_cuda_net_receive(const ns_mech_ppack *, const ns_mech_event *, const int64_t *, int64_t, "
-                  "void *);\n#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state, "
+                  "void *);\n%s%s%s#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state, "
                   "nsm_##x##_cuda_net_receive\n#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#endif\n",
-            n);
+            n, cuda_init ? "int nsm_" : "", cuda_init ? n : "",
+            cuda_init ? "_cuda_net_init(const ns_mech_ppack *, const ns_mech_event *, const int64_t *, int64_t, void *);\n" : "");
     else
         put(g->b, "#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state, NULL\n"
                   "#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#endif\n");
@@ -2235,13 +2241,29 @@ static void emit_desc(gen *g, const char *why) {
     }
     put(g->b, "},\n    %d, nsm_%s_ftnames, nsm_%s_ftdims", m->n_ftables, n, n);
     /* derivatives (ABI 4, nmodl_diff.c): the Jacobians, or why there are none */
-    if (!why) {
-        put(g->b, ",\n    nsm_%s_jac_init, nsm_%s_jac_current, nsm_%s_jac_state, NULL};\n", n, n, n);
-        return;
+    if (!why) put(g->b, ",\n    nsm_%s_jac_init, nsm_%s_jac_current, nsm_%s_jac_state, NULL", n, n, n);
+    else {
+        put(g->b, ",\n    NULL, NULL, NULL, ");
+        put_cstring(g->b, why);
     }
-    put(g->b, ",\n    NULL, NULL, NULL, \"");
-    for (const char *c = why; *c; c++) put(g->b, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
-    put(g->b, "\"};\n");
+    /* ABI 5: NET_RECEIVE's INITIAL on the device; why there is no CUDA code */
+    if (cuda_init) put(g->b, ",\n#ifdef NS_MECH_WITH_CUDA\n    nsm_%s_cuda_net_init,\n#else\n    NULL,\n#endif\n    ", n);
+    else put(g->b, ",\n    NULL, ");
+    char gpu_why[300];
+    if (m->verbatim) {
+        const st *v = nm_verbatim_first(m);
+        snprintf(gpu_why, sizeof gpu_why, "%s:%d: VERBATIM C is host C, run on the CPU loop only", v->file, v->file_line);
+    }
+    if (host_only) put_cstring(g->b, m->verbatim ? gpu_why : m->gpu_why[0] ? m->gpu_why : "events run on the CPU loop only");
+    else put(g->b, "NULL");
+    put(g->b, "};\n");
+}
+
+/* s as a C string literal */
+static void put_cstring(buf *b, const char *s) {
+    put(b, "\"");
+    for (const char *c = s; *c; c++) put(b, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+    put(b, "\"");
 }
 
 static void emit_cuda(gen *g) {
@@ -2267,10 +2289,15 @@ static void emit_cuda(gen *g) {
                   "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
             n, what[k], n, what[k], n, what[k], n, what[k]);
     }
-    if (g->m->net_receive && !g->m->events && !g->m->artificial && g->m->n_net_args == 1)
-        /* the events of one step: an instance's events are adjacent, in
-         * delivery order; the thread at the first of them applies them all */
-        put(g->b, "__global__ void nsm_%s_k_net_receive(ns_mech_ppack pp, const ns_mech_event *ev, const int64_t *range) {\n"
+    if (nm_cuda_host_only(g->m)) return;
+    /* the events of one step (or the connections of NET_RECEIVE's INITIAL):
+     * an instance's are adjacent, in delivery order; the thread at the first
+     * of them applies them all; the weight vector is the connection's in
+     * pp.wvec (per-connection state, written back) or the event's weight */
+    for (int k = 0; k < 2; k++) {
+        const char *fn = k ? "net_init" : "net_receive";
+        if (!(k ? g->m->net_initial : g->m->net_receive)) continue;
+        put(g->b, "__global__ void nsm_%s_k_%s(ns_mech_ppack pp, const ns_mech_event *ev, const int64_t *range) {\n"
                   "    const int64_t b = range[0], e = range[1];\n"
                   "    for (int64_t k = b + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < e;\n"
                   "         k += (int64_t)gridDim.x * blockDim.x) {\n"
@@ -2279,17 +2306,19 @@ static void emit_cuda(gen *g) {
                   "        const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;\n"
                   "        for (int64_t q = k; q < e && ev[q].instance == i; ++q) {\n"
                   "            pp.t = ev[q].t;\n"
-                  "            double w = ev[q].weight;\n"
-                  "            nsm_%s_net_receive_one(&pp, i, node, &w, 0.0);\n"
+                  "            double w1 = ev[q].weight;\n"
+                  "            double *w = pp.wvec ? pp.wvec + (int64_t)ev[q].conn * %d : &w1;\n"
+                  "            nsm_%s_%s_one(&pp, i, node, w%s);\n"
                   "        }\n    }\n}\n"
-                  "extern \"C\" int nsm_%s_cuda_net_receive(const ns_mech_ppack *p, const ns_mech_event *events, "
+                  "extern \"C\" int nsm_%s_cuda_%s(const ns_mech_ppack *p, const ns_mech_event *events, "
                   "const int64_t *range, int64_t max, void *stream) {\n"
                   "    if (max <= 0) return 0;\n    const int threads = 128;\n"
                   "    const int64_t want = (max + threads - 1) / threads;\n"
                   "    const unsigned blocks = (unsigned)(want < 1024 ? want : 1024);\n"
-                  "    nsm_%s_k_net_receive<<<blocks, threads, 0, (cudaStream_t)stream>>>(*p, events, range);\n"
+                  "    nsm_%s_k_%s<<<blocks, threads, 0, (cudaStream_t)stream>>>(*p, events, range);\n"
                   "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
-            n, n, n, n);
+            n, fn, g->m->n_net_args, n, fn, k ? "" : ", 0.0", n, fn, n, fn);
+    }
 }
 
 ns_status ns_nmodl_emit(const ns_nmodl_t *m, ns_nmodl_target target, char **text) {

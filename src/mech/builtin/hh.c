@@ -656,4 +656,5 @@ const ns_mech_desc nsm_hh_desc = {
     0, NULL,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     0, nsm_hh_ftnames, nsm_hh_ftdims,
-    nsm_hh_jac_init, nsm_hh_jac_current, nsm_hh_jac_state, NULL};
+    nsm_hh_jac_init, nsm_hh_jac_current, nsm_hh_jac_state, NULL,
+    NULL, NULL};

@@ -261,4 +261,5 @@ const ns_mech_desc nsm_pas_desc = {
     0, NULL,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     0, nsm_pas_ftnames, nsm_pas_ftdims,
-    nsm_pas_jac_init, nsm_pas_jac_current, nsm_pas_jac_state, NULL};
+    nsm_pas_jac_init, nsm_pas_jac_current, nsm_pas_jac_state, NULL,
+    NULL, NULL};

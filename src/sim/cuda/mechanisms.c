@@ -41,7 +41,7 @@ static ns_status host_hooks_refused(const ns_mech_desc *d) {
 typedef struct gpu_mech {
     ns_mech_ppack p;       /* device pointers; t, dt, celsius set per call */
     double *fields;        /* device: n_fields arrays of p.n */
-    void *allocs[8];
+    void *allocs[10];
     int n_allocs;
 } gpu_mech;
 
@@ -464,8 +464,80 @@ static int cmp_pair(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The connections' weight vectors of each point type (NET_RECEIVE's arguments:
+ * the weight, then per-connection state), conn_w[k] connection k's within
+ * its type's in creation order, from net.c's (the CPU loop's sim_net.wvec);
+ * then NET_RECEIVE's INITIAL of each connection (events.c's
+ * ns_net_events_init): per instance in creation order, after every INITIAL. */
+static ns_status points_wvec(const ns_sim_t *sim, gpu_model *g, const int32_t *syn_slot, const int32_t *syn_inst,
+                             int32_t *conn_w, cudaStream_t stream) {
+    const sim_net *net = sim->net;
+    int64_t *count = calloc((size_t)g->n_points + 1, sizeof *count);
+    if (!count) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU weight vectors");
+    ns_status st = NS_OK;
+    for (int64_t k = 0; k < net->n_conns; ++k) {
+        const int32_t t = syn_slot[net->conns[k].synapse];
+        if (count[t] >= INT32_MAX) {
+            st = ns_fail(NS_ERR_SIZE, "network: %lld connections to %s (the GPU loop takes < 2^31 per type)",
+                         (long long)count[t], g->pt_desc[t]->name);
+            break;
+        }
+        conn_w[k] = (int32_t)count[t]++;
+    }
+    for (int32_t t = 0; st == NS_OK && t < g->n_points; ++t) {
+        const ns_mech_desc *d = g->pt_desc[t];
+        gpu_mech *gm = &g->pt[t];
+        const int nw = d->n_weights > 0 ? d->n_weights : 1;
+        const int64_t n = count[t];
+        double *w_h = malloc((size_t)(n > 0 ? n : 1) * (size_t)nw * sizeof *w_h);
+        ns_mech_event *ev_h = d->cuda_net_init ? malloc((size_t)(n > 0 ? n : 1) * sizeof *ev_h) : NULL;
+        int64_t *begin = d->cuda_net_init ? calloc((size_t)gm->p.n + 1, sizeof *begin) : NULL;
+        if (!w_h || (d->cuda_net_init && (!ev_h || !begin))) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU weight vectors");
+        for (int64_t k = 0; st == NS_OK && k < net->n_conns; ++k) {
+            const net_conn *c = &net->conns[k];
+            if (syn_slot[c->synapse] != t) continue;
+            for (int a = 0; a < nw; ++a)
+                w_h[(size_t)conn_w[k] * (size_t)nw + (size_t)a] = d->n_weights > 0 ? net->wvec[c->w_at + a] : c->weight;
+            if (begin) begin[syn_inst[c->synapse] + 1]++;
+        }
+        double *w_d = NULL;
+        if (st == NS_OK) st = alloc_up(gm, (void **)&w_d, w_h, (size_t)n * (size_t)nw * sizeof *w_h);
+        gm->p.wvec = w_d;
+        if (st == NS_OK && begin && n > 0) { /* by instance, stable in creation order */
+            for (int32_t i = 0; i < gm->p.n; ++i) begin[i + 1] += begin[i];
+            for (int64_t k = 0; k < net->n_conns; ++k) {
+                const net_conn *c = &net->conns[k];
+                if (syn_slot[c->synapse] == t)
+                    ev_h[begin[syn_inst[c->synapse]]++] = (ns_mech_event){0.0, c->weight, syn_inst[c->synapse], conn_w[k]};
+            }
+            const int64_t range[2] = {0, n};
+            ns_mech_event *ev_d = NULL;
+            int64_t *range_d = NULL;
+            cudaError_t e = cudaMalloc((void **)&ev_d, (size_t)n * sizeof *ev_d);
+            if (e == cudaSuccess) e = cudaMalloc((void **)&range_d, sizeof range);
+            if (e == cudaSuccess) e = cudaMemcpy(ev_d, ev_h, (size_t)n * sizeof *ev_d, cudaMemcpyHostToDevice);
+            if (e == cudaSuccess) e = cudaMemcpy(range_d, range, sizeof range, cudaMemcpyHostToDevice);
+            if (e != cudaSuccess) st = ns_cuda_status(e, "network: NET_RECEIVE's INITIAL", __FILE__, __LINE__);
+            set_time(gm, 0.0, sim);
+            if (st == NS_OK) st = launched(d->cuda_net_init(&gm->p, ev_d, range_d, n, stream), "NET_RECEIVE's INITIAL", d->name);
+            if (st == NS_OK) {
+                e = cudaStreamSynchronize(stream); /* before the event list goes */
+                if (e != cudaSuccess) st = ns_cuda_status(e, "cudaStreamSynchronize", __FILE__, __LINE__);
+            }
+            cudaFree(ev_d);
+            cudaFree(range_d);
+        }
+        free(w_h);
+        free(ev_h);
+        free(begin);
+    }
+    free(count);
+    return st;
+}
+
 ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
-                                    int64_t cells, int32_t *syn_slot, int32_t *syn_inst, cudaStream_t stream) {
+                                    int64_t cells, int32_t *syn_slot, int32_t *syn_inst, int32_t *conn_w,
+                                    cudaStream_t stream) {
     points_free(g);
     const sim_net *net = sim->net;
     const sim_model *model = g->model;
@@ -516,19 +588,19 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
                          d->name, d->pointer_names[0]);
             break;
         }
-        if (d->events || d->artificial || d->n_weights > 1) { /* host-only: src/net/events.c */
+        if ((d->events & ~(unsigned)NS_MECH_EV_INIT) || d->artificial) { /* host-only: src/net/events.c */
             st = ns_fail(NS_ERR_UNSUPPORTED,
-                         "network: synapse type %s uses events (net_send, net_event, net_move, per-connection state "
-                         "or ARTIFICIAL_CELL), which run on the CPU only: use the CPU backend (docs/networks.md, "
-                         "\"Events\")",
-                         d->name);
+                         "network: synapse type %s: %s (self events, net_event, net_move, WATCH, FOR_NETCONS and "
+                         "ARTIFICIAL_CELL run on the CPU loop): use the CPU backend (docs/networks.md, \"Events\")",
+                         d->name, d->cuda_why_not ? d->cuda_why_not : "uses events");
             break;
         }
         if (host_hooks(d)) {
             st = host_hooks_refused(d);
             break;
         }
-        if (!d->cuda_init || !d->cuda_current || !d->cuda_state || (d->has_net_receive && !d->cuda_net_receive)) {
+        if (!d->cuda_init || !d->cuda_current || !d->cuda_state || (d->has_net_receive && !d->cuda_net_receive) ||
+            (d->net_init && !d->cuda_net_init)) {
             /* an electrode (no NET_RECEIVE: SEClamp) is placed but never a target (ns_sim_connect) */
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "network: synapse type %s has no CUDA code: build its library with `neurosolve mechanisms "
@@ -660,6 +732,7 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
     free(ids), free(nodes_h), free(w_h), free(f_h);
     free(local);
     free(pairs);
+    if (st == NS_OK) st = points_wvec(sim, g, syn_slot, syn_inst, conn_w, stream);
     if (st == NS_OK) NS_CUDA_TRY(cudaStreamSynchronize(stream));
     if (st != NS_OK) points_free(g);
     return st;

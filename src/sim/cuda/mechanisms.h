@@ -45,10 +45,13 @@ ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaS
 /* A network's synapses (sim->net's, ns_net_build_device done) on the device:
  * the point types in NEURON's type order, each instance's slot (type) and
  * index within it into syn_slot / syn_inst (host, one per synapse); their
- * INITIAL (after ns_gpu_model_init). Replaces the previous ones. */
+ * INITIAL (after ns_gpu_model_init); the connections' weight vectors (their
+ * per-connection state; conn_w, host, one per connection: its vector within
+ * its type's, ns_mech_event.conn) and NET_RECEIVE's INITIAL. Replaces the
+ * previous ones. */
 ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id,
                                     const int64_t *cell_base, int64_t cells, int32_t *syn_slot, int32_t *syn_inst,
-                                    cudaStream_t stream);
+                                    int32_t *conn_w, cudaStream_t stream);
 int32_t ns_gpu_model_points(const gpu_model *g);
 /* Point type `slot`: its descriptor, NEURON type key and device storage
  * (pp: instances in the group's cell order, node_index into the group's

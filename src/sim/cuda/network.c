@@ -135,8 +135,8 @@ static ns_status spike_room(gpu_net *gn, int64_t checks, cudaStream_t stream) {
 }
 
 ns_status ns_gpu_net_create(ns_sim_t *sim, const int64_t *cell_id, const int64_t *cell_base, int64_t cells,
-                            const int32_t *syn_slot, const int32_t *syn_inst, int32_t slots, const double *v,
-                            cudaStream_t stream, gpu_net **out) {
+                            const int32_t *syn_slot, const int32_t *syn_inst, const int32_t *conn_w, int32_t slots,
+                            const double *v, cudaStream_t stream, gpu_net **out) {
     *out = NULL;
     const sim_net *net = sim->net;
     gpu_net *gn = calloc(1, sizeof *gn);
@@ -175,7 +175,8 @@ ns_status ns_gpu_net_create(ns_sim_t *sim, const int64_t *cell_id, const int64_t
         gn->n_det = n;
         for (int64_t q = 0; q < net->n_conns; ++q) {
             const net_conn *c = &net->conns[net->out_order[q]];
-            conn[q] = (ns_gpu_conn){c->weight, c->delay, syn_slot[c->synapse], syn_inst[c->synapse]};
+            conn[q] = (ns_gpu_conn){c->weight, c->delay, syn_slot[c->synapse], syn_inst[c->synapse],
+                                    conn_w[net->out_order[q]], 0};
         }
     }
     if (st == NS_OK) st = up((void **)&gn->det_node, node, (size_t)gn->n_det * sizeof *node, "detectors");
