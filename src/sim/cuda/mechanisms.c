@@ -41,7 +41,7 @@ static ns_status host_hooks_refused(const ns_mech_desc *d) {
 typedef struct gpu_mech {
     ns_mech_ppack p;       /* device pointers; t, dt, celsius set per call */
     double *fields;        /* device: n_fields arrays of p.n */
-    void *allocs[10];
+    void *allocs[12];
     int n_allocs;
 } gpu_mech;
 
@@ -464,6 +464,66 @@ static int cmp_pair(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The POINTERs of a point type's cnt instances (synapses ids[i]; local: the
+ * group's cell of each cell) as device addresses: a cell's v, an ion's
+ * variable or another mechanism's field at a compartment of a cell in the
+ * group, read and written in place (as the CPU loop's in-block POINTERs: in
+ * the current phase every v is the step's start). *out: n_pointers device
+ * arrays of cnt addresses (ns_mech_ppack.pointer). */
+static ns_status points_pointers(const ns_sim_t *sim, const gpu_model *g, gpu_mech *gm, const ns_mech_desc *d,
+                                 const int64_t *ids, int64_t cnt, const int64_t *local, const int64_t *cell_id,
+                                 const int64_t *cell_base, double ****out) {
+    const sim_net *net = sim->net;
+    const sim_model *model = g->model;
+    const size_t np = (size_t)d->n_pointers, n = (size_t)(cnt > 0 ? cnt : 1);
+    double **addr = malloc(np * n * sizeof *addr);
+    double ***rows = malloc(np * sizeof *rows);
+    if (!addr || !rows) {
+        free(addr), free(rows);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: POINTERs of %s", d->name);
+    }
+    ns_status st = NS_OK;
+    for (int64_t i = 0; st == NS_OK && i < cnt; ++i)
+        for (int k = 0; st == NS_OK && k < d->n_pointers; ++k) {
+            const net_ptr *to = NULL;
+            if ((st = ns_net_pointer_of(net, d, ids[i], k, &to)) != NS_OK) break;
+            const int64_t j = local[to->cell];
+            if (j < 0) {
+                st = ns_fail(NS_ERR_INTERNAL, "network: synapse %lld (%s): POINTER %s: cell %lld is not in the GPU "
+                             "tree group", (long long)ids[i], d->name, d->pointer_names[k], (long long)to->cell);
+                break;
+            }
+            const int64_t node = node_at(g, cell_base, j, to->node);
+            double *a;
+            if (to->ion >= 0) a = g->ion + (size_t)(5 * to->ion + to->q) * (size_t)g->nodes + (size_t)node;
+            else if (to->mech < 0) a = g->v + node;
+            else {
+                const int32_t shape = sim->cell_shape[to->cell];
+                const int64_t inst = ns_net_instance_at(&model->per_shape[(size_t)shape * model->n_mechs + to->mech],
+                                                        to->node);
+                if (inst < 0) {
+                    st = ns_net_pointer_absent(sim, ids[i], d, k, to);
+                    break;
+                }
+                int64_t first = 0; /* the cell's instances follow those of the group's cells before it */
+                for (int64_t c = 0; c < j; ++c)
+                    first += model->per_shape[(size_t)sim->cell_shape[cell_id[c]] * model->n_mechs + to->mech].n;
+                const gpu_mech *tm = &g->m[to->mech];
+                a = tm->fields + (size_t)to->field * (size_t)tm->p.n + (size_t)(first + inst);
+            }
+            addr[(size_t)k * n + (size_t)i] = a;
+        }
+    double **addr_d = NULL;
+    if (st == NS_OK) st = alloc_up(gm, (void **)&addr_d, addr, np * n * sizeof *addr);
+    for (size_t k = 0; st == NS_OK && k < np; ++k) rows[k] = addr_d + k * n;
+    double ***rows_d = NULL;
+    if (st == NS_OK) st = alloc_up(gm, (void **)&rows_d, rows, np * sizeof *rows);
+    free(addr);
+    free(rows);
+    *out = st == NS_OK ? rows_d : NULL;
+    return st;
+}
+
 /* The connections' weight vectors of each point type (NET_RECEIVE's arguments:
  * the weight, then per-connection state), conn_w[k] connection k's within
  * its type's in creation order, from net.c's (the CPU loop's sim_net.wvec);
@@ -581,13 +641,6 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         g->pt_key[t] = pairs[2 * t];
         g->n_points = t + 1;
         gpu_mech *gm = &g->pt[t];
-        if (d->n_pointers > 0) {
-            st = ns_fail(NS_ERR_UNSUPPORTED,
-                         "network: synapse type %s has a POINTER (%s): the GPU loop does not connect POINTERs yet "
-                         "(use the CPU backend)",
-                         d->name, d->pointer_names[0]);
-            break;
-        }
         if ((d->events & ~(unsigned)NS_MECH_EV_INIT) || d->artificial) { /* host-only: src/net/events.c */
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "network: synapse type %s: %s (self events, net_event, net_move, WATCH, FOR_NETCONS and "
@@ -709,6 +762,8 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         }
         if (st == NS_OK)
             st = alloc_up(gm, (void **)&ions_d, views, (size_t)d->n_ions * sizeof(ns_mech_ion_view));
+        double ***ptr_d = NULL;
+        if (st == NS_OK && d->n_pointers > 0) st = points_pointers(sim, g, gm, d, ids, cnt, local, cell_id, cell_base, &ptr_d);
         free(ids), free(nodes_h), free(w_h), free(f_h);
         ids = NULL, nodes_h = NULL, w_h = NULL, f_h = NULL;
         if (st != NS_OK) break;
@@ -725,6 +780,7 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         gm->p.ion = ions_d;
         gm->p.area = g->geom;
         gm->p.diam = g->geom + g->nodes;
+        gm->p.pointer = (double *const *const *)ptr_d;
         /* finitialize: INITIAL in type order, after the density mechanisms' */
         set_time(gm, 0.0, sim);
         st = launched(d->cuda_init(&gm->p, stream), "INITIAL", d->name);
