@@ -29,9 +29,10 @@ extern "C" {
  *    n_ftables, ftable_names, ftable_dims; ns_mech_ppack.ftable (FUNCTION_TABLE);
  *    ns_mech_desc.jac_init, jac_current, jac_state, jac_why_not (derivatives).
  *    A library built for 3 still loads, without them.
- * 5: ns_mech_desc.cuda_net_init and cuda_why_not; ns_mech_ppack.wvec and
- *    ns_mech_event.conn (per-connection state on the GPU). Libraries built
- *    for 3 and 4 still load, without them. */
+ * 5: ns_mech_desc.cuda_net_init and cuda_why_not; ns_mech_ppack.wvec,
+ *    .dev and ns_mech_event.conn (per-connection state, self events,
+ *    net_event and net_move on the GPU). Libraries built for 3 and 4 still
+ *    load, without them. */
 #define NS_MECH_ABI_VERSION 5
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
@@ -121,6 +122,44 @@ typedef struct ns_mech_ion_view {
                          on the contiguous path): the slot is the instance's node index */
 } ns_mech_ion_view;
 
+/* A spike of a point process's net_event on the GPU loop (source: the
+ * simulation's spike source number), as the network's exchange takes it. */
+typedef struct ns_mech_spike {
+    double t;
+    int64_t source;
+} ns_mech_spike;
+
+/* ABI 5: the GPU loop's events of one point type (device memory; q_t NULL:
+ * none), which the device versions of ns_mech_net_send, ns_mech_net_event and
+ * ns_mech_net_move use (docs/mechanisms.md, "Events"). Instance i's pending
+ * self events are slots [i * slots, (i + 1) * slots) of the q_ arrays. */
+typedef struct ns_mech_dev_events {
+    int slots, n_weights;   /* self events an instance may have pending; NET_RECEIVE's arguments */
+    double *q_t, *q_flag;   /* a pending self event's time [ms] and flag */
+    int64_t *q_seq;         /* its number within the instance, in send order (-1: a free slot) */
+    int32_t *q_conn;        /* the weight vector it carries (ppack.wvec's; -1: zeros, sent from INITIAL) */
+    int64_t *next_seq;      /* per instance: the next self event's number */
+    int64_t *tq;            /* per instance: the number of its latest flag-1 self event (net_move's) */
+    const int64_t *source;  /* per instance: its spike source (net_event), -1: none */
+    int64_t wvec_len;       /* doubles in ppack.wvec */
+    ns_mech_spike *spikes;  /* net_event's spikes, spikes_n of them (atomic), at most spikes_cap */
+    unsigned long long *spikes_n;
+    int64_t spikes_cap;
+    const double *until;    /* the step's bound t_j + dt/2: the self events due at it are delivered */
+    /* the first error (0: none; NS_MECH_DEV_*), its instance and time */
+    int *error;
+    int *error_inst;
+    double *error_t;
+} ns_mech_dev_events;
+
+enum {
+    NS_MECH_DEV_FULL = 1,   /* a self event with every slot of the instance taken */
+    NS_MECH_DEV_SEND = 2,   /* net_send with a negative delay */
+    NS_MECH_DEV_MOVE = 3,   /* net_move with no flag-1 self event pending, or to a time before t */
+    NS_MECH_DEV_EVENT = 4,  /* net_event at a time before t */
+    NS_MECH_DEV_SPIKES = 5  /* more net_event spikes in an interval than spikes_cap */
+};
+
 /* The instances of one mechanism that one call runs over. For the CUDA entry
  * points the structure itself is on the host (passed to the kernel by value)
  * and every pointer in it, field and ion included, is device memory. */
@@ -169,14 +208,72 @@ typedef struct ns_mech_ppack {
      * wvec + events[k].conn * n_weights, read and written back; NULL: the
      * weight is the event's (a NET_RECEIVE of the weight alone) */
     double *wvec;
+    /* ABI 5: the GPU loop's self events and net_event spikes (above) */
+    ns_mech_dev_events dev;
 } ns_mech_ppack;
 
-/* The generated code's event calls (host only; a device build compiles them to nothing,
- * and a mechanism that makes them has no CUDA entry points). */
+/* The generated code's event calls: on the host the loop's queue (ppack.ev);
+ * on the device (ABI 5) the point type's self-event slots and spike buffer
+ * (ppack.dev); WATCH and FOR_NETCONS are host only (a mechanism with them has
+ * no CUDA entry points). */
 #if defined(__CUDA_ARCH__)
-#define ns_mech_net_send(p, i, t, flag, w) ((void)0)
-#define ns_mech_net_event(p, i, t) ((void)0)
-#define ns_mech_net_move(p, i, t) ((void)0)
+static __device__ inline void ns_mech_dev_fail(const ns_mech_ppack *p, int i, int code, double t) {
+    if (atomicCAS(p->dev.error, 0, code) == 0) {
+        *p->dev.error_inst = i;
+        *p->dev.error_t = t;
+    }
+}
+/* NEURON's net_send: a self event at t with flag, carrying the weight vector w */
+static __device__ inline void ns_mech_dev_send(const ns_mech_ppack *p, int i, double t, double flag, const double *w) {
+    const ns_mech_dev_events *e = &p->dev;
+    if (!e->q_t) return;
+    if (!(t >= p->t)) {
+        ns_mech_dev_fail(p, i, NS_MECH_DEV_SEND, t);
+        return;
+    }
+    const int64_t at = (int64_t)i * e->slots;
+    int s = 0;
+    while (s < e->slots && e->q_seq[at + s] >= 0) ++s;
+    if (s == e->slots) {
+        ns_mech_dev_fail(p, i, NS_MECH_DEV_FULL, t);
+        return;
+    }
+    const int64_t seq = e->next_seq[i]++;
+    const int64_t wi = w && p->wvec ? (int64_t)(w - p->wvec) : -1;
+    e->q_t[at + s] = t;
+    e->q_flag[at + s] = flag;
+    e->q_seq[at + s] = seq;
+    e->q_conn[at + s] = wi >= 0 && wi < e->wvec_len ? (int32_t)(wi / e->n_weights) : -1;
+    if (flag == 1.0) e->tq[i] = seq;
+}
+/* NEURON's net_move: the latest flag-1 self event, still pending, to t */
+static __device__ inline void ns_mech_dev_move(const ns_mech_ppack *p, int i, double t) {
+    const ns_mech_dev_events *e = &p->dev;
+    if (!e->q_t) return;
+    const int64_t at = (int64_t)i * e->slots;
+    for (int s = 0; s < e->slots && t >= p->t; ++s)
+        if (e->q_seq[at + s] >= 0 && e->q_seq[at + s] == e->tq[i]) {
+            e->q_t[at + s] = t;
+            return;
+        }
+    ns_mech_dev_fail(p, i, NS_MECH_DEV_MOVE, t);
+}
+/* NEURON's net_event: a spike of the instance's source at t */
+static __device__ inline void ns_mech_dev_event(const ns_mech_ppack *p, int i, double t) {
+    const ns_mech_dev_events *e = &p->dev;
+    if (!e->q_t) return;
+    if (!(t >= p->t)) {
+        ns_mech_dev_fail(p, i, NS_MECH_DEV_EVENT, t);
+        return;
+    }
+    if (e->source[i] < 0) return; /* no connection from it */
+    const unsigned long long k = atomicAdd(e->spikes_n, 1ULL);
+    if (k < (unsigned long long)e->spikes_cap) e->spikes[k] = ns_mech_spike{t, e->source[i]};
+    else ns_mech_dev_fail(p, i, NS_MECH_DEV_SPIKES, t);
+}
+#define ns_mech_net_send(p, i, t, flag, w) ns_mech_dev_send((p), (i), (t), (flag), (w))
+#define ns_mech_net_event(p, i, t) ns_mech_dev_event((p), (i), (t))
+#define ns_mech_net_move(p, i, t) ns_mech_dev_move((p), (i), (t))
 #define ns_mech_watch(p, i, k, flag, first) ((void)(first))
 #define ns_mech_netcon(p, i, q) ((double *)0)
 #else

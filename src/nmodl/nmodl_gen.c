@@ -2294,9 +2294,67 @@ static void emit_cuda(gen *g) {
      * an instance's are adjacent, in delivery order; the thread at the first
      * of them applies them all; the weight vector is the connection's in
      * pp.wvec (per-connection state, written back) or the event's weight */
+    if (g->m->net_receive && (g->m->events & NS_MECH_EV_SEND)) {
+        /* self events (mechanism.h's ns_mech_dev_events): a thread per instance
+         * each step delivers its due connection events (range: the step's,
+         * sorted by instance, time, number; NULL: none) and its self events
+         * due at *pp.dev.until, merged in NEURON's order (time; at one time a
+         * connection's first, self events in send order), those it sends
+         * meanwhile included */
+        const int nw = g->m->n_net_args;
+        put(g->b, "__global__ void nsm_%s_k_net_receive(ns_mech_ppack pp, const ns_mech_event *ev, const int64_t *range) {\n"
+                  "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                  "    if (i >= pp.n) return;\n"
+                  "    int64_t q = 0, e = 0;\n"
+                  "    if (range) {\n"
+                  "        int64_t lo = range[0], hi = range[1];\n"
+                  "        e = hi;\n"
+                  "        while (lo < hi) {\n"
+                  "            const int64_t mid = lo + (hi - lo) / 2;\n"
+                  "            if (ev[mid].instance < i) lo = mid + 1;\n"
+                  "            else hi = mid;\n"
+                  "        }\n"
+                  "        q = lo;\n"
+                  "    }\n"
+                  "    const double until = *pp.dev.until;\n"
+                  "    const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;\n"
+                  "    const int S = pp.dev.slots;\n"
+                  "    const int64_t at = (int64_t)i * S;\n"
+                  "    for (;;) {\n"
+                  "        int b = -1;\n"
+                  "        for (int s = 0; s < S; ++s) {\n"
+                  "            if (pp.dev.q_seq[at + s] < 0 || !(pp.dev.q_t[at + s] <= until)) continue;\n"
+                  "            if (b < 0 || pp.dev.q_t[at + s] < pp.dev.q_t[at + b] ||\n"
+                  "                (pp.dev.q_t[at + s] == pp.dev.q_t[at + b] && pp.dev.q_seq[at + s] < pp.dev.q_seq[at + b]))\n"
+                  "                b = s;\n"
+                  "        }\n"
+                  "        const int conn = q < e && ev[q].instance == i;\n"
+                  "        if (!conn && b < 0) break;\n"
+                  "        if (conn && (b < 0 || ev[q].t <= pp.dev.q_t[at + b])) {\n"
+                  "            pp.t = ev[q].t;\n"
+                  "            double w1 = ev[q].weight;\n"
+                  "            double *w = pp.wvec ? pp.wvec + (int64_t)ev[q].conn * %d : &w1;\n"
+                  "            nsm_%s_net_receive_one(&pp, i, node, w, 0.0);\n"
+                  "            ++q;\n"
+                  "        } else {\n"
+                  "            pp.t = pp.dev.q_t[at + b];\n"
+                  "            const double flag = pp.dev.q_flag[at + b];\n"
+                  "            const int32_t c = pp.dev.q_conn[at + b];\n"
+                  "            pp.dev.q_seq[at + b] = -1;\n"
+                  "            double wz[%d] = {0};\n"
+                  "            double *w = c >= 0 && pp.wvec ? pp.wvec + (int64_t)c * %d : wz;\n"
+                  "            nsm_%s_net_receive_one(&pp, i, node, w, flag);\n"
+                  "        }\n    }\n}\n"
+                  "extern \"C\" int nsm_%s_cuda_net_receive(const ns_mech_ppack *p, const ns_mech_event *events, "
+                  "const int64_t *range, int64_t max, void *stream) {\n"
+                  "    (void)max;\n    if (p->n <= 0) return 0;\n    const int threads = 128;\n"
+                  "    nsm_%s_k_net_receive<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p, events, range);\n"
+                  "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
+            g->m->name, nw, g->m->name, nw, nw, g->m->name, g->m->name, g->m->name);
+    }
     for (int k = 0; k < 2; k++) {
         const char *fn = k ? "net_init" : "net_receive";
-        if (!(k ? g->m->net_initial : g->m->net_receive)) continue;
+        if (!(k ? g->m->net_initial : g->m->net_receive) || (!k && (g->m->events & NS_MECH_EV_SEND))) continue;
         put(g->b, "__global__ void nsm_%s_k_%s(ns_mech_ppack pp, const ns_mech_event *ev, const int64_t *range) {\n"
                   "    const int64_t b = range[0], e = range[1];\n"
                   "    for (int64_t k = b + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < e;\n"

@@ -1112,7 +1112,6 @@ static int parse_neuron(parser *p) {
             free(m->name);
             m->name = dup(n);
             m->artificial = !strcmp(t->text, "ARTIFICIAL_CELL"); /* a point process without v (nmodl_events.c) */
-            if (m->artificial) cpu_only(p, t->line, "ARTIFICIAL_CELL runs on the CPU loop only");
             m->point = m->artificial || !strcmp(t->text, "POINT_PROCESS");
         } else if (!strcmp(t->text, "USEION")) {
             char *ion = expect_name(p);
@@ -1712,9 +1711,7 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
             if (why) return perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s %s", e->text, why);
             p->m->events |= evf;
             if (!p->ev_line) p->ev_line = line;
-            cpu_only(p, line, evf == NS_MECH_EV_SEND    ? "net_send (self events) runs on the CPU loop only"
-                              : evf == NS_MECH_EV_EVENT ? "net_event runs on the CPU loop only"
-                                                        : "net_move runs on the CPU loop only");
+
         }
         if (b && (b->kind == B_DERIVATIVE || b->kind == B_KINETIC))
             return perr(p, NS_ERR_PARSE, line, "%s %s called as a function", b->kind == B_KINETIC ? "KINETIC" : "DERIVATIVE",

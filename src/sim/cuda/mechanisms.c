@@ -449,12 +449,17 @@ void ns_gpu_model_point(const gpu_model *g, int32_t slot, const ns_mech_desc **d
 }
 
 ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, const ns_mech_event *events,
-                               const int64_t *range, int64_t max, cudaStream_t stream) {
-    if (max <= 0) return NS_OK;
+                               const int64_t *range, int64_t max, const double *until, ns_mech_spike *spikes,
+                               unsigned long long *spikes_n, int64_t spikes_cap, cudaStream_t stream) {
+    if (max <= 0 && !ns_gpu_model_point_self(g, slot)) return NS_OK;
     if (!g->pt_desc[slot]->cuda_net_receive) /* ns_sim_connect never makes it a target */
         return ns_fail(NS_ERR_INTERNAL, "network: events for %s, which has no NET_RECEIVE", g->pt_desc[slot]->name);
     gpu_mech *gm = &g->pt[slot];
     set_time(gm, 0.0, sim); /* each event sets t */
+    gm->p.dev.until = until;
+    gm->p.dev.spikes = spikes;
+    gm->p.dev.spikes_n = spikes_n;
+    gm->p.dev.spikes_cap = spikes_cap;
     return launched(g->pt_desc[slot]->cuda_net_receive(&gm->p, events, range, max, stream), "NET_RECEIVE",
                     g->pt_desc[slot]->name);
 }
@@ -462,6 +467,71 @@ ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, 
 static int cmp_pair(const void *a, const void *b) {
     const int32_t x = ((const int32_t *)a)[0], y = ((const int32_t *)b)[0];
     return (x > y) - (x < y);
+}
+
+/* what the device versions of net_send, net_event and net_move need (mechanism.h) */
+#define DEV_EVENTS (NS_MECH_EV_SEND | NS_MECH_EV_EVENT | NS_MECH_EV_MOVE)
+#define DEV_SLOTS 4 /* self events an instance may have pending on the GPU loop */
+
+typedef struct dev_error {
+    int code, inst;
+    double t;
+} dev_error;
+
+/* A point type's self-event slots (free), numbers, flag-1 numbers (none),
+ * sources and error, in one device allocation (ns_mech_dev_events); the
+ * spike buffer and the step's bound are set per delivery. */
+static ns_status dev_events(gpu_mech *gm, const ns_mech_desc *d, int64_t cnt, const int64_t *src_h) {
+    const size_t n = (size_t)(cnt > 0 ? cnt : 1), q = n * DEV_SLOTS;
+    const size_t bytes = sizeof(dev_error) + q * (2 * sizeof(double) + sizeof(int64_t) + sizeof(int32_t)) +
+                         n * 3 * sizeof(int64_t) + 64;
+    unsigned char *blk = NULL;
+    ns_status st = alloc_up(gm, (void **)&blk, NULL, bytes);
+    if (st != NS_OK) return st;
+    ns_mech_dev_events *e = &gm->p.dev;
+    dev_error *err = (dev_error *)blk;
+    size_t at = sizeof *err;
+    e->q_t = (double *)(blk + at), at += q * sizeof(double);
+    e->q_flag = (double *)(blk + at), at += q * sizeof(double);
+    e->q_seq = (int64_t *)(blk + at), at += q * sizeof(int64_t);
+    e->next_seq = (int64_t *)(blk + at), at += n * sizeof(int64_t);
+    e->tq = (int64_t *)(blk + at), at += n * sizeof(int64_t);
+    int64_t *src = (int64_t *)(blk + at);
+    e->source = src, at += n * sizeof(int64_t);
+    e->q_conn = (int32_t *)(blk + at);
+    e->slots = DEV_SLOTS;
+    e->n_weights = d->n_weights > 0 ? d->n_weights : 1;
+    e->error = &err->code;
+    e->error_inst = &err->inst;
+    e->error_t = &err->t;
+    cudaError_t c = cudaMemset(blk, 0, bytes);
+    if (c == cudaSuccess) c = cudaMemset(e->q_seq, 0xFF, q * sizeof(int64_t)); /* -1: free */
+    if (c == cudaSuccess) c = cudaMemset(e->tq, 0xFF, n * sizeof(int64_t));
+    if (c == cudaSuccess && cnt > 0) c = cudaMemcpy(src, src_h, (size_t)cnt * sizeof *src, cudaMemcpyHostToDevice);
+    return c == cudaSuccess ? NS_OK : ns_cuda_status(c, "network: GPU events", __FILE__, __LINE__);
+}
+
+int ns_gpu_model_point_self(const gpu_model *g, int32_t slot) {
+    return (g->pt_desc[slot]->events & NS_MECH_EV_SEND) != 0;
+}
+
+ns_status ns_gpu_model_events_check(const gpu_model *g) {
+    for (int32_t k = 0; g && k < g->n_points; ++k) {
+        if (!g->pt[k].p.dev.error) continue;
+        dev_error e;
+        NS_CUDA_TRY(cudaMemcpy(&e, g->pt[k].p.dev.error, sizeof e, cudaMemcpyDeviceToHost));
+        static const char *const what[] = {"", "a self event with its instance's slots all taken (the GPU loop keeps "
+                                               "4 pending per instance; use the CPU backend)",
+                                           "net_send with a negative delay",
+                                           "net_move with no self event of flag 1 pending, or to a time before t",
+                                           "net_event at a time before t",
+                                           "more net_event spikes in one interval than the GPU loop's buffer holds "
+                                           "(use the CPU backend)"};
+        if (e.code != 0)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "network: %s instance %d at t = %.17g ms: %s", g->pt_desc[k]->name,
+                           e.inst, e.t, e.code > 0 && e.code <= 5 ? what[e.code] : "an unknown error");
+    }
+    return NS_OK;
 }
 
 /* The POINTERs of a point type's cnt instances (synapses ids[i]; local: the
@@ -563,6 +633,7 @@ static ns_status points_wvec(const ns_sim_t *sim, gpu_model *g, const int32_t *s
         double *w_d = NULL;
         if (st == NS_OK) st = alloc_up(gm, (void **)&w_d, w_h, (size_t)n * (size_t)nw * sizeof *w_h);
         gm->p.wvec = w_d;
+        gm->p.dev.wvec_len = n * nw;
         if (st == NS_OK && begin && n > 0) { /* by instance, stable in creation order */
             for (int32_t i = 0; i < gm->p.n; ++i) begin[i + 1] += begin[i];
             for (int64_t k = 0; k < net->n_conns; ++k) {
@@ -641,11 +712,11 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         g->pt_key[t] = pairs[2 * t];
         g->n_points = t + 1;
         gpu_mech *gm = &g->pt[t];
-        if ((d->events & ~(unsigned)NS_MECH_EV_INIT) || d->artificial) { /* host-only: src/net/events.c */
+        if (d->events & (NS_MECH_EV_WATCH | NS_MECH_EV_NETCONS)) { /* host-only: src/net/events.c */
             st = ns_fail(NS_ERR_UNSUPPORTED,
-                         "network: synapse type %s: %s (self events, net_event, net_move, WATCH, FOR_NETCONS and "
-                         "ARTIFICIAL_CELL run on the CPU loop): use the CPU backend (docs/networks.md, \"Events\")",
-                         d->name, d->cuda_why_not ? d->cuda_why_not : "uses events");
+                         "network: synapse type %s: %s (WATCH and FOR_NETCONS run on the CPU loop): use the CPU "
+                         "backend (docs/networks.md, \"Events\")",
+                         d->name, d->cuda_why_not ? d->cuda_why_not : "uses WATCH or FOR_NETCONS");
             break;
         }
         if (host_hooks(d)) {
@@ -764,9 +835,16 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
             st = alloc_up(gm, (void **)&ions_d, views, (size_t)d->n_ions * sizeof(ns_mech_ion_view));
         double ***ptr_d = NULL;
         if (st == NS_OK && d->n_pointers > 0) st = points_pointers(sim, g, gm, d, ids, cnt, local, cell_id, cell_base, &ptr_d);
+        /* net_event's spike source of each instance (-1: none) */
+        int64_t *src_h = d->events & DEV_EVENTS ? malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *src_h) : NULL;
+        if (st == NS_OK && (d->events & DEV_EVENTS) && !src_h) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: events");
+        for (int64_t i = 0; src_h && i < cnt; ++i) src_h[i] = net->syn_src[ids[i]];
         free(ids), free(nodes_h), free(w_h), free(f_h);
         ids = NULL, nodes_h = NULL, w_h = NULL, f_h = NULL;
-        if (st != NS_OK) break;
+        if (st != NS_OK) {
+            free(src_h);
+            break;
+        }
         memset(&gm->p, 0, sizeof gm->p);
         gm->p.n = (int)cnt;
         gm->p.node_index = nodes_d;
@@ -781,7 +859,10 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         gm->p.area = g->geom;
         gm->p.diam = g->geom + g->nodes;
         gm->p.pointer = (double *const *const *)ptr_d;
-        /* finitialize: INITIAL in type order, after the density mechanisms' */
+        if (src_h) st = dev_events(gm, d, cnt, src_h);
+        free(src_h);
+        if (st != NS_OK) break;
+        /* finitialize: INITIAL in type order, after the density mechanisms' (its net_send into the slots) */
         set_time(gm, 0.0, sim);
         st = launched(d->cuda_init(&gm->p, stream), "INITIAL", d->name);
     }

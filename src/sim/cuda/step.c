@@ -1139,6 +1139,7 @@ static ns_status gpu_advance_net(ns_sim_t *sim, net_loop *L, sim_fault *fault) {
         if ((st = gpu_advance(sim, len, fault)) != NS_OK) break;
         if (fault->step != INT64_MAX) break;
         if ((st = ns_gpu_net_collect(sim, s->net)) != NS_OK) break;
+        if ((st = ns_gpu_model_events_check(s->model)) != NS_OK) break;
     }
     return st;
 }
