@@ -151,7 +151,8 @@ ns_status ns_gpu_net_create(ns_sim_t *sim, const int64_t *cell_id, const int64_t
     gpu_net *gn = calloc(1, sizeof *gn);
     if (!gn) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU state");
     gn->slots = slots;
-    for (int64_t q = 0; q < net->n_syns; ++q) gn->self |= (sim->model->descs[net->syns[q].desc]->events & NS_MECH_EV_SEND) != 0;
+    for (int64_t q = 0; q < net->n_syns; ++q)
+        gn->self |= (sim->model->descs[net->syns[q].desc]->events & NS_MECH_EV_SEND) != 0;
     for (int64_t q = 0; q < net->n_sources; ++q) gn->n_point_src += net->sources[q].point != 0;
     ns_status st = NS_OK;
     int64_t *local = malloc((size_t)sim->n_cells * sizeof *local);
