@@ -146,6 +146,12 @@ typedef struct ns_mech_dev_events {
     unsigned long long *spikes_n;
     int64_t spikes_cap;
     const double *until;    /* the step's bound t_j + dt/2: the self events due at it are delivered */
+    const double *t_step;   /* the step's start t_j: WATCH conditions are checked there first */
+    /* WATCH (n_watch per instance, at [instance * n_watch + k]; w_on NULL: none): on, its flag,
+     * and whether it held at the last check */
+    int n_watch;
+    unsigned char *w_on, *w_above;
+    double *w_flag;
     /* the first error (0: none; NS_MECH_DEV_*), its instance and time */
     int *error;
     int *error_inst;
@@ -213,15 +219,33 @@ typedef struct ns_mech_ppack {
 } ns_mech_ppack;
 
 /* The generated code's event calls: on the host the loop's queue (ppack.ev);
- * on the device (ABI 5) the point type's self-event slots and spike buffer
- * (ppack.dev); WATCH and FOR_NETCONS are host only (a mechanism with them has
- * no CUDA entry points). */
-#if defined(__CUDA_ARCH__)
+ * on the device (ABI 5) the point type's self-event slots, WATCH state and
+ * spike buffer (ppack.dev); FOR_NETCONS is host only (a mechanism with it has
+ * no CUDA entry points). ns_mech_watch's value (ABI 5): the condition's value
+ * at the call, which the device keeps (the host asks watch_value). */
+#if defined(__CUDACC__) /* device functions (declared in nvcc's host pass too: kernels name them) */
 static __device__ inline void ns_mech_dev_fail(const ns_mech_ppack *p, int i, int code, double t) {
     if (atomicCAS(p->dev.error, 0, code) == 0) {
         *p->dev.error_inst = i;
         *p->dev.error_t = t;
     }
+}
+/* a self event at t with flag and weight vector conn (-1: zeros) in a free slot; its number, -1 when full */
+static __device__ inline int64_t ns_mech_dev_push(const ns_mech_ppack *p, int i, double t, double flag, int32_t conn) {
+    const ns_mech_dev_events *e = &p->dev;
+    const int64_t at = (int64_t)i * e->slots;
+    int s = 0;
+    while (s < e->slots && e->q_seq[at + s] >= 0) ++s;
+    if (s == e->slots) {
+        ns_mech_dev_fail(p, i, NS_MECH_DEV_FULL, t);
+        return -1;
+    }
+    const int64_t seq = e->next_seq[i]++;
+    e->q_t[at + s] = t;
+    e->q_flag[at + s] = flag;
+    e->q_seq[at + s] = seq;
+    e->q_conn[at + s] = conn;
+    return seq;
 }
 /* NEURON's net_send: a self event at t with flag, carrying the weight vector w */
 static __device__ inline void ns_mech_dev_send(const ns_mech_ppack *p, int i, double t, double flag, const double *w) {
@@ -231,20 +255,23 @@ static __device__ inline void ns_mech_dev_send(const ns_mech_ppack *p, int i, do
         ns_mech_dev_fail(p, i, NS_MECH_DEV_SEND, t);
         return;
     }
-    const int64_t at = (int64_t)i * e->slots;
-    int s = 0;
-    while (s < e->slots && e->q_seq[at + s] >= 0) ++s;
-    if (s == e->slots) {
-        ns_mech_dev_fail(p, i, NS_MECH_DEV_FULL, t);
-        return;
-    }
-    const int64_t seq = e->next_seq[i]++;
     const int64_t wi = w && p->wvec ? (int64_t)(w - p->wvec) : -1;
-    e->q_t[at + s] = t;
-    e->q_flag[at + s] = flag;
-    e->q_seq[at + s] = seq;
-    e->q_conn[at + s] = wi >= 0 && wi < e->wvec_len ? (int32_t)(wi / e->n_weights) : -1;
-    if (flag == 1.0) e->tq[i] = seq;
+    const int64_t seq =
+        ns_mech_dev_push(p, i, t, flag, wi >= 0 && wi < e->wvec_len ? (int32_t)(wi / e->n_weights) : -1);
+    if (seq >= 0 && flag == 1.0) e->tq[i] = seq;
+}
+/* WATCH k with its flag from NET_RECEIVE (value: the condition's now); the
+ * first of a call ends the instance's others; one that holds already waits
+ * until it has not (events.c's ev_watch) */
+static __device__ inline void ns_mech_dev_watch(const ns_mech_ppack *p, int i, int k, double flag, int first,
+                                                double value) {
+    const ns_mech_dev_events *e = &p->dev;
+    if (!e->w_on) return;
+    const int64_t at = (int64_t)i * e->n_watch;
+    for (int q = 0; first && q < e->n_watch; ++q) e->w_on[at + q] = 0;
+    e->w_on[at + k] = 1;
+    e->w_flag[at + k] = flag;
+    e->w_above[at + k] = value >= -1e-11;
 }
 /* NEURON's net_move: the latest flag-1 self event, still pending, to t */
 static __device__ inline void ns_mech_dev_move(const ns_mech_ppack *p, int i, double t) {
@@ -271,16 +298,19 @@ static __device__ inline void ns_mech_dev_event(const ns_mech_ppack *p, int i, d
     if (k < (unsigned long long)e->spikes_cap) e->spikes[k] = ns_mech_spike{t, e->source[i]};
     else ns_mech_dev_fail(p, i, NS_MECH_DEV_SPIKES, t);
 }
+#endif
+#if defined(__CUDA_ARCH__)
 #define ns_mech_net_send(p, i, t, flag, w) ns_mech_dev_send((p), (i), (t), (flag), (w))
 #define ns_mech_net_event(p, i, t) ns_mech_dev_event((p), (i), (t))
 #define ns_mech_net_move(p, i, t) ns_mech_dev_move((p), (i), (t))
-#define ns_mech_watch(p, i, k, flag, first) ((void)(first))
+#define ns_mech_watch(p, i, k, flag, first, value) ns_mech_dev_watch((p), (i), (k), (flag), (first), (value))
 #define ns_mech_netcon(p, i, q) ((double *)0)
 #else
 #define ns_mech_net_send(p, i, t, flag, w) ((p)->ev ? (p)->ev_send((p)->ev, (i), (t), (flag), (w)) : (void)0)
 #define ns_mech_net_event(p, i, t) ((p)->ev ? (p)->ev_event((p)->ev, (i), (t)) : (void)0)
 #define ns_mech_net_move(p, i, t) ((p)->ev ? (p)->ev_move((p)->ev, (i), (t)) : (void)0)
-#define ns_mech_watch(p, i, k, flag, first) ((p)->ev ? (p)->ev_watch((p)->ev, (i), (k), (flag), (first)) : (void)0)
+#define ns_mech_watch(p, i, k, flag, first, value) \
+    ((p)->ev ? (p)->ev_watch((p)->ev, (i), (k), (flag), (first)) : (void)0)
 #define ns_mech_netcon(p, i, q) ((p)->ev ? (p)->ev_netcon((p)->ev, (i), (q)) : (double *)0)
 #endif
 

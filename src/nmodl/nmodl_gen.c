@@ -490,7 +490,14 @@ static void emit_ex(gen *g, const ex *e) {
         else if (e->op == NM_WATCH_OP) { /* WATCH k: activated with its flag (mechanism.h) */
             put(b, "ns_mech_watch(p, i_, %d, ", (int)e->num);
             emit_ex(g, e->args[1]);
-            put(b, ", watch_rm_++ == 0)");
+            /* and the condition's value now (the device's; the host's queue asks watch_value) */
+            const ex *c = e->args[0];
+            const int gt = c->op == '>' || c->op == 'g';
+            put(b, ", watch_rm_++ == 0, (");
+            emit_ex(g, gt ? c->a : c->b);
+            put(b, ") - (");
+            emit_ex(g, gt ? c->b : c->a);
+            put(b, "))");
             return;
         }
         else if (nm_event_call(e->text, NULL, NULL)) { /* mechanism.h's ns_mech_net_*: the loop's queue */
@@ -2294,7 +2301,7 @@ static void emit_cuda(gen *g) {
      * an instance's are adjacent, in delivery order; the thread at the first
      * of them applies them all; the weight vector is the connection's in
      * pp.wvec (per-connection state, written back) or the event's weight */
-    if (g->m->net_receive && (g->m->events & NS_MECH_EV_SEND)) {
+    if (g->m->net_receive && (g->m->events & (NS_MECH_EV_SEND | NS_MECH_EV_WATCH))) {
         /* self events (mechanism.h's ns_mech_dev_events): a thread per instance
          * each step delivers its due connection events (range: the step's,
          * sorted by instance, time, number; NULL: none) and its self events
@@ -2319,7 +2326,24 @@ static void emit_cuda(gen *g) {
                   "    const double until = *pp.dev.until;\n"
                   "    const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;\n"
                   "    const int S = pp.dev.slots;\n"
-                  "    const int64_t at = (int64_t)i * S;\n"
+                  "    const int64_t at = (int64_t)i * S;\n",
+            g->m->name);
+        if (g->m->n_watch)
+            put(g->b,
+                  "    for (int k = 0; pp.dev.w_on && k < pp.dev.n_watch; ++k) { /* WATCH at the step's start, first */\n"
+                  "        const int64_t wk = (int64_t)i * pp.dev.n_watch + k;\n"
+                  "        if (!pp.dev.w_on[wk]) continue;\n"
+                  "        pp.t = *pp.dev.t_step;\n"
+                  "        if (!(nsm_%s_watch_one(&pp, i, node, k) > 0.0)) {\n"
+                  "            pp.dev.w_above[wk] = 0;\n"
+                  "            continue;\n"
+                  "        }\n"
+                  "        if (pp.dev.w_above[wk]) continue;\n"
+                  "        pp.dev.w_above[wk] = 1;\n"
+                  "        ns_mech_dev_push(&pp, i, pp.t, pp.dev.w_flag[wk], -1);\n"
+                  "    }\n",
+                g->m->name);
+        put(g->b,
                   "    for (;;) {\n"
                   "        int b = -1;\n"
                   "        for (int s = 0; s < S; ++s) {\n"
@@ -2350,11 +2374,12 @@ static void emit_cuda(gen *g) {
                   "    (void)max;\n    if (p->n <= 0) return 0;\n    const int threads = 128;\n"
                   "    nsm_%s_k_net_receive<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p, events, range);\n"
                   "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
-            g->m->name, nw, g->m->name, nw, nw, g->m->name, g->m->name, g->m->name);
+            nw, g->m->name, nw, nw, g->m->name, g->m->name, g->m->name);
     }
     for (int k = 0; k < 2; k++) {
         const char *fn = k ? "net_init" : "net_receive";
-        if (!(k ? g->m->net_initial : g->m->net_receive) || (!k && (g->m->events & NS_MECH_EV_SEND))) continue;
+        if (!(k ? g->m->net_initial : g->m->net_receive) || (!k && (g->m->events & (NS_MECH_EV_SEND | NS_MECH_EV_WATCH))))
+            continue;
         put(g->b, "__global__ void nsm_%s_k_%s(ns_mech_ppack pp, const ns_mech_event *ev, const int64_t *range) {\n"
                   "    const int64_t b = range[0], e = range[1];\n"
                   "    for (int64_t k = b + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < e;\n"

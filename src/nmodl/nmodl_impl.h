@@ -221,11 +221,11 @@ static inline int nm_hooks(const struct ns_nmodl *m) {
     return m->n_ftables > 0;
 }
 
-/* A mechanism without CUDA entry points: WATCH, FOR_NETCONS, VERBATIM, hooks
+/* A mechanism without CUDA entry points: FOR_NETCONS, VERBATIM, hooks
  * (m->gpu_why says where); per-connection state, NET_RECEIVE's INITIAL, self
- * events, net_event, net_move and ARTIFICIAL_CELL have them */
+ * events, net_event, net_move, WATCH and ARTIFICIAL_CELL have them */
 static inline int nm_cuda_host_only(const struct ns_nmodl *m) {
-    return (m->events & (unsigned)(NS_MECH_EV_WATCH | NS_MECH_EV_NETCONS)) || m->verbatim || nm_hooks(m);
+    return (m->events & (unsigned)NS_MECH_EV_NETCONS) || m->verbatim || nm_hooks(m);
 }
 
 /* nmodl_kinetic.c: lower KINETIC block b of m (its reactions, CONSERVE and

@@ -1702,7 +1702,6 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
             if (c->kind != EX_BIN || !strchr("<>lg", c->op))
                 return perr(p, NS_ERR_INVALID_ARGUMENT, line, "WATCH needs a condition a > b or a < b");
             p->m->events |= NS_MECH_EV_WATCH;
-            cpu_only(p, line, "WATCH runs on the CPU loop only");
             return check_ex(p, e->args[0], locals, n_locals, line) || check_ex(p, e->args[1], locals, n_locals, line)
                        ? -1 : 0;
         }

@@ -16,12 +16,13 @@
  *   2. the descriptors (weight vector length, artificial, event flags, no
  *      CUDA entry points) and the errors: a point source twice, a connection
  *      from one with a delay below dt, the translator's refusals (file:line);
- *   3. the GPU loop's refusal of WATCH (where a GPU runs), naming the mod
- *      file, the line and the construct (ns_mech_desc.cuda_why_not);
+ *   3. the GPU loop's refusal of FOR_NETCONS (where a GPU runs), naming the
+ *      mod file, the line and the construct (ns_mech_desc.cuda_why_not);
  *   5. events on the GPU (`test_sim_events cuda`, ctest test_sim_events_cuda:
  *      skips without a GPU or CUDA), the library built with nvcc: IntFire1,
  *      IntFire2 and IntFire4 (self events, net_move, net_event, ARTIFICIAL_CELL)
- *      driven by trains, their spikes into an ExpSyn, and an FDSyn (weight
+ *      driven by trains, their spikes into an ExpSyn, a WatchCount (WATCH on
+ *      v, a self event from INITIAL, net_event) and an FDSyn (weight
  *      vectors written back by NET_RECEIVE, NET_RECEIVE's INITIAL) driven by
  *      trains and by the other cells' detectors, on the GPU loop against the
  *      CPU loop: every spike within 1e-9 ms (the artificial cells') or 1e-6 ms,
@@ -265,12 +266,11 @@ static void descriptors_and_errors(ns_mech_library_t *lib, const ns_cell_t *cell
     CHECK_OK(ns_mech_library_find(lib, "WatchCount", &d));
     CHECK(d && !d->artificial && d->n_watch == 3 && d->watch_value &&
           d->events == (NS_MECH_EV_SEND | NS_MECH_EV_EVENT | NS_MECH_EV_WATCH) && !d->cuda_init);
-    CHECK_MSG(d && d->cuda_why_not && strstr(d->cuda_why_not, "watchcount.mod:28: WATCH"), "WatchCount: %s",
-              d && d->cuda_why_not ? d->cuda_why_not : "(none)");
+    CHECK_MSG(d && !d->cuda_why_not, "WatchCount: %s", d && d->cuda_why_not ? d->cuda_why_not : "");
     CHECK_OK(ns_mech_library_find(lib, "STDPSyn", &d));
     CHECK(d && d->n_weights == 3 &&
           d->events == (NS_MECH_EV_SEND | NS_MECH_EV_INIT | NS_MECH_EV_WATCH | NS_MECH_EV_NETCONS));
-    CHECK_MSG(d && d->cuda_why_not && strstr(d->cuda_why_not, "stdpsyn.mod:"), "STDPSyn: %s",
+    CHECK_MSG(d && d->cuda_why_not && strstr(d->cuda_why_not, "stdpsyn.mod:60: FOR_NETCONS"), "STDPSyn: %s",
               d && d->cuda_why_not ? d->cuda_why_not : "(none)");
 
     ns_sim_model_t *model = NULL;
@@ -369,14 +369,14 @@ static void gpu_refuses(ns_mech_library_t *lib, const ns_cell_t *cell) {
     }
     int64_t a = -1, t = -1;
     const double times[1] = {1.0};
-    CHECK_OK(ns_sim_add_synapse(sim, 0, 0, "WatchCount", &a));
+    CHECK_OK(ns_sim_add_synapse(sim, 0, 0, "STDPSyn", &a));
     CHECK_OK(ns_sim_add_spike_source(sim, times, 1, &t));
     CHECK_OK(ns_sim_connect(sim, t, a, 2.0, 1.0));
     st = ns_sim_init(sim);
-    CHECK_MSG(st == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "WatchCount") &&
-                  strstr(ns_last_error(), "watchcount.mod:28: WATCH") && strstr(ns_last_error(), "CPU backend"),
+    CHECK_MSG(st == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "STDPSyn") &&
+                  strstr(ns_last_error(), "stdpsyn.mod:60: FOR_NETCONS") && strstr(ns_last_error(), "CPU backend"),
               "%d %s", (int)st, ns_last_error());
-    printf("the GPU loop refuses WatchCount: %s\n", ns_last_error());
+    printf("the GPU loop refuses STDPSyn: %s\n", ns_last_error());
     ns_sim_destroy(sim);
 }
 
@@ -472,14 +472,14 @@ static void netstim_streams(ns_mech_library_t *lib, const ns_cell_t *cell) {
 }
 
 /* 5. per copy c: IntFire1, IntFire2, IntFire4 driven by the trains as in
- * part 1, their spikes into an ExpSyn on cell c; an FDSyn on it driven by T1
+ * part 1, their spikes into an ExpSyn on cell c, a WatchCount on it; an FDSyn on it driven by T1
  * and T2 and by the detector of cell c - 1 (two connections from one source
  * into one instance: two weight vectors); spikes of the three and of the
  * cells, v of each */
 #define FD_STEPS 4000 /* 100 ms */
 typedef struct fd_out {
-    int64_t n[COPIES][4]; /* IntFire1, IntFire2, IntFire4, the cell */
-    double t[COPIES][4][MAXS];
+    int64_t n[COPIES][5]; /* IntFire1, IntFire2, IntFire4, the cell, WatchCount */
+    double t[COPIES][5][MAXS];
     double *trace;
     int64_t samples;
 } fd_out;
@@ -507,7 +507,7 @@ static void fdsyn_run(ns_mech_library_t *lib, const ns_cell_t *cell, ns_backend 
     if (!sim) return;
     int32_t node = -1;
     CHECK_OK(ns_cell_locate(cell, 0, 0.5, &node));
-    int64_t syn[COPIES], det[COPIES], src[COPIES][3], t1 = -1, t2 = -1, t3 = -1;
+    int64_t syn[COPIES], det[COPIES], src[COPIES][4], t1 = -1, t2 = -1, t3 = -1;
     CHECK_OK(ns_sim_add_spike_source(sim, T1, sizeof T1 / sizeof *T1, &t1));
     CHECK_OK(ns_sim_add_spike_source(sim, T2, sizeof T2 / sizeof *T2, &t2));
     CHECK_OK(ns_sim_add_spike_source(sim, T3, 1, &t3));
@@ -524,6 +524,8 @@ static void fdsyn_run(ns_mech_library_t *lib, const ns_cell_t *cell, ns_backend 
             if (k < 3 || k == 4) CHECK_OK(ns_sim_synapse_set(sim, art[k], PARAMS[q].name, PARAMS[q].value));
         }
         for (int k = 0; k < 3; ++k) CHECK_OK(ns_sim_add_point_source(sim, art[k], &src[c][k]));
+        CHECK_OK(ns_sim_add_synapse(sim, c, node, "WatchCount", &art[3]));
+        CHECK_OK(ns_sim_add_point_source(sim, art[3], &src[c][3]));
         for (size_t q = 0; q < sizeof NET / sizeof *NET; ++q) {
             const int to = syn_index(NET[q].tgt), from = syn_index(NET[q].src);
             if (!(to < 3 || to == 4) || (NET[q].src[0] != 'T' && from >= 3)) continue; /* not NetStim's */
@@ -542,8 +544,8 @@ static void fdsyn_run(ns_mech_library_t *lib, const ns_cell_t *cell, ns_backend 
     CHECK_OK(ns_sim_advance(sim, FD_STEPS / 3)); /* in two calls: the weight vectors carry over */
     CHECK_OK(ns_sim_advance(sim, FD_STEPS - FD_STEPS / 3));
     for (int c = 0; c < COPIES; ++c)
-        for (int k = 0; k < 4; ++k) {
-            const double *x = ns_sim_source_spikes(sim, k < 3 ? src[c][k] : det[c], &out->n[c][k]);
+        for (int k = 0; k < 5; ++k) {
+            const double *x = ns_sim_source_spikes(sim, k < 3 ? src[c][k] : k == 3 ? det[c] : src[c][3], &out->n[c][k]);
             for (int64_t j = 0; j < out->n[c][k] && j < MAXS; ++j) out->t[c][k][j] = x[j];
         }
     int32_t sites = 0;
@@ -560,16 +562,17 @@ static void fdsyn_cpu(ns_mech_library_t *lib, const ns_cell_t *cell, fd_out *cpu
     fdsyn_run(lib, cell, NS_BACKEND_CPU, cpu);
     int differ = 0;
     for (int c = 0; c < COPIES; ++c) {
-        for (int k = 0; k < 4; ++k)
+        for (int k = 0; k < 5; ++k)
             CHECK_MSG(cpu->n[c][k] >= 3 && cpu->n[c][k] <= MAXS, "events network, copy %d, source %d: %lld spikes", c,
                       k, (long long)cpu->n[c][k]);
         const int64_t n = cpu->n[c][3], n0 = cpu->n[0][3];
         differ |= n != n0 || (n > 0 && cpu->t[c][3][n - 1] != cpu->t[0][3][n0 - 1]);
     }
     CHECK_MSG(differ, "events network: tauF changes no spike (the facilitation is not exercised)");
-    printf("events network on the CPU: IntFire1 %lld, IntFire2 %lld, IntFire4 %lld spikes; cells %lld, %lld, %lld, "
-           "%lld\n", (long long)cpu->n[0][0], (long long)cpu->n[0][1], (long long)cpu->n[0][2],
-           (long long)cpu->n[0][3], (long long)cpu->n[1][3], (long long)cpu->n[2][3], (long long)cpu->n[3][3]);
+    printf("events network on the CPU: IntFire1 %lld, IntFire2 %lld, IntFire4 %lld, WatchCount %lld spikes; cells "
+           "%lld, %lld, %lld, %lld\n", (long long)cpu->n[0][0], (long long)cpu->n[0][1], (long long)cpu->n[0][2],
+           (long long)cpu->n[0][4], (long long)cpu->n[0][3], (long long)cpu->n[1][3], (long long)cpu->n[2][3],
+           (long long)cpu->n[3][3]);
 }
 
 #ifdef NS_NVCC
@@ -586,7 +589,7 @@ static int gpu_events(ns_cell_t *cell) {
     char *dir = tmp("modgpu");
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "mkdir -p %s && cd %s/events && cp fdsyn.mod intfire1.mod intfire2.mod intfire4.mod "
-             "watchcount.mod %s/", dir, MECH_DIR, dir);
+             "watchcount.mod stdpsyn.mod %s/", dir, MECH_DIR, dir);
     CHECK(system(cmd) == 0);
     ns_mech_library_t *lib = test_mech_build(dir, "libevents_cuda.so", &bo, &skip);
     if (skip) return 77;
@@ -595,13 +598,15 @@ static int gpu_events(ns_cell_t *cell) {
     CHECK(d && d->cuda_net_receive && d->cuda_net_init && !d->cuda_why_not);
     CHECK_OK(ns_mech_library_find(lib, "IntFire2", &d));
     CHECK(d && d->cuda_net_receive && d->cuda_init && !d->cuda_why_not);
+    CHECK_OK(ns_mech_library_find(lib, "WatchCount", &d));
+    CHECK(d && d->cuda_net_receive && !d->cuda_why_not);
     if (lib) {
         static fd_out cpu, gpu;
         fdsyn_cpu(lib, cell, &cpu);
         fdsyn_run(lib, cell, NS_BACKEND_CUDA, &gpu);
         double worst_art = 0.0, worst_t = 0.0, worst_v = 0.0;
         for (int c = 0; c < COPIES; ++c)
-            for (int k = 0; k < 4; ++k) {
+            for (int k = 0; k < 5; ++k) {
                 CHECK_MSG(gpu.n[c][k] == cpu.n[c][k], "copy %d, source %d: %lld spikes on the GPU, %lld on the CPU", c,
                           k, (long long)gpu.n[c][k], (long long)cpu.n[c][k]);
                 for (int64_t j = 0; j < cpu.n[c][k] && j < gpu.n[c][k] && j < MAXS; ++j) {

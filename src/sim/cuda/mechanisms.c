@@ -449,14 +449,16 @@ void ns_gpu_model_point(const gpu_model *g, int32_t slot, const ns_mech_desc **d
 }
 
 ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, const ns_mech_event *events,
-                               const int64_t *range, int64_t max, const double *until, ns_mech_spike *spikes,
-                               unsigned long long *spikes_n, int64_t spikes_cap, cudaStream_t stream) {
+                               const int64_t *range, int64_t max, const double *until, const double *t_step,
+                               ns_mech_spike *spikes, unsigned long long *spikes_n, int64_t spikes_cap,
+                               cudaStream_t stream) {
     if (max <= 0 && !ns_gpu_model_point_self(g, slot)) return NS_OK;
     if (!g->pt_desc[slot]->cuda_net_receive) /* ns_sim_connect never makes it a target */
         return ns_fail(NS_ERR_INTERNAL, "network: events for %s, which has no NET_RECEIVE", g->pt_desc[slot]->name);
     gpu_mech *gm = &g->pt[slot];
     set_time(gm, 0.0, sim); /* each event sets t */
     gm->p.dev.until = until;
+    gm->p.dev.t_step = t_step;
     gm->p.dev.spikes = spikes;
     gm->p.dev.spikes_n = spikes_n;
     gm->p.dev.spikes_cap = spikes_cap;
@@ -470,7 +472,7 @@ static int cmp_pair(const void *a, const void *b) {
 }
 
 /* what the device versions of net_send, net_event and net_move need (mechanism.h) */
-#define DEV_EVENTS (NS_MECH_EV_SEND | NS_MECH_EV_EVENT | NS_MECH_EV_MOVE)
+#define DEV_EVENTS (NS_MECH_EV_SEND | NS_MECH_EV_EVENT | NS_MECH_EV_MOVE | NS_MECH_EV_WATCH)
 #define DEV_SLOTS 4 /* self events an instance may have pending on the GPU loop */
 
 typedef struct dev_error {
@@ -483,8 +485,9 @@ typedef struct dev_error {
  * spike buffer and the step's bound are set per delivery. */
 static ns_status dev_events(gpu_mech *gm, const ns_mech_desc *d, int64_t cnt, const int64_t *src_h) {
     const size_t n = (size_t)(cnt > 0 ? cnt : 1), q = n * DEV_SLOTS;
+    const size_t nw = n * (size_t)d->n_watch;
     const size_t bytes = sizeof(dev_error) + q * (2 * sizeof(double) + sizeof(int64_t) + sizeof(int32_t)) +
-                         n * 3 * sizeof(int64_t) + 64;
+                         n * 3 * sizeof(int64_t) + nw * (sizeof(double) + 2) + 64;
     unsigned char *blk = NULL;
     ns_status st = alloc_up(gm, (void **)&blk, NULL, bytes);
     if (st != NS_OK) return st;
@@ -498,7 +501,13 @@ static ns_status dev_events(gpu_mech *gm, const ns_mech_desc *d, int64_t cnt, co
     e->tq = (int64_t *)(blk + at), at += n * sizeof(int64_t);
     int64_t *src = (int64_t *)(blk + at);
     e->source = src, at += n * sizeof(int64_t);
-    e->q_conn = (int32_t *)(blk + at);
+    if (nw > 0) e->w_flag = (double *)(blk + at), at += nw * sizeof(double);
+    e->q_conn = (int32_t *)(blk + at), at += q * sizeof(int32_t);
+    if (nw > 0) {
+        e->n_watch = d->n_watch;
+        e->w_on = blk + at, at += nw;
+        e->w_above = blk + at;
+    }
     e->slots = DEV_SLOTS;
     e->n_weights = d->n_weights > 0 ? d->n_weights : 1;
     e->error = &err->code;
@@ -512,7 +521,7 @@ static ns_status dev_events(gpu_mech *gm, const ns_mech_desc *d, int64_t cnt, co
 }
 
 int ns_gpu_model_point_self(const gpu_model *g, int32_t slot) {
-    return (g->pt_desc[slot]->events & NS_MECH_EV_SEND) != 0;
+    return (g->pt_desc[slot]->events & (NS_MECH_EV_SEND | NS_MECH_EV_WATCH)) != 0;
 }
 
 ns_status ns_gpu_model_events_check(const gpu_model *g) {
@@ -712,11 +721,11 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         g->pt_key[t] = pairs[2 * t];
         g->n_points = t + 1;
         gpu_mech *gm = &g->pt[t];
-        if (d->events & (NS_MECH_EV_WATCH | NS_MECH_EV_NETCONS)) { /* host-only: src/net/events.c */
+        if (d->events & NS_MECH_EV_NETCONS) { /* host-only: src/net/events.c */
             st = ns_fail(NS_ERR_UNSUPPORTED,
-                         "network: synapse type %s: %s (WATCH and FOR_NETCONS run on the CPU loop): use the CPU "
-                         "backend (docs/networks.md, \"Events\")",
-                         d->name, d->cuda_why_not ? d->cuda_why_not : "uses WATCH or FOR_NETCONS");
+                         "network: synapse type %s: %s (FOR_NETCONS runs on the CPU loop): use the CPU backend "
+                         "(docs/networks.md, \"Events\")",
+                         d->name, d->cuda_why_not ? d->cuda_why_not : "uses FOR_NETCONS");
             break;
         }
         if (host_hooks(d)) {

@@ -61,12 +61,14 @@ void ns_gpu_model_point(const gpu_model *g, int32_t slot, const ns_mech_desc **d
 /* NET_RECEIVE of point type `slot` over the due events events[range[0] ..
  * range[1]) (device; max bounds their count); a type with self events
  * (ns_gpu_model_point_self) also at max 0 (range NULL: no connection's
- * event), its self events due at *until; net_event's spikes appended to
+ * event), its WATCH conditions at *t_step, its self events due at *until; net_event's spikes appended to
  * spikes (spikes_n of them, device, at most spikes_cap). */
 ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, const ns_mech_event *events,
-                               const int64_t *range, int64_t max, const double *until, ns_mech_spike *spikes,
-                               unsigned long long *spikes_n, int64_t spikes_cap, cudaStream_t stream);
-/* Whether point type `slot` sends self events (its NET_RECEIVE runs every step). */
+                               const int64_t *range, int64_t max, const double *until, const double *t_step,
+                               ns_mech_spike *spikes, unsigned long long *spikes_n, int64_t spikes_cap,
+                               cudaStream_t stream);
+/* Whether point type `slot` sends self events or has WATCH (its NET_RECEIVE runs every step, its
+ * WATCH conditions checked at *t_step first). */
 int ns_gpu_model_point_self(const gpu_model *g, int32_t slot);
 /* The first error of the point types' device events (net_send, net_move,
  * net_event as NEURON refuses them, a full slot or spike buffer), naming the

@@ -152,7 +152,7 @@ ns_status ns_gpu_net_create(ns_sim_t *sim, const int64_t *cell_id, const int64_t
     if (!gn) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU state");
     gn->slots = slots;
     for (int64_t q = 0; q < net->n_syns; ++q)
-        gn->self |= (sim->model->descs[net->syns[q].desc]->events & NS_MECH_EV_SEND) != 0;
+        gn->self |= (sim->model->descs[net->syns[q].desc]->events & (NS_MECH_EV_SEND | NS_MECH_EV_WATCH)) != 0;
     for (int64_t q = 0; q < net->n_sources; ++q) gn->n_point_src += net->sources[q].point != 0;
     ns_status st = NS_OK;
     int64_t *local = malloc((size_t)sim->n_cells * sizeof *local);
@@ -337,18 +337,21 @@ ns_status ns_gpu_net_interval(ns_sim_t *sim, gpu_net *gn, int64_t len, cudaStrea
         NS_CUDA_TRY(cudaMemsetAsync(&gn->counters->consumed, 0, sizeof gn->counters->consumed, stream));
         return NS_OK;
     }
-    /* the steps' bounds t_j + dt/2, t_j by the CPU loop's arithmetic */
-    if ((st = host_room((void **)&gn->until_host, &gn->cap_until, len, sizeof *gn->until_host)) != NS_OK) return st;
+    /* the steps' bounds t_j + dt/2, t_j by the CPU loop's arithmetic; then the t_j (WATCH's checks) */
+    if ((st = host_room((void **)&gn->until_host, &gn->cap_until, 2 * len, sizeof *gn->until_host)) != NS_OK)
+        return st;
     double t = sim->t;
     const double dt = sim->params.dt;
     for (int64_t j = 0; j < len; ++j) {
         gn->until_host[j] = t + .5 * dt; /* ns_net_deliver's `until` */
+        gn->until_host[len + j] = t;
         t = ns_sim_half_step(ns_sim_half_step(t, dt), dt);
     }
-    if ((st = dev_room((void **)&gn->until, &gn->cap_until_dev, len, sizeof *gn->until, "step times", stream)) != NS_OK)
+    if ((st = dev_room((void **)&gn->until, &gn->cap_until_dev, 2 * len, sizeof *gn->until, "step times", stream)) !=
+        NS_OK)
         return st;
-    NS_CUDA_TRY(cudaMemcpyAsync(gn->until, gn->until_host, (size_t)len * sizeof *gn->until, cudaMemcpyHostToDevice,
-                                stream));
+    NS_CUDA_TRY(cudaMemcpyAsync(gn->until, gn->until_host, (size_t)(2 * len) * sizeof *gn->until,
+                                cudaMemcpyHostToDevice, stream));
     if (gn->n_events == 0) { /* self events only */
         NS_CUDA_TRY(cudaMemsetAsync(&gn->counters->consumed, 0, sizeof gn->counters->consumed, stream));
         return NS_OK;
@@ -382,7 +385,8 @@ ns_status ns_gpu_net_deliver(const ns_sim_t *sim, gpu_net *gn, gpu_model *model,
         if (gn->max == 0 && !ns_gpu_model_point_self(model, slot)) continue;
         const ns_status st = ns_gpu_model_deliver(
             sim, model, slot, gn->events[gn->cur], gn->max > 0 ? gn->offsets + j * gn->slots + slot : NULL, gn->max,
-            gn->until + j, gn->ev_spikes, &gn->counters->ev_spikes, gn->cap_ev_spikes, stream);
+            gn->until + j, gn->until + gn->len + j, gn->ev_spikes, &gn->counters->ev_spikes, gn->cap_ev_spikes,
+            stream);
         if (st != NS_OK) return st;
     }
     return NS_OK;
