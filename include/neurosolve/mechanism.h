@@ -31,7 +31,9 @@ extern "C" {
  * 5: the derivatives as vector-Jacobian products: vjp_init, vjp_current,
  *    vjp_state, vjp_why_not in the place of jac_* (a version 4 library loads
  *    without them); ns_mech_ppack.error (a mechanism's errors: NEURON's
- *    hoc_execerror) and ns_mech_desc.thread_unsafe.
+ *    hoc_execerror) and ns_mech_desc.thread_unsafe; ns_mech_desc.cuda_net_init
+ *    and cuda_why_not; ns_mech_ppack.wvec, .dev and ns_mech_event.conn
+ *    (per-connection state, self events, net_event and net_move on the GPU).
  *    A library built for 3 or 4 still loads, without them. */
 #define NS_MECH_ABI_VERSION 5
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
@@ -122,6 +124,50 @@ typedef struct ns_mech_ion_view {
                          on the contiguous path): the slot is the instance's node index */
 } ns_mech_ion_view;
 
+/* A spike of a point process's net_event on the GPU loop (source: the
+ * simulation's spike source number), as the network's exchange takes it. */
+typedef struct ns_mech_spike {
+    double t;
+    int64_t source;
+} ns_mech_spike;
+
+/* ABI 5: the GPU loop's events of one point type (device memory; q_t NULL:
+ * none), which the device versions of ns_mech_net_send, ns_mech_net_event and
+ * ns_mech_net_move use (docs/mechanisms.md, "Events"). Instance i's pending
+ * self events are slots [i * slots, (i + 1) * slots) of the q_ arrays. */
+typedef struct ns_mech_dev_events {
+    int slots, n_weights;   /* self events an instance may have pending; NET_RECEIVE's arguments */
+    double *q_t, *q_flag;   /* a pending self event's time [ms] and flag */
+    int64_t *q_seq;         /* its number within the instance, in send order (-1: a free slot) */
+    int32_t *q_conn;        /* the weight vector it carries (ppack.wvec's; -1: zeros, sent from INITIAL) */
+    int64_t *next_seq;      /* per instance: the next self event's number */
+    int64_t *tq;            /* per instance: the number of its latest flag-1 self event (net_move's) */
+    const int64_t *source;  /* per instance: its spike source (net_event), -1: none */
+    int64_t wvec_len;       /* doubles in ppack.wvec */
+    ns_mech_spike *spikes;  /* net_event's spikes, spikes_n of them (atomic), at most spikes_cap */
+    unsigned long long *spikes_n;
+    int64_t spikes_cap;
+    const double *until;    /* the step's bound t_j + dt/2: the self events due at it are delivered */
+    const double *t_step;   /* the step's start t_j: WATCH conditions are checked there first */
+    /* WATCH (n_watch per instance, at [instance * n_watch + k]; w_on NULL: none): on, its flag,
+     * and whether it held at the last check */
+    int n_watch;
+    unsigned char *w_on, *w_above;
+    double *w_flag;
+    /* the first error (0: none; NS_MECH_DEV_*), its instance and time */
+    int *error;
+    int *error_inst;
+    double *error_t;
+} ns_mech_dev_events;
+
+enum {
+    NS_MECH_DEV_FULL = 1,   /* a self event with every slot of the instance taken */
+    NS_MECH_DEV_SEND = 2,   /* net_send with a negative delay */
+    NS_MECH_DEV_MOVE = 3,   /* net_move with no flag-1 self event pending, or to a time before t */
+    NS_MECH_DEV_EVENT = 4,  /* net_event at a time before t */
+    NS_MECH_DEV_SPIKES = 5  /* more net_event spikes in an interval than spikes_cap */
+};
+
 /* The instances of one mechanism that one call runs over. For the CUDA entry
  * points the structure itself is on the host (passed to the kernel by value)
  * and every pointer in it, field and ion included, is device memory. */
@@ -172,6 +218,13 @@ typedef struct ns_mech_ppack {
      * the loop stops after the step and returns it as an ns_status
      * (docs/mechanisms.md, "Errors in a mechanism"). NULL: none. */
     struct ns_mech_error *error;
+    /* ABI 5, the CUDA NET_RECEIVE and its INITIAL (device memory): the weight
+     * vectors of the connections (desc->n_weights doubles each), event k's at
+     * wvec + events[k].conn * n_weights, read and written back; NULL: the
+     * weight is the event's (a NET_RECEIVE of the weight alone) */
+    double *wvec;
+    /* ABI 5: the GPU loop's self events and net_event spikes (above) */
+    ns_mech_dev_events dev;
 } ns_mech_ppack;
 
 /* A mechanism's error (ABI 5), filled in by its C; set is 0 until then. */
@@ -183,19 +236,100 @@ typedef struct ns_mech_error {
     char msg[256];  /* what it said */
 } ns_mech_error;
 
-/* The generated code's event calls (host only; a device build compiles them to nothing,
- * and a mechanism that makes them has no CUDA entry points). */
+
+/* The generated code's event calls: on the host the loop's queue (ppack.ev);
+ * on the device (ABI 5) the point type's self-event slots, WATCH state and
+ * spike buffer (ppack.dev); FOR_NETCONS is host only (a mechanism with it has
+ * no CUDA entry points). ns_mech_watch's value (ABI 5): the condition's value
+ * at the call, which the device keeps (the host asks watch_value). */
+#if defined(__CUDACC__) /* device functions (declared in nvcc's host pass too: kernels name them) */
+static __device__ inline void ns_mech_dev_fail(const ns_mech_ppack *p, int i, int code, double t) {
+    if (atomicCAS(p->dev.error, 0, code) == 0) {
+        *p->dev.error_inst = i;
+        *p->dev.error_t = t;
+    }
+}
+/* a self event at t with flag and weight vector conn (-1: zeros) in a free slot; its number, -1 when full */
+static __device__ inline int64_t ns_mech_dev_push(const ns_mech_ppack *p, int i, double t, double flag, int32_t conn) {
+    const ns_mech_dev_events *e = &p->dev;
+    const int64_t at = (int64_t)i * e->slots;
+    int s = 0;
+    while (s < e->slots && e->q_seq[at + s] >= 0) ++s;
+    if (s == e->slots) {
+        ns_mech_dev_fail(p, i, NS_MECH_DEV_FULL, t);
+        return -1;
+    }
+    const int64_t seq = e->next_seq[i]++;
+    e->q_t[at + s] = t;
+    e->q_flag[at + s] = flag;
+    e->q_seq[at + s] = seq;
+    e->q_conn[at + s] = conn;
+    return seq;
+}
+/* NEURON's net_send: a self event at t with flag, carrying the weight vector w */
+static __device__ inline void ns_mech_dev_send(const ns_mech_ppack *p, int i, double t, double flag, const double *w) {
+    const ns_mech_dev_events *e = &p->dev;
+    if (!e->q_t) return;
+    if (!(t >= p->t)) {
+        ns_mech_dev_fail(p, i, NS_MECH_DEV_SEND, t);
+        return;
+    }
+    const int64_t wi = w && p->wvec ? (int64_t)(w - p->wvec) : -1;
+    const int64_t seq =
+        ns_mech_dev_push(p, i, t, flag, wi >= 0 && wi < e->wvec_len ? (int32_t)(wi / e->n_weights) : -1);
+    if (seq >= 0 && flag == 1.0) e->tq[i] = seq;
+}
+/* WATCH k with its flag from NET_RECEIVE (value: the condition's now); the
+ * first of a call ends the instance's others; one that holds already waits
+ * until it has not (events.c's ev_watch) */
+static __device__ inline void ns_mech_dev_watch(const ns_mech_ppack *p, int i, int k, double flag, int first,
+                                                double value) {
+    const ns_mech_dev_events *e = &p->dev;
+    if (!e->w_on) return;
+    const int64_t at = (int64_t)i * e->n_watch;
+    for (int q = 0; first && q < e->n_watch; ++q) e->w_on[at + q] = 0;
+    e->w_on[at + k] = 1;
+    e->w_flag[at + k] = flag;
+    e->w_above[at + k] = value >= -1e-11;
+}
+/* NEURON's net_move: the latest flag-1 self event, still pending, to t */
+static __device__ inline void ns_mech_dev_move(const ns_mech_ppack *p, int i, double t) {
+    const ns_mech_dev_events *e = &p->dev;
+    if (!e->q_t) return;
+    const int64_t at = (int64_t)i * e->slots;
+    for (int s = 0; s < e->slots && t >= p->t; ++s)
+        if (e->q_seq[at + s] >= 0 && e->q_seq[at + s] == e->tq[i]) {
+            e->q_t[at + s] = t;
+            return;
+        }
+    ns_mech_dev_fail(p, i, NS_MECH_DEV_MOVE, t);
+}
+/* NEURON's net_event: a spike of the instance's source at t */
+static __device__ inline void ns_mech_dev_event(const ns_mech_ppack *p, int i, double t) {
+    const ns_mech_dev_events *e = &p->dev;
+    if (!e->q_t) return;
+    if (!(t >= p->t)) {
+        ns_mech_dev_fail(p, i, NS_MECH_DEV_EVENT, t);
+        return;
+    }
+    if (e->source[i] < 0) return; /* no connection from it */
+    const unsigned long long k = atomicAdd(e->spikes_n, 1ULL);
+    if (k < (unsigned long long)e->spikes_cap) e->spikes[k] = ns_mech_spike{t, e->source[i]};
+    else ns_mech_dev_fail(p, i, NS_MECH_DEV_SPIKES, t);
+}
+#endif
 #if defined(__CUDA_ARCH__)
-#define ns_mech_net_send(p, i, t, flag, w) ((void)0)
-#define ns_mech_net_event(p, i, t) ((void)0)
-#define ns_mech_net_move(p, i, t) ((void)0)
-#define ns_mech_watch(p, i, k, flag, first) ((void)(first))
+#define ns_mech_net_send(p, i, t, flag, w) ns_mech_dev_send((p), (i), (t), (flag), (w))
+#define ns_mech_net_event(p, i, t) ns_mech_dev_event((p), (i), (t))
+#define ns_mech_net_move(p, i, t) ns_mech_dev_move((p), (i), (t))
+#define ns_mech_watch(p, i, k, flag, first, value) ns_mech_dev_watch((p), (i), (k), (flag), (first), (value))
 #define ns_mech_netcon(p, i, q) ((double *)0)
 #else
 #define ns_mech_net_send(p, i, t, flag, w) ((p)->ev ? (p)->ev_send((p)->ev, (i), (t), (flag), (w)) : (void)0)
 #define ns_mech_net_event(p, i, t) ((p)->ev ? (p)->ev_event((p)->ev, (i), (t)) : (void)0)
 #define ns_mech_net_move(p, i, t) ((p)->ev ? (p)->ev_move((p)->ev, (i), (t)) : (void)0)
-#define ns_mech_watch(p, i, k, flag, first) ((p)->ev ? (p)->ev_watch((p)->ev, (i), (k), (flag), (first)) : (void)0)
+#define ns_mech_watch(p, i, k, flag, first, value) \
+    ((p)->ev ? (p)->ev_watch((p)->ev, (i), (k), (flag), (first)) : (void)0)
 #define ns_mech_netcon(p, i, q) ((p)->ev ? (p)->ev_netcon((p)->ev, (i), (q)) : (double *)0)
 #endif
 
@@ -221,10 +355,11 @@ typedef struct ns_mech_ion_use {
 } ns_mech_ion_use;
 
 /* An event for a CUDA NET_RECEIVE launch (device memory): NET_RECEIVE of
- * `instance` with `weight`, the mechanism's t set to `t` [ms]. */
+ * `instance` with `weight`, the mechanism's t set to `t` [ms]; conn (ABI 5):
+ * its connection's weight vector in ppack.wvec, where that is not NULL. */
 typedef struct ns_mech_event {
     double t, weight;
-    int32_t instance, pad_;
+    int32_t instance, conn;
 } ns_mech_event;
 
 typedef void (*ns_mech_fn)(ns_mech_ppack *p);
@@ -343,6 +478,14 @@ typedef struct ns_mech_desc {
      * "not thread safe"): the CPU loop then refuses more than one thread,
      * as NEURON's ParallelContext.nthread does (docs/mechanisms.md, "VERBATIM") */
     const char *thread_unsafe;
+    /* ABI 5: NET_RECEIVE's INITIAL on the device, one call per connection
+     * (events[k]: instance, conn; t 0) in the order given, which groups them by
+     * instance in creation order (ns_mech_cuda_net_fn); NULL without it or
+     * without CUDA. cuda_why_not: why the mechanism has no CUDA entry points
+     * ("FILE:LINE: the construct"), NULL where it has them or the translator
+     * knows no reason (built without CUDA). */
+    ns_mech_cuda_net_fn cuda_net_init;
+    const char *cuda_why_not;
 } ns_mech_desc;
 
 enum {

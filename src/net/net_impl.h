@@ -187,8 +187,15 @@ void ns_net_free(sim_net *net);
  * ns_sim_synapse_set gave a RANDOM variable's ids and position ("R.id1", ...), the rest
  * ns_mech_random_stream's defaults for (the cell, the synapse's index). */
 void ns_net_syn_random(const sim_net *net, const ns_mech_desc *d, int64_t syn, int q, double out[4]);
-/* pointer.c: the addresses of the POINTERs of a block's instances of one
- * point type (pt->desc, the synapses syns[i]) */
+/* pointer.c: POINTER k of synapse syn: its target, or the error naming it
+ * when unconnected (the CPU and GPU loops) */
+ns_status ns_net_pointer_of(const sim_net *net, const ns_mech_desc *d, int64_t syn, int k, const net_ptr **to);
+/* the error of a POINTER k whose target mechanism is not inserted at its compartment */
+ns_status ns_net_pointer_absent(const ns_sim_t *sim, int64_t syn, const ns_mech_desc *d, int k, const net_ptr *to);
+/* instance index of node `node` among a mechanism's nodes on a shape (ascending), -1 where absent */
+int64_t ns_net_instance_at(const sim_mech_shape *ms, int32_t node);
+/* the addresses of the POINTERs of a block's instances of one point type
+ * (pt->desc, the synapses syns[i]) */
 ns_status ns_net_point_pointers(const ns_sim_t *sim, const net_block_in *in, const int64_t *syns, int32_t cnt,
                                 net_point *pt);
 /* the copies of the targets in other blocks, at a step's start */

@@ -17,8 +17,7 @@
 #include "net/net_impl.h"
 #include "sim/sim_impl.h"
 
-/* instance index of node `node` among a mechanism's nodes on a shape (ascending), -1 where absent */
-static int64_t instance_at(const sim_mech_shape *ms, int32_t node) {
+int64_t ns_net_instance_at(const sim_mech_shape *ms, int32_t node) {
     int32_t lo = 0, hi = ms->n;
     while (lo < hi) {
         const int32_t mid = lo + (hi - lo) / 2;
@@ -26,6 +25,14 @@ static int64_t instance_at(const sim_mech_shape *ms, int32_t node) {
         else hi = mid;
     }
     return lo < ms->n && ms->node[lo] == node ? lo : -1;
+}
+
+ns_status ns_net_pointer_absent(const ns_sim_t *sim, int64_t syn, const ns_mech_desc *d, int k, const net_ptr *to) {
+    return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                   "network: synapse %lld (%s): POINTER %s reaches %s, which is not inserted at compartment %d of cell "
+                   "%lld",
+                   (long long)syn, d->name, d->pointer_names[k], sim->model->mechs[to->mech].desc->name, (int)to->node,
+                   (long long)to->cell);
 }
 
 /* the address of `to` in block `tb` at lane l; NULL with the error set */
@@ -36,17 +43,24 @@ static double *target(const ns_sim_t *sim, const net_block_in *tb, int32_t l, co
     const int64_t at = (int64_t)(tb->pos ? tb->pos[to->node] : to->node) * tb->w + l;
     if (to->ion >= 0) return ns_model_block_ion_data(tb->mech, to->ion) + (int64_t)to->q * nw + at;
     if (to->mech < 0) return tb->v + at;
-    const int64_t inst = instance_at(&m->per_shape[(size_t)tb->shape * m->n_mechs + to->mech], to->node);
+    const int64_t inst = ns_net_instance_at(&m->per_shape[(size_t)tb->shape * m->n_mechs + to->mech], to->node);
     if (inst < 0) {
-        ns_fail(NS_ERR_INVALID_ARGUMENT,
-                "network: synapse %lld (%s): POINTER %s reaches %s, which is not inserted at compartment %d of cell "
-                "%lld",
-                (long long)syn, d->name, d->pointer_names[k], m->mechs[to->mech].desc->name, (int)to->node,
-                (long long)to->cell);
+        ns_net_pointer_absent(sim, syn, d, k, to);
         return NULL;
     }
     return ns_model_block_field_data(tb->mech, to->mech, to->field) +
            (int64_t)ns_model_block_slot(tb->mech, to->mech, (int32_t)inst) * tb->w + l;
+}
+
+ns_status ns_net_pointer_of(const sim_net *net, const ns_mech_desc *d, int64_t syn, int k, const net_ptr **to) {
+    const net_syn *sy = &net->syns[syn];
+    *to = sy->ptr_at >= 0 ? &net->ptrs[sy->ptr_at + k] : NULL;
+    if (!*to || (*to)->cell < 0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "network: synapse %lld (%s, cell %lld): POINTER %s is not connected "
+                       "(ns_sim_set_pointer; NEURON's setpointer)",
+                       (long long)syn, d->name, (long long)sy->cell, d->pointer_names[k]);
+    return NS_OK;
 }
 
 ns_status ns_net_point_pointers(const ns_sim_t *sim, const net_block_in *in, const int64_t *syns, int32_t cnt,
@@ -61,14 +75,10 @@ ns_status ns_net_point_pointers(const ns_sim_t *sim, const net_block_in *in, con
     if (!pt->ptr_store || !pt->ptr) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: POINTERs of %s", d->name);
     for (int k = 0; k < d->n_pointers; ++k) pt->ptr[k] = pt->ptr_store + (size_t)k * (size_t)cnt;
     for (int32_t i = 0; i < cnt; ++i) {
-        const net_syn *sy = &net->syns[syns[i]];
         for (int k = 0; k < d->n_pointers; ++k) {
-            const net_ptr *to = sy->ptr_at >= 0 ? &net->ptrs[sy->ptr_at + k] : NULL;
-            if (!to || to->cell < 0)
-                return ns_fail(NS_ERR_INVALID_ARGUMENT,
-                               "network: synapse %lld (%s, cell %lld): POINTER %s is not connected "
-                               "(ns_sim_set_pointer; NEURON's setpointer)",
-                               (long long)syns[i], d->name, (long long)sy->cell, d->pointer_names[k]);
+            const net_ptr *to = NULL;
+            const ns_status st = ns_net_pointer_of(net, d, syns[i], k, &to);
+            if (st != NS_OK) return st;
             /* the target's block and lane: this block first */
             const net_block_in *tb = NULL;
             int32_t l = -1;

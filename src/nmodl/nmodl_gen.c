@@ -490,7 +490,14 @@ static void emit_ex(gen *g, const ex *e) {
         else if (e->op == NM_WATCH_OP) { /* WATCH k: activated with its flag (mechanism.h) */
             put(b, "ns_mech_watch(p, i_, %d, ", (int)e->num);
             emit_ex(g, e->args[1]);
-            put(b, ", watch_rm_++ == 0)");
+            /* and the condition's value now (the device's; the host's queue asks watch_value) */
+            const ex *c = e->args[0];
+            const int gt = c->op == '>' || c->op == 'g';
+            put(b, ", watch_rm_++ == 0, (");
+            emit_ex(g, gt ? c->a : c->b);
+            put(b, ") - (");
+            emit_ex(g, gt ? c->b : c->a);
+            put(b, "))");
             return;
         }
         else if (nm_event_call(e->text, NULL, NULL)) { /* mechanism.h's ns_mech_net_*: the loop's queue */
@@ -2227,17 +2234,21 @@ static void emit_desc(gen *g, const char *why) {
     put(g->b, "#ifdef NS_MECH_WITH_CUDA\nint nsm_%s_cuda_init(const ns_mech_ppack *, void *);\n"
               "int nsm_%s_cuda_current(const ns_mech_ppack *, void *);\nint nsm_%s_cuda_state(const ns_mech_ppack *, void *);\n",
         n, n, n);
-    /* events and per-connection state stay on the host: no CUDA entry points
-     * (the GPU loop refuses the mechanism, docs/mechanisms.md "Events") */
-    const int host_only = m->events || m->artificial || m->n_net_args > 1 || m->verbatim || nm_hooks(m);
+    /* self events, net_event, WATCH, artificial cells, VERBATIM and the hooks
+     * stay on the host: no CUDA entry points, and cuda_why_not says where
+     * (the GPU loop refuses the mechanism, docs/mechanisms.md "Events");
+     * per-connection state and NET_RECEIVE's INITIAL run on the device */
+    const int host_only = nm_cuda_host_only(m);
+    const int cuda_init = !host_only && m->net_initial;
     if (host_only)
         put(g->b, "#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n"
                   "#endif\n");
     else if (m->net_receive)
         put(g->b, "int nsm_%s_cuda_net_receive(const ns_mech_ppack *, const ns_mech_event *, const int64_t *, int64_t, "
-                  "void *);\n#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state, "
+                  "void *);\n%s%s%s#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state, "
                   "nsm_##x##_cuda_net_receive\n#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#endif\n",
-            n);
+            n, cuda_init ? "int nsm_" : "", cuda_init ? n : "",
+            cuda_init ? "_cuda_net_init(const ns_mech_ppack *, const ns_mech_event *, const int64_t *, int64_t, void *);\n" : "");
     else
         put(g->b, "#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state, NULL\n"
                   "#else\n#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#endif\n");
@@ -2267,6 +2278,15 @@ static void emit_desc(gen *g, const char *why) {
     put_cstr(g->b, why);
     put(g->b, ",\n    "); /* ABI 5: why not thread-safe (nmodl_verbatim.c) */
     put_cstr(g->b, m->thread_unsafe);
+    /* ABI 5: NET_RECEIVE's INITIAL on the device; why there is no CUDA code */
+    if (cuda_init) put(g->b, ",\n#ifdef NS_MECH_WITH_CUDA\n    nsm_%s_cuda_net_init,\n#else\n    NULL,\n#endif\n    ", n);
+    else put(g->b, ",\n    NULL, ");
+    char gpu_why[300] = "";
+    if (m->verbatim) {
+        const st *v = nm_verbatim_first(m);
+        snprintf(gpu_why, sizeof gpu_why, "%s:%d: VERBATIM C is host C, run on the CPU loop only", v->file, v->file_line);
+    }
+    put_cstr(g->b, !host_only ? NULL : m->verbatim ? gpu_why : m->gpu_why[0] ? m->gpu_why : "events run on the CPU loop only");
     put(g->b, "};\n");
 }
 
@@ -2293,10 +2313,91 @@ static void emit_cuda(gen *g) {
                   "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
             n, what[k], n, what[k], n, what[k], n, what[k]);
     }
-    if (g->m->net_receive && !g->m->events && !g->m->artificial && g->m->n_net_args == 1)
-        /* the events of one step: an instance's events are adjacent, in
-         * delivery order; the thread at the first of them applies them all */
+    if (nm_cuda_host_only(g->m)) return;
+    /* the events of one step (or the connections of NET_RECEIVE's INITIAL):
+     * an instance's are adjacent, in delivery order; the thread at the first
+     * of them applies them all; the weight vector is the connection's in
+     * pp.wvec (per-connection state, written back) or the event's weight */
+    if (g->m->net_receive && (g->m->events & (NS_MECH_EV_SEND | NS_MECH_EV_WATCH))) {
+        /* self events (mechanism.h's ns_mech_dev_events): a thread per instance
+         * each step delivers its due connection events (range: the step's,
+         * sorted by instance, time, number; NULL: none) and its self events
+         * due at *pp.dev.until, merged in NEURON's order (time; at one time a
+         * connection's first, self events in send order), those it sends
+         * meanwhile included */
+        const int nw = g->m->n_net_args;
         put(g->b, "__global__ void nsm_%s_k_net_receive(ns_mech_ppack pp, const ns_mech_event *ev, const int64_t *range) {\n"
+                  "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                  "    if (i >= pp.n) return;\n"
+                  "    int64_t q = 0, e = 0;\n"
+                  "    if (range) {\n"
+                  "        int64_t lo = range[0], hi = range[1];\n"
+                  "        e = hi;\n"
+                  "        while (lo < hi) {\n"
+                  "            const int64_t mid = lo + (hi - lo) / 2;\n"
+                  "            if (ev[mid].instance < i) lo = mid + 1;\n"
+                  "            else hi = mid;\n"
+                  "        }\n"
+                  "        q = lo;\n"
+                  "    }\n"
+                  "    const double until = *pp.dev.until;\n"
+                  "    const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;\n"
+                  "    const int S = pp.dev.slots;\n"
+                  "    const int64_t at = (int64_t)i * S;\n",
+            g->m->name);
+        if (g->m->n_watch)
+            put(g->b,
+                  "    for (int k = 0; pp.dev.w_on && k < pp.dev.n_watch; ++k) { /* WATCH at the step's start, first */\n"
+                  "        const int64_t wk = (int64_t)i * pp.dev.n_watch + k;\n"
+                  "        if (!pp.dev.w_on[wk]) continue;\n"
+                  "        pp.t = *pp.dev.t_step;\n"
+                  "        if (!(nsm_%s_watch_one(&pp, i, node, k) > 0.0)) {\n"
+                  "            pp.dev.w_above[wk] = 0;\n"
+                  "            continue;\n"
+                  "        }\n"
+                  "        if (pp.dev.w_above[wk]) continue;\n"
+                  "        pp.dev.w_above[wk] = 1;\n"
+                  "        ns_mech_dev_push(&pp, i, pp.t, pp.dev.w_flag[wk], -1);\n"
+                  "    }\n",
+                g->m->name);
+        put(g->b,
+                  "    for (;;) {\n"
+                  "        int b = -1;\n"
+                  "        for (int s = 0; s < S; ++s) {\n"
+                  "            if (pp.dev.q_seq[at + s] < 0 || !(pp.dev.q_t[at + s] <= until)) continue;\n"
+                  "            if (b < 0 || pp.dev.q_t[at + s] < pp.dev.q_t[at + b] ||\n"
+                  "                (pp.dev.q_t[at + s] == pp.dev.q_t[at + b] && pp.dev.q_seq[at + s] < pp.dev.q_seq[at + b]))\n"
+                  "                b = s;\n"
+                  "        }\n"
+                  "        const int conn = q < e && ev[q].instance == i;\n"
+                  "        if (!conn && b < 0) break;\n"
+                  "        if (conn && (b < 0 || ev[q].t <= pp.dev.q_t[at + b])) {\n"
+                  "            pp.t = ev[q].t;\n"
+                  "            double w1 = ev[q].weight;\n"
+                  "            double *w = pp.wvec ? pp.wvec + (int64_t)ev[q].conn * %d : &w1;\n"
+                  "            nsm_%s_net_receive_one(&pp, i, node, w, 0.0);\n"
+                  "            ++q;\n"
+                  "        } else {\n"
+                  "            pp.t = pp.dev.q_t[at + b];\n"
+                  "            const double flag = pp.dev.q_flag[at + b];\n"
+                  "            const int32_t c = pp.dev.q_conn[at + b];\n"
+                  "            pp.dev.q_seq[at + b] = -1;\n"
+                  "            double wz[%d] = {0};\n"
+                  "            double *w = c >= 0 && pp.wvec ? pp.wvec + (int64_t)c * %d : wz;\n"
+                  "            nsm_%s_net_receive_one(&pp, i, node, w, flag);\n"
+                  "        }\n    }\n}\n"
+                  "extern \"C\" int nsm_%s_cuda_net_receive(const ns_mech_ppack *p, const ns_mech_event *events, "
+                  "const int64_t *range, int64_t max, void *stream) {\n"
+                  "    (void)max;\n    if (p->n <= 0) return 0;\n    const int threads = 128;\n"
+                  "    nsm_%s_k_net_receive<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p, events, range);\n"
+                  "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
+            nw, g->m->name, nw, nw, g->m->name, g->m->name, g->m->name);
+    }
+    for (int k = 0; k < 2; k++) {
+        const char *fn = k ? "net_init" : "net_receive";
+        if (!(k ? g->m->net_initial : g->m->net_receive) || (!k && (g->m->events & (NS_MECH_EV_SEND | NS_MECH_EV_WATCH))))
+            continue;
+        put(g->b, "__global__ void nsm_%s_k_%s(ns_mech_ppack pp, const ns_mech_event *ev, const int64_t *range) {\n"
                   "    const int64_t b = range[0], e = range[1];\n"
                   "    for (int64_t k = b + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < e;\n"
                   "         k += (int64_t)gridDim.x * blockDim.x) {\n"
@@ -2305,17 +2406,19 @@ static void emit_cuda(gen *g) {
                   "        const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;\n"
                   "        for (int64_t q = k; q < e && ev[q].instance == i; ++q) {\n"
                   "            pp.t = ev[q].t;\n"
-                  "            double w = ev[q].weight;\n"
-                  "            nsm_%s_net_receive_one(&pp, i, node, &w, 0.0);\n"
+                  "            double w1 = ev[q].weight;\n"
+                  "            double *w = pp.wvec ? pp.wvec + (int64_t)ev[q].conn * %d : &w1;\n"
+                  "            nsm_%s_%s_one(&pp, i, node, w%s);\n"
                   "        }\n    }\n}\n"
-                  "extern \"C\" int nsm_%s_cuda_net_receive(const ns_mech_ppack *p, const ns_mech_event *events, "
+                  "extern \"C\" int nsm_%s_cuda_%s(const ns_mech_ppack *p, const ns_mech_event *events, "
                   "const int64_t *range, int64_t max, void *stream) {\n"
                   "    if (max <= 0) return 0;\n    const int threads = 128;\n"
                   "    const int64_t want = (max + threads - 1) / threads;\n"
                   "    const unsigned blocks = (unsigned)(want < 1024 ? want : 1024);\n"
-                  "    nsm_%s_k_net_receive<<<blocks, threads, 0, (cudaStream_t)stream>>>(*p, events, range);\n"
+                  "    nsm_%s_k_%s<<<blocks, threads, 0, (cudaStream_t)stream>>>(*p, events, range);\n"
                   "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
-            n, n, n, n);
+            n, fn, g->m->n_net_args, n, fn, k ? "" : ", 0.0", n, fn, n, fn);
+    }
 }
 
 ns_status ns_nmodl_emit(const ns_nmodl_t *m, ns_nmodl_target target, char **text) {

@@ -194,6 +194,7 @@ struct ns_nmodl {
     stlist *net_initial;
     int artificial;
     unsigned events;
+    char gpu_why[200];   /* "FILE:LINE: construct": the first that keeps it off the GPU loop ("" none) */
     ex **watch_cond;     /* WATCH conditions in file order (a > b or a < b) */
     int n_watch;
     int n_fields, n_params, n_assigned, n_states, n_globals, table_size;
@@ -220,6 +221,13 @@ static inline int nm_hooks(const struct ns_nmodl *m) {
     for (int h = 0; h < NS_MECH_N_HOOKS; h++)
         if (m->hooks[h]) return 1;
     return m->n_ftables > 0;
+}
+
+/* A mechanism without CUDA entry points: FOR_NETCONS, VERBATIM, hooks
+ * (m->gpu_why says where); per-connection state, NET_RECEIVE's INITIAL, self
+ * events, net_event, net_move, WATCH and ARTIFICIAL_CELL have them */
+static inline int nm_cuda_host_only(const struct ns_nmodl *m) {
+    return (m->events & (unsigned)NS_MECH_EV_NETCONS) || m->verbatim || nm_hooks(m);
 }
 
 /* nmodl_kinetic.c: lower KINETIC block b of m (its reactions, CONSERVE and

@@ -91,6 +91,14 @@ static int perr(parser *p, ns_status status, int line, const char *fmt, ...) {
     return -1;
 }
 
+/* The first construct that keeps the mechanism on the CPU loop (ns_mech_desc.cuda_why_not) */
+static void cpu_only(parser *p, int line, const char *what) {
+    if (p->m->gpu_why[0]) return;
+    const int f = line >> LINE_BITS;
+    snprintf(p->m->gpu_why, sizeof p->m->gpu_why, "%s:%d: %s", f < p->n_files ? p->files[f] : p->file,
+             line & ((1 << LINE_BITS) - 1), what);
+}
+
 static const char *const UNSUPPORTED[] = {
     "PARTIAL",
     "DISCRETE", "LONGITUDINAL_DIFFUSION", "EXTERNAL",
@@ -1430,6 +1438,7 @@ static int parse_callable(parser *p, int kind, int alg, int ftable) {
                         b->n_args);
         if (!(b->body = nm_calloc(AR, 1, sizeof *b->body))) return -1;
         b->ftable = ++p->m->n_ftables;
+        cpu_only(p, b->line, "FUNCTION_TABLE runs on the CPU loop only");
         return add_block(p, b);
     }
     if (!(b->body = parse_block(p, b))) return -1;
@@ -1549,6 +1558,8 @@ static int parse_top(parser *p) {
             stlist *l = parse_block(p, NULL);
             if (!l) return -1;
             if (!m->hooks[h]) m->hooks_line[h] = t->line;
+            cpu_only(p, t->line, h < NS_MECH_CONSTRUCTOR ? "a BEFORE/AFTER block runs on the CPU loop only"
+                                                         : "CONSTRUCTOR/DESTRUCTOR runs on the CPU loop only");
             if (append_block(p, &m->hooks[h], l, label, t->line)) return -1;
         } else if (!strcmp(k, "DERIVATIVE")) {
             if (parse_callable(p, B_DERIVATIVE, 0, 0)) return -1;
@@ -1699,6 +1710,7 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
             if (why) return perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s %s", e->text, why);
             p->m->events |= evf;
             if (!p->ev_line) p->ev_line = line;
+
         }
         if (b && (b->kind == B_DERIVATIVE || b->kind == B_KINETIC))
             return perr(p, NS_ERR_PARSE, line, "%s %s called as a function", b->kind == B_KINETIC ? "KINETIC" : "DERIVATIVE",
@@ -1812,6 +1824,7 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
                 if (check_list(p, s->then_, owner, scope, n_scope)) return -1;
                 *n_scope = at;
                 p->m->events |= NS_MECH_EV_NETCONS;
+                cpu_only(p, s->line, "FOR_NETCONS runs on the CPU loop only");
                 break;
             }
             if (check_ex(p, s->e, *scope, *n_scope, s->line)) return -1;

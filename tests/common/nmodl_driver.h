@@ -93,7 +93,7 @@ static int add_mech(comp *c, const ns_mech_desc *d) {
     m->weight = 1e2 / AREA;
     m->p = (ns_mech_ppack){1, 0, NULL, 0.0, DT, c->celsius, &c->v, &c->rhs, &c->d,
                            d->kind == NS_MECH_POINT ? &m->weight : NULL, m->fp, m->globals, m->table, m->ions,
-                           NULL, &c->area, &c->diam, NULL, NULL, NULL, NULL, NULL, NULL, c->ftable, NULL};
+                           NULL, &c->area, &c->diam, NULL, NULL, NULL, NULL, NULL, NULL, c->ftable, NULL, NULL, {0}};
     c->area = AREA;
     c->diam = 20.0;
     return 0;

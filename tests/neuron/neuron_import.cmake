@@ -9,5 +9,5 @@ if(NS_HAVE_CUDA)
   add_test(NAME neuron_import_cuda
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_neuron_import.py $<TARGET_FILE:neurosolve_cli>
             ${PROJECT_SOURCE_DIR} cuda)
-  set_tests_properties(neuron_import_cuda PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  set_tests_properties(neuron_import_cuda PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
 endif()

@@ -70,9 +70,13 @@ static int compare(const ns_mech_desc *d) {
     if (host_only(d)) {
         CHECK_MSG(!d->cuda_init && !d->cuda_current && !d->cuda_state, "%s: CPU-only, yet CUDA entry points",
                   d->name);
+        /* and says why: FILE:LINE and the construct (ns_mech_desc.cuda_why_not) */
+        CHECK_MSG(d->cuda_why_not && strstr(d->cuda_why_not, ".mod:") && strstr(d->cuda_why_not, "CPU loop only"),
+                  "%s: no reason given (%s)", d->name, d->cuda_why_not ? d->cuda_why_not : "NULL");
         ++n_host_only;
         return 0;
     }
+    CHECK_MSG(!d->cuda_why_not, "%s: CUDA entry points, yet a reason for none: %s", d->name, d->cuda_why_not);
     const int point = d->kind == NS_MECH_POINT;
     const int nodes = point ? NODES : N;
     const int nf = d->n_fields, ni = d->n_ions;

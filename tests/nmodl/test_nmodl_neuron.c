@@ -273,7 +273,7 @@ static void many_setup(many *m, const ns_mech_desc *d, int scattered) {
     m->p = (ns_mech_ppack){NI, 0, scattered ? m->index : NULL, 0.0, DT, 34.0, m->v, m->rhs, m->d,
                            d->kind == NS_MECH_POINT ? m->weight : NULL, m->fp, m->globals, m->table, m->ions,
                            d->n_pointers ? (double *const *const *)m->pp : NULL, m->area, m->diam,
-                           NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+                           NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, {0}};
     if (d->n_ftables) m->p.ftable = ftab_tables(); /* ftab.mod's (the one file with FUNCTION_TABLEs) */
 }
 

@@ -14,7 +14,11 @@
  *      connection to a synapse without NET_RECEIVE, a density mechanism
  *      with a POINTER, all naming what is wrong;
  *   4. the network file's `pointer` statement: the pair of part 1 from a
- *      file, bit for bit as through the C API.
+ *      file, bit for bit as through the C API;
+ *   5. `test_nmodl_pointer cuda` (ctest test_nmodl_pointer_cuda; skips without
+ *      a GPU or CUDA): gap.mod built with nvcc on the GPU loop: the pair of
+ *      part 1 against NEURON's trace as on the CPU, and vgap -> ena, -> v of
+ *      another cell and -> a field of hh (m_hh) against the CPU loop's run.
  * Without a C compiler the test skips (77). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -44,6 +48,8 @@ typedef struct sim_case {
     double r;
 } sim_case;
 
+static ns_backend BACKEND = NS_BACKEND_CPU; /* the loop that make() builds on */
+
 static ns_sim_t *make(ns_mech_library_t *lib, const ns_cell_t *cell, const sim_case *c, ns_sim_model_t **model) {
     ns_sim_t *sim = NULL;
     CHECK_OK(ns_sim_model_create(lib, model));
@@ -56,7 +62,7 @@ static ns_sim_t *make(ns_mech_library_t *lib, const ns_cell_t *cell, const sim_c
     p.dt = DT;
     ns_sim_options o;
     ns_sim_options_init(&o);
-    o.backend = NS_BACKEND_CPU;
+    o.backend = BACKEND;
     o.threads = c->threads;
     o.model = *model;
     const ns_cell_t *shapes[1] = {cell};
@@ -263,8 +269,79 @@ static void refusals(ns_mech_library_t *lib, const ns_cell_t *cell) {
     ns_sim_model_destroy(model);
 }
 
-int main(void) {
+#ifdef NS_NVCC
+/* 5. the GPU loop: NEURON's pair, and each kind of target against the CPU loop */
+static int on_gpu(ns_cell_t *cell) {
+    int devices = 0;
+    if (ns_cuda_device_count(&devices) != NS_OK || devices == 0) {
+        printf("SKIP: no GPU\n");
+        return 77;
+    }
+    ns_mechanisms_build_options bo = {0};
+    bo.nvcc = NS_NVCC;
+    bo.cuda_arch = NS_CUDA_ARCH;
+    int skip = 0;
+    char *dir = tmp("mod");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/../../data/mechanisms/test/gap.mod %s/", dir, NS_TEST_DATA, dir);
+    CHECK(system(cmd) == 0);
+    ns_mech_library_t *lib = test_mech_build(dir, "libgap_cuda.so", &bo, &skip);
+    if (skip) return 77;
+    int n = 0;
+    double *ref = read_gap(&n);
+    CHECK_MSG(ref && n == STEPS + 1, "cannot read NEURON's gap trace (%d rows)", n);
+    const sim_case pair = {2, 1, "all.insert = hh\n", 2, NULL, 100.0};
+    BACKEND = NS_BACKEND_CUDA;
+    double *a = lib ? run(lib, cell, &pair, NULL) : NULL;
+    for (int k = 0; ref && n == STEPS + 1 && a && k < 2; ++k) {
+        double sum = 0.0, worst = 0.0;
+        for (int j = 0; j <= STEPS; ++j) {
+            const double dv = a[2 * j + k] - ref[3 * j + 1 + k];
+            sum += dv * dv;
+            worst = fmax(worst, fabs(dv));
+        }
+        printf("GPU gap junction, cell %d: RMS of v against NEURON %.3e mV, max %.3e mV\n", k, sqrt(sum / (STEPS + 1)),
+               worst);
+        CHECK_MSG(sqrt(sum / (STEPS + 1)) <= 1e-6 && worst <= 1e-5, "GPU, cell %d: %g mV from NEURON's", k, worst);
+    }
+    free(a);
+    free(ref);
+    /* an ion's variable, v of the other cell (three cells: the group's second), a field of hh */
+    const sim_case cases[3] = {{2, 1, "all.insert = hh\n", 1, "ena", 300.0},
+                               {3, 1, "all.insert = hh\n", 2, NULL, 100.0},
+                               {2, 1, "all.insert = hh\n", 1, "m_hh", 1e4}};
+    for (int c = 0; lib && c < 3; ++c) {
+        BACKEND = NS_BACKEND_CPU;
+        double *x = run(lib, cell, &cases[c], NULL);
+        BACKEND = NS_BACKEND_CUDA;
+        double *y = run(lib, cell, &cases[c], NULL);
+        double worst = 0.0;
+        for (int j = 0; x && y && j < 2 * (STEPS + 1); ++j) worst = fmax(worst, fabs(x[j] - y[j]));
+        printf("GPU POINTER case %d: max %.3e mV from the CPU loop\n", c, worst);
+        CHECK_MSG(x && y && worst <= 1e-6, "GPU POINTER case %d: %g mV from the CPU loop", c, worst);
+        free(x);
+        free(y);
+    }
+    ns_mech_library_close(lib);
+    return 0;
+}
+#endif
+
+int main(int argc, char **argv) {
     if (tmpdir_make("ns_nmodl_pointer")) return 1;
+    if (argc > 1 && !strcmp(argv[1], "cuda")) {
+#ifdef NS_NVCC
+        ns_cell_t *cell = test_cylinder();
+        const int rc = cell ? on_gpu(cell) : 1;
+        ns_cell_destroy(cell);
+        tmpdir_remove();
+        return rc == 77 ? 77 : check_summary("test_nmodl_pointer cuda");
+#else
+        printf("SKIP: built without CUDA\n");
+        tmpdir_remove();
+        return 77;
+#endif
+    }
     int skip = 0;
     ns_mech_library_t *lib = test_mech_from_files(NS_TEST_DATA "/../../data/mechanisms/test/gap.mod", "libgap.so", &skip);
     if (skip) return tmpdir_remove(), 77;

@@ -44,8 +44,9 @@ __global__ void nsm_Exp2Syn_k_net_receive(ns_mech_ppack pp, const ns_mech_event 
         const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;
         for (int64_t q = k; q < e && ev[q].instance == i; ++q) {
             pp.t = ev[q].t;
-            double w = ev[q].weight;
-            nsm_Exp2Syn_net_receive_one(&pp, i, node, &w, 0.0);
+            double w1 = ev[q].weight;
+            double *w = pp.wvec ? pp.wvec + (int64_t)ev[q].conn * 1 : &w1;
+            nsm_Exp2Syn_net_receive_one(&pp, i, node, w, 0.0);
         }
     }
 }

@@ -995,4 +995,5 @@ const ns_mech_desc nsm_hh_desc = {
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     0, nsm_hh_ftnames, nsm_hh_ftdims,
     nsm_hh_vjp_init, nsm_hh_vjp_current, nsm_hh_vjp_state, NULL,
-    NULL};
+    NULL,
+    NULL, NULL};

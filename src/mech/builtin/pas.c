@@ -341,4 +341,5 @@ const ns_mech_desc nsm_pas_desc = {
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     0, nsm_pas_ftnames, nsm_pas_ftdims,
     nsm_pas_vjp_init, nsm_pas_vjp_current, nsm_pas_vjp_state, NULL,
-    NULL};
+    NULL,
+    NULL, NULL};

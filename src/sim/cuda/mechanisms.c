@@ -41,7 +41,7 @@ static ns_status host_hooks_refused(const ns_mech_desc *d) {
 typedef struct gpu_mech {
     ns_mech_ppack p;       /* device pointers; t, dt, celsius set per call */
     double *fields;        /* device: n_fields arrays of p.n */
-    void *allocs[8];
+    void *allocs[12];
     int n_allocs;
 } gpu_mech;
 
@@ -449,12 +449,19 @@ void ns_gpu_model_point(const gpu_model *g, int32_t slot, const ns_mech_desc **d
 }
 
 ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, const ns_mech_event *events,
-                               const int64_t *range, int64_t max, cudaStream_t stream) {
-    if (max <= 0) return NS_OK;
+                               const int64_t *range, int64_t max, const double *until, const double *t_step,
+                               ns_mech_spike *spikes, unsigned long long *spikes_n, int64_t spikes_cap,
+                               cudaStream_t stream) {
+    if (max <= 0 && !ns_gpu_model_point_self(g, slot)) return NS_OK;
     if (!g->pt_desc[slot]->cuda_net_receive) /* ns_sim_connect never makes it a target */
         return ns_fail(NS_ERR_INTERNAL, "network: events for %s, which has no NET_RECEIVE", g->pt_desc[slot]->name);
     gpu_mech *gm = &g->pt[slot];
     set_time(gm, 0.0, sim); /* each event sets t */
+    gm->p.dev.until = until;
+    gm->p.dev.t_step = t_step;
+    gm->p.dev.spikes = spikes;
+    gm->p.dev.spikes_n = spikes_n;
+    gm->p.dev.spikes_cap = spikes_cap;
     return launched(g->pt_desc[slot]->cuda_net_receive(&gm->p, events, range, max, stream), "NET_RECEIVE",
                     g->pt_desc[slot]->name);
 }
@@ -464,8 +471,213 @@ static int cmp_pair(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* what the device versions of net_send, net_event and net_move need (mechanism.h) */
+#define DEV_EVENTS (NS_MECH_EV_SEND | NS_MECH_EV_EVENT | NS_MECH_EV_MOVE | NS_MECH_EV_WATCH)
+#define DEV_SLOTS 4 /* self events an instance may have pending on the GPU loop */
+
+typedef struct dev_error {
+    int code, inst;
+    double t;
+} dev_error;
+
+/* A point type's self-event slots (free), numbers, flag-1 numbers (none),
+ * sources and error, in one device allocation (ns_mech_dev_events); the
+ * spike buffer and the step's bound are set per delivery. */
+static ns_status dev_events(gpu_mech *gm, const ns_mech_desc *d, int64_t cnt, const int64_t *src_h) {
+    const size_t n = (size_t)(cnt > 0 ? cnt : 1), q = n * DEV_SLOTS;
+    const size_t nw = n * (size_t)d->n_watch;
+    const size_t bytes = sizeof(dev_error) + q * (2 * sizeof(double) + sizeof(int64_t) + sizeof(int32_t)) +
+                         n * 3 * sizeof(int64_t) + nw * (sizeof(double) + 2) + 64;
+    unsigned char *blk = NULL;
+    ns_status st = alloc_up(gm, (void **)&blk, NULL, bytes);
+    if (st != NS_OK) return st;
+    ns_mech_dev_events *e = &gm->p.dev;
+    dev_error *err = (dev_error *)blk;
+    size_t at = sizeof *err;
+    e->q_t = (double *)(blk + at), at += q * sizeof(double);
+    e->q_flag = (double *)(blk + at), at += q * sizeof(double);
+    e->q_seq = (int64_t *)(blk + at), at += q * sizeof(int64_t);
+    e->next_seq = (int64_t *)(blk + at), at += n * sizeof(int64_t);
+    e->tq = (int64_t *)(blk + at), at += n * sizeof(int64_t);
+    int64_t *src = (int64_t *)(blk + at);
+    e->source = src, at += n * sizeof(int64_t);
+    if (nw > 0) e->w_flag = (double *)(blk + at), at += nw * sizeof(double);
+    e->q_conn = (int32_t *)(blk + at), at += q * sizeof(int32_t);
+    if (nw > 0) {
+        e->n_watch = d->n_watch;
+        e->w_on = blk + at, at += nw;
+        e->w_above = blk + at;
+    }
+    e->slots = DEV_SLOTS;
+    e->n_weights = d->n_weights > 0 ? d->n_weights : 1;
+    e->error = &err->code;
+    e->error_inst = &err->inst;
+    e->error_t = &err->t;
+    cudaError_t c = cudaMemset(blk, 0, bytes);
+    if (c == cudaSuccess) c = cudaMemset(e->q_seq, 0xFF, q * sizeof(int64_t)); /* -1: free */
+    if (c == cudaSuccess) c = cudaMemset(e->tq, 0xFF, n * sizeof(int64_t));
+    if (c == cudaSuccess && cnt > 0) c = cudaMemcpy(src, src_h, (size_t)cnt * sizeof *src, cudaMemcpyHostToDevice);
+    return c == cudaSuccess ? NS_OK : ns_cuda_status(c, "network: GPU events", __FILE__, __LINE__);
+}
+
+int ns_gpu_model_point_self(const gpu_model *g, int32_t slot) {
+    return (g->pt_desc[slot]->events & (NS_MECH_EV_SEND | NS_MECH_EV_WATCH)) != 0;
+}
+
+ns_status ns_gpu_model_events_check(const gpu_model *g) {
+    for (int32_t k = 0; g && k < g->n_points; ++k) {
+        if (!g->pt[k].p.dev.error) continue;
+        dev_error e;
+        NS_CUDA_TRY(cudaMemcpy(&e, g->pt[k].p.dev.error, sizeof e, cudaMemcpyDeviceToHost));
+        static const char *const what[] = {"", "a self event with its instance's slots all taken (the GPU loop keeps "
+                                               "4 pending per instance; use the CPU backend)",
+                                           "net_send with a negative delay",
+                                           "net_move with no self event of flag 1 pending, or to a time before t",
+                                           "net_event at a time before t",
+                                           "more net_event spikes in one interval than the GPU loop's buffer holds "
+                                           "(use the CPU backend)"};
+        if (e.code != 0)
+            return ns_fail(NS_ERR_INVALID_ARGUMENT, "network: %s instance %d at t = %.17g ms: %s", g->pt_desc[k]->name,
+                           e.inst, e.t, e.code > 0 && e.code <= 5 ? what[e.code] : "an unknown error");
+    }
+    return NS_OK;
+}
+
+/* The POINTERs of a point type's cnt instances (synapses ids[i]; local: the
+ * group's cell of each cell) as device addresses: a cell's v, an ion's
+ * variable or another mechanism's field at a compartment of a cell in the
+ * group, read and written in place (as the CPU loop's in-block POINTERs: in
+ * the current phase every v is the step's start). *out: n_pointers device
+ * arrays of cnt addresses (ns_mech_ppack.pointer). */
+static ns_status points_pointers(const ns_sim_t *sim, const gpu_model *g, gpu_mech *gm, const ns_mech_desc *d,
+                                 const int64_t *ids, int64_t cnt, const int64_t *local, const int64_t *cell_id,
+                                 const int64_t *cell_base, double ****out) {
+    const sim_net *net = sim->net;
+    const sim_model *model = g->model;
+    const size_t np = (size_t)d->n_pointers, n = (size_t)(cnt > 0 ? cnt : 1);
+    double **addr = malloc(np * n * sizeof *addr);
+    double ***rows = malloc(np * sizeof *rows);
+    if (!addr || !rows) {
+        free(addr), free(rows);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: POINTERs of %s", d->name);
+    }
+    ns_status st = NS_OK;
+    for (int64_t i = 0; st == NS_OK && i < cnt; ++i)
+        for (int k = 0; st == NS_OK && k < d->n_pointers; ++k) {
+            const net_ptr *to = NULL;
+            if ((st = ns_net_pointer_of(net, d, ids[i], k, &to)) != NS_OK) break;
+            const int64_t j = local[to->cell];
+            if (j < 0) {
+                st = ns_fail(NS_ERR_INTERNAL, "network: synapse %lld (%s): POINTER %s: cell %lld is not in the GPU "
+                             "tree group", (long long)ids[i], d->name, d->pointer_names[k], (long long)to->cell);
+                break;
+            }
+            const int64_t node = node_at(g, cell_base, j, to->node);
+            double *a;
+            if (to->ion >= 0) a = g->ion + (size_t)(5 * to->ion + to->q) * (size_t)g->nodes + (size_t)node;
+            else if (to->mech < 0) a = g->v + node;
+            else {
+                const int32_t shape = sim->cell_shape[to->cell];
+                const int64_t inst = ns_net_instance_at(&model->per_shape[(size_t)shape * model->n_mechs + to->mech],
+                                                        to->node);
+                if (inst < 0) {
+                    st = ns_net_pointer_absent(sim, ids[i], d, k, to);
+                    break;
+                }
+                int64_t first = 0; /* the cell's instances follow those of the group's cells before it */
+                for (int64_t c = 0; c < j; ++c)
+                    first += model->per_shape[(size_t)sim->cell_shape[cell_id[c]] * model->n_mechs + to->mech].n;
+                const gpu_mech *tm = &g->m[to->mech];
+                a = tm->fields + (size_t)to->field * (size_t)tm->p.n + (size_t)(first + inst);
+            }
+            addr[(size_t)k * n + (size_t)i] = a;
+        }
+    double **addr_d = NULL;
+    if (st == NS_OK) st = alloc_up(gm, (void **)&addr_d, addr, np * n * sizeof *addr);
+    for (size_t k = 0; st == NS_OK && k < np; ++k) rows[k] = addr_d + k * n;
+    double ***rows_d = NULL;
+    if (st == NS_OK) st = alloc_up(gm, (void **)&rows_d, rows, np * sizeof *rows);
+    free(addr);
+    free(rows);
+    *out = st == NS_OK ? rows_d : NULL;
+    return st;
+}
+
+/* The connections' weight vectors of each point type (NET_RECEIVE's arguments:
+ * the weight, then per-connection state), conn_w[k] connection k's within
+ * its type's in creation order, from net.c's (the CPU loop's sim_net.wvec);
+ * then NET_RECEIVE's INITIAL of each connection (events.c's
+ * ns_net_events_init): per instance in creation order, after every INITIAL. */
+static ns_status points_wvec(const ns_sim_t *sim, gpu_model *g, const int32_t *syn_slot, const int32_t *syn_inst,
+                             int32_t *conn_w, cudaStream_t stream) {
+    const sim_net *net = sim->net;
+    int64_t *count = calloc((size_t)g->n_points + 1, sizeof *count);
+    if (!count) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU weight vectors");
+    ns_status st = NS_OK;
+    for (int64_t k = 0; k < net->n_conns; ++k) {
+        const int32_t t = syn_slot[net->conns[k].synapse];
+        if (count[t] >= INT32_MAX) {
+            st = ns_fail(NS_ERR_SIZE, "network: %lld connections to %s (the GPU loop takes < 2^31 per type)",
+                         (long long)count[t], g->pt_desc[t]->name);
+            break;
+        }
+        conn_w[k] = (int32_t)count[t]++;
+    }
+    for (int32_t t = 0; st == NS_OK && t < g->n_points; ++t) {
+        const ns_mech_desc *d = g->pt_desc[t];
+        gpu_mech *gm = &g->pt[t];
+        const int nw = d->n_weights > 0 ? d->n_weights : 1;
+        const int64_t n = count[t];
+        double *w_h = malloc((size_t)(n > 0 ? n : 1) * (size_t)nw * sizeof *w_h);
+        ns_mech_event *ev_h = d->cuda_net_init ? malloc((size_t)(n > 0 ? n : 1) * sizeof *ev_h) : NULL;
+        int64_t *begin = d->cuda_net_init ? calloc((size_t)gm->p.n + 1, sizeof *begin) : NULL;
+        if (!w_h || (d->cuda_net_init && (!ev_h || !begin))) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU weight vectors");
+        for (int64_t k = 0; st == NS_OK && k < net->n_conns; ++k) {
+            const net_conn *c = &net->conns[k];
+            if (syn_slot[c->synapse] != t) continue;
+            for (int a = 0; a < nw; ++a)
+                w_h[(size_t)conn_w[k] * (size_t)nw + (size_t)a] = d->n_weights > 0 ? net->wvec[c->w_at + a] : c->weight;
+            if (begin) begin[syn_inst[c->synapse] + 1]++;
+        }
+        double *w_d = NULL;
+        if (st == NS_OK) st = alloc_up(gm, (void **)&w_d, w_h, (size_t)n * (size_t)nw * sizeof *w_h);
+        gm->p.wvec = w_d;
+        gm->p.dev.wvec_len = n * nw;
+        if (st == NS_OK && begin && n > 0) { /* by instance, stable in creation order */
+            for (int32_t i = 0; i < gm->p.n; ++i) begin[i + 1] += begin[i];
+            for (int64_t k = 0; k < net->n_conns; ++k) {
+                const net_conn *c = &net->conns[k];
+                if (syn_slot[c->synapse] == t)
+                    ev_h[begin[syn_inst[c->synapse]]++] = (ns_mech_event){0.0, c->weight, syn_inst[c->synapse], conn_w[k]};
+            }
+            const int64_t range[2] = {0, n};
+            ns_mech_event *ev_d = NULL;
+            int64_t *range_d = NULL;
+            cudaError_t e = cudaMalloc((void **)&ev_d, (size_t)n * sizeof *ev_d);
+            if (e == cudaSuccess) e = cudaMalloc((void **)&range_d, sizeof range);
+            if (e == cudaSuccess) e = cudaMemcpy(ev_d, ev_h, (size_t)n * sizeof *ev_d, cudaMemcpyHostToDevice);
+            if (e == cudaSuccess) e = cudaMemcpy(range_d, range, sizeof range, cudaMemcpyHostToDevice);
+            if (e != cudaSuccess) st = ns_cuda_status(e, "network: NET_RECEIVE's INITIAL", __FILE__, __LINE__);
+            set_time(gm, 0.0, sim);
+            if (st == NS_OK) st = launched(d->cuda_net_init(&gm->p, ev_d, range_d, n, stream), "NET_RECEIVE's INITIAL", d->name);
+            if (st == NS_OK) {
+                e = cudaStreamSynchronize(stream); /* before the event list goes */
+                if (e != cudaSuccess) st = ns_cuda_status(e, "cudaStreamSynchronize", __FILE__, __LINE__);
+            }
+            cudaFree(ev_d);
+            cudaFree(range_d);
+        }
+        free(w_h);
+        free(ev_h);
+        free(begin);
+    }
+    free(count);
+    return st;
+}
+
 ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
-                                    int64_t cells, int32_t *syn_slot, int32_t *syn_inst, cudaStream_t stream) {
+                                    int64_t cells, int32_t *syn_slot, int32_t *syn_inst, int32_t *conn_w,
+                                    cudaStream_t stream) {
     points_free(g);
     const sim_net *net = sim->net;
     const sim_model *model = g->model;
@@ -509,26 +721,19 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         g->pt_key[t] = pairs[2 * t];
         g->n_points = t + 1;
         gpu_mech *gm = &g->pt[t];
-        if (d->n_pointers > 0) {
+        if (d->events & NS_MECH_EV_NETCONS) { /* host-only: src/net/events.c */
             st = ns_fail(NS_ERR_UNSUPPORTED,
-                         "network: synapse type %s has a POINTER (%s): the GPU loop does not connect POINTERs yet "
-                         "(use the CPU backend)",
-                         d->name, d->pointer_names[0]);
-            break;
-        }
-        if (d->events || d->artificial || d->n_weights > 1) { /* host-only: src/net/events.c */
-            st = ns_fail(NS_ERR_UNSUPPORTED,
-                         "network: synapse type %s uses events (net_send, net_event, net_move, per-connection state "
-                         "or ARTIFICIAL_CELL), which run on the CPU only: use the CPU backend (docs/networks.md, "
-                         "\"Events\")",
-                         d->name);
+                         "network: synapse type %s: %s (FOR_NETCONS runs on the CPU loop): use the CPU backend "
+                         "(docs/networks.md, \"Events\")",
+                         d->name, d->cuda_why_not ? d->cuda_why_not : "uses FOR_NETCONS");
             break;
         }
         if (host_hooks(d)) {
             st = host_hooks_refused(d);
             break;
         }
-        if (!d->cuda_init || !d->cuda_current || !d->cuda_state || (d->has_net_receive && !d->cuda_net_receive)) {
+        if (!d->cuda_init || !d->cuda_current || !d->cuda_state || (d->has_net_receive && !d->cuda_net_receive) ||
+            (d->net_init && !d->cuda_net_init)) {
             /* an electrode (no NET_RECEIVE: SEClamp) is placed but never a target (ns_sim_connect) */
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "network: synapse type %s has no CUDA code: build its library with `neurosolve mechanisms "
@@ -637,9 +842,18 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         }
         if (st == NS_OK)
             st = alloc_up(gm, (void **)&ions_d, views, (size_t)d->n_ions * sizeof(ns_mech_ion_view));
+        double ***ptr_d = NULL;
+        if (st == NS_OK && d->n_pointers > 0) st = points_pointers(sim, g, gm, d, ids, cnt, local, cell_id, cell_base, &ptr_d);
+        /* net_event's spike source of each instance (-1: none) */
+        int64_t *src_h = d->events & DEV_EVENTS ? malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *src_h) : NULL;
+        if (st == NS_OK && (d->events & DEV_EVENTS) && !src_h) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: events");
+        for (int64_t i = 0; src_h && i < cnt; ++i) src_h[i] = net->syn_src[ids[i]];
         free(ids), free(nodes_h), free(w_h), free(f_h);
         ids = NULL, nodes_h = NULL, w_h = NULL, f_h = NULL;
-        if (st != NS_OK) break;
+        if (st != NS_OK) {
+            free(src_h);
+            break;
+        }
         memset(&gm->p, 0, sizeof gm->p);
         gm->p.n = (int)cnt;
         gm->p.node_index = nodes_d;
@@ -653,13 +867,18 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         gm->p.ion = ions_d;
         gm->p.area = g->geom;
         gm->p.diam = g->geom + g->nodes;
-        /* finitialize: INITIAL in type order, after the density mechanisms' */
+        gm->p.pointer = (double *const *const *)ptr_d;
+        if (src_h) st = dev_events(gm, d, cnt, src_h);
+        free(src_h);
+        if (st != NS_OK) break;
+        /* finitialize: INITIAL in type order, after the density mechanisms' (its net_send into the slots) */
         set_time(gm, 0.0, sim);
         st = launched(d->cuda_init(&gm->p, stream), "INITIAL", d->name);
     }
     free(ids), free(nodes_h), free(w_h), free(f_h);
     free(local);
     free(pairs);
+    if (st == NS_OK) st = points_wvec(sim, g, syn_slot, syn_inst, conn_w, stream);
     if (st == NS_OK) NS_CUDA_TRY(cudaStreamSynchronize(stream));
     if (st != NS_OK) points_free(g);
     return st;

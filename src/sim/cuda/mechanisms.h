@@ -45,10 +45,13 @@ ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaS
 /* A network's synapses (sim->net's, ns_net_build_device done) on the device:
  * the point types in NEURON's type order, each instance's slot (type) and
  * index within it into syn_slot / syn_inst (host, one per synapse); their
- * INITIAL (after ns_gpu_model_init). Replaces the previous ones. */
+ * INITIAL (after ns_gpu_model_init); the connections' weight vectors (their
+ * per-connection state; conn_w, host, one per connection: its vector within
+ * its type's, ns_mech_event.conn) and NET_RECEIVE's INITIAL. Replaces the
+ * previous ones. */
 ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id,
                                     const int64_t *cell_base, int64_t cells, int32_t *syn_slot, int32_t *syn_inst,
-                                    cudaStream_t stream);
+                                    int32_t *conn_w, cudaStream_t stream);
 int32_t ns_gpu_model_points(const gpu_model *g);
 /* Point type `slot`: its descriptor, NEURON type key and device storage
  * (pp: instances in the group's cell order, node_index into the group's
@@ -56,9 +59,21 @@ int32_t ns_gpu_model_points(const gpu_model *g);
 void ns_gpu_model_point(const gpu_model *g, int32_t slot, const ns_mech_desc **desc, int32_t *key,
                         ns_mech_ppack *pp, double **fields);
 /* NET_RECEIVE of point type `slot` over the due events events[range[0] ..
- * range[1]) (device; max bounds their count). */
+ * range[1]) (device; max bounds their count); a type with self events
+ * (ns_gpu_model_point_self) also at max 0 (range NULL: no connection's
+ * event), its WATCH conditions at *t_step, its self events due at *until; net_event's spikes appended to
+ * spikes (spikes_n of them, device, at most spikes_cap). */
 ns_status ns_gpu_model_deliver(const ns_sim_t *sim, gpu_model *g, int32_t slot, const ns_mech_event *events,
-                               const int64_t *range, int64_t max, cudaStream_t stream);
+                               const int64_t *range, int64_t max, const double *until, const double *t_step,
+                               ns_mech_spike *spikes, unsigned long long *spikes_n, int64_t spikes_cap,
+                               cudaStream_t stream);
+/* Whether point type `slot` sends self events or has WATCH (its NET_RECEIVE runs every step, its
+ * WATCH conditions checked at *t_step first). */
+int ns_gpu_model_point_self(const gpu_model *g, int32_t slot);
+/* The first error of the point types' device events (net_send, net_move,
+ * net_event as NEURON refuses them, a full slot or spike buffer), naming the
+ * mechanism, instance and time. */
+ns_status ns_gpu_model_events_check(const gpu_model *g);
 
 /* ns_sim_get_model_var (write 0) / ns_sim_set_model_var (write 1) for local
  * cell j of the group (host `io`, the cell's compartment count; read: NaN

@@ -35,6 +35,7 @@
 typedef struct net_counters {
     unsigned long long spikes; /* appended since the last collect */
     int64_t consumed;          /* events the interval delivers (the sorted pool's first ones) */
+    unsigned long long ev_spikes; /* net_event's, appended since the last collect */
 } net_counters;
 
 struct gpu_net {
@@ -71,6 +72,13 @@ struct gpu_net {
     void *temp;
     size_t cap_temp;
     int64_t len, max; /* the interval's steps; events in the pool after its fan-out */
+    /* point processes' events (mechanism.h's ns_mech_dev_events): self: a
+     * type sends self events (delivery and the steps' bounds every step);
+     * net_event's spikes of an interval, room for cap_ev_spikes */
+    int self;
+    int64_t n_point_src;
+    ns_mech_spike *ev_spikes;
+    int64_t cap_ev_spikes;
 };
 
 void ns_gpu_net_free(gpu_net *gn) {
@@ -91,6 +99,7 @@ void ns_gpu_net_free(gpu_net *gn) {
     cudaFree(gn->until);
     cudaFree(gn->offsets);
     cudaFree(gn->temp);
+    cudaFree(gn->ev_spikes);
     free(gn->spikes_host);
     free(gn->fan_host);
     free(gn->until_host);
@@ -135,13 +144,16 @@ static ns_status spike_room(gpu_net *gn, int64_t checks, cudaStream_t stream) {
 }
 
 ns_status ns_gpu_net_create(ns_sim_t *sim, const int64_t *cell_id, const int64_t *cell_base, int64_t cells,
-                            const int32_t *syn_slot, const int32_t *syn_inst, int32_t slots, const double *v,
-                            cudaStream_t stream, gpu_net **out) {
+                            const int32_t *syn_slot, const int32_t *syn_inst, const int32_t *conn_w, int32_t slots,
+                            const double *v, cudaStream_t stream, gpu_net **out) {
     *out = NULL;
     const sim_net *net = sim->net;
     gpu_net *gn = calloc(1, sizeof *gn);
     if (!gn) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU state");
     gn->slots = slots;
+    for (int64_t q = 0; q < net->n_syns; ++q)
+        gn->self |= (sim->model->descs[net->syns[q].desc]->events & (NS_MECH_EV_SEND | NS_MECH_EV_WATCH)) != 0;
+    for (int64_t q = 0; q < net->n_sources; ++q) gn->n_point_src += net->sources[q].point != 0;
     ns_status st = NS_OK;
     int64_t *local = malloc((size_t)sim->n_cells * sizeof *local);
     const int64_t n_src = net->n_sources;
@@ -175,7 +187,8 @@ ns_status ns_gpu_net_create(ns_sim_t *sim, const int64_t *cell_id, const int64_t
         gn->n_det = n;
         for (int64_t q = 0; q < net->n_conns; ++q) {
             const net_conn *c = &net->conns[net->out_order[q]];
-            conn[q] = (ns_gpu_conn){c->weight, c->delay, syn_slot[c->synapse], syn_inst[c->synapse]};
+            conn[q] = (ns_gpu_conn){c->weight, c->delay, syn_slot[c->synapse], syn_inst[c->synapse],
+                                    conn_w[net->out_order[q]], 0};
         }
     }
     if (st == NS_OK) st = up((void **)&gn->det_node, node, (size_t)gn->n_det * sizeof *node, "detectors");
@@ -314,22 +327,35 @@ ns_status ns_gpu_net_interval(ns_sim_t *sim, gpu_net *gn, int64_t len, cudaStrea
     gn->n_events = live + add;
     gn->len = len;
     gn->max = gn->n_events;
-    if (gn->n_events == 0) { /* nothing pending: no step delivers */
+    if (gn->n_point_src > 0) { /* net_event's spikes: a few per source and step at most, else an error */
+        const int64_t need = gn->n_point_src * (len + 1 < 64 ? len + 1 : 64) + 1024;
+        if ((st = dev_room((void **)&gn->ev_spikes, &gn->cap_ev_spikes, need, sizeof *gn->ev_spikes,
+                           "net_event's spikes", stream)) != NS_OK)
+            return st;
+    }
+    if (gn->n_events == 0 && !gn->self) { /* nothing pending: no step delivers */
         NS_CUDA_TRY(cudaMemsetAsync(&gn->counters->consumed, 0, sizeof gn->counters->consumed, stream));
         return NS_OK;
     }
-    /* the steps' bounds t_j + dt/2, t_j by the CPU loop's arithmetic */
-    if ((st = host_room((void **)&gn->until_host, &gn->cap_until, len, sizeof *gn->until_host)) != NS_OK) return st;
+    /* the steps' bounds t_j + dt/2, t_j by the CPU loop's arithmetic; then the t_j (WATCH's checks) */
+    if ((st = host_room((void **)&gn->until_host, &gn->cap_until, 2 * len, sizeof *gn->until_host)) != NS_OK)
+        return st;
     double t = sim->t;
     const double dt = sim->params.dt;
     for (int64_t j = 0; j < len; ++j) {
         gn->until_host[j] = t + .5 * dt; /* ns_net_deliver's `until` */
+        gn->until_host[len + j] = t;
         t = ns_sim_half_step(ns_sim_half_step(t, dt), dt);
     }
-    if ((st = dev_room((void **)&gn->until, &gn->cap_until_dev, len, sizeof *gn->until, "step times", stream)) != NS_OK)
+    if ((st = dev_room((void **)&gn->until, &gn->cap_until_dev, 2 * len, sizeof *gn->until, "step times", stream)) !=
+        NS_OK)
         return st;
-    NS_CUDA_TRY(cudaMemcpyAsync(gn->until, gn->until_host, (size_t)len * sizeof *gn->until, cudaMemcpyHostToDevice,
-                                stream));
+    NS_CUDA_TRY(cudaMemcpyAsync(gn->until, gn->until_host, (size_t)(2 * len) * sizeof *gn->until,
+                                cudaMemcpyHostToDevice, stream));
+    if (gn->n_events == 0) { /* self events only */
+        NS_CUDA_TRY(cudaMemsetAsync(&gn->counters->consumed, 0, sizeof gn->counters->consumed, stream));
+        return NS_OK;
+    }
     const int64_t buckets = len * gn->slots;
     if ((st = dev_room((void **)&gn->offsets, &gn->cap_offsets, buckets + 1, sizeof *gn->offsets, "event offsets",
                        stream)) != NS_OK)
@@ -354,10 +380,13 @@ ns_status ns_gpu_net_interval(ns_sim_t *sim, gpu_net *gn, int64_t len, cudaStrea
 }
 
 ns_status ns_gpu_net_deliver(const ns_sim_t *sim, gpu_net *gn, gpu_model *model, int64_t j, cudaStream_t stream) {
-    if (gn->max == 0 || j >= gn->len) return NS_OK;
+    if ((gn->max == 0 && !gn->self) || j >= gn->len) return NS_OK;
     for (int32_t slot = 0; slot < gn->slots; ++slot) {
-        const ns_status st = ns_gpu_model_deliver(sim, model, slot, gn->events[gn->cur],
-                                                  gn->offsets + j * gn->slots + slot, gn->max, stream);
+        if (gn->max == 0 && !ns_gpu_model_point_self(model, slot)) continue;
+        const ns_status st = ns_gpu_model_deliver(
+            sim, model, slot, gn->events[gn->cur], gn->max > 0 ? gn->offsets + j * gn->slots + slot : NULL, gn->max,
+            gn->until + j, gn->until + gn->len + j, gn->ev_spikes, &gn->counters->ev_spikes, gn->cap_ev_spikes,
+            stream);
         if (st != NS_OK) return st;
     }
     return NS_OK;
@@ -386,12 +415,19 @@ ns_status ns_gpu_net_collect(ns_sim_t *sim, gpu_net *gn) {
         return ns_fail(NS_ERR_INTERNAL, "network: %llu detector spikes in an interval, room for %lld",
                        (unsigned long long)c.spikes, (long long)gn->cap_spikes);
     gn->consumed = gn->n_events > 0 ? c.consumed : 0;
-    if (c.spikes == 0) return NS_OK;
-    ns_status st = host_room((void **)&gn->spikes_host, &gn->cap_spikes_host, (int64_t)c.spikes,
+    /* net_event's (more than the room: the type's error, ns_gpu_model_events_check) */
+    const int64_t ev = (int64_t)c.ev_spikes < gn->cap_ev_spikes ? (int64_t)c.ev_spikes : gn->cap_ev_spikes;
+    if (c.spikes + (unsigned long long)ev == 0) return NS_OK;
+    ns_status st = host_room((void **)&gn->spikes_host, &gn->cap_spikes_host, (int64_t)c.spikes + ev,
                              sizeof *gn->spikes_host);
     if (st != NS_OK) return st;
-    NS_CUDA_TRY(cudaMemcpy(gn->spikes_host, gn->spikes, (size_t)c.spikes * sizeof *gn->spikes_host,
-                           cudaMemcpyDeviceToHost));
+    if (c.spikes > 0)
+        NS_CUDA_TRY(cudaMemcpy(gn->spikes_host, gn->spikes, (size_t)c.spikes * sizeof *gn->spikes_host,
+                               cudaMemcpyDeviceToHost));
+    if (ev > 0) /* ns_mech_spike and ns_net_spike: the same (t, source) */
+        NS_CUDA_TRY(cudaMemcpy(gn->spikes_host + c.spikes, gn->ev_spikes, (size_t)ev * sizeof *gn->spikes_host,
+                               cudaMemcpyDeviceToHost));
     NS_CUDA_TRY(cudaMemset(&gn->counters->spikes, 0, sizeof gn->counters->spikes));
-    return ns_net_add_spikes(sim->net, gn->spikes_host, (int64_t)c.spikes);
+    NS_CUDA_TRY(cudaMemset(&gn->counters->ev_spikes, 0, sizeof gn->counters->ev_spikes));
+    return ns_net_add_spikes(sim->net, gn->spikes_host, (int64_t)c.spikes + ev);
 }

@@ -30,7 +30,7 @@ __global__ void fanout_kernel(const ns_gpu_fan *fan, int64_t n_fan, const int64_
         const double te = f.t + c.delay; /* net.c's fan_out: t + delay */
         const int64_t at = f.at + (q - b);
         keys[at] = ns_gpu_event_key{0, te, f.seq + (q - b), c.inst, c.slot};
-        events[at] = ns_mech_event{te, c.weight, c.inst, 0};
+        events[at] = ns_mech_event{te, c.weight, c.inst, c.conn};
     }
 }
 

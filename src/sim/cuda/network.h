@@ -21,12 +21,13 @@ typedef struct gpu_model gpu_model;
 #ifndef __CUDACC__
 #include "sim/sim_impl.h"
 /* After ns_net_build_device and ns_gpu_model_points_build (syn_slot,
- * syn_inst: each synapse's point type and instance): the detectors of the
+ * syn_inst: each synapse's point type and instance; conn_w: each
+ * connection's weight vector within its type's): the detectors of the
  * tree group's cells (local j is global cell_id[j], its nodes from
  * cell_base[j]), the connections by source, and NEURON's first check at t = 0. */
 ns_status ns_gpu_net_create(ns_sim_t *sim, const int64_t *cell_id, const int64_t *cell_base, int64_t cells,
-                            const int32_t *syn_slot, const int32_t *syn_inst, int32_t slots, const double *v,
-                            cudaStream_t stream, gpu_net **out);
+                            const int32_t *syn_slot, const int32_t *syn_inst, const int32_t *conn_w, int32_t slots,
+                            const double *v, cudaStream_t stream, gpu_net **out);
 void ns_gpu_net_free(gpu_net *gn);
 /* Before an interval of len steps from sim->t: the spikes that net.c queued
  * for fanning out (net->fan) into events, every pending event bucketed by
@@ -80,7 +81,7 @@ typedef struct ns_gpu_fan {
 /* A connection as the fan-out reads it (in the order of its source's CSR). */
 typedef struct ns_gpu_conn {
     double weight, delay;
-    int32_t slot, inst;
+    int32_t slot, inst, conn, pad_; /* conn: its weight vector within the type's (ns_mech_event.conn) */
 } ns_gpu_conn;
 
 /* The detectors: v[node] > thr and not above at the previous check: a spike

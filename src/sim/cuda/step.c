@@ -702,15 +702,18 @@ static ns_status gpu_init(ns_sim_t *sim) {
             const int64_t n_syns = sim->net->n_syns;
             int32_t *slot = malloc((size_t)(n_syns + 1) * sizeof *slot);
             int32_t *inst = malloc((size_t)(n_syns + 1) * sizeof *inst);
-            if (!slot || !inst) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %lld synapses", (long long)n_syns);
+            int32_t *conn_w = malloc((size_t)(sim->net->n_conns + 1) * sizeof *conn_w);
+            if (!slot || !inst || !conn_w)
+                st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %lld synapses", (long long)n_syns);
             if (st == NS_OK)
                 st = ns_gpu_model_points_build(sim, s->model, gr->cell_id, gr->cell_base, gr->g.cells, slot, inst,
-                                               stream);
+                                               conn_w, stream);
             if (st == NS_OK)
-                st = ns_gpu_net_create(sim, gr->cell_id, gr->cell_base, gr->g.cells, slot, inst,
+                st = ns_gpu_net_create(sim, gr->cell_id, gr->cell_base, gr->g.cells, slot, inst, conn_w,
                                        ns_gpu_model_points(s->model), gr->g.v, stream, &s->net);
             free(slot);
             free(inst);
+            free(conn_w);
             if (st == NS_OK) NS_CUDA_TRY(cudaStreamSynchronize(stream));
             if (st != NS_OK) return st;
         }
@@ -1084,6 +1087,7 @@ static ns_status gpu_advance_net(ns_sim_t *sim, net_loop *L, sim_fault *fault) {
         if ((st = gpu_advance(sim, len, fault)) != NS_OK) break;
         if (fault->step != INT64_MAX) break;
         if ((st = ns_gpu_net_collect(sim, s->net)) != NS_OK) break;
+        if ((st = ns_gpu_model_events_check(s->model)) != NS_OK) break;
     }
     return st;
 }
