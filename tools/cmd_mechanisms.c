@@ -13,9 +13,11 @@
 static int usage_text(const char *action) {
     static const char *const text[][2] = {
         {"build", "neurosolve mechanisms build DIR [-o LIB] [--cuda] [--nvcc NVCC] [--arch sm_XX] [--keep-sources]\n"
+                  "                          [--jobs N]\n"
                   "build: translate every DIR/*.mod and compile them with the C compiler ($CC, else cc;\n"
                   "       nvcc too with --cuda) into LIB (default libmechanisms.so; its folder is created),\n"
-                  "       one compiler run per file (on a terminal: the file, the time and the time left).\n"},
+                  "       one compiler run per file, N at once (default: the cores this process may use;\n"
+                  "       the library does not depend on N; on a terminal: the file, the time and the time left).\n"},
         {"list", "neurosolve mechanisms list LIB [--json]\n"
                  "list: the mechanisms of LIB with their parameters, assigned and state variables,\n"
                  "      GLOBALs and ions.\n"},
@@ -149,11 +151,15 @@ int cmd_mechanisms(int argc, char **argv) {
         return cli_usage_error("mechanisms", "unknown action '%s' (build, list, translate)", argv[1]);
     const char *in = NULL, *out = NULL, *nvcc = NULL, *arch = NULL;
     int cuda = 0, keep = 0;
+    long long jobs = 0;
     for (int i = 2; i < argc; ++i) {
         if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--nvcc") || !strcmp(argv[i], "--arch")) {
             if (i + 1 >= argc) return cli_usage_error("mechanisms", "%s needs a value", argv[i]);
             const char **dst = !strcmp(argv[i], "-o") ? &out : !strcmp(argv[i], "--nvcc") ? &nvcc : &arch;
             *dst = argv[++i];
+        } else if (!strcmp(argv[i], "--jobs") && build) {
+            if (i + 1 >= argc) return cli_usage_error("mechanisms", "%s needs a value", argv[i]);
+            if (!cli_parse_long("mechanisms", "--jobs", argv[++i], 1, 1024, &jobs)) return 2;
         } else if (!strcmp(argv[i], "--cuda")) cuda = 1;
         else if (!strcmp(argv[i], "--keep-sources") && build) keep = 1;
         else if (argv[i][0] == '-') return cli_usage_error("mechanisms", "unknown option '%s'", argv[i]);
@@ -184,6 +190,7 @@ int cmd_mechanisms(int argc, char **argv) {
     if (cuda) o.nvcc = nvcc ? nvcc : "nvcc";
     o.cuda_arch = arch;
     o.keep_sources = keep;
+    o.jobs = (int)jobs;
     build_progress bp = {now_s()};
     if (isatty(2)) { /* on a terminal: the file being compiled and the time left */
         o.progress = on_progress;
