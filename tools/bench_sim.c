@@ -7,13 +7,12 @@
  * and written once (the matrix coefficients and parameters are constant and
  * counted by nobody's floor). Effective bandwidth = 64 B x compartments /
  * time per step, reported against the copy bandwidth on the GPU. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_sim.h"
+#include "cli.h"
 
 #define STATE_BYTES 64.0 /* [bytes per compartment-step] */
 #define MAX_LIST 16
@@ -51,12 +50,6 @@ typedef struct row {
     double ms_per_step, cell_steps_per_s, comp_steps_per_s, gbs, ratio, vs_neuron, vs_arbor;
 } row;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
 int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells, const int32_t *cell_shape,
                    ns_backend be, ns_hines_method method, int lanes, int threads, int steps,
                    const ns_sim_params *params, const ns_sim_model_t *model, sim_timing *t) {
@@ -73,7 +66,7 @@ int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells
     o.record_every = 1000000; /* recording off the hot path: sample 0 only */
     o.check_every = 100;
     ns_sim_t *sim = NULL;
-    const double t0 = now_ms();
+    const double t0 = 1e3 * cli_now_s();
     ns_status st = ns_sim_create(n_shapes, shapes, cells, cell_shape, &p, &o, &sim);
     if (st == NS_ERR_UNSUPPORTED && model && method == NS_HINES_ONCHIP) {
         /* a model the onchip loop does not run (docs/simulation.md, "Models: the fused loop"): the tree loop */
@@ -86,7 +79,7 @@ int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells
         st = ns_sim_add_iclamp(sim, c, ns_sim_spike_compartment(sim, c), 5.0, 1e9, 1.5e-4 * ci.total_area);
     }
     if (st == NS_OK) st = ns_sim_init(sim);
-    const double t1 = now_ms();
+    const double t1 = 1e3 * cli_now_s();
     if (st == NS_OK) st = ns_sim_advance(sim, 40); /* warm-up: first touch, module load */
     const double e0 = ns_sim_elapsed_ms(sim);
     if (st == NS_OK) st = ns_sim_advance(sim, steps);

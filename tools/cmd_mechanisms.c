@@ -1,10 +1,8 @@
 /* neurosolve mechanisms: build a mechanism library from a folder of NMODL
  * files (like NEURON's nrnivmodl), list a library's mechanisms, or write the
  * generated sources of one file (docs/mechanisms.md). */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h> /* isatty */
 
 #include "cli.h"
@@ -37,15 +35,9 @@ typedef struct build_progress {
     double start;
 } build_progress;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void on_progress(void *user, int step, int steps, const char *what) {
     build_progress *p = user;
-    const double el = now_s() - p->start;
+    const double el = cli_now_s() - p->start;
     if (step >= steps) {
         fprintf(stderr, "\r%-78s\r", "");
         fflush(stderr);
@@ -191,7 +183,7 @@ int cmd_mechanisms(int argc, char **argv) {
     o.cuda_arch = arch;
     o.keep_sources = keep;
     o.jobs = (int)jobs;
-    build_progress bp = {now_s()};
+    build_progress bp = {cli_now_s()};
     if (isatty(2)) { /* on a terminal: the file being compiled and the time left */
         o.progress = on_progress;
         o.progress_user = &bp;
