@@ -504,6 +504,6 @@ int32_t ns_sim_cell_owner(const ns_sim_t *sim, int64_t cell) {
     return sim->dist ? sim->dist->owner[cell] : 0;
 }
 
-ns_status ns_sim_network_failure(ns_sim_t *sim, ns_status st, const struct ns_network_failure *at) {
-    return sim && sim->dist ? ns_dist_sim_first_failure(sim->dist, st, at) : st;
+ns_status ns_sim_network_failure(ns_sim_t *sim, ns_status st, int64_t statement, int64_t item) {
+    return sim && sim->dist ? ns_dist_sim_first_failure(sim->dist, st, statement, item) : st;
 }
