@@ -1,4 +1,3 @@
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 /* neurosolve bench grad: the cost of one gradient (ns_grad_run, docs/gradients.md)
  * over the forward run (the simulation's CPU loop, per-step mechanisms) of the
  * same cell, model and steps: hh and pas everywhere, a clamp at the soma, the
@@ -6,16 +5,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "neurosolve/grad.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static const char *MODEL = "all.insert = hh pas\nglobal.usetable_hh = 0\nall.g_pas = 1e-4\nall.e_pas = -65\n"
                            "soma.gnabar_hh = 0.2\ndend.gnabar_hh = 0.05\n";
@@ -79,9 +71,9 @@ int bench_grad(int argc, char **argv) {
     for (int64_t q = 0; q < samples; ++q) target[q] = -65.0 + 20.0 * sin(0.01 * (double)q);
     double fwd = INFINITY, grd = INFINITY, L = 0.0, grad[4];
     for (int r = 0; r < repeat; ++r) {
-        const double t0 = now_s();
+        const double t0 = cli_now_s();
         if ((s = ns_sim_init(sim)) || (s = ns_sim_advance(sim, steps))) goto fail;
-        fwd = fmin(fwd, now_s() - t0);
+        fwd = fmin(fwd, cli_now_s() - t0);
     }
     ns_grad_options go;
     ns_grad_options_init(&go);
@@ -93,9 +85,9 @@ int bench_grad(int argc, char **argv) {
         if ((s = ns_grad_add_param(g, 0, "all", names[k], NULL))) goto fail;
     ns_grad_loss loss = {target, NULL, NULL};
     for (int r = 0; r < repeat; ++r) {
-        const double t0 = now_s();
+        const double t0 = cli_now_s();
         if ((s = ns_grad_run(g, steps, &loss, &L, grad, NULL))) goto fail;
-        grd = fmin(grd, now_s() - t0);
+        grd = fmin(grd, cli_now_s() - t0);
     }
     ns_cell_info info;
     ns_cell_get_info(cell, &info);

@@ -9,13 +9,12 @@
  * "Bytes per compartment-step") x compartments / time per step; a GPU row
  * also reports it against a device-to-device copy of the same bytes timed
  * in the same run. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_sim.h"
+#include "cli.h"
 
 #define MAX_LIST 16
 #define MAX_GPU 8 /* GPU loop variants */
@@ -52,12 +51,6 @@ typedef struct row {
     double ms_per_step, cell_steps_per_s, comp_steps_per_s, bytes, gbs, copy_gbs, ratio, vs_neuron, vs_arbor;
 } row;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
 int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells, const int32_t *cell_shape,
                    ns_backend be, ns_hines_method method, int lanes, int threads, int steps,
                    const ns_sim_params *params, const ns_sim_model_t *model, sim_timing *t) {
@@ -74,7 +67,7 @@ int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells
     o.record_every = 1000000; /* recording off the hot path: sample 0 only */
     o.check_every = 100;
     ns_sim_t *sim = NULL;
-    const double t0 = now_ms();
+    const double t0 = 1e3 * cli_now_s();
     ns_status st = ns_sim_create(n_shapes, shapes, cells, cell_shape, &p, &o, &sim);
     if (st == NS_ERR_UNSUPPORTED && model && method == NS_HINES_ONCHIP) {
         /* a model the onchip loop does not run (docs/simulation.md, "Models: the fused loop"): the tree loop */
@@ -87,7 +80,7 @@ int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells
         st = ns_sim_add_iclamp(sim, c, ns_sim_spike_compartment(sim, c), 5.0, 1e9, 1.5e-4 * ci.total_area);
     }
     if (st == NS_OK) st = ns_sim_init(sim);
-    const double t1 = now_ms();
+    const double t1 = 1e3 * cli_now_s();
     if (st == NS_OK) st = ns_sim_advance(sim, 40); /* warm-up: first touch, module load */
     const double e0 = ns_sim_elapsed_ms(sim);
     if (st == NS_OK) st = ns_sim_advance(sim, steps);

@@ -14,18 +14,18 @@
  * description is written as a network file (include/neurosolve/network.h)
  * that both neurosolve and the NEURON script read: the random choices are
  * made here, once. */
-#define _XOPEN_SOURCE 700 /* clock_gettime, mkdtemp, realpath */
+#define _XOPEN_SOURCE 700 /* mkdtemp, realpath */
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "bench_sim.h"
+#include "cli.h"
 #include "neurosolve/network.h"
 
 #define MAX_LIST 16
@@ -64,12 +64,6 @@ typedef struct net_row {
     int raster_ok; /* -1: no NEURON run */
     double bytes, gbs, copy_gbs; /* the network run's minimum bytes per compartment-step, over its time; a copy's */
 } net_row;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* SplitMix64 (the random sources of the weight-0 connections) */
 static uint64_t next_u64(uint64_t *s) {
@@ -122,9 +116,9 @@ static int write_net(const char *path, const char *morph, const ns_cell_t *cell,
 
 /* The time of `steps` steps of a simulation (ns_sim_advance, seconds). */
 static int run_steps(ns_sim_t *sim, long long steps, double *seconds) {
-    const double t0 = now_s();
+    const double t0 = cli_now_s();
     ns_status st = ns_sim_advance(sim, steps);
-    *seconds = now_s() - t0;
+    *seconds = cli_now_s() - t0;
     return st == NS_OK ? 0 : cli_status_error("bench sim --network", st);
 }
 

@@ -51,6 +51,9 @@ long long cli_failed_shape(const char *detail);
  * processes then take CPU time from a benchmark), else 0. */
 double cli_machine_loaded(int *cpus);
 
+/* Seconds on the monotonic clock (for differences: elapsed times, the time left). */
+double cli_now_s(void);
+
 /* Bytes of physical memory of this machine (sysconf), or -1 if unknown. */
 double cli_physical_memory(void);
 

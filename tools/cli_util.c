@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,6 +83,12 @@ double cli_machine_loaded(int *cpus) {
     if (cpus) *cpus = n > 0 ? (int)n : 1;
     if (n <= 0 || getloadavg(load, 1) != 1) return 0.0;
     return load[0] > (double)n ? load[0] : 0.0;
+}
+
+double cli_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 double cli_physical_memory(void) {

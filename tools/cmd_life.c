@@ -8,7 +8,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -231,7 +230,7 @@ static int info(int argc, char **argv) {
 typedef struct progress {
     int32_t total;
     int draw;
-    struct timespec start;
+    double start; /* cli_now_s */
 } progress;
 
 /* After each update: stop on SIGINT/SIGTERM (the fit keeps its state), and with `draw` a
@@ -241,9 +240,7 @@ static int show(int32_t it, double f, int64_t nnz, void *ctx) {
     const progress *p = ctx;
     if (cli_interrupted()) return 1;
     if (!p->draw) return 0;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    const double el = (double)(now.tv_sec - p->start.tv_sec) + 1e-9 * (double)(now.tv_nsec - p->start.tv_nsec);
+    const double el = cli_now_s() - p->start;
     char left[48] = "";
     if (it > 0 && p->total > it) snprintf(left, sizeof left, "  at most %.0f s left", el / it * (p->total - it));
     const int width = 30;
@@ -609,8 +606,8 @@ static int fit(int argc, char **argv) {
         ns_life_model_destroy(m);
         return rc;
     }
-    progress p = {fo.max_iterations - 1, !quiet && !as_json && isatty(fileno(stderr)), {0, 0}};
-    clock_gettime(CLOCK_MONOTONIC, &p.start);
+    progress p = {fo.max_iterations - 1, !quiet && !as_json && isatty(fileno(stderr)), 0.0};
+    p.start = cli_now_s();
     fo.progress = show;
     fo.progress_context = &p;
     fo.state = state;

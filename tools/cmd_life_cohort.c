@@ -40,12 +40,6 @@ static void pathf(char *dst, size_t cap, const char *format, ...) {
     va_end(ap);
 }
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static int is_dir(const char *p) {
     struct stat st;
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
@@ -514,7 +508,7 @@ static void tsv_header(FILE *f) {
 }
 
 static int run_one(const cohort *c, const subject *s) {
-    const double t_start = now_s();
+    const double t_start = cli_now_s();
     char work[PATHN], model[PATHN], wpath[PATHN], bj[PATHN], fj[PATHN], rj[PATHN], csv[PATHN], tracks[PATHN];
     pathf(work, sizeof work, "%s/.work/%s", c->out, s->key);
     remove_tree(work); /* what a killed run left */
@@ -545,9 +539,9 @@ static int run_one(const cohort *c, const subject *s) {
             args[n++] = c->pass[i].name;
             if (c->pass[i].v) args[n++] = c->pass[i].v;
         }
-    double t0 = now_s();
+    double t0 = cli_now_s();
     int rc = call_life(bj, args, n);
-    const double t_build = now_s() - t0;
+    const double t_build = cli_now_s() - t0;
     if (rc) return rc;
     /* life fit */
     n = 0;
@@ -558,9 +552,9 @@ static int run_one(const cohort *c, const subject *s) {
             args[n++] = c->pass[i].name;
             if (c->pass[i].v) args[n++] = c->pass[i].v;
         }
-    t0 = now_s();
+    t0 = cli_now_s();
     rc = call_life(fj, args, n);
-    const double t_fit = now_s() - t0;
+    const double t_fit = cli_now_s() - t0;
     if (rc) return rc;
     /* the subject's folder, under a temporary name until every file is in it */
     ns_output_dir *od = NULL;
@@ -582,9 +576,9 @@ static int run_one(const cohort *c, const subject *s) {
     for (size_t i = 0; i < sizeof head_r / sizeof *head_r; ++i) args[n++] = head_r[i];
     for (int i = 0; i < c->n_pass; ++i)
         if (c->pass[i].stage == 'r') args[n++] = c->pass[i].name, args[n++] = c->pass[i].v;
-    t0 = now_s();
+    t0 = cli_now_s();
     rc = call_life(rj, args, n);
-    const double t_report = now_s() - t0;
+    const double t_report = cli_now_s() - t0;
     int64_t n_streamlines = 0;
     if (rc == 0) rc = write_weights(model, wpath, wnpy, wtxt, &n_streamlines);
     if (rc == 0) rc = write_maps(s->dwi, csv, m_after, m_before);
@@ -663,7 +657,7 @@ static int run_one(const cohort *c, const subject *s) {
             json_double(&j, "fit_s", t_fit);
             json_double(&j, "fit_solver_s", json_number(fit, "seconds"));
             json_double(&j, "report_s", t_report);
-            json_double(&j, "total_s", now_s() - t_start);
+            json_double(&j, "total_s", cli_now_s() - t_start);
             json_object_end(&j);
             json_end(&j);
             if (fclose(f) != 0) rc = cli_error("%s: write failed", side);
@@ -686,7 +680,7 @@ static int run_one(const cohort *c, const subject *s) {
                     fibers > 0 ? kept / fibers : NAN, json_number(rep, "voxels"), json_number(fit, "updates"), stop,
                     lambda, lambda_source, reg[1], reg[2], json_number(fit, "objective"),
                     json_number(rep, "relative_residual"), json_number(rep, "median_rmse_before"),
-                    json_number(rep, "median_rmse_after"), backend, t_build, t_fit, t_report, now_s() - t_start);
+                    json_number(rep, "median_rmse_after"), backend, t_build, t_fit, t_report, cli_now_s() - t_start);
             if (fclose(f) != 0) rc = cli_error("%s: write failed", stats);
         }
     }
@@ -725,7 +719,7 @@ static void draw(const cohort *c, const subject *list, int n, double t0, int fin
     for (int i = 0; i < width; ++i) bar[i] = i < filled ? '#' : '.';
     bar[width] = '\0';
     if (ran && todo) snprintf(left, sizeof left, ", about %.0f s left", spent / ran * todo / (c->jobs > 0 ? c->jobs : 1));
-    fprintf(stderr, "\r[%s] %d/%d subjects done, %d failed  %.0f s%s%s%s   ", bar, done, n, failed, now_s() - t0, left,
+    fprintf(stderr, "\r[%s] %d/%d subjects done, %d failed  %.0f s%s%s%s   ", bar, done, n, failed, cli_now_s() - t0, left,
             running ? "  running: " : "", names);
     if (final) fputc('\n', stderr);
     fflush(stderr);
@@ -757,12 +751,12 @@ static int launch(const cohort *c, subject *s) {
         fflush(NULL);
         _exit(rc);
     }
-    s->pid = pid, s->state = RUNNING, s->t0 = now_s();
+    s->pid = pid, s->state = RUNNING, s->t0 = cli_now_s();
     return 0;
 }
 
 static void finished(const cohort *c, subject *s, int status) {
-    s->seconds = now_s() - s->t0;
+    s->seconds = cli_now_s() - s->t0;
     char log[PATHN];
     pathf(log, sizeof log, "%s/logs/%s.log", c->out, s->key);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
@@ -1006,7 +1000,7 @@ int life_cohort(int argc, char **argv) {
         for (int i = 0; i < n; ++i)
             if (list[i].state == FAILED) fprintf(stderr, "%s: failed: %s\n", list[i].key, list[i].error);
     cli_catch_signals();
-    const double t0 = now_s();
+    const double t0 = cli_now_s();
     int usage_stop = 0;
     for (;;) {
         if (cli_interrupted() && !stop_signal) {

@@ -1,10 +1,8 @@
 /* neurosolve mechanisms: build a mechanism library from a folder of NMODL
  * files (like NEURON's nrnivmodl), list a library's mechanisms, or write the
  * generated sources of one file (docs/mechanisms.md). */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h> /* isatty */
 
 #include "cli.h"
@@ -13,9 +11,11 @@
 static int usage_text(const char *action) {
     static const char *const text[][2] = {
         {"build", "neurosolve mechanisms build DIR [-o LIB] [--cuda] [--nvcc NVCC] [--arch sm_XX] [--keep-sources]\n"
+                  "                          [--jobs N]\n"
                   "build: translate every DIR/*.mod and compile them with the C compiler ($CC, else cc;\n"
                   "       nvcc too with --cuda) into LIB (default libmechanisms.so; its folder is created),\n"
-                  "       one compiler run per file (on a terminal: the file, the time and the time left).\n"},
+                  "       one compiler run per file, N at once (default: the cores this process may use;\n"
+                  "       the library does not depend on N; on a terminal: the file, the time and the time left).\n"},
         {"list", "neurosolve mechanisms list LIB [--json]\n"
                  "list: the mechanisms of LIB with their parameters, assigned and state variables,\n"
                  "      GLOBALs and ions.\n"},
@@ -35,15 +35,9 @@ typedef struct build_progress {
     double start;
 } build_progress;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void on_progress(void *user, int step, int steps, const char *what) {
     build_progress *p = user;
-    const double el = now_s() - p->start;
+    const double el = cli_now_s() - p->start;
     if (step >= steps) {
         fprintf(stderr, "\r%-78s\r", "");
         fflush(stderr);
@@ -149,11 +143,15 @@ int cmd_mechanisms(int argc, char **argv) {
         return cli_usage_error("mechanisms", "unknown action '%s' (build, list, translate)", argv[1]);
     const char *in = NULL, *out = NULL, *nvcc = NULL, *arch = NULL;
     int cuda = 0, keep = 0;
+    long long jobs = 0;
     for (int i = 2; i < argc; ++i) {
         if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--nvcc") || !strcmp(argv[i], "--arch")) {
             if (i + 1 >= argc) return cli_usage_error("mechanisms", "%s needs a value", argv[i]);
             const char **dst = !strcmp(argv[i], "-o") ? &out : !strcmp(argv[i], "--nvcc") ? &nvcc : &arch;
             *dst = argv[++i];
+        } else if (!strcmp(argv[i], "--jobs") && build) {
+            if (i + 1 >= argc) return cli_usage_error("mechanisms", "%s needs a value", argv[i]);
+            if (!cli_parse_long("mechanisms", "--jobs", argv[++i], 1, 1024, &jobs)) return 2;
         } else if (!strcmp(argv[i], "--cuda")) cuda = 1;
         else if (!strcmp(argv[i], "--keep-sources") && build) keep = 1;
         else if (argv[i][0] == '-') return cli_usage_error("mechanisms", "unknown option '%s'", argv[i]);
@@ -184,7 +182,8 @@ int cmd_mechanisms(int argc, char **argv) {
     if (cuda) o.nvcc = nvcc ? nvcc : "nvcc";
     o.cuda_arch = arch;
     o.keep_sources = keep;
-    build_progress bp = {now_s()};
+    o.jobs = (int)jobs;
+    build_progress bp = {cli_now_s()};
     if (isatty(2)) { /* on a terminal: the file being compiled and the time left */
         o.progress = on_progress;
         o.progress_user = &bp;

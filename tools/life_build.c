@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -18,17 +17,16 @@ int life_report(int argc, char **argv);
 typedef struct bar {
     int tty;
     int pass;            /* the pass being timed */
-    struct timespec t0;  /* its start */
+    double t0;           /* its start (cli_now_s) */
 } bar;
 
 /* Progress on stderr, redrawn in place: pass, streamlines, percent of the
  * file, and the time left in this pass (each pass reads the whole file). */
 static int show(int pass, int64_t n, uint64_t done, uint64_t total, void *ctx) {
     bar *p = ctx;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    const double now = cli_now_s();
     if (pass != p->pass) p->pass = pass, p->t0 = now;
-    const double el = (double)(now.tv_sec - p->t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - p->t0.tv_nsec);
+    const double el = now - p->t0;
     const int width = 30;
     const double frac = total ? (double)done / (double)total : 1.0;
     char left[48] = "";
@@ -82,7 +80,7 @@ int life_build(int argc, char **argv) {
     }
     if (!dwi || !bvals || !bvecs || !tracks || !out)
         return cli_usage_error(cmd, "--dwi, --bvals, --bvecs, --tracks and --out are required");
-    bar b = {isatty(fileno(stderr)), 0, {0, 0}};
+    bar b = {isatty(fileno(stderr)), 0, 0.0};
     if (!quiet && !as_json && b.tty) o.progress = show, o.progress_context = &b;
     ns_life_built_t *r = NULL;
     ns_status s = ns_life_build(dwi, bvals, bvecs, tracks, &o, &r);

@@ -12,18 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "cli.h"
 #include "neurosolve/neurosolve.h"
 
 #define MAX_LIST 8
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
 
 static void help(void) {
     printf("usage: neurosolve bench life-scale [options]\n"
@@ -59,12 +52,12 @@ static int fit(ns_life_model_t *m, ns_backend b, ns_life_variant v, int threads,
     o.mw_variant = o.mty_variant = v;
     o.threads = threads;
     ns_life_engine_t *e = NULL;
-    const double t0 = now_ms();
+    const double t0 = 1e3 * cli_now_s();
     ns_status s = ns_life_engine_create(m, &o, &e);
     /* engine creation: the sorted copy when not built yet (synth's Y = M w builds it) and, on
      * the GPU, the dictionary's upload; Phi goes up at the first product, inside the fit's first
      * gradient (fit s includes it, ms/update does not) */
-    r->engine_s = (now_ms() - t0) * 1e-3;
+    r->engine_s = (1e3 * cli_now_s() - t0) * 1e-3;
     if (s != NS_OK) return cli_status_error(b == NS_BACKEND_CUDA ? "life-scale gpu engine" : "life-scale cpu engine", s);
     ns_life_fit_options fo;
     ns_life_fit_options_init(&fo);
@@ -139,9 +132,9 @@ int bench_life_scale(int argc, char **argv) {
     for (int k = 0; k < n_fibers && rc == 0; ++k) {
         so.n_fibers = (int32_t)fibers[k];
         ns_life_model_t *m = NULL;
-        const double t0 = now_ms();
+        const double t0 = 1e3 * cli_now_s();
         ns_status s = ns_life_synth(&so, &m);
-        const double synth_s = (now_ms() - t0) * 1e-3;
+        const double synth_s = (1e3 * cli_now_s() - t0) * 1e-3;
         if (s != NS_OK) return cli_status_error("life-scale synth", s);
         const int64_t F = ns_life_model_n_fibers(m), C = ns_life_model_n_coeffs(m);
         const int32_t V = ns_life_model_n_voxels(m), T = ns_life_model_n_theta(m), A = ns_life_model_n_atoms(m);

@@ -75,6 +75,27 @@ NS_API int32_t ns_dist_size(const ns_dist_t *dist);
 NS_API ns_status ns_partition_lpt(int64_t n_items, const int64_t *weight, int32_t n_parts, int32_t *owner,
                                   int64_t *load);
 
+/* The cells of a batch or simulation given to n_parts processes by
+ * ns_partition_lpt over their compartment counts, as part `part` sees them:
+ * cell c has shape cell_shape[c] (NULL: c % n_shapes), of shape_size[s]
+ * compartments. Every process computes the same (no communication); the
+ * distributed batches (neurosolve/mpi.h) and simulations (ns_sim_options.dist)
+ * both give out their cells by it. Shapes and cell_shape are the caller's to
+ * check. Free with ns_cells_partition_free. */
+typedef struct ns_cells_partition {
+    int64_t n_cells, n_comp;
+    int32_t *owner;          /* n_cells: each cell's part */
+    int64_t *global_offset;  /* n_cells + 1: each cell's first compartment in the cells' order */
+    int64_t *part_comp;      /* n_parts: compartments per part */
+    int64_t *local_cells;    /* n_local: the cells of `part`, increasing */
+    int32_t *local_shape;    /* n_local: their shapes */
+    int64_t n_local, n_local_comp;
+} ns_cells_partition;
+NS_API ns_status ns_partition_cells(int32_t n_shapes, const int64_t *shape_size, int64_t n_cells,
+                                    const int32_t *cell_shape, int32_t n_parts, int32_t part,
+                                    ns_cells_partition *out);
+NS_API void ns_cells_partition_free(ns_cells_partition *p);
+
 /* Contiguous ranges balanced by weight: part p gets items
  * [first[p], first[p+1]) (first has n_parts + 1 entries, first[0] = 0,
  * first[n_parts] = n_items); part p starts at the first item whose middle

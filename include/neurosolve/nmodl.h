@@ -54,6 +54,9 @@ typedef struct ns_mechanisms_build_options {
      * steps; the library itself never prints. */
     void (*progress)(void *user, int step, int steps, const char *what);
     void *progress_user;
+    /* Compiler runs at once (one per generated source); 0: as many as the
+     * cores this process may run on. The library built does not depend on it. */
+    int jobs;
 } ns_mechanisms_build_options;
 
 /* Translate every DIR/ *.mod (sorted by name) and compile them into the

@@ -1,6 +1,9 @@
 /* Partitions of work over processes. Pure functions: no MPI calls, so that
  * they are tested on their own (tests/mpi/test_mpi_partition.c); declared in neurosolve/dist.h. */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "neurosolve/dist.h"
@@ -110,4 +113,62 @@ ns_status ns_partition_contiguous(int64_t n_items, const int64_t *weight, int32_
             if (first[p] > first[p + 1] - 1) first[p] = first[p + 1] - 1;
     }
     return NS_OK;
+}
+
+void ns_cells_partition_free(ns_cells_partition *p) {
+    if (!p) return;
+    free(p->owner);
+    free(p->global_offset);
+    free(p->part_comp);
+    free(p->local_cells);
+    free(p->local_shape);
+    memset(p, 0, sizeof *p);
+}
+
+ns_status ns_partition_cells(int32_t n_shapes, const int64_t *shape_size, int64_t n_cells,
+                             const int32_t *cell_shape, int32_t n_parts, int32_t part, ns_cells_partition *out) {
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_partition_cells: NULL argument");
+    memset(out, 0, sizeof *out);
+    if (n_shapes < 1 || !shape_size || n_cells < 0 || n_parts < 1 || part < 0 || part >= n_parts)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_partition_cells: %lld cells of %d shapes over %d parts (part %d)",
+                       (long long)n_cells, (int)n_shapes, (int)n_parts, (int)part);
+    /* each cell has a compartment or more, 8 bytes each in a value array:
+     * more cells than that can address would wrap the sizes below */
+    if (n_cells > (int64_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(double)))
+        return ns_fail(NS_ERR_SIZE, "%lld cells are more than the %lld compartments a value array can hold",
+                       (long long)n_cells, (long long)(PTRDIFF_MAX / (ptrdiff_t)sizeof(double)));
+    const size_t n = (size_t)(n_cells > 0 ? n_cells : 1);
+    int64_t *weight = malloc(n * sizeof *weight);
+    out->owner = malloc(n * sizeof *out->owner);
+    out->global_offset = malloc((n + 1) * sizeof *out->global_offset);
+    out->part_comp = calloc((size_t)n_parts, sizeof *out->part_comp);
+    ns_status st = weight && out->owner && out->global_offset && out->part_comp
+                       ? NS_OK
+                       : ns_fail(NS_ERR_OUT_OF_MEMORY, "partition of %lld cells", (long long)n_cells);
+    out->n_cells = n_cells;
+    if (st == NS_OK) {
+        out->global_offset[0] = 0;
+        for (int64_t c = 0; c < n_cells; ++c) {
+            weight[c] = shape_size[cell_shape ? cell_shape[c] : (int32_t)(c % n_shapes)];
+            out->global_offset[c + 1] = out->global_offset[c] + weight[c];
+        }
+        out->n_comp = out->global_offset[n_cells];
+        st = ns_partition_lpt(n_cells, weight, n_parts, out->owner, out->part_comp);
+    }
+    free(weight);
+    for (int64_t c = 0; st == NS_OK && c < n_cells; ++c) out->n_local += out->owner[c] == part;
+    if (st == NS_OK) {
+        const size_t m = (size_t)(out->n_local > 0 ? out->n_local : 1);
+        out->local_cells = malloc(m * sizeof *out->local_cells);
+        out->local_shape = malloc(m * sizeof *out->local_shape);
+        if (!out->local_cells || !out->local_shape) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "local cell list");
+    }
+    for (int64_t c = 0, k = 0; st == NS_OK && c < n_cells; ++c)
+        if (out->owner[c] == part) {
+            out->local_cells[k] = c;
+            out->local_shape[k++] = cell_shape ? cell_shape[c] : (int32_t)(c % n_shapes);
+        }
+    if (st == NS_OK) out->n_local_comp = out->part_comp[part];
+    else ns_cells_partition_free(out);
+    return st;
 }

@@ -1051,7 +1051,7 @@ ns_status ns_network_apply(const ns_network_t *net, ns_sim_t *sim, const ns_cell
     ns_network_failure at = {-2, 0}; /* a NULL argument: before everything */
     const ns_status st = ns_network_apply_calls(net, &sim_calls, sim, shapes, &at);
     /* spread over processes: every process reports the failure that comes first in the file */
-    return ns_sim_network_failure(sim, st, &at);
+    return ns_sim_network_failure(sim, st, at.statement, at.item);
 }
 
 ns_status ns_network_sim_create(const ns_network_t *net, const ns_cell_t *const *shapes, const ns_sim_params *params,

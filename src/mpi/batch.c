@@ -63,58 +63,6 @@ uint64_t ns_mpi_hash_trees(uint64_t h, int32_t n_shapes, const ns_tree_t *const 
     return h;
 }
 
-ns_status ns_mpi_cells_partition(MPI_Comm comm, int32_t n_shapes, const ns_tree_t *const *shapes,
-                                 int64_t n_cells, const int32_t *cell_shape, ns_mpi_cells *out) {
-    memset(out, 0, sizeof *out);
-    MPI_Comm_rank(comm, &out->rank);
-    MPI_Comm_size(comm, &out->size);
-    out->n_cells = n_cells;
-    /* each cell has a compartment or more, 8 bytes each in a value array:
-     * more cells than that can address would wrap the sizes below */
-    if (n_cells > (int64_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(double)))
-        return ns_fail(NS_ERR_SIZE, "a batch of %lld cells is more than the %lld compartments a value array can hold",
-                       (long long)n_cells, (long long)(PTRDIFF_MAX / (ptrdiff_t)sizeof(double)));
-    int64_t *weight = malloc((size_t)n_cells * sizeof *weight);
-    out->owner = malloc((size_t)n_cells * sizeof *out->owner);
-    out->global_offset = malloc((size_t)(n_cells + 1) * sizeof *out->global_offset);
-    out->rank_comp = calloc((size_t)out->size, sizeof *out->rank_comp);
-    if (!weight || !out->owner || !out->global_offset || !out->rank_comp) {
-        free(weight);
-        return ns_fail(NS_ERR_OUT_OF_MEMORY, "partition of %lld cells", (long long)n_cells);
-    }
-    out->global_offset[0] = 0;
-    for (int64_t c = 0; c < n_cells; ++c) {
-        const int32_t s = cell_shape ? cell_shape[c] : (int32_t)(c % n_shapes);
-        weight[c] = ns_tree_size(shapes[s]);
-        out->global_offset[c + 1] = out->global_offset[c] + weight[c];
-    }
-    out->n_comp = out->global_offset[n_cells];
-    ns_status st = ns_partition_lpt(n_cells, weight, out->size, out->owner, out->rank_comp);
-    free(weight);
-    if (st != NS_OK) return st;
-    for (int64_t c = 0; c < n_cells; ++c) out->n_local += out->owner[c] == out->rank;
-    out->local_cells = malloc((size_t)(out->n_local > 0 ? out->n_local : 1) * sizeof *out->local_cells);
-    out->local_shape = malloc((size_t)(out->n_local > 0 ? out->n_local : 1) * sizeof *out->local_shape);
-    if (!out->local_cells || !out->local_shape) return ns_fail(NS_ERR_OUT_OF_MEMORY, "local cell list");
-    int64_t k = 0;
-    for (int64_t c = 0; c < n_cells; ++c)
-        if (out->owner[c] == out->rank) {
-            out->local_cells[k] = c;
-            out->local_shape[k++] = cell_shape ? cell_shape[c] : (int32_t)(c % n_shapes);
-        }
-    out->n_local_comp = out->rank_comp[out->rank];
-    return NS_OK;
-}
-
-void ns_mpi_cells_free(ns_mpi_cells *c) {
-    free(c->owner);
-    free(c->global_offset);
-    free(c->rank_comp);
-    free(c->local_cells);
-    free(c->local_shape);
-    memset(c, 0, sizeof *c);
-}
-
 ns_status ns_mpi_batch_create(MPI_Comm comm, int32_t n_shapes, const ns_tree_t *const *shapes,
                               int64_t n_cells, const int32_t *cell_shape, ns_mpi_batch_t **out) {
     if (out) *out = NULL;
@@ -126,32 +74,35 @@ ns_status ns_mpi_batch_create(MPI_Comm comm, int32_t n_shapes, const ns_tree_t *
                            "the batch (shapes, cell count, cell shapes)");
     if (st != NS_OK) return st;
     ns_mpi_batch_t *b = calloc(1, sizeof *b);
-    ns_mpi_cells cells;
+    ns_cells_partition cells;
     memset(&cells, 0, sizeof cells);
-    if (!b) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_mpi_batch_create");
+    int64_t *shape_size = malloc((size_t)n_shapes * sizeof *shape_size);
+    if (!b || !shape_size) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_mpi_batch_create");
     else {
         b->comm = MPI_COMM_NULL;
         if (MPI_Comm_dup(comm, &b->comm) != MPI_SUCCESS) st = ns_fail(NS_ERR_IO, "MPI_Comm_dup failed");
+        MPI_Comm_rank(comm, &b->rank);
+        MPI_Comm_size(comm, &b->size);
+        for (int32_t k = 0; k < n_shapes; ++k) shape_size[k] = ns_tree_size(shapes[k]);
     }
-    if (st == NS_OK) st = ns_mpi_cells_partition(comm, n_shapes, shapes, n_cells, cell_shape, &cells);
+    if (st == NS_OK) st = ns_partition_cells(n_shapes, shape_size, n_cells, cell_shape, b->size, b->rank, &cells);
+    free(shape_size);
     if (st == NS_OK && cells.n_local > 0)
         st = ns_batch_create(n_shapes, shapes, cells.n_local, cells.local_shape, &b->local);
     if (st == NS_OK) {
         /* the batch takes over the partition's arrays */
-        b->rank = cells.rank;
-        b->size = cells.size;
         b->n_cells = cells.n_cells;
         b->n_comp = cells.n_comp;
         b->owner = cells.owner;
         b->global_offset = cells.global_offset;
         b->local_cells = cells.local_cells;
-        b->rank_comp = cells.rank_comp;
+        b->rank_comp = cells.part_comp;
         b->n_local = cells.n_local;
         b->n_local_comp = cells.n_local_comp;
         free(cells.local_shape);
         memset(&cells, 0, sizeof cells);
     }
-    ns_mpi_cells_free(&cells);
+    ns_cells_partition_free(&cells);
     st = ns_mpi_agree(comm, st);
     if (st != NS_OK) {
         ns_mpi_batch_destroy(b);

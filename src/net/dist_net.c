@@ -31,7 +31,6 @@
 
 #include "core/error.h"
 #include "core/hash.h"
-#include "io/netfile_apply.h"
 #include "sim/dist_impl.h"
 
 void ns_dist_net_free(dist_net *x) {
@@ -448,18 +447,18 @@ const double *ns_dist_sim_source_spikes(const sim_dist *s, int64_t source, int64
 
 /* ------------------------------------------------------- network files */
 
-ns_status ns_dist_sim_first_failure(sim_dist *s, ns_status st, const ns_network_failure *at) {
+ns_status ns_dist_sim_first_failure(sim_dist *s, ns_status st, int64_t statement, int64_t item) {
     /* A process stops at its first failure; the checks that need no cell
      * fail alike everywhere, those of a cell's owner (a mechanism or a
      * parameter name) there only. Every process then reports the failure
      * that comes first in the file (statement, then item), as one process
      * would: the lowest rank that has it (the same message where several do). */
-    int64_t first = st == NS_OK ? INT64_MAX : at->statement;
+    int64_t first = st == NS_OK ? INT64_MAX : statement;
     ns_status rst = ns_dist_allreduce(s->dist, &first, 1, NS_DIST_INT64, NS_DIST_MIN);
     if (rst != NS_OK) return rst;
-    const int here = st != NS_OK && at->statement == first;
-    int64_t item = here ? at->item : INT64_MAX;
-    rst = ns_dist_allreduce(s->dist, &item, 1, NS_DIST_INT64, NS_DIST_MIN);
+    const int here = st != NS_OK && statement == first;
+    int64_t first_item = here ? item : INT64_MAX;
+    rst = ns_dist_allreduce(s->dist, &first_item, 1, NS_DIST_INT64, NS_DIST_MIN);
     if (rst != NS_OK) return rst;
-    return ns_dist_agree(s->dist, here && at->item == item ? st : NS_OK);
+    return ns_dist_agree(s->dist, here && item == first_item ? st : NS_OK);
 }

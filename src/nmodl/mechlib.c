@@ -123,16 +123,21 @@ static int remove_entry(const char *path, const struct stat *info, int flag, str
 }
 static void remove_tree(const char *dir) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
-/* Run argv with stdout and stderr into log; 0 when it exited with 0. */
-static ns_status run(char **argv, const char *log) {
+/* Start argv with stdout and stderr into log (appended). */
+static ns_status start(char **argv, const char *log, pid_t *pid) {
     posix_spawn_file_actions_t fa;
     if (posix_spawn_file_actions_init(&fa)) return ns_fail(NS_ERR_OUT_OF_MEMORY, "posix_spawn_file_actions_init");
     posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid;
-    int e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    int e = posix_spawnp(pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     if (e) return ns_fail(NS_ERR_UNSUPPORTED, "cannot run the compiler '%s': %s", argv[0], strerror(e));
+    return NS_OK;
+}
+
+/* Wait for a run that start() began; NS_OK when it exited with 0, else the
+ * error with what it wrote to log. */
+static ns_status finish(pid_t pid, const char *argv0, const char *log) {
     int wst;
     while (waitpid(pid, &wst, 0) < 0)
         if (errno != EINTR) return ns_fail(NS_ERR_IO, "waitpid: %s", strerror(errno));
@@ -144,8 +149,167 @@ static ns_status run(char **argv, const char *log) {
         msg[n] = 0;
         fclose(f);
     }
-    return ns_fail(NS_ERR_IO, "'%s' failed (%s %d):\n%s", argv[0], WIFEXITED(wst) ? "exit status" : "signal",
+    return ns_fail(NS_ERR_IO, "'%s' failed (%s %d):\n%s", argv0, WIFEXITED(wst) ? "exit status" : "signal",
                    WIFEXITED(wst) ? WEXITSTATUS(wst) : (WIFSIGNALED(wst) ? WTERMSIG(wst) : -1), msg);
+}
+
+/* The compiler runs a build may have at once: o.jobs, else the cores this
+ * process may run on. */
+static int build_jobs(int jobs) {
+    if (jobs > 0) return jobs;
+#ifdef _SC_NPROCESSORS_ONLN
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)(n < 64 ? n : 64) : 1;
+#else
+    return 1;
+#endif
+}
+
+/* Compile every srcs[i] into srcs[i].o (args, then -c SRC -o OBJ), up to
+ * `jobs` runs at once, each with its own log (SRC.log, removed on success);
+ * the objects are appended to objs in the sources' order. The runs are
+ * waited for in the order they started; after a failure no new run starts
+ * and the error is the first failing source's, so the outcome does not
+ * depend on jobs. */
+static ns_status compile_all(const strv *args, const strv *srcs, strv *objs, int jobs,
+                             const ns_mechanisms_build_options *o) {
+    ns_status s = NS_OK;
+    const size_t n = srcs->n;
+    strv *cmd = calloc(n ? n : 1, sizeof *cmd);
+    pid_t *pid = calloc(n ? n : 1, sizeof *pid);
+    char **log = calloc(n ? n : 1, sizeof *log);
+    if (!cmd || !pid || !log) {
+        free(cmd), free(pid), free(log);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    size_t next = 0, waited = 0;
+    for (size_t i = 0; i < n && !s; i++) {
+        char *obj = concat(srcs->s[i], ".o");
+        int bad = !obj || !(log[i] = concat(srcs->s[i], ".log")) || sv_add(objs, obj);
+        for (size_t k = 0; !bad && k < args->n; k++) bad = sv_add(&cmd[i], args->s[k]);
+        bad = bad || sv_add(&cmd[i], "-c") || sv_add(&cmd[i], srcs->s[i]) || sv_add(&cmd[i], "-o") || sv_add(&cmd[i], obj);
+        free(obj);
+        if (bad) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    while (!s && waited < n) {
+        while (!s && next < n && next - waited < (size_t)jobs) {
+            const char *slash = strrchr(srcs->s[next], '/');
+            if (o->progress) o->progress(o->progress_user, (int)next, (int)n + 1, slash ? slash + 1 : srcs->s[next]);
+            s = start(cmd[next].s, log[next], &pid[next]);
+            if (!s) next++;
+        }
+        if (!s) {
+            s = finish(pid[waited], cmd[waited].s[0], log[waited]);
+            if (!s) remove(log[waited]);
+            waited++;
+        }
+    }
+    for (; waited < next; waited++) { /* after a failure: the runs still going end first */
+        int wst;
+        while (waitpid(pid[waited], &wst, 0) < 0 && errno == EINTR) {
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        sv_free(&cmd[i]);
+        free(log[i]);
+    }
+    free(cmd), free(pid), free(log);
+    return s;
+}
+
+/* Translate each of dir's mods (sorted) into work/: NAME.h, NAME.c (and NAME.cu
+ * with cuda); the names into names, the sources to compile into srcs. */
+static ns_status translate_all(const char *dir, const strv *mods, const char *work, int cuda, strv *names, strv *srcs) {
+    ns_status s = NS_OK;
+    for (size_t i = 0; i < mods->n; i++) {
+        char *path = join(dir, mods->s[i]);
+        if (!path) return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+        ns_nmodl_t *m = NULL;
+        s = ns_nmodl_parse_file(path, &m);
+        free(path);
+        if (s) return s;
+        for (size_t k = 0; k < names->n; k++)
+            if (!strcmp(names->s[k], m->name)) {
+                s = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: mechanism %s is defined twice in %s", mods->s[i], m->name, dir);
+                ns_nmodl_destroy(m);
+                return s;
+            }
+        if (sv_add(names, m->name)) {
+            ns_nmodl_destroy(m);
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        /* NEURON's headers that VERBATIM C includes: their functions are in the generated
+         * header of each mechanism with VERBATIM C (src/nmodl/nmodl_verbatim.h) */
+        for (int k = 0; m->verbatim && k < 2; k++) {
+            char *h = join(work, k ? "mcran4.h" : "nrnran123.h");
+            if (!h) { ns_nmodl_destroy(m); return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); }
+            s = write_text(h, "/* neurosolve: NEURON's functions of this header are in the header of each mechanism "
+                              "with VERBATIM C (src/nmodl/nmodl_verbatim.h) */\n");
+            free(h);
+            if (s) { ns_nmodl_destroy(m); return s; }
+        }
+        const ns_nmodl_target targets[] = {NS_NMODL_HEADER, NS_NMODL_C, NS_NMODL_CUDA};
+        const char *ext[] = {".h", ".c", ".cu"};
+        for (int t = 0; t < (cuda ? 3 : 2); t++) {
+            char *code = NULL;
+            s = ns_nmodl_emit(m, targets[t], &code);
+            if (s) { ns_nmodl_destroy(m); return s; }
+            char *fname = concat(m->name, ext[t]);
+            char *fp = fname ? join(work, fname) : NULL;
+            free(fname);
+            if (!fp) { free(code); ns_nmodl_destroy(m); return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory"); }
+            s = write_text(fp, code);
+            free(code);
+            if (!s && t > 0 && sv_add(srcs, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+            free(fp);
+            if (s) { ns_nmodl_destroy(m); return s; }
+        }
+        ns_nmodl_destroy(m);
+    }
+    return NS_OK;
+}
+
+/* work/catalogue.c: each name twice, however long; appended to srcs. */
+static ns_status write_catalogue(const char *work, const strv *names, strv *srcs) {
+    ns_status s = NS_OK;
+    text cat = {0};
+    tx_add(&cat, "/* Generated by neurosolve mechanisms build: do not edit. */\n#include \"neurosolve/mechanism.h\"\n");
+    for (size_t k = 0; k < names->n; k++) {
+        tx_add(&cat, "extern const ns_mech_desc nsm_");
+        tx_add(&cat, names->s[k]);
+        tx_add(&cat, "_desc;\n");
+    }
+    tx_add(&cat, "static const ns_mech_desc *const mechs[] = {");
+    for (size_t k = 0; k < names->n; k++) {
+        tx_add(&cat, k ? ", &nsm_" : "&nsm_");
+        tx_add(&cat, names->s[k]);
+        tx_add(&cat, "_desc");
+    }
+    {
+        char tail[400];
+        snprintf(tail, sizeof tail,
+                 "};\nstatic const ns_mech_catalogue cat = {NS_MECH_ABI_VERSION, %zu, mechs};\n"
+                 "__attribute__((visibility(\"default\"))) const ns_mech_catalogue *ns_mech_catalogue_v1(void);\n"
+                 "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat; }\n",
+                 names->n);
+        tx_add(&cat, tail);
+    }
+    if (cat.failed) {
+        free(cat.s);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    {
+        char *fp = join(work, "catalogue.c");
+        if (!fp) {
+            free(cat.s);
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        s = write_text(fp, cat.s);
+        if (!s && sv_add(srcs, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
+        free(fp);
+    }
+    free(cat.s);
+    return s;
 }
 
 #define OOM()                                                   \
@@ -161,7 +325,6 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
     const char *cc = o.cc ? o.cc : "cc";
     ns_status s = NS_OK;
     strv mods = {0}, names = {0}, args = {0}, srcs = {0}, objs = {0}, one = {0};
-    text cat = {0};
     char *keep = NULL, *work = NULL, *inc = NULL, *abi = NULL, *tmp = NULL, *log = NULL, *arch = NULL;
     int work_made = 0;
     DIR *d = opendir(dir);
@@ -226,111 +389,27 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
         free(iflag);
         if (bad) OOM();
     }
-    /* translate */
-    for (size_t i = 0; i < mods.n; i++) {
-        char *path = join(dir, mods.s[i]);
-        if (!path) OOM();
-        ns_nmodl_t *m = NULL;
-        s = ns_nmodl_parse_file(path, &m);
-        free(path);
-        if (s) goto done;
-        for (size_t k = 0; k < names.n; k++)
-            if (!strcmp(names.s[k], m->name)) {
-                s = ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: mechanism %s is defined twice in %s", mods.s[i], m->name, dir);
-                ns_nmodl_destroy(m);
-                goto done;
-            }
-        if (sv_add(&names, m->name)) {
-            ns_nmodl_destroy(m);
-            OOM();
-        }
-        /* NEURON's headers that VERBATIM C includes: their functions are in the generated
-         * header of each mechanism with VERBATIM C (src/nmodl/nmodl_verbatim.h) */
-        for (int k = 0; m->verbatim && k < 2; k++) {
-            char *h = join(work, k ? "mcran4.h" : "nrnran123.h");
-            if (!h) { ns_nmodl_destroy(m); OOM(); }
-            s = write_text(h, "/* neurosolve: NEURON's functions of this header are in the header of each mechanism "
-                              "with VERBATIM C (src/nmodl/nmodl_verbatim.h) */\n");
-            free(h);
-            if (s) { ns_nmodl_destroy(m); goto done; }
-        }
-        const ns_nmodl_target targets[] = {NS_NMODL_HEADER, NS_NMODL_C, NS_NMODL_CUDA};
-        const char *ext[] = {".h", ".c", ".cu"};
-        for (int t = 0; t < (o.nvcc ? 3 : 2); t++) {
-            char *code = NULL;
-            s = ns_nmodl_emit(m, targets[t], &code);
-            if (s) { ns_nmodl_destroy(m); goto done; }
-            char *fname = concat(m->name, ext[t]);
-            char *fp = fname ? join(work, fname) : NULL;
-            free(fname);
-            if (!fp) { free(code); ns_nmodl_destroy(m); OOM(); }
-            s = write_text(fp, code);
-            free(code);
-            if (!s && t > 0 && sv_add(&srcs, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
-            free(fp);
-            if (s) { ns_nmodl_destroy(m); goto done; }
-        }
-        ns_nmodl_destroy(m);
-    }
-    /* the catalogue: each name twice, however long */
-    tx_add(&cat, "/* Generated by neurosolve mechanisms build: do not edit. */\n#include \"neurosolve/mechanism.h\"\n");
-    for (size_t k = 0; k < names.n; k++) {
-        tx_add(&cat, "extern const ns_mech_desc nsm_");
-        tx_add(&cat, names.s[k]);
-        tx_add(&cat, "_desc;\n");
-    }
-    tx_add(&cat, "static const ns_mech_desc *const mechs[] = {");
-    for (size_t k = 0; k < names.n; k++) {
-        tx_add(&cat, k ? ", &nsm_" : "&nsm_");
-        tx_add(&cat, names.s[k]);
-        tx_add(&cat, "_desc");
-    }
-    {
-        char tail[400];
-        snprintf(tail, sizeof tail,
-                 "};\nstatic const ns_mech_catalogue cat = {NS_MECH_ABI_VERSION, %zu, mechs};\n"
-                 "__attribute__((visibility(\"default\"))) const ns_mech_catalogue *ns_mech_catalogue_v1(void);\n"
-                 "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat; }\n",
-                 names.n);
-        tx_add(&cat, tail);
-    }
-    if (cat.failed) OOM();
-    {
-        char *fp = join(work, "catalogue.c");
-        if (!fp) OOM();
-        s = write_text(fp, cat.s);
-        if (!s && sv_add(&srcs, fp)) s = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
-        free(fp);
-        if (s) goto done;
-    }
+    if ((s = translate_all(dir, &mods, work, o.nvcc != NULL, &names, &srcs))) goto done;
+    if ((s = write_catalogue(work, &names, &srcs))) goto done;
     if (!(tmp = concat(out_lib, ".partial")) || !(log = join(work, "build.log"))) OOM();
-    /* one compiler run per source (a step of progress each), then the link */
-    for (size_t i = 0; i <= srcs.n; i++) {
-        const char *slash = i < srcs.n ? strrchr(srcs.s[i], '/') : NULL;
-        if (o.progress)
-            o.progress(o.progress_user, (int)i, (int)srcs.n + 1, i < srcs.n ? (slash ? slash + 1 : srcs.s[i]) : "linking");
-        sv_free(&one);
-        memset(&one, 0, sizeof one);
+    /* one compiler run per source (a step of progress each, jobs at once), then the link */
+    s = compile_all(&args, &srcs, &objs, build_jobs(o.jobs), &o);
+    if (!s) {
+        if (o.progress) o.progress(o.progress_user, (int)srcs.n, (int)srcs.n + 1, "linking");
         for (size_t k = 0; k < args.n; k++)
             if (sv_add(&one, args.s[k])) OOM();
-        if (i < srcs.n) {
-            char *obj = concat(srcs.s[i], ".o");
-            int bad = !obj || sv_add(&one, "-c") || sv_add(&one, srcs.s[i]) || sv_add(&one, "-o") || sv_add(&one, obj) ||
-                      sv_add(&objs, obj);
-            free(obj);
-            if (bad) OOM();
-        } else {
-            if (sv_add(&one, "-shared")) OOM();
-            for (size_t k = 0; k < objs.n; k++)
-                if (sv_add(&one, objs.s[k])) OOM();
-            if (sv_add(&one, "-o") || sv_add(&one, tmp) || sv_add(&one, "-lm")) OOM();
-        }
-        s = run(one.s, log);
-        if (s) {
-            remove(tmp);
-            ns_error_prefix("building the mechanism library");
-            goto done;
-        }
+        if (sv_add(&one, "-shared")) OOM();
+        for (size_t k = 0; k < objs.n; k++)
+            if (sv_add(&one, objs.s[k])) OOM();
+        if (sv_add(&one, "-o") || sv_add(&one, tmp) || sv_add(&one, "-lm")) OOM();
+        pid_t pid;
+        s = start(one.s, log, &pid);
+        if (!s) s = finish(pid, one.s[0], log);
+    }
+    if (s) {
+        remove(tmp);
+        ns_error_prefix("building the mechanism library");
+        goto done;
     }
     if (o.progress) o.progress(o.progress_user, (int)srcs.n + 1, (int)srcs.n + 1, "done");
     for (size_t k = 0; k < objs.n; k++) remove(objs.s[k]); /* kept sources are sources */
@@ -355,7 +434,6 @@ done:
     sv_free(&srcs);
     sv_free(&objs);
     sv_free(&one);
-    free(cat.s);
     free(keep);
     free(work);
     free(inc);

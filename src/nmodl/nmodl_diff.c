@@ -228,17 +228,8 @@ static void dex(dx *d, const ex *e) {
             P(")");
             return;
         }
-        const char *op;
-        char o[2] = {(char)e->op, 0};
-        switch (e->op) {
-        case 'l': op = "<="; break;
-        case 'g': op = ">="; break;
-        case 'e': op = "=="; break;
-        case 'n': op = "!="; break;
-        case '&': op = "&&"; break;
-        case '|': op = "||"; break;
-        default: op = o;
-        }
+        char o[2];
+        const char *op = ns_nmodl_c_op(e->op, o);
         P("nsd_%s_c((double)((", d->M);
         dex(d, e->a);
         P(").v %s (", op);

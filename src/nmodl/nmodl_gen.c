@@ -538,17 +538,8 @@ static void emit_ex(gen *g, const ex *e) {
             put(b, ")");
             return;
         }
-        const char *op;
-        char o[2] = {(char)e->op, 0};
-        switch (e->op) {
-        case 'l': op = "<="; break;
-        case 'g': op = ">="; break;
-        case 'e': op = "=="; break;
-        case 'n': op = "!="; break;
-        case '&': op = "&&"; break;
-        case '|': op = "||"; break;
-        default: op = o;
-        }
+        char o[2];
+        const char *op = ns_nmodl_c_op(e->op, o);
         int logical = strchr("<>lgen&|", e->op) != NULL;
         put(b, logical ? "((double)(" : "(");
         emit_ex(g, e->a);

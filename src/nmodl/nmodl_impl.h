@@ -37,6 +37,20 @@ typedef struct ex {
     int depth;       /* of the tree below (parser: bounded, the passes over it recurse) */
 } ex;
 
+/* The C spelling of an EX_BIN operator: the two-character ones from their
+ * letters, else the character itself (written into one[]). */
+static inline const char *ns_nmodl_c_op(int op, char one[2]) {
+    switch (op) {
+    case 'l': return "<=";
+    case 'g': return ">=";
+    case 'e': return "==";
+    case 'n': return "!=";
+    case '&': return "&&";
+    case '|': return "||";
+    default: one[0] = (char)op, one[1] = 0; return one;
+    }
+}
+
 /* ST_WHILE: while (e) then_; ST_FROM: FROM name = e TO to [BY by] then_ (name an
  * integer); ST_RETURN: a VERBATIM block that is only `return 0;` */
 typedef enum st_kind {

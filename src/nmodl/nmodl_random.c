@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "nmodl/nmodl_impl.h"
-#include "mech/model_impl.h"
 
 /* src/nmodl/nmodl_random.h as text (CMake writes it, nmodl_random_text.c) */
 extern const char ns_nmodl_random_header[];

@@ -88,48 +88,39 @@ static ns_status check_args(int32_t n_shapes, const ns_cell_t *const *shapes, in
     return ns_sim_params_check(params);
 }
 
-/* The cells given to the ranks by LPT over compartment counts (local: no
+/* The cells given to the ranks by ns_partition_cells (local: no
  * communication; every process computes the same). */
 static ns_status partition(sim_dist *s, int32_t n_shapes, const ns_cell_t *const *shapes, int64_t n_cells,
                            const int32_t *cell_shape, int32_t **local_shape) {
     const size_t n = (size_t)n_cells, r = (size_t)s->size;
-    int64_t *weight = malloc(n * sizeof *weight);
-    s->owner = malloc(n * sizeof *s->owner);
+    int64_t *shape_size = malloc((size_t)n_shapes * sizeof *shape_size);
     s->cell_shape = malloc(n * sizeof *s->cell_shape);
-    s->global_offset = malloc((n + 1) * sizeof *s->global_offset);
     s->bytes = malloc(r * sizeof *s->bytes);
     s->displs = malloc(r * sizeof *s->displs);
     s->one_bytes = malloc(r * sizeof *s->one_bytes);
     s->one_displs = malloc(r * sizeof *s->one_displs);
-    ns_status st = weight && s->owner && s->cell_shape && s->global_offset && s->bytes && s->displs &&
-                           s->one_bytes && s->one_displs
+    ns_status st = shape_size && s->cell_shape && s->bytes && s->displs && s->one_bytes && s->one_displs
                        ? NS_OK
                        : ns_fail(NS_ERR_OUT_OF_MEMORY, "partition of %lld cells", (long long)n_cells);
+    ns_cells_partition part;
+    memset(&part, 0, sizeof part);
     if (st == NS_OK) {
-        s->n_cells = n_cells;
-        s->global_offset[0] = 0;
-        for (int64_t c = 0; c < n_cells; ++c) {
-            s->cell_shape[c] = cell_shape ? cell_shape[c] : (int32_t)(c % n_shapes);
-            weight[c] = ns_tree_size(ns_cell_tree(shapes[s->cell_shape[c]]));
-            s->global_offset[c + 1] = s->global_offset[c] + weight[c];
-        }
-        s->n_comp = s->global_offset[n_cells];
+        for (int32_t k = 0; k < n_shapes; ++k) shape_size[k] = ns_tree_size(ns_cell_tree(shapes[k]));
+        for (int64_t c = 0; c < n_cells; ++c) s->cell_shape[c] = cell_shape ? cell_shape[c] : (int32_t)(c % n_shapes);
         for (int32_t k = 0; k < s->size; ++k) s->one_bytes[k] = sizeof(int64_t), s->one_displs[k] = k * 8;
-        st = ns_partition_lpt(n_cells, weight, s->size, s->owner, NULL);
+        st = ns_partition_cells(n_shapes, shape_size, n_cells, cell_shape, s->size, s->rank, &part);
     }
-    free(weight);
-    for (int64_t c = 0; st == NS_OK && c < n_cells; ++c) s->n_local += s->owner[c] == s->rank;
-    if (st == NS_OK) {
-        const size_t m = (size_t)(s->n_local > 0 ? s->n_local : 1);
-        s->local_cells = malloc(m * sizeof *s->local_cells);
-        *local_shape = malloc(m * sizeof **local_shape);
-        if (!s->local_cells || !*local_shape) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "local cell list");
+    free(shape_size);
+    if (st == NS_OK) { /* the handle takes over the partition's arrays */
+        s->n_cells = n_cells;
+        s->n_comp = part.n_comp;
+        s->owner = part.owner;
+        s->global_offset = part.global_offset;
+        s->local_cells = part.local_cells;
+        s->n_local = part.n_local;
+        *local_shape = part.local_shape;
+        free(part.part_comp);
     }
-    for (int64_t c = 0, k = 0; st == NS_OK && c < n_cells; ++c)
-        if (s->owner[c] == s->rank) {
-            s->local_cells[k] = c;
-            (*local_shape)[k++] = s->cell_shape[c];
-        }
     return st;
 }
 
@@ -513,6 +504,6 @@ int32_t ns_sim_cell_owner(const ns_sim_t *sim, int64_t cell) {
     return sim->dist ? sim->dist->owner[cell] : 0;
 }
 
-ns_status ns_sim_network_failure(ns_sim_t *sim, ns_status st, const struct ns_network_failure *at) {
-    return sim && sim->dist ? ns_dist_sim_first_failure(sim->dist, st, at) : st;
+ns_status ns_sim_network_failure(ns_sim_t *sim, ns_status st, int64_t statement, int64_t item) {
+    return sim && sim->dist ? ns_dist_sim_first_failure(sim->dist, st, statement, item) : st;
 }

@@ -104,11 +104,11 @@ ns_status ns_dist_sim_refuse(const char *what);
 ns_status ns_dist_sim_defer(sim_dist *s, ns_status st);
 /* ns_network_apply on a distributed simulation: every process reports the
  * failure that comes first in the file (statement, item), whichever process
- * found it. `st` and `at`: this process's traversal. */
-struct ns_network_failure;
-ns_status ns_dist_sim_first_failure(sim_dist *s, ns_status st, const struct ns_network_failure *at);
+ * found it. `st`, `statement` and `item`: this process's traversal
+ * (io/netfile_apply.h's ns_network_failure). */
+ns_status ns_dist_sim_first_failure(sim_dist *s, ns_status st, int64_t statement, int64_t item);
 /* The same for any simulation (on one process: st). */
-ns_status ns_sim_network_failure(ns_sim_t *sim, ns_status st, const struct ns_network_failure *at);
+ns_status ns_sim_network_failure(ns_sim_t *sim, ns_status st, int64_t statement, int64_t item);
 
 /* Per-item lists of doubles, each item's held by one process, to root (< 0:
  * every process) as offsets (n_items + 1) and values. */

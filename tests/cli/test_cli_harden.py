@@ -206,10 +206,13 @@ with tempfile.TemporaryDirectory() as tmp:
         with open(catalogue, "a") as f:
             f.write("/* the user's edit */\n")
         edited = read(catalogue)
-        # without --keep-sources: the kept folder is not touched
-        run("mechanisms", "build", mods, "-o", lib)
+        first = read(lib)
+        # without --keep-sources: the kept folder is not touched; one compiler run at a time
+        # (--jobs 1) gives the library the default's runs at once gave, byte for byte
+        run("mechanisms", "build", mods, "-o", lib, "--jobs", "1")
         check(read(catalogue) == edited and len(os.listdir(kept)) == 2 * len(names) + 2,
               f"a build without --keep-sources changed {kept}: {sorted(os.listdir(kept))}")
+        check(read(lib) == first, "mechanisms build --jobs 1: another library than the default --jobs")
         # with --keep-sources: refused before any work, the folder kept
         before = read(lib)
         run("mechanisms", "build", mods, "-o", lib, "--keep-sources", code=1,
@@ -223,8 +226,8 @@ with tempfile.TemporaryDirectory() as tmp:
         run("mechanisms", "build", mods, "-o", lib2, "--keep-sources", code=1, stderr_has="zz.mod:2:")
         os.remove(os.path.join(mods, "zz.mod"))
         env = dict(os.environ, CC="false")
-        p = subprocess.run([BIN, "mechanisms", "build", mods, "-o", lib2, "--keep-sources"], capture_output=True,
-                           text=True, env=env)
+        p = subprocess.run([BIN, "mechanisms", "build", mods, "-o", lib2, "--keep-sources", "--jobs", "3"],
+                           capture_output=True, text=True, env=env)
         check(p.returncode == 1 and "'false' failed" in p.stderr, f"CC=false: exit {p.returncode}: {p.stderr!r}")
         left = sorted(n for n in os.listdir(tmp) if n.startswith("lib2"))
         check(left == [], f"failed builds left {left}")

@@ -6,6 +6,7 @@ given or (mechanisms build) stderr is a pipe. Without a C compiler the mechanism
 
 usage: test_cli_progress.py PATH/TO/neurosolve SOURCE_DIR
 """
+import json
 import os
 import pty
 import re
@@ -51,9 +52,14 @@ def piped(*args, cwd=None):
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    # simulate: [####....]  xx.x%  t s, about N s left (a run of more than a second: about 2.5 s)
-    sim = ["simulate", CELL, "--cells", "30", "--tstop", "400", "--threads", "1", "--backend", "cpu", "--out",
-           os.path.join(tmp, "r")]
+    # simulate: [####....]  xx.x%  t s, about N s left. The bar needs a run of more than a second:
+    # tstop is sized from a 20 ms run's wall_s for about 3 s (at most 400 ms: about 2.5 s in a
+    # release build; a sanitizer build, some 30x slower, gets a shorter run of the same length)
+    sim = ["simulate", CELL, "--cells", "30", "--threads", "1", "--backend", "cpu", "--out", os.path.join(tmp, "r")]
+    p = piped(*sim, "--tstop", "20", "--json")
+    h.check(p.returncode == 0, f"simulate --tstop 20: exit {p.returncode}: {p.stderr[-400:]!r}")
+    wall = json.loads(p.stdout or "{}").get("wall_s", 0.0)
+    sim += ["--tstop", f"{min(400.0, max(20.0, 20.0 * 3.0 / wall)) if wall > 0 else 400.0:.1f}"]
     rc, out = on_tty(*sim)
     h.check(rc == 0, f"simulate on a terminal: exit {rc}: {out[-400:]!r}")
     h.check(re.search(r"\r\[[#.]{40}\] +\d+\.\d%  \d+\.\d s, about \d+ s left", out) is not None,

@@ -32,6 +32,19 @@ static inline ns_mech_library_t *test_mech_build(const char *dir, const char *na
     return lib;
 }
 
+/* The library of the .mod files in dir that a ctest fixture built once for the tests of a run
+ * (its path in the environment variable env, set by tests/CMakeLists.txt), else, when env is
+ * unset (the program run by hand) or names no file, built here as test_mech_build does. */
+static inline ns_mech_library_t *test_mech_shared(const char *env, const char *dir, const char *name, int *skip) {
+    const char *built = getenv(env);
+    FILE *f = built && *built ? fopen(built, "rb") : NULL;
+    if (!f) return test_mech_build(dir, name, NULL, skip);
+    fclose(f);
+    ns_mech_library_t *lib = NULL;
+    CHECK_OK(ns_mech_library_open(built, &lib));
+    return lib;
+}
+
 /* The same for the files named in files (space-separated paths, shell globs allowed), copied
  * into the scratch folder's mod/ first. */
 static inline ns_mech_library_t *test_mech_from_files(const char *files, const char *name, int *skip) {

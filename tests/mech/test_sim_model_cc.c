@@ -555,7 +555,7 @@ static void nernst_per_section(ns_mech_library_t *lib) {
 int main(void) {
     if (tmpdir_make("ns_sim_model_cc")) return 1;
     int skip = 0;
-    ns_mech_library_t *lib = test_mech_build(MECH_DIR "/bbp", "libbbp.so", NULL, &skip);
+    ns_mech_library_t *lib = test_mech_shared("NS_TEST_LIBBBP", MECH_DIR "/bbp", "libbbp.so", &skip);
     if (skip) return tmpdir_remove(), 77;
     if (lib) {
         for (size_t k = 0; k < sizeof CASES / sizeof *CASES; ++k) against_driver(lib, &CASES[k], 100.0);

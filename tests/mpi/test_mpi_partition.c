@@ -4,6 +4,9 @@
  *     the exhaustive optimum on small cases (Graham's 4/3 - 1/(3m) bound);
  *   - contiguous cuts: cover, order, one item per part when possible, and
  *     every part within one item's weight of the even share;
+ *   - the cells of a batch or simulation (ns_partition_cells): LPT of the naive
+ *     kind over the cells' compartment counts, offsets as running sums, and each
+ *     part's own cells, shapes and compartments, every cell in one part;
  *   - bad arguments return statuses. */
 #include <stdlib.h>
 
@@ -146,6 +149,44 @@ static void test_contiguous(void) {
     }
 }
 
+static void test_cells(void) {
+    const int64_t shape_size[3] = {7, 30, 12};
+    enum { N = 41, PARTS = 4 };
+    int32_t shape[N], naive[N], seen[N] = {0};
+    int64_t w[N];
+    for (int with_map = 0; with_map < 2; ++with_map) {
+        for (int c = 0; c < N; ++c) {
+            shape[c] = with_map ? (int32_t)((c * 7 + 3) % 3) : c % 3;
+            w[c] = shape_size[shape[c]];
+            seen[c] = 0;
+        }
+        naive_lpt(N, w, PARTS, naive);
+        for (int32_t p = 0; p < PARTS; ++p) {
+            ns_cells_partition q;
+            CHECK_OK(ns_partition_cells(3, shape_size, N, with_map ? shape : NULL, PARTS, p, &q));
+            if (!q.owner) continue;
+            int64_t off = 0, k = 0, comp = 0;
+            for (int c = 0; c < N; ++c) {
+                CHECK_MSG(q.owner[c] == naive[c], "cell %d: part %d, naive LPT %d", c, (int)q.owner[c], (int)naive[c]);
+                CHECK(q.global_offset[c] == off);
+                off += w[c];
+                if (naive[c] != p) continue;
+                CHECK(k < q.n_local && q.local_cells[k] == c && q.local_shape[k] == shape[c]);
+                ++k, comp += w[c], ++seen[c];
+            }
+            CHECK(q.global_offset[N] == off && q.n_comp == off && q.n_cells == N);
+            CHECK(q.n_local == k && q.n_local_comp == comp && q.part_comp[p] == comp);
+            ns_cells_partition_free(&q);
+            CHECK(q.owner == NULL && q.local_cells == NULL);
+        }
+        for (int c = 0; c < N; ++c) CHECK_MSG(seen[c] == 1, "cell %d in %d parts", c, seen[c]);
+    }
+    ns_cells_partition q;
+    CHECK(ns_partition_cells(3, shape_size, N, NULL, PARTS, PARTS, &q) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(ns_partition_cells(3, NULL, N, NULL, PARTS, 0, &q) == NS_ERR_INVALID_ARGUMENT);
+    CHECK(q.owner == NULL);
+}
+
 static void test_bad_args(void) {
     int64_t w[3] = {1, -2, 3}, first[3], load[2];
     int32_t own[3];
@@ -163,6 +204,7 @@ int main(void) {
     test_lpt_random();
     test_lpt_optimum();
     test_contiguous();
+    test_cells();
     test_bad_args();
     return check_summary("test_mpi_partition");
 }

@@ -426,6 +426,9 @@ static void cell_result(ns_sim_t *sim, int64_t c, int64_t n, double *x, int64_t 
  * of the large cell, every cell's final state, spikes); and a fault in the
  * split cell or in a small one beside it (an IClamp of 1e308 nA) reported as
  * with one thread. */
+/* the runs' length: 10 ms (the clamps start at 1-3.5 ms: four spikes or more) */
+#define SPLIT_STEPS 400
+
 typedef struct split_run {
     double *traces, *state;
     int64_t samples, n_state, spikes;
@@ -436,7 +439,7 @@ typedef struct split_run {
  * {small, big, small, big, big, small}, split into a block of 2 lanes and
  * one of 1 at 4 and 5 threads) */
 /* `first`: steps of a first ns_sim_advance call before the rest of the
- * 800 (0: one call); check_every: the option (steps between the NaN/Inf
+ * SPLIT_STEPS (0: one call); check_every: the option (steps between the NaN/Inf
  * checks of v) */
 static void run_split_case(int threads, int n_big, int64_t fault_cell, double amp, int64_t first, int32_t check_every,
                            split_run *out) {
@@ -486,7 +489,7 @@ static void run_split_case(int threads, int n_big, int64_t fault_cell, double am
     }
     for (int32_t node = 0; node < 5500; node += 239) CHECK_OK(ns_sim_add_recording(sim, 1, node, NULL));
     ns_status st = first > 0 ? ns_sim_advance(sim, first) : NS_OK;
-    if (st == NS_OK) st = ns_sim_advance(sim, 800 - first);
+    if (st == NS_OK) st = ns_sim_advance(sim, SPLIT_STEPS - first);
     if (st != NS_OK) {
         snprintf(out->error, sizeof out->error, "%s", ns_last_error());
         goto out;
@@ -553,8 +556,8 @@ static void split_cases(int n_big) {
          * of its node ranges after the step's last barrier (sim/cpu/step.c) */
         const char *at = strstr(one.error, "(step ");
         const long long fault_step = at ? atoll(at + 6) : 0;
-        CHECK_MSG(fault_step > 1 && fault_step < 800, "fault step %lld ('%s')", fault_step, one.error);
-        if (fault_step > 1 && fault_step < 800) {
+        CHECK_MSG(fault_step > 1 && fault_step < SPLIT_STEPS, "fault step %lld ('%s')", fault_step, one.error);
+        if (fault_step > 1 && fault_step < SPLIT_STEPS) {
             free(many.traces);
             free(many.state);
             run_split_case(fault_threads, n_big, cell, 1e308, fault_step, 1, &many);
