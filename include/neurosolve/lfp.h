@@ -206,8 +206,10 @@ typedef struct ns_lfp_timing {
     double setup_ms;    /* ns_lfp_create: the coefficients and, on CUDA, their upload and the warm-up
                            (every kernel and cuBLAS's first call run once on zeros) */
     double sampling_ms; /* host time inside the sampler during the run (CPU: the currents and the
-                           passes over the coefficients; CUDA: the reductions after each launch,
-                           from the clamps' upload to the results on the host) */
+                           passes over the coefficients; CUDA: starting each launch's reduction
+                           on the probe's stream and collecting the previous one's results; the
+                           reduction itself runs beside the next launch, so the GPU times below
+                           are not part of it) */
     /* CUDA only (0 on the CPU), GPU time between events on the probe's stream: */
     int64_t reductions; /* one per launch that had samples */
     double currents_ms; /* the membrane currents of the buffered samples (and the cells' dipoles) */

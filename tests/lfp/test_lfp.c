@@ -414,7 +414,9 @@ static void population_run(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_
     CHECK(S == steps / every);
     CHECK(ns_lfp_populations(lfp) == 3);
     /* the probe's account: a reduction per launch with samples on the GPU (at least one per
-     * `batch` samples), none on the CPU; set-up and sampling took time */
+     * `batch` samples), none on the CPU; set-up and sampling took time (on the GPU the
+     * reductions run on the probe's stream beside the next launch: their GPU time is not
+     * inside the sampler's host time, so the two are not compared) */
     ns_lfp_timing tm;
     CHECK_OK(ns_lfp_timing_of(lfp, &tm));
     CHECK_FAILS(ns_lfp_timing_of(lfp, NULL), NS_ERR_INVALID_ARGUMENT, "NULL");
@@ -426,7 +428,7 @@ static void population_run(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_
     CHECK(tm.setup_ms > 0.0 && tm.sampling_ms > 0.0);
     if (backend == NS_BACKEND_CUDA)
         CHECK_MSG(tm.reductions >= (batch > 0 ? S / batch : 2) && tm.currents_ms > 0.0 && tm.gemm_ms > 0.0 &&
-                      tm.sum_ms > 0.0 && tm.currents_ms + tm.gemm_ms + tm.sum_ms <= 1.01 * tm.sampling_ms + 0.01,
+                      tm.sum_ms > 0.0,
                   "GPU account: %lld reductions, currents %.3g ms, DGEMM %.3g ms, sums %.3g ms, host %.3g ms",
                   (long long)tm.reductions, tm.currents_ms, tm.gemm_ms, tm.sum_ms, tm.sampling_ms);
     else
