@@ -6,7 +6,7 @@ The case is validation/jaxley_grad.py's: a bundled morphology in Jaxley's form
 (one radius per section, ncomp compartments each), NEURON's hh everywhere
 (Jaxley's HH channel), a clamp at the soma for the whole run, the soma and two
 dendritic sites recorded, L = sum (v - target)^2, the gradient with respect to
-gNa, gK, gLeak, cm and Ra of the whole cell. neurosolve runs through
+gNa, gK, gLeak, cm and Ra of the whole cell and eLeak of two sections. neurosolve runs through
 `neurosolve bench grad` (the CPU, one thread, best of --repeat); Jaxley through
 jax.jit of jx.integrate and of jax.value_and_grad of the loss, on JAX's default
 device (the GPU where there is one), compile time apart (the first call minus
@@ -75,13 +75,13 @@ def main():
     grad = jax.jit(jax.value_and_grad(loss))
     f_first, f_best, v = best_time(lambda: jax.block_until_ready(fwd(params)), a.repeat)
     g_first, g_best, (L, g) = best_time(lambda: jax.block_until_ready(grad(params)), a.repeat)
-    gj = np.array([float(g[k][name].reshape(-1)[0]) for k, (name, _) in enumerate(jg.PARAMS)])
+    gj = np.array(jg.jaxley_gradient(g))
     gn = np.array(ours["gradient"])
     dv = np.abs(np.loadtxt(traces_file, ndmin=2).T - np.asarray(v))
     import jaxley
     row = {
         "morph": os.path.basename(a.morph), "compartments": ours["compartments"], "ncomp": a.ncomp,
-        "steps": a.steps, "dt": case.dt, "params": [n for _, n in jg.PARAMS],
+        "steps": a.steps, "dt": case.dt, "params": case.params(),
         "grad_max_rel_diff": float(np.max(np.abs(gn - gj) / np.abs(gj))),
         "forward_max_abs_dv_mV": float(dv.max()),
         "loss_neurosolve": ours["loss"], "loss_jaxley": float(L),

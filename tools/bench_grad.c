@@ -192,7 +192,21 @@ int bench_grad(int argc, char **argv) {
             goto done;
         }
         *c = '\0';
-        if ((s = ns_grad_add_param(g, 0, where, c + 1, NULL))) goto fail;
+        /* swc:ID and NAME[K] (the location grammar's sections) as ns_grad's sec:K */
+        ns_location loc;
+        int32_t sec = 0;
+        char name[128];
+        snprintf(name, sizeof name, "%s", c + 1);
+        if (ns_location_parse(where, &loc) == NS_OK &&
+            (loc.kind == NS_LOCATION_SWC_ID || loc.kind == NS_LOCATION_NAMED)) {
+            if (loc.has_x || ns_location_section(cell, &loc, &sec)) {
+                rc = cli_usage_error("bench grad", "--param %s: %s", params[k],
+                                     loc.has_x ? "a section takes no (X)" : ns_last_error());
+                goto done;
+            }
+            snprintf(where, sizeof where, "sec:%d", (int)sec);
+        }
+        if ((s = ns_grad_add_param(g, 0, where, name, NULL))) goto fail;
     }
     ns_grad_loss loss = {target, NULL, NULL};
     for (int r = 0; r < repeat; ++r) {
@@ -217,13 +231,23 @@ int bench_grad(int argc, char **argv) {
     ns_cell_info info;
     ns_cell_get_info(cell, &info);
     if (json) {
-        printf("{\"morph\": \"%s\", \"compartments\": %d, \"steps\": %lld, \"repeat\": %d, \"forward_ms\": %.6g, "
-               "\"gradient_ms\": %.6g, \"bytes\": %zu, \"loss\": %.17g, \"params\": [",
-               morph, (int)info.compartments, steps, repeat, 1e3 * fwd, 1e3 * grd, ns_grad_bytes(g), L);
-        for (int k = 0; k < n_params; ++k) printf("%s\"%s\"", k ? ", " : "", params[k]);
-        printf("], \"gradient\": [");
-        for (int k = 0; k < n_params; ++k) printf("%s%.17g", k ? ", " : "", grad[k]);
-        printf("]}\n");
+        cli_json j;
+        json_begin(&j, stdout);
+        json_string(&j, "morph", morph);
+        json_int(&j, "compartments", info.compartments);
+        json_int(&j, "steps", steps);
+        json_int(&j, "repeat", repeat);
+        json_double(&j, "forward_ms", 1e3 * fwd);
+        json_double(&j, "gradient_ms", 1e3 * grd);
+        json_int(&j, "bytes", (long long)ns_grad_bytes(g));
+        json_double(&j, "loss", L);
+        json_array_begin(&j, "params");
+        for (int k = 0; k < n_params; ++k) json_string(&j, NULL, params[k]);
+        json_array_end(&j);
+        json_array_begin(&j, "gradient");
+        for (int k = 0; k < n_params; ++k) json_double(&j, NULL, grad[k]);
+        json_array_end(&j);
+        json_end(&j);
     } else {
         printf("bench grad: %s, %d compartments, %lld steps, one thread, best of %d\n", morph, (int)info.compartments,
                steps, repeat);

@@ -31,7 +31,9 @@ whole run (so no step lands on its edge).
 
 The loss: L = sum over the recorded sites and samples (sample 0 is v_init) of
 (v - TARGET)^2. The parameters: one value each for the whole cell (Jaxley's
-cell-level make_trainable; neurosolve's `all:NAME`): gNa, gK, gLeak, cm, Ra.
+cell-level make_trainable; neurosolve's `all:NAME`): gNa, gK, gLeak, cm, Ra;
+and one value for one section (Jaxley's branch(k).make_trainable, neurosolve's
+`swc:ID:NAME`): eLeak (el_hh) of the soma and of the last section.
 
 usage: jaxley_grad.py --write-reference DIR     (the stored case of tests/grad/test_grad_jaxley.py)
 Writes DIR/cell.swc, DIR/params.txt, DIR/model.txt and DIR/reference.json
@@ -47,9 +49,13 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# Jaxley's parameter name, neurosolve's `bench grad --param`
-PARAMS = [("HH_gNa", "all:gnabar_hh"), ("HH_gK", "all:gkbar_hh"), ("HH_gLeak", "all:gl_hh"),
-          ("capacitance", "all:cm"), ("axial_resistivity", "all:Ra")]
+# Jaxley's parameter name and neurosolve's (`bench grad --param`, WHERE:NAME): one value for the whole
+# cell (Jaxley's cell-level make_trainable)
+PARAMS = [("HH_gNa", "gnabar_hh"), ("HH_gK", "gkbar_hh"), ("HH_gLeak", "gl_hh"),
+          ("capacitance", "cm"), ("axial_resistivity", "Ra")]
+# and one value per section (Jaxley's branch(k).make_trainable): the leak's reversal of the soma and of
+# the last section
+BRANCH_PARAMS = [("HH_eLeak", "el_hh", 0), ("HH_eLeak", "el_hh", -1)]
 MODEL = "all.insert = hh\nglobal.usetable_hh = 0\n"
 
 
@@ -104,9 +110,16 @@ class Case:
              "--iclamp", f"{locs[0]}:0:1e9:{self.amp!r}", "--target", repr(self.target)]
         for loc in locs:
             a += ["--record", loc]
-        for _, p in PARAMS:
+        for p in self.params():
             a += ["--param", p]
         return a
+
+    def params(self):
+        """neurosolve's parameters (WHERE:NAME), in Jaxley's order (cell.get_parameters())."""
+        out = [f"all:{n}" for _, n in PARAMS]
+        for _, n, k in BRANCH_PARAMS:
+            out.append(f"swc:{self.sections[k]['first_id']}:{n}")
+        return out
 
 
 def jaxley_form(path):
@@ -180,7 +193,15 @@ def jaxley_cell(case):
         cell.branch(k).comp(j).record("v", verbose=False)
     for name, _ in PARAMS:
         cell.make_trainable(name, verbose=False)
+    for name, _, k in BRANCH_PARAMS:
+        cell.branch(k % len(case.sections)).make_trainable(name, verbose=False)
     return cell
+
+
+def jaxley_gradient(g):
+    """The gradient's values in Jaxley's order (a list of one-entry dicts)."""
+    names = [n for n, _ in PARAMS] + [n for n, _, _ in BRANCH_PARAMS]
+    return [float(g[k][name].reshape(-1)[0]) for k, name in enumerate(names)]
 
 
 def jaxley_functions(case, cell):
@@ -205,9 +226,8 @@ def jaxley_reference(case):
     simulate, loss = jaxley_functions(case, cell)
     v = jax.jit(simulate)(params)
     L, g = jax.jit(jax.value_and_grad(loss))(params)
-    grad = [float(g[k][name].reshape(-1)[0]) for k, (name, _) in enumerate(PARAMS)]
-    return {"jaxley": jaxley.__version__, "jax": jax.__version__, "loss": float(L), "gradient": grad,
-            "params": [p for _, p in PARAMS], "traces": [[float(x) for x in row] for row in v]}
+    return {"jaxley": jaxley.__version__, "jax": jax.__version__, "loss": float(L), "gradient": jaxley_gradient(g),
+            "params": case.params(), "traces": [[float(x) for x in row] for row in v]}
 
 
 # the stored case of tests/grad/test_grad_jaxley.py: a small real cell, 10 ms

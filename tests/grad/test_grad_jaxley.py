@@ -3,7 +3,8 @@
 same discrete equations: a CA1 cell in Jaxley's form (131 compartments), hh
 everywhere, a clamp at the soma (it spikes), 400 steps, three sites, the
 gradient of sum (v - target)^2 with respect to gnabar_hh, gkbar_hh, gl_hh, cm
-and Ra of the whole cell. Jaxley's loss, gradient and traces are stored in
+and Ra of the whole cell and el_hh of two sections (Jaxley's branch-level
+parameters). Jaxley's loss, gradient and traces are stored in
 DIR/reference.json by validation/jaxley_grad.py (its header names Jaxley's
 version and the command); CI has no Jaxley. `neurosolve bench grad` runs the
 case from the same files (reference.json's bench_args).
