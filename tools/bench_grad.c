@@ -35,7 +35,7 @@ static int locate(const ns_cell_t *cell, const char *option, const char *text, i
 
 int bench_grad(int argc, char **argv) {
     const char *morph = "data/morphologies/ca1_ko20x-07.swc";
-    const char *params_file = NULL, *model_file = NULL, *traces_file = NULL, *iclamp = "soma:0:1e9:1";
+    const char *params_file = NULL, *model_file = NULL, *traces_file = NULL, *iclamp = "soma:1:1e9:1";
     const char *records[MAX_ITEMS], *params[MAX_ITEMS];
     int n_records = 0, n_params = 0, json = 0, has_target = 0;
     double target_mv = 0.0;
