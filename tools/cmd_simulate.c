@@ -350,7 +350,6 @@ static ns_network_t *run_net;
 static char *param_text;
 static size_t param_len;
 
-
 static int simulate(int argc, char **argv) {
     const char *cmd = "simulate";
     cli_morph_options mo;
