@@ -1,7 +1,10 @@
 /* neurosolve bench grad: the cost of one gradient (ns_grad_run, docs/gradients.md)
  * over the forward run (the simulation's CPU loop, per-step mechanisms) of the
- * same cell, model and steps: hh and pas everywhere, a clamp at the soma, the
- * soma recorded, a squared loss; the best of --repeat runs of each. */
+ * same cell, model and steps: by default hh and pas everywhere, a clamp at the
+ * soma, the soma recorded, a squared loss; the best of --repeat runs of each.
+ * The options give another case (a parameter file, a model, the clamp, the
+ * sites, the parameters, a constant target) and --json its loss and gradient:
+ * bench/grad_jaxley.py runs Jaxley's model through it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,47 +15,106 @@
 static const char *MODEL = "all.insert = hh pas\nglobal.usetable_hh = 0\nall.g_pas = 1e-4\nall.e_pas = -65\n"
                            "soma.gnabar_hh = 0.2\ndend.gnabar_hh = 0.05\n";
 
+enum { MAX_ITEMS = 64 };
+
+/* A compartment from a location (ns_location_parse's forms); prints the error. */
+static int locate(const ns_cell_t *cell, const char *option, const char *text, int32_t *compartment) {
+    ns_location loc;
+    if (ns_location_parse(text, &loc) || ns_location_compartment(cell, &loc, compartment))
+        return cli_usage_error("bench grad", "%s %s: %s", option, text, ns_last_error());
+    return 0;
+}
+
 int bench_grad(int argc, char **argv) {
     const char *morph = "data/morphologies/ca1_ko20x-07.swc";
+    const char *params_file = NULL, *model_file = NULL, *traces_file = NULL, *iclamp = "soma:1:1e9:1";
+    const char *records[MAX_ITEMS], *params[MAX_ITEMS];
+    int n_records = 0, n_params = 0, json = 0, has_target = 0;
+    double target_mv = 0.0;
     long long steps = 1000;
     int repeat = 3;
     long long every = 0;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--help")) {
             printf("usage: neurosolve bench grad [--morph FILE.swc] [--steps N] [--repeat R] [--checkpoint-every K]\n"
-                   "  the gradient of a squared loss with respect to 4 parameters (gnabar_hh, gkbar_hh, cm, Ra)\n"
-                   "  over the forward run of the same cell (hh + pas everywhere, a 1 nA clamp at the soma),\n"
-                   "  one thread, the best of R runs each (default %s, 1000 steps of 0.025 ms, R = 3);\n"
+                   "         [--params FILE] [--model FILE] [--iclamp LOC:DEL:DUR:AMP] [--record LOC]... [--param WHERE:NAME]...\n"
+                   "         [--target MV] [--traces FILE] [--json]\n"
+                   "  the gradient of a squared loss sum (v - target)^2 over the recorded samples with respect\n"
+                   "  to the parameters (default gnabar_hh, gkbar_hh, cm, Ra over all) over the forward run of the\n"
+                   "  same cell (default hh + pas everywhere, a 1 nA clamp at the soma, the soma recorded, a sine\n"
+                   "  target), one thread, the best of R runs each (default %s, 1000 steps of 0.025 ms, R = 3).\n"
+                   "  --params: a parameter file (dt, celsius, v_init, Ra, the per-section nseg and start_diam);\n"
+                   "  --model: the model file in place of the default; --traces: the forward pass's samples\n"
+                   "  (one line per sample, one column per site); --json: one JSON line;\n"
                    "  K: steps between stored states (0: about sqrt(N); >= N: every state, nothing recomputed)\n",
                    morph);
             return 0;
         }
+        if (!strcmp(argv[i], "--json")) {
+            json = 1;
+            continue;
+        }
         if (i + 1 >= argc) return cli_usage_error("bench grad", "%s needs a value", argv[i]);
-        if (!strcmp(argv[i], "--morph")) morph = argv[++i];
-        else if (!strcmp(argv[i], "--steps")) steps = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--repeat")) repeat = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--checkpoint-every")) every = atoll(argv[++i]);
-        else return cli_usage_error("bench grad", "unknown option '%s'", argv[i]);
+        const char *a = argv[i], *val = argv[++i];
+        if (!strcmp(a, "--morph")) morph = val;
+        else if (!strcmp(a, "--steps")) steps = atoll(val);
+        else if (!strcmp(a, "--repeat")) repeat = atoi(val);
+        else if (!strcmp(a, "--checkpoint-every")) every = atoll(val);
+        else if (!strcmp(a, "--params")) params_file = val;
+        else if (!strcmp(a, "--model")) model_file = val;
+        else if (!strcmp(a, "--iclamp")) iclamp = val;
+        else if (!strcmp(a, "--traces")) traces_file = val;
+        else if (!strcmp(a, "--target")) {
+            if (!cli_parse_double("bench grad", "--target", val, -1e4, 1e4, &target_mv)) return 2;
+            has_target = 1;
+        } else if (!strcmp(a, "--record") || !strcmp(a, "--param")) {
+            const int is_record = a[2] == 'r';
+            int *n = is_record ? &n_records : &n_params;
+            if (*n == MAX_ITEMS) return cli_usage_error("bench grad", "at most %d of %s", MAX_ITEMS, a);
+            (is_record ? records : params)[(*n)++] = val;
+        } else return cli_usage_error("bench grad", "unknown option '%s'", a);
     }
     if (steps < 1 || repeat < 1 || every < 0)
         return cli_usage_error("bench grad", "--steps and --repeat must be >= 1, --checkpoint-every >= 0");
+    static const char *const default_params[4] = {"all:gnabar_hh", "all:gkbar_hh", "all:cm", "all:Ra"};
+    if (n_params == 0)
+        for (; n_params < 4; ++n_params) params[n_params] = default_params[n_params];
+    if (n_records == 0) records[n_records++] = "soma";
     ns_morph_t *mo = NULL;
     ns_cell_t *cell = NULL;
     ns_sim_model_t *model = NULL;
     ns_sim_t *sim = NULL;
     ns_grad_t *g = NULL;
-    double *target = NULL;
+    double *target = NULL, *traces = NULL;
+    char *params_text = NULL;
+    size_t params_len = 0;
     int rc = 1;
-    ns_status s = ns_swc_read(morph, NULL, &mo);
-    if (s) return cli_status_error(morph, s);
-    ns_discretize_options dop;
-    ns_discretize_options_init(&dop);
-    if ((s = ns_discretize(mo, &dop, &cell))) goto fail;
-    if ((s = ns_sim_model_create(NULL, &model)) || (s = ns_sim_model_parse(model, MODEL, strlen(MODEL), "bench-grad")))
-        goto fail;
     ns_sim_params p;
     ns_sim_params_init(&p);
     p.dt = 0.025;
+    ns_discretize_options dop;
+    ns_discretize_options_init(&dop);
+    ns_status s = NS_OK;
+    if (params_file) {
+        if (cli_read_text(params_file, "bench grad", "a parameter file", &params_text, &params_len)) return 1;
+        if ((s = ns_sim_params_parse(&p, params_text, params_len, params_file))) {
+            free(params_text);
+            return cli_status_error("parameters", s);
+        }
+        dop.Ra = p.Ra;
+        dop.sections = params_text;
+        dop.sections_length = params_len;
+        dop.sections_name = params_file;
+    }
+    if ((s = ns_swc_read(morph, NULL, &mo))) {
+        free(params_text);
+        return cli_status_error(morph, s);
+    }
+    if ((s = ns_discretize(mo, &dop, &cell))) goto fail;
+    if ((s = ns_sim_model_create(NULL, &model)) ||
+        (s = model_file ? ns_sim_model_read(model, model_file)
+                        : ns_sim_model_parse(model, MODEL, strlen(MODEL), "bench-grad")))
+        goto fail;
     ns_sim_options o;
     ns_sim_options_init(&o);
     o.backend = NS_BACKEND_CPU;
@@ -61,15 +123,53 @@ int bench_grad(int argc, char **argv) {
     o.gpu_mechanisms = NS_SIM_GPU_MECHANISMS_PER_STEP;
     const ns_cell_t *cells[1] = {cell};
     if ((s = ns_sim_create(1, cells, 1, NULL, &p, &o, &sim))) goto fail;
-    if ((s = ns_sim_add_iclamp(sim, 0, 0, 1.0, 1e9, 1.0)) || (s = ns_sim_add_recording(sim, 0, 0, NULL))) goto fail;
-    const int64_t samples = steps + 1;
-    target = calloc((size_t)samples, sizeof *target);
-    if (!target) {
+    {
+        /* LOC:DEL:DUR:AMP, the location itself may hold no ':' but sec:K and swc:ID do: split from the right */
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", iclamp);
+        const char *f[3];
+        int ok = 1;
+        for (int k = 2; k >= 0 && ok; --k) {
+            char *c = strrchr(buf, ':');
+            ok = c != NULL;
+            if (ok) {
+                *c = '\0';
+                f[k] = c + 1;
+            }
+        }
+        double del = 0, dur = 0, amp = 0;
+        int32_t comp = 0;
+        if (!ok) {
+            rc = cli_usage_error("bench grad", "--iclamp %s: expected LOC:DEL:DUR:AMP", iclamp);
+            goto done;
+        }
+        if (!cli_parse_double("bench grad", "--iclamp DEL", f[0], -1e9, 1e9, &del) ||
+            !cli_parse_double("bench grad", "--iclamp DUR", f[1], 0.0, 1e9, &dur) ||
+            !cli_parse_double("bench grad", "--iclamp AMP", f[2], -1e6, 1e6, &amp) ||
+            locate(cell, "--iclamp", buf, &comp)) {
+            rc = 2;
+            goto done;
+        }
+        if ((s = ns_sim_add_iclamp(sim, 0, comp, del, dur, amp))) goto fail;
+    }
+    for (int k = 0; k < n_records; ++k) {
+        int32_t comp = 0;
+        if (locate(cell, "--record", records[k], &comp)) {
+            rc = 2;
+            goto done;
+        }
+        if ((s = ns_sim_add_recording(sim, 0, comp, NULL))) goto fail;
+    }
+    const int64_t samples = steps + 1, values = samples * n_records;
+    target = calloc((size_t)values, sizeof *target);
+    traces = calloc((size_t)values, sizeof *traces);
+    if (!target || !traces) {
         s = NS_ERR_OUT_OF_MEMORY;
         goto fail;
     }
-    for (int64_t q = 0; q < samples; ++q) target[q] = -65.0 + 20.0 * sin(0.01 * (double)q);
-    double fwd = INFINITY, grd = INFINITY, L = 0.0, grad[4];
+    for (int64_t q = 0; q < values; ++q)
+        target[q] = has_target ? target_mv : -65.0 + 20.0 * sin(0.01 * (double)(q / n_records));
+    double fwd = INFINITY, grd = INFINITY, L = 0.0, grad[MAX_ITEMS];
     for (int r = 0; r < repeat; ++r) {
         const double t0 = cli_now_s();
         if ((s = ns_sim_init(sim)) || (s = ns_sim_advance(sim, steps))) goto fail;
@@ -80,26 +180,85 @@ int bench_grad(int argc, char **argv) {
     go.threads = 1;
     go.checkpoint_every = every;
     if ((s = ns_grad_create(sim, &go, &g))) goto fail;
-    static const char *const names[4] = {"gnabar_hh", "gkbar_hh", "cm", "Ra"};
-    for (int k = 0; k < 4; ++k)
-        if ((s = ns_grad_add_param(g, 0, "all", names[k], NULL))) goto fail;
+    for (int k = 0; k < n_params; ++k) {
+        char where[128];
+        snprintf(where, sizeof where, "%s", params[k]);
+        char *c = strrchr(where, ':');
+        if (!c) {
+            rc = cli_usage_error("bench grad", "--param %s: expected WHERE:NAME", params[k]);
+            goto done;
+        }
+        *c = '\0';
+        /* swc:ID and NAME[K] (the location grammar's sections) as ns_grad's sec:K */
+        ns_location loc;
+        int32_t sec = 0;
+        char name[128];
+        snprintf(name, sizeof name, "%s", c + 1);
+        if (ns_location_parse(where, &loc) == NS_OK &&
+            (loc.kind == NS_LOCATION_SWC_ID || loc.kind == NS_LOCATION_NAMED)) {
+            if (loc.has_x || ns_location_section(cell, &loc, &sec)) {
+                rc = cli_usage_error("bench grad", "--param %s: %s", params[k],
+                                     loc.has_x ? "a section takes no (X)" : ns_last_error());
+                goto done;
+            }
+            snprintf(where, sizeof where, "sec:%d", (int)sec);
+        }
+        if ((s = ns_grad_add_param(g, 0, where, name, NULL))) goto fail;
+    }
     ns_grad_loss loss = {target, NULL, NULL};
     for (int r = 0; r < repeat; ++r) {
         const double t0 = cli_now_s();
-        if ((s = ns_grad_run(g, steps, &loss, &L, grad, NULL))) goto fail;
+        if ((s = ns_grad_run(g, steps, &loss, &L, grad, traces))) goto fail;
         grd = fmin(grd, cli_now_s() - t0);
+    }
+    if (traces_file) {
+        FILE *f = fopen(traces_file, "w");
+        if (!f) {
+            rc = cli_error("bench grad: %s: cannot write", traces_file);
+            goto done;
+        }
+        for (int64_t q = 0; q < samples; ++q)
+            for (int k = 0; k < n_records; ++k)
+                fprintf(f, "%.17g%c", traces[q * n_records + k], k + 1 < n_records ? ' ' : '\n');
+        if (fclose(f)) {
+            rc = cli_error("bench grad: %s: write error", traces_file);
+            goto done;
+        }
     }
     ns_cell_info info;
     ns_cell_get_info(cell, &info);
-    printf("bench grad: %s, %d compartments, %lld steps, one thread, best of %d\n", morph, (int)info.compartments,
-           steps, repeat);
-    printf("  forward (ns_sim, CPU loop)  %10.3f ms\n  gradient (ns_grad_run)      %10.3f ms\n"
-           "  gradient / forward          %10.2f\n  stored states and work      %10.2f MB\n",
-           1e3 * fwd, 1e3 * grd, grd / fwd, (double)ns_grad_bytes(g) / 1e6);
+    if (json) {
+        cli_json j;
+        json_begin(&j, stdout);
+        json_string(&j, "morph", morph);
+        json_int(&j, "compartments", info.compartments);
+        json_int(&j, "steps", steps);
+        json_int(&j, "repeat", repeat);
+        json_double(&j, "forward_ms", 1e3 * fwd);
+        json_double(&j, "gradient_ms", 1e3 * grd);
+        json_int(&j, "bytes", (long long)ns_grad_bytes(g));
+        json_double(&j, "loss", L);
+        json_array_begin(&j, "params");
+        for (int k = 0; k < n_params; ++k) json_string(&j, NULL, params[k]);
+        json_array_end(&j);
+        json_array_begin(&j, "gradient");
+        for (int k = 0; k < n_params; ++k) json_double(&j, NULL, grad[k]);
+        json_array_end(&j);
+        json_end(&j);
+    } else {
+        printf("bench grad: %s, %d compartments, %lld steps, one thread, best of %d\n", morph, (int)info.compartments,
+               steps, repeat);
+        printf("  forward (ns_sim, CPU loop)  %10.3f ms\n  gradient (ns_grad_run)      %10.3f ms\n"
+               "  gradient / forward          %10.2f\n  stored states and work      %10.2f MB\n",
+               1e3 * fwd, 1e3 * grd, grd / fwd, (double)ns_grad_bytes(g) / 1e6);
+    }
     rc = 0;
 fail:
     if (rc) cli_status_error("bench grad", s);
+done:
     free(target);
+    free(traces);
+    free(params_text);
     ns_grad_destroy(g);
     ns_sim_destroy(sim);
     ns_sim_model_destroy(model);

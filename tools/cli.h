@@ -95,6 +95,11 @@ double cli_batch_error(const ns_batch_t *batch, const double *x, const double *r
 /* Split a comma-separated list in place; at most `cap` items; returns the count. */
 int cli_split_list(char *text, const char **items, int cap);
 
+/* The text of the file `path` (at most 16 MiB; NUL-terminated, malloc'd) in *text and *length.
+ * Prints the error ("WHAT: STATUS: PATH: ...", KIND naming the file in the size error) and
+ * returns 1. */
+int cli_read_text(const char *path, const char *what, const char *kind, char **text, size_t *length);
+
 /* Median of n values (sorts them in place). */
 double cli_median(double *values, int n);
 

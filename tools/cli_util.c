@@ -445,3 +445,38 @@ void cli_write_npy_nd(FILE *f, const double *data, int ndim, const long long *di
     /* little-endian doubles (the hosts we build for are little-endian) */
     fwrite(data, sizeof(double), (size_t)count, f);
 }
+
+int cli_read_text(const char *path, const char *what, const char *kind, char **text, size_t *length) {
+    enum { MAX_BYTES = 16 << 20 };
+    *text = NULL;
+    *length = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return cli_error("%s: %s: %s: cannot open: %s", what, ns_status_string(NS_ERR_IO), path, strerror(errno));
+    size_t cap = 1 << 14, len = 0;
+    char *buf = malloc(cap + 1);
+    for (size_t got = 1; buf && got > 0;) {
+        if (len == cap) {
+            char *grown = cap < MAX_BYTES ? realloc(buf, cap * 2 + 1) : NULL;
+            if (!grown) break;
+            buf = grown;
+            cap *= 2;
+        }
+        got = fread(buf + len, 1, cap - len, f);
+        len += got;
+    }
+    const int bad = ferror(f);
+    fclose(f);
+    int rc = 0;
+    if (!buf) rc = cli_error("%s: %s: out of memory", what, path);
+    else if (len == cap)
+        rc = cli_error("%s: %s: %s: %s over %d MiB", what, ns_status_string(NS_ERR_SIZE), path, kind, MAX_BYTES >> 20);
+    else if (bad) rc = cli_error("%s: %s: %s: read error", what, ns_status_string(NS_ERR_IO), path);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    buf[len] = '\0';
+    *text = buf;
+    *length = len;
+    return 0;
+}

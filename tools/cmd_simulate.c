@@ -350,35 +350,6 @@ static ns_network_t *run_net;
 static char *param_text;
 static size_t param_len;
 
-/* Read the --params file (at most 16 MiB, as ns_sim_params_read); prints the error. */
-static int read_param_file(const char *path) {
-    enum { MAX_BYTES = 16 << 20 };
-    FILE *f = fopen(path, "rb");
-    if (!f) return cli_error("parameters: %s: %s: cannot open: %s", ns_status_string(NS_ERR_IO), path, strerror(errno));
-    size_t cap = 1 << 14;
-    param_len = 0;
-    param_text = malloc(cap + 1);
-    for (size_t got = 1; param_text && got > 0;) {
-        if (param_len == cap) {
-            char *grown = cap < MAX_BYTES ? realloc(param_text, cap * 2 + 1) : NULL;
-            if (!grown) break;
-            param_text = grown;
-            cap *= 2;
-        }
-        got = fread(param_text + param_len, 1, cap - param_len, f);
-        param_len += got;
-    }
-    const int bad = ferror(f);
-    fclose(f);
-    if (!param_text) return cli_error("parameters: %s: out of memory", path);
-    if (param_len == cap)
-        return cli_error("parameters: %s: %s: a parameter file over %d MiB", ns_status_string(NS_ERR_SIZE), path,
-                         MAX_BYTES >> 20);
-    if (bad) return cli_error("parameters: %s: %s: read error", ns_status_string(NS_ERR_IO), path);
-    param_text[param_len] = '\0';
-    return 0;
-}
-
 static int simulate(int argc, char **argv) {
     const char *cmd = "simulate";
     cli_morph_options mo;
@@ -568,7 +539,7 @@ static int simulate(int argc, char **argv) {
     }
     const ns_sim_params net_params = params;
     if (param_file) {
-        if (read_param_file(param_file)) return 1;
+        if (cli_read_text(param_file, "parameters", "a parameter file", &param_text, &param_len)) return 1;
         ns_status st = ns_sim_params_parse(&params, param_text, param_len, param_file);
         if (st != NS_OK) return cli_status_error("parameters", st);
     }

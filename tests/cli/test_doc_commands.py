@@ -59,6 +59,8 @@ EXCLUDED = [
     (r"^bash \.ci/run\b", "CI itself (26 minutes)"),
     (r"examples/python/fit_gbar\.py", "about 80 gradients of 400 steps (5-12 s on 2 cores): python/tests/"
                                        "test_grad.py checks the gradients it uses"),
+    (r"grad_jaxley\.py|jaxley_grad\.py", "needs Jaxley (not installed in CI): tests/grad/test_grad_jaxley.py "
+                                          "checks neurosolve against the case's stored Jaxley gradient"),
     (r"build-wheel-cuda/wheelhouse", "the GPU wheel's install on the GPU host, from the wheelhouse that "
                                      "`python/build_wheel.sh OUT --cuda` fills (a CUDA build, minutes)"),
     (r"solve small-low big-high --cells 100000 --check", "38 million unknowns: 1.8 GB and seconds of CPU (more "
