@@ -22,7 +22,8 @@ usage: lfp_lfpy_bench.py [--cli build/neurosolve] [--morph data/morphologies/l5p
    `Cell.simulate(probes=[electrode], rec_imem=True)` timed for --lfpy-cells cells one after the
    other (LFPy simulates cells one at a time: its time is linear in the cells), scaled to N cells.
 3. Agreement: one cell through `simulate --cells 1 --backend cpu --probe PROBE --lfp-every 8`
-   against LFPy's potentials of the same cell at neurosolve's disc points (its Vogel spiral,
+   (its soma moved to the origin, as LFPy.Cell moves it) against LFPy's potentials of the same
+   cell at neurosolve's disc points (its Vogel spiral,
    validation/lfp_reference.py's disc_points), relative to the largest potential.
 
 Prints one JSON object: the versions, each run's times, the ratios and the agreement.
@@ -115,9 +116,14 @@ def agreement(args, probe, tmp):
     """neurosolve's potentials of one cell (CPU) against LFPy's at the same points."""
     import LFPy
     out = os.path.join(tmp, "one")
+    # LFPy.Cell moves the cell so that its soma is at the origin (Cell.somapos); the same placement here
+    # (soma(0.5) to (0, 0, 0), no rotation: docs/extracellular.md, "The run")
+    placement = os.path.join(tmp, "origin.placement")
+    with open(placement, "w") as f:
+        f.write("0 0 0 0 0 0\n")
     subprocess.run([args.cli, "simulate", args.morph, "--cells", "1", "--tstop", str(args.tstop), "--backend", "cpu",
-                    "--no-progress", "--probe", args.probe, "--lfp-every", "8", "--out", out + "/"],
-                   check=True, capture_output=True, text=True)
+                    "--no-progress", "--probe", args.probe, "--lfp-every", "8", "--placement", placement,
+                    "--out", out + "/"], check=True, capture_output=True, text=True)
     ns = np.load(os.path.join(out, "lfp.npy"))  # t, then one column per contact
     cell, stim = lfpy_cell(args.morph, args.tstop)
     cell.simulate(rec_imem=True)
