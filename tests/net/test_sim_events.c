@@ -128,11 +128,13 @@ typedef struct run_out {
 } run_out;
 
 /* One copy of the network per cell; sources per copy: T1 T2 T3, then a b c s w, then the cell's detector. */
-static void run(ns_mech_library_t *lib, const ns_cell_t *cell, int threads, run_out *out) {
-    memset(out, 0, sizeof *out);
+/* COPIES copies of the cell with hh everywhere on backend (threads: 0 for the default), and the
+ * node of its soma(0.5); NULL after a failed check */
+static ns_sim_t *copies_sim(ns_mech_library_t *lib, const ns_cell_t *cell, ns_backend backend, int threads,
+                            int32_t *node) {
     ns_sim_model_t *model = NULL;
     CHECK_OK(ns_sim_model_create(lib, &model));
-    if (!model) return;
+    if (!model) return NULL;
     static const char *text = "all.insert = hh\n";
     CHECK_OK(ns_sim_model_parse(model, text, strlen(text), "events.model"));
     ns_sim_params p;
@@ -142,16 +144,23 @@ static void run(ns_mech_library_t *lib, const ns_cell_t *cell, int threads, run_
     p.v_init = -65;
     ns_sim_options o;
     ns_sim_options_init(&o);
-    o.backend = NS_BACKEND_CPU;
+    o.backend = backend;
     o.threads = threads;
     o.model = model;
     const ns_cell_t *shapes[1] = {cell};
     ns_sim_t *sim = NULL;
     CHECK_OK(ns_sim_create(1, shapes, COPIES, NULL, &p, &o, &sim));
     ns_sim_model_destroy(model);
-    if (!sim) return;
+    *node = -1;
+    if (sim) CHECK_OK(ns_cell_locate(cell, 0, 0.5, node));
+    return sim;
+}
+
+static void run(ns_mech_library_t *lib, const ns_cell_t *cell, int threads, run_out *out) {
+    memset(out, 0, sizeof *out);
     int32_t node = -1;
-    CHECK_OK(ns_cell_locate(cell, 0, 0.5, &node));
+    ns_sim_t *sim = copies_sim(lib, cell, NS_BACKEND_CPU, threads, &node);
+    if (!sim) return;
     int64_t src[COPIES][9];
     for (int c = 0; c < COPIES; ++c) {
         int64_t syn[8];
@@ -486,27 +495,9 @@ typedef struct fd_out {
 
 static void fdsyn_run(ns_mech_library_t *lib, const ns_cell_t *cell, ns_backend backend, fd_out *out) {
     memset(out, 0, sizeof *out);
-    ns_sim_model_t *model = NULL;
-    CHECK_OK(ns_sim_model_create(lib, &model));
-    if (!model) return;
-    static const char *text = "all.insert = hh\n";
-    CHECK_OK(ns_sim_model_parse(model, text, strlen(text), "fdsyn.model"));
-    ns_sim_params p;
-    ns_sim_params_init(&p);
-    p.dt = DT;
-    p.celsius = 6.3;
-    p.v_init = -65;
-    ns_sim_options o;
-    ns_sim_options_init(&o);
-    o.backend = backend;
-    o.model = model;
-    const ns_cell_t *shapes[1] = {cell};
-    ns_sim_t *sim = NULL;
-    CHECK_OK(ns_sim_create(1, shapes, COPIES, NULL, &p, &o, &sim));
-    ns_sim_model_destroy(model);
-    if (!sim) return;
     int32_t node = -1;
-    CHECK_OK(ns_cell_locate(cell, 0, 0.5, &node));
+    ns_sim_t *sim = copies_sim(lib, cell, backend, 0, &node);
+    if (!sim) return;
     int64_t syn[COPIES], det[COPIES], src[COPIES][4], t1 = -1, t2 = -1, t3 = -1;
     CHECK_OK(ns_sim_add_spike_source(sim, T1, sizeof T1 / sizeof *T1, &t1));
     CHECK_OK(ns_sim_add_spike_source(sim, T2, sizeof T2 / sizeof *T2, &t2));
