@@ -1,5 +1,5 @@
-/* Private: the NMODL translator's IR (nmodl_parse.c builds it, nmodl_gen.c
- * writes C and CUDA from it). */
+/* Private: the NMODL translator's IR (the front end, nmodl_parse.h, builds it; the back
+ * end, nmodl_gen.h, writes C and CUDA from it). */
 #ifndef NS_NMODL_IMPL_H
 #define NS_NMODL_IMPL_H
 
@@ -141,7 +141,7 @@ typedef struct block {
                             DERIVATIVE): run once more at the new states after the step (nocmodl) */
     /* LINEAR ('L') and NONLINEAR ('N') blocks: a PROCEDURE without arguments (what SOLVE name
      * calls) whose ST_EQUATIONs are solved for the unknowns (SOLVEFOR's names, else the STATEs
-     * the equations name, in order): Gaussian elimination or scopmath's newton (nmodl_gen.c) */
+     * the equations name, in order): Gaussian elimination or scopmath's newton (nmodl_gen_block.c) */
     int alg;
     char **unknowns;
     int n_unknowns;
@@ -304,7 +304,7 @@ int nm_verbatim_declares(const stlist *l, const char *name);
 int nm_verbatim_balanced(const char *c);
 const char *nm_verbatim_runtime(void);      /* NEURON's helpers (nmodl_verbatim.h), C for the header */
 
-/* The back end's pieces that nmodl_diff.c reuses (nmodl_gen.c): its output, the plain C of an
+/* The back end's pieces that nmodl_diff.c reuses (nmodl_gen.c, nmodl_gen_st.c): its output, the plain C of an
  * expression or a variable, the scope of LOCALs and arguments (-1: not in scope, else 0 a
  * LOCAL, 1 an argument, 2 FROM's integer), the block being written (a FUNCTION's name is ret_) */
 struct gen;

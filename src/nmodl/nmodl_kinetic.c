@@ -6,7 +6,7 @@
  * entries kinJ_<r>_<c> = -d(flux r)/d(state c) of mass action with the rate
  * expressions held constant (nocmodl's _MATELM terms; a `<<` flux adds no
  * entry); a row that a CONSERVE replaces holds total - sum(num cap x) and the
- * coefficients num cap. The code generator (nmodl_gen.c) wraps the body in
+ * coefficients num cap. The code generator (nmodl_gen_block.c) wraps the body in
  * NEURON's Newton iteration of the implicit Euler step. */
 #include <stdarg.h>
 #include <stdio.h>

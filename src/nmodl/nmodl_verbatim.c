@@ -1,7 +1,7 @@
 /* VERBATIM C in NMODL files, compiled as written for the CPU, as NEURON's
  * nocmodl does (docs/mechanisms.md, "VERBATIM").
  *
- * The translator writes a block's C in place (nmodl_gen.c, emit_verbatim)
+ * The translator writes a block's C in place (nmodl_gen_st.c, nm_emit_verbatim)
  * between #define's that give NEURON's names their meaning in this
  * instance layout (a RANGE name is the instance's field, `_lx` the
  * argument or LOCAL x, `_threadargscomma_` the arguments of a call of

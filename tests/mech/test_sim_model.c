@@ -1220,7 +1220,7 @@ static void segment_selectors(const ns_cell_t *cell) {
     ns_sim_model_destroy(m);
 }
 
-/* The generated TABLE lookup (branch-free, nmodl_gen.c emit_callable) gives
+/* The generated TABLE lookup (branch-free, nmodl_gen_block.c nm_emit_callable) gives
  * nocmodl's values: hh's rates after init() on the contiguous path and on the
  * node_index path against nocmodl's branchy lookup written here (NaN: NaN,
  * xi <= 0: the first entry, xi >= 200: the last, else linear), bit for bit,

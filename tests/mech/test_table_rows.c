@@ -1,5 +1,5 @@
 /* What the NMODL translator emits for a TABLE procedure and a staged cnexp
- * block (src/nmodl/nmodl_gen.c, emit_table_rows and emit_one_division),
+ * block (src/nmodl/nmodl_gen_block.c, emit_table_rows and emit_one_division),
  * on the built-in hh (src/mech/builtin/hh.h):
  * - the table as rows (nsm_hh_p_rates_rows): a lookup from them, c + t d at
  *   nsm_hh_p_rates_at's entry and weight, set by nsm_hh_p_rates_set, gives

@@ -222,7 +222,7 @@ int main(void) {
               strstr(hh, "*a0_ = d_ * (x1_ * x2_);") && strstr(hh, "*a2_ = d_ * (x0_ * x1_);") &&
               strstr(hh, "        *a0_ = (x0_ == x0_ ? du_ : x0_) * (u1_ * u2_);") &&
               strstr(hh, "(*F15_) = (*F15_) + (1. - e0_) * (t0_ - (*F15_));"));
-        /* in three stages (nmodl_gen.c, cnexp_staged), joined for one instance */
+        /* in three stages (nmodl_gen_block.c, cnexp_staged), joined for one instance */
         CHECK(strstr(hh, "nsm_hh_d_states_post(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, "
                          "F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, nsm_exp(a0_), t0_, nsm_exp(a1_), t1_, nsm_exp(a2_), t2_);"));
         /* the slope (I(v + .001) - I(v)) / .001 (nsm_slope: the division on the host; on the GPU the product
