@@ -31,9 +31,8 @@ static void help(void) {
            "  --quick                  a small grid (smoke test)\n"
            "  --methods M,...          GPU methods (default interleaved,flat,fine-grained,\n"
            "                           branch-level,tree; onchip is added for one-shape batches);\n"
-           "                           tree:round, tree:warp, tree:round-warp: the tree layout's\n"
-           "                           variants (big cells numbered by elimination round, the last\n"
-           "                           rounds on one warp) in the same run\n"
+           "                           tree:round: the tree layout with big cells numbered by\n"
+           "                           elimination round, in the same run\n"
            "  --repeats N              timed GPU runs per row, median (default 10)\n"
            "  --cpu-repeats N          timed sequential/OpenMP runs, median (default 5)\n"
            "  --fine-threads T         threads per block of fine-grained (default: the library's)\n"
@@ -107,8 +106,8 @@ static ns_status run_method(const ns_batch_t *batch, ns_hines_method m, int32_t 
     return st;
 }
 
-/* A --methods item: a method name, or tree:round, tree:warp, tree:round-warp
- * (the tree layout's variants, ns_solve_options.tree_variant). 0, or 2
+/* A --methods item: a method name, or tree:round (the tree layout's variant,
+ * ns_solve_options.tree_variant). 0, or 2
  * after printing the usage error. */
 static int method_parse(const char *item, ns_hines_method *m, int32_t *variant) {
     char name[64];
@@ -118,11 +117,9 @@ static int method_parse(const char *item, ns_hines_method *m, int32_t *variant) 
     if (colon) {
         *colon = 0;
         const char *v = colon + 1;
-        if (strcmp(name, "tree") != 0 || (strcmp(v, "round") != 0 && strcmp(v, "warp") != 0 &&
-                                          strcmp(v, "round-warp") != 0))
-            return cli_usage_error("bench hines --mixed",
-                                   "--methods: '%s': a variant is tree:round, tree:warp or tree:round-warp", item);
-        *variant = (strstr(v, "round") ? NS_TREE_ROUND_ORDER : 0) | (strstr(v, "warp") ? NS_TREE_WARP_ROUNDS : 0);
+        if (strcmp(name, "tree") != 0 || strcmp(v, "round") != 0)
+            return cli_usage_error("bench hines --mixed", "--methods: '%s': the variant is tree:round", item);
+        *variant = NS_TREE_ROUND_ORDER;
     }
     if (ns_hines_method_from_name(name, m) != NS_OK)
         return cli_usage_error("bench hines --mixed", "%s", ns_last_error());

@@ -74,7 +74,6 @@ typedef struct ns_solve_options {
 #define NS_FINE_SHARED_NEVER 1  /* every group in device memory */
 #define NS_FINE_SHARED_AB 2     /* as AUTO, with a and b in shared memory too */
 #define NS_TREE_ROUND_ORDER 1   /* big cells numbered by elimination round (coalesced rounds) */
-#define NS_TREE_WARP_ROUNDS 2   /* the last rounds of at most 32 tasks on one warp */
 
 NS_API void ns_solve_options_init(ns_solve_options *options);
 

@@ -322,7 +322,7 @@ void ns_contract_layout_destroy(ns_contract_layout *L) {
     if (!L) return;
     free(L->g_base), free(L->g_tmpl), free(L->g_scratch), free(L->small), free(L->medium), free(L->large), free(L->big);
     free(L->t_nodes), free(L->t_rounds), free(L->t_rt), free(L->rt);
-    free(L->t_tail), free(L->t_head), free(L->t_map), free(L->tmap), free(L->t_perm), free(L->t_warp);
+    free(L->t_tail), free(L->t_head), free(L->t_map), free(L->tmap), free(L->t_perm);
     free(L->fwd), free(L->list), free(L->bwd);
     memset(L, 0, sizeof *L);
 }
@@ -451,16 +451,6 @@ static int add_tail(ns_contract_layout *L, int32_t t, int32_t cap, int64_t *rtca
     return 0;
 }
 
-/* Template t's first warp round (ns_contract_layout.t_warp). */
-static int32_t warp_round(const ns_contract_layout *L, int32_t t) {
-    const int32_t R = L->t_rounds[t];
-    const int32_t *rt = L->rt + L->t_rt[t];
-    if (L->t_tail[t] >= 0) return R + 1;
-    int32_t W = R; /* the backward round R: the root alone */
-    while (W > 0 && rt[W] - rt[W - 1] <= NS_CONTRACT_WARP && rt[R + 1 + W] - rt[R + W] <= NS_CONTRACT_WARP) --W;
-    return W;
-}
-
 ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *plans, int64_t n_cells,
                                     const int32_t *cell_shape, const int64_t *cell_offset,
                                     const ns_contract_layout_options *o, ns_contract_layout *L) {
@@ -525,9 +515,8 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
     L->t_head = malloc(tcap * sizeof *L->t_head);
     L->t_map = malloc(tcap * sizeof *L->t_map);
     L->t_perm = malloc(tcap * sizeof *L->t_perm);
-    L->t_warp = malloc(tcap * sizeof *L->t_warp);
     if (!L->g_base || !L->g_tmpl || !L->g_scratch || !L->small || !L->medium || !L->large || !L->big || !htab || !tfirst || !L->t_nodes ||
-        !L->t_rounds || !L->t_rt || !L->t_tail || !L->t_head || !L->t_map || !L->t_perm || !L->t_warp)
+        !L->t_rounds || !L->t_rt || !L->t_tail || !L->t_head || !L->t_map || !L->t_perm)
         goto oom;
     for (int64_t h = 0; h < hcap; ++h) htab[h] = -1;
     for (int64_t g = 0; g < ng; ++g) {
@@ -646,7 +635,6 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
             if (e == -2) goto size;
         }
     }
-    for (int32_t t = 0; t < L->n_templates; ++t) L->t_warp[t] = o->warp_rounds ? warp_round(L, t) : L->t_rounds[t] + 1;
     goto out;
 size:
     st = ns_fail(NS_ERR_SIZE, "contraction layout: the plans exceed 2^31 tasks");

@@ -105,12 +105,7 @@ typedef struct ns_contract_layout_options {
     int32_t round_order;   /* 1: a big group's template numbers its nodes by elimination round
                               (each round's nodes contiguous, so a round's loads coalesce); the
                               kernel gathers the group into that order and scatters x back */
-    int32_t warp_rounds;   /* 1: each template's last rounds of at most NS_CONTRACT_WARP tasks
-                              (forward and backward) run on one warp, with warp barriers */
 } ns_contract_layout_options;
-
-/* The most tasks of a round that one warp finishes (ns_contract_layout.t_warp). */
-#define NS_CONTRACT_WARP 32
 
 typedef struct ns_contract_layout {
     int32_t n_groups, n_templates;
@@ -136,10 +131,6 @@ typedef struct ns_contract_layout {
     /* round_order: t_perm[t] >= 0 is the offset into tmap of template t's
      * numbering: its node j is the group-local node tmap[t_perm[t] + j] */
     int32_t *t_perm;
-    /* the first warp round: forward rounds [t_warp, rounds) and backward
-     * rounds rounds .. t_warp run on one warp; > rounds: none (and always
-     * none on a template with a tail, whose tail template has its own) */
-    int32_t *t_warp;
     int64_t n_tmap;
     int32_t max_tail_nodes;
     int32_t *rt;           /* per template: rounds + 1 forward, rounds + 2 backward boundaries */

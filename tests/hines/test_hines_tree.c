@@ -107,19 +107,16 @@ static int32_t ceil_log2(int64_t n) {
 /* The schedule of every template of a layout as the kernel runs it, one
  * round at a time in parallel: no task of a round writes what another task
  * of the round reads or writes (so any thread order, a block's or a warp's,
- * gives the sequential result); warp rounds (t_warp) have at most
- * NS_CONTRACT_WARP tasks and start right after the last round with more;
- * a round-ordered template (t_perm) is a permutation whose backward round
+ * gives the sequential result); a round-ordered template (t_perm) is a permutation whose backward round
  * r is the contiguous run of its nodes, and whose forward round r pulls
- * from that run only, its tasks in ascending kept node. Returns the templates with warp rounds. */
-static int check_schedule(const ns_contract_layout *L, const char *what) {
-    int with_warp = 0;
+ * from that run only, its tasks in ascending kept node. */
+static void check_schedule(const ns_contract_layout *L, const char *what) {
     for (int32_t t = 0; t < L->n_templates; ++t) {
-        const int32_t n = L->t_nodes[t], R = L->t_rounds[t], W = L->t_warp[t];
+        const int32_t n = L->t_nodes[t], R = L->t_rounds[t];
         const int32_t *rt = L->rt + L->t_rt[t], *rb = rt + R + 1;
         int32_t *writer = malloc((size_t)n * sizeof *writer), *lo_writer = malloc((size_t)n * sizeof *lo_writer);
         for (int32_t i = 0; i < n; ++i) writer[i] = lo_writer[i] = -1;
-        int race = 0, warp_ok = 1, order_ok = 1;
+        int race = 0, order_ok = 1;
         for (int32_t r = 0; r < R; ++r) {
             for (int32_t q = rt[r]; q < rt[r + 1]; ++q) {
                 const ns_contract_fwd f = L->fwd[q];
@@ -144,7 +141,6 @@ static int check_schedule(const ns_contract_layout *L, const char *what) {
                 writer[L->fwd[q].k] = -1;
                 if (L->fwd[q].pu >= 0) lo_writer[L->fwd[q].pu] = -1;
             }
-            if (r >= W && rt[r + 1] - rt[r] > NS_CONTRACT_WARP) warp_ok = 0;
         }
         for (int32_t r = 0; r <= R; ++r) {
             for (int32_t q = rb[r]; q < rb[r + 1]; ++q) writer[L->bwd[q].u] = q;
@@ -154,13 +150,6 @@ static int check_schedule(const ns_contract_layout *L, const char *what) {
                 if (L->t_perm[t] >= 0 && w.u != q - rb[0]) order_ok = 0;
             }
             for (int32_t q = rb[r]; q < rb[r + 1]; ++q) writer[L->bwd[q].u] = -1;
-            if (r >= W && rb[r + 1] - rb[r] > NS_CONTRACT_WARP) warp_ok = 0;
-        }
-        if (W <= R) {
-            with_warp++;
-            if (W > 0 && rt[W] - rt[W - 1] <= NS_CONTRACT_WARP && rb[W] - rb[W - 1] <= NS_CONTRACT_WARP)
-                warp_ok = 0; /* round W - 1 would fit a warp too */
-            if (L->t_tail[t] >= 0) warp_ok = 0;
         }
         if (L->t_perm[t] >= 0) {
             unsigned char *hit = calloc((size_t)n, 1);
@@ -172,11 +161,9 @@ static int check_schedule(const ns_contract_layout *L, const char *what) {
             free(hit);
         }
         CHECK_MSG(!race, "%s: template %d: a round's tasks touch each other's values", what, (int)t);
-        CHECK_MSG(warp_ok, "%s: template %d: warp rounds from %d of %d wrong", what, (int)t, (int)W, (int)R);
         CHECK_MSG(order_ok, "%s: template %d: not numbered by elimination round", what, (int)t);
         free(writer), free(lo_writer);
     }
-    return with_warp;
 }
 
 /* A batch solved group by group through a layout (what the kernel runs),
@@ -214,8 +201,7 @@ static void check_layout(int32_t n_shapes, const ns_tree_t *const *shapes, int64
     const double e = problem_error(&pr, x);
     CHECK_MSG(e <= 1e-12, "%s: error %.3e against the sequential solve", what, e);
     if (templates) *templates = L.n_templates;
-    const int warps = check_schedule(&L, what);
-    if (lo->warp_rounds) CHECK_MSG(warps > 0, "%s: no template finishes on a warp", what);
+    check_schedule(&L, what);
     int ordered = 0; /* big groups numbered by round */
     for (int32_t k = 0; k < L.n_big; ++k) ordered += L.t_perm[L.g_tmpl[L.big[k]]] >= 0;
     CHECK_MSG(ordered == (lo->round_order ? L.n_big : 0), "%s: %d of %d big groups numbered by round", what,
@@ -303,22 +289,22 @@ int main(void) {
     {
         const ns_tree_t *shapes[128];
         for (int k = 0; k < set.count; ++k) shapes[k] = set.tree[k];
-        ns_contract_layout_options lo = {1500, 2500, 5000, 64, 0, 0, 0, 0};
+        ns_contract_layout_options lo = {1500, 2500, 5000, 64, 0, 0, 0};
         check_layout(set.count, shapes, 3 * (int64_t)set.count, NULL, &lo, "bundled x 3", NULL, NULL);
         int32_t templates = 0;
         check_layout(1, shapes, 2000, NULL, &lo, "one shape x 2000", &templates, NULL);
         CHECK_MSG(templates <= 2, "one shape: %d templates (expected <= 2)", (int)templates);
-        ns_contract_layout_options few = {100000, 100000, 1 << 30, 1, 7, 0, 0, 0};
+        ns_contract_layout_options few = {100000, 100000, 1 << 30, 1, 7, 0, 0};
         check_layout(set.count, shapes, 100, NULL, &few, "bundled, 7 cells per group", NULL, NULL);
         /* big cells with tails: the largest cell's last rounds on 1,000 nodes */
-        ns_contract_layout_options tails = {1500, 2500, 5000, 64, 0, 1000, 0, 0};
+        ns_contract_layout_options tails = {1500, 2500, 5000, 64, 0, 1000, 0};
         double *x_hines = NULL, *x_round = NULL;
         check_layout(set.count, shapes, 2 * (int64_t)set.count, NULL, &tails, "bundled x2, tails", NULL, &x_hines);
-        /* big cells numbered by elimination round, the last rounds on one warp (the GPU's layout of
-         * `tree:round-warp`), with and without tails; one shape: the largest cell alone. The numbering
-         * and the warp change no operation: x is bit for bit the Hines-order layout's */
-        ns_contract_layout_options rounds = {1500, 2500, 5000, 64, 0, 1000, 1, 1};
-        check_layout(set.count, shapes, 2 * (int64_t)set.count, NULL, &rounds, "bundled x2, by round, warp", NULL,
+        /* big cells numbered by elimination round (the GPU's layout of `tree:round`), with and
+         * without tails; one shape: the largest cell alone. The numbering changes no operation: x is
+         * bit for bit the Hines-order layout's */
+        ns_contract_layout_options rounds = {1500, 2500, 5000, 64, 0, 1000, 1};
+        check_layout(set.count, shapes, 2 * (int64_t)set.count, NULL, &rounds, "bundled x2, by round", NULL,
                      &x_round);
         int64_t total = 0;
         for (int k = 0; k < set.count; ++k) total += 2 * (int64_t)ns_tree_size(set.tree[k]);
@@ -326,9 +312,8 @@ int main(void) {
                   "by round: x differs from the Hines-order layout's");
         free(x_hines), free(x_round);
         rounds.tail_nodes = 0;
-        check_layout(set.count, shapes, (int64_t)set.count, NULL, &rounds, "bundled, by round, warp, no tails",
+        check_layout(set.count, shapes, (int64_t)set.count, NULL, &rounds, "bundled, by round, no tails",
                      NULL, NULL);
-        rounds.warp_rounds = 0;
         const ns_tree_t *largest[1] = {set.tree[set.largest]};
         check_layout(1, largest, 3, NULL, &rounds, "the largest cell x3, by round", NULL, NULL);
     }
@@ -342,7 +327,7 @@ int main(void) {
             CHECK_OK(ns_generate_tree(2500 + 37 * k, 101, 900 + (uint64_t)k, &trees[k]));
             shapes[k] = trees[k];
         }
-        ns_contract_layout_options lo = {800, 1500, 2000, 8, 0, 400, 0, 0};
+        ns_contract_layout_options lo = {800, 1500, 2000, 8, 0, 400, 0};
         check_layout(S, shapes, S, NULL, &lo, "24 distinct big shapes, tails", NULL, NULL);
         for (int k = 0; k < S; ++k) ns_tree_destroy(trees[k]);
     }

@@ -6,9 +6,9 @@
  * stream against the host entry point, two threads with separate solvers
  * on one GPU at once, and its bad-argument statuses (host pointers, a
  * stream of another GPU cannot be made with one GPU). Skips (77) without a
- * GPU. The layout variants under measurement (ns_solve_options.tree_variant:
- * big cells numbered by elimination round, the last rounds on one warp) on
- * the big cells, and a zero pivot named through the round numbering. */
+ * GPU. The layout variant under measurement (ns_solve_options.tree_variant:
+ * big cells numbered by elimination round) on the big cells, and a zero
+ * pivot named through the round numbering. */
 #include <pthread.h>
 
 #ifdef NS_HAVE_CUDA
@@ -111,7 +111,7 @@ int main(void) {
         const ns_tree_t *shapes[128];
         for (int k = 0; k < nb; ++k) shapes[k] = set.tree[k];
         if (problem_make(&p, nb, shapes, 3 * (int64_t)nb, NULL, 2024)) {
-            for (int32_t v = 0; v <= NS_TREE_ROUND_ORDER + NS_TREE_WARP_ROUNDS; ++v) run_tree(&p, "bundled x3", v);
+            for (int32_t v = 0; v <= NS_TREE_ROUND_ORDER; ++v) run_tree(&p, "bundled x3", v);
 #ifdef NS_HAVE_CUDA
             /* two threads, separate solvers, one GPU, at once */
             device_job jobs[2] = {{&p, 0, 0}, {&p, 0, 0}};
@@ -165,7 +165,7 @@ int main(void) {
         }
         /* the largest cell alone, and one shape in many cells */
         if (problem_make(&p, 1, &shapes[set.largest], 1, NULL, 5)) {
-            for (int32_t v = 0; v <= NS_TREE_ROUND_ORDER + NS_TREE_WARP_ROUNDS; ++v)
+            for (int32_t v = 0; v <= NS_TREE_ROUND_ORDER; ++v)
                 run_tree(&p, "largest bundled cell x1", v);
             /* a zero pivot at a leaf of the cell numbered by round is named by its own number */
             const int32_t leaf = ns_tree_size(shapes[set.largest]) - 1;
@@ -176,7 +176,7 @@ int main(void) {
             ns_solve_options o;
             ns_solve_options_init(&o);
             o.method = NS_HINES_TREE;
-            o.tree_variant = NS_TREE_ROUND_ORDER | NS_TREE_WARP_ROUNDS;
+            o.tree_variant = NS_TREE_ROUND_ORDER;
             const ns_status st = ns_hines_solve(p.batch, &o, p.a, p.b, d, x);
             char want[64];
             snprintf(want, sizeof want, "cell 0, compartment %d:", (int)leaf);
@@ -188,7 +188,6 @@ int main(void) {
         }
         if (problem_make(&p, 1, &shapes[0], 20000, NULL, 6)) {
             run_tree(&p, "one shape x20000", 0);
-            run_tree(&p, "one shape x20000", NS_TREE_WARP_ROUNDS);
             problem_free(&p);
         }
     }
@@ -209,7 +208,7 @@ int main(void) {
             CHECK_OK(ns_tree_create(n, parent, &t));
             const ns_tree_t *shapes[1] = {t};
             if (t && problem_make(&p, 1, shapes, 2, NULL, 9 + k)) {
-                for (int32_t v = 0; v <= NS_TREE_ROUND_ORDER + NS_TREE_WARP_ROUNDS; v += 3)
+                for (int32_t v = 0; v <= NS_TREE_ROUND_ORDER; ++v)
                     run_tree(&p, k == 0 ? "chain of 1e5 x2" : "random tree of 1e6 x2", v);
                 problem_free(&p);
             }

@@ -49,7 +49,7 @@ static ns_status layout_with(const ns_batch_t *batch, const ns_contract_layout_o
 
 ns_status ns_tree_layout_for(const ns_batch_t *batch, int32_t group_nodes, int32_t mid_nodes, int32_t big_nodes,
                              int32_t min_groups, int32_t max_cells, int32_t tail_nodes, ns_contract_layout *layout) {
-    const ns_contract_layout_options o = {group_nodes, mid_nodes, big_nodes, min_groups, max_cells, tail_nodes, 0, 0};
+    const ns_contract_layout_options o = {group_nodes, mid_nodes, big_nodes, min_groups, max_cells, tail_nodes, 0};
     return layout_with(batch, &o, layout);
 }
 
@@ -67,8 +67,7 @@ ns_status ns_tree_layout_device(int device, const ns_batch_t *batch, int32_t var
     const int32_t big_nodes = (int32_t)((size_t)optin / node_bytes);
     /* a big cell's tail: the nodes left when they fit the opt-in */
     const ns_contract_layout_options o = {group_nodes, mid_nodes, big_nodes, NS_CONTRACT_BLOCKS_PER_SM * sms, 0,
-                                          big_nodes, (variant & NS_TREE_ROUND_ORDER) != 0,
-                                          (variant & NS_TREE_WARP_ROUNDS) != 0};
+                                          big_nodes, (variant & NS_TREE_ROUND_ORDER) != 0};
     return layout_with(batch, &o, layout);
 }
 
@@ -235,7 +234,7 @@ cudaError_t ns_contract_dev_upload(const ns_contract_layout *L, ns_contract_dev 
     memset(dev, 0, sizeof *dev);
     const void *src[] = {L->g_base, L->g_scratch, L->g_tmpl, L->small, L->medium, L->large, L->big, L->t_nodes,
                          L->t_rounds, L->t_rt, L->rt, L->fwd, L->list, L->bwd, L->t_tail, L->t_head, L->t_map,
-                         L->tmap, L->t_perm, L->t_warp};
+                         L->tmap, L->t_perm};
     const size_t bytes[] = {(size_t)L->n_groups * sizeof(int64_t), (size_t)L->n_groups * sizeof(int64_t),
                             (size_t)L->n_groups * sizeof(int32_t), (size_t)L->n_small * sizeof(int32_t),
                             (size_t)L->n_medium * sizeof(int32_t), (size_t)L->n_large * sizeof(int32_t),
@@ -245,13 +244,13 @@ cudaError_t ns_contract_dev_upload(const ns_contract_layout *L, ns_contract_dev 
                             (size_t)L->n_list * sizeof(int32_t),   (size_t)L->n_bwd * sizeof(ns_contract_bwd),
                             (size_t)L->n_templates * sizeof(int32_t), (size_t)L->n_templates * sizeof(int32_t),
                             (size_t)L->n_templates * sizeof(int32_t), (size_t)L->n_tmap * sizeof(int32_t),
-                            (size_t)L->n_templates * sizeof(int32_t), (size_t)L->n_templates * sizeof(int32_t)};
+                            (size_t)L->n_templates * sizeof(int32_t)};
     const void **dst[] = {(const void **)&dev->g_base, (const void **)&dev->g_scratch, (const void **)&dev->g_tmpl,
                           (const void **)&dev->small,  (const void **)&dev->medium, (const void **)&dev->large, (const void **)&dev->big,       (const void **)&dev->t_nodes,
                           (const void **)&dev->t_rounds, (const void **)&dev->t_rt,    (const void **)&dev->rt,
                           (const void **)&dev->fwd,    (const void **)&dev->list,      (const void **)&dev->bwd,
                           (const void **)&dev->t_tail, (const void **)&dev->t_head, (const void **)&dev->t_map,
-                          (const void **)&dev->tmap, (const void **)&dev->t_perm, (const void **)&dev->t_warp};
+                          (const void **)&dev->tmap, (const void **)&dev->t_perm};
     enum { N = sizeof bytes / sizeof bytes[0] };
     size_t total = 0;
     for (int k = 0; k < N; ++k) total += (bytes[k] + 255) & ~(size_t)255;

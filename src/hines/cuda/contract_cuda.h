@@ -36,7 +36,7 @@ typedef struct ns_contract_dev {
     const int64_t *g_base, *g_scratch;
     const int32_t *g_tmpl, *small, *medium, *large, *big;
     const int32_t *t_nodes, *t_rounds, *t_rt, *rt;
-    const int32_t *t_tail, *t_head, *t_map, *tmap, *t_perm, *t_warp;
+    const int32_t *t_tail, *t_head, *t_map, *tmap, *t_perm;
     const ns_contract_fwd *fwd;
     const int32_t *list;
     const ns_contract_bwd *bwd;

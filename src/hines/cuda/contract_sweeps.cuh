@@ -54,18 +54,6 @@ struct ns_cluster_team {
     __device__ __forceinline__ double ld(const double *p) const { return __ldcg(p); }
 };
 
-// One warp of a team (warp 0 of the team's first block), for the rounds of
-// at most NS_CONTRACT_WARP tasks: warp barriers (which order the warp's
-// memory accesses), the team's loads.
-template <class Base>
-struct ns_warp_team {
-    __device__ __forceinline__ int32_t rank() const { return 0; }
-    __device__ __forceinline__ int32_t tid() const { return (int32_t)threadIdx.x; }
-    __device__ __forceinline__ int32_t size() const { return NS_CONTRACT_WARP; }
-    __device__ __forceinline__ void sync() const { __syncwarp(); }
-    __device__ __forceinline__ double ld(const double *p) const { return Base().ld(p); }
-};
-
 // The launch of one cluster of `cluster` blocks per big cell (host side;
 // attr must outlive the launch call): used with cudaLaunchKernelEx.
 static inline cudaLaunchConfig_t ns_contract_cluster_config(const ns_contract_dev *dev, unsigned threads,
@@ -189,24 +177,15 @@ __device__ __forceinline__ void ns_contract_backward(const Team &tm, const ns_co
     }
 }
 
-// All R rounds of schedule rt by the team, rounds from W on (forward
-// [W, R), backward R .. W; none when W > R) by its first warp. Starts after
-// a barrier, ends with one.
+// All R rounds of schedule rt by the team: forward, then backward. Starts
+// after a barrier, ends with one.
 template <class Team>
 __device__ __forceinline__ void ns_contract_rounds(const Team &tm, const ns_contract_dev &p, const int32_t *rt,
-                                                   int32_t R, int32_t W, int32_t round0, double *D, double *X,
-                                                   double *U, double *Wd, double *Lo, const int32_t *node_of,
+                                                   int32_t R, int32_t round0, double *D, double *X, double *U,
+                                                   double *Wd, double *Lo, const int32_t *node_of,
                                                    const int32_t *perm, int64_t base, unsigned long long *bad) {
-    ns_contract_forward(tm, p, rt, 0, W < R ? W : R, D, X, U, Wd, Lo);
-    if (W <= R) {
-        if (tm.rank() == 0 && threadIdx.x < NS_CONTRACT_WARP) {
-            const ns_warp_team<Team> wt;
-            ns_contract_forward(wt, p, rt, W, R, D, X, U, Wd, Lo);
-            ns_contract_backward(wt, p, rt + R + 1, R, W, round0, D, X, U, Lo, node_of, perm, base, bad);
-        }
-        tm.sync();
-    }
-    ns_contract_backward(tm, p, rt + R + 1, W <= R ? W - 1 : R, 0, round0, D, X, U, Lo, node_of, perm, base, bad);
+    ns_contract_forward(tm, p, rt, 0, R, D, X, U, Wd, Lo);
+    ns_contract_backward(tm, p, rt + R + 1, R, 0, round0, D, X, U, Lo, node_of, perm, base, bad);
 }
 
 // Eliminate and back-substitute the group whose template is `tmpl`. D, R,
@@ -217,8 +196,7 @@ __device__ __forceinline__ void ns_contract_rounds(const Team &tm, const ns_cont
 // template is round-ordered (its nodes: perm's order; NULL otherwise). A
 // template with a tail (big cells in device memory) runs its tail on a
 // copy in `tail` (shared memory of NS_CONTRACT_SHARED_DOUBLES x
-// t_nodes[tail] doubles), by the team's first block alone. The last rounds
-// of at most NS_CONTRACT_WARP tasks (t_warp) run on one warp. Starts and
+// t_nodes[tail] doubles), by the team's first block alone. Starts and
 // ends with a barrier of the whole team (every thread of it must call it).
 template <class Team>
 __device__ __forceinline__ void ns_contract_sweeps(const Team &tm, const ns_contract_dev &p, int32_t tmpl, double *D,
@@ -230,7 +208,7 @@ __device__ __forceinline__ void ns_contract_sweeps(const Team &tm, const ns_cont
     const int32_t tt = tail ? __ldg(p.t_tail + tmpl) : -1;
     tm.sync();
     if (tt < 0) {
-        ns_contract_rounds(tm, p, rt, rounds, __ldg(p.t_warp + tmpl), 0, D, R, U, W, Lo, nullptr, perm, base, bad);
+        ns_contract_rounds(tm, p, rt, rounds, 0, D, R, U, W, Lo, nullptr, perm, base, bad);
         return;
     }
     const int32_t K = __ldg(p.t_head + tmpl);
@@ -245,7 +223,7 @@ __device__ __forceinline__ void ns_contract_sweeps(const Team &tm, const ns_cont
             sD[j] = tm.ld(D + i), sR[j] = tm.ld(R + i), sU[j] = tm.ld(U + i), sW[j] = tm.ld(W + i);
         }
         __syncthreads();
-        ns_contract_rounds(blk, p, trt, Rt, __ldg(p.t_warp + tt), K, sD, sR, sU, sW, sL, map, perm, base, bad);
+        ns_contract_rounds(blk, p, trt, Rt, K, sD, sR, sU, sW, sL, map, perm, base, bad);
         for (int32_t j = threadIdx.x; j < T; j += blockDim.x) R[__ldg(map + j)] = sR[j];
     }
     tm.sync();
