@@ -76,6 +76,19 @@ NS_API ns_status ns_lfp_probe_read(const char *path, int32_t default_points, ns_
 NS_API ns_status ns_lfp_probe_parse(const char *text, size_t length, const char *name, int32_t default_points,
                                     ns_lfp_probe *out);
 NS_API void ns_lfp_probe_free(ns_lfp_probe *probe);
+/* The per-cell files beside a probe: placements (NS_LFP_PLACEMENTS: one cell
+ * per line, `x y z rx ry rz` [um, rad], ns_lfp_options.placement) and
+ * populations (NS_LFP_POPULATIONS: one population number, a whole number
+ * from 0 to 1,000,000, per cell and line, ns_lfp_options.population). Numbers
+ * in the grammar of ns_number_parse, blanks or commas between them, '#'
+ * comments; exactly n_cells lines. out: n_cells x 6 (placements) or n_cells
+ * values (populations), filled only on success. Errors read "FILE:LINE:
+ * reason" (a bad number, a wrong count, more lines than cells) or "FILE: K
+ * lines for N cells". The same reader as probe files'. */
+typedef enum ns_lfp_cell_table { NS_LFP_PLACEMENTS = 0, NS_LFP_POPULATIONS = 1 } ns_lfp_cell_table;
+NS_API ns_status ns_lfp_cell_table_read(const char *path, ns_lfp_cell_table kind, int64_t n_cells, double *out);
+NS_API ns_status ns_lfp_cell_table_parse(const char *text, size_t length, const char *name, ns_lfp_cell_table kind,
+                                         int64_t n_cells, double *out);
 /* A line (shank) electrode: count point contacts evenly from start to end
  * (both included, count >= 2). */
 NS_API ns_status ns_lfp_probe_line(const double start[3], const double end[3], int64_t count, ns_lfp_probe *out);

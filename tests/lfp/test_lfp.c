@@ -685,6 +685,85 @@ static void test_probe_file(void) {
     CHECK_FAILS(ns_lfp_probe_parse(bad6, strlen(bad6), "p.txt", 9, &p), NS_ERR_PARSE, "p.txt:1:", "count");
 }
 
+/* The placement and population files (ns_lfp_cell_table_*; the probe files' reader): good
+ * files, each way a line can be wrong (FILE:LINE), and a deterministic fuzz: every mutation of a
+ * good file (bytes replaced, inserted, deleted; truncations) either reads n_cells rows or fails with
+ * an error naming the file, never anything else. */
+static void test_cell_tables(void) {
+    double pl[12], pop[3];
+    const char *place = "# x y z rx ry rz\n0 30 100, 1.5707963267948966 0 0\n\n20 -30 300 1.57 0 1e0 # two\n";
+    CHECK_OK(ns_lfp_cell_table_parse(place, strlen(place), "c.placement", NS_LFP_PLACEMENTS, 2, pl));
+    CHECK(pl[0] == 0.0 && pl[2] == 100.0 && pl[3] == 1.5707963267948966 && pl[6] == 20.0 && pl[11] == 1.0);
+    const char *pops = "0\n 2 # a comment\n1,\n";
+    CHECK_OK(ns_lfp_cell_table_parse(pops, strlen(pops), "c.pop", NS_LFP_POPULATIONS, 3, pop));
+    CHECK(pop[0] == 0.0 && pop[1] == 2.0 && pop[2] == 1.0);
+    const struct { const char *text; ns_lfp_cell_table kind; int64_t n; const char *a, *b; } bad[] = {
+        {"0 0 0 0 0 0\n0 0 0 0 0\n", NS_LFP_PLACEMENTS, 2, "t:2:", "5 values"},
+        {"0 0 0 0 0 0 0\n", NS_LFP_PLACEMENTS, 1, "t:1:", "more than 6 values"},
+        {"0 0 0 nan 0 0\n", NS_LFP_PLACEMENTS, 1, "t:1:", "'nan' is not a decimal number"},
+        {"0 0 1e999 0 0 0\n", NS_LFP_PLACEMENTS, 1, "t:1:", "beyond the range"},
+        {"0 0 0 0 0 0\n1 1 1 1 1 1\n", NS_LFP_PLACEMENTS, 1, "t:2:", "more lines than the 1 cells"},
+        {"0 0 0 0 0 0\n", NS_LFP_PLACEMENTS, 2, "t: 1 lines for 2 cells", "x y z rx ry rz"},
+        {"1\n-1\n", NS_LFP_POPULATIONS, 2, "t:2:", "whole number from 0"},
+        {"1\n2.5\n", NS_LFP_POPULATIONS, 2, "t:2:", "2.5"},
+        {"1 2\n", NS_LFP_POPULATIONS, 1, "t:1:", "more than 1 values"},
+        {"0x10\n", NS_LFP_POPULATIONS, 1, "t:1:", "'0x10' is not a decimal number"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
+        CHECK_FAILS(ns_lfp_cell_table_parse(bad[k].text, strlen(bad[k].text), "t", bad[k].kind, bad[k].n, pl),
+                    NS_ERR_PARSE, bad[k].a, bad[k].b);
+    }
+    CHECK_FAILS(ns_lfp_cell_table_read(NS_TEST_DATA "/lfp/missing.placement", NS_LFP_PLACEMENTS, 1, pl), NS_ERR_IO,
+                "missing.placement");
+    CHECK_OK(ns_lfp_cell_table_read(NS_TEST_DATA "/../../data/probes/granule_column.placement", NS_LFP_PLACEMENTS, 3,
+                                    pl));
+    /* the fuzz: the three readers on mutations of good files */
+    const char *seeds[3] = {place, pops, "# probe\n0 0 0\n10, 0, 20, 0, 1, 0, 6 9\nline 0 0 -100 0 40 100 5\n"};
+    const char alphabet[] = "0123456789 .,-+eE#\n\txline";
+    uint64_t rng = 0x9E3779B97F4A7C15ull;
+    int64_t parsed = 0, refused = 0, named = 0;
+    for (int iter = 0; iter < 3000; ++iter) {
+        const char *seed = seeds[iter % 3];
+        char text[256];
+        size_t n = strlen(seed);
+        memcpy(text, seed, n + 1);
+        for (int m = 0; m < 1 + iter % 4; ++m) {
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            const size_t at = n ? (size_t)(rng >> 8) % n : 0;
+            const char ch = alphabet[(rng >> 40) % (sizeof alphabet - 1)];
+            switch ((rng >> 56) % 4) {
+            case 0: if (n) text[at] = ch; break;                                          /* replace */
+            case 1: if (n + 1 < sizeof text) memmove(text + at + 1, text + at, n - at + 1), text[at] = ch, ++n; break;
+            case 2: if (n) memmove(text + at, text + at + 1, n - at), --n; break;        /* delete */
+            default: n = at, text[n] = 0;                                                 /* truncate */
+            }
+        }
+        ns_status st;
+        if (iter % 3 == 2) {
+            ns_lfp_probe p;
+            st = ns_lfp_probe_parse(text, n, "fz", 9, &p);
+            CHECK(st != NS_OK || p.n > 0);
+            ns_lfp_probe_free(&p);
+        } else {
+            const ns_lfp_cell_table kind = iter % 3 == 0 ? NS_LFP_PLACEMENTS : NS_LFP_POPULATIONS;
+            st = ns_lfp_cell_table_parse(text, n, "fz", kind, kind == NS_LFP_PLACEMENTS ? 2 : 3, pl);
+            if (st == NS_OK && kind == NS_LFP_POPULATIONS)
+                for (int c = 0; c < 3; ++c) CHECK(pl[c] >= 0 && pl[c] == floor(pl[c]));
+        }
+        if (st == NS_OK) {
+            ++parsed;
+        } else {
+            ++refused;
+            named += strncmp(ns_last_error(), "fz", 2) == 0;
+            CHECK_MSG(st == NS_ERR_PARSE || st == NS_ERR_EMPTY, "fuzz %d: status %d: %s", iter, (int)st, ns_last_error());
+        }
+    }
+    CHECK_MSG(named == refused, "fuzz: %lld of %lld refusals name the file", (long long)named, (long long)refused);
+    CHECK(parsed > 0 && refused > 0);
+    printf("cell tables and probes fuzz: %lld read, %lld refused with FILE:LINE or FILE\n", (long long)parsed,
+           (long long)refused);
+}
+
 /* 5. CSD of phi = a z^2 + b z: -sigma 2a inside; the duplicated ends give -sigma (phi1 - phi0) / h^2. */
 static void test_csd(void) {
     const double a = 1e-4, b = 3e-3, h = 20.0, sigma = 0.3;
@@ -755,6 +834,7 @@ int main(int argc, char **argv) {
     if (!cuda) {
         check_reference(REF_CA1, 0, 0);
         test_probe_file();
+        test_cell_tables();
         test_csd();
     }
     return check_summary(cuda ? "test_lfp cuda" : "test_lfp");
