@@ -27,6 +27,8 @@ const char *cli_lfp_help =
     "                         against --lfp-tolerance\n"
     "  --lfp-tolerance R      f32: the error bound allowed, relative to each sample's largest\n"
     "                         potential (default 1e-6)\n"
+    "  --lfp-batch K          --backend cuda: samples buffered per reduction (default: the least of\n"
+    "                         256, one launch's samples and a quarter of the free GPU memory)\n"
     "  --placement FILE       one line per cell: x y z [um] rx ry rz [rad]: the cell rotated about\n"
     "                         its soma(0.5) by rx, then ry, then rz and its soma put at (x, y, z)\n"
     "  --lfp-populations morphology|FILE\n"
@@ -71,6 +73,11 @@ int cli_lfp_option(const char *cmd, const char *a, const char *val, cli_lfp *l) 
         l->tolerance = strtod(val, &end);
         if (end == val || *end || !(l->tolerance > 0.0) || !(l->tolerance < 1.0))
             return cli_usage_error(cmd, "--lfp-tolerance %s: a relative bound in (0, 1)", val), -1;
+    } else if (strcmp(a, "--lfp-batch") == 0) {
+        int64_t k = 0;
+        if (ns_integer_parse(val, 1, 1000000, &k) != NS_OK)
+            return cli_usage_error(cmd, "--lfp-batch %s: %s", val, ns_last_error()), -1;
+        l->batch = (long long)k;
     } else if (strcmp(a, "--lfp-populations") == 0) {
         l->populations = val;
     } else if (strcmp(a, "--placement") == 0) {
@@ -130,6 +137,7 @@ int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t 
     o.population = pop;
     o.storage = l->storage;
     o.tolerance = l->tolerance;
+    o.batch = l->batch;
     if (l->max_gb > 0.0) o.max_bytes = (int64_t)(l->max_gb * 1e9);
     if (l->every_ms > 0.0) {
         o.every = llround(l->every_ms / dt);

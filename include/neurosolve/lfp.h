@@ -136,6 +136,16 @@ NS_API const char *ns_lfp_storage_name(ns_lfp_storage storage);
 NS_API ns_lfp_storage ns_lfp_choose_storage(int64_t electrodes, int64_t compartments, int64_t free_bytes,
                                             int64_t max_bytes);
 
+/* The samples a CUDA simulation buffers per reduction, K (no GPU needed):
+ * `asked` when > 0 (ns_lfp_options.batch), else the least of NS_LFP_BATCH_MAX,
+ * the samples one launch of the GPU loop can produce at one sample every
+ * `every` steps (ceil(2000 / every): the output cadence), and the samples a
+ * quarter of free_bytes holds at sample_bytes each (0: not one fits). One
+ * currents pass and one DGEMM then serve K samples: the coefficients are
+ * read once per K samples; the potentials do not depend on K. */
+#define NS_LFP_BATCH_MAX 256
+NS_API int64_t ns_lfp_batch_rows(int64_t asked, int64_t every, int64_t free_bytes, int64_t sample_bytes);
+
 typedef struct ns_lfp_options {
     ns_lfp_method method; /* default NS_LFP_LINESOURCE */
     double sigma;         /* [S/m] default 0.3 */
@@ -149,7 +159,7 @@ typedef struct ns_lfp_options {
      * potentials of each population's cells are kept apart as well
      * (ns_lfp_population_potentials; their sum is ns_lfp_potentials) */
     const int32_t *population;
-    int64_t batch;         /* CUDA: samples buffered on the GPU per reduction (0: up to 256, by free memory) */
+    int64_t batch;         /* CUDA: samples buffered on the GPU per reduction (0: ns_lfp_batch_rows's rule) */
     ns_lfp_storage storage;/* CUDA: the coefficients' storage (default AUTO); a CPU simulation: DENSE */
     int64_t tile_bytes;    /* TILES: bytes of one tile of coefficients on the GPU (0: 256 MiB) */
     int64_t max_bytes;     /* refuse coefficients above this (0: 4 GiB) */

@@ -531,6 +531,16 @@ static void test_populations(const ns_cell_t *cell) {
     CHECK(ns_lfp_choose_storage(384, 17000000, (int64_t)80 << 30, 0) == NS_LFP_STORAGE_TILES); /* 53 GB > 4 GiB */
     CHECK(ns_lfp_choose_storage(384, 17000000, (int64_t)140 << 30, (int64_t)60 << 30) == NS_LFP_STORAGE_DENSE);
     CHECK(strcmp(ns_lfp_storage_name(NS_LFP_STORAGE_TILES), "tiles") == 0);
+    /* the GPU's samples per reduction: as asked, else the least of 256, one launch's samples at
+     * the cadence (2000 steps), and a quarter of the free memory */
+    const int64_t sb = (int64_t)30 << 20; /* 30 MiB a sample (1.2 M compartments) */
+    CHECK(ns_lfp_batch_rows(7, 1, 0, sb) == 7);
+    CHECK(ns_lfp_batch_rows(0, 1, (int64_t)80 << 30, sb) == NS_LFP_BATCH_MAX);
+    CHECK(ns_lfp_batch_rows(0, 10, (int64_t)80 << 30, sb) == 200);
+    CHECK(ns_lfp_batch_rows(0, 3, (int64_t)80 << 30, sb) == 256 && ns_lfp_batch_rows(0, 9, (int64_t)80 << 30, sb) == 223);
+    CHECK(ns_lfp_batch_rows(0, 4000, (int64_t)80 << 30, sb) == 1);
+    CHECK(ns_lfp_batch_rows(0, 1, 4 * 100 * sb + 3, sb) == 100);
+    CHECK(ns_lfp_batch_rows(0, 1, 4 * sb - 1, sb) == 0); /* not one sample: the caller refuses */
     /* tiles need a CUDA simulation */
     ns_sim_params p;
     ns_sim_params_init(&p);
