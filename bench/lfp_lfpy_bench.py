@@ -4,17 +4,19 @@
 usage: lfp_lfpy_bench.py [--cli build/neurosolve] [--morph data/morphologies/l5pc_bbp_axon.swc]
                          [--cells 1000] [--tstop 10] [--probe data/probes/neuropixels_like.txt]
                          [--every 1,10] [--backend cuda] [--lfpy-cells 4] [--storage auto]
-                         [--max-gb G] [--split] [--out FILE]
+                         [--max-gb G] [--batch K,...] [--split] [--out FILE]
 
 1. neurosolve: `simulate MORPH --cells N --tstop T --no-progress --json --backend B` without a
    probe and with `--probe PROBE --lfp-every K --lfp-storage S` for each K of --every (K: steps,
    or Xms); the run's wall_s (the loop, sampling included), the command's whole time (set-up and
    the coefficients included), the added run time with the probe, and the probe's own account
    (simulate's lfp_timing: set-up, host time in the reductions, GPU time of the currents, the
-   DGEMM and the sums). With --split each run is repeated at twice the tstop: the added time
+   DGEMM and the sums). With --batch each K of --every is also run with `--lfp-batch` at each
+   value given (the samples per reduction on the GPU; rows "K@B"). With --split each run is repeated at twice the tstop: the added time
    of the second half is the per-sample cost, the rest of the first run's the fixed cost.
-   MORPH may be `bundled` (53 morphologies x --cells each: `--morph bundled --cells 200
-   --every 0.1ms --lfpy-cells 0` is issue 44's second row).
+   MORPH may be `bundled` (the 54 bundled morphologies x --cells each, with `--radii default:0.5` for
+   the one traced without radii: `--morph bundled --radii default:0.5 --cells 200 --every 0.1ms
+   --lfpy-cells 0 --storage f32 --max-gb 40` is issue 44's second row, 10,800 cells, 17 M compartments).
 2. LFPy (on NEURON): the same cell (Import3d, nseg by the d_lambda rule 0.1 at 100 Hz, Ra 35.4,
    cm 1, hh everywhere with NEURON's defaults, celsius 6.3, v_init -65, dt 0.025, the IClamp of
    1.5e-4 nA per um^2 of membrane at soma(0.5) from 5 ms: `simulate`'s defaults) with a
@@ -157,11 +159,13 @@ def main():
     ap.add_argument("--lfpy-cells", type=int, default=4)
     ap.add_argument("--storage", default="auto", help="simulate's --lfp-storage (auto, dense, tiles)")
     ap.add_argument("--max-gb", default=None, help="simulate's --lfp-max-gb")
+    ap.add_argument("--radii", default=None, help="simulate's --radii (default:R for `bundled`)")
+    ap.add_argument("--batch", default=None, help="also each --every with simulate's --lfp-batch at these values")
     ap.add_argument("--split", action="store_true", help="also at twice the tstop: fixed and per-sample costs")
     ap.add_argument("--out", default=None, help="write the JSON here as well")
     args = ap.parse_args()
     probe = read_probe(args.probe)
-    base = ["--cells", str(args.cells), "--backend", args.backend]
+    base = ["--cells", str(args.cells), "--backend", args.backend] + (["--radii", args.radii] if args.radii else [])
     res = {"morphology": os.path.basename(args.morph), "cells": args.cells, "contacts": len(probe),
            "tstop_ms": args.tstop, "backend": args.backend}
     res["without_probe"] = simulate(args.cli, args, base)
@@ -169,20 +173,23 @@ def main():
         res["without_probe_2x"] = simulate(args.cli, args, base, 2 * args.tstop)
     res["with_probe"] = {}
     lfp = ["--probe", args.probe, "--lfp-storage", args.storage] + (["--lfp-max-gb", args.max_gb] if args.max_gb else [])
-    for k in args.every.split(","):
-        r = simulate(args.cli, args, base + lfp + ["--lfp-every", k])
+    runs = [(k, k, []) for k in args.every.split(",")]
+    runs += [("%s@%s" % (k, b), k, ["--lfp-batch", b]) for k in args.every.split(",")
+             for b in (args.batch.split(",") if args.batch else [])]
+    for name, k, extra in runs:
+        r = simulate(args.cli, args, base + lfp + ["--lfp-every", k] + extra)
         added = r["wall_s"] - res["without_probe"]["wall_s"]
         r["added_run_time"] = added / res["without_probe"]["wall_s"]
         if "lfp_timing" in r:  # the sampler's own time, and the rest: the loop's writes of v, its cut launches
             r["added_in_sampler_s"] = r["lfp_timing"]["sampling_ms"] / 1000.0
             r["added_in_loop_s"] = added - r["added_in_sampler_s"]
         if args.split:
-            r2 = simulate(args.cli, args, base + lfp + ["--lfp-every", k], 2 * args.tstop)
+            r2 = simulate(args.cli, args, base + lfp + ["--lfp-every", k] + extra, 2 * args.tstop)
             added2 = r2["wall_s"] - res["without_probe_2x"]["wall_s"]
             r["twice_tstop"] = r2
             r["added_per_tstop_s"] = added2 - added  # the samples' cost over one tstop
             r["added_fixed_s"] = 2 * added - added2  # the rest: first calls, launch splits
-        res["with_probe"][k] = r
+        res["with_probe"][name] = r
     if args.lfpy_cells <= 0:
         res["lfpy"] = {"skipped": "--lfpy-cells 0"}
         print(json.dumps(res, indent=1))

@@ -27,6 +27,8 @@ const char *cli_lfp_help =
     "                         against --lfp-tolerance\n"
     "  --lfp-tolerance R      f32: the error bound allowed, relative to each sample's largest\n"
     "                         potential (default 1e-6)\n"
+    "  --lfp-batch K          --backend cuda: samples buffered per reduction (default: the least of\n"
+    "                         256, one launch's samples and a quarter of the free GPU memory)\n"
     "  --placement FILE       one line per cell: x y z [um] rx ry rz [rad]: the cell rotated about\n"
     "                         its soma(0.5) by rx, then ry, then rz and its soma put at (x, y, z)\n"
     "  --lfp-populations morphology|FILE\n"
@@ -71,6 +73,11 @@ int cli_lfp_option(const char *cmd, const char *a, const char *val, cli_lfp *l) 
         l->tolerance = strtod(val, &end);
         if (end == val || *end || !(l->tolerance > 0.0) || !(l->tolerance < 1.0))
             return cli_usage_error(cmd, "--lfp-tolerance %s: a relative bound in (0, 1)", val), -1;
+    } else if (strcmp(a, "--lfp-batch") == 0) {
+        int64_t k = 0;
+        if (ns_integer_parse(val, 1, 1000000, &k) != NS_OK)
+            return cli_usage_error(cmd, "--lfp-batch %s: %s", val, ns_last_error()), -1;
+        l->batch = (long long)k;
     } else if (strcmp(a, "--lfp-populations") == 0) {
         l->populations = val;
     } else if (strcmp(a, "--placement") == 0) {
@@ -86,74 +93,6 @@ int cli_lfp_option(const char *cmd, const char *a, const char *val, cli_lfp *l) 
     return 1;
 }
 
-/* n_cells lines of `x y z rx ry rz` ('#' comments, blanks or commas). */
-static int read_placement(const char *path, int64_t n_cells, double **out) {
-    FILE *f = fopen(path, "r");
-    if (!f) return cli_error("%s: cannot open", path);
-    double *pl = malloc((size_t)n_cells * 6 * sizeof *pl);
-    if (!pl) {
-        fclose(f);
-        return cli_error("out of memory for %lld placements", (long long)n_cells);
-    }
-    char line[1024];
-    long lineno = 0;
-    int64_t c = 0;
-    int bad = 0;
-    while (!bad && fgets(line, sizeof line, f)) {
-        ++lineno;
-        line[strcspn(line, "#\n")] = 0;
-        for (char *p = line; *p; ++p)
-            if (*p == ',') *p = ' ';
-        double v[7];
-        char tail;
-        const int got = sscanf(line, "%lf %lf %lf %lf %lf %lf %lf %c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-                               &tail);
-        if (got <= 0) continue;
-        if (got != 6 || !isfinite(v[0] + v[1] + v[2] + v[3] + v[4] + v[5]))
-            bad = cli_error("%s:%ld: a placement is 6 finite numbers, x y z rx ry rz", path, lineno);
-        else if (c == n_cells)
-            bad = cli_error("%s:%ld: more placements than the %lld cells", path, lineno, (long long)n_cells);
-        else
-            memcpy(pl + 6 * c++, v, 6 * sizeof *v);
-    }
-    fclose(f);
-    if (!bad && c != n_cells) bad = cli_error("%s: %lld placements for %lld cells", path, (long long)c, (long long)n_cells);
-    if (bad) {
-        free(pl);
-        return 1;
-    }
-    *out = pl;
-    return 0;
-}
-
-/* n_cells lines of one population number each ('#' comments, blanks). */
-static int read_populations(const char *path, int64_t n_cells, int32_t *pop) {
-    FILE *f = fopen(path, "r");
-    if (!f) return cli_error("--lfp-populations %s: cannot open (expected `morphology` or a file)", path);
-    char line[1024];
-    long lineno = 0;
-    int64_t c = 0;
-    int bad = 0;
-    while (!bad && fgets(line, sizeof line, f)) {
-        ++lineno;
-        line[strcspn(line, "#\n")] = 0;
-        long long v;
-        char tail;
-        const int got = sscanf(line, "%lld %c", &v, &tail);
-        if (got <= 0 && line[strspn(line, " \t\r")] == 0) continue; /* blank */
-        if (got != 1 || v < 0 || v > 1000000)
-            bad = cli_error("%s:%ld: a population is one whole number from 0 to 1000000", path, lineno);
-        else if (c == n_cells)
-            bad = cli_error("%s:%ld: more populations than the %lld cells", path, lineno, (long long)n_cells);
-        else
-            pop[c++] = (int32_t)v;
-    }
-    fclose(f);
-    if (!bad && c != n_cells) bad = cli_error("%s: populations of %lld cells for %lld cells", path, (long long)c,
-                                              (long long)n_cells);
-    return bad;
-}
-
 int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const *shapes,
                    const int32_t *cell_shape, double dt) {
     if (!l->probe)
@@ -161,24 +100,32 @@ int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t 
              : l->populations    ? cli_error("--lfp-populations needs --probe")
                                  : 0;
     const int64_t n_cells = ns_sim_cells(sim);
-    double *placement = NULL;
-    if (l->placement_file && read_placement(l->placement_file, n_cells, &placement)) return 1;
-    int32_t *pop = NULL;
-    if (l->populations) {
-        pop = malloc((size_t)(n_cells > 0 ? n_cells : 1) * sizeof *pop);
-        int bad = !pop ? cli_error("out of memory for %lld populations", (long long)n_cells) : 0;
-        if (!bad && strcmp(l->populations, "morphology") == 0)
-            for (int64_t c = 0; c < n_cells; ++c) pop[c] = cell_shape[c];
-        else if (!bad)
-            bad = read_populations(l->populations, n_cells, pop);
-        if (bad) {
-            free(pop);
-            free(placement);
-            return 1;
-        }
+    const size_t nc = (size_t)(n_cells > 0 ? n_cells : 1);
+    double *placement = l->placement_file ? malloc(nc * 6 * sizeof *placement) : NULL;
+    int32_t *pop = l->populations ? malloc(nc * sizeof *pop) : NULL;
+    double *table = l->populations ? malloc(nc * sizeof *table) : NULL;
+    int bad = 0;
+    if ((l->placement_file && !placement) || (l->populations && (!pop || !table)))
+        bad = cli_error("out of memory for %lld cells' placements or populations", (long long)n_cells);
+    if (!bad && l->placement_file &&
+        ns_lfp_cell_table_read(l->placement_file, NS_LFP_PLACEMENTS, n_cells, placement) != NS_OK)
+        bad = cli_error("--placement: %s", ns_last_error());
+    if (!bad && l->populations && strcmp(l->populations, "morphology") == 0) {
+        for (int64_t c = 0; c < n_cells; ++c) pop[c] = cell_shape[c];
+    } else if (!bad && l->populations) {
+        if (ns_lfp_cell_table_read(l->populations, NS_LFP_POPULATIONS, n_cells, table) != NS_OK)
+            bad = cli_error("--lfp-populations %s (`morphology` or a file): %s", l->populations, ns_last_error());
+        for (int64_t c = 0; !bad && c < n_cells; ++c) pop[c] = (int32_t)table[c];
+    }
+    free(table);
+    if (bad) {
+        free(pop);
+        free(placement);
+        return 1;
     }
     if (ns_lfp_probe_read(l->probe, 9, &l->contacts) != NS_OK) {
         free(placement);
+        free(pop);
         return cli_error("%s", ns_last_error());
     }
     ns_lfp_options o;
@@ -190,8 +137,8 @@ int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t 
     o.population = pop;
     o.storage = l->storage;
     o.tolerance = l->tolerance;
+    o.batch = l->batch;
     if (l->max_gb > 0.0) o.max_bytes = (int64_t)(l->max_gb * 1e9);
-    int bad = 0;
     if (l->every_ms > 0.0) {
         o.every = llround(l->every_ms / dt);
         if (o.every < 1 || fabs(o.every * dt - l->every_ms) > 1e-9 * l->every_ms)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reference extracellular potentials and current dipole moments from LFPy (on NEURON).
 
-The cell: data/morphologies/dg_granule_1220882a.swc through LFPy.Cell (NEURON's Import3d),
+The cell: data/morphologies/dg_granule_1220882a.swc (or --morph NAME) through LFPy.Cell (NEURON's Import3d),
 nseg by the d_lambda rule (0.1 at 100 Hz, Ra 35.4, cm 1: neurosolve's default
 discretisation), NEURON's hh in every section with its defaults, celsius 6.3,
 v_init -65 mV, dt 0.025 ms (fixed step), an IClamp at soma(0.5) from 1 ms for 8 ms
@@ -23,8 +23,13 @@ Also written: LFPy's segment geometry (cell.x, cell.y, cell.z start/end points a
 cell.d) with NEURON's name of each segment, and the stimulus current per stored step
 (sum of i_membrane_ over the cell equals it: i_membrane_ excludes the electrode current).
 
-Usage: python3 validation/lfp_reference.py [OUT]   (default tests/data/lfp/dg_granule_lfpy.txt)
+Usage: python3 validation/lfp_reference.py [--morph NAME] [--store K] [OUT]
+  default: dg_granule_1220882a.swc, every 8th step, OUT tests/data/lfp/dg_granule_lfpy.txt
+  tests/data/lfp/ca1_h10_lfpy.txt: --morph ca1_h10.swc --store 40 tests/data/lfp/ca1_h10_lfpy.txt
+  (ca1_h10: a soma of three points in a chain, dendrites leaving its last point by Import3d's
+  connect2prox rule; NEURON's define_shape moves those onto their parent's x = 0)
 """
+import argparse
 import math
 import os
 import sys
@@ -32,12 +37,10 @@ import sys
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MORPH = os.path.join(ROOT, "data", "morphologies", "dg_granule_1220882a.swc")
 DT, TSTOP = 0.025, 10.0
 DEL, DUR = 1.0, 8.0
 AMP_PER_AREA = 1.5e-4  # [nA/um^2], as validation/neuron_sim_compare.py
 SIGMA = 0.3
-STORE = 8  # every 8th step (0.2 ms)
 DISC_R, DISC_N = 8.0, 12
 
 
@@ -61,7 +64,13 @@ def disc_points(c, normal, r, n):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "tests", "data", "lfp", "dg_granule_lfpy.txt")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--morph", default="dg_granule_1220882a.swc", help="a file of data/morphologies")
+    ap.add_argument("--store", type=int, default=8, help="store every K-th step")
+    ap.add_argument("out", nargs="?", default=os.path.join(ROOT, "tests", "data", "lfp", "dg_granule_lfpy.txt"))
+    args = ap.parse_args()
+    out, STORE = args.out, args.store
+    MORPH = os.path.join(ROOT, "data", "morphologies", args.morph)
     import LFPy
     import lfpykit
     from lfpykit.eegmegcalc import FourSphereVolumeConductor
@@ -128,9 +137,10 @@ def main():
     with open(out, "w") as f:
         f.write("# LFPy %s (lfpykit %s) on NEURON %s, numpy %s\n" % (LFPy.__version__, lfpykit.__version__,
                                                                      neuron.__version__, np.__version__))
-        f.write("# made by: python3 validation/lfp_reference.py (the protocol is in its docstring)\n")
-        f.write("# morphology dg_granule_1220882a.swc dt %.17g sigma %.17g iclamp soma(0.5) %g %g %.17g\n"
-                % (DT, SIGMA, DEL, DUR, amp))
+        f.write("# made by: python3 validation/lfp_reference.py%s (the protocol is in its docstring)\n"
+                % "".join(" " + a for a in sys.argv[1:]))
+        f.write("# morphology %s dt %.17g sigma %.17g iclamp soma(0.5) %g %g %.17g\n"
+                % (args.morph, DT, SIGMA, DEL, DUR, amp))
         f.write("# largest |sum of imem - stimulus| over the stored steps: %.3g nA\n"
                 % np.max(np.abs(I.sum(axis=0) - istim)))
         f.write("segments %d\n" % nseg)

@@ -76,6 +76,19 @@ NS_API ns_status ns_lfp_probe_read(const char *path, int32_t default_points, ns_
 NS_API ns_status ns_lfp_probe_parse(const char *text, size_t length, const char *name, int32_t default_points,
                                     ns_lfp_probe *out);
 NS_API void ns_lfp_probe_free(ns_lfp_probe *probe);
+/* The per-cell files beside a probe: placements (NS_LFP_PLACEMENTS: one cell
+ * per line, `x y z rx ry rz` [um, rad], ns_lfp_options.placement) and
+ * populations (NS_LFP_POPULATIONS: one population number, a whole number
+ * from 0 to 1,000,000, per cell and line, ns_lfp_options.population). Numbers
+ * in the grammar of ns_number_parse, blanks or commas between them, '#'
+ * comments; exactly n_cells lines. out: n_cells x 6 (placements) or n_cells
+ * values (populations), filled only on success. Errors read "FILE:LINE:
+ * reason" (a bad number, a wrong count, more lines than cells) or "FILE: K
+ * lines for N cells". The same reader as probe files'. */
+typedef enum ns_lfp_cell_table { NS_LFP_PLACEMENTS = 0, NS_LFP_POPULATIONS = 1 } ns_lfp_cell_table;
+NS_API ns_status ns_lfp_cell_table_read(const char *path, ns_lfp_cell_table kind, int64_t n_cells, double *out);
+NS_API ns_status ns_lfp_cell_table_parse(const char *text, size_t length, const char *name, ns_lfp_cell_table kind,
+                                         int64_t n_cells, double *out);
 /* A line (shank) electrode: count point contacts evenly from start to end
  * (both included, count >= 2). */
 NS_API ns_status ns_lfp_probe_line(const double start[3], const double end[3], int64_t count, ns_lfp_probe *out);
@@ -123,6 +136,16 @@ NS_API const char *ns_lfp_storage_name(ns_lfp_storage storage);
 NS_API ns_lfp_storage ns_lfp_choose_storage(int64_t electrodes, int64_t compartments, int64_t free_bytes,
                                             int64_t max_bytes);
 
+/* The samples a CUDA simulation buffers per reduction, K (no GPU needed):
+ * `asked` when > 0 (ns_lfp_options.batch), else the least of NS_LFP_BATCH_MAX,
+ * the samples one launch of the GPU loop can produce at one sample every
+ * `every` steps (ceil(2000 / every): the output cadence), and the samples a
+ * quarter of free_bytes holds at sample_bytes each (0: not one fits). One
+ * currents pass and one DGEMM then serve K samples: the coefficients are
+ * read once per K samples; the potentials do not depend on K. */
+#define NS_LFP_BATCH_MAX 256
+NS_API int64_t ns_lfp_batch_rows(int64_t asked, int64_t every, int64_t free_bytes, int64_t sample_bytes);
+
 typedef struct ns_lfp_options {
     ns_lfp_method method; /* default NS_LFP_LINESOURCE */
     double sigma;         /* [S/m] default 0.3 */
@@ -136,7 +159,7 @@ typedef struct ns_lfp_options {
      * potentials of each population's cells are kept apart as well
      * (ns_lfp_population_potentials; their sum is ns_lfp_potentials) */
     const int32_t *population;
-    int64_t batch;         /* CUDA: samples buffered on the GPU per reduction (0: up to 256, by free memory) */
+    int64_t batch;         /* CUDA: samples buffered on the GPU per reduction (0: ns_lfp_batch_rows's rule) */
     ns_lfp_storage storage;/* CUDA: the coefficients' storage (default AUTO); a CPU simulation: DENSE */
     int64_t tile_bytes;    /* TILES: bytes of one tile of coefficients on the GPU (0: 256 MiB) */
     int64_t max_bytes;     /* refuse coefficients above this (0: 4 GiB) */

@@ -229,7 +229,8 @@ void bind_morph(nb::module_ &m) {
         })
         .def_prop_ro("area", [](const Cell &c) { return to_numpy<double>(ns_cell_area(c.c), {(size_t)c.size()}); })
         .def_prop_ro("segments", [](const Cell &c) { return to_numpy<double>(ns_cell_segments(c.c), {(size_t)c.size(), 6}); },
-                     "(compartments, 6): NEURON's segment start and end points x0 y0 z0 x1 y1 z1 [um]")
+                     "(compartments, 6): NEURON's segment start and end points x0 y0 z0 x1 y1 z1 [um], where "
+                     "define_shape puts them (docs/discretisation.md)")
         .def_prop_ro("axial_conductance",
                      [](const Cell &c) { return to_numpy<double>(ns_cell_axial_conductance(c.c), {(size_t)c.size()}); })
         .def_prop_ro("type", [](const Cell &c) { return to_numpy<int32_t>(ns_cell_type(c.c), {(size_t)c.size()}); })

@@ -68,6 +68,16 @@ ns_lfp_storage ns_lfp_choose_storage(int64_t electrodes, int64_t compartments, i
     return bytes >= 0 && bytes <= max_bytes && bytes <= free_bytes / 2 ? NS_LFP_STORAGE_DENSE : NS_LFP_STORAGE_TILES;
 }
 
+int64_t ns_lfp_batch_rows(int64_t asked, int64_t every, int64_t free_bytes, int64_t sample_bytes) {
+    if (asked > 0) return asked;
+    int64_t k = NS_LFP_BATCH_MAX;
+    if (every < 1) every = 1;
+    const int64_t launch = (NS_SIM_GPU_LAUNCH_STEPS + every - 1) / every;
+    if (launch < k) k = launch;
+    const int64_t fit = sample_bytes > 0 ? (free_bytes > 0 ? free_bytes : 0) / 4 / sample_bytes : k;
+    return fit < k ? fit : k;
+}
+
 void ns_lfp_options_init(ns_lfp_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
@@ -137,7 +147,7 @@ static ns_status attach_gpu(ns_lfp_t *L, ns_sim_t *sim) {
         const lfp_gpu_geometry geo = {L->n_el,     n,     L->n_cells,          L->M,       L->g,
                                       L->parent,   begin, child,               L->membrane, L->mid,
                                       sim->cell_offset, fill, stride,          L->n_pop,   L->pop,
-                                      L->o.per_cell_dipoles, L->o.batch,
+                                      L->o.per_cell_dipoles, L->o.batch, L->o.every,
                                       tiles,       L->seg, L->seg ? L->seg + 3 * n : NULL,
                                       L->seg ? L->seg + 6 * n : NULL,           L->point,   L->pts,
                                       L->pt_begin, L->o.sigma, L->o.tile_bytes, L->o.device_results, f32};

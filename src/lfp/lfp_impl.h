@@ -43,7 +43,8 @@ typedef struct lfp_gpu_geometry {
     int32_t n_pop;              /* populations (1: none given) */
     const int32_t *pop;         /* n_cells: each cell's population, NULL: all 0 */
     int per_cell_dipoles;
-    int64_t rows;               /* samples buffered (0: by the GPU's free memory) */
+    int64_t rows;               /* samples buffered (0: ns_lfp_batch_rows's rule) */
+    int64_t every;              /* the steps between samples (the rule's cadence) */
     /* tiles: M is NULL and the coefficients are computed per reduction from */
     int tiles;
     const double *start, *end, *diam; /* 3 n, 3 n, n: the placed segments */

@@ -350,6 +350,7 @@ ns_status ns_discretize(const ns_morph_t *morph, const ns_discretize_options *op
     }
     for (int32_t k = 0; k < S.n; ++k)
         if (S.sec[k].nseg == 0) S.sec[k].nseg = disc_nseg(&S.sec[k], S.pts, &o);
+    disc_define_shape(&S);
 
     ns_cell_t *c = calloc(1, sizeof *c);
     full_nodes f;

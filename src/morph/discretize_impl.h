@@ -28,6 +28,10 @@ typedef struct disc_section {
     double length;        /* [um] */
     double Ra;            /* [ohm cm] the section's axial resistivity */
     double cm;            /* [uF/cm^2] the d_lambda rule's capacitance */
+    int wire;             /* no copy of the parent's point: Import3d's pt3dstyle(1, anchor) */
+    double anchor[3];     /* a wire's logical connection point (the parent's SWC point); a root
+                           * chain of zero length read as a sphere: its place [um] */
+    int point_root;       /* that root: in NEURON every connection point on it is anchor */
 } disc_section;
 
 typedef struct disc_sections {
@@ -41,6 +45,11 @@ typedef struct disc_sections {
 ns_status disc_build_sections(const ns_morph_point *points, int64_t n, const char *name,
                               disc_sections *out);
 void disc_sections_free(disc_sections *s);
+/* NEURON's define_shape: every non-root section, parents first, moved so that its first 3-D
+ * point (a wire: its logical connection point) lies at its parent's connection point, taken on
+ * the straight line from the parent's first to its last 3-D point at parentx. Positions only:
+ * lengths, areas and resistances do not change. */
+void disc_define_shape(disc_sections *S);
 /* The arc lengths of a section's 3D points and its length (NEURON's nrn_pt3dmodified). */
 void disc_arcs(disc_section *s, disc_pt3d *pts);
 

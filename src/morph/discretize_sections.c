@@ -229,6 +229,10 @@ static ns_status build(work *w, int32_t nsec, const char *name, disc_sections *o
             int zero_length = 1;
             for (int64_t j = s->first + 1; j <= last && zero_length; ++j)
                 zero_length = dist(&p[j], &p[s->first]) == 0.0;
+            if (zero_length && last != s->first) { /* NEURON's points all lie at one place */
+                s->point_root = 1;
+                s->anchor[0] = p[0].x, s->anchor[1] = p[0].y, s->anchor[2] = p[0].z;
+            }
             if (zero_length) last = s->first;
             if (last == s->first) { /* one point: NEURON's sphere_rep, a cylinder L = diam along x */
                 double d = 2.0 * p[0].r;
@@ -245,6 +249,8 @@ static ns_status build(work *w, int32_t nsec, const char *name, disc_sections *o
             attach(w, secs, k, &wire, &copy_d);
             const ns_morph_point *pp = &p[w->par[s->first]];
             if (!wire) put(&pts[np++], pp->x, pp->y, pp->z, copy_d);
+            s->wire = wire;
+            s->anchor[0] = pp->x, s->anchor[1] = pp->y, s->anchor[2] = pp->z;
             for (int64_t j = s->first; j <= s->last; ++j)
                 put(&pts[np++], p[j].x, p[j].y, p[j].z, 2.0 * p[j].r);
         }
@@ -286,6 +292,33 @@ static ns_status build(work *w, int32_t nsec, const char *name, disc_sections *o
     out->pts = pts;
     out->n_pts = np;
     return NS_OK;
+}
+
+/* nrn_define_shape and nrn_translate_shape (NEURON's treeset.cpp), for sections joined by their
+ * 0 end (all of Import3d's): the target is lerp(parent's first, parent's last 3-D point, parentx),
+ * the chord's point, not the point at that arc length. NEURON adds the shift in float; here in
+ * double (a difference of the float rounding of the coordinates). */
+void disc_define_shape(disc_sections *S) {
+    for (int32_t k = 0; k < S->n; ++k) {
+        disc_section *s = &S->sec[k];
+        if (s->parent < 0 || s->n3d < 1) continue;
+        const disc_section *ps = &S->sec[s->parent]; /* parents come first: already moved */
+        const disc_pt3d *a = &S->pts[ps->pt_begin], *b = a + (ps->n3d - 1);
+        const double x = s->parent_x;
+        disc_pt3d *q = &S->pts[s->pt_begin];
+        const double from[3] = {s->wire ? s->anchor[0] : q->x, s->wire ? s->anchor[1] : q->y,
+                                s->wire ? s->anchor[2] : q->z};
+        const double to[3] = {ps->point_root ? ps->anchor[0] : b->x * x + a->x * (1.0 - x),
+                              ps->point_root ? ps->anchor[1] : b->y * x + a->y * (1.0 - x),
+                              ps->point_root ? ps->anchor[2] : b->z * x + a->z * (1.0 - x)};
+        const double d[3] = {to[0] - from[0], to[1] - from[1], to[2] - from[2]};
+        for (int32_t j = 0; j < s->n3d; ++j) {
+            q[j].x += d[0];
+            q[j].y += d[1];
+            q[j].z += d[2];
+        }
+        for (int c = 0; c < 3; ++c) s->anchor[c] += d[c];
+    }
 }
 
 void disc_arcs(disc_section *s, disc_pt3d *pts) {

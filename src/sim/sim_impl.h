@@ -116,6 +116,7 @@ struct ns_sim {
      * of as many rows for the next launch). */
     double *snap;
     int64_t snap_stride, snap_rows;
+#define NS_SIM_GPU_LAUNCH_STEPS 2000 /* the GPU loop's steps per launch at most (sim/cuda/step.c) */
     ns_status (*sample_flush)(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps);
     /* sample_flush leaves a launch's reduction running beside the next
      * launch; sample_finish (at the end of every ns_sim_advance, whatever

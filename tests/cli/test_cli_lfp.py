@@ -64,11 +64,11 @@ bad = os.path.join(tmp, "bad.txt")
 with open(bad, "w") as f:
     f.write("0\nx\n1\n1\n")
 p = run(*base[:1], A, B, *base[1:], "--lfp-populations", bad, expect=1)
-check(f"{bad}:2: a population is one whole number" in p.stderr, f"bad line: {p.stderr!r}")
+check(f"{bad}:2: 'x' is not a decimal number" in p.stderr, f"bad line: {p.stderr!r}")
 with open(bad, "w") as f:
     f.write("0\n1\n")
 p = run(*base[:1], A, B, *base[1:], "--lfp-populations", bad, expect=1)
-check("populations of 2 cells for 4 cells" in p.stderr, f"too few: {p.stderr!r}")
+check(f"{bad}: 2 lines for 4 cells" in p.stderr, f"too few: {p.stderr!r}")
 p = run("simulate", A, "--tstop", "1", "--threads", "1", "--no-progress", "--lfp-populations", "morphology", expect=1)
 check("--lfp-populations needs --probe" in p.stderr, f"no probe: {p.stderr!r}")
 # the probe's account in --json

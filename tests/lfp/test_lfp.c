@@ -1,5 +1,5 @@
-/* Extracellular potentials against LFPy 2.3 (tests/data/lfp/dg_granule_lfpy.txt,
- * made by validation/lfp_reference.py): the forward models on LFPy's own segments and
+/* Extracellular potentials against LFPy 2.3 (tests/data/lfp/dg_granule_lfpy.txt and
+ * ca1_h10_lfpy.txt, made by validation/lfp_reference.py): the forward models on LFPy's own segments and
  * currents, neurosolve's segment geometry against LFPy's, the currents and potentials of
  * a run of the same cell against NEURON's i_membrane_ through LFPy, current conservation,
  * placement, thread counts, probe files and the CSD. */
@@ -11,8 +11,11 @@
 #include "check.h"
 #include "neurosolve/neurosolve.h"
 
+/* dg_granule: every check; ca1_h10 (a three-point soma chain, dendrites joined at x = 0 of
+ * their parent that NEURON's define_shape moves there): the forward models, the geometry and
+ * the run */
 #define REF NS_TEST_DATA "/lfp/dg_granule_lfpy.txt"
-#define MORPH NS_MORPHOLOGIES "/dg_granule_1220882a.swc"
+#define REF_CA1 NS_TEST_DATA "/lfp/ca1_h10_lfpy.txt"
 
 typedef struct ref {
     int64_t n, T, E;
@@ -27,18 +30,19 @@ typedef struct ref {
     double head[11];            /* radii, sigmas, the dipole's position */
     double *el4, *M4;           /* n4 x 3 each */
     double dt, sigma, del, dur, amp;
+    char morph[256]; /* the file of data/morphologies */
 } ref;
 
-static int read_ref(ref *r) {
-    FILE *f = fopen(REF, "r");
+static int read_ref(const char *path, ref *r) {
+    memset(r, 0, sizeof *r);
+    FILE *f = fopen(path, "r");
     if (!f) return 0;
     char line[8192];
-    memset(r, 0, sizeof *r);
     int ok = 1;
     while (ok && fgets(line, sizeof line, f)) {
         if (strncmp(line, "# morphology", 12) == 0) {
-            ok = sscanf(line, "# morphology %*s dt %lf sigma %lf iclamp soma(0.5) %lf %lf %lf", &r->dt, &r->sigma,
-                        &r->del, &r->dur, &r->amp) == 5;
+            ok = sscanf(line, "# morphology %255s dt %lf sigma %lf iclamp soma(0.5) %lf %lf %lf", r->morph, &r->dt,
+                        &r->sigma, &r->del, &r->dur, &r->amp) == 6;
         } else if (line[0] == '#') {
             continue;
         } else if (sscanf(line, "segments %lld", (long long *)&r->n) == 1) {
@@ -181,7 +185,8 @@ static int map_segments(const ns_cell_t *cell, const ref *r, int32_t *comp) {
 }
 
 /* 2. The segments of neurosolve's discretisation against LFPy's (NEURON's 3-D points are
- * floats, and LFPy rounds the segment ends' x to 6 decimals: 1e-4 um). */
+ * floats, moved by define_shape in float, and LFPy rounds the segment ends' x to 6 decimals:
+ * 2e-4 um for points up to 1,000 um from the origin). */
 static void test_geometry(const ns_cell_t *cell, const ref *r, const int32_t *comp) {
     const double *seg = ns_cell_segments(cell), *d = ns_cell_diam(cell);
     CHECK(seg != NULL);
@@ -196,7 +201,7 @@ static void test_geometry(const ns_cell_t *cell, const ref *r, const int32_t *co
         }
         dworst = fmax(dworst, fabs(d[comp[i]] - r->diam[i]) / r->diam[i]);
     }
-    CHECK_MSG(worst < 1e-4, "segment ends differ from LFPy's by %.3g um", worst);
+    CHECK_MSG(worst < 2e-4, "%s: segment ends differ from LFPy's by %.3g um", r->morph, worst);
     CHECK_MSG(dworst < 1e-6, "diameters differ from LFPy's by %.3g (relative)", dworst);
 }
 
@@ -229,6 +234,10 @@ static void run_cell(const ns_cell_t *cell, const ref *r, const int32_t *comp, n
     lo.every = r->steps[0];
     lo.sigma = r->sigma;
     lo.threads = threads;
+    /* LFPy.Cell puts the soma's midpoint (its first segment's) at the origin */
+    const double place[6] = {.5 * (r->start[0] + r->end[0]), .5 * (r->start[1] + r->end[1]),
+                             .5 * (r->start[2] + r->end[2]), 0, 0, 0};
+    lo.placement = place;
     const ns_lfp_probe probe = {r->E, r->el};
     ns_lfp_t *lfp = NULL;
     CHECK_OK(ns_lfp_create(sim, 1, &cell, &probe, &lo, &lfp));
@@ -293,9 +302,9 @@ static void test_run(const ns_cell_t *cell, const ref *r, const int32_t *comp) {
         CHECK_MSG(d <= 1e-6, "dipole %d differs from LFPy's by %.3g (of the largest)", c, d);
         dw = fmax(dw, d);
     }
-    printf("forward models on LFPy's currents: %.3g (relative, worst sample); the run: imem %.3g, potentials "
+    printf("%s: forward models on LFPy's currents: %.3g (relative, worst sample); the run: imem %.3g, potentials "
            "%.3g, dipole %.3g (of each row's largest); conservation %.3g nA\n",
-           forward_worst, err / big, pw, dw, a.conservation);
+           r->morph, forward_worst, err / big, pw, dw, a.conservation);
     free(a.phi); free(a.P); free(a.imem); free(b.phi); free(b.P); free(b.imem);
 }
 
@@ -522,6 +531,16 @@ static void test_populations(const ns_cell_t *cell) {
     CHECK(ns_lfp_choose_storage(384, 17000000, (int64_t)80 << 30, 0) == NS_LFP_STORAGE_TILES); /* 53 GB > 4 GiB */
     CHECK(ns_lfp_choose_storage(384, 17000000, (int64_t)140 << 30, (int64_t)60 << 30) == NS_LFP_STORAGE_DENSE);
     CHECK(strcmp(ns_lfp_storage_name(NS_LFP_STORAGE_TILES), "tiles") == 0);
+    /* the GPU's samples per reduction: as asked, else the least of 256, one launch's samples at
+     * the cadence (2000 steps), and a quarter of the free memory */
+    const int64_t sb = (int64_t)30 << 20; /* 30 MiB a sample (1.2 M compartments) */
+    CHECK(ns_lfp_batch_rows(7, 1, 0, sb) == 7);
+    CHECK(ns_lfp_batch_rows(0, 1, (int64_t)80 << 30, sb) == NS_LFP_BATCH_MAX);
+    CHECK(ns_lfp_batch_rows(0, 10, (int64_t)80 << 30, sb) == 200);
+    CHECK(ns_lfp_batch_rows(0, 3, (int64_t)80 << 30, sb) == 256 && ns_lfp_batch_rows(0, 9, (int64_t)80 << 30, sb) == 223);
+    CHECK(ns_lfp_batch_rows(0, 4000, (int64_t)80 << 30, sb) == 1);
+    CHECK(ns_lfp_batch_rows(0, 1, 4 * 100 * sb + 3, sb) == 100);
+    CHECK(ns_lfp_batch_rows(0, 1, 4 * sb - 1, sb) == 0); /* not one sample: the caller refuses */
     /* tiles need a CUDA simulation */
     ns_sim_params p;
     ns_sim_params_init(&p);
@@ -676,6 +695,85 @@ static void test_probe_file(void) {
     CHECK_FAILS(ns_lfp_probe_parse(bad6, strlen(bad6), "p.txt", 9, &p), NS_ERR_PARSE, "p.txt:1:", "count");
 }
 
+/* The placement and population files (ns_lfp_cell_table_*; the probe files' reader): good
+ * files, each way a line can be wrong (FILE:LINE), and a deterministic fuzz: every mutation of a
+ * good file (bytes replaced, inserted, deleted; truncations) either reads n_cells rows or fails with
+ * an error naming the file, never anything else. */
+static void test_cell_tables(void) {
+    double pl[12], pop[3];
+    const char *place = "# x y z rx ry rz\n0 30 100, 1.5707963267948966 0 0\n\n20 -30 300 1.57 0 1e0 # two\n";
+    CHECK_OK(ns_lfp_cell_table_parse(place, strlen(place), "c.placement", NS_LFP_PLACEMENTS, 2, pl));
+    CHECK(pl[0] == 0.0 && pl[2] == 100.0 && pl[3] == 1.5707963267948966 && pl[6] == 20.0 && pl[11] == 1.0);
+    const char *pops = "0\n 2 # a comment\n1,\n";
+    CHECK_OK(ns_lfp_cell_table_parse(pops, strlen(pops), "c.pop", NS_LFP_POPULATIONS, 3, pop));
+    CHECK(pop[0] == 0.0 && pop[1] == 2.0 && pop[2] == 1.0);
+    const struct { const char *text; ns_lfp_cell_table kind; int64_t n; const char *a, *b; } bad[] = {
+        {"0 0 0 0 0 0\n0 0 0 0 0\n", NS_LFP_PLACEMENTS, 2, "t:2:", "5 values"},
+        {"0 0 0 0 0 0 0\n", NS_LFP_PLACEMENTS, 1, "t:1:", "more than 6 values"},
+        {"0 0 0 nan 0 0\n", NS_LFP_PLACEMENTS, 1, "t:1:", "'nan' is not a decimal number"},
+        {"0 0 1e999 0 0 0\n", NS_LFP_PLACEMENTS, 1, "t:1:", "beyond the range"},
+        {"0 0 0 0 0 0\n1 1 1 1 1 1\n", NS_LFP_PLACEMENTS, 1, "t:2:", "more lines than the 1 cells"},
+        {"0 0 0 0 0 0\n", NS_LFP_PLACEMENTS, 2, "t: 1 lines for 2 cells", "x y z rx ry rz"},
+        {"1\n-1\n", NS_LFP_POPULATIONS, 2, "t:2:", "whole number from 0"},
+        {"1\n2.5\n", NS_LFP_POPULATIONS, 2, "t:2:", "2.5"},
+        {"1 2\n", NS_LFP_POPULATIONS, 1, "t:1:", "more than 1 values"},
+        {"0x10\n", NS_LFP_POPULATIONS, 1, "t:1:", "'0x10' is not a decimal number"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
+        CHECK_FAILS(ns_lfp_cell_table_parse(bad[k].text, strlen(bad[k].text), "t", bad[k].kind, bad[k].n, pl),
+                    NS_ERR_PARSE, bad[k].a, bad[k].b);
+    }
+    CHECK_FAILS(ns_lfp_cell_table_read(NS_TEST_DATA "/lfp/missing.placement", NS_LFP_PLACEMENTS, 1, pl), NS_ERR_IO,
+                "missing.placement");
+    CHECK_OK(ns_lfp_cell_table_read(NS_TEST_DATA "/../../data/probes/granule_column.placement", NS_LFP_PLACEMENTS, 3,
+                                    pl));
+    /* the fuzz: the three readers on mutations of good files */
+    const char *seeds[3] = {place, pops, "# probe\n0 0 0\n10, 0, 20, 0, 1, 0, 6 9\nline 0 0 -100 0 40 100 5\n"};
+    const char alphabet[] = "0123456789 .,-+eE#\n\txline";
+    uint64_t rng = 0x9E3779B97F4A7C15ull;
+    int64_t parsed = 0, refused = 0, named = 0;
+    for (int iter = 0; iter < 3000; ++iter) {
+        const char *seed = seeds[iter % 3];
+        char text[256];
+        size_t n = strlen(seed);
+        memcpy(text, seed, n + 1);
+        for (int m = 0; m < 1 + iter % 4; ++m) {
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            const size_t at = n ? (size_t)(rng >> 8) % n : 0;
+            const char ch = alphabet[(rng >> 40) % (sizeof alphabet - 1)];
+            switch ((rng >> 56) % 4) {
+            case 0: if (n) text[at] = ch; break;                                          /* replace */
+            case 1: if (n + 1 < sizeof text) memmove(text + at + 1, text + at, n - at + 1), text[at] = ch, ++n; break;
+            case 2: if (n) memmove(text + at, text + at + 1, n - at), --n; break;        /* delete */
+            default: n = at, text[n] = 0;                                                 /* truncate */
+            }
+        }
+        ns_status st;
+        if (iter % 3 == 2) {
+            ns_lfp_probe p;
+            st = ns_lfp_probe_parse(text, n, "fz", 9, &p);
+            CHECK(st != NS_OK || p.n > 0);
+            ns_lfp_probe_free(&p);
+        } else {
+            const ns_lfp_cell_table kind = iter % 3 == 0 ? NS_LFP_PLACEMENTS : NS_LFP_POPULATIONS;
+            st = ns_lfp_cell_table_parse(text, n, "fz", kind, kind == NS_LFP_PLACEMENTS ? 2 : 3, pl);
+            if (st == NS_OK && kind == NS_LFP_POPULATIONS)
+                for (int c = 0; c < 3; ++c) CHECK(pl[c] >= 0 && pl[c] == floor(pl[c]));
+        }
+        if (st == NS_OK) {
+            ++parsed;
+        } else {
+            ++refused;
+            named += strncmp(ns_last_error(), "fz", 2) == 0;
+            CHECK_MSG(st == NS_ERR_PARSE || st == NS_ERR_EMPTY, "fuzz %d: status %d: %s", iter, (int)st, ns_last_error());
+        }
+    }
+    CHECK_MSG(named == refused, "fuzz: %lld of %lld refusals name the file", (long long)named, (long long)refused);
+    CHECK(parsed > 0 && refused > 0);
+    printf("cell tables and probes fuzz: %lld read, %lld refused with FILE:LINE or FILE\n", (long long)parsed,
+           (long long)refused);
+}
+
 /* 5. CSD of phi = a z^2 + b z: -sigma 2a inside; the duplicated ends give -sigma (phi1 - phi0) / h^2. */
 static void test_csd(void) {
     const double a = 1e-4, b = 3e-3, h = 20.0, sigma = 0.3;
@@ -692,22 +790,22 @@ static void test_csd(void) {
     CHECK_FAILS(ns_lfp_csd(phi, 2, 5, idx, 4, 0.0, sigma, out), NS_ERR_INVALID_ARGUMENT, "spacing");
 }
 
-int main(int argc, char **argv) {
-    const int cuda = argc > 1 && strcmp(argv[1], "cuda") == 0;
-    if (cuda) {
-        int gpus = 0;
-        if (ns_cuda_device_count(&gpus) != NS_OK || gpus == 0) CHECK_SKIP("no usable GPU (the LFP on the GPU)");
-    }
+/* One reference: its cell discretised by neurosolve, mapped onto LFPy's segments; `all`: the
+ * checks beyond the forward models, the geometry and the run (or, with cuda, the GPU's). */
+static void check_reference(const char *path, int cuda, int all) {
     ref r;
-    if (!read_ref(&r)) {
-        fprintf(stderr, "cannot read %s\n", REF);
-        return 1;
+    if (!read_ref(path, &r)) {
+        CHECK_MSG(0, "cannot read %s", path);
+        free_ref(&r);
+        return;
     }
     test_forward(&r);
-    if (!cuda) test_four_sphere(&r);
+    if (!cuda && all) test_four_sphere(&r);
+    char morph_path[1024];
+    snprintf(morph_path, sizeof morph_path, "%s/%s", NS_MORPHOLOGIES, r.morph);
     ns_morph_t *morph = NULL;
     ns_cell_t *cell = NULL;
-    CHECK_OK(ns_swc_read(MORPH, NULL, &morph));
+    CHECK_OK(ns_swc_read(morph_path, NULL, &morph));
     CHECK_OK(ns_discretize(morph, NULL, &cell));
     int32_t *comp = malloc((size_t)r.n * sizeof *comp);
     if (cell && map_segments(cell, &r, comp)) {
@@ -715,26 +813,39 @@ int main(int argc, char **argv) {
         ns_cell_get_info(cell, &in);
         int64_t membrane = 0;
         for (int32_t i = 0; i < in.compartments; ++i) membrane += ns_cell_area(cell)[i] > 0.0;
-        CHECK_MSG(membrane == r.n, "%lld compartments with membrane, LFPy %lld segments", (long long)membrane,
-                  (long long)r.n);
+        CHECK_MSG(membrane == r.n, "%s: %lld compartments with membrane, LFPy %lld segments", r.morph,
+                  (long long)membrane, (long long)r.n);
         if (cuda) {
             test_cuda(cell, &r, comp);
         } else {
             test_geometry(cell, &r, comp);
             test_run(cell, &r, comp);
-            test_placement(cell);
-            test_populations(cell);
+            if (all) {
+                test_placement(cell);
+                test_populations(cell);
+            }
         }
     } else {
-        CHECK_MSG(0, "the reference's segments do not map onto the discretised cell");
-    }
-    if (!cuda) {
-        test_probe_file();
-        test_csd();
+        CHECK_MSG(0, "%s: the reference's segments do not map onto the discretised cell", r.morph);
     }
     free(comp);
     ns_cell_destroy(cell);
     ns_morph_destroy(morph);
     free_ref(&r);
+}
+
+int main(int argc, char **argv) {
+    const int cuda = argc > 1 && strcmp(argv[1], "cuda") == 0;
+    if (cuda) {
+        int gpus = 0;
+        if (ns_cuda_device_count(&gpus) != NS_OK || gpus == 0) CHECK_SKIP("no usable GPU (the LFP on the GPU)");
+    }
+    check_reference(REF, cuda, 1);
+    if (!cuda) {
+        check_reference(REF_CA1, 0, 0);
+        test_probe_file();
+        test_cell_tables();
+        test_csd();
+    }
     return check_summary(cuda ? "test_lfp cuda" : "test_lfp");
 }

@@ -656,7 +656,49 @@ static void test_section_spec(void) {
     CHECK(ns_sim_params_set(&sp, "soma.nseg", 0.5) == NS_ERR_INVALID_ARGUMENT);
 }
 
+/* NEURON's define_shape (after Import3d): a neurite on an interior point of a bent soma chain
+ * (parentx 0.5, a wire) moves onto the soma's chord midpoint, not the point at half its arc;
+ * a child of the last point stays; a second branch from a neurite's first point (parentx 0,
+ * connect2prox) moves onto its parent's first 3-D point, and its own child with it. The
+ * expected points are NEURON 9.0.2's x3d after h.define_shape() on this file. */
+static void test_define_shape(void) {
+    ns_morph_point p[9] = {pt(0, 0, 0, 5, 1, -1, 1),  pt(0, 10, 0, 5, 1, 0, 2),  pt(10, 10, 0, 5, 1, 1, 3),
+                           pt(0, 15, 0, 1, 3, 1, 4),  pt(0, 25, 0, 1, 3, 3, 5),  pt(20, 10, 0, 1, 3, 2, 6),
+                           pt(30, 10, 0, 1, 3, 5, 7), pt(20, 20, 0, 1, 3, 5, 8), pt(20, 30, 0, 1, 3, 7, 9)};
+    ns_cell_t *c = make(p, 9, NS_NSEG_ONE, 0, NS_JUNCTIONS_MINIMAL);
+    if (!c) return;
+    /* per SWC id of a section's first own point: parentx, its start and end points */
+    const struct { int64_t id; double px, a[3], b[3]; } want[4] = {
+        {1, 0.0, {0, 0, 0}, {10, 10, 0}},
+        {4, 0.5, {5, 10, 0}, {5, 20, 0}},
+        {6, 1.0, {10, 10, 0}, {30, 10, 0}},
+        {8, 0.0, {10, 10, 0}, {10, 30, 0}},
+    };
+    ns_cell_info info;
+    ns_cell_get_info(c, &info);
+    CHECK(info.sections == 4);
+    const double *seg = ns_cell_segments(c);
+    for (int k = 0; k < 4; ++k) {
+        int found = 0;
+        for (int32_t j = 0; j < info.sections; ++j) {
+            ns_section_info si;
+            ns_cell_get_section(c, j, &si);
+            if (si.first_point_id != want[k].id) continue;
+            found = 1;
+            CHECK(si.parent_x == want[k].px);
+            const double *q = seg + 6 * (size_t)si.first_node;
+            for (int d = 0; d < 3; ++d)
+                CHECK_MSG(fabs(q[d] - want[k].a[d]) < 1e-12 && fabs(q[3 + d] - want[k].b[d]) < 1e-12,
+                          "section from SWC id %lld: (%g %g %g)-(%g %g %g)", (long long)want[k].id, q[0], q[1],
+                          q[2], q[3], q[4], q[5]);
+        }
+        CHECK_MSG(found, "no section starts at SWC id %lld", (long long)want[k].id);
+    }
+    ns_cell_destroy(c);
+}
+
 int main(void) {
+    test_define_shape();
     test_geometry_overflow();
     test_cylinder();
     test_frustum();

@@ -20,7 +20,6 @@ extern "C" {
 #endif
 
 #define THREADS 256
-#define MAX_ROWS 256      /* samples per reduction at most */
 #define SLICES 64         /* compartment slices of the DGEMM (before populations cut them) */
 #define SLICE_ALIGN 256
 #define TILE_BYTES ((int64_t)256 << 20) /* a tile of coefficients (TILES) */
@@ -394,15 +393,14 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     if (st == NS_OK) st = upload(&G->pos, geo->pos, n);
     if (st == NS_OK) st = upload<double>(&G->imem, NULL, n);
     if (st != NS_OK) return st;
-    /* the samples buffered: as asked, else what a quarter of the free memory holds (at most MAX_ROWS) */
+    /* the samples buffered: ns_lfp_batch_rows (as asked, else by the cadence and a quarter of the free memory) */
     const int64_t per = 8 * (2 * G->stride + ncp + G->n_slices * R + R + (int64_t)G->n_pop * G->n_el + 1 +
                              (G->per_cell ? 3 * G->n_cells : 0) + (G->f32 ? G->chunks + G->n_el + 1 : 0));
     int64_t rows = geo->rows;
     if (rows <= 0) {
         size_t free_b = 0, total_b = 0;
         NS_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-        rows = (int64_t)(free_b / 4) / per;
-        if (rows > MAX_ROWS) rows = MAX_ROWS;
+        rows = ns_lfp_batch_rows(0, geo->every, (int64_t)free_b, per);
         if (rows < 1)
             return ns_fail(NS_ERR_DEVICE_MEMORY, "LFP: one sample's buffers need %.3g GB of GPU memory, %.3g GB are free",
                            (double)per * 1e-9, (double)free_b * 1e-9);

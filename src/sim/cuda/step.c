@@ -24,7 +24,7 @@
 #include "net/net_impl.h"
 #include "sim/cuda/fused.h"
 
-#define PART_STEPS 2000  /* steps per launch */
+#define PART_STEPS NS_SIM_GPU_LAUNCH_STEPS /* steps per launch */
 #define SPIKE_CAP 128    /* spikes per cell per launch (more is an error) */
 #define NET_MAX_INTERVAL 1000 /* steps per interval of a network (gpu_advance_net) */
 /* Shape groups run concurrently, group k on stream k % STREAMS: a
