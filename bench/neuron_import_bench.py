@@ -57,6 +57,9 @@ def main():
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--tstop", type=float)
     ap.add_argument("--out")
+    ap.add_argument("--also-gpu-mechanisms", metavar="PATH",
+                    help="run neurosolve a second time with simulate --gpu-mechanisms PATH (e.g. per-mechanism, "
+                         "the per-step path before mechanism ABI 6) and report its time beside")
     a = ap.parse_args()
     n_nrn = a.neuron_cells or min(a.cells, 64)
     if a.cells < 1 or n_nrn < 1 or a.threads < 1:
@@ -147,7 +150,24 @@ def main():
            "neuron_ns_per_cell_step": nrn_cs, "neurosolve_ns_per_cell_step": ns_cs, "speedup": nrn_cs / ns_cs,
            "spikes_neuron_first_last": nrn_spikes, "spikes_neurosolve_cell0": ours,
            "spikes_neurosolve_total": j["spikes"], "check": "ok" if ok else "FAILED", "neuron": h.nrnversion(5),
+           "gpu_mechanisms": j.get("gpu_mechanisms"), "gpu_graph": j.get("gpu_graph", False),
            "command": " ".join(cmd)}
+    if a.also_gpu_mechanisms:  # the same command on another path, for the same-run comparison
+        cmd2 = cmd + ["--gpu-mechanisms", a.also_gpu_mechanisms]
+        progress(f"neurosolve: {a.cells} cells, {a.backend}, --gpu-mechanisms {a.also_gpu_mechanisms}")
+        r2 = subprocess.run(cmd2, capture_output=True, text=True)
+        if r2.returncode != 0:
+            print(f"neurosolve failed ({' '.join(cmd2)}):\n{r2.stderr.strip()}", file=sys.stderr)
+            return 1
+        j2 = json.loads(r2.stdout)
+        ns2 = 1e9 * j2["wall_s"] / (a.cells * ns_steps)
+        theirs = j2["first_cells"][0]["spikes"]
+        diff = max((abs(x - y) for x, y in zip(ours, theirs)), default=0.0) if len(theirs) == len(ours) else None
+        res["also"] = {"gpu_mechanisms": j2.get("gpu_mechanisms"), "gpu_graph": j2.get("gpu_graph", False),
+                       "neurosolve_run_s": j2["wall_s"], "neurosolve_ns_per_cell_step": ns2,
+                       "speedup": nrn_cs / ns2, "spikes_total": j2["spikes"], "cell0_spike_max_diff_ms": diff}
+        progress(f"--gpu-mechanisms {a.also_gpu_mechanisms}: {ns2:.1f} ns per cell-step: {nrn_cs / ns2:.1f}x; "
+                 f"cell 0's spikes within {diff} ms")
     progress(f"NEURON {nrn_cs:.0f} ns, neurosolve {ns_cs:.1f} ns per cell-step: {nrn_cs / ns_cs:.1f}x; "
              f"check {res['check']}")
     print(json.dumps(res))

@@ -39,6 +39,9 @@ static void help(void) {
            "  --model FILE [--mechanisms LIB] [--params FILE]\n"
            "                        the membrane from NMODL mechanisms (docs/simulation.md, \"Models\");\n"
            "                        --neuron then runs bench/neuron_model_bench.py with the same files\n"
+           "  --gpu-mechanisms auto|fused|per-step|per-mechanism\n"
+           "                        how the GPU rows run the model's mechanisms (default auto;\n"
+           "                        per-mechanism: one launch per mechanism and step, no graph)\n"
            "  --csv FILE  --json\n"
            "  --mixed               populations of different real cells (bench sim --mixed --help)\n"
            "  --network             the busyring network benchmark (bench sim --network --help)\n");
@@ -53,7 +56,8 @@ typedef struct row {
 
 int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells, const int32_t *cell_shape,
                    ns_backend be, ns_hines_method method, int lanes, int threads, int steps,
-                   const ns_sim_params *params, const ns_sim_model_t *model, sim_timing *t) {
+                   const ns_sim_params *params, const ns_sim_model_t *model, ns_sim_gpu_mechanisms gpu_mechanisms,
+                   sim_timing *t) {
     ns_sim_params p;
     if (params) p = *params;
     else ns_sim_params_init(&p);
@@ -63,6 +67,7 @@ int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells
     o.backend = be;
     o.method = method;
     o.gpu_lanes = lanes;
+    o.gpu_mechanisms = gpu_mechanisms;
     o.threads = threads;
     o.record_every = 1000000; /* recording off the hot path: sample 0 only */
     o.check_every = 100;
@@ -90,7 +95,10 @@ int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells
         return cli_status_error("bench sim", st);
     }
     snprintf(t->backend, sizeof t->backend, "%s", ns_backend_name(ns_sim_backend(sim)));
-    snprintf(t->method, sizeof t->method, "%s", ns_hines_method_name(ns_sim_method(sim)));
+    snprintf(t->method, sizeof t->method, "%s%s", ns_hines_method_name(ns_sim_method(sim)),
+             ns_sim_gpu_mechanisms_of(sim) == NS_SIM_GPU_MECHANISMS_PER_MECHANISM ? "+per-mech"
+             : ns_sim_gpu_graph_of(sim, NULL)                                     ? "+graph"
+                                                                                  : "");
     t->lanes = ns_sim_method(sim) == NS_HINES_ONCHIP ? ns_sim_gpu_lanes(sim) : 0;
     t->compartments = ns_sim_compartments(sim);
     t->setup_s = (t1 - t0) * 1e-3;
@@ -108,9 +116,11 @@ void bench_sim_bandwidth(const sim_timing *t, int gpu, double *gbs, double *copy
 }
 
 static int time_row(const ns_cell_t *cell, long long cells, ns_backend be, ns_hines_method method, int lanes,
-                    int threads, int steps, const ns_sim_params *params, const ns_sim_model_t *model, row *r) {
+                    int threads, int steps, const ns_sim_params *params, const ns_sim_model_t *model,
+                    ns_sim_gpu_mechanisms gpu_mechanisms, row *r) {
     sim_timing t;
-    const int rc = bench_sim_time(1, &cell, cells, NULL, be, method, lanes, threads, steps, params, model, &t);
+    const int rc =
+        bench_sim_time(1, &cell, cells, NULL, be, method, lanes, threads, steps, params, model, gpu_mechanisms, &t);
     if (rc) return rc;
     snprintf(r->backend, sizeof r->backend, "%s", t.backend);
     snprintf(r->method, sizeof r->method, "%s", t.method);
@@ -221,6 +231,7 @@ int bench_sim(int argc, char **argv) {
               neuron_cells = 0, arbor_cells = 0, threads = 0;
     int n_cells = 4, cpu = 1, gpu = 1, as_json = 0;
     const char *csv = NULL, *model_file = NULL, *mech_lib = NULL, *params_file = NULL;
+    ns_sim_gpu_mechanisms gpu_mechanisms = NS_SIM_GPU_MECHANISMS_AUTO;
     ns_hines_method gpu_method[MAX_GPU] = {NS_HINES_ONCHIP, NS_HINES_TREE};
     int gpu_lanes[MAX_GPU] = {0, 0}, n_gpu = 2;
     for (int i = 1; i < argc; ++i) {
@@ -264,6 +275,11 @@ int bench_sim(int argc, char **argv) {
         else if (strcmp(o, "--model") == 0 && v) model_file = v, ++i;
         else if (strcmp(o, "--mechanisms") == 0 && v) mech_lib = v, ++i;
         else if (strcmp(o, "--params") == 0 && v) params_file = v, ++i;
+        else if (strcmp(o, "--gpu-mechanisms") == 0 && v) {
+            if (ns_sim_gpu_mechanisms_from_name(v, &gpu_mechanisms) != NS_OK)
+                return cli_usage_error("bench sim", "--gpu-mechanisms: %s", ns_last_error());
+            ++i;
+        }
         else if (strcmp(o, "--json") == 0) as_json = 1;
         else return cli_usage_error("bench sim", "unknown option or missing value '%s'", o);
         if (!ok) return 2;
@@ -348,7 +364,8 @@ int bench_sim(int argc, char **argv) {
             memset(r, 0, sizeof *r);
             rc = time_row(cell, cells[k], be == 0 ? NS_BACKEND_CPU : NS_BACKEND_CUDA,
                           be == 0 ? NS_HINES_AUTO : gpu_method[be - 1], be == 0 ? 0 : gpu_lanes[be - 1],
-                          (int)threads, (int)steps, &params, model, r);
+                          (int)threads, (int)steps, &params, model,
+                          be == 0 ? NS_SIM_GPU_MECHANISMS_AUTO : gpu_mechanisms, r);
             if (rc) break;
             if (neuron > 0) r->vs_neuron = r->cell_steps_per_s / neuron;
             r->vs_arbor = arbor > 0 ? r->cell_steps_per_s / arbor : -1.0;

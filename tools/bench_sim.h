@@ -6,7 +6,8 @@
 #include "shapes.h"
 
 typedef struct sim_timing {
-    char backend[8], method[16];
+    char backend[8], method[24]; /* method: the loop, "+graph" where the per-step path was a replayed
+                                    CUDA graph, "+per-mech" where one launch per mechanism was asked for */
     int lanes;               /* onchip: lanes per cell (0: not onchip) */
     long long compartments;
     double setup_s;          /* create, stimuli, init */
@@ -23,10 +24,12 @@ void bench_sim_bandwidth(const sim_timing *t, int gpu, double *gbs, double *copy
  * n_shapes); an IClamp of 1.5e-4 nA per um^2 of membrane at every cell's
  * spike compartment from 5 ms; recording off the hot path. 0, or 1 after
  * printing the error. threads: CPU threads (0: OpenMP's default). params
- * NULL: the defaults; model NULL: the hand-written hh of the parameters. */
+ * NULL: the defaults; model NULL: the built-in hh and pas of the parameters; gpu_mechanisms: how
+ * the model's mechanisms run (ns_sim_options.gpu_mechanisms). */
 int bench_sim_time(int n_shapes, const ns_cell_t *const *shapes, long long cells, const int32_t *cell_shape,
                    ns_backend be, ns_hines_method method, int lanes, int threads, int steps,
-                   const ns_sim_params *params, const ns_sim_model_t *model, sim_timing *t);
+                   const ns_sim_params *params, const ns_sim_model_t *model, ns_sim_gpu_mechanisms gpu_mechanisms,
+                   sim_timing *t);
 
 /* A baseline simulator's cell-steps per second on `per` copies of each
  * morphology of `files` (comma-separated) with `threads` threads, or -1;

@@ -25,7 +25,7 @@
 #define MAX_LIST 8
 
 typedef struct mrow {
-    char pop[32], backend[8], method[16];
+    char pop[32], backend[8], method[24];
     long long cells, comps;
     int shapes;
     double setup_s, ms_per_step, cell_steps, comp_steps, vs_neuron, vs_arbor, vs_cpu, vs_ref;
@@ -53,7 +53,7 @@ static int time_pop(int n_shapes, ns_cell_t **shapes, long long cells, const int
                     ns_hines_method method, int steps, mrow *r) {
     sim_timing t;
     const int rc = bench_sim_time(n_shapes, (const ns_cell_t *const *)shapes, cells, cell_shape, be, method, 0,
-                                  cpu_threads, steps, NULL, NULL, &t);
+                                  cpu_threads, steps, NULL, NULL, NS_SIM_GPU_MECHANISMS_AUTO, &t);
     if (rc) return rc;
     snprintf(r->backend, sizeof r->backend, "%s", t.backend);
     snprintf(r->method, sizeof r->method, "%s", t.method);

@@ -61,9 +61,10 @@ static const char *help_text2 =
     "  --record-every N       record every N steps (default 1)\n"
     "  --backend cpu|cuda|auto  --method sequential|openmp|onchip|tree  --threads N\n"
     "  --gpu-lanes L          onchip: lanes per cell (1, 2, 4, ..., 32; default automatic)\n"
-    "  --gpu-mechanisms auto|fused|per-step  CUDA, --model: the built-in pas and hh fused into\n"
-    "                         the tree kernel, or a launch per mechanism and step (default auto:\n"
-    "                         fused where possible; docs/simulation.md)\n"
+    "  --gpu-mechanisms auto|fused|per-step|per-mechanism  CUDA, --model: the built-in pas and hh\n"
+    "                         fused into the tree kernel, or launches per step (a library's\n"
+    "                         mechanisms in one launch per phase), or one launch per mechanism\n"
+    "                         and step (default auto: fused where possible; docs/simulation.md)\n"
     "  --out PREFIX           write PREFIX_traces.csv, PREFIX_traces.npy (t and one column per\n"
     "                         site) and PREFIX_spikes.csv (cell, morphology, time; with --network\n"
     "                         the sources' raster: source, cell (-1: a train or Poisson source),\n"
@@ -482,7 +483,7 @@ static int simulate(int argc, char **argv) {
             so.gpu_lanes = (int32_t)v;
         } else if (strcmp(a, "--gpu-mechanisms") == 0) {
             if (ns_sim_gpu_mechanisms_from_name(val, &so.gpu_mechanisms) != NS_OK)
-                return cli_usage_error(cmd, "--gpu-mechanisms: '%s' is not auto, fused or per-step", val);
+                return cli_usage_error(cmd, "--gpu-mechanisms: '%s' is not auto, fused, per-step or per-mechanism", val);
         } else if (strcmp(a, "--out") == 0) {
             out = val;
         } else if (strcmp(a, "--plot") == 0) {
@@ -986,6 +987,9 @@ static int simulate(int argc, char **argv) {
         json_string(&j, "method", ns_hines_method_name(ns_sim_method(sim)));
         if (ns_sim_gpu_mechanisms_of(sim) != NS_SIM_GPU_MECHANISMS_AUTO)
             json_string(&j, "gpu_mechanisms", ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms_of(sim)));
+        const char *graph_why = "";
+        if (ns_sim_gpu_graph_of(sim, &graph_why)) json_bool(&j, "gpu_graph", 1);
+        if (graph_why[0]) json_string(&j, "gpu_graph_refused", graph_why);
         json_int(&j, "morphologies", set.count);
         json_int(&j, "cells", n_cells);
         if (cli_mpi_size() > 1) json_int(&j, "processes", cli_mpi_size());

@@ -176,9 +176,13 @@ typedef enum ns_sim_gpu_mechanisms {
                                            inside the loop's own passes (the CPU rule also needs hh's
                                            rate table); a model the rule does not allow is refused
                                            (NS_ERR_UNSUPPORTED) */
-    NS_SIM_GPU_MECHANISMS_PER_STEP = 2  /* GPU: a launch per mechanism and phase around one-step tree
-                                           launches; CPU: the generated loops, a call per mechanism
+    NS_SIM_GPU_MECHANISMS_PER_STEP = 2, /* GPU: launches per phase around one-step tree launches:
+                                           a library's density mechanisms in one launch per phase
+                                           where it has them (mechanism ABI 6), the others one per
+                                           mechanism; CPU: the generated loops, a call per mechanism
                                            and phase (any mechanism library, any synapse type) */
+    NS_SIM_GPU_MECHANISMS_PER_MECHANISM = 3 /* GPU: per step, one launch per mechanism and phase
+                                           (what per-step did before ABI 6); CPU: as per-step */
 } ns_sim_gpu_mechanisms;
 
 typedef struct ns_sim_options {
@@ -356,11 +360,15 @@ NS_API ns_hines_method ns_sim_method(const ns_sim_t *sim);
 /* Lanes per cell of the onchip loop: the common count of its shape groups,
  * 0 when no shape runs onchip, -1 when the groups differ. */
 NS_API int32_t ns_sim_gpu_lanes(const ns_sim_t *sim);
-/* How a simulation of a model runs its mechanisms: FUSED or PER_STEP (the
- * resolved ns_sim_options.gpu_mechanisms, one rule for the GPU loops and
- * the CPU loop); AUTO without a model. */
+/* How a simulation of a model runs its mechanisms: FUSED, PER_STEP or (where
+ * asked for) PER_MECHANISM (the resolved ns_sim_options.gpu_mechanisms, one
+ * rule for the GPU loops and the CPU loop); AUTO without a model. */
 NS_API ns_sim_gpu_mechanisms ns_sim_gpu_mechanisms_of(const ns_sim_t *sim);
-/* "auto", "fused", "per-step"; NULL for other values. */
+/* 1 where the GPU's per-step path ran the last advance's last part as one captured step replayed
+ * (a CUDA graph, docs/simulation.md "Models: the fused loop"), else 0; *why (when not NULL) says
+ * why CUDA refused the capture, "" where it did not or none was tried. */
+NS_API int ns_sim_gpu_graph_of(const ns_sim_t *sim, const char **why);
+/* "auto", "fused", "per-step", "per-mechanism"; NULL for other values. */
 NS_API const char *ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms m);
 NS_API ns_status ns_sim_gpu_mechanisms_from_name(const char *name, ns_sim_gpu_mechanisms *out);
 

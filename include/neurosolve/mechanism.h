@@ -12,6 +12,7 @@
 #ifndef NEUROSOLVE_MECHANISM_H
 #define NEUROSOLVE_MECHANISM_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -34,8 +35,12 @@ extern "C" {
  *    hoc_execerror) and ns_mech_desc.thread_unsafe; ns_mech_desc.cuda_net_init
  *    and cuda_why_not; ns_mech_ppack.wvec, .dev and ns_mech_event.conn
  *    (per-connection state, self events, net_event and net_move on the GPU).
- *    A library built for 3 or 4 still loads, without them. */
-#define NS_MECH_ABI_VERSION 5
+ *    A library built for 3 or 4 still loads, without them.
+ * 6: ns_mech_desc.fused_index, cuda_fused_current, cuda_fused_state: a library's
+ *    density mechanisms in one launch per phase (ns_mech_fused below). A
+ *    library built for 3 to 5 still loads, without them (one launch per
+ *    mechanism and phase). */
+#define NS_MECH_ABI_VERSION 6
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
@@ -95,6 +100,22 @@ static inline NS_MECH_ALWAYS_INLINE double ns_mech_exp(double x) {
     return xc == xc ? y : x;
 }
 
+#if defined(__CUDACC__)
+#define NS_MECH_HD __host__ __device__
+#else
+#define NS_MECH_HD
+#endif
+/* NEURON 9's nrn_nernst (src/nrnoc/eion.cpp) with its gas constant and
+ * Faraday constant (2019 SI, as NEURON 9.0.2 reports h.R, h.FARADAY):
+ * ktf = 1000 R (celsius + 273.15) / F [mV], computed once by the loops, and
+ * e of an ion of charge `charge` from its internal and external
+ * concentrations (ns_mech_nernst is the two in one) */
+static inline NS_MECH_HD double ns_mech_ktf(double celsius) {
+    return 1000. * 8.31446261815324 * (celsius + 273.15) / 96485.33212331001;
+}
+static inline NS_MECH_HD double ns_mech_nernst_ktf(double ci, double co, int charge, double ktf) {
+    return charge == 0 ? 0.0 : ci <= 0.0 ? 1e6 : co <= 0.0 ? -1e6 : ktf / charge * log(co / ci);
+}
 
 typedef enum ns_mech_kind {
     NS_MECH_DENSITY = 0, /* SUFFIX: one instance per compartment, currents in mA/cm^2 */
@@ -388,6 +409,43 @@ enum {
     NS_MECH_N_HOOKS
 };
 
+/* ABI 6: one launch per phase for all of a library's density mechanisms
+ * (docs/mechanisms.md, "One launch per phase"). A thread per node of a GPU
+ * group reads v once, calls the per-instance function of each mechanism
+ * inserted at the node in the order of `slots` (the model's), accumulates
+ * rhs and d in registers and writes them once (current), or after each
+ * state() that writes a concentration sets e by Nernst at the node where
+ * `nernst` says so (state). Deterministic: a node's sums in the order of the
+ * per-mechanism launches, no atomics. Everything is device memory but the
+ * structure itself (passed by value). */
+#define NS_MECH_FUSED_IONS 8
+typedef struct ns_mech_fused_slot {
+    int32_t index;    /* the mechanism's ns_mech_desc.fused_index */
+    int32_t n_ions;   /* its desc->n_ions */
+    ns_mech_ppack p;  /* its instances' storage as its launchers take it (t, dt, celsius unused) */
+    /* state: per ion of its desc whose concentration it writes, the nodes (over the group's)
+     * where e follows by Nernst after its state(); NULL: none */
+    const unsigned char *nernst[NS_MECH_FUSED_IONS];
+    int32_t charge[NS_MECH_FUSED_IONS];
+} ns_mech_fused_slot;
+
+typedef struct ns_mech_fused {
+    int64_t nodes;                   /* the group's nodes: one thread each */
+    int32_t n_slots, slot_lo, slot_hi; /* this launch runs slots [slot_lo, slot_hi) */
+    const ns_mech_fused_slot *slots; /* n_slots, in the model's order */
+    /* the mechanisms at node x of local cell c = node_cell[x]: row r = cell_row[c] + x -
+     * cell_base[c] holds entries [row_begin[r], row_begin[r + 1]), each slot << 24 | rank in
+     * increasing slot order; the slot's instance there is cell_inst[c * n_slots + slot] + rank */
+    const int32_t *node_cell, *cell_row, *row_begin, *entries, *cell_inst;
+    const int64_t *cell_base;
+    double *v, *rhs, *d;             /* the group's: current() adds to rhs and d as they are */
+    double t, dt, celsius;
+    const double *t_dev;             /* not NULL: the phase's t is read here (a replayed CUDA graph) */
+    double ktf;                      /* 1000 R (celsius + 273.15) / F, as ns_mech_nernst */
+} ns_mech_fused;
+/* Returns 0 when the launch succeeded, -1 otherwise. */
+typedef int (*ns_mech_cuda_fused_fn)(const ns_mech_fused *f, void *stream);
+
 typedef struct ns_mech_desc {
     int abi_version;                /* NS_MECH_ABI_VERSION */
     const char *name;               /* SUFFIX or POINT_PROCESS name */
@@ -486,6 +544,12 @@ typedef struct ns_mech_desc {
      * knows no reason (built without CUDA). */
     ns_mech_cuda_net_fn cuda_net_init;
     const char *cuda_why_not;
+    /* ABI 6: the library's fused launches (ns_mech_fused; one pair per library, shared by all
+     * of its density mechanisms with CUDA code) and this mechanism's case in them; -1 and
+     * NULL: not in them (a point process, no CUDA code, or compiled outside `mechanisms
+     * build --cuda`) */
+    int fused_index;
+    ns_mech_cuda_fused_fn cuda_fused_current, cuda_fused_state;
 } ns_mech_desc;
 
 enum {

@@ -219,7 +219,8 @@ static ns_status compile_all(const strv *args, const strv *srcs, strv *objs, int
 
 /* Translate each of dir's mods (sorted) into work/: NAME.h, NAME.c (and NAME.cu
  * with cuda); the names into names, the sources to compile into srcs. */
-static ns_status translate_all(const char *dir, const strv *mods, const char *work, int cuda, strv *names, strv *srcs) {
+static ns_status translate_all(const char *dir, const strv *mods, const char *work, int cuda, strv *names, strv *srcs,
+                               int *member, int *n_ions) {
     ns_status s = NS_OK;
     for (size_t i = 0; i < mods->n; i++) {
         char *path = join(dir, mods->s[i]);
@@ -238,6 +239,8 @@ static ns_status translate_all(const char *dir, const strv *mods, const char *wo
             ns_nmodl_destroy(m);
             return ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
         }
+        member[i] = nm_fused_member(m);
+        n_ions[i] = m->n_ions;
         /* NEURON's headers that VERBATIM C includes: their functions are in the generated
          * header of each mechanism with VERBATIM C (src/nmodl/nmodl_verbatim.h) */
         for (int k = 0; m->verbatim && k < 2; k++) {
@@ -326,6 +329,7 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
     ns_status s = NS_OK;
     strv mods = {0}, names = {0}, args = {0}, srcs = {0}, objs = {0}, one = {0};
     char *keep = NULL, *work = NULL, *inc = NULL, *abi = NULL, *tmp = NULL, *log = NULL, *arch = NULL;
+    int *member = NULL; /* per .mod: nm_fused_member, then its USEIONs */
     int work_made = 0;
     DIR *d = opendir(dir);
     if (!d) return ns_fail(NS_ERR_IO, "%s: cannot open the folder: %s", dir, strerror(errno));
@@ -369,7 +373,7 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
         if (!(arch = concat("-arch=", o.cuda_arch ? o.cuda_arch : "sm_90"))) OOM();
         const char *a[] = {o.nvcc, "-O3", arch, "-Xcompiler",
                            "-fPIC,-fvisibility=hidden,-ffp-contract=off,-fno-trapping-math",
-                           "-DNS_MECH_WITH_CUDA", "-Wno-deprecated-gpu-targets", NULL};
+                           "-DNS_MECH_WITH_CUDA", "-DNSM_LIBRARY_FUSED", "-Wno-deprecated-gpu-targets", NULL};
         for (int i = 0; a[i]; i++)
             if (sv_add(&args, a[i])) OOM();
     } else {
@@ -389,7 +393,15 @@ ns_status ns_mechanisms_build(const char *dir, const char *out_lib, const ns_mec
         free(iflag);
         if (bad) OOM();
     }
-    if ((s = translate_all(dir, &mods, work, o.nvcc != NULL, &names, &srcs))) goto done;
+    if (!(member = calloc(mods.n, 2 * sizeof *member))) OOM();
+    if ((s = translate_all(dir, &mods, work, o.nvcc != NULL, &names, &srcs, member, member + mods.n))) goto done;
+    if (o.nvcc) { /* ABI 6: one launch per phase for the library's density mechanisms */
+        char *cu = NULL;
+        if ((s = nm_write_fused(work, (const char *const *)names.s, member, member + mods.n, names.n, &cu))) goto done;
+        const int bad = sv_add(&srcs, cu);
+        free(cu);
+        if (bad) OOM();
+    }
     if ((s = write_catalogue(work, &names, &srcs))) goto done;
     if (!(tmp = concat(out_lib, ".partial")) || !(log = join(work, "build.log"))) OOM();
     /* one compiler run per source (a step of progress each, jobs at once), then the link */
@@ -441,6 +453,7 @@ done:
     free(tmp);
     free(log);
     free(arch);
+    free(member);
     return s;
 }
 #undef OOM
@@ -458,9 +471,11 @@ struct ns_mech_library {
 /* what each older ABI version's ns_mech_desc holds: up to this member */
 static size_t desc_size(int version) {
     /* 4: the derivatives were Jacobians (jac_*) where 5 has vector-Jacobian products,
-     * and thread_unsafe after them */
-    return version == 3 ? offsetof(ns_mech_desc, hooks) : version == 4 ? offsetof(ns_mech_desc, vjp_init)
-                                                                       : sizeof(ns_mech_desc);
+     * and thread_unsafe after them; 5: up to cuda_why_not */
+    return version == 3   ? offsetof(ns_mech_desc, hooks)
+           : version == 4 ? offsetof(ns_mech_desc, vjp_init)
+           : version == 5 ? offsetof(ns_mech_desc, fused_index)
+                          : sizeof(ns_mech_desc);
 }
 
 ns_status ns_mech_library_open(const char *path, ns_mech_library_t **out) {
@@ -514,7 +529,8 @@ ns_status ns_mech_library_open(const char *path, ns_mech_library_t **out) {
     if (old) {
         for (int i = 0; i < cat->n; i++) {
             memcpy(&lib->copies[i], cat->mechs[i], desc_size(cat->abi_version));
-            lib->copies[i].vjp_why_not = "built for an older mechanism ABI (rebuild the library)";
+            if (cat->abi_version < 5) lib->copies[i].vjp_why_not = "built for an older mechanism ABI (rebuild the library)";
+            lib->copies[i].fused_index = -1; /* one launch per mechanism and phase */
             lib->ptrs[i] = &lib->copies[i];
         }
         lib->own.abi_version = NS_MECH_ABI_VERSION;
@@ -591,11 +607,5 @@ ns_status ns_mech_global_index(const ns_mech_desc *desc, const char *name, int *
 }
 
 double ns_mech_nernst(double ci, double co, int charge, double celsius) {
-    /* NEURON 9's nrn_nernst (src/nrnoc/eion.cpp) with its gas constant and
-     * Faraday constant (2019 SI, as NEURON 9.0.2 reports h.R, h.FARADAY) */
-    if (charge == 0) return 0.0;
-    if (ci <= 0.0) return 1e6;
-    if (co <= 0.0) return -1e6;
-    const double ktf = 1000. * 8.31446261815324 * (celsius + 273.15) / 96485.33212331001;
-    return ktf / charge * log(co / ci);
+    return ns_mech_nernst_ktf(ci, co, charge, ns_mech_ktf(celsius));
 }

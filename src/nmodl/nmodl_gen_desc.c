@@ -106,6 +106,7 @@ void nm_emit_desc(gen *g, const char *why) {
     const struct ns_nmodl *m = g->m;
     const char *n = m->name;
     if (m->verbatim) emit_guards(g);
+    if (nm_fused_member(m)) nm_put(g->b, "#if defined(NS_MECH_WITH_CUDA) && defined(NSM_LIBRARY_FUSED)\n#include \"nsm_library_fused.h\"\n#endif\n");
     nm_put(g->b, "#ifdef NS_MECH_WITH_CUDA\nint nsm_%s_cuda_init(const ns_mech_ppack *, void *);\n"
               "int nsm_%s_cuda_current(const ns_mech_ppack *, void *);\nint nsm_%s_cuda_state(const ns_mech_ppack *, void *);\n",
         n, n, n);
@@ -162,6 +163,11 @@ void nm_emit_desc(gen *g, const char *why) {
         snprintf(gpu_why, sizeof gpu_why, "%s:%d: VERBATIM C is host C, run on the CPU loop only", v->file, v->file_line);
     }
     put_cstr(g->b, !host_only ? NULL : m->verbatim ? gpu_why : m->gpu_why[0] ? m->gpu_why : "events run on the CPU loop only");
+    /* ABI 6: the library's fused launches, where `mechanisms build --cuda` made them (mechlib_fused.c) */
+    if (nm_fused_member(m))
+        nm_put(g->b, ",\n#if defined(NS_MECH_WITH_CUDA) && defined(NSM_LIBRARY_FUSED)\n    NSM_FUSED_INDEX_%s, "
+                  "nsm_library_fused_current, nsm_library_fused_state\n#else\n    -1, NULL, NULL\n#endif\n", n);
+    else nm_put(g->b, ",\n    -1, NULL, NULL");
     nm_put(g->b, "};\n");
 }
 

@@ -244,6 +244,20 @@ static inline int nm_cuda_host_only(const struct ns_nmodl *m) {
     return (m->events & (unsigned)NS_MECH_EV_NETCONS) || m->verbatim || nm_hooks(m);
 }
 
+/* A mechanism in its library's fused launches (ABI 6, mechlib_fused.c): a
+ * density mechanism with CUDA entry points and no POINTER (which may read
+ * another node's values, which a node-major launch would race with) */
+static inline int nm_fused_member(const struct ns_nmodl *m) {
+    return !m->point && !nm_cuda_host_only(m) && m->n_pointers == 0;
+}
+
+/* mechlib_fused.c: a CUDA library's fused launches into work/: the header
+ * nsm_library_fused.h (each member's NSM_FUSED_INDEX_NAME, the two entry
+ * points) and nsm_library_fused.cu (its path into *cu_path, malloc'd), over
+ * the n mechanisms names[k] (member[k]: nm_fused_member; n_ions[k]: its USEIONs) */
+ns_status nm_write_fused(const char *work, const char *const *names, const int *member, const int *n_ions, size_t n,
+                         char **cu_path);
+
 /* nmodl_kinetic.c: lower KINETIC block b of m (its reactions, CONSERVE and
  * COMPARTMENT statements) into statements and b->kin; errors name m's file
  * and the line. */

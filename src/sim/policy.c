@@ -37,9 +37,32 @@ ns_backend ns_sim_auto_network_backend(int usable_gpus) {
 int ns_sim_gpu_mechanisms_rule(const ns_sim_mech_facts *f) {
     const int fusable = f->builtin_only && !f->writes_concentration && (!f->network || f->network_fused) &&
                         !f->parameters_exposed;
-    if (f->requested == NS_SIM_GPU_MECHANISMS_PER_STEP) return NS_SIM_GPU_MECHANISMS_PER_STEP;
+    if (f->requested == NS_SIM_GPU_MECHANISMS_PER_STEP || f->requested == NS_SIM_GPU_MECHANISMS_PER_MECHANISM)
+        return f->requested;
     if (fusable) return NS_SIM_GPU_MECHANISMS_FUSED;
     return f->requested == NS_SIM_GPU_MECHANISMS_FUSED ? -1 : NS_SIM_GPU_MECHANISMS_PER_STEP;
+}
+
+/* The per-step path (sim/cuda/library_fused.h): a library's density
+ * mechanisms in its fused launches (mechanism ABI 6, one launch per phase
+ * for all of them) unless one launch per mechanism is asked for; members:
+ * the model's mechanisms that have them, one_library: all of them the same
+ * library's (one pair of launches). */
+int ns_sim_library_fused_rule(int requested, int32_t members, int one_library) {
+    return requested != NS_SIM_GPU_MECHANISMS_PER_MECHANISM && members > 0 && one_library;
+}
+
+/* The per-step path captures one step as a CUDA graph and replays it
+ * (sim/cuda/step_graph.h) where every launch of the step finds what changes
+ * from step to step in device memory: the tree step and the library's fused
+ * launches read the clock; a mechanism in a launch of its own has its t in
+ * the ppack (by value, fixed at the capture), so each must read no t
+ * (time_free: the built-in pas and hh); a network's delivery and detectors
+ * take per-step arguments (no graph). A part of few steps is not worth the
+ * capture. */
+int ns_sim_step_graph_rule(int requested, int network, int time_free, int64_t steps) {
+    return requested != NS_SIM_GPU_MECHANISMS_PER_MECHANISM && !network && time_free &&
+           steps >= NS_SIM_STEP_GRAPH_MIN_STEPS;
 }
 
 /* The onchip kernel has the fused tree kernel's built-in pas and hh, not its

@@ -156,8 +156,8 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
     if (o.gpu_lanes < 0 || o.gpu_lanes > 32 || (o.gpu_lanes & (o.gpu_lanes - 1)) != 0)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: gpu_lanes = %d is not 0, 1, 2, 4, 8, 16 or 32",
                        (int)o.gpu_lanes);
-    if (o.gpu_mechanisms < NS_SIM_GPU_MECHANISMS_AUTO || o.gpu_mechanisms > NS_SIM_GPU_MECHANISMS_PER_STEP)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: gpu_mechanisms = %d is not AUTO, FUSED or PER_STEP",
+    if (o.gpu_mechanisms < NS_SIM_GPU_MECHANISMS_AUTO || o.gpu_mechanisms > NS_SIM_GPU_MECHANISMS_PER_MECHANISM)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: gpu_mechanisms = %d is not AUTO, FUSED, PER_STEP or PER_MECHANISM",
                        (int)o.gpu_mechanisms);
     if (o.device < NS_DEVICE_CURRENT)
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
@@ -577,20 +577,25 @@ ns_sim_gpu_mechanisms ns_sim_gpu_mechanisms_of(const ns_sim_t *sim) {
     return sim ? sim->gpu_mechanisms : NS_SIM_GPU_MECHANISMS_AUTO;
 }
 
-static const char *const GPU_MECHANISMS[3] = {"auto", "fused", "per-step"};
+int ns_sim_gpu_graph_of(const ns_sim_t *sim, const char **why) {
+    if (why) *why = sim ? sim->gpu_graph_why : "";
+    return sim ? sim->gpu_graph : 0;
+}
+
+static const char *const GPU_MECHANISMS[4] = {"auto", "fused", "per-step", "per-mechanism"};
 
 const char *ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms m) {
-    return (int)m >= 0 && (int)m < 3 ? GPU_MECHANISMS[m] : NULL;
+    return (int)m >= 0 && (int)m < 4 ? GPU_MECHANISMS[m] : NULL;
 }
 
 ns_status ns_sim_gpu_mechanisms_from_name(const char *name, ns_sim_gpu_mechanisms *out) {
     if (!name || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_gpu_mechanisms_from_name: NULL argument");
-    for (int k = 0; k < 3; ++k)
+    for (int k = 0; k < 4; ++k)
         if (strcmp(name, GPU_MECHANISMS[k]) == 0) {
             *out = (ns_sim_gpu_mechanisms)k;
             return NS_OK;
         }
-    return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown GPU mechanisms path '%s' (auto, fused, per-step)", name);
+    return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown GPU mechanisms path '%s' (auto, fused, per-step, per-mechanism)", name);
 }
 double ns_sim_elapsed_ms(const ns_sim_t *sim) { return sim ? sim->elapsed_ms : 0.0; }
 

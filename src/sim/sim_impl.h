@@ -56,6 +56,9 @@ struct ns_sim {
     int device;            /* CUDA: the GPU (options.device resolved); -1 on the CPU */
     int32_t gpu_lanes;     /* set by the CUDA loop: see ns_sim_gpu_lanes */
     ns_sim_gpu_mechanisms gpu_mechanisms; /* set by the CUDA loop for a model: FUSED or PER_STEP */
+    int gpu_graph;                        /* the GPU's per-step path ran its last part as a replayed CUDA
+                                             graph (sim/cuda/step_graph.h)... */
+    char gpu_graph_why[200];              /* ...or why CUDA refused its capture ("": it did not) */
     const sim_ops *ops;
     void *backend_state;
 

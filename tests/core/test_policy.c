@@ -181,6 +181,22 @@ int main(void) {
         forced = writer;
         forced.requested = STEP;
         CHECK(ns_sim_gpu_mechanisms_rule(&forced) == STEP);
+        /* per mechanism asked for: the per-step path with one launch per mechanism, even for hh and pas */
+        const int PER_MECH = NS_SIM_GPU_MECHANISMS_PER_MECHANISM;
+        forced = mf;
+        forced.requested = PER_MECH;
+        CHECK(ns_sim_gpu_mechanisms_rule(&forced) == PER_MECH);
+        CHECK(!ns_sim_onchip_model_rule(&forced));
+        forced = library;
+        forced.requested = PER_MECH;
+        CHECK(ns_sim_gpu_mechanisms_rule(&forced) == PER_MECH);
+        /* a library's fused launches (ABI 6): per step unless per mechanism is asked for, with
+         * members of one library's launches */
+        CHECK(ns_sim_library_fused_rule(AUTO, 12, 1));           /* the L5 model's library */
+        CHECK(ns_sim_library_fused_rule(STEP, 1, 1));
+        CHECK(!ns_sim_library_fused_rule(PER_MECH, 12, 1));      /* the bench's `before` */
+        CHECK(!ns_sim_library_fused_rule(AUTO, 0, 1));           /* built-ins, a library of ABI 3-5, no --cuda */
+        CHECK(!ns_sim_library_fused_rule(AUTO, 2, 0));           /* two libraries' launches */
         /* the onchip loop runs a model that fuses and has no network, with the
          * built-in hh's TABLE and GLOBALs in the shared memory it sizes for them */
         CHECK(nsm_hh_desc.table_size == NS_FUSED_HH_TABLE && nsm_hh_desc.n_globals <= NS_FUSED_HH_GLOBALS);

@@ -148,9 +148,10 @@ int main(void) {
 
     /* libraries of mechanism ABI 3 (its descriptors end before the hooks) and 4 (its
      * derivatives were Jacobians, jac_*, where 5 has vjp_*): loaded, copied into this
-     * version's layout without derivatives (the junk in their place not read) */
+     * version's layout without derivatives (the junk in their place not read); 5: with its
+     * derivatives, without the fused launches of 6 (-1, NULL: the junk after cuda_why_not not read) */
     if (tmpdir_make("ns_grad_jac")) return 1;
-    for (int version = 3; version <= 4; ++version) {
+    for (int version = 3; version <= 5; ++version) {
         FILE *f = fopen(tmp("old.c"), "w");
         CHECK(f != NULL);
         if (!f) break;
@@ -162,7 +163,8 @@ int main(void) {
                 "static const ns_mech_desc d = {.abi_version = %d, .name = \"old\", .kind = NS_MECH_DENSITY,"
                 " .n_fields = 1, .n_params = 1, .field_names = names, .field_defaults = defs, .init = fn,"
                 " .current = fn, .state = fn, .vjp_init = (vjp_fn)1, .vjp_current = (vjp_fn)1,"
-                " .vjp_state = (vjp_fn)1, .vjp_why_not = \"junk\"};\n"
+                " .vjp_state = (vjp_fn)1, .vjp_why_not = \"junk\", .fused_index = 7,"
+                " .cuda_fused_current = (ns_mech_cuda_fused_fn)1, .cuda_fused_state = (ns_mech_cuda_fused_fn)1};\n"
                 "static const ns_mech_desc *const mechs[] = {&d};\n"
                 "static const ns_mech_catalogue cat = {%d, 1, mechs};\n"
                 "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat; }\n",
@@ -178,9 +180,16 @@ int main(void) {
         ns_mech_library_t *lib = NULL;
         CHECK_OK(ns_mech_library_open(tmp("libold.so"), &lib));
         const ns_mech_desc *od = lib ? ns_mech_library_get(lib, 0) : NULL;
-        CHECK_MSG(od && !strcmp(od->name, "old") && od->state && !od->vjp_init && !od->vjp_current && !od->vjp_state,
-                  "ABI %d: no derivatives", version);
-        CHECK(od && od->vjp_why_not && strstr(od->vjp_why_not, "older mechanism ABI"));
+        CHECK_MSG(od && od->fused_index == -1 && !od->cuda_fused_current && !od->cuda_fused_state,
+                  "ABI %d: no fused launches", version);
+        if (version == 5)
+            CHECK_MSG(od && od->vjp_init && od->vjp_why_not && !strcmp(od->vjp_why_not, "junk"),
+                      "ABI 5: its derivatives kept");
+        else {
+            CHECK_MSG(od && !strcmp(od->name, "old") && od->state && !od->vjp_init && !od->vjp_current && !od->vjp_state,
+                      "ABI %d: no derivatives", version);
+            CHECK(od && od->vjp_why_not && strstr(od->vjp_why_not, "older mechanism ABI"));
+        }
         ns_mech_library_close(lib);
         remove(tmp("libold.so"));
     }

@@ -86,6 +86,11 @@ static void builtins_are_generated(void) {
             size_t n = 0;
             char *file = read_all(path, &n);
             CHECK_MSG(file != NULL, "cannot read %s", path);
+            /* the per-step path's CUDA graph runs the density built-ins in launches whose t is fixed at
+             * the capture (ns_sim_step_graph_rule's time_free): their code reads no t (p->t) */
+            for (const char *q = text; t == 0 && k < 2 && q && (q = strstr(q, "p->t")) != NULL; q += 4)
+                CHECK_MSG(q[4] == '_' || (q[4] >= 'a' && q[4] <= 'z'), "%s.h reads t: the GPU's step graph needs time_free",
+                          files[k][1]);
             if (text && file) {
                 const size_t tn = strlen(text);
                 size_t at = 0;

@@ -72,6 +72,8 @@ typedef struct run_out {
     int64_t n_spikes[16];
     double spikes[16][64];
     ns_sim_gpu_mechanisms path; /* how the mechanisms ran (ns_sim_gpu_mechanisms_of) */
+    int graph;                  /* the per-step path's last part ran as a replayed CUDA graph */
+    char graph_why[200];        /* why its capture was refused */
 } run_out;
 
 static int run_path(ns_backend backend, ns_sim_gpu_mechanisms gm, int n_shapes, ns_cell_t **cells, int cells_per,
@@ -98,6 +100,9 @@ static int run_path(ns_backend backend, ns_sim_gpu_mechanisms gm, int n_shapes, 
     CHECK_OK(ns_sim_advance(sim, ns_sim_steps_for(sim, tstop)));
     CHECK(ns_sim_method(sim) == (backend == NS_BACKEND_CPU ? NS_HINES_SEQUENTIAL : NS_HINES_TREE));
     out->path = ns_sim_gpu_mechanisms_of(sim);
+    const char *why = "";
+    out->graph = ns_sim_gpu_graph_of(sim, &why);
+    snprintf(out->graph_why, sizeof out->graph_why, "%s", why);
     /* the mechanisms' and ions' state of cell 0 (ns_sim_get_model_var):
      * states, and RANGE assigned variables (the fused loop stores those in
      * the last step of each launch only: sim/cuda/fused.h) */
@@ -344,6 +349,51 @@ int main(void) {
     compare("BBP layer 5 model, 2 cells, GPU vs CPU", &g, &c, 2, 1e-4, 1e-4, 1e-2);
     /* a library's mechanisms run per step; asking for the fused loop is refused */
     CHECK(g.path == NS_SIM_GPU_MECHANISMS_PER_STEP);
+    /* ABI 6: every BBP mechanism is a member of the library's fused launches (one launch per
+     * phase for all of them), each with its own case; none in the library built without --cuda */
+    {
+        int members = 0;
+        unsigned seen = 0;
+        ns_mech_cuda_fused_fn cur = NULL;
+        for (int k = 0; k < ns_mech_library_count(lib); ++k) {
+            const ns_mech_desc *d = ns_mech_library_get(lib, k), *dc = ns_mech_library_get(cpu_lib, k);
+            CHECK_MSG(d->fused_index >= 0 && d->fused_index < 32 && !(seen & (1u << d->fused_index)) &&
+                          d->cuda_fused_current && d->cuda_fused_state,
+                      "%s: fused_index %d", d->name, d->fused_index);
+            if (d->fused_index >= 0 && d->fused_index < 32) seen |= 1u << d->fused_index;
+            if (!cur) cur = d->cuda_fused_current;
+            CHECK(d->cuda_fused_current == cur);
+            CHECK(dc->fused_index == -1 && !dc->cuda_fused_current && !dc->cuda_fused_state);
+            members++;
+        }
+        CHECK(members == 12);
+    }
+    /* the step replayed as a CUDA graph (pas: no t read; no network) */
+    CHECK_MSG(g.graph == 1, "the per-step path ran without its graph (%s)", g.graph_why);
+    printf("BBP: per step with the library's fused launches, graph %d (refused: '%s')\n", g.graph, g.graph_why);
+    /* deterministic: the same run again gives the same bits */
+    {
+        run_out g2;
+        memset(&g2, 0, sizeof g2);
+        CHECK(run(NS_BACKEND_CUDA, 1, l5, 2, &p, model, 300.0, 0.8, &g2) == 0);
+        CHECK(g2.samples == g.samples && g2.sites == g.sites);
+        CHECK_MSG(g2.traces && g.traces && g2.samples == g.samples && g2.sites == g.sites &&
+                      memcmp(g2.traces, g.traces, (size_t)(g.samples * g.sites) * sizeof(double)) == 0 &&
+                      memcmp(g2.spikes, g.spikes, sizeof g.spikes) == 0 && memcmp(g2.n_spikes, g.n_spikes, sizeof g.n_spikes) == 0,
+                  "BBP: two GPU runs differ");
+        free_out(&g2);
+    }
+    /* one launch per mechanism (the path before ABI 6, no graph): the same model against the CPU
+     * and against the fused launches, within the GPU-vs-CPU bounds */
+    {
+        run_out pm;
+        memset(&pm, 0, sizeof pm);
+        CHECK(run_path(NS_BACKEND_CUDA, NS_SIM_GPU_MECHANISMS_PER_MECHANISM, 1, l5, 2, &p, model, 300.0, 0.8, &pm) == 0);
+        CHECK(pm.path == NS_SIM_GPU_MECHANISMS_PER_MECHANISM && pm.graph == 0);
+        compare("BBP layer 5 model, 2 cells, GPU per mechanism vs CPU", &pm, &c, 2, 1e-4, 1e-4, 1e-2);
+        compare("BBP layer 5 model, 2 cells, GPU fused launches vs per mechanism", &g, &pm, 2, 1e-4, 1e-4, 1e-2);
+        free_out(&pm);
+    }
     {
         ns_sim_options o;
         ns_sim_options_init(&o);

@@ -119,4 +119,5 @@ const ns_mech_desc nsm_ExpSyn_desc = {
     0, nsm_ExpSyn_ftnames, nsm_ExpSyn_ftdims,
     NULL, NULL, NULL, "expsyn.mod:1: no derivative code for a POINT_PROCESS (synapses are not differentiable yet)",
     NULL,
-    NULL, NULL};
+    NULL, NULL,
+    -1, NULL, NULL};

@@ -5,6 +5,8 @@
 #include "neurosolve/mechanism.h"
 
 const ns_mech_catalogue *ns_mech_builtin(void);
+/* the generated descriptors (pas.c, hh.c, ExpSyn.c, Exp2Syn.c) */
+extern const ns_mech_desc nsm_pas_desc, nsm_hh_desc, nsm_ExpSyn_desc, nsm_Exp2Syn_desc;
 
 /* The field layouts the fused loops are written for (the GPU's tree kernel,
  * src/sim/cuda/fused.h; the CPU loop's fused pass, sim/cpu/mechanisms.c):

@@ -970,6 +970,9 @@ static void nsm_hh_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double
     li_[18] += a_[3];
 }
 
+#if defined(NS_MECH_WITH_CUDA) && defined(NSM_LIBRARY_FUSED)
+#include "nsm_library_fused.h"
+#endif
 #ifdef NS_MECH_WITH_CUDA
 int nsm_hh_cuda_init(const ns_mech_ppack *, void *);
 int nsm_hh_cuda_current(const ns_mech_ppack *, void *);
@@ -996,4 +999,10 @@ const ns_mech_desc nsm_hh_desc = {
     0, nsm_hh_ftnames, nsm_hh_ftdims,
     nsm_hh_vjp_init, nsm_hh_vjp_current, nsm_hh_vjp_state, NULL,
     NULL,
-    NULL, NULL};
+    NULL, NULL,
+#if defined(NS_MECH_WITH_CUDA) && defined(NSM_LIBRARY_FUSED)
+    NSM_FUSED_INDEX_hh, nsm_library_fused_current, nsm_library_fused_state
+#else
+    -1, NULL, NULL
+#endif
+};

@@ -316,6 +316,9 @@ static void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, doubl
     li_[3] += lo_[2];
 }
 
+#if defined(NS_MECH_WITH_CUDA) && defined(NSM_LIBRARY_FUSED)
+#include "nsm_library_fused.h"
+#endif
 #ifdef NS_MECH_WITH_CUDA
 int nsm_pas_cuda_init(const ns_mech_ppack *, void *);
 int nsm_pas_cuda_current(const ns_mech_ppack *, void *);
@@ -342,4 +345,10 @@ const ns_mech_desc nsm_pas_desc = {
     0, nsm_pas_ftnames, nsm_pas_ftdims,
     nsm_pas_vjp_init, nsm_pas_vjp_current, nsm_pas_vjp_state, NULL,
     NULL,
-    NULL, NULL};
+    NULL, NULL,
+#if defined(NS_MECH_WITH_CUDA) && defined(NSM_LIBRARY_FUSED)
+    NSM_FUSED_INDEX_pas, nsm_library_fused_current, nsm_library_fused_state
+#else
+    -1, NULL, NULL
+#endif
+};

@@ -315,7 +315,8 @@ static ns_status cpu_create(ns_sim_t *sim) {
     /* a cell split across the threads runs the built-in pas and hh fused into the split passes over
      * each thread's node range (ns_model_block_fused_range); other models, and a network, run its
      * block whole on one thread at each step (cpu_steps) */
-    const int split_ok = ns_model_fusable(sim->model) && sim->options.gpu_mechanisms != NS_SIM_GPU_MECHANISMS_PER_STEP;
+    const int split_ok = ns_model_fusable(sim->model) && sim->options.gpu_mechanisms != NS_SIM_GPU_MECHANISMS_PER_STEP &&
+                         sim->options.gpu_mechanisms != NS_SIM_GPU_MECHANISMS_PER_MECHANISM;
     /* the node order of each shape (ns_cpu_reorder: its membrane nodes
      * region by region, then its zero-area nodes, each in node order) */
     for (int32_t k = 0; k < ns; ++k) {

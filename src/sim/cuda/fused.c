@@ -9,8 +9,6 @@
 #include "core/cuda_check.h"
 #include "core/error.h"
 
-/* the generated descriptors (src/mech/builtin/), compiled into the library */
-extern const ns_mech_desc nsm_pas_desc, nsm_hh_desc, nsm_ExpSyn_desc, nsm_Exp2Syn_desc;
 
 struct ns_sim_fused_state {
     ns_sim_fused f;
@@ -437,7 +435,7 @@ ns_status ns_sim_fused_pick(ns_sim_t *sim, const ns_sim_fused_state *s, const ns
     /* maps built at create when the rule allowed fusion then */
     if (sim->gpu_mechanisms == NS_SIM_GPU_MECHANISMS_FUSED && s)
         *fused = &s->f;
-    else
+    else if (sim->gpu_mechanisms != NS_SIM_GPU_MECHANISMS_PER_MECHANISM)
         sim->gpu_mechanisms = NS_SIM_GPU_MECHANISMS_PER_STEP;
     return NS_OK;
 }

@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include "sim/cuda/mechanisms.h"
+#include "sim/cuda/library_fused.h"
+#include "mech/builtin/builtin.h"
 #include "net/net_impl.h"
 #include "core/cuda_check.h"
 #include "core/error.h"
@@ -60,7 +62,22 @@ struct gpu_model {
     gpu_mech *pt;
     const ns_mech_desc **pt_desc;
     int32_t *pt_key;
+    gpu_libfused *lf; /* the tree group's: the library's fused launches (sim/cuda/library_fused.h), or NULL */
+    const double *t_dev[2]; /* not NULL: where the fused launches read t (current, state; ns_gpu_model_clock) */
 };
+
+void ns_gpu_model_clock(gpu_model *g, const double *t_current, const double *t_state) {
+    g->t_dev[0] = t_current;
+    g->t_dev[1] = t_state;
+}
+
+int ns_gpu_model_time_free(const gpu_model *g) {
+    for (int32_t k = 0; k < g->model->n_mechs; ++k) {
+        const ns_mech_desc *d = g->model->mechs[k].desc;
+        if (ns_gpu_libfused_slot(g->lf, k) < 0 && d != &nsm_pas_desc && d != &nsm_hh_desc) return 0;
+    }
+    return g->n_points == 0;
+}
 
 static void points_free(gpu_model *g) {
     for (int32_t k = 0; g->pt && k < g->n_points; ++k)
@@ -79,6 +96,7 @@ void ns_gpu_model_free(gpu_model *g) {
     for (int32_t k = 0; g->m && k < g->model->n_mechs; ++k)
         for (int a = 0; a < g->m[k].n_allocs; ++a) cudaFree(g->m[k].allocs[a]);
     free(g->m);
+    ns_gpu_libfused_free(g->lf);
     points_free(g);
     cudaFree(g->ion);
     cudaFree(g->written);
@@ -234,6 +252,14 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
                          desc->name);
     }
     free(nodes_h);
+    /* the tree group's per-step path: the library's mechanisms in its fused launches where the rule says so */
+    if (st == NS_OK && rhs) {
+        const ns_mech_ppack **pp = malloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1) * sizeof *pp);
+        if (!pp) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
+        for (int32_t k = 0; pp && k < model->n_mechs; ++k) pp[k] = &g->m[k].p;
+        if (pp) st = ns_gpu_libfused_create(sim, pp, g->written, cell_id, cell_base, cells, v, rhs, d, &g->lf);
+        free(pp);
+    }
     if (st != NS_OK) {
         ns_gpu_model_free(g);
         return st;
@@ -407,6 +433,18 @@ ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, 
         if (k >= model->n_before_clamp)
             for (; slot < g->n_points && g->pt_key[slot] < model->mechs[k].key; ++slot)
                 if ((st = point_current(sim, g, slot, t, stream)) != NS_OK) return st;
+        const int32_t s0 = ns_gpu_libfused_slot(g->lf, k);
+        if (s0 >= 0) { /* the library's mechanisms from k on in one launch, up to a point type or another mechanism */
+            int32_t k2 = k + 1;
+            while (k2 < model->n_mechs && ns_gpu_libfused_slot(g->lf, k2) >= 0 &&
+                   !(k2 >= model->n_before_clamp && slot < g->n_points && g->pt_key[slot] < model->mechs[k2].key))
+                ++k2;
+            if ((st = ns_gpu_libfused_run(sim, g->lf, 0, s0, ns_gpu_libfused_slot(g->lf, k2 - 1) + 1, t, g->t_dev[0],
+                                          stream)) != NS_OK)
+                return st;
+            k = k2 - 1;
+            continue;
+        }
         gpu_mech *gm = &g->m[k];
         if (gm->p.n == 0) continue;
         set_time(gm, t, sim);
@@ -421,6 +459,16 @@ ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, 
 ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaStream_t stream) {
     const sim_model *model = g->model;
     for (int32_t k = 0; k < model->n_mechs; ++k) {
+        const int32_t s0 = ns_gpu_libfused_slot(g->lf, k);
+        if (s0 >= 0) { /* the library's mechanisms from k on in one launch (Nernst inside, per node) */
+            int32_t k2 = k + 1;
+            while (k2 < model->n_mechs && ns_gpu_libfused_slot(g->lf, k2) >= 0) ++k2;
+            const ns_status st = ns_gpu_libfused_run(sim, g->lf, 1, s0, ns_gpu_libfused_slot(g->lf, k2 - 1) + 1, t,
+                                                     g->t_dev[1], stream);
+            if (st != NS_OK) return st;
+            k = k2 - 1;
+            continue;
+        }
         gpu_mech *gm = &g->m[k];
         if (gm->p.n == 0) continue;
         set_time(gm, t, sim);

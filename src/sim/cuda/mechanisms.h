@@ -41,6 +41,13 @@ ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, 
                                 cudaStream_t stream);
 /* Every mechanism's state at t (Nernst after a concentration writer). */
 ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaStream_t stream);
+/* The device addresses where the library's fused launches read t in the two phases (NULL, NULL:
+ * the t given to ns_gpu_model_currents and ns_gpu_model_states; sim/cuda/library_fused.h). */
+void ns_gpu_model_clock(gpu_model *g, const double *t_current, const double *t_state);
+/* Whether no launch of the step passes t by value to code that reads it: every mechanism of the
+ * model runs in its library's fused launches (t from ns_gpu_model_clock) or is the built-in pas
+ * or hh (whose generated code reads no t: tests/mech/test_sim_model.c), and no synapse runs. */
+int ns_gpu_model_time_free(const gpu_model *g);
 
 /* A network's synapses (sim->net's, ns_net_build_device done) on the device:
  * the point types in NEURON's type order, each instance's slot (type) and

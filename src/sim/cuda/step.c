@@ -23,6 +23,7 @@
 #include "sim/cuda/network.h"
 #include "net/net_impl.h"
 #include "sim/cuda/fused.h"
+#include "sim/cuda/step_graph.h"
 
 #define PART_STEPS NS_SIM_GPU_LAUNCH_STEPS /* steps per launch */
 #define SPIKE_CAP 128    /* spikes per cell per launch (more is an error) */
@@ -84,6 +85,7 @@ typedef struct gpu_state {
     gpu_net *net;              /* a network (sim->net, sim/cuda/network.c), on the tree group's stream */
     int64_t net_step;          /* the step within the network's interval */
     ns_sim_fused_state *fused; /* the model's built-in mechanisms in the tree kernel (sim/cuda/fused.h), or NULL */
+    ns_sim_step_graph graph;   /* the per-step path's replayed step (sim/cuda/step_graph.h) */
 } gpu_state;
 
 static ns_status dalloc(gpu_group *gr, void **p, size_t bytes) {
@@ -121,6 +123,7 @@ static void free_state(gpu_state *s) {
     }
     ns_gpu_net_free(s->net);
     ns_sim_fused_free(s->fused);
+    ns_sim_step_graph_free(&s->graph);
     ns_gpu_model_free(s->model);
     free(s->groups);
     cudaFree(s->traces);
@@ -812,17 +815,14 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
                 NS_CUDA_TRY(ns_sim_launch_tree_fused(&gr->t, &gr->layout, &gr->g, &run, &f, with_net ? one : three));
                 if (with_net) s->net_step += part;
             } else if (gr->tree && s->model) {
-                /* a model: step by step, the mechanisms' launchers around the tree loop's step */
-                const cudaStream_t one[3] = {stream, stream, stream};
+                /* a model: step by step, the mechanisms' launchers around the tree loop's step
+                 * (sim/cuda/step_graph.h), one captured step replayed where the rule allows */
+                int graphed = 0;
+                ns_status mst = ns_sim_step_graph_part(sim, &s->graph, s->model, s->net != NULL, &gr->t, &gr->layout,
+                                                       &gr->g, &run, stream, &graphed);
+                if (mst != NS_OK) return mst;
                 double tk = t0;
-                for (int64_t k1 = 0; k1 < part; ++k1) {
-                    const double tmid = ns_sim_half_step(tk, run.dt);
-                    ns_status mst = NS_OK;
-                    /* NEURON's deliver_net_events at the start of the step */
-                    if (s->net && (mst = ns_gpu_net_deliver(sim, s->net, s->model, s->net_step, stream)) != NS_OK)
-                        return mst;
-                    if ((mst = ns_gpu_model_currents(sim, s->model, gr->g.rhs, gr->g.d, tmid, stream)) != NS_OK)
-                        return mst;
+                for (int64_t k1 = 0; !graphed && k1 < part; ++k1) {
                     ns_sim_gpu_run r1 = run;
                     r1.t0 = tk;
                     r1.step0 = step0 + k1;
@@ -830,11 +830,10 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
                     r1.k0 = k1;
                     r1.continued = k1 > 0;
                     r1.preassembled = 1;
-                    NS_CUDA_TRY(ns_sim_launch_tree(&gr->t, &gr->layout, &gr->g, &r1, one));
-                    tk = ns_sim_half_step(tmid, run.dt);
-                    if ((mst = ns_gpu_model_states(sim, s->model, tk, stream)) != NS_OK) return mst;
-                    /* the detectors after the states, as the CPU loop */
-                    if (s->net && (mst = ns_gpu_net_detect(s->net, gr->g.v, tk, stream)) != NS_OK) return mst;
+                    if ((mst = ns_sim_model_step(sim, s->model, s->net, s->net_step, &gr->t, &gr->layout, &gr->g, &r1,
+                                                 stream)) != NS_OK)
+                        return mst;
+                    tk = ns_sim_half_step(ns_sim_half_step(tk, run.dt), run.dt);
                     s->net_step++;
                 }
             } else if (gr->tree) {

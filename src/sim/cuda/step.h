@@ -57,6 +57,15 @@ typedef struct ns_sim_gpu_group {
                                     this group's first position): rows of run.snap_stride */
 } ns_sim_gpu_group;
 
+/* The per-step path replayed as a CUDA graph (sim/cuda/step_graph.h): the
+ * step that a replay runs, in device memory; the graph's last launch moves
+ * it on to the next step. */
+typedef struct ns_sim_gpu_clock {
+    int64_t k;        /* the step within the part */
+    double t;         /* its start [ms] */
+    double tmid, tnew; /* its currents' time t + dt/2 and its states' t + dt */
+} ns_sim_gpu_clock;
+
 typedef struct ns_sim_gpu_run {
     double t0, dt, threshold;
     int netcon;             /* soma spikes by NetCon's rule (spike_rule.h) */
@@ -70,6 +79,8 @@ typedef struct ns_sim_gpu_run {
     int preassembled;           /* 1: rhs and d hold the mechanisms' currents (phase A loads them) */
     int continued;              /* 1: spike counts go on from the group's spike_count */
     int64_t k0;                 /* steps of the part before this launch (fault keys) */
+    const ns_sim_gpu_clock *clock; /* not NULL: the launch's step is clock->k further on (step0, k0,
+                                      continued) and starts at clock->t, not t0 (a replayed graph) */
     /* group.snap: v after every snap_every-th step into row step / snap_every - snap_first */
     int64_t snap_every, snap_first, snap_stride;
 } ns_sim_gpu_run;

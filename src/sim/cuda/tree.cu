@@ -246,13 +246,15 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
     const int32_t *parent = t.parent + base, *cb = t.child_begin + base;
     const double dt = r.dt;
     const int32_t tid = tm.tid(), nt = tm.size();
-    double tcur = r.t0;
+    // a replayed graph's step (sim/cuda/step_graph.h): clock->k steps after the captured one
+    const int64_t kc = r.clock ? r.clock->k : 0;
+    double tcur = r.clock ? r.clock->t : r.t0;
     // thread j of the first block owns cell c0 + j in phases B and E (groups
     // hold at most NS_SIM_TREE_THREADS cells)
     const int32_t c = c0 + (int32_t)threadIdx.x;
     const int own = tm.rank() == 0 && c < c1;
     const int64_t cell_base = own ? t.cell_base[c] - base : 0;
-    int32_t spikes = own && r.continued ? g.spike_count[c] : 0;
+    int32_t spikes = own && (r.continued || kc > 0) ? g.spike_count[c] : 0;
     double v_old = 0.0;
     if (tm.rank() == 0 && threadIdx.x == 0) *stop = 0;
     // NET: the group's detectors [det_lo, det_hi) and synapse nodes [s_lo, s_hi) (both by node)
@@ -363,7 +365,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
         // rounds on a copy in shared memory
         ns_contract_sweeps(tm, p, tmpl, d, rhs, U, W, Lo, 0, bad, SHARED ? nullptr : sm);
         tcur = tm_half + .5 * dt;
-        const int64_t step = r.step0 + k + 1;
+        const int64_t step = r.step0 + kc + k + 1;
         const unsigned long long key_now = *(volatile unsigned long long *)bad;
         const int check = key_now != NS_CONTRACT_PIVOT_NONE || (step % r.check) == 0 || k == r.steps - 1;
         // D: v, the fault check, hh's states
@@ -386,7 +388,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
                 const int64_t node = (int64_t)(key & ((1ULL << 40) - 1));
                 int fault = key != NS_CONTRACT_PIVOT_NONE && node >= cell_base && node < cb1;
                 for (int64_t i = cell_base; i < cb1 && !fault; ++i) fault = !isfinite(tm.ld(v + i));
-                if (fault) atomicMin(g.fault, ((unsigned long long)(r.k0 + k + 1) << 24) | (unsigned long long)c);
+                if (fault) atomicMin(g.fault, ((unsigned long long)(r.k0 + kc + k + 1) << 24) | (unsigned long long)c);
             }
             break;
         }
