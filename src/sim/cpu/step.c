@@ -278,7 +278,7 @@ static ns_status cpu_mechanisms(ns_sim_t *sim, const cpu_state *st) {
         f.network |= nb != NULL;
         for (int32_t t = 0; nb && t < nb->n_points; ++t) f.network_fused &= ns_model_point_fusable(nb->points[t].desc);
     }
-    return ns_sim_mechanisms_path(sim, &f, "the CPU loop's fused pass");
+    return ns_sim_mechanisms_choose(&f, "the CPU loop's fused pass", &sim->gpu_mechanisms);
 }
 
 /* A mechanism that is not thread-safe (ns_mech_desc.thread_unsafe, VERBATIM C with static state)
@@ -555,7 +555,6 @@ static ns_status cpu_load_state(ns_sim_t *sim);
 
 /* The host arrays' initial state (sim.c), into the lane blocks. */
 static ns_status cpu_init(ns_sim_t *sim) {
-    ns_sim_init_host(sim);
     ns_status e = cpu_load_state(sim);
     cpu_state *st = sim->backend_state;
     if (e == NS_OK) e = ns_model_tables_update(sim->model, st->tables, sim->params.celsius);
@@ -663,7 +662,7 @@ NS_ALWAYS_INLINE void clamps(const ns_sim_t *sim, const block_view *bv, const in
 
 /* The membrane pass of a model's mechanisms (sim/cpu/mechanisms.c) at the half step
  * tm: rhs and d from zero, the ions' currents from zero, the mechanisms in
- * NEURON's type order with IClamp after pas, then the capacitance. */
+ * NEURON's type order with IClamp after pas (the capacitance: phase_assembly). */
 static void model_pass(const ns_sim_t *sim, const block_view *bv, const int32_t W, double tm, double *restrict d,
                        double *restrict rhs) {
     const int64_t nw = (int64_t)bv->s->n * W;
@@ -686,14 +685,13 @@ static void model_pass(const ns_sim_t *sim, const block_view *bv, const int32_t 
     }
     if (model->n_before_clamp == model->n_mechs) clamps(sim, bv, W, 0, bv->s->n, tm, rhs);
     for (; slot < n_points; ++slot) ns_net_current(nb, slot, bv->v, rhs, d, tm, dt, celsius);
-    const double *restrict cap = bv->cap;
-    for (int64_t q = 0; q < nw; ++q) d[q] += cap[q];
 }
 
 /* The same pass for a block that takes the fused pass (sim/cpu/mechanisms.c,
  * ns_model_block_fused): rhs and d from zero and pas, the clamps, the
  * synapses (built-in types, all before hh in NEURON's order), hh
- * and the capacitance, each node's terms in model_pass's order. */
+ * and the capacitance (phase_assembly's, node by node in the pass), each
+ * node's terms in model_pass's and phase_assembly's order. */
 static void fused_pass(const ns_sim_t *sim, const block_view *bv, const int32_t W, double tm, double *restrict d,
                        double *restrict rhs, int last) {
     const sim_model *model = sim->model;
@@ -705,10 +703,11 @@ static void fused_pass(const ns_sim_t *sim, const block_view *bv, const int32_t 
     ns_model_block_fused_second(model, bv->blk->mech, W, bv->v, rhs, d, bv->cap, tm, dt, celsius, last);
 }
 
-/* fused_pass over the nodes [n0, n1) of a block split across the threads
- * (no network there: cpu_steps), and its states after the solve: each node
- * gets what the whole-block pass gives it. */
-NS_ALWAYS_INLINE void split_pass(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
+/* The currents and assembly phases (fused_pass) over the nodes [n0, n1) of
+ * a block split across the threads (no network there: cpu_steps), and its
+ * states phase after the solve: each node gets what the whole-block pass
+ * gives it. */
+NS_ALWAYS_INLINE void phase_currents_range(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
                                  double tm, double *restrict d, double *restrict rhs, int last) {
     const double dt = sim->params.dt, celsius = sim->params.celsius;
     model_block *mb = bv->blk->mech;
@@ -717,7 +716,7 @@ NS_ALWAYS_INLINE void split_pass(const ns_sim_t *sim, const block_view *bv, cons
     ns_model_block_fused_range(sim->model, mb, W, 1, n0, n1, bv->v, rhs, d, bv->cap, tm, dt, celsius, last);
 }
 
-NS_ALWAYS_INLINE void split_states(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
+NS_ALWAYS_INLINE void phase_states_range(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
                                    double t, int last) {
     ns_model_block_fused_range(sim->model, bv->blk->mech, W, 2, n0, n1, bv->v, NULL, NULL, NULL, t, sim->params.dt,
                                sim->params.celsius, last);
@@ -932,9 +931,10 @@ NS_ALWAYS_INLINE int faults(const ns_sim_t *sim, const block_view *bv, const int
     return 0;
 }
 
-/* Spikes: threshold crossings at the spike node by the parameters' rule
- * (spike_rule.h). Returns -1 when a spike could not be stored. */
-NS_ALWAYS_INLINE int spikes(ns_sim_t *sim, const block_view *bv, const int32_t W, const double *v_old, double tp,
+/* The cells' spikes: threshold crossings at the spike node by the
+ * parameters' rule (spike_rule.h), into the detection phase's output
+ * (sim->spikes). Returns -1 when a spike could not be stored. */
+NS_ALWAYS_INLINE int spike_crossings(ns_sim_t *sim, const block_view *bv, const int32_t W, const double *v_old, double tp,
                             double t) {
     const double thr = sim->params.spike_threshold;
     const int netcon = sim->params.netcon_spikes;
@@ -942,14 +942,14 @@ NS_ALWAYS_INLINE int spikes(ns_sim_t *sim, const block_view *bv, const int32_t W
     for (int32_t j = 0; j < W; ++j) {
         double tc;
         if (ns_spike_step(netcon, thr, tp, v_old[j], t, bv->v[sp + j], &tc) &&
-            ns_sim_push_spike(sim, bv->blk->cell[j], tc) != 0)
+            ns_spike_out_push(&sim->spikes, bv->blk->cell[j], tc) != 0)
             return -1;
     }
     return 0;
 }
 
-/* The recorded sites at nodes [n0, n1) at step `step`. */
-NS_ALWAYS_INLINE void records(ns_sim_t *sim, const block_view *bv, const int32_t W, int64_t step, int32_t n0,
+/* The recording phase: the recorded sites at nodes [n0, n1) at step `step`. */
+NS_ALWAYS_INLINE void phase_recording(ns_sim_t *sim, const block_view *bv, const int32_t W, int64_t step, int32_t n0,
                               int32_t n1) {
     const int64_t every = sim->options.record_every;
     if (step % every != 0 || sim->n_recs == 0) return;
@@ -972,10 +972,77 @@ static void hooks(const ns_sim_t *sim, const cpu_block *blk, double *v, int h, i
     }
 }
 
+/* The step's phases (sim/step_phases.h) on one lane block of W lanes; t is
+ * the time at the step's start, tm its midpoint, `last` whether it is the
+ * call's last step (the fused pass keeps its state then). */
+
+/* events: NEURON's deliver_net_events at the start of the step */
+NS_ALWAYS_INLINE void phase_events(const ns_sim_t *sim, const cpu_block *blk, double *v, double t) {
+    if (blk->net) ns_net_deliver(blk->net, v, t, sim->params.dt, sim->params.celsius);
+}
+
+/* currents: the BEFORE BREAKPOINT blocks, then the membrane pass (with the
+ * fused pass, the assembly's capacitance too) */
+NS_ALWAYS_INLINE void phase_currents(const ns_sim_t *sim, const block_view *bv, const int32_t W, int fused, double tm,
+                                     double *restrict d, double *restrict rhs, int last) {
+    if (fused) {
+        fused_pass(sim, bv, W, tm, d, rhs, last);
+        return;
+    }
+    if (sim->model) hooks(sim, bv->blk, bv->v, NS_MECH_BEFORE_BREAKPOINT, -1, tm);
+    model_pass(sim, bv, W, tm, d, rhs);
+}
+
+/* assembly: the capacitance and the axial terms of d (one constant per
+ * node: diagonal_constant; the fused pass added it node by node); the axial
+ * terms of rhs are added by the solve's elimination (eliminate_at) */
+NS_ALWAYS_INLINE void phase_assembly(const block_view *bv, const int32_t W, int fused, double *restrict d) {
+    if (fused) return;
+    const int64_t nw = (int64_t)bv->s->n * W;
+    const double *restrict cap = bv->cap;
+    for (int64_t q = 0; q < nw; ++q) d[q] += cap[q];
+}
+
+/* solve: the Hines solve and v += x (the spike node's old v into v_old),
+ * then the faults of step `step` (the k-th of `steps`). Returns 1 on a
+ * fault (filled in), else 0. */
+NS_ALWAYS_INLINE int phase_solve(const ns_sim_t *sim, const block_view *bv, const int32_t W, double *restrict d,
+                                 double *restrict rhs, double *v_old, int64_t step, int64_t k, int64_t steps,
+                                 block_fault *fault) {
+    const int bad = solve_lanes(bv, W, d, rhs, v_old);
+    return faults(sim, bv, W, bad, step, k, steps, d, fault);
+}
+
+/* states: the mechanisms' and synapses' states from the new v at t (the
+ * step's end), the AFTER SOLVE and BEFORE STEP blocks, and a mechanism's
+ * error (returns 1, fault filled in) */
+NS_ALWAYS_INLINE int phase_states(const ns_sim_t *sim, const block_view *bv, const int32_t W, int fused, double t,
+                                  int64_t step, int last, block_fault *fault) {
+    const cpu_block *blk = bv->blk;
+    const double dt = sim->params.dt, celsius = sim->params.celsius;
+    if (fused) ns_model_block_fused_states(sim->model, blk->mech, W, bv->v, t, dt, celsius, last);
+    else ns_model_block_states(sim->model, blk->mech, bv->v, t, dt, celsius);
+    if (blk->net) ns_net_states(blk->net, bv->v, t, dt, celsius);
+    if (!fused) hooks(sim, blk, bv->v, NS_MECH_AFTER_SOLVE, NS_MECH_BEFORE_STEP, t);
+    if (blk->mech && ns_model_block_error(blk->mech)->set) { /* a mechanism's C stopped the run */
+        *fault = (block_fault){step, blk->cell[0], -1, 0.0, ns_model_block_error(blk->mech)};
+        return 1;
+    }
+    return 0;
+}
+
+/* detection: the network's detectors and the cells' spike node at t, from
+ * tp (the step's start). Returns -1 when a spike could not be stored. */
+NS_ALWAYS_INLINE int phase_detection(ns_sim_t *sim, const block_view *bv, const int32_t W, const double *v_old,
+                                     double tp, double t) {
+    if (bv->blk->net && ns_net_detect(bv->blk->net, bv->v, t) != 0) return -1;
+    return spike_crossings(sim, bv, W, v_old, tp, t);
+}
+
 /* Advance block `blk` (of W lanes) through steps k0 <= k < k1 of a call of
- * `steps` steps from step count `step0`; t0 is the time at step k0. d and
- * rhs are scratch of at least n * W. Returns 0, or 1 on a fault (filled
- * in), or -1 when a spike could not be stored. */
+ * `steps` steps from step count `step0`, phase by phase; t0 is the time at
+ * step k0. d and rhs are scratch of at least n * W. Returns 0, or 1 on a
+ * fault (filled in), or -1 when a spike could not be stored. */
 NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, const int32_t W,
                                int64_t step0, int64_t k0, int64_t k1, int64_t steps, double t0,
                                double *restrict d, double *restrict rhs, block_fault *fault) {
@@ -985,32 +1052,18 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
     const int fused = sim->gpu_mechanisms == NS_SIM_GPU_MECHANISMS_FUSED;
     double t = t0;
     for (int64_t k = k0; k < k1; ++k) {
-        const double tp = t;
-        const double tm = ns_sim_half_step(t, dt);
-        /* NEURON's deliver_net_events at the start of the step */
-        if (blk->net) ns_net_deliver(blk->net, bv.v, t, dt, sim->params.celsius);
-        if (sim->model && !fused) hooks(sim, blk, bv.v, NS_MECH_BEFORE_BREAKPOINT, -1, tm);
-        if (fused) fused_pass(sim, &bv, W, tm, d, rhs, k == steps - 1);
-        else model_pass(sim, &bv, W, tm, d, rhs);
-        double v_old[NS_CPU_LANES_MAX];
-        const int bad = solve_lanes(&bv, W, d, rhs, v_old);
-        t = ns_sim_half_step(tm, dt);
+        const double tp = t, tm = ns_sim_half_step(t, dt);
         const int64_t step = step0 + k + 1;
-        if (faults(sim, &bv, W, bad, step, k, steps, d, fault)) return 1;
-        if (fused)
-            ns_model_block_fused_states(sim->model, blk->mech, W, bv.v, t, dt, sim->params.celsius, k == steps - 1);
-        else ns_model_block_states(sim->model, blk->mech, bv.v, t, dt, sim->params.celsius);
-        if (blk->net) {
-            ns_net_states(blk->net, bv.v, t, dt, sim->params.celsius);
-            if (ns_net_detect(blk->net, bv.v, t) != 0) return -1;
-        }
-        if (!fused) hooks(sim, blk, bv.v, NS_MECH_AFTER_SOLVE, NS_MECH_BEFORE_STEP, t);
-        if (blk->mech && ns_model_block_error(blk->mech)->set) { /* a mechanism's C stopped the run */
-            *fault = (block_fault){step, blk->cell[0], -1, 0.0, ns_model_block_error(blk->mech)};
-            return 1;
-        }
-        if (spikes(sim, &bv, W, v_old, tp, t) != 0) return -1;
-        records(sim, &bv, W, step, 0, n);
+        const int last = k == steps - 1;
+        double v_old[NS_CPU_LANES_MAX];
+        phase_events(sim, blk, bv.v, t);
+        phase_currents(sim, &bv, W, fused, tm, d, rhs, last);
+        phase_assembly(&bv, W, fused, d);
+        if (phase_solve(sim, &bv, W, d, rhs, v_old, step, k, steps, fault)) return 1;
+        t = ns_sim_half_step(tm, dt);
+        if (phase_states(sim, &bv, W, fused, t, step, last, fault)) return 1;
+        if (phase_detection(sim, &bv, W, v_old, tp, t) != 0) return -1;
+        phase_recording(sim, &bv, W, step, 0, n);
     }
     return 0;
 }
@@ -1078,7 +1131,7 @@ NS_ALWAYS_INLINE void split_front_w(const ns_sim_t *sim, const cpu_state *st, co
                                     const int32_t W, int32_t me, double tm, int last) {
     const ns_cpu_cut *cut = &st->split_cut[q];
     double *d = st->split_d + st->split_at[q], *rhs = st->split_rhs + st->split_at[q];
-    split_pass(sim, bv, W, cut->range[me], cut->range[me + 1], tm, d, rhs, last);
+    phase_currents_range(sim, bv, W, cut->range[me], cut->range[me + 1], tm, d, rhs, last);
     const solve_view sv = solve_of(bv, d, rhs);
     int bad = 0;
     for (int32_t c = cut->cut_first[me]; c < cut->cut_first[me + 1]; ++c) {
@@ -1124,7 +1177,7 @@ NS_ALWAYS_INLINE int split_top_w(ns_sim_t *sim, const cpu_state *st, const block
         }
         for (int32_t j = 0; j < W; ++j) v[(int64_t)i * W + j] += rhs[(int64_t)i * W + j];
     }
-    return spike_here && spikes(sim, bv, W, v_old, tp, t) != 0 ? -1 : 0;
+    return spike_here && spike_crossings(sim, bv, W, v_old, tp, t) != 0 ? -1 : 0;
 }
 
 NS_ALWAYS_INLINE int split_back_w(ns_sim_t *sim, const cpu_state *st, const block_view *bv, int64_t q,
@@ -1144,9 +1197,9 @@ NS_ALWAYS_INLINE int split_back_w(ns_sim_t *sim, const cpu_state *st, const bloc
     }
     if (check && !all_finite(v, (int64_t)n0 * W, (int64_t)n1 * W))
         atomic_store_explicit(&st->split_nan[q], 1, memory_order_relaxed);
-    split_states(sim, bv, W, n0, n1, t, last);
-    records(sim, bv, W, step, n0, n1);
-    return has_spike_node ? spikes(sim, bv, W, v_old, tp, t) : 0;
+    phase_states_range(sim, bv, W, n0, n1, t, last);
+    phase_recording(sim, bv, W, step, n0, n1);
+    return has_spike_node ? spike_crossings(sim, bv, W, v_old, tp, t) : 0;
 }
 
 #define NS_SPLIT_W(call)              \

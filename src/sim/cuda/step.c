@@ -681,7 +681,6 @@ static ns_status gpu_init(ns_sim_t *sim) {
         if ((st = create_groups(sim, 1)) != NS_OK) return st;
         s = (gpu_state *)sim->backend_state;
     }
-    ns_sim_init_host(sim);
     ns_gpu_net_free(s->net);
     s->net = NULL;
     for (int32_t k = 0; k < s->n_groups; ++k) {
@@ -725,6 +724,36 @@ static ns_status gpu_init(ns_sim_t *sim) {
     }
     s->host_current = 1;
     return sync_sites(sim, s);
+}
+
+/* One step of group gr in the per-step path (a library's mechanisms), from
+ * tk, the k1-th of the launch `run`: the phases of sim/step_phases.h, each a
+ * launch on `stream`: events (the network's queue), currents (the
+ * mechanisms' launchers into rhs and d), assembly and solve (a one-step tree
+ * launch on the preassembled rhs and d; its kernel also records and finds
+ * the cells' spikes: the recording and the spike node's detection), states,
+ * then the network's detectors (the detection phase). */
+static ns_status gpu_step_phases(ns_sim_t *sim, gpu_state *s, const gpu_group *gr, const ns_sim_gpu_run *run, int64_t k1,
+                                 double tk, cudaStream_t stream) {
+    const cudaStream_t one[3] = {stream, stream, stream};
+    const double tmid = ns_sim_half_step(tk, run->dt);
+    ns_status mst = NS_OK;
+    /* events: NEURON's deliver_net_events at the start of the step */
+    if (s->net && (mst = ns_gpu_net_deliver(sim, s->net, s->model, s->net_step, stream)) != NS_OK) return mst;
+    if ((mst = ns_gpu_model_currents(sim, s->model, gr->g.rhs, gr->g.d, tmid, stream)) != NS_OK) return mst;
+    ns_sim_gpu_run r1 = *run;
+    r1.t0 = tk;
+    r1.step0 = run->step0 + k1;
+    r1.steps = 1;
+    r1.k0 = k1;
+    r1.continued = k1 > 0;
+    r1.preassembled = 1;
+    NS_CUDA_TRY(ns_sim_launch_tree(&gr->t, &gr->layout, &gr->g, &r1, one));
+    const double tn = ns_sim_half_step(tmid, run->dt);
+    if ((mst = ns_gpu_model_states(sim, s->model, tn, stream)) != NS_OK) return mst;
+    if (s->net && (mst = ns_gpu_net_detect(s->net, gr->g.v, tn, stream)) != NS_OK) return mst;
+    s->net_step++;
+    return NS_OK;
 }
 
 static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
@@ -813,29 +842,11 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
                 if (with_net) s->net_step += part;
             } else if (gr->tree && s->model) {
                 /* a model: step by step, the mechanisms' launchers around the tree loop's step */
-                const cudaStream_t one[3] = {stream, stream, stream};
                 double tk = t0;
                 for (int64_t k1 = 0; k1 < part; ++k1) {
-                    const double tmid = ns_sim_half_step(tk, run.dt);
-                    ns_status mst = NS_OK;
-                    /* NEURON's deliver_net_events at the start of the step */
-                    if (s->net && (mst = ns_gpu_net_deliver(sim, s->net, s->model, s->net_step, stream)) != NS_OK)
-                        return mst;
-                    if ((mst = ns_gpu_model_currents(sim, s->model, gr->g.rhs, gr->g.d, tmid, stream)) != NS_OK)
-                        return mst;
-                    ns_sim_gpu_run r1 = run;
-                    r1.t0 = tk;
-                    r1.step0 = step0 + k1;
-                    r1.steps = 1;
-                    r1.k0 = k1;
-                    r1.continued = k1 > 0;
-                    r1.preassembled = 1;
-                    NS_CUDA_TRY(ns_sim_launch_tree(&gr->t, &gr->layout, &gr->g, &r1, one));
-                    tk = ns_sim_half_step(tmid, run.dt);
-                    if ((mst = ns_gpu_model_states(sim, s->model, tk, stream)) != NS_OK) return mst;
-                    /* the detectors after the states, as the CPU loop */
-                    if (s->net && (mst = ns_gpu_net_detect(s->net, gr->g.v, tk, stream)) != NS_OK) return mst;
-                    s->net_step++;
+                    const ns_status mst = gpu_step_phases(sim, s, gr, &run, k1, tk, stream);
+                    if (mst != NS_OK) return mst;
+                    tk = ns_sim_half_step(ns_sim_half_step(tk, run.dt), run.dt);
                 }
             } else if (gr->tree) {
                 const cudaStream_t three[3] = {stream, s->streams[(k + 1) % s->n_streams],
@@ -886,7 +897,7 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
                     return ns_fail(NS_ERR_SIZE, "simulation: cell %lld spiked %d times in %d steps (GPU limit %d)",
                                    (long long)gr->cell_id[j], (int)cnt, (int)part, SPIKE_CAP);
                 for (int32_t q = 0; q < cnt; ++q)
-                    if (ns_sim_push_spike(sim, gr->cell_id[j], s->spike_t_host[j * SPIKE_CAP + q]) != 0)
+                    if (ns_spike_out_push(&sim->spikes, gr->cell_id[j], s->spike_t_host[j * SPIKE_CAP + q]) != 0)
                         return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: spike storage");
             }
         }
