@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "sim/cpu/mechanisms.h"
+#include "mech/blocks.h"
 #include "mech/model_impl.h"
 #include "core/rng.h"
 #include "net/exchange.h"

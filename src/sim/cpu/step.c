@@ -14,7 +14,7 @@
  *     the block's cells, with w independent lanes at each node.
  * The host array sim->v (Flat layout) is written from the blocks when the
  * state is read (sync_state); the mechanisms' variables stay in the blocks
- * (sim/cpu/mechanisms.c).
+ * (mech/blocks.c).
  *
  * Threads: one parallel region per ns_sim_advance call; each thread owns a
  * static set of blocks balanced by compartments (sim/cpu/policy.h) and advances
@@ -48,7 +48,7 @@
  *   the mechanisms' states from the new v (hh's gates by cnexp)
  *
  * Mechanisms run one after the other over the whole cell, as NEURON runs them
- * (sim/cpu/mechanisms.c: per step, or the built-in pas and hh fused into the
+ * (mech/blocks.c: per step, or the built-in pas and hh fused into the
  * loop's passes), so that the sums at each node add in NEURON's order. The axial terms of d do not
  * depend on v: they are added with the capacitance, as one constant per
  * node (diagonal_constant); those of rhs are added by the elimination, node
@@ -76,7 +76,7 @@
 
 #include "sim/cpu/policy.h"
 #include "sim/cpu/exp_lanes.h"
-#include "sim/cpu/mechanisms.h"
+#include "mech/blocks.h"
 #include "net/net_impl.h"
 #include "sim/sim_impl.h"
 #include "sim/policy.h"
@@ -164,7 +164,7 @@ typedef struct cpu_state {
     cpu_cursor *next;      /* per thread: its next block in `order` (taken by any thread, below) */
     int64_t *lane_of;      /* n_cells: block * NS_CPU_LANES_MAX + lane */
     cpu_shape *shapes;
-    model_tables *tables;  /* the model's TABLEs, one copy for every block (sim/cpu/mechanisms.h) */
+    model_tables *tables;  /* the model's TABLEs, one copy for every block (mech/blocks.h) */
     double *store;         /* the blocks' state */
     int64_t max_nw;        /* largest n * w (scratch per thread) */
     int64_t n_split;       /* blocks run by every thread, one after the other */
@@ -263,7 +263,7 @@ static void cpu_destroy(ns_sim_t *sim) {
 }
 
 /* How the loop runs a model's mechanisms: the GPU's rule (sim/policy.h,
- * ns_sim_gpu_mechanisms_rule) over the CPU's facts, fused (sim/cpu/mechanisms.c,
+ * ns_sim_gpu_mechanisms_rule) over the CPU's facts, fused (mech/blocks.c,
  * ns_model_block_fused_*) or per step; at create, and at each advance with
  * the network's synapse types. */
 static ns_status cpu_mechanisms(ns_sim_t *sim, const cpu_state *st) {
@@ -660,7 +660,7 @@ NS_ALWAYS_INLINE void clamps(const ns_sim_t *sim, const block_view *bv, const in
     }
 }
 
-/* The membrane pass of a model's mechanisms (sim/cpu/mechanisms.c) at the half step
+/* The membrane pass of a model's mechanisms (mech/blocks.c) at the half step
  * tm: rhs and d from zero, the ions' currents from zero, the mechanisms in
  * NEURON's type order with IClamp after pas (the capacitance: phase_assembly). */
 static void model_pass(const ns_sim_t *sim, const block_view *bv, const int32_t W, double tm, double *restrict d,
@@ -687,7 +687,7 @@ static void model_pass(const ns_sim_t *sim, const block_view *bv, const int32_t 
     for (; slot < n_points; ++slot) ns_net_current(nb, slot, bv->v, rhs, d, tm, dt, celsius);
 }
 
-/* The same pass for a block that takes the fused pass (sim/cpu/mechanisms.c,
+/* The same pass for a block that takes the fused pass (mech/blocks.c,
  * ns_model_block_fused): rhs and d from zero and pas, the clamps, the
  * synapses (built-in types, all before hh in NEURON's order), hh
  * and the capacitance (phase_assembly's, node by node in the pass), each
@@ -1519,7 +1519,7 @@ static ns_status cpu_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
     return NS_OK;
 }
 
-/* ns_sim_state_field: the block's arrays of the model (sim/cpu/mechanisms.c): a
+/* ns_sim_state_field: the block's arrays of the model (mech/blocks.c): a
  * mechanism's field over its instances (node_index: their lane-nodes, the
  * block's positions), an ion's array over the lane-nodes. */
 static ns_status cpu_state_field(ns_sim_t *sim, int64_t part, int32_t mech, int32_t field, int32_t ion, int32_t q,
