@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/net_impl.h"
+#include "sim/network.h"
 #include "sim/sim_impl.h"
 #include "sim/policy.h"
 #include "core/device_impl.h"

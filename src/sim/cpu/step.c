@@ -77,7 +77,7 @@
 #include "sim/cpu/policy.h"
 #include "sim/cpu/exp_lanes.h"
 #include "mech/blocks.h"
-#include "net/net_impl.h"
+#include "sim/network.h"
 #include "sim/sim_impl.h"
 #include "sim/policy.h"
 #include "sim/spike_rule.h"

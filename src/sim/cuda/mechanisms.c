@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "sim/cuda/mechanisms.h"
-#include "net/net_impl.h"
+#include "sim/network.h"
 #include "core/cuda_check.h"
 #include "core/error.h"
 

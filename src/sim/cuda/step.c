@@ -21,7 +21,7 @@
 #include "hines/cuda/tree_backend.h"
 #include "sim/cuda/mechanisms.h"
 #include "sim/cuda/network.h"
-#include "net/net_impl.h"
+#include "sim/network.h"
 #include "sim/cuda/fused.h"
 
 #define PART_STEPS 2000  /* steps per launch */
