@@ -146,6 +146,295 @@ ns_status ns_sim_model_ftables_given(const sim_model *r, int32_t desc) {
     return NS_OK;
 }
 
+/* The mechanisms that any of the models (uniq[0 .. n_uniq), one catalogue) inserts anywhere, in
+ * NEURON's type order (r->mechs; lib_to: catalogue entry -> its index, -1 none), with their GLOBALs'
+ * defaults (gset[m]: per GLOBAL, the statement that set it: none yet) and the ions they use. */
+static ns_status mechanisms_of(sim_model *r, const ns_sim_model_t *const *uniq, int32_t n_uniq, int *lib_to,
+                               const stmt ***gset) {
+    const ns_sim_model_t *const first = uniq[0];
+    const int n_lib = first->n_descs;
+    ns_status st = NS_OK;
+    /* the mechanisms inserted anywhere by any model, in NEURON's type order */
+    for (int k = 0; k < n_lib; ++k) lib_to[k] = -1;
+    int n_used = 0;
+    for (int32_t u = 0; u < n_uniq; ++u)
+        for (int q = 0; q < uniq[u]->n; ++q)
+            if (uniq[u]->stmts[q].kind == ST_INSERT && lib_to[uniq[u]->stmts[q].mech] == -1) {
+                lib_to[uniq[u]->stmts[q].mech] = 0;
+                ++n_used;
+            }
+    r->mechs = calloc((size_t)(n_used > 0 ? n_used : 1), sizeof *r->mechs);
+    if (!r->mechs) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+    /* by key (the keys are distinct); IClamp follows pas and the writers */
+    for (int32_t last = -1; st == NS_OK;) {
+        int next = -1;
+        for (int k = 0; k < n_lib; ++k)
+            if (lib_to[k] >= 0 && key_of(first->descs[k], k, n_lib) > last &&
+                (next < 0 || key_of(first->descs[k], k, n_lib) < key_of(first->descs[next], next, n_lib)))
+                next = k;
+        if (next < 0) break;
+        last = key_of(first->descs[next], next, n_lib);
+        lib_to[next] = r->n_mechs;
+        r->mechs[r->n_mechs].key = last;
+        r->mechs[r->n_mechs].ftable = r->ftables ? r->ftables[next] : NULL;
+        if (st == NS_OK) st = ns_sim_model_ftables_given(r, next);
+        r->mechs[r->n_mechs++].desc = first->descs[next];
+        if (last <= n_lib) r->n_before_clamp = r->n_mechs;
+    }
+    /* ions and globals */
+    for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
+        sim_mech *sm = &r->mechs[m];
+        const ns_mech_desc *d = sm->desc;
+        if (d->n_ions > NS_SIM_MECH_IONS_MAX) {
+            st = ns_fail(NS_ERR_UNSUPPORTED, "model: %s uses %d ions (at most %d)", d->name, d->n_ions,
+                         NS_SIM_MECH_IONS_MAX);
+            break;
+        }
+        sm->globals = malloc((size_t)(d->n_globals > 0 ? d->n_globals : 1) * sizeof(double));
+        gset[m] = calloc((size_t)(d->n_globals > 0 ? d->n_globals : 1), sizeof *gset[m]);
+        if (!sm->globals || !gset[m]) {
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+            break;
+        }
+        for (int g = 0; g < d->n_globals; ++g) sm->globals[g] = d->global_defaults[g];
+        for (int j = 0; j < d->n_ions; ++j) {
+            int ion = find_ion(r, d->ions[j].name);
+            if (ion < 0) {
+                if (r->n_ions == NS_SIM_IONS_MAX) {
+                    st = ns_fail(NS_ERR_UNSUPPORTED, "model: more than %d ions", NS_SIM_IONS_MAX);
+                    break;
+                }
+                ion = r->n_ions++;
+                snprintf(r->ions[ion].name, sizeof r->ions[ion].name, "%s", d->ions[j].name);
+                r->ions[ion].charge = d->ions[j].charge;
+            }
+            sm->ion[j] = ion;
+            if (d->ions[j].flags & NS_MECH_ION_READ_I) r->ions[ion].read_i = 1;
+            if (d->ions[j].flags & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO)) {
+                r->ions[ion].write_c = 1;
+                sm->writes_c = 1;
+            }
+        }
+    }
+    return st;
+}
+
+/* The ions of shape k's nodes (n of them; ins[i * nm + m]: mechanism m inserted at node i;
+ * ion_set, user_e: what the model gave, by node and ion): e by Nernst (written) where a mechanism
+ * inserted there writes the concentration, unless eX_fixed; refused: an eX given there, and an
+ * ion without values where a mechanism uses it. */
+static ns_status ions_of_shape(sim_model *r, const ns_sim_model_t *mdl, int32_t k, int32_t n, size_t nm,
+                               const unsigned char *ins, const unsigned char *ion_set, const int32_t *user_e,
+                               unsigned char *written) {
+    ns_status st = NS_OK;
+    /* where a mechanism inserted at a node writes an ion's concentration,
+     * e follows by Nernst there (NEURON's ion style, per section) */
+    for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
+        const ns_mech_desc *d = r->mechs[m].desc;
+        for (int j = 0; j < d->n_ions; ++j)
+            if (d->ions[j].flags & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO))
+                for (int32_t i = 0; i < n; ++i)
+                    if (ins[(size_t)i * nm + m]) written[(size_t)r->mechs[m].ion[j] * n + i] = 1;
+    }
+    /* eX_fixed keeps e (and the need for it) where the concentration is written */
+    for (int32_t j = 0; j < r->n_ions && st == NS_OK; ++j)
+        for (int32_t i = 0; i < n; ++i)
+            if (user_e[(size_t)i * r->n_ions + j] < 0) written[(size_t)j * n + i] = 0;
+    /* an eX there would be overwritten (NEURON does so silently): refused */
+    for (int32_t j = 0; j < r->n_ions && st == NS_OK; ++j)
+        for (int32_t i = 0; i < n; ++i)
+            if (written[(size_t)j * n + i] && user_e[(size_t)i * r->n_ions + j] > 0) {
+                const stmt *s = &mdl->stmts[user_e[(size_t)i * r->n_ions + j] - 1];
+                st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                             "shape %d: %s: %s: at compartment %d a mechanism writes the concentration of %s, "
+                             "so e%s follows from %si and %so by Nernst there (set those)",
+                             (int)k, s->where, s->text, (int)i, r->ions[j].name, r->ions[j].name,
+                             r->ions[j].name, r->ions[j].name);
+                break;
+            }
+    /* every ion a mechanism uses has values where it is used: a default
+     * ion (na, k, ca), or values the model gives (e where no mechanism
+     * writes the concentrations; ci and co where one does) */
+    for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
+        const ns_mech_desc *d = r->mechs[m].desc;
+        for (int j = 0; j < d->n_ions && st == NS_OK; ++j) {
+            const int ion = r->mechs[m].ion[j];
+            for (int32_t i = 0; i < n; ++i) {
+                const int w = written[(size_t)ion * n + i];
+                const unsigned need = w ? 6u : 1u;
+                if (ins[(size_t)i * nm + m] && (ion_set[(size_t)i * r->n_ions + ion] & need) != need) {
+                    st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                                 "shape %d: model: %s uses the ion %s, which has no default values and no "
+                                 "mechanism provides: set %s in the model (compartment %d)",
+                                 (int)k, d->name, r->ions[ion].name,
+                                 w ? "its concentrations Xi and Xo" : "its eX", (int)i);
+                    break;
+                }
+            }
+        }
+    }
+    return st;
+}
+
+/* Shape k's instances: the nodes where each mechanism is inserted (ins) and their parameters
+ * (param[m]: n_params x n, all nodes) into r->per_shape. */
+static ns_status instances_of_shape(sim_model *r, int32_t k, int32_t n, size_t nm, const unsigned char *ins,
+                                    double *const *param) {
+    ns_status st = NS_OK;
+    /* instances: the nodes where each mechanism is inserted */
+    for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
+        sim_mech_shape *ms = &r->per_shape[(size_t)k * r->n_mechs + m];
+        const int np = r->mechs[m].desc->n_params;
+        int32_t cnt = 0;
+        for (int32_t i = 0; i < n; ++i) cnt += ins[(size_t)i * nm + m];
+        ms->n = cnt;
+        ms->node = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *ms->node);
+        ms->param = malloc((size_t)(np > 0 ? np : 1) * (size_t)(cnt > 0 ? cnt : 1) * sizeof *ms->param);
+        if (!ms->node || !ms->param) {
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+            break;
+        }
+        int32_t c = 0;
+        for (int32_t i = 0; i < n; ++i)
+            if (ins[(size_t)i * nm + m]) {
+                ms->node[c] = i;
+                for (int p = 0; p < np; ++p) ms->param[(int64_t)p * cnt + c] = param[m][(int64_t)p * n + i];
+                ++c;
+            }
+    }
+    return st;
+}
+
+/* Shape k (cell) under its model mdl: its model's statements applied node by node (matched_k[q]:
+ * statement q applied somewhere), the ions' initial values and where a mechanism writes them, and
+ * every mechanism's instances and parameters (r->per_shape[k * n_mechs + m]). */
+static ns_status resolve_shape(sim_model *r, const ns_sim_model_t *mdl, const int *lib_to, int32_t k,
+                               const ns_cell_t *cell, unsigned char *matched_k) {
+    ns_status st = NS_OK;
+    ns_cell_info info;
+    ns_cell_get_info(cell, &info);
+    const int32_t n = info.compartments;
+    const double *area = ns_cell_area(cell);
+    const int32_t *type = ns_cell_type(cell);
+    const int32_t *secn = ns_cell_section(cell);
+    int32_t *nseg = malloc((size_t)(info.sections > 0 ? info.sections : 1) * sizeof *nseg);
+    const double *pos = ns_cell_position(cell);
+    for (int32_t c = 0; nseg && c < info.sections; ++c) {
+        ns_section_info si;
+        nseg[c] = ns_cell_get_section(cell, c, &si) == NS_OK ? si.nseg : 1;
+    }
+    const size_t nm = (size_t)(r->n_mechs > 0 ? r->n_mechs : 1);
+    double *dist = malloc((size_t)n * sizeof *dist);
+    unsigned char *ins = calloc((size_t)n * nm, 1);  /* [i * nm + m] */
+    double **param = calloc(nm, sizeof *param);       /* per mech: n_params * n (all nodes) */
+    unsigned char *ion_set = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), 1);
+    int32_t *user_e = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), sizeof *user_e); /* stmt + 1 */
+    unsigned char *written = r->written[k] = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), 1);
+    r->ion_init[k] = malloc((size_t)(3 * (r->n_ions > 0 ? r->n_ions : 1)) * (size_t)n * sizeof(double));
+    double *geom = r->geom[k] = malloc(2 * (size_t)n * sizeof(double));
+    r->cm[k] = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    for (int32_t i = 0; r->cm[k] && i < n; ++i) r->cm[k][i] = NAN; /* the params' cm of the region */
+    if (!dist || !ins || !param || !ion_set || !user_e || !written || !r->ion_init[k] || !r->cm[k] || !nseg ||
+        !geom)
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+    const double *diam = ns_cell_diam(cell);
+    for (int32_t i = 0; geom && i < n; ++i) { /* area/diam in a mechanism */
+        geom[i] = area[i] > 0.0 ? area[i] : 100.0;
+        geom[n + i] = diam ? diam[i] : 0.0;
+    }
+    for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
+        const int np = r->mechs[m].desc->n_params;
+        param[m] = malloc((size_t)(np > 0 ? np : 1) * (size_t)n * sizeof(double));
+        if (!param[m]) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
+    }
+    if (st == NS_OK) st = distances(cell, k, dist);
+    double *ion0 = r->ion_init[k];
+    for (int32_t j = 0; j < r->n_ions && st == NS_OK; ++j) {
+        double v[3] = {0, 0, 0};
+        int charge;
+        const int has = ion_defaults(r->ions[j].name, v, &charge);
+        for (int q = 0; q < 3; ++q)
+            for (int32_t i = 0; i < n; ++i) ion0[(3 * j + q) * (int64_t)n + i] = v[q];
+        if (has)
+            for (int32_t i = 0; i < n; ++i) ion_set[(size_t)i * r->n_ions + j] = 7;
+    }
+    for (int q = 0; q < mdl->n && st == NS_OK; ++q) {
+        const stmt *s = &mdl->stmts[q];
+        if (s->kind == ST_GLOBAL) continue;
+        const int m = s->kind == ST_ION || s->kind == ST_CM ? -1 : lib_to[s->mech];
+        const int ion = s->kind == ST_ION ? find_ion(r, s->ion) : -1;
+        if (s->kind == ST_SET && m < 0) { /* a parameter of a mechanism inserted nowhere */
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: %s: %s: %s is not inserted anywhere", (int)k,
+                         s->where, s->text, mdl->descs[s->mech]->name);
+            break;
+        }
+        int32_t only = -1; /* the one section of a section selector; none in this shape: skipped */
+        if (s->has_loc && ns_location_section(cell, &s->loc, &only) != NS_OK) {
+            ns_clear_error();
+            continue;
+        }
+        for (int32_t i = 0; i < n && st == NS_OK; ++i) {
+            if (!(area[i] > 0.0)) continue; /* zero-area nodes carry no membrane */
+            if (!(s->regions & (1u << ns_region_of_swc_type(type[i])))) continue;
+            if (s->has_loc && secn[i] != only) continue;
+            if (s->has_loc && s->loc.has_x && !in_segment(pos[i], nseg[secn[i]], s->loc.x)) continue;
+            matched_k[q] = 1;
+            if (s->kind == ST_INSERT) {
+                if (!ins[(size_t)i * nm + m]) {
+                    ins[(size_t)i * nm + m] = 1;
+                    const ns_mech_desc *d = r->mechs[m].desc;
+                    for (int p = 0; p < d->n_params; ++p) param[m][(int64_t)p * n + i] = d->field_defaults[p];
+                }
+                continue;
+            }
+            if (s->kind == ST_SET && !ins[(size_t)i * nm + m]) {
+                st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                             "shape %d: %s: %s: %s is not inserted at compartment %d (region %s)", (int)k,
+                             s->where, s->text, r->mechs[m].desc->name, (int)i,
+                             ns_region_name(ns_region_of_swc_type(type[i])));
+                break;
+            }
+            const double x = ns_model_expr_eval(&s->value, dist[i]);
+            if (!isfinite(x)) {
+                st = ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: %s: %s is %g at compartment %d (d = %g um)",
+                             (int)k, s->where, s->text, x, (int)i, dist[i]);
+                break;
+            }
+            if (s->kind == ST_CM) {
+                if (!(x > 0.0)) {
+                    st = ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: %s: %s is %g uF/cm2 at compartment %d: must "
+                                 "be > 0", (int)k, s->where, s->text, x, (int)i);
+                    break;
+                }
+                r->cm[k][i] = x;
+                continue;
+            }
+            if (s->kind == ST_ION && s->which != ION_E && x < 0.0) {
+                st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                             "shape %d: %s: %s is %g at compartment %d (d = %g um): a concentration must be >= 0 "
+                             "mM", (int)k, s->where, s->text, x, (int)i, dist[i]);
+                break;
+            }
+            if (s->kind == ST_SET) param[m][(int64_t)s->field * n + i] = x;
+            else {
+                ion0[(3 * ion + s->which) * (int64_t)n + i] = x;
+                ion_set[(size_t)i * r->n_ions + ion] |= (unsigned char)(1u << s->which);
+                if (s->which == ION_E) user_e[(size_t)i * r->n_ions + ion] = s->e_fixed ? -(q + 1) : q + 1;
+            }
+        }
+    }
+    if (st == NS_OK) st = ions_of_shape(r, mdl, k, n, nm, ins, ion_set, user_e, written);
+    if (st == NS_OK) st = instances_of_shape(r, k, n, nm, ins, param);
+    for (int32_t m = 0; m < r->n_mechs; ++m) free(param ? param[m] : NULL);
+    free(param);
+    free(dist);
+    free(ins);
+    free(ion_set);
+    free(user_e);
+    free(nseg);
+    return st;
+}
+
 ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t *const *shape_models,
                                int32_t n_shapes, const ns_cell_t *const *cells, const ns_sim_params *params,
                                sim_model **out) {
@@ -214,68 +503,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
     for (int q = 0; q < first->n_ftabs && st == NS_OK; ++q)
         st = ns_model_ftable_copy(&first->ftabs[q].t, &r->ftables[first->ftabs[q].desc][first->ftabs[q].k]);
-    /* the mechanisms inserted anywhere by any model, in NEURON's type order */
-    for (int k = 0; k < n_lib; ++k) lib_to[k] = -1;
-    int n_used = 0;
-    for (int32_t u = 0; u < n_uniq; ++u)
-        for (int q = 0; q < uniq[u]->n; ++q)
-            if (uniq[u]->stmts[q].kind == ST_INSERT && lib_to[uniq[u]->stmts[q].mech] == -1) {
-                lib_to[uniq[u]->stmts[q].mech] = 0;
-                ++n_used;
-            }
-    r->mechs = calloc((size_t)(n_used > 0 ? n_used : 1), sizeof *r->mechs);
-    if (!r->mechs) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
-    /* by key (the keys are distinct); IClamp follows pas and the writers */
-    for (int32_t last = -1; st == NS_OK;) {
-        int next = -1;
-        for (int k = 0; k < n_lib; ++k)
-            if (lib_to[k] >= 0 && key_of(first->descs[k], k, n_lib) > last &&
-                (next < 0 || key_of(first->descs[k], k, n_lib) < key_of(first->descs[next], next, n_lib)))
-                next = k;
-        if (next < 0) break;
-        last = key_of(first->descs[next], next, n_lib);
-        lib_to[next] = r->n_mechs;
-        r->mechs[r->n_mechs].key = last;
-        r->mechs[r->n_mechs].ftable = r->ftables ? r->ftables[next] : NULL;
-        if (st == NS_OK) st = ns_sim_model_ftables_given(r, next);
-        r->mechs[r->n_mechs++].desc = first->descs[next];
-        if (last <= n_lib) r->n_before_clamp = r->n_mechs;
-    }
-    /* ions and globals */
-    for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
-        sim_mech *sm = &r->mechs[m];
-        const ns_mech_desc *d = sm->desc;
-        if (d->n_ions > NS_SIM_MECH_IONS_MAX) {
-            st = ns_fail(NS_ERR_UNSUPPORTED, "model: %s uses %d ions (at most %d)", d->name, d->n_ions,
-                         NS_SIM_MECH_IONS_MAX);
-            break;
-        }
-        sm->globals = malloc((size_t)(d->n_globals > 0 ? d->n_globals : 1) * sizeof(double));
-        gset[m] = calloc((size_t)(d->n_globals > 0 ? d->n_globals : 1), sizeof *gset[m]);
-        if (!sm->globals || !gset[m]) {
-            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
-            break;
-        }
-        for (int g = 0; g < d->n_globals; ++g) sm->globals[g] = d->global_defaults[g];
-        for (int j = 0; j < d->n_ions; ++j) {
-            int ion = find_ion(r, d->ions[j].name);
-            if (ion < 0) {
-                if (r->n_ions == NS_SIM_IONS_MAX) {
-                    st = ns_fail(NS_ERR_UNSUPPORTED, "model: more than %d ions", NS_SIM_IONS_MAX);
-                    break;
-                }
-                ion = r->n_ions++;
-                snprintf(r->ions[ion].name, sizeof r->ions[ion].name, "%s", d->ions[j].name);
-                r->ions[ion].charge = d->ions[j].charge;
-            }
-            sm->ion[j] = ion;
-            if (d->ions[j].flags & NS_MECH_ION_READ_I) r->ions[ion].read_i = 1;
-            if (d->ions[j].flags & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO)) {
-                r->ions[ion].write_c = 1;
-                sm->writes_c = 1;
-            }
-        }
-    }
+    if (st == NS_OK) st = mechanisms_of(r, uniq, n_uniq, lib_to, gset);
     /* a GLOBAL is one value per simulation (as in NEURON): models that set
      * it must agree */
     for (int32_t u = 0; u < n_uniq && st == NS_OK; ++u)
@@ -327,197 +555,8 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
     }
     if ((!moff || !matched) && st == NS_OK) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
     /* per shape: apply its model's statements node by node */
-    for (int32_t k = 0; k < n_shapes && st == NS_OK; ++k) {
-        const ns_sim_model_t *mdl = uniq[shape_u[k]];
-        unsigned char *matched_k = matched + moff[shape_u[k]];
-        const ns_cell_t *cell = cells[k];
-        ns_cell_info info;
-        ns_cell_get_info(cell, &info);
-        const int32_t n = info.compartments;
-        const double *area = ns_cell_area(cell);
-        const int32_t *type = ns_cell_type(cell);
-        const int32_t *secn = ns_cell_section(cell);
-        int32_t *nseg = malloc((size_t)(info.sections > 0 ? info.sections : 1) * sizeof *nseg);
-        const double *pos = ns_cell_position(cell);
-        for (int32_t c = 0; nseg && c < info.sections; ++c) {
-            ns_section_info si;
-            nseg[c] = ns_cell_get_section(cell, c, &si) == NS_OK ? si.nseg : 1;
-        }
-        const size_t nm = (size_t)(r->n_mechs > 0 ? r->n_mechs : 1);
-        double *dist = malloc((size_t)n * sizeof *dist);
-        unsigned char *ins = calloc((size_t)n * nm, 1);  /* [i * nm + m] */
-        double **param = calloc(nm, sizeof *param);       /* per mech: n_params * n (all nodes) */
-        unsigned char *ion_set = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), 1);
-        int32_t *user_e = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), sizeof *user_e); /* stmt + 1 */
-        unsigned char *written = r->written[k] = calloc((size_t)n * (size_t)(r->n_ions > 0 ? r->n_ions : 1), 1);
-        r->ion_init[k] = malloc((size_t)(3 * (r->n_ions > 0 ? r->n_ions : 1)) * (size_t)n * sizeof(double));
-        double *geom = r->geom[k] = malloc(2 * (size_t)n * sizeof(double));
-        r->cm[k] = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
-        for (int32_t i = 0; r->cm[k] && i < n; ++i) r->cm[k][i] = NAN; /* the params' cm of the region */
-        if (!dist || !ins || !param || !ion_set || !user_e || !written || !r->ion_init[k] || !r->cm[k] || !nseg ||
-            !geom)
-            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
-        const double *diam = ns_cell_diam(cell);
-        for (int32_t i = 0; geom && i < n; ++i) { /* area/diam in a mechanism */
-            geom[i] = area[i] > 0.0 ? area[i] : 100.0;
-            geom[n + i] = diam ? diam[i] : 0.0;
-        }
-        for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
-            const int np = r->mechs[m].desc->n_params;
-            param[m] = malloc((size_t)(np > 0 ? np : 1) * (size_t)n * sizeof(double));
-            if (!param[m]) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
-        }
-        if (st == NS_OK) st = distances(cell, k, dist);
-        double *ion0 = r->ion_init[k];
-        for (int32_t j = 0; j < r->n_ions && st == NS_OK; ++j) {
-            double v[3] = {0, 0, 0};
-            int charge;
-            const int has = ion_defaults(r->ions[j].name, v, &charge);
-            for (int q = 0; q < 3; ++q)
-                for (int32_t i = 0; i < n; ++i) ion0[(3 * j + q) * (int64_t)n + i] = v[q];
-            if (has)
-                for (int32_t i = 0; i < n; ++i) ion_set[(size_t)i * r->n_ions + j] = 7;
-        }
-        for (int q = 0; q < mdl->n && st == NS_OK; ++q) {
-            const stmt *s = &mdl->stmts[q];
-            if (s->kind == ST_GLOBAL) continue;
-            const int m = s->kind == ST_ION || s->kind == ST_CM ? -1 : lib_to[s->mech];
-            const int ion = s->kind == ST_ION ? find_ion(r, s->ion) : -1;
-            if (s->kind == ST_SET && m < 0) { /* a parameter of a mechanism inserted nowhere */
-                st = ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: %s: %s: %s is not inserted anywhere", (int)k,
-                             s->where, s->text, mdl->descs[s->mech]->name);
-                break;
-            }
-            int32_t only = -1; /* the one section of a section selector; none in this shape: skipped */
-            if (s->has_loc && ns_location_section(cell, &s->loc, &only) != NS_OK) {
-                ns_clear_error();
-                continue;
-            }
-            for (int32_t i = 0; i < n && st == NS_OK; ++i) {
-                if (!(area[i] > 0.0)) continue; /* zero-area nodes carry no membrane */
-                if (!(s->regions & (1u << ns_region_of_swc_type(type[i])))) continue;
-                if (s->has_loc && secn[i] != only) continue;
-                if (s->has_loc && s->loc.has_x && !in_segment(pos[i], nseg[secn[i]], s->loc.x)) continue;
-                matched_k[q] = 1;
-                if (s->kind == ST_INSERT) {
-                    if (!ins[(size_t)i * nm + m]) {
-                        ins[(size_t)i * nm + m] = 1;
-                        const ns_mech_desc *d = r->mechs[m].desc;
-                        for (int p = 0; p < d->n_params; ++p) param[m][(int64_t)p * n + i] = d->field_defaults[p];
-                    }
-                    continue;
-                }
-                if (s->kind == ST_SET && !ins[(size_t)i * nm + m]) {
-                    st = ns_fail(NS_ERR_INVALID_ARGUMENT,
-                                 "shape %d: %s: %s: %s is not inserted at compartment %d (region %s)", (int)k,
-                                 s->where, s->text, r->mechs[m].desc->name, (int)i,
-                                 ns_region_name(ns_region_of_swc_type(type[i])));
-                    break;
-                }
-                const double x = ns_model_expr_eval(&s->value, dist[i]);
-                if (!isfinite(x)) {
-                    st = ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: %s: %s is %g at compartment %d (d = %g um)",
-                                 (int)k, s->where, s->text, x, (int)i, dist[i]);
-                    break;
-                }
-                if (s->kind == ST_CM) {
-                    if (!(x > 0.0)) {
-                        st = ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: %s: %s is %g uF/cm2 at compartment %d: must "
-                                     "be > 0", (int)k, s->where, s->text, x, (int)i);
-                        break;
-                    }
-                    r->cm[k][i] = x;
-                    continue;
-                }
-                if (s->kind == ST_ION && s->which != ION_E && x < 0.0) {
-                    st = ns_fail(NS_ERR_INVALID_ARGUMENT,
-                                 "shape %d: %s: %s is %g at compartment %d (d = %g um): a concentration must be >= 0 "
-                                 "mM", (int)k, s->where, s->text, x, (int)i, dist[i]);
-                    break;
-                }
-                if (s->kind == ST_SET) param[m][(int64_t)s->field * n + i] = x;
-                else {
-                    ion0[(3 * ion + s->which) * (int64_t)n + i] = x;
-                    ion_set[(size_t)i * r->n_ions + ion] |= (unsigned char)(1u << s->which);
-                    if (s->which == ION_E) user_e[(size_t)i * r->n_ions + ion] = s->e_fixed ? -(q + 1) : q + 1;
-                }
-            }
-        }
-        /* where a mechanism inserted at a node writes an ion's concentration,
-         * e follows by Nernst there (NEURON's ion style, per section) */
-        for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
-            const ns_mech_desc *d = r->mechs[m].desc;
-            for (int j = 0; j < d->n_ions; ++j)
-                if (d->ions[j].flags & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO))
-                    for (int32_t i = 0; i < n; ++i)
-                        if (ins[(size_t)i * nm + m]) written[(size_t)r->mechs[m].ion[j] * n + i] = 1;
-        }
-        /* eX_fixed keeps e (and the need for it) where the concentration is written */
-        for (int32_t j = 0; j < r->n_ions && st == NS_OK; ++j)
-            for (int32_t i = 0; i < n; ++i)
-                if (user_e[(size_t)i * r->n_ions + j] < 0) written[(size_t)j * n + i] = 0;
-        /* an eX there would be overwritten (NEURON does so silently): refused */
-        for (int32_t j = 0; j < r->n_ions && st == NS_OK; ++j)
-            for (int32_t i = 0; i < n; ++i)
-                if (written[(size_t)j * n + i] && user_e[(size_t)i * r->n_ions + j] > 0) {
-                    const stmt *s = &mdl->stmts[user_e[(size_t)i * r->n_ions + j] - 1];
-                    st = ns_fail(NS_ERR_INVALID_ARGUMENT,
-                                 "shape %d: %s: %s: at compartment %d a mechanism writes the concentration of %s, "
-                                 "so e%s follows from %si and %so by Nernst there (set those)",
-                                 (int)k, s->where, s->text, (int)i, r->ions[j].name, r->ions[j].name,
-                                 r->ions[j].name, r->ions[j].name);
-                    break;
-                }
-        /* every ion a mechanism uses has values where it is used: a default
-         * ion (na, k, ca), or values the model gives (e where no mechanism
-         * writes the concentrations; ci and co where one does) */
-        for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
-            const ns_mech_desc *d = r->mechs[m].desc;
-            for (int j = 0; j < d->n_ions && st == NS_OK; ++j) {
-                const int ion = r->mechs[m].ion[j];
-                for (int32_t i = 0; i < n; ++i) {
-                    const int w = written[(size_t)ion * n + i];
-                    const unsigned need = w ? 6u : 1u;
-                    if (ins[(size_t)i * nm + m] && (ion_set[(size_t)i * r->n_ions + ion] & need) != need) {
-                        st = ns_fail(NS_ERR_INVALID_ARGUMENT,
-                                     "shape %d: model: %s uses the ion %s, which has no default values and no "
-                                     "mechanism provides: set %s in the model (compartment %d)",
-                                     (int)k, d->name, r->ions[ion].name,
-                                     w ? "its concentrations Xi and Xo" : "its eX", (int)i);
-                        break;
-                    }
-                }
-            }
-        }
-        /* instances: the nodes where each mechanism is inserted */
-        for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
-            sim_mech_shape *ms = &r->per_shape[(size_t)k * r->n_mechs + m];
-            const int np = r->mechs[m].desc->n_params;
-            int32_t cnt = 0;
-            for (int32_t i = 0; i < n; ++i) cnt += ins[(size_t)i * nm + m];
-            ms->n = cnt;
-            ms->node = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *ms->node);
-            ms->param = malloc((size_t)(np > 0 ? np : 1) * (size_t)(cnt > 0 ? cnt : 1) * sizeof *ms->param);
-            if (!ms->node || !ms->param) {
-                st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
-                break;
-            }
-            int32_t c = 0;
-            for (int32_t i = 0; i < n; ++i)
-                if (ins[(size_t)i * nm + m]) {
-                    ms->node[c] = i;
-                    for (int p = 0; p < np; ++p) ms->param[(int64_t)p * cnt + c] = param[m][(int64_t)p * n + i];
-                    ++c;
-                }
-        }
-        for (int32_t m = 0; m < r->n_mechs; ++m) free(param ? param[m] : NULL);
-        free(param);
-        free(dist);
-        free(ins);
-        free(ion_set);
-        free(user_e);
-        free(nseg);
-    }
+    for (int32_t k = 0; k < n_shapes && st == NS_OK; ++k)
+        st = resolve_shape(r, uniq[shape_u[k]], lib_to, k, cells[k], matched + moff[shape_u[k]]);
     /* a section selector that names no section of any of its model's shapes is a mistake */
     for (int32_t u = 0; u < n_uniq && st == NS_OK; ++u)
         for (int q = 0; q < uniq[u]->n && st == NS_OK; ++q) {
