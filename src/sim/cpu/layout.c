@@ -125,31 +125,10 @@ static ns_status thread_unsafe(const ns_sim_t *sim, const ns_mech_desc *d, int32
                    sim->options.threads > 1 ? "" : "; OpenMP's default was more");
 }
 
-ns_status ns_cpu_create(ns_sim_t *sim) {
-    cpu_state *st = calloc(1, sizeof *st);
-    if (!st) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: CPU layout");
-    sim->backend_state = st;
+/* The node order of each shape whose cells are not split (ns_cpu_reorder: its membrane nodes region
+ * by region, then its zero-area nodes, each in node order). 0, or -1 when out of memory. */
+static int node_orders(const ns_sim_t *sim, cpu_state *st, int split_ok, int32_t requested) {
     const int32_t ns = sim->n_shapes;
-    const int64_t nc = sim->n_cells;
-    int32_t requested = requested_threads(sim);
-    for (int32_t k = 0; sim->model && k < sim->model->n_mechs; ++k) {
-        const ns_mech_desc *d = sim->model->mechs[k].desc;
-        if (d->abi_version >= 5 && d->thread_unsafe && sim->options.threads <= 0) requested = 1;
-        const ns_status e = thread_unsafe(sim, d, requested);
-        if (e != NS_OK) return e;
-    }
-    st->shapes = calloc((size_t)ns, sizeof *st->shapes);
-    int64_t *count = calloc((size_t)ns, sizeof *count);
-    int32_t *wmax = malloc((size_t)ns * sizeof *wmax);
-    st->lane_of = malloc((size_t)nc * sizeof *st->lane_of);
-    if (!st->shapes || !count || !wmax || !st->lane_of) goto oom;
-    for (int64_t c = 0; c < nc; ++c) count[sim->cell_shape[c]]++;
-    /* a cell split across the threads runs the built-in pas and hh fused into the split passes over
-     * each thread's node range (ns_model_block_fused_range); other models, and a network, run its
-     * block whole on one thread at each step (cpu_steps) */
-    const int split_ok = ns_model_fusable(sim->model) && sim->options.gpu_mechanisms != NS_SIM_GPU_MECHANISMS_PER_STEP;
-    /* the node order of each shape (ns_cpu_reorder: its membrane nodes
-     * region by region, then its zero-area nodes, each in node order) */
     for (int32_t k = 0; k < ns; ++k) {
         const sim_shape *s = &sim->shapes[k];
         cpu_shape *cs = &st->shapes[k];
@@ -159,7 +138,7 @@ ns_status ns_cpu_create(ns_sim_t *sim) {
         if (!split && ns_cpu_reorder(m_nodes, m_runs)) {
             cs->pos = malloc((size_t)s->n * sizeof *cs->pos);
             cs->ppar = malloc((size_t)s->n * sizeof *cs->ppar);
-            if (!cs->pos || !cs->ppar) goto oom;
+            if (!cs->pos || !cs->ppar) return -1;
             int32_t next[INT8_MAX + 3] = {0}; /* start of each key: regions, zero-area nodes (-1) as INT8_MAX + 1 */
             for (int32_t i = 0; i < s->n; ++i) next[(s->region[i] < 0 ? INT8_MAX + 1 : s->region[i]) + 1]++;
             for (int r = 1; r <= INT8_MAX + 1; ++r) next[r] += next[r - 1];
@@ -168,61 +147,18 @@ ns_status ns_cpu_create(ns_sim_t *sim) {
             for (int32_t i = 1; i < s->n; ++i) cs->ppar[i] = cs->pos[s->parent[i]];
         }
     }
-    /* blocks: the widest width per shape, then the cells in ascending order */
-    for (int32_t k = 0; k < ns; ++k) {
-        /* a shape whose cells are split across the threads goes in the
-         * widest blocks its count allows: the split passes then vectorise
-         * across the lanes, and one solve serves the block's cells (the
-         * same chain of divisions, w lanes wide) */
-        wmax[k] = split_ok && ns_cpu_split(sim->shapes[k].n, sim->n_comp, requested)
-                      ? NS_CPU_LANES_MAX
-                      : ns_cpu_lane_width(sim->shapes[k].n, sim->n_comp, requested);
-        st->n_blocks += ns_cpu_blocks(count[k], wmax[k], NULL);
-    }
-    st->blocks = calloc((size_t)st->n_blocks, sizeof *st->blocks);
-    if (!st->blocks) goto oom;
-    {
-        int32_t widths[64];
-        int64_t b = 0;
-        int64_t *next = calloc((size_t)ns, sizeof *next); /* first block of each shape */
-        int64_t *fill = calloc((size_t)st->n_blocks, sizeof *fill);
-        if (!next || !fill) {
-            free(next);
-            free(fill);
-            goto oom;
-        }
-        for (int32_t k = 0; k < ns; ++k) {
-            next[k] = b;
-            int64_t full = count[k] / wmax[k];
-            for (int64_t q = 0; q < full; ++q, ++b) {
-                st->blocks[b].shape = k;
-                st->blocks[b].w = wmax[k];
-            }
-            const int64_t rest = ns_cpu_blocks(count[k] - full * wmax[k], wmax[k], widths);
-            for (int64_t q = 0; q < rest; ++q, ++b) {
-                st->blocks[b].shape = k;
-                st->blocks[b].w = widths[q];
-            }
-        }
-        for (int64_t c = 0; c < nc; ++c) {
-            const int32_t k = sim->cell_shape[c];
-            int64_t q = next[k];
-            cpu_block *blk = &st->blocks[q];
-            blk->cell[fill[q]] = c;
-            st->lane_of[c] = q * NS_CPU_LANES_MAX + fill[q];
-            if (++fill[q] == blk->w) next[k]++;
-        }
-        free(next);
-        free(fill);
-    }
-    /* the solve's streams of cut subtrees and its top, for the shapes with a
-     * block of at most SOLVE_STREAMS_W_MAX lanes (solve_lanes) */
+    return 0;
+}
+
+/* The solve's streams of cut subtrees and its top, for the shapes with a block of at most
+ * SOLVE_STREAMS_W_MAX lanes (solve_lanes). 0, or -1 when out of memory. */
+static int solve_streams(const ns_sim_t *sim, cpu_state *st) {
     for (int64_t b = 0; b < st->n_blocks; ++b) {
         const sim_shape *s = &sim->shapes[st->blocks[b].shape];
         cpu_shape *cs = &st->shapes[st->blocks[b].shape];
         if (st->blocks[b].w > SOLVE_STREAMS_W_MAX || cs->order) continue;
         ns_cpu_cut cut;
-        if (ns_cpu_cut_make(s->n, s->parent, SOLVE_STREAMS, 2, &cut) != 0) goto oom;
+        if (ns_cpu_cut_make(s->n, s->parent, SOLVE_STREAMS, 2, &cut) != 0) return -1;
         int32_t longest = 0;
         for (int32_t t = 0; t < SOLVE_STREAMS; ++t) {
             int32_t len = 0;
@@ -243,9 +179,14 @@ ns_status ns_cpu_create(ns_sim_t *sim) {
                         (solve_entry){pos_of(cs->pos, i), cs->ppar ? cs->ppar[i] : s->parent[i], s->a[i], s->b[i]};
         }
         ns_cpu_cut_free(&cut);
-        if (!cs->order) goto oom;
+        if (!cs->order) return -1;
     }
-    /* state storage, and the shapes' capacitance at the widths used */
+    return 0;
+}
+
+/* The blocks' state storage, and the shapes' capacitance at the widths used. 0, or -1 when out of
+ * memory. */
+static int block_storage(const ns_sim_t *sim, cpu_state *st) {
     int64_t total = 0;
     for (int64_t b = 0; b < st->n_blocks; ++b) {
         const cpu_block *blk = &st->blocks[b];
@@ -257,10 +198,10 @@ ns_status ns_cpu_create(ns_sim_t *sim) {
         const int l = log2w(blk->w);
         if (!cs->cap[l]) {
             cs->cap[l] = ns_cpu_aligned((size_t)nw * sizeof(double));
-            if (!cs->cap[l]) goto oom;
+            if (!cs->cap[l]) return -1;
             const sim_shape *s = &sim->shapes[blk->shape];
             double *dc = malloc((size_t)s->n * sizeof *dc);
-            if (!dc) goto oom;
+            if (!dc) return -1;
             diagonal_constant(s, dc);
             for (int32_t i = 0; i < s->n; ++i)
                 for (int32_t j = 0; j < blk->w; ++j) cs->cap[l][(int64_t)pos_of(cs->pos, i) * blk->w + j] = dc[i];
@@ -268,7 +209,7 @@ ns_status ns_cpu_create(ns_sim_t *sim) {
         }
     }
     st->store = ns_cpu_aligned((size_t)total * sizeof(double));
-    if (!st->store) goto oom;
+    if (!st->store) return -1;
     {
         double *p = st->store;
         for (int64_t b = 0; b < st->n_blocks; ++b) {
@@ -279,20 +220,12 @@ ns_status ns_cpu_create(ns_sim_t *sim) {
             p += padded;
         }
     }
-    /* a model's mechanism instances per block, its TABLEs one copy for all */
-    ns_status made = ns_model_tables_create(sim->model, &st->tables);
-    for (int64_t b = 0; made == NS_OK && b < st->n_blocks; ++b) {
-        cpu_block *blk = &st->blocks[b];
-        made = ns_model_block_create(sim->model, st->tables, blk->shape, sim->shapes[blk->shape].n, blk->w,
-                                     st->shapes[blk->shape].pos, &blk->mech);
-    }
-    if (made != NS_OK) {
-        free(count);
-        free(wmax);
-        return made;
-    }
-    /* cells split across the threads (sim/cpu/policy.h; split_ok above),
-     * then the threads and the other blocks' owners */
+    return 0;
+}
+
+/* The cells split across the threads (sim/cpu/policy.h; split_ok: ns_cpu_create), then the threads
+ * and the other blocks' owners. 0, or -1 when out of memory. */
+static int thread_plan(const ns_sim_t *sim, cpu_state *st, int split_ok, int32_t requested) {
     int64_t split_total = 0;
     for (int64_t b = 0; b < st->n_blocks; ++b) {
         cpu_block *blk = &st->blocks[b];
@@ -372,8 +305,95 @@ ns_status ns_cpu_create(ns_sim_t *sim) {
         free(index);
         free(owner);
         free(placed);
-        if (!ok) goto oom;
+        return ok ? 0 : -1;
     }
+}
+
+ns_status ns_cpu_create(ns_sim_t *sim) {
+    cpu_state *st = calloc(1, sizeof *st);
+    if (!st) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: CPU layout");
+    sim->backend_state = st;
+    const int32_t ns = sim->n_shapes;
+    const int64_t nc = sim->n_cells;
+    int32_t requested = requested_threads(sim);
+    for (int32_t k = 0; sim->model && k < sim->model->n_mechs; ++k) {
+        const ns_mech_desc *d = sim->model->mechs[k].desc;
+        if (d->abi_version >= 5 && d->thread_unsafe && sim->options.threads <= 0) requested = 1;
+        const ns_status e = thread_unsafe(sim, d, requested);
+        if (e != NS_OK) return e;
+    }
+    st->shapes = calloc((size_t)ns, sizeof *st->shapes);
+    int64_t *count = calloc((size_t)ns, sizeof *count);
+    int32_t *wmax = malloc((size_t)ns * sizeof *wmax);
+    st->lane_of = malloc((size_t)nc * sizeof *st->lane_of);
+    if (!st->shapes || !count || !wmax || !st->lane_of) goto oom;
+    for (int64_t c = 0; c < nc; ++c) count[sim->cell_shape[c]]++;
+    /* a cell split across the threads runs the built-in pas and hh fused into the split passes over
+     * each thread's node range (ns_model_block_fused_range); other models, and a network, run its
+     * block whole on one thread at each step (cpu_steps) */
+    const int split_ok = ns_model_fusable(sim->model) && sim->options.gpu_mechanisms != NS_SIM_GPU_MECHANISMS_PER_STEP;
+    if (node_orders(sim, st, split_ok, requested) != 0) goto oom;
+    /* blocks: the widest width per shape, then the cells in ascending order */
+    for (int32_t k = 0; k < ns; ++k) {
+        /* a shape whose cells are split across the threads goes in the
+         * widest blocks its count allows: the split passes then vectorise
+         * across the lanes, and one solve serves the block's cells (the
+         * same chain of divisions, w lanes wide) */
+        wmax[k] = split_ok && ns_cpu_split(sim->shapes[k].n, sim->n_comp, requested)
+                      ? NS_CPU_LANES_MAX
+                      : ns_cpu_lane_width(sim->shapes[k].n, sim->n_comp, requested);
+        st->n_blocks += ns_cpu_blocks(count[k], wmax[k], NULL);
+    }
+    st->blocks = calloc((size_t)st->n_blocks, sizeof *st->blocks);
+    if (!st->blocks) goto oom;
+    {
+        int32_t widths[64];
+        int64_t b = 0;
+        int64_t *next = calloc((size_t)ns, sizeof *next); /* first block of each shape */
+        int64_t *fill = calloc((size_t)st->n_blocks, sizeof *fill);
+        if (!next || !fill) {
+            free(next);
+            free(fill);
+            goto oom;
+        }
+        for (int32_t k = 0; k < ns; ++k) {
+            next[k] = b;
+            int64_t full = count[k] / wmax[k];
+            for (int64_t q = 0; q < full; ++q, ++b) {
+                st->blocks[b].shape = k;
+                st->blocks[b].w = wmax[k];
+            }
+            const int64_t rest = ns_cpu_blocks(count[k] - full * wmax[k], wmax[k], widths);
+            for (int64_t q = 0; q < rest; ++q, ++b) {
+                st->blocks[b].shape = k;
+                st->blocks[b].w = widths[q];
+            }
+        }
+        for (int64_t c = 0; c < nc; ++c) {
+            const int32_t k = sim->cell_shape[c];
+            int64_t q = next[k];
+            cpu_block *blk = &st->blocks[q];
+            blk->cell[fill[q]] = c;
+            st->lane_of[c] = q * NS_CPU_LANES_MAX + fill[q];
+            if (++fill[q] == blk->w) next[k]++;
+        }
+        free(next);
+        free(fill);
+    }
+    if (solve_streams(sim, st) != 0 || block_storage(sim, st) != 0) goto oom;
+    /* a model's mechanism instances per block, its TABLEs one copy for all */
+    ns_status made = ns_model_tables_create(sim->model, &st->tables);
+    for (int64_t b = 0; made == NS_OK && b < st->n_blocks; ++b) {
+        cpu_block *blk = &st->blocks[b];
+        made = ns_model_block_create(sim->model, st->tables, blk->shape, sim->shapes[blk->shape].n, blk->w,
+                                     st->shapes[blk->shape].pos, &blk->mech);
+    }
+    if (made != NS_OK) {
+        free(count);
+        free(wmax);
+        return made;
+    }
+    if (thread_plan(sim, st, split_ok, requested) != 0) goto oom;
     free(count);
     free(wmax);
     return ns_cpu_mechanisms(sim, st);
