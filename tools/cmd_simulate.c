@@ -738,8 +738,8 @@ static int simulate(int argc, char **argv) {
             int64_t kept;
             ns_sim_traces(sim, &kept, NULL);
             char partial[4096];
-            if (!cli_sim_write_results(stem, ".partial", out != NULL, sim, site_names, every_ms, n_cells, &set, cell_shape,
-                               net, partial, sizeof partial))
+            if (!cli_sim_write_results(stem, ".partial", out != NULL, sim, site_names, every_ms, n_cells, &set,
+                                       cell_shape, net, partial, sizeof partial))
             {
                 if (out)
                     fprintf(stderr, "neurosolve: the traces up to t = %g ms (%lld samples) and the spikes until then "
@@ -787,8 +787,8 @@ static int simulate(int argc, char **argv) {
     /* outputs: every file goes to a temporary name; all are renamed into
      * place only when all were written (ns_output) */
     char csv_path[4096] = "";
-    if ((out || plot) && cli_sim_write_results(stem, "", out != NULL, sim, site_names, every_ms, n_cells, &set, cell_shape,
-                                       net, csv_path, sizeof csv_path))
+    if ((out || plot) && cli_sim_write_results(stem, "", out != NULL, sim, site_names, every_ms, n_cells, &set,
+                                               cell_shape, net, csv_path, sizeof csv_path))
         goto done;
     char lfp_csv[4096] = "";
     if ((out || plot) && cli_lfp_write(&lfp, stem, lfp_csv, sizeof lfp_csv)) goto done;

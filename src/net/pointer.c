@@ -1,4 +1,4 @@
-/* The POINTERs of a block's point processes (ns_sim_set_pointer, net.c):
+/* The POINTERs of a block's point processes (ns_sim_set_pointer, sim/network.c):
  * each instance's address of each POINTER, resolved when the network's
  * instances are built (ns_net_build, at ns_sim_init).
  *

@@ -413,7 +413,7 @@ ns_status ns_cpu_init(ns_sim_t *sim) {
         ns_model_block_init(sim->model, blk->mech, blk->shape, sim->shapes[blk->shape].n, blk->w,
                             st->shapes[blk->shape].pos, blk->cell, blk->v, sim->params.dt, sim->params.celsius);
     }
-    /* the network's instances per block (net.c), after the density
+    /* the network's instances per block (sim/network_build.c), after the density
      * mechanisms' INITIAL, as NEURON's type order has them after pas */
     for (int64_t b = 0; b < st->n_blocks; ++b) st->blocks[b].net = NULL;
     if (e == NS_OK && sim->net) {

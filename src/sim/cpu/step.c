@@ -189,8 +189,8 @@ static void fused_pass(const ns_sim_t *sim, const block_view *bv, const int32_t 
  * a block split across the threads (no network there: cpu_steps), and its
  * states phase after the solve: each node gets what the whole-block pass
  * gives it. */
-NS_ALWAYS_INLINE void phase_currents_range(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
-                                 double tm, double *restrict d, double *restrict rhs, int last) {
+NS_ALWAYS_INLINE void phase_currents_range(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0,
+                                           int32_t n1, double tm, double *restrict d, double *restrict rhs, int last) {
     const double dt = sim->params.dt, celsius = sim->params.celsius;
     model_block *mb = bv->blk->mech;
     ns_model_block_fused_range(sim->model, mb, W, 0, n0, n1, bv->v, rhs, d, NULL, tm, dt, celsius, last);
@@ -198,8 +198,8 @@ NS_ALWAYS_INLINE void phase_currents_range(const ns_sim_t *sim, const block_view
     ns_model_block_fused_range(sim->model, mb, W, 1, n0, n1, bv->v, rhs, d, bv->cap, tm, dt, celsius, last);
 }
 
-NS_ALWAYS_INLINE void phase_states_range(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
-                                   double t, int last) {
+NS_ALWAYS_INLINE void phase_states_range(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0,
+                                         int32_t n1, double t, int last) {
     ns_model_block_fused_range(sim->model, bv->blk->mech, W, 2, n0, n1, bv->v, NULL, NULL, NULL, t, sim->params.dt,
                                sim->params.celsius, last);
 }
@@ -416,8 +416,8 @@ NS_ALWAYS_INLINE int faults(const ns_sim_t *sim, const block_view *bv, const int
 /* The cells' spikes: threshold crossings at the spike node by the
  * parameters' rule (spike_rule.h), into the detection phase's output
  * (sim->spikes). Returns -1 when a spike could not be stored. */
-NS_ALWAYS_INLINE int spike_crossings(ns_sim_t *sim, const block_view *bv, const int32_t W, const double *v_old, double tp,
-                            double t) {
+NS_ALWAYS_INLINE int spike_crossings(ns_sim_t *sim, const block_view *bv, const int32_t W, const double *v_old,
+                                     double tp, double t) {
     const double thr = sim->params.spike_threshold;
     const int netcon = sim->params.netcon_spikes;
     const int64_t sp = (int64_t)pos_of(bv->cs->pos, bv->s->spike_node) * W;

@@ -694,7 +694,7 @@ static ns_status gpu_init(ns_sim_t *sim) {
             (st = ns_gpu_model_init(sim, gr->model, gr->cell_id, gr->cell_base, gr->g.cells, s->streams[0])) != NS_OK)
             return st;
         /* a network: its synapses' instances and INITIAL, its detectors and
-         * connections, the check at t = 0 (net.c's ns_net_build for the CPU) */
+         * connections, the check at t = 0 (sim/network_build.c's ns_net_build for the CPU) */
         if (sim->net && s->model && gr->tree) {
             const cudaStream_t stream = s->streams[k % s->n_streams];
             if ((st = ns_net_build_device(sim)) != NS_OK) return st;
@@ -733,8 +733,8 @@ static ns_status gpu_init(ns_sim_t *sim) {
  * launch on the preassembled rhs and d; its kernel also records and finds
  * the cells' spikes: the recording and the spike node's detection), states,
  * then the network's detectors (the detection phase). */
-static ns_status gpu_step_phases(ns_sim_t *sim, gpu_state *s, const gpu_group *gr, const ns_sim_gpu_run *run, int64_t k1,
-                                 double tk, cudaStream_t stream) {
+static ns_status gpu_step_phases(ns_sim_t *sim, gpu_state *s, const gpu_group *gr, const ns_sim_gpu_run *run,
+                                 int64_t k1, double tk, cudaStream_t stream) {
     const cudaStream_t one[3] = {stream, stream, stream};
     const double tmid = ns_sim_half_step(tk, run->dt);
     ns_status mst = NS_OK;
@@ -1073,7 +1073,7 @@ static ns_status gpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_
                    write ? "set" : "get", (long long)cell);
 }
 
-/* A network's run (net.c's interval loop, the CPU loop's exchange): per
+/* A network's run (sim/network.c's interval loop, the CPU loop's exchange): per
  * interval, the device's events of the spikes queued for it (fan-out, sort,
  * sim/cuda/network.c), the interval's steps (gpu_advance: delivery, synapses and
  * detectors in the model's step), then its spikes to the host for the exchange. */
