@@ -1,5 +1,7 @@
 /* Networks (docs/networks.md): synapses, spike sources, connections with
- * NEURON's NetCon semantics, and the interval loop that exchanges spikes.
+ * NEURON's NetCon semantics: the blocks' queues, what a block runs in a step,
+ * and the exchange of an interval's spikes that the interval loop
+ * (sim/network.c) calls between intervals.
  *
  * The loop: ns_sim_advance runs the backend over intervals of at most the
  * minimum delay (in whole steps, L = floor(min_delay / dt + 1/4), at least
