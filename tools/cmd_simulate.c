@@ -11,8 +11,18 @@
 #include <unistd.h>
 
 #include "shapes.h"
+#include "simulate_out.h"
 
 #define MAX_ITEMS 64
+
+/* What one input spike of a network costs, for the estimate before a run:
+ * memory (its source and time, its raster row) and a row of spikes.csv
+ * ("source,cell,t_ms"); above SPIKES_NOTE spikes the estimate is printed. */
+#define SPIKE_BYTES 25.0
+#define SPIKE_CSV_BYTES 26.0
+#define SPIKES_NOTE 1e7
+/* Result files above this size [bytes] are announced before the run. */
+#define OUTPUT_NOTE_BYTES 1e9
 
 static const char *help_text =
     "usage: neurosolve simulate SHAPE... [options]\n"
@@ -135,203 +145,6 @@ static int resolve_loc(const loc_spec *l, const ns_cell_t *cell, const char *nam
 }
 
 /* An NPY float64 matrix on a stream; errors surface at ns_output_commit. */
-/* --out PREFIX writes PREFIX_traces.csv, ...; an existing directory (or a
- * PREFIX ending in '/') gets DIR/traces.csv, ... (docs/cli.md). Without
- * --out, --plot P.png puts the traces next to the plot: P_traces.csv. */
-static int output_stem(const char *out, const char *plot, char *stem, size_t n) {
-    struct stat st;
-    const size_t len = out ? strlen(out) : 0;
-    int w;
-    if (out && len > 0 && (out[len - 1] == '/' || (stat(out, &st) == 0 && S_ISDIR(st.st_mode))))
-        w = snprintf(stem, n, "%s%s", out, out[len - 1] == '/' ? "" : "/");
-    else if (out)
-        w = snprintf(stem, n, "%s_", out);
-    else {
-        const size_t p = strlen(plot);
-        w = snprintf(stem, n, "%.*s_", (int)(p > 4 && strcmp(plot + p - 4, ".png") == 0 ? p - 4 : p), plot);
-    }
-    /* a cut prefix would write the results under other names */
-    return w >= 0 && (size_t)w < n;
-}
-
-static const char *csv_path_of(const char *stem, const char *name) {
-    static char path[4096];
-    snprintf(path, sizeof path, "%s%s", stem, name);
-    return path;
-}
-
-/* The folder the outputs go to is created (as mkdir -p) and must be
- * writable: before the run, so that a long simulation does not fail at its end. */
-static int check_output_folder(const char *stem) {
-    if (cli_make_parent_dir(stem)) return 1;
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", stem);
-    char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) dir[1] = '\0';
-    else *slash = '\0';
-    struct stat st;
-    if (stat(dir, &st) != 0) return cli_error("cannot write %s...: folder %s: %s", stem, dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode)) return cli_error("cannot write %s...: %s is not a folder", stem, dir);
-    if (access(dir, W_OK) != 0) return cli_error("cannot write %s...: folder %s: %s", stem, dir, strerror(errno));
-    return 0;
-}
-
-/* What one input spike of a network costs, for the estimate before a run:
- * memory (its source and time, its raster row) and a row of spikes.csv
- * ("source,cell,t_ms"); above SPIKES_NOTE spikes the estimate is printed. */
-#define SPIKE_BYTES 25.0
-#define SPIKE_CSV_BYTES 26.0
-#define SPIKES_NOTE 1e7
-/* Result files above this size [bytes] are announced before the run. */
-#define OUTPUT_NOTE_BYTES 1e9
-
-/* Write the traces (CSV, and with --out NPY) and spikes under stem with
- * `tag` before the extensions ("" for results, ".partial" for the record of
- * an interrupted run); all files appear only when all were written. */
-typedef struct raster_spike {
-    double t;
-    int64_t source;
-} raster_spike;
-
-static int cmp_raster(const void *a, const void *b) {
-    const raster_spike *x = a, *y = b;
-    if (x->t != y->t) return x->t < y->t ? -1 : 1;
-    return (x->source > y->source) - (x->source < y->source);
-}
-
-/* The network's raster: every source's spikes, by (time, source); 0 or 1 after printing the error. */
-static int write_raster(FILE *g, const ns_sim_t *sim) {
-    const int64_t n_src = ns_sim_sources(sim);
-    int64_t total = 0;
-    for (int64_t s = 0; s < n_src; ++s) {
-        int64_t cnt = 0;
-        ns_sim_source_spikes(sim, s, &cnt);
-        total += cnt;
-    }
-    raster_spike *all = malloc((size_t)(total > 0 ? total : 1) * sizeof *all);
-    if (!all) return cli_error("out of memory for %lld spikes", (long long)total);
-    int64_t n = 0;
-    for (int64_t s = 0; s < n_src; ++s) {
-        int64_t cnt = 0;
-        const double *x = ns_sim_source_spikes(sim, s, &cnt);
-        for (int64_t q = 0; q < cnt; ++q) all[n++] = (raster_spike){x[q], s};
-    }
-    qsort(all, (size_t)n, sizeof *all, cmp_raster);
-    fprintf(g, "source,cell,t_ms\n");
-    for (int64_t k = 0; k < n; ++k)
-        fprintf(g, "%lld,%lld,%.17g\n", (long long)all[k].source, (long long)ns_sim_source_cell(sim, all[k].source),
-                all[k].t);
-    free(all);
-    return 0;
-}
-
-/* The raster as a SONATA spikes file (HDF5, written by the library at the
- * temporary path of its ns_output); 0 or 1 after printing the error. */
-static int write_sonata_spikes(const char *temp_path, const char *path, const ns_network_t *net, const ns_sim_t *sim) {
-    const int64_t n_src = ns_sim_sources(sim);
-    int64_t total = 0;
-    for (int64_t s = 0; s < n_src; ++s) {
-        int64_t cnt = 0;
-        ns_sim_source_spikes(sim, s, &cnt);
-        total += cnt;
-    }
-    int64_t *src = malloc((size_t)(total > 0 ? total : 1) * sizeof *src);
-    double *t = malloc((size_t)(total > 0 ? total : 1) * sizeof *t);
-    int bad = 0;
-    if (!src || !t) bad = cli_error("out of memory for %lld spikes", (long long)total);
-    int64_t n = 0;
-    for (int64_t s = 0; s < n_src && !bad; ++s) {
-        int64_t cnt = 0;
-        const double *x = ns_sim_source_spikes(sim, s, &cnt);
-        for (int64_t q = 0; q < cnt; ++q) {
-            src[n] = s;
-            t[n++] = x[q];
-        }
-    }
-    if (!bad && ns_network_write_spikes(net, temp_path, n, src, t) != NS_OK)
-        bad = cli_error("%s: %s", path, ns_last_error());
-    free(src);
-    free(t);
-    return bad;
-}
-
-static int write_results(const char *stem, const char *tag, int all, ns_sim_t *sim, char **site_names,
-                         double every_ms, long long n_cells, const cli_shape_set *set, const int32_t *cell_shape,
-                         const ns_network_t *network, char *csv_path, size_t csv_len) {
-    int64_t samples;
-    int32_t sites;
-    const double *tr = ns_sim_traces(sim, &samples, &sites);
-    ns_output *o[4] = {NULL, NULL, NULL, NULL}; /* traces csv, traces npy, spikes csv, spikes h5 (SONATA) */
-    char path[4][4096];
-    char name[4][64];
-    snprintf(name[0], sizeof name[0], "traces%s.csv", tag);
-    snprintf(name[1], sizeof name[1], "traces%s.npy", tag);
-    snprintf(name[2], sizeof name[2], "spikes%s.csv", tag);
-    snprintf(name[3], sizeof name[3], "spikes%s.h5", tag);
-    for (int k = 0; k < 4; ++k) snprintf(path[k], sizeof path[k], "%s", csv_path_of(stem, name[k]));
-    snprintf(csv_path, csv_len, "%s", path[0]);
-    /* a SONATA network's raster also as a SONATA spikes file */
-    const int n_out = all ? (network && ns_network_populations(network) > 0 ? 4 : 3) : 1;
-    int bad = 0;
-    for (int k = 0; k < n_out && !bad; ++k) bad = !(o[k] = cli_output_open(path[k]));
-    double *table = bad ? NULL : malloc((size_t)samples * (size_t)(sites + 1) * sizeof *table);
-    if (!bad && !table) bad = cli_error("out of memory for %lld samples of %d sites", (long long)samples, (int)sites);
-    if (!bad) {
-        FILE *f = ns_output_stream(o[0]);
-        fprintf(f, "t");
-        for (int s = 0; s < sites; ++s) fprintf(f, ",%s", site_names[s]);
-        fputc('\n', f);
-        for (int64_t r = 0; r < samples; ++r) {
-            const double t = (double)r * every_ms;
-            table[r * (sites + 1)] = t;
-            fprintf(f, "%.4f", t);
-            for (int s = 0; s < sites; ++s) {
-                table[r * (sites + 1) + 1 + s] = tr[r * sites + s];
-                fprintf(f, ",%.6f", tr[r * sites + s]);
-            }
-            fputc('\n', f);
-        }
-    }
-    if (!bad && all) {
-        cli_write_npy(ns_output_stream(o[1]), table, samples, sites + 1);
-        FILE *g = ns_output_stream(o[2]);
-        if (network) bad = write_raster(g, sim);
-        else fprintf(g, "cell,morphology,t_ms\n");
-        if (!bad && n_out == 4) bad = write_sonata_spikes(ns_output_temp_path(o[3]), path[3], network, sim);
-        for (long long c = 0; c < n_cells && !network; ++c) {
-            int64_t cnt;
-            const double *sp = ns_sim_spikes(sim, c, &cnt);
-            const char *base = strrchr(set->items[cell_shape[c]].name, '/');
-            base = base ? base + 1 : set->items[cell_shape[c]].name;
-            for (int64_t q = 0; q < cnt; ++q) fprintf(g, "%lld,%s,%.6f\n", c, base, sp[q]);
-        }
-    }
-    /* A write error (a full disk) shows at the flush: look at every file
-     * before renaming any, so that one failing never leaves the others
-     * behind under result names. */
-    for (int k = 0; k < 4 && !bad; ++k) {
-        FILE *f = o[k] ? ns_output_stream(o[k]) : NULL;
-        errno = 0;
-        if (f && (fflush(f) != 0 || ferror(f)))
-            bad = cli_error("%s: write failed: %s", path[k], errno ? strerror(errno) : "write error");
-    }
-    for (int k = 0; k < 4; ++k) {
-        if (bad) ns_output_abort(o[k]);
-        else if (o[k]) bad = cli_output_commit(o[k]);
-        o[k] = NULL;
-    }
-    free(table);
-    return bad;
-}
-
-/* Save a checkpoint; prints the error. */
-static int save_checkpoint(ns_sim_t *sim, const char *file) {
-    ns_status st = ns_sim_save_state(sim, file);
-    if (st != NS_OK) return cli_error("checkpoint: %s: %s", ns_status_string(st), ns_last_error());
-    return 0;
-}
-
 static void progress(double frac, double elapsed_s) {
     int width = 40, fill = (int)(frac * width + 0.5);
     fprintf(stderr, "\r[");
@@ -593,10 +406,10 @@ static int simulate(int argc, char **argv) {
         return cli_usage_error(cmd, "--checkpoint and --resume run in one process (not under MPI)");
     char stem[4000] = "";
     if (out || plot) {
-        if (!output_stem(out, plot, stem, sizeof stem))
+        if (!cli_sim_output_stem(out, plot, stem, sizeof stem))
             return cli_usage_error(cmd, "%s: the path is longer than the %d bytes an output prefix may have",
                                    out ? "--out" : "--plot", (int)sizeof stem - 2);
-        if (check_output_folder(stem)) return 1; /* every rank: the same answer on a shared file system */
+        if (cli_sim_check_output_folder(stem)) return 1; /* every rank: the same answer on a shared file system */
     }
     /* the plot and the checkpoint are written after (or during) the run:
      * a path they cannot take is refused before it, as for --out */
@@ -606,7 +419,7 @@ static int simulate(int argc, char **argv) {
         if (!later[k]) continue;
         if (stat(later[k], &ls) == 0 && S_ISDIR(ls.st_mode))
             return cli_error("%s: cannot write: it is a directory", later[k]);
-        if (check_output_folder(later[k])) return 1;
+        if (cli_sim_check_output_folder(later[k])) return 1;
     }
     cli_plot_check(plot); /* without matplotlib: the warning now, the results still written */
     if (!ra_given) mo.disc.Ra = params.Ra;
@@ -891,7 +704,7 @@ static int simulate(int argc, char **argv) {
             adapt = want >= (double)max_chunk ? max_chunk : want < 1.0 ? 1 : (long long)want;
         }
         if (next_ck < n_ck && done_steps == ck_steps[next_ck]) {
-            if (save_checkpoint(sim, checkpoint)) goto done;
+            if (cli_sim_save_checkpoint(sim, checkpoint)) goto done;
             ++next_ck;
         }
         double el = ns_sim_elapsed_ms(sim) / 1000.0;
@@ -916,7 +729,7 @@ static int simulate(int argc, char **argv) {
         } else {
             cli_error("simulation interrupted (%s) at t = %g ms, step %lld of %lld",
                       stopped_by == SIGTERM ? "SIGTERM" : "SIGINT", done_steps * params.dt, done_steps, steps);
-            if (checkpoint && !save_checkpoint(sim, checkpoint))
+            if (checkpoint && !cli_sim_save_checkpoint(sim, checkpoint))
                 fprintf(stderr, "neurosolve: checkpoint at t = %g ms written to %s (continue with --resume %s)\n",
                         done_steps * params.dt, checkpoint, checkpoint);
         }
@@ -926,8 +739,8 @@ static int simulate(int argc, char **argv) {
             int64_t kept;
             ns_sim_traces(sim, &kept, NULL);
             char partial[4096];
-            if (!write_results(stem, ".partial", out != NULL, sim, site_names, every_ms, n_cells, &set, cell_shape,
-                               net, partial, sizeof partial))
+            if (!cli_sim_write_results(stem, ".partial", out != NULL, sim, site_names, every_ms, n_cells, &set,
+                                       cell_shape, net, partial, sizeof partial))
             {
                 if (out)
                     fprintf(stderr, "neurosolve: the traces up to t = %g ms (%lld samples) and the spikes until then "
@@ -941,7 +754,7 @@ static int simulate(int argc, char **argv) {
         }
         goto done;
     }
-    if (checkpoint && n_ck == 0 && first_step < steps && save_checkpoint(sim, checkpoint))
+    if (checkpoint && n_ck == 0 && first_step < steps && cli_sim_save_checkpoint(sim, checkpoint))
         goto done;
     st = ns_sim_gather(sim, 0); /* under MPI: spikes and traces to rank 0 */
     if (st != NS_OK) {
@@ -975,8 +788,8 @@ static int simulate(int argc, char **argv) {
     /* outputs: every file goes to a temporary name; all are renamed into
      * place only when all were written (ns_output) */
     char csv_path[4096] = "";
-    if ((out || plot) && write_results(stem, "", out != NULL, sim, site_names, every_ms, n_cells, &set, cell_shape,
-                                       net, csv_path, sizeof csv_path))
+    if ((out || plot) && cli_sim_write_results(stem, "", out != NULL, sim, site_names, every_ms, n_cells, &set,
+                                               cell_shape, net, csv_path, sizeof csv_path))
         goto done;
     char lfp_csv[4096] = "";
     if ((out || plot) && cli_lfp_write(&lfp, stem, lfp_csv, sizeof lfp_csv)) goto done;

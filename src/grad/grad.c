@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "sim/cpu/mechanisms.h"
+#include "mech/blocks.h"
 #include "sim/sim_impl.h"
 #include "neurosolve/grad.h"
 #include "neurosolve/hines.h"

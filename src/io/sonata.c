@@ -38,24 +38,15 @@ ns_status ns_network_write_spikes(const ns_network_t *net, const char *path, int
 }
 
 #else
-#include <hdf5.h>
-
-#define SON_PATH 4096
-#define SON_MAX_ROWS (INT64_C(1) << 26)
+#include "io/sonata_impl.h"
 
 /* ------------------------------------------------------------ HDF5 quiet */
 
-/* The library never prints: HDF5's automatic error stack printing is off
- * while a call runs, and restored after. */
-typedef struct h5quiet {
-    H5E_auto2_t fn;
-    void *data;
-} h5quiet;
-static void quiet_on(h5quiet *q) {
+void ns_son_quiet_on(h5quiet *q) {
     H5Eget_auto2(H5E_DEFAULT, &q->fn, &q->data);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
-static void quiet_off(const h5quiet *q) { H5Eset_auto2(H5E_DEFAULT, q->fn, q->data); }
+void ns_son_quiet_off(const h5quiet *q) { H5Eset_auto2(H5E_DEFAULT, q->fn, q->data); }
 
 /* ------------------------------------------------------------ paths */
 
@@ -67,12 +58,6 @@ static void dir_of(const char *path, char *dir, size_t len) {
     else *slash = 0;
 }
 
-typedef struct manifest {
-    int n;
-    char **key, **val;
-    char dir[SON_PATH]; /* the config's folder: ${configdir} and relative paths */
-    char name[SON_PATH];
-} manifest;
 
 static void manifest_free(manifest *m) {
     for (int k = 0; k < m->n; ++k) {
@@ -85,7 +70,7 @@ static void manifest_free(manifest *m) {
 }
 
 /* DIR/FILE into out; 0 when it does not fit. */
-static int join(char *out, size_t len, const char *dir, const char *file) {
+int ns_son_join(char *out, size_t len, const char *dir, const char *file) {
     const int w = snprintf(out, len, "%s/%s", dir, file);
     return w >= 0 && (size_t)w < len;
 }
@@ -126,7 +111,7 @@ static ns_status manifest_load(manifest *m, const ns_json *root, const char *con
 /* A path of the config: ${configdir} and the manifest's $NAMEs substituted
  * (longest name first; at most 16 rounds, more is a cycle), then relative
  * to the config's folder. `what` names the entry in errors. */
-static ns_status resolve(const manifest *m, const char *text, const char *what, char *out, size_t len) {
+ns_status ns_son_resolve(const manifest *m, const char *text, const char *what, char *out, size_t len) {
     char cur[SON_PATH], next[SON_PATH];
     if (strlen(text) >= sizeof cur) return ns_fail(NS_ERR_PARSE, "%s: %s: path too long", m->name, what);
     snprintf(cur, sizeof cur, "%s", text);
@@ -197,13 +182,13 @@ static ns_status get_number(const manifest *m, const ns_json *obj, const char *k
 
 /* ------------------------------------------------------------ HDF5 datasets */
 
-static int h5_exists(hid_t loc, const char *name) { return H5Lexists(loc, name, H5P_DEFAULT) > 0; }
+int ns_son_h5_exists(hid_t loc, const char *name) { return H5Lexists(loc, name, H5P_DEFAULT) > 0; }
 
 /* A 1-D dataset of numbers read as int64 (integers only) or double. */
-static ns_status h5_read(hid_t g, const char *name, const char *where, int want_int, void **out, int64_t *n) {
+ns_status ns_son_h5_read(hid_t g, const char *name, const char *where, int want_int, void **out, int64_t *n) {
     *out = NULL;
     *n = 0;
-    if (!h5_exists(g, name)) return ns_fail(NS_ERR_PARSE, "%s: no dataset '%s'", where, name);
+    if (!ns_son_h5_exists(g, name)) return ns_fail(NS_ERR_PARSE, "%s: no dataset '%s'", where, name);
     hid_t ds = H5Dopen2(g, name, H5P_DEFAULT);
     if (ds < 0) return ns_fail(NS_ERR_PARSE, "%s: '%s' is not a dataset", where, name);
     ns_status st = NS_OK;
@@ -239,7 +224,7 @@ static ns_status h5_read(hid_t g, const char *name, const char *where, int want_
 }
 
 /* A string attribute (fixed or variable length). */
-static ns_status h5_attr_string(hid_t obj, const char *attr, const char *where, char *out, size_t len) {
+ns_status ns_son_h5_attr_string(hid_t obj, const char *attr, const char *where, char *out, size_t len) {
     if (H5Aexists(obj, attr) <= 0) return ns_fail(NS_ERR_PARSE, "%s: no attribute '%s'", where, attr);
     hid_t a = H5Aopen(obj, attr, H5P_DEFAULT);
     if (a < 0) return ns_fail(NS_ERR_PARSE, "%s: attribute '%s' cannot be opened", where, attr);
@@ -274,7 +259,7 @@ static ns_status h5_attr_string(hid_t obj, const char *attr, const char *where, 
 }
 
 /* The names of a group's members, in HDF5's name order. */
-static ns_status h5_members(hid_t g, const char *where, char ***names, int *n) {
+ns_status ns_son_h5_members(hid_t g, const char *where, char ***names, int *n) {
     H5G_info_t info;
     *names = NULL;
     *n = 0;
@@ -296,13 +281,13 @@ static ns_status h5_members(hid_t g, const char *where, char ***names, int *n) {
     return NS_OK;
 }
 
-static void free_names(char **v, int n) {
+void ns_son_free_names(char **v, int n) {
     for (int k = 0; k < n; ++k) free(v[k]);
     free(v);
 }
 
-static int is_group(hid_t loc, const char *name) {
-    if (!h5_exists(loc, name)) return 0;
+int ns_son_is_group(hid_t loc, const char *name) {
+    if (!ns_son_h5_exists(loc, name)) return 0;
     hid_t o = H5Oopen(loc, name, H5P_DEFAULT);
     if (o < 0) return 0;
     const int yes = H5Iget_type(o) == H5I_GROUP;
@@ -313,42 +298,17 @@ static int is_group(hid_t loc, const char *name) {
 /* The HDF5 file h5path (*f) and its group /NAME (*g), with the group's
  * members; *f and *g stay negative where not opened (the caller closes the
  * others and frees the names). */
-static ns_status h5_open_group(const char *h5path, const char *name, hid_t *f, hid_t *g, char ***names, int *n) {
+ns_status ns_son_h5_open_group(const char *h5path, const char *name, hid_t *f, hid_t *g, char ***names, int *n) {
     *f = H5Fopen(h5path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (*f < 0) return ns_fail(NS_ERR_IO, "%s: cannot open as HDF5", h5path);
-    if (!is_group(*f, name)) return ns_fail(NS_ERR_PARSE, "%s: no group /%s", h5path, name);
+    if (!ns_son_is_group(*f, name)) return ns_fail(NS_ERR_PARSE, "%s: no group /%s", h5path, name);
     *g = H5Gopen2(*f, name, H5P_DEFAULT);
     char where[SON_PATH + 16];
     snprintf(where, sizeof where, "%s: /%s", h5path, name);
-    return h5_members(*g, where, names, n);
+    return ns_son_h5_members(*g, where, names, n);
 }
 
-/* ------------------------------------------------------------ the reader */
 
-typedef struct pop {
-    char name[256];
-    char where[SON_PATH + 300]; /* "FILE: /nodes/NAME" */
-    int64_t n;
-    int virtual_;               /* every node virtual (1), every node biophysical (0); mixed: -1 */
-    int64_t *kind;              /* per node: 1 biophysical, 2 virtual */
-    int64_t *cell;              /* per node: the cell (biophysical) or -1 */
-    int64_t *source;            /* per node: the source (detector or train) */
-    double **times;             /* virtual: spike times per node */
-    int64_t *n_times, *cap_times;
-    int has_input;
-} pop;
-
-typedef struct reader {
-    manifest man;     /* of the config with the networks (the circuit) */
-    manifest sim;     /* of the config with run and inputs */
-    ns_json *cfg, *circuit;
-    char morph_dir[SON_PATH], model_dir[SON_PATH], syn_dir[SON_PATH];
-    int has_morph_dir, has_model_dir, has_syn_dir;
-    pop *pops;
-    int n_pops;
-    ns_network_t *net;
-    double threshold;
-} reader;
 
 static void reader_free(reader *r) {
     for (int k = 0; k < r->n_pops; ++k) {
@@ -368,7 +328,7 @@ static void reader_free(reader *r) {
     ns_json_free(r->circuit);
 }
 
-static pop *find_pop(reader *r, const char *name) {
+pop *ns_son_find_pop(reader *r, const char *name) {
     for (int k = 0; k < r->n_pops; ++k)
         if (strcmp(r->pops[k].name, name) == 0) return &r->pops[k];
     return NULL;
@@ -392,7 +352,7 @@ static ns_status components(reader *r, const ns_json *root) {
         if (st == NS_OK && s) {
             char what[128];
             snprintf(what, sizeof what, "components.%s", dirs[k].key);
-            st = resolve(&r->man, s, what, dirs[k].dst, SON_PATH);
+            st = ns_son_resolve(&r->man, s, what, dirs[k].dst, SON_PATH);
             *dirs[k].has = 1;
         }
         if (st != NS_OK) return st;
@@ -404,7 +364,7 @@ static ns_status components(reader *r, const ns_json *root) {
  * `file_key` names the HDF5 file and `types_key` the CSV types table (keyed by
  * `id_column`), both resolved (h5path, csvpath: SON_PATH bytes), the table
  * read into *types. */
-static ns_status open_entry(reader *r, const ns_json *entry, const char *what, const char *file_key,
+ns_status ns_son_open_entry(reader *r, const ns_json *entry, const char *what, const char *file_key,
                             const char *types_key, const char *id_column, char *h5path, char *csvpath,
                             ns_son_table *types) {
     if (entry->kind != NS_JSON_OBJECT)
@@ -413,8 +373,8 @@ static ns_status open_entry(reader *r, const ns_json *entry, const char *what, c
     const char *s1, *s2;
     ns_status st = get_string(&r->man, entry, file_key, what, 1, &s1);
     if (st == NS_OK) st = get_string(&r->man, entry, types_key, what, 1, &s2);
-    if (st == NS_OK) st = resolve(&r->man, s1, what, h5path, SON_PATH);
-    if (st == NS_OK) st = resolve(&r->man, s2, what, csvpath, SON_PATH);
+    if (st == NS_OK) st = ns_son_resolve(&r->man, s1, what, h5path, SON_PATH);
+    if (st == NS_OK) st = ns_son_resolve(&r->man, s2, what, csvpath, SON_PATH);
     if (st != NS_OK) return st;
     return ns_son_table_read(csvpath, id_column, types);
 }
@@ -426,7 +386,7 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
     snprintf(what, sizeof what, "networks.nodes[%d]", idx);
     ns_son_table types;
     ns_status st =
-        open_entry(r, entry, what, "nodes_file", "node_types_file", "node_type_id", h5path, csvpath, &types);
+        ns_son_open_entry(r, entry, what, "nodes_file", "node_types_file", "node_type_id", h5path, csvpath, &types);
     if (st != NS_OK) return st;
     const int c_model_type = ns_son_table_col(&types, "model_type"), c_morph = ns_son_table_col(&types, "morphology"),
               c_template = ns_son_table_col(&types, "model_template"), c_proc = ns_son_table_col(&types, "model_processing");
@@ -464,9 +424,9 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
             else {
                 char path[SON_PATH];
                 if (r->has_model_dir && tpl[11] != '/') {
-                    if (!join(path, sizeof path, r->model_dir, tpl + 11))
+                    if (!ns_son_join(path, sizeof path, r->model_dir, tpl + 11))
                         st = ns_fail(NS_ERR_PARSE, "%s:%d: node type %lld: path too long", csvpath, line, id);
-                } else st = resolve(&r->man, tpl + 11, "model_template", path, sizeof path);
+                } else st = ns_son_resolve(&r->man, tpl + 11, "model_template", path, sizeof path);
                 char from[SON_PATH + 64];
                 snprintf(from, sizeof from, "%s:%d", csvpath, line);
                 if (st == NS_OK && model_path[0] && strcmp(model_path, path) != 0)
@@ -482,14 +442,14 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
         }
     }
     h5quiet hq;
-    quiet_on(&hq);
+    ns_son_quiet_on(&hq);
     hid_t f = H5I_INVALID_HID, nodes = H5I_INVALID_HID;
     char **names = NULL;
     int n_names = 0;
-    if (st == NS_OK) st = h5_open_group(h5path, "nodes", &f, &nodes, &names, &n_names);
+    if (st == NS_OK) st = ns_son_h5_open_group(h5path, "nodes", &f, &nodes, &names, &n_names);
     if (st == NS_OK && n_names == 0) st = ns_fail(NS_ERR_PARSE, "%s: no population in /nodes", h5path);
     for (int k = 0; k < n_names && st == NS_OK; ++k) {
-        if (find_pop(r, names[k])) {
+        if (ns_son_find_pop(r, names[k])) {
             st = ns_fail(NS_ERR_PARSE, "%s: population '%s' again (node population names are unique)", h5path, names[k]);
             break;
         }
@@ -503,21 +463,21 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
         memset(p, 0, sizeof *p);
         snprintf(p->name, sizeof p->name, "%s", names[k]);
         snprintf(p->where, sizeof p->where, "%s: /nodes/%s", h5path, names[k]);
-        if (!is_group(nodes, names[k])) {
+        if (!ns_son_is_group(nodes, names[k])) {
             st = ns_fail(NS_ERR_PARSE, "%s: not a group", p->where);
             break;
         }
         hid_t g = H5Gopen2(nodes, names[k], H5P_DEFAULT);
         int64_t *type_id = NULL, *gid = NULL, *gix = NULL, *nid = NULL;
         int64_t n1 = 0, n2 = 0, n3 = 0, n4 = 0;
-        st = h5_read(g, "node_type_id", p->where, 1, (void **)&type_id, &n1);
-        if (st == NS_OK) st = h5_read(g, "node_group_id", p->where, 1, (void **)&gid, &n2);
-        if (st == NS_OK) st = h5_read(g, "node_group_index", p->where, 1, (void **)&gix, &n3);
+        st = ns_son_h5_read(g, "node_type_id", p->where, 1, (void **)&type_id, &n1);
+        if (st == NS_OK) st = ns_son_h5_read(g, "node_group_id", p->where, 1, (void **)&gid, &n2);
+        if (st == NS_OK) st = ns_son_h5_read(g, "node_group_index", p->where, 1, (void **)&gix, &n3);
         if (st == NS_OK && (n2 != n1 || n3 != n1))
             st = ns_fail(NS_ERR_PARSE, "%s: node_type_id has %lld entries, node_group_id %lld, node_group_index %lld",
                          p->where, (long long)n1, (long long)n2, (long long)n3);
-        if (st == NS_OK && h5_exists(g, "node_id")) {
-            st = h5_read(g, "node_id", p->where, 1, (void **)&nid, &n4);
+        if (st == NS_OK && ns_son_h5_exists(g, "node_id")) {
+            st = ns_son_h5_read(g, "node_id", p->where, 1, (void **)&nid, &n4);
             if (st == NS_OK && n4 != n1)
                 st = ns_fail(NS_ERR_PARSE, "%s: node_id has %lld entries, node_type_id %lld", p->where, (long long)n4,
                              (long long)n1);
@@ -546,7 +506,7 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
             if (gi == n_seen) {
                 char gname[32];
                 snprintf(gname, sizeof gname, "%lld", (long long)gid[q]);
-                if (gid[q] < 0 || !is_group(g, gname)) {
+                if (gid[q] < 0 || !ns_son_is_group(g, gname)) {
                     st = ns_fail(NS_ERR_PARSE, "%s: node %lld: node_group_id %lld: no group /nodes/%s/%s", p->where,
                                  (long long)q, (long long)gid[q], p->name, gname);
                     break;
@@ -566,7 +526,7 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
                 static const char *const per_node[] = {"morphology", "model_template", "model_type",
                                                        "model_processing", "dynamics_params"};
                 for (int w = 0; w < 5 && st == NS_OK; ++w)
-                    if (h5_exists(gg, per_node[w]))
+                    if (ns_son_h5_exists(gg, per_node[w]))
                         st = ns_fail(NS_ERR_UNSUPPORTED,
                                      "%s/%s/%s: per-node %s is not read: give it per node type in %s", p->where, gname,
                                      per_node[w], per_node[w], csvpath);
@@ -574,7 +534,7 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
                 int ndn = 0;
                 char gw[SON_PATH + 340];
                 snprintf(gw, sizeof gw, "%s/%s", p->where, gname);
-                if (st == NS_OK) st = h5_members(gg, gw, &dn, &ndn);
+                if (st == NS_OK) st = ns_son_h5_members(gg, gw, &dn, &ndn);
                 const char *first = NULL;
                 for (int w = 0; w < ndn && st == NS_OK; ++w) {
                     hid_t o = H5Oopen(gg, dn[w], H5P_DEFAULT);
@@ -596,7 +556,7 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
                     }
                     H5Oclose(o);
                 }
-                free_names(dn, ndn);
+                ns_son_free_names(dn, ndn);
                 H5Gclose(gg);
             }
             if (st == NS_OK && (gix[q] < 0 || (glen[gi] >= 0 && gix[q] >= glen[gi])))
@@ -625,7 +585,7 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
                 const int has_ext = strrchr(m, '.') && !strchr(strrchr(m, '.'), '/');
                 int w;
                 if (m[0] == '/' || !r->has_morph_dir) {
-                    st = resolve(&r->man, m, "morphology", path, sizeof path);
+                    st = ns_son_resolve(&r->man, m, "morphology", path, sizeof path);
                     w = (int)strlen(path);
                     if (st == NS_OK && !has_ext) w = snprintf(path + w, sizeof path - (size_t)w, ".swc") + w;
                 } else
@@ -645,10 +605,10 @@ static ns_status read_nodes(reader *r, const ns_json *entry, int idx, char *mode
         free(nid);
         H5Gclose(g);
     }
-    free_names(names, n_names);
+    ns_son_free_names(names, n_names);
     if (nodes >= 0) H5Gclose(nodes);
     if (f >= 0) H5Fclose(f);
-    quiet_off(&hq);
+    ns_son_quiet_off(&hq);
     ns_son_table_free(&types);
     return st;
 }
@@ -662,32 +622,32 @@ static int cmp_double(const void *a, const void *b) {
  * populations (`only`: that population; NULL: every one in the file). */
 static ns_status read_spikes(reader *r, const char *path, const char *only) {
     h5quiet hq;
-    quiet_on(&hq);
+    ns_son_quiet_on(&hq);
     ns_status st = NS_OK;
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) st = ns_fail(NS_ERR_IO, "%s: cannot open as HDF5 (a SONATA spikes file)", path);
     hid_t sp = H5I_INVALID_HID;
-    if (st == NS_OK && !is_group(f, "spikes")) st = ns_fail(NS_ERR_PARSE, "%s: no group /spikes", path);
+    if (st == NS_OK && !ns_son_is_group(f, "spikes")) st = ns_fail(NS_ERR_PARSE, "%s: no group /spikes", path);
     if (st == NS_OK) sp = H5Gopen2(f, "spikes", H5P_DEFAULT);
     char **names = NULL;
     int n_names = 0;
     if (st == NS_OK) {
         char where[SON_PATH + 16];
         snprintf(where, sizeof where, "%s: /spikes", path);
-        st = h5_members(sp, where, &names, &n_names);
+        st = ns_son_h5_members(sp, where, &names, &n_names);
     }
-    if (st == NS_OK && only && !is_group(sp, only))
+    if (st == NS_OK && only && !ns_son_is_group(sp, only))
         st = ns_fail(NS_ERR_PARSE, "%s: no population /spikes/%s (the input's node_set)", path, only);
     int used = 0;
     for (int k = 0; k < n_names && st == NS_OK; ++k) {
         if (only && strcmp(names[k], only) != 0) continue;
         char where[SON_PATH + 300];
         snprintf(where, sizeof where, "%s: /spikes/%s", path, names[k]);
-        if (!is_group(sp, names[k])) {
+        if (!ns_son_is_group(sp, names[k])) {
             if (only) st = ns_fail(NS_ERR_PARSE, "%s: not a group (old-style /spikes/timestamps is not read)", where);
             continue;
         }
-        pop *p = find_pop(r, names[k]);
+        pop *p = ns_son_find_pop(r, names[k]);
         if (!p) {
             st = ns_fail(NS_ERR_PARSE, "%s: no node population '%s' in the network", where, names[k]);
             break;
@@ -700,8 +660,8 @@ static ns_status read_spikes(reader *r, const char *path, const char *only) {
         hid_t g = H5Gopen2(sp, names[k], H5P_DEFAULT);
         double *t = NULL;
         int64_t *id = NULL, nt = 0, ni = 0;
-        st = h5_read(g, "timestamps", where, 0, (void **)&t, &nt);
-        if (st == NS_OK) st = h5_read(g, "node_ids", where, 1, (void **)&id, &ni);
+        st = ns_son_h5_read(g, "timestamps", where, 0, (void **)&t, &nt);
+        if (st == NS_OK) st = ns_son_h5_read(g, "node_ids", where, 1, (void **)&id, &ni);
         if (st == NS_OK && nt != ni)
             st = ns_fail(NS_ERR_PARSE, "%s: timestamps has %lld entries, node_ids %lld", where, (long long)nt,
                          (long long)ni);
@@ -734,10 +694,10 @@ static ns_status read_spikes(reader *r, const char *path, const char *only) {
         H5Gclose(g);
     }
     if (st == NS_OK && used == 0) st = ns_fail(NS_ERR_PARSE, "%s: no population of spikes in /spikes", path);
-    free_names(names, n_names);
+    ns_son_free_names(names, n_names);
     if (sp >= 0) H5Gclose(sp);
     if (f >= 0) H5Fclose(f);
-    quiet_off(&hq);
+    ns_son_quiet_off(&hq);
     return st;
 }
 
@@ -766,462 +726,14 @@ static ns_status read_inputs(reader *r, const char *input_spikes) {
                            "%s: %s (line %d): module '%s' is not read (sonata or h5: a SONATA spikes file)",
                            r->sim.name, what, e->line, module);
         char path[SON_PATH];
-        if ((st = resolve(&r->sim, file, what, path, sizeof path)) != NS_OK) return st;
-        pop *p = find_pop(r, node_set);
+        if ((st = ns_son_resolve(&r->sim, file, what, path, sizeof path)) != NS_OK) return st;
+        pop *p = ns_son_find_pop(r, node_set);
         if (!p)
             return ns_fail(NS_ERR_PARSE, "%s: %s: node_set '%s' is not a node population of the network (node set "
                            "files are not read)", r->sim.name, what, node_set);
         if ((st = read_spikes(r, path, node_set)) != NS_OK) return st;
     }
     return NS_OK;
-}
-
-/* A synapse type of an edge type: BMTK's exp2syn/expsyn, or a point process by name. */
-typedef struct mapped {
-    char mech[NS_NETBUILD_NAME];
-    int bmtk; /* 1 exp2syn, 2 expsyn, 0 a library's point process */
-} mapped;
-
-/* A dynamics parameter's name on the mechanism (BMTK's names for its two
- * built-ins: erev is e; expsyn's tau1 is tau). NULL: refused. */
-static const char *param_name(const mapped *m, const char *key) {
-    if (m->bmtk == 1) {
-        if (!strcmp(key, "tau1") || !strcmp(key, "tau2")) return key;
-        if (!strcmp(key, "erev")) return "e";
-        return NULL;
-    }
-    if (m->bmtk == 2) {
-        if (!strcmp(key, "tau1")) return "tau";
-        if (!strcmp(key, "erev")) return "e";
-        return NULL;
-    }
-    return key;
-}
-
-static ns_status syntype_of(reader *r, const ns_son_table *types, int64_t row, const char *csvpath,
-                            ns_netbuild_syntype *out, mapped *m) {
-    memset(out, 0, sizeof *out);
-    memset(m, 0, sizeof *m);
-    const int line = types->line[row];
-    const long long id = (long long)types->id[row];
-    const char *tpl = ns_son_table_get(types, row, ns_son_table_col(types, "model_template"));
-    const char *dyn = ns_son_table_get(types, row, ns_son_table_col(types, "dynamics_params"));
-    const char *wf = ns_son_table_get(types, row, ns_son_table_col(types, "weight_function"));
-    if (!tpl) return ns_fail(NS_ERR_PARSE, "%s:%d: edge type %lld: no model_template (exp2syn, expsyn or a "
-                             "POINT_PROCESS)", csvpath, line, id);
-    if (wf && strcmp(wf, "wmax") != 0)
-        return ns_fail(NS_ERR_UNSUPPORTED, "%s:%d: edge type %lld: weight_function '%s' is not applied (BMTK's Python "
-                       "functions are not run): syn_weight is the weight", csvpath, line, id, wf);
-    if (!strcmp(tpl, "exp2syn")) m->bmtk = 1, snprintf(m->mech, sizeof m->mech, "Exp2Syn");
-    else if (!strcmp(tpl, "expsyn")) m->bmtk = 2, snprintf(m->mech, sizeof m->mech, "ExpSyn");
-    else {
-        size_t k = 0;
-        while (tpl[k] && (isalnum((unsigned char)tpl[k]) || tpl[k] == '_')) ++k;
-        if (tpl[k] || k == 0 || k >= NS_NETBUILD_NAME || isdigit((unsigned char)tpl[0]))
-            return ns_fail(NS_ERR_PARSE, "%s:%d: edge type %lld: model_template '%s' is not a mechanism name", csvpath,
-                           line, id, tpl);
-        snprintf(m->mech, sizeof m->mech, "%s", tpl);
-    }
-    snprintf(out->mech, sizeof out->mech, "%s", m->mech);
-    if (!dyn) return NS_OK;
-    char path[SON_PATH];
-    if (r->has_syn_dir && dyn[0] != '/') {
-        if (!join(path, sizeof path, r->syn_dir, dyn))
-            return ns_fail(NS_ERR_PARSE, "%s:%d: edge type %lld: path too long", csvpath, line, id);
-    } else {
-        ns_status st = resolve(&r->man, dyn, "dynamics_params", path, sizeof path);
-        if (st != NS_OK) return st;
-    }
-    ns_json *j = NULL;
-    ns_status st = ns_json_read(path, &j);
-    if (st != NS_OK) {
-        char where[SON_PATH + 80];
-        snprintf(where, sizeof where, "%s:%d: edge type %lld: dynamics_params", csvpath, line, id);
-        ns_error_prefix(where);
-        return st;
-    }
-    if (j->kind != NS_JSON_OBJECT) st = ns_fail(NS_ERR_PARSE, "%s: not an object", path);
-    out->name = calloc(j->n + 1, sizeof *out->name);
-    out->value = calloc(j->n + 1, sizeof *out->value);
-    if (st == NS_OK && (!out->name || !out->value)) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", path);
-    for (size_t k = 0; k < j->n && st == NS_OK; ++k) {
-        if (!strcmp(j->keys[k], "level_of_detail")) continue; /* BMTK's note of the model, a string */
-        const char *pn = param_name(m, j->keys[k]);
-        if (!pn)
-            st = ns_fail(NS_ERR_UNSUPPORTED, "%s: \"%s\" (line %d): BMTK's %s reads tau1%s and erev only", path,
-                         j->keys[k], j->items[k].line, tpl, m->bmtk == 1 ? ", tau2" : "");
-        else if (j->items[k].kind != NS_JSON_NUMBER)
-            st = ns_fail(NS_ERR_PARSE, "%s: \"%s\" (line %d) is %s, not a number", path, j->keys[k], j->items[k].line,
-                         ns_json_kind_name(j->items[k].kind));
-        else if (strlen(pn) >= NS_NETBUILD_NAME)
-            st = ns_fail(NS_ERR_PARSE, "%s: \"%s\": name too long", path, j->keys[k]);
-        else {
-            snprintf(out->name[out->n_params], NS_NETBUILD_NAME, "%s", pn);
-            out->value[out->n_params++] = j->items[k].number;
-        }
-    }
-    ns_json_free(j);
-    return st;
-}
-
-static ns_status read_edges(reader *r, const ns_json *entry, int idx) {
-    char what[64], h5path[SON_PATH], csvpath[SON_PATH];
-    snprintf(what, sizeof what, "networks.edges[%d]", idx);
-    ns_son_table types;
-    ns_status st =
-        open_entry(r, entry, what, "edges_file", "edge_types_file", "edge_type_id", h5path, csvpath, &types);
-    if (st != NS_OK) return st;
-    /* every type's synapse, checked before any edge */
-    ns_netbuild_syntype *syn = calloc((size_t)(types.nrow + 1), sizeof *syn);
-    mapped *maps = calloc((size_t)(types.nrow + 1), sizeof *maps);
-    double *tw = malloc((size_t)(types.nrow + 1) * sizeof *tw), *td = malloc((size_t)(types.nrow + 1) * sizeof *td);
-    if (!syn || !maps || !tw || !td) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", csvpath);
-    const int c_w = ns_son_table_col(&types, "syn_weight"), c_d = ns_son_table_col(&types, "delay");
-    for (int64_t row = 0; row < types.nrow && st == NS_OK; ++row) {
-        st = syntype_of(r, &types, row, csvpath, &syn[row], &maps[row]);
-        const char *sv[2] = {ns_son_table_get(&types, row, c_w), ns_son_table_get(&types, row, c_d)};
-        double *dst[2] = {&tw[row], &td[row]};
-        for (int k = 0; k < 2 && st == NS_OK; ++k) {
-            *dst[k] = NAN;
-            if (!sv[k]) continue;
-            if ((st = ns_number_parse(sv[k], -HUGE_VAL, HUGE_VAL, dst[k])) != NS_OK) {
-                char pre[SON_PATH + 160];
-                snprintf(pre, sizeof pre, "%s:%d: edge type %lld: %s", csvpath, types.line[row],
-                         (long long)types.id[row], k ? "delay" : "syn_weight");
-                ns_error_prefix(pre);
-            }
-        }
-    }
-    h5quiet hq;
-    quiet_on(&hq);
-    hid_t f = H5I_INVALID_HID, edges = H5I_INVALID_HID;
-    char **names = NULL;
-    int n_names = 0;
-    if (st == NS_OK) st = h5_open_group(h5path, "edges", &f, &edges, &names, &n_names);
-    for (int k = 0; k < n_names && st == NS_OK; ++k) {
-        char where[SON_PATH + 300];
-        snprintf(where, sizeof where, "%s: /edges/%s", h5path, names[k]);
-        if (!is_group(edges, names[k])) {
-            st = ns_fail(NS_ERR_PARSE, "%s: not a group", where);
-            break;
-        }
-        hid_t g = H5Gopen2(edges, names[k], H5P_DEFAULT);
-        int64_t *src = NULL, *tgt = NULL, *tid = NULL, *gid = NULL, *gix = NULL, n[5] = {0};
-        st = h5_read(g, "source_node_id", where, 1, (void **)&src, &n[0]);
-        if (st == NS_OK) st = h5_read(g, "target_node_id", where, 1, (void **)&tgt, &n[1]);
-        if (st == NS_OK) st = h5_read(g, "edge_type_id", where, 1, (void **)&tid, &n[2]);
-        if (st == NS_OK) st = h5_read(g, "edge_group_id", where, 1, (void **)&gid, &n[3]);
-        if (st == NS_OK) st = h5_read(g, "edge_group_index", where, 1, (void **)&gix, &n[4]);
-        static const char *const dsn[5] = {"source_node_id", "target_node_id", "edge_type_id", "edge_group_id",
-                                           "edge_group_index"};
-        for (int w = 1; w < 5 && st == NS_OK; ++w)
-            if (n[w] != n[0])
-                st = ns_fail(NS_ERR_PARSE, "%s: %s has %lld entries, source_node_id %lld", where, dsn[w],
-                             (long long)n[w], (long long)n[0]);
-        char spop_name[256] = "", tpop_name[256] = "";
-        pop *sp = NULL, *tp = NULL;
-        if (st == NS_OK) {
-            char w2[SON_PATH + 340];
-            snprintf(w2, sizeof w2, "%s/source_node_id", where);
-            hid_t ds = H5Dopen2(g, "source_node_id", H5P_DEFAULT);
-            st = h5_attr_string(ds, "node_population", w2, spop_name, sizeof spop_name);
-            H5Dclose(ds);
-            if (st == NS_OK) {
-                snprintf(w2, sizeof w2, "%s/target_node_id", where);
-                ds = H5Dopen2(g, "target_node_id", H5P_DEFAULT);
-                st = h5_attr_string(ds, "node_population", w2, tpop_name, sizeof tpop_name);
-                H5Dclose(ds);
-            }
-            if (st == NS_OK && !(sp = find_pop(r, spop_name)))
-                st = ns_fail(NS_ERR_PARSE, "%s/source_node_id: node_population '%s' is not a node population of the "
-                             "network", where, spop_name);
-            if (st == NS_OK && !(tp = find_pop(r, tpop_name)))
-                st = ns_fail(NS_ERR_PARSE, "%s/target_node_id: node_population '%s' is not a node population of the "
-                             "network", where, tpop_name);
-        }
-        ns_netbuild_edges e;
-        memset(&e, 0, sizeof e);
-        const int64_t ne = n[0];
-        if (st == NS_OK) {
-            const size_t wl = strlen(where);
-            /* the end of a long path: the population stays readable */
-            const char *tail = wl >= sizeof e.label ? where + wl - (sizeof e.label - 4) : where;
-            memcpy(e.label, wl >= sizeof e.label ? "..." : "", wl >= sizeof e.label ? 3 : 0);
-            memcpy(e.label + (wl >= sizeof e.label ? 3 : 0), tail, strlen(tail) + 1);
-            e.n = ne;
-            const size_t m = (size_t)(ne > 0 ? ne : 1);
-            e.src = malloc(m * 8), e.cell = malloc(m * 8), e.node = malloc(m * 8);
-            e.section = malloc(m * 4), e.type = malloc(m * 4);
-            e.x = malloc(m * 8), e.weight = malloc(m * 8), e.delay = malloc(m * 8);
-            if (!e.src || !e.cell || !e.node || !e.section || !e.type || !e.x || !e.weight || !e.delay)
-                st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", where);
-        }
-        /* the groups: their datasets, read once each */
-        typedef struct egroup {
-            int64_t id, len;
-            double *w, *d, *x, *nsyns;
-            int64_t *sec;
-            int n_pp;
-            char (*pp_name)[NS_NETBUILD_NAME];
-            double **pp;
-        } egroup;
-        egroup *groups = NULL;
-        int n_groups = 0;
-        /* the per-edge dynamics names of all groups (one column each in the block) */
-        char (*pp_names)[NS_NETBUILD_NAME] = NULL;
-        int n_pp = 0;
-        for (int64_t q = 0; q < ne && st == NS_OK; ++q) {
-            int gi = 0;
-            while (gi < n_groups && groups[gi].id != gid[q]) ++gi;
-            if (gi < n_groups) continue;
-            char gname[32];
-            snprintf(gname, sizeof gname, "%lld", (long long)gid[q]);
-            if (gid[q] < 0 || !is_group(g, gname)) {
-                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: edge_group_id %lld: no group %s/%s", where, (long long)q,
-                             (long long)gid[q], names[k], gname);
-                break;
-            }
-            egroup *ng = realloc(groups, (size_t)(n_groups + 1) * sizeof *ng);
-            if (!ng) {
-                st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", where);
-                break;
-            }
-            groups = ng;
-            egroup *eg = &groups[n_groups++];
-            memset(eg, 0, sizeof *eg);
-            eg->id = gid[q];
-            eg->len = -1;
-            char gw[SON_PATH + 340];
-            snprintf(gw, sizeof gw, "%s/%s", where, gname);
-            hid_t gg = H5Gopen2(g, gname, H5P_DEFAULT);
-            struct {
-                const char *name, *alt;
-                void **dst;
-                int is_int;
-            } want[5] = {{"syn_weight", NULL, (void **)&eg->w, 0},
-                         {"delay", NULL, (void **)&eg->d, 0},
-                         {"afferent_section_id", "sec_id", (void **)&eg->sec, 1},
-                         {"afferent_section_pos", "sec_x", (void **)&eg->x, 0},
-                         {"nsyns", NULL, (void **)&eg->nsyns, 0}};
-            for (int w = 0; w < 5 && st == NS_OK; ++w) {
-                const char *nm = h5_exists(gg, want[w].name) ? want[w].name
-                                 : want[w].alt && h5_exists(gg, want[w].alt) ? want[w].alt : NULL;
-                if (!nm) continue;
-                int64_t len;
-                st = h5_read(gg, nm, gw, want[w].is_int, want[w].dst, &len);
-                if (st == NS_OK && eg->len >= 0 && len != eg->len)
-                    st = ns_fail(NS_ERR_PARSE, "%s/%s has %lld entries, other datasets of the group %lld", gw, nm,
-                                 (long long)len, (long long)eg->len);
-                eg->len = len;
-            }
-            if (st == NS_OK && !eg->sec)
-                st = ns_fail(NS_ERR_UNSUPPORTED,
-                             "%s: no afferent_section_id (or sec_id): synapses placed at run time (BMTK's nsyns with "
-                             "target_sections and distance_range) are not read",
-                             gw);
-            if (st == NS_OK && !eg->x)
-                st = ns_fail(NS_ERR_PARSE, "%s: no afferent_section_pos (or sec_x) beside the section ids", gw);
-            if (st == NS_OK && is_group(gg, "dynamics_params")) {
-                hid_t dg = H5Gopen2(gg, "dynamics_params", H5P_DEFAULT);
-                char **dn = NULL;
-                int ndn = 0;
-                char dw[SON_PATH + 400];
-                snprintf(dw, sizeof dw, "%s/dynamics_params", gw);
-                st = h5_members(dg, dw, &dn, &ndn);
-                eg->pp_name = calloc((size_t)ndn + 1, sizeof *eg->pp_name);
-                eg->pp = calloc((size_t)ndn + 1, sizeof *eg->pp);
-                if (st == NS_OK && (!eg->pp_name || !eg->pp)) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", dw);
-                for (int w = 0; w < ndn && st == NS_OK; ++w) {
-                    int64_t len;
-                    if (strlen(dn[w]) >= NS_NETBUILD_NAME) {
-                        st = ns_fail(NS_ERR_PARSE, "%s/%s: name too long", dw, dn[w]);
-                        break;
-                    }
-                    st = h5_read(dg, dn[w], dw, 0, (void **)&eg->pp[w], &len);
-                    if (st == NS_OK && len != eg->len)
-                        st = ns_fail(NS_ERR_PARSE, "%s/%s has %lld entries, other datasets of the group %lld", dw,
-                                     dn[w], (long long)len, (long long)eg->len);
-                    snprintf(eg->pp_name[w], NS_NETBUILD_NAME, "%s", dn[w]);
-                    eg->n_pp = w + 1;
-                }
-                free_names(dn, ndn);
-                H5Gclose(dg);
-            }
-            H5Gclose(gg);
-        }
-        /* each edge */
-        for (int64_t q = 0; q < ne && st == NS_OK; ++q) {
-            int gi = 0;
-            while (gi < n_groups && groups[gi].id != gid[q]) ++gi;
-            const egroup *eg = &groups[gi];
-            const int64_t row = ns_son_table_row(&types, tid[q]);
-            const int64_t ix = gix[q];
-            if (row < 0) {
-                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: edge_type_id %lld is not in %s", where, (long long)q,
-                             (long long)tid[q], csvpath);
-                break;
-            }
-            if (ix < 0 || ix >= eg->len) {
-                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: edge_group_index %lld is outside group %lld (%lld entries)",
-                             where, (long long)q, (long long)ix, (long long)eg->id, (long long)eg->len);
-                break;
-            }
-            if (src[q] < 0 || src[q] >= sp->n) {
-                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: source node %lld is outside population %s (%lld nodes)",
-                             where, (long long)q, (long long)src[q], sp->name, (long long)sp->n);
-                break;
-            }
-            if (tgt[q] < 0 || tgt[q] >= tp->n) {
-                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: target node %lld is outside population %s (%lld nodes)",
-                             where, (long long)q, (long long)tgt[q], tp->name, (long long)tp->n);
-                break;
-            }
-            if (tp->kind[tgt[q]] != 1) {
-                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: target node %lld of %s is virtual (no synapse there)", where,
-                             (long long)q, (long long)tgt[q], tp->name);
-                break;
-            }
-            if (eg->nsyns && eg->nsyns[ix] != 1.0) {
-                st = ns_fail(NS_ERR_UNSUPPORTED, "%s: edge %lld: nsyns %g: one synapse per edge only", where,
-                             (long long)q, eg->nsyns[ix]);
-                break;
-            }
-            const double w = eg->w ? eg->w[ix] : tw[row], d = eg->d ? eg->d[ix] : td[row];
-            if (isnan(w) || isnan(d)) {
-                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: no %s (a dataset of group %lld or a column of %s)", where,
-                             (long long)q, isnan(w) ? "syn_weight" : "delay", (long long)eg->id, csvpath);
-                break;
-            }
-            if (!isfinite(w) || !(d > 0.0) || !isfinite(d)) {
-                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: %s %g (%s)", where, (long long)q,
-                             !isfinite(w) ? "syn_weight" : "delay", !isfinite(w) ? w : d,
-                             !isfinite(w) ? "finite only" : "a delay must be > 0 ms");
-                break;
-            }
-            const double x = eg->x[ix];
-            if (!(x >= 0.0 && x <= 1.0)) {
-                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: afferent_section_pos %g is not in [0, 1]", where,
-                             (long long)q, x);
-                break;
-            }
-            if (eg->sec[ix] < 0 || eg->sec[ix] > INT32_MAX) {
-                st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: afferent_section_id %lld < 0", where, (long long)q,
-                             (long long)eg->sec[ix]);
-                break;
-            }
-            e.src[q] = sp->source[src[q]];
-            e.cell[q] = tp->cell[tgt[q]];
-            e.node[q] = tgt[q];
-            e.section[q] = (int32_t)eg->sec[ix];
-            e.type[q] = (int32_t)row;
-            e.x[q] = x;
-            e.weight[q] = w;
-            e.delay[q] = d;
-        }
-        /* the per-edge dynamics: the union of the groups' names, NaN where a group has none */
-        for (int gi = 0; gi < n_groups && st == NS_OK; ++gi)
-            for (int w = 0; w < groups[gi].n_pp && st == NS_OK; ++w) {
-                int have = 0;
-                while (have < n_pp && strcmp(pp_names[have], groups[gi].pp_name[w]) != 0) ++have;
-                if (have < n_pp) continue;
-                char (*nn)[NS_NETBUILD_NAME] = realloc(pp_names, (size_t)(n_pp + 1) * sizeof *nn);
-                if (!nn) {
-                    st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", where);
-                    break;
-                }
-                pp_names = nn;
-                snprintf(pp_names[n_pp++], NS_NETBUILD_NAME, "%s", groups[gi].pp_name[w]);
-            }
-        if (st == NS_OK && n_pp > 0) {
-            e.pp = malloc((size_t)(ne > 0 ? ne : 1) * (size_t)n_pp * sizeof *e.pp);
-            e.pp_names = calloc((size_t)n_pp, sizeof *e.pp_names);
-            if (!e.pp || !e.pp_names) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", where);
-            e.n_pp = n_pp;
-        }
-        for (int64_t q = 0; q < ne && st == NS_OK && n_pp > 0; ++q) {
-            int gi = 0;
-            while (gi < n_groups && groups[gi].id != gid[q]) ++gi;
-            const mapped *m = &maps[e.type[q]];
-            for (int p = 0; p < n_pp && st == NS_OK; ++p) {
-                e.pp[q * n_pp + p] = NAN;
-                for (int w = 0; w < groups[gi].n_pp; ++w)
-                    if (!strcmp(groups[gi].pp_name[w], pp_names[p])) e.pp[q * n_pp + p] = groups[gi].pp[w][gix[q]];
-                if (isnan(e.pp[q * n_pp + p])) continue;
-                /* names as the mechanism has them (BMTK's exp2syn/expsyn: erev is e) */
-                const char *pn = param_name(m, pp_names[p]);
-                if (!pn)
-                    st = ns_fail(NS_ERR_UNSUPPORTED, "%s: edge %lld: dynamics_params/%s: BMTK's %s reads tau1%s and erev only",
-                                 where, (long long)q, pp_names[p], m->bmtk == 1 ? "exp2syn" : "expsyn",
-                                 m->bmtk == 1 ? ", tau2" : "");
-                else if (!isfinite(e.pp[q * n_pp + p]))
-                    st = ns_fail(NS_ERR_PARSE, "%s: edge %lld: dynamics_params/%s is %g", where, (long long)q,
-                                 pp_names[p], e.pp[q * n_pp + p]);
-            }
-        }
-        /* the mapped names: the same mapping for every edge of a name when the types agree on it */
-        for (int p = 0; p < n_pp && st == NS_OK; ++p) {
-            const char *pn = NULL;
-            for (int64_t q = 0; q < ne && st == NS_OK; ++q) {
-                if (isnan(e.pp[q * n_pp + p])) continue;
-                const char *this_pn = param_name(&maps[e.type[q]], pp_names[p]);
-                if (pn && strcmp(pn, this_pn) != 0)
-                    st = ns_fail(NS_ERR_UNSUPPORTED, "%s: dynamics_params/%s means %s and %s for edges of different "
-                                 "synapse types: one population per synapse model", where, pp_names[p], pn, this_pn);
-                pn = this_pn;
-            }
-            snprintf(e.pp_names[p], NS_NETBUILD_NAME, "%s", pn ? pn : pp_names[p]);
-        }
-        if (st == NS_OK) {
-            /* the types, copied into the block */
-            e.types = calloc((size_t)(types.nrow + 1), sizeof *e.types);
-            if (!e.types) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", where);
-            e.n_types = (int32_t)types.nrow;
-            for (int64_t t = 0; t < types.nrow && st == NS_OK; ++t) {
-                e.types[t] = syn[t];
-                e.types[t].name = calloc((size_t)syn[t].n_params + 1, sizeof *e.types[t].name);
-                e.types[t].value = calloc((size_t)syn[t].n_params + 1, sizeof *e.types[t].value);
-                if (!e.types[t].name || !e.types[t].value) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", where);
-                else {
-                    memcpy(e.types[t].name, syn[t].name, (size_t)syn[t].n_params * sizeof *syn[t].name);
-                    memcpy(e.types[t].value, syn[t].value, (size_t)syn[t].n_params * sizeof *syn[t].value);
-                }
-            }
-        }
-        if (st == NS_OK) st = ns_netbuild_edges_add(r->net, &e); /* takes the arrays */
-        else ns_netbuild_edges_free(&e);
-        for (int gi = 0; gi < n_groups; ++gi) {
-            free(groups[gi].w);
-            free(groups[gi].d);
-            free(groups[gi].x);
-            free(groups[gi].nsyns);
-            free(groups[gi].sec);
-            for (int w = 0; w < groups[gi].n_pp; ++w) free(groups[gi].pp[w]);
-            free(groups[gi].pp);
-            free(groups[gi].pp_name);
-        }
-        free(groups);
-        free(pp_names);
-        free(src);
-        free(tgt);
-        free(tid);
-        free(gid);
-        free(gix);
-        H5Gclose(g);
-    }
-    free_names(names, n_names);
-    if (edges >= 0) H5Gclose(edges);
-    if (f >= 0) H5Fclose(f);
-    quiet_off(&hq);
-    for (int64_t row = 0; syn && row < types.nrow; ++row) {
-        free(syn[row].name);
-        free(syn[row].value);
-    }
-    free(syn);
-    free(maps);
-    free(tw);
-    free(td);
-    ns_son_table_free(&types);
-    return st;
 }
 
 static ns_status read_all(reader *r, const char *config, const char *input_spikes) {
@@ -1238,7 +750,7 @@ static ns_status read_all(reader *r, const char *config, const char *input_spike
             return ns_fail(NS_ERR_PARSE, "%s: neither \"networks\" (a circuit config) nor \"network\" (a simulation "
                            "config naming its circuit config)", config);
         char path[SON_PATH];
-        if ((st = resolve(&r->sim, circuit, "network", path, sizeof path)) != NS_OK) return st;
+        if ((st = ns_son_resolve(&r->sim, circuit, "network", path, sizeof path)) != NS_OK) return st;
         if ((st = ns_json_read(path, &r->circuit)) != NS_OK) return st;
         if (r->circuit->kind != NS_JSON_OBJECT) return ns_fail(NS_ERR_PARSE, "%s: not a JSON object", path);
         root = r->circuit;
@@ -1314,7 +826,7 @@ static ns_status read_all(reader *r, const char *config, const char *input_spike
         free(sn);
         free(pn);
     }
-    for (size_t k = 0; edges && k < edges->n && st == NS_OK; ++k) st = read_edges(r, &edges->items[k], (int)k);
+    for (size_t k = 0; edges && k < edges->n && st == NS_OK; ++k) st = ns_son_read_edges(r, &edges->items[k], (int)k);
     return st;
 }
 
@@ -1398,7 +910,7 @@ ns_status ns_network_write_spikes(const ns_network_t *net, const char *path, int
             has[pop_of[k]] = 1;
     }
     h5quiet hq;
-    quiet_on(&hq);
+    ns_son_quiet_on(&hq);
     hid_t f = st == NS_OK ? H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT) : H5I_INVALID_HID;
     if (st == NS_OK && f < 0) st = ns_fail(NS_ERR_IO, "%s: cannot create an HDF5 file", path);
     hid_t gcpl = untimed(H5P_GROUP_CREATE);
@@ -1435,7 +947,7 @@ ns_status ns_network_write_spikes(const ns_network_t *net, const char *path, int
     if (top >= 0) H5Gclose(top);
     if (gcpl >= 0) H5Pclose(gcpl);
     if (f >= 0 && H5Fclose(f) < 0 && st == NS_OK) st = ns_fail(NS_ERR_IO, "%s: closing failed", path);
-    quiet_off(&hq);
+    ns_son_quiet_off(&hq);
     free(pop_of);
     free(buf);
     free(has);

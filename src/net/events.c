@@ -22,8 +22,6 @@
 #include <string.h>
 
 #include "net/net_impl.h"
-#include "sim/dist_impl.h"
-#include "sim/sim_impl.h"
 #include "core/error.h"
 
 static void ev_error(net_point *pt, int inst, const char *what, double t) {
@@ -205,52 +203,8 @@ void ns_net_point_free(net_point *pt) {
     free(pt->syn_id);
 }
 
-void ns_net_events_init(ns_sim_t *sim) {
-    sim_net *net = sim->net;
-    for (int64_t k = 0; k < net->n_conns; ++k) {
-        const net_conn *c = &net->conns[k];
-        const ns_mech_desc *d = sim->model->descs[net->syns[c->synapse].desc];
-        if (!d->net_init || net->n_blocks == 0) continue;
-        net_point *pt = &net->blocks[net->syn_block[c->synapse]]->points[net->syn_slot[c->synapse]];
-        pt->p.t = 0.0;
-        d->net_init(&pt->p, net->syn_inst[c->synapse], net->wvec + c->w_at);
-    }
-}
-
 ns_status ns_net_events_check(const sim_net *net) {
     for (int64_t b = 0; b < net->n_blocks; ++b)
         if (net->blocks[b]->ev_error[0]) return ns_fail(NS_ERR_INVALID_ARGUMENT, "network: %s", net->blocks[b]->ev_error);
-    return NS_OK;
-}
-
-/* A point process's net_event as a spike source (NEURON: a NetCon whose
- * source is the point process, e.g. an IntFire1 or a NetStim). */
-ns_status ns_sim_add_point_source(ns_sim_t *sim, int64_t synapse, int64_t *source) {
-    const char *fn = "ns_sim_add_point_source";
-    if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: sim is NULL", fn);
-    if (sim->dist) return ns_dist_sim_refuse(fn);
-    sim_net *net = sim->net;
-    if (!net || synapse < 0 || synapse >= net->n_syns)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: synapse %lld does not exist (%lld synapses)", fn,
-                       (long long)synapse, (long long)(net ? net->n_syns : 0));
-    for (int64_t s = 0; s < net->n_sources; ++s)
-        if (net->sources[s].point == synapse + 1)
-            return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: synapse %lld is already source %lld", fn, (long long)synapse,
-                           (long long)s);
-    if (net->n_sources == net->cap_sources) {
-        const int64_t c = net->cap_sources ? 2 * net->cap_sources : 16;
-        net_source *q = realloc(net->sources, (size_t)c * sizeof *q);
-        if (!q) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
-        net->sources = q;
-        net->cap_sources = c;
-    }
-    net_source *s = &net->sources[net->n_sources];
-    memset(s, 0, sizeof *s);
-    s->cell = -1;
-    s->node = -1;
-    s->point = synapse + 1;
-    if (source) *source = net->n_sources;
-    net->n_sources++;
-    net->dirty = 1;
     return NS_OK;
 }

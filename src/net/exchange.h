@@ -1,5 +1,5 @@
 /* Private: the interface between a simulation's network (net.c) and a
- * simulation spread over processes (net/dist_net.c, docs/networks.md
+ * simulation spread over processes (sim/dist_net.c, docs/networks.md
  * "MPI"): the spike exchange that ends each interval of the loop, replaced
  * by one over the processes. */
 #ifndef NS_CABLE_NET_EXCHANGE_H

@@ -1,4 +1,5 @@
-/* Private: a simulation's network (net.c, docs/networks.md): synapses
+/* Private: a simulation's network (net.c, docs/networks.md; what needs the
+ * simulation's handle is in sim/network.h): synapses
  * (point processes with NET_RECEIVE), spike sources, connections, and the
  * per-lane-block part that the CPU loop (sim/cpu/step.c) runs: the synapses'
  * instances, the block's event queue and the spikes its detectors found. */
@@ -7,12 +8,11 @@
 
 #include <stdint.h>
 
-#include "sim/cpu/mechanisms.h"
+#include "mech/blocks.h"
 #include "mech/model_impl.h"
+#include "neurosolve/cable.h"
 #include "core/rng.h"
 #include "net/exchange.h"
-
-struct sim_fault;
 
 typedef struct net_syn {
     int64_t cell;
@@ -183,6 +183,8 @@ typedef struct net_block_in {
 } net_block_in;
 
 void ns_net_free(sim_net *net);
+/* What ns_net_build made (the blocks, the connections by source, ...), before it builds again. */
+void ns_net_free_built(sim_net *net);
 /* The four values of random stream q of synapse syn (type d) before INITIAL: those
  * ns_sim_synapse_set gave a RANDOM variable's ids and position ("R.id1", ...), the rest
  * ns_mech_random_stream's defaults for (the cell, the synapse's index). */
@@ -190,45 +192,14 @@ void ns_net_syn_random(const sim_net *net, const ns_mech_desc *d, int64_t syn, i
 /* pointer.c: POINTER k of synapse syn: its target, or the error naming it
  * when unconnected (the CPU and GPU loops) */
 ns_status ns_net_pointer_of(const sim_net *net, const ns_mech_desc *d, int64_t syn, int k, const net_ptr **to);
-/* the error of a POINTER k whose target mechanism is not inserted at its compartment */
-ns_status ns_net_pointer_absent(const ns_sim_t *sim, int64_t syn, const ns_mech_desc *d, int k, const net_ptr *to);
 /* instance index of node `node` among a mechanism's nodes on a shape (ascending), -1 where absent */
 int64_t ns_net_instance_at(const sim_mech_shape *ms, int32_t node);
-/* the addresses of the POINTERs of a block's instances of one point type
- * (pt->desc, the synapses syns[i]) */
-ns_status ns_net_point_pointers(const ns_sim_t *sim, const net_block_in *in, const int64_t *syns, int32_t cnt,
-                                net_point *pt);
 /* the copies of the targets in other blocks, at a step's start */
 void ns_net_pointer_snapshot(sim_net *net);
-/* NEURON's finitialize for the network: the synapses' instances per block
- * (rebuilt), their INITIAL, the detectors' state from v, no events, no
- * spikes, trains from their start. */
-ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in);
-/* The same for a device loop: no blocks (the backend holds the instances and
- * detectors), spikes fanned out on the device (net->fan). */
-ns_status ns_net_build_device(ns_sim_t *sim);
 /* A device loop's detector spikes of the interval that ran, before
  * ns_net_loop_next exchanges them (any order). */
 ns_status ns_net_add_spikes(sim_net *net, const net_spike *spikes, int64_t n);
-/* Advance `steps` steps in intervals of at most the minimum delay, the
- * spikes of each interval exchanged after it (sim.c's ns_sim_advance):
- * the backend's advance_net runs the intervals that ns_net_loop_next gives. */
-ns_status ns_net_advance(ns_sim_t *sim, int64_t steps, struct sim_fault *fault);
 
-/* The interval loop (net.c), for a backend's advance_net: one thread calls
- * ns_net_loop_next between intervals (none running): it finishes the
- * interval that ran (its spikes exchanged, sim->steps and sim->t moved to
- * its end; not after a fault or an error) and prepares the next (the trains'
- * and Poisson sources' spikes due by its end into the queues), returning its
- * length: the backend then advances every block by that many steps from
- * sim->steps. 0: done, or stopped (*st says why, else the fault). */
-typedef struct net_loop {
-    int64_t steps, interval, done, len;
-    int64_t steps0;
-    double t0, t1;
-} net_loop;
-void ns_net_loop_begin(ns_sim_t *sim, int64_t steps, net_loop *L);
-int64_t ns_net_loop_next(ns_sim_t *sim, net_loop *L, const struct sim_fault *fault, ns_status *st);
 
 /* The CPU loop's calls for one block, at the start of a step from t: the
  * events due by t + dt/2; a point type's current (slot); every point's
@@ -246,6 +217,15 @@ int ns_net_detect(net_block *nb, const double *v, double t);
 void ns_net_poisson_reset(net_source *s);
 void ns_net_poisson_draw(net_source *s);
 
+/* Room for one more of n items of `size` bytes in *p (capacity *cap): 0, or -1 when out of memory. */
+int ns_net_grow(void **p, int64_t n, int64_t *cap, size_t size);
+/* Between two intervals (sim/network.c's loop): the detectors' spikes of the interval that ran
+ * into the rasters and the queues, sorted by (time, source), or in the order a distributed
+ * simulation's exchange gives (net/exchange.h); then the trains' and Poisson sources' spikes at
+ * or before `upto` (the next interval's end). */
+ns_status ns_net_exchange(sim_net *net);
+ns_status ns_net_emit_trains(sim_net *net, double upto);
+
 /* The block queue (net.c): push (-1: out of memory) and remove the entry at index i. */
 int ns_net_queue_push(net_block *nb, const net_event *e);
 void ns_net_queue_remove(net_block *nb, int64_t i);
@@ -254,10 +234,10 @@ void ns_net_queue_remove(net_block *nb, int64_t i);
  * source of its net_event (net->syn_src, before the blocks; connections
  * from one need delay >= dt), a point type's
  * event hooks (ppack.ev), the connections' NET_RECEIVE INITIAL at
- * finitialize, and the first event error of any block after an interval. */
+ * finitialize (sim/network_build.c, ns_net_events_init), and the first event error of any block after
+ * an interval. */
 ns_status ns_net_events_index(sim_net *net, double dt);
 ns_status ns_net_events_attach(sim_net *net, net_point *pt, const int64_t *syns, int32_t cnt);
-void ns_net_events_init(ns_sim_t *sim);
 ns_status ns_net_events_check(const sim_net *net);
 /* The active WATCH conditions of a block at the start of a step from t
  * (NEURON's check_thresh): each that turned true sends its flag at t. */

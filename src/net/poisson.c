@@ -4,7 +4,7 @@
  * SplitMix64 stream of (seed, NS_POISSON_STREAM) (core/rng.h), one uniform
  * u in (0, 1] per interval, interval = -ln(u) / rate. The times are drawn in
  * one sequence per source, ahead of each interval of the loop (net.c's
- * emit_trains), so that they depend on the seed only: not on the intervals,
+ * ns_net_emit_trains), so that they depend on the seed only: not on the intervals,
  * the lane blocks or the thread count. */
 #include <math.h>
 

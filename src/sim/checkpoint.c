@@ -268,8 +268,8 @@ ns_status ns_sim_save_state(ns_sim_t *sim, const char *path) {
     if (st == NS_OK) {
         put(&w, sim->traces, (size_t)sim->samples * (size_t)sim->n_recs * sizeof(double));
         for (int64_t c = 0; c < sim->n_cells; ++c) {
-            put_i64(&w, sim->n_spikes[c]);
-            put(&w, sim->spikes[c], (size_t)sim->n_spikes[c] * sizeof(double));
+            put_i64(&w, sim->spikes.n[c]);
+            put(&w, sim->spikes.t[c], (size_t)sim->spikes.n[c] * sizeof(double));
         }
         h.payload_bytes = w.bytes;
         h.checksum = w.hash;
@@ -561,10 +561,10 @@ ns_status ns_sim_restore_state(ns_sim_t *sim, const char *path) {
     }
     if (ntr) memcpy(sim->traces, traces, ntr * sizeof *traces);
     for (int64_t c = 0; c < sim->n_cells; ++c) {
-        free(sim->spikes[c]);
-        sim->spikes[c] = spikes[c];
-        sim->n_spikes[c] = sim->cap_spikes[c] = n_spikes[c] ? n_spikes[c] : 1;
-        sim->n_spikes[c] = n_spikes[c];
+        free(sim->spikes.t[c]);
+        sim->spikes.t[c] = spikes[c];
+        sim->spikes.n[c] = sim->spikes.cap[c] = n_spikes[c] ? n_spikes[c] : 1;
+        sim->spikes.n[c] = n_spikes[c];
         spikes[c] = NULL;
     }
     sim->t = t;

@@ -5,6 +5,7 @@
  * lead only for small cells (short critical paths) in large counts. */
 #include "sim/policy.h"
 #include "neurosolve/mechanism.h"
+#include "core/error.h"
 
 int ns_sim_auto_needs_onchip(int64_t cells, int32_t sms) {
     return cells >= (int64_t)sms * NS_SIM_AUTO_ONCHIP_MIN_CELLS_PER_SM;
@@ -91,4 +92,20 @@ double ns_sim_min_bytes(int64_t compartments, int32_t n_mechs, const ns_sim_byte
         values += (double)ions[j].slots * per;
     }
     return values * w / (double)compartments;
+}
+
+ns_status ns_sim_mechanisms_choose(const ns_sim_mech_facts *f, const char *loop, ns_sim_gpu_mechanisms *path) {
+    const int rule = ns_sim_gpu_mechanisms_rule(f);
+    if (rule < 0)
+        return ns_fail(NS_ERR_UNSUPPORTED,
+                       "simulation: gpu_mechanisms = fused, but %s runs the built-in pas and hh (with hh's rate "
+                       "table) and a network of the built-in ExpSyn and Exp2Syn only (%s): use auto or per-step",
+                       loop,
+                       !f->builtin_only           ? "the model has other mechanisms, or hh without its table"
+                       : f->writes_concentration  ? "a mechanism writes a concentration"
+                       : f->parameters_exposed    ? "ns_sim_state_field handed out a parameter's or an ion's array, and "
+                                                    "the fused loop reads the copies it made at create"
+                                                  : "the network has synapse types it does not run");
+    *path = (ns_sim_gpu_mechanisms)rule;
+    return NS_OK;
 }

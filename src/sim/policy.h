@@ -65,6 +65,11 @@ typedef struct ns_sim_mech_facts {
  * "Networks: busyring"). */
 int ns_sim_gpu_mechanisms_rule(const ns_sim_mech_facts *facts);
 
+/* The rule's path for facts f into *path (a backend sets it on the handle);
+ * `fused` asked for where `loop` ("the CPU loop's fused pass", "the GPU's
+ * fused loop") cannot run it: NS_ERR_UNSUPPORTED naming why. */
+ns_status ns_sim_mechanisms_choose(const ns_sim_mech_facts *f, const char *loop, ns_sim_gpu_mechanisms *path);
+
 /* Whether the GPU's per-step path runs the model's library mechanisms in
  * their library's fused launches (mechanism ABI 6: one launch per phase for
  * all of them, docs/simulation.md "Models: the fused loop"): not when

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/net_impl.h"
+#include "sim/network.h"
 #include "sim/sim_impl.h"
 #include "sim/policy.h"
 #include "core/device_impl.h"
@@ -186,11 +186,11 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
     sim->shapes = calloc((size_t)n_shapes, sizeof *sim->shapes);
     sim->cell_shape = malloc((size_t)n_cells * sizeof *sim->cell_shape);
     sim->cell_offset = malloc((size_t)(n_cells + 1) * sizeof *sim->cell_offset);
-    sim->spikes = calloc((size_t)n_cells, sizeof *sim->spikes);
-    sim->n_spikes = calloc((size_t)n_cells, sizeof *sim->n_spikes);
-    sim->cap_spikes = calloc((size_t)n_cells, sizeof *sim->cap_spikes);
-    if (!sim->shapes || !sim->cell_shape || !sim->cell_offset || !sim->spikes || !sim->n_spikes ||
-        !sim->cap_spikes) {
+    sim->spikes.t = calloc((size_t)n_cells, sizeof *sim->spikes.t);
+    sim->spikes.n = calloc((size_t)n_cells, sizeof *sim->spikes.n);
+    sim->spikes.cap = calloc((size_t)n_cells, sizeof *sim->spikes.cap);
+    if (!sim->shapes || !sim->cell_shape || !sim->cell_offset || !sim->spikes.t || !sim->spikes.n ||
+        !sim->spikes.cap) {
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_create: %lld cells", (long long)n_cells);
         goto fail;
     }
@@ -271,11 +271,11 @@ void ns_sim_destroy(ns_sim_t *sim) {
     free(sim->rec_begin);
     free(sim->rec_order);
     free(sim->traces);
-    if (sim->spikes)
-        for (int64_t c = 0; c < sim->n_cells; ++c) free(sim->spikes[c]);
-    free(sim->spikes);
-    free(sim->n_spikes);
-    free(sim->cap_spikes);
+    if (sim->spikes.t)
+        for (int64_t c = 0; c < sim->n_cells; ++c) free(sim->spikes.t[c]);
+    free(sim->spikes.t);
+    free(sim->spikes.n);
+    free(sim->spikes.cap);
     free(sim);
 }
 
@@ -407,7 +407,10 @@ ns_status ns_sim_init(ns_sim_t *sim) {
     sim->failed = 0;
     sim->state_set = 0;
     sim->samples = 0;
-    for (int64_t c = 0; c < sim->n_cells; ++c) sim->n_spikes[c] = 0;
+    for (int64_t c = 0; c < sim->n_cells; ++c) sim->spikes.n[c] = 0;
+    /* the host arrays' initial state, from which every backend's init starts: v at v_init (the
+     * mechanisms' states are their INITIAL's) */
+    for (int64_t i = 0; i < sim->n_comp; ++i) sim->v[i] = sim->params.v_init;
     const int caller = enter(sim);
     st = sim->ops->init(sim);
     leave(sim, caller);
@@ -430,7 +433,7 @@ ns_status ns_sim_mech_error(const ns_mech_error *e, double t, int64_t step) {
 /* Drop spikes after time t [ms] (a failed run keeps what came before). */
 static void trim_spikes(ns_sim_t *sim, double t) {
     for (int64_t c = 0; c < sim->n_cells; ++c)
-        while (sim->n_spikes[c] > 0 && sim->spikes[c][sim->n_spikes[c] - 1] > t) sim->n_spikes[c]--;
+        while (sim->spikes.n[c] > 0 && sim->spikes.t[c][sim->spikes.n[c] - 1] > t) sim->spikes.n[c]--;
 }
 
 ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
@@ -618,8 +621,8 @@ const double *ns_sim_spikes(const ns_sim_t *sim, int64_t cell, int64_t *count) {
         if (count) *count = 0;
         return NULL;
     }
-    if (count) *count = sim->n_spikes[cell];
-    return sim->spikes[cell];
+    if (count) *count = sim->spikes.n[cell];
+    return sim->spikes.t[cell];
 }
 
 /* After ns_sim_set_state the host copy is the state; else a backend that

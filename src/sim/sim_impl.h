@@ -4,6 +4,7 @@
 #define NS_CABLE_SIM_IMPL_H
 
 #include "mech/model_impl.h"
+#include "sim/step_phases.h"
 #include "core/registry.h"
 #include "neurosolve/cable.h"
 
@@ -92,8 +93,7 @@ struct ns_sim {
     /* results */
     double *traces; /* samples x n_recs */
     int64_t samples, cap_samples;
-    double **spikes; /* per cell */
-    int64_t *n_spikes, *cap_spikes;
+    sim_spike_out spikes; /* the detection phase's output (step_phases.h) */
 
     double t;        /* [ms] */
     int64_t steps;
@@ -132,7 +132,8 @@ struct sim_ops {
     const char *name;
     ns_status (*create)(ns_sim_t *sim);
     void (*destroy)(ns_sim_t *sim);
-    /* v = v_init, gates at steady state (host arrays as well) */
+    /* finitialize from the host arrays (the facade has set v = v_init): the
+     * mechanisms' INITIAL, the network's blocks */
     ns_status (*init)(ns_sim_t *sim);
     /* advance `steps` steps from sim->steps; record into sim->traces (grown by
      * the caller for the new samples) and append spikes; fill *fault */
@@ -169,9 +170,6 @@ struct sim_ops {
 };
 
 const sim_ops *ns_sim_cpu_ops(void);
-/* The initial state in the host array (v = v_init; the mechanisms' states
- * are set by the model's INITIAL): every backend's init starts from it. */
-void ns_sim_init_host(ns_sim_t *sim);
 /* The family's implementations (core/registry.h), in sim.c. */
 ns_impl_table ns_sim_impls(void);
 const sim_ops *ns_sim_cuda_ops(void); /* NULL without CUDA */
@@ -181,20 +179,11 @@ const sim_ops *ns_sim_cuda_ops(void); /* NULL without CUDA */
  * (params.c); every simulation without ns_sim_options.model runs it. */
 ns_status ns_sim_params_model(const ns_sim_params *params, ns_sim_model_t **out);
 
-/* Append a spike time to a cell's list (0 or -1 when out of memory). */
-int ns_sim_push_spike(ns_sim_t *sim, int64_t cell, double t);
-
 /* Room for trace samples [0, upto) (checkpoint.c restores them). */
 ns_status ns_sim_grow_traces(ns_sim_t *sim, int64_t upto);
 
 /* Rebuild the per-cell stimulus and recording indexes if needed. */
 ns_status ns_sim_index(ns_sim_t *sim);
-
-/* The mechanisms' path for facts f (sim/policy.h, ns_sim_gpu_mechanisms_rule),
- * set on sim; `fused` asked for where `loop` ("the CPU loop's fused pass",
- * "the GPU's fused loop") cannot run it: NS_ERR_UNSUPPORTED naming why. */
-struct ns_sim_mech_facts;
-ns_status ns_sim_mechanisms_path(ns_sim_t *sim, const struct ns_sim_mech_facts *f, const char *loop);
 
 /* NEURON's time after k half steps from t (t += 0.5 * dt each). */
 static inline double ns_sim_half_step(double t, double dt) { return t + .5 * dt; }

@@ -333,7 +333,7 @@ static void model_equals_handwritten(ns_cell_t *const *cells) {
 
 /* ------------------------- 2b. the CPU loop's fused pass == its per-step path */
 
-/* The fused pass (src/sim/cpu/mechanisms.c) runs the generated per-instance
+/* The fused pass (src/mech/blocks_fused.c) runs the generated per-instance
  * functions that the per-step path runs, on locals, each node's terms in the
  * same order: the same traces, spike times and, after the run (the
  * assigned variables are stored in a call's last step), model variables,

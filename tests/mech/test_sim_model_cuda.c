@@ -1,5 +1,5 @@
 /* A model's mechanisms on the GPU (src/sim/cuda/mechanisms.c) against
- * the CPU loop's (src/sim/cpu/mechanisms.c), an independent implementation of
+ * the CPU loop's (src/mech/blocks.c), an independent implementation of
  * the same step (host entry points over lane blocks, the CPU Hines solve):
  *   - the built-in hh (generated) everywhere and pas in the dendrites, on
  *     three morphologies x 3 cells: spike times within 1e-6 ms, traces within

@@ -114,7 +114,7 @@ static int hh_exponents(double dt, const double tau[3], double fast[3], double e
     const int in = nsm_hh_d_states_pre_set(&h.p, HH_ARGS(h), 0, 0, 0.0, y, 1, &fast[0], &t[0], &fast[1], &t[1],
                                            &fast[2], &t[2]);
     /* the targets are the rows' columns 0, 2, 4 (the fused state pass reads
-     * them there: FUSED_HH_TARGET in sim/cpu/mechanisms.c) */
+     * them there: FUSED_HH_TARGET in mech/blocks_fused.c) */
     CHECK(t[0] == y[0] && t[1] == y[2] && t[2] == y[4]);
     if (!in) {
         const double head[5] = {1.0, 6.3, -100.0, 1.0, 6.3}; /* built, celsius, tmin, 1/dx, celsius */

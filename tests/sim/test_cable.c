@@ -691,7 +691,7 @@ static void test_node_order(void) {
     free(one.state);
     /* dense_Animal_2_Basal_2 alone: reordered on one thread (long fused
      * segments), split (its node ranges in place, the fused passes over the
-     * instances, sim/cpu/mechanisms.c) on two */
+     * instances, mech/blocks.c) on two */
     CHECK(ns_cpu_split(38580, 38580, 2) && !ns_cpu_split(38580, 38580, 1));
     order_case("dense_Animal_2_Basal_2.swc", 38580, 1, 1, 240, &one);
     order_case("dense_Animal_2_Basal_2.swc", 38580, 1, 2, 240, &many);

@@ -30,7 +30,7 @@
  * translator reads from a block's first instance (the TABLE is built from the
  * PARAMETER defaults, k = 1; a new k makes it build again): the CPU loop keeps one
  * TABLE per simulation for all its blocks, and one per block once two blocks would
- * each build it (sim/cpu/mechanisms.c, model_tables): two cells of two shapes (two
+ * each build it (mech/blocks.c, model_tables): two cells of two shapes (two
  * blocks), k = 1 in both and then 3 in the second; each cell's lookups k_default v^2.
  * On the CPU; also on the GPU where there is one and the test was given an
  * nvcc (tests/sim_nmodl_neuron.cmake). Without a C compiler the test skips (77). */

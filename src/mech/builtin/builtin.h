@@ -9,7 +9,7 @@ const ns_mech_catalogue *ns_mech_builtin(void);
 extern const ns_mech_desc nsm_pas_desc, nsm_hh_desc, nsm_ExpSyn_desc, nsm_Exp2Syn_desc;
 
 /* The field layouts the fused loops are written for (the GPU's tree kernel,
- * src/sim/cuda/fused.h; the CPU loop's fused pass, sim/cpu/mechanisms.c):
+ * src/sim/cuda/fused.h; the CPU loop's fused pass, mech/blocks_fused.c):
  * parameters, assigned variables, states, the generated descriptors'
  * counts. Both refuse to fuse a descriptor that differs (e.g. after a
  * translator change). */

@@ -14,7 +14,7 @@
  *     the block's cells, with w independent lanes at each node.
  * The host array sim->v (Flat layout) is written from the blocks when the
  * state is read (sync_state); the mechanisms' variables stay in the blocks
- * (sim/cpu/mechanisms.c).
+ * (mech/blocks.c).
  *
  * Threads: one parallel region per ns_sim_advance call; each thread owns a
  * static set of blocks balanced by compartments (sim/cpu/policy.h) and advances
@@ -48,7 +48,7 @@
  *   the mechanisms' states from the new v (hh's gates by cnexp)
  *
  * Mechanisms run one after the other over the whole cell, as NEURON runs them
- * (sim/cpu/mechanisms.c: per step, or the built-in pas and hh fused into the
+ * (mech/blocks.c: per step, or the built-in pas and hh fused into the
  * loop's passes), so that the sums at each node add in NEURON's order. The axial terms of d do not
  * depend on v: they are added with the capacitance, as one constant per
  * node (diagonal_constant); those of rhs are added by the elimination, node
@@ -74,16 +74,16 @@
 #define NS_YIELD() ((void)0)
 #endif
 
+#include "sim/cpu/layout.h"
 #include "sim/cpu/policy.h"
 #include "sim/cpu/exp_lanes.h"
-#include "sim/cpu/mechanisms.h"
-#include "net/net_impl.h"
+#include "mech/blocks.h"
+#include "sim/network.h"
 #include "sim/sim_impl.h"
 #include "sim/policy.h"
 #include "sim/spike_rule.h"
 #include "core/error.h"
 
-#define ALIGN 64           /* [bytes] block arrays start on a cache line */
 /* The run_block_W below: one function per width, so that the lane loops have a constant trip count;
  * on x86-64 Linux with gcc or clang, each compiled for AVX-512, AVX2 and the
  * baseline, chosen at load time by the CPU (function multiversioning; the
@@ -101,526 +101,6 @@
 #else
 #define NS_CLONES
 #endif
-#define LOG2_LANES_MAX 3   /* widths 1, 2, 4, 8 */
-
-/* A narrow block's elimination and back substitution as independent
- * chains interleaved: the tree cut for SOLVE_STREAMS streams (ns_cpu_cut
- * with as many "threads" and 2 pieces each); stream s eliminates the cut
- * subtrees of range s, one node of each stream in turn, so that the
- * divisions of different subtrees overlap; then the top (docs/simulation.md,
- * "The narrow blocks' solve streams"; blocks of 1 and 2 lanes take them,
- * wider blocks fill the divider with lanes). 4 streams: with the shape's
- * part read as one sequence (solve_entry), the 2-lane solve was faster
- * with 4 than with 8 and the 1-lane one the same (bench/README.md at 01b826c, "The
- * solve in one pass, the rate table as rows"; -DSOLVE_STREAMS=N for another
- * count). */
-#ifndef SOLVE_STREAMS
-#define SOLVE_STREAMS 4
-#endif
-#ifndef SOLVE_STREAMS_W_MAX
-#define SOLVE_STREAMS_W_MAX 2
-#endif
-
-/* A node of a narrow block's solve streams: what its elimination and back
- * substitution read of the shape, in the streams' order (cpu_shape.order),
- * so that the streams read the shape in one sequence. */
-typedef struct solve_entry {
-    int32_t at, parent; /* the node's position and its parent's (-1: past the stream's end) */
-    double a, b;        /* the node's a and b */
-} solve_entry;
-
-typedef struct cpu_shape {
-    int32_t *pos;  /* the node order (ns_cpu_reorder): node i's position in the block's arrays; NULL:
-                      position i */
-    int32_t *ppar; /* with pos: pos[parent[i]] (node 0: 0) */
-    int32_t n_top, *top;  /* ns_cpu_cut's top entries */
-    int32_t n_order;      /* SOLVE_STREAMS x the longest stream */
-    solve_entry *order;   /* order[k * SOLVE_STREAMS + s]: stream s's k-th node to eliminate (its cut
-                             subtrees' nodes below their roots, each subtree from its last node) */
-    double *cap[LOG2_LANES_MAX + 1]; /* cap repeated over w = 1, 2, 4, 8 lanes (those used) */
-} cpu_shape;
-
-typedef struct cpu_block {
-    int32_t shape, w;
-    int32_t split;                  /* 1: one cell run by every thread (split_front, split_top, split_back) */
-    int64_t cell[NS_CPU_LANES_MAX]; /* the cells in lane order (ascending) */
-    double *v;                      /* n * w, v[pos(node) * w + lane] */
-    model_block *mech;              /* the model's mechanisms (sim->model) */
-    net_block *net;                 /* its synapses, events and detectors (sim->net's, net.c), else NULL */
-} cpu_block;
-
-/* A thread's next block, on a cache line of its own (other threads take
- * from it once their own blocks are done). */
-typedef struct cpu_cursor {
-    _Alignas(ALIGN) atomic_llong q;
-} cpu_cursor;
-
-typedef struct cpu_state {
-    int32_t threads;       /* threads that run (<= blocks) */
-    int64_t n_blocks;
-    cpu_block *blocks;
-    int64_t *thread_begin; /* threads + 1 into `order` */
-    int64_t *order;        /* blocks, thread by thread, each thread's longest first */
-    cpu_cursor *next;      /* per thread: its next block in `order` (taken by any thread, below) */
-    int64_t *lane_of;      /* n_cells: block * NS_CPU_LANES_MAX + lane */
-    cpu_shape *shapes;
-    model_tables *tables;  /* the model's TABLEs, one copy for every block (sim/cpu/mechanisms.h) */
-    double *store;         /* the blocks' state */
-    int64_t max_nw;        /* largest n * w (scratch per thread) */
-    int64_t n_split;       /* blocks run by every thread, one after the other */
-    int64_t *split;        /* their indices */
-    int64_t *split_at;     /* each one's offset in the shared scratch */
-    double *split_d, *split_rhs; /* their shared scratch (d, rhs) */
-    int *split_stopped;    /* per split cell: stopped by a fault in this call */
-    ns_cpu_cut *split_cut; /* per split block: its subtrees and node ranges per thread */
-    atomic_int *split_bad; /* per split block: a bad pivot in a cut subtree this step */
-    atomic_int *split_nan; /* per split block: v not finite in a node range at the last step */
-    int *split_spike_top;  /* per split block: its spike node is a node of the top */
-    int64_t *part_flat;    /* ns_sim_state_part: the Flat index of each block position, block by block
-                              (n_comp, made on first use) */
-    int64_t *part_base;    /* n_blocks + 1 into part_flat */
-} cpu_state;
-
-/* The nodes with a membrane (the mechanisms are inserted at nodes with area
- * only) among reg[0 .. n) (regions in array order, -1: a zero-area node) and
- * their runs (maximal sequences of one region): ns_cpu_reorder's facts. */
-static void membrane_runs_of(const int8_t *reg, int32_t n, int64_t *nodes, int64_t *runs) {
-    *nodes = *runs = 0;
-    for (int32_t i = 0; i < n; ++i) {
-        const int m = reg[i] >= 0;
-        *nodes += m;
-        *runs += m && (i == 0 || reg[i - 1] != reg[i]);
-    }
-}
-
-/* Node i's position in its block's arrays (cpu_shape.pos). */
-static inline int32_t pos_of(const int32_t *pos, int32_t i) { return pos ? pos[i] : i; }
-
-static void *aligned(size_t bytes) {
-    const size_t z = (bytes + ALIGN - 1) / ALIGN * ALIGN;
-    return aligned_alloc(ALIGN, z ? z : ALIGN);
-}
-
-/* Each node's constant part of d: its capacitance (cm 1e-3/dt, 0 at
- * zero-area nodes), then its axial terms in NEURON's index order, its own
- * (-b[i]) and its children's links (-a[c]); neither depends on v, so the
- * membrane passes add it with the capacitance, and the elimination
- * (eliminate_node) does not carry them in its chain of divisions. */
-static void diagonal_constant(const sim_shape *s, double *dc) {
-    for (int32_t i = 0; i < s->n; ++i) dc[i] = s->cap[i];
-    for (int32_t i = 1; i < s->n; ++i) {
-        dc[i] -= s->b[i];
-        dc[s->parent[i]] -= s->a[i];
-    }
-}
-
-static int log2w(int32_t w) { return w >= 8 ? 3 : w >= 4 ? 2 : w >= 2 ? 1 : 0; }
-
-static int32_t requested_threads(const ns_sim_t *sim) {
-#ifdef NS_HAVE_OPENMP
-    if (sim->method == NS_HINES_OPENMP)
-        return sim->options.threads > 0 ? sim->options.threads : omp_get_max_threads();
-#else
-    (void)sim;
-#endif
-    return 1;
-}
-
-static void cpu_destroy(ns_sim_t *sim) {
-    cpu_state *st = sim->backend_state;
-    if (!st) return;
-    if (st->shapes)
-        for (int32_t k = 0; k < sim->n_shapes; ++k) {
-            free(st->shapes[k].pos);
-            free(st->shapes[k].ppar);
-            free(st->shapes[k].top);
-            free(st->shapes[k].order);
-            for (int l = 0; l <= LOG2_LANES_MAX; ++l) free(st->shapes[k].cap[l]);
-        }
-    free(st->shapes);
-    for (int64_t b = 0; st->blocks && b < st->n_blocks; ++b) ns_model_block_free(st->blocks[b].mech);
-    ns_model_tables_free(st->tables);
-    free(st->blocks);
-    free(st->thread_begin);
-    free(st->order);
-    free(st->next);
-    free(st->lane_of);
-    free(st->split);
-    free(st->split_at);
-    free(st->split_stopped);
-    for (int64_t q = 0; st->split_cut && q < st->n_split; ++q) ns_cpu_cut_free(&st->split_cut[q]);
-    free(st->split_cut);
-    free(st->split_bad);
-    free(st->split_nan);
-    free(st->split_spike_top);
-    free(st->split_d);
-    free(st->split_rhs);
-    free(st->store);
-    free(st->part_flat);
-    free(st->part_base);
-    free(st);
-    sim->backend_state = NULL;
-}
-
-/* How the loop runs a model's mechanisms: the GPU's rule (sim/policy.h,
- * ns_sim_gpu_mechanisms_rule) over the CPU's facts, fused (sim/cpu/mechanisms.c,
- * ns_model_block_fused_*) or per step; at create, and at each advance with
- * the network's synapse types. */
-static ns_status cpu_mechanisms(ns_sim_t *sim, const cpu_state *st) {
-    ns_sim_mech_facts f;
-    memset(&f, 0, sizeof f);
-    f.requested = (int)sim->options.gpu_mechanisms;
-    f.builtin_only = ns_model_fusable(sim->model);
-    for (int32_t k = 0; k < sim->model->n_mechs; ++k) f.writes_concentration |= sim->model->mechs[k].writes_c != 0;
-    f.network_fused = 1;
-    for (int64_t b = 0; b < st->n_blocks; ++b) {
-        const net_block *nb = st->blocks[b].net;
-        f.network |= nb != NULL;
-        for (int32_t t = 0; nb && t < nb->n_points; ++t) f.network_fused &= ns_model_point_fusable(nb->points[t].desc);
-    }
-    return ns_sim_mechanisms_path(sim, &f, "the CPU loop's fused pass");
-}
-
-/* A mechanism that is not thread-safe (ns_mech_desc.thread_unsafe, VERBATIM C with static state)
- * runs on one thread: OpenMP's default thread count becomes 1, an explicit request for more is
- * refused, as NEURON's ParallelContext.nthread refuses it (docs/mechanisms.md, "VERBATIM") */
-static ns_status thread_unsafe(const ns_sim_t *sim, const ns_mech_desc *d, int32_t threads) {
-    if (threads <= 1 || d->abi_version < 5 || !d->thread_unsafe) return NS_OK;
-    return ns_fail(NS_ERR_UNSUPPORTED,
-                   "%s: mechanism %s is not thread safe, and the simulation asks for %d threads: run it with one "
-                   "thread (threads = 1%s)",
-                   d->thread_unsafe, d->name, (int)threads,
-                   sim->options.threads > 1 ? "" : "; OpenMP's default was more");
-}
-
-static ns_status cpu_create(ns_sim_t *sim) {
-    cpu_state *st = calloc(1, sizeof *st);
-    if (!st) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: CPU layout");
-    sim->backend_state = st;
-    const int32_t ns = sim->n_shapes;
-    const int64_t nc = sim->n_cells;
-    int32_t requested = requested_threads(sim);
-    for (int32_t k = 0; sim->model && k < sim->model->n_mechs; ++k) {
-        const ns_mech_desc *d = sim->model->mechs[k].desc;
-        if (d->abi_version >= 5 && d->thread_unsafe && sim->options.threads <= 0) requested = 1;
-        const ns_status e = thread_unsafe(sim, d, requested);
-        if (e != NS_OK) return e;
-    }
-    st->shapes = calloc((size_t)ns, sizeof *st->shapes);
-    int64_t *count = calloc((size_t)ns, sizeof *count);
-    int32_t *wmax = malloc((size_t)ns * sizeof *wmax);
-    st->lane_of = malloc((size_t)nc * sizeof *st->lane_of);
-    if (!st->shapes || !count || !wmax || !st->lane_of) goto oom;
-    for (int64_t c = 0; c < nc; ++c) count[sim->cell_shape[c]]++;
-    /* a cell split across the threads runs the built-in pas and hh fused into the split passes over
-     * each thread's node range (ns_model_block_fused_range); other models, and a network, run its
-     * block whole on one thread at each step (cpu_steps) */
-    const int split_ok = ns_model_fusable(sim->model) && sim->options.gpu_mechanisms != NS_SIM_GPU_MECHANISMS_PER_STEP &&
-                         sim->options.gpu_mechanisms != NS_SIM_GPU_MECHANISMS_PER_MECHANISM;
-    /* the node order of each shape (ns_cpu_reorder: its membrane nodes
-     * region by region, then its zero-area nodes, each in node order) */
-    for (int32_t k = 0; k < ns; ++k) {
-        const sim_shape *s = &sim->shapes[k];
-        cpu_shape *cs = &st->shapes[k];
-        int64_t m_nodes, m_runs;
-        membrane_runs_of(s->region, s->n, &m_nodes, &m_runs);
-        const int split = split_ok && ns_cpu_split(s->n, sim->n_comp, requested);
-        if (!split && ns_cpu_reorder(m_nodes, m_runs)) {
-            cs->pos = malloc((size_t)s->n * sizeof *cs->pos);
-            cs->ppar = malloc((size_t)s->n * sizeof *cs->ppar);
-            if (!cs->pos || !cs->ppar) goto oom;
-            int32_t next[INT8_MAX + 3] = {0}; /* start of each key: regions, zero-area nodes (-1) as INT8_MAX + 1 */
-            for (int32_t i = 0; i < s->n; ++i) next[(s->region[i] < 0 ? INT8_MAX + 1 : s->region[i]) + 1]++;
-            for (int r = 1; r <= INT8_MAX + 1; ++r) next[r] += next[r - 1];
-            for (int32_t i = 0; i < s->n; ++i) cs->pos[i] = next[s->region[i] < 0 ? INT8_MAX + 1 : s->region[i]]++;
-            cs->ppar[0] = 0;
-            for (int32_t i = 1; i < s->n; ++i) cs->ppar[i] = cs->pos[s->parent[i]];
-        }
-    }
-    /* blocks: the widest width per shape, then the cells in ascending order */
-    for (int32_t k = 0; k < ns; ++k) {
-        /* a shape whose cells are split across the threads goes in the
-         * widest blocks its count allows: the split passes then vectorise
-         * across the lanes, and one solve serves the block's cells (the
-         * same chain of divisions, w lanes wide) */
-        wmax[k] = split_ok && ns_cpu_split(sim->shapes[k].n, sim->n_comp, requested)
-                      ? NS_CPU_LANES_MAX
-                      : ns_cpu_lane_width(sim->shapes[k].n, sim->n_comp, requested);
-        st->n_blocks += ns_cpu_blocks(count[k], wmax[k], NULL);
-    }
-    st->blocks = calloc((size_t)st->n_blocks, sizeof *st->blocks);
-    if (!st->blocks) goto oom;
-    {
-        int32_t widths[64];
-        int64_t b = 0;
-        int64_t *next = calloc((size_t)ns, sizeof *next); /* first block of each shape */
-        int64_t *fill = calloc((size_t)st->n_blocks, sizeof *fill);
-        if (!next || !fill) {
-            free(next);
-            free(fill);
-            goto oom;
-        }
-        for (int32_t k = 0; k < ns; ++k) {
-            next[k] = b;
-            int64_t full = count[k] / wmax[k];
-            for (int64_t q = 0; q < full; ++q, ++b) {
-                st->blocks[b].shape = k;
-                st->blocks[b].w = wmax[k];
-            }
-            const int64_t rest = ns_cpu_blocks(count[k] - full * wmax[k], wmax[k], widths);
-            for (int64_t q = 0; q < rest; ++q, ++b) {
-                st->blocks[b].shape = k;
-                st->blocks[b].w = widths[q];
-            }
-        }
-        for (int64_t c = 0; c < nc; ++c) {
-            const int32_t k = sim->cell_shape[c];
-            int64_t q = next[k];
-            cpu_block *blk = &st->blocks[q];
-            blk->cell[fill[q]] = c;
-            st->lane_of[c] = q * NS_CPU_LANES_MAX + fill[q];
-            if (++fill[q] == blk->w) next[k]++;
-        }
-        free(next);
-        free(fill);
-    }
-    /* the solve's streams of cut subtrees and its top, for the shapes with a
-     * block of at most SOLVE_STREAMS_W_MAX lanes (solve_lanes) */
-    for (int64_t b = 0; b < st->n_blocks; ++b) {
-        const sim_shape *s = &sim->shapes[st->blocks[b].shape];
-        cpu_shape *cs = &st->shapes[st->blocks[b].shape];
-        if (st->blocks[b].w > SOLVE_STREAMS_W_MAX || cs->order) continue;
-        ns_cpu_cut cut;
-        if (ns_cpu_cut_make(s->n, s->parent, SOLVE_STREAMS, 2, &cut) != 0) goto oom;
-        int32_t longest = 0;
-        for (int32_t t = 0; t < SOLVE_STREAMS; ++t) {
-            int32_t len = 0;
-            for (int32_t c = cut.cut_first[t]; c < cut.cut_first[t + 1]; ++c) len += cut.end[c] - cut.root[c] - 1;
-            if (len > longest) longest = len;
-        }
-        cs->n_order = longest * SOLVE_STREAMS;
-        cs->order = malloc(((size_t)cs->n_order + 1) * sizeof *cs->order);
-        cs->top = cut.top;
-        cs->n_top = cut.n_top;
-        cut.top = NULL;
-        for (int32_t k = 0; cs->order && k < cs->n_order; ++k) cs->order[k] = (solve_entry){-1, 0, 0.0, 0.0};
-        for (int32_t t = 0; cs->order && t < SOLVE_STREAMS; ++t) {
-            int32_t len = 0;
-            for (int32_t c = cut.cut_first[t]; c < cut.cut_first[t + 1]; ++c)
-                for (int32_t i = cut.end[c] - 1; i > cut.root[c]; --i)
-                    cs->order[len++ * SOLVE_STREAMS + t] =
-                        (solve_entry){pos_of(cs->pos, i), cs->ppar ? cs->ppar[i] : s->parent[i], s->a[i], s->b[i]};
-        }
-        ns_cpu_cut_free(&cut);
-        if (!cs->order) goto oom;
-    }
-    /* state storage, and the shapes' capacitance at the widths used */
-    int64_t total = 0;
-    for (int64_t b = 0; b < st->n_blocks; ++b) {
-        const cpu_block *blk = &st->blocks[b];
-        const int64_t nw = (int64_t)sim->shapes[blk->shape].n * blk->w;
-        const int64_t padded = (nw + ALIGN / 8 - 1) / (ALIGN / 8) * (ALIGN / 8);
-        total += padded;
-        if (nw > st->max_nw) st->max_nw = nw;
-        cpu_shape *cs = &st->shapes[blk->shape];
-        const int l = log2w(blk->w);
-        if (!cs->cap[l]) {
-            cs->cap[l] = aligned((size_t)nw * sizeof(double));
-            if (!cs->cap[l]) goto oom;
-            const sim_shape *s = &sim->shapes[blk->shape];
-            double *dc = malloc((size_t)s->n * sizeof *dc);
-            if (!dc) goto oom;
-            diagonal_constant(s, dc);
-            for (int32_t i = 0; i < s->n; ++i)
-                for (int32_t j = 0; j < blk->w; ++j) cs->cap[l][(int64_t)pos_of(cs->pos, i) * blk->w + j] = dc[i];
-            free(dc);
-        }
-    }
-    st->store = aligned((size_t)total * sizeof(double));
-    if (!st->store) goto oom;
-    {
-        double *p = st->store;
-        for (int64_t b = 0; b < st->n_blocks; ++b) {
-            cpu_block *blk = &st->blocks[b];
-            const int64_t nw = (int64_t)sim->shapes[blk->shape].n * blk->w;
-            const int64_t padded = (nw + ALIGN / 8 - 1) / (ALIGN / 8) * (ALIGN / 8);
-            blk->v = p;
-            p += padded;
-        }
-    }
-    /* a model's mechanism instances per block, its TABLEs one copy for all */
-    ns_status made = ns_model_tables_create(sim->model, &st->tables);
-    for (int64_t b = 0; made == NS_OK && b < st->n_blocks; ++b) {
-        cpu_block *blk = &st->blocks[b];
-        made = ns_model_block_create(sim->model, st->tables, blk->shape, sim->shapes[blk->shape].n, blk->w,
-                                     st->shapes[blk->shape].pos, &blk->mech);
-    }
-    if (made != NS_OK) {
-        free(count);
-        free(wmax);
-        return made;
-    }
-    /* cells split across the threads (sim/cpu/policy.h; split_ok above),
-     * then the threads and the other blocks' owners */
-    int64_t split_total = 0;
-    for (int64_t b = 0; b < st->n_blocks; ++b) {
-        cpu_block *blk = &st->blocks[b];
-        const int32_t n = sim->shapes[blk->shape].n;
-        blk->split = split_ok && ns_cpu_split(n, sim->n_comp, requested);
-        if (blk->split) {
-            st->n_split++;
-            split_total += (int64_t)n * blk->w;
-        }
-    }
-    st->threads = st->n_split > 0 ? requested : ns_cpu_threads(requested, st->n_blocks);
-    {
-        const int64_t rest = st->n_blocks - st->n_split;
-        /* weight is reused below as one fill position per thread: a split
-         * cell runs on `requested` threads, which can exceed the blocks */
-        const int64_t wlen = (st->n_blocks > st->threads ? st->n_blocks : st->threads) + 1;
-        int64_t *weight = malloc((size_t)wlen * sizeof *weight);
-        int64_t *index = malloc((size_t)(st->n_blocks + 1) * sizeof *index);
-        int32_t *owner = malloc((size_t)(st->n_blocks + 1) * sizeof *owner);
-        int64_t *placed = malloc((size_t)(st->n_blocks + 1) * sizeof *placed);
-        st->thread_begin = calloc((size_t)st->threads + 1, sizeof *st->thread_begin);
-        st->order = malloc((size_t)(st->n_blocks + 1) * sizeof *st->order);
-        st->next = aligned((size_t)st->threads * sizeof *st->next);
-        st->split = malloc((size_t)(st->n_split + 1) * sizeof *st->split);
-        st->split_at = malloc((size_t)(st->n_split + 1) * sizeof *st->split_at);
-        st->split_stopped = calloc((size_t)(st->n_split + 1), sizeof *st->split_stopped);
-        st->split_cut = calloc((size_t)(st->n_split + 1), sizeof *st->split_cut);
-        st->split_bad = calloc((size_t)(st->n_split + 1), sizeof *st->split_bad);
-        st->split_nan = calloc((size_t)(st->n_split + 1), sizeof *st->split_nan);
-        st->split_spike_top = calloc((size_t)(st->n_split + 1), sizeof *st->split_spike_top);
-        st->split_d = aligned((size_t)split_total * sizeof(double));
-        st->split_rhs = aligned((size_t)split_total * sizeof(double));
-        int64_t *load0 = calloc((size_t)st->threads, sizeof *load0);
-        int ok = weight && index && owner && placed && st->thread_begin && st->order && st->next && st->split && st->split_at &&
-                 st->split_stopped && st->split_cut && st->split_bad && st->split_nan && st->split_spike_top &&
-                 st->split_d && st->split_rhs && load0;
-        if (ok) {
-            int64_t q = 0, p = 0;
-            for (int64_t b = 0; ok && b < st->n_blocks; ++b) {
-                const cpu_block *blk = &st->blocks[b];
-                const sim_shape *sh = &sim->shapes[blk->shape];
-                if (blk->split) {
-                    const cpu_block *prev = p > 0 ? &st->blocks[st->split[p - 1]] : NULL;
-                    st->split_at[p] = prev ? st->split_at[p - 1] + (int64_t)sim->shapes[prev->shape].n * prev->w : 0;
-                    ok = ns_cpu_cut_make(sh->n, sh->parent, st->threads, NS_CPU_SPLIT_PIECES, &st->split_cut[p]) == 0;
-                    /* thread p solves the block's top while the others advance
-                     * their blocks: about a third of a compartment-step per entry */
-                    if (ok) load0[p] = (int64_t)st->split_cut[p].n_top * blk->w / 3;
-                    for (int32_t e = 0; ok && e < st->split_cut[p].n_top; ++e)
-                        if (st->split_cut[p].top[e] == sh->spike_node) st->split_spike_top[p] = 1;
-                    atomic_init(&st->split_bad[p], 0);
-                    atomic_init(&st->split_nan[p], 0);
-                    st->split[p++] = b;
-                    continue;
-                }
-                index[q] = b;
-                weight[q++] = (int64_t)sh->n * blk->w;
-            }
-            /* the other blocks over every thread, those solving a top
-             * starting with its work (n_split < threads: a split cell has
-             * more than 1/threads of the compartments) */
-            ok = ok && ns_cpu_partition(rest, weight, st->threads, st->n_split ? load0 : NULL, owner, placed) >= 0;
-        }
-        free(load0);
-        if (ok) {
-            for (int64_t q = 0; q < rest; ++q) st->thread_begin[owner[q] + 1]++;
-            for (int32_t t = 0; t < st->threads; ++t) st->thread_begin[t + 1] += st->thread_begin[t];
-            int64_t *at = weight; /* reused as fill positions */
-            for (int32_t t = 0; t < st->threads; ++t) at[t] = st->thread_begin[t];
-            /* each thread's blocks in the order they were placed, longest
-             * first, so that its list ends with its shortest blocks, the ones
-             * other threads take */
-            for (int64_t k = 0; k < rest; ++k) st->order[at[owner[placed[k]]]++] = index[placed[k]];
-            for (int32_t t = 0; t < st->threads; ++t) atomic_init(&st->next[t].q, st->thread_begin[t]);
-        }
-        free(weight);
-        free(index);
-        free(owner);
-        free(placed);
-        if (!ok) goto oom;
-    }
-    free(count);
-    free(wmax);
-    return cpu_mechanisms(sim, st);
-oom:
-    free(count);
-    free(wmax);
-    return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: CPU layout of %lld cells", (long long)nc);
-}
-
-static ns_status cpu_load_state(ns_sim_t *sim);
-
-/* The host arrays' initial state (sim.c), into the lane blocks. */
-static ns_status cpu_init(ns_sim_t *sim) {
-    ns_sim_init_host(sim);
-    ns_status e = cpu_load_state(sim);
-    cpu_state *st = sim->backend_state;
-    if (e == NS_OK) e = ns_model_tables_update(sim->model, st->tables, sim->params.celsius);
-    for (int64_t b = 0; e == NS_OK && b < st->n_blocks; ++b) {
-        cpu_block *blk = &st->blocks[b];
-        ns_model_block_init(sim->model, blk->mech, blk->shape, sim->shapes[blk->shape].n, blk->w,
-                            st->shapes[blk->shape].pos, blk->cell, blk->v, sim->params.dt, sim->params.celsius);
-    }
-    /* the network's instances per block (net.c), after the density
-     * mechanisms' INITIAL, as NEURON's type order has them after pas */
-    for (int64_t b = 0; b < st->n_blocks; ++b) st->blocks[b].net = NULL;
-    if (e == NS_OK && sim->net) {
-        net_block_in *in = malloc((size_t)st->n_blocks * sizeof *in);
-        if (!in) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %lld blocks", (long long)st->n_blocks);
-        for (int64_t b = 0; b < st->n_blocks; ++b) {
-            cpu_block *blk = &st->blocks[b];
-            in[b] = (net_block_in){blk->shape, blk->w, blk->cell, blk->mech, blk->v, st->shapes[blk->shape].pos};
-        }
-        e = ns_net_build(sim, st->n_blocks, in);
-        free(in);
-        for (int64_t b = 0; e == NS_OK && b < st->n_blocks; ++b) st->blocks[b].net = sim->net->blocks[b];
-    }
-    for (int64_t b = 0; e == NS_OK && b < st->n_blocks; ++b) /* the synapse types: known from here */
-        for (int32_t k = 0; e == NS_OK && st->blocks[b].net && k < st->blocks[b].net->n_points; ++k)
-            e = thread_unsafe(sim, st->blocks[b].net->points[k].desc, st->threads);
-    /* a mechanism's error in CONSTRUCTOR, INITIAL or the hooks of finitialize: the first block's */
-    for (int64_t b = 0; e == NS_OK && b < st->n_blocks; ++b)
-        if (st->blocks[b].mech && ns_model_block_error(st->blocks[b].mech)->set)
-            e = ns_sim_mech_error(ns_model_block_error(st->blocks[b].mech), 0.0, -1);
-    return e;
-}
-
-static ns_status cpu_sync_state(ns_sim_t *sim) {
-    cpu_state *st = sim->backend_state;
-    for (int64_t c = 0; c < sim->n_cells; ++c) {
-        const cpu_block *blk = &st->blocks[st->lane_of[c] / NS_CPU_LANES_MAX];
-        const int32_t j = (int32_t)(st->lane_of[c] % NS_CPU_LANES_MAX), w = blk->w;
-        const int64_t o = sim->cell_offset[c];
-        const int32_t n = sim->shapes[blk->shape].n, *pos = st->shapes[blk->shape].pos;
-        for (int32_t i = 0; i < n; ++i) {
-            const int64_t k = (int64_t)pos_of(pos, i) * w + j;
-            sim->v[o + i] = blk->v[k];
-        }
-    }
-    return NS_OK;
-}
-
-/* The host arrays into the lane blocks: the inverse of cpu_sync_state, for
- * a state set through ns_sim_set_state or a checkpoint (sim.c). */
-static ns_status cpu_load_state(ns_sim_t *sim) {
-    cpu_state *st = sim->backend_state;
-    for (int64_t c = 0; c < sim->n_cells; ++c) {
-        cpu_block *blk = &st->blocks[st->lane_of[c] / NS_CPU_LANES_MAX];
-        const int32_t j = (int32_t)(st->lane_of[c] % NS_CPU_LANES_MAX), w = blk->w;
-        const int64_t o = sim->cell_offset[c];
-        const int32_t n = sim->shapes[blk->shape].n, *pos = st->shapes[blk->shape].pos;
-        for (int32_t i = 0; i < n; ++i) {
-            const int64_t k = (int64_t)pos_of(pos, i) * w + j;
-            blk->v[k] = sim->v[o + i];
-        }
-    }
-    return NS_OK;
-}
-
 typedef struct block_fault {
     int64_t step, cell;
     int32_t node;
@@ -662,9 +142,9 @@ NS_ALWAYS_INLINE void clamps(const ns_sim_t *sim, const block_view *bv, const in
     }
 }
 
-/* The membrane pass of a model's mechanisms (sim/cpu/mechanisms.c) at the half step
+/* The membrane pass of a model's mechanisms (mech/blocks.c) at the half step
  * tm: rhs and d from zero, the ions' currents from zero, the mechanisms in
- * NEURON's type order with IClamp after pas, then the capacitance. */
+ * NEURON's type order with IClamp after pas (the capacitance: phase_assembly). */
 static void model_pass(const ns_sim_t *sim, const block_view *bv, const int32_t W, double tm, double *restrict d,
                        double *restrict rhs) {
     const int64_t nw = (int64_t)bv->s->n * W;
@@ -687,14 +167,13 @@ static void model_pass(const ns_sim_t *sim, const block_view *bv, const int32_t 
     }
     if (model->n_before_clamp == model->n_mechs) clamps(sim, bv, W, 0, bv->s->n, tm, rhs);
     for (; slot < n_points; ++slot) ns_net_current(nb, slot, bv->v, rhs, d, tm, dt, celsius);
-    const double *restrict cap = bv->cap;
-    for (int64_t q = 0; q < nw; ++q) d[q] += cap[q];
 }
 
-/* The same pass for a block that takes the fused pass (sim/cpu/mechanisms.c,
+/* The same pass for a block that takes the fused pass (mech/blocks.c,
  * ns_model_block_fused): rhs and d from zero and pas, the clamps, the
  * synapses (built-in types, all before hh in NEURON's order), hh
- * and the capacitance, each node's terms in model_pass's order. */
+ * and the capacitance (phase_assembly's, node by node in the pass), each
+ * node's terms in model_pass's and phase_assembly's order. */
 static void fused_pass(const ns_sim_t *sim, const block_view *bv, const int32_t W, double tm, double *restrict d,
                        double *restrict rhs, int last) {
     const sim_model *model = sim->model;
@@ -706,11 +185,12 @@ static void fused_pass(const ns_sim_t *sim, const block_view *bv, const int32_t 
     ns_model_block_fused_second(model, bv->blk->mech, W, bv->v, rhs, d, bv->cap, tm, dt, celsius, last);
 }
 
-/* fused_pass over the nodes [n0, n1) of a block split across the threads
- * (no network there: cpu_steps), and its states after the solve: each node
- * gets what the whole-block pass gives it. */
-NS_ALWAYS_INLINE void split_pass(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
-                                 double tm, double *restrict d, double *restrict rhs, int last) {
+/* The currents and assembly phases (fused_pass) over the nodes [n0, n1) of
+ * a block split across the threads (no network there: cpu_steps), and its
+ * states phase after the solve: each node gets what the whole-block pass
+ * gives it. */
+NS_ALWAYS_INLINE void phase_currents_range(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0,
+                                           int32_t n1, double tm, double *restrict d, double *restrict rhs, int last) {
     const double dt = sim->params.dt, celsius = sim->params.celsius;
     model_block *mb = bv->blk->mech;
     ns_model_block_fused_range(sim->model, mb, W, 0, n0, n1, bv->v, rhs, d, NULL, tm, dt, celsius, last);
@@ -718,8 +198,8 @@ NS_ALWAYS_INLINE void split_pass(const ns_sim_t *sim, const block_view *bv, cons
     ns_model_block_fused_range(sim->model, mb, W, 1, n0, n1, bv->v, rhs, d, bv->cap, tm, dt, celsius, last);
 }
 
-NS_ALWAYS_INLINE void split_states(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0, int32_t n1,
-                                   double t, int last) {
+NS_ALWAYS_INLINE void phase_states_range(const ns_sim_t *sim, const block_view *bv, const int32_t W, int32_t n0,
+                                         int32_t n1, double t, int last) {
     ns_model_block_fused_range(sim->model, bv->blk->mech, W, 2, n0, n1, bv->v, NULL, NULL, NULL, t, sim->params.dt,
                                sim->params.celsius, last);
 }
@@ -933,24 +413,25 @@ NS_ALWAYS_INLINE int faults(const ns_sim_t *sim, const block_view *bv, const int
     return 0;
 }
 
-/* Spikes: threshold crossings at the spike node by the parameters' rule
- * (spike_rule.h). Returns -1 when a spike could not be stored. */
-NS_ALWAYS_INLINE int spikes(ns_sim_t *sim, const block_view *bv, const int32_t W, const double *v_old, double tp,
-                            double t) {
+/* The cells' spikes: threshold crossings at the spike node by the
+ * parameters' rule (spike_rule.h), into the detection phase's output
+ * (sim->spikes). Returns -1 when a spike could not be stored. */
+NS_ALWAYS_INLINE int spike_crossings(ns_sim_t *sim, const block_view *bv, const int32_t W, const double *v_old,
+                                     double tp, double t) {
     const double thr = sim->params.spike_threshold;
     const int netcon = sim->params.netcon_spikes;
     const int64_t sp = (int64_t)pos_of(bv->cs->pos, bv->s->spike_node) * W;
     for (int32_t j = 0; j < W; ++j) {
         double tc;
         if (ns_spike_step(netcon, thr, tp, v_old[j], t, bv->v[sp + j], &tc) &&
-            ns_sim_push_spike(sim, bv->blk->cell[j], tc) != 0)
+            ns_spike_out_push(&sim->spikes, bv->blk->cell[j], tc) != 0)
             return -1;
     }
     return 0;
 }
 
-/* The recorded sites at nodes [n0, n1) at step `step`. */
-NS_ALWAYS_INLINE void records(ns_sim_t *sim, const block_view *bv, const int32_t W, int64_t step, int32_t n0,
+/* The recording phase: the recorded sites at nodes [n0, n1) at step `step`. */
+NS_ALWAYS_INLINE void phase_recording(ns_sim_t *sim, const block_view *bv, const int32_t W, int64_t step, int32_t n0,
                               int32_t n1) {
     const int64_t every = sim->options.record_every;
     if (step % every != 0 || sim->n_recs == 0) return;
@@ -973,10 +454,77 @@ static void hooks(const ns_sim_t *sim, const cpu_block *blk, double *v, int h, i
     }
 }
 
+/* The step's phases (sim/step_phases.h) on one lane block of W lanes; t is
+ * the time at the step's start, tm its midpoint, `last` whether it is the
+ * call's last step (the fused pass keeps its state then). */
+
+/* events: NEURON's deliver_net_events at the start of the step */
+NS_ALWAYS_INLINE void phase_events(const ns_sim_t *sim, const cpu_block *blk, double *v, double t) {
+    if (blk->net) ns_net_deliver(blk->net, v, t, sim->params.dt, sim->params.celsius);
+}
+
+/* currents: the BEFORE BREAKPOINT blocks, then the membrane pass (with the
+ * fused pass, the assembly's capacitance too) */
+NS_ALWAYS_INLINE void phase_currents(const ns_sim_t *sim, const block_view *bv, const int32_t W, int fused, double tm,
+                                     double *restrict d, double *restrict rhs, int last) {
+    if (fused) {
+        fused_pass(sim, bv, W, tm, d, rhs, last);
+        return;
+    }
+    if (sim->model) hooks(sim, bv->blk, bv->v, NS_MECH_BEFORE_BREAKPOINT, -1, tm);
+    model_pass(sim, bv, W, tm, d, rhs);
+}
+
+/* assembly: the capacitance and the axial terms of d (one constant per
+ * node: diagonal_constant; the fused pass added it node by node); the axial
+ * terms of rhs are added by the solve's elimination (eliminate_at) */
+NS_ALWAYS_INLINE void phase_assembly(const block_view *bv, const int32_t W, int fused, double *restrict d) {
+    if (fused) return;
+    const int64_t nw = (int64_t)bv->s->n * W;
+    const double *restrict cap = bv->cap;
+    for (int64_t q = 0; q < nw; ++q) d[q] += cap[q];
+}
+
+/* solve: the Hines solve and v += x (the spike node's old v into v_old),
+ * then the faults of step `step` (the k-th of `steps`). Returns 1 on a
+ * fault (filled in), else 0. */
+NS_ALWAYS_INLINE int phase_solve(const ns_sim_t *sim, const block_view *bv, const int32_t W, double *restrict d,
+                                 double *restrict rhs, double *v_old, int64_t step, int64_t k, int64_t steps,
+                                 block_fault *fault) {
+    const int bad = solve_lanes(bv, W, d, rhs, v_old);
+    return faults(sim, bv, W, bad, step, k, steps, d, fault);
+}
+
+/* states: the mechanisms' and synapses' states from the new v at t (the
+ * step's end), the AFTER SOLVE and BEFORE STEP blocks, and a mechanism's
+ * error (returns 1, fault filled in) */
+NS_ALWAYS_INLINE int phase_states(const ns_sim_t *sim, const block_view *bv, const int32_t W, int fused, double t,
+                                  int64_t step, int last, block_fault *fault) {
+    const cpu_block *blk = bv->blk;
+    const double dt = sim->params.dt, celsius = sim->params.celsius;
+    if (fused) ns_model_block_fused_states(sim->model, blk->mech, W, bv->v, t, dt, celsius, last);
+    else ns_model_block_states(sim->model, blk->mech, bv->v, t, dt, celsius);
+    if (blk->net) ns_net_states(blk->net, bv->v, t, dt, celsius);
+    if (!fused) hooks(sim, blk, bv->v, NS_MECH_AFTER_SOLVE, NS_MECH_BEFORE_STEP, t);
+    if (blk->mech && ns_model_block_error(blk->mech)->set) { /* a mechanism's C stopped the run */
+        *fault = (block_fault){step, blk->cell[0], -1, 0.0, ns_model_block_error(blk->mech)};
+        return 1;
+    }
+    return 0;
+}
+
+/* detection: the network's detectors and the cells' spike node at t, from
+ * tp (the step's start). Returns -1 when a spike could not be stored. */
+NS_ALWAYS_INLINE int phase_detection(ns_sim_t *sim, const block_view *bv, const int32_t W, const double *v_old,
+                                     double tp, double t) {
+    if (bv->blk->net && ns_net_detect(bv->blk->net, bv->v, t) != 0) return -1;
+    return spike_crossings(sim, bv, W, v_old, tp, t);
+}
+
 /* Advance block `blk` (of W lanes) through steps k0 <= k < k1 of a call of
- * `steps` steps from step count `step0`; t0 is the time at step k0. d and
- * rhs are scratch of at least n * W. Returns 0, or 1 on a fault (filled
- * in), or -1 when a spike could not be stored. */
+ * `steps` steps from step count `step0`, phase by phase; t0 is the time at
+ * step k0. d and rhs are scratch of at least n * W. Returns 0, or 1 on a
+ * fault (filled in), or -1 when a spike could not be stored. */
 NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_block *blk, const int32_t W,
                                int64_t step0, int64_t k0, int64_t k1, int64_t steps, double t0,
                                double *restrict d, double *restrict rhs, block_fault *fault) {
@@ -986,32 +534,18 @@ NS_ALWAYS_INLINE int run_block(ns_sim_t *sim, const cpu_state *st, const cpu_blo
     const int fused = sim->gpu_mechanisms == NS_SIM_GPU_MECHANISMS_FUSED;
     double t = t0;
     for (int64_t k = k0; k < k1; ++k) {
-        const double tp = t;
-        const double tm = ns_sim_half_step(t, dt);
-        /* NEURON's deliver_net_events at the start of the step */
-        if (blk->net) ns_net_deliver(blk->net, bv.v, t, dt, sim->params.celsius);
-        if (sim->model && !fused) hooks(sim, blk, bv.v, NS_MECH_BEFORE_BREAKPOINT, -1, tm);
-        if (fused) fused_pass(sim, &bv, W, tm, d, rhs, k == steps - 1);
-        else model_pass(sim, &bv, W, tm, d, rhs);
-        double v_old[NS_CPU_LANES_MAX];
-        const int bad = solve_lanes(&bv, W, d, rhs, v_old);
-        t = ns_sim_half_step(tm, dt);
+        const double tp = t, tm = ns_sim_half_step(t, dt);
         const int64_t step = step0 + k + 1;
-        if (faults(sim, &bv, W, bad, step, k, steps, d, fault)) return 1;
-        if (fused)
-            ns_model_block_fused_states(sim->model, blk->mech, W, bv.v, t, dt, sim->params.celsius, k == steps - 1);
-        else ns_model_block_states(sim->model, blk->mech, bv.v, t, dt, sim->params.celsius);
-        if (blk->net) {
-            ns_net_states(blk->net, bv.v, t, dt, sim->params.celsius);
-            if (ns_net_detect(blk->net, bv.v, t) != 0) return -1;
-        }
-        if (!fused) hooks(sim, blk, bv.v, NS_MECH_AFTER_SOLVE, NS_MECH_BEFORE_STEP, t);
-        if (blk->mech && ns_model_block_error(blk->mech)->set) { /* a mechanism's C stopped the run */
-            *fault = (block_fault){step, blk->cell[0], -1, 0.0, ns_model_block_error(blk->mech)};
-            return 1;
-        }
-        if (spikes(sim, &bv, W, v_old, tp, t) != 0) return -1;
-        records(sim, &bv, W, step, 0, n);
+        const int last = k == steps - 1;
+        double v_old[NS_CPU_LANES_MAX];
+        phase_events(sim, blk, bv.v, t);
+        phase_currents(sim, &bv, W, fused, tm, d, rhs, last);
+        phase_assembly(&bv, W, fused, d);
+        if (phase_solve(sim, &bv, W, d, rhs, v_old, step, k, steps, fault)) return 1;
+        t = ns_sim_half_step(tm, dt);
+        if (phase_states(sim, &bv, W, fused, t, step, last, fault)) return 1;
+        if (phase_detection(sim, &bv, W, v_old, tp, t) != 0) return -1;
+        phase_recording(sim, &bv, W, step, 0, n);
     }
     return 0;
 }
@@ -1079,7 +613,7 @@ NS_ALWAYS_INLINE void split_front_w(const ns_sim_t *sim, const cpu_state *st, co
                                     const int32_t W, int32_t me, double tm, int last) {
     const ns_cpu_cut *cut = &st->split_cut[q];
     double *d = st->split_d + st->split_at[q], *rhs = st->split_rhs + st->split_at[q];
-    split_pass(sim, bv, W, cut->range[me], cut->range[me + 1], tm, d, rhs, last);
+    phase_currents_range(sim, bv, W, cut->range[me], cut->range[me + 1], tm, d, rhs, last);
     const solve_view sv = solve_of(bv, d, rhs);
     int bad = 0;
     for (int32_t c = cut->cut_first[me]; c < cut->cut_first[me + 1]; ++c) {
@@ -1125,7 +659,7 @@ NS_ALWAYS_INLINE int split_top_w(ns_sim_t *sim, const cpu_state *st, const block
         }
         for (int32_t j = 0; j < W; ++j) v[(int64_t)i * W + j] += rhs[(int64_t)i * W + j];
     }
-    return spike_here && spikes(sim, bv, W, v_old, tp, t) != 0 ? -1 : 0;
+    return spike_here && spike_crossings(sim, bv, W, v_old, tp, t) != 0 ? -1 : 0;
 }
 
 NS_ALWAYS_INLINE int split_back_w(ns_sim_t *sim, const cpu_state *st, const block_view *bv, int64_t q,
@@ -1145,9 +679,9 @@ NS_ALWAYS_INLINE int split_back_w(ns_sim_t *sim, const cpu_state *st, const bloc
     }
     if (check && !all_finite(v, (int64_t)n0 * W, (int64_t)n1 * W))
         atomic_store_explicit(&st->split_nan[q], 1, memory_order_relaxed);
-    split_states(sim, bv, W, n0, n1, t, last);
-    records(sim, bv, W, step, n0, n1);
-    return has_spike_node ? spikes(sim, bv, W, v_old, tp, t) : 0;
+    phase_states_range(sim, bv, W, n0, n1, t, last);
+    phase_recording(sim, bv, W, step, n0, n1);
+    return has_spike_node ? spike_crossings(sim, bv, W, v_old, tp, t) : 0;
 }
 
 #define NS_SPLIT_W(call)              \
@@ -1237,7 +771,7 @@ static int run_call(ns_sim_t *sim, const cpu_state *st, int64_t b, int64_t step0
  * interval, so results do not depend on the thread count. */
 static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fault *fault) {
     cpu_state *st = sim->backend_state;
-    ns_status path = cpu_mechanisms(sim, st);
+    ns_status path = ns_cpu_mechanisms(sim, st);
     /* the TABLEs current on this thread, before any block runs (the blocks only read them) */
     if (path == NS_OK) path = ns_model_tables_update(sim->model, st->tables, sim->params.celsius);
     if (path != NS_OK) return path;
@@ -1261,8 +795,8 @@ static ns_status cpu_steps(ns_sim_t *sim, int64_t steps, net_loop *loop, sim_fau
 #ifdef NS_HAVE_OPENMP
         t = omp_get_thread_num();
 #endif
-        double *d = aligned((size_t)st->max_nw * sizeof *d);
-        double *rhs = aligned((size_t)st->max_nw * sizeof *rhs);
+        double *d = ns_cpu_aligned((size_t)st->max_nw * sizeof *d);
+        double *rhs = ns_cpu_aligned((size_t)st->max_nw * sizeof *rhs);
         sim_fault mine = {INT64_MAX, -1, -1, 0.0, NULL};
         const int64_t q0 = st->thread_begin[t], q1 = st->thread_begin[t + 1];
         char *done = st->n_split ? calloc((size_t)(q1 - q0 + 1), 1) : NULL;
@@ -1393,108 +927,11 @@ static ns_status cpu_advance_net(ns_sim_t *sim, net_loop *loop, sim_fault *fault
     return cpu_steps(sim, 0, loop, fault);
 }
 
-/* A model's variable of one cell in its lane block, read or written. */
-static ns_status cpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_t field, int32_t ion, int32_t q,
-                               double *io, int write) {
-    const cpu_state *st = sim->backend_state;
-    const cpu_block *blk = &st->blocks[st->lane_of[cell] / NS_CPU_LANES_MAX];
-    const int32_t lane = (int32_t)(st->lane_of[cell] % NS_CPU_LANES_MAX), w = blk->w;
-    const int32_t n = sim->shapes[blk->shape].n;
-    /* a parameter or an ion's value written: the fused pass reloads it per node from now on */
-    if (write && (mech < 0 || field < sim->model->mechs[mech].desc->n_params)) ns_model_block_expose(blk->mech);
-    if (mech < 0) {
-        double *x = (double *)ns_model_block_ion(blk->mech, ion, q);
-        const int32_t *pos = st->shapes[blk->shape].pos;
-        for (int32_t i = 0; i < n; ++i) {
-            double *at = &x[(int64_t)pos_of(pos, i) * w + lane];
-            if (write) *at = io[i];
-            else io[i] = *at;
-        }
-        return NS_OK;
-    }
-    const sim_mech_shape *ms = &sim->model->per_shape[(size_t)blk->shape * sim->model->n_mechs + mech];
-    double *x = (double *)ns_model_block_field(blk->mech, mech, field);
-    if (!write)
-        for (int32_t i = 0; i < n; ++i) io[i] = NAN;
-    for (int32_t k = 0; k < ms->n; ++k) {
-        const int64_t at = (int64_t)ns_model_block_slot(blk->mech, mech, k) * w + lane;
-        if (write) x[at] = io[ms->node[k]];
-        else io[ms->node[k]] = x[at];
-    }
-    return NS_OK;
-}
-
-/* ns_sim_state_part: a part is a lane block, v[node * w + lane] (the
- * blocks' arrays themselves; the host copy is refreshed from them whenever
- * it is read, so writes need no notice). */
-static int64_t cpu_state_parts(const ns_sim_t *sim) {
-    return ((const cpu_state *)sim->backend_state)->n_blocks;
-}
-
-static ns_status cpu_state_part(ns_sim_t *sim, int64_t part, ns_sim_part *out) {
-    static const int64_t lane[NS_CPU_LANES_MAX] = {0, 1, 2, 3, 4, 5, 6, 7};
-    cpu_state *st = sim->backend_state;
-    if (!st->part_flat) {
-        int64_t *base = malloc((size_t)(st->n_blocks + 1) * sizeof *base);
-        int64_t *flat = malloc((size_t)(sim->n_comp ? sim->n_comp : 1) * sizeof *flat);
-        if (!base || !flat) {
-            free(base), free(flat);
-            return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_state_part: map of %lld compartments",
-                           (long long)sim->n_comp);
-        }
-        base[0] = 0;
-        for (int64_t b = 0; b < st->n_blocks; ++b) {
-            const cpu_block *blk = &st->blocks[b];
-            const int32_t n = sim->shapes[blk->shape].n, w = blk->w, *pos = st->shapes[blk->shape].pos;
-            for (int32_t j = 0; j < w; ++j)
-                for (int32_t i = 0; i < n; ++i)
-                    flat[base[b] + (int64_t)pos_of(pos, i) * w + j] = sim->cell_offset[blk->cell[j]] + i;
-            base[b + 1] = base[b] + (int64_t)n * w;
-        }
-        st->part_flat = flat;
-        st->part_base = base;
-    }
-    cpu_block *blk = &st->blocks[part];
-    out->v = blk->v;
-    out->size = st->part_base[part + 1] - st->part_base[part];
-    out->flat_of = st->part_flat + st->part_base[part];
-    out->cells = blk->w;
-    out->cell = blk->cell;
-    out->first = lane;
-    out->stride = blk->w;
-    out->node_pos = st->shapes[blk->shape].pos;
-    out->device = -1;
-    return NS_OK;
-}
-
-/* ns_sim_state_field: the block's arrays of the model (sim/cpu/mechanisms.c): a
- * mechanism's field over its instances (node_index: their lane-nodes, the
- * block's positions), an ion's array over the lane-nodes. */
-static ns_status cpu_state_field(ns_sim_t *sim, int64_t part, int32_t mech, int32_t field, int32_t ion, int32_t q,
-                                 ns_sim_field *out) {
-    cpu_state *st = sim->backend_state;
-    cpu_block *blk = &st->blocks[part];
-    const int64_t nw = (int64_t)sim->shapes[blk->shape].n * blk->w;
-    out->device = -1;
-    if (mech < 0) {
-        ns_model_block_expose(blk->mech); /* an e written there is used from the next step */
-        out->data = ns_model_block_ion_data(blk->mech, ion) + (size_t)q * (size_t)nw;
-        out->size = nw;
-        out->pos = NULL;
-        return NS_OK;
-    }
-    ns_model_block_expose(blk->mech); /* a parameter written there is used from the next step */
-    out->data = (double *)ns_model_block_field(blk->mech, mech, field);
-    out->size = ns_model_block_instances(blk->mech, mech);
-    out->pos = (const int32_t *)ns_model_block_node_index(blk->mech, mech);
-    return NS_OK;
-}
-
 const sim_ops *ns_sim_cpu_ops(void) {
-    /* no read_var / write_var: the host arrays after cpu_sync_state (sim.c) */
-    static const sim_ops ops = {"cpu",          cpu_create,     cpu_destroy, cpu_init, cpu_advance,
-                                cpu_sync_state, cpu_load_state, NULL,        NULL,     cpu_model_var,
-                                cpu_advance_net, cpu_state_parts, cpu_state_part, NULL, cpu_state_field};
+    /* no read_var / write_var: the host arrays after ns_cpu_sync_state (sim.c) */
+    static const sim_ops ops = {"cpu",          ns_cpu_create,     ns_cpu_destroy, ns_cpu_init, cpu_advance,
+                                ns_cpu_sync_state, ns_cpu_load_state, NULL,        NULL,     ns_cpu_model_var,
+                                cpu_advance_net, ns_cpu_state_parts, ns_cpu_state_part, NULL, ns_cpu_state_field};
     return &ops;
 }
 

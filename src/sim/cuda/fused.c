@@ -237,7 +237,7 @@ ns_status ns_sim_fused_create(ns_sim_t *sim, const gpu_model *g, const int64_t *
     ns_sim_mech_facts f;
     facts_of(sim, NULL, &f);
     f.network = 0; /* a network is added after create: its maps come at init, the rule again at each advance */
-    ns_status st = ns_sim_mechanisms_path(sim, &f, "the GPU's fused loop");
+    ns_status st = ns_sim_mechanisms_choose(&f, "the GPU's fused loop", &sim->gpu_mechanisms);
     if (st != NS_OK) return st;
     if (sim->gpu_mechanisms != NS_SIM_GPU_MECHANISMS_FUSED) return NS_OK;
     ns_sim_fused_state *s = calloc(1, sizeof *s);
@@ -430,7 +430,7 @@ ns_status ns_sim_fused_pick(ns_sim_t *sim, const ns_sim_fused_state *s, const ns
     if (!sim->model) return NS_OK;
     ns_sim_mech_facts f;
     facts_of(sim, s, &f);
-    const ns_status st = ns_sim_mechanisms_path(sim, &f, "the GPU's fused loop");
+    const ns_status st = ns_sim_mechanisms_choose(&f, "the GPU's fused loop", &sim->gpu_mechanisms);
     if (st != NS_OK) return st;
     /* maps built at create when the rule allowed fusion then */
     if (sim->gpu_mechanisms == NS_SIM_GPU_MECHANISMS_FUSED && s)

@@ -23,7 +23,7 @@
 #include "sim/cuda/mechanisms.h"
 #include "sim/cuda/library_fused.h"
 #include "mech/builtin/builtin.h"
-#include "net/net_impl.h"
+#include "sim/network.h"
 #include "core/cuda_check.h"
 #include "core/error.h"
 

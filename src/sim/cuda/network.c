@@ -26,7 +26,7 @@
 
 #include "sim/cuda/mechanisms.h"
 #include "sim/cuda/network.h"
-#include "net/net_impl.h"
+#include "sim/network.h"
 #include "core/cuda_check.h"
 #include "core/error.h"
 

@@ -21,7 +21,7 @@
 #include "hines/cuda/tree_backend.h"
 #include "sim/cuda/mechanisms.h"
 #include "sim/cuda/network.h"
-#include "net/net_impl.h"
+#include "sim/network.h"
 #include "sim/cuda/fused.h"
 #include "sim/cuda/step_graph.h"
 
@@ -684,7 +684,6 @@ static ns_status gpu_init(ns_sim_t *sim) {
         if ((st = create_groups(sim, 1)) != NS_OK) return st;
         s = (gpu_state *)sim->backend_state;
     }
-    ns_sim_init_host(sim);
     ns_gpu_net_free(s->net);
     s->net = NULL;
     for (int32_t k = 0; k < s->n_groups; ++k) {
@@ -698,7 +697,7 @@ static ns_status gpu_init(ns_sim_t *sim) {
             (st = ns_gpu_model_init(sim, gr->model, gr->cell_id, gr->cell_base, gr->g.cells, s->streams[0])) != NS_OK)
             return st;
         /* a network: its synapses' instances and INITIAL, its detectors and
-         * connections, the check at t = 0 (net.c's ns_net_build for the CPU) */
+         * connections, the check at t = 0 (sim/network_build.c's ns_net_build for the CPU) */
         if (sim->net && s->model && gr->tree) {
             const cudaStream_t stream = s->streams[k % s->n_streams];
             if ((st = ns_net_build_device(sim)) != NS_OK) return st;
@@ -830,7 +829,7 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
                     r1.k0 = k1;
                     r1.continued = k1 > 0;
                     r1.preassembled = 1;
-                    if ((mst = ns_sim_model_step(sim, s->model, s->net, s->net_step, &gr->t, &gr->layout, &gr->g, &r1,
+                    if ((mst = ns_sim_gpu_step_phases(sim, s->model, s->net, s->net_step, &gr->t, &gr->layout, &gr->g, &r1,
                                                  stream)) != NS_OK)
                         return mst;
                     tk = ns_sim_half_step(ns_sim_half_step(tk, run.dt), run.dt);
@@ -885,7 +884,7 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
                     return ns_fail(NS_ERR_SIZE, "simulation: cell %lld spiked %d times in %d steps (GPU limit %d)",
                                    (long long)gr->cell_id[j], (int)cnt, (int)part, SPIKE_CAP);
                 for (int32_t q = 0; q < cnt; ++q)
-                    if (ns_sim_push_spike(sim, gr->cell_id[j], s->spike_t_host[j * SPIKE_CAP + q]) != 0)
+                    if (ns_spike_out_push(&sim->spikes, gr->cell_id[j], s->spike_t_host[j * SPIKE_CAP + q]) != 0)
                         return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: spike storage");
             }
         }
@@ -1061,7 +1060,7 @@ static ns_status gpu_model_var(ns_sim_t *sim, int64_t cell, int32_t mech, int32_
                    write ? "set" : "get", (long long)cell);
 }
 
-/* A network's run (net.c's interval loop, the CPU loop's exchange): per
+/* A network's run (sim/network.c's interval loop, the CPU loop's exchange): per
  * interval, the device's events of the spikes queued for it (fan-out, sort,
  * sim/cuda/network.c), the interval's steps (gpu_advance: delivery, synapses and
  * detectors in the model's step), then its spikes to the host for the exchange. */

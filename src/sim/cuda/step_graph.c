@@ -8,7 +8,7 @@
 #include "core/cuda_check.h"
 #include "core/error.h"
 
-ns_status ns_sim_model_step(const ns_sim_t *sim, gpu_model *model, gpu_net *net, int64_t net_step,
+ns_status ns_sim_gpu_step_phases(const ns_sim_t *sim, gpu_model *model, gpu_net *net, int64_t net_step,
                             const ns_sim_tree *tree, const ns_contract_dev *layout, const ns_sim_gpu_group *group,
                             const ns_sim_gpu_run *r1, cudaStream_t stream) {
     const cudaStream_t one[3] = {stream, stream, stream};
@@ -49,7 +49,7 @@ static ns_status capture(ns_sim_t *sim, ns_sim_step_graph *sg, gpu_model *model,
         return NS_OK;
     }
     ns_gpu_model_clock(model, &sg->clock->tmid, &sg->clock->tnew);
-    ns_status st = ns_sim_model_step(sim, model, NULL, 0, tree, layout, group, &r1, stream);
+    ns_status st = ns_sim_gpu_step_phases(sim, model, NULL, 0, tree, layout, group, &r1, stream);
     ns_gpu_model_clock(model, NULL, NULL);
     cudaError_t et = st == NS_OK ? ns_sim_launch_clock_tick(sg->clock, run->dt, stream) : cudaSuccess;
     e = cudaStreamEndCapture(stream, graph);

@@ -22,7 +22,7 @@ extern "C" {
 /* One step from r1->t0 (r1: the tree step's run, one step, preassembled);
  * with a network (net not NULL) its events of interval step net_step first
  * and its detectors last. */
-ns_status ns_sim_model_step(const ns_sim_t *sim, gpu_model *model, gpu_net *net, int64_t net_step,
+ns_status ns_sim_gpu_step_phases(const ns_sim_t *sim, gpu_model *model, gpu_net *net, int64_t net_step,
                             const ns_sim_tree *tree, const ns_contract_dev *layout, const ns_sim_gpu_group *group,
                             const ns_sim_gpu_run *r1, cudaStream_t stream);
 

@@ -1,6 +1,9 @@
-/* Private: the CPU loop's mechanism instances of one lane block (sim/cpu/mechanisms.c). */
-#ifndef NS_CABLE_MODEL_CPU_H
-#define NS_CABLE_MODEL_CPU_H
+/* Private: the mechanism runtime: a model's mechanism instances on one lane
+ * block (w cells of one shape) and the calls of their entry points
+ * (mech/blocks.c; the fused pass, mech/blocks_fused.c), which the CPU loop
+ * (sim/cpu/step.c), the network's synapses (net/) and the gradients run. */
+#ifndef NS_MECH_BLOCKS_H
+#define NS_MECH_BLOCKS_H
 
 #include "mech/model_impl.h"
 
@@ -60,7 +63,7 @@ ns_mech_ppack *ns_model_block_bind(model_block *b, int32_t k, int phase, double 
 void ns_model_block_hook(const sim_model *model, model_block *b, int h, double *v, double t, double dt,
                          double celsius);
 
-/* The fused pass (sim/cpu/mechanisms.c), for a model that can take it
+/* The fused pass (mech/blocks_fused.c), for a model that can take it
  * (ns_model_fusable: the built-in pas and hh, hh's table in use, no ion
  * current read nor concentration written) and a network whose synapse
  * types are all built-in ones (ns_model_point_fusable: ExpSyn, Exp2Syn,
