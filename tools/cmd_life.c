@@ -25,7 +25,7 @@ static const char *const usage_build =
     "                             [--parcels LABELS.nii] [--skip-bad] [--threads T] [--quiet] [--json]   model from real data\n"
     "                             (--parcels: MODEL/groups.npy, the connection of each fiber's end points\n"
     "                             in an integer label image of the DWI's grid, for life fit --group)\n";
-int life_synth_cohort(int argc, char **argv); /* life synth DIR --cohort N: tools/cmd_life_cohort.c */
+int life_synth_cohort(int argc, char **argv); /* life synth DIR --cohort N: tools/life_cohort_synth.c */
 static const char *const usage_report =
     "       neurosolve life report MODEL WEIGHTS [--history H] [--pruned OUT.trk|.tck] [--tracks T]\n"
     "                             [--csv FILE] [--plot FILE.png] [--threshold 0] [--json]\n"
