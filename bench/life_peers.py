@@ -126,6 +126,7 @@ def partial(res):
 
 def commit_worker(a):
     """COMMIT then COMMIT2 on one case; prints one JSON document."""
+    import amico.lut
     import amico.util
     import commit
     from commit import trk2dictionary
@@ -134,7 +135,9 @@ def commit_worker(a):
     work = os.path.abspath(a.work)
     os.makedirs(work, exist_ok=True)
     t = time.perf_counter()
-    commit.setup()
+    # what commit.setup() makes for every AMICO direction count, once per machine, for the one
+    # generate_kernels uses (500, its default); setup's 22 tables took 10 minutes on 2 cores
+    amico.lut.precompute_rotation_matrices(12, 500)
     res["setup_s"] = time.perf_counter() - t
     scheme = os.path.join(work, "dwi.scheme")
     amico.util.fsl2scheme(a.bval, a.bvec, scheme)
@@ -166,7 +169,9 @@ def commit_worker(a):
     w = np.zeros(n)
     w[kept] = mit.get_coeffs()[0][: int(kept.sum())]
     np.save(os.path.join(work, "w_commit.npy"), w)
+    res["weights"] = os.path.join(work, "w_commit.npy")
     res["kept_by_dictionary"] = int(kept.sum())
+    partial(res)
     if a.groups:
         g_all = np.load(a.groups).astype(np.int64)
         g = g_all[kept]
@@ -191,7 +196,6 @@ def commit_worker(a):
             path = os.path.join(work, f"w_commit2_{lam:g}.npy")
             np.save(path, w)
             res["commit2"].append({"lambda": lam, "fit_s": s, "weights": path})
-    res["weights"] = os.path.join(work, "w_commit.npy")
     print("RESULT " + json.dumps(res))
 
 
@@ -271,7 +275,11 @@ def commit_rows(a, case, rows):
         done = ", ".join(f"{k} {v:.1f}" for k, v in r.items() if k.endswith("_s"))
         stage = ("the NNLS fit" if "operator_s" in r else "the kernels and operator" if "dictionary_s" in r
                  else "trk2dictionary") if "nnls_fit_s" not in r else "COMMIT2's group fit"
-        rows.append(row(case, "COMMIT + COMMIT2", f"balls {isos}", None, wall_s=wall,
+        if "weights" in r:  # COMMIT's NNLS finished: its row, then COMMIT2's as not finished
+            rows.append(row(case, "COMMIT", f"nnls (stick 1.7e-3, balls {isos})", np.load(r["weights"]),
+                            fit_s=r["nnls_fit_s"], prep_s=r["dictionary_s"] + r["operator_s"],
+                            note=f"setup {r['setup_s']:.1f} s once; dmri-commit {r['versions']['dmri-commit']}"))
+        rows.append(row(case, "COMMIT2" if "weights" in r else "COMMIT + COMMIT2", f"balls {isos}", None, wall_s=wall,
                         note=f"{err}, in {stage}; finished: {done or 'nothing'}"))
         return
     if rc or not res:

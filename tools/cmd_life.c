@@ -25,7 +25,7 @@ static const char *const usage_build =
     "                             [--parcels LABELS.nii] [--skip-bad] [--threads T] [--quiet] [--json]   model from real data\n"
     "                             (--parcels: MODEL/groups.npy, the connection of each fiber's end points\n"
     "                             in an integer label image of the DWI's grid, for life fit --group)\n";
-int life_synth_cohort(int argc, char **argv); /* life synth DIR --cohort N: tools/cmd_life_cohort.c */
+int life_synth_cohort(int argc, char **argv); /* life synth DIR --cohort N: tools/life_cohort_synth.c */
 static const char *const usage_report =
     "       neurosolve life report MODEL WEIGHTS [--history H] [--pruned OUT.trk|.tck] [--tracks T]\n"
     "                             [--csv FILE] [--plot FILE.png] [--threshold 0] [--json]\n"
@@ -72,7 +72,8 @@ static const char *const options_fit =
     "  --folds K          cross-validation folds of voxels (5; 0: none, the smallest value is kept)\n"
     "  --cv-rule R        1se-gain (default: the largest value whose held-out RMSE is within one\n"
     "                     standard error or 5 % of the gain over the zero prediction, whichever is\n"
-    "                     larger, of the least), 1se (within one standard error) or min (the least)\n"
+    "                     larger, of the least; for L1 one standard error), 1se (within one\n"
+    "                     standard error) or min (the least)\n"
     "  --cv-refit         judge each value by a refit without the penalty on the fibers it keeps\n"
     "                     (relaxed): the criterion compares supports, not shrinkage\n"
     "  --plot FILE.png    with a path: where to draw its curve (OUT_path.png)\n"
@@ -336,7 +337,7 @@ static void path_json(FILE *f, const char *dir, const ns_life_engine_t *e, const
     if (r->minimum >= 0) json_double(&j, "minimum_cv_value", pt[r->minimum].value);
     json_string(&j, "rule", r->folds ? ns_life_cv_rule_name(po->rule) : "none (the smallest value)");
     if (r->folds) json_double(&j, "cv_zero", r->cv_zero);
-    if (r->folds && po->rule == NS_LIFE_CV_ONE_SE_GAIN) json_double(&j, "gain_tolerance", NS_LIFE_CV_GAIN_TOLERANCE);
+    if (r->folds && po->rule == NS_LIFE_CV_ONE_SE_GAIN) json_double(&j, "gain_tolerance", ns_life_cv_gain_tolerance(po->penalty));
     json_string(&j, "held_out", "voxels");
     json_int(&j, "folds", r->folds);
     json_int(&j, "seed", (long long)po->seed);
@@ -453,7 +454,7 @@ static int fit_path(const char *dir, ns_life_model_t *m, ns_life_engine_t *e, ns
                                                    "RMSE");
             if (po->rule == NS_LIFE_CV_ONE_SE_GAIN)
                 printf("held-out RMSE of the zero prediction %.6g, of the least %.6g; tolerance max(SE %.3g, %g x gain "
-                       "%.6g)\n", r.cv_zero, pt[r.minimum].cv_rmse, pt[r.minimum].cv_se, NS_LIFE_CV_GAIN_TOLERANCE,
+                       "%.6g)\n", r.cv_zero, pt[r.minimum].cv_rmse, pt[r.minimum].cv_se, ns_life_cv_gain_tolerance(po->penalty),
                        r.cv_zero - pt[r.minimum].cv_rmse);
         } else
             printf("chosen: %s %.6g (no cross-validation: the smallest value)\n", ns_life_penalty_name(po->penalty),

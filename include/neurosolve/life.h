@@ -382,11 +382,14 @@ typedef enum ns_life_cv_rule {
     NS_LIFE_CV_ONE_SE = 0, /* the largest value whose CV error is within one standard error of the minimum */
     NS_LIFE_CV_MIN = 1,    /* the value of least CV error */
     /* the default: the largest value whose CV error is within max(one standard error,
-     * NS_LIFE_CV_GAIN_TOLERANCE x the gain) of the minimum, the gain being the minimum's drop from
-     * the zero prediction's held-out error (ns_life_path_result.cv_zero) */
+     * ns_life_cv_gain_tolerance(penalty) x the gain) of the minimum, the gain being the minimum's
+     * drop from the zero prediction's held-out error (ns_life_path_result.cv_zero) */
     NS_LIFE_CV_ONE_SE_GAIN = 2
 } ns_life_cv_rule;
-#define NS_LIFE_CV_GAIN_TOLERANCE 0.05
+
+/* The 1se-gain rule's share of the gain for a penalty: 0.05 for the group penalty and the ridge,
+ * 0 for L1 (there the rule is the one-SE rule; docs/life.md, "Choosing lambda"). */
+NS_API double ns_life_cv_gain_tolerance(ns_life_penalty penalty);
 
 NS_API const char *ns_life_cv_rule_name(ns_life_cv_rule rule); /* "1se", "min", "1se-gain" */
 NS_API ns_status ns_life_cv_rule_from_name(const char *name, ns_life_cv_rule *rule);

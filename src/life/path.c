@@ -46,6 +46,12 @@ ns_status ns_life_penalty_from_name(const char *name, ns_life_penalty *p) {
     return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown LiFE penalty '%s' (lambda, ridge or group)", name);
 }
 
+/* The 1se-gain rule's floor: 5 % of the gain for the group penalty and the ridge (the phantoms'
+ * AUC at the value it picks matches the best fixed value's); none for L1, whose choice within 5 %
+ * of the gain ranked worse than the one-SE rule's on every phantom measured (bench/README.md,
+ * "`--lambda auto`"). */
+double ns_life_cv_gain_tolerance(ns_life_penalty penalty) { return penalty == NS_LIFE_PENALTY_L1 ? 0.0 : 0.05; }
+
 static const char *const rule_names[] = {"1se", "min", "1se-gain"};
 
 const char *ns_life_cv_rule_name(ns_life_cv_rule r) {
@@ -342,10 +348,10 @@ static ns_status after_full(path_run *r, int32_t j, const double *w, const ns_li
 
 /* The chosen index from the CV curve: the minimum, or the largest value (the first on the
  * descending path) whose error is within a tolerance of the minimum's: one standard error (1se) or
- * the larger of that and NS_LIFE_CV_GAIN_TOLERANCE x the minimum's gain over the zero prediction,
- * zero - cv (1se-gain). */
-static void choose(const ns_life_path_point *pt, int32_t n, ns_life_cv_rule rule, double zero, int32_t *chosen,
-                   int32_t *minimum) {
+ * the larger of that and `share` x the minimum's gain over the zero prediction, zero - cv
+ * (1se-gain). */
+static void choose(const ns_life_path_point *pt, int32_t n, ns_life_cv_rule rule, double zero, double share,
+                   int32_t *chosen, int32_t *minimum) {
     int32_t best = 0;
     for (int32_t j = 1; j < n; ++j)
         if (pt[j].cv_rmse < pt[best].cv_rmse) best = j;
@@ -353,7 +359,7 @@ static void choose(const ns_life_path_point *pt, int32_t n, ns_life_cv_rule rule
     *chosen = best;
     if (rule == NS_LIFE_CV_MIN) return;
     double tol = pt[best].cv_se;
-    if (rule == NS_LIFE_CV_ONE_SE_GAIN) tol = fmax(tol, NS_LIFE_CV_GAIN_TOLERANCE * (zero - pt[best].cv_rmse));
+    if (rule == NS_LIFE_CV_ONE_SE_GAIN) tol = fmax(tol, share * (zero - pt[best].cv_rmse));
     for (int32_t j = 0; j < best; ++j)
         if (pt[j].cv_rmse <= pt[best].cv_rmse + tol) {
             *chosen = j;
@@ -475,7 +481,9 @@ ns_status ns_life_path(ns_life_engine_t *e, const ns_life_fit_options *fit, cons
         points[j].cv_se = sqrt(ss / (K - 1)) / sqrt((double)K);
     }
     if (s == NS_OK && !res->stopped) {
-        if (K) choose(points, n, po->rule, res->cv_zero, &res->chosen, &res->minimum);
+        if (K)
+            choose(points, n, po->rule, res->cv_zero, ns_life_cv_gain_tolerance(po->penalty), &res->chosen,
+                   &res->minimum);
         else res->chosen = n - 1;
         /* the full path */
         full_ctx c = {points, path_weights};

@@ -143,8 +143,8 @@ with tempfile.TemporaryDirectory() as tmp:
     check(not [f for f in os.listdir(tmp) if "partial" in f], f"temporary folders left: {os.listdir(tmp)}")
 
     # --lambda auto: the weights, the curve (CSV) and the sidecar agree; the chosen row is the
-    # largest value within max(one SE, 5 % of the gain over the zero prediction) of the least CV
-    # error (1se-gain); the weights are life fit's at the chosen value; options only a path takes are refused
+    # largest value within max(one SE, share x the gain over the zero prediction) of the least CV
+    # error (1se-gain; the share is 0 for L1, 5 % otherwise); the weights are life fit's at the chosen value; options only a path takes are refused
     # without one, and so are a fixed value of the penalty the path varies and --resume
     wp = os.path.join(tmp, "wp.npy")
     p = run("life", "fit", d, "--lambda-path", "4", "--penalty", "lambda", "--folds", "3", "--threads", "1",
@@ -155,8 +155,8 @@ with tempfile.TemporaryDirectory() as tmp:
     cv = [float(r["cv_rmse"]) for r in rows]
     se = [float(r["cv_se"]) for r in rows]
     best = min(range(4), key=lambda k: cv[k])
-    check(side["rule"] == "1se-gain" and side["gain_tolerance"] == 0.05 and side["cv_zero"] > cv[best], side)
-    pick = next(k for k in range(4) if cv[k] <= cv[best] + max(se[best], 0.05 * (side["cv_zero"] - cv[best])))
+    check(side["rule"] == "1se-gain" and side["gain_tolerance"] == 0 and side["cv_zero"] > cv[best], side)
+    pick = next(k for k in range(4) if cv[k] <= cv[best] + se[best])
     check(side["chosen_index"] == pick and rows[pick]["chosen"] == "1" and rows[best]["minimum"] == "1", rows)
     check(float(rows[0]["lambda"]) == side["max_value"] and int(rows[0]["nonzero"]) == 0, rows[0])
     check(np.load(wp).shape == (30,) and side["mw_variant"] and side["product_error_bound"] == 0, side)

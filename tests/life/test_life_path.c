@@ -209,13 +209,16 @@ static void path(problem *p, ns_life_penalty pen) {
     if (pen != NS_LIFE_PENALTY_RIDGE) CHECK_MSG(pt[0].nonzero == 0, "%s: the path starts at all zeros", name);
     /* CV: an interior minimum; the zero prediction's held-out error is the first value's for the
      * group penalty (its folds' fits are 0 there too: checked independently in the LOO case below); the choice (1se-gain) the largest value within
-     * max(SE, 5 % of the gain over the zero prediction) of the minimum, every larger value outside */
+     * max(SE, 5 % of the gain over the zero prediction) of the minimum, every larger value outside;
+     * for L1 no share of the gain (the one-SE rule) */
     CHECK_MSG(r.minimum > 0 && r.minimum < n - 1, "%s: the least CV error at %d of %d", name, (int)r.minimum, (int)n);
     if (pen == NS_LIFE_PENALTY_GROUP)
         CHECK_MSG(fabs(r.cv_zero - pt[0].cv_rmse) <= 1e-12 * r.cv_zero, "%s: zero prediction %.15g, first value %.15g",
                   name, r.cv_zero, pt[0].cv_rmse);
     CHECK(r.cv_zero > pt[r.minimum].cv_rmse);
-    const double tol = fmax(pt[r.minimum].cv_se, 0.05 * (r.cv_zero - pt[r.minimum].cv_rmse));
+    const double share = pen == NS_LIFE_PENALTY_L1 ? 0.0 : 0.05;
+    CHECK_MSG(ns_life_cv_gain_tolerance(pen) == share, "%s: gain share %g", name, ns_life_cv_gain_tolerance(pen));
+    const double tol = fmax(pt[r.minimum].cv_se, share * (r.cv_zero - pt[r.minimum].cv_rmse));
     CHECK(r.chosen <= r.minimum);
     CHECK(pt[r.chosen].cv_rmse <= pt[r.minimum].cv_rmse + tol);
     for (int32_t j = 0; j < r.chosen; ++j) CHECK(pt[j].cv_rmse > pt[r.minimum].cv_rmse + tol);
