@@ -49,7 +49,7 @@ static int dfail(dx *d, int line, const char *fmt, ...) {
 
 /* The dual numbers' arithmetic, '@' the mechanism's name. Derivatives of the
  * library functions are the textbook ones at the computed value. */
-static const char *const runtime =
+static const char *const runtime[] = {
     "#if defined(__GNUC__) || defined(__clang__)\n"
     "#define NSD_@_FN static inline __attribute__((always_inline, unused))\n"
     "#define NSD_@_TWIN static inline __attribute__((unused))\n"
@@ -92,21 +92,38 @@ static const char *const runtime =
     "    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;\n"
     "    NSD_@_OP(r.v = f; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));\n}\n"
     "NSD_@_FN nsd_@ nsd_@_fmin(nsd_@ a, nsd_@ b) { nsd_@ r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }\n"
-    "NSD_@_FN nsd_@ nsd_@_fmax(nsd_@ a, nsd_@ b) { nsd_@ r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }\n";
+    "NSD_@_FN nsd_@ nsd_@_fmax(nsd_@ a, nsd_@ b) { nsd_@ r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }\n",
+    /* an operand that is a constant (a double: no lanes): _r on the right, _l on the left */
+    "NSD_@_FN nsd_@ nsd_@_add_r(nsd_@ a, double c) { NSD_@_OP(r.v = a.v + c; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k]); }\n"
+    "NSD_@_FN nsd_@ nsd_@_sub_r(nsd_@ a, double c) { NSD_@_OP(r.v = a.v - c; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k]); }\n"
+    "NSD_@_FN nsd_@ nsd_@_mul_r(nsd_@ a, double c) { NSD_@_OP(r.v = a.v * c; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k] * c); }\n"
+    "NSD_@_FN nsd_@ nsd_@_div_r(nsd_@ a, double c) { NSD_@_OP(r.v = a.v / c; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k] / c); }\n"
+    "NSD_@_FN nsd_@ nsd_@_pow_r(nsd_@ a, double c) {\n"
+    "    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);\n"
+    "    return nsd_@_f1(a, f, da);\n}\n"
+    "NSD_@_FN nsd_@ nsd_@_add_l(double c, nsd_@ b) { NSD_@_OP(r.v = c + b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = b.d[k]); }\n"
+    "NSD_@_FN nsd_@ nsd_@_sub_l(double c, nsd_@ b) { NSD_@_OP(r.v = c - b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = -b.d[k]); }\n"
+    "NSD_@_FN nsd_@ nsd_@_mul_l(double c, nsd_@ b) { NSD_@_OP(r.v = c * b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = c * b.d[k]); }\n"
+    "NSD_@_FN nsd_@ nsd_@_div_l(double c, nsd_@ b) {\n"
+    "    NSD_@_OP(r.v = c / b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);\n}\n"
+    "NSD_@_FN nsd_@ nsd_@_pow_l(double c, nsd_@ b) {\n"
+    "    const double f = pow(c, b.v);\n"
+    "    return nsd_@_f1(b, f, c > 0.0 ? f * log(c) : 0.0);\n}\n"};
 
 static void put_runtime(dx *d, int K) {
     P("\n/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the %d "
       "fields, the %d GLOBALs), %d for the phases that read that many ---- */\nenum { NSD_%s_K = %d };\n",
       d->m->n_fields, d->m->n_globals, K, d->M, K);
-    for (const char *c = runtime; *c; ++c) {
-        const char *at = strchr(c, '@');
-        if (!at) {
-            P("%s", c);
-            break;
+    for (size_t q = 0; q < sizeof runtime / sizeof *runtime; ++q)
+        for (const char *c = runtime[q]; *c; ++c) {
+            const char *at = strchr(c, '@');
+            if (!at) {
+                P("%s", c);
+                break;
+            }
+            P("%.*s%s", (int)(at - c), c, d->M);
+            c = at;
         }
-        P("%.*s%s", (int)(at - c), c, d->M);
-        c = at;
-    }
 }
 
 static int is_ion_input(const var *v) { return v->ion >= 0 && v->field < 0; }
@@ -194,7 +211,42 @@ static void dcall(dx *d, const ex *e) {
     P(")");
 }
 
+/* An expression with no lanes: numbers, and the names dvar makes constants,
+ * through the operators and math calls (not FUNCTIONs: their twins read
+ * the instance) */
+static int is_const(dx *d, const ex *e) {
+    switch (e->kind) {
+    case EX_NUM: return 1;
+    case EX_VAR: {
+        if (e->op == NM_C_NAME || e->a) return 0;
+        const int sc = nm_gen_scope(d->g, e->text);
+        const var *v = nm_find_var(d->m, e->text);
+        if (sc >= 0 || (d->owner && d->owner->kind == B_FUNCTION && !strcmp(d->owner->name, e->text))) return 0;
+        if (!v) return strcmp(e->text, "v") != 0;
+        return v->field < 0 && v->global < 0 && v->cls != V_POINTER && v->cls != V_RANDOM;
+    }
+    case EX_NEG:
+    case EX_NOT: return is_const(d, e->a);
+    case EX_BIN: return is_const(d, e->a) && is_const(d, e->b);
+    case EX_CALL: {
+        if (nm_find_block(d->m, e->text)) return 0;
+        int known = 0;
+        for (size_t k = 0; k < sizeof math1 / sizeof *math1; k++) known |= !strcmp(e->text, math1[k]) && e->n_args == 1;
+        known |= (!strcmp(e->text, "pow") || !strcmp(e->text, "min") || !strcmp(e->text, "max")) && e->n_args == 2;
+        for (int i = 0; known && i < e->n_args; i++) known = is_const(d, e->args[i]);
+        return known;
+    }
+    default: return 0;
+    }
+}
+
 static void dex(dx *d, const ex *e) {
+    if (e->kind != EX_NUM && e->kind != EX_VAR && is_const(d, e)) { /* the forward code's double */
+        P("nsd_%s_c(", d->M);
+        nm_gen_ex(d->g, e);
+        P(")");
+        return;
+    }
     switch (e->kind) {
     case EX_NUM:
         P("nsd_%s_c(", d->M);
@@ -221,10 +273,14 @@ static void dex(dx *d, const ex *e) {
         const char *fn = e->op == '+' ? "add" : e->op == '-' ? "sub" : e->op == '*' ? "mul" : e->op == '/' ? "div"
                          : e->op == '^' ? "pow" : NULL;
         if (fn) {
-            P("nsd_%s_%s(", d->M, fn);
-            dex(d, e->a);
+            /* a constant operand as a double (no lanes); a constant ^ a dual is pow_l */
+            const int ca = is_const(d, e->a), cb = is_const(d, e->b);
+            P("nsd_%s_%s%s(", d->M, fn, cb ? "_r" : ca ? "_l" : "");
+            if (ca && !cb) nm_gen_ex(d->g, e->a);
+            else dex(d, e->a);
             P(", ");
-            dex(d, e->b);
+            if (cb) nm_gen_ex(d->g, e->b);
+            else dex(d, e->b);
             P(")");
             return;
         }

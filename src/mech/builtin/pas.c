@@ -158,6 +158,24 @@ NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_pow(nsd_pas_L1 a, nsd_pas_L1 b) {
 }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_fmin(nsd_pas_L1 a, nsd_pas_L1 b) { nsd_pas_L1 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_fmax(nsd_pas_L1 a, nsd_pas_L1 b) { nsd_pas_L1 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_add_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v + c; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sub_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v - c; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_mul_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v * c; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k] * c); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_div_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v / c; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_pow_r(nsd_pas_L1 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_pas_L1_f1(a, f, da);
+}
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_add_l(double c, nsd_pas_L1 b) { NSD_pas_L1_OP(r.v = c + b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = b.d[k]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sub_l(double c, nsd_pas_L1 b) { NSD_pas_L1_OP(r.v = c - b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = -b.d[k]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_mul_l(double c, nsd_pas_L1 b) { NSD_pas_L1_OP(r.v = c * b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_div_l(double c, nsd_pas_L1 b) {
+    NSD_pas_L1_OP(r.v = c / b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+}
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_pow_l(double c, nsd_pas_L1 b) {
+    const double f = pow(c, b.v);
+    return nsd_pas_L1_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
 
 NSD_pas_L1_TWIN nsd_pas_L1 nsd_pas_L1_cur(ns_mech_ppack *p, nsd_pas_L1 *F0_, nsd_pas_L1 *F1_, nsd_pas_L1 *F2_, nsd_pas_L1 *G_, int i_, int node_, nsd_pas_L1 v_) {
     (void)p; (void)i_; (void)node_; (void)G_;
@@ -221,6 +239,24 @@ NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_pow(nsd_pas_L3 a, nsd_pas_L3 b) {
 }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_fmin(nsd_pas_L3 a, nsd_pas_L3 b) { nsd_pas_L3 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_fmax(nsd_pas_L3 a, nsd_pas_L3 b) { nsd_pas_L3 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_add_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v + c; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sub_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v - c; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_mul_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v * c; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k] * c); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_div_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v / c; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_pow_r(nsd_pas_L3 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_pas_L3_f1(a, f, da);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_add_l(double c, nsd_pas_L3 b) { NSD_pas_L3_OP(r.v = c + b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = b.d[k]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sub_l(double c, nsd_pas_L3 b) { NSD_pas_L3_OP(r.v = c - b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = -b.d[k]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_mul_l(double c, nsd_pas_L3 b) { NSD_pas_L3_OP(r.v = c * b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_div_l(double c, nsd_pas_L3 b) {
+    NSD_pas_L3_OP(r.v = c / b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_pow_l(double c, nsd_pas_L3 b) {
+    const double f = pow(c, b.v);
+    return nsd_pas_L3_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
 
 NSD_pas_L3_TWIN nsd_pas_L3 nsd_pas_L3_cur(ns_mech_ppack *p, nsd_pas_L3 *F0_, nsd_pas_L3 *F1_, nsd_pas_L3 *F2_, nsd_pas_L3 *G_, int i_, int node_, nsd_pas_L3 v_) {
     (void)p; (void)i_; (void)node_; (void)G_;
