@@ -248,9 +248,11 @@ enum { NSD_hh_L1_K = 1 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_hh_L1_FN static inline __attribute__((always_inline, unused))
 #define NSD_hh_L1_TWIN static inline __attribute__((unused))
+#define NSD_hh_L1_ENTRY static __attribute__((flatten))
 #else
 #define NSD_hh_L1_FN static inline
 #define NSD_hh_L1_TWIN static inline
+#define NSD_hh_L1_ENTRY static
 #endif
 typedef struct nsd_hh_L1 { double v, d[NSD_hh_L1_K]; } nsd_hh_L1;
 #define NSD_hh_L1_OP(body) nsd_hh_L1 r; body; return r
@@ -432,9 +434,11 @@ enum { NSD_hh_L8_K = 8 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_hh_L8_FN static inline __attribute__((always_inline, unused))
 #define NSD_hh_L8_TWIN static inline __attribute__((unused))
+#define NSD_hh_L8_ENTRY static __attribute__((flatten))
 #else
 #define NSD_hh_L8_FN static inline
 #define NSD_hh_L8_TWIN static inline
+#define NSD_hh_L8_ENTRY static
 #endif
 typedef struct nsd_hh_L8 { double v, d[NSD_hh_L8_K]; } nsd_hh_L8;
 #define NSD_hh_L8_OP(body) nsd_hh_L8 r; body; return r
@@ -616,9 +620,11 @@ enum { NSD_hh_L4_K = 4 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_hh_L4_FN static inline __attribute__((always_inline, unused))
 #define NSD_hh_L4_TWIN static inline __attribute__((unused))
+#define NSD_hh_L4_ENTRY static __attribute__((flatten))
 #else
 #define NSD_hh_L4_FN static inline
 #define NSD_hh_L4_TWIN static inline
+#define NSD_hh_L4_ENTRY static
 #endif
 typedef struct nsd_hh_L4 { double v, d[NSD_hh_L4_K]; } nsd_hh_L4;
 #define NSD_hh_L4_OP(body) nsd_hh_L4 r; body; return r
@@ -794,7 +800,7 @@ NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_cur(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_
     return c_;
 }
 
-static void nsm_hh_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_hh_L1_ENTRY void nsm_hh_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_hh_L1 Fd_[18], G_[1], v_ = nsd_hh_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
@@ -867,7 +873,7 @@ static void nsm_hh_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double 
     li_[9] += lo_[8];
 }
 
-static void nsm_hh_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_hh_L8_ENTRY void nsm_hh_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_hh_L8 Fd_[18], G_[1], v_ = nsd_hh_L8_c(p->v[node_]);
     v_.d[0] = 1.0;
@@ -951,7 +957,7 @@ static void nsm_hh_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, doub
     li_[18] += a_[7];
 }
 
-static void nsm_hh_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_hh_L4_ENTRY void nsm_hh_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_hh_L4 Fd_[18], G_[1], v_ = nsd_hh_L4_c(p->v[node_]);
     v_.d[0] = 1.0;

@@ -110,9 +110,11 @@ enum { NSD_pas_L1_K = 1 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_pas_L1_FN static inline __attribute__((always_inline, unused))
 #define NSD_pas_L1_TWIN static inline __attribute__((unused))
+#define NSD_pas_L1_ENTRY static __attribute__((flatten))
 #else
 #define NSD_pas_L1_FN static inline
 #define NSD_pas_L1_TWIN static inline
+#define NSD_pas_L1_ENTRY static
 #endif
 typedef struct nsd_pas_L1 { double v, d[NSD_pas_L1_K]; } nsd_pas_L1;
 #define NSD_pas_L1_OP(body) nsd_pas_L1 r; body; return r
@@ -191,9 +193,11 @@ enum { NSD_pas_L3_K = 3 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_pas_L3_FN static inline __attribute__((always_inline, unused))
 #define NSD_pas_L3_TWIN static inline __attribute__((unused))
+#define NSD_pas_L3_ENTRY static __attribute__((flatten))
 #else
 #define NSD_pas_L3_FN static inline
 #define NSD_pas_L3_TWIN static inline
+#define NSD_pas_L3_ENTRY static
 #endif
 typedef struct nsd_pas_L3 { double v, d[NSD_pas_L3_K]; } nsd_pas_L3;
 #define NSD_pas_L3_OP(body) nsd_pas_L3 r; body; return r
@@ -266,7 +270,7 @@ NSD_pas_L3_TWIN nsd_pas_L3 nsd_pas_L3_cur(ns_mech_ppack *p, nsd_pas_L3 *F0_, nsd
     return c_;
 }
 
-static void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_pas_L1_ENTRY void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_pas_L1 Fd_[3], G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
@@ -292,7 +296,7 @@ static void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double
     li_[3] += lo_[2];
 }
 
-static void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_pas_L3_ENTRY void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_pas_L3 Fd_[3], G_[1], v_ = nsd_pas_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
@@ -326,7 +330,7 @@ static void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, dou
     li_[2] += a_[2];
 }
 
-static void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_pas_L1_ENTRY void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_pas_L1 Fd_[3], G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
