@@ -575,7 +575,7 @@ static int collect_states(const stlist *l, char ***order, int *n) {
     }
     return 0;
 }
-
+int nm_gen_states(const stlist *l, char ***order, int *n) { return collect_states(l, order, n); }
 
 static int emit_list(gen *g, const stlist *l, int indent);
 static int emit_verbatim(gen *g, const st *s);

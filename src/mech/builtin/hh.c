@@ -316,6 +316,26 @@ NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_pow_l(double c, nsd_hh_L1 b) {
     const double f = pow(c, b.v);
     return nsd_hh_L1_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
 }
+NSD_hh_L1_TWIN void nsd_hh_L1_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
 NSD_hh_L1_TWIN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
 NSD_hh_L1_TWIN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
 NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y);
@@ -502,6 +522,26 @@ NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_pow_l(double c, nsd_hh_L8 b) {
     const double f = pow(c, b.v);
     return nsd_hh_L8_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
 }
+NSD_hh_L8_TWIN void nsd_hh_L8_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
 NSD_hh_L8_TWIN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
 NSD_hh_L8_TWIN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
 NSD_hh_L8_TWIN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_x, nsd_hh_L8 A_y);
@@ -687,6 +727,26 @@ NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_div_l(double c, nsd_hh_L4 b) {
 NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_pow_l(double c, nsd_hh_L4 b) {
     const double f = pow(c, b.v);
     return nsd_hh_L4_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_hh_L4_TWIN void nsd_hh_L4_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
 }
 NSD_hh_L4_TWIN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
 NSD_hh_L4_TWIN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);

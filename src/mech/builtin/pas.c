@@ -178,6 +178,26 @@ NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_pow_l(double c, nsd_pas_L1 b) {
     const double f = pow(c, b.v);
     return nsd_pas_L1_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
 }
+NSD_pas_L1_TWIN void nsd_pas_L1_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
 
 NSD_pas_L1_TWIN nsd_pas_L1 nsd_pas_L1_cur(ns_mech_ppack *p, nsd_pas_L1 *F0_, nsd_pas_L1 *F1_, nsd_pas_L1 *F2_, nsd_pas_L1 *G_, int i_, int node_, nsd_pas_L1 v_) {
     (void)p; (void)i_; (void)node_; (void)G_;
@@ -260,6 +280,26 @@ NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_div_l(double c, nsd_pas_L3 b) {
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_pow_l(double c, nsd_pas_L3 b) {
     const double f = pow(c, b.v);
     return nsd_pas_L3_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_pas_L3_TWIN void nsd_pas_L3_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
 }
 
 NSD_pas_L3_TWIN nsd_pas_L3 nsd_pas_L3_cur(ns_mech_ppack *p, nsd_pas_L3 *F0_, nsd_pas_L3 *F1_, nsd_pas_L3 *F2_, nsd_pas_L3 *G_, int i_, int node_, nsd_pas_L3 v_) {
