@@ -32,17 +32,20 @@ int bench_grad(int argc, char **argv) {
     int n_records = 0, n_params = 0, json = 0, has_target = 0;
     double target_mv = 0.0;
     long long steps = 1000;
-    int repeat = 3;
-    long long every = 0;
+    int repeat = 3, threads = 1;
+    long long every = 0, n_cells = 1;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--help")) {
             printf("usage: neurosolve bench grad [--morph FILE.swc] [--steps N] [--repeat R] [--checkpoint-every K]\n"
+                   "         [--cells C] [--threads T]\n"
                    "         [--params FILE] [--model FILE] [--iclamp LOC:DEL:DUR:AMP] [--record LOC]... [--param WHERE:NAME]...\n"
                    "         [--target MV] [--traces FILE] [--json]\n"
                    "  the gradient of a squared loss sum (v - target)^2 over the recorded samples with respect\n"
                    "  to the parameters (default gnabar_hh, gkbar_hh, cm, Ra over all) over the forward run of the\n"
                    "  same cell (default hh + pas everywhere, a 1 nA clamp at the soma, the soma recorded, a sine\n"
-                   "  target), one thread, the best of R runs each (default %s, 1000 steps of 0.025 ms, R = 3).\n"
+                   "  target), the best of R runs each (default %s, 1000 steps of 0.025 ms, R = 3).\n"
+                   "  --cells: C copies of the cell, each with its own clamp, sites and parameters (default 1);\n"
+                   "  --threads: the forward run's and the gradient's threads (default 1);\n"
                    "  --params: a parameter file (dt, celsius, v_init, Ra, the per-section nseg and start_diam);\n"
                    "  --model: the model file in place of the default; --traces: the forward pass's samples\n"
                    "  (one line per sample, one column per site); --json: one JSON line;\n"
@@ -60,6 +63,8 @@ int bench_grad(int argc, char **argv) {
         else if (!strcmp(a, "--steps")) steps = atoll(val);
         else if (!strcmp(a, "--repeat")) repeat = atoi(val);
         else if (!strcmp(a, "--checkpoint-every")) every = atoll(val);
+        else if (!strcmp(a, "--cells")) n_cells = atoll(val);
+        else if (!strcmp(a, "--threads")) threads = atoi(val);
         else if (!strcmp(a, "--params")) params_file = val;
         else if (!strcmp(a, "--model")) model_file = val;
         else if (!strcmp(a, "--iclamp")) iclamp = val;
@@ -74,8 +79,9 @@ int bench_grad(int argc, char **argv) {
             (is_record ? records : params)[(*n)++] = val;
         } else return cli_usage_error("bench grad", "unknown option '%s'", a);
     }
-    if (steps < 1 || repeat < 1 || every < 0)
-        return cli_usage_error("bench grad", "--steps and --repeat must be >= 1, --checkpoint-every >= 0");
+    if (steps < 1 || repeat < 1 || every < 0 || n_cells < 1 || n_cells > 1000000 || threads < 1 || threads > 4096)
+        return cli_usage_error("bench grad", "--steps, --repeat, --cells and --threads must be >= 1, "
+                                             "--checkpoint-every >= 0");
     static const char *const default_params[4] = {"all:gnabar_hh", "all:gkbar_hh", "all:cm", "all:Ra"};
     if (n_params == 0)
         for (; n_params < 4; ++n_params) params[n_params] = default_params[n_params];
@@ -85,7 +91,7 @@ int bench_grad(int argc, char **argv) {
     ns_sim_model_t *model = NULL;
     ns_sim_t *sim = NULL;
     ns_grad_t *g = NULL;
-    double *target = NULL, *traces = NULL;
+    double *target = NULL, *traces = NULL, *grad = NULL;
     char *params_text = NULL;
     size_t params_len = 0;
     int rc = 1;
@@ -119,10 +125,10 @@ int bench_grad(int argc, char **argv) {
     ns_sim_options_init(&o);
     o.backend = NS_BACKEND_CPU;
     o.model = model;
-    o.threads = 1;
+    o.threads = threads;
     o.gpu_mechanisms = NS_SIM_GPU_MECHANISMS_PER_STEP;
     const ns_cell_t *cells[1] = {cell};
-    if ((s = ns_sim_create(1, cells, 1, NULL, &p, &o, &sim))) goto fail;
+    if ((s = ns_sim_create(1, cells, n_cells, NULL, &p, &o, &sim))) goto fail;
     {
         /* LOC:DEL:DUR:AMP, the location itself may hold no ':' but sec:K and swc:ID do: split from the right */
         char buf[256];
@@ -150,26 +156,30 @@ int bench_grad(int argc, char **argv) {
             rc = 2;
             goto done;
         }
-        if ((s = ns_sim_add_iclamp(sim, 0, comp, del, dur, amp))) goto fail;
+        for (int64_t c = 0; c < n_cells; ++c)
+            if ((s = ns_sim_add_iclamp(sim, c, comp, del, dur, amp))) goto fail;
     }
-    for (int k = 0; k < n_records; ++k) {
-        int32_t comp = 0;
-        if (locate(cell, "--record", records[k], &comp)) {
-            rc = 2;
-            goto done;
+    /* the sites: cell 0's records, then cell 1's, ... */
+    for (int64_t c = 0; c < n_cells; ++c)
+        for (int k = 0; k < n_records; ++k) {
+            int32_t comp = 0;
+            if (locate(cell, "--record", records[k], &comp)) {
+                rc = 2;
+                goto done;
+            }
+            if ((s = ns_sim_add_recording(sim, c, comp, NULL))) goto fail;
         }
-        if ((s = ns_sim_add_recording(sim, 0, comp, NULL))) goto fail;
-    }
-    const int64_t samples = steps + 1, values = samples * n_records;
+    const int64_t samples = steps + 1, sites = n_records * n_cells, values = samples * sites;
     target = calloc((size_t)values, sizeof *target);
     traces = calloc((size_t)values, sizeof *traces);
-    if (!target || !traces) {
+    grad = calloc((size_t)(n_params * n_cells), sizeof *grad);
+    if (!target || !traces || !grad) {
         s = NS_ERR_OUT_OF_MEMORY;
         goto fail;
     }
     for (int64_t q = 0; q < values; ++q)
-        target[q] = has_target ? target_mv : -65.0 + 20.0 * sin(0.01 * (double)(q / n_records));
-    double fwd = INFINITY, grd = INFINITY, L = 0.0, grad[MAX_ITEMS];
+        target[q] = has_target ? target_mv : -65.0 + 20.0 * sin(0.01 * (double)(q / sites));
+    double fwd = INFINITY, grd = INFINITY, L = 0.0;
     for (int r = 0; r < repeat; ++r) {
         const double t0 = cli_now_s();
         if ((s = ns_sim_init(sim)) || (s = ns_sim_advance(sim, steps))) goto fail;
@@ -177,7 +187,7 @@ int bench_grad(int argc, char **argv) {
     }
     ns_grad_options go;
     ns_grad_options_init(&go);
-    go.threads = 1;
+    go.threads = threads;
     go.checkpoint_every = every;
     if ((s = ns_grad_create(sim, &go, &g))) goto fail;
     for (int k = 0; k < n_params; ++k) {
@@ -203,7 +213,8 @@ int bench_grad(int argc, char **argv) {
             }
             snprintf(where, sizeof where, "sec:%d", (int)sec);
         }
-        if ((s = ns_grad_add_param(g, 0, where, name, NULL))) goto fail;
+        for (int64_t q = 0; q < n_cells; ++q) /* parameter k of cell q: gradient entry k * n_cells + q */
+            if ((s = ns_grad_add_param(g, q, where, name, NULL))) goto fail;
     }
     ns_grad_loss loss = {target, NULL, NULL};
     for (int r = 0; r < repeat; ++r) {
@@ -218,8 +229,8 @@ int bench_grad(int argc, char **argv) {
             goto done;
         }
         for (int64_t q = 0; q < samples; ++q)
-            for (int k = 0; k < n_records; ++k)
-                fprintf(f, "%.17g%c", traces[q * n_records + k], k + 1 < n_records ? ' ' : '\n');
+            for (int64_t k = 0; k < sites; ++k)
+                fprintf(f, "%.17g%c", traces[q * sites + k], k + 1 < sites ? ' ' : '\n');
         if (fclose(f)) {
             rc = cli_error("bench grad: %s: write error", traces_file);
             goto done;
@@ -233,6 +244,8 @@ int bench_grad(int argc, char **argv) {
         json_string(&j, "morph", morph);
         json_int(&j, "compartments", info.compartments);
         json_int(&j, "steps", steps);
+        json_int(&j, "cells", n_cells);
+        json_int(&j, "threads", threads);
         json_int(&j, "repeat", repeat);
         json_double(&j, "forward_ms", 1e3 * fwd);
         json_double(&j, "gradient_ms", 1e3 * grd);
@@ -242,12 +255,12 @@ int bench_grad(int argc, char **argv) {
         for (int k = 0; k < n_params; ++k) json_string(&j, NULL, params[k]);
         json_array_end(&j);
         json_array_begin(&j, "gradient");
-        for (int k = 0; k < n_params; ++k) json_double(&j, NULL, grad[k]);
+        for (int k = 0; k < n_params; ++k) json_double(&j, NULL, grad[k * n_cells]); /* cell 0's */
         json_array_end(&j);
         json_end(&j);
     } else {
-        printf("bench grad: %s, %d compartments, %lld steps, one thread, best of %d\n", morph, (int)info.compartments,
-               steps, repeat);
+        printf("bench grad: %s, %d compartments, %lld cell%s, %lld steps, %d thread%s, best of %d\n", morph,
+               (int)info.compartments, n_cells, n_cells > 1 ? "s" : "", steps, threads, threads > 1 ? "s" : "", repeat);
         printf("  forward (ns_sim, CPU loop)  %10.3f ms\n  gradient (ns_grad_run)      %10.3f ms\n"
                "  gradient / forward          %10.2f\n  stored states and work      %10.2f MB\n",
                1e3 * fwd, 1e3 * grd, grd / fwd, (double)ns_grad_bytes(g) / 1e6);
@@ -258,6 +271,7 @@ fail:
 done:
     free(target);
     free(traces);
+    free(grad);
     free(params_text);
     ns_grad_destroy(g);
     ns_sim_destroy(sim);

@@ -30,12 +30,17 @@ extern "C" {
 
 typedef struct ns_grad ns_grad_t;
 
+/* ns_grad_options.tape_bytes by default: 256 MiB */
+#define NS_GRAD_TAPE_BYTES ((size_t)256 << 20)
+
 typedef struct ns_grad_options {
     int64_t checkpoint_every; /* steps between stored states (the reverse sweep recomputes the
-                                 steps between them); 0: about sqrt(steps); >= steps: the forward
-                                 pass keeps every step's tape and nothing is recomputed (memory:
-                                 steps x the tape's record). The gradient is the same bits
-                                 whatever the value. */
+                                 steps between them); >= steps: the forward pass keeps every
+                                 step's tape and nothing is recomputed (memory: steps x the
+                                 tape's record); 0: that where it fits tape_bytes, else about
+                                 sqrt(steps). The gradient is the same bits whatever the value. */
+    size_t tape_bytes;        /* with checkpoint_every 0: the most bytes of stored states per
+                                 thread for the whole run's tape; 0: NS_GRAD_TAPE_BYTES */
     int32_t threads;          /* cells at once (OpenMP); 0: OpenMP's default. The results are the
                                  same bits whatever the count. */
 } ns_grad_options;

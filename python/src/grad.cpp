@@ -18,7 +18,7 @@ void bind_grad(nb::module_ &m) {
     nb::class_<Gradient>(m, "Gradient",
                          "Gradients of a loss on a simulation's recorded voltages with respect to its parameters, "
                          "by the discrete adjoint (docs/gradients.md).")
-        .def("__init__", [](Gradient *self, nb::handle sim, int64_t checkpoint_every, int32_t threads) {
+        .def("__init__", [](Gradient *self, nb::handle sim, int64_t checkpoint_every, int32_t threads, size_t tape_bytes) {
             if (!nb::isinstance<Simulation>(sim))
                 fail(NS_ERR_INVALID_ARGUMENT, "Gradient: sim must be a neurosolve.Simulation, got " +
                                                   std::string(nb::inst_name(sim).c_str()));
@@ -26,14 +26,16 @@ void bind_grad(nb::module_ &m) {
             ns_grad_options_init(&o);
             o.checkpoint_every = checkpoint_every;
             o.threads = threads;
+            o.tape_bytes = tape_bytes;
             ns_grad_t *g = nullptr;
             check(ns_grad_create(nb::cast<Simulation &>(sim).s, &o, &g));
             new (self) Gradient();
             self->g = g;
             self->sim = nb::borrow(sim);
-        }, "sim"_a, "checkpoint_every"_a = 0, "threads"_a = 0,
+        }, "sim"_a, "checkpoint_every"_a = 0, "threads"_a = 0, "tape_bytes"_a = 0,
            "A gradient handle over sim's configuration (a model simulation on any backend; the gradient runs on "
-           "the CPU). checkpoint_every: steps between stored states (0: about sqrt(steps)); threads: cells at "
+           "the CPU). checkpoint_every: steps between stored states (0: the whole run's tape where it fits "
+           "tape_bytes per thread (0: 256 MiB), else about sqrt(steps)); threads: cells at "
            "once (0: OpenMP's default); the results are the same bits for any value of either.")
         .def("add_param", [](Gradient &g, int64_t cell, const std::string &where, const std::string &name) {
             int32_t k = -1;

@@ -327,15 +327,6 @@ static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, double 
 
 /* ---- runs ---- */
 
-static int64_t segment_of(const ns_grad_t *g, int64_t steps) {
-    int64_t K = g->options.checkpoint_every;
-    if (K <= 0) {
-        K = (int64_t)ceil(sqrt((double)steps));
-        while (K * K < steps) ++K;
-    }
-    if (K > steps) K = steps;
-    return K < 1 ? 1 : K;
-}
 
 typedef struct run_ctx {
     int64_t steps, K, samples;
@@ -376,6 +367,25 @@ static void add_loss_adjoint(const ns_grad_t *g, gcell *gc, const run_ctx *r, in
 static size_t ck_doubles(const gcell *gc, int64_t n_ck, int64_t K) {
     return (size_t)n_ck * ((size_t)gc->S + 1) + (size_t)K * (tape_of(gc) + 1);
 }
+/* Steps per segment: checkpoint_every, or (0) the whole run when its tape fits
+ * tape_bytes (0: NS_GRAD_TAPE_BYTES) per thread, else about sqrt(steps) */
+static int64_t segment_of(const ns_grad_t *g, int64_t steps) {
+    int64_t K = g->options.checkpoint_every;
+    if (K <= 0) {
+        const size_t limit = g->options.tape_bytes ? g->options.tape_bytes : NS_GRAD_TAPE_BYTES;
+        size_t most = 0;
+        for (int64_t c = 0; c < g->n_cells; ++c) {
+            const size_t want = ck_doubles(&g->cells[c], 1, steps);
+            most = want > most ? want : most;
+        }
+        if ((double)most * sizeof(double) <= (double)limit) return steps;
+        K = (int64_t)ceil(sqrt((double)steps));
+        while (K * K < steps) ++K;
+    }
+    if (K > steps) K = steps;
+    return K < 1 ? 1 : K;
+}
+
 static double *ck_times(gcell *gc, const run_ctx *r) {
     const int64_t n_ck = (r->steps + r->K - 1) / r->K;
     return gc->ck + (size_t)n_ck * (size_t)gc->S + (size_t)r->K * (tape_of(gc) + 1);

@@ -30,6 +30,8 @@ typedef struct dx {
     int solve_here; /* a BREAKPOINT without currents: its SOLVEs in state() */
     int line;       /* of the statement being written */
     const block *owner; /* the FUNCTION being written: its name is its value (ret_) */
+    char **di;          /* writing a derivimplicit block's derivatives: its states (f_[k] = k's) */
+    int n_di;
 } dx;
 
 #define P(...) nm_gen_put(d->g, __VA_ARGS__)
@@ -49,11 +51,12 @@ static int dfail(dx *d, int line, const char *fmt, ...) {
 
 /* The dual numbers' arithmetic, '@' the mechanism's name. Derivatives of the
  * library functions are the textbook ones at the computed value. */
-static const char *const runtime =
+static const char *const runtime[] = {
     "#if defined(__GNUC__) || defined(__clang__)\n"
     "#define NSD_@_FN static inline __attribute__((always_inline, unused))\n"
     "#define NSD_@_TWIN static inline __attribute__((unused))\n"
-    "#else\n#define NSD_@_FN static inline\n#define NSD_@_TWIN static inline\n#endif\n"
+    "#define NSD_@_ENTRY static __attribute__((flatten))\n"
+    "#else\n#define NSD_@_FN static inline\n#define NSD_@_TWIN static inline\n#define NSD_@_ENTRY static\n#endif\n"
     "typedef struct nsd_@ { double v, d[NSD_@_K]; } nsd_@;\n"
     "#define NSD_@_OP(body) nsd_@ r; body; return r\n"
     "NSD_@_FN nsd_@ nsd_@_c(double x) { NSD_@_OP(r.v = x; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = 0.0); }\n"
@@ -92,21 +95,56 @@ static const char *const runtime =
     "    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;\n"
     "    NSD_@_OP(r.v = f; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));\n}\n"
     "NSD_@_FN nsd_@ nsd_@_fmin(nsd_@ a, nsd_@ b) { nsd_@ r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }\n"
-    "NSD_@_FN nsd_@ nsd_@_fmax(nsd_@ a, nsd_@ b) { nsd_@ r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }\n";
+    "NSD_@_FN nsd_@ nsd_@_fmax(nsd_@ a, nsd_@ b) { nsd_@ r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }\n",
+    /* an operand that is a constant (a double: no lanes): _r on the right, _l on the left */
+    "NSD_@_FN nsd_@ nsd_@_add_r(nsd_@ a, double c) { NSD_@_OP(r.v = a.v + c; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k]); }\n"
+    "NSD_@_FN nsd_@ nsd_@_sub_r(nsd_@ a, double c) { NSD_@_OP(r.v = a.v - c; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k]); }\n"
+    "NSD_@_FN nsd_@ nsd_@_mul_r(nsd_@ a, double c) { NSD_@_OP(r.v = a.v * c; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k] * c); }\n"
+    "NSD_@_FN nsd_@ nsd_@_div_r(nsd_@ a, double c) { NSD_@_OP(r.v = a.v / c; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k] / c); }\n"
+    "NSD_@_FN nsd_@ nsd_@_pow_r(nsd_@ a, double c) {\n"
+    "    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);\n"
+    "    return nsd_@_f1(a, f, da);\n}\n"
+    "NSD_@_FN nsd_@ nsd_@_add_l(double c, nsd_@ b) { NSD_@_OP(r.v = c + b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = b.d[k]); }\n"
+    "NSD_@_FN nsd_@ nsd_@_sub_l(double c, nsd_@ b) { NSD_@_OP(r.v = c - b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = -b.d[k]); }\n"
+    "NSD_@_FN nsd_@ nsd_@_mul_l(double c, nsd_@ b) { NSD_@_OP(r.v = c * b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = c * b.d[k]); }\n"
+    "NSD_@_FN nsd_@ nsd_@_div_l(double c, nsd_@ b) {\n"
+    "    NSD_@_OP(r.v = c / b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);\n}\n"
+    "NSD_@_FN nsd_@ nsd_@_pow_l(double c, nsd_@ b) {\n"
+    "    const double f = pow(c, b.v);\n"
+    "    return nsd_@_f1(b, f, c > 0.0 ? f * log(c) : 0.0);\n}\n",
+    /* J X = R in place (J n x n, R n x m, row-major): Gaussian elimination, partial pivoting */
+    "NSD_@_TWIN void nsd_@_gauss(int n, double *J, double *R, int m) {\n"
+    "    for (int c = 0; c < n; ++c) {\n"
+    "        int pv = c;\n"
+    "        for (int r = c + 1; r < n; ++r)\n            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;\n"
+    "        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }\n"
+    "        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }\n"
+    "        for (int r = c + 1; r < n; ++r) {\n"
+    "            const double f = J[r * n + c] / J[c * n + c];\n"
+    "            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];\n"
+    "            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];\n"
+    "        }\n    }\n"
+    "    for (int c = n - 1; c >= 0; --c)\n"
+    "        for (int k = 0; k < m; ++k) {\n"
+    "            double s = R[c * m + k];\n"
+    "            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];\n"
+    "            R[c * m + k] = s / J[c * n + c];\n"
+    "        }\n}\n"};
 
 static void put_runtime(dx *d, int K) {
     P("\n/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the %d "
       "fields, the %d GLOBALs), %d for the phases that read that many ---- */\nenum { NSD_%s_K = %d };\n",
       d->m->n_fields, d->m->n_globals, K, d->M, K);
-    for (const char *c = runtime; *c; ++c) {
-        const char *at = strchr(c, '@');
-        if (!at) {
-            P("%s", c);
-            break;
+    for (size_t q = 0; q < sizeof runtime / sizeof *runtime; ++q)
+        for (const char *c = runtime[q]; *c; ++c) {
+            const char *at = strchr(c, '@');
+            if (!at) {
+                P("%s", c);
+                break;
+            }
+            P("%.*s%s", (int)(at - c), c, d->M);
+            c = at;
         }
-        P("%.*s%s", (int)(at - c), c, d->M);
-        c = at;
-    }
 }
 
 static int is_ion_input(const var *v) { return v->ion >= 0 && v->field < 0; }
@@ -194,7 +232,42 @@ static void dcall(dx *d, const ex *e) {
     P(")");
 }
 
+/* An expression with no lanes: numbers, and the names dvar makes constants,
+ * through the operators and math calls (not FUNCTIONs: their twins read
+ * the instance) */
+static int is_const(dx *d, const ex *e) {
+    switch (e->kind) {
+    case EX_NUM: return 1;
+    case EX_VAR: {
+        if (e->op == NM_C_NAME || e->a) return 0;
+        const int sc = nm_gen_scope(d->g, e->text);
+        const var *v = nm_find_var(d->m, e->text);
+        if (sc >= 0 || (d->owner && d->owner->kind == B_FUNCTION && !strcmp(d->owner->name, e->text))) return 0;
+        if (!v) return strcmp(e->text, "v") != 0;
+        return v->field < 0 && v->global < 0 && v->cls != V_POINTER && v->cls != V_RANDOM;
+    }
+    case EX_NEG:
+    case EX_NOT: return is_const(d, e->a);
+    case EX_BIN: return is_const(d, e->a) && is_const(d, e->b);
+    case EX_CALL: {
+        if (nm_find_block(d->m, e->text)) return 0;
+        int known = 0;
+        for (size_t k = 0; k < sizeof math1 / sizeof *math1; k++) known |= !strcmp(e->text, math1[k]) && e->n_args == 1;
+        known |= (!strcmp(e->text, "pow") || !strcmp(e->text, "min") || !strcmp(e->text, "max")) && e->n_args == 2;
+        for (int i = 0; known && i < e->n_args; i++) known = is_const(d, e->args[i]);
+        return known;
+    }
+    default: return 0;
+    }
+}
+
 static void dex(dx *d, const ex *e) {
+    if (e->kind != EX_NUM && e->kind != EX_VAR && is_const(d, e)) { /* the forward code's double */
+        P("nsd_%s_c(", d->M);
+        nm_gen_ex(d->g, e);
+        P(")");
+        return;
+    }
     switch (e->kind) {
     case EX_NUM:
         P("nsd_%s_c(", d->M);
@@ -221,10 +294,14 @@ static void dex(dx *d, const ex *e) {
         const char *fn = e->op == '+' ? "add" : e->op == '-' ? "sub" : e->op == '*' ? "mul" : e->op == '/' ? "div"
                          : e->op == '^' ? "pow" : NULL;
         if (fn) {
-            P("nsd_%s_%s(", d->M, fn);
-            dex(d, e->a);
+            /* a constant operand as a double (no lanes); a constant ^ a dual is pow_l */
+            const int ca = is_const(d, e->a), cb = is_const(d, e->b);
+            P("nsd_%s_%s%s(", d->M, fn, cb ? "_r" : ca ? "_l" : "");
+            if (ca && !cb) nm_gen_ex(d->g, e->a);
+            else dex(d, e->a);
             P(", ");
-            dex(d, e->b);
+            if (cb) nm_gen_ex(d->g, e->b);
+            else dex(d, e->b);
             P(")");
             return;
         }
@@ -325,6 +402,14 @@ static int dst(dx *d, const st *s, int ind) {
         return 0;
     }
     case ST_DERIV: {
+        if (d->di) { /* derivimplicit: the derivative's dual */
+            int k = 0;
+            while (k < d->n_di && strcmp(d->di[k], s->name)) ++k;
+            P("%*sf_[%d] = ", ind, "", k);
+            dex(d, s->e);
+            P(";\n");
+            return d->failed ? -1 : 0;
+        }
         ex *a, *c;
         int inf = 0;
         const int r = nm_cnexp_parts(s, &a, &c, &inf);
@@ -437,15 +522,121 @@ static int dcallable(dx *d, const block *bl) {
     return 0;
 }
 
-static int dderivative(dx *d, const block *bl) {
-    P("NSD_%s_TWIN void nsd_%s_d_%s(", d->M, d->M, bl->name);
+/* the arguments of a twin's call with the fields' duals from array Fa (NULL:
+ * the twin's own) and the GLOBALs' and v's given */
+static void put_args_from(dx *d, const char *Fa, const char *Ga, const char *va) {
+    P("p, ");
+    for (int k = 0; k < d->m->n_fields; k++) {
+        if (Fa) P("&%s[%d], ", Fa, k);
+        else P("F%d_, ", k);
+    }
+    for (int i = 0, k = 0; i < d->m->n_vars; i++)
+        if (is_ion_input(&d->m->vars[i])) P("I%d_, ", k++);
+    P("%s, i_, node_, %s", Ga, va);
+}
+
+/* A DERIVATIVE block's twin: cnexp's update in place; derivimplicit's step
+ * x = x0 + dt f(x, w) (w: v, the other fields, the GLOBALs), solved again by
+ * Newton's method (as nmodl_gen.c's, to the same tolerance, with the
+ * Jacobian f_x from the lanes: nsd_NAME_dd_BLOCK with the states as lanes
+ * 0 ... N-1 and the rest constants), then differentiated by the implicit
+ * function theorem at the solution: (I - dt f_x) dx = dx0 + dt f_w dw, f_w
+ * dw the lanes of f with the states constants; the block once more at the
+ * solution for what else it writes. K (the lanes) >= N: the state phase
+ * reads every state; a group with fewer lanes (another phase's) has no
+ * call to it and gets none. */
+static int dderivative(dx *d, const block *bl, int method, int K) {
+    if (method != M_DERIVIMPLICIT) {
+        P("NSD_%s_TWIN void nsd_%s_d_%s(", d->M, d->M, bl->name);
+        put_sig(d);
+        P(") {\n    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;\n");
+        nm_gen_owner(d->g, bl);
+        nm_gen_scope_reset(d->g, 0);
+        if (dlist(d, bl->body, 4)) return -1;
+        nm_gen_owner(d->g, NULL);
+        P("}\n\n");
+        return 0;
+    }
+    char **order = NULL;
+    int n = 0;
+    if (nm_collect_states(bl->body, &order, &n)) return dfail(d, bl->line, "(out of memory)");
+    if (n > K || n == 0) {
+        free(order);
+        return 0;
+    }
+    const struct ns_nmodl *m = d->m;
+    const int nf = m->n_fields, ng = m->n_globals;
+    int *fs = malloc((size_t)n * sizeof *fs);
+    if (!fs) {
+        free(order);
+        return dfail(d, bl->line, "(out of memory)");
+    }
+    for (int k = 0; k < n; k++) fs[k] = nm_find_var(m, order[k])->field;
+    P("NSD_%s_TWIN void nsd_%s_dd_%s(", d->M, d->M, bl->name);
     put_sig(d);
-    P(") {\n    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;\n");
+    P(", nsd_%s *f_) {\n    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;\n", d->M);
     nm_gen_owner(d->g, bl);
     nm_gen_scope_reset(d->g, 0);
-    if (dlist(d, bl->body, 4)) return -1;
+    d->di = order;
+    d->n_di = n;
+    const int r = dlist(d, bl->body, 4);
+    d->di = NULL;
     nm_gen_owner(d->g, NULL);
+    if (r) {
+        free(order);
+        free(fs);
+        return -1;
+    }
     P("}\n\n");
+    P("NSD_%s_TWIN void nsd_%s_d_%s(", d->M, d->M, bl->name);
+    put_sig(d);
+    P(") {\n    enum { N_ = %d };\n", n);
+    P("    nsd_%s Fl_[%d], Gl_[%d], vl_ = nsd_%s_c(v_.v), f_[N_];\n", d->M, nf, ng ? ng : 1, d->M);
+    for (int k = 0; k < nf; k++) P("    Fl_[%d] = nsd_%s_c((*F%d_).v);\n", k, d->M, k);
+    P("    for (int k = 0; k < %d; ++k) Gl_[k] = nsd_%s_c(G_[k].v);\n", ng, d->M);
+    P("    double x0_[N_], x_[N_], J_[N_ * N_], r_[N_], R_[N_ * NSD_%s_K];\n", d->M);
+    for (int k = 0; k < n; k++) P("    x0_[%d] = x_[%d] = (*F%d_).v;\n", k, k, fs[k]);
+    /* Fl_ with the states at x_ as lanes 0 ... N-1: f_ and J_ = I - dt f_x */
+    P("    for (int it_ = 0; it_ <= 20; ++it_) {\n");
+    for (int k = 0; k < n; k++) P("        Fl_[%d] = nsd_%s_c(x_[%d]);\n        Fl_[%d].d[%d] = 1.0;\n", fs[k], d->M, k, fs[k], k);
+    P("        nsd_%s_dd_%s(", d->M, bl->name);
+    put_args_from(d, "Fl_", "Gl_", "vl_");
+    P(", f_);\n");
+    P("        for (int r = 0; r < N_; ++r) {\n"
+      "            r_[r] = -(x_[r] - x0_[r] - p->dt * f_[r].v);\n"
+      "            for (int c = 0; c < N_; ++c) J_[r * N_ + c] = (r == c ? 1.0 : 0.0) - p->dt * f_[r].d[c];\n"
+      "        }\n"
+      "        if (it_ == 20) break; /* J_ at the solution */\n"
+      "        nsd_%s_gauss(N_, J_, r_, 1);\n"
+      "        double err_ = 0.0;\n"
+      "        for (int c = N_ - 1; c >= 0; --c) {\n"
+      "            x_[c] += r_[c];\n"
+      "            const double e_ = fabs(r_[c]) / (fabs(x_[c]) > 1e-9 ? fabs(x_[c]) : 1e-9);\n"
+      "            if (e_ > err_) err_ = e_;\n"
+      "        }\n"
+      "        if (!(err_ > 1e-12)) it_ = 19;\n"
+      "    }\n", d->M);
+    /* f_w dw: the instance's duals with the states constants at x_ */
+    P("    nsd_%s Fw_[%d];\n", d->M, nf);
+    for (int k = 0; k < nf; k++) P("    Fw_[%d] = *F%d_;\n", k, k);
+    for (int k = 0; k < n; k++) P("    Fw_[%d] = nsd_%s_c(x_[%d]);\n", fs[k], d->M, k);
+    P("    nsd_%s_dd_%s(", d->M, bl->name);
+    put_args_from(d, "Fw_", "G_", "v_");
+    P(", f_);\n");
+    P("    for (int r = 0; r < N_; ++r)\n        for (int k = 0; k < NSD_%s_K; ++k)\n"
+      "            R_[r * NSD_%s_K + k] = p->dt * f_[r].d[k];\n", d->M, d->M);
+    for (int k = 0; k < n; k++)
+        P("    for (int k = 0; k < NSD_%s_K; ++k) R_[%d * NSD_%s_K + k] += (*F%d_).d[k];\n", d->M, k, d->M, fs[k]);
+    P("    nsd_%s_gauss(N_, J_, R_, NSD_%s_K);\n", d->M, d->M);
+    for (int k = 0; k < n; k++) {
+        P("    (*F%d_).v = x_[%d];\n", fs[k], k);
+        P("    for (int k = 0; k < NSD_%s_K; ++k) (*F%d_).d[k] = R_[%d * NSD_%s_K + k];\n", d->M, fs[k], k, d->M);
+    }
+    P("    nsd_%s_dd_%s(", d->M, bl->name);
+    put_args_from(d, NULL, "G_", "v_");
+    P(", f_);\n}\n\n");
+    free(order);
+    free(fs);
     return 0;
 }
 
@@ -642,7 +833,8 @@ static void copies(dx *d, int v_too, int conc) {
 static void entry_head(dx *d, const char *phase, const int *lane) {
     const struct ns_nmodl *m = d->m;
     const int nf = m->n_fields, ng = m->n_globals;
-    P("static void nsm_%s_vjp_%s(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {\n", d->m->name, phase);
+    P("NSD_%s_ENTRY void nsm_%s_vjp_%s(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {\n", d->M, d->m->name,
+      phase);
     P("    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;\n");
     P("    nsd_%s Fd_[%d], G_[%d], v_ = nsd_%s_c(p->v[node_]);\n", d->M, nf ? nf : 1, ng ? ng : 1, d->M);
     if (lane[0] >= 0) P("    v_.d[%d] = 1.0;\n", lane[0]);
@@ -696,9 +888,9 @@ static int refuse_upfront(dx *d) {
         const st *s = m->breakpoint->s[i];
         if (s->kind != ST_SOLVE) continue;
         const block *bl = nm_find_block(m, s->name);
-        if (bl->kind == B_DERIVATIVE && s->method != M_CNEXP) {
+        if (bl->kind == B_DERIVATIVE && s->method != M_CNEXP && s->method != M_DERIVIMPLICIT) {
             static const char *const meth[] = {"", "cnexp", "derivimplicit", "euler", "sparse", "runge"};
-            return dfail(d, s->line, "SOLVE %s METHOD %s (cnexp only)", s->name,
+            return dfail(d, s->line, "SOLVE %s METHOD %s (cnexp and derivimplicit only)", s->name,
                          s->method >= 0 && s->method <= M_RUNGE ? meth[s->method] : "?");
         }
     }
@@ -730,7 +922,7 @@ static void emit_group(dx *d, int K) {
     for (int i = 0; i < m->breakpoint->n && !d->failed; i++) {
         const st *s = m->breakpoint->s[i];
         const block *bl = s->kind == ST_SOLVE ? nm_find_block(m, s->name) : NULL;
-        if (bl && bl->kind == B_DERIVATIVE) dderivative(d, bl);
+        if (bl && bl->kind == B_DERIVATIVE) dderivative(d, bl, s->method, K);
     }
     /* the BREAKPOINT's currents at v_ (nmodl_gen.c's nsm_NAME_cur) */
     P("NSD_%s_TWIN nsd_%s nsd_%s_cur(", d->M, d->M, d->M);
@@ -750,7 +942,7 @@ static void emit_group(dx *d, int K) {
 }
 
 int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
-    dx dd = {g, nm_gen_module(g), NULL, why, n_why, 0, 0, 0, NULL}, *d = &dd;
+    dx dd = {g, nm_gen_module(g), NULL, why, n_why, 0, 0, 0, NULL, NULL, 0}, *d = &dd;
     const struct ns_nmodl *m = d->m;
     d->M = m->name;
     const size_t mark = nm_gen_mark(g);

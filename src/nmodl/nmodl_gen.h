@@ -66,7 +66,6 @@ int nm_sym_same(const ex *x, const ex *y);
 ex *nm_sym_at_zero(ex *e, const char *x);
 
 /* nmodl_gen_st.c */
-int nm_collect_states(const stlist *l, char ***order, int *n);
 int nm_emit_verbatim(gen *g, const st *s);
 int nm_emit_list_from(gen *g, const stlist *l, int indent, int from);
 int nm_emit_list(gen *g, const stlist *l, int indent);

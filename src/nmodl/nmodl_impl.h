@@ -328,6 +328,8 @@ size_t nm_gen_mark(const struct gen *g);
 void nm_gen_cut(struct gen *g, size_t at);
 void nm_gen_ex(struct gen *g, const ex *e);
 void nm_gen_var(struct gen *g, const char *name, const ex *ix);
+/* the states a DERIVATIVE block's body differentiates, in the order of the generated code (*order: realloc'ed) */
+int nm_collect_states(const stlist *l, char ***order, int *n);
 int nm_gen_scope(const struct gen *g, const char *name);
 int nm_gen_scope_push(struct gen *g, char *name, int arg);
 int nm_gen_scope_size(const struct gen *g);

@@ -58,6 +58,7 @@ int main(void) {
     add_io(sim, &su, 1);
     ns_grad_options go;
     ns_grad_options_init(&go);
+    go.tape_bytes = 1; /* below the whole run's tape: checkpoints every sqrt(steps) */
     ns_grad_t *g = NULL;
     CHECK_OK(ns_grad_create(sim, &go, &g));
     for (int k = 0; g && k < n_cases; ++k) {
@@ -102,10 +103,13 @@ int main(void) {
                   cases[k].where, grad[k], fd, err);
     }
 
-    /* ---- checkpoints: the same bits whatever the segment; the dL/dy form ---- */
-    const int64_t every[] = {1, 7, STEPS};
-    for (int e = 0; e < 3; ++e) {
+    /* ---- checkpoints: the same bits whatever the segment (0 with the default tape_bytes: the
+     * whole run's tape, which fits); the dL/dy form ---- */
+    const int64_t every[] = {1, 7, STEPS, 0};
+    size_t bytes_all = 0;
+    for (int e = 0; e < 4; ++e) {
         go.checkpoint_every = every[e];
+        go.tape_bytes = 0;
         ns_grad_t *g2 = NULL;
         CHECK_OK(ns_grad_create(sim, &go, &g2));
         for (int k = 0; g2 && k < n_cases; ++k) CHECK_OK(ns_grad_add_param(g2, 0, cases[k].where, cases[k].name, NULL));
@@ -114,6 +118,10 @@ int main(void) {
         CHECK(L2 == L);
         CHECK_MSG(!memcmp(grad2, grad, (size_t)n_cases * sizeof *grad), "checkpoint_every %lld: not the same bits",
                   (long long)every[e]);
+        if (e == 2) bytes_all = ns_grad_bytes(g2);
+        if (e == 3)
+            CHECK_MSG(ns_grad_bytes(g2) == bytes_all, "default tape_bytes: %zu bytes, the whole tape's %zu",
+                      ns_grad_bytes(g2), bytes_all);
         if (e == 0) {
             /* every state stored costs more than the default's sqrt(steps) segments */
             CHECK_MSG(ns_grad_bytes(g2) > ns_grad_bytes(g), "bytes: every step %zu, default %zu", ns_grad_bytes(g2),

@@ -15,7 +15,7 @@
 #define STEPS 80
 
 /* Hay et al. 2011's somatic sodium channel (their value) */
-static const char *HAY = "soma.insert = NaTs2_t pas glk\n"
+static const char *HAY = "soma.insert = NaTs2_t pas glk gdi\n"
                          "dend.insert = pas\n"
                          "all.ena = 50\n"
                          "all.g_pas = 3e-5\nall.e_pas = -90\n"
@@ -27,20 +27,35 @@ static const char *GLK = "NEURON {\n SUFFIX glk\n NONSPECIFIC_CURRENT i\n RANGE 
                          "BREAKPOINT {\n SOLVE states METHOD cnexp\n i = g * a * (v - e)\n}\n"
                          "DERIVATIVE states { a' = (1 / (1 + exp(-(v + 50) / 5)) - a) / tau }\n";
 
+/* two coupled nonlinear states by METHOD derivimplicit (the implicit function theorem at its
+ * Newton solution) */
+static const char *GDI = "NEURON {\n SUFFIX gdi\n NONSPECIFIC_CURRENT i\n RANGE g\n GLOBAL k\n}\n"
+                         "PARAMETER {\n g = 0.0004 (S/cm2)\n k = 0.3 (/ms)\n}\n"
+                         "ASSIGNED {\n v (mV)\n i (mA/cm2)\n}\nSTATE { a b }\nINITIAL {\n a = 0.3\n b = 0.2\n}\n"
+                         "BREAKPOINT {\n SOLVE states METHOD derivimplicit\n i = g * a * b * (v + 80)\n}\n"
+                         "DERIVATIVE states {\n a' = k * (1 / (1 + exp(-(v + 45) / 6)) - a) - 0.5 * a * a * b\n"
+                         " b' = (a - b) / (1 + exp((v + 60) / 20))\n}\n";
+
+static int write_mod(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return -1;
+    fputs(text, f);
+    fclose(f);
+    return 0;
+}
+
 int main(void) {
     if (tmpdir_make("ns_grad_bbp")) return 1;
     int skip = 0;
     /* a leak gated by a slow state, its time constant and reversal GLOBALs */
-    const char *glk_path = tmp("glk.mod");
-    FILE *f = fopen(glk_path, "w");
-    CHECK(f != NULL);
-    if (!f) return tmpdir_remove(), check_summary("test_grad_bbp");
-    fputs(GLK, f);
-    fclose(f);
-    char files[2048];
-    snprintf(files, sizeof files,
-             MECH_DIR "/bbp/NaTs2_t.mod " MECH_DIR "/bbp/CaDynamics_E2.mod %s",
-             glk_path);
+    char glk_path[1024], gdi_path[1024];
+    snprintf(glk_path, sizeof glk_path, "%s", tmp("glk.mod"));
+    snprintf(gdi_path, sizeof gdi_path, "%s", tmp("gdi.mod"));
+    if (write_mod(glk_path, GLK) || write_mod(gdi_path, GDI)) return tmpdir_remove(), check_summary("test_grad_bbp");
+    char files[4096];
+    snprintf(files, sizeof files, MECH_DIR "/bbp/NaTs2_t.mod " MECH_DIR "/bbp/CaDynamics_E2.mod %s %s", glk_path,
+             gdi_path);
     ns_mech_library_t *lib = test_mech_from_files(files, "libbbp.so", &skip);
     if (skip) return tmpdir_remove(), 77;
     if (!lib) return tmpdir_remove(), check_summary("test_grad_bbp");
@@ -54,7 +69,8 @@ int main(void) {
         int global;   /* a GLOBAL: the model file's global.NAME */
     } cases[] = {{"soma", "gNaTs2_tbar_NaTs2_t", 1e-3, 0}, {"all", "cm", 1e-4, 0},
                  {"soma", "g_glk", 2.5e-4, 0},             {"all", "tau_glk", 1e-3, 1},
-                 {"all", "e_glk", 1e-3, 1}};
+                 {"all", "e_glk", 1e-3, 1},                {"soma", "g_gdi", 1e-3, 0},
+                 {"all", "k_gdi", 1e-3, 1}};
     const int n_cases = (int)(sizeof cases / sizeof *cases);
     ns_sim_model_t *m = NULL;
     ns_sim_t *sim = make_sim(&su, su.cell, 1, &base, &m);
@@ -62,7 +78,7 @@ int main(void) {
     ns_grad_t *g = NULL;
     CHECK_OK(ns_grad_create(sim, NULL, &g));
     for (int k = 0; g && k < n_cases; ++k) CHECK_OK(ns_grad_add_param(g, 0, cases[k].where, cases[k].name, NULL));
-    double grad[5], L = 0.0;
+    double grad[7], L = 0.0;
     double *tr = calloc((size_t)su.samples * 3, sizeof *tr);
     ns_grad_loss loss = {su.target, su.weight, NULL};
     CHECK_OK(ns_grad_run(g, STEPS, &loss, &L, grad, tr));

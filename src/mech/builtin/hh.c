@@ -248,9 +248,11 @@ enum { NSD_hh_L1_K = 1 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_hh_L1_FN static inline __attribute__((always_inline, unused))
 #define NSD_hh_L1_TWIN static inline __attribute__((unused))
+#define NSD_hh_L1_ENTRY static __attribute__((flatten))
 #else
 #define NSD_hh_L1_FN static inline
 #define NSD_hh_L1_TWIN static inline
+#define NSD_hh_L1_ENTRY static
 #endif
 typedef struct nsd_hh_L1 { double v, d[NSD_hh_L1_K]; } nsd_hh_L1;
 #define NSD_hh_L1_OP(body) nsd_hh_L1 r; body; return r
@@ -296,6 +298,44 @@ NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_pow(nsd_hh_L1 a, nsd_hh_L1 b) {
 }
 NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_fmin(nsd_hh_L1 a, nsd_hh_L1 b) { nsd_hh_L1 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
 NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_fmax(nsd_hh_L1 a, nsd_hh_L1 b) { nsd_hh_L1 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_add_r(nsd_hh_L1 a, double c) { NSD_hh_L1_OP(r.v = a.v + c; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = a.d[k]); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_sub_r(nsd_hh_L1 a, double c) { NSD_hh_L1_OP(r.v = a.v - c; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = a.d[k]); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_mul_r(nsd_hh_L1 a, double c) { NSD_hh_L1_OP(r.v = a.v * c; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = a.d[k] * c); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_div_r(nsd_hh_L1 a, double c) { NSD_hh_L1_OP(r.v = a.v / c; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_pow_r(nsd_hh_L1 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_hh_L1_f1(a, f, da);
+}
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_add_l(double c, nsd_hh_L1 b) { NSD_hh_L1_OP(r.v = c + b.v; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = b.d[k]); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_sub_l(double c, nsd_hh_L1 b) { NSD_hh_L1_OP(r.v = c - b.v; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = -b.d[k]); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_mul_l(double c, nsd_hh_L1 b) { NSD_hh_L1_OP(r.v = c * b.v; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_div_l(double c, nsd_hh_L1 b) {
+    NSD_hh_L1_OP(r.v = c / b.v; for (int k = 0; k < NSD_hh_L1_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+}
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_pow_l(double c, nsd_hh_L1 b) {
+    const double f = pow(c, b.v);
+    return nsd_hh_L1_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_hh_L1_TWIN void nsd_hh_L1_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
 NSD_hh_L1_TWIN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
 NSD_hh_L1_TWIN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
 NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y);
@@ -306,21 +346,21 @@ NSD_hh_L1_TWIN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, ns
     nsd_hh_L1 L_beta = nsd_hh_L1_c(0.0);
     nsd_hh_L1 L_sum = nsd_hh_L1_c(0.0);
     nsd_hh_L1 L_q10 = nsd_hh_L1_c(0.0);
-    L_q10 = nsd_hh_L1_pow(nsd_hh_L1_c(3.0), nsd_hh_L1_div(nsd_hh_L1_sub(nsd_hh_L1_c(p->celsius), nsd_hh_L1_c(6.3)), nsd_hh_L1_c(10.0)));
-    L_alpha = nsd_hh_L1_mul(nsd_hh_L1_c(.1), nsd_hh_L1_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L1_neg(nsd_hh_L1_add(A_v, nsd_hh_L1_c(40.0))), nsd_hh_L1_c(10.0)));
-    L_beta = nsd_hh_L1_mul(nsd_hh_L1_c(4.0), nsd_hh_L1_exp(nsd_hh_L1_div(nsd_hh_L1_neg(nsd_hh_L1_add(A_v, nsd_hh_L1_c(65.0))), nsd_hh_L1_c(18.0))));
+    L_q10 = nsd_hh_L1_c(pow(3.0, ((p->celsius - 6.3) / 10.0)));
+    L_alpha = nsd_hh_L1_mul_l(.1, nsd_hh_L1_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L1_neg(nsd_hh_L1_add_r(A_v, 40.0)), nsd_hh_L1_c(10.0)));
+    L_beta = nsd_hh_L1_mul_l(4.0, nsd_hh_L1_exp(nsd_hh_L1_div_r(nsd_hh_L1_neg(nsd_hh_L1_add_r(A_v, 65.0)), 18.0)));
     L_sum = nsd_hh_L1_add(L_alpha, L_beta);
-    (*F12_) = nsd_hh_L1_div(nsd_hh_L1_c(1.0), nsd_hh_L1_mul(L_q10, L_sum));
+    (*F12_) = nsd_hh_L1_div_l(1.0, nsd_hh_L1_mul(L_q10, L_sum));
     (*F9_) = nsd_hh_L1_div(L_alpha, L_sum);
-    L_alpha = nsd_hh_L1_mul(nsd_hh_L1_c(.07), nsd_hh_L1_exp(nsd_hh_L1_div(nsd_hh_L1_neg(nsd_hh_L1_add(A_v, nsd_hh_L1_c(65.0))), nsd_hh_L1_c(20.0))));
-    L_beta = nsd_hh_L1_div(nsd_hh_L1_c(1.0), nsd_hh_L1_add(nsd_hh_L1_exp(nsd_hh_L1_div(nsd_hh_L1_neg(nsd_hh_L1_add(A_v, nsd_hh_L1_c(35.0))), nsd_hh_L1_c(10.0))), nsd_hh_L1_c(1.0)));
+    L_alpha = nsd_hh_L1_mul_l(.07, nsd_hh_L1_exp(nsd_hh_L1_div_r(nsd_hh_L1_neg(nsd_hh_L1_add_r(A_v, 65.0)), 20.0)));
+    L_beta = nsd_hh_L1_div_l(1.0, nsd_hh_L1_add_r(nsd_hh_L1_exp(nsd_hh_L1_div_r(nsd_hh_L1_neg(nsd_hh_L1_add_r(A_v, 35.0)), 10.0)), 1.0));
     L_sum = nsd_hh_L1_add(L_alpha, L_beta);
-    (*F13_) = nsd_hh_L1_div(nsd_hh_L1_c(1.0), nsd_hh_L1_mul(L_q10, L_sum));
+    (*F13_) = nsd_hh_L1_div_l(1.0, nsd_hh_L1_mul(L_q10, L_sum));
     (*F10_) = nsd_hh_L1_div(L_alpha, L_sum);
-    L_alpha = nsd_hh_L1_mul(nsd_hh_L1_c(.01), nsd_hh_L1_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L1_neg(nsd_hh_L1_add(A_v, nsd_hh_L1_c(55.0))), nsd_hh_L1_c(10.0)));
-    L_beta = nsd_hh_L1_mul(nsd_hh_L1_c(.125), nsd_hh_L1_exp(nsd_hh_L1_div(nsd_hh_L1_neg(nsd_hh_L1_add(A_v, nsd_hh_L1_c(65.0))), nsd_hh_L1_c(80.0))));
+    L_alpha = nsd_hh_L1_mul_l(.01, nsd_hh_L1_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L1_neg(nsd_hh_L1_add_r(A_v, 55.0)), nsd_hh_L1_c(10.0)));
+    L_beta = nsd_hh_L1_mul_l(.125, nsd_hh_L1_exp(nsd_hh_L1_div_r(nsd_hh_L1_neg(nsd_hh_L1_add_r(A_v, 65.0)), 80.0)));
     L_sum = nsd_hh_L1_add(L_alpha, L_beta);
-    (*F14_) = nsd_hh_L1_div(nsd_hh_L1_c(1.0), nsd_hh_L1_mul(L_q10, L_sum));
+    (*F14_) = nsd_hh_L1_div_l(1.0, nsd_hh_L1_mul(L_q10, L_sum));
     (*F11_) = nsd_hh_L1_div(L_alpha, L_sum);
 }
 
@@ -379,9 +419,9 @@ NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L1 ret_ = nsd_hh_L1_c(0.0);
     if ((nsd_hh_L1_c((double)((nsd_hh_L1_fabs(nsd_hh_L1_div(A_x, A_y))).v < (nsd_hh_L1_c(1e-6)).v))).v) {
-        ret_ = nsd_hh_L1_mul(A_y, nsd_hh_L1_sub(nsd_hh_L1_c(1.0), nsd_hh_L1_div(nsd_hh_L1_div(A_x, A_y), nsd_hh_L1_c(2.0))));
+        ret_ = nsd_hh_L1_mul(A_y, nsd_hh_L1_sub_l(1.0, nsd_hh_L1_div_r(nsd_hh_L1_div(A_x, A_y), 2.0)));
     } else {
-        ret_ = nsd_hh_L1_div(A_x, nsd_hh_L1_sub(nsd_hh_L1_exp(nsd_hh_L1_div(A_x, A_y)), nsd_hh_L1_c(1.0)));
+        ret_ = nsd_hh_L1_div(A_x, nsd_hh_L1_sub_r(nsd_hh_L1_exp(nsd_hh_L1_div(A_x, A_y)), 1.0));
     }
     return ret_;
 }
@@ -389,17 +429,17 @@ NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd
 NSD_hh_L1_TWIN void nsd_hh_L1_d_states(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L1_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
-    (*F15_) = nsd_hh_L1_add((*F15_), nsd_hh_L1_mul(nsd_hh_L1_sub(nsd_hh_L1_c(1.), nsd_hh_L1_exp(nsd_hh_L1_mul(nsd_hh_L1_c(p->dt), nsd_hh_L1_div(nsd_hh_L1_neg(nsd_hh_L1_c(1.0)), (*F12_))))), nsd_hh_L1_sub((*F9_), (*F15_))));
-    (*F16_) = nsd_hh_L1_add((*F16_), nsd_hh_L1_mul(nsd_hh_L1_sub(nsd_hh_L1_c(1.), nsd_hh_L1_exp(nsd_hh_L1_mul(nsd_hh_L1_c(p->dt), nsd_hh_L1_div(nsd_hh_L1_neg(nsd_hh_L1_c(1.0)), (*F13_))))), nsd_hh_L1_sub((*F10_), (*F16_))));
-    (*F17_) = nsd_hh_L1_add((*F17_), nsd_hh_L1_mul(nsd_hh_L1_sub(nsd_hh_L1_c(1.), nsd_hh_L1_exp(nsd_hh_L1_mul(nsd_hh_L1_c(p->dt), nsd_hh_L1_div(nsd_hh_L1_neg(nsd_hh_L1_c(1.0)), (*F14_))))), nsd_hh_L1_sub((*F11_), (*F17_))));
+    (*F15_) = nsd_hh_L1_add((*F15_), nsd_hh_L1_mul(nsd_hh_L1_sub(nsd_hh_L1_c(1.), nsd_hh_L1_exp(nsd_hh_L1_mul(nsd_hh_L1_c(p->dt), nsd_hh_L1_div_l((-1.0), (*F12_))))), nsd_hh_L1_sub((*F9_), (*F15_))));
+    (*F16_) = nsd_hh_L1_add((*F16_), nsd_hh_L1_mul(nsd_hh_L1_sub(nsd_hh_L1_c(1.), nsd_hh_L1_exp(nsd_hh_L1_mul(nsd_hh_L1_c(p->dt), nsd_hh_L1_div_l((-1.0), (*F13_))))), nsd_hh_L1_sub((*F10_), (*F16_))));
+    (*F17_) = nsd_hh_L1_add((*F17_), nsd_hh_L1_mul(nsd_hh_L1_sub(nsd_hh_L1_c(1.), nsd_hh_L1_exp(nsd_hh_L1_mul(nsd_hh_L1_c(p->dt), nsd_hh_L1_div_l((-1.0), (*F14_))))), nsd_hh_L1_sub((*F11_), (*F17_))));
 }
 
 NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_cur(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_) {
     (void)p; (void)i_; (void)node_; (void)G_;
     (*F7_) = nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
-    (*F4_) = nsd_hh_L1_mul((*F7_), nsd_hh_L1_sub(v_, nsd_hh_L1_c((*I0_))));
+    (*F4_) = nsd_hh_L1_mul((*F7_), nsd_hh_L1_sub_r(v_, (*I0_)));
     (*F8_) = nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul((*F1_), (*F17_)), (*F17_)), (*F17_)), (*F17_));
-    (*F5_) = nsd_hh_L1_mul((*F8_), nsd_hh_L1_sub(v_, nsd_hh_L1_c((*I1_))));
+    (*F5_) = nsd_hh_L1_mul((*F8_), nsd_hh_L1_sub_r(v_, (*I1_)));
     (*F6_) = nsd_hh_L1_mul((*F2_), nsd_hh_L1_sub(v_, (*F3_)));
     nsd_hh_L1 c_ = nsd_hh_L1_c(0.0);
     c_ = nsd_hh_L1_add(c_, (*F4_));
@@ -414,9 +454,11 @@ enum { NSD_hh_L8_K = 8 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_hh_L8_FN static inline __attribute__((always_inline, unused))
 #define NSD_hh_L8_TWIN static inline __attribute__((unused))
+#define NSD_hh_L8_ENTRY static __attribute__((flatten))
 #else
 #define NSD_hh_L8_FN static inline
 #define NSD_hh_L8_TWIN static inline
+#define NSD_hh_L8_ENTRY static
 #endif
 typedef struct nsd_hh_L8 { double v, d[NSD_hh_L8_K]; } nsd_hh_L8;
 #define NSD_hh_L8_OP(body) nsd_hh_L8 r; body; return r
@@ -462,6 +504,44 @@ NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_pow(nsd_hh_L8 a, nsd_hh_L8 b) {
 }
 NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_fmin(nsd_hh_L8 a, nsd_hh_L8 b) { nsd_hh_L8 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
 NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_fmax(nsd_hh_L8 a, nsd_hh_L8 b) { nsd_hh_L8 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_add_r(nsd_hh_L8 a, double c) { NSD_hh_L8_OP(r.v = a.v + c; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = a.d[k]); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_sub_r(nsd_hh_L8 a, double c) { NSD_hh_L8_OP(r.v = a.v - c; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = a.d[k]); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_mul_r(nsd_hh_L8 a, double c) { NSD_hh_L8_OP(r.v = a.v * c; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = a.d[k] * c); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_div_r(nsd_hh_L8 a, double c) { NSD_hh_L8_OP(r.v = a.v / c; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_pow_r(nsd_hh_L8 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_hh_L8_f1(a, f, da);
+}
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_add_l(double c, nsd_hh_L8 b) { NSD_hh_L8_OP(r.v = c + b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = b.d[k]); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_sub_l(double c, nsd_hh_L8 b) { NSD_hh_L8_OP(r.v = c - b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = -b.d[k]); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_mul_l(double c, nsd_hh_L8 b) { NSD_hh_L8_OP(r.v = c * b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_div_l(double c, nsd_hh_L8 b) {
+    NSD_hh_L8_OP(r.v = c / b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+}
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_pow_l(double c, nsd_hh_L8 b) {
+    const double f = pow(c, b.v);
+    return nsd_hh_L8_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_hh_L8_TWIN void nsd_hh_L8_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
 NSD_hh_L8_TWIN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
 NSD_hh_L8_TWIN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
 NSD_hh_L8_TWIN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_x, nsd_hh_L8 A_y);
@@ -472,21 +552,21 @@ NSD_hh_L8_TWIN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, ns
     nsd_hh_L8 L_beta = nsd_hh_L8_c(0.0);
     nsd_hh_L8 L_sum = nsd_hh_L8_c(0.0);
     nsd_hh_L8 L_q10 = nsd_hh_L8_c(0.0);
-    L_q10 = nsd_hh_L8_pow(nsd_hh_L8_c(3.0), nsd_hh_L8_div(nsd_hh_L8_sub(nsd_hh_L8_c(p->celsius), nsd_hh_L8_c(6.3)), nsd_hh_L8_c(10.0)));
-    L_alpha = nsd_hh_L8_mul(nsd_hh_L8_c(.1), nsd_hh_L8_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L8_neg(nsd_hh_L8_add(A_v, nsd_hh_L8_c(40.0))), nsd_hh_L8_c(10.0)));
-    L_beta = nsd_hh_L8_mul(nsd_hh_L8_c(4.0), nsd_hh_L8_exp(nsd_hh_L8_div(nsd_hh_L8_neg(nsd_hh_L8_add(A_v, nsd_hh_L8_c(65.0))), nsd_hh_L8_c(18.0))));
+    L_q10 = nsd_hh_L8_c(pow(3.0, ((p->celsius - 6.3) / 10.0)));
+    L_alpha = nsd_hh_L8_mul_l(.1, nsd_hh_L8_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L8_neg(nsd_hh_L8_add_r(A_v, 40.0)), nsd_hh_L8_c(10.0)));
+    L_beta = nsd_hh_L8_mul_l(4.0, nsd_hh_L8_exp(nsd_hh_L8_div_r(nsd_hh_L8_neg(nsd_hh_L8_add_r(A_v, 65.0)), 18.0)));
     L_sum = nsd_hh_L8_add(L_alpha, L_beta);
-    (*F12_) = nsd_hh_L8_div(nsd_hh_L8_c(1.0), nsd_hh_L8_mul(L_q10, L_sum));
+    (*F12_) = nsd_hh_L8_div_l(1.0, nsd_hh_L8_mul(L_q10, L_sum));
     (*F9_) = nsd_hh_L8_div(L_alpha, L_sum);
-    L_alpha = nsd_hh_L8_mul(nsd_hh_L8_c(.07), nsd_hh_L8_exp(nsd_hh_L8_div(nsd_hh_L8_neg(nsd_hh_L8_add(A_v, nsd_hh_L8_c(65.0))), nsd_hh_L8_c(20.0))));
-    L_beta = nsd_hh_L8_div(nsd_hh_L8_c(1.0), nsd_hh_L8_add(nsd_hh_L8_exp(nsd_hh_L8_div(nsd_hh_L8_neg(nsd_hh_L8_add(A_v, nsd_hh_L8_c(35.0))), nsd_hh_L8_c(10.0))), nsd_hh_L8_c(1.0)));
+    L_alpha = nsd_hh_L8_mul_l(.07, nsd_hh_L8_exp(nsd_hh_L8_div_r(nsd_hh_L8_neg(nsd_hh_L8_add_r(A_v, 65.0)), 20.0)));
+    L_beta = nsd_hh_L8_div_l(1.0, nsd_hh_L8_add_r(nsd_hh_L8_exp(nsd_hh_L8_div_r(nsd_hh_L8_neg(nsd_hh_L8_add_r(A_v, 35.0)), 10.0)), 1.0));
     L_sum = nsd_hh_L8_add(L_alpha, L_beta);
-    (*F13_) = nsd_hh_L8_div(nsd_hh_L8_c(1.0), nsd_hh_L8_mul(L_q10, L_sum));
+    (*F13_) = nsd_hh_L8_div_l(1.0, nsd_hh_L8_mul(L_q10, L_sum));
     (*F10_) = nsd_hh_L8_div(L_alpha, L_sum);
-    L_alpha = nsd_hh_L8_mul(nsd_hh_L8_c(.01), nsd_hh_L8_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L8_neg(nsd_hh_L8_add(A_v, nsd_hh_L8_c(55.0))), nsd_hh_L8_c(10.0)));
-    L_beta = nsd_hh_L8_mul(nsd_hh_L8_c(.125), nsd_hh_L8_exp(nsd_hh_L8_div(nsd_hh_L8_neg(nsd_hh_L8_add(A_v, nsd_hh_L8_c(65.0))), nsd_hh_L8_c(80.0))));
+    L_alpha = nsd_hh_L8_mul_l(.01, nsd_hh_L8_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L8_neg(nsd_hh_L8_add_r(A_v, 55.0)), nsd_hh_L8_c(10.0)));
+    L_beta = nsd_hh_L8_mul_l(.125, nsd_hh_L8_exp(nsd_hh_L8_div_r(nsd_hh_L8_neg(nsd_hh_L8_add_r(A_v, 65.0)), 80.0)));
     L_sum = nsd_hh_L8_add(L_alpha, L_beta);
-    (*F14_) = nsd_hh_L8_div(nsd_hh_L8_c(1.0), nsd_hh_L8_mul(L_q10, L_sum));
+    (*F14_) = nsd_hh_L8_div_l(1.0, nsd_hh_L8_mul(L_q10, L_sum));
     (*F11_) = nsd_hh_L8_div(L_alpha, L_sum);
 }
 
@@ -545,9 +625,9 @@ NSD_hh_L8_TWIN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L8 ret_ = nsd_hh_L8_c(0.0);
     if ((nsd_hh_L8_c((double)((nsd_hh_L8_fabs(nsd_hh_L8_div(A_x, A_y))).v < (nsd_hh_L8_c(1e-6)).v))).v) {
-        ret_ = nsd_hh_L8_mul(A_y, nsd_hh_L8_sub(nsd_hh_L8_c(1.0), nsd_hh_L8_div(nsd_hh_L8_div(A_x, A_y), nsd_hh_L8_c(2.0))));
+        ret_ = nsd_hh_L8_mul(A_y, nsd_hh_L8_sub_l(1.0, nsd_hh_L8_div_r(nsd_hh_L8_div(A_x, A_y), 2.0)));
     } else {
-        ret_ = nsd_hh_L8_div(A_x, nsd_hh_L8_sub(nsd_hh_L8_exp(nsd_hh_L8_div(A_x, A_y)), nsd_hh_L8_c(1.0)));
+        ret_ = nsd_hh_L8_div(A_x, nsd_hh_L8_sub_r(nsd_hh_L8_exp(nsd_hh_L8_div(A_x, A_y)), 1.0));
     }
     return ret_;
 }
@@ -555,17 +635,17 @@ NSD_hh_L8_TWIN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd
 NSD_hh_L8_TWIN void nsd_hh_L8_d_states(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L8_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
-    (*F15_) = nsd_hh_L8_add((*F15_), nsd_hh_L8_mul(nsd_hh_L8_sub(nsd_hh_L8_c(1.), nsd_hh_L8_exp(nsd_hh_L8_mul(nsd_hh_L8_c(p->dt), nsd_hh_L8_div(nsd_hh_L8_neg(nsd_hh_L8_c(1.0)), (*F12_))))), nsd_hh_L8_sub((*F9_), (*F15_))));
-    (*F16_) = nsd_hh_L8_add((*F16_), nsd_hh_L8_mul(nsd_hh_L8_sub(nsd_hh_L8_c(1.), nsd_hh_L8_exp(nsd_hh_L8_mul(nsd_hh_L8_c(p->dt), nsd_hh_L8_div(nsd_hh_L8_neg(nsd_hh_L8_c(1.0)), (*F13_))))), nsd_hh_L8_sub((*F10_), (*F16_))));
-    (*F17_) = nsd_hh_L8_add((*F17_), nsd_hh_L8_mul(nsd_hh_L8_sub(nsd_hh_L8_c(1.), nsd_hh_L8_exp(nsd_hh_L8_mul(nsd_hh_L8_c(p->dt), nsd_hh_L8_div(nsd_hh_L8_neg(nsd_hh_L8_c(1.0)), (*F14_))))), nsd_hh_L8_sub((*F11_), (*F17_))));
+    (*F15_) = nsd_hh_L8_add((*F15_), nsd_hh_L8_mul(nsd_hh_L8_sub(nsd_hh_L8_c(1.), nsd_hh_L8_exp(nsd_hh_L8_mul(nsd_hh_L8_c(p->dt), nsd_hh_L8_div_l((-1.0), (*F12_))))), nsd_hh_L8_sub((*F9_), (*F15_))));
+    (*F16_) = nsd_hh_L8_add((*F16_), nsd_hh_L8_mul(nsd_hh_L8_sub(nsd_hh_L8_c(1.), nsd_hh_L8_exp(nsd_hh_L8_mul(nsd_hh_L8_c(p->dt), nsd_hh_L8_div_l((-1.0), (*F13_))))), nsd_hh_L8_sub((*F10_), (*F16_))));
+    (*F17_) = nsd_hh_L8_add((*F17_), nsd_hh_L8_mul(nsd_hh_L8_sub(nsd_hh_L8_c(1.), nsd_hh_L8_exp(nsd_hh_L8_mul(nsd_hh_L8_c(p->dt), nsd_hh_L8_div_l((-1.0), (*F14_))))), nsd_hh_L8_sub((*F11_), (*F17_))));
 }
 
 NSD_hh_L8_TWIN nsd_hh_L8 nsd_hh_L8_cur(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_) {
     (void)p; (void)i_; (void)node_; (void)G_;
     (*F7_) = nsd_hh_L8_mul(nsd_hh_L8_mul(nsd_hh_L8_mul(nsd_hh_L8_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
-    (*F4_) = nsd_hh_L8_mul((*F7_), nsd_hh_L8_sub(v_, nsd_hh_L8_c((*I0_))));
+    (*F4_) = nsd_hh_L8_mul((*F7_), nsd_hh_L8_sub_r(v_, (*I0_)));
     (*F8_) = nsd_hh_L8_mul(nsd_hh_L8_mul(nsd_hh_L8_mul(nsd_hh_L8_mul((*F1_), (*F17_)), (*F17_)), (*F17_)), (*F17_));
-    (*F5_) = nsd_hh_L8_mul((*F8_), nsd_hh_L8_sub(v_, nsd_hh_L8_c((*I1_))));
+    (*F5_) = nsd_hh_L8_mul((*F8_), nsd_hh_L8_sub_r(v_, (*I1_)));
     (*F6_) = nsd_hh_L8_mul((*F2_), nsd_hh_L8_sub(v_, (*F3_)));
     nsd_hh_L8 c_ = nsd_hh_L8_c(0.0);
     c_ = nsd_hh_L8_add(c_, (*F4_));
@@ -580,9 +660,11 @@ enum { NSD_hh_L4_K = 4 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_hh_L4_FN static inline __attribute__((always_inline, unused))
 #define NSD_hh_L4_TWIN static inline __attribute__((unused))
+#define NSD_hh_L4_ENTRY static __attribute__((flatten))
 #else
 #define NSD_hh_L4_FN static inline
 #define NSD_hh_L4_TWIN static inline
+#define NSD_hh_L4_ENTRY static
 #endif
 typedef struct nsd_hh_L4 { double v, d[NSD_hh_L4_K]; } nsd_hh_L4;
 #define NSD_hh_L4_OP(body) nsd_hh_L4 r; body; return r
@@ -628,6 +710,44 @@ NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_pow(nsd_hh_L4 a, nsd_hh_L4 b) {
 }
 NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_fmin(nsd_hh_L4 a, nsd_hh_L4 b) { nsd_hh_L4 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
 NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_fmax(nsd_hh_L4 a, nsd_hh_L4 b) { nsd_hh_L4 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_add_r(nsd_hh_L4 a, double c) { NSD_hh_L4_OP(r.v = a.v + c; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = a.d[k]); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_sub_r(nsd_hh_L4 a, double c) { NSD_hh_L4_OP(r.v = a.v - c; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = a.d[k]); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_mul_r(nsd_hh_L4 a, double c) { NSD_hh_L4_OP(r.v = a.v * c; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = a.d[k] * c); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_div_r(nsd_hh_L4 a, double c) { NSD_hh_L4_OP(r.v = a.v / c; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_pow_r(nsd_hh_L4 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_hh_L4_f1(a, f, da);
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_add_l(double c, nsd_hh_L4 b) { NSD_hh_L4_OP(r.v = c + b.v; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = b.d[k]); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_sub_l(double c, nsd_hh_L4 b) { NSD_hh_L4_OP(r.v = c - b.v; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = -b.d[k]); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_mul_l(double c, nsd_hh_L4 b) { NSD_hh_L4_OP(r.v = c * b.v; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_div_l(double c, nsd_hh_L4 b) {
+    NSD_hh_L4_OP(r.v = c / b.v; for (int k = 0; k < NSD_hh_L4_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_pow_l(double c, nsd_hh_L4 b) {
+    const double f = pow(c, b.v);
+    return nsd_hh_L4_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_hh_L4_TWIN void nsd_hh_L4_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
 NSD_hh_L4_TWIN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
 NSD_hh_L4_TWIN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
 NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y);
@@ -638,21 +758,21 @@ NSD_hh_L4_TWIN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, ns
     nsd_hh_L4 L_beta = nsd_hh_L4_c(0.0);
     nsd_hh_L4 L_sum = nsd_hh_L4_c(0.0);
     nsd_hh_L4 L_q10 = nsd_hh_L4_c(0.0);
-    L_q10 = nsd_hh_L4_pow(nsd_hh_L4_c(3.0), nsd_hh_L4_div(nsd_hh_L4_sub(nsd_hh_L4_c(p->celsius), nsd_hh_L4_c(6.3)), nsd_hh_L4_c(10.0)));
-    L_alpha = nsd_hh_L4_mul(nsd_hh_L4_c(.1), nsd_hh_L4_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L4_neg(nsd_hh_L4_add(A_v, nsd_hh_L4_c(40.0))), nsd_hh_L4_c(10.0)));
-    L_beta = nsd_hh_L4_mul(nsd_hh_L4_c(4.0), nsd_hh_L4_exp(nsd_hh_L4_div(nsd_hh_L4_neg(nsd_hh_L4_add(A_v, nsd_hh_L4_c(65.0))), nsd_hh_L4_c(18.0))));
+    L_q10 = nsd_hh_L4_c(pow(3.0, ((p->celsius - 6.3) / 10.0)));
+    L_alpha = nsd_hh_L4_mul_l(.1, nsd_hh_L4_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L4_neg(nsd_hh_L4_add_r(A_v, 40.0)), nsd_hh_L4_c(10.0)));
+    L_beta = nsd_hh_L4_mul_l(4.0, nsd_hh_L4_exp(nsd_hh_L4_div_r(nsd_hh_L4_neg(nsd_hh_L4_add_r(A_v, 65.0)), 18.0)));
     L_sum = nsd_hh_L4_add(L_alpha, L_beta);
-    (*F12_) = nsd_hh_L4_div(nsd_hh_L4_c(1.0), nsd_hh_L4_mul(L_q10, L_sum));
+    (*F12_) = nsd_hh_L4_div_l(1.0, nsd_hh_L4_mul(L_q10, L_sum));
     (*F9_) = nsd_hh_L4_div(L_alpha, L_sum);
-    L_alpha = nsd_hh_L4_mul(nsd_hh_L4_c(.07), nsd_hh_L4_exp(nsd_hh_L4_div(nsd_hh_L4_neg(nsd_hh_L4_add(A_v, nsd_hh_L4_c(65.0))), nsd_hh_L4_c(20.0))));
-    L_beta = nsd_hh_L4_div(nsd_hh_L4_c(1.0), nsd_hh_L4_add(nsd_hh_L4_exp(nsd_hh_L4_div(nsd_hh_L4_neg(nsd_hh_L4_add(A_v, nsd_hh_L4_c(35.0))), nsd_hh_L4_c(10.0))), nsd_hh_L4_c(1.0)));
+    L_alpha = nsd_hh_L4_mul_l(.07, nsd_hh_L4_exp(nsd_hh_L4_div_r(nsd_hh_L4_neg(nsd_hh_L4_add_r(A_v, 65.0)), 20.0)));
+    L_beta = nsd_hh_L4_div_l(1.0, nsd_hh_L4_add_r(nsd_hh_L4_exp(nsd_hh_L4_div_r(nsd_hh_L4_neg(nsd_hh_L4_add_r(A_v, 35.0)), 10.0)), 1.0));
     L_sum = nsd_hh_L4_add(L_alpha, L_beta);
-    (*F13_) = nsd_hh_L4_div(nsd_hh_L4_c(1.0), nsd_hh_L4_mul(L_q10, L_sum));
+    (*F13_) = nsd_hh_L4_div_l(1.0, nsd_hh_L4_mul(L_q10, L_sum));
     (*F10_) = nsd_hh_L4_div(L_alpha, L_sum);
-    L_alpha = nsd_hh_L4_mul(nsd_hh_L4_c(.01), nsd_hh_L4_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L4_neg(nsd_hh_L4_add(A_v, nsd_hh_L4_c(55.0))), nsd_hh_L4_c(10.0)));
-    L_beta = nsd_hh_L4_mul(nsd_hh_L4_c(.125), nsd_hh_L4_exp(nsd_hh_L4_div(nsd_hh_L4_neg(nsd_hh_L4_add(A_v, nsd_hh_L4_c(65.0))), nsd_hh_L4_c(80.0))));
+    L_alpha = nsd_hh_L4_mul_l(.01, nsd_hh_L4_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L4_neg(nsd_hh_L4_add_r(A_v, 55.0)), nsd_hh_L4_c(10.0)));
+    L_beta = nsd_hh_L4_mul_l(.125, nsd_hh_L4_exp(nsd_hh_L4_div_r(nsd_hh_L4_neg(nsd_hh_L4_add_r(A_v, 65.0)), 80.0)));
     L_sum = nsd_hh_L4_add(L_alpha, L_beta);
-    (*F14_) = nsd_hh_L4_div(nsd_hh_L4_c(1.0), nsd_hh_L4_mul(L_q10, L_sum));
+    (*F14_) = nsd_hh_L4_div_l(1.0, nsd_hh_L4_mul(L_q10, L_sum));
     (*F11_) = nsd_hh_L4_div(L_alpha, L_sum);
 }
 
@@ -711,9 +831,9 @@ NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L4 ret_ = nsd_hh_L4_c(0.0);
     if ((nsd_hh_L4_c((double)((nsd_hh_L4_fabs(nsd_hh_L4_div(A_x, A_y))).v < (nsd_hh_L4_c(1e-6)).v))).v) {
-        ret_ = nsd_hh_L4_mul(A_y, nsd_hh_L4_sub(nsd_hh_L4_c(1.0), nsd_hh_L4_div(nsd_hh_L4_div(A_x, A_y), nsd_hh_L4_c(2.0))));
+        ret_ = nsd_hh_L4_mul(A_y, nsd_hh_L4_sub_l(1.0, nsd_hh_L4_div_r(nsd_hh_L4_div(A_x, A_y), 2.0)));
     } else {
-        ret_ = nsd_hh_L4_div(A_x, nsd_hh_L4_sub(nsd_hh_L4_exp(nsd_hh_L4_div(A_x, A_y)), nsd_hh_L4_c(1.0)));
+        ret_ = nsd_hh_L4_div(A_x, nsd_hh_L4_sub_r(nsd_hh_L4_exp(nsd_hh_L4_div(A_x, A_y)), 1.0));
     }
     return ret_;
 }
@@ -721,17 +841,17 @@ NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd
 NSD_hh_L4_TWIN void nsd_hh_L4_d_states(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L4_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
-    (*F15_) = nsd_hh_L4_add((*F15_), nsd_hh_L4_mul(nsd_hh_L4_sub(nsd_hh_L4_c(1.), nsd_hh_L4_exp(nsd_hh_L4_mul(nsd_hh_L4_c(p->dt), nsd_hh_L4_div(nsd_hh_L4_neg(nsd_hh_L4_c(1.0)), (*F12_))))), nsd_hh_L4_sub((*F9_), (*F15_))));
-    (*F16_) = nsd_hh_L4_add((*F16_), nsd_hh_L4_mul(nsd_hh_L4_sub(nsd_hh_L4_c(1.), nsd_hh_L4_exp(nsd_hh_L4_mul(nsd_hh_L4_c(p->dt), nsd_hh_L4_div(nsd_hh_L4_neg(nsd_hh_L4_c(1.0)), (*F13_))))), nsd_hh_L4_sub((*F10_), (*F16_))));
-    (*F17_) = nsd_hh_L4_add((*F17_), nsd_hh_L4_mul(nsd_hh_L4_sub(nsd_hh_L4_c(1.), nsd_hh_L4_exp(nsd_hh_L4_mul(nsd_hh_L4_c(p->dt), nsd_hh_L4_div(nsd_hh_L4_neg(nsd_hh_L4_c(1.0)), (*F14_))))), nsd_hh_L4_sub((*F11_), (*F17_))));
+    (*F15_) = nsd_hh_L4_add((*F15_), nsd_hh_L4_mul(nsd_hh_L4_sub(nsd_hh_L4_c(1.), nsd_hh_L4_exp(nsd_hh_L4_mul(nsd_hh_L4_c(p->dt), nsd_hh_L4_div_l((-1.0), (*F12_))))), nsd_hh_L4_sub((*F9_), (*F15_))));
+    (*F16_) = nsd_hh_L4_add((*F16_), nsd_hh_L4_mul(nsd_hh_L4_sub(nsd_hh_L4_c(1.), nsd_hh_L4_exp(nsd_hh_L4_mul(nsd_hh_L4_c(p->dt), nsd_hh_L4_div_l((-1.0), (*F13_))))), nsd_hh_L4_sub((*F10_), (*F16_))));
+    (*F17_) = nsd_hh_L4_add((*F17_), nsd_hh_L4_mul(nsd_hh_L4_sub(nsd_hh_L4_c(1.), nsd_hh_L4_exp(nsd_hh_L4_mul(nsd_hh_L4_c(p->dt), nsd_hh_L4_div_l((-1.0), (*F14_))))), nsd_hh_L4_sub((*F11_), (*F17_))));
 }
 
 NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_cur(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_) {
     (void)p; (void)i_; (void)node_; (void)G_;
     (*F7_) = nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
-    (*F4_) = nsd_hh_L4_mul((*F7_), nsd_hh_L4_sub(v_, nsd_hh_L4_c((*I0_))));
+    (*F4_) = nsd_hh_L4_mul((*F7_), nsd_hh_L4_sub_r(v_, (*I0_)));
     (*F8_) = nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul((*F1_), (*F17_)), (*F17_)), (*F17_)), (*F17_));
-    (*F5_) = nsd_hh_L4_mul((*F8_), nsd_hh_L4_sub(v_, nsd_hh_L4_c((*I1_))));
+    (*F5_) = nsd_hh_L4_mul((*F8_), nsd_hh_L4_sub_r(v_, (*I1_)));
     (*F6_) = nsd_hh_L4_mul((*F2_), nsd_hh_L4_sub(v_, (*F3_)));
     nsd_hh_L4 c_ = nsd_hh_L4_c(0.0);
     c_ = nsd_hh_L4_add(c_, (*F4_));
@@ -740,7 +860,7 @@ NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_cur(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_
     return c_;
 }
 
-static void nsm_hh_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_hh_L1_ENTRY void nsm_hh_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_hh_L1 Fd_[18], G_[1], v_ = nsd_hh_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
@@ -813,7 +933,7 @@ static void nsm_hh_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double 
     li_[9] += lo_[8];
 }
 
-static void nsm_hh_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_hh_L8_ENTRY void nsm_hh_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_hh_L8 Fd_[18], G_[1], v_ = nsd_hh_L8_c(p->v[node_]);
     v_.d[0] = 1.0;
@@ -897,7 +1017,7 @@ static void nsm_hh_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, doub
     li_[18] += a_[7];
 }
 
-static void nsm_hh_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_hh_L4_ENTRY void nsm_hh_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_hh_L4 Fd_[18], G_[1], v_ = nsd_hh_L4_c(p->v[node_]);
     v_.d[0] = 1.0;

@@ -110,9 +110,11 @@ enum { NSD_pas_L1_K = 1 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_pas_L1_FN static inline __attribute__((always_inline, unused))
 #define NSD_pas_L1_TWIN static inline __attribute__((unused))
+#define NSD_pas_L1_ENTRY static __attribute__((flatten))
 #else
 #define NSD_pas_L1_FN static inline
 #define NSD_pas_L1_TWIN static inline
+#define NSD_pas_L1_ENTRY static
 #endif
 typedef struct nsd_pas_L1 { double v, d[NSD_pas_L1_K]; } nsd_pas_L1;
 #define NSD_pas_L1_OP(body) nsd_pas_L1 r; body; return r
@@ -158,6 +160,44 @@ NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_pow(nsd_pas_L1 a, nsd_pas_L1 b) {
 }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_fmin(nsd_pas_L1 a, nsd_pas_L1 b) { nsd_pas_L1 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_fmax(nsd_pas_L1 a, nsd_pas_L1 b) { nsd_pas_L1 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_add_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v + c; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sub_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v - c; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_mul_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v * c; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k] * c); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_div_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v / c; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_pow_r(nsd_pas_L1 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_pas_L1_f1(a, f, da);
+}
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_add_l(double c, nsd_pas_L1 b) { NSD_pas_L1_OP(r.v = c + b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = b.d[k]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sub_l(double c, nsd_pas_L1 b) { NSD_pas_L1_OP(r.v = c - b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = -b.d[k]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_mul_l(double c, nsd_pas_L1 b) { NSD_pas_L1_OP(r.v = c * b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_div_l(double c, nsd_pas_L1 b) {
+    NSD_pas_L1_OP(r.v = c / b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+}
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_pow_l(double c, nsd_pas_L1 b) {
+    const double f = pow(c, b.v);
+    return nsd_pas_L1_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_pas_L1_TWIN void nsd_pas_L1_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
 
 NSD_pas_L1_TWIN nsd_pas_L1 nsd_pas_L1_cur(ns_mech_ppack *p, nsd_pas_L1 *F0_, nsd_pas_L1 *F1_, nsd_pas_L1 *F2_, nsd_pas_L1 *G_, int i_, int node_, nsd_pas_L1 v_) {
     (void)p; (void)i_; (void)node_; (void)G_;
@@ -173,9 +213,11 @@ enum { NSD_pas_L3_K = 3 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_pas_L3_FN static inline __attribute__((always_inline, unused))
 #define NSD_pas_L3_TWIN static inline __attribute__((unused))
+#define NSD_pas_L3_ENTRY static __attribute__((flatten))
 #else
 #define NSD_pas_L3_FN static inline
 #define NSD_pas_L3_TWIN static inline
+#define NSD_pas_L3_ENTRY static
 #endif
 typedef struct nsd_pas_L3 { double v, d[NSD_pas_L3_K]; } nsd_pas_L3;
 #define NSD_pas_L3_OP(body) nsd_pas_L3 r; body; return r
@@ -221,6 +263,44 @@ NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_pow(nsd_pas_L3 a, nsd_pas_L3 b) {
 }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_fmin(nsd_pas_L3 a, nsd_pas_L3 b) { nsd_pas_L3 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_fmax(nsd_pas_L3 a, nsd_pas_L3 b) { nsd_pas_L3 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_add_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v + c; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sub_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v - c; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_mul_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v * c; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k] * c); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_div_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v / c; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_pow_r(nsd_pas_L3 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_pas_L3_f1(a, f, da);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_add_l(double c, nsd_pas_L3 b) { NSD_pas_L3_OP(r.v = c + b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = b.d[k]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sub_l(double c, nsd_pas_L3 b) { NSD_pas_L3_OP(r.v = c - b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = -b.d[k]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_mul_l(double c, nsd_pas_L3 b) { NSD_pas_L3_OP(r.v = c * b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_div_l(double c, nsd_pas_L3 b) {
+    NSD_pas_L3_OP(r.v = c / b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_pow_l(double c, nsd_pas_L3 b) {
+    const double f = pow(c, b.v);
+    return nsd_pas_L3_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_pas_L3_TWIN void nsd_pas_L3_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
 
 NSD_pas_L3_TWIN nsd_pas_L3 nsd_pas_L3_cur(ns_mech_ppack *p, nsd_pas_L3 *F0_, nsd_pas_L3 *F1_, nsd_pas_L3 *F2_, nsd_pas_L3 *G_, int i_, int node_, nsd_pas_L3 v_) {
     (void)p; (void)i_; (void)node_; (void)G_;
@@ -230,7 +310,7 @@ NSD_pas_L3_TWIN nsd_pas_L3 nsd_pas_L3_cur(ns_mech_ppack *p, nsd_pas_L3 *F0_, nsd
     return c_;
 }
 
-static void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_pas_L1_ENTRY void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_pas_L1 Fd_[3], G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
@@ -256,7 +336,7 @@ static void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double
     li_[3] += lo_[2];
 }
 
-static void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_pas_L3_ENTRY void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_pas_L3 Fd_[3], G_[1], v_ = nsd_pas_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
@@ -290,7 +370,7 @@ static void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, dou
     li_[2] += a_[2];
 }
 
-static void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_pas_L1_ENTRY void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
     nsd_pas_L1 Fd_[3], G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
