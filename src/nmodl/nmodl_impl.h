@@ -222,7 +222,9 @@ struct ns_nmodl {
     int *randoms_line;
     int n_randoms;
     stlist *verbatim_top; /* VERBATIM C outside the blocks (ST_VERBATIM), in file order; NULL: none */
-    int verbatim;        /* the file has VERBATIM C: built for the CPU only (nmodl_verbatim.c) */
+    int verbatim;        /* the file has VERBATIM C (nmodl_verbatim.c) */
+    char verbatim_gpu_why[400]; /* "FILE:LINE: ...": the VERBATIM C that keeps it off the GPU ("": none;
+                                   nmodl_cuda_verbatim.c) */
     int threadsafe;      /* the NEURON block says THREADSAFE */
     const char *thread_unsafe; /* NULL, or FILE:LINE and why not (static C state; nm_verbatim_check) */
     char **pointers;     /* POINTER names in declaration order (BBCOREPOINTER's stay ASSIGNED fields) */
@@ -237,11 +239,12 @@ static inline int nm_hooks(const struct ns_nmodl *m) {
     return m->n_ftables > 0;
 }
 
-/* A mechanism without CUDA entry points: FOR_NETCONS, VERBATIM, hooks
- * (m->gpu_why says where); per-connection state, NET_RECEIVE's INITIAL, self
- * events, net_event, net_move, WATCH and ARTIFICIAL_CELL have them */
+/* A mechanism without CUDA entry points: FOR_NETCONS, VERBATIM C that is
+ * not device C (m->verbatim_gpu_why), hooks (m->gpu_why says where);
+ * per-connection state, NET_RECEIVE's INITIAL, self events, net_event,
+ * net_move, WATCH and ARTIFICIAL_CELL have them */
 static inline int nm_cuda_host_only(const struct ns_nmodl *m) {
-    return (m->events & (unsigned)NS_MECH_EV_NETCONS) || m->verbatim || nm_hooks(m);
+    return (m->events & (unsigned)NS_MECH_EV_NETCONS) || m->verbatim_gpu_why[0] || nm_hooks(m);
 }
 
 /* nmodl_kinetic.c: lower KINETIC block b of m (its reactions, CONSERVE and
@@ -292,6 +295,11 @@ int nm_cscan_next(nm_cscan *sc, nm_cident *id); /* 1: *id is the next name; 0: t
 ns_status nm_verbatim_check(struct ns_nmodl *m);
 int nm_verbatim_uses_random(const char *c); /* the C calls normrand, exprand, scop_random, set_seed */
 int nm_verbatim_in(const stlist *l);        /* the list holds VERBATIM C (nested lists too) */
+/* called[b] = 1 for each block b that the entry points or the C reach (m->n_blocks + 1 bytes) */
+int nm_verbatim_reached(struct ns_nmodl *m, char *called);
+/* nmodl_cuda_verbatim.c: 1 and why ("FILE:LINE: ...") where the VERBATIM C that the simulation
+ * runs is not device C by the allow-list, 0 where it is (or there is none), -1 out of memory */
+int nm_verbatim_device(struct ns_nmodl *m, char *why, size_t n_why);
 const st *nm_verbatim_first(const struct ns_nmodl *m); /* m->verbatim: its first VERBATIM C */
 /* The C at id is a declaration of its name (a type word before it): the C's own variable */
 int nm_c_declares(const char *c, const nm_cident *id);

@@ -608,6 +608,8 @@ ns_status nm_verbatim_check(struct ns_nmodl *m) {
     for (int i = 0; !r && i < m->n_blocks; i++)
         if (!m->blocks[i]->hoc_only) r = check_list(m, m->blocks[i]->body);
     if (!r && !m->threadsafe) thread_safety(m);
+    if (!r && nm_verbatim_device(m, m->verbatim_gpu_why, sizeof m->verbatim_gpu_why) < 0)
+        r = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
     return r;
 }
 
@@ -626,6 +628,13 @@ static void mark_called(vcheck *v) {
         for (int i = 0; i < m->n_blocks; i++)
             if (v->called[i]) mark_list(v, m->blocks[i]->body);
     } while (v->changed);
+}
+
+int nm_verbatim_reached(struct ns_nmodl *m, char *called) {
+    vcheck v = {m, called, 0};
+    memset(called, 0, (size_t)m->n_blocks + 1);
+    mark_called(&v);
+    return 0;
 }
 
 int nm_verbatim_in(const stlist *l) { return has_c(l); }
