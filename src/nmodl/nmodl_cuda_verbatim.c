@@ -113,6 +113,8 @@ typedef struct dcheck {
     names top_fns;  /* the functions C outside the blocks declares or calls: host only unless defined */
     names declared; /* what the C declares or #define's */
     topfn *defs;    /* the functions it defines */
+    int top;        /* checking such a function */
+    int own_p;      /* the block's C declares its own p */
     int n_defs;
     char *why;
     size_t n_why;
@@ -161,6 +163,14 @@ static const var *find_var(const struct ns_nmodl *m, const char *s, size_t n) {
 static const char *not_on_device(dcheck *dc, const nm_cident *id) {
     const struct ns_nmodl *m = dc->m;
     if (id->member || in_list(id, C_WORDS) || in_list(id, C_MATH) || in_list(id, DEVICE_HELPERS)) return NULL;
+    static const char *const ERRORS[] = {"hoc_execerror", "hoc_execerr_ext", "hoc_warning", "exit", "abort", NULL};
+    if (in_list(id, ERRORS)) /* a point process's: the ppack's error, read at each interval's end */
+        return !m->point ? "has no device version in a density mechanism (the GPU loop reads a point process's "
+                           "errors only)"
+               : dc->top || dc->own_p ? "needs the entry point's ppack p (C outside the blocks, or C that declares "
+                                        "its own p)"
+                                      : NULL;
+    if (is(id, "cvode_active_")) return dc->top ? "is a host variable outside the blocks" : NULL; /* a 0 in them */
     if (is(id, "static")) return m->thread_unsafe ? "keeps state in static storage, which a device's threads share" : NULL;
     for (int k = 0; k < dc->n_defs; k++)
         if (dc->defs[k].n == id->n && !strncmp(dc->defs[k].name, id->s, id->n)) {
@@ -188,6 +198,8 @@ static const char *not_on_device(dcheck *dc, const nm_cident *id) {
 static int check_c_in(dcheck *dc, const st *s, size_t from, size_t to) {
     dc->declared.count = 0;
     if (collect(&dc->declared, s->name, from, to)) return -1;
+    const nm_cident p1 = {"p", 1, 0, 0, 0, 0};
+    dc->own_p = names_has(&dc->declared, &p1);
     for (int i = 0; dc->m->verbatim_top && i < dc->m->verbatim_top->n; i++) /* the file's #define's */
         if (collect_defines(&dc->declared, dc->m->verbatim_top->s[i]->name)) return -1;
     nm_cscan sc = {s->name, 0, 0, 0, 0, 1};
@@ -271,7 +283,7 @@ static int mark_defs(dcheck *dc, st *s) {
 int nm_verbatim_device(struct ns_nmodl *m, char *why, size_t n_why) {
     why[0] = 0;
     if (!m->verbatim) return 0;
-    dcheck dc = {m, {NULL, NULL, 0, 0, &m->arena}, {NULL, NULL, 0, 0, &m->arena}, NULL, 0, why, n_why};
+    dcheck dc = {m, {NULL, NULL, 0, 0, &m->arena}, {NULL, NULL, 0, 0, &m->arena}, NULL, 0, 0, 0, why, n_why};
     /* C outside the blocks: the functions it defines, and the names it declares or calls at depth 0 */
     for (int i = 0; m->verbatim_top && i < m->verbatim_top->n; i++) {
         if (m->verbatim_top->s[i]->kind != ST_VERBATIM) continue;
@@ -297,7 +309,7 @@ int nm_verbatim_device(struct ns_nmodl *m, char *why, size_t n_why) {
         more = 0;
         for (int k = 0; !r && k < dc.n_defs; k++)
             if (dc.defs[k].needed && !dc.defs[k].checked) {
-                dc.defs[k].checked = more = 1;
+                dc.defs[k].checked = more = dc.top = 1;
                 r = check_c_in(&dc, dc.defs[k].s, dc.defs[k].from, dc.defs[k].to);
             }
     }

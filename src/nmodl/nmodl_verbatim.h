@@ -309,4 +309,47 @@ static inline NSV_HD nrnran123_array4x32 nrnran123_iran(uint32_t seq, uint32_t i
 #define nrnran123_uniform(...) NSV_ARGN(__VA_ARGS__, , nsv_ran123_uniform3, , nrnran123_dblpick, )(__VA_ARGS__)
 #define nrnran123_normal(...) NSV_ARGN(__VA_ARGS__, , nsv_ran123_normal3, , nsv_ran123_normal1, )(__VA_ARGS__)
 #define nsv_ran123_normal1(s) nsv_ran123_normal3((s), 0.0, 1.0)
+#if defined(__CUDA_ARCH__)
+/* The device's (a point process's C on the GPU loop, nmodl_cuda_verbatim.c): the first error of
+ * the type's instances into the ppack's error (device memory, the GPU loop's), which the loop
+ * reads at the end of each interval and returns as the CPU loop does; a device has no longjmp,
+ * so the C after the call runs on and the interval ends. `p` is the entry point's ppack; in the
+ * host functions that nvcc's device pass reads too (C outside the blocks that only the host
+ * runs), the file-scope p below, and nothing happens there. */
+static const ns_mech_ppack *const p __attribute__((unused)) = 0;
+static __device__ inline void nsv_dev_copy(char *dst, int n, const char *a, const char *b) {
+    int k = 0;
+    for (; a && *a && k < n - 1; ++a) dst[k++] = *a;
+    if (a && b && *b && k < n - 1) dst[k++] = ' ';
+    for (; b && *b && k < n - 1; ++b) dst[k++] = *b;
+    dst[k] = 0;
+}
+static __host__ __device__ inline void nsv_dev_error(const ns_mech_ppack *pp, const char *file, int line,
+                                                     const char *a, const char *b) {
+#if defined(__CUDA_ARCH__)
+    ns_mech_error *e = pp ? pp->error : NULL;
+    if (!e || atomicCAS(&e->set, 0, 2) != 0) return; /* 2: being written; the loop reads 1 */
+    e->line = line;
+    const char *f = file;
+    for (const char *q = file; *q; ++q)
+        if (*q == '/') f = q + 1; /* the .mod file's name */
+    nsv_dev_copy(e->file, (int)sizeof e->file, f, NULL);
+    nsv_dev_copy(e->msg, (int)sizeof e->msg, a, b);
+    __threadfence();
+    atomicExch(&e->set, 1);
+#else
+    (void)pp, (void)file, (void)line, (void)a, (void)b;
+#endif
+}
+#undef hoc_execerror
+#undef hoc_execerr_ext
+#undef hoc_warning
+#undef exit
+#undef abort
+#define hoc_execerror(a, b) nsv_dev_error(p, __FILE__, __LINE__, (a), (b))
+#define hoc_execerr_ext(...) nsv_dev_error(p, __FILE__, __LINE__, "hoc_execerr_ext", NULL)
+#define hoc_warning(a, b) printf("neurosolve: %s:%d: %s %s\n", __FILE__, __LINE__, (a) ? (a) : "", (b) ? (b) : "")
+#define exit(n) nsv_dev_error(p, __FILE__, __LINE__, "exit() in VERBATIM C", NULL)
+#define abort() nsv_dev_error(p, __FILE__, __LINE__, "abort() in VERBATIM C", NULL)
+#endif
 #endif

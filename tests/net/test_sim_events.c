@@ -30,6 +30,8 @@
  *   6. (in 5.) NEURON 9's netstim.mod built with nvcc (its VERBATIM C only in what hoc
  *      calls): noisy and regular NetStims into ExpSyns on the GPU loop against the CPU
  *      loop, the trains' spikes within 1e-9 ms, the cells' within 1e-6 ms, v 1e-6 mV;
+ *   7. (in 5.) a point process's hoc_execerror in VERBATIM C (vberr.mod) stops the GPU
+ *      run with NS_ERR_MECHANISM naming the file, line, mechanism and message, as the CPU's;
  *   4. NEURON's netstim.mod (data/mechanisms/events: RANDOM ranvar, VERBATIM) with
  *      noise 1: its spike times are start + interval e0, then + interval e_k, e_k
  *      the negexp draws of NEURON's nrnran123 stream (written out below from
@@ -654,6 +656,26 @@ static void netstim_gpu(ns_mech_library_t *lib, const ns_cell_t *cell) {
     free(gpu.trace);
 }
 
+/* 7. a point process's hoc_execerror in VERBATIM C on the GPU loop (vberr.mod, written by
+ * gpu_events: an ARTIFICIAL_CELL whose NET_RECEIVE stops the run at an event after terr): the
+ * run returns NS_ERR_MECHANISM naming the file, line, mechanism and message, as the CPU loop's */
+static void vberr_run(ns_mech_library_t *lib, const ns_cell_t *cell, ns_backend backend) {
+    int32_t node = -1;
+    ns_sim_t *sim = copies_sim(lib, cell, backend, 0, &node);
+    if (!sim) return;
+    int64_t a = -1, t1 = -1;
+    CHECK_OK(ns_sim_add_spike_source(sim, T1, sizeof T1 / sizeof *T1, &t1));
+    CHECK_OK(ns_sim_add_synapse(sim, 1, node, "VbErr", &a));
+    CHECK_OK(ns_sim_synapse_set(sim, a, "terr", 10.0));
+    CHECK_OK(ns_sim_connect(sim, t1, a, 1.0, 1.0));
+    CHECK_OK(ns_sim_init(sim));
+    const ns_status st = ns_sim_advance(sim, NS_STEPS);
+    CHECK_MSG(st == NS_ERR_MECHANISM && strstr(ns_last_error(), "vberr.mod:8: mechanism VbErr: VbErr event after terr"),
+              "%s: %d %s", backend == NS_BACKEND_CUDA ? "GPU" : "CPU", (int)st, ns_last_error());
+    printf("VbErr's hoc_execerror on the %s loop: %s\n", backend == NS_BACKEND_CUDA ? "GPU" : "CPU", ns_last_error());
+    ns_sim_destroy(sim);
+}
+
 static int gpu_events(ns_cell_t *cell) {
     int devices = 0;
     if (ns_cuda_device_count(&devices) != NS_OK || devices == 0) {
@@ -669,6 +691,13 @@ static int gpu_events(ns_cell_t *cell) {
     snprintf(cmd, sizeof cmd, "mkdir -p %s && cd %s/events && cp fdsyn.mod intfire1.mod intfire2.mod intfire4.mod "
              "watchcount.mod stdpsyn.mod netstim.mod %s/", dir, MECH_DIR, dir);
     CHECK(system(cmd) == 0);
+    static const char vberr[] = "NEURON { ARTIFICIAL_CELL VbErr RANGE terr, n }\nPARAMETER { terr = 5 (ms) }\n"
+                                "ASSIGNED { n }\nINITIAL { n = 0 }\nNET_RECEIVE (w) {\nVERBATIM\n    n += 1;\n"
+                                "    if (t > terr) hoc_execerror(\"VbErr\", \"event after terr\");\nENDVERBATIM\n}\n";
+    snprintf(cmd, sizeof cmd, "%s/vberr.mod", dir);
+    FILE *f = fopen(cmd, "w");
+    CHECK(f && fputs(vberr, f) >= 0);
+    if (f) fclose(f);
     ns_mech_library_t *lib = test_mech_build(dir, "libevents_cuda.so", &bo, &skip);
     if (skip) return 77;
     const ns_mech_desc *d = NULL;
@@ -680,7 +709,11 @@ static int gpu_events(ns_cell_t *cell) {
     CHECK(d && d->cuda_net_receive && !d->cuda_why_not);
     CHECK_OK(ns_mech_library_find(lib, "NetStim", &d)); /* VERBATIM C only where hoc calls: device code */
     CHECK(d && d->cuda_net_receive && d->cuda_init && !d->cuda_why_not);
+    CHECK_OK(ns_mech_library_find(lib, "VbErr", &d)); /* hoc_execerror in a point process: device C */
+    CHECK_MSG(d && d->cuda_net_receive && !d->cuda_why_not, "VbErr: %s", d && d->cuda_why_not ? d->cuda_why_not : "");
     if (lib) netstim_gpu(lib, cell);
+    if (lib) vberr_run(lib, cell, NS_BACKEND_CPU);
+    if (lib) vberr_run(lib, cell, NS_BACKEND_CUDA);
     if (lib) {
         static fd_out cpu, gpu;
         fdsyn_cpu(lib, cell, &cpu);

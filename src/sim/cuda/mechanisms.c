@@ -60,6 +60,7 @@ struct gpu_model {
     gpu_mech *pt;
     const ns_mech_desc **pt_desc;
     int32_t *pt_key;
+    ns_mech_error *pt_err; /* device: per point type, its C's error (ns_mech_ppack.error: nsv_dev_error) */
 };
 
 static void points_free(gpu_model *g) {
@@ -68,6 +69,8 @@ static void points_free(gpu_model *g) {
     free(g->pt);
     free(g->pt_desc);
     free(g->pt_key);
+    cudaFree(g->pt_err);
+    g->pt_err = NULL;
     g->pt = NULL;
     g->pt_desc = NULL;
     g->pt_key = NULL;
@@ -524,7 +527,27 @@ int ns_gpu_model_point_self(const gpu_model *g, int32_t slot) {
     return (g->pt_desc[slot]->events & (NS_MECH_EV_SEND | NS_MECH_EV_WATCH)) != 0;
 }
 
+/* The first error that a point type's VERBATIM C recorded on the device (hoc_execerror, exit,
+ * abort: nmodl_verbatim.h's nsv_dev_error), in type order, as the CPU loop words it; when: where */
+static ns_status points_errors(const gpu_model *g, const char *when) {
+    if (!g || !g->pt_err || g->n_points <= 0) return NS_OK;
+    ns_mech_error *e = malloc((size_t)g->n_points * sizeof *e);
+    if (!e) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU errors");
+    const cudaError_t c = cudaMemcpy(e, g->pt_err, (size_t)g->n_points * sizeof *e, cudaMemcpyDeviceToHost);
+    ns_status st = c == cudaSuccess ? NS_OK : ns_cuda_status(c, "network: GPU errors", __FILE__, __LINE__);
+    for (int32_t k = 0; st == NS_OK && k < g->n_points; ++k)
+        if (e[k].set) {
+            e[k].file[sizeof e[k].file - 1] = e[k].msg[sizeof e[k].msg - 1] = 0;
+            st = ns_fail(NS_ERR_MECHANISM, "%s:%d: mechanism %s: %s (%s)", e[k].file, e[k].line, g->pt_desc[k]->name,
+                         e[k].msg, when);
+        }
+    free(e);
+    return st;
+}
+
 ns_status ns_gpu_model_events_check(const gpu_model *g) {
+    const ns_status est = points_errors(g, "on the GPU loop: the run stops at the end of the interval");
+    if (est != NS_OK) return est;
     for (int32_t k = 0; g && k < g->n_points; ++k) {
         if (!g->pt[k].p.dev.error) continue;
         dev_error e;
@@ -710,6 +733,11 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         g->pt_key = calloc((size_t)(n_types > 0 ? n_types : 1), sizeof *g->pt_key);
         if (!g->pt || !g->pt_desc || !g->pt_key) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU synapses");
     }
+    if (st == NS_OK && n_types > 0) { /* the types' errors, none yet */
+        cudaError_t c = cudaMalloc((void **)&g->pt_err, (size_t)n_types * sizeof *g->pt_err);
+        if (c == cudaSuccess) c = cudaMemset(g->pt_err, 0, (size_t)n_types * sizeof *g->pt_err);
+        if (c != cudaSuccess) st = ns_cuda_status(c, "network: GPU errors", __FILE__, __LINE__);
+    }
     /* instances of a type: by local cell, then synapse id (a counting pass per type) */
     int64_t *ids = NULL;
     int32_t *nodes_h = NULL;
@@ -736,9 +764,10 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
             (d->net_init && !d->cuda_net_init)) {
             /* an electrode (no NET_RECEIVE: SEClamp) is placed but never a target (ns_sim_connect) */
             st = ns_fail(NS_ERR_UNSUPPORTED,
-                         "network: synapse type %s has no CUDA code: build its library with `neurosolve mechanisms "
-                         "build --cuda` (or use the CPU backend; a mechanism with VERBATIM C runs on the CPU only)",
-                         d->name);
+                         "network: synapse type %s has no CUDA code%s%s%s: build its library with `neurosolve "
+                         "mechanisms build --cuda` (or use the CPU backend)",
+                         d->name, d->cuda_why_not ? " (" : "", d->cuda_why_not ? d->cuda_why_not : "",
+                         d->cuda_why_not ? ")" : "");
             break;
         }
         int64_t cnt = 0;
@@ -868,6 +897,7 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         gm->p.area = g->geom;
         gm->p.diam = g->geom + g->nodes;
         gm->p.pointer = (double *const *const *)ptr_d;
+        gm->p.error = g->pt_err + t;
         if (src_h) st = dev_events(gm, d, cnt, src_h);
         free(src_h);
         if (st != NS_OK) break;
@@ -880,6 +910,7 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
     free(pairs);
     if (st == NS_OK) st = points_wvec(sim, g, syn_slot, syn_inst, conn_w, stream);
     if (st == NS_OK) NS_CUDA_TRY(cudaStreamSynchronize(stream));
+    if (st == NS_OK) st = points_errors(g, "at finitialize");
     if (st != NS_OK) points_free(g);
     return st;
 }
