@@ -232,11 +232,11 @@ struct ns_nmodl {
     int n_pointers;
 };
 
-/* m has a BEFORE/AFTER block, CONSTRUCTOR, DESTRUCTOR or FUNCTION_TABLE (host only, as events) */
+/* m has a BEFORE/AFTER block, CONSTRUCTOR or DESTRUCTOR (host only) */
 static inline int nm_hooks(const struct ns_nmodl *m) {
     for (int h = 0; h < NS_MECH_N_HOOKS; h++)
         if (m->hooks[h]) return 1;
-    return m->n_ftables > 0;
+    return 0;
 }
 
 /* A mechanism without CUDA entry points: FOR_NETCONS, VERBATIM C that is

@@ -41,7 +41,7 @@ static ns_status host_hooks_refused(const ns_mech_desc *d) {
 typedef struct gpu_mech {
     ns_mech_ppack p;       /* device pointers; t, dt, celsius set per call */
     double *fields;        /* device: n_fields arrays of p.n */
-    void *allocs[12];
+    void *allocs[16];
     int n_allocs;
 } gpu_mech;
 
@@ -106,6 +106,51 @@ static ns_status alloc_up(gpu_mech *gm, void **dst, const void *src, size_t byte
     gm->allocs[gm->n_allocs++] = *dst;
     if (src && bytes) NS_CUDA_TRY(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
     return NS_OK;
+}
+
+/* A mechanism's FUNCTION_TABLEs on the device (ns_mech_ppack.ftable, which the generated lookup
+ * reads: nsm_ftable): desc->n_ftables tables t (the model's copies, host) in one allocation, the
+ * structures with device addresses first, then each table's abscissae and values. *out NULL:
+ * none (a mechanism without FUNCTION_TABLEs; the model refuses one without values). */
+static ns_status ftables_up(gpu_mech *gm, const ns_mech_desc *d, const ns_mech_ftable *t, const ns_mech_ftable **out) {
+    *out = NULL;
+    if (d->n_ftables <= 0 || !t) return NS_OK;
+    const size_t n = (size_t)d->n_ftables, head = (n * sizeof *t + 7) / 8 * 8;
+    size_t doubles = 0;
+    for (size_t k = 0; k < n; ++k) {
+        size_t vals = 1;
+        for (int a = 0; a < t[k].dims; ++a) {
+            vals *= (size_t)t[k].size[a];
+            if (t[k].x[a]) doubles += (size_t)t[k].size[a];
+        }
+        if (t[k].values) doubles += vals;
+    }
+    unsigned char *img = calloc(head + doubles * sizeof(double) + 8, 1), *dev = NULL;
+    if (!img) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: FUNCTION_TABLEs of %s", d->name);
+    ns_status st = alloc_up(gm, (void **)&dev, NULL, head + doubles * sizeof(double));
+    size_t at = head;
+    for (size_t k = 0; st == NS_OK && k < n; ++k) {
+        ns_mech_ftable *c = (ns_mech_ftable *)(void *)img + k;
+        *c = t[k];
+        size_t vals = 1;
+        for (int a = 0; a < t[k].dims; ++a) {
+            vals *= (size_t)t[k].size[a];
+            if (!t[k].x[a]) continue;
+            memcpy(img + at, t[k].x[a], (size_t)t[k].size[a] * sizeof(double));
+            c->x[a] = (const double *)(void *)(dev + at);
+            at += (size_t)t[k].size[a] * sizeof(double);
+        }
+        if (t[k].values) {
+            memcpy(img + at, t[k].values, vals * sizeof(double));
+            c->values = (const double *)(void *)(dev + at);
+            at += vals * sizeof(double);
+        }
+    }
+    if (st == NS_OK && cudaMemcpy(dev, img, at, cudaMemcpyHostToDevice) != cudaSuccess)
+        st = ns_fail(NS_ERR_CUDA, "simulation: FUNCTION_TABLEs of %s", d->name);
+    free(img);
+    if (st == NS_OK) *out = (const ns_mech_ftable *)(void *)dev;
+    return st;
 }
 
 /* Node of compartment i of local cell j. */
@@ -213,10 +258,13 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         }
         if (st == NS_OK)
             st = alloc_up(gm, (void **)&ions_d, views, (size_t)desc->n_ions * sizeof(ns_mech_ion_view));
+        const ns_mech_ftable *ftab_d = NULL;
+        if (st == NS_OK) st = ftables_up(gm, desc, model->mechs[k].ftable, &ftab_d);
         free(nodes_h);
         nodes_h = NULL;
         if (st != NS_OK) break;
         memset(&gm->p, 0, sizeof gm->p);
+        gm->p.ftable = ftab_d;
         gm->p.n = (int)cnt;
         gm->p.node_index = nodes_d;
         gm->p.v = v;
@@ -232,9 +280,10 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
             st = host_hooks_refused(desc);
         else if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
             st = ns_fail(NS_ERR_UNSUPPORTED,
-                         "simulation: mechanism %s has no CUDA code: build its library with `neurosolve mechanisms "
-                         "build --cuda` (or use the CPU backend; a mechanism with VERBATIM C runs on the CPU only)",
-                         desc->name);
+                         "simulation: mechanism %s has no CUDA code%s%s%s: build its library with `neurosolve "
+                         "mechanisms build --cuda` (or use the CPU backend)",
+                         desc->name, desc->cuda_why_not ? " (" : "", desc->cuda_why_not ? desc->cuda_why_not : "",
+                         desc->cuda_why_not ? ")" : "");
     }
     free(nodes_h);
     if (st != NS_OK) {
@@ -873,6 +922,8 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
             st = alloc_up(gm, (void **)&ions_d, views, (size_t)d->n_ions * sizeof(ns_mech_ion_view));
         double ***ptr_d = NULL;
         if (st == NS_OK && d->n_pointers > 0) st = points_pointers(sim, g, gm, d, ids, cnt, local, cell_id, cell_base, &ptr_d);
+        const ns_mech_ftable *ftab_d = NULL;
+        if (st == NS_OK) st = ftables_up(gm, d, model->ftables ? model->ftables[di] : NULL, &ftab_d);
         /* net_event's spike source of each instance (-1: none) */
         int64_t *src_h = d->events & DEV_EVENTS ? malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *src_h) : NULL;
         if (st == NS_OK && (d->events & DEV_EVENTS) && !src_h) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: events");
@@ -898,6 +949,7 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         gm->p.diam = g->geom + g->nodes;
         gm->p.pointer = (double *const *const *)ptr_d;
         gm->p.error = g->pt_err + t;
+        gm->p.ftable = ftab_d;
         if (src_h) st = dev_events(gm, d, cnt, src_h);
         free(src_h);
         if (st != NS_OK) break;
