@@ -99,12 +99,9 @@ static int collect(names *d, const char *c, size_t from, size_t to) {
     return collect_defines(d, c);
 }
 
-/* a function that C outside the blocks defines: its name, the text [from, body) before its body,
- * the body [body, to); needed: called by device C */
+/* a function that C outside the blocks defines (nm_c_funcs), and whether device C calls it */
 typedef struct topfn {
-    st *s;
-    const char *name;
-    size_t n, from, body, to;
+    nm_cfunc f;
     int needed, checked;
 } topfn;
 
@@ -120,43 +117,11 @@ typedef struct dcheck {
     size_t n_why;
 } dcheck;
 
-/* past the bracket that closes the one at c[i] ('(' or '{'), comments and literals skipped */
-static size_t close_of(const char *c, size_t i) {
-    const char open = c[i], shut = open == '(' ? ')' : '}';
-    int depth = 0;
-    while (c[i]) {
-        if (c[i] == '/' && c[i + 1] == '*') {
-            const char *e = strstr(c + i + 2, "*/");
-            i = e ? (size_t)(e - c) + 2 : strlen(c);
-            continue;
-        }
-        if (c[i] == '/' && c[i + 1] == '/') {
-            while (c[i] && c[i] != '\n') i++;
-            continue;
-        }
-        if (c[i] == '"' || c[i] == '\'') {
-            const char q = c[i];
-            for (i++; c[i] && c[i] != q && c[i] != '\n'; i++)
-                if (c[i] == '\\' && c[i + 1]) i++;
-            if (c[i] == q) i++;
-            continue;
-        }
-        if (c[i] == open) depth++;
-        if (c[i] == shut && --depth == 0) return i + 1;
-        i++;
-    }
-    return i;
-}
-
-static const block *find_block(const struct ns_nmodl *m, const nm_cident *id) {
-    for (int i = 0; i < m->n_blocks; i++)
-        if (is(id, m->blocks[i]->name)) return m->blocks[i];
-    return NULL;
-}
-static const var *find_var(const struct ns_nmodl *m, const char *s, size_t n) {
-    for (int i = 0; i < m->n_vars; i++)
-        if (strlen(m->vars[i].name) == n && !strncmp(m->vars[i].name, s, n)) return &m->vars[i];
-    return NULL;
+/* the name at id as a C string in buf (empty when longer than the buffer) */
+static const char *cname(const nm_cident *id, char *buf, size_t n) {
+    buf[0] = 0;
+    if (id->n < n) memcpy(buf, id->s, id->n), buf[id->n] = 0;
+    return buf;
 }
 
 /* why the name at id keeps the C off the device (NULL: it may run there) */
@@ -173,7 +138,7 @@ static const char *not_on_device(dcheck *dc, const nm_cident *id) {
     if (is(id, "cvode_active_")) return dc->top ? "is a host variable outside the blocks" : NULL; /* a 0 in them */
     if (is(id, "static")) return m->thread_unsafe ? "keeps state in static storage, which a device's threads share" : NULL;
     for (int k = 0; k < dc->n_defs; k++)
-        if (dc->defs[k].n == id->n && !strncmp(dc->defs[k].name, id->s, id->n)) {
+        if (dc->defs[k].f.n == id->n && !strncmp(dc->defs[k].f.name, id->s, id->n)) {
             dc->defs[k].needed = 1; /* checked, and made host and device code, below */
             return NULL;
         }
@@ -182,14 +147,16 @@ static const char *not_on_device(dcheck *dc, const nm_cident *id) {
     if (id->n > 2 && !strncmp(id->s, "_l", 2)) return NULL; /* an argument or LOCAL of the block */
     if (m->random_field >= 0 && (is(id, "normrand") || is(id, "exprand") || is(id, "scop_random") || is(id, "set_seed")))
         return NULL; /* the instance's stream 0, as in NMODL statements (nmodl_random.h: host and device) */
-    if (id->n > 3 && !strncmp(id->s, "_p_", 3)) {
-        const var *v = find_var(m, id->s + 3, id->n - 3);
+    char nm[128];
+    cname(id, nm, sizeof nm);
+    if (!strncmp(nm, "_p_", 3) && nm[3]) {
+        const var *v = nm_find_var(m, nm + 3);
         return v && v->cls == V_POINTER ? NULL : "is a BBCOREPOINTER's handle, which is host memory";
     }
-    if (id->n > 5 && !strncmp(id->s, "_ion_", 5)) return NULL; /* checked by nm_verbatim_check */
-    const block *b = find_block(m, id);
+    if (!strncmp(nm, "_ion_", 5) && nm[5]) return NULL; /* checked by nm_verbatim_check */
+    const block *b = nm_find_block(m, nm);
     if (b && !b->hoc_only && (b->kind == B_FUNCTION || b->kind == B_PROCEDURE)) return NULL;
-    const var *v = find_var(m, id->s, id->n);
+    const var *v = nm_find_var(m, nm);
     if (v && v->cls != V_RANDOM) return NULL;
     return "has no device version";
 }
@@ -227,32 +194,22 @@ static int check_list(dcheck *dc, const stlist *l) {
     return 0;
 }
 
-/* the functions that s's C (outside the blocks) defines: name( ... ) { ... } at depth 0 */
+/* the functions that s's C (outside the blocks) defines, K&R definitions left out (not C++: they
+ * stay host C) */
 static int find_defs(dcheck *dc, st *s) {
-    const char *c = s->name;
-    nm_cscan sc = {c, 0, 0, 0, 0, 1};
-    nm_cident id;
-    while (nm_cscan_next(&sc, &id)) {
-        if (id.member || !id.call || id.depth != 0) continue;
-        size_t i = (size_t)(id.s - c) + id.n;
-        while (c[i] == ' ' || c[i] == '\t') i++;
-        if (c[i] != '(') continue;
-        size_t b = close_of(c, i);
-        while (c[b] && isspace((unsigned char)c[b])) b++;
-        if (c[b] != '{') continue; /* a declaration or a call (K&R definitions stay host C) */
-        size_t from = (size_t)(id.s - c); /* the declaration from its return type */
-        while (from > 0 && (isalnum((unsigned char)c[from - 1]) || c[from - 1] == '_' || c[from - 1] == ' ' ||
-                            c[from - 1] == '\t' || c[from - 1] == '*'))
-            from--;
-        const size_t to = close_of(c, b);
+    enum { CAP = 256 };
+    nm_cfunc f[CAP];
+    const int n = nm_c_funcs(s, f, 0, CAP);
+    for (int k = 0; k < n; ++k) {
+        size_t i = (size_t)(f[k].name - s->name) + f[k].n;
+        while (s->name[i] == ' ' || s->name[i] == '\t') i++;
+        size_t b = nm_c_close(s->name, i);
+        while (s->name[b] && isspace((unsigned char)s->name[b])) b++;
+        if (s->name[b] != '{') continue;
         topfn *d = nm_realloc(&dc->m->arena, dc->defs, (size_t)(dc->n_defs + 1) * sizeof *d);
         if (!d) return -1;
         dc->defs = d;
-        dc->defs[dc->n_defs++] = (topfn){s, id.s, id.n, from, b, to, 0, 0};
-        sc.pos = to; /* on after the body */
-        sc.depth = 0;
-        for (size_t k = (size_t)(id.s - c); k < to; k++) sc.line += c[k] == '\n';
-        sc.bol = 0;
+        dc->defs[dc->n_defs++] = (topfn){f[k], 0, 0};
     }
     return 0;
 }
@@ -260,15 +217,15 @@ static int find_defs(dcheck *dc, st *s) {
 /* NSV_HD before each needed definition of s's C (host and device code; nothing in C) */
 static int mark_defs(dcheck *dc, st *s) {
     int n = 0;
-    for (int k = 0; k < dc->n_defs; k++) n += dc->defs[k].s == s && dc->defs[k].needed;
+    for (int k = 0; k < dc->n_defs; k++) n += dc->defs[k].f.s == s && dc->defs[k].needed;
     if (!n) return 0;
     const size_t len = strlen(s->name);
     char *t = nm_calloc(&dc->m->arena, len + 8 * (size_t)n + 1, 1);
     if (!t) return -1;
     size_t at = 0, w = 0;
     for (int k = 0; k < dc->n_defs; k++) { /* in text order (find_defs') */
-        const topfn *f = &dc->defs[k];
-        if (f->s != s || !f->needed) continue;
+        const nm_cfunc *f = &dc->defs[k].f;
+        if (f->s != s || !dc->defs[k].needed) continue;
         memcpy(t + w, s->name + at, f->from - at);
         w += f->from - at;
         memcpy(t + w, "NSV_HD ", 7);
@@ -290,9 +247,11 @@ int nm_verbatim_device(struct ns_nmodl *m, char *why, size_t n_why) {
         const char *c = m->verbatim_top->s[i]->name;
         nm_cscan sc = {c, 0, 0, 0, 0, 1};
         nm_cident id;
+        char nm[128];
         while (nm_cscan_next(&sc, &id))
             if (!id.member && id.call && id.depth == 0 && !in_list(&id, C_WORDS) && !in_list(&id, C_MATH) &&
-                !in_list(&id, DEVICE_HELPERS) && !find_block(m, &id) && names_add(&dc.top_fns, id.s, id.n))
+                !in_list(&id, DEVICE_HELPERS) && !nm_find_block(m, cname(&id, nm, sizeof nm)) &&
+                names_add(&dc.top_fns, id.s, id.n))
                 return -1;
         if (find_defs(&dc, m->verbatim_top->s[i])) return -1;
     }
@@ -310,7 +269,7 @@ int nm_verbatim_device(struct ns_nmodl *m, char *why, size_t n_why) {
         for (int k = 0; !r && k < dc.n_defs; k++)
             if (dc.defs[k].needed && !dc.defs[k].checked) {
                 dc.defs[k].checked = more = dc.top = 1;
-                r = check_c_in(&dc, dc.defs[k].s, dc.defs[k].from, dc.defs[k].to);
+                r = check_c_in(&dc, dc.defs[k].f.s, dc.defs[k].f.from, dc.defs[k].f.to);
             }
     }
     for (int i = 0; !r && m->verbatim_top && i < m->verbatim_top->n; i++)

@@ -295,6 +295,18 @@ int nm_cscan_next(nm_cscan *sc, nm_cident *id); /* 1: *id is the next name; 0: t
 ns_status nm_verbatim_check(struct ns_nmodl *m);
 int nm_verbatim_uses_random(const char *c); /* the C calls normrand, exprand, scop_random, set_seed */
 int nm_verbatim_in(const stlist *l);        /* the list holds VERBATIM C (nested lists too) */
+/* A function defined in C outside the blocks (nm_c_funcs): its name, its text [from, to) from its
+ * return type (K&R definitions too), its block; hoc, keep: nmodl_verbatim.c's marks */
+typedef struct nm_cfunc {
+    const char *name;
+    size_t n, from, to;
+    const st *s;
+    int hoc, keep;
+} nm_cfunc;
+/* the definitions at file scope of C block s appended to f[n..cap): the new count */
+int nm_c_funcs(const st *s, nm_cfunc *f, int n, int cap);
+/* the position after the bracket ('(' or '{') at c[i] closes, comments and literals skipped */
+size_t nm_c_close(const char *c, size_t i);
 /* called[b] = 1 for each block b that the entry points or the C reach (m->n_blocks + 1 bytes) */
 int nm_verbatim_reached(struct ns_nmodl *m, char *called);
 /* nmodl_cuda_verbatim.c: 1 and why ("FILE:LINE: ...") where the VERBATIM C that the simulation

@@ -356,13 +356,7 @@ static size_t close_of(const char *c, size_t i) {
     return i;
 }
 
-/* A function defined in C outside the blocks: its name and its text [from, to) */
-typedef struct cfunc {
-    const char *name;
-    size_t n, from, to;
-    const st *s;
-    int hoc, keep;
-} cfunc;
+typedef nm_cfunc cfunc;
 
 /* the definitions at file scope of block s's C (name( ... ) { ... }, K&R's too) into f */
 static int find_funcs(const st *s, cfunc *f, int n, int cap) {
@@ -399,6 +393,9 @@ static int find_funcs(const st *s, cfunc *f, int n, int cap) {
     }
     return n;
 }
+
+size_t nm_c_close(const char *c, size_t i) { return close_of(c, i); }
+int nm_c_funcs(const st *s, nm_cfunc *f, int n, int cap) { return find_funcs(s, f, n, cap); }
 
 /* does name (n bytes) occur as a C name in c[from, to)? */
 static int c_uses_in(const char *c, const char *name, size_t n, size_t from, size_t to) {
