@@ -54,12 +54,8 @@ ROWS = [
     ("stylized_noise", "stylized_noise_neuron.py", {}, ["data/mechanisms/events/netstim.mod"], None),
     ("stylized_vclamp", "stylized_vclamp_neuron.py", {}, ["data/mechanisms/vclamp/vclmp.mod"], None),
 ]
-# rows whose mechanisms the GPU loop refuses (skipped with --backend cuda; --refs marks them)
-CPU_ONLY = {"stylized_events": "IntFire1/2 (events, ARTIFICIAL_CELL): the GPU loop refuses them (docs/networks.md)",
-            "stylized_noise": "NetStim (events, ARTIFICIAL_CELL, VERBATIM C): the GPU loop refuses them "
-                              "(docs/networks.md, docs/mechanisms.md)",
-            "stylized_vclamp": "VClamp's vclmp.mod has VERBATIM C, host C: mechanisms build --cuda refuses it "
-                               "(docs/mechanisms.md)"}
+# rows whose mechanisms the GPU loop refuses (skipped with --backend cuda; --refs marks them): none now
+CPU_ONLY = {}
 
 
 def main():

@@ -228,16 +228,20 @@ typedef struct ns_mech_ppack {
     void (*ev_watch)(void *ev, int instance, int k, double flag, int first);
     /* FOR_NETCONS: the weight vector of the instance's connection q, NULL past the last */
     double *(*ev_netcon)(void *ev, int instance, int q);
-    /* FUNCTION_TABLE values (ABI 4): desc->n_ftables tables (host memory), which
-     * the simulation takes from the user (docs/mechanisms.md, "FUNCTION_TABLE");
-     * NULL when desc->n_ftables is 0 */
+    /* FUNCTION_TABLE values (ABI 4): desc->n_ftables tables, which the simulation
+     * takes from the user (docs/mechanisms.md, "FUNCTION_TABLE"); for the CUDA
+     * entry points a copy in device memory, its arrays too; NULL when
+     * desc->n_ftables is 0 */
     const struct ns_mech_ftable *ftable;
     /* ABI 5: where the mechanism's C reports an error that stops the
      * simulation (NEURON's hoc_execerror, exit or abort in VERBATIM C): the
      * loop's, one per lane block and thread; the first error is kept and
      * the entry points of every mechanism bound to it then return at once;
      * the loop stops after the step and returns it as an ns_status
-     * (docs/mechanisms.md, "Errors in a mechanism"). NULL: none. */
+     * (docs/mechanisms.md, "Errors in a mechanism"). For the CUDA entry points
+     * of a network's point type: device memory, which the device's
+     * hoc_execerror fills and the GPU loop reads at each interval's end
+     * ("VERBATIM on the GPU"). NULL: none. */
     struct ns_mech_error *error;
     /* ABI 5, the CUDA NET_RECEIVE and its INITIAL (device memory): the weight
      * vectors of the connections (desc->n_weights doubles each), event k's at
@@ -512,7 +516,7 @@ typedef struct ns_mech_desc {
      * mechanism with one has no CUDA entry points. */
     ns_mech_fn hooks[NS_MECH_N_HOOKS];
     /* ABI 4: FUNCTION_TABLEs, by name (the NMODL name) and number of arguments;
-     * ppack.ftable[k] holds table k's values. Host only, as the hooks. */
+     * ppack.ftable[k] holds table k's values (on the CPU and GPU loops). */
     int n_ftables;
     const char *const *ftable_names;
     const int *ftable_dims;

@@ -283,6 +283,10 @@ static void define_name(gen *g, const char *nm, const nm_cident *id, size_t uid)
         nm_put(b, "%s\n", strstr(nm, "comma") ? "," : "");
         return;
     }
+    if (!strcmp(nm, "cvode_active_") && !g->top) { /* fixed steps: 0, a constant on the device too */
+        nm_put(b, "#define cvode_active_ 0\n");
+        return;
+    }
     if (!strcmp(nm, "_nt") || !strcmp(nm, "nrn_threads")) { /* `_nt != nrn_threads`: no other thread's data here */
         nm_put(b, "#define %s (p)\n", nm);
         return;

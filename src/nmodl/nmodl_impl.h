@@ -222,7 +222,9 @@ struct ns_nmodl {
     int *randoms_line;
     int n_randoms;
     stlist *verbatim_top; /* VERBATIM C outside the blocks (ST_VERBATIM), in file order; NULL: none */
-    int verbatim;        /* the file has VERBATIM C: built for the CPU only (nmodl_verbatim.c) */
+    int verbatim;        /* the file has VERBATIM C (nmodl_verbatim.c) */
+    char verbatim_gpu_why[400]; /* "FILE:LINE: ...": the VERBATIM C that keeps it off the GPU ("": none;
+                                   nmodl_cuda_verbatim.c) */
     int threadsafe;      /* the NEURON block says THREADSAFE */
     const char *thread_unsafe; /* NULL, or FILE:LINE and why not (static C state; nm_verbatim_check) */
     char **pointers;     /* POINTER names in declaration order (BBCOREPOINTER's stay ASSIGNED fields) */
@@ -230,25 +232,28 @@ struct ns_nmodl {
     int n_pointers;
 };
 
-/* m has a BEFORE/AFTER block, CONSTRUCTOR, DESTRUCTOR or FUNCTION_TABLE (host only, as events) */
+/* m has a BEFORE/AFTER block, CONSTRUCTOR or DESTRUCTOR (host only) */
 static inline int nm_hooks(const struct ns_nmodl *m) {
     for (int h = 0; h < NS_MECH_N_HOOKS; h++)
         if (m->hooks[h]) return 1;
-    return m->n_ftables > 0;
+    return 0;
 }
 
-/* A mechanism without CUDA entry points: FOR_NETCONS, VERBATIM, hooks
- * (m->gpu_why says where); per-connection state, NET_RECEIVE's INITIAL, self
- * events, net_event, net_move, WATCH and ARTIFICIAL_CELL have them */
+/* A mechanism without CUDA entry points: FOR_NETCONS, VERBATIM C that is
+ * not device C (m->verbatim_gpu_why), hooks (m->gpu_why says where);
+ * per-connection state, NET_RECEIVE's INITIAL, self events, net_event,
+ * net_move, WATCH and ARTIFICIAL_CELL have them */
 static inline int nm_cuda_host_only(const struct ns_nmodl *m) {
-    return (m->events & (unsigned)NS_MECH_EV_NETCONS) || m->verbatim || nm_hooks(m);
+    return (m->events & (unsigned)NS_MECH_EV_NETCONS) || m->verbatim_gpu_why[0] || nm_hooks(m);
 }
 
 /* A mechanism in its library's fused launches (ABI 6, mechlib_fused.c): a
- * density mechanism with CUDA entry points and no POINTER (which may read
- * another node's values, which a node-major launch would race with) */
+ * density mechanism with CUDA entry points, no POINTER (which may read
+ * another node's values, which a node-major launch would race with) and no
+ * VERBATIM C (its file-scope C would meet the other members' in the one
+ * translation unit of the fused launches; it keeps its own launches) */
 static inline int nm_fused_member(const struct ns_nmodl *m) {
-    return !m->point && !nm_cuda_host_only(m) && m->n_pointers == 0;
+    return !m->point && !nm_cuda_host_only(m) && m->n_pointers == 0 && !m->verbatim;
 }
 
 /* mechlib_fused.c: a CUDA library's fused launches into work/: the header
@@ -306,6 +311,23 @@ int nm_cscan_next(nm_cscan *sc, nm_cident *id); /* 1: *id is the next name; 0: t
 ns_status nm_verbatim_check(struct ns_nmodl *m);
 int nm_verbatim_uses_random(const char *c); /* the C calls normrand, exprand, scop_random, set_seed */
 int nm_verbatim_in(const stlist *l);        /* the list holds VERBATIM C (nested lists too) */
+/* A function defined in C outside the blocks (nm_c_funcs): its name, its text [from, to) from its
+ * return type (K&R definitions too), its block; hoc, keep: nmodl_verbatim.c's marks */
+typedef struct nm_cfunc {
+    const char *name;
+    size_t n, from, to;
+    const st *s;
+    int hoc, keep;
+} nm_cfunc;
+/* the definitions at file scope of C block s appended to f[n..cap): the new count */
+int nm_c_funcs(const st *s, nm_cfunc *f, int n, int cap);
+/* the position after the bracket ('(' or '{') at c[i] closes, comments and literals skipped */
+size_t nm_c_close(const char *c, size_t i);
+/* called[b] = 1 for each block b that the entry points or the C reach (m->n_blocks + 1 bytes) */
+int nm_verbatim_reached(struct ns_nmodl *m, char *called);
+/* nmodl_cuda_verbatim.c: 1 and why ("FILE:LINE: ...") where the VERBATIM C that the simulation
+ * runs is not device C by the allow-list, 0 where it is (or there is none), -1 out of memory */
+int nm_verbatim_device(struct ns_nmodl *m, char *why, size_t n_why);
 const st *nm_verbatim_first(const struct ns_nmodl *m); /* m->verbatim: its first VERBATIM C */
 /* The C at id is a declaration of its name (a type word before it): the C's own variable */
 int nm_c_declares(const char *c, const nm_cident *id);

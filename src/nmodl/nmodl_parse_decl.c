@@ -413,8 +413,7 @@ static int parse_callable(parser *p, int kind, int alg, int ftable) {
             return nm_perr(p, NS_ERR_UNSUPPORTED, b->line, "FUNCTION_TABLE %s: %d arguments (at most 4)", b->name,
                         b->n_args);
         if (!(b->body = nm_calloc(nm_parse_arena, 1, sizeof *b->body))) return -1;
-        b->ftable = ++p->m->n_ftables;
-        nm_cpu_only(p, b->line, "FUNCTION_TABLE runs on the CPU loop only");
+        b->ftable = ++p->m->n_ftables; /* on the GPU too: the loop uploads the values (ns_mech_ppack.ftable) */
         return add_block(p, b);
     }
     if (!(b->body = nm_parse_block(p, b))) return -1;

@@ -356,13 +356,7 @@ static size_t close_of(const char *c, size_t i) {
     return i;
 }
 
-/* A function defined in C outside the blocks: its name and its text [from, to) */
-typedef struct cfunc {
-    const char *name;
-    size_t n, from, to;
-    const st *s;
-    int hoc, keep;
-} cfunc;
+typedef nm_cfunc cfunc;
 
 /* the definitions at file scope of block s's C (name( ... ) { ... }, K&R's too) into f */
 static int find_funcs(const st *s, cfunc *f, int n, int cap) {
@@ -399,6 +393,9 @@ static int find_funcs(const st *s, cfunc *f, int n, int cap) {
     }
     return n;
 }
+
+size_t nm_c_close(const char *c, size_t i) { return close_of(c, i); }
+int nm_c_funcs(const st *s, nm_cfunc *f, int n, int cap) { return find_funcs(s, f, n, cap); }
 
 /* does name (n bytes) occur as a C name in c[from, to)? */
 static int c_uses_in(const char *c, const char *name, size_t n, size_t from, size_t to) {
@@ -608,6 +605,8 @@ ns_status nm_verbatim_check(struct ns_nmodl *m) {
     for (int i = 0; !r && i < m->n_blocks; i++)
         if (!m->blocks[i]->hoc_only) r = check_list(m, m->blocks[i]->body);
     if (!r && !m->threadsafe) thread_safety(m);
+    if (!r && nm_verbatim_device(m, m->verbatim_gpu_why, sizeof m->verbatim_gpu_why) < 0)
+        r = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");
     return r;
 }
 
@@ -626,6 +625,13 @@ static void mark_called(vcheck *v) {
         for (int i = 0; i < m->n_blocks; i++)
             if (v->called[i]) mark_list(v, m->blocks[i]->body);
     } while (v->changed);
+}
+
+int nm_verbatim_reached(struct ns_nmodl *m, char *called) {
+    vcheck v = {m, called, 0};
+    memset(called, 0, (size_t)m->n_blocks + 1);
+    mark_called(&v);
+    return 0;
 }
 
 int nm_verbatim_in(const stlist *l) { return has_c(l); }

@@ -2,7 +2,9 @@
  * CMake embeds this file as text (ns_nmodl_verbatim_header) and the
  * translator writes it into the header of each mechanism whose file has
  * VERBATIM C, before that C, so that the names real files call mean what
- * they mean in NEURON. Host C only: such a mechanism is built for the CPU.
+ * they mean in NEURON. Host C, and in a --cuda build also C++ (nvcc's host
+ * pass); the helpers marked NSV_HD have device versions, which VERBATIM C
+ * compiled for the GPU may call (nmodl_cuda_verbatim.c: the allow-list).
  * Written for neurosolve from NEURON's documented behaviour (hoc_Exp,
  * mcell_ran4's hash, nrnran123's Philox4x32 streams), so that draws agree
  * with NEURON's. Needs nmodl_random.h (nsm_philox4x32) first. */
@@ -18,6 +20,16 @@
 
 #include <setjmp.h>
 
+/* a helper with a device version (host and device in a CUDA build); the thread-local storage
+ * of the host's error channel in C and in nvcc's C++ */
+#if defined(__CUDACC__)
+#define NSV_HD __host__ __device__
+#define NSV_TLS thread_local
+#else
+#define NSV_HD
+#define NSV_TLS _Thread_local
+#endif
+
 /* Errors (ABI 5, docs/mechanisms.md "Errors in a mechanism"): NEURON's
  * hoc_execerror(a, b) stops the simulation with the message; here it records
  * the message, the mechanism and the .mod file and line (__FILE__ and
@@ -27,9 +39,9 @@
  * that the C after it does not run, as NEURON's longjmp back to hoc; the loop
  * then stops after the step and returns the error. exit(n) and abort() in
  * the C do the same (a mechanism never ends the process). */
-static _Thread_local ns_mech_error *nsv_err = NULL; /* the bound entry point's */
-static _Thread_local jmp_buf *nsv_jmp = NULL;
-static _Thread_local const char *nsv_mech = NULL;
+static NSV_TLS ns_mech_error *nsv_err = NULL; /* the bound entry point's */
+static NSV_TLS jmp_buf *nsv_jmp = NULL;
+static NSV_TLS const char *nsv_mech = NULL;
 static inline void nsv_copy(char *dst, size_t n, const char *src) {
     size_t k = strlen(src);
     if (k >= n) src += k - (n - 1); /* a long path: its end */
@@ -123,16 +135,21 @@ static inline double nsv_hoc_only(const char *file, int line, const char *what) 
     nsv_error(file, line, what, "needs NEURON's hoc interpreter, which neurosolve does not have");
     return 0.0;
 }
-/* NEURON's hoc_Exp: 0 below -700, exp(700) with a warning above 700 */
+/* NEURON's hoc_Exp: 0 below -700, exp(700) with a warning above 700 (on the host; the device's
+ * returns the same values without the warning) */
 static int nsv_exp_warnings = 0;
-static inline double hoc_Exp(double x) {
+static inline NSV_HD double hoc_Exp(double x) {
     if (x < -700.) return 0.;
+#if defined(__CUDA_ARCH__)
+    if (x > 700.) return exp(700.);
+#else
     if (x > 700.) {
         errno = ERANGE;
         if (++nsv_exp_warnings < 5) fprintf(stderr, "exp(%g) out of range, returning exp(700)\n", x);
         if (nsv_exp_warnings == 5) fprintf(stderr, "No more errno warnings during this execution\n");
         return exp(700.);
     }
+#endif
     return exp(x);
 }
 /* a hoc Random object: none exists here (only hoc creates them), so a
@@ -156,8 +173,8 @@ static inline void *erealloc(void *p, size_t n) {
 
 /* NEURON's nrn_ghk(v, ci, co, z) [mA/cm2 per cm/s], at the simulation's celsius, which the
  * translator passes (nsv_ghk(p->celsius, ...)) */
-static inline double nsv_efun(double x) { return fabs(x) < 1e-4 ? 1. - x / 2. : x / (exp(x) - 1); }
-static inline double nsv_ghk(double celsius, double v, double ci, double co, double z) {
+static inline NSV_HD double nsv_efun(double x) { return fabs(x) < 1e-4 ? 1. - x / 2. : x / (exp(x) - 1); }
+static inline NSV_HD double nsv_ghk(double celsius, double v, double ci, double co, double z) {
     const double ktf = 1000. * 8.31446261815324 * (celsius + 273.15) / 96485.33212331001;
     const double temp = z * v / ktf, eco = co * nsv_efun(temp), eci = ci * nsv_efun(-temp);
     return .001 * z * 96485.33212331001 * (eci - eco);
@@ -168,7 +185,7 @@ static inline double nsv_ghk(double celsius, double v, double ci, double co, dou
  * mcell_ran4_init; values in [0, range) */
 static uint32_t nsv_ran4_low = 0;
 static inline void mcell_ran4_init(uint32_t low) { nsv_ran4_low = low; }
-static inline uint32_t nrnRan4int(uint32_t *idx1, uint32_t idx2) {
+static inline NSV_HD uint32_t nrnRan4int(uint32_t *idx1, uint32_t idx2) {
     uint32_t n = (*idx1)++, m = idx2, w = n ^ 0xbaa96887u, v = w >> 16, u;
     w &= 0xffffu;
     u = ~((v - w) * (v + w));
@@ -180,7 +197,7 @@ static inline uint32_t nrnRan4int(uint32_t *idx1, uint32_t idx2) {
     n ^= (((u >> 16) | (u << 16)) ^ 0xe874f0c3u) + w * v;
     return n;
 }
-static inline double nrnRan4dbl(uint32_t *idx1, uint32_t idx2) {
+static inline NSV_HD double nrnRan4dbl(uint32_t *idx1, uint32_t idx2) {
     return (double)nrnRan4int(idx1, idx2) * (1.0 / 4294967296.0);
 }
 static inline double mcell_ran4(uint32_t *high, double *x, unsigned int n, double range) {
@@ -272,13 +289,13 @@ static inline double nsv_ran123_normal3(nrnran123_State *s, double mu, double si
     } while (w > 1);
     return mu + u1 * sqrt(-2. * log(w) / w) * sigma;
 }
-static inline nrnran123_array4x32 nrnran123_iran3(uint32_t seq, uint32_t id1, uint32_t id2, uint32_t id3) {
-    static const uint32_t key[2] = {0, 0};
+static inline NSV_HD nrnran123_array4x32 nrnran123_iran3(uint32_t seq, uint32_t id1, uint32_t id2, uint32_t id3) {
+    const uint32_t key[2] = {0, 0};
     nrnran123_array4x32 a = {{seq, id3, id1, id2}};
     nsm_philox4x32(a.v, key);
     return a;
 }
-static inline nrnran123_array4x32 nrnran123_iran(uint32_t seq, uint32_t id1, uint32_t id2) {
+static inline NSV_HD nrnran123_array4x32 nrnran123_iran(uint32_t seq, uint32_t id1, uint32_t id2) {
     return nrnran123_iran3(seq, id1, id2, 0);
 }
 /* the function for 4, 3, 2 or 1 arguments */
@@ -292,4 +309,47 @@ static inline nrnran123_array4x32 nrnran123_iran(uint32_t seq, uint32_t id1, uin
 #define nrnran123_uniform(...) NSV_ARGN(__VA_ARGS__, , nsv_ran123_uniform3, , nrnran123_dblpick, )(__VA_ARGS__)
 #define nrnran123_normal(...) NSV_ARGN(__VA_ARGS__, , nsv_ran123_normal3, , nsv_ran123_normal1, )(__VA_ARGS__)
 #define nsv_ran123_normal1(s) nsv_ran123_normal3((s), 0.0, 1.0)
+#if defined(__CUDA_ARCH__)
+/* The device's (a point process's C on the GPU loop, nmodl_cuda_verbatim.c): the first error of
+ * the type's instances into the ppack's error (device memory, the GPU loop's), which the loop
+ * reads at the end of each interval and returns as the CPU loop does; a device has no longjmp,
+ * so the C after the call runs on and the interval ends. `p` is the entry point's ppack; in the
+ * host functions that nvcc's device pass reads too (C outside the blocks that only the host
+ * runs), the file-scope p below, and nothing happens there. */
+static const ns_mech_ppack *const p __attribute__((unused)) = 0;
+static __device__ inline void nsv_dev_copy(char *dst, int n, const char *a, const char *b) {
+    int k = 0;
+    for (; a && *a && k < n - 1; ++a) dst[k++] = *a;
+    if (a && b && *b && k < n - 1) dst[k++] = ' ';
+    for (; b && *b && k < n - 1; ++b) dst[k++] = *b;
+    dst[k] = 0;
+}
+static __host__ __device__ inline void nsv_dev_error(const ns_mech_ppack *pp, const char *file, int line,
+                                                     const char *a, const char *b) {
+#if defined(__CUDA_ARCH__)
+    ns_mech_error *e = pp ? pp->error : NULL;
+    if (!e || atomicCAS(&e->set, 0, 2) != 0) return; /* 2: being written; the loop reads 1 */
+    e->line = line;
+    const char *f = file;
+    for (const char *q = file; *q; ++q)
+        if (*q == '/') f = q + 1; /* the .mod file's name */
+    nsv_dev_copy(e->file, (int)sizeof e->file, f, NULL);
+    nsv_dev_copy(e->msg, (int)sizeof e->msg, a, b);
+    __threadfence();
+    atomicExch(&e->set, 1);
+#else
+    (void)pp, (void)file, (void)line, (void)a, (void)b;
+#endif
+}
+#undef hoc_execerror
+#undef hoc_execerr_ext
+#undef hoc_warning
+#undef exit
+#undef abort
+#define hoc_execerror(a, b) nsv_dev_error(p, __FILE__, __LINE__, (a), (b))
+#define hoc_execerr_ext(...) nsv_dev_error(p, __FILE__, __LINE__, "hoc_execerr_ext", NULL)
+#define hoc_warning(a, b) printf("neurosolve: %s:%d: %s %s\n", __FILE__, __LINE__, (a) ? (a) : "", (b) ? (b) : "")
+#define exit(n) nsv_dev_error(p, __FILE__, __LINE__, "exit() in VERBATIM C", NULL)
+#define abort() nsv_dev_error(p, __FILE__, __LINE__, "abort() in VERBATIM C", NULL)
+#endif
 #endif

@@ -43,7 +43,7 @@ static ns_status host_hooks_refused(const ns_mech_desc *d) {
 typedef struct gpu_mech {
     ns_mech_ppack p;       /* device pointers; t, dt, celsius set per call */
     double *fields;        /* device: n_fields arrays of p.n */
-    void *allocs[12];
+    void *allocs[16];
     int n_allocs;
 } gpu_mech;
 
@@ -64,6 +64,7 @@ struct gpu_model {
     int32_t *pt_key;
     gpu_libfused *lf; /* the tree group's: the library's fused launches (sim/cuda/library_fused.h), or NULL */
     const double *t_dev[2]; /* not NULL: where the fused launches read t (current, state; ns_gpu_model_clock) */
+    ns_mech_error *pt_err; /* device: per point type, its C's error (ns_mech_ppack.error: nsv_dev_error) */
 };
 
 void ns_gpu_model_clock(gpu_model *g, const double *t_current, const double *t_state) {
@@ -85,6 +86,8 @@ static void points_free(gpu_model *g) {
     free(g->pt);
     free(g->pt_desc);
     free(g->pt_key);
+    cudaFree(g->pt_err);
+    g->pt_err = NULL;
     g->pt = NULL;
     g->pt_desc = NULL;
     g->pt_key = NULL;
@@ -121,6 +124,51 @@ static ns_status alloc_up(gpu_mech *gm, void **dst, const void *src, size_t byte
     gm->allocs[gm->n_allocs++] = *dst;
     if (src && bytes) NS_CUDA_TRY(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
     return NS_OK;
+}
+
+/* A mechanism's FUNCTION_TABLEs on the device (ns_mech_ppack.ftable, which the generated lookup
+ * reads: nsm_ftable): desc->n_ftables tables t (the model's copies, host) in one allocation, the
+ * structures with device addresses first, then each table's abscissae and values. *out NULL:
+ * none (a mechanism without FUNCTION_TABLEs; the model refuses one without values). */
+static ns_status ftables_up(gpu_mech *gm, const ns_mech_desc *d, const ns_mech_ftable *t, const ns_mech_ftable **out) {
+    *out = NULL;
+    if (d->n_ftables <= 0 || !t) return NS_OK;
+    const size_t n = (size_t)d->n_ftables, head = (n * sizeof *t + 7) / 8 * 8;
+    size_t doubles = 0;
+    for (size_t k = 0; k < n; ++k) {
+        size_t vals = 1;
+        for (int a = 0; a < t[k].dims; ++a) {
+            vals *= (size_t)t[k].size[a];
+            if (t[k].x[a]) doubles += (size_t)t[k].size[a];
+        }
+        if (t[k].values) doubles += vals;
+    }
+    unsigned char *img = calloc(head + doubles * sizeof(double) + 8, 1), *dev = NULL;
+    if (!img) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: FUNCTION_TABLEs of %s", d->name);
+    ns_status st = alloc_up(gm, (void **)&dev, NULL, head + doubles * sizeof(double));
+    size_t at = head;
+    for (size_t k = 0; st == NS_OK && k < n; ++k) {
+        ns_mech_ftable *c = (ns_mech_ftable *)(void *)img + k;
+        *c = t[k];
+        size_t vals = 1;
+        for (int a = 0; a < t[k].dims; ++a) {
+            vals *= (size_t)t[k].size[a];
+            if (!t[k].x[a]) continue;
+            memcpy(img + at, t[k].x[a], (size_t)t[k].size[a] * sizeof(double));
+            c->x[a] = (const double *)(void *)(dev + at);
+            at += (size_t)t[k].size[a] * sizeof(double);
+        }
+        if (t[k].values) {
+            memcpy(img + at, t[k].values, vals * sizeof(double));
+            c->values = (const double *)(void *)(dev + at);
+            at += vals * sizeof(double);
+        }
+    }
+    if (st == NS_OK && cudaMemcpy(dev, img, at, cudaMemcpyHostToDevice) != cudaSuccess)
+        st = ns_fail(NS_ERR_CUDA, "simulation: FUNCTION_TABLEs of %s", d->name);
+    free(img);
+    if (st == NS_OK) *out = (const ns_mech_ftable *)(void *)dev;
+    return st;
 }
 
 /* Node of compartment i of local cell j. */
@@ -228,10 +276,13 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         }
         if (st == NS_OK)
             st = alloc_up(gm, (void **)&ions_d, views, (size_t)desc->n_ions * sizeof(ns_mech_ion_view));
+        const ns_mech_ftable *ftab_d = NULL;
+        if (st == NS_OK) st = ftables_up(gm, desc, model->mechs[k].ftable, &ftab_d);
         free(nodes_h);
         nodes_h = NULL;
         if (st != NS_OK) break;
         memset(&gm->p, 0, sizeof gm->p);
+        gm->p.ftable = ftab_d;
         gm->p.n = (int)cnt;
         gm->p.node_index = nodes_d;
         gm->p.v = v;
@@ -247,9 +298,10 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
             st = host_hooks_refused(desc);
         else if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
             st = ns_fail(NS_ERR_UNSUPPORTED,
-                         "simulation: mechanism %s has no CUDA code: build its library with `neurosolve mechanisms "
-                         "build --cuda` (or use the CPU backend; a mechanism with VERBATIM C runs on the CPU only)",
-                         desc->name);
+                         "simulation: mechanism %s has no CUDA code%s%s%s: build its library with `neurosolve "
+                         "mechanisms build --cuda` (or use the CPU backend)",
+                         desc->name, desc->cuda_why_not ? " (" : "", desc->cuda_why_not ? desc->cuda_why_not : "",
+                         desc->cuda_why_not ? ")" : "");
     }
     free(nodes_h);
     /* the tree group's per-step path: the library's mechanisms in its fused launches where the rule says so */
@@ -572,7 +624,27 @@ int ns_gpu_model_point_self(const gpu_model *g, int32_t slot) {
     return (g->pt_desc[slot]->events & (NS_MECH_EV_SEND | NS_MECH_EV_WATCH)) != 0;
 }
 
+/* The first error that a point type's VERBATIM C recorded on the device (hoc_execerror, exit,
+ * abort: nmodl_verbatim.h's nsv_dev_error), in type order, as the CPU loop words it; when: where */
+static ns_status points_errors(const gpu_model *g, const char *when) {
+    if (!g || !g->pt_err || g->n_points <= 0) return NS_OK;
+    ns_mech_error *e = malloc((size_t)g->n_points * sizeof *e);
+    if (!e) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU errors");
+    const cudaError_t c = cudaMemcpy(e, g->pt_err, (size_t)g->n_points * sizeof *e, cudaMemcpyDeviceToHost);
+    ns_status st = c == cudaSuccess ? NS_OK : ns_cuda_status(c, "network: GPU errors", __FILE__, __LINE__);
+    for (int32_t k = 0; st == NS_OK && k < g->n_points; ++k)
+        if (e[k].set) {
+            e[k].file[sizeof e[k].file - 1] = e[k].msg[sizeof e[k].msg - 1] = 0;
+            st = ns_fail(NS_ERR_MECHANISM, "%s:%d: mechanism %s: %s (%s)", e[k].file, e[k].line, g->pt_desc[k]->name,
+                         e[k].msg, when);
+        }
+    free(e);
+    return st;
+}
+
 ns_status ns_gpu_model_events_check(const gpu_model *g) {
+    const ns_status est = points_errors(g, "on the GPU loop: the run stops at the end of the interval");
+    if (est != NS_OK) return est;
     for (int32_t k = 0; g && k < g->n_points; ++k) {
         if (!g->pt[k].p.dev.error) continue;
         dev_error e;
@@ -758,6 +830,11 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         g->pt_key = calloc((size_t)(n_types > 0 ? n_types : 1), sizeof *g->pt_key);
         if (!g->pt || !g->pt_desc || !g->pt_key) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU synapses");
     }
+    if (st == NS_OK && n_types > 0) { /* the types' errors, none yet */
+        cudaError_t c = cudaMalloc((void **)&g->pt_err, (size_t)n_types * sizeof *g->pt_err);
+        if (c == cudaSuccess) c = cudaMemset(g->pt_err, 0, (size_t)n_types * sizeof *g->pt_err);
+        if (c != cudaSuccess) st = ns_cuda_status(c, "network: GPU errors", __FILE__, __LINE__);
+    }
     /* instances of a type: by local cell, then synapse id (a counting pass per type) */
     int64_t *ids = NULL;
     int32_t *nodes_h = NULL;
@@ -784,9 +861,10 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
             (d->net_init && !d->cuda_net_init)) {
             /* an electrode (no NET_RECEIVE: SEClamp) is placed but never a target (ns_sim_connect) */
             st = ns_fail(NS_ERR_UNSUPPORTED,
-                         "network: synapse type %s has no CUDA code: build its library with `neurosolve mechanisms "
-                         "build --cuda` (or use the CPU backend; a mechanism with VERBATIM C runs on the CPU only)",
-                         d->name);
+                         "network: synapse type %s has no CUDA code%s%s%s: build its library with `neurosolve "
+                         "mechanisms build --cuda` (or use the CPU backend)",
+                         d->name, d->cuda_why_not ? " (" : "", d->cuda_why_not ? d->cuda_why_not : "",
+                         d->cuda_why_not ? ")" : "");
             break;
         }
         int64_t cnt = 0;
@@ -892,6 +970,8 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
             st = alloc_up(gm, (void **)&ions_d, views, (size_t)d->n_ions * sizeof(ns_mech_ion_view));
         double ***ptr_d = NULL;
         if (st == NS_OK && d->n_pointers > 0) st = points_pointers(sim, g, gm, d, ids, cnt, local, cell_id, cell_base, &ptr_d);
+        const ns_mech_ftable *ftab_d = NULL;
+        if (st == NS_OK) st = ftables_up(gm, d, model->ftables ? model->ftables[di] : NULL, &ftab_d);
         /* net_event's spike source of each instance (-1: none) */
         int64_t *src_h = d->events & DEV_EVENTS ? malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *src_h) : NULL;
         if (st == NS_OK && (d->events & DEV_EVENTS) && !src_h) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: events");
@@ -916,6 +996,8 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         gm->p.area = g->geom;
         gm->p.diam = g->geom + g->nodes;
         gm->p.pointer = (double *const *const *)ptr_d;
+        gm->p.error = g->pt_err + t;
+        gm->p.ftable = ftab_d;
         if (src_h) st = dev_events(gm, d, cnt, src_h);
         free(src_h);
         if (st != NS_OK) break;
@@ -928,6 +1010,7 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
     free(pairs);
     if (st == NS_OK) st = points_wvec(sim, g, syn_slot, syn_inst, conn_w, stream);
     if (st == NS_OK) NS_CUDA_TRY(cudaStreamSynchronize(stream));
+    if (st == NS_OK) st = points_errors(g, "at finitialize");
     if (st != NS_OK) points_free(g);
     return st;
 }
