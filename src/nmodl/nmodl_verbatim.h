@@ -137,7 +137,23 @@ static inline double hoc_Exp(double x) {
 }
 /* a hoc Random object: none exists here (only hoc creates them), so a
  * file's `if (_p_rng) nrn_random_pick(_p_rng) else ...` takes its else */
-#define nrn_random_pick(r) ((void)(r), nsv_hoc_only(__FILE__, __LINE__, "nrn_random_pick"))
+static inline double nrn_random_pick(void *r) { /* a function: files declare its prototype */
+    (void)r;
+    return nsv_hoc_only(__FILE__, __LINE__, "nrn_random_pick");
+}
+/* NEURON's Vector access (ivocvect.h): a Vector reaches the C only through hoc (VecStim's play(),
+ * a PROCEDURE only hoc calls, left out), so a file's `vv = *((void **)(&space)); if (vv) {
+ * size = vector_capacity(vv); ... }` takes its else, as NEURON's does until hoc gives a Vector;
+ * functions (files declare their prototypes), which stop the run where reached */
+static inline int vector_capacity(void *v) {
+    (void)v;
+    return (int)nsv_hoc_only(__FILE__, __LINE__, "vector_capacity");
+}
+static inline double *vector_vec(void *v) {
+    (void)v;
+    nsv_hoc_only(__FILE__, __LINE__, "vector_vec");
+    return NULL;
+}
 static inline void *emalloc(size_t n) {
     void *p = malloc(n);
     if (!p && n) hoc_execerror("out of memory", NULL);
