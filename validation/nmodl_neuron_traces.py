@@ -111,6 +111,8 @@ CASES = {
     # (mcell_ran4 and nrnran123 draws in C), probing its noise current
     "vbchan": CHAN("vbchan", {"gbar": 0.01}) + ("ntau",),
     "vbrand": (6.3, -65, 40, {"pas": {}, "vbrand": {}}, [(5, 20, 0.1)], [], None, {}, False, "inoise"),
+    # usetable read as a name and a PROCEDURE's value (test/usetab.mod: INITIAL's start of m)
+    "usetab": (6.3, -65, 40, {"pas": {}, "usetab": {}}, [(5, 20, 0.1)], [], None, {}, False),
     # the same in a tapered section of 3 segments (tests/sim/test_sim_nmodl_neuron.c: the simulation's
     # area and diam per segment): 3D points (x, y, z, diam), nseg, the probe's x (v at 0.5)
     "geomcell": (6.3, -65, 40, {"pas": {}, "geom": {}}, [(5, 20, 0.1)], [], None, {}, False, "s",
@@ -289,7 +291,8 @@ def main():
                                                                  "geom.mod", "geompp.mod", "wena.mod", "wenai.mod",
                                                                  "kflow.mod", "nosuffix.mod", "keuler.mod",
                                                                  "krunge.mod", "drunge.mod", "linspine.mod",
-                                                                 "nonlin.mod", "cadifus.mod", "bahook.mod", "ftab.mod")] +
+                                                                 "nonlin.mod", "cadifus.mod", "bahook.mod", "ftab.mod",
+                                                                 "usetab.mod")] +
                     [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbrand.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])
         for name in only or CASES:

@@ -261,6 +261,23 @@ typedef struct ns_mech_error {
     char msg[256];  /* what it said */
 } ns_mech_error;
 
+/* VERBATIM C's error context (ABI 5, an optional symbol): the calling thread's
+ * entry point, bound to its ppack's error channel (err), its setjmp buffer
+ * (jmp, a jmp_buf *: hoc_execerror jumps back there) and its mechanism. It
+ * lives in libneurosolve (a mechanism library may be unloaded while the
+ * simulation's threads live on): a library whose C has VERBATIM exports
+ * nsm_NAME_verbatim_bind (NS_MECH_VERBATIM_BIND, NAME the mechanism), which
+ * ns_mech_library_open calls with the accessor of the calling thread's
+ * context. A library built before it (its context in its own thread-local
+ * storage) has no such symbol and loads as before. */
+typedef struct ns_mech_verbatim_ctx {
+    struct ns_mech_error *err;
+    void *jmp;
+    const char *mech;
+} ns_mech_verbatim_ctx;
+typedef ns_mech_verbatim_ctx *(*ns_mech_verbatim_ctx_fn)(void);
+#define NS_MECH_VERBATIM_BIND "nsm_%s_verbatim_bind"
+
 
 /* The generated code's event calls: on the host the loop's queue (ppack.ev);
  * on the device (ABI 5) the point type's self-event slots, WATCH state and

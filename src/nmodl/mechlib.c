@@ -478,6 +478,28 @@ static size_t desc_size(int version) {
                           : sizeof(ns_mech_desc);
 }
 
+/* VERBATIM C's error context of the calling thread (mechanism.h): here, in a
+ * library that is never unloaded, not in the mechanism library's own
+ * thread-local storage, which outlives the library on the threads that touched
+ * it (LeakSanitizer's tracer then crashed at exit) */
+static ns_mech_verbatim_ctx *verbatim_ctx(void) {
+    static _Thread_local ns_mech_verbatim_ctx ctx;
+    return &ctx;
+}
+/* each mechanism of a library with VERBATIM C (nsm_NAME_verbatim_bind) gets the accessor */
+static void bind_verbatim(void *h, const ns_mech_catalogue *cat) {
+    for (int i = 0; i < cat->n; i++) {
+        char sym[160];
+        if (snprintf(sym, sizeof sym, NS_MECH_VERBATIM_BIND, cat->mechs[i]->name) >= (int)sizeof sym) continue;
+        union {
+            void *obj;
+            void (*fn)(ns_mech_verbatim_ctx_fn);
+        } u;
+        u.obj = dlsym(h, sym);
+        if (u.obj) u.fn(verbatim_ctx);
+    }
+}
+
 ns_status ns_mech_library_open(const char *path, ns_mech_library_t **out) {
     if (!path || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_mech_library_open: NULL argument");
     *out = NULL;
@@ -526,6 +548,7 @@ ns_status ns_mech_library_open(const char *path, ns_mech_library_t **out) {
     }
     lib->handle = h;
     lib->cat = cat;
+    bind_verbatim(h, cat);
     if (old) {
         for (int i = 0; i < cat->n; i++) {
             memcpy(&lib->copies[i], cat->mechs[i], desc_size(cat->abi_version));

@@ -78,6 +78,17 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
         if (nm_in_list(locals, n_locals, e->text) || nm_is_special(e->text) || nm_var(p->m, e->text))
             return check_index(p, e->text, e->a, locals, n_locals, line);
         if (!strcmp(e->text, "FARADAY")) return 0;
+        if (!e->a && !strcmp(e->text, "usetable")) { /* NEURON's one flag of the mechanism's TABLEs */
+            for (int i = 0; i < p->m->n_blocks; i++)
+                if (p->m->blocks[i]->table) { /* usetable_MECH sets every usetable_NAME at once (model.c) */
+                    const size_t n = strlen(p->m->blocks[i]->name) + 10;
+                    char *name = nm_calloc(nm_parse_arena, n, 1);
+                    if (!name) return -1;
+                    snprintf(name, n, "usetable_%s", p->m->blocks[i]->name);
+                    e->text = name;
+                    return 0;
+                }
+        }
         if (!e->a && p->vbody && nm_verbatim_declares(p->vbody, e->text)) { /* nocmodl passes it through to the C */
             e->op = NM_C_NAME;
             return 0;

@@ -32,6 +32,7 @@ typedef struct dx {
     const block *owner; /* the FUNCTION being written: its name is its value (ret_) */
     char **di;          /* writing a derivimplicit block's derivatives: its states (f_[k] = k's) */
     int n_di;
+    int call_stmt;      /* the call being written is a statement (a PROCEDURE's value: refused) */
 } dx;
 
 #define P(...) nm_gen_put(d->g, __VA_ARGS__)
@@ -205,6 +206,12 @@ static const char *const math1[] = {"exp", "expm1", "log", "log10", "sqrt", "fab
 
 static void dcall(dx *d, const ex *e) {
     const block *bl = nm_find_block(d->m, e->text);
+    const int stmt = d->call_stmt;
+    d->call_stmt = 0;
+    if (bl && bl->kind == B_PROCEDURE && !stmt) { /* its value (0, nm_gen_ex) */
+        dfail(d, 0, "the PROCEDURE %s called as a value", e->text);
+        return;
+    }
     if (bl) {
         P("nsd_%s_%c_%s(", d->M, bl->kind == B_FUNCTION ? 'f' : 'p', e->text);
         put_args(d);
@@ -355,6 +362,7 @@ static int dst(dx *d, const st *s, int ind) {
         if (!bl && !strcmp(s->e->text, "printf")) return 0; /* output: nothing to differentiate */
         if (!bl) return dfail(d, s->line, "the call %s()", s->e->text);
         P("%*s%s", ind, "", bl->kind == B_FUNCTION ? "(void)" : "");
+        d->call_stmt = 1;
         dex(d, s->e);
         P(";\n");
         return d->failed ? -1 : 0;
@@ -942,7 +950,7 @@ static void emit_group(dx *d, int K) {
 }
 
 int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
-    dx dd = {g, nm_gen_module(g), NULL, why, n_why, 0, 0, 0, NULL, NULL, 0}, *d = &dd;
+    dx dd = {g, nm_gen_module(g), NULL, why, n_why, 0, 0, 0, NULL, NULL, 0, 0}, *d = &dd;
     const struct ns_nmodl *m = d->m;
     d->M = m->name;
     const size_t mark = nm_gen_mark(g);

@@ -414,7 +414,11 @@ void nm_gen_ex(gen *g, const ex *e) {
     case EX_CALL: {
         const block *bl = nm_find_block(g->m, e->text);
         int lead = bl != NULL; /* arguments before the file's */
+        /* a PROCEDURE's value: 0, as nocmodl's procedures return 0 (one with VERBATIM C its C's int) */
+        const int as_value = bl && bl->kind == B_PROCEDURE && !nm_int_procedure(bl) && !g->call_stmt;
+        g->call_stmt = 0;
         if (bl) {
+            if (as_value) nm_put(b, "((void)");
             nm_put(b, "nsm_%s_%c_%s(p, ", g->m->name, bl->kind == B_FUNCTION ? 'f' : 'p', e->text);
             nm_put_fargs(g);
             nm_put(b, "i_, node_, v_");
@@ -486,7 +490,7 @@ void nm_gen_ex(gen *g, const ex *e) {
             if (i || lead) nm_put(b, ", ");
             nm_gen_ex(g, e->args[i]);
         }
-        nm_put(b, ")");
+        nm_put(b, as_value ? "), 0.0)" : ")");
         return;
     }
     case EX_BIN:

@@ -82,6 +82,7 @@ static void emit_guards(gen *g) {
     const struct ns_nmodl *m = g->m;
     const char *n = m->name;
     const char *what[] = {"init", "current", "state"};
+    nm_put(g->b, "NSV_BIND(nsm_%s_verbatim_bind)\n", n); /* the context's accessor (mechanism.h) */
     for (int k = 0; k < 3; k++) nm_put(g->b, "NSV_GUARD(\"%s\", nsm_%s_%s)\n#define nsm_%s_%s nsv_g_nsm_%s_%s\n", n, n, what[k], n, what[k], n, what[k]);
     for (int h = 0; h < NS_MECH_N_HOOKS; h++)
         if (m->hooks[h]) nm_put(g->b, "NSV_GUARD(\"%s\", nsm_%s_hook%d)\n#define nsm_%s_hook%d nsv_g_nsm_%s_hook%d\n", n, n, h, n, h, n, h);

@@ -119,6 +119,7 @@ static int emit_call_st(gen *g, const st *s, int indent) {
     if (host) nm_put(b, "#ifndef __CUDA_ARCH__\n");
     nm_put(b, "%*s", indent, "");
     if (!bl || bl->kind == B_FUNCTION) nm_put(b, "(void)");
+    g->call_stmt = 1;
     nm_gen_ex(g, s->e);
     nm_put(b, ";\n");
     if (host) nm_put(b, "#endif\n");
@@ -308,8 +309,10 @@ static void define_name(gen *g, const char *nm, const nm_cident *id, size_t uid)
         return;
     }
     if (!strncmp(nm, "_l", 2) && nm[2]) { /* an argument or LOCAL of the block; the FUNCTION's value */
-        if (nm_scope_find(g, nm + 2) >= 0 ||
-            (g->owner && g->owner->kind == B_FUNCTION && !strcmp(g->owner->name, nm + 2))) {
+        const int s = nm_scope_find(g, nm + 2);
+        if (s >= 0 && g->scope_arg[s] == 2) { /* a FROM loop's counter: nocmodl's `int _lj` */
+            nm_put(b, "#define %s I_%s\n", nm, nm + 2);
+        } else if (s >= 0 || (g->owner && g->owner->kind == B_FUNCTION && !strcmp(g->owner->name, nm + 2))) {
             nm_put(b, "#define %s ", nm);
             nm_gen_var(g, nm + 2, NULL);
             nm_put(b, "\n");

@@ -112,7 +112,9 @@ static int hoc_only(const nm_cident *id) {
                                         "nrn_sec2cell", "section_length", "nrn_parent_info", NULL};
     for (int i = 0; names[i]; i++)
         if (is(id, names[i])) return 1;
-    if (is(id, "hoc_Exp") || is(id, "hoc_execerror") || is(id, "hoc_execerr_ext") || is(id, "hoc_warning")) return 0;
+    if (is(id, "hoc_Exp") || is(id, "hoc_execerror") || is(id, "hoc_execerr_ext") || is(id, "hoc_warning") ||
+        is(id, "vector_capacity") || is(id, "vector_vec")) /* nmodl_verbatim.h's */
+        return 0;
     return starts(id, "hoc_") || starts(id, "vector_") || starts(id, "ivoc_") || starts(id, "list_vector") ||
            starts(id, "nrnpy_") || starts(id, "_nrn_mechanism_");
 }

@@ -20,14 +20,11 @@
 
 #include <setjmp.h>
 
-/* a helper with a device version (host and device in a CUDA build); the thread-local storage
- * of the host's error channel in C and in nvcc's C++ */
+/* a helper with a device version (host and device in a CUDA build) */
 #if defined(__CUDACC__)
 #define NSV_HD __host__ __device__
-#define NSV_TLS thread_local
 #else
 #define NSV_HD
-#define NSV_TLS _Thread_local
 #endif
 
 /* Errors (ABI 5, docs/mechanisms.md "Errors in a mechanism"): NEURON's
@@ -38,28 +35,35 @@
  * called (NSV_GUARD: every host entry point of such a mechanism is one), so
  * that the C after it does not run, as NEURON's longjmp back to hoc; the loop
  * then stops after the step and returns the error. exit(n) and abort() in
- * the C do the same (a mechanism never ends the process). */
-static NSV_TLS ns_mech_error *nsv_err = NULL; /* the bound entry point's */
-static NSV_TLS jmp_buf *nsv_jmp = NULL;
-static NSV_TLS const char *nsv_mech = NULL;
+ * the C do the same (a mechanism never ends the process). The calling
+ * thread's context (the bound entry point's error, its jump and the
+ * mechanism) lives in libneurosolve, which is never unloaded: the loader
+ * binds it (nsm_NAME_verbatim_bind, ns_mech_verbatim_ctx in mechanism.h);
+ * unbound (a loader of its own), the messages go to stderr and the C goes on. */
+static ns_mech_verbatim_ctx_fn nsv_ctx_fn = NULL;
+#define NSV_BIND(fn) \
+    __attribute__((visibility("default"))) void fn(ns_mech_verbatim_ctx_fn ctx); \
+    void fn(ns_mech_verbatim_ctx_fn ctx) { nsv_ctx_fn = ctx; }
+static inline ns_mech_verbatim_ctx *nsv_ctx(void) { return nsv_ctx_fn ? nsv_ctx_fn() : NULL; }
 static inline void nsv_copy(char *dst, size_t n, const char *src) {
     size_t k = strlen(src);
     if (k >= n) src += k - (n - 1); /* a long path: its end */
     snprintf(dst, n, "%s", src);
 }
 static inline void nsv_error(const char *file, int line, const char *a, const char *b) {
-    ns_mech_error *e = nsv_err;
+    ns_mech_verbatim_ctx *const c = nsv_ctx();
+    ns_mech_error *e = c ? c->err : NULL;
+    const char *mech = c && c->mech ? c->mech : "";
     if (e && !e->set) {
         e->set = 1;
         e->line = line;
-        nsv_copy(e->mech, sizeof e->mech, nsv_mech ? nsv_mech : "");
+        nsv_copy(e->mech, sizeof e->mech, mech);
         nsv_copy(e->file, sizeof e->file, file);
         snprintf(e->msg, sizeof e->msg, "%s%s%s", a ? a : "", a && b && *b ? " " : "", b ? b : "");
     } else if (!e) { /* a caller without an error channel (ppack.error NULL): the message is not lost */
-        fprintf(stderr, "neurosolve: %s:%d: mechanism %s: %s %s\n", file, line, nsv_mech ? nsv_mech : "",
-                a ? a : "", b ? b : "");
+        fprintf(stderr, "neurosolve: %s:%d: mechanism %s: %s %s\n", file, line, mech, a ? a : "", b ? b : "");
     }
-    if (nsv_jmp) longjmp(*nsv_jmp, 1);
+    if (c && c->jmp) longjmp(*(jmp_buf *)c->jmp, 1);
     /* called outside an entry point (no loop to stop): the error stays recorded where there is one */
 }
 #define hoc_execerror(a, b) nsv_error(__FILE__, __LINE__, (a), (b))
@@ -81,19 +85,24 @@ static inline void nsv_warning(const char *file, int line, const char *a, const 
  * NSV_GUARDS_name (the translator's, before the descriptor) names these. */
 #define NSV_TRY(p, name, call)                                                                   \
     do {                                                                                         \
+        ns_mech_verbatim_ctx *const nsv_c_ = nsv_ctx();                                          \
+        if (!nsv_c_) {                                                                           \
+            if (!((p)->error && (p)->error->set)) call;                                         \
+            break;                                                                               \
+        }                                                                                        \
         jmp_buf nsv_jb_;                                                                         \
-        jmp_buf *const nsv_pj_ = nsv_jmp;                                                        \
-        ns_mech_error *const nsv_pe_ = nsv_err;                                                  \
-        const char *const nsv_pm_ = nsv_mech;                                                    \
-        nsv_err = (p)->error;                                                                    \
-        nsv_mech = (name);                                                                       \
-        if (!(nsv_err && nsv_err->set) && !setjmp(nsv_jb_)) {                                   \
-            nsv_jmp = &nsv_jb_;                                                                  \
+        void *const nsv_pj_ = nsv_c_->jmp;                                                       \
+        ns_mech_error *const nsv_pe_ = nsv_c_->err;                                              \
+        const char *const nsv_pm_ = nsv_c_->mech;                                                \
+        nsv_c_->err = (p)->error;                                                                \
+        nsv_c_->mech = (name);                                                                   \
+        if (!(nsv_c_->err && nsv_c_->err->set) && !setjmp(nsv_jb_)) {                           \
+            nsv_c_->jmp = &nsv_jb_;                                                              \
             call;                                                                                \
         }                                                                                        \
-        nsv_jmp = nsv_pj_;                                                                       \
-        nsv_err = nsv_pe_;                                                                       \
-        nsv_mech = nsv_pm_;                                                                      \
+        nsv_c_->jmp = nsv_pj_;                                                                   \
+        nsv_c_->err = nsv_pe_;                                                                   \
+        nsv_c_->mech = nsv_pm_;                                                                  \
     } while (0)
 #define NSV_GUARD(name, fn)                                                                      \
     static void nsv_g_##fn(ns_mech_ppack *p) { NSV_TRY(p, name, fn(p)); }
@@ -154,7 +163,23 @@ static inline NSV_HD double hoc_Exp(double x) {
 }
 /* a hoc Random object: none exists here (only hoc creates them), so a
  * file's `if (_p_rng) nrn_random_pick(_p_rng) else ...` takes its else */
-#define nrn_random_pick(r) ((void)(r), nsv_hoc_only(__FILE__, __LINE__, "nrn_random_pick"))
+static inline double nrn_random_pick(void *r) { /* a function: files declare its prototype */
+    (void)r;
+    return nsv_hoc_only(__FILE__, __LINE__, "nrn_random_pick");
+}
+/* NEURON's Vector access (ivocvect.h): a Vector reaches the C only through hoc (VecStim's play(),
+ * a PROCEDURE only hoc calls, left out), so a file's `vv = *((void **)(&space)); if (vv) {
+ * size = vector_capacity(vv); ... }` takes its else, as NEURON's does until hoc gives a Vector;
+ * functions (files declare their prototypes), which stop the run where reached */
+static inline int vector_capacity(void *v) {
+    (void)v;
+    return (int)nsv_hoc_only(__FILE__, __LINE__, "vector_capacity");
+}
+static inline double *vector_vec(void *v) {
+    (void)v;
+    nsv_hoc_only(__FILE__, __LINE__, "vector_vec");
+    return NULL;
+}
 static inline void *emalloc(size_t n) {
     void *p = malloc(n);
     if (!p && n) hoc_execerror("out of memory", NULL);

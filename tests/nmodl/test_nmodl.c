@@ -229,7 +229,7 @@ int main(void) {
     all_files(MECH_DIR "/electrode");
     all_files(MECH_DIR "/events");
     all_files(MECH_DIR "/hoc");
-    CHECK(n_files == 51); /* neuron, bbp, test, kinetic, electrode, events, hoc (verbatim: host C, verbatim_emit) */
+    CHECK(n_files == 52); /* neuron, bbp, test, kinetic, electrode, events, hoc (verbatim: host C, verbatim_emit) */
     units_constants();
     verbatim_emit();
     thread_safety();

@@ -119,11 +119,13 @@ static const tcase CASES[] = {
      {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}},
      {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
     /* VERBATIM C: our data/mechanisms/verbatim/vbchan.mod (C in its rates, outside the blocks, an array, calls with
-     * _threadargscomma_; ntau, which the C computes, compared) and vbrand.mod (mcell_ran4 and
+     * _threadargscomma_; ntau, which the C computes, compared) and vbrand.mod (a FROM counter as C's int, mcell_ran4 and
      * nrnran123 draws in C: the noise current compared) */
     {"vbchan", 34, -70, 120, {"pas", "vbchan"}, {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"vbchan", "gbar", 0.01}},
      {{10, 40, 0.15}, {60, 40, -0.15}}, {{0}}, 50, -85, 120, 0, "ntau"},
     {"vbrand", 6.3, -65, 40, {"pas", "vbrand"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "inoise"},
+    /* usetable read as a name and a PROCEDURE called as a value (test/usetab.mod: INITIAL's start of m) */
+    {"usetab", 6.3, -65, 40, {"pas", "usetab"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0},
     /* FUNCTION_TABLE: our test/ftab.mod, the tables of ftab_tables() (validation/nmodl_neuron_traces.py's) */
     {"ftab", 6.3, -65, 40, {"pas", "ftab"}, {{0}}, {{5, 20, 0.3}}, {{0, 0}}, 0, 0, 0, 0, "ninf"},
     {"cabuf", 34, -70, 200, {"pas", "cabuf", "Ca_HVA", "SK_E2"},
@@ -321,7 +323,7 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
             free(b.fields); free(b.globals); free(b.table);
         }
     printf("%d mechanisms x %d instances: contiguous and node_index paths equal (%d differences)\n", n_mech, NI, bad);
-    CHECK(n_mech == 44);
+    CHECK(n_mech == 45);
     CHECK_MSG(bad == 0, "%d differences between the contiguous and the node_index paths", bad);
 }
 
@@ -444,7 +446,7 @@ int main(void) {
     }
     CHECK(ns_mech_library_count(libs[0]) == 4);
     CHECK(ns_mech_library_count(libs[1]) == 12);
-    CHECK(ns_mech_library_count(libs[2]) == 19);
+    CHECK(ns_mech_library_count(libs[2]) == 20);
     CHECK(ns_mech_library_count(libs[3]) == 5);
     CHECK(ns_mech_library_count(libs[4]) == 2);
     CHECK(ns_mech_library_count(libs[5]) == 2);

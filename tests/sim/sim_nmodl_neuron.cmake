@@ -9,10 +9,3 @@ if(NS_HAVE_CUDA AND TARGET test_sim_nmodl_neuron)
   target_compile_definitions(test_sim_nmodl_neuron PRIVATE NS_NVCC="${CMAKE_CUDA_COMPILER}"
     NS_CUDA_ARCH="sm_${_ns_snn_arch}")
 endif()
-# Under LeakSanitizer: the test builds mechanisms with VERBATIM C, whose error channel is
-# thread-local (src/nmodl/nmodl_verbatim.h), loads them, runs them on OpenMP's threads and unloads
-# them; at exit LeakSanitizer then reads those threads' dynamic TLS of the unloaded library and
-# crashes ("Tracer caught signal 11", every check passed before it). Its roots leave TLS out here.
-if(NS_SANITIZE AND TEST test_sim_nmodl_neuron)
-  set_property(TEST test_sim_nmodl_neuron APPEND PROPERTY ENVIRONMENT "LSAN_OPTIONS=use_tls=0")
-endif()
