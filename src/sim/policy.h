@@ -72,15 +72,16 @@ ns_status ns_sim_mechanisms_choose(const ns_sim_mech_facts *f, const char *loop,
 
 /* Whether the GPU's per-step path runs the model's library mechanisms in
  * their library's fused launches (mechanism ABI 6: one launch per phase for
- * all of them, docs/simulation.md "Models: the fused loop"): not when
- * requested (ns_sim_gpu_mechanisms) is PER_MECHANISM; members: the model's
+ * all of them, docs/simulation.md "Models: the fused loop"): only when
+ * requested (ns_sim_gpu_mechanisms) is PER_STEP (auto: not yet, until a
+ * GPU run has measured and checked them); members: the model's
  * mechanisms that have them (ns_mech_desc.cuda_fused_current); one_library:
  * every member has the same launches. */
 int ns_sim_library_fused_rule(int requested, int32_t members, int one_library);
 
 /* Whether the GPU's per-step path runs a part of `steps` steps as one
- * captured step replayed (a CUDA graph, sim/cuda/step_graph.h): not when
- * requested is PER_MECHANISM, with a network, or where a mechanism outside
+ * captured step replayed (a CUDA graph, sim/cuda/step_graph.h): only when
+ * requested is PER_STEP (as the fused launches), not with a network, or where a mechanism outside
  * its library's fused launches may read t (time_free 0), and only for parts
  * of at least NS_SIM_STEP_GRAPH_MIN_STEPS steps. */
 #define NS_SIM_STEP_GRAPH_MIN_STEPS 8

@@ -190,13 +190,20 @@ int main(void) {
         forced = library;
         forced.requested = PER_MECH;
         CHECK(ns_sim_gpu_mechanisms_rule(&forced) == PER_MECH);
-        /* a library's fused launches (ABI 6): per step unless per mechanism is asked for, with
-         * members of one library's launches */
-        CHECK(ns_sim_library_fused_rule(AUTO, 12, 1));           /* the L5 model's library */
+        /* a library's fused launches (ABI 6) and the step's graph: where per step is asked for
+         * (auto: not until a GPU run has checked them), with members of one library's launches */
+        CHECK(!ns_sim_library_fused_rule(AUTO, 12, 1));          /* the L5 model's library, auto */
+        CHECK(ns_sim_library_fused_rule(STEP, 12, 1));
         CHECK(ns_sim_library_fused_rule(STEP, 1, 1));
         CHECK(!ns_sim_library_fused_rule(PER_MECH, 12, 1));      /* the bench's `before` */
-        CHECK(!ns_sim_library_fused_rule(AUTO, 0, 1));           /* built-ins, a library of ABI 3-5, no --cuda */
-        CHECK(!ns_sim_library_fused_rule(AUTO, 2, 0));           /* two libraries' launches */
+        CHECK(!ns_sim_library_fused_rule(STEP, 0, 1));           /* built-ins, a library of ABI 3-5, no --cuda */
+        CHECK(!ns_sim_library_fused_rule(STEP, 2, 0));           /* two libraries' launches */
+        CHECK(ns_sim_step_graph_rule(STEP, 0, 1, NS_SIM_STEP_GRAPH_MIN_STEPS));
+        CHECK(!ns_sim_step_graph_rule(AUTO, 0, 1, 2000));
+        CHECK(!ns_sim_step_graph_rule(PER_MECH, 0, 1, 2000));
+        CHECK(!ns_sim_step_graph_rule(STEP, 1, 1, 2000));         /* a network */
+        CHECK(!ns_sim_step_graph_rule(STEP, 0, 0, 2000));         /* a mechanism that reads t, launched apart */
+        CHECK(!ns_sim_step_graph_rule(STEP, 0, 1, NS_SIM_STEP_GRAPH_MIN_STEPS - 1));
         /* the onchip loop runs a model that fuses and has no network, with the
          * built-in hh's TABLE and GLOBALs in the shared memory it sizes for them */
         CHECK(nsm_hh_desc.table_size == NS_FUSED_HH_TABLE && nsm_hh_desc.n_globals <= NS_FUSED_HH_GLOBALS);
