@@ -12,7 +12,7 @@
 #include "nmodl/nmodl_gen.h"
 
 /* A TABLE PROCEDURE's table as rows, for a host loop that looks up many
- * instances at once (the CPU loop's fused pass, sim/cpu/mechanisms.c):
+ * instances at once (the CPU loop's fused pass, mech/blocks_fused.c):
  * row k holds the columns' values at entry k (the TABLE's names in order),
  * zeros up to a multiple of 8, then their differences to entry k + 1 (0 at
  * the last entry, where the lookup's k + 1 is k), zeros likewise; so that an
@@ -145,7 +145,7 @@ int nm_emit_callable(gen *g, const block *bl) {
  * arithmetic as the equations written in place: _pre (the statements, then
  * each equation's exponent dt a and target -b/a), the exponentials, _post
  * (x += (1 - exp(dt a)) (target - x)); a loop over many instances can run
- * each stage over a chunk of them (the CPU loop's fused pass, sim/cpu/mechanisms.c),
+ * each stage over a chunk of them (the CPU loop's fused pass, mech/blocks_fused.c),
  * which keeps few values live at once as the hand-written gates do. */
 static int cnexp_staged(const stlist *l) {
     int seen = 0;
