@@ -700,7 +700,7 @@ static void test_probe_file(void) {
  * good file (bytes replaced, inserted, deleted; truncations) either reads n_cells rows or fails with
  * an error naming the file, never anything else. */
 static void test_cell_tables(void) {
-    double pl[12], pop[3];
+    double pl[18], pop[3]; /* up to 3 placements (granule_column.placement) */
     const char *place = "# x y z rx ry rz\n0 30 100, 1.5707963267948966 0 0\n\n20 -30 300 1.57 0 1e0 # two\n";
     CHECK_OK(ns_lfp_cell_table_parse(place, strlen(place), "c.placement", NS_LFP_PLACEMENTS, 2, pl));
     CHECK(pl[0] == 0.0 && pl[2] == 100.0 && pl[3] == 1.5707963267948966 && pl[6] == 20.0 && pl[11] == 1.0);
