@@ -69,15 +69,19 @@ static int cmp_raster(const void *a, const void *b) {
     return (x->source > y->source) - (x->source < y->source);
 }
 
-/* The network's raster: every source's spikes, by (time, source); 0 or 1 after printing the error. */
-static int write_raster(FILE *g, const ns_sim_t *sim) {
-    const int64_t n_src = ns_sim_sources(sim);
+int64_t cli_sim_source_spike_count(const ns_sim_t *sim) {
     int64_t total = 0;
-    for (int64_t s = 0; s < n_src; ++s) {
+    for (int64_t s = 0; s < ns_sim_sources(sim); ++s) {
         int64_t cnt = 0;
         ns_sim_source_spikes(sim, s, &cnt);
         total += cnt;
     }
+    return total;
+}
+
+/* The network's raster: every source's spikes, by (time, source); 0 or 1 after printing the error. */
+static int write_raster(FILE *g, const ns_sim_t *sim) {
+    const int64_t n_src = ns_sim_sources(sim), total = cli_sim_source_spike_count(sim);
     raster_spike *all = malloc((size_t)(total > 0 ? total : 1) * sizeof *all);
     if (!all) return cli_error("out of memory for %lld spikes", (long long)total);
     int64_t n = 0;
@@ -98,13 +102,7 @@ static int write_raster(FILE *g, const ns_sim_t *sim) {
 /* The raster as a SONATA spikes file (HDF5, written by the library at the
  * temporary path of its ns_output); 0 or 1 after printing the error. */
 static int write_sonata_spikes(const char *temp_path, const char *path, const ns_network_t *net, const ns_sim_t *sim) {
-    const int64_t n_src = ns_sim_sources(sim);
-    int64_t total = 0;
-    for (int64_t s = 0; s < n_src; ++s) {
-        int64_t cnt = 0;
-        ns_sim_source_spikes(sim, s, &cnt);
-        total += cnt;
-    }
+    const int64_t n_src = ns_sim_sources(sim), total = cli_sim_source_spike_count(sim);
     int64_t *src = malloc((size_t)(total > 0 ? total : 1) * sizeof *src);
     double *t = malloc((size_t)(total > 0 ? total : 1) * sizeof *t);
     int bad = 0;

@@ -16,6 +16,8 @@ int cli_sim_check_output_folder(const char *stem);
 int cli_sim_write_results(const char *stem, const char *tag, int all, ns_sim_t *sim, char **site_names,
                           double every_ms, long long n_cells, const cli_shape_set *set, const int32_t *cell_shape,
                           const ns_network_t *network, char *csv_path, size_t csv_len);
+/* the spikes of a network's sources so far, all together */
+int64_t cli_sim_source_spike_count(const ns_sim_t *sim);
 /* a checkpoint; prints the error */
 int cli_sim_save_checkpoint(ns_sim_t *sim, const char *file);
 
