@@ -77,6 +77,11 @@ pop *ns_son_find_pop(reader *r, const char *name);
 ns_status ns_son_open_entry(reader *r, const ns_json *entry, const char *what, const char *file_key,
                             const char *types_key, const char *id_column, char *h5path, char *csvpath,
                             ns_son_table *types);
+/* nodes entry idx of the config (sonata_nodes.c): its populations into the
+ * reader, its cells into the network; the one model its types name into
+ * model_path (model_from: the type that named it) */
+ns_status ns_son_read_nodes(reader *r, const ns_json *entry, int idx, char *model_path, size_t model_len,
+                            char *model_from, size_t from_len);
 /* edges entry idx of the config (sonata_edges.c) */
 ns_status ns_son_read_edges(reader *r, const ns_json *entry, int idx);
 
