@@ -114,37 +114,23 @@ static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     return ns_integer_parse(s, lo, hi, out) == NS_OK;
 }
 
-/* "FILE:LINE: WHAT: REASON", WHAT from fmt, REASON the reader's message. */
-static ns_status fail_reader(const ctx *c, const char *fmt, va_list ap) NS_PRINTF_LIKE(2, 0);
-static ns_status fail_reader(const ctx *c, const char *fmt, va_list ap) {
+/* NS_OK where the reader took the text (ok), else "FILE:LINE: WHAT: REASON",
+ * WHAT from fmt, REASON the reader's message. */
+static ns_status read_ok(const ctx *c, int ok, const char *fmt, ...) NS_PRINTF_LIKE(3, 4);
+static ns_status read_ok(const ctx *c, int ok, const char *fmt, ...) {
+    if (ok) return NS_OK;
     char what[256], why[320];
     snprintf(why, sizeof why, "%s", ns_last_error());
+    va_list ap;
+    va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
     return FAIL(c, "%s: %s", what, why);
 }
 
-static ns_status num(const ctx *c, const char *text, double min, double max, double *out, const char *fmt, ...)
-    NS_PRINTF_LIKE(6, 7);
-static ns_status num(const ctx *c, const char *text, double min, double max, double *out, const char *fmt, ...) {
-    if (ns_number_parse(text, min, max, out) == NS_OK) return NS_OK;
-    va_list ap;
-    va_start(ap, fmt);
-    const ns_status st = fail_reader(c, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-static ns_status integer(const ctx *c, const char *text, int64_t min, int64_t max, int64_t *out, const char *fmt, ...)
-    NS_PRINTF_LIKE(6, 7);
-static ns_status integer(const ctx *c, const char *text, int64_t min, int64_t max, int64_t *out, const char *fmt,
-                         ...) {
-    if (ns_integer_parse(text, min, max, out) == NS_OK) return NS_OK;
-    va_list ap;
-    va_start(ap, fmt);
-    const ns_status st = fail_reader(c, fmt, ap);
-    va_end(ap);
-    return st;
-}
+/* A number (an integer) of the text in [min, max] into *out; the message's WHAT from the format and arguments. */
+#define num(c, text, min, max, out, ...) read_ok(c, ns_number_parse(text, min, max, out) == NS_OK, __VA_ARGS__)
+#define integer(c, text, min, max, out, ...) read_ok(c, ns_integer_parse(text, min, max, out) == NS_OK, __VA_ARGS__)
 
 static int valid_name(const char *s) {
     if (!isalpha((unsigned char)*s) && *s != '_') return 0;
@@ -319,6 +305,16 @@ static ns_status add_members(ctx *c, group *g, int64_t first, int64_t n) {
     return NS_OK;
 }
 
+/* `n` new items (synapses or sources, counted by *count) as members of g;
+ * `stmt NAME: too many ITEMS` past the limit. */
+static ns_status add_items(ctx *c, group *g, int64_t *count, int64_t n, const char *stmt_name, const char *name,
+                           const char *items) {
+    if (*count + n > NET_MAX_ITEMS) return FAIL(c, "%s %s: too many %s", stmt_name, name, items);
+    const ns_status st = add_members(c, g, *count, n);
+    *count += n;
+    return st;
+}
+
 /* ------------------------------------------------------------ statements */
 
 static ns_status st_cells(ctx *c, char **tok, int n) {
@@ -367,9 +363,21 @@ static ns_status st_model(ctx *c, char **tok, int n) {
 
 /* The start of a statement `WORD NAME CELLS LOC ...` that places items on
  * cells: NAME's group (of `gk`), the new statement, its cells and location. */
-static ns_status placed_stmt(ctx *c, char **tok, const char *word, gkind gk, skind sk, group **g, stmt **s) {
+/* A statement of kind sk that adds to the group NAME (tok[1]) of kind gk. */
+static ns_status group_stmt(ctx *c, char **tok, gkind gk, skind sk, group **g, stmt **s) {
     ns_status st = group_for(c, tok[1], gk, g);
     if (st == NS_OK) st = new_stmt(c, sk, s);
+    return st;
+}
+
+/* A statement of kind sk that adds sources to the group NAME (tok[1]); `expected: USAGE` unless arity_ok. */
+static ns_status sources_stmt(ctx *c, char **tok, int arity_ok, const char *usage, skind sk, group **g, stmt **s) {
+    if (!arity_ok) return FAIL(c, "expected: %s", usage);
+    return group_stmt(c, tok, G_SOURCES, sk, g, s);
+}
+
+static ns_status placed_stmt(ctx *c, char **tok, const char *word, gkind gk, skind sk, group **g, stmt **s) {
+    ns_status st = group_stmt(c, tok, gk, sk, g, s);
     char what[96];
     snprintf(what, sizeof what, "%s %.64s", word, tok[1]);
     if (st == NS_OK) st = parse_ref(c, tok[2], G_CELLS, what, &(*s)->a);
@@ -400,10 +408,7 @@ static ns_status st_synapse(ctx *c, char **tok, int n) {
             return st;
         snprintf(s->pname[k - 5], NET_NAME, "%s", tok[k]);
     }
-    if (c->net->n_syns + s->a.n > NET_MAX_ITEMS) return FAIL(c, "synapse %s: too many synapses", tok[1]);
-    st = add_members(c, g, c->net->n_syns, s->a.n);
-    c->net->n_syns += s->a.n;
-    return st;
+    return add_items(c, g, &c->net->n_syns, s->a.n, "synapse", tok[1], "synapses");
 }
 
 /* pointer SYNAPSES NAME CELLS LOC VAR: POINTER NAME of each synapse to VAR at
@@ -428,17 +433,12 @@ static ns_status st_pointer(ctx *c, char **tok, int n) {
 
 /* source NAME SYNAPSES: a point source of each synapse (its net_event spikes, ns_sim_add_point_source) */
 static ns_status st_source(ctx *c, char **tok, int n) {
-    if (n != 3) return FAIL(c, "expected: source NAME SYNAPSES");
     group *g;
     stmt *s;
-    ns_status st = group_for(c, tok[1], G_SOURCES, &g);
-    if (st == NS_OK) st = new_stmt(c, S_POINT_SOURCE, &s);
+    ns_status st = sources_stmt(c, tok, n == 3, "source NAME SYNAPSES", S_POINT_SOURCE, &g, &s);
     if (st == NS_OK) st = parse_ref(c, tok[2], G_SYNAPSES, "source", &s->a);
     if (st != NS_OK) return st;
-    if (c->net->n_sources + s->a.n > NET_MAX_ITEMS) return FAIL(c, "source %s: too many sources", tok[1]);
-    st = add_members(c, g, c->net->n_sources, s->a.n);
-    c->net->n_sources += s->a.n;
-    return st;
+    return add_items(c, g, &c->net->n_sources, s->a.n, "source", tok[1], "sources");
 }
 
 static ns_status st_detector(ctx *c, char **tok, int n) {
@@ -450,18 +450,13 @@ static ns_status st_detector(ctx *c, char **tok, int n) {
     if ((st = num(c, tok[4], -NS_SIM_MAX_POTENTIAL, NS_SIM_MAX_POTENTIAL, &s->threshold, "detector %s: threshold [mV]",
                   tok[1])) != NS_OK)
         return st;
-    if (c->net->n_sources + s->a.n > NET_MAX_ITEMS) return FAIL(c, "detector %s: too many sources", tok[1]);
-    st = add_members(c, g, c->net->n_sources, s->a.n);
-    c->net->n_sources += s->a.n;
-    return st;
+    return add_items(c, g, &c->net->n_sources, s->a.n, "detector", tok[1], "sources");
 }
 
 static ns_status st_train(ctx *c, char **tok, int n) {
-    if (n < 3) return FAIL(c, "expected: train NAME T [T ...] (times in ms)");
     group *g;
     stmt *s;
-    ns_status st = group_for(c, tok[1], G_SOURCES, &g);
-    if (st == NS_OK) st = new_stmt(c, S_TRAIN, &s);
+    ns_status st = sources_stmt(c, tok, n >= 3, "train NAME T [T ...] (times in ms)", S_TRAIN, &g, &s);
     if (st != NS_OK) return st;
     s->times = malloc((size_t)(n - 2) * sizeof *s->times);
     if (!s->times) return fail_at(c, NS_ERR_OUT_OF_MEMORY, "train");
@@ -475,11 +470,9 @@ static ns_status st_train(ctx *c, char **tok, int n) {
 }
 
 static ns_status st_poisson(ctx *c, char **tok, int n) {
-    if (n != 7) return FAIL(c, "expected: poisson NAME COUNT RATE_HZ START STOP SEED");
     group *g;
     stmt *s;
-    ns_status st = group_for(c, tok[1], G_SOURCES, &g);
-    if (st == NS_OK) st = new_stmt(c, S_POISSON, &s);
+    ns_status st = sources_stmt(c, tok, n == 7, "poisson NAME COUNT RATE_HZ START STOP SEED", S_POISSON, &g, &s);
     if (st != NS_OK) return st;
     int64_t seed;
     if ((st = integer(c, tok[2], 1, NET_MAX_ITEMS, &s->count, "poisson %s: COUNT", tok[1])) != NS_OK ||
@@ -492,10 +485,7 @@ static ns_status st_poisson(ctx *c, char **tok, int n) {
         return st;
     if ((st = integer(c, tok[6], 0, INT64_MAX, &seed, "poisson %s: seed", tok[1])) != NS_OK) return st;
     s->seed = (uint64_t)seed;
-    if (c->net->n_sources + s->count > NET_MAX_ITEMS) return FAIL(c, "poisson %s: too many sources", tok[1]);
-    st = add_members(c, g, c->net->n_sources, s->count);
-    c->net->n_sources += s->count;
-    return st;
+    return add_items(c, g, &c->net->n_sources, s->count, "poisson", tok[1], "sources");
 }
 
 static ns_status st_connect(ctx *c, char **tok, int n) {

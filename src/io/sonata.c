@@ -308,6 +308,24 @@ ns_status ns_son_h5_open_group(const char *h5path, const char *name, hid_t *f, h
     return ns_son_h5_members(*g, where, names, n);
 }
 
+ns_status ns_son_each_population(const char *h5path, const char *group, int at_least_one, ns_son_population_fn fn,
+                                 void *arg) {
+    h5quiet hq;
+    ns_son_quiet_on(&hq);
+    hid_t f = H5I_INVALID_HID, g = H5I_INVALID_HID;
+    char **names = NULL;
+    int n_names = 0;
+    ns_status st = ns_son_h5_open_group(h5path, group, &f, &g, &names, &n_names);
+    if (st == NS_OK && at_least_one && n_names == 0)
+        st = ns_fail(NS_ERR_PARSE, "%s: no population in /%s", h5path, group);
+    for (int k = 0; k < n_names && st == NS_OK; ++k) st = fn(arg, g, names[k]);
+    ns_son_free_names(names, n_names);
+    if (g >= 0) H5Gclose(g);
+    if (f >= 0) H5Fclose(f);
+    ns_son_quiet_off(&hq);
+    return st;
+}
+
 static void reader_free(reader *r) {
     for (int k = 0; k < r->n_pops; ++k) {
         pop *p = &r->pops[k];
@@ -358,13 +376,15 @@ static ns_status components(reader *r, const ns_json *root) {
     return NS_OK;
 }
 
-/* One networks.nodes or networks.edges entry (`what`): an object whose
+/* Entry idx of networks.nodes or networks.edges (list): an object whose
  * `file_key` names the HDF5 file and `types_key` the CSV types table (keyed by
  * `id_column`), both resolved (h5path, csvpath: SON_PATH bytes), the table
  * read into *types. */
-ns_status ns_son_open_entry(reader *r, const ns_json *entry, const char *what, const char *file_key,
+ns_status ns_son_open_entry(reader *r, const ns_json *entry, const char *list, int idx, const char *file_key,
                             const char *types_key, const char *id_column, char *h5path, char *csvpath,
                             ns_son_table *types) {
+    char what[64];
+    snprintf(what, sizeof what, "networks.%s[%d]", list, idx);
     if (entry->kind != NS_JSON_OBJECT)
         return ns_fail(NS_ERR_PARSE, "%s: %s (line %d) is %s, not an object", r->man.name, what, entry->line,
                        ns_json_kind_name(entry->kind));

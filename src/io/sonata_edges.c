@@ -111,6 +111,7 @@ static ns_status syntype_of(reader *r, const ns_son_table *types, int64_t row, c
 /* The edge types of an edges entry: the CSV table, and each type's synapse,
  * weight and delay (NaN: not in the table). */
 typedef struct edge_types {
+    reader *r;
     char h5path[SON_PATH], csvpath[SON_PATH];
     ns_son_table types;
     ns_netbuild_syntype *syn;
@@ -181,11 +182,8 @@ static ns_status edge_ids_read(hid_t g, const char *where, edge_ids *ids) {
 }
 
 static void edge_ids_free(edge_ids *ids) {
-    free(ids->src);
-    free(ids->tgt);
-    free(ids->tid);
-    free(ids->gid);
-    free(ids->gix);
+    int64_t *v[5] = {ids->src, ids->tgt, ids->tid, ids->gid, ids->gix};
+    for (int k = 0; k < 5; ++k) free(v[k]);
 }
 
 /* The node populations of the sources and targets (the node_population attributes of their datasets). */
@@ -487,7 +485,9 @@ static ns_status edges_copy_types(const edge_types *et, const char *where, ns_ne
 }
 
 /* One edge population (/edges/NAME of the entry's file) into a block of the network. */
-static ns_status edge_population_read(reader *r, const edge_types *et, hid_t edges, const char *name) {
+static ns_status edge_population_read(void *arg, hid_t edges, const char *name) {
+    const edge_types *et = arg;
+    reader *r = et->r;
     char where[SON_PATH + 300];
     snprintf(where, sizeof where, "%s: /edges/%s", et->h5path, name);
     if (!ns_son_is_group(edges, name)) return ns_fail(NS_ERR_PARSE, "%s: not a group", where);
@@ -514,25 +514,12 @@ static ns_status edge_population_read(reader *r, const edge_types *et, hid_t edg
 }
 
 ns_status ns_son_read_edges(reader *r, const ns_json *entry, int idx) {
-    edge_types et;
-    memset(&et, 0, sizeof et);
-    char what[64];
-    snprintf(what, sizeof what, "networks.edges[%d]", idx);
-    ns_status st = ns_son_open_entry(r, entry, what, "edges_file", "edge_types_file", "edge_type_id", et.h5path,
+    edge_types et = {.r = r};
+    ns_status st = ns_son_open_entry(r, entry, "edges", idx, "edges_file", "edge_types_file", "edge_type_id", et.h5path,
                                      et.csvpath, &et.types);
     if (st != NS_OK) return st;
     st = edge_types_read(r, &et);
-    h5quiet hq;
-    ns_son_quiet_on(&hq);
-    hid_t f = H5I_INVALID_HID, edges = H5I_INVALID_HID;
-    char **names = NULL;
-    int n_names = 0;
-    if (st == NS_OK) st = ns_son_h5_open_group(et.h5path, "edges", &f, &edges, &names, &n_names);
-    for (int k = 0; k < n_names && st == NS_OK; ++k) st = edge_population_read(r, &et, edges, names[k]);
-    ns_son_free_names(names, n_names);
-    if (edges >= 0) H5Gclose(edges);
-    if (f >= 0) H5Fclose(f);
-    ns_son_quiet_off(&hq);
+    if (st == NS_OK) st = ns_son_each_population(et.h5path, "edges", 0, edge_population_read, &et);
     edge_types_free(&et);
     return st;
 }

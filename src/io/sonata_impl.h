@@ -71,10 +71,16 @@ ns_status ns_son_h5_members(hid_t g, const char *where, char ***names, int *n);
 void ns_son_free_names(char **v, int n);
 int ns_son_is_group(hid_t loc, const char *name);
 ns_status ns_son_h5_open_group(const char *h5path, const char *name, hid_t *f, hid_t *g, char ***names, int *n);
+/* fn(arg, G, NAME) for each population NAME of the group /group (nodes or
+ * edges) of an HDF5 file, until one fails (at_least_one: none is an error);
+ * HDF5's printing off */
+typedef ns_status (*ns_son_population_fn)(void *arg, hid_t g, const char *name);
+ns_status ns_son_each_population(const char *h5path, const char *group, int at_least_one, ns_son_population_fn fn,
+                                 void *arg);
 /* the node population by name, NULL when absent */
 pop *ns_son_find_pop(reader *r, const char *name);
 /* a nodes or edges entry of the config: its HDF5 file and its CSV type table */
-ns_status ns_son_open_entry(reader *r, const ns_json *entry, const char *what, const char *file_key,
+ns_status ns_son_open_entry(reader *r, const ns_json *entry, const char *list, int idx, const char *file_key,
                             const char *types_key, const char *id_column, char *h5path, char *csvpath,
                             ns_son_table *types);
 /* nodes entry idx of the config (sonata_nodes.c): its populations into the

@@ -17,6 +17,7 @@
 
 /* The node types of a nodes entry: the CSV table and its columns. */
 typedef struct node_types {
+    reader *r;
     char h5path[SON_PATH], csvpath[SON_PATH];
     ns_son_table types;
     int c_model_type, c_morph, c_template, c_proc;
@@ -117,10 +118,8 @@ static ns_status node_ids_read(hid_t g, const pop *p, node_ids *ids) {
 }
 
 static void node_ids_free(node_ids *ids) {
-    free(ids->type_id);
-    free(ids->gid);
-    free(ids->gix);
-    free(ids->nid);
+    int64_t *v[4] = {ids->type_id, ids->gid, ids->gix, ids->nid};
+    for (int k = 0; k < 4; ++k) free(v[k]);
 }
 
 /* The population's per-node arrays. */
@@ -266,7 +265,9 @@ static ns_status nodes_apply_types(reader *r, pop *p, const node_ids *ids, const
 }
 
 /* One node population (/nodes/NAME of the entry's file) into the reader's populations. */
-static ns_status node_population_read(reader *r, const node_types *nt, hid_t nodes, const char *name) {
+static ns_status node_population_read(void *arg, hid_t nodes, const char *name) {
+    const node_types *nt = arg;
+    reader *r = nt->r;
     if (ns_son_find_pop(r, name))
         return ns_fail(NS_ERR_PARSE, "%s: population '%s' again (node population names are unique)", nt->h5path,
                        name);
@@ -292,11 +293,8 @@ static ns_status node_population_read(reader *r, const node_types *nt, hid_t nod
 
 ns_status ns_son_read_nodes(reader *r, const ns_json *entry, int idx, char *model_path, size_t model_len,
                             char *model_from, size_t from_len) {
-    node_types nt;
-    memset(&nt, 0, sizeof nt);
-    char what[64];
-    snprintf(what, sizeof what, "networks.nodes[%d]", idx);
-    ns_status st = ns_son_open_entry(r, entry, what, "nodes_file", "node_types_file", "node_type_id", nt.h5path,
+    node_types nt = {.r = r};
+    ns_status st = ns_son_open_entry(r, entry, "nodes", idx, "nodes_file", "node_types_file", "node_type_id", nt.h5path,
                                      nt.csvpath, &nt.types);
     if (st != NS_OK) return st;
     nt.c_model_type = ns_son_table_col(&nt.types, "model_type");
@@ -305,18 +303,7 @@ ns_status ns_son_read_nodes(reader *r, const ns_json *entry, int idx, char *mode
     nt.c_proc = ns_son_table_col(&nt.types, "model_processing");
     if (nt.c_model_type < 0) st = ns_fail(NS_ERR_PARSE, "%s: no column model_type", nt.csvpath);
     if (st == NS_OK) st = types_check(r, &nt, model_path, model_len, model_from, from_len);
-    h5quiet hq;
-    ns_son_quiet_on(&hq);
-    hid_t f = H5I_INVALID_HID, nodes = H5I_INVALID_HID;
-    char **names = NULL;
-    int n_names = 0;
-    if (st == NS_OK) st = ns_son_h5_open_group(nt.h5path, "nodes", &f, &nodes, &names, &n_names);
-    if (st == NS_OK && n_names == 0) st = ns_fail(NS_ERR_PARSE, "%s: no population in /nodes", nt.h5path);
-    for (int k = 0; k < n_names && st == NS_OK; ++k) st = node_population_read(r, &nt, nodes, names[k]);
-    ns_son_free_names(names, n_names);
-    if (nodes >= 0) H5Gclose(nodes);
-    if (f >= 0) H5Fclose(f);
-    ns_son_quiet_off(&hq);
+    if (st == NS_OK) st = ns_son_each_population(nt.h5path, "nodes", 1, node_population_read, &nt);
     ns_son_table_free(&nt.types);
     return st;
 }
