@@ -51,11 +51,8 @@ typedef struct rows {
 } rows;
 
 static row *add_row(rows *r) {
-    row *v = cli_append_zeroed(r->v, &r->n, &r->cap, sizeof *v);
-    if (!v) return NULL;
-    r->v = v;
-    row *x = &v[r->n - 1];
-    x->ratio = x->layout_ms = -1.0;
+    row *x = cli_append_zeroed(&r->v, &r->n, &r->cap, sizeof *x);
+    if (x) x->ratio = x->layout_ms = -1.0;
     return x;
 }
 

@@ -57,11 +57,8 @@ typedef struct {
 } mrows;
 
 static mrow *add_row(mrows *r) {
-    mrow *v = cli_append_zeroed(r->v, &r->n, &r->cap, sizeof *v);
-    if (!v) return NULL;
-    r->v = v;
-    mrow *x = &v[r->n - 1];
-    x->ratio = x->layout_ms = x->vs_cell = -1.0;
+    mrow *x = cli_append_zeroed(&r->v, &r->n, &r->cap, sizeof *x);
+    if (x) x->ratio = x->layout_ms = x->vs_cell = -1.0;
     return x;
 }
 

@@ -185,9 +185,8 @@ int bench_sim_mixed(int argc, char **argv) {
         /* the one-shape reference of equal total size (GPU, auto) */
         const long long ref_cells = (long long)((double)N * mean / ns_tree_size(ns_cell_tree(cells[ref])) + 0.5);
         if (gpu) {
-            mrow *r = cli_append_zeroed(rows, &nr, &cap, sizeof *rows);
+            mrow *r = cli_append_zeroed(&rows, &nr, &cap, sizeof *rows);
             if (!r) { rc = cli_error("out of memory"); break; }
-            rows = r, r = &rows[nr - 1];
             snprintf(r->pop, sizeof r->pop, "ref x%lld", per[q]);
             r->shapes = 1;
             if ((rc = time_pop(1, &cells[ref], ref_cells, NULL, NS_BACKEND_CUDA, NS_HINES_AUTO, (int)steps, r))) break;
@@ -198,9 +197,8 @@ int bench_sim_mixed(int argc, char **argv) {
             const int cpu = v < 0;
             if (cpu && total * per[q] > cpu_max) continue;
             if (!cpu && !gpu) break;
-            mrow *r = cli_append_zeroed(rows, &nr, &cap, sizeof *rows);
+            mrow *r = cli_append_zeroed(&rows, &nr, &cap, sizeof *rows);
             if (!r) { rc = cli_error("out of memory"); break; }
-            rows = r, r = &rows[nr - 1];
             snprintf(r->pop, sizeof r->pop, "%s", pop);
             r->shapes = n;
             if ((rc = time_pop(n, cells, N, NULL, cpu ? NS_BACKEND_CPU : NS_BACKEND_CUDA,
@@ -236,9 +234,8 @@ int bench_sim_mixed(int argc, char **argv) {
             /* one kernel per shape for 10,000 shapes is no contender (and
              * its set-up alone plans 10,000 onchip schedules): not timed */
             if (methods[v] == NS_HINES_ONCHIP) continue;
-            mrow *r = cli_append_zeroed(rows, &nr, &cap, sizeof *rows);
+            mrow *r = cli_append_zeroed(&rows, &nr, &cap, sizeof *rows);
             if (!r) { rc = cli_error("out of memory"); break; }
-            rows = r, r = &rows[nr - 1];
             snprintf(r->pop, sizeof r->pop, "jitter");
             r->shapes = (int)jitter;
             if ((rc = time_pop((int)jitter, jc, jitter, js, NS_BACKEND_CUDA, methods[v], (int)steps, r))) break;

@@ -71,10 +71,8 @@ typedef struct rows {
 } rows;
 
 static row *add_row(rows *r) {
-    row *v = cli_append_zeroed(r->v, &r->n, &r->cap, sizeof *v);
-    if (!v) return NULL;
-    r->v = v;
-    row *x = &v[r->n - 1];
+    row *x = cli_append_zeroed(&r->v, &r->n, &r->cap, sizeof *x);
+    if (!x) return NULL;
     x->ms = x->min_ms = x->speedup_cusparse = x->speedup_seq = x->gbs = x->ratio = x->error = NAN;
     x->host_ms = x->dcall_ms = x->dcall_wall_ms = x->dcall_error = NAN;
     return x;

@@ -83,9 +83,9 @@ int cli_parse_long_list(const char *command, const char *option, const char *tex
 const char *cli_morphology_dir(void);
 
 /* Append one zeroed element of `size` bytes to a growable array of *count
- * of *capacity elements: returns the (possibly moved) array, whose new
- * element is at *count - 1, or NULL when memory runs out (the old array is
- * then unchanged and still valid). */
+ * of *capacity elements; `items` is the address of the array's pointer
+ * (updated when the array moves). Returns the new element, or NULL when
+ * memory runs out (the old array is then unchanged and still valid). */
 void *cli_append_zeroed(void *items, int *count, int *capacity, size_t size);
 
 /* Largest relative error of a batch's solution against a reference: the

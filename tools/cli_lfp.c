@@ -43,6 +43,13 @@ void cli_lfp_init(cli_lfp *l) {
     l->method = NS_LFP_LINESOURCE;
 }
 
+/* val, the whole of it, a number in (lo, hi) into *x: 1, else 0. */
+static int in_open_range(const char *val, double lo, double hi, double *x) {
+    char *end;
+    *x = strtod(val, &end);
+    return end != val && !*end && *x > lo && *x < hi;
+}
+
 int cli_lfp_option(const char *cmd, const char *a, const char *val, cli_lfp *l) {
     if (strcmp(a, "--probe") == 0) {
         l->probe = val;
@@ -58,9 +65,7 @@ int cli_lfp_option(const char *cmd, const char *a, const char *val, cli_lfp *l) 
     } else if (strcmp(a, "--lfp-method") == 0) {
         if (ns_lfp_method_from_name(val, &l->method) != NS_OK) return cli_usage_error(cmd, "%s", ns_last_error()), -1;
     } else if (strcmp(a, "--lfp-max-gb") == 0) {
-        char *end;
-        l->max_gb = strtod(val, &end);
-        if (end == val || *end || !(l->max_gb > 0.0) || !(l->max_gb < 1e9))
+        if (!in_open_range(val, 0.0, 1e9, &l->max_gb))
             return cli_usage_error(cmd, "--lfp-max-gb %s: a size > 0 [GB]", val), -1;
     } else if (strcmp(a, "--lfp-storage") == 0) {
         if (strcmp(val, "auto") == 0) l->storage = NS_LFP_STORAGE_AUTO;
@@ -69,9 +74,7 @@ int cli_lfp_option(const char *cmd, const char *a, const char *val, cli_lfp *l) 
         else if (strcmp(val, "f32") == 0) l->storage = NS_LFP_STORAGE_F32;
         else return cli_usage_error(cmd, "--lfp-storage %s: expected auto, dense, tiles or f32", val), -1;
     } else if (strcmp(a, "--lfp-tolerance") == 0) {
-        char *end;
-        l->tolerance = strtod(val, &end);
-        if (end == val || *end || !(l->tolerance > 0.0) || !(l->tolerance < 1.0))
+        if (!in_open_range(val, 0.0, 1.0, &l->tolerance))
             return cli_usage_error(cmd, "--lfp-tolerance %s: a relative bound in (0, 1)", val), -1;
     } else if (strcmp(a, "--lfp-batch") == 0) {
         int64_t k = 0;
@@ -83,9 +86,7 @@ int cli_lfp_option(const char *cmd, const char *a, const char *val, cli_lfp *l) 
     } else if (strcmp(a, "--placement") == 0) {
         l->placement_file = val;
     } else if (strcmp(a, "--sigma") == 0) {
-        char *end;
-        l->sigma = strtod(val, &end);
-        if (end == val || *end || !(l->sigma > 0.0) || !isfinite(l->sigma))
+        if (!in_open_range(val, 0.0, HUGE_VAL, &l->sigma))
             return cli_usage_error(cmd, "--sigma %s: a conductivity > 0 [S/m]", val), -1;
     } else {
         return 0;

@@ -196,15 +196,19 @@ const char *cli_morphology_dir(void) {
 }
 
 void *cli_append_zeroed(void *items, int *count, int *capacity, size_t size) {
+    void *base;
+    memcpy(&base, items, sizeof base);
     if (*count >= *capacity) {
         const int cap = *capacity ? 2 * *capacity : 64;
-        void *grown = realloc(items, (size_t)cap * size);
+        void *grown = realloc(base, (size_t)cap * size);
         if (!grown) return NULL;
-        items = grown;
+        base = grown;
+        memcpy(items, &base, sizeof base);
         *capacity = cap;
     }
-    memset((char *)items + (size_t)(*count)++ * size, 0, size);
-    return items;
+    char *item = (char *)base + (size_t)(*count)++ * size;
+    memset(item, 0, size);
+    return item;
 }
 
 double cli_batch_error(const ns_batch_t *batch, const double *x, const double *ref) {
