@@ -98,6 +98,159 @@ static int check_memory(const cli_shape_set *set, const solve_args *args) {
     return 0;
 }
 
+/* The command line into args, mo and the shape specs; -1 to go on, else the
+ * exit status (printed; 0 after --help). */
+static int parse_options(int argc, char **argv, solve_args *args, cli_morph_options *mo, const char **specs,
+                         int *n_specs) {
+    int rc = 0;
+    for (int i = 1; i < argc && !rc; ++i) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long x;
+        int m = cli_morph_option("solve", argc, argv, &i, mo);
+        if (m < 0) rc = 2;
+        else if (m > 0) continue;
+        else if (strcmp(o, "--help") == 0) { help(); return 0; }
+        else if (strcmp(o, "--cells") == 0) rc = !cli_parse_long("solve", o, v, 1, 1LL << 40, &args->cells) * 2, ++i;
+        else if (strcmp(o, "--seed") == 0) rc = !cli_parse_long("solve", o, v, 0, LLONG_MAX, &args->seed) * 2, ++i;
+        else if (strcmp(o, "--tolerance") == 0) rc = !cli_parse_double("solve", o, v, 0.0, 1.0, &args->tolerance) * 2, ++i;
+        else if (strcmp(o, "--dense-max") == 0) rc = !cli_parse_long("solve", o, v, 0, 20000, &args->dense_max) * 2, ++i;
+        else if (strcmp(o, "--block-size") == 0) { rc = !cli_parse_long("solve", o, v, 1, 1 << 20, &x) * 2; args->opt.block_size = (int32_t)x; ++i; }
+        else if (strcmp(o, "--threads") == 0) { rc = !cli_parse_long("solve", o, v, 1, 4096, &x) * 2; args->opt.threads = (int32_t)x; ++i; }
+        else if (strcmp(o, "--devices") == 0) { rc = !cli_parse_long("solve", o, v, 1, 64, &x) * 2; args->opt.devices = (int32_t)x; ++i; }
+        else if (strcmp(o, "--method") == 0) {
+            ns_status st = v ? ns_hines_method_from_name(v, &args->opt.method) : NS_ERR_INVALID_ARGUMENT;
+            if (st != NS_OK) rc = cli_usage_error("solve", "%s", v ? ns_last_error() : "--method needs a value");
+            ++i;
+        } else if (strcmp(o, "--backend") == 0) {
+            rc = cli_parse_backend("solve", o, v, &args->opt.backend);
+            ++i;
+        } else if (strcmp(o, "--values") == 0) {
+            if (v && strcmp(v, "random") == 0) args->cable = 0;
+            else if (v && strcmp(v, "cable") == 0) args->cable = 1;
+            else rc = cli_usage_error("solve", "--values takes random or cable");
+            ++i;
+        } else if (strcmp(o, "--check") == 0) args->check = 1;
+        else if (strcmp(o, "--json") == 0) args->as_json = 1;
+        else if (o[0] == '-' && o[1] == '-') rc = cli_usage_error("solve", "unknown option '%s'", o);
+        else specs[(*n_specs)++] = o;
+    }
+    return rc ? rc : -1;
+}
+
+/* What a solve reports. */
+typedef struct solve_result {
+    ns_solve_timing tm;
+    ns_hines_method used;
+    ns_backend backend;
+    double err_seq, err_dense; /* the largest relative errors (-1: not checked) */
+    long long dense_cells;     /* cells checked against dense LU */
+} solve_result;
+
+/* The solve of the batch (v: a, b, d, rhs), on this process or spread over
+ * mpirun's (docs/mpi.md); 0 or 1 (printed). */
+static int solve(const cli_shape_set *set, ns_batch_t *batch, const solve_args *args, double *const *v,
+                 ns_hines_solver_t **solver, solve_result *res) {
+    double *a = v[0], *b = v[1], *d = v[2], *rhs = v[3];
+    ns_status st;
+    if (cli_mpi_active()) { /* under mpirun: cells spread over the processes (docs/mpi.md) */
+        st = cli_mpi_solve(batch, &args->opt, a, b, d, rhs, &res->tm, &res->used, &res->backend);
+        return st != NS_OK ? cli_status_error("solving", st) : 0;
+    }
+    st = ns_hines_solver_create(batch, &args->opt, solver);
+    if (st != NS_OK) return cli_status_error("preparing the solver", st);
+    st = ns_hines_solver_solve(*solver, a, b, d, rhs);
+    const long long bad = st == NS_OK ? -1 : cli_failed_cell(ns_last_error());
+    if (bad >= 0 && bad < (long long)ns_batch_cells(batch)) /* name the file of the failing cell */
+        return cli_error("solving: %s: %s: %s", set->items[ns_batch_cell_shape(batch)[bad]].name,
+                         ns_status_string(st), ns_last_error());
+    if (st != NS_OK) return cli_status_error("solving", st);
+    ns_hines_solver_timing(*solver, &res->tm);
+    res->used = ns_hines_solver_method(*solver);
+    res->backend = ns_hines_solver_backend(*solver);
+    return 0;
+}
+
+/* The checks: every cell against the sequential solve on the saved inputs
+ * (v: a, b, d, x, d0, rhs0); the first cell of each shape (up to dense_max
+ * unknowns) against dense LU. 0 or 1 (printed). */
+static int check_solution(const cli_shape_set *set, const ns_batch_t *batch, const solve_args *args,
+                          double *const *v, solve_result *res) {
+    const double *a = v[0], *b = v[1], *x = v[3];
+    const int64_t *off = ns_batch_cell_offset(batch);
+    const int32_t *cs = ns_batch_cell_shape(batch);
+    double *dref = v[4], *xref = v[5];
+    res->err_seq = 0.0;
+    int *dense_done = calloc((size_t)set->count, sizeof *dense_done);
+    for (int64_t c = 0; c < ns_batch_cells(batch); ++c) {
+        const ns_tree_t *t = ns_batch_shape(batch, cs[c]);
+        const int32_t n = ns_tree_size(t);
+        const int64_t o = off[c];
+        double *x_dense = NULL;
+        if (dense_done && !dense_done[cs[c]] && n <= args->dense_max &&
+            (x_dense = malloc((size_t)n * sizeof *x_dense)) != NULL) {
+            dense_done[cs[c]] = 1;
+            if (dense_lu_solve(n, ns_tree_parent(t), a + o, b + o, dref + o, xref + o, x_dense) == 0) {
+                double e = cell_error(x + o, x_dense, n);
+                if (res->err_dense < 0 || !(e <= res->err_dense)) res->err_dense = e;
+                ++res->dense_cells;
+            }
+            free(x_dense);
+        }
+        if (ns_hines_solve_one(n, ns_tree_parent(t), a + o, b + o, dref + o, xref + o) >= 0) {
+            free(dense_done);
+            return cli_error("%s: the sequential reference hit a zero pivot in cell %lld", set->items[cs[c]].name,
+                             (long long)c);
+        }
+        double e = cell_error(x + o, xref + o, n);
+        if (!(e <= res->err_seq)) res->err_seq = e;
+    }
+    free(dense_done);
+    return 0;
+}
+
+/* The summary on stdout, as JSON with --json. */
+static void report(const cli_shape_set *set, const ns_batch_t *batch, const solve_args *args,
+                   const solve_result *res) {
+    const ns_solve_timing *tm = &res->tm;
+    const long long total = (long long)ns_batch_compartments(batch);
+    if (args->as_json) {
+        cli_json j;
+        json_begin(&j, stdout);
+        json_int(&j, "cells", (long long)ns_batch_cells(batch));
+        json_int(&j, "compartments", total);
+        if (cli_mpi_size() > 1) json_int(&j, "processes", cli_mpi_size());
+        json_int(&j, "shapes", set->count);
+        json_string(&j, "method", ns_hines_method_name(res->used));
+        json_string(&j, "backend", ns_backend_name(res->backend));
+        json_string(&j, "values", args->cable ? "cable" : "random");
+        json_double(&j, "milliseconds", tm->total_ms);
+        json_double(&j, "kernel_ms", tm->kernel_ms);
+        json_double(&j, "upload_ms", tm->upload_ms);
+        json_double(&j, "layout_ms", tm->layout_ms);
+        json_double(&j, "download_ms", tm->download_ms);
+        json_bool(&j, "checked", args->check);
+        if (args->check) {
+            json_double(&j, "max_rel_error_sequential", res->err_seq);
+            if (res->err_dense >= 0) json_double(&j, "max_rel_error_dense_lu", res->err_dense);
+            else { json_key(&j, "max_rel_error_dense_lu"); fputs("null", stdout); }
+            json_int(&j, "dense_lu_cells", res->dense_cells);
+        }
+        json_end(&j);
+        return;
+    }
+    printf("%lld cells, %lld compartments, %d shape%s; method %s on %s\n", (long long)ns_batch_cells(batch), total,
+           set->count, set->count == 1 ? "" : "s", ns_hines_method_name(res->used), ns_backend_name(res->backend));
+    printf("time: %.3f ms total (kernel %.3f ms", tm->total_ms, tm->kernel_ms);
+    if (tm->upload_ms >= 0) printf(", upload %.3f, layout %.3f, download %.3f", tm->upload_ms, tm->layout_ms, tm->download_ms);
+    printf(")\n");
+    if (args->check) {
+        printf("max relative error vs sequential solve: %.3e\n", res->err_seq);
+        if (res->err_dense >= 0)
+            printf("max relative error vs dense LU (%lld cells): %.3e\n", res->dense_cells, res->err_dense);
+        else printf("dense LU check skipped: no cell has <= %lld unknowns\n", args->dense_max);
+    }
+}
+
 int cmd_solve(int argc, char **argv) {
     solve_args args = {1e-10, 1024, 1, 2000, 0, 0, 0, {0}};
     ns_solve_options_init(&args.opt);
@@ -107,39 +260,9 @@ int cmd_solve(int argc, char **argv) {
     const char **specs = calloc((size_t)argc, sizeof *specs);
     int n_specs = 0;
     if (!specs) return cli_error("out of memory");
-    int rc = 0;
-    for (int i = 1; i < argc && !rc; ++i) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long long x;
-        int m = cli_morph_option("solve", argc, argv, &i, &mo);
-        if (m < 0) rc = 2;
-        else if (m > 0) continue;
-        else if (strcmp(o, "--help") == 0) { help(); free(specs); return 0; }
-        else if (strcmp(o, "--cells") == 0) rc = !cli_parse_long("solve", o, v, 1, 1LL << 40, &args.cells) * 2, ++i;
-        else if (strcmp(o, "--seed") == 0) rc = !cli_parse_long("solve", o, v, 0, LLONG_MAX, &args.seed) * 2, ++i;
-        else if (strcmp(o, "--tolerance") == 0) rc = !cli_parse_double("solve", o, v, 0.0, 1.0, &args.tolerance) * 2, ++i;
-        else if (strcmp(o, "--dense-max") == 0) rc = !cli_parse_long("solve", o, v, 0, 20000, &args.dense_max) * 2, ++i;
-        else if (strcmp(o, "--block-size") == 0) { rc = !cli_parse_long("solve", o, v, 1, 1 << 20, &x) * 2; args.opt.block_size = (int32_t)x; ++i; }
-        else if (strcmp(o, "--threads") == 0) { rc = !cli_parse_long("solve", o, v, 1, 4096, &x) * 2; args.opt.threads = (int32_t)x; ++i; }
-        else if (strcmp(o, "--devices") == 0) { rc = !cli_parse_long("solve", o, v, 1, 64, &x) * 2; args.opt.devices = (int32_t)x; ++i; }
-        else if (strcmp(o, "--method") == 0) {
-            ns_status st = v ? ns_hines_method_from_name(v, &args.opt.method) : NS_ERR_INVALID_ARGUMENT;
-            if (st != NS_OK) rc = cli_usage_error("solve", "%s", v ? ns_last_error() : "--method needs a value");
-            ++i;
-        } else if (strcmp(o, "--backend") == 0) {
-            rc = cli_parse_backend("solve", o, v, &args.opt.backend);
-            ++i;
-        } else if (strcmp(o, "--values") == 0) {
-            if (v && strcmp(v, "random") == 0) args.cable = 0;
-            else if (v && strcmp(v, "cable") == 0) args.cable = 1;
-            else rc = cli_usage_error("solve", "--values takes random or cable");
-            ++i;
-        } else if (strcmp(o, "--check") == 0) args.check = 1;
-        else if (strcmp(o, "--json") == 0) args.as_json = 1;
-        else if (o[0] == '-' && o[1] == '-') rc = cli_usage_error("solve", "unknown option '%s'", o);
-        else specs[n_specs++] = o;
-    }
-    if (rc) { free(specs); return rc; }
+    int rc = parse_options(argc, argv, &args, &mo, specs, &n_specs);
+    if (rc >= 0) { free(specs); return rc; }
+    rc = 0;
     if (n_specs == 0) specs[n_specs++] = "medium-high";
 
     cli_shape_set set = {0};
@@ -149,7 +272,7 @@ int cmd_solve(int argc, char **argv) {
 
     /* The memory the batch needs is known before anything is allocated:
      * refuse early instead of growing until malloc fails (issue 18). */
-    if (!rc && (rc = check_memory(&set, &args))) { cli_shapes_free(&set); return rc; }
+    if ((rc = check_memory(&set, &args))) { cli_shapes_free(&set); return rc; }
 
     ns_tree_t **trees = malloc((size_t)set.count * sizeof *trees);
     ns_batch_t *batch = NULL;
@@ -167,113 +290,20 @@ int cmd_solve(int argc, char **argv) {
         v[k] = malloc((size_t)total * sizeof(double));
         if (!v[k]) { rc = cli_error("out of memory for %lld compartments", (long long)total); goto done; }
     }
-    double *a = v[0], *b = v[1], *d = v[2], *rhs = v[3];
-    st = ns_batch_random_values(batch, (uint64_t)args.seed, a, b, d, rhs);
+    st = ns_batch_random_values(batch, (uint64_t)args.seed, v[0], v[1], v[2], v[3]);
     if (st != NS_OK) { rc = cli_status_error("random values", st); goto done; }
-    if (args.cable && (rc = fill_cable(&set, batch, a, b, d))) goto done;
+    if (args.cable && (rc = fill_cable(&set, batch, v[0], v[1], v[2]))) goto done;
     if (args.check) {
-        memcpy(v[4], d, (size_t)total * sizeof(double));
-        memcpy(v[5], rhs, (size_t)total * sizeof(double));
+        memcpy(v[4], v[2], (size_t)total * sizeof(double));
+        memcpy(v[5], v[3], (size_t)total * sizeof(double));
     }
-
-    ns_solve_timing tm;
-    ns_hines_method used;
-    ns_backend backend;
-    if (cli_mpi_active()) { /* under mpirun: cells spread over the processes (docs/mpi.md) */
-        st = cli_mpi_solve(batch, &args.opt, a, b, d, rhs, &tm, &used, &backend);
-        if (st != NS_OK) { rc = cli_status_error("solving", st); goto done; }
-    } else {
-        st = ns_hines_solver_create(batch, &args.opt, &solver);
-        if (st != NS_OK) { rc = cli_status_error("preparing the solver", st); goto done; }
-        st = ns_hines_solver_solve(solver, a, b, d, rhs);
-        const long long bad = st == NS_OK ? -1 : cli_failed_cell(ns_last_error());
-        if (bad >= 0 && bad < (long long)ns_batch_cells(batch)) { /* name the file of the failing cell */
-            rc = cli_error("solving: %s: %s: %s", set.items[ns_batch_cell_shape(batch)[bad]].name,
-                           ns_status_string(st), ns_last_error());
-            goto done;
-        }
-        if (st != NS_OK) { rc = cli_status_error("solving", st); goto done; }
-        ns_hines_solver_timing(solver, &tm);
-        used = ns_hines_solver_method(solver);
-        backend = ns_hines_solver_backend(solver);
-    }
-
-    /* Checks: every cell against the sequential solve on the saved inputs;
-     * the first cell of each shape (up to dense_max unknowns) against dense LU. */
-    double err_seq = -1.0, err_dense = -1.0;
-    long long dense_cells = 0;
-    if (args.check) {
-        const int64_t *off = ns_batch_cell_offset(batch);
-        const int32_t *cs = ns_batch_cell_shape(batch);
-        double *dref = v[4], *xref = v[5];
-        err_seq = 0.0;
-        int *dense_done = calloc((size_t)set.count, sizeof *dense_done);
-        for (int64_t c = 0; c < ns_batch_cells(batch); ++c) {
-            const ns_tree_t *t = ns_batch_shape(batch, cs[c]);
-            const int32_t n = ns_tree_size(t);
-            const int64_t o = off[c];
-            double *x_dense = NULL;
-            if (dense_done && !dense_done[cs[c]] && n <= args.dense_max &&
-                (x_dense = malloc((size_t)n * sizeof *x_dense)) != NULL) {
-                dense_done[cs[c]] = 1;
-                if (dense_lu_solve(n, ns_tree_parent(t), a + o, b + o, dref + o, xref + o, x_dense) == 0) {
-                    double e = cell_error(rhs + o, x_dense, n);
-                    if (err_dense < 0 || !(e <= err_dense)) err_dense = e;
-                    ++dense_cells;
-                }
-                free(x_dense);
-            }
-            if (ns_hines_solve_one(n, ns_tree_parent(t), a + o, b + o, dref + o, xref + o) >= 0) {
-                free(dense_done);
-                rc = cli_error("%s: the sequential reference hit a zero pivot in cell %lld",
-                               set.items[cs[c]].name, (long long)c);
-                goto done;
-            }
-            double e = cell_error(rhs + o, xref + o, n);
-            if (!(e <= err_seq)) err_seq = e;
-        }
-        free(dense_done);
-    }
-
-    if (args.as_json) {
-        cli_json j;
-        json_begin(&j, stdout);
-        json_int(&j, "cells", (long long)ns_batch_cells(batch));
-        json_int(&j, "compartments", (long long)total);
-        if (cli_mpi_size() > 1) json_int(&j, "processes", cli_mpi_size());
-        json_int(&j, "shapes", set.count);
-        json_string(&j, "method", ns_hines_method_name(used));
-        json_string(&j, "backend", ns_backend_name(backend));
-        json_string(&j, "values", args.cable ? "cable" : "random");
-        json_double(&j, "milliseconds", tm.total_ms);
-        json_double(&j, "kernel_ms", tm.kernel_ms);
-        json_double(&j, "upload_ms", tm.upload_ms);
-        json_double(&j, "layout_ms", tm.layout_ms);
-        json_double(&j, "download_ms", tm.download_ms);
-        json_bool(&j, "checked", args.check);
-        if (args.check) {
-            json_double(&j, "max_rel_error_sequential", err_seq);
-            if (err_dense >= 0) json_double(&j, "max_rel_error_dense_lu", err_dense);
-            else { json_key(&j, "max_rel_error_dense_lu"); fputs("null", stdout); }
-            json_int(&j, "dense_lu_cells", dense_cells);
-        }
-        json_end(&j);
-    } else {
-        printf("%lld cells, %lld compartments, %d shape%s; method %s on %s\n",
-               (long long)ns_batch_cells(batch), (long long)total, set.count, set.count == 1 ? "" : "s",
-               ns_hines_method_name(used), ns_backend_name(backend));
-        printf("time: %.3f ms total (kernel %.3f ms", tm.total_ms, tm.kernel_ms);
-        if (tm.upload_ms >= 0) printf(", upload %.3f, layout %.3f, download %.3f", tm.upload_ms, tm.layout_ms, tm.download_ms);
-        printf(")\n");
-        if (args.check) {
-            printf("max relative error vs sequential solve: %.3e\n", err_seq);
-            if (err_dense >= 0) printf("max relative error vs dense LU (%lld cells): %.3e\n", dense_cells, err_dense);
-            else printf("dense LU check skipped: no cell has <= %lld unknowns\n", args.dense_max);
-        }
-    }
-    if (args.check && !(err_seq <= args.tolerance && err_dense <= args.tolerance))
+    solve_result res = {.err_seq = -1.0, .err_dense = -1.0};
+    if ((rc = solve(&set, batch, &args, v, &solver, &res)) != 0) goto done;
+    if (args.check && (rc = check_solution(&set, batch, &args, v, &res)) != 0) goto done;
+    report(&set, batch, &args, &res);
+    if (args.check && !(res.err_seq <= args.tolerance && res.err_dense <= args.tolerance))
         rc = cli_error("check failed: relative error %.3e (sequential) / %.3e (dense LU) above %.1e",
-                       err_seq, err_dense, args.tolerance);
+                       res.err_seq, res.err_dense, args.tolerance);
 done:
     ns_hines_solver_destroy(solver);
     for (int k = 0; k < 6; ++k) free(v[k]);
