@@ -551,6 +551,148 @@ static void write_json(const opts *o, const rows *r, const char *device) {
 
 /* ------------------------------------------------------------------- main */
 
+/* The command line into o, csv and plot; -1 to go on, else the exit status (printed; 0 after --help). */
+static int parse_options(int argc, char **argv, opts *o, const char **csv, const char **plot) {
+    const char *cmd = "bench tridiag";
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long num = 0;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            help();
+            return 0;
+        } else if (strcmp(a, "--grid") == 0 && v) {
+            ++i;
+            o->grid_a = strcmp(v, "a") == 0 || strcmp(v, "all") == 0;
+            o->grid_b = strcmp(v, "b") == 0 || strcmp(v, "all") == 0;
+            o->grid_v = strcmp(v, "vbatch") == 0 || strcmp(v, "all") == 0;
+            if (!o->grid_a && !o->grid_b && !o->grid_v) return cli_usage_error(cmd, "--grid: a, b, vbatch or all");
+        } else if (strcmp(a, "--precision") == 0 && v) {
+            ++i;
+            o->prec_double = strcmp(v, "double") == 0 || strcmp(v, "both") == 0;
+            o->prec_single = strcmp(v, "single") == 0 || strcmp(v, "both") == 0;
+            if (!o->prec_double && !o->prec_single) return cli_usage_error(cmd, "--precision: double, single or both");
+        } else if (strcmp(a, "--backend") == 0 && v) {
+            ++i;
+            o->cpu = strcmp(v, "cpu") == 0 || strcmp(v, "all") == 0;
+            o->cuda = strcmp(v, "cuda") == 0 || strcmp(v, "all") == 0;
+            if (!o->cpu && !o->cuda) return cli_usage_error(cmd, "--backend: all, cpu or cuda");
+        } else if (strcmp(a, "--methods") == 0 && v) {
+            ++i;
+            char buf[512];
+            snprintf(buf, sizeof buf, "%s", v);
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                ns_tridiag_method m;
+                if (ns_tridiag_method_from_name(tok, &m) != NS_OK || m == NS_TRIDIAG_AUTO)
+                    return cli_usage_error(cmd, "--methods: unknown method '%s'", tok);
+                if (o->n_methods < NS_TRIDIAG_METHOD_COUNT) o->methods[o->n_methods++] = m;
+            }
+        } else if (strcmp(a, "--n") == 0 && v) {
+            ++i;
+            if (!cli_parse_long_list(cmd, a, v, 1, 1 << 20, o->ns, MAX_LIST, &o->n_ns)) return 2;
+        } else if (strcmp(a, "--batch") == 0 && v) {
+            ++i;
+            if (!cli_parse_long_list(cmd, a, v, 1, 1LL << 30, o->batches, MAX_LIST, &o->n_batches)) return 2;
+        } else if (strcmp(a, "--quick") == 0) {
+            o->quick = 1;
+        } else if (strcmp(a, "--repeats") == 0 && v) {
+            ++i;
+            if (!cli_parse_long(cmd, a, v, 1, 1000, &num)) return 2;
+            o->repeats = (int)num;
+        } else if (strcmp(a, "--cpu-repeats") == 0 && v) {
+            ++i;
+            if (!cli_parse_long(cmd, a, v, 1, 1000, &num)) return 2;
+            o->cpu_repeats = (int)num;
+        } else if (strcmp(a, "--seed") == 0 && v) {
+            ++i;
+            if (!cli_parse_long(cmd, a, v, 0, (1LL << 62), &num)) return 2;
+            o->seed = (uint64_t)num;
+        } else if (strcmp(a, "--csv") == 0 && v) {
+            *csv = v, ++i;
+        } else if (strcmp(a, "--plot") == 0 && v) {
+            *plot = v, ++i;
+        } else if (strcmp(a, "--calls") == 0) {
+            o->calls = 1;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else {
+            return cli_usage_error(cmd, "unknown option or missing value: %s", a);
+        }
+    }
+    return -1;
+}
+
+/* The device and the ceiling, measured first (BENCHMARKING.md rule 3), into
+ * o and device (size bytes); the table's header. */
+static void measure_device(opts *o, char *device, size_t size) {
+    int gpus = 0;
+    ns_status dc = ns_cuda_device_count(&gpus);
+    if (o->cuda && (dc != NS_OK || gpus <= 0)) {
+        fprintf(o->json ? stderr : stdout, "# note: %s: GPU rows skipped, CPU rows only\n",
+                dc == NS_ERR_UNSUPPORTED ? "neurosolve was built without CUDA" : "no usable GPU");
+        o->cuda = 0;
+    }
+    o->copy_gbs = NAN;
+    if (o->cuda) {
+        ns_device_info info;
+        if (ns_cuda_device_info(0, &info) == NS_OK)
+            snprintf(device, size, "%s (sm_%d%d, %.0f GiB)", info.name, info.major, info.minor,
+                     info.global_memory_gib);
+        double gbs = 0.0;
+        ns_status bs = ns_cuda_copy_bandwidth(0, (size_t)1 << 30, 10, &gbs);
+        if (bs == NS_OK) o->copy_gbs = gbs;
+        else cli_status_error("copy bandwidth (eff/cp left blank)", bs);
+    }
+    if (!o->json) {
+        time_t now = time(NULL);
+        char date[64];
+        strftime(date, sizeof date, "%Y-%m-%d %H:%M", localtime(&now));
+        printf("# neurosolve bench tridiag, %s, device: %s, copy bandwidth %.0f GB/s\n", date, device, o->copy_gbs);
+        printf("# median of %d GPU runs (CUDA events, kernel only, inputs restored and L2 flushed before each) "
+               "and %d CPU runs after a warm-up; error: max over systems of |x - x_ld|/|x_ld| (inf norms)\n",
+               o->repeats, o->cpu_repeats);
+        printf("# x_cusp: speedup over the faster cuSPARSE routine; x_seq: over the sequential CPU solve; "
+               "GB/s at %s bytes per unknown\n",
+               o->prec_double && o->prec_single ? "40 (double) / 20 (single)" : o->prec_double ? "40" : "20");
+        print_header(o);
+    }
+}
+
+/* The rows of the grids asked for (Fig. 13's variable batch too); 0 or the exit status (printed). */
+static int run_grids(opts *o, rows *r) {
+    static const long long a_n[] = {64, 128, 256, 512}, a_b[] = {256, 2560, 25600, 256000};
+    static const long long b_n[] = {1024, 2048, 4096, 8192}, b_b[] = {20, 200, 2000, 20000};
+    static const long long qa_n[] = {64, 512}, qa_b[] = {256, 25600};
+    static const long long qb_n[] = {1024, 8192}, qb_b[] = {20, 2000};
+    static const long long v_b[] = {256, 2560, 25600, 256000}, qv_b[] = {256, 25600};
+    int rc = 0;
+    for (int f32 = 0; f32 < 2 && !rc; ++f32) {
+        if ((f32 && !o->prec_single) || (!f32 && !o->prec_double)) continue;
+        for (int g = 0; g < 2 && !rc; ++g) {
+            if ((g == 0 && !o->grid_a) || (g == 1 && !o->grid_b)) continue;
+            const long long *ns = g ? (o->quick ? qb_n : b_n) : (o->quick ? qa_n : a_n);
+            const long long *bs = g ? (o->quick ? qb_b : b_b) : (o->quick ? qa_b : a_b);
+            int nn = o->quick ? 2 : 4, nb = o->quick ? 2 : 4;
+            if (o->n_ns) ns = o->ns, nn = o->n_ns;
+            if (o->n_batches) bs = o->batches, nb = o->n_batches;
+            for (int i = 0; i < nn && !rc; ++i)
+                for (int j = 0; j < nb && !rc; ++j)
+                    rc = run_point(o, r, f32, g ? "b" : "a", bs[j], (int32_t)ns[i], 0, 0, NULL, 0);
+        }
+        /* Fig. 13 is in double; the single-precision run repeats it for completeness. */
+        if (o->grid_v) {
+            const long long *vb = o->quick ? qv_b : v_b;
+            const int nv = o->quick ? 2 : 4;
+            static const ns_tridiag_method fixed[] = {NS_TRIDIAG_THOMAS_BATCH};
+            for (int j = 0; j < nv && !rc; ++j) {
+                rc = run_point(o, r, f32, "vbatch", vb[j], 0, 256, 512, NULL, 0);
+                if (!rc) rc = run_point(o, r, f32, "vbatch", vb[j], 256, 0, 0, fixed, 1);
+                if (!rc) rc = run_point(o, r, f32, "vbatch", vb[j], 512, 0, 0, fixed, 1);
+            }
+        }
+    }
+    return rc;
+}
+
 int bench_tridiag(int argc, char **argv) {
     const char *cmd = "bench tridiag";
     opts o;
@@ -562,145 +704,18 @@ int bench_tridiag(int argc, char **argv) {
     o.cpu_repeats = 5;
     o.seed = 1;
     const char *csv = NULL, *plot = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; ++i) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long long num = 0;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            help();
-            return 0;
-        } else if (strcmp(a, "--grid") == 0 && v) {
-            ++i;
-            o.grid_a = strcmp(v, "a") == 0 || strcmp(v, "all") == 0;
-            o.grid_b = strcmp(v, "b") == 0 || strcmp(v, "all") == 0;
-            o.grid_v = strcmp(v, "vbatch") == 0 || strcmp(v, "all") == 0;
-            if (!o.grid_a && !o.grid_b && !o.grid_v) return cli_usage_error(cmd, "--grid: a, b, vbatch or all");
-        } else if (strcmp(a, "--precision") == 0 && v) {
-            ++i;
-            o.prec_double = strcmp(v, "double") == 0 || strcmp(v, "both") == 0;
-            o.prec_single = strcmp(v, "single") == 0 || strcmp(v, "both") == 0;
-            if (!o.prec_double && !o.prec_single) return cli_usage_error(cmd, "--precision: double, single or both");
-        } else if (strcmp(a, "--backend") == 0 && v) {
-            ++i;
-            o.cpu = strcmp(v, "cpu") == 0 || strcmp(v, "all") == 0;
-            o.cuda = strcmp(v, "cuda") == 0 || strcmp(v, "all") == 0;
-            if (!o.cpu && !o.cuda) return cli_usage_error(cmd, "--backend: all, cpu or cuda");
-        } else if (strcmp(a, "--methods") == 0 && v) {
-            ++i;
-            char buf[512];
-            snprintf(buf, sizeof buf, "%s", v);
-            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-                ns_tridiag_method m;
-                if (ns_tridiag_method_from_name(tok, &m) != NS_OK || m == NS_TRIDIAG_AUTO)
-                    return cli_usage_error(cmd, "--methods: unknown method '%s'", tok);
-                if (o.n_methods < NS_TRIDIAG_METHOD_COUNT) o.methods[o.n_methods++] = m;
-            }
-        } else if (strcmp(a, "--n") == 0 && v) {
-            ++i;
-            if (!cli_parse_long_list(cmd, a, v, 1, 1 << 20, o.ns, MAX_LIST, &o.n_ns)) return 2;
-        } else if (strcmp(a, "--batch") == 0 && v) {
-            ++i;
-            if (!cli_parse_long_list(cmd, a, v, 1, 1LL << 30, o.batches, MAX_LIST, &o.n_batches)) return 2;
-        } else if (strcmp(a, "--quick") == 0) {
-            o.quick = 1;
-        } else if (strcmp(a, "--repeats") == 0 && v) {
-            ++i;
-            if (!cli_parse_long(cmd, a, v, 1, 1000, &num)) return 2;
-            o.repeats = (int)num;
-        } else if (strcmp(a, "--cpu-repeats") == 0 && v) {
-            ++i;
-            if (!cli_parse_long(cmd, a, v, 1, 1000, &num)) return 2;
-            o.cpu_repeats = (int)num;
-        } else if (strcmp(a, "--seed") == 0 && v) {
-            ++i;
-            if (!cli_parse_long(cmd, a, v, 0, (1LL << 62), &num)) return 2;
-            o.seed = (uint64_t)num;
-        } else if (strcmp(a, "--csv") == 0 && v) {
-            csv = v, ++i;
-        } else if (strcmp(a, "--plot") == 0 && v) {
-            plot = v, ++i;
-        } else if (strcmp(a, "--calls") == 0) {
-            o.calls = 1;
-        } else if (strcmp(a, "--json") == 0) {
-            json = 1;
-        } else {
-            return cli_usage_error(cmd, "unknown option or missing value: %s", a);
-        }
-    }
+    int rc = parse_options(argc, argv, &o, &csv, &plot);
+    if (rc >= 0) return rc;
     if (plot && !csv) return cli_usage_error(cmd, "--plot needs --csv FILE");
     cli_plot_check(plot);
-    o.json = json;
     if ((o.n_ns || o.n_batches) && o.grid_a + o.grid_b != 1)
         return cli_usage_error(cmd, "--n/--batch replace the sizes of one grid: add --grid a or --grid b");
-
-    /* The device and the ceiling, measured first (BENCHMARKING.md rule 3). */
     char device[300] = "cpu only";
-    int gpus = 0;
-    ns_status dc = ns_cuda_device_count(&gpus);
-    if (o.cuda && (dc != NS_OK || gpus <= 0)) {
-        fprintf(json ? stderr : stdout, "# note: %s: GPU rows skipped, CPU rows only\n",
-                dc == NS_ERR_UNSUPPORTED ? "neurosolve was built without CUDA" : "no usable GPU");
-        o.cuda = 0;
-    }
-    o.copy_gbs = NAN;
-    if (o.cuda) {
-        ns_device_info info;
-        if (ns_cuda_device_info(0, &info) == NS_OK)
-            snprintf(device, sizeof device, "%s (sm_%d%d, %.0f GiB)", info.name, info.major, info.minor,
-                     info.global_memory_gib);
-        double gbs = 0.0;
-        ns_status bs = ns_cuda_copy_bandwidth(0, (size_t)1 << 30, 10, &gbs);
-        if (bs == NS_OK) o.copy_gbs = gbs;
-        else cli_status_error("copy bandwidth (eff/cp left blank)", bs);
-    }
-    if (!json) {
-        time_t now = time(NULL);
-        char date[64];
-        strftime(date, sizeof date, "%Y-%m-%d %H:%M", localtime(&now));
-        printf("# neurosolve bench tridiag, %s, device: %s, copy bandwidth %.0f GB/s\n", date, device, o.copy_gbs);
-        printf("# median of %d GPU runs (CUDA events, kernel only, inputs restored and L2 flushed before each) "
-               "and %d CPU runs after a warm-up; error: max over systems of |x - x_ld|/|x_ld| (inf norms)\n",
-               o.repeats, o.cpu_repeats);
-        printf("# x_cusp: speedup over the faster cuSPARSE routine; x_seq: over the sequential CPU solve; "
-               "GB/s at %s bytes per unknown\n",
-               o.prec_double && o.prec_single ? "40 (double) / 20 (single)" : o.prec_double ? "40" : "20");
-        print_header(&o);
-    }
-
-    static const long long a_n[] = {64, 128, 256, 512}, a_b[] = {256, 2560, 25600, 256000};
-    static const long long b_n[] = {1024, 2048, 4096, 8192}, b_b[] = {20, 200, 2000, 20000};
-    static const long long qa_n[] = {64, 512}, qa_b[] = {256, 25600};
-    static const long long qb_n[] = {1024, 8192}, qb_b[] = {20, 2000};
-    static const long long v_b[] = {256, 2560, 25600, 256000}, qv_b[] = {256, 25600};
+    measure_device(&o, device, sizeof device);
     rows r = {NULL, 0, 0};
-    int rc = 0;
-    for (int f32 = 0; f32 < 2 && !rc; ++f32) {
-        if ((f32 && !o.prec_single) || (!f32 && !o.prec_double)) continue;
-        for (int g = 0; g < 2 && !rc; ++g) {
-            if ((g == 0 && !o.grid_a) || (g == 1 && !o.grid_b)) continue;
-            const long long *ns = g ? (o.quick ? qb_n : b_n) : (o.quick ? qa_n : a_n);
-            const long long *bs = g ? (o.quick ? qb_b : b_b) : (o.quick ? qa_b : a_b);
-            int nn = o.quick ? 2 : 4, nb = o.quick ? 2 : 4;
-            if (o.n_ns) ns = o.ns, nn = o.n_ns;
-            if (o.n_batches) bs = o.batches, nb = o.n_batches;
-            for (int i = 0; i < nn && !rc; ++i)
-                for (int j = 0; j < nb && !rc; ++j)
-                    rc = run_point(&o, &r, f32, g ? "b" : "a", bs[j], (int32_t)ns[i], 0, 0, NULL, 0);
-        }
-        /* Fig. 13 is in double; the single-precision run repeats it for completeness. */
-        if (o.grid_v) {
-            const long long *vb = o.quick ? qv_b : v_b;
-            const int nv = o.quick ? 2 : 4;
-            static const ns_tridiag_method fixed[] = {NS_TRIDIAG_THOMAS_BATCH};
-            for (int j = 0; j < nv && !rc; ++j) {
-                rc = run_point(&o, &r, f32, "vbatch", vb[j], 0, 256, 512, NULL, 0);
-                if (!rc) rc = run_point(&o, &r, f32, "vbatch", vb[j], 256, 0, 0, fixed, 1);
-                if (!rc) rc = run_point(&o, &r, f32, "vbatch", vb[j], 512, 0, 0, fixed, 1);
-            }
-        }
-    }
+    rc = run_grids(&o, &r);
     if (!rc && csv) rc = write_csv(csv, &r);
-    if (!rc && json) write_json(&o, &r, device);
+    if (!rc && o.json) write_json(&o, &r, device);
     if (!rc && plot) rc = cli_plot("bench/plot_tridiag.py", csv, plot, NULL);
     free(r.v);
     return rc;
