@@ -320,51 +320,154 @@ static int time_size(const char *dir, int keep, const char *morph, const ns_cell
     return rc;
 }
 
-int bench_sim_network(int argc, char **argv) {
-    const char *cmd = "bench sim --network";
+/* The command line of a run. */
+typedef struct net_opts {
     char morph[4096];
-    snprintf(morph, sizeof morph, "%s/ca1_ko20x-07.swc", cli_morphology_dir());
-    long long cells[MAX_LIST] = {1000, 4000}, ring = 10, syn = 10, threads = 0, seed = 1, repeats = 3;
-    double tstop = 100.0, delay = 5.0, weight = 0.05;
-    int n_cells = 2, neuron = 0, as_json = 0, cuda = 0;
-    const char *csv = NULL, *keep = NULL;
+    long long cells[MAX_LIST], ring, syn, threads, seed, repeats;
+    double tstop, delay, weight;
+    int n_cells, neuron, as_json, cuda;
+    const char *csv, *keep;
+} net_opts;
+
+/* The command line into o; -1 to go on, else the exit status (printed; 0 after --help). */
+static int parse_options(int argc, char **argv, net_opts *o) {
+    const char *cmd = "bench sim --network";
     for (int i = 1; i < argc; ++i) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
-        if (strcmp(o, "--network") == 0) continue;
-        if (strcmp(o, "--help") == 0) { help(); return 0; }
-        else if (strcmp(o, "--morph") == 0 && v) snprintf(morph, sizeof morph, "%s", v), ++i;
-        else if (strcmp(o, "--cells") == 0) ok = cli_parse_long_list(cmd, o, v, 1, 1000000, cells, MAX_LIST, &n_cells), ++i;
-        else if (strcmp(o, "--ring") == 0) ok = cli_parse_long(cmd, o, v, 1, 1000000, &ring), ++i;
-        else if (strcmp(o, "--synapses") == 0) ok = cli_parse_long(cmd, o, v, 1, 10000, &syn), ++i;
-        else if (strcmp(o, "--threads") == 0) ok = cli_parse_long(cmd, o, v, 1, 4096, &threads), ++i;
-        else if (strcmp(o, "--repeats") == 0) ok = cli_parse_long(cmd, o, v, 1, MAX_REPEATS, &repeats), ++i;
-        else if (strcmp(o, "--seed") == 0) ok = cli_parse_long(cmd, o, v, 0, INT64_MAX, &seed), ++i;
-        else if (strcmp(o, "--tstop") == 0) ok = cli_parse_double(cmd, o, v, 0.025, 1e6, &tstop), ++i;
-        else if (strcmp(o, "--delay") == 0) ok = cli_parse_double(cmd, o, v, 1e-6, 1e4, &delay), ++i;
-        else if (strcmp(o, "--weight") == 0) ok = cli_parse_double(cmd, o, v, 0.0, 1e3, &weight), ++i;
-        else if (strcmp(o, "--backend") == 0 && v) {
-            if (strcmp(v, "cuda") == 0) cuda = 1;
-            else if (strcmp(v, "cpu") == 0) cuda = 0;
+        if (strcmp(a, "--network") == 0) continue;
+        if (strcmp(a, "--help") == 0) { help(); return 0; }
+        else if (strcmp(a, "--morph") == 0 && v) snprintf(o->morph, sizeof o->morph, "%s", v), ++i;
+        else if (strcmp(a, "--cells") == 0) ok = cli_parse_long_list(cmd, a, v, 1, 1000000, o->cells, MAX_LIST, &o->n_cells), ++i;
+        else if (strcmp(a, "--ring") == 0) ok = cli_parse_long(cmd, a, v, 1, 1000000, &o->ring), ++i;
+        else if (strcmp(a, "--synapses") == 0) ok = cli_parse_long(cmd, a, v, 1, 10000, &o->syn), ++i;
+        else if (strcmp(a, "--threads") == 0) ok = cli_parse_long(cmd, a, v, 1, 4096, &o->threads), ++i;
+        else if (strcmp(a, "--repeats") == 0) ok = cli_parse_long(cmd, a, v, 1, MAX_REPEATS, &o->repeats), ++i;
+        else if (strcmp(a, "--seed") == 0) ok = cli_parse_long(cmd, a, v, 0, INT64_MAX, &o->seed), ++i;
+        else if (strcmp(a, "--tstop") == 0) ok = cli_parse_double(cmd, a, v, 0.025, 1e6, &o->tstop), ++i;
+        else if (strcmp(a, "--delay") == 0) ok = cli_parse_double(cmd, a, v, 1e-6, 1e4, &o->delay), ++i;
+        else if (strcmp(a, "--weight") == 0) ok = cli_parse_double(cmd, a, v, 0.0, 1e3, &o->weight), ++i;
+        else if (strcmp(a, "--backend") == 0 && v) {
+            if (strcmp(v, "cuda") == 0) o->cuda = 1;
+            else if (strcmp(v, "cpu") == 0) o->cuda = 0;
             else return cli_usage_error(cmd, "--backend takes cpu or cuda, not '%s'", v);
             ++i;
-        } else if (strcmp(o, "--neuron") == 0) neuron = 1;
-        else if (strcmp(o, "--keep-net") == 0 && v) keep = v, ++i;
-        else if (strcmp(o, "--csv") == 0 && v) csv = v, ++i;
-        else if (strcmp(o, "--json") == 0) as_json = 1;
-        else return cli_usage_error(cmd, "unknown option or missing value '%s'", o);
+        } else if (strcmp(a, "--neuron") == 0) o->neuron = 1;
+        else if (strcmp(a, "--keep-net") == 0 && v) o->keep = v, ++i;
+        else if (strcmp(a, "--csv") == 0 && v) o->csv = v, ++i;
+        else if (strcmp(a, "--json") == 0) o->as_json = 1;
+        else return cli_usage_error(cmd, "unknown option or missing value '%s'", a);
         if (!ok) return 2;
     }
-    if (neuron && threads > 1 && delay < 0.05)
+    if (o->neuron && o->threads > 1 && o->delay < 0.05)
         return cli_usage_error(cmd, "--neuron with --threads %lld needs --delay >= 0.05 ms: NEURON's threads refuse a "
                                     "minimum delay below two steps (\"usable mindelay ... less than dt\"); use a longer delay "
                                     "or --threads 1",
-                               threads);
-    for (int k = 0; k < n_cells; ++k)
-        if (cells[k] < ring) return cli_usage_error(cmd, "--cells %lld is smaller than --ring %lld", cells[k], ring);
+                               o->threads);
+    for (int k = 0; k < o->n_cells; ++k)
+        if (o->cells[k] < o->ring)
+            return cli_usage_error(cmd, "--cells %lld is smaller than --ring %lld", o->cells[k], o->ring);
+    return -1;
+}
+
+/* One row of the table (threads: how the run's threads are named). */
+static void print_row(const net_row *r, const char *nthr_s) {
+    printf("%8lld %12lld %9lld %11lld %8lld %10.3f %10.3f %9.3f %10.3f ", r->cells, r->compartments, r->synapses,
+           r->connections, r->spikes, r->net_s, r->net_s * 1e6 / ((double)r->cells * r->steps), r->bare_s,
+           r->net_s / r->bare_s);
+    if (r->neuron_s > 0)
+        printf("%10.3f %8.2fx %s (%lld, %.1e ms)\n", r->neuron_s, r->neuron_s / r->net_s,
+               r->raster_ok ? "same" : "DIFFERS", r->neuron_spikes, r->max_diff);
+    else printf("%10s %9s %10s\n", "-", "-", "-");
+    printf("%8s the network run: %.1f B per compartment-step (the cells' model), %.1f GB/s", "", r->bytes, r->gbs);
+    if (r->copy_gbs > 0) printf(", %.3f of a device-to-device copy of the same bytes", r->gbs / r->copy_gbs);
+    printf("\n");
+    if (r->cpu_s > 0)
+        printf("%8s the GPU loop above; the CPU loop (threads %s) on the network: %.3f s, %.3f us/cell-step, "
+               "GPU %.2fx faster, rasters the same (largest difference %.1e ms)\n",
+               "", nthr_s, r->cpu_s, r->cpu_s * 1e6 / ((double)r->cells * r->steps), r->cpu_s / r->net_s,
+               r->cpu_diff);
+    fflush(stdout);
+}
+
+/* The rows as CSV (--csv); 0 or 1 (printed). */
+static int write_csv(const net_opts *o, const net_row *rows, int n_rows, int nthr) {
+    ns_output *out = cli_output_open(o->csv);
+    FILE *f = ns_output_stream(out);
+    if (!f) return 1;
+    fprintf(f, "cells,compartments,synapses,connections,steps,spikes,network_s,us_per_cell_step,bare_s,"
+               "net_over_bare,neuron_s,neuron_segments,neuron_spikes,vs_neuron,raster_max_diff_ms,threads,ring,"
+               "synapses_per_cell,delay_ms,backend,cpu_network_s,gpu_cpu_raster_max_diff_ms,bytes_per_compartment_step,gbs,"
+               "copy_gbs\n");
+    for (int k = 0; k < n_rows; ++k) {
+        const net_row *r = &rows[k];
+        fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%lld,%lld,%.6g,%.6g,%d,%lld,%lld,%g,%s,%.6g,%.6g,%.6g,%.6g,%.6g\n",
+                r->cells, r->compartments, r->synapses, r->connections, r->steps, r->spikes, r->net_s,
+                r->net_s * 1e6 / ((double)r->cells * r->steps), r->bare_s, r->net_s / r->bare_s, r->neuron_s,
+                r->neuron_segments, r->neuron_spikes, r->neuron_s > 0 ? r->neuron_s / r->net_s : -1.0,
+                r->raster_ok == 1 ? r->max_diff : -1.0, nthr, o->ring, o->syn, o->delay, o->cuda ? "cuda" : "cpu",
+                r->cpu_s, r->cpu_s > 0 ? r->cpu_diff : -1.0, r->bytes, r->gbs, r->copy_gbs);
+    }
+    return cli_output_commit(out) ? 1 : 0;
+}
+
+/* The rows as one JSON document on stdout (--json). */
+static void write_json(const net_opts *o, const net_row *rows, int n_rows, int nthr) {
+    cli_json j;
+    json_begin(&j, stdout);
+    json_int(&j, "threads", nthr);
+    json_int(&j, "ring", o->ring);
+    json_int(&j, "synapses_per_cell", o->syn);
+    json_double(&j, "delay_ms", o->delay);
+    json_double(&j, "tstop_ms", o->tstop);
+    json_string(&j, "backend", o->cuda ? "cuda" : "cpu");
+    json_array_begin(&j, "rows");
+    for (int k = 0; k < n_rows; ++k) {
+        const net_row *r = &rows[k];
+        json_object_begin(&j, NULL);
+        json_int(&j, "cells", r->cells);
+        json_int(&j, "compartments", r->compartments);
+        json_int(&j, "synapses", r->synapses);
+        json_int(&j, "connections", r->connections);
+        json_int(&j, "steps", r->steps);
+        json_int(&j, "spikes", r->spikes);
+        json_double(&j, "network_s", r->net_s);
+        if (r->cpu_s > 0) {
+            json_double(&j, "cpu_network_s", r->cpu_s);
+            json_double(&j, "gpu_cpu_raster_max_diff_ms", r->cpu_diff);
+        }
+        json_double(&j, "us_per_cell_step", r->net_s * 1e6 / ((double)r->cells * r->steps));
+        json_double(&j, "bare_s", r->bare_s);
+        json_double(&j, "net_over_bare", r->net_s / r->bare_s);
+        json_double(&j, "bytes_per_compartment_step", r->bytes);
+        json_double(&j, "gbs", r->gbs);
+        if (r->copy_gbs > 0) {
+            json_double(&j, "copy_gbs", r->copy_gbs);
+            json_double(&j, "bw_ratio", r->gbs / r->copy_gbs);
+        }
+        if (r->neuron_s > 0) {
+            json_double(&j, "neuron_s", r->neuron_s);
+            json_int(&j, "neuron_segments", r->neuron_segments);
+            json_int(&j, "neuron_spikes", r->neuron_spikes);
+            json_double(&j, "vs_neuron", r->neuron_s / r->net_s);
+            json_double(&j, "raster_max_diff_ms", r->max_diff);
+        }
+        json_object_end(&j);
+    }
+    json_array_end(&j);
+    json_end(&j);
+}
+
+int bench_sim_network(int argc, char **argv) {
+    const char *cmd = "bench sim --network";
+    net_opts o = {.cells = {1000, 4000}, .ring = 10, .syn = 10, .seed = 1, .repeats = 3, .tstop = 100.0,
+                  .delay = 5.0, .weight = 0.05, .n_cells = 2};
+    snprintf(o.morph, sizeof o.morph, "%s/ca1_ko20x-07.swc", cli_morphology_dir());
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0) return rc;
     /* the morphology as ns_network_create_sim discretises it: defaults, the parameters' Ra */
     char abs_morph[PATH_MAX];
-    if (!realpath(morph, abs_morph)) return cli_error("%s: cannot find the morphology %s", cmd, morph);
+    if (!realpath(o.morph, abs_morph)) return cli_error("%s: cannot find the morphology %s", cmd, o.morph);
     ns_sim_params p;
     ns_sim_params_init(&p);
     ns_discretize_options d;
@@ -375,10 +478,10 @@ int bench_sim_network(int argc, char **argv) {
     ns_status st = ns_swc_read(abs_morph, NULL, &m);
     if (st == NS_OK) st = ns_discretize(m, &d, &cell);
     ns_morph_destroy(m);
-    if (st != NS_OK) return cli_status_error(morph, st);
+    if (st != NS_OK) return cli_status_error(o.morph, st);
     const char *name = strrchr(abs_morph, '/') ? strrchr(abs_morph, '/') + 1 : abs_morph;
     char tmp[4096];
-    const char *dir = keep;
+    const char *dir = o.keep;
     if (dir && mkdir(dir, 0777) != 0 && errno != EEXIST) {
         ns_cell_destroy(cell);
         return cli_error("%s: cannot make the folder %s", cmd, dir);
@@ -392,112 +495,33 @@ int bench_sim_network(int argc, char **argv) {
         }
         dir = tmp;
     }
-    const int nthr = threads > 0 ? (int)threads : 0;
+    const int nthr = o.threads > 0 ? (int)o.threads : 0;
     char nthr_s[32];
     if (nthr) snprintf(nthr_s, sizeof nthr_s, "%d", nthr);
     else snprintf(nthr_s, sizeof nthr_s, "OpenMP default");
-    if (!as_json) {
+    if (!o.as_json) {
         printf("busyring: %s, rings of %lld, %lld ExpSyn per cell, delay %g ms, weight %g uS, %g ms of 0.025 ms; "
                "threads %s (NEURON %d)\n",
-               name, ring, syn, delay, weight, tstop, nthr_s, nthr ? nthr : 1);
+               name, o.ring, o.syn, o.delay, o.weight, o.tstop, nthr_s, nthr ? nthr : 1);
         printf("%8s %12s %9s %11s %8s %10s %10s %9s %10s %10s %9s %10s\n", "cells", "compartments", "synapses",
                "connections", "spikes", "net [s]", "us/cell-st", "bare [s]", "net/bare", "NEURON [s]", "vs NEURON",
                "raster");
     }
     net_row rows[MAX_LIST];
-    int rc = 0, n_rows = 0;
-    for (int k = 0; k < n_cells && !rc; ++k) {
+    int n_rows = 0;
+    rc = 0;
+    for (int k = 0; k < o.n_cells && !rc; ++k) {
         net_row *r = &rows[n_rows];
         memset(r, 0, sizeof *r);
-        rc = time_size(dir, keep != NULL, abs_morph, cell, cells[k], ring, syn, tstop, delay, weight,
-                       (uint64_t)seed, nthr, neuron, (int)repeats, cuda, r);
+        rc = time_size(dir, o.keep != NULL, abs_morph, cell, o.cells[k], o.ring, o.syn, o.tstop, o.delay, o.weight,
+                       (uint64_t)o.seed, nthr, o.neuron, (int)o.repeats, o.cuda, r);
         if (rc && !r->cells) break;
         ++n_rows;
-        if (!as_json) {
-            printf("%8lld %12lld %9lld %11lld %8lld %10.3f %10.3f %9.3f %10.3f ", r->cells, r->compartments,
-                   r->synapses, r->connections, r->spikes, r->net_s, r->net_s * 1e6 / ((double)r->cells * r->steps),
-                   r->bare_s, r->net_s / r->bare_s);
-            if (r->neuron_s > 0)
-                printf("%10.3f %8.2fx %s (%lld, %.1e ms)\n", r->neuron_s, r->neuron_s / r->net_s,
-                       r->raster_ok ? "same" : "DIFFERS", r->neuron_spikes, r->max_diff);
-            else printf("%10s %9s %10s\n", "-", "-", "-");
-            printf("%8s the network run: %.1f B per compartment-step (the cells' model), %.1f GB/s", "", r->bytes,
-                   r->gbs);
-            if (r->copy_gbs > 0) printf(", %.3f of a device-to-device copy of the same bytes", r->gbs / r->copy_gbs);
-            printf("\n");
-            if (r->cpu_s > 0)
-                printf("%8s the GPU loop above; the CPU loop (threads %s) on the network: %.3f s, %.3f us/cell-step, "
-                       "GPU %.2fx faster, rasters the same (largest difference %.1e ms)\n",
-                       "", nthr_s, r->cpu_s, r->cpu_s * 1e6 / ((double)r->cells * r->steps), r->cpu_s / r->net_s,
-                       r->cpu_diff);
-            fflush(stdout);
-        }
+        if (!o.as_json) print_row(r, nthr_s);
     }
-    if (!keep) rmdir(tmp);
+    if (!o.keep) rmdir(tmp);
     ns_cell_destroy(cell);
-    if (!rc && csv) {
-        ns_output *o = cli_output_open(csv);
-        FILE *f = ns_output_stream(o);
-        if (!f) return 1;
-        fprintf(f, "cells,compartments,synapses,connections,steps,spikes,network_s,us_per_cell_step,bare_s,"
-                   "net_over_bare,neuron_s,neuron_segments,neuron_spikes,vs_neuron,raster_max_diff_ms,threads,ring,"
-                   "synapses_per_cell,delay_ms,backend,cpu_network_s,gpu_cpu_raster_max_diff_ms,bytes_per_compartment_step,gbs,"
-                   "copy_gbs\n");
-        for (int k = 0; k < n_rows; ++k) {
-            const net_row *r = &rows[k];
-            fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%lld,%lld,%.6g,%.6g,%d,%lld,%lld,%g,%s,%.6g,%.6g,%.6g,%.6g,%.6g\n",
-                    r->cells, r->compartments, r->synapses, r->connections, r->steps, r->spikes, r->net_s,
-                    r->net_s * 1e6 / ((double)r->cells * r->steps), r->bare_s, r->net_s / r->bare_s, r->neuron_s,
-                    r->neuron_segments, r->neuron_spikes, r->neuron_s > 0 ? r->neuron_s / r->net_s : -1.0,
-                    r->raster_ok == 1 ? r->max_diff : -1.0, nthr, ring, syn, delay, cuda ? "cuda" : "cpu", r->cpu_s,
-                    r->cpu_s > 0 ? r->cpu_diff : -1.0, r->bytes, r->gbs, r->copy_gbs);
-        }
-        if (cli_output_commit(o)) return 1;
-    }
-    if (!rc && as_json) {
-        cli_json j;
-        json_begin(&j, stdout);
-        json_int(&j, "threads", nthr);
-        json_int(&j, "ring", ring);
-        json_int(&j, "synapses_per_cell", syn);
-        json_double(&j, "delay_ms", delay);
-        json_double(&j, "tstop_ms", tstop);
-        json_string(&j, "backend", cuda ? "cuda" : "cpu");
-        json_array_begin(&j, "rows");
-        for (int k = 0; k < n_rows; ++k) {
-            const net_row *r = &rows[k];
-            json_object_begin(&j, NULL);
-            json_int(&j, "cells", r->cells);
-            json_int(&j, "compartments", r->compartments);
-            json_int(&j, "synapses", r->synapses);
-            json_int(&j, "connections", r->connections);
-            json_int(&j, "steps", r->steps);
-            json_int(&j, "spikes", r->spikes);
-            json_double(&j, "network_s", r->net_s);
-            if (r->cpu_s > 0) {
-                json_double(&j, "cpu_network_s", r->cpu_s);
-                json_double(&j, "gpu_cpu_raster_max_diff_ms", r->cpu_diff);
-            }
-            json_double(&j, "us_per_cell_step", r->net_s * 1e6 / ((double)r->cells * r->steps));
-            json_double(&j, "bare_s", r->bare_s);
-            json_double(&j, "net_over_bare", r->net_s / r->bare_s);
-            json_double(&j, "bytes_per_compartment_step", r->bytes);
-            json_double(&j, "gbs", r->gbs);
-            if (r->copy_gbs > 0) {
-                json_double(&j, "copy_gbs", r->copy_gbs);
-                json_double(&j, "bw_ratio", r->gbs / r->copy_gbs);
-            }
-            if (r->neuron_s > 0) {
-                json_double(&j, "neuron_s", r->neuron_s);
-                json_int(&j, "neuron_segments", r->neuron_segments);
-                json_int(&j, "neuron_spikes", r->neuron_spikes);
-                json_double(&j, "vs_neuron", r->neuron_s / r->net_s);
-                json_double(&j, "raster_max_diff_ms", r->max_diff);
-            }
-            json_object_end(&j);
-        }
-        json_array_end(&j);
-        json_end(&j);
-    }
+    if (!rc && o.csv && write_csv(&o, rows, n_rows, nthr)) return 1;
+    if (!rc && o.as_json) write_json(&o, rows, n_rows, nthr);
     return rc;
 }
