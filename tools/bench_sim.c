@@ -220,88 +220,209 @@ int bench_sim_listed(const char *list, const char *file) {
     return 0;
 }
 
+/* The command line of a run. */
+typedef struct sim_opts {
+    char morph[4096];
+    long long cells[MAX_LIST], cpu_max, steps, neuron_cells, arbor_cells, threads;
+    int n_cells, cpu, gpu, as_json;
+    const char *csv, *model_file, *mech_lib, *params_file;
+    ns_sim_gpu_mechanisms gpu_mechanisms;
+    ns_hines_method gpu_method[MAX_GPU];
+    int gpu_lanes[MAX_GPU], n_gpu;
+} sim_opts;
+
+/* --gpu-methods onchip[:L],tree,auto; 0 or 2 (printed). */
+static int option_gpu_methods(sim_opts *o, const char *v) {
+    static char text[256];
+    const char *items[MAX_GPU];
+    snprintf(text, sizeof text, "%s", v);
+    o->n_gpu = cli_split_list(text, items, MAX_GPU);
+    if (o->n_gpu <= 0) return cli_usage_error("bench sim", "--gpu-methods takes 1 to %d items", MAX_GPU);
+    for (int k = 0; k < o->n_gpu; ++k) {
+        o->gpu_lanes[k] = 0;
+        char *colon = strchr((char *)items[k], ':');
+        int64_t lanes = 0;
+        if (colon && ns_integer_parse(colon + 1, 0, 32, &lanes) != NS_OK)
+            return cli_usage_error("bench sim", "--gpu-methods: '%s': %s", v, ns_last_error());
+        if (colon) *colon = 0, o->gpu_lanes[k] = (int)lanes;
+        if (ns_hines_method_from_name(items[k], &o->gpu_method[k]) != NS_OK ||
+            (o->gpu_method[k] != NS_HINES_ONCHIP && o->gpu_method[k] != NS_HINES_TREE &&
+             o->gpu_method[k] != NS_HINES_AUTO) ||
+            (colon && o->gpu_method[k] != NS_HINES_ONCHIP))
+            return cli_usage_error("bench sim", "--gpu-methods: '%s' is not onchip[:L], tree or auto", v);
+    }
+    return 0;
+}
+
+/* The command line into o; -1 to go on, else the exit status (printed; 0 after --help). */
+static int parse_options(int argc, char **argv, sim_opts *o) {
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = 1;
+        if (strcmp(a, "--help") == 0) { help(); return 0; }
+        else if (strcmp(a, "--morph") == 0 && v) snprintf(o->morph, sizeof o->morph, "%s", v), ++i;
+        else if (strcmp(a, "--cells") == 0) ok = cli_parse_long_list("bench sim", a, v, 1, 100000000, o->cells, MAX_LIST, &o->n_cells), ++i;
+        else if (strcmp(a, "--cpu-max") == 0) ok = cli_parse_long("bench sim", a, v, 0, 100000000, &o->cpu_max), ++i;
+        else if (strcmp(a, "--steps") == 0) ok = cli_parse_long("bench sim", a, v, 1, 10000000, &o->steps), ++i;
+        else if (strcmp(a, "--neuron") == 0) ok = cli_parse_long("bench sim", a, v, 1, 1000000, &o->neuron_cells), ++i;
+        else if (strcmp(a, "--arbor") == 0) ok = cli_parse_long("bench sim", a, v, 1, 1000000, &o->arbor_cells), ++i;
+        else if (strcmp(a, "--threads") == 0) ok = cli_parse_long("bench sim", a, v, 1, 4096, &o->threads), ++i;
+        else if (strcmp(a, "--backend") == 0 && v) {
+            if (strcmp(v, "cpu") == 0) o->cpu = 1, o->gpu = 0;
+            else if (strcmp(v, "cuda") == 0) o->cpu = 0, o->gpu = 1;
+            else if (strcmp(v, "all") == 0) o->cpu = 1, o->gpu = 1;
+            else return cli_usage_error("bench sim", "--backend takes cpu, cuda or all");
+            ++i;
+        } else if (strcmp(a, "--gpu-methods") == 0 && v) {
+            if (option_gpu_methods(o, v)) return 2;
+            ++i;
+        } else if (strcmp(a, "--csv") == 0 && v) o->csv = v, ++i;
+        else if (strcmp(a, "--model") == 0 && v) o->model_file = v, ++i;
+        else if (strcmp(a, "--mechanisms") == 0 && v) o->mech_lib = v, ++i;
+        else if (strcmp(a, "--params") == 0 && v) o->params_file = v, ++i;
+        else if (strcmp(a, "--gpu-mechanisms") == 0 && v) {
+            if (ns_sim_gpu_mechanisms_from_name(v, &o->gpu_mechanisms) != NS_OK)
+                return cli_usage_error("bench sim", "--gpu-mechanisms: %s", ns_last_error());
+            ++i;
+        }
+        else if (strcmp(a, "--json") == 0) o->as_json = 1;
+        else return cli_usage_error("bench sim", "unknown option or missing value '%s'", a);
+        if (!ok) return 2;
+    }
+    return -1;
+}
+
+/* The baselines' cell-steps per second and segments (-1: not run or failed). */
+typedef struct baselines {
+    int threads; /* --threads (1 without it) */
+    double neuron, arbor;
+    long long neuron_segments, arbor_segments;
+} baselines;
+
+/* NEURON's and Arbor's runs of the same cell (--neuron N, --arbor N). */
+static void run_baselines(const sim_opts *o, const ns_cell_t *cell, const ns_sim_model_t *model, baselines *b) {
+    if (o->neuron_cells > 0) {
+        long long built = 0;
+        if (model) {
+            ns_cell_info ci;
+            ns_cell_get_info(cell, &ci);
+            b->neuron = bench_sim_baseline_model(o->morph, o->params_file, o->model_file, o->neuron_cells,
+                                                 (int)o->steps, b->threads, 1.5e-4 * ci.total_area, &built,
+                                                 &b->neuron_segments);
+        } else
+            b->neuron = bench_sim_baseline("neuron", o->morph, o->neuron_cells, (int)o->steps, b->threads, &built,
+                                           &b->neuron_segments);
+        if (b->neuron < 0) fprintf(stderr, "neurosolve bench sim: the NEURON baseline failed (pip install neuron)\n");
+    }
+    if (o->arbor_cells > 0) {
+        long long built = 0;
+        b->arbor = bench_sim_baseline("arbor", o->morph, o->arbor_cells, (int)o->steps, b->threads, &built,
+                                      &b->arbor_segments);
+        if (b->arbor < 0) fprintf(stderr, "neurosolve bench sim: the Arbor baseline failed (pip install arbor)\n");
+    }
+}
+
+/* The table's head: the baselines, the cell, the columns. */
+static void print_header(const sim_opts *o, const baselines *b, const char *name) {
+    if (b->neuron > 0)
+        printf("NEURON (%d thread(s), %lld cells, %lld segments): %.4g cell-steps/s = %.4g segment-steps/s\n",
+               b->threads, o->neuron_cells, b->neuron_segments, b->neuron,
+               b->neuron * (double)b->neuron_segments / (double)o->neuron_cells);
+    if (b->arbor > 0)
+        printf("Arbor (%d thread(s), %lld cells, %lld CVs): %.4g cell-steps/s = %.4g CV-steps/s\n", b->threads,
+               o->arbor_cells, b->arbor_segments, b->arbor, b->arbor * (double)b->arbor_segments / (double)o->arbor_cells);
+    printf("%s, %lld timed steps of 0.025 ms per row\n", name, o->steps);
+    printf("%-5s %-12s %5s %9s %12s %10s %14s %14s %7s %9s %9s %8s %10s %9s\n", "be", "method", "lanes",
+           "cells", "compartments", "ms/step", "cell-steps/s", "comp-steps/s", "B/comp", "GB/s", "copy GB/s",
+           "bw/copy", "vs NEURON", "vs Arbor");
+}
+
+static void print_row(const row *r) {
+    printf("%-5s %-12s %5d %9lld %12lld %10.4f %14.4g %14.4g ", r->backend, r->method, r->lanes, r->cells,
+           r->compartments, r->ms_per_step, r->cell_steps_per_s, r->comp_steps_per_s);
+    printf("%7.1f %9.1f ", r->bytes, r->gbs);
+    if (r->copy_gbs > 0) printf("%9.1f ", r->copy_gbs); else printf("%9s ", "-");
+    if (r->ratio >= 0) printf("%8.3f ", r->ratio); else printf("%8s ", "-");
+    if (r->vs_neuron >= 0) printf("%9.2fx ", r->vs_neuron); else printf("%10s ", "-");
+    if (r->vs_arbor >= 0) printf("%8.2fx\n", r->vs_arbor); else printf("%9s\n", "-");
+    fflush(stdout);
+}
+
+/* The rows as CSV (--csv); 0 or 1 (printed). */
+static int write_csv(const char *csv, const row *rows, int n_rows, const baselines *b) {
+    ns_output *o = cli_output_open(csv);
+    FILE *f = ns_output_stream(o);
+    if (!f) return 1;
+    fprintf(f, "backend,method,lanes,cells,compartments,ms_per_step,cell_steps_per_s,compartment_steps_per_s,bytes_per_compartment_step,gbs,bw_ratio,vs_neuron,copy_gbs,neuron_cell_steps_per_s,vs_arbor,arbor_cell_steps_per_s,threads\n");
+    for (int k = 0; k < n_rows; ++k)
+        fprintf(f, "%s,%s,%d,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d\n", rows[k].backend,
+                rows[k].method, rows[k].lanes, rows[k].cells, rows[k].compartments, rows[k].ms_per_step, rows[k].cell_steps_per_s,
+                rows[k].comp_steps_per_s, rows[k].bytes, rows[k].gbs, rows[k].ratio, rows[k].vs_neuron, rows[k].copy_gbs, b->neuron,
+                rows[k].vs_arbor, b->arbor, b->threads);
+    return cli_output_commit(o) ? 1 : 0;
+}
+
+/* The rows as one JSON document on stdout (--json). */
+static void write_json(const sim_opts *o, const row *rows, int n_rows, const baselines *b) {
+    cli_json j;
+    json_begin(&j, stdout);
+    json_double(&j, "neuron_cell_steps_per_s", b->neuron);
+    json_double(&j, "arbor_cell_steps_per_s", b->arbor);
+    json_int(&j, "threads", o->threads);
+    json_int(&j, "steps", o->steps);
+    json_array_begin(&j, "rows");
+    for (int k = 0; k < n_rows; ++k) {
+        const row *r = &rows[k];
+        json_object_begin(&j, NULL);
+        json_string(&j, "backend", r->backend);
+        json_string(&j, "method", r->method);
+        if (r->lanes) json_int(&j, "lanes", r->lanes);
+        json_int(&j, "cells", r->cells);
+        json_int(&j, "compartments", r->compartments);
+        json_double(&j, "ms_per_step", r->ms_per_step);
+        json_double(&j, "cell_steps_per_s", r->cell_steps_per_s);
+        json_double(&j, "compartment_steps_per_s", r->comp_steps_per_s);
+        json_double(&j, "bytes_per_compartment_step", r->bytes);
+        json_double(&j, "gbs", r->gbs);
+        if (r->copy_gbs > 0) json_double(&j, "copy_gbs", r->copy_gbs);
+        if (r->ratio >= 0) json_double(&j, "bw_ratio", r->ratio);
+        if (r->vs_neuron >= 0) json_double(&j, "vs_neuron", r->vs_neuron);
+        if (r->vs_arbor >= 0) json_double(&j, "vs_arbor", r->vs_arbor);
+        json_object_end(&j);
+    }
+    json_array_end(&j);
+    json_end(&j);
+}
+
 int bench_sim(int argc, char **argv) {
     for (int i = 1; i < argc; ++i)
         if (strcmp(argv[i], "--mixed") == 0) return bench_sim_mixed(argc, argv);
     for (int i = 1; i < argc; ++i)
         if (strcmp(argv[i], "--network") == 0) return bench_sim_network(argc, argv);
-    char morph[4096];
-    snprintf(morph, sizeof morph, "%s/allen_chat_614430666.swc", cli_morphology_dir());
-    long long cells[MAX_LIST] = {1000, 10000, 100000, 1000000}, cpu_max = 100000, steps = 400,
-              neuron_cells = 0, arbor_cells = 0, threads = 0;
-    int n_cells = 4, cpu = 1, gpu = 1, as_json = 0;
-    const char *csv = NULL, *model_file = NULL, *mech_lib = NULL, *params_file = NULL;
-    ns_sim_gpu_mechanisms gpu_mechanisms = NS_SIM_GPU_MECHANISMS_AUTO;
-    ns_hines_method gpu_method[MAX_GPU] = {NS_HINES_ONCHIP, NS_HINES_TREE};
-    int gpu_lanes[MAX_GPU] = {0, 0}, n_gpu = 2;
-    for (int i = 1; i < argc; ++i) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int ok = 1;
-        if (strcmp(o, "--help") == 0) { help(); return 0; }
-        else if (strcmp(o, "--morph") == 0 && v) snprintf(morph, sizeof morph, "%s", v), ++i;
-        else if (strcmp(o, "--cells") == 0) ok = cli_parse_long_list("bench sim", o, v, 1, 100000000, cells, MAX_LIST, &n_cells), ++i;
-        else if (strcmp(o, "--cpu-max") == 0) ok = cli_parse_long("bench sim", o, v, 0, 100000000, &cpu_max), ++i;
-        else if (strcmp(o, "--steps") == 0) ok = cli_parse_long("bench sim", o, v, 1, 10000000, &steps), ++i;
-        else if (strcmp(o, "--neuron") == 0) ok = cli_parse_long("bench sim", o, v, 1, 1000000, &neuron_cells), ++i;
-        else if (strcmp(o, "--arbor") == 0) ok = cli_parse_long("bench sim", o, v, 1, 1000000, &arbor_cells), ++i;
-        else if (strcmp(o, "--threads") == 0) ok = cli_parse_long("bench sim", o, v, 1, 4096, &threads), ++i;
-        else if (strcmp(o, "--backend") == 0 && v) {
-            if (strcmp(v, "cpu") == 0) cpu = 1, gpu = 0;
-            else if (strcmp(v, "cuda") == 0) cpu = 0, gpu = 1;
-            else if (strcmp(v, "all") == 0) cpu = 1, gpu = 1;
-            else return cli_usage_error("bench sim", "--backend takes cpu, cuda or all");
-            ++i;
-        } else if (strcmp(o, "--gpu-methods") == 0 && v) {
-            static char text[256];
-            const char *items[MAX_GPU];
-            snprintf(text, sizeof text, "%s", v);
-            n_gpu = cli_split_list(text, items, MAX_GPU);
-            if (n_gpu <= 0) return cli_usage_error("bench sim", "--gpu-methods takes 1 to %d items", MAX_GPU);
-            for (int k = 0; k < n_gpu; ++k) {
-                gpu_lanes[k] = 0;
-                char *colon = strchr((char *)items[k], ':');
-                int64_t lanes = 0;
-                if (colon && ns_integer_parse(colon + 1, 0, 32, &lanes) != NS_OK)
-                    return cli_usage_error("bench sim", "--gpu-methods: '%s': %s", v, ns_last_error());
-                if (colon) *colon = 0, gpu_lanes[k] = (int)lanes;
-                if (ns_hines_method_from_name(items[k], &gpu_method[k]) != NS_OK ||
-                    (gpu_method[k] != NS_HINES_ONCHIP && gpu_method[k] != NS_HINES_TREE &&
-                     gpu_method[k] != NS_HINES_AUTO) ||
-                    (colon && gpu_method[k] != NS_HINES_ONCHIP))
-                    return cli_usage_error("bench sim", "--gpu-methods: '%s' is not onchip[:L], tree or auto", v);
-            }
-            ++i;
-        } else if (strcmp(o, "--csv") == 0 && v) csv = v, ++i;
-        else if (strcmp(o, "--model") == 0 && v) model_file = v, ++i;
-        else if (strcmp(o, "--mechanisms") == 0 && v) mech_lib = v, ++i;
-        else if (strcmp(o, "--params") == 0 && v) params_file = v, ++i;
-        else if (strcmp(o, "--gpu-mechanisms") == 0 && v) {
-            if (ns_sim_gpu_mechanisms_from_name(v, &gpu_mechanisms) != NS_OK)
-                return cli_usage_error("bench sim", "--gpu-mechanisms: %s", ns_last_error());
-            ++i;
-        }
-        else if (strcmp(o, "--json") == 0) as_json = 1;
-        else return cli_usage_error("bench sim", "unknown option or missing value '%s'", o);
-        if (!ok) return 2;
-    }
+    sim_opts o = {.cells = {1000, 10000, 100000, 1000000}, .cpu_max = 100000, .steps = 400, .n_cells = 4,
+                  .cpu = 1, .gpu = 1, .gpu_mechanisms = NS_SIM_GPU_MECHANISMS_AUTO,
+                  .gpu_method = {NS_HINES_ONCHIP, NS_HINES_TREE}, .n_gpu = 2};
+    snprintf(o.morph, sizeof o.morph, "%s/allen_chat_614430666.swc", cli_morphology_dir());
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0) return rc;
     int n_dev = 0;
-    if (gpu && (ns_cuda_device_count(&n_dev) != NS_OK || n_dev == 0)) {
+    if (o.gpu && (ns_cuda_device_count(&n_dev) != NS_OK || n_dev == 0)) {
         fprintf(stderr, "neurosolve bench sim: no usable GPU: CPU rows only\n");
-        gpu = 0;
+        o.gpu = 0;
     }
-    if (mech_lib && !model_file) return cli_usage_error("bench sim", "--mechanisms LIB needs --model FILE");
+    if (o.mech_lib && !o.model_file) return cli_usage_error("bench sim", "--mechanisms LIB needs --model FILE");
     ns_sim_params params;
     ns_sim_params_init(&params);
-    if (model_file && neuron_cells > 0 && !params_file)
+    if (o.model_file && o.neuron_cells > 0 && !o.params_file)
         return cli_usage_error("bench sim", "--neuron with --model needs --params FILE (NEURON reads the same file)");
-    if (params_file) {
-        ns_status pst = ns_sim_params_read(&params, params_file);
+    if (o.params_file) {
+        ns_status pst = ns_sim_params_read(&params, o.params_file);
         if (pst != NS_OK) return cli_status_error("bench sim: parameters", pst);
     }
     ns_mech_library_t *lib = NULL;
     ns_sim_model_t *model = NULL;
-    if (model_file && ((mech_lib && ns_mech_library_open(mech_lib, &lib) != NS_OK) ||
-                       ns_sim_model_create(lib, &model) != NS_OK || ns_sim_model_read(model, model_file) != NS_OK)) {
+    if (o.model_file && ((o.mech_lib && ns_mech_library_open(o.mech_lib, &lib) != NS_OK) ||
+                         ns_sim_model_create(lib, &model) != NS_OK || ns_sim_model_read(model, o.model_file) != NS_OK)) {
         cli_error("bench sim: model: %s", ns_last_error());
         ns_sim_model_destroy(model);
         ns_mech_library_close(lib);
@@ -311,120 +432,41 @@ int bench_sim(int argc, char **argv) {
     cli_morph_options_init(&mo);
     mo.disc.Ra = params.Ra;
     cli_shape_set set = {0};
-    if (cli_shapes_add(&set, morph, &mo, 1)) {
+    if (cli_shapes_add(&set, o.morph, &mo, 1)) {
         ns_sim_model_destroy(model);
         ns_mech_library_close(lib);
         return 1;
     }
     const ns_cell_t *cell = set.items[0].cell;
 
-    /* the baselines run with --threads threads (1 without it) */
-    const int base_threads = threads > 0 ? (int)threads : 1;
-    double neuron = -1.0, arbor = -1.0;
-    long long neuron_segments = 0, arbor_segments = 0;
-    if (neuron_cells > 0) {
-        long long built = 0;
-        if (model) {
-            ns_cell_info ci;
-            ns_cell_get_info(cell, &ci);
-            neuron = bench_sim_baseline_model(morph, params_file, model_file, neuron_cells,
-                                              (int)steps, base_threads, 1.5e-4 * ci.total_area, &built,
-                                              &neuron_segments);
-        } else
-            neuron = bench_sim_baseline("neuron", morph, neuron_cells, (int)steps, base_threads, &built,
-                                        &neuron_segments);
-        if (neuron < 0) fprintf(stderr, "neurosolve bench sim: the NEURON baseline failed (pip install neuron)\n");
-    }
-    if (arbor_cells > 0) {
-        long long built = 0;
-        arbor = bench_sim_baseline("arbor", morph, arbor_cells, (int)steps, base_threads, &built, &arbor_segments);
-        if (arbor < 0) fprintf(stderr, "neurosolve bench sim: the Arbor baseline failed (pip install arbor)\n");
-    }
-    if (!as_json) {
-        if (neuron > 0)
-            printf("NEURON (%d thread(s), %lld cells, %lld segments): %.4g cell-steps/s = %.4g segment-steps/s\n",
-                   base_threads, neuron_cells, neuron_segments, neuron,
-                   neuron * (double)neuron_segments / (double)neuron_cells);
-        if (arbor > 0)
-            printf("Arbor (%d thread(s), %lld cells, %lld CVs): %.4g cell-steps/s = %.4g CV-steps/s\n", base_threads,
-                   arbor_cells, arbor_segments, arbor, arbor * (double)arbor_segments / (double)arbor_cells);
-        printf("%s, %lld timed steps of 0.025 ms per row\n", set.items[0].name, steps);
-        printf("%-5s %-12s %5s %9s %12s %10s %14s %14s %7s %9s %9s %8s %10s %9s\n", "be", "method", "lanes",
-               "cells", "compartments", "ms/step", "cell-steps/s", "comp-steps/s", "B/comp", "GB/s", "copy GB/s",
-               "bw/copy", "vs NEURON", "vs Arbor");
-    }
+    baselines b = {o.threads > 0 ? (int)o.threads : 1, -1.0, -1.0, 0, 0};
+    run_baselines(&o, cell, model, &b);
+    if (!o.as_json) print_header(&o, &b, set.items[0].name);
     row rows[(1 + MAX_GPU) * MAX_LIST];
-    int n_rows = 0, rc = 0;
+    int n_rows = 0;
+    rc = 0;
     /* variant 0: the CPU; 1 .. n_gpu: the GPU loops */
-    for (int be = 0; be <= n_gpu && !rc; ++be) {
-        if ((be == 0 && !cpu) || (be > 0 && !gpu)) continue;
-        for (int k = 0; k < n_cells && !rc; ++k) {
-            if (be == 0 && cells[k] > cpu_max) continue;
+    for (int be = 0; be <= o.n_gpu && !rc; ++be) {
+        if ((be == 0 && !o.cpu) || (be > 0 && !o.gpu)) continue;
+        for (int k = 0; k < o.n_cells && !rc; ++k) {
+            if (be == 0 && o.cells[k] > o.cpu_max) continue;
             row *r = &rows[n_rows];
             memset(r, 0, sizeof *r);
-            rc = time_row(cell, cells[k], be == 0 ? NS_BACKEND_CPU : NS_BACKEND_CUDA,
-                          be == 0 ? NS_HINES_AUTO : gpu_method[be - 1], be == 0 ? 0 : gpu_lanes[be - 1],
-                          (int)threads, (int)steps, &params, model,
-                          be == 0 ? NS_SIM_GPU_MECHANISMS_AUTO : gpu_mechanisms, r);
+            rc = time_row(cell, o.cells[k], be == 0 ? NS_BACKEND_CPU : NS_BACKEND_CUDA,
+                          be == 0 ? NS_HINES_AUTO : o.gpu_method[be - 1], be == 0 ? 0 : o.gpu_lanes[be - 1],
+                          (int)o.threads, (int)o.steps, &params, model,
+                          be == 0 ? NS_SIM_GPU_MECHANISMS_AUTO : o.gpu_mechanisms, r);
             if (rc) break;
-            if (neuron > 0) r->vs_neuron = r->cell_steps_per_s / neuron;
-            r->vs_arbor = arbor > 0 ? r->cell_steps_per_s / arbor : -1.0;
+            if (b.neuron > 0) r->vs_neuron = r->cell_steps_per_s / b.neuron;
+            r->vs_arbor = b.arbor > 0 ? r->cell_steps_per_s / b.arbor : -1.0;
             ++n_rows;
-            if (!as_json) {
-                printf("%-5s %-12s %5d %9lld %12lld %10.4f %14.4g %14.4g ", r->backend, r->method, r->lanes,
-                       r->cells, r->compartments, r->ms_per_step, r->cell_steps_per_s, r->comp_steps_per_s);
-                printf("%7.1f %9.1f ", r->bytes, r->gbs);
-                if (r->copy_gbs > 0) printf("%9.1f ", r->copy_gbs); else printf("%9s ", "-");
-                if (r->ratio >= 0) printf("%8.3f ", r->ratio); else printf("%8s ", "-");
-                if (r->vs_neuron >= 0) printf("%9.2fx ", r->vs_neuron); else printf("%10s ", "-");
-                if (r->vs_arbor >= 0) printf("%8.2fx\n", r->vs_arbor); else printf("%9s\n", "-");
-                fflush(stdout);
-            }
+            if (!o.as_json) print_row(r);
         }
     }
     cli_shapes_free(&set);
     ns_sim_model_destroy(model);
     ns_mech_library_close(lib);
-    if (!rc && csv) {
-        ns_output *o = cli_output_open(csv);
-        FILE *f = ns_output_stream(o);
-        if (!f) return 1;
-        fprintf(f, "backend,method,lanes,cells,compartments,ms_per_step,cell_steps_per_s,compartment_steps_per_s,bytes_per_compartment_step,gbs,bw_ratio,vs_neuron,copy_gbs,neuron_cell_steps_per_s,vs_arbor,arbor_cell_steps_per_s,threads\n");
-        for (int k = 0; k < n_rows; ++k)
-            fprintf(f, "%s,%s,%d,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d\n", rows[k].backend,
-                    rows[k].method, rows[k].lanes, rows[k].cells, rows[k].compartments, rows[k].ms_per_step, rows[k].cell_steps_per_s,
-                    rows[k].comp_steps_per_s, rows[k].bytes, rows[k].gbs, rows[k].ratio, rows[k].vs_neuron, rows[k].copy_gbs, neuron,
-                    rows[k].vs_arbor, arbor, base_threads);
-        if (cli_output_commit(o)) return 1;
-    }
-    if (!rc && as_json) {
-        cli_json j;
-        json_begin(&j, stdout);
-        json_double(&j, "neuron_cell_steps_per_s", neuron);
-        json_double(&j, "arbor_cell_steps_per_s", arbor);
-        json_int(&j, "threads", threads);
-        json_int(&j, "steps", steps);
-        json_array_begin(&j, "rows");
-        for (int k = 0; k < n_rows; ++k) {
-            json_object_begin(&j, NULL);
-            json_string(&j, "backend", rows[k].backend);
-            json_string(&j, "method", rows[k].method);
-            if (rows[k].lanes) json_int(&j, "lanes", rows[k].lanes);
-            json_int(&j, "cells", rows[k].cells);
-            json_int(&j, "compartments", rows[k].compartments);
-            json_double(&j, "ms_per_step", rows[k].ms_per_step);
-            json_double(&j, "cell_steps_per_s", rows[k].cell_steps_per_s);
-            json_double(&j, "compartment_steps_per_s", rows[k].comp_steps_per_s);
-            json_double(&j, "bytes_per_compartment_step", rows[k].bytes);
-            json_double(&j, "gbs", rows[k].gbs);
-            if (rows[k].copy_gbs > 0) json_double(&j, "copy_gbs", rows[k].copy_gbs);
-            if (rows[k].ratio >= 0) json_double(&j, "bw_ratio", rows[k].ratio);
-            if (rows[k].vs_neuron >= 0) json_double(&j, "vs_neuron", rows[k].vs_neuron);
-            if (rows[k].vs_arbor >= 0) json_double(&j, "vs_arbor", rows[k].vs_arbor);
-            json_object_end(&j);
-        }
-        json_array_end(&j);
-        json_end(&j);
-    }
+    if (!rc && o.csv && write_csv(o.csv, rows, n_rows, &b)) return 1;
+    if (!rc && o.as_json) write_json(&o, rows, n_rows, &b);
     return rc;
 }
