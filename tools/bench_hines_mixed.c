@@ -292,6 +292,185 @@ static void print_targets(const mrows *rows) {
     printf("  largest max relative error over all rows: %.1e (target <= 1e-12)\n", worst_err);
 }
 
+/* The command line of a run beside the configuration. */
+typedef struct mixed_opts {
+    int quick;
+    double ca1_length;
+    const char *csv;
+    char workloads[64], methods_buf[256];
+} mixed_opts;
+
+/* The command line into cfg and o, the methods checked; -1 to go on, else the
+ * exit status (printed; 0 after --help). */
+static int parse_options(int argc, char **argv, bench_cfg *cfg, mixed_opts *o) {
+    long long v = 0;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = 1;
+        if (strcmp(a, "--mixed") == 0) continue;
+        if (strcmp(a, "--help") == 0) { help(); return 0; }
+        else if (strcmp(a, "--quick") == 0) o->quick = 1;
+        else if (strcmp(a, "--json") == 0) cfg->as_json = 1;
+        else if (strcmp(a, "--workloads") == 0 && val) snprintf(o->workloads, sizeof o->workloads, "%s", val), ++i;
+        else if (strcmp(a, "--methods") == 0 && val) snprintf(o->methods_buf, sizeof o->methods_buf, "%s", val), ++i;
+        else if (strcmp(a, "--csv") == 0 && val) o->csv = val, ++i;
+        else if (strcmp(a, "--repeats") == 0) ok = cli_parse_long("bench hines --mixed", a, val, 1, 100000, &v), cfg->repeats = (int)v, ++i;
+        else if (strcmp(a, "--cpu-repeats") == 0) ok = cli_parse_long("bench hines --mixed", a, val, 1, 100000, &v), cfg->cpu_repeats = (int)v, ++i;
+        else if (strcmp(a, "--seed") == 0) ok = cli_parse_long("bench hines --mixed", a, val, 0, 1LL << 62, &v), cfg->seed = (uint64_t)v, ++i;
+        else if (strcmp(a, "--fine-threads") == 0) ok = cli_parse_long("bench hines --mixed", a, val, 1, 1024, &v), cfg->fine_threads = (int)v, ++i;
+        else if (strcmp(a, "--ca1-length") == 0) ok = cli_parse_double("bench hines --mixed", a, val, 1e-3, 1e6, &o->ca1_length), ++i;
+        else return cli_usage_error("bench hines --mixed", "unknown option or missing value '%s'", a);
+        if (!ok) return 2;
+    }
+    cfg->n_methods = cli_split_list(o->methods_buf, cfg->methods, MAX_METHODS);
+    for (int k = 0; k < cfg->n_methods; ++k) {
+        ns_hines_method m;
+        int32_t variant = 0;
+        if (method_parse(cfg->methods[k], &m, &variant)) return 2;
+    }
+    return -1;
+}
+
+/* Workload A: the bundled mix, and the same-shape reference of equal total size. */
+static int workload_a(const bench_cfg *cfg, const mixed_opts *o, const cli_morph_options *mo, mrows *rows) {
+    int rc = 0;
+    cli_shape_set set = {0};
+    rc = cli_shapes_add(&set, "bundled", mo, cfg->seed);
+    const ns_tree_t *trees[256];
+    int nt = 0;
+    long long total = 0;
+    for (int k = 0; !rc && k < set.count && nt < 256; ++k) {
+        trees[nt++] = set.items[k].tree;
+        total += ns_tree_size(set.items[k].tree);
+    }
+    static const long long full[] = {1000, 10000, 100000}, small[] = {1000};
+    const long long *cells = o->quick ? small : full;
+    const int nc = o->quick ? 1 : 3;
+    /* The same-shape reference: the bundled shape nearest the mean size. */
+    int ref = 0;
+    const double mean = nt ? (double)total / nt : 0.0;
+    for (int k = 1; k < nt; ++k)
+        if (fabs(ns_tree_size(trees[k]) - mean) < fabs(ns_tree_size(trees[ref]) - mean)) ref = k;
+    for (int i = 0; i < nc && !rc; ++i) {
+        rc = bench_shapes(cfg, "a", "bundled mix", nt, trees, cells[i], rows);
+        if (rc || !nt) break;
+        /* Equal total size: cells * mean / ref size. */
+        const long long ref_cells = (long long)((double)cells[i] * mean / ns_tree_size(trees[ref]) + 0.5);
+        char label[48];
+        snprintf(label, sizeof label, "ref %.16s", set.items[ref].name);
+        rc = bench_shapes(cfg, "a-ref", label, 1, &trees[ref], ref_cells, rows);
+    }
+    cli_shapes_free(&set);
+    return rc;
+}
+
+/* Workload B: binary trees of 512 compartments, 2 to 4 levels. */
+static int workload_b(const bench_cfg *cfg, const mixed_opts *o, const cli_morph_options *mo, mrows *rows) {
+    int rc = 0;
+    static const long long full[] = {256, 2560, 25600, 256000}, small[] = {256, 25600};
+    const long long *cells = o->quick ? small : full;
+    const int nc = o->quick ? 2 : 4;
+    for (int levels = 2; levels <= 4 && !rc; ++levels) {
+        ns_tree_t *t = NULL;
+        ns_status st = ns_generate_binary_tree(512, levels, &t);
+        if (st != NS_OK) { rc = cli_status_error("binary tree", st); break; }
+        char label[48];
+        snprintf(label, sizeof label, "binary 512, %d levels", levels);
+        const ns_tree_t *one = t;
+        for (int i = 0; i < nc && !rc; ++i) rc = bench_shapes(cfg, "b", label, 1, &one, cells[i], rows);
+        ns_tree_destroy(t);
+    }
+    return rc;
+}
+
+/* Workload C: random trees of each preset, up to 1024 shapes. */
+static int workload_c(const bench_cfg *cfg, const mixed_opts *o, const cli_morph_options *mo, mrows *rows) {
+    int rc = 0;
+    static const long long full[] = {10, 100, 1000, 10000, 100000}, small[] = {10, 1000};
+    const long long *cells = o->quick ? small : full;
+    const int nc = o->quick ? 2 : 5;
+    static const char *presets[3] = {"low", "medium", "high"};
+    for (int p = 0; p < 3 && !rc; ++p) {
+        ns_random_tree_params rp;
+        ns_status st = ns_random_tree_preset(presets[p], &rp);
+        if (st != NS_OK) { rc = cli_status_error("random tree preset", st); break; }
+        enum { POOL = 1024 };
+        ns_tree_t **pool = calloc(POOL, sizeof *pool);
+        if (!pool) { rc = cli_error("out of memory"); break; }
+        for (int k = 0; k < POOL && st == NS_OK; ++k)
+            st = ns_generate_random_tree(&rp, cfg->seed * 7919 + (uint64_t)k, &pool[k]);
+        if (st != NS_OK) rc = cli_status_error("random tree", st);
+        char label[48];
+        snprintf(label, sizeof label, "random %s", presets[p]);
+        for (int i = 0; i < nc && !rc; ++i) {
+            const int shapes = cells[i] < POOL ? (int)cells[i] : POOL;
+            rc = bench_shapes(cfg, "c", label, shapes, (const ns_tree_t *const *)pool, cells[i], rows);
+        }
+        for (int k = 0; k < POOL; ++k) ns_tree_destroy(pool[k]);
+        free(pool);
+    }
+    return rc;
+}
+
+/* Workload D: ca1_c91662 on a fixed-length grid (--ca1-length). */
+static int workload_d(const bench_cfg *cfg, const mixed_opts *o, const cli_morph_options *mo, mrows *rows) {
+    int rc = 0;
+    static const long long full[] = {500, 1000, 1500, 3000}, small[] = {500, 3000};
+    const long long *cells = o->quick ? small : full;
+    const int nc = o->quick ? 2 : 4;
+    cli_morph_options dmo = *mo;
+    dmo.disc.rule = NS_NSEG_FIXED_LENGTH;
+    dmo.disc.max_length = o->ca1_length;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/ca1_c91662.swc", cli_morphology_dir());
+    cli_shape_set set = {0};
+    rc = cli_shapes_add(&set, path, &dmo, cfg->seed);
+    if (!rc && set.count == 1) {
+        char label[48];
+        snprintf(label, sizeof label, "ca1_c91662 (%d comps)", (int)ns_tree_size(set.items[0].tree));
+        const ns_tree_t *one = set.items[0].tree;
+        for (int i = 0; i < nc && !rc; ++i) rc = bench_shapes(cfg, "d", label, 1, &one, cells[i], rows);
+    }
+    cli_shapes_free(&set);
+    return rc;
+}
+
+/* Workload E: random medium trees, every cell its own shape. */
+static int workload_e(const bench_cfg *cfg, const mixed_opts *o, const cli_morph_options *mo, mrows *rows) {
+    int rc = 0;
+    const long long cells = o->quick ? 1000 : 10000;
+    ns_random_tree_params rp;
+    ns_status st = ns_random_tree_preset("medium", &rp);
+    ns_tree_t **pool = calloc((size_t)cells, sizeof *pool);
+    if (!pool) rc = cli_error("out of memory");
+    for (long long k = 0; !rc && k < cells && st == NS_OK; ++k)
+        st = ns_generate_random_tree(&rp, cfg->seed * 104729 + (uint64_t)k, &pool[k]);
+    if (!rc && st != NS_OK) rc = cli_status_error("random tree", st);
+    if (!rc) rc = bench_shapes(cfg, "e", "random medium, all distinct", (int)cells,
+                               (const ns_tree_t *const *)pool, cells, rows);
+    for (long long k = 0; pool && k < cells; ++k) ns_tree_destroy(pool[k]);
+    free(pool);
+    return rc;
+}
+
+/* Workload F: the largest bundled morphology, one cell. */
+static int workload_f(const bench_cfg *cfg, const mixed_opts *o, const cli_morph_options *mo, mrows *rows) {
+    int rc = 0;
+    cli_shape_set set = {0};
+    rc = cli_shapes_add(&set, "bundled", mo, cfg->seed);
+    int big = 0;
+    for (int k = 1; !rc && k < set.count; ++k)
+        if (ns_tree_size(set.items[k].tree) > ns_tree_size(set.items[big].tree)) big = k;
+    if (!rc && set.count > 0) {
+        char label[48];
+        snprintf(label, sizeof label, "largest: %.30s", set.items[big].name);
+        const ns_tree_t *one = set.items[big].tree;
+        rc = bench_shapes(cfg, "f", label, 1, &one, 1, rows);
+    }
+    cli_shapes_free(&set);
+    return rc;
+}
+
 int bench_hines_mixed(int argc, char **argv) {
     bench_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -299,35 +478,10 @@ int bench_hines_mixed(int argc, char **argv) {
     cfg.cpu_repeats = 5;
     cfg.seed = 1;
     cfg.gpu = 1;
-    int quick = 0;
-    long long v = 0;
-    double ca1_length = 13.0;
-    const char *csv = NULL;
-    char workloads[64] = "a,b,c,d,e,f", methods_buf[256] = "interleaved,flat,fine-grained,branch-level,tree";
-    for (int i = 1; i < argc; ++i) {
-        const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int ok = 1;
-        if (strcmp(o, "--mixed") == 0) continue;
-        if (strcmp(o, "--help") == 0) { help(); return 0; }
-        else if (strcmp(o, "--quick") == 0) quick = 1;
-        else if (strcmp(o, "--json") == 0) cfg.as_json = 1;
-        else if (strcmp(o, "--workloads") == 0 && val) snprintf(workloads, sizeof workloads, "%s", val), ++i;
-        else if (strcmp(o, "--methods") == 0 && val) snprintf(methods_buf, sizeof methods_buf, "%s", val), ++i;
-        else if (strcmp(o, "--csv") == 0 && val) csv = val, ++i;
-        else if (strcmp(o, "--repeats") == 0) ok = cli_parse_long("bench hines --mixed", o, val, 1, 100000, &v), cfg.repeats = (int)v, ++i;
-        else if (strcmp(o, "--cpu-repeats") == 0) ok = cli_parse_long("bench hines --mixed", o, val, 1, 100000, &v), cfg.cpu_repeats = (int)v, ++i;
-        else if (strcmp(o, "--seed") == 0) ok = cli_parse_long("bench hines --mixed", o, val, 0, 1LL << 62, &v), cfg.seed = (uint64_t)v, ++i;
-        else if (strcmp(o, "--fine-threads") == 0) ok = cli_parse_long("bench hines --mixed", o, val, 1, 1024, &v), cfg.fine_threads = (int)v, ++i;
-        else if (strcmp(o, "--ca1-length") == 0) ok = cli_parse_double("bench hines --mixed", o, val, 1e-3, 1e6, &ca1_length), ++i;
-        else return cli_usage_error("bench hines --mixed", "unknown option or missing value '%s'", o);
-        if (!ok) return 2;
-    }
-    cfg.n_methods = cli_split_list(methods_buf, cfg.methods, MAX_METHODS);
-    for (int k = 0; k < cfg.n_methods; ++k) {
-        ns_hines_method m;
-        int32_t variant = 0;
-        if (method_parse(cfg.methods[k], &m, &variant)) return 2;
-    }
+    mixed_opts o = {.ca1_length = 13.0, .workloads = "a,b,c,d,e,f",
+                    .methods_buf = "interleaved,flat,fine-grained,branch-level,tree"};
+    int rc = parse_options(argc, argv, &cfg, &o);
+    if (rc >= 0) return rc;
     char device_name[256] = "none";
     int n_dev = 0;
     if (ns_cuda_device_count(&n_dev) != NS_OK || n_dev == 0) {
@@ -348,139 +502,24 @@ int bench_hines_mixed(int argc, char **argv) {
                "max_err");
     }
     mrows rows = {0};
-    int rc = 0;
+    rc = 0;
     cli_morph_options mo;
     cli_morph_options_init(&mo);
     /* One bundled tracing has no diameters: give it 0.5 um so that all 54
      * files take part (the radii do not change the tree). */
     mo.swc.radii = NS_RADIUS_DEFAULT;
     mo.swc.default_radius = 0.5;
-
-    if (strchr(workloads, 'a') && !rc) {
-        cli_shape_set set = {0};
-        rc = cli_shapes_add(&set, "bundled", &mo, cfg.seed);
-        const ns_tree_t *trees[256];
-        int nt = 0;
-        long long total = 0;
-        for (int k = 0; !rc && k < set.count && nt < 256; ++k) {
-            trees[nt++] = set.items[k].tree;
-            total += ns_tree_size(set.items[k].tree);
-        }
-        static const long long full[] = {1000, 10000, 100000}, small[] = {1000};
-        const long long *cells = quick ? small : full;
-        const int nc = quick ? 1 : 3;
-        /* The same-shape reference: the bundled shape nearest the mean size. */
-        int ref = 0;
-        const double mean = nt ? (double)total / nt : 0.0;
-        for (int k = 1; k < nt; ++k)
-            if (fabs(ns_tree_size(trees[k]) - mean) < fabs(ns_tree_size(trees[ref]) - mean)) ref = k;
-        for (int i = 0; i < nc && !rc; ++i) {
-            rc = bench_shapes(&cfg, "a", "bundled mix", nt, trees, cells[i], &rows);
-            if (rc || !nt) break;
-            /* Equal total size: cells * mean / ref size. */
-            const long long ref_cells = (long long)((double)cells[i] * mean / ns_tree_size(trees[ref]) + 0.5);
-            char label[48];
-            snprintf(label, sizeof label, "ref %.16s", set.items[ref].name);
-            rc = bench_shapes(&cfg, "a-ref", label, 1, &trees[ref], ref_cells, &rows);
-        }
-        cli_shapes_free(&set);
-    }
-    if (strchr(workloads, 'b') && !rc) {
-        static const long long full[] = {256, 2560, 25600, 256000}, small[] = {256, 25600};
-        const long long *cells = quick ? small : full;
-        const int nc = quick ? 2 : 4;
-        for (int levels = 2; levels <= 4 && !rc; ++levels) {
-            ns_tree_t *t = NULL;
-            ns_status st = ns_generate_binary_tree(512, levels, &t);
-            if (st != NS_OK) { rc = cli_status_error("binary tree", st); break; }
-            char label[48];
-            snprintf(label, sizeof label, "binary 512, %d levels", levels);
-            const ns_tree_t *one = t;
-            for (int i = 0; i < nc && !rc; ++i) rc = bench_shapes(&cfg, "b", label, 1, &one, cells[i], &rows);
-            ns_tree_destroy(t);
-        }
-    }
-    if (strchr(workloads, 'c') && !rc) {
-        static const long long full[] = {10, 100, 1000, 10000, 100000}, small[] = {10, 1000};
-        const long long *cells = quick ? small : full;
-        const int nc = quick ? 2 : 5;
-        static const char *presets[3] = {"low", "medium", "high"};
-        for (int p = 0; p < 3 && !rc; ++p) {
-            ns_random_tree_params rp;
-            ns_status st = ns_random_tree_preset(presets[p], &rp);
-            if (st != NS_OK) { rc = cli_status_error("random tree preset", st); break; }
-            enum { POOL = 1024 };
-            ns_tree_t **pool = calloc(POOL, sizeof *pool);
-            if (!pool) { rc = cli_error("out of memory"); break; }
-            for (int k = 0; k < POOL && st == NS_OK; ++k)
-                st = ns_generate_random_tree(&rp, cfg.seed * 7919 + (uint64_t)k, &pool[k]);
-            if (st != NS_OK) rc = cli_status_error("random tree", st);
-            char label[48];
-            snprintf(label, sizeof label, "random %s", presets[p]);
-            for (int i = 0; i < nc && !rc; ++i) {
-                const int shapes = cells[i] < POOL ? (int)cells[i] : POOL;
-                rc = bench_shapes(&cfg, "c", label, shapes, (const ns_tree_t *const *)pool, cells[i], &rows);
-            }
-            for (int k = 0; k < POOL; ++k) ns_tree_destroy(pool[k]);
-            free(pool);
-        }
-    }
-    if (strchr(workloads, 'd') && !rc) {
-        static const long long full[] = {500, 1000, 1500, 3000}, small[] = {500, 3000};
-        const long long *cells = quick ? small : full;
-        const int nc = quick ? 2 : 4;
-        cli_morph_options dmo = mo;
-        dmo.disc.rule = NS_NSEG_FIXED_LENGTH;
-        dmo.disc.max_length = ca1_length;
-        char path[1024];
-        snprintf(path, sizeof path, "%s/ca1_c91662.swc", cli_morphology_dir());
-        cli_shape_set set = {0};
-        rc = cli_shapes_add(&set, path, &dmo, cfg.seed);
-        if (!rc && set.count == 1) {
-            char label[48];
-            snprintf(label, sizeof label, "ca1_c91662 (%d comps)", (int)ns_tree_size(set.items[0].tree));
-            const ns_tree_t *one = set.items[0].tree;
-            for (int i = 0; i < nc && !rc; ++i) rc = bench_shapes(&cfg, "d", label, 1, &one, cells[i], &rows);
-        }
-        cli_shapes_free(&set);
-    }
-
-    if (strchr(workloads, 'e') && !rc) {
-        const long long cells = quick ? 1000 : 10000;
-        ns_random_tree_params rp;
-        ns_status st = ns_random_tree_preset("medium", &rp);
-        ns_tree_t **pool = calloc((size_t)cells, sizeof *pool);
-        if (!pool) rc = cli_error("out of memory");
-        for (long long k = 0; !rc && k < cells && st == NS_OK; ++k)
-            st = ns_generate_random_tree(&rp, cfg.seed * 104729 + (uint64_t)k, &pool[k]);
-        if (!rc && st != NS_OK) rc = cli_status_error("random tree", st);
-        if (!rc) rc = bench_shapes(&cfg, "e", "random medium, all distinct", (int)cells,
-                                   (const ns_tree_t *const *)pool, cells, &rows);
-        for (long long k = 0; pool && k < cells; ++k) ns_tree_destroy(pool[k]);
-        free(pool);
-    }
-    if (strchr(workloads, 'f') && !rc) {
-        cli_shape_set set = {0};
-        rc = cli_shapes_add(&set, "bundled", &mo, cfg.seed);
-        int big = 0;
-        for (int k = 1; !rc && k < set.count; ++k)
-            if (ns_tree_size(set.items[k].tree) > ns_tree_size(set.items[big].tree)) big = k;
-        if (!rc && set.count > 0) {
-            char label[48];
-            snprintf(label, sizeof label, "largest: %.30s", set.items[big].name);
-            const ns_tree_t *one = set.items[big].tree;
-            rc = bench_shapes(&cfg, "f", label, 1, &one, 1, &rows);
-        }
-        cli_shapes_free(&set);
-    }
-
-    if (!rc && csv) {
-        ns_output *o = cli_output_open(csv);
-        FILE *f = ns_output_stream(o);
+    static int (*const workload[6])(const bench_cfg *, const mixed_opts *, const cli_morph_options *, mrows *) = {
+        workload_a, workload_b, workload_c, workload_d, workload_e, workload_f};
+    for (int w = 0; w < 6 && !rc; ++w)
+        if (strchr(o.workloads, 'a' + w)) rc = workload[w](&cfg, &o, &mo, &rows);
+    if (!rc && o.csv) {
+        ns_output *out = cli_output_open(o.csv);
+        FILE *f = ns_output_stream(out);
         if (!f) rc = 1;
         else {
             write_csv(f, &rows, device_name);
-            rc = cli_output_commit(o);
+            rc = cli_output_commit(out);
         }
     }
     if (!rc && cfg.as_json) write_json(&rows, device_name, &cfg);
