@@ -331,6 +331,24 @@ static int parse_options(int argc, char **argv, bench_cfg *cfg, mixed_opts *o) {
     return -1;
 }
 
+/* count random trees of a preset (the seeds seed0, seed0 + 1, ...) into a new
+ * array *pool (pool_free frees it, also after a failure); 0 or 1 (printed). */
+static int random_pool(const char *preset, uint64_t seed0, long long count, ns_tree_t ***pool) {
+    ns_random_tree_params rp;
+    ns_status st = ns_random_tree_preset(preset, &rp);
+    if (st != NS_OK) return cli_status_error("random tree preset", st);
+    *pool = calloc((size_t)count, sizeof **pool);
+    if (!*pool) return cli_error("out of memory");
+    for (long long k = 0; k < count && st == NS_OK; ++k)
+        st = ns_generate_random_tree(&rp, seed0 + (uint64_t)k, &(*pool)[k]);
+    return st != NS_OK ? cli_status_error("random tree", st) : 0;
+}
+
+static void pool_free(ns_tree_t **pool, long long count) {
+    for (long long k = 0; pool && k < count; ++k) ns_tree_destroy(pool[k]);
+    free(pool);
+}
+
 /* Workload A: the bundled mix, and the same-shape reference of equal total size. */
 static int workload_a(const bench_cfg *cfg, const mixed_opts *o, const cli_morph_options *mo, mrows *rows) {
     int rc = 0;
@@ -391,23 +409,16 @@ static int workload_c(const bench_cfg *cfg, const mixed_opts *o, const cli_morph
     const int nc = o->quick ? 2 : 5;
     static const char *presets[3] = {"low", "medium", "high"};
     for (int p = 0; p < 3 && !rc; ++p) {
-        ns_random_tree_params rp;
-        ns_status st = ns_random_tree_preset(presets[p], &rp);
-        if (st != NS_OK) { rc = cli_status_error("random tree preset", st); break; }
         enum { POOL = 1024 };
-        ns_tree_t **pool = calloc(POOL, sizeof *pool);
-        if (!pool) { rc = cli_error("out of memory"); break; }
-        for (int k = 0; k < POOL && st == NS_OK; ++k)
-            st = ns_generate_random_tree(&rp, cfg->seed * 7919 + (uint64_t)k, &pool[k]);
-        if (st != NS_OK) rc = cli_status_error("random tree", st);
+        ns_tree_t **pool = NULL;
+        rc = random_pool(presets[p], cfg->seed * 7919, POOL, &pool);
         char label[48];
         snprintf(label, sizeof label, "random %s", presets[p]);
         for (int i = 0; i < nc && !rc; ++i) {
             const int shapes = cells[i] < POOL ? (int)cells[i] : POOL;
             rc = bench_shapes(cfg, "c", label, shapes, (const ns_tree_t *const *)pool, cells[i], rows);
         }
-        for (int k = 0; k < POOL; ++k) ns_tree_destroy(pool[k]);
-        free(pool);
+        pool_free(pool, POOL);
     }
     return rc;
 }
@@ -439,17 +450,11 @@ static int workload_d(const bench_cfg *cfg, const mixed_opts *o, const cli_morph
 static int workload_e(const bench_cfg *cfg, const mixed_opts *o, const cli_morph_options *mo, mrows *rows) {
     int rc = 0;
     const long long cells = o->quick ? 1000 : 10000;
-    ns_random_tree_params rp;
-    ns_status st = ns_random_tree_preset("medium", &rp);
-    ns_tree_t **pool = calloc((size_t)cells, sizeof *pool);
-    if (!pool) rc = cli_error("out of memory");
-    for (long long k = 0; !rc && k < cells && st == NS_OK; ++k)
-        st = ns_generate_random_tree(&rp, cfg->seed * 104729 + (uint64_t)k, &pool[k]);
-    if (!rc && st != NS_OK) rc = cli_status_error("random tree", st);
+    ns_tree_t **pool = NULL;
+    rc = random_pool("medium", cfg->seed * 104729, cells, &pool);
     if (!rc) rc = bench_shapes(cfg, "e", "random medium, all distinct", (int)cells,
                                (const ns_tree_t *const *)pool, cells, rows);
-    for (long long k = 0; pool && k < cells; ++k) ns_tree_destroy(pool[k]);
-    free(pool);
+    pool_free(pool, cells);
     return rc;
 }
 
