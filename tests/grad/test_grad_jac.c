@@ -9,7 +9,8 @@
  * (derivimplicit: test_grad_bbp.c, through a whole run.) And what cannot be
  * differentiated is refused by FILE:LINE and construct;
  * libraries built for mechanism ABI 3 and 4 (whose derivatives were
- * Jacobians) load, without derivatives. */
+ * Jacobians) load, without derivatives, and for 5 and 6 without the block
+ * products (vjp_*_n), which give the same bits as the per-instance ones. */
 #include "check.h"
 #include "mech/builtin/builtin.h"
 #include "nmodl_driver.h"
@@ -125,6 +126,66 @@ static void check_mech(const char *name, double usetable) {
     free_comp(&c);
 }
 
+/* The block products (vjp_*_n, ABI 7) against the per-instance ones: NI
+ * instances at distinct v and states, at nodes node_begin + i and through a
+ * node_index, adjoints of every output: the same bits, added to l_in. */
+enum { NI = 7, NODES = 11 };
+static void check_block(const char *name, double usetable) {
+    const ns_mech_desc *d = builtin(name);
+    CHECK(d && d->vjp_init_n && d->vjp_current_n && d->vjp_state_n);
+    if (!d || !d->vjp_init_n || !d->vjp_current_n || !d->vjp_state_n) return;
+    const int nf = d->n_fields, ng = d->n_globals, n_in = 1 + nf + ng;
+    double v[NODES], rhs[NODES] = {0}, dd[NODES] = {0}, e[2][NODES], z[NODES] = {0}, glob[4] = {usetable};
+    double *field[64], store[64 * NI], table[2048] = {0};
+    for (int x = 0; x < NODES; ++x) {
+        v[x] = -70.0 + 4.1 * x;
+        e[0][x] = 50.0;
+        e[1][x] = -77.0;
+    }
+    for (int f = 0; f < nf; ++f) field[f] = store + f * NI;
+    ns_mech_ion_view ions[2] = {{e[0], z, z, z, z, NULL}, {e[1], z, z, z, z, NULL}};
+    static const int node_index[NI] = {10, 2, 3, 7, 0, 5, 9};
+    for (int path = 0; path < 2; ++path) {
+        ns_mech_ppack p = {NI, path ? 0 : 3, path ? node_index : NULL, 0.0125, 0.025, 6.3, v, rhs, dd, NULL, field,
+                           glob, table, ions, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                           NULL, {0}};
+        if (d->table_update) d->table_update(&p);
+        for (int i = 0; i < NI * nf; ++i) store[i] = 0.0;
+        for (int f = 0; f < d->n_params; ++f)
+            for (int i = 0; i < NI; ++i) field[f][i] = d->field_defaults[f] * (1.0 + 0.05 * i);
+        d->init(&p);
+        for (int f = d->n_params + d->n_assigned; f < nf; ++f)
+            for (int i = 0; i < NI; ++i) field[f][i] *= 1.0 + 0.03 * (i + 1);
+        for (int phase = 0; phase < 3; ++phase) {
+            void (*one)(ns_mech_ppack *, int, const double *, double *) =
+                phase == 0 ? d->vjp_init : phase == 1 ? d->vjp_current : d->vjp_state;
+            void (*blk)(ns_mech_ppack *, const double *, double *, double *, double *) =
+                phase == 0 ? d->vjp_init_n : phase == 1 ? d->vjp_current_n : d->vjp_state_n;
+            const int n_out = nf + (phase == 1 ? 2 : 0);
+            double lo[66 * NI], li[66], lv[NODES], lf[64 * NI], lg[4 * NI], rv[NODES], rf[64 * NI], rg[4 * NI];
+            for (int q = 0; q < n_out * NI; ++q) lo[q] = (q % 5 == 3) ? 0.0 : sin(0.7 * q + phase);
+            for (int x = 0; x < NODES; ++x) lv[x] = rv[x] = 0.25 * x;
+            for (int q = 0; q < nf * NI; ++q) lf[q] = rf[q] = cos(0.3 * q);
+            for (int q = 0; q < ng * NI; ++q) lg[q] = rg[q] = 0.5;
+            blk(&p, lo, lv, lf, lg);
+            for (int i = 0; i < NI; ++i) {
+                double lo1[66];
+                for (int o = 0; o < n_out; ++o) lo1[o] = lo[o * NI + i];
+                memset(li, 0, sizeof li);
+                one(&p, i, lo1, li);
+                rv[path ? node_index[i] : 3 + i] += li[0];
+                for (int f = 0; f < nf; ++f) rf[f * NI + i] += li[1 + f];
+                for (int q = 0; q < ng; ++q) rg[q * NI + i] += li[1 + nf + q];
+            }
+            int same = !memcmp(lv, rv, sizeof lv) && !memcmp(lf, rf, (size_t)nf * NI * sizeof *lf) &&
+                       !memcmp(lg, rg, (size_t)ng * NI * sizeof *lg);
+            CHECK_MSG(same, "%s usetable %g phase %d %s: the block's product is the per-instance one", name, usetable,
+                      phase, path ? "node_index" : "node_begin");
+        }
+    }
+    (void)n_in;
+}
+
 static const char *EU = "NEURON { SUFFIX eu NONSPECIFIC_CURRENT i }\nPARAMETER { g = 0.001 }\nSTATE { a }\n"
                         "ASSIGNED { v i }\nBREAKPOINT {\n SOLVE s METHOD euler\n i = g * a * v\n}\n"
                         "DERIVATIVE s { a' = -a * a }\n";
@@ -135,6 +196,9 @@ int main(void) {
     check_mech("hh", 0.0);
     check_mech("hh", 1.0);
     check_mech("pas", 0.0);
+    check_block("hh", 0.0);
+    check_block("hh", 1.0);
+    check_block("pas", 0.0);
     /* point processes and what nmodl_diff.c has no code for: NULL entry points and the reason */
     const ns_mech_desc *syn = builtin("ExpSyn");
     CHECK(syn && !syn->vjp_state && syn->vjp_why_not && strstr(syn->vjp_why_not, "POINT_PROCESS"));
@@ -151,9 +215,11 @@ int main(void) {
     /* libraries of mechanism ABI 3 (its descriptors end before the hooks) and 4 (its
      * derivatives were Jacobians, jac_*, where 5 has vjp_*): loaded, copied into this
      * version's layout without derivatives (the junk in their place not read); 5: with its
-     * derivatives, without the fused launches of 6 (-1, NULL: the junk after cuda_why_not not read) */
+     * derivatives, without the fused launches of 6 (-1, NULL: the junk after cuda_why_not not
+     * read); 6: with both, without the block products of 7 (NULL: the gradients call the
+     * per-instance ones) */
     if (tmpdir_make("ns_grad_jac")) return 1;
-    for (int version = 3; version <= 5; ++version) {
+    for (int version = 3; version <= 6; ++version) {
         FILE *f = fopen(tmp("old.c"), "w");
         CHECK(f != NULL);
         if (!f) break;
@@ -162,11 +228,13 @@ int main(void) {
                 "static const char *const names[] = {\"x\"};\nstatic const double defs[] = {1.0};\n"
                 "static void fn(ns_mech_ppack *p) { (void)p; }\n"
                 "typedef void (*vjp_fn)(ns_mech_ppack *, int, const double *, double *);\n"
+                "typedef void (*vjpn_fn)(ns_mech_ppack *, const double *, double *, double *, double *);\n"
                 "static const ns_mech_desc d = {.abi_version = %d, .name = \"old\", .kind = NS_MECH_DENSITY,"
                 " .n_fields = 1, .n_params = 1, .field_names = names, .field_defaults = defs, .init = fn,"
                 " .current = fn, .state = fn, .vjp_init = (vjp_fn)1, .vjp_current = (vjp_fn)1,"
                 " .vjp_state = (vjp_fn)1, .vjp_why_not = \"junk\", .fused_index = 7,"
-                " .cuda_fused_current = (ns_mech_cuda_fused_fn)1, .cuda_fused_state = (ns_mech_cuda_fused_fn)1};\n"
+                " .cuda_fused_current = (ns_mech_cuda_fused_fn)1, .cuda_fused_state = (ns_mech_cuda_fused_fn)1,"
+                " .vjp_init_n = (vjpn_fn)1, .vjp_current_n = (vjpn_fn)1, .vjp_state_n = (vjpn_fn)1};\n"
                 "static const ns_mech_desc *const mechs[] = {&d};\n"
                 "static const ns_mech_catalogue cat = {%d, 1, mechs};\n"
                 "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat; }\n",
@@ -182,11 +250,17 @@ int main(void) {
         ns_mech_library_t *lib = NULL;
         CHECK_OK(ns_mech_library_open(tmp("libold.so"), &lib));
         const ns_mech_desc *od = lib ? ns_mech_library_get(lib, 0) : NULL;
-        CHECK_MSG(od && od->fused_index == -1 && !od->cuda_fused_current && !od->cuda_fused_state,
-                  "ABI %d: no fused launches", version);
-        if (version == 5)
+        CHECK_MSG(od && !od->vjp_init_n && !od->vjp_current_n && !od->vjp_state_n, "ABI %d: no block products",
+                  version);
+        if (version == 6)
+            CHECK_MSG(od && od->fused_index == 7 && od->vjp_state && od->cuda_fused_state, "ABI 6: its fused launches "
+                      "and per-instance products kept");
+        else
+            CHECK_MSG(od && od->fused_index == -1 && !od->cuda_fused_current && !od->cuda_fused_state,
+                      "ABI %d: no fused launches", version);
+        if (version >= 5)
             CHECK_MSG(od && od->vjp_init && od->vjp_why_not && !strcmp(od->vjp_why_not, "junk"),
-                      "ABI 5: its derivatives kept");
+                      "ABI %d: its derivatives kept", version);
         else {
             CHECK_MSG(od && !strcmp(od->name, "old") && od->state && !od->vjp_init && !od->vjp_current && !od->vjp_state,
                       "ABI %d: no derivatives", version);

@@ -310,8 +310,7 @@ NSD_pas_L3_TWIN nsd_pas_L3 nsd_pas_L3_cur(ns_mech_ppack *p, nsd_pas_L3 *F0_, nsd
     return c_;
 }
 
-NSD_pas_L1_ENTRY void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
-    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+NSD_pas_L1_FN void nsm_pas_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_pas_L1 Fd_[3], G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L1_c(p->field[k][i_]);
@@ -322,22 +321,39 @@ NSD_pas_L1_ENTRY void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *l
     (void)F1_;
     nsd_pas_L1 *F2_ = &Fd_[2];
     (void)F2_;
-    (void)node_; (void)v_; (void)G_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
     double a_[NSD_pas_L1_K];
     for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] = 0.0;
     for (int r = 0; r < 3; ++r) {
-        const double l_ = lo_[r];
-        if (l_ != 0.0)
-            for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
     }
-    li_[0] += a_[0];
-    li_[1] += lo_[0];
-    li_[2] += lo_[1];
-    li_[3] += lo_[2];
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += lo_[0 * s_];
+    lf_[1 * s_] += lo_[1 * s_];
+    lf_[2 * s_] += lo_[2 * s_];
 }
 
-NSD_pas_L3_ENTRY void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
-    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+NSD_pas_L1_ENTRY void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    nsm_pas_vjpa_init(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 4);
+}
+
+NSM_LOOP void nsm_pas_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+    for (int i = 0; i < n_; ++i) {
+        const int node_ = ni_ ? ni_[i] : b_ + i;
+        nsm_pas_vjpa_init(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    }
+}
+
+NSD_pas_L3_FN void nsm_pas_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_pas_L3 Fd_[3], G_[1], v_ = nsd_pas_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L3_c(p->field[k][i_]);
@@ -350,28 +366,44 @@ NSD_pas_L3_ENTRY void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double
     (void)F1_;
     nsd_pas_L3 *F2_ = &Fd_[2];
     (void)F2_;
-    (void)node_; (void)v_; (void)G_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_pas_L3 g_ = nsd_pas_L3_cur(p, F0_, F1_, F2_, G_, i_, node_, nsd_pas_L3_add(v_, nsd_pas_L3_c(.001)));
     nsd_pas_L3 rhs_ = nsd_pas_L3_cur(p, F0_, F1_, F2_, G_, i_, node_, v_);
     g_ = nsd_pas_L3_div(nsd_pas_L3_sub(g_, rhs_), nsd_pas_L3_c(.001));
     double a_[NSD_pas_L3_K];
     for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] = 0.0;
     for (int r = 0; r < 3; ++r) {
-        const double l_ = lo_[r];
-        if (l_ != 0.0)
-            for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
     }
-    if (lo_[3] != 0.0)
-        for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] -= lo_[3] * rhs_.d[k];
-    if (lo_[4] != 0.0)
-        for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] += lo_[4] * g_.d[k];
-    li_[0] += a_[0];
-    li_[1] += a_[1];
-    li_[2] += a_[2];
+    const double lr_ = lo_[3 * s_], ld_ = lo_[4 * s_];
+    for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] = lr_ != 0.0 ? a_[k] - lr_ * rhs_.d[k] : a_[k];
+    for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] = ld_ != 0.0 ? a_[k] + ld_ * g_.d[k] : a_[k];
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += a_[1];
+    lf_[1 * s_] += a_[2];
 }
 
-NSD_pas_L1_ENTRY void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
-    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+NSD_pas_L3_ENTRY void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    nsm_pas_vjpa_current(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 4);
+}
+
+NSM_LOOP void nsm_pas_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+    for (int i = 0; i < n_; ++i) {
+        const int node_ = ni_ ? ni_[i] : b_ + i;
+        nsm_pas_vjpa_current(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    }
+}
+
+NSD_pas_L1_FN void nsm_pas_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_pas_L1 Fd_[3], G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L1_c(p->field[k][i_]);
@@ -382,18 +414,36 @@ NSD_pas_L1_ENTRY void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *
     (void)F1_;
     nsd_pas_L1 *F2_ = &Fd_[2];
     (void)F2_;
-    (void)node_; (void)v_; (void)G_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
     double a_[NSD_pas_L1_K];
     for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] = 0.0;
     for (int r = 0; r < 3; ++r) {
-        const double l_ = lo_[r];
-        if (l_ != 0.0)
-            for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
     }
-    li_[0] += a_[0];
-    li_[1] += lo_[0];
-    li_[2] += lo_[1];
-    li_[3] += lo_[2];
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += lo_[0 * s_];
+    lf_[1 * s_] += lo_[1 * s_];
+    lf_[2 * s_] += lo_[2 * s_];
+}
+
+NSD_pas_L1_ENTRY void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    nsm_pas_vjpa_state(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 4);
+}
+
+NSM_LOOP void nsm_pas_vjpn_state(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+    for (int i = 0; i < n_; ++i) {
+        const int node_ = ni_ ? ni_[i] : b_ + i;
+        nsm_pas_vjpa_state(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    }
 }
 
 #if defined(NS_MECH_WITH_CUDA) && defined(NSM_LIBRARY_FUSED)
@@ -431,4 +481,5 @@ const ns_mech_desc nsm_pas_desc = {
 #else
     -1, NULL, NULL
 #endif
-};
+,
+    nsm_pas_vjpn_init, nsm_pas_vjpn_current, nsm_pas_vjpn_state};
