@@ -56,7 +56,7 @@ static const char *const runtime[] = {
     "#if defined(__GNUC__) || defined(__clang__)\n"
     "#define NSD_@_FN static inline __attribute__((always_inline, unused))\n"
     "#define NSD_@_TWIN static inline __attribute__((unused))\n"
-    "#define NSD_@_ENTRY static __attribute__((flatten))\n"
+    "#define NSD_@_ENTRY NSM_LOOP __attribute__((noinline))\n"
     "#else\n#define NSD_@_FN static inline\n#define NSD_@_TWIN static inline\n#define NSD_@_ENTRY static\n#endif\n"
     "typedef struct nsd_@ { double v, d[NSD_@_K]; } nsd_@;\n"
     "#define NSD_@_OP(body) nsd_@ r; body; return r\n"
@@ -474,8 +474,47 @@ static int dlist(dx *d, const stlist *l, int ind) {
     return d->failed ? -1 : 0;
 }
 
+/* Whether a call in l or e reaches block `to` (through the blocks it calls;
+ * seen: per block of the module, those walked) */
+static int reaches_list(const struct ns_nmodl *m, const stlist *l, const block *to, unsigned char *seen);
+static int reaches_ex(const struct ns_nmodl *m, const ex *e, const block *to, unsigned char *seen) {
+    if (!e) return 0;
+    if (e->kind == EX_CALL) {
+        const block *bl = nm_find_block(m, e->text);
+        if (bl == to) return 1;
+        for (int i = 0; bl && i < m->n_blocks; i++)
+            if (m->blocks[i] == bl && !seen[i]) {
+                seen[i] = 1;
+                if (reaches_list(m, bl->body, to, seen)) return 1;
+            }
+        for (int i = 0; i < e->n_args; i++)
+            if (reaches_ex(m, e->args[i], to, seen)) return 1;
+        return 0;
+    }
+    return reaches_ex(m, e->a, to, seen) || reaches_ex(m, e->b, to, seen);
+}
+static int reaches_list(const struct ns_nmodl *m, const stlist *l, const block *to, unsigned char *seen) {
+    for (int i = 0; l && i < l->n; i++) {
+        const st *s = l->s[i];
+        if (reaches_ex(m, s->e, to, seen) || reaches_ex(m, s->index, to, seen) || reaches_ex(m, s->to, to, seen) ||
+            reaches_ex(m, s->by, to, seen) || reaches_list(m, s->then_, to, seen) || reaches_list(m, s->else_, to, seen))
+            return 1;
+    }
+    return 0;
+}
+/* A twin that cannot call itself is inlined wherever it is called, into
+ * each of the entry points' clones too (NSD_NAME_FN: a function of another
+ * target is inlined only where it must be); one that may (or out of
+ * memory) stays a function (NSD_NAME_TWIN) */
+static int may_recurse(const struct ns_nmodl *m, const block *bl) {
+    unsigned char *seen = calloc((size_t)m->n_blocks + 1, 1);
+    const int r = !seen || reaches_list(m, bl->body, bl, seen);
+    free(seen);
+    return r;
+}
+
 static void put_proto(dx *d, const block *bl, const char *suffix) {
-    P("NSD_%s_TWIN %s%s nsd_%s_%c_%s%s(", d->M, bl->kind == B_FUNCTION ? "nsd_" : "void",
+    P("NSD_%s_%s %s%s nsd_%s_%c_%s%s(", d->M, may_recurse(d->m, bl) ? "TWIN" : "FN", bl->kind == B_FUNCTION ? "nsd_" : "void",
       bl->kind == B_FUNCTION ? d->M : "", d->M, bl->kind == B_FUNCTION ? 'f' : 'p', bl->name, suffix);
     put_sig(d);
     for (int k = 0; k < bl->n_args; k++) P(", nsd_%s A_%s", d->M, bl->args[k]);
@@ -844,7 +883,7 @@ static void copies(dx *d, int v_too, int conc) {
 static void entry_head(dx *d, const char *phase, const int *lane) {
     const struct ns_nmodl *m = d->m;
     const int nf = m->n_fields, ng = m->n_globals;
-    P("NSD_%s_FN void nsm_%s_vjpa_%s(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, "
+    P("NSD_%s_ENTRY void nsm_%s_vjpa_%s(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, "
       "double *lf_, double *lg_) {\n", d->M, d->m->name, phase);
     P("    nsd_%s Fd_[%d], G_[%d], v_ = nsd_%s_c(p->v[node_]);\n", d->M, nf ? nf : 1, ng ? ng : 1, d->M);
     if (lane[0] >= 0) P("    v_.d[%d] = 1.0;\n", lane[0]);
@@ -887,15 +926,15 @@ static void entry_tail(dx *d, const char *phase, const int *lane, int current) {
         else if (lane[j] == -2) P("    %s[%d * s_] += lo_[%d * s_];\n", arr, at, j - 1);
     }
     P("}\n\n");
-    P("NSD_%s_ENTRY void nsm_%s_vjp_%s(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {\n"
+    P("static void nsm_%s_vjp_%s(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {\n"
       "    nsm_%s_vjpa_%s(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, "
       "li_ + %d);\n}\n\n",
-      d->M, M, phase, M, phase, 1 + nf);
-    P("NSM_LOOP void nsm_%s_vjpn_%s(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {\n"
-      "    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;\n%s"
+      M, phase, M, phase, 1 + nf);
+    P("static void nsm_%s_vjpn_%s(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {\n"
+      "    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;\n"
       "    for (int i = 0; i < n_; ++i) {\n        const int node_ = ni_ ? ni_[i] : b_ + i;\n"
       "        nsm_%s_vjpa_%s(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);\n    }\n}\n\n",
-      M, phase, nm_simd_pragma, M, phase);
+      M, phase, M, phase);
 }
 
 static int refuse_upfront(dx *d) {

@@ -12,9 +12,11 @@
  * Jacobians) load, without derivatives, and for 5 and 6 without the block
  * products (vjp_*_n), which give the same bits as the per-instance ones. */
 #include "check.h"
+#include "load_cell.h"
 #include "mech/builtin/builtin.h"
 #include "nmodl_driver.h"
 #include "test_tmpdir.h"
+#include "grad_check.h"
 
 static const ns_mech_desc *builtin(const char *name) {
     const ns_mech_catalogue *cat = ns_mech_builtin();
@@ -186,13 +188,100 @@ static void check_block(const char *name, double usetable) {
     (void)n_in;
 }
 
+/* A leak gated by a state, with a GLOBAL: its C from the translator, built
+ * twice at -O0 (fast) into libraries that say ABI 7 and 6; the gradient of
+ * a whole run through the block products (7) and the per-instance ones (6,
+ * grad.c's fallback) is the same bits. Returns 0, 77 without a compiler. */
+static const char *LK = "NEURON {\n SUFFIX lk\n NONSPECIFIC_CURRENT i\n RANGE g\n GLOBAL e\n}\n"
+                        "PARAMETER {\n g = 0.002 (S/cm2)\n e = -60 (mV)\n}\nASSIGNED {\n v (mV)\n i (mA/cm2)\n}\n"
+                        "STATE { a }\nINITIAL { a = 0.4 }\nBREAKPOINT {\n SOLVE s METHOD cnexp\n i = g * a * (v - e)\n}\n"
+                        "DERIVATIVE s { a' = (1 / (1 + exp(-(v + 55) / 4)) - a) / 2 }\n";
+static int build_lk(const char *c_text, int abi, const char *so) {
+    FILE *f = fopen(tmp("lk.c"), "w");
+    if (!f) return -1;
+    for (const char *c = c_text; *c;) { /* the version the library says it was built for */
+        const char *at = strstr(c, "NS_MECH_ABI_VERSION");
+        if (!at) {
+            fputs(c, f);
+            break;
+        }
+        fprintf(f, "%.*s%d", (int)(at - c), c, abi);
+        c = at + strlen("NS_MECH_ABI_VERSION");
+    }
+    fprintf(f, "static const ns_mech_desc *const mechs_[] = {&nsm_lk_desc};\n"
+               "static const ns_mech_catalogue cat_ = {%d, 1, mechs_};\n"
+               "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat_; }\n", abi);
+    fclose(f);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cc -O0 -shared -fPIC -I%s/../../include -I%s -o %s %s -lm 2>&1", NS_TEST_DATA,
+             tmp(""), so, tmp("lk.c"));
+    return system(cmd) != 0 ? 77 : 0;
+}
+static void check_fallback(void) {
+    ns_nmodl_t *mod = NULL;
+    char *h = NULL, *c = NULL;
+    CHECK_OK(ns_nmodl_parse_string(LK, "lk.mod", &mod));
+    if (mod) CHECK_OK(ns_nmodl_emit(mod, NS_NMODL_HEADER, &h));
+    if (mod) CHECK_OK(ns_nmodl_emit(mod, NS_NMODL_C, &c));
+    FILE *f = h ? fopen(tmp("lk.h"), "w") : NULL;
+    if (f) fputs(h, f), fclose(f);
+    double grad[2][2] = {{0}}, L[2] = {0};
+    for (int v = 0; v < 2 && f && c; ++v) {
+        const char *so = tmp(v ? "liblk6.so" : "liblk7.so");
+        const int r = build_lk(c, v ? 6 : 7, so);
+        if (r == 77) {
+            printf("SKIP the whole run through ABI 6 and 7: no C compiler\n");
+            break;
+        }
+        ns_mech_library_t *lib = NULL;
+        CHECK_OK(ns_mech_library_open(so, &lib));
+        const ns_mech_desc *d = lib ? ns_mech_library_get(lib, 0) : NULL;
+        CHECK_MSG(d && d->vjp_state && (v ? !d->vjp_state_n : d->vjp_state_n != NULL), "ABI %d: block products %s",
+                  v ? 6 : 7, v ? "absent" : "present");
+        setup su;
+        if (!lib || setup_init(&su, "ca1_ko20x-07.swc", 100.0, 0.0, "all.insert = lk\n", lib, 30) < 0) {
+            ns_mech_library_close(lib);
+            break;
+        }
+        const variant base = {NULL, 100.0, 1.0, 1.0, -65.0};
+        ns_sim_model_t *m = NULL;
+        ns_sim_t *sim = make_sim(&su, su.cell, 1, &base, &m);
+        ns_grad_t *g = NULL;
+        if (sim) {
+            add_io(sim, &su, 1);
+            CHECK_OK(ns_grad_create(sim, NULL, &g));
+        }
+        if (g) {
+            int32_t k = -1;
+            CHECK_OK(ns_grad_add_param(g, 0, "all", "g_lk", &k));
+            CHECK_OK(ns_grad_add_param(g, 0, "all", "e_lk", &k));
+            const ns_grad_loss loss = {su.target, su.weight, NULL};
+            CHECK_OK(ns_grad_run(g, su.steps, &loss, &L[v], grad[v], NULL));
+        }
+        ns_grad_destroy(g);
+        ns_sim_destroy(sim);
+        ns_sim_model_destroy(m);
+        setup_free(&su);
+        ns_mech_library_close(lib);
+        if (v)
+            CHECK_MSG(L[0] == L[1] && grad[0][0] == grad[1][0] && grad[0][1] == grad[1][1] && grad[0][0] != 0.0 &&
+                          grad[0][1] != 0.0,
+                      "the whole run's gradient through ABI 7's block products and ABI 6's per-instance ones: "
+                      "%.17g %.17g, %.17g %.17g", grad[0][0], grad[1][0], grad[0][1], grad[1][1]);
+    }
+    ns_nmodl_free(h);
+    ns_nmodl_free(c);
+    ns_nmodl_destroy(mod);
+}
+
 static const char *EU = "NEURON { SUFFIX eu NONSPECIFIC_CURRENT i }\nPARAMETER { g = 0.001 }\nSTATE { a }\n"
                         "ASSIGNED { v i }\nBREAKPOINT {\n SOLVE s METHOD euler\n i = g * a * v\n}\n"
                         "DERIVATIVE s { a' = -a * a }\n";
 
 int main(void) {
-    (void)simulate; /* the driver's, not used here */
+    (void)simulate; /* the driver's and grad_check.h's, not used here */
     (void)find;
+    (void)central_difference;
     check_mech("hh", 0.0);
     check_mech("hh", 1.0);
     check_mech("pas", 0.0);
@@ -219,6 +308,7 @@ int main(void) {
      * read); 6: with both, without the block products of 7 (NULL: the gradients call the
      * per-instance ones) */
     if (tmpdir_make("ns_grad_jac")) return 1;
+    check_fallback();
     for (int version = 3; version <= 6; ++version) {
         FILE *f = fopen(tmp("old.c"), "w");
         CHECK(f != NULL);

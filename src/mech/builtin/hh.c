@@ -248,7 +248,7 @@ enum { NSD_hh_L1_K = 1 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_hh_L1_FN static inline __attribute__((always_inline, unused))
 #define NSD_hh_L1_TWIN static inline __attribute__((unused))
-#define NSD_hh_L1_ENTRY static __attribute__((flatten))
+#define NSD_hh_L1_ENTRY NSM_LOOP __attribute__((noinline))
 #else
 #define NSD_hh_L1_FN static inline
 #define NSD_hh_L1_TWIN static inline
@@ -336,11 +336,11 @@ NSD_hh_L1_TWIN void nsd_hh_L1_gauss(int n, double *J, double *R, int m) {
             R[c * m + k] = s / J[c * n + c];
         }
 }
-NSD_hh_L1_TWIN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
-NSD_hh_L1_TWIN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
-NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y);
+NSD_hh_L1_FN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
+NSD_hh_L1_FN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y);
 
-NSD_hh_L1_TWIN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
+NSD_hh_L1_FN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L1 L_alpha = nsd_hh_L1_c(0.0);
     nsd_hh_L1 L_beta = nsd_hh_L1_c(0.0);
@@ -364,7 +364,7 @@ NSD_hh_L1_TWIN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, ns
     (*F11_) = nsd_hh_L1_div(L_alpha, L_sum);
 }
 
-NSD_hh_L1_TWIN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
+NSD_hh_L1_FN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
     if (G_[0].v == 0.0) {
         nsd_hh_L1_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
         return;
@@ -415,7 +415,7 @@ NSD_hh_L1_TWIN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L
     }
 }
 
-NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y) {
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L1 ret_ = nsd_hh_L1_c(0.0);
     if ((nsd_hh_L1_c((double)((nsd_hh_L1_fabs(nsd_hh_L1_div(A_x, A_y))).v < (nsd_hh_L1_c(1e-6)).v))).v) {
@@ -454,7 +454,7 @@ enum { NSD_hh_L8_K = 8 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_hh_L8_FN static inline __attribute__((always_inline, unused))
 #define NSD_hh_L8_TWIN static inline __attribute__((unused))
-#define NSD_hh_L8_ENTRY static __attribute__((flatten))
+#define NSD_hh_L8_ENTRY NSM_LOOP __attribute__((noinline))
 #else
 #define NSD_hh_L8_FN static inline
 #define NSD_hh_L8_TWIN static inline
@@ -542,11 +542,11 @@ NSD_hh_L8_TWIN void nsd_hh_L8_gauss(int n, double *J, double *R, int m) {
             R[c * m + k] = s / J[c * n + c];
         }
 }
-NSD_hh_L8_TWIN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
-NSD_hh_L8_TWIN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
-NSD_hh_L8_TWIN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_x, nsd_hh_L8 A_y);
+NSD_hh_L8_FN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
+NSD_hh_L8_FN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_x, nsd_hh_L8 A_y);
 
-NSD_hh_L8_TWIN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v) {
+NSD_hh_L8_FN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L8 L_alpha = nsd_hh_L8_c(0.0);
     nsd_hh_L8 L_beta = nsd_hh_L8_c(0.0);
@@ -570,7 +570,7 @@ NSD_hh_L8_TWIN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, ns
     (*F11_) = nsd_hh_L8_div(L_alpha, L_sum);
 }
 
-NSD_hh_L8_TWIN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v) {
+NSD_hh_L8_FN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v) {
     if (G_[0].v == 0.0) {
         nsd_hh_L8_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
         return;
@@ -621,7 +621,7 @@ NSD_hh_L8_TWIN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L
     }
 }
 
-NSD_hh_L8_TWIN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_x, nsd_hh_L8 A_y) {
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_x, nsd_hh_L8 A_y) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L8 ret_ = nsd_hh_L8_c(0.0);
     if ((nsd_hh_L8_c((double)((nsd_hh_L8_fabs(nsd_hh_L8_div(A_x, A_y))).v < (nsd_hh_L8_c(1e-6)).v))).v) {
@@ -660,7 +660,7 @@ enum { NSD_hh_L4_K = 4 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_hh_L4_FN static inline __attribute__((always_inline, unused))
 #define NSD_hh_L4_TWIN static inline __attribute__((unused))
-#define NSD_hh_L4_ENTRY static __attribute__((flatten))
+#define NSD_hh_L4_ENTRY NSM_LOOP __attribute__((noinline))
 #else
 #define NSD_hh_L4_FN static inline
 #define NSD_hh_L4_TWIN static inline
@@ -748,11 +748,11 @@ NSD_hh_L4_TWIN void nsd_hh_L4_gauss(int n, double *J, double *R, int m) {
             R[c * m + k] = s / J[c * n + c];
         }
 }
-NSD_hh_L4_TWIN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
-NSD_hh_L4_TWIN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
-NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y);
+NSD_hh_L4_FN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
+NSD_hh_L4_FN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y);
 
-NSD_hh_L4_TWIN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
+NSD_hh_L4_FN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L4 L_alpha = nsd_hh_L4_c(0.0);
     nsd_hh_L4 L_beta = nsd_hh_L4_c(0.0);
@@ -776,7 +776,7 @@ NSD_hh_L4_TWIN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, ns
     (*F11_) = nsd_hh_L4_div(L_alpha, L_sum);
 }
 
-NSD_hh_L4_TWIN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
+NSD_hh_L4_FN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
     if (G_[0].v == 0.0) {
         nsd_hh_L4_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
         return;
@@ -827,7 +827,7 @@ NSD_hh_L4_TWIN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L
     }
 }
 
-NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y) {
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L4 ret_ = nsd_hh_L4_c(0.0);
     if ((nsd_hh_L4_c((double)((nsd_hh_L4_fabs(nsd_hh_L4_div(A_x, A_y))).v < (nsd_hh_L4_c(1e-6)).v))).v) {
@@ -860,7 +860,7 @@ NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_cur(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_
     return c_;
 }
 
-NSD_hh_L1_FN void nsm_hh_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+NSD_hh_L1_ENTRY void nsm_hh_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_hh_L1 Fd_[18], G_[1], v_ = nsd_hh_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_L1_c(p->field[k][i_]);
@@ -931,26 +931,19 @@ NSD_hh_L1_FN void nsm_hh_vjpa_init(ns_mech_ppack *p, int i_, int node_, const do
     lf_[8 * s_] += lo_[8 * s_];
 }
 
-NSD_hh_L1_ENTRY void nsm_hh_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+static void nsm_hh_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     nsm_hh_vjpa_init(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 19);
 }
 
-NSM_LOOP void nsm_hh_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+static void nsm_hh_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
     const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
-#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
-#pragma omp simd
-#elif defined(__GNUC__) && !defined(__clang__)
-#pragma GCC ivdep
-#elif defined(__clang__)
-#pragma clang loop vectorize(assume_safety)
-#endif
     for (int i = 0; i < n_; ++i) {
         const int node_ = ni_ ? ni_[i] : b_ + i;
         nsm_hh_vjpa_init(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
     }
 }
 
-NSD_hh_L8_FN void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+NSD_hh_L8_ENTRY void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_hh_L8 Fd_[18], G_[1], v_ = nsd_hh_L8_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_L8_c(p->field[k][i_]);
@@ -1031,26 +1024,19 @@ NSD_hh_L8_FN void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, const
     lf_[17 * s_] += a_[7];
 }
 
-NSD_hh_L8_ENTRY void nsm_hh_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+static void nsm_hh_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     nsm_hh_vjpa_current(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 19);
 }
 
-NSM_LOOP void nsm_hh_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+static void nsm_hh_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
     const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
-#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
-#pragma omp simd
-#elif defined(__GNUC__) && !defined(__clang__)
-#pragma GCC ivdep
-#elif defined(__clang__)
-#pragma clang loop vectorize(assume_safety)
-#endif
     for (int i = 0; i < n_; ++i) {
         const int node_ = ni_ ? ni_[i] : b_ + i;
         nsm_hh_vjpa_current(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
     }
 }
 
-NSD_hh_L4_FN void nsm_hh_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+NSD_hh_L4_ENTRY void nsm_hh_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_hh_L4 Fd_[18], G_[1], v_ = nsd_hh_L4_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_L4_c(p->field[k][i_]);
@@ -1121,19 +1107,12 @@ NSD_hh_L4_FN void nsm_hh_vjpa_state(ns_mech_ppack *p, int i_, int node_, const d
     lf_[17 * s_] += a_[3];
 }
 
-NSD_hh_L4_ENTRY void nsm_hh_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+static void nsm_hh_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     nsm_hh_vjpa_state(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 19);
 }
 
-NSM_LOOP void nsm_hh_vjpn_state(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+static void nsm_hh_vjpn_state(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
     const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
-#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
-#pragma omp simd
-#elif defined(__GNUC__) && !defined(__clang__)
-#pragma GCC ivdep
-#elif defined(__clang__)
-#pragma clang loop vectorize(assume_safety)
-#endif
     for (int i = 0; i < n_; ++i) {
         const int node_ = ni_ ? ni_[i] : b_ + i;
         nsm_hh_vjpa_state(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);

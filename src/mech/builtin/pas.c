@@ -110,7 +110,7 @@ enum { NSD_pas_L1_K = 1 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_pas_L1_FN static inline __attribute__((always_inline, unused))
 #define NSD_pas_L1_TWIN static inline __attribute__((unused))
-#define NSD_pas_L1_ENTRY static __attribute__((flatten))
+#define NSD_pas_L1_ENTRY NSM_LOOP __attribute__((noinline))
 #else
 #define NSD_pas_L1_FN static inline
 #define NSD_pas_L1_TWIN static inline
@@ -213,7 +213,7 @@ enum { NSD_pas_L3_K = 3 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_pas_L3_FN static inline __attribute__((always_inline, unused))
 #define NSD_pas_L3_TWIN static inline __attribute__((unused))
-#define NSD_pas_L3_ENTRY static __attribute__((flatten))
+#define NSD_pas_L3_ENTRY NSM_LOOP __attribute__((noinline))
 #else
 #define NSD_pas_L3_FN static inline
 #define NSD_pas_L3_TWIN static inline
@@ -310,7 +310,7 @@ NSD_pas_L3_TWIN nsd_pas_L3 nsd_pas_L3_cur(ns_mech_ppack *p, nsd_pas_L3 *F0_, nsd
     return c_;
 }
 
-NSD_pas_L1_FN void nsm_pas_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+NSD_pas_L1_ENTRY void nsm_pas_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_pas_L1 Fd_[3], G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L1_c(p->field[k][i_]);
@@ -334,26 +334,19 @@ NSD_pas_L1_FN void nsm_pas_vjpa_init(ns_mech_ppack *p, int i_, int node_, const 
     lf_[2 * s_] += lo_[2 * s_];
 }
 
-NSD_pas_L1_ENTRY void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+static void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     nsm_pas_vjpa_init(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 4);
 }
 
-NSM_LOOP void nsm_pas_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+static void nsm_pas_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
     const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
-#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
-#pragma omp simd
-#elif defined(__GNUC__) && !defined(__clang__)
-#pragma GCC ivdep
-#elif defined(__clang__)
-#pragma clang loop vectorize(assume_safety)
-#endif
     for (int i = 0; i < n_; ++i) {
         const int node_ = ni_ ? ni_[i] : b_ + i;
         nsm_pas_vjpa_init(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
     }
 }
 
-NSD_pas_L3_FN void nsm_pas_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+NSD_pas_L3_ENTRY void nsm_pas_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_pas_L3 Fd_[3], G_[1], v_ = nsd_pas_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L3_c(p->field[k][i_]);
@@ -384,26 +377,19 @@ NSD_pas_L3_FN void nsm_pas_vjpa_current(ns_mech_ppack *p, int i_, int node_, con
     lf_[1 * s_] += a_[2];
 }
 
-NSD_pas_L3_ENTRY void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+static void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     nsm_pas_vjpa_current(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 4);
 }
 
-NSM_LOOP void nsm_pas_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+static void nsm_pas_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
     const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
-#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
-#pragma omp simd
-#elif defined(__GNUC__) && !defined(__clang__)
-#pragma GCC ivdep
-#elif defined(__clang__)
-#pragma clang loop vectorize(assume_safety)
-#endif
     for (int i = 0; i < n_; ++i) {
         const int node_ = ni_ ? ni_[i] : b_ + i;
         nsm_pas_vjpa_current(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
     }
 }
 
-NSD_pas_L1_FN void nsm_pas_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+NSD_pas_L1_ENTRY void nsm_pas_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_pas_L1 Fd_[3], G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L1_c(p->field[k][i_]);
@@ -427,19 +413,12 @@ NSD_pas_L1_FN void nsm_pas_vjpa_state(ns_mech_ppack *p, int i_, int node_, const
     lf_[2 * s_] += lo_[2 * s_];
 }
 
-NSD_pas_L1_ENTRY void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+static void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     nsm_pas_vjpa_state(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 4);
 }
 
-NSM_LOOP void nsm_pas_vjpn_state(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+static void nsm_pas_vjpn_state(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
     const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
-#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
-#pragma omp simd
-#elif defined(__GNUC__) && !defined(__clang__)
-#pragma GCC ivdep
-#elif defined(__clang__)
-#pragma clang loop vectorize(assume_safety)
-#endif
     for (int i = 0; i < n_; ++i) {
         const int node_ = ni_ ? ni_[i] : b_ + i;
         nsm_pas_vjpa_state(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
