@@ -474,47 +474,11 @@ static int dlist(dx *d, const stlist *l, int ind) {
     return d->failed ? -1 : 0;
 }
 
-/* Whether a call in l or e reaches block `to` (through the blocks it calls;
- * seen: per block of the module, those walked) */
-static int reaches_list(const struct ns_nmodl *m, const stlist *l, const block *to, unsigned char *seen);
-static int reaches_ex(const struct ns_nmodl *m, const ex *e, const block *to, unsigned char *seen) {
-    if (!e) return 0;
-    if (e->kind == EX_CALL) {
-        const block *bl = nm_find_block(m, e->text);
-        if (bl == to) return 1;
-        for (int i = 0; bl && i < m->n_blocks; i++)
-            if (m->blocks[i] == bl && !seen[i]) {
-                seen[i] = 1;
-                if (reaches_list(m, bl->body, to, seen)) return 1;
-            }
-        for (int i = 0; i < e->n_args; i++)
-            if (reaches_ex(m, e->args[i], to, seen)) return 1;
-        return 0;
-    }
-    return reaches_ex(m, e->a, to, seen) || reaches_ex(m, e->b, to, seen);
-}
-static int reaches_list(const struct ns_nmodl *m, const stlist *l, const block *to, unsigned char *seen) {
-    for (int i = 0; l && i < l->n; i++) {
-        const st *s = l->s[i];
-        if (reaches_ex(m, s->e, to, seen) || reaches_ex(m, s->index, to, seen) || reaches_ex(m, s->to, to, seen) ||
-            reaches_ex(m, s->by, to, seen) || reaches_list(m, s->then_, to, seen) || reaches_list(m, s->else_, to, seen))
-            return 1;
-    }
-    return 0;
-}
-/* A twin that cannot call itself is inlined wherever it is called, into
- * each of the entry points' clones too (NSD_NAME_FN: a function of another
- * target is inlined only where it must be); one that may (or out of
- * memory) stays a function (NSD_NAME_TWIN) */
-static int may_recurse(const struct ns_nmodl *m, const block *bl) {
-    unsigned char *seen = calloc((size_t)m->n_blocks + 1, 1);
-    const int r = !seen || reaches_list(m, bl->body, bl, seen);
-    free(seen);
-    return r;
-}
-
+/* A FUNCTION's or PROCEDURE's twin is always inlined (the translator refuses
+ * recursion), into each of the entry points' clones too (a function of
+ * another target is inlined only where it must be) */
 static void put_proto(dx *d, const block *bl, const char *suffix) {
-    P("NSD_%s_%s %s%s nsd_%s_%c_%s%s(", d->M, may_recurse(d->m, bl) ? "TWIN" : "FN", bl->kind == B_FUNCTION ? "nsd_" : "void",
+    P("NSD_%s_FN %s%s nsd_%s_%c_%s%s(", d->M, bl->kind == B_FUNCTION ? "nsd_" : "void",
       bl->kind == B_FUNCTION ? d->M : "", d->M, bl->kind == B_FUNCTION ? 'f' : 'p', bl->name, suffix);
     put_sig(d);
     for (int k = 0; k < bl->n_args; k++) P(", nsd_%s A_%s", d->M, bl->args[k]);

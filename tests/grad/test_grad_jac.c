@@ -213,7 +213,7 @@ static int build_lk(const char *c_text, int abi, const char *so) {
                "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat_; }\n", abi);
     fclose(f);
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cc -O0 -shared -fPIC -I%s/../../include -I%s -o %s %s -lm 2>&1", NS_TEST_DATA,
+    snprintf(cmd, sizeof cmd, "cc -O0 -DNSM_NO_CLONES -shared -fPIC -I%s/../../include -I%s -o %s %s -lm 2>&1", NS_TEST_DATA,
              tmp(""), so, tmp("lk.c"));
     return system(cmd) != 0 ? 77 : 0;
 }
