@@ -56,8 +56,12 @@ static const char *const runtime[] = {
     "#if defined(__GNUC__) || defined(__clang__)\n"
     "#define NSD_@_FN static inline __attribute__((always_inline, unused))\n"
     "#define NSD_@_TWIN static inline __attribute__((unused))\n"
-    "#define NSD_@_ENTRY NSM_LOOP __attribute__((noinline))\n"
-    "#else\n#define NSD_@_FN static inline\n#define NSD_@_TWIN static inline\n#define NSD_@_ENTRY static\n#endif\n"
+    "#define NSD_@_ENTRY static __attribute__((flatten, noinline))\n"
+    "#ifdef NSM_CLONES\n"
+    "#define NSD_@_HOT static __attribute__((target_clones(\"avx2\", \"default\"), flatten, noinline))\n"
+    "#else\n#define NSD_@_HOT NSD_@_ENTRY\n#endif\n"
+    "#else\n#define NSD_@_FN static inline\n#define NSD_@_TWIN static inline\n#define NSD_@_ENTRY static\n"
+    "#define NSD_@_HOT static\n#endif\n"
     "typedef struct nsd_@ { double v, d[NSD_@_K]; } nsd_@;\n"
     "#define NSD_@_OP(body) nsd_@ r; body; return r\n"
     "NSD_@_FN nsd_@ nsd_@_c(double x) { NSD_@_OP(r.v = x; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = 0.0); }\n"
@@ -847,8 +851,11 @@ static void copies(dx *d, int v_too, int conc) {
 static void entry_head(dx *d, const char *phase, const int *lane) {
     const struct ns_nmodl *m = d->m;
     const int nf = m->n_fields, ng = m->n_globals;
-    P("NSD_%s_ENTRY void nsm_%s_vjpa_%s(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, "
-      "double *lf_, double *lg_) {\n", d->M, d->m->name, phase);
+    /* current() and state() run every step: in AVX2 and baseline clones where the forward
+     * loops have clones (NSM_CLONES; the AVX-512 one costs the library's build more than it
+     * gains); INITIAL once a run: one function */
+    P("NSD_%s_%s void nsm_%s_vjpa_%s(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, "
+      "double *lf_, double *lg_) {\n", d->M, strcmp(phase, "init") ? "HOT" : "ENTRY", d->m->name, phase);
     P("    nsd_%s Fd_[%d], G_[%d], v_ = nsd_%s_c(p->v[node_]);\n", d->M, nf ? nf : 1, ng ? ng : 1, d->M);
     if (lane[0] >= 0) P("    v_.d[%d] = 1.0;\n", lane[0]);
     P("    for (int k = 0; k < %d; ++k) Fd_[k] = nsd_%s_c(p->field[k][i_]);\n", nf, d->M);

@@ -50,8 +50,10 @@ static int nsm_hh_table_update(ns_mech_ppack *p) {
 }
 
 #undef NSM_LOOP
+#undef NSM_CLONES
 #if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && \
     !defined(__clang__) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)
+#define NSM_CLONES 1 /* the derivative code's clones too (nmodl_diff.c) */
 #define NSM_LOOP static __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
 #elif defined(__GNUC__) || defined(__clang__)
 #define NSM_LOOP static __attribute__((flatten))
@@ -248,11 +250,17 @@ enum { NSD_hh_L1_K = 1 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_hh_L1_FN static inline __attribute__((always_inline, unused))
 #define NSD_hh_L1_TWIN static inline __attribute__((unused))
-#define NSD_hh_L1_ENTRY NSM_LOOP __attribute__((noinline))
+#define NSD_hh_L1_ENTRY static __attribute__((flatten, noinline))
+#ifdef NSM_CLONES
+#define NSD_hh_L1_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define NSD_hh_L1_HOT NSD_hh_L1_ENTRY
+#endif
 #else
 #define NSD_hh_L1_FN static inline
 #define NSD_hh_L1_TWIN static inline
 #define NSD_hh_L1_ENTRY static
+#define NSD_hh_L1_HOT static
 #endif
 typedef struct nsd_hh_L1 { double v, d[NSD_hh_L1_K]; } nsd_hh_L1;
 #define NSD_hh_L1_OP(body) nsd_hh_L1 r; body; return r
@@ -454,11 +462,17 @@ enum { NSD_hh_L8_K = 8 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_hh_L8_FN static inline __attribute__((always_inline, unused))
 #define NSD_hh_L8_TWIN static inline __attribute__((unused))
-#define NSD_hh_L8_ENTRY NSM_LOOP __attribute__((noinline))
+#define NSD_hh_L8_ENTRY static __attribute__((flatten, noinline))
+#ifdef NSM_CLONES
+#define NSD_hh_L8_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define NSD_hh_L8_HOT NSD_hh_L8_ENTRY
+#endif
 #else
 #define NSD_hh_L8_FN static inline
 #define NSD_hh_L8_TWIN static inline
 #define NSD_hh_L8_ENTRY static
+#define NSD_hh_L8_HOT static
 #endif
 typedef struct nsd_hh_L8 { double v, d[NSD_hh_L8_K]; } nsd_hh_L8;
 #define NSD_hh_L8_OP(body) nsd_hh_L8 r; body; return r
@@ -660,11 +674,17 @@ enum { NSD_hh_L4_K = 4 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_hh_L4_FN static inline __attribute__((always_inline, unused))
 #define NSD_hh_L4_TWIN static inline __attribute__((unused))
-#define NSD_hh_L4_ENTRY NSM_LOOP __attribute__((noinline))
+#define NSD_hh_L4_ENTRY static __attribute__((flatten, noinline))
+#ifdef NSM_CLONES
+#define NSD_hh_L4_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define NSD_hh_L4_HOT NSD_hh_L4_ENTRY
+#endif
 #else
 #define NSD_hh_L4_FN static inline
 #define NSD_hh_L4_TWIN static inline
 #define NSD_hh_L4_ENTRY static
+#define NSD_hh_L4_HOT static
 #endif
 typedef struct nsd_hh_L4 { double v, d[NSD_hh_L4_K]; } nsd_hh_L4;
 #define NSD_hh_L4_OP(body) nsd_hh_L4 r; body; return r
@@ -943,7 +963,7 @@ static void nsm_hh_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, d
     }
 }
 
-NSD_hh_L8_ENTRY void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+NSD_hh_L8_HOT void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_hh_L8 Fd_[18], G_[1], v_ = nsd_hh_L8_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_L8_c(p->field[k][i_]);
@@ -1036,7 +1056,7 @@ static void nsm_hh_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_
     }
 }
 
-NSD_hh_L4_ENTRY void nsm_hh_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+NSD_hh_L4_HOT void nsm_hh_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_hh_L4 Fd_[18], G_[1], v_ = nsd_hh_L4_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_L4_c(p->field[k][i_]);

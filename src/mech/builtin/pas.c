@@ -11,8 +11,10 @@ static const char *const nsm_pas_ftnames[] = {NULL};
 static const ns_mech_ion_use nsm_pas_ions[] = {{NULL, 0, 0u}};
 
 #undef NSM_LOOP
+#undef NSM_CLONES
 #if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && \
     !defined(__clang__) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)
+#define NSM_CLONES 1 /* the derivative code's clones too (nmodl_diff.c) */
 #define NSM_LOOP static __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
 #elif defined(__GNUC__) || defined(__clang__)
 #define NSM_LOOP static __attribute__((flatten))
@@ -110,11 +112,17 @@ enum { NSD_pas_L1_K = 1 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_pas_L1_FN static inline __attribute__((always_inline, unused))
 #define NSD_pas_L1_TWIN static inline __attribute__((unused))
-#define NSD_pas_L1_ENTRY NSM_LOOP __attribute__((noinline))
+#define NSD_pas_L1_ENTRY static __attribute__((flatten, noinline))
+#ifdef NSM_CLONES
+#define NSD_pas_L1_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define NSD_pas_L1_HOT NSD_pas_L1_ENTRY
+#endif
 #else
 #define NSD_pas_L1_FN static inline
 #define NSD_pas_L1_TWIN static inline
 #define NSD_pas_L1_ENTRY static
+#define NSD_pas_L1_HOT static
 #endif
 typedef struct nsd_pas_L1 { double v, d[NSD_pas_L1_K]; } nsd_pas_L1;
 #define NSD_pas_L1_OP(body) nsd_pas_L1 r; body; return r
@@ -213,11 +221,17 @@ enum { NSD_pas_L3_K = 3 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_pas_L3_FN static inline __attribute__((always_inline, unused))
 #define NSD_pas_L3_TWIN static inline __attribute__((unused))
-#define NSD_pas_L3_ENTRY NSM_LOOP __attribute__((noinline))
+#define NSD_pas_L3_ENTRY static __attribute__((flatten, noinline))
+#ifdef NSM_CLONES
+#define NSD_pas_L3_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define NSD_pas_L3_HOT NSD_pas_L3_ENTRY
+#endif
 #else
 #define NSD_pas_L3_FN static inline
 #define NSD_pas_L3_TWIN static inline
 #define NSD_pas_L3_ENTRY static
+#define NSD_pas_L3_HOT static
 #endif
 typedef struct nsd_pas_L3 { double v, d[NSD_pas_L3_K]; } nsd_pas_L3;
 #define NSD_pas_L3_OP(body) nsd_pas_L3 r; body; return r
@@ -346,7 +360,7 @@ static void nsm_pas_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, 
     }
 }
 
-NSD_pas_L3_ENTRY void nsm_pas_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+NSD_pas_L3_HOT void nsm_pas_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_pas_L3 Fd_[3], G_[1], v_ = nsd_pas_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L3_c(p->field[k][i_]);
@@ -389,7 +403,7 @@ static void nsm_pas_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv
     }
 }
 
-NSD_pas_L1_ENTRY void nsm_pas_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+NSD_pas_L1_HOT void nsm_pas_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_pas_L1 Fd_[3], G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L1_c(p->field[k][i_]);
