@@ -575,8 +575,8 @@ typedef struct ns_mech_desc {
     int fused_index;
     ns_mech_cuda_fused_fn cuda_fused_current, cuda_fused_state;
     /* ABI 7: the vector-Jacobian products of vjp_* over all p->n instances in
-     * one call (a loop the compiler vectorises, as the host entry points; the
-     * same bits as vjp_* one instance at a time): l_in += J^T l_out with one
+     * one call (the same bits as vjp_* one instance at a time; one call per
+     * mechanism and phase for the gradients): l_in += J^T l_out with one
      * row of p->n per output and input: output r of instance i at
      * l_out[r * p->n + i]; l_v per node, indexed as p->v (the instances of a
      * density mechanism's call sit at distinct nodes); l_fields n_fields rows

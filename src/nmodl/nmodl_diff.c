@@ -875,9 +875,9 @@ static void entry_head(dx *d, const char *phase, const int *lane) {
  * neither reads nor writes passes its adjoint through. Then the entry
  * points: nsm_NAME_vjp_PHASE for one instance (ABI 5: l_in one vector) and
  * nsm_NAME_vjpn_PHASE for all p->n (ABI 7: rows of p->n, v's per node), a
- * loop over the instances as the forward code's (simd: the compiler
- * vectorises it where it can; the same operations per instance, so the
- * same bits as one instance at a time). */
+ * loop over the instances (the same operations per instance, so the same
+ * bits as one instance at a time; GCC 13 does not vectorise it: the duals
+ * are arrays of structures it does not scalarise). */
 static void entry_tail(dx *d, const char *phase, const int *lane, int current) {
     const int nf = d->m->n_fields, n_in = 1 + nf + d->m->n_globals;
     const char *M = d->m->name;

@@ -369,12 +369,11 @@ int nm_emit_header(gen *g) {
  * loops say so with it, which also overrides the vectoriser's cost model:
  * ivdep alone left the generated hh's state() loop scalar with gcc 13
  * (docs/mechanisms.md, "Speed"). */
-const char nm_simd_pragma[] = "#if defined(_OPENMP) || defined(NSM_OMP_SIMD)\n#pragma omp simd\n"
-                              "#elif defined(__GNUC__) && !defined(__clang__)\n#pragma GCC ivdep\n"
-                              "#elif defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n#endif\n";
 static void emit_paths(gen *g, const char *what, const char *ind) {
     const char *name = g->m->name;
-    const char *ivdep = nm_simd_pragma;
+    static const char *ivdep = "#if defined(_OPENMP) || defined(NSM_OMP_SIMD)\n#pragma omp simd\n"
+                               "#elif defined(__GNUC__) && !defined(__clang__)\n#pragma GCC ivdep\n"
+                               "#elif defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n#endif\n";
     nm_put(g->b, "%sif (!p->node_index) {\n", ind);
     nm_put(g->b, "%s    const int b = p->node_begin;\n", ind);
     nm_put(g->b, "%s    q.node_index = NULL; /* known here: ion slots are the nodes */\n", ind);

@@ -367,6 +367,4 @@ int nm_cnexp_parts(const st *s, ex **a, ex **c, int *inf_form);
  * numbers over the same expressions) after NAME.c's loops: 0 written; 1 not, why says
  * why (FILE:LINE: the construct; nothing written); -1 out of memory */
 int nm_diff_emit(struct gen *g, char *why, size_t n_why);
-/* the loops' simd pragma (nmodl_gen_entry.c): its lines, each ending in a newline */
-extern const char nm_simd_pragma[];
 #endif
