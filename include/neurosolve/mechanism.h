@@ -39,8 +39,11 @@ extern "C" {
  * 6: ns_mech_desc.fused_index, cuda_fused_current, cuda_fused_state: a library's
  *    density mechanisms in one launch per phase (ns_mech_fused below). A
  *    library built for 3 to 5 still loads, without them (one launch per
- *    mechanism and phase). */
-#define NS_MECH_ABI_VERSION 6
+ *    mechanism and phase).
+ * 7: ns_mech_desc.vjp_init_n, vjp_current_n, vjp_state_n: the derivatives over
+ *    all of a call's instances at once. A library built for 3 to 6 still
+ *    loads, without them (the gradients call vjp_* once per instance). */
+#define NS_MECH_ABI_VERSION 7
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
@@ -571,6 +574,17 @@ typedef struct ns_mech_desc {
      * build --cuda`) */
     int fused_index;
     ns_mech_cuda_fused_fn cuda_fused_current, cuda_fused_state;
+    /* ABI 7: the vector-Jacobian products of vjp_* over all p->n instances in
+     * one call (the same bits as vjp_* one instance at a time; one call per
+     * mechanism and phase for the gradients): l_in += J^T l_out with one
+     * row of p->n per output and input: output r of instance i at
+     * l_out[r * p->n + i]; l_v per node, indexed as p->v (the instances of a
+     * density mechanism's call sit at distinct nodes); l_fields n_fields rows
+     * and l_globals n_globals rows (each instance's share) of p->n. NULL
+     * where vjp_* are, and in a library built for ABI 3 to 6. */
+    void (*vjp_init_n)(ns_mech_ppack *p, const double *l_out, double *l_v, double *l_fields, double *l_globals);
+    void (*vjp_current_n)(ns_mech_ppack *p, const double *l_out, double *l_v, double *l_fields, double *l_globals);
+    void (*vjp_state_n)(ns_mech_ppack *p, const double *l_out, double *l_v, double *l_fields, double *l_globals);
 } ns_mech_desc;
 
 enum {

@@ -232,10 +232,12 @@ enum { PH_INIT, PH_CURRENT, PH_STATE };
  * l_v (per node) and l_F (its fields) accumulate, and the adjoints of the
  * GLOBALs that are parameters. J: each instance's Jacobian as the
  * translator's derivative code computes it and applies it to the adjoints
- * (ns_mech_desc.vjp_*: exact, of the computed values), per instance (its
- * outputs' adjoints gathered, its inputs' spread; none where they are all
- * zero). PH_INIT takes v and the parameters as inputs (the
- * rest are zeros before INITIAL). The block's fields are left at F's. */
+ * (ns_mech_desc.vjp_*: exact, of the computed values): over the block of
+ * instances in one call (vjp_*_n, ABI 7), or for a library built for ABI 5
+ * or 6 per instance (its outputs' adjoints gathered, its inputs' spread;
+ * none where they are all zero). The two give the same bits. PH_INIT takes
+ * v and the parameters as inputs (the rest are zeros before INITIAL: their
+ * rows of l_F are not read). The block's fields are left at F's. */
 static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double t, const double *v, const double *F,
                      const double *l_out, double *l_v, double *l_F) {
     const ns_sim_t *sim = g->sim;
@@ -247,12 +249,22 @@ static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double
     const int *node = ns_model_block_node_index(gc->mb, k);
     void (*vjp)(ns_mech_ppack *, int, const double *, double *) =
         phase == PH_INIT ? d->vjp_init : phase == PH_CURRENT ? d->vjp_current : d->vjp_state;
+    void (*vjpn)(ns_mech_ppack *, const double *, double *, double *, double *) =
+        phase == PH_INIT ? d->vjp_init_n : phase == PH_CURRENT ? d->vjp_current_n : d->vjp_state_n;
     double *vp = gc->out, *lo = gc->jac, *li = gc->jac + n_out;
     memcpy(vp, v, (size_t)gc->n * sizeof *v);
     put_fields(gc, k, nf, ni, F);
     ns_mech_ppack *p = ns_model_block_bind(gc->mb, k, phase, vp, t, sim->params.dt, sim->params.celsius);
     const unsigned char *want = g->gwant + g->goff[k];
     double *lg = gc->lglob + g->goff[k];
+    if (vjpn) {
+        double *lgi = gc->jac; /* the GLOBALs' per instance (room: ng rows of the most instances) */
+        memset(lgi, 0, (size_t)ng * (size_t)ni * sizeof *lgi);
+        vjpn(p, l_out, l_v, l_F, lgi);
+        for (int q = 0; q < ng; ++q)
+            for (int64_t i = 0; want[q] && i < ni; ++i) lg[q] += lgi[(int64_t)q * ni + i];
+        return;
+    }
     for (int64_t i = 0; i < ni; ++i) {
         int any = 0;
         for (int o = 0; o < n_out; ++o) any |= (lo[o] = l_out[o * ni + i]) != 0.0;
@@ -693,7 +705,8 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         for (int32_t k = 0; k < sim->model->n_mechs; ++k) {
             const ns_mech_desc *d = sim->model->mechs[k].desc;
             const int64_t ni = ns_model_block_instances(gc->mb, k);
-            const int64_t m = (int64_t)(d->n_fields + 2) * ni, j = (int64_t)(d->n_fields + 2) + (1 + d->n_fields + d->n_globals);
+            const int64_t m = (int64_t)(d->n_fields + 2) * ni,
+                          j = (int64_t)(d->n_fields + 2) + (1 + d->n_fields + d->n_globals) + d->n_globals * ni;
             gc->S += n_fields_of(g, gc, k);
             if (m > max_out) max_out = m;
             if (j > max_jac) max_jac = j;
@@ -703,7 +716,7 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         const size_t n = (size_t)gc->n, S = (size_t)gc->S;
         /* a, b, cap, rhs, d, x, vn, y, dw, la, lb, lcap: n each; v: n; Fc: S + room for a
          * mechanism's outputs' adjoints; lFc, lS, lSn: S each; out: v (n); jac: an instance's
-         * outputs' adjoints and its inputs' (the vector-Jacobian product) */
+         * outputs' adjoints and its inputs' (the vector-Jacobian product), or a block's GLOBALs' */
         const size_t tot = 12 * n + n + (S + (size_t)max_out) + 3 * S + n + (size_t)max_jac;
         gc->a = calloc(tot, sizeof(double));
         gc->v = gc->a ? gc->a + 12 * n : NULL;

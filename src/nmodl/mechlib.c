@@ -471,10 +471,11 @@ struct ns_mech_library {
 /* what each older ABI version's ns_mech_desc holds: up to this member */
 static size_t desc_size(int version) {
     /* 4: the derivatives were Jacobians (jac_*) where 5 has vector-Jacobian products,
-     * and thread_unsafe after them; 5: up to cuda_why_not */
+     * and thread_unsafe after them; 5: up to cuda_why_not; 6: up to cuda_fused_state */
     return version == 3   ? offsetof(ns_mech_desc, hooks)
            : version == 4 ? offsetof(ns_mech_desc, vjp_init)
            : version == 5 ? offsetof(ns_mech_desc, fused_index)
+           : version == 6 ? offsetof(ns_mech_desc, vjp_init_n)
                           : sizeof(ns_mech_desc);
 }
 
@@ -553,7 +554,7 @@ ns_status ns_mech_library_open(const char *path, ns_mech_library_t **out) {
         for (int i = 0; i < cat->n; i++) {
             memcpy(&lib->copies[i], cat->mechs[i], desc_size(cat->abi_version));
             if (cat->abi_version < 5) lib->copies[i].vjp_why_not = "built for an older mechanism ABI (rebuild the library)";
-            lib->copies[i].fused_index = -1; /* one launch per mechanism and phase */
+            if (cat->abi_version < 6) lib->copies[i].fused_index = -1; /* one launch per mechanism and phase */
             lib->ptrs[i] = &lib->copies[i];
         }
         lib->own.abi_version = NS_MECH_ABI_VERSION;

@@ -56,8 +56,12 @@ static const char *const runtime[] = {
     "#if defined(__GNUC__) || defined(__clang__)\n"
     "#define NSD_@_FN static inline __attribute__((always_inline, unused))\n"
     "#define NSD_@_TWIN static inline __attribute__((unused))\n"
-    "#define NSD_@_ENTRY static __attribute__((flatten))\n"
-    "#else\n#define NSD_@_FN static inline\n#define NSD_@_TWIN static inline\n#define NSD_@_ENTRY static\n#endif\n"
+    "#define NSD_@_ENTRY static __attribute__((flatten, noinline))\n"
+    "#ifdef NSM_CLONES\n"
+    "#define NSD_@_HOT static __attribute__((target_clones(\"avx2\", \"default\"), flatten, noinline))\n"
+    "#else\n#define NSD_@_HOT NSD_@_ENTRY\n#endif\n"
+    "#else\n#define NSD_@_FN static inline\n#define NSD_@_TWIN static inline\n#define NSD_@_ENTRY static\n"
+    "#define NSD_@_HOT static\n#endif\n"
     "typedef struct nsd_@ { double v, d[NSD_@_K]; } nsd_@;\n"
     "#define NSD_@_OP(body) nsd_@ r; body; return r\n"
     "NSD_@_FN nsd_@ nsd_@_c(double x) { NSD_@_OP(r.v = x; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = 0.0); }\n"
@@ -474,8 +478,11 @@ static int dlist(dx *d, const stlist *l, int ind) {
     return d->failed ? -1 : 0;
 }
 
+/* A FUNCTION's or PROCEDURE's twin is always inlined (the translator refuses
+ * recursion), into each of the entry points' clones too (a function of
+ * another target is inlined only where it must be) */
 static void put_proto(dx *d, const block *bl, const char *suffix) {
-    P("NSD_%s_TWIN %s%s nsd_%s_%c_%s%s(", d->M, bl->kind == B_FUNCTION ? "nsd_" : "void",
+    P("NSD_%s_FN %s%s nsd_%s_%c_%s%s(", d->M, bl->kind == B_FUNCTION ? "nsd_" : "void",
       bl->kind == B_FUNCTION ? d->M : "", d->M, bl->kind == B_FUNCTION ? 'f' : 'p', bl->name, suffix);
     put_sig(d);
     for (int k = 0; k < bl->n_args; k++) P(", nsd_%s A_%s", d->M, bl->args[k]);
@@ -554,8 +561,8 @@ static void put_args_from(dx *d, const char *Fa, const char *Ga, const char *va)
  * reads every state; a group with fewer lanes (another phase's) has no
  * call to it and gets none. */
 static int dderivative(dx *d, const block *bl, int method, int K) {
-    if (method != M_DERIVIMPLICIT) {
-        P("NSD_%s_TWIN void nsd_%s_d_%s(", d->M, d->M, bl->name);
+    if (method != M_DERIVIMPLICIT) { /* called once, by SOLVE: inlined (into the entry points' clones too) */
+        P("NSD_%s_FN void nsd_%s_d_%s(", d->M, d->M, bl->name);
         put_sig(d);
         P(") {\n    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;\n");
         nm_gen_owner(d->g, bl);
@@ -835,15 +842,20 @@ static void copies(dx *d, int v_too, int conc) {
     }
 }
 
-/* an entry point: the duals of the inputs (a lane each for those the phase
- * reads: lane[j] >= 0; -2: a field it neither reads nor writes), the phase,
- * the outputs' adjoints in, the inputs' out */
+/* A phase's product at one instance (nsm_NAME_vjpa_PHASE, inlined into the
+ * entry points below): the duals of the inputs (a lane each for those the
+ * phase reads: lane[j] >= 0; -2: a field it neither reads nor writes), the
+ * phase, then l_in += J^T l_out. The adjoints sit s_ apart: output r at
+ * lo_[r * s_], field f's at lf_[f * s_], GLOBAL q's at lg_[q * s_]; v's at
+ * *lv_ (1 for one instance's vectors, p->n for a block's rows). */
 static void entry_head(dx *d, const char *phase, const int *lane) {
     const struct ns_nmodl *m = d->m;
     const int nf = m->n_fields, ng = m->n_globals;
-    P("NSD_%s_ENTRY void nsm_%s_vjp_%s(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {\n", d->M, d->m->name,
-      phase);
-    P("    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;\n");
+    /* current() and state() run every step: in AVX2 and baseline clones where the forward
+     * loops have clones (NSM_CLONES; the AVX-512 one costs the library's build more than it
+     * gains); INITIAL once a run: one function */
+    P("NSD_%s_%s void nsm_%s_vjpa_%s(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, "
+      "double *lf_, double *lg_) {\n", d->M, strcmp(phase, "init") ? "HOT" : "ENTRY", d->m->name, phase);
     P("    nsd_%s Fd_[%d], G_[%d], v_ = nsd_%s_c(p->v[node_]);\n", d->M, nf ? nf : 1, ng ? ng : 1, d->M);
     if (lane[0] >= 0) P("    v_.d[%d] = 1.0;\n", lane[0]);
     P("    for (int k = 0; k < %d; ++k) Fd_[k] = nsd_%s_c(p->field[k][i_]);\n", nf, d->M);
@@ -856,26 +868,44 @@ static void entry_head(dx *d, const char *phase, const int *lane) {
         if (is_ion_input(v)) P("    double *I%d_ = &p->ion[%d].%s[NSM_ION(%d)];\n    (void)I%d_;\n", k, v->ion,
                                ion_array(v), v->ion, k), k++;
     }
-    P("    (void)node_; (void)v_; (void)G_;\n");
+    P("    (void)node_; (void)v_; (void)G_; (void)lg_;\n");
 }
-/* li_ += J^T lo_: the lanes' sums over the outputs with an adjoint (the
- * fields' duals, and rhs_, g_ for current()), each added to its input; a
- * field the phase neither reads nor writes passes its adjoint through */
-static void entry_tail(dx *d, const int *lane, int current) {
+/* the lanes' sums over the outputs with an adjoint (the fields' duals, and
+ * rhs_, g_ for current()), each added to its input; a field the phase
+ * neither reads nor writes passes its adjoint through. Then the entry
+ * points: nsm_NAME_vjp_PHASE for one instance (ABI 5: l_in one vector) and
+ * nsm_NAME_vjpn_PHASE for all p->n (ABI 7: rows of p->n, v's per node), a
+ * loop over the instances (the same operations per instance, so the same
+ * bits as one instance at a time; GCC 13 does not vectorise it: the duals
+ * are arrays of structures it does not scalarise). */
+static void entry_tail(dx *d, const char *phase, const int *lane, int current) {
     const int nf = d->m->n_fields, n_in = 1 + nf + d->m->n_globals;
+    const char *M = d->m->name;
     P("    double a_[NSD_%s_K];\n    for (int k = 0; k < NSD_%s_K; ++k) a_[k] = 0.0;\n", d->M, d->M);
-    P("    for (int r = 0; r < %d; ++r) {\n        const double l_ = lo_[r];\n", nf);
-    P("        if (l_ != 0.0)\n            for (int k = 0; k < NSD_%s_K; ++k) a_[k] += l_ * Fd_[r].d[k];\n    }\n",
+    P("    for (int r = 0; r < %d; ++r) {\n        const double l_ = lo_[r * s_];\n", nf);
+    P("        for (int k = 0; k < NSD_%s_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];\n    }\n",
       d->M);
     if (current) /* rhs gets -I (+I for an ELECTRODE_CURRENT), d the conductance (its negative) */
-        P("    if (lo_[%d] != 0.0)\n        for (int k = 0; k < NSD_%s_K; ++k) a_[k] %s= lo_[%d] * rhs_.d[k];\n"
-          "    if (lo_[%d] != 0.0)\n        for (int k = 0; k < NSD_%s_K; ++k) a_[k] %s= lo_[%d] * g_.d[k];\n",
-          nf, d->M, d->m->electrode ? "+" : "-", nf, nf + 1, d->M, d->m->electrode ? "-" : "+", nf + 1);
+        P("    const double lr_ = lo_[%d * s_], ld_ = lo_[%d * s_];\n"
+          "    for (int k = 0; k < NSD_%s_K; ++k) a_[k] = lr_ != 0.0 ? a_[k] %s lr_ * rhs_.d[k] : a_[k];\n"
+          "    for (int k = 0; k < NSD_%s_K; ++k) a_[k] = ld_ != 0.0 ? a_[k] %s ld_ * g_.d[k] : a_[k];\n",
+          nf, nf + 1, d->M, d->m->electrode ? "+" : "-", d->M, d->m->electrode ? "-" : "+");
     for (int j = 0; j < n_in; j++) {
-        if (lane[j] >= 0) P("    li_[%d] += a_[%d];\n", j, lane[j]);
-        else if (lane[j] == -2) P("    li_[%d] += lo_[%d];\n", j, j - 1);
+        const char *arr = j == 0 ? "lv_" : j <= nf ? "lf_" : "lg_";
+        const int at = j == 0 ? 0 : j <= nf ? j - 1 : j - 1 - nf;
+        if (lane[j] >= 0) P("    %s[%d * s_] += a_[%d];\n", arr, at, lane[j]);
+        else if (lane[j] == -2) P("    %s[%d * s_] += lo_[%d * s_];\n", arr, at, j - 1);
     }
     P("}\n\n");
+    P("static void nsm_%s_vjp_%s(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {\n"
+      "    nsm_%s_vjpa_%s(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, "
+      "li_ + %d);\n}\n\n",
+      M, phase, M, phase, 1 + nf);
+    P("static void nsm_%s_vjpn_%s(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {\n"
+      "    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;\n"
+      "    for (int i = 0; i < n_; ++i) {\n        const int node_ = ni_ ? ni_[i] : b_ + i;\n"
+      "        nsm_%s_vjpa_%s(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);\n    }\n}\n\n",
+      M, phase, M, phase);
 }
 
 static int refuse_upfront(dx *d) {
@@ -993,7 +1023,7 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     }
     nm_gen_scope_reset(g, 0);
     if (m->initial && !d->failed) dlist(d, m->initial, 4);
-    entry_tail(d, lane, 0);
+    entry_tail(d, "init", lane, 0);
     /* current (nsm_NAME_current_F): g by the difference at v + .001 */
     d->M = T[1];
     entry_head(d, "current", lane + n_in);
@@ -1003,7 +1033,7 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     P("nsd_%s_add(v_, nsd_%s_c(.001)));\n    nsd_%s rhs_ = nsd_%s_cur(", d->M, d->M, d->M, d->M);
     put_args(d);
     P("v_);\n    g_ = nsd_%s_div(nsd_%s_sub(g_, rhs_), nsd_%s_c(.001));\n", d->M, d->M, d->M);
-    entry_tail(d, lane + n_in, 1);
+    entry_tail(d, "current", lane + n_in, 1);
     /* state (nsm_NAME_state_F) */
     d->M = T[2];
     entry_head(d, "state", lane + 2 * n_in);
@@ -1021,7 +1051,7 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
         put_solve_call(d, nm_find_block(m, s->name));
         P(";\n");
     }
-    entry_tail(d, lane + 2 * n_in, 0);
+    entry_tail(d, "state", lane + 2 * n_in, 0);
     free(lane);
     if (d->failed) {
         nm_gen_cut(g, mark);

@@ -167,6 +167,9 @@ void nm_emit_desc(gen *g, const char *why) {
         nm_put(g->b, ",\n#if defined(NS_MECH_WITH_CUDA) && defined(NSM_LIBRARY_FUSED)\n    NSM_FUSED_INDEX_%s, "
                   "nsm_library_fused_current, nsm_library_fused_state\n#else\n    -1, NULL, NULL\n#endif\n", n);
     else nm_put(g->b, ",\n    -1, NULL, NULL");
+    /* ABI 7: the derivatives over a block of instances (nmodl_diff.c) */
+    if (!why) nm_put(g->b, ",\n    nsm_%s_vjpn_init, nsm_%s_vjpn_current, nsm_%s_vjpn_state", n, n, n);
+    else nm_put(g->b, ",\n    NULL, NULL, NULL");
     nm_put(g->b, "};\n");
 }
 

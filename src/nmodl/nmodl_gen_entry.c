@@ -495,9 +495,10 @@ int nm_emit_c(gen *g) {
      * contraction in any of them (-ffp-contract=off), so that the clones
      * compute the same values. Not with clang: it refuses flatten with
      * target_clones, and without flatten inlines too little into a clone. */
-    nm_put(b, "#undef NSM_LOOP\n"
+    nm_put(b, "#undef NSM_LOOP\n#undef NSM_CLONES\n"
            "#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && \\\n"
            "    !defined(__clang__) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)\n"
+           "#define NSM_CLONES 1 /* the derivative code's clones too (nmodl_diff.c) */\n"
            "#define NSM_LOOP static __attribute__((target_clones(\"avx512f\", \"avx2\", \"default\"), flatten))\n"
            "#elif defined(__GNUC__) || defined(__clang__)\n"
            "#define NSM_LOOP static __attribute__((flatten))\n"

@@ -9,11 +9,14 @@
  * (derivimplicit: test_grad_bbp.c, through a whole run.) And what cannot be
  * differentiated is refused by FILE:LINE and construct;
  * libraries built for mechanism ABI 3 and 4 (whose derivatives were
- * Jacobians) load, without derivatives. */
+ * Jacobians) load, without derivatives, and for 5 and 6 without the block
+ * products (vjp_*_n), which give the same bits as the per-instance ones. */
 #include "check.h"
+#include "load_cell.h"
 #include "mech/builtin/builtin.h"
 #include "nmodl_driver.h"
 #include "test_tmpdir.h"
+#include "grad_check.h"
 
 static const ns_mech_desc *builtin(const char *name) {
     const ns_mech_catalogue *cat = ns_mech_builtin();
@@ -125,16 +128,166 @@ static void check_mech(const char *name, double usetable) {
     free_comp(&c);
 }
 
+/* The block products (vjp_*_n, ABI 7) against the per-instance ones: NI
+ * instances at distinct v and states, at nodes node_begin + i and through a
+ * node_index, adjoints of every output: the same bits, added to l_in. */
+enum { NI = 7, NODES = 11 };
+static void check_block(const char *name, double usetable) {
+    const ns_mech_desc *d = builtin(name);
+    CHECK(d && d->vjp_init_n && d->vjp_current_n && d->vjp_state_n);
+    if (!d || !d->vjp_init_n || !d->vjp_current_n || !d->vjp_state_n) return;
+    const int nf = d->n_fields, ng = d->n_globals, n_in = 1 + nf + ng;
+    double v[NODES], rhs[NODES] = {0}, dd[NODES] = {0}, e[2][NODES], z[NODES] = {0}, glob[4] = {usetable};
+    double *field[64], store[64 * NI], table[2048] = {0};
+    for (int x = 0; x < NODES; ++x) {
+        v[x] = -70.0 + 4.1 * x;
+        e[0][x] = 50.0;
+        e[1][x] = -77.0;
+    }
+    for (int f = 0; f < nf; ++f) field[f] = store + f * NI;
+    ns_mech_ion_view ions[2] = {{e[0], z, z, z, z, NULL}, {e[1], z, z, z, z, NULL}};
+    static const int node_index[NI] = {10, 2, 3, 7, 0, 5, 9};
+    for (int path = 0; path < 2; ++path) {
+        ns_mech_ppack p = {NI, path ? 0 : 3, path ? node_index : NULL, 0.0125, 0.025, 6.3, v, rhs, dd, NULL, field,
+                           glob, table, ions, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                           NULL, {0}};
+        if (d->table_update) d->table_update(&p);
+        for (int i = 0; i < NI * nf; ++i) store[i] = 0.0;
+        for (int f = 0; f < d->n_params; ++f)
+            for (int i = 0; i < NI; ++i) field[f][i] = d->field_defaults[f] * (1.0 + 0.05 * i);
+        d->init(&p);
+        for (int f = d->n_params + d->n_assigned; f < nf; ++f)
+            for (int i = 0; i < NI; ++i) field[f][i] *= 1.0 + 0.03 * (i + 1);
+        for (int phase = 0; phase < 3; ++phase) {
+            void (*one)(ns_mech_ppack *, int, const double *, double *) =
+                phase == 0 ? d->vjp_init : phase == 1 ? d->vjp_current : d->vjp_state;
+            void (*blk)(ns_mech_ppack *, const double *, double *, double *, double *) =
+                phase == 0 ? d->vjp_init_n : phase == 1 ? d->vjp_current_n : d->vjp_state_n;
+            const int n_out = nf + (phase == 1 ? 2 : 0);
+            double lo[66 * NI], li[66], lv[NODES], lf[64 * NI], lg[4 * NI], rv[NODES], rf[64 * NI], rg[4 * NI];
+            for (int q = 0; q < n_out * NI; ++q) lo[q] = (q % 5 == 3) ? 0.0 : sin(0.7 * q + phase);
+            for (int x = 0; x < NODES; ++x) lv[x] = rv[x] = 0.25 * x;
+            for (int q = 0; q < nf * NI; ++q) lf[q] = rf[q] = cos(0.3 * q);
+            for (int q = 0; q < ng * NI; ++q) lg[q] = rg[q] = 0.5;
+            blk(&p, lo, lv, lf, lg);
+            for (int i = 0; i < NI; ++i) {
+                double lo1[66];
+                for (int o = 0; o < n_out; ++o) lo1[o] = lo[o * NI + i];
+                memset(li, 0, sizeof li);
+                one(&p, i, lo1, li);
+                rv[path ? node_index[i] : 3 + i] += li[0];
+                for (int f = 0; f < nf; ++f) rf[f * NI + i] += li[1 + f];
+                for (int q = 0; q < ng; ++q) rg[q * NI + i] += li[1 + nf + q];
+            }
+            int same = !memcmp(lv, rv, sizeof lv) && !memcmp(lf, rf, (size_t)nf * NI * sizeof *lf) &&
+                       !memcmp(lg, rg, (size_t)ng * NI * sizeof *lg);
+            CHECK_MSG(same, "%s usetable %g phase %d %s: the block's product is the per-instance one", name, usetable,
+                      phase, path ? "node_index" : "node_begin");
+        }
+    }
+    (void)n_in;
+}
+
+/* A leak gated by a state, with a GLOBAL: its C from the translator, built
+ * twice at -O0 (fast) into libraries that say ABI 7 and 6; the gradient of
+ * a whole run through the block products (7) and the per-instance ones (6,
+ * grad.c's fallback) is the same bits. Returns 0, 77 without a compiler. */
+static const char *LK = "NEURON {\n SUFFIX lk\n NONSPECIFIC_CURRENT i\n RANGE g\n GLOBAL e\n}\n"
+                        "PARAMETER {\n g = 0.002 (S/cm2)\n e = -60 (mV)\n}\nASSIGNED {\n v (mV)\n i (mA/cm2)\n}\n"
+                        "STATE { a }\nINITIAL { a = 0.4 }\nBREAKPOINT {\n SOLVE s METHOD cnexp\n i = g * a * (v - e)\n}\n"
+                        "DERIVATIVE s { a' = (1 / (1 + exp(-(v + 55) / 4)) - a) / 2 }\n";
+static int build_lk(const char *c_text, int abi, const char *so) {
+    FILE *f = fopen(tmp("lk.c"), "w");
+    if (!f) return -1;
+    for (const char *c = c_text; *c;) { /* the version the library says it was built for */
+        const char *at = strstr(c, "NS_MECH_ABI_VERSION");
+        if (!at) {
+            fputs(c, f);
+            break;
+        }
+        fprintf(f, "%.*s%d", (int)(at - c), c, abi);
+        c = at + strlen("NS_MECH_ABI_VERSION");
+    }
+    fprintf(f, "static const ns_mech_desc *const mechs_[] = {&nsm_lk_desc};\n"
+               "static const ns_mech_catalogue cat_ = {%d, 1, mechs_};\n"
+               "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat_; }\n", abi);
+    fclose(f);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cc -O0 -DNSM_NO_CLONES -shared -fPIC -I%s/../../include -I%s -o %s %s -lm 2>&1", NS_TEST_DATA,
+             tmp(""), so, tmp("lk.c"));
+    return system(cmd) != 0 ? 77 : 0;
+}
+static void check_fallback(void) {
+    ns_nmodl_t *mod = NULL;
+    char *h = NULL, *c = NULL;
+    CHECK_OK(ns_nmodl_parse_string(LK, "lk.mod", &mod));
+    if (mod) CHECK_OK(ns_nmodl_emit(mod, NS_NMODL_HEADER, &h));
+    if (mod) CHECK_OK(ns_nmodl_emit(mod, NS_NMODL_C, &c));
+    FILE *f = h ? fopen(tmp("lk.h"), "w") : NULL;
+    if (f) fputs(h, f), fclose(f);
+    double grad[2][2] = {{0}}, L[2] = {0};
+    for (int v = 0; v < 2 && f && c; ++v) {
+        const char *so = tmp(v ? "liblk6.so" : "liblk7.so");
+        const int r = build_lk(c, v ? 6 : 7, so);
+        if (r == 77) {
+            printf("SKIP the whole run through ABI 6 and 7: no C compiler\n");
+            break;
+        }
+        ns_mech_library_t *lib = NULL;
+        CHECK_OK(ns_mech_library_open(so, &lib));
+        const ns_mech_desc *d = lib ? ns_mech_library_get(lib, 0) : NULL;
+        CHECK_MSG(d && d->vjp_state && (v ? !d->vjp_state_n : d->vjp_state_n != NULL), "ABI %d: block products %s",
+                  v ? 6 : 7, v ? "absent" : "present");
+        setup su;
+        if (!lib || setup_init(&su, "ca1_ko20x-07.swc", 100.0, 0.0, "all.insert = lk\n", lib, 30) < 0) {
+            ns_mech_library_close(lib);
+            break;
+        }
+        const variant base = {NULL, 100.0, 1.0, 1.0, -65.0};
+        ns_sim_model_t *m = NULL;
+        ns_sim_t *sim = make_sim(&su, su.cell, 1, &base, &m);
+        ns_grad_t *g = NULL;
+        if (sim) {
+            add_io(sim, &su, 1);
+            CHECK_OK(ns_grad_create(sim, NULL, &g));
+        }
+        if (g) {
+            int32_t k = -1;
+            CHECK_OK(ns_grad_add_param(g, 0, "all", "g_lk", &k));
+            CHECK_OK(ns_grad_add_param(g, 0, "all", "e_lk", &k));
+            const ns_grad_loss loss = {su.target, su.weight, NULL};
+            CHECK_OK(ns_grad_run(g, su.steps, &loss, &L[v], grad[v], NULL));
+        }
+        ns_grad_destroy(g);
+        ns_sim_destroy(sim);
+        ns_sim_model_destroy(m);
+        setup_free(&su);
+        ns_mech_library_close(lib);
+        if (v)
+            CHECK_MSG(L[0] == L[1] && grad[0][0] == grad[1][0] && grad[0][1] == grad[1][1] && grad[0][0] != 0.0 &&
+                          grad[0][1] != 0.0,
+                      "the whole run's gradient through ABI 7's block products and ABI 6's per-instance ones: "
+                      "%.17g %.17g, %.17g %.17g", grad[0][0], grad[1][0], grad[0][1], grad[1][1]);
+    }
+    ns_nmodl_free(h);
+    ns_nmodl_free(c);
+    ns_nmodl_destroy(mod);
+}
+
 static const char *EU = "NEURON { SUFFIX eu NONSPECIFIC_CURRENT i }\nPARAMETER { g = 0.001 }\nSTATE { a }\n"
                         "ASSIGNED { v i }\nBREAKPOINT {\n SOLVE s METHOD euler\n i = g * a * v\n}\n"
                         "DERIVATIVE s { a' = -a * a }\n";
 
 int main(void) {
-    (void)simulate; /* the driver's, not used here */
+    (void)simulate; /* the driver's and grad_check.h's, not used here */
     (void)find;
+    (void)central_difference;
     check_mech("hh", 0.0);
     check_mech("hh", 1.0);
     check_mech("pas", 0.0);
+    check_block("hh", 0.0);
+    check_block("hh", 1.0);
+    check_block("pas", 0.0);
     /* point processes and what nmodl_diff.c has no code for: NULL entry points and the reason */
     const ns_mech_desc *syn = builtin("ExpSyn");
     CHECK(syn && !syn->vjp_state && syn->vjp_why_not && strstr(syn->vjp_why_not, "POINT_PROCESS"));
@@ -151,9 +304,12 @@ int main(void) {
     /* libraries of mechanism ABI 3 (its descriptors end before the hooks) and 4 (its
      * derivatives were Jacobians, jac_*, where 5 has vjp_*): loaded, copied into this
      * version's layout without derivatives (the junk in their place not read); 5: with its
-     * derivatives, without the fused launches of 6 (-1, NULL: the junk after cuda_why_not not read) */
+     * derivatives, without the fused launches of 6 (-1, NULL: the junk after cuda_why_not not
+     * read); 6: with both, without the block products of 7 (NULL: the gradients call the
+     * per-instance ones) */
     if (tmpdir_make("ns_grad_jac")) return 1;
-    for (int version = 3; version <= 5; ++version) {
+    check_fallback();
+    for (int version = 3; version <= 6; ++version) {
         FILE *f = fopen(tmp("old.c"), "w");
         CHECK(f != NULL);
         if (!f) break;
@@ -162,11 +318,13 @@ int main(void) {
                 "static const char *const names[] = {\"x\"};\nstatic const double defs[] = {1.0};\n"
                 "static void fn(ns_mech_ppack *p) { (void)p; }\n"
                 "typedef void (*vjp_fn)(ns_mech_ppack *, int, const double *, double *);\n"
+                "typedef void (*vjpn_fn)(ns_mech_ppack *, const double *, double *, double *, double *);\n"
                 "static const ns_mech_desc d = {.abi_version = %d, .name = \"old\", .kind = NS_MECH_DENSITY,"
                 " .n_fields = 1, .n_params = 1, .field_names = names, .field_defaults = defs, .init = fn,"
                 " .current = fn, .state = fn, .vjp_init = (vjp_fn)1, .vjp_current = (vjp_fn)1,"
                 " .vjp_state = (vjp_fn)1, .vjp_why_not = \"junk\", .fused_index = 7,"
-                " .cuda_fused_current = (ns_mech_cuda_fused_fn)1, .cuda_fused_state = (ns_mech_cuda_fused_fn)1};\n"
+                " .cuda_fused_current = (ns_mech_cuda_fused_fn)1, .cuda_fused_state = (ns_mech_cuda_fused_fn)1,"
+                " .vjp_init_n = (vjpn_fn)1, .vjp_current_n = (vjpn_fn)1, .vjp_state_n = (vjpn_fn)1};\n"
                 "static const ns_mech_desc *const mechs[] = {&d};\n"
                 "static const ns_mech_catalogue cat = {%d, 1, mechs};\n"
                 "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat; }\n",
@@ -182,11 +340,17 @@ int main(void) {
         ns_mech_library_t *lib = NULL;
         CHECK_OK(ns_mech_library_open(tmp("libold.so"), &lib));
         const ns_mech_desc *od = lib ? ns_mech_library_get(lib, 0) : NULL;
-        CHECK_MSG(od && od->fused_index == -1 && !od->cuda_fused_current && !od->cuda_fused_state,
-                  "ABI %d: no fused launches", version);
-        if (version == 5)
+        CHECK_MSG(od && !od->vjp_init_n && !od->vjp_current_n && !od->vjp_state_n, "ABI %d: no block products",
+                  version);
+        if (version == 6)
+            CHECK_MSG(od && od->fused_index == 7 && od->vjp_state && od->cuda_fused_state, "ABI 6: its fused launches "
+                      "and per-instance products kept");
+        else
+            CHECK_MSG(od && od->fused_index == -1 && !od->cuda_fused_current && !od->cuda_fused_state,
+                      "ABI %d: no fused launches", version);
+        if (version >= 5)
             CHECK_MSG(od && od->vjp_init && od->vjp_why_not && !strcmp(od->vjp_why_not, "junk"),
-                      "ABI 5: its derivatives kept");
+                      "ABI %d: its derivatives kept", version);
         else {
             CHECK_MSG(od && !strcmp(od->name, "old") && od->state && !od->vjp_init && !od->vjp_current && !od->vjp_state,
                       "ABI %d: no derivatives", version);

@@ -11,8 +11,10 @@ static const char *const nsm_Exp2Syn_ftnames[] = {NULL};
 static const ns_mech_ion_use nsm_Exp2Syn_ions[] = {{NULL, 0, 0u}};
 
 #undef NSM_LOOP
+#undef NSM_CLONES
 #if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && \
     !defined(__clang__) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)
+#define NSM_CLONES 1 /* the derivative code's clones too (nmodl_diff.c) */
 #define NSM_LOOP static __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
 #elif defined(__GNUC__) || defined(__clang__)
 #define NSM_LOOP static __attribute__((flatten))
@@ -120,4 +122,5 @@ const ns_mech_desc nsm_Exp2Syn_desc = {
     NULL, NULL, NULL, "exp2syn.mod:1: no derivative code for a POINT_PROCESS (synapses are not differentiable yet)",
     NULL,
     NULL, NULL,
-    -1, NULL, NULL};
+    -1, NULL, NULL,
+    NULL, NULL, NULL};

@@ -50,8 +50,10 @@ static int nsm_hh_table_update(ns_mech_ppack *p) {
 }
 
 #undef NSM_LOOP
+#undef NSM_CLONES
 #if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && \
     !defined(__clang__) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)
+#define NSM_CLONES 1 /* the derivative code's clones too (nmodl_diff.c) */
 #define NSM_LOOP static __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
 #elif defined(__GNUC__) || defined(__clang__)
 #define NSM_LOOP static __attribute__((flatten))
@@ -248,11 +250,17 @@ enum { NSD_hh_L1_K = 1 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_hh_L1_FN static inline __attribute__((always_inline, unused))
 #define NSD_hh_L1_TWIN static inline __attribute__((unused))
-#define NSD_hh_L1_ENTRY static __attribute__((flatten))
+#define NSD_hh_L1_ENTRY static __attribute__((flatten, noinline))
+#ifdef NSM_CLONES
+#define NSD_hh_L1_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define NSD_hh_L1_HOT NSD_hh_L1_ENTRY
+#endif
 #else
 #define NSD_hh_L1_FN static inline
 #define NSD_hh_L1_TWIN static inline
 #define NSD_hh_L1_ENTRY static
+#define NSD_hh_L1_HOT static
 #endif
 typedef struct nsd_hh_L1 { double v, d[NSD_hh_L1_K]; } nsd_hh_L1;
 #define NSD_hh_L1_OP(body) nsd_hh_L1 r; body; return r
@@ -336,11 +344,11 @@ NSD_hh_L1_TWIN void nsd_hh_L1_gauss(int n, double *J, double *R, int m) {
             R[c * m + k] = s / J[c * n + c];
         }
 }
-NSD_hh_L1_TWIN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
-NSD_hh_L1_TWIN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
-NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y);
+NSD_hh_L1_FN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
+NSD_hh_L1_FN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y);
 
-NSD_hh_L1_TWIN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
+NSD_hh_L1_FN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L1 L_alpha = nsd_hh_L1_c(0.0);
     nsd_hh_L1 L_beta = nsd_hh_L1_c(0.0);
@@ -364,7 +372,7 @@ NSD_hh_L1_TWIN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, ns
     (*F11_) = nsd_hh_L1_div(L_alpha, L_sum);
 }
 
-NSD_hh_L1_TWIN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
+NSD_hh_L1_FN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
     if (G_[0].v == 0.0) {
         nsd_hh_L1_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
         return;
@@ -415,7 +423,7 @@ NSD_hh_L1_TWIN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L
     }
 }
 
-NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y) {
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L1 ret_ = nsd_hh_L1_c(0.0);
     if ((nsd_hh_L1_c((double)((nsd_hh_L1_fabs(nsd_hh_L1_div(A_x, A_y))).v < (nsd_hh_L1_c(1e-6)).v))).v) {
@@ -426,7 +434,7 @@ NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd
     return ret_;
 }
 
-NSD_hh_L1_TWIN void nsd_hh_L1_d_states(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_) {
+NSD_hh_L1_FN void nsd_hh_L1_d_states(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L1_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
     (*F15_) = nsd_hh_L1_add((*F15_), nsd_hh_L1_mul(nsd_hh_L1_sub(nsd_hh_L1_c(1.), nsd_hh_L1_exp(nsd_hh_L1_mul(nsd_hh_L1_c(p->dt), nsd_hh_L1_div_l((-1.0), (*F12_))))), nsd_hh_L1_sub((*F9_), (*F15_))));
@@ -454,11 +462,17 @@ enum { NSD_hh_L8_K = 8 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_hh_L8_FN static inline __attribute__((always_inline, unused))
 #define NSD_hh_L8_TWIN static inline __attribute__((unused))
-#define NSD_hh_L8_ENTRY static __attribute__((flatten))
+#define NSD_hh_L8_ENTRY static __attribute__((flatten, noinline))
+#ifdef NSM_CLONES
+#define NSD_hh_L8_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define NSD_hh_L8_HOT NSD_hh_L8_ENTRY
+#endif
 #else
 #define NSD_hh_L8_FN static inline
 #define NSD_hh_L8_TWIN static inline
 #define NSD_hh_L8_ENTRY static
+#define NSD_hh_L8_HOT static
 #endif
 typedef struct nsd_hh_L8 { double v, d[NSD_hh_L8_K]; } nsd_hh_L8;
 #define NSD_hh_L8_OP(body) nsd_hh_L8 r; body; return r
@@ -542,11 +556,11 @@ NSD_hh_L8_TWIN void nsd_hh_L8_gauss(int n, double *J, double *R, int m) {
             R[c * m + k] = s / J[c * n + c];
         }
 }
-NSD_hh_L8_TWIN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
-NSD_hh_L8_TWIN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
-NSD_hh_L8_TWIN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_x, nsd_hh_L8 A_y);
+NSD_hh_L8_FN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
+NSD_hh_L8_FN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_x, nsd_hh_L8 A_y);
 
-NSD_hh_L8_TWIN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v) {
+NSD_hh_L8_FN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L8 L_alpha = nsd_hh_L8_c(0.0);
     nsd_hh_L8 L_beta = nsd_hh_L8_c(0.0);
@@ -570,7 +584,7 @@ NSD_hh_L8_TWIN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, ns
     (*F11_) = nsd_hh_L8_div(L_alpha, L_sum);
 }
 
-NSD_hh_L8_TWIN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v) {
+NSD_hh_L8_FN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v) {
     if (G_[0].v == 0.0) {
         nsd_hh_L8_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
         return;
@@ -621,7 +635,7 @@ NSD_hh_L8_TWIN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L
     }
 }
 
-NSD_hh_L8_TWIN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_x, nsd_hh_L8 A_y) {
+NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_x, nsd_hh_L8 A_y) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L8 ret_ = nsd_hh_L8_c(0.0);
     if ((nsd_hh_L8_c((double)((nsd_hh_L8_fabs(nsd_hh_L8_div(A_x, A_y))).v < (nsd_hh_L8_c(1e-6)).v))).v) {
@@ -632,7 +646,7 @@ NSD_hh_L8_TWIN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd
     return ret_;
 }
 
-NSD_hh_L8_TWIN void nsd_hh_L8_d_states(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_) {
+NSD_hh_L8_FN void nsd_hh_L8_d_states(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L8_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
     (*F15_) = nsd_hh_L8_add((*F15_), nsd_hh_L8_mul(nsd_hh_L8_sub(nsd_hh_L8_c(1.), nsd_hh_L8_exp(nsd_hh_L8_mul(nsd_hh_L8_c(p->dt), nsd_hh_L8_div_l((-1.0), (*F12_))))), nsd_hh_L8_sub((*F9_), (*F15_))));
@@ -660,11 +674,17 @@ enum { NSD_hh_L4_K = 4 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_hh_L4_FN static inline __attribute__((always_inline, unused))
 #define NSD_hh_L4_TWIN static inline __attribute__((unused))
-#define NSD_hh_L4_ENTRY static __attribute__((flatten))
+#define NSD_hh_L4_ENTRY static __attribute__((flatten, noinline))
+#ifdef NSM_CLONES
+#define NSD_hh_L4_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define NSD_hh_L4_HOT NSD_hh_L4_ENTRY
+#endif
 #else
 #define NSD_hh_L4_FN static inline
 #define NSD_hh_L4_TWIN static inline
 #define NSD_hh_L4_ENTRY static
+#define NSD_hh_L4_HOT static
 #endif
 typedef struct nsd_hh_L4 { double v, d[NSD_hh_L4_K]; } nsd_hh_L4;
 #define NSD_hh_L4_OP(body) nsd_hh_L4 r; body; return r
@@ -748,11 +768,11 @@ NSD_hh_L4_TWIN void nsd_hh_L4_gauss(int n, double *J, double *R, int m) {
             R[c * m + k] = s / J[c * n + c];
         }
 }
-NSD_hh_L4_TWIN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
-NSD_hh_L4_TWIN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
-NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y);
+NSD_hh_L4_FN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
+NSD_hh_L4_FN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y);
 
-NSD_hh_L4_TWIN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
+NSD_hh_L4_FN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L4 L_alpha = nsd_hh_L4_c(0.0);
     nsd_hh_L4 L_beta = nsd_hh_L4_c(0.0);
@@ -776,7 +796,7 @@ NSD_hh_L4_TWIN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, ns
     (*F11_) = nsd_hh_L4_div(L_alpha, L_sum);
 }
 
-NSD_hh_L4_TWIN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
+NSD_hh_L4_FN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
     if (G_[0].v == 0.0) {
         nsd_hh_L4_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
         return;
@@ -827,7 +847,7 @@ NSD_hh_L4_TWIN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L
     }
 }
 
-NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y) {
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L4 ret_ = nsd_hh_L4_c(0.0);
     if ((nsd_hh_L4_c((double)((nsd_hh_L4_fabs(nsd_hh_L4_div(A_x, A_y))).v < (nsd_hh_L4_c(1e-6)).v))).v) {
@@ -838,7 +858,7 @@ NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd
     return ret_;
 }
 
-NSD_hh_L4_TWIN void nsd_hh_L4_d_states(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_) {
+NSD_hh_L4_FN void nsd_hh_L4_d_states(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L4_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
     (*F15_) = nsd_hh_L4_add((*F15_), nsd_hh_L4_mul(nsd_hh_L4_sub(nsd_hh_L4_c(1.), nsd_hh_L4_exp(nsd_hh_L4_mul(nsd_hh_L4_c(p->dt), nsd_hh_L4_div_l((-1.0), (*F12_))))), nsd_hh_L4_sub((*F9_), (*F15_))));
@@ -860,8 +880,7 @@ NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_cur(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_
     return c_;
 }
 
-NSD_hh_L1_ENTRY void nsm_hh_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
-    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+NSD_hh_L1_ENTRY void nsm_hh_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_hh_L1 Fd_[18], G_[1], v_ = nsd_hh_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_L1_c(p->field[k][i_]);
@@ -906,7 +925,7 @@ NSD_hh_L1_ENTRY void nsm_hh_vjp_init(ns_mech_ppack *p, int i_, const double *lo_
     (void)I0_;
     double *I1_ = &p->ion[1].e[NSM_ION(1)];
     (void)I1_;
-    (void)node_; (void)v_; (void)G_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
     (*F15_) = nsd_hh_L1_c(0);
     (*F16_) = nsd_hh_L1_c(0);
     (*F17_) = nsd_hh_L1_c(0);
@@ -917,24 +936,34 @@ NSD_hh_L1_ENTRY void nsm_hh_vjp_init(ns_mech_ppack *p, int i_, const double *lo_
     double a_[NSD_hh_L1_K];
     for (int k = 0; k < NSD_hh_L1_K; ++k) a_[k] = 0.0;
     for (int r = 0; r < 18; ++r) {
-        const double l_ = lo_[r];
-        if (l_ != 0.0)
-            for (int k = 0; k < NSD_hh_L1_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_hh_L1_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
     }
-    li_[0] += a_[0];
-    li_[1] += lo_[0];
-    li_[2] += lo_[1];
-    li_[3] += lo_[2];
-    li_[4] += lo_[3];
-    li_[5] += lo_[4];
-    li_[6] += lo_[5];
-    li_[7] += lo_[6];
-    li_[8] += lo_[7];
-    li_[9] += lo_[8];
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += lo_[0 * s_];
+    lf_[1 * s_] += lo_[1 * s_];
+    lf_[2 * s_] += lo_[2 * s_];
+    lf_[3 * s_] += lo_[3 * s_];
+    lf_[4 * s_] += lo_[4 * s_];
+    lf_[5 * s_] += lo_[5 * s_];
+    lf_[6 * s_] += lo_[6 * s_];
+    lf_[7 * s_] += lo_[7 * s_];
+    lf_[8 * s_] += lo_[8 * s_];
 }
 
-NSD_hh_L8_ENTRY void nsm_hh_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
-    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+static void nsm_hh_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    nsm_hh_vjpa_init(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 19);
+}
+
+static void nsm_hh_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
+    for (int i = 0; i < n_; ++i) {
+        const int node_ = ni_ ? ni_[i] : b_ + i;
+        nsm_hh_vjpa_init(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    }
+}
+
+NSD_hh_L8_HOT void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_hh_L8 Fd_[18], G_[1], v_ = nsd_hh_L8_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_L8_c(p->field[k][i_]);
@@ -986,39 +1015,48 @@ NSD_hh_L8_ENTRY void nsm_hh_vjp_current(ns_mech_ppack *p, int i_, const double *
     (void)I0_;
     double *I1_ = &p->ion[1].e[NSM_ION(1)];
     (void)I1_;
-    (void)node_; (void)v_; (void)G_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_hh_L8 g_ = nsd_hh_L8_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, nsd_hh_L8_add(v_, nsd_hh_L8_c(.001)));
     nsd_hh_L8 rhs_ = nsd_hh_L8_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
     g_ = nsd_hh_L8_div(nsd_hh_L8_sub(g_, rhs_), nsd_hh_L8_c(.001));
     double a_[NSD_hh_L8_K];
     for (int k = 0; k < NSD_hh_L8_K; ++k) a_[k] = 0.0;
     for (int r = 0; r < 18; ++r) {
-        const double l_ = lo_[r];
-        if (l_ != 0.0)
-            for (int k = 0; k < NSD_hh_L8_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_hh_L8_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
     }
-    if (lo_[18] != 0.0)
-        for (int k = 0; k < NSD_hh_L8_K; ++k) a_[k] -= lo_[18] * rhs_.d[k];
-    if (lo_[19] != 0.0)
-        for (int k = 0; k < NSD_hh_L8_K; ++k) a_[k] += lo_[19] * g_.d[k];
-    li_[0] += a_[0];
-    li_[1] += a_[1];
-    li_[2] += a_[2];
-    li_[3] += a_[3];
-    li_[4] += a_[4];
-    li_[10] += lo_[9];
-    li_[11] += lo_[10];
-    li_[12] += lo_[11];
-    li_[13] += lo_[12];
-    li_[14] += lo_[13];
-    li_[15] += lo_[14];
-    li_[16] += a_[5];
-    li_[17] += a_[6];
-    li_[18] += a_[7];
+    const double lr_ = lo_[18 * s_], ld_ = lo_[19 * s_];
+    for (int k = 0; k < NSD_hh_L8_K; ++k) a_[k] = lr_ != 0.0 ? a_[k] - lr_ * rhs_.d[k] : a_[k];
+    for (int k = 0; k < NSD_hh_L8_K; ++k) a_[k] = ld_ != 0.0 ? a_[k] + ld_ * g_.d[k] : a_[k];
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += a_[1];
+    lf_[1 * s_] += a_[2];
+    lf_[2 * s_] += a_[3];
+    lf_[3 * s_] += a_[4];
+    lf_[9 * s_] += lo_[9 * s_];
+    lf_[10 * s_] += lo_[10 * s_];
+    lf_[11 * s_] += lo_[11 * s_];
+    lf_[12 * s_] += lo_[12 * s_];
+    lf_[13 * s_] += lo_[13 * s_];
+    lf_[14 * s_] += lo_[14 * s_];
+    lf_[15 * s_] += a_[5];
+    lf_[16 * s_] += a_[6];
+    lf_[17 * s_] += a_[7];
 }
 
-NSD_hh_L4_ENTRY void nsm_hh_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
-    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+static void nsm_hh_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    nsm_hh_vjpa_current(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 19);
+}
+
+static void nsm_hh_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
+    for (int i = 0; i < n_; ++i) {
+        const int node_ = ni_ ? ni_[i] : b_ + i;
+        nsm_hh_vjpa_current(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    }
+}
+
+NSD_hh_L4_HOT void nsm_hh_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_hh_L4 Fd_[18], G_[1], v_ = nsd_hh_L4_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_L4_c(p->field[k][i_]);
@@ -1066,28 +1104,39 @@ NSD_hh_L4_ENTRY void nsm_hh_vjp_state(ns_mech_ppack *p, int i_, const double *lo
     (void)I0_;
     double *I1_ = &p->ion[1].e[NSM_ION(1)];
     (void)I1_;
-    (void)node_; (void)v_; (void)G_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_hh_L4_d_states(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
     double a_[NSD_hh_L4_K];
     for (int k = 0; k < NSD_hh_L4_K; ++k) a_[k] = 0.0;
     for (int r = 0; r < 18; ++r) {
-        const double l_ = lo_[r];
-        if (l_ != 0.0)
-            for (int k = 0; k < NSD_hh_L4_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_hh_L4_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
     }
-    li_[0] += a_[0];
-    li_[1] += lo_[0];
-    li_[2] += lo_[1];
-    li_[3] += lo_[2];
-    li_[4] += lo_[3];
-    li_[5] += lo_[4];
-    li_[6] += lo_[5];
-    li_[7] += lo_[6];
-    li_[8] += lo_[7];
-    li_[9] += lo_[8];
-    li_[16] += a_[1];
-    li_[17] += a_[2];
-    li_[18] += a_[3];
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += lo_[0 * s_];
+    lf_[1 * s_] += lo_[1 * s_];
+    lf_[2 * s_] += lo_[2 * s_];
+    lf_[3 * s_] += lo_[3 * s_];
+    lf_[4 * s_] += lo_[4 * s_];
+    lf_[5 * s_] += lo_[5 * s_];
+    lf_[6 * s_] += lo_[6 * s_];
+    lf_[7 * s_] += lo_[7 * s_];
+    lf_[8 * s_] += lo_[8 * s_];
+    lf_[15 * s_] += a_[1];
+    lf_[16 * s_] += a_[2];
+    lf_[17 * s_] += a_[3];
+}
+
+static void nsm_hh_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    nsm_hh_vjpa_state(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 19);
+}
+
+static void nsm_hh_vjpn_state(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
+    for (int i = 0; i < n_; ++i) {
+        const int node_ = ni_ ? ni_[i] : b_ + i;
+        nsm_hh_vjpa_state(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    }
 }
 
 #if defined(NS_MECH_WITH_CUDA) && defined(NSM_LIBRARY_FUSED)
@@ -1125,4 +1174,5 @@ const ns_mech_desc nsm_hh_desc = {
 #else
     -1, NULL, NULL
 #endif
-};
+,
+    nsm_hh_vjpn_init, nsm_hh_vjpn_current, nsm_hh_vjpn_state};

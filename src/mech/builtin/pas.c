@@ -11,8 +11,10 @@ static const char *const nsm_pas_ftnames[] = {NULL};
 static const ns_mech_ion_use nsm_pas_ions[] = {{NULL, 0, 0u}};
 
 #undef NSM_LOOP
+#undef NSM_CLONES
 #if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && \
     !defined(__clang__) && !defined(__INTEL_COMPILER) && !defined(NSM_NO_CLONES)
+#define NSM_CLONES 1 /* the derivative code's clones too (nmodl_diff.c) */
 #define NSM_LOOP static __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
 #elif defined(__GNUC__) || defined(__clang__)
 #define NSM_LOOP static __attribute__((flatten))
@@ -110,11 +112,17 @@ enum { NSD_pas_L1_K = 1 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_pas_L1_FN static inline __attribute__((always_inline, unused))
 #define NSD_pas_L1_TWIN static inline __attribute__((unused))
-#define NSD_pas_L1_ENTRY static __attribute__((flatten))
+#define NSD_pas_L1_ENTRY static __attribute__((flatten, noinline))
+#ifdef NSM_CLONES
+#define NSD_pas_L1_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define NSD_pas_L1_HOT NSD_pas_L1_ENTRY
+#endif
 #else
 #define NSD_pas_L1_FN static inline
 #define NSD_pas_L1_TWIN static inline
 #define NSD_pas_L1_ENTRY static
+#define NSD_pas_L1_HOT static
 #endif
 typedef struct nsd_pas_L1 { double v, d[NSD_pas_L1_K]; } nsd_pas_L1;
 #define NSD_pas_L1_OP(body) nsd_pas_L1 r; body; return r
@@ -213,11 +221,17 @@ enum { NSD_pas_L3_K = 3 };
 #if defined(__GNUC__) || defined(__clang__)
 #define NSD_pas_L3_FN static inline __attribute__((always_inline, unused))
 #define NSD_pas_L3_TWIN static inline __attribute__((unused))
-#define NSD_pas_L3_ENTRY static __attribute__((flatten))
+#define NSD_pas_L3_ENTRY static __attribute__((flatten, noinline))
+#ifdef NSM_CLONES
+#define NSD_pas_L3_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define NSD_pas_L3_HOT NSD_pas_L3_ENTRY
+#endif
 #else
 #define NSD_pas_L3_FN static inline
 #define NSD_pas_L3_TWIN static inline
 #define NSD_pas_L3_ENTRY static
+#define NSD_pas_L3_HOT static
 #endif
 typedef struct nsd_pas_L3 { double v, d[NSD_pas_L3_K]; } nsd_pas_L3;
 #define NSD_pas_L3_OP(body) nsd_pas_L3 r; body; return r
@@ -310,8 +324,7 @@ NSD_pas_L3_TWIN nsd_pas_L3 nsd_pas_L3_cur(ns_mech_ppack *p, nsd_pas_L3 *F0_, nsd
     return c_;
 }
 
-NSD_pas_L1_ENTRY void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
-    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+NSD_pas_L1_ENTRY void nsm_pas_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_pas_L1 Fd_[3], G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L1_c(p->field[k][i_]);
@@ -322,22 +335,32 @@ NSD_pas_L1_ENTRY void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *l
     (void)F1_;
     nsd_pas_L1 *F2_ = &Fd_[2];
     (void)F2_;
-    (void)node_; (void)v_; (void)G_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
     double a_[NSD_pas_L1_K];
     for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] = 0.0;
     for (int r = 0; r < 3; ++r) {
-        const double l_ = lo_[r];
-        if (l_ != 0.0)
-            for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
     }
-    li_[0] += a_[0];
-    li_[1] += lo_[0];
-    li_[2] += lo_[1];
-    li_[3] += lo_[2];
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += lo_[0 * s_];
+    lf_[1 * s_] += lo_[1 * s_];
+    lf_[2 * s_] += lo_[2 * s_];
 }
 
-NSD_pas_L3_ENTRY void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
-    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+static void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    nsm_pas_vjpa_init(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 4);
+}
+
+static void nsm_pas_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
+    for (int i = 0; i < n_; ++i) {
+        const int node_ = ni_ ? ni_[i] : b_ + i;
+        nsm_pas_vjpa_init(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    }
+}
+
+NSD_pas_L3_HOT void nsm_pas_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_pas_L3 Fd_[3], G_[1], v_ = nsd_pas_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L3_c(p->field[k][i_]);
@@ -350,28 +373,37 @@ NSD_pas_L3_ENTRY void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double
     (void)F1_;
     nsd_pas_L3 *F2_ = &Fd_[2];
     (void)F2_;
-    (void)node_; (void)v_; (void)G_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_pas_L3 g_ = nsd_pas_L3_cur(p, F0_, F1_, F2_, G_, i_, node_, nsd_pas_L3_add(v_, nsd_pas_L3_c(.001)));
     nsd_pas_L3 rhs_ = nsd_pas_L3_cur(p, F0_, F1_, F2_, G_, i_, node_, v_);
     g_ = nsd_pas_L3_div(nsd_pas_L3_sub(g_, rhs_), nsd_pas_L3_c(.001));
     double a_[NSD_pas_L3_K];
     for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] = 0.0;
     for (int r = 0; r < 3; ++r) {
-        const double l_ = lo_[r];
-        if (l_ != 0.0)
-            for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
     }
-    if (lo_[3] != 0.0)
-        for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] -= lo_[3] * rhs_.d[k];
-    if (lo_[4] != 0.0)
-        for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] += lo_[4] * g_.d[k];
-    li_[0] += a_[0];
-    li_[1] += a_[1];
-    li_[2] += a_[2];
+    const double lr_ = lo_[3 * s_], ld_ = lo_[4 * s_];
+    for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] = lr_ != 0.0 ? a_[k] - lr_ * rhs_.d[k] : a_[k];
+    for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] = ld_ != 0.0 ? a_[k] + ld_ * g_.d[k] : a_[k];
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += a_[1];
+    lf_[1 * s_] += a_[2];
 }
 
-NSD_pas_L1_ENTRY void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
-    const int node_ = p->node_index ? p->node_index[i_] : p->node_begin + i_;
+static void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    nsm_pas_vjpa_current(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 4);
+}
+
+static void nsm_pas_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
+    for (int i = 0; i < n_; ++i) {
+        const int node_ = ni_ ? ni_[i] : b_ + i;
+        nsm_pas_vjpa_current(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    }
+}
+
+NSD_pas_L1_HOT void nsm_pas_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_pas_L1 Fd_[3], G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
     for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L1_c(p->field[k][i_]);
@@ -382,18 +414,29 @@ NSD_pas_L1_ENTRY void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *
     (void)F1_;
     nsd_pas_L1 *F2_ = &Fd_[2];
     (void)F2_;
-    (void)node_; (void)v_; (void)G_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
     double a_[NSD_pas_L1_K];
     for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] = 0.0;
     for (int r = 0; r < 3; ++r) {
-        const double l_ = lo_[r];
-        if (l_ != 0.0)
-            for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] += l_ * Fd_[r].d[k];
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
     }
-    li_[0] += a_[0];
-    li_[1] += lo_[0];
-    li_[2] += lo_[1];
-    li_[3] += lo_[2];
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += lo_[0 * s_];
+    lf_[1 * s_] += lo_[1 * s_];
+    lf_[2 * s_] += lo_[2 * s_];
+}
+
+static void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    nsm_pas_vjpa_state(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 4);
+}
+
+static void nsm_pas_vjpn_state(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
+    for (int i = 0; i < n_; ++i) {
+        const int node_ = ni_ ? ni_[i] : b_ + i;
+        nsm_pas_vjpa_state(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    }
 }
 
 #if defined(NS_MECH_WITH_CUDA) && defined(NSM_LIBRARY_FUSED)
@@ -431,4 +474,5 @@ const ns_mech_desc nsm_pas_desc = {
 #else
     -1, NULL, NULL
 #endif
-};
+,
+    nsm_pas_vjpn_init, nsm_pas_vjpn_current, nsm_pas_vjpn_state};
