@@ -20,7 +20,8 @@ to the input tractogram's streamlines (0 for a streamline a method dropped).
                connection is a group of its own), cardinality and adaptive group weights (COMMIT2's
                paper), lambda as a fraction of lambda_max (COMMIT's COMMIT2 tutorial: 2.5e-4, "change to
                suit your needs"), from zeros, tol_fun 1e-3 and max_iter 1000 as there
-  SIFT2        mrconvert, dwi2response tournier, dwi2fod csd (preparation), tcksift2 (the fit)
+  SIFT2        mrconvert (-grad: the bvecs in the scanner frame, as LiFE reads them), dwi2response
+               tournier, dwi2fod csd (preparation), tcksift2 (the fit)
 
 usage: python3 bench/life_peers.py [--neurosolve build/neurosolve] [--streamlines 3000,10000]
            [--real data/life] [--threads T] [--backend cpu|cuda] [--peers commit,sift2]
@@ -302,6 +303,23 @@ def commit_rows(a, case, rows):
                         note=f"{r['groups']} groups, {c['iterations']} iterations from zeros"))
 
 
+def mrtrix_grad(case, path):
+    """The gradient table as MRtrix's -grad file (scanner frame, one "x y z b" row per volume). LiFE, DIPY
+    and COMMIT read the bvecs along the image's voxel axes; MRtrix's -fslgrad applies FSL's convention
+    instead (x negated where the affine's determinant is positive, as the phantom's is), which would mirror
+    every direction in x against the streamlines. Here: the voxel axes' directions (the affine's normalised
+    columns) times the bvecs, as LiFE uses them."""
+    import nibabel as nib
+    A = nib.load(case["dwi"]).affine[:3, :3]
+    bvals = np.loadtxt(case["bval"], ndmin=1).ravel()
+    bvecs = np.loadtxt(case["bvec"], ndmin=2)
+    if bvecs.shape[0] != 3:  # n rows of three
+        bvecs = bvecs.T
+    g = (A / np.linalg.norm(A, axis=0)) @ bvecs
+    np.savetxt(path, np.column_stack([g.T, bvals]), fmt="%.10g")
+    return path
+
+
 def sift2_rows(a, case, rows):
     if not shutil.which("tcksift2"):
         print("note: SIFT2 skipped: tcksift2 is not on PATH (apt-get install mrtrix3)")
@@ -312,7 +330,8 @@ def sift2_rows(a, case, rows):
     nt = ["-nthreads", str(a.threads), "-quiet", "-force"]
     mif, resp, fod = (os.path.join(work, n) for n in ("dwi.mif", "response.txt", "fod.mif"))
     prep_s, prep_rss = 0.0, 0.0
-    for cmd in ([["mrconvert", case["dwi"], mif, "-fslgrad", case["bvec"], case["bval"], *nt],
+    grad = mrtrix_grad(case, os.path.join(work, "grad.b"))
+    for cmd in ([["mrconvert", case["dwi"], mif, "-grad", grad, *nt],
                  [sys.executable, shutil.which("dwi2response"), a.response, mif, resp, *nt],
                  ["dwi2fod", "csd", mif, resp, fod, *nt]]):
         wall, rss, out, err, rc = run_rss(cmd, cwd=work)  # dwi2response's scratch folder goes there
