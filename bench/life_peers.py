@@ -320,6 +320,39 @@ def mrtrix_grad(case, path):
     return path
 
 
+MRTRIX_SHIM = {  # what MRtrix 3.0.3's Python scripts import and Python 3.12 removed
+    "imp.py": """import importlib.machinery, importlib.util, sys
+def find_module(name, path=None):
+    spec = importlib.machinery.PathFinder.find_spec(name, path)
+    if spec is None:
+        raise ImportError(name)
+    return None, spec.origin, spec
+def load_module(name, fp, pathname, spec):
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+""",
+    "distutils/__init__.py": "",
+    "distutils/spawn.py": "from shutil import which as find_executable\n"}
+
+
+def mrtrix_env(work):
+    """The environment MRtrix's Python scripts (dwi2response) run in: on Python >= 3.12 a folder
+    first on PYTHONPATH with the two modules they import that 3.12 removed (imp's find_module and
+    load_module on importlib, distutils.spawn's find_executable as shutil.which)."""
+    if sys.version_info < (3, 12):
+        return None
+    shim = os.path.join(work, "py312shim")
+    for name, text in MRTRIX_SHIM.items():
+        os.makedirs(os.path.dirname(os.path.join(shim, name)), exist_ok=True)
+        with open(os.path.join(shim, name), "w") as f:
+            f.write(text)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([shim] + [p for p in [env.get("PYTHONPATH")] if p])
+    return env
+
+
 def sift2_rows(a, case, rows):
     if not shutil.which("tcksift2"):
         print("note: SIFT2 skipped: tcksift2 is not on PATH (apt-get install mrtrix3)")
@@ -331,10 +364,11 @@ def sift2_rows(a, case, rows):
     mif, resp, fod = (os.path.join(work, n) for n in ("dwi.mif", "response.txt", "fod.mif"))
     prep_s, prep_rss = 0.0, 0.0
     grad = mrtrix_grad(case, os.path.join(work, "grad.b"))
+    env = mrtrix_env(work)
     for cmd in ([["mrconvert", case["dwi"], mif, "-grad", grad, *nt],
                  [sys.executable, shutil.which("dwi2response"), a.response, mif, resp, *nt],
                  ["dwi2fod", "csd", mif, resp, fod, *nt]]):
-        wall, rss, out, err, rc = run_rss(cmd, cwd=work)  # dwi2response's scratch folder goes there
+        wall, rss, out, err, rc = run_rss(cmd, cwd=work, env=env)  # dwi2response's scratch folder goes there
         if rc:
             tool = os.path.basename(cmd[1]) if cmd[0] == sys.executable else cmd[0]
             print(f"note: SIFT2 skipped: {tool} failed: {err[-1500:]}")
