@@ -18,12 +18,14 @@ to the input tractogram's streamlines (0 for a streamline a method dropped).
   COMMIT2      the same operator, group lasso over the same connection groups as ours (end-point
                parcel pairs of parcels.nii, from life build --parcels; a streamline without a
                connection is a group of its own), cardinality and adaptive group weights (COMMIT2's
-               paper), lambda as a fraction of lambda_max, warm-started from the NNLS fit
-  SIFT2        mrconvert, dwi2response tournier, dwi2fod csd (preparation), tcksift2 (the fit)
+               paper), lambda as a fraction of lambda_max (COMMIT's COMMIT2 tutorial: 2.5e-4, "change to
+               suit your needs"), from zeros, tol_fun 1e-3 and max_iter 1000 as there
+  SIFT2        mrconvert (-grad: the bvecs in the scanner frame, as LiFE reads them), dwi2response
+               tournier, dwi2fod csd (preparation), tcksift2 (the fit)
 
 usage: python3 bench/life_peers.py [--neurosolve build/neurosolve] [--streamlines 3000,10000]
            [--real data/life] [--threads T] [--backend cpu|cuda] [--peers commit,sift2]
-           [--commit2-lambdas 1e-3,1e-2] [--commit-isos 0.9e-3,3.0e-3] [--fiber-shift 0.5]
+           [--commit2-lambdas 2.5e-4] [--commit-isos 0.9e-3,3.0e-3] [--fiber-shift 0.5]
            [--response tournier] [--work DIR] [--csv FILE] [--iters N] [--settings nnls,ridge=0.2,group=1]
            [--timeout S]
 Needs numpy; COMMIT rows need `import commit` (pip install dmri-commit), SIFT2 rows MRtrix3's
@@ -159,28 +161,23 @@ def commit_worker(a):
     mit.build_operator()
     res["operator_s"] = time.perf_counter() - t
     partial(res)
-    kept = np.asarray(mit.DICTIONARY["TRK"]["kept"]).astype(bool)
-    n = len(kept)
+    n = len(mit.DICTIONARY["TRK"]["kept"])
     t = time.perf_counter()
     mit.fit(tol_fun=1e-3, max_iter=a.iters)
     res["nnls_fit_s"] = time.perf_counter() - t
+    res["nnls_iterations"] = mit.CONFIG["optimization"]["fit_details"]["iterations"]
     partial(res)
-    x_nnls = mit.x.copy() if hasattr(mit, "x") else None
-    w = np.zeros(n)
-    w[kept] = mit.get_coeffs()[0][: int(kept.sum())]
-    np.save(os.path.join(work, "w_commit.npy"), w)
+    # get_coeffs: one weight per input streamline, 0 for one the dictionary dropped
+    np.save(os.path.join(work, "w_commit.npy"), commit_weights(mit, n))
     res["weights"] = os.path.join(work, "w_commit.npy")
-    res["kept_by_dictionary"] = int(kept.sum())
+    res["kept_by_dictionary"] = int(np.count_nonzero(mit.DICTIONARY["TRK"]["kept"]))
     partial(res)
     if a.groups:
-        g_all = np.load(a.groups).astype(np.int64)
-        g = g_all[kept]
-        idx = np.arange(int(kept.sum()))
-        groups = []
-        for gid in np.unique(g[g >= 0]):
-            groups.append(idx[g == gid].astype(np.int32))
-        for i in idx[g < 0]:
-            groups.append(np.array([i], dtype=np.int32))
+        # COMMIT2's groups index the input tractogram (set_regularisation drops what the dictionary did)
+        g = np.load(a.groups).astype(np.int64)
+        idx = np.arange(n)
+        groups = [idx[g == gid].astype(np.int32) for gid in np.unique(g[g >= 0])]
+        groups += [np.array([i], dtype=np.int32) for i in idx[g < 0]]
         group_idx = np.array(groups, dtype=np.object_)
         res["groups"] = len(groups)
         res["commit2"] = []
@@ -189,14 +186,21 @@ def commit_worker(a):
                                    params=({"group_idx": group_idx, "group_weights_cardinality": True,
                                             "group_weights_adaptive": True}, None, None))
             t = time.perf_counter()
-            mit.fit(tol_fun=1e-3, max_iter=a.iters, x0=x_nnls)
+            mit.fit(tol_fun=1e-3, max_iter=a.iters)  # from zeros, as COMMIT's COMMIT2 tutorial
             s = time.perf_counter() - t
-            w = np.zeros(n)
-            w[kept] = mit.get_coeffs()[0][: int(kept.sum())]
             path = os.path.join(work, f"w_commit2_{lam:g}.npy")
-            np.save(path, w)
-            res["commit2"].append({"lambda": lam, "fit_s": s, "weights": path})
+            np.save(path, commit_weights(mit, n))
+            res["commit2"].append({"lambda": lam, "fit_s": s, "weights": path,
+                                   "iterations": mit.CONFIG["optimization"]["fit_details"]["iterations"]})
     print("RESULT " + json.dumps(res))
+
+
+def commit_weights(mit, n):
+    """COMMIT's streamline weights (its intra-axonal coefficients, one per input streamline)."""
+    w = np.asarray(mit.get_coeffs()[0], float)
+    if w.size != n:
+        sys.exit(f"COMMIT returned {w.size} weights for {n} streamlines")
+    return w
 
 
 def _version(dist):
@@ -253,6 +257,11 @@ def neurosolve_rows(a, case, rows):
                         note=f"{j['backend']} {j['mw_variant']}/{j['mty_variant']}, {j['updates']} updates"))
 
 
+def commit_note(r):
+    return (f"{r['nnls_iterations']} iterations; {r['kept_by_dictionary']} streamlines in the dictionary; setup "
+            f"{r['setup_s']:.1f} s once; dmri-commit {r['versions']['dmri-commit']}")
+
+
 def commit_rows(a, case, rows):
     try:
         import commit  # noqa: F401
@@ -277,8 +286,7 @@ def commit_rows(a, case, rows):
                  else "trk2dictionary") if "nnls_fit_s" not in r else "COMMIT2's group fit"
         if "weights" in r:  # COMMIT's NNLS finished: its row, then COMMIT2's as not finished
             rows.append(row(case, "COMMIT", f"nnls (stick 1.7e-3, balls {isos})", np.load(r["weights"]),
-                            fit_s=r["nnls_fit_s"], prep_s=r["dictionary_s"] + r["operator_s"],
-                            note=f"setup {r['setup_s']:.1f} s once; dmri-commit {r['versions']['dmri-commit']}"))
+                            fit_s=r["nnls_fit_s"], prep_s=r["dictionary_s"] + r["operator_s"], note=commit_note(r)))
         rows.append(row(case, "COMMIT2" if "weights" in r else "COMMIT + COMMIT2", f"balls {isos}", None, wall_s=wall,
                         note=f"{err}, in {stage}; finished: {done or 'nothing'}"))
         return
@@ -288,11 +296,61 @@ def commit_rows(a, case, rows):
     r = json.loads(res[0][7:])
     prep = r["dictionary_s"] + r["operator_s"]
     rows.append(row(case, "COMMIT", f"nnls (stick 1.7e-3, balls {isos})", np.load(r["weights"]), fit_s=r["nnls_fit_s"],
-                    wall_s=wall, rss_mb=rss, prep_s=prep, note=f"setup {r['setup_s']:.1f} s once; "
-                    f"dmri-commit {r['versions']['dmri-commit']}"))
+                    wall_s=wall, rss_mb=rss, prep_s=prep, note=commit_note(r)))
     for c in r.get("commit2", []):
         rows.append(row(case, "COMMIT2", f"group lasso {c['lambda']:g}", np.load(c["weights"]), fit_s=c["fit_s"],
-                        wall_s=wall, rss_mb=rss, prep_s=prep, note=f"{r['groups']} groups, warm start from NNLS"))
+                        wall_s=wall, rss_mb=rss, prep_s=prep,
+                        note=f"{r['groups']} groups, {c['iterations']} iterations from zeros"))
+
+
+def mrtrix_grad(case, path):
+    """The gradient table as MRtrix's -grad file (scanner frame, one "x y z b" row per volume). LiFE, DIPY
+    and COMMIT read the bvecs along the image's voxel axes; MRtrix's -fslgrad applies FSL's convention
+    instead (x negated where the affine's determinant is positive, as the phantom's is), which would mirror
+    every direction in x against the streamlines. Here: the voxel axes' directions (the affine's normalised
+    columns) times the bvecs, as LiFE uses them."""
+    import nibabel as nib
+    A = nib.load(case["dwi"]).affine[:3, :3]
+    bvals = np.loadtxt(case["bval"], ndmin=1).ravel()
+    bvecs = np.loadtxt(case["bvec"], ndmin=2)
+    if bvecs.shape[0] != 3:  # n rows of three
+        bvecs = bvecs.T
+    g = (A / np.linalg.norm(A, axis=0)) @ bvecs
+    np.savetxt(path, np.column_stack([g.T, bvals]), fmt="%.10g")
+    return path
+
+
+MRTRIX_SHIM = {  # what MRtrix 3.0.3's Python scripts import and Python 3.12 removed
+    "imp.py": """import importlib.machinery, importlib.util, sys
+def find_module(name, path=None):
+    spec = importlib.machinery.PathFinder.find_spec(name, path)
+    if spec is None:
+        raise ImportError(name)
+    return None, spec.origin, spec
+def load_module(name, fp, pathname, spec):
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+""",
+    "distutils/__init__.py": "",
+    "distutils/spawn.py": "from shutil import which as find_executable\n"}
+
+
+def mrtrix_env(work):
+    """The environment MRtrix's Python scripts (dwi2response) run in: on Python >= 3.12 a folder
+    first on PYTHONPATH with the two modules they import that 3.12 removed (imp's find_module and
+    load_module on importlib, distutils.spawn's find_executable as shutil.which)."""
+    if sys.version_info < (3, 12):
+        return None
+    shim = os.path.join(work, "py312shim")
+    for name, text in MRTRIX_SHIM.items():
+        os.makedirs(os.path.dirname(os.path.join(shim, name)), exist_ok=True)
+        with open(os.path.join(shim, name), "w") as f:
+            f.write(text)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([shim] + [p for p in [env.get("PYTHONPATH")] if p])
+    return env
 
 
 def sift2_rows(a, case, rows):
@@ -305,10 +363,12 @@ def sift2_rows(a, case, rows):
     nt = ["-nthreads", str(a.threads), "-quiet", "-force"]
     mif, resp, fod = (os.path.join(work, n) for n in ("dwi.mif", "response.txt", "fod.mif"))
     prep_s, prep_rss = 0.0, 0.0
-    for cmd in ([["mrconvert", case["dwi"], mif, "-fslgrad", case["bvec"], case["bval"], *nt],
+    grad = mrtrix_grad(case, os.path.join(work, "grad.b"))
+    env = mrtrix_env(work)
+    for cmd in ([["mrconvert", case["dwi"], mif, "-grad", grad, *nt],
                  [sys.executable, shutil.which("dwi2response"), a.response, mif, resp, *nt],
                  ["dwi2fod", "csd", mif, resp, fod, *nt]]):
-        wall, rss, out, err, rc = run_rss(cmd, cwd=work)  # dwi2response's scratch folder goes there
+        wall, rss, out, err, rc = run_rss(cmd, cwd=work, env=env)  # dwi2response's scratch folder goes there
         if rc:
             tool = os.path.basename(cmd[1]) if cmd[0] == sys.executable else cmd[0]
             print(f"note: SIFT2 skipped: {tool} failed: {err[-1500:]}")
@@ -356,7 +416,7 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--peers", default="commit,sift2")
-    ap.add_argument("--commit2-lambdas", default="1e-3,1e-2")
+    ap.add_argument("--commit2-lambdas", default="2.5e-4")  # the tutorial's
     ap.add_argument("--response", default="tournier")
     # COMMIT puts voxel corners at integer voxel coordinates; NIfTI (and so .tck/.trk in world mm
     # through the image's affine) puts voxel centres there: COMMIT's documented shift for that
@@ -366,7 +426,7 @@ def main():
     # explain the brain's ball, which then goes to the streamlines crossing it: the random curves);
     # on the real case the tutorial's
     ap.add_argument("--commit-isos")
-    ap.add_argument("--iters", type=int, default=500)
+    ap.add_argument("--iters", type=int, default=1000)  # COMMIT's max_iter (its tutorial's)
     # our fits per case: nnls, auto (--lambda auto), ridge=R, group=G, lambda=L
     ap.add_argument("--settings", default="nnls,ridge=0.2,group=1")
     # seconds each process (a fit, a peer's worker, a preparation step) may run: killed past it and
