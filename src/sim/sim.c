@@ -126,7 +126,7 @@ static ns_status choose_backend(ns_sim_t *sim) {
             return ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation: unknown backend %d", (int)be);
         impl = ns_registry_for_backend(table, be);
         /* the CPU: openmp; CUDA: AUTO stays AUTO, the GPU loop chooses per
-         * shape group (src/sim/cuda/step.c, docs/simulation.md) */
+         * shape group (src/sim/cuda/policy.c, docs/simulation.md) */
         if (be == NS_BACKEND_CPU) me = NS_HINES_OPENMP;
     }
     ns_status ready = ns_registry_ready(impl, "simulation");

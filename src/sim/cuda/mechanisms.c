@@ -2,7 +2,7 @@
  * the population on the device, the generated CUDA launchers per phase.
  *
  * One gpu_model per group of the GPU loop that holds the model's cells
- * (sim/cuda/step.c): the tree loop's group, whose state is Flat in the
+ * (sim/cuda/layout.c): the tree loop's group, whose state is Flat in the
  * group's cell order, or an onchip group (one shape, each cell's compartments
  * in the schedule's position order: `pos`): instance i of mechanism m sits at
  * node node_index[i] of the group's arrays. The per-step launches below run
