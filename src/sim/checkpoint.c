@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,36 +176,26 @@ static void put(ck_writer *w, const void *data, size_t n) {
 }
 static void put_i64(ck_writer *w, int64_t x) { put(w, &x, sizeof x); }
 
+/* Where each field of the header lies in the file (after the magic bytes; the layout above). */
+#define CK_FIELD(f, at) {offsetof(ck_header, f), sizeof(((ck_header *)0)->f), at}
+static const struct {
+    size_t field, size, at;
+} CK_LAYOUT[] = {CK_FIELD(version, 8),  CK_FIELD(order, 12),       CK_FIELD(header_bytes, 16),
+                 CK_FIELD(payload_bytes, 24), CK_FIELD(checksum, 32), CK_FIELD(fingerprint, 40),
+                 CK_FIELD(cells, 48),   CK_FIELD(comps, 56),       CK_FIELD(stims, 64),
+                 CK_FIELD(sites, 72),   CK_FIELD(every, 76),       CK_FIELD(dt, 80)};
+#define CK_FIELDS (sizeof CK_LAYOUT / sizeof *CK_LAYOUT)
+
 static void encode_header(unsigned char *b, const ck_header *h) {
     memset(b, 0, CK_HEADER);
     memcpy(b, CK_MAGIC, 8);
-    memcpy(b + 8, &h->version, 4);
-    memcpy(b + 12, &h->order, 4);
-    memcpy(b + 16, &h->header_bytes, 8);
-    memcpy(b + 24, &h->payload_bytes, 8);
-    memcpy(b + 32, &h->checksum, 8);
-    memcpy(b + 40, &h->fingerprint, 8);
-    memcpy(b + 48, &h->cells, 8);
-    memcpy(b + 56, &h->comps, 8);
-    memcpy(b + 64, &h->stims, 8);
-    memcpy(b + 72, &h->sites, 4);
-    memcpy(b + 76, &h->every, 4);
-    memcpy(b + 80, &h->dt, 8);
+    for (size_t k = 0; k < CK_FIELDS; ++k)
+        memcpy(b + CK_LAYOUT[k].at, (const unsigned char *)h + CK_LAYOUT[k].field, CK_LAYOUT[k].size);
 }
 
 static void decode_header(const unsigned char *b, ck_header *h) {
-    memcpy(&h->version, b + 8, 4);
-    memcpy(&h->order, b + 12, 4);
-    memcpy(&h->header_bytes, b + 16, 8);
-    memcpy(&h->payload_bytes, b + 24, 8);
-    memcpy(&h->checksum, b + 32, 8);
-    memcpy(&h->fingerprint, b + 40, 8);
-    memcpy(&h->cells, b + 48, 8);
-    memcpy(&h->comps, b + 56, 8);
-    memcpy(&h->stims, b + 64, 8);
-    memcpy(&h->sites, b + 72, 4);
-    memcpy(&h->every, b + 76, 4);
-    memcpy(&h->dt, b + 80, 8);
+    for (size_t k = 0; k < CK_FIELDS; ++k)
+        memcpy((unsigned char *)h + CK_LAYOUT[k].field, b + CK_LAYOUT[k].at, CK_LAYOUT[k].size);
 }
 
 static void header_of(const ns_sim_t *sim, ck_header *h) {
