@@ -272,12 +272,13 @@ __device__ __forceinline__ void net_states_detect(const Team &tm, const ns_sim_f
     }
     for (int32_t q = det_lo + tid; q < det_hi; q += nt) {
         const int32_t kd = net.det_index[q];
-        const int a = tm.ld(v + (net.det_node[q] - base)) > net.det_thr[kd];
-        if (a && !net.det_above[kd]) {
-            const unsigned long long at = atomicAdd(net.count, 1ULL);
-            if (at < (unsigned long long)net.cap) net.spikes[at] = ns_net_spike{tcur + net.teps, net.det_source[kd]};
+        const ns_gpu_net_out &out = net.out;
+        const int a = tm.ld(v + (net.det_node[q] - base)) > out.det_thr[kd];
+        if (a && !out.det_above[kd]) {
+            const unsigned long long at = atomicAdd(out.count, 1ULL);
+            if (at < (unsigned long long)out.cap) out.spikes[at] = ns_net_spike{tcur + out.teps, out.det_source[kd]};
         }
-        net.det_above[kd] = (unsigned char)a;
+        out.det_above[kd] = (unsigned char)a;
     }
 }
 
