@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,36 +176,26 @@ static void put(ck_writer *w, const void *data, size_t n) {
 }
 static void put_i64(ck_writer *w, int64_t x) { put(w, &x, sizeof x); }
 
+/* Where each field of the header lies in the file (after the magic bytes; the layout above). */
+#define CK_FIELD(f, at) {offsetof(ck_header, f), sizeof(((ck_header *)0)->f), at}
+static const struct {
+    size_t field, size, at;
+} CK_LAYOUT[] = {CK_FIELD(version, 8),  CK_FIELD(order, 12),       CK_FIELD(header_bytes, 16),
+                 CK_FIELD(payload_bytes, 24), CK_FIELD(checksum, 32), CK_FIELD(fingerprint, 40),
+                 CK_FIELD(cells, 48),   CK_FIELD(comps, 56),       CK_FIELD(stims, 64),
+                 CK_FIELD(sites, 72),   CK_FIELD(every, 76),       CK_FIELD(dt, 80)};
+#define CK_FIELDS (sizeof CK_LAYOUT / sizeof *CK_LAYOUT)
+
 static void encode_header(unsigned char *b, const ck_header *h) {
     memset(b, 0, CK_HEADER);
     memcpy(b, CK_MAGIC, 8);
-    memcpy(b + 8, &h->version, 4);
-    memcpy(b + 12, &h->order, 4);
-    memcpy(b + 16, &h->header_bytes, 8);
-    memcpy(b + 24, &h->payload_bytes, 8);
-    memcpy(b + 32, &h->checksum, 8);
-    memcpy(b + 40, &h->fingerprint, 8);
-    memcpy(b + 48, &h->cells, 8);
-    memcpy(b + 56, &h->comps, 8);
-    memcpy(b + 64, &h->stims, 8);
-    memcpy(b + 72, &h->sites, 4);
-    memcpy(b + 76, &h->every, 4);
-    memcpy(b + 80, &h->dt, 8);
+    for (size_t k = 0; k < CK_FIELDS; ++k)
+        memcpy(b + CK_LAYOUT[k].at, (const unsigned char *)h + CK_LAYOUT[k].field, CK_LAYOUT[k].size);
 }
 
 static void decode_header(const unsigned char *b, ck_header *h) {
-    memcpy(&h->version, b + 8, 4);
-    memcpy(&h->order, b + 12, 4);
-    memcpy(&h->header_bytes, b + 16, 8);
-    memcpy(&h->payload_bytes, b + 24, 8);
-    memcpy(&h->checksum, b + 32, 8);
-    memcpy(&h->fingerprint, b + 40, 8);
-    memcpy(&h->cells, b + 48, 8);
-    memcpy(&h->comps, b + 56, 8);
-    memcpy(&h->stims, b + 64, 8);
-    memcpy(&h->sites, b + 72, 4);
-    memcpy(&h->every, b + 76, 4);
-    memcpy(&h->dt, b + 80, 8);
+    for (size_t k = 0; k < CK_FIELDS; ++k)
+        memcpy((unsigned char *)h + CK_LAYOUT[k].field, b + CK_LAYOUT[k].at, CK_LAYOUT[k].size);
 }
 
 static void header_of(const ns_sim_t *sim, ck_header *h) {
@@ -315,28 +306,54 @@ static int is_ion_var(const ns_sim_t *sim, const ck_names *nm, int64_t k) {
     return k >= nm->n - ions;
 }
 
-static ns_status check_contents(ns_sim_t *sim, const char *path, double t, int64_t steps, const double *state,
-                                const ck_names *nm, double *scratch, const double *traces, size_t ntr,
-                                double *const *spikes, const int64_t *n_spikes) {
+/* What a checkpoint holds after its names, read into new buffers (a damaged file changes nothing). */
+typedef struct ck_contents {
+    double t;
+    int64_t steps, samples;
+    double *state;    /* per cell: every variable's values over its compartments, in nm's order */
+    double *traces;   /* samples x sites */
+    size_t ntr;
+    double **spikes;  /* per cell */
+    int64_t *n_spikes;
+    double *scratch;  /* max_n doubles: one variable of a cell (check_contents, apply_contents) */
+} ck_contents;
+
+static void contents_free(const ns_sim_t *sim, ck_contents *c) {
+    free(c->state);
+    free(c->traces);
+    if (c->spikes)
+        for (int64_t k = 0; k < sim->n_cells; ++k) free(c->spikes[k]);
+    free(c->spikes);
+    free(c->n_spikes);
+    free(c->scratch);
+}
+
+/* The contents checked like any input, even under a valid checksum: finite values where the
+ * variables exist, t where the steps put it, spike times in order within [0, t]. */
+static ns_status check_contents(ns_sim_t *sim, const char *path, const ck_names *nm, const ck_contents *c) {
+    const double t = c->t, *state = c->state, *traces = c->traces;
+    const size_t ntr = c->ntr;
+    double *const *spikes = c->spikes;
+    const int64_t *n_spikes = c->n_spikes;
     /* t as the loop accumulates it (two half steps a step, ns_sim_advance):
      * within the rounding bound of 2 steps additions of the exact steps * dt */
-    const double exact = (double)steps * sim->params.dt;
-    if (!(fabs(t - exact) <= 2.0 * (double)steps * DBL_EPSILON * exact + 1e-12 * sim->params.dt))
+    const double exact = (double)c->steps * sim->params.dt;
+    if (!(fabs(t - exact) <= 2.0 * (double)c->steps * DBL_EPSILON * exact + 1e-12 * sim->params.dt))
         return ns_fail(NS_ERR_PARSE, "checkpoint %s: t = %.17g ms is not %lld steps of dt = %g ms", path, t,
-                       (long long)steps, sim->params.dt);
+                       (long long)c->steps, sim->params.dt);
     /* every value finite where the variable exists (its mechanism inserted), NaN elsewhere, as the
      * simulation's own values are */
-    for (int64_t c = 0, off = 0; c < sim->n_cells; ++c) {
-        const int64_t n = sim->cell_offset[c + 1] - sim->cell_offset[c];
+    for (int64_t cell = 0, off = 0; cell < sim->n_cells; ++cell) {
+        const int64_t n = sim->cell_offset[cell + 1] - sim->cell_offset[cell];
         for (int64_t k = 0; k < nm->n; ++k) {
-            ns_status st = get_var(sim, nm, k, c, scratch);
+            ns_status st = get_var(sim, nm, k, cell, c->scratch);
             if (st != NS_OK) return st;
             for (int64_t i = 0; i < n; ++i) {
                 const double x = state[off + k * n + i];
-                const int present = !isnan(scratch[i]);
+                const int present = !isnan(c->scratch[i]);
                 if (present ? !isfinite(x) : !isnan(x))
                     return ns_fail(NS_ERR_PARSE, "checkpoint %s: cell %lld, compartment %lld: %s = %g (%s)", path,
-                                   (long long)c, (long long)i, nm->name[k], x,
+                                   (long long)cell, (long long)i, nm->name[k], x,
                                    present ? "not finite" : "the mechanism is not inserted there: NaN expected");
             }
         }
@@ -346,13 +363,186 @@ static ns_status check_contents(ns_sim_t *sim, const char *path, double t, int64
         if (!isfinite(traces[i]))
             return ns_fail(NS_ERR_PARSE, "checkpoint %s: trace sample %zu of site %zu is %g", path,
                            i / (size_t)sim->n_recs, i % (size_t)sim->n_recs, traces[i]);
-    for (int64_t c = 0; c < sim->n_cells; ++c)
-        for (int64_t k = 0; k < n_spikes[c]; ++k) {
-            const double s = spikes[c][k];
-            if (!(s >= 0.0 && s <= t) || (k > 0 && !(s >= spikes[c][k - 1])))
+    for (int64_t cell = 0; cell < sim->n_cells; ++cell)
+        for (int64_t k = 0; k < n_spikes[cell]; ++k) {
+            const double s = spikes[cell][k];
+            if (!(s >= 0.0 && s <= t) || (k > 0 && !(s >= spikes[cell][k - 1])))
                 return ns_fail(NS_ERR_PARSE, "checkpoint %s: cell %lld: spike %lld at %g ms (spike times are in "
-                               "order in [0, t = %g ms])", path, (long long)c, (long long)k, s, t);
+                               "order in [0, t = %g ms])", path, (long long)cell, (long long)k, s, t);
         }
+    return NS_OK;
+}
+
+/* The header of checkpoint `path` into *h: its magic bytes, byte order, version and sizes, the
+ * file's size against them. */
+static ns_status read_header(FILE *f, const char *path, ck_header *h) {
+    unsigned char hb[CK_HEADER];
+    if (fread(hb, 1, CK_HEADER, f) != CK_HEADER)
+        return ns_fail(NS_ERR_PARSE, "checkpoint %s: shorter than its %d-byte header", path, CK_HEADER);
+    if (memcmp(hb, CK_MAGIC, 8) != 0)
+        return ns_fail(NS_ERR_PARSE, "checkpoint %s: not a neurosolve simulation checkpoint (magic bytes)", path);
+    decode_header(hb, h);
+    if (h->order != CK_ORDER)
+        return ns_fail(NS_ERR_PARSE, "checkpoint %s: written on a machine of another byte order", path);
+    if (h->version == 1u)
+        return ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: version 1 (v and hh's gates without names, written before "
+                       "every simulation ran a model of mechanisms); this build reads version %u: run again from the "
+                       "start", path, CK_VERSION);
+    if (h->version != CK_VERSION)
+        return ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: version %u, this build reads version %u", path,
+                       (unsigned)h->version, CK_VERSION);
+    if (h->header_bytes != CK_HEADER)
+        return ns_fail(NS_ERR_PARSE, "checkpoint %s: header size %llu, expected %d", path,
+                       (unsigned long long)h->header_bytes, CK_HEADER);
+    /* the file's size against the header's */
+    if (fseek(f, 0, SEEK_END) != 0) return ns_fail(NS_ERR_IO, "checkpoint %s: %s", path, strerror(errno));
+    const long size = ftell(f);
+    if (size < 0 || (uint64_t)size != CK_HEADER + h->payload_bytes)
+        return ns_fail(NS_ERR_PARSE, "checkpoint %s: %ld bytes, the header says %llu (truncated or extended)", path,
+                       size, (unsigned long long)(CK_HEADER + h->payload_bytes));
+    return NS_OK;
+}
+
+/* Which simulation the header belongs to, most telling difference first. */
+static ns_status check_owner(const ns_sim_t *sim, const char *path, const ck_header *h) {
+    if (h->cells != sim->n_cells || h->comps != sim->n_comp)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "checkpoint %s: made for %lld cells of %lld compartments in all, this simulation has %lld "
+                       "cells of %lld",
+                       path, (long long)h->cells, (long long)h->comps, (long long)sim->n_cells,
+                       (long long)sim->n_comp);
+    if (h->dt != sim->params.dt)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "checkpoint %s: made with dt = %.17g ms, this simulation has %.17g",
+                       path, h->dt, sim->params.dt);
+    if (h->sites != sim->n_recs || h->every != sim->options.record_every)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "checkpoint %s: made with %d recording sites every %d steps, this simulation has %d every %d",
+                       path, (int)h->sites, (int)h->every, (int)sim->n_recs, (int)sim->options.record_every);
+    if (h->stims != sim->n_stims)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "checkpoint %s: made with %lld stimuli, this simulation has %lld",
+                       path, (long long)h->stims, (long long)sim->n_stims);
+    if (h->fingerprint != fingerprint(sim))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT,
+                       "checkpoint %s: made for another simulation of the same size (the shapes, parameters, "
+                       "stimuli or recording sites differ)",
+                       path);
+    return NS_OK;
+}
+
+/* The payload's checksum against the header's, before anything is changed. */
+static ns_status check_checksum(FILE *f, const char *path, const ck_header *h) {
+    unsigned char chunk[1 << 16];
+    uint64_t hash = NS_FNV_OFFSET, left = h->payload_bytes;
+    fseek(f, CK_HEADER, SEEK_SET);
+    while (left > 0) {
+        const size_t n = left < sizeof chunk ? (size_t)left : sizeof chunk;
+        if (fread(chunk, 1, n, f) != n) return ns_fail(NS_ERR_IO, "checkpoint %s: read failed", path);
+        hash = ns_fnv1a(hash, chunk, n);
+        left -= n;
+    }
+    if (hash != h->checksum)
+        return ns_fail(NS_ERR_PARSE, "checkpoint %s: checksum mismatch (the file is damaged)", path);
+    return NS_OK;
+}
+
+/* The variables by name: the simulation's (nm), in its order (the fingerprint says the model is
+ * the same, so a difference is damage). */
+static ns_status read_names(ck_reader *r, const ck_names *nm) {
+    char name[64];
+    int64_t n_vars;
+    ns_status st = get(r, &n_vars, sizeof n_vars);
+    if (st != NS_OK) return st;
+    if (n_vars != nm->n)
+        return ns_fail(NS_ERR_PARSE, "checkpoint %s: %lld state variables, this simulation has %lld", r->path,
+                       (long long)n_vars, (long long)nm->n);
+    for (int64_t k = 0; k < nm->n; ++k) {
+        int64_t len;
+        if ((st = get(r, &len, sizeof len)) != NS_OK) return st;
+        if (len < 1 || len >= (int64_t)sizeof name)
+            return ns_fail(NS_ERR_PARSE, "checkpoint %s: state variable %lld: a name of %lld bytes", r->path,
+                           (long long)k, (long long)len);
+        if ((st = get(r, name, (size_t)len)) != NS_OK) return st;
+        name[len] = 0;
+        if (strcmp(name, nm->name[k]) != 0)
+            return ns_fail(NS_ERR_PARSE, "checkpoint %s: state variable %lld is '%s', this simulation's is '%s'",
+                           r->path, (long long)k, name, nm->name[k]);
+    }
+    return NS_OK;
+}
+
+/* The state, traces and spikes of `samples` samples; the sizes the counts imply must fit in the file
+ * before anything is allocated for them. */
+static ns_status read_contents(ck_reader *r, const ns_sim_t *sim, const ck_names *nm, uint64_t payload,
+                               ck_contents *c) {
+    const char *path = r->path;
+    const uint64_t per_comp = 8u * (uint64_t)nm->n;
+    if ((uint64_t)sim->n_comp > r->left / per_comp ||
+        (sim->n_recs > 0 &&
+         (uint64_t)c->samples > (r->left - (uint64_t)sim->n_comp * per_comp) / 8 / (uint64_t)sim->n_recs))
+        return ns_fail(NS_ERR_PARSE, "checkpoint %s: %lld samples of %d sites and %lld compartments do not fit in its "
+                       "%llu bytes", path, (long long)c->samples, (int)sim->n_recs, (long long)sim->n_comp,
+                       (unsigned long long)payload);
+    const size_t nstate = (size_t)sim->n_comp * (size_t)nm->n;
+    c->state = malloc((nstate ? nstate : 1) * sizeof *c->state);
+    c->scratch = malloc((size_t)(sim->max_n > 0 ? sim->max_n : 1) * sizeof *c->scratch);
+    c->ntr = (size_t)c->samples * (size_t)sim->n_recs;
+    c->traces = malloc((c->ntr ? c->ntr : 1) * sizeof *c->traces);
+    c->spikes = calloc((size_t)sim->n_cells, sizeof *c->spikes);
+    c->n_spikes = calloc((size_t)sim->n_cells, sizeof *c->n_spikes);
+    if (!c->state || !c->scratch || !c->traces || !c->spikes || !c->n_spikes)
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "checkpoint %s: %lld compartments, %lld samples", path,
+                       (long long)sim->n_comp, (long long)c->samples);
+    ns_status st;
+    if ((st = get(r, c->state, nstate * sizeof *c->state)) != NS_OK) return st;
+    if ((st = get(r, c->traces, c->ntr * sizeof *c->traces)) != NS_OK) return st;
+    for (int64_t k = 0; k < sim->n_cells; ++k) {
+        if ((st = get(r, &c->n_spikes[k], sizeof c->n_spikes[k])) != NS_OK) return st;
+        if (c->n_spikes[k] < 0 || (uint64_t)c->n_spikes[k] > r->left / sizeof(double))
+            return ns_fail(NS_ERR_PARSE, "checkpoint %s: cell %lld: %lld spikes do not fit in the file", path,
+                           (long long)k, (long long)c->n_spikes[k]);
+        c->spikes[k] = malloc((size_t)(c->n_spikes[k] ? c->n_spikes[k] : 1) * sizeof(double));
+        if (!c->spikes[k])
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "checkpoint %s: spikes of cell %lld", path, (long long)k);
+        if ((st = get(r, c->spikes[k], (size_t)c->n_spikes[k] * sizeof(double))) != NS_OK) return st;
+    }
+    if (r->left != 0)
+        return ns_fail(NS_ERR_PARSE, "checkpoint %s: %llu bytes after the data", path, (unsigned long long)r->left);
+    return NS_OK;
+}
+
+/* Apply checked contents: the state through the accessors, then time and results (the spike
+ * arrays taken over). */
+static ns_status apply_contents(ns_sim_t *sim, const ck_names *nm, ck_contents *c) {
+    double *scratch = c->scratch;
+    ns_status st = ns_sim_grow_traces(sim, c->samples);
+    if (st != NS_OK) return st;
+    for (int64_t k = 0, off = 0; k < sim->n_cells; ++k) {
+        const int64_t n = sim->cell_offset[k + 1] - sim->cell_offset[k];
+        if ((st = ns_sim_set_state(sim, k, c->state + off)) != NS_OK) return st;
+        for (int64_t v = 1; v < nm->n; ++v) {
+            const double *x = c->state + off + v * n;
+            /* an ion's value the same as now is not written: a written one makes the fused
+             * paths read it per compartment (ns_sim_set_model_var) */
+            if (is_ion_var(sim, nm, v)) {
+                if ((st = ns_sim_get_model_var(sim, k, nm->name[v], scratch)) != NS_OK) return st;
+                if (memcmp(scratch, x, (size_t)n * sizeof *x) == 0) continue;
+            }
+            if ((st = ns_sim_set_model_var(sim, k, nm->name[v], x)) != NS_OK) return st;
+        }
+        off += nm->n * n;
+    }
+    if (c->ntr) memcpy(sim->traces, c->traces, c->ntr * sizeof *c->traces);
+    for (int64_t k = 0; k < sim->n_cells; ++k) {
+        free(sim->spikes.t[k]);
+        sim->spikes.t[k] = c->spikes[k];
+        sim->spikes.n[k] = sim->spikes.cap[k] = c->n_spikes[k] ? c->n_spikes[k] : 1;
+        sim->spikes.n[k] = c->n_spikes[k];
+        c->spikes[k] = NULL;
+    }
+    sim->t = c->t;
+    sim->steps = c->steps;
+    sim->samples = c->samples;
+    sim->failed = 0;
     return NS_OK;
 }
 
@@ -365,221 +555,33 @@ ns_status ns_sim_restore_state(ns_sim_t *sim, const char *path) {
     ns_status st = ns_sim_index(sim);
     if (st != NS_OK) return st;
     ck_names nm = {0, NULL};
-    char name[64];
-    double *scratch = NULL;
+    ck_contents c;
+    memset(&c, 0, sizeof c);
     FILE *f = fopen(path, "rb");
     if (!f) return ns_fail(NS_ERR_IO, "checkpoint %s: %s", path, strerror(errno));
-    unsigned char hb[CK_HEADER];
     ck_header h;
-    double *buf = NULL, *traces = NULL, **spikes = NULL;
-    int64_t *n_spikes = NULL;
-    if (fread(hb, 1, CK_HEADER, f) != CK_HEADER) {
-        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: shorter than its %d-byte header", path, CK_HEADER);
+    if ((st = read_header(f, path, &h)) != NS_OK || (st = check_owner(sim, path, &h)) != NS_OK ||
+        (st = check_checksum(f, path, &h)) != NS_OK)
         goto out;
-    }
-    if (memcmp(hb, CK_MAGIC, 8) != 0) {
-        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: not a neurosolve simulation checkpoint (magic bytes)", path);
-        goto out;
-    }
-    decode_header(hb, &h);
-    if (h.order != CK_ORDER) {
-        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: written on a machine of another byte order", path);
-        goto out;
-    }
-    if (h.version == 1u) {
-        st = ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: version 1 (v and hh's gates without names, written before "
-                     "every simulation ran a model of mechanisms); this build reads version %u: run again from the "
-                     "start", path, CK_VERSION);
-        goto out;
-    }
-    if (h.version != CK_VERSION) {
-        st = ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: version %u, this build reads version %u", path,
-                     (unsigned)h.version, CK_VERSION);
-        goto out;
-    }
-    if (h.header_bytes != CK_HEADER) {
-        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: header size %llu, expected %d", path,
-                     (unsigned long long)h.header_bytes, CK_HEADER);
-        goto out;
-    }
-    /* the file's size against the header's */
-    if (fseek(f, 0, SEEK_END) != 0) {
-        st = ns_fail(NS_ERR_IO, "checkpoint %s: %s", path, strerror(errno));
-        goto out;
-    }
-    const long size = ftell(f);
-    if (size < 0 || (uint64_t)size != CK_HEADER + h.payload_bytes) {
-        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: %ld bytes, the header says %llu (truncated or extended)", path,
-                     size, (unsigned long long)(CK_HEADER + h.payload_bytes));
-        goto out;
-    }
-    /* which simulation it belongs to, most telling difference first */
-    if (h.cells != sim->n_cells || h.comps != sim->n_comp)
-        st = ns_fail(NS_ERR_INVALID_ARGUMENT,
-                     "checkpoint %s: made for %lld cells of %lld compartments in all, this simulation has %lld "
-                     "cells of %lld",
-                     path, (long long)h.cells, (long long)h.comps, (long long)sim->n_cells, (long long)sim->n_comp);
-    else if (h.dt != sim->params.dt)
-        st = ns_fail(NS_ERR_INVALID_ARGUMENT, "checkpoint %s: made with dt = %.17g ms, this simulation has %.17g",
-                     path, h.dt, sim->params.dt);
-    else if (h.sites != sim->n_recs || h.every != sim->options.record_every)
-        st = ns_fail(NS_ERR_INVALID_ARGUMENT,
-                     "checkpoint %s: made with %d recording sites every %d steps, this simulation has %d every %d",
-                     path, (int)h.sites, (int)h.every, (int)sim->n_recs, (int)sim->options.record_every);
-    else if (h.stims != sim->n_stims)
-        st = ns_fail(NS_ERR_INVALID_ARGUMENT, "checkpoint %s: made with %lld stimuli, this simulation has %lld",
-                     path, (long long)h.stims, (long long)sim->n_stims);
-    else if (h.fingerprint != fingerprint(sim))
-        st = ns_fail(NS_ERR_INVALID_ARGUMENT,
-                     "checkpoint %s: made for another simulation of the same size (the shapes, parameters, "
-                     "stimuli or recording sites differ)",
-                     path);
-    if (st != NS_OK) goto out;
-    /* the checksum, before anything is changed */
-    {
-        unsigned char chunk[1 << 16];
-        uint64_t hash = NS_FNV_OFFSET, left = h.payload_bytes;
-        fseek(f, CK_HEADER, SEEK_SET);
-        while (left > 0) {
-            const size_t n = left < sizeof chunk ? (size_t)left : sizeof chunk;
-            if (fread(chunk, 1, n, f) != n) {
-                st = ns_fail(NS_ERR_IO, "checkpoint %s: read failed", path);
-                goto out;
-            }
-            hash = ns_fnv1a(hash, chunk, n);
-            left -= n;
-        }
-        if (hash != h.checksum) {
-            st = ns_fail(NS_ERR_PARSE, "checkpoint %s: checksum mismatch (the file is damaged)", path);
-            goto out;
-        }
-    }
     fseek(f, CK_HEADER, SEEK_SET);
     ck_reader r = {f, path, h.payload_bytes};
-    double t;
-    int64_t steps, samples;
-    if ((st = get(&r, &t, sizeof t)) != NS_OK || (st = get(&r, &steps, sizeof steps)) != NS_OK ||
-        (st = get(&r, &samples, sizeof samples)) != NS_OK)
+    if ((st = get(&r, &c.t, sizeof c.t)) != NS_OK || (st = get(&r, &c.steps, sizeof c.steps)) != NS_OK ||
+        (st = get(&r, &c.samples, sizeof c.samples)) != NS_OK)
         goto out;
-    if (!isfinite(t) || t < 0.0 || steps < 0 || steps > NS_SIM_MAX_STEPS ||
-        samples != steps / sim->options.record_every + 1) {
-        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: t = %g ms, %lld steps and %lld samples do not agree", path, t,
-                     (long long)steps, (long long)samples);
+    if (!isfinite(c.t) || c.t < 0.0 || c.steps < 0 || c.steps > NS_SIM_MAX_STEPS ||
+        c.samples != c.steps / sim->options.record_every + 1) {
+        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: t = %g ms, %lld steps and %lld samples do not agree", path, c.t,
+                     (long long)c.steps, (long long)c.samples);
         goto out;
     }
-    /* the variables by name: the simulation's, in its order (the fingerprint
-     * says the model is the same, so a difference is damage) */
-    if ((st = names_of(sim, &nm)) != NS_OK) goto out;
-    int64_t n_vars;
-    if ((st = get(&r, &n_vars, sizeof n_vars)) != NS_OK) goto out;
-    if (n_vars != nm.n) {
-        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: %lld state variables, this simulation has %lld", path,
-                     (long long)n_vars, (long long)nm.n);
+    if ((st = names_of(sim, &nm)) != NS_OK || (st = read_names(&r, &nm)) != NS_OK ||
+        (st = read_contents(&r, sim, &nm, h.payload_bytes, &c)) != NS_OK)
         goto out;
-    }
-    for (int64_t k = 0; k < nm.n; ++k) {
-        int64_t len;
-        if ((st = get(&r, &len, sizeof len)) != NS_OK) goto out;
-        if (len < 1 || len >= (int64_t)sizeof name) {
-            st = ns_fail(NS_ERR_PARSE, "checkpoint %s: state variable %lld: a name of %lld bytes", path, (long long)k,
-                         (long long)len);
-            goto out;
-        }
-        if ((st = get(&r, name, (size_t)len)) != NS_OK) goto out;
-        name[len] = 0;
-        if (strcmp(name, nm.name[k]) != 0) {
-            st = ns_fail(NS_ERR_PARSE, "checkpoint %s: state variable %lld is '%s', this simulation's is '%s'", path,
-                         (long long)k, name, nm.name[k]);
-            goto out;
-        }
-    }
-    /* the sizes the counts imply must fit in the file before anything is
-     * allocated for them */
-    const uint64_t per_comp = 8u * (uint64_t)nm.n;
-    if ((uint64_t)sim->n_comp > r.left / per_comp ||
-        (sim->n_recs > 0 &&
-         (uint64_t)samples > (r.left - (uint64_t)sim->n_comp * per_comp) / 8 / (uint64_t)sim->n_recs)) {
-        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: %lld samples of %d sites and %lld compartments do not fit in its %llu "
-                     "bytes", path, (long long)samples, (int)sim->n_recs, (long long)sim->n_comp,
-                     (unsigned long long)h.payload_bytes);
-        goto out;
-    }
-    /* read everything into new buffers first: a damaged file changes nothing */
-    const size_t nstate = (size_t)sim->n_comp * (size_t)nm.n;
-    buf = malloc((nstate ? nstate : 1) * sizeof *buf);
-    scratch = malloc((size_t)(sim->max_n > 0 ? sim->max_n : 1) * sizeof *scratch);
-    const size_t ntr = (size_t)samples * (size_t)sim->n_recs;
-    traces = malloc((ntr ? ntr : 1) * sizeof *traces);
-    spikes = calloc((size_t)sim->n_cells, sizeof *spikes);
-    n_spikes = calloc((size_t)sim->n_cells, sizeof *n_spikes);
-    if (!buf || !scratch || !traces || !spikes || !n_spikes) {
-        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "checkpoint %s: %lld compartments, %lld samples", path,
-                     (long long)sim->n_comp, (long long)samples);
-        goto out;
-    }
-    if ((st = get(&r, buf, nstate * sizeof *buf)) != NS_OK) goto out;
-    if ((st = get(&r, traces, ntr * sizeof *traces)) != NS_OK) goto out;
-    for (int64_t c = 0; c < sim->n_cells; ++c) {
-        if ((st = get(&r, &n_spikes[c], sizeof n_spikes[c])) != NS_OK) goto out;
-        if (n_spikes[c] < 0 || (uint64_t)n_spikes[c] > r.left / sizeof(double)) {
-            st = ns_fail(NS_ERR_PARSE, "checkpoint %s: cell %lld: %lld spikes do not fit in the file", path,
-                         (long long)c, (long long)n_spikes[c]);
-            goto out;
-        }
-        spikes[c] = malloc((size_t)(n_spikes[c] ? n_spikes[c] : 1) * sizeof(double));
-        if (!spikes[c]) {
-            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "checkpoint %s: spikes of cell %lld", path, (long long)c);
-            goto out;
-        }
-        if ((st = get(&r, spikes[c], (size_t)n_spikes[c] * sizeof(double))) != NS_OK) goto out;
-    }
-    if (r.left != 0) {
-        st = ns_fail(NS_ERR_PARSE, "checkpoint %s: %llu bytes after the data", path, (unsigned long long)r.left);
-        goto out;
-    }
-    /* the contents checked like any input, even under a valid checksum:
-     * finite values where the variables exist, t where the steps put it,
-     * spike times in order within [0, t] */
-    if ((st = check_contents(sim, path, t, steps, buf, &nm, scratch, traces, ntr, spikes, n_spikes)) != NS_OK)
-        goto out;
-    /* apply: state through the accessor, then time and results */
-    if ((st = ns_sim_grow_traces(sim, samples)) != NS_OK) goto out;
-    for (int64_t c = 0, off = 0; c < sim->n_cells; ++c) {
-        const int64_t n = sim->cell_offset[c + 1] - sim->cell_offset[c];
-        if ((st = ns_sim_set_state(sim, c, buf + off)) != NS_OK) goto out;
-        for (int64_t k = 1; k < nm.n; ++k) {
-            const double *x = buf + off + k * n;
-            /* an ion's value the same as now is not written: a written one makes the fused
-             * paths read it per compartment (ns_sim_set_model_var) */
-            if (is_ion_var(sim, &nm, k)) {
-                if ((st = ns_sim_get_model_var(sim, c, nm.name[k], scratch)) != NS_OK) goto out;
-                if (memcmp(scratch, x, (size_t)n * sizeof *x) == 0) continue;
-            }
-            if ((st = ns_sim_set_model_var(sim, c, nm.name[k], x)) != NS_OK) goto out;
-        }
-        off += nm.n * n;
-    }
-    if (ntr) memcpy(sim->traces, traces, ntr * sizeof *traces);
-    for (int64_t c = 0; c < sim->n_cells; ++c) {
-        free(sim->spikes.t[c]);
-        sim->spikes.t[c] = spikes[c];
-        sim->spikes.n[c] = sim->spikes.cap[c] = n_spikes[c] ? n_spikes[c] : 1;
-        sim->spikes.n[c] = n_spikes[c];
-        spikes[c] = NULL;
-    }
-    sim->t = t;
-    sim->steps = steps;
-    sim->samples = samples;
-    sim->failed = 0;
+    if ((st = check_contents(sim, path, &nm, &c)) != NS_OK) goto out;
+    st = apply_contents(sim, &nm, &c);
 out:
     fclose(f);
     free(nm.name);
-    free(scratch);
-    free(buf);
-    free(traces);
-    if (spikes)
-        for (int64_t c = 0; c < sim->n_cells; ++c) free(spikes[c]);
-    free(spikes);
-    free(n_spikes);
+    contents_free(sim, &c);
     return st;
 }

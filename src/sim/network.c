@@ -23,15 +23,21 @@ static ns_status net_of(ns_sim_t *sim, const char *fn, sim_net **out) {
     return NS_OK;
 }
 
-static ns_status check_site(const ns_sim_t *sim, const char *what, int64_t cell, int32_t node) {
-    if (cell < 0 || cell >= sim->n_cells)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: cell %lld is not in the simulation (%lld cells)", what,
-                       (long long)cell, (long long)sim->n_cells);
-    const int32_t n = sim->shapes[sim->cell_shape[cell]].n;
-    if (node < 0 || node >= n)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: compartment %d is outside cell %lld (%d compartments)", what,
-                       (int)node, (long long)cell, (int)n);
+/* NS_ERR_INVALID_ARGUMENT unless the network has synapse `synapse`. */
+static ns_status check_synapse(const sim_net *net, const char *fn, int64_t synapse) {
+    if (synapse < 0 || synapse >= net->n_syns)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: synapse %lld does not exist (%lld synapses)", fn,
+                       (long long)synapse, (long long)net->n_syns);
     return NS_OK;
+}
+
+/* names[0 .. n) into list as "a, b, c" (while the next one surely fits); returns its length. */
+static size_t name_list(char *list, size_t size, const char *const *names, int n) {
+    size_t used = 0;
+    list[0] = 0;
+    for (int q = 0; q < n && used + 40 < size; ++q)
+        used += (size_t)snprintf(list + used, size - used, "%s%s", q ? ", " : "", names[q]);
+    return used;
 }
 
 ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, const char *mechanism,
@@ -42,7 +48,7 @@ ns_status ns_sim_add_synapse(ns_sim_t *sim, int64_t cell, int32_t compartment, c
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
     if (!mechanism) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: mechanism is NULL", fn);
-    st = check_site(sim, "synapse", cell, compartment);
+    st = ns_sim_check_site(sim, "synapse", cell, compartment);
     if (st != NS_OK) return st;
     const sim_model *m = sim->model;
     const int32_t k = ns_sim_model_find(m, mechanism);
@@ -90,9 +96,7 @@ ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *name, d
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
-    if (synapse < 0 || synapse >= net->n_syns)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: synapse %lld does not exist (%lld synapses)", fn,
-                       (long long)synapse, (long long)net->n_syns);
+    if ((st = check_synapse(net, fn, synapse)) != NS_OK) return st;
     const net_syn *s = &net->syns[synapse];
     const ns_mech_desc *d = sim->model->descs[s->desc];
     if (!name) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: name is NULL", fn);
@@ -125,10 +129,7 @@ ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *name, d
             return NS_OK;
         }
     char list[256];
-    size_t used = 0;
-    list[0] = 0;
-    for (int p = 0; p < d->n_params && used + 40 < sizeof list; ++p)
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", p ? ", " : "", d->field_names[p]);
+    size_t used = name_list(list, sizeof list, d->field_names, d->n_params);
     for (int q = 1; q < d->has_random && used + 60 < sizeof list; ++q) { /* __ran_R_id1: R.id1 .. R.seq */
         const char *f = d->field_names[d->random_field + 4 * q] + 6;
         const int nr = (int)strlen(f) - 4;
@@ -146,9 +147,7 @@ ns_status ns_sim_set_pointer(ns_sim_t *sim, int64_t synapse, const char *pointer
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
-    if (synapse < 0 || synapse >= net->n_syns)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: synapse %lld does not exist (%lld synapses)", fn,
-                       (long long)synapse, (long long)net->n_syns);
+    if ((st = check_synapse(net, fn, synapse)) != NS_OK) return st;
     if (!pointer || !var) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: pointer or var is NULL", fn);
     net_syn *s = &net->syns[synapse];
     const ns_mech_desc *d = sim->model->descs[s->desc];
@@ -157,14 +156,11 @@ ns_status ns_sim_set_pointer(ns_sim_t *sim, int64_t synapse, const char *pointer
         if (strcmp(d->pointer_names[q], pointer) == 0) k = q;
     if (k < 0) {
         char list[256];
-        size_t used = 0;
-        list[0] = 0;
-        for (int q = 0; q < d->n_pointers && used + 40 < sizeof list; ++q)
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", q ? ", " : "", d->pointer_names[q]);
+        const size_t used = name_list(list, sizeof list, d->pointer_names, d->n_pointers);
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: synapse %lld (%s) has no POINTER '%s' (it has: %s)", fn,
                        (long long)synapse, d->name, pointer, used ? list : "none");
     }
-    st = check_site(sim, "pointer target", cell, compartment);
+    st = ns_sim_check_site(sim, "pointer target", cell, compartment);
     if (st != NS_OK) return st;
     net_ptr to = {cell, compartment, -1, -1, -1, -1};
     if (strcmp(var, "v") != 0) {
@@ -203,7 +199,7 @@ ns_status ns_sim_add_detector(ns_sim_t *sim, int64_t cell, int32_t compartment, 
     sim_net *net = NULL;
     ns_status st = net_of(sim, fn, &net);
     if (st != NS_OK) return st;
-    st = check_site(sim, "detector", cell, compartment);
+    st = ns_sim_check_site(sim, "detector", cell, compartment);
     if (st != NS_OK) return st;
     if (!isfinite(threshold))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: threshold %g mV (cell %lld) is not finite", fn, threshold,
@@ -294,9 +290,7 @@ ns_status ns_sim_connect(ns_sim_t *sim, int64_t source, int64_t synapse, double 
     if (source < 0 || source >= net->n_sources)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: source %lld does not exist (%lld sources)", fn,
                        (long long)source, (long long)net->n_sources);
-    if (synapse < 0 || synapse >= net->n_syns)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: synapse %lld does not exist (%lld synapses)", fn,
-                       (long long)synapse, (long long)net->n_syns);
+    if ((st = check_synapse(net, fn, synapse)) != NS_OK) return st;
     if (!(delay > 0.0) || !isfinite(delay))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: source %lld -> synapse %lld: delay %g ms must be > 0 and finite",
                        fn, (long long)source, (long long)synapse, delay);

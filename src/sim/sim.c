@@ -126,7 +126,7 @@ static ns_status choose_backend(ns_sim_t *sim) {
             return ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation: unknown backend %d", (int)be);
         impl = ns_registry_for_backend(table, be);
         /* the CPU: openmp; CUDA: AUTO stays AUTO, the GPU loop chooses per
-         * shape group (src/sim/cuda/step.c, docs/simulation.md) */
+         * shape group (src/sim/cuda/policy.c, docs/simulation.md) */
         if (be == NS_BACKEND_CPU) me = NS_HINES_OPENMP;
     }
     ns_status ready = ns_registry_ready(impl, "simulation");
@@ -282,7 +282,7 @@ void ns_sim_destroy(ns_sim_t *sim) {
 static ns_status grow_traces(ns_sim_t *sim, int64_t upto);
 ns_status ns_sim_grow_traces(ns_sim_t *sim, int64_t upto) { return grow_traces(sim, upto); }
 
-static ns_status check_site(const ns_sim_t *sim, const char *what, int64_t cell, int32_t node) {
+ns_status ns_sim_check_site(const ns_sim_t *sim, const char *what, int64_t cell, int32_t node) {
     if (cell < 0 || cell >= sim->n_cells)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: cell %lld is not in the simulation (%lld cells)", what,
                        (long long)cell, (long long)sim->n_cells);
@@ -297,7 +297,7 @@ ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartment, do
                             double duration, double amplitude) {
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_add_iclamp: sim is NULL");
     if (sim->dist) return ns_dist_sim_add_iclamp(sim->dist, cell, compartment, delay, duration, amplitude);
-    ns_status st = check_site(sim, "IClamp", cell, compartment);
+    ns_status st = ns_sim_check_site(sim, "IClamp", cell, compartment);
     if (st != NS_OK) return st;
     if (!isfinite(delay) || !isfinite(duration) || !isfinite(amplitude) || duration < 0.0)
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
@@ -324,7 +324,7 @@ ns_status ns_sim_add_iclamp(ns_sim_t *sim, int64_t cell, int32_t compartment, do
 ns_status ns_sim_add_recording(ns_sim_t *sim, int64_t cell, int32_t compartment, int32_t *site) {
     if (sim && sim->dist) return ns_dist_sim_add_recording(sim->dist, cell, compartment, site);
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_add_recording: sim is NULL");
-    ns_status st = check_site(sim, "recording", cell, compartment);
+    ns_status st = ns_sim_check_site(sim, "recording", cell, compartment);
     if (st != NS_OK) return st;
     if (sim->steps > 0)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "recording: add sites before the first step (or after ns_sim_init)");

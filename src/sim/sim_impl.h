@@ -185,6 +185,10 @@ ns_status ns_sim_grow_traces(ns_sim_t *sim, int64_t upto);
 /* Rebuild the per-cell stimulus and recording indexes if needed. */
 ns_status ns_sim_index(ns_sim_t *sim);
 
+/* NS_ERR_INVALID_ARGUMENT naming `what` unless compartment `node` of `cell` exists (the stimuli's,
+ * recordings' and the network's sites). */
+ns_status ns_sim_check_site(const ns_sim_t *sim, const char *what, int64_t cell, int32_t node);
+
 /* NEURON's time after k half steps from t (t += 0.5 * dt each). */
 static inline double ns_sim_half_step(double t, double dt) { return t + .5 * dt; }
 /* NEURON's nrn_cap_jacob factor: cap = this x cm */

@@ -2,7 +2,7 @@
  * generated functions of the built-in pas and hh with hh's states in shared
  * memory) against the CPU loop's model path (src/sim/cpu: the same model,
  * an independent implementation of the step), and the routing of models
- * to the onchip loop (src/sim/policy.c, src/sim/cuda/step.c):
+ * to the onchip loop (src/sim/policy.c, src/sim/cuda/policy.c):
  *   - a small cell (dg_granule, 94 compartments, 8 lanes: 4 cells per warp,
  *     the last warp partly filled) and a big one (l5pc_bbp_axon, 1,221
  *     compartments, 32 lanes) in one simulation, two models (hh everywhere

@@ -416,13 +416,7 @@ void ns_sim_fused_net_bind(ns_sim_fused *f, const gpu_net *gn, int64_t j0) {
     net->offsets = view.offsets;
     net->j0 = j0;
     net->len = view.len;
-    net->det_thr = view.det_thr;
-    net->det_above = view.det_above;
-    net->det_source = view.det_source;
-    net->spikes = view.spikes;
-    net->count = view.count;
-    net->cap = view.cap;
-    net->teps = view.teps;
+    net->out = view.out;
 }
 
 ns_status ns_sim_fused_pick(ns_sim_t *sim, const ns_sim_fused_state *s, const ns_sim_fused **fused) {

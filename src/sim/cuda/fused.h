@@ -96,13 +96,7 @@ typedef struct ns_sim_fused_net {
      * det_index the detector of each */
     int32_t n_det;
     const int32_t *det_node, *det_index;
-    const double *det_thr;
-    unsigned char *det_above;
-    const int64_t *det_source;
-    ns_net_spike *spikes;
-    unsigned long long *count;
-    int64_t cap;
-    double teps; /* spikes at t + teps (NEURON's check) */
+    ns_gpu_net_out out; /* what they write (sim/cuda/network.h) */
 } ns_sim_fused_net;
 
 typedef struct ns_sim_fused {

@@ -1,5 +1,5 @@
-/* Private: the GPU loop's mechanisms from a model (sim/cuda/mechanisms.c) and the
- * Nernst kernel (sim/cuda/mechanisms.cu). */
+/* Private: the GPU loop's mechanisms from a model (sim/cuda/mechanisms.c; a network's point types:
+ * sim/cuda/mechanisms_points.c) and the Nernst kernel (sim/cuda/mechanisms.cu). */
 #ifndef NS_CABLE_CUDA_SIM_MODEL_CUDA_H
 #define NS_CABLE_CUDA_SIM_MODEL_CUDA_H
 

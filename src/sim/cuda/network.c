@@ -392,20 +392,20 @@ ns_status ns_gpu_net_deliver(const ns_sim_t *sim, gpu_net *gn, gpu_model *model,
     return NS_OK;
 }
 
-void ns_gpu_net_view_of(const gpu_net *gn, ns_gpu_net_view *out) {
-    memset(out, 0, sizeof *out);
-    out->n_det = gn->n_det;
-    out->det_node = gn->det_node;
-    out->det_thr = gn->det_thr;
-    out->det_above = gn->det_above;
-    out->det_source = gn->det_source;
-    out->spikes = gn->spikes;
-    out->count = &gn->counters->spikes;
-    out->cap = gn->cap_spikes;
-    out->events = gn->events[gn->cur];
-    out->offsets = gn->max > 0 ? gn->offsets : NULL;
-    out->len = gn->len;
-    out->teps = NS_NET_TEPS;
+void ns_gpu_net_view_of(const gpu_net *gn, ns_gpu_net_view *view) {
+    memset(view, 0, sizeof *view);
+    view->n_det = gn->n_det;
+    view->det_node = gn->det_node;
+    view->out.det_thr = gn->det_thr;
+    view->out.det_above = gn->det_above;
+    view->out.det_source = gn->det_source;
+    view->out.spikes = gn->spikes;
+    view->out.count = &gn->counters->spikes;
+    view->out.cap = gn->cap_spikes;
+    view->events = gn->events[gn->cur];
+    view->offsets = gn->max > 0 ? gn->offsets : NULL;
+    view->len = gn->len;
+    view->out.teps = NS_NET_TEPS;
 }
 
 ns_status ns_gpu_net_collect(ns_sim_t *sim, gpu_net *gn) {

@@ -42,25 +42,32 @@ ns_status ns_gpu_net_detect(gpu_net *gn, const double *v, double t, cudaStream_t
 ns_status ns_gpu_net_collect(ns_sim_t *sim, gpu_net *gn);
 #endif
 
-/* The device arrays that the fused kernel reads and writes in place of
- * ns_gpu_net_deliver and ns_gpu_net_detect (sim/cuda/fused.h): the detectors
- * (gpu_net's order), the spike buffer and its count, and the interval's
- * sorted events and bucket offsets (offsets NULL when no step delivers). */
-typedef struct ns_gpu_net_view {
-    int32_t n_det;
-    const int32_t *det_node;
+/* What a detector that fires writes (ns_gpu_net_detect, or the fused kernel in its place): the
+ * detectors' thresholds, states and sources (gpu_net's order), the interval's spike buffer, its
+ * count and capacity, and the spikes' offset (at t + teps: NEURON's check). */
+typedef struct ns_gpu_net_out {
     const double *det_thr;
     unsigned char *det_above;
     const int64_t *det_source;
     ns_net_spike *spikes;
     unsigned long long *count;
     int64_t cap;
+    double teps;
+} ns_gpu_net_out;
+
+/* The device arrays that the fused kernel reads and writes in place of
+ * ns_gpu_net_deliver and ns_gpu_net_detect (sim/cuda/fused.h): the detectors
+ * (gpu_net's order) and what they write, and the interval's sorted events and
+ * bucket offsets (offsets NULL when no step delivers). */
+typedef struct ns_gpu_net_view {
+    int32_t n_det;
+    const int32_t *det_node;
+    ns_gpu_net_out out;
     const ns_mech_event *events;
     const int64_t *offsets;
     int64_t len;
-    double teps;
 } ns_gpu_net_view;
-void ns_gpu_net_view_of(const gpu_net *gn, ns_gpu_net_view *out);
+void ns_gpu_net_view_of(const gpu_net *gn, ns_gpu_net_view *view);
 
 /* A pending event's sort key: bucket = j * slots + slot for the step j of the
  * interval that delivers it, slots * len when no step of it does; then the

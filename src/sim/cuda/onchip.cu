@@ -99,6 +99,95 @@ __device__ __forceinline__ void model_at(const ns_sim_onchip_model &M, long long
     }
 }
 
+// The warp's nc cells from device memory into shared memory (LOAD) or back: element e of the range
+// is (cell e / n, position e % n): v, and hh's states from and to its fields.
+template <bool LOAD>
+__device__ __forceinline__ void cells_state(const ns_sim_onchip_model &M, const ns_sim_gpu_group &g,
+                                            const ushort2 *local, double *wbase, int cs, int n, long long c0,
+                                            int total, int lane) {
+    const long long g0 = c0 * n;
+    for (int e = lane; e < total; e += 32) {
+        const int c = e / n, p = e - c * n;
+        double *cell = wbase + c * cs;
+        if (LOAD) cell[p] = g.v[g0 + e];
+        else g.v[g0 + e] = cell[p];
+        const int li = __ldg(local + p).y;
+        if (li != NS_SIM_ONCHIP_NONE) {
+            const int64_t q = (c0 + c) * M.hh.per_cell + li, f = (NS_FUSED_HH_FIELDS - NS_FUSED_HH_STATES) * M.hh.count;
+            if (LOAD) {
+                cell[n + p] = M.hh.fields[f + q];
+                cell[2 * n + p] = M.hh.fields[f + M.hh.count + q];
+                cell[3 * n + p] = M.hh.fields[f + 2 * M.hh.count + q];
+            } else {
+                M.hh.fields[f + q] = cell[n + p];
+                M.hh.fields[f + M.hh.count + q] = cell[2 * n + p];
+                M.hh.fields[f + 2 * M.hh.count + q] = cell[3 * n + p];
+            }
+        }
+    }
+}
+
+// Phase 3 of a step over the warp's live cells: v += x, the NaN check (`fault` with the faulted
+// cells' bits added, returned), hh's states, the spike at position sp.
+template <bool LAST>
+__device__ __forceinline__ unsigned update_cells(const ns_sim_onchip_model &M, const ns_sim_gpu_group &g,
+                                                 const ns_sim_gpu_run &r, double *wbase, int cs, int n, int nc,
+                                                 long long c0, unsigned alive, int lane, const ushort2 *smap,
+                                                 const ushort2 *local, double *mglob, double *mtab, double tp,
+                                                 double t, double dt, int sp, bool check, unsigned fault) {
+    for (int c = 0; c < nc; ++c) {
+        if (!(alive >> c & 1u)) continue;
+        const CellView cv = cell_view(wbase, cs, n, c);
+        double *const v = cv.v, *const m = cv.m;
+        const double *const x = cv.rhs;
+        for (int p = lane; p < n; p += 32) {
+            const double v_old = v[p];
+            double vi = v_old + x[p];
+            v[p] = vi;
+            if (check && !isfinite(vi)) fault |= 1u << c;
+            const int tuple = smap[p].y;
+            if (tuple != NS_SIM_ONCHIP_NONE) {
+                double rl = 0.0, dl = 0.0;
+                model_at<MODEL_HH_STATE, LAST>(M, c0 + c, p, local, tuple, m + p, n, mglob, mtab, &vi, &rl, &dl, t,
+                                               dt);
+            }
+            double ts;
+            if (p == sp && ns_spike_step(r.netcon, r.threshold, tp, v_old, t, vi, &ts)) {
+                const long long j = c0 + c;
+                const int count = g.spike_count[j];
+                if (count < r.spike_cap) g.spike_t[j * r.spike_cap + count] = ts;
+                g.spike_count[j] = count + 1;
+            }
+        }
+    }
+    return fault;
+}
+
+// The step's recorded sites (cells that faulted this step record nothing, as on the CPU) and the
+// LFP's sample (sim_impl.h: every position) of the warp's live cells.
+__device__ __forceinline__ void record_cells(const ns_sim_gpu_group &g, const ns_sim_gpu_run &r, double *wbase,
+                                             int cs, int n, int nc, long long c0, unsigned alive, int lane,
+                                             long long step) {
+    if (step % r.every == 0) {
+        double *row = g.traces + (step / r.every - r.first_sample) * r.n_sites;
+        for (int c = 0; c < nc; ++c) {
+            if (!(alive >> c & 1u)) continue;
+            const long long j = c0 + c;
+            const double *v = cell_view(wbase, cs, n, c).v;
+            for (long long q = g.rec_begin[j] + lane; q < g.rec_begin[j + 1]; q += 32)
+                row[g.rec_site[q]] = v[g.rec_node[q]];
+        }
+    }
+    if (g.snap && step % r.snap_every == 0) {
+        double *row = g.snap + (step / r.snap_every - r.snap_first) * r.snap_stride + c0 * n;
+        for (int c = 0; c < nc; ++c) {
+            if (!(alive >> c & 1u)) continue;
+            const double *v = cell_view(wbase, cs, n, c).v;
+            for (int p = lane; p < n; p += 32) row[c * n + p] = v[p];
+        }
+    }
+}
+
 // The cells' images and the shape's constants in shared memory; the
 // membrane is the model's pas and hh (above).
 template <int L>
@@ -153,21 +242,9 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
     double *const wbase = smem + (size_t)(core4 + o.const_words) * 2 + (size_t)warp * C * cs;
     // cell c of the warp: cell_view(c) (v, m, h, n, d, rhs at wbase + c * cs + {0, ..., 5} * n)
 
-    // Load the state: element e of the warp's range is (cell e / n, position e % n).
-    const long long g0 = c0 * n;
+    // Load the state: v and hh's states.
     const int total = nc * n;
-    for (int e = lane; e < total; e += 32) {
-        const int c = e / n, p = e - c * n;
-        double *cell = wbase + c * cs;
-        cell[p] = g.v[g0 + e];
-        const int li = __ldg(local + p).y;  // hh's states from its fields
-        if (li != NS_SIM_ONCHIP_NONE) {
-            const int64_t q = (c0 + c) * M.hh.per_cell + li, f = (NS_FUSED_HH_FIELDS - NS_FUSED_HH_STATES) * M.hh.count;
-            cell[n + p] = M.hh.fields[f + q];
-            cell[2 * n + p] = M.hh.fields[f + M.hh.count + q];
-            cell[3 * n + p] = M.hh.fields[f + 2 * M.hh.count + q];
-        }
-    }
+    cells_state<true>(M, g, local, wbase, cs, n, c0, total, lane);
     if (lane < nc) g.spike_count[c0 + lane] = 0;
     __syncwarp();
 
@@ -235,31 +312,8 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         const long long step = r.step0 + k + 1;
         const bool check = (step % r.check) == 0 || k == r.steps - 1;
         unsigned fault = bad && mine < nc ? 1u << mine : 0u;
-        for (int c = 0; c < nc; ++c) {
-            if (!(alive >> c & 1u)) continue;
-            const CellView cv = cell_view(wbase, cs, n, c);
-            double *const v = cv.v, *const m = cv.m;
-            const double *const x = cv.rhs;
-            for (int p = lane; p < n; p += 32) {
-                const double v_old = v[p];
-                double vi = v_old + x[p];
-                v[p] = vi;
-                if (check && !isfinite(vi)) fault |= 1u << c;
-                const int tuple = smap[p].y;
-                if (tuple != NS_SIM_ONCHIP_NONE) {
-                    double rl = 0.0, dl = 0.0;
-                    model_at<MODEL_HH_STATE, last>(M, c0 + c, p, local, tuple, m + p, n, mglob, mtab, &vi, &rl, &dl,
-                                                   t, dt);
-                }
-                double ts;
-                if (p == sp && ns_spike_step(r.netcon, r.threshold, tp, v_old, t, vi, &ts)) {
-                    const long long j = c0 + c;
-                    const int count = g.spike_count[j];
-                    if (count < r.spike_cap) g.spike_t[j * r.spike_cap + count] = ts;
-                    g.spike_count[j] = count + 1;
-                }
-            }
-        }
+        fault = update_cells<last>(M, g, r, wbase, cs, n, nc, c0, alive, lane, smap, local, mglob, mtab, tp, t, dt, sp,
+                                   check, fault);
 #if __CUDA_ARCH__ >= 800
         fault = __reduce_or_sync(0xFFFFFFFFu, fault) & alive;
 #else
@@ -273,42 +327,14 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
             alive &= ~fault;
         }
         __syncwarp();
-        // recording (cells that faulted this step record nothing, as on the CPU)
-        if (step % r.every == 0) {
-            double *row = g.traces + (step / r.every - r.first_sample) * r.n_sites;
-            for (int c = 0; c < nc; ++c) {
-                if (!(alive >> c & 1u)) continue;
-                const long long j = c0 + c;
-                const double *v = cell_view(wbase, cs, n, c).v;
-                for (long long q = g.rec_begin[j] + lane; q < g.rec_begin[j + 1]; q += 32)
-                    row[g.rec_site[q]] = v[g.rec_node[q]];
-            }
-        }
-        if (g.snap && step % r.snap_every == 0) {  // the LFP's sample (sim_impl.h): every position
-            double *row = g.snap + (step / r.snap_every - r.snap_first) * r.snap_stride + g0;
-            for (int c = 0; c < nc; ++c) {
-                if (!(alive >> c & 1u)) continue;
-                const double *v = cell_view(wbase, cs, n, c).v;
-                for (int p = lane; p < n; p += 32) row[c * n + p] = v[p];
-            }
-        }
+        // recording and the LFP's sample
+        record_cells(g, r, wbase, cs, n, nc, c0, alive, lane, step);
     };
     long long k = 0;
     for (; k < r.steps - 1 && alive; ++k) one_step(k, Last<false>{});
     if (k < r.steps && alive) one_step(k, Last<true>{});
     __syncwarp();
-    for (int e = lane; e < total; e += 32) {
-        const int c = e / n, p = e - c * n;
-        const double *cell = wbase + c * cs;
-        g.v[g0 + e] = cell[p];
-        const int li = __ldg(local + p).y;  // hh's states to its fields
-        if (li != NS_SIM_ONCHIP_NONE) {
-            const int64_t q = (c0 + c) * M.hh.per_cell + li, f = (NS_FUSED_HH_FIELDS - NS_FUSED_HH_STATES) * M.hh.count;
-            M.hh.fields[f + q] = cell[n + p];
-            M.hh.fields[f + M.hh.count + q] = cell[2 * n + p];
-            M.hh.fields[f + 2 * M.hh.count + q] = cell[3 * n + p];
-        }
-    }
+    cells_state<false>(M, g, local, wbase, cs, n, c0, total, lane);
 }
 
 typedef void (*kernel_fn)(ns_onchip_sched, ns_sim_onchip, ns_sim_gpu_group, ns_sim_gpu_run);

@@ -1,7 +1,7 @@
 /* The simulation state between a group's own layout and the caller's Flat
  * array (ns_sim_read_var / ns_sim_write_var): one thread per compartment
  * of the group, through the group's map from its layout to Flat indexes
- * (sim/cuda/step.c builds it once, on the first call). */
+ * (sim/cuda/layout.c builds it once, on the first call). */
 #include "sim/cuda/step.h"
 
 #define STATE_THREADS 256

@@ -1,7 +1,7 @@
 /* Private: the GPU simulation loops' launchers (sim/cuda/onchip.cu: a warp per
  * 32 / L cells of one shape with the state in shared memory; sim/cuda/tree.cu:
  * the tree-contraction groups of any shapes) and the data they read. Plain
- * C so that sim/cuda/step.c can fill it.
+ * C so that sim/cuda/layout.c and step.c can fill it.
  *
  * A group keeps its state in the layout of its kernel:
  *   onchip: position pos(i) of local cell j at [j * n + pos(i)] (Flat in
@@ -30,7 +30,7 @@ extern "C" {
 
 /* No fault: the device fault key stays at this value. A fault stores
  * min(key, (step << 24) | local cell) (the step within the launch, < 2^40;
- * groups hold < 2^24 cells per launch, see sim/cuda/step.c). */
+ * groups hold < 2^24 cells per launch, see sim/cuda/layout.c). */
 #define NS_SIM_FAULT_NONE 0xFFFFFFFFFFFFFFFFULL
 
 typedef struct ns_sim_gpu_group {

@@ -212,6 +212,76 @@ __device__ __forceinline__ void fused_states(const ns_sim_fused &f, int64_t node
             f.hh, q, &vi, &rl, &dl, true, t, dt, f.celsius);
 }
 
+// Node i's assembly (phase C, after the clamps and hh's current): the capacitance (reg: its region,
+// -1 without a membrane) and the axial terms added to its ri, di, then rhs, d and the solve's U, W.
+template <class Team>
+__device__ __forceinline__ void assemble_node(const Team &tm, const ns_sim_tree &t, int32_t i, int reg, double vi,
+                                              double ri, double di, const double *v, const double *a,
+                                              const double *b, const double *cap, const int32_t *parent,
+                                              const int32_t *cb, double *rhs, double *d, double *U, double *W) {
+    if (reg >= 0) di = di + cap[i];
+    const int32_t pi = parent[i];  // group-local, -1 at a root
+    if (pi >= 0) {
+        const double dv = tm.ld(v + pi) - vi;
+        ri -= b[i] * dv;
+        di -= b[i];
+    }
+    for (int32_t q = cb[i]; q < cb[i + 1]; ++q) {
+        const int32_t ch = t.child[q];  // group-local
+        const double dv = vi - tm.ld(v + ch);
+        ri += a[ch] * dv;
+        di -= a[ch];
+    }
+    rhs[i] = ri;
+    d[i] = di;
+    U[i] = b[i];
+    W[i] = a[i];
+}
+
+// Phase E of cell c (its thread): its spike at the soma's crossing (spikes: its count so far) and
+// its recorded sites of the step.
+template <class Team>
+__device__ __forceinline__ void record_cell(const Team &tm, const ns_sim_tree &t, const ns_sim_gpu_group &g,
+                                            const ns_sim_gpu_run &r, int32_t c, const double *v, int64_t cell_base,
+                                            int64_t step, double tp, double v_old, double tcur, int32_t &spikes) {
+    const double v_new = tm.ld(v + cell_base + t.spike_node[c]);
+    double ts;
+    if (ns_spike_step(r.netcon, r.threshold, tp, v_old, tcur, v_new, &ts)) {
+        if (spikes < r.spike_cap) g.spike_t[(int64_t)c * r.spike_cap + spikes] = ts;
+        ++spikes;
+    }
+    if (g.rec_begin[c + 1] > g.rec_begin[c] && step % r.every == 0) {
+        double *row = g.traces + (step / r.every - r.first_sample) * r.n_sites;
+        for (int64_t q = g.rec_begin[c]; q < g.rec_begin[c + 1]; ++q)
+            row[g.rec_site[q]] = tm.ld(v + cell_base + g.rec_node[q]);
+    }
+}
+
+// NET, after the step's update: the synapses' states (after hh's, as the CPU loop; by the threads
+// of C2), then the detectors of the group (the per-step path's detect_kernel, after the states).
+template <class Team>
+__device__ __forceinline__ void net_states_detect(const Team &tm, const ns_sim_fused &fz, int64_t base,
+                                                  int32_t s_lo, int32_t s_hi, int32_t det_lo, int32_t det_hi,
+                                                  int32_t tid, int32_t nt, bool last, double tcur, double dt,
+                                                  double *v, double *rhs, double *d) {
+    const ns_sim_fused_net &net = fz.net;
+    for (int32_t sk = s_lo + tid; sk < s_hi; sk += nt) {
+        const int32_t i = net.snode_node[sk] - (int32_t)base;
+        if (last) net_snode<true, true>(net, sk, i, v, rhs, d, tcur, dt, fz.celsius);
+        else net_snode<true, false>(net, sk, i, v, rhs, d, tcur, dt, fz.celsius);
+    }
+    for (int32_t q = det_lo + tid; q < det_hi; q += nt) {
+        const int32_t kd = net.det_index[q];
+        const ns_gpu_net_out &out = net.out;
+        const int a = tm.ld(v + (net.det_node[q] - base)) > out.det_thr[kd];
+        if (a && !out.det_above[kd]) {
+            const unsigned long long at = atomicAdd(out.count, 1ULL);
+            if (at < (unsigned long long)out.cap) out.spikes[at] = ns_net_spike{tcur + out.teps, out.det_source[kd]};
+        }
+        out.det_above[kd] = (unsigned char)a;
+    }
+}
+
 // SHARED: d, rhs and the solve's up, down, lo of the group live in shared
 // memory (groups that fit; Team = one block); else in device memory (big
 // cells; Team = a block, or a cluster of blocks where the GPU has them). In
@@ -310,23 +380,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
                 continue;
             }
             if (FUSED) fused_after_clamp(fz, base + i, vi, ri, di, last, tm_half, dt);
-            if (reg >= 0) di = di + cap[i];
-            const int32_t pi = parent[i];  // group-local, -1 at a root
-            if (pi >= 0) {
-                const double dv = tm.ld(v + pi) - vi;
-                ri -= b[i] * dv;
-                di -= b[i];
-            }
-            for (int32_t q = cb[i]; q < cb[i + 1]; ++q) {
-                const int32_t ch = t.child[q];  // group-local
-                const double dv = vi - tm.ld(v + ch);
-                ri += a[ch] * dv;
-                di -= a[ch];
-            }
-            rhs[i] = ri;
-            d[i] = di;
-            U[i] = b[i];
-            W[i] = a[i];
+            assemble_node(tm, t, i, reg, vi, ri, di, v, a, b, cap, parent, cb, rhs, d, U, W);
         }
         // C2 (NET): the synapse nodes, a thread each (all lanes busy: the
         // synapses are few and spread over the nodes): the synapses'
@@ -342,23 +396,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
                 double ri = SHARED ? rhs[i] : __ldcg(rhs + i), di = SHARED ? d[i] : __ldcg(d + i);
                 const double vi = v[i];
                 fused_after_clamp(fz, base + i, vi, ri, di, last, tm_half, dt);
-                if (region[i] >= 0) di = di + cap[i];
-                const int32_t pi = parent[i];
-                if (pi >= 0) {
-                    const double dv = tm.ld(v + pi) - vi;
-                    ri -= b[i] * dv;
-                    di -= b[i];
-                }
-                for (int32_t q = cb[i]; q < cb[i + 1]; ++q) {
-                    const int32_t ch = t.child[q];
-                    const double dv = vi - tm.ld(v + ch);
-                    ri += a[ch] * dv;
-                    di -= a[ch];
-                }
-                rhs[i] = ri;
-                d[i] = di;
-                U[i] = b[i];
-                W[i] = a[i];
+                assemble_node(tm, t, i, region[i], vi, ri, di, v, a, b, cap, parent, cb, rhs, d, U, W);
             }
         }
         // the solve (starts and ends with a barrier); a big cell's last
@@ -393,39 +431,9 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
             break;
         }
         // E: spikes and recording, one thread per cell
-        if (own) {
-            const double v_new = tm.ld(v + cell_base + t.spike_node[c]);
-            double ts;
-            if (ns_spike_step(r.netcon, r.threshold, tp, v_old, tcur, v_new, &ts)) {
-                if (spikes < r.spike_cap) g.spike_t[(int64_t)c * r.spike_cap + spikes] = ts;
-                ++spikes;
-            }
-            if (g.rec_begin[c + 1] > g.rec_begin[c] && step % r.every == 0) {
-                double *row = g.traces + (step / r.every - r.first_sample) * r.n_sites;
-                for (int64_t q = g.rec_begin[c]; q < g.rec_begin[c + 1]; ++q)
-                    row[g.rec_site[q]] = tm.ld(v + cell_base + g.rec_node[q]);
-            }
-        }
-        // NET: the synapses' states (after hh's, as the CPU loop; by the
-        // threads of C2), then the detectors (the per-step path's
-        // detect_kernel, after the states)
-        if (NET) {
-            const ns_sim_fused_net &net = fz.net;
-            for (int32_t sk = s_lo + tid; sk < s_hi; sk += nt) {
-                const int32_t i = net.snode_node[sk] - (int32_t)base;
-                if (last) net_snode<true, true>(net, sk, i, v, rhs, d, tcur, dt, fz.celsius);
-                else net_snode<true, false>(net, sk, i, v, rhs, d, tcur, dt, fz.celsius);
-            }
-            for (int32_t q = det_lo + tid; q < det_hi; q += nt) {
-                const int32_t kd = net.det_index[q];
-                const int a = tm.ld(v + (net.det_node[q] - base)) > net.det_thr[kd];
-                if (a && !net.det_above[kd]) {
-                    const unsigned long long at = atomicAdd(net.count, 1ULL);
-                    if (at < (unsigned long long)net.cap) net.spikes[at] = ns_net_spike{tcur + net.teps, net.det_source[kd]};
-                }
-                net.det_above[kd] = (unsigned char)a;
-            }
-        }
+        if (own) record_cell(tm, t, g, r, c, v, cell_base, step, tp, v_old, tcur, spikes);
+        // NET: the synapses' states, then the detectors
+        if (NET) net_states_detect(tm, fz, base, s_lo, s_hi, det_lo, det_hi, tid, nt, last, tcur, dt, v, rhs, d);
         // the next step's phase A writes rhs and d, which E does not read
     }
     if (own) g.spike_count[c] = spikes;

@@ -1,0 +1,105 @@
+/* Private to the GPU loop's mechanisms (sim/cuda/mechanisms.c: a model's density mechanisms;
+ * sim/cuda/mechanisms_points.c: a network's point types): their storage on the device and the
+ * helpers both use. */
+#ifndef NS_SIM_CUDA_MECHANISMS_IMPL_H
+#define NS_SIM_CUDA_MECHANISMS_IMPL_H
+
+#include <string.h>
+#include <cuda_runtime_api.h>
+
+#include "sim/cuda/mechanisms.h"
+#include "sim/cuda/library_fused.h"
+#include "core/cuda_check.h"
+#include "core/error.h"
+
+/* BEFORE/AFTER blocks, CONSTRUCTOR, DESTRUCTOR: host code, which the GPU loop does not run */
+static inline int host_hooks(const ns_mech_desc *d) {
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++)
+        if (d->hooks[h]) return 1;
+    return 0;
+}
+static inline ns_status host_hooks_refused(const ns_mech_desc *d) {
+    return ns_fail(NS_ERR_UNSUPPORTED,
+                   "simulation: mechanism %s has BEFORE/AFTER, CONSTRUCTOR or DESTRUCTOR blocks, which run on the "
+                   "CPU only: use the CPU backend (docs/mechanisms.md, \"BEFORE, AFTER, CONSTRUCTOR\")",
+                   d->name);
+}
+
+typedef struct gpu_mech {
+    ns_mech_ppack p;       /* device pointers; t, dt, celsius set per call */
+    double *fields;        /* device: n_fields arrays of p.n */
+    void *allocs[16];
+    int n_allocs;
+} gpu_mech;
+
+struct gpu_model {
+    const sim_model *model;
+    int64_t nodes;
+    const int32_t *pos;  /* host: the group's position of each compartment (onchip: one shape); NULL: itself */
+    double *v, *rhs, *d; /* the group's (device) */
+    gpu_mech *m;
+    double *ion;            /* device: per ion j, e, ci, co, i, didv at [(5 * j + q) * nodes] */
+    unsigned char *written; /* device: per ion j at [j * nodes]: e by Nernst there */
+    double *geom;           /* device: area per node, then diam per node (ns_mech_ppack.area, .diam) */
+    /* a network's synapses (ns_gpu_model_points): the point types present, in
+     * NEURON's type order, their instances in the group's cell order */
+    int32_t n_points;
+    gpu_mech *pt;
+    const ns_mech_desc **pt_desc;
+    int32_t *pt_key;
+    gpu_libfused *lf; /* the tree group's: the library's fused launches (sim/cuda/library_fused.h), or NULL */
+    const double *t_dev[2]; /* not NULL: where the fused launches read t (current, state; ns_gpu_model_clock) */
+    ns_mech_error *pt_err; /* device: per point type, its C's error (ns_mech_ppack.error: nsv_dev_error) */
+};
+
+static inline ns_status alloc_up(gpu_mech *gm, void **dst, const void *src, size_t bytes) {
+    NS_CUDA_TRY(cudaMalloc(dst, bytes ? bytes : 8));
+    gm->allocs[gm->n_allocs++] = *dst;
+    if (src && bytes) NS_CUDA_TRY(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
+    return NS_OK;
+}
+
+/* A mechanism's FUNCTION_TABLEs on the device (sim/cuda/mechanisms.c). */
+ns_status ns_gpu_ftables_up(gpu_mech *gm, const ns_mech_desc *d, const ns_mech_ftable *t, const ns_mech_ftable **out);
+
+/* Node of compartment i of local cell j. */
+static inline int64_t node_at(const gpu_model *g, const int64_t *cell_base, int64_t j, int32_t i) {
+    return cell_base[j] + (g->pos ? g->pos[i] : i);
+}
+
+static inline void set_time(gpu_mech *gm, double t, const ns_sim_t *sim) {
+    gm->p.t = t;
+    gm->p.dt = sim->params.dt;
+    gm->p.celsius = sim->params.celsius;
+}
+
+static inline ns_status launched(int rc, const char *what, const char *name) {
+    if (rc == 0) return NS_OK;
+    cudaError_t e = cudaGetLastError();
+    return ns_fail(NS_ERR_CUDA, "simulation: %s of %s: %s", what, name, cudaGetErrorString(e));
+}
+
+/* A mechanism's ppack over its cnt instances: the group's arrays and its own device arrays (t,
+ * dt, celsius: set_time; a point type's weight, POINTERs and error: set by its caller). */
+static inline void ppack_bind(gpu_mech *gm, const gpu_model *g, int64_t cnt, int32_t *nodes_d, double **fptr_d,
+                              double *globals_d, double *table_d, ns_mech_ion_view *ions_d,
+                              const ns_mech_ftable *ftab_d) {
+    memset(&gm->p, 0, sizeof gm->p);
+    gm->p.ftable = ftab_d;
+    gm->p.n = (int)cnt;
+    gm->p.node_index = nodes_d;
+    gm->p.v = g->v;
+    gm->p.rhs = g->rhs;
+    gm->p.d = g->d;
+    gm->p.field = fptr_d;
+    gm->p.global = globals_d;
+    gm->p.table = table_d;
+    gm->p.ion = ions_d;
+    gm->p.area = g->geom;
+    gm->p.diam = g->geom + g->nodes;
+}
+
+/* Free the network's point types (sim/cuda/mechanisms_points.c). */
+void ns_gpu_points_free(gpu_model *g);
+
+#endif
