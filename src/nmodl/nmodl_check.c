@@ -573,8 +573,8 @@ static int finish_layout(parser *p) {
         table_decl *t = b->table;
         for (int k = 0; k < t->n_names; k++) {
             var *v = nm_var(m, t->names[k]);
-            if (!v || v->field < 0 || v->cls != V_ASSIGNED)
-                return nm_perr(p, NS_ERR_INVALID_ARGUMENT, t->line, "TABLE %s in %s: not an ASSIGNED variable", t->names[k],
+            if (!v || v->field < 0 || (v->cls != V_ASSIGNED && v->cls != V_STATE))
+                return nm_perr(p, NS_ERR_INVALID_ARGUMENT, t->line, "TABLE %s in %s: not an ASSIGNED or STATE variable", t->names[k],
                             b->name);
         }
         for (int k = 0; k < t->n_depend; k++) {

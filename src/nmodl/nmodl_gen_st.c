@@ -304,8 +304,19 @@ static void define_name(gen *g, const char *nm, const nm_cident *id, size_t uid)
     }
     const block *k = nm_find_block(m, nm);
     if (k) {
-        if ((k->kind == B_FUNCTION || k->kind == B_PROCEDURE) && !k->hoc_only)
+        if ((k->kind != B_FUNCTION && k->kind != B_PROCEDURE) || k->hoc_only) return;
+        if (!id->call || g->top || nm_c_call_style(id) != 2) { /* nmodl_verbatim.c refuses both ways */
             nm_put(b, "#define %s nsm_%s_%c_%s\n", nm, m->name, k->kind == B_FUNCTION ? 'f' : 'p', nm);
+            return;
+        }
+        /* f(x) as nocmodl writes a file that is not THREADSAFE: the instance's arguments added */
+        nm_put(b, "#define %s(", nm);
+        for (int a = 0; a < k->n_args; a++) nm_put(b, "%sa%d_", a ? ", " : "", a);
+        nm_put(b, ") nsm_%s_%c_%s(p, ", m->name, k->kind == B_FUNCTION ? 'f' : 'p', nm);
+        nm_put_fargs(g);
+        nm_put(b, "i_, node_, v_");
+        for (int a = 0; a < k->n_args; a++) nm_put(b, ", a%d_", a);
+        nm_put(b, ")\n");
         return;
     }
     if (!strncmp(nm, "_l", 2) && nm[2]) { /* an argument or LOCAL of the block; the FUNCTION's value */

@@ -331,6 +331,8 @@ int nm_verbatim_device(struct ns_nmodl *m, char *why, size_t n_why);
 const st *nm_verbatim_first(const struct ns_nmodl *m); /* m->verbatim: its first VERBATIM C */
 /* The C at id is a declaration of its name (a type word before it): the C's own variable */
 int nm_c_declares(const char *c, const nm_cident *id);
+/* how the C from id on calls id's name: 1 `f(_threadargscomma_ x)`, 2 `f(x)`, 3 both (nmodl_verbatim.c) */
+int nm_c_call_style(const nm_cident *id);
 /* a VERBATIM block of the list (nested lists too) declares name: NMODL statements of the
  * block may use it (nocmodl passes names through); such an EX_VAR gets op NM_C_NAME */
 int nm_verbatim_declares(const stlist *l, const char *name);

@@ -170,6 +170,22 @@ int nm_c_declares(const char *c, const nm_cident *id) {
     return type_word(b, (size_t)(e - b));
 }
 
+/* How the C from id on calls id's name: 1 with NEURON's thread arguments first (`f(_threadargscomma_
+ * x)`), 2 with the NMODL arguments alone (`f(x)`, nocmodl's convention for a file that is not
+ * THREADSAFE), 3 both ways */
+int nm_c_call_style(const nm_cident *id) {
+    nm_cscan sc = {id->s, 0, id->line, 0, 0, 0};
+    nm_cident u;
+    int style = 0;
+    while (nm_cscan_next(&sc, &u)) {
+        if (u.n != id->n || strncmp(u.s, id->s, id->n) || u.member || !u.call) continue;
+        const char *a = strchr(u.s + u.n, '(') + 1;
+        while (blank(*a)) a++;
+        style |= strncmp(a, "_threadargs", 11) ? 2 : 1;
+    }
+    return style;
+}
+
 int nm_verbatim_balanced(const char *c) {
     nm_cscan sc = {c, 0, 0, 0, 0, 1};
     nm_cident id;
@@ -298,6 +314,13 @@ static ns_status check_c(const struct ns_nmodl *m, const st *s, int top) {
                          "VERBATIM C uses the array %.*s%s%s where it cannot be copied in and out (outside the blocks, "
                          "in C with unbalanced braces, or with a return): an instance's array is not contiguous here; "
                          "use it in NMODL statements",
+                         NULL, NULL);
+        const int k = id.call && !top ? find_block(m, id.s, id.n) : -1;
+        if (k >= 0 && (m->blocks[k]->kind == B_FUNCTION || m->blocks[k]->kind == B_PROCEDURE) &&
+            nm_c_call_style(&id) == 3)
+            return vfail(s, &id,
+                         "VERBATIM C calls %.*s both with NEURON's thread arguments (_threadargscomma_) and without "
+                         "them%s%s: call it one way",
                          NULL, NULL);
         if (starts(&id, "_ion_")) {
             const var *iv = find_var(m, id.s + 5, id.n - 5);

@@ -413,6 +413,11 @@ int main(void) {
             "static void h(void) { g(); }\nENDVERBATIM\nINITIAL {\nVERBATIM\n  h();\nENDVERBATIM\n}\n",
             NS_ERR_UNSUPPORTED, "vtop.mod:4:", "hoc_call_func");
     }
+    /* a FUNCTION called from C both with NEURON's thread arguments and without (nocmodl's unthreaded calls,
+     * f(x), are given the instance's arguments: test_nmodl_neuron.c's vbchan) */
+    bad("vmixed.mod", "NEURON { SUFFIX x }\nFUNCTION f(a) { f = a }\nINITIAL {\nVERBATIM\n f(1);\n"
+        " f(_threadargscomma_ 2);\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED, "vmixed.mod:5:",
+        "calls f both with NEURON's thread arguments (_threadargscomma_) and without them: call it one way");
     bad("vion.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n _ion_cai = 1;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,
         "vion.mod:4:", "_ion_cai, which names no ion variable");
     bad("vkin.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nBREAKPOINT { SOLVE k METHOD sparse }\nKINETIC k {\n"
