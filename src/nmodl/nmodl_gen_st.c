@@ -449,7 +449,9 @@ int nm_emit_verbatim(gen *g, const st *s) {
     if (own_p) rename_tail(b, from, "p", alias);
     const int line_ok = !strpbrk(s->file, "\"\\\n");
     if (line_ok) nm_put(b, "#line %d \"%s\"\n", s->file_line, s->file);
-    nm_put(b, "%s\n", s->name);
+    const char *text = nm_c_unprototype(g->m, s->name, nm_gen_arena);
+    if (!text) return nm_gfail(g, s->line, "out of memory");
+    nm_put(b, "%s\n", text);
     if (line_ok && !b->oom) {
         for (; g->nl_at < b->n; g->nl_at++) g->nl += b->s[g->nl_at] == '\n';
         nm_put(b, "#line %d \"%s.h\"\n", g->nl + 2, g->m->name);

@@ -244,6 +244,28 @@ int nm_verbatim_pointer_storage(const struct ns_nmodl *m, const char *name) {
     return w;
 }
 
+char *nm_c_unprototype(const struct ns_nmodl *m, const char *c, nm_arena *a) {
+    const size_t len = strlen(c);
+    char *out = nm_calloc(a, len + 1, 1);
+    if (!out) return NULL;
+    memcpy(out, c, len + 1);
+    nm_cscan sc = {c, 0, 0, 0, 0, 1};
+    nm_cident id;
+    while (nm_cscan_next(&sc, &id)) {
+        const int k = id.member || !id.call ? -1 : find_block(m, id.s, id.n);
+        if (k < 0 || (m->blocks[k]->kind != B_FUNCTION && m->blocks[k]->kind != B_PROCEDURE) || !nm_c_declares(c, &id))
+            continue;
+        size_t e = nm_c_close(c, (size_t)(strchr(id.s + id.n, '(') - c));
+        while (e < len && blank(c[e])) e++;
+        if (e >= len || c[e] != ';') continue; /* a definition or a call */
+        size_t b = (size_t)(id.s - c);
+        while (b > 0 && c[b - 1] != ';' && c[b - 1] != '{' && c[b - 1] != '}') b--;
+        for (size_t q = b; q <= e; q++)
+            if (out[q] != '\n') out[q] = ' ';
+    }
+    return out;
+}
+
 int nm_verbatim_balanced(const char *c) {
     nm_cscan sc = {c, 0, 0, 0, 0, 1};
     nm_cident id;

@@ -418,6 +418,13 @@ int main(void) {
     }
     /* a FUNCTION called from C both with NEURON's thread arguments and without (nocmodl's unthreaded calls,
      * f(x), are given the instance's arguments: test_nmodl_neuron.c's vbchan) */
+    {   /* such a call's prototype in the C (136095's stats.mod: `double betacf(double,double,double);`) is blanked,
+         * its line kept: the translator declares the function */
+        const char *h = emit("NEURON { SUFFIX x }\nFUNCTION f(a) { f = a }\nINITIAL {\nVERBATIM\n double f(double);\n"
+                             " f(1);\nENDVERBATIM\n}\n", NS_NMODL_HEADER);
+        CHECK(h && !strstr(h, "double f(double);") && strstr(h, "#define f(a0_) nsm_x_f_f(p, i_, node_, v_, a0_)") &&
+              strstr(h, "\n                  \n f(1);"));
+    }
     bad("vmixed.mod", "NEURON { SUFFIX x }\nFUNCTION f(a) { f = a }\nINITIAL {\nVERBATIM\n f(1);\n"
         " f(_threadargscomma_ 2);\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED, "vmixed.mod:5:",
         "calls f both with NEURON's thread arguments (_threadargscomma_) and without them: call it one way");
