@@ -111,6 +111,9 @@ CASES = {
     # (mcell_ran4 and nrnran123 draws in C), probing its noise current
     "vbchan": CHAN("vbchan", {"gbar": 0.01}) + ("ntau",),
     "vbrand": (6.3, -65, 40, {"pas": {}, "vbrand": {}}, [(5, 20, 0.1)], [], None, {}, False, "inoise"),
+    # verbatim/vbstore.mod (a point process: a structure of the C's own kept in a POINTER's slot and a RANGE
+    # variable through the file's C macros, hoc_Ecalloc in its CONSTRUCTOR, hoc_lookup), probing its current
+    "vbstore": (6.3, -65, 40, {"pas": {}}, [(5, 20, 0.1)], [], ("vbstore", {}), {}, False, "i"),
     # usetable read as a name and a PROCEDURE's value (test/usetab.mod: INITIAL's start of m)
     "usetab": (6.3, -65, 40, {"pas": {}, "usetab": {}}, [(5, 20, 0.1)], [], None, {}, False),
     # the same in a tapered section of 3 segments (tests/sim/test_sim_nmodl_neuron.c: the simulation's
@@ -293,7 +296,7 @@ def main():
                                                                  "krunge.mod", "drunge.mod", "linspine.mod",
                                                                  "nonlin.mod", "cadifus.mod", "bahook.mod", "ftab.mod",
                                                                  "usetab.mod")] +
-                    [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbrand.mod")] +
+                    [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbrand.mod", "vbstore.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])
         for name in only or CASES:
             subprocess.run([sys.executable, os.path.abspath(__file__), "--run", name], cwd=work, check=True)

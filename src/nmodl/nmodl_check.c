@@ -490,7 +490,23 @@ static int finish_classes(parser *p) {
                         p->threadsafe ? "" : " (nocmodl takes an undeclared GLOBAL only in a THREADSAFE file that assigns it unPROTECTed)");
         if (!nm_add_var(p, m->globals_decl[i], V_ASSIGNED, 0, m->globals_line[i])) return -1;
     }
-    /* POINTER names: declared in ASSIGNED (or nowhere, as nocmodl allows), no field */
+    /* POINTER names: declared in ASSIGNED (or nowhere, as nocmodl allows), no field; one whose slot the
+     * C writes is the C's storage (netrand.inc's `_p_sop = ecalloc(...)`): a field, as a BBCOREPOINTER */
+    int kept = 0;
+    for (int k = 0; k < m->n_pointers; k++) {
+        var *v = nm_var(m, m->pointers[k]);
+        if (nm_verbatim_pointer_storage(m, m->pointers[k])) {
+            if (!v && !(v = nm_add_var(p, m->pointers[k], V_ASSIGNED, 0, m->pointers_line[k]))) return -1;
+            if ((v->cls != V_ASSIGNED && v->cls != V_PARAM && v->cls != V_GLOBAL) || v->size)
+                return nm_perr(p, NS_ERR_INVALID_ARGUMENT, m->pointers_line[k],
+                               "POINTER %s: declared as a STATE, CONSTANT, ion variable or array too", m->pointers[k]);
+            v->cls = V_ASSIGNED; /* per instance, as the POINTER's slot (a declared value is ignored) */
+            continue;
+        }
+        m->pointers[kept] = m->pointers[k];
+        m->pointers_line[kept++] = m->pointers_line[k];
+    }
+    m->n_pointers = kept;
     for (int k = 0; k < m->n_pointers; k++) {
         var *v = nm_var(m, m->pointers[k]);
         if (!v && !(v = nm_add_var(p, m->pointers[k], V_POINTER, 0, m->pointers_line[k]))) return -1;
@@ -573,8 +589,8 @@ static int finish_layout(parser *p) {
         table_decl *t = b->table;
         for (int k = 0; k < t->n_names; k++) {
             var *v = nm_var(m, t->names[k]);
-            if (!v || v->field < 0 || v->cls != V_ASSIGNED)
-                return nm_perr(p, NS_ERR_INVALID_ARGUMENT, t->line, "TABLE %s in %s: not an ASSIGNED variable", t->names[k],
+            if (!v || v->field < 0 || (v->cls != V_ASSIGNED && v->cls != V_STATE))
+                return nm_perr(p, NS_ERR_INVALID_ARGUMENT, t->line, "TABLE %s in %s: not an ASSIGNED or STATE variable", t->names[k],
                             b->name);
         }
         for (int k = 0; k < t->n_depend; k++) {

@@ -36,6 +36,7 @@ typedef struct gen {
     const block *alg; /* the LINEAR or NONLINEAR block being written: its ST_EQUATIONs are rows eq_row, ... */
     int eq_row;
     int top;          /* writing VERBATIM C outside the blocks (no ppack in scope) */
+    int ctor;         /* writing the CONSTRUCTOR (its C's ifarg and getarg: the constructor's arguments) */
     int call_stmt;    /* the EX_CALL being written is a statement (a PROCEDURE called as a value is 0.0) */
     size_t nl_at;     /* the newlines of b->s[0 .. nl_at) are nl (nm_emit_verbatim's #line, counted once) */
     int nl;

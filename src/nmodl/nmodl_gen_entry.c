@@ -248,7 +248,10 @@ static int emit_hooks_events(gen *g) {
             load_conc(g, 0);
         }
         g->n_scope = 0;
-        if (nm_emit_body(g, m->hooks[h], 4)) return -1;
+        g->ctor = h == NS_MECH_CONSTRUCTOR;
+        const int r = nm_emit_body(g, m->hooks[h], 4);
+        g->ctor = 0;
+        if (r) return -1;
         if (ba) load_conc(g, 1);
         nm_put(b, "    (void)v_;\n}\n\n");
     }

@@ -288,6 +288,11 @@ static void define_name(gen *g, const char *nm, const nm_cident *id, size_t uid)
         nm_put(b, "#define cvode_active_ 0\n");
         return;
     }
+    if (g->ctor && (!strcmp(nm, "ifarg") || !strcmp(nm, "getarg"))) { /* the constructor's: none (nmodl_verbatim.h) */
+        if (!strcmp(nm, "ifarg")) nm_put(b, "#define ifarg(k) nsv_ctor_ifarg(%d, (int)(k))\n", m->point && !m->artificial);
+        else nm_put(b, "#define getarg(k) nsv_ctor_getarg(__FILE__, __LINE__, (int)(k))\n");
+        return;
+    }
     if (!strcmp(nm, "_nt") || !strcmp(nm, "nrn_threads")) { /* `_nt != nrn_threads`: no other thread's data here */
         nm_put(b, "#define %s (p)\n", nm);
         return;
@@ -304,8 +309,19 @@ static void define_name(gen *g, const char *nm, const nm_cident *id, size_t uid)
     }
     const block *k = nm_find_block(m, nm);
     if (k) {
-        if ((k->kind == B_FUNCTION || k->kind == B_PROCEDURE) && !k->hoc_only)
+        if ((k->kind != B_FUNCTION && k->kind != B_PROCEDURE) || k->hoc_only) return;
+        if (!id->call || g->top || nm_c_call_style(id) != 2) { /* nmodl_verbatim.c refuses both ways */
             nm_put(b, "#define %s nsm_%s_%c_%s\n", nm, m->name, k->kind == B_FUNCTION ? 'f' : 'p', nm);
+            return;
+        }
+        /* f(x) as nocmodl writes a file that is not THREADSAFE: the instance's arguments added */
+        nm_put(b, "#define %s(", nm);
+        for (int a = 0; a < k->n_args; a++) nm_put(b, "%sa%d_", a ? ", " : "", a);
+        nm_put(b, ") nsm_%s_%c_%s(p, ", m->name, k->kind == B_FUNCTION ? 'f' : 'p', nm);
+        nm_put_fargs(g);
+        nm_put(b, "i_, node_, v_");
+        for (int a = 0; a < k->n_args; a++) nm_put(b, ", a%d_", a);
+        nm_put(b, ")\n");
         return;
     }
     if (!strncmp(nm, "_l", 2) && nm[2]) { /* an argument or LOCAL of the block; the FUNCTION's value */
@@ -376,6 +392,41 @@ static void rename_tail(buf *b, size_t from, const char *name, const char *by) {
     free(tail);
 }
 
+/* the #define's of the names that C text c uses (done: those written so far), and of those that the
+ * file's C macros it uses name (`#define PRECAST ((PreL *)link)`: link too), depth macros deep */
+static int define_names(gen *g, const st *s, const char *c, size_t uid, char ***done, int *n_done, int depth) {
+    buf *b = g->b;
+    nm_cscan sc = {c, 0, 0, 0, 0, 1};
+    nm_cident id;
+    while (nm_cscan_next(&sc, &id)) {
+        char nm[128];
+        if (id.member || id.n >= sizeof nm || nm_c_declares(c, &id)) continue;
+        memcpy(nm, id.s, id.n);
+        nm[id.n] = 0;
+        if (depth < 8) {
+            const char *body = NULL;
+            for (int i = 0; !body && g->m->verbatim_top && i < g->m->verbatim_top->n; i++)
+                body = nm_c_macro(g->m->verbatim_top->s[i]->name, nm, nm_gen_arena);
+            if (!body) body = nm_c_macro(s->name, nm, nm_gen_arena);
+            if (body && define_names(g, s, body, uid, done, n_done, depth + 1)) return -1;
+        }
+        int seen = 0;
+        for (int k = 0; k < *n_done && !seen; k++) seen = !strcmp((*done)[k], nm);
+        if (seen) continue;
+        const size_t before = b->n;
+        define_name(g, nm, &id, uid);
+        if (b->oom) break;
+        if (b->n == before) continue;
+        char **d = nm_realloc(nm_gen_arena, *done, (size_t)(*n_done + 1) * sizeof *d);
+        char *cp = nm_calloc(nm_gen_arena, id.n + 1, 1);
+        if (!d || !cp) return nm_gfail(g, s->line, "out of memory");
+        memcpy(cp, nm, id.n + 1);
+        *done = d;
+        d[(*n_done)++] = cp;
+    }
+    return 0;
+}
+
 /* A VERBATIM block: its C as written (with #line, so that the compiler's
  * messages name the .mod file and line), NEURON's names #define'd around
  * it and #undef'd after it. */
@@ -394,30 +445,13 @@ int nm_emit_verbatim(gen *g, const st *s) {
     own_p &= !g->top;
     if (own_p) nm_put(b, "ns_mech_ppack *const %s = p;\n", alias);
     const size_t from = b->n;
-    sc = (nm_cscan){s->name, 0, 0, 0, 0, 1};
-    while (nm_cscan_next(&sc, &id)) {
-        char nm[128];
-        if (id.member || id.n >= sizeof nm || nm_c_declares(s->name, &id)) continue;
-        memcpy(nm, id.s, id.n);
-        nm[id.n] = 0;
-        int seen = 0;
-        for (int k = 0; k < n_done && !seen; k++) seen = !strcmp(done[k], nm);
-        if (seen) continue;
-        const size_t before = b->n;
-        define_name(g, nm, &id, uid);
-        if (b->oom) break;
-        if (b->n == before) continue;
-        char **d = nm_realloc(nm_gen_arena, done, (size_t)(n_done + 1) * sizeof *d);
-        char *c = nm_calloc(nm_gen_arena, id.n + 1, 1);
-        if (!d || !c) return nm_gfail(g, s->line, "out of memory");
-        memcpy(c, nm, id.n + 1);
-        done = d;
-        done[n_done++] = c;
-    }
+    if (define_names(g, s, s->name, uid, &done, &n_done, g->top ? 8 : 0)) return -1;
     if (own_p) rename_tail(b, from, "p", alias);
     const int line_ok = !strpbrk(s->file, "\"\\\n");
     if (line_ok) nm_put(b, "#line %d \"%s\"\n", s->file_line, s->file);
-    nm_put(b, "%s\n", s->name);
+    const char *text = nm_c_unprototype(g->m, s->name, nm_gen_arena);
+    if (!text) return nm_gfail(g, s->line, "out of memory");
+    nm_put(b, "%s\n", text);
     if (line_ok && !b->oom) {
         for (; g->nl_at < b->n; g->nl_at++) g->nl += b->s[g->nl_at] == '\n';
         nm_put(b, "#line %d \"%s.h\"\n", g->nl + 2, g->m->name);

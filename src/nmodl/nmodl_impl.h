@@ -331,6 +331,17 @@ int nm_verbatim_device(struct ns_nmodl *m, char *why, size_t n_why);
 const st *nm_verbatim_first(const struct ns_nmodl *m); /* m->verbatim: its first VERBATIM C */
 /* The C at id is a declaration of its name (a type word before it): the C's own variable */
 int nm_c_declares(const char *c, const nm_cident *id);
+/* the file's C writes POINTER name's slot (`_p_x = ecalloc(...)`, `&_p_x`): NEURON's slot used as the C's
+ * storage of its own structure, kept here as a BBCOREPOINTER's (a void * in a field) */
+int nm_verbatim_pointer_storage(const struct ns_nmodl *m, const char *name);
+/* C text c with its prototypes of the file's FUNCTIONs and PROCEDUREs (`double betacf(double, double,
+ * double);`, as C written for nocmodl's unthreaded calls declares them) blanked, its lines kept: the
+ * translator declares them, and a call's #define would expand them (a copy in a; NULL: out of memory) */
+char *nm_c_unprototype(const struct ns_nmodl *m, const char *c, nm_arena *a);
+/* the body of C text c's `#define name ...` (a copy in a, continuation lines joined), or NULL */
+const char *nm_c_macro(const char *c, const char *name, nm_arena *a);
+/* how the C from id on calls id's name: 1 `f(_threadargscomma_ x)`, 2 `f(x)`, 3 both (nmodl_verbatim.c) */
+int nm_c_call_style(const nm_cident *id);
 /* a VERBATIM block of the list (nested lists too) declares name: NMODL statements of the
  * block may use it (nocmodl passes names through); such an EX_VAR gets op NM_C_NAME */
 int nm_verbatim_declares(const stlist *l, const char *name);

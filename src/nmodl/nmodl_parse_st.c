@@ -599,6 +599,13 @@ st *nm_parse_statement(parser *p, stlist *l, block *owner) {
             nm_perr(p, NS_ERR_PARSE, t->line, "expected a statement, found %s", nm_describe(t));
         return NULL;
     }
+    if (!strcmp(t->text, "LONGITUDINAL_DIFFUSION")) {
+        nm_perr(p, NS_ERR_UNSUPPORTED, t->line,
+                "LONGITUDINAL_DIFFUSION is not supported: NEURON couples the concentration between neighbouring "
+                "segments (its own tridiagonal solve per species after the states), which neurosolve does not do; "
+                "without the statement each segment's concentration evolves alone (no diffusion along the section)");
+        return NULL;
+    }
     if (nm_unsupported_name(t->text)) {
         nm_perr(p, NS_ERR_UNSUPPORTED, t->line, "%s is not supported", t->text);
         return NULL;

@@ -103,7 +103,7 @@ static int starts(const nm_cident *id, const char *s) {
 /* NEURON's functions and types that need its hoc interpreter: the arguments
  * of a call from hoc, Vectors and Lists, objects, Random objects, hoc calls */
 static int hoc_only(const nm_cident *id) {
-    static const char *const names[] = {"ifarg", "getarg", "gargstr", "Object", "Symbol", "IvocVect", "Vect",
+    static const char *const names[] = {"ifarg", "getarg", "gargstr", "Object", "IvocVect", "Vect",
                                         "nrn_random_arg", "nrn_get_random_sequence", "nrn_set_random_sequence",
                                         "nrn_random_isran123", "nrn_random123_getseq", "nrn_random123_setseq",
                                         "nrn_mlh_gsort", "nrn_pushsec", "nrn_popsec", "nrn_event_queue_stats",
@@ -113,7 +113,9 @@ static int hoc_only(const nm_cident *id) {
     for (int i = 0; names[i]; i++)
         if (is(id, names[i])) return 1;
     if (is(id, "hoc_Exp") || is(id, "hoc_execerror") || is(id, "hoc_execerr_ext") || is(id, "hoc_warning") ||
-        is(id, "vector_capacity") || is(id, "vector_vec")) /* nmodl_verbatim.h's */
+        is(id, "vector_capacity") || is(id, "vector_vec") || is(id, "vector_pobj") || is(id, "hoc_obj_ref") ||
+        is(id, "hoc_obj_unref") || is(id, "hoc_Emalloc") || is(id, "hoc_Ecalloc") || is(id, "hoc_malchk") ||
+        is(id, "hoc_lookup") || is(id, "hoc_pushx") || is(id, "hoc_call_func")) /* nmodl_verbatim.h's */
         return 0;
     return starts(id, "hoc_") || starts(id, "vector_") || starts(id, "ivoc_") || starts(id, "list_vector") ||
            starts(id, "nrnpy_") || starts(id, "_nrn_mechanism_");
@@ -168,6 +170,100 @@ int nm_c_declares(const char *c, const nm_cident *id) {
     const char *e = b;
     while (isalnum((unsigned char)*e) || *e == '_') e++;
     return type_word(b, (size_t)(e - b));
+}
+
+/* How the C from id on calls id's name: 1 with NEURON's thread arguments first (`f(_threadargscomma_
+ * x)`), 2 with the NMODL arguments alone (`f(x)`, nocmodl's convention for a file that is not
+ * THREADSAFE), 3 both ways */
+int nm_c_call_style(const nm_cident *id) {
+    nm_cscan sc = {id->s, 0, id->line, 0, 0, 0};
+    nm_cident u;
+    int style = 0;
+    while (nm_cscan_next(&sc, &u)) {
+        if (u.n != id->n || strncmp(u.s, id->s, id->n) || u.member || !u.call) continue;
+        const char *a = strchr(u.s + u.n, '(') + 1;
+        while (blank(*a)) a++;
+        style |= strncmp(a, "_threadargs", 11) ? 2 : 1;
+    }
+    return style;
+}
+
+const char *nm_c_macro(const char *c, const char *name, nm_arena *a) {
+    const size_t n = strlen(name);
+    for (const char *q = c; q && *q; q = strchr(q, '\n'), q = q ? q + 1 : NULL) {
+        const char *w = q;
+        while (*w == ' ' || *w == '\t') w++;
+        if (*w++ != '#') continue;
+        while (*w == ' ' || *w == '\t') w++;
+        if (strncmp(w, "define", 6) || !blank(w[6])) continue;
+        w += 6;
+        while (*w == ' ' || *w == '\t') w++;
+        if (strncmp(w, name, n) || isalnum((unsigned char)w[n]) || w[n] == '_') continue;
+        w += n;
+        if (*w == '(') /* a function-like macro: its body after the parameters */
+            while (*w && *w++ != ')') {}
+        const char *e = w;
+        while (*e && (*e != '\n' || e[-1] == '\\')) e++;
+        char *body = nm_calloc(a, (size_t)(e - w) + 1, 1);
+        if (!body) return NULL;
+        for (size_t k = 0; w + k < e; k++) body[k] = w[k] == '\\' || w[k] == '\n' ? ' ' : w[k];
+        return body;
+    }
+    return NULL;
+}
+
+/* does C text c write `_p_name` (`_p_x = ...`) or take its address (`&_p_x`, `&(_p_x)`; also in
+ * its #define's)? */
+static int writes_slot(const char *c, const char *name) {
+    char w[136];
+    snprintf(w, sizeof w, "_p_%s", name);
+    const size_t n = strlen(w);
+    for (const char *q = strstr(c, w); q; q = strstr(q + 1, w)) {
+        if ((q > c && (isalnum((unsigned char)q[-1]) || q[-1] == '_')) || isalnum((unsigned char)q[n]) || q[n] == '_')
+            continue;
+        const char *a = q + n, *b = q;
+        while (blank(*a) || *a == ')') a++;
+        while (b > c && (blank(b[-1]) || b[-1] == '(')) b--;
+        if ((a[0] == '=' && a[1] != '=') || (b > c && b[-1] == '&' && (b - 1 == c || b[-2] != '&'))) return 1;
+    }
+    return 0;
+}
+static int writes_slot_in(const stlist *l, const char *name) {
+    for (int i = 0; l && i < l->n; i++)
+        if ((l->s[i]->kind == ST_VERBATIM && writes_slot(l->s[i]->name, name)) || writes_slot_in(l->s[i]->then_, name) ||
+            writes_slot_in(l->s[i]->else_, name))
+            return 1;
+    return 0;
+}
+int nm_verbatim_pointer_storage(const struct ns_nmodl *m, const char *name) {
+    int w = writes_slot_in(m->verbatim_top, name) || writes_slot_in(m->initial, name) ||
+            writes_slot_in(m->breakpoint, name) || writes_slot_in(m->net_receive, name) ||
+            writes_slot_in(m->net_initial, name);
+    for (int h = 0; !w && h < NS_MECH_N_HOOKS; h++) w = writes_slot_in(m->hooks[h], name);
+    for (int i = 0; !w && i < m->n_blocks; i++) w = writes_slot_in(m->blocks[i]->body, name);
+    return w;
+}
+
+char *nm_c_unprototype(const struct ns_nmodl *m, const char *c, nm_arena *a) {
+    const size_t len = strlen(c);
+    char *out = nm_calloc(a, len + 1, 1);
+    if (!out) return NULL;
+    memcpy(out, c, len + 1);
+    nm_cscan sc = {c, 0, 0, 0, 0, 1};
+    nm_cident id;
+    while (nm_cscan_next(&sc, &id)) {
+        const int k = id.member || !id.call ? -1 : find_block(m, id.s, id.n);
+        if (k < 0 || (m->blocks[k]->kind != B_FUNCTION && m->blocks[k]->kind != B_PROCEDURE) || !nm_c_declares(c, &id))
+            continue;
+        size_t e = nm_c_close(c, (size_t)(strchr(id.s + id.n, '(') - c));
+        while (e < len && blank(c[e])) e++;
+        if (e >= len || c[e] != ';') continue; /* a definition or a call */
+        size_t b = (size_t)(id.s - c);
+        while (b > 0 && c[b - 1] != ';' && c[b - 1] != '{' && c[b - 1] != '}') b--;
+        for (size_t q = b; q <= e; q++)
+            if (out[q] != '\n') out[q] = ' ';
+    }
+    return out;
 }
 
 int nm_verbatim_balanced(const char *c) {
@@ -275,11 +371,11 @@ static ns_status vfail(const st *s, const nm_cident *id, const char *fmt, const 
 }
 
 /* the checks of one block of C that stays: what it names must mean something here */
-static ns_status check_c(const struct ns_nmodl *m, const st *s, int top) {
+static ns_status check_c(const struct ns_nmodl *m, const st *s, int top, int ctor) {
     nm_cscan sc = {s->name, 0, 0, 0, 0, 1};
     nm_cident id;
     while (nm_cscan_next(&sc, &id)) {
-        if (id.member) continue;
+        if (id.member || (ctor && (is(&id, "ifarg") || is(&id, "getarg")))) continue; /* nm_emit_verbatim's */
         if (hoc_only(&id) && (!top || id.depth > 0))
             return vfail(s, &id,
                          "VERBATIM C calls %.*s, which needs NEURON's hoc interpreter (hoc arguments, Vectors, "
@@ -299,6 +395,13 @@ static ns_status check_c(const struct ns_nmodl *m, const st *s, int top) {
                          "in C with unbalanced braces, or with a return): an instance's array is not contiguous here; "
                          "use it in NMODL statements",
                          NULL, NULL);
+        const int k = id.call && !top ? find_block(m, id.s, id.n) : -1;
+        if (k >= 0 && (m->blocks[k]->kind == B_FUNCTION || m->blocks[k]->kind == B_PROCEDURE) &&
+            nm_c_call_style(&id) == 3)
+            return vfail(s, &id,
+                         "VERBATIM C calls %.*s both with NEURON's thread arguments (_threadargscomma_) and without "
+                         "them%s%s: call it one way",
+                         NULL, NULL);
         if (starts(&id, "_ion_")) {
             const var *iv = find_var(m, id.s + 5, id.n - 5);
             if (!iv || iv->ion < 0)
@@ -308,13 +411,14 @@ static ns_status check_c(const struct ns_nmodl *m, const st *s, int top) {
     }
     return NS_OK;
 }
-static ns_status check_list(const struct ns_nmodl *m, const stlist *l) {
+/* ctor: a CONSTRUCTOR's C, where ifarg and getarg are the constructor's arguments (nm_emit_verbatim) */
+static ns_status check_list(const struct ns_nmodl *m, const stlist *l, int ctor) {
     if (!l) return NS_OK;
     for (int i = 0; i < l->n; i++) {
         const st *s = l->s[i];
-        ns_status r = s->kind == ST_VERBATIM ? check_c(m, s, 0) : NS_OK;
-        if (!r) r = check_list(m, s->then_);
-        if (!r) r = check_list(m, s->else_);
+        ns_status r = s->kind == ST_VERBATIM ? check_c(m, s, 0, ctor) : NS_OK;
+        if (!r) r = check_list(m, s->then_, ctor);
+        if (!r) r = check_list(m, s->else_, ctor);
         if (r) return r;
     }
     return NS_OK;
@@ -598,14 +702,14 @@ ns_status nm_verbatim_check(struct ns_nmodl *m) {
     }
     ns_status r = NS_OK;
     if (m->verbatim_top)
-        for (int i = 0; !r && i < m->verbatim_top->n; i++) r = check_c(m, m->verbatim_top->s[i], 1);
-    if (!r) r = check_list(m, m->initial);
-    if (!r) r = check_list(m, m->breakpoint);
-    if (!r) r = check_list(m, m->net_receive);
-    if (!r) r = check_list(m, m->net_initial);
-    for (int h = 0; !r && h < NS_MECH_N_HOOKS; h++) r = check_list(m, m->hooks[h]);
+        for (int i = 0; !r && i < m->verbatim_top->n; i++) r = check_c(m, m->verbatim_top->s[i], 1, 0);
+    if (!r) r = check_list(m, m->initial, 0);
+    if (!r) r = check_list(m, m->breakpoint, 0);
+    if (!r) r = check_list(m, m->net_receive, 0);
+    if (!r) r = check_list(m, m->net_initial, 0);
+    for (int h = 0; !r && h < NS_MECH_N_HOOKS; h++) r = check_list(m, m->hooks[h], h == NS_MECH_CONSTRUCTOR);
     for (int i = 0; !r && i < m->n_blocks; i++)
-        if (!m->blocks[i]->hoc_only) r = check_list(m, m->blocks[i]->body);
+        if (!m->blocks[i]->hoc_only) r = check_list(m, m->blocks[i]->body, 0);
     if (!r && !m->threadsafe) thread_safety(m);
     if (!r && nm_verbatim_device(m, m->verbatim_gpu_why, sizeof m->verbatim_gpu_why) < 0)
         r = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory");

@@ -180,6 +180,22 @@ static inline double *vector_vec(void *v) {
     nsv_hoc_only(__FILE__, __LINE__, "vector_vec");
     return NULL;
 }
+/* hoc's reference counts of the Vector (VecStim's DESTRUCTOR: `if (vv) hoc_obj_unref(*vector_pobj(vv));`,
+ * reached only where hoc gave a Vector): functions that stop the run where reached */
+static inline Object **vector_pobj(void *v) {
+    static Object *none = NULL;
+    (void)v;
+    nsv_hoc_only(__FILE__, __LINE__, "vector_pobj");
+    return &none;
+}
+static inline void hoc_obj_ref(Object *o) {
+    (void)o;
+    nsv_hoc_only(__FILE__, __LINE__, "hoc_obj_ref");
+}
+static inline void hoc_obj_unref(Object *o) {
+    (void)o;
+    nsv_hoc_only(__FILE__, __LINE__, "hoc_obj_unref");
+}
 static inline void *emalloc(size_t n) {
     void *p = malloc(n);
     if (!p && n) hoc_execerror("out of memory", NULL);
@@ -194,6 +210,38 @@ static inline void *erealloc(void *p, size_t n) {
     void *q = realloc(p, n);
     if (!q && n) hoc_execerror("out of memory", NULL);
     return q;
+}
+/* hoc's allocation (hoc_Emalloc, hoc_Ecalloc: the error at once, so hoc_malchk() has none left to
+ * raise) */
+static inline void *hoc_Emalloc(size_t n) { return emalloc(n); }
+static inline void *hoc_Ecalloc(size_t n, size_t size) { return ecalloc(n, size); }
+static inline void hoc_malchk(void) {}
+/* hoc's names: none exists here, so hoc_lookup gives NULL (a file's `s = hoc_lookup("precall"); if (s)
+ * { hoc_pushx(x); hoc_call_func(s, 1); }` skips the call, as NEURON does where hoc defines no
+ * precall); hoc_pushx and hoc_call_func stop the run where reached */
+static inline Symbol *hoc_lookup(const char *name) {
+    (void)name;
+    return NULL;
+}
+static inline void hoc_pushx(double x) {
+    (void)x;
+    nsv_hoc_only(__FILE__, __LINE__, "hoc_pushx");
+}
+static inline double hoc_call_func(Symbol *s, int narg) {
+    (void)s;
+    (void)narg;
+    return nsv_hoc_only(__FILE__, __LINE__, "hoc_call_func");
+}
+/* a CONSTRUCTOR's hoc arguments (`new X(x, n)` in NEURON): neurosolve makes point processes from
+ * their placement, without hoc arguments, so ifarg(k) is 1 only for a point process's location
+ * (k = 1) and getarg stops the run where reached */
+static inline int nsv_ctor_ifarg(int located, int k) { return located && k == 1; }
+static inline double *nsv_ctor_getarg(const char *file, int line, int k) {
+    static double none = 0.0;
+    char what[64];
+    snprintf(what, sizeof what, "getarg(%d) in a CONSTRUCTOR", k);
+    nsv_error(file, line, what, "(neurosolve makes point processes without hoc arguments)");
+    return &none;
 }
 
 /* NEURON's nrn_ghk(v, ci, co, z) [mA/cm2 per cm/s], at the simulation's celsius, which the

@@ -4,7 +4,8 @@
  * NEURON's order, validated against NEURON 9.0.2's traces by
  * test_nmodl_neuron.c and used as the reference of the simulation's model
  * loop by test_sim_model_cc.c. IClamp runs right after the first mechanism
- * (pas in NEURON's type order). Include after check.h and neurosolve/nmodl.h. */
+ * (pas in NEURON's type order); a CONSTRUCTOR runs when the instance is made, a DESTRUCTOR
+ * when it is freed. Include after check.h and neurosolve/nmodl.h. */
 #ifndef NS_TESTS_NMODL_DRIVER_H
 #define NS_TESTS_NMODL_DRIVER_H
 
@@ -96,11 +97,13 @@ static int add_mech(comp *c, const ns_mech_desc *d) {
                            NULL, &c->area, &c->diam, NULL, NULL, NULL, NULL, NULL, NULL, c->ftable, NULL, NULL, {0}};
     c->area = AREA;
     c->diam = 20.0;
+    if (d->hooks[NS_MECH_CONSTRUCTOR]) d->hooks[NS_MECH_CONSTRUCTOR](&m->p); /* NEURON's, at the instance's making */
     return 0;
 }
 
 static void free_comp(comp *c) {
     for (int k = 0; k < c->n; ++k) {
+        if (c->m[k].d->hooks[NS_MECH_DESTRUCTOR]) c->m[k].d->hooks[NS_MECH_DESTRUCTOR](&c->m[k].p);
         free(c->m[k].fields);
         free(c->m[k].globals);
         free(c->m[k].table);

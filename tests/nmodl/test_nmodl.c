@@ -343,6 +343,9 @@ int main(void) {
     bad("from_to.mod", "NEURON { SUFFIX x }\nSTATE {\n  z FROM 0 TOO 1\n}\n", NS_ERR_PARSE, "from_to.mod:3:", "expected TO");
     bad("to_name.mod", "NEURON { SUFFIX x }\nSTATE {\n  z FROM -1 TO y\n}\n", NS_ERR_PARSE, "to_name.mod:3:", "after TO");
     bad("brace.mod", "NEURON { SUFFIX x }\nINITIAL {\n", NS_ERR_PARSE, "brace.mod:3:", "missing '}'");
+    bad("ldifus.mod", "NEURON { SUFFIX x USEION ca READ cai WRITE cai }\nSTATE { cai }\nKINETIC k {\n"
+        "  LONGITUDINAL_DIFFUSION 0.6 {cai}\n  ~ cai << (0)\n}\n", NS_ERR_UNSUPPORTED, "ldifus.mod:4:",
+        "LONGITUDINAL_DIFFUSION is not supported: NEURON couples the concentration between neighbouring segments");
     bad("partial.mod", "NEURON { SUFFIX x }\nSTATE { a b }\n\nPARTIAL k {\n  a' = 1\n}\n", NS_ERR_UNSUPPORTED,
         "partial.mod:4:", "PARTIAL");
     /* KINETIC: the lowering's errors and decisions (the solver against NEURON: test_nmodl_neuron.c) */
@@ -403,15 +406,47 @@ int main(void) {
     /* C functions outside the blocks that need hoc: left out where nothing kept calls them (g, and h
      * that calls g), refused where INITIAL reaches them */
     {
-        const char *top = "NEURON { SUFFIX x }\nVERBATIM\nstatic void g(void) {\n  hoc_call_func(0, 0);\n}\n"
+        const char *top = "NEURON { SUFFIX x }\nVERBATIM\nstatic void g(void) {\n  hoc_oc(0);\n}\n"
                           "static double h(Object *o) { g(); return 1; }\nstatic double k2(double a) { return 2 * a; }\n"
                           "ENDVERBATIM\nINITIAL {\nVERBATIM\n  k2(1);\nENDVERBATIM\n}\n";
         const char *hd = emit(top, NS_NMODL_HEADER);
-        CHECK_MSG(!strstr(hd, "hoc_call_func") && !strstr(hd, "static double h(") && strstr(hd, "static double k2("),
+        CHECK_MSG(!strstr(hd, "hoc_oc(0)") && !strstr(hd, "static double h(") && strstr(hd, "static double k2("),
                   "g and h left out, k2 kept");
-        bad("vtop.mod", "NEURON { SUFFIX x }\nVERBATIM\nstatic void g(void) {\n  hoc_call_func(0, 0);\n}\n"
+        bad("vtop.mod", "NEURON { SUFFIX x }\nVERBATIM\nstatic void g(void) {\n  hoc_oc(0);\n}\n"
             "static void h(void) { g(); }\nENDVERBATIM\nINITIAL {\nVERBATIM\n  h();\nENDVERBATIM\n}\n",
-            NS_ERR_UNSUPPORTED, "vtop.mod:4:", "hoc_call_func");
+            NS_ERR_UNSUPPORTED, "vtop.mod:4:", "hoc_oc");
+    }
+    /* a FUNCTION called from C both with NEURON's thread arguments and without (nocmodl's unthreaded calls,
+     * f(x), are given the instance's arguments: test_nmodl_neuron.c's vbchan) */
+    {   /* such a call's prototype in the C (136095's stats.mod: `double betacf(double,double,double);`) is blanked,
+         * its line kept: the translator declares the function */
+        const char *h = emit("NEURON { SUFFIX x }\nFUNCTION f(a) { f = a }\nINITIAL {\nVERBATIM\n double f(double);\n"
+                             " f(1);\nENDVERBATIM\n}\n", NS_NMODL_HEADER);
+        CHECK(h && !strstr(h, "double f(double);") && strstr(h, "#define f(a0_) nsm_x_f_f(p, i_, node_, v_, a0_)") &&
+              strstr(h, "\n                  \n f(1);"));
+    }
+    bad("vmixed.mod", "NEURON { SUFFIX x }\nFUNCTION f(a) { f = a }\nINITIAL {\nVERBATIM\n f(1);\n"
+        " f(_threadargscomma_ 2);\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED, "vmixed.mod:5:",
+        "calls f both with NEURON's thread arguments (_threadargscomma_) and without them: call it one way");
+    {   /* a CONSTRUCTOR's ifarg and getarg: a point process's location is its one argument, an artificial
+         * cell has none (nsv_ctor_ifarg); elsewhere they stay refused (verbatim.mod above) */
+        const char *ctor = "NEURON { POINT_PROCESS x RANGE y }\nASSIGNED { y }\nCONSTRUCTOR {\nVERBATIM\n"
+                           " if (ifarg(2)) y = *getarg(2);\nENDVERBATIM\n}\n";
+        const char *h = emit(ctor, NS_NMODL_HEADER);
+        CHECK(h && strstr(h, "#define ifarg(k) nsv_ctor_ifarg(1, (int)(k))") &&
+              strstr(h, "#define getarg(k) nsv_ctor_getarg(__FILE__, __LINE__, (int)(k))"));
+        h = emit("NEURON { ARTIFICIAL_CELL x }\nCONSTRUCTOR {\nVERBATIM\n if (ifarg(1)) {}\nENDVERBATIM\n}\n",
+                 NS_NMODL_HEADER);
+        CHECK(h && strstr(h, "#define ifarg(k) nsv_ctor_ifarg(0, (int)(k))"));
+        /* the names a macro of the file's C names are defined where the macro is used; a POINTER whose
+         * slot the C writes is the C's storage, a void * in a field (no POINTER of the descriptor) */
+        h = emit("NEURON { SUFFIX x RANGE link POINTER sop }\nASSIGNED { link sop }\nVERBATIM\n"
+                 "#define LC ((double *)((unsigned long)link))\n#define SP (*((double **)&(_p_sop)))\n"
+                 "ENDVERBATIM\nINITIAL {\nVERBATIM\n SP = LC;\nENDVERBATIM\n}\n", NS_NMODL_HEADER);
+        CHECK(h && strstr(h, "#define link (*F0_)") && strstr(h, "#define _p_sop (*(void **)(F1_))"));
+        const char *cc = emit("NEURON { SUFFIX x POINTER sop }\nASSIGNED { sop }\nINITIAL {\nVERBATIM\n"
+                             " _p_sop = 0;\nENDVERBATIM\n}\n", NS_NMODL_C);
+        CHECK(cc && strstr(cc, ",\n    0, nsm_x_pnames"));
     }
     bad("vion.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n _ion_cai = 1;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,
         "vion.mod:4:", "_ion_cai, which names no ion variable");

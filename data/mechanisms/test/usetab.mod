@@ -1,6 +1,7 @@
 : usetable read as a name (neurosolve's test file, docs/mechanisms.md): NEURON's one flag of
 : the mechanism's TABLEs (usetable_usetab in hoc, 1 by default), here INITIAL's choice of m's
-: start, as ModelDB's bg.inc reads it; and a PROCEDURE called as a value
+: start, as ModelDB's bg.inc reads it; a PROCEDURE called as a value; a TABLE of a STATE that
+: no equation integrates (b, a magnesium block, as ModelDB 18198's nmda5.mod has it)
 NEURON {
     SUFFIX usetab
     NONSPECIFIC_CURRENT i
@@ -9,6 +10,7 @@ NEURON {
 PARAMETER {
     gbar = 0.002 (S/cm2)
     e = -80 (mV)
+    mg = 1 (mM)
 }
 ASSIGNED {
     v (mV)
@@ -16,7 +18,7 @@ ASSIGNED {
     minf
     tau (ms)
 }
-STATE { m }
+STATE { m b }
 INITIAL {
     minf = rates(v) : rates sets minf, then the call's value, 0, replaces it (nocmodl's procedures
                     : return 0; ModelDB's NMDA.mod: B = mgblock(v))
@@ -27,8 +29,9 @@ INITIAL {
     }
 }
 BREAKPOINT {
+    mgblock(v)
     SOLVE states METHOD cnexp
-    i = gbar * m * (v - e)
+    i = gbar * m * b * (v - e)
 }
 DERIVATIVE states {
     rates(v)
@@ -38,4 +41,8 @@ PROCEDURE rates(v (mV)) {
     TABLE minf, tau FROM -100 TO 100 WITH 200
     minf = 1 / (1 + exp(-(v + 55) / 8))
     tau = 1 + 5 * exp(-((v + 50) / 20)^2)
+}
+PROCEDURE mgblock(v (mV)) {
+    TABLE b DEPEND mg FROM -100 TO 100 WITH 200
+    b = 1 / (1 + exp(0.062 * -v) * (mg / 3.57))
 }

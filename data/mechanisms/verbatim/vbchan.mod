@@ -2,7 +2,8 @@
 : patterns of published files: C outside the blocks (a static helper), C in FUNCTION and
 : PROCEDURE bodies reading and writing RANGE and GLOBAL variables, arguments (_lv) and
 : LOCALs (_lq), the FUNCTION's value (_lalphan), a call of another block with
-: _threadargscomma_, hoc_Exp, t, celsius, `return 0;`, an ASSIGNED array written by the C,
+: _threadargscomma_ and one with the NMODL arguments alone (nocmodl's calls in a file that is
+: not THREADSAFE, as ModelDB's stats.mod has them), hoc_Exp, t, celsius, `return 0;`, an ASSIGNED array written by the C,
 : a name the C declares used by NMODL statements, and a PROCEDURE only hoc calls (ifarg,
 : getarg) that neurosolve leaves out
 NEURON {
@@ -71,7 +72,7 @@ VERBATIM
     double sum;
     int k;
     ab[0] = alphan(_threadargscomma_ _lv);
-    ab[1] = betan(_threadargscomma_ _lv);
+    ab[1] = betan(_lv);
     sum = 0;
     for (k = 0; k < 2; k++) sum += ab[k];
     calls += 1;

@@ -4,7 +4,8 @@
 : as published files draw them in C; plus NEURON's nrn_ghk, in C and in an NMODL statement
 : (declared by the file's C, as published files do); a FROM loop's counter in C (_lj, an int
 : as nocmodl declares it: a switch on it), and, as ModelDB's files write them for NEURON before
-: 8.2, nrn_random_pick's prototype and VecStim's Vector access (a Vector only hoc gives: none)
+: 8.2, nrn_random_pick's prototype and VecStim's Vector access and reference count (a Vector only
+: hoc gives: none)
 NEURON {
     SUFFIX vbrand
     NONSPECIFIC_CURRENT i
@@ -56,6 +57,7 @@ VERBATIM
     {
         void *vv = *((void **)(&space));
         if (vv) wgt += vector_vec(vv)[0] * vector_capacity(vv);
+        if (vv) hoc_obj_unref(*vector_pobj(vv));
     }
 #endif
     uint32_t high = (uint32_t)idx;
