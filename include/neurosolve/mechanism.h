@@ -39,8 +39,11 @@ extern "C" {
  * 6: ns_mech_desc.fused_index, cuda_fused_current, cuda_fused_state: a library's
  *    density mechanisms in one launch per phase (ns_mech_fused below). A
  *    library built for 3 to 5 still loads, without them (one launch per
- *    mechanism and phase). */
-#define NS_MECH_ABI_VERSION 6
+ *    mechanism and phase).
+ * 7: ns_mech_desc.cuda_hooks: the BEFORE/AFTER blocks and a density
+ *    mechanism's CONSTRUCTOR on the device. A library built for 3 to 6 still
+ *    loads, without them (a mechanism with hooks then stays off the GPU). */
+#define NS_MECH_ABI_VERSION 7
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
@@ -529,8 +532,8 @@ typedef struct ns_mech_desc {
     int n_watch;
     double (*watch_value)(ns_mech_ppack *p, int instance, int k);
     /* ABI 4: the BEFORE/AFTER blocks, CONSTRUCTOR and DESTRUCTOR over all n
-     * instances (NS_MECH_BEFORE_BREAKPOINT ...; NULL: none). Host only: a
-     * mechanism with one has no CUDA entry points. */
+     * instances (NS_MECH_BEFORE_BREAKPOINT ...; NULL: none), on the host (the
+     * device's: cuda_hooks). */
     ns_mech_fn hooks[NS_MECH_N_HOOKS];
     /* ABI 4: FUNCTION_TABLEs, by name (the NMODL name) and number of arguments;
      * ppack.ftable[k] holds table k's values (on the CPU and GPU loops). */
@@ -571,6 +574,13 @@ typedef struct ns_mech_desc {
      * build --cuda`) */
     int fused_index;
     ns_mech_cuda_fused_fn cuda_fused_current, cuda_fused_state;
+    /* ABI 7: hooks[h] as a launch over the p->n instances on the device, where
+     * the mechanism has CUDA code: the BEFORE/AFTER blocks, and a density
+     * mechanism's CONSTRUCTOR (run once, at the first finitialize, as on the
+     * host); NULL where hooks[h] is, and for a DESTRUCTOR (the mechanism then
+     * has no CUDA entry points: cuda_why_not) and a point process's
+     * CONSTRUCTOR (likewise). */
+    ns_mech_cuda_fn cuda_hooks[NS_MECH_N_HOOKS];
 } ns_mech_desc;
 
 enum {

@@ -261,6 +261,8 @@ int nm_verbatim_device(struct ns_nmodl *m, char *why, size_t n_why) {
     if (!r) r = check_list(&dc, m->breakpoint);
     if (!r) r = check_list(&dc, m->net_receive);
     if (!r) r = check_list(&dc, m->net_initial);
+    for (int h = 0; !r && h < NS_MECH_N_HOOKS; h++)
+        if (nm_hook_on_device(m, h)) r = check_list(&dc, m->hooks[h]);
     for (int i = 0; !r && i < m->n_blocks; i++)
         if (called[i] && !m->blocks[i]->hoc_only) r = check_list(&dc, m->blocks[i]->body);
     /* the functions of C outside the blocks that device C calls, and those they call */

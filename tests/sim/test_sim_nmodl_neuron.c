@@ -12,8 +12,8 @@
  *     after the v update; wenai.mod with its own ina, stored by finitialize's
  *     currents too) with hh, which reads ena: v and the ion's ena;
  *   bahook: BEFORE/AFTER blocks and a CONSTRUCTOR (test/bahook.mod, each block's effect in
- *     its current) with hh: v and the current u that BEFORE STEP sets; on the GPU the
- *     simulation refuses it (host code), naming the mechanism;
+ *     its current) with hh: v and the current u that BEFORE STEP sets; on the GPU too (the
+ *     blocks as device launches, ns_mech_desc.cuda_hooks);
  *   ftab: FUNCTION_TABLEs (test/ftab.mod) given by ns_sim_model_set_function_table, after
  *     the refusal of the model without them: v and ninf; the same tables in the model text
  *     (table.NAME = x ... ; y ..., range N LO HI), and that text's errors by FILE:LINE;
@@ -365,31 +365,6 @@ out:
     free(y);
 }
 
-#ifdef NS_NVCC
-/* BEFORE/AFTER blocks are host code: the GPU loop refuses the mechanism, naming it */
-static void hooks_refused_on_gpu(ns_mech_library_t *lib, const ns_cell_t *cell) {
-    ns_sim_model_t *model = NULL;
-    ns_sim_t *sim = NULL;
-    CHECK_OK(ns_sim_model_create(lib, &model));
-    if (!model) return;
-    const char *text = "all.insert = hh bahook\n";
-    CHECK_OK(ns_sim_model_parse(model, text, strlen(text), "case.model"));
-    ns_sim_params p;
-    ns_sim_params_init(&p);
-    ns_sim_options o;
-    ns_sim_options_init(&o);
-    o.backend = NS_BACKEND_CUDA;
-    o.model = model;
-    const ns_cell_t *shapes[1] = {cell};
-    const ns_status s = ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim);
-    CHECK_MSG(s == NS_ERR_UNSUPPORTED, "bahook on the GPU: status %d", (int)s);
-    CHECK_MSG(strstr(ns_last_error(), "bahook") && strstr(ns_last_error(), "CPU only"), "message: %s",
-              ns_last_error());
-    ns_sim_destroy(sim);
-    ns_sim_model_destroy(model);
-}
-#endif
-
 /* ftab.mod's tables as model text: table.tabninf_ftab = x ... ; y ...  and  range ... ; range ... ; y ... */
 static char ftab_text[4096];
 static void ftab_model_text(void) {
@@ -474,8 +449,7 @@ int main(void) {
         remove(tmp("mod/hocerr.mod")); /* VERBATIM C: host C, which a --cuda build refuses */
         remove(tmp("mod/vbstatic.mod"));
         ns_mech_library_t *glib = test_mech_build(tmp("mod"), "libcases_cuda.so", &o, &skip);
-        for (int k = 0; k < 3 && glib; ++k) run(glib, cells[k > 0], &cases[k], NS_BACKEND_CUDA, "GPU");
-        if (glib) hooks_refused_on_gpu(glib, cells[1]);
+        for (int k = 0; k < 4 && glib; ++k) run(glib, cells[k > 0], &cases[k], NS_BACKEND_CUDA, "GPU");
         ns_mech_library_close(glib);
     }
 #endif

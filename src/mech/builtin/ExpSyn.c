@@ -120,4 +120,6 @@ const ns_mech_desc nsm_ExpSyn_desc = {
     NULL, NULL, NULL, "expsyn.mod:1: no derivative code for a POINT_PROCESS (synapses are not differentiable yet)",
     NULL,
     NULL, NULL,
-    -1, NULL, NULL};
+    -1, NULL, NULL,
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+};

@@ -1125,4 +1125,6 @@ const ns_mech_desc nsm_hh_desc = {
 #else
     -1, NULL, NULL
 #endif
+,
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 };

@@ -431,4 +431,6 @@ const ns_mech_desc nsm_pas_desc = {
 #else
     -1, NULL, NULL
 #endif
+,
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 };

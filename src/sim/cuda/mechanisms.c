@@ -27,17 +27,20 @@
 #include "core/cuda_check.h"
 #include "core/error.h"
 
-/* BEFORE/AFTER blocks, CONSTRUCTOR, DESTRUCTOR: host code, which the GPU loop does not run */
+/* BEFORE/AFTER blocks and CONSTRUCTOR without device code (ns_mech_desc.cuda_hooks, ABI 7: a
+ * library built for an older ABI); a DESTRUCTOR and a point process's CONSTRUCTOR keep the
+ * mechanism without CUDA entry points (cuda_why_not) */
 static int host_hooks(const ns_mech_desc *d) {
     for (int h = 0; h < NS_MECH_N_HOOKS; h++)
-        if (d->hooks[h]) return 1;
+        if (d->hooks[h] && !d->cuda_hooks[h]) return 1;
     return 0;
 }
 static ns_status host_hooks_refused(const ns_mech_desc *d) {
     return ns_fail(NS_ERR_UNSUPPORTED,
-                   "simulation: mechanism %s has BEFORE/AFTER, CONSTRUCTOR or DESTRUCTOR blocks, which run on the "
-                   "CPU only: use the CPU backend (docs/mechanisms.md, \"BEFORE, AFTER, CONSTRUCTOR\")",
-                   d->name);
+                   "simulation: mechanism %s has BEFORE/AFTER, CONSTRUCTOR or DESTRUCTOR blocks without device code "
+                   "(its library was built for mechanism ABI %d: build it again with `neurosolve mechanisms build "
+                   "--cuda`, or use the CPU backend; docs/mechanisms.md, \"BEFORE, AFTER, CONSTRUCTOR\")",
+                   d->name, d->abi_version);
 }
 
 typedef struct gpu_mech {
@@ -53,6 +56,7 @@ struct gpu_model {
     const int32_t *pos;  /* host: the group's position of each compartment (onchip: one shape); NULL: itself */
     double *v, *rhs, *d; /* the group's (device) */
     gpu_mech *m;
+    unsigned char *constructed; /* per mechanism: its CONSTRUCTOR ran (the first finitialize) */
     double *ion;            /* device: per ion j, e, ci, co, i, didv at [(5 * j + q) * nodes] */
     unsigned char *written; /* device: per ion j at [j * nodes]: e by Nernst there */
     double *geom;           /* device: area per node, then diam per node (ns_mech_ppack.area, .diam) */
@@ -99,6 +103,7 @@ void ns_gpu_model_free(gpu_model *g) {
     for (int32_t k = 0; g->m && k < g->model->n_mechs; ++k)
         for (int a = 0; a < g->m[k].n_allocs; ++a) cudaFree(g->m[k].allocs[a]);
     free(g->m);
+    free(g->constructed);
     ns_gpu_libfused_free(g->lf);
     points_free(g);
     cudaFree(g->ion);
@@ -189,8 +194,9 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
     g->rhs = rhs;
     g->d = d;
     g->m = calloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1), sizeof *g->m);
+    g->constructed = calloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1), 1);
     ns_status st = NS_OK;
-    if (!g->m) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
+    if (!g->m || !g->constructed) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
     if (st == NS_OK && cudaMalloc((void **)&g->ion, (size_t)(5 * (model->n_ions > 0 ? model->n_ions : 1)) *
                                                          (size_t)g->nodes * sizeof(double)) != cudaSuccess)
         st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: the ions of %lld compartments", (long long)g->nodes);
@@ -294,14 +300,14 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         gm->p.ion = ions_d;
         gm->p.area = g->geom;
         gm->p.diam = g->geom + g->nodes;
-        if (host_hooks(desc))
-            st = host_hooks_refused(desc);
-        else if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
+        if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "simulation: mechanism %s has no CUDA code%s%s%s: build its library with `neurosolve "
                          "mechanisms build --cuda` (or use the CPU backend)",
                          desc->name, desc->cuda_why_not ? " (" : "", desc->cuda_why_not ? desc->cuda_why_not : "",
                          desc->cuda_why_not ? ")" : "");
+        else if (host_hooks(desc))
+            st = host_hooks_refused(desc);
     }
     free(nodes_h);
     /* the tree group's per-step path: the library's mechanisms in its fused launches where the rule says so */
@@ -346,6 +352,32 @@ static ns_status nernst_of(const ns_sim_t *sim, gpu_model *g, const sim_mech *sm
                                          sim->params.celsius, stream));
     }
     return NS_OK;
+}
+
+/* The BEFORE/AFTER blocks or CONSTRUCTOR h (ns_mech_desc.cuda_hooks) at time t: of the density
+ * mechanisms in type order (Nernst after one that writes a concentration), as the CPU loop's
+ * ns_model_block_hook, where `density`; then of the point types, as its ns_net_hook, where `points` */
+static ns_status hooks_run(const ns_sim_t *sim, gpu_model *g, int h, double t, int density, int points,
+                           cudaStream_t stream) {
+    static const char *const what[NS_MECH_N_HOOKS] = {"BEFORE BREAKPOINT", "AFTER SOLVE", "BEFORE INITIAL",
+                                                      "AFTER INITIAL", "BEFORE STEP", "CONSTRUCTOR", "DESTRUCTOR"};
+    const sim_model *model = g->model;
+    ns_status st = NS_OK;
+    for (int32_t k = 0; density && k < model->n_mechs && st == NS_OK; ++k) {
+        const ns_mech_desc *d = model->mechs[k].desc;
+        gpu_mech *gm = &g->m[k];
+        if (gm->p.n == 0 || !d->cuda_hooks[h]) continue;
+        set_time(gm, t, sim);
+        st = launched(d->cuda_hooks[h](&gm->p, stream), what[h], d->name);
+        if (st == NS_OK && model->mechs[k].writes_c) st = nernst_of(sim, g, &model->mechs[k], stream);
+    }
+    for (int32_t k = 0; points && k < g->n_points && st == NS_OK; ++k) {
+        const ns_mech_desc *d = g->pt_desc[k];
+        if (g->pt[k].p.n == 0 || !d->cuda_hooks[h]) continue;
+        set_time(&g->pt[k], t, sim);
+        st = launched(d->cuda_hooks[h](&g->pt[k].p, stream), what[h], d->name);
+    }
+    return st;
 }
 
 ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
@@ -400,6 +432,11 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
         if (cnt == 0) continue;
         double *f = calloc((size_t)desc->n_fields * (size_t)cnt + 1, sizeof *f);
         if (!f) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: fields");
+        /* as the CPU loop: the assigned values restart at 0, except where a CONSTRUCTOR set them */
+        if (g->constructed[k] && desc->cuda_hooks[NS_MECH_CONSTRUCTOR] &&
+            cudaMemcpy(f, gm->fields, (size_t)desc->n_fields * (size_t)cnt * sizeof *f, cudaMemcpyDeviceToHost) !=
+                cudaSuccess)
+            st = ns_fail(NS_ERR_CUDA, "simulation: fields of %s", desc->name);
         int64_t q = 0;
         for (int64_t c = 0; c < cells; ++c) {
             const sim_mech_shape *ms = &model->per_shape[(size_t)sim->cell_shape[cell_id[c]] * model->n_mechs + k];
@@ -414,14 +451,27 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
                 }
             }
         }
-        if (cudaMemcpy(gm->fields, f, (size_t)desc->n_fields * (size_t)cnt * sizeof *f, cudaMemcpyHostToDevice) !=
-            cudaSuccess)
+        if (st == NS_OK &&
+            cudaMemcpy(gm->fields, f, (size_t)desc->n_fields * (size_t)cnt * sizeof *f, cudaMemcpyHostToDevice) !=
+                cudaSuccess)
             st = ns_fail(NS_ERR_CUDA, "simulation: field upload of %s", desc->name);
         free(f);
         if (st != NS_OK) return st;
     }
-    /* NEURON's finitialize: Nernst, INITIAL in type order, Nernst after a writer */
+    /* NEURON's finitialize: Nernst, (CONSTRUCTOR once, at the first), BEFORE INITIAL, INITIAL in
+     * type order, Nernst after a writer, AFTER INITIAL: as the CPU loop (ns_model_block_init) */
     if ((st = nernst_of(sim, g, NULL, stream)) != NS_OK) return st;
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        gpu_mech *gm = &g->m[k];
+        if (g->constructed[k] || gm->p.n == 0) continue;
+        g->constructed[k] = 1;
+        const ns_mech_desc *desc = model->mechs[k].desc;
+        set_time(gm, 0.0, sim);
+        if (desc->cuda_hooks[NS_MECH_CONSTRUCTOR] &&
+            (st = launched(desc->cuda_hooks[NS_MECH_CONSTRUCTOR](&gm->p, stream), "CONSTRUCTOR", desc->name)) != NS_OK)
+            return st;
+    }
+    if ((st = hooks_run(sim, g, NS_MECH_BEFORE_INITIAL, 0.0, 1, 0, stream)) != NS_OK) return st;
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         gpu_mech *gm = &g->m[k];
         if (gm->p.n == 0) continue;
@@ -431,6 +481,7 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
             return st;
         if (model->mechs[k].writes_c && (st = nernst_of(sim, g, &model->mechs[k], stream)) != NS_OK) return st;
     }
+    if ((st = hooks_run(sim, g, NS_MECH_AFTER_INITIAL, 0.0, 1, 0, stream)) != NS_OK) return st;
     /* finitialize's currents where a mechanism writes a reversal potential
      * (WRITE ena), into scratch rhs and d, then the ions' i and didv zeroed
      * again: as the CPU loop (ns_model_block_init) */
@@ -457,6 +508,9 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
         if (cudaMemsetAsync(g->ion + (size_t)(5 * j + 3) * (size_t)g->nodes, 0, 2 * (size_t)g->nodes * sizeof(double),
                             stream) != cudaSuccess)
             st = ns_fail(NS_ERR_CUDA, "simulation: ion currents");
+    /* finitialize's setup_tree_matrix runs BEFORE BREAKPOINT; BEFORE STEP is its last */
+    if (st == NS_OK) st = hooks_run(sim, g, NS_MECH_BEFORE_BREAKPOINT, 0.0, 1, 0, stream);
+    if (st == NS_OK) st = hooks_run(sim, g, NS_MECH_BEFORE_STEP, 0.0, 1, 0, stream);
     if (st == NS_OK && cudaStreamSynchronize(stream) != cudaSuccess) st = ns_fail(NS_ERR_CUDA, "simulation: INITIAL");
     cudaFree(scratch);
     return st;
@@ -471,6 +525,8 @@ static ns_status point_current(const ns_sim_t *sim, gpu_model *g, int32_t slot, 
 ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, double *d, double t,
                                 cudaStream_t stream) {
     const sim_model *model = g->model;
+    ns_status st = hooks_run(sim, g, NS_MECH_BEFORE_BREAKPOINT, t, 1, 1, stream); /* NEURON's nrn_ba first */
+    if (st != NS_OK) return st;
     NS_CUDA_TRY(cudaMemsetAsync(rhs, 0, (size_t)g->nodes * sizeof *rhs, stream));
     NS_CUDA_TRY(cudaMemsetAsync(d, 0, (size_t)g->nodes * sizeof *d, stream));
     for (int32_t j = 0; j < model->n_ions; ++j)
@@ -480,7 +536,6 @@ ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, 
     /* the synapses' types merged in by NEURON's type order, as the CPU loop
      * (sim/cpu/step.c, model_pass): each after the mechanisms before IClamp */
     int32_t slot = 0;
-    ns_status st = NS_OK;
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         if (k >= model->n_before_clamp)
             for (; slot < g->n_points && g->pt_key[slot] < model->mechs[k].key; ++slot)
@@ -535,7 +590,8 @@ ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaS
         ns_status st = launched(g->pt_desc[k]->cuda_state(&gm->p, stream), "SOLVE", g->pt_desc[k]->name);
         if (st != NS_OK) return st;
     }
-    return NS_OK;
+    const ns_status st = hooks_run(sim, g, NS_MECH_AFTER_SOLVE, t, 1, 1, stream);
+    return st != NS_OK ? st : hooks_run(sim, g, NS_MECH_BEFORE_STEP, t, 1, 1, stream);
 }
 
 int32_t ns_gpu_model_points(const gpu_model *g) { return g->n_points; }
@@ -1000,11 +1056,16 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         gm->p.ftable = ftab_d;
         if (src_h) st = dev_events(gm, d, cnt, src_h);
         free(src_h);
-        if (st != NS_OK) break;
-        /* finitialize: INITIAL in type order, after the density mechanisms' (its net_send into the slots) */
-        set_time(gm, 0.0, sim);
-        st = launched(d->cuda_init(&gm->p, stream), "INITIAL", d->name);
     }
+    /* finitialize: BEFORE INITIAL, INITIAL in type order, after the density mechanisms' (its net_send
+     * into the slots), AFTER INITIAL, BEFORE BREAKPOINT, BEFORE STEP, as the CPU loop (network_build.c) */
+    if (st == NS_OK) st = hooks_run(sim, g, NS_MECH_BEFORE_INITIAL, 0.0, 0, 1, stream);
+    for (int32_t t = 0; t < g->n_points && st == NS_OK; ++t) {
+        set_time(&g->pt[t], 0.0, sim);
+        st = launched(g->pt_desc[t]->cuda_init(&g->pt[t].p, stream), "INITIAL", g->pt_desc[t]->name);
+    }
+    static const int after[] = {NS_MECH_AFTER_INITIAL, NS_MECH_BEFORE_BREAKPOINT, NS_MECH_BEFORE_STEP};
+    for (int q = 0; q < 3 && st == NS_OK; ++q) st = hooks_run(sim, g, after[q], 0.0, 0, 1, stream);
     free(ids), free(nodes_h), free(w_h), free(f_h);
     free(local);
     free(pairs);
