@@ -160,7 +160,9 @@ static void verbatim_emit(void) {
     } cases[] = {
         {"", "uint32_t k = 3;\n  _lf = hoc_Exp(_la) + exp(g) + nrnRan4dbl(&k, 1);", NULL},
         {"", "_lf = 1;\n  fprintf(stderr, \"x\");", "vb.mod:8: VERBATIM C uses fprintf, which has no device version"},
-        {"", "if (_la < 0) hoc_execerror(\"f\", 0);\n", "vb.mod:7: VERBATIM C uses hoc_execerror, which has no device"},
+        {"", "if (_la < 0) hoc_execerror(\"f\", 0);\n", NULL}, /* the ppack's error channel, density too */
+        {"static void chk(double a) { if (a < 0) hoc_execerror(\"f\", 0); }", "chk(_la);\n  _lf = 1;",
+         "vb.mod:3: VERBATIM C uses hoc_execerror, which needs the entry point's ppack p"},
         {"static double k0 = 2;", "_lf = k0;", "vb.mod:7: VERBATIM C uses k0, which has no device version"},
         {"double ext(double);", "_lf = ext(1);", "vb.mod:7: VERBATIM C uses ext, which is C outside the blocks"},
         {"static double one(void) { return drand48(); }", "_lf = one();",

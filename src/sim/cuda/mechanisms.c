@@ -57,6 +57,8 @@ struct gpu_model {
     double *v, *rhs, *d; /* the group's (device) */
     gpu_mech *m;
     unsigned char *constructed; /* per mechanism: its CONSTRUCTOR ran (the first finitialize) */
+    ns_mech_error *m_err;       /* device: per mechanism, its C's error (ns_mech_ppack.error: nsv_dev_error) */
+    int m_err_seen;             /* an error was read from m_err since finitialize */
     double *ion;            /* device: per ion j, e, ci, co, i, didv at [(5 * j + q) * nodes] */
     unsigned char *written; /* device: per ion j at [j * nodes]: e by Nernst there */
     double *geom;           /* device: area per node, then diam per node (ns_mech_ppack.area, .diam) */
@@ -104,6 +106,7 @@ void ns_gpu_model_free(gpu_model *g) {
         for (int a = 0; a < g->m[k].n_allocs; ++a) cudaFree(g->m[k].allocs[a]);
     free(g->m);
     free(g->constructed);
+    cudaFree(g->m_err);
     ns_gpu_libfused_free(g->lf);
     points_free(g);
     cudaFree(g->ion);
@@ -197,6 +200,9 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
     g->constructed = calloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1), 1);
     ns_status st = NS_OK;
     if (!g->m || !g->constructed) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
+    if (st == NS_OK && cudaMalloc((void **)&g->m_err, (size_t)(model->n_mechs > 0 ? model->n_mechs : 1) *
+                                                          sizeof *g->m_err) != cudaSuccess)
+        st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: GPU mechanisms' errors");
     if (st == NS_OK && cudaMalloc((void **)&g->ion, (size_t)(5 * (model->n_ions > 0 ? model->n_ions : 1)) *
                                                          (size_t)g->nodes * sizeof(double)) != cudaSuccess)
         st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: the ions of %lld compartments", (long long)g->nodes);
@@ -300,6 +306,7 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         gm->p.ion = ions_d;
         gm->p.area = g->geom;
         gm->p.diam = g->geom + g->nodes;
+        gm->p.error = g->m_err + k;
         if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "simulation: mechanism %s has no CUDA code%s%s%s: build its library with `neurosolve "
@@ -354,6 +361,43 @@ static ns_status nernst_of(const ns_sim_t *sim, gpu_model *g, const sim_mech *sm
     return NS_OK;
 }
 
+/* The first error that the VERBATIM C of n mechanisms recorded on the device (dev: one per
+ * mechanism; hoc_execerror, exit, abort: nmodl_verbatim.h's nsv_dev_error), in type order, as the
+ * CPU loop words it (desc(g, k): mechanism k's descriptor); when: where */
+static ns_status device_errors(const gpu_model *g, const ns_mech_error *dev, int32_t n,
+                               const ns_mech_desc *(*desc)(const gpu_model *, int32_t), const char *when) {
+    if (!dev || n <= 0) return NS_OK;
+    ns_mech_error *e = malloc((size_t)n * sizeof *e);
+    if (!e) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU errors");
+    const cudaError_t c = cudaMemcpy(e, dev, (size_t)n * sizeof *e, cudaMemcpyDeviceToHost);
+    ns_status st = c == cudaSuccess ? NS_OK : ns_cuda_status(c, "simulation: GPU errors", __FILE__, __LINE__);
+    for (int32_t k = 0; st == NS_OK && k < n; ++k)
+        if (e[k].set) {
+            e[k].file[sizeof e[k].file - 1] = e[k].msg[sizeof e[k].msg - 1] = 0;
+            st = ns_fail(NS_ERR_MECHANISM, "%s:%d: mechanism %s: %s (%s)", e[k].file, e[k].line, desc(g, k)->name,
+                         e[k].msg, when);
+        }
+    free(e);
+    return st;
+}
+static const ns_mech_desc *point_desc(const gpu_model *g, int32_t k) { return g->pt_desc[k]; }
+static const ns_mech_desc *density_desc(const gpu_model *g, int32_t k) { return g->model->mechs[k].desc; }
+
+/* a point type's errors (device_errors) */
+static ns_status points_errors(const gpu_model *g, const char *when) {
+    return g ? device_errors(g, g->pt_err, g->n_points, point_desc, when) : NS_OK;
+}
+
+ns_status ns_gpu_model_errors(gpu_model *g) {
+    if (!g) return NS_OK;
+    const ns_status st = device_errors(g, g->m_err, g->model->n_mechs, density_desc,
+                                       "on the GPU loop: the run stops at the end of the interval");
+    g->m_err_seen |= st == NS_ERR_MECHANISM;
+    return st;
+}
+
+int ns_gpu_model_error_seen(const gpu_model *g) { return g && g->m_err_seen; }
+
 /* The BEFORE/AFTER blocks or CONSTRUCTOR h (ns_mech_desc.cuda_hooks) at time t: of the density
  * mechanisms in type order (Nernst after one that writes a concentration), as the CPU loop's
  * ns_model_block_hook, where `density`; then of the point types, as its ns_net_hook, where `points` */
@@ -383,6 +427,9 @@ static ns_status hooks_run(const ns_sim_t *sim, gpu_model *g, int h, double t, i
 ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
                             int64_t cells, cudaStream_t stream) {
     const sim_model *model = g->model;
+    /* finitialize starts without an error (as the CPU loop's) */
+    g->m_err_seen = 0;
+    NS_CUDA_TRY(cudaMemset(g->m_err, 0, (size_t)(model->n_mechs > 0 ? model->n_mechs : 1) * sizeof *g->m_err));
     /* ions from the model's values, per cell */
     const size_t z = (size_t)g->nodes;
     double *h = malloc(5 * z * sizeof *h);
@@ -513,6 +560,7 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
     if (st == NS_OK) st = hooks_run(sim, g, NS_MECH_BEFORE_STEP, 0.0, 1, 0, stream);
     if (st == NS_OK && cudaStreamSynchronize(stream) != cudaSuccess) st = ns_fail(NS_ERR_CUDA, "simulation: INITIAL");
     cudaFree(scratch);
+    if (st == NS_OK) st = device_errors(g, g->m_err, model->n_mechs, density_desc, "at finitialize");
     return st;
 }
 
@@ -680,23 +728,6 @@ int ns_gpu_model_point_self(const gpu_model *g, int32_t slot) {
     return (g->pt_desc[slot]->events & (NS_MECH_EV_SEND | NS_MECH_EV_WATCH)) != 0;
 }
 
-/* The first error that a point type's VERBATIM C recorded on the device (hoc_execerror, exit,
- * abort: nmodl_verbatim.h's nsv_dev_error), in type order, as the CPU loop words it; when: where */
-static ns_status points_errors(const gpu_model *g, const char *when) {
-    if (!g || !g->pt_err || g->n_points <= 0) return NS_OK;
-    ns_mech_error *e = malloc((size_t)g->n_points * sizeof *e);
-    if (!e) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU errors");
-    const cudaError_t c = cudaMemcpy(e, g->pt_err, (size_t)g->n_points * sizeof *e, cudaMemcpyDeviceToHost);
-    ns_status st = c == cudaSuccess ? NS_OK : ns_cuda_status(c, "network: GPU errors", __FILE__, __LINE__);
-    for (int32_t k = 0; st == NS_OK && k < g->n_points; ++k)
-        if (e[k].set) {
-            e[k].file[sizeof e[k].file - 1] = e[k].msg[sizeof e[k].msg - 1] = 0;
-            st = ns_fail(NS_ERR_MECHANISM, "%s:%d: mechanism %s: %s (%s)", e[k].file, e[k].line, g->pt_desc[k]->name,
-                         e[k].msg, when);
-        }
-    free(e);
-    return st;
-}
 
 ns_status ns_gpu_model_events_check(const gpu_model *g) {
     const ns_status est = points_errors(g, "on the GPU loop: the run stops at the end of the interval");
