@@ -109,6 +109,7 @@ static int list(int argc, char **argv) {
             json_bool(&j, "net_receive", d->has_net_receive);
             json_bool(&j, "artificial", d->artificial);
             json_bool(&j, "cuda", d->cuda_state != NULL);
+            if (d->cuda_why_not) json_string(&j, "cuda_why_not", d->cuda_why_not);
             json_object_end(&j);
             continue;
         }

@@ -8,7 +8,8 @@ distinct .mod file in it (by content, with the files its INCLUDE statements name
     C compiler), in a temporary folder with the files it INCLUDEs;
   * ours for the GPU (--gpu): the same with `--cuda --arch sm_90` (nvcc, compile and link only; no
     GPU needed), tried where the CPU build succeeded (a file the translator refuses is refused for
-    both);
+    both); a mechanism built without CUDA entry points (its descriptor's cuda_why_not: it runs on the
+    CPU loop only) counts as not built for the GPU, blocked by what cuda_why_not names;
   * the first blocking construct, classified from our message (CLASSES below), and the constructs
     the file uses (a scan of its text without comments: SCAN below);
   * with --traces, every density mechanism of a file both accept, inserted alone with pas
@@ -354,12 +355,17 @@ def gpu_model(model, files, results, a, cache):
             if not gkey:
                 r["gpu"], r["gpu_msg"] = False, gmsg
                 continue
+            listed = mech_list(a.neurosolve, os.path.join(a.libs, r["cpu_key"] + ".so"))
+            why = [m["cuda_why_not"] for m in listed if m.get("cuda_why_not")]
+            if why:  # it would build with --cuda, without CUDA entry points: it runs on the CPU loop only
+                r["gpu"], r["gpu_msg"] = False, "no CUDA entry points: " + why[0]
+                continue
             r["gpu_key"] = gkey + a.mode
             got = cache.get("gpu:" + r["gpu_key"])
             if got or a.cached_only:
                 r["gpu"], r["gpu_msg"] = got or (None, "")
                 continue
-            mechs = {m["name"] for m in mech_list(a.neurosolve, os.path.join(a.libs, r["cpu_key"] + ".so"))}
+            mechs = {m["name"] for m in listed}
             if names & mechs or len({os.path.basename(x) for x in batch} | {os.path.basename(f)}) <= len(batch):
                 gpu_batch(batch, results, a, cache)
                 batch, names = [], set()

@@ -41,8 +41,10 @@ extern "C" {
  *    library built for 3 to 5 still loads, without them (one launch per
  *    mechanism and phase).
  * 7: ns_mech_desc.vjp_init_n, vjp_current_n, vjp_state_n: the derivatives over
- *    all of a call's instances at once. A library built for 3 to 6 still
- *    loads, without them (the gradients call vjp_* once per instance). */
+ *    all of a call's instances at once; ns_mech_desc.cuda_hooks: the BEFORE/AFTER
+ *    blocks and a density mechanism's CONSTRUCTOR on the device. A library built
+ *    for 3 to 6 still loads, without them (the gradients call vjp_* once per
+ *    instance; a mechanism with hooks stays off the GPU). */
 #define NS_MECH_ABI_VERSION 7
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
@@ -532,8 +534,8 @@ typedef struct ns_mech_desc {
     int n_watch;
     double (*watch_value)(ns_mech_ppack *p, int instance, int k);
     /* ABI 4: the BEFORE/AFTER blocks, CONSTRUCTOR and DESTRUCTOR over all n
-     * instances (NS_MECH_BEFORE_BREAKPOINT ...; NULL: none). Host only: a
-     * mechanism with one has no CUDA entry points. */
+     * instances (NS_MECH_BEFORE_BREAKPOINT ...; NULL: none), on the host (the
+     * device's: cuda_hooks). */
     ns_mech_fn hooks[NS_MECH_N_HOOKS];
     /* ABI 4: FUNCTION_TABLEs, by name (the NMODL name) and number of arguments;
      * ppack.ftable[k] holds table k's values (on the CPU and GPU loops). */
@@ -585,6 +587,13 @@ typedef struct ns_mech_desc {
     void (*vjp_init_n)(ns_mech_ppack *p, const double *l_out, double *l_v, double *l_fields, double *l_globals);
     void (*vjp_current_n)(ns_mech_ppack *p, const double *l_out, double *l_v, double *l_fields, double *l_globals);
     void (*vjp_state_n)(ns_mech_ppack *p, const double *l_out, double *l_v, double *l_fields, double *l_globals);
+    /* ABI 7: hooks[h] as a launch over the p->n instances on the device, where
+     * the mechanism has CUDA code: the BEFORE/AFTER blocks, and a density
+     * mechanism's CONSTRUCTOR (run once, at the first finitialize, as on the
+     * host); NULL where hooks[h] is, and for a DESTRUCTOR (the mechanism then
+     * has no CUDA entry points: cuda_why_not) and a point process's
+     * CONSTRUCTOR (likewise). */
+    ns_mech_cuda_fn cuda_hooks[NS_MECH_N_HOOKS];
 } ns_mech_desc;
 
 enum {

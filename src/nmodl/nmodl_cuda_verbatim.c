@@ -129,12 +129,10 @@ static const char *not_on_device(dcheck *dc, const nm_cident *id) {
     const struct ns_nmodl *m = dc->m;
     if (id->member || in_list(id, C_WORDS) || in_list(id, C_MATH) || in_list(id, DEVICE_HELPERS)) return NULL;
     static const char *const ERRORS[] = {"hoc_execerror", "hoc_execerr_ext", "hoc_warning", "exit", "abort", NULL};
-    if (in_list(id, ERRORS)) /* a point process's: the ppack's error, read at each interval's end */
-        return !m->point ? "has no device version in a density mechanism (the GPU loop reads a point process's "
-                           "errors only)"
-               : dc->top || dc->own_p ? "needs the entry point's ppack p (C outside the blocks, or C that declares "
-                                        "its own p)"
-                                      : NULL;
+    if (in_list(id, ERRORS)) /* the ppack's error (one per mechanism), read at each interval's end */
+        return dc->top || dc->own_p ? "needs the entry point's ppack p (C outside the blocks, or C that declares "
+                                      "its own p)"
+                                    : NULL;
     if (is(id, "cvode_active_")) return dc->top ? "is a host variable outside the blocks" : NULL; /* a 0 in them */
     if (is(id, "static")) return m->thread_unsafe ? "keeps state in static storage, which a device's threads share" : NULL;
     for (int k = 0; k < dc->n_defs; k++)
@@ -261,6 +259,8 @@ int nm_verbatim_device(struct ns_nmodl *m, char *why, size_t n_why) {
     if (!r) r = check_list(&dc, m->breakpoint);
     if (!r) r = check_list(&dc, m->net_receive);
     if (!r) r = check_list(&dc, m->net_initial);
+    for (int h = 0; !r && h < NS_MECH_N_HOOKS; h++)
+        if (nm_hook_on_device(m, h)) r = check_list(&dc, m->hooks[h]);
     for (int i = 0; !r && i < m->n_blocks; i++)
         if (called[i] && !m->blocks[i]->hoc_only) r = check_list(&dc, m->blocks[i]->body);
     /* the functions of C outside the blocks that device C calls, and those they call */

@@ -111,6 +111,8 @@ void nm_emit_desc(gen *g, const char *why) {
     nm_put(g->b, "#ifdef NS_MECH_WITH_CUDA\nint nsm_%s_cuda_init(const ns_mech_ppack *, void *);\n"
               "int nsm_%s_cuda_current(const ns_mech_ppack *, void *);\nint nsm_%s_cuda_state(const ns_mech_ppack *, void *);\n",
         n, n, n);
+    for (int h = 0; h < NS_MECH_N_HOOKS && !nm_cuda_host_only(m); h++)
+        if (nm_hook_on_device(m, h)) nm_put(g->b, "int nsm_%s_cuda_hook%d(const ns_mech_ppack *, void *);\n", n, h);
     /* self events, net_event, WATCH, artificial cells, VERBATIM and the hooks
      * stay on the host: no CUDA entry points, and cuda_why_not says where
      * (the GPU loop refuses the mechanism, docs/mechanisms.md "Events");
@@ -170,6 +172,20 @@ void nm_emit_desc(gen *g, const char *why) {
     /* ABI 7: the derivatives over a block of instances (nmodl_diff.c) */
     if (!why) nm_put(g->b, ",\n    nsm_%s_vjpn_init, nsm_%s_vjpn_current, nsm_%s_vjpn_state", n, n, n);
     else nm_put(g->b, ",\n    NULL, NULL, NULL");
+    /* ABI 7: the hooks on the device */
+    int dev_hooks = 0;
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++) dev_hooks |= !nm_cuda_host_only(m) && nm_hook_on_device(m, h);
+    nm_put(g->b, ",\n");
+    if (dev_hooks) {
+        nm_put(g->b, "#ifdef NS_MECH_WITH_CUDA\n    {");
+        for (int h = 0; h < NS_MECH_N_HOOKS; h++)
+            if (nm_hook_on_device(m, h)) nm_put(g->b, "%snsm_%s_cuda_hook%d", h ? ", " : "", n, h);
+            else nm_put(g->b, "%sNULL", h ? ", " : "");
+        nm_put(g->b, "}\n#else\n");
+    }
+    nm_put(g->b, "    {");
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++) nm_put(g->b, "%sNULL", h ? ", " : "");
+    nm_put(g->b, dev_hooks ? "}\n#endif\n" : "}\n");
     nm_put(g->b, "};\n");
 }
 
@@ -194,6 +210,18 @@ void nm_emit_cuda(gen *g) {
             n, what[k], n, what[k], n, what[k], n, what[k]);
     }
     if (nm_cuda_host_only(g->m)) return;
+    /* the BEFORE/AFTER blocks and a density mechanism's CONSTRUCTOR (ABI 7's cuda_hooks): a thread per instance */
+    for (int h = 0; h < NS_MECH_N_HOOKS; h++) {
+        if (!nm_hook_on_device(g->m, h)) continue;
+        nm_put(g->b, "__global__ void nsm_%s_k_hook%d(ns_mech_ppack pp) {\n"
+                  "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                  "    if (i < pp.n) nsm_%s_hook%d_one(&pp, i, pp.node_index ? pp.node_index[i] : pp.node_begin + i);\n}\n"
+                  "extern \"C\" int nsm_%s_cuda_hook%d(const ns_mech_ppack *p, void *stream) {\n"
+                  "    if (p->n <= 0) return 0;\n    const int threads = 128;\n"
+                  "    nsm_%s_k_hook%d<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p);\n"
+                  "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
+            n, h, n, h, n, h, n, h);
+    }
     /* the events of one step (or the connections of NET_RECEIVE's INITIAL):
      * an instance's are adjacent, in delivery order; the thread at the first
      * of them applies them all; the weight vector is the connection's in

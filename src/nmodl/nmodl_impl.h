@@ -232,28 +232,38 @@ struct ns_nmodl {
     int n_pointers;
 };
 
-/* m has a BEFORE/AFTER block, CONSTRUCTOR or DESTRUCTOR (host only) */
+/* m has a BEFORE/AFTER block, CONSTRUCTOR or DESTRUCTOR */
 static inline int nm_hooks(const struct ns_nmodl *m) {
     for (int h = 0; h < NS_MECH_N_HOOKS; h++)
         if (m->hooks[h]) return 1;
     return 0;
 }
 
+/* hook h runs on the device too (ns_mech_desc.cuda_hooks): a BEFORE/AFTER
+ * block, a density mechanism's CONSTRUCTOR (a point process's runs on the
+ * host when the network makes the synapses; a DESTRUCTOR frees host state) */
+static inline int nm_hook_on_device(const struct ns_nmodl *m, int h) {
+    return m->hooks[h] && (h < NS_MECH_CONSTRUCTOR || (h == NS_MECH_CONSTRUCTOR && !m->point));
+}
+
 /* A mechanism without CUDA entry points: FOR_NETCONS, VERBATIM C that is
- * not device C (m->verbatim_gpu_why), hooks (m->gpu_why says where);
- * per-connection state, NET_RECEIVE's INITIAL, self events, net_event,
- * net_move, WATCH and ARTIFICIAL_CELL have them */
+ * not device C (m->verbatim_gpu_why), a DESTRUCTOR, a point process's
+ * CONSTRUCTOR (m->gpu_why says where); per-connection state, NET_RECEIVE's
+ * INITIAL, self events, net_event, net_move, WATCH, ARTIFICIAL_CELL and the
+ * BEFORE/AFTER blocks have them */
 static inline int nm_cuda_host_only(const struct ns_nmodl *m) {
-    return (m->events & (unsigned)NS_MECH_EV_NETCONS) || m->verbatim_gpu_why[0] || nm_hooks(m);
+    return (m->events & (unsigned)NS_MECH_EV_NETCONS) || m->verbatim_gpu_why[0] || m->hooks[NS_MECH_DESTRUCTOR] ||
+           (m->point && m->hooks[NS_MECH_CONSTRUCTOR]);
 }
 
 /* A mechanism in its library's fused launches (ABI 6, mechlib_fused.c): a
  * density mechanism with CUDA entry points, no POINTER (which may read
  * another node's values, which a node-major launch would race with) and no
  * VERBATIM C (its file-scope C would meet the other members' in the one
- * translation unit of the fused launches; it keeps its own launches) */
+ * translation unit of the fused launches; it keeps its own launches), no
+ * BEFORE/AFTER blocks or CONSTRUCTOR (launched between the phases) */
 static inline int nm_fused_member(const struct ns_nmodl *m) {
-    return !m->point && !nm_cuda_host_only(m) && m->n_pointers == 0 && !m->verbatim;
+    return !m->point && !nm_cuda_host_only(m) && m->n_pointers == 0 && !m->verbatim && !nm_hooks(m);
 }
 
 /* mechlib_fused.c: a CUDA library's fused launches into work/: the header

@@ -32,6 +32,8 @@
  *      loop, the trains' spikes within 1e-9 ms, the cells' within 1e-6 ms, v 1e-6 mV;
  *   7. (in 5.) a point process's hoc_execerror in VERBATIM C (vberr.mod) stops the GPU
  *      run with NS_ERR_MECHANISM naming the file, line, mechanism and message, as the CPU's;
+ *   8. (in 5.) a point process's BEFORE/AFTER blocks on the GPU (BaSyn below: each block's
+ *      effect reaches its current) against the CPU loop: v within 1e-9 mV;
  *   4. NEURON's netstim.mod (data/mechanisms/events: RANDOM ranvar, VERBATIM) with
  *      noise 1: its spike times are start + interval e0, then + interval e_k, e_k
  *      the negexp draws of NEURON's nrnran123 stream (written out below from
@@ -676,6 +678,70 @@ static void vberr_run(ns_mech_library_t *lib, const ns_cell_t *cell, ns_backend 
     ns_sim_destroy(sim);
 }
 
+/* 8. BaSyn: an exponential synapse whose current carries each BEFORE/AFTER block's effect (a block
+ * run at the wrong time, too often or not at all changes v): BEFORE INITIAL's v sets INITIAL's g,
+ * BEFORE BREAKPOINT counts the steps into the conductance and a ramp, AFTER SOLVE keeps the new v
+ * for the next step, BEFORE STEP (also at finitialize's end) against AFTER SOLVE */
+static const char BASYN[] =
+    "NEURON { POINT_PROCESS BaSyn RANGE tau, e, i NONSPECIFIC_CURRENT i }\n"
+    "PARAMETER { tau = 3 (ms) e = 0 (mV) }\n"
+    "ASSIGNED { v (mV) i (nA) gb nbb nas nbs vas vbi vai }\nSTATE { g (uS) }\n"
+    "BEFORE INITIAL { nbb = 0 nas = 0 nbs = 0 vbi = v }\n"
+    "INITIAL { g = 1e-3 * (1 + (vbi + 65)) }\n"
+    "AFTER INITIAL { vas = v vai = g }\n"
+    "BEFORE BREAKPOINT { nbb = nbb + 1 gb = g * (1 + 0.3 * sin(nbb / 40)) }\n"
+    "BREAKPOINT {\n SOLVE state METHOD cnexp\n"
+    " i = gb * (v - e) + 1e-5 * nbb + 1e-3 * (v - vas) + 1e-3 * (nbs - nas - 1) + (vai - 1e-3)\n}\n"
+    "DERIVATIVE state { g' = -g / tau }\n"
+    "AFTER SOLVE { nas = nas + 1 vas = v }\nBEFORE STEP { nbs = nbs + 1 }\n"
+    "NET_RECEIVE (w (uS)) { g = g + w }\n";
+static double *basyn_run(ns_mech_library_t *lib, const ns_cell_t *cell, ns_backend backend) {
+    int32_t node = -1;
+    ns_sim_t *sim = copies_sim(lib, cell, backend, 0, &node);
+    if (!sim) return NULL;
+    int64_t t1 = -1, t2 = -1;
+    CHECK_OK(ns_sim_add_spike_source(sim, T1, sizeof T1 / sizeof *T1, &t1));
+    CHECK_OK(ns_sim_add_spike_source(sim, T2, sizeof T2 / sizeof *T2, &t2));
+    for (int c = 0; c < COPIES; ++c) {
+        int64_t syn = -1;
+        CHECK_OK(ns_sim_add_synapse(sim, c, node, "BaSyn", &syn));
+        CHECK_OK(ns_sim_synapse_set(sim, syn, "tau", 2.0 + c));
+        CHECK_OK(ns_sim_connect(sim, t1, syn, 0.02, 1.0));
+        CHECK_OK(ns_sim_connect(sim, t2, syn, 0.03, 1.5));
+        CHECK_OK(ns_sim_add_recording(sim, c, node, NULL));
+    }
+    CHECK_OK(ns_sim_init(sim));
+    CHECK_OK(ns_sim_advance(sim, NS_STEPS));
+    int64_t samples = 0;
+    int32_t sites = 0;
+    const double *tr = ns_sim_traces(sim, &samples, &sites);
+    double *out = NULL;
+    CHECK(tr && sites == COPIES && samples == NS_STEPS + 1);
+    if (tr && sites == COPIES && samples == NS_STEPS + 1 && (out = malloc((size_t)samples * COPIES * sizeof *tr)))
+        memcpy(out, tr, (size_t)samples * COPIES * sizeof *tr);
+    ns_sim_destroy(sim);
+    return out;
+}
+static void basyn_gpu(ns_mech_library_t *lib, const ns_cell_t *cell) {
+    const ns_mech_desc *d = NULL;
+    CHECK_OK(ns_mech_library_find(lib, "BaSyn", &d));
+    CHECK(d && d->cuda_hooks[NS_MECH_BEFORE_BREAKPOINT] && d->cuda_hooks[NS_MECH_AFTER_SOLVE] &&
+          d->cuda_hooks[NS_MECH_BEFORE_INITIAL] && d->cuda_hooks[NS_MECH_AFTER_INITIAL] &&
+          d->cuda_hooks[NS_MECH_BEFORE_STEP] && !d->cuda_why_not);
+    double *cpu = basyn_run(lib, cell, NS_BACKEND_CPU), *gpu = basyn_run(lib, cell, NS_BACKEND_CUDA);
+    double worst = 0.0, spread = 0.0;
+    for (int64_t k = 0; cpu && gpu && k < (int64_t)(NS_STEPS + 1) * COPIES; ++k) {
+        worst = fmax(worst, fabs(gpu[k] - cpu[k]));
+        spread = fmax(spread, fabs(cpu[k] - cpu[k - k % COPIES])); /* the copies differ (tau) */
+    }
+    printf("BaSyn's BEFORE/AFTER blocks, GPU against CPU: v %.3e mV at most (copies apart by %.3g mV)\n", worst,
+           spread);
+    CHECK(cpu && gpu);
+    CHECK_MSG(worst <= 1e-9 && spread > 1e-3, "BaSyn: GPU against CPU %g mV, copies apart %g mV", worst, spread);
+    free(cpu);
+    free(gpu);
+}
+
 static int gpu_events(ns_cell_t *cell) {
     int devices = 0;
     if (ns_cuda_device_count(&devices) != NS_OK || devices == 0) {
@@ -698,6 +764,10 @@ static int gpu_events(ns_cell_t *cell) {
     FILE *f = fopen(cmd, "w");
     CHECK(f && fputs(vberr, f) >= 0);
     if (f) fclose(f);
+    snprintf(cmd, sizeof cmd, "%s/basyn.mod", dir);
+    f = fopen(cmd, "w");
+    CHECK(f && fputs(BASYN, f) >= 0);
+    if (f) fclose(f);
     ns_mech_library_t *lib = test_mech_build(dir, "libevents_cuda.so", &bo, &skip);
     if (skip) return 77;
     const ns_mech_desc *d = NULL;
@@ -714,6 +784,7 @@ static int gpu_events(ns_cell_t *cell) {
     if (lib) netstim_gpu(lib, cell);
     if (lib) vberr_run(lib, cell, NS_BACKEND_CPU);
     if (lib) vberr_run(lib, cell, NS_BACKEND_CUDA);
+    if (lib) basyn_gpu(lib, cell);
     if (lib) {
         static fd_out cpu, gpu;
         fdsyn_cpu(lib, cell, &cpu);

@@ -160,7 +160,9 @@ static void verbatim_emit(void) {
     } cases[] = {
         {"", "uint32_t k = 3;\n  _lf = hoc_Exp(_la) + exp(g) + nrnRan4dbl(&k, 1);", NULL},
         {"", "_lf = 1;\n  fprintf(stderr, \"x\");", "vb.mod:8: VERBATIM C uses fprintf, which has no device version"},
-        {"", "if (_la < 0) hoc_execerror(\"f\", 0);\n", "vb.mod:7: VERBATIM C uses hoc_execerror, which has no device"},
+        {"", "if (_la < 0) hoc_execerror(\"f\", 0);\n", NULL}, /* the ppack's error channel, density too */
+        {"static void chk(double a) { if (a < 0) hoc_execerror(\"f\", 0); }", "chk(_la);\n  _lf = 1;",
+         "vb.mod:3: VERBATIM C uses hoc_execerror, which needs the entry point's ppack p"},
         {"static double k0 = 2;", "_lf = k0;", "vb.mod:7: VERBATIM C uses k0, which has no device version"},
         {"double ext(double);", "_lf = ext(1);", "vb.mod:7: VERBATIM C uses ext, which is C outside the blocks"},
         {"static double one(void) { return drand48(); }", "_lf = one();",
@@ -393,11 +395,28 @@ int main(void) {
         "ba1.mod:3:", "AFTER BREAKPOINT: NEURON runs BEFORE BREAKPOINT, AFTER SOLVE");
     bad("ba2.mod", "NEURON { SUFFIX x }\nSTATE { y }\nDERIVATIVE d { y' = -y }\nBEFORE STEP {\n SOLVE d METHOD cnexp\n}\n",
         NS_ERR_UNSUPPORTED, "ba2.mod:5:", "SOLVE d in a BEFORE/AFTER block");
-    {   /* two AFTER SOLVE blocks are one, in file order; the hooks are host entry points */
-        const char *o = emit("NEURON { SUFFIX x RANGE y }\nASSIGNED { y }\nAFTER SOLVE { y = 1 }\n"
-                             "AFTER SOLVE { y = y + 2 }\nCONSTRUCTOR { y = 5 }\n", NS_NMODL_C);
+    {   /* two AFTER SOLVE blocks are one, in file order; the hooks are host entry points and, a
+         * density mechanism's CONSTRUCTOR too, device launches (ABI 7's cuda_hooks) */
+        const char *ba = "NEURON { SUFFIX x RANGE y }\nASSIGNED { y }\nAFTER SOLVE { y = 1 }\n"
+                         "AFTER SOLVE { y = y + 2 }\nCONSTRUCTOR { y = 5 }\n";
+        const char *o = emit(ba, NS_NMODL_C);
         CHECK(o && strstr(o, "{NULL, nsm_x_hook1, NULL, NULL, NULL, nsm_x_hook5, NULL}"));
-        CHECK(o && strstr(o, "#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#else"));
+        CHECK(o && strstr(o, "#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init,"));
+        CHECK(o && strstr(o, "#ifdef NS_MECH_WITH_CUDA\n    {NULL, nsm_x_cuda_hook1, NULL, NULL, NULL, nsm_x_cuda_hook5, "
+                             "NULL}\n#else\n    {NULL, NULL, NULL, NULL, NULL, NULL, NULL}\n#endif\n};"));
+        CHECK(o && strstr(o, "int nsm_x_cuda_hook1(const ns_mech_ppack *, void *);"));
+        const char *cu = emit(ba, NS_NMODL_CUDA);
+        CHECK(cu && strstr(cu, "extern \"C\" int nsm_x_cuda_hook1(") && strstr(cu, "extern \"C\" int nsm_x_cuda_hook5(") &&
+              strstr(cu, "nsm_x_hook5_one(&pp, i, "));
+        /* a DESTRUCTOR, and a point process's CONSTRUCTOR (made on the host with the synapses), keep it
+         * on the CPU loop: no CUDA entry points, cuda_why_not says where */
+        o = emit("NEURON { SUFFIX x RANGE y }\nASSIGNED { y }\nAFTER SOLVE { y = 1 }\nDESTRUCTOR { y = 5 }\n",
+                 NS_NMODL_C);
+        CHECK(o && strstr(o, "#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#else") &&
+              strstr(o, ":4: a DESTRUCTOR runs on the CPU loop only\"") && !strstr(o, "nsm_x_cuda_hook"));
+        o = emit("NEURON { POINT_PROCESS x RANGE y }\nASSIGNED { y }\nCONSTRUCTOR { y = 5 }\n", NS_NMODL_C);
+        CHECK(o && strstr(o, "#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#else") &&
+              strstr(o, ":3: a point process's CONSTRUCTOR runs on the CPU loop only\""));
         const char *h = emit("NEURON { SUFFIX x RANGE y }\nASSIGNED { y }\nAFTER SOLVE { y = 1 }\n"
                              "AFTER SOLVE { y = y + 2 }\n", NS_NMODL_HEADER);
         const char *a = h ? strstr(h, "nsm_x_hook1_F(") : NULL, *b = a ? strstr(a, "1.0") : NULL;

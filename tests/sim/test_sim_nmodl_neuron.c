@@ -12,8 +12,8 @@
  *     after the v update; wenai.mod with its own ina, stored by finitialize's
  *     currents too) with hh, which reads ena: v and the ion's ena;
  *   bahook: BEFORE/AFTER blocks and a CONSTRUCTOR (test/bahook.mod, each block's effect in
- *     its current) with hh: v and the current u that BEFORE STEP sets; on the GPU the
- *     simulation refuses it (host code), naming the mechanism;
+ *     its current) with hh: v and the current u that BEFORE STEP sets; on the GPU too (the
+ *     blocks as device launches, ns_mech_desc.cuda_hooks);
  *   ftab: FUNCTION_TABLEs (test/ftab.mod) given by ns_sim_model_set_function_table, after
  *     the refusal of the model without them: v and ninf; the same tables in the model text
  *     (table.NAME = x ... ; y ..., range N LO HI), and that text's errors by FILE:LINE;
@@ -22,7 +22,8 @@
  *     the call, the mechanism and the message, after as many completed steps as NEURON's
  *     fadvance, v then equal to NEURON's; the process goes on (NEURON's longjmp, not an abort);
  *     exit() and abort() in the C do the same; INITIAL's hoc_execerror (g < 0) stops
- *     finitialize; on 1 and 2 threads the same;
+ *     finitialize; on 1 and 2 threads the same; on the GPU the same messages, the run stopped
+ *     at the end of the interval (the ns_sim_advance call);
  *   vbstatic.mod: a static variable in VERBATIM C: the descriptor says why it is not thread
  *     safe; 2 threads asked for are refused (NEURON's finitialize refuses it on 2 threads too),
  *     OpenMP's default runs it on one.
@@ -218,8 +219,8 @@ static int read_hoc_ref(void) {
     return ref_steps > 0 && ref_init >= 0 && ref_nthread >= 0 && isfinite(ref_v) ? 0 : -1;
 }
 
-static ns_status hoc_make(ns_mech_library_t *lib, const ns_cell_t *cell, const char *text, int threads,
-                      ns_sim_model_t **model, ns_sim_t **sim) {
+static ns_status hoc_make(ns_mech_library_t *lib, const ns_cell_t *cell, const char *text, ns_backend backend,
+                         int threads, ns_sim_model_t **model, ns_sim_t **sim) {
     *sim = NULL;
     CHECK_OK(ns_sim_model_create(lib, model));
     if (!*model) return NS_ERR_INTERNAL;
@@ -230,8 +231,8 @@ static ns_status hoc_make(ns_mech_library_t *lib, const ns_cell_t *cell, const c
     p.dt = 0.025;
     ns_sim_options o;
     ns_sim_options_init(&o);
-    o.backend = NS_BACKEND_CPU;
-    o.method = NS_HINES_OPENMP;
+    o.backend = backend;
+    if (backend == NS_BACKEND_CPU) o.method = NS_HINES_OPENMP;
     o.threads = threads;
     o.model = *model;
     const ns_cell_t *shapes[1] = {cell};
@@ -245,7 +246,7 @@ static void hoc_stops(ns_mech_library_t *lib, const ns_cell_t *cell, int how, in
              how);
     ns_sim_model_t *model = NULL;
     ns_sim_t *sim = NULL;
-    CHECK_OK(hoc_make(lib, cell, text, threads, &model, &sim));
+    CHECK_OK(hoc_make(lib, cell, text, NS_BACKEND_CPU, threads, &model, &sim));
     for (int64_t k = 0; sim && k < HOC_CELLS; ++k) CHECK_OK(ns_sim_add_recording(sim, k, 0, NULL));
     const ns_status s = sim ? ns_sim_advance(sim, 4 * ref_steps) : NS_OK;
     const char *e = ns_last_error();
@@ -283,7 +284,7 @@ static void hoc_errors(ns_mech_library_t *lib, const ns_cell_t *cell) {
         /* INITIAL's hoc_execerror: finitialize (in ns_sim_create) stops */
         ns_sim_model_t *model = NULL;
         ns_sim_t *sim = NULL;
-        const ns_status s = hoc_make(lib, cell, "all.insert = hocerr\nall.g_hocerr = -1\n", 1, &model, &sim);
+        const ns_status s = hoc_make(lib, cell, "all.insert = hocerr\nall.g_hocerr = -1\n", NS_BACKEND_CPU, 1, &model, &sim);
         CHECK_MSG(s == NS_ERR_MECHANISM && !sim && strstr(ns_last_error(), "hocerr.mod:21:") &&
                       strstr(ns_last_error(), "g must not be negative") && strstr(ns_last_error(), "finitialize"),
                   "INITIAL: status %d: %s", (int)s, ns_last_error());
@@ -298,19 +299,57 @@ static void hoc_errors(ns_mech_library_t *lib, const ns_cell_t *cell) {
         for (int k = 0; k < ns_mech_library_count(lib); ++k)
             if (!strcmp(ns_mech_library_get(lib, k)->name, "hocerr")) CHECK(!ns_mech_library_get(lib, k)->thread_unsafe);
 #ifdef NS_HAVE_OPENMP
-        const ns_status s2 = hoc_make(lib, cell, "all.insert = vbstatic\n", 2, &model, &sim);
+        const ns_status s2 = hoc_make(lib, cell, "all.insert = vbstatic\n", NS_BACKEND_CPU, 2, &model, &sim);
         CHECK_MSG(s2 == NS_ERR_UNSUPPORTED && !sim && strstr(ns_last_error(), "vbstatic.mod:18:") &&
                       strstr(ns_last_error(), "not thread safe") && strstr(ns_last_error(), "threads = 1"),
                   "vbstatic on 2 threads: status %d: %s", (int)s2, ns_last_error());
         ns_sim_destroy(sim);
         ns_sim_model_destroy(model);
 #endif
-        CHECK_OK(hoc_make(lib, cell, "all.insert = vbstatic\n", 0, &model, &sim)); /* OpenMP's default: one thread */
+        CHECK_OK(hoc_make(lib, cell, "all.insert = vbstatic\n", NS_BACKEND_CPU, 0, &model, &sim)); /* OpenMP's default: one thread */
         if (sim) CHECK_OK(ns_sim_advance(sim, 10));
         ns_sim_destroy(sim);
         ns_sim_model_destroy(model);
     }
 }
+
+#ifdef NS_NVCC
+/* hocerr on the GPU loop (a density mechanism's device error channel): the first error's file, line,
+ * mechanism and message, read at the end of the interval (the ns_sim_advance call); then stopped until
+ * ns_sim_init; INITIAL's error stops finitialize */
+static void hoc_errors_gpu(ns_mech_library_t *lib, const ns_cell_t *cell) {
+    const char *what[] = {"hocerr: t passed terr (stopping)", "exit(3) in VERBATIM C", "abort() in VERBATIM C"};
+    const char *line[] = {"hocerr.mod:30:", "hocerr.mod:28:", "hocerr.mod:29:"};
+    for (int how = 0; how < 3 && ref_steps > 0; ++how) {
+        char text[256];
+        snprintf(text, sizeof text, "all.insert = hocerr\nall.e_hocerr = -70\nall.terr_hocerr = 5\nall.how_hocerr = %d\n",
+                 how);
+        ns_sim_model_t *model = NULL;
+        ns_sim_t *sim = NULL;
+        CHECK_OK(hoc_make(lib, cell, text, NS_BACKEND_CUDA, 0, &model, &sim));
+        if (sim) CHECK_OK(ns_sim_advance(sim, ref_steps)); /* NEURON's completed steps: no error */
+        const ns_status s = sim ? ns_sim_advance(sim, ref_steps) : NS_OK;
+        const char *e = ns_last_error();
+        printf("GPU, how %d: %s\n", how, e);
+        CHECK_MSG(s == NS_ERR_MECHANISM && strstr(e, line[how]) && strstr(e, "mechanism hocerr") && strstr(e, what[how]) &&
+                      strstr(e, "end of the interval"),
+                  "GPU, how %d: status %d: %s", how, (int)s, e);
+        if (sim) CHECK(ns_sim_advance(sim, 1) == NS_ERR_MECHANISM);
+        if (sim) CHECK_OK(ns_sim_init(sim));
+        if (sim) CHECK_OK(ns_sim_advance(sim, ref_steps));
+        ns_sim_destroy(sim);
+        ns_sim_model_destroy(model);
+    }
+    ns_sim_model_t *model = NULL;
+    ns_sim_t *sim = NULL;
+    const ns_status s = hoc_make(lib, cell, "all.insert = hocerr\nall.g_hocerr = -1\n", NS_BACKEND_CUDA, 0, &model, &sim);
+    CHECK_MSG(s == NS_ERR_MECHANISM && !sim && strstr(ns_last_error(), "hocerr.mod:21:") &&
+                  strstr(ns_last_error(), "g must not be negative") && strstr(ns_last_error(), "finitialize"),
+              "GPU, INITIAL: status %d: %s", (int)s, ns_last_error());
+    ns_sim_destroy(sim);
+    ns_sim_model_destroy(model);
+}
+#endif
 
 /* dtab.mod: y = f(v) = k v^2 by a TABLE that DEPENDs on k, a RANGE parameter (built with k's default) */
 static const char *DTAB_MOD = "NEURON { SUFFIX dtab RANGE k, y }\nPARAMETER { k = 1 }\nASSIGNED { v y }\n"
@@ -364,31 +403,6 @@ out:
     free(v);
     free(y);
 }
-
-#ifdef NS_NVCC
-/* BEFORE/AFTER blocks are host code: the GPU loop refuses the mechanism, naming it */
-static void hooks_refused_on_gpu(ns_mech_library_t *lib, const ns_cell_t *cell) {
-    ns_sim_model_t *model = NULL;
-    ns_sim_t *sim = NULL;
-    CHECK_OK(ns_sim_model_create(lib, &model));
-    if (!model) return;
-    const char *text = "all.insert = hh bahook\n";
-    CHECK_OK(ns_sim_model_parse(model, text, strlen(text), "case.model"));
-    ns_sim_params p;
-    ns_sim_params_init(&p);
-    ns_sim_options o;
-    ns_sim_options_init(&o);
-    o.backend = NS_BACKEND_CUDA;
-    o.model = model;
-    const ns_cell_t *shapes[1] = {cell};
-    const ns_status s = ns_sim_create(1, shapes, 1, NULL, &p, &o, &sim);
-    CHECK_MSG(s == NS_ERR_UNSUPPORTED, "bahook on the GPU: status %d", (int)s);
-    CHECK_MSG(strstr(ns_last_error(), "bahook") && strstr(ns_last_error(), "CPU only"), "message: %s",
-              ns_last_error());
-    ns_sim_destroy(sim);
-    ns_sim_model_destroy(model);
-}
-#endif
 
 /* ftab.mod's tables as model text: table.tabninf_ftab = x ... ; y ...  and  range ... ; range ... ; y ... */
 static char ftab_text[4096];
@@ -471,11 +485,10 @@ int main(void) {
         ns_mechanisms_build_options o = {0};
         o.nvcc = NS_NVCC;
         o.cuda_arch = NS_CUDA_ARCH;
-        remove(tmp("mod/hocerr.mod")); /* VERBATIM C: host C, which a --cuda build refuses */
-        remove(tmp("mod/vbstatic.mod"));
+        remove(tmp("mod/vbstatic.mod")); /* static storage in VERBATIM C: a --cuda build refuses it */
         ns_mech_library_t *glib = test_mech_build(tmp("mod"), "libcases_cuda.so", &o, &skip);
-        for (int k = 0; k < 3 && glib; ++k) run(glib, cells[k > 0], &cases[k], NS_BACKEND_CUDA, "GPU");
-        if (glib) hooks_refused_on_gpu(glib, cells[1]);
+        for (int k = 0; k < 4 && glib; ++k) run(glib, cells[k > 0], &cases[k], NS_BACKEND_CUDA, "GPU");
+        if (glib) hoc_errors_gpu(glib, cells[1]);
         ns_mech_library_close(glib);
     }
 #endif

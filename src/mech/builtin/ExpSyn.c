@@ -123,4 +123,6 @@ const ns_mech_desc nsm_ExpSyn_desc = {
     NULL,
     NULL, NULL,
     -1, NULL, NULL,
-    NULL, NULL, NULL};
+    NULL, NULL, NULL,
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+};

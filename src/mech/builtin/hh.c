@@ -1175,4 +1175,6 @@ const ns_mech_desc nsm_hh_desc = {
     -1, NULL, NULL
 #endif
 ,
-    nsm_hh_vjpn_init, nsm_hh_vjpn_current, nsm_hh_vjpn_state};
+    nsm_hh_vjpn_init, nsm_hh_vjpn_current, nsm_hh_vjpn_state,
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+};

@@ -475,4 +475,6 @@ const ns_mech_desc nsm_pas_desc = {
     -1, NULL, NULL
 #endif
 ,
-    nsm_pas_vjpn_init, nsm_pas_vjpn_current, nsm_pas_vjpn_state};
+    nsm_pas_vjpn_init, nsm_pas_vjpn_current, nsm_pas_vjpn_state,
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+};

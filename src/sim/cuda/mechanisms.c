@@ -46,6 +46,8 @@ void ns_gpu_model_free(gpu_model *g) {
     for (int32_t k = 0; g->m && k < g->model->n_mechs; ++k)
         for (int a = 0; a < g->m[k].n_allocs; ++a) cudaFree(g->m[k].allocs[a]);
     free(g->m);
+    free(g->constructed);
+    cudaFree(g->m_err);
     ns_gpu_libfused_free(g->lf);
     ns_gpu_points_free(g);
     cudaFree(g->ion);
@@ -124,8 +126,12 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
     g->rhs = rhs;
     g->d = d;
     g->m = calloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1), sizeof *g->m);
+    g->constructed = calloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1), 1);
     ns_status st = NS_OK;
-    if (!g->m) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
+    if (!g->m || !g->constructed) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
+    if (st == NS_OK && cudaMalloc((void **)&g->m_err, (size_t)(model->n_mechs > 0 ? model->n_mechs : 1) *
+                                                          sizeof *g->m_err) != cudaSuccess)
+        st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: GPU mechanisms' errors");
     if (st == NS_OK && cudaMalloc((void **)&g->ion, (size_t)(5 * (model->n_ions > 0 ? model->n_ions : 1)) *
                                                          (size_t)g->nodes * sizeof(double)) != cudaSuccess)
         st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: the ions of %lld compartments", (long long)g->nodes);
@@ -217,14 +223,15 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         nodes_h = NULL;
         if (st != NS_OK) break;
         ppack_bind(gm, g, cnt, nodes_d, fptr_d, globals_d, table_d, ions_d, ftab_d);
-        if (host_hooks(desc))
-            st = host_hooks_refused(desc);
-        else if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
+        gm->p.error = g->m_err + k;
+        if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "simulation: mechanism %s has no CUDA code%s%s%s: build its library with `neurosolve "
                          "mechanisms build --cuda` (or use the CPU backend)",
                          desc->name, desc->cuda_why_not ? " (" : "", desc->cuda_why_not ? desc->cuda_why_not : "",
                          desc->cuda_why_not ? ")" : "");
+        else if (host_hooks(desc))
+            st = host_hooks_refused(desc);
     }
     free(nodes_h);
     /* the tree group's per-step path: the library's mechanisms in its fused launches where the rule says so */
@@ -259,9 +266,92 @@ static ns_status nernst_of(const ns_sim_t *sim, gpu_model *g, const sim_mech *sm
     return NS_OK;
 }
 
+ns_status ns_gpu_device_errors(const gpu_model *g, const ns_mech_error *dev, int32_t n,
+                               const ns_mech_desc *(*desc)(const gpu_model *, int32_t), const char *when) {
+    if (!dev || n <= 0) return NS_OK;
+    ns_mech_error *e = malloc((size_t)n * sizeof *e);
+    if (!e) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU errors");
+    const cudaError_t c = cudaMemcpy(e, dev, (size_t)n * sizeof *e, cudaMemcpyDeviceToHost);
+    ns_status st = c == cudaSuccess ? NS_OK : ns_cuda_status(c, "simulation: GPU errors", __FILE__, __LINE__);
+    for (int32_t k = 0; st == NS_OK && k < n; ++k)
+        if (e[k].set) {
+            e[k].file[sizeof e[k].file - 1] = e[k].msg[sizeof e[k].msg - 1] = 0;
+            st = ns_fail(NS_ERR_MECHANISM, "%s:%d: mechanism %s: %s (%s)", e[k].file, e[k].line, desc(g, k)->name,
+                         e[k].msg, when);
+        }
+    free(e);
+    return st;
+}
+static const ns_mech_desc *density_desc(const gpu_model *g, int32_t k) { return g->model->mechs[k].desc; }
+
+ns_status ns_gpu_model_errors(gpu_model *g) {
+    if (!g) return NS_OK;
+    const ns_status st = ns_gpu_device_errors(g, g->m_err, g->model->n_mechs, density_desc,
+                                              "on the GPU loop: the run stops at the end of the interval");
+    g->m_err_seen |= st == NS_ERR_MECHANISM;
+    return st;
+}
+
+int ns_gpu_model_error_seen(const gpu_model *g) { return g && g->m_err_seen; }
+
+ns_status ns_gpu_hooks_run(const ns_sim_t *sim, gpu_model *g, int h, double t, int density, int points,
+                           cudaStream_t stream) {
+    static const char *const what[NS_MECH_N_HOOKS] = {"BEFORE BREAKPOINT", "AFTER SOLVE", "BEFORE INITIAL",
+                                                      "AFTER INITIAL", "BEFORE STEP", "CONSTRUCTOR", "DESTRUCTOR"};
+    const sim_model *model = g->model;
+    ns_status st = NS_OK;
+    for (int32_t k = 0; density && k < model->n_mechs && st == NS_OK; ++k) {
+        const ns_mech_desc *d = model->mechs[k].desc;
+        gpu_mech *gm = &g->m[k];
+        if (gm->p.n == 0 || !d->cuda_hooks[h]) continue;
+        set_time(gm, t, sim);
+        st = launched(d->cuda_hooks[h](&gm->p, stream), what[h], d->name);
+        if (st == NS_OK && model->mechs[k].writes_c) st = nernst_of(sim, g, &model->mechs[k], stream);
+    }
+    for (int32_t k = 0; points && k < g->n_points && st == NS_OK; ++k) {
+        const ns_mech_desc *d = g->pt_desc[k];
+        if (g->pt[k].p.n == 0 || !d->cuda_hooks[h]) continue;
+        set_time(&g->pt[k], t, sim);
+        st = launched(d->cuda_hooks[h](&g->pt[k].p, stream), what[h], d->name);
+    }
+    return st;
+}
+
+/* finitialize's INITIAL of the density mechanisms: (CONSTRUCTOR once, at the first), BEFORE
+ * INITIAL, INITIAL in type order, Nernst after a writer, AFTER INITIAL: as the CPU loop
+ * (ns_model_block_init) */
+static ns_status model_initial(const ns_sim_t *sim, gpu_model *g, cudaStream_t stream) {
+    const sim_model *model = g->model;
+    ns_status st = NS_OK;
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        gpu_mech *gm = &g->m[k];
+        if (g->constructed[k] || gm->p.n == 0) continue;
+        g->constructed[k] = 1;
+        const ns_mech_desc *desc = model->mechs[k].desc;
+        set_time(gm, 0.0, sim);
+        if (desc->cuda_hooks[NS_MECH_CONSTRUCTOR] &&
+            (st = launched(desc->cuda_hooks[NS_MECH_CONSTRUCTOR](&gm->p, stream), "CONSTRUCTOR", desc->name)) != NS_OK)
+            return st;
+    }
+    if ((st = ns_gpu_hooks_run(sim, g, NS_MECH_BEFORE_INITIAL, 0.0, 1, 0, stream)) != NS_OK) return st;
+    for (int32_t k = 0; k < model->n_mechs; ++k) {
+        gpu_mech *gm = &g->m[k];
+        if (gm->p.n == 0) continue;
+        set_time(gm, 0.0, sim);
+        if ((st = launched(model->mechs[k].desc->cuda_init(&gm->p, stream), "INITIAL", model->mechs[k].desc->name)) !=
+            NS_OK)
+            return st;
+        if (model->mechs[k].writes_c && (st = nernst_of(sim, g, &model->mechs[k], stream)) != NS_OK) return st;
+    }
+    return ns_gpu_hooks_run(sim, g, NS_MECH_AFTER_INITIAL, 0.0, 1, 0, stream);
+}
+
 ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
                             int64_t cells, cudaStream_t stream) {
     const sim_model *model = g->model;
+    /* finitialize starts without an error (as the CPU loop's) */
+    g->m_err_seen = 0;
+    NS_CUDA_TRY(cudaMemset(g->m_err, 0, (size_t)(model->n_mechs > 0 ? model->n_mechs : 1) * sizeof *g->m_err));
     /* ions from the model's values, per cell */
     const size_t z = (size_t)g->nodes;
     double *h = malloc(5 * z * sizeof *h);
@@ -311,6 +401,11 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
         if (cnt == 0) continue;
         double *f = calloc((size_t)desc->n_fields * (size_t)cnt + 1, sizeof *f);
         if (!f) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: fields");
+        /* as the CPU loop: the assigned values restart at 0, except where a CONSTRUCTOR set them */
+        if (g->constructed[k] && desc->cuda_hooks[NS_MECH_CONSTRUCTOR] &&
+            cudaMemcpy(f, gm->fields, (size_t)desc->n_fields * (size_t)cnt * sizeof *f, cudaMemcpyDeviceToHost) !=
+                cudaSuccess)
+            st = ns_fail(NS_ERR_CUDA, "simulation: fields of %s", desc->name);
         int64_t q = 0;
         for (int64_t c = 0; c < cells; ++c) {
             const sim_mech_shape *ms = &model->per_shape[(size_t)sim->cell_shape[cell_id[c]] * model->n_mechs + k];
@@ -325,23 +420,16 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
                 }
             }
         }
-        if (cudaMemcpy(gm->fields, f, (size_t)desc->n_fields * (size_t)cnt * sizeof *f, cudaMemcpyHostToDevice) !=
-            cudaSuccess)
+        if (st == NS_OK &&
+            cudaMemcpy(gm->fields, f, (size_t)desc->n_fields * (size_t)cnt * sizeof *f, cudaMemcpyHostToDevice) !=
+                cudaSuccess)
             st = ns_fail(NS_ERR_CUDA, "simulation: field upload of %s", desc->name);
         free(f);
         if (st != NS_OK) return st;
     }
-    /* NEURON's finitialize: Nernst, INITIAL in type order, Nernst after a writer */
+    /* NEURON's finitialize: Nernst, then the mechanisms' INITIAL (model_initial) */
     if ((st = nernst_of(sim, g, NULL, stream)) != NS_OK) return st;
-    for (int32_t k = 0; k < model->n_mechs; ++k) {
-        gpu_mech *gm = &g->m[k];
-        if (gm->p.n == 0) continue;
-        set_time(gm, 0.0, sim);
-        if ((st = launched(model->mechs[k].desc->cuda_init(&gm->p, stream), "INITIAL", model->mechs[k].desc->name)) !=
-            NS_OK)
-            return st;
-        if (model->mechs[k].writes_c && (st = nernst_of(sim, g, &model->mechs[k], stream)) != NS_OK) return st;
-    }
+    if ((st = model_initial(sim, g, stream)) != NS_OK) return st;
     /* finitialize's currents where a mechanism writes a reversal potential
      * (WRITE ena), into scratch rhs and d, then the ions' i and didv zeroed
      * again: as the CPU loop (ns_model_block_init) */
@@ -368,8 +456,12 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
         if (cudaMemsetAsync(g->ion + (size_t)(5 * j + 3) * (size_t)g->nodes, 0, 2 * (size_t)g->nodes * sizeof(double),
                             stream) != cudaSuccess)
             st = ns_fail(NS_ERR_CUDA, "simulation: ion currents");
+    /* finitialize's setup_tree_matrix runs BEFORE BREAKPOINT; BEFORE STEP is its last */
+    if (st == NS_OK) st = ns_gpu_hooks_run(sim, g, NS_MECH_BEFORE_BREAKPOINT, 0.0, 1, 0, stream);
+    if (st == NS_OK) st = ns_gpu_hooks_run(sim, g, NS_MECH_BEFORE_STEP, 0.0, 1, 0, stream);
     if (st == NS_OK && cudaStreamSynchronize(stream) != cudaSuccess) st = ns_fail(NS_ERR_CUDA, "simulation: INITIAL");
     cudaFree(scratch);
+    if (st == NS_OK) st = ns_gpu_device_errors(g, g->m_err, model->n_mechs, density_desc, "at finitialize");
     return st;
 }
 
@@ -382,6 +474,8 @@ static ns_status point_current(const ns_sim_t *sim, gpu_model *g, int32_t slot, 
 ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, double *d, double t,
                                 cudaStream_t stream) {
     const sim_model *model = g->model;
+    ns_status st = ns_gpu_hooks_run(sim, g, NS_MECH_BEFORE_BREAKPOINT, t, 1, 1, stream); /* NEURON's nrn_ba first */
+    if (st != NS_OK) return st;
     NS_CUDA_TRY(cudaMemsetAsync(rhs, 0, (size_t)g->nodes * sizeof *rhs, stream));
     NS_CUDA_TRY(cudaMemsetAsync(d, 0, (size_t)g->nodes * sizeof *d, stream));
     for (int32_t j = 0; j < model->n_ions; ++j)
@@ -391,7 +485,6 @@ ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, 
     /* the synapses' types merged in by NEURON's type order, as the CPU loop
      * (sim/cpu/step.c, model_pass): each after the mechanisms before IClamp */
     int32_t slot = 0;
-    ns_status st = NS_OK;
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         if (k >= model->n_before_clamp)
             for (; slot < g->n_points && g->pt_key[slot] < model->mechs[k].key; ++slot)
@@ -446,7 +539,8 @@ ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaS
         ns_status st = launched(g->pt_desc[k]->cuda_state(&gm->p, stream), "SOLVE", g->pt_desc[k]->name);
         if (st != NS_OK) return st;
     }
-    return NS_OK;
+    const ns_status st = ns_gpu_hooks_run(sim, g, NS_MECH_AFTER_SOLVE, t, 1, 1, stream);
+    return st != NS_OK ? st : ns_gpu_hooks_run(sim, g, NS_MECH_BEFORE_STEP, t, 1, 1, stream);
 }
 
 ns_status ns_gpu_model_var(const ns_sim_t *sim, const gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,

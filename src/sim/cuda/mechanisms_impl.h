@@ -12,17 +12,20 @@
 #include "core/cuda_check.h"
 #include "core/error.h"
 
-/* BEFORE/AFTER blocks, CONSTRUCTOR, DESTRUCTOR: host code, which the GPU loop does not run */
+/* BEFORE/AFTER blocks and CONSTRUCTOR without device code (ns_mech_desc.cuda_hooks, ABI 7: a
+ * library built for an older ABI); a DESTRUCTOR and a point process's CONSTRUCTOR keep the
+ * mechanism without CUDA entry points (cuda_why_not) */
 static inline int host_hooks(const ns_mech_desc *d) {
     for (int h = 0; h < NS_MECH_N_HOOKS; h++)
-        if (d->hooks[h]) return 1;
+        if (d->hooks[h] && !d->cuda_hooks[h]) return 1;
     return 0;
 }
 static inline ns_status host_hooks_refused(const ns_mech_desc *d) {
     return ns_fail(NS_ERR_UNSUPPORTED,
-                   "simulation: mechanism %s has BEFORE/AFTER, CONSTRUCTOR or DESTRUCTOR blocks, which run on the "
-                   "CPU only: use the CPU backend (docs/mechanisms.md, \"BEFORE, AFTER, CONSTRUCTOR\")",
-                   d->name);
+                   "simulation: mechanism %s has BEFORE/AFTER, CONSTRUCTOR or DESTRUCTOR blocks without device code "
+                   "(its library was built for mechanism ABI %d: build it again with `neurosolve mechanisms build "
+                   "--cuda`, or use the CPU backend; docs/mechanisms.md, \"BEFORE, AFTER, CONSTRUCTOR\")",
+                   d->name, d->abi_version);
 }
 
 typedef struct gpu_mech {
@@ -38,6 +41,9 @@ struct gpu_model {
     const int32_t *pos;  /* host: the group's position of each compartment (onchip: one shape); NULL: itself */
     double *v, *rhs, *d; /* the group's (device) */
     gpu_mech *m;
+    unsigned char *constructed; /* per mechanism: its CONSTRUCTOR ran (the first finitialize) */
+    ns_mech_error *m_err;       /* device: per mechanism, its C's error (ns_mech_ppack.error: nsv_dev_error) */
+    int m_err_seen;             /* an error was read from m_err since finitialize */
     double *ion;            /* device: per ion j, e, ci, co, i, didv at [(5 * j + q) * nodes] */
     unsigned char *written; /* device: per ion j at [j * nodes]: e by Nernst there */
     double *geom;           /* device: area per node, then diam per node (ns_mech_ppack.area, .diam) */
@@ -98,6 +104,18 @@ static inline void ppack_bind(gpu_mech *gm, const gpu_model *g, int64_t cnt, int
     gm->p.area = g->geom;
     gm->p.diam = g->geom + g->nodes;
 }
+
+/* The first error that the VERBATIM C of n mechanisms recorded on the device (dev: one per
+ * mechanism; hoc_execerror, exit, abort: nmodl_verbatim.h's nsv_dev_error), in type order, as the
+ * CPU loop words it (desc(g, k): mechanism k's descriptor); when: where (sim/cuda/mechanisms.c) */
+ns_status ns_gpu_device_errors(const gpu_model *g, const ns_mech_error *dev, int32_t n,
+                               const ns_mech_desc *(*desc)(const gpu_model *, int32_t), const char *when);
+/* The BEFORE/AFTER blocks or CONSTRUCTOR h (ns_mech_desc.cuda_hooks) at time t: of the density
+ * mechanisms in type order (Nernst after one that writes a concentration), as the CPU loop's
+ * ns_model_block_hook, where `density`; then of the point types, as its ns_net_hook, where `points`
+ * (sim/cuda/mechanisms.c) */
+ns_status ns_gpu_hooks_run(const ns_sim_t *sim, gpu_model *g, int h, double t, int density, int points,
+                           cudaStream_t stream);
 
 /* Free the network's point types (sim/cuda/mechanisms_points.c). */
 void ns_gpu_points_free(gpu_model *g);

@@ -110,22 +110,12 @@ int ns_gpu_model_point_self(const gpu_model *g, int32_t slot) {
     return (g->pt_desc[slot]->events & (NS_MECH_EV_SEND | NS_MECH_EV_WATCH)) != 0;
 }
 
-/* The first error that a point type's VERBATIM C recorded on the device (hoc_execerror, exit,
- * abort: nmodl_verbatim.h's nsv_dev_error), in type order, as the CPU loop words it; when: where */
+/* a point type's descriptor (ns_gpu_device_errors) */
+static const ns_mech_desc *point_desc(const gpu_model *g, int32_t k) { return g->pt_desc[k]; }
+
+/* The first error that a point type's VERBATIM C recorded on the device (ns_gpu_device_errors); when: where */
 static ns_status points_errors(const gpu_model *g, const char *when) {
-    if (!g || !g->pt_err || g->n_points <= 0) return NS_OK;
-    ns_mech_error *e = malloc((size_t)g->n_points * sizeof *e);
-    if (!e) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU errors");
-    const cudaError_t c = cudaMemcpy(e, g->pt_err, (size_t)g->n_points * sizeof *e, cudaMemcpyDeviceToHost);
-    ns_status st = c == cudaSuccess ? NS_OK : ns_cuda_status(c, "network: GPU errors", __FILE__, __LINE__);
-    for (int32_t k = 0; st == NS_OK && k < g->n_points; ++k)
-        if (e[k].set) {
-            e[k].file[sizeof e[k].file - 1] = e[k].msg[sizeof e[k].msg - 1] = 0;
-            st = ns_fail(NS_ERR_MECHANISM, "%s:%d: mechanism %s: %s (%s)", e[k].file, e[k].line, g->pt_desc[k]->name,
-                         e[k].msg, when);
-        }
-    free(e);
-    return st;
+    return g ? ns_gpu_device_errors(g, g->pt_err, g->n_points, point_desc, when) : NS_OK;
 }
 
 ns_status ns_gpu_model_events_check(const gpu_model *g) {
@@ -498,10 +488,21 @@ static ns_status point_type_build(const ns_sim_t *sim, gpu_model *g, int32_t t, 
     gm->p.error = g->pt_err + t;
     if (src_h) st = dev_events(gm, d, cnt, src_h);
     free(src_h);
-    if (st != NS_OK) return st;
-    /* finitialize: INITIAL in type order, after the density mechanisms' (its net_send into the slots) */
-    set_time(gm, 0.0, sim);
-    return launched(d->cuda_init(&gm->p, stream), "INITIAL", d->name);
+    return st;
+}
+
+/* finitialize of the point types: BEFORE INITIAL, INITIAL in type order, after the density
+ * mechanisms' (its net_send into the slots), AFTER INITIAL, BEFORE BREAKPOINT, BEFORE STEP, as the
+ * CPU loop (network_build.c) */
+static ns_status points_initial(const ns_sim_t *sim, gpu_model *g, cudaStream_t stream) {
+    ns_status st = ns_gpu_hooks_run(sim, g, NS_MECH_BEFORE_INITIAL, 0.0, 0, 1, stream);
+    for (int32_t t = 0; t < g->n_points && st == NS_OK; ++t) {
+        set_time(&g->pt[t], 0.0, sim);
+        st = launched(g->pt_desc[t]->cuda_init(&g->pt[t].p, stream), "INITIAL", g->pt_desc[t]->name);
+    }
+    static const int after[] = {NS_MECH_AFTER_INITIAL, NS_MECH_BEFORE_BREAKPOINT, NS_MECH_BEFORE_STEP};
+    for (int q = 0; q < 3 && st == NS_OK; ++q) st = ns_gpu_hooks_run(sim, g, after[q], 0.0, 0, 1, stream);
+    return st;
 }
 
 ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
@@ -531,6 +532,7 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
                               syn_inst, stream);
     free(local);
     free(pairs);
+    if (st == NS_OK) st = points_initial(sim, g, stream);
     if (st == NS_OK) st = points_wvec(sim, g, syn_slot, syn_inst, conn_w, stream);
     if (st == NS_OK) NS_CUDA_TRY(cudaStreamSynchronize(stream));
     if (st == NS_OK) st = points_errors(g, "at finitialize");

@@ -200,12 +200,24 @@ static ns_status report_fault(ns_sim_t *sim, gpu_state *s, unsigned long long ke
     return NS_OK;
 }
 
+/* The density mechanisms' device errors of every group (seen_only: of those that had one) */
+static ns_status models_errors(gpu_state *s, int seen_only) {
+    ns_status st = NS_OK;
+    for (int32_t k = -1; k < s->n_groups && st == NS_OK; ++k) {
+        gpu_model *m = k < 0 ? s->model : s->groups[k].model;
+        if (!seen_only || ns_gpu_model_error_seen(m)) st = ns_gpu_model_errors(m);
+    }
+    return st;
+}
+
 /* The backend's advance: the steps in parts of at most PART_STEPS, each part one launch per group
  * (launch_group) on the groups' streams, then its samples, spikes and first fault copied out. */
 static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
     gpu_state *s = (gpu_state *)sim->backend_state;
     const int64_t every = sim->options.record_every;
-    ns_status sst = ns_gpu_sync_sites(sim, s); /* stimuli or recordings added since */
+    ns_status sst = models_errors(s, 1); /* stopped by a mechanism's error: again only after ns_sim_init */
+    if (sst != NS_OK) return sst;
+    sst = ns_gpu_sync_sites(sim, s); /* stimuli or recordings added since */
     if (sst != NS_OK) return sst;
     s->host_current = 0;
     if (s->external_pending) { /* the loop's streams wait for the caller's reads and writes */
@@ -254,7 +266,7 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         step0 += part;
         steps -= part;
     }
-    return NS_OK;
+    return models_errors(s, 0);
 }
 
 /* A network's run (sim/network.c's interval loop, the CPU loop's exchange): per
