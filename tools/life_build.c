@@ -186,6 +186,103 @@ static double median(const double *x, int64_t n) {
     return r;
 }
 
+/* The residual per voxel before (the signal) and after (y - Mw) the fit, over the
+ * directions and, DIPY's, over all volumes; obj = 0.5||y - Mw||^2, sig = ||y||^2. */
+static void residuals(ns_life_model_t *m, const double *y, int32_t n_b0, double *before, double *after,
+                      double *after_all, double *obj, double *sig) {
+    const int32_t T = ns_life_model_n_theta(m), V = ns_life_model_n_voxels(m);
+    const double *Y = ns_life_model_signal(m);
+    for (int32_t v = 0; v < V; ++v) {
+        double a = 0, b = 0;
+        for (int32_t t = 0; t < T; ++t) {
+            const double d = Y[(int64_t)v * T + t] - y[(int64_t)v * T + t];
+            a += Y[(int64_t)v * T + t] * Y[(int64_t)v * T + t], b += d * d;
+        }
+        *sig += a, *obj += b;
+        before[v] = sqrt(a / T), after[v] = sqrt(b / T), after_all[v] = sqrt(b / (T + n_b0));
+    }
+    *obj *= 0.5;
+}
+
+/* The RMSE CSV, opened into *out (committed or aborted by the caller). */
+static int write_rmse_csv(const char *csv, const ns_life_built_t *r, int32_t V, const double *before,
+                          const double *after, const double *after_all, ns_output **out) {
+    *out = cli_output_open(csv);
+    FILE *c = ns_output_stream(*out);
+    if (!c) return 1;
+    const int32_t *ijk = ns_life_built_voxel_ijk(r);
+    const double *s0 = ns_life_built_s0(r);
+    fprintf(c, "voxel,i,j,k,s0,rmse_before,rmse_after,rmse_after_all_volumes\n");
+    for (int32_t v = 0; v < V; ++v)
+        fprintf(c, "%d,%d,%d,%d,%.9g,%.9g,%.9g,%.9g\n", (int)v, ijk ? ijk[3 * v] : -1, ijk ? ijk[3 * v + 1] : -1,
+                ijk ? ijk[3 * v + 2] : -1, s0 ? s0[v] : NAN, before[v], after[v], after_all[v]);
+    /* committed by the caller, only if the pruned tractogram is written too; a
+     * write error (a full disk) is seen here, before that is written */
+    errno = 0;
+    if (fflush(c) != 0 || ferror(c)) return cli_error("%s: write failed: %s", csv, errno ? strerror(errno) : "write error");
+    return 0;
+}
+
+/* What life report prints. */
+typedef struct report {
+    const char *dir, *csv, *pruned;
+    double threshold;
+    int32_t T, V, F, n_b0;
+    double obj, sig;
+    const double *before, *after, *after_all, *hist;
+    int64_t nh, kept, written;
+} report;
+
+static void print_report(const report *q, int as_json) {
+    const int32_t T = q->T, V = q->V, n_b0 = q->n_b0;
+    const double obj = q->obj, sig = q->sig, *hist = q->hist;
+    const int64_t nh = q->nh;
+    const double mb = median(q->before, V), ma = median(q->after, V), mall = median(q->after_all, V);
+    if (as_json) {
+        cli_json j;
+        json_begin(&j, stdout);
+        json_string(&j, "model", q->dir);
+        json_int(&j, "fibers", q->F);
+        json_int(&j, "fibers_kept", q->kept);
+        json_int(&j, "voxels", V);
+        json_double(&j, "objective", obj);
+        json_double(&j, "relative_residual", sig > 0 ? sqrt(2 * obj / sig) : NAN);
+        json_double(&j, "median_rmse_before", mb);
+        json_double(&j, "median_rmse_after", ma);
+        json_double(&j, "median_rmse_after_all_volumes", mall);
+        json_int(&j, "rmse_volumes", T + n_b0);
+        if (hist) {
+            json_int(&j, "updates", nh);
+            json_double(&j, "objective_first", nh ? hist[0] : NAN);
+            json_double(&j, "objective_last", nh ? hist[nh - 1] : NAN);
+        }
+        if (q->csv) json_string(&j, "csv", q->csv);
+        if (q->pruned) json_string(&j, "pruned", q->pruned), json_int(&j, "pruned_streamlines", q->written);
+        json_end(&j);
+    } else {
+        printf("%s: %lld of %d fibers kept (weight > %g), %d voxels\n", q->dir, (long long)q->kept, (int)q->F,
+               q->threshold, (int)V);
+        printf("objective 0.5||y - Mw||^2 = %.6e (signal 0.5||y||^2 = %.6e, relative residual %.4f)\n", obj,
+               0.5 * sig, sig > 0 ? sqrt(2 * obj / sig) : NAN);
+        double sb = 0, sa = 0;
+        for (int32_t v = 0; v < V; ++v) sb += q->before[v], sa += q->after[v];
+        printf("RMSE per voxel over the %d directions: median %.4g before -> %.4g after (mean %.4g -> %.4g)\n",
+               (int)T, mb, ma, sb / V, sa / V);
+        printf("RMSE per voxel over all %d volumes (DIPY's, b=0 predicted as S0): median %.4g after\n",
+               (int)(T + n_b0), mall);
+        if (hist && nh > 0) {
+            printf("objective history: %lld updates, %.6e -> %.6e\n", (long long)nh, hist[0], hist[nh - 1]);
+            const int64_t marks[] = {0, 1, 4, 9, 49, 99, 199, 499};
+            printf("  update:objective");
+            for (size_t k = 0; k < sizeof marks / sizeof *marks; ++k)
+                if (marks[k] < nh) printf("  %lld:%.4e", (long long)marks[k] + 1, hist[marks[k]]);
+            printf("\n");
+        }
+        if (q->csv) printf("per-voxel RMSE: %s\n", q->csv);
+        if (q->pruned) printf("pruned tractogram: %s (%lld streamlines)\n", q->pruned, (long long)q->written);
+    }
+}
+
 int life_report(int argc, char **argv) {
     const char *cmd = "life report";
     if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-') return cli_usage_error(cmd, "usage: life report MODEL WEIGHTS [options]");
@@ -258,17 +355,7 @@ int life_report(int argc, char **argv) {
     int64_t kept = 0;
     uint8_t *keep = NULL;
     if (rc == 0) {
-        const double *Y = ns_life_model_signal(m);
-        for (int32_t v = 0; v < V; ++v) {
-            double a = 0, b = 0;
-            for (int32_t t = 0; t < T; ++t) {
-                const double d = Y[(int64_t)v * T + t] - y[(int64_t)v * T + t];
-                a += Y[(int64_t)v * T + t] * Y[(int64_t)v * T + t], b += d * d;
-            }
-            sig += a, obj += b;
-            before[v] = sqrt(a / T), after[v] = sqrt(b / T), after_all[v] = sqrt(b / (T + n_b0));
-        }
-        obj *= 0.5;
+        residuals(m, y, n_b0, before, after, after_all, &obj, &sig);
         const int64_t ns = ns_life_built_n_streamlines(r) > 0 ? ns_life_built_n_streamlines(r) : F;
         keep = calloc((size_t)(ns > 0 ? ns : 1), 1);
         const int64_t *map = ns_life_built_streamline(r);
@@ -279,25 +366,7 @@ int life_report(int argc, char **argv) {
                 const int64_t idx = map ? map[f] : f;
                 if (idx >= 0 && idx < ns) keep[idx] = 1;
             }
-        if (rc == 0 && csv) {
-            csv_out = cli_output_open(csv);
-            FILE *c = ns_output_stream(csv_out);
-            if (!c) rc = 1;
-            else {
-                const int32_t *ijk = ns_life_built_voxel_ijk(r);
-                const double *s0 = ns_life_built_s0(r);
-                fprintf(c, "voxel,i,j,k,s0,rmse_before,rmse_after,rmse_after_all_volumes\n");
-                for (int32_t v = 0; v < V; ++v)
-                    fprintf(c, "%d,%d,%d,%d,%.9g,%.9g,%.9g,%.9g\n", (int)v, ijk ? ijk[3 * v] : -1,
-                            ijk ? ijk[3 * v + 1] : -1, ijk ? ijk[3 * v + 2] : -1, s0 ? s0[v] : NAN, before[v], after[v],
-                            after_all[v]);
-                /* committed below, only if the pruned tractogram is written too; a
-                 * write error (a full disk) is seen here, before that is written */
-                errno = 0;
-                if (fflush(c) != 0 || ferror(c))
-                    rc = cli_error("%s: write failed: %s", csv, errno ? strerror(errno) : "write error");
-            }
-        }
+        if (rc == 0 && csv) rc = write_rmse_csv(csv, r, V, before, after, after_all, &csv_out);
         int64_t written = -1;
         if (rc == 0 && pruned) {
             const char *src = tracks ? tracks : ns_life_built_tracks_path(r);
@@ -309,50 +378,9 @@ int life_report(int argc, char **argv) {
         else ns_output_abort(csv_out);
         csv_out = NULL;
         if (rc == 0) {
-            const double mb = median(before, V), ma = median(after, V), mall = median(after_all, V);
-            if (as_json) {
-                cli_json j;
-                json_begin(&j, stdout);
-                json_string(&j, "model", dir);
-                json_int(&j, "fibers", F);
-                json_int(&j, "fibers_kept", kept);
-                json_int(&j, "voxels", V);
-                json_double(&j, "objective", obj);
-                json_double(&j, "relative_residual", sig > 0 ? sqrt(2 * obj / sig) : NAN);
-                json_double(&j, "median_rmse_before", mb);
-                json_double(&j, "median_rmse_after", ma);
-                json_double(&j, "median_rmse_after_all_volumes", mall);
-                json_int(&j, "rmse_volumes", T + n_b0);
-                if (hist) {
-                    json_int(&j, "updates", nh);
-                    json_double(&j, "objective_first", nh ? hist[0] : NAN);
-                    json_double(&j, "objective_last", nh ? hist[nh - 1] : NAN);
-                }
-                if (csv) json_string(&j, "csv", csv);
-                if (pruned) json_string(&j, "pruned", pruned), json_int(&j, "pruned_streamlines", written);
-                json_end(&j);
-            } else {
-                printf("%s: %lld of %d fibers kept (weight > %g), %d voxels\n", dir, (long long)kept, (int)F, threshold,
-                       (int)V);
-                printf("objective 0.5||y - Mw||^2 = %.6e (signal 0.5||y||^2 = %.6e, relative residual %.4f)\n", obj,
-                       0.5 * sig, sig > 0 ? sqrt(2 * obj / sig) : NAN);
-                double sb = 0, sa = 0;
-                for (int32_t v = 0; v < V; ++v) sb += before[v], sa += after[v];
-                printf("RMSE per voxel over the %d directions: median %.4g before -> %.4g after (mean %.4g -> %.4g)\n",
-                       (int)T, mb, ma, sb / V, sa / V);
-                printf("RMSE per voxel over all %d volumes (DIPY's, b=0 predicted as S0): median %.4g after\n",
-                       (int)(T + n_b0), mall);
-                if (hist && nh > 0) {
-                    printf("objective history: %lld updates, %.6e -> %.6e\n", (long long)nh, hist[0], hist[nh - 1]);
-                    const int64_t marks[] = {0, 1, 4, 9, 49, 99, 199, 499};
-                    printf("  update:objective");
-                    for (size_t q = 0; q < sizeof marks / sizeof *marks; ++q)
-                        if (marks[q] < nh) printf("  %lld:%.4e", (long long)marks[q] + 1, hist[marks[q]]);
-                    printf("\n");
-                }
-                if (csv) printf("per-voxel RMSE: %s\n", csv);
-                if (pruned) printf("pruned tractogram: %s (%lld streamlines)\n", pruned, (long long)written);
-            }
+            const report q = {dir, csv, pruned, threshold, T, V, F, n_b0, obj, sig,
+                              before, after, after_all, hist, nh, kept, written};
+            print_report(&q, as_json);
         }
     }
     if (rc == 0 && png) {
