@@ -84,21 +84,27 @@ static int cmp_desc(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-int bench_life_quality(int argc, char **argv) {
-    const char *cmd = "bench life --quality";
-    const char *dir = NULL, *csv = NULL;
+typedef struct quality_args {
+    const char *dir, *csv;
     ns_life_phantom_options po;
-    ns_life_phantom_options_init(&po);
     ns_life_build_options bo;
-    ns_life_build_options_init(&bo);
     ns_life_fit_options fo;
-    ns_life_fit_options_init(&fo);
     ns_life_options lo;
-    ns_life_options_init(&lo);
-    lo.backend = NS_BACKEND_CPU;
     setting settings[MAX_SETTINGS];
-    int n_settings = 0, phantom_given = 0;
-    if (!parse_settings("nnls,lambda=3e6,ridge=0.2,group=1", settings, &n_settings)) return 2;
+    int n_settings, phantom_given;
+} quality_args;
+
+/* The command line into *opt; -1: go on, else the exit status (0 after --help). */
+static int parse_args(int argc, char **argv, quality_args *opt) {
+    const char *cmd = "bench life --quality";
+    opt->dir = NULL, opt->csv = NULL;
+    ns_life_phantom_options_init(&opt->po);
+    ns_life_build_options_init(&opt->bo);
+    ns_life_fit_options_init(&opt->fo);
+    ns_life_options_init(&opt->lo);
+    opt->lo.backend = NS_BACKEND_CPU;
+    opt->n_settings = 0, opt->phantom_given = 0;
+    if (!parse_settings("nnls,lambda=3e6,ridge=0.2,group=1", opt->settings, &opt->n_settings)) return 2;
     for (int i = 1; i < argc; ++i)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             help();
@@ -110,51 +116,135 @@ int bench_life_quality(int argc, char **argv) {
         int ok = 1;
         if (strcmp(a, "--quality") == 0) {
             if (!v || v[0] == '-') return cli_usage_error(cmd, "--quality takes the phantom folder");
-            dir = v, ++i;
+            opt->dir = v, ++i;
         } else if (strcmp(a, "--help") == 0) {
             help();
             return 0;
         } else if (strcmp(a, "--streamlines") == 0)
-            ok = cli_parse_long(cmd, a, v, 2, 100000000, &x), po.n_streamlines = (int32_t)x, phantom_given = 1, ++i;
-        else if (strcmp(a, "--false") == 0) ok = cli_parse_double(cmd, a, v, 0, 1, &po.false_fraction), phantom_given = 1, ++i;
-        else if (strcmp(a, "--snr") == 0) ok = cli_parse_double(cmd, a, v, 0, 1e12, &po.snr), phantom_given = 1, ++i;
+            ok = cli_parse_long(cmd, a, v, 2, 100000000, &x), opt->po.n_streamlines = (int32_t)x,
+            opt->phantom_given = 1, ++i;
+        else if (strcmp(a, "--false") == 0)
+            ok = cli_parse_double(cmd, a, v, 0, 1, &opt->po.false_fraction), opt->phantom_given = 1, ++i;
+        else if (strcmp(a, "--snr") == 0)
+            ok = cli_parse_double(cmd, a, v, 0, 1e12, &opt->po.snr), opt->phantom_given = 1, ++i;
         else if (strcmp(a, "--bundles") == 0)
-            ok = cli_parse_long(cmd, a, v, 2, 10000, &x), po.n_bundles = (int32_t)x, phantom_given = 1, ++i;
+            ok = cli_parse_long(cmd, a, v, 2, 10000, &x), opt->po.n_bundles = (int32_t)x, opt->phantom_given = 1, ++i;
         else if (strcmp(a, "--seed") == 0)
-            ok = cli_parse_long(cmd, a, v, 0, 1LL << 62, &x), po.seed = (uint64_t)x, phantom_given = 1, ++i;
-        else if (strcmp(a, "--settings") == 0 && v) ok = parse_settings(v, settings, &n_settings), ++i;
+            ok = cli_parse_long(cmd, a, v, 0, 1LL << 62, &x), opt->po.seed = (uint64_t)x, opt->phantom_given = 1, ++i;
+        else if (strcmp(a, "--settings") == 0 && v) ok = parse_settings(v, opt->settings, &opt->n_settings), ++i;
         else if (strcmp(a, "--nodes") == 0 && v) {
-            if (strcmp(v, "sum") == 0) bo.nodes = NS_LIFE_NODES_SUM;
-            else if (strcmp(v, "mean") == 0) bo.nodes = NS_LIFE_NODES_MEAN;
+            if (strcmp(v, "sum") == 0) opt->bo.nodes = NS_LIFE_NODES_SUM;
+            else if (strcmp(v, "mean") == 0) opt->bo.nodes = NS_LIFE_NODES_MEAN;
             else return cli_usage_error(cmd, "--nodes takes sum or mean");
             ++i;
-        } else if (strcmp(a, "--L") == 0) ok = cli_parse_long(cmd, a, v, 2, 4096, &x), bo.dictionary_l = (int32_t)x, ++i;
-        else if (strcmp(a, "--axial") == 0) ok = cli_parse_double(cmd, a, v, 0, 100, &bo.axial_diffusivity), ++i;
-        else if (strcmp(a, "--radial") == 0) ok = cli_parse_double(cmd, a, v, 0, 100, &bo.radial_diffusivity), ++i;
-        else if (strcmp(a, "--iters") == 0) ok = cli_parse_long(cmd, a, v, 1, 100000000, &x), fo.max_iterations = (int32_t)x, ++i;
-        else if (strcmp(a, "--rtolo") == 0) ok = cli_parse_double(cmd, a, v, 0, 1e300, &fo.rtol_objective), ++i;
-        else if (strcmp(a, "--rtolg") == 0) ok = cli_parse_double(cmd, a, v, 0, 1e300, &fo.rtol_gradient), ++i;
-        else if (strcmp(a, "--threads") == 0) ok = cli_parse_long(cmd, a, v, 1, 4096, &x), lo.threads = (int32_t)x, ++i;
-        else if (strcmp(a, "--csv") == 0 && v) csv = v, ++i;
+        } else if (strcmp(a, "--L") == 0)
+            ok = cli_parse_long(cmd, a, v, 2, 4096, &x), opt->bo.dictionary_l = (int32_t)x, ++i;
+        else if (strcmp(a, "--axial") == 0) ok = cli_parse_double(cmd, a, v, 0, 100, &opt->bo.axial_diffusivity), ++i;
+        else if (strcmp(a, "--radial") == 0) ok = cli_parse_double(cmd, a, v, 0, 100, &opt->bo.radial_diffusivity), ++i;
+        else if (strcmp(a, "--iters") == 0)
+            ok = cli_parse_long(cmd, a, v, 1, 100000000, &x), opt->fo.max_iterations = (int32_t)x, ++i;
+        else if (strcmp(a, "--rtolo") == 0) ok = cli_parse_double(cmd, a, v, 0, 1e300, &opt->fo.rtol_objective), ++i;
+        else if (strcmp(a, "--rtolg") == 0) ok = cli_parse_double(cmd, a, v, 0, 1e300, &opt->fo.rtol_gradient), ++i;
+        else if (strcmp(a, "--threads") == 0)
+            ok = cli_parse_long(cmd, a, v, 1, 4096, &x), opt->lo.threads = (int32_t)x, ++i;
+        else if (strcmp(a, "--csv") == 0 && v) opt->csv = v, ++i;
         else return cli_usage_error(cmd, "unknown option or missing value '%s'", a);
         if (!ok) return 2;
     }
-    if (!dir) return cli_usage_error(cmd, "missing the phantom folder (--quality DIR)");
+    if (!opt->dir) return cli_usage_error(cmd, "missing the phantom folder (--quality DIR)");
+    return -1;
+}
+
+/* Connection groups (settings with group=G): the end-point parcels of DIR/parcels.nii, per fiber. */
+static int connection_groups(const char *cmd, const char *dir, const char *tck, const ns_life_built_t *built,
+                             const int64_t *sl, int32_t F, int64_t n_sl, int32_t **groups, int32_t *n_groups) {
+    int rc = 0;
+    ns_status s;
+    char parcels[4096];
+    snprintf(parcels, sizeof parcels, "%s/parcels.nii", dir);
+    int32_t *gs = NULL;
+    int64_t ng_sl = 0;
+    struct stat pb;
+    if (stat(parcels, &pb) != 0)
+        rc = cli_error("%s: %s is missing: group=G settings group the streamlines by its end-point parcels "
+                       "(life synth --phantom writes it; remake the phantom)", cmd, parcels);
+    else if ((s = ns_life_connection_groups(parcels, tck, ns_life_built_stats(built)->grid, &gs, &ng_sl,
+                                            n_groups)) != NS_OK)
+        rc = cli_status_error(cmd, s);
+    else if (ng_sl != n_sl) rc = cli_error("%s: %s has %lld streamlines, labels.npy %lld", cmd, tck, (long long)ng_sl,
+                                           (long long)n_sl);
+    else if (!(*groups = malloc((size_t)F * sizeof **groups))) rc = cli_error("%s: out of memory", cmd);
+    else
+        for (int32_t f = 0; f < F; ++f) (*groups)[f] = gs[sl[f]];
+    free(gs);
+    return rc;
+}
+
+/* Scores the weights w of one fit against the truth lab (kind: 1 a random curve, 2 a bridge). */
+static ns_status score(const double *w, const int32_t *lab, const int32_t *kind, int32_t F, long long n_true,
+                       double *tmp_w, int32_t *tmp_l, quality_row *q) {
+    const ns_status s = ns_life_roc_auc(w, lab, F, &q->auc);
+    if (s != NS_OK) return s;
+    q->auc_bridges = auc_subset(w, lab, kind, F, 2, tmp_w, tmp_l);
+    q->auc_random = auc_subset(w, lab, kind, F, 1, tmp_w, tmp_l);
+    long long kept = 0, kept_true = 0;
+    for (int32_t f = 0; f < F; ++f) kept += w[f] > 0, kept_true += w[f] > 0 && lab[f];
+    q->kept = kept;
+    q->precision = kept ? (double)kept_true / kept : NAN;
+    q->recall = n_true ? (double)kept_true / n_true : NAN;
+    /* precision of the n_true highest weights (= their recall): ties at the cut count
+     * in proportion */
+    memcpy(tmp_w, w, (size_t)F * sizeof *w);
+    qsort(tmp_w, (size_t)F, sizeof *tmp_w, cmp_desc);
+    if (n_true > 0 && n_true < F) {
+        const double cut = tmp_w[n_true - 1];
+        long long above = 0, above_true = 0, at = 0, at_true = 0;
+        for (int32_t f = 0; f < F; ++f) {
+            if (w[f] > cut) ++above, above_true += lab[f];
+            else if (w[f] == cut) ++at, at_true += lab[f];
+        }
+        q->precision_top = (above_true + (double)(n_true - above) * at_true / at) / n_true;
+    } else q->precision_top = NAN;
+    return NS_OK;
+}
+
+/* One CSV row per setting. */
+static int write_csv(const char *csv, const quality_row *rows, int n, int32_t F, long long n_true) {
+    ns_output *out = cli_output_open(csv);
+    if (!out) return 1;
+    FILE *f = ns_output_stream(out);
+    fprintf(f, "setting,lambda,ridge,group,auc,auc_bridges,auc_random,kept,precision,recall,precision_top,"
+               "relative_residual,updates,seconds,stop,fibers,true\n");
+    for (int k = 0; k < n; ++k) {
+        const quality_row *q = &rows[k];
+        fprintf(f, "%s,%.17g,%.17g,%.17g,%.6f,%.6f,%.6f,%lld,%.6f,%.6f,%.6f,%.6f,%d,%.4f,%s,%d,%lld\n", q->s.name,
+                q->s.lambda, q->s.ridge, q->s.group, q->auc, q->auc_bridges, q->auc_random, q->kept, q->precision,
+                q->recall, q->precision_top, q->residual, q->updates, q->seconds, q->stop, (int)F, n_true);
+    }
+    return cli_output_commit(out);
+}
+
+int bench_life_quality(int argc, char **argv) {
+    const char *cmd = "bench life --quality";
+    quality_args A;
+    const int done = parse_args(argc, argv, &A);
+    if (done >= 0) return done;
+    const char *dir = A.dir, *csv = A.csv;
     char path[4096], dwi[4096], bval[4096], bvec[4096], tck[4096];
     snprintf(path, sizeof path, "%s/labels.npy", dir);
     struct stat sb;
     const int exists = stat(path, &sb) == 0;
-    if (exists && phantom_given)
+    if (exists && A.phantom_given)
         fprintf(stderr, "neurosolve: %s: %s holds a phantom already: its files are used, the phantom options "
                 "are ignored\n", cmd, dir);
     if (!exists) {
         ns_life_phantom_stats ps;
-        ns_status s = ns_life_phantom_write(&po, dir, &ps);
+        ns_status s = ns_life_phantom_write(&A.po, dir, &ps);
         if (s != NS_OK) return cli_status_error("bench life --quality: phantom", s);
         printf("%s: phantom of %lld streamlines (%lld true in %d bundles, %lld bridges, %lld random curves), "
                "%lld nodes, SNR %g, seed %llu\n", dir, (long long)ps.n_streamlines, (long long)ps.n_true,
-               (int)ps.n_bundles, (long long)ps.n_bridges, (long long)ps.n_random, (long long)ps.n_nodes, po.snr,
-               (unsigned long long)po.seed);
+               (int)ps.n_bundles, (long long)ps.n_bridges, (long long)ps.n_random, (long long)ps.n_nodes, A.po.snr,
+               (unsigned long long)A.po.seed);
     }
     snprintf(dwi, sizeof dwi, "%s/dwi.nii", dir);
     snprintf(bval, sizeof bval, "%s/dwi.bval", dir);
@@ -165,7 +255,7 @@ int bench_life_quality(int argc, char **argv) {
     ns_status s = ns_life_phantom_read_truth(dir, &label_sl, &kind_sl, &n_sl);
     if (s != NS_OK) return cli_status_error("bench life --quality", s);
     ns_life_built_t *built = NULL;
-    s = ns_life_build(dwi, bval, bvec, tck, &bo, &built);
+    s = ns_life_build(dwi, bval, bvec, tck, &A.bo, &built);
     if (s != NS_OK) {
         free(label_sl), free(kind_sl);
         return cli_status_error("bench life --quality: build", s);
@@ -189,31 +279,12 @@ int bench_life_quality(int argc, char **argv) {
     double yy = 0.0;
     const double *Y = ns_life_model_signal(m);
     for (int64_t i = 0; i < nvox; ++i) yy += Y[i] * Y[i];
-    /* connection groups (settings with group=G): endpoint parcels of DIR/parcels.nii */
     int32_t *groups = NULL, n_groups = 0;
     int any_group = 0;
-    for (int k = 0; k < n_settings; ++k) any_group |= settings[k].group > 0;
-    if (rc == 0 && any_group) {
-        char parcels[4096];
-        snprintf(parcels, sizeof parcels, "%s/parcels.nii", dir);
-        int32_t *gs = NULL;
-        int64_t ng_sl = 0;
-        struct stat pb;
-        if (stat(parcels, &pb) != 0)
-            rc = cli_error("%s: %s is missing: group=G settings group the streamlines by its end-point parcels "
-                           "(life synth --phantom writes it; remake the phantom)", cmd, parcels);
-        else if ((s = ns_life_connection_groups(parcels, tck, ns_life_built_stats(built)->grid, &gs, &ng_sl,
-                                                &n_groups)) != NS_OK)
-            rc = cli_status_error(cmd, s);
-        else if (ng_sl != n_sl) rc = cli_error("%s: %s has %lld streamlines, labels.npy %lld", cmd, tck, (long long)ng_sl,
-                                               (long long)n_sl);
-        else if (!(groups = malloc((size_t)F * sizeof *groups))) rc = cli_error("%s: out of memory", cmd);
-        else
-            for (int32_t f = 0; f < F; ++f) groups[f] = gs[sl[f]];
-        free(gs);
-    }
+    for (int k = 0; k < A.n_settings; ++k) any_group |= A.settings[k].group > 0;
+    if (rc == 0 && any_group) rc = connection_groups(cmd, dir, tck, built, sl, F, n_sl, &groups, &n_groups);
     ns_life_engine_t *e = NULL;
-    if (rc == 0 && (s = ns_life_engine_create(m, &lo, &e)) != NS_OK) rc = cli_status_error(cmd, s);
+    if (rc == 0 && (s = ns_life_engine_create(m, &A.lo, &e)) != NS_OK) rc = cli_status_error(cmd, s);
     quality_row rows[MAX_SETTINGS];
     if (rc == 0) {
         char date[32];
@@ -222,8 +293,8 @@ int bench_life_quality(int argc, char **argv) {
         printf("neurosolve bench life --quality  %s UTC  %s: %d fibers (%lld true), %d voxels, %lld coefficients, "
                "nodes %s, L %d, kernel axial %g radial %g, %s backend, %d threads\n",
                date, dir, (int)F, n_true, ns_life_model_n_voxels(m), (long long)ns_life_model_n_coeffs(m),
-               bo.nodes == NS_LIFE_NODES_SUM ? "sum" : "mean", (int)bo.dictionary_l, bo.axial_diffusivity,
-               bo.radial_diffusivity,
+               A.bo.nodes == NS_LIFE_NODES_SUM ? "sum" : "mean", (int)A.bo.dictionary_l, A.bo.axial_diffusivity,
+               A.bo.radial_diffusivity,
                ns_backend_name(ns_life_engine_backend(e)), (int)ns_life_engine_threads(e));
         if (any_group) {
             long long none = 0;
@@ -234,11 +305,11 @@ int bench_life_quality(int argc, char **argv) {
         printf("%-22s %6s %8s %8s %7s %9s %6s %9s %8s %7s %7s  %s\n", "setting", "AUC", "vs bridges", "vs random",
                "kept", "precision", "recall", "prec@top", "residual", "updates", "seconds", "stop");
     }
-    for (int k = 0; rc == 0 && k < n_settings; ++k) {
-        ns_life_fit_options o = fo;
-        o.lambda = settings[k].lambda;
-        o.ridge = settings[k].ridge;
-        o.group = settings[k].group;
+    for (int k = 0; rc == 0 && k < A.n_settings; ++k) {
+        ns_life_fit_options o = A.fo;
+        o.lambda = A.settings[k].lambda;
+        o.ridge = A.settings[k].ridge;
+        o.group = A.settings[k].group;
         o.groups = groups;
         ns_life_fit_result r;
         s = ns_life_fit(e, &o, w, NULL, &r);
@@ -248,31 +319,11 @@ int bench_life_quality(int argc, char **argv) {
         }
         quality_row *q = &rows[k];
         memset(q, 0, sizeof *q);
-        q->s = settings[k];
-        if ((s = ns_life_roc_auc(w, lab, F, &q->auc)) != NS_OK) {
+        q->s = A.settings[k];
+        if ((s = score(w, lab, kind, F, n_true, tmp_w, tmp_l, q)) != NS_OK) {
             rc = cli_status_error(cmd, s);
             break;
         }
-        q->auc_bridges = auc_subset(w, lab, kind, F, 2, tmp_w, tmp_l);
-        q->auc_random = auc_subset(w, lab, kind, F, 1, tmp_w, tmp_l);
-        long long kept = 0, kept_true = 0;
-        for (int32_t f = 0; f < F; ++f) kept += w[f] > 0, kept_true += w[f] > 0 && lab[f];
-        q->kept = kept;
-        q->precision = kept ? (double)kept_true / kept : NAN;
-        q->recall = n_true ? (double)kept_true / n_true : NAN;
-        /* precision of the n_true highest weights (= their recall): ties at the cut count
-         * in proportion */
-        memcpy(tmp_w, w, (size_t)F * sizeof *w);
-        qsort(tmp_w, (size_t)F, sizeof *tmp_w, cmp_desc);
-        if (n_true > 0 && n_true < F) {
-            const double cut = tmp_w[n_true - 1];
-            long long above = 0, above_true = 0, at = 0, at_true = 0;
-            for (int32_t f = 0; f < F; ++f) {
-                if (w[f] > cut) ++above, above_true += lab[f];
-                else if (w[f] == cut) ++at, at_true += lab[f];
-            }
-            q->precision_top = (above_true + (double)(n_true - above) * at_true / at) / n_true;
-        } else q->precision_top = NAN;
         if ((s = ns_life_mw(e, w, y)) != NS_OK) {
             rc = cli_status_error(cmd, s);
             break;
@@ -292,22 +343,7 @@ int bench_life_quality(int argc, char **argv) {
         fflush(stdout);
     }
     if (rc == 0) printf("baseline precision (keep everything): %.3f\n", (double)n_true / F);
-    if (rc == 0 && csv) {
-        ns_output *out = cli_output_open(csv);
-        if (!out) rc = 1;
-        else {
-            FILE *f = ns_output_stream(out);
-            fprintf(f, "setting,lambda,ridge,group,auc,auc_bridges,auc_random,kept,precision,recall,precision_top,"
-                       "relative_residual,updates,seconds,stop,fibers,true\n");
-            for (int k = 0; k < n_settings; ++k) {
-                const quality_row *q = &rows[k];
-                fprintf(f, "%s,%.17g,%.17g,%.17g,%.6f,%.6f,%.6f,%lld,%.6f,%.6f,%.6f,%.6f,%d,%.4f,%s,%d,%lld\n", q->s.name,
-                        q->s.lambda, q->s.ridge, q->s.group, q->auc, q->auc_bridges, q->auc_random, q->kept, q->precision,
-                        q->recall, q->precision_top, q->residual, q->updates, q->seconds, q->stop, (int)F, n_true);
-            }
-            rc = cli_output_commit(out);
-        }
-    }
+    if (rc == 0 && csv) rc = write_csv(csv, rows, A.n_settings, F, n_true);
     ns_life_engine_destroy(e);
     ns_life_built_destroy(built);
     free(label_sl), free(kind_sl), free(lab), free(kind), free(tmp_l), free(w), free(tmp_w), free(y), free(groups);
