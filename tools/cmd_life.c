@@ -470,34 +470,41 @@ static int fit_path(const char *dir, ns_life_model_t *m, ns_life_engine_t *e, ns
     return rc;
 }
 
-static int fit(int argc, char **argv) {
-    if (argc < 2 || argv[1][0] == '-') return cli_usage_error("life fit", "missing model directory");
-    const char *dir = argv[1], *out = "weights.npy", *hist_path = NULL, *groups_path = NULL, *state_path = NULL,
-               *resume = NULL;
+typedef struct fit_args {
+    const char *dir, *out, *hist_path, *groups_path, *state_path, *resume, *plot;
     ns_life_options o;
-    ns_life_options_init(&o);
     ns_life_fit_options fo;
-    ns_life_fit_options_init(&fo);
-    int quiet = 0, as_json = 0, path_mode = 0, penalty_given = 0, lambda_given = 0, ridge_given = 0, group_given = 0;
     ns_life_path_options po;
-    ns_life_path_options_init(&po);
+    int quiet, as_json, path_mode;
     double path_values[64];
-    const char *plot = NULL, *path_option = NULL; /* an option only a path takes */
+    char hist_buf[4096], state_buf[4096];
+} fit_args;
+
+/* life fit's command line into *A (argv[1] is the model); -1: go on, else the exit status. */
+static int parse_fit_args(int argc, char **argv, fit_args *A) {
+    A->dir = argv[1], A->out = "weights.npy", A->hist_path = NULL, A->groups_path = NULL, A->state_path = NULL,
+    A->resume = NULL, A->plot = NULL;
+    ns_life_options_init(&A->o);
+    ns_life_fit_options_init(&A->fo);
+    A->quiet = 0, A->as_json = 0, A->path_mode = 0;
+    int penalty_given = 0, lambda_given = 0, ridge_given = 0, group_given = 0;
+    ns_life_path_options_init(&A->po);
+    const char *path_option = NULL; /* an option only a path takes */
     for (int i = 2; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long x = 0;
         int ok = 1;
-        if (strcmp(a, "--iters") == 0) ok = cli_parse_long("life fit", a, v, 1, 100000000, &x), fo.max_iterations = (int32_t)x, ++i;
+        if (strcmp(a, "--iters") == 0) ok = cli_parse_long("life fit", a, v, 1, 100000000, &x), A->fo.max_iterations = (int32_t)x, ++i;
         else if (strcmp(a, "--backend") == 0 && v) {
-            const int bad = cli_parse_backend("life fit", a, v, &o.backend);
+            const int bad = cli_parse_backend("life fit", a, v, &A->o.backend);
             if (bad) return bad;
             ++i;
-        } else if (strcmp(a, "--out") == 0 && v) out = v, ++i;
-        else if (strcmp(a, "--history") == 0 && v) hist_path = v, ++i;
-        else if (strcmp(a, "--state") == 0 && v) state_path = v, ++i;
-        else if (strcmp(a, "--resume") == 0 && v) resume = v, ++i;
+        } else if (strcmp(a, "--out") == 0 && v) A->out = v, ++i;
+        else if (strcmp(a, "--history") == 0 && v) A->hist_path = v, ++i;
+        else if (strcmp(a, "--state") == 0 && v) A->state_path = v, ++i;
+        else if (strcmp(a, "--resume") == 0 && v) A->resume = v, ++i;
         else if (strcmp(a, "--lambda") == 0 && v && (strcmp(v, "auto") == 0 || strchr(v, ','))) {
-            path_mode = 1;
+            A->path_mode = 1;
             if (strcmp(v, "auto") != 0) {
                 char buf[4096];
                 snprintf(buf, sizeof buf, "%s", v);
@@ -505,139 +512,84 @@ static int fit(int argc, char **argv) {
                 const int k = cli_split_list(buf, items, 65);
                 if (k < 1 || k > 64) return cli_usage_error("life fit", "--lambda takes auto, a value or 1-64 values");
                 for (int j = 0; j < k && ok; ++j)
-                    ok = cli_parse_double("life fit", a, items[j], 1e-300, 1e300, &path_values[j]);
-                po.n_values = k, po.values = path_values;
+                    ok = cli_parse_double("life fit", a, items[j], 1e-300, 1e300, &A->path_values[j]);
+                A->po.n_values = k, A->po.values = A->path_values;
             }
             ++i;
-        } else if (strcmp(a, "--lambda") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.lambda), lambda_given = 1, ++i;
+        } else if (strcmp(a, "--lambda") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.lambda), lambda_given = 1, ++i;
         else if (strcmp(a, "--lambda-path") == 0)
-            ok = cli_parse_long("life fit", a, v, 2, 1000, &x), po.n_values = (int32_t)x, po.values = NULL, path_mode = 1, ++i;
+            ok = cli_parse_long("life fit", a, v, 2, 1000, &x), A->po.n_values = (int32_t)x, A->po.values = NULL, A->path_mode = 1, ++i;
         else if (strcmp(a, "--penalty") == 0 && v) {
-            if (ns_life_penalty_from_name(v, &po.penalty) != NS_OK) return cli_usage_error("life fit", "%s", ns_last_error());
+            if (ns_life_penalty_from_name(v, &A->po.penalty) != NS_OK) return cli_usage_error("life fit", "%s", ns_last_error());
             penalty_given = 1, path_option = a, ++i;
-        } else if (strcmp(a, "--folds") == 0) ok = cli_parse_long("life fit", a, v, 0, 100, &x), po.folds = (int32_t)x, path_option = a, ++i;
-        else if (strcmp(a, "--cv-refit") == 0) po.refit = 1, path_option = a;
+        } else if (strcmp(a, "--folds") == 0) ok = cli_parse_long("life fit", a, v, 0, 100, &x), A->po.folds = (int32_t)x, path_option = a, ++i;
+        else if (strcmp(a, "--cv-refit") == 0) A->po.refit = 1, path_option = a;
         else if (strcmp(a, "--cv-rule") == 0 && v) {
             path_option = a;
-            if (ns_life_cv_rule_from_name(v, &po.rule) != NS_OK)
+            if (ns_life_cv_rule_from_name(v, &A->po.rule) != NS_OK)
                 return cli_usage_error("life fit", "--cv-rule: %s", ns_last_error());
             ++i;
         }
-        else if (strcmp(a, "--ridge") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.ridge), ridge_given = 1, ++i;
-        else if (strcmp(a, "--group") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.group), group_given = 1, ++i;
-        else if (strcmp(a, "--groups") == 0 && v) groups_path = v, ++i;
-        else if (strcmp(a, "--tolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.tol_gradient), ++i;
-        else if (strcmp(a, "--tolo") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.tol_objective), ++i;
-        else if (strcmp(a, "--rtolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.rtol_gradient), ++i;
-        else if (strcmp(a, "--rtolo") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &fo.rtol_objective), ++i;
-        else if (strcmp(a, "--preconditioner") == 0) fo.preconditioner = 1;
-        else if (strcmp(a, "--plot") == 0 && v) plot = v, path_option = a, ++i;
+        else if (strcmp(a, "--ridge") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.ridge), ridge_given = 1, ++i;
+        else if (strcmp(a, "--group") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.group), group_given = 1, ++i;
+        else if (strcmp(a, "--groups") == 0 && v) A->groups_path = v, ++i;
+        else if (strcmp(a, "--tolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.tol_gradient), ++i;
+        else if (strcmp(a, "--tolo") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.tol_objective), ++i;
+        else if (strcmp(a, "--rtolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.rtol_gradient), ++i;
+        else if (strcmp(a, "--rtolo") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.rtol_objective), ++i;
+        else if (strcmp(a, "--preconditioner") == 0) A->fo.preconditioner = 1;
+        else if (strcmp(a, "--plot") == 0 && v) A->plot = v, path_option = a, ++i;
         else if ((strcmp(a, "--mw") == 0 || strcmp(a, "--mty") == 0) && v) {
-            if (ns_life_variant_from_name(v, strcmp(a, "--mw") == 0 ? &o.mw_variant : &o.mty_variant) != NS_OK)
+            if (ns_life_variant_from_name(v, strcmp(a, "--mw") == 0 ? &A->o.mw_variant : &A->o.mty_variant) != NS_OK)
                 return cli_usage_error("life fit", "%s", ns_last_error());
             ++i;
-        } else if (strcmp(a, "--threads") == 0) ok = cli_parse_long("life fit", a, v, 1, 4096, &x), o.threads = (int32_t)x, ++i;
-        else if (strcmp(a, "--quiet") == 0) quiet = 1;
-        else if (strcmp(a, "--json") == 0) as_json = 1;
+        } else if (strcmp(a, "--threads") == 0) ok = cli_parse_long("life fit", a, v, 1, 4096, &x), A->o.threads = (int32_t)x, ++i;
+        else if (strcmp(a, "--quiet") == 0) A->quiet = 1;
+        else if (strcmp(a, "--json") == 0) A->as_json = 1;
         else return cli_usage_error("life fit", "unknown option or missing value '%s'", a);
         if (!ok) return 2;
     }
-    char hist_buf[4096], state_buf[4096];
-    const size_t n_out = strlen(out);
-    const int stem = n_out > 4 && strcmp(out + n_out - 4, ".npy") == 0 ? (int)(n_out - 4) : (int)n_out;
-    if (!hist_path) snprintf(hist_buf, sizeof hist_buf, "%.*s_history.npy", stem, out), hist_path = hist_buf;
-    if (!state_path) snprintf(state_buf, sizeof state_buf, "%.*s_state.bin", stem, out), state_path = state_buf;
-    if (path_mode) {
+    const size_t n_out = strlen(A->out);
+    const int stem = n_out > 4 && strcmp(A->out + n_out - 4, ".npy") == 0 ? (int)(n_out - 4) : (int)n_out;
+    if (!A->hist_path)
+        snprintf(A->hist_buf, sizeof A->hist_buf, "%.*s_history.npy", stem, A->out), A->hist_path = A->hist_buf;
+    if (!A->state_path)
+        snprintf(A->state_buf, sizeof A->state_buf, "%.*s_state.bin", stem, A->out), A->state_path = A->state_buf;
+    if (A->path_mode) {
         /* the path's penalty: given, else group when the fibers' groups exist, else the ridge */
         char def[4096];
-        snprintf(def, sizeof def, "%s/groups.npy", dir);
-        if (!penalty_given) po.penalty = groups_path || access(def, R_OK) == 0 ? NS_LIFE_PENALTY_GROUP : NS_LIFE_PENALTY_RIDGE;
+        snprintf(def, sizeof def, "%s/groups.npy", A->dir);
+        if (!penalty_given) A->po.penalty = A->groups_path || access(def, R_OK) == 0 ? NS_LIFE_PENALTY_GROUP : NS_LIFE_PENALTY_RIDGE;
         const int fixed[3] = {lambda_given, ridge_given, group_given};
         static const char *const opt[3] = {"--lambda L", "--ridge", "--group"};
-        if (fixed[po.penalty])
+        if (fixed[A->po.penalty])
             return cli_usage_error("life fit", "the path varies the %s weight: drop %s (or choose another --penalty)",
-                                   ns_life_penalty_name(po.penalty), opt[po.penalty]);
-        if (po.penalty != NS_LIFE_PENALTY_GROUP && fo.group > 0)
+                                   ns_life_penalty_name(A->po.penalty), opt[A->po.penalty]);
+        if (A->po.penalty != NS_LIFE_PENALTY_GROUP && A->fo.group > 0)
             return cli_usage_error("life fit", "--group with a %s path is not offered: give --penalty group",
-                                   ns_life_penalty_name(po.penalty));
-        if (resume || fo.preconditioner)
+                                   ns_life_penalty_name(A->po.penalty));
+        if (A->resume || A->fo.preconditioner)
             return cli_usage_error("life fit", "%s is not offered with a path (--lambda auto, a list or --lambda-path)",
-                                   resume ? "--resume" : "--preconditioner");
-        if (po.penalty == NS_LIFE_PENALTY_GROUP) fo.group = 1.0; /* loads the groups below; the path sets G */
+                                   A->resume ? "--resume" : "--preconditioner");
+        if (A->po.penalty == NS_LIFE_PENALTY_GROUP) A->fo.group = 1.0; /* loads the groups below; the path sets G */
     } else if (path_option) {
         return cli_usage_error("life fit", "%s needs a path (--lambda auto, a list or --lambda-path N)", path_option);
     }
-    if (groups_path && !(fo.group > 0)) return cli_usage_error("life fit", "--groups needs --group G > 0");
-    /* the state to continue from, or an empty one for an interruption to fill */
-    ns_life_fit_state_t *state = NULL;
-    ns_status s = resume ? ns_life_fit_state_load(resume, &state) : ns_life_fit_state_create(&state);
-    if (s != NS_OK) return cli_status_error("life fit: --resume", s);
-    ns_life_model_t *m = NULL;
-    s = ns_life_model_load(dir, &m);
-    if (s != NS_OK) {
-        ns_life_fit_state_destroy(state);
-        return cli_status_error("life fit", s);
-    }
-    int32_t *groups = NULL;
-    if (fo.group > 0) {
-        const int rc = load_groups(dir, groups_path, m, &groups);
-        if (rc) {
-            ns_life_fit_state_destroy(state);
-            ns_life_model_destroy(m);
-            return rc;
-        }
-        fo.groups = groups;
-    }
-    ns_life_engine_t *e = NULL;
-    const int auto_variants = o.mw_variant == NS_LIFE_AUTO || o.mty_variant == NS_LIFE_AUTO;
-    /* AUTO may run voxel-sh on the GPU when its error bound is below the fit's relative gradient
-     * tolerance (docs/life.md, "voxel-sh") */
-    o.tolerance = fo.rtol_gradient;
-    s = ns_life_engine_create(m, &o, &e);
-    if (s != NS_OK) {
-        ns_life_fit_state_destroy(state);
-        ns_life_model_destroy(m);
-        return cli_error("life fit: %s: preparing the products: %s: %s", dir, ns_status_string(s), ns_last_error());
-    }
-    if (path_mode) {
-        const int rc = fit_path(dir, m, e, &fo, &po, out, plot, !quiet && !as_json && isatty(fileno(stderr)), as_json);
-        free(groups);
-        ns_life_fit_state_destroy(state);
-        ns_life_engine_destroy(e);
-        ns_life_model_destroy(m);
-        return rc;
-    }
-    progress p = {fo.max_iterations - 1, !quiet && !as_json && isatty(fileno(stderr)), 0.0};
-    p.start = cli_now_s();
-    fo.progress = show;
-    fo.progress_context = &p;
-    fo.state = state;
-    const int32_t resumed_at = ns_life_fit_state_updates(state);
-    cli_catch_signals(); /* released at the end: a signal during the writes lets them finish */
-    const int32_t F = ns_life_model_n_fibers(m);
-    double *w = malloc((size_t)F * sizeof *w);
-    double *hist = malloc((size_t)fo.max_iterations * sizeof *hist);
-    ns_life_fit_result r;
-    s = w && hist ? ns_life_fit(e, &fo, w, hist, &r) : NS_ERR_OUT_OF_MEMORY;
-    if (p.draw) fputc('\n', stderr);
-    int rc = 0;
-    if (s != NS_OK) rc = cli_error("life fit: %s: %s: %s", dir, ns_status_string(s), ns_last_error());
-    else if (r.stop == NS_LIFE_STOP_USER) { /* SIGINT or SIGTERM: the state, not weights */
-        rc = cli_error("life fit interrupted (%s) after %d updates", cli_interrupted() == SIGTERM ? "SIGTERM" : "SIGINT",
-                       (int)r.updates);
-        if ((s = ns_life_fit_state_save(state, state_path)) != NS_OK)
-            cli_status_error("life fit: saving the state", s);
-        else
-            fprintf(stderr, "neurosolve: the fit's state is in %s (continue with the same options and --resume %s)\n",
-                    state_path, state_path);
-    }
+    if (A->groups_path && !(A->fo.group > 0)) return cli_usage_error("life fit", "--groups needs --group G > 0");
+    return -1;
+}
+
+/* The weights and the objective history of a finished fit (rc: the fit's status so far). */
+static int save_fit(int rc, const char *out, const char *hist_path, const double *w, int32_t F, const double *hist,
+                    const ns_life_fit_result *r) {
     /* the weights and their history appear together or not at all: both are
      * written under their temporary names, then both renamed into place */
     ns_output *ow = rc == 0 ? cli_output_open(out) : NULL, *oh = ow ? cli_output_open(hist_path) : NULL;
+    ns_status s;
     if (rc == 0 && !oh) rc = 1;
     if (rc == 0 && (s = ns_life_vector_save(ns_output_temp_path(ow), w, F)) != NS_OK)
         rc = cli_error("life fit: writing %s: %s: %s", out, ns_status_string(s), ns_last_error());
-    if (rc == 0 && (s = ns_life_vector_save(ns_output_temp_path(oh), hist, r.updates)) != NS_OK)
+    if (rc == 0 && (s = ns_life_vector_save(ns_output_temp_path(oh), hist, r->updates)) != NS_OK)
         rc = cli_error("life fit: writing %s: %s: %s", hist_path, ns_status_string(s), ns_last_error());
     if (rc == 0) {
         rc = cli_output_commit(ow);
@@ -647,69 +599,149 @@ static int fit(int argc, char **argv) {
         ns_output_abort(ow);
         ns_output_abort(oh);
     }
-    if (rc == 0) {
-        const double *wt = ns_life_model_true_weights(m);
-        double err = -1.0;
-        if (wt) {
-            double num = 0.0, den = 0.0;
-            for (int32_t f = 0; f < F; ++f) num += (w[f] - wt[f]) * (w[f] - wt[f]), den += wt[f] * wt[f];
-            err = den > 0 ? sqrt(num / den) : sqrt(num);
-        }
-        if (as_json) {
-            cli_json j;
-            json_begin(&j, stdout);
-            json_string(&j, "model", dir);
-            json_string(&j, "backend", ns_backend_name(ns_life_engine_backend(e)));
-            json_string(&j, "mw_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)));
-            json_string(&j, "mty_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)));
-            json_double(&j, "product_error_bound", ns_life_engine_error_bound(e));
-            json_int(&j, "updates", r.updates);
-            if (resumed_at >= 0) json_int(&j, "resumed_at_update", resumed_at);
-            json_string(&j, "stop", ns_life_stop_name(r.stop));
-            json_double(&j, "objective", r.objective);
-            json_double(&j, "ridge_mu", r.ridge_mu);
-            if (fo.group > 0) {
-                json_double(&j, "group_lambda", r.group_lambda);
-                json_int(&j, "groups", r.n_groups);
-                json_int(&j, "groups_nonzero", r.groups_nonzero);
-            }
-            json_double(&j, "projected_gradient", r.projected_gradient);
-            json_double(&j, "projected_gradient_start", r.projected_gradient_start);
-            json_int(&j, "nonzero", r.nonzero);
-            json_double(&j, "seconds", r.seconds);
-            json_double(&j, "setup_seconds", r.setup_seconds);
-            json_double(&j, "variant_selection_seconds", ns_life_engine_selection_seconds(e));
-            json_int(&j, "threads", ns_life_engine_threads(e));
-            if (wt) json_double(&j, "relative_error_vs_true_weights", err);
-            json_string(&j, "weights", out);
-            json_string(&j, "history", hist_path);
-            json_end(&j);
-        } else {
-            printf("%s: %d updates on %s (Mw %s, MTy %s) in %.3f s: %s\n", dir, (int)r.updates,
-                   ns_backend_name(ns_life_engine_backend(e)),
-                   ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)),
-                   ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)), r.seconds,
-                   ns_life_stop_name(r.stop));
-            if (auto_variants && ns_life_engine_backend(e) == NS_BACKEND_CPU)
-                printf("variant choice: the CPU rule (docs/life.md, Runtime selection)\n");
-            else if (auto_variants)
-                printf("variant choice: timed (%.3f s of timing runs)\n", ns_life_engine_selection_seconds(e));
-            if (ns_life_engine_error_bound(e) > 0)
-                printf("product error bound: %.2e relative (voxel-sh; the fit's rtolg %g)\n", ns_life_engine_error_bound(e),
-                       fo.rtol_gradient);
-            if (ns_life_engine_backend(e) == NS_BACKEND_CPU) printf("threads: %d\n", (int)ns_life_engine_threads(e));
-            if (resumed_at >= 0) printf("resumed from %s after update %d\n", resume, (int)resumed_at);
-            printf("objective %.9e, projected gradient %.3e (%.2e of its start), %lld of %d weights non-zero\n",
-                   r.objective, r.projected_gradient,
-                   r.projected_gradient_start > 0 ? r.projected_gradient / r.projected_gradient_start : 0.0,
-                   (long long)r.nonzero, (int)F);
-            if (fo.group > 0)
-                printf("group penalty %.4g (%g x the median group gradient norm at 0): %d of %d groups non-zero\n",
-                       r.group_lambda, fo.group, (int)r.groups_nonzero, (int)r.n_groups);
-            if (wt) printf("relative error against the true weights: %.3e\n", err);
-            printf("weights: %s, objective history: %s\n", out, hist_path);
-        }
+    return rc;
+}
+
+/* What life fit prints (or its --json document) after a fit. */
+static void print_fit(const char *dir, const ns_life_model_t *m, const ns_life_engine_t *e, const ns_life_fit_options *fo,
+                      const ns_life_fit_result *r, const double *w, int32_t resumed_at, const char *resume,
+                      int auto_variants, const char *out, const char *hist_path, int as_json) {
+    const int32_t F = ns_life_model_n_fibers(m);
+    const double *wt = ns_life_model_true_weights(m);
+    double err = -1.0;
+    if (wt) {
+        double num = 0.0, den = 0.0;
+        for (int32_t f = 0; f < F; ++f) num += (w[f] - wt[f]) * (w[f] - wt[f]), den += wt[f] * wt[f];
+        err = den > 0 ? sqrt(num / den) : sqrt(num);
     }
+    if (as_json) {
+        cli_json j;
+        json_begin(&j, stdout);
+        json_string(&j, "model", dir);
+        json_string(&j, "backend", ns_backend_name(ns_life_engine_backend(e)));
+        json_string(&j, "mw_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)));
+        json_string(&j, "mty_variant", ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)));
+        json_double(&j, "product_error_bound", ns_life_engine_error_bound(e));
+        json_int(&j, "updates", r->updates);
+        if (resumed_at >= 0) json_int(&j, "resumed_at_update", resumed_at);
+        json_string(&j, "stop", ns_life_stop_name(r->stop));
+        json_double(&j, "objective", r->objective);
+        json_double(&j, "ridge_mu", r->ridge_mu);
+        if (fo->group > 0) {
+            json_double(&j, "group_lambda", r->group_lambda);
+            json_int(&j, "groups", r->n_groups);
+            json_int(&j, "groups_nonzero", r->groups_nonzero);
+        }
+        json_double(&j, "projected_gradient", r->projected_gradient);
+        json_double(&j, "projected_gradient_start", r->projected_gradient_start);
+        json_int(&j, "nonzero", r->nonzero);
+        json_double(&j, "seconds", r->seconds);
+        json_double(&j, "setup_seconds", r->setup_seconds);
+        json_double(&j, "variant_selection_seconds", ns_life_engine_selection_seconds(e));
+        json_int(&j, "threads", ns_life_engine_threads(e));
+        if (wt) json_double(&j, "relative_error_vs_true_weights", err);
+        json_string(&j, "weights", out);
+        json_string(&j, "history", hist_path);
+        json_end(&j);
+    } else {
+        printf("%s: %d updates on %s (Mw %s, MTy %s) in %.3f s: %s\n", dir, (int)r->updates,
+               ns_backend_name(ns_life_engine_backend(e)),
+               ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MW)),
+               ns_life_variant_name(ns_life_engine_variant(e, NS_LIFE_MTY)), r->seconds,
+               ns_life_stop_name(r->stop));
+        if (auto_variants && ns_life_engine_backend(e) == NS_BACKEND_CPU)
+            printf("variant choice: the CPU rule (docs/life.md, Runtime selection)\n");
+        else if (auto_variants)
+            printf("variant choice: timed (%.3f s of timing runs)\n", ns_life_engine_selection_seconds(e));
+        if (ns_life_engine_error_bound(e) > 0)
+            printf("product error bound: %.2e relative (voxel-sh; the fit's rtolg %g)\n", ns_life_engine_error_bound(e),
+                   fo->rtol_gradient);
+        if (ns_life_engine_backend(e) == NS_BACKEND_CPU) printf("threads: %d\n", (int)ns_life_engine_threads(e));
+        if (resumed_at >= 0) printf("resumed from %s after update %d\n", resume, (int)resumed_at);
+        printf("objective %.9e, projected gradient %.3e (%.2e of its start), %lld of %d weights non-zero\n",
+               r->objective, r->projected_gradient,
+               r->projected_gradient_start > 0 ? r->projected_gradient / r->projected_gradient_start : 0.0,
+               (long long)r->nonzero, (int)F);
+        if (fo->group > 0)
+            printf("group penalty %.4g (%g x the median group gradient norm at 0): %d of %d groups non-zero\n",
+                   r->group_lambda, fo->group, (int)r->groups_nonzero, (int)r->n_groups);
+        if (wt) printf("relative error against the true weights: %.3e\n", err);
+        printf("weights: %s, objective history: %s\n", out, hist_path);
+    }
+}
+
+static int fit(int argc, char **argv) {
+    if (argc < 2 || argv[1][0] == '-') return cli_usage_error("life fit", "missing model directory");
+    fit_args A;
+    const int done = parse_fit_args(argc, argv, &A);
+    if (done >= 0) return done;
+    /* the state to continue from, or an empty one for an interruption to fill */
+    ns_life_fit_state_t *state = NULL;
+    ns_status s = A.resume ? ns_life_fit_state_load(A.resume, &state) : ns_life_fit_state_create(&state);
+    if (s != NS_OK) return cli_status_error("life fit: --resume", s);
+    ns_life_model_t *m = NULL;
+    s = ns_life_model_load(A.dir, &m);
+    if (s != NS_OK) {
+        ns_life_fit_state_destroy(state);
+        return cli_status_error("life fit", s);
+    }
+    int32_t *groups = NULL;
+    if (A.fo.group > 0) {
+        const int rc = load_groups(A.dir, A.groups_path, m, &groups);
+        if (rc) {
+            ns_life_fit_state_destroy(state);
+            ns_life_model_destroy(m);
+            return rc;
+        }
+        A.fo.groups = groups;
+    }
+    ns_life_engine_t *e = NULL;
+    const int auto_variants = A.o.mw_variant == NS_LIFE_AUTO || A.o.mty_variant == NS_LIFE_AUTO;
+    /* AUTO may run voxel-sh on the GPU when its error bound is below the fit's relative gradient
+     * tolerance (docs/life.md, "voxel-sh") */
+    A.o.tolerance = A.fo.rtol_gradient;
+    s = ns_life_engine_create(m, &A.o, &e);
+    if (s != NS_OK) {
+        ns_life_fit_state_destroy(state);
+        ns_life_model_destroy(m);
+        return cli_error("life fit: %s: preparing the products: %s: %s", A.dir, ns_status_string(s), ns_last_error());
+    }
+    if (A.path_mode) {
+        const int draw = !A.quiet && !A.as_json && isatty(fileno(stderr));
+        const int rc = fit_path(A.dir, m, e, &A.fo, &A.po, A.out, A.plot, draw, A.as_json);
+        free(groups);
+        ns_life_fit_state_destroy(state);
+        ns_life_engine_destroy(e);
+        ns_life_model_destroy(m);
+        return rc;
+    }
+    progress p = {A.fo.max_iterations - 1, !A.quiet && !A.as_json && isatty(fileno(stderr)), 0.0};
+    p.start = cli_now_s();
+    A.fo.progress = show;
+    A.fo.progress_context = &p;
+    A.fo.state = state;
+    const int32_t resumed_at = ns_life_fit_state_updates(state);
+    cli_catch_signals(); /* released at the end: a signal during the writes lets them finish */
+    const int32_t F = ns_life_model_n_fibers(m);
+    double *w = malloc((size_t)F * sizeof *w);
+    double *hist = malloc((size_t)A.fo.max_iterations * sizeof *hist);
+    ns_life_fit_result r;
+    s = w && hist ? ns_life_fit(e, &A.fo, w, hist, &r) : NS_ERR_OUT_OF_MEMORY;
+    if (p.draw) fputc('\n', stderr);
+    int rc = 0;
+    if (s != NS_OK) rc = cli_error("life fit: %s: %s: %s", A.dir, ns_status_string(s), ns_last_error());
+    else if (r.stop == NS_LIFE_STOP_USER) { /* SIGINT or SIGTERM: the state, not weights */
+        rc = cli_error("life fit interrupted (%s) after %d updates", cli_interrupted() == SIGTERM ? "SIGTERM" : "SIGINT",
+                       (int)r.updates);
+        if ((s = ns_life_fit_state_save(state, A.state_path)) != NS_OK)
+            cli_status_error("life fit: saving the state", s);
+        else
+            fprintf(stderr, "neurosolve: the fit's state is in %s (continue with the same options and --resume %s)\n",
+                    A.state_path, A.state_path);
+    }
+    rc = save_fit(rc, A.out, A.hist_path, w, F, hist, &r);
+    if (rc == 0)
+        print_fit(A.dir, m, e, &A.fo, &r, w, resumed_at, A.resume, auto_variants, A.out, A.hist_path, A.as_json);
     cli_release_signals();
     free(w);
     free(hist);
