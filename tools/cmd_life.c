@@ -494,7 +494,8 @@ static int parse_fit_args(int argc, char **argv, fit_args *A) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long x = 0;
         int ok = 1;
-        if (strcmp(a, "--iters") == 0) ok = cli_parse_long("life fit", a, v, 1, 100000000, &x), A->fo.max_iterations = (int32_t)x, ++i;
+        if (strcmp(a, "--iters") == 0)
+            ok = cli_parse_long("life fit", a, v, 1, 100000000, &x), A->fo.max_iterations = (int32_t)x, ++i;
         else if (strcmp(a, "--backend") == 0 && v) {
             const int bad = cli_parse_backend("life fit", a, v, &A->o.backend);
             if (bad) return bad;
@@ -516,13 +517,17 @@ static int parse_fit_args(int argc, char **argv, fit_args *A) {
                 A->po.n_values = k, A->po.values = A->path_values;
             }
             ++i;
-        } else if (strcmp(a, "--lambda") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.lambda), lambda_given = 1, ++i;
+        } else if (strcmp(a, "--lambda") == 0)
+            ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.lambda), lambda_given = 1, ++i;
         else if (strcmp(a, "--lambda-path") == 0)
-            ok = cli_parse_long("life fit", a, v, 2, 1000, &x), A->po.n_values = (int32_t)x, A->po.values = NULL, A->path_mode = 1, ++i;
+            ok = cli_parse_long("life fit", a, v, 2, 1000, &x), A->po.n_values = (int32_t)x,
+            A->po.values = NULL, A->path_mode = 1, ++i;
         else if (strcmp(a, "--penalty") == 0 && v) {
-            if (ns_life_penalty_from_name(v, &A->po.penalty) != NS_OK) return cli_usage_error("life fit", "%s", ns_last_error());
+            if (ns_life_penalty_from_name(v, &A->po.penalty) != NS_OK)
+                return cli_usage_error("life fit", "%s", ns_last_error());
             penalty_given = 1, path_option = a, ++i;
-        } else if (strcmp(a, "--folds") == 0) ok = cli_parse_long("life fit", a, v, 0, 100, &x), A->po.folds = (int32_t)x, path_option = a, ++i;
+        } else if (strcmp(a, "--folds") == 0)
+            ok = cli_parse_long("life fit", a, v, 0, 100, &x), A->po.folds = (int32_t)x, path_option = a, ++i;
         else if (strcmp(a, "--cv-refit") == 0) A->po.refit = 1, path_option = a;
         else if (strcmp(a, "--cv-rule") == 0 && v) {
             path_option = a;
@@ -530,20 +535,24 @@ static int parse_fit_args(int argc, char **argv, fit_args *A) {
                 return cli_usage_error("life fit", "--cv-rule: %s", ns_last_error());
             ++i;
         }
-        else if (strcmp(a, "--ridge") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.ridge), ridge_given = 1, ++i;
-        else if (strcmp(a, "--group") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.group), group_given = 1, ++i;
+        else if (strcmp(a, "--ridge") == 0)
+            ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.ridge), ridge_given = 1, ++i;
+        else if (strcmp(a, "--group") == 0)
+            ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.group), group_given = 1, ++i;
         else if (strcmp(a, "--groups") == 0 && v) A->groups_path = v, ++i;
         else if (strcmp(a, "--tolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.tol_gradient), ++i;
         else if (strcmp(a, "--tolo") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.tol_objective), ++i;
         else if (strcmp(a, "--rtolg") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.rtol_gradient), ++i;
-        else if (strcmp(a, "--rtolo") == 0) ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.rtol_objective), ++i;
+        else if (strcmp(a, "--rtolo") == 0)
+            ok = cli_parse_double("life fit", a, v, 0, 1e300, &A->fo.rtol_objective), ++i;
         else if (strcmp(a, "--preconditioner") == 0) A->fo.preconditioner = 1;
         else if (strcmp(a, "--plot") == 0 && v) A->plot = v, path_option = a, ++i;
         else if ((strcmp(a, "--mw") == 0 || strcmp(a, "--mty") == 0) && v) {
             if (ns_life_variant_from_name(v, strcmp(a, "--mw") == 0 ? &A->o.mw_variant : &A->o.mty_variant) != NS_OK)
                 return cli_usage_error("life fit", "%s", ns_last_error());
             ++i;
-        } else if (strcmp(a, "--threads") == 0) ok = cli_parse_long("life fit", a, v, 1, 4096, &x), A->o.threads = (int32_t)x, ++i;
+        } else if (strcmp(a, "--threads") == 0)
+            ok = cli_parse_long("life fit", a, v, 1, 4096, &x), A->o.threads = (int32_t)x, ++i;
         else if (strcmp(a, "--quiet") == 0) A->quiet = 1;
         else if (strcmp(a, "--json") == 0) A->as_json = 1;
         else return cli_usage_error("life fit", "unknown option or missing value '%s'", a);
@@ -559,7 +568,8 @@ static int parse_fit_args(int argc, char **argv, fit_args *A) {
         /* the path's penalty: given, else group when the fibers' groups exist, else the ridge */
         char def[4096];
         snprintf(def, sizeof def, "%s/groups.npy", A->dir);
-        if (!penalty_given) A->po.penalty = A->groups_path || access(def, R_OK) == 0 ? NS_LIFE_PENALTY_GROUP : NS_LIFE_PENALTY_RIDGE;
+        if (!penalty_given)
+            A->po.penalty = A->groups_path || access(def, R_OK) == 0 ? NS_LIFE_PENALTY_GROUP : NS_LIFE_PENALTY_RIDGE;
         const int fixed[3] = {lambda_given, ridge_given, group_given};
         static const char *const opt[3] = {"--lambda L", "--ridge", "--group"};
         if (fixed[A->po.penalty])
@@ -603,9 +613,10 @@ static int save_fit(int rc, const char *out, const char *hist_path, const double
 }
 
 /* What life fit prints (or its --json document) after a fit. */
-static void print_fit(const char *dir, const ns_life_model_t *m, const ns_life_engine_t *e, const ns_life_fit_options *fo,
-                      const ns_life_fit_result *r, const double *w, int32_t resumed_at, const char *resume,
-                      int auto_variants, const char *out, const char *hist_path, int as_json) {
+static void print_fit(const char *dir, const ns_life_model_t *m, const ns_life_engine_t *e,
+                      const ns_life_fit_options *fo, const ns_life_fit_result *r, const double *w,
+                      int32_t resumed_at, const char *resume, int auto_variants, const char *out,
+                      const char *hist_path, int as_json) {
     const int32_t F = ns_life_model_n_fibers(m);
     const double *wt = ns_life_model_true_weights(m);
     double err = -1.0;

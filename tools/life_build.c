@@ -219,7 +219,8 @@ static int write_rmse_csv(const char *csv, const ns_life_built_t *r, int32_t V, 
     /* committed by the caller, only if the pruned tractogram is written too; a
      * write error (a full disk) is seen here, before that is written */
     errno = 0;
-    if (fflush(c) != 0 || ferror(c)) return cli_error("%s: write failed: %s", csv, errno ? strerror(errno) : "write error");
+    if (fflush(c) != 0 || ferror(c))
+        return cli_error("%s: write failed: %s", csv, errno ? strerror(errno) : "write error");
     return 0;
 }
 
