@@ -37,181 +37,223 @@ static int vec_push(vec *v, const void *x) {
     return 0;
 }
 
+/* The state of one ns_contract_plan_create. cur: current parent; nch, xch:
+ * count and xor of the remaining children (the xor is the child when there
+ * is one); sel: eliminated this round; blk: adjacent to a node eliminated
+ * this round; ecount and efirst: eliminated children per kept node this
+ * round (CSR by node). */
+typedef struct {
+    int32_t *cur, *nch, *xch, *alive, *elim, *ecount, *efirst, *pu_of, *touch_list;
+    unsigned char *sel, *blk, *touched;
+    vec fwd_begin, fwd, list, bwd_begin;
+    int32_t n_alive, n_elim, n_touch, n_bwd;
+} planner;
+
+static void planner_free(planner *P) {
+    free(P->cur), free(P->nch), free(P->xch), free(P->alive), free(P->elim), free(P->ecount), free(P->efirst),
+        free(P->pu_of);
+    free(P->sel), free(P->blk), free(P->touched), free(P->touch_list);
+    free(P->fwd_begin.data), free(P->fwd.data), free(P->list.data), free(P->bwd_begin.data);
+}
+
+/* The scratch and plan->bwd allocated; the tree's parents checked and its
+ * children counted. */
+static ns_status planner_init(planner *P, int32_t n, const int32_t *parent, ns_contract_plan *plan) {
+    const size_t N = (size_t)n;
+    P->cur = malloc(N * sizeof *P->cur), P->nch = calloc(N, sizeof *P->nch), P->xch = calloc(N, sizeof *P->xch);
+    P->alive = malloc(N * sizeof *P->alive), P->elim = malloc(N * sizeof *P->elim);
+    P->ecount = calloc(N, sizeof *P->ecount), P->efirst = malloc(N * sizeof *P->efirst);
+    P->pu_of = malloc(N * sizeof *P->pu_of);
+    P->sel = calloc(N, 1), P->blk = calloc(N, 1), P->touched = calloc(N, 1);
+    P->fwd_begin = (vec){0, 0, 0, sizeof(int32_t)}, P->fwd = (vec){0, 0, 0, sizeof(ns_contract_fwd)};
+    P->list = (vec){0, 0, 0, sizeof(int32_t)}, P->bwd_begin = (vec){0, 0, 0, sizeof(int32_t)};
+    P->touch_list = malloc(N * sizeof *P->touch_list);
+    plan->bwd = malloc(N * sizeof *plan->bwd);
+    if (!P->cur || !P->nch || !P->xch || !P->alive || !P->elim || !P->ecount || !P->efirst || !P->pu_of || !P->sel ||
+        !P->blk || !P->touched || !P->touch_list || !plan->bwd)
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "contraction plan of %d nodes", (int)n);
+    for (int32_t i = 0; i < n; ++i) {
+        P->cur[i] = parent[i];
+        P->pu_of[i] = -1;
+        if (i > 0) {
+            if (parent[i] < 0 || parent[i] >= i)
+                return ns_fail(NS_ERR_TOPOLOGY, "contraction plan: parent[%d] = %d is not in [0, %d)", (int)i,
+                               (int)parent[i], (int)i);
+            P->nch[parent[i]]++;
+            P->xch[parent[i]] ^= i;
+        }
+        P->alive[i] = i;
+    }
+    P->n_alive = n;
+    return NS_OK;
+}
+
+/* choose: every leaf, then chain nodes (one child) not adjacent to a
+ * chosen node; ascending order alternates along a chain */
+static void choose_round(planner *P) {
+    int32_t n_elim = 0;
+    for (int32_t q = 1; q < P->n_alive; ++q) { /* alive[0] is the root */
+        const int32_t u = P->alive[q];
+        if (P->nch[u] == 0) {
+            P->sel[u] = 1;
+            P->blk[P->cur[u]] = 1;
+            P->elim[n_elim++] = u;
+        }
+    }
+    for (int32_t q = 1; q < P->n_alive; ++q) {
+        const int32_t u = P->alive[q];
+        if (P->nch[u] != 1 || P->blk[u] || P->sel[P->cur[u]]) continue;
+        const int32_t c = P->xch[u];
+        if (P->sel[c]) continue;
+        P->sel[u] = 1;
+        P->blk[c] = 1;
+        P->blk[P->cur[u]] = 1;
+        P->elim[n_elim++] = u;
+    }
+    P->n_elim = n_elim;
+}
+
+/* pull tasks: each kept neighbour of an eliminated node */
+static void pull_tasks(planner *P) {
+    int32_t n_touch = 0;
+    for (int32_t e = 0; e < P->n_elim; ++e) {
+        const int32_t u = P->elim[e], p = P->cur[u];
+        P->ecount[p]++;
+        if (!P->touched[p]) P->touched[p] = 1, P->touch_list[n_touch++] = p;
+        if (P->nch[u] == 1) {
+            const int32_t c = P->xch[u];
+            P->pu_of[c] = u;
+            if (!P->touched[c]) P->touched[c] = 1, P->touch_list[n_touch++] = c;
+        }
+    }
+    P->n_touch = n_touch;
+}
+
+/* The round's forward tasks and their lists of eliminated children; -1 when
+ * out of memory. */
+static int round_tasks(planner *P) {
+    vec *list = &P->list, *fwd = &P->fwd;
+    /* tasks in ascending node order (deterministic, and neighbours of a
+     * chain end up next to each other) */
+    int32_t first = (int32_t)list->len;
+    for (int32_t q = 0; q < P->n_alive; ++q) {
+        const int32_t k = P->alive[q];
+        if (!P->touched[k] || P->sel[k]) continue;
+        P->efirst[k] = first;
+        first += P->ecount[k];
+    }
+    if ((size_t)first > list->cap) {
+        size_t cap = list->cap ? list->cap : 256;
+        while (cap < (size_t)first) cap *= 2;
+        void *d = realloc(list->data, cap * list->elem);
+        if (!d) return -1;
+        list->data = d;
+        list->cap = cap;
+    }
+    for (int32_t q = 0; q < P->n_alive; ++q) {
+        const int32_t k = P->alive[q];
+        if (!P->touched[k] || P->sel[k]) continue;
+        ns_contract_fwd t = {k, P->efirst[k], P->ecount[k], P->pu_of[k]};
+        if (vec_push(fwd, &t)) return -1;
+    }
+    /* fill the lists in ascending order of the eliminated node */
+    for (int32_t q = 0; q < P->n_alive; ++q) {
+        const int32_t u = P->alive[q];
+        if (!P->sel[u]) continue;
+        ((int32_t *)list->data)[P->efirst[P->cur[u]]++] = u;
+    }
+    list->len = (size_t)first;
+    /* encode the round's tasks: up to two children inline */
+    for (size_t t = ((int32_t *)P->fwd_begin.data)[P->fwd_begin.len - 1]; t < fwd->len; ++t) {
+        ns_contract_fwd *f = (ns_contract_fwd *)fwd->data + t;
+        const int32_t *l = (const int32_t *)list->data + f->u1;
+        const int32_t count = f->u2;
+        if (count <= 2) {
+            f->u1 = count > 0 ? l[0] : -1;
+            f->u2 = count > 1 ? l[1] : -1;
+        } else {
+            f->u1 = -2 - f->u1;
+        }
+    }
+    int32_t fb = (int32_t)fwd->len;
+    return vec_push(&P->fwd_begin, &fb);
+}
+
+/* apply the eliminations; record the backward tasks; -1 when out of memory */
+static int apply_round(planner *P, ns_contract_plan *plan) {
+    for (int32_t q = 0; q < P->n_alive; ++q) {
+        const int32_t u = P->alive[q];
+        if (!P->sel[u]) continue;
+        const int32_t p = P->cur[u];
+        ns_contract_bwd b = {u, p, -1, 0};
+        if (P->nch[u] == 0) {
+            P->nch[p]--;
+            P->xch[p] ^= u;
+        } else {
+            const int32_t c = P->xch[u];
+            b.c = c;
+            P->cur[c] = p;
+            P->xch[p] ^= u ^ c;
+        }
+        plan->bwd[P->n_bwd++] = b;
+    }
+    int32_t bb = P->n_bwd;
+    return vec_push(&P->bwd_begin, &bb);
+}
+
+/* reset the round's marks, compact the alive list */
+static void reset_round(planner *P) {
+    for (int32_t q = 0; q < P->n_touch; ++q) {
+        const int32_t k = P->touch_list[q];
+        P->touched[k] = 0;
+        P->ecount[k] = 0;
+        P->pu_of[k] = -1;
+    }
+    int32_t m = 0;
+    for (int32_t q = 0; q < P->n_alive; ++q) {
+        const int32_t u = P->alive[q];
+        P->blk[u] = 0;
+        if (P->sel[u]) P->sel[u] = 0;
+        else P->alive[m++] = u;
+    }
+    P->n_alive = m;
+}
+
 ns_status ns_contract_plan_create(int32_t n, const int32_t *parent, ns_contract_plan *plan) {
     if (!plan || !parent || n < 1) return ns_fail(NS_ERR_INVALID_ARGUMENT, "contraction plan: bad arguments");
     memset(plan, 0, sizeof *plan);
     plan->n = n;
-    const size_t N = (size_t)n;
-    /* cur: current parent; nch, xch: count and xor of the remaining
-     * children (the xor is the child when there is one); sel: eliminated
-     * this round; blk: adjacent to a node eliminated this round; ecount and
-     * efirst: eliminated children per kept node this round (CSR by node). */
-    int32_t *cur = malloc(N * sizeof *cur), *nch = calloc(N, sizeof *nch), *xch = calloc(N, sizeof *xch);
-    int32_t *alive = malloc(N * sizeof *alive), *elim = malloc(N * sizeof *elim);
-    int32_t *ecount = calloc(N, sizeof *ecount), *efirst = malloc(N * sizeof *efirst);
-    int32_t *pu_of = malloc(N * sizeof *pu_of);
-    unsigned char *sel = calloc(N, 1), *blk = calloc(N, 1), *touched = calloc(N, 1);
-    vec fwd_begin = {0, 0, 0, sizeof(int32_t)}, fwd = {0, 0, 0, sizeof(ns_contract_fwd)};
-    vec list = {0, 0, 0, sizeof(int32_t)}, bwd_begin = {0, 0, 0, sizeof(int32_t)};
-    int32_t *touch_list = malloc(N * sizeof *touch_list);
-    plan->bwd = malloc(N * sizeof *plan->bwd);
-    ns_status st = NS_OK;
-    if (!cur || !nch || !xch || !alive || !elim || !ecount || !efirst || !pu_of || !sel || !blk || !touched ||
-        !touch_list || !plan->bwd) {
-        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "contraction plan of %d nodes", (int)n);
-        goto out;
-    }
-    for (int32_t i = 0; i < n; ++i) {
-        cur[i] = parent[i];
-        pu_of[i] = -1;
-        if (i > 0) {
-            if (parent[i] < 0 || parent[i] >= i) {
-                st = ns_fail(NS_ERR_TOPOLOGY, "contraction plan: parent[%d] = %d is not in [0, %d)", (int)i,
-                             (int)parent[i], (int)i);
-                goto out;
-            }
-            nch[parent[i]]++;
-            xch[parent[i]] ^= i;
-        }
-        alive[i] = i;
-    }
-    int32_t n_alive = n, n_bwd = 0;
+    planner P;
+    memset(&P, 0, sizeof P);
+    ns_status st = planner_init(&P, n, parent, plan);
+    if (st != NS_OK) goto out;
     int32_t zero = 0;
-    if (vec_push(&fwd_begin, &zero) || vec_push(&bwd_begin, &zero)) goto oom;
-    while (n_alive > 1) {
-        /* choose: every leaf, then chain nodes (one child) not adjacent to a
-         * chosen node; ascending order alternates along a chain */
-        int32_t n_elim = 0;
-        for (int32_t q = 1; q < n_alive; ++q) { /* alive[0] is the root */
-            const int32_t u = alive[q];
-            if (nch[u] == 0) {
-                sel[u] = 1;
-                blk[cur[u]] = 1;
-                elim[n_elim++] = u;
-            }
-        }
-        for (int32_t q = 1; q < n_alive; ++q) {
-            const int32_t u = alive[q];
-            if (nch[u] != 1 || blk[u] || sel[cur[u]]) continue;
-            const int32_t c = xch[u];
-            if (sel[c]) continue;
-            sel[u] = 1;
-            blk[c] = 1;
-            blk[cur[u]] = 1;
-            elim[n_elim++] = u;
-        }
-        /* pull tasks: each kept neighbour of an eliminated node */
-        int32_t n_touch = 0;
-        for (int32_t e = 0; e < n_elim; ++e) {
-            const int32_t u = elim[e], P = cur[u];
-            ecount[P]++;
-            if (!touched[P]) touched[P] = 1, touch_list[n_touch++] = P;
-            if (nch[u] == 1) {
-                const int32_t c = xch[u];
-                pu_of[c] = u;
-                if (!touched[c]) touched[c] = 1, touch_list[n_touch++] = c;
-            }
-        }
-        /* tasks in ascending node order (deterministic, and neighbours of a
-         * chain end up next to each other) */
-        int32_t first = (int32_t)list.len;
-        for (int32_t q = 0; q < n_alive; ++q) {
-            const int32_t k = alive[q];
-            if (!touched[k] || sel[k]) continue;
-            efirst[k] = first;
-            first += ecount[k];
-        }
-        if ((size_t)first > list.cap) {
-            size_t cap = list.cap ? list.cap : 256;
-            while (cap < (size_t)first) cap *= 2;
-            void *d = realloc(list.data, cap * list.elem);
-            if (!d) goto oom;
-            list.data = d;
-            list.cap = cap;
-        }
-        for (int32_t q = 0; q < n_alive; ++q) {
-            const int32_t k = alive[q];
-            if (!touched[k] || sel[k]) continue;
-            ns_contract_fwd t = {k, efirst[k], ecount[k], pu_of[k]};
-            if (vec_push(&fwd, &t)) goto oom;
-        }
-        /* fill the lists in ascending order of the eliminated node */
-        for (int32_t q = 0; q < n_alive; ++q) {
-            const int32_t u = alive[q];
-            if (!sel[u]) continue;
-            ((int32_t *)list.data)[efirst[cur[u]]++] = u;
-        }
-        list.len = (size_t)first;
-        /* encode the round's tasks: up to two children inline */
-        for (size_t t = ((int32_t *)fwd_begin.data)[fwd_begin.len - 1]; t < fwd.len; ++t) {
-            ns_contract_fwd *f = (ns_contract_fwd *)fwd.data + t;
-            const int32_t *l = (const int32_t *)list.data + f->u1;
-            const int32_t count = f->u2;
-            if (count <= 2) {
-                f->u1 = count > 0 ? l[0] : -1;
-                f->u2 = count > 1 ? l[1] : -1;
-            } else {
-                f->u1 = -2 - f->u1;
-            }
-        }
-        int32_t fb = (int32_t)fwd.len;
-        if (vec_push(&fwd_begin, &fb)) goto oom;
-        /* apply the eliminations; record the backward tasks */
-        for (int32_t q = 0; q < n_alive; ++q) {
-            const int32_t u = alive[q];
-            if (!sel[u]) continue;
-            const int32_t P = cur[u];
-            ns_contract_bwd b = {u, P, -1, 0};
-            if (nch[u] == 0) {
-                nch[P]--;
-                xch[P] ^= u;
-            } else {
-                const int32_t c = xch[u];
-                b.c = c;
-                cur[c] = P;
-                xch[P] ^= u ^ c;
-            }
-            plan->bwd[n_bwd++] = b;
-        }
-        int32_t bb = n_bwd;
-        if (vec_push(&bwd_begin, &bb)) goto oom;
-        /* reset the round's marks, compact the alive list */
-        for (int32_t q = 0; q < n_touch; ++q) {
-            const int32_t k = touch_list[q];
-            touched[k] = 0;
-            ecount[k] = 0;
-            pu_of[k] = -1;
-        }
-        int32_t m = 0;
-        for (int32_t q = 0; q < n_alive; ++q) {
-            const int32_t u = alive[q];
-            blk[u] = 0;
-            if (sel[u]) sel[u] = 0;
-            else alive[m++] = u;
-        }
-        n_alive = m;
+    if (vec_push(&P.fwd_begin, &zero) || vec_push(&P.bwd_begin, &zero)) goto oom;
+    while (P.n_alive > 1) {
+        choose_round(&P);
+        pull_tasks(&P);
+        if (round_tasks(&P) || apply_round(&P, plan)) goto oom;
+        reset_round(&P);
         plan->rounds++;
     }
     /* the root alone in the last backward round */
-    plan->bwd[n_bwd++] = (ns_contract_bwd){0, -1, -1, 0};
+    plan->bwd[P.n_bwd++] = (ns_contract_bwd){0, -1, -1, 0};
     {
-        int32_t bb = n_bwd;
-        if (vec_push(&bwd_begin, &bb)) goto oom;
+        int32_t bb = P.n_bwd;
+        if (vec_push(&P.bwd_begin, &bb)) goto oom;
     }
-    plan->n_fwd = (int32_t)fwd.len;
-    plan->n_list = (int32_t)list.len;
-    plan->fwd_begin = fwd_begin.data;
-    plan->fwd = fwd.data;
-    plan->list = list.data;
-    plan->bwd_begin = bwd_begin.data;
-    fwd_begin.data = fwd.data = list.data = bwd_begin.data = NULL;
+    plan->n_fwd = (int32_t)P.fwd.len;
+    plan->n_list = (int32_t)P.list.len;
+    plan->fwd_begin = P.fwd_begin.data;
+    plan->fwd = P.fwd.data;
+    plan->list = P.list.data;
+    plan->bwd_begin = P.bwd_begin.data;
+    P.fwd_begin.data = P.fwd.data = P.list.data = P.bwd_begin.data = NULL;
     goto out;
 oom:
     st = ns_fail(NS_ERR_OUT_OF_MEMORY, "contraction plan of %d nodes", (int)n);
 out:
-    free(cur), free(nch), free(xch), free(alive), free(elim), free(ecount), free(efirst), free(pu_of);
-    free(sel), free(blk), free(touched), free(touch_list);
-    free(fwd_begin.data), free(fwd.data), free(list.data), free(bwd_begin.data);
+    planner_free(&P);
     if (st != NS_OK) ns_contract_plan_destroy(plan);
     return st;
 }
