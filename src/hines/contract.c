@@ -37,181 +37,223 @@ static int vec_push(vec *v, const void *x) {
     return 0;
 }
 
+/* The state of one ns_contract_plan_create. cur: current parent; nch, xch:
+ * count and xor of the remaining children (the xor is the child when there
+ * is one); sel: eliminated this round; blk: adjacent to a node eliminated
+ * this round; ecount and efirst: eliminated children per kept node this
+ * round (CSR by node). */
+typedef struct {
+    int32_t *cur, *nch, *xch, *alive, *elim, *ecount, *efirst, *pu_of, *touch_list;
+    unsigned char *sel, *blk, *touched;
+    vec fwd_begin, fwd, list, bwd_begin;
+    int32_t n_alive, n_elim, n_touch, n_bwd;
+} planner;
+
+static void planner_free(planner *P) {
+    free(P->cur), free(P->nch), free(P->xch), free(P->alive), free(P->elim), free(P->ecount), free(P->efirst),
+        free(P->pu_of);
+    free(P->sel), free(P->blk), free(P->touched), free(P->touch_list);
+    free(P->fwd_begin.data), free(P->fwd.data), free(P->list.data), free(P->bwd_begin.data);
+}
+
+/* The scratch and plan->bwd allocated; the tree's parents checked and its
+ * children counted. */
+static ns_status planner_init(planner *P, int32_t n, const int32_t *parent, ns_contract_plan *plan) {
+    const size_t N = (size_t)n;
+    P->cur = malloc(N * sizeof *P->cur), P->nch = calloc(N, sizeof *P->nch), P->xch = calloc(N, sizeof *P->xch);
+    P->alive = malloc(N * sizeof *P->alive), P->elim = malloc(N * sizeof *P->elim);
+    P->ecount = calloc(N, sizeof *P->ecount), P->efirst = malloc(N * sizeof *P->efirst);
+    P->pu_of = malloc(N * sizeof *P->pu_of);
+    P->sel = calloc(N, 1), P->blk = calloc(N, 1), P->touched = calloc(N, 1);
+    P->fwd_begin = (vec){0, 0, 0, sizeof(int32_t)}, P->fwd = (vec){0, 0, 0, sizeof(ns_contract_fwd)};
+    P->list = (vec){0, 0, 0, sizeof(int32_t)}, P->bwd_begin = (vec){0, 0, 0, sizeof(int32_t)};
+    P->touch_list = malloc(N * sizeof *P->touch_list);
+    plan->bwd = malloc(N * sizeof *plan->bwd);
+    if (!P->cur || !P->nch || !P->xch || !P->alive || !P->elim || !P->ecount || !P->efirst || !P->pu_of || !P->sel ||
+        !P->blk || !P->touched || !P->touch_list || !plan->bwd)
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "contraction plan of %d nodes", (int)n);
+    for (int32_t i = 0; i < n; ++i) {
+        P->cur[i] = parent[i];
+        P->pu_of[i] = -1;
+        if (i > 0) {
+            if (parent[i] < 0 || parent[i] >= i)
+                return ns_fail(NS_ERR_TOPOLOGY, "contraction plan: parent[%d] = %d is not in [0, %d)", (int)i,
+                               (int)parent[i], (int)i);
+            P->nch[parent[i]]++;
+            P->xch[parent[i]] ^= i;
+        }
+        P->alive[i] = i;
+    }
+    P->n_alive = n;
+    return NS_OK;
+}
+
+/* choose: every leaf, then chain nodes (one child) not adjacent to a
+ * chosen node; ascending order alternates along a chain */
+static void choose_round(planner *P) {
+    int32_t n_elim = 0;
+    for (int32_t q = 1; q < P->n_alive; ++q) { /* alive[0] is the root */
+        const int32_t u = P->alive[q];
+        if (P->nch[u] == 0) {
+            P->sel[u] = 1;
+            P->blk[P->cur[u]] = 1;
+            P->elim[n_elim++] = u;
+        }
+    }
+    for (int32_t q = 1; q < P->n_alive; ++q) {
+        const int32_t u = P->alive[q];
+        if (P->nch[u] != 1 || P->blk[u] || P->sel[P->cur[u]]) continue;
+        const int32_t c = P->xch[u];
+        if (P->sel[c]) continue;
+        P->sel[u] = 1;
+        P->blk[c] = 1;
+        P->blk[P->cur[u]] = 1;
+        P->elim[n_elim++] = u;
+    }
+    P->n_elim = n_elim;
+}
+
+/* pull tasks: each kept neighbour of an eliminated node */
+static void pull_tasks(planner *P) {
+    int32_t n_touch = 0;
+    for (int32_t e = 0; e < P->n_elim; ++e) {
+        const int32_t u = P->elim[e], p = P->cur[u];
+        P->ecount[p]++;
+        if (!P->touched[p]) P->touched[p] = 1, P->touch_list[n_touch++] = p;
+        if (P->nch[u] == 1) {
+            const int32_t c = P->xch[u];
+            P->pu_of[c] = u;
+            if (!P->touched[c]) P->touched[c] = 1, P->touch_list[n_touch++] = c;
+        }
+    }
+    P->n_touch = n_touch;
+}
+
+/* The round's forward tasks and their lists of eliminated children; -1 when
+ * out of memory. */
+static int round_tasks(planner *P) {
+    vec *list = &P->list, *fwd = &P->fwd;
+    /* tasks in ascending node order (deterministic, and neighbours of a
+     * chain end up next to each other) */
+    int32_t first = (int32_t)list->len;
+    for (int32_t q = 0; q < P->n_alive; ++q) {
+        const int32_t k = P->alive[q];
+        if (!P->touched[k] || P->sel[k]) continue;
+        P->efirst[k] = first;
+        first += P->ecount[k];
+    }
+    if ((size_t)first > list->cap) {
+        size_t cap = list->cap ? list->cap : 256;
+        while (cap < (size_t)first) cap *= 2;
+        void *d = realloc(list->data, cap * list->elem);
+        if (!d) return -1;
+        list->data = d;
+        list->cap = cap;
+    }
+    for (int32_t q = 0; q < P->n_alive; ++q) {
+        const int32_t k = P->alive[q];
+        if (!P->touched[k] || P->sel[k]) continue;
+        ns_contract_fwd t = {k, P->efirst[k], P->ecount[k], P->pu_of[k]};
+        if (vec_push(fwd, &t)) return -1;
+    }
+    /* fill the lists in ascending order of the eliminated node */
+    for (int32_t q = 0; q < P->n_alive; ++q) {
+        const int32_t u = P->alive[q];
+        if (!P->sel[u]) continue;
+        ((int32_t *)list->data)[P->efirst[P->cur[u]]++] = u;
+    }
+    list->len = (size_t)first;
+    /* encode the round's tasks: up to two children inline */
+    for (size_t t = ((int32_t *)P->fwd_begin.data)[P->fwd_begin.len - 1]; t < fwd->len; ++t) {
+        ns_contract_fwd *f = (ns_contract_fwd *)fwd->data + t;
+        const int32_t *l = (const int32_t *)list->data + f->u1;
+        const int32_t count = f->u2;
+        if (count <= 2) {
+            f->u1 = count > 0 ? l[0] : -1;
+            f->u2 = count > 1 ? l[1] : -1;
+        } else {
+            f->u1 = -2 - f->u1;
+        }
+    }
+    int32_t fb = (int32_t)fwd->len;
+    return vec_push(&P->fwd_begin, &fb);
+}
+
+/* apply the eliminations; record the backward tasks; -1 when out of memory */
+static int apply_round(planner *P, ns_contract_plan *plan) {
+    for (int32_t q = 0; q < P->n_alive; ++q) {
+        const int32_t u = P->alive[q];
+        if (!P->sel[u]) continue;
+        const int32_t p = P->cur[u];
+        ns_contract_bwd b = {u, p, -1, 0};
+        if (P->nch[u] == 0) {
+            P->nch[p]--;
+            P->xch[p] ^= u;
+        } else {
+            const int32_t c = P->xch[u];
+            b.c = c;
+            P->cur[c] = p;
+            P->xch[p] ^= u ^ c;
+        }
+        plan->bwd[P->n_bwd++] = b;
+    }
+    int32_t bb = P->n_bwd;
+    return vec_push(&P->bwd_begin, &bb);
+}
+
+/* reset the round's marks, compact the alive list */
+static void reset_round(planner *P) {
+    for (int32_t q = 0; q < P->n_touch; ++q) {
+        const int32_t k = P->touch_list[q];
+        P->touched[k] = 0;
+        P->ecount[k] = 0;
+        P->pu_of[k] = -1;
+    }
+    int32_t m = 0;
+    for (int32_t q = 0; q < P->n_alive; ++q) {
+        const int32_t u = P->alive[q];
+        P->blk[u] = 0;
+        if (P->sel[u]) P->sel[u] = 0;
+        else P->alive[m++] = u;
+    }
+    P->n_alive = m;
+}
+
 ns_status ns_contract_plan_create(int32_t n, const int32_t *parent, ns_contract_plan *plan) {
     if (!plan || !parent || n < 1) return ns_fail(NS_ERR_INVALID_ARGUMENT, "contraction plan: bad arguments");
     memset(plan, 0, sizeof *plan);
     plan->n = n;
-    const size_t N = (size_t)n;
-    /* cur: current parent; nch, xch: count and xor of the remaining
-     * children (the xor is the child when there is one); sel: eliminated
-     * this round; blk: adjacent to a node eliminated this round; ecount and
-     * efirst: eliminated children per kept node this round (CSR by node). */
-    int32_t *cur = malloc(N * sizeof *cur), *nch = calloc(N, sizeof *nch), *xch = calloc(N, sizeof *xch);
-    int32_t *alive = malloc(N * sizeof *alive), *elim = malloc(N * sizeof *elim);
-    int32_t *ecount = calloc(N, sizeof *ecount), *efirst = malloc(N * sizeof *efirst);
-    int32_t *pu_of = malloc(N * sizeof *pu_of);
-    unsigned char *sel = calloc(N, 1), *blk = calloc(N, 1), *touched = calloc(N, 1);
-    vec fwd_begin = {0, 0, 0, sizeof(int32_t)}, fwd = {0, 0, 0, sizeof(ns_contract_fwd)};
-    vec list = {0, 0, 0, sizeof(int32_t)}, bwd_begin = {0, 0, 0, sizeof(int32_t)};
-    int32_t *touch_list = malloc(N * sizeof *touch_list);
-    plan->bwd = malloc(N * sizeof *plan->bwd);
-    ns_status st = NS_OK;
-    if (!cur || !nch || !xch || !alive || !elim || !ecount || !efirst || !pu_of || !sel || !blk || !touched ||
-        !touch_list || !plan->bwd) {
-        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "contraction plan of %d nodes", (int)n);
-        goto out;
-    }
-    for (int32_t i = 0; i < n; ++i) {
-        cur[i] = parent[i];
-        pu_of[i] = -1;
-        if (i > 0) {
-            if (parent[i] < 0 || parent[i] >= i) {
-                st = ns_fail(NS_ERR_TOPOLOGY, "contraction plan: parent[%d] = %d is not in [0, %d)", (int)i,
-                             (int)parent[i], (int)i);
-                goto out;
-            }
-            nch[parent[i]]++;
-            xch[parent[i]] ^= i;
-        }
-        alive[i] = i;
-    }
-    int32_t n_alive = n, n_bwd = 0;
+    planner P;
+    memset(&P, 0, sizeof P);
+    ns_status st = planner_init(&P, n, parent, plan);
+    if (st != NS_OK) goto out;
     int32_t zero = 0;
-    if (vec_push(&fwd_begin, &zero) || vec_push(&bwd_begin, &zero)) goto oom;
-    while (n_alive > 1) {
-        /* choose: every leaf, then chain nodes (one child) not adjacent to a
-         * chosen node; ascending order alternates along a chain */
-        int32_t n_elim = 0;
-        for (int32_t q = 1; q < n_alive; ++q) { /* alive[0] is the root */
-            const int32_t u = alive[q];
-            if (nch[u] == 0) {
-                sel[u] = 1;
-                blk[cur[u]] = 1;
-                elim[n_elim++] = u;
-            }
-        }
-        for (int32_t q = 1; q < n_alive; ++q) {
-            const int32_t u = alive[q];
-            if (nch[u] != 1 || blk[u] || sel[cur[u]]) continue;
-            const int32_t c = xch[u];
-            if (sel[c]) continue;
-            sel[u] = 1;
-            blk[c] = 1;
-            blk[cur[u]] = 1;
-            elim[n_elim++] = u;
-        }
-        /* pull tasks: each kept neighbour of an eliminated node */
-        int32_t n_touch = 0;
-        for (int32_t e = 0; e < n_elim; ++e) {
-            const int32_t u = elim[e], P = cur[u];
-            ecount[P]++;
-            if (!touched[P]) touched[P] = 1, touch_list[n_touch++] = P;
-            if (nch[u] == 1) {
-                const int32_t c = xch[u];
-                pu_of[c] = u;
-                if (!touched[c]) touched[c] = 1, touch_list[n_touch++] = c;
-            }
-        }
-        /* tasks in ascending node order (deterministic, and neighbours of a
-         * chain end up next to each other) */
-        int32_t first = (int32_t)list.len;
-        for (int32_t q = 0; q < n_alive; ++q) {
-            const int32_t k = alive[q];
-            if (!touched[k] || sel[k]) continue;
-            efirst[k] = first;
-            first += ecount[k];
-        }
-        if ((size_t)first > list.cap) {
-            size_t cap = list.cap ? list.cap : 256;
-            while (cap < (size_t)first) cap *= 2;
-            void *d = realloc(list.data, cap * list.elem);
-            if (!d) goto oom;
-            list.data = d;
-            list.cap = cap;
-        }
-        for (int32_t q = 0; q < n_alive; ++q) {
-            const int32_t k = alive[q];
-            if (!touched[k] || sel[k]) continue;
-            ns_contract_fwd t = {k, efirst[k], ecount[k], pu_of[k]};
-            if (vec_push(&fwd, &t)) goto oom;
-        }
-        /* fill the lists in ascending order of the eliminated node */
-        for (int32_t q = 0; q < n_alive; ++q) {
-            const int32_t u = alive[q];
-            if (!sel[u]) continue;
-            ((int32_t *)list.data)[efirst[cur[u]]++] = u;
-        }
-        list.len = (size_t)first;
-        /* encode the round's tasks: up to two children inline */
-        for (size_t t = ((int32_t *)fwd_begin.data)[fwd_begin.len - 1]; t < fwd.len; ++t) {
-            ns_contract_fwd *f = (ns_contract_fwd *)fwd.data + t;
-            const int32_t *l = (const int32_t *)list.data + f->u1;
-            const int32_t count = f->u2;
-            if (count <= 2) {
-                f->u1 = count > 0 ? l[0] : -1;
-                f->u2 = count > 1 ? l[1] : -1;
-            } else {
-                f->u1 = -2 - f->u1;
-            }
-        }
-        int32_t fb = (int32_t)fwd.len;
-        if (vec_push(&fwd_begin, &fb)) goto oom;
-        /* apply the eliminations; record the backward tasks */
-        for (int32_t q = 0; q < n_alive; ++q) {
-            const int32_t u = alive[q];
-            if (!sel[u]) continue;
-            const int32_t P = cur[u];
-            ns_contract_bwd b = {u, P, -1, 0};
-            if (nch[u] == 0) {
-                nch[P]--;
-                xch[P] ^= u;
-            } else {
-                const int32_t c = xch[u];
-                b.c = c;
-                cur[c] = P;
-                xch[P] ^= u ^ c;
-            }
-            plan->bwd[n_bwd++] = b;
-        }
-        int32_t bb = n_bwd;
-        if (vec_push(&bwd_begin, &bb)) goto oom;
-        /* reset the round's marks, compact the alive list */
-        for (int32_t q = 0; q < n_touch; ++q) {
-            const int32_t k = touch_list[q];
-            touched[k] = 0;
-            ecount[k] = 0;
-            pu_of[k] = -1;
-        }
-        int32_t m = 0;
-        for (int32_t q = 0; q < n_alive; ++q) {
-            const int32_t u = alive[q];
-            blk[u] = 0;
-            if (sel[u]) sel[u] = 0;
-            else alive[m++] = u;
-        }
-        n_alive = m;
+    if (vec_push(&P.fwd_begin, &zero) || vec_push(&P.bwd_begin, &zero)) goto oom;
+    while (P.n_alive > 1) {
+        choose_round(&P);
+        pull_tasks(&P);
+        if (round_tasks(&P) || apply_round(&P, plan)) goto oom;
+        reset_round(&P);
         plan->rounds++;
     }
     /* the root alone in the last backward round */
-    plan->bwd[n_bwd++] = (ns_contract_bwd){0, -1, -1, 0};
+    plan->bwd[P.n_bwd++] = (ns_contract_bwd){0, -1, -1, 0};
     {
-        int32_t bb = n_bwd;
-        if (vec_push(&bwd_begin, &bb)) goto oom;
+        int32_t bb = P.n_bwd;
+        if (vec_push(&P.bwd_begin, &bb)) goto oom;
     }
-    plan->n_fwd = (int32_t)fwd.len;
-    plan->n_list = (int32_t)list.len;
-    plan->fwd_begin = fwd_begin.data;
-    plan->fwd = fwd.data;
-    plan->list = list.data;
-    plan->bwd_begin = bwd_begin.data;
-    fwd_begin.data = fwd.data = list.data = bwd_begin.data = NULL;
+    plan->n_fwd = (int32_t)P.fwd.len;
+    plan->n_list = (int32_t)P.list.len;
+    plan->fwd_begin = P.fwd_begin.data;
+    plan->fwd = P.fwd.data;
+    plan->list = P.list.data;
+    plan->bwd_begin = P.bwd_begin.data;
+    P.fwd_begin.data = P.fwd.data = P.list.data = P.bwd_begin.data = NULL;
     goto out;
 oom:
     st = ns_fail(NS_ERR_OUT_OF_MEMORY, "contraction plan of %d nodes", (int)n);
 out:
-    free(cur), free(nch), free(xch), free(alive), free(elim), free(ecount), free(efirst), free(pu_of);
-    free(sel), free(blk), free(touched), free(touch_list);
-    free(fwd_begin.data), free(fwd.data), free(list.data), free(bwd_begin.data);
+    planner_free(&P);
     if (st != NS_OK) ns_contract_plan_destroy(plan);
     return st;
 }
@@ -451,13 +493,26 @@ static int add_tail(ns_contract_layout *L, int32_t t, int32_t cap, int64_t *rtca
     return 0;
 }
 
-ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *plans, int64_t n_cells,
-                                    const int32_t *cell_shape, const int64_t *cell_offset,
-                                    const ns_contract_layout_options *o, ns_contract_layout *L) {
-    memset(L, 0, sizeof *L);
-    if (n_cells < 1 || n_shapes < 1 || o->group_nodes < 1 || o->big_nodes < 1)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "contraction layout: bad arguments");
-    /* groups: consecutive cells while the nodes fit the cap */
+/* The state of one ns_contract_layout_create: its inputs, the groups (first
+ * cell and count), the template hash (htab: the template of each slot;
+ * tfirst: each template's first group) and the capacities of L's arrays. */
+typedef struct {
+    const ns_contract_plan *plans;
+    const int32_t *cell_shape;
+    const int64_t *cell_offset;
+    const ns_contract_layout_options *o;
+    int64_t *gfirst, *gcount, *htab;
+    int64_t hcap;
+    int32_t *tfirst;
+    int64_t mcap, rtcap, fcap, lcap, bcap;
+} layout_build;
+
+/* groups: consecutive cells while the nodes fit the cap; their count */
+static int64_t form_groups(layout_build *B, int64_t n_cells) {
+    const ns_contract_plan *plans = B->plans;
+    const int32_t *cell_shape = B->cell_shape;
+    const ns_contract_layout_options *o = B->o;
+    int64_t *gfirst = B->gfirst, *gcount = B->gcount;
     int64_t small_total = 0;
     for (int64_t c = 0; c < n_cells; ++c) {
         const int32_t n = plans[cell_shape[c]].n;
@@ -467,12 +522,6 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
     if (o->min_groups > 0) {
         const int64_t spread = (small_total + o->min_groups - 1) / o->min_groups;
         if (spread < cap) cap = spread > 0 ? spread : 1;
-    }
-    int64_t *gfirst = malloc((size_t)(n_cells + 1) * sizeof *gfirst);
-    int64_t *gcount = malloc((size_t)(n_cells + 1) * sizeof *gcount);
-    if (!gfirst || !gcount) {
-        free(gfirst), free(gcount);
-        return ns_fail(NS_ERR_OUT_OF_MEMORY, "contraction layout");
     }
     int64_t ng = 0, nodes = 0;
     for (int64_t c = 0; c < n_cells; ++c) {
@@ -489,12 +538,12 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
         ng++;
         nodes = n;
     }
-    if (ng > INT32_MAX) {
-        free(gfirst), free(gcount);
-        return ns_fail(NS_ERR_SIZE, "contraction layout: too many groups");
-    }
-    ns_status st = NS_OK;
-    L->n_groups = (int32_t)ng;
+    return ng;
+}
+
+/* L's per-group and per-template arrays for ng groups (tcap templates), and
+ * the template hash; 1 when all were allocated. */
+static int alloc_groups(ns_contract_layout *L, layout_build *B, int64_t ng, size_t tcap) {
     L->g_base = malloc((size_t)ng * sizeof *L->g_base);
     L->g_tmpl = malloc((size_t)ng * sizeof *L->g_tmpl);
     L->g_scratch = malloc((size_t)ng * sizeof *L->g_scratch);
@@ -502,12 +551,8 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
     L->medium = malloc((size_t)ng * sizeof *L->medium);
     L->large = malloc((size_t)ng * sizeof *L->large);
     L->big = malloc((size_t)ng * sizeof *L->big);
-    const int64_t hcap = 2 * ng + 1;
-    int64_t *htab = malloc((size_t)hcap * sizeof *htab); /* group of each template's first use */
-    /* at most one template per group, and for a big one its round-ordered copy and one tail */
-    const size_t tcap = 3 * (size_t)ng;
-    int32_t *tfirst = malloc(tcap * sizeof *tfirst);
-    int64_t mcap = 0, rtcap = 0, fcap = 0, lcap = 0, bcap = 0;
+    B->htab = malloc((size_t)B->hcap * sizeof *B->htab); /* group of each template's first use */
+    B->tfirst = malloc(tcap * sizeof *B->tfirst);
     L->t_nodes = malloc(tcap * sizeof *L->t_nodes);
     L->t_rounds = malloc(tcap * sizeof *L->t_rounds);
     L->t_rt = malloc(tcap * sizeof *L->t_rt);
@@ -515,134 +560,193 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
     L->t_head = malloc(tcap * sizeof *L->t_head);
     L->t_map = malloc(tcap * sizeof *L->t_map);
     L->t_perm = malloc(tcap * sizeof *L->t_perm);
-    if (!L->g_base || !L->g_tmpl || !L->g_scratch || !L->small || !L->medium || !L->large || !L->big || !htab || !tfirst || !L->t_nodes ||
-        !L->t_rounds || !L->t_rt || !L->t_tail || !L->t_head || !L->t_map || !L->t_perm)
-        goto oom;
-    for (int64_t h = 0; h < hcap; ++h) htab[h] = -1;
-    for (int64_t g = 0; g < ng; ++g) {
-        L->g_base[g] = cell_offset[gfirst[g]];
-        const int big = plans[cell_shape[gfirst[g]]].n > o->big_nodes;
-        if (big) {
-            L->g_scratch[g] = L->scratch_nodes;
-            L->scratch_nodes += plans[cell_shape[gfirst[g]]].n;
-            L->big[L->n_big++] = (int32_t)g;
-        } else {
-            int64_t nodes_g = 0;
-            for (int64_t c = gfirst[g]; c < gfirst[g] + gcount[g]; ++c) nodes_g += plans[cell_shape[c]].n;
-            L->g_scratch[g] = -1;
-            if (nodes_g <= o->group_nodes) L->small[L->n_small++] = (int32_t)g;
-            else if (nodes_g <= o->mid_nodes) L->medium[L->n_medium++] = (int32_t)g;
-            else L->large[L->n_large++] = (int32_t)g;
-        }
-        /* the template: an earlier group with the same shapes, or a new one */
-        int64_t h = (int64_t)(seq_hash(cell_shape, gfirst[g], gcount[g]) % (uint64_t)hcap);
-        int32_t tmpl = -1;
-        for (; htab[h] >= 0; h = (h + 1) % hcap) {
-            const int64_t q = tfirst[htab[h]];
-            if (gcount[q] == gcount[g] &&
-                memcmp(cell_shape + gfirst[q], cell_shape + gfirst[g], (size_t)gcount[g] * sizeof *cell_shape) == 0) {
-                tmpl = (int32_t)htab[h];
-                break;
-            }
-        }
-        if (tmpl >= 0) {
-            L->g_tmpl[g] = tmpl;
-            continue;
-        }
-        tmpl = L->n_templates++;
-        htab[h] = tmpl;
-        tfirst[tmpl] = (int32_t)g;
-        L->g_tmpl[g] = tmpl;
-        int32_t R = 0, n_t = 0;
-        for (int64_t c = gfirst[g]; c < gfirst[g] + gcount[g]; ++c) {
-            const ns_contract_plan *p = &plans[cell_shape[c]];
-            if (p->rounds > R) R = p->rounds;
-            n_t += p->n;
-        }
-        L->t_nodes[tmpl] = n_t;
-        L->t_rounds[tmpl] = R;
-        L->t_tail[tmpl] = -1;
-        L->t_head[tmpl] = R;
-        L->t_map[tmpl] = 0;
-        L->t_perm[tmpl] = -1;
-        if (L->n_rt > INT32_MAX - (2 * R + 3)) goto size;
-        L->t_rt[tmpl] = (int32_t)L->n_rt;
-        if (R > L->max_rounds) L->max_rounds = R;
-        if (!big && n_t <= o->group_nodes && n_t > L->max_small_nodes) L->max_small_nodes = n_t;
-        if (!big && n_t > o->group_nodes && n_t <= o->mid_nodes && n_t > L->max_medium_nodes) L->max_medium_nodes = n_t;
-        if (!big && n_t > o->mid_nodes && n_t > L->max_large_nodes) L->max_large_nodes = n_t;
-        if (grow((void **)&L->rt, &rtcap, L->n_rt + 2 * R + 3, sizeof(int32_t))) goto oom;
-        int32_t *rt = L->rt + L->n_rt;
-        L->n_rt += 2 * R + 3;
-        for (int32_t r = 0; r < R; ++r) {
-            rt[r] = (int32_t)L->n_fwd;
-            int32_t off = 0;
-            for (int64_t c = gfirst[g]; c < gfirst[g] + gcount[g]; ++c) {
-                const ns_contract_plan *p = &plans[cell_shape[c]];
-                if (r < p->rounds) {
-                    const int32_t t0 = p->fwd_begin[r], t1 = p->fwd_begin[r + 1];
-                    if (grow((void **)&L->fwd, &fcap, L->n_fwd + (t1 - t0), sizeof *L->fwd)) goto oom;
-                    for (int32_t t = t0; t < t1; ++t) {
-                        const ns_contract_fwd f = p->fwd[t];
-                        ns_contract_fwd e = {f.k + off, f.u1 >= 0 ? f.u1 + off : -1, f.u2 >= 0 ? f.u2 + off : -1,
-                                             f.pu >= 0 ? f.pu + off : -1};
-                        if (f.u1 <= -2) { /* a list: copy it */
-                            if (grow((void **)&L->list, &lcap, L->n_list + f.u2, sizeof *L->list)) goto oom;
-                            if (L->n_list > INT32_MAX - 2 - f.u2) goto size;
-                            e.u1 = -2 - (int32_t)L->n_list;
-                            e.u2 = f.u2;
-                            for (int32_t q = 0; q < f.u2; ++q) L->list[L->n_list++] = ns_contract_fwd_child(f, p->list, q) + off;
-                        }
-                        L->fwd[L->n_fwd++] = e;
-                    }
-                }
-                off += p->n;
-            }
-        }
-        rt[R] = (int32_t)L->n_fwd;
-        for (int32_t r = 0; r <= R; ++r) {
-            rt[R + 1 + r] = (int32_t)L->n_bwd;
-            int32_t off = 0;
-            for (int64_t c = gfirst[g]; c < gfirst[g] + gcount[g]; ++c) {
-                const ns_contract_plan *p = &plans[cell_shape[c]];
-                if (r <= p->rounds) {
-                    const int32_t t0 = p->bwd_begin[r], t1 = p->bwd_begin[r + 1];
-                    if (grow((void **)&L->bwd, &bcap, L->n_bwd + (t1 - t0), sizeof *L->bwd)) goto oom;
-                    for (int32_t t = t0; t < t1; ++t) {
-                        const ns_contract_bwd w = p->bwd[t];
-                        L->bwd[L->n_bwd++] = (ns_contract_bwd){w.u + off, w.p >= 0 ? w.p + off : -1,
-                                                               w.c >= 0 ? w.c + off : -1, 0};
-                    }
-                }
-                off += p->n;
-            }
-        }
-        rt[2 * R + 2] = (int32_t)L->n_bwd;
-        if (L->n_fwd > INT32_MAX || L->n_bwd > INT32_MAX) goto size;
-        if (big && o->round_order) { /* the group takes a copy numbered by round */
-            int32_t tt = -1;
-            const int e = renumber(L, tmpl, 0, &rtcap, &fcap, &lcap, &bcap, &mcap, &tt);
-            if (e == -1) goto oom;
-            if (e == -2) goto size;
-            L->t_perm[tt] = L->t_map[tt];
-            htab[h] = tt;
-            tfirst[tt] = (int32_t)g;
-            L->g_tmpl[g] = tmpl = tt;
-        }
-        if (big && o->tail_nodes > 0) {
-            const int e = add_tail(L, tmpl, o->tail_nodes, &rtcap, &fcap, &lcap, &bcap, &mcap);
-            if (e == -1) goto oom;
-            if (e == -2) goto size;
+    return !(!L->g_base || !L->g_tmpl || !L->g_scratch || !L->small || !L->medium || !L->large || !L->big ||
+             !B->htab || !B->tfirst || !L->t_nodes || !L->t_rounds || !L->t_rt || !L->t_tail || !L->t_head ||
+             !L->t_map || !L->t_perm);
+}
+
+/* Group g's base, scratch and kind (small, medium, large or big). */
+static void classify_group(ns_contract_layout *L, const layout_build *B, int64_t g, int big) {
+    const ns_contract_plan *plans = B->plans;
+    const int32_t *cell_shape = B->cell_shape;
+    const int64_t *gfirst = B->gfirst;
+    L->g_base[g] = B->cell_offset[gfirst[g]];
+    if (big) {
+        L->g_scratch[g] = L->scratch_nodes;
+        L->scratch_nodes += plans[cell_shape[gfirst[g]]].n;
+        L->big[L->n_big++] = (int32_t)g;
+    } else {
+        int64_t nodes_g = 0;
+        for (int64_t c = gfirst[g]; c < gfirst[g] + B->gcount[g]; ++c) nodes_g += plans[cell_shape[c]].n;
+        L->g_scratch[g] = -1;
+        if (nodes_g <= B->o->group_nodes) L->small[L->n_small++] = (int32_t)g;
+        else if (nodes_g <= B->o->mid_nodes) L->medium[L->n_medium++] = (int32_t)g;
+        else L->large[L->n_large++] = (int32_t)g;
+    }
+}
+
+/* the template: an earlier group with the same shapes (returned), or -1;
+ * *slot: the hash slot where the search ended */
+static int32_t find_template(const layout_build *B, int64_t g, int64_t *slot) {
+    const int32_t *cell_shape = B->cell_shape;
+    const int64_t *gfirst = B->gfirst, *gcount = B->gcount;
+    int64_t h = (int64_t)(seq_hash(cell_shape, gfirst[g], gcount[g]) % (uint64_t)B->hcap);
+    int32_t tmpl = -1;
+    for (; B->htab[h] >= 0; h = (h + 1) % B->hcap) {
+        const int64_t q = B->tfirst[B->htab[h]];
+        if (gcount[q] == gcount[g] &&
+            memcmp(cell_shape + gfirst[q], cell_shape + gfirst[g], (size_t)gcount[g] * sizeof *cell_shape) == 0) {
+            tmpl = (int32_t)B->htab[h];
+            break;
         }
     }
-    goto out;
-size:
-    st = ns_fail(NS_ERR_SIZE, "contraction layout: the plans exceed 2^31 tasks");
-    goto out;
-oom:
-    st = ns_fail(NS_ERR_OUT_OF_MEMORY, "contraction layout of %lld groups", (long long)ng);
-out:
-    free(gfirst), free(gcount), free(htab), free(tfirst);
+    *slot = h;
+    return tmpl;
+}
+
+/* The forward rounds 0 .. R - 1 of group g's cells side by side (their
+ * nodes offset), boundaries in rt: 0, -1 out of memory, -2 too large. */
+static int copy_forward(ns_contract_layout *L, layout_build *B, int64_t g, int32_t R, int32_t *rt) {
+    for (int32_t r = 0; r < R; ++r) {
+        rt[r] = (int32_t)L->n_fwd;
+        int32_t off = 0;
+        for (int64_t c = B->gfirst[g]; c < B->gfirst[g] + B->gcount[g]; ++c) {
+            const ns_contract_plan *p = &B->plans[B->cell_shape[c]];
+            if (r < p->rounds) {
+                const int32_t t0 = p->fwd_begin[r], t1 = p->fwd_begin[r + 1];
+                if (grow((void **)&L->fwd, &B->fcap, L->n_fwd + (t1 - t0), sizeof *L->fwd)) return -1;
+                for (int32_t t = t0; t < t1; ++t) {
+                    const ns_contract_fwd f = p->fwd[t];
+                    ns_contract_fwd e = {f.k + off, f.u1 >= 0 ? f.u1 + off : -1, f.u2 >= 0 ? f.u2 + off : -1,
+                                         f.pu >= 0 ? f.pu + off : -1};
+                    if (f.u1 <= -2) { /* a list: copy it */
+                        if (grow((void **)&L->list, &B->lcap, L->n_list + f.u2, sizeof *L->list)) return -1;
+                        if (L->n_list > INT32_MAX - 2 - f.u2) return -2;
+                        e.u1 = -2 - (int32_t)L->n_list;
+                        e.u2 = f.u2;
+                        for (int32_t q = 0; q < f.u2; ++q) L->list[L->n_list++] = ns_contract_fwd_child(f, p->list, q) + off;
+                    }
+                    L->fwd[L->n_fwd++] = e;
+                }
+            }
+            off += p->n;
+        }
+    }
+    rt[R] = (int32_t)L->n_fwd;
+    return 0;
+}
+
+/* The backward rounds 0 .. R of group g's cells side by side, boundaries in
+ * rt + R + 1: 0, -1 out of memory. */
+static int copy_backward(ns_contract_layout *L, layout_build *B, int64_t g, int32_t R, int32_t *rt) {
+    for (int32_t r = 0; r <= R; ++r) {
+        rt[R + 1 + r] = (int32_t)L->n_bwd;
+        int32_t off = 0;
+        for (int64_t c = B->gfirst[g]; c < B->gfirst[g] + B->gcount[g]; ++c) {
+            const ns_contract_plan *p = &B->plans[B->cell_shape[c]];
+            if (r <= p->rounds) {
+                const int32_t t0 = p->bwd_begin[r], t1 = p->bwd_begin[r + 1];
+                if (grow((void **)&L->bwd, &B->bcap, L->n_bwd + (t1 - t0), sizeof *L->bwd)) return -1;
+                for (int32_t t = t0; t < t1; ++t) {
+                    const ns_contract_bwd w = p->bwd[t];
+                    L->bwd[L->n_bwd++] = (ns_contract_bwd){w.u + off, w.p >= 0 ? w.p + off : -1,
+                                                           w.c >= 0 ? w.c + off : -1, 0};
+                }
+            }
+            off += p->n;
+        }
+    }
+    rt[2 * R + 2] = (int32_t)L->n_bwd;
+    return 0;
+}
+
+/* A new template for group g (hash slot h): its cells' plans side by side;
+ * for a big group its round-ordered copy and its tail as the options ask.
+ * 0, -1 out of memory, -2 too large. */
+static int add_template(ns_contract_layout *L, layout_build *B, int64_t g, int big, int64_t h) {
+    const ns_contract_layout_options *o = B->o;
+    int32_t tmpl = L->n_templates++;
+    B->htab[h] = tmpl;
+    B->tfirst[tmpl] = (int32_t)g;
+    L->g_tmpl[g] = tmpl;
+    int32_t R = 0, n_t = 0;
+    for (int64_t c = B->gfirst[g]; c < B->gfirst[g] + B->gcount[g]; ++c) {
+        const ns_contract_plan *p = &B->plans[B->cell_shape[c]];
+        if (p->rounds > R) R = p->rounds;
+        n_t += p->n;
+    }
+    L->t_nodes[tmpl] = n_t;
+    L->t_rounds[tmpl] = R;
+    L->t_tail[tmpl] = -1;
+    L->t_head[tmpl] = R;
+    L->t_map[tmpl] = 0;
+    L->t_perm[tmpl] = -1;
+    if (L->n_rt > INT32_MAX - (2 * R + 3)) return -2;
+    L->t_rt[tmpl] = (int32_t)L->n_rt;
+    if (R > L->max_rounds) L->max_rounds = R;
+    if (!big && n_t <= o->group_nodes && n_t > L->max_small_nodes) L->max_small_nodes = n_t;
+    if (!big && n_t > o->group_nodes && n_t <= o->mid_nodes && n_t > L->max_medium_nodes) L->max_medium_nodes = n_t;
+    if (!big && n_t > o->mid_nodes && n_t > L->max_large_nodes) L->max_large_nodes = n_t;
+    if (grow((void **)&L->rt, &B->rtcap, L->n_rt + 2 * R + 3, sizeof(int32_t))) return -1;
+    int32_t *rt = L->rt + L->n_rt;
+    L->n_rt += 2 * R + 3;
+    int e = copy_forward(L, B, g, R, rt);
+    if (e) return e;
+    if (copy_backward(L, B, g, R, rt)) return -1;
+    if (L->n_fwd > INT32_MAX || L->n_bwd > INT32_MAX) return -2;
+    if (big && o->round_order) { /* the group takes a copy numbered by round */
+        int32_t tt = -1;
+        e = renumber(L, tmpl, 0, &B->rtcap, &B->fcap, &B->lcap, &B->bcap, &B->mcap, &tt);
+        if (e) return e;
+        L->t_perm[tt] = L->t_map[tt];
+        B->htab[h] = tt;
+        B->tfirst[tt] = (int32_t)g;
+        L->g_tmpl[g] = tmpl = tt;
+    }
+    if (big && o->tail_nodes > 0) return add_tail(L, tmpl, o->tail_nodes, &B->rtcap, &B->fcap, &B->lcap, &B->bcap, &B->mcap);
+    return 0;
+}
+
+ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *plans, int64_t n_cells,
+                                    const int32_t *cell_shape, const int64_t *cell_offset,
+                                    const ns_contract_layout_options *o, ns_contract_layout *L) {
+    memset(L, 0, sizeof *L);
+    if (n_cells < 1 || n_shapes < 1 || o->group_nodes < 1 || o->big_nodes < 1)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "contraction layout: bad arguments");
+    layout_build B;
+    memset(&B, 0, sizeof B);
+    B.plans = plans;
+    B.cell_shape = cell_shape;
+    B.cell_offset = cell_offset;
+    B.o = o;
+    B.gfirst = malloc((size_t)(n_cells + 1) * sizeof *B.gfirst);
+    B.gcount = malloc((size_t)(n_cells + 1) * sizeof *B.gcount);
+    if (!B.gfirst || !B.gcount) {
+        free(B.gfirst), free(B.gcount);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "contraction layout");
+    }
+    const int64_t ng = form_groups(&B, n_cells);
+    if (ng > INT32_MAX) {
+        free(B.gfirst), free(B.gcount);
+        return ns_fail(NS_ERR_SIZE, "contraction layout: too many groups");
+    }
+    ns_status st = NS_OK;
+    L->n_groups = (int32_t)ng;
+    B.hcap = 2 * ng + 1;
+    /* at most one template per group, and for a big one its round-ordered copy and one tail */
+    int e = alloc_groups(L, &B, ng, 3 * (size_t)ng) ? 0 : -1;
+    for (int64_t h = 0; e == 0 && h < B.hcap; ++h) B.htab[h] = -1;
+    for (int64_t g = 0; e == 0 && g < ng; ++g) {
+        const int big = plans[cell_shape[B.gfirst[g]]].n > o->big_nodes;
+        classify_group(L, &B, g, big);
+        int64_t h = 0;
+        const int32_t tmpl = find_template(&B, g, &h);
+        if (tmpl >= 0) L->g_tmpl[g] = tmpl;
+        else e = add_template(L, &B, g, big, h);
+    }
+    if (e == -2) st = ns_fail(NS_ERR_SIZE, "contraction layout: the plans exceed 2^31 tasks");
+    else if (e) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "contraction layout of %lld groups", (long long)ng);
+    free(B.gfirst), free(B.gcount), free(B.htab), free(B.tfirst);
     if (st != NS_OK) ns_contract_layout_destroy(L);
     return st;
 }

@@ -190,12 +190,8 @@ void ns_lfp_destroy(ns_lfp_t *L) {
     free(L);
 }
 
-ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const *shapes, const ns_lfp_probe *probe,
-                        const ns_lfp_options *options, ns_lfp_t **out) {
-    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: out is NULL");
-    *out = NULL;
-    if (!sim || !shapes || !probe || !probe->contacts)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: NULL argument");
+/* The shapes match the simulation's and no probe is attached yet. */
+static ns_status check_shapes(const ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const *shapes) {
     if (n_shapes != sim->n_shapes)
         return ns_fail(NS_ERR_SIZE, "ns_lfp_create: %d shapes, the simulation has %d", (int)n_shapes,
                        (int)sim->n_shapes);
@@ -207,9 +203,14 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
                            (int)in.compartments, (int)sim->shapes[s].n);
     }
     if (sim->sample || sim->snap) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: a probe is already attached");
-    ns_lfp_options o;
-    if (options) o = *options;
-    else ns_lfp_options_init(&o);
+    return NS_OK;
+}
+
+/* The options and the probe checked; the populations' count and the storage
+ * chosen (AUTO resolved), within ns_lfp_options.max_bytes. */
+static ns_status check_options(const ns_sim_t *sim, const ns_lfp_probe *probe, const ns_lfp_options *opt,
+                               int32_t *n_pop_out, ns_lfp_storage *storage_out) {
+    const ns_lfp_options o = *opt;
     if ((unsigned)o.method > NS_LFP_POINTSOURCE)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: method %d", (int)o.method);
     if (!(o.sigma > 0.0) || !isfinite(o.sigma))
@@ -258,6 +259,151 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
                        (double)max_bytes * 1e-9);
     if (!(o.tolerance >= 0.0) || !isfinite(o.tolerance))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "LFP: tolerance %g (>= 0; 0: 1e-6)", o.tolerance);
+    *n_pop_out = n_pop;
+    *storage_out = storage;
+    return NS_OK;
+}
+
+/* L's tables: the coefficients (or, with tiles, the segments and contact
+ * offsets), the geometry, the sample buffers and the populations'. 1 when
+ * all were allocated. */
+static int alloc_tables(ns_lfp_t *L, const ns_lfp_options *o, int tiles) {
+    const size_t nc = (size_t)L->n_comp;
+    if (tiles) {
+        L->seg = malloc(7 * nc * sizeof *L->seg);
+        L->point = malloc(nc ? nc : 1);
+        L->pt_begin = malloc(((size_t)L->n_el + 1) * sizeof *L->pt_begin);
+    } else {
+        L->M = malloc((size_t)L->n_el * nc * sizeof *L->M);
+    }
+    L->mid = malloc(3 * nc * sizeof *L->mid);
+    L->g = malloc(nc * sizeof *L->g);
+    L->parent = malloc(nc * sizeof *L->parent);
+    L->membrane = malloc(nc);
+    L->v = malloc(nc * sizeof *L->v);
+    L->imem = calloc(nc, sizeof *L->imem);
+    L->ibuf = malloc(nc * NS_LFP_BLOCK * sizeof *L->ibuf);
+    L->pcell = malloc((size_t)L->n_cells * 3 * sizeof *L->pcell);
+    if (o->population) {
+        L->pop = malloc((size_t)L->n_cells * sizeof *L->pop);
+        if (L->pop) memcpy(L->pop, o->population, (size_t)L->n_cells * sizeof *L->pop);
+        L->accp_threads = threads_of(L, INT64_MAX);
+        L->accp = malloc((size_t)L->accp_threads * (size_t)L->n_pop * NS_LFP_BLOCK * sizeof *L->accp);
+    }
+    return !((!tiles && !L->M) || (tiles && (!L->seg || !L->point || !L->pt_begin)) || !L->mid || !L->g ||
+             !L->parent || !L->membrane || !L->v || !L->imem || !L->ibuf || !L->pcell ||
+             (o->population && (!L->pop || !L->accp)));
+}
+
+/* TILES: the contacts' points (np per contact in pts) packed into L->pts. */
+static ns_status pack_points(ns_lfp_t *L, const ns_lfp_probe *probe, const double *pts, int32_t np) {
+    L->pt_begin[0] = 0;
+    for (int64_t k = 0; k < probe->n; ++k)
+        L->pt_begin[k + 1] = L->pt_begin[k] + (probe->contacts[k].r > 0.0 ? probe->contacts[k].n : 1);
+    L->pts = malloc((size_t)L->pt_begin[probe->n] * 3 * sizeof *L->pts);
+    if (!L->pts) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld contact points", (long long)L->pt_begin[probe->n]);
+    for (int64_t k = 0; k < probe->n; ++k)
+        memcpy(L->pts + 3 * L->pt_begin[k], pts + 3 * np * k,
+               (size_t)(L->pt_begin[k + 1] - L->pt_begin[k]) * 3 * sizeof *L->pts);
+    return NS_OK;
+}
+
+static ns_status check_placement(const double *placement, int64_t n_cells) {
+    for (int64_t c = 0; placement && c < n_cells; ++c) {
+        const double *pl = placement + 6 * c;
+        for (int k = 0; k < 6; ++k)
+            if (!isfinite(pl[k]))
+                return ns_fail(NS_ERR_NOT_FINITE, "LFP: placement of cell %lld: value %d is %g", (long long)c, k, pl[k]);
+    }
+    return NS_OK;
+}
+
+/* Cell c placed and rotated: its midpoints, conductances, parents and
+ * membrane flags, then its coefficient columns (or, with tiles, its
+ * segments). Touches only cell c's entries. 1 when out of memory. */
+static int place_cell(ns_lfp_t *L, const ns_sim_t *sim, const ns_cell_t *const *shapes, const ns_lfp_probe *probe,
+                      const ns_lfp_options *o, const double *pts, int32_t np, int tiles, int64_t c) {
+    const int32_t s = sim->cell_shape[c];
+    const ns_cell_t *cell = shapes[s];
+    const int32_t n = sim->shapes[s].n;
+    const int64_t off = sim->cell_offset[c];
+    const double *seg = ns_cell_segments(cell), *area = ns_cell_area(cell), *d = ns_cell_diam(cell);
+    const double *g = ns_cell_axial_conductance(cell);
+    const int32_t *par = ns_tree_parent(ns_cell_tree(cell));
+    double *buf = malloc((size_t)n * 8 * sizeof *buf);
+    if (!buf) return 1;
+    double *start = buf, *end = buf + 3 * n, *row = buf + 6 * n, *diam = buf + 7 * n;
+    double R[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, o3[3] = {0, 0, 0}, t3[3] = {0, 0, 0};
+    if (o->placement) {
+        const double *pl = o->placement + 6 * c;
+        rotation(pl[3], pl[4], pl[5], R);
+        int32_t soma = 0;
+        (void)ns_cell_locate(cell, 0, 0.5, &soma); /* a cell's section 0 has a segment */
+        for (int k = 0; k < 3; ++k) o3[k] = .5 * (seg[6 * soma + k] + seg[6 * soma + 3 + k]), t3[k] = pl[k];
+    }
+    for (int32_t i = 0; i < n; ++i) {
+        for (int e = 0; e < 2; ++e) {
+            const double *p = seg + 6 * i + 3 * e;
+            const double q[3] = {p[0] - o3[0], p[1] - o3[1], p[2] - o3[2]};
+            double *dst = (e ? end : start) + 3 * i;
+            for (int k = 0; k < 3; ++k) dst[k] = R[3 * k] * q[0] + R[3 * k + 1] * q[1] + R[3 * k + 2] * q[2] + t3[k];
+        }
+        diam[i] = d[i];
+        for (int k = 0; k < 3; ++k) L->mid[3 * (off + i) + k] = .5 * (start[3 * i + k] + end[3 * i + k]);
+        L->g[off + i] = g[i];
+        L->parent[off + i] = par[i] < 0 ? -1 : off + par[i];
+        L->membrane[off + i] = area[i] > 0.0;
+    }
+    ns_section_info root;
+    ns_cell_get_section(cell, 0, &root);
+    if (tiles) { /* the segments for the GPU's tiles; no coefficients here */
+        const size_t N = (size_t)L->n_comp;
+        memcpy(L->seg + 3 * off, start, 3 * (size_t)n * sizeof *start);
+        memcpy(L->seg + 3 * N + 3 * off, end, 3 * (size_t)n * sizeof *end);
+        memcpy(L->seg + 6 * N + off, diam, (size_t)n * sizeof *diam);
+        for (int32_t i = 0; i < n; ++i)
+            L->point[off + i] = o->method == NS_LFP_POINTSOURCE || (o->method == NS_LFP_ROOT_AS_POINT && i == root.first_node);
+        free(buf);
+        return 0;
+    }
+    const ns_lfp_segments sg = {n, start, end, diam, root.first_node};
+    for (int64_t k = 0; k < probe->n; ++k) {
+        ns_lfp_row(&sg, &probe->contacts[k], pts + 3 * np * k, o->method, o->sigma, row);
+        double *dst = L->M + k * L->n_comp + off;
+        for (int32_t i = 0; i < n; ++i) dst[i] = L->membrane[off + i] ? row[i] : 0.0;
+        if (L->mmax) /* F32 on the CPU: the rounded values */
+            for (int32_t i = 0; i < n; ++i) dst[i] = (double)(float)dst[i];
+    }
+    free(buf);
+    return 0;
+}
+
+/* F32 on the CPU: each chunk's largest |M| for the bound (chunks straddle cells). */
+static void chunk_maxima(ns_lfp_t *L) {
+    const int64_t n = L->n_comp, chunks = (n + NS_LFP_CHUNK - 1) / NS_LFP_CHUNK;
+    for (int64_t k = 0; k < L->n_el; ++k)
+        for (int64_t j = 0; j < n; ++j) {
+            double *m = &L->mmax[k * chunks + j / NS_LFP_CHUNK];
+            *m = fmax(*m, fabs(L->M[k * n + j]) / (1.0 - LFP_U));
+        }
+}
+
+ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const *shapes, const ns_lfp_probe *probe,
+                        const ns_lfp_options *options, ns_lfp_t **out) {
+    if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: out is NULL");
+    *out = NULL;
+    if (!sim || !shapes || !probe || !probe->contacts)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: NULL argument");
+    ns_status st = check_shapes(sim, n_shapes, shapes);
+    if (st != NS_OK) return st;
+    ns_lfp_options o;
+    if (options) o = *options;
+    else ns_lfp_options_init(&o);
+    int32_t n_pop = 1;
+    ns_lfp_storage storage = NS_LFP_STORAGE_AUTO;
+    st = check_options(sim, probe, &o, &n_pop, &storage);
+    if (st != NS_OK) return st;
+    const int f32 = storage == NS_LFP_STORAGE_F32;
     const double t_create = ns_time_ms();
     ns_lfp_t *L = calloc(1, sizeof *L);
     if (!L) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_lfp_create");
@@ -272,9 +418,8 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     L->storage = storage;
     /* TILES, and F32 on the GPU: the coefficients made on the GPU from the placed segments */
     const int tiles = storage == NS_LFP_STORAGE_TILES || (f32 && sim->device >= 0);
-    const size_t nc = (size_t)L->n_comp;
     if (f32 && sim->device < 0) {
-        const size_t chunks = (nc + NS_LFP_CHUNK - 1) / NS_LFP_CHUNK + 1;
+        const size_t chunks = ((size_t)L->n_comp + NS_LFP_CHUNK - 1) / NS_LFP_CHUNK + 1;
         L->mmax = calloc((size_t)L->n_el * chunks, sizeof *L->mmax);
         L->cabs = malloc(chunks * NS_LFP_BLOCK * sizeof *L->cabs);
         if (!L->mmax || !L->cabs) {
@@ -282,136 +427,31 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
             return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: the float32 bound's tables");
         }
     }
-    if (tiles) {
-        L->seg = malloc(7 * nc * sizeof *L->seg);
-        L->point = malloc(nc ? nc : 1);
-        L->pt_begin = malloc(((size_t)probe->n + 1) * sizeof *L->pt_begin);
-    } else {
-        L->M = malloc((size_t)L->n_el * nc * sizeof *L->M);
-    }
-    L->mid = malloc(3 * nc * sizeof *L->mid);
-    L->g = malloc(nc * sizeof *L->g);
-    L->parent = malloc(nc * sizeof *L->parent);
-    L->membrane = malloc(nc);
-    L->v = malloc(nc * sizeof *L->v);
-    L->imem = calloc(nc, sizeof *L->imem);
-    L->ibuf = malloc(nc * NS_LFP_BLOCK * sizeof *L->ibuf);
-    L->pcell = malloc((size_t)L->n_cells * 3 * sizeof *L->pcell);
     L->sim = sim; /* its thread count; attached below */
     int32_t np = 1; /* points of the largest disc */
     for (int64_t k = 0; k < probe->n; ++k)
         if (probe->contacts[k].r > 0.0 && probe->contacts[k].n > np) np = probe->contacts[k].n;
     double *pts = malloc((size_t)probe->n * 3 * (size_t)np * sizeof *pts);
-    ns_status st = NS_OK;
-    if (o.population) {
-        L->pop = malloc((size_t)L->n_cells * sizeof *L->pop);
-        if (L->pop) memcpy(L->pop, o.population, (size_t)L->n_cells * sizeof *L->pop);
-        L->accp_threads = threads_of(L, INT64_MAX);
-        L->accp = malloc((size_t)L->accp_threads * (size_t)n_pop * NS_LFP_BLOCK * sizeof *L->accp);
-    }
-    if ((!tiles && !L->M) || (tiles && (!L->seg || !L->point || !L->pt_begin)) || !L->mid || !L->g || !L->parent ||
-        !L->membrane || !L->v || !L->imem || !L->ibuf || !L->pcell || !pts || (o.population && (!L->pop || !L->accp))) {
+    if (!alloc_tables(L, &o, tiles) || !pts) {
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: coefficients of %lld electrodes x %lld compartments",
                      (long long)L->n_el, (long long)L->n_comp);
         goto done;
     }
     for (int64_t k = 0; k < probe->n; ++k) ns_lfp_contact_points(&probe->contacts[k], pts + 3 * np * k);
-    if (tiles) { /* the contacts' points, packed */
-        L->pt_begin[0] = 0;
-        for (int64_t k = 0; k < probe->n; ++k)
-            L->pt_begin[k + 1] = L->pt_begin[k] + (probe->contacts[k].r > 0.0 ? probe->contacts[k].n : 1);
-        L->pts = malloc((size_t)L->pt_begin[probe->n] * 3 * sizeof *L->pts);
-        if (!L->pts) {
-            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld contact points", (long long)L->pt_begin[probe->n]);
-            goto done;
-        }
-        for (int64_t k = 0; k < probe->n; ++k)
-            memcpy(L->pts + 3 * L->pt_begin[k], pts + 3 * np * k,
-                   (size_t)(L->pt_begin[k + 1] - L->pt_begin[k]) * 3 * sizeof *L->pts);
-    }
-    for (int64_t c = 0; o.placement && c < sim->n_cells; ++c) {
-        const double *pl = o.placement + 6 * c;
-        for (int k = 0; k < 6; ++k)
-            if (!isfinite(pl[k])) {
-                st = ns_fail(NS_ERR_NOT_FINITE, "LFP: placement of cell %lld: value %d is %g", (long long)c, k, pl[k]);
-                goto done;
-            }
-    }
+    if (tiles && (st = pack_points(L, probe, pts, np)) != NS_OK) goto done;
+    if ((st = check_placement(o.placement, sim->n_cells)) != NS_OK) goto done;
     /* each cell's columns on their own (OpenMP over cells: every entry is
      * computed alone, so the thread count changes nothing) */
     int bad = 0;
     const int nt = threads_of(L, L->n_el * L->n_comp * 64);
     (void)nt;
     NS_PRAGMA(omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(| : bad) if (nt > 1))
-    for (int64_t c = 0; c < sim->n_cells; ++c) {
-        const int32_t s = sim->cell_shape[c];
-        const ns_cell_t *cell = shapes[s];
-        const int32_t n = sim->shapes[s].n;
-        const int64_t off = sim->cell_offset[c];
-        const double *seg = ns_cell_segments(cell), *area = ns_cell_area(cell), *d = ns_cell_diam(cell);
-        const double *g = ns_cell_axial_conductance(cell);
-        const int32_t *par = ns_tree_parent(ns_cell_tree(cell));
-        double *buf = malloc((size_t)n * 8 * sizeof *buf);
-        if (!buf) {
-            bad = 1;
-            continue;
-        }
-        double *start = buf, *end = buf + 3 * n, *row = buf + 6 * n, *diam = buf + 7 * n;
-        double R[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, o3[3] = {0, 0, 0}, t3[3] = {0, 0, 0};
-        if (o.placement) {
-            const double *pl = o.placement + 6 * c;
-            rotation(pl[3], pl[4], pl[5], R);
-            int32_t soma = 0;
-            (void)ns_cell_locate(cell, 0, 0.5, &soma); /* a cell's section 0 has a segment */
-            for (int k = 0; k < 3; ++k) o3[k] = .5 * (seg[6 * soma + k] + seg[6 * soma + 3 + k]), t3[k] = pl[k];
-        }
-        for (int32_t i = 0; i < n; ++i) {
-            for (int e = 0; e < 2; ++e) {
-                const double *p = seg + 6 * i + 3 * e;
-                const double q[3] = {p[0] - o3[0], p[1] - o3[1], p[2] - o3[2]};
-                double *dst = (e ? end : start) + 3 * i;
-                for (int k = 0; k < 3; ++k) dst[k] = R[3 * k] * q[0] + R[3 * k + 1] * q[1] + R[3 * k + 2] * q[2] + t3[k];
-            }
-            diam[i] = d[i];
-            for (int k = 0; k < 3; ++k) L->mid[3 * (off + i) + k] = .5 * (start[3 * i + k] + end[3 * i + k]);
-            L->g[off + i] = g[i];
-            L->parent[off + i] = par[i] < 0 ? -1 : off + par[i];
-            L->membrane[off + i] = area[i] > 0.0;
-        }
-        ns_section_info root;
-        ns_cell_get_section(cell, 0, &root);
-        if (tiles) { /* the segments for the GPU's tiles; no coefficients here */
-            const size_t N = (size_t)L->n_comp;
-            memcpy(L->seg + 3 * off, start, 3 * (size_t)n * sizeof *start);
-            memcpy(L->seg + 3 * N + 3 * off, end, 3 * (size_t)n * sizeof *end);
-            memcpy(L->seg + 6 * N + off, diam, (size_t)n * sizeof *diam);
-            for (int32_t i = 0; i < n; ++i)
-                L->point[off + i] = o.method == NS_LFP_POINTSOURCE || (o.method == NS_LFP_ROOT_AS_POINT && i == root.first_node);
-            free(buf);
-            continue;
-        }
-        const ns_lfp_segments sg = {n, start, end, diam, root.first_node};
-        for (int64_t k = 0; k < probe->n; ++k) {
-            ns_lfp_row(&sg, &probe->contacts[k], pts + 3 * np * k, o.method, o.sigma, row);
-            double *dst = L->M + k * L->n_comp + off;
-            for (int32_t i = 0; i < n; ++i) dst[i] = L->membrane[off + i] ? row[i] : 0.0;
-            if (L->mmax) /* F32 on the CPU: the rounded values */
-                for (int32_t i = 0; i < n; ++i) dst[i] = (double)(float)dst[i];
-        }
-        free(buf);
-    }
+    for (int64_t c = 0; c < sim->n_cells; ++c) bad |= place_cell(L, sim, shapes, probe, &o, pts, np, tiles, c);
     if (bad) {
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: the coefficients' scratch");
         goto done;
     }
-    if (L->mmax) { /* F32 on the CPU: each chunk's largest |M| for the bound (chunks straddle cells) */
-        const int64_t n = L->n_comp, chunks = (n + NS_LFP_CHUNK - 1) / NS_LFP_CHUNK;
-        for (int64_t k = 0; k < L->n_el; ++k)
-            for (int64_t j = 0; j < n; ++j) {
-                double *m = &L->mmax[k * chunks + j / NS_LFP_CHUNK];
-                *m = fmax(*m, fabs(L->M[k * n + j]) / (1.0 - LFP_U));
-            }
-    }
+    if (L->mmax) chunk_maxima(L);
     if (sim->device >= 0) {
         st = attach_gpu(L, sim);
         if (st != NS_OK) goto done;
