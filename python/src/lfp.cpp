@@ -45,7 +45,8 @@ struct Lfp {
 
 } // namespace
 
-void bind_lfp(nb::module_ &m) {
+// read_probe, probe_line, lfp_matrix, lfp_csd, four_sphere
+static void bind_lfp_functions(nb::module_ &m) {
     m.def("read_probe", [](const std::filesystem::path &path, int32_t default_points) {
         ns_lfp_probe p;
         check(ns_lfp_probe_read(path.c_str(), default_points, &p));
@@ -102,6 +103,10 @@ void bind_lfp(nb::module_ &m) {
        "sigmas"_a = std::vector<double>{0.3, 1.5, 0.015, 0.3}, "iter_factor"_a = 0.0,
        "lfpykit's four-sphere head model: the potentials (n, 3) [mV] at the electrodes of unit dipoles [nA um] "
        "along x, y, z at `dipole` (um, the head's centre at the origin).");
+}
+
+// Lfp
+static void bind_lfp_class(nb::module_ &m) {
     nb::class_<Lfp>(m, "Lfp", "Extracellular potentials and dipole moments sampled during a Simulation's runs.")
         .def("__init__", [](Lfp *self, nb::handle simulation, nb::handle cells, nb::handle contacts,
                             const std::string &method, double sigma, int64_t every, nb::handle placement,
@@ -217,6 +222,11 @@ void bind_lfp(nb::module_ &m) {
             Simulation &s = nb::cast<Simulation &>(l.sim);
             return to_numpy(ns_lfp_membrane_currents(l.l), {(size_t)ns_sim_compartments(s.s)});
         }, "the last sample's transmembrane currents [nA], Flat order");
+}
+
+void bind_lfp(nb::module_ &m) {
+    bind_lfp_functions(m);
+    bind_lfp_class(m);
 }
 
 } // namespace nsb

@@ -55,8 +55,8 @@ ns_swc_options swc_options(const std::string &roots, const std::string &radii, d
 
 } // namespace
 
-// Tree, Morphology, Cell
-void bind_morph(nb::module_ &m) {
+// Tree
+static void bind_tree(nb::module_ &m) {
     nb::class_<Tree>(m, "Tree", "A compartment tree: its parent array (parent[0] = -1, parent[i] < i).")
         .def("__init__", [](Tree *self, nb::handle parent) {
             view v = take<int32_t>(parent, "Tree", "parent", -1, place::host, false);
@@ -95,6 +95,10 @@ void bind_morph(nb::module_ &m) {
         .def_prop_ro("stats", [](const Tree &t) { return tree_stats(t.t); });
 
     // ---------------------------------------------------------- Morphology
+}
+
+// Morphology
+static void bind_morphology(nb::module_ &m) {
     nb::class_<Morphology>(m, "Morphology", "A checked SWC morphology (docs/swc.md).")
         .def_static("read", [](const std::filesystem::path &path, const std::string &roots, const std::string &radii,
                                double default_radius, double scale) {
@@ -209,6 +213,10 @@ void bind_morph(nb::module_ &m) {
            "grammar (LOC.nseg, LOC.Ra, REGION.cm, Ra; a whole parameter file's text may be given).");
 
     // ---------------------------------------------------------------- Cell
+}
+
+// Cell
+static void bind_cell(nb::module_ &m) {
     nb::class_<Cell>(m, "Cell", "A discretised cell: compartments in Hines order (docs/discretisation.md).")
         .def_prop_ro("info", [](const Cell &c) {
             ns_cell_info i;
@@ -275,6 +283,13 @@ void bind_morph(nb::module_ &m) {
             return nb::make_tuple(a, b, d);
         }, "cm"_a = 1.0, "dt"_a = 0.025, "form"_a = "neuron",
            "(a, b, d) of one backward-Euler step of the passive cable equation.");
+}
+
+// Tree, Morphology, Cell
+void bind_morph(nb::module_ &m) {
+    bind_tree(m);
+    bind_morphology(m);
+    bind_cell(m);
 }
 
 } // namespace nsb

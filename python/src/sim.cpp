@@ -138,72 +138,70 @@ void bind_params(nb::module_ &m) {
         }, "Every parameter; regions as nested dicts keyed by NEURON's names.");
 }
 
-// Simulation
-void bind_simulation(nb::module_ &m) {
-    nb::class_<Simulation>(m, "Simulation", "A population of cells simulated with NEURON's hh/pas and fixed step.")
-        .def("__init__", [](Simulation *self, nb::handle shapes, int64_t n_cells, nb::handle cell_shape,
-                            const SimParams &params, const std::string &backend, const std::string &method,
-                            int32_t threads, int32_t gpu_lanes, int32_t record_every, int32_t check_every,
-                            nb::handle model, const std::string &gpu_mechanisms) {
-            std::vector<const ns_cell_t *> sh;
-            for (nb::handle h : shapes) {
-                if (!nb::isinstance<Cell>(h))
-                    fail(NS_ERR_INVALID_ARGUMENT, "Simulation: cells must be neurosolve.Cell objects, got " +
-                                                      std::string(nb::inst_name(h).c_str()));
-                sh.push_back(nb::cast<Cell &>(h).c);
-            }
-            std::vector<int32_t> cs = cell_shape_of(cell_shape, n_cells, "Simulation");
-            ns_sim_options o;
-            ns_sim_options_init(&o);
-            o.backend = backend_of(backend);
-            o.method = hines_method_of(method);
-            o.threads = threads;
-            o.gpu_lanes = gpu_lanes;
-            o.record_every = record_every;
-            o.check_every = check_every;
-            check(ns_sim_gpu_mechanisms_from_name(gpu_mechanisms.c_str(), &o.gpu_mechanisms));
-            nb::object library = nb::none();
-            std::vector<const ns_sim_model_t *> per_shape;
-            if (!model.is_none() && (nb::isinstance<nb::list>(model) || nb::isinstance<nb::tuple>(model))) {
-                // one model per shape (ns_sim_options.shape_models)
-                for (nb::handle h : model) {
-                    if (!nb::isinstance<Model>(h))
-                        fail(NS_ERR_INVALID_ARGUMENT, "Simulation: model must be a neurosolve.Model or one per "
-                                                      "shape, got " + std::string(nb::inst_name(h).c_str()));
-                    per_shape.push_back(nb::cast<Model &>(h).m);
-                    if (library.is_none()) library = nb::cast<Model &>(h).library;
-                }
-                if (per_shape.size() != sh.size())
-                    fail(NS_ERR_INVALID_ARGUMENT, "Simulation: " + std::to_string(per_shape.size()) +
-                                                      " models for " + std::to_string(sh.size()) + " shapes");
-                o.shape_models = per_shape.data();
-            } else if (!model.is_none()) {
-                if (!nb::isinstance<Model>(model))
-                    fail(NS_ERR_INVALID_ARGUMENT, "Simulation: model must be a neurosolve.Model, got " +
-                                                      std::string(nb::inst_name(model).c_str()));
-                o.model = nb::cast<Model &>(model).m;
-                library = nb::cast<Model &>(model).library;
-            }
-            ns_sim_t *s = nullptr;
-            {
-                nb::gil_scoped_release r;
-                ns_status st = ns_sim_create((int32_t)sh.size(), sh.data(), n_cells, cs.empty() ? nullptr : cs.data(),
-                                             &params.p, &o, &s);
-                if (st != NS_OK) {
-                    std::string msg = ns_last_error();
-                    nb::gil_scoped_acquire g;
-                    fail(st, msg);
-                }
-            }
-            new (self) Simulation();
-            self->s = s;
-            self->library = library;
-            for (const ns_cell_t *c : sh) self->shape_size.push_back(ns_tree_size(ns_cell_tree(c)));
-            self->cell_shape = cs;
-        }, "cells"_a, "n_cells"_a, "cell_shape"_a = nb::none(), "params"_a = SimParams(), "backend"_a = "auto",
-           "method"_a = "auto", "threads"_a = 0, "gpu_lanes"_a = 0, "record_every"_a = 1, "check_every"_a = 1,
-           "model"_a = nb::none(), "gpu_mechanisms"_a = "auto")
-        .def("add_iclamp", [](Simulation &s, int64_t cell, int32_t compartment, double delay, double duration, double amplitude) {
+static void sim_init(Simulation *self, nb::handle shapes, int64_t n_cells, nb::handle cell_shape,
+                     const SimParams &params, const std::string &backend, const std::string &method, int32_t threads,
+                     int32_t gpu_lanes, int32_t record_every, int32_t check_every, nb::handle model,
+                     const std::string &gpu_mechanisms) {
+    std::vector<const ns_cell_t *> sh;
+    for (nb::handle h : shapes) {
+        if (!nb::isinstance<Cell>(h))
+            fail(NS_ERR_INVALID_ARGUMENT, "Simulation: cells must be neurosolve.Cell objects, got " +
+                                              std::string(nb::inst_name(h).c_str()));
+        sh.push_back(nb::cast<Cell &>(h).c);
+    }
+    std::vector<int32_t> cs = cell_shape_of(cell_shape, n_cells, "Simulation");
+    ns_sim_options o;
+    ns_sim_options_init(&o);
+    o.backend = backend_of(backend);
+    o.method = hines_method_of(method);
+    o.threads = threads;
+    o.gpu_lanes = gpu_lanes;
+    o.record_every = record_every;
+    o.check_every = check_every;
+    check(ns_sim_gpu_mechanisms_from_name(gpu_mechanisms.c_str(), &o.gpu_mechanisms));
+    nb::object library = nb::none();
+    std::vector<const ns_sim_model_t *> per_shape;
+    if (!model.is_none() && (nb::isinstance<nb::list>(model) || nb::isinstance<nb::tuple>(model))) {
+        // one model per shape (ns_sim_options.shape_models)
+        for (nb::handle h : model) {
+            if (!nb::isinstance<Model>(h))
+                fail(NS_ERR_INVALID_ARGUMENT, "Simulation: model must be a neurosolve.Model or one per "
+                                              "shape, got " + std::string(nb::inst_name(h).c_str()));
+            per_shape.push_back(nb::cast<Model &>(h).m);
+            if (library.is_none()) library = nb::cast<Model &>(h).library;
+        }
+        if (per_shape.size() != sh.size())
+            fail(NS_ERR_INVALID_ARGUMENT, "Simulation: " + std::to_string(per_shape.size()) +
+                                              " models for " + std::to_string(sh.size()) + " shapes");
+        o.shape_models = per_shape.data();
+    } else if (!model.is_none()) {
+        if (!nb::isinstance<Model>(model))
+            fail(NS_ERR_INVALID_ARGUMENT, "Simulation: model must be a neurosolve.Model, got " +
+                                              std::string(nb::inst_name(model).c_str()));
+        o.model = nb::cast<Model &>(model).m;
+        library = nb::cast<Model &>(model).library;
+    }
+    ns_sim_t *s = nullptr;
+    {
+        nb::gil_scoped_release r;
+        ns_status st = ns_sim_create((int32_t)sh.size(), sh.data(), n_cells, cs.empty() ? nullptr : cs.data(),
+                                     &params.p, &o, &s);
+        if (st != NS_OK) {
+            std::string msg = ns_last_error();
+            nb::gil_scoped_acquire g;
+            fail(st, msg);
+        }
+    }
+    new (self) Simulation();
+    self->s = s;
+    self->library = library;
+    for (const ns_cell_t *c : sh) self->shape_size.push_back(ns_tree_size(ns_cell_tree(c)));
+    self->cell_shape = cs;
+}
+
+// Simulation: stimuli, synapses, sources, connections and recordings
+static void bind_simulation_network(nb::class_<Simulation> &c) {
+    c.def("add_iclamp", [](Simulation &s, int64_t cell, int32_t compartment, double delay, double duration, double amplitude) {
             std::lock_guard<std::mutex> lock(s.mu);
             check(ns_sim_add_iclamp(s.s, cell, compartment, delay, duration, amplitude));
         }, "cell"_a, "compartment"_a, "delay"_a, "duration"_a, "amplitude"_a)
@@ -279,8 +277,12 @@ void bind_simulation(nb::module_ &m) {
             int32_t site = -1;
             check(ns_sim_add_recording(s.s, cell, compartment, &site));
             return site;
-        }, "cell"_a, "compartment"_a, "Record v there; returns the site (column of traces).")
-        .def("init", [](Simulation &s) {
+        }, "cell"_a, "compartment"_a, "Record v there; returns the site (column of traces).");
+}
+
+// Simulation: running it, its clock and outputs
+static void bind_simulation_run(nb::class_<Simulation> &c) {
+    c.def("init", [](Simulation &s) {
             std::lock_guard<std::mutex> lock(s.mu);
             check(ns_sim_init(s.s));
         })
@@ -332,8 +334,12 @@ void bind_simulation(nb::module_ &m) {
             int64_t n = 0;
             const double *p = ns_sim_spikes(s.s, cell, &n);
             return to_numpy<double>(p, {(size_t)n});
-        }, "cell"_a)
-        .def("state", [](Simulation &s, int64_t cell) {
+        }, "cell"_a);
+}
+
+// Simulation: the state and its variables
+static void bind_simulation_state(nb::class_<Simulation> &c) {
+    c.def("state", [](Simulation &s, int64_t cell) {
             std::lock_guard<std::mutex> lock(s.mu);
             if (cell < 0 || cell >= ns_sim_cells(s.s))
                 fail(NS_ERR_INVALID_ARGUMENT, "Simulation.state: cell " + std::to_string(cell) + " out of range");
@@ -401,6 +407,18 @@ void bind_simulation(nb::module_ &m) {
             sim_var_call(s, var, src, stream, false);
         }, "var"_a, "src"_a, "stream"_a = nb::none(),
            "Set one state variable of every compartment from `src` (as read_var); takes effect at the next step.");
+}
+
+// Simulation
+void bind_simulation(nb::module_ &m) {
+    nb::class_<Simulation> c(m, "Simulation", "A population of cells simulated with NEURON's hh/pas and fixed step.");
+    c.def("__init__", &sim_init,
+           "cells"_a, "n_cells"_a, "cell_shape"_a = nb::none(), "params"_a = SimParams(), "backend"_a = "auto",
+           "method"_a = "auto", "threads"_a = 0, "gpu_lanes"_a = 0, "record_every"_a = 1, "check_every"_a = 1,
+           "model"_a = nb::none(), "gpu_mechanisms"_a = "auto");
+    bind_simulation_network(c);
+    bind_simulation_run(c);
+    bind_simulation_state(c);
 }
 
 } // namespace nsb
